@@ -1,0 +1,87 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// Handler handles one JSON-RPC request or notification. For a request it
+// returns the result (marshalled with encoding/json; nil means an empty
+// object) or an error; for a notification both are ignored. ctx is cancelled,
+// with a cause from this package, when the request can no longer be answered.
+type Handler func(ctx context.Context, req *Request) (result any, err error)
+
+// Middleware wraps a Handler. The returned Handler must be safe for
+// concurrent use.
+type Middleware func(Handler) Handler
+
+// Chain composes middleware so that mw[0] runs first (outermost). Nil entries
+// are skipped; Chain() is the identity.
+func Chain(mw ...Middleware) Middleware {
+	return func(h Handler) Handler {
+		for i := len(mw) - 1; i >= 0; i-- {
+			if mw[i] != nil {
+				h = mw[i](h)
+			}
+		}
+		return h
+	}
+}
+
+// Request is one incoming request or notification as handlers and middleware
+// see it. The core fills it before the chain runs; middleware may read every
+// field and must not modify them.
+type Request struct {
+	ID       transport.ID    // zero for a notification
+	Method   string          // e.g. "tools/call"
+	Params   json.RawMessage // nil when absent
+	Session  *Session        // the session it arrived on
+	Received time.Time       // when the core read it
+	// Name is the tool name of tools/call and the prompt name of
+	// prompts/get, read from Params before the chain runs (for span names
+	// and metric labels); empty otherwise.
+	Name string
+	// URI is the resource URI of resources/read, resources/subscribe and
+	// resources/unsubscribe; empty otherwise.
+	URI string
+
+	done []func(Outcome)
+}
+
+// IsNotification reports whether req is a notification (it has no id).
+func (req *Request) IsNotification() bool { return !req.ID.IsValid() }
+
+// OnDone registers f to run once the request's fate is sealed: after its
+// response was written, or the decision not to write one was made. f runs on
+// the goroutine that sealed it, after the Observer was told. Middleware calls
+// OnDone on its way in, from the goroutine running the chain, to learn the
+// final outcome (a tracing span can then end with the write's result).
+func (req *Request) OnDone(f func(Outcome)) { req.done = append(req.done, f) }
+
+// Outcome is how a request ended: exactly one of "answered" (Dropped is
+// empty) or "dropped with a reason".
+type Outcome struct {
+	// Err is the error the chain returned; nil on success. Note that a
+	// tool's failure is a successful result with isError set.
+	Err error
+	// Cause is the request context's cancellation cause, if it was cancelled
+	// before the chain returned.
+	Cause error
+	// Dropped is why no response was written; empty when one was.
+	Dropped DropReason
+	// WriteErr is the write error that made the drop, if any.
+	WriteErr error
+}
+
+type requestKey struct{}
+
+// RequestFromContext returns the request a handler's context belongs to, or
+// nil. Helpers that need the session or the request id (client calls,
+// progress, logging) use it.
+func RequestFromContext(ctx context.Context) *Request {
+	req, _ := ctx.Value(requestKey{}).(*Request)
+	return req
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Option configures a [Server].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	impl         Implementation
+	instructions string
+	middleware   []Middleware
+	observer     Observer
+	logger       *slog.Logger
+	maxInFlight  int
+	writeTimeout time.Duration
+	callTimeout  time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		impl:         Implementation{Name: "vigil", Version: "dev"},
+		observer:     NopObserver{},
+		logger:       slog.New(slog.DiscardHandler),
+		maxInFlight:  1024,
+		writeTimeout: 30 * time.Second,
+		callTimeout:  60 * time.Second,
+	}
+}
+
+// WithImplementation sets the name and version the server reports in
+// serverInfo. The default is "vigil", "dev".
+func WithImplementation(name, version string) Option {
+	return optionFunc(func(c *config) { c.impl = Implementation{Name: name, Version: version} })
+}
+
+// WithInstructions sets the instructions returned by initialize.
+func WithInstructions(text string) Option {
+	return optionFunc(func(c *config) { c.instructions = text })
+}
+
+// WithMiddleware appends middleware to the chain; the first one given runs
+// outermost. Calling it again appends more.
+func WithMiddleware(mw ...Middleware) Option {
+	return optionFunc(func(c *config) { c.middleware = append(c.middleware, mw...) })
+}
+
+// WithObserver sets the Observer that receives what the core sees (see
+// [Observer]). nil restores the no-op default.
+func WithObserver(o Observer) Option {
+	return optionFunc(func(c *config) {
+		if o == nil {
+			o = NopObserver{}
+		}
+		c.observer = o
+	})
+}
+
+// WithLogger sets the logger for the server's own messages. The default
+// discards everything. Expected disconnects are logged at debug level.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		c.logger = l
+	})
+}
+
+// WithMaxInFlight limits the requests one session may have in flight; more
+// are answered at once with [CodeServerBusy]. The read loop never waits for a
+// slot, so cancellations keep flowing. The default is 1024; n < 1 means no
+// limit.
+func WithMaxInFlight(n int) Option {
+	return optionFunc(func(c *config) { c.maxInFlight = n })
+}
+
+// WithWriteTimeout bounds how long writing one message may wait for the
+// transport (30 s by default). d <= 0 means no bound.
+func WithWriteTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.writeTimeout = d })
+}
+
+// WithCallTimeout bounds how long a server-to-client request waits for the
+// client's answer (60 s by default); on expiry the client is sent
+// notifications/cancelled. d <= 0 means no bound beyond the caller's context.
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.callTimeout = d })
+}

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// outgoing is one server-to-client request waiting for its answer.
+type outgoing struct {
+	method  string
+	started time.Time
+	ch      chan *transport.Response // 1-buffered; nil response: the session ended
+}
+
+// capabilityFor names the client capability a server-to-client method needs.
+func capabilityFor(caps ClientCapabilities, method string) (string, bool) {
+	switch method {
+	case "roots/list":
+		return "roots", caps.Roots != nil
+	case "sampling/createMessage":
+		return "sampling", caps.Sampling != nil
+	case "elicitation/create":
+		return "elicitation", caps.Elicitation != nil
+	}
+	return "", true
+}
+
+// Call sends a request to the client and waits for its answer, which it
+// decodes into result (when result is non-nil). It refuses, with an error
+// wrapping [ErrCapability], a method whose capability the client did not
+// declare (roots/list, sampling/createMessage, elicitation/create), and with
+// [ErrNotInitialized] anything but ping before the client's
+// notifications/initialized.
+//
+// Call returns when the client answers (an error answer is an [*Error]), when
+// ctx is done or the call timeout passes (the client is then sent
+// notifications/cancelled and the error is ctx's cause), or when the session
+// ends (an error wrapping [ErrConnectionClosed] and the session's cause).
+// Pass the handler's context so that a cancelled request stops waiting too.
+func (ss *Session) Call(ctx context.Context, method string, params, result any) error {
+	var raw json.RawMessage
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
+		}
+	}
+	o := &outgoing{method: method, started: time.Now(), ch: make(chan *transport.Response, 1)}
+	ss.mu.Lock()
+	if ss.st.closed || ss.ctx.Err() != nil {
+		ss.mu.Unlock()
+		return ss.closedError()
+	}
+	if ss.st.phase != phaseReady && method != "ping" {
+		ss.mu.Unlock()
+		return fmt.Errorf("%w: cannot send %s before notifications/initialized", ErrNotInitialized, method)
+	}
+	if name, ok := capabilityFor(ss.st.caps, method); !ok {
+		ss.mu.Unlock()
+		return fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name)
+	}
+	ss.st.nextID++
+	id := transport.Int64ID(ss.st.nextID)
+	ss.st.outgoing[id] = o
+	ss.mu.Unlock()
+
+	if d := ss.srv.cfg.callTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d,
+			fmt.Errorf("mcp: %s: no answer from the client within %v: %w", method, d, context.DeadlineExceeded))
+		defer cancel()
+	}
+	if err := ss.write(ctx, &transport.Request{ID: id, Method: method, Params: raw}); err != nil {
+		ss.forget(id)
+		return fmt.Errorf("%w: %w", ErrConnectionClosed, err)
+	}
+	select {
+	case resp := <-o.ch:
+		return ss.decodeAnswer(method, resp, result)
+	case <-ss.ctx.Done():
+		return ss.closedError()
+	case <-ctx.Done():
+		if ss.forget(id) {
+			ss.notifyCancelled(id, context.Cause(ctx))
+		}
+		if ss.ctx.Err() != nil {
+			return ss.closedError()
+		}
+		return context.Cause(ctx)
+	}
+}
+
+func (ss *Session) decodeAnswer(method string, resp *transport.Response, result any) error {
+	if resp == nil {
+		return ss.closedError()
+	}
+	if resp.Error != nil {
+		return &Error{Code: Code(resp.Error.Code), Message: resp.Error.Message, Data: resp.Error.Data}
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Result, result); err != nil {
+		return fmt.Errorf("mcp: %s: malformed result from the client: %w", method, err)
+	}
+	return nil
+}
+
+// forget removes an outgoing request; it reports whether it was still there.
+func (ss *Session) forget(id transport.ID) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, ok := ss.st.outgoing[id]
+	delete(ss.st.outgoing, id)
+	return ok
+}
+
+// notifyCancelled tells the client to stop working on our request id.
+func (ss *Session) notifyCancelled(id transport.ID, cause error) {
+	params, _ := json.Marshal(struct {
+		RequestID transport.ID `json:"requestId"`
+		Reason    string       `json:"reason,omitempty"`
+	}{id, cause.Error()})
+	_ = ss.write(ss.ctx, &transport.Request{Method: "notifications/cancelled", Params: params})
+}
+
+// answer routes a response from the client to the Call waiting for it.
+func (ss *Session) answer(m *transport.Response) {
+	ss.mu.Lock()
+	o := ss.st.outgoing[m.ID]
+	delete(ss.st.outgoing, m.ID)
+	ss.mu.Unlock()
+	if o == nil {
+		ss.obs.MessageRejected(ss.ctx, ss, 0, "response to an unknown or abandoned request id: ignored")
+		return
+	}
+	o.ch <- m
+}
+
+// Notify sends a notification to the client. It is best effort: after the
+// session ended, or once its writer failed, it returns an error and sends
+// nothing; it never panics.
+func (ss *Session) Notify(ctx context.Context, method string, params any) error {
+	var raw json.RawMessage
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
+		}
+	}
+	ss.mu.Lock()
+	closed := ss.st.closed || ss.st.broken != ""
+	ss.mu.Unlock()
+	if closed {
+		return ss.closedError()
+	}
+	return ss.write(ctx, &transport.Request{Method: method, Params: raw})
+}
+
+// Root is a root the client exposes (roots/list).
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// ListRoots asks the client for its roots. It needs the client's roots
+// capability; see [Session.Call] for the errors.
+func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
+	var res struct {
+		Roots []Root `json:"roots"`
+	}
+	if err := ss.Call(ctx, "roots/list", nil, &res); err != nil {
+		return nil, err
+	}
+	return res.Roots, nil
+}

@@ -1,0 +1,103 @@
+package server
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Protocol versions of the initialize era that this server negotiates,
+// newest first.
+const (
+	Version20251125 = "2025-11-25"
+	Version20250618 = "2025-06-18"
+	Version20250326 = "2025-03-26"
+	Version20241105 = "2024-11-05"
+)
+
+var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
+
+// SupportedVersions returns the protocol versions initialize accepts, newest
+// first.
+func SupportedVersions() []string { return slices.Clone(supportedVersions) }
+
+// negotiate returns the version to answer with: the client's if supported,
+// else the newest.
+func negotiate(requested string) string {
+	if slices.Contains(supportedVersions, requested) {
+		return requested
+	}
+	return supportedVersions[0]
+}
+
+// batchesAllowed reports whether JSON-RPC batches are part of version v
+// (they were dropped in 2025-06-18).
+func batchesAllowed(v string) bool { return v == Version20250326 || v == Version20241105 }
+
+// Implementation names a client or server (clientInfo, serverInfo).
+type Implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+// ClientCapabilities is what the client declared in initialize. A nil field
+// means the capability is absent.
+type ClientCapabilities struct {
+	Roots        *RootsCapability       `json:"roots,omitempty"`
+	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
+	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
+	Experimental map[string]any         `json:"experimental,omitempty"`
+}
+
+// RootsCapability is the client's roots capability.
+type RootsCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// SamplingCapability is the client's sampling capability.
+type SamplingCapability struct {
+	Context *struct{} `json:"context,omitempty"`
+	Tools   *struct{} `json:"tools,omitempty"`
+}
+
+// ElicitationCapability is the client's elicitation capability. An empty
+// object means form mode only.
+type ElicitationCapability struct {
+	Form *struct{} `json:"form,omitempty"`
+	URL  *struct{} `json:"url,omitempty"`
+}
+
+// ServerCapabilities is what the server declares in initialize.
+type ServerCapabilities struct {
+	Tools        *ListChangedCapability `json:"tools,omitempty"`
+	Experimental map[string]any         `json:"experimental,omitempty"`
+}
+
+// ListChangedCapability is a capability that may announce list changes.
+type ListChangedCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+type initializeParams struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ClientCapabilities `json:"capabilities"`
+	ClientInfo      Implementation     `json:"clientInfo"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ServerCapabilities `json:"capabilities"`
+	ServerInfo      Implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+}
+
+type cancelledParams struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// targetParams holds the fields of params that name a request's target.
+type targetParams struct {
+	Name string `json:"name"`
+	URI  string `json:"uri"`
+}

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// ErrServerClosed is returned by [Server.Serve] for a session that ended
+// because the server shut down or closed, and by Serve calls made after that.
+var ErrServerClosed = errors.New("mcp: server closed")
+
+// Server is an MCP server. One Server serves any number of sessions, each
+// through its own [Server.Serve] call. Its methods are safe for concurrent
+// use.
+type Server struct {
+	cfg     config
+	handler Handler // the middleware chain around route
+	tools   toolRegistry
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+	draining bool
+	closed   bool
+	idle     chan struct{} // closed when draining and the last session ended
+}
+
+// New returns a Server configured by opts. New() with no options is a
+// working server with no tools.
+func New(opts ...Option) *Server {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	s := &Server{cfg: cfg, sessions: make(map[*Session]struct{})}
+	s.handler = Chain(cfg.middleware...)(s.route)
+	return s
+}
+
+// Serve runs one session on conn until the session ends and every one of its
+// handlers has returned. It ends when conn's input ends or fails (it returns
+// nil for a clean end of input), when ctx is done (it returns ctx's cause),
+// or when the server shuts down or closes ([ErrServerClosed]). Every handler
+// still running is cancelled with the cause, and conn is closed, before Serve
+// returns.
+func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
+	ss := newSession(ctx, s, conn)
+	if !s.track(ss) {
+		ss.cancel(ErrShutdown)
+		_ = conn.Close()
+		return ErrServerClosed
+	}
+	defer s.untrack(ss)
+	return ss.serve()
+}
+
+func (s *Server) track(ss *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining || s.closed {
+		return false
+	}
+	s.sessions[ss] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(ss *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, ss)
+	if len(s.sessions) == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// Sessions returns the sessions being served, in no particular order.
+func (s *Server) Sessions() []*Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
+}
+
+// Shutdown stops the server gracefully: sessions stop accepting new
+// requests (they are answered with [CodeServerBusy]) but keep reading
+// responses and cancellations, in-flight handlers run on, and each session
+// ends once it has none. If ctx is done first, the remaining handlers are
+// cancelled with [ErrShutdown], their sessions are closed, and Shutdown
+// returns ctx's error without waiting for handlers that ignore
+// cancellation. New Serve calls fail with [ErrServerClosed].
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	idle := make(chan struct{})
+	if len(s.sessions) == 0 {
+		close(idle)
+	} else if s.idle == nil {
+		s.idle = idle
+	} else {
+		idle = s.idle
+	}
+	sessions := s.snapshotLocked()
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.drain()
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		sessions = s.snapshotLocked()
+		s.mu.Unlock()
+		for _, ss := range sessions {
+			ss.cancel(fmt.Errorf("%w: %w", ErrShutdown, context.Cause(ctx)))
+		}
+		return ctx.Err()
+	}
+}
+
+// Close ends every session at once: handlers are cancelled with
+// [ErrShutdown] and connections closed. It does not wait for handlers.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	sessions := s.snapshotLocked()
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.cancel(ErrShutdown)
+	}
+	return nil
+}
+
+func (s *Server) snapshotLocked() []*Session {
+	out := make([]*Session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
+}
+
+// route is the innermost handler: the method table.
+func (s *Server) route(ctx context.Context, req *Request) (any, error) {
+	switch req.Method {
+	case "initialize":
+		return req.Session.initialize(req)
+	case "ping":
+		return struct{}{}, nil
+	case "tools/list":
+		return s.tools.list(), nil
+	case "tools/call":
+		return s.tools.call(ctx, req)
+	case "notifications/initialized", "notifications/cancelled", "notifications/roots/list_changed":
+		return nil, nil // acted on by the session before the chain ran
+	}
+	if req.IsNotification() {
+		return nil, nil // unknown notifications are ignored
+	}
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+}
+
+// invoke runs the chain for req, turning a panic into CodeInternal.
+func (s *Server) invoke(ctx context.Context, req *Request) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			s.cfg.logger.ErrorContext(ctx, "handler panicked", "method", req.Method, "id", req.ID.String(), "panic", v, "stack", string(stack))
+			s.cfg.observer.HandlerPanicked(ctx, req, v, stack)
+			res, err = nil, &Error{Code: CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
+		}
+	}()
+	return s.handler(ctx, req)
+}

@@ -1,0 +1,501 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// Session is one client connection being served: the state of its
+// handshake, its in-flight requests in both directions, and its writer.
+// Handlers reach it through [Request].Session. Its methods are safe for
+// concurrent use.
+type Session struct {
+	srv     *Server
+	conn    transport.Conn
+	id      string
+	started time.Time
+	parent  context.Context
+	ctx     context.Context // cancelled, with a cause, when the session ends
+	cancel  context.CancelCauseFunc
+	unwatch func() bool
+	obs     Observer
+	log     *slog.Logger
+
+	handlers sync.WaitGroup
+
+	mu sync.Mutex // guards st; never held during I/O
+	st sessionState
+}
+
+type phase uint8
+
+const (
+	phaseNew         phase = iota // waiting for initialize
+	phaseInitialized              // initialize answered
+	phaseReady                    // notifications/initialized received
+)
+
+type sessionState struct {
+	phase    phase
+	version  string
+	client   Implementation
+	caps     ClientCapabilities
+	incoming map[transport.ID]*inflight
+	outgoing map[transport.ID]*outgoing
+	nextID   int64
+	draining bool       // Shutdown began: admit no new requests
+	closed   bool       // the session ended: write nothing more
+	broken   DropReason // class of the first failed write; "" while writes succeed
+}
+
+// inflight is one incoming request between admission and its outcome.
+type inflight struct {
+	req    *Request
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	batch  *batchCollector // nil unless the request came in a batch
+}
+
+// errRequestDone releases a finished request's context. It is never a
+// cancellation cause that anyone observes as one: the outcome is sealed first.
+var errRequestDone = errors.New("mcp: request finished")
+
+func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
+	sctx, cancel := context.WithCancelCause(ctx)
+	ss := &Session{
+		srv:     s,
+		conn:    conn,
+		id:      newSessionID(),
+		started: time.Now(),
+		parent:  ctx,
+		ctx:     sctx,
+		cancel:  cancel,
+		obs:     s.cfg.observer,
+		st: sessionState{
+			incoming: make(map[transport.ID]*inflight),
+			outgoing: make(map[transport.ID]*outgoing),
+		},
+	}
+	ss.log = s.cfg.logger.With("session", ss.id)
+	// Whatever ends the session closes the transport, which is what
+	// unblocks a read loop stuck in Read.
+	ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
+	return ss
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// ID returns the session's id: 32 random hex digits, unique per session.
+func (ss *Session) ID() string { return ss.id }
+
+// Started returns when the session began.
+func (ss *Session) Started() time.Time { return ss.started }
+
+// Done returns a channel closed when the session ends.
+func (ss *Session) Done() <-chan struct{} { return ss.ctx.Done() }
+
+// ProtocolVersion returns the negotiated protocol version, or "" before
+// initialize.
+func (ss *Session) ProtocolVersion() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.st.version
+}
+
+// ClientInfo returns the clientInfo the client sent in initialize.
+func (ss *Session) ClientInfo() Implementation {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.st.client
+}
+
+// ClientCapabilities returns the capabilities the client declared.
+func (ss *Session) ClientCapabilities() ClientCapabilities {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.st.caps
+}
+
+// serve is the read loop. It runs on Serve's goroutine.
+func (ss *Session) serve() error {
+	ss.obs.SessionStarted(ss.ctx, ss)
+	var readErr error
+	for {
+		msg, err := ss.conn.Read(ss.ctx)
+		if err != nil {
+			if de, ok := errors.AsType[*transport.DecodeError](err); ok {
+				ss.reject(nil, de.ID, Code(de.Code), de.Err.Error())
+				continue
+			}
+			readErr = err
+			break
+		}
+		ss.dispatch(msg)
+	}
+	if errors.Is(readErr, transport.ErrFrameTooLarge) {
+		ss.reject(nil, transport.ID{}, CodeInvalidRequest, "message exceeds the maximum frame size")
+	}
+	ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
+	cause := context.Cause(ss.ctx)
+	switch {
+	case errors.Is(cause, ErrShutdown):
+		return ErrServerClosed
+	case ss.parent.Err() != nil && errors.Is(cause, context.Cause(ss.parent)):
+		return cause
+	case errors.Is(cause, io.EOF):
+		return nil
+	default:
+		return cause
+	}
+}
+
+// end tears the session down: cancel everything with cause (unless an
+// earlier cause won), fail the outgoing requests still waiting, close the
+// transport and wait for the handlers.
+func (ss *Session) end(cause error) {
+	ss.cancel(cause)
+	ss.mu.Lock()
+	ss.st.closed = true
+	waiting := make([]*outgoing, 0, len(ss.st.outgoing))
+	for id, o := range ss.st.outgoing { // a snapshot: nothing below touches the map
+		waiting = append(waiting, o)
+		delete(ss.st.outgoing, id)
+	}
+	ss.mu.Unlock()
+	closedErr := ss.closedError()
+	for _, o := range waiting {
+		o.ch <- nil // buffered, and this is its only sender after removal
+		ss.obs.OutgoingFailed(ss.ctx, ss, o.method, closedErr)
+	}
+	_ = ss.conn.Close()
+	ss.handlers.Wait()
+	ss.unwatch()
+	cause = context.Cause(ss.ctx)
+	ss.log.Debug("session ended", "cause", cause)
+	ss.obs.SessionEnded(ss.ctx, ss, cause)
+}
+
+func (ss *Session) closedError() error {
+	return fmt.Errorf("%w: %w", ErrConnectionClosed, context.Cause(ss.ctx))
+}
+
+// drain makes the session refuse new requests and end once none is in
+// flight (Server.Shutdown).
+func (ss *Session) drain() {
+	ss.mu.Lock()
+	ss.st.draining = true
+	idle := len(ss.st.incoming) == 0
+	ss.mu.Unlock()
+	if idle {
+		ss.cancel(ErrShutdown)
+	}
+}
+
+func (ss *Session) dispatch(msg transport.Message) {
+	switch m := msg.(type) {
+	case *transport.Request:
+		if m.IsNotification() {
+			ss.notification(m)
+		} else {
+			ss.request(m, nil)
+		}
+	case *transport.Response:
+		ss.answer(m)
+	case transport.Batch:
+		ss.batch(m)
+	}
+}
+
+func (ss *Session) newRequest(m *transport.Request) *Request {
+	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
+	switch m.Method {
+	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe":
+		var t targetParams
+		if json.Unmarshal(m.Params, &t) == nil {
+			req.Name, req.URI = t.Name, t.URI
+		}
+	}
+	return req
+}
+
+// request admits one request and starts its handler. initialize runs on the
+// read loop itself, so that the requests after it see the negotiated state.
+func (ss *Session) request(m *transport.Request, batch *batchCollector) {
+	req := ss.newRequest(m)
+	ss.mu.Lock()
+	code, why := ss.admitLocked(req)
+	var inf *inflight
+	if code == 0 {
+		inf = &inflight{req: req, batch: batch}
+		if req.Method == "initialize" {
+			inf.ctx, inf.cancel = context.WithCancelCause(context.WithoutCancel(ss.ctx)) // never cancelled
+		} else {
+			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
+		}
+		ss.st.incoming[req.ID] = inf
+	}
+	broken := ss.st.broken
+	ss.mu.Unlock()
+	switch {
+	case code == 0 && req.Method == "initialize":
+		ss.run(inf)
+	case code == 0:
+		ss.handlers.Go(func() { ss.run(inf) })
+	case broken != "":
+		// Nothing can be written: the request is read and dropped.
+		ss.obs.ResponseDropped(ss.ctx, req, broken)
+		batch.skip()
+	default:
+		ss.reject(batch, req.ID, code, why)
+	}
+}
+
+// admitLocked decides whether req may run: 0 or the code to refuse it with.
+func (ss *Session) admitLocked(req *Request) (Code, string) {
+	st := &ss.st
+	switch {
+	case st.broken != "":
+		return CodeInternal, "writer broken"
+	case st.draining:
+		return CodeServerBusy, "server is shutting down"
+	case st.incoming[req.ID] != nil:
+		return CodeInvalidRequest, "duplicate request id: a request with this id is still in flight"
+	case req.Method == "initialize" && st.phase != phaseNew:
+		return CodeInvalidRequest, "session already initialized"
+	case req.Method != "initialize" && req.Method != "ping" && st.phase == phaseNew:
+		return CodeInvalidRequest, "session not initialized: the first request must be initialize"
+	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
+		return CodeServerBusy, "too many requests in flight"
+	}
+	return 0, ""
+}
+
+// reject answers a message that never reached a handler.
+func (ss *Session) reject(batch *batchCollector, id transport.ID, code Code, why string) {
+	ss.obs.MessageRejected(ss.ctx, ss, code, why)
+	ss.log.Debug("message rejected", "code", int64(code), "reason", why)
+	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(code), Message: why}}
+	if batch != nil {
+		batch.add(resp, nil)
+		return
+	}
+	_ = ss.write(ss.ctx, resp)
+}
+
+func (ss *Session) run(inf *inflight) {
+	ctx := context.WithValue(inf.ctx, requestKey{}, inf.req)
+	res, err := ss.srv.invoke(ctx, inf.req)
+	ss.finish(inf, res, err)
+}
+
+// finish seals a request's outcome: answered, or dropped with a reason.
+// Removing the request from the in-flight table under the lock is the commit
+// point: a cancellation that finds it gone is ignored, and one that came
+// before is seen here, so one id never gets two answers.
+func (ss *Session) finish(inf *inflight, res any, err error) {
+	ss.mu.Lock()
+	delete(ss.st.incoming, inf.req.ID)
+	cancelled := inf.ctx.Err() != nil
+	closed, broken := ss.st.closed, ss.st.broken
+	drained := ss.st.draining && len(ss.st.incoming) == 0
+	ss.mu.Unlock()
+
+	out := Outcome{Err: err}
+	if cancelled {
+		out.Cause = context.Cause(inf.ctx)
+		ss.obs.RequestCancelled(inf.ctx, inf.req, out.Cause)
+	}
+	inf.cancel(errRequestDone)
+	switch {
+	case broken != "":
+		ss.seal(inf, out, broken, nil)
+	case closed:
+		ss.seal(inf, out, DropWriterClosed, nil)
+	case cancelled:
+		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
+	default:
+		resp := ss.buildResponse(inf.req.ID, res, err)
+		if inf.batch != nil {
+			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
+		} else {
+			ss.sealWrite(inf, out, ss.write(inf.ctx, resp))
+		}
+	}
+	if drained {
+		ss.cancel(ErrShutdown)
+	}
+}
+
+func dropReasonOf(cause error) DropReason {
+	switch ReasonOfCause(cause) {
+	case ReasonTransportClose:
+		return DropWriterClosed
+	case ReasonShutdown:
+		return DropShutdown
+	default:
+		return DropCancelled
+	}
+}
+
+// buildResponse builds the answer to a request from what its chain returned.
+func (ss *Session) buildResponse(id transport.ID, res any, err error) *transport.Response {
+	resp := &transport.Response{ID: id}
+	if err != nil {
+		resp.Error = wireError(err)
+		return resp
+	}
+	if res == nil {
+		resp.Result = json.RawMessage("{}")
+		return resp
+	}
+	raw, merr := json.Marshal(res)
+	if merr != nil {
+		ss.log.Error("cannot encode result", "id", id.String(), "error", merr)
+		resp.Error = wireError(merr)
+		return resp
+	}
+	resp.Result = raw
+	return resp
+}
+
+func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
+	if werr == nil {
+		ss.seal(inf, out, "", nil)
+		return
+	}
+	ss.seal(inf, out, writeClass(werr), werr)
+}
+
+// seal reports a request's outcome to the Observer and to OnDone callbacks.
+func (ss *Session) seal(inf *inflight, out Outcome, dropped DropReason, werr error) {
+	out.Dropped, out.WriteErr = dropped, werr
+	if dropped != "" {
+		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
+		ss.log.Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", string(dropped))
+		if inf.batch != nil && werr == nil {
+			inf.batch.skip()
+		}
+	}
+	for _, f := range inf.req.done {
+		f(out)
+	}
+}
+
+func writeClass(err error) DropReason {
+	if errors.Is(err, transport.ErrClosed) {
+		return DropWriterClosed
+	}
+	return DropPeerGone
+}
+
+// write sends one message, unaffected by ctx's cancellation but bounded by the
+// write timeout. A failure is reported once per write; the first one marks the
+// writer broken and cancels every request in flight with ErrTransportClose,
+// since none of them can be answered. The read loop goes on, so that the
+// session still ends at the end of its input.
+func (ss *Session) write(ctx context.Context, msg transport.Message) error {
+	ctx = context.WithoutCancel(ctx)
+	if d := ss.srv.cfg.writeTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	err := ss.conn.Write(ctx, msg)
+	if err == nil {
+		return nil
+	}
+	class := writeClass(err)
+	ss.obs.WriteFailed(ctx, ss, class, err)
+	ss.mu.Lock()
+	first := ss.st.broken == "" && !ss.st.closed
+	var victims []*inflight
+	if first {
+		ss.st.broken = class
+		for _, inf := range ss.st.incoming {
+			victims = append(victims, inf)
+		}
+	}
+	ss.mu.Unlock()
+	if first {
+		ss.log.Debug("write failed: the session can no longer answer", "class", string(class), "error", err)
+		cause := fmt.Errorf("%w: %w", ErrTransportClose, err)
+		for _, inf := range victims {
+			inf.cancel(cause)
+		}
+	}
+	return err
+}
+
+func (ss *Session) notification(m *transport.Request) {
+	req := ss.newRequest(m)
+	switch m.Method {
+	case "notifications/cancelled":
+		ss.cancelRequest(m.Params)
+	case "notifications/initialized":
+		ss.mu.Lock()
+		if ss.st.phase == phaseInitialized {
+			ss.st.phase = phaseReady
+		}
+		ss.mu.Unlock()
+	}
+	ctx := context.WithValue(ss.ctx, requestKey{}, req)
+	_, _ = ss.srv.invoke(ctx, req)
+	for _, f := range req.done {
+		f(Outcome{})
+	}
+}
+
+// cancelRequest acts on notifications/cancelled. Unknown, finished and
+// malformed ids are ignored, as is initialize.
+func (ss *Session) cancelRequest(params json.RawMessage) {
+	var p cancelledParams
+	var id transport.ID
+	if json.Unmarshal(params, &p) != nil || id.UnmarshalJSON(p.RequestID) != nil {
+		ss.obs.MessageRejected(ss.ctx, ss, CodeInvalidParams, "notifications/cancelled without a valid requestId: ignored")
+		return
+	}
+	ss.mu.Lock()
+	inf := ss.st.incoming[id]
+	ss.mu.Unlock()
+	if inf == nil || inf.req.Method == "initialize" {
+		return
+	}
+	cause := ErrClientCancel
+	if p.Reason != "" {
+		cause = fmt.Errorf("%w: %s", ErrClientCancel, p.Reason)
+	}
+	inf.cancel(cause)
+}
+
+// initialize is the built-in handler of the initialize request.
+func (ss *Session) initialize(req *Request) (any, error) {
+	var p initializeParams
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProtocolVersion == "" {
+		return nil, Errorf(CodeInvalidParams, "invalid initialize params: protocolVersion, capabilities and clientInfo are required")
+	}
+	version := negotiate(p.ProtocolVersion)
+	ss.mu.Lock()
+	ss.st.phase, ss.st.version, ss.st.client, ss.st.caps = phaseInitialized, version, p.ClientInfo, p.Capabilities
+	ss.mu.Unlock()
+	cfg := &ss.srv.cfg
+	return &initializeResult{
+		ProtocolVersion: version,
+		Capabilities:    ss.srv.capabilities(),
+		ServerInfo:      cfg.impl,
+		Instructions:    cfg.instructions,
+	}, nil
+}

@@ -1,0 +1,12 @@
+// Package transport defines how Vigil moves JSON-RPC 2.0 messages: the [Conn]
+// contract every transport implements, the wire types ([ID], [Request],
+// [Response], [Batch]) with their codec, and the two error classes a transport
+// wraps its read and write failures in ([ErrClosed] and [ErrPeerGone]).
+//
+// The package is a leaf: it imports no other Vigil package and knows nothing
+// of MCP sessions, lifecycles or telemetry. Concrete transports live in the
+// sub-packages stdio (newline-delimited JSON on a pair of streams) and memory
+// (an in-process pair for tests and examples).
+//
+// Read [Conn] first, then [DecodeMessage].
+package transport

@@ -1,0 +1,277 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// JSON-RPC 2.0 error codes that the codec itself produces.
+const (
+	CodeParseError     = -32700 // the frame is not valid JSON (or not UTF-8)
+	CodeInvalidRequest = -32600 // valid JSON, but not a valid JSON-RPC message
+)
+
+// Message is one JSON-RPC message: a [*Request] (which is a notification when
+// its ID is the zero ID), a [*Response], a [Batch] (read side only) or a
+// [ResponseBatch] (write side only).
+type Message interface{ isMessage() }
+
+// Request is a JSON-RPC request, or a notification when ID is the zero ID.
+type Request struct {
+	ID     ID
+	Method string
+	Params json.RawMessage // nil when absent; otherwise an object or an array
+}
+
+// IsNotification reports whether r has no id.
+func (r *Request) IsNotification() bool { return !r.ID.IsValid() }
+
+// Response is a JSON-RPC response. Exactly one of Result and Error is set.
+type Response struct {
+	ID     ID // the zero ID encodes as null: only for unreadable request ids
+	Result json.RawMessage
+	Error  *Error
+}
+
+// Error is the JSON-RPC error object carried by a [Response].
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message) }
+
+// Batch is a JSON-RPC batch as read: its elements are not yet decoded, so that
+// the receiver can answer each malformed element on its own (decode each with
+// [DecodeMessage]). MCP versions from 2025-06-18 on forbid batches.
+type Batch []json.RawMessage
+
+// ResponseBatch is the answer to a [Batch]: the responses to its requests, in
+// any order. An empty ResponseBatch must not be written.
+type ResponseBatch []*Response
+
+func (*Request) isMessage()      {}
+func (*Response) isMessage()     {}
+func (Batch) isMessage()         {}
+func (ResponseBatch) isMessage() {}
+
+// DecodeError reports a frame that is not a valid JSON-RPC message. Code is
+// [CodeParseError] or [CodeInvalidRequest]; ID is the message's id when it
+// could be read (the error response must carry it), else the zero ID.
+type DecodeError struct {
+	Code int64
+	ID   ID
+	Err  error
+}
+
+func (e *DecodeError) Error() string { return "transport: decode: " + e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// wireMessage is the union of every JSON-RPC message shape. Raw fields keep
+// "absent" (nil) apart from "null".
+type wireMessage struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+var null = []byte("null")
+
+func invalid(id ID, format string, args ...any) error {
+	return &DecodeError{Code: CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
+}
+
+// DecodeMessage decodes one frame into a *Request, a *Response or a Batch.
+// Any failure is a [*DecodeError]: invalid UTF-8 or invalid JSON is a parse
+// error; valid JSON that is not a JSON-RPC 2.0 message (wrong or missing
+// "jsonrpc", a null or non-scalar id, both result and error, params that are
+// not structured, an empty batch) is an invalid request.
+func DecodeMessage(data []byte) (Message, error) {
+	if !utf8.Valid(data) {
+		return nil, &DecodeError{Code: CodeParseError, Err: errors.New("message is not valid UTF-8")}
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		var b Batch
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, &DecodeError{Code: CodeParseError, Err: err}
+		}
+		if len(b) == 0 {
+			return nil, invalid(ID{}, "empty batch")
+		}
+		return b, nil
+	}
+	var w wireMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		if typeErr, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && json.Valid(data) {
+			if len(data) == 0 || data[0] != '{' {
+				return nil, invalid(ID{}, "a message must be a JSON object")
+			}
+			return nil, invalid(ID{}, "field %q must be a string", typeErr.Field)
+		}
+		return nil, &DecodeError{Code: CodeParseError, Err: err}
+	}
+	var id ID
+	idErr := error(nil)
+	if w.ID != nil {
+		if bytes.Equal(w.ID, null) {
+			idErr = errors.New("id must not be null")
+		} else {
+			idErr = id.UnmarshalJSON(w.ID)
+		}
+	}
+	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+		return nil, invalid(id, `"jsonrpc" must be "2.0"`)
+	}
+	if w.Method != nil {
+		if idErr != nil {
+			return nil, invalid(ID{}, "%w", idErr)
+		}
+		if w.Result != nil || w.Error != nil {
+			return nil, invalid(id, "a request must not carry result or error")
+		}
+		if *w.Method == "" {
+			return nil, invalid(id, "method must not be empty")
+		}
+		params := w.Params
+		if bytes.Equal(params, null) {
+			params = nil
+		}
+		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
+			return nil, invalid(id, "params must be an object or an array")
+		}
+		return &Request{ID: id, Method: *w.Method, Params: params}, nil
+	}
+	if w.Result == nil && w.Error == nil {
+		return nil, invalid(id, "message has neither method, result nor error")
+	}
+	if w.Result != nil && w.Error != nil {
+		return nil, invalid(id, "a response must not carry both result and error")
+	}
+	if idErr != nil && !(w.Error != nil && bytes.Equal(w.ID, null)) {
+		return nil, invalid(ID{}, "%w", idErr)
+	}
+	resp := &Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		resp.Result = nil
+		resp.Error = new(Error)
+		if err := json.Unmarshal(w.Error, resp.Error); err != nil {
+			return nil, invalid(id, "malformed error object: %w", err)
+		}
+	}
+	return resp, nil
+}
+
+// AppendMessage appends the compact wire form of m to b. Result and Params are
+// copied as they are, so they must hold valid compact JSON (what
+// [encoding/json.Marshal] produces).
+func AppendMessage(b []byte, m Message) ([]byte, error) {
+	switch m := m.(type) {
+	case *Request:
+		b = append(b, `{"jsonrpc":"2.0",`...)
+		if m.ID.IsValid() {
+			b = append(b, `"id":`...)
+			b = m.ID.appendJSON(b)
+			b = append(b, ',')
+		}
+		b = append(b, `"method":`...)
+		b = appendJSONString(b, m.Method)
+		if len(m.Params) > 0 {
+			b = append(b, `,"params":`...)
+			b = append(b, m.Params...)
+		}
+		return append(b, '}'), nil
+	case *Response:
+		return appendResponse(b, m)
+	case ResponseBatch:
+		if len(m) == 0 {
+			return b, errors.New("transport: empty response batch")
+		}
+		b = append(b, '[')
+		for i, r := range m {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendResponse(b, r); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	default:
+		return b, fmt.Errorf("transport: cannot encode %T", m)
+	}
+}
+
+func appendResponse(b []byte, r *Response) ([]byte, error) {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = r.ID.appendJSON(b)
+	if r.Error != nil {
+		b = append(b, `,"error":{"code":`...)
+		b = fmt.Appendf(b, "%d", r.Error.Code)
+		b = append(b, `,"message":`...)
+		b = appendJSONString(b, r.Error.Message)
+		if len(r.Error.Data) > 0 {
+			b = append(b, `,"data":`...)
+			b = append(b, r.Error.Data...)
+		}
+		return append(b, "}}"...), nil
+	}
+	if len(r.Result) == 0 {
+		return b, errors.New("transport: response has neither result nor error")
+	}
+	b = append(b, `,"result":`...)
+	b = append(b, r.Result...)
+	return append(b, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,189 @@
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// DefaultMaxFrameSize is the largest frame a [Conn] reads unless configured
+// otherwise: 4 MiB.
+const DefaultMaxFrameSize = 4 << 20
+
+// Option configures a [Conn].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	maxFrame int
+}
+
+// WithMaxFrameSize sets the largest frame, in bytes and without its newline,
+// that Read accepts. Values below 1 keep the default.
+func WithMaxFrameSize(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxFrame = n
+		}
+	})
+}
+
+// Conn is a [transport.Conn] over a byte stream pair. It is safe for one
+// reader and any number of concurrent writers.
+type Conn struct {
+	r      *bufio.Reader
+	w      io.Writer
+	closer []io.Closer
+	max    int
+
+	frame   []byte        // reused line buffer for frames longer than the bufio buffer
+	readErr error         // sticky terminal read error
+	writeMu chan struct{} // 1-buffered: a lock that a waiting writer can abandon
+	closed  atomic.Bool
+	done    chan struct{}
+	once    sync.Once
+}
+
+var _ transport.Conn = (*Conn)(nil)
+
+// New returns a Conn that reads frames from r and writes them to w. Close
+// closes r and w if they implement [io.Closer]; closing is what unblocks a
+// Read or Write stuck in the underlying stream (pollable files such as the
+// ends of an [os.Pipe] support that, see [Std]).
+func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
+	cfg := config{maxFrame: DefaultMaxFrameSize}
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	c := &Conn{
+		r:       bufio.NewReaderSize(r, 64<<10),
+		w:       w,
+		max:     cfg.maxFrame,
+		writeMu: make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	if rc, ok := r.(io.Closer); ok {
+		c.closer = append(c.closer, rc)
+	}
+	if wc, ok := w.(io.Closer); ok && any(w) != any(r) {
+		c.closer = append(c.closer, wc)
+	}
+	return c
+}
+
+// Read returns the next message. Blank lines are skipped. A last line without
+// a newline before end of stream is still a frame. Read ignores ctx: Close
+// unblocks it.
+func (c *Conn) Read(_ context.Context) (transport.Message, error) {
+	for {
+		line, err := c.readLine()
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		return transport.DecodeMessage(line)
+	}
+}
+
+// readLine returns the next line without its newline, valid until the next
+// call. It never holds more than max bytes of one frame.
+func (c *Conn) readLine() ([]byte, error) {
+	if c.readErr != nil {
+		return nil, c.readErr
+	}
+	c.frame = c.frame[:0]
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		n := len(c.frame) + len(chunk)
+		if err == nil {
+			n-- // the newline is not part of the frame
+		}
+		if n > c.max {
+			c.readErr = fmt.Errorf("stdio: read: %w: more than %d bytes", transport.ErrFrameTooLarge, c.max)
+			return nil, c.readErr
+		}
+		switch {
+		case err == nil:
+			if len(c.frame) == 0 {
+				return chunk[:len(chunk)-1], nil // fast path: the whole line is in the buffer
+			}
+			c.frame = append(c.frame, chunk[:len(chunk)-1]...)
+			return c.frame, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			c.frame = append(c.frame, chunk...)
+		case errors.Is(err, io.EOF) && len(c.frame)+len(chunk) > 0:
+			c.frame = append(c.frame, chunk...)
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
+			return c.frame, nil
+		default:
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
+			return nil, c.readErr
+		}
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// Write encodes msg as one line and writes it. Writers are serialised; a
+// writer waiting for its turn gives up when ctx ends or the Conn closes.
+func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
+	if c.closed.Load() {
+		return fmt.Errorf("stdio: write: %w", transport.ErrClosed)
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	b, err := transport.AppendMessage((*bp)[:0], msg)
+	if err != nil {
+		return err
+	}
+	if bytes.IndexByte(b, '\n') >= 0 {
+		// Params or results from a caller's raw JSON may be indented.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, b); err != nil {
+			return fmt.Errorf("stdio: write: invalid JSON in message: %w", err)
+		}
+		b = append(b[:0], compact.Bytes()...)
+	}
+	b = append(b, '\n')
+	*bp = b
+	select {
+	case c.writeMu <- struct{}{}:
+	case <-c.done:
+		return fmt.Errorf("stdio: write: %w", transport.ErrClosed)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-c.writeMu }()
+	if _, err := c.w.Write(b); err != nil {
+		return transport.WrapIOError("stdio: write", c.closed.Load(), err)
+	}
+	return nil
+}
+
+// Close closes the underlying reader and writer (those that are closers) and
+// makes every later Read and Write fail with [transport.ErrClosed]. It is
+// idempotent and returns the first close error.
+func (c *Conn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+		for _, cl := range c.closer {
+			err = errors.Join(err, cl.Close())
+		}
+	})
+	return err
+}
