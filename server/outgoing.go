@@ -84,11 +84,13 @@ func (ss *Session) Call(ctx context.Context, method string, params, result any) 
 	case <-ss.ctx.Done():
 		return ss.closedError()
 	case <-ctx.Done():
+		if ss.ctx.Err() != nil {
+			// The session is ending: end() fails and reports the entry
+			// from its snapshot of the table.
+			return ss.closedError()
+		}
 		if ss.forget(id) {
 			ss.notifyCancelled(id, context.Cause(ctx))
-		}
-		if ss.ctx.Err() != nil {
-			return ss.closedError()
 		}
 		return context.Cause(ctx)
 	}

@@ -323,10 +323,10 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	switch {
 	case broken != "":
 		ss.seal(inf, out, broken, nil)
+	case cancelled: // the session ending cancels first, so its cause decides
+		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	case closed:
 		ss.seal(inf, out, DropWriterClosed, nil)
-	case cancelled:
-		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	default:
 		resp := ss.buildResponse(inf.req.ID, res, err)
 		if inf.batch != nil {

@@ -1,0 +1,77 @@
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+# Steps must run in the order listed, even under `make -j`.
+.NOTPARALLEL:
+
+GO ?= go
+
+# golangci-lint is installed into the first GOPATH entry's bin directory.
+GOPATH_BIN := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
+
+# TypeScript SDK interop harness (see cmd/vigil/interop_test.go).
+INTEROP_DIR := cmd/vigil/testdata/interop
+INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
+
+.PHONY: test vet unit interop-deps interop fuzz race50 bench lint lint-install tidy-check check
+
+## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
+test: interop-deps vet unit interop fuzz
+
+vet:
+	@echo "==> go vet ./..."
+	$(GO) vet ./...
+
+unit: interop-deps
+	@echo "==> go test -race -shuffle=on ./..."
+	$(GO) test -race -shuffle=on ./...
+
+## interop-deps: install the interop harness's npm dependencies (only when needed).
+interop-deps: $(INTEROP_STAMP)
+
+$(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
+	@echo "==> npm ci --prefix $(INTEROP_DIR)"
+	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## interop: run the TypeScript SDK interop test on its own, verbosely; CI=true turns a skip into a failure.
+interop: interop-deps
+	@echo "==> interop: TypeScript SDK client against vigil -stdio"
+	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil
+
+fuzz:
+	@echo "==> fuzz: FuzzDispatch (20s)"
+	$(GO) test -run='^$$' -fuzz='^FuzzDispatch$$' -fuzztime=20s ./server
+	@echo "==> fuzz: FuzzDecodeMessage (10s)"
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=10s ./transport
+
+## race50: concurrency soak, run by hand.
+race50:
+	@echo "==> race soak: -race -count=50 (Concurrency|Cancel|Close|Shutdown|Duplicate|Seed)"
+	$(GO) test -race -count=50 -run 'Concurrency|Cancel|Close|Shutdown|Duplicate|Seed' ./server/... ./transport/...
+
+bench:
+	@echo "==> go test -bench=. -benchmem ./..."
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) if missing or a different version.
+lint-install:
+	@if [[ -x "$(GOLANGCI_LINT)" && "$$("$(GOLANGCI_LINT)" version --short 2>/dev/null)" == "$(GOLANGCI_LINT_VERSION:v%=%)" ]]; then \
+		echo "==> golangci-lint $(GOLANGCI_LINT_VERSION) already installed at $(GOLANGCI_LINT)"; \
+	else \
+		echo "==> installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOPATH_BIN)"; \
+		GOBIN="$(GOPATH_BIN)" $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
+
+lint: lint-install
+	@echo "==> golangci-lint run ./..."
+	"$(GOLANGCI_LINT)" run ./...
+
+tidy-check:
+	@echo "==> go mod tidy -diff"
+	$(GO) mod tidy -diff
+
+## check: everything: test, lint, and go.mod/go.sum tidiness.
+check: test lint tidy-check

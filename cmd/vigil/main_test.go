@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// vigilBin is the vigil binary built once for the tests that spawn it.
+var vigilBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "vigil-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	vigilBin = filepath.Join(dir, "vigil")
+	if out, err := exec.Command("go", "build", "-o", vigilBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
+}

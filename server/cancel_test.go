@@ -1,0 +1,189 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// A cancel racing the handler's return never yields two answers for one id,
+// and every request ends in exactly one outcome: its response reached the
+// client, or it was dropped. 10,000 requests, each cancelled right after it
+// is sent, on real goroutines (no bubble) so the race is real.
+func TestCancelRacingReturnHammer(t *testing.T) {
+	watchdog(t)
+	const n = 10000
+	var mu sync.Mutex
+	outcomes := make(map[transport.ID]server.Outcome, n)
+	record := func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.Method == "tools/call" {
+				req.OnDone(func(o server.Outcome) {
+					mu.Lock()
+					defer mu.Unlock()
+					if _, dup := outcomes[req.ID]; dup {
+						panic("two outcomes for " + req.ID.String())
+					}
+					outcomes[req.ID] = o
+				})
+			}
+			return next(ctx, req)
+		}
+	}
+	h := newHarness(t, server.WithMiddleware(record), server.WithMaxInFlight(0))
+	h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ok"), nil
+	})
+	h.start()
+	h.initialize(server.Version20251125, nil)
+
+	responses := make(map[transport.ID]int, n)
+	sentinel := transport.StringID("sentinel")
+	sawSentinel, readerDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			m, err := h.client.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if resp, ok := m.(*transport.Response); ok {
+				if resp.ID == sentinel {
+					close(sawSentinel)
+					continue
+				}
+				responses[resp.ID]++
+			}
+		}
+	}()
+	for i := int64(1); i <= n; i++ {
+		h.callTool(i+1, "echo", `{}`)
+		h.cancel(i+1, "race")
+	}
+	h.send(&transport.Request{ID: sentinel, Method: "ping"})
+	<-sawSentinel
+	require.NoError(t, h.client.Close())
+	require.NoError(t, <-h.served)
+	<-readerDone
+
+	require.Len(t, outcomes, n)
+	answered, dropped := 0, 0
+	for id, o := range outcomes {
+		got := responses[id]
+		require.LessOrEqual(t, got, 1, "two responses for id %s", id)
+		if o.Dropped == "" {
+			answered++
+			require.Equal(t, 1, got, "id %s: answered but the client never got it", id)
+		} else {
+			dropped++
+			require.Zero(t, got, "id %s: dropped (%s) but the client got a response", id, o.Dropped)
+			require.Contains(t, []server.DropReason{server.DropCancelled, server.DropWriterClosed}, o.Dropped)
+		}
+	}
+	t.Logf("%d answered before the cancel landed, %d cancelled", answered, dropped)
+	assert.Equal(t, n, answered+dropped)
+}
+
+// A duplicate in-flight id gets -32600 while the first request is still
+// answered correctly; the same ids in two sessions never cross.
+func TestDuplicateInFlightID(t *testing.T) {
+	watchdog(t)
+	h := newHarness(t)
+	release := make(chan struct{})
+	started := make(chan string, 2)
+	h.addTool("gate", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		started <- req.Request.Session.ID()
+		<-release
+		return server.Text(string(req.Arguments)), nil
+	})
+	h.start()
+	h.initialize(server.Version20251125, nil)
+	h2 := h.second()
+	h2.initialize(server.Version20251125, nil)
+
+	h.callTool(5, "gate", `{"who":"one"}`)
+	h2.callTool(5, "gate", `{"who":"two"}`)
+	<-started
+	<-started
+	h.callTool(5, "gate", `{"who":"dup"}`)
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(5)))
+
+	close(release)
+	text, isErr := toolText(t, h.result(5))
+	assert.False(t, isErr)
+	assert.JSONEq(t, `{"who":"one"}`, text)
+	text, _ = toolText(t, h2.result(5))
+	assert.JSONEq(t, `{"who":"two"}`, text)
+
+	// The id is free again once answered.
+	h.callTool(5, "gate", `{"who":"again"}`)
+	text, _ = toolText(t, h.result(5))
+	assert.JSONEq(t, `{"who":"again"}`, text)
+
+	require.NoError(t, h.client.Close())
+	require.NoError(t, h2.client.Close())
+	require.NoError(t, <-h.served)
+	require.NoError(t, <-h2.served)
+	assert.Contains(t, h.obs.rejected, server.CodeInvalidRequest)
+}
+
+// A panicking handler is answered with -32603 and no detail, reported, and
+// the session survives.
+func TestPanicIsInternalErrorAndSessionSurvives(t *testing.T) {
+	watchdog(t)
+	h := newHarness(t)
+	h.addTool("boom", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		panic("secret detail")
+	})
+	h.addTool("echo", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("still here"), nil
+	})
+	h.start()
+	h.initialize(server.Version20251125, nil)
+	h.callTool(2, "boom", `{}`)
+	resp := h.recvResponse()
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, int64(server.CodeInternal), resp.Error.Code)
+	assert.Equal(t, "internal error", resp.Error.Message)
+	assert.Empty(t, resp.Error.Data)
+
+	h.callTool(3, "echo", `{}`)
+	text, _ := toolText(t, h.result(3))
+	assert.Equal(t, "still here", text)
+	require.NoError(t, h.client.Close())
+	require.NoError(t, <-h.served)
+	assert.Equal(t, []any{"secret detail"}, h.obs.panics)
+}
+
+// A tool's plain error is a tool result with isError; a *server.Error is a
+// protocol error.
+func TestToolErrorsVersusProtocolErrors(t *testing.T) {
+	watchdog(t)
+	h := newHarness(t)
+	h.addTool("fails", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return nil, errors.New("disk full")
+	})
+	h.addTool("refuses", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return nil, server.Errorf(server.CodeInvalidParams, "bad path")
+	})
+	h.start()
+	h.initialize(server.Version20251125, nil)
+	h.callTool(2, "fails", `{}`)
+	text, isErr := toolText(t, h.result(2))
+	assert.True(t, isErr)
+	assert.Equal(t, "disk full", text)
+	h.callTool(3, "refuses", `{}`)
+	resp := h.recvResponse()
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+	assert.Equal(t, "bad path", resp.Error.Message)
+	require.NoError(t, h.client.Close())
+	require.NoError(t, <-h.served)
+}

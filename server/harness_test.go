@@ -1,0 +1,292 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// drop is one ResponseDropped report.
+type drop struct {
+	ID     string
+	Reason server.DropReason
+}
+
+// recorder is an Observer that keeps everything it is told.
+type recorder struct {
+	mu        sync.Mutex
+	started   int
+	ended     []error
+	cancelled map[string]error
+	drops     []drop
+	writes    []server.DropReason
+	outgoing  []error
+	panics    []any
+	rejected  []server.Code
+	dropped   chan drop // every drop, for tests that wait on one
+}
+
+func newRecorder() *recorder {
+	return &recorder{cancelled: make(map[string]error), dropped: make(chan drop, 20000)}
+}
+
+func (r *recorder) SessionStarted(context.Context, *server.Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+}
+
+func (r *recorder) SessionEnded(_ context.Context, _ *server.Session, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = append(r.ended, cause)
+}
+
+func (r *recorder) RequestCancelled(_ context.Context, req *server.Request, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.cancelled[req.ID.String()]; dup {
+		panic("RequestCancelled twice for " + req.ID.String())
+	}
+	r.cancelled[req.ID.String()] = cause
+}
+
+func (r *recorder) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
+	d := drop{req.ID.String(), reason}
+	r.mu.Lock()
+	r.drops = append(r.drops, d)
+	r.mu.Unlock()
+	r.dropped <- d
+}
+
+func (r *recorder) WriteFailed(_ context.Context, _ *server.Session, class server.DropReason, _ error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, class)
+}
+
+func (r *recorder) OutgoingFailed(_ context.Context, _ *server.Session, _ string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.outgoing = append(r.outgoing, err)
+}
+
+func (r *recorder) HandlerPanicked(_ context.Context, _ *server.Request, v any, _ []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.panics = append(r.panics, v)
+}
+
+func (r *recorder) MessageRejected(_ context.Context, _ *server.Session, code server.Code, _ string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rejected = append(r.rejected, code)
+}
+
+func (r *recorder) snapshotDrops() []drop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]drop(nil), r.drops...)
+}
+
+// spyConn wraps a Conn and counts writes attempted after Close.
+type spyConn struct {
+	transport.Conn
+	closed           atomic.Bool
+	writesAfterClose atomic.Int64
+}
+
+func (c *spyConn) Write(ctx context.Context, m transport.Message) error {
+	if c.closed.Load() {
+		c.writesAfterClose.Add(1)
+	}
+	return c.Conn.Write(ctx, m)
+}
+
+func (c *spyConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
+}
+
+// levelCounter is a slog.Handler that counts records by level.
+type levelCounter struct {
+	mu     sync.Mutex
+	counts map[slog.Level]int
+}
+
+func (h *levelCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (h *levelCounter) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.counts == nil {
+		h.counts = make(map[slog.Level]int)
+	}
+	h.counts[r.Level]++
+	return nil
+}
+func (h *levelCounter) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *levelCounter) WithGroup(string) slog.Handler      { return h }
+func (h *levelCounter) count(l slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[l]
+}
+
+// harness is one server with one client session over the memory transport.
+type harness struct {
+	t      testing.TB
+	srv    *server.Server
+	obs    *recorder
+	logs   *levelCounter
+	client *memory.Conn
+	spy    *spyConn
+	served chan error
+}
+
+func newHarness(t testing.TB, opts ...server.Option) *harness {
+	h := &harness{t: t, obs: newRecorder(), logs: &levelCounter{}}
+	opts = append([]server.Option{server.WithObserver(h.obs), server.WithLogger(slog.New(h.logs))}, opts...)
+	h.srv = server.New(opts...)
+	return h
+}
+
+// start begins one session on the harness's server.
+func (h *harness) start() *harness {
+	client, srvEnd := memory.NewPair()
+	h.client, h.spy = client, &spyConn{Conn: srvEnd}
+	h.served = make(chan error, 1)
+	go func() { h.served <- h.srv.Serve(context.Background(), h.spy) }()
+	return h
+}
+
+// second begins another session on the same server.
+func (h *harness) second() *harness {
+	h2 := &harness{t: h.t, srv: h.srv, obs: h.obs, logs: h.logs}
+	return h2.start()
+}
+
+func (h *harness) addTool(name string, fn server.ToolHandler) {
+	require.NoError(h.t, h.srv.AddTool(server.Tool{Name: name, Description: name}, fn))
+}
+
+func rawJSON(v any) json.RawMessage {
+	if s, ok := v.(string); ok {
+		return json.RawMessage(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (h *harness) send(m transport.Message) {
+	require.NoError(h.t, h.client.Write(context.Background(), m))
+}
+
+func (h *harness) sendRaw(frame string) {
+	require.NoError(h.t, h.client.WriteFrame(context.Background(), []byte(frame)))
+}
+
+func (h *harness) request(id int64, method string, params any) {
+	m := &transport.Request{ID: transport.Int64ID(id), Method: method}
+	if params != nil {
+		m.Params = rawJSON(params)
+	}
+	h.send(m)
+}
+
+func (h *harness) notify(method string, params any) {
+	m := &transport.Request{Method: method}
+	if params != nil {
+		m.Params = rawJSON(params)
+	}
+	h.send(m)
+}
+
+func (h *harness) callTool(id int64, name string, args any) {
+	h.request(id, "tools/call", map[string]any{"name": name, "arguments": rawJSON(args)})
+}
+
+func (h *harness) cancel(id int64, reason string) {
+	h.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
+}
+
+func (h *harness) recv() transport.Message {
+	m, err := h.client.Read(context.Background())
+	require.NoError(h.t, err)
+	return m
+}
+
+// recvResponse reads the next message and requires it to be a response.
+func (h *harness) recvResponse() *transport.Response {
+	m := h.recv()
+	resp, ok := m.(*transport.Response)
+	require.True(h.t, ok, "want a response, got %#v", m)
+	return resp
+}
+
+// result reads the next message and requires a successful response to id.
+func (h *harness) result(id int64) json.RawMessage {
+	resp := h.recvResponse()
+	require.Equal(h.t, transport.Int64ID(id), resp.ID)
+	require.Nil(h.t, resp.Error, "want a result for %d", id)
+	return resp.Result
+}
+
+// errorCode reads the next message and returns its error code, requiring
+// the given id.
+func (h *harness) errorCode(id transport.ID) int64 {
+	resp := h.recvResponse()
+	require.Equal(h.t, id, resp.ID)
+	require.NotNil(h.t, resp.Error, "want an error response, got %s", resp.Result)
+	return resp.Error.Code
+}
+
+// initialize performs the handshake with the given client capabilities.
+func (h *harness) initialize(version string, caps any) {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	h.request(1, "initialize", map[string]any{
+		"protocolVersion": version,
+		"capabilities":    caps,
+		"clientInfo":      map[string]any{"name": "test", "version": "1"},
+	})
+	h.result(1)
+	h.notify("notifications/initialized", nil)
+}
+
+// toolText extracts the single text item of a tools/call result.
+func toolText(t testing.TB, result json.RawMessage) (string, bool) {
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(result, &r))
+	require.Len(t, r.Content, 1, "result: %s", result)
+	return r.Content[0].Text, r.IsError
+}
+
+func idString(n int64) string { return fmt.Sprint(n) }
+
+// watchdog fails a test that hangs, for tests outside a synctest bubble
+// (inside one, synctest itself reports a deadlock).
+func watchdog(t testing.TB) {
+	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
+	t.Cleanup(func() { timer.Stop() })
+}
