@@ -142,7 +142,7 @@ func TestPanicIsInternalErrorAndSessionSurvives(t *testing.T) {
 	h.addTool("boom", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		panic("secret detail")
 	})
-	h.addTool("echo", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+	h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("still here"), nil
 	})
 	h.start()

@@ -9,7 +9,7 @@ import (
 )
 
 // Handler handles one JSON-RPC request or notification. For a request it
-// returns the result (marshalled with encoding/json; nil means an empty
+// returns the result (marshaled with encoding/json; nil means an empty
 // object) or an error; for a notification both are ignored. ctx is cancelled,
 // with a cause from this package, when the request can no longer be answered.
 type Handler func(ctx context.Context, req *Request) (result any, err error)

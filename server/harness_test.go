@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -281,8 +280,6 @@ func toolText(t testing.TB, result json.RawMessage) (string, bool) {
 	require.Len(t, r.Content, 1, "result: %s", result)
 	return r.Content[0].Text, r.IsError
 }
-
-func idString(n int64) string { return fmt.Sprint(n) }
 
 // watchdog fails a test that hangs, for tests outside a synctest bubble
 // (inside one, synctest itself reports a deadlock).

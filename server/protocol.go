@@ -67,8 +67,8 @@ type ElicitationCapability struct {
 	URL  *struct{} `json:"url,omitempty"`
 }
 
-// ServerCapabilities is what the server declares in initialize.
-type ServerCapabilities struct {
+// Capabilities is what the server declares in initialize.
+type Capabilities struct {
 	Tools        *ListChangedCapability `json:"tools,omitempty"`
 	Experimental map[string]any         `json:"experimental,omitempty"`
 }
@@ -85,10 +85,10 @@ type initializeParams struct {
 }
 
 type initializeResult struct {
-	ProtocolVersion string             `json:"protocolVersion"`
-	Capabilities    ServerCapabilities `json:"capabilities"`
-	ServerInfo      Implementation     `json:"serverInfo"`
-	Instructions    string             `json:"instructions,omitempty"`
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    Capabilities   `json:"capabilities"`
+	ServerInfo      Implementation `json:"serverInfo"`
+	Instructions    string         `json:"instructions,omitempty"`
 }
 
 type cancelledParams struct {

@@ -45,9 +45,9 @@ func TestSeedTransportCloseCancelsInFlightHandler(t *testing.T) {
 		<-cleaned
 
 		require.ErrorIs(t, cause, server.ErrTransportClose)
-		assert.ErrorIs(t, cause, transport.ErrPeerGone)
+		require.ErrorIs(t, cause, transport.ErrPeerGone)
 		assert.Equal(t, []drop{{"2", server.DropWriterClosed}}, h.obs.snapshotDrops())
-		assert.ErrorIs(t, h.obs.cancelled["2"], server.ErrTransportClose)
+		require.ErrorIs(t, h.obs.cancelled["2"], server.ErrTransportClose)
 		assert.Zero(t, h.spy.writesAfterClose.Load(), "nothing may be written into the dead transport")
 		require.Len(t, h.obs.ended, 1)
 		assert.ErrorIs(t, h.obs.ended[0], server.ErrTransportClose)
@@ -100,7 +100,7 @@ func seedPendingClientRequests(t *testing.T, n int) {
 	for err := range errs {
 		got++
 		require.ErrorIs(t, err, server.ErrConnectionClosed)
-		assert.ErrorIs(t, err, server.ErrTransportClose)
+		require.ErrorIs(t, err, server.ErrTransportClose)
 	}
 	assert.Equal(t, n, got)
 	assert.Len(t, h.obs.outgoing, n, "each pending server-to-client request is failed and reported once")
@@ -155,7 +155,7 @@ func TestLateResponseToVanishedPeerIsPeerGone(t *testing.T) {
 	require.NoError(t, err)
 	outR, outW, err := os.Pipe()
 	require.NoError(t, err)
-	defer inW.Close()
+	defer func() { _ = inW.Close() }()
 
 	h := newHarness(t)
 	ran := make(chan struct{}, 10)
@@ -277,7 +277,7 @@ func TestFirstCauseWins(t *testing.T) {
 		h.initialize(server.Version20251125, nil)
 		h.callTool(2, "block", `{}`)
 		<-started
-		h.srv.Close()
+		require.NoError(t, h.srv.Close())
 		require.ErrorIs(t, <-causes, server.ErrShutdown)
 		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
 		assert.Equal(t, []drop{{"2", server.DropShutdown}}, h.obs.snapshotDrops())

@@ -100,11 +100,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
 	idle := make(chan struct{})
-	if len(s.sessions) == 0 {
+	switch {
+	case len(s.sessions) == 0:
 		close(idle)
-	} else if s.idle == nil {
+	case s.idle == nil:
 		s.idle = idle
-	} else {
+	default:
 		idle = s.idle
 	}
 	sessions := s.snapshotLocked()

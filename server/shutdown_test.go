@@ -60,7 +60,7 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 
 		// A server that shut down refuses new sessions.
 		client, srvEnd := memory.NewPair()
-		defer client.Close()
+		defer func() { _ = client.Close() }()
 		require.ErrorIs(t, h.srv.Serve(context.Background(), srvEnd), server.ErrServerClosed)
 	})
 }
@@ -103,7 +103,7 @@ func TestServeContextCancelEndsSession(t *testing.T) {
 		})
 		client, srvEnd := memory.NewPair()
 		h.client = client
-		defer client.Close()
+		defer func() { _ = client.Close() }()
 		ctx, cancel := context.WithCancelCause(context.Background())
 		served := make(chan error, 1)
 		go func() { served <- h.srv.Serve(ctx, srvEnd) }()

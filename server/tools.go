@@ -65,7 +65,9 @@ func (c *TextContent) MarshalJSON() ([]byte, error) {
 }
 
 // Text returns a result holding one text item.
-func Text(s string) *CallToolResult { return &CallToolResult{Content: []Content{&TextContent{Text: s}}} }
+func Text(s string) *CallToolResult {
+	return &CallToolResult{Content: []Content{&TextContent{Text: s}}}
+}
 
 type registeredTool struct {
 	tool    Tool
@@ -187,8 +189,8 @@ func (r *toolRegistry) call(ctx context.Context, req *Request) (any, error) {
 	return res, nil
 }
 
-func (s *Server) capabilities() ServerCapabilities {
-	var caps ServerCapabilities
+func (s *Server) capabilities() Capabilities {
+	var caps Capabilities
 	if s.tools.hasTools() {
 		caps.Tools = &ListChangedCapability{}
 	}
