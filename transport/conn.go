@@ -7,7 +7,7 @@ import "context"
 //
 // Concurrency: Read is called by one goroutine at a time (the session's read
 // loop); Write may be called by many goroutines at once and the Conn
-// serialises them so that messages never interleave; Close may be called at
+// serializes them so that messages never interleave; Close may be called at
 // any time, from any goroutine, any number of times.
 //
 // Errors: Read returns a [*DecodeError] for a frame that is not a valid
@@ -20,7 +20,7 @@ import "context"
 type Conn interface {
 	// Read blocks until the next message arrives. It returns a *Request
 	// (a request or notification), a *Response, or a Batch. A transport that
-	// cannot honour ctx while blocked must unblock when Close is called.
+	// cannot honor ctx while blocked must unblock when Close is called.
 	Read(ctx context.Context) (Message, error)
 	// Write sends one message: a *Request, a *Response or a ResponseBatch.
 	// It returns once the message is handed to the underlying stream.

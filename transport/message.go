@@ -71,33 +71,38 @@ type DecodeError struct {
 func (e *DecodeError) Error() string { return "transport: decode: " + e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// wireMessage is the union of every JSON-RPC message shape. Raw fields keep
-// "absent" (nil) apart from "null".
-type wireMessage struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
 var null = []byte("null")
 
 func invalid(id ID, format string, args ...any) error {
 	return &DecodeError{Code: CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
 }
 
+// trimJSONSpace trims the four characters JSON counts as white space, and
+// nothing else (bytes.TrimSpace would also strip \v, \f, U+0085, U+00A0).
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // DecodeMessage decodes one frame into a *Request, a *Response or a Batch.
 // Any failure is a [*DecodeError]: invalid UTF-8 or invalid JSON is a parse
-// error; valid JSON that is not a JSON-RPC 2.0 message (wrong or missing
-// "jsonrpc", a null or non-scalar id, both result and error, params that are
-// not structured, an empty batch) is an invalid request.
+// error; valid JSON that is not a JSON-RPC 2.0 message (not an object, a
+// wrong or missing "jsonrpc", a null or non-scalar request id, a response
+// without an id, both result and error, an error object without an integer
+// code and a string message, params that are not structured, an empty batch)
+// is an invalid request, carrying the message's id when it could be read.
+// Member names are matched exactly (JSON-RPC is case-sensitive).
 func DecodeMessage(data []byte) (Message, error) {
 	if !utf8.Valid(data) {
 		return nil, &DecodeError{Code: CodeParseError, Err: errors.New("message is not valid UTF-8")}
 	}
-	data = bytes.TrimSpace(data)
+	data = trimJSONSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		var b Batch
 		if err := json.Unmarshal(data, &b); err != nil {
@@ -108,65 +113,90 @@ func DecodeMessage(data []byte) (Message, error) {
 		}
 		return b, nil
 	}
-	var w wireMessage
-	if err := json.Unmarshal(data, &w); err != nil {
-		if typeErr, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && json.Valid(data) {
-			if len(data) == 0 || data[0] != '{' {
-				return nil, invalid(ID{}, "a message must be a JSON object")
-			}
-			return nil, invalid(ID{}, "field %q must be a string", typeErr.Field)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+			return nil, invalid(ID{}, "a message must be a JSON object")
 		}
 		return nil, &DecodeError{Code: CodeParseError, Err: err}
 	}
-	var id ID
-	idErr := error(nil)
-	if w.ID != nil {
-		if bytes.Equal(w.ID, null) {
-			idErr = errors.New("id must not be null")
-		} else {
-			idErr = id.UnmarshalJSON(w.ID)
-		}
+	if fields == nil { // the literal null
+		return nil, invalid(ID{}, "a message must be a JSON object")
 	}
-	if w.JSONRPC == nil || *w.JSONRPC != "2.0" {
+	rawID, hasID := fields["id"]
+	var id ID
+	var idErr error
+	switch {
+	case !hasID:
+	case bytes.Equal(rawID, null):
+		idErr = errors.New("id must not be null")
+	default:
+		idErr = id.UnmarshalJSON(rawID)
+	}
+	var version string
+	if json.Unmarshal(fields["jsonrpc"], &version) != nil || version != "2.0" {
 		return nil, invalid(id, `"jsonrpc" must be "2.0"`)
 	}
-	if w.Method != nil {
+	rawMethod, isRequest := fields["method"]
+	result, hasResult := fields["result"]
+	rawError, hasError := fields["error"]
+	if isRequest {
 		if idErr != nil {
 			return nil, invalid(ID{}, "%w", idErr)
 		}
-		if w.Result != nil || w.Error != nil {
-			return nil, invalid(id, "a request must not carry result or error")
+		var method string
+		if bytes.Equal(rawMethod, null) || json.Unmarshal(rawMethod, &method) != nil {
+			return nil, invalid(id, `"method" must be a string`)
 		}
-		if *w.Method == "" {
+		if method == "" {
 			return nil, invalid(id, "method must not be empty")
 		}
-		params := w.Params
+		if hasResult || hasError {
+			return nil, invalid(id, "a request must not carry result or error")
+		}
+		params := fields["params"]
 		if bytes.Equal(params, null) {
 			params = nil
 		}
 		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 			return nil, invalid(id, "params must be an object or an array")
 		}
-		return &Request{ID: id, Method: *w.Method, Params: params}, nil
+		return &Request{ID: id, Method: method, Params: params}, nil
 	}
-	if w.Result == nil && w.Error == nil {
+	switch {
+	case !hasResult && !hasError:
 		return nil, invalid(id, "message has neither method, result nor error")
-	}
-	if w.Result != nil && w.Error != nil {
+	case hasResult && hasError:
 		return nil, invalid(id, "a response must not carry both result and error")
-	}
-	if idErr != nil && !(w.Error != nil && bytes.Equal(w.ID, null)) {
+	case !hasID:
+		return nil, invalid(ID{}, "a response must carry an id")
+	case idErr != nil && (!hasError || !bytes.Equal(rawID, null)): // only an error may answer "id": null
 		return nil, invalid(ID{}, "%w", idErr)
+	case hasResult:
+		return &Response{ID: id, Result: result}, nil
 	}
-	resp := &Response{ID: id, Result: w.Result}
-	if w.Error != nil {
-		resp.Result = nil
-		resp.Error = new(Error)
-		if err := json.Unmarshal(w.Error, resp.Error); err != nil {
-			return nil, invalid(id, "malformed error object: %w", err)
-		}
+	e, err := decodeErrorObject(rawError)
+	if err != nil {
+		return nil, invalid(id, "%w", err)
 	}
-	return resp, nil
+	return &Response{ID: id, Error: e}, nil
+}
+
+// decodeErrorObject decodes a JSON-RPC error object, which must have an
+// integer code and a string message.
+func decodeErrorObject(raw json.RawMessage) (*Error, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return nil, errors.New("error must be an object")
+	}
+	e := &Error{Data: fields["data"]}
+	if bytes.Equal(fields["code"], null) || json.Unmarshal(fields["code"], &e.Code) != nil {
+		return nil, errors.New("error code must be an integer")
+	}
+	if bytes.Equal(fields["message"], null) || json.Unmarshal(fields["message"], &e.Message) != nil {
+		return nil, errors.New("error message must be a string")
+	}
+	return e, nil
 }
 
 // AppendMessage appends the compact wire form of m to b. Result and Params are
@@ -175,6 +205,9 @@ func DecodeMessage(data []byte) (Message, error) {
 func AppendMessage(b []byte, m Message) ([]byte, error) {
 	switch m := m.(type) {
 	case *Request:
+		if m == nil {
+			return b, errors.New("transport: nil request")
+		}
 		b = append(b, `{"jsonrpc":"2.0",`...)
 		if m.ID.IsValid() {
 			b = append(b, `"id":`...)
@@ -211,6 +244,9 @@ func AppendMessage(b []byte, m Message) ([]byte, error) {
 }
 
 func appendResponse(b []byte, r *Response) ([]byte, error) {
+	if r == nil {
+		return b, errors.New("transport: nil response")
+	}
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = r.ID.appendJSON(b)
 	if r.Error != nil {
@@ -226,6 +262,9 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 	}
 	if len(r.Result) == 0 {
 		return b, errors.New("transport: response has neither result nor error")
+	}
+	if !r.ID.IsValid() {
+		return b, errors.New("transport: a result response needs an id")
 	}
 	b = append(b, `,"result":`...)
 	b = append(b, r.Result...)

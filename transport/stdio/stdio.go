@@ -87,11 +87,14 @@ func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
 // unblocks it.
 func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 	for {
+		if c.closed.Load() { // what is still buffered is not delivered
+			return nil, fmt.Errorf("stdio: read: %w", transport.ErrClosed)
+		}
 		line, err := c.readLine()
 		if err != nil {
 			return nil, err
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		if len(bytes.Trim(line, " \t\r\n")) == 0 {
 			continue
 		}
 		return transport.DecodeMessage(line)
@@ -110,6 +113,9 @@ func (c *Conn) readLine() ([]byte, error) {
 		n := len(c.frame) + len(chunk)
 		if err == nil {
 			n-- // the newline is not part of the frame
+			if len(chunk) >= 2 && chunk[len(chunk)-2] == '\r' {
+				n-- // nor is the carriage return of a CRLF
+			}
 		}
 		if n > c.max {
 			c.readErr = fmt.Errorf("stdio: read: %w: more than %d bytes", transport.ErrFrameTooLarge, c.max)
@@ -137,7 +143,7 @@ func (c *Conn) readLine() ([]byte, error) {
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
-// Write encodes msg as one line and writes it. Writers are serialised; a
+// Write encodes msg as one line and writes it. Writers are serialized; a
 // writer waiting for its turn gives up when ctx ends or the Conn closes.
 func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	if c.closed.Load() {

@@ -1,0 +1,121 @@
+package transport_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// FuzzDecodeMessage checks that DecodeMessage never panics, classifies every
+// failure, and that whatever it accepts as a request or response survives an
+// AppendMessage / DecodeMessage round trip unchanged.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`,
+		`{"jsonrpc":"2.0","id":"abc","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error","data":"x"}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]`,
+		`{"jsonrpc":"2.0","id":-9223372036854775808,"method":"m","params":null}`,
+		`{"jsonrpc":"2.0","id":"\u00e9\ud800\n","method":"\"\\\u0000"}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",
+		`{"jsonrpc":"1.0","id":5,"method":"m"}`,
+		`{"jsonrpc":"2.0","id":1.5,"result":1}`,
+		`[]`,
+		`5`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, err := transport.DecodeMessage(data)
+		if err != nil {
+			require.Nil(t, msg)
+			de, ok := errors.AsType[*transport.DecodeError](err)
+			require.True(t, ok, "error %v is %T, not a *DecodeError", err, err)
+			require.Error(t, de.Err)
+			// Parse error exactly when the frame is not UTF-8 JSON.
+			wantCode := int64(transport.CodeInvalidRequest)
+			if !utf8.Valid(data) || !json.Valid(data) {
+				wantCode = transport.CodeParseError
+			}
+			require.Equal(t, wantCode, de.Code, "error: %v", err)
+			if de.Code == transport.CodeParseError {
+				require.False(t, de.ID.IsValid(), "a parse error cannot know the id")
+			}
+			return
+		}
+		require.NotNil(t, msg)
+		switch m := msg.(type) {
+		case transport.Batch:
+			require.NotEmpty(t, m)
+			for _, e := range m {
+				require.True(t, json.Valid(e), "batch element %q", e)
+			}
+			return
+		case *transport.Request:
+			require.NotEmpty(t, m.Method)
+			if m.Params != nil {
+				require.Contains(t, "{[", string(m.Params[:1]))
+			}
+		case *transport.Response:
+			require.NotEqual(t, m.Result != nil, m.Error != nil, "exactly one of result and error")
+		default:
+			t.Fatalf("DecodeMessage returned %T", msg)
+		}
+
+		enc, err := transport.AppendMessage(nil, msg)
+		require.NoError(t, err)
+		require.True(t, json.Valid(enc), "encoded %q", enc)
+		back, err := transport.DecodeMessage(enc)
+		require.NoError(t, err, "input %q encoded as %q", data, enc)
+		assert.Equal(t, normalize(t, msg), normalize(t, back), "input %q encoded as %q", data, enc)
+	})
+}
+
+// normalized is a message with its raw JSON fields compacted.
+type normalized struct {
+	Kind    string
+	ID      transport.ID
+	Method  string
+	Params  string
+	Result  string
+	IsError bool
+	Code    int64
+	Message string
+	Data    string
+}
+
+func normalize(t *testing.T, m transport.Message) normalized {
+	t.Helper()
+	switch m := m.(type) {
+	case *transport.Request:
+		return normalized{Kind: "request", ID: m.ID, Method: m.Method, Params: compact(t, m.Params)}
+	case *transport.Response:
+		n := normalized{Kind: "response", ID: m.ID, Result: compact(t, m.Result)}
+		if m.Error != nil {
+			n.IsError = true
+			n.Code, n.Message, n.Data = m.Error.Code, m.Error.Message, compact(t, m.Error.Data)
+		}
+		return n
+	default:
+		t.Fatalf("cannot normalize %T", m)
+		return normalized{}
+	}
+}
+
+func compact(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	if raw == nil {
+		return "<absent>"
+	}
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, raw))
+	return b.String()
+}
