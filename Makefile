@@ -46,6 +46,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDispatch$$' -fuzztime=20s ./server
 	@echo "==> fuzz: FuzzDecodeMessage (10s)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=10s ./transport
+	@echo "==> fuzz: FuzzSplitMembers (10s, differential against encoding/json)"
+	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=10s ./transport
 
 ## race50: concurrency soak, run by hand.
 race50:

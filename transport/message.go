@@ -71,7 +71,28 @@ type DecodeError struct {
 func (e *DecodeError) Error() string { return "transport: decode: " + e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-var null = []byte("null")
+var (
+	null      = []byte("null")
+	version20 = []byte(`"2.0"`)
+)
+
+// isString reports whether raw is a JSON string equal to want.
+func isString(raw []byte, want string) bool {
+	s, ok := decodeString(raw)
+	return ok && s == want
+}
+
+// decodeString decodes a JSON string value; ok is false for anything else.
+func decodeString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
 
 func invalid(id ID, format string, args ...any) error {
 	return &DecodeError{Code: CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
@@ -113,17 +134,15 @@ func DecodeMessage(data []byte) (Message, error) {
 		}
 		return b, nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			return nil, invalid(ID{}, "a message must be a JSON object")
-		}
-		return nil, &DecodeError{Code: CodeParseError, Err: err}
+	if !json.Valid(data) {
+		var v any
+		return nil, &DecodeError{Code: CodeParseError, Err: json.Unmarshal(data, &v)}
 	}
-	if fields == nil { // the literal null
+	fields, isObject := splitMembers(data)
+	if !isObject {
 		return nil, invalid(ID{}, "a message must be a JSON object")
 	}
-	rawID, hasID := fields["id"]
+	rawID, hasID := fields.id, fields.id != nil
 	var id ID
 	var idErr error
 	switch {
@@ -133,19 +152,18 @@ func DecodeMessage(data []byte) (Message, error) {
 	default:
 		idErr = id.UnmarshalJSON(rawID)
 	}
-	var version string
-	if json.Unmarshal(fields["jsonrpc"], &version) != nil || version != "2.0" {
+	if !bytes.Equal(fields.jsonrpc, version20) && !isString(fields.jsonrpc, "2.0") {
 		return nil, invalid(id, `"jsonrpc" must be "2.0"`)
 	}
-	rawMethod, isRequest := fields["method"]
-	result, hasResult := fields["result"]
-	rawError, hasError := fields["error"]
+	rawMethod, isRequest := fields.method, fields.method != nil
+	result, hasResult := fields.result, fields.result != nil
+	rawError, hasError := fields.error, fields.error != nil
 	if isRequest {
 		if idErr != nil {
 			return nil, invalid(ID{}, "%w", idErr)
 		}
-		var method string
-		if bytes.Equal(rawMethod, null) || json.Unmarshal(rawMethod, &method) != nil {
+		method, ok := decodeString(rawMethod)
+		if !ok {
 			return nil, invalid(id, `"method" must be a string`)
 		}
 		if method == "" {
@@ -154,10 +172,11 @@ func DecodeMessage(data []byte) (Message, error) {
 		if hasResult || hasError {
 			return nil, invalid(id, "a request must not carry result or error")
 		}
-		params := fields["params"]
+		params := fields.params
 		if bytes.Equal(params, null) {
 			params = nil
 		}
+		params = bytes.Clone(params) // the frame's buffer may be reused
 		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 			return nil, invalid(id, "params must be an object or an array")
 		}
@@ -173,7 +192,7 @@ func DecodeMessage(data []byte) (Message, error) {
 	case idErr != nil && (!hasError || !bytes.Equal(rawID, null)): // only an error may answer "id": null
 		return nil, invalid(ID{}, "%w", idErr)
 	case hasResult:
-		return &Response{ID: id, Result: result}, nil
+		return &Response{ID: id, Result: bytes.Clone(result)}, nil
 	}
 	e, err := decodeErrorObject(rawError)
 	if err != nil {
@@ -189,7 +208,7 @@ func decodeErrorObject(raw json.RawMessage) (*Error, error) {
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {
 		return nil, errors.New("error must be an object")
 	}
-	e := &Error{Data: fields["data"]}
+	e := &Error{Data: bytes.Clone(fields["data"])}
 	if bytes.Equal(fields["code"], null) || json.Unmarshal(fields["code"], &e.Code) != nil {
 		return nil, errors.New("error code must be an integer")
 	}

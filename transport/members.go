@@ -1,0 +1,124 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// members holds the raw values of a JSON-RPC message's top-level members,
+// as sub-slices of the frame. A nil field means the member is absent.
+type members struct {
+	jsonrpc, id, method, params, result, error []byte
+}
+
+// splitMembers splits a JSON object, already known to be valid JSON, into
+// its members without allocating. Member names are matched exactly, as
+// JSON-RPC requires; a name written with escapes is decoded first. Unknown
+// members are skipped; for a repeated member the last one wins, as with
+// encoding/json. ok is false when data is not an object.
+func splitMembers(data []byte) (m members, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return m, false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return m, true
+	}
+	for i < len(data) {
+		keyEnd := skipString(data, i)
+		key := data[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(data[i:keyEnd], &s) == nil {
+				key = []byte(s)
+			}
+		}
+		i = skipSpace(data, keyEnd)
+		i = skipSpace(data, i+1) // the colon
+		valEnd := skipValue(data, i)
+		val := data[i:valEnd]
+		switch string(key) { // no allocation: the compiler compares in place
+		case "jsonrpc":
+			m.jsonrpc = val
+		case "id":
+			m.id = val
+		case "method":
+			m.method = val
+		case "params":
+			m.params = val
+		case "result":
+			m.result = val
+		case "error":
+			m.error = val
+		}
+		i = skipSpace(data, valEnd)
+		if i >= len(data) || data[i] == '}' {
+			break
+		}
+		i = skipSpace(data, i+1) // the comma
+	}
+	return m, true
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at data[i].
+func skipString(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(data)
+}
+
+// skipValue returns the index just past the value starting at data[i].
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(data); j++ {
+			switch data[j] {
+			case '"':
+				j = skipString(data, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(data)
+	default: // a number or a literal
+		j := i
+		for j < len(data) {
+			switch data[j] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return j
+			}
+			j++
+		}
+		return j
+	}
+}
