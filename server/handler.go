@@ -47,6 +47,12 @@ type Request struct {
 	// URI is the resource URI of resources/read, resources/subscribe and
 	// resources/unsubscribe; empty otherwise.
 	URI string
+	// Meta is the request's params._meta, by key, raw (progressToken,
+	// traceparent, ...); nil when absent.
+	Meta map[string]json.RawMessage
+	// Protocol is the protocol version that governs the request: the
+	// session's negotiated version ("" before initialize).
+	Protocol string
 
 	done []func(Outcome)
 }

@@ -21,6 +21,9 @@ type config struct {
 	maxInFlight  int
 	writeTimeout time.Duration
 	callTimeout  time.Duration
+	pageSize     int
+	// listChangedDelay coalesces list changes into one notification.
+	listChangedDelay time.Duration
 }
 
 func defaultConfig() config {
@@ -31,6 +34,9 @@ func defaultConfig() config {
 		maxInFlight:  1024,
 		writeTimeout: 30 * time.Second,
 		callTimeout:  60 * time.Second,
+		pageSize:     DefaultPageSize,
+
+		listChangedDelay: 50 * time.Millisecond,
 	}
 }
 
@@ -92,4 +98,22 @@ func WithWriteTimeout(d time.Duration) Option {
 // notifications/cancelled. d <= 0 means no bound beyond the caller's context.
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.callTimeout = d })
+}
+
+// WithPageSize sets how many items one page of tools/list, resources/list,
+// resources/templates/list and prompts/list holds (DefaultPageSize by
+// default). n < 1 keeps the default.
+func WithPageSize(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.pageSize = n
+		}
+	})
+}
+
+// WithListChangedDelay sets how long the server waits after a change to its
+// tools, resources or prompts before it sends list_changed, coalescing every
+// change in that window into one notification (50 ms by default).
+func WithListChangedDelay(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.listChangedDelay = max(d, 0) })
 }

@@ -74,7 +74,7 @@ func (ss *Session) Call(ctx context.Context, method string, params, result any) 
 			fmt.Errorf("mcp: %s: no answer from the client within %v: %w", method, d, context.DeadlineExceeded))
 		defer cancel()
 	}
-	if err := ss.write(ctx, &transport.Request{ID: id, Method: method, Params: raw}); err != nil {
+	if err := ss.write(related(ctx), &transport.Request{ID: id, Method: method, Params: raw}); err != nil {
 		ss.forget(id)
 		return fmt.Errorf("%w: %w", ErrConnectionClosed, err)
 	}
@@ -160,7 +160,16 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if closed {
 		return ss.closedError()
 	}
-	return ss.write(ctx, &transport.Request{Method: method, Params: raw})
+	return ss.write(related(ctx), &transport.Request{Method: method, Params: raw})
+}
+
+// related marks ctx with the id of the request it belongs to, if any, so
+// that transports can route the message to that request's stream.
+func related(ctx context.Context) context.Context {
+	if req := RequestFromContext(ctx); req != nil && req.ID.IsValid() {
+		return transport.WithRelatedRequest(ctx, req.ID)
+	}
+	return ctx
 }
 
 // Root is a root the client exposes (roots/list).

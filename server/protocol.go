@@ -70,7 +70,19 @@ type ElicitationCapability struct {
 // Capabilities is what the server declares in initialize.
 type Capabilities struct {
 	Tools        *ListChangedCapability `json:"tools,omitempty"`
+	Resources    *ResourcesCapability   `json:"resources,omitempty"`
+	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
+	Logging      *struct{}              `json:"logging,omitempty"`
+	Completions  *struct{}              `json:"completions,omitempty"`
+	Tasks        map[string]any         `json:"tasks,omitempty"`
+	Extensions   map[string]any         `json:"extensions,omitempty"`
 	Experimental map[string]any         `json:"experimental,omitempty"`
+}
+
+// ResourcesCapability is the server's resources capability.
+type ResourcesCapability struct {
+	Subscribe   bool `json:"subscribe,omitempty"`
+	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 // ListChangedCapability is a capability that may announce list changes.
@@ -96,8 +108,10 @@ type cancelledParams struct {
 	Reason    string          `json:"reason,omitempty"`
 }
 
-// targetParams holds the fields of params that name a request's target.
-type targetParams struct {
-	Name string `json:"name"`
-	URI  string `json:"uri"`
+// requestParams holds the fields of params the core reads for every
+// request: the target's name and the _meta object.
+type requestParams struct {
+	Name string                     `json:"name"`
+	URI  string                     `json:"uri"`
+	Meta map[string]json.RawMessage `json:"_meta"`
 }

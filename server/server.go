@@ -19,8 +19,11 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // use.
 type Server struct {
 	cfg     config
-	handler Handler // the middleware chain around route
+	handler Handler            // the middleware chain around route
+	methods map[string]Handler // read-only after New
 	tools   toolRegistry
+	changes debouncer
+	bg      sync.WaitGroup // notifications in flight to sessions
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
@@ -36,7 +39,13 @@ func New(opts ...Option) *Server {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	s := &Server{cfg: cfg, sessions: make(map[*Session]struct{})}
+	s := &Server{cfg: cfg, sessions: make(map[*Session]struct{}), methods: make(map[string]Handler)}
+	s.registerCore()
+	s.registerTools()
+	s.registerResources()
+	s.registerPrompts()
+	s.registerCompletion()
+	s.registerLogging()
 	s.handler = Chain(cfg.middleware...)(s.route)
 	return s
 }
@@ -146,26 +155,6 @@ func (s *Server) snapshotLocked() []*Session {
 		out = append(out, ss)
 	}
 	return out
-}
-
-// route is the innermost handler: the method table.
-func (s *Server) route(ctx context.Context, req *Request) (any, error) {
-	switch req.Method {
-	case "initialize":
-		return req.Session.initialize(req)
-	case "ping":
-		return struct{}{}, nil
-	case "tools/list":
-		return s.tools.list(), nil
-	case "tools/call":
-		return s.tools.call(ctx, req)
-	case "notifications/initialized", "notifications/cancelled", "notifications/roots/list_changed":
-		return nil, nil // acted on by the session before the chain ran
-	}
-	if req.IsNotification() {
-		return nil, nil // unknown notifications are ignored
-	}
-	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
 }
 
 // invoke runs the chain for req, turning a panic into CodeInternal.

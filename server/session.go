@@ -130,6 +130,13 @@ func (ss *Session) ClientCapabilities() ClientCapabilities {
 	return ss.st.caps
 }
 
+// initialized reports whether the client completed initialize.
+func (ss *Session) initialized() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.st.phase != phaseNew && !ss.st.closed
+}
+
 // serve is the read loop. It runs on Serve's goroutine.
 func (ss *Session) serve() error {
 	ss.obs.SessionStarted(ss.ctx, ss)
@@ -222,13 +229,21 @@ func (ss *Session) dispatch(msg transport.Message) {
 
 func (ss *Session) newRequest(m *transport.Request) *Request {
 	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
-	switch m.Method {
-	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe":
-		var t targetParams
-		if json.Unmarshal(m.Params, &t) == nil {
-			req.Name, req.URI = t.Name, t.URI
+	if len(m.Params) > 0 && m.Params[0] == '{' {
+		var p requestParams
+		if json.Unmarshal(m.Params, &p) == nil {
+			req.Meta = p.Meta
+			switch m.Method {
+			case "tools/call", "prompts/get":
+				req.Name = p.Name
+			case "resources/read", "resources/subscribe", "resources/unsubscribe":
+				req.URI = p.URI
+			}
 		}
 	}
+	ss.mu.Lock()
+	req.Protocol = ss.st.version
+	ss.mu.Unlock()
 	return req
 }
 

@@ -17,11 +17,31 @@ type Tool struct {
 	Name        string `json:"name"`
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"`
 	// InputSchema is the JSON Schema of the arguments, an object schema.
 	// Empty means {"type":"object"}.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema, when set, is the JSON Schema of StructuredContent.
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Execution    *ToolExecution   `json:"execution,omitempty"`
+	Meta         Meta             `json:"_meta,omitempty"`
+}
+
+// ToolAnnotations are hints about a tool's behaviour. Clients must treat
+// them as untrusted.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// ToolExecution says how a tool may be run. TaskSupport is "forbidden" (the
+// default), "optional" or "required" (see the tasks extension).
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
 }
 
 // ToolHandler runs a tool. A returned [*Error] is answered as a protocol
@@ -41,33 +61,11 @@ type CallToolResult struct {
 	Content           []Content `json:"content"`
 	StructuredContent any       `json:"structuredContent,omitempty"`
 	IsError           bool      `json:"isError,omitempty"`
-}
-
-// Content is one item of a tool result's content.
-type Content interface {
-	json.Marshaler
-	contentType() string
-}
-
-// TextContent is text content.
-type TextContent struct {
-	Text string
-}
-
-func (*TextContent) contentType() string { return "text" }
-
-// MarshalJSON encodes c with its "type" field.
-func (c *TextContent) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{"text", c.Text})
+	Meta              Meta      `json:"_meta,omitempty"`
 }
 
 // Text returns a result holding one text item.
-func Text(s string) *CallToolResult {
-	return &CallToolResult{Content: []Content{&TextContent{Text: s}}}
-}
+func Text(s string) *CallToolResult { return &CallToolResult{Content: []Content{&TextContent{Text: s}}} }
 
 type registeredTool struct {
 	tool    Tool
@@ -94,9 +92,11 @@ func ValidToolName(name string) bool {
 	return true
 }
 
-// AddTool registers a tool, replacing any tool of the same name. It fails
-// for an invalid name, a nil handler, or an input schema that is not a JSON
-// object.
+// AddTool registers a tool whose arguments the handler decodes itself,
+// replacing any tool of the same name, and tells initialized clients that
+// the tool list changed. It fails for an invalid name, a nil handler, or an
+// input schema that is not a JSON object. For tools with typed input and
+// output, see [AddTypedTool].
 func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	if !ValidToolName(t.Name) {
 		return fmt.Errorf("mcp: invalid tool name %q: use 1-128 characters from [A-Za-z0-9_.-]", t.Name)
@@ -107,23 +107,63 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	if len(t.InputSchema) == 0 {
 		t.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
-	var schema map[string]any
-	if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil {
+	if !isJSONObject(t.InputSchema) {
 		return fmt.Errorf("mcp: tool %q: input schema must be a JSON object", t.Name)
 	}
-	r := &s.tools
+	if len(t.OutputSchema) > 0 && !isJSONObject(t.OutputSchema) {
+		return fmt.Errorf("mcp: tool %q: output schema must be a JSON object", t.Name)
+	}
+	s.tools.set(t.Name, &registeredTool{tool: t, handler: h})
+	s.listChanged("tools")
+	return nil
+}
+
+// RemoveTool unregisters the named tools and tells initialized clients that
+// the tool list changed. It reports how many it removed.
+func (s *Server) RemoveTool(names ...string) int {
+	n := 0
+	for _, name := range names {
+		if s.tools.set(name, nil) {
+			n++
+		}
+	}
+	if n > 0 {
+		s.listChanged("tools")
+	}
+	return n
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	var v map[string]any
+	return json.Unmarshal(raw, &v) == nil && v != nil
+}
+
+// set adds, replaces or (with rt nil) removes a tool; it reports whether a
+// tool of that name existed.
+func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byName == nil {
 		r.byName = make(map[string]*registeredTool)
 	}
-	r.byName[t.Name] = &registeredTool{tool: t, handler: h}
-	r.listed = r.listed[:0:0]
+	_, existed := r.byName[name]
+	if rt == nil {
+		delete(r.byName, name)
+	} else {
+		r.byName[name] = rt
+	}
+	r.listed = make([]Tool, 0, len(r.byName))
 	for _, rt := range r.byName {
 		r.listed = append(r.listed, rt.tool)
 	}
 	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-	return nil
+	return existed
+}
+
+func (r *toolRegistry) lookup(name string) *registeredTool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
 }
 
 // ToolNames returns the names of the registered tools, sorted.
@@ -143,15 +183,32 @@ func (r *toolRegistry) hasTools() bool {
 	return len(r.byName) > 0
 }
 
-func (r *toolRegistry) list() any {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return struct {
-		Tools []Tool `json:"tools"`
-	}{slices.Clip(r.listed)}
+func (s *Server) registerTools() {
+	s.handle("tools/list", s.listTools)
+	s.handle("tools/call", s.callTool)
 }
 
-func (r *toolRegistry) call(ctx context.Context, req *Request) (any, error) {
+func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
+	var p listParams
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, Errorf(CodeInvalidParams, "invalid tools/list params: %v", err)
+		}
+	}
+	s.tools.mu.RLock()
+	listed := s.tools.listed // replaced, never modified, on change
+	s.tools.mu.RUnlock()
+	page, next, err := paginate(listed, func(t Tool) string { return t.Name }, p.Cursor, s.cfg.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Tools      []Tool `json:"tools"`
+		NextCursor string `json:"nextCursor,omitempty"`
+	}{page, next}, nil
+}
+
+func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -167,15 +224,13 @@ func (r *toolRegistry) call(ctx context.Context, req *Request) (any, error) {
 	} else if p.Arguments[0] != '{' {
 		return nil, Errorf(CodeInvalidParams, "tools/call: arguments must be an object")
 	}
-	r.mu.RLock()
-	rt := r.byName[p.Name]
-	r.mu.RUnlock()
+	rt := s.tools.lookup(p.Name)
 	if rt == nil {
 		return nil, Errorf(CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
 	res, err := rt.handler(ctx, &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments})
 	if err != nil {
-		if _, ok := errors.AsType[*Error](err); ok || ctx.Err() != nil {
+		if keepsError(err) || ctx.Err() != nil {
 			return nil, err
 		}
 		return &CallToolResult{Content: []Content{&TextContent{Text: err.Error()}}, IsError: true}, nil
@@ -189,10 +244,16 @@ func (r *toolRegistry) call(ctx context.Context, req *Request) (any, error) {
 	return res, nil
 }
 
-func (s *Server) capabilities() Capabilities {
-	var caps Capabilities
-	if s.tools.hasTools() {
-		caps.Tools = &ListChangedCapability{}
+// keepsError reports whether a tool's error must travel as it is rather
+// than become an isError result: protocol errors, and the errors by which
+// the core interrupts a handler (see inputRequired).
+func keepsError(err error) bool {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return true
 	}
-	return caps
+	return errors.Is(err, errInterrupt)
 }
+
+// errInterrupt is wrapped by the errors the core uses to stop a handler
+// early with a result of its own (an input-required result, say).
+var errInterrupt = errors.New("mcp: handler interrupted")

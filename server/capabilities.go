@@ -1,0 +1,15 @@
+package server
+
+// capabilities is what the server declares: each feature that has
+// something registered, with list_changed where the server sends it.
+func (s *Server) capabilities() Capabilities {
+	var caps Capabilities
+	if s.tools.hasTools() {
+		caps.Tools = &ListChangedCapability{ListChanged: true}
+	}
+	caps.Resources = s.resourcesCapability()
+	caps.Prompts = s.promptsCapability()
+	caps.Completions = s.completionsCapability()
+	caps.Logging = s.loggingCapability()
+	return caps
+}

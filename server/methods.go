@@ -1,0 +1,36 @@
+package server
+
+import "context"
+
+// handle registers the built-in handler of a method. Features call it from
+// New, through their register functions; the table is read-only afterwards.
+func (s *Server) handle(method string, h Handler) {
+	if _, dup := s.methods[method]; dup {
+		panic("mcp: method registered twice: " + method)
+	}
+	s.methods[method] = h
+}
+
+// route is the innermost handler: the method table.
+func (s *Server) route(ctx context.Context, req *Request) (any, error) {
+	if h := s.methods[req.Method]; h != nil {
+		return h(ctx, req)
+	}
+	if req.IsNotification() {
+		return nil, nil // unknown notifications are ignored
+	}
+	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+}
+
+func nopNotification(context.Context, *Request) (any, error) { return nil, nil }
+
+// registerCore registers the lifecycle methods. The session acts on the
+// notifications before the chain runs; their handlers exist so that
+// middleware sees them like any other message.
+func (s *Server) registerCore() {
+	s.handle("initialize", func(_ context.Context, req *Request) (any, error) { return req.Session.initialize(req) })
+	s.handle("ping", func(context.Context, *Request) (any, error) { return struct{}{}, nil })
+	s.handle("notifications/initialized", nopNotification)
+	s.handle("notifications/cancelled", nopNotification)
+	s.handle("notifications/roots/list_changed", nopNotification)
+}

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// notifySessions sends a notification to every initialized session that
+// match accepts (nil: all), each on its own goroutine so that one slow
+// client does not hold back the others. It never blocks the caller.
+func (s *Server) notifySessions(method string, params any, match func(*Session) bool) {
+	for _, ss := range s.Sessions() {
+		if !ss.initialized() || (match != nil && !match(ss)) {
+			continue
+		}
+		s.bg.Go(func() { _ = ss.Notify(context.Background(), method, params) })
+	}
+}
+
+// debouncer coalesces bursts of list changes into one notification per
+// list, sent after the configured delay.
+type debouncer struct {
+	mu      sync.Mutex
+	pending map[string]bool
+}
+
+// listChanged schedules notifications/<list>/list_changed ("tools",
+// "resources" or "prompts") for every initialized session, unless one is
+// already scheduled. With no initialized session there is nobody whose view
+// is stale, and nothing is scheduled.
+func (s *Server) listChanged(list string) {
+	if !slices.ContainsFunc(s.Sessions(), (*Session).initialized) {
+		return
+	}
+	d := &s.changes
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending[list] {
+		return
+	}
+	if d.pending == nil {
+		d.pending = make(map[string]bool)
+	}
+	d.pending[list] = true
+	time.AfterFunc(s.cfg.listChangedDelay, func() {
+		d.mu.Lock()
+		delete(d.pending, list)
+		d.mu.Unlock()
+		s.notifySessions("notifications/"+list+"/list_changed", nil, nil)
+	})
+}

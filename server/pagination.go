@@ -1,0 +1,44 @@
+package server
+
+import (
+	"encoding/base64"
+	"sort"
+	"strings"
+)
+
+// DefaultPageSize is how many items one page of a list result holds unless
+// WithPageSize says otherwise.
+const DefaultPageSize = 100
+
+const cursorPrefix = "v1:"
+
+// paginate returns the page of items (sorted by key, keys unique) that
+// follows cursor, and the cursor of the next page ("" on the last page).
+// Cursors are opaque to clients but stable: a cursor names the last key of
+// its page, so adding or removing items never repeats or skips an item that
+// stayed. A cursor that does not decode is CodeInvalidParams.
+func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]T, string, error) {
+	start := 0
+	if cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		last, ok := strings.CutPrefix(string(raw), cursorPrefix)
+		if err != nil || !ok {
+			return nil, "", Errorf(CodeInvalidParams, "invalid cursor")
+		}
+		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > last })
+	}
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	end := min(start+size, len(items))
+	page := items[start:end:end]
+	if end == len(items) {
+		return page, "", nil
+	}
+	return page, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key(items[end-1]))), nil
+}
+
+// listParams are the params of every paginated list request.
+type listParams struct {
+	Cursor string `json:"cursor"`
+}
