@@ -214,8 +214,10 @@ func UnmarshalContent(data []byte) (Content, error) {
 	case "audio":
 		return &AudioContent{Data: nonNil(w.Data), MIMEType: w.MIMEType, Annotations: w.Annotations, Meta: w.Meta}, nil
 	case "resource_link":
-		return &ResourceLink{URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType,
-			Size: w.Size, Icons: w.Icons, Annotations: w.Annotations, Meta: w.Meta}, nil
+		return &ResourceLink{
+			URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType,
+			Size: w.Size, Icons: w.Icons, Annotations: w.Annotations, Meta: w.Meta,
+		}, nil
 	case "resource":
 		if w.Resource == nil {
 			return nil, errors.New("mcp: embedded resource without contents")

@@ -28,7 +28,7 @@ type Tool struct {
 	Meta         Meta             `json:"_meta,omitempty"`
 }
 
-// ToolAnnotations are hints about a tool's behaviour. Clients must treat
+// ToolAnnotations are hints about a tool's behavior. Clients must treat
 // them as untrusted.
 type ToolAnnotations struct {
 	Title           string `json:"title,omitempty"`
@@ -65,7 +65,9 @@ type CallToolResult struct {
 }
 
 // Text returns a result holding one text item.
-func Text(s string) *CallToolResult { return &CallToolResult{Content: []Content{&TextContent{Text: s}}} }
+func Text(s string) *CallToolResult {
+	return &CallToolResult{Content: []Content{&TextContent{Text: s}}}
+}
 
 type registeredTool struct {
 	tool    Tool
