@@ -51,8 +51,20 @@ type Request struct {
 	// traceparent, ...); nil when absent.
 	Meta map[string]json.RawMessage
 	// Protocol is the protocol version that governs the request: the
-	// session's negotiated version ("" before initialize).
+	// session's negotiated version ("" before initialize), or for a
+	// stateless request the version in its _meta.
 	Protocol string
+	// Stateless is true for a 2026-07-28 request: it carries its protocol
+	// version, client capabilities and client info in _meta instead of
+	// relying on an initialize handshake.
+	Stateless bool
+	// ClientCapabilities and ClientInfo are what the client declared: in
+	// initialize for a session, or in this request's _meta when Stateless.
+	ClientCapabilities ClientCapabilities
+	ClientInfo         Implementation
+
+	admitErr *Error     // why a stateless request cannot be admitted
+	mrtr     *mrtrRound // multi round-trip state of a stateless request
 
 	done []func(Outcome)
 }

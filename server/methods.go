@@ -1,6 +1,9 @@
 package server
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // handle registers the built-in handler of a method. Features call it from
 // New, through their register functions; the table is read-only afterwards.
@@ -14,7 +17,11 @@ func (s *Server) handle(method string, h Handler) {
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 	if h := s.methods[req.Method]; h != nil {
-		return h(ctx, req)
+		res, err := h(ctx, req)
+		if ir, ok := errors.AsType[*inputRequired](err); ok {
+			return s.inputRequiredResult(req, ir)
+		}
+		return res, err
 	}
 	if req.IsNotification() {
 		return nil, nil // unknown notifications are ignored
@@ -30,6 +37,7 @@ func nopNotification(context.Context, *Request) (any, error) { return nil, nil }
 func (s *Server) registerCore() {
 	s.handle("initialize", func(_ context.Context, req *Request) (any, error) { return req.Session.initialize(req) })
 	s.handle("ping", func(context.Context, *Request) (any, error) { return struct{}{}, nil })
+	s.handle("server/discover", s.discover)
 	s.handle("notifications/initialized", nopNotification)
 	s.handle("notifications/cancelled", nopNotification)
 	s.handle("notifications/roots/list_changed", nopNotification)

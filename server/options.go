@@ -22,6 +22,8 @@ type config struct {
 	writeTimeout time.Duration
 	callTimeout  time.Duration
 	pageSize     int
+	stateKey     []byte        // signs requestState; random per Server by default
+	stateTTL     time.Duration // how long a requestState stays valid
 	// listChangedDelay coalesces list changes into one notification.
 	listChangedDelay time.Duration
 }
@@ -35,6 +37,7 @@ func defaultConfig() config {
 		writeTimeout: 30 * time.Second,
 		callTimeout:  60 * time.Second,
 		pageSize:     DefaultPageSize,
+		stateTTL:     time.Hour,
 
 		listChangedDelay: 50 * time.Millisecond,
 	}
@@ -116,4 +119,27 @@ func WithPageSize(n int) Option {
 // change in that window into one notification (50 ms by default).
 func WithListChangedDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.listChangedDelay = max(d, 0) })
+}
+
+// WithRequestStateKey sets the key that signs the requestState of
+// 2026-07-28 input-required results (HMAC-SHA256). Replicas behind one load
+// balancer must share it, since a retry may reach any of them; by default
+// each Server makes a random key of its own. Keys shorter than 32 bytes are
+// refused by keeping the default.
+func WithRequestStateKey(key []byte) Option {
+	return optionFunc(func(c *config) {
+		if len(key) >= 32 {
+			c.stateKey = append([]byte(nil), key...)
+		}
+	})
+}
+
+// WithRequestStateTTL sets how long a requestState stays valid (one hour by
+// default): a retry after that is refused with CodeInvalidParams.
+func WithRequestStateTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.stateTTL = d
+		}
+	})
 }

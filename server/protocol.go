@@ -5,6 +5,10 @@ import (
 	"slices"
 )
 
+// Version20260728 is the stateless protocol revision: no initialize, the
+// version and client capabilities travel in every request's _meta.
+const Version20260728 = "2026-07-28"
+
 // Protocol versions of the initialize era that this server negotiates,
 // newest first.
 const (

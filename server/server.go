@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -25,6 +26,9 @@ type Server struct {
 	changes debouncer
 	bg      sync.WaitGroup // notifications in flight to sessions
 
+	resources resourceRegistry
+	prompts   promptRegistry
+
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	draining bool
@@ -38,6 +42,10 @@ func New(opts ...Option) *Server {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
+	}
+	if cfg.stateKey == nil {
+		cfg.stateKey = make([]byte, 32)
+		_, _ = rand.Read(cfg.stateKey) // crypto/rand.Read never fails
 	}
 	s := &Server{cfg: cfg, sessions: make(map[*Session]struct{}), methods: make(map[string]Handler)}
 	s.registerCore()

@@ -190,6 +190,7 @@ func (ss *Session) end(cause error) {
 	}
 	_ = ss.conn.Close()
 	ss.handlers.Wait()
+	ss.srv.unsubscribeAll(ss)
 	ss.unwatch()
 	cause = context.Cause(ss.ctx)
 	ss.log.Debug("session ended", "cause", cause)
@@ -242,8 +243,12 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 		}
 	}
 	ss.mu.Lock()
-	req.Protocol = ss.st.version
+	req.Protocol, req.ClientCapabilities, req.ClientInfo = ss.st.version, ss.st.caps, ss.st.client
+	fresh := ss.st.phase == phaseNew
 	ss.mu.Unlock()
+	if fresh {
+		ss.srv.readStatelessMeta(req)
+	}
 	return req
 }
 
@@ -251,6 +256,10 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 // read loop itself, so that the requests after it see the negotiated state.
 func (ss *Session) request(m *transport.Request, batch *batchCollector) {
 	req := ss.newRequest(m)
+	if req.admitErr != nil {
+		ss.rejectWith(batch, req.ID, req.admitErr)
+		return
+	}
 	ss.mu.Lock()
 	code, why := ss.admitLocked(req)
 	var inf *inflight
@@ -291,7 +300,7 @@ func (ss *Session) admitLocked(req *Request) (Code, string) {
 		return CodeInvalidRequest, "duplicate request id: a request with this id is still in flight"
 	case req.Method == "initialize" && st.phase != phaseNew:
 		return CodeInvalidRequest, "session already initialized"
-	case req.Method != "initialize" && req.Method != "ping" && st.phase == phaseNew:
+	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && !req.Stateless && st.phase == phaseNew:
 		return CodeInvalidRequest, "session not initialized: the first request must be initialize"
 	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
 		return CodeServerBusy, "too many requests in flight"
@@ -301,9 +310,14 @@ func (ss *Session) admitLocked(req *Request) (Code, string) {
 
 // reject answers a message that never reached a handler.
 func (ss *Session) reject(batch *batchCollector, id transport.ID, code Code, why string) {
-	ss.obs.MessageRejected(ss.ctx, ss, code, why)
-	ss.log.Debug("message rejected", "code", int64(code), "reason", why)
-	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(code), Message: why}}
+	ss.rejectWith(batch, id, &Error{Code: code, Message: why})
+}
+
+// rejectWith answers a message that never reached a handler with e.
+func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error) {
+	ss.obs.MessageRejected(ss.ctx, ss, e.Code, e.Message)
+	ss.log.Debug("message rejected", "code", int64(e.Code), "reason", e.Message)
+	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data}}
 	if batch != nil {
 		batch.add(resp, nil)
 		return
@@ -343,7 +357,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	case closed:
 		ss.seal(inf, out, DropWriterClosed, nil)
 	default:
-		resp := ss.buildResponse(inf.req.ID, res, err)
+		resp := ss.buildResponse(inf.req, res, err)
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
 		} else {
@@ -367,7 +381,8 @@ func dropReasonOf(cause error) DropReason {
 }
 
 // buildResponse builds the answer to a request from what its chain returned.
-func (ss *Session) buildResponse(id transport.ID, res any, err error) *transport.Response {
+func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Response {
+	id := req.ID
 	resp := &transport.Response{ID: id}
 	if err != nil {
 		resp.Error = wireError(err)
@@ -382,6 +397,13 @@ func (ss *Session) buildResponse(id transport.ID, res any, err error) *transport
 		ss.log.Error("cannot encode result", "id", id.String(), "error", merr)
 		resp.Error = wireError(merr)
 		return resp
+	}
+	if req.Stateless {
+		if raw, merr = ss.srv.decorateResult(raw); merr != nil {
+			ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
+			resp.Error = wireError(merr)
+			return resp
+		}
 	}
 	resp.Result = raw
 	return resp

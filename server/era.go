@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+)
+
+// The _meta keys of a 2026-07-28 request and result.
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// Error codes of the 2026-07-28 revision.
+const (
+	CodeHeaderMismatch                  Code = -32020
+	CodeMissingRequiredClientCapability Code = -32021
+	CodeUnsupportedProtocolVersion      Code = -32022
+)
+
+// removedIn2026 lists the methods a stateless request may not call.
+var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+
+// allVersions is every version this server speaks, newest first.
+func allVersions() []string { return append([]string{Version20260728}, supportedVersions...) }
+
+// readStatelessMeta makes req a stateless request when its _meta names a
+// protocol version (on a session that was never initialized), taking the
+// client's capabilities and info from _meta. What makes it unanswerable is
+// left in req.admitErr.
+func (s *Server) readStatelessMeta(req *Request) {
+	rawVersion, ok := req.Meta[MetaProtocolVersion]
+	if !ok {
+		return
+	}
+	req.Stateless = true
+	var version string
+	if json.Unmarshal(rawVersion, &version) != nil {
+		req.admitErr = Errorf(CodeInvalidParams, "_meta %q must be a string", MetaProtocolVersion)
+		return
+	}
+	req.Protocol = version
+	if version != Version20260728 {
+		e := Errorf(CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
+		e.Data, _ = json.Marshal(map[string]any{"supported": allVersions(), "requested": version})
+		req.admitErr = e
+		return
+	}
+	rawCaps, ok := req.Meta[MetaClientCapabilities]
+	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
+		req.admitErr = Errorf(CodeInvalidParams, "_meta %q is required and must be an object", MetaClientCapabilities)
+		return
+	}
+	if rawInfo, ok := req.Meta[MetaClientInfo]; ok {
+		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
+	}
+	if slices.Contains(removedIn2026, req.Method) {
+		req.admitErr = Errorf(CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
+		return
+	}
+	if err := s.readRound(req); err != nil {
+		req.admitErr = err
+	}
+}
+
+// decorateResult adds what every 2026-07-28 result carries: resultType
+// ("complete" unless the result says otherwise) and the server's info in
+// _meta.
+func (s *Server) decorateResult(raw json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return raw, err
+	}
+	if _, ok := fields["resultType"]; !ok {
+		fields["resultType"] = json.RawMessage(`"complete"`)
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return raw, err
+		}
+	}
+	if _, ok := meta[MetaServerInfo]; !ok {
+		info, err := json.Marshal(s.cfg.impl)
+		if err != nil {
+			return raw, err
+		}
+		meta[MetaServerInfo] = info
+		if fields["_meta"], err = json.Marshal(meta); err != nil {
+			return raw, err
+		}
+	}
+	return json.Marshal(fields)
+}
+
+// discover answers server/discover: the versions, capabilities and
+// instructions of this server.
+func (s *Server) discover(context.Context, *Request) (any, error) {
+	return struct {
+		ResultType        string       `json:"resultType"`
+		SupportedVersions []string     `json:"supportedVersions"`
+		Capabilities      Capabilities `json:"capabilities"`
+		Instructions      string       `json:"instructions,omitempty"`
+	}{"complete", allVersions(), s.capabilities(), s.cfg.instructions}, nil
+}

@@ -1,0 +1,284 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// meta2026 is the _meta of a stateless request.
+func meta2026(caps any) map[string]any {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	return map[string]any{
+		server.MetaProtocolVersion:    server.Version20260728,
+		server.MetaClientCapabilities: caps,
+		server.MetaClientInfo:         map[string]any{"name": "modern", "version": "1"},
+	}
+}
+
+// greeter asks the client for a name (an elicitation) and greets it; in a
+// 2025 session the same code does a server-to-client request.
+func greeter(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+	var answer struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	err := server.CallClient(ctx, "elicitation/create", map[string]any{
+		"message":         "Who are you?",
+		"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+	}, &answer)
+	if err != nil {
+		return nil, err
+	}
+	return server.Text(fmt.Sprintf("hello, %v (%s)", answer.Content["name"], answer.Action)), nil
+}
+
+type resultFields struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+	Meta          map[string]json.RawMessage `json:"_meta"`
+	Content       []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func decodeResult(t *testing.T, raw json.RawMessage) resultFields {
+	var r resultFields
+	require.NoError(t, json.Unmarshal(raw, &r))
+	return r
+}
+
+func TestStatelessRequestsWithoutInitialize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.WithImplementation("vigil-test", "2.0"), server.WithInstructions("hi"))
+		h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("ok"), nil
+		})
+		h.start()
+
+		h.request(1, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		r := decodeResult(t, h.result(1))
+		assert.Equal(t, "complete", r.ResultType)
+		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[server.MetaServerInfo]))
+
+		h.request(2, "server/discover", map[string]any{"_meta": meta2026(nil)})
+		var d struct {
+			ResultType        string          `json:"resultType"`
+			SupportedVersions []string        `json:"supportedVersions"`
+			Capabilities      json.RawMessage `json:"capabilities"`
+			Instructions      string          `json:"instructions"`
+		}
+		require.NoError(t, json.Unmarshal(h.result(2), &d))
+		assert.Equal(t, "complete", d.ResultType)
+		assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, d.SupportedVersions)
+		assert.JSONEq(t, `{"tools":{"listChanged":true}}`, string(d.Capabilities))
+		assert.Equal(t, "hi", d.Instructions)
+
+		// Bad stateless requests.
+		h.request(3, "tools/list", map[string]any{"_meta": map[string]any{server.MetaProtocolVersion: "2026-07-28"}})
+		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(3)), "clientCapabilities is required")
+		h.request(4, "tools/list", map[string]any{"_meta": map[string]any{server.MetaProtocolVersion: "2099-01-01", server.MetaClientCapabilities: map[string]any{}}})
+		resp := h.recvResponse()
+		require.NotNil(t, resp.Error)
+		assert.Equal(t, int64(server.CodeUnsupportedProtocolVersion), resp.Error.Code)
+		assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2099-01-01"}`, string(resp.Error.Data))
+		h.request(5, "ping", map[string]any{"_meta": meta2026(nil)})
+		assert.Equal(t, int64(server.CodeMethodNotFound), h.errorCode(transport.Int64ID(5)), "ping was removed in 2026-07-28")
+		// Without _meta, a request before initialize is still refused.
+		h.request(6, "tools/list", nil)
+		assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(6)))
+
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestMultiRoundTripElicitation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		call := func(id int64, extra map[string]any) {
+			params := map[string]any{"name": "greet", "arguments": map[string]any{"lang": "en"}, "_meta": meta2026(caps)}
+			for k, v := range extra {
+				params[k] = v
+			}
+			h.request(id, "tools/call", params)
+		}
+
+		call(1, nil)
+		r := decodeResult(t, h.result(1))
+		require.Equal(t, "input_required", r.ResultType)
+		require.Len(t, r.InputRequests, 1)
+		ask := r.InputRequests["elicitation-create-0"]
+		assert.JSONEq(t, `{"method":"elicitation/create","params":{"message":"Who are you?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}`, string(ask))
+		require.NotEmpty(t, r.RequestState)
+
+		answers := map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+		call(2, map[string]any{"inputResponses": answers, "requestState": r.RequestState})
+		done := decodeResult(t, h.result(2))
+		assert.Equal(t, "complete", done.ResultType)
+		require.Len(t, done.Content, 1)
+		assert.Equal(t, "hello, Ada (accept)", done.Content[0].Text)
+
+		// A tampered state is refused, whichever part is altered.
+		payload, sig, _ := strings.Cut(r.RequestState, ".")
+		for i, bad := range []string{flip(payload) + "." + sig, payload + "." + flip(sig), "garbage", ""} {
+			id := int64(10 + i)
+			call(id, map[string]any{"inputResponses": answers, "requestState": bad})
+			assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "state %q", bad)
+		}
+		// A genuine state replayed with other arguments is refused too.
+		h.request(20, "tools/call", map[string]any{
+			"name": "greet", "arguments": map[string]any{"lang": "fr"},
+			"_meta": meta2026(caps), "inputResponses": answers, "requestState": r.RequestState,
+		})
+		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(20)))
+
+		// Without the capability: -32021 naming what is required.
+		h.request(21, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(nil)})
+		resp := h.recvResponse()
+		require.NotNil(t, resp.Error)
+		assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), resp.Error.Code)
+		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{}}}`, string(resp.Error.Data))
+
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// flip changes one character of s.
+func flip(s string) string {
+	b := []byte(s)
+	if b[len(b)/2] == 'A' {
+		b[len(b)/2] = 'B'
+	} else {
+		b[len(b)/2] = 'A'
+	}
+	return string(b)
+}
+
+// Two calls to the client in one handler take two rounds; the state carries
+// the first answer, so the last retry only answers the second question.
+func TestMultiRoundTripTwoQuestions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("plan", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			var who, what struct {
+				Content map[string]any `json:"content"`
+			}
+			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "who?"}, &who); err != nil {
+				return nil, err
+			}
+			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "what?"}, &what); err != nil {
+				return nil, err
+			}
+			return server.Text(fmt.Sprintf("%v will %v", who.Content["v"], what.Content["v"])), nil
+		})
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		h.request(1, "tools/call", map[string]any{"name": "plan", "_meta": meta2026(caps)})
+		r1 := decodeResult(t, h.result(1))
+		require.Contains(t, r1.InputRequests, "elicitation-create-0")
+
+		h.request(2, "tools/call", map[string]any{
+			"name": "plan", "_meta": meta2026(caps), "requestState": r1.RequestState,
+			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"v": "Ada"}}},
+		})
+		r2 := decodeResult(t, h.result(2))
+		require.Equal(t, "input_required", r2.ResultType)
+		require.Len(t, r2.InputRequests, 1)
+		require.Contains(t, r2.InputRequests, "elicitation-create-1")
+
+		h.request(3, "tools/call", map[string]any{
+			"name": "plan", "_meta": meta2026(caps), "requestState": r2.RequestState,
+			"inputResponses": map[string]any{"elicitation-create-1": map[string]any{"action": "accept", "content": map[string]any{"v": "compute"}}},
+		})
+		r3 := decodeResult(t, h.result(3))
+		assert.Equal(t, "complete", r3.ResultType)
+		assert.Equal(t, "Ada will compute", r3.Content[0].Text)
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestRequestStateExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.WithRequestStateTTL(time.Minute))
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		h.request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+		r := decodeResult(t, h.result(1))
+		time.Sleep(2 * time.Minute) // fake time
+		h.request(2, "tools/call", map[string]any{
+			"name": "greet", "_meta": meta2026(caps), "requestState": r.RequestState,
+			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "decline"}},
+		})
+		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// The same handler in a 2025 session sends a real elicitation/create.
+func TestSameHandlerInSessionEra(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("greet", greeter)
+		h.start()
+		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.callTool(2, "greet", `{}`)
+		out, ok := h.recv().(*transport.Request)
+		require.True(t, ok)
+		assert.Equal(t, "elicitation/create", out.Method)
+		h.send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
+		text, _ := toolText(t, h.result(2))
+		assert.Equal(t, "hello, Grace (accept)", text)
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// Two servers with one shared key accept each other's states: replicas.
+func TestRequestStateKeySharedAcrossReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key := []byte("0123456789abcdef0123456789abcdef")
+		a := newHarness(t, server.WithRequestStateKey(key))
+		b := newHarness(t, server.WithRequestStateKey(key))
+		c := newHarness(t) // its own random key
+		for _, h := range []*harness{a, b, c} {
+			h.addTool("greet", greeter)
+			h.start()
+		}
+		caps := map[string]any{"elicitation": map[string]any{}}
+		a.request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+		state := decodeResult(t, a.result(1)).RequestState
+		retry := map[string]any{
+			"name": "greet", "_meta": meta2026(caps), "requestState": state,
+			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "Lin"}}},
+		}
+		b.request(2, "tools/call", retry)
+		assert.Equal(t, "hello, Lin (accept)", decodeResult(t, b.result(2)).Content[0].Text)
+		c.request(2, "tools/call", retry)
+		assert.Equal(t, int64(server.CodeInvalidParams), c.errorCode(transport.Int64ID(2)))
+		for _, h := range []*harness{a, b, c} {
+			require.NoError(t, h.client.Close())
+			require.NoError(t, <-h.served)
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Multi round-trip requests (2026-07-28). A stateless request cannot wait
+// for the client: a handler that needs input (an elicitation, a sampling
+// call, the roots) stops, and the client gets an input-required result
+// listing what to ask, plus a signed requestState. The client answers and
+// retries the request with inputResponses and the requestState; the handler
+// runs again from the start, and this time its calls return the answers.
+// The same handler code therefore works in a 2025 session (where the calls
+// are server-to-client requests) and in a 2026 stateless request.
+
+// mrtrMethods may answer input_required.
+var mrtrMethods = map[string]bool{"tools/call": true, "resources/read": true, "prompts/get": true}
+
+// mrtrRound is one run of a stateless request's handler.
+type mrtrRound struct {
+	mu      sync.Mutex
+	answers map[string]json.RawMessage // verified answers, by input key
+	asked   map[string]inputRequest    // asked during this run, unanswered
+	calls   map[string]int             // calls so far, by method, for keys
+	binding string                     // what the request state is bound to
+}
+
+type inputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// inputRequired interrupts a handler that needs input from the client.
+// Handlers pass it on like any error; the core turns it into the result.
+type inputRequired struct{ method string }
+
+func (e *inputRequired) Error() string {
+	return "mcp: " + e.method + ": the client's answer is needed (input_required)"
+}
+
+func (e *inputRequired) Unwrap() error { return errInterrupt }
+
+// requestState is what a signed requestState carries.
+type requestState struct {
+	Binding string                     `json:"b"`
+	Answers map[string]json.RawMessage `json:"a,omitempty"`
+	Pending []string                   `json:"p"`
+	Expires int64                      `json:"e"`
+}
+
+// readRound prepares the round state of a stateless request that may ask
+// for input, verifying the requestState and taking the answers it expects
+// from inputResponses. A requestState that fails verification is refused.
+func (s *Server) readRound(req *Request) *Error {
+	if !mrtrMethods[req.Method] {
+		return nil
+	}
+	var p struct {
+		Arguments      json.RawMessage            `json:"arguments"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		RequestState   *string                    `json:"requestState"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil // the method's own handler reports malformed params
+	}
+	round := &mrtrRound{answers: map[string]json.RawMessage{}, calls: map[string]int{}, binding: bindingOf(req, p.Arguments)}
+	req.mrtr = round
+	if p.RequestState == nil {
+		return nil
+	}
+	st, err := s.openState(*p.RequestState)
+	if err != nil || st.Binding != round.binding {
+		return Errorf(CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
+	}
+	for k, v := range st.Answers {
+		round.answers[k] = v
+	}
+	for _, k := range st.Pending {
+		if v, ok := p.InputResponses[k]; ok {
+			round.answers[k] = v
+		}
+	}
+	return nil
+}
+
+// bindingOf names what a requestState may be replayed with: the method, its
+// target, and a digest of the arguments (re-encoded, so that key order does
+// not matter).
+func bindingOf(req *Request, args json.RawMessage) string {
+	var v any
+	canonical := args
+	if json.Unmarshal(args, &v) == nil {
+		canonical, _ = json.Marshal(v)
+	}
+	sum := sha256.Sum256(canonical)
+	return req.Method + "\x00" + req.Name + req.URI + "\x00" + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// ask is the stateless path of a call to the client: the recorded answer
+// when the client gave one, else an interruption that asks for it. The key
+// of a call is its method and its position among the handler's calls of
+// that method, which is stable as long as the handler asks in the same
+// order each run.
+func (req *Request) ask(method string, params, result any) error {
+	r := req.mrtr
+	if r == nil {
+		return fmt.Errorf("mcp: %s: a %s request cannot ask the client for input in protocol version %s", method, req.Method, req.Protocol)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "-"), r.calls[method])
+	r.calls[method]++
+	if raw, ok := r.answers[key]; ok {
+		if result == nil {
+			return nil
+		}
+		if err := json.Unmarshal(raw, result); err != nil {
+			return fmt.Errorf("mcp: %s: malformed answer from the client: %w", method, err)
+		}
+		return nil
+	}
+	if r.asked == nil {
+		r.asked = map[string]inputRequest{}
+	}
+	r.asked[key] = inputRequest{Method: method, Params: params}
+	return &inputRequired{method: method}
+}
+
+// inputRequiredResult builds the input_required result of an interrupted
+// handler, with a requestState carrying the answers so far.
+func (s *Server) inputRequiredResult(req *Request, ir *inputRequired) (any, error) {
+	r := req.mrtr
+	if r == nil {
+		return nil, ir
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := requestState{Binding: r.binding, Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
+	for k := range r.asked {
+		st.Pending = append(st.Pending, k)
+	}
+	token, err := s.sealState(st)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		ResultType    string                  `json:"resultType"`
+		InputRequests map[string]inputRequest `json:"inputRequests"`
+		RequestState  string                  `json:"requestState"`
+	}{"input_required", r.asked, token}, nil
+}
+
+// sealState encodes and signs a request state: payload "." HMAC-SHA256.
+func (s *Server) sealState(st requestState) (string, error) {
+	payload, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	mac := hmac.New(sha256.New, s.cfg.stateKey)
+	mac.Write(payload)
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(payload) + "." + enc.EncodeToString(mac.Sum(nil)), nil
+}
+
+var errBadState = errors.New("mcp: bad requestState")
+
+// openState verifies and decodes a request state.
+func (s *Server) openState(token string) (requestState, error) {
+	var st requestState
+	enc := base64.RawURLEncoding
+	p, m, ok := strings.Cut(token, ".")
+	payload, err1 := enc.DecodeString(p)
+	sig, err2 := enc.DecodeString(m)
+	if !ok || err1 != nil || err2 != nil {
+		return st, errBadState
+	}
+	mac := hmac.New(sha256.New, s.cfg.stateKey)
+	mac.Write(payload)
+	if !hmac.Equal(sig, mac.Sum(nil)) {
+		return st, errBadState
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(&st); err != nil || time.Now().Unix() > st.Expires {
+		return st, errBadState
+	}
+	return st, nil
+}
+
+// CallClient asks the client something on behalf of the handler whose
+// context ctx is, decoding the answer into result (when non-nil). It is the
+// era-independent form of [Session.Call]: in a 2025 session it sends the
+// request and waits; in a stateless 2026-07-28 request it returns the
+// client's answer from the retried request, or an error that the handler
+// must return as is (it becomes the input_required result that asks the
+// client). Elicit, CreateMessage and ListRoots are built on it.
+//
+// A method that needs a client capability the client did not declare fails
+// with an error wrapping [ErrCapability]; in a stateless request that error
+// is an [*Error] with [CodeMissingRequiredClientCapability].
+func CallClient(ctx context.Context, method string, params, result any) error {
+	req := RequestFromContext(ctx)
+	if req == nil {
+		return errors.New("mcp: CallClient needs a handler's context")
+	}
+	if !req.Stateless {
+		return req.Session.Call(ctx, method, params, result)
+	}
+	if name, ok := capabilityFor(req.ClientCapabilities, method); !ok {
+		e := NewError(CodeMissingRequiredClientCapability, fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name))
+		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
+		return e
+	}
+	return req.ask(method, params, result)
+}
