@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 )
 
 // The _meta keys of a 2026-07-28 request and result.
@@ -21,6 +22,13 @@ const (
 	CodeMissingRequiredClientCapability Code = -32021
 	CodeUnsupportedProtocolVersion      Code = -32022
 )
+
+// cacheable lists the methods whose 2026-07-28 results carry cache hints
+// (ttlMs, cacheScope).
+var cacheable = map[string]bool{
+	"server/discover": true, "tools/list": true, "prompts/list": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+}
 
 // removedIn2026 lists the methods a stateless request may not call.
 var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
@@ -70,13 +78,21 @@ func (s *Server) readStatelessMeta(req *Request) {
 // decorateResult adds what every 2026-07-28 result carries: resultType
 // ("complete" unless the result says otherwise) and the server's info in
 // _meta.
-func (s *Server) decorateResult(raw json.RawMessage) (json.RawMessage, error) {
+func (s *Server) decorateResult(method string, raw json.RawMessage) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return raw, err
 	}
 	if _, ok := fields["resultType"]; !ok {
 		fields["resultType"] = json.RawMessage(`"complete"`)
+	}
+	if cacheable[method] && string(fields["resultType"]) == `"complete"` {
+		if _, ok := fields["ttlMs"]; !ok {
+			fields["ttlMs"] = json.RawMessage(strconv.FormatInt(s.cfg.cacheTTL.Milliseconds(), 10))
+		}
+		if _, ok := fields["cacheScope"]; !ok {
+			fields["cacheScope"], _ = json.Marshal(s.cfg.cacheScope)
+		}
 	}
 	meta := map[string]json.RawMessage{}
 	if m, ok := fields["_meta"]; ok {

@@ -282,3 +282,68 @@ func TestRequestStateKeySharedAcrossReplicas(t *testing.T) {
 		}
 	})
 }
+
+// Cacheable 2026 results carry cache hints; others do not.
+func TestStatelessCacheHints(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.WithCacheHints(90*time.Second, "public"))
+		h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("ok"), nil
+		})
+		h.start()
+		type hints struct {
+			TTL   *int64  `json:"ttlMs"`
+			Scope *string `json:"cacheScope"`
+		}
+		for i, method := range []string{"tools/list", "server/discover"} {
+			id := int64(i + 1)
+			h.request(id, method, map[string]any{"_meta": meta2026(nil)})
+			var got hints
+			require.NoError(t, json.Unmarshal(h.result(id), &got))
+			require.NotNil(t, got.TTL, method)
+			require.NotNil(t, got.Scope, method)
+			assert.Equal(t, int64(90000), *got.TTL)
+			assert.Equal(t, "public", *got.Scope)
+		}
+		h.request(3, "tools/call", map[string]any{"name": "echo", "_meta": meta2026(nil)})
+		var got hints
+		require.NoError(t, json.Unmarshal(h.result(3), &got))
+		assert.Nil(t, got.TTL, "tools/call results are not cacheable")
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// Named input keys, and a retry that brings answers without any state.
+func TestInputKeyAndStatelessRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("named", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			var answer struct {
+				Content map[string]any `json:"content"`
+			}
+			if err := server.CallClient(server.WithInputKey(ctx, "user_name"), "elicitation/create", map[string]any{"message": "name?"}, &answer); err != nil {
+				return nil, err
+			}
+			return server.Text(fmt.Sprintf("Hello, %v!", answer.Content["name"])), nil
+		})
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		h.request(1, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps)})
+		r := decodeResult(t, h.result(1))
+		require.Contains(t, r.InputRequests, "user_name")
+
+		h.request(2, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{
+			"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}},
+			"unknown":   map[string]any{"ignored": true},
+		}})
+		assert.Equal(t, "Hello, Alice!", decodeResult(t, h.result(2)).Content[0].Text)
+
+		// An answer that does not decode is not a completion.
+		h.request(3, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{"user_name": 12345}})
+		text, isErr := toolText(t, h.result(3))
+		assert.True(t, isErr, text)
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}

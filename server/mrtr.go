@@ -76,6 +76,12 @@ func (s *Server) readRound(req *Request) *Error {
 	round := &mrtrRound{answers: map[string]json.RawMessage{}, calls: map[string]int{}, binding: bindingOf(req, p.Arguments)}
 	req.mrtr = round
 	if p.RequestState == nil {
+		// A retry without state (none was issued, or a client that keeps
+		// none): the answers stand on their own. They are the client's own
+		// words either way; the state only protects what the server kept.
+		for k, v := range p.InputResponses {
+			round.answers[k] = v
+		}
 		return nil
 	}
 	st, err := s.openState(*p.RequestState)
@@ -111,15 +117,18 @@ func bindingOf(req *Request, args json.RawMessage) string {
 // of a call is its method and its position among the handler's calls of
 // that method, which is stable as long as the handler asks in the same
 // order each run.
-func (req *Request) ask(method string, params, result any) error {
+func (req *Request) ask(ctx context.Context, method string, params, result any) error {
 	r := req.mrtr
 	if r == nil {
 		return fmt.Errorf("mcp: %s: a %s request cannot ask the client for input in protocol version %s", method, req.Method, req.Protocol)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "-"), r.calls[method])
-	r.calls[method]++
+	key, named := ctx.Value(inputKeyKey{}).(string)
+	if !named {
+		key = fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "-"), r.calls[method])
+		r.calls[method]++
+	}
 	if raw, ok := r.answers[key]; ok {
 		if result == nil {
 			return nil
@@ -220,5 +229,19 @@ func CallClient(ctx context.Context, method string, params, result any) error {
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
 		return e
 	}
-	return req.ask(method, params, result)
+	return req.ask(ctx, method, params, result)
+}
+
+type inputKeyKey struct{}
+
+// WithInputKey names the next question a handler asks the client through
+// ctx (CallClient, Elicit, CreateMessage, ListRoots). In a stateless
+// 2026-07-28 request the name is the key of the question in the
+// input_required result and of its answer in the retry's inputResponses;
+// without it, keys are derived from the method and the order of the calls
+// ("elicitation-create-0"). Give names when a client or a test expects
+// particular keys, or when the order of questions may vary between runs.
+// In a 2025 session the name is ignored.
+func WithInputKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, inputKeyKey{}, key)
 }

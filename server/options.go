@@ -22,8 +22,11 @@ type config struct {
 	writeTimeout time.Duration
 	callTimeout  time.Duration
 	pageSize     int
+	notify       notifyConfig  // log and progress notifications (logging.go)
 	stateKey     []byte        // signs requestState; random per Server by default
 	stateTTL     time.Duration // how long a requestState stays valid
+	cacheTTL     time.Duration // ttlMs of cacheable 2026 results
+	cacheScope   string        // cacheScope of cacheable 2026 results
 	// listChangedDelay coalesces list changes into one notification.
 	listChangedDelay time.Duration
 }
@@ -37,7 +40,9 @@ func defaultConfig() config {
 		writeTimeout: 30 * time.Second,
 		callTimeout:  60 * time.Second,
 		pageSize:     DefaultPageSize,
+		notify:       defaultNotifyConfig(),
 		stateTTL:     time.Hour,
+		cacheScope:   "private",
 
 		listChangedDelay: 50 * time.Millisecond,
 	}
@@ -140,6 +145,20 @@ func WithRequestStateTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
 			c.stateTTL = d
+		}
+	})
+}
+
+// WithCacheHints sets the cache hints of 2026-07-28 list, read and discover
+// results: how long a client may reuse one (ttlMs; 0, the default, means at
+// once stale) and whether shared caches may keep it ("public") or only the
+// caller's authorization context ("private", the default). Any other scope
+// keeps the default.
+func WithCacheHints(ttl time.Duration, scope string) Option {
+	return optionFunc(func(c *config) {
+		c.cacheTTL = max(ttl, 0)
+		if scope == "public" || scope == "private" {
+			c.cacheScope = scope
 		}
 	})
 }
