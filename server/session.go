@@ -399,7 +399,7 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 		return resp
 	}
 	if req.Stateless {
-		if raw, merr = ss.srv.decorateResult(raw); merr != nil {
+		if raw, merr = ss.srv.decorateResult(req.Method, raw); merr != nil {
 			ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
 			resp.Error = wireError(merr)
 			return resp
