@@ -197,10 +197,14 @@ func (rc *ResourceContents) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// UnmarshalContent decodes one content block by its "type".
+// UnmarshalContent decodes one content block by its "type". It fails for
+// an unknown type or a missing field that MCP requires.
 func UnmarshalContent(data []byte) (Content, error) {
 	var w wireContent
 	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	if err := w.checkRequired(); err != nil {
 		return nil, err
 	}
 	switch w.Type {
@@ -226,4 +230,20 @@ func UnmarshalContent(data []byte) (Content, error) {
 	default:
 		return nil, fmt.Errorf("mcp: unknown content type %q", w.Type)
 	}
+}
+
+// checkRequired reports a missing field that MCP requires of an image,
+// audio or resource_link block.
+func (w *wireContent) checkRequired() error {
+	switch w.Type {
+	case "image", "audio":
+		if w.Data == nil || w.MIMEType == "" {
+			return fmt.Errorf("mcp: %s content needs data and mimeType", w.Type)
+		}
+	case "resource_link":
+		if w.URI == "" || w.Name == "" {
+			return errors.New("mcp: resource_link content needs uri and name")
+		}
+	}
+	return nil
 }

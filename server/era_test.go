@@ -84,7 +84,7 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		require.NoError(t, json.Unmarshal(h.result(2), &d))
 		assert.Equal(t, "complete", d.ResultType)
 		assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, d.SupportedVersions)
-		assert.JSONEq(t, `{"tools":{"listChanged":true}}`, string(d.Capabilities))
+		assert.JSONEq(t, `{"tools":{"listChanged":true},"logging":{}}`, string(d.Capabilities))
 		assert.Equal(t, "hi", d.Instructions)
 
 		// Bad stateless requests.

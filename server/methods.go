@@ -17,6 +17,11 @@ func (s *Server) handle(method string, h Handler) {
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 	if h := s.methods[req.Method]; h != nil {
+		ctx, release, err := s.beginRequest(ctx, req) // progress token, log level (progress.go)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		res, err := h(ctx, req)
 		if ir, ok := errors.AsType[*inputRequired](err); ok {
 			return s.inputRequiredResult(req, ir)
@@ -38,6 +43,7 @@ func (s *Server) registerCore() {
 	s.handle("initialize", func(_ context.Context, req *Request) (any, error) { return req.Session.initialize(req) })
 	s.handle("ping", func(context.Context, *Request) (any, error) { return struct{}{}, nil })
 	s.handle("server/discover", s.discover)
+	s.handle("subscriptions/listen", s.listen)
 	s.handle("notifications/initialized", nopNotification)
 	s.handle("notifications/cancelled", nopNotification)
 	s.handle("notifications/roots/list_changed", nopNotification)

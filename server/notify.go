@@ -31,7 +31,7 @@ type debouncer struct {
 // already scheduled. With no initialized session there is nobody whose view
 // is stale, and nothing is scheduled.
 func (s *Server) listChanged(list string) {
-	if !slices.ContainsFunc(s.Sessions(), (*Session).initialized) {
+	if !s.listeners.any() && !slices.ContainsFunc(s.Sessions(), (*Session).initialized) {
 		return
 	}
 	d := &s.changes
@@ -48,6 +48,8 @@ func (s *Server) listChanged(list string) {
 		d.mu.Lock()
 		delete(d.pending, list)
 		d.mu.Unlock()
-		s.notifySessions("notifications/"+list+"/list_changed", nil, nil)
+		method := "notifications/" + list + "/list_changed"
+		s.notifySessions(method, nil, nil)
+		s.notifyListeners(method, "")
 	})
 }

@@ -1,7 +1,269 @@
 package server
 
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Prompt describes a prompt template, as prompts/list shows it.
+type Prompt struct {
+	// Name identifies the prompt; required.
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Icons       []Icon `json:"icons,omitempty"`
+	// Arguments are the arguments the prompt takes; names are unique.
+	Arguments []PromptArgument `json:"arguments,omitempty"`
+	Meta      Meta             `json:"_meta,omitempty"`
+}
+
+// PromptArgument is one argument of a [Prompt].
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+	// Complete, if set, completes the argument's value for
+	// completion/complete. It is not sent to clients.
+	Complete CompleteFunc `json:"-"`
+}
+
+// PromptHandler builds a prompt's messages. The arguments it receives were
+// checked against the prompt's declaration: every required one is present
+// and none is unknown. A returned [*Error] is answered as it is; any other
+// error is answered as [CodeInternal]. Handlers run concurrently, one
+// goroutine per request.
+type PromptHandler func(ctx context.Context, req *GetPromptRequest) (*GetPromptResult, error)
+
+// GetPromptRequest is what a [PromptHandler] receives.
+type GetPromptRequest struct {
+	Request   *Request          // the underlying request (session, id, ...)
+	Name      string            // the prompt's name
+	Arguments map[string]string // the arguments given; never nil
+}
+
+// GetPromptResult is the result of prompts/get.
+type GetPromptResult struct {
+	Description string           `json:"description,omitempty"`
+	Messages    []*PromptMessage `json:"messages"`
+	Meta        Meta             `json:"_meta,omitempty"`
+}
+
+// PromptMessage is one message of a prompt. Role is "user" or
+// "assistant"; Content must not be nil.
+type PromptMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+type registeredPrompt struct {
+	prompt  Prompt
+	handler PromptHandler
+}
+
+type promptRegistry struct {
+	mu     sync.RWMutex
+	byName map[string]*registeredPrompt
+	listed []Prompt // sorted by name; replaced, never modified, on change
+}
+
+// AddPrompt registers a prompt, replacing any prompt of the same name, and
+// tells initialized clients that the prompt list changed. It fails for an
+// empty prompt or argument name, a repeated argument name, or a nil
+// handler. It is safe for concurrent use.
+func (s *Server) AddPrompt(p Prompt, h PromptHandler) error {
+	if p.Name == "" {
+		return errors.New("mcp: prompt: empty name")
+	}
+	if h == nil {
+		return fmt.Errorf("mcp: prompt %q: nil handler", p.Name)
+	}
+	seen := make(map[string]bool, len(p.Arguments))
+	for _, a := range p.Arguments {
+		if a.Name == "" {
+			return fmt.Errorf("mcp: prompt %q: argument with an empty name", p.Name)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("mcp: prompt %q: argument %q declared twice", p.Name, a.Name)
+		}
+		seen[a.Name] = true
+	}
+	p.Arguments = slices.Clone(p.Arguments)
+	r := &s.prompts
+	r.mu.Lock()
+	if r.byName == nil {
+		r.byName = make(map[string]*registeredPrompt)
+	}
+	r.byName[p.Name] = &registeredPrompt{prompt: p, handler: h}
+	r.relistLocked()
+	r.mu.Unlock()
+	s.listChanged("prompts")
+	return nil
+}
+
+// RemovePrompts unregisters the named prompts and tells initialized clients
+// that the prompt list changed. It reports how many it removed.
+func (s *Server) RemovePrompts(names ...string) int {
+	r := &s.prompts
+	r.mu.Lock()
+	n := 0
+	for _, name := range names {
+		if _, ok := r.byName[name]; ok {
+			delete(r.byName, name)
+			n++
+		}
+	}
+	if n > 0 {
+		r.relistLocked()
+	}
+	r.mu.Unlock()
+	if n > 0 {
+		s.listChanged("prompts")
+	}
+	return n
+}
+
+func (r *promptRegistry) relistLocked() {
+	r.listed = make([]Prompt, 0, len(r.byName))
+	for _, p := range r.byName {
+		r.listed = append(r.listed, p.prompt)
+	}
+	slices.SortFunc(r.listed, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+}
+
+func (r *promptRegistry) lookup(name string) *registeredPrompt {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
+}
+
+func (r *promptRegistry) hasAny() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.byName) > 0
+}
+
+// hasCompleters reports whether any prompt argument has a completer.
+func (r *promptRegistry) hasCompleters() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, p := range r.byName {
+		if slices.ContainsFunc(p.prompt.Arguments, func(a PromptArgument) bool { return a.Complete != nil }) {
+			return true
+		}
+	}
+	return false
+}
+
 // registerPrompts registers the prompts/* methods.
-func (s *Server) registerPrompts() {}
+func (s *Server) registerPrompts() {
+	s.handle("prompts/list", s.listPrompts)
+	s.handle("prompts/get", s.getPrompt)
+}
 
 // promptsCapability is the declared prompts capability, or nil.
-func (s *Server) promptsCapability() *ListChangedCapability { return nil }
+func (s *Server) promptsCapability() *ListChangedCapability {
+	if !s.prompts.hasAny() {
+		return nil
+	}
+	return &ListChangedCapability{ListChanged: true}
+}
+
+func (s *Server) listPrompts(_ context.Context, req *Request) (any, error) {
+	p, err := decodeListParams(req)
+	if err != nil {
+		return nil, err
+	}
+	s.prompts.mu.RLock()
+	listed := s.prompts.listed
+	s.prompts.mu.RUnlock()
+	page, next, err := paginate(listed, func(p Prompt) string { return p.Name }, p.Cursor, s.cfg.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Prompts    []Prompt `json:"prompts"`
+		NextCursor string   `json:"nextCursor,omitempty"`
+	}{page, next}, nil
+}
+
+// stringArguments decodes an arguments object whose values are strings
+// (prompts/get, completion/complete's context). Absent or null is empty.
+func stringArguments(method string, raw json.RawMessage) (map[string]string, error) {
+	args := map[string]string{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, nil
+	}
+	var ptrs map[string]*string // to tell null from a string
+	if err := json.Unmarshal(raw, &ptrs); err != nil || ptrs == nil {
+		return nil, Errorf(CodeInvalidParams, "%s: arguments must be an object of strings", method)
+	}
+	for k, v := range ptrs {
+		if v == nil {
+			return nil, Errorf(CodeInvalidParams, "%s: arguments must be an object of strings", method)
+		}
+		args[k] = *v
+	}
+	return args, nil
+}
+
+func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.Name == nil || *p.Name == "" {
+		return nil, Errorf(CodeInvalidParams, "prompts/get: params must be an object with a name string")
+	}
+	args, err := stringArguments(req.Method, p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	rp := s.prompts.lookup(*p.Name)
+	if rp == nil {
+		return nil, Errorf(CodeInvalidParams, "unknown prompt: %q", *p.Name)
+	}
+	if err := checkPromptArguments(&rp.prompt, args); err != nil {
+		return nil, err
+	}
+	res, err := rp.handler(ctx, &GetPromptRequest{Request: req, Name: *p.Name, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		res = &GetPromptResult{}
+	}
+	if res.Messages == nil {
+		res.Messages = []*PromptMessage{}
+	}
+	for i, m := range res.Messages {
+		if m == nil || (m.Role != "user" && m.Role != "assistant") || m.Content == nil {
+			err := fmt.Errorf("mcp: prompt %q: messages[%d] needs a role of user or assistant and content", *p.Name, i)
+			req.Session.log.ErrorContext(ctx, "invalid prompts/get result", "prompt", *p.Name, "error", err)
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// checkPromptArguments rejects a missing required argument or an unknown
+// one, naming it.
+func checkPromptArguments(p *Prompt, args map[string]string) error {
+	for _, a := range p.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return Errorf(CodeInvalidParams, "prompt %q: missing required argument %q", p.Name, a.Name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		if !slices.ContainsFunc(p.Arguments, func(a PromptArgument) bool { return a.Name == name }) {
+			return Errorf(CodeInvalidParams, "prompt %q: unknown argument %q", p.Name, name)
+		}
+	}
+	return nil
+}

@@ -19,12 +19,13 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // through its own [Server.Serve] call. Its methods are safe for concurrent
 // use.
 type Server struct {
-	cfg     config
-	handler Handler            // the middleware chain around route
-	methods map[string]Handler // read-only after New
-	tools   toolRegistry
-	changes debouncer
-	bg      sync.WaitGroup // notifications in flight to sessions
+	cfg       config
+	handler   Handler            // the middleware chain around route
+	methods   map[string]Handler // read-only after New
+	tools     toolRegistry
+	changes   debouncer
+	listeners listenRegistry // open subscriptions/listen requests
+	bg        sync.WaitGroup // notifications in flight to sessions
 
 	resources resourceRegistry
 	prompts   promptRegistry

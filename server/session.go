@@ -32,6 +32,8 @@ type Session struct {
 	log     *slog.Logger
 
 	handlers sync.WaitGroup
+	logging  sessionLogging // logging/setLevel and the log rate limit (logging.go)
+	progress progressTable  // progress tokens in flight (progress.go)
 
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState

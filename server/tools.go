@@ -101,7 +101,7 @@ func ValidToolName(name string) bool {
 // output, see [AddTypedTool].
 func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	if !ValidToolName(t.Name) {
-		return fmt.Errorf("mcp: invalid tool name %q: use 1-128 characters from [A-Za-z0-9_.-]", t.Name)
+		return toolNameError(t.Name)
 	}
 	if h == nil {
 		return fmt.Errorf("mcp: tool %q: nil handler", t.Name)
@@ -133,6 +133,10 @@ func (s *Server) RemoveTool(names ...string) int {
 		s.listChanged("tools")
 	}
 	return n
+}
+
+func toolNameError(name string) error {
+	return fmt.Errorf("mcp: invalid tool name %q: use 1-128 characters from [A-Za-z0-9_.-]", name)
 }
 
 func isJSONObject(raw json.RawMessage) bool {

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+)
+
+// subscriptions/listen (2026-07-28) replaces the session-wide notification
+// stream of the initialize era: a client opens a long-lived request naming
+// the notifications it wants, the server acknowledges first, then sends
+// each matching notification on that request, tagged with its id, until the
+// client cancels (or closes the stream).
+
+// MetaSubscriptionID tags every notification sent on a listen stream.
+const MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// SubscriptionFilter says which notifications a listen stream carries.
+type SubscriptionFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// listener is one open subscriptions/listen request.
+type listener struct {
+	ctx    context.Context // the listen request's: messages go to its stream
+	req    *Request
+	filter SubscriptionFilter
+	meta   map[string]any // {subscriptionId: id}
+}
+
+type listenRegistry struct {
+	mu   sync.Mutex
+	open map[*listener]struct{}
+}
+
+func (lr *listenRegistry) add(l *listener) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.open == nil {
+		lr.open = make(map[*listener]struct{})
+	}
+	lr.open[l] = struct{}{}
+}
+
+func (lr *listenRegistry) remove(l *listener) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	delete(lr.open, l)
+}
+
+func (lr *listenRegistry) snapshot() []*listener {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	out := make([]*listener, 0, len(lr.open))
+	for l := range lr.open {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (lr *listenRegistry) any() bool {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return len(lr.open) > 0
+}
+
+// listen handles subscriptions/listen: acknowledge the honored filter,
+// then hold the request open until it is cancelled.
+func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
+	var p struct {
+		Notifications *SubscriptionFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
+		return nil, Errorf(CodeInvalidParams, "subscriptions/listen needs a notifications object")
+	}
+	caps := s.capabilities()
+	want := *p.Notifications
+	honored := SubscriptionFilter{
+		ToolsListChanged:     want.ToolsListChanged && caps.Tools != nil,
+		PromptsListChanged:   want.PromptsListChanged && caps.Prompts != nil,
+		ResourcesListChanged: want.ResourcesListChanged && caps.Resources != nil,
+	}
+	if caps.Resources != nil {
+		honored.ResourceSubscriptions = slices.Clone(want.ResourceSubscriptions)
+	}
+	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}}
+	s.listeners.add(l)
+	defer s.listeners.remove(l)
+	ack := struct {
+		Notifications SubscriptionFilter `json:"notifications"`
+		Meta          map[string]any     `json:"_meta"`
+	}{honored, l.meta}
+	if err := req.Session.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
+		return nil, err
+	}
+	<-ctx.Done()
+	if ReasonOfCause(context.Cause(ctx)) == ReasonShutdown {
+		// The server ends the stream: the one case in which it sends
+		// notifications/cancelled (on stdio), naming the listen request.
+		_ = req.Session.Notify(context.WithoutCancel(ctx), "notifications/cancelled", map[string]any{"requestId": req.ID, "reason": "server shutting down"})
+	}
+	return nil, context.Cause(ctx)
+}
+
+// notifyListeners sends a notification to every listen stream whose filter
+// accepts it; uri is set for notifications/resources/updated.
+func (s *Server) notifyListeners(method string, uri string) {
+	for _, l := range s.listeners.snapshot() {
+		f := l.filter
+		ok := false
+		switch method {
+		case "notifications/tools/list_changed":
+			ok = f.ToolsListChanged
+		case "notifications/prompts/list_changed":
+			ok = f.PromptsListChanged
+		case "notifications/resources/list_changed":
+			ok = f.ResourcesListChanged
+		case "notifications/resources/updated":
+			ok = slices.Contains(f.ResourceSubscriptions, uri)
+		}
+		if !ok {
+			continue
+		}
+		params := map[string]any{"_meta": l.meta}
+		if uri != "" {
+			params["uri"] = uri
+		}
+		s.bg.Go(func() { _ = l.req.Session.Notify(l.ctx, method, params) })
+	}
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// objectSchema is a JSON Schema for a JSON object, compiled once: encoded
+// for tools/list and resolved for validation. It is immutable and safe for
+// concurrent use.
+type objectSchema struct {
+	raw      json.RawMessage
+	resolved *jsonschema.Resolved
+}
+
+// inferObjectSchema infers the schema of t's JSON form, which must be an
+// object: t is a struct or a map with string (or text-marshaling) keys, or
+// a pointer to one. The pointer's null is left out, since a tool's
+// arguments and structured content are always objects.
+func inferObjectSchema(t reflect.Type) (*objectSchema, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct && t.Kind() != reflect.Map {
+		return nil, fmt.Errorf("%s is not a struct or map, so its JSON form is not an object", t)
+	}
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.Type != "object" { // a struct that encodes otherwise, like time.Time
+		raw, _ := json.Marshal(s)
+		return nil, fmt.Errorf("%s does not encode as a JSON object: its schema is %s", t, raw)
+	}
+	return compileObjectSchema(s)
+}
+
+// parseObjectSchema compiles a schema given as JSON; tools/list shows raw
+// as it is.
+func parseObjectSchema(raw json.RawMessage) (*objectSchema, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	o, err := compileObjectSchema(&s)
+	if err != nil {
+		return nil, err
+	}
+	o.raw = raw
+	return o, nil
+}
+
+// compileObjectSchema checks that s describes objects, in a dialect the
+// validator supports, and resolves it.
+func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
+	if s.Type != "object" {
+		return nil, errors.New(`schema must have "type": "object"`)
+	}
+	switch s.Schema {
+	case "", "https://json-schema.org/draft/2020-12/schema",
+		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
+	default:
+		return nil, fmt.Errorf("unsupported $schema %q: use draft 2020-12 (the default) or draft-07", s.Schema)
+	}
+	resolved, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
+	}
+	return &objectSchema{raw: raw, resolved: resolved}, nil
+}
+
+// validateJSON validates a JSON document against the schema.
+func (o *objectSchema) validateJSON(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	return o.resolved.Validate(v)
+}
