@@ -30,6 +30,7 @@ type listener struct {
 	req    *Request
 	filter SubscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
+	stop   context.CancelFunc
 }
 
 type listenRegistry struct {
@@ -62,6 +63,13 @@ func (lr *listenRegistry) snapshot() []*listener {
 	return out
 }
 
+// stopAll ends every listen stream gracefully (Server.Shutdown).
+func (lr *listenRegistry) stopAll() {
+	for _, l := range lr.snapshot() {
+		l.stop()
+	}
+}
+
 func (lr *listenRegistry) any() bool {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
@@ -87,7 +95,9 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	if caps.Resources != nil {
 		honored.ResourceSubscriptions = slices.Clone(want.ResourceSubscriptions)
 	}
-	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}}
+	stopped, stop := context.WithCancel(ctx)
+	defer stop()
+	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}, stop: stop}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {
@@ -97,13 +107,16 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	if err := req.Session.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
 		return nil, err
 	}
-	<-ctx.Done()
-	if ReasonOfCause(context.Cause(ctx)) == ReasonShutdown {
-		// The server ends the stream: the one case in which it sends
-		// notifications/cancelled (on stdio), naming the listen request.
-		_ = req.Session.Notify(context.WithoutCancel(ctx), "notifications/cancelled", map[string]any{"requestId": req.ID, "reason": "server shutting down"})
+	<-stopped.Done()
+	if ctx.Err() != nil { // the client ended it, or the connection is gone
+		return nil, context.Cause(ctx)
 	}
-	return nil, context.Cause(ctx)
+	// The server ends the stream (it is shutting down): the graceful
+	// teardown, answered with the listen result.
+	return struct {
+		ResultType string         `json:"resultType"`
+		Meta       map[string]any `json:"_meta"`
+	}{"complete", l.meta}, nil
 }
 
 // notifyListeners sends a notification to every listen stream whose filter

@@ -16,7 +16,7 @@ func (s *Server) handle(method string, h Handler) {
 
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
-	if h := s.methods[req.Method]; h != nil {
+	if h := s.methods[req.Method]; h != nil && s.offered(req) {
 		ctx, release, err := s.beginRequest(ctx, req) // progress token, log level (progress.go)
 		if err != nil {
 			return nil, err

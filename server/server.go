@@ -128,6 +128,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	sessions := s.snapshotLocked()
 	s.mu.Unlock()
+	s.listeners.stopAll() // listen streams never finish on their own
 	for _, ss := range sessions {
 		ss.drain()
 	}

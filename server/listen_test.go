@@ -1,0 +1,116 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// notification reads the next message and requires a notification.
+func (h *harness) notification() *transport.Request {
+	m, ok := h.recv().(*transport.Request)
+	require.True(h.t, ok, "want a notification")
+	require.True(h.t, m.IsNotification())
+	return m
+}
+
+func TestSubscriptionsListen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("a"), nil
+		})
+		h.start()
+		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{
+			"toolsListChanged": true, "promptsListChanged": true,
+		}})
+		ack := h.notification()
+		assert.Equal(t, "notifications/subscriptions/acknowledged", ack.Method)
+		assert.JSONEq(t, `{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(ack.Params),
+			"prompts are not offered, so promptsListChanged is not honored")
+
+		// Two changes in one window: one notification, tagged.
+		h.addTool("b", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		h.addTool("c", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		time.Sleep(time.Second)
+		changed := h.notification()
+		assert.Equal(t, "notifications/tools/list_changed", changed.Method)
+		assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(changed.Params))
+
+		// The client ends the stream: no answer to the listen request.
+		h.cancel(7, "done")
+		synctest.Wait()
+		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		h.result(8)
+		assert.Equal(t, []drop{{"7", server.DropCancelled}}, h.obs.snapshotDrops())
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// A listen stream gets nothing it did not ask for.
+func TestSubscriptionsListenFilter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		h.start()
+		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"resourcesListChanged": true}})
+		ack := h.notification()
+		assert.JSONEq(t, `{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(ack.Params))
+		h.addTool("b", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		time.Sleep(time.Second)
+		// The next message is the answer to a ping-like request, not a tools notification.
+		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		var list struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal(h.result(8), &list))
+		assert.Len(t, list.Tools, 2)
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
+
+// Shutting down ends a listen stream gracefully, with the listen result, and
+// the drain completes without waiting for the deadline.
+func TestSubscriptionsListenEndsAtShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		h.start()
+		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
+		h.notification()
+		shutdown := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			shutdown <- h.srv.Shutdown(ctx)
+		}()
+		assert.JSONEq(t, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7,"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}}}`, string(h.result(7)))
+		require.NoError(t, <-shutdown)
+		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+	})
+}
+
+// Methods behind a capability the server does not offer are -32601 for
+// 2026 requests.
+func TestStatelessCapabilityGating(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t).start()
+		for i, method := range []string{"tools/list", "prompts/list", "resources/list", "completion/complete"} {
+			id := int64(i + 1)
+			h.request(id, method, map[string]any{"_meta": meta2026(nil)})
+			assert.Equal(t, int64(server.CodeMethodNotFound), h.errorCode(transport.Int64ID(id)), method)
+		}
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}
