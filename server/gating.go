@@ -6,7 +6,7 @@ import "strings"
 // request for a method behind a capability the server does not declare
 // (prompts/list on a server without prompts, say) is a method the server
 // does not implement: -32601. Sessions of the initialize era keep the
-// lenient behaviour: an empty list, or a not-found error for a name.
+// lenient behavior: an empty list, or a not-found error for a name.
 func (s *Server) offered(req *Request) bool {
 	if !req.Stateless {
 		return true
