@@ -227,6 +227,19 @@ func (ss *Session) dispatch(msg transport.Message) {
 		ss.answer(m)
 	case transport.Batch:
 		ss.batch(m)
+	case *transport.Abandoned:
+		ss.abandon(m)
+	}
+}
+
+// abandon cancels a request whose answer can no longer be delivered (its
+// stream closed) with the transport-close cause.
+func (ss *Session) abandon(m *transport.Abandoned) {
+	ss.mu.Lock()
+	inf := ss.st.incoming[m.ID]
+	ss.mu.Unlock()
+	if inf != nil {
+		inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, m.Err))
 	}
 }
 
@@ -374,6 +387,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 func dropReasonOf(cause error) DropReason {
 	switch ReasonOfCause(cause) {
 	case ReasonTransportClose:
+		if errors.Is(cause, transport.ErrStreamGone) {
+			return DropPeerGone // its stream's reader left; the session lives on
+		}
 		return DropWriterClosed
 	case ReasonShutdown:
 		return DropShutdown
@@ -459,6 +475,9 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	}
 	class := writeClass(err)
 	ss.obs.WriteFailed(ctx, ss, class, err)
+	if errors.Is(err, transport.ErrStreamGone) {
+		return err // one stream is gone; the connection is fine
+	}
 	ss.mu.Lock()
 	first := ss.st.broken == "" && !ss.st.closed
 	var victims []*inflight

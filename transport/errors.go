@@ -42,3 +42,10 @@ func WrapIOError(op string, closedLocally bool, err error) error {
 	}
 	return fmt.Errorf("%s: %w: %w", op, class, err)
 }
+
+// ErrStreamGone is a third, per-message class of write error, for
+// transports that carry each request on a stream of its own (Streamable
+// HTTP): the stream the message belonged to is gone (its client
+// disconnected), but the connection as a whole is fine. The message is
+// lost; later messages are not affected.
+var ErrStreamGone = errors.New("transport: stream gone")

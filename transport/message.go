@@ -16,8 +16,18 @@ const (
 
 // Message is one JSON-RPC message: a [*Request] (which is a notification when
 // its ID is the zero ID), a [*Response], a [Batch] (read side only) or a
-// [ResponseBatch] (write side only).
+// [ResponseBatch] (write side only); or an [*Abandoned] event (read side,
+// never on the wire).
 type Message interface{ isMessage() }
+
+// Abandoned is an event a transport delivers through Read, not a message on
+// the wire: the answer to request ID can no longer be delivered (its stream
+// closed), though the connection lives on. The receiver cancels the request;
+// Err says why and wraps [ErrStreamGone].
+type Abandoned struct {
+	ID  ID
+	Err error
+}
 
 // Request is a JSON-RPC request, or a notification when ID is the zero ID.
 type Request struct {
@@ -58,6 +68,7 @@ func (*Request) isMessage()      {}
 func (*Response) isMessage()     {}
 func (Batch) isMessage()         {}
 func (ResponseBatch) isMessage() {}
+func (*Abandoned) isMessage()    {}
 
 // DecodeError reports a frame that is not a valid JSON-RPC message. Code is
 // [CodeParseError] or [CodeInvalidRequest]; ID is the message's id when it

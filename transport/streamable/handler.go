@@ -1,0 +1,334 @@
+package streamable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// Server serves one connection until it ends; the server package's *Server
+// is one.
+type Server interface {
+	Serve(ctx context.Context, conn transport.Conn) error
+}
+
+// Protocol version and header names.
+const (
+	version2026            = "2026-07-28"
+	headerSessionID        = "Mcp-Session-Id"
+	headerProtocolVersion  = "MCP-Protocol-Version"
+	headerMethod           = "Mcp-Method"
+	headerName             = "Mcp-Name"
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// JSON-RPC codes the transport answers with itself.
+const (
+	codeInvalidParams  = -32602
+	codeServerBusy     = -32000
+	codeHeaderMismatch = -32020
+)
+
+// knownVersions are the protocol versions a 2025-era request may name.
+var knownVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
+
+// Handler is the MCP endpoint. It is safe for concurrent use.
+type Handler struct {
+	srv Server
+	cfg config
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	serving  sync.WaitGroup // Serve calls of 2025-era sessions
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler that serves MCP for srv.
+func New(srv Server, opts ...Option) *Handler {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return &Handler{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
+}
+
+// ServeHTTP serves POST, GET and DELETE on the endpoint.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r) || !h.originAllowed(r) {
+		writeError(w, http.StatusForbidden, transport.ID{}, codeInvalidRequest, "forbidden: Host or Origin not allowed")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	case http.MethodGet:
+		h.get(w, r)
+	case http.MethodDelete:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "method not allowed")
+	}
+}
+
+const codeInvalidRequest = transport.CodeInvalidRequest
+
+// Close ends every session at once, as DELETE would, and waits for their
+// Serve calls to return. Use it after the server's Shutdown drained them;
+// new sessions are refused afterwards.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	sessions := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		s.terminate(errHandlerClosed)
+	}
+	h.serving.Wait()
+	return nil
+}
+
+var errHandlerClosed = errors.New("streamable: handler closed")
+
+func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, transport.ID{}, codeInvalidRequest, "Content-Type must be application/json")
+		return
+	}
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include application/json and text/event-stream")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, transport.ID{}, codeInvalidRequest, "body too large")
+			return
+		}
+		writeError(w, http.StatusBadRequest, transport.ID{}, transport.CodeParseError, "cannot read body")
+		return
+	}
+	msg, err := transport.DecodeMessage(body)
+	if err != nil {
+		de, _ := errors.AsType[*transport.DecodeError](err)
+		code, id := int64(transport.CodeParseError), transport.ID{}
+		if de != nil {
+			code, id = de.Code, de.ID
+		}
+		writeError(w, http.StatusBadRequest, id, code, err.Error())
+		return
+	}
+	if _, isBatch := msg.(transport.Batch); isBatch {
+		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "JSON-RPC batches are not supported over HTTP")
+		return
+	}
+	if h.isStateless(r, msg) {
+		h.stateless(w, r, msg)
+		return
+	}
+	h.sessionPost(w, r, msg)
+}
+
+// isStateless reports whether a POST belongs to the 2026-07-28 era: by its
+// version header, or (with no session) by the version in its _meta.
+func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
+	if r.Header.Get(headerProtocolVersion) == version2026 {
+		return true
+	}
+	if r.Header.Get(headerSessionID) != "" {
+		return false
+	}
+	req, ok := msg.(*transport.Request)
+	if !ok || req.Method == "initialize" {
+		return false
+	}
+	_, has := metaOf(req)[metaProtocolVersion]
+	return has
+}
+
+// sessionPost serves a POST of a 2025-era session.
+func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownVersions[v] {
+		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		return
+	}
+	req, isRequest := msg.(*transport.Request)
+	var s *session
+	if isRequest && req.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+		var status int
+		if s, status = h.newSession(r); s == nil {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, status, req.ID, codeServerBusy, "cannot start a session now")
+			return
+		}
+	} else {
+		id := r.Header.Get(headerSessionID)
+		if id == "" {
+			writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+			return
+		}
+		if s = h.lookup(id, r); s == nil {
+			writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+			return
+		}
+	}
+	s.touch()
+	if !isRequest || req.IsNotification() {
+		// A notification, or the client's answer to our request.
+		if err := s.push(r.Context(), msg); err != nil {
+			writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s.serveRequest(w, r, req)
+}
+
+func (h *Handler) newSession(r *http.Request) (*session, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, http.StatusServiceUnavailable
+	}
+	if len(h.sessions) >= h.cfg.maxSessions {
+		return nil, http.StatusServiceUnavailable
+	}
+	s := newSession(h, newSessionID(), h.principalOf(r))
+	h.sessions[s.id] = s
+	h.serving.Go(func() {
+		_ = h.srv.Serve(context.WithoutCancel(r.Context()), s)
+		h.forget(s)
+	})
+	return s, 0
+}
+
+func (h *Handler) principalOf(r *http.Request) string {
+	if h.cfg.principal == nil {
+		return ""
+	}
+	return h.cfg.principal(r)
+}
+
+// lookup finds a live session by id for a request of the same principal.
+func (h *Handler) lookup(id string, r *http.Request) *session {
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s == nil || s.principal != h.principalOf(r) {
+		return nil
+	}
+	return s
+}
+
+func (h *Handler) forget(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	s.terminate(errSessionEnded)
+}
+
+var errSessionEnded = errors.New("streamable: session ended")
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(headerProtocolVersion) == version2026 {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
+		return
+	}
+	if !accepts(r, "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include text/event-stream")
+		return
+	}
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		return
+	}
+	s := h.lookup(id, r)
+	if s == nil {
+		writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		return
+	}
+	s.serveGet(w, r)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(headerProtocolVersion) == version2026 {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no sessions to delete")
+		return
+	}
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		return
+	}
+	s := h.lookup(id, r)
+	if s == nil {
+		writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		return
+	}
+	h.mu.Lock()
+	delete(h.sessions, s.id) // from now on the id answers 404
+	h.mu.Unlock()
+	s.terminate(errDeleted) // cancels its handlers; does not wait for them
+	w.WriteHeader(http.StatusNoContent)
+}
+
+var errDeleted = errors.New("streamable: session deleted by the client")
+
+// newSessionID returns 128 random bits as visible ASCII.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// accepts reports whether the Accept header admits mediaType.
+func accepts(r *http.Request, mediaType string) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && (mt == mediaType || mt == "*/*") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeError answers with a JSON-RPC error body.
+func writeError(w http.ResponseWriter, status int, id transport.ID, code int64, msg string) {
+	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{Code: code, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// metaOf returns a request's params._meta, raw by key.
+func metaOf(req *transport.Request) map[string]json.RawMessage {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(req.Params) > 0 && req.Params[0] == '{' {
+		_ = json.Unmarshal(req.Params, &p)
+	}
+	return p.Meta
+}

@@ -1,0 +1,134 @@
+package streamable
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Option configures a [Handler].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// ResponseMode says how a request is answered.
+type ResponseMode uint8
+
+// The response modes.
+const (
+	// ResponseAuto answers with JSON unless a message for the request comes
+	// before its response; then the answer is an SSE stream.
+	ResponseAuto ResponseMode = iota
+	// ResponseSSE always answers with an SSE stream.
+	ResponseSSE
+	// ResponseJSON always answers with JSON; messages a handler sends for
+	// its request before the response are then delivered on the session's
+	// GET stream when one is open (2025 era) and dropped otherwise.
+	ResponseJSON
+)
+
+type config struct {
+	logger        *slog.Logger
+	mode          ResponseMode
+	maxBody       int64
+	maxSessions   int
+	maxInFlight   int
+	idleTimeout   time.Duration
+	allowedHosts  []string
+	allowedOrigin func(origin string, r *http.Request) bool
+	principal     func(*http.Request) string
+	keepAlive     time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		logger:      slog.New(slog.DiscardHandler),
+		maxBody:     4 << 20,
+		maxSessions: 10000,
+		maxInFlight: 256,
+		idleTimeout: 30 * time.Minute,
+	}
+}
+
+// WithLogger sets the logger for the transport's own messages (discarded by
+// default).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	})
+}
+
+// WithResponseMode sets how requests are answered (ResponseAuto by default).
+func WithResponseMode(m ResponseMode) Option {
+	return optionFunc(func(c *config) { c.mode = m })
+}
+
+// WithMaxBodyBytes limits the size of a POST body (4 MiB by default); a
+// larger body is refused with 413.
+func WithMaxBodyBytes(n int64) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxBody = n
+		}
+	})
+}
+
+// WithMaxSessions limits concurrent 2025-era sessions (10,000 by default); an
+// initialize beyond it is refused with 503 and Retry-After.
+func WithMaxSessions(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxSessions = n
+		}
+	})
+}
+
+// WithMaxInFlight limits the requests one session has in flight over HTTP
+// (256 by default); more are refused with 429 and Retry-After.
+func WithMaxInFlight(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxInFlight = n
+		}
+	})
+}
+
+// WithIdleTimeout ends a 2025-era session that has seen no request for d
+// (30 minutes by default), as DELETE would. d <= 0 disables expiry.
+func WithIdleTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.idleTimeout = d })
+}
+
+// WithAllowedHosts sets the Host header values (host or host:port) accepted
+// in addition to loopback names, against DNS rebinding. By default only
+// localhost, 127.0.0.1 and [::1] (any port) are accepted when the request
+// arrives on a loopback address; requests on other addresses are accepted
+// from any Host unless this option lists some.
+func WithAllowedHosts(hosts ...string) Option {
+	return optionFunc(func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) })
+}
+
+// WithOriginCheck replaces the Origin check. By default a request without
+// Origin is accepted, and one with Origin is accepted when the origin's host
+// is an allowed host (see WithAllowedHosts).
+func WithOriginCheck(allow func(origin string, r *http.Request) bool) Option {
+	return optionFunc(func(c *config) { c.allowedOrigin = allow })
+}
+
+// WithPrincipal binds each 2025-era session to the principal an
+// authentication middleware established for the request that created it
+// (principal returns it, "" for none): a request carrying the session's id
+// but another principal is answered as if the session did not exist (404).
+func WithPrincipal(principal func(*http.Request) string) Option {
+	return optionFunc(func(c *config) { c.principal = principal })
+}
+
+// WithKeepAlive sends an SSE comment on idle GET streams every d, so that
+// proxies keep them open. Off by default.
+func WithKeepAlive(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.keepAlive = max(d, 0) })
+}

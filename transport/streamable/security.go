@@ -1,0 +1,70 @@
+package streamable
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// hostAllowed guards against DNS rebinding: on a loopback listener only
+// loopback names (and the configured hosts) are accepted as Host.
+func (h *Handler) hostAllowed(r *http.Request) bool {
+	return h.nameAllowed(r, r.Host)
+}
+
+// originAllowed checks the Origin header, when there is one.
+func (h *Handler) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if h.cfg.allowedOrigin != nil {
+		return h.cfg.allowedOrigin(origin, r)
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return h.nameAllowed(r, u.Host)
+}
+
+// nameAllowed decides for a host or host:port.
+func (h *Handler) nameAllowed(r *http.Request, hostport string) bool {
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.Trim(strings.ToLower(host), "[]")
+	if slices.ContainsFunc(h.cfg.allowedHosts, func(a string) bool {
+		return strings.EqualFold(a, hostport) || strings.EqualFold(a, host)
+	}) {
+		return true
+	}
+	if isLoopbackName(host) {
+		return true
+	}
+	if len(h.cfg.allowedHosts) > 0 {
+		return false
+	}
+	return !onLoopback(r)
+}
+
+func isLoopbackName(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// onLoopback reports whether the request arrived on a loopback address.
+func onLoopback(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true // unknown: be strict
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	return !ok || tcp.IP.IsLoopback()
+}

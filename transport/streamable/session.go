@@ -1,0 +1,240 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// session is one 2025-era MCP session: the transport.Conn its Serve reads,
+// fed by POSTs, writing to the streams of the requests.
+type session struct {
+	h         *Handler
+	id        string
+	principal string
+	inbox     chan transport.Message
+	done      chan struct{}
+	once      sync.Once
+	endErr    error
+
+	mu      sync.Mutex
+	streams map[transport.ID]*stream // open POST streams, by request id
+	get     *stream                  // the standalone GET stream, if open
+	idle    *time.Timer
+}
+
+var _ transport.Conn = (*session)(nil)
+
+func newSession(h *Handler, id, principal string) *session {
+	s := &session{
+		h: h, id: id, principal: principal,
+		inbox:   make(chan transport.Message),
+		done:    make(chan struct{}),
+		streams: make(map[transport.ID]*stream),
+	}
+	if d := h.cfg.idleTimeout; d > 0 {
+		s.idle = time.AfterFunc(d, func() {
+			h.mu.Lock()
+			if h.sessions[s.id] == s {
+				delete(h.sessions, s.id)
+			}
+			h.mu.Unlock()
+			s.terminate(errIdle)
+		})
+	}
+	return s
+}
+
+var errIdle = errors.New("streamable: session expired after being idle")
+
+// touch restarts the idle timer.
+func (s *session) touch() {
+	if s.idle != nil {
+		s.idle.Reset(s.h.cfg.idleTimeout)
+	}
+}
+
+// terminate ends the session: Read fails, so Serve cancels the handlers
+// with the transport-close cause; nothing waits for them here.
+func (s *session) terminate(err error) {
+	s.once.Do(func() {
+		s.endErr = err
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		close(s.done)
+	})
+}
+
+// Read returns the next message a POST brought.
+func (s *session) Read(ctx context.Context) (transport.Message, error) {
+	select {
+	case m := <-s.inbox:
+		return m, nil
+	case <-s.done:
+		if errors.Is(s.endErr, errDeleted) || errors.Is(s.endErr, errIdle) {
+			return nil, fmt.Errorf("streamable: read: %w: %w: %w", transport.ErrPeerGone, s.endErr, io.EOF)
+		}
+		return nil, fmt.Errorf("streamable: read: %w: %w", transport.ErrClosed, s.endErr)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// push hands a message to the session's read loop.
+func (s *session) push(ctx context.Context, m transport.Message) error {
+	select {
+	case s.inbox <- m:
+		return nil
+	case <-s.done:
+		return transport.ErrClosed
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Write routes a message: a response to its request's stream; a message
+// related to a request to that request's stream; anything else to the GET
+// stream.
+func (s *session) Write(ctx context.Context, m transport.Message) error {
+	select {
+	case <-s.done:
+		return fmt.Errorf("streamable: write: %w", transport.ErrClosed)
+	default:
+	}
+	var target *stream
+	s.mu.Lock()
+	switch m := m.(type) {
+	case *transport.Response:
+		target = s.streams[m.ID]
+	case *transport.Request:
+		if id, ok := transport.RelatedRequest(ctx); ok {
+			target = s.streams[id]
+			if target != nil && s.h.cfg.mode == ResponseJSON {
+				target = s.get
+			}
+		} else {
+			target = s.get
+		}
+	}
+	s.mu.Unlock()
+	if target == nil {
+		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
+	}
+	return target.deliver(m)
+}
+
+// Close ends the session from the server's side.
+func (s *session) Close() error {
+	s.terminate(errSessionEnded)
+	return nil
+}
+
+// serveRequest runs the POST of one request: open its stream, hand the
+// request to the session and wait for the answer, the client's departure or
+// the session's end.
+func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
+	st := newStream(w, s.h.cfg.mode, nil, s.id)
+	s.mu.Lock()
+	switch {
+	case s.streams[req.ID] != nil:
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		return
+	case len(s.streams) >= s.h.cfg.maxInFlight:
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		return
+	}
+	s.streams[req.ID] = st
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.streams[req.ID] == st {
+			delete(s.streams, req.ID)
+		}
+		s.mu.Unlock()
+	}()
+
+	if err := s.push(r.Context(), req); err != nil {
+		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}})
+		return
+	}
+	select {
+	case <-st.final:
+		st.shutDown(nil)
+	case <-r.Context().Done():
+		// The answer can no longer be delivered: cancel the handler.
+		st.shutDown(nil)
+		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
+		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
+	case <-s.done:
+		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}})
+	}
+}
+
+// serveGet runs the session's standalone SSE stream until the client or the
+// session leaves.
+func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
+	st := newStream(w, ResponseSSE, nil, s.id)
+	s.mu.Lock()
+	if s.get != nil {
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		return
+	}
+	s.get = st
+	st.mu.Lock()
+	err := st.startSSE()
+	st.mu.Unlock()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.get == st {
+			s.get = nil
+		}
+		s.mu.Unlock()
+		st.shutDown(nil)
+	}()
+	if err != nil {
+		return
+	}
+	var tick <-chan time.Time
+	if d := s.h.cfg.keepAlive; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		case <-tick:
+			if st.comment("keep-alive") != nil {
+				return
+			}
+		}
+	}
+}
+
+// comment writes an SSE comment line.
+func (st *stream) comment(text string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.shut {
+		return transport.ErrStreamGone
+	}
+	if _, err := st.w.Write([]byte(": " + text + "\n\n")); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}

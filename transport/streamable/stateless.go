@@ -1,0 +1,131 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// stateless serves a 2026-07-28 POST: validate the headers against the
+// body, then serve the request as a session of its own.
+func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+	req, isRequest := msg.(*transport.Request)
+	if !isRequest || req.IsNotification() {
+		w.WriteHeader(http.StatusAccepted) // nothing waits for it in this era
+		return
+	}
+	header := r.Header.Get(headerProtocolVersion)
+	if header == "" {
+		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "missing MCP-Protocol-Version header")
+		return
+	}
+	meta := metaOf(req)
+	rawVersion, hasVersion := meta[metaProtocolVersion]
+	_, hasCaps := meta[metaClientCapabilities]
+	if !hasVersion || !hasCaps {
+		writeError(w, http.StatusBadRequest, req.ID, codeInvalidParams,
+			"params._meta must carry "+metaProtocolVersion+" and "+metaClientCapabilities)
+		return
+	}
+	var version string
+	if json.Unmarshal(rawVersion, &version) != nil || version != header {
+		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "MCP-Protocol-Version header does not match params._meta")
+		return
+	}
+	if err := checkRouting(r, req); err != "" {
+		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		return
+	}
+	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}
+	_ = h.srv.Serve(context.WithoutCancel(r.Context()), conn)
+	conn.st.shutDown(nil)
+}
+
+// checkRouting compares the Mcp-Method and Mcp-Name headers with the body.
+func checkRouting(r *http.Request, req *transport.Request) string {
+	method, ok := r.Header[http.CanonicalHeaderKey(headerMethod)]
+	if !ok || len(method) == 0 {
+		return "missing Mcp-Method header"
+	}
+	if strings.TrimSpace(method[0]) != req.Method {
+		return "Mcp-Method header does not match the body's method"
+	}
+	field := ""
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		field = "taskId"
+	default:
+		return ""
+	}
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(req.Params, &params)
+	var want string
+	_ = json.Unmarshal(params[field], &want)
+	name, ok := r.Header[http.CanonicalHeaderKey(headerName)]
+	if !ok || len(name) == 0 {
+		return "missing Mcp-Name header"
+	}
+	if strings.TrimSpace(name[0]) != want {
+		return "Mcp-Name header does not match the body's " + field
+	}
+	return ""
+}
+
+// statelessStatus maps a JSON-RPC error to the HTTP status 2026-07-28 asks
+// for.
+func statelessStatus(code int64) int {
+	switch code {
+	case -32601:
+		return http.StatusNotFound
+	case -32700, -32600, -32602, -32020, -32021, -32022:
+		return http.StatusBadRequest
+	default:
+		return http.StatusOK
+	}
+}
+
+// oneShot is the Conn of a stateless request: it reads the request once,
+// then waits for the answer to be written (a clean end) or for the client
+// to leave (the stream closed: the request is cancelled).
+type oneShot struct {
+	req    *transport.Request
+	r      *http.Request
+	st     *stream
+	read   bool
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
+	if !c.read {
+		c.read = true
+		return c.req, nil
+	}
+	select {
+	case <-c.st.final:
+		return nil, fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+	case <-c.r.Context().Done():
+		return nil, fmt.Errorf("streamable: read: the client closed the stream: %w: %w", transport.ErrPeerGone, context.Cause(c.r.Context()))
+	case <-c.closed:
+		return nil, fmt.Errorf("streamable: read: %w", transport.ErrClosed)
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (c *oneShot) Write(_ context.Context, m transport.Message) error { return c.st.deliver(m) }
+
+func (c *oneShot) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
