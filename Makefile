@@ -15,16 +15,21 @@ GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
 INTEROP_DIR := cmd/vigil/testdata/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 
-.PHONY: test vet unit interop-deps interop fuzz race50 bench lint lint-install tidy-check check
+# The official MCP conformance suites and Node 22, which they need
+# (see cmd/vigil-everything/conformance_test.go).
+CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
+
+.PHONY: test vet unit interop-deps conformance-deps interop fuzz race50 bench lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: interop-deps vet unit interop fuzz
+test: interop-deps conformance-deps vet unit interop fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: interop-deps
+unit: interop-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -34,6 +39,14 @@ interop-deps: $(INTEROP_STAMP)
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## conformance-deps: install the conformance suites and Node 22 (only when needed).
+conformance-deps: $(CONFORMANCE_STAMP)
+
+$(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/package.json
+	@echo "==> npm ci --prefix $(CONFORMANCE_DIR)"
+	npm ci --prefix $(CONFORMANCE_DIR) --no-audit --no-fund
 	@touch $@
 
 ## interop: run the TypeScript SDK interop test on its own, verbosely; CI=true turns a skip into a failure.
