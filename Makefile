@@ -20,16 +20,16 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: test vet unit interop-deps conformance-deps interop fuzz race50 bench lint lint-install tidy-check check
+.PHONY: test system-deps vet unit interop-deps conformance-deps interop fuzz race50 bench lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: interop-deps conformance-deps vet unit interop fuzz
+test: system-deps interop-deps conformance-deps vet unit interop fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: interop-deps conformance-deps
+unit: system-deps interop-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -40,6 +40,13 @@ $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
 	@touch $@
+
+## system-deps: Debian packages the tests use (promtool, from prometheus), installed when missing.
+system-deps:
+	@if ! command -v promtool >/dev/null; then \
+		echo "==> apt-get install prometheus (for promtool)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	fi
 
 ## conformance-deps: install the conformance suites and Node 22 (only when needed).
 conformance-deps: $(CONFORMANCE_STAMP)
@@ -52,7 +59,7 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 ## interop: run the TypeScript SDK interop test on its own, verbosely; CI=true turns a skip into a failure.
 interop: interop-deps
 	@echo "==> interop: TypeScript SDK client against vigil -stdio"
-	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil
+	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
 
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (20s)"

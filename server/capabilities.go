@@ -11,5 +11,6 @@ func (s *Server) capabilities() Capabilities {
 	caps.Prompts = s.promptsCapability()
 	caps.Completions = s.completionsCapability()
 	caps.Logging = s.loggingCapability()
+	caps.Tasks = s.tasksCapability()
 	return caps
 }

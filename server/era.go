@@ -31,7 +31,7 @@ var cacheable = map[string]bool{
 }
 
 // removedIn2026 lists the methods a stateless request may not call.
-var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
 
 // allVersions is every version this server speaks, newest first.
 func allVersions() []string { return append([]string{Version20260728}, supportedVersions...) }
@@ -116,10 +116,12 @@ func (s *Server) decorateResult(method string, raw json.RawMessage) (json.RawMes
 // discover answers server/discover: the versions, capabilities and
 // instructions of this server.
 func (s *Server) discover(context.Context, *Request) (any, error) {
+	caps := s.capabilities()
+	s.withTasksExtension(&caps) // tasks.go
 	return struct {
 		ResultType        string       `json:"resultType"`
 		SupportedVersions []string     `json:"supportedVersions"`
 		Capabilities      Capabilities `json:"capabilities"`
 		Instructions      string       `json:"instructions,omitempty"`
-	}{"complete", allVersions(), s.capabilities(), s.cfg.instructions}, nil
+	}{"complete", allVersions(), caps, s.cfg.instructions}, nil
 }

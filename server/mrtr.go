@@ -211,7 +211,11 @@ func (s *Server) openState(token string) (requestState, error) {
 // request and waits; in a stateless 2026-07-28 request it returns the
 // client's answer from the retried request, or an error that the handler
 // must return as is (it becomes the input_required result that asks the
-// client). Elicit, CreateMessage and ListRoots are built on it.
+// client). Elicit, CreateMessage and ListRoots are built on it. In a
+// task's handler (see [RunAsTask]) the call blocks until the client
+// answers: in a 2025 task it is a request on the session while the task is
+// input_required; in a 2026-07-28 task the task is input_required, lists
+// the question in tasks/get, and tasks/update brings the answer.
 //
 // A method that needs a client capability the client did not declare fails
 // with an error wrapping [ErrCapability]; in a stateless request that error
@@ -222,12 +226,18 @@ func CallClient(ctx context.Context, method string, params, result any) error {
 		return errors.New("mcp: CallClient needs a handler's context")
 	}
 	if !req.Stateless {
+		if t := taskOf(ctx); t != nil { // a 2025 task (tasks.go)
+			return req.Session.srv.askInSession(ctx, t, req.Session, method, params, result)
+		}
 		return req.Session.Call(ctx, method, params, result)
 	}
 	if name, ok := capabilityFor(req.ClientCapabilities, method); !ok {
 		e := NewError(CodeMissingRequiredClientCapability, fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name))
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
 		return e
+	}
+	if t := taskOf(ctx); t != nil { // a 2026-07-28 task: answered by tasks/update (tasks.go)
+		return req.Session.srv.askForTask(ctx, t, method, params, result)
 	}
 	return req.ask(ctx, method, params, result)
 }

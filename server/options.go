@@ -27,8 +27,11 @@ type config struct {
 	stateTTL     time.Duration // how long a requestState stays valid
 	cacheTTL     time.Duration // ttlMs of cacheable 2026 results
 	cacheScope   string        // cacheScope of cacheable 2026 results
+	tasks        taskConfig    // the task store (task_store.go)
 	// listChangedDelay coalesces list changes into one notification.
 	listChangedDelay time.Duration
+	// callMiddleware wraps Session.Call (clientcall.go).
+	callMiddleware []CallMiddleware
 }
 
 func defaultConfig() config {
@@ -43,6 +46,7 @@ func defaultConfig() config {
 		notify:       defaultNotifyConfig(),
 		stateTTL:     time.Hour,
 		cacheScope:   "private",
+		tasks:        defaultTaskConfig(),
 
 		listChangedDelay: 50 * time.Millisecond,
 	}

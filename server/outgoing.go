@@ -41,7 +41,16 @@ func capabilityFor(caps ClientCapabilities, method string) (string, bool) {
 // notifications/cancelled and the error is ctx's cause), or when the session
 // ends (an error wrapping [ErrConnectionClosed] and the session's cause).
 // Pass the handler's context so that a cancelled request stops waiting too.
+// The call passes through the server's call middleware (see
+// [WithCallMiddleware]).
 func (ss *Session) Call(ctx context.Context, method string, params, result any) error {
+	c := &ClientCall{Session: ss, Method: method, Params: params, Result: result}
+	return ss.srv.callChain(ss.send)(ctx, c) // clientcall.go
+}
+
+// send is Call past the call middleware.
+func (ss *Session) send(ctx context.Context, c *ClientCall) error {
+	method, params, result := c.Method, c.Params, c.Result
 	var raw json.RawMessage
 	if params != nil {
 		var err error
@@ -49,6 +58,8 @@ func (ss *Session) Call(ctx context.Context, method string, params, result any) 
 			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
 		}
 	}
+	raw = withRelatedTask(ctx, raw) // tasks.go
+	raw = withCallMeta(raw, c.Meta) // clientcall.go
 	o := &outgoing{method: method, started: time.Now(), ch: make(chan *transport.Response, 1)}
 	ss.mu.Lock()
 	if ss.st.closed || ss.ctx.Err() != nil {
@@ -67,6 +78,7 @@ func (ss *Session) Call(ctx context.Context, method string, params, result any) 
 	id := transport.Int64ID(ss.st.nextID)
 	ss.st.outgoing[id] = o
 	ss.mu.Unlock()
+	c.ID = id
 
 	if d := ss.srv.cfg.callTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -154,6 +166,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
 		}
 	}
+	raw = withRelatedTask(ctx, raw) // tasks.go
 	ss.mu.Lock()
 	closed := ss.st.closed || ss.st.broken != ""
 	ss.mu.Unlock()
@@ -166,6 +179,12 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 // related marks ctx with the id of the request it belongs to, if any, so
 // that transports can route the message to that request's stream.
 func related(ctx context.Context) context.Context {
+	if id, ok := taskRoute(ctx); ok { // a task outlives its request (tasks.go)
+		if id.IsValid() {
+			return transport.WithRelatedRequest(ctx, id)
+		}
+		return ctx
+	}
 	if req := RequestFromContext(ctx); req != nil && req.ID.IsValid() {
 		return transport.WithRelatedRequest(ctx, req.ID)
 	}

@@ -51,6 +51,9 @@ type ClientCapabilities struct {
 	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
 	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
 	Experimental map[string]any         `json:"experimental,omitempty"`
+	// Extensions are the extensions the client supports (2026-07-28), by
+	// identifier, such as [ExtensionTasks].
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // RootsCapability is the client's roots capability.

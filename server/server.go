@@ -29,6 +29,7 @@ type Server struct {
 
 	resources resourceRegistry
 	prompts   promptRegistry
+	tasks     taskStore // tasks of both eras (task_store.go)
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
@@ -55,6 +56,7 @@ func New(opts ...Option) *Server {
 	s.registerPrompts()
 	s.registerCompletion()
 	s.registerLogging()
+	s.registerTasks()
 	s.handler = Chain(cfg.middleware...)(s.route)
 	return s
 }
@@ -113,7 +115,10 @@ func (s *Server) Sessions() []*Session {
 // ends once it has none. If ctx is done first, the remaining handlers are
 // cancelled with [ErrShutdown], their sessions are closed, and Shutdown
 // returns ctx's error without waiting for handlers that ignore
-// cancellation. New Serve calls fail with [ErrServerClosed].
+// cancellation. New Serve calls fail with [ErrServerClosed]. Tasks (see
+// [RunAsTask]) drain the same way once the sessions have ended: a 2025
+// task ends with its session, a 2026-07-28 task runs on until it is done
+// or ctx is.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
@@ -134,7 +139,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-idle:
-		return nil
+		return s.drainTasks(ctx) // tasks.go
 	case <-ctx.Done():
 		s.mu.Lock()
 		sessions = s.snapshotLocked()
@@ -142,12 +147,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ss := range sessions {
 			ss.cancel(fmt.Errorf("%w: %w", ErrShutdown, context.Cause(ctx)))
 		}
+		_ = s.drainTasks(ctx) // cancels them: ctx is done
 		return ctx.Err()
 	}
 }
 
 // Close ends every session at once: handlers are cancelled with
-// [ErrShutdown] and connections closed. It does not wait for handlers.
+// [ErrShutdown] and connections closed. It does not wait for handlers,
+// except those of tasks: every task is cancelled with ErrShutdown and
+// deleted, and Close returns once their handlers have returned.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -156,6 +164,7 @@ func (s *Server) Close() error {
 	for _, ss := range sessions {
 		ss.cancel(ErrShutdown)
 	}
+	s.closeTasks() // tasks.go
 	return nil
 }
 

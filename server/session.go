@@ -156,7 +156,7 @@ func (ss *Session) serve() error {
 		ss.dispatch(msg)
 	}
 	if errors.Is(readErr, transport.ErrFrameTooLarge) {
-		ss.reject(nil, transport.ID{}, CodeInvalidRequest, "message exceeds the maximum frame size")
+		ss.reject(nil, transport.ID{}, CodeInvalidRequest, RejectFrameTooLarge)
 	}
 	ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
 	cause := context.Cause(ss.ctx)
@@ -310,15 +310,15 @@ func (ss *Session) admitLocked(req *Request) (Code, string) {
 	case st.broken != "":
 		return CodeInternal, "writer broken"
 	case st.draining:
-		return CodeServerBusy, "server is shutting down"
+		return CodeServerBusy, RejectShuttingDown
 	case st.incoming[req.ID] != nil:
-		return CodeInvalidRequest, "duplicate request id: a request with this id is still in flight"
+		return CodeInvalidRequest, RejectDuplicateID
 	case req.Method == "initialize" && st.phase != phaseNew:
-		return CodeInvalidRequest, "session already initialized"
+		return CodeInvalidRequest, RejectAlreadyInitialized
 	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && !req.Stateless && st.phase == phaseNew:
-		return CodeInvalidRequest, "session not initialized: the first request must be initialize"
+		return CodeInvalidRequest, RejectNotInitialized
 	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
-		return CodeServerBusy, "too many requests in flight"
+		return CodeServerBusy, RejectTooManyInFlight
 	}
 	return 0, ""
 }

@@ -42,6 +42,11 @@ type ToolAnnotations struct {
 // default), "optional" or "required" (see the tasks extension).
 type ToolExecution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
+	// Deferred, for a tool with task support, makes the handler start the
+	// task itself, with [RunAsTask], instead of the core starting it before
+	// the handler runs: the handler may first ask the client for input
+	// synchronously (2026-07-28 input_required rounds). It is not sent.
+	Deferred bool `json:"-"`
 }
 
 // ToolHandler runs a tool. A returned [*Error] is answered as a protocol
@@ -172,6 +177,17 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 	return r.byName[name]
 }
 
+// ToolInputSchema returns the input schema of the named tool, if it is
+// registered. (The Streamable HTTP transport uses it to validate the
+// Mcp-Param-* headers that mirror arguments.)
+func (s *Server) ToolInputSchema(name string) (json.RawMessage, bool) {
+	rt := s.tools.lookup(name)
+	if rt == nil {
+		return nil, false
+	}
+	return rt.tool.InputSchema, true
+}
+
 // ToolNames returns the names of the registered tools, sorted.
 func (s *Server) ToolNames() []string {
 	s.tools.mu.RLock()
@@ -234,7 +250,21 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if rt == nil {
 		return nil, Errorf(CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
-	res, err := rt.handler(ctx, &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments})
+	call := &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+	if handled, res, err := s.toolTask(ctx, rt, call); handled { // tasks.go
+		return res, err
+	}
+	res, err := rt.handler(ctx, call)
+	if res, err = toolOutcome(ctx, res, err); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// toolOutcome makes the answer to a tools/call of what its handler
+// returned: an error becomes a result with IsError set, unless it must
+// travel as it is (see keepsError) or the request was cancelled.
+func toolOutcome(ctx context.Context, res *CallToolResult, err error) (*CallToolResult, error) {
 	if err != nil {
 		if keepsError(err) || ctx.Err() != nil {
 			return nil, err

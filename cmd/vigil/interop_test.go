@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +38,91 @@ func TestInteropTypeScriptStdio(t *testing.T) {
 	t.Logf("TypeScript client output:\n%s", out)
 	require.NoError(t, ctx.Err(), "TypeScript client timed out:\n%s", out)
 	require.NoError(t, err, "TypeScript client failed:\n%s", out)
+}
+
+// TestInteropTypeScriptHTTP drives the vigil binary (built by TestMain) over
+// Streamable HTTP with the official TypeScript MCP SDK client: it connects,
+// lists and calls tools, receives a tool's progress on the request's stream,
+// and deletes its session. Then vigil exits with status 0 on SIGTERM.
+func TestInteropTypeScriptHTTP(t *testing.T) {
+	node := requireInteropPrereqs(t)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	logs := &urlWatcher{found: make(chan string, 1)}
+	server := exec.Command(vigilBin, "-http", "127.0.0.1:0")
+	server.Stderr = logs
+	require.NoError(t, server.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+	defer func() {
+		select {
+		case err := <-exited:
+			t.Logf("vigil exited: %v", err)
+		default:
+			_ = server.Process.Kill()
+			t.Logf("vigil killed: %v", <-exited)
+		}
+		t.Logf("vigil stderr:\n%s", logs.String())
+	}()
+
+	var url string
+	select {
+	case url = <-logs.found:
+	case err := <-exited:
+		exited <- err
+		t.Fatalf("vigil exited before serving: %v", err)
+	case <-ctx.Done():
+		t.Fatal("vigil did not log its URL within 60s")
+	}
+
+	client := exec.CommandContext(ctx, node, "http-client.mjs", url)
+	client.Dir = interopDir
+	client.WaitDelay = 5 * time.Second
+	out, err := client.CombinedOutput()
+	t.Logf("TypeScript client output:\n%s", out)
+	require.NoError(t, ctx.Err(), "TypeScript client timed out:\n%s", out)
+	require.NoError(t, err, "TypeScript client failed:\n%s", out)
+
+	require.NoError(t, server.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		exited <- err
+		require.NoError(t, err, "vigil must exit with status 0 after SIGTERM")
+	case <-ctx.Done():
+		t.Fatal("vigil did not exit after SIGTERM")
+	}
+}
+
+// urlWatcher collects vigil's stderr and sends the URL of its "serving MCP"
+// line on found, once.
+type urlWatcher struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	found chan string
+	sent  bool
+}
+
+var servingLine = regexp.MustCompile(`msg="serving MCP" url=(\S+)\n`)
+
+func (w *urlWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.sent {
+		if m := servingLine.FindSubmatch(w.buf.Bytes()); m != nil {
+			w.sent = true
+			w.found <- string(m[1])
+		}
+	}
+	return len(p), nil
+}
+
+func (w *urlWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // requireInteropPrereqs returns the path of node. If node or the harness's

@@ -22,6 +22,11 @@ func addDemoTools(srv *server.Server) error {
 			Description: "Waits the given number of milliseconds, or until the call is cancelled.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"description":"how long to wait"}},"required":["ms"],"additionalProperties":false}`),
 		}, sleep),
+		srv.AddTool(server.Tool{
+			Name:        "countdown",
+			Description: "Counts down from the given number, reporting progress at each step, then returns \"liftoff\".",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100,"description":"where to start counting down"}},"required":["from"],"additionalProperties":false}`),
+		}, countdown),
 	)
 }
 
@@ -51,4 +56,35 @@ func sleep(ctx context.Context, req *server.CallToolRequest) (*server.CallToolRe
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// countdownStep is the pause between two steps of countdown: long enough
+// that no progress update falls within the server's progress interval.
+const countdownStep = 15 * time.Millisecond
+
+// countdown counts down from "from" (at most 100), reporting progress at
+// each step (progress i of from, message "n left"), and returns "liftoff".
+// It stops early, with the cancellation cause, when the call is cancelled.
+func countdown(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+	var in struct {
+		From *int64 `json:"from"`
+	}
+	if err := json.Unmarshal(req.Arguments, &in); err != nil || in.From == nil || *in.From < 0 || *in.From > 100 {
+		return nil, errors.New(`countdown needs {"from": an integer from 0 to 100}`)
+	}
+	from := *in.From
+	t := time.NewTimer(countdownStep)
+	defer t.Stop()
+	for i := int64(1); i <= from; i++ {
+		select {
+		case <-t.C:
+			t.Reset(countdownStep)
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if err := server.ReportProgress(ctx, float64(i), float64(from), fmt.Sprintf("%d left", from-i)); err != nil {
+			return nil, err
+		}
+	}
+	return server.Text("liftoff"), nil
 }

@@ -20,6 +20,23 @@
 // the answer can no longer be delivered; DELETE and idle expiry end the
 // session the same way and never wait for handlers.
 //
+// Resumability (2025 era) is on when the Handler has an [EventStore]
+// ([WithEventStore]; the default Handler has none, hence the "cancel"
+// policy above). Every SSE event then has an id; a POST answered with SSE
+// starts with a priming event (an id, a retry field and empty data), and its
+// disconnect policy becomes "keep running, replay": once the client has an
+// event id, its going away does not cancel the handler; the messages for
+// the request and its response are stored, and a GET with Last-Event-ID
+// replays the events of that stream after that id (never another stream's)
+// and then carries the stream on until its response. A GET with the id of
+// a standalone-stream event resumes the standalone stream. A resumption
+// takes the stream over from any HTTP response still carrying it. An id the
+// store does not know in the session is answered 400 (not 404, which would
+// tell the client its session is gone). [CloseSSEStream] closes a request's
+// stream from the server's side ("polling"). A POST answered with JSON
+// before any event, and a stream whose request the client cancelled, keep
+// the "cancel" policy.
+//
 // The package needs only something that serves a Conn ([Server]); the
 // server package's *Server is one. It imports no other Vigil package.
 package streamable

@@ -164,11 +164,15 @@ func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
 
 // sessionPost serves a POST of a 2025-era session.
 func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+	req, isRequest := msg.(*transport.Request)
+	var reqID transport.ID // the id error answers carry, when there is one
+	if isRequest {
+		reqID = req.ID
+	}
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownVersions[v] {
-		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		writeError(w, http.StatusBadRequest, reqID, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
 		return
 	}
-	req, isRequest := msg.(*transport.Request)
 	var s *session
 	if isRequest && req.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
 		var status int
@@ -180,11 +184,11 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 	} else {
 		id := r.Header.Get(headerSessionID)
 		if id == "" {
-			writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+			writeError(w, http.StatusBadRequest, reqID, codeInvalidRequest, "missing Mcp-Session-Id")
 			return
 		}
 		if s = h.lookup(id, r); s == nil {
-			writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+			writeError(w, http.StatusNotFound, reqID, codeInvalidRequest, "unknown or terminated session")
 			return
 		}
 	}
@@ -194,6 +198,9 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		if err := s.push(r.Context(), msg); err != nil {
 			writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
 			return
+		}
+		if s.res != nil {
+			s.res.observe(msg) // resume.go
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -213,7 +220,7 @@ func (h *Handler) newSession(r *http.Request) (*session, int) {
 	s := newSession(h, newSessionID(), h.principalOf(r))
 	h.sessions[s.id] = s
 	h.serving.Go(func() {
-		_ = h.srv.Serve(context.WithoutCancel(r.Context()), s)
+		_ = h.srv.Serve(withSession(context.WithoutCancel(r.Context()), s), s) // withSession: resume.go
 		h.forget(s)
 	})
 	return s, 0

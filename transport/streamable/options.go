@@ -40,6 +40,8 @@ type config struct {
 	allowedOrigin func(origin string, r *http.Request) bool
 	principal     func(*http.Request) string
 	keepAlive     time.Duration
+	events        EventStore    // resume.go: nil when streams are not resumable
+	retry         time.Duration // resume.go: the SSE retry field
 }
 
 func defaultConfig() config {

@@ -27,6 +27,8 @@ type session struct {
 	streams map[transport.ID]*stream // open POST streams, by request id
 	get     *stream                  // the standalone GET stream, if open
 	idle    *time.Timer
+
+	res *resumer // resume.go: set with an event store, which then owns the streams
 }
 
 var _ transport.Conn = (*session)(nil)
@@ -37,6 +39,9 @@ func newSession(h *Handler, id, principal string) *session {
 		inbox:   make(chan transport.Message),
 		done:    make(chan struct{}),
 		streams: make(map[transport.ID]*stream),
+	}
+	if h.cfg.events != nil {
+		s.res = newResumer(s, h.cfg.events)
 	}
 	if d := h.cfg.idleTimeout; d > 0 {
 		s.idle = time.AfterFunc(d, func() {
@@ -69,6 +74,9 @@ func (s *session) terminate(err error) {
 			s.idle.Stop()
 		}
 		close(s.done)
+		if s.res != nil {
+			s.res.end()
+		}
 	})
 }
 
@@ -108,6 +116,9 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 		return fmt.Errorf("streamable: write: %w", transport.ErrClosed)
 	default:
 	}
+	if s.res != nil {
+		return s.res.write(ctx, m)
+	}
 	var target *stream
 	s.mu.Lock()
 	switch m := m.(type) {
@@ -140,6 +151,10 @@ func (s *session) Close() error {
 // request to the session and wait for the answer, the client's departure or
 // the session's end.
 func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
+	if s.res != nil {
+		s.res.serveRequest(w, r, req)
+		return
+	}
 	st := newStream(w, s.h.cfg.mode, nil, s.id)
 	s.mu.Lock()
 	switch {
@@ -183,6 +198,10 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 // serveGet runs the session's standalone SSE stream until the client or the
 // session leaves.
 func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
+	if s.res != nil {
+		s.res.serveGet(w, r)
+		return
+	}
 	st := newStream(w, ResponseSSE, nil, s.id)
 	s.mu.Lock()
 	if s.get != nil {

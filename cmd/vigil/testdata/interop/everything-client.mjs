@@ -1,0 +1,660 @@
+// Interop check: drive the vigil-everything fixture server over stdio with
+// the official TypeScript MCP SDK client, in a 2025-11-25 session.
+//
+// Usage: node everything-client.mjs /path/to/vigil-everything
+//
+// Exercises tools (every content type, structured output, a validation
+// failure, a tool error), resources (read, template, subscribe and an update
+// notification), prompts, completion, logging at a chosen level, progress,
+// sampling, elicitation and roots round trips (this script answers them),
+// and list_changed. Every step asserts the exact result. Prints one line per
+// step and exits non-zero on the first failure.
+
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+
+const TIMEOUT_MS = 30_000;
+
+// Never hang: if anything stalls, fail the whole run.
+setTimeout(() => {
+  console.error(`FAIL: timed out after ${TIMEOUT_MS}ms`);
+  process.exit(1);
+}, TIMEOUT_MS).unref();
+
+function step(msg) {
+  console.log(`everything: ${msg}`);
+}
+
+// Lets queued notification handlers run.
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+// deferred returns a promise and the function that resolves it; the promise
+// fails if nothing resolves it within 5s.
+function deferred(what) {
+  let resolve;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    setTimeout(() => rej(new Error(`no ${what} within 5s`)), 5_000).unref();
+  });
+  return { promise, resolve };
+}
+
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
+
+const text = (t) => ({ content: [{ type: 'text', text: t }] });
+
+// The tools the conformance suite calls by name, plus Vigil's own.
+const EXPECTED_TOOLS = [
+  'about',
+  'json_schema_2020_12_tool',
+  'test_audio_content',
+  'test_elicitation',
+  'test_elicitation_sep1034_defaults',
+  'test_elicitation_sep1330_enums',
+  'test_embedded_resource',
+  'test_error_handling',
+  'test_image_content',
+  'test_input_required_result_capabilities',
+  'test_input_required_result_elicitation',
+  'test_input_required_result_list_roots',
+  'test_input_required_result_multi_round',
+  'test_input_required_result_multiple_inputs',
+  'test_input_required_result_request_state',
+  'test_input_required_result_sampling',
+  'test_input_required_result_tampered_state',
+  'test_logging_tool',
+  'test_missing_capability',
+  'test_multiple_content_types',
+  'test_sampling',
+  'test_simple_text',
+  'test_streaming_elicitation',
+  'test_tool_with_logging',
+  'test_tool_with_progress',
+  'test_trigger_prompt_change',
+  'test_trigger_tool_change',
+  'vigil_log_levels',
+  'vigil_region',
+  'vigil_roots',
+  'vigil_structured',
+  'vigil_touch_resource',
+];
+
+async function main() {
+  const binary = process.argv[2];
+  assert.ok(binary, 'usage: node everything-client.mjs <path-to-vigil-everything-binary>');
+
+  const transport = new StdioClientTransport({ command: binary, args: ['-stdio'], stderr: 'inherit' });
+  const client = new Client(
+    { name: 'vigil-everything-interop', version: '0.0.0' },
+    { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
+  );
+
+  // The server's questions, answered with fixed values and recorded.
+  const asked = [];
+  client.setRequestHandler(CreateMessageRequestSchema, (req) => {
+    asked.push({ method: req.method, params: req.params });
+    const prompt = req.params.messages[0].content.text;
+    const reply = prompt === 'Generate a greeting' ? 'Hello there!' : 'Paris';
+    return { role: 'assistant', content: { type: 'text', text: reply }, model: 'interop-model', stopReason: 'endTurn' };
+  });
+  client.setRequestHandler(ElicitRequestSchema, (req) => {
+    asked.push({ method: req.method, params: req.params });
+    switch (req.params.message) {
+      case 'Please provide your information':
+        return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
+      case 'Please select options from the enum fields':
+        return {
+          action: 'accept',
+          content: {
+            untitledSingle: 'option2',
+            titledSingle: 'value3',
+            legacyEnum: 'opt1',
+            untitledMulti: ['option1', 'option3'],
+            titledMulti: ['value2'],
+          },
+        };
+      case 'What is your name?':
+        return { action: 'accept', content: { name: 'Ada' } };
+      default:
+        return { action: 'decline' };
+    }
+  });
+  client.setRequestHandler(ListRootsRequestSchema, (req) => {
+    asked.push({ method: req.method, params: req.params });
+    return { roots: [{ uri: 'file:///interop/root', name: 'Interop Root' }] };
+  });
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params));
+  const resourceUpdated = deferred('notifications/resources/updated');
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => resourceUpdated.resolve(n.params));
+  const toolsChanged = deferred('notifications/tools/list_changed');
+  client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => toolsChanged.resolve(n.params ?? {}));
+
+  step(`connecting to ${binary} -stdio (initialize)`);
+  await client.connect(transport);
+
+  // Record what the client sends (to learn the progress token the SDK
+  // picks) and what it receives (see the progress step).
+  const sent = [];
+  const send = transport.send.bind(transport);
+  transport.send = (msg, opts) => {
+    sent.push(msg);
+    return send(msg, opts);
+  };
+  const received = [];
+  const onmessage = transport.onmessage;
+  transport.onmessage = (msg, extra) => {
+    received.push(msg);
+    onmessage(msg, extra);
+  };
+
+  assert.deepEqual(client.getServerVersion(), { name: 'vigil-everything', version: 'dev' }, 'serverInfo');
+  const caps = client.getServerCapabilities();
+  assert.deepEqual(
+    {
+      tools: caps.tools,
+      resources: caps.resources,
+      prompts: caps.prompts,
+      logging: caps.logging,
+      completions: caps.completions,
+    },
+    {
+      tools: { listChanged: true },
+      resources: { subscribe: true, listChanged: true },
+      prompts: { listChanged: true },
+      logging: {},
+      completions: {},
+    },
+    'server capabilities',
+  );
+  step(`initialized: ${JSON.stringify(client.getServerVersion())}`);
+
+  // Tools.
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name);
+  assert.deepEqual(names, [...names].sort(), 'tools/list is sorted by name');
+  assert.equal(names[0], 'about', 'the first tool');
+  for (const name of EXPECTED_TOOLS) {
+    assert.ok(names.includes(name), `tool ${name} is listed`);
+  }
+  for (const tool of tools) {
+    assert.ok(tool.description, `tool ${tool.name} has a description`);
+  }
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  assert.deepEqual(byName.json_schema_2020_12_tool, {
+    name: 'json_schema_2020_12_tool',
+    description: 'Tool with JSON Schema 2020-12 features',
+    inputSchema: {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      $defs: {
+        address: {
+          $anchor: 'addressDef',
+          type: 'object',
+          properties: { street: { type: 'string' }, city: { type: 'string' } },
+        },
+      },
+      properties: {
+        name: { type: 'string' },
+        address: { $ref: '#/$defs/address' },
+        contactMethod: { type: 'string', enum: ['phone', 'email'] },
+        phone: { type: 'string' },
+        email: { type: 'string' },
+      },
+      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+      if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+      then: { required: ['phone'] },
+      else: { required: ['email'] },
+      additionalProperties: false,
+    },
+  });
+  assert.deepEqual(byName.vigil_structured, {
+    name: 'vigil_structured',
+    description: 'Adds and multiplies two integers; the result is structured content (with an output schema).',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        a: { type: 'integer', description: 'the first operand' },
+        b: { type: 'integer', description: 'the second operand' },
+      },
+      required: ['a', 'b'],
+      additionalProperties: false,
+    },
+    outputSchema: {
+      type: 'object',
+      properties: { sum: { type: 'integer' }, product: { type: 'integer' } },
+      required: ['sum', 'product'],
+      additionalProperties: false,
+    },
+  });
+  step(`tools/list: ${tools.length} tools, sorted, each with a description`);
+
+  const calls = [
+    ['about', {}, text('vigil-everything dev: the Vigil MCP conformance fixture server')],
+    ['test_simple_text', undefined, text('This is a simple text response for testing.')],
+    ['test_image_content', {}, { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }],
+    ['test_audio_content', {}, { content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] }],
+    [
+      'test_embedded_resource',
+      {},
+      {
+        content: [
+          {
+            type: 'resource',
+            resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+          },
+        ],
+      },
+    ],
+    [
+      'test_multiple_content_types',
+      {},
+      {
+        content: [
+          { type: 'text', text: 'Multiple content types test:' },
+          { type: 'image', data: PNG, mimeType: 'image/png' },
+          {
+            type: 'resource',
+            resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
+          },
+        ],
+      },
+    ],
+    [
+      'test_error_handling',
+      {},
+      { content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true },
+    ],
+    [
+      'vigil_structured',
+      { a: 6, b: 7 },
+      { content: [{ type: 'text', text: '{"sum":13,"product":42}' }], structuredContent: { sum: 13, product: 42 } },
+    ],
+    [
+      'vigil_structured',
+      { a: 'six', b: 7 },
+      {
+        content: [
+          {
+            type: 'text',
+            text: 'invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: six has type "string", want "integer"',
+          },
+        ],
+        isError: true,
+      },
+    ],
+    ['vigil_region', { region: 'eu-west' }, text('Region: eu-west')],
+  ];
+  for (const [name, args, want] of calls) {
+    const got = await client.callTool(args === undefined ? { name } : { name, arguments: args });
+    assert.deepEqual(got, want, `tools/call ${name} ${JSON.stringify(args)}`);
+    step(`tools/call ${name} ${JSON.stringify(args ?? null)}: ${JSON.stringify(got).slice(0, 100)}`);
+  }
+
+  // Resources.
+  const STATIC_TEXT = {
+    uri: 'test://static-text',
+    name: 'static-text',
+    title: 'Static Text Resource',
+    description: 'A static text resource for testing',
+    mimeType: 'text/plain',
+  };
+  assert.deepEqual(await client.listResources(), {
+    resources: [
+      {
+        uri: 'test://static-binary',
+        name: 'static-binary',
+        title: 'Static Binary Resource',
+        description: 'A static binary resource (image) for testing',
+        mimeType: 'image/png',
+      },
+      STATIC_TEXT,
+      {
+        uri: 'test://watched-resource',
+        name: 'watched-resource',
+        title: 'Watched Resource',
+        description: 'A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs',
+        mimeType: 'text/plain',
+      },
+    ],
+  });
+  step('resources/list: 3 resources');
+  assert.deepEqual(await client.listResourceTemplates(), {
+    resourceTemplates: [
+      {
+        uriTemplate: 'test://template/{id}/data',
+        name: 'template',
+        title: 'Resource Template',
+        description: 'A resource template with parameter substitution',
+        mimeType: 'application/json',
+      },
+    ],
+  });
+  step('resources/templates/list: test://template/{id}/data');
+  const reads = [
+    ['test://static-text', { uri: 'test://static-text', mimeType: 'text/plain', text: 'This is the content of the static text resource.' }],
+    ['test://static-binary', { uri: 'test://static-binary', mimeType: 'image/png', blob: PNG }],
+    [
+      'test://template/abc/data',
+      { uri: 'test://template/abc/data', mimeType: 'application/json', text: '{"id":"abc","templateTest":true,"data":"Data for ID: abc"}' },
+    ],
+  ];
+  for (const [uri, want] of reads) {
+    assert.deepEqual(await client.readResource({ uri }), { contents: [want] }, `resources/read ${uri}`);
+    step(`resources/read ${uri}`);
+  }
+  await assert.rejects(client.readResource({ uri: 'test://nope' }), (err) => {
+    assert.equal(err.code, -32002);
+    assert.deepEqual(err.data, { uri: 'test://nope' });
+    return true;
+  });
+  step('resources/read test://nope: -32002 with data.uri');
+
+  assert.deepEqual(await client.subscribeResource({ uri: 'test://watched-resource' }), {});
+  assert.deepEqual(
+    await client.callTool({ name: 'vigil_touch_resource', arguments: {} }),
+    text('The subscribers of test://watched-resource were notified'),
+  );
+  assert.deepEqual(await resourceUpdated.promise, { uri: 'test://watched-resource' });
+  step('resources/subscribe, then notifications/resources/updated');
+  assert.deepEqual(await client.unsubscribeResource({ uri: 'test://watched-resource' }), {});
+  step('resources/unsubscribe');
+
+  // Prompts and completion.
+  const { prompts } = await client.listPrompts();
+  for (const name of [
+    'test_input_required_result_prompt',
+    'test_prompt_with_arguments',
+    'test_prompt_with_embedded_resource',
+    'test_prompt_with_image',
+    'test_simple_prompt',
+  ]) {
+    const p = prompts.find((x) => x.name === name);
+    assert.ok(p, `prompt ${name} is listed`);
+    assert.ok(p.description, `prompt ${name} has a description`);
+  }
+  assert.deepEqual(
+    prompts.find((x) => x.name === 'test_prompt_with_arguments'),
+    {
+      name: 'test_prompt_with_arguments',
+      title: 'Prompt With Arguments',
+      description: 'A prompt with required arguments',
+      arguments: [
+        { name: 'arg1', description: 'First test argument', required: true },
+        { name: 'arg2', description: 'Second test argument', required: true },
+      ],
+    },
+  );
+  step(`prompts/list: ${prompts.map((p) => p.name).join(', ')}`);
+  const gets = [
+    ['test_simple_prompt', undefined, [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }]],
+    [
+      'test_prompt_with_arguments',
+      { arg1: 'one', arg2: 'two' },
+      [{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='one', arg2='two'" } }],
+    ],
+    [
+      'test_prompt_with_embedded_resource',
+      { resourceUri: 'test://example-resource' },
+      [
+        {
+          role: 'user',
+          content: {
+            type: 'resource',
+            resource: { uri: 'test://example-resource', mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
+          },
+        },
+        { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
+      ],
+    ],
+    [
+      'test_prompt_with_image',
+      undefined,
+      [
+        { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
+        { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
+      ],
+    ],
+  ];
+  for (const [name, args, messages] of gets) {
+    const got = await client.getPrompt(args === undefined ? { name } : { name, arguments: args });
+    assert.deepEqual(got, { messages }, `prompts/get ${name}`);
+    step(`prompts/get ${name}`);
+  }
+  assert.deepEqual(
+    await client.complete({
+      ref: { type: 'ref/prompt', name: 'test_prompt_with_arguments' },
+      argument: { name: 'arg1', value: 'test' },
+    }),
+    { completion: { values: ['testValue1', 'testValue2'], total: 2, hasMore: false } },
+  );
+  step('completion/complete arg1="test": testValue1, testValue2');
+
+  // Logging at a chosen level.
+  await client.setLoggingLevel('info');
+  assert.deepEqual(
+    await client.callTool({ name: 'test_tool_with_logging', arguments: {} }),
+    text('Tool with logging executed successfully'),
+  );
+  await settle();
+  assert.deepEqual(logs.splice(0), [
+    { level: 'info', data: { message: 'Tool execution started' } },
+    { level: 'info', data: { message: 'Tool processing data' } },
+    { level: 'info', data: { message: 'Tool execution completed' } },
+  ]);
+  step('logging/setLevel info, test_tool_with_logging: 3 info messages');
+  await client.setLoggingLevel('warning');
+  assert.deepEqual(
+    await client.callTool({ name: 'vigil_log_levels', arguments: {} }),
+    text('Logged at debug, info, notice, warning and error'),
+  );
+  await settle();
+  assert.deepEqual(logs.splice(0), [
+    { level: 'warning', data: { message: 'a warning message' } },
+    { level: 'error', data: { message: 'an error message' } },
+  ]);
+  step('logging/setLevel warning, vigil_log_levels: warning and error only');
+
+  // Progress. The SDK runs notification handlers in a microtask but
+  // resolves a response at once, dropping the request's progress handler:
+  // a progress notification read in the same chunk as the response (the
+  // final one, over stdio) never reaches onprogress. So the notifications
+  // are checked as received, and onprogress gets a prefix of them.
+  const progress = [];
+  received.length = 0;
+  const got = await client.callTool({ name: 'test_tool_with_progress', arguments: {} }, undefined, {
+    onprogress: (p) => progress.push(p),
+  });
+  const call = sent.findLast((m) => m.method === 'tools/call' && m.params?.name === 'test_tool_with_progress');
+  const token = call.params._meta.progressToken;
+  assert.deepEqual(got, text(String(token)));
+  const wantProgress = [0, 50, 100].map((p) => ({ progress: p, total: 100, message: `Completed step ${p} of 100` }));
+  assert.deepEqual(
+    received.map((m) => [m.method, m.params]),
+    [
+      ...wantProgress.map((p) => ['notifications/progress', { progressToken: token, ...p }]),
+      [undefined, undefined], // the response
+    ],
+  );
+  assert.deepEqual(progress, wantProgress.slice(0, progress.length));
+  assert.ok(progress.length >= 2, `onprogress saw ${progress.length} notifications`);
+  step(`test_tool_with_progress: 0, 50, 100 of 100 for token ${token}`);
+
+  // Sampling, elicitation and roots round trips.
+  const rounds = [
+    [
+      'test_sampling',
+      { prompt: 'What is the capital of France?' },
+      text('LLM response: Paris'),
+      [
+        {
+          method: 'sampling/createMessage',
+          params: { messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 },
+        },
+      ],
+    ],
+    [
+      'test_elicitation',
+      { message: 'Please provide your information' },
+      text('User response: action=accept, content={"email":"ada@example.com","username":"ada"}'),
+      [
+        {
+          method: 'elicitation/create',
+          params: {
+            message: 'Please provide your information',
+            requestedSchema: {
+              type: 'object',
+              properties: {
+                username: { type: 'string', description: "User's response" },
+                email: { type: 'string', description: "User's email address" },
+              },
+              required: ['username', 'email'],
+            },
+          },
+        },
+      ],
+    ],
+    [
+      'test_elicitation_sep1330_enums',
+      {},
+      text(
+        'Elicitation completed: action=accept, content={"legacyEnum":"opt1","titledMulti":["value2"],"titledSingle":"value3","untitledMulti":["option1","option3"],"untitledSingle":"option2"}',
+      ),
+      [
+        {
+          method: 'elicitation/create',
+          params: {
+            message: 'Please select options from the enum fields',
+            requestedSchema: {
+              type: 'object',
+              properties: {
+                untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
+                titledSingle: {
+                  type: 'string',
+                  description: 'Select one option with titles',
+                  oneOf: [
+                    { const: 'value1', title: 'First Option' },
+                    { const: 'value2', title: 'Second Option' },
+                    { const: 'value3', title: 'Third Option' },
+                  ],
+                },
+                legacyEnum: {
+                  type: 'string',
+                  description: 'Select one option (legacy)',
+                  enum: ['opt1', 'opt2', 'opt3'],
+                  enumNames: ['Option One', 'Option Two', 'Option Three'],
+                },
+                untitledMulti: {
+                  type: 'array',
+                  description: 'Select multiple options',
+                  minItems: 1,
+                  maxItems: 3,
+                  items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+                },
+                titledMulti: {
+                  type: 'array',
+                  description: 'Select multiple options with titles',
+                  minItems: 1,
+                  maxItems: 3,
+                  items: {
+                    anyOf: [
+                      { const: 'value1', title: 'First Choice' },
+                      { const: 'value2', title: 'Second Choice' },
+                      { const: 'value3', title: 'Third Choice' },
+                    ],
+                  },
+                },
+              },
+            },
+          },
+        },
+      ],
+    ],
+    [
+      'test_elicitation_sep1034_defaults',
+      {},
+      text('Elicitation completed: action=decline, content={}'),
+      [
+        {
+          method: 'elicitation/create',
+          params: {
+            message: 'Please review and update the form fields with defaults',
+            requestedSchema: {
+              type: 'object',
+              properties: {
+                name: { type: 'string', description: 'User name', default: 'John Doe' },
+                age: { type: 'integer', description: 'User age', default: 30 },
+                score: { type: 'number', description: 'User score', default: 95.5 },
+                status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+                verified: { type: 'boolean', description: 'Verification status', default: true },
+              },
+            },
+          },
+        },
+      ],
+    ],
+    [
+      'vigil_roots',
+      {},
+      {
+        content: [{ type: 'text', text: '{"roots":[{"uri":"file:///interop/root","name":"Interop Root"}]}' }],
+        structuredContent: { roots: [{ uri: 'file:///interop/root', name: 'Interop Root' }] },
+      },
+      [{ method: 'roots/list', params: undefined }],
+    ],
+    [
+      'test_input_required_result_multiple_inputs',
+      {},
+      text('Name: Ada; Greeting: Hello there!; Roots: 1'),
+      [
+        {
+          method: 'elicitation/create',
+          params: {
+            message: 'What is your name?',
+            requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+          },
+        },
+        {
+          method: 'sampling/createMessage',
+          params: { messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 },
+        },
+        { method: 'roots/list', params: {} },
+      ],
+    ],
+  ];
+  for (const [name, args, want, wantAsked] of rounds) {
+    asked.length = 0;
+    const res = await client.callTool({ name, arguments: args });
+    assert.deepEqual(res, want, `tools/call ${name}`);
+    assert.deepEqual(asked, wantAsked, `what ${name} asked the client`);
+    step(`${name}: ${wantAsked.map((a) => a.method).join(', ')} answered; ${JSON.stringify(res).slice(0, 100)}`);
+  }
+
+  // list_changed.
+  assert.deepEqual(await client.callTool({ name: 'test_trigger_tool_change', arguments: {} }), text('The tool list changed'));
+  assert.deepEqual(await toolsChanged.promise, {});
+  step('test_trigger_tool_change: notifications/tools/list_changed');
+
+  await client.close();
+  step('closed');
+  step('OK');
+}
+
+try {
+  await main();
+  process.exit(0);
+} catch (err) {
+  console.error('FAIL:', err?.stack ?? err);
+  process.exit(1);
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// demoSession serves the demo tools on an in-memory pipe, initialized, and
+// returns the client's end.
+func demoSession(t *testing.T) *memory.Conn {
+	t.Helper()
+	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
+	t.Cleanup(func() { timer.Stop() })
+	srv := server.New()
+	require.NoError(t, addDemoTools(srv))
+	client, conn := memory.NewPair()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), conn) }()
+	t.Cleanup(func() {
+		_ = client.Close()
+		assert.NoError(t, <-served)
+	})
+	demoWrite(t, client, &transport.Request{
+		ID: transport.Int64ID(0), Method: "initialize",
+		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
+	})
+	resp, ok := demoRead(t, client).(*transport.Response)
+	require.True(t, ok)
+	require.Nil(t, resp.Error)
+	demoWrite(t, client, &transport.Request{Method: "notifications/initialized"})
+	return client
+}
+
+func demoWrite(t *testing.T, c *memory.Conn, m transport.Message) {
+	t.Helper()
+	require.NoError(t, c.Write(t.Context(), m))
+}
+
+func demoRead(t *testing.T, c *memory.Conn) transport.Message {
+	t.Helper()
+	m, err := c.Read(t.Context())
+	require.NoError(t, err)
+	return m
+}
+
+// countdown reports progress i of from at every step, with the count left
+// as the message, in order, then returns "liftoff".
+func TestCountdownReportsEveryStep(t *testing.T) {
+	client := demoSession(t)
+	demoWrite(t, client, &transport.Request{
+		ID: transport.Int64ID(1), Method: "tools/call",
+		Params: json.RawMessage(`{"name":"countdown","arguments":{"from":5},"_meta":{"progressToken":"launch"}}`),
+	})
+	for i := 1; i <= 5; i++ {
+		n, ok := demoRead(t, client).(*transport.Request)
+		require.True(t, ok, "progress %d", i)
+		assert.Equal(t, "notifications/progress", n.Method)
+		assert.JSONEq(t, `{"progressToken":"launch","progress":`+strconv.Itoa(i)+`,"total":5,"message":"`+strconv.Itoa(5-i)+` left"}`, string(n.Params))
+	}
+	resp, ok := demoRead(t, client).(*transport.Response)
+	require.True(t, ok)
+	assert.Equal(t, transport.Int64ID(1), resp.ID)
+	require.Nil(t, resp.Error)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"liftoff"}]}`, string(resp.Result))
+}
+
+// countdown refuses arguments outside its schema with a tool error, and
+// "from": 0 lifts off at once.
+func TestCountdownArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{"zero", `{"from":0}`, `{"content":[{"type":"text","text":"liftoff"}]}`},
+		{"above 100", `{"from":101}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+		{"negative", `{"from":-1}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+		{"missing", `{}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+		{"not an integer", `{"from":1.5}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+		{"a string", `{"from":"3"}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+	}
+	client := demoSession(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := transport.Int64ID(int64(10 + i))
+			demoWrite(t, client, &transport.Request{
+				ID: id, Method: "tools/call",
+				Params: json.RawMessage(`{"name":"countdown","arguments":` + tt.args + `}`),
+			})
+			resp, ok := demoRead(t, client).(*transport.Response)
+			require.True(t, ok)
+			assert.Equal(t, id, resp.ID)
+			require.Nil(t, resp.Error)
+			assert.JSONEq(t, tt.want, string(resp.Result))
+		})
+	}
+}
+
+// countdown is listed with its input schema.
+func TestCountdownListed(t *testing.T) {
+	client := demoSession(t)
+	demoWrite(t, client, &transport.Request{ID: transport.Int64ID(1), Method: "tools/list"})
+	resp, ok := demoRead(t, client).(*transport.Response)
+	require.True(t, ok)
+	var res struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &res))
+	names := make([]string, 0, len(res.Tools))
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "countdown" {
+			assert.JSONEq(t, `{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100,"description":"where to start counting down"}},"required":["from"],"additionalProperties":false}`, string(tool.InputSchema))
+		}
+	}
+	assert.Equal(t, []string{"countdown", "echo", "sleep"}, names)
+}

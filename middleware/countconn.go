@@ -1,0 +1,123 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// ConnServer serves one connection until it ends: *server.Server is one, and
+// streamable.New takes one.
+type ConnServer interface {
+	Serve(ctx context.Context, conn transport.Conn) error
+}
+
+// Instrument returns a ConnServer that serves each connection with srv,
+// wrapped by [CountConn] and with transportName in the Serve context (see
+// [ContextWithTransport]), so that the session, write-error and traffic
+// metrics carry the transport label. Wrap the server you hand to a
+// transport with it, e.g. streamable.New(middleware.Instrument(srv, m,
+// telemetry.TransportStreamableHTTP)). With a nil m it only labels the
+// context.
+func Instrument(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
+	return instrumented{srv: srv, m: m, name: transportName}
+}
+
+type instrumented struct {
+	srv  ConnServer
+	m    *telemetry.Metrics
+	name string
+}
+
+func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
+	return i.srv.Serve(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name))
+}
+
+// CountConn returns a transport.Conn that counts, in m, every message read
+// from and written to c by kind, and their encoded size in bytes, under the
+// transport label transportName. The size is the message's compact JSON-RPC
+// encoding (what transport.AppendMessage produces, without framing such as
+// a newline or SSE fields); measuring it costs one extra encoding per
+// message. A frame that does not decode counts as kind invalid with no
+// bytes. Writes count whether or not they succeed (failures are counted by
+// class by [Observer]). The returned Conn has c's concurrency contract; with
+// a nil m it returns c.
+func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
+	if m == nil {
+		return c
+	}
+	return &countingConn{Conn: c, m: m, name: transportName}
+}
+
+type countingConn struct {
+	transport.Conn
+	m    *telemetry.Metrics
+	name string
+	bufs sync.Pool // *[]byte scratch buffers for measuring encodings
+}
+
+func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
+	msg, err := c.Conn.Read(ctx)
+	if err != nil {
+		if _, ok := errors.AsType[*transport.DecodeError](err); ok {
+			c.m.MessageReceived(c.name, telemetry.KindInvalid, 0)
+		}
+		return msg, err
+	}
+	if kind := messageKind(msg); kind != "" {
+		c.m.MessageReceived(c.name, kind, c.size(msg))
+	}
+	return msg, nil
+}
+
+func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {
+	if kind := messageKind(msg); kind != "" {
+		c.m.MessageSent(c.name, kind, c.size(msg))
+	}
+	return c.Conn.Write(ctx, msg)
+}
+
+// messageKind returns the kind label of msg, or "" for an event that is not
+// a message on the wire (transport.Abandoned).
+func messageKind(msg transport.Message) string {
+	switch m := msg.(type) {
+	case *transport.Request:
+		if m.IsNotification() {
+			return telemetry.KindNotification
+		}
+		return telemetry.KindRequest
+	case *transport.Response:
+		return telemetry.KindResponse
+	case transport.Batch, transport.ResponseBatch:
+		return telemetry.KindBatch
+	}
+	return ""
+}
+
+// size returns the encoded size of msg in bytes, 0 if it cannot be encoded.
+func (c *countingConn) size(msg transport.Message) int {
+	if b, ok := msg.(transport.Batch); ok { // read side: raw elements
+		n := 2 + max(len(b)-1, 0)
+		for _, raw := range b {
+			n += len(raw)
+		}
+		return n
+	}
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	enc, err := transport.AppendMessage((*bp)[:0], msg)
+	n := len(enc)
+	if err != nil {
+		n = 0
+	}
+	if cap(enc) <= 64<<10 { // do not pin huge buffers
+		*bp = enc
+		c.bufs.Put(bp)
+	}
+	return n
+}

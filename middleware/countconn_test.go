@@ -1,0 +1,122 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+func encodedLen(t *testing.T, m transport.Message) float64 {
+	b, err := transport.AppendMessage(nil, m)
+	require.NoError(t, err)
+	return float64(len(b))
+}
+
+// TestTrafficCounters checks the message and byte counters of a session
+// served through Instrument: what the client wrote is what was received,
+// what it read is what was sent, byte for byte.
+func TestTrafficCounters(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil).start(nil)
+		var in, out float64
+		sendCounted := func(m transport.Message) {
+			in += encodedLen(t, m)
+			r.send(m)
+		}
+		recvCounted := func() *transport.Response {
+			resp, ok := r.recv().(*transport.Response)
+			require.True(t, ok)
+			out += encodedLen(t, resp)
+			return resp
+		}
+		sendCounted(&transport.Request{ID: transport.Int64ID(1), Method: "initialize", Params: json.RawMessage(
+			`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)})
+		require.Nil(t, recvCounted().Error)
+		sendCounted(&transport.Request{Method: "notifications/initialized"})
+		sendCounted(&transport.Request{ID: transport.Int64ID(2), Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)})
+		require.Nil(t, recvCounted().Error)
+		require.NoError(t, r.client.WriteFrame(context.Background(), []byte(`{oops`)))
+		require.NotNil(t, recvCounted().Error)
+		r.close()
+
+		got := series(t, r.m)
+		want := map[string]float64{
+			`mcp_server_received_messages_total{kind="request",transport="memory"}`:      2,
+			`mcp_server_received_messages_total{kind="notification",transport="memory"}`: 1,
+			`mcp_server_received_messages_total{kind="invalid",transport="memory"}`:      1,
+			`mcp_server_sent_messages_total{kind="response",transport="memory"}`:         3,
+			`mcp_server_received_bytes_total{transport="memory"}`:                        in,
+			`mcp_server_sent_bytes_total{transport="memory"}`:                            out,
+		}
+		for k := range got {
+			if !strings.Contains(k, "_messages_total") && !strings.Contains(k, "_bytes_total") {
+				delete(got, k)
+			}
+		}
+		assert.Equal(t, want, got)
+	})
+}
+
+// TestCountConnBatches checks batch sizes in both directions and that an
+// unlabeled transport counts as other.
+func TestCountConnBatches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := telemetry.NewMetrics()
+		peer, end := memory.NewPair()
+		c := middleware.CountConn(end, m, "carrier-pigeon")
+		defer func() { _ = c.Close() }()
+
+		frame := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`
+		go func() { _ = peer.WriteFrame(context.Background(), []byte(frame)) }()
+		msg, err := c.Read(context.Background())
+		require.NoError(t, err)
+		require.IsType(t, transport.Batch{}, msg)
+
+		batch := transport.ResponseBatch{
+			{ID: transport.Int64ID(1), Result: json.RawMessage(`{}`)},
+			{ID: transport.Int64ID(2), Error: &transport.Error{Code: -32601, Message: "no"}},
+		}
+		go func() { _, _ = peer.Read(context.Background()) }()
+		require.NoError(t, c.Write(context.Background(), batch))
+		synctest.Wait()
+
+		got := series(t, m)
+		assert.Equal(t, map[string]float64{
+			`mcp_server_received_messages_total{kind="batch",transport="other"}`: 1,
+			`mcp_server_sent_messages_total{kind="batch",transport="other"}`:     1,
+			`mcp_server_received_bytes_total{transport="other"}`:                 float64(len(frame)),
+			`mcp_server_sent_bytes_total{transport="other"}`:                     encodedLen(t, batch),
+		}, got)
+	})
+}
+
+// TestNilMetricsPassThrough checks that a nil *Metrics leaves everything
+// unwrapped and recording nothing.
+func TestNilMetricsPassThrough(t *testing.T) {
+	t.Parallel()
+	_, end := memory.NewPair()
+	defer func() { _ = end.Close() }()
+	assert.Same(t, end, middleware.CountConn(end, nil, "stdio"))
+	assert.NotNil(t, middleware.Observer(nil))
+	called := false
+	h := middleware.Metrics(nil)(func(context.Context, *server.Request) (any, error) {
+		called = true
+		return nil, nil
+	})
+	_, err := h(context.Background(), &server.Request{ID: transport.Int64ID(1), Method: "ping"})
+	require.NoError(t, err)
+	assert.True(t, called)
+}

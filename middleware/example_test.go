@@ -1,0 +1,85 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// ExampleMetrics wires a server to Prometheus: the Metrics middleware and
+// the Observer record into one collector, Instrument labels the transport
+// and counts traffic, and the caller registers the collector with its own
+// registry (cmd/vigil serves it with promhttp.HandlerFor).
+func ExampleMetrics() {
+	m := telemetry.NewMetrics()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+
+	srv := server.New(
+		server.WithMiddleware(middleware.Metrics(m)), // after Tracing, before Recover and Timeout
+		server.WithObserver(middleware.Observer(m)),
+	)
+	_ = srv.AddTool(server.Tool{Name: "greet", Description: "says hello"},
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: "hello"}}}, nil
+		})
+	m.SetToolNames(srv.ToolNames()) // registered tools label as themselves, others as "other"
+
+	client, end := memory.NewPair()
+	served := make(chan error, 1)
+	go func() {
+		served <- middleware.Instrument(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
+	}()
+	call := func(id int64, method, params string) {
+		_ = client.Write(context.Background(), &transport.Request{ID: transport.Int64ID(id), Method: method, Params: json.RawMessage(params)})
+		_, _ = client.Read(context.Background())
+	}
+	call(1, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"example","version":"1"}}`)
+	call(2, "tools/call", `{"name":"greet"}`)
+	call(3, "tools/call", `{"name":"unknown"}`)
+	_ = client.Close()
+	if err := <-served; err != nil {
+		fmt.Println("serve:", err)
+	}
+
+	families, _ := reg.Gather()
+	for _, mf := range families {
+		for _, metric := range mf.GetMetric() {
+			var labels []string
+			for _, l := range metric.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			var v float64
+			switch {
+			case metric.GetCounter() != nil:
+				v = metric.GetCounter().GetValue()
+			case metric.GetHistogram() != nil:
+				v = float64(metric.GetHistogram().GetSampleCount())
+			}
+			if v != 0 && !strings.Contains(mf.GetName(), "bytes") {
+				fmt.Printf("%s{%s} %v\n", mf.GetName(), strings.Join(labels, ","), v)
+			}
+		}
+	}
+	// Output:
+	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="initialize"} 1
+	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="greet",mcp_method_name="tools/call"} 1
+	// mcp_server_operation_duration_seconds{error_type="-32602",gen_ai_tool_name="other",mcp_method_name="tools/call"} 1
+	// mcp_server_received_messages_total{kind="request",transport="memory"} 3
+	// mcp_server_requests_finished_total{mcp_method_name="initialize",outcome="ok"} 1
+	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"} 1
+	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"} 1
+	// mcp_server_requests_started_total{mcp_method_name="initialize"} 1
+	// mcp_server_requests_started_total{mcp_method_name="tools/call"} 2
+	// mcp_server_sent_messages_total{kind="response",transport="memory"} 3
+	// mcp_server_session_duration_seconds{cause="transport_close",transport="memory"} 1
+}

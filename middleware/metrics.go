@@ -1,0 +1,121 @@
+package middleware
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// Metrics returns middleware that records every request in m: it counts the
+// request as started and in flight on its way in, and when the core seals
+// the request's outcome (see server.Request.OnDone: the response written, or
+// the decision not to write one) it counts the outcome, observes the duration
+// since receipt, ends the in-flight count and counts a cancellation.
+// Notifications pass through uncounted (the transport counters of [Instrument]
+// and [CountConn] count them as messages). With a nil m it returns the identity.
+//
+// Each request ends in exactly one outcome, decided in this order:
+//
+//  1. cancelled: the request's context was cancelled before its handler
+//     returned (Outcome.Cause is set; the core then writes no response);
+//  2. dropped: the handler finished but its response could not be written
+//     (Outcome.Dropped is set without a Cause);
+//  3. error: answered with a JSON-RPC error (error_type is its code);
+//  4. ok: answered with a result; a tools/call result with isError set is
+//     ok, with error_type="tool_error" on the duration histogram.
+//
+// A cancellation is also counted, with cause timeout, when a timeout inside
+// the chain ([server.ErrHandlerTimeout], say from a Timeout middleware inside
+// this one, or a deadline) made the handler answer with an error: that
+// request's outcome is error (-32001 for ErrHandlerTimeout).
+// Dropped responses are counted by [Observer], which sees drops this
+// middleware cannot (requests read after the writer broke).
+//
+// Place it right inside Tracing and outside Recover and Timeout: the trace id
+// of a sampled span in the request's context becomes the exemplar of the
+// duration and the finished count.
+func Metrics(m *telemetry.Metrics) server.Middleware {
+	if m == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.IsNotification() {
+				return next(ctx, req)
+			}
+			start := req.Received
+			if start.IsZero() {
+				start = time.Now()
+			}
+			traceID := ""
+			if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+				traceID = sc.TraceID().String()
+			}
+			tool := ""
+			if req.Method == "tools/call" {
+				tool = req.Name
+			}
+			var res any // written by the chain, read when the outcome is sealed, after it returned
+			m.RequestStarted(req.Method)
+			req.OnDone(func(out server.Outcome) {
+				outcome, errType := classifyOutcome(out, res)
+				if cause := cancelCause(out); cause != server.ReasonNone {
+					m.RequestCancelled(req.Method, cause.String())
+				}
+				m.RequestFinished(telemetry.RequestEnd{
+					Method:    req.Method,
+					Tool:      tool,
+					Outcome:   outcome,
+					ErrorType: errType,
+					Duration:  time.Since(start),
+					TraceID:   traceID,
+				})
+			})
+			r, err := next(ctx, req)
+			res = r
+			return r, err
+		}
+	}
+}
+
+// classifyOutcome returns a request's outcome and error type, in the
+// precedence documented on [Metrics].
+func classifyOutcome(out server.Outcome, res any) (outcome, errType string) {
+	switch {
+	case out.Cause != nil:
+		return telemetry.OutcomeCancelled, telemetry.ErrorTypeCancelled
+	case out.Dropped != "":
+		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
+	case out.Err != nil:
+		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+	}
+	switch r := res.(type) {
+	case *server.CallToolResult:
+		if r != nil && r.IsError {
+			return telemetry.OutcomeOK, telemetry.ErrorTypeTool
+		}
+	case server.CallToolResult:
+		if r.IsError {
+			return telemetry.OutcomeOK, telemetry.ErrorTypeTool
+		}
+	}
+	return telemetry.OutcomeOK, ""
+}
+
+// cancelCause returns why a request's handler was cancelled: the request
+// context's cause, or a timeout inside the chain that the handler answered
+// with an error (server.ErrHandlerTimeout or a deadline in its chain).
+func cancelCause(out server.Outcome) server.CancelReason {
+	if out.Cause != nil {
+		return server.ReasonOfCause(out.Cause)
+	}
+	if server.ReasonOfCause(out.Err) == server.ReasonTimeout {
+		return server.ReasonTimeout
+	}
+	return server.ReasonNone
+}

@@ -1,0 +1,325 @@
+package middleware_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// Series keys used by the scenarios.
+const (
+	startedCall  = `mcp_server_requests_started_total{mcp_method_name="tools/call"}`
+	startedInit  = `mcp_server_requests_started_total{mcp_method_name="initialize"}`
+	finishedInit = `mcp_server_requests_finished_total{mcp_method_name="initialize",outcome="ok"}`
+	durInit      = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="initialize"}`
+	sessionCount = `mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`
+	sessionSum   = `mcp_server_session_duration_seconds_sum{cause="transport_close",transport="memory"}`
+)
+
+func finished(method, outcome string) string {
+	return `mcp_server_requests_finished_total{mcp_method_name="` + method + `",outcome="` + outcome + `"}`
+}
+
+func durCount(errType, tool, method string) string {
+	return `mcp_server_operation_duration_seconds_count{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
+}
+
+func durSum(errType, tool, method string) string {
+	return `mcp_server_operation_duration_seconds_sum{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
+}
+
+func cancellations(method, cause string) string {
+	return `mcp_server_cancellations_total{cause="` + cause + `",mcp_method_name="` + method + `"}`
+}
+
+func drops(method, reason string) string {
+	return `mcp_server_late_responses_dropped_total{mcp_method_name="` + method + `",reason="` + reason + `"}`
+}
+
+func rejected(reason string) string {
+	return `mcp_server_messages_rejected_total{reason="` + reason + `"}`
+}
+
+// initialized is what a session that initialized and ended at the client's
+// close records, besides its scenario.
+func initialized() map[string]float64 {
+	return map[string]float64{startedInit: 1, finishedInit: 1, durInit: 1, sessionCount: 1}
+}
+
+func with(base map[string]float64, more map[string]float64) map[string]float64 {
+	out := maps.Clone(base)
+	maps.Copy(out, more)
+	return out
+}
+
+// TestMetricsScenarios runs one request per scenario over the memory
+// transport and checks every series that is not zero (traffic counters
+// aside, see TestTrafficCounters), so a stray count fails too.
+func TestMetricsScenarios(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		extra []server.Middleware
+		opts  []server.Option
+		wrap  func(transport.Conn) transport.Conn
+		run   func(t *testing.T, r *rig)
+		want  map[string]float64
+	}{
+		{
+			name: "ok",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "echo")
+				require.Nil(t, r.recvResponse(2).Error)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "ok"): 1, durCount("", "echo", "tools/call"): 1,
+			}),
+		},
+		{
+			name: "duration runs from receipt to the written response",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "sleep")
+				require.Nil(t, r.recvResponse(2).Error)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "ok"): 1,
+				durCount("", "sleep", "tools/call"): 1, durSum("", "sleep", "tools/call"): 1.5,
+				sessionSum: 1.5,
+			}),
+		},
+		{
+			name: "JSON-RPC error: unknown tool is labeled other",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "no-such-tool")
+				resp := r.recvResponse(2)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "error"): 1, durCount("-32602", "other", "tools/call"): 1,
+			}),
+		},
+		{
+			name: "unknown method is labeled other",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.request(2, "no/such-method", nil)
+				resp := r.recvResponse(2)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeMethodNotFound), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				`mcp_server_requests_started_total{mcp_method_name="other"}`: 1,
+				finished("other", "error"):                                   1,
+				durCount("-32601", "", "other"):                              1,
+			}),
+		},
+		{
+			name: "tool error is answered: ok with error_type tool_error",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "fail")
+				require.Nil(t, r.recvResponse(2).Error)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "ok"): 1, durCount("tool_error", "fail", "tools/call"): 1,
+			}),
+		},
+		{
+			name: "panic is answered -32603",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "panic")
+				resp := r.recvResponse(2)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeInternal), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "error"): 1, durCount("-32603", "panic", "tools/call"): 1,
+			}),
+		},
+		{
+			name: "client cancel",
+			run: func(_ *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				synctest.Wait()
+				r.notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "changed my mind"})
+				synctest.Wait()
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				cancellations("tools/call", "client_cancel"): 1, drops("tools/call", "cancelled"): 1,
+			}),
+		},
+		{
+			name: "transport close",
+			run: func(_ *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				synctest.Wait()
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
+			}),
+		},
+		{
+			name: "shutdown",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				synctest.Wait()
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				require.ErrorIs(t, r.srv.Shutdown(ctx), context.DeadlineExceeded)
+				require.ErrorIs(t, <-r.served, server.ErrServerClosed)
+				_ = r.client.Close()
+			},
+			want: map[string]float64{
+				startedInit: 1, finishedInit: 1, durInit: 1,
+				startedCall: 1, finished("tools/call", "cancelled"): 1,
+				durCount("cancelled", "block", "tools/call"): 1, durSum("cancelled", "block", "tools/call"): 1,
+				cancellations("tools/call", "shutdown"): 1, drops("tools/call", "shutdown"): 1,
+				`mcp_server_session_duration_seconds_count{cause="shutdown",transport="memory"}`: 1,
+				`mcp_server_session_duration_seconds_sum{cause="shutdown",transport="memory"}`:   1,
+			},
+		},
+		{
+			name:  "timeout answered with -32001 is an error and a cancellation",
+			extra: []server.Middleware{timeoutMiddleware(2 * time.Second)},
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				resp := r.recvResponse(2)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeRequestTimeout), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "error"): 1,
+				durCount("-32001", "block", "tools/call"): 1, durSum("-32001", "block", "tools/call"): 2,
+				cancellations("tools/call", "timeout"): 1, sessionSum: 2,
+			}),
+		},
+		{
+			name: "late response dropped: the peer vanished",
+			wrap: func(c transport.Conn) transport.Conn { return &failingConn{Conn: c} },
+			run: func(_ *testing.T, r *rig) {
+				r.initialize(nil)
+				synctest.Wait()
+				r.failing().fail.Store(true)
+				r.callTool(2, "echo")
+				synctest.Wait()
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "dropped"): 1, durCount("dropped", "echo", "tools/call"): 1,
+				drops("tools/call", "peer_gone"):                                                1,
+				`mcp_server_transport_write_errors_total{class="peer_gone",transport="memory"}`: 1,
+			}),
+		},
+		{
+			name: "duplicate id is rejected",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				synctest.Wait()
+				r.callTool(2, "echo")
+				resp := r.recvResponse(2)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeInvalidRequest), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
+				rejected("duplicate_id"): 1,
+			}),
+		},
+		{
+			name: "in-flight limit rejects",
+			opts: []server.Option{server.WithMaxInFlight(1)},
+			run: func(t *testing.T, r *rig) {
+				r.initialize(nil)
+				r.callTool(2, "block")
+				synctest.Wait()
+				r.callTool(3, "echo")
+				resp := r.recvResponse(3)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeServerBusy), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
+				rejected("in_flight_limit"): 1,
+			}),
+		},
+		{
+			name: "request before initialize is rejected",
+			run: func(t *testing.T, r *rig) {
+				r.callTool(1, "echo")
+				resp := r.recvResponse(1)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeInvalidRequest), resp.Error.Code)
+				require.NoError(t, r.client.WriteFrame(context.Background(), []byte(`not json`)))
+				resp, ok := r.recv().(*transport.Response)
+				require.True(t, ok)
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(server.CodeParseError), resp.Error.Code)
+				r.close()
+			},
+			want: map[string]float64{
+				rejected("lifecycle"): 1, rejected("parse_error"): 1, sessionCount: 1,
+			},
+		},
+		{
+			name: "pending server-to-client request fails at close",
+			run: func(t *testing.T, r *rig) {
+				r.initialize(map[string]any{"roots": map[string]any{}})
+				r.callTool(2, "roots")
+				call, ok := r.recv().(*transport.Request)
+				require.True(t, ok)
+				require.Equal(t, "roots/list", call.Method)
+				synctest.Wait()
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "roots", "tools/call"): 1,
+				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
+				`mcp_server_pending_client_requests_failed_total{mcp_method_name="roots/list"}`: 1,
+			}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, tt.extra, tt.opts...).start(tt.wrap)
+				tt.run(t, r)
+				got := series(t, r.m, "_messages_total", "_bytes_total")
+				assert.Equal(t, tt.want, got)
+			})
+		})
+	}
+}

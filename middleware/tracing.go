@@ -1,0 +1,287 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// TracingOption configures [Tracing] and [TracingCalls].
+type TracingOption interface{ applyTracing(*tracingConfig) }
+
+type tracingOptionFunc func(*tracingConfig)
+
+func (f tracingOptionFunc) applyTracing(c *tracingConfig) { f(c) }
+
+type tracingConfig struct {
+	provider   trace.TracerProvider
+	propagator propagation.TextMapPropagator
+}
+
+// WithTracerProvider sets the provider the tracer comes from. nil, or no
+// option, means the global provider ([otel.GetTracerProvider]) at the time
+// Tracing or TracingCalls is called; being the OTel API's delegating
+// provider, it follows a provider that cmd/ installs later.
+func WithTracerProvider(tp trace.TracerProvider) TracingOption {
+	return tracingOptionFunc(func(c *tracingConfig) { c.provider = tp })
+}
+
+// WithPropagators sets the propagator that extracts the parent context from
+// a request's params._meta and injects it into the _meta of requests to the
+// client. nil, or no option, means the global propagator
+// ([otel.GetTextMapPropagator]), which is a no-op until cmd/ sets one: set
+// it, or pass propagation.NewCompositeTextMapPropagator(propagation.TraceContext{},
+// propagation.Baggage{}).
+func WithPropagators(p propagation.TextMapPropagator) TracingOption {
+	return tracingOptionFunc(func(c *tracingConfig) { c.propagator = p })
+}
+
+func newTracingConfig(opts []TracingOption) tracingConfig {
+	var c tracingConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyTracing(&c)
+		}
+	}
+	// Reading the globals (never setting them) is the OTel contrib norm for
+	// defaults: library code stays free of otel.Set*.
+	if c.provider == nil {
+		c.provider = otel.GetTracerProvider()
+	}
+	if c.propagator == nil {
+		c.propagator = otel.GetTextMapPropagator()
+	}
+	return c
+}
+
+func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetry.ScopeName) }
+
+// Tracing returns middleware that gives every request and notification one
+// span of kind SERVER, named and attributed per the OpenTelemetry semantic
+// conventions for MCP: "{mcp.method.name} {target}" (the tool or prompt
+// name), with mcp.method.name, jsonrpc.request.id, mcp.session.id,
+// mcp.protocol.version, gen_ai.tool.name, gen_ai.prompt.name,
+// gen_ai.operation.name, mcp.resource.uri, network.transport and, on
+// failure, error.type and rpc.response.status_code.
+//
+// The parent is the context in the request's params._meta (traceparent,
+// tracestate, baggage), read with the configured propagator; the span in the
+// context the session was served with (an HTTP server span) is then a link.
+// Without one in _meta, the ambient span is the parent.
+//
+// The span ends when the request's fate is sealed ([server.Request.OnDone]),
+// so it covers writing the response. Its status is Error exactly when
+// error.type is set: a JSON-RPC error (error.type is the code, such as
+// "-32602"; a panic is "-32603" with an exception event) or a tool result
+// with isError ("tool_error"). A cancellation is not an error: the status
+// stays Unset, the span gets the attribute vigil.cancel.cause and a
+// "cancelled" event. A handler timeout answered with -32001 is both an error
+// and a "cancelled" event with cause "timeout". A response that was not
+// written adds a "response_dropped" event with vigil.drop.reason.
+//
+// Messages the core refuses before the chain runs (malformed, a duplicate
+// id, over a limit, before initialize) get no span; the server's Observer
+// sees them. In a 2025 Streamable HTTP session the ambient span is that of
+// the request that opened the session, since the session's context comes
+// from it.
+//
+// Put Tracing first (outermost) in the chain. The returned middleware is
+// safe for concurrent use. Add [TracingCalls] with the same options to trace
+// the server's requests to the client.
+func Tracing(opts ...TracingOption) server.Middleware {
+	cfg := newTracingConfig(opts)
+	tracer := cfg.tracer()
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			ctx, span := startServerSpan(ctx, tracer, cfg.propagator, req)
+			st := &spanState{}
+			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, st, out) })
+			defer func() {
+				if !st.returned {
+					st.panicked = true // invoke recovers it and answers -32603
+				}
+			}()
+			res, err := next(ctx, req)
+			st.res, st.err, st.returned = res, err, true
+			return res, err
+		}
+	}
+}
+
+// spanState is what the chain left for the span's end. It is written before
+// the chain returns and read when the request is sealed, which happens after.
+type spanState struct {
+	res      any
+	err      error
+	returned bool
+	panicked bool
+}
+
+func startServerSpan(ctx context.Context, tracer trace.Tracer, prop propagation.TextMapPropagator, req *server.Request) (context.Context, trace.Span) {
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs, telemetry.MCPMethodNameKey.String(req.Method))
+	if !req.IsNotification() {
+		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
+	}
+	if req.Session != nil && !req.Stateless {
+		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
+	}
+	if req.Protocol != "" {
+		attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(req.Protocol))
+	}
+	switch {
+	case req.Method == "tools/call" && req.Name != "":
+		attrs = append(attrs, telemetry.GenAIToolNameKey.String(req.Name),
+			telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool))
+	case req.Method == "prompts/get" && req.Name != "":
+		attrs = append(attrs, telemetry.GenAIPromptNameKey.String(req.Name))
+	}
+	if req.URI != "" {
+		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
+	}
+	attrs = appendNetwork(ctx, attrs)
+
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
+	ambient := trace.SpanContextFromContext(ctx)
+	pctx := prop.Extract(ctx, metaCarrier(req.Meta))
+	if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ambient}))
+	}
+	name := req.Method
+	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
+		name += " " + req.Name
+	}
+	return tracer.Start(pctx, name, opts...)
+}
+
+// appendNetwork adds network.transport (and network.protocol.name) from
+// the transport named in the session's context ([ContextWithTransport],
+// which [Instrument] sets): "pipe" for stdio and memory, "tcp" over "http"
+// for Streamable HTTP. Without a name, a session served from an HTTP
+// request's context gets its listener's network over "http"; otherwise the
+// attributes are left out.
+func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.KeyValue {
+	switch TransportFromContext(ctx) {
+	case telemetry.TransportStdio, telemetry.TransportMemory:
+		return append(attrs, semconv.NetworkTransportPipe)
+	case telemetry.TransportStreamableHTTP:
+		return append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolNameKey.String("http"))
+	}
+	if addr, ok := ctx.Value(http.LocalAddrContextKey).(net.Addr); ok && addr != nil {
+		return append(attrs, semconv.NetworkTransportKey.String(addr.Network()), semconv.NetworkProtocolNameKey.String("http"))
+	}
+	return attrs
+}
+
+func endServerSpan(span trace.Span, req *server.Request, st *spanState, out server.Outcome) {
+	if req.Method == "initialize" && req.Session != nil {
+		if v := req.Session.ProtocolVersion(); v != "" { // negotiated by this request
+			span.SetAttributes(telemetry.MCPProtocolVersionKey.String(v))
+		}
+	}
+	err := out.Err
+	if err == nil && req.IsNotification() {
+		err = st.err // a notification's error is never answered, but it failed
+	}
+	cause := out.Cause
+	if cause == nil && err != nil && server.ReasonOfCause(err) == server.ReasonTimeout {
+		cause = err // the handler ran out of time inside the chain
+	}
+	if cause != nil {
+		reason := telemetry.CancelCauseKey.String(server.ReasonOfCause(cause).String())
+		span.SetAttributes(reason)
+		span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(reason))
+	}
+	switch {
+	case out.Cause != nil:
+		// Cancelled before the chain returned: nothing is answered, and a
+		// cancellation is not a server error, so the status stays Unset.
+	case err != nil:
+		setErrorStatus(span, err)
+	case st.panicked: // a notification's handler panicked
+		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
+		span.SetStatus(codes.Error, "panic")
+	case isToolError(st.res):
+		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTool))
+		span.SetStatus(codes.Error, "")
+	}
+	if out.Dropped != "" {
+		attrs := []attribute.KeyValue{telemetry.DropReasonKey.String(string(out.Dropped))}
+		if out.WriteErr != nil {
+			attrs = append(attrs, semconv.ExceptionMessageKey.String(out.WriteErr.Error()))
+		}
+		span.AddEvent(telemetry.EventResponseDropped, trace.WithAttributes(attrs...))
+	}
+	span.End()
+}
+
+// setErrorStatus marks span failed with err's JSON-RPC code, and the message
+// the client sees as the description. An internal error (a bug, a panic)
+// also gets an exception event with what the client does not see.
+func setErrorStatus(span trace.Span, err error) {
+	code := server.CodeOf(err)
+	s := strconv.FormatInt(int64(code), 10)
+	span.SetAttributes(semconv.ErrorTypeKey.String(s), telemetry.RPCResponseStatusCodeKey.String(s))
+	e, isErr := errors.AsType[*server.Error](err)
+	switch {
+	case isErr && e != nil:
+		span.SetStatus(codes.Error, e.Message)
+		if code == server.CodeInternal && e.Unwrap() != nil {
+			span.RecordError(e.Unwrap())
+		}
+	case code == server.CodeRequestTimeout:
+		span.SetStatus(codes.Error, "request timed out")
+	default:
+		span.SetStatus(codes.Error, "internal error")
+		span.RecordError(err)
+	}
+}
+
+func isToolError(res any) bool {
+	switch r := res.(type) {
+	case *server.CallToolResult:
+		return r != nil && r.IsError
+	case server.CallToolResult:
+		return r.IsError
+	}
+	return false
+}
+
+// metaCarrier reads propagation fields from a request's params._meta. Only
+// string values count. It is read-only.
+type metaCarrier map[string]json.RawMessage
+
+func (m metaCarrier) Get(key string) string {
+	raw, ok := m[key]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+func (metaCarrier) Set(string, string) {}
+
+func (m metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}

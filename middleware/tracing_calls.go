@@ -1,0 +1,108 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// TracingCalls returns call middleware (see [server.WithCallMiddleware])
+// that gives every request the server sends to a client (sampling,
+// elicitation, roots, ping) a span of kind CLIENT named after the method,
+// the child of the span in the caller's context (the handler's SERVER
+// span), and injects that span's context into the request's params._meta
+// with the configured propagator (traceparent, tracestate, baggage), so
+// that the client's work joins the trace.
+//
+// The span carries mcp.method.name, jsonrpc.request.id, mcp.session.id,
+// mcp.protocol.version and network.transport. An error answer from the
+// client sets error.type to its code and the status to Error; no answer in
+// time sets error.type "timeout"; a call abandoned because the request or
+// the session was cancelled keeps the status Unset and gets
+// vigil.cancel.cause and a "cancelled" event, as in [Tracing].
+//
+// Pass the same options as to Tracing. The returned middleware is safe for
+// concurrent use.
+func TracingCalls(opts ...TracingOption) server.CallMiddleware {
+	cfg := newTracingConfig(opts)
+	tracer := cfg.tracer()
+	return func(next server.CallFunc) server.CallFunc {
+		return func(ctx context.Context, c *server.ClientCall) error {
+			attrs := make([]attribute.KeyValue, 0, 6)
+			attrs = append(attrs, telemetry.MCPMethodNameKey.String(c.Method))
+			if c.Session != nil {
+				attrs = append(attrs, telemetry.MCPSessionIDKey.String(c.Session.ID()))
+				if v := c.Session.ProtocolVersion(); v != "" {
+					attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(v))
+				}
+			}
+			attrs = appendNetwork(ctx, attrs)
+			ctx, span := tracer.Start(ctx, c.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+			defer span.End()
+			cfg.propagator.Inject(ctx, callCarrier{c})
+			err := next(ctx, c)
+			if c.ID.IsValid() {
+				span.SetAttributes(telemetry.JSONRPCRequestIDKey.String(c.ID.String()))
+			}
+			endClientSpan(span, err)
+			return err
+		}
+	}
+}
+
+func endClientSpan(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	if e, ok := errors.AsType[*server.Error](err); ok && e != nil {
+		s := strconv.FormatInt(int64(e.Code), 10)
+		span.SetAttributes(semconv.ErrorTypeKey.String(s), telemetry.RPCResponseStatusCodeKey.String(s))
+		span.SetStatus(codes.Error, e.Message)
+		return
+	}
+	reason := server.ReasonOfCause(err)
+	switch reason {
+	case server.ReasonOther:
+		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
+		span.SetStatus(codes.Error, err.Error())
+		span.RecordError(err)
+		return
+	case server.ReasonTimeout:
+		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTimeout))
+		span.SetStatus(codes.Error, err.Error())
+	}
+	cause := telemetry.CancelCauseKey.String(reason.String())
+	span.SetAttributes(cause)
+	span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(cause))
+}
+
+// callCarrier writes propagation fields into a client call's Meta.
+type callCarrier struct{ c *server.ClientCall }
+
+func (cc callCarrier) Get(key string) string {
+	s, _ := cc.c.Meta[key].(string)
+	return s
+}
+
+func (cc callCarrier) Set(key, value string) {
+	if cc.c.Meta == nil {
+		cc.c.Meta = make(map[string]any)
+	}
+	cc.c.Meta[key] = value
+}
+
+func (cc callCarrier) Keys() []string {
+	keys := make([]string, 0, len(cc.c.Meta))
+	for k := range cc.c.Meta {
+		keys = append(keys, k)
+	}
+	return keys
+}

@@ -1,0 +1,558 @@
+package middleware_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+func baggageOf(ctx context.Context) string { return baggage.FromContext(ctx).Member("user").Value() }
+
+func TestTracingSpanNamesKindsAttributes(t *testing.T) {
+	var h *traced
+	var sid string
+	synctest.Test(t, func(t *testing.T) {
+		h = newTraced(t, nil).start(t.Context(), nil)
+		h.initialize(nil)
+		h.callTool(2, "echo", nil)
+		h.recvResponse(2)
+		h.request(transport.Int64ID(3), "prompts/get", map[string]any{"name": "greet"})
+		h.recvResponse(3)
+		h.request(transport.Int64ID(4), "resources/read", map[string]any{"uri": "file:///readme.txt"})
+		h.recvResponse(4)
+		h.request(transport.StringID("five"), "ping", nil)
+		h.recv()
+		synctest.Wait()
+		sid = h.sessionID()
+		h.close()
+	})
+
+	base := map[string]string{
+		"mcp.method.name":      "",
+		"mcp.session.id":       sid,
+		"mcp.protocol.version": "2025-11-25",
+		"network.transport":    "pipe",
+	}
+	tests := []struct {
+		name string
+		want map[string]string
+	}{
+		{"initialize", withAttrs(base, map[string]string{"mcp.method.name": "initialize", "jsonrpc.request.id": "1"})},
+		{"notifications/initialized", withAttrs(base, map[string]string{"mcp.method.name": "notifications/initialized"})},
+		{"tools/call echo", withAttrs(base, map[string]string{
+			"mcp.method.name": "tools/call", "jsonrpc.request.id": "2",
+			"gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool",
+		})},
+		{"prompts/get greet", withAttrs(base, map[string]string{
+			"mcp.method.name": "prompts/get", "jsonrpc.request.id": "3", "gen_ai.prompt.name": "greet",
+		})},
+		{"resources/read", withAttrs(base, map[string]string{
+			"mcp.method.name": "resources/read", "jsonrpc.request.id": "4", "mcp.resource.uri": "file:///readme.txt",
+		})},
+		{"ping", withAttrs(base, map[string]string{"mcp.method.name": "ping", "jsonrpc.request.id": "five"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := h.span(tt.name)
+			assert.Equal(t, trace.SpanKindServer, s.SpanKind())
+			assert.Equal(t, tt.want, spanAttrs(s))
+			assert.Equal(t, codes.Unset, s.Status().Code)
+			assert.Empty(t, s.Events())
+			assert.Equal(t, telemetry.ScopeName, s.InstrumentationScope().Name)
+		})
+	}
+	assert.Len(t, h.rec.Ended(), len(tests))
+}
+
+func TestTracingStatelessRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newTraced(t, nil).start(t.Context(), nil)
+		h.request(transport.Int64ID(7), "tools/list", map[string]any{"_meta": map[string]any{
+			server.MetaProtocolVersion:    server.Version20260728,
+			server.MetaClientCapabilities: map[string]any{},
+		}})
+		h.recvResponse(7)
+		synctest.Wait()
+		h.close()
+		assert.Equal(t, map[string]string{
+			"mcp.method.name":      "tools/list",
+			"jsonrpc.request.id":   "7",
+			"mcp.protocol.version": server.Version20260728,
+			"network.transport":    "pipe",
+		}, spanAttrs(h.span("tools/list")), "no session id: a stateless request has no session")
+	})
+}
+
+func TestTracingNetworkTransport(t *testing.T) {
+	tests := []struct {
+		name string
+		ctx  func(context.Context) context.Context
+		want map[string]string
+	}{
+		{
+			name: "stdio",
+			ctx: func(ctx context.Context) context.Context {
+				return middleware.ContextWithTransport(ctx, telemetry.TransportStdio)
+			},
+			want: map[string]string{"network.transport": "pipe"},
+		},
+		{
+			name: "streamable http",
+			ctx: func(ctx context.Context) context.Context {
+				return middleware.ContextWithTransport(ctx, telemetry.TransportStreamableHTTP)
+			},
+			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
+		},
+		{
+			name: "unnamed, from an HTTP request's context",
+			ctx: func(ctx context.Context) context.Context {
+				ctx = middleware.ContextWithTransport(ctx, "unnamed")
+				return context.WithValue(ctx, http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
+			},
+			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
+		},
+		{
+			name: "unknown",
+			ctx:  func(ctx context.Context) context.Context { return middleware.ContextWithTransport(ctx, "unnamed") },
+			want: map[string]string{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newTraced(t, nil).start(tt.ctx(t.Context()), nil)
+				h.request(transport.Int64ID(1), "ping", nil)
+				h.recvResponse(1)
+				synctest.Wait()
+				h.close()
+				got := spanAttrs(h.span("ping"))
+				want := withAttrs(map[string]string{"mcp.method.name": "ping", "jsonrpc.request.id": "1", "mcp.session.id": got["mcp.session.id"]}, tt.want)
+				assert.Equal(t, want, got)
+			})
+		})
+	}
+}
+
+func TestTracingParent(t *testing.T) {
+	tests := []struct {
+		name        string
+		ambient     bool
+		meta        map[string]any
+		wantParent  trace.SpanContext // zero: a root span
+		wantLinks   []trace.SpanContext
+		wantState   string
+		wantBaggage string
+	}{
+		{
+			name:       "meta is the parent, the ambient span a link",
+			ambient:    true,
+			meta:       map[string]any{"traceparent": traceparentOf(remoteSC)},
+			wantParent: remoteSC,
+			wantLinks:  []trace.SpanContext{ambientSC},
+		},
+		{
+			name:       "ambient span is the parent without meta",
+			ambient:    true,
+			wantParent: ambientSC,
+		},
+		{
+			name:       "meta without an ambient span",
+			meta:       map[string]any{"traceparent": traceparentOf(remoteSC)},
+			wantParent: remoteSC,
+		},
+		{
+			name: "neither: a root span",
+		},
+		{
+			name:        "tracestate and baggage",
+			meta:        map[string]any{"traceparent": traceparentOf(remoteSC), "tracestate": "vendor=opaque", "baggage": "user=alice"},
+			wantParent:  remoteSC,
+			wantState:   "vendor=opaque",
+			wantBaggage: "alice",
+		},
+		{
+			name:       "malformed traceparent is ignored",
+			ambient:    true,
+			meta:       map[string]any{"traceparent": "00-nope"},
+			wantParent: ambientSC,
+		},
+		{
+			name:       "non-string traceparent is ignored",
+			ambient:    true,
+			meta:       map[string]any{"traceparent": 42},
+			wantParent: ambientSC,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				if tt.ambient {
+					ctx = trace.ContextWithSpanContext(ctx, ambientSC)
+				}
+				h := newTraced(t, nil).start(ctx, nil)
+				h.initialize(nil)
+				h.callTool(2, "baggage", tt.meta)
+				text, _ := toolResultText(t, h.recvResponse(2))
+				synctest.Wait()
+				h.close()
+
+				s := h.span("tools/call baggage")
+				if tt.wantParent.IsValid() {
+					assert.Equal(t, tt.wantParent.TraceID(), s.Parent().TraceID())
+					assert.Equal(t, tt.wantParent.SpanID(), s.Parent().SpanID())
+					assert.Equal(t, tt.wantParent.IsRemote(), s.Parent().IsRemote())
+					assert.Equal(t, tt.wantParent.TraceID(), s.SpanContext().TraceID())
+				} else {
+					assert.False(t, s.Parent().IsValid(), "parent %v", s.Parent())
+				}
+				var links []trace.SpanContext
+				for _, l := range s.Links() {
+					links = append(links, l.SpanContext)
+				}
+				assert.Equal(t, tt.wantLinks, links)
+				assert.Equal(t, tt.wantState, s.SpanContext().TraceState().String())
+				assert.Equal(t, tt.wantBaggage, text, "baggage seen by the handler")
+			})
+		})
+	}
+}
+
+// toolResultText returns the text of a single-text tools/call result.
+func toolResultText(t *testing.T, resp *transport.Response) (string, bool) {
+	t.Helper()
+	require.Nil(t, resp.Error, "want a result")
+	var r struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(resp.Result, &r))
+	require.Len(t, r.Content, 1, "result: %s", resp.Result)
+	return r.Content[0].Text, r.IsError
+}
+
+func TestTracingOutcomes(t *testing.T) {
+	type want struct {
+		status    codes.Code
+		desc      string
+		errorType string // "" for none
+		rpcCode   string // "" for none
+		cause     string // vigil.cancel.cause; "" for none
+		events    []string
+	}
+	tests := []struct {
+		name  string
+		span  string
+		extra []server.Middleware
+		wrap  func(transport.Conn) transport.Conn
+		run   func(t *testing.T, h *traced)
+		want  want
+	}{
+		{
+			name: "ok",
+			span: "tools/call echo",
+			run: func(_ *testing.T, h *traced) {
+				h.callTool(2, "echo", nil)
+				h.recvResponse(2)
+			},
+			want: want{status: codes.Unset},
+		},
+		{
+			name: "JSON-RPC error",
+			span: "tools/call nope",
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "nope", nil)
+				assert.Equal(t, int64(server.CodeInvalidParams), h.recvResponse(2).Error.Code)
+			},
+			want: want{status: codes.Error, desc: `unknown tool: "nope"`, errorType: "-32602", rpcCode: "-32602"},
+		},
+		{
+			name: "method not found",
+			span: "bogus/method",
+			run: func(t *testing.T, h *traced) {
+				h.request(transport.Int64ID(2), "bogus/method", nil)
+				assert.Equal(t, int64(server.CodeMethodNotFound), h.recvResponse(2).Error.Code)
+			},
+			want: want{status: codes.Error, desc: "method not found: bogus/method", errorType: "-32601", rpcCode: "-32601"},
+		},
+		{
+			name: "tool error",
+			span: "tools/call fail",
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "fail", nil)
+				_, isErr := toolResultText(t, h.recvResponse(2))
+				assert.True(t, isErr)
+			},
+			want: want{status: codes.Error, errorType: "tool_error"},
+		},
+		{
+			name: "client cancel",
+			span: "tools/call block",
+			run: func(_ *testing.T, h *traced) {
+				h.callTool(2, "block", nil)
+				synctest.Wait()
+				h.notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "user"})
+			},
+			want: want{status: codes.Unset, cause: "client_cancel", events: []string{
+				"cancelled vigil.cancel.cause=client_cancel", "response_dropped vigil.drop.reason=cancelled",
+			}},
+		},
+		{
+			name: "dropped late response",
+			span: "tools/call late",
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "late", nil)
+				synctest.Wait()
+				h.notify("notifications/cancelled", map[string]any{"requestId": 2})
+				synctest.Wait()
+				for _, s := range h.rec.Ended() {
+					assert.NotEqual(t, "tools/call late", s.Name(), "the span waits for the handler")
+				}
+				close(h.release)
+			},
+			want: want{status: codes.Unset, cause: "client_cancel", events: []string{
+				"cancelled vigil.cancel.cause=client_cancel", "response_dropped vigil.drop.reason=cancelled",
+			}},
+		},
+		{
+			name: "transport close",
+			span: "tools/call block",
+			run: func(_ *testing.T, h *traced) {
+				h.callTool(2, "block", nil)
+				synctest.Wait()
+				h.close()
+			},
+			want: want{status: codes.Unset, cause: "transport_close", events: []string{
+				"cancelled vigil.cancel.cause=transport_close", "response_dropped vigil.drop.reason=writer_closed",
+			}},
+		},
+		{
+			name: "shutdown",
+			span: "tools/call block",
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "block", nil)
+				synctest.Wait()
+				require.NoError(t, h.srv.Close())
+				require.ErrorIs(t, h.wait(), server.ErrServerClosed)
+			},
+			want: want{status: codes.Unset, cause: "shutdown", events: []string{
+				"cancelled vigil.cancel.cause=shutdown", "response_dropped vigil.drop.reason=shutdown",
+			}},
+		},
+		{
+			name:  "timeout",
+			span:  "tools/call block",
+			extra: []server.Middleware{traceTimeout(time.Second)},
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "block", nil)
+				assert.Equal(t, int64(server.CodeRequestTimeout), h.recvResponse(2).Error.Code)
+			},
+			want: want{status: codes.Error, desc: "request timed out", errorType: "-32001", rpcCode: "-32001", cause: "timeout", events: []string{
+				"cancelled vigil.cancel.cause=timeout",
+			}},
+		},
+		{
+			name: "panic",
+			span: "tools/call panic",
+			run: func(t *testing.T, h *traced) {
+				h.callTool(2, "panic", nil)
+				assert.Equal(t, int64(server.CodeInternal), h.recvResponse(2).Error.Code)
+			},
+			want: want{status: codes.Error, desc: "internal error", errorType: "-32603", rpcCode: "-32603", events: []string{
+				"exception exception.message=panic: boom exception.type=*errors.errorString",
+			}},
+		},
+		{
+			name:  "notification panic",
+			span:  "notifications/roots/list_changed",
+			extra: []server.Middleware{panicOn("notifications/roots/list_changed")},
+			run: func(_ *testing.T, h *traced) {
+				h.notify("notifications/roots/list_changed", nil)
+			},
+			want: want{status: codes.Error, desc: "panic", errorType: "_OTHER"},
+		},
+		{
+			name: "write fails",
+			span: "tools/call echo",
+			wrap: func(c transport.Conn) transport.Conn { return &failWrites{Conn: c, id: transport.Int64ID(2)} },
+			run: func(_ *testing.T, h *traced) {
+				h.callTool(2, "echo", nil)
+			},
+			want: want{status: codes.Unset, events: []string{
+				"response_dropped exception.message=scripted: transport: peer gone vigil.drop.reason=peer_gone",
+			}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newTraced(t, tt.extra).start(t.Context(), tt.wrap)
+				h.initialize(nil)
+				tt.run(t, h)
+				synctest.Wait()
+				h.close()
+				s := h.span(tt.span)
+				assert.Equal(t, tt.want.status, s.Status().Code)
+				assert.Equal(t, tt.want.desc, s.Status().Description)
+				attrs := spanAttrs(s)
+				assert.Equal(t, tt.want.errorType, attrs["error.type"])
+				assert.Equal(t, tt.want.rpcCode, attrs["rpc.response.status_code"])
+				assert.Equal(t, tt.want.cause, attrs["vigil.cancel.cause"])
+				assert.Equal(t, tt.want.events, spanEvents(s))
+			})
+		})
+	}
+}
+
+// failWrites fails the write of the response to one id, as a vanished peer
+// would.
+type failWrites struct {
+	transport.Conn
+	id transport.ID
+}
+
+func (c *failWrites) Write(ctx context.Context, m transport.Message) error {
+	if r, ok := m.(*transport.Response); ok && r.ID == c.id {
+		return errPeerGone
+	}
+	return c.Conn.Write(ctx, m)
+}
+
+var errPeerGone = fmt.Errorf("scripted: %w", transport.ErrPeerGone)
+
+func TestTracingClientCall(t *testing.T) {
+	elicit := map[string]any{"elicitation": map[string]any{}}
+	tests := []struct {
+		name   string
+		opts   []server.Option
+		client func(t *testing.T, h *traced, req *transport.Request)
+		status codes.Code
+		desc   string
+		attrs  map[string]string // beyond the common ones
+		events []string
+		answer string // the tools/call answer: "result", "tool_error", "-32601", or "" for none
+	}{
+		{
+			name: "answered",
+			client: func(_ *testing.T, h *traced, req *transport.Request) {
+				h.send(&transport.Response{ID: req.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"ada"}}`)})
+			},
+			status: codes.Unset,
+			answer: "result",
+		},
+		{
+			name: "error answer",
+			client: func(_ *testing.T, h *traced, req *transport.Request) {
+				h.send(&transport.Response{ID: req.ID, Error: &transport.Error{Code: -32601, Message: "no elicitation here"}})
+			},
+			status: codes.Error,
+			desc:   "no elicitation here",
+			attrs:  map[string]string{"error.type": "-32601", "rpc.response.status_code": "-32601"},
+			answer: "-32601", // a protocol error travels as it is
+		},
+		{
+			name: "the request is cancelled",
+			client: func(t *testing.T, h *traced, _ *transport.Request) {
+				h.notify("notifications/cancelled", map[string]any{"requestId": 2})
+				m, ok := h.recv().(*transport.Request)
+				require.True(t, ok)
+				assert.Equal(t, "notifications/cancelled", m.Method, "the server withdraws its call")
+			},
+			status: codes.Unset,
+			attrs:  map[string]string{"vigil.cancel.cause": "client_cancel"},
+			events: []string{"cancelled vigil.cancel.cause=client_cancel"},
+		},
+		{
+			name: "no answer in time",
+			opts: []server.Option{server.WithCallTimeout(time.Second)},
+			client: func(t *testing.T, h *traced, _ *transport.Request) {
+				m, ok := h.recv().(*transport.Request) // after a second of fake time
+				require.True(t, ok)
+				assert.Equal(t, "notifications/cancelled", m.Method)
+			},
+			status: codes.Error,
+			desc:   "mcp: elicitation/create: no answer from the client within 1s: context deadline exceeded",
+			attrs:  map[string]string{"error.type": "timeout", "vigil.cancel.cause": "timeout"},
+			events: []string{"cancelled vigil.cancel.cause=timeout"},
+			answer: "tool_error",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newTraced(t, nil, tt.opts...).start(t.Context(), nil)
+				h.initialize(elicit)
+				h.callTool(2, "ask", nil)
+				req, ok := h.recv().(*transport.Request)
+				require.True(t, ok)
+				require.Equal(t, "elicitation/create", req.Method)
+				synctest.Wait() // the CLIENT span is open, the call waits for the answer
+				var client sdktrace.ReadOnlySpan
+				for _, s := range h.rec.Started() {
+					if s.Name() == "elicitation/create" {
+						client = s
+					}
+				}
+				require.NotNil(t, client, "the CLIENT span started")
+				var params struct {
+					Message string `json:"message"`
+					Meta    struct {
+						Traceparent string `json:"traceparent"`
+					} `json:"_meta"`
+				}
+				require.NoError(t, json.Unmarshal(req.Params, &params))
+				assert.Equal(t, "who?", params.Message, "the params survive")
+				assert.Equal(t, traceparentOf(client.SpanContext()), params.Meta.Traceparent, "the CLIENT span is the client's parent")
+
+				tt.client(t, h, req)
+				switch tt.answer {
+				case "":
+				case "result", "tool_error":
+					text, isErr := toolResultText(t, h.recvResponse(2))
+					assert.Equal(t, tt.answer == "tool_error", isErr, text)
+				default:
+					resp := h.recvResponse(2)
+					require.NotNil(t, resp.Error)
+					assert.Equal(t, tt.answer, fmt.Sprint(resp.Error.Code))
+				}
+				synctest.Wait()
+				sid := h.sessionID()
+				h.close()
+
+				s := h.span("elicitation/create")
+				srv := h.span("tools/call ask")
+				assert.Equal(t, trace.SpanKindClient, s.SpanKind())
+				assert.True(t, s.Parent().Equal(srv.SpanContext()), "child of the SERVER span")
+				assert.Equal(t, withAttrs(map[string]string{
+					"mcp.method.name":      "elicitation/create",
+					"mcp.session.id":       sid,
+					"mcp.protocol.version": "2025-11-25",
+					"network.transport":    "pipe",
+					"jsonrpc.request.id":   "1",
+				}, tt.attrs), spanAttrs(s))
+				assert.Equal(t, tt.status, s.Status().Code)
+				assert.Equal(t, tt.desc, s.Status().Description)
+				assert.Equal(t, tt.events, spanEvents(s))
+			})
+		})
+	}
+}

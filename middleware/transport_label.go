@@ -1,0 +1,21 @@
+package middleware
+
+import "context"
+
+type transportKey struct{}
+
+// ContextWithTransport returns a copy of ctx that names the transport a
+// session is served on, for the transport label of the session and write
+// metrics ([Observer]). Pass it to server.Server.Serve: the session's
+// context, and every context the Observer is given, derive from it. Use the
+// telemetry.Transport constants; [Instrument] sets it for you.
+func ContextWithTransport(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, transportKey{}, name)
+}
+
+// TransportFromContext returns the transport name set by
+// [ContextWithTransport], or "" (labeled "other") when there is none.
+func TransportFromContext(ctx context.Context) string {
+	name, _ := ctx.Value(transportKey{}).(string)
+	return name
+}

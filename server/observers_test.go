@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// tagObserver appends "tag:event" to a shared log for every event.
+type tagObserver struct {
+	tag string
+	log *[]string
+}
+
+func (o tagObserver) add(event string) { *o.log = append(*o.log, o.tag+":"+event) }
+
+func (o tagObserver) SessionStarted(context.Context, *server.Session)          { o.add("started") }
+func (o tagObserver) SessionEnded(context.Context, *server.Session, error)     { o.add("ended") }
+func (o tagObserver) RequestCancelled(context.Context, *server.Request, error) { o.add("cancelled") }
+
+func (o tagObserver) ResponseDropped(context.Context, *server.Request, server.DropReason) {
+	o.add("dropped")
+}
+
+func (o tagObserver) WriteFailed(context.Context, *server.Session, server.DropReason, error) {
+	o.add("write")
+}
+
+func (o tagObserver) OutgoingFailed(context.Context, *server.Session, string, error) {
+	o.add("outgoing")
+}
+
+func (o tagObserver) HandlerPanicked(context.Context, *server.Request, any, []byte) { o.add("panic") }
+
+func (o tagObserver) MessageRejected(context.Context, *server.Session, server.Code, string) {
+	o.add("rejected")
+}
+
+func TestObserversFansOutInOrder(t *testing.T) {
+	t.Parallel()
+	var log []string
+	a, b := tagObserver{"a", &log}, tagObserver{"b", &log}
+	obs := server.Observers(a, nil, b)
+	ctx, err := context.Background(), errors.New("x")
+	obs.SessionStarted(ctx, nil)
+	obs.SessionEnded(ctx, nil, err)
+	obs.RequestCancelled(ctx, nil, err)
+	obs.ResponseDropped(ctx, nil, server.DropCancelled)
+	obs.WriteFailed(ctx, nil, server.DropPeerGone, err)
+	obs.OutgoingFailed(ctx, nil, "roots/list", err)
+	obs.HandlerPanicked(ctx, nil, "boom", nil)
+	obs.MessageRejected(ctx, nil, server.CodeInvalidRequest, server.RejectDuplicateID)
+	assert.Equal(t, []string{
+		"a:started", "b:started", "a:ended", "b:ended", "a:cancelled", "b:cancelled",
+		"a:dropped", "b:dropped", "a:write", "b:write", "a:outgoing", "b:outgoing",
+		"a:panic", "b:panic", "a:rejected", "b:rejected",
+	}, log)
+}
+
+func TestObserversDegenerateCases(t *testing.T) {
+	t.Parallel()
+	var log []string
+	a := tagObserver{"a", &log}
+	assert.Equal(t, server.NopObserver{}, server.Observers())
+	assert.Equal(t, server.NopObserver{}, server.Observers(nil, nil))
+	assert.Equal(t, server.Observer(a), server.Observers(nil, a))
+}
+
+// TestRejectReasonsReachTheObserver pins the reasons the core reports for
+// the refusals telemetry classifies by comparing with the Reject constants.
+func TestRejectReasonsReachTheObserver(t *testing.T) {
+	t.Parallel()
+	watchdog(t)
+	var reasons reasonRecorder
+	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlight(2)).start()
+	block := make(chan struct{})
+	h.addTool("block", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return &server.CallToolResult{}, nil
+	})
+	h.callTool(1, "block", nil)
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
+	h.initialize("2025-11-25", nil)
+	h.request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
+	h.callTool(2, "block", nil)
+	h.callTool(2, "block", nil)
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(2)))
+	h.callTool(3, "block", nil)
+	h.callTool(4, "block", nil)
+	assert.Equal(t, int64(server.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+	close(block)
+	got := []transport.ID{h.recvResponse().ID, h.recvResponse().ID}
+	assert.ElementsMatch(t, []transport.ID{transport.Int64ID(2), transport.Int64ID(3)}, got)
+	_ = h.client.Close()
+	require.NoError(t, <-h.served)
+	assert.Equal(t, []string{
+		server.RejectNotInitialized, server.RejectAlreadyInitialized, server.RejectDuplicateID, server.RejectTooManyInFlight,
+	}, reasons.get())
+}
+
+// reasonRecorder keeps the reasons of MessageRejected.
+type reasonRecorder struct {
+	server.NopObserver
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (r *reasonRecorder) MessageRejected(_ context.Context, _ *server.Session, _ server.Code, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reasons = append(r.reasons, reason)
+}
+
+func (r *reasonRecorder) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.reasons...)
+}

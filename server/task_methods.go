@@ -1,0 +1,259 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// The tasks/* methods, in both wire formats (see tasks.go): tasks/get and
+// tasks/cancel in both; tasks/result and tasks/list in 2025 sessions only
+// (2026-07-28 requests get -32601 before they reach a handler);
+// tasks/update in 2026-07-28 requests only.
+
+func (s *Server) registerTasks() {
+	s.handle("tasks/get", s.tasksGet)
+	s.handle("tasks/result", s.tasksResult)
+	s.handle("tasks/list", s.tasksList)
+	s.handle("tasks/cancel", s.tasksCancel)
+	s.handle("tasks/update", s.tasksUpdate)
+}
+
+// taskParams are the params of tasks/get, tasks/result, tasks/cancel and
+// tasks/update.
+type taskParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// tasksAvailable reports whether the tasks methods exist: the server
+// declares tasks, or still keeps some.
+func (s *Server) tasksAvailable() bool {
+	return s.tasksEnabled() || len(s.tasks.all()) > 0
+}
+
+// taskRequest checks a tasks/* request that names a task, in this order:
+// the method exists, the client declared the extension (2026-07-28), the
+// params hold a taskId, and the task is one the requester may see: a 2025
+// session sees its own tasks, a 2026-07-28 request the extension's.
+func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
+	var p taskParams
+	if !s.tasksAvailable() {
+		return nil, p, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	}
+	if req.Stateless && !wantsTasks(req) {
+		return nil, p, missingTasksExtension(req.Method)
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil || p.TaskID == "" {
+		return nil, p, Errorf(CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
+	}
+	owner := req.Session
+	if req.Stateless {
+		owner = nil
+	}
+	t := s.tasks.get(p.TaskID)
+	if t == nil || t.owner != owner {
+		return nil, p, Errorf(CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
+	}
+	return t, p, nil
+}
+
+func (s *Server) tasksGet(_ context.Context, req *Request) (any, error) {
+	t, _, err := s.taskRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Stateless {
+		return t.view().detailed2026(), nil
+	}
+	return t.view().v1(), nil
+}
+
+// tasksResult answers tasks/result (2025): once the task is terminal,
+// exactly what the tools/call would have answered, with the related-task
+// _meta. A cancelled task has no result: -32602.
+func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
+	if req.Stateless {
+		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	}
+	t, _, err := s.taskRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.waiters = append(t.waiters, req.ID) // the task's messages now go to this request's stream
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		if i := slices.Index(t.waiters, req.ID); i >= 0 {
+			t.waiters = slices.Delete(t.waiters, i, i+1)
+		}
+		t.mu.Unlock()
+	}()
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	v := t.view()
+	switch {
+	case v.err != nil:
+		return nil, &Error{Code: Code(v.err.Code), Message: v.err.Message, Data: v.err.Data}
+	case v.result != nil:
+		return setMeta(v.result, MetaRelatedTask, map[string]string{"taskId": v.id})
+	default:
+		return nil, Errorf(CodeInvalidParams, "tasks/result: task %q was cancelled: it has no result", v.id)
+	}
+}
+
+// tasksList answers tasks/list (2025): the session's tasks, oldest first,
+// a page at a time.
+func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
+	if req.Stateless || !s.tasksAvailable() {
+		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	}
+	var p listParams
+	if len(req.Params) > 0 {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, Errorf(CodeInvalidParams, "invalid tasks/list params: %v", err)
+		}
+	}
+	owned := s.tasks.owned(req.Session)
+	views := make([]taskView, len(owned))
+	for i, t := range owned {
+		views[i] = t.view()
+	}
+	key := func(v taskView) string { return v.created.UTC().Format("2006-01-02T15:04:05.000000000") + "/" + v.id }
+	slices.SortFunc(views, func(a, b taskView) int { return strings.Compare(key(a), key(b)) })
+	page, next, err := paginate(views, key, p.Cursor, s.cfg.pageSize)
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]taskV1, len(page))
+	for i, v := range page {
+		tasks[i] = v.v1()
+	}
+	return struct {
+		Tasks      []taskV1 `json:"tasks"`
+		NextCursor string   `json:"nextCursor,omitempty"`
+	}{tasks, next}, nil
+}
+
+// tasksCancel answers tasks/cancel: the task is cancelled before the
+// answer. In 2025 the answer is the task, and a terminal task is -32602;
+// the extension acknowledges with an empty result either way.
+func (s *Server) tasksCancel(_ context.Context, req *Request) (any, error) {
+	t, _, err := s.taskRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	cancelled := s.cancelTask(t, fmt.Errorf("%w: tasks/cancel", ErrClientCancel), "The task was cancelled by request.")
+	if req.Stateless {
+		return struct{}{}, nil
+	}
+	v := t.view()
+	if !cancelled {
+		return nil, Errorf(CodeInvalidParams, "cannot cancel task %q: already in terminal status %q", v.id, v.status)
+	}
+	return v.v1(), nil
+}
+
+// tasksUpdate answers tasks/update (2026-07-28): the answers go to the
+// task's pending questions; keys it does not wait for are ignored, and
+// the answer is an empty acknowledgment.
+func (s *Server) tasksUpdate(_ context.Context, req *Request) (any, error) {
+	if !req.Stateless {
+		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	}
+	t, p, err := s.taskRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	t.answer(p.InputResponses)
+	return struct{}{}, nil
+}
+
+// Wire formats.
+
+// taskV1 is a 2025-11-25 Task.
+type taskV1 struct {
+	TaskID        string     `json:"taskId"`
+	Status        taskStatus `json:"status"`
+	StatusMessage string     `json:"statusMessage,omitempty"`
+	CreatedAt     string     `json:"createdAt"`
+	LastUpdatedAt string     `json:"lastUpdatedAt"`
+	TTL           *int64     `json:"ttl"` // null: unlimited
+	PollInterval  int64      `json:"pollInterval,omitempty"`
+}
+
+// taskV2 is a task of the 2026-07-28 extension: the flat CreateTaskResult
+// and the DetailedTask of tasks/get.
+type taskV2 struct {
+	ResultType     string                      `json:"resultType"`
+	TaskID         string                      `json:"taskId"`
+	Status         taskStatus                  `json:"status"`
+	StatusMessage  string                      `json:"statusMessage,omitempty"`
+	CreatedAt      string                      `json:"createdAt"`
+	LastUpdatedAt  string                      `json:"lastUpdatedAt"`
+	TTLMs          *int64                      `json:"ttlMs"` // null: unlimited
+	PollIntervalMs int64                       `json:"pollIntervalMs,omitempty"`
+	Result         json.RawMessage             `json:"result,omitempty"`
+	Error          *transport.Error            `json:"error,omitempty"`
+	InputRequests  map[string]inputRequestJSON `json:"inputRequests,omitempty"`
+}
+
+// taskTime formats a task's timestamp: ISO 8601 in UTC, to the
+// millisecond.
+func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// millis is d in whole milliseconds (at least 1), nil for 0.
+func millis(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := max(d.Milliseconds(), 1)
+	return &ms
+}
+
+func (v taskView) v1() taskV1 {
+	poll := millis(v.poll)
+	return taskV1{
+		TaskID: v.id, Status: v.status, StatusMessage: v.message,
+		CreatedAt: taskTime(v.created), LastUpdatedAt: taskTime(v.updated),
+		TTL: millis(v.ttl), PollInterval: *poll,
+	}
+}
+
+func (v taskView) base2026(resultType string) taskV2 {
+	return taskV2{
+		ResultType: resultType, TaskID: v.id, Status: v.status, StatusMessage: v.message,
+		CreatedAt: taskTime(v.created), LastUpdatedAt: taskTime(v.updated),
+		TTLMs: millis(v.ttl), PollIntervalMs: *millis(v.poll),
+	}
+}
+
+// created2026 is the CreateTaskResult: the task alone.
+func (v taskView) created2026() taskV2 { return v.base2026("task") }
+
+// detailed2026 is the answer to tasks/get: the task plus, by status, its
+// result, its error or its pending questions.
+func (v taskView) detailed2026() taskV2 {
+	d := v.base2026("complete")
+	switch v.status {
+	case statusCompleted:
+		d.Result = v.result
+	case statusFailed:
+		d.Error = v.err
+		if d.Error == nil {
+			d.Error = &transport.Error{Code: int64(CodeInternal), Message: "internal error"}
+		}
+	case statusInputRequired:
+		d.InputRequests = v.requests
+	}
+	return d
+}

@@ -1,0 +1,72 @@
+package telemetry
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Attribute keys of the OpenTelemetry semantic conventions for MCP
+// (open-telemetry/semantic-conventions-genai, docs/gen-ai/mcp.md, status
+// Development). Go's semconv packages dropped the MCP and GenAI keys in
+// v1.42 when the conventions moved repositories, so they are declared here;
+// generic keys (error.type, network.transport, service.name) come from one
+// pinned go.opentelemetry.io/otel/semconv import where they are used.
+const (
+	// MCPMethodNameKey is the JSON-RPC method: "tools/call", "initialize",
+	// "notifications/cancelled", ... (required on every MCP span).
+	MCPMethodNameKey = attribute.Key("mcp.method.name")
+	// MCPSessionIDKey is the session id (spans only, never a metric label).
+	MCPSessionIDKey = attribute.Key("mcp.session.id")
+	// MCPProtocolVersionKey is the negotiated MCP protocol version, e.g.
+	// "2025-11-25".
+	MCPProtocolVersionKey = attribute.Key("mcp.protocol.version")
+	// MCPResourceURIKey is the resource URI of resources/read,
+	// resources/subscribe and resources/unsubscribe.
+	MCPResourceURIKey = attribute.Key("mcp.resource.uri")
+	// JSONRPCRequestIDKey is the JSON-RPC request id in string form; absent
+	// on notifications.
+	JSONRPCRequestIDKey = attribute.Key("jsonrpc.request.id")
+	// RPCResponseStatusCodeKey is the JSON-RPC error code of an error
+	// response, as a string ("-32602"). The MCP conventions still use this
+	// name; core semconv renamed it rpc.status_code.
+	RPCResponseStatusCodeKey = attribute.Key("rpc.response.status_code")
+	// GenAIToolNameKey is the tool name of tools/call.
+	GenAIToolNameKey = attribute.Key("gen_ai.tool.name")
+	// GenAIPromptNameKey is the prompt name of prompts/get.
+	GenAIPromptNameKey = attribute.Key("gen_ai.prompt.name")
+	// GenAIOperationNameKey is the GenAI operation: [OperationExecuteTool]
+	// for tools/call.
+	GenAIOperationNameKey = attribute.Key("gen_ai.operation.name")
+)
+
+// Vigil's own attribute keys, for what the MCP conventions do not cover.
+const (
+	// CancelCauseKey is why a request's context was cancelled:
+	// "client_cancel", "transport_close", "shutdown", "timeout" or "other"
+	// (the String form of the server's CancelReason).
+	CancelCauseKey = attribute.Key("vigil.cancel.cause")
+	// DropReasonKey is why a response was not written: "cancelled",
+	// "writer_closed", "peer_gone" or "shutdown" (the server's DropReason).
+	DropReasonKey = attribute.Key("vigil.drop.reason")
+)
+
+// Attribute values besides those shared with the metric labels
+// ([ErrorTypeTool] for error.type, [ErrorTypeOther]).
+const (
+	// ErrorTypeTimeout is the error.type of a server-to-client request that
+	// got no answer in time.
+	ErrorTypeTimeout = "timeout"
+	// OperationExecuteTool is the gen_ai.operation.name of tools/call.
+	OperationExecuteTool = "execute_tool"
+)
+
+// Span event names.
+const (
+	// EventCanceled marks the moment a request's context was found cancelled;
+	// it carries [CancelCauseKey].
+	EventCanceled = "cancelled"
+	// EventResponseDropped marks a response that was not written; it carries
+	// [DropReasonKey].
+	EventResponseDropped = "response_dropped"
+)
+
+// ScopeName is the instrumentation scope of the tracers (and meters) Vigil
+// obtains from the providers it is given.
+const ScopeName = "github.com/vigil-mcp/vigil"

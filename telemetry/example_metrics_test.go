@@ -1,0 +1,45 @@
+package telemetry_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// ExampleNewMetrics creates the collector, registers it with a registry of
+// the caller's own, and records one tool call by hand, as the middleware
+// package does for every request. Label values are plain strings; values
+// outside the known sets become "other".
+func ExampleNewMetrics() {
+	m := telemetry.NewMetrics(telemetry.WithToolNames("get_weather"))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{
+		Method:   "tools/call",
+		Tool:     "get_weather",
+		Outcome:  telemetry.OutcomeOK,
+		Duration: 150 * time.Millisecond,
+		TraceID:  "4bf92f3577b34da6a3ce929d0e0e4736", // exposed as an exemplar with OpenMetrics
+	})
+
+	text, _ := testutil.CollectAndFormat(m, expfmt.TypeTextPlain,
+		telemetry.MetricRequestsStarted, telemetry.MetricRequestsFinished, telemetry.MetricOperationDuration)
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if strings.Contains(line, `"tools/call"`) && !strings.HasSuffix(line, " 0") && !strings.Contains(line, "_bucket") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// mcp_server_operation_duration_seconds_sum{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call"} 0.15
+	// mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call"} 1
+	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"} 1
+	// mcp_server_requests_started_total{mcp_method_name="tools/call"} 1
+}

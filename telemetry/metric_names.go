@@ -1,0 +1,173 @@
+package telemetry
+
+// Prometheus metric names. They are fixed (no namespace option): dashboards
+// and alert rules refer to them, and the first one is the OpenTelemetry
+// semantic-convention histogram mcp.server.operation.duration as the OTel
+// Prometheus exporter spells it.
+const (
+	MetricOperationDuration    = "mcp_server_operation_duration_seconds"
+	MetricRequestsStarted      = "mcp_server_requests_started_total"
+	MetricRequestsFinished     = "mcp_server_requests_finished_total"
+	MetricRequestsInFlight     = "mcp_server_requests_in_flight"
+	MetricSessionsActive       = "mcp_server_sessions_active"
+	MetricSessionDuration      = "mcp_server_session_duration_seconds"
+	MetricCancellations        = "mcp_server_cancellations_total"
+	MetricLateResponsesDropped = "mcp_server_late_responses_dropped_total"
+	MetricTransportWriteErrors = "mcp_server_transport_write_errors_total"
+	MetricClientRequestsFailed = "mcp_server_pending_client_requests_failed_total"
+	MetricMessagesRejected     = "mcp_server_messages_rejected_total"
+	MetricMessagesReceived     = "mcp_server_received_messages_total"
+	MetricMessagesSent         = "mcp_server_sent_messages_total"
+	MetricBytesReceived        = "mcp_server_received_bytes_total"
+	MetricBytesSent            = "mcp_server_sent_bytes_total"
+)
+
+// LabelOther is the value that stands for any value outside a label's known
+// set (an unknown method, an unregistered tool, an unknown transport, ...).
+const LabelOther = "other"
+
+// ExemplarTraceID is the exemplar label that carries the trace id.
+const ExemplarTraceID = "trace_id"
+
+// Prometheus label names. The first three are the OpenTelemetry attributes
+// mcp.method.name, gen_ai.tool.name and error.type as the OTel Prometheus
+// exporter spells them.
+const (
+	LabelMethod    = "mcp_method_name"
+	LabelTool      = "gen_ai_tool_name"
+	LabelErrorType = "error_type"
+	LabelOutcome   = "outcome"
+	LabelCause     = "cause"
+	LabelReason    = "reason"
+	LabelTransport = "transport"
+	LabelClass     = "class"
+	LabelKind      = "kind"
+)
+
+// Values of the outcome label of [MetricRequestsFinished]. They partition
+// requests: every request counted by [MetricRequestsStarted] ends in exactly
+// one of them.
+const (
+	// OutcomeOK: answered with a result. A tool result with isError set is
+	// answered, so it is OK here; the duration histogram marks it with
+	// error_type="tool_error".
+	OutcomeOK = "ok"
+	// OutcomeError: answered with a JSON-RPC error (including a handler
+	// timeout answered with -32001 and a recovered panic answered with
+	// -32603).
+	OutcomeError = "error"
+	// OutcomeCancelled: the request's context was cancelled before its
+	// handler returned (client cancel, transport close, shutdown, ...), so
+	// no response was written.
+	OutcomeCancelled = "cancelled"
+	// OutcomeDropped: the handler finished without being cancelled, but its
+	// response could not be written (the writer was closed or the peer was
+	// gone).
+	OutcomeDropped = "dropped"
+)
+
+// Values of the error_type label of [MetricOperationDuration] besides
+// JSON-RPC codes written in decimal ("-32602") and "" for success.
+const (
+	ErrorTypeTool      = "tool_error" // a tools/call result with isError set
+	ErrorTypeCancelled = "cancelled"  // see OutcomeCancelled
+	ErrorTypeDropped   = "dropped"    // see OutcomeDropped
+	ErrorTypeOther     = "_OTHER"     // a JSON-RPC code outside the known set
+)
+
+// Values of the transport label.
+const (
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable_http"
+	TransportMemory         = "memory"
+)
+
+// Values of the kind label of the message counters.
+const (
+	KindRequest      = "request"
+	KindNotification = "notification"
+	KindResponse     = "response"
+	KindBatch        = "batch"
+	KindInvalid      = "invalid" // a frame that did not decode
+)
+
+// Values of the reason label of [MetricMessagesRejected]: why an incoming
+// message was refused (or ignored) before it reached a handler.
+const (
+	RejectParseError       = "parse_error"       // not JSON (-32700)
+	RejectInvalidRequest   = "invalid_request"   // not a valid JSON-RPC message, a forbidden batch (-32600)
+	RejectDuplicateID      = "duplicate_id"      // the id of a request still in flight (-32600)
+	RejectLifecycle        = "lifecycle"         // a request before initialize, or a second initialize (-32600)
+	RejectFrameTooLarge    = "frame_too_large"   // over the transport's frame limit (-32600)
+	RejectInFlightLimit    = "in_flight_limit"   // over the per-session in-flight limit (-32000)
+	RejectShuttingDown     = "shutting_down"     // arrived while the server drains (-32000)
+	RejectInvalidParams    = "invalid_params"    // e.g. notifications/cancelled without a requestId
+	RejectUnknownResponse  = "unknown_response"  // a response to no pending server-to-client request
+	RejectProtocolMismatch = "protocol_mismatch" // a stateless request the protocol version rules refuse
+)
+
+// defaultRequestMethods are the client-to-server MCP request methods.
+func defaultRequestMethods() []string {
+	return []string{
+		"initialize", "ping", "server/discover", "subscriptions/listen",
+		"tools/list", "tools/call",
+		"prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe",
+		"logging/setLevel", "completion/complete",
+		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update",
+	}
+}
+
+// defaultClientMethods are the server-to-client MCP request methods.
+func defaultClientMethods() []string {
+	return []string{
+		"ping", "roots/list", "sampling/createMessage", "elicitation/create",
+		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel",
+	}
+}
+
+// defaultCauses are the cancellation causes (server.CancelReasons).
+func defaultCauses() []string {
+	return []string{"client_cancel", "transport_close", "shutdown", "timeout", LabelOther}
+}
+
+// defaultDropReasons are the reasons a response is dropped (server.DropReasons).
+func defaultDropReasons() []string {
+	return []string{"cancelled", "writer_closed", "peer_gone", "shutdown"}
+}
+
+// defaultWriteClasses are the classes of a failed write.
+func defaultWriteClasses() []string { return []string{"writer_closed", "peer_gone"} }
+
+func defaultTransports() []string {
+	return []string{TransportStdio, TransportStreamableHTTP, TransportMemory, LabelOther}
+}
+
+func defaultOutcomes() []string {
+	return []string{OutcomeOK, OutcomeError, OutcomeCancelled, OutcomeDropped}
+}
+
+func defaultKinds() []string {
+	return []string{KindRequest, KindNotification, KindResponse, KindBatch, KindInvalid}
+}
+
+func defaultRejectReasons() []string {
+	return []string{
+		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
+		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
+		RejectUnknownResponse, RejectProtocolMismatch, LabelOther,
+	}
+}
+
+// defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
+// and MCP codes a Vigil server answers with, and the named types.
+func defaultErrorTypes() []string {
+	return []string{
+		"-32700", "-32600", "-32601", "-32602", "-32603", // JSON-RPC 2.0
+		"-32000", "-32001", "-32002", // server busy, request timeout, resource not found
+		"-32020", "-32021", "-32022", // 2026-07-28 header mismatch, missing capability, unsupported version
+		"-32042", // URL elicitation required
+		ErrorTypeTool, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther,
+	}
+}

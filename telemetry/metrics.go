@@ -1,0 +1,283 @@
+package telemetry
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics is the Prometheus collector of an MCP server: request durations,
+// outcomes and cancellations, sessions, dropped responses, transport errors
+// and traffic. Register it with a registry of your own
+// (prometheus.NewRegistry().MustRegister(m)); it never touches the default
+// registry. Every label is bounded: a value outside its known set becomes
+// [LabelOther] (or [ErrorTypeOther]), so no input can grow the series.
+// Every series of the known sets exists, at zero, from the start.
+//
+// The recording methods take label values as plain strings, so that this
+// package depends on no Vigil package; the middleware package feeds them from
+// the server's types. All methods are safe for concurrent use, and on a nil
+// *Metrics they do nothing.
+//
+// Accounting law: every request counted by [Metrics.RequestStarted] must be
+// ended by exactly one [Metrics.RequestFinished], with one of the four
+// outcomes. Then, once [MetricRequestsInFlight] is zero, the started counter
+// equals the sum of [MetricRequestsFinished] over its outcomes, per method.
+// [MetricCancellations] and [MetricLateResponsesDropped] are event counters
+// and are not part of that partition.
+type Metrics struct {
+	methods       metricsLabelSet
+	clientMethods metricsLabelSet
+	causes        metricsLabelSet
+	dropReasons   metricsLabelSet
+	classes       metricsLabelSet
+	transports    metricsLabelSet
+	outcomes      metricsLabelSet
+	kinds         metricsLabelSet
+	rejects       metricsLabelSet
+	errorTypes    metricsLabelSet
+
+	toolsMu sync.Mutex // serializes SetToolNames
+	tools   atomic.Pointer[metricsLabelSet]
+
+	duration        *prometheus.HistogramVec
+	started         *prometheus.CounterVec
+	finished        *prometheus.CounterVec
+	inFlight        *prometheus.GaugeVec
+	sessions        *prometheus.GaugeVec
+	sessionDuration *prometheus.HistogramVec
+	cancellations   *prometheus.CounterVec
+	drops           *prometheus.CounterVec
+	writeErrors     *prometheus.CounterVec
+	clientFailed    *prometheus.CounterVec
+	rejected        *prometheus.CounterVec
+	msgIn, msgOut   *prometheus.CounterVec
+	bytesIn         *prometheus.CounterVec
+	bytesOut        *prometheus.CounterVec
+
+	all []prometheus.Collector
+}
+
+var _ prometheus.Collector = (*Metrics)(nil)
+
+// NewMetrics returns a collector with every known series created at zero.
+func NewMetrics(opts ...MetricsOption) *Metrics {
+	cfg := metricsConfig{
+		requestMethods: defaultRequestMethods(),
+		clientMethods:  defaultClientMethods(),
+		errorTypes:     defaultErrorTypes(),
+	}
+	for _, o := range opts {
+		o.applyMetrics(&cfg)
+	}
+	m := &Metrics{
+		methods:       newMetricsLabelSet(append(cfg.requestMethods, LabelOther)),
+		clientMethods: newMetricsLabelSet(append(cfg.clientMethods, LabelOther)),
+		causes:        newMetricsLabelSet(defaultCauses()),
+		dropReasons:   newMetricsLabelSet(defaultDropReasons()),
+		classes:       newMetricsLabelSet(defaultWriteClasses()),
+		transports:    newMetricsLabelSet(defaultTransports()),
+		outcomes:      newMetricsLabelSet(defaultOutcomes()),
+		kinds:         newMetricsLabelSet(defaultKinds()),
+		rejects:       newMetricsLabelSet(defaultRejectReasons()),
+		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
+	}
+	m.tools.Store(new(metricsLabelSet))
+	m.newVectors(cfg)
+	m.precreate()
+	m.SetToolNames(cfg.tools)
+	return m
+}
+
+func (m *Metrics) newVectors(cfg metricsConfig) {
+	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		o := prometheus.HistogramOpts{Name: name, Help: help, Buckets: DurationBuckets()}
+		if cfg.native {
+			o.NativeHistogramBucketFactor = 1.1
+			o.NativeHistogramMaxBucketNumber = cfg.maxNative
+			o.NativeHistogramMinResetDuration = time.Hour
+		}
+		return prometheus.NewHistogramVec(o, labels)
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	m.duration = histogram(MetricOperationDuration,
+		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration). "+
+			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
+			`error_type: empty on success, the JSON-RPC error code (e.g. "-32602"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code.`,
+		LabelMethod, LabelTool, LabelErrorType)
+	m.started = counter(MetricRequestsStarted,
+		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
+			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over outcome.",
+		LabelMethod)
+	m.finished = counter(MetricRequestsFinished,
+		"MCP requests that ended, each in exactly one outcome. mcp_method_name: the request method, other when unknown. "+
+			"outcome: ok (answered with a result, including tool results with isError), error (answered with a JSON-RPC error), "+
+			"cancelled (context cancelled before the handler returned, not answered), dropped (finished but the response could not be written).",
+		LabelMethod, LabelOutcome)
+	m.inFlight = gauge(MetricRequestsInFlight,
+		"MCP requests started and not yet finished. mcp_method_name: the request method, other when unknown.",
+		LabelMethod)
+	m.sessions = gauge(MetricSessionsActive,
+		"MCP sessions being served. transport: stdio, streamable_http, memory, or other.",
+		LabelTransport)
+	m.sessionDuration = histogram(MetricSessionDuration,
+		"Duration of ended MCP sessions (semconv mcp.server.session.duration). transport: stdio, streamable_http, memory, or other. "+
+			"cause: what ended the session: transport_close (end of input, peer gone, transport closed), shutdown, timeout, other (e.g. the caller's context).",
+		LabelTransport, LabelCause)
+	m.cancellations = counter(MetricCancellations,
+		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
+			"cause: client_cancel (notifications/cancelled), transport_close (the connection ended or a write failed; includes a Streamable HTTP stream close that abandons the request), "+
+			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), other.",
+		LabelMethod, LabelCause)
+	m.drops = counter(MetricLateResponsesDropped,
+		"MCP requests that ended without a response being written, an event counter. mcp_method_name: the request method, other when unknown. "+
+			"reason: cancelled (the client cancelled; MCP says not to answer), writer_closed (the session's writer was closed), "+
+			"peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed stream), shutdown (the server cancelled the request to stop).",
+		LabelMethod, LabelReason)
+	m.writeErrors = counter(MetricTransportWriteErrors,
+		"Failed writes of MCP messages. transport: stdio, streamable_http, memory, or other. "+
+			"class: writer_closed (this side had closed the writer) or peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed pipe or stream).",
+		LabelTransport, LabelClass)
+	m.clientFailed = counter(MetricClientRequestsFailed,
+		"Server-to-client requests still waiting for the client when their session ended, failed with connection closed. "+
+			"mcp_method_name: the request method (roots/list, sampling/createMessage, elicitation/create, ...), other when unknown.",
+		LabelMethod)
+	m.rejected = counter(MetricMessagesRejected,
+		"Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, "+
+			"duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, "+
+			"in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), "+
+			"protocol_mismatch (a stateless request refused by the protocol version rules), other.",
+		LabelReason)
+	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
+	const transports = "transport: stdio, streamable_http, memory, or other. "
+	m.msgIn = counter(MetricMessagesReceived, "MCP messages read from the transport. "+transports+kinds, LabelTransport, LabelKind)
+	m.msgOut = counter(MetricMessagesSent, "MCP messages written to the transport, including failed writes. "+transports+kinds, LabelTransport, LabelKind)
+	m.bytesIn = counter(MetricBytesReceived,
+		"Encoded size of the MCP messages read (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
+	m.bytesOut = counter(MetricBytesSent,
+		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
+	m.all = []prometheus.Collector{
+		m.duration, m.started, m.finished, m.inFlight, m.sessions, m.sessionDuration,
+		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
+	}
+}
+
+// precreate makes every series of the known label sets exist at zero, so
+// that rate() and absence alerts work from the first scrape.
+func (m *Metrics) precreate() {
+	for _, method := range m.methods.values {
+		m.started.WithLabelValues(method)
+		m.inFlight.WithLabelValues(method)
+		m.duration.WithLabelValues(method, "", "")
+		for _, o := range m.outcomes.values {
+			m.finished.WithLabelValues(method, o)
+		}
+		for _, c := range m.causes.values {
+			m.cancellations.WithLabelValues(method, c)
+		}
+		for _, r := range m.dropReasons.values {
+			m.drops.WithLabelValues(method, r)
+		}
+	}
+	m.duration.WithLabelValues("tools/call", LabelOther, "")
+	for _, t := range m.transports.values {
+		m.sessions.WithLabelValues(t)
+		for _, c := range m.causes.values {
+			if c != "client_cancel" { // a session is never cancelled by the client
+				m.sessionDuration.WithLabelValues(t, c)
+			}
+		}
+		for _, c := range m.classes.values {
+			m.writeErrors.WithLabelValues(t, c)
+		}
+		for _, k := range m.kinds.values {
+			m.msgIn.WithLabelValues(t, k)
+			m.msgOut.WithLabelValues(t, k)
+		}
+		m.bytesIn.WithLabelValues(t)
+		m.bytesOut.WithLabelValues(t)
+	}
+	for _, method := range m.clientMethods.values {
+		m.clientFailed.WithLabelValues(method)
+	}
+	for _, r := range m.rejects.values {
+		m.rejected.WithLabelValues(r)
+	}
+}
+
+// Describe sends the descriptors of every metric; see [prometheus.Collector].
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	if m == nil {
+		return
+	}
+	for _, c := range m.all {
+		c.Describe(ch)
+	}
+}
+
+// Collect sends the current value of every series; see [prometheus.Collector].
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m == nil {
+		return
+	}
+	for _, c := range m.all {
+		c.Collect(ch)
+	}
+}
+
+// SetToolNames replaces the allow-list of tool names that label
+// gen_ai_tool_name as they are; any other tool is labeled [LabelOther]. Feed
+// it the server's registered tools (server.ToolNames) after registering them
+// and after each change. Series of tools dropped from the list stay, as
+// Prometheus counters should. Safe for concurrent use with recording.
+func (m *Metrics) SetToolNames(names []string) {
+	if m == nil {
+		return
+	}
+	m.toolsMu.Lock()
+	defer m.toolsMu.Unlock()
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !validLabelValue(n) })
+	set := newMetricsLabelSet(names)
+	for _, n := range set.values {
+		m.duration.WithLabelValues("tools/call", n, "")
+	}
+	m.tools.Store(&set)
+}
+
+// validLabelValue reports whether v can be a label value: valid UTF-8 of a
+// sane length.
+func validLabelValue(v string) bool { return len(v) <= 128 && utf8.ValidString(v) }
+
+// metricsLabelSet is a known set of label values; read-only once built.
+type metricsLabelSet struct {
+	values []string
+	has    map[string]bool
+}
+
+func newMetricsLabelSet(values []string) metricsLabelSet {
+	s := metricsLabelSet{has: make(map[string]bool, len(values))}
+	for _, v := range values {
+		if !s.has[v] {
+			s.has[v] = true
+			s.values = append(s.values, v)
+		}
+	}
+	return s
+}
+
+// bound returns v if it is in the set, else other.
+func (s *metricsLabelSet) bound(v, other string) string {
+	if s.has[v] {
+		return v
+	}
+	return other
+}

@@ -1,0 +1,180 @@
+package telemetry
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// RequestEnd describes how one request ended, for [Metrics.RequestFinished].
+type RequestEnd struct {
+	// Method is the request method; outside the known set it is labeled
+	// [LabelOther].
+	Method string
+	// Tool is the tool name of a tools/call request, labeled as it is when
+	// it is on the allow-list (see [Metrics.SetToolNames]) and [LabelOther]
+	// otherwise. It is ignored for other methods.
+	Tool string
+	// Outcome is one of [OutcomeOK], [OutcomeError], [OutcomeCancelled] and
+	// [OutcomeDropped]; any other value is counted as [LabelOther].
+	Outcome string
+	// ErrorType is "" on success, a JSON-RPC code in decimal, or one of the
+	// ErrorType constants; an unknown value is labeled [ErrorTypeOther].
+	ErrorType string
+	// Duration runs from the request's receipt until its outcome was
+	// sealed (the response written, or the decision not to write one).
+	Duration time.Duration
+	// TraceID, when not empty, is attached as the trace_id exemplar of the
+	// duration observation and of the finished count (exposed with the
+	// OpenMetrics format only).
+	TraceID string
+}
+
+// RequestStarted counts a request that reached the handler chain and adds it
+// to the requests in flight. Every call must be matched by exactly one
+// [Metrics.RequestFinished] with the same method.
+func (m *Metrics) RequestStarted(method string) {
+	if m == nil {
+		return
+	}
+	method = m.methods.bound(method, LabelOther)
+	m.started.WithLabelValues(method).Inc()
+	m.inFlight.WithLabelValues(method).Inc()
+}
+
+// RequestFinished ends a request counted by [Metrics.RequestStarted]: it
+// removes it from the requests in flight, counts its outcome and observes
+// its duration.
+func (m *Metrics) RequestFinished(e RequestEnd) {
+	if m == nil {
+		return
+	}
+	method := m.methods.bound(e.Method, LabelOther)
+	tool := ""
+	if method == "tools/call" && e.Tool != "" {
+		tool = m.tools.Load().bound(e.Tool, LabelOther)
+	}
+	outcome := m.outcomes.bound(e.Outcome, LabelOther)
+	errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
+	ex := exemplar(e.TraceID)
+
+	c := m.finished.WithLabelValues(method, outcome)
+	if a, ok := c.(prometheus.ExemplarAdder); ok && ex != nil {
+		a.AddWithExemplar(1, ex)
+	} else {
+		c.Inc()
+	}
+	h := m.duration.WithLabelValues(method, tool, errType)
+	if o, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
+		o.ObserveWithExemplar(e.Duration.Seconds(), ex)
+	} else {
+		h.Observe(e.Duration.Seconds())
+	}
+	// Last, so that in flight reaching zero implies the outcome is counted.
+	m.inFlight.WithLabelValues(method).Dec()
+}
+
+// exemplar returns the exemplar labels for a trace id, or nil when there is
+// none or it could not be a valid exemplar (which client_golang would panic
+// on).
+func exemplar(traceID string) prometheus.Labels {
+	if traceID == "" || len(traceID) > 64 || !validLabelValue(traceID) {
+		return nil
+	}
+	return prometheus.Labels{ExemplarTraceID: traceID}
+}
+
+// RequestCancelled counts one cancellation of a request handler with its
+// cause (client_cancel, transport_close, shutdown, timeout; anything else is
+// [LabelOther]). It is an event: the request still ends with
+// [Metrics.RequestFinished].
+func (m *Metrics) RequestCancelled(method, cause string) {
+	if m == nil {
+		return
+	}
+	m.cancellations.WithLabelValues(m.methods.bound(method, LabelOther), m.causes.bound(cause, LabelOther)).Inc()
+}
+
+// ResponseDropped counts a request that ended without a response being
+// written, with the reason (cancelled, writer_closed, peer_gone, shutdown).
+// An unknown reason is [LabelOther].
+func (m *Metrics) ResponseDropped(method, reason string) {
+	if m == nil {
+		return
+	}
+	m.drops.WithLabelValues(m.methods.bound(method, LabelOther), m.dropReasons.bound(reason, LabelOther)).Inc()
+}
+
+// SessionStarted adds a session to the sessions active on transport.
+func (m *Metrics) SessionStarted(transport string) {
+	if m == nil {
+		return
+	}
+	m.sessions.WithLabelValues(m.transports.bound(transport, LabelOther)).Inc()
+}
+
+// SessionEnded removes a session that [Metrics.SessionStarted] added and
+// observes its duration with the cause that ended it (transport_close,
+// shutdown, timeout; anything else is [LabelOther]).
+func (m *Metrics) SessionEnded(transport, cause string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	transport = m.transports.bound(transport, LabelOther)
+	m.sessions.WithLabelValues(transport).Dec()
+	m.sessionDuration.WithLabelValues(transport, m.causes.bound(cause, LabelOther)).Observe(d.Seconds())
+}
+
+// WriteFailed counts a failed write on transport by class: writer_closed
+// or peer_gone (anything else is [LabelOther]).
+func (m *Metrics) WriteFailed(transport, class string) {
+	if m == nil {
+		return
+	}
+	m.writeErrors.WithLabelValues(m.transports.bound(transport, LabelOther), m.classes.bound(class, LabelOther)).Inc()
+}
+
+// ClientRequestFailed counts a server-to-client request that was still
+// waiting for the client's answer when its session ended.
+func (m *Metrics) ClientRequestFailed(method string) {
+	if m == nil {
+		return
+	}
+	m.clientFailed.WithLabelValues(m.clientMethods.bound(method, LabelOther)).Inc()
+}
+
+// MessageRejected counts an incoming message refused or ignored before it
+// reached a handler, by reason (one of the Reject constants; anything else
+// is [LabelOther]).
+func (m *Metrics) MessageRejected(reason string) {
+	if m == nil {
+		return
+	}
+	m.rejected.WithLabelValues(m.rejects.bound(reason, LabelOther)).Inc()
+}
+
+// MessageReceived counts a message read from transport, of kind (one of the
+// Kind constants) and encoded size in bytes (0 when unknown).
+func (m *Metrics) MessageReceived(transport, kind string, size int) {
+	if m == nil {
+		return
+	}
+	transport = m.transports.bound(transport, LabelOther)
+	m.msgIn.WithLabelValues(transport, m.kinds.bound(kind, LabelOther)).Inc()
+	if size > 0 {
+		m.bytesIn.WithLabelValues(transport).Add(float64(size))
+	}
+}
+
+// MessageSent counts a message written (or attempted) to transport, of kind
+// (one of the Kind constants) and encoded size in bytes.
+func (m *Metrics) MessageSent(transport, kind string, size int) {
+	if m == nil {
+		return
+	}
+	transport = m.transports.bound(transport, LabelOther)
+	m.msgOut.WithLabelValues(transport, m.kinds.bound(kind, LabelOther)).Inc()
+	if size > 0 {
+		m.bytesOut.WithLabelValues(transport).Add(float64(size))
+	}
+}

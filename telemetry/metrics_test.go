@@ -1,0 +1,317 @@
+package telemetry_test
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// TestNewMetricsPrecreatesSeries checks that every known series exists at
+// zero before anything happened.
+func TestNewMetricsPrecreatesSeries(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	const methods = 21 // 20 MCP request methods + other
+	tests := []struct {
+		name string
+		want int
+	}{
+		{telemetry.MetricRequestsStarted, methods},
+		{telemetry.MetricRequestsInFlight, methods},
+		{telemetry.MetricRequestsFinished, methods * 4},
+		{telemetry.MetricCancellations, methods * 5},
+		{telemetry.MetricLateResponsesDropped, methods * 4},
+		{telemetry.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
+		{telemetry.MetricSessionsActive, 4},
+		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel for sessions
+		{telemetry.MetricTransportWriteErrors, 4 * 2},
+		{telemetry.MetricClientRequestsFailed, 9},
+		{telemetry.MetricMessagesRejected, 11},
+		{telemetry.MetricMessagesReceived, 4 * 5},
+		{telemetry.MetricMessagesSent, 4 * 5},
+		{telemetry.MetricBytesReceived, 4},
+		{telemetry.MetricBytesSent, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, testutil.CollectAndCount(m, tt.name))
+		})
+	}
+
+	const rejected = `
+# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), other.
+# TYPE mcp_server_messages_rejected_total counter
+mcp_server_messages_rejected_total{reason="duplicate_id"} 0
+mcp_server_messages_rejected_total{reason="frame_too_large"} 0
+mcp_server_messages_rejected_total{reason="in_flight_limit"} 0
+mcp_server_messages_rejected_total{reason="invalid_params"} 0
+mcp_server_messages_rejected_total{reason="invalid_request"} 0
+mcp_server_messages_rejected_total{reason="lifecycle"} 0
+mcp_server_messages_rejected_total{reason="other"} 0
+mcp_server_messages_rejected_total{reason="parse_error"} 0
+mcp_server_messages_rejected_total{reason="protocol_mismatch"} 0
+mcp_server_messages_rejected_total{reason="shutting_down"} 0
+mcp_server_messages_rejected_total{reason="unknown_response"} 0
+`
+	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), telemetry.MetricMessagesRejected))
+}
+
+// TestMetricsLint runs promlint over the collector, with and without native
+// histograms, after recording into every metric.
+func TestMetricsLint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		opts []telemetry.MetricsOption
+	}{
+		{name: "classic"},
+		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(0)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := telemetry.NewMetrics(tt.opts...)
+			recordAll(m)
+			problems, err := testutil.CollectAndLint(m)
+			require.NoError(t, err)
+			assert.Empty(t, problems)
+			reg := prometheus.NewPedanticRegistry()
+			require.NoError(t, reg.Register(m))
+			_, err = reg.Gather()
+			require.NoError(t, err)
+		})
+	}
+}
+
+func recordAll(m *telemetry.Metrics) {
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "x", Outcome: telemetry.OutcomeOK, Duration: time.Second, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	m.RequestCancelled("tools/call", "client_cancel")
+	m.ResponseDropped("tools/call", "cancelled")
+	m.SessionStarted(telemetry.TransportStdio)
+	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Minute)
+	m.WriteFailed(telemetry.TransportStdio, "peer_gone")
+	m.ClientRequestFailed("roots/list")
+	m.MessageRejected(telemetry.RejectDuplicateID)
+	m.MessageReceived(telemetry.TransportStdio, telemetry.KindRequest, 10)
+	m.MessageSent(telemetry.TransportStdio, telemetry.KindResponse, 20)
+}
+
+// TestLabelsAreBounded feeds values outside every known set, including
+// invalid UTF-8 (on which client_golang would panic), and checks they land
+// in other or _OTHER.
+func TestLabelsAreBounded(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics(telemetry.WithToolNames("known"))
+	bad := "\xff\xfe"
+	m.RequestStarted(bad)
+	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1"})
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: telemetry.OutcomeOK, TraceID: bad})
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "known", Outcome: telemetry.OutcomeOK, TraceID: strings.Repeat("a", 200)})
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Tool: "known", Outcome: telemetry.OutcomeOK}) // tool ignored off tools/call
+	m.RequestCancelled(bad, bad)
+	m.SessionStarted("carrier-pigeon")
+	m.SessionEnded("carrier-pigeon", bad, 0)
+	m.ClientRequestFailed(bad)
+	m.MessageRejected(bad)
+
+	assert.Equal(t, map[string]float64{
+		`mcp_server_requests_started_total{mcp_method_name="other"}`:                                                       1,
+		`mcp_server_requests_finished_total{mcp_method_name="other",outcome="other"}`:                                      1,
+		`mcp_server_operation_duration_seconds_count{error_type="_OTHER",gen_ai_tool_name="",mcp_method_name="other"}`:     1,
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                                  2,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:                                    2,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="known",mcp_method_name="tools/call"}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                                                        1,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`:                                          1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping"}`:            1,
+		`mcp_server_cancellations_total{cause="other",mcp_method_name="other"}`:                                            1,
+		`mcp_server_session_duration_seconds_count{cause="other",transport="other"}`:                                       1,
+		`mcp_server_pending_client_requests_failed_total{mcp_method_name="other"}`:                                         1,
+		`mcp_server_messages_rejected_total{reason="other"}`:                                                               1,
+	}, nonZero(t, m))
+	assert.Empty(t, exemplars(t, m), "invalid trace ids make no exemplar")
+}
+
+// TestSetToolNames checks that the allow-list can change while requests are
+// recorded, and that a new tool's series starts at zero.
+func TestSetToolNames(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	m.SetToolNames([]string{"a"})
+	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call"}`
+	assert.Equal(t, 23, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
+
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 100 {
+				m.RequestStarted("tools/call")
+				m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+			}
+		})
+	}
+	wg.Go(func() { m.SetToolNames([]string{"a", "b"}) })
+	wg.Wait()
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+	got := nonZero(t, m)
+	assert.InDelta(t, 401, got[`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`], 0)
+	assert.GreaterOrEqual(t, got[key], float64(1), "b is labeled as itself once allowed")
+	assert.InDelta(t, 401, got[key]+got[strings.Replace(key, `"b"`, `"other"`, 1)], 0)
+}
+
+// TestExemplars checks that a trace id becomes the exemplar of the finished
+// count and of the duration bucket, and that "" makes none.
+func TestExemplars(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: "-32603", Duration: time.Second})
+	assert.Equal(t, []string{
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
+	}, exemplars(t, m))
+}
+
+// TestNativeHistograms checks the option: native buckets with factor 1.1
+// (schema 3) next to the semconv buckets, bounded in number.
+func TestNativeHistograms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		opts   []telemetry.MetricsOption
+		native bool
+	}{
+		{name: "classic only"},
+		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(20)}, native: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := telemetry.NewMetrics(tt.opts...)
+			m.SessionStarted(telemetry.TransportStdio)
+			m.SessionEnded(telemetry.TransportStdio, "shutdown", 3*time.Second)
+			h := histogram(t, m, telemetry.MetricSessionDuration, `cause="shutdown",transport="stdio"`)
+			require.Len(t, h.GetBucket(), len(telemetry.DurationBuckets()))
+			for i, b := range h.GetBucket() {
+				assert.InDelta(t, telemetry.DurationBuckets()[i], b.GetUpperBound(), 0)
+			}
+			if tt.native {
+				assert.Equal(t, int32(3), h.GetSchema())
+				assert.NotEmpty(t, h.GetPositiveSpan())
+			} else {
+				assert.Nil(t, h.Schema)
+			}
+		})
+	}
+}
+
+// TestNilMetrics checks that a nil *Metrics records nothing and does not
+// panic.
+func TestNilMetrics(t *testing.T) {
+	t.Parallel()
+	var m *telemetry.Metrics
+	assert.NotPanics(t, func() {
+		recordAll(m)
+		m.SetToolNames([]string{"x"})
+		ch := make(chan prometheus.Metric, 1)
+		m.Collect(ch)
+		close(ch)
+		assert.Empty(t, ch)
+	})
+}
+
+func gather(t *testing.T, m *telemetry.Metrics) []*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	return mfs
+}
+
+func labelsOf(m *dto.Metric) string {
+	parts := make([]string, 0, len(m.GetLabel()))
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+`="`+l.GetValue()+`"`)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// nonZero returns the series that are not zero; histograms as _count.
+func nonZero(t *testing.T, m *telemetry.Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for _, mf := range gather(t, m) {
+		for _, s := range mf.GetMetric() {
+			name, v := mf.GetName(), s.GetCounter().GetValue()+s.GetGauge().GetValue()
+			if s.GetHistogram() != nil {
+				name, v = name+"_count", float64(s.GetHistogram().GetSampleCount())
+			}
+			if v != 0 {
+				out[name+labelsOf(s)] = v
+			}
+		}
+	}
+	return out
+}
+
+// exemplars lists every exemplar as "series [le=bound] label=value value".
+func exemplars(t *testing.T, m *telemetry.Metrics) []string {
+	var out []string
+	format := func(series string, e *dto.Exemplar) string {
+		var ls []string
+		for _, l := range e.GetLabel() {
+			ls = append(ls, l.GetName()+"="+l.GetValue())
+		}
+		return series + " " + strings.Join(ls, ",") + " " + fmtFloat(e.GetValue())
+	}
+	for _, mf := range gather(t, m) {
+		for _, s := range mf.GetMetric() {
+			series := mf.GetName() + labelsOf(s)
+			if e := s.GetCounter().GetExemplar(); e != nil {
+				out = append(out, format(series, e))
+			}
+			for _, b := range s.GetHistogram().GetBucket() {
+				if e := b.GetExemplar(); e != nil {
+					out = append(out, format(series+" le="+fmtFloat(b.GetUpperBound()), e))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.Histogram {
+	for _, mf := range gather(t, m) {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			if labelsOf(s) == "{"+labels+"}" {
+				return s.GetHistogram()
+			}
+		}
+	}
+	t.Fatalf("no histogram %s{%s}", name, labels)
+	return nil
+}

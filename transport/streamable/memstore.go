@@ -1,0 +1,220 @@
+package streamable
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// MemoryEventStoreOptions bounds a [MemoryEventStore]. The size of an event
+// is the length of its data plus a fixed overhead of [MemoryEventOverhead]
+// bytes, so that priming events count too.
+type MemoryEventStoreOptions struct {
+	// MaxStreamBytes caps the size of the events kept for one stream
+	// (1 MiB when <= 0); beyond it the stream's oldest events are dropped.
+	// A stream always keeps its newest event.
+	MaxStreamBytes int64
+	// MaxBytes caps the size of all the events kept (64 MiB when <= 0);
+	// beyond it the oldest events of the store are dropped, whatever their
+	// session. The newest event is always kept.
+	MaxBytes int64
+}
+
+// MemoryEventOverhead is the size a [MemoryEventStore] counts for an event
+// in addition to its data.
+const MemoryEventOverhead = 64
+
+// Default bounds of a [MemoryEventStore].
+const (
+	DefaultMaxStreamBytes = 1 << 20
+	DefaultMaxBytes       = 64 << 20
+)
+
+// MemoryEventStore is an [EventStore] in memory, bounded by
+// [MemoryEventStoreOptions]. Event ids have the form "<stream>_<n>", n
+// counting every event the store appended, from 1, so that an id is never
+// issued twice. A stream whose events were all dropped is forgotten, and
+// ids of it become unknown. It is safe for concurrent use; the zero value
+// is not usable.
+type MemoryEventStore struct {
+	maxStream int64
+	maxTotal  int64
+
+	mu       sync.Mutex
+	sessions map[string]map[string]*memStream
+	order    []memRef // every kept event (and some dropped ones), oldest first
+	live     int      // events kept
+	total    int64    // their size
+	seq      uint64   // last sequence number issued
+}
+
+var _ EventStore = (*MemoryEventStore)(nil)
+
+// memStream is the events kept for one stream, oldest first.
+type memStream struct {
+	session, key string
+	events       []memEvent
+	last         uint64 // sequence number of its newest event
+	size         int64
+	gone         bool // dropped from the store: its refs in order are stale
+}
+
+type memEvent struct {
+	seq  uint64
+	data []byte
+	size int64
+}
+
+// memRef names one event in the store-wide order. It is stale once the
+// event was dropped by its stream's cap or with its session.
+type memRef struct {
+	st  *memStream
+	seq uint64
+}
+
+// NewMemoryEventStore returns an empty store bounded by opts.
+func NewMemoryEventStore(opts MemoryEventStoreOptions) *MemoryEventStore {
+	s := &MemoryEventStore{
+		maxStream: opts.MaxStreamBytes,
+		maxTotal:  opts.MaxBytes,
+		sessions:  make(map[string]map[string]*memStream),
+	}
+	if s.maxStream <= 0 {
+		s.maxStream = DefaultMaxStreamBytes
+	}
+	if s.maxTotal <= 0 {
+		s.maxTotal = DefaultMaxBytes
+	}
+	return s
+}
+
+// Append implements [EventStore].
+func (s *MemoryEventStore) Append(_ context.Context, session, stream string, data []byte) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	streams := s.sessions[session]
+	if streams == nil {
+		streams = make(map[string]*memStream)
+		s.sessions[session] = streams
+	}
+	st := streams[stream]
+	if st == nil {
+		st = &memStream{session: session, key: stream}
+		streams[stream] = st
+	}
+	s.seq++
+	st.last = s.seq
+	ev := memEvent{seq: s.seq, data: data, size: int64(len(data)) + MemoryEventOverhead}
+	st.events = append(st.events, ev)
+	st.size += ev.size
+	s.total += ev.size
+	s.live++
+	s.order = append(s.order, memRef{st: st, seq: ev.seq})
+	for st.size > s.maxStream && len(st.events) > 1 {
+		s.dropOldest(st)
+	}
+	s.trim()
+	return memEventID(stream, ev.seq), nil
+}
+
+// trim drops the store's oldest events until it fits its cap, and compacts
+// the order when stale refs make up most of it; s.mu is held.
+func (s *MemoryEventStore) trim() {
+	for s.total > s.maxTotal && s.live > 1 {
+		ref := s.order[0]
+		s.order[0] = memRef{}
+		s.order = s.order[1:]
+		if ref.st.gone || len(ref.st.events) == 0 || ref.seq < ref.st.events[0].seq {
+			continue // stale
+		}
+		s.dropOldest(ref.st)
+	}
+	if stale := len(s.order) - s.live; stale > 64 && stale > s.live {
+		kept := make([]memRef, 0, s.live)
+		for _, ref := range s.order {
+			if !ref.st.gone && len(ref.st.events) > 0 && ref.seq >= ref.st.events[0].seq {
+				kept = append(kept, ref)
+			}
+		}
+		s.order = kept
+	}
+}
+
+// dropOldest drops the oldest event of st, and st itself once empty; s.mu
+// is held.
+func (s *MemoryEventStore) dropOldest(st *memStream) {
+	ev := st.events[0]
+	st.events[0] = memEvent{}
+	st.events = st.events[1:]
+	st.size -= ev.size
+	s.total -= ev.size
+	s.live--
+	if len(st.events) == 0 {
+		st.gone = true
+		streams := s.sessions[st.session]
+		delete(streams, st.key)
+		if len(streams) == 0 {
+			delete(s.sessions, st.session)
+		}
+	}
+}
+
+// Replay implements [EventStore].
+func (s *MemoryEventStore) Replay(_ context.Context, session, lastID string) (string, []Event, error) {
+	key, seq, ok := parseMemEventID(lastID)
+	if !ok {
+		return "", nil, fmt.Errorf("streamable: event id %q: %w", lastID, ErrUnknownEvent)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sessions[session][key]
+	if st == nil || seq > st.last {
+		return "", nil, fmt.Errorf("streamable: event id %q: %w", lastID, ErrUnknownEvent)
+	}
+	var events []Event
+	for _, ev := range st.events {
+		if ev.seq > seq {
+			events = append(events, Event{ID: memEventID(key, ev.seq), Data: ev.data})
+		}
+	}
+	return key, events, nil
+}
+
+// Forget implements [EventStore].
+func (s *MemoryEventStore) Forget(_ context.Context, session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.sessions[session] {
+		st.gone = true
+		s.total -= st.size
+		s.live -= len(st.events)
+	}
+	delete(s.sessions, session)
+	s.trim()
+	return nil
+}
+
+// Size returns the number of events kept and their total size.
+func (s *MemoryEventStore) Size() (events int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live, s.total
+}
+
+func memEventID(stream string, seq uint64) string {
+	return stream + "_" + strconv.FormatUint(seq, 10)
+}
+
+func parseMemEventID(id string) (stream string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil || seq == 0 {
+		return "", 0, false
+	}
+	return id[:i], seq, true
+}

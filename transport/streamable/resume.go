@@ -1,0 +1,659 @@
+package streamable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// WithEventStore makes the 2025-era streams resumable, storing their events
+// in store (nil: not resumable, the default). Every SSE event then carries
+// an id; a request answered with SSE starts with a priming event (an id and
+// empty data) and a retry field (see [WithRetryInterval]); and the
+// disconnect policy changes from "cancel" to "keep running, replay": when
+// the client of a request's SSE stream goes away after the priming event,
+// the handler keeps running, the messages for the request and its response
+// are stored, and a GET with Last-Event-ID replays them and carries the
+// stream on until the response (see the package documentation).
+func WithEventStore(store EventStore) Option {
+	return optionFunc(func(c *config) { c.events = store })
+}
+
+// WithRetryInterval sets the reconnection delay a resumable stream asks
+// clients to wait (the SSE retry field) before resuming a closed stream; 1
+// second by default or when d <= 0. It matters only with [WithEventStore].
+func WithRetryInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.retry = d })
+}
+
+const defaultRetry = time.Second
+
+// codeInternal is the JSON-RPC internal error code.
+const codeInternal = -32603
+
+// headerLastEventID names the last event a resuming client received.
+const headerLastEventID = "Last-Event-ID"
+
+// resumer is the resumability state of a 2025-era session whose Handler has
+// an event store. Its streams are logical: they outlive the HTTP responses
+// that carry them, store every event, and resume on a GET with
+// Last-Event-ID.
+//
+// Lock order: resumer.mu, then logical.mu, then stream.mu. resumer.mu is
+// never taken while a logical.mu is held.
+type resumer struct {
+	s     *session
+	store EventStore
+	ended atomic.Bool // the session ended: its events are forgotten
+
+	mu         sync.Mutex
+	byReq      map[transport.ID]*logical // request streams not done yet
+	byKey      map[string]*logical       // the same, and the current standalone stream
+	standalone *logical                  // the current standalone stream; nil before the first GET
+	getServing int                       // HTTP handlers carrying the standalone stream
+	keys       uint64                    // last stream key issued
+}
+
+// logical is one resumable stream: a request's, or the standalone stream.
+type logical struct {
+	key string
+	req transport.ID // the zero ID for the standalone stream
+
+	mu        sync.Mutex // serializes the stream's events: store, then write
+	conn      *stream    // the HTTP response carrying the stream; nil while detached
+	primed    bool       // the client received an event id of the stream
+	cancelled bool       // the client cancelled the request
+	done      bool       // nothing more comes: answered, or given up
+	lastID    string     // id of the newest event stored
+}
+
+func newResumer(s *session, store EventStore) *resumer {
+	return &resumer{
+		s: s, store: store,
+		byReq: make(map[transport.ID]*logical),
+		byKey: make(map[string]*logical),
+	}
+}
+
+// newKeyLocked issues a stream key; rs.mu is held.
+func (rs *resumer) newKeyLocked() string {
+	rs.keys++
+	return strconv.FormatUint(rs.keys, 10)
+}
+
+func (rs *resumer) retry() time.Duration {
+	if d := rs.s.h.cfg.retry; d > 0 {
+		return d
+	}
+	return defaultRetry
+}
+
+// serveRequest runs the POST of one request, as session.serveRequest does,
+// except that a client leaving after the priming event does not cancel the
+// request: its stream stays open for a resumption.
+func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
+	s := rs.s
+	st := newStream(w, s.h.cfg.mode, nil, s.id)
+	ls := &logical{req: req.ID, conn: st}
+	rs.mu.Lock()
+	switch {
+	case rs.byReq[req.ID] != nil:
+		rs.mu.Unlock()
+		writeError(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		return
+	case len(rs.byReq) >= s.h.cfg.maxInFlight:
+		rs.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		return
+	}
+	ls.key = rs.newKeyLocked()
+	rs.byReq[req.ID] = ls
+	rs.byKey[ls.key] = ls
+	rs.mu.Unlock()
+
+	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}}
+	if err := s.push(r.Context(), req); err != nil {
+		rs.forget(ls)
+		st.shutDown(terminated)
+		return
+	}
+	if s.h.cfg.mode == ResponseSSE {
+		ls.mu.Lock()
+		if !ls.primed && ls.conn == st {
+			rs.primeLocked(r.Context(), ls)
+		}
+		ls.mu.Unlock()
+	}
+	select {
+	case <-st.final:
+		// Answered, closed by the server, taken over by a resumption, or
+		// a write failed.
+	case <-r.Context().Done():
+	case <-s.done:
+		st.shutDown(terminated)
+		return
+	}
+	abandon := rs.detach(ls, st)
+	st.shutDown(nil)
+	if abandon {
+		// The client got no event id: it cannot resume, and the answer can
+		// no longer be delivered. Cancel the handler.
+		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
+		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
+	}
+}
+
+// detach takes st off ls when st is over, and gives ls up if its client
+// cannot resume it (it received no event id, or cancelled the request). It
+// reports whether it gave ls up: its request is then abandoned.
+func (rs *resumer) detach(ls *logical, st *stream) bool {
+	ls.mu.Lock()
+	if ls.conn == st {
+		ls.conn = nil
+	}
+	giveUp := !ls.done && ls.conn == nil && (!ls.primed || ls.cancelled)
+	if giveUp {
+		ls.done = true
+	}
+	ls.mu.Unlock()
+	if giveUp {
+		rs.forget(ls)
+	}
+	return giveUp
+}
+
+// forget drops ls from the live streams.
+func (rs *resumer) forget(ls *logical) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if ls.req.IsValid() && rs.byReq[ls.req] == ls {
+		delete(rs.byReq, ls.req)
+	}
+	if rs.byKey[ls.key] == ls {
+		delete(rs.byKey, ls.key)
+	}
+}
+
+// write routes a message as session.Write does, to a logical stream.
+func (rs *resumer) write(ctx context.Context, m transport.Message) error {
+	var ls *logical
+	rs.mu.Lock()
+	switch m := m.(type) {
+	case *transport.Response:
+		ls = rs.byReq[m.ID]
+	case *transport.Request:
+		if id, ok := transport.RelatedRequest(ctx); ok {
+			ls = rs.byReq[id]
+			if ls != nil && rs.s.h.cfg.mode == ResponseJSON {
+				ls = rs.standalone
+			}
+		} else {
+			ls = rs.standalone
+		}
+	}
+	rs.mu.Unlock()
+	if ls == nil {
+		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
+	}
+	return rs.send(ctx, ls, m)
+}
+
+// send stores a message as the next event of ls and writes it to the HTTP
+// response carrying ls, if any. A response ends ls.
+func (rs *resumer) send(ctx context.Context, ls *logical, m transport.Message) error {
+	data, err := transport.AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	_, isResp := m.(*transport.Response)
+	ls.mu.Lock()
+	err = rs.sendLocked(ctx, ls, m, data, isResp)
+	ls.mu.Unlock()
+	if isResp {
+		rs.forget(ls)
+	}
+	return err
+}
+
+func (rs *resumer) sendLocked(ctx context.Context, ls *logical, m transport.Message, data []byte, isResp bool) error {
+	if ls.done {
+		return fmt.Errorf("streamable: write: the stream of the message is over: %w", transport.ErrStreamGone)
+	}
+	conn := ls.conn
+	if isResp {
+		ls.done = true
+	}
+	if conn != nil && isResp && rs.s.h.cfg.mode != ResponseSSE && conn.isUndecided() {
+		ls.conn = nil
+		return conn.deliver(m) // a plain JSON answer: nothing to resume
+	}
+	if conn != nil && !ls.primed {
+		rs.primeLocked(ctx, ls)
+		conn = ls.conn // nil when the priming event could not be written
+	}
+	if isResp {
+		ls.conn = nil
+	}
+	if conn == nil && !ls.primed {
+		return fmt.Errorf("streamable: write: the client of the stream left: %w", transport.ErrStreamGone)
+	}
+	id, err := rs.append(ctx, ls, data)
+	if err != nil {
+		if conn == nil {
+			return err
+		}
+		rs.s.h.cfg.logger.Warn("streamable: cannot store an event; sending it without an id", "session", rs.s.id, "stream", ls.key, "error", err)
+	}
+	if conn == nil {
+		return nil // stored: a resumption replays it
+	}
+	if werr := conn.sendEvent(id, data, isResp); werr != nil {
+		if ls.conn == conn {
+			ls.conn = nil
+		}
+		if id == "" {
+			return werr
+		}
+	}
+	return nil
+}
+
+// primeLocked stores and writes a priming event (an id, the retry field
+// and empty data) on the response carrying ls; ls.mu is held and ls.conn is
+// set. On a store failure the stream goes on without ids; on a write
+// failure ls is detached.
+func (rs *resumer) primeLocked(ctx context.Context, ls *logical) {
+	id, err := rs.append(ctx, ls, nil)
+	if err != nil {
+		if !errors.Is(err, transport.ErrClosed) {
+			rs.s.h.cfg.logger.Warn("streamable: cannot store a priming event; the stream is not resumable", "session", rs.s.id, "stream", ls.key, "error", err)
+		}
+		return
+	}
+	if ls.conn.prime(id, rs.retry()) != nil {
+		ls.conn = nil
+		return
+	}
+	ls.primed = true
+}
+
+// append stores one event of ls; ls.mu is held.
+func (rs *resumer) append(ctx context.Context, ls *logical, data []byte) (string, error) {
+	closed := fmt.Errorf("streamable: write: %w", transport.ErrClosed)
+	if rs.ended.Load() {
+		return "", closed
+	}
+	id, err := rs.store.Append(ctx, rs.s.id, ls.key, data)
+	if rs.ended.Load() {
+		// The session ended while the event was stored: forget it again.
+		_ = rs.store.Forget(context.WithoutCancel(ctx), rs.s.id)
+		return "", closed
+	}
+	if err == nil && !visibleASCII(id) {
+		err = fmt.Errorf("the store returned the event id %q, which is not visible ASCII", id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("streamable: storing an event: %w: %w", transport.ErrStreamGone, err)
+	}
+	ls.lastID = id
+	return id, nil
+}
+
+// serveGet runs a GET: a resumption when it names the last event received,
+// else a new standalone stream.
+func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
+	if last := r.Header.Get(headerLastEventID); last != "" {
+		rs.resume(w, r, last)
+		return
+	}
+	rs.mu.Lock()
+	if rs.getServing > 0 {
+		rs.mu.Unlock()
+		writeError(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		return
+	}
+	rs.getServing++
+	ls := &logical{key: rs.newKeyLocked()}
+	if old := rs.standalone; old != nil && rs.byKey[old.key] == old {
+		delete(rs.byKey, old.key) // a new standalone stream replaces it
+	}
+	rs.standalone = ls
+	rs.byKey[ls.key] = ls
+	rs.mu.Unlock()
+	defer rs.leaveStandalone()
+
+	st := newStream(w, ResponseSSE, nil, rs.s.id)
+	ls.mu.Lock()
+	ls.conn = st
+	rs.primeLocked(r.Context(), ls)
+	if ls.conn != nil && !ls.primed {
+		_ = st.open()
+	}
+	ls.mu.Unlock()
+	rs.carry(r, ls, st)
+}
+
+func (rs *resumer) leaveStandalone() {
+	rs.mu.Lock()
+	rs.getServing--
+	rs.mu.Unlock()
+}
+
+// resume serves a GET with Last-Event-ID: replay the events of that
+// event's stream after it, then carry the stream on when it is still live
+// (a request's until its response; the standalone stream until the client
+// or the session leaves). A resumption takes the stream over from the HTTP
+// response carrying it, if any, which ends. An id unknown in the session is
+// answered 400.
+func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string) {
+	s := rs.s
+	ctx := r.Context()
+	key, events, err := rs.store.Replay(ctx, s.id, lastID)
+	if err != nil {
+		if errors.Is(err, ErrUnknownEvent) {
+			writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unknown Last-Event-ID: no stream of this session to resume")
+			return
+		}
+		s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
+		writeError(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+		return
+	}
+	s.touch()
+	rs.mu.Lock()
+	ls := rs.byKey[key]
+	standalone := ls != nil && !ls.req.IsValid()
+	if standalone {
+		rs.getServing++
+	}
+	rs.mu.Unlock()
+	if standalone {
+		defer rs.leaveStandalone()
+	}
+	st := newStream(w, ResponseSSE, nil, s.id)
+	if ls == nil {
+		// The stream is over (answered, given up or replaced): replay
+		// what is left of it and end.
+		_ = st.replay(events)
+		st.shutDown(nil)
+		return
+	}
+	ls.mu.Lock()
+	if want := lastOf(events, lastID); ls.lastID != want {
+		// Events came between the replay and the lock: read them again.
+		if _, events, err = rs.store.Replay(ctx, s.id, lastID); err != nil {
+			ls.mu.Unlock()
+			s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
+			writeError(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+			return
+		}
+	}
+	old := ls.conn
+	live := st.replay(events) == nil && !ls.done && !ls.cancelled
+	if live {
+		ls.conn = st
+	}
+	ls.mu.Unlock()
+	if !live {
+		st.shutDown(nil)
+		return
+	}
+	if old != nil {
+		old.end() // taken over
+	}
+	rs.carry(r, ls, st)
+}
+
+// carry keeps the HTTP response st of ls open until it is over (the
+// response was written, or the stream taken over), the client leaves or
+// the session ends.
+func (rs *resumer) carry(r *http.Request, ls *logical, st *stream) {
+	var tick <-chan time.Time
+	if d := rs.s.h.cfg.keepAlive; d > 0 && !ls.req.IsValid() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	defer st.shutDown(nil)
+	for {
+		select {
+		case <-st.final:
+			return
+		case <-r.Context().Done():
+			rs.detach(ls, st)
+			return
+		case <-rs.s.done:
+			return
+		case <-tick:
+			if st.comment("keep-alive") != nil {
+				rs.detach(ls, st)
+				return
+			}
+		}
+	}
+}
+
+// observe looks at a notification a client posted: a cancelled request's
+// stream is given up once no HTTP response carries it.
+func (rs *resumer) observe(m transport.Message) {
+	req, ok := m.(*transport.Request)
+	if !ok || req.Method != "notifications/cancelled" {
+		return
+	}
+	var p struct {
+		RequestID transport.ID `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || !p.RequestID.IsValid() {
+		return
+	}
+	rs.mu.Lock()
+	ls := rs.byReq[p.RequestID]
+	rs.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	ls.cancelled = true
+	giveUp := ls.conn == nil && !ls.done
+	if giveUp {
+		ls.done = true
+	}
+	ls.mu.Unlock()
+	if giveUp {
+		rs.forget(ls)
+	}
+}
+
+// closeConn ends the HTTP response carrying the stream of request id,
+// after a priming event if it had none, without ending the stream.
+func (rs *resumer) closeConn(ctx context.Context, id transport.ID) error {
+	rs.mu.Lock()
+	ls := rs.byReq[id]
+	rs.mu.Unlock()
+	if ls == nil {
+		return fmt.Errorf("streamable: no open stream for request %s: %w", id.String(), transport.ErrStreamGone)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	conn := ls.conn
+	if conn == nil {
+		return nil // already closed
+	}
+	if !ls.primed {
+		rs.primeLocked(ctx, ls)
+		if !ls.primed {
+			return fmt.Errorf("streamable: the stream of request %s cannot be made resumable: %w", id.String(), transport.ErrStreamGone)
+		}
+	}
+	ls.conn = nil
+	conn.end()
+	return nil
+}
+
+// end forgets the session's events; the session ended.
+func (rs *resumer) end() {
+	rs.ended.Store(true)
+	_ = rs.store.Forget(context.Background(), rs.s.id)
+}
+
+func lastOf(events []Event, lastID string) string {
+	if len(events) == 0 {
+		return lastID
+	}
+	return events[len(events)-1].ID
+}
+
+// visibleASCII reports whether s is non-empty visible ASCII (0x21-0x7E).
+func visibleASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return s != ""
+}
+
+type sessionKey struct{}
+
+// withSession marks the context a session is served with, for
+// [CloseSSEStream].
+func withSession(ctx context.Context, s *session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
+// ErrNotResumable is returned by CloseSSEStream for a request that is not
+// served over a resumable Streamable HTTP session (another transport, or a
+// Handler without an event store).
+var ErrNotResumable = errors.New("streamable: the request's stream is not resumable")
+
+// CloseSSEStream ends the HTTP response that carries the SSE stream of
+// request id without ending the stream ("polling"): the handler keeps
+// running, and the client resumes the stream with a GET and Last-Event-ID
+// after the retry interval, receiving what was sent meanwhile and the
+// response. If the stream had no event yet, a priming event is sent first.
+// ctx is any context derived from the one the Handler served the session
+// with, such as a request handler's; the stream must be a 2025-era
+// request's, on a Handler with an event store ([WithEventStore]). Closing a
+// stream that is already closed does nothing. It is safe for concurrent
+// use.
+func CloseSSEStream(ctx context.Context, id transport.ID) error {
+	s, _ := ctx.Value(sessionKey{}).(*session)
+	if s == nil {
+		return fmt.Errorf("%w: the context is not one of a Streamable HTTP session", ErrNotResumable)
+	}
+	if s.res == nil {
+		return fmt.Errorf("%w: the Handler has no event store", ErrNotResumable)
+	}
+	return s.res.closeConn(ctx, id)
+}
+
+// isUndecided reports whether nothing was written on st yet.
+func (st *stream) isUndecided() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.state == undecided && !st.shut
+}
+
+// open starts the SSE response if nothing was written yet.
+func (st *stream) open() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.shut || st.state == answeredJSON {
+		return transport.ErrStreamGone
+	}
+	if st.state == undecided {
+		return wrapStream(st.startSSE())
+	}
+	return nil
+}
+
+// prime writes a priming event: an id, the retry field and empty data,
+// starting the SSE response first if needed.
+func (st *stream) prime(id string, retry time.Duration) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error { return writePriming(st.w, id, retry) }, false)
+}
+
+// sendEvent writes one event (without an id when id is ""), starting the
+// SSE response first if needed; final ends the response after it. A write
+// failure ends the response too.
+func (st *stream) sendEvent(id string, data []byte, final bool) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error { return writeEvent(st.w, id, data) }, final)
+}
+
+// replay starts the SSE response and writes events.
+func (st *stream) replay(events []Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error {
+		for _, ev := range events {
+			var err error
+			if len(ev.Data) == 0 {
+				err = writePriming(st.w, ev.ID, 0)
+			} else {
+				err = writeEvent(st.w, ev.ID, ev.Data)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, false)
+}
+
+// writeLocked runs write on the SSE response and flushes; st.mu is held.
+func (st *stream) writeLocked(write func() error, final bool) error {
+	if st.shut || st.state == answeredJSON || st.finalled {
+		return transport.ErrStreamGone
+	}
+	if st.state == undecided {
+		if err := st.startSSE(); err != nil {
+			st.finish()
+			return wrapStream(err)
+		}
+	}
+	err := write()
+	if err == nil {
+		err = st.rc.Flush()
+	}
+	if err != nil || final {
+		st.finish()
+	}
+	return wrapStream(err)
+}
+
+// end finishes the response: its HTTP handler returns.
+func (st *stream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.finish()
+}
+
+// writePriming writes a priming event: an id, the retry field (when
+// retry > 0) and empty data.
+func writePriming(w io.Writer, id string, retry time.Duration) error {
+	b := make([]byte, 0, len(id)+32)
+	b = append(b, "id: "...)
+	b = append(b, id...)
+	b = append(b, '\n')
+	if retry > 0 {
+		b = append(b, "retry: "...)
+		b = strconv.AppendInt(b, retry.Milliseconds(), 10)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: \n\n"...)
+	_, err := w.Write(b)
+	return err
+}
