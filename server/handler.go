@@ -63,7 +63,10 @@ type Request struct {
 	ClientCapabilities ClientCapabilities
 	ClientInfo         Implementation
 
-	admitErr *Error     // why a stateless request cannot be admitted
+	admitErr *Error // why a stateless request cannot be admitted
+	parsed   bool   // Params decoded in newRequest: args and task are set
+	args     json.RawMessage
+	task     json.RawMessage
 	mrtr     *mrtrRound // multi round-trip state of a stateless request
 
 	done []func(Outcome)

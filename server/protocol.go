@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Version20260728 is the stateless protocol revision: no initialize, the
@@ -115,10 +117,43 @@ type cancelledParams struct {
 	Reason    string          `json:"reason,omitempty"`
 }
 
+// readRequestParams reads the members of params the core needs for every
+// request, splitting the (already validated) object in place rather than
+// decoding it by reflection. ok is false when params is not an object or a
+// member has the wrong type (the method's handler then reports it).
+func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
+	if len(params) == 0 || params[0] != '{' {
+		return p, false
+	}
+	v, ok := transport.SplitObject(params, "name", "uri", "_meta", "arguments", "task")
+	if !ok {
+		return p, false
+	}
+	if v[0] != nil {
+		if p.Name, ok = transport.DecodeString(v[0]); !ok {
+			return p, false
+		}
+	}
+	if v[1] != nil {
+		if p.URI, ok = transport.DecodeString(v[1]); !ok {
+			return p, false
+		}
+	}
+	if v[2] != nil && string(v[2]) != "null" {
+		if json.Unmarshal(v[2], &p.Meta) != nil {
+			return p, false
+		}
+	}
+	p.Arguments, p.Task = v[3], v[4]
+	return p, true
+}
+
 // requestParams holds the fields of params the core reads for every
 // request: the target's name and the _meta object.
 type requestParams struct {
-	Name string                     `json:"name"`
-	URI  string                     `json:"uri"`
-	Meta map[string]json.RawMessage `json:"_meta"`
+	Name      string                     `json:"name"`
+	URI       string                     `json:"uri"`
+	Meta      map[string]json.RawMessage `json:"_meta"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Task      json.RawMessage            `json:"task"`
 }

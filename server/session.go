@@ -32,6 +32,7 @@ type Session struct {
 	log     *slog.Logger
 
 	handlers sync.WaitGroup
+	inline   bool           // the Conn delivers messages on goroutines of its own
 	logging  sessionLogging // logging/setLevel and the log rate limit (logging.go)
 	progress progressTable  // progress tokens in flight (progress.go)
 
@@ -66,7 +67,11 @@ type inflight struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	batch  *batchCollector // nil unless the request came in a batch
+	unlink func() bool     // stops watching the request's stream, if any
 }
+
+// errStreamClosed is why a request whose stream closed is cancelled.
+var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", transport.ErrStreamGone)
 
 // errRequestDone releases a finished request's context. It is never a
 // cancellation cause that anyone observes as one: the outcome is sealed first.
@@ -142,6 +147,10 @@ func (ss *Session) initialized() bool {
 // serve is the read loop. It runs on Serve's goroutine.
 func (ss *Session) serve() error {
 	ss.obs.SessionStarted(ss.ctx, ss)
+	if in, ok := ss.conn.(transport.Inline); ok {
+		ss.inline = true
+		in.SetDispatch(ss.dispatchInline)
+	}
 	var readErr error
 	for {
 		msg, err := ss.conn.Read(ss.ctx)
@@ -215,13 +224,24 @@ func (ss *Session) drain() {
 	}
 }
 
+// dispatchInline handles a message on the goroutine that brought it (see
+// transport.Inline); a request runs to its outcome before it returns, and
+// is cancelled if stream ends first.
+func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
+	if m, ok := msg.(*transport.Request); ok && !m.IsNotification() {
+		ss.admit(stream, m, nil)
+		return
+	}
+	ss.dispatch(msg)
+}
+
 func (ss *Session) dispatch(msg transport.Message) {
 	switch m := msg.(type) {
 	case *transport.Request:
 		if m.IsNotification() {
 			ss.notification(m)
 		} else {
-			ss.request(m, nil)
+			ss.admit(nil, m, nil) //nolint:staticcheck // nil: no stream to watch
 		}
 	case *transport.Response:
 		ss.answer(m)
@@ -245,16 +265,13 @@ func (ss *Session) abandon(m *transport.Abandoned) {
 
 func (ss *Session) newRequest(m *transport.Request) *Request {
 	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
-	if len(m.Params) > 0 && m.Params[0] == '{' {
-		var p requestParams
-		if json.Unmarshal(m.Params, &p) == nil {
-			req.Meta = p.Meta
-			switch m.Method {
-			case "tools/call", "prompts/get":
-				req.Name = p.Name
-			case "resources/read", "resources/subscribe", "resources/unsubscribe":
-				req.URI = p.URI
-			}
+	if p, ok := readRequestParams(m.Params); ok {
+		req.Meta, req.parsed, req.args, req.task = p.Meta, true, p.Arguments, p.Task
+		switch m.Method {
+		case "tools/call", "prompts/get":
+			req.Name = p.Name
+		case "resources/read", "resources/subscribe", "resources/unsubscribe":
+			req.URI = p.URI
 		}
 	}
 	ss.mu.Lock()
@@ -267,9 +284,11 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 	return req
 }
 
-// request admits one request and starts its handler. initialize runs on the
-// read loop itself, so that the requests after it see the negotiated state.
-func (ss *Session) request(m *transport.Request, batch *batchCollector) {
+// admit admits one request and runs its handler: on a goroutine of its own
+// when it came through the read loop (stream is nil), on the caller's when
+// it came inline. initialize always runs on the caller's, so that the
+// requests after it see the negotiated state.
+func (ss *Session) admit(stream context.Context, m *transport.Request, batch *batchCollector) {
 	req := ss.newRequest(m)
 	if req.admitErr != nil {
 		ss.rejectWith(batch, req.ID, req.admitErr)
@@ -286,14 +305,24 @@ func (ss *Session) request(m *transport.Request, batch *batchCollector) {
 			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
 		}
 		ss.st.incoming[req.ID] = inf
+		ss.handlers.Add(1) // under the lock, before end() can start waiting
 	}
 	broken := ss.st.broken
 	ss.mu.Unlock()
+	if code == 0 && stream != nil {
+		inf.unlink = context.AfterFunc(stream, func() {
+			inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
+		})
+	}
 	switch {
-	case code == 0 && req.Method == "initialize":
+	case code == 0 && (req.Method == "initialize" || stream != nil):
 		ss.run(inf)
+		ss.handlers.Done()
 	case code == 0:
-		ss.handlers.Go(func() { ss.run(inf) })
+		go func() {
+			defer ss.handlers.Done()
+			ss.run(inf)
+		}()
 	case broken != "":
 		// Nothing can be written: the request is read and dropped.
 		ss.obs.ResponseDropped(ss.ctx, req, broken)
@@ -309,6 +338,8 @@ func (ss *Session) admitLocked(req *Request) (Code, string) {
 	switch {
 	case st.broken != "":
 		return CodeInternal, "writer broken"
+	case st.closed:
+		return CodeServerBusy, "session closed"
 	case st.draining:
 		return CodeServerBusy, RejectShuttingDown
 	case st.incoming[req.ID] != nil:
@@ -351,6 +382,9 @@ func (ss *Session) run(inf *inflight) {
 // point: a cancellation that finds it gone is ignored, and one that came
 // before is seen here, so one id never gets two answers.
 func (ss *Session) finish(inf *inflight, res any, err error) {
+	if inf.unlink != nil {
+		inf.unlink()
+	}
 	ss.mu.Lock()
 	delete(ss.st.incoming, inf.req.ID)
 	cancelled := inf.ctx.Err() != nil
@@ -410,7 +444,13 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 		resp.Result = json.RawMessage("{}")
 		return resp
 	}
-	raw, merr := json.Marshal(res)
+	var raw []byte
+	var merr error
+	if r, ok := res.(*CallToolResult); ok {
+		raw, merr = r.appendJSON(make([]byte, 0, 256))
+	} else {
+		raw, merr = json.Marshal(res)
+	}
 	if merr != nil {
 		ss.log.Error("cannot encode result", "id", id.String(), "error", merr)
 		resp.Error = wireError(merr)
@@ -464,7 +504,9 @@ func writeClass(err error) DropReason {
 // session still ends at the end of its input.
 func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	ctx = context.WithoutCancel(ctx)
-	if d := ss.srv.cfg.writeTimeout; d > 0 {
+	// An inline Conn writes into the response of the request at hand, which
+	// its own server bounds; others may block on a peer that stopped reading.
+	if d := ss.srv.cfg.writeTimeout; d > 0 && !ss.inline {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()

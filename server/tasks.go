@@ -163,7 +163,7 @@ func (s *Server) toolTask(ctx context.Context, rt *registeredTool, call *CallToo
 	support := taskSupportOf(rt.tool.Execution)
 	run := func(ctx context.Context) (*CallToolResult, error) { return rt.handler(ctx, call) }
 	if !req.Stateless {
-		asked, ttl, err := taskParam(req.Params)
+		asked, ttl, err := taskParam(req)
 		switch {
 		case err != nil:
 			return true, nil, err
@@ -229,14 +229,11 @@ func (s *Server) deferredTask(ctx context.Context, rt *registeredTool, call *Cal
 
 // taskParam reads the params.task of a 2025 tools/call: whether the client
 // asked for a task, and the ttl it asked for (0: none).
-func taskParam(params json.RawMessage) (asked bool, ttl time.Duration, err error) {
-	var p struct {
-		Task json.RawMessage `json:"task"`
+func taskParam(req *Request) (asked bool, ttl time.Duration, err error) {
+	if !req.parsed {
+		return false, 0, nil // callTool has refused these params already
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return false, 0, nil // callTool has read these params already
-	}
-	raw := bytes.TrimSpace(p.Task)
+	raw := bytes.TrimSpace(req.task)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return false, 0, nil
 	}

@@ -235,7 +235,9 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	if req.parsed { // decoded once, when the request arrived
+		p.Name, p.Arguments = req.Name, req.args
+	} else if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, Errorf(CodeInvalidParams, "invalid tools/call params: %v", err)
 	}
 	if p.Name == "" {

@@ -28,3 +28,18 @@ type Conn interface {
 	// Close closes both directions and unblocks pending Read and Write calls.
 	Close() error
 }
+
+// Inline is implemented by a Conn whose messages arrive on goroutines of
+// their own (one HTTP request each). The receiver hands it a dispatch
+// function, which the Conn then calls with each message on the goroutine
+// that brought it, instead of queueing the message for Read: a request's
+// handler then runs on that goroutine, with no hand-off. ctx is the
+// message's stream: when it is done before the answer is written, the
+// request is cancelled (its answer can no longer be delivered); pass a
+// context that is never done when the stream may be resumed. dispatch
+// returns when the message has been handled (for a request: answered or
+// dropped). Read still reports the end of the connection and delivers
+// whatever has no goroutine of its own.
+type Inline interface {
+	SetDispatch(dispatch func(ctx context.Context, m Message))
+}

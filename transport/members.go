@@ -122,3 +122,49 @@ func skipValue(data []byte, i int) int {
 		return j
 	}
 }
+
+// SplitObject returns the raw values of the named members of a JSON object
+// that is known to be valid JSON (a sub-slice of a decoded message, such
+// as Params), without allocating beyond the result: values[i] is the raw
+// value of keys[i], nil when absent. Names are matched exactly; for a
+// repeated member the last one wins. ok is false when data is not an
+// object.
+func SplitObject(data []byte, keys ...string) (values [][]byte, ok bool) {
+	values = make([][]byte, len(keys))
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return values, false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return values, true
+	}
+	for i < len(data) {
+		keyEnd := skipString(data, i)
+		key := data[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			var s string
+			if json.Unmarshal(data[i:keyEnd], &s) == nil {
+				key = []byte(s)
+			}
+		}
+		i = skipSpace(data, keyEnd)
+		i = skipSpace(data, i+1)
+		valEnd := skipValue(data, i)
+		for k, want := range keys {
+			if string(key) == want {
+				values[k] = data[i:valEnd]
+			}
+		}
+		i = skipSpace(data, valEnd)
+		if i >= len(data) || data[i] == '}' {
+			break
+		}
+		i = skipSpace(data, i+1)
+	}
+	return values, true
+}
+
+// DecodeString decodes a raw JSON string value; ok is false for anything
+// else (null included).
+func DecodeString(raw []byte) (string, bool) { return decodeString(raw) }

@@ -344,3 +344,7 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendJSONString appends s to b as a JSON string (invalid UTF-8 becomes
+// U+FFFD), for encoders that build JSON by hand.
+func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }

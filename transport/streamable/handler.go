@@ -107,7 +107,7 @@ func (h *Handler) Close() error {
 var errHandlerClosed = errors.New("streamable: handler closed")
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		writeError(w, http.StatusUnsupportedMediaType, transport.ID{}, codeInvalidRequest, "Content-Type must be application/json")
 		return
 	}
@@ -195,9 +195,11 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 	s.touch()
 	if !isRequest || req.IsNotification() {
 		// A notification, or the client's answer to our request.
-		if err := s.push(r.Context(), msg); err != nil {
-			writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
-			return
+		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
+			if err := s.push(r.Context(), msg); err != nil {
+				writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
+				return
+			}
 		}
 		if s.res != nil {
 			s.res.observe(msg) // resume.go
@@ -312,13 +314,27 @@ func newSessionID() string {
 
 // accepts reports whether the Accept header admits mediaType.
 func accepts(r *http.Request, mediaType string) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err == nil && (mt == mediaType || mt == "*/*") {
-			return true
+	for _, accept := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(accept, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			if strings.EqualFold(mt, mediaType) || mt == "*/*" {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// isJSONContentType reports whether a Content-Type is application/json
+// (parameters such as charset allowed).
+func isJSONContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return true
+	}
+	parsed, _, err := mime.ParseMediaType(ct)
+	return err == nil && parsed == "application/json"
 }
 
 // writeError answers with a JSON-RPC error body.

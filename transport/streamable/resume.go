@@ -626,7 +626,7 @@ func (st *stream) writeLocked(write func() error, final bool) error {
 	}
 	err := write()
 	if err == nil {
-		err = st.rc.Flush()
+		err = st.flush()
 	}
 	if err != nil || final {
 		st.finish()

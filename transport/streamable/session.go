@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
@@ -29,9 +30,36 @@ type session struct {
 	idle    *time.Timer
 
 	res *resumer // resume.go: set with an event store, which then owns the streams
+
+	dispatch atomic.Pointer[func(context.Context, transport.Message)] // set by the server (transport.Inline)
 }
 
-var _ transport.Conn = (*session)(nil)
+var (
+	_ transport.Conn   = (*session)(nil)
+	_ transport.Inline = (*session)(nil)
+)
+
+// SetDispatch lets the server run each message on the POST that brought
+// it (see transport.Inline).
+func (s *session) SetDispatch(dispatch func(context.Context, transport.Message)) {
+	s.dispatch.Store(&dispatch)
+}
+
+// deliverInline hands m to the server on the caller's goroutine, if the
+// server asked for that; it reports whether it did.
+func (s *session) deliverInline(stream context.Context, m transport.Message) bool {
+	d := s.dispatch.Load()
+	if d == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	(*d)(stream, m)
+	return true
+}
 
 func newSession(h *Handler, id, principal string) *session {
 	s := &session{
@@ -74,6 +102,13 @@ func (s *session) terminate(err error) {
 			s.idle.Stop()
 		}
 		close(s.done)
+		s.mu.Lock()
+		for _, st := range s.streams {
+			if st.fallback != nil {
+				go st.shutDown(st.fallback) // writes: not under s.mu
+			}
+		}
+		s.mu.Unlock()
 		if s.res != nil {
 			s.res.end()
 		}
@@ -156,6 +191,8 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		return
 	}
 	st := newStream(w, s.h.cfg.mode, nil, s.id)
+	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}}
+	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
 	switch {
 	case s.streams[req.ID] != nil:
@@ -178,8 +215,16 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.mu.Unlock()
 	}()
 
+	// The handler runs here, on this goroutine; the server cancels it if
+	// the client leaves (the stream refuses writes from then on), and
+	// terminate() answers for it if the session ends (a handler that ignores
+	// cancellation cannot hold the answer back).
+	if s.deliverInline(r.Context(), req) {
+		st.shutDown(terminated) // nothing written means the session ended under it
+		return
+	}
 	if err := s.push(r.Context(), req); err != nil {
-		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}})
+		st.shutDown(terminated)
 		return
 	}
 	select {
@@ -255,5 +300,5 @@ func (st *stream) comment(text string) error {
 	if _, err := st.w.Write([]byte(": " + text + "\n\n")); err != nil {
 		return err
 	}
-	return st.rc.Flush()
+	return st.flush()
 }

@@ -1,7 +1,9 @@
 package streamable
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/vigil-mcp/vigil/transport"
@@ -10,15 +12,17 @@ import (
 // stream is one HTTP response carrying messages: the answer to one request
 // (JSON, or SSE once a message comes before the response), or a GET stream.
 type stream struct {
+	client   context.Context // the request's: once it is done, nothing more is written
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	mode     ResponseMode
 	status   func(code int64) int // HTTP status of a JSON error answer
-	sessHdr  string               // Mcp-Session-Id to send, if any
+	sessHdr  []string             // Mcp-Session-Id to send, if any
 	mu       sync.Mutex
 	state    streamState
-	shut     bool          // the HTTP handler returned: write nothing more
-	final    chan struct{} // closed once the response was written
+	shut     bool                // the HTTP handler returned: write nothing more
+	fallback *transport.Response // the answer if the session ends first
+	final    chan struct{}       // closed once the response was written
 	finalled bool
 }
 
@@ -31,34 +35,57 @@ const (
 )
 
 func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr string) *stream {
-	return &stream{w: w, rc: http.NewResponseController(w), mode: mode, status: status, sessHdr: sessHdr, final: make(chan struct{})}
+	st := &stream{w: w, mode: mode, status: status, final: make(chan struct{})}
+	if sessHdr != "" {
+		st.sessHdr = []string{sessHdr}
+	}
+	return st
 }
 
-func (st *stream) headers(contentType string) {
+// Header values, shared and never modified: setting them costs no
+// allocation per response.
+var (
+	valueJSON        = []string{"application/json"}
+	valueEventStream = []string{"text/event-stream"}
+	valueNoCache     = []string{"no-cache"}
+	valueNo          = []string{"no"}
+)
+
+func (st *stream) headers(sse bool) {
 	h := st.w.Header()
-	h.Set("Content-Type", contentType)
-	if st.sessHdr != "" {
-		h.Set(headerSessionID, st.sessHdr)
+	if st.sessHdr != nil {
+		h[headerSessionID] = st.sessHdr
 	}
-	if contentType == "text/event-stream" {
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
+	if !sse {
+		h["Content-Type"] = valueJSON
+		return
 	}
+	h["Content-Type"] = valueEventStream
+	h["Cache-Control"] = valueNoCache
+	h["X-Accel-Buffering"] = valueNo
+}
+
+// flush sends what was written so far; st.mu is held.
+func (st *stream) flush() error {
+	if st.rc == nil {
+		st.rc = http.NewResponseController(st.w)
+	}
+	return st.rc.Flush()
 }
 
 // startSSE turns the response into an SSE stream; st.mu is held.
 func (st *stream) startSSE() error {
-	st.headers("text/event-stream")
+	st.headers(true)
 	st.w.WriteHeader(http.StatusOK)
 	st.state = streaming
-	return st.rc.Flush()
+	return st.flush()
 }
 
 // deliver writes one message. A response ends the stream's purpose.
 func (st *stream) deliver(m transport.Message) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.shut || st.state == answeredJSON {
+	if st.shut || st.state == answeredJSON || (st.client != nil && st.client.Err() != nil) {
 		return transport.ErrStreamGone
 	}
 	resp, isResp := m.(*transport.Response)
@@ -68,7 +95,7 @@ func (st *stream) deliver(m transport.Message) error {
 	}
 	if st.state == undecided {
 		if isResp && st.mode != ResponseSSE {
-			st.headers("application/json")
+			st.headers(false)
 			status := http.StatusOK
 			if resp.Error != nil && st.status != nil {
 				status = st.status(resp.Error.Code)
@@ -86,7 +113,7 @@ func (st *stream) deliver(m transport.Message) error {
 	if err := writeEvent(st.w, "", data); err != nil {
 		return wrapStream(err)
 	}
-	if err := st.rc.Flush(); err != nil {
+	if err := st.flush(); err != nil {
 		return wrapStream(err)
 	}
 	if isResp {
@@ -111,9 +138,14 @@ func (st *stream) shutDown(fallback *transport.Response) {
 	defer st.mu.Unlock()
 	if st.state == undecided && fallback != nil {
 		data, _ := transport.AppendMessage(nil, fallback)
-		st.headers("application/json")
+		st.headers(false)
+		st.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		// This answer may come while a handler still runs on the request's
+		// goroutine: the connection must not carry the client's next request.
+		st.w.Header().Set("Connection", "close")
 		st.w.WriteHeader(http.StatusOK)
 		_, _ = st.w.Write(data)
+		_ = st.flush() // the handler may run on: the client need not wait
 		st.state = answeredJSON
 	}
 	st.shut = true

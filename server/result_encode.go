@@ -1,0 +1,52 @@
+package server
+
+import (
+	"encoding/json"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// appendJSON appends r's compact JSON encoding: the hot path of every tool
+// call, written by hand so that the common result (text items) costs no
+// reflection and no re-validation. Other content blocks and the structured
+// content go through encoding/json.
+func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"content":[`...)
+	for i, c := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if t, ok := c.(*TextContent); ok && t.Annotations == nil && t.Meta == nil {
+			b = append(b, `{"type":"text","text":`...)
+			b = transport.AppendJSONString(b, t.Text)
+			b = append(b, '}')
+			continue
+		}
+		raw, err := json.Marshal(c)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, raw...)
+	}
+	b = append(b, ']')
+	if r.StructuredContent != nil {
+		raw, err := json.Marshal(r.StructuredContent)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, raw...)
+	}
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	if len(r.Meta) > 0 {
+		raw, err := json.Marshal(r.Meta)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"_meta":`...)
+		b = append(b, raw...)
+	}
+	return append(b, '}'), nil
+}
