@@ -68,6 +68,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=10s ./transport
 	@echo "==> fuzz: FuzzSplitMembers (10s, differential against encoding/json)"
 	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=10s ./transport
+	@echo "==> fuzz: FuzzPOST (15s, the Streamable HTTP POST path)"
+	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=15s ./transport/streamable
 
 ## race50: concurrency soak, run by hand.
 race50:
