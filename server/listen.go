@@ -31,6 +31,7 @@ type listener struct {
 	filter SubscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
 	stop   context.CancelFunc
+	since  uint64 // the change sequence when it subscribed: earlier changes are not its news
 }
 
 type listenRegistry struct {
@@ -97,7 +98,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	}
 	stopped, stop := context.WithCancel(ctx)
 	defer stop()
-	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}, stop: stop}
+	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {
@@ -120,9 +121,14 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 }
 
 // notifyListeners sends a notification to every listen stream whose filter
-// accepts it; uri is set for notifications/resources/updated.
-func (s *Server) notifyListeners(method string, uri string) {
+// accepts it and that subscribed before the change it reports (at
+// the change sequence changed; 0 for events that are news to every
+// stream); uri is set for notifications/resources/updated.
+func (s *Server) notifyListeners(method string, uri string, changed uint64) {
 	for _, l := range s.listeners.snapshot() {
+		if changed != 0 && l.since > changed {
+			continue
+		}
 		f := l.filter
 		ok := false
 		switch method {

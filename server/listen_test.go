@@ -114,3 +114,23 @@ func TestStatelessCapabilityGating(t *testing.T) {
 		require.NoError(t, <-h.served)
 	})
 }
+
+// A change made before a stream subscribed is not news to it, even when its
+// debounced notification fires after the subscription.
+func TestSubscriptionsListenIgnoresEarlierChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		h.start()
+		h.request(6, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"promptsListChanged": true}})
+		h.notification() // ack; this stream keeps the debouncer armed
+		h.addTool("b", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
+		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
+		h.notification()        // ack
+		time.Sleep(time.Second) // the debounced tools change fires now
+		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		h.result(8) // and nothing came before this answer
+		require.NoError(t, h.client.Close())
+		require.NoError(t, <-h.served)
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,8 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 type debouncer struct {
 	mu      sync.Mutex
 	pending map[string]bool
+	latest  map[string]uint64 // the sequence number of each list's last change
+	seq     atomic.Uint64     // orders changes and subscriptions
 }
 
 // listChanged schedules notifications/<list>/list_changed ("tools",
@@ -37,6 +40,10 @@ func (s *Server) listChanged(list string) {
 	d := &s.changes
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.latest == nil {
+		d.latest = make(map[string]uint64)
+	}
+	d.latest[list] = d.seq.Add(1)
 	if d.pending[list] {
 		return
 	}
@@ -47,9 +54,10 @@ func (s *Server) listChanged(list string) {
 	time.AfterFunc(s.cfg.listChangedDelay, func() {
 		d.mu.Lock()
 		delete(d.pending, list)
+		changed := d.latest[list]
 		d.mu.Unlock()
 		method := "notifications/" + list + "/list_changed"
 		s.notifySessions(method, nil, nil)
-		s.notifyListeners(method, "")
+		s.notifyListeners(method, "", changed)
 	})
 }

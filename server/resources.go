@@ -243,7 +243,7 @@ func (s *Server) ResourceUpdated(uri string) {
 	s.notifySessions("notifications/resources/updated", params, func(ss *Session) bool {
 		return s.resources.subscribed(ss, uri)
 	})
-	s.notifyListeners("notifications/resources/updated", uri)
+	s.notifyListeners("notifications/resources/updated", uri, 0)
 }
 
 // relistLocked rebuilds the sorted lists; rr.mu is held for writing.
