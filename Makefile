@@ -20,10 +20,10 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: test system-deps vet unit interop-deps conformance-deps interop fuzz race50 bench lint lint-install tidy-check check
+.PHONY: test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps interop-deps conformance-deps vet unit interop fuzz
+test: system-deps interop-deps conformance-deps vet unit interop conformance fuzz
 
 vet:
 	@echo "==> go vet ./..."
@@ -60,6 +60,11 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 interop: interop-deps
 	@echo "==> interop: TypeScript SDK client against vigil -stdio"
 	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+
+## conformance: the official conformance suites against one vigil-everything, verbosely (totals in the log).
+conformance: conformance-deps
+	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all"
+	CI=true $(GO) test -count=1 -run '^TestConformance$$' -v ./cmd/vigil-everything
 
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (20s)"
