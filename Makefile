@@ -20,16 +20,16 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps interop-deps conformance-deps vet unit interop conformance fuzz
+test: system-deps e2e-deps interop-deps conformance-deps vet unit interop conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps interop-deps conformance-deps
+unit: system-deps e2e-deps interop-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -41,12 +41,13 @@ $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
 	@touch $@
 
-## system-deps: Debian packages the tests use (promtool, from prometheus), installed when missing.
+## system-deps: Debian packages the tests use (prometheus and promtool), installed when missing.
 system-deps:
-	@if ! command -v promtool >/dev/null; then \
-		echo "==> apt-get install prometheus (for promtool)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
-	fi
+	@bash cmd/vigil/testdata/e2e/install-prometheus.sh
+
+## e2e-deps: the Jaeger v2 binary for cmd/vigil's end-to-end test, built from its Go module once and cached.
+e2e-deps:
+	@bash cmd/vigil/testdata/e2e/install-jaeger.sh
 
 ## conformance-deps: install the conformance suites and Node 22 (only when needed).
 conformance-deps: $(CONFORMANCE_STAMP)
@@ -65,6 +66,11 @@ interop: interop-deps
 conformance: conformance-deps
 	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all"
 	CI=true $(GO) test -count=1 -run '^TestConformance$$' -v ./cmd/vigil-everything
+
+## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
+deploy-validate: system-deps
+	@echo "==> deploy/validate: dashboard, rules, compose, Kubernetes, Dockerfile, static build"
+	cd deploy/validate && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (20s)"

@@ -43,13 +43,34 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // a newline or SSE fields); measuring it costs one extra encoding per
 // message. A frame that does not decode counts as kind invalid with no
 // bytes. Writes count whether or not they succeed (failures are counted by
-// class by [Observer]). The returned Conn has c's concurrency contract; with
-// a nil m it returns c.
+// class by [Observer]). The returned Conn has c's concurrency contract, and
+// implements [transport.Inline] when c does (the messages it dispatches are
+// counted as received, like those Read returns); with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}
-	return &countingConn{Conn: c, m: m, name: transportName}
+	cc := &countingConn{Conn: c, m: m, name: transportName}
+	if in, ok := c.(transport.Inline); ok {
+		return &countingInlineConn{countingConn: cc, in: in}
+	}
+	return cc
+}
+
+// countingInlineConn is a countingConn over a transport.Inline Conn: hiding
+// SetDispatch would make the session core read every message through Read,
+// losing the transport's per-message goroutines (and the end of an HTTP
+// request when its response is dropped).
+type countingInlineConn struct {
+	*countingConn
+	in transport.Inline
+}
+
+func (c *countingInlineConn) SetDispatch(dispatch func(ctx context.Context, m transport.Message)) {
+	c.in.SetDispatch(func(ctx context.Context, msg transport.Message) {
+		c.received(msg)
+		dispatch(ctx, msg)
+	})
 }
 
 type countingConn struct {
@@ -67,10 +88,15 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 		}
 		return msg, err
 	}
+	c.received(msg)
+	return msg, nil
+}
+
+// received counts a message read or dispatched.
+func (c *countingConn) received(msg transport.Message) {
 	if kind := messageKind(msg); kind != "" {
 		c.m.MessageReceived(c.name, kind, c.size(msg))
 	}
-	return msg, nil
 }
 
 func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {

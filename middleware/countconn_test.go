@@ -120,3 +120,42 @@ func TestNilMetricsPassThrough(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, called)
 }
+
+// inlineConn is a transport.Inline Conn: it records the dispatch function
+// the session core hands it.
+type inlineConn struct {
+	transport.Conn
+	dispatch func(context.Context, transport.Message)
+}
+
+func (c *inlineConn) SetDispatch(d func(context.Context, transport.Message)) { c.dispatch = d }
+
+// TestCountConnKeepsInline checks that CountConn over a transport.Inline
+// Conn is one too (hiding it would make the core read every message
+// through Read), and counts what it dispatches as received.
+func TestCountConnKeepsInline(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	_, end := memory.NewPair()
+	defer func() { _ = end.Close() }()
+	under := &inlineConn{Conn: end}
+	c := middleware.CountConn(under, m, telemetry.TransportStreamableHTTP)
+	in, ok := c.(transport.Inline)
+	require.True(t, ok, "CountConn hides transport.Inline")
+	var got []transport.Message
+	in.SetDispatch(func(_ context.Context, msg transport.Message) { got = append(got, msg) })
+	require.NotNil(t, under.dispatch)
+
+	ping := &transport.Request{ID: transport.Int64ID(1), Method: "ping"}
+	abandoned := &transport.Abandoned{ID: transport.Int64ID(1)}
+	under.dispatch(context.Background(), ping)
+	under.dispatch(context.Background(), abandoned) // an event, not a message: not counted
+	assert.Equal(t, []transport.Message{ping, abandoned}, got)
+	assert.Equal(t, map[string]float64{
+		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`: 1,
+		`mcp_server_received_bytes_total{transport="streamable_http"}`:                   encodedLen(t, ping),
+	}, series(t, m))
+
+	_, isInline := middleware.CountConn(end, m, "stdio").(transport.Inline)
+	assert.False(t, isInline, "a Conn that is not Inline stays so")
+}

@@ -1,5 +1,5 @@
-// Package middleware instruments a Vigil server from the outside: each
-// constructor returns a server.Middleware ([Tracing], [Metrics], ...) or a
+// Package middleware instruments and guards a Vigil server from the outside:
+// each constructor returns a server.Middleware ([Tracing], [Metrics], ...) or a
 // server.Observer ([Observer]) built from the server package's exported types
 // and recorded through the telemetry package. It also wraps connections
 // ([CountConn], [Instrument]) to count traffic per transport.
@@ -17,10 +17,16 @@
 // global: the caller creates a telemetry.Metrics, registers it with its own
 // Prometheus registry, and passes it in.
 //
-// The recommended order is Tracing, Metrics, Recover, Timeout, then the
-// application's middleware: the span covers everything, and the metrics see
-// the trace id for exemplars and a recovered panic or a timeout as an error.
+// The middleware that guard a request are [Recover] (a panic becomes a
+// -32603 answer), [Timeout] (the handler's context is cancelled with
+// server.ErrHandlerTimeout, answered -32001), [ConcurrencyLimit] (calls per
+// tool, over it -32000) and [Logging] (one record per request). Each is
+// usable alone; [Standard] returns a selection of them in the documented
+// order: Tracing, Metrics, Logging, Recover, Timeout, ConcurrencyLimit,
+// then the application's middleware. The span covers everything, the
+// metrics see the trace id for exemplars and a recovered panic, a timeout
+// or a rejection as an error, and every request is logged.
 //
-// Read ExampleMetrics (server.New with Metrics and Observer, and a registry)
-// first, then ExampleTracing.
+// Read Example_standard (a server with all of them) first, then
+// ExampleMetrics and ExampleTracing.
 package middleware

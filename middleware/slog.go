@@ -27,7 +27,8 @@ const (
 // unchanged.
 //
 // The ids are added where the record's own attributes go, so after
-// WithGroup they land inside the group. A nil next discards everything. The
+// WithGroup they land inside the group; a session_id or request_id the
+// record already carries (as those of [Logging] do) is not added again. A nil next discards everything. The
 // handler is safe for concurrent use if next is.
 func LogHandler(next slog.Handler) slog.Handler {
 	if next == nil {
@@ -48,11 +49,12 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 		n = 2
 	}
 	if req := server.RequestFromContext(ctx); req != nil {
-		if req.Session != nil && !req.Stateless {
+		hasSession, hasRequest := recordHas(r)
+		if req.Session != nil && !req.Stateless && !hasSession {
 			attrs[n] = slog.String(LogSessionID, req.Session.ID())
 			n++
 		}
-		if !req.IsNotification() {
+		if !req.IsNotification() && !hasRequest {
 			attrs[n] = slog.String(LogRequestID, req.ID.String())
 			n++
 		}
@@ -62,6 +64,21 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 		r.AddAttrs(attrs[:n]...)
 	}
 	return h.next.Handle(ctx, r)
+}
+
+// recordHas reports whether r's own attributes already carry session_id and
+// request_id (as the records of [Logging] do).
+func recordHas(r slog.Record) (session, request bool) {
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case LogSessionID:
+			session = true
+		case LogRequestID:
+			request = true
+		}
+		return !session || !request
+	})
+	return session, request
 }
 
 func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -104,18 +105,24 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 func Tracing(opts ...TracingOption) server.Middleware {
 	cfg := newTracingConfig(opts)
 	tracer := cfg.tracer()
+	st := spanStarter{
+		tracer: tracer,
+		prop:   cfg.propagator,
+		kind:   trace.WithSpanKind(trace.SpanKindServer), // an interface value: made once
+		attrs:  &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
+	}
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			ctx, span := startServerSpan(ctx, tracer, cfg.propagator, req)
-			st := &spanState{}
-			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, st, out) })
+			ctx, span := st.start(ctx, req)
+			state := &spanState{}
+			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, state, out) })
 			defer func() {
-				if !st.returned {
-					st.panicked = true // invoke recovers it and answers -32603
+				if !state.returned {
+					state.panicked = true // invoke recovers it and answers -32603
 				}
 			}()
 			res, err := next(ctx, req)
-			st.res, st.err, st.returned = res, err, true
+			state.res, state.err, state.returned = res, err, true
 			return res, err
 		}
 	}
@@ -130,8 +137,41 @@ type spanState struct {
 	panicked bool
 }
 
-func startServerSpan(ctx context.Context, tracer trace.Tracer, prop propagation.TextMapPropagator, req *server.Request) (context.Context, trace.Span) {
-	attrs := make([]attribute.KeyValue, 0, 10)
+// spanStarter starts the SERVER spans of one Tracing middleware.
+type spanStarter struct {
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	kind   trace.SpanStartOption
+	// attrs recycles the start attributes: trace.NewSpanStartConfig, which
+	// every Tracer uses to read its options, copies them.
+	attrs *sync.Pool // of *[]attribute.KeyValue
+}
+
+func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Context, trace.Span) {
+	buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
+	attrs := s.attributes(ctx, req, (*buf)[:0])
+	opts := []trace.SpanStartOption{s.kind, trace.WithAttributes(attrs...)}
+	pctx := ctx
+	if len(req.Meta) > 0 { // else nothing to extract: spare the context lookups
+		pctx = s.prop.Extract(ctx, metaCarrier(req.Meta))
+		ambient := trace.SpanContextFromContext(ctx)
+		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ambient}))
+		}
+	}
+	name := req.Method
+	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
+		name += " " + req.Name
+	}
+	ctx, span := s.tracer.Start(pctx, name, opts...)
+	clear(attrs)
+	*buf = attrs
+	s.attrs.Put(buf)
+	return ctx, span
+}
+
+// attributes appends the start attributes of req's span to attrs.
+func (spanStarter) attributes(ctx context.Context, req *server.Request, attrs []attribute.KeyValue) []attribute.KeyValue {
 	attrs = append(attrs, telemetry.MCPMethodNameKey.String(req.Method))
 	if !req.IsNotification() {
 		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
@@ -152,19 +192,7 @@ func startServerSpan(ctx context.Context, tracer trace.Tracer, prop propagation.
 	if req.URI != "" {
 		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
 	}
-	attrs = appendNetwork(ctx, attrs)
-
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)}
-	ambient := trace.SpanContextFromContext(ctx)
-	pctx := prop.Extract(ctx, metaCarrier(req.Meta))
-	if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ambient}))
-	}
-	name := req.Method
-	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
-		name += " " + req.Name
-	}
-	return tracer.Start(pctx, name, opts...)
+	return appendNetwork(ctx, attrs)
 }
 
 // appendNetwork adds network.transport (and network.protocol.name) from

@@ -311,6 +311,13 @@ func (ss *Session) admit(stream context.Context, m *transport.Request, batch *ba
 	ss.mu.Unlock()
 	if code == 0 && stream != nil {
 		inf.unlink = context.AfterFunc(stream, func() {
+			if ss.ctx.Err() != nil {
+				// The session is ending: its cancellation is still walking its
+				// children (in no set order) while the stream already closed
+				// because of it. The session's cause is the true one.
+				inf.cancel(context.Cause(ss.ctx))
+				return
+			}
 			inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
 		})
 	}

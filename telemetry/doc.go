@@ -16,7 +16,10 @@
 // zero. The duration histograms use the OpenTelemetry MCP bucket boundaries
 // ([DurationBuckets]) and can be native histograms too
 // ([WithNativeHistograms]); the duration histogram and the finished counter
-// carry a trace_id exemplar, exposed with the OpenMetrics format.
+// carry a trace_id exemplar (renewed at most once a second per series and
+// bucket, [WithExemplarInterval]), exposed with the OpenMetrics format. The
+// series that requests and messages touch are resolved ahead of time, so
+// recording looks up no label values.
 //
 // Building SDK providers from the OTEL_* environment (exporter, sampler,
 // resource) lives in the subpackage otelsetup, the one library package

@@ -60,6 +60,13 @@ type Metrics struct {
 	bytesOut        *prometheus.CounterVec
 
 	all []prometheus.Collector
+
+	// Resolved series, see metrics_series.go.
+	byMethod      map[string]*methodSeries
+	byTransport   map[string]*trafficSeries
+	ends          sync.Map // endKey → *endSeries
+	buckets       []float64
+	exemplarEvery time.Duration
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
@@ -70,6 +77,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),
 		errorTypes:     defaultErrorTypes(),
+		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {
 		o.applyMetrics(&cfg)
@@ -85,10 +93,13 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		kinds:         newMetricsLabelSet(defaultKinds()),
 		rejects:       newMetricsLabelSet(defaultRejectReasons()),
 		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
+		buckets:       DurationBuckets(),
+		exemplarEvery: cfg.exemplarEvery,
 	}
 	m.tools.Store(new(metricsLabelSet))
 	m.newVectors(cfg)
 	m.precreate()
+	m.resolveSeries()
 	m.SetToolNames(cfg.tools)
 	return m
 }

@@ -1,6 +1,9 @@
 package telemetry
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // MetricsOption configures [NewMetrics].
 type MetricsOption interface{ applyMetrics(*metricsConfig) }
@@ -16,6 +19,7 @@ type metricsConfig struct {
 	clientMethods  []string
 	tools          []string
 	errorTypes     []string
+	exemplarEvery  time.Duration
 }
 
 // DefaultMaxNativeBuckets bounds the buckets of a native histogram when
@@ -63,6 +67,21 @@ func WithClientMethods(methods ...string) MetricsOption {
 // [Metrics.SetToolNames].
 func WithToolNames(names ...string) MetricsOption {
 	return metricsOptionFunc(func(c *metricsConfig) { c.tools = append([]string(nil), names...) })
+}
+
+// DefaultExemplarInterval is how often, at most, a trace id becomes the
+// exemplar of one series (see [WithExemplarInterval]).
+const DefaultExemplarInterval = time.Second
+
+// WithExemplarInterval sets how often, at most, the trace id of a request
+// becomes an exemplar: of the finished count of its series, and of the
+// duration bucket it falls in (each bucket on its own, so that a slow
+// request still gets its exemplar among many fast ones). Prometheus keeps
+// one exemplar per counter and bucket, and scrapes every few seconds, so
+// attaching one to every observation only costs time; d <= 0 does so
+// anyway. The default is [DefaultExemplarInterval].
+func WithExemplarInterval(d time.Duration) MetricsOption {
+	return metricsOptionFunc(func(c *metricsConfig) { c.exemplarEvery = d })
 }
 
 // WithErrorTypes adds error_type values (JSON-RPC codes in decimal, as a

@@ -25,8 +25,9 @@ type RequestEnd struct {
 	// sealed (the response written, or the decision not to write one).
 	Duration time.Duration
 	// TraceID, when not empty, is attached as the trace_id exemplar of the
-	// duration observation and of the finished count (exposed with the
-	// OpenMetrics format only).
+	// duration observation and of the finished count, at most once per
+	// [WithExemplarInterval] for each (exposed with the OpenMetrics format
+	// only).
 	TraceID string
 }
 
@@ -37,9 +38,9 @@ func (m *Metrics) RequestStarted(method string) {
 	if m == nil {
 		return
 	}
-	method = m.methods.bound(method, LabelOther)
-	m.started.WithLabelValues(method).Inc()
-	m.inFlight.WithLabelValues(method).Inc()
+	s := m.method(m.methods.bound(method, LabelOther))
+	s.started.Inc()
+	s.inFlight.Inc()
 }
 
 // RequestFinished ends a request counted by [Metrics.RequestStarted]: it
@@ -56,32 +57,28 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	}
 	outcome := m.outcomes.bound(e.Outcome, LabelOther)
 	errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
-	ex := exemplar(e.TraceID)
+	s := m.end(endKey{method: method, tool: tool, outcome: outcome, errType: errType})
+	seconds := e.Duration.Seconds()
+	valid := validTraceID(e.TraceID)
 
-	c := m.finished.WithLabelValues(method, outcome)
-	if a, ok := c.(prometheus.ExemplarAdder); ok && ex != nil {
-		a.AddWithExemplar(1, ex)
+	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && valid && m.exemplarDue(&s.counterExemplar) {
+		a.AddWithExemplar(1, prometheus.Labels{ExemplarTraceID: e.TraceID})
 	} else {
-		c.Inc()
+		s.finished.Inc()
 	}
-	h := m.duration.WithLabelValues(method, tool, errType)
-	if o, ok := h.(prometheus.ExemplarObserver); ok && ex != nil {
-		o.ObserveWithExemplar(e.Duration.Seconds(), ex)
+	if o, ok := s.duration.(prometheus.ExemplarObserver); ok && valid && m.exemplarDue(&s.bucketExemplar[m.bucketOf(seconds)]) {
+		o.ObserveWithExemplar(seconds, prometheus.Labels{ExemplarTraceID: e.TraceID})
 	} else {
-		h.Observe(e.Duration.Seconds())
+		s.duration.Observe(seconds)
 	}
 	// Last, so that in flight reaching zero implies the outcome is counted.
-	m.inFlight.WithLabelValues(method).Dec()
+	m.method(method).inFlight.Dec()
 }
 
-// exemplar returns the exemplar labels for a trace id, or nil when there is
-// none or it could not be a valid exemplar (which client_golang would panic
-// on).
-func exemplar(traceID string) prometheus.Labels {
-	if traceID == "" || len(traceID) > 64 || !validLabelValue(traceID) {
-		return nil
-	}
-	return prometheus.Labels{ExemplarTraceID: traceID}
+// validTraceID reports whether a trace id can be an exemplar: not empty,
+// and nothing client_golang would panic on.
+func validTraceID(traceID string) bool {
+	return traceID != "" && len(traceID) <= 64 && validLabelValue(traceID)
 }
 
 // RequestCancelled counts one cancellation of a request handler with its
@@ -92,7 +89,7 @@ func (m *Metrics) RequestCancelled(method, cause string) {
 	if m == nil {
 		return
 	}
-	m.cancellations.WithLabelValues(m.methods.bound(method, LabelOther), m.causes.bound(cause, LabelOther)).Inc()
+	m.method(m.methods.bound(method, LabelOther)).cancellations[m.causes.bound(cause, LabelOther)].Inc()
 }
 
 // ResponseDropped counts a request that ended without a response being
@@ -102,7 +99,12 @@ func (m *Metrics) ResponseDropped(method, reason string) {
 	if m == nil {
 		return
 	}
-	m.drops.WithLabelValues(m.methods.bound(method, LabelOther), m.dropReasons.bound(reason, LabelOther)).Inc()
+	method = m.methods.bound(method, LabelOther)
+	if c, ok := m.method(method).drops[reason]; ok {
+		c.Inc()
+		return
+	}
+	m.drops.WithLabelValues(method, LabelOther).Inc()
 }
 
 // SessionStarted adds a session to the sessions active on transport.
@@ -159,10 +161,14 @@ func (m *Metrics) MessageReceived(transport, kind string, size int) {
 	if m == nil {
 		return
 	}
-	transport = m.transports.bound(transport, LabelOther)
-	m.msgIn.WithLabelValues(transport, m.kinds.bound(kind, LabelOther)).Inc()
+	t := m.byTransport[m.transports.bound(transport, LabelOther)]
+	if c, ok := t.in[kind]; ok {
+		c.Inc()
+	} else {
+		m.msgIn.WithLabelValues(m.transports.bound(transport, LabelOther), LabelOther).Inc()
+	}
 	if size > 0 {
-		m.bytesIn.WithLabelValues(transport).Add(float64(size))
+		t.bytesIn.Add(float64(size))
 	}
 }
 
@@ -172,9 +178,13 @@ func (m *Metrics) MessageSent(transport, kind string, size int) {
 	if m == nil {
 		return
 	}
-	transport = m.transports.bound(transport, LabelOther)
-	m.msgOut.WithLabelValues(transport, m.kinds.bound(kind, LabelOther)).Inc()
+	t := m.byTransport[m.transports.bound(transport, LabelOther)]
+	if c, ok := t.out[kind]; ok {
+		c.Inc()
+	} else {
+		m.msgOut.WithLabelValues(m.transports.bound(transport, LabelOther), LabelOther).Inc()
+	}
 	if size > 0 {
-		m.bytesOut.WithLabelValues(transport).Add(float64(size))
+		t.bytesOut.Add(float64(size))
 	}
 }

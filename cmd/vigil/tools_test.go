@@ -15,9 +15,31 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// demoSession serves the demo tools on an in-memory pipe, initialized, and
-// returns the client's end.
+// demoSession serves the demo tools on an in-memory pipe, initialized by a
+// client without capabilities, and returns the client's end.
 func demoSession(t *testing.T) *memory.Conn {
+	t.Helper()
+	return demoSessionWith(t, `{}`)
+}
+
+// demoSessionWith is demoSession with the client capabilities caps (JSON).
+func demoSessionWith(t *testing.T, caps string) *memory.Conn {
+	t.Helper()
+	client := demoServe(t)
+	demoWrite(t, client, &transport.Request{
+		ID: transport.Int64ID(0), Method: "initialize",
+		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"t","version":"1"}}`),
+	})
+	resp, ok := demoRead(t, client).(*transport.Response)
+	require.True(t, ok)
+	require.Nil(t, resp.Error)
+	demoWrite(t, client, &transport.Request{Method: "notifications/initialized"})
+	return client
+}
+
+// demoServe serves the demo tools on an in-memory pipe, not initialized
+// (for 2026-07-28 stateless requests), and returns the client's end.
+func demoServe(t *testing.T) *memory.Conn {
 	t.Helper()
 	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
 	t.Cleanup(func() { timer.Stop() })
@@ -30,14 +52,6 @@ func demoSession(t *testing.T) *memory.Conn {
 		_ = client.Close()
 		assert.NoError(t, <-served)
 	})
-	demoWrite(t, client, &transport.Request{
-		ID: transport.Int64ID(0), Method: "initialize",
-		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
-	})
-	resp, ok := demoRead(t, client).(*transport.Response)
-	require.True(t, ok)
-	require.Nil(t, resp.Error)
-	demoWrite(t, client, &transport.Request{Method: "notifications/initialized"})
 	return client
 }
 
@@ -106,8 +120,8 @@ func TestCountdownArguments(t *testing.T) {
 	}
 }
 
-// countdown is listed with its input schema.
-func TestCountdownListed(t *testing.T) {
+// The demo tools are listed, by name, countdown with its input schema.
+func TestDemoToolsListed(t *testing.T) {
 	client := demoSession(t)
 	demoWrite(t, client, &transport.Request{ID: transport.Int64ID(1), Method: "tools/list"})
 	resp, ok := demoRead(t, client).(*transport.Response)
@@ -126,5 +140,5 @@ func TestCountdownListed(t *testing.T) {
 			assert.JSONEq(t, `{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100,"description":"where to start counting down"}},"required":["from"],"additionalProperties":false}`, string(tool.InputSchema))
 		}
 	}
-	assert.Equal(t, []string{"countdown", "echo", "sleep"}, names)
+	assert.Equal(t, []string{"confirm_action", "convert_temperature", "countdown", "echo", "sleep"}, names)
 }

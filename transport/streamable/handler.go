@@ -193,6 +193,9 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		}
 	}
 	s.touch()
+	if isRequest && req.Method == "notifications/cancelled" {
+		s.markCancelled(req)
+	}
 	if !isRequest || req.IsNotification() {
 		// A notification, or the client's answer to our request.
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine

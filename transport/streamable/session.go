@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -102,13 +103,6 @@ func (s *session) terminate(err error) {
 			s.idle.Stop()
 		}
 		close(s.done)
-		s.mu.Lock()
-		for _, st := range s.streams {
-			if st.fallback != nil {
-				go st.shutDown(st.fallback) // writes: not under s.mu
-			}
-		}
-		s.mu.Unlock()
 		if s.res != nil {
 			s.res.end()
 		}
@@ -176,9 +170,39 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	return target.deliver(m)
 }
 
-// Close ends the session from the server's side.
+// markCancelled notes on the stream of the request a notifications/cancelled
+// names that the client wants no answer.
+func (s *session) markCancelled(n *transport.Request) {
+	var p struct {
+		RequestID transport.ID `json:"requestId"`
+	}
+	if json.Unmarshal(n.Params, &p) != nil || !p.RequestID.IsValid() {
+		return
+	}
+	s.mu.Lock()
+	st := s.streams[p.RequestID]
+	s.mu.Unlock()
+	if st != nil {
+		st.mu.Lock()
+		st.cancelled = true
+		st.mu.Unlock()
+	}
+}
+
+// Close ends the session from the server's side. The server calls it once
+// it has cancelled the session's handlers with the session's cause; only
+// then are the POSTs still open answered (a handler that ignores
+// cancellation cannot hold them). Answering them earlier would let their
+// clients' disconnects race the session's cause into the handlers.
 func (s *session) Close() error {
 	s.terminate(errSessionEnded)
+	s.mu.Lock()
+	for _, st := range s.streams {
+		if st.fallback != nil {
+			go st.shutDown(st.fallback) // writes: not under s.mu
+		}
+	}
+	s.mu.Unlock()
 	return nil
 }
 

@@ -24,6 +24,10 @@ type stream struct {
 	fallback *transport.Response // the answer if the session ends first
 	final    chan struct{}       // closed once the response was written
 	finalled bool
+	// cancelled: the client sent notifications/cancelled for the request,
+	// so no answer is owed: if none was written, the response ends as an
+	// empty event stream rather than with the fallback.
+	cancelled bool
 }
 
 type streamState uint8
@@ -136,6 +140,9 @@ func (st *stream) finish() {
 func (st *stream) shutDown(fallback *transport.Response) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.state == undecided && st.cancelled && (st.client == nil || st.client.Err() == nil) {
+		_ = st.startSSE()
+	}
 	if st.state == undecided && fallback != nil {
 		data, _ := transport.AppendMessage(nil, fallback)
 		st.headers(false)

@@ -1,0 +1,483 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The real peers of the end-to-end test: a Prometheus (the Debian package)
+// and a Jaeger v2 (built from its Go module by
+// testdata/e2e/install-jaeger.sh), each run as a plain process on loopback.
+// They are external processes with no readiness signal a test can wait on,
+// so the test polls their HTTP APIs, with a bound on every wait.
+
+// jaegerVersion is the Jaeger Go module version install-jaeger.sh builds;
+// the binary is $(go env GOPATH)/bin/jaeger-<jaegerVersion>.
+const jaegerVersion = "v1.76.0"
+
+// e2eTools are the binaries the end-to-end test needs.
+type e2eTools struct {
+	prometheus string
+	jaeger     string
+}
+
+// requireE2ETools finds prometheus and the cached Jaeger binary. If one is
+// missing it skips the test, or fails it in CI (CI=true), where `make test`
+// is expected to have installed them.
+func requireE2ETools(t *testing.T) e2eTools {
+	t.Helper()
+	missing := func(reason, hint string) {
+		t.Helper()
+		msg := reason + "; " + hint
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	var tools e2eTools
+	p, err := exec.LookPath("prometheus")
+	if err != nil {
+		missing("prometheus is not on PATH", "run `bash cmd/vigil/testdata/e2e/install-prometheus.sh` (apt-get install prometheus)")
+	}
+	tools.prometheus = p
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	require.NoError(t, err)
+	gopath := strings.TrimSpace(strings.Split(strings.TrimSpace(string(out)), string(os.PathListSeparator))[0])
+	tools.jaeger = filepath.Join(gopath, "bin", "jaeger-"+jaegerVersion)
+	if _, err := os.Stat(tools.jaeger); errors.Is(err, os.ErrNotExist) {
+		missing(tools.jaeger+" is missing", "run `bash cmd/vigil/testdata/e2e/install-jaeger.sh` (builds Jaeger "+jaegerVersion+", ~10 min once)")
+	}
+	return tools
+}
+
+// freePort returns a loopback TCP port that was free a moment ago, for the
+// peers that need their ports in a configuration file. Another process
+// could take it in between; on loopback in a test run that is rare enough.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
+}
+
+// lockedBuffer collects a process's output for the test log.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// peerOutput collects a process's output.
+type peerOutput interface {
+	io.Writer
+	String() string
+}
+
+// peerProcess is a started process that the test ends.
+type peerProcess struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan error // receives Wait's result once; put back by whoever takes it
+}
+
+// startPeer starts a process whose output goes to out. At cleanup it is
+// stopped (SIGTERM, then SIGKILL after 10 s) if still running, and when the
+// test failed, its output is logged.
+func startPeer(t *testing.T, name string, out peerOutput, env []string, bin string, args ...string) *peerProcess {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if env != nil {
+		cmd.Env = env
+	}
+	require.NoError(t, cmd.Start(), "start %s", name)
+	p := &peerProcess{name: name, cmd: cmd, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		start := time.Now()
+		err := p.stop(10 * time.Second)
+		t.Logf("%s stopped in %v: %v", name, time.Since(start).Round(time.Millisecond), err)
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits up to grace for the process to exit, then
+// kills it. It returns Wait's result: nil for exit status 0.
+func (p *peerProcess) stop(grace time.Duration) error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		err := <-p.exited
+		p.exited <- err
+		return fmt.Errorf("%s did not exit within %v of SIGTERM (killed: %w)", p.name, grace, err)
+	}
+}
+
+// pollUntil calls f every interval until it returns nil, the process dies,
+// or timeout passes (then it fails the test with f's last error). For
+// external processes only: the test has no other way to learn they are
+// ready.
+func pollUntil(t *testing.T, what string, timeout time.Duration, p *peerProcess, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	const interval = 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if p != nil {
+			select {
+			case werr := <-p.exited:
+				p.exited <- werr
+				t.Fatalf("%s: %s exited: %v (last error: %v)", what, p.name, werr, err)
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// getJSON GETs u and decodes a 200 answer into out.
+func getJSON(ctx context.Context, hc *http.Client, u string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %s: %.300s", u, resp.Status, body)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("GET %s: %w: %.300s", u, err, body)
+	}
+	return nil
+}
+
+// jaegerPeer is a running Jaeger v2 with memory storage.
+type jaegerPeer struct {
+	proc     *peerProcess
+	otlpHTTP string // OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT)
+	query    string // query service base URL (/api/traces/...)
+}
+
+// jaegerConfig is a trimmed all-in-one configuration (see
+// cmd/jaeger/internal/all-in-one.yaml in the Jaeger module): memory storage,
+// the OTLP/HTTP receiver, the query service and the health check, all on
+// ports chosen by the test, so that nothing clashes with a Jaeger that
+// happens to run on its default ports, and no telemetry port is opened. The
+// query service does not trace itself (its default): it would export to
+// localhost:4317 and, with nothing there, hang at shutdown.
+const jaegerConfig = `service:
+  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+extensions:
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 10000
+  jaeger_query:
+    storage:
+      traces: memstore
+    enable_tracing: false
+    http:
+      endpoint: 127.0.0.1:%[1]d
+    grpc:
+      endpoint: 127.0.0.1:%[2]d
+  healthcheckv2:
+    use_v2: true
+    http:
+      endpoint: 127.0.0.1:%[3]d
+    grpc:
+      endpoint: 127.0.0.1:%[5]d
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:%[4]d
+processors:
+  batch:
+    timeout: 100ms
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+`
+
+// startJaeger runs Jaeger and waits until its health check reports it
+// ready (200 on /status).
+func startJaeger(t *testing.T, bin string, hc *http.Client) *jaegerPeer {
+	t.Helper()
+	queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	config := filepath.Join(t.TempDir(), "jaeger.yaml")
+	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, jaegerConfig, queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort), 0o600))
+	j := &jaegerPeer{
+		proc:     startPeer(t, "jaeger", &lockedBuffer{}, nil, bin, "--config", config),
+		otlpHTTP: fmt.Sprintf("http://127.0.0.1:%d", otlpPort),
+		query:    fmt.Sprintf("http://127.0.0.1:%d", queryPort),
+	}
+	health := fmt.Sprintf("http://127.0.0.1:%d/status", healthPort)
+	pollUntil(t, "jaeger health "+health, 60*time.Second, j.proc, func() error {
+		return getJSON(t.Context(), hc, health, nil)
+	})
+	return j
+}
+
+// jaegerTrace is a trace as GET /api/traces/{id} returns it.
+type jaegerTrace struct {
+	TraceID   string       `json:"traceID"`
+	Spans     []jaegerSpan `json:"spans"`
+	Processes map[string]struct {
+		ServiceName string `json:"serviceName"`
+	} `json:"processes"`
+}
+
+type jaegerSpan struct {
+	TraceID       string `json:"traceID"`
+	SpanID        string `json:"spanID"`
+	OperationName string `json:"operationName"`
+	References    []struct {
+		RefType string `json:"refType"`
+		TraceID string `json:"traceID"`
+		SpanID  string `json:"spanID"`
+	} `json:"references"`
+	Tags      []jaegerKV                    `json:"tags"`
+	Logs      []struct{ Fields []jaegerKV } `json:"logs"`
+	ProcessID string                        `json:"processID"`
+}
+
+type jaegerKV struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
+
+// tags returns a span's tags as strings.
+func (s jaegerSpan) tags() map[string]string { return kvMap(s.Tags) }
+
+func kvMap(kvs []jaegerKV) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = fmt.Sprint(kv.Value)
+	}
+	return m
+}
+
+// trace polls until the trace with id holds a span named spanName, or fails
+// the test after timeout. Spans reach Jaeger through vigil's batch exporter
+// and Jaeger's batch processor, so a trace appears some time after the call.
+func (j *jaegerPeer) trace(t *testing.T, hc *http.Client, traceID, spanName string, timeout time.Duration) jaegerTrace {
+	t.Helper()
+	var found jaegerTrace
+	pollUntil(t, "jaeger trace "+traceID, timeout, j.proc, func() error {
+		var out struct {
+			Data []jaegerTrace `json:"data"`
+		}
+		if err := getJSON(t.Context(), hc, j.query+"/api/traces/"+traceID, &out); err != nil {
+			return err
+		}
+		for _, tr := range out.Data {
+			for _, s := range tr.Spans {
+				if s.OperationName == spanName {
+					found = tr
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no span %q in %+v", spanName, out.Data)
+	})
+	return found
+}
+
+// prometheusPeer is a running Prometheus scraping one target.
+type prometheusPeer struct {
+	proc *peerProcess
+	api  string // base URL, http://127.0.0.1:PORT
+	hc   *http.Client
+}
+
+// prometheusConfig scrapes one target every second.
+const prometheusConfig = `global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: vigil
+    static_configs:
+      - targets: ['%s']
+`
+
+// startPrometheus runs Prometheus (exemplar storage on) scraping target's
+// /metrics and waits until the target's health is "up": the first scrape
+// comes ~5-6 s after start.
+func startPrometheus(t *testing.T, bin, target string, hc *http.Client) *prometheusPeer {
+	t.Helper()
+	dir := t.TempDir()
+	config := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, prometheusConfig, target), 0o600))
+	port := freePort(t)
+	p := &prometheusPeer{
+		proc: startPeer(t, "prometheus", &lockedBuffer{}, nil, bin,
+			"--config.file="+config,
+			"--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
+			"--enable-feature=exemplar-storage",
+		),
+		api: fmt.Sprintf("http://127.0.0.1:%d", port),
+		hc:  hc,
+	}
+	pollUntil(t, "prometheus scrapes "+target, 60*time.Second, p.proc, func() error {
+		var out struct {
+			Data struct {
+				ActiveTargets []struct {
+					ScrapeURL string `json:"scrapeUrl"`
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"activeTargets"`
+			} `json:"data"`
+		}
+		if err := getJSON(t.Context(), hc, p.api+"/api/v1/targets", &out); err != nil {
+			return err
+		}
+		for _, tg := range out.Data.ActiveTargets {
+			if tg.Health == "up" {
+				return nil
+			}
+		}
+		return fmt.Errorf("targets: %+v", out.Data.ActiveTargets)
+	})
+	return p
+}
+
+// apiGet calls a Prometheus HTTP API endpoint and decodes its data.
+func (p *prometheusPeer) apiGet(ctx context.Context, path string, params url.Values, data any) error {
+	var out struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := getJSON(ctx, p.hc, p.api+path+"?"+params.Encode(), &out); err != nil {
+		return err
+	}
+	if out.Status != "success" {
+		return fmt.Errorf("%s %v: %s", path, params, out.Error)
+	}
+	return json.Unmarshal(out.Data, data)
+}
+
+// promSample is one element of an instant vector.
+type promSample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+// query evaluates an instant query and returns its vector.
+func (p *prometheusPeer) query(ctx context.Context, q string) ([]promSample, error) {
+	var data struct {
+		ResultType string       `json:"resultType"`
+		Result     []promSample `json:"result"`
+	}
+	if err := p.apiGet(ctx, "/api/v1/query", url.Values{"query": {q}}, &data); err != nil {
+		return nil, err
+	}
+	if data.ResultType != "vector" {
+		return nil, fmt.Errorf("query %s: result type %s", q, data.ResultType)
+	}
+	return data.Result, nil
+}
+
+// sumBy evaluates sum by (label) (expr) and returns the sums by label value.
+func (p *prometheusPeer) sumBy(ctx context.Context, label, expr string) (map[string]float64, error) {
+	res, err := p.query(ctx, fmt.Sprintf("sum by (%s) (%s)", label, expr))
+	if err != nil {
+		return nil, err
+	}
+	sums := make(map[string]float64, len(res))
+	for _, s := range res {
+		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		if err != nil {
+			return nil, err
+		}
+		sums[s.Metric[label]] = v
+	}
+	return sums, nil
+}
+
+// scalar evaluates a query that yields one sample (or none, reported as an
+// error) and returns its value.
+func (p *prometheusPeer) scalar(ctx context.Context, q string) (float64, error) {
+	res, err := p.query(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	if len(res) != 1 {
+		return 0, fmt.Errorf("query %s: %d samples, want 1", q, len(res))
+	}
+	return strconv.ParseFloat(fmt.Sprint(res[0].Value[1]), 64)
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// recentEvents is how many cancellations, dropped responses and ended
+// sessions the debug page remembers, each.
+const recentEvents = 50
+
+// eventLog is a server.Observer that remembers, for the /debug/vigil page,
+// the transport of each live session and the most recent cancellations
+// (with their causes), dropped responses and ended sessions, in bounded
+// rings. It is safe for concurrent use, and its methods never block for
+// long.
+type eventLog struct {
+	server.NopObserver
+
+	mu            sync.Mutex
+	transports    map[*server.Session]string
+	cancellations recent[cancelEvent]
+	drops         recent[dropEvent]
+	ended         recent[endedSession]
+}
+
+// cancelEvent is a request whose handler was cancelled.
+type cancelEvent struct {
+	Time      time.Time `json:"time"`
+	SessionID string    `json:"session_id,omitempty"`
+	RequestID string    `json:"request_id"`
+	Method    string    `json:"method"`
+	Name      string    `json:"name,omitempty"`     // tool or prompt
+	Reason    string    `json:"reason"`             // the bounded cause: client_cancel, transport_close, shutdown, timeout, other
+	Cause     string    `json:"cause"`              // the cause's text
+	RanFor    float64   `json:"ran_for_ms"`         // from receipt to cancellation
+	Stateless bool      `json:"stateless,omitzero"` // a 2026-07-28 stateless request
+}
+
+// dropEvent is a request that ended without its response being written.
+type dropEvent struct {
+	Time      time.Time `json:"time"`
+	SessionID string    `json:"session_id,omitempty"`
+	RequestID string    `json:"request_id"`
+	Method    string    `json:"method"`
+	Name      string    `json:"name,omitempty"`
+	Reason    string    `json:"reason"` // cancelled, writer_closed, peer_gone, shutdown
+}
+
+// endedSession is a session that ended, with why.
+type endedSession struct {
+	Time       time.Time `json:"time"`
+	SessionID  string    `json:"session_id"`
+	Transport  string    `json:"transport"`
+	Protocol   string    `json:"protocol_version,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+	Reason     string    `json:"reason"` // none for a clean end of input
+	Cause      string    `json:"cause,omitempty"`
+}
+
+func newEventLog() *eventLog {
+	return &eventLog{
+		transports:    make(map[*server.Session]string),
+		cancellations: newRecent[cancelEvent](recentEvents),
+		drops:         newRecent[dropEvent](recentEvents),
+		ended:         newRecent[endedSession](recentEvents),
+	}
+}
+
+func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
+	name := middleware.TransportFromContext(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.transports[s] = name
+}
+
+func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause error) {
+	e := endedSession{
+		Time:       time.Now(),
+		SessionID:  s.ID(),
+		Protocol:   s.ProtocolVersion(),
+		DurationMS: millis(time.Since(s.Started())),
+		Reason:     server.ReasonOfCause(cause).String(),
+	}
+	if cause != nil {
+		e.Cause = cause.Error()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.Transport = l.transports[s]
+	delete(l.transports, s)
+	if e.Protocol == "" {
+		return // never initialized: a 2026-07-28 stateless request's own session, or a failed start
+	}
+	l.ended.add(e)
+}
+
+func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, cause error) {
+	e := cancelEvent{
+		Time:      time.Now(),
+		SessionID: sessionIDOf(req),
+		RequestID: req.ID.String(),
+		Method:    req.Method,
+		Name:      req.Name,
+		Reason:    server.ReasonOfCause(cause).String(),
+		Stateless: req.Stateless,
+	}
+	if cause != nil {
+		e.Cause = cause.Error()
+	}
+	if !req.Received.IsZero() {
+		e.RanFor = millis(e.Time.Sub(req.Received))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cancellations.add(e)
+}
+
+func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
+	e := dropEvent{
+		Time:      time.Now(),
+		SessionID: sessionIDOf(req),
+		RequestID: req.ID.String(),
+		Method:    req.Method,
+		Name:      req.Name,
+		Reason:    string(reason),
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drops.add(e)
+}
+
+// transportOf returns the transport s is served on, "" if unknown.
+func (l *eventLog) transportOf(s *server.Session) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.transports[s]
+}
+
+// recentSnapshot returns copies of the rings, newest first.
+func (l *eventLog) recentSnapshot() (cancels []cancelEvent, drops []dropEvent, ended []endedSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cancellations.list(), l.drops.list(), l.ended.list()
+}
+
+func sessionIDOf(req *server.Request) string {
+	if req.Session == nil {
+		return ""
+	}
+	return req.Session.ID()
+}
+
+// recent is a bounded ring of the last n values added. It is not safe for
+// concurrent use on its own.
+type recent[T any] struct {
+	buf  []T
+	next int // where the next value goes once buf is full
+}
+
+func newRecent[T any](n int) recent[T] { return recent[T]{buf: make([]T, 0, max(n, 1))} }
+
+func (r *recent[T]) add(v T) {
+	if len(r.buf) < cap(r.buf) {
+		r.buf = append(r.buf, v)
+		return
+	}
+	r.buf[r.next] = v
+	r.next = (r.next + 1) % len(r.buf)
+}
+
+// list returns the values, newest first, in a new slice.
+func (r *recent[T]) list() []T {
+	out := make([]T, 0, len(r.buf))
+	for i := range len(r.buf) {
+		// Walk back from the newest: the one just before next.
+		j := (r.next - 1 - i + 2*len(r.buf)) % len(r.buf)
+		out = append(out, r.buf[j])
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// recent keeps the last n values, newest first.
+func TestRecentKeepsNewest(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+		adds int
+		want []int
+	}{
+		{name: "empty", size: 3, adds: 0, want: []int{}},
+		{name: "partly filled", size: 3, adds: 2, want: []int{1, 0}},
+		{name: "full", size: 3, adds: 3, want: []int{2, 1, 0}},
+		{name: "wrapped once", size: 3, adds: 4, want: []int{3, 2, 1}},
+		{name: "wrapped many times", size: 3, adds: 11, want: []int{10, 9, 8}},
+		{name: "size 1", size: 1, adds: 5, want: []int{4}},
+		{name: "size 0 keeps one", size: 0, adds: 2, want: []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRecent[int](tt.size)
+			for i := range tt.adds {
+				r.add(i)
+			}
+			assert.Equal(t, tt.want, r.list())
+		})
+	}
+}
+
+// The event log remembers a client's cancellation with its cause, the
+// dropped response, and the session's transport while it lives and its
+// end afterwards.
+func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		events := newEventLog()
+		srv := server.New(server.WithObserver(events))
+		require.NoError(t, addDemoTools(srv))
+		client, conn := memory.NewPair()
+		served := make(chan error, 1)
+		go func() {
+			served <- srv.Serve(middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory), conn)
+		}()
+		write := func(m transport.Message) { require.NoError(t, client.Write(t.Context(), m)) }
+		write(&transport.Request{
+			ID: transport.Int64ID(1), Method: "initialize",
+			Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
+		})
+		_, err := client.Read(t.Context())
+		require.NoError(t, err)
+		write(&transport.Request{Method: "notifications/initialized"})
+		write(&transport.Request{ID: transport.StringID("nap"), Method: "tools/call", Params: json.RawMessage(`{"name":"sleep","arguments":{"ms":60000}}`)})
+		time.Sleep(time.Second) // fake time: the sleep has run for a second
+		synctest.Wait()
+
+		sessions := srv.Sessions()
+		require.Len(t, sessions, 1)
+		assert.Equal(t, telemetry.TransportMemory, events.transportOf(sessions[0]))
+		sessionID := sessions[0].ID()
+
+		write(&transport.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":"nap","reason":"too slow"}`)})
+		synctest.Wait()
+		cancels, drops, ended := events.recentSnapshot()
+		require.Len(t, cancels, 1)
+		c := cancels[0]
+		assert.Equal(t, cancelEvent{
+			Time: c.Time, SessionID: sessionID, RequestID: "nap", Method: "tools/call", Name: "sleep",
+			Reason: "client_cancel", Cause: "mcp: request canceled by client: too slow", RanFor: 1000,
+		}, c)
+		require.Len(t, drops, 1)
+		assert.Equal(t, dropEvent{Time: drops[0].Time, SessionID: sessionID, RequestID: "nap", Method: "tools/call", Name: "sleep", Reason: "cancelled"}, drops[0])
+		assert.Empty(t, ended)
+
+		require.NoError(t, client.Close())
+		require.NoError(t, <-served)
+		_, _, ended = events.recentSnapshot()
+		require.Len(t, ended, 1)
+		e := ended[0]
+		assert.Equal(t, sessionID, e.SessionID)
+		assert.Equal(t, telemetry.TransportMemory, e.Transport)
+		assert.Equal(t, "2025-11-25", e.Protocol)
+		assert.InDelta(t, 1000.0, e.DurationMS, 1e-9)
+		assert.Equal(t, "transport_close", e.Reason)
+		assert.Empty(t, events.transportOf(sessions[0]), "forgotten once ended")
+	})
+}

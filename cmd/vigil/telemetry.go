@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+)
+
+// instruments are the process's metrics and tracing: a Prometheus registry
+// holding the MCP collector and the Go and process collectors, and a tracer
+// provider built from the OTEL_* environment.
+type instruments struct {
+	registry   *prometheus.Registry
+	metrics    *telemetry.Metrics
+	tracer     trace.TracerProvider
+	propagator propagation.TextMapPropagator
+	// ring keeps recent spans for /debug/vigil when the environment
+	// configures no exporter; nil otherwise.
+	ring *spanRing
+	// exporter describes where spans go, for logs and the debug page.
+	exporter string
+	shutdown func(context.Context) error
+}
+
+// newInstruments builds the instruments. Spans go where OTEL_* says
+// (otelsetup.TracerProvider); when it says nothing (no OTEL_TRACES_EXPORTER,
+// no OTLP endpoint) they go to an in-memory ring of ringTraces traces, or,
+// with ringTraces <= 0, nowhere (a no-op provider).
+func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
+	in := &instruments{
+		registry: prometheus.NewRegistry(),
+		metrics:  telemetry.NewMetrics(),
+		// W3C trace context and baggage, read from and written to _meta.
+		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	if err := errors.Join(
+		in.registry.Register(in.metrics),
+		in.registry.Register(collectors.NewGoCollector()),
+		in.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		in.registry.Register(collectors.NewBuildInfoCollector()),
+	); err != nil {
+		return nil, err
+	}
+
+	var ring *spanRing
+	fallback := func(context.Context) (sdktrace.SpanExporter, error) {
+		if ringTraces <= 0 {
+			return nil, nil // "none"
+		}
+		ring = newSpanRing(ringTraces)
+		return ring, nil
+	}
+	tp, shutdown, err := otelsetup.TracerProvider(ctx,
+		otelsetup.WithService("vigil", version),
+		otelsetup.WithFallbackExporter(fallback),
+		otelsetup.WithConsoleWriter(os.Stderr))
+	if err != nil {
+		return nil, err
+	}
+	in.tracer, in.shutdown, in.ring = tp, shutdown, ring
+	in.exporter = exporterName(ring != nil, tp)
+	return in, nil
+}
+
+// exporterName describes where spans go.
+func exporterName(ring bool, tp trace.TracerProvider) string {
+	if ring {
+		return "in-memory ring (/debug/vigil)"
+	}
+	if _, ok := tp.(*sdktrace.TracerProvider); !ok {
+		return "none"
+	}
+	if name := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); name != "" {
+		return name
+	}
+	return "otlp"
+}
+
+// flush exports the spans still batched, so that the ring holds every
+// ended span; it does nothing when there is no ring.
+func (in *instruments) flush(ctx context.Context) {
+	if in.ring == nil {
+		return
+	}
+	if f, ok := in.tracer.(interface{ ForceFlush(context.Context) error }); ok {
+		_ = f.ForceFlush(ctx)
+	}
+}
+
+// logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
+// bad sampler setting) to logger instead of the standard log package. It
+// sets the global error handler: call it from the binary only.
+func logOTelErrors(logger *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("opentelemetry", "error", err)
+	}))
+}

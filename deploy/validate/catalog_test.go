@@ -1,0 +1,164 @@
+package validate
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// targetLabels are the labels Prometheus (or the Prometheus Operator) adds
+// to every scraped series; queries may group and filter by them.
+var targetLabels = []string{"job", "instance", "namespace", "pod", "service", "endpoint", "container"}
+
+// syntheticSeries are series Prometheus makes itself, with their labels.
+var syntheticSeries = map[string][]string{
+	"up":     nil,
+	"ALERTS": {"alertname", "alertstate", "severity"},
+}
+
+// series is one series name as PromQL sees it (a histogram family is three:
+// _bucket, _sum and _count).
+type series struct {
+	family  string
+	counter bool                       // a counter, or a histogram's _bucket, _sum or _count
+	labels  map[string]map[string]bool // label name -> the values the telemetry package creates
+}
+
+// catalog is the Prometheus surface of the telemetry package: every series
+// name with its labels, built by registering [telemetry.NewMetrics] and
+// gathering it, so it cannot drift from the code.
+type catalog struct {
+	series   map[string]*series
+	families []string
+	metrics  *telemetry.Metrics
+	registry *prometheus.Registry
+}
+
+func newCatalog(t *testing.T) *catalog {
+	t.Helper()
+	m := telemetry.NewMetrics()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	require.NotEmpty(t, mfs)
+	for _, mf := range mfs {
+		name := mf.GetName()
+		c.families = append(c.families, name)
+		labels := map[string]map[string]bool{}
+		for _, met := range mf.GetMetric() {
+			for _, lp := range met.GetLabel() {
+				if labels[lp.GetName()] == nil {
+					labels[lp.GetName()] = map[string]bool{}
+				}
+				labels[lp.GetName()][lp.GetValue()] = true
+			}
+		}
+		switch mf.GetType() {
+		case dto.MetricType_HISTOGRAM:
+			bucket := maps.Clone(labels)
+			bucket["le"] = map[string]bool{}
+			for _, b := range telemetry.DurationBuckets() {
+				bucket["le"][formatBound(b)] = true
+			}
+			bucket["le"]["+Inf"] = true
+			c.series[name+"_bucket"] = &series{family: name, counter: true, labels: bucket}
+			c.series[name+"_sum"] = &series{family: name, counter: true, labels: labels}
+			c.series[name+"_count"] = &series{family: name, counter: true, labels: labels}
+		case dto.MetricType_COUNTER:
+			c.series[name] = &series{family: name, counter: true, labels: labels}
+		case dto.MetricType_GAUGE:
+			c.series[name] = &series{family: name, labels: labels}
+		default:
+			t.Fatalf("metric %s has type %s, which this catalog does not handle", name, mf.GetType())
+		}
+	}
+	return c
+}
+
+// formatBound spells a bucket bound as client_golang exposes it ("0.5",
+// "1", "300"); Prometheus 3 stores it as a float ("1.0", "300.0").
+func formatBound(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// hasLabel reports whether series name carries label (its own labels or
+// the target labels Prometheus adds).
+func (c *catalog) hasLabel(name, label string) bool {
+	if s, ok := c.series[name]; ok {
+		if _, ok := s.labels[label]; ok {
+			return true
+		}
+	} else if extra, ok := syntheticSeries[name]; ok && slices.Contains(extra, label) {
+		return true
+	}
+	return slices.Contains(targetLabels, label)
+}
+
+// labelsOf returns every label a series name may carry, sorted.
+func (c *catalog) labelsOf(name string) []string {
+	out := slices.Clone(targetLabels)
+	if s, ok := c.series[name]; ok {
+		out = append(out, slices.Collect(maps.Keys(s.labels))...)
+	}
+	out = append(out, syntheticSeries[name]...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// knowsValue reports whether the telemetry package can produce value for
+// label on series name. Labels whose values are all created at zero are
+// looked up; error_type is probed by recording a request with that type and
+// checking it is kept rather than folded into _OTHER; tool names belong to
+// the user and le to the bucket layout.
+func (c *catalog) knowsValue(t *testing.T, name, label, value string) bool {
+	t.Helper()
+	s, ok := c.series[name]
+	if !ok {
+		return true // a recording rule or a synthetic series: checked where defined
+	}
+	switch label {
+	case telemetry.LabelTool:
+		return true
+	case telemetry.LabelErrorType:
+		return c.keepsErrorType(t, value)
+	}
+	values, ok := s.labels[label]
+	if !ok {
+		return true // a target label
+	}
+	return values[value]
+}
+
+// keepsErrorType records a finished request with error type v and reports
+// whether the duration histogram labels it v.
+func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
+	t.Helper()
+	if v == "" {
+		return true
+	}
+	c.metrics.RequestStarted("ping")
+	c.metrics.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: v, Duration: time.Millisecond})
+	mfs, err := c.registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != telemetry.MetricOperationDuration {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == telemetry.LabelErrorType && lp.GetValue() == v {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

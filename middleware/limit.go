@@ -1,0 +1,160 @@
+package middleware
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// LimitOption configures [ConcurrencyLimit].
+type LimitOption interface{ applyLimit(*limitConfig) }
+
+type limitOptionFunc func(*limitConfig)
+
+func (f limitOptionFunc) applyLimit(c *limitConfig) { f(c) }
+
+type limitConfig struct {
+	wait    time.Duration
+	forTool func(tool string) int
+}
+
+// LimitWait makes a call over the limit wait up to d for a slot instead of
+// being rejected at once (waiters are not served in arrival order). It is
+// rejected when d passes first; if its context ends first (a client cancel,
+// a timeout from [Timeout] outside), it returns the context's cause.
+// d <= 0 means reject at once, the default.
+func LimitWait(d time.Duration) LimitOption {
+	return limitOptionFunc(func(c *limitConfig) { c.wait = d })
+}
+
+// LimitFor sets a per-tool limit: f returns how many calls of tool may run
+// at once, 0 for ConcurrencyLimit's default n, or a negative number for no
+// limit. It is called concurrently, with the name as the client sent it,
+// and must be safe for that; it should give a tool the same limit every
+// time (a tool's semaphore is sized by the call that creates it). A nil f
+// is ignored.
+func LimitFor(f func(tool string) int) LimitOption {
+	return limitOptionFunc(func(c *limitConfig) { c.forTool = f })
+}
+
+// ConcurrencyLimit returns middleware that lets at most n calls of each
+// tool run at once (tools/call only, by tool name; other methods pass).
+// A call over its tool's limit is answered [server.CodeServerBusy] (-32000,
+// "server busy: tool ... is at its concurrency limit") at once, or after
+// waiting up to [LimitWait] for a slot. A slot is held until the chain
+// below returns; for a task-augmented call that is when the task is
+// created, not when it finishes.
+//
+// n <= 0 means no default limit: without [LimitFor] the middleware is the
+// identity. Memory is bounded by the calls in flight: a tool's semaphore
+// exists only while calls of it run or wait, so unknown names sent by a
+// client cost nothing once answered. The returned middleware is safe for
+// concurrent use; each call of ConcurrencyLimit makes independent
+// semaphores.
+//
+// Place it inside [Timeout] (see [Standard]), so that the time a call
+// waits for a slot counts against its timeout, and inside [Metrics], which
+// then counts rejections as errors with error_type -32000.
+func ConcurrencyLimit(n int, opts ...LimitOption) server.Middleware {
+	var cfg limitConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyLimit(&cfg)
+		}
+	}
+	if n <= 0 && cfg.forTool == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	l := &limiter{n: n, cfg: cfg, sems: make(map[string]*toolSem)}
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.Method != "tools/call" || req.IsNotification() {
+				return next(ctx, req)
+			}
+			release, err := l.acquire(ctx, req.Name)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return next(ctx, req)
+		}
+	}
+}
+
+// limiter holds a semaphore per tool with calls running or waiting.
+type limiter struct {
+	n   int
+	cfg limitConfig
+
+	mu   sync.Mutex
+	sems map[string]*toolSem
+}
+
+// toolSem is one tool's semaphore; refs counts the calls holding or
+// waiting for a slot, and the entry goes when it drops to zero.
+type toolSem struct {
+	slots chan struct{}
+	refs  int
+}
+
+// acquire takes a slot for tool, or returns why not; release gives it back.
+func (l *limiter) acquire(ctx context.Context, tool string) (release func(), err error) {
+	limit := l.n
+	if l.cfg.forTool != nil {
+		if v := l.cfg.forTool(tool); v != 0 {
+			limit = v
+		}
+	}
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	s := l.sems[tool]
+	if s == nil {
+		s = &toolSem{slots: make(chan struct{}, limit)}
+		l.sems[tool] = s
+	}
+	s.refs++
+	l.mu.Unlock()
+	unref := func() {
+		l.mu.Lock()
+		s.refs--
+		if s.refs == 0 {
+			delete(l.sems, tool)
+		}
+		l.mu.Unlock()
+	}
+	if err := l.take(ctx, s, tool); err != nil {
+		unref()
+		return nil, err
+	}
+	return func() { <-s.slots; unref() }, nil
+}
+
+// take waits for a slot of s as configured.
+func (l *limiter) take(ctx context.Context, s *toolSem, tool string) error {
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	if l.cfg.wait <= 0 {
+		return busy(tool)
+	}
+	timer := time.NewTimer(l.cfg.wait)
+	defer timer.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-timer.C:
+		return busy(tool)
+	}
+}
+
+func busy(tool string) error {
+	return server.Errorf(server.CodeServerBusy, "server busy: tool %q is at its concurrency limit", tool)
+}

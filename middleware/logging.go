@@ -1,0 +1,167 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// Attribute keys of the records [Logging] writes, besides [LogRequestID]
+// and [LogSessionID].
+const (
+	LogMethod    = "method"     // the request method
+	LogTool      = "tool"       // the tool of tools/call
+	LogPrompt    = "prompt"     // the prompt of prompts/get
+	LogDuration  = "duration"   // from receipt until the outcome was sealed
+	LogOutcome   = "outcome"    // ok, error, cancelled or dropped (telemetry.Outcome*)
+	LogCode      = "code"       // the JSON-RPC error code of outcome error
+	LogError     = "error"      // the error's text (never sent as such to the client)
+	LogCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, other
+	LogReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
+	LogToolError = "tool_error" // true for a tool result with isError set
+)
+
+// LoggingOption configures [Logging].
+type LoggingOption interface{ applyLogging(*loggingConfig) }
+
+type loggingOptionFunc func(*loggingConfig)
+
+func (f loggingOptionFunc) applyLogging(c *loggingConfig) { f(c) }
+
+type loggingConfig struct {
+	level func(*server.Request, server.Outcome) slog.Level
+}
+
+// LogLevelFunc sets how the level of a request's record is chosen, from
+// the request and its outcome; nil, or no option, means [DefaultLogLevel].
+// f is called concurrently and must be safe for that.
+func LogLevelFunc(f func(req *server.Request, out server.Outcome) slog.Level) LoggingOption {
+	return loggingOptionFunc(func(c *loggingConfig) { c.level = f })
+}
+
+// DefaultLogLevel is the level [Logging] logs a request at by default:
+// Debug for a request the client cancelled (notifications/cancelled: the
+// client knows), Info for other cancellations and dropped responses (the
+// client went away or the server stops) and for successes, including tool
+// results with isError, and Warn for a JSON-RPC error answer (a timeout, a
+// rejection, a recovered panic, invalid params, ...).
+func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
+	switch {
+	case out.Cause != nil:
+		if server.ReasonOfCause(out.Cause) == server.ReasonClientCancel {
+			return slog.LevelDebug
+		}
+		return slog.LevelInfo
+	case out.Dropped != "":
+		return slog.LevelInfo
+	case out.Err != nil:
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// Logging returns middleware that writes one record, "request", per
+// request (notifications pass unlogged) when its outcome is sealed (see
+// [server.Request.OnDone]): after the response was written, or the
+// decision not to write one. The record carries
+//
+//   - method, tool (tools/call) or prompt (prompts/get), request_id,
+//     session_id (left out for a stateless request) and duration (since
+//     the core read the request);
+//   - outcome: ok, error, cancelled or dropped, in the precedence of
+//     [Metrics], so that logs and metrics agree;
+//   - for error: code (the JSON-RPC code answered) and error (the text of
+//     the error the chain returned, which the client may not have seen;
+//     cause "timeout" too for -32001);
+//   - for cancelled: cause (client_cancel, transport_close, shutdown,
+//     timeout, other) and reason (why no response was written);
+//   - for dropped: reason, and error (the write error) if there was one;
+//   - for ok: tool_error=true when a tool result has isError set.
+//
+// The level comes from [DefaultLogLevel] or [LogLevelFunc]; nothing is
+// built for a level the logger does not enable. The record is logged with
+// the handler's context as Logging received it, so that a [LogHandler]
+// adds the trace and span ids (it does not add request_id and session_id
+// twice). A nil logger makes Logging the identity. The returned middleware
+// is safe for concurrent use.
+//
+// Place it inside [Tracing], for the trace ids, and outside the middleware
+// that may answer without calling the handler ([ConcurrencyLimit]) or cut
+// it short ([Timeout], [Recover]), so that every request is logged; the
+// order of [Standard] puts it right after [Metrics].
+func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
+	if logger == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	cfg := loggingConfig{level: DefaultLogLevel}
+	for _, o := range opts {
+		if o != nil {
+			o.applyLogging(&cfg)
+		}
+	}
+	if cfg.level == nil {
+		cfg.level = DefaultLogLevel
+	}
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.IsNotification() {
+				return next(ctx, req)
+			}
+			start := req.Received
+			if start.IsZero() {
+				start = time.Now()
+			}
+			var res any // written by the chain, read once the outcome is sealed, after it returned
+			req.OnDone(func(out server.Outcome) {
+				level := cfg.level(req, out)
+				if !logger.Enabled(ctx, level) {
+					return
+				}
+				logRequest(ctx, logger, level, req, out, res, time.Since(start))
+			})
+			r, err := next(ctx, req)
+			res = r
+			return r, err
+		}
+	}
+}
+
+func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, res any, d time.Duration) {
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String(LogMethod, req.Method))
+	switch req.Method {
+	case "tools/call":
+		attrs = append(attrs, slog.String(LogTool, req.Name))
+	case "prompts/get":
+		attrs = append(attrs, slog.String(LogPrompt, req.Name))
+	}
+	attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
+	if req.Session != nil && !req.Stateless {
+		attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
+	}
+	attrs = append(attrs, slog.Duration(LogDuration, d))
+	outcome, errType := classifyOutcome(out, res)
+	attrs = append(attrs, slog.String(LogOutcome, outcome))
+	switch outcome {
+	case telemetry.OutcomeError:
+		attrs = append(attrs, slog.Int64(LogCode, int64(server.CodeOf(out.Err))), slog.String(LogError, out.Err.Error()))
+		if server.ReasonOfCause(out.Err) == server.ReasonTimeout {
+			attrs = append(attrs, slog.String(LogCause, server.ReasonTimeout.String()))
+		}
+	case telemetry.OutcomeCancelled:
+		attrs = append(attrs, slog.String(LogCause, server.ReasonOfCause(out.Cause).String()), slog.String(LogReason, string(out.Dropped)))
+	case telemetry.OutcomeDropped:
+		attrs = append(attrs, slog.String(LogReason, string(out.Dropped)))
+		if out.WriteErr != nil {
+			attrs = append(attrs, slog.String(LogError, out.WriteErr.Error()))
+		}
+	case telemetry.OutcomeOK:
+		if errType == telemetry.ErrorTypeTool {
+			attrs = append(attrs, slog.Bool(LogToolError, true))
+		}
+	}
+	logger.LogAttrs(ctx, level, "request", attrs...)
+}

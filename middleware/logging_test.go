@@ -1,0 +1,193 @@
+package middleware_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// TestLogging runs requests through Logging (under Metrics, above the
+// middleware of the case) in fake time and checks every record, attribute
+// by attribute, with the session id replaced by SID.
+func TestLogging(t *testing.T) {
+	t.Parallel()
+	const initRecord = "INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok"
+	call := func(id, tool string) string {
+		return "request method=tools/call tool=" + tool + " request_id=" + id + " session_id=SID"
+	}
+	tests := []struct {
+		name  string
+		level slog.Leveler // the capture's; nil: debug
+		opts  []middleware.LoggingOption
+		inner []server.Middleware // below Logging
+		wrap  func(transport.Conn) transport.Conn
+		run   func(t *testing.T, r *rig)
+		want  []string
+	}{
+		{
+			name: "ok",
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "echo")
+				require.Nil(t, r.recvResponse(2).Error)
+				synctest.Wait() // the record follows the written response
+				r.request(3, "ping", nil)
+				require.Nil(t, r.recvResponse(3).Error)
+			},
+			want: []string{
+				initRecord,
+				"INFO " + call("2", "echo") + " duration=0s outcome=ok",
+				"INFO request method=ping request_id=3 session_id=SID duration=0s outcome=ok",
+			},
+		},
+		{
+			name: "duration since receipt",
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "sleep")
+				require.Nil(t, r.recvResponse(2).Error)
+			},
+			want: []string{initRecord, "INFO " + call("2", "sleep") + " duration=1.5s outcome=ok"},
+		},
+		{
+			name: "tool error",
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "fail")
+				require.Nil(t, r.recvResponse(2).Error)
+			},
+			want: []string{initRecord, "INFO " + call("2", "fail") + " duration=0s outcome=ok tool_error=true"},
+		},
+		{
+			name: "JSON-RPC error",
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "nope")
+				require.NotNil(t, r.recvResponse(2).Error)
+			},
+			want: []string{initRecord, "WARN " + call("2", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
+		},
+		{
+			name:  "timeout",
+			inner: []server.Middleware{middleware.Timeout(time.Second)},
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "block")
+				require.NotNil(t, r.recvResponse(2).Error)
+			},
+			want: []string{initRecord, "WARN " + call("2", "block") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout"},
+		},
+		{
+			name:  "recovered panic",
+			inner: []server.Middleware{middleware.Recover(nil)},
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "panic")
+				require.NotNil(t, r.recvResponse(2).Error)
+			},
+			want: []string{initRecord, "WARN " + call("2", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom"},
+		},
+		{
+			name: "client cancel",
+			run: func(_ *testing.T, r *rig) {
+				r.callTool(2, "block")
+				time.Sleep(time.Second)
+				r.notify("notifications/cancelled", map[string]any{"requestId": 2})
+				synctest.Wait()
+			},
+			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration=1s outcome=cancelled cause=client_cancel reason=cancelled"},
+		},
+		{
+			name: "transport close",
+			run: func(_ *testing.T, r *rig) {
+				r.callTool(2, "block")
+				synctest.Wait()
+			},
+			want: []string{initRecord, "INFO " + call("2", "block") + " duration=0s outcome=cancelled cause=transport_close reason=writer_closed"},
+		},
+		{
+			name: "dropped",
+			wrap: func(c transport.Conn) transport.Conn { return &failingConn{Conn: c} },
+			run: func(_ *testing.T, r *rig) {
+				synctest.Wait()
+				r.failing().fail.Store(true)
+				r.callTool(2, "echo")
+				synctest.Wait()
+			},
+			want: []string{initRecord, "INFO " + call("2", "echo") + " duration=0s outcome=dropped reason=peer_gone error=test: write: transport: peer gone"},
+		},
+		{
+			name:  "levels the logger does not enable are not logged",
+			level: slog.LevelWarn,
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "echo")
+				require.Nil(t, r.recvResponse(2).Error)
+				r.callTool(3, "nope")
+				require.NotNil(t, r.recvResponse(3).Error)
+			},
+			want: []string{"WARN " + call("3", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
+		},
+		{
+			name: "LogLevelFunc",
+			opts: []middleware.LoggingOption{middleware.LogLevelFunc(func(req *server.Request, _ server.Outcome) slog.Level {
+				if req.Method == "initialize" {
+					return slog.LevelDebug - 1 // below the capture's level
+				}
+				return slog.LevelError
+			})},
+			run: func(t *testing.T, r *rig) {
+				r.callTool(2, "echo")
+				require.Nil(t, r.recvResponse(2).Error)
+			},
+			want: []string{"ERROR " + call("2", "echo") + " duration=0s outcome=ok"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				level := tt.level
+				if level == nil {
+					level = slog.LevelDebug
+				}
+				logs := newCapture(level)
+				mw := append([]server.Middleware{middleware.Logging(slog.New(logs), tt.opts...)}, tt.inner...)
+				r := newRig(t, mw).start(tt.wrap)
+				r.initialize(nil)
+				synctest.Wait() // initialize's record comes first
+				sid := sessionID(t, r.srv)
+				tt.run(t, r)
+				r.close()
+				assert.Equal(t, tt.want, logs.lines(sid, "SID"))
+			})
+		})
+	}
+}
+
+// TestLoggingWithLogHandler checks that LogHandler adds no second
+// request_id or session_id to the records of Logging, and that a nil
+// logger makes Logging the identity.
+func TestLoggingWithLogHandler(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		logs := newCapture(slog.LevelDebug)
+		logger := slog.New(middleware.LogHandler(logs))
+		r := newRig(t, []server.Middleware{middleware.Logging(nil), middleware.Logging(logger)}).start(nil)
+		r.initialize(nil)
+		synctest.Wait()
+		sid := sessionID(t, r.srv)
+		r.callTool(2, "echo")
+		require.Nil(t, r.recvResponse(2).Error)
+		synctest.Wait()
+		logger.InfoContext(context.Background(), "outside a request")
+		r.close()
+		assert.Equal(t, []string{
+			"INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok",
+			"INFO request method=tools/call tool=echo request_id=2 session_id=SID duration=0s outcome=ok",
+			"INFO outside a request",
+		}, logs.lines(sid, "SID"))
+	})
+}

@@ -1,0 +1,59 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// PanicError is the error [Recover] returns for a handler that panicked.
+// It is not a *server.Error, so the client is answered
+// [server.CodeInternal] with the message "internal error" and nothing of
+// the panic; middleware outside Recover (Metrics, Tracing, Logging) see it,
+// and [errors.As] finds it.
+type PanicError struct {
+	Value any    // what the handler panicked with
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Recover returns middleware that recovers a panic in the chain below it
+// and returns a [*PanicError] instead, which the core answers with
+// [server.CodeInternal] ("internal error", no detail). It logs the panic at
+// Error level with the method, the request id, the value and the stack to
+// logger, with the handler's context (so a [LogHandler] adds the trace and
+// span ids); a nil logger discards the record.
+//
+// The session core recovers a panic too, as a last resort, and reports it
+// to the Observer (HandlerPanicked) and to the server's logger. A panic
+// that Recover catches never reaches the core: the Observer is not told.
+// What Recover adds is that the middleware outside it see the panic as an
+// ordinary error return: place it inside [Metrics] and [Tracing] (see
+// [Standard]) so that the request is counted with outcome error and
+// error_type -32603, and its span ends with status Error and the panic as
+// an exception event.
+//
+// A handler that calls runtime.Goexit is not recovered. The returned
+// middleware is safe for concurrent use.
+func Recover(logger *slog.Logger) server.Middleware {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (res any, err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					stack := debug.Stack()
+					logger.ErrorContext(ctx, "handler panicked",
+						"method", req.Method, "id", req.ID.String(), "panic", v, "stack", string(stack))
+					res, err = nil, &PanicError{Value: v, Stack: stack}
+				}
+			}()
+			return next(ctx, req)
+		}
+	}
+}

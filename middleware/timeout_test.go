@@ -1,0 +1,140 @@
+package middleware_test
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// TestTimeout runs one tools/call through Metrics and Timeout in fake
+// time and checks the answer, when it came, the handler's cancellation
+// cause and what Metrics counted.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	perTool := middleware.TimeoutFor(func(req *server.Request) time.Duration {
+		switch req.Name {
+		case "sleep":
+			return 2 * time.Second // longer than the default
+		case "cause":
+			return -1 // none
+		}
+		return 0 // the default
+	})
+	tests := []struct {
+		name      string
+		mw        server.Middleware
+		tool      string
+		cancelAt  time.Duration // when the client cancels; 0: never
+		wantCode  int64         // 0: a result
+		wantText  string        // the result's text
+		wantAt    time.Duration // when the answer came
+		wantCause error         // the cause the "cause" tool saw
+		wantCount string        // the cancellation cause counted, "" for none
+	}{
+		{
+			name: "the cause is ErrHandlerTimeout and the answer -32001", mw: middleware.Timeout(2 * time.Second),
+			tool: "cause", wantCode: -32001, wantAt: 2 * time.Second, wantCause: server.ErrHandlerTimeout, wantCount: "timeout",
+		},
+		{
+			name: "a handler that ignores its context is answered -32001 when it returns", mw: middleware.Timeout(time.Second),
+			tool: "sleep", wantCode: -32001, wantAt: 1500 * time.Millisecond, wantCount: "timeout",
+		},
+		{
+			name: "in time: the result", mw: middleware.Timeout(2 * time.Second),
+			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
+		},
+		{
+			name: "zero is the identity", mw: middleware.Timeout(0),
+			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
+		},
+		{
+			name: "negative is the identity", mw: middleware.Timeout(-time.Second),
+			tool: "cause", cancelAt: time.Hour, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
+		},
+		{
+			name: "TimeoutFor lengthens one tool", mw: middleware.Timeout(time.Second, perTool),
+			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
+		},
+		{
+			name: "TimeoutFor 0 keeps the default", mw: middleware.Timeout(time.Second, perTool),
+			tool: "block", wantCode: -32001, wantAt: time.Second, wantCount: "timeout",
+		},
+		{
+			name: "TimeoutFor negative: no timeout", mw: middleware.Timeout(time.Second, perTool),
+			tool: "cause", cancelAt: time.Minute, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
+		},
+		{
+			name: "TimeoutFor without a default", mw: middleware.Timeout(0, middleware.TimeoutFor(func(*server.Request) time.Duration { return 3 * time.Second })),
+			tool: "block", wantCode: -32001, wantAt: 3 * time.Second, wantCount: "timeout",
+		},
+		{
+			name: "a client cancel before the timeout keeps its cause", mw: middleware.Timeout(5 * time.Second),
+			tool: "cause", cancelAt: time.Second, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, []server.Middleware{tt.mw})
+				g := addGuardTools(t, r.srv)
+				r.m.SetToolNames(r.srv.ToolNames())
+				r.start(nil)
+				r.initialize(nil)
+				t0 := time.Now()
+				r.callTool(2, tt.tool)
+				if tt.cancelAt > 0 {
+					time.Sleep(tt.cancelAt)
+					r.notify("notifications/cancelled", map[string]any{"requestId": 2})
+					synctest.Wait()
+				} else {
+					resp := r.recvResponse(2)
+					assert.Equal(t, tt.wantAt, time.Since(t0))
+					if tt.wantCode != 0 {
+						require.NotNil(t, resp.Error)
+						assert.Equal(t, tt.wantCode, resp.Error.Code)
+						assert.Equal(t, "request timed out", resp.Error.Message)
+						assert.Nil(t, resp.Result)
+					} else {
+						require.Nil(t, resp.Error)
+						assert.JSONEq(t, `{"content":[{"type":"text","text":"`+tt.wantText+`"}]}`, string(resp.Result))
+					}
+				}
+				if tt.wantCause != nil {
+					cause := <-g.causes
+					require.ErrorIs(t, cause, tt.wantCause)
+					if errors.Is(tt.wantCause, server.ErrHandlerTimeout) {
+						assert.Same(t, server.ErrHandlerTimeout, cause, "the cause itself, not wrapped")
+					}
+				}
+				r.close()
+				got := series(t, r.m, "_messages_total", "_bytes_total")
+				want := map[string]float64{}
+				for _, cause := range []string{"client_cancel", "transport_close", "shutdown", "timeout", "other"} {
+					want[cancellations("tools/call", cause)] = 0
+				}
+				if tt.wantCount != "" {
+					want[cancellations("tools/call", tt.wantCount)] = 1
+				}
+				outcome := "ok"
+				switch {
+				case tt.cancelAt > 0:
+					outcome = "cancelled"
+				case tt.wantCode != 0:
+					outcome = "error"
+				}
+				want[finished("tools/call", outcome)] = 1
+				assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
+			})
+		})
+	}
+}

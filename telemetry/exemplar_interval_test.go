@@ -1,0 +1,77 @@
+package telemetry_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// TestExemplarInterval checks, in fake time, that a series' finished count
+// and each of its duration buckets take a new exemplar at most once per
+// interval, each bucket on its own, and that a zero interval takes every
+// one.
+func TestExemplarInterval(t *testing.T) {
+	t.Parallel()
+	const (
+		a = "0af7651916cd43dd8448eb211c80319c"
+		b = "4bf92f3577b34da6a3ce929d0e0e4736"
+		c = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
+	)
+	counter := `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
+	bucket := func(le string) string {
+		return `mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=` + le + ` trace_id=`
+	}
+	tests := []struct {
+		name string
+		opts []telemetry.MetricsOption
+		want []string
+	}{
+		{
+			name: "default: one a second per series and bucket",
+			want: []string{
+				bucket("0.01") + c + " 0.005", // a second later: replaced
+				bucket("0.5") + b + " 0.3",    // another bucket: its own exemplar
+				counter + c + " 1",
+			},
+		},
+		{
+			name: "every observation",
+			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(0)},
+			want: []string{
+				bucket("0.01") + c + " 0.005",
+				bucket("0.5") + b + " 0.3",
+				counter + c + " 1",
+			},
+		},
+		{
+			name: "a longer interval keeps the first",
+			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(time.Minute)},
+			want: []string{
+				bucket("0.01") + a + " 0.001",
+				bucket("0.5") + b + " 0.3",
+				counter + a + " 1",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				m := telemetry.NewMetrics(tt.opts...)
+				finish := func(traceID string, d time.Duration) {
+					m.RequestStarted("ping")
+					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: d, TraceID: traceID})
+				}
+				finish(a, time.Millisecond)
+				finish(b, 300*time.Millisecond) // within the second, another bucket
+				time.Sleep(time.Second)
+				finish(c, 5*time.Millisecond)
+				assert.Equal(t, tt.want, exemplars(t, m))
+			})
+		})
+	}
+}
