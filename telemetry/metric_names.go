@@ -104,6 +104,9 @@ const (
 	RejectInvalidParams    = "invalid_params"    // e.g. notifications/cancelled without a requestId
 	RejectUnknownResponse  = "unknown_response"  // a response to no pending server-to-client request
 	RejectProtocolMismatch = "protocol_mismatch" // a stateless request the protocol version rules refuse
+	RejectForbidden        = "forbidden"         // HTTP: a Host or Origin the DNS-rebinding check refuses (403)
+	RejectSessionLimit     = "session_limit"     // HTTP: over the session limit, or the endpoint closed (503)
+	RejectUnknownSession   = "unknown_session"   // HTTP: an unknown, deleted or expired session id (404)
 )
 
 // defaultRequestMethods are the client-to-server MCP request methods.
@@ -156,7 +159,8 @@ func defaultRejectReasons() []string {
 	return []string{
 		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
 		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
-		RejectUnknownResponse, RejectProtocolMismatch, LabelOther,
+		RejectUnknownResponse, RejectProtocolMismatch, RejectForbidden, RejectSessionLimit,
+		RejectUnknownSession, LabelOther,
 	}
 }
 

@@ -166,7 +166,9 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		"Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, "+
 			"duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, "+
 			"in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), "+
-			"protocol_mismatch (a stateless request refused by the protocol version rules), other.",
+			"protocol_mismatch (a stateless request refused by the protocol version rules), "+
+			"forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), "+
+			"unknown_session (HTTP: unknown or ended session id), other.",
 		LabelReason)
 	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
 	const transports = "transport: stdio, streamable_http, memory, or other. "

@@ -36,7 +36,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel for sessions
 		{telemetry.MetricTransportWriteErrors, 4 * 2},
 		{telemetry.MetricClientRequestsFailed, 9},
-		{telemetry.MetricMessagesRejected, 11},
+		{telemetry.MetricMessagesRejected, 14},
 		{telemetry.MetricMessagesReceived, 4 * 5},
 		{telemetry.MetricMessagesSent, 4 * 5},
 		{telemetry.MetricBytesReceived, 4},
@@ -50,9 +50,10 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}
 
 	const rejected = `
-# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), other.
+# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), other.
 # TYPE mcp_server_messages_rejected_total counter
 mcp_server_messages_rejected_total{reason="duplicate_id"} 0
+mcp_server_messages_rejected_total{reason="forbidden"} 0
 mcp_server_messages_rejected_total{reason="frame_too_large"} 0
 mcp_server_messages_rejected_total{reason="in_flight_limit"} 0
 mcp_server_messages_rejected_total{reason="invalid_params"} 0
@@ -61,8 +62,10 @@ mcp_server_messages_rejected_total{reason="lifecycle"} 0
 mcp_server_messages_rejected_total{reason="other"} 0
 mcp_server_messages_rejected_total{reason="parse_error"} 0
 mcp_server_messages_rejected_total{reason="protocol_mismatch"} 0
+mcp_server_messages_rejected_total{reason="session_limit"} 0
 mcp_server_messages_rejected_total{reason="shutting_down"} 0
 mcp_server_messages_rejected_total{reason="unknown_response"} 0
+mcp_server_messages_rejected_total{reason="unknown_session"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), telemetry.MetricMessagesRejected))
 }

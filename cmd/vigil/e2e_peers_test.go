@@ -363,10 +363,12 @@ type prometheusPeer struct {
 	hc   *http.Client
 }
 
-// prometheusConfig scrapes one target every second.
+// prometheusConfig scrapes one target every second, and evaluates the rule
+// files (if any) every second.
 const prometheusConfig = `global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
 scrape_configs:
   - job_name: vigil
     static_configs:
@@ -374,13 +376,20 @@ scrape_configs:
 `
 
 // startPrometheus runs Prometheus (exemplar storage on) scraping target's
-// /metrics and waits until the target's health is "up": the first scrape
-// comes ~5-6 s after start.
-func startPrometheus(t *testing.T, bin, target string, hc *http.Client) *prometheusPeer {
+// /metrics, with the rule files (absolute paths), and waits until the
+// target's health is "up": the first scrape comes ~5-6 s after start.
+func startPrometheus(t *testing.T, bin, target string, hc *http.Client, ruleFiles ...string) *prometheusPeer {
 	t.Helper()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, prometheusConfig, target), 0o600))
+	text := fmt.Appendf(nil, prometheusConfig, target)
+	if len(ruleFiles) > 0 {
+		text = append(text, "rule_files:\n"...)
+		for _, f := range ruleFiles {
+			text = fmt.Appendf(text, "  - %q\n", f)
+		}
+	}
+	require.NoError(t, os.WriteFile(config, text, 0o600))
 	port := freePort(t)
 	p := &prometheusPeer{
 		proc: startPeer(t, "prometheus", &lockedBuffer{}, nil, bin,

@@ -100,8 +100,9 @@ func TestE2EPrometheusAndJaeger(t *testing.T) {
 }
 
 // startVigilE2E starts the vigil binary on a free loopback port, exporting
-// its spans to otlp, and returns it with its MCP URL (from its log).
-func startVigilE2E(ctx context.Context, t *testing.T, otlp string) (*peerProcess, string) {
+// its spans to otlp, with the extra flags, and returns it with its MCP URL
+// (from its log).
+func startVigilE2E(ctx context.Context, t *testing.T, otlp string, extra ...string) (*peerProcess, string) {
 	t.Helper()
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
@@ -114,7 +115,7 @@ func startVigilE2E(ctx context.Context, t *testing.T, otlp string) (*peerProcess
 		"OTEL_BSP_SCHEDULE_DELAY=100", // ms: spans reach Jaeger soon after the calls
 	)
 	logs := &urlWatcher{found: make(chan string, 1)}
-	p := startPeer(t, "vigil", logs, env, vigilBin, "-http", "127.0.0.1:0", "-log-level", "debug")
+	p := startPeer(t, "vigil", logs, env, vigilBin, append([]string{"-http", "127.0.0.1:0", "-log-level", "debug"}, extra...)...)
 	select {
 	case u := <-logs.found:
 		return p, u

@@ -33,6 +33,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, in *instrum
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
 	}
+	opts = append(opts, streamable.WithRejectHook(in.metrics.MessageRejected))
 	endpoint := streamable.New(middleware.Instrument(srv, in.metrics, telemetry.TransportStreamableHTTP), opts...)
 
 	var ready atomic.Bool

@@ -68,7 +68,7 @@ func New(srv Server, opts ...Option) *Handler {
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r) || !h.originAllowed(r) {
-		writeError(w, http.StatusForbidden, transport.ID{}, codeInvalidRequest, "forbidden: Host or Origin not allowed")
+		h.reject(w, http.StatusForbidden, transport.ID{}, codeInvalidRequest, "forbidden: Host or Origin not allowed")
 		return
 	}
 	switch r.Method {
@@ -80,7 +80,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.delete(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "method not allowed")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "method not allowed")
 	}
 }
 
@@ -108,20 +108,20 @@ var errHandlerClosed = errors.New("streamable: handler closed")
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		writeError(w, http.StatusUnsupportedMediaType, transport.ID{}, codeInvalidRequest, "Content-Type must be application/json")
+		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, codeInvalidRequest, "Content-Type must be application/json")
 		return
 	}
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		writeError(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include application/json and text/event-stream")
+		h.reject(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include application/json and text/event-stream")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			writeError(w, http.StatusRequestEntityTooLarge, transport.ID{}, codeInvalidRequest, "body too large")
+			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, codeInvalidRequest, "body too large")
 			return
 		}
-		writeError(w, http.StatusBadRequest, transport.ID{}, transport.CodeParseError, "cannot read body")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, transport.CodeParseError, "cannot read body")
 		return
 	}
 	msg, err := transport.DecodeMessage(body)
@@ -131,11 +131,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		if de != nil {
 			code, id = de.Code, de.ID
 		}
-		writeError(w, http.StatusBadRequest, id, code, err.Error())
+		h.reject(w, http.StatusBadRequest, id, code, err.Error())
 		return
 	}
 	if _, isBatch := msg.(transport.Batch); isBatch {
-		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "JSON-RPC batches are not supported over HTTP")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return
 	}
 	if h.isStateless(r, msg) {
@@ -170,7 +170,7 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		reqID = req.ID
 	}
 	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownVersions[v] {
-		writeError(w, http.StatusBadRequest, reqID, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		h.reject(w, http.StatusBadRequest, reqID, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
 		return
 	}
 	var s *session
@@ -178,17 +178,17 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		var status int
 		if s, status = h.newSession(r); s == nil {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, status, req.ID, codeServerBusy, "cannot start a session now")
+			h.reject(w, status, req.ID, codeServerBusy, "cannot start a session now")
 			return
 		}
 	} else {
 		id := r.Header.Get(headerSessionID)
 		if id == "" {
-			writeError(w, http.StatusBadRequest, reqID, codeInvalidRequest, "missing Mcp-Session-Id")
+			h.reject(w, http.StatusBadRequest, reqID, codeInvalidRequest, "missing Mcp-Session-Id")
 			return
 		}
 		if s = h.lookup(id, r); s == nil {
-			writeError(w, http.StatusNotFound, reqID, codeInvalidRequest, "unknown or terminated session")
+			h.reject(w, http.StatusNotFound, reqID, codeInvalidRequest, "unknown or terminated session")
 			return
 		}
 	}
@@ -200,7 +200,7 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		// A notification, or the client's answer to our request.
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
 			if err := s.push(r.Context(), msg); err != nil {
-				writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
+				h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
 				return
 			}
 		}
@@ -263,21 +263,21 @@ var errSessionEnded = errors.New("streamable: session ended")
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(headerProtocolVersion) == version2026 {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
 		return
 	}
 	if !accepts(r, "text/event-stream") {
-		writeError(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include text/event-stream")
+		h.reject(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include text/event-stream")
 		return
 	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
 	s := h.lookup(id, r)
 	if s == nil {
-		writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
 		return
 	}
 	s.serveGet(w, r)
@@ -286,17 +286,17 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(headerProtocolVersion) == version2026 {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no sessions to delete")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no sessions to delete")
 		return
 	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
 	s := h.lookup(id, r)
 	if s == nil {
-		writeError(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
 		return
 	}
 	h.mu.Lock()
@@ -338,6 +338,41 @@ func isJSONContentType(ct string) bool {
 	}
 	parsed, _, err := mime.ParseMediaType(ct)
 	return err == nil && parsed == "application/json"
+}
+
+// reject refuses an HTTP request with a JSON-RPC error body and tells the
+// reject hook why.
+func (h *Handler) reject(w http.ResponseWriter, status int, id transport.ID, code int64, msg string) {
+	if h.cfg.onReject != nil {
+		h.cfg.onReject(rejectReason(status, code))
+	}
+	writeError(w, status, id, code, msg)
+}
+
+// rejectReason names a refusal by its HTTP status and JSON-RPC code.
+func rejectReason(status int, code int64) string {
+	switch {
+	case status == http.StatusForbidden:
+		return "forbidden"
+	case status == http.StatusRequestEntityTooLarge:
+		return "frame_too_large"
+	case status == http.StatusTooManyRequests:
+		return "in_flight_limit"
+	case status == http.StatusConflict:
+		return "duplicate_id"
+	case status == http.StatusServiceUnavailable:
+		return "session_limit"
+	case status == http.StatusNotFound:
+		return "unknown_session"
+	case code == transport.CodeParseError:
+		return "parse_error"
+	case code == codeHeaderMismatch || code == -32022:
+		return "protocol_mismatch"
+	case code == codeInvalidParams:
+		return "invalid_params"
+	default:
+		return "invalid_request"
+	}
 }
 
 // writeError answers with a JSON-RPC error body.

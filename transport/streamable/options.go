@@ -42,6 +42,7 @@ type config struct {
 	keepAlive     time.Duration
 	events        EventStore    // resume.go: nil when streams are not resumable
 	retry         time.Duration // resume.go: the SSE retry field
+	onReject      func(reason string)
 }
 
 func defaultConfig() config {
@@ -133,4 +134,16 @@ func WithPrincipal(principal func(*http.Request) string) Option {
 // proxies keep them open. Off by default.
 func WithKeepAlive(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.keepAlive = max(d, 0) })
+}
+
+// WithRejectHook calls f for every HTTP request the endpoint refuses itself,
+// before any MCP session sees it (bad input, limits, unknown sessions,
+// DNS-rebinding refusals), with a bounded reason: forbidden, invalid_request,
+// parse_error, frame_too_large, duplicate_id, in_flight_limit,
+// session_limit, unknown_session, protocol_mismatch or invalid_params. Metrics
+// count these with the sessions' own rejections (telemetry's
+// Metrics.MessageRejected takes exactly these values). f must be fast and
+// safe for concurrent use.
+func WithRejectHook(f func(reason string)) Option {
+	return optionFunc(func(c *config) { c.onReject = f })
 }

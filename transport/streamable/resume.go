@@ -108,12 +108,12 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	switch {
 	case rs.byReq[req.ID] != nil:
 		rs.mu.Unlock()
-		writeError(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		rs.s.h.reject(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
 		return
 	case len(rs.byReq) >= s.h.cfg.maxInFlight:
 		rs.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		rs.s.h.reject(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
 		return
 	}
 	ls.key = rs.newKeyLocked()
@@ -319,7 +319,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	rs.mu.Lock()
 	if rs.getServing > 0 {
 		rs.mu.Unlock()
-		writeError(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		rs.s.h.reject(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
 		return
 	}
 	rs.getServing++
@@ -361,11 +361,11 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	key, events, err := rs.store.Replay(ctx, s.id, lastID)
 	if err != nil {
 		if errors.Is(err, ErrUnknownEvent) {
-			writeError(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unknown Last-Event-ID: no stream of this session to resume")
+			rs.s.h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unknown Last-Event-ID: no stream of this session to resume")
 			return
 		}
 		s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
-		writeError(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+		rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
 		return
 	}
 	s.touch()
@@ -393,7 +393,7 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 		if _, events, err = rs.store.Replay(ctx, s.id, lastID); err != nil {
 			ls.mu.Unlock()
 			s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
-			writeError(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+			rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
 			return
 		}
 	}

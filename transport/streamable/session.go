@@ -221,12 +221,12 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 	switch {
 	case s.streams[req.ID] != nil:
 		s.mu.Unlock()
-		writeError(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		s.h.reject(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
 		return
 	case len(s.streams) >= s.h.cfg.maxInFlight:
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		s.h.reject(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
 		return
 	}
 	s.streams[req.ID] = st
@@ -275,7 +275,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()
-		writeError(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		s.h.reject(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
 		return
 	}
 	s.get = st

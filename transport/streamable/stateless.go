@@ -22,28 +22,28 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transpor
 	}
 	header := r.Header.Get(headerProtocolVersion)
 	if header == "" {
-		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "missing MCP-Protocol-Version header")
+		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
 	meta := metaOf(req)
 	rawVersion, hasVersion := meta[metaProtocolVersion]
 	_, hasCaps := meta[metaClientCapabilities]
 	if !hasVersion || !hasCaps {
-		writeError(w, http.StatusBadRequest, req.ID, codeInvalidParams,
+		h.reject(w, http.StatusBadRequest, req.ID, codeInvalidParams,
 			"params._meta must carry "+metaProtocolVersion+" and "+metaClientCapabilities)
 		return
 	}
 	var version string
 	if json.Unmarshal(rawVersion, &version) != nil || version != header {
-		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "MCP-Protocol-Version header does not match params._meta")
+		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
 	if err := checkRouting(r, req); err != "" {
-		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
 		return
 	}
 	if err := h.checkParamHeaders(r, req); err != "" {
-		writeError(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
 		return
 	}
 	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}

@@ -1,0 +1,48 @@
+package streamable_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// Every request the endpoint refuses itself is reported to the reject hook
+// with its reason, so that limit rejections and bad input are counted, not
+// lost.
+func TestRejectHookReportsEveryRefusal(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	e := newHTEnv(t, nil, streamable.WithMaxBodyBytes(512), streamable.WithRejectHook(func(reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, reason)
+	}))
+	sid := e.initialize(`{}`)
+	cases := []struct {
+		method, body string
+		hdr          htH
+		status       int
+		reason       string
+	}{
+		{http.MethodPost, `{}`, htH{"Host": "evil.example.com"}, http.StatusForbidden, "forbidden"},
+		{http.MethodPut, ``, nil, http.StatusMethodNotAllowed, "invalid_request"},
+		{http.MethodPost, `{"jsonrpc":`, htSession(sid), http.StatusBadRequest, "parse_error"},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 600) + `"}}`, htSession(sid), http.StatusRequestEntityTooLarge, "frame_too_large"},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, htSession("no-such-session"), http.StatusNotFound, "unknown_session"},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil, http.StatusBadRequest, "invalid_request"},
+	}
+	var want []string
+	for _, tc := range cases {
+		r := e.do(tc.method, tc.body, tc.hdr)
+		assert.Equal(t, tc.status, r.status, tc.reason)
+		want = append(want, tc.reason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, want, got)
+}
