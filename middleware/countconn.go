@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
@@ -77,7 +76,6 @@ type countingConn struct {
 	transport.Conn
 	m    *telemetry.Metrics
 	name string
-	bufs sync.Pool // *[]byte scratch buffers for measuring encodings
 }
 
 func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
@@ -123,27 +121,6 @@ func messageKind(msg transport.Message) string {
 	return ""
 }
 
-// size returns the encoded size of msg in bytes, 0 if it cannot be encoded.
-func (c *countingConn) size(msg transport.Message) int {
-	if b, ok := msg.(transport.Batch); ok { // read side: raw elements
-		n := 2 + max(len(b)-1, 0)
-		for _, raw := range b {
-			n += len(raw)
-		}
-		return n
-	}
-	bp, _ := c.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	enc, err := transport.AppendMessage((*bp)[:0], msg)
-	n := len(enc)
-	if err != nil {
-		n = 0
-	}
-	if cap(enc) <= 64<<10 { // do not pin huge buffers
-		*bp = enc
-		c.bufs.Put(bp)
-	}
-	return n
-}
+// size returns the encoded size of msg in bytes, 0 if it cannot be encoded:
+// counted, not encoded again.
+func (c *countingConn) size(msg transport.Message) int { return transport.EncodedSize(msg) }

@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// EncodedSize returns the length of AppendMessage's encoding of m, without
+// encoding it (0 for a message AppendMessage refuses). A Batch, which is
+// only ever read, is measured as its raw elements joined into an array.
+// Byte counters use it to measure traffic without encoding twice.
+func EncodedSize(m Message) int {
+	switch m := m.(type) {
+	case *Request:
+		if m == nil {
+			return 0
+		}
+		n := len(`{"jsonrpc":"2.0",`) + len(`"method":`) + jsonStringSize(m.Method) + len(`}`)
+		if m.ID.IsValid() {
+			n += len(`"id":`) + idSize(m.ID) + len(`,`)
+		}
+		if len(m.Params) > 0 {
+			n += len(`,"params":`) + len(m.Params)
+		}
+		return n
+	case *Response:
+		return responseSize(m)
+	case ResponseBatch:
+		if len(m) == 0 {
+			return 0
+		}
+		n := 2 + len(m) - 1
+		for _, r := range m {
+			s := responseSize(r)
+			if s == 0 {
+				return 0
+			}
+			n += s
+		}
+		return n
+	case Batch:
+		n := 2 + max(len(m)-1, 0)
+		for _, raw := range m {
+			n += len(raw)
+		}
+		return n
+	}
+	return 0
+}
+
+func responseSize(r *Response) int {
+	if r == nil {
+		return 0
+	}
+	n := len(`{"jsonrpc":"2.0","id":`) + idSize(r.ID)
+	if r.Error != nil {
+		n += len(`,"error":{"code":`) + len(strconv.FormatInt(r.Error.Code, 10)) +
+			len(`,"message":`) + jsonStringSize(r.Error.Message) + len(`}}`)
+		if len(r.Error.Data) > 0 {
+			n += len(`,"data":`) + len(r.Error.Data)
+		}
+		return n
+	}
+	if len(r.Result) == 0 || !r.ID.IsValid() {
+		return 0
+	}
+	return n + len(`,"result":`) + len(r.Result) + len(`}`)
+}
+
+func idSize(id ID) int {
+	switch id.kind {
+	case idInt:
+		return len(strconv.FormatInt(id.num, 10))
+	case idString:
+		return jsonStringSize(id.str)
+	default:
+		return len("null")
+	}
+}
+
+// jsonStringSize is len(appendJSONString(nil, s)), counted.
+func jsonStringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+				n += 2
+			default:
+				n += 6 // \u00XX
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 6 // \ufffd
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
