@@ -36,7 +36,7 @@ func (ss *Session) batch(b transport.Batch) {
 				ss.notification(m)
 			} else {
 				col.hold()
-				ss.admit(nil, m, col) //nolint:staticcheck // nil: no stream to watch
+				ss.admit(m, col, nil)
 			}
 		case *transport.Response:
 			ss.answer(m)

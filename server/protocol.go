@@ -148,12 +148,13 @@ func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
 	return p, true
 }
 
-// requestParams holds the fields of params the core reads for every
-// request: the target's name and the _meta object.
+// requestParams holds the members of params the core reads for every
+// request (filled by readRequestParams): the target's name or URI, _meta,
+// and the raw arguments and task of tools/call.
 type requestParams struct {
-	Name      string                     `json:"name"`
-	URI       string                     `json:"uri"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Task      json.RawMessage            `json:"task"`
+	Name      string
+	URI       string
+	Meta      map[string]json.RawMessage
+	Arguments json.RawMessage
+	Task      json.RawMessage
 }

@@ -229,7 +229,7 @@ func (ss *Session) drain() {
 // is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
 	if m, ok := msg.(*transport.Request); ok && !m.IsNotification() {
-		ss.admit(stream, m, nil)
+		ss.admit(m, nil, &inlineOrigin{stream: stream})
 		return
 	}
 	ss.dispatch(msg)
@@ -241,7 +241,7 @@ func (ss *Session) dispatch(msg transport.Message) {
 		if m.IsNotification() {
 			ss.notification(m)
 		} else {
-			ss.admit(nil, m, nil) //nolint:staticcheck // nil: no stream to watch
+			ss.admit(m, nil, nil)
 		}
 	case *transport.Response:
 		ss.answer(m)
@@ -284,11 +284,18 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 	return req
 }
 
+// inlineOrigin describes a request that came inline (see transport.Inline):
+// its handler runs on the caller's goroutine, and stream ending before the
+// answer cancels it.
+type inlineOrigin struct {
+	stream context.Context
+}
+
 // admit admits one request and runs its handler: on a goroutine of its own
-// when it came through the read loop (stream is nil), on the caller's when
+// when it came through the read loop (inline is nil), on the caller's when
 // it came inline. initialize always runs on the caller's, so that the
 // requests after it see the negotiated state.
-func (ss *Session) admit(stream context.Context, m *transport.Request, batch *batchCollector) {
+func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
 	req := ss.newRequest(m)
 	if req.admitErr != nil {
 		ss.rejectWith(batch, req.ID, req.admitErr)
@@ -309,8 +316,8 @@ func (ss *Session) admit(stream context.Context, m *transport.Request, batch *ba
 	}
 	broken := ss.st.broken
 	ss.mu.Unlock()
-	if code == 0 && stream != nil {
-		inf.unlink = context.AfterFunc(stream, func() {
+	if code == 0 && inline != nil {
+		inf.unlink = context.AfterFunc(inline.stream, func() {
 			if ss.ctx.Err() != nil {
 				// The session is ending: its cancellation is still walking its
 				// children (in no set order) while the stream already closed
@@ -322,7 +329,7 @@ func (ss *Session) admit(stream context.Context, m *transport.Request, batch *ba
 		})
 	}
 	switch {
-	case code == 0 && (req.Method == "initialize" || stream != nil):
+	case code == 0 && (req.Method == "initialize" || inline != nil):
 		ss.run(inf)
 		ss.handlers.Done()
 	case code == 0:

@@ -385,11 +385,11 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code int64, 
 
 // metaOf returns a request's params._meta, raw by key.
 func metaOf(req *transport.Request) map[string]json.RawMessage {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+	v, ok := transport.SplitObject(req.Params, "_meta") // decoded params: valid JSON
+	if !ok || v[0] == nil {
+		return nil
 	}
-	if len(req.Params) > 0 && req.Params[0] == '{' {
-		_ = json.Unmarshal(req.Params, &p)
-	}
-	return p.Meta
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(v[0], &meta)
+	return meta
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,7 +170,8 @@ func TestHTTPUnrelatedNotificationOnGET(t *testing.T) {
 // the request that made it, and the client's POSTed answer completes the
 // call.
 func TestHTTPElicitationOnRequestStream(t *testing.T) {
-	e := newHTEnv(t, nil)
+	obs := &htRejectCounter{ended: make(chan struct{})}
+	e := newHTEnv(t, htServer(t, server.WithObserver(obs)))
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "ask"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		res, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Who are you?",
@@ -199,7 +201,27 @@ func TestHTTPElicitationOnRequestStream(t *testing.T) {
 	require.Len(t, rest, 1, "%+v", rest)
 	assert.JSONEq(t, `10`, string(rest[0].ID))
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"accept: Ada"}]}`, string(rest[0].Result))
+
+	// The answer was handled exactly once: a second copy would be a response
+	// to nothing, rejected before the session ends (the read loop takes
+	// messages in order).
+	require.Equal(t, http.StatusNoContent, e.do(http.MethodDelete, "", htSession(sid)).status)
+	<-obs.ended
+	assert.Zero(t, obs.rejected.Load(), "a message was handled twice")
 }
+
+// htRejectCounter counts the messages a session rejected and signals its end.
+type htRejectCounter struct {
+	server.NopObserver
+	rejected atomic.Int64
+	ended    chan struct{}
+}
+
+func (o *htRejectCounter) MessageRejected(context.Context, *server.Session, server.Code, string) {
+	o.rejected.Add(1)
+}
+
+func (o *htRejectCounter) SessionEnded(context.Context, *server.Session, error) { close(o.ended) }
 
 // htHolder is a tool that, once cancelled, reports its cause and then waits
 // for release before returning: it shows who waits for handlers.

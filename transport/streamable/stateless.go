@@ -71,10 +71,10 @@ func checkRouting(r *http.Request, req *transport.Request) string {
 	default:
 		return ""
 	}
-	var params map[string]json.RawMessage
-	_ = json.Unmarshal(req.Params, &params)
 	var want string
-	_ = json.Unmarshal(params[field], &want)
+	if v, ok := transport.SplitObject(req.Params, field); ok {
+		want, _ = transport.DecodeString(v[0])
+	}
 	name, ok := r.Header[http.CanonicalHeaderKey(headerName)]
 	if !ok || len(name) == 0 {
 		return "missing Mcp-Name header"
