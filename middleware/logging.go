@@ -114,22 +114,19 @@ func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
 			if start.IsZero() {
 				start = time.Now()
 			}
-			var res any // written by the chain, read once the outcome is sealed, after it returned
 			req.OnDone(func(out server.Outcome) {
 				level := cfg.level(req, out)
 				if !logger.Enabled(ctx, level) {
 					return
 				}
-				logRequest(ctx, logger, level, req, out, res, time.Since(start))
+				logRequest(ctx, logger, level, req, out, time.Since(start))
 			})
-			r, err := next(ctx, req)
-			res = r
-			return r, err
+			return next(ctx, req)
 		}
 	}
 }
 
-func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, res any, d time.Duration) {
+func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.String(LogMethod, req.Method))
 	switch req.Method {
@@ -143,7 +140,7 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 		attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
 	}
 	attrs = append(attrs, slog.Duration(LogDuration, d))
-	outcome, errType := classifyOutcome(out, res)
+	outcome, errType := classifyOutcome(out)
 	attrs = append(attrs, slog.String(LogOutcome, outcome))
 	switch outcome {
 	case telemetry.OutcomeError:

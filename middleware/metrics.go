@@ -52,40 +52,39 @@ func Metrics(m *telemetry.Metrics) server.Middleware {
 			if start.IsZero() {
 				start = time.Now()
 			}
-			traceID := ""
+			var traceID trace.TraceID // encoded only if it becomes an exemplar
 			if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-				traceID = sc.TraceID().String()
+				traceID = sc.TraceID()
 			}
-			tool := ""
-			if req.Method == "tools/call" {
-				tool = req.Name
-			}
-			var res any // written by the chain, read when the outcome is sealed, after it returned
 			m.RequestStarted(req.Method)
-			req.OnDone(func(out server.Outcome) {
-				outcome, errType := classifyOutcome(out, res)
-				if cause := cancelCause(out); cause != server.ReasonNone {
-					m.RequestCancelled(req.Method, cause.String())
-				}
-				m.RequestFinished(telemetry.RequestEnd{
-					Method:    req.Method,
-					Tool:      tool,
-					Outcome:   outcome,
-					ErrorType: errType,
-					Duration:  time.Since(start),
-					TraceID:   traceID,
-				})
-			})
-			r, err := next(ctx, req)
-			res = r
-			return r, err
+			// One allocation: the closure holds what it uses by value.
+			req.OnDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
+			return next(ctx, req)
 		}
 	}
 }
 
-// classifyOutcome returns a request's outcome and error type, in the
-// precedence documented on [Metrics].
-func classifyOutcome(out server.Outcome, res any) (outcome, errType string) {
+// recordEnd records how req ended, in m.
+func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, traceID trace.TraceID, out server.Outcome) {
+	outcome, errType := classifyOutcome(out)
+	if cause := cancelCause(out); cause != server.ReasonNone {
+		m.RequestCancelled(req.Method, cause.String())
+	}
+	tool := ""
+	if req.Method == "tools/call" {
+		tool = req.Name
+	}
+	m.RequestFinished(telemetry.RequestEnd{
+		Method:    req.Method,
+		Tool:      tool,
+		Outcome:   outcome,
+		ErrorType: errType,
+		Duration:  time.Since(start),
+		Trace:     traceID,
+	})
+}
+
+func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:
 		return telemetry.OutcomeCancelled, telemetry.ErrorTypeCancelled
@@ -94,7 +93,7 @@ func classifyOutcome(out server.Outcome, res any) (outcome, errType string) {
 	case out.Err != nil:
 		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
 	}
-	switch r := res.(type) {
+	switch r := out.Result.(type) {
 	case *server.CallToolResult:
 		if r != nil && r.IsError {
 			return telemetry.OutcomeOK, telemetry.ErrorTypeTool

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -105,94 +104,15 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 func Tracing(opts ...TracingOption) server.Middleware {
 	cfg := newTracingConfig(opts)
 	tracer := cfg.tracer()
-	st := spanStarter{
-		tracer: tracer,
-		prop:   cfg.propagator,
-		kind:   trace.WithSpanKind(trace.SpanKindServer), // an interface value: made once
-		attrs:  &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
-	}
+	st := newSpanStarter(tracer, cfg.propagator)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req)
-			state := &spanState{}
-			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, state, out) })
-			defer func() {
-				if !state.returned {
-					state.panicked = true // invoke recovers it and answers -32603
-				}
-			}()
-			res, err := next(ctx, req)
-			state.res, state.err, state.returned = res, err, true
-			return res, err
+			// One allocation: the closure holds span and req by value.
+			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+			return next(ctx, req)
 		}
 	}
-}
-
-// spanState is what the chain left for the span's end. It is written before
-// the chain returns and read when the request is sealed, which happens after.
-type spanState struct {
-	res      any
-	err      error
-	returned bool
-	panicked bool
-}
-
-// spanStarter starts the SERVER spans of one Tracing middleware.
-type spanStarter struct {
-	tracer trace.Tracer
-	prop   propagation.TextMapPropagator
-	kind   trace.SpanStartOption
-	// attrs recycles the start attributes: trace.NewSpanStartConfig, which
-	// every Tracer uses to read its options, copies them.
-	attrs *sync.Pool // of *[]attribute.KeyValue
-}
-
-func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Context, trace.Span) {
-	buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
-	attrs := s.attributes(ctx, req, (*buf)[:0])
-	opts := []trace.SpanStartOption{s.kind, trace.WithAttributes(attrs...)}
-	pctx := ctx
-	if len(req.Meta) > 0 { // else nothing to extract: spare the context lookups
-		pctx = s.prop.Extract(ctx, metaCarrier(req.Meta))
-		ambient := trace.SpanContextFromContext(ctx)
-		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: ambient}))
-		}
-	}
-	name := req.Method
-	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
-		name += " " + req.Name
-	}
-	ctx, span := s.tracer.Start(pctx, name, opts...)
-	clear(attrs)
-	*buf = attrs
-	s.attrs.Put(buf)
-	return ctx, span
-}
-
-// attributes appends the start attributes of req's span to attrs.
-func (spanStarter) attributes(ctx context.Context, req *server.Request, attrs []attribute.KeyValue) []attribute.KeyValue {
-	attrs = append(attrs, telemetry.MCPMethodNameKey.String(req.Method))
-	if !req.IsNotification() {
-		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
-	}
-	if req.Session != nil && !req.Stateless {
-		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
-	}
-	if req.Protocol != "" {
-		attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(req.Protocol))
-	}
-	switch {
-	case req.Method == "tools/call" && req.Name != "":
-		attrs = append(attrs, telemetry.GenAIToolNameKey.String(req.Name),
-			telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool))
-	case req.Method == "prompts/get" && req.Name != "":
-		attrs = append(attrs, telemetry.GenAIPromptNameKey.String(req.Name))
-	}
-	if req.URI != "" {
-		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
-	}
-	return appendNetwork(ctx, attrs)
 }
 
 // appendNetwork adds network.transport (and network.protocol.name) from
@@ -214,16 +134,13 @@ func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.
 	return attrs
 }
 
-func endServerSpan(span trace.Span, req *server.Request, st *spanState, out server.Outcome) {
+func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	if req.Method == "initialize" && req.Session != nil {
 		if v := req.Session.ProtocolVersion(); v != "" { // negotiated by this request
 			span.SetAttributes(telemetry.MCPProtocolVersionKey.String(v))
 		}
 	}
 	err := out.Err
-	if err == nil && req.IsNotification() {
-		err = st.err // a notification's error is never answered, but it failed
-	}
 	cause := out.Cause
 	if cause == nil && err != nil && server.ReasonOfCause(err) == server.ReasonTimeout {
 		cause = err // the handler ran out of time inside the chain
@@ -238,11 +155,8 @@ func endServerSpan(span trace.Span, req *server.Request, st *spanState, out serv
 		// Cancelled before the chain returned: nothing is answered, and a
 		// cancellation is not a server error, so the status stays Unset.
 	case err != nil:
-		setErrorStatus(span, err)
-	case st.panicked: // a notification's handler panicked
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
-		span.SetStatus(codes.Error, "panic")
-	case isToolError(st.res):
+		setErrorStatus(span, err, !req.IsNotification())
+	case isToolError(out.Result):
 		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTool))
 		span.SetStatus(codes.Error, "")
 	}
@@ -256,13 +170,17 @@ func endServerSpan(span trace.Span, req *server.Request, st *spanState, out serv
 	span.End()
 }
 
-// setErrorStatus marks span failed with err's JSON-RPC code, and the message
-// the client sees as the description. An internal error (a bug, a panic)
-// also gets an exception event with what the client does not see.
-func setErrorStatus(span trace.Span, err error) {
+// setErrorStatus marks span failed with err's JSON-RPC code (also as the
+// response's status code when answered), and the message the client sees as
+// the description. An internal error (a bug, a panic) also gets an exception
+// event with what the client does not see.
+func setErrorStatus(span trace.Span, err error, answered bool) {
 	code := server.CodeOf(err)
 	s := strconv.FormatInt(int64(code), 10)
-	span.SetAttributes(semconv.ErrorTypeKey.String(s), telemetry.RPCResponseStatusCodeKey.String(s))
+	span.SetAttributes(semconv.ErrorTypeKey.String(s))
+	if answered { // a notification's failure has no response, so no status code
+		span.SetAttributes(telemetry.RPCResponseStatusCodeKey.String(s))
+	}
 	e, isErr := errors.AsType[*server.Error](err)
 	switch {
 	case isErr && e != nil:

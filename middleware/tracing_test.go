@@ -388,7 +388,10 @@ func TestTracingOutcomes(t *testing.T) {
 			run: func(_ *testing.T, h *traced) {
 				h.notify("notifications/roots/list_changed", nil)
 			},
-			want: want{status: codes.Error, desc: "panic", errorType: "_OTHER"},
+			// Never answered, but it failed like a request's handler would.
+			want: want{status: codes.Error, desc: "internal error", errorType: "-32603", events: []string{
+				"exception exception.message=panic: boom in notifications/roots/list_changed exception.type=*errors.errorString",
+			}},
 		},
 		{
 			name: "write fails",

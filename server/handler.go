@@ -69,7 +69,8 @@ type Request struct {
 	task     json.RawMessage
 	mrtr     *mrtrRound // multi round-trip state of a stateless request
 
-	done []func(Outcome)
+	done    []func(Outcome)
+	doneBuf [2]func(Outcome) // done's first callbacks: Tracing and Metrics need no allocation
 }
 
 // IsNotification reports whether req is a notification (it has no id).
@@ -80,14 +81,24 @@ func (req *Request) IsNotification() bool { return !req.ID.IsValid() }
 // the goroutine that sealed it, after the Observer was told. Middleware calls
 // OnDone on its way in, from the goroutine running the chain, to learn the
 // final outcome (a tracing span can then end with the write's result).
-func (req *Request) OnDone(f func(Outcome)) { req.done = append(req.done, f) }
+func (req *Request) OnDone(f func(Outcome)) {
+	if req.done == nil {
+		req.done = req.doneBuf[:0]
+	}
+	req.done = append(req.done, f)
+}
 
 // Outcome is how a request ended: exactly one of "answered" (Dropped is
 // empty) or "dropped with a reason".
 type Outcome struct {
-	// Err is the error the chain returned; nil on success. Note that a
-	// tool's failure is a successful result with isError set.
+	// Err is the error the chain returned (for a panic, a -32603 *Error);
+	// nil on success. Note that a tool's failure is a successful result with
+	// isError set. A notification's error is never answered, but it is
+	// reported here.
 	Err error
+	// Result is the result the chain returned, such as a *CallToolResult;
+	// nil when it returned an error.
+	Result any
 	// Cause is the request context's cancellation cause, if it was cancelled
 	// before the chain returned.
 	Cause error

@@ -407,6 +407,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	ss.mu.Unlock()
 
 	out := Outcome{Err: err}
+	if err == nil {
+		out.Result = res
+	}
 	if cancelled {
 		out.Cause = context.Cause(inf.ctx)
 		ss.obs.RequestCancelled(inf.ctx, inf.req, out.Cause)
@@ -567,9 +570,13 @@ func (ss *Session) notification(m *transport.Request) {
 		ss.mu.Unlock()
 	}
 	ctx := context.WithValue(ss.ctx, requestKey{}, req)
-	_, _ = ss.srv.invoke(ctx, req)
+	res, err := ss.srv.invoke(ctx, req)
+	out := Outcome{Err: err}
+	if err == nil {
+		out.Result = res
+	}
 	for _, f := range req.done {
-		f(Outcome{})
+		f(out)
 	}
 }
 

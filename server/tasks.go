@@ -276,6 +276,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 		// or reports can reach the client: its view of the request has no
 		// progress token and no log level.
 		r := *req
+		r.done = nil // the request's callbacks (and doneBuf) stay its own
 		r.Meta = maps.Clone(req.Meta)
 		delete(r.Meta, "progressToken")
 		delete(r.Meta, MetaLogLevel)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RequestEnd describes how one request ended, for [Metrics.RequestFinished].
@@ -29,6 +30,18 @@ type RequestEnd struct {
 	// [WithExemplarInterval] for each (exposed with the OpenMetrics format
 	// only).
 	TraceID string
+	// Trace, when valid and TraceID is empty, is the trace id to use
+	// instead; it is hex-encoded only when an exemplar is attached, which
+	// spares a request without one the encoding.
+	Trace trace.TraceID
+}
+
+// traceID returns the trace id of e's exemplar, "" for none.
+func (e *RequestEnd) traceID() string {
+	if e.TraceID == "" && e.Trace.IsValid() {
+		e.TraceID = e.Trace.String()
+	}
+	return e.TraceID
 }
 
 // RequestStarted counts a request that reached the handler chain and adds it
@@ -59,15 +72,20 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
 	s := m.end(endKey{method: method, tool: tool, outcome: outcome, errType: errType})
 	seconds := e.Duration.Seconds()
-	valid := validTraceID(e.TraceID)
+	// A given TraceID is checked; Trace always encodes to a valid one.
+	traced := (e.TraceID == "" && e.Trace.IsValid()) || validTraceID(e.TraceID)
+	var now int64 // read once, when an exemplar may be due
+	if traced && m.exemplarEvery > 0 {
+		now = time.Now().UnixNano()
+	}
 
-	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && valid && m.exemplarDue(&s.counterExemplar) {
-		a.AddWithExemplar(1, prometheus.Labels{ExemplarTraceID: e.TraceID})
+	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && traced && m.exemplarDue(&s.counterExemplar, now) {
+		a.AddWithExemplar(1, prometheus.Labels{ExemplarTraceID: e.traceID()})
 	} else {
 		s.finished.Inc()
 	}
-	if o, ok := s.duration.(prometheus.ExemplarObserver); ok && valid && m.exemplarDue(&s.bucketExemplar[m.bucketOf(seconds)]) {
-		o.ObserveWithExemplar(seconds, prometheus.Labels{ExemplarTraceID: e.TraceID})
+	if o, ok := s.duration.(prometheus.ExemplarObserver); ok && traced && m.exemplarDue(&s.bucketExemplar[m.bucketOf(seconds)], now) {
+		o.ObserveWithExemplar(seconds, prometheus.Labels{ExemplarTraceID: e.traceID()})
 	} else {
 		s.duration.Observe(seconds)
 	}

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -94,11 +93,10 @@ func (m *Metrics) end(k endKey) *endSeries {
 
 // exemplarDue reports whether an exemplar may be attached now to the
 // series whose last one was at *last, and if so claims it.
-func (m *Metrics) exemplarDue(last *atomic.Int64) bool {
+func (m *Metrics) exemplarDue(last *atomic.Int64, now int64) bool {
 	if m.exemplarEvery <= 0 {
 		return true
 	}
-	now := time.Now().UnixNano()
 	prev := last.Load()
 	return (prev == 0 || now-prev >= int64(m.exemplarEvery)) && last.CompareAndSwap(prev, now)
 }

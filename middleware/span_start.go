@@ -1,0 +1,148 @@
+package middleware
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// spanStarter starts the SERVER spans of one Tracing middleware.
+//
+// A span starts with what a sampler needs to decide (its name, kind,
+// mcp.method.name, and gen_ai.tool.name, gen_ai.operation.name or
+// gen_ai.prompt.name); the rest of its attributes are set only when it
+// records, so that an unsampled request pays for none of them. The start
+// options of each (method, target) are built once and shared: the SDK
+// copies what it keeps, and building them per request would cost several
+// allocations.
+type spanStarter struct {
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+	starts *spanStarts
+	attrs  *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
+}
+
+func newSpanStarter(tracer trace.Tracer, prop propagation.TextMapPropagator) spanStarter {
+	return spanStarter{
+		tracer: tracer,
+		prop:   prop,
+		starts: &spanStarts{},
+		attrs:  &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
+	}
+}
+
+func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Context, trace.Span) {
+	st := s.starts.get(req)
+	opts := st.opts
+	pctx := ctx
+	if len(req.Meta) > 0 { // else nothing to extract: spare the context lookups
+		pctx = s.prop.Extract(ctx, metaCarrier(req.Meta))
+		ambient := trace.SpanContextFromContext(ctx)
+		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
+			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
+		}
+	}
+	ctx, span := s.tracer.Start(pctx, st.name, opts...)
+	if span.IsRecording() {
+		buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
+		attrs := recordedAttributes(ctx, req, (*buf)[:0])
+		span.SetAttributes(attrs...) // copied by the span
+		clear(attrs)
+		*buf = attrs
+		s.attrs.Put(buf)
+	}
+	return ctx, span
+}
+
+// recordedAttributes appends the attributes of req's span that a sampler
+// does not see to attrs.
+func recordedAttributes(ctx context.Context, req *server.Request, attrs []attribute.KeyValue) []attribute.KeyValue {
+	if !req.IsNotification() {
+		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
+	}
+	if req.Session != nil && !req.Stateless {
+		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
+	}
+	if req.Protocol != "" {
+		attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(req.Protocol))
+	}
+	if req.URI != "" {
+		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
+	}
+	return appendNetwork(ctx, attrs)
+}
+
+// spanStart is how every span of one (method, target) starts.
+type spanStart struct {
+	name string                  // "{mcp.method.name} {target}", or the method
+	opts []trace.SpanStartOption // kind and sampling attributes; read-only
+}
+
+// spanStartKey is a method and its target: the tool of tools/call, the
+// prompt of prompts/get, empty otherwise.
+type spanStartKey struct{ method, target string }
+
+// maxSpanStarts bounds the spanStarts cache: method and target names come
+// from clients, and a client sending ever new ones must not grow it without
+// end. Beyond it, starts are built for each request.
+const maxSpanStarts = 1024
+
+// spanStarts caches a spanStart per spanStartKey: read without locking,
+// copied on write (new names are rare once a server has seen its tools).
+type spanStarts struct {
+	mu    sync.Mutex // serializes writers
+	byKey atomic.Pointer[map[spanStartKey]*spanStart]
+}
+
+func (c *spanStarts) get(req *server.Request) *spanStart {
+	key := spanStartKey{method: req.Method}
+	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
+		key.target = req.Name
+	}
+	if m := c.byKey.Load(); m != nil {
+		if st, ok := (*m)[key]; ok {
+			return st
+		}
+	}
+	st := newSpanStart(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[spanStartKey]*spanStart
+	if m := c.byKey.Load(); m != nil {
+		old = *m
+	}
+	if len(old) < maxSpanStarts {
+		m := make(map[spanStartKey]*spanStart, len(old)+1)
+		for k, v := range old {
+			m[k] = v
+		}
+		m[key] = st
+		c.byKey.Store(&m)
+	}
+	return st
+}
+
+func newSpanStart(key spanStartKey) *spanStart {
+	attrs := []attribute.KeyValue{telemetry.MCPMethodNameKey.String(key.method)}
+	name := key.method
+	if key.target != "" {
+		name += " " + key.target
+		if key.method == "tools/call" {
+			attrs = append(attrs, telemetry.GenAIToolNameKey.String(key.target),
+				telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool))
+		} else {
+			attrs = append(attrs, telemetry.GenAIPromptNameKey.String(key.target))
+		}
+	}
+	return &spanStart{
+		name: name,
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)},
+	}
+}
