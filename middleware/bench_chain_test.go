@@ -46,7 +46,9 @@ func BenchmarkChain(b *testing.B) {
 		}},
 		{"instrument", func(*testing.B) ([]server.Option, func(middleware.ConnServer) middleware.ConnServer) {
 			m := newMetrics()
-			return nil, func(s middleware.ConnServer) middleware.ConnServer { return middleware.Instrument(s, m, telemetry.TransportMemory) }
+			return nil, func(s middleware.ConnServer) middleware.ConnServer {
+				return middleware.Instrument(s, m, telemetry.TransportMemory)
+			}
 		}},
 		{"tracing", func(b *testing.B) ([]server.Option, func(middleware.ConnServer) middleware.ConnServer) {
 			return []server.Option{server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(newTP(b))))}, nil
