@@ -4,10 +4,15 @@ package middleware_test
 // Streamable HTTP, 32 concurrent clients each with a 2025 session, without
 // middleware and with the full chain (Tracing sampling every request into a
 // batching span processor whose exporter discards, Metrics registered with a
-// registry, Recover, the Observer, and Instrument counting traffic). The
-// cost is the ratio of the two req/s from one run of both:
+// registry, Recover and the Observer; ...Traffic adds Instrument counting
+// every message). The cost is the ratio of the req/s from one run of all:
 //
 //	go test -run '^$' -bench 'HTTPEcho' -benchtime=3s -count=3 ./middleware/
+//
+// BenchmarkHTTPEchoSpanOnly is the reference for the tracing part: the
+// OpenTelemetry SDK by itself, one span per request with the same
+// attributes into the same batching processor, no Vigil middleware. What
+// any instrumentation that records every request pays, whoever writes it.
 //
 // Each benchmark reports req/s, the p99 latency one client saw (p99-µs)
 // and, on Linux, the process's CPU time per request (cpu-µs/op, client and
@@ -34,7 +39,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -248,23 +255,69 @@ func BenchmarkHTTPEchoNoMiddleware(b *testing.B) {
 	benchEcho(b, server.New(), nil)
 }
 
-// BenchmarkHTTPEchoFullChain: Tracing (every request sampled into a
-// batching processor), Metrics, Recover, the Observer and Instrument.
-func BenchmarkHTTPEchoFullChain(b *testing.B) {
-	exp := &discardExporter{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(exp))
+// benchTracerProvider samples every span into a batching processor whose
+// exporter discards them.
+func benchTracerProvider(b *testing.B) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(&discardExporter{}))
 	b.Cleanup(func() {
 		if err := tp.Shutdown(context.Background()); err != nil {
 			b.Error(err)
 		}
 	})
-	m := telemetry.NewMetrics(telemetry.WithToolNames("echo"))
-	prometheus.NewRegistry().MustRegister(m)
-	srv := server.New(
-		server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: tp, Metrics: m})...),
-		server.WithObserver(middleware.Observer(m)),
-	)
+	return tp
+}
+
+// BenchmarkHTTPEchoSpanOnly: the OpenTelemetry SDK alone, as cheaply as it
+// can be used: a SERVER span per request with the eight attributes Tracing
+// sets on a tools/call span, set after the start (cheaper than as a start
+// option), ended when the handler returns.
+func BenchmarkHTTPEchoSpanOnly(b *testing.B) {
+	tracer := benchTracerProvider(b).Tracer("bench")
+	attrs := []attribute.KeyValue{
+		telemetry.MCPMethodNameKey.String("tools/call"), telemetry.GenAIToolNameKey.String("echo"),
+		telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool), telemetry.JSONRPCRequestIDKey.String("1"),
+		telemetry.MCPSessionIDKey.String("session"), telemetry.MCPProtocolVersionKey.String("2025-11-25"),
+		attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http"),
+	}
+	kind := trace.WithSpanKind(trace.SpanKindServer)
+	span := func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			ctx, span := tracer.Start(ctx, "tools/call echo", kind)
+			span.SetAttributes(attrs...)
+			defer span.End()
+			return next(ctx, req)
+		}
+	}
+	benchEcho(b, server.New(server.WithMiddleware(span)), nil)
+}
+
+// BenchmarkHTTPEchoFullChain: the chain middleware.Standard builds with a
+// tracer provider and metrics: Tracing (every request sampled into a
+// batching processor), Metrics and Recover, with the Observer.
+func BenchmarkHTTPEchoFullChain(b *testing.B) {
+	benchEcho(b, benchFullChain(b, nil), nil)
+}
+
+// BenchmarkHTTPEchoFullChainTraffic: the full chain and Instrument counting
+// every message and its bytes, as cmd/vigil serves.
+func BenchmarkHTTPEchoFullChainTraffic(b *testing.B) {
+	var m *telemetry.Metrics
+	srv := benchFullChain(b, &m)
 	benchEcho(b, srv, func(s streamable.Server) streamable.Server {
 		return middleware.Instrument(s, m, telemetry.TransportStreamableHTTP)
 	})
+}
+
+// benchFullChain returns a server with the full chain; the metrics go to
+// *metrics when it is not nil.
+func benchFullChain(b *testing.B, metrics **telemetry.Metrics) *server.Server {
+	m := telemetry.NewMetrics(telemetry.WithToolNames("echo"))
+	prometheus.NewRegistry().MustRegister(m)
+	if metrics != nil {
+		*metrics = m
+	}
+	return server.New(
+		server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: benchTracerProvider(b), Metrics: m})...),
+		server.WithObserver(middleware.Observer(m)),
+	)
 }

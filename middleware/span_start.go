@@ -15,13 +15,13 @@ import (
 
 // spanStarter starts the SERVER spans of one Tracing middleware.
 //
-// A span starts with what a sampler needs to decide (its name, kind,
-// mcp.method.name, and gen_ai.tool.name, gen_ai.operation.name or
-// gen_ai.prompt.name); the rest of its attributes are set only when it
-// records, so that an unsampled request pays for none of them. The start
-// options of each (method, target) are built once and shared: the SDK
-// copies what it keeps, and building them per request would cost several
-// allocations.
+// A sampler sees a span's name ("{mcp.method.name} {target}", which names
+// the method and the tool or prompt) and kind; the attributes are set right
+// after the start, and only on a span that records, so that an unsampled
+// request pays for none of them. With the OpenTelemetry SDK, attributes
+// given at the start cost a copy and an allocation more than those set
+// after it, and they are most of a span's cost. The name and start options
+// of each (method, target) are built once and shared.
 type spanStarter struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -52,7 +52,8 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	ctx, span := s.tracer.Start(pctx, st.name, opts...)
 	if span.IsRecording() {
 		buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
-		attrs := recordedAttributes(ctx, req, (*buf)[:0])
+		attrs := append((*buf)[:0], st.attrs...)
+		attrs = recordedAttributes(ctx, req, attrs)
 		span.SetAttributes(attrs...) // copied by the span
 		clear(attrs)
 		*buf = attrs
@@ -61,8 +62,8 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	return ctx, span
 }
 
-// recordedAttributes appends the attributes of req's span that a sampler
-// does not see to attrs.
+// recordedAttributes appends the attributes of req's span that depend on
+// more than its method and target to attrs.
 func recordedAttributes(ctx context.Context, req *server.Request, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if !req.IsNotification() {
 		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
@@ -81,8 +82,9 @@ func recordedAttributes(ctx context.Context, req *server.Request, attrs []attrib
 
 // spanStart is how every span of one (method, target) starts.
 type spanStart struct {
-	name string                  // "{mcp.method.name} {target}", or the method
-	opts []trace.SpanStartOption // kind and sampling attributes; read-only
+	name  string                  // "{mcp.method.name} {target}", or the method
+	opts  []trace.SpanStartOption // the kind; read-only
+	attrs []attribute.KeyValue    // mcp.method.name and the target's; read-only
 }
 
 // spanStartKey is a method and its target: the tool of tools/call, the
@@ -142,7 +144,8 @@ func newSpanStart(key spanStartKey) *spanStart {
 		}
 	}
 	return &spanStart{
-		name: name,
-		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...)},
+		name:  name,
+		opts:  []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+		attrs: attrs,
 	}
 }
