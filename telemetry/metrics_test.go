@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -192,6 +193,36 @@ func TestExemplars(t *testing.T) {
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
+}
+
+// TestExemplarFromTrace checks that RequestEnd.Trace becomes the same
+// exemplar as its hex form in TraceID, that TraceID wins when both are set,
+// and that the zero Trace makes none.
+func TestExemplarFromTrace(t *testing.T) {
+	t.Parallel()
+	id, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	require.NoError(t, err)
+
+	m := telemetry.NewMetrics()
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id})
+	assert.Equal(t, []string{
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
+	}, exemplars(t, m))
+
+	m = telemetry.NewMetrics()
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	assert.Equal(t, []string{
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=0af7651916cd43dd8448eb211c80319c 0.03`,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=0af7651916cd43dd8448eb211c80319c 1`,
+	}, exemplars(t, m))
+
+	m = telemetry.NewMetrics()
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Trace: trace.TraceID{}})
+	assert.Empty(t, exemplars(t, m))
 }
 
 // TestNativeHistograms checks the option: native buckets with factor 1.1
