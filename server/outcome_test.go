@@ -1,0 +1,89 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// TestOutcomeCarriesResultAndError checks what OnDone callbacks see: the
+// chain's result on success, its error (and no result) on failure, the
+// error or panic of a notification's handler, which is never answered, and
+// that every callback runs, in order, past the two kept inline.
+func TestOutcomeCarriesResultAndError(t *testing.T) {
+	watchdog(t)
+	type seen struct {
+		method string
+		order  []int
+		out    server.Outcome
+	}
+	seenc := make(chan seen, 8)
+	record := func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.Method == "initialize" || req.Method == "notifications/initialized" {
+				return next(ctx, req)
+			}
+			var order []int
+			for i := range 3 {
+				req.OnDone(func(out server.Outcome) {
+					order = append(order, i)
+					if i == 2 {
+						seenc <- seen{method: req.Method, order: order, out: out}
+					}
+				})
+			}
+			return next(ctx, req)
+		}
+	}
+	failing := func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			switch req.Method {
+			case "notifications/roots/list_changed":
+				return nil, errors.New("scripted failure")
+			case "notifications/progress":
+				panic("scripted panic")
+			}
+			return next(ctx, req)
+		}
+	}
+	h := newHarness(t, server.WithMiddleware(record, failing))
+	h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hi"), nil
+	})
+	h.start()
+	h.initialize(server.Version20251125, nil)
+
+	h.callTool(2, "echo", `{}`)
+	h.result(2)
+	got := <-seenc
+	assert.Equal(t, []int{0, 1, 2}, got.order)
+	require.NoError(t, got.out.Err)
+	res, ok := got.out.Result.(*server.CallToolResult)
+	require.True(t, ok, "result %T", got.out.Result)
+	assert.Equal(t, server.Text("hi").Content, res.Content)
+
+	h.callTool(3, "missing", `{}`)
+	assert.NotNil(t, h.recvResponse().Error)
+	got = <-seenc
+	assert.Equal(t, server.CodeInvalidParams, server.CodeOf(got.out.Err))
+	assert.Nil(t, got.out.Result)
+
+	h.notify("notifications/roots/list_changed", nil)
+	got = <-seenc
+	assert.Equal(t, "notifications/roots/list_changed", got.method)
+	assert.EqualError(t, got.out.Err, "scripted failure")
+	assert.Nil(t, got.out.Result)
+	assert.Empty(t, got.out.Dropped)
+
+	h.notify("notifications/progress", map[string]any{"progressToken": "x", "progress": 1})
+	got = <-seenc
+	assert.Equal(t, server.CodeInternal, server.CodeOf(got.out.Err), "a notification's panic is an internal error")
+
+	require.NoError(t, h.client.Close())
+	require.NoError(t, <-h.served)
+}
