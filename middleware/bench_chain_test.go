@@ -55,12 +55,14 @@ func BenchmarkChain(b *testing.B) {
 		}},
 		{"full", func(b *testing.B) ([]server.Option, func(middleware.ConnServer) middleware.ConnServer) {
 			m := newMetrics()
-			return []server.Option{
-					server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: newTP(b), Metrics: m})...),
-					server.WithObserver(middleware.Observer(m)),
-				}, func(s middleware.ConnServer) middleware.ConnServer {
-					return middleware.Instrument(s, m, telemetry.TransportMemory)
-				}
+			opts := []server.Option{
+				server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: newTP(b), Metrics: m})...),
+				server.WithObserver(middleware.Observer(m)),
+			}
+			wrap := func(s middleware.ConnServer) middleware.ConnServer {
+				return middleware.Instrument(s, m, telemetry.TransportMemory)
+			}
+			return opts, wrap
 		}},
 	}
 	for _, c := range cases {

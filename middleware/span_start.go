@@ -52,7 +52,8 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	ctx, span := s.tracer.Start(pctx, st.name, opts...)
 	if span.IsRecording() {
 		buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
-		attrs := append((*buf)[:0], st.attrs...)
+		attrs := (*buf)[:0]
+		attrs = append(attrs, st.attrs...)
 		attrs = recordedAttributes(ctx, req, attrs)
 		span.SetAttributes(attrs...) // copied by the span
 		clear(attrs)

@@ -76,7 +76,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 	h.notify("notifications/roots/list_changed", nil)
 	got = <-seenc
 	assert.Equal(t, "notifications/roots/list_changed", got.method)
-	assert.EqualError(t, got.out.Err, "scripted failure")
+	require.EqualError(t, got.out.Err, "scripted failure")
 	assert.Nil(t, got.out.Result)
 	assert.Empty(t, got.out.Dropped)
 
