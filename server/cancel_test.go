@@ -22,6 +22,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 	const n = 10000
 	var mu sync.Mutex
 	outcomes := make(map[transport.ID]server.Outcome, n)
+	allDone := make(chan struct{}) // closed when every request has its outcome
 	record := func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
@@ -32,6 +33,9 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 						panic("two outcomes for " + req.ID.String())
 					}
 					outcomes[req.ID] = o
+					if len(outcomes) == n {
+						close(allDone)
+					}
 				})
 			}
 			return next(ctx, req)
@@ -69,6 +73,9 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 	}
 	h.send(&transport.Request{ID: sentinel, Method: "ping"})
 	<-sawSentinel
+	// Handlers run concurrently, so the ping's answer may overtake the last
+	// calls': closing before they all ended would drop them as peer_gone.
+	<-allDone
 	require.NoError(t, h.client.Close())
 	require.NoError(t, <-h.served)
 	<-readerDone
