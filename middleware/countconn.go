@@ -90,6 +90,15 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	return msg, nil
 }
 
+// SessionID passes on c's session id (see transport.SessionIDer); "" when
+// it has none.
+func (c *countingConn) SessionID() string {
+	if s, ok := c.Conn.(transport.SessionIDer); ok {
+		return s.SessionID()
+	}
+	return ""
+}
+
 // received counts a message read or dispatched.
 func (c *countingConn) received(msg transport.Message) {
 	if kind := messageKind(msg); kind != "" {

@@ -82,7 +82,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	ss := &Session{
 		srv:     s,
 		conn:    conn,
-		id:      newSessionID(),
+		id:      sessionIDOf(conn),
 		started: time.Now(),
 		parent:  ctx,
 		ctx:     sctx,
@@ -100,13 +100,26 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	return ss
 }
 
+// sessionIDOf returns the id the transport gave the session (see
+// transport.SessionIDer), or a new one.
+func sessionIDOf(conn transport.Conn) string {
+	if c, ok := conn.(transport.SessionIDer); ok {
+		if id := c.SessionID(); id != "" {
+			return id
+		}
+	}
+	return newSessionID()
+}
+
 func newSessionID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
 }
 
-// ID returns the session's id: 32 random hex digits, unique per session.
+// ID returns the session's id: the one its transport gave it (Streamable
+// HTTP's Mcp-Session-Id, see transport.SessionIDer), else 32 random hex
+// digits, unique per session.
 func (ss *Session) ID() string { return ss.id }
 
 // Started returns when the session began.

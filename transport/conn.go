@@ -43,3 +43,12 @@ type Conn interface {
 type Inline interface {
 	SetDispatch(dispatch func(ctx context.Context, m Message))
 }
+
+// SessionIDer is implemented by a Conn whose transport names the session
+// itself, such as Streamable HTTP with its Mcp-Session-Id header. A server
+// serving the Conn then uses that id as its own, so that the client, the
+// server's logs and its traces (mcp.session.id) name the session alike. An
+// empty id means the transport has none.
+type SessionIDer interface {
+	SessionID() string
+}

@@ -678,12 +678,12 @@ func assertJaeger(t *testing.T, jaeger *jaegerPeer, hc *http.Client, probe probe
 		string(telemetry.GenAIOperationNameKey): telemetry.OperationExecuteTool,
 		string(telemetry.JSONRPCRequestIDKey):   strconv.FormatInt(probe.echoID, 10),
 		string(telemetry.MCPProtocolVersionKey): "2025-11-25",
+		// The Mcp-Session-Id the client was given: one name for the session
+		// in the client, the server's logs and its traces.
+		string(telemetry.MCPSessionIDKey): probe.session,
 	} {
 		assert.Equal(t, v, tags[k], "tag %s of %s", k, span.OperationName)
 	}
-	// The server's own session id, not the Mcp-Session-Id of the HTTP
-	// session: the session core does not know the transport's.
-	assert.Regexp(t, `^[0-9a-f]{32}$`, tags[string(telemetry.MCPSessionIDKey)], "tag %s", telemetry.MCPSessionIDKey)
 	assert.NotContains(t, tags, string(telemetry.CancelCauseKey))
 	assert.NotEqual(t, "true", tags["error"], "an answered echo is not an error")
 	assert.Equal(t, "vigil-e2e", tr.Processes[span.ProcessID].ServiceName, "service.name from OTEL_SERVICE_NAME")

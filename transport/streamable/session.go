@@ -42,6 +42,9 @@ var (
 
 // SetDispatch lets the server run each message on the POST that brought
 // it (see transport.Inline).
+// SessionID returns the Mcp-Session-Id of s: see transport.SessionIDer.
+func (s *session) SessionID() string { return s.id }
+
 func (s *session) SetDispatch(dispatch func(context.Context, transport.Message)) {
 	s.dispatch.Store(&dispatch)
 }
