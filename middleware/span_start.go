@@ -42,9 +42,15 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	st := s.starts.get(req)
 	opts := st.opts
 	pctx := ctx
+	// The ambient span is that of the message's own delivery (the POST that
+	// carried it), which in a 2025 Streamable HTTP session is not the one
+	// the session's context, and so ctx, came from.
+	ambient := trace.SpanContextFromContext(req.ArrivalContext())
+	if ambient.IsValid() && !ambient.Equal(trace.SpanContextFromContext(ctx)) {
+		pctx = trace.ContextWithSpanContext(ctx, ambient)
+	}
 	if len(req.Meta) > 0 { // else nothing to extract: spare the context lookups
-		pctx = s.prop.Extract(ctx, metaCarrier(req.Meta))
-		ambient := trace.SpanContextFromContext(ctx)
+		pctx = s.prop.Extract(pctx, metaCarrier(req.Meta))
 		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
 		}

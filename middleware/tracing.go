@@ -78,9 +78,13 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // failure, error.type and rpc.response.status_code.
 //
 // The parent is the context in the request's params._meta (traceparent,
-// tracestate, baggage), read with the configured propagator; the span in the
-// context the session was served with (an HTTP server span) is then a link.
-// Without one in _meta, the ambient span is the parent.
+// tracestate, baggage), read with the configured propagator; the ambient
+// span is then a link. Without one in _meta, the ambient span is the
+// parent. The ambient span is the one in the context the message arrived
+// with ([server.Request.ArrivalContext]): over Streamable HTTP, the span of
+// the very POST that carried it (an otelhttp server span, say), even in a
+// 2025 session whose context came from the POST that opened it; over other
+// transports, the span in the context the session was served with.
 //
 // The span ends when the request's fate is sealed ([server.Request.OnDone]),
 // so it covers writing the response. Its status is Error exactly when
@@ -94,9 +98,7 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 //
 // Messages the core refuses before the chain runs (malformed, a duplicate
 // id, over a limit, before initialize) get no span; the server's Observer
-// sees them. In a 2025 Streamable HTTP session the ambient span is that of
-// the request that opened the session, since the session's context comes
-// from it.
+// sees them.
 //
 // Put Tracing first (outermost) in the chain. The returned middleware is
 // safe for concurrent use. Add [TracingCalls] with the same options to trace

@@ -33,7 +33,7 @@ func (ss *Session) batch(b transport.Batch) {
 		switch m := msg.(type) {
 		case *transport.Request:
 			if m.IsNotification() {
-				ss.notification(m)
+				ss.notification(ss.parent, m)
 			} else {
 				col.hold()
 				ss.admit(m, col, nil)

@@ -69,8 +69,28 @@ type Request struct {
 	task     json.RawMessage
 	mrtr     *mrtrRound // multi round-trip state of a stateless request
 
+	arrival context.Context // see ArrivalContext; nil: the session's
+
 	done    []func(Outcome)
 	doneBuf [2]func(Outcome) // done's first callbacks: Tracing and Metrics need no allocation
+}
+
+// ArrivalContext returns the context req's message arrived with. A
+// transport that delivers each message on a goroutine of its own
+// (transport.Inline, such as Streamable HTTP, where each message is a POST)
+// gives it the context of that delivery: the HTTP request's, with whatever
+// the HTTP server's own middleware put there, such as its span. For other
+// messages it is the context the session was served with. The handler's
+// context derives from the session's, not from this one: use it to read
+// values, not for cancellation.
+func (req *Request) ArrivalContext() context.Context {
+	if req.arrival != nil {
+		return req.arrival
+	}
+	if req.Session != nil {
+		return req.Session.parent
+	}
+	return context.Background()
 }
 
 // IsNotification reports whether req is a notification (it has no id).

@@ -241,8 +241,12 @@ func (ss *Session) drain() {
 // transport.Inline); a request runs to its outcome before it returns, and
 // is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
-	if m, ok := msg.(*transport.Request); ok && !m.IsNotification() {
-		ss.admit(m, nil, &inlineOrigin{stream: stream})
+	if m, ok := msg.(*transport.Request); ok {
+		if m.IsNotification() {
+			ss.notification(stream, m)
+		} else {
+			ss.admit(m, nil, &inlineOrigin{stream: stream})
+		}
 		return
 	}
 	ss.dispatch(msg)
@@ -252,7 +256,7 @@ func (ss *Session) dispatch(msg transport.Message) {
 	switch m := msg.(type) {
 	case *transport.Request:
 		if m.IsNotification() {
-			ss.notification(m)
+			ss.notification(ss.parent, m)
 		} else {
 			ss.admit(m, nil, nil)
 		}
@@ -310,6 +314,9 @@ type inlineOrigin struct {
 // requests after it see the negotiated state.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
 	req := ss.newRequest(m)
+	if inline != nil {
+		req.arrival = inline.stream
+	}
 	if req.admitErr != nil {
 		ss.rejectWith(batch, req.ID, req.admitErr)
 		return
@@ -570,8 +577,11 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	return err
 }
 
-func (ss *Session) notification(m *transport.Request) {
+// notification handles m; arrival is the context it came with (see
+// Request.ArrivalContext).
+func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 	req := ss.newRequest(m)
+	req.arrival = arrival
 	switch m.Method {
 	case "notifications/cancelled":
 		ss.cancelRequest(m.Params)
