@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -19,7 +21,10 @@ import (
 // echo benchmark from two servers at once, one without middleware and one
 // instrumented, and alternates rounds of benchOverheadRound requests
 // between them (none, instrumented, instrumented, none, ...), so that both
-// see the same moments of the machine. b.N requests go to each. Reported:
+// see the same moments of the machine. b.N requests go to each. The
+// instrumented servers: the full chain sampling every request, the same
+// with Instrument counting traffic, the full chain sampling 1% of traces,
+// and the bare SDK span (see BenchmarkHTTPEchoSpanOnly). Reported:
 // both throughputs, cost-% (the throughput lost, 100 × (1 − instrumented ÷
 // none)) and cpu-cost-% (the CPU time per request added, in percent).
 //
@@ -34,6 +39,10 @@ func BenchmarkHTTPEchoOverhead(b *testing.B) {
 		benchOverhead(b, srv, func(s streamable.Server) streamable.Server {
 			return middleware.Instrument(s, m, telemetry.TransportStreamableHTTP)
 		})
+	})
+	b.Run("FullChainSampled1pct", func(b *testing.B) {
+		tp := benchTracerProviderSampling(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))
+		benchOverhead(b, benchFullChainWith(tp, nil), nil)
 	})
 	b.Run("SpanOnly", func(b *testing.B) {
 		benchOverhead(b, benchSpanOnly(b), nil)

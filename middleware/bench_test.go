@@ -274,7 +274,12 @@ func BenchmarkHTTPEchoNoMiddleware(b *testing.B) {
 // benchTracerProvider samples every span into a batching processor whose
 // exporter discards them.
 func benchTracerProvider(b *testing.B) *sdktrace.TracerProvider {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(&discardExporter{}))
+	return benchTracerProviderSampling(b, sdktrace.AlwaysSample())
+}
+
+// benchTracerProviderSampling is benchTracerProvider with another sampler.
+func benchTracerProviderSampling(b *testing.B, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(&discardExporter{}))
 	b.Cleanup(func() {
 		if err := tp.Shutdown(context.Background()); err != nil {
 			b.Error(err)
@@ -333,13 +338,18 @@ func BenchmarkHTTPEchoFullChainTraffic(b *testing.B) {
 // benchFullChain returns a server with the full chain; the metrics go to
 // *metrics when it is not nil.
 func benchFullChain(b *testing.B, metrics **telemetry.Metrics) *server.Server {
+	return benchFullChainWith(benchTracerProvider(b), metrics)
+}
+
+// benchFullChainWith is benchFullChain with the given tracer provider.
+func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **telemetry.Metrics) *server.Server {
 	m := telemetry.NewMetrics(telemetry.WithToolNames("echo"))
 	prometheus.NewRegistry().MustRegister(m)
 	if metrics != nil {
 		*metrics = m
 	}
 	return server.New(
-		server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: benchTracerProvider(b), Metrics: m})...),
+		server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: tp, Metrics: m})...),
 		server.WithObserver(middleware.Observer(m)),
 	)
 }
