@@ -84,6 +84,8 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 	})
 }
 
+// classifyOutcome returns a request's outcome and error type, in the
+// precedence documented on [Metrics].
 func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:
@@ -92,16 +94,8 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
 	case out.Err != nil:
 		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
-	}
-	switch r := out.Result.(type) {
-	case *server.CallToolResult:
-		if r != nil && r.IsError {
-			return telemetry.OutcomeOK, telemetry.ErrorTypeTool
-		}
-	case server.CallToolResult:
-		if r.IsError {
-			return telemetry.OutcomeOK, telemetry.ErrorTypeTool
-		}
+	case isToolError(out.Result):
+		return telemetry.OutcomeOK, telemetry.ErrorTypeTool
 	}
 	return telemetry.OutcomeOK, ""
 }
