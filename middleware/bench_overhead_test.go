@@ -1,9 +1,7 @@
 package middleware_test
 
 import (
-	"bytes"
-	"errors"
-	"sync"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // BenchmarkHTTPEchoOverhead measures the instrumentation's cost as one
@@ -67,13 +66,16 @@ func benchOverhead(b *testing.B, instrumented *server.Server, wrap func(streamab
 			order = [2]int{1, 0}
 		}
 		for _, v := range order {
-			cpu0, _ := benchCPU()
+			t, base := targets[v], ids.Add(n)-n // ids unique across rounds and servers
+			cpu0, _ := streamabletest.ProcessCPU()
 			start := time.Now()
-			if err := benchRound(targets[v], n, &ids); err != nil {
+			if _, err := streamabletest.Run(t.client, benchWorkers, n, benchWant, func(w int, i int64) *http.Request {
+				return t.request(w, base+i)
+			}); err != nil {
 				b.Fatal(err)
 			}
 			wall[v] += time.Since(start)
-			cpu1, _ := benchCPU()
+			cpu1, _ := streamabletest.ProcessCPU()
 			cpu[v] += cpu1 - cpu0
 			done[v] += n
 		}
@@ -86,24 +88,4 @@ func benchOverhead(b *testing.B, instrumented *server.Server, wrap func(streamab
 	if cpu[0] > 0 {
 		b.ReportMetric(100*(float64(cpu[1])/float64(cpu[0])-1), "cpu-cost-%")
 	}
-}
-
-// benchRound sends n echo calls to t over benchWorkers workers.
-func benchRound(t benchTarget, n int64, ids *atomic.Int64) error {
-	var next atomic.Int64
-	errs := make([]error, benchWorkers)
-	var wg sync.WaitGroup
-	for w := range benchWorkers {
-		wg.Go(func() {
-			var buf bytes.Buffer
-			for next.Add(1) <= n {
-				if err := benchDo(t.client, t.newReq[w](ids.Add(1)), &buf); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -26,22 +26,13 @@ package middleware_test
 // transport/streamable/bench_test.go.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -52,17 +43,11 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // benchWorkers is the number of concurrent clients.
 const benchWorkers = 32
-
-// benchClient is tuned for keep-alive: one connection per worker stays open.
-func benchClient(b *testing.B) *http.Client {
-	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
-	b.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr}
-}
 
 // benchEchoBody is the tools/call echo request with the given id.
 func benchEchoBody(dst []byte, id int64) []byte {
@@ -73,93 +58,6 @@ func benchEchoBody(dst []byte, id int64) []byte {
 
 // benchWant is in every answer.
 var benchWant = []byte(`"content":[{"type":"text","text":"hello"}]`)
-
-// benchDo sends one request and checks the answer.
-func benchDo(client *http.Client, req *http.Request, buf *bytes.Buffer) error {
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(buf.Bytes(), benchWant) {
-		return fmt.Errorf("%s: %s", resp.Status, buf.Bytes())
-	}
-	return nil
-}
-
-// benchRun runs b.N requests over benchWorkers goroutines; newReq[w]
-// builds worker w's request with a unique id. It reports req/s and p99.
-func benchRun(b *testing.B, client *http.Client, newReq []func(id int64) *http.Request) {
-	lat := make([][]time.Duration, benchWorkers)
-	for w := range lat {
-		lat[w] = make([]time.Duration, 0, b.N/benchWorkers+1)
-	}
-	errs := make([]error, benchWorkers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	cpu0, cpuOK := benchCPU()
-	b.ResetTimer()
-	for w := range benchWorkers {
-		wg.Go(func() {
-			var buf bytes.Buffer
-			for {
-				id := next.Add(1)
-				if id > int64(b.N) {
-					return
-				}
-				start := time.Now()
-				if err := benchDo(client, newReq[w](id), &buf); err != nil {
-					errs[w] = err
-					return
-				}
-				lat[w] = append(lat[w], time.Since(start))
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	cpu1, _ := benchCPU()
-	if err := errors.Join(errs...); err != nil {
-		b.Fatal(err)
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	p99 := all[min(len(all)-1, len(all)*99/100)]
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
-	b.ReportMetric(float64(p99)/float64(time.Microsecond), "p99-µs")
-	if cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
-	}
-}
-
-// benchCPU returns the CPU time (user and system) the process used so far,
-// from /proc/self/stat; false where there is none.
-func benchCPU() (time.Duration, bool) {
-	raw, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(raw, ')') // the command name may hold spaces
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(raw[i+1:])) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	return time.Duration(utime+stime) * tick, true
-}
 
 // discardExporter is a span exporter that drops every span: the batching
 // processor in front of it does all its work, nothing leaves the process.
@@ -196,7 +94,7 @@ func benchServe(b *testing.B, srv *server.Server, wrap func(streamable.Server) s
 	}
 	h := streamable.New(served)
 	ts := httptest.NewServer(h)
-	client := benchClient(b)
+	client := streamabletest.NewClient()
 	// Last in, first out: the client's connections, the sessions, the server.
 	b.Cleanup(ts.Close)
 	b.Cleanup(func() { _ = h.Close() })
@@ -204,66 +102,35 @@ func benchServe(b *testing.B, srv *server.Server, wrap func(streamable.Server) s
 	return ts, client
 }
 
-func benchPost(url string, body []byte) *http.Request {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		panic(err) // the URL and method are fixed
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	return req
-}
-
-// benchSession opens a 2025 session (initialize, notifications/initialized).
-func benchSession(b *testing.B, client *http.Client, url string) string {
-	resp, err := client.Do(benchPost(url, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || sid == "" {
-		b.Fatalf("initialize: %s, session %q", resp.Status, sid)
-	}
-	req := benchPost(url, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	if resp, err = client.Do(req); err != nil {
-		b.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		b.Fatalf("notifications/initialized: %s", resp.Status)
-	}
-	return sid
-}
-
 // benchEcho runs the echo benchmark against srv: a session per worker.
 func benchEcho(b *testing.B, srv *server.Server, wrap func(streamable.Server) streamable.Server) {
 	t := newBenchTarget(b, srv, wrap)
-	benchRun(b, t.client, t.newReq)
+	streamabletest.Bench(b, t.client, benchWorkers, benchWant, t.request)
 }
 
 // benchTarget is a served server and, for each worker, a session on it.
 type benchTarget struct {
+	url    string
 	client *http.Client
-	newReq []func(id int64) *http.Request // by worker
+	sids   []string // by worker
 }
 
 func newBenchTarget(b *testing.B, srv *server.Server, wrap func(streamable.Server) streamable.Server) benchTarget {
 	ts, client := benchServe(b, srv, wrap)
-	newReq := make([]func(int64) *http.Request, benchWorkers)
-	for w := range newReq {
-		sid := benchSession(b, client, ts.URL)
-		newReq[w] = func(id int64) *http.Request {
-			req := benchPost(ts.URL, benchEchoBody(nil, id))
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-			return req
+	t := benchTarget{url: ts.URL, client: client, sids: make([]string, benchWorkers)}
+	for w := range t.sids {
+		sid, err := streamabletest.OpenSession(client, ts.URL, "2025-11-25")
+		if err != nil {
+			b.Fatal(err)
 		}
+		t.sids[w] = sid
 	}
-	return benchTarget{client: client, newReq: newReq}
+	return t
+}
+
+// request is worker w's echo call with id.
+func (t benchTarget) request(w int, id int64) *http.Request {
+	return streamabletest.SessionPost(t.url, t.sids[w], "2025-11-25", benchEchoBody(nil, id))
 }
 
 // BenchmarkHTTPEchoNoMiddleware: the server without middleware.

@@ -1,0 +1,11 @@
+// Package streamabletest drives an HTTP JSON-RPC endpoint, such as a
+// Streamable HTTP MCP server, with concurrent clients over keep-alive
+// connections: the load generator of Vigil's throughput and overhead
+// benchmarks, for servers built on Vigil to measure theirs the same way.
+//
+// [Run] sends a number of requests over a number of workers and returns
+// each request's latency; [Bench] does so for b.N requests and reports
+// req/s, the p99 latency and the process's CPU time per request
+// ([ProcessCPU]). Each answer is checked: a request fails unless it is
+// answered 200 with a body that contains what the caller expects.
+package streamabletest
