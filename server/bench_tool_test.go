@@ -21,8 +21,9 @@ type echoOut struct {
 }
 
 // benchToolCall measures one tools/call round trip of the "echo" tool over
-// the memory transport, as BenchmarkDispatch does: the client writes a
-// pre-encoded frame and decodes the answer.
+// the memory transport: the client writes a pre-encoded frame and decodes
+// the answer. The same id every time: each call is answered before the next
+// is sent.
 func benchToolCall(b *testing.B, srv *server.Server) {
 	client, srvEnd := memory.NewPair()
 	served := make(chan error, 1)
