@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -41,7 +43,7 @@ func LimitFor(f func(tool string) int) LimitOption {
 
 // ConcurrencyLimit returns middleware that lets at most n calls of each
 // tool run at once (tools/call only, by tool name; other methods pass).
-// A call over its tool's limit is answered [server.CodeServerBusy] (-32000,
+// A call over its tool's limit is answered [protocol.CodeServerBusy] (-32000,
 // "server busy: tool ... is at its concurrency limit") at once, or after
 // waiting up to [LimitWait] for a slot. A slot is held until the chain
 // below returns; for a task-augmented call that is when the task is
@@ -156,5 +158,5 @@ func (l *limiter) take(ctx context.Context, s *toolSem, tool string) error {
 }
 
 func busy(tool string) error {
-	return server.Errorf(server.CodeServerBusy, "server busy: tool %q is at its concurrency limit", tool)
+	return server.Errorf(protocol.CodeServerBusy, "server busy: tool %q is at its concurrency limit", tool)
 }

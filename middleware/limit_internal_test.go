@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +26,7 @@ func TestLimiterForgetsIdleTools(t *testing.T) {
 		assert.Len(t, l.sems, 1)
 
 		_, err = l.acquire(ctx, "a") // waits a second, then busy
-		assert.Equal(t, server.CodeServerBusy, server.CodeOf(err))
+		assert.Equal(t, protocol.CodeServerBusy, server.CodeOf(err))
 		assert.Len(t, l.sems, 1, "the holder keeps it")
 
 		cctx, cancel := context.WithCancelCause(ctx)

@@ -6,6 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -112,7 +114,7 @@ func TestConcurrencyLimit(t *testing.T) {
 				for range 2 { // the holder and the waiter time out together
 					resp := r.recv().(*transport.Response)
 					require.NotNil(t, resp.Error)
-					assert.Equal(t, int64(server.CodeRequestTimeout), resp.Error.Code)
+					assert.Equal(t, int64(protocol.CodeRequestTimeout), resp.Error.Code)
 				}
 				assert.Equal(t, 500*time.Millisecond, time.Since(t0))
 			},
@@ -176,7 +178,7 @@ func TestConcurrencyLimit(t *testing.T) {
 func busy(t *testing.T, resp *transport.Response, tool string) {
 	t.Helper()
 	require.NotNil(t, resp.Error)
-	assert.Equal(t, int64(server.CodeServerBusy), resp.Error.Code)
+	assert.Equal(t, int64(protocol.CodeServerBusy), resp.Error.Code)
 	assert.Equal(t, busyText(tool), resp.Error.Message)
 }
 

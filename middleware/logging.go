@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -51,11 +53,11 @@ func LogLevelFunc(f func(req *server.Request, out server.Outcome) slog.Level) Lo
 func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 	switch {
 	case out.Cause != nil:
-		if server.ReasonOfCause(out.Cause) == server.ReasonClientCancel {
+		if server.ReasonOfCause(out.Cause) == protocol.ReasonClientCancel {
 			return slog.LevelDebug
 		}
 		return slog.LevelInfo
-	case out.Dropped != "":
+	case out.Dropped != protocol.DropNone:
 		return slog.LevelInfo
 	case out.Err != nil:
 		return slog.LevelWarn
@@ -145,13 +147,13 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 	switch outcome {
 	case telemetry.OutcomeError:
 		attrs = append(attrs, slog.Int64(LogCode, int64(server.CodeOf(out.Err))), slog.String(LogError, out.Err.Error()))
-		if server.ReasonOfCause(out.Err) == server.ReasonTimeout {
-			attrs = append(attrs, slog.String(LogCause, server.ReasonTimeout.String()))
+		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
+			attrs = append(attrs, slog.String(LogCause, protocol.ReasonTimeout.String()))
 		}
 	case telemetry.OutcomeCancelled:
-		attrs = append(attrs, slog.String(LogCause, server.ReasonOfCause(out.Cause).String()), slog.String(LogReason, string(out.Dropped)))
+		attrs = append(attrs, slog.String(LogCause, server.ReasonOfCause(out.Cause).String()), slog.String(LogReason, out.Dropped.String()))
 	case telemetry.OutcomeDropped:
-		attrs = append(attrs, slog.String(LogReason, string(out.Dropped)))
+		attrs = append(attrs, slog.String(LogReason, out.Dropped.String()))
 		if out.WriteErr != nil {
 			attrs = append(attrs, slog.String(LogError, out.WriteErr.Error()))
 		}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -67,7 +69,7 @@ func Metrics(m *telemetry.Metrics) server.Middleware {
 // recordEnd records how req ended, in m.
 func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
-	if cause := cancelCause(out); cause != server.ReasonNone {
+	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}
 	tool := ""
@@ -90,7 +92,7 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:
 		return telemetry.OutcomeCancelled, telemetry.ErrorTypeCancelled
-	case out.Dropped != "":
+	case out.Dropped != protocol.DropNone:
 		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
 	case out.Err != nil:
 		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
@@ -103,12 +105,12 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 // cancelCause returns why a request's handler was cancelled: the request
 // context's cause, or a timeout inside the chain that the handler answered
 // with an error (server.ErrHandlerTimeout or a deadline in its chain).
-func cancelCause(out server.Outcome) server.CancelReason {
+func cancelCause(out server.Outcome) protocol.CancelReason {
 	if out.Cause != nil {
 		return server.ReasonOfCause(out.Cause)
 	}
-	if server.ReasonOfCause(out.Err) == server.ReasonTimeout {
-		return server.ReasonTimeout
+	if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
+		return protocol.ReasonTimeout
 	}
-	return server.ReasonNone
+	return protocol.ReasonNone
 }

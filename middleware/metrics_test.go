@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -106,7 +108,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(2, "no-such-tool")
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -120,7 +122,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.request(2, "no/such-method", nil)
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeMethodNotFound), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeMethodNotFound), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -148,7 +150,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(2, "panic")
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeInternal), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -212,7 +214,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(2, "block")
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeRequestTimeout), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeRequestTimeout), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -247,7 +249,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(2, "echo")
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeInvalidRequest), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeInvalidRequest), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -266,7 +268,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(3, "echo")
 				resp := r.recvResponse(3)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeServerBusy), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeServerBusy), resp.Error.Code)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -281,12 +283,12 @@ func TestMetricsScenarios(t *testing.T) {
 				r.callTool(1, "echo")
 				resp := r.recvResponse(1)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeInvalidRequest), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeInvalidRequest), resp.Error.Code)
 				require.NoError(t, r.client.WriteFrame(context.Background(), []byte(`not json`)))
 				resp, ok := r.recv().(*transport.Response)
 				require.True(t, ok)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeParseError), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeParseError), resp.Error.Code)
 				r.close()
 			},
 			want: map[string]float64{

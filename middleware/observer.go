@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -37,47 +39,18 @@ func (o metricsObserver) SessionEnded(ctx context.Context, s *server.Session, ca
 	o.m.SessionEnded(TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
 }
 
-func (o metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
-	o.m.ResponseDropped(req.Method, string(reason))
+func (o metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
+	o.m.ResponseDropped(req.Method, reason.String())
 }
 
-func (o metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class server.DropReason, _ error) {
-	o.m.WriteFailed(TransportFromContext(ctx), string(class))
+func (o metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
+	o.m.WriteFailed(TransportFromContext(ctx), class.String())
 }
 
 func (o metricsObserver) OutgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {
 	o.m.ClientRequestFailed(method)
 }
 
-func (o metricsObserver) MessageRejected(_ context.Context, _ *server.Session, code server.Code, reason string) {
-	o.m.MessageRejected(rejectReason(code, reason))
-}
-
-// rejectReason maps a rejection to the bounded reason label.
-func rejectReason(code server.Code, reason string) string {
-	switch reason {
-	case server.RejectDuplicateID:
-		return telemetry.RejectDuplicateID
-	case server.RejectTooManyInFlight:
-		return telemetry.RejectInFlightLimit
-	case server.RejectShuttingDown:
-		return telemetry.RejectShuttingDown
-	case server.RejectNotInitialized, server.RejectAlreadyInitialized:
-		return telemetry.RejectLifecycle
-	case server.RejectFrameTooLarge:
-		return telemetry.RejectFrameTooLarge
-	}
-	switch code {
-	case 0:
-		return telemetry.RejectUnknownResponse
-	case server.CodeParseError:
-		return telemetry.RejectParseError
-	case server.CodeInvalidRequest:
-		return telemetry.RejectInvalidRequest
-	case server.CodeInvalidParams:
-		return telemetry.RejectInvalidParams
-	case server.CodeHeaderMismatch, server.CodeMissingRequiredClientCapability, server.CodeUnsupportedProtocolVersion:
-		return telemetry.RejectProtocolMismatch
-	}
-	return telemetry.LabelOther
+func (o metricsObserver) MessageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
+	o.m.MessageRejected(reason.String())
 }

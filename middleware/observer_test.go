@@ -4,44 +4,29 @@ import (
 	"context"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/vigil-mcp/vigil/middleware"
-	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// TestObserverRejectReasons maps every rejection the core reports to its
-// bounded reason label.
+// TestObserverRejectReasons counts every reason the core reports under its
+// label.
 func TestObserverRejectReasons(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		code   server.Code
-		reason string
-		want   string
-	}{
-		{name: "duplicate id", code: server.CodeInvalidRequest, reason: server.RejectDuplicateID, want: telemetry.RejectDuplicateID},
-		{name: "in-flight limit", code: server.CodeServerBusy, reason: server.RejectTooManyInFlight, want: telemetry.RejectInFlightLimit},
-		{name: "shutting down", code: server.CodeServerBusy, reason: server.RejectShuttingDown, want: telemetry.RejectShuttingDown},
-		{name: "not initialized", code: server.CodeInvalidRequest, reason: server.RejectNotInitialized, want: telemetry.RejectLifecycle},
-		{name: "initialized twice", code: server.CodeInvalidRequest, reason: server.RejectAlreadyInitialized, want: telemetry.RejectLifecycle},
-		{name: "frame too large", code: server.CodeInvalidRequest, reason: server.RejectFrameTooLarge, want: telemetry.RejectFrameTooLarge},
-		{name: "parse error", code: server.CodeParseError, reason: "invalid character", want: telemetry.RejectParseError},
-		{name: "invalid request", code: server.CodeInvalidRequest, reason: "nested batch", want: telemetry.RejectInvalidRequest},
-		{name: "invalid params", code: server.CodeInvalidParams, reason: "bad cancel", want: telemetry.RejectInvalidParams},
-		{name: "unknown response", code: 0, reason: "ignored", want: telemetry.RejectUnknownResponse},
-		{name: "protocol mismatch", code: server.CodeUnsupportedProtocolVersion, reason: "x", want: telemetry.RejectProtocolMismatch},
-		{name: "anything else", code: -32099, reason: "x", want: telemetry.LabelOther},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, reason := range protocol.RejectReasons() {
+		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
 			m := telemetry.NewMetrics()
-			middleware.Observer(m).MessageRejected(context.Background(), nil, tt.code, tt.reason)
-			assert.Equal(t, map[string]float64{rejected(tt.want): 1}, series(t, m))
+			middleware.Observer(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
+			assert.Equal(t, map[string]float64{rejected(reason.String()): 1}, series(t, m))
 		})
 	}
+	m := telemetry.NewMetrics()
+	middleware.Observer(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
+	assert.Equal(t, map[string]float64{rejected(telemetry.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
 
 // TestServerVocabularyIsKnown guards against drift between the server's
@@ -51,17 +36,17 @@ func TestServerVocabularyIsKnown(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	want := map[string]float64{}
-	for _, r := range server.CancelReasons() {
+	for _, r := range protocol.CancelReasons() {
 		m.RequestCancelled("ping", r.String())
 		want[cancellations("ping", r.String())] = 1
 	}
-	for _, d := range server.DropReasons() {
-		m.ResponseDropped("ping", string(d))
-		want[drops("ping", string(d))] = 1
+	for _, d := range protocol.DropReasons() {
+		m.ResponseDropped("ping", d.String())
+		want[drops("ping", d.String())] = 1
 	}
-	for _, c := range []server.DropReason{server.DropWriterClosed, server.DropPeerGone} {
-		m.WriteFailed(telemetry.TransportStdio, string(c))
-		want[`mcp_server_transport_write_errors_total{class="`+string(c)+`",transport="stdio"}`] = 1
+	for _, c := range []protocol.DropReason{protocol.DropWriterClosed, protocol.DropPeerGone} {
+		m.WriteFailed(telemetry.TransportStdio, c.String())
+		want[`mcp_server_transport_write_errors_total{class="`+c.String()+`",transport="stdio"}`] = 1
 	}
 	assert.Equal(t, want, series(t, m))
 }

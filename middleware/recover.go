@@ -11,7 +11,7 @@ import (
 
 // PanicError is the error [Recover] returns for a handler that panicked.
 // It is not a *server.Error, so the client is answered
-// [server.CodeInternal] with the message "internal error" and nothing of
+// [protocol.CodeInternal] with the message "internal error" and nothing of
 // the panic; middleware outside Recover (Metrics, Tracing, Logging) see it,
 // and [errors.As] finds it.
 type PanicError struct {
@@ -23,7 +23,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Recover returns middleware that recovers a panic in the chain below it
 // and returns a [*PanicError] instead, which the core answers with
-// [server.CodeInternal] ("internal error", no detail). It logs the panic at
+// [protocol.CodeInternal] ("internal error", no detail). It logs the panic at
 // Error level with the method, the request id, the value and the stack to
 // logger, with the handler's context (so a [LogHandler] adds the trace and
 // span ids); a nil logger discards the record.

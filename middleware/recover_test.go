@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -86,7 +88,7 @@ func TestRecover(t *testing.T) {
 				r.callTool(2, "panic")
 				resp := r.recvResponse(2)
 				require.NotNil(t, resp.Error)
-				assert.Equal(t, int64(server.CodeInternal), resp.Error.Code)
+				assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 				assert.Equal(t, "internal error", resp.Error.Message)
 				assert.Empty(t, resp.Error.Data)
 
@@ -101,7 +103,7 @@ func TestRecover(t *testing.T) {
 					assert.Equal(t, "boom", pe.Value)
 					assert.Contains(t, string(pe.Stack), "rig_test.go")
 					assert.Equal(t, "panic: boom", pe.Error())
-					assert.Equal(t, server.CodeInternal, server.CodeOf(seen))
+					assert.Equal(t, protocol.CodeInternal, server.CodeOf(seen))
 				}
 				assert.Equal(t, tt.wantObserved, obs.n.Load())
 				lines := logs.lines()

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/otel/propagation"
@@ -92,9 +94,9 @@ func TestStandardOrder(t *testing.T) {
 		busy(t, r.recvResponse(3), "hold")
 		synctest.Wait()
 		r.callTool(4, "panic")
-		assert.Equal(t, int64(server.CodeInternal), r.recvResponse(4).Error.Code)
+		assert.Equal(t, int64(protocol.CodeInternal), r.recvResponse(4).Error.Code)
 		synctest.Wait()
-		assert.Equal(t, int64(server.CodeRequestTimeout), r.recvResponse(2).Error.Code)
+		assert.Equal(t, int64(protocol.CodeRequestTimeout), r.recvResponse(2).Error.Code)
 		assert.Equal(t, time.Second, time.Since(t0))
 		r.close()
 

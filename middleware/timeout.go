@@ -31,7 +31,7 @@ func TimeoutFor(f func(req *server.Request) time.Duration) TimeoutOption {
 // Timeout returns middleware that gives each request's handler d to
 // finish: past it, the handler's context is cancelled with the cause
 // [server.ErrHandlerTimeout] ([context.WithTimeoutCause]), and the request
-// is answered with [server.CodeRequestTimeout] (-32001, "request timed
+// is answered with [protocol.CodeRequestTimeout] (-32001, "request timed
 // out") whatever the handler returned, since its work was cut short. It
 // does not answer before the handler returns: handlers must watch their
 // context. A request cancelled for another reason first (a client cancel,

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -144,7 +146,7 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	}
 	err := out.Err
 	cause := out.Cause
-	if cause == nil && err != nil && server.ReasonOfCause(err) == server.ReasonTimeout {
+	if cause == nil && err != nil && server.ReasonOfCause(err) == protocol.ReasonTimeout {
 		cause = err // the handler ran out of time inside the chain
 	}
 	if cause != nil {
@@ -162,8 +164,8 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTool))
 		span.SetStatus(codes.Error, "")
 	}
-	if out.Dropped != "" {
-		attrs := []attribute.KeyValue{telemetry.DropReasonKey.String(string(out.Dropped))}
+	if out.Dropped != protocol.DropNone {
+		attrs := []attribute.KeyValue{telemetry.DropReasonKey.String(out.Dropped.String())}
 		if out.WriteErr != nil {
 			attrs = append(attrs, semconv.ExceptionMessageKey.String(out.WriteErr.Error()))
 		}
@@ -187,10 +189,10 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 	switch {
 	case isErr && e != nil:
 		span.SetStatus(codes.Error, e.Message)
-		if code == server.CodeInternal && e.Unwrap() != nil {
+		if code == protocol.CodeInternal && e.Unwrap() != nil {
 			span.RecordError(e.Unwrap())
 		}
-	case code == server.CodeRequestTimeout:
+	case code == protocol.CodeRequestTimeout:
 		span.SetStatus(codes.Error, "request timed out")
 	default:
 		span.SetStatus(codes.Error, "internal error")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -70,12 +72,12 @@ func endClientSpan(span trace.Span, err error) {
 	}
 	reason := server.ReasonOfCause(err)
 	switch reason {
-	case server.ReasonOther:
+	case protocol.ReasonOther:
 		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
 		span.SetStatus(codes.Error, err.Error())
 		span.RecordError(err)
 		return
-	case server.ReasonTimeout:
+	case protocol.ReasonTimeout:
 		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTimeout))
 		span.SetStatus(codes.Error, err.Error())
 	}

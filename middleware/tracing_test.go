@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/baggage"
@@ -85,8 +87,8 @@ func TestTracingStatelessRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newTraced(t, nil).start(t.Context(), nil)
 		h.request(transport.Int64ID(7), "tools/list", map[string]any{"_meta": map[string]any{
-			server.MetaProtocolVersion:    server.Version20260728,
-			server.MetaClientCapabilities: map[string]any{},
+			protocol.MetaProtocolVersion:    protocol.Version20260728,
+			protocol.MetaClientCapabilities: map[string]any{},
 		}})
 		h.recvResponse(7)
 		synctest.Wait()
@@ -94,7 +96,7 @@ func TestTracingStatelessRequest(t *testing.T) {
 		assert.Equal(t, map[string]string{
 			"mcp.method.name":      "tools/list",
 			"jsonrpc.request.id":   "7",
-			"mcp.protocol.version": server.Version20260728,
+			"mcp.protocol.version": protocol.Version20260728,
 			"network.transport":    "pipe",
 		}, spanAttrs(h.span("tools/list")), "no session id: a stateless request has no session")
 	})
@@ -281,7 +283,7 @@ func TestTracingOutcomes(t *testing.T) {
 			span: "tools/call nope",
 			run: func(t *testing.T, h *traced) {
 				h.callTool(2, "nope", nil)
-				assert.Equal(t, int64(server.CodeInvalidParams), h.recvResponse(2).Error.Code)
+				assert.Equal(t, int64(protocol.CodeInvalidParams), h.recvResponse(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: `unknown tool: "nope"`, errorType: "-32602", rpcCode: "-32602"},
 		},
@@ -290,7 +292,7 @@ func TestTracingOutcomes(t *testing.T) {
 			span: "bogus/method",
 			run: func(t *testing.T, h *traced) {
 				h.request(transport.Int64ID(2), "bogus/method", nil)
-				assert.Equal(t, int64(server.CodeMethodNotFound), h.recvResponse(2).Error.Code)
+				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.recvResponse(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "method not found: bogus/method", errorType: "-32601", rpcCode: "-32601"},
 		},
@@ -364,7 +366,7 @@ func TestTracingOutcomes(t *testing.T) {
 			extra: []server.Middleware{traceTimeout(time.Second)},
 			run: func(t *testing.T, h *traced) {
 				h.callTool(2, "block", nil)
-				assert.Equal(t, int64(server.CodeRequestTimeout), h.recvResponse(2).Error.Code)
+				assert.Equal(t, int64(protocol.CodeRequestTimeout), h.recvResponse(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "request timed out", errorType: "-32001", rpcCode: "-32001", cause: "timeout", events: []string{
 				"cancelled vigil.cancel.cause=timeout",
@@ -375,7 +377,7 @@ func TestTracingOutcomes(t *testing.T) {
 			span: "tools/call panic",
 			run: func(t *testing.T, h *traced) {
 				h.callTool(2, "panic", nil)
-				assert.Equal(t, int64(server.CodeInternal), h.recvResponse(2).Error.Code)
+				assert.Equal(t, int64(protocol.CodeInternal), h.recvResponse(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "internal error", errorType: "-32603", rpcCode: "-32603", events: []string{
 				"exception exception.message=panic: boom exception.type=*errors.errorString",

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -14,12 +16,12 @@ func (ss *Session) batch(b transport.Batch) {
 	ss.mu.Lock()
 	version, ph := ss.st.version, ss.st.phase
 	ss.mu.Unlock()
-	if ph == phaseNew || !batchesAllowed(version) {
+	if ph == phaseNew || !protocol.BatchesAllowed(version) {
 		why := "JSON-RPC batches are not supported by protocol version " + version
 		if ph == phaseNew {
 			why = "JSON-RPC batches are not accepted before initialize"
 		}
-		ss.reject(nil, transport.ID{}, CodeInvalidRequest, why)
+		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, why)
 		return
 	}
 	col := &batchCollector{ss: ss, pending: 1} // held open while dispatching
@@ -27,7 +29,7 @@ func (ss *Session) batch(b transport.Batch) {
 		msg, err := transport.DecodeMessage(raw)
 		if de, ok := errors.AsType[*transport.DecodeError](err); ok {
 			col.hold()
-			ss.reject(col, de.ID, Code(de.Code), de.Err.Error())
+			ss.reject(col, de.ID, de.Code, de.Reason(), de.Err.Error())
 			continue
 		}
 		switch m := msg.(type) {
@@ -42,7 +44,7 @@ func (ss *Session) batch(b transport.Batch) {
 			ss.answer(m)
 		case transport.Batch:
 			col.hold()
-			ss.reject(col, transport.ID{}, CodeInvalidRequest, "nested batch")
+			ss.reject(col, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "nested batch")
 		}
 	}
 	col.skip()

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -46,7 +48,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 		return server.Text("ok"), nil
 	})
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 
 	responses := make(map[transport.ID]int, n)
 	sentinel := transport.StringID("sentinel")
@@ -85,13 +87,13 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 	for id, o := range outcomes {
 		got := responses[id]
 		require.LessOrEqual(t, got, 1, "two responses for id %s", id)
-		if o.Dropped == "" {
+		if o.Dropped == protocol.DropNone {
 			answered++
 			require.Equal(t, 1, got, "id %s: answered but the client never got it", id)
 		} else {
 			dropped++
 			require.Zero(t, got, "id %s: dropped (%s) but the client got a response", id, o.Dropped)
-			require.Contains(t, []server.DropReason{server.DropCancelled, server.DropWriterClosed}, o.Dropped)
+			require.Contains(t, []protocol.DropReason{protocol.DropCancelled, protocol.DropWriterClosed}, o.Dropped)
 		}
 	}
 	t.Logf("%d answered before the cancel landed, %d cancelled", answered, dropped)
@@ -111,16 +113,16 @@ func TestDuplicateInFlightID(t *testing.T) {
 		return server.Text(string(req.Arguments)), nil
 	})
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 	h2 := h.second()
-	h2.initialize(server.Version20251125, nil)
+	h2.initialize(protocol.Version20251125, nil)
 
 	h.callTool(5, "gate", `{"who":"one"}`)
 	h2.callTool(5, "gate", `{"who":"two"}`)
 	<-started
 	<-started
 	h.callTool(5, "gate", `{"who":"dup"}`)
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(5)))
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(5)))
 
 	close(release)
 	text, isErr := toolText(t, h.result(5))
@@ -138,7 +140,7 @@ func TestDuplicateInFlightID(t *testing.T) {
 	require.NoError(t, h2.client.Close())
 	require.NoError(t, <-h.served)
 	require.NoError(t, <-h2.served)
-	assert.Contains(t, h.obs.rejected, server.CodeInvalidRequest)
+	assert.Contains(t, h.obs.rejected, protocol.CodeInvalidRequest)
 }
 
 // A panicking handler is answered with -32603 and no detail, reported, and
@@ -153,11 +155,11 @@ func TestPanicIsInternalErrorAndSessionSurvives(t *testing.T) {
 		return server.Text("still here"), nil
 	})
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 	h.callTool(2, "boom", `{}`)
 	resp := h.recvResponse()
 	require.NotNil(t, resp.Error)
-	assert.Equal(t, int64(server.CodeInternal), resp.Error.Code)
+	assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 	assert.Equal(t, "internal error", resp.Error.Message)
 	assert.Empty(t, resp.Error.Data)
 
@@ -178,10 +180,10 @@ func TestToolErrorsVersusProtocolErrors(t *testing.T) {
 		return nil, errors.New("disk full")
 	})
 	h.addTool("refuses", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
-		return nil, server.Errorf(server.CodeInvalidParams, "bad path")
+		return nil, server.Errorf(protocol.CodeInvalidParams, "bad path")
 	})
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 	h.callTool(2, "fails", `{}`)
 	text, isErr := toolText(t, h.result(2))
 	assert.True(t, isErr)
@@ -189,7 +191,7 @@ func TestToolErrorsVersusProtocolErrors(t *testing.T) {
 	h.callTool(3, "refuses", `{}`)
 	resp := h.recvResponse()
 	require.NotNil(t, resp.Error)
-	assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 	assert.Equal(t, "bad path", resp.Error.Message)
 	require.NoError(t, h.client.Close())
 	require.NoError(t, <-h.served)

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Cancellation causes. Every cancelled request context carries exactly one of
@@ -25,60 +27,30 @@ var (
 	ErrHandlerTimeout = errors.New("mcp: handler timeout")
 )
 
-// CancelReason classifies a cancellation cause. Its String form is the label
-// value telemetry uses.
-type CancelReason uint8
-
-// The cancel reasons, one per cause, plus None (not cancelled) and Other
-// (cancelled by something else, such as the caller's context).
-const (
-	ReasonNone CancelReason = iota
-	ReasonClientCancel
-	ReasonTransportClose
-	ReasonShutdown
-	ReasonTimeout
-	ReasonOther
-)
-
-var reasonNames = [...]string{"none", "client_cancel", "transport_close", "shutdown", "timeout", "other"}
-
-// CancelReasons lists every reason that a cancelled context can have, in a
-// stable order (for pre-creating telemetry series).
-func CancelReasons() []CancelReason {
-	return []CancelReason{ReasonClientCancel, ReasonTransportClose, ReasonShutdown, ReasonTimeout, ReasonOther}
-}
-
-func (r CancelReason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "other"
-}
-
-// CancelReasonOf returns the reason ctx was cancelled, or ReasonNone if it was
+// CancelReasonOf returns the reason ctx was cancelled, or protocol.ReasonNone if it was
 // not. A deadline without an explicit cause counts as a timeout.
-func CancelReasonOf(ctx context.Context) CancelReason {
+func CancelReasonOf(ctx context.Context) protocol.CancelReason {
 	if ctx.Err() == nil {
-		return ReasonNone
+		return protocol.ReasonNone
 	}
 	return ReasonOfCause(context.Cause(ctx))
 }
 
 // ReasonOfCause classifies a cancellation cause (as returned by
-// [context.Cause]). A nil cause is ReasonNone.
-func ReasonOfCause(cause error) CancelReason {
+// [context.Cause]). A nil cause is protocol.ReasonNone.
+func ReasonOfCause(cause error) protocol.CancelReason {
 	switch {
 	case cause == nil:
-		return ReasonNone
+		return protocol.ReasonNone
 	case errors.Is(cause, ErrClientCancel):
-		return ReasonClientCancel
+		return protocol.ReasonClientCancel
 	case errors.Is(cause, ErrTransportClose):
-		return ReasonTransportClose
+		return protocol.ReasonTransportClose
 	case errors.Is(cause, ErrShutdown):
-		return ReasonShutdown
+		return protocol.ReasonShutdown
 	case errors.Is(cause, ErrHandlerTimeout), errors.Is(cause, context.DeadlineExceeded):
-		return ReasonTimeout
+		return protocol.ReasonTimeout
 	default:
-		return ReasonOther
+		return protocol.ReasonOther
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The client features a handler can call: roots, elicitation and sampling.
@@ -54,7 +56,7 @@ func capabilityError(req *Request, what string, need map[string]any) error {
 	if !req.Stateless {
 		return err
 	}
-	e := NewError(CodeMissingRequiredClientCapability, err)
+	e := NewError(protocol.CodeMissingRequiredClientCapability, err)
 	e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": need})
 	return e
 }
@@ -372,7 +374,7 @@ func Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
 			return nil, capabilityError(req, "elicitation/create in form mode needs the client's elicitation form capability", need)
 		}
 	case ElicitModeURL:
-		if p.URL == "" || p.RequestedSchema != nil || p.ElicitationID == "" && req.Protocol < Version20260728 {
+		if p.URL == "" || p.RequestedSchema != nil || p.ElicitationID == "" && req.Protocol < protocol.Version20260728 {
 			return nil, errors.New("mcp: elicitation/create: url mode needs a url, an elicitationId and no requestedSchema")
 		}
 		if caps == nil || caps.URL == nil {
@@ -775,7 +777,7 @@ func CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageR
 			return nil, capabilityError(req, "tool-enabled sampling/createMessage needs the client's sampling.tools capability",
 				map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
 		}
-		if p.IncludeContext != "" && p.IncludeContext != IncludeNone && caps.Context == nil && req.Protocol >= Version20251125 {
+		if p.IncludeContext != "" && p.IncludeContext != IncludeNone && caps.Context == nil && req.Protocol >= protocol.Version20251125 {
 			return nil, capabilityError(req, "sampling/createMessage with includeContext "+p.IncludeContext+" needs the client's sampling.context capability",
 				map[string]any{"sampling": map[string]any{"context": map[string]any{}}})
 		}

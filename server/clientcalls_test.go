@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -116,7 +118,7 @@ func TestElicitFormRoundTrip(t *testing.T) {
 			return fmt.Sprintf("%s %v", res.Action, res.Content), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 		h.callTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "elicitation/create")
 		assert.JSONEq(t, `{"message":"Sign up","requestedSchema":`+signupSchemaJSON+`}`, string(out.Params))
@@ -164,7 +166,7 @@ func TestElicitModeNeedsCapability(t *testing.T) {
 				if tc.caps != nil {
 					clientCaps["elicitation"] = tc.caps
 				}
-				h.initialize(server.Version20251125, clientCaps)
+				h.initialize(protocol.Version20251125, clientCaps)
 				h.callTool(2, "feature", `{}`)
 				if tc.allowed {
 					answer(h, clientRequest(t, h, "elicitation/create"), `{"action":"decline"}`)
@@ -198,7 +200,7 @@ func TestElicitURLModeAndCompletion(t *testing.T) {
 			return fmt.Sprintf("%s %v", res.Action, res.Content == nil), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
 		h.callTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "elicitation/create")
 		assert.JSONEq(t, `{"mode":"url","message":"Authorize access","url":"https://example.com/oauth?s=1","elicitationId":"el-7"}`, string(out.Params))
@@ -218,7 +220,7 @@ func TestNotifyElicitationCompleteNeedsURLCapability(t *testing.T) {
 			return "", server.NotifyElicitationComplete(ctx, "e")
 		})
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 		h.callTool(2, "feature", `{}`)
 		require.ErrorIs(t, <-errs, server.ErrCapability)
 		h.result(2)
@@ -264,7 +266,7 @@ func TestElicitInvalidParams(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}})
+				h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}})
 				h.callTool(2, "feature", `{}`)
 				err := <-errs
 				require.Error(t, err)
@@ -314,7 +316,7 @@ func TestElicitAnswerChecked(t *testing.T) {
 					return "done", err
 				})
 				h.start()
-				h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+				h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 				h.callTool(2, "feature", `{}`)
 				answer(h, clientRequest(t, h, "elicitation/create"), tc.answer)
 				err := <-errs
@@ -358,7 +360,7 @@ func TestCreateMessageRoundTrip(t *testing.T) {
 			return res.Content[0].(*server.TextContent).Text, nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"sampling": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
 		h.callTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "sampling/createMessage")
 		assert.JSONEq(t, `{"messages":[
@@ -400,7 +402,7 @@ func TestCreateMessageWithTools(t *testing.T) {
 			return "sampled", err
 		})
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
+		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
 		h.callTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "sampling/createMessage")
 		assert.JSONEq(t, `{"messages":[
@@ -468,7 +470,7 @@ func TestCreateMessageRefused(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(server.Version20251125, tc.caps)
+				h.initialize(protocol.Version20251125, tc.caps)
 				h.callTool(2, "feature", `{}`)
 				err := <-errs
 				if tc.capErr {
@@ -503,7 +505,7 @@ func TestCreateMessageMalformedAnswer(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(server.Version20251125, map[string]any{"sampling": map[string]any{}})
+				h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
 				h.callTool(2, "feature", `{}`)
 				answer(h, clientRequest(t, h, "sampling/createMessage"), tc.answer)
 				require.ErrorIs(t, <-errs, server.ErrInvalidResult)
@@ -535,7 +537,7 @@ func TestListRoots(t *testing.T) {
 					return "listed", err
 				})
 				h.start()
-				h.initialize(server.Version20251125, map[string]any{"roots": map[string]any{"listChanged": true}})
+				h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{"listChanged": true}})
 				h.callTool(2, "feature", `{}`)
 				out := clientRequest(t, h, "roots/list")
 				assert.Empty(t, out.Params)
@@ -606,14 +608,14 @@ func TestClientCallsStateless(t *testing.T) {
 		h.request(3, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{"mode": "url"}, "_meta": statelessMeta(caps, nil)})
 		resp := h.recvResponse()
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{"url":{}}}}`, string(resp.Error.Data))
 
 		// A form without elicitation at all: {} is what form mode needs.
 		h.request(4, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(nil, nil)})
 		resp = h.recvResponse()
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{}}}`, string(resp.Error.Data))
 		finish(t, h)
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // MaxCompletionValues is the most values one completion/complete result
@@ -16,7 +18,7 @@ const MaxCompletionValues = 100
 // [ResourceTemplate].Complete). It returns every candidate, best first:
 // the server sends the first [MaxCompletionValues] of them, with the total
 // count. A returned [*Error] is answered as it is; any other error is
-// answered as [CodeInternal]. It runs concurrently, one goroutine per
+// answered as [protocol.CodeInternal]. It runs concurrently, one goroutine per
 // request.
 type CompleteFunc func(ctx context.Context, req *CompleteRequest) ([]string, error)
 
@@ -80,10 +82,10 @@ type completion struct {
 func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
 	var p completeParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, Errorf(CodeInvalidParams, "invalid completion/complete params: %v", err)
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid completion/complete params: %v", err)
 	}
 	if p.Ref == nil || p.Argument == nil || p.Argument.Name == "" || p.Argument.Value == nil {
-		return nil, Errorf(CodeInvalidParams, "completion/complete: ref, argument.name and argument.value are required")
+		return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: ref, argument.name and argument.value are required")
 	}
 	creq := &CompleteRequest{Request: req, Ref: *p.Ref, Argument: p.Argument.Name, Value: *p.Argument.Value, Context: map[string]string{}}
 	if p.Context != nil {
@@ -119,23 +121,23 @@ func (s *Server) completer(ref *CompletionRef, argument string) (CompleteFunc, e
 	case "ref/prompt":
 		rp := s.prompts.lookup(ref.Name)
 		if rp == nil {
-			return nil, Errorf(CodeInvalidParams, "completion/complete: unknown prompt: %q", ref.Name)
+			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: unknown prompt: %q", ref.Name)
 		}
 		i := slices.IndexFunc(rp.prompt.Arguments, func(a PromptArgument) bool { return a.Name == argument })
 		if i < 0 {
-			return nil, Errorf(CodeInvalidParams, "completion/complete: prompt %q has no argument %q", ref.Name, argument)
+			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: prompt %q has no argument %q", ref.Name, argument)
 		}
 		return rp.prompt.Arguments[i].Complete, nil
 	case "ref/resource":
 		rt := s.resources.template(ref.URI)
 		if rt == nil {
-			return nil, Errorf(CodeInvalidParams, "completion/complete: unknown resource template: %q", ref.URI)
+			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: unknown resource template: %q", ref.URI)
 		}
 		if !slices.Contains(rt.compiled.Varnames(), argument) {
-			return nil, Errorf(CodeInvalidParams, "completion/complete: resource template %q has no variable %q", ref.URI, argument)
+			return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: resource template %q has no variable %q", ref.URI, argument)
 		}
 		return rt.tmpl.Complete[argument], nil
 	default:
-		return nil, Errorf(CodeInvalidParams, "completion/complete: unknown ref type %q", ref.Type)
+		return nil, Errorf(protocol.CodeInvalidParams, "completion/complete: unknown ref type %q", ref.Type)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,11 +62,11 @@ func addCompleters(t testing.TB, srv *server.Server, seen chan<- *server.Complet
 			case "fail":
 				return nil, errors.New("secret detail")
 			case "protocol":
-				return nil, server.Errorf(server.CodeInvalidParams, "bad value")
+				return nil, server.Errorf(protocol.CodeInvalidParams, "bad value")
 			}
 			n, err := strconv.Atoi(req.Value)
 			if err != nil {
-				return nil, server.Errorf(server.CodeInvalidParams, "not a number")
+				return nil, server.Errorf(protocol.CodeInvalidParams, "not a number")
 			}
 			return numberedValues(n), nil
 		})},
@@ -176,7 +178,7 @@ func TestComplete(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, seen)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				assert.JSONEq(t, tt.want, string(h.featureCall(2, "completion/complete", tt.params)))
 				if tt.wantReq == nil {
 					assert.Empty(t, seen)
@@ -208,27 +210,27 @@ func TestCompleteErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		params   any
-		wantCode server.Code
+		wantCode protocol.Code
 		wantMsg  string
 	}{
-		{"no params", nil, server.CodeInvalidParams, ""},
-		{"params an array", []int{1}, server.CodeInvalidParams, ""},
-		{"no ref", valid(map[string]any{"ref": nil}), server.CodeInvalidParams, "ref"},
-		{"ref not an object", valid(map[string]any{"ref": "ref/prompt"}), server.CodeInvalidParams, ""},
-		{"no argument", valid(map[string]any{"argument": nil}), server.CodeInvalidParams, "argument"},
-		{"argument without name", valid(map[string]any{"argument": map[string]any{"value": "g"}}), server.CodeInvalidParams, "argument.name"},
-		{"argument without value", valid(map[string]any{"argument": map[string]any{"name": "language"}}), server.CodeInvalidParams, "argument.value"},
-		{"value not a string", valid(map[string]any{"argument": map[string]any{"name": "language", "value": 1}}), server.CodeInvalidParams, ""},
-		{"unknown ref type", valid(map[string]any{"ref": map[string]any{"type": "ref/tool", "name": "code"}}), server.CodeInvalidParams, `unknown ref type "ref/tool"`},
-		{"unknown prompt", valid(map[string]any{"ref": promptRef("nope")}), server.CodeInvalidParams, `unknown prompt: "nope"`},
-		{"unknown prompt argument", valid(map[string]any{"argument": completeArg("nope", "")}), server.CodeInvalidParams, `has no argument "nope"`},
-		{"unknown template", valid(map[string]any{"ref": templateRef("repo://{x}")}), server.CodeInvalidParams, `unknown resource template: "repo://{x}"`},
-		{"fixed resource is no template", valid(map[string]any{"ref": templateRef("test://fixed")}), server.CodeInvalidParams, "unknown resource template"},
-		{"unknown template variable", map[string]any{"ref": templateRef("repo://{owner}/{name}"), "argument": completeArg("language", "")}, server.CodeInvalidParams, `has no variable "language"`},
-		{"context arguments not strings", valid(map[string]any{"context": map[string]any{"arguments": map[string]any{"a": 1}}}), server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"context arguments an array", valid(map[string]any{"context": map[string]any{"arguments": []string{"a"}}}), server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"completer protocol error", valid(map[string]any{"argument": completeArg("count", "protocol")}), server.CodeInvalidParams, "bad value"},
-		{"completer plain error", valid(map[string]any{"argument": completeArg("count", "fail")}), server.CodeInternal, "internal error"},
+		{"no params", nil, protocol.CodeInvalidParams, ""},
+		{"params an array", []int{1}, protocol.CodeInvalidParams, ""},
+		{"no ref", valid(map[string]any{"ref": nil}), protocol.CodeInvalidParams, "ref"},
+		{"ref not an object", valid(map[string]any{"ref": "ref/prompt"}), protocol.CodeInvalidParams, ""},
+		{"no argument", valid(map[string]any{"argument": nil}), protocol.CodeInvalidParams, "argument"},
+		{"argument without name", valid(map[string]any{"argument": map[string]any{"value": "g"}}), protocol.CodeInvalidParams, "argument.name"},
+		{"argument without value", valid(map[string]any{"argument": map[string]any{"name": "language"}}), protocol.CodeInvalidParams, "argument.value"},
+		{"value not a string", valid(map[string]any{"argument": map[string]any{"name": "language", "value": 1}}), protocol.CodeInvalidParams, ""},
+		{"unknown ref type", valid(map[string]any{"ref": map[string]any{"type": "ref/tool", "name": "code"}}), protocol.CodeInvalidParams, `unknown ref type "ref/tool"`},
+		{"unknown prompt", valid(map[string]any{"ref": promptRef("nope")}), protocol.CodeInvalidParams, `unknown prompt: "nope"`},
+		{"unknown prompt argument", valid(map[string]any{"argument": completeArg("nope", "")}), protocol.CodeInvalidParams, `has no argument "nope"`},
+		{"unknown template", valid(map[string]any{"ref": templateRef("repo://{x}")}), protocol.CodeInvalidParams, `unknown resource template: "repo://{x}"`},
+		{"fixed resource is no template", valid(map[string]any{"ref": templateRef("test://fixed")}), protocol.CodeInvalidParams, "unknown resource template"},
+		{"unknown template variable", map[string]any{"ref": templateRef("repo://{owner}/{name}"), "argument": completeArg("language", "")}, protocol.CodeInvalidParams, `has no variable "language"`},
+		{"context arguments not strings", valid(map[string]any{"context": map[string]any{"arguments": map[string]any{"a": 1}}}), protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"context arguments an array", valid(map[string]any{"context": map[string]any{"arguments": []string{"a"}}}), protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"completer protocol error", valid(map[string]any{"argument": completeArg("count", "protocol")}), protocol.CodeInvalidParams, "bad value"},
+		{"completer plain error", valid(map[string]any{"argument": completeArg("count", "fail")}), protocol.CodeInternal, "internal error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +238,7 @@ func TestCompleteErrors(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, make(chan *server.CompleteRequest, 1))
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				e := h.featureError(2, "completion/complete", tt.params)
 				assert.Equal(t, int64(tt.wantCode), e.Code)
 				assert.Contains(t, e.Message, tt.wantMsg)
@@ -292,7 +294,7 @@ func TestFeatureCapabilities(t *testing.T) {
 				require.NoError(t, tt.setup(h.srv))
 				h.start()
 				h.request(1, "initialize", map[string]any{
-					"protocolVersion": server.Version20251125, "capabilities": map[string]any{},
+					"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{},
 					"clientInfo": map[string]any{"name": "t", "version": "1"},
 				})
 				var res struct {

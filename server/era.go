@@ -5,22 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-)
 
-// The _meta keys of a 2026-07-28 request and result.
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-)
-
-// Error codes of the 2026-07-28 revision.
-const (
-	CodeHeaderMismatch                  Code = -32020
-	CodeMissingRequiredClientCapability Code = -32021
-	CodeUnsupportedProtocolVersion      Code = -32022
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // cacheable lists the methods whose 2026-07-28 results carry cache hints
@@ -33,41 +19,38 @@ var cacheable = map[string]bool{
 // removedIn2026 lists the methods a stateless request may not call.
 var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
 
-// allVersions is every version this server speaks, newest first.
-func allVersions() []string { return append([]string{Version20260728}, supportedVersions...) }
-
 // readStatelessMeta makes req a stateless request when its _meta names a
 // protocol version (on a session that was never initialized), taking the
 // client's capabilities and info from _meta. What makes it unanswerable is
 // left in req.admitErr.
 func (s *Server) readStatelessMeta(req *Request) {
-	rawVersion, ok := req.Meta[MetaProtocolVersion]
+	rawVersion, ok := req.Meta[protocol.MetaProtocolVersion]
 	if !ok {
 		return
 	}
 	req.Stateless = true
 	var version string
 	if json.Unmarshal(rawVersion, &version) != nil {
-		req.admitErr = Errorf(CodeInvalidParams, "_meta %q must be a string", MetaProtocolVersion)
+		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
 		return
 	}
 	req.Protocol = version
-	if version != Version20260728 {
-		e := Errorf(CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
-		e.Data, _ = json.Marshal(map[string]any{"supported": allVersions(), "requested": version})
+	if version != protocol.Version20260728 {
+		e := Errorf(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
+		e.Data, _ = json.Marshal(map[string]any{"supported": protocol.Versions(), "requested": version})
 		req.admitErr = e
 		return
 	}
-	rawCaps, ok := req.Meta[MetaClientCapabilities]
+	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
 	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
-		req.admitErr = Errorf(CodeInvalidParams, "_meta %q is required and must be an object", MetaClientCapabilities)
+		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
 		return
 	}
-	if rawInfo, ok := req.Meta[MetaClientInfo]; ok {
+	if rawInfo, ok := req.Meta[protocol.MetaClientInfo]; ok {
 		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
 	}
 	if slices.Contains(removedIn2026, req.Method) {
-		req.admitErr = Errorf(CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
+		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
 		return
 	}
 	if err := s.readRound(req); err != nil {
@@ -100,12 +83,12 @@ func (s *Server) decorateResult(method string, raw json.RawMessage) (json.RawMes
 			return raw, err
 		}
 	}
-	if _, ok := meta[MetaServerInfo]; !ok {
+	if _, ok := meta[protocol.MetaServerInfo]; !ok {
 		info, err := json.Marshal(s.cfg.impl)
 		if err != nil {
 			return raw, err
 		}
-		meta[MetaServerInfo] = info
+		meta[protocol.MetaServerInfo] = info
 		if fields["_meta"], err = json.Marshal(meta); err != nil {
 			return raw, err
 		}
@@ -123,5 +106,5 @@ func (s *Server) discover(context.Context, *Request) (any, error) {
 		SupportedVersions []string     `json:"supportedVersions"`
 		Capabilities      Capabilities `json:"capabilities"`
 		Instructions      string       `json:"instructions,omitempty"`
-	}{"complete", allVersions(), caps, s.cfg.instructions}, nil
+	}{"complete", protocol.Versions(), caps, s.cfg.instructions}, nil
 }

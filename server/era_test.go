@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,9 +24,9 @@ func meta2026(caps any) map[string]any {
 		caps = map[string]any{}
 	}
 	return map[string]any{
-		server.MetaProtocolVersion:    server.Version20260728,
-		server.MetaClientCapabilities: caps,
-		server.MetaClientInfo:         map[string]any{"name": "modern", "version": "1"},
+		protocol.MetaProtocolVersion:    protocol.Version20260728,
+		protocol.MetaClientCapabilities: caps,
+		protocol.MetaClientInfo:         map[string]any{"name": "modern", "version": "1"},
 	}
 }
 
@@ -72,7 +74,7 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		h.request(1, "tools/list", map[string]any{"_meta": meta2026(nil)})
 		r := decodeResult(t, h.result(1))
 		assert.Equal(t, "complete", r.ResultType)
-		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[server.MetaServerInfo]))
+		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[protocol.MetaServerInfo]))
 
 		h.request(2, "server/discover", map[string]any{"_meta": meta2026(nil)})
 		var d struct {
@@ -88,18 +90,18 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		assert.Equal(t, "hi", d.Instructions)
 
 		// Bad stateless requests.
-		h.request(3, "tools/list", map[string]any{"_meta": map[string]any{server.MetaProtocolVersion: "2026-07-28"}})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(3)), "clientCapabilities is required")
-		h.request(4, "tools/list", map[string]any{"_meta": map[string]any{server.MetaProtocolVersion: "2099-01-01", server.MetaClientCapabilities: map[string]any{}}})
+		h.request(3, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2026-07-28"}})
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(3)), "clientCapabilities is required")
+		h.request(4, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2099-01-01", protocol.MetaClientCapabilities: map[string]any{}}})
 		resp := h.recvResponse()
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeUnsupportedProtocolVersion), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeUnsupportedProtocolVersion), resp.Error.Code)
 		assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2099-01-01"}`, string(resp.Error.Data))
 		h.request(5, "ping", map[string]any{"_meta": meta2026(nil)})
-		assert.Equal(t, int64(server.CodeMethodNotFound), h.errorCode(transport.Int64ID(5)), "ping was removed in 2026-07-28")
+		assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(5)), "ping was removed in 2026-07-28")
 		// Without _meta, a request before initialize is still refused.
 		h.request(6, "tools/list", nil)
-		assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(6)))
+		assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(6)))
 
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
@@ -140,20 +142,20 @@ func TestMultiRoundTripElicitation(t *testing.T) {
 		for i, bad := range []string{flip(payload) + "." + sig, payload + "." + flip(sig), "garbage", ""} {
 			id := int64(10 + i)
 			call(id, map[string]any{"inputResponses": answers, "requestState": bad})
-			assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "state %q", bad)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "state %q", bad)
 		}
 		// A genuine state replayed with other arguments is refused too.
 		h.request(20, "tools/call", map[string]any{
 			"name": "greet", "arguments": map[string]any{"lang": "fr"},
 			"_meta": meta2026(caps), "inputResponses": answers, "requestState": r.RequestState,
 		})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(20)))
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(20)))
 
 		// Without the capability: -32021 naming what is required.
 		h.request(21, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(nil)})
 		resp := h.recvResponse()
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{}}}`, string(resp.Error.Data))
 
 		require.NoError(t, h.client.Close())
@@ -229,7 +231,7 @@ func TestRequestStateExpires(t *testing.T) {
 			"name": "greet", "_meta": meta2026(caps), "requestState": r.RequestState,
 			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "decline"}},
 		})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
 	})
@@ -241,7 +243,7 @@ func TestSameHandlerInSessionEra(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("greet", greeter)
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 		h.callTool(2, "greet", `{}`)
 		out, ok := h.recv().(*transport.Request)
 		require.True(t, ok)
@@ -275,7 +277,7 @@ func TestRequestStateKeySharedAcrossReplicas(t *testing.T) {
 		b.request(2, "tools/call", retry)
 		assert.Equal(t, "hello, Lin (accept)", decodeResult(t, b.result(2)).Content[0].Text)
 		c.request(2, "tools/call", retry)
-		assert.Equal(t, int64(server.CodeInvalidParams), c.errorCode(transport.Int64ID(2)))
+		assert.Equal(t, int64(protocol.CodeInvalidParams), c.errorCode(transport.Int64ID(2)))
 		for _, h := range []*harness{a, b, c} {
 			require.NoError(t, h.client.Close())
 			require.NoError(t, <-h.served)

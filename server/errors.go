@@ -5,33 +5,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
-)
-
-// Code is a JSON-RPC error code.
-type Code int64
-
-// The JSON-RPC 2.0 codes, and the server-defined codes Vigil answers with.
-const (
-	CodeParseError     Code = transport.CodeParseError     // -32700: invalid JSON
-	CodeInvalidRequest Code = transport.CodeInvalidRequest // -32600: not a valid request
-	CodeMethodNotFound Code = -32601                       // unknown method
-	CodeInvalidParams  Code = -32602                       // bad params, unknown tool
-	CodeInternal       Code = -32603                       // a bug or a panic: details stay in the logs
-	// CodeServerBusy rejects a request over a limit (in-flight requests) or
-	// one that arrives while the server drains for shutdown.
-	CodeServerBusy Code = -32000
-	// CodeRequestTimeout answers a request whose handler ran out of time
-	// (see [ErrHandlerTimeout]).
-	CodeRequestTimeout Code = -32001
 )
 
 // Error is a protocol error: it travels to the peer as a JSON-RPC error
 // object. Handlers return one (see [NewError] and [Errorf]) to choose the
-// code; any other error a handler returns is answered as [CodeInternal] with
+// code; any other error a handler returns is answered as [protocol.CodeInternal] with
 // a generic message, so internal details never reach the client.
 type Error struct {
-	Code    Code
+	Code    protocol.Code
 	Message string
 	Data    json.RawMessage // optional; must be valid JSON
 	err     error
@@ -39,11 +23,13 @@ type Error struct {
 
 // NewError returns an *Error with code c whose message is err's text and
 // which unwraps to err.
-func NewError(c Code, err error) *Error { return &Error{Code: c, Message: err.Error(), err: err} }
+func NewError(c protocol.Code, err error) *Error {
+	return &Error{Code: c, Message: err.Error(), err: err}
+}
 
 // Errorf returns an *Error with code c and a formatted message. %w verbs
 // wrap as in [fmt.Errorf].
-func Errorf(c Code, format string, args ...any) *Error {
+func Errorf(c protocol.Code, format string, args ...any) *Error {
 	return NewError(c, fmt.Errorf(format, args...))
 }
 
@@ -55,9 +41,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.err }
 
 // CodeOf returns the JSON-RPC code err will be answered with: the code of the
-// first *Error in its chain, [CodeRequestTimeout] for a handler timeout, and
-// [CodeInternal] for anything else. CodeOf(nil) is 0.
-func CodeOf(err error) Code {
+// first *Error in its chain, [protocol.CodeRequestTimeout] for a handler timeout, and
+// [protocol.CodeInternal] for anything else. CodeOf(nil) is 0.
+func CodeOf(err error) protocol.Code {
 	if err == nil {
 		return 0
 	}
@@ -65,9 +51,9 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	if errors.Is(err, ErrHandlerTimeout) {
-		return CodeRequestTimeout
+		return protocol.CodeRequestTimeout
 	}
-	return CodeInternal
+	return protocol.CodeInternal
 }
 
 // wireError turns a handler's error into what the client sees.
@@ -76,9 +62,9 @@ func wireError(err error) *transport.Error {
 		return &transport.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data}
 	}
 	if errors.Is(err, ErrHandlerTimeout) {
-		return &transport.Error{Code: int64(CodeRequestTimeout), Message: "request timed out"}
+		return &transport.Error{Code: int64(protocol.CodeRequestTimeout), Message: "request timed out"}
 	}
-	return &transport.Error{Code: int64(CodeInternal), Message: "internal error"}
+	return &transport.Error{Code: int64(protocol.CodeInternal), Message: "internal error"}
 }
 
 // Errors a handler sees when it calls the client (see [Session.Call]).

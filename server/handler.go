@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -123,7 +125,7 @@ type Outcome struct {
 	// before the chain returned.
 	Cause error
 	// Dropped is why no response was written; empty when one was.
-	Dropped DropReason
+	Dropped protocol.DropReason
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
 }

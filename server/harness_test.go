@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -19,7 +21,7 @@ import (
 // drop is one ResponseDropped report.
 type drop struct {
 	ID     string
-	Reason server.DropReason
+	Reason protocol.DropReason
 }
 
 // recorder is an Observer that keeps everything it is told.
@@ -29,10 +31,10 @@ type recorder struct {
 	ended     []error
 	cancelled map[string]error
 	drops     []drop
-	writes    []server.DropReason
+	writes    []protocol.DropReason
 	outgoing  []error
 	panics    []any
-	rejected  []server.Code
+	rejected  []protocol.Code
 	dropped   chan drop // every drop, for tests that wait on one
 }
 
@@ -61,7 +63,7 @@ func (r *recorder) RequestCancelled(_ context.Context, req *server.Request, caus
 	r.cancelled[req.ID.String()] = cause
 }
 
-func (r *recorder) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
+func (r *recorder) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	d := drop{req.ID.String(), reason}
 	r.mu.Lock()
 	r.drops = append(r.drops, d)
@@ -69,7 +71,7 @@ func (r *recorder) ResponseDropped(_ context.Context, req *server.Request, reaso
 	r.dropped <- d
 }
 
-func (r *recorder) WriteFailed(_ context.Context, _ *server.Session, class server.DropReason, _ error) {
+func (r *recorder) WriteFailed(_ context.Context, _ *server.Session, class protocol.DropReason, _ error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writes = append(r.writes, class)
@@ -87,7 +89,7 @@ func (r *recorder) HandlerPanicked(_ context.Context, _ *server.Request, v any, 
 	r.panics = append(r.panics, v)
 }
 
-func (r *recorder) MessageRejected(_ context.Context, _ *server.Session, code server.Code, _ string) {
+func (r *recorder) MessageRejected(_ context.Context, _ *server.Session, code protocol.Code, _ protocol.RejectReason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rejected = append(r.rejected, code)

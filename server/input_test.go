@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,28 +27,28 @@ func TestBadInputIsAnsweredAndSessionSurvives(t *testing.T) {
 		version    string // "" means: do not initialize first
 		frame      string
 		wantID     transport.ID
-		wantCode   server.Code
+		wantCode   protocol.Code
 		noResponse bool
 	}{
-		{name: "invalid JSON", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,`, wantID: null, wantCode: server.CodeParseError},
-		{name: "invalid UTF-8", version: "2025-11-25", frame: "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}", wantID: null, wantCode: server.CodeParseError},
-		{name: "batch on 2025-06-18", version: "2025-06-18", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "batch on 2025-11-25", version: "2025-11-25", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "batch before initialize", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "missing jsonrpc", version: "2025-11-25", frame: `{"id":3,"method":"ping"}`, wantID: id, wantCode: server.CodeInvalidRequest},
-		{name: "wrong jsonrpc", version: "2025-11-25", frame: `{"jsonrpc":"1.0","id":3,"method":"ping"}`, wantID: id, wantCode: server.CodeInvalidRequest},
-		{name: "null id", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "fractional id", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "not an object", version: "2025-11-25", frame: `42`, wantID: null, wantCode: server.CodeInvalidRequest},
-		{name: "params not structured", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}`, wantID: id, wantCode: server.CodeInvalidRequest},
-		{name: "unknown method", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"no/such"}`, wantID: id, wantCode: server.CodeMethodNotFound},
-		{name: "tools/call name not a string", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}`, wantID: id, wantCode: server.CodeInvalidParams},
-		{name: "tools/call without name", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}`, wantID: id, wantCode: server.CodeInvalidParams},
-		{name: "tools/call arguments not an object", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, wantID: id, wantCode: server.CodeInvalidParams},
-		{name: "unknown tool", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}`, wantID: id, wantCode: server.CodeInvalidParams},
-		{name: "request before initialize", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, wantID: id, wantCode: server.CodeInvalidRequest},
-		{name: "initialize with bad params", frame: `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":7}}`, wantID: id, wantCode: server.CodeInvalidParams},
-		{name: "second initialize", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, wantID: id, wantCode: server.CodeInvalidRequest},
+		{name: "invalid JSON", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,`, wantID: null, wantCode: protocol.CodeParseError},
+		{name: "invalid UTF-8", version: "2025-11-25", frame: "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}", wantID: null, wantCode: protocol.CodeParseError},
+		{name: "batch on 2025-06-18", version: "2025-06-18", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "batch on 2025-11-25", version: "2025-11-25", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "batch before initialize", frame: `[{"jsonrpc":"2.0","id":3,"method":"ping"}]`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "missing jsonrpc", version: "2025-11-25", frame: `{"id":3,"method":"ping"}`, wantID: id, wantCode: protocol.CodeInvalidRequest},
+		{name: "wrong jsonrpc", version: "2025-11-25", frame: `{"jsonrpc":"1.0","id":3,"method":"ping"}`, wantID: id, wantCode: protocol.CodeInvalidRequest},
+		{name: "null id", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "fractional id", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "not an object", version: "2025-11-25", frame: `42`, wantID: null, wantCode: protocol.CodeInvalidRequest},
+		{name: "params not structured", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"ping","params":"x"}`, wantID: id, wantCode: protocol.CodeInvalidRequest},
+		{name: "unknown method", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"no/such"}`, wantID: id, wantCode: protocol.CodeMethodNotFound},
+		{name: "tools/call name not a string", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}`, wantID: id, wantCode: protocol.CodeInvalidParams},
+		{name: "tools/call without name", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}`, wantID: id, wantCode: protocol.CodeInvalidParams},
+		{name: "tools/call arguments not an object", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, wantID: id, wantCode: protocol.CodeInvalidParams},
+		{name: "unknown tool", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}`, wantID: id, wantCode: protocol.CodeInvalidParams},
+		{name: "request before initialize", frame: `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, wantID: id, wantCode: protocol.CodeInvalidRequest},
+		{name: "initialize with bad params", frame: `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":7}}`, wantID: id, wantCode: protocol.CodeInvalidParams},
+		{name: "second initialize", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, wantID: id, wantCode: protocol.CodeInvalidRequest},
 		{name: "unknown notification", version: "2025-11-25", frame: `{"jsonrpc":"2.0","method":"notifications/whatever"}`, noResponse: true},
 		{name: "response to nothing", version: "2025-11-25", frame: `{"jsonrpc":"2.0","id":77,"result":{}}`, noResponse: true},
 	}
@@ -80,7 +82,7 @@ func TestBadInputIsAnsweredAndSessionSurvives(t *testing.T) {
 func TestBatchOnLegacyVersion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t).start()
-		h.initialize(server.Version20250326, nil)
+		h.initialize(protocol.Version20250326, nil)
 		h.sendRaw(`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"nope"},{"bad":true}]`)
 		batch, ok := h.recv().(transport.Batch)
 		require.True(t, ok, "want a batch answer")
@@ -95,7 +97,7 @@ func TestBatchOnLegacyVersion(t *testing.T) {
 			}
 			codes[string(rawJSON(resp.ID))] = code
 		}
-		assert.Equal(t, map[string]int64{`"a"`: 0, `"b"`: int64(server.CodeMethodNotFound), "null": int64(server.CodeInvalidRequest)}, codes)
+		assert.Equal(t, map[string]int64{`"a"`: 0, `"b"`: int64(protocol.CodeMethodNotFound), "null": int64(protocol.CodeInvalidRequest)}, codes)
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
 	})
@@ -142,5 +144,5 @@ func TestOversizedFrameEndsSessionCleanly(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.b.Bytes(), &resp))
 	assert.Equal(t, "null", string(resp.ID))
-	assert.Equal(t, int64(server.CodeInvalidRequest), resp.Error.Code)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), resp.Error.Code)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // subscriptions/listen (2026-07-28) replaces the session-wide notification
@@ -12,9 +14,6 @@ import (
 // the notifications it wants, the server acknowledges first, then sends
 // each matching notification on that request, tagged with its id, until the
 // client cancels (or closes the stream).
-
-// MetaSubscriptionID tags every notification sent on a listen stream.
-const MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // SubscriptionFilter says which notifications a listen stream carries.
 type SubscriptionFilter struct {
@@ -84,7 +83,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 		Notifications *SubscriptionFilter `json:"notifications"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
-		return nil, Errorf(CodeInvalidParams, "subscriptions/listen needs a notifications object")
+		return nil, Errorf(protocol.CodeInvalidParams, "subscriptions/listen needs a notifications object")
 	}
 	caps := s.capabilities()
 	want := *p.Notifications
@@ -98,7 +97,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	}
 	stopped, stop := context.WithCancel(ctx)
 	defer stop()
-	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
+	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,7 +52,7 @@ func TestSubscriptionsListen(t *testing.T) {
 		synctest.Wait()
 		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
 		h.result(8)
-		assert.Equal(t, []drop{{"7", server.DropCancelled}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"7", protocol.DropCancelled}}, h.obs.snapshotDrops())
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
 	})
@@ -108,7 +110,7 @@ func TestStatelessCapabilityGating(t *testing.T) {
 		for i, method := range []string{"tools/list", "prompts/list", "resources/list", "completion/complete"} {
 			id := int64(i + 1)
 			h.request(id, method, map[string]any{"_meta": meta2026(nil)})
-			assert.Equal(t, int64(server.CodeMethodNotFound), h.errorCode(transport.Int64ID(id)), method)
+			assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(id)), method)
 		}
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Client logging: handlers log through [Logger], and the records at or above
@@ -205,17 +207,17 @@ func (s *Server) loggingCapability() *struct{} { return &struct{}{} }
 // setLogLevel answers logging/setLevel with exactly {}.
 func (s *Server) setLogLevel(_ context.Context, req *Request) (any, error) {
 	if perRequestLogLevel(req) {
-		return nil, Errorf(CodeMethodNotFound, "method not found: logging/setLevel is not part of protocol version %s", req.Protocol)
+		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: logging/setLevel is not part of protocol version %s", req.Protocol)
 	}
 	var p struct {
 		Level *string `json:"level"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.Level == nil {
-		return nil, Errorf(CodeInvalidParams, "invalid logging/setLevel params: level is required")
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid logging/setLevel params: level is required")
 	}
 	sev, ok := parseLogLevel(*p.Level)
 	if !ok {
-		return nil, Errorf(CodeInvalidParams, "invalid log level %q: want debug, info, notice, warning, error, critical, alert or emergency", *p.Level)
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid log level %q: want debug, info, notice, warning, error, critical, alert or emergency", *p.Level)
 	}
 	req.Session.logging.setLevel(sev)
 	return struct{}{}, nil
@@ -223,12 +225,12 @@ func (s *Server) setLogLevel(_ context.Context, req *Request) (any, error) {
 
 // perRequestLogLevel reports whether req names its own log level in _meta
 // (2026-07-28 and later; versions are dates and compare as strings).
-func perRequestLogLevel(req *Request) bool { return req.Protocol >= Version20260728 }
+func perRequestLogLevel(req *Request) bool { return req.Protocol >= protocol.Version20260728 }
 
 // metaLogLevel reads req's _meta log level: sevOff when absent; ok is false
 // when present but not a LoggingLevel.
 func metaLogLevel(req *Request) (sev logSeverity, ok bool) {
-	raw, present := req.Meta[MetaLogLevel]
+	raw, present := req.Meta[protocol.MetaLogLevel]
 	if !present {
 		return sevOff, true
 	}
@@ -240,13 +242,13 @@ func metaLogLevel(req *Request) (sev logSeverity, ok bool) {
 }
 
 // checkLogLevelMeta refuses a request whose _meta log level is not a
-// LoggingLevel, with CodeInvalidParams.
+// LoggingLevel, with protocol.CodeInvalidParams.
 func checkLogLevelMeta(req *Request) error {
 	if !perRequestLogLevel(req) {
 		return nil
 	}
 	if _, ok := metaLogLevel(req); !ok {
-		return Errorf(CodeInvalidParams, "invalid _meta %q: want debug, info, notice, warning, error, critical, alert or emergency", MetaLogLevel)
+		return Errorf(protocol.CodeInvalidParams, "invalid _meta %q: want debug, info, notice, warning, error, critical, alert or emergency", protocol.MetaLogLevel)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,8 +38,8 @@ func statelessMeta(caps any, extra map[string]any) map[string]any {
 		caps = map[string]any{}
 	}
 	m := map[string]any{
-		server.MetaProtocolVersion:    server.Version20260728,
-		server.MetaClientCapabilities: caps,
+		protocol.MetaProtocolVersion:    protocol.Version20260728,
+		protocol.MetaClientCapabilities: caps,
 	}
 	for k, v := range extra {
 		m[k] = v
@@ -98,7 +100,7 @@ func TestLoggingSetLevelFilters(t *testing.T) {
 				h := newHarness(t, tc.opts...)
 				h.addTool("log", everyLevel)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				if tc.level != "" {
 					h.request(2, "logging/setLevel", map[string]any{"level": tc.level})
 					assert.JSONEq(t, `{}`, string(h.result(2)))
@@ -118,7 +120,7 @@ func TestLoggingSetLevelFilters(t *testing.T) {
 func TestLoggingCapabilityAndInvalidLevel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t).start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": server.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		var init struct {
 			Capabilities map[string]json.RawMessage `json:"capabilities"`
 		}
@@ -136,7 +138,7 @@ func TestLoggingCapabilityAndInvalidLevel(t *testing.T) {
 		} {
 			id := int64(10 + i)
 			h.request(id, "logging/setLevel", params)
-			assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "params %v", params)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "params %v", params)
 		}
 		h.request(20, "ping", nil) // the session still serves
 		h.result(20)
@@ -153,8 +155,8 @@ func TestLoggingLevelIsPerSession(t *testing.T) {
 		h.addTool("log", everyLevel)
 		h.start()
 		h2 := h.second()
-		h.initialize(server.Version20251125, nil)
-		h2.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
+		h2.initialize(protocol.Version20251125, nil)
 		h.request(2, "logging/setLevel", map[string]any{"level": "emergency"})
 		h.result(2)
 
@@ -242,7 +244,7 @@ func TestLoggingDataShape(t *testing.T) {
 					return server.Text("ok"), nil
 				})
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				h.callTool(2, "log", `{}`)
 				assert.JSONEq(t, tc.want, notificationParams(t, h, "notifications/message"))
 				h.result(2)
@@ -259,14 +261,14 @@ func TestLoggingPerRequestLevel2026(t *testing.T) {
 		name  string
 		level any // nil: no logLevel key
 		want  []string
-		code  server.Code // non-zero: the request is refused
+		code  protocol.Code // non-zero: the request is refused
 	}{
 		{name: "no logLevel sends nothing", want: nil},
 		{name: "debug", level: "debug", want: allLevels},
 		{name: "error", level: "error", want: allLevels[4:]},
 		{name: "emergency", level: "emergency", want: allLevels[7:]},
-		{name: "unknown level", level: "banana", code: server.CodeInvalidParams},
-		{name: "not a string", level: 3, code: server.CodeInvalidParams},
+		{name: "unknown level", level: "banana", code: protocol.CodeInvalidParams},
+		{name: "not a string", level: 3, code: protocol.CodeInvalidParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -275,7 +277,7 @@ func TestLoggingPerRequestLevel2026(t *testing.T) {
 				h.start()
 				extra := map[string]any{}
 				if tc.level != nil {
-					extra[server.MetaLogLevel] = tc.level
+					extra[protocol.MetaLogLevel] = tc.level
 				}
 				h.request(1, "tools/call", map[string]any{"name": "log", "arguments": map[string]any{}, "_meta": statelessMeta(nil, extra)})
 				if tc.code != 0 {
@@ -285,7 +287,7 @@ func TestLoggingPerRequestLevel2026(t *testing.T) {
 					h.result(1)
 				}
 				h.request(2, "logging/setLevel", map[string]any{"level": "debug", "_meta": statelessMeta(nil, nil)})
-				assert.Equal(t, int64(server.CodeMethodNotFound), h.errorCode(transport.Int64ID(2)))
+				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(2)))
 				require.NoError(t, h.client.Close())
 				require.NoError(t, <-h.served)
 			})
@@ -338,7 +340,7 @@ func TestLoggingRateLimit(t *testing.T) {
 			return server.Text("done"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "flood", `{}`)
 		for range 5 {
 			assert.JSONEq(t, `{"level":"info","data":{"message":"burst"}}`, notificationParams(t, h, "notifications/message"))
@@ -366,7 +368,7 @@ func TestLoggingAfterCompletionIsNoop(t *testing.T) {
 			return server.Text("kept"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "keep", `{}`)
 		h.result(2)
 		log := <-kept

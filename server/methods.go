@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // handle registers the built-in handler of a method. Features call it from
@@ -31,7 +33,7 @@ func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 	if req.IsNotification() {
 		return nil, nil // unknown notifications are ignored
 	}
-	return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+	return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 }
 
 func nopNotification(context.Context, *Request) (any, error) { return nil, nil }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Multi round-trip requests (2026-07-28). A stateless request cannot wait
@@ -86,7 +88,7 @@ func (s *Server) readRound(req *Request) *Error {
 	}
 	st, err := s.openState(*p.RequestState)
 	if err != nil || st.Binding != round.binding {
-		return Errorf(CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
+		return Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
 	}
 	for k, v := range st.Answers {
 		round.answers[k] = v
@@ -219,7 +221,7 @@ func (s *Server) openState(token string) (requestState, error) {
 //
 // A method that needs a client capability the client did not declare fails
 // with an error wrapping [ErrCapability]; in a stateless request that error
-// is an [*Error] with [CodeMissingRequiredClientCapability].
+// is an [*Error] with [protocol.CodeMissingRequiredClientCapability].
 func CallClient(ctx context.Context, method string, params, result any) error {
 	req := RequestFromContext(ctx)
 	if req == nil {
@@ -232,7 +234,7 @@ func CallClient(ctx context.Context, method string, params, result any) error {
 		return req.Session.Call(ctx, method, params, result)
 	}
 	if name, ok := capabilityFor(req.ClientCapabilities, method); !ok {
-		e := NewError(CodeMissingRequiredClientCapability, fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name))
+		e := NewError(protocol.CodeMissingRequiredClientCapability, fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name))
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
 		return e
 	}

@@ -1,29 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
 
-// DropReason says why a request ended without a response being written. Its
-// value is the label telemetry uses.
-type DropReason string
-
-// The drop reasons.
-const (
-	// DropCancelled: the client cancelled the request; MCP says not to answer.
-	DropCancelled DropReason = "cancelled"
-	// DropWriterClosed: the session's writer was already closed (the
-	// transport closed, or this side closed it) when the answer was ready.
-	DropWriterClosed DropReason = "writer_closed"
-	// DropPeerGone: writing failed because the peer vanished (EPIPE,
-	// ECONNRESET, its end of the pipe closed), now or on an earlier write.
-	DropPeerGone DropReason = "peer_gone"
-	// DropShutdown: the server cancelled the request to shut down.
-	DropShutdown DropReason = "shutdown"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
-
-// DropReasons lists every DropReason, in a stable order.
-func DropReasons() []DropReason {
-	return []DropReason{DropCancelled, DropWriterClosed, DropPeerGone, DropShutdown}
-}
 
 // Observer receives what the session core knows and a middleware cannot see.
 // Every method may be called concurrently, from the goroutine that found the
@@ -40,20 +21,21 @@ type Observer interface {
 	RequestCancelled(ctx context.Context, req *Request, cause error)
 	// ResponseDropped is called once for each request that ended without a
 	// response being written, with the reason.
-	ResponseDropped(ctx context.Context, req *Request, reason DropReason)
+	ResponseDropped(ctx context.Context, req *Request, reason protocol.DropReason)
 	// WriteFailed is called for each failed write of a message, with its
-	// class: [DropWriterClosed] (our side closed) or [DropPeerGone].
-	WriteFailed(ctx context.Context, s *Session, class DropReason, err error)
+	// class: [protocol.DropWriterClosed] (our side closed) or [protocol.DropPeerGone].
+	WriteFailed(ctx context.Context, s *Session, class protocol.DropReason, err error)
 	// OutgoingFailed is called for each server-to-client request that was
 	// still waiting for the client when the session ended.
 	OutgoingFailed(ctx context.Context, s *Session, method string, err error)
 	// HandlerPanicked is called when a handler panics; the request is then
-	// answered with [CodeInternal]. stack is the goroutine's stack.
+	// answered with [protocol.CodeInternal]. stack is the goroutine's stack.
 	HandlerPanicked(ctx context.Context, req *Request, value any, stack []byte)
 	// MessageRejected is called for each incoming message answered with an
 	// error before it reached a handler (malformed input, a duplicate id, a
-	// limit, a request before initialize), or ignored as unanswerable.
-	MessageRejected(ctx context.Context, s *Session, code Code, reason string)
+	// limit, a request before initialize), or ignored as unanswerable, with
+	// the code it was answered with (0 when it was ignored) and the reason.
+	MessageRejected(ctx context.Context, s *Session, code protocol.Code, reason protocol.RejectReason)
 }
 
 // NopObserver is an [Observer] that does nothing; embed it to implement only
@@ -72,10 +54,10 @@ func (NopObserver) SessionEnded(context.Context, *Session, error) {}
 func (NopObserver) RequestCancelled(context.Context, *Request, error) {}
 
 // ResponseDropped does nothing.
-func (NopObserver) ResponseDropped(context.Context, *Request, DropReason) {}
+func (NopObserver) ResponseDropped(context.Context, *Request, protocol.DropReason) {}
 
 // WriteFailed does nothing.
-func (NopObserver) WriteFailed(context.Context, *Session, DropReason, error) {}
+func (NopObserver) WriteFailed(context.Context, *Session, protocol.DropReason, error) {}
 
 // OutgoingFailed does nothing.
 func (NopObserver) OutgoingFailed(context.Context, *Session, string, error) {}
@@ -84,4 +66,4 @@ func (NopObserver) OutgoingFailed(context.Context, *Session, string, error) {}
 func (NopObserver) HandlerPanicked(context.Context, *Request, any, []byte) {}
 
 // MessageRejected does nothing.
-func (NopObserver) MessageRejected(context.Context, *Session, Code, string) {}
+func (NopObserver) MessageRejected(context.Context, *Session, protocol.Code, protocol.RejectReason) {}

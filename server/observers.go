@@ -1,6 +1,10 @@
 package server
 
-import "context"
+import (
+	"context"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
 
 // Observers returns an [Observer] that tells each of obs, in order, about
 // every event (to combine metrics, tracing and logging observers). Nil
@@ -43,13 +47,13 @@ func (m multiObserver) RequestCancelled(ctx context.Context, req *Request, cause
 	}
 }
 
-func (m multiObserver) ResponseDropped(ctx context.Context, req *Request, reason DropReason) {
+func (m multiObserver) ResponseDropped(ctx context.Context, req *Request, reason protocol.DropReason) {
 	for _, o := range m {
 		o.ResponseDropped(ctx, req, reason)
 	}
 }
 
-func (m multiObserver) WriteFailed(ctx context.Context, s *Session, class DropReason, err error) {
+func (m multiObserver) WriteFailed(ctx context.Context, s *Session, class protocol.DropReason, err error) {
 	for _, o := range m {
 		o.WriteFailed(ctx, s, class, err)
 	}
@@ -67,7 +71,7 @@ func (m multiObserver) HandlerPanicked(ctx context.Context, req *Request, value 
 	}
 }
 
-func (m multiObserver) MessageRejected(ctx context.Context, s *Session, code Code, reason string) {
+func (m multiObserver) MessageRejected(ctx context.Context, s *Session, code protocol.Code, reason protocol.RejectReason) {
 	for _, o := range m {
 		o.MessageRejected(ctx, s, code, reason)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,11 +27,11 @@ func (o tagObserver) SessionStarted(context.Context, *server.Session)          {
 func (o tagObserver) SessionEnded(context.Context, *server.Session, error)     { o.add("ended") }
 func (o tagObserver) RequestCancelled(context.Context, *server.Request, error) { o.add("cancelled") }
 
-func (o tagObserver) ResponseDropped(context.Context, *server.Request, server.DropReason) {
+func (o tagObserver) ResponseDropped(context.Context, *server.Request, protocol.DropReason) {
 	o.add("dropped")
 }
 
-func (o tagObserver) WriteFailed(context.Context, *server.Session, server.DropReason, error) {
+func (o tagObserver) WriteFailed(context.Context, *server.Session, protocol.DropReason, error) {
 	o.add("write")
 }
 
@@ -39,7 +41,7 @@ func (o tagObserver) OutgoingFailed(context.Context, *server.Session, string, er
 
 func (o tagObserver) HandlerPanicked(context.Context, *server.Request, any, []byte) { o.add("panic") }
 
-func (o tagObserver) MessageRejected(context.Context, *server.Session, server.Code, string) {
+func (o tagObserver) MessageRejected(context.Context, *server.Session, protocol.Code, protocol.RejectReason) {
 	o.add("rejected")
 }
 
@@ -52,11 +54,11 @@ func TestObserversFansOutInOrder(t *testing.T) {
 	obs.SessionStarted(ctx, nil)
 	obs.SessionEnded(ctx, nil, err)
 	obs.RequestCancelled(ctx, nil, err)
-	obs.ResponseDropped(ctx, nil, server.DropCancelled)
-	obs.WriteFailed(ctx, nil, server.DropPeerGone, err)
+	obs.ResponseDropped(ctx, nil, protocol.DropCancelled)
+	obs.WriteFailed(ctx, nil, protocol.DropPeerGone, err)
 	obs.OutgoingFailed(ctx, nil, "roots/list", err)
 	obs.HandlerPanicked(ctx, nil, "boom", nil)
-	obs.MessageRejected(ctx, nil, server.CodeInvalidRequest, server.RejectDuplicateID)
+	obs.MessageRejected(ctx, nil, protocol.CodeInvalidRequest, protocol.RejectDuplicateID)
 	assert.Equal(t, []string{
 		"a:started", "b:started", "a:ended", "b:ended", "a:cancelled", "b:cancelled",
 		"a:dropped", "b:dropped", "a:write", "b:write", "a:outgoing", "b:outgoing",
@@ -89,23 +91,23 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 		return &server.CallToolResult{}, nil
 	})
 	h.callTool(1, "block", nil)
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
 	h.initialize("2025-11-25", nil)
 	h.request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
 	h.callTool(2, "block", nil)
 	h.callTool(2, "block", nil)
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(2)))
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(2)))
 	h.callTool(3, "block", nil)
 	h.callTool(4, "block", nil)
-	assert.Equal(t, int64(server.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+	assert.Equal(t, int64(protocol.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
 	close(block)
 	got := []transport.ID{h.recvResponse().ID, h.recvResponse().ID}
 	assert.ElementsMatch(t, []transport.ID{transport.Int64ID(2), transport.Int64ID(3)}, got)
 	_ = h.client.Close()
 	require.NoError(t, <-h.served)
-	assert.Equal(t, []string{
-		server.RejectNotInitialized, server.RejectAlreadyInitialized, server.RejectDuplicateID, server.RejectTooManyInFlight,
+	assert.Equal(t, []protocol.RejectReason{
+		protocol.RejectLifecycle, protocol.RejectLifecycle, protocol.RejectDuplicateID, protocol.RejectInFlightLimit,
 	}, reasons.get())
 }
 
@@ -113,17 +115,17 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 type reasonRecorder struct {
 	server.NopObserver
 	mu      sync.Mutex
-	reasons []string
+	reasons []protocol.RejectReason
 }
 
-func (r *reasonRecorder) MessageRejected(_ context.Context, _ *server.Session, _ server.Code, reason string) {
+func (r *reasonRecorder) MessageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reasons = append(r.reasons, reason)
 }
 
-func (r *reasonRecorder) get() []string {
+func (r *reasonRecorder) get() []protocol.RejectReason {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]string(nil), r.reasons...)
+	return append([]protocol.RejectReason(nil), r.reasons...)
 }

@@ -92,7 +92,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithMaxInFlight limits the requests one session may have in flight; more
-// are answered at once with [CodeServerBusy]. The read loop never waits for a
+// are answered at once with [protocol.CodeServerBusy]. The read loop never waits for a
 // slot, so cancellations keep flowing. The default is 1024; n < 1 means no
 // limit.
 func WithMaxInFlight(n int) Option {
@@ -144,7 +144,7 @@ func WithRequestStateKey(key []byte) Option {
 }
 
 // WithRequestStateTTL sets how long a requestState stays valid (one hour by
-// default): a retry after that is refused with CodeInvalidParams.
+// default): a retry after that is refused with protocol.CodeInvalidParams.
 func WithRequestStateTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -56,7 +58,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 		return server.Text("hi"), nil
 	})
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 
 	h.callTool(2, "echo", `{}`)
 	h.result(2)
@@ -70,7 +72,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 	h.callTool(3, "missing", `{}`)
 	assert.NotNil(t, h.recvResponse().Error)
 	got = <-seenc
-	assert.Equal(t, server.CodeInvalidParams, server.CodeOf(got.out.Err))
+	assert.Equal(t, protocol.CodeInvalidParams, server.CodeOf(got.out.Err))
 	assert.Nil(t, got.out.Result)
 
 	h.notify("notifications/roots/list_changed", nil)
@@ -82,7 +84,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 
 	h.notify("notifications/progress", map[string]any{"progressToken": "x", "progress": 1})
 	got = <-seenc
-	assert.Equal(t, server.CodeInternal, server.CodeOf(got.out.Err), "a notification's panic is an internal error")
+	assert.Equal(t, protocol.CodeInternal, server.CodeOf(got.out.Err), "a notification's panic is an internal error")
 
 	require.NoError(t, h.client.Close())
 	require.NoError(t, <-h.served)

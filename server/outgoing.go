@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // outgoing is one server-to-client request waiting for its answer.
@@ -113,7 +114,7 @@ func (ss *Session) decodeAnswer(method string, resp *transport.Response, result 
 		return ss.closedError()
 	}
 	if resp.Error != nil {
-		return &Error{Code: Code(resp.Error.Code), Message: resp.Error.Message, Data: resp.Error.Data}
+		return &Error{Code: protocol.Code(resp.Error.Code), Message: resp.Error.Message, Data: resp.Error.Data}
 	}
 	if result == nil {
 		return nil
@@ -149,7 +150,7 @@ func (ss *Session) answer(m *transport.Response) {
 	delete(ss.st.outgoing, m.ID)
 	ss.mu.Unlock()
 	if o == nil {
-		ss.obs.MessageRejected(ss.ctx, ss, 0, "response to an unknown or abandoned request id: ignored")
+		ss.obs.MessageRejected(ss.ctx, ss, 0, protocol.RejectUnknownResponse)
 		return
 	}
 	o.ch <- m
@@ -168,7 +169,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	}
 	raw = withRelatedTask(ctx, raw) // tasks.go
 	ss.mu.Lock()
-	closed := ss.st.closed || ss.st.broken != ""
+	closed := ss.st.closed || ss.st.broken != protocol.DropNone
 	ss.mu.Unlock()
 	if closed {
 		return ss.closedError()

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +38,7 @@ func TestCallRefusedWithoutCapability(t *testing.T) {
 				errs := make(chan error, 1)
 				clientCaller(h, method, errs, nil)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				h.callTool(2, "call", `{}`)
 				require.ErrorIs(t, <-errs, server.ErrCapability)
 				h.result(2) // and nothing was sent to the client before it
@@ -70,7 +72,7 @@ func TestCallRoundTripAndErrorAnswer(t *testing.T) {
 		results := make(chan json.RawMessage, 2)
 		clientCaller(h, "sampling/createMessage", errs, results)
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"sampling": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
 
 		h.callTool(2, "call", `{}`)
 		out := h.recv().(*transport.Request)
@@ -87,7 +89,7 @@ func TestCallRoundTripAndErrorAnswer(t *testing.T) {
 		err := <-errs
 		var mcpErr *server.Error
 		require.ErrorAs(t, err, &mcpErr)
-		assert.Equal(t, server.Code(-1), mcpErr.Code)
+		assert.Equal(t, protocol.Code(-1), mcpErr.Code)
 		assert.Equal(t, "user declined", mcpErr.Message)
 		<-results
 		h.result(3)
@@ -104,7 +106,7 @@ func TestCallTimeoutSendsCancelled(t *testing.T) {
 		errs := make(chan error, 1)
 		clientCaller(h, "elicitation/create", errs, nil)
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 		h.callTool(2, "call", `{}`)
 		out := h.recv().(*transport.Request)
 		require.Equal(t, "elicitation/create", out.Method)
@@ -141,7 +143,7 @@ func TestPendingSnapshotIsACopy(t *testing.T) {
 		errs := make(chan error, 1)
 		clientCaller(h, "roots/list", errs, nil)
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"roots": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
 		h.callTool(2, "wait", `{}`)
 		time.Sleep(time.Millisecond) // fake time inside the bubble: orders the start times
 		h.callTool(3, "call", `{}`)

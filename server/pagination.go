@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"sort"
 	"strings"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // DefaultPageSize is how many items one page of a list result holds unless
@@ -16,14 +18,14 @@ const cursorPrefix = "v1:"
 // follows cursor, and the cursor of the next page ("" on the last page).
 // Cursors are opaque to clients but stable: a cursor names the last key of
 // its page, so adding or removing items never repeats or skips an item that
-// stayed. A cursor that does not decode is CodeInvalidParams.
+// stayed. A cursor that does not decode is protocol.CodeInvalidParams.
 func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]T, string, error) {
 	start := 0
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		last, ok := strings.CutPrefix(string(raw), cursorPrefix)
 		if err != nil || !ok {
-			return nil, "", Errorf(CodeInvalidParams, "invalid cursor")
+			return nil, "", Errorf(protocol.CodeInvalidParams, "invalid cursor")
 		}
 		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > last })
 	}

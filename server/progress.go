@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // ErrProgressNotIncreasing is returned by [ReportProgress] for a value that
@@ -68,14 +70,14 @@ func (s *Server) beginRequest(ctx context.Context, req *Request) (_ context.Cont
 	}
 	key, ok := progressKeyOf(raw)
 	if !ok {
-		return ctx, release, Errorf(CodeInvalidParams, "invalid progressToken: want a string or an integer")
+		return ctx, release, Errorf(protocol.CodeInvalidParams, "invalid progressToken: want a string or an integer")
 	}
 	st := &progressState{token: bytes.Clone(raw), interval: s.cfg.notify.progressInterval}
 	t := &req.Session.progress
 	t.mu.Lock()
 	if _, busy := t.inUse[key]; busy {
 		t.mu.Unlock()
-		return ctx, release, Errorf(CodeInvalidParams, "progress token already in use by another request in flight")
+		return ctx, release, Errorf(protocol.CodeInvalidParams, "progress token already in use by another request in flight")
 	}
 	if t.inUse == nil {
 		t.inUse = make(map[string]*progressState)

@@ -6,6 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -53,7 +55,7 @@ func TestProgressHappyPath(t *testing.T) {
 				h := newHarness(t)
 				h.addTool("steps", threeSteps)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "steps", tc.token)
 				first := notificationParams(t, h, "notifications/progress")
 				assert.JSONEq(t, `{"progressToken":`+tc.echo+`,"progress":0,"total":100,"message":"start"}`, first)
@@ -75,7 +77,7 @@ func TestProgressWithoutTokenIsNoop(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("steps", threeSteps)
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "steps", "")
 		h.result(2)
 		callWithToken(h, 3, "steps", "null")
@@ -97,7 +99,7 @@ func TestProgressMustIncrease(t *testing.T) {
 			return server.Text("ok"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "bumpy", `"b"`)
 		assert.JSONEq(t, `{"progressToken":"b","progress":5}`, notificationParams(t, h, "notifications/progress"))
 		assert.JSONEq(t, `{"progressToken":"b","progress":6}`, notificationParams(t, h, "notifications/progress"))
@@ -130,7 +132,7 @@ func TestProgressRateLimit(t *testing.T) {
 			return server.Text("ok"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "fast", `1`)
 		for _, want := range []string{"1", "4", "10"} {
 			assert.JSONEq(t, `{"progressToken":1,"progress":`+want+`,"total":10}`, notificationParams(t, h, "notifications/progress"))
@@ -154,7 +156,7 @@ func TestProgressAfterCompletionIsNoop(t *testing.T) {
 			return server.Text("kept"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "keep", `"k"`)
 		assert.JSONEq(t, `{"progressToken":"k","progress":1,"total":2}`, notificationParams(t, h, "notifications/progress"))
 		h.result(2)
@@ -182,7 +184,7 @@ func TestProgressTokenInUse(t *testing.T) {
 			return server.Text("quick"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "wait", `"shared"`)
 		<-started
 
@@ -190,11 +192,11 @@ func TestProgressTokenInUse(t *testing.T) {
 		resp := h.recvResponse()
 		require.Equal(t, transport.Int64ID(3), resp.ID)
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 		assert.Equal(t, "progress token already in use by another request in flight", resp.Error.Message)
 
 		h.request(4, "resources/list", map[string]any{"_meta": map[string]any{"progressToken": "shared"}})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(4)), "every method is checked")
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(4)), "every method is checked")
 
 		callWithToken(h, 5, "quick", `"other"`)
 		h.result(5)
@@ -231,12 +233,12 @@ func TestProgressTokenIdentity(t *testing.T) {
 					return server.Text("waited"), nil
 				})
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "wait", tc.first)
 				<-started
 				callWithToken(h, 3, "wait", tc.second)
 				if tc.clash {
-					assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(3)))
+					assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(3)))
 				} else {
 					<-started
 				}
@@ -269,9 +271,9 @@ func TestProgressInvalidToken(t *testing.T) {
 				h := newHarness(t)
 				h.addTool("steps", threeSteps)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "steps", token)
-				assert.Equal(t, int64(server.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
+				assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
 				require.NoError(t, h.client.Close())
 				require.NoError(t, <-h.served)
 			})
@@ -293,7 +295,7 @@ func TestProgressStopsWhenCancelled(t *testing.T) {
 			return nil, context.Cause(ctx)
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "long", `"c"`)
 		assert.JSONEq(t, `{"progressToken":"c","progress":1}`, notificationParams(t, h, "notifications/progress"))
 		h.cancel(2, "stop")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Prompt describes a prompt template, as prompts/list shows it.
@@ -37,7 +39,7 @@ type PromptArgument struct {
 // PromptHandler builds a prompt's messages. The arguments it receives were
 // checked against the prompt's declaration: every required one is present
 // and none is unknown. A returned [*Error] is answered as it is; any other
-// error is answered as [CodeInternal]. Handlers run concurrently, one
+// error is answered as [protocol.CodeInternal]. Handlers run concurrently, one
 // goroutine per request.
 type PromptHandler func(ctx context.Context, req *GetPromptRequest) (*GetPromptResult, error)
 
@@ -202,11 +204,11 @@ func stringArguments(method string, raw json.RawMessage) (map[string]string, err
 	}
 	var ptrs map[string]*string // to tell null from a string
 	if err := json.Unmarshal(raw, &ptrs); err != nil || ptrs == nil {
-		return nil, Errorf(CodeInvalidParams, "%s: arguments must be an object of strings", method)
+		return nil, Errorf(protocol.CodeInvalidParams, "%s: arguments must be an object of strings", method)
 	}
 	for k, v := range ptrs {
 		if v == nil {
-			return nil, Errorf(CodeInvalidParams, "%s: arguments must be an object of strings", method)
+			return nil, Errorf(protocol.CodeInvalidParams, "%s: arguments must be an object of strings", method)
 		}
 		args[k] = *v
 	}
@@ -219,7 +221,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.Name == nil || *p.Name == "" {
-		return nil, Errorf(CodeInvalidParams, "prompts/get: params must be an object with a name string")
+		return nil, Errorf(protocol.CodeInvalidParams, "prompts/get: params must be an object with a name string")
 	}
 	args, err := stringArguments(req.Method, p.Arguments)
 	if err != nil {
@@ -227,7 +229,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 	}
 	rp := s.prompts.lookup(*p.Name)
 	if rp == nil {
-		return nil, Errorf(CodeInvalidParams, "unknown prompt: %q", *p.Name)
+		return nil, Errorf(protocol.CodeInvalidParams, "unknown prompt: %q", *p.Name)
 	}
 	if err := checkPromptArguments(&rp.prompt, args); err != nil {
 		return nil, err
@@ -257,12 +259,12 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 func checkPromptArguments(p *Prompt, args map[string]string) error {
 	for _, a := range p.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
-			return Errorf(CodeInvalidParams, "prompt %q: missing required argument %q", p.Name, a.Name)
+			return Errorf(protocol.CodeInvalidParams, "prompt %q: missing required argument %q", p.Name, a.Name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		if !slices.ContainsFunc(p.Arguments, func(a PromptArgument) bool { return a.Name == name }) {
-			return Errorf(CodeInvalidParams, "prompt %q: unknown argument %q", p.Name, name)
+			return Errorf(protocol.CodeInvalidParams, "prompt %q: unknown argument %q", p.Name, name)
 		}
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +64,7 @@ func addPrompts(t testing.TB, srv *server.Server) {
 		func(_ context.Context, req *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			switch req.Arguments["kind"] {
 			case "protocol":
-				return nil, server.Errorf(server.CodeInvalidParams, "kind is not allowed")
+				return nil, server.Errorf(protocol.CodeInvalidParams, "kind is not allowed")
 			case "internal":
 				return nil, errors.New("secret detail")
 			case "bad-role":
@@ -82,7 +84,7 @@ func promptHarness(t *testing.T, opts ...server.Option) *harness {
 	h := newHarness(t, opts...)
 	addPrompts(t, h.srv)
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 	return h
 }
 
@@ -108,7 +110,7 @@ func TestPromptsPagination(t *testing.T) {
 			require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: name}, nop))
 		}
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		var pages []string
 		cursor, id := "", int64(2)
 		for {
@@ -135,8 +137,8 @@ func TestPromptsPagination(t *testing.T) {
 			cursor = p.NextCursor
 		}
 		assert.Equal(t, []string{"a,b", "c,d", "e"}, pages)
-		assert.Equal(t, int64(server.CodeInvalidParams), h.featureError(10, "prompts/list", map[string]any{"cursor": "bogus"}).Code)
-		assert.Equal(t, int64(server.CodeInvalidParams), h.featureError(11, "prompts/list", map[string]any{"cursor": 5}).Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(10, "prompts/list", map[string]any{"cursor": "bogus"}).Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(11, "prompts/list", map[string]any{"cursor": 5}).Code)
 		h.finish()
 	})
 }
@@ -194,28 +196,28 @@ func TestGetPromptErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		params   any
-		wantCode server.Code
+		wantCode protocol.Code
 		wantMsg  string // a part of the message; "" to skip
 	}{
-		{"unknown prompt", map[string]any{"name": "nope"}, server.CodeInvalidParams, `unknown prompt: "nope"`},
-		{"no params", nil, server.CodeInvalidParams, "name"},
-		{"params an array", []string{"simple"}, server.CodeInvalidParams, "name"},
-		{"no name", map[string]any{"arguments": map[string]any{}}, server.CodeInvalidParams, "name"},
-		{"empty name", map[string]any{"name": ""}, server.CodeInvalidParams, "name"},
-		{"name not a string", map[string]any{"name": 3}, server.CodeInvalidParams, "name"},
-		{"arguments an array", map[string]any{"name": "simple", "arguments": []string{"a"}}, server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"arguments a string", map[string]any{"name": "simple", "arguments": "a=b"}, server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"argument not a string", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": 1}}, server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"argument null", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": nil}}, server.CodeInvalidParams, "arguments must be an object of strings"},
-		{"missing required argument", map[string]any{"name": "with-args", "arguments": map[string]any{"arg2": "x"}}, server.CodeInvalidParams, `missing required argument "arg1"`},
-		{"missing required argument, no arguments", map[string]any{"name": "with-args"}, server.CodeInvalidParams, `missing required argument "arg1"`},
-		{"unknown argument", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": "x", "zz": "y", "arg9": "z"}}, server.CodeInvalidParams, `unknown argument "arg9"`},
-		{"handler protocol error", errs("protocol"), server.CodeInvalidParams, "kind is not allowed"},
-		{"handler plain error", errs("internal"), server.CodeInternal, "internal error"},
-		{"message with a bad role", errs("bad-role"), server.CodeInternal, "internal error"},
-		{"message without content", errs("nil-content"), server.CodeInternal, "internal error"},
-		{"nil message", errs("nil-message"), server.CodeInternal, "internal error"},
-		{"content that cannot encode", errs("bad-embedded"), server.CodeInternal, "internal error"},
+		{"unknown prompt", map[string]any{"name": "nope"}, protocol.CodeInvalidParams, `unknown prompt: "nope"`},
+		{"no params", nil, protocol.CodeInvalidParams, "name"},
+		{"params an array", []string{"simple"}, protocol.CodeInvalidParams, "name"},
+		{"no name", map[string]any{"arguments": map[string]any{}}, protocol.CodeInvalidParams, "name"},
+		{"empty name", map[string]any{"name": ""}, protocol.CodeInvalidParams, "name"},
+		{"name not a string", map[string]any{"name": 3}, protocol.CodeInvalidParams, "name"},
+		{"arguments an array", map[string]any{"name": "simple", "arguments": []string{"a"}}, protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"arguments a string", map[string]any{"name": "simple", "arguments": "a=b"}, protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"argument not a string", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": 1}}, protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"argument null", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": nil}}, protocol.CodeInvalidParams, "arguments must be an object of strings"},
+		{"missing required argument", map[string]any{"name": "with-args", "arguments": map[string]any{"arg2": "x"}}, protocol.CodeInvalidParams, `missing required argument "arg1"`},
+		{"missing required argument, no arguments", map[string]any{"name": "with-args"}, protocol.CodeInvalidParams, `missing required argument "arg1"`},
+		{"unknown argument", map[string]any{"name": "with-args", "arguments": map[string]any{"arg1": "x", "zz": "y", "arg9": "z"}}, protocol.CodeInvalidParams, `unknown argument "arg9"`},
+		{"handler protocol error", errs("protocol"), protocol.CodeInvalidParams, "kind is not allowed"},
+		{"handler plain error", errs("internal"), protocol.CodeInternal, "internal error"},
+		{"message with a bad role", errs("bad-role"), protocol.CodeInternal, "internal error"},
+		{"message without content", errs("nil-content"), protocol.CodeInternal, "internal error"},
+		{"nil message", errs("nil-message"), protocol.CodeInternal, "internal error"},
+		{"content that cannot encode", errs("bad-embedded"), protocol.CodeInternal, "internal error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +273,7 @@ func TestPromptListChanged(t *testing.T) {
 		m, ok = h.recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/prompts/list_changed", m.Method)
-		assert.Equal(t, int64(server.CodeInvalidParams), h.featureError(4, "prompts/get", map[string]any{"name": "simple"}).Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(4, "prompts/get", map[string]any{"name": "simple"}).Code)
 
 		assert.Zero(t, h.srv.RemovePrompts("new"))
 		time.Sleep(time.Second)

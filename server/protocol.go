@@ -2,42 +2,20 @@ package server
 
 import (
 	"encoding/json"
-	"slices"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// Version20260728 is the stateless protocol revision: no initialize, the
-// version and client capabilities travel in every request's _meta.
-const Version20260728 = "2026-07-28"
-
-// Protocol versions of the initialize era that this server negotiates,
-// newest first.
-const (
-	Version20251125 = "2025-11-25"
-	Version20250618 = "2025-06-18"
-	Version20250326 = "2025-03-26"
-	Version20241105 = "2024-11-05"
-)
-
-var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
-
-// SupportedVersions returns the protocol versions initialize accepts, newest
-// first.
-func SupportedVersions() []string { return slices.Clone(supportedVersions) }
-
 // negotiate returns the version to answer with: the client's if supported,
 // else the newest.
 func negotiate(requested string) string {
-	if slices.Contains(supportedVersions, requested) {
+	if protocol.IsSessionVersion(requested) {
 		return requested
 	}
-	return supportedVersions[0]
+	return protocol.SessionVersions()[0]
 }
-
-// batchesAllowed reports whether JSON-RPC batches are part of version v
-// (they were dropped in 2025-06-18).
-func batchesAllowed(v string) bool { return v == Version20250326 || v == Version20241105 }
 
 // Implementation names a client or server (clientInfo, serverInfo).
 type Implementation struct {

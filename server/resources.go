@@ -11,14 +11,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/yosida95/uritemplate/v3"
 )
-
-// CodeResourceNotFound answers resources/read and resources/subscribe for a
-// URI that no resource or template serves, in protocol versions before
-// 2026-07-28. From 2026-07-28 on (SEP-2164) the same error carries
-// [CodeInvalidParams] instead. Either way its data is {"uri": <the URI>}.
-const CodeResourceNotFound Code = -32002
 
 // ErrResourceNotFound is what a [ResourceHandler] returns (possibly
 // wrapped) to say that the resource it was asked for does not exist, for
@@ -63,7 +59,7 @@ type ResourceTemplate struct {
 
 // ResourceHandler reads a resource. It returns [ErrResourceNotFound] when
 // the resource does not exist and an [*Error] to answer with a protocol
-// error of its choice; any other error is answered as [CodeInternal].
+// error of its choice; any other error is answered as [protocol.CodeInternal].
 // Handlers run concurrently, one goroutine per request.
 type ResourceHandler func(ctx context.Context, req *ReadResourceRequest) (*ReadResourceResult, error)
 
@@ -392,7 +388,7 @@ func decodeListParams(req *Request) (listParams, error) {
 	var p listParams
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return p, Errorf(CodeInvalidParams, "invalid %s params: %v", req.Method, err)
+			return p, Errorf(protocol.CodeInvalidParams, "invalid %s params: %v", req.Method, err)
 		}
 	}
 	return p, nil
@@ -440,10 +436,10 @@ func uriParam(req *Request) (string, error) {
 		URI *string `json:"uri"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.URI == nil || *p.URI == "" {
-		return "", Errorf(CodeInvalidParams, "%s: params must be an object with a uri string", req.Method)
+		return "", Errorf(protocol.CodeInvalidParams, "%s: params must be an object with a uri string", req.Method)
 	}
 	if _, err := url.Parse(*p.URI); err != nil {
-		return "", Errorf(CodeInvalidParams, "%s: invalid uri", req.Method)
+		return "", Errorf(protocol.CodeInvalidParams, "%s: invalid uri", req.Method)
 	}
 	return *p.URI, nil
 }
@@ -451,9 +447,9 @@ func uriParam(req *Request) (string, error) {
 // resourceNotFound is the error for a URI nothing serves, in the code of
 // req's protocol version.
 func resourceNotFound(req *Request, uri string) *Error {
-	code := CodeResourceNotFound
-	if req.Protocol >= Version20260728 { // versions are dates: they compare as strings
-		code = CodeInvalidParams
+	code := protocol.CodeResourceNotFound
+	if req.Protocol >= protocol.Version20260728 { // versions are dates: they compare as strings
+		code = protocol.CodeInvalidParams
 	}
 	data, _ := json.Marshal(struct { // a string always marshals
 		URI string `json:"uri"`

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -87,7 +89,7 @@ func addResources(t testing.TB, srv *server.Server) {
 			case "missing":
 				return nil, fmt.Errorf("no such row: %w", server.ErrResourceNotFound)
 			case "protocol":
-				return nil, server.Errorf(server.CodeInvalidParams, "bad kind")
+				return nil, server.Errorf(protocol.CodeInvalidParams, "bad kind")
 			case "internal":
 				return nil, errors.New("secret detail")
 			case "nil-result":
@@ -109,7 +111,7 @@ func resourceHarness(t *testing.T, opts ...server.Option) *harness {
 	h := newHarness(t, opts...)
 	addResources(t, h.srv)
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 	return h
 }
 
@@ -144,7 +146,7 @@ func TestResourcesPagination(t *testing.T) {
 			require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: fmt.Sprintf("test://t%d/{x}", i), Name: "t"}, nop))
 		}
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 
 		type page struct {
 			Resources []struct {
@@ -184,9 +186,9 @@ func TestResourcesPagination(t *testing.T) {
 
 		for i, method := range []string{"resources/list", "resources/templates/list"} {
 			e := h.featureError(int64(30+i), method, map[string]any{"cursor": "not a cursor!"})
-			assert.Equal(t, int64(server.CodeInvalidParams), e.Code, method)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code, method)
 			e = h.featureError(int64(40+i), method, []int{1})
-			assert.Equal(t, int64(server.CodeInvalidParams), e.Code, method)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code, method)
 		}
 		h.finish()
 	})
@@ -242,26 +244,26 @@ func TestReadResourceErrors(t *testing.T) {
 		name     string
 		method   string
 		params   any
-		wantCode server.Code
+		wantCode protocol.Code
 		wantData string // "" for none
 	}{
-		{"unknown uri", "resources/read", map[string]any{"uri": "nope://x"}, server.CodeResourceNotFound, `{"uri":"nope://x"}`},
-		{"handler says not found", "resources/read", map[string]any{"uri": "test://errors/missing"}, server.CodeResourceNotFound, `{"uri":"test://errors/missing"}`},
-		{"handler protocol error", "resources/read", map[string]any{"uri": "test://errors/protocol"}, server.CodeInvalidParams, ""},
-		{"handler plain error", "resources/read", map[string]any{"uri": "test://errors/internal"}, server.CodeInternal, ""},
-		{"nil contents entry", "resources/read", map[string]any{"uri": "test://errors/nil-entry"}, server.CodeInternal, ""},
-		{"no params", "resources/read", nil, server.CodeInvalidParams, ""},
-		{"params not an object", "resources/read", []string{"test://static-text"}, server.CodeInvalidParams, ""},
-		{"no uri", "resources/read", map[string]any{}, server.CodeInvalidParams, ""},
-		{"null uri", "resources/read", map[string]any{"uri": nil}, server.CodeInvalidParams, ""},
-		{"empty uri", "resources/read", map[string]any{"uri": ""}, server.CodeInvalidParams, ""},
-		{"uri not a string", "resources/read", map[string]any{"uri": 7}, server.CodeInvalidParams, ""},
-		{"malformed uri", "resources/read", map[string]any{"uri": "http://%zz"}, server.CodeInvalidParams, ""},
-		{"subscribe to unknown uri", "resources/subscribe", map[string]any{"uri": "nope://x"}, server.CodeResourceNotFound, `{"uri":"nope://x"}`},
-		{"subscribe without uri", "resources/subscribe", map[string]any{}, server.CodeInvalidParams, ""},
-		{"subscribe uri not a string", "resources/subscribe", map[string]any{"uri": true}, server.CodeInvalidParams, ""},
-		{"unsubscribe without uri", "resources/unsubscribe", nil, server.CodeInvalidParams, ""},
-		{"unsubscribe uri not a string", "resources/unsubscribe", map[string]any{"uri": []int{}}, server.CodeInvalidParams, ""},
+		{"unknown uri", "resources/read", map[string]any{"uri": "nope://x"}, protocol.CodeResourceNotFound, `{"uri":"nope://x"}`},
+		{"handler says not found", "resources/read", map[string]any{"uri": "test://errors/missing"}, protocol.CodeResourceNotFound, `{"uri":"test://errors/missing"}`},
+		{"handler protocol error", "resources/read", map[string]any{"uri": "test://errors/protocol"}, protocol.CodeInvalidParams, ""},
+		{"handler plain error", "resources/read", map[string]any{"uri": "test://errors/internal"}, protocol.CodeInternal, ""},
+		{"nil contents entry", "resources/read", map[string]any{"uri": "test://errors/nil-entry"}, protocol.CodeInternal, ""},
+		{"no params", "resources/read", nil, protocol.CodeInvalidParams, ""},
+		{"params not an object", "resources/read", []string{"test://static-text"}, protocol.CodeInvalidParams, ""},
+		{"no uri", "resources/read", map[string]any{}, protocol.CodeInvalidParams, ""},
+		{"null uri", "resources/read", map[string]any{"uri": nil}, protocol.CodeInvalidParams, ""},
+		{"empty uri", "resources/read", map[string]any{"uri": ""}, protocol.CodeInvalidParams, ""},
+		{"uri not a string", "resources/read", map[string]any{"uri": 7}, protocol.CodeInvalidParams, ""},
+		{"malformed uri", "resources/read", map[string]any{"uri": "http://%zz"}, protocol.CodeInvalidParams, ""},
+		{"subscribe to unknown uri", "resources/subscribe", map[string]any{"uri": "nope://x"}, protocol.CodeResourceNotFound, `{"uri":"nope://x"}`},
+		{"subscribe without uri", "resources/subscribe", map[string]any{}, protocol.CodeInvalidParams, ""},
+		{"subscribe uri not a string", "resources/subscribe", map[string]any{"uri": true}, protocol.CodeInvalidParams, ""},
+		{"unsubscribe without uri", "resources/unsubscribe", nil, protocol.CodeInvalidParams, ""},
+		{"unsubscribe uri not a string", "resources/unsubscribe", map[string]any{"uri": []int{}}, protocol.CodeInvalidParams, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,7 +277,7 @@ func TestReadResourceErrors(t *testing.T) {
 					assert.JSONEq(t, tt.wantData, string(e.Data))
 					assert.Equal(t, "Resource not found", e.Message)
 				}
-				if tt.wantCode == server.CodeInternal {
+				if tt.wantCode == protocol.CodeInternal {
 					assert.Equal(t, "internal error", e.Message, "details stay in the logs")
 				}
 				// The session goes on serving.
@@ -294,12 +296,12 @@ func TestReadResourceNotFound2026(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			server.MetaProtocolVersion:    server.Version20260728,
-			server.MetaClientCapabilities: map[string]any{},
+			protocol.MetaProtocolVersion:    protocol.Version20260728,
+			protocol.MetaClientCapabilities: map[string]any{},
 		}
 		for id, uri := range map[int64]string{2: "nope://x", 3: "test://errors/missing"} {
 			e := h.featureError(id, "resources/read", map[string]any{"uri": uri, "_meta": meta})
-			assert.Equal(t, int64(server.CodeInvalidParams), e.Code)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 			assert.JSONEq(t, fmt.Sprintf(`{"uri":%q}`, uri), string(e.Data))
 		}
 		h.finish()
@@ -368,7 +370,7 @@ func TestResourceMatchOrder(t *testing.T) {
 		require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://{b}", Name: "second"}, serve("second")))
 		require.NoError(t, srv.AddResource(server.Resource{URI: "test://fixed", Name: "fixed"}, serve("fixed")))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		id := int64(1)
 		read := func(uri string) string {
 			id++
@@ -391,7 +393,7 @@ func TestResourceMatchOrder(t *testing.T) {
 		assert.Equal(t, "second", read("test://x"))
 		assert.Equal(t, 1, srv.RemoveResourceTemplates("test://{b}"))
 		e := h.featureError(100, "resources/read", map[string]any{"uri": "test://x"})
-		assert.Equal(t, int64(server.CodeResourceNotFound), e.Code)
+		assert.Equal(t, int64(protocol.CodeResourceNotFound), e.Code)
 		// Each change above scheduled list_changed; they were coalesced.
 		time.Sleep(time.Second)
 		m := h.recv().(*transport.Request)
@@ -405,7 +407,7 @@ func TestResourceListChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.WithListChangedDelay(50*time.Millisecond))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		nop := func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, nil
 		}
@@ -440,7 +442,7 @@ func TestResourceSubscriptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := resourceHarness(t)
 		b := a.second()
-		b.initialize(server.Version20251125, nil)
+		b.initialize(protocol.Version20251125, nil)
 		sessionOf := func(h *harness) *server.Session {
 			// The harness's sessions are told apart by their subscriptions.
 			return onlySession(t, h.srv, func(ss *server.Session) bool { return len(ss.Subscriptions()) > 0 })
@@ -515,8 +517,8 @@ func TestResourceUpdatedReachesListenStreams(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			server.MetaProtocolVersion:    server.Version20260728,
-			server.MetaClientCapabilities: map[string]any{},
+			protocol.MetaProtocolVersion:    protocol.Version20260728,
+			protocol.MetaClientCapabilities: map[string]any{},
 		}
 		h.request(7, "subscriptions/listen", map[string]any{
 			"_meta": meta, "notifications": map[string]any{"resourceSubscriptions": []string{"test://static-text"}},
@@ -547,8 +549,8 @@ func TestResourceTemplatesChangeDuringReads(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			server.MetaProtocolVersion:    server.Version20260728,
-			server.MetaClientCapabilities: map[string]any{},
+			protocol.MetaProtocolVersion:    protocol.Version20260728,
+			protocol.MetaClientCapabilities: map[string]any{},
 		}
 		nop := func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, nil
@@ -567,7 +569,7 @@ func TestResourceTemplatesChangeDuringReads(t *testing.T) {
 		for i := range 200 {
 			// A URI that no template matches is tried against them all.
 			e := h.featureError(int64(i+2), "resources/read", map[string]any{"uri": "zzz://x", "_meta": meta})
-			require.Equal(t, int64(server.CodeInvalidParams), e.Code)
+			require.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 		}
 		<-done
 		h.finish()

@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +38,7 @@ func TestSeedTransportCloseCancelsInFlightHandler(t *testing.T) {
 			return nil, cause
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "block", `{}`)
 		<-started
 
@@ -46,7 +48,7 @@ func TestSeedTransportCloseCancelsInFlightHandler(t *testing.T) {
 
 		require.ErrorIs(t, cause, server.ErrTransportClose)
 		require.ErrorIs(t, cause, transport.ErrPeerGone)
-		assert.Equal(t, []drop{{"2", server.DropWriterClosed}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"2", protocol.DropWriterClosed}}, h.obs.snapshotDrops())
 		require.ErrorIs(t, h.obs.cancelled["2"], server.ErrTransportClose)
 		assert.Zero(t, h.spy.writesAfterClose.Load(), "nothing may be written into the dead transport")
 		require.Len(t, h.obs.ended, 1)
@@ -76,7 +78,7 @@ func seedPendingClientRequests(t *testing.T, n int) {
 		return nil, err
 	})
 	h.start()
-	h.initialize(server.Version20251125, map[string]any{"roots": map[string]any{}})
+	h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
 	for i := range n {
 		h.callTool(int64(i+2), "roots", `{}`)
 	}
@@ -107,7 +109,7 @@ func seedPendingClientRequests(t *testing.T, n int) {
 	drops := h.obs.snapshotDrops()
 	assert.Len(t, drops, n)
 	for _, d := range drops {
-		assert.Equal(t, server.DropWriterClosed, d.Reason)
+		assert.Equal(t, protocol.DropWriterClosed, d.Reason)
 	}
 	assert.Zero(t, h.spy.writesAfterClose.Load())
 	assert.Empty(t, sessions[0].Pending())
@@ -126,7 +128,7 @@ func TestLateResponseAfterCloseIsDroppedWriterClosed(t *testing.T) {
 			return server.Text("too late"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "late", `{}`)
 		<-started
 		require.NoError(t, h.client.Close())
@@ -139,7 +141,7 @@ func TestLateResponseAfterCloseIsDroppedWriterClosed(t *testing.T) {
 		close(release)
 		require.NoError(t, <-h.served)
 
-		assert.Equal(t, []drop{{"2", server.DropWriterClosed}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"2", protocol.DropWriterClosed}}, h.obs.snapshotDrops())
 		assert.Zero(t, h.spy.writesAfterClose.Load())
 		assert.Zero(t, h.logs.count(slog.LevelError))
 	})
@@ -179,12 +181,12 @@ func TestLateResponseToVanishedPeerIsPeerGone(t *testing.T) {
 	require.NoError(t, outR.Close()) // the client stops reading: its end is gone
 	writeLine(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
 	d := <-h.obs.dropped
-	assert.Equal(t, drop{"2", server.DropPeerGone}, d)
+	assert.Equal(t, drop{"2", protocol.DropPeerGone}, d)
 	<-ran
 
 	writeLine(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
 	d = <-h.obs.dropped
-	assert.Equal(t, drop{"3", server.DropPeerGone}, d)
+	assert.Equal(t, drop{"3", protocol.DropPeerGone}, d)
 	select {
 	case <-ran:
 		t.Fatal("a request was run after the writer broke")
@@ -194,7 +196,7 @@ func TestLateResponseToVanishedPeerIsPeerGone(t *testing.T) {
 	require.NoError(t, inW.Close())
 	require.NoError(t, <-served)
 	h.obs.mu.Lock()
-	assert.Equal(t, []server.DropReason{server.DropPeerGone}, h.obs.writes)
+	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, h.obs.writes)
 	h.obs.mu.Unlock()
 	assert.Zero(t, h.logs.count(slog.LevelError))
 }
@@ -213,19 +215,19 @@ func TestClientCancelStopsHandlerWithoutResponse(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(7, "block", `{}`)
 		<-started
 		h.cancel(7, "user pressed stop")
 		cause := <-causes
 		require.ErrorIs(t, cause, server.ErrClientCancel)
 		assert.Contains(t, cause.Error(), "user pressed stop")
-		assert.Equal(t, server.ReasonClientCancel, server.ReasonOfCause(cause))
+		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(cause))
 
 		synctest.Wait()
 		h.request(8, "ping", nil)
 		h.result(8) // the next message is the ping's answer: nothing came for 7
-		assert.Equal(t, []drop{{"7", server.DropCancelled}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"7", protocol.DropCancelled}}, h.obs.snapshotDrops())
 
 		// Cancels for finished and unknown ids are ignored.
 		h.cancel(7, "again")
@@ -274,12 +276,12 @@ func TestFirstCauseWins(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "block", `{}`)
 		<-started
 		require.NoError(t, h.srv.Close())
 		require.ErrorIs(t, <-causes, server.ErrShutdown)
 		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
-		assert.Equal(t, []drop{{"2", server.DropShutdown}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"2", protocol.DropShutdown}}, h.obs.snapshotDrops())
 	})
 }

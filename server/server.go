@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -110,7 +112,7 @@ func (s *Server) Sessions() []*Session {
 }
 
 // Shutdown stops the server gracefully: sessions stop accepting new
-// requests (they are answered with [CodeServerBusy]) but keep reading
+// requests (they are answered with [protocol.CodeServerBusy]) but keep reading
 // responses and cancellations, in-flight handlers run on, and each session
 // ends once it has none. If ctx is done first, the remaining handlers are
 // cancelled with [ErrShutdown], their sessions are closed, and Shutdown
@@ -176,14 +178,14 @@ func (s *Server) snapshotLocked() []*Session {
 	return out
 }
 
-// invoke runs the chain for req, turning a panic into CodeInternal.
+// invoke runs the chain for req, turning a panic into protocol.CodeInternal.
 func (s *Server) invoke(ctx context.Context, req *Request) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			s.cfg.logger.ErrorContext(ctx, "handler panicked", "method", req.Method, "id", req.ID.String(), "panic", v, "stack", string(stack))
 			s.cfg.observer.HandlerPanicked(ctx, req, v, stack)
-			res, err = nil, &Error{Code: CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
+			res, err = nil, &Error{Code: protocol.CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
 		}
 	}()
 	return s.handler(ctx, req)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -56,9 +58,9 @@ type sessionState struct {
 	incoming map[transport.ID]*inflight
 	outgoing map[transport.ID]*outgoing
 	nextID   int64
-	draining bool       // Shutdown began: admit no new requests
-	closed   bool       // the session ended: write nothing more
-	broken   DropReason // class of the first failed write; "" while writes succeed
+	draining bool                // Shutdown began: admit no new requests
+	closed   bool                // the session ended: write nothing more
+	broken   protocol.DropReason // class of the first failed write; DropNone while writes succeed
 }
 
 // inflight is one incoming request between admission and its outcome.
@@ -169,7 +171,7 @@ func (ss *Session) serve() error {
 		msg, err := ss.conn.Read(ss.ctx)
 		if err != nil {
 			if de, ok := errors.AsType[*transport.DecodeError](err); ok {
-				ss.reject(nil, de.ID, Code(de.Code), de.Err.Error())
+				ss.reject(nil, de.ID, de.Code, de.Reason(), de.Err.Error())
 				continue
 			}
 			readErr = err
@@ -178,7 +180,7 @@ func (ss *Session) serve() error {
 		ss.dispatch(msg)
 	}
 	if errors.Is(readErr, transport.ErrFrameTooLarge) {
-		ss.reject(nil, transport.ID{}, CodeInvalidRequest, RejectFrameTooLarge)
+		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, protocol.RejectFrameTooLarge.Message())
 	}
 	ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
 	cause := context.Cause(ss.ctx)
@@ -318,11 +320,11 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		req.arrival = inline.stream
 	}
 	if req.admitErr != nil {
-		ss.rejectWith(batch, req.ID, req.admitErr)
+		ss.rejectWith(batch, req.ID, req.admitErr, admissionReason(req.admitErr.Code))
 		return
 	}
 	ss.mu.Lock()
-	code, why := ss.admitLocked(req)
+	code, reason, why := ss.admitLocked(req)
 	var inf *inflight
 	if code == 0 {
 		inf = &inflight{req: req, batch: batch}
@@ -357,46 +359,59 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 			defer ss.handlers.Done()
 			ss.run(inf)
 		}()
-	case broken != "":
+	case broken != protocol.DropNone:
 		// Nothing can be written: the request is read and dropped.
 		ss.obs.ResponseDropped(ss.ctx, req, broken)
 		batch.skip()
 	default:
-		ss.reject(batch, req.ID, code, why)
+		ss.reject(batch, req.ID, code, reason, why)
 	}
 }
 
-// admitLocked decides whether req may run: 0 or the code to refuse it with.
-func (ss *Session) admitLocked(req *Request) (Code, string) {
+// admitLocked decides whether req may run: code 0, or the code, reason and
+// message to refuse it with.
+func (ss *Session) admitLocked(req *Request) (protocol.Code, protocol.RejectReason, string) {
 	st := &ss.st
 	switch {
-	case st.broken != "":
-		return CodeInternal, "writer broken"
+	case st.broken != protocol.DropNone:
+		return protocol.CodeInternal, protocol.RejectOther, "writer broken"
 	case st.closed:
-		return CodeServerBusy, "session closed"
+		return protocol.CodeServerBusy, protocol.RejectOther, "session closed"
 	case st.draining:
-		return CodeServerBusy, RejectShuttingDown
+		return protocol.CodeServerBusy, protocol.RejectShuttingDown, protocol.RejectShuttingDown.Message()
 	case st.incoming[req.ID] != nil:
-		return CodeInvalidRequest, RejectDuplicateID
+		return protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message()
 	case req.Method == "initialize" && st.phase != phaseNew:
-		return CodeInvalidRequest, RejectAlreadyInitialized
+		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session already initialized"
 	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && !req.Stateless && st.phase == phaseNew:
-		return CodeInvalidRequest, RejectNotInitialized
+		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session not initialized: the first request must be initialize"
 	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
-		return CodeServerBusy, RejectTooManyInFlight
+		return protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message()
 	}
-	return 0, ""
+	return 0, protocol.RejectOther, ""
+}
+
+// admissionReason classifies the error a stateless request's _meta was
+// refused with at admission (see readStatelessMeta).
+func admissionReason(code protocol.Code) protocol.RejectReason {
+	switch code {
+	case protocol.CodeInvalidParams:
+		return protocol.RejectInvalidParams
+	case protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredClientCapability, protocol.CodeUnsupportedProtocolVersion:
+		return protocol.RejectProtocolMismatch
+	}
+	return protocol.RejectOther
 }
 
 // reject answers a message that never reached a handler.
-func (ss *Session) reject(batch *batchCollector, id transport.ID, code Code, why string) {
-	ss.rejectWith(batch, id, &Error{Code: code, Message: why})
+func (ss *Session) reject(batch *batchCollector, id transport.ID, code protocol.Code, reason protocol.RejectReason, why string) {
+	ss.rejectWith(batch, id, &Error{Code: code, Message: why}, reason)
 }
 
 // rejectWith answers a message that never reached a handler with e.
-func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error) {
-	ss.obs.MessageRejected(ss.ctx, ss, e.Code, e.Message)
-	ss.log.Debug("message rejected", "code", int64(e.Code), "reason", e.Message)
+func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, reason protocol.RejectReason) {
+	ss.obs.MessageRejected(ss.ctx, ss, e.Code, reason)
+	ss.log.Debug("message rejected", "code", int64(e.Code), "reason", reason.String(), "message", e.Message)
 	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data}}
 	if batch != nil {
 		batch.add(resp, nil)
@@ -436,12 +451,12 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	}
 	inf.cancel(errRequestDone)
 	switch {
-	case broken != "":
+	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
 	case cancelled: // the session ending cancels first, so its cause decides
 		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	case closed:
-		ss.seal(inf, out, DropWriterClosed, nil)
+		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(inf.req, res, err)
 		if inf.batch != nil {
@@ -455,17 +470,17 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	}
 }
 
-func dropReasonOf(cause error) DropReason {
+func dropReasonOf(cause error) protocol.DropReason {
 	switch ReasonOfCause(cause) {
-	case ReasonTransportClose:
+	case protocol.ReasonTransportClose:
 		if errors.Is(cause, transport.ErrStreamGone) {
-			return DropPeerGone // its stream's reader left; the session lives on
+			return protocol.DropPeerGone // its stream's reader left; the session lives on
 		}
-		return DropWriterClosed
-	case ReasonShutdown:
-		return DropShutdown
+		return protocol.DropWriterClosed
+	case protocol.ReasonShutdown:
+		return protocol.DropShutdown
 	default:
-		return DropCancelled
+		return protocol.DropCancelled
 	}
 }
 
@@ -506,18 +521,18 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 
 func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
 	if werr == nil {
-		ss.seal(inf, out, "", nil)
+		ss.seal(inf, out, protocol.DropNone, nil)
 		return
 	}
 	ss.seal(inf, out, writeClass(werr), werr)
 }
 
 // seal reports a request's outcome to the Observer and to OnDone callbacks.
-func (ss *Session) seal(inf *inflight, out Outcome, dropped DropReason, werr error) {
+func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason, werr error) {
 	out.Dropped, out.WriteErr = dropped, werr
-	if dropped != "" {
+	if dropped != protocol.DropNone {
 		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
-		ss.log.Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", string(dropped))
+		ss.log.Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
 		if inf.batch != nil && werr == nil {
 			inf.batch.skip()
 		}
@@ -527,11 +542,11 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped DropReason, werr err
 	}
 }
 
-func writeClass(err error) DropReason {
+func writeClass(err error) protocol.DropReason {
 	if errors.Is(err, transport.ErrClosed) {
-		return DropWriterClosed
+		return protocol.DropWriterClosed
 	}
-	return DropPeerGone
+	return protocol.DropPeerGone
 }
 
 // write sends one message, unaffected by ctx's cancellation but bounded by the
@@ -558,7 +573,7 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 		return err // one stream is gone; the connection is fine
 	}
 	ss.mu.Lock()
-	first := ss.st.broken == "" && !ss.st.closed
+	first := ss.st.broken == protocol.DropNone && !ss.st.closed
 	var victims []*inflight
 	if first {
 		ss.st.broken = class
@@ -568,7 +583,7 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	}
 	ss.mu.Unlock()
 	if first {
-		ss.log.Debug("write failed: the session can no longer answer", "class", string(class), "error", err)
+		ss.log.Debug("write failed: the session can no longer answer", "class", class.String(), "error", err)
 		cause := fmt.Errorf("%w: %w", ErrTransportClose, err)
 		for _, inf := range victims {
 			inf.cancel(cause)
@@ -609,7 +624,7 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 	var p cancelledParams
 	var id transport.ID
 	if json.Unmarshal(params, &p) != nil || id.UnmarshalJSON(p.RequestID) != nil {
-		ss.obs.MessageRejected(ss.ctx, ss, CodeInvalidParams, "notifications/cancelled without a valid requestId: ignored")
+		ss.obs.MessageRejected(ss.ctx, ss, protocol.CodeInvalidParams, protocol.RejectInvalidParams)
 		return
 	}
 	ss.mu.Lock()
@@ -629,7 +644,7 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 func (ss *Session) initialize(req *Request) (any, error) {
 	var p initializeParams
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProtocolVersion == "" {
-		return nil, Errorf(CodeInvalidParams, "invalid initialize params: protocolVersion, capabilities and clientInfo are required")
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid initialize params: protocolVersion, capabilities and clientInfo are required")
 	}
 	version := negotiate(p.ProtocolVersion)
 	ss.mu.Lock()

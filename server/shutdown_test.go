@@ -6,6 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -33,7 +35,7 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "fast", `{}`)
 		h.callTool(3, "slow", `{}`)
 		<-fastStarted
@@ -47,7 +49,7 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 		}()
 		synctest.Wait()
 		h.callTool(4, "fast", `{}`) // refused while draining
-		assert.Equal(t, int64(server.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+		assert.Equal(t, int64(protocol.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
 
 		close(releaseFast)
 		text, _ := toolText(t, h.result(2))
@@ -56,7 +58,7 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 		require.ErrorIs(t, <-slowCause, server.ErrShutdown)
 		require.ErrorIs(t, <-shutdown, context.DeadlineExceeded)
 		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
-		assert.Equal(t, []drop{{"3", server.DropShutdown}}, h.obs.snapshotDrops())
+		assert.Equal(t, []drop{{"3", protocol.DropShutdown}}, h.obs.snapshotDrops())
 
 		// A server that shut down refuses new sessions.
 		client, srvEnd := memory.NewPair()
@@ -75,7 +77,7 @@ func TestShutdownIdleReturnsAtOnce(t *testing.T) {
 			return server.Text("done"), nil
 		})
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "wait", `{}`)
 		synctest.Wait()
 		shutdown := make(chan error, 1)
@@ -107,7 +109,7 @@ func TestServeContextCancelEndsSession(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		served := make(chan error, 1)
 		go func() { served <- h.srv.Serve(ctx, srvEnd) }()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.callTool(2, "block", `{}`)
 		<-started
 		stop := context.Canceled

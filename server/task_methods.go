@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -44,13 +46,13 @@ func (s *Server) tasksAvailable() bool {
 func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 	var p taskParams
 	if !s.tasksAvailable() {
-		return nil, p, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+		return nil, p, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
 	if req.Stateless && !wantsTasks(req) {
 		return nil, p, missingTasksExtension(req.Method)
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.TaskID == "" {
-		return nil, p, Errorf(CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
+		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
 	}
 	owner := req.Session
 	if req.Stateless {
@@ -58,7 +60,7 @@ func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 	}
 	t := s.tasks.get(p.TaskID)
 	if t == nil || t.owner != owner {
-		return nil, p, Errorf(CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
+		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
 	}
 	return t, p, nil
 }
@@ -79,7 +81,7 @@ func (s *Server) tasksGet(_ context.Context, req *Request) (any, error) {
 // _meta. A cancelled task has no result: -32602.
 func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 	if req.Stateless {
-		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
 	t, _, err := s.taskRequest(req)
 	if err != nil {
@@ -103,11 +105,11 @@ func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 	v := t.view()
 	switch {
 	case v.err != nil:
-		return nil, &Error{Code: Code(v.err.Code), Message: v.err.Message, Data: v.err.Data}
+		return nil, &Error{Code: protocol.Code(v.err.Code), Message: v.err.Message, Data: v.err.Data}
 	case v.result != nil:
-		return setMeta(v.result, MetaRelatedTask, map[string]string{"taskId": v.id})
+		return setMeta(v.result, protocol.MetaRelatedTask, map[string]string{"taskId": v.id})
 	default:
-		return nil, Errorf(CodeInvalidParams, "tasks/result: task %q was cancelled: it has no result", v.id)
+		return nil, Errorf(protocol.CodeInvalidParams, "tasks/result: task %q was cancelled: it has no result", v.id)
 	}
 }
 
@@ -115,12 +117,12 @@ func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 // a page at a time.
 func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
 	if req.Stateless || !s.tasksAvailable() {
-		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
 	var p listParams
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, Errorf(CodeInvalidParams, "invalid tasks/list params: %v", err)
+			return nil, Errorf(protocol.CodeInvalidParams, "invalid tasks/list params: %v", err)
 		}
 	}
 	owned := s.tasks.owned(req.Session)
@@ -158,7 +160,7 @@ func (s *Server) tasksCancel(_ context.Context, req *Request) (any, error) {
 	}
 	v := t.view()
 	if !cancelled {
-		return nil, Errorf(CodeInvalidParams, "cannot cancel task %q: already in terminal status %q", v.id, v.status)
+		return nil, Errorf(protocol.CodeInvalidParams, "cannot cancel task %q: already in terminal status %q", v.id, v.status)
 	}
 	return v.v1(), nil
 }
@@ -168,7 +170,7 @@ func (s *Server) tasksCancel(_ context.Context, req *Request) (any, error) {
 // the answer is an empty acknowledgment.
 func (s *Server) tasksUpdate(_ context.Context, req *Request) (any, error) {
 	if !req.Stateless {
-		return nil, Errorf(CodeMethodNotFound, "method not found: %s", req.Method)
+		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
 	t, p, err := s.taskRequest(req)
 	if err != nil {
@@ -250,7 +252,7 @@ func (v taskView) detailed2026() taskV2 {
 	case statusFailed:
 		d.Error = v.err
 		if d.Error == nil {
-			d.Error = &transport.Error{Code: int64(CodeInternal), Message: "internal error"}
+			d.Error = &transport.Error{Code: int64(protocol.CodeInternal), Message: "internal error"}
 		}
 	case statusInputRequired:
 		d.InputRequests = v.requests

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -60,7 +62,7 @@ const DefaultTaskTTL = time.Hour
 // finished (DefaultMaxTasks by default). When the store is full, the
 // finished task updated longest ago is deleted to make room; when every
 // task is still running, a request that would create one more is answered
-// with [CodeServerBusy]. n < 1 keeps the default.
+// with [protocol.CodeServerBusy]. n < 1 keeps the default.
 func WithMaxTasks(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -141,15 +143,15 @@ type taskStore struct {
 }
 
 // add stores a new task that counts as live until release. It fails with
-// CodeServerBusy when the store is full of running tasks or closed.
+// protocol.CodeServerBusy when the store is full of running tasks or closed.
 func (ts *taskStore) add(t *task, limit int) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
-		return Errorf(CodeServerBusy, "server is shutting down")
+		return Errorf(protocol.CodeServerBusy, "server is shutting down")
 	}
 	if len(ts.byID) >= limit && !ts.evictLocked() {
-		return Errorf(CodeServerBusy, "too many tasks: try again once some have finished")
+		return Errorf(protocol.CodeServerBusy, "too many tasks: try again once some have finished")
 	}
 	if ts.byID == nil {
 		ts.byID = make(map[string]*task)

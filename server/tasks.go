@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -65,10 +67,6 @@ import (
 // ExtensionTasks is the identifier of the 2026-07-28 tasks extension, in
 // capabilities.extensions.
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
-
-// MetaRelatedTask is the _meta key that ties a 2025-11-25 message to its
-// task: {"taskId": id}.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // The values of [ToolExecution].TaskSupport.
 const (
@@ -150,7 +148,7 @@ func wantsTasks(req *Request) bool {
 // missingTasksExtension refuses a 2026-07-28 request that needs the client
 // to declare the tasks extension.
 func missingTasksExtension(what string) *Error {
-	e := Errorf(CodeMissingRequiredClientCapability, "%w: %s needs the client's %q extension", ErrCapability, what, ExtensionTasks)
+	e := Errorf(protocol.CodeMissingRequiredClientCapability, "%w: %s needs the client's %q extension", ErrCapability, what, ExtensionTasks)
 	e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{ExtensionTasks: map[string]any{}}}})
 	return e
 }
@@ -168,9 +166,9 @@ func (s *Server) toolTask(ctx context.Context, rt *registeredTool, call *CallToo
 		case err != nil:
 			return true, nil, err
 		case asked && support == TaskSupportForbidden && s.tasksEnabled():
-			return true, nil, Errorf(CodeMethodNotFound, "tool %q does not support tasks: call it without params.task", call.Name)
+			return true, nil, Errorf(protocol.CodeMethodNotFound, "tool %q does not support tasks: call it without params.task", call.Name)
 		case !asked && support == TaskSupportRequired:
-			return true, nil, Errorf(CodeMethodNotFound, "tool %q must be called as a task: add params.task", call.Name)
+			return true, nil, Errorf(protocol.CodeMethodNotFound, "tool %q must be called as a task: add params.task", call.Name)
 		case !asked || support == TaskSupportForbidden:
 			return false, nil, nil // without a tasks capability, params.task is ignored
 		}
@@ -241,7 +239,7 @@ func taskParam(req *Request) (asked bool, ttl time.Duration, err error) {
 		TTL *float64 `json:"ttl"`
 	}
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil || m.TTL != nil && (*m.TTL < 0 || *m.TTL > math.MaxInt64/float64(time.Millisecond)) {
-		return false, 0, Errorf(CodeInvalidParams, "tools/call: task must be an object {\"ttl\"?: milliseconds}")
+		return false, 0, Errorf(protocol.CodeInvalidParams, "tools/call: task must be an object {\"ttl\"?: milliseconds}")
 	}
 	if m.TTL != nil {
 		ttl = time.Duration(*m.TTL * float64(time.Millisecond))
@@ -279,7 +277,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 		r.done = nil // the request's callbacks (and doneBuf) stay its own
 		r.Meta = maps.Clone(req.Meta)
 		delete(r.Meta, "progressToken")
-		delete(r.Meta, MetaLogLevel)
+		delete(r.Meta, protocol.MetaLogLevel)
 		base = context.WithValue(base, requestKey{}, &r)
 		base = context.WithValue(base, progressKey{}, (*progressState)(nil))
 	} else {
@@ -309,7 +307,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 func (s *Server) launchAfterResponse(req *Request, t *task, run func(context.Context) (*CallToolResult, error)) {
 	req.OnDone(func(out Outcome) {
 		switch {
-		case out.Dropped != "" || out.Err != nil:
+		case out.Dropped != protocol.DropNone || out.Err != nil:
 			s.discardTask(t, fmt.Errorf("mcp: the response creating the task was not delivered: %w", context.Canceled))
 		case t.ctx.Err() != nil: // cancelled before it started
 			s.tasks.release()
@@ -366,14 +364,14 @@ func (s *Server) runTask(t *task, run func(context.Context) (*CallToolResult, er
 	t.settle()
 }
 
-// callTaskHandler runs the handler, turning a panic into CodeInternal.
+// callTaskHandler runs the handler, turning a panic into protocol.CodeInternal.
 func (s *Server) callTaskHandler(t *task, run func(context.Context) (*CallToolResult, error)) (res *CallToolResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			s.cfg.logger.ErrorContext(t.ctx, "task handler panicked", "task", t.id, "panic", v, "stack", string(stack))
 			s.cfg.observer.HandlerPanicked(t.ctx, RequestFromContext(t.ctx), v, stack)
-			res, err = nil, &Error{Code: CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
+			res, err = nil, &Error{Code: protocol.CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
 		}
 	}()
 	res, err = run(t.ctx)
@@ -506,7 +504,7 @@ func (e *taskStarted) Unwrap() error { return errInterrupt }
 // handler ran), for a call that stays synchronous (a client without the
 // extension, an optional tool), and for a second RunAsTask in one call.
 // So the same handler serves every era. A store full of running tasks
-// makes RunAsTask fail with [CodeServerBusy].
+// makes RunAsTask fail with [protocol.CodeServerBusy].
 func RunAsTask(ctx context.Context, fn func(ctx context.Context) (*CallToolResult, error)) (*CallToolResult, error) {
 	if fn == nil {
 		return nil, errors.New("mcp: RunAsTask: nil function")
@@ -687,7 +685,7 @@ func withRelatedTask(ctx context.Context, params json.RawMessage) json.RawMessag
 	if t == nil || t.v2() {
 		return params
 	}
-	out, err := setMeta(params, MetaRelatedTask, map[string]string{"taskId": t.id})
+	out, err := setMeta(params, protocol.MetaRelatedTask, map[string]string{"taskId": t.id})
 	if err != nil {
 		return params
 	}

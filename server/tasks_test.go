@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,7 +135,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 				}
 			}))
 		h.start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": server.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		var init struct {
 			Capabilities map[string]json.RawMessage `json:"capabilities"`
 		}
@@ -154,7 +156,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 
 		// The handler starts once the client has the task; its progress
 		// (with the request's token) and logs carry the related-task _meta.
-		related := fmt.Sprintf(`{%q:{"taskId":%q}}`, server.MetaRelatedTask, id)
+		related := fmt.Sprintf(`{%q:{"taskId":%q}}`, protocol.MetaRelatedTask, id)
 		progress, ok := h.recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/progress", progress.Method)
@@ -199,7 +201,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 		again, _ := h.resultOf(8)
 		assert.JSONEq(t, string(result), string(again), "the result stays available")
 		h.request(9, "tasks/cancel", map[string]any{"taskId": id})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorOf(9).Code, "a terminal task cannot be cancelled")
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(9).Code, "a terminal task cannot be cancelled")
 
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
@@ -215,7 +217,7 @@ func taskTools(h *harness) {
 		}))
 	require.NoError(h.t, h.srv.AddTool(taskTool("optional", server.TaskSupportOptional),
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
-			return nil, server.Errorf(server.CodeInvalidParams, "bad input")
+			return nil, server.Errorf(protocol.CodeInvalidParams, "bad input")
 		}))
 	h.addTool("plain", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("plain"), nil
@@ -229,20 +231,20 @@ func TestTaskV1Errors(t *testing.T) {
 		name   string
 		method string
 		params any
-		code   server.Code
+		code   protocol.Code
 	}{
-		{"required tool without a task", "tools/call", map[string]any{"name": "required"}, server.CodeMethodNotFound},
-		{"forbidden tool as a task", "tools/call", map[string]any{"name": "plain", "task": task}, server.CodeMethodNotFound},
-		{"task not an object", "tools/call", map[string]any{"name": "optional", "task": "soon"}, server.CodeInvalidParams},
-		{"negative ttl", "tools/call", map[string]any{"name": "optional", "task": map[string]any{"ttl": -1}}, server.CodeInvalidParams},
-		{"optional tool without a task runs as usual", "tools/call", map[string]any{"name": "optional"}, server.CodeInvalidParams},
-		{"unknown task", "tasks/get", map[string]any{"taskId": "nope"}, server.CodeInvalidParams},
-		{"no taskId", "tasks/get", map[string]any{}, server.CodeInvalidParams},
-		{"taskId not a string", "tasks/get", map[string]any{"taskId": 7}, server.CodeInvalidParams},
-		{"no params", "tasks/cancel", nil, server.CodeInvalidParams},
-		{"unknown task result", "tasks/result", map[string]any{"taskId": "nope"}, server.CodeInvalidParams},
-		{"bad cursor", "tasks/list", map[string]any{"cursor": "!"}, server.CodeInvalidParams},
-		{"tasks/update is 2026-07-28 only", "tasks/update", map[string]any{"taskId": "nope"}, server.CodeMethodNotFound},
+		{"required tool without a task", "tools/call", map[string]any{"name": "required"}, protocol.CodeMethodNotFound},
+		{"forbidden tool as a task", "tools/call", map[string]any{"name": "plain", "task": task}, protocol.CodeMethodNotFound},
+		{"task not an object", "tools/call", map[string]any{"name": "optional", "task": "soon"}, protocol.CodeInvalidParams},
+		{"negative ttl", "tools/call", map[string]any{"name": "optional", "task": map[string]any{"ttl": -1}}, protocol.CodeInvalidParams},
+		{"optional tool without a task runs as usual", "tools/call", map[string]any{"name": "optional"}, protocol.CodeInvalidParams},
+		{"unknown task", "tasks/get", map[string]any{"taskId": "nope"}, protocol.CodeInvalidParams},
+		{"no taskId", "tasks/get", map[string]any{}, protocol.CodeInvalidParams},
+		{"taskId not a string", "tasks/get", map[string]any{"taskId": 7}, protocol.CodeInvalidParams},
+		{"no params", "tasks/cancel", nil, protocol.CodeInvalidParams},
+		{"unknown task result", "tasks/result", map[string]any{"taskId": "nope"}, protocol.CodeInvalidParams},
+		{"bad cursor", "tasks/list", map[string]any{"cursor": "!"}, protocol.CodeInvalidParams},
+		{"tasks/update is 2026-07-28 only", "tasks/update", map[string]any{"taskId": "nope"}, protocol.CodeMethodNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,7 +252,7 @@ func TestTaskV1Errors(t *testing.T) {
 				h := newHarness(t)
 				taskTools(h)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.initialize(protocol.Version20251125, nil)
 				h.request(2, tt.method, tt.params)
 				assert.Equal(t, int64(tt.code), h.errorOf(2).Code)
 				require.NoError(t, h.client.Close())
@@ -268,7 +270,7 @@ func TestTaskV1Failures(t *testing.T) {
 		h := newHarness(t)
 		taskTools(h)
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		task := map[string]any{}
 
 		h.request(2, "tools/call", map[string]any{"name": "required", "task": task})
@@ -276,7 +278,7 @@ func TestTaskV1Failures(t *testing.T) {
 		failedID := decodeTask(t, created).Task.TaskID
 		h.request(3, "tasks/result", map[string]any{"taskId": failedID})
 		result, notes := h.resultOf(3)
-		assert.JSONEq(t, fmt.Sprintf(`{"content":[{"type":"text","text":"disk full"}],"isError":true,"_meta":{%q:{"taskId":%q}}}`, server.MetaRelatedTask, failedID), string(result))
+		assert.JSONEq(t, fmt.Sprintf(`{"content":[{"type":"text","text":"disk full"}],"isError":true,"_meta":{%q:{"taskId":%q}}}`, protocol.MetaRelatedTask, failedID), string(result))
 		assert.Equal(t, []string{"failed"}, statusNotes(t, notes))
 		h.request(4, "tasks/get", map[string]any{"taskId": failedID})
 		got, _ := h.resultOf(4)
@@ -288,7 +290,7 @@ func TestTaskV1Failures(t *testing.T) {
 		protoID := decodeTask(t, created).Task.TaskID
 		h.request(6, "tasks/result", map[string]any{"taskId": protoID})
 		e := h.errorOf(6)
-		assert.Equal(t, int64(server.CodeInvalidParams), e.Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 		assert.Equal(t, "bad input", e.Message)
 		h.request(7, "tasks/get", map[string]any{"taskId": protoID})
 		got, _ = h.resultOf(7)
@@ -296,9 +298,9 @@ func TestTaskV1Failures(t *testing.T) {
 		assert.Equal(t, "The task failed: bad input", decodeTask(t, got).StatusMessage)
 
 		h2 := h.second()
-		h2.initialize(server.Version20251125, nil)
+		h2.initialize(protocol.Version20251125, nil)
 		h2.request(2, "tasks/get", map[string]any{"taskId": failedID})
-		assert.Equal(t, int64(server.CodeInvalidParams), h2.errorOf(2).Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h2.errorOf(2).Code)
 		h2.request(3, "tasks/list", nil)
 		listed, _ := h2.resultOf(3)
 		assert.JSONEq(t, `{"tasks":[]}`, string(listed))
@@ -319,7 +321,7 @@ func TestTaskV1WithoutTaskTools(t *testing.T) {
 			return server.Text("plain"), nil
 		})
 		h.start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": server.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		assert.NotContains(t, string(h.result(1)), `"tasks"`)
 		h.notify("notifications/initialized", nil)
 		h.request(2, "tools/call", map[string]any{"name": "plain", "task": map[string]any{}})
@@ -328,7 +330,7 @@ func TestTaskV1WithoutTaskTools(t *testing.T) {
 		for i, method := range []string{"tasks/get", "tasks/list", "tasks/cancel", "tasks/result"} {
 			id := int64(3 + i)
 			h.request(id, method, map[string]any{"taskId": "x"})
-			assert.Equal(t, int64(server.CodeMethodNotFound), h.errorOf(id).Code, method)
+			assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorOf(id).Code, method)
 		}
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
@@ -343,7 +345,7 @@ func TestTaskV1Cancel(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportRequired), g.handler("done")))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
 		created, _ := h.resultOf(2)
 		id := decodeTask(t, created).Task.TaskID
@@ -358,16 +360,16 @@ func TestTaskV1Cancel(t *testing.T) {
 		cause := <-g.causes
 		require.ErrorIs(t, cause, server.ErrClientCancel)
 		assert.Contains(t, cause.Error(), "tasks/cancel")
-		assert.Equal(t, server.ReasonClientCancel, server.ReasonOfCause(cause))
+		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(cause))
 
 		synctest.Wait() // the handler returned
 		h.request(4, "tasks/get", map[string]any{"taskId": id})
 		got, _ = h.resultOf(4)
 		assert.Equal(t, "cancelled", decodeTask(t, got).Status, "cancelled stays cancelled")
 		h.request(5, "tasks/cancel", map[string]any{"taskId": id})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorOf(5).Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(5).Code)
 		h.request(6, "tasks/result", map[string]any{"taskId": id})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorOf(6).Code, "a cancelled task has no result")
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(6).Code, "a cancelled task has no result")
 
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
@@ -381,7 +383,7 @@ func TestTaskV1Input(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, h.srv.AddTool(taskTool("greet", server.TaskSupportRequired), greeter))
 		h.start()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 		h.request(2, "tools/call", map[string]any{"name": "greet", "task": map[string]any{}})
 		created, _ := h.resultOf(2)
 		id := decodeTask(t, created).Task.TaskID
@@ -399,7 +401,7 @@ func TestTaskV1Input(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(ask.Params, &params))
 		assert.Equal(t, "Who are you?", params.Message)
-		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q}`, id), string(params.Meta[server.MetaRelatedTask]))
+		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q}`, id), string(params.Meta[protocol.MetaRelatedTask]))
 
 		h.request(3, "tasks/get", map[string]any{"taskId": id})
 		got, _ := h.resultOf(3)
@@ -425,7 +427,7 @@ func TestTaskV1EndsWithSession(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		h.request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
 		h.resultOf(2)
 		<-g.started
@@ -448,7 +450,7 @@ func TestTaskTTL(t *testing.T) {
 				return server.Text("quick"), nil
 			}))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 
 		call := func(id int64, tool string, ttl any) wireTask {
 			task := map[string]any{}
@@ -484,7 +486,7 @@ func TestTaskTTL(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		resp := get(9, running.TaskID)
 		require.NotNil(t, resp.Error)
-		assert.Equal(t, int64(server.CodeInvalidParams), resp.Error.Code)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 		assert.NotNil(t, get(10, capped.TaskID).Error)
 		require.ErrorIs(t, <-g.causes, server.ErrTaskExpired)
 
@@ -505,7 +507,7 @@ func TestTaskLimit(t *testing.T) {
 				return server.Text("quick"), nil
 			}))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		task := map[string]any{}
 
 		h.request(2, "tools/call", map[string]any{"name": "quick", "task": task})
@@ -519,9 +521,9 @@ func TestTaskLimit(t *testing.T) {
 		h.resultOf(4)
 		<-g.started
 		h.request(5, "tasks/get", map[string]any{"taskId": quickID})
-		assert.Equal(t, int64(server.CodeInvalidParams), h.errorOf(5).Code, "evicted to make room")
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(5).Code, "evicted to make room")
 		h.request(6, "tools/call", map[string]any{"name": "slow", "task": task})
-		assert.Equal(t, int64(server.CodeServerBusy), h.errorOf(6).Code)
+		assert.Equal(t, int64(protocol.CodeServerBusy), h.errorOf(6).Code)
 
 		require.NoError(t, h.client.Close())
 		require.NoError(t, <-h.served)
@@ -604,7 +606,7 @@ func TestTaskV1ListPages(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 		h.start()
-		h.initialize(server.Version20251125, nil)
+		h.initialize(protocol.Version20251125, nil)
 		var ids []string
 		for i := range 3 {
 			id := int64(2 + i)
@@ -673,7 +675,7 @@ func TestTaskV1Routing(t *testing.T) {
 		rc := &routeConn{Conn: conn}
 		h.client, h.served = client, make(chan error, 1)
 		go func() { h.served <- h.srv.Serve(context.Background(), rc) }()
-		h.initialize(server.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 
 		h.request(2, "tools/call", map[string]any{"name": "twice", "task": map[string]any{}})
 		created, _ := h.resultOf(2)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -109,19 +111,19 @@ func TestTaskV2Gating(t *testing.T) {
 		method string
 		caps   map[string]any
 		params map[string]any
-		code   server.Code
+		code   protocol.Code
 		data   string
 	}{
-		{"tasks/get without the extension", "tasks/get", nil, map[string]any{"taskId": "gate-test"}, server.CodeMissingRequiredClientCapability, missing},
-		{"tasks/update without the extension", "tasks/update", nil, map[string]any{"taskId": "gate-test", "inputResponses": map[string]any{}}, server.CodeMissingRequiredClientCapability, missing},
-		{"tasks/cancel without the extension", "tasks/cancel", map[string]any{"elicitation": map[string]any{}}, map[string]any{"taskId": "gate-test"}, server.CodeMissingRequiredClientCapability, missing},
-		{"required tool without the extension", "tools/call", nil, map[string]any{"name": "required"}, server.CodeMissingRequiredClientCapability, missing},
-		{"tasks/result is gone", "tasks/result", extCaps(nil), map[string]any{"taskId": "x"}, server.CodeMethodNotFound, ""},
-		{"tasks/list is gone", "tasks/list", extCaps(nil), nil, server.CodeMethodNotFound, ""},
-		{"unknown task", "tasks/get", extCaps(nil), map[string]any{"taskId": "tasks-conformance-nonexistent-12345"}, server.CodeInvalidParams, ""},
-		{"unknown task to cancel", "tasks/cancel", extCaps(nil), map[string]any{"taskId": "nope"}, server.CodeInvalidParams, ""},
-		{"unknown task to update", "tasks/update", extCaps(nil), map[string]any{"taskId": "nope"}, server.CodeInvalidParams, ""},
-		{"inputResponses not an object", "tasks/update", extCaps(nil), map[string]any{"taskId": "nope", "inputResponses": []int{1}}, server.CodeInvalidParams, ""},
+		{"tasks/get without the extension", "tasks/get", nil, map[string]any{"taskId": "gate-test"}, protocol.CodeMissingRequiredClientCapability, missing},
+		{"tasks/update without the extension", "tasks/update", nil, map[string]any{"taskId": "gate-test", "inputResponses": map[string]any{}}, protocol.CodeMissingRequiredClientCapability, missing},
+		{"tasks/cancel without the extension", "tasks/cancel", map[string]any{"elicitation": map[string]any{}}, map[string]any{"taskId": "gate-test"}, protocol.CodeMissingRequiredClientCapability, missing},
+		{"required tool without the extension", "tools/call", nil, map[string]any{"name": "required"}, protocol.CodeMissingRequiredClientCapability, missing},
+		{"tasks/result is gone", "tasks/result", extCaps(nil), map[string]any{"taskId": "x"}, protocol.CodeMethodNotFound, ""},
+		{"tasks/list is gone", "tasks/list", extCaps(nil), nil, protocol.CodeMethodNotFound, ""},
+		{"unknown task", "tasks/get", extCaps(nil), map[string]any{"taskId": "tasks-conformance-nonexistent-12345"}, protocol.CodeInvalidParams, ""},
+		{"unknown task to cancel", "tasks/cancel", extCaps(nil), map[string]any{"taskId": "nope"}, protocol.CodeInvalidParams, ""},
+		{"unknown task to update", "tasks/update", extCaps(nil), map[string]any{"taskId": "nope"}, protocol.CodeInvalidParams, ""},
+		{"inputResponses not an object", "tasks/update", extCaps(nil), map[string]any{"taskId": "nope", "inputResponses": []int{1}}, protocol.CodeInvalidParams, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestTaskV2Outcomes(t *testing.T) {
 		{
 			"protocol error",
 			func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
-				return nil, &server.Error{Code: server.CodeInternal, Message: "backend unavailable", Data: json.RawMessage(`{"retry":true}`)}
+				return nil, &server.Error{Code: protocol.CodeInternal, Message: "backend unavailable", Data: json.RawMessage(`{"retry":true}`)}
 			},
 			"failed", "", `{"code":-32603,"message":"backend unavailable","data":{"retry":true}}`,
 		},
@@ -371,7 +373,7 @@ func TestTaskV2Input(t *testing.T) {
 		got = get(12, three)
 		assert.Equal(t, "failed", got.Status)
 		require.NotNil(t, got.Error)
-		assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), got.Error.Code)
+		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), got.Error.Code)
 
 		// Canceling a task that waits for input ends the wait.
 		h.v2(13, "tools/call", caps, map[string]any{"name": "confirm"})
@@ -484,7 +486,7 @@ func TestTaskV2RunAsTaskIgnored(t *testing.T) {
 		h.v2(1, "tools/call", extCaps(nil), map[string]any{"name": "sloppy"})
 		assert.Equal(t, "foreground", decodeResult(t, h.result(1)).Content[0].Text)
 		h.v2(2, "tools/call", extCaps(nil), map[string]any{"name": "panicky"})
-		assert.Equal(t, int64(server.CodeInternal), h.errorOf(2).Code)
+		assert.Equal(t, int64(protocol.CodeInternal), h.errorOf(2).Code)
 		synctest.Wait()
 		assert.Empty(t, ran, "no task ever started")
 		require.NoError(t, h.client.Close())

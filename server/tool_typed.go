@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TypedToolHandler runs a tool registered with [AddTypedTool]. in holds
@@ -41,7 +43,7 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *CallToolReques
 //     also its one text content item. A value that does not conform to the
 //     schema (a nil pointer, a nil map in a field without omitempty, ...)
 //     is a bug in the server: it is logged, with the cause, on the server's
-//     logger, and the client gets a [CodeInternal] error.
+//     logger, and the client gets a [protocol.CodeInternal] error.
 //   - *[CallToolResult]: the handler makes the result itself. If
 //     t.OutputSchema is set, the StructuredContent of a result without
 //     IsError is validated against it as above.
@@ -195,7 +197,7 @@ func (s *Server) conforming(ctx context.Context, name string, out *objectSchema,
 // client gets instead; the details stay in the log.
 func (s *Server) toolBug(ctx context.Context, name string, err error) error {
 	s.cfg.logger.ErrorContext(ctx, "invalid tool result", "tool", name, "error", err)
-	return &Error{Code: CodeInternal, Message: "internal error", err: fmt.Errorf("tool %q: %w", name, err)}
+	return &Error{Code: protocol.CodeInternal, Message: "internal error", err: fmt.Errorf("tool %q: %w", name, err)}
 }
 
 // toolError is a tool execution error: a result with IsError set.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,7 +97,7 @@ func listedTool(h *harness, id int64, name string) json.RawMessage {
 // toolsStart starts an initialized session; register tools first.
 func toolsStart(h *harness) {
 	h.start()
-	h.initialize(server.Version20251125, nil)
+	h.initialize(protocol.Version20251125, nil)
 }
 
 func toolsStop(h *harness) {
@@ -526,7 +528,7 @@ func TestTypedToolOutputViolatesSchema(t *testing.T) {
 			h.callTool(2, "t", `{}`)
 			resp := h.recvResponse()
 			require.NotNil(t, resp.Error, "result: %s", resp.Result)
-			assert.Equal(t, &transport.Error{Code: int64(server.CodeInternal), Message: "internal error"}, resp.Error)
+			assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInternal), Message: "internal error"}, resp.Error)
 			assert.Equal(t, 1, h.logs.count(slog.LevelError))
 			h.request(3, "ping", nil)
 			h.result(3)
@@ -656,7 +658,7 @@ func TestTypedToolHandlerErrors(t *testing.T) {
 		},
 		) (forecastOut, error) {
 			if in.Protocol {
-				return forecastOut{City: "ignored"}, server.Errorf(server.CodeInvalidParams, "no such city")
+				return forecastOut{City: "ignored"}, server.Errorf(protocol.CodeInvalidParams, "no such city")
 			}
 			return forecastOut{City: "ignored"}, errors.New("weather service unavailable")
 		}))
@@ -665,7 +667,7 @@ func TestTypedToolHandlerErrors(t *testing.T) {
 		toolCall(h, 2, "fail", `{"protocol":false}`))
 	h.callTool(3, "fail", `{"protocol":true}`)
 	resp := h.recvResponse()
-	assert.Equal(t, &transport.Error{Code: int64(server.CodeInvalidParams), Message: "no such city"}, resp.Error)
+	assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: "no such city"}, resp.Error)
 	toolsStop(h)
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Tool describes a tool as tools/list shows it.
@@ -214,7 +216,7 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	var p listParams
 	if len(req.Params) > 0 {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, Errorf(CodeInvalidParams, "invalid tools/list params: %v", err)
+			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/list params: %v", err)
 		}
 	}
 	s.tools.mu.RLock()
@@ -238,19 +240,19 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if req.parsed { // decoded once, when the request arrived
 		p.Name, p.Arguments = req.Name, req.args
 	} else if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, Errorf(CodeInvalidParams, "invalid tools/call params: %v", err)
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: %v", err)
 	}
 	if p.Name == "" {
-		return nil, Errorf(CodeInvalidParams, "tools/call: missing tool name")
+		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: missing tool name")
 	}
 	if len(p.Arguments) == 0 || string(p.Arguments) == "null" {
 		p.Arguments = json.RawMessage("{}")
 	} else if p.Arguments[0] != '{' {
-		return nil, Errorf(CodeInvalidParams, "tools/call: arguments must be an object")
+		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: arguments must be an object")
 	}
 	rt := s.tools.lookup(p.Name)
 	if rt == nil {
-		return nil, Errorf(CodeInvalidParams, "unknown tool: %q", p.Name)
+		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
 	call := &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
 	if handled, res, err := s.toolTask(ctx, rt, call); handled { // tasks.go

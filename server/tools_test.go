@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -145,7 +147,7 @@ func TestRemoveTool(t *testing.T) {
 	assert.JSONEq(t, `{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}`, string(h.result(2)))
 	h.callTool(3, "a", `{}`)
 	resp := h.recvResponse()
-	assert.Equal(t, &transport.Error{Code: int64(server.CodeInvalidParams), Message: `unknown tool: "a"`}, resp.Error)
+	assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: `unknown tool: "a"`}, resp.Error)
 	toolsStop(h)
 }
 
@@ -253,7 +255,7 @@ func TestToolsListInvalidParams(t *testing.T) {
 			toolsStart(h)
 			h.request(2, "tools/list", tt.params)
 			resp := h.recvResponse()
-			assert.Equal(t, &transport.Error{Code: int64(server.CodeInvalidParams), Message: tt.want}, resp.Error)
+			assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: tt.want}, resp.Error)
 			h.request(3, "ping", nil)
 			h.result(3)
 			toolsStop(h)

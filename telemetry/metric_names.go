@@ -1,5 +1,11 @@
 package telemetry
 
+import (
+	"fmt"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
 // Prometheus metric names. They are fixed (no namespace option): dashboards
 // and alert rules refer to them, and the first one is the OpenTelemetry
 // semantic-convention histogram mcp.server.operation.duration as the OTel
@@ -91,24 +97,6 @@ const (
 	KindInvalid      = "invalid" // a frame that did not decode
 )
 
-// Values of the reason label of [MetricMessagesRejected]: why an incoming
-// message was refused (or ignored) before it reached a handler.
-const (
-	RejectParseError       = "parse_error"       // not JSON (-32700)
-	RejectInvalidRequest   = "invalid_request"   // not a valid JSON-RPC message, a forbidden batch (-32600)
-	RejectDuplicateID      = "duplicate_id"      // the id of a request still in flight (-32600)
-	RejectLifecycle        = "lifecycle"         // a request before initialize, or a second initialize (-32600)
-	RejectFrameTooLarge    = "frame_too_large"   // over the transport's frame limit (-32600)
-	RejectInFlightLimit    = "in_flight_limit"   // over the per-session in-flight limit (-32000)
-	RejectShuttingDown     = "shutting_down"     // arrived while the server drains (-32000)
-	RejectInvalidParams    = "invalid_params"    // e.g. notifications/cancelled without a requestId
-	RejectUnknownResponse  = "unknown_response"  // a response to no pending server-to-client request
-	RejectProtocolMismatch = "protocol_mismatch" // a stateless request the protocol version rules refuse
-	RejectForbidden        = "forbidden"         // HTTP: a Host or Origin the DNS-rebinding check refuses (403)
-	RejectSessionLimit     = "session_limit"     // HTTP: over the session limit, or the endpoint closed (503)
-	RejectUnknownSession   = "unknown_session"   // HTTP: an unknown, deleted or expired session id (404)
-)
-
 // defaultRequestMethods are the client-to-server MCP request methods.
 func defaultRequestMethods() []string {
 	return []string{
@@ -130,18 +118,14 @@ func defaultClientMethods() []string {
 	}
 }
 
-// defaultCauses are the cancellation causes (server.CancelReasons).
-func defaultCauses() []string {
-	return []string{"client_cancel", "transport_close", "shutdown", "timeout", LabelOther}
-}
+// defaultCauses are the cancellation causes.
+func defaultCauses() []string { return labels(protocol.CancelReasons()) }
 
-// defaultDropReasons are the reasons a response is dropped (server.DropReasons).
-func defaultDropReasons() []string {
-	return []string{"cancelled", "writer_closed", "peer_gone", "shutdown"}
-}
+// defaultDropReasons are the reasons a response is dropped.
+func defaultDropReasons() []string { return labels(protocol.DropReasons()) }
 
 // defaultWriteClasses are the classes of a failed write.
-func defaultWriteClasses() []string { return []string{"writer_closed", "peer_gone"} }
+func defaultWriteClasses() []string { return labels(protocol.WriteClasses()) }
 
 func defaultTransports() []string {
 	return []string{TransportStdio, TransportStreamableHTTP, TransportMemory, LabelOther}
@@ -155,23 +139,21 @@ func defaultKinds() []string {
 	return []string{KindRequest, KindNotification, KindResponse, KindBatch, KindInvalid}
 }
 
-func defaultRejectReasons() []string {
-	return []string{
-		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
-		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
-		RejectUnknownResponse, RejectProtocolMismatch, RejectForbidden, RejectSessionLimit,
-		RejectUnknownSession, LabelOther,
-	}
-}
+// defaultRejectReasons are the reasons a message is refused before a
+// handler.
+func defaultRejectReasons() []string { return labels(protocol.RejectReasons()) }
 
 // defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
 // and MCP codes a Vigil server answers with, and the named types.
 func defaultErrorTypes() []string {
-	return []string{
-		"-32700", "-32600", "-32601", "-32602", "-32603", // JSON-RPC 2.0
-		"-32000", "-32001", "-32002", // server busy, request timeout, resource not found
-		"-32020", "-32021", "-32022", // 2026-07-28 header mismatch, missing capability, unsupported version
-		"-32042", // URL elicitation required
-		ErrorTypeTool, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther,
+	return append(labels(protocol.Codes()), ErrorTypeTool, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther)
+}
+
+// labels returns the String forms of values, in order.
+func labels[T fmt.Stringer](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = v.String()
 	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TestNewMetricsPrecreatesSeries checks that every known series exists at
@@ -107,7 +108,7 @@ func recordAll(m *telemetry.Metrics) {
 	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Minute)
 	m.WriteFailed(telemetry.TransportStdio, "peer_gone")
 	m.ClientRequestFailed("roots/list")
-	m.MessageRejected(telemetry.RejectDuplicateID)
+	m.MessageRejected(protocol.RejectDuplicateID.String())
 	m.MessageReceived(telemetry.TransportStdio, telemetry.KindRequest, 10)
 	m.MessageSent(telemetry.TransportStdio, telemetry.KindResponse, 20)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,7 +39,7 @@ func TestDecodeMessageNullErrorFields(t *testing.T) {
 			require.Error(t, err, "decoded as %#v", msg)
 			de, ok := errors.AsType[*transport.DecodeError](err)
 			require.True(t, ok, "%v is %T", err, err)
-			assert.Equal(t, int64(transport.CodeInvalidRequest), de.Code)
+			assert.Equal(t, protocol.CodeInvalidRequest, de.Code)
 			assert.Equal(t, transport.Int64ID(1), de.ID)
 			assert.Equal(t, tc.wantMsg, de.Err.Error())
 		})

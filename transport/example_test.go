@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -42,7 +44,7 @@ func ExampleAppendMessage() {
 	for _, m := range []transport.Message{
 		&transport.Request{ID: transport.Int64ID(1), Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)},
 		&transport.Response{ID: transport.StringID("x"), Error: &transport.Error{Code: -32601, Message: "no \"such\" method"}},
-		&transport.Response{Error: &transport.Error{Code: transport.CodeParseError, Message: "parse error"}},
+		&transport.Response{Error: &transport.Error{Code: int64(protocol.CodeParseError), Message: "parse error"}},
 	} {
 		var err error
 		buf, err = transport.AppendMessage(buf[:0], m)

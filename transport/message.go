@@ -6,12 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
-)
 
-// JSON-RPC 2.0 error codes that the codec itself produces.
-const (
-	CodeParseError     = -32700 // the frame is not valid JSON (or not UTF-8)
-	CodeInvalidRequest = -32600 // valid JSON, but not a valid JSON-RPC message
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Message is one JSON-RPC message: a [*Request] (which is a notification when
@@ -71,16 +67,25 @@ func (ResponseBatch) isMessage() {}
 func (*Abandoned) isMessage()    {}
 
 // DecodeError reports a frame that is not a valid JSON-RPC message. Code is
-// [CodeParseError] or [CodeInvalidRequest]; ID is the message's id when it
+// [protocol.CodeParseError] or [protocol.CodeInvalidRequest]; ID is the message's id when it
 // could be read (the error response must carry it), else the zero ID.
 type DecodeError struct {
-	Code int64
+	Code protocol.Code
 	ID   ID
 	Err  error
 }
 
 func (e *DecodeError) Error() string { return "transport: decode: " + e.Err.Error() }
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Reason classifies the refusal: [protocol.RejectParseError] for a frame that
+// is not JSON, else [protocol.RejectInvalidRequest].
+func (e *DecodeError) Reason() protocol.RejectReason {
+	if e.Code == protocol.CodeParseError {
+		return protocol.RejectParseError
+	}
+	return protocol.RejectInvalidRequest
+}
 
 var (
 	null      = []byte("null")
@@ -106,7 +111,7 @@ func decodeString(raw []byte) (string, bool) {
 }
 
 func invalid(id ID, format string, args ...any) error {
-	return &DecodeError{Code: CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
+	return &DecodeError{Code: protocol.CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
 }
 
 // trimJSONSpace trims the four characters JSON counts as white space, and
@@ -132,13 +137,13 @@ func trimJSONSpace(b []byte) []byte {
 // Member names are matched exactly (JSON-RPC is case-sensitive).
 func DecodeMessage(data []byte) (Message, error) {
 	if !utf8.Valid(data) {
-		return nil, &DecodeError{Code: CodeParseError, Err: errors.New("message is not valid UTF-8")}
+		return nil, &DecodeError{Code: protocol.CodeParseError, Err: errors.New("message is not valid UTF-8")}
 	}
 	data = trimJSONSpace(data)
 	if len(data) > 0 && data[0] == '[' {
 		var b Batch
 		if err := json.Unmarshal(data, &b); err != nil {
-			return nil, &DecodeError{Code: CodeParseError, Err: err}
+			return nil, &DecodeError{Code: protocol.CodeParseError, Err: err}
 		}
 		if len(b) == 0 {
 			return nil, invalid(ID{}, "empty batch")
@@ -147,7 +152,7 @@ func DecodeMessage(data []byte) (Message, error) {
 	}
 	if !json.Valid(data) {
 		var v any
-		return nil, &DecodeError{Code: CodeParseError, Err: json.Unmarshal(data, &v)}
+		return nil, &DecodeError{Code: protocol.CodeParseError, Err: json.Unmarshal(data, &v)}
 	}
 	fields, isObject := splitMembers(data)
 	if !isObject {

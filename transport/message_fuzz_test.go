@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,12 +43,12 @@ func FuzzDecodeMessage(f *testing.F) {
 			require.True(t, ok, "error %v is %T, not a *DecodeError", err, err)
 			require.Error(t, de.Err)
 			// Parse error exactly when the frame is not UTF-8 JSON.
-			wantCode := int64(transport.CodeInvalidRequest)
+			wantCode := protocol.CodeInvalidRequest
 			if !utf8.Valid(data) || !json.Valid(data) {
-				wantCode = transport.CodeParseError
+				wantCode = protocol.CodeParseError
 			}
 			require.Equal(t, wantCode, de.Code, "error: %v", err)
-			if de.Code == transport.CodeParseError {
+			if de.Code == protocol.CodeParseError {
 				require.False(t, de.ID.IsValid(), "a parse error cannot know the id")
 			}
 			return

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -162,7 +164,7 @@ func TestDecodeMessageBatch(t *testing.T) {
 	_, err = transport.DecodeMessage(batch[1])
 	de, ok := errors.AsType[*transport.DecodeError](err)
 	require.True(t, ok, "err = %v", err)
-	assert.Equal(t, int64(transport.CodeInvalidRequest), de.Code)
+	assert.Equal(t, protocol.CodeInvalidRequest, de.Code)
 	last, err := transport.DecodeMessage(batch[3])
 	require.NoError(t, err)
 	assert.Equal(t, &transport.Request{Method: "n"}, last)
@@ -171,14 +173,14 @@ func TestDecodeMessageBatch(t *testing.T) {
 func TestDecodeMessageErrors(t *testing.T) {
 	t.Parallel()
 	const (
-		parse   = transport.CodeParseError
-		invalid = transport.CodeInvalidRequest
+		parse   = protocol.CodeParseError
+		invalid = protocol.CodeInvalidRequest
 	)
 	deep := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	tests := []struct {
 		name    string
 		in      string
-		code    int64
+		code    protocol.Code
 		id      transport.ID
 		wantMsg string // the wrapped error's text; empty: not checked
 	}{
@@ -385,7 +387,7 @@ func TestDecodeMessageErrors(t *testing.T) {
 func TestDecodeErrorUnwrap(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("cause")
-	var err error = &transport.DecodeError{Code: transport.CodeParseError, ID: transport.Int64ID(1), Err: cause}
+	var err error = &transport.DecodeError{Code: protocol.CodeParseError, ID: transport.Int64ID(1), Err: cause}
 	require.ErrorIs(t, err, cause)
 	assert.Equal(t, "transport: decode: cause", err.Error())
 }

@@ -7,9 +7,10 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -83,12 +84,12 @@ func (c *fixtureClient) stop() {
 // meta is the _meta of a stateless request.
 func (c *fixtureClient) meta() map[string]any {
 	m := map[string]any{
-		server.MetaProtocolVersion:    server.Version20260728,
-		server.MetaClientCapabilities: c.caps,
-		server.MetaClientInfo:         map[string]any{"name": "fixture-test", "version": "1"},
+		protocol.MetaProtocolVersion:    protocol.Version20260728,
+		protocol.MetaClientCapabilities: c.caps,
+		protocol.MetaClientInfo:         map[string]any{"name": "fixture-test", "version": "1"},
 	}
 	if c.logLevel != "" {
-		m[server.MetaLogLevel] = c.logLevel
+		m[protocol.MetaLogLevel] = c.logLevel
 	}
 	return m
 }

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -568,7 +570,7 @@ func TestInputRequiredScenarios(t *testing.T) {
 				"name": tool, "arguments": map[string]any{}, "inputResponses": answers(map[string]string{"confirm": answerOK}),
 				"requestState": r1.RequestState + "-TAMPERED",
 			}))
-			assert.Equal(t, int64(server.CodeInvalidParams), e.Code)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 			c.stop()
 		})
 	})
@@ -625,7 +627,7 @@ func TestInputRequiredScenarios(t *testing.T) {
 			e := c.rpcError(c.send("tools/call", map[string]any{
 				"name": elicitationTool, "arguments": map[string]any{}, "inputResponses": map[string]any{"user_name": 12345},
 			}))
-			assert.Equal(t, int64(server.CodeInvalidParams), e.Code)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 			r := asInputRequired(t, c.call("tools/call", map[string]any{
 				"name": elicitationTool, "arguments": map[string]any{}, "inputResponses": nil,
 			}))
@@ -661,7 +663,7 @@ func TestInputRequiredScenarios(t *testing.T) {
 			declined := c.rpcError(c.send("prompts/get", map[string]any{
 				"name": prompt, "inputResponses": answers(map[string]string{"user_context": `{"action":"cancel"}`}),
 			}))
-			assert.Equal(t, int64(server.CodeInvalidParams), declined.Code)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), declined.Code)
 			assert.Equal(t, "the user did not accept: action=cancel", declined.Message)
 			c.stop()
 		})
@@ -676,7 +678,7 @@ func TestInputRequiredScenarios(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := startFixtures(t, stateless, map[string]any{})
 				e := c.rpcError(c.send("tools/call", map[string]any{"name": tc.tool, "arguments": map[string]any{}}))
-				assert.Equal(t, int64(server.CodeMissingRequiredClientCapability), e.Code, tc.tool)
+				assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), e.Code, tc.tool)
 				assert.JSONEq(t, tc.need, string(e.Data), tc.tool)
 				c.stop()
 			})
@@ -783,9 +785,9 @@ func TestResources(t *testing.T) {
 				}
 				missing := "test://nonexistent-resource-for-conformance-testing"
 				err := c.rpcError(c.send("resources/read", map[string]any{"uri": missing}))
-				wantCode := server.CodeResourceNotFound
+				wantCode := protocol.CodeResourceNotFound
 				if e.stateless {
-					wantCode = server.CodeInvalidParams
+					wantCode = protocol.CodeInvalidParams
 				}
 				assert.Equal(t, int64(wantCode), err.Code)
 				assert.JSONEq(t, `{"uri":"`+missing+`"}`, string(err.Data))
@@ -866,7 +868,7 @@ func TestListChangedStateless(t *testing.T) {
 			Capabilities      map[string]json.RawMessage `json:"capabilities"`
 		}
 		require.NoError(t, json.Unmarshal(discover, &d))
-		assert.Contains(t, d.SupportedVersions, server.Version20260728)
+		assert.Contains(t, d.SupportedVersions, protocol.Version20260728)
 		for name, want := range map[string]string{
 			"tools": `{"listChanged":true}`, "prompts": `{"listChanged":true}`, "resources": `{"subscribe":true,"listChanged":true}`,
 			"completions": `{}`, "logging": `{}`,
@@ -956,7 +958,7 @@ func TestPrompts(t *testing.T) {
 					assert.JSONEq(t, c.want("prompts/get", tc.want), string(c.call("prompts/get", params)), tc.name)
 				}
 				missing := c.rpcError(c.send("prompts/get", map[string]any{"name": "test_prompt_with_arguments", "arguments": map[string]any{"arg1": "x"}}))
-				assert.Equal(t, int64(server.CodeInvalidParams), missing.Code)
+				assert.Equal(t, int64(protocol.CodeInvalidParams), missing.Code)
 
 				for _, tc := range []struct{ arg, value, want string }{
 					{"arg1", "test", `{"completion":{"values":["testValue1","testValue2"],"total":2,"hasMore":false}}`},

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -83,7 +85,7 @@ func addMRTRFixtures(s *server.Server) error {
 		}, func(ctx context.Context, _ *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			answer, err := askString(ctx, "user_context", "What context should the prompt use?", "context")
 			if errors.Is(err, errDeclined) {
-				return nil, server.NewError(server.CodeInvalidParams, err) // a prompt has no tool-error result
+				return nil, server.NewError(protocol.CodeInvalidParams, err) // a prompt has no tool-error result
 			}
 			if err != nil {
 				return nil, err
@@ -160,7 +162,7 @@ func listRoots(ctx context.Context, key string) ([]server.Root, error) {
 func answerError(ctx context.Context, err error) error {
 	req := server.RequestFromContext(ctx)
 	if req != nil && req.Stateless && errors.Is(err, server.ErrInvalidResult) {
-		return server.NewError(server.CodeInvalidParams, err)
+		return server.NewError(protocol.CodeInvalidParams, err)
 	}
 	return err
 }

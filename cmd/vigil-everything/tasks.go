@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -67,7 +69,7 @@ func addTaskFixtures(s *server.Server) error {
 			"Fails with a JSON-RPC internal error; as a task, the task fails with that error",
 			server.TaskSupportOptional),
 			func(context.Context, *server.CallToolRequest, noArgs) (*server.CallToolResult, error) {
-				return nil, server.Errorf(server.CodeInternal, "protocol_error_job: simulated internal failure")
+				return nil, server.Errorf(protocol.CodeInternal, "protocol_error_job: simulated internal failure")
 			}),
 		server.AddTypedTool(s, taskTool("confirm_delete",
 			"Asks the user to confirm the deletion of a file (one elicitation), then reports what it did; as a task it is input_required until tasks/update answers",

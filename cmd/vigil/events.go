@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -120,14 +122,14 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 	l.cancellations.add(e)
 }
 
-func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
+func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	e := dropEvent{
 		Time:      time.Now(),
 		SessionID: sessionIDOf(req),
 		RequestID: req.ID.String(),
 		Method:    req.Method,
 		Name:      req.Name,
-		Reason:    string(reason),
+		Reason:    reason.String(),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

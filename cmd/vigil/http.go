@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -33,7 +34,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, in *instrum
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
 	}
-	opts = append(opts, streamable.WithRejectHook(in.metrics.MessageRejected))
+	opts = append(opts, streamable.WithRejectHook(func(r protocol.RejectReason) { in.metrics.MessageRejected(r.String()) }))
 	endpoint := streamable.New(middleware.Instrument(srv, in.metrics, telemetry.TransportStreamableHTTP), opts...)
 
 	var ready atomic.Bool

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -181,7 +182,7 @@ func TestConfirmActionErrors(t *testing.T) {
 // the request state gets the decision.
 func TestConfirmActionMultiRoundTrip(t *testing.T) {
 	client := demoServe(t)
-	meta := `"_meta":{"` + server.MetaProtocolVersion + `":"2026-07-28","` + server.MetaClientCapabilities + `":{"elicitation":{}}}`
+	meta := `"_meta":{"` + protocol.MetaProtocolVersion + `":"2026-07-28","` + protocol.MetaClientCapabilities + `":{"elicitation":{}}}`
 	r1 := demoRaw(t, client, 1, `{"name":"confirm_action","arguments":{"action":"deploy v2"},`+meta+`}`)
 	var first struct {
 		ResultType    string                     `json:"resultType"`

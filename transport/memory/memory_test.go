@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -272,15 +274,15 @@ func TestWriteFrameGarbage(t *testing.T) {
 	tests := []struct {
 		name  string
 		frame string
-		code  int64
+		code  protocol.Code
 		id    transport.ID
 	}{
-		{name: "not JSON", frame: "garbage", code: transport.CodeParseError},
-		{name: "empty frame", frame: "", code: transport.CodeParseError},
-		{name: "invalid UTF-8", frame: "\xff\xfe", code: transport.CodeParseError},
-		{name: "wrong version", frame: `{"jsonrpc":"1.0","id":3,"method":"m"}`, code: transport.CodeInvalidRequest, id: transport.Int64ID(3)},
-		{name: "empty batch", frame: `[]`, code: transport.CodeInvalidRequest},
-		{name: "not an object", frame: `42`, code: transport.CodeInvalidRequest},
+		{name: "not JSON", frame: "garbage", code: protocol.CodeParseError},
+		{name: "empty frame", frame: "", code: protocol.CodeParseError},
+		{name: "invalid UTF-8", frame: "\xff\xfe", code: protocol.CodeParseError},
+		{name: "wrong version", frame: `{"jsonrpc":"1.0","id":3,"method":"m"}`, code: protocol.CodeInvalidRequest, id: transport.Int64ID(3)},
+		{name: "empty batch", frame: `[]`, code: protocol.CodeInvalidRequest},
+		{name: "not an object", frame: `42`, code: protocol.CodeInvalidRequest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

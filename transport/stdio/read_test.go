@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -150,13 +152,13 @@ func TestReadDecodeErrorKeepsConnUsable(t *testing.T) {
 		line(6, "ok") + "\n"
 	c := stdio.New(strings.NewReader(input), io.Discard)
 	wantErrs := []struct {
-		code int64
+		code protocol.Code
 		id   transport.ID
 	}{
-		{code: transport.CodeParseError},
-		{code: transport.CodeParseError},
-		{code: transport.CodeInvalidRequest, id: transport.Int64ID(5)},
-		{code: transport.CodeInvalidRequest},
+		{code: protocol.CodeParseError},
+		{code: protocol.CodeParseError},
+		{code: protocol.CodeInvalidRequest, id: transport.Int64ID(5)},
+		{code: protocol.CodeInvalidRequest},
 	}
 	for i, want := range wantErrs {
 		msg, err := c.Read(t.Context())

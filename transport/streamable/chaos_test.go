@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -66,7 +68,7 @@ type chaosCancel struct {
 
 type chaosDrop struct {
 	key, name string
-	reason    server.DropReason
+	reason    protocol.DropReason
 }
 
 type chaosWaiter struct {
@@ -84,7 +86,7 @@ type chaosRecorder struct {
 	outcomes       []chaosEntry
 	cancels        []chaosCancel
 	drops          []chaosDrop
-	writeFailed    []server.DropReason
+	writeFailed    []protocol.DropReason
 	outgoingFailed []string
 	started        int
 	ended          []error
@@ -144,11 +146,11 @@ func (r *chaosRecorder) RequestCancelled(_ context.Context, req *server.Request,
 	r.update(func() { r.cancels = append(r.cancels, chaosCancel{chaosKey(req), chaosName(req), cause}) })
 }
 
-func (r *chaosRecorder) ResponseDropped(_ context.Context, req *server.Request, reason server.DropReason) {
+func (r *chaosRecorder) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	r.update(func() { r.drops = append(r.drops, chaosDrop{chaosKey(req), chaosName(req), reason}) })
 }
 
-func (r *chaosRecorder) WriteFailed(_ context.Context, _ *server.Session, class server.DropReason, _ error) {
+func (r *chaosRecorder) WriteFailed(_ context.Context, _ *server.Session, class protocol.DropReason, _ error) {
 	r.update(func() { r.writeFailed = append(r.writeFailed, class) })
 }
 
@@ -194,10 +196,10 @@ func (r *chaosRecorder) awaitOutcomes(t testing.TB, name string, n int) []server
 }
 
 // dropsOf returns the drop reasons the Observer saw for requests named name.
-func (r *chaosRecorder) dropsOf(name string) []server.DropReason {
+func (r *chaosRecorder) dropsOf(name string) []protocol.DropReason {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []server.DropReason
+	var out []protocol.DropReason
 	for _, d := range r.drops {
 		if d.name == name {
 			out = append(out, d.reason)
@@ -246,16 +248,16 @@ func (r *chaosRecorder) check(t testing.TB) {
 	for key, n := range cancelled {
 		assert.Equal(t, 1, n, "request %s reported cancelled %d times", key, n)
 	}
-	dropped := make(map[string]server.DropReason)
+	dropped := make(map[string]protocol.DropReason)
 	for _, d := range r.drops {
 		_, twice := dropped[d.key]
 		assert.False(t, twice, "request %s dropped twice", d.key)
-		assert.Contains(t, server.DropReasons(), d.reason, "request %s dropped without a valid reason", d.key)
+		assert.Contains(t, protocol.DropReasons(), d.reason, "request %s dropped without a valid reason", d.key)
 		dropped[d.key] = d.reason
 	}
 	for _, e := range r.outcomes {
 		reason, wasDropped := dropped[e.key]
-		if e.out.Dropped != "" {
+		if e.out.Dropped != protocol.DropNone {
 			assert.Equal(t, e.out.Dropped, reason, "request %s: outcome and Observer disagree on the drop", e.key)
 		} else {
 			assert.False(t, wasDropped, "request %s was both answered and dropped", e.key)
@@ -584,14 +586,14 @@ func TestChaosClientResetMidCall(t *testing.T) {
 	require.ErrorIs(t, cause, transport.ErrStreamGone)
 	require.ErrorIs(t, chaosRecv(t, late, "the late write"), transport.ErrStreamGone)
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, server.DropPeerGone, outs[0].Dropped)
+	assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped)
 	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
-	assert.Equal(t, []server.DropReason{server.DropPeerGone}, rig.rec.dropsOf("block"))
+	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.dropsOf("block"))
 	require.Len(t, rig.rec.cancelsOf("block"), 1)
 	require.ErrorIs(t, rig.rec.cancelsOf("block")[0], server.ErrTransportClose)
 	assert.Empty(t, rig.probe.gone(), "writes after the client reset")
 	rig.rec.mu.Lock()
-	assert.Equal(t, []server.DropReason{server.DropPeerGone}, rig.rec.writeFailed, "the late write failed, as peer_gone")
+	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.writeFailed, "the late write failed, as peer_gone")
 	rig.rec.mu.Unlock()
 
 	// The session lives on: only that request's stream was gone.
@@ -666,10 +668,10 @@ func TestChaosDeleteWhileElicitationsWait(t *testing.T) {
 	}
 	outs := rig.rec.awaitOutcomes(t, "ask", 2)
 	for _, o := range outs {
-		assert.Equal(t, server.DropWriterClosed, o.Dropped)
+		assert.Equal(t, protocol.DropWriterClosed, o.Dropped)
 		require.ErrorIs(t, o.Cause, server.ErrTransportClose)
 	}
-	assert.Equal(t, []server.DropReason{server.DropWriterClosed, server.DropWriterClosed}, rig.rec.dropsOf("ask"))
+	assert.Equal(t, []protocol.DropReason{protocol.DropWriterClosed, protocol.DropWriterClosed}, rig.rec.dropsOf("ask"))
 	rig.rec.await(t, "the session to end", func() bool { return len(rig.rec.ended) == 1 })
 	ended := rig.rec.sessionsEnded()
 	require.ErrorIs(t, ended[0], server.ErrTransportClose)
@@ -716,9 +718,9 @@ func TestChaosStatelessSSEClose(t *testing.T) {
 	require.ErrorIs(t, cause, server.ErrTransportClose)
 	require.ErrorIs(t, cause, transport.ErrPeerGone)
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, server.DropWriterClosed, outs[0].Dropped)
+	assert.Equal(t, protocol.DropWriterClosed, outs[0].Dropped)
 	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
-	assert.Equal(t, []server.DropReason{server.DropWriterClosed}, rig.rec.dropsOf("block"))
+	assert.Equal(t, []protocol.DropReason{protocol.DropWriterClosed}, rig.rec.dropsOf("block"))
 	rig.rec.await(t, "the request's session to end", func() bool { return len(rig.rec.ended) == 1 })
 	assert.Empty(t, rig.probe.gone(), "writes after the client closed the stream")
 	rig.rec.mu.Lock()
@@ -767,8 +769,8 @@ func TestChaosIdleExpiry(t *testing.T) {
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"session terminated"}}`, a.body)
 
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, server.DropWriterClosed, outs[0].Dropped)
-	assert.Equal(t, []server.DropReason{server.DropWriterClosed}, rig.rec.dropsOf("block"))
+	assert.Equal(t, protocol.DropWriterClosed, outs[0].Dropped)
+	assert.Equal(t, []protocol.DropReason{protocol.DropWriterClosed}, rig.rec.dropsOf("block"))
 	rig.rec.await(t, "the session to end", func() bool { return len(rig.rec.ended) == 1 })
 	require.ErrorIs(t, rig.rec.sessionsEnded()[0], server.ErrTransportClose)
 
@@ -829,10 +831,10 @@ func TestChaosShutdownMidStream(t *testing.T) {
 	require.NoError(t, rig.h.Close())
 	outs := rig.rec.awaitOutcomes(t, "block", 2)
 	for _, o := range outs {
-		assert.Equal(t, server.DropShutdown, o.Dropped)
+		assert.Equal(t, protocol.DropShutdown, o.Dropped)
 		require.ErrorIs(t, o.Cause, server.ErrShutdown)
 	}
-	assert.Equal(t, []server.DropReason{server.DropShutdown, server.DropShutdown}, rig.rec.dropsOf("block"))
+	assert.Equal(t, []protocol.DropReason{protocol.DropShutdown, protocol.DropShutdown}, rig.rec.dropsOf("block"))
 	ended := rig.rec.sessionsEnded()
 	require.Len(t, ended, 1)
 	require.ErrorIs(t, ended[0], server.ErrShutdown)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -22,26 +24,13 @@ type Server interface {
 	Serve(ctx context.Context, conn transport.Conn) error
 }
 
-// Protocol version and header names.
+// Header names.
 const (
-	version2026            = "2026-07-28"
-	headerSessionID        = "Mcp-Session-Id"
-	headerProtocolVersion  = "MCP-Protocol-Version"
-	headerMethod           = "Mcp-Method"
-	headerName             = "Mcp-Name"
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "MCP-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
 )
-
-// JSON-RPC codes the transport answers with itself.
-const (
-	codeInvalidParams  = -32602
-	codeServerBusy     = -32000
-	codeHeaderMismatch = -32020
-)
-
-// knownVersions are the protocol versions a 2025-era request may name.
-var knownVersions = map[string]bool{"2025-11-25": true, "2025-06-18": true, "2025-03-26": true, "2024-11-05": true}
 
 // Handler is the MCP endpoint. It is safe for concurrent use.
 type Handler struct {
@@ -68,7 +57,7 @@ func New(srv Server, opts ...Option) *Handler {
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r) || !h.originAllowed(r) {
-		h.reject(w, http.StatusForbidden, transport.ID{}, codeInvalidRequest, "forbidden: Host or Origin not allowed")
+		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
 		return
 	}
 	switch r.Method {
@@ -80,11 +69,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.delete(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "method not allowed")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "method not allowed")
 	}
 }
-
-const codeInvalidRequest = transport.CodeInvalidRequest
 
 // Close ends every session at once, as DELETE would, and waits for their
 // Serve calls to return. Use it after the server's Shutdown drained them;
@@ -108,34 +95,33 @@ var errHandlerClosed = errors.New("streamable: handler closed")
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, codeInvalidRequest, "Content-Type must be application/json")
+		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
 		return
 	}
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		h.reject(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include application/json and text/event-stream")
+		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, codeInvalidRequest, "body too large")
+			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, "body too large")
 			return
 		}
-		h.reject(w, http.StatusBadRequest, transport.ID{}, transport.CodeParseError, "cannot read body")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeParseError, protocol.RejectParseError, "cannot read body")
 		return
 	}
 	msg, err := transport.DecodeMessage(body)
 	if err != nil {
-		de, _ := errors.AsType[*transport.DecodeError](err)
-		code, id := int64(transport.CodeParseError), transport.ID{}
-		if de != nil {
-			code, id = de.Code, de.ID
+		de, ok := errors.AsType[*transport.DecodeError](err)
+		if !ok {
+			de = &transport.DecodeError{Code: protocol.CodeParseError, Err: err}
 		}
-		h.reject(w, http.StatusBadRequest, id, code, err.Error())
+		h.reject(w, http.StatusBadRequest, de.ID, de.Code, de.Reason(), err.Error())
 		return
 	}
 	if _, isBatch := msg.(transport.Batch); isBatch {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "JSON-RPC batches are not supported over HTTP")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return
 	}
 	if h.isStateless(r, msg) {
@@ -148,7 +134,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 // isStateless reports whether a POST belongs to the 2026-07-28 era: by its
 // version header, or (with no session) by the version in its _meta.
 func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
-	if r.Header.Get(headerProtocolVersion) == version2026 {
+	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		return true
 	}
 	if r.Header.Get(headerSessionID) != "" {
@@ -158,7 +144,7 @@ func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	_, has := metaOf(req)[metaProtocolVersion]
+	_, has := metaOf(req)[protocol.MetaProtocolVersion]
 	return has
 }
 
@@ -169,8 +155,8 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 	if isRequest {
 		reqID = req.ID
 	}
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !knownVersions[v] {
-		h.reject(w, http.StatusBadRequest, reqID, codeInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
+		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
 		return
 	}
 	var s *session
@@ -178,17 +164,17 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		var status int
 		if s, status = h.newSession(r); s == nil {
 			w.Header().Set("Retry-After", "1")
-			h.reject(w, status, req.ID, codeServerBusy, "cannot start a session now")
+			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
 			return
 		}
 	} else {
 		id := r.Header.Get(headerSessionID)
 		if id == "" {
-			h.reject(w, http.StatusBadRequest, reqID, codeInvalidRequest, "missing Mcp-Session-Id")
+			h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 			return
 		}
 		if s = h.lookup(id, r); s == nil {
-			h.reject(w, http.StatusNotFound, reqID, codeInvalidRequest, "unknown or terminated session")
+			h.reject(w, http.StatusNotFound, reqID, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
 			return
 		}
 	}
@@ -200,7 +186,7 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 		// A notification, or the client's answer to our request.
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
 			if err := s.push(r.Context(), msg); err != nil {
-				h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "session terminated")
+				h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, "session terminated")
 				return
 			}
 		}
@@ -261,42 +247,42 @@ func (h *Handler) forget(s *session) {
 var errSessionEnded = errors.New("streamable: session ended")
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerProtocolVersion) == version2026 {
+	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		w.Header().Set("Allow", "POST")
-		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
 		return
 	}
 	if !accepts(r, "text/event-stream") {
-		h.reject(w, http.StatusNotAcceptable, transport.ID{}, codeInvalidRequest, "Accept must include text/event-stream")
+		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include text/event-stream")
 		return
 	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
 	s := h.lookup(id, r)
 	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
 		return
 	}
 	s.serveGet(w, r)
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerProtocolVersion) == version2026 {
+	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		w.Header().Set("Allow", "POST")
-		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, codeInvalidRequest, "2026-07-28 has no sessions to delete")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no sessions to delete")
 		return
 	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "missing Mcp-Session-Id")
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
 	s := h.lookup(id, r)
 	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, codeInvalidRequest, "unknown or terminated session")
+		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
 		return
 	}
 	h.mu.Lock()
@@ -342,42 +328,16 @@ func isJSONContentType(ct string) bool {
 
 // reject refuses an HTTP request with a JSON-RPC error body and tells the
 // reject hook why.
-func (h *Handler) reject(w http.ResponseWriter, status int, id transport.ID, code int64, msg string) {
+func (h *Handler) reject(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, reason protocol.RejectReason, msg string) {
 	if h.cfg.onReject != nil {
-		h.cfg.onReject(rejectReason(status, code))
+		h.cfg.onReject(reason)
 	}
 	writeError(w, status, id, code, msg)
 }
 
-// rejectReason names a refusal by its HTTP status and JSON-RPC code.
-func rejectReason(status int, code int64) string {
-	switch {
-	case status == http.StatusForbidden:
-		return "forbidden"
-	case status == http.StatusRequestEntityTooLarge:
-		return "frame_too_large"
-	case status == http.StatusTooManyRequests:
-		return "in_flight_limit"
-	case status == http.StatusConflict:
-		return "duplicate_id"
-	case status == http.StatusServiceUnavailable:
-		return "session_limit"
-	case status == http.StatusNotFound:
-		return "unknown_session"
-	case code == transport.CodeParseError:
-		return "parse_error"
-	case code == codeHeaderMismatch || code == -32022:
-		return "protocol_mismatch"
-	case code == codeInvalidParams:
-		return "invalid_params"
-	default:
-		return "invalid_request"
-	}
-}
-
 // writeError answers with a JSON-RPC error body.
-func writeError(w http.ResponseWriter, status int, id transport.ID, code int64, msg string) {
-	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{Code: code, Message: msg}})
+func writeError(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, msg string) {
+	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{Code: int64(code), Message: msg}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

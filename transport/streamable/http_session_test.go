@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -217,7 +219,7 @@ type htRejectCounter struct {
 	ended    chan struct{}
 }
 
-func (o *htRejectCounter) MessageRejected(context.Context, *server.Session, server.Code, string) {
+func (o *htRejectCounter) MessageRejected(context.Context, *server.Session, protocol.Code, protocol.RejectReason) {
 	o.rejected.Add(1)
 }
 
@@ -288,7 +290,7 @@ func TestHTTPDeleteCancelsHandlers(t *testing.T) {
 	assert.Empty(t, r.body)
 	cause := <-h.cause // the handler is cancelled and still running
 	require.ErrorIs(t, cause, server.ErrTransportClose)
-	assert.Equal(t, server.ReasonTransportClose, server.ReasonOfCause(cause))
+	assert.Equal(t, protocol.ReasonTransportClose, server.ReasonOfCause(cause))
 
 	answer, ok := <-pending
 	require.True(t, ok, "the pending POST failed")

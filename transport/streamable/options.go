@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Option configures a [Handler].
@@ -42,7 +44,7 @@ type config struct {
 	keepAlive     time.Duration
 	events        EventStore    // resume.go: nil when streams are not resumable
 	retry         time.Duration // resume.go: the SSE retry field
-	onReject      func(reason string)
+	onReject      func(reason protocol.RejectReason)
 }
 
 func defaultConfig() config {
@@ -138,12 +140,10 @@ func WithKeepAlive(d time.Duration) Option {
 
 // WithRejectHook calls f for every HTTP request the endpoint refuses itself,
 // before any MCP session sees it (bad input, limits, unknown sessions,
-// DNS-rebinding refusals), with a bounded reason: forbidden, invalid_request,
-// parse_error, frame_too_large, duplicate_id, in_flight_limit,
-// session_limit, unknown_session, protocol_mismatch or invalid_params. Metrics
-// count these with the sessions' own rejections (telemetry's
-// Metrics.MessageRejected takes exactly these values). f must be fast and
-// safe for concurrent use.
-func WithRejectHook(f func(reason string)) Option {
+// DNS-rebinding refusals), with its reason. The reason's String is the
+// label telemetry counts it under, beside the sessions' own rejections
+// (see server.Observer's MessageRejected). f must be fast and safe for
+// concurrent use.
+func WithRejectHook(f func(reason protocol.RejectReason)) Option {
 	return optionFunc(func(c *config) { c.onReject = f })
 }

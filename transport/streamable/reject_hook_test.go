@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -17,10 +18,10 @@ import (
 func TestRejectHookReportsEveryRefusal(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	e := newHTEnv(t, nil, streamable.WithMaxBodyBytes(512), streamable.WithRejectHook(func(reason string) {
+	e := newHTEnv(t, nil, streamable.WithMaxBodyBytes(512), streamable.WithRejectHook(func(reason protocol.RejectReason) {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, reason)
+		got = append(got, reason.String())
 	}))
 	sid := e.initialize(`{}`)
 	cases := []struct {

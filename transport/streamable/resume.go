@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // WithEventStore makes the 2025-era streams resumable, storing their events
@@ -36,9 +37,6 @@ func WithRetryInterval(d time.Duration) Option {
 }
 
 const defaultRetry = time.Second
-
-// codeInternal is the JSON-RPC internal error code.
-const codeInternal = -32603
 
 // headerLastEventID names the last event a resuming client received.
 const headerLastEventID = "Last-Event-ID"
@@ -108,12 +106,12 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	switch {
 	case rs.byReq[req.ID] != nil:
 		rs.mu.Unlock()
-		rs.s.h.reject(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		rs.s.h.reject(w, http.StatusConflict, req.ID, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message())
 		return
 	case len(rs.byReq) >= s.h.cfg.maxInFlight:
 		rs.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		rs.s.h.reject(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		rs.s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
 		return
 	}
 	ls.key = rs.newKeyLocked()
@@ -121,7 +119,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	rs.byKey[ls.key] = ls
 	rs.mu.Unlock()
 
-	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}}
+	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
 	if err := s.push(r.Context(), req); err != nil {
 		rs.forget(ls)
 		st.shutDown(terminated)
@@ -319,7 +317,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	rs.mu.Lock()
 	if rs.getServing > 0 {
 		rs.mu.Unlock()
-		rs.s.h.reject(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		rs.s.h.reject(w, http.StatusConflict, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, "a GET stream is already open for this session")
 		return
 	}
 	rs.getServing++
@@ -361,11 +359,11 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	key, events, err := rs.store.Replay(ctx, s.id, lastID)
 	if err != nil {
 		if errors.Is(err, ErrUnknownEvent) {
-			rs.s.h.reject(w, http.StatusBadRequest, transport.ID{}, codeInvalidRequest, "unknown Last-Event-ID: no stream of this session to resume")
+			rs.s.h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unknown Last-Event-ID: no stream of this session to resume")
 			return
 		}
 		s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
-		rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+		rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, protocol.CodeInternal, protocol.RejectOther, "cannot replay the stream")
 		return
 	}
 	s.touch()
@@ -393,7 +391,7 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 		if _, events, err = rs.store.Replay(ctx, s.id, lastID); err != nil {
 			ls.mu.Unlock()
 			s.h.cfg.logger.Error("streamable: cannot replay a stream", "session", s.id, "error", err)
-			rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, codeInternal, "cannot replay the stream")
+			rs.s.h.reject(w, http.StatusInternalServerError, transport.ID{}, protocol.CodeInternal, protocol.RejectOther, "cannot replay the stream")
 			return
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // session is one 2025-era MCP session: the transport.Conn its Serve reads,
@@ -218,18 +219,18 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		return
 	}
 	st := newStream(w, s.h.cfg.mode, nil, s.id)
-	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}}
+	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
 	switch {
 	case s.streams[req.ID] != nil:
 		s.mu.Unlock()
-		s.h.reject(w, http.StatusConflict, req.ID, codeInvalidRequest, "duplicate request id: a request with this id is still in flight")
+		s.h.reject(w, http.StatusConflict, req.ID, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message())
 		return
 	case len(s.streams) >= s.h.cfg.maxInFlight:
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		s.h.reject(w, http.StatusTooManyRequests, req.ID, codeServerBusy, "too many requests in flight")
+		s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
 		return
 	}
 	s.streams[req.ID] = st
@@ -263,7 +264,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
 		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	case <-s.done:
-		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: codeServerBusy, Message: "session terminated"}})
+		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}})
 	}
 }
 
@@ -278,7 +279,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()
-		s.h.reject(w, http.StatusConflict, transport.ID{}, codeInvalidRequest, "a GET stream is already open for this session")
+		s.h.reject(w, http.StatusConflict, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, "a GET stream is already open for this session")
 		return
 	}
 	s.get = st

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // stateless serves a 2026-07-28 POST: validate the headers against the
@@ -22,28 +23,28 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transpor
 	}
 	header := r.Header.Get(headerProtocolVersion)
 	if header == "" {
-		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "missing MCP-Protocol-Version header")
+		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
 	meta := metaOf(req)
-	rawVersion, hasVersion := meta[metaProtocolVersion]
-	_, hasCaps := meta[metaClientCapabilities]
+	rawVersion, hasVersion := meta[protocol.MetaProtocolVersion]
+	_, hasCaps := meta[protocol.MetaClientCapabilities]
 	if !hasVersion || !hasCaps {
-		h.reject(w, http.StatusBadRequest, req.ID, codeInvalidParams,
-			"params._meta must carry "+metaProtocolVersion+" and "+metaClientCapabilities)
+		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
+			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
 		return
 	}
 	var version string
 	if json.Unmarshal(rawVersion, &version) != nil || version != header {
-		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, "MCP-Protocol-Version header does not match params._meta")
+		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
 	if err := checkRouting(r, req); err != "" {
-		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
 	if err := h.checkParamHeaders(r, req); err != "" {
-		h.reject(w, http.StatusBadRequest, req.ID, codeHeaderMismatch, err)
+		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
 	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}
@@ -88,10 +89,11 @@ func checkRouting(r *http.Request, req *transport.Request) string {
 // statelessStatus maps a JSON-RPC error to the HTTP status 2026-07-28 asks
 // for.
 func statelessStatus(code int64) int {
-	switch code {
-	case -32601:
+	switch protocol.Code(code) {
+	case protocol.CodeMethodNotFound:
 		return http.StatusNotFound
-	case -32700, -32600, -32602, -32020, -32021, -32022:
+	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeInvalidParams,
+		protocol.CodeHeaderMismatch, protocol.CodeMissingRequiredClientCapability, protocol.CodeUnsupportedProtocolVersion:
 		return http.StatusBadRequest
 	default:
 		return http.StatusOK

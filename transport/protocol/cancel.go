@@ -1,0 +1,38 @@
+package protocol
+
+// CancelReason classifies why a request's context was cancelled. Its String
+// form is the cause label of metrics, spans and logs. The server package
+// classifies a context's cause into one (server.CancelReasonOf).
+type CancelReason uint8
+
+// The cancel reasons, one per cause, plus None (not cancelled) and Other
+// (cancelled by something else, such as the caller's context).
+const (
+	ReasonNone           CancelReason = iota // not cancelled
+	ReasonClientCancel                       // the client sent notifications/cancelled
+	ReasonTransportClose                     // the connection or HTTP stream is gone
+	ReasonShutdown                           // the server is shutting down
+	ReasonTimeout                            // the handler ran out of time
+	ReasonOther                              // anything else
+)
+
+var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "shutdown", "timeout", "other"}
+
+// CancelReasons lists every reason a cancelled context can have, in a
+// stable order (for pre-creating telemetry series).
+func CancelReasons() []CancelReason {
+	return []CancelReason{ReasonClientCancel, ReasonTransportClose, ReasonShutdown, ReasonTimeout, ReasonOther}
+}
+
+// String returns the label value: "client_cancel", "transport_close",
+// "shutdown", "timeout", "other" (or "none").
+func (r CancelReason) String() string {
+	if int(r) < len(cancelReasonNames) {
+		return cancelReasonNames[r]
+	}
+	return cancelReasonNames[ReasonOther]
+}
+
+// MarshalText encodes r as its label, so that JSON logs and documents carry
+// the label rather than the number.
+func (r CancelReason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
