@@ -295,9 +295,7 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 	req.Protocol, req.ClientCapabilities, req.ClientInfo = ss.st.version, ss.st.caps, ss.st.client
 	fresh := ss.st.phase == phaseNew
 	ss.mu.Unlock()
-	if fresh {
-		ss.srv.readStatelessMeta(req)
-	}
+	req.era = ss.eraOf(req, fresh)
 	return req
 }
 
@@ -380,7 +378,7 @@ func (ss *Session) admitLocked(req *Request) (Code, string) {
 		return CodeInvalidRequest, RejectDuplicateID
 	case req.Method == "initialize" && st.phase != phaseNew:
 		return CodeInvalidRequest, RejectAlreadyInitialized
-	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && !req.Stateless && st.phase == phaseNew:
+	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && req.era.session() != nil && st.phase == phaseNew:
 		return CodeInvalidRequest, RejectNotInitialized
 	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
 		return CodeServerBusy, RejectTooManyInFlight
@@ -493,12 +491,10 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 		resp.Error = wireError(merr)
 		return resp
 	}
-	if req.Stateless {
-		if raw, merr = ss.srv.decorateResult(req.Method, raw); merr != nil {
-			ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
-			resp.Error = wireError(merr)
-			return resp
-		}
+	if raw, merr = req.era.decorate(req.Method, raw); merr != nil {
+		ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
+		resp.Error = wireError(merr)
+		return resp
 	}
 	resp.Result = raw
 	return resp

@@ -159,7 +159,7 @@ func listRoots(ctx context.Context, key string) ([]server.Root, error) {
 // request's params. Other errors are returned as they are.
 func answerError(ctx context.Context, err error) error {
 	req := server.RequestFromContext(ctx)
-	if req != nil && req.Stateless && errors.Is(err, server.ErrInvalidResult) {
+	if req != nil && !req.InSession() && errors.Is(err, server.ErrInvalidResult) {
 		return server.NewError(server.CodeInvalidParams, err)
 	}
 	return err
@@ -192,7 +192,7 @@ func confirm(ctx context.Context, req *server.CallToolRequest, verified string) 
 // hasRequestState reports whether req is a stateless retry with a
 // requestState.
 func hasRequestState(req *server.Request) bool {
-	if !req.Stateless {
+	if req.InSession() {
 		return false
 	}
 	var p struct {
