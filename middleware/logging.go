@@ -138,7 +138,7 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 		attrs = append(attrs, slog.String(LogPrompt, req.Name))
 	}
 	attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
-	if req.Session != nil && !req.Stateless {
+	if req.InSession() {
 		attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
 	}
 	attrs = append(attrs, slog.Duration(LogDuration, d))

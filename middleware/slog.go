@@ -50,7 +50,7 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if req := server.RequestFromContext(ctx); req != nil {
 		hasSession, hasRequest := recordHas(r)
-		if req.Session != nil && !req.Stateless && !hasSession {
+		if req.InSession() && !hasSession {
 			attrs[n] = slog.String(LogSessionID, req.Session.ID())
 			n++
 		}

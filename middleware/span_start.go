@@ -75,7 +75,7 @@ func recordedAttributes(ctx context.Context, req *server.Request, attrs []attrib
 	if !req.IsNotification() {
 		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
 	}
-	if req.Session != nil && !req.Stateless {
+	if req.InSession() {
 		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
 	}
 	if req.Protocol != "" {

@@ -52,13 +52,7 @@ func ListRoots(ctx context.Context) ([]Root, error) {
 // did not declare; need is that capability as ClientCapabilities JSON, for
 // the error data of a stateless request.
 func capabilityError(req *Request, what string, need map[string]any) error {
-	err := fmt.Errorf("%w: %s", ErrCapability, what)
-	if !req.Stateless {
-		return err
-	}
-	e := NewError(protocol.CodeMissingRequiredClientCapability, err)
-	e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": need})
-	return e
+	return req.era.capabilityError(fmt.Errorf("%w: %s", ErrCapability, what), need)
 }
 
 // requestOf returns the request of a handler's context.
@@ -434,10 +428,11 @@ func NotifyElicitationComplete(ctx context.Context, elicitationID string) error 
 	if err != nil {
 		return err
 	}
-	if req.Stateless {
+	ss := req.era.session()
+	if ss == nil {
 		return fmt.Errorf("mcp: notifications/elicitation/complete is not part of protocol version %s", req.Protocol)
 	}
-	return req.Session.NotifyElicitationComplete(ctx, elicitationID)
+	return ss.NotifyElicitationComplete(ctx, elicitationID)
 }
 
 // NotifyElicitationComplete tells the client that the URL-mode elicitation

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strconv"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -19,81 +17,69 @@ var cacheable = map[string]bool{
 // removedIn2026 lists the methods a stateless request may not call.
 var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
 
-// readStatelessMeta makes req a stateless request when its _meta names a
-// protocol version (on a session that was never initialized), taking the
-// client's capabilities and info from _meta. What makes it unanswerable is
-// left in req.admitErr.
-func (s *Server) readStatelessMeta(req *Request) {
-	rawVersion, ok := req.Meta[protocol.MetaProtocolVersion]
-	if !ok {
-		return
-	}
-	req.Stateless = true
-	var version string
-	if json.Unmarshal(rawVersion, &version) != nil {
-		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
-		return
-	}
-	req.Protocol = version
-	if version != protocol.Version20260728 {
-		e := Errorf(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
-		e.Data, _ = json.Marshal(map[string]any{"supported": protocol.Versions(), "requested": version})
-		req.admitErr = e
-		return
-	}
-	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
-	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
-		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
-		return
-	}
-	if rawInfo, ok := req.Meta[protocol.MetaClientInfo]; ok {
-		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
-	}
-	if slices.Contains(removedIn2026, req.Method) {
-		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
-		return
-	}
-	if err := s.readRound(req); err != nil {
-		req.admitErr = err
-	}
+// era speaks for the protocol era of one request. Two eras are served:
+//
+//   - the session era (era_session.go), up to protocol version 2025-11-25:
+//     the request belongs to the session it arrived on, which the client
+//     opens with initialize; questions to the client are server-to-client
+//     requests on it, and tasks are the session's 2025-11-25 tasks;
+//   - the stateless era (era_stateless.go), 2026-07-28: the request
+//     carries its protocol version and client capabilities in _meta and
+//     belongs to no session; questions to the client become input_required
+//     results, and tasks are those of the tasks extension.
+//
+// The era is chosen once, when the request is read (eraOf); from then on
+// the core asks it, never the request, whatever differs between eras. A
+// new protocol revision is a new implementation.
+type era interface {
+	// session returns the session the request belongs to, which owns its
+	// tasks and hears what it notifies; nil when it belongs to none.
+	session() *Session
+	// offers reports whether the server offers method to the request.
+	offers(method string) bool
+	// callClient asks the client method on behalf of req's handler, whose
+	// context ctx is (see CallClient).
+	callClient(ctx context.Context, req *Request, method string, params, result any) error
+	// capabilityError refuses a call to the client that needs a client
+	// capability the client did not declare: err says why, and need is
+	// that capability as ClientCapabilities JSON.
+	capabilityError(err error, need map[string]any) error
+	// interrupted answers a request whose handler stopped for input from
+	// the client.
+	interrupted(ir *inputRequired) (any, error)
+	// decorate adds to the encoded result of method what every result of
+	// the era carries.
+	decorate(method string, raw json.RawMessage) (json.RawMessage, error)
+
+	// toolTask decides whether a tools/call runs as a task and, when the
+	// answer is not "as usual", handles it: handled is false when callTool
+	// should run the handler synchronously itself.
+	toolTask(ctx context.Context, rt *registeredTool, call *CallToolRequest) (handled bool, res any, err error)
+	// taskContext prepares the context a new task of req runs with, from
+	// base, the request's context without its cancellation.
+	taskContext(ctx, base context.Context, req *Request, t *task) context.Context
+	// taskMethod reports whether the tasks/* method exists.
+	taskMethod(method string) bool
+	// tasksRefused says why req may not use tasks at all, or nil.
+	tasksRefused(req *Request) error
+	// taskStatus answers tasks/get.
+	taskStatus(v taskView) any
+	// taskCancelled answers tasks/cancel for t; cancelled is whether it
+	// was still running.
+	taskCancelled(t *task, cancelled bool) (any, error)
 }
 
-// decorateResult adds what every 2026-07-28 result carries: resultType
-// ("complete" unless the result says otherwise) and the server's info in
-// _meta.
-func (s *Server) decorateResult(method string, raw json.RawMessage) (json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return raw, err
-	}
-	if _, ok := fields["resultType"]; !ok {
-		fields["resultType"] = json.RawMessage(`"complete"`)
-	}
-	if cacheable[method] && string(fields["resultType"]) == `"complete"` {
-		if _, ok := fields["ttlMs"]; !ok {
-			fields["ttlMs"] = json.RawMessage(strconv.FormatInt(s.cfg.cacheTTL.Milliseconds(), 10))
-		}
-		if _, ok := fields["cacheScope"]; !ok {
-			fields["cacheScope"], _ = json.Marshal(s.cfg.cacheScope)
+// eraOf chooses the era that speaks for req, once, when req is read: a
+// request whose _meta names a protocol version on a session that was
+// never initialized (fresh) is a stateless request; any other belongs to the
+// session it arrived on.
+func (ss *Session) eraOf(req *Request, fresh bool) era {
+	if fresh {
+		if raw, ok := req.Meta[protocol.MetaProtocolVersion]; ok {
+			return ss.srv.newStatelessEra(req, raw)
 		}
 	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := fields["_meta"]; ok {
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return raw, err
-		}
-	}
-	if _, ok := meta[protocol.MetaServerInfo]; !ok {
-		info, err := json.Marshal(s.cfg.impl)
-		if err != nil {
-			return raw, err
-		}
-		meta[protocol.MetaServerInfo] = info
-		if fields["_meta"], err = json.Marshal(meta); err != nil {
-			return raw, err
-		}
-	}
-	return json.Marshal(fields)
+	return sessionEra{ss: ss}
 }
 
 // discover answers server/discover: the versions, capabilities and

@@ -2,24 +2,23 @@ package server
 
 import "strings"
 
-// offered reports whether the server offers req's method. A 2026-07-28
-// request for a method behind a capability the server does not declare
-// (prompts/list on a server without prompts, say) is a method the server
-// does not implement: -32601. Sessions of the initialize era keep the
-// lenient behavior: an empty list, or a not-found error for a name.
-func (s *Server) offered(req *Request) bool {
-	if !req.Stateless {
-		return true
-	}
+// declares reports whether the server declares the capability that method
+// is behind (tools/* the tools capability, and so on); a method behind
+// none is declared. A 2026-07-28 request for a method behind a capability
+// the server does not declare (prompts/list on a server without prompts,
+// say) is a method the server does not implement: -32601. Sessions of the
+// initialize era keep the lenient behavior: an empty list, or a not-found
+// error for a name (see era.offers).
+func (s *Server) declares(method string) bool {
 	caps := s.capabilities()
 	switch {
-	case strings.HasPrefix(req.Method, "tools/"):
+	case strings.HasPrefix(method, "tools/"):
 		return caps.Tools != nil
-	case strings.HasPrefix(req.Method, "prompts/"):
+	case strings.HasPrefix(method, "prompts/"):
 		return caps.Prompts != nil
-	case strings.HasPrefix(req.Method, "resources/"):
+	case strings.HasPrefix(method, "resources/"):
 		return caps.Resources != nil
-	case req.Method == "completion/complete":
+	case method == "completion/complete":
 		return caps.Completions != nil
 	}
 	return true

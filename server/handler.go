@@ -56,20 +56,17 @@ type Request struct {
 	// session's negotiated version ("" before initialize), or for a
 	// stateless request the version in its _meta.
 	Protocol string
-	// Stateless is true for a 2026-07-28 request: it carries its protocol
-	// version, client capabilities and client info in _meta instead of
-	// relying on an initialize handshake.
-	Stateless bool
 	// ClientCapabilities and ClientInfo are what the client declared: in
-	// initialize for a session, or in this request's _meta when Stateless.
+	// initialize for a session, or in this request's _meta for a stateless
+	// request (see InSession).
 	ClientCapabilities ClientCapabilities
 	ClientInfo         Implementation
 
+	era      era    // speaks for the request's protocol era; chosen in newRequest (era.go)
 	admitErr *Error // why a stateless request cannot be admitted
 	parsed   bool   // Params decoded in newRequest: args and task are set
 	args     json.RawMessage
 	task     json.RawMessage
-	mrtr     *mrtrRound // multi round-trip state of a stateless request
 
 	arrival context.Context // see ArrivalContext; nil: the session's
 
@@ -94,6 +91,15 @@ func (req *Request) ArrivalContext() context.Context {
 	}
 	return context.Background()
 }
+
+// InSession reports whether req belongs to the session it arrived on: a
+// session the client opens with initialize (protocol versions up to
+// 2025-11-25), whose [Session.ID] names it to the client. It is false for
+// a 2026-07-28 stateless request, which carries its protocol version,
+// client capabilities and client info in _meta instead of relying on an
+// initialize handshake: its Session is only the connection it came on.
+// Middleware uses it to tag logs and spans with the session id.
+func (req *Request) InSession() bool { return req.era != nil && req.era.session() != nil }
 
 // IsNotification reports whether req is a notification (it has no id).
 func (req *Request) IsNotification() bool { return !req.ID.IsValid() }

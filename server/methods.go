@@ -18,7 +18,7 @@ func (s *Server) handle(method string, h Handler) {
 
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
-	if h := s.methods[req.Method]; h != nil && s.offered(req) {
+	if h := s.methods[req.Method]; h != nil && req.era.offers(req.Method) {
 		ctx, release, err := s.beginRequest(ctx, req) // progress token, log level (progress.go)
 		if err != nil {
 			return nil, err
@@ -26,7 +26,7 @@ func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 		defer release()
 		res, err := h(ctx, req)
 		if ir, ok := errors.AsType[*inputRequired](err); ok {
-			return s.inputRequiredResult(req, ir)
+			return req.era.interrupted(ir)
 		}
 		return res, err
 	}

@@ -61,11 +61,12 @@ type requestState struct {
 }
 
 // readRound prepares the round state of a stateless request that may ask
-// for input, verifying the requestState and taking the answers it expects
-// from inputResponses. A requestState that fails verification is refused.
-func (s *Server) readRound(req *Request) *Error {
+// for input (nil for one that may not), verifying the requestState and
+// taking the answers it expects from inputResponses. A requestState that
+// fails verification is refused.
+func (s *Server) readRound(req *Request) (*mrtrRound, *Error) {
 	if !mrtrMethods[req.Method] {
-		return nil
+		return nil, nil
 	}
 	var p struct {
 		Arguments      json.RawMessage            `json:"arguments"`
@@ -73,10 +74,9 @@ func (s *Server) readRound(req *Request) *Error {
 		RequestState   *string                    `json:"requestState"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil // the method's own handler reports malformed params
+		return nil, nil // the method's own handler reports malformed params
 	}
 	round := &mrtrRound{answers: map[string]json.RawMessage{}, calls: map[string]int{}, binding: bindingOf(req, p.Arguments)}
-	req.mrtr = round
 	if p.RequestState == nil {
 		// A retry without state (none was issued, or a client that keeps
 		// none): the answers stand on their own. They are the client's own
@@ -84,11 +84,11 @@ func (s *Server) readRound(req *Request) *Error {
 		for k, v := range p.InputResponses {
 			round.answers[k] = v
 		}
-		return nil
+		return round, nil
 	}
 	st, err := s.openState(*p.RequestState)
 	if err != nil || st.Binding != round.binding {
-		return Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
+		return round, Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
 	}
 	for k, v := range st.Answers {
 		round.answers[k] = v
@@ -98,7 +98,7 @@ func (s *Server) readRound(req *Request) *Error {
 			round.answers[k] = v
 		}
 	}
-	return nil
+	return round, nil
 }
 
 // bindingOf names what a requestState may be replayed with: the method, its
@@ -119,11 +119,7 @@ func bindingOf(req *Request, args json.RawMessage) string {
 // of a call is its method and its position among the handler's calls of
 // that method, which is stable as long as the handler asks in the same
 // order each run.
-func (req *Request) ask(ctx context.Context, method string, params, result any) error {
-	r := req.mrtr
-	if r == nil {
-		return fmt.Errorf("mcp: %s: a %s request cannot ask the client for input in protocol version %s", method, req.Method, req.Protocol)
-	}
+func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key, named := ctx.Value(inputKeyKey{}).(string)
@@ -147,13 +143,9 @@ func (req *Request) ask(ctx context.Context, method string, params, result any) 
 	return &inputRequired{method: method}
 }
 
-// inputRequiredResult builds the input_required result of an interrupted
-// handler, with a requestState carrying the answers so far.
-func (s *Server) inputRequiredResult(req *Request, ir *inputRequired) (any, error) {
-	r := req.mrtr
-	if r == nil {
-		return nil, ir
-	}
+// inputRequiredResult builds the input_required result of a handler that
+// round r interrupted, with a requestState carrying the answers so far.
+func (s *Server) inputRequiredResult(r *mrtrRound, ir *inputRequired) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := requestState{Binding: r.binding, Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
@@ -227,21 +219,7 @@ func CallClient(ctx context.Context, method string, params, result any) error {
 	if req == nil {
 		return errors.New("mcp: CallClient needs a handler's context")
 	}
-	if !req.Stateless {
-		if t := taskOf(ctx); t != nil { // a 2025 task (tasks.go)
-			return req.Session.srv.askInSession(ctx, t, req.Session, method, params, result)
-		}
-		return req.Session.Call(ctx, method, params, result)
-	}
-	if name, ok := capabilityFor(req.ClientCapabilities, method); !ok {
-		e := NewError(protocol.CodeMissingRequiredClientCapability, fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name))
-		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
-		return e
-	}
-	if t := taskOf(ctx); t != nil { // a 2026-07-28 task: answered by tasks/update (tasks.go)
-		return req.Session.srv.askForTask(ctx, t, method, params, result)
-	}
-	return req.ask(ctx, method, params, result)
+	return req.era.callClient(ctx, req, method, params, result)
 }
 
 type inputKeyKey struct{}

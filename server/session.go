@@ -12,9 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Session is one client connection being served: the state of its
@@ -297,9 +296,7 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 	req.Protocol, req.ClientCapabilities, req.ClientInfo = ss.st.version, ss.st.caps, ss.st.client
 	fresh := ss.st.phase == phaseNew
 	ss.mu.Unlock()
-	if fresh {
-		ss.srv.readStatelessMeta(req)
-	}
+	req.era = ss.eraOf(req, fresh)
 	return req
 }
 
@@ -383,7 +380,7 @@ func (ss *Session) admitLocked(req *Request) (protocol.Code, protocol.RejectReas
 		return protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message()
 	case req.Method == "initialize" && st.phase != phaseNew:
 		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session already initialized"
-	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && !req.Stateless && st.phase == phaseNew:
+	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && req.era.session() != nil && st.phase == phaseNew:
 		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session not initialized: the first request must be initialize"
 	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
 		return protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message()
@@ -392,7 +389,7 @@ func (ss *Session) admitLocked(req *Request) (protocol.Code, protocol.RejectReas
 }
 
 // admissionReason classifies the error a stateless request's _meta was
-// refused with at admission (see readStatelessMeta).
+// refused with at admission (see newStatelessEra).
 func admissionReason(code protocol.Code) protocol.RejectReason {
 	switch code {
 	case protocol.CodeInvalidParams:
@@ -508,12 +505,10 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 		resp.Error = wireError(merr)
 		return resp
 	}
-	if req.Stateless {
-		if raw, merr = ss.srv.decorateResult(req.Method, raw); merr != nil {
-			ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
-			resp.Error = wireError(merr)
-			return resp
-		}
+	if raw, merr = req.era.decorate(req.Method, raw); merr != nil {
+		ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
+		resp.Error = wireError(merr)
+		return resp
 	}
 	resp.Result = raw
 	return resp

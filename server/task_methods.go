@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The tasks/* methods, in both wire formats (see tasks.go): tasks/get and
@@ -39,27 +38,30 @@ func (s *Server) tasksAvailable() bool {
 	return s.tasksEnabled() || len(s.tasks.all()) > 0
 }
 
+// taskMethodFound reports whether req's tasks/* method exists: in req's
+// era, and while the server declares tasks or still keeps some.
+func (s *Server) taskMethodFound(req *Request) bool {
+	return req.era.taskMethod(req.Method) && s.tasksAvailable()
+}
+
 // taskRequest checks a tasks/* request that names a task, in this order:
-// the method exists, the client declared the extension (2026-07-28), the
-// params hold a taskId, and the task is one the requester may see: a 2025
-// session sees its own tasks, a 2026-07-28 request the extension's.
+// the method exists, the client may use tasks (a 2026-07-28 client must
+// declare the extension), the params hold a taskId, and the task is one
+// the requester may see: a 2025 session sees its own tasks, a 2026-07-28
+// request the extension's, which belong to no session.
 func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 	var p taskParams
-	if !s.tasksAvailable() {
+	if !s.taskMethodFound(req) {
 		return nil, p, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
-	if req.Stateless && !wantsTasks(req) {
-		return nil, p, missingTasksExtension(req.Method)
+	if err := req.era.tasksRefused(req); err != nil {
+		return nil, p, err
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.TaskID == "" {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
 	}
-	owner := req.Session
-	if req.Stateless {
-		owner = nil
-	}
 	t := s.tasks.get(p.TaskID)
-	if t == nil || t.owner != owner {
+	if t == nil || t.owner != req.era.session() {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
 	}
 	return t, p, nil
@@ -70,19 +72,13 @@ func (s *Server) tasksGet(_ context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Stateless {
-		return t.view().detailed2026(), nil
-	}
-	return t.view().v1(), nil
+	return req.era.taskStatus(t.view()), nil
 }
 
 // tasksResult answers tasks/result (2025): once the task is terminal,
 // exactly what the tools/call would have answered, with the related-task
 // _meta. A cancelled task has no result: -32602.
 func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
-	if req.Stateless {
-		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
-	}
 	t, _, err := s.taskRequest(req)
 	if err != nil {
 		return nil, err
@@ -116,7 +112,7 @@ func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 // tasksList answers tasks/list (2025): the session's tasks, oldest first,
 // a page at a time.
 func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
-	if req.Stateless || !s.tasksAvailable() {
+	if !s.taskMethodFound(req) {
 		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
 	}
 	var p listParams
@@ -125,7 +121,7 @@ func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
 			return nil, Errorf(protocol.CodeInvalidParams, "invalid tasks/list params: %v", err)
 		}
 	}
-	owned := s.tasks.owned(req.Session)
+	owned := s.tasks.owned(req.era.session())
 	views := make([]taskView, len(owned))
 	for i, t := range owned {
 		views[i] = t.view()
@@ -155,23 +151,13 @@ func (s *Server) tasksCancel(_ context.Context, req *Request) (any, error) {
 		return nil, err
 	}
 	cancelled := s.cancelTask(t, fmt.Errorf("%w: tasks/cancel", ErrClientCancel), "The task was cancelled by request.")
-	if req.Stateless {
-		return struct{}{}, nil
-	}
-	v := t.view()
-	if !cancelled {
-		return nil, Errorf(protocol.CodeInvalidParams, "cannot cancel task %q: already in terminal status %q", v.id, v.status)
-	}
-	return v.v1(), nil
+	return req.era.taskCancelled(t, cancelled)
 }
 
 // tasksUpdate answers tasks/update (2026-07-28): the answers go to the
 // task's pending questions; keys it does not wait for are ignored, and
 // the answer is an empty acknowledgment.
 func (s *Server) tasksUpdate(_ context.Context, req *Request) (any, error) {
-	if !req.Stateless {
-		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
-	}
 	t, p, err := s.taskRequest(req)
 	if err != nil {
 		return nil, err

@@ -143,7 +143,7 @@ type taskStore struct {
 }
 
 // add stores a new task that counts as live until release. It fails with
-// protocol.CodeServerBusy when the store is full of running tasks or closed.
+// [protocol.CodeServerBusy] when the store is full of running tasks or closed.
 func (ts *taskStore) add(t *task, limit int) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

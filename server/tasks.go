@@ -13,9 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Tasks: a tools/call that runs in the background. The client gets a task
@@ -153,52 +152,6 @@ func missingTasksExtension(what string) *Error {
 	return e
 }
 
-// toolTask decides whether a tools/call runs as a task and, when the
-// answer is not "as usual", handles it: handled is false when callTool
-// should run the handler synchronously itself.
-func (s *Server) toolTask(ctx context.Context, rt *registeredTool, call *CallToolRequest) (handled bool, res any, err error) {
-	req := call.Request
-	support := taskSupportOf(rt.tool.Execution)
-	run := func(ctx context.Context) (*CallToolResult, error) { return rt.handler(ctx, call) }
-	if !req.Stateless {
-		asked, ttl, err := taskParam(req)
-		switch {
-		case err != nil:
-			return true, nil, err
-		case asked && support == TaskSupportForbidden && s.tasksEnabled():
-			return true, nil, Errorf(protocol.CodeMethodNotFound, "tool %q does not support tasks: call it without params.task", call.Name)
-		case !asked && support == TaskSupportRequired:
-			return true, nil, Errorf(protocol.CodeMethodNotFound, "tool %q must be called as a task: add params.task", call.Name)
-		case !asked || support == TaskSupportForbidden:
-			return false, nil, nil // without a tasks capability, params.task is ignored
-		}
-		t, err := s.newTask(ctx, req, s.taskTTL(ttl))
-		if err != nil {
-			return true, nil, err
-		}
-		s.launchAfterResponse(req, t, run)
-		return true, struct {
-			Task taskV1 `json:"task"`
-		}{t.view().v1()}, nil
-	}
-	switch {
-	case support == TaskSupportForbidden:
-		return false, nil, nil // a legacy params.task never promotes a tool
-	case !wantsTasks(req) && support == TaskSupportRequired:
-		return true, nil, missingTasksExtension(fmt.Sprintf("tool %q", call.Name))
-	case !wantsTasks(req):
-		return false, nil, nil
-	case rt.tool.Execution.Deferred:
-		return s.deferredTask(ctx, rt, call)
-	}
-	t, err := s.newTask(ctx, req, s.cfg.tasks.ttl)
-	if err != nil {
-		return true, nil, err
-	}
-	s.launchAfterResponse(req, t, run)
-	return true, t.view().created2026(), nil
-}
-
 // deferredTask runs the handler of a Deferred tool as for a synchronous
 // call; if it calls RunAsTask, the answer is the task RunAsTask created.
 func (s *Server) deferredTask(ctx context.Context, rt *registeredTool, call *CallToolRequest) (bool, any, error) {
@@ -269,25 +222,8 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 	base := context.WithoutCancel(ctx)
 	base = context.WithValue(base, taskPlanKey{}, (*taskPlan)(nil))
 	base = context.WithValue(base, inputKeyKey{}, nil) // keys name the task's own questions
-	if req.Stateless {
-		// The task runs after its request was answered, so nothing it logs
-		// or reports can reach the client: its view of the request has no
-		// progress token and no log level.
-		r := *req
-		r.done = nil // the request's callbacks (and doneBuf) stay its own
-		r.Meta = maps.Clone(req.Meta)
-		delete(r.Meta, "progressToken")
-		delete(r.Meta, protocol.MetaLogLevel)
-		base = context.WithValue(base, requestKey{}, &r)
-		base = context.WithValue(base, progressKey{}, (*progressState)(nil))
-	} else {
-		// A 2025 task's progress token stays valid for the task's lifetime.
-		t.owner = req.Session
-		if st, _ := ctx.Value(progressKey{}).(*progressState); st != nil {
-			t.prog = &progressState{token: st.token, interval: st.interval}
-			base = context.WithValue(base, progressKey{}, t.prog)
-		}
-	}
+	// The era sets the owner, and what the task sees of the request.
+	base = req.era.taskContext(ctx, base, req, t)
 	t.ctx, t.cancel = context.WithCancelCause(context.WithValue(base, taskKey{}, t))
 	if err := s.tasks.add(t, s.cfg.tasks.max); err != nil {
 		t.cancel(err)

@@ -255,7 +255,7 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
 	call := &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
-	if handled, res, err := s.toolTask(ctx, rt, call); handled { // tasks.go
+	if handled, res, err := req.era.toolTask(ctx, rt, call); handled { // era_*.go
 		return res, err
 	}
 	res, err := rt.handler(ctx, call)

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The multi round-trip fixtures (SEP-2322). In a 2026-07-28 stateless
@@ -161,7 +160,7 @@ func listRoots(ctx context.Context, key string) ([]server.Root, error) {
 // request's params. Other errors are returned as they are.
 func answerError(ctx context.Context, err error) error {
 	req := server.RequestFromContext(ctx)
-	if req != nil && req.Stateless && errors.Is(err, server.ErrInvalidResult) {
+	if req != nil && !req.InSession() && errors.Is(err, server.ErrInvalidResult) {
 		return server.NewError(protocol.CodeInvalidParams, err)
 	}
 	return err
@@ -194,7 +193,7 @@ func confirm(ctx context.Context, req *server.CallToolRequest, verified string) 
 // hasRequestState reports whether req is a stateless retry with a
 // requestState.
 func hasRequestState(req *server.Request) bool {
-	if !req.Stateless {
+	if req.InSession() {
 		return false
 	}
 	var p struct {

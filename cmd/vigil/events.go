@@ -109,7 +109,7 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 		Method:    req.Method,
 		Name:      req.Name,
 		Reason:    server.ReasonOfCause(cause).String(),
-		Stateless: req.Stateless,
+		Stateless: !req.InSession(),
 	}
 	if cause != nil {
 		e.Cause = cause.Error()

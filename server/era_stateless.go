@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// statelessEra speaks for a 2026-07-28 stateless request: it carries its
+// protocol version, client capabilities and client info in _meta instead
+// of relying on an initialize handshake, and belongs to no session (the
+// one it arrived on is only its connection). A handler's questions to the
+// client become an input_required result with a signed requestState
+// (mrtr.go), and tasks are those of the tasks extension, which no session
+// owns.
+type statelessEra struct {
+	srv   *Server
+	round *mrtrRound // the multi round-trip state; nil for a method that cannot ask
+}
+
+// newStatelessEra admits req, whose _meta names the protocol version raw,
+// as a stateless request, taking the client's capabilities and info from
+// _meta. What makes it unanswerable is left in req.admitErr.
+func (s *Server) newStatelessEra(req *Request, raw json.RawMessage) *statelessEra {
+	e := &statelessEra{srv: s}
+	var version string
+	if json.Unmarshal(raw, &version) != nil {
+		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
+		return e
+	}
+	req.Protocol = version
+	if version != protocol.Version20260728 {
+		err := Errorf(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
+		err.Data, _ = json.Marshal(map[string]any{"supported": protocol.Versions(), "requested": version})
+		req.admitErr = err
+		return e
+	}
+	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
+	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
+		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
+		return e
+	}
+	if rawInfo, ok := req.Meta[protocol.MetaClientInfo]; ok {
+		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
+	}
+	if slices.Contains(removedIn2026, req.Method) {
+		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
+		return e
+	}
+	var err *Error
+	if e.round, err = s.readRound(req); err != nil {
+		req.admitErr = err
+	}
+	return e
+}
+
+// session is nil: the request belongs to no session.
+func (*statelessEra) session() *Session { return nil }
+
+// offers refuses a method behind a capability the server does not declare
+// (prompts/list on a server without prompts, say): it is a method the
+// server does not implement, -32601.
+func (e *statelessEra) offers(method string) bool { return e.srv.declares(method) }
+
+// callClient returns the client's answer from the retried request, or the
+// interruption that asks for it; in a task, the task lists the question
+// until tasks/update answers it (tasks.go).
+func (e *statelessEra) callClient(ctx context.Context, req *Request, method string, params, result any) error {
+	if name, ok := capabilityFor(req.ClientCapabilities, method); !ok {
+		return e.capabilityError(fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name), map[string]any{name: map[string]any{}})
+	}
+	if t := taskOf(ctx); t != nil {
+		return e.srv.askForTask(ctx, t, method, params, result)
+	}
+	if e.round == nil {
+		return fmt.Errorf("mcp: %s: a %s request cannot ask the client for input in protocol version %s", method, req.Method, req.Protocol)
+	}
+	return e.round.ask(ctx, method, params, result)
+}
+
+// capabilityError is a protocol error, with the capability in its data.
+func (*statelessEra) capabilityError(err error, need map[string]any) error {
+	e := NewError(protocol.CodeMissingRequiredClientCapability, err)
+	e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": need})
+	return e
+}
+
+// interrupted answers input_required, with a requestState carrying the
+// answers so far.
+func (e *statelessEra) interrupted(ir *inputRequired) (any, error) {
+	if e.round == nil {
+		return nil, ir
+	}
+	return e.srv.inputRequiredResult(e.round, ir)
+}
+
+// decorate adds resultType ("complete" unless the result says otherwise),
+// the cache hints of a cacheable method and the server's info in _meta.
+func (e *statelessEra) decorate(method string, raw json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return raw, err
+	}
+	if _, ok := fields["resultType"]; !ok {
+		fields["resultType"] = json.RawMessage(`"complete"`)
+	}
+	cfg := &e.srv.cfg
+	if cacheable[method] && string(fields["resultType"]) == `"complete"` {
+		if _, ok := fields["ttlMs"]; !ok {
+			fields["ttlMs"] = json.RawMessage(strconv.FormatInt(cfg.cacheTTL.Milliseconds(), 10))
+		}
+		if _, ok := fields["cacheScope"]; !ok {
+			fields["cacheScope"], _ = json.Marshal(cfg.cacheScope)
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return raw, err
+		}
+	}
+	if _, ok := meta[protocol.MetaServerInfo]; !ok {
+		info, err := json.Marshal(cfg.impl)
+		if err != nil {
+			return raw, err
+		}
+		meta[protocol.MetaServerInfo] = info
+		if fields["_meta"], err = json.Marshal(meta); err != nil {
+			return raw, err
+		}
+	}
+	return json.Marshal(fields)
+}
+
+// toolTask is server-directed: a call of a tool with task support, by a
+// client that declared the tasks extension, is a task; a Deferred tool
+// becomes one when its handler calls RunAsTask. A legacy params.task is
+// ignored.
+func (e *statelessEra) toolTask(ctx context.Context, rt *registeredTool, call *CallToolRequest) (bool, any, error) {
+	s, req := e.srv, call.Request
+	support := taskSupportOf(rt.tool.Execution)
+	switch {
+	case support == TaskSupportForbidden:
+		return false, nil, nil // a legacy params.task never promotes a tool
+	case !wantsTasks(req) && support == TaskSupportRequired:
+		return true, nil, missingTasksExtension(fmt.Sprintf("tool %q", call.Name))
+	case !wantsTasks(req):
+		return false, nil, nil
+	case rt.tool.Execution.Deferred:
+		return s.deferredTask(ctx, rt, call)
+	}
+	t, err := s.newTask(ctx, req, s.cfg.tasks.ttl)
+	if err != nil {
+		return true, nil, err
+	}
+	s.launchAfterResponse(req, t, func(ctx context.Context) (*CallToolResult, error) { return rt.handler(ctx, call) })
+	return true, t.view().created2026(), nil
+}
+
+// taskContext gives the task a view of the request of its own. The task
+// runs after its request was answered, so nothing it logs or reports can
+// reach the client: that view has no progress token and no log level.
+func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task) context.Context {
+	r := *req
+	r.done = nil // the request's callbacks (and doneBuf) stay its own
+	r.Meta = maps.Clone(req.Meta)
+	delete(r.Meta, "progressToken")
+	delete(r.Meta, protocol.MetaLogLevel)
+	base = context.WithValue(base, requestKey{}, &r)
+	return context.WithValue(base, progressKey{}, (*progressState)(nil))
+}
+
+// taskMethod: tasks/result and tasks/list are not part of the extension.
+func (*statelessEra) taskMethod(method string) bool {
+	return method != "tasks/result" && method != "tasks/list"
+}
+
+// tasksRefused refuses a client that did not declare the tasks extension.
+func (*statelessEra) tasksRefused(req *Request) error {
+	if !wantsTasks(req) {
+		return missingTasksExtension(req.Method)
+	}
+	return nil
+}
+
+// taskStatus is the task with its result, its error or its pending
+// questions inline.
+func (*statelessEra) taskStatus(v taskView) any { return v.detailed2026() }
+
+// taskCancelled acknowledges with an empty result, whatever the task's
+// status was.
+func (*statelessEra) taskCancelled(*task, bool) (any, error) { return struct{}{}, nil }
