@@ -76,7 +76,7 @@ type era interface {
 func (ss *Session) eraOf(req *Request, fresh bool) era {
 	if fresh {
 		if raw, ok := req.Meta[protocol.MetaProtocolVersion]; ok {
-			return ss.srv.newStatelessEra(req, raw)
+			return ss.srv.newStatelessEra(ss.ctx, req, raw)
 		}
 	}
 	return sessionEra{ss: ss}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -25,8 +26,10 @@ type statelessEra struct {
 
 // newStatelessEra admits req, whose _meta names the protocol version raw,
 // as a stateless request, taking the client's capabilities and info from
-// _meta. What makes it unanswerable is left in req.admitErr.
-func (s *Server) newStatelessEra(req *Request, raw json.RawMessage) *statelessEra {
+// _meta, and checking a tools/call's Mcp-Param-* headers when ctx carries
+// the HTTP headers (see internal/paramheader). What makes it unanswerable
+// is left in req.admitErr.
+func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage) *statelessEra {
 	e := &statelessEra{srv: s}
 	var version string
 	if json.Unmarshal(raw, &version) != nil {
@@ -52,11 +55,32 @@ func (s *Server) newStatelessEra(req *Request, raw json.RawMessage) *statelessEr
 		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
 		return e
 	}
+	if why := s.checkParamHeaders(ctx, req); why != "" {
+		req.admitErr = Errorf(protocol.CodeHeaderMismatch, "%s", why)
+		return e
+	}
 	var err *Error
 	if e.round, err = s.readRound(req); err != nil {
 		req.admitErr = err
 	}
 	return e
+}
+
+// checkParamHeaders compares the Mcp-Param-* headers of a tools/call with
+// the arguments they mirror; it returns why they disagree, or "".
+func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
+	if req.Method != "tools/call" {
+		return ""
+	}
+	h, ok := paramheader.FromContext(ctx)
+	if !ok {
+		return ""
+	}
+	rt := s.tools.lookup(req.Name)
+	if rt == nil {
+		return ""
+	}
+	return paramheader.Check(h, rt.tool.InputSchema, req.args)
 }
 
 // session is nil: the request belongs to no session.

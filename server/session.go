@@ -389,7 +389,7 @@ func (ss *Session) admitLocked(req *Request) (protocol.Code, protocol.RejectReas
 }
 
 // admissionReason classifies the error a stateless request's _meta was
-// refused with at admission (see newStatelessEra).
+// refused with at admission (see eraOf).
 func admissionReason(code protocol.Code) protocol.RejectReason {
 	switch code {
 	case protocol.CodeInvalidParams:

@@ -179,17 +179,6 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 	return r.byName[name]
 }
 
-// ToolInputSchema returns the input schema of the named tool, if it is
-// registered. (The Streamable HTTP transport uses it to validate the
-// Mcp-Param-* headers that mirror arguments.)
-func (s *Server) ToolInputSchema(name string) (json.RawMessage, bool) {
-	rt := s.tools.lookup(name)
-	if rt == nil {
-		return nil, false
-	}
-	return rt.tool.InputSchema, true
-}
-
 // ToolNames returns the names of the registered tools, sorted.
 func (s *Server) ToolNames() []string {
 	s.tools.mu.RLock()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -43,12 +44,9 @@ func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transpor
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
-	if err := h.checkParamHeaders(r, req); err != "" {
-		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
-		return
-	}
 	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}
-	_ = h.srv.Serve(context.WithoutCancel(r.Context()), conn)
+	// The server checks the Mcp-Param-* headers against the tool's schema.
+	_ = h.srv.Serve(paramheader.NewContext(context.WithoutCancel(r.Context()), r.Header), conn)
 	conn.st.shutDown(nil)
 }
 
