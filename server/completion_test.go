@@ -176,7 +176,7 @@ func TestComplete(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, seen)
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.Initialize(server.Version20251125, nil)
 				assert.JSONEq(t, tt.want, string(h.featureCall(2, "completion/complete", tt.params)))
 				if tt.wantReq == nil {
 					assert.Empty(t, seen)
@@ -236,7 +236,7 @@ func TestCompleteErrors(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, make(chan *server.CompleteRequest, 1))
 				h.start()
-				h.initialize(server.Version20251125, nil)
+				h.Initialize(server.Version20251125, nil)
 				e := h.featureError(2, "completion/complete", tt.params)
 				assert.Equal(t, int64(tt.wantCode), e.Code)
 				assert.Contains(t, e.Message, tt.wantMsg)
@@ -291,14 +291,14 @@ func TestFeatureCapabilities(t *testing.T) {
 				h := newHarness(t)
 				require.NoError(t, tt.setup(h.srv))
 				h.start()
-				h.request(1, "initialize", map[string]any{
+				h.Request(1, "initialize", map[string]any{
 					"protocolVersion": server.Version20251125, "capabilities": map[string]any{},
 					"clientInfo": map[string]any{"name": "t", "version": "1"},
 				})
 				var res struct {
 					Capabilities map[string]json.RawMessage `json:"capabilities"`
 				}
-				require.NoError(t, json.Unmarshal(h.result(1), &res))
+				require.NoError(t, json.Unmarshal(h.RecvResult(1), &res))
 				got := map[string]json.RawMessage{}
 				for _, k := range []string{"resources", "prompts", "completions"} {
 					if v, ok := res.Capabilities[k]; ok {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 )
@@ -77,7 +78,7 @@ func TestObserversDegenerateCases(t *testing.T) {
 // the refusals telemetry classifies by comparing with the Reject constants.
 func TestRejectReasonsReachTheObserver(t *testing.T) {
 	t.Parallel()
-	watchdog(t)
+	testkit.Watchdog(t)
 	var reasons reasonRecorder
 	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlight(2)).start()
 	block := make(chan struct{})
@@ -88,22 +89,22 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 		}
 		return &server.CallToolResult{}, nil
 	})
-	h.callTool(1, "block", nil)
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
-	h.initialize("2025-11-25", nil)
-	h.request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
-	h.callTool(2, "block", nil)
-	h.callTool(2, "block", nil)
-	assert.Equal(t, int64(server.CodeInvalidRequest), h.errorCode(transport.Int64ID(2)))
-	h.callTool(3, "block", nil)
-	h.callTool(4, "block", nil)
-	assert.Equal(t, int64(server.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+	h.SendCallTool(1, "block", nil)
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.RecvError(1).Code)
+	h.Initialize("2025-11-25", nil)
+	h.Request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.RecvError(1).Code)
+	h.SendCallTool(2, "block", nil)
+	h.SendCallTool(2, "block", nil)
+	assert.Equal(t, int64(server.CodeInvalidRequest), h.RecvError(2).Code)
+	h.SendCallTool(3, "block", nil)
+	h.SendCallTool(4, "block", nil)
+	assert.Equal(t, int64(server.CodeServerBusy), h.RecvError(4).Code)
 	close(block)
-	got := []transport.ID{h.recvResponse().ID, h.recvResponse().ID}
+	got := []transport.ID{h.RecvResponse().ID, h.RecvResponse().ID}
 	assert.ElementsMatch(t, []transport.ID{transport.Int64ID(2), transport.Int64ID(3)}, got)
-	_ = h.client.Close()
-	require.NoError(t, <-h.served)
+	_ = h.Close()
+	require.NoError(t, h.Wait())
 	assert.Equal(t, []string{
 		server.RejectNotInitialized, server.RejectAlreadyInitialized, server.RejectDuplicateID, server.RejectTooManyInFlight,
 	}, reasons.get())
