@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -31,7 +32,7 @@ import (
 // read; the duration histogram counted every request once; and every
 // cancelled request was also counted as a cancellation and a drop.
 func TestAccountingLaw(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	const sessions, perSession = 8, 60
 	seed := uint64(20260728)
 	t.Logf("seed %d", seed)

@@ -33,10 +33,10 @@ func TestTrafficCounters(t *testing.T) {
 		var in, out float64
 		sendCounted := func(m transport.Message) {
 			in += encodedLen(t, m)
-			r.send(m)
+			r.Send(m)
 		}
 		recvCounted := func() *transport.Response {
-			resp, ok := r.recv().(*transport.Response)
+			resp, ok := r.Recv().(*transport.Response)
 			require.True(t, ok)
 			out += encodedLen(t, resp)
 			return resp
@@ -47,7 +47,7 @@ func TestTrafficCounters(t *testing.T) {
 		sendCounted(&transport.Request{Method: "notifications/initialized"})
 		sendCounted(&transport.Request{ID: transport.Int64ID(2), Method: "tools/call", Params: json.RawMessage(`{"name":"echo"}`)})
 		require.Nil(t, recvCounted().Error)
-		require.NoError(t, r.client.WriteFrame(context.Background(), []byte(`{oops`)))
+		r.SendFrame([]byte(`{oops`))
 		require.NotNil(t, recvCounted().Error)
 		r.close()
 

@@ -41,9 +41,9 @@ func TestExemplarsCarryTraceID(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: tt.flags})
 				r := newRig(t, nil).startCtx(trace.ContextWithSpanContext(context.Background(), sc), nil)
-				r.initialize(nil)
-				r.callTool(2, "echo")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 				r.close()
 
 				text, err := testutil.CollectAndFormat(r.m, expfmt.TypeOpenMetrics,

@@ -30,6 +30,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -431,7 +432,7 @@ func jsonEqual(a, b string) bool {
 // of the outcomes, nothing in flight), one log record per request with the
 // same outcome, and one span per request and notification.
 func TestHTTPChaosMetricsEqualGroundTruth(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	const clients, steps = 16, 25
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

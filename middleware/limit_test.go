@@ -38,20 +38,20 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "over the limit: rejected at once; other tools and methods pass",
 			mw:   []server.Middleware{middleware.ConcurrencyLimit(2)},
 			run: func(t *testing.T, r *rig, g *guardTools) {
-				r.callTool(2, "hold")
-				r.callTool(3, "hold")
+				r.SendCallTool(2, "hold", nil)
+				r.SendCallTool(3, "hold", nil)
 				synctest.Wait()
-				r.callTool(4, "hold")
-				busy(t, r.recvResponse(4), "hold")
-				r.callTool(5, "hold2") // its own semaphore
-				r.request(6, "ping", nil)
-				require.Nil(t, r.recvResponse(6).Error)
+				r.SendCallTool(4, "hold", nil)
+				busy(t, r.RecvResponseTo(4), "hold")
+				r.SendCallTool(5, "hold2", nil) // its own semaphore
+				r.Request(6, "ping", nil)
+				require.Nil(t, r.RecvResponseTo(6).Error)
 				synctest.Wait()
 				g.release <- struct{}{} // one of 2 and 3 returns, freeing a slot
-				resp := r.recv().(*transport.Response)
+				resp := r.Recv().(*transport.Response)
 				require.Nil(t, resp.Error)
 				assert.Contains(t, []transport.ID{transport.Int64ID(2), transport.Int64ID(3)}, resp.ID)
-				r.callTool(7, "hold") // admitted: it holds until the close
+				r.SendCallTool(7, "hold", nil) // admitted: it holds until the close
 				synctest.Wait()
 			},
 			want: counts{ok: 1, error: 1, cancelled: 3},
@@ -60,15 +60,15 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "LimitWait: a slot freed in time",
 			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
-				r.callTool(2, "hold")
+				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
-				r.callTool(3, "hold") // waits for 2's slot
+				r.SendCallTool(3, "hold", nil) // waits for 2's slot
 				time.Sleep(999 * time.Millisecond)
 				g.release <- struct{}{} // only 2 is in its handler
-				assert.Equal(t, "held", text(t, r.recvResponse(2)))
+				assert.Equal(t, "held", text(t, r.RecvResponseTo(2)))
 				synctest.Wait()
 				g.release <- struct{}{}
-				assert.Equal(t, "held", text(t, r.recvResponse(3)))
+				assert.Equal(t, "held", text(t, r.RecvResponseTo(3)))
 			},
 			want: counts{ok: 2},
 		},
@@ -76,11 +76,11 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "LimitWait: rejected when the wait runs out",
 			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
-				r.callTool(2, "hold")
+				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
 				t0 := time.Now()
-				r.callTool(3, "hold")
-				busy(t, r.recvResponse(3), "hold")
+				r.SendCallTool(3, "hold", nil)
+				busy(t, r.RecvResponseTo(3), "hold")
 				assert.Equal(t, time.Second, time.Since(t0))
 			},
 			want: counts{error: 1, cancelled: 1},
@@ -89,14 +89,14 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "LimitWait: a client cancel ends the wait",
 			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Hour))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
-				r.callTool(2, "hold")
+				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
-				r.callTool(3, "hold")
+				r.SendCallTool(3, "hold", nil)
 				synctest.Wait()
-				r.notify("notifications/cancelled", map[string]any{"requestId": 3})
+				r.Notify("notifications/cancelled", map[string]any{"requestId": 3})
 				synctest.Wait()
 				g.release <- struct{}{} // 2 returns; 3 is gone, not waiting
-				assert.Equal(t, "held", text(t, r.recvResponse(2)))
+				assert.Equal(t, "held", text(t, r.RecvResponseTo(2)))
 			},
 			want: counts{ok: 1, cancelled: 1},
 		},
@@ -108,11 +108,11 @@ func TestConcurrencyLimit(t *testing.T) {
 			},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				t0 := time.Now()
-				r.callTool(2, "hold")
+				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
-				r.callTool(3, "hold")
+				r.SendCallTool(3, "hold", nil)
 				for range 2 { // the holder and the waiter time out together
-					resp := r.recv().(*transport.Response)
+					resp := r.Recv().(*transport.Response)
 					require.NotNil(t, resp.Error)
 					assert.Equal(t, int64(protocol.CodeRequestTimeout), resp.Error.Code)
 				}
@@ -129,12 +129,12 @@ func TestConcurrencyLimit(t *testing.T) {
 				return -1
 			}))},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
-				r.callTool(2, "hold")
+				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
-				r.callTool(3, "hold")
-				busy(t, r.recvResponse(3), "hold")
+				r.SendCallTool(3, "hold", nil)
+				busy(t, r.RecvResponseTo(3), "hold")
 				for id := range int64(5) {
-					r.callTool(10+id, "hold2")
+					r.SendCallTool(10+id, "hold2", nil)
 				}
 				synctest.Wait()
 			},
@@ -145,7 +145,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			mw:   []server.Middleware{middleware.ConcurrencyLimit(0)},
 			run: func(_ *testing.T, r *rig, _ *guardTools) {
 				for id := range int64(5) {
-					r.callTool(10+id, "hold")
+					r.SendCallTool(10+id, "hold", nil)
 				}
 				synctest.Wait()
 			},
@@ -160,7 +160,7 @@ func TestConcurrencyLimit(t *testing.T) {
 				g := addGuardTools(t, r.srv)
 				r.m.SetToolNames(r.srv.ToolNames())
 				r.start(nil)
-				r.initialize(nil)
+				r.Initialize("", nil)
 				tt.run(t, r, g)
 				r.close()
 				got := series(t, r.m)

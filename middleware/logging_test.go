@@ -36,11 +36,11 @@ func TestLogging(t *testing.T) {
 		{
 			name: "ok",
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "echo")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 				synctest.Wait() // the record follows the written response
-				r.request(3, "ping", nil)
-				require.Nil(t, r.recvResponse(3).Error)
+				r.Request(3, "ping", nil)
+				require.Nil(t, r.RecvResponseTo(3).Error)
 			},
 			want: []string{
 				initRecord,
@@ -51,24 +51,24 @@ func TestLogging(t *testing.T) {
 		{
 			name: "duration since receipt",
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "sleep")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "sleep", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{initRecord, "INFO " + call("2", "sleep") + " duration=1.5s outcome=ok"},
 		},
 		{
 			name: "tool error",
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "fail")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "fail", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{initRecord, "INFO " + call("2", "fail") + " duration=0s outcome=ok tool_error=true"},
 		},
 		{
 			name: "JSON-RPC error",
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "nope")
-				require.NotNil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "nope", nil)
+				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{initRecord, "WARN " + call("2", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
 		},
@@ -76,8 +76,8 @@ func TestLogging(t *testing.T) {
 			name:  "timeout",
 			inner: []server.Middleware{middleware.Timeout(time.Second)},
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "block")
-				require.NotNil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "block", nil)
+				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{initRecord, "WARN " + call("2", "block") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout"},
 		},
@@ -85,17 +85,17 @@ func TestLogging(t *testing.T) {
 			name:  "recovered panic",
 			inner: []server.Middleware{middleware.Recover(nil)},
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "panic")
-				require.NotNil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "panic", nil)
+				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{initRecord, "WARN " + call("2", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom"},
 		},
 		{
 			name: "client cancel",
 			run: func(_ *testing.T, r *rig) {
-				r.callTool(2, "block")
+				r.SendCallTool(2, "block", nil)
 				time.Sleep(time.Second)
-				r.notify("notifications/cancelled", map[string]any{"requestId": 2})
+				r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 				synctest.Wait()
 			},
 			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration=1s outcome=cancelled cause=client_cancel reason=cancelled"},
@@ -103,7 +103,7 @@ func TestLogging(t *testing.T) {
 		{
 			name: "transport close",
 			run: func(_ *testing.T, r *rig) {
-				r.callTool(2, "block")
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
 			},
 			want: []string{initRecord, "INFO " + call("2", "block") + " duration=0s outcome=cancelled cause=transport_close reason=writer_closed"},
@@ -114,7 +114,7 @@ func TestLogging(t *testing.T) {
 			run: func(_ *testing.T, r *rig) {
 				synctest.Wait()
 				r.failing().fail.Store(true)
-				r.callTool(2, "echo")
+				r.SendCallTool(2, "echo", nil)
 				synctest.Wait()
 			},
 			want: []string{initRecord, "INFO " + call("2", "echo") + " duration=0s outcome=dropped reason=peer_gone error=test: write: transport: peer gone"},
@@ -123,10 +123,10 @@ func TestLogging(t *testing.T) {
 			name:  "levels the logger does not enable are not logged",
 			level: slog.LevelWarn,
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "echo")
-				require.Nil(t, r.recvResponse(2).Error)
-				r.callTool(3, "nope")
-				require.NotNil(t, r.recvResponse(3).Error)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
+				r.SendCallTool(3, "nope", nil)
+				require.NotNil(t, r.RecvResponseTo(3).Error)
 			},
 			want: []string{"WARN " + call("3", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
 		},
@@ -139,8 +139,8 @@ func TestLogging(t *testing.T) {
 				return slog.LevelError
 			})},
 			run: func(t *testing.T, r *rig) {
-				r.callTool(2, "echo")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
 			want: []string{"ERROR " + call("2", "echo") + " duration=0s outcome=ok"},
 		},
@@ -156,7 +156,7 @@ func TestLogging(t *testing.T) {
 				logs := newCapture(level)
 				mw := append([]server.Middleware{middleware.Logging(slog.New(logs), tt.opts...)}, tt.inner...)
 				r := newRig(t, mw).start(tt.wrap)
-				r.initialize(nil)
+				r.Initialize("", nil)
 				synctest.Wait() // initialize's record comes first
 				sid := sessionID(t, r.srv)
 				tt.run(t, r)
@@ -176,11 +176,11 @@ func TestLoggingWithLogHandler(t *testing.T) {
 		logs := newCapture(slog.LevelDebug)
 		logger := slog.New(middleware.LogHandler(logs))
 		r := newRig(t, []server.Middleware{middleware.Logging(nil), middleware.Logging(logger)}).start(nil)
-		r.initialize(nil)
+		r.Initialize("", nil)
 		synctest.Wait()
 		sid := sessionID(t, r.srv)
-		r.callTool(2, "echo")
-		require.Nil(t, r.recvResponse(2).Error)
+		r.SendCallTool(2, "echo", nil)
+		require.Nil(t, r.RecvResponseTo(2).Error)
 		synctest.Wait()
 		logger.InfoContext(context.Background(), "outside a request")
 		r.close()

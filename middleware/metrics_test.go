@@ -7,13 +7,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Series keys used by the scenarios.
@@ -78,9 +77,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "ok",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "echo")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -90,9 +89,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "duration runs from receipt to the written response",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "sleep")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "sleep", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -104,9 +103,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "JSON-RPC error: unknown tool is labeled other",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "no-such-tool")
-				resp := r.recvResponse(2)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "no-such-tool", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 				r.close()
@@ -118,9 +117,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "unknown method is labeled other",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.request(2, "no/such-method", nil)
-				resp := r.recvResponse(2)
+				r.Initialize("", nil)
+				r.Request(2, "no/such-method", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeMethodNotFound), resp.Error.Code)
 				r.close()
@@ -134,9 +133,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "tool error is answered: ok with error_type tool_error",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "fail")
-				require.Nil(t, r.recvResponse(2).Error)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "fail", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
@@ -146,9 +145,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "panic is answered -32603",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "panic")
-				resp := r.recvResponse(2)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "panic", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 				r.close()
@@ -160,10 +159,10 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "client cancel",
 			run: func(_ *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
-				r.notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "changed my mind"})
+				r.Notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "changed my mind"})
 				synctest.Wait()
 				r.close()
 			},
@@ -175,8 +174,8 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "transport close",
 			run: func(_ *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
 				r.close()
 			},
@@ -188,14 +187,14 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "shutdown",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
 				require.ErrorIs(t, r.srv.Shutdown(ctx), context.DeadlineExceeded)
-				require.ErrorIs(t, <-r.served, server.ErrServerClosed)
-				_ = r.client.Close()
+				require.ErrorIs(t, r.Wait(), server.ErrServerClosed)
+				_ = r.Close()
 			},
 			want: map[string]float64{
 				startedInit: 1, finishedInit: 1, durInit: 1,
@@ -210,9 +209,9 @@ func TestMetricsScenarios(t *testing.T) {
 			name:  "timeout answered with -32001 is an error and a cancellation",
 			extra: []server.Middleware{timeoutMiddleware(2 * time.Second)},
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
-				resp := r.recvResponse(2)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeRequestTimeout), resp.Error.Code)
 				r.close()
@@ -227,10 +226,10 @@ func TestMetricsScenarios(t *testing.T) {
 			name: "late response dropped: the peer vanished",
 			wrap: func(c transport.Conn) transport.Conn { return &failingConn{Conn: c} },
 			run: func(_ *testing.T, r *rig) {
-				r.initialize(nil)
+				r.Initialize("", nil)
 				synctest.Wait()
 				r.failing().fail.Store(true)
-				r.callTool(2, "echo")
+				r.SendCallTool(2, "echo", nil)
 				synctest.Wait()
 				r.close()
 			},
@@ -243,11 +242,11 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "duplicate id is rejected",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
-				r.callTool(2, "echo")
-				resp := r.recvResponse(2)
+				r.SendCallTool(2, "echo", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeInvalidRequest), resp.Error.Code)
 				r.close()
@@ -262,11 +261,11 @@ func TestMetricsScenarios(t *testing.T) {
 			name: "in-flight limit rejects",
 			opts: []server.Option{server.WithMaxInFlight(1)},
 			run: func(t *testing.T, r *rig) {
-				r.initialize(nil)
-				r.callTool(2, "block")
+				r.Initialize("", nil)
+				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
-				r.callTool(3, "echo")
-				resp := r.recvResponse(3)
+				r.SendCallTool(3, "echo", nil)
+				resp := r.RecvResponseTo(3)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeServerBusy), resp.Error.Code)
 				r.close()
@@ -280,12 +279,12 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "request before initialize is rejected",
 			run: func(t *testing.T, r *rig) {
-				r.callTool(1, "echo")
-				resp := r.recvResponse(1)
+				r.SendCallTool(1, "echo", nil)
+				resp := r.RecvResponseTo(1)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeInvalidRequest), resp.Error.Code)
-				require.NoError(t, r.client.WriteFrame(context.Background(), []byte(`not json`)))
-				resp, ok := r.recv().(*transport.Response)
+				r.SendFrame([]byte(`not json`))
+				resp, ok := r.Recv().(*transport.Response)
 				require.True(t, ok)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeParseError), resp.Error.Code)
@@ -298,9 +297,9 @@ func TestMetricsScenarios(t *testing.T) {
 		{
 			name: "pending server-to-client request fails at close",
 			run: func(t *testing.T, r *rig) {
-				r.initialize(map[string]any{"roots": map[string]any{}})
-				r.callTool(2, "roots")
-				call, ok := r.recv().(*transport.Request)
+				r.Initialize("", map[string]any{"roots": map[string]any{}})
+				r.SendCallTool(2, "roots", nil)
+				call, ok := r.Recv().(*transport.Request)
 				require.True(t, ok)
 				require.Equal(t, "roots/list", call.Method)
 				synctest.Wait()

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // TestPromtoolCheckMetrics serves the registry on /metrics as cmd/vigil does,
@@ -20,7 +22,7 @@ import (
 // exposition. Without promtool the test skips, except in CI (CI=true), where
 // it fails: install it with `apt-get install -y prometheus`.
 func TestPromtoolCheckMetrics(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -30,11 +32,11 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	}
 
 	r := newRig(t, nil).start(nil)
-	r.initialize(nil)
-	r.callTool(2, "echo")
-	require.Nil(t, r.recvResponse(2).Error)
-	r.callTool(3, "no-such-tool")
-	require.NotNil(t, r.recvResponse(3).Error)
+	r.Initialize("", nil)
+	r.SendCallTool(2, "echo", nil)
+	require.Nil(t, r.RecvResponseTo(2).Error)
+	r.SendCallTool(3, "no-such-tool", nil)
+	require.NotNil(t, r.RecvResponseTo(3).Error)
 	r.close()
 
 	problems, err := testutil.GatherAndLint(r.reg)

@@ -83,17 +83,17 @@ func TestRecover(t *testing.T) {
 				}
 				obs := &panicObserver{}
 				r := newRig(t, extra, server.WithObserver(obs)).start(nil)
-				r.initialize(nil)
+				r.Initialize("", nil)
 
-				r.callTool(2, "panic")
-				resp := r.recvResponse(2)
+				r.SendCallTool(2, "panic", nil)
+				resp := r.RecvResponseTo(2)
 				require.NotNil(t, resp.Error)
 				assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 				assert.Equal(t, "internal error", resp.Error.Message)
 				assert.Empty(t, resp.Error.Data)
 
-				r.callTool(3, "echo") // the session serves on
-				require.Nil(t, r.recvResponse(3).Error)
+				r.SendCallTool(3, "echo", nil) // the session serves on
+				require.Nil(t, r.RecvResponseTo(3).Error)
 				r.close()
 
 				assert.Equal(t, tt.wantReturned, returned.Load())

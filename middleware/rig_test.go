@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -17,21 +16,20 @@ import (
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // rig is one server instrumented with Metrics and Observer, and one client
 // session over the memory transport.
 type rig struct {
-	t      testing.TB
-	m      *telemetry.Metrics
-	reg    *prometheus.Registry
-	srv    *server.Server
-	client *memory.Conn
-	conn   transport.Conn // the server's end, as wrapped
-	served chan error
+	*mcptest.Client // set by start
+	t               testing.TB
+	m               *telemetry.Metrics
+	reg             *prometheus.Registry
+	srv             *server.Server
+	conn            transport.Conn // the server's end, as wrapped
 }
 
 // newRig builds the server: Metrics outermost, then extra middleware.
@@ -82,14 +80,15 @@ func (r *rig) start(wrap func(transport.Conn) transport.Conn) *rig {
 
 // startCtx serves one session with ctx as the Serve context.
 func (r *rig) startCtx(ctx context.Context, wrap func(transport.Conn) transport.Conn) *rig {
-	client, end := memory.NewPair()
-	var conn transport.Conn = end
-	if wrap != nil {
-		conn = wrap(end)
-	}
-	r.client, r.conn, r.served = client, conn, make(chan error, 1)
 	inst := middleware.Instrument(r.srv, r.m, telemetry.TransportMemory)
-	go func() { r.served <- inst.Serve(ctx, conn) }()
+	r.Client = mcptest.Pipe(r.t, inst, mcptest.WithServeContext(ctx),
+		mcptest.WithServerConn(func(end transport.Conn) transport.Conn {
+			r.conn = end
+			if wrap != nil {
+				r.conn = wrap(end)
+			}
+			return r.conn
+		}))
 	return r
 }
 
@@ -100,60 +99,10 @@ func (r *rig) failing() *failingConn {
 	return fc
 }
 
-func (r *rig) send(m transport.Message) {
-	require.NoError(r.t, r.client.Write(context.Background(), m))
-}
-
-func (r *rig) request(id int64, method string, params any) {
-	m := &transport.Request{ID: transport.Int64ID(id), Method: method}
-	if params != nil {
-		b, err := json.Marshal(params)
-		require.NoError(r.t, err)
-		m.Params = b
-	}
-	r.send(m)
-}
-
-func (r *rig) notify(method string, params any) {
-	b, err := json.Marshal(params)
-	require.NoError(r.t, err)
-	r.send(&transport.Request{Method: method, Params: b})
-}
-
-func (r *rig) callTool(id int64, name string) {
-	r.request(id, "tools/call", map[string]any{"name": name, "arguments": map[string]any{}})
-}
-
-func (r *rig) recv() transport.Message {
-	m, err := r.client.Read(context.Background())
-	require.NoError(r.t, err)
-	return m
-}
-
-func (r *rig) recvResponse(id int64) *transport.Response {
-	resp, ok := r.recv().(*transport.Response)
-	require.True(r.t, ok)
-	require.Equal(r.t, transport.Int64ID(id), resp.ID)
-	return resp
-}
-
-func (r *rig) initialize(caps any) {
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	r.request(1, "initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    caps,
-		"clientInfo":      map[string]any{"name": "test", "version": "1"},
-	})
-	require.Nil(r.t, r.recvResponse(1).Error)
-	r.notify("notifications/initialized", nil)
-}
-
 // close ends the session from the client side and waits for Serve.
 func (r *rig) close() {
-	_ = r.client.Close()
-	require.NoError(r.t, <-r.served)
+	_ = r.Close()
+	require.NoError(r.t, r.Wait())
 }
 
 // series returns every series of the collector whose value is not zero, as
@@ -233,10 +182,4 @@ func timeoutMiddleware(d time.Duration) server.Middleware {
 			return res, err
 		}
 	}
-}
-
-// watchdog fails a test that hangs, for tests outside a synctest bubble.
-func watchdog(t testing.TB) {
-	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
-	t.Cleanup(func() { timer.Stop() })
 }

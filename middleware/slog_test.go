@@ -61,9 +61,9 @@ func TestLogHandlerInTheChain(t *testing.T) {
 		out := &lockedBuffer{}
 		logger := slog.New(middleware.LogHandler(slog.NewJSONHandler(out, nil)))
 		h := newTraced(t, []server.Middleware{logEach(logger)}).start(t.Context(), nil)
-		h.initialize(nil)
-		h.callTool(2, "echo", nil)
-		h.recvResponse(2)
+		h.Initialize("", nil)
+		h.SendCallTool(2, "echo", nil)
+		h.RecvResponseTo(2)
 		synctest.Wait()
 		sid := h.sessionID()
 		h.close()

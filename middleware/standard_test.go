@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/otel/propagation"
@@ -21,6 +19,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TestStandardSelects checks which middleware Standard returns for a
@@ -83,20 +82,20 @@ func TestStandardOrder(t *testing.T) {
 		addGuardTools(t, srv)
 		m.SetToolNames(srv.ToolNames())
 		r := (&rig{t: t, m: m, srv: srv}).start(nil)
-		r.initialize(nil)
+		r.Initialize("", nil)
 		synctest.Wait()
 		sid := sessionID(t, srv)
 
 		t0 := time.Now()
-		r.callTool(2, "hold")
+		r.SendCallTool(2, "hold", nil)
 		synctest.Wait()
-		r.callTool(3, "hold")
-		busy(t, r.recvResponse(3), "hold")
+		r.SendCallTool(3, "hold", nil)
+		busy(t, r.RecvResponseTo(3), "hold")
 		synctest.Wait()
-		r.callTool(4, "panic")
-		assert.Equal(t, int64(protocol.CodeInternal), r.recvResponse(4).Error.Code)
+		r.SendCallTool(4, "panic", nil)
+		assert.Equal(t, int64(protocol.CodeInternal), r.RecvResponseTo(4).Error.Code)
 		synctest.Wait()
-		assert.Equal(t, int64(protocol.CodeRequestTimeout), r.recvResponse(2).Error.Code)
+		assert.Equal(t, int64(protocol.CodeRequestTimeout), r.RecvResponseTo(2).Error.Code)
 		assert.Equal(t, time.Second, time.Since(t0))
 		r.close()
 

@@ -89,15 +89,15 @@ func TestTimeout(t *testing.T) {
 				g := addGuardTools(t, r.srv)
 				r.m.SetToolNames(r.srv.ToolNames())
 				r.start(nil)
-				r.initialize(nil)
+				r.Initialize("", nil)
 				t0 := time.Now()
-				r.callTool(2, tt.tool)
+				r.SendCallTool(2, tt.tool, nil)
 				if tt.cancelAt > 0 {
 					time.Sleep(tt.cancelAt)
-					r.notify("notifications/cancelled", map[string]any{"requestId": 2})
+					r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 					synctest.Wait()
 				} else {
-					resp := r.recvResponse(2)
+					resp := r.RecvResponseTo(2)
 					assert.Equal(t, tt.wantAt, time.Since(t0))
 					if tt.wantCode != 0 {
 						require.NotNil(t, resp.Error)

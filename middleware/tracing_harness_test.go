@@ -18,23 +18,20 @@ import (
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // traced is one server with Tracing and TracingCalls recording into a span
 // recorder, and one client session over the memory transport. Build it
 // inside a synctest bubble.
 type traced struct {
-	t       testing.TB
-	rec     *tracetest.SpanRecorder
-	srv     *server.Server
-	client  *memory.Conn
-	served  chan error
-	ended   bool          // Serve returned
-	endErr  error         // what it returned
-	release chan struct{} // closed to let the "late" tool return
+	*mcptest.Client // set by start
+	t               testing.TB
+	rec             *tracetest.SpanRecorder
+	srv             *server.Server
+	release         chan struct{} // closed to let the "late" tool return
 }
 
 // traceTestPropagator is W3C trace context plus baggage.
@@ -104,87 +101,18 @@ func (h *traced) start(ctx context.Context, wrap func(transport.Conn) transport.
 	if middleware.TransportFromContext(ctx) == "" {
 		ctx = middleware.ContextWithTransport(ctx, telemetry.TransportMemory)
 	}
-	client, srvEnd := memory.NewPair()
-	var conn transport.Conn = srvEnd
+	opts := []mcptest.Option{mcptest.WithServeContext(ctx)}
 	if wrap != nil {
-		conn = wrap(srvEnd)
+		opts = append(opts, mcptest.WithServerConn(wrap))
 	}
-	h.client, h.served = client, make(chan error, 1)
-	go func() { h.served <- h.srv.Serve(ctx, conn) }()
+	h.Client = mcptest.Pipe(h.t, h.srv, opts...)
 	return h
-}
-
-func (h *traced) send(m transport.Message) {
-	require.NoError(h.t, h.client.Write(context.Background(), m))
-}
-
-func (h *traced) request(id transport.ID, method string, params any) {
-	m := &transport.Request{ID: id, Method: method}
-	if params != nil {
-		b, err := json.Marshal(params)
-		require.NoError(h.t, err)
-		m.Params = b
-	}
-	h.send(m)
-}
-
-func (h *traced) notify(method string, params any) {
-	m := &transport.Request{Method: method}
-	if params != nil {
-		b, err := json.Marshal(params)
-		require.NoError(h.t, err)
-		m.Params = b
-	}
-	h.send(m)
-}
-
-func (h *traced) callTool(id int64, name string, meta map[string]any) {
-	p := map[string]any{"name": name, "arguments": map[string]any{}}
-	if meta != nil {
-		p["_meta"] = meta
-	}
-	h.request(transport.Int64ID(id), "tools/call", p)
-}
-
-func (h *traced) recv() transport.Message {
-	m, err := h.client.Read(context.Background())
-	require.NoError(h.t, err)
-	return m
-}
-
-func (h *traced) recvResponse(id int64) *transport.Response {
-	m := h.recv()
-	resp, ok := m.(*transport.Response)
-	require.True(h.t, ok, "want a response, got %#v", m)
-	require.Equal(h.t, transport.Int64ID(id), resp.ID)
-	return resp
-}
-
-func (h *traced) initialize(caps any) {
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	h.request(transport.Int64ID(1), "initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    caps,
-		"clientInfo":      map[string]any{"name": "test", "version": "1"},
-	})
-	h.recvResponse(1)
-	h.notify("notifications/initialized", nil)
-}
-
-// wait waits for Serve to return and returns its error.
-func (h *traced) wait() error {
-	if !h.ended {
-		h.endErr, h.ended = <-h.served, true
-	}
-	return h.endErr
 }
 
 // close ends the session from the client's side and waits for Serve.
 func (h *traced) close() {
-	require.NoError(h.t, h.client.Close())
-	_ = h.wait()
+	require.NoError(h.t, h.Close())
+	_ = h.Wait()
 }
 
 func (h *traced) sessionID() string {

@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/baggage"
@@ -23,6 +21,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func baggageOf(ctx context.Context) string { return baggage.FromContext(ctx).Member("user").Value() }
@@ -32,15 +31,15 @@ func TestTracingSpanNamesKindsAttributes(t *testing.T) {
 	var sid string
 	synctest.Test(t, func(t *testing.T) {
 		h = newTraced(t, nil).start(t.Context(), nil)
-		h.initialize(nil)
-		h.callTool(2, "echo", nil)
-		h.recvResponse(2)
-		h.request(transport.Int64ID(3), "prompts/get", map[string]any{"name": "greet"})
-		h.recvResponse(3)
-		h.request(transport.Int64ID(4), "resources/read", map[string]any{"uri": "file:///readme.txt"})
-		h.recvResponse(4)
-		h.request(transport.StringID("five"), "ping", nil)
-		h.recv()
+		h.Initialize("", nil)
+		h.SendCallTool(2, "echo", nil)
+		h.RecvResponseTo(2)
+		h.Request(3, "prompts/get", map[string]any{"name": "greet"})
+		h.RecvResponseTo(3)
+		h.Request(4, "resources/read", map[string]any{"uri": "file:///readme.txt"})
+		h.RecvResponseTo(4)
+		h.RequestID(transport.StringID("five"), "ping", nil)
+		h.Recv()
 		synctest.Wait()
 		sid = h.sessionID()
 		h.close()
@@ -86,11 +85,11 @@ func TestTracingSpanNamesKindsAttributes(t *testing.T) {
 func TestTracingStatelessRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newTraced(t, nil).start(t.Context(), nil)
-		h.request(transport.Int64ID(7), "tools/list", map[string]any{"_meta": map[string]any{
+		h.Request(7, "tools/list", map[string]any{"_meta": map[string]any{
 			protocol.MetaProtocolVersion:    protocol.Version20260728,
 			protocol.MetaClientCapabilities: map[string]any{},
 		}})
-		h.recvResponse(7)
+		h.RecvResponseTo(7)
 		synctest.Wait()
 		h.close()
 		assert.Equal(t, map[string]string{
@@ -140,8 +139,8 @@ func TestTracingNetworkTransport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newTraced(t, nil).start(tt.ctx(t.Context()), nil)
-				h.request(transport.Int64ID(1), "ping", nil)
-				h.recvResponse(1)
+				h.Request(1, "ping", nil)
+				h.RecvResponseTo(1)
 				synctest.Wait()
 				h.close()
 				got := spanAttrs(h.span("ping"))
@@ -210,9 +209,13 @@ func TestTracingParent(t *testing.T) {
 					ctx = trace.ContextWithSpanContext(ctx, ambientSC)
 				}
 				h := newTraced(t, nil).start(ctx, nil)
-				h.initialize(nil)
-				h.callTool(2, "baggage", tt.meta)
-				text, _ := toolResultText(t, h.recvResponse(2))
+				h.Initialize("", nil)
+				p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
+				if tt.meta != nil {
+					p["_meta"] = tt.meta
+				}
+				h.Request(2, "tools/call", p)
+				text, _ := toolResultText(t, h.RecvResponseTo(2))
 				synctest.Wait()
 				h.close()
 
@@ -273,8 +276,8 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "ok",
 			span: "tools/call echo",
 			run: func(_ *testing.T, h *traced) {
-				h.callTool(2, "echo", nil)
-				h.recvResponse(2)
+				h.SendCallTool(2, "echo", nil)
+				h.RecvResponseTo(2)
 			},
 			want: want{status: codes.Unset},
 		},
@@ -282,8 +285,8 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "JSON-RPC error",
 			span: "tools/call nope",
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "nope", nil)
-				assert.Equal(t, int64(protocol.CodeInvalidParams), h.recvResponse(2).Error.Code)
+				h.SendCallTool(2, "nope", nil)
+				assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvResponseTo(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: `unknown tool: "nope"`, errorType: "-32602", rpcCode: "-32602"},
 		},
@@ -291,8 +294,8 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "method not found",
 			span: "bogus/method",
 			run: func(t *testing.T, h *traced) {
-				h.request(transport.Int64ID(2), "bogus/method", nil)
-				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.recvResponse(2).Error.Code)
+				h.Request(2, "bogus/method", nil)
+				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.RecvResponseTo(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "method not found: bogus/method", errorType: "-32601", rpcCode: "-32601"},
 		},
@@ -300,8 +303,8 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "tool error",
 			span: "tools/call fail",
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "fail", nil)
-				_, isErr := toolResultText(t, h.recvResponse(2))
+				h.SendCallTool(2, "fail", nil)
+				_, isErr := toolResultText(t, h.RecvResponseTo(2))
 				assert.True(t, isErr)
 			},
 			want: want{status: codes.Error, errorType: "tool_error"},
@@ -310,9 +313,9 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "client cancel",
 			span: "tools/call block",
 			run: func(_ *testing.T, h *traced) {
-				h.callTool(2, "block", nil)
+				h.SendCallTool(2, "block", nil)
 				synctest.Wait()
-				h.notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "user"})
+				h.Notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "user"})
 			},
 			want: want{status: codes.Unset, cause: "client_cancel", events: []string{
 				"cancelled vigil.cancel.cause=client_cancel", "response_dropped vigil.drop.reason=cancelled",
@@ -322,9 +325,9 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "dropped late response",
 			span: "tools/call late",
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "late", nil)
+				h.SendCallTool(2, "late", nil)
 				synctest.Wait()
-				h.notify("notifications/cancelled", map[string]any{"requestId": 2})
+				h.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 				synctest.Wait()
 				for _, s := range h.rec.Ended() {
 					assert.NotEqual(t, "tools/call late", s.Name(), "the span waits for the handler")
@@ -339,7 +342,7 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "transport close",
 			span: "tools/call block",
 			run: func(_ *testing.T, h *traced) {
-				h.callTool(2, "block", nil)
+				h.SendCallTool(2, "block", nil)
 				synctest.Wait()
 				h.close()
 			},
@@ -351,10 +354,10 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "shutdown",
 			span: "tools/call block",
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "block", nil)
+				h.SendCallTool(2, "block", nil)
 				synctest.Wait()
 				require.NoError(t, h.srv.Close())
-				require.ErrorIs(t, h.wait(), server.ErrServerClosed)
+				require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 			},
 			want: want{status: codes.Unset, cause: "shutdown", events: []string{
 				"cancelled vigil.cancel.cause=shutdown", "response_dropped vigil.drop.reason=shutdown",
@@ -365,8 +368,8 @@ func TestTracingOutcomes(t *testing.T) {
 			span:  "tools/call block",
 			extra: []server.Middleware{traceTimeout(time.Second)},
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "block", nil)
-				assert.Equal(t, int64(protocol.CodeRequestTimeout), h.recvResponse(2).Error.Code)
+				h.SendCallTool(2, "block", nil)
+				assert.Equal(t, int64(protocol.CodeRequestTimeout), h.RecvResponseTo(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "request timed out", errorType: "-32001", rpcCode: "-32001", cause: "timeout", events: []string{
 				"cancelled vigil.cancel.cause=timeout",
@@ -376,8 +379,8 @@ func TestTracingOutcomes(t *testing.T) {
 			name: "panic",
 			span: "tools/call panic",
 			run: func(t *testing.T, h *traced) {
-				h.callTool(2, "panic", nil)
-				assert.Equal(t, int64(protocol.CodeInternal), h.recvResponse(2).Error.Code)
+				h.SendCallTool(2, "panic", nil)
+				assert.Equal(t, int64(protocol.CodeInternal), h.RecvResponseTo(2).Error.Code)
 			},
 			want: want{status: codes.Error, desc: "internal error", errorType: "-32603", rpcCode: "-32603", events: []string{
 				"exception exception.message=panic: boom exception.type=*errors.errorString",
@@ -388,7 +391,7 @@ func TestTracingOutcomes(t *testing.T) {
 			span:  "notifications/roots/list_changed",
 			extra: []server.Middleware{panicOn("notifications/roots/list_changed")},
 			run: func(_ *testing.T, h *traced) {
-				h.notify("notifications/roots/list_changed", nil)
+				h.Notify("notifications/roots/list_changed", nil)
 			},
 			// Never answered, but it failed like a request's handler would.
 			want: want{status: codes.Error, desc: "internal error", errorType: "-32603", events: []string{
@@ -400,7 +403,7 @@ func TestTracingOutcomes(t *testing.T) {
 			span: "tools/call echo",
 			wrap: func(c transport.Conn) transport.Conn { return &failWrites{Conn: c, id: transport.Int64ID(2)} },
 			run: func(_ *testing.T, h *traced) {
-				h.callTool(2, "echo", nil)
+				h.SendCallTool(2, "echo", nil)
 			},
 			want: want{status: codes.Unset, events: []string{
 				"response_dropped exception.message=scripted: transport: peer gone vigil.drop.reason=peer_gone",
@@ -411,7 +414,7 @@ func TestTracingOutcomes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newTraced(t, tt.extra).start(t.Context(), tt.wrap)
-				h.initialize(nil)
+				h.Initialize("", nil)
 				tt.run(t, h)
 				synctest.Wait()
 				h.close()
@@ -459,7 +462,7 @@ func TestTracingClientCall(t *testing.T) {
 		{
 			name: "answered",
 			client: func(_ *testing.T, h *traced, req *transport.Request) {
-				h.send(&transport.Response{ID: req.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"ada"}}`)})
+				h.Send(&transport.Response{ID: req.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"ada"}}`)})
 			},
 			status: codes.Unset,
 			answer: "result",
@@ -467,7 +470,7 @@ func TestTracingClientCall(t *testing.T) {
 		{
 			name: "error answer",
 			client: func(_ *testing.T, h *traced, req *transport.Request) {
-				h.send(&transport.Response{ID: req.ID, Error: &transport.Error{Code: -32601, Message: "no elicitation here"}})
+				h.Send(&transport.Response{ID: req.ID, Error: &transport.Error{Code: -32601, Message: "no elicitation here"}})
 			},
 			status: codes.Error,
 			desc:   "no elicitation here",
@@ -477,8 +480,8 @@ func TestTracingClientCall(t *testing.T) {
 		{
 			name: "the request is cancelled",
 			client: func(t *testing.T, h *traced, _ *transport.Request) {
-				h.notify("notifications/cancelled", map[string]any{"requestId": 2})
-				m, ok := h.recv().(*transport.Request)
+				h.Notify("notifications/cancelled", map[string]any{"requestId": 2})
+				m, ok := h.Recv().(*transport.Request)
 				require.True(t, ok)
 				assert.Equal(t, "notifications/cancelled", m.Method, "the server withdraws its call")
 			},
@@ -490,7 +493,7 @@ func TestTracingClientCall(t *testing.T) {
 			name: "no answer in time",
 			opts: []server.Option{server.WithCallTimeout(time.Second)},
 			client: func(t *testing.T, h *traced, _ *transport.Request) {
-				m, ok := h.recv().(*transport.Request) // after a second of fake time
+				m, ok := h.Recv().(*transport.Request) // after a second of fake time
 				require.True(t, ok)
 				assert.Equal(t, "notifications/cancelled", m.Method)
 			},
@@ -505,9 +508,9 @@ func TestTracingClientCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newTraced(t, nil, tt.opts...).start(t.Context(), nil)
-				h.initialize(elicit)
-				h.callTool(2, "ask", nil)
-				req, ok := h.recv().(*transport.Request)
+				h.Initialize("", elicit)
+				h.SendCallTool(2, "ask", nil)
+				req, ok := h.Recv().(*transport.Request)
 				require.True(t, ok)
 				require.Equal(t, "elicitation/create", req.Method)
 				synctest.Wait() // the CLIENT span is open, the call waits for the answer
@@ -532,10 +535,10 @@ func TestTracingClientCall(t *testing.T) {
 				switch tt.answer {
 				case "":
 				case "result", "tool_error":
-					text, isErr := toolResultText(t, h.recvResponse(2))
+					text, isErr := toolResultText(t, h.RecvResponseTo(2))
 					assert.Equal(t, tt.answer == "tool_error", isErr, text)
 				default:
-					resp := h.recvResponse(2)
+					resp := h.RecvResponseTo(2)
 					require.NotNil(t, resp.Error)
 					assert.Equal(t, tt.answer, fmt.Sprint(resp.Error.Code))
 				}

@@ -6,13 +6,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // A cancel racing the handler's return never yields two answers for one id,
@@ -20,7 +20,7 @@ import (
 // client, or it was dropped. 10,000 requests, each cancelled right after it
 // is sent, on real goroutines (no bubble) so the race is real.
 func TestCancelRacingReturnHammer(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	const n = 10000
 	var mu sync.Mutex
 	outcomes := make(map[transport.ID]server.Outcome, n)
@@ -48,7 +48,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 		return server.Text("ok"), nil
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 
 	responses := make(map[transport.ID]int, n)
 	sentinel := transport.StringID("sentinel")
@@ -56,7 +56,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 	go func() {
 		defer close(readerDone)
 		for {
-			m, err := h.client.Read(context.Background())
+			m, err := h.Conn().Read(context.Background())
 			if err != nil {
 				return
 			}
@@ -70,16 +70,16 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 		}
 	}()
 	for i := int64(1); i <= n; i++ {
-		h.callTool(i+1, "echo", `{}`)
-		h.cancel(i+1, "race")
+		h.SendCallTool(i+1, "echo", `{}`)
+		h.Cancel(i+1, "race")
 	}
-	h.send(&transport.Request{ID: sentinel, Method: "ping"})
+	h.Send(&transport.Request{ID: sentinel, Method: "ping"})
 	<-sawSentinel
 	// Handlers run concurrently, so the ping's answer may overtake the last
 	// calls': closing before they all ended would drop them as peer_gone.
 	<-allDone
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 	<-readerDone
 
 	require.Len(t, outcomes, n)
@@ -103,7 +103,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 // A duplicate in-flight id gets -32600 while the first request is still
 // answered correctly; the same ids in two sessions never cross.
 func TestDuplicateInFlightID(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	release := make(chan struct{})
 	started := make(chan string, 2)
@@ -113,40 +113,40 @@ func TestDuplicateInFlightID(t *testing.T) {
 		return server.Text(string(req.Arguments)), nil
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 	h2 := h.second()
-	h2.initialize(protocol.Version20251125, nil)
+	h2.Initialize(protocol.Version20251125, nil)
 
-	h.callTool(5, "gate", `{"who":"one"}`)
-	h2.callTool(5, "gate", `{"who":"two"}`)
+	h.SendCallTool(5, "gate", `{"who":"one"}`)
+	h2.SendCallTool(5, "gate", `{"who":"two"}`)
 	<-started
 	<-started
-	h.callTool(5, "gate", `{"who":"dup"}`)
-	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(5)))
+	h.SendCallTool(5, "gate", `{"who":"dup"}`)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.RecvError(5).Code)
 
 	close(release)
-	text, isErr := toolText(t, h.result(5))
+	text, isErr := toolText(t, h.RecvResult(5))
 	assert.False(t, isErr)
 	assert.JSONEq(t, `{"who":"one"}`, text)
-	text, _ = toolText(t, h2.result(5))
+	text, _ = toolText(t, h2.RecvResult(5))
 	assert.JSONEq(t, `{"who":"two"}`, text)
 
 	// The id is free again once answered.
-	h.callTool(5, "gate", `{"who":"again"}`)
-	text, _ = toolText(t, h.result(5))
+	h.SendCallTool(5, "gate", `{"who":"again"}`)
+	text, _ = toolText(t, h.RecvResult(5))
 	assert.JSONEq(t, `{"who":"again"}`, text)
 
-	require.NoError(t, h.client.Close())
-	require.NoError(t, h2.client.Close())
-	require.NoError(t, <-h.served)
-	require.NoError(t, <-h2.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h2.Close())
+	require.NoError(t, h.Wait())
+	require.NoError(t, h2.Wait())
 	assert.Contains(t, h.obs.rejected, protocol.CodeInvalidRequest)
 }
 
 // A panicking handler is answered with -32603 and no detail, reported, and
 // the session survives.
 func TestPanicIsInternalErrorAndSessionSurvives(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	h.addTool("boom", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		panic("secret detail")
@@ -155,26 +155,26 @@ func TestPanicIsInternalErrorAndSessionSurvives(t *testing.T) {
 		return server.Text("still here"), nil
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
-	h.callTool(2, "boom", `{}`)
-	resp := h.recvResponse()
+	h.Initialize(protocol.Version20251125, nil)
+	h.SendCallTool(2, "boom", `{}`)
+	resp := h.RecvResponse()
 	require.NotNil(t, resp.Error)
 	assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
 	assert.Equal(t, "internal error", resp.Error.Message)
 	assert.Empty(t, resp.Error.Data)
 
-	h.callTool(3, "echo", `{}`)
-	text, _ := toolText(t, h.result(3))
+	h.SendCallTool(3, "echo", `{}`)
+	text, _ := toolText(t, h.RecvResult(3))
 	assert.Equal(t, "still here", text)
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 	assert.Equal(t, []any{"secret detail"}, h.obs.panics)
 }
 
 // A tool's plain error is a tool result with isError; a *server.Error is a
 // protocol error.
 func TestToolErrorsVersusProtocolErrors(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	h.addTool("fails", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return nil, errors.New("disk full")
@@ -183,16 +183,16 @@ func TestToolErrorsVersusProtocolErrors(t *testing.T) {
 		return nil, server.Errorf(protocol.CodeInvalidParams, "bad path")
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
-	h.callTool(2, "fails", `{}`)
-	text, isErr := toolText(t, h.result(2))
+	h.Initialize(protocol.Version20251125, nil)
+	h.SendCallTool(2, "fails", `{}`)
+	text, isErr := toolText(t, h.RecvResult(2))
 	assert.True(t, isErr)
 	assert.Equal(t, "disk full", text)
-	h.callTool(3, "refuses", `{}`)
-	resp := h.recvResponse()
+	h.SendCallTool(3, "refuses", `{}`)
+	resp := h.RecvResponse()
 	require.NotNil(t, resp.Error)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 	assert.Equal(t, "bad path", resp.Error.Message)
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 }

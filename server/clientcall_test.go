@@ -80,12 +80,12 @@ func TestCallMiddlewareMergesMeta(t *testing.T) {
 					return "pinged", req.Session.Call(ctx, "ping", tt.params, nil)
 				})
 				h.start()
-				h.initialize("2025-11-25", nil)
-				h.callTool(2, "feature", map[string]any{})
+				h.Initialize("2025-11-25", nil)
+				h.SendCallTool(2, "feature", map[string]any{})
 				r := clientRequest(t, h, "ping")
 				assert.JSONEq(t, tt.want, string(r.Params))
 				answer(h, r, `{}`)
-				text, isErr := toolText(t, h.result(2))
+				text, isErr := toolText(t, h.RecvResult(2))
 				assert.Equal(t, "pinged", text)
 				assert.False(t, isErr)
 				require.NoError(t, <-errs)
@@ -110,9 +110,9 @@ func TestCallMiddlewareSeesRefusedCalls(t *testing.T) {
 			return "", err
 		})
 		h.start()
-		h.initialize("2025-11-25", nil) // no roots capability
-		h.callTool(2, "feature", map[string]any{})
-		_, isErr := toolText(t, h.result(2))
+		h.Initialize("2025-11-25", nil) // no roots capability
+		h.SendCallTool(2, "feature", map[string]any{})
+		_, isErr := toolText(t, h.RecvResult(2))
 		assert.True(t, isErr)
 		require.ErrorIs(t, <-errs, server.ErrCapability)
 		finish(t, h)

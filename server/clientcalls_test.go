@@ -7,13 +7,12 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // featureTool registers the tool "feature", which runs f and answers with
@@ -35,7 +34,7 @@ func featureTool(h *harness, f func(ctx context.Context) (string, error)) <-chan
 // client of method.
 func clientRequest(t testing.TB, h *harness, method string) *transport.Request {
 	t.Helper()
-	m := h.recv()
+	m := h.Recv()
 	r, ok := m.(*transport.Request)
 	require.True(t, ok, "want a request, got %#v", m)
 	require.True(t, r.ID.IsValid(), "want a request, got notification %s", r.Method)
@@ -45,13 +44,13 @@ func clientRequest(t testing.TB, h *harness, method string) *transport.Request {
 
 // answer sends the client's result (raw JSON) for r.
 func answer(h *harness, r *transport.Request, result string) {
-	h.send(&transport.Response{ID: r.ID, Result: json.RawMessage(result)})
+	h.Send(&transport.Response{ID: r.ID, Result: json.RawMessage(result)})
 }
 
 // finish ends a harness's session.
 func finish(t *testing.T, h *harness) {
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 }
 
 // signupForm has every kind of field, with defaults.
@@ -118,14 +117,14 @@ func TestElicitFormRoundTrip(t *testing.T) {
 			return fmt.Sprintf("%s %v", res.Action, res.Content), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-		h.callTool(2, "feature", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.SendCallTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "elicitation/create")
 		assert.JSONEq(t, `{"message":"Sign up","requestedSchema":`+signupSchemaJSON+`}`, string(out.Params))
 		answer(h, out, `{"action":"accept","content":{"name":"Jane","email":"j@x.org","age":25,"score":88,"status":"inactive",
 			"plan":"pro","legacy":"b","tags":["x","z"],"colors":["g"],"verified":false,"extra":"kept"}}`)
 		require.NoError(t, <-errs)
-		text, _ := toolText(t, h.result(2))
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "accept map[age:25 colors:[g] email:j@x.org extra:kept legacy:b name:Jane plan:pro score:88 status:inactive tags:[x z] verified:false]", text)
 		finish(t, h)
 	})
@@ -166,16 +165,16 @@ func TestElicitModeNeedsCapability(t *testing.T) {
 				if tc.caps != nil {
 					clientCaps["elicitation"] = tc.caps
 				}
-				h.initialize(protocol.Version20251125, clientCaps)
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, clientCaps)
+				h.SendCallTool(2, "feature", `{}`)
 				if tc.allowed {
 					answer(h, clientRequest(t, h, "elicitation/create"), `{"action":"decline"}`)
 					require.NoError(t, <-errs)
-					text, _ := toolText(t, h.result(2))
+					text, _ := toolText(t, h.RecvResult(2))
 					assert.Equal(t, "decline", text)
 				} else {
 					require.ErrorIs(t, <-errs, server.ErrCapability)
-					_, isErr := toolText(t, h.result(2)) // the next message: nothing was sent
+					_, isErr := toolText(t, h.RecvResult(2)) // the next message: nothing was sent
 					assert.True(t, isErr)
 				}
 				finish(t, h)
@@ -200,14 +199,14 @@ func TestElicitURLModeAndCompletion(t *testing.T) {
 			return fmt.Sprintf("%s %v", res.Action, res.Content == nil), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
-		h.callTool(2, "feature", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
+		h.SendCallTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "elicitation/create")
 		assert.JSONEq(t, `{"mode":"url","message":"Authorize access","url":"https://example.com/oauth?s=1","elicitationId":"el-7"}`, string(out.Params))
 		answer(h, out, `{"action":"accept"}`)
 		assert.JSONEq(t, `{"elicitationId":"el-7"}`, notificationParams(t, h, "notifications/elicitation/complete"))
 		require.NoError(t, <-errs)
-		text, _ := toolText(t, h.result(2))
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "accept true", text)
 		finish(t, h)
 	})
@@ -220,10 +219,10 @@ func TestNotifyElicitationCompleteNeedsURLCapability(t *testing.T) {
 			return "", server.NotifyElicitationComplete(ctx, "e")
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-		h.callTool(2, "feature", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.SendCallTool(2, "feature", `{}`)
 		require.ErrorIs(t, <-errs, server.ErrCapability)
-		h.result(2)
+		h.RecvResult(2)
 		require.ErrorIs(t, server.NotifyElicitationComplete(context.Background(), "e"), server.ErrNoRequest)
 		finish(t, h)
 	})
@@ -266,12 +265,12 @@ func TestElicitInvalidParams(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}})
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}})
+				h.SendCallTool(2, "feature", `{}`)
 				err := <-errs
 				require.Error(t, err)
 				require.NotErrorIs(t, err, server.ErrCapability)
-				h.result(2) // nothing was sent to the client
+				h.RecvResult(2) // nothing was sent to the client
 				finish(t, h)
 			})
 		})
@@ -316,8 +315,8 @@ func TestElicitAnswerChecked(t *testing.T) {
 					return "done", err
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+				h.SendCallTool(2, "feature", `{}`)
 				answer(h, clientRequest(t, h, "elicitation/create"), tc.answer)
 				err := <-errs
 				if tc.ok {
@@ -325,7 +324,7 @@ func TestElicitAnswerChecked(t *testing.T) {
 				} else {
 					require.ErrorIs(t, err, server.ErrInvalidResult)
 				}
-				h.result(2)
+				h.RecvResult(2)
 				finish(t, h)
 			})
 		})
@@ -360,8 +359,8 @@ func TestCreateMessageRoundTrip(t *testing.T) {
 			return res.Content[0].(*server.TextContent).Text, nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
-		h.callTool(2, "feature", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
+		h.SendCallTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "sampling/createMessage")
 		assert.JSONEq(t, `{"messages":[
 			{"role":"user","content":{"type":"text","text":"What is 2+2?"}},
@@ -377,7 +376,7 @@ func TestCreateMessageRoundTrip(t *testing.T) {
 			Role: "assistant", Content: []server.Content{&server.TextContent{Text: "4"}}, Model: "test-model",
 			StopReason: server.StopEndTurn, Meta: server.Meta{"m": float64(1)},
 		}, res)
-		text, _ := toolText(t, h.result(2))
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "4", text)
 		finish(t, h)
 	})
@@ -402,8 +401,8 @@ func TestCreateMessageWithTools(t *testing.T) {
 			return "sampled", err
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
-		h.callTool(2, "feature", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
+		h.SendCallTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "sampling/createMessage")
 		assert.JSONEq(t, `{"messages":[
 			{"role":"user","content":{"type":"text","text":"Weather in Paris?"}},
@@ -423,7 +422,7 @@ func TestCreateMessageWithTools(t *testing.T) {
 		assert.Equal(t, &server.ToolUseContent{ID: "u2", Name: "weather", Input: json.RawMessage(`{"city":"Rome"}`)}, res.Content[1])
 		assert.Equal(t, &server.ToolResultContent{ToolUseID: "u0", Content: []server.Content{&server.TextContent{Text: "x"}}, IsError: true}, res.Content[2])
 		assert.Equal(t, server.StopToolUse, res.StopReason)
-		h.result(2)
+		h.RecvResult(2)
 		finish(t, h)
 	})
 }
@@ -470,8 +469,8 @@ func TestCreateMessageRefused(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, tc.caps)
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, tc.caps)
+				h.SendCallTool(2, "feature", `{}`)
 				err := <-errs
 				if tc.capErr {
 					require.ErrorIs(t, err, server.ErrCapability)
@@ -479,7 +478,7 @@ func TestCreateMessageRefused(t *testing.T) {
 					require.Error(t, err)
 					require.NotErrorIs(t, err, server.ErrCapability)
 				}
-				h.result(2) // nothing was sent to the client
+				h.RecvResult(2) // nothing was sent to the client
 				finish(t, h)
 			})
 		})
@@ -505,11 +504,11 @@ func TestCreateMessageMalformedAnswer(t *testing.T) {
 					return "", err
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
+				h.SendCallTool(2, "feature", `{}`)
 				answer(h, clientRequest(t, h, "sampling/createMessage"), tc.answer)
 				require.ErrorIs(t, <-errs, server.ErrInvalidResult)
-				h.result(2)
+				h.RecvResult(2)
 				finish(t, h)
 			})
 		})
@@ -537,8 +536,8 @@ func TestListRoots(t *testing.T) {
 					return "listed", err
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{"listChanged": true}})
-				h.callTool(2, "feature", `{}`)
+				h.Initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{"listChanged": true}})
+				h.SendCallTool(2, "feature", `{}`)
 				out := clientRequest(t, h, "roots/list")
 				assert.Empty(t, out.Params)
 				answer(h, out, tc.answer)
@@ -548,7 +547,7 @@ func TestListRoots(t *testing.T) {
 					require.NoError(t, <-errs)
 				}
 				assert.Equal(t, tc.want, <-got)
-				h.result(2)
+				h.RecvResult(2)
 				finish(t, h)
 			})
 		})
@@ -585,35 +584,35 @@ func TestClientCallsStateless(t *testing.T) {
 		})
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
-		h.request(1, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(caps, nil)})
+		h.Request(1, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(caps, nil)})
 		var r struct {
 			ResultType    string                     `json:"resultType"`
 			InputRequests map[string]json.RawMessage `json:"inputRequests"`
 			RequestState  string                     `json:"requestState"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(1), &r))
+		require.NoError(t, json.Unmarshal(h.RecvResult(1), &r))
 		require.Equal(t, "input_required", r.ResultType)
 		require.Len(t, r.InputRequests, 1)
 		for key, ask := range r.InputRequests {
 			assert.JSONEq(t, `{"method":"elicitation/create","params":{"message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}}`, string(ask))
-			h.request(2, "tools/call", map[string]any{
+			h.Request(2, "tools/call", map[string]any{
 				"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(caps, nil), "requestState": r.RequestState,
 				"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}},
 			})
 		}
-		text, _ := toolText(t, h.result(2))
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "Ada", text)
 
 		// URL mode without the url capability: -32021, naming it.
-		h.request(3, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{"mode": "url"}, "_meta": statelessMeta(caps, nil)})
-		resp := h.recvResponse()
+		h.Request(3, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{"mode": "url"}, "_meta": statelessMeta(caps, nil)})
+		resp := h.RecvResponse()
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{"url":{}}}}`, string(resp.Error.Data))
 
 		// A form without elicitation at all: {} is what form mode needs.
-		h.request(4, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(nil, nil)})
-		resp = h.recvResponse()
+		h.Request(4, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": statelessMeta(nil, nil)})
+		resp = h.RecvResponse()
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{}}}`, string(resp.Error.Data))

@@ -10,12 +10,11 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // withPrefix returns the candidates that start with prefix.
@@ -178,7 +177,7 @@ func TestComplete(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, seen)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				assert.JSONEq(t, tt.want, string(h.featureCall(2, "completion/complete", tt.params)))
 				if tt.wantReq == nil {
 					assert.Empty(t, seen)
@@ -238,7 +237,7 @@ func TestCompleteErrors(t *testing.T) {
 				h := newHarness(t)
 				addCompleters(t, h.srv, make(chan *server.CompleteRequest, 1))
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				e := h.featureError(2, "completion/complete", tt.params)
 				assert.Equal(t, int64(tt.wantCode), e.Code)
 				assert.Contains(t, e.Message, tt.wantMsg)
@@ -293,14 +292,14 @@ func TestFeatureCapabilities(t *testing.T) {
 				h := newHarness(t)
 				require.NoError(t, tt.setup(h.srv))
 				h.start()
-				h.request(1, "initialize", map[string]any{
+				h.Request(1, "initialize", map[string]any{
 					"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{},
 					"clientInfo": map[string]any{"name": "t", "version": "1"},
 				})
 				var res struct {
 					Capabilities map[string]json.RawMessage `json:"capabilities"`
 				}
-				require.NoError(t, json.Unmarshal(h.result(1), &res))
+				require.NoError(t, json.Unmarshal(h.RecvResult(1), &res))
 				got := map[string]json.RawMessage{}
 				for _, k := range []string{"resources", "prompts", "completions"} {
 					if v, ok := res.Capabilities[k]; ok {

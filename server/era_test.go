@@ -9,13 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // meta2026 is the _meta of a stateless request.
@@ -71,40 +70,40 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		})
 		h.start()
 
-		h.request(1, "tools/list", map[string]any{"_meta": meta2026(nil)})
-		r := decodeResult(t, h.result(1))
+		h.Request(1, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		r := decodeResult(t, h.RecvResult(1))
 		assert.Equal(t, "complete", r.ResultType)
 		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[protocol.MetaServerInfo]))
 
-		h.request(2, "server/discover", map[string]any{"_meta": meta2026(nil)})
+		h.Request(2, "server/discover", map[string]any{"_meta": meta2026(nil)})
 		var d struct {
 			ResultType        string          `json:"resultType"`
 			SupportedVersions []string        `json:"supportedVersions"`
 			Capabilities      json.RawMessage `json:"capabilities"`
 			Instructions      string          `json:"instructions"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(2), &d))
+		require.NoError(t, json.Unmarshal(h.RecvResult(2), &d))
 		assert.Equal(t, "complete", d.ResultType)
 		assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, d.SupportedVersions)
 		assert.JSONEq(t, `{"tools":{"listChanged":true},"logging":{}}`, string(d.Capabilities))
 		assert.Equal(t, "hi", d.Instructions)
 
 		// Bad stateless requests.
-		h.request(3, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2026-07-28"}})
-		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(3)), "clientCapabilities is required")
-		h.request(4, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2099-01-01", protocol.MetaClientCapabilities: map[string]any{}}})
-		resp := h.recvResponse()
+		h.Request(3, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2026-07-28"}})
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(3).Code, "clientCapabilities is required")
+		h.Request(4, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2099-01-01", protocol.MetaClientCapabilities: map[string]any{}}})
+		resp := h.RecvResponse()
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeUnsupportedProtocolVersion), resp.Error.Code)
 		assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2099-01-01"}`, string(resp.Error.Data))
-		h.request(5, "ping", map[string]any{"_meta": meta2026(nil)})
-		assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(5)), "ping was removed in 2026-07-28")
+		h.Request(5, "ping", map[string]any{"_meta": meta2026(nil)})
+		assert.Equal(t, int64(protocol.CodeMethodNotFound), h.RecvError(5).Code, "ping was removed in 2026-07-28")
 		// Without _meta, a request before initialize is still refused.
-		h.request(6, "tools/list", nil)
-		assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(6)))
+		h.Request(6, "tools/list", nil)
+		assert.Equal(t, int64(protocol.CodeInvalidRequest), h.RecvError(6).Code)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -119,11 +118,11 @@ func TestMultiRoundTripElicitation(t *testing.T) {
 			for k, v := range extra {
 				params[k] = v
 			}
-			h.request(id, "tools/call", params)
+			h.Request(id, "tools/call", params)
 		}
 
 		call(1, nil)
-		r := decodeResult(t, h.result(1))
+		r := decodeResult(t, h.RecvResult(1))
 		require.Equal(t, "input_required", r.ResultType)
 		require.Len(t, r.InputRequests, 1)
 		ask := r.InputRequests["elicitation-create-0"]
@@ -132,7 +131,7 @@ func TestMultiRoundTripElicitation(t *testing.T) {
 
 		answers := map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
 		call(2, map[string]any{"inputResponses": answers, "requestState": r.RequestState})
-		done := decodeResult(t, h.result(2))
+		done := decodeResult(t, h.RecvResult(2))
 		assert.Equal(t, "complete", done.ResultType)
 		require.Len(t, done.Content, 1)
 		assert.Equal(t, "hello, Ada (accept)", done.Content[0].Text)
@@ -142,24 +141,24 @@ func TestMultiRoundTripElicitation(t *testing.T) {
 		for i, bad := range []string{flip(payload) + "." + sig, payload + "." + flip(sig), "garbage", ""} {
 			id := int64(10 + i)
 			call(id, map[string]any{"inputResponses": answers, "requestState": bad})
-			assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "state %q", bad)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(id).Code, "state %q", bad)
 		}
 		// A genuine state replayed with other arguments is refused too.
-		h.request(20, "tools/call", map[string]any{
+		h.Request(20, "tools/call", map[string]any{
 			"name": "greet", "arguments": map[string]any{"lang": "fr"},
 			"_meta": meta2026(caps), "inputResponses": answers, "requestState": r.RequestState,
 		})
-		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(20)))
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(20).Code)
 
 		// Without the capability: -32021 naming what is required.
-		h.request(21, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(nil)})
-		resp := h.recvResponse()
+		h.Request(21, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(nil)})
+		resp := h.RecvResponse()
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), resp.Error.Code)
 		assert.JSONEq(t, `{"requiredCapabilities":{"elicitation":{}}}`, string(resp.Error.Data))
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -193,28 +192,28 @@ func TestMultiRoundTripTwoQuestions(t *testing.T) {
 		})
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
-		h.request(1, "tools/call", map[string]any{"name": "plan", "_meta": meta2026(caps)})
-		r1 := decodeResult(t, h.result(1))
+		h.Request(1, "tools/call", map[string]any{"name": "plan", "_meta": meta2026(caps)})
+		r1 := decodeResult(t, h.RecvResult(1))
 		require.Contains(t, r1.InputRequests, "elicitation-create-0")
 
-		h.request(2, "tools/call", map[string]any{
+		h.Request(2, "tools/call", map[string]any{
 			"name": "plan", "_meta": meta2026(caps), "requestState": r1.RequestState,
 			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"v": "Ada"}}},
 		})
-		r2 := decodeResult(t, h.result(2))
+		r2 := decodeResult(t, h.RecvResult(2))
 		require.Equal(t, "input_required", r2.ResultType)
 		require.Len(t, r2.InputRequests, 1)
 		require.Contains(t, r2.InputRequests, "elicitation-create-1")
 
-		h.request(3, "tools/call", map[string]any{
+		h.Request(3, "tools/call", map[string]any{
 			"name": "plan", "_meta": meta2026(caps), "requestState": r2.RequestState,
 			"inputResponses": map[string]any{"elicitation-create-1": map[string]any{"action": "accept", "content": map[string]any{"v": "compute"}}},
 		})
-		r3 := decodeResult(t, h.result(3))
+		r3 := decodeResult(t, h.RecvResult(3))
 		assert.Equal(t, "complete", r3.ResultType)
 		assert.Equal(t, "Ada will compute", r3.Content[0].Text)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -224,16 +223,16 @@ func TestRequestStateExpires(t *testing.T) {
 		h.addTool("greet", greeter)
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
-		h.request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
-		r := decodeResult(t, h.result(1))
+		h.Request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+		r := decodeResult(t, h.RecvResult(1))
 		time.Sleep(2 * time.Minute) // fake time
-		h.request(2, "tools/call", map[string]any{
+		h.Request(2, "tools/call", map[string]any{
 			"name": "greet", "_meta": meta2026(caps), "requestState": r.RequestState,
 			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "decline"}},
 		})
-		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(2).Code)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -243,16 +242,16 @@ func TestSameHandlerInSessionEra(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("greet", greeter)
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-		h.callTool(2, "greet", `{}`)
-		out, ok := h.recv().(*transport.Request)
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.SendCallTool(2, "greet", `{}`)
+		out, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "elicitation/create", out.Method)
-		h.send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
-		text, _ := toolText(t, h.result(2))
+		h.Send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "hello, Grace (accept)", text)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -268,19 +267,19 @@ func TestRequestStateKeySharedAcrossReplicas(t *testing.T) {
 			h.start()
 		}
 		caps := map[string]any{"elicitation": map[string]any{}}
-		a.request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
-		state := decodeResult(t, a.result(1)).RequestState
+		a.Request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+		state := decodeResult(t, a.RecvResult(1)).RequestState
 		retry := map[string]any{
 			"name": "greet", "_meta": meta2026(caps), "requestState": state,
 			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "Lin"}}},
 		}
-		b.request(2, "tools/call", retry)
-		assert.Equal(t, "hello, Lin (accept)", decodeResult(t, b.result(2)).Content[0].Text)
-		c.request(2, "tools/call", retry)
-		assert.Equal(t, int64(protocol.CodeInvalidParams), c.errorCode(transport.Int64ID(2)))
+		b.Request(2, "tools/call", retry)
+		assert.Equal(t, "hello, Lin (accept)", decodeResult(t, b.RecvResult(2)).Content[0].Text)
+		c.Request(2, "tools/call", retry)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), c.RecvError(2).Code)
 		for _, h := range []*harness{a, b, c} {
-			require.NoError(t, h.client.Close())
-			require.NoError(t, <-h.served)
+			require.NoError(t, h.Close())
+			require.NoError(t, h.Wait())
 		}
 	})
 }
@@ -299,20 +298,20 @@ func TestStatelessCacheHints(t *testing.T) {
 		}
 		for i, method := range []string{"tools/list", "server/discover"} {
 			id := int64(i + 1)
-			h.request(id, method, map[string]any{"_meta": meta2026(nil)})
+			h.Request(id, method, map[string]any{"_meta": meta2026(nil)})
 			var got hints
-			require.NoError(t, json.Unmarshal(h.result(id), &got))
+			require.NoError(t, json.Unmarshal(h.RecvResult(id), &got))
 			require.NotNil(t, got.TTL, method)
 			require.NotNil(t, got.Scope, method)
 			assert.Equal(t, int64(90000), *got.TTL)
 			assert.Equal(t, "public", *got.Scope)
 		}
-		h.request(3, "tools/call", map[string]any{"name": "echo", "_meta": meta2026(nil)})
+		h.Request(3, "tools/call", map[string]any{"name": "echo", "_meta": meta2026(nil)})
 		var got hints
-		require.NoError(t, json.Unmarshal(h.result(3), &got))
+		require.NoError(t, json.Unmarshal(h.RecvResult(3), &got))
 		assert.Nil(t, got.TTL, "tools/call results are not cacheable")
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -331,21 +330,21 @@ func TestInputKeyAndStatelessRetry(t *testing.T) {
 		})
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
-		h.request(1, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps)})
-		r := decodeResult(t, h.result(1))
+		h.Request(1, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps)})
+		r := decodeResult(t, h.RecvResult(1))
 		require.Contains(t, r.InputRequests, "user_name")
 
-		h.request(2, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{
+		h.Request(2, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{
 			"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}},
 			"unknown":   map[string]any{"ignored": true},
 		}})
-		assert.Equal(t, "Hello, Alice!", decodeResult(t, h.result(2)).Content[0].Text)
+		assert.Equal(t, "Hello, Alice!", decodeResult(t, h.RecvResult(2)).Content[0].Text)
 
 		// An answer that does not decode is not a completion.
-		h.request(3, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{"user_name": 12345}})
-		text, isErr := toolText(t, h.result(3))
+		h.Request(3, "tools/call", map[string]any{"name": "named", "_meta": meta2026(caps), "inputResponses": map[string]any{"user_name": 12345}})
+		text, isErr := toolText(t, h.RecvResult(3))
 		assert.True(t, isErr, text)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }

@@ -7,15 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // drop is one ResponseDropped report.
@@ -146,13 +145,12 @@ func (h *levelCounter) count(l slog.Level) int {
 
 // harness is one server with one client session over the memory transport.
 type harness struct {
-	t      testing.TB
-	srv    *server.Server
-	obs    *recorder
-	logs   *levelCounter
-	client *memory.Conn
-	spy    *spyConn
-	served chan error
+	*mcptest.Client // set by start
+	t               testing.TB
+	srv             *server.Server
+	obs             *recorder
+	logs            *levelCounter
+	spy             *spyConn
 }
 
 func newHarness(t testing.TB, opts ...server.Option) *harness {
@@ -164,10 +162,10 @@ func newHarness(t testing.TB, opts ...server.Option) *harness {
 
 // start begins one session on the harness's server.
 func (h *harness) start() *harness {
-	client, srvEnd := memory.NewPair()
-	h.client, h.spy = client, &spyConn{Conn: srvEnd}
-	h.served = make(chan error, 1)
-	go func() { h.served <- h.srv.Serve(context.Background(), h.spy) }()
+	h.Client = mcptest.Pipe(h.t, h.srv, mcptest.WithServerConn(func(end transport.Conn) transport.Conn {
+		h.spy = &spyConn{Conn: end}
+		return h.spy
+	}))
 	return h
 }
 
@@ -192,83 +190,6 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
-func (h *harness) send(m transport.Message) {
-	require.NoError(h.t, h.client.Write(context.Background(), m))
-}
-
-func (h *harness) sendRaw(frame string) {
-	require.NoError(h.t, h.client.WriteFrame(context.Background(), []byte(frame)))
-}
-
-func (h *harness) request(id int64, method string, params any) {
-	m := &transport.Request{ID: transport.Int64ID(id), Method: method}
-	if params != nil {
-		m.Params = rawJSON(params)
-	}
-	h.send(m)
-}
-
-func (h *harness) notify(method string, params any) {
-	m := &transport.Request{Method: method}
-	if params != nil {
-		m.Params = rawJSON(params)
-	}
-	h.send(m)
-}
-
-func (h *harness) callTool(id int64, name string, args any) {
-	h.request(id, "tools/call", map[string]any{"name": name, "arguments": rawJSON(args)})
-}
-
-func (h *harness) cancel(id int64, reason string) {
-	h.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
-}
-
-func (h *harness) recv() transport.Message {
-	m, err := h.client.Read(context.Background())
-	require.NoError(h.t, err)
-	return m
-}
-
-// recvResponse reads the next message and requires it to be a response.
-func (h *harness) recvResponse() *transport.Response {
-	m := h.recv()
-	resp, ok := m.(*transport.Response)
-	require.True(h.t, ok, "want a response, got %#v", m)
-	return resp
-}
-
-// result reads the next message and requires a successful response to id.
-func (h *harness) result(id int64) json.RawMessage {
-	resp := h.recvResponse()
-	require.Equal(h.t, transport.Int64ID(id), resp.ID)
-	require.Nil(h.t, resp.Error, "want a result for %d", id)
-	return resp.Result
-}
-
-// errorCode reads the next message and returns its error code, requiring
-// the given id.
-func (h *harness) errorCode(id transport.ID) int64 {
-	resp := h.recvResponse()
-	require.Equal(h.t, id, resp.ID)
-	require.NotNil(h.t, resp.Error, "want an error response, got %s", resp.Result)
-	return resp.Error.Code
-}
-
-// initialize performs the handshake with the given client capabilities.
-func (h *harness) initialize(version string, caps any) {
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	h.request(1, "initialize", map[string]any{
-		"protocolVersion": version,
-		"capabilities":    caps,
-		"clientInfo":      map[string]any{"name": "test", "version": "1"},
-	})
-	h.result(1)
-	h.notify("notifications/initialized", nil)
-}
-
 // toolText extracts the single text item of a tools/call result.
 func toolText(t testing.TB, result json.RawMessage) (string, bool) {
 	var r struct {
@@ -281,11 +202,4 @@ func toolText(t testing.TB, result json.RawMessage) (string, bool) {
 	require.NoError(t, json.Unmarshal(result, &r))
 	require.Len(t, r.Content, 1, "result: %s", result)
 	return r.Content[0].Text, r.IsError
-}
-
-// watchdog fails a test that hangs, for tests outside a synctest bubble
-// (inside one, synctest itself reports a deadlock).
-func watchdog(t testing.TB) {
-	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
-	t.Cleanup(func() { timer.Stop() })
 }

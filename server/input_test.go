@@ -8,13 +8,13 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
@@ -61,17 +61,20 @@ func TestBadInputIsAnsweredAndSessionSurvives(t *testing.T) {
 				})
 				h.start()
 				if tc.version != "" {
-					h.initialize(tc.version, nil)
+					h.Initialize(tc.version, nil)
 				}
-				h.sendRaw(tc.frame)
+				h.SendFrame([]byte(tc.frame))
 				if !tc.noResponse {
-					assert.Equal(t, int64(tc.wantCode), h.errorCode(tc.wantID))
+					resp := h.RecvResponse()
+					require.Equal(t, tc.wantID, resp.ID)
+					require.NotNil(t, resp.Error, "want an error response, got %s", resp.Result)
+					assert.Equal(t, int64(tc.wantCode), resp.Error.Code)
 				}
 				// The session still serves.
-				h.request(100, "ping", nil)
-				assert.JSONEq(t, `{}`, string(h.result(100)))
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				h.Request(100, "ping", nil)
+				assert.JSONEq(t, `{}`, string(h.RecvResult(100)))
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -82,9 +85,9 @@ func TestBadInputIsAnsweredAndSessionSurvives(t *testing.T) {
 func TestBatchOnLegacyVersion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t).start()
-		h.initialize(protocol.Version20250326, nil)
-		h.sendRaw(`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"nope"},{"bad":true}]`)
-		batch, ok := h.recv().(transport.Batch)
+		h.Initialize(protocol.Version20250326, nil)
+		h.SendFrame([]byte(`[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":"b","method":"nope"},{"bad":true}]`))
+		batch, ok := h.Recv().(transport.Batch)
 		require.True(t, ok, "want a batch answer")
 		codes := map[string]int64{}
 		for _, raw := range batch {
@@ -98,8 +101,8 @@ func TestBatchOnLegacyVersion(t *testing.T) {
 			codes[string(rawJSON(resp.ID))] = code
 		}
 		assert.Equal(t, map[string]int64{`"a"`: 0, `"b"`: int64(protocol.CodeMethodNotFound), "null": int64(protocol.CodeInvalidRequest)}, codes)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -128,7 +131,7 @@ func (w *syncBuffer) Write(p []byte) (int, error) {
 // A frame over the size limit gets an error and ends the session cleanly,
 // without reading unbounded input.
 func TestOversizedFrameEndsSessionCleanly(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	const limit = 1 << 20
 	in, out := &infinite{}, &syncBuffer{}
 	h := newHarness(t)

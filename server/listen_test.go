@@ -7,18 +7,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // notification reads the next message and requires a notification.
 func (h *harness) notification() *transport.Request {
-	m, ok := h.recv().(*transport.Request)
+	m, ok := h.Recv().(*transport.Request)
 	require.True(h.t, ok, "want a notification")
 	require.True(h.t, m.IsNotification())
 	return m
@@ -31,7 +30,7 @@ func TestSubscriptionsListen(t *testing.T) {
 			return server.Text("a"), nil
 		})
 		h.start()
-		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{
+		h.Request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{
 			"toolsListChanged": true, "promptsListChanged": true,
 		}})
 		ack := h.notification()
@@ -48,13 +47,13 @@ func TestSubscriptionsListen(t *testing.T) {
 		assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(changed.Params))
 
 		// The client ends the stream: no answer to the listen request.
-		h.cancel(7, "done")
+		h.Cancel(7, "done")
 		synctest.Wait()
-		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
-		h.result(8)
+		h.Request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		h.RecvResult(8)
 		assert.Equal(t, []drop{{"7", protocol.DropCancelled}}, h.obs.snapshotDrops())
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -64,20 +63,20 @@ func TestSubscriptionsListenFilter(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
 		h.start()
-		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"resourcesListChanged": true}})
+		h.Request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"resourcesListChanged": true}})
 		ack := h.notification()
 		assert.JSONEq(t, `{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(ack.Params))
 		h.addTool("b", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
 		time.Sleep(time.Second)
 		// The next message is the answer to a ping-like request, not a tools notification.
-		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		h.Request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
 		var list struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(8), &list))
+		require.NoError(t, json.Unmarshal(h.RecvResult(8), &list))
 		assert.Len(t, list.Tools, 2)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -88,7 +87,7 @@ func TestSubscriptionsListenEndsAtShutdown(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
 		h.start()
-		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
+		h.Request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
 		h.notification()
 		shutdown := make(chan error, 1)
 		go func() {
@@ -96,9 +95,9 @@ func TestSubscriptionsListenEndsAtShutdown(t *testing.T) {
 			defer cancel()
 			shutdown <- h.srv.Shutdown(ctx)
 		}()
-		assert.JSONEq(t, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7,"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}}}`, string(h.result(7)))
+		assert.JSONEq(t, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7,"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}}}`, string(h.RecvResult(7)))
 		require.NoError(t, <-shutdown)
-		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+		require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 	})
 }
 
@@ -109,11 +108,11 @@ func TestStatelessCapabilityGating(t *testing.T) {
 		h := newHarness(t).start()
 		for i, method := range []string{"tools/list", "prompts/list", "resources/list", "completion/complete"} {
 			id := int64(i + 1)
-			h.request(id, method, map[string]any{"_meta": meta2026(nil)})
-			assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(id)), method)
+			h.Request(id, method, map[string]any{"_meta": meta2026(nil)})
+			assert.Equal(t, int64(protocol.CodeMethodNotFound), h.RecvError(id).Code, method)
 		}
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -124,15 +123,15 @@ func TestSubscriptionsListenIgnoresEarlierChanges(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("a", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
 		h.start()
-		h.request(6, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"promptsListChanged": true}})
+		h.Request(6, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"promptsListChanged": true}})
 		h.notification() // ack; this stream keeps the debouncer armed
 		h.addTool("b", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return nil, nil })
-		h.request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
+		h.Request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
 		h.notification()        // ack
 		time.Sleep(time.Second) // the debounced tools change fires now
-		h.request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
-		h.result(8) // and nothing came before this answer
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.Request(8, "tools/list", map[string]any{"_meta": meta2026(nil)})
+		h.RecvResult(8) // and nothing came before this answer
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }

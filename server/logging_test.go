@@ -11,20 +11,19 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // notificationParams reads the next message, requires a notification of
 // method, and returns its params.
 func notificationParams(t testing.TB, h *harness, method string) string {
 	t.Helper()
-	m := h.recv()
+	m := h.Recv()
 	n, ok := m.(*transport.Request)
 	require.True(t, ok, "want a notification, got %#v", m)
 	require.False(t, n.ID.IsValid(), "want a notification, got request %s", n.Method)
@@ -100,18 +99,18 @@ func TestLoggingSetLevelFilters(t *testing.T) {
 				h := newHarness(t, tc.opts...)
 				h.addTool("log", everyLevel)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				if tc.level != "" {
-					h.request(2, "logging/setLevel", map[string]any{"level": tc.level})
-					assert.JSONEq(t, `{}`, string(h.result(2)))
+					h.Request(2, "logging/setLevel", map[string]any{"level": tc.level})
+					assert.JSONEq(t, `{}`, string(h.RecvResult(2)))
 				}
-				h.callTool(3, "log", `{}`)
+				h.SendCallTool(3, "log", `{}`)
 				expectLogs(t, h, tc.want)
-				text, isErr := toolText(t, h.result(3))
+				text, isErr := toolText(t, h.RecvResult(3))
 				assert.Equal(t, "logged", text)
 				assert.False(t, isErr)
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -120,13 +119,13 @@ func TestLoggingSetLevelFilters(t *testing.T) {
 func TestLoggingCapabilityAndInvalidLevel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t).start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.Request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		var init struct {
 			Capabilities map[string]json.RawMessage `json:"capabilities"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(1), &init))
+		require.NoError(t, json.Unmarshal(h.RecvResult(1), &init))
 		assert.JSONEq(t, `{}`, string(init.Capabilities["logging"]))
-		h.notify("notifications/initialized", nil)
+		h.Notify("notifications/initialized", nil)
 
 		for i, params := range []any{
 			map[string]any{"level": "verbose"},
@@ -137,13 +136,13 @@ func TestLoggingCapabilityAndInvalidLevel(t *testing.T) {
 			`[]`,
 		} {
 			id := int64(10 + i)
-			h.request(id, "logging/setLevel", params)
-			assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(id)), "params %v", params)
+			h.Request(id, "logging/setLevel", params)
+			assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(id).Code, "params %v", params)
 		}
-		h.request(20, "ping", nil) // the session still serves
-		h.result(20)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.Request(20, "ping", nil) // the session still serves
+		h.RecvResult(20)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -155,22 +154,22 @@ func TestLoggingLevelIsPerSession(t *testing.T) {
 		h.addTool("log", everyLevel)
 		h.start()
 		h2 := h.second()
-		h.initialize(protocol.Version20251125, nil)
-		h2.initialize(protocol.Version20251125, nil)
-		h.request(2, "logging/setLevel", map[string]any{"level": "emergency"})
-		h.result(2)
+		h.Initialize(protocol.Version20251125, nil)
+		h2.Initialize(protocol.Version20251125, nil)
+		h.Request(2, "logging/setLevel", map[string]any{"level": "emergency"})
+		h.RecvResult(2)
 
-		h2.callTool(3, "log", `{}`)
+		h2.SendCallTool(3, "log", `{}`)
 		expectLogs(t, h2, allLevels[1:])
-		h2.result(3)
-		h.callTool(3, "log", `{}`)
+		h2.RecvResult(3)
+		h.SendCallTool(3, "log", `{}`)
 		expectLogs(t, h, allLevels[7:])
-		h.result(3)
+		h.RecvResult(3)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, h2.client.Close())
-		require.NoError(t, <-h.served)
-		require.NoError(t, <-h2.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h2.Close())
+		require.NoError(t, h.Wait())
+		require.NoError(t, h2.Wait())
 	})
 }
 
@@ -244,12 +243,12 @@ func TestLoggingDataShape(t *testing.T) {
 					return server.Text("ok"), nil
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
-				h.callTool(2, "log", `{}`)
+				h.Initialize(protocol.Version20251125, nil)
+				h.SendCallTool(2, "log", `{}`)
 				assert.JSONEq(t, tc.want, notificationParams(t, h, "notifications/message"))
-				h.result(2)
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				h.RecvResult(2)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -279,17 +278,17 @@ func TestLoggingPerRequestLevel2026(t *testing.T) {
 				if tc.level != nil {
 					extra[protocol.MetaLogLevel] = tc.level
 				}
-				h.request(1, "tools/call", map[string]any{"name": "log", "arguments": map[string]any{}, "_meta": statelessMeta(nil, extra)})
+				h.Request(1, "tools/call", map[string]any{"name": "log", "arguments": map[string]any{}, "_meta": statelessMeta(nil, extra)})
 				if tc.code != 0 {
-					assert.Equal(t, int64(tc.code), h.errorCode(transport.Int64ID(1)))
+					assert.Equal(t, int64(tc.code), h.RecvError(1).Code)
 				} else {
 					expectLogs(t, h, tc.want)
-					h.result(1)
+					h.RecvResult(1)
 				}
-				h.request(2, "logging/setLevel", map[string]any{"level": "debug", "_meta": statelessMeta(nil, nil)})
-				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorCode(transport.Int64ID(2)))
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				h.Request(2, "logging/setLevel", map[string]any{"level": "debug", "_meta": statelessMeta(nil, nil)})
+				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.RecvError(2).Code)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -340,20 +339,20 @@ func TestLoggingRateLimit(t *testing.T) {
 			return server.Text("done"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "flood", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "flood", `{}`)
 		for range 5 {
 			assert.JSONEq(t, `{"level":"info","data":{"message":"burst"}}`, notificationParams(t, h, "notifications/message"))
 		}
 		for range 3 {
 			assert.JSONEq(t, `{"level":"info","data":{"message":"later"}}`, notificationParams(t, h, "notifications/message"))
 		}
-		h.result(2) // nothing else came before the response
+		h.RecvResult(2) // nothing else came before the response
 		ss := h.srv.Sessions()[0]
 		assert.Equal(t, int64(15+7), ss.LogNotificationsDropped())
 		assert.Equal(t, 2, srvLog.count("client log notifications over the rate limit: dropping"), "one debug line per streak")
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -368,17 +367,17 @@ func TestLoggingAfterCompletionIsNoop(t *testing.T) {
 			return server.Text("kept"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "keep", `{}`)
-		h.result(2)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "keep", `{}`)
+		h.RecvResult(2)
 		log := <-kept
 		assert.False(t, log.Enabled(context.Background(), server.LevelEmergency))
 		log.Error("too late")
-		h.request(3, "ping", nil)
-		h.result(3) // the next message is the ping's answer: no notification
+		h.Request(3, "ping", nil)
+		h.RecvResult(3) // the next message is the ping's answer: no notification
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		log.Error("session over")
 		server.Logger(context.Background()).Error("no request: discarded")
 	})

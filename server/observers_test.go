@@ -6,13 +6,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // tagObserver appends "tag:event" to a shared log for every event.
@@ -79,7 +79,7 @@ func TestObserversDegenerateCases(t *testing.T) {
 // the refusals telemetry classifies by comparing with the Reject constants.
 func TestRejectReasonsReachTheObserver(t *testing.T) {
 	t.Parallel()
-	watchdog(t)
+	testkit.Watchdog(t)
 	var reasons reasonRecorder
 	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlight(2)).start()
 	block := make(chan struct{})
@@ -90,22 +90,22 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 		}
 		return &server.CallToolResult{}, nil
 	})
-	h.callTool(1, "block", nil)
-	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
-	h.initialize("2025-11-25", nil)
-	h.request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(1)))
-	h.callTool(2, "block", nil)
-	h.callTool(2, "block", nil)
-	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.errorCode(transport.Int64ID(2)))
-	h.callTool(3, "block", nil)
-	h.callTool(4, "block", nil)
-	assert.Equal(t, int64(protocol.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+	h.SendCallTool(1, "block", nil)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.RecvError(1).Code)
+	h.Initialize("2025-11-25", nil)
+	h.Request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.RecvError(1).Code)
+	h.SendCallTool(2, "block", nil)
+	h.SendCallTool(2, "block", nil)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), h.RecvError(2).Code)
+	h.SendCallTool(3, "block", nil)
+	h.SendCallTool(4, "block", nil)
+	assert.Equal(t, int64(protocol.CodeServerBusy), h.RecvError(4).Code)
 	close(block)
-	got := []transport.ID{h.recvResponse().ID, h.recvResponse().ID}
+	got := []transport.ID{h.RecvResponse().ID, h.RecvResponse().ID}
 	assert.ElementsMatch(t, []transport.ID{transport.Int64ID(2), transport.Int64ID(3)}, got)
-	_ = h.client.Close()
-	require.NoError(t, <-h.served)
+	_ = h.Close()
+	require.NoError(t, h.Wait())
 	assert.Equal(t, []protocol.RejectReason{
 		protocol.RejectLifecycle, protocol.RejectLifecycle, protocol.RejectDuplicateID, protocol.RejectInFlightLimit,
 	}, reasons.get())

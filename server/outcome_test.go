@@ -5,12 +5,12 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TestOutcomeCarriesResultAndError checks what OnDone callbacks see: the
@@ -18,7 +18,7 @@ import (
 // error or panic of a notification's handler, which is never answered, and
 // that every callback runs, in order, past the two kept inline.
 func TestOutcomeCarriesResultAndError(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	type seen struct {
 		method string
 		order  []int
@@ -58,10 +58,10 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 		return server.Text("hi"), nil
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 
-	h.callTool(2, "echo", `{}`)
-	h.result(2)
+	h.SendCallTool(2, "echo", `{}`)
+	h.RecvResult(2)
 	got := <-seenc
 	assert.Equal(t, []int{0, 1, 2}, got.order)
 	require.NoError(t, got.out.Err)
@@ -69,23 +69,23 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 	require.True(t, ok, "result %T", got.out.Result)
 	assert.Equal(t, server.Text("hi").Content, res.Content)
 
-	h.callTool(3, "missing", `{}`)
-	assert.NotNil(t, h.recvResponse().Error)
+	h.SendCallTool(3, "missing", `{}`)
+	assert.NotNil(t, h.RecvResponse().Error)
 	got = <-seenc
 	assert.Equal(t, protocol.CodeInvalidParams, server.CodeOf(got.out.Err))
 	assert.Nil(t, got.out.Result)
 
-	h.notify("notifications/roots/list_changed", nil)
+	h.Notify("notifications/roots/list_changed", nil)
 	got = <-seenc
 	assert.Equal(t, "notifications/roots/list_changed", got.method)
 	require.EqualError(t, got.out.Err, "scripted failure")
 	assert.Nil(t, got.out.Result)
 	assert.Empty(t, got.out.Dropped)
 
-	h.notify("notifications/progress", map[string]any{"progressToken": "x", "progress": 1})
+	h.Notify("notifications/progress", map[string]any{"progressToken": "x", "progress": 1})
 	got = <-seenc
 	assert.Equal(t, protocol.CodeInternal, server.CodeOf(got.out.Err), "a notification's panic is an internal error")
 
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 }

@@ -7,13 +7,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // callTool registers a tool that calls the client with method and reports
@@ -38,12 +37,12 @@ func TestCallRefusedWithoutCapability(t *testing.T) {
 				errs := make(chan error, 1)
 				clientCaller(h, method, errs, nil)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
-				h.callTool(2, "call", `{}`)
+				h.Initialize(protocol.Version20251125, nil)
+				h.SendCallTool(2, "call", `{}`)
 				require.ErrorIs(t, <-errs, server.ErrCapability)
-				h.result(2) // and nothing was sent to the client before it
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				h.RecvResult(2) // and nothing was sent to the client before it
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -55,13 +54,13 @@ func TestCallBeforeInitializedIsRefused(t *testing.T) {
 		errs := make(chan error, 1)
 		clientCaller(h, "roots/list", errs, nil)
 		h.start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"roots": map[string]any{}}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-		h.result(1)
-		h.callTool(2, "call", `{}`) // no notifications/initialized yet
+		h.Request(1, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"roots": map[string]any{}}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.RecvResult(1)
+		h.SendCallTool(2, "call", `{}`) // no notifications/initialized yet
 		require.ErrorIs(t, <-errs, server.ErrNotInitialized)
-		h.result(2)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.RecvResult(2)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -72,29 +71,29 @@ func TestCallRoundTripAndErrorAnswer(t *testing.T) {
 		results := make(chan json.RawMessage, 2)
 		clientCaller(h, "sampling/createMessage", errs, results)
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
+		h.Initialize(protocol.Version20251125, map[string]any{"sampling": map[string]any{}})
 
-		h.callTool(2, "call", `{}`)
-		out := h.recv().(*transport.Request)
+		h.SendCallTool(2, "call", `{}`)
+		out := h.Recv().(*transport.Request)
 		assert.Equal(t, "sampling/createMessage", out.Method)
 		assert.JSONEq(t, `{"x":1}`, string(out.Params))
-		h.send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"role":"assistant"}`)})
+		h.Send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"role":"assistant"}`)})
 		require.NoError(t, <-errs)
 		assert.JSONEq(t, `{"role":"assistant"}`, string(<-results))
-		h.result(2)
+		h.RecvResult(2)
 
-		h.callTool(3, "call", `{}`)
-		out = h.recv().(*transport.Request)
-		h.send(&transport.Response{ID: out.ID, Error: &transport.Error{Code: -1, Message: "user declined"}})
+		h.SendCallTool(3, "call", `{}`)
+		out = h.Recv().(*transport.Request)
+		h.Send(&transport.Response{ID: out.ID, Error: &transport.Error{Code: -1, Message: "user declined"}})
 		err := <-errs
 		var mcpErr *server.Error
 		require.ErrorAs(t, err, &mcpErr)
 		assert.Equal(t, protocol.Code(-1), mcpErr.Code)
 		assert.Equal(t, "user declined", mcpErr.Message)
 		<-results
-		h.result(3)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.RecvResult(3)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -106,13 +105,13 @@ func TestCallTimeoutSendsCancelled(t *testing.T) {
 		errs := make(chan error, 1)
 		clientCaller(h, "elicitation/create", errs, nil)
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-		h.callTool(2, "call", `{}`)
-		out := h.recv().(*transport.Request)
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.SendCallTool(2, "call", `{}`)
+		out := h.Recv().(*transport.Request)
 		require.Equal(t, "elicitation/create", out.Method)
 
 		start := time.Now()
-		cancelled := h.recv().(*transport.Request) // sent when the timeout fires
+		cancelled := h.Recv().(*transport.Request) // sent when the timeout fires
 		assert.Equal(t, 5*time.Second, time.Since(start))
 		assert.Equal(t, "notifications/cancelled", cancelled.Method)
 		var p struct {
@@ -121,13 +120,13 @@ func TestCallTimeoutSendsCancelled(t *testing.T) {
 		require.NoError(t, json.Unmarshal(cancelled.Params, &p))
 		assert.Equal(t, out.ID, p.RequestID)
 		require.ErrorIs(t, <-errs, context.DeadlineExceeded)
-		h.result(2)
+		h.RecvResult(2)
 
-		h.send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{}`)}) // too late: ignored
-		h.request(3, "ping", nil)
-		h.result(3)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.Send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{}`)}) // too late: ignored
+		h.Request(3, "ping", nil)
+		h.RecvResult(3)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -143,11 +142,11 @@ func TestPendingSnapshotIsACopy(t *testing.T) {
 		errs := make(chan error, 1)
 		clientCaller(h, "roots/list", errs, nil)
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
-		h.callTool(2, "wait", `{}`)
+		h.Initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
+		h.SendCallTool(2, "wait", `{}`)
 		time.Sleep(time.Millisecond) // fake time inside the bubble: orders the start times
-		h.callTool(3, "call", `{}`)
-		out := h.recv().(*transport.Request)
+		h.SendCallTool(3, "call", `{}`)
+		out := h.Recv().(*transport.Request)
 		synctest.Wait()
 
 		ss := h.srv.Sessions()[0]
@@ -163,14 +162,14 @@ func TestPendingSnapshotIsACopy(t *testing.T) {
 		p[0].Method = "scribbled"
 		assert.Equal(t, "tools/call", ss.Pending()[0].Method)
 
-		h.send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"roots":[]}`)})
+		h.Send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"roots":[]}`)})
 		require.NoError(t, <-errs)
-		h.result(3)
+		h.RecvResult(3)
 		close(release)
-		h.result(2)
+		h.RecvResult(2)
 		assert.Empty(t, ss.Pending())
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -186,19 +185,19 @@ func TestVersionNegotiation(t *testing.T) {
 		t.Run(tc.asked, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, server.WithImplementation("probe", "9.9"), server.WithInstructions("be nice")).start()
-				h.request(1, "initialize", map[string]any{"protocolVersion": tc.asked, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+				h.Request(1, "initialize", map[string]any{"protocolVersion": tc.asked, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 				var res struct {
 					ProtocolVersion string                `json:"protocolVersion"`
 					ServerInfo      server.Implementation `json:"serverInfo"`
 					Instructions    string                `json:"instructions"`
 				}
-				require.NoError(t, json.Unmarshal(h.result(1), &res))
+				require.NoError(t, json.Unmarshal(h.RecvResult(1), &res))
 				assert.Equal(t, tc.want, res.ProtocolVersion)
 				assert.Equal(t, server.Implementation{Name: "probe", Version: "9.9"}, res.ServerInfo)
 				assert.Equal(t, "be nice", res.Instructions)
 				assert.Equal(t, tc.want, h.srv.Sessions()[0].ProtocolVersion())
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}

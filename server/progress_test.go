@@ -6,13 +6,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // callWithToken calls a tool with _meta.progressToken set to token (raw
@@ -22,7 +21,7 @@ func callWithToken(h *harness, id int64, tool, token string) {
 	if token != "" {
 		params["_meta"] = map[string]any{"progressToken": rawJSON(token)}
 	}
-	h.request(id, "tools/call", params)
+	h.Request(id, "tools/call", params)
 }
 
 // threeSteps reports 0, 50 and 100 of 100, 50 ms apart, as the conformance
@@ -55,17 +54,17 @@ func TestProgressHappyPath(t *testing.T) {
 				h := newHarness(t)
 				h.addTool("steps", threeSteps)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "steps", tc.token)
 				first := notificationParams(t, h, "notifications/progress")
 				assert.JSONEq(t, `{"progressToken":`+tc.echo+`,"progress":0,"total":100,"message":"start"}`, first)
 				assert.Contains(t, first, `"progressToken":`+tc.token, "the token's bytes are echoed")
 				assert.JSONEq(t, `{"progressToken":`+tc.echo+`,"progress":50,"total":100}`, notificationParams(t, h, "notifications/progress"))
 				assert.JSONEq(t, `{"progressToken":`+tc.echo+`,"progress":100,"total":100,"message":"done"}`, notificationParams(t, h, "notifications/progress"))
-				text, _ := toolText(t, h.result(2))
+				text, _ := toolText(t, h.RecvResult(2))
 				assert.Equal(t, "finished", text)
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -77,14 +76,14 @@ func TestProgressWithoutTokenIsNoop(t *testing.T) {
 		h := newHarness(t)
 		h.addTool("steps", threeSteps)
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "steps", "")
-		h.result(2)
+		h.RecvResult(2)
 		callWithToken(h, 3, "steps", "null")
-		h.result(3)
+		h.RecvResult(3)
 		assert.NoError(t, server.ReportProgress(context.Background(), 1, 0, "no request"))
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -99,19 +98,19 @@ func TestProgressMustIncrease(t *testing.T) {
 			return server.Text("ok"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "bumpy", `"b"`)
 		assert.JSONEq(t, `{"progressToken":"b","progress":5}`, notificationParams(t, h, "notifications/progress"))
 		assert.JSONEq(t, `{"progressToken":"b","progress":6}`, notificationParams(t, h, "notifications/progress"))
 		assert.JSONEq(t, `{"progressToken":"b","progress":6.5}`, notificationParams(t, h, "notifications/progress"))
-		h.result(2)
+		h.RecvResult(2)
 		require.NoError(t, <-errs)
 		require.ErrorIs(t, <-errs, server.ErrProgressNotIncreasing)
 		require.ErrorIs(t, <-errs, server.ErrProgressNotIncreasing)
 		require.NoError(t, <-errs)
 		require.NoError(t, <-errs)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -132,14 +131,14 @@ func TestProgressRateLimit(t *testing.T) {
 			return server.Text("ok"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "fast", `1`)
 		for _, want := range []string{"1", "4", "10"} {
 			assert.JSONEq(t, `{"progressToken":1,"progress":`+want+`,"total":10}`, notificationParams(t, h, "notifications/progress"))
 		}
-		h.result(2)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.RecvResult(2)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -156,16 +155,16 @@ func TestProgressAfterCompletionIsNoop(t *testing.T) {
 			return server.Text("kept"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "keep", `"k"`)
 		assert.JSONEq(t, `{"progressToken":"k","progress":1,"total":2}`, notificationParams(t, h, "notifications/progress"))
-		h.result(2)
+		h.RecvResult(2)
 		ctx := <-kept
 		require.NoError(t, server.ReportProgress(ctx, 2, 2, "late"))
-		h.request(3, "ping", nil)
-		h.result(3) // the next message is the ping's answer: no notification
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.Request(3, "ping", nil)
+		h.RecvResult(3) // the next message is the ping's answer: no notification
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -184,29 +183,29 @@ func TestProgressTokenInUse(t *testing.T) {
 			return server.Text("quick"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "wait", `"shared"`)
 		<-started
 
 		callWithToken(h, 3, "quick", `"shared"`)
-		resp := h.recvResponse()
+		resp := h.RecvResponse()
 		require.Equal(t, transport.Int64ID(3), resp.ID)
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 		assert.Equal(t, "progress token already in use by another request in flight", resp.Error.Message)
 
-		h.request(4, "resources/list", map[string]any{"_meta": map[string]any{"progressToken": "shared"}})
-		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(4)), "every method is checked")
+		h.Request(4, "resources/list", map[string]any{"_meta": map[string]any{"progressToken": "shared"}})
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(4).Code, "every method is checked")
 
 		callWithToken(h, 5, "quick", `"other"`)
-		h.result(5)
+		h.RecvResult(5)
 
 		close(release)
-		h.result(2)
+		h.RecvResult(2)
 		callWithToken(h, 6, "quick", `"shared"`) // free again
-		h.result(6)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.RecvResult(6)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -233,12 +232,12 @@ func TestProgressTokenIdentity(t *testing.T) {
 					return server.Text("waited"), nil
 				})
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "wait", tc.first)
 				<-started
 				callWithToken(h, 3, "wait", tc.second)
 				if tc.clash {
-					assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(3)))
+					assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(3).Code)
 				} else {
 					<-started
 				}
@@ -248,7 +247,7 @@ func TestProgressTokenIdentity(t *testing.T) {
 					answers = 1
 				}
 				for range answers {
-					resp := h.recvResponse()
+					resp := h.RecvResponse()
 					require.Nil(t, resp.Error)
 					ids[resp.ID.String()] = true
 				}
@@ -257,8 +256,8 @@ func TestProgressTokenIdentity(t *testing.T) {
 				} else {
 					assert.Equal(t, map[string]bool{"2": true, "3": true}, ids, "both ran at once")
 				}
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -271,11 +270,11 @@ func TestProgressInvalidToken(t *testing.T) {
 				h := newHarness(t)
 				h.addTool("steps", threeSteps)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
+				h.Initialize(protocol.Version20251125, nil)
 				callWithToken(h, 2, "steps", token)
-				assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorCode(transport.Int64ID(2)))
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(2).Code)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -295,16 +294,16 @@ func TestProgressStopsWhenCancelled(t *testing.T) {
 			return nil, context.Cause(ctx)
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		callWithToken(h, 2, "long", `"c"`)
 		assert.JSONEq(t, `{"progressToken":"c","progress":1}`, notificationParams(t, h, "notifications/progress"))
-		h.cancel(2, "stop")
+		h.Cancel(2, "stop")
 		require.NoError(t, <-errs)
-		h.request(3, "ping", nil)
-		h.result(3) // neither progress nor a response for 2
+		h.Request(3, "ping", nil)
+		h.RecvResult(3) // neither progress nor a response for 2
 		d := <-h.obs.dropped
 		assert.Equal(t, "2", d.ID)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }

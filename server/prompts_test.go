@@ -11,13 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func userText(s string) *server.PromptMessage {
@@ -84,7 +84,7 @@ func promptHarness(t *testing.T, opts ...server.Option) *harness {
 	h := newHarness(t, opts...)
 	addPrompts(t, h.srv)
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 	return h
 }
 
@@ -110,7 +110,7 @@ func TestPromptsPagination(t *testing.T) {
 			require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: name}, nop))
 		}
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		var pages []string
 		cursor, id := "", int64(2)
 		for {
@@ -236,7 +236,7 @@ func TestGetPromptErrors(t *testing.T) {
 }
 
 func TestAddPromptRejectsInvalid(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	nop := func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) { return nil, nil }
 	tests := []struct {
 		name   string
@@ -263,14 +263,14 @@ func TestPromptListChanged(t *testing.T) {
 		nop := func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) { return nil, nil }
 		require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: "new"}, nop))
 		require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: "simple"}, nop)) // a replacement
-		m, ok := h.recv().(*transport.Request)
+		m, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/prompts/list_changed", m.Method)
 		h.expectNothingPending(2)
 		assert.JSONEq(t, `{"messages":[]}`, string(h.featureCall(3, "prompts/get", map[string]any{"name": "simple"})), "the replacement serves")
 
 		assert.Equal(t, 2, h.srv.RemovePrompts("new", "simple", "never"))
-		m, ok = h.recv().(*transport.Request)
+		m, ok = h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/prompts/list_changed", m.Method)
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(4, "prompts/get", map[string]any{"name": "simple"}).Code)

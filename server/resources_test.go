@@ -10,25 +10,25 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // featureCall sends a request and returns its result.
 func (h *harness) featureCall(id int64, method string, params any) json.RawMessage {
-	h.request(id, method, params)
-	return h.result(id)
+	h.Request(id, method, params)
+	return h.RecvResult(id)
 }
 
 // featureError sends a request and returns the error it is answered with.
 func (h *harness) featureError(id int64, method string, params any) *transport.Error {
-	h.request(id, method, params)
-	resp := h.recvResponse()
+	h.Request(id, method, params)
+	resp := h.RecvResponse()
 	require.Equal(h.t, transport.Int64ID(id), resp.ID)
 	require.NotNil(h.t, resp.Error, "want an error, got %s", resp.Result)
 	return resp.Error
@@ -39,8 +39,8 @@ func (h *harness) featureError(id int64, method string, params any) *transport.E
 func (h *harness) expectNothingPending(id int64) {
 	h.t.Helper()
 	synctest.Wait()
-	h.request(id, "ping", nil)
-	m := h.recv()
+	h.Request(id, "ping", nil)
+	m := h.Recv()
 	resp, ok := m.(*transport.Response)
 	require.True(h.t, ok, "want the ping's answer, got %#v", m)
 	require.Equal(h.t, transport.Int64ID(id), resp.ID)
@@ -48,8 +48,8 @@ func (h *harness) expectNothingPending(id int64) {
 
 // finish closes the client and waits for Serve.
 func (h *harness) finish() {
-	require.NoError(h.t, h.client.Close())
-	require.NoError(h.t, <-h.served)
+	require.NoError(h.t, h.Close())
+	require.NoError(h.t, h.Wait())
 }
 
 func textContents(text string) *server.ReadResourceResult {
@@ -111,7 +111,7 @@ func resourceHarness(t *testing.T, opts ...server.Option) *harness {
 	h := newHarness(t, opts...)
 	addResources(t, h.srv)
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 	return h
 }
 
@@ -146,7 +146,7 @@ func TestResourcesPagination(t *testing.T) {
 			require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: fmt.Sprintf("test://t%d/{x}", i), Name: "t"}, nop))
 		}
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 
 		type page struct {
 			Resources []struct {
@@ -309,7 +309,7 @@ func TestReadResourceNotFound2026(t *testing.T) {
 }
 
 func TestAddResourceRejectsInvalid(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	nop := func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 		return nil, nil
 	}
@@ -370,7 +370,7 @@ func TestResourceMatchOrder(t *testing.T) {
 		require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://{b}", Name: "second"}, serve("second")))
 		require.NoError(t, srv.AddResource(server.Resource{URI: "test://fixed", Name: "fixed"}, serve("fixed")))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		id := int64(1)
 		read := func(uri string) string {
 			id++
@@ -396,7 +396,7 @@ func TestResourceMatchOrder(t *testing.T) {
 		assert.Equal(t, int64(protocol.CodeResourceNotFound), e.Code)
 		// Each change above scheduled list_changed; they were coalesced.
 		time.Sleep(time.Second)
-		m := h.recv().(*transport.Request)
+		m := h.Recv().(*transport.Request)
 		assert.Equal(t, "notifications/resources/list_changed", m.Method)
 		h.expectNothingPending(101)
 		h.finish()
@@ -407,7 +407,7 @@ func TestResourceListChanged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.WithListChangedDelay(50*time.Millisecond))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		nop := func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, nil
 		}
@@ -415,18 +415,18 @@ func TestResourceListChanged(t *testing.T) {
 		require.NoError(t, h.srv.AddResource(server.Resource{URI: "test://a", Name: "a"}, nop))
 		require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://t/{x}", Name: "t"}, nop))
 		start := time.Now()
-		m, ok := h.recv().(*transport.Request)
+		m, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/list_changed", m.Method)
 		assert.Equal(t, 50*time.Millisecond, time.Since(start), "sent after the delay")
 		h.expectNothingPending(2) // two changes, one notification
 
 		assert.Equal(t, 1, h.srv.RemoveResources("test://a"))
-		m, ok = h.recv().(*transport.Request)
+		m, ok = h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/list_changed", m.Method)
 		assert.Equal(t, 1, h.srv.RemoveResourceTemplates("test://t/{x}"))
-		m, ok = h.recv().(*transport.Request)
+		m, ok = h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/list_changed", m.Method)
 
@@ -442,7 +442,7 @@ func TestResourceSubscriptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := resourceHarness(t)
 		b := a.second()
-		b.initialize(protocol.Version20251125, nil)
+		b.Initialize(protocol.Version20251125, nil)
 		sessionOf := func(h *harness) *server.Session {
 			// The harness's sessions are told apart by their subscriptions.
 			return onlySession(t, h.srv, func(ss *server.Session) bool { return len(ss.Subscriptions()) > 0 })
@@ -455,7 +455,7 @@ func TestResourceSubscriptions(t *testing.T) {
 		assert.Equal(t, []string{"test://items/7/data", "test://static-text"}, ssA.Subscriptions())
 
 		a.srv.ResourceUpdated("test://static-text")
-		m, ok := a.recv().(*transport.Request)
+		m, ok := a.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/updated", m.Method)
 		assert.JSONEq(t, `{"uri":"test://static-text"}`, string(m.Params))
@@ -464,7 +464,7 @@ func TestResourceSubscriptions(t *testing.T) {
 		b.expectNothingPending(5) // not subscribed
 
 		a.srv.ResourceUpdated("test://items/7/data")
-		m, ok = a.recv().(*transport.Request)
+		m, ok = a.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.JSONEq(t, `{"uri":"test://items/7/data"}`, string(m.Params))
 		a.srv.ResourceUpdated("test://items/8/data") // nobody subscribed to this one
@@ -520,22 +520,22 @@ func TestResourceUpdatedReachesListenStreams(t *testing.T) {
 			protocol.MetaProtocolVersion:    protocol.Version20260728,
 			protocol.MetaClientCapabilities: map[string]any{},
 		}
-		h.request(7, "subscriptions/listen", map[string]any{
+		h.Request(7, "subscriptions/listen", map[string]any{
 			"_meta": meta, "notifications": map[string]any{"resourceSubscriptions": []string{"test://static-text"}},
 		})
-		ack, ok := h.recv().(*transport.Request)
+		ack, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		require.Equal(t, "notifications/subscriptions/acknowledged", ack.Method)
 
 		h.srv.ResourceUpdated("test://static-binary") // not listened to
 		h.srv.ResourceUpdated("test://static-text")
-		m, ok := h.recv().(*transport.Request)
+		m, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/updated", m.Method)
 		assert.JSONEq(t, `{"uri":"test://static-text","_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(m.Params))
 		synctest.Wait()
-		h.request(8, "tools/list", map[string]any{"_meta": meta})
-		resp := h.recvResponse() // nothing else was queued before it
+		h.Request(8, "tools/list", map[string]any{"_meta": meta})
+		resp := h.RecvResponse() // nothing else was queued before it
 		assert.Equal(t, transport.Int64ID(8), resp.ID)
 		h.finish()
 	})

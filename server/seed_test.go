@@ -11,13 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
@@ -38,12 +38,12 @@ func TestSeedTransportCloseCancelsInFlightHandler(t *testing.T) {
 			return nil, cause
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "block", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "block", `{}`)
 		<-started
 
-		require.NoError(t, h.client.Close()) // what stdin EOF does
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close()) // what stdin EOF does
+		require.NoError(t, h.Wait())
 		<-cleaned
 
 		require.ErrorIs(t, cause, server.ErrTransportClose)
@@ -78,14 +78,14 @@ func seedPendingClientRequests(t *testing.T, n int) {
 		return nil, err
 	})
 	h.start()
-	h.initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
+	h.Initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{}})
 	for i := range n {
-		h.callTool(int64(i+2), "roots", `{}`)
+		h.SendCallTool(int64(i+2), "roots", `{}`)
 	}
 	// Take the n roots/list requests off the wire without answering them:
 	// every handler is now provably parked waiting for the client.
 	for range n {
-		req, ok := h.recv().(*transport.Request)
+		req, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		require.Equal(t, "roots/list", req.Method)
 	}
@@ -94,8 +94,8 @@ func seedPendingClientRequests(t *testing.T, n int) {
 	require.Len(t, sessions, 1)
 	require.Len(t, sessions[0].Pending(), 2*n, "n handlers and n outgoing requests")
 
-	require.NoError(t, h.client.Close())
-	require.NoError(t, <-h.served)
+	require.NoError(t, h.Close())
+	require.NoError(t, h.Wait())
 
 	close(errs)
 	got := 0
@@ -128,18 +128,18 @@ func TestLateResponseAfterCloseIsDroppedWriterClosed(t *testing.T) {
 			return server.Text("too late"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "late", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "late", `{}`)
 		<-started
-		require.NoError(t, h.client.Close())
+		require.NoError(t, h.Close())
 		synctest.Wait()
 		select {
-		case err := <-h.served:
-			t.Fatalf("Serve returned (%v) while a handler was still running", err)
+		case <-h.Done():
+			t.Fatalf("Serve returned (%v) while a handler was still running", h.Wait())
 		default:
 		}
 		close(release)
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Wait())
 
 		assert.Equal(t, []drop{{"2", protocol.DropWriterClosed}}, h.obs.snapshotDrops())
 		assert.Zero(t, h.spy.writesAfterClose.Load())
@@ -152,7 +152,7 @@ func TestLateResponseAfterCloseIsDroppedWriterClosed(t *testing.T) {
 // with that reason; later requests are read and dropped without running;
 // the session ends cleanly at end of input. No error-level log.
 func TestLateResponseToVanishedPeerIsPeerGone(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	inR, inW, err := os.Pipe()
 	require.NoError(t, err)
 	outR, outW, err := os.Pipe()
@@ -215,28 +215,28 @@ func TestClientCancelStopsHandlerWithoutResponse(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(7, "block", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(7, "block", `{}`)
 		<-started
-		h.cancel(7, "user pressed stop")
+		h.Cancel(7, "user pressed stop")
 		cause := <-causes
 		require.ErrorIs(t, cause, server.ErrClientCancel)
 		assert.Contains(t, cause.Error(), "user pressed stop")
 		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(cause))
 
 		synctest.Wait()
-		h.request(8, "ping", nil)
-		h.result(8) // the next message is the ping's answer: nothing came for 7
+		h.Request(8, "ping", nil)
+		h.RecvResult(8) // the next message is the ping's answer: nothing came for 7
 		assert.Equal(t, []drop{{"7", protocol.DropCancelled}}, h.obs.snapshotDrops())
 
 		// Cancels for finished and unknown ids are ignored.
-		h.cancel(7, "again")
-		h.cancel(999, "never existed")
-		h.request(9, "ping", nil)
-		h.result(9)
+		h.Cancel(7, "again")
+		h.Cancel(999, "never existed")
+		h.Request(9, "ping", nil)
+		h.RecvResult(9)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		assert.Len(t, h.obs.snapshotDrops(), 1)
 	})
 }
@@ -245,19 +245,19 @@ func TestClientCancelStopsHandlerWithoutResponse(t *testing.T) {
 func TestInitializeIsNotCancellable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t).start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.Request(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		sent := make(chan struct{})
-		go func() { defer close(sent); h.cancel(1, "changed my mind") }() // the pipe is unbuffered
+		go func() { defer close(sent); h.Cancel(1, "changed my mind") }() // the pipe is unbuffered
 		var res struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(1), &res))
+		require.NoError(t, json.Unmarshal(h.RecvResult(1), &res))
 		assert.Equal(t, "2025-06-18", res.ProtocolVersion)
 		<-sent
-		h.request(2, "ping", nil)
-		h.result(2)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		h.Request(2, "ping", nil)
+		h.RecvResult(2)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		assert.Empty(t, h.obs.snapshotDrops())
 	})
 }
@@ -276,12 +276,12 @@ func TestFirstCauseWins(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "block", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "block", `{}`)
 		<-started
 		require.NoError(t, h.srv.Close())
 		require.ErrorIs(t, <-causes, server.ErrShutdown)
-		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+		require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 		assert.Equal(t, []drop{{"2", protocol.DropShutdown}}, h.obs.snapshotDrops())
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
@@ -24,7 +25,7 @@ func (c namedConn) SessionID() string { return c.id }
 // TestSessionIDFromTransport checks that a session takes the id its
 // transport gives it, and makes its own when the transport gives none.
 func TestSessionIDFromTransport(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	for _, tt := range []struct{ name, given string }{
 		{"named", "client-visible-id"},
 		{"unnamed", ""},

@@ -6,14 +6,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Shutdown with a deadline lets a fast handler finish, refuses new requests
@@ -35,9 +34,9 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 			return nil, ctx.Err()
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "fast", `{}`)
-		h.callTool(3, "slow", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "fast", `{}`)
+		h.SendCallTool(3, "slow", `{}`)
 		<-fastStarted
 		<-slowStarted
 
@@ -48,16 +47,16 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 			shutdown <- h.srv.Shutdown(ctx)
 		}()
 		synctest.Wait()
-		h.callTool(4, "fast", `{}`) // refused while draining
-		assert.Equal(t, int64(protocol.CodeServerBusy), h.errorCode(transport.Int64ID(4)))
+		h.SendCallTool(4, "fast", `{}`) // refused while draining
+		assert.Equal(t, int64(protocol.CodeServerBusy), h.RecvError(4).Code)
 
 		close(releaseFast)
-		text, _ := toolText(t, h.result(2))
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "fast done", text)
 
 		require.ErrorIs(t, <-slowCause, server.ErrShutdown)
 		require.ErrorIs(t, <-shutdown, context.DeadlineExceeded)
-		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+		require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 		assert.Equal(t, []drop{{"3", protocol.DropShutdown}}, h.obs.snapshotDrops())
 
 		// A server that shut down refuses new sessions.
@@ -77,16 +76,16 @@ func TestShutdownIdleReturnsAtOnce(t *testing.T) {
 			return server.Text("done"), nil
 		})
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "wait", `{}`)
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "wait", `{}`)
 		synctest.Wait()
 		shutdown := make(chan error, 1)
 		go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
 		synctest.Wait()
 		close(release)
-		h.result(2)
+		h.RecvResult(2)
 		require.NoError(t, <-shutdown)
-		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+		require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 		assert.Empty(t, h.obs.snapshotDrops())
 	})
 }
@@ -103,18 +102,14 @@ func TestServeContextCancelEndsSession(t *testing.T) {
 			causes <- context.Cause(ctx)
 			return nil, ctx.Err()
 		})
-		client, srvEnd := memory.NewPair()
-		h.client = client
-		defer func() { _ = client.Close() }()
 		ctx, cancel := context.WithCancelCause(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- h.srv.Serve(ctx, srvEnd) }()
-		h.initialize(protocol.Version20251125, nil)
-		h.callTool(2, "block", `{}`)
+		h.Client = mcptest.Pipe(t, h.srv, mcptest.WithServeContext(ctx))
+		h.Initialize(protocol.Version20251125, nil)
+		h.SendCallTool(2, "block", `{}`)
 		<-started
 		stop := context.Canceled
 		cancel(stop)
 		require.ErrorIs(t, <-causes, stop)
-		require.ErrorIs(t, <-served, stop)
+		require.ErrorIs(t, h.Wait(), stop)
 	})
 }

@@ -10,14 +10,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The time a synctest bubble starts at, as tasks show it.
@@ -53,7 +52,7 @@ func decodeTask(t *testing.T, raw json.RawMessage) wireTask {
 func (h *harness) readUntil(id int64) (*transport.Response, []*transport.Request) {
 	var before []*transport.Request
 	for {
-		switch m := h.recv().(type) {
+		switch m := h.Recv().(type) {
 		case *transport.Response:
 			require.Equal(h.t, transport.Int64ID(id), m.ID, "unexpected response %s", m.Result)
 			return m, before
@@ -135,18 +134,18 @@ func TestTaskV1Lifecycle(t *testing.T) {
 				}
 			}))
 		h.start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		h.Request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 		var init struct {
 			Capabilities map[string]json.RawMessage `json:"capabilities"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(1), &init))
+		require.NoError(t, json.Unmarshal(h.RecvResult(1), &init))
 		assert.JSONEq(t, `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`, string(init.Capabilities["tasks"]))
-		h.notify("notifications/initialized", nil)
+		h.Notify("notifications/initialized", nil)
 
-		h.request(2, "tools/list", nil)
-		assert.Contains(t, string(h.result(2)), `"execution":{"taskSupport":"optional"}`)
+		h.Request(2, "tools/list", nil)
+		assert.Contains(t, string(h.RecvResult(2)), `"execution":{"taskSupport":"optional"}`)
 
-		h.request(3, "tools/call", map[string]any{"name": "slow", "task": map[string]any{"ttl": 60000}, "_meta": map[string]any{"progressToken": "p1"}})
+		h.Request(3, "tools/call", map[string]any{"name": "slow", "task": map[string]any{"ttl": 60000}, "_meta": map[string]any{"progressToken": "p1"}})
 		created, before := h.resultOf(3)
 		assert.Empty(t, before)
 		id := decodeTask(t, created).Task.TaskID
@@ -157,21 +156,21 @@ func TestTaskV1Lifecycle(t *testing.T) {
 		// The handler starts once the client has the task; its progress
 		// (with the request's token) and logs carry the related-task _meta.
 		related := fmt.Sprintf(`{%q:{"taskId":%q}}`, protocol.MetaRelatedTask, id)
-		progress, ok := h.recv().(*transport.Request)
+		progress, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/progress", progress.Method)
 		assert.JSONEq(t, `{"progressToken":"p1","progress":1,"total":2,"message":"half","_meta":`+related+`}`, string(progress.Params))
-		logged, ok := h.recv().(*transport.Request)
+		logged, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/message", logged.Method)
 		assert.JSONEq(t, `{"level":"info","data":{"message":"working"},"_meta":`+related+`}`, string(logged.Params))
 
-		h.request(4, "tasks/get", map[string]any{"taskId": id})
+		h.Request(4, "tasks/get", map[string]any{"taskId": id})
 		got, _ := h.resultOf(4)
 		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q,"status":"working","createdAt":%q,"lastUpdatedAt":%q,"ttl":60000,"pollInterval":1000}`,
 			id, bubbleStart, bubbleStart), string(got))
 
-		h.request(5, "tasks/list", nil)
+		h.Request(5, "tasks/list", nil)
 		listed, _ := h.resultOf(5)
 		var list struct {
 			Tasks      []wireTask `json:"tasks"`
@@ -183,7 +182,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 		assert.Empty(t, list.NextCursor)
 
 		// tasks/result blocks until the task is done.
-		h.request(6, "tasks/result", map[string]any{"taskId": id})
+		h.Request(6, "tasks/result", map[string]any{"taskId": id})
 		synctest.Wait()
 		time.Sleep(time.Second)
 		close(release)
@@ -194,17 +193,17 @@ func TestTaskV1Lifecycle(t *testing.T) {
 		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q,"status":"completed","createdAt":%q,"lastUpdatedAt":"2000-01-01T00:00:01.000Z","ttl":60000,"pollInterval":1000}`,
 			id, bubbleStart), string(notes[0].Params))
 
-		h.request(7, "tasks/get", map[string]any{"taskId": id})
+		h.Request(7, "tasks/get", map[string]any{"taskId": id})
 		got, _ = h.resultOf(7)
 		assert.Equal(t, "completed", decodeTask(t, got).Status)
-		h.request(8, "tasks/result", map[string]any{"taskId": id})
+		h.Request(8, "tasks/result", map[string]any{"taskId": id})
 		again, _ := h.resultOf(8)
 		assert.JSONEq(t, string(result), string(again), "the result stays available")
-		h.request(9, "tasks/cancel", map[string]any{"taskId": id})
+		h.Request(9, "tasks/cancel", map[string]any{"taskId": id})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(9).Code, "a terminal task cannot be cancelled")
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -252,11 +251,11 @@ func TestTaskV1Errors(t *testing.T) {
 				h := newHarness(t)
 				taskTools(h)
 				h.start()
-				h.initialize(protocol.Version20251125, nil)
-				h.request(2, tt.method, tt.params)
+				h.Initialize(protocol.Version20251125, nil)
+				h.Request(2, tt.method, tt.params)
 				assert.Equal(t, int64(tt.code), h.errorOf(2).Code)
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -270,44 +269,44 @@ func TestTaskV1Failures(t *testing.T) {
 		h := newHarness(t)
 		taskTools(h)
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		task := map[string]any{}
 
-		h.request(2, "tools/call", map[string]any{"name": "required", "task": task})
+		h.Request(2, "tools/call", map[string]any{"name": "required", "task": task})
 		created, _ := h.resultOf(2)
 		failedID := decodeTask(t, created).Task.TaskID
-		h.request(3, "tasks/result", map[string]any{"taskId": failedID})
+		h.Request(3, "tasks/result", map[string]any{"taskId": failedID})
 		result, notes := h.resultOf(3)
 		assert.JSONEq(t, fmt.Sprintf(`{"content":[{"type":"text","text":"disk full"}],"isError":true,"_meta":{%q:{"taskId":%q}}}`, protocol.MetaRelatedTask, failedID), string(result))
 		assert.Equal(t, []string{"failed"}, statusNotes(t, notes))
-		h.request(4, "tasks/get", map[string]any{"taskId": failedID})
+		h.Request(4, "tasks/get", map[string]any{"taskId": failedID})
 		got, _ := h.resultOf(4)
 		assert.Equal(t, "failed", decodeTask(t, got).Status)
 		assert.Equal(t, "The tool reported an error.", decodeTask(t, got).StatusMessage)
 
-		h.request(5, "tools/call", map[string]any{"name": "optional", "task": task})
+		h.Request(5, "tools/call", map[string]any{"name": "optional", "task": task})
 		created, _ = h.resultOf(5)
 		protoID := decodeTask(t, created).Task.TaskID
-		h.request(6, "tasks/result", map[string]any{"taskId": protoID})
+		h.Request(6, "tasks/result", map[string]any{"taskId": protoID})
 		e := h.errorOf(6)
 		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 		assert.Equal(t, "bad input", e.Message)
-		h.request(7, "tasks/get", map[string]any{"taskId": protoID})
+		h.Request(7, "tasks/get", map[string]any{"taskId": protoID})
 		got, _ = h.resultOf(7)
 		assert.Equal(t, "failed", decodeTask(t, got).Status)
 		assert.Equal(t, "The task failed: bad input", decodeTask(t, got).StatusMessage)
 
 		h2 := h.second()
-		h2.initialize(protocol.Version20251125, nil)
-		h2.request(2, "tasks/get", map[string]any{"taskId": failedID})
+		h2.Initialize(protocol.Version20251125, nil)
+		h2.Request(2, "tasks/get", map[string]any{"taskId": failedID})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h2.errorOf(2).Code)
-		h2.request(3, "tasks/list", nil)
+		h2.Request(3, "tasks/list", nil)
 		listed, _ := h2.resultOf(3)
 		assert.JSONEq(t, `{"tasks":[]}`, string(listed))
 
 		for _, hh := range []*harness{h, h2} {
-			require.NoError(t, hh.client.Close())
-			require.NoError(t, <-hh.served)
+			require.NoError(t, hh.Close())
+			require.NoError(t, hh.Wait())
 		}
 	})
 }
@@ -321,19 +320,19 @@ func TestTaskV1WithoutTaskTools(t *testing.T) {
 			return server.Text("plain"), nil
 		})
 		h.start()
-		h.request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-		assert.NotContains(t, string(h.result(1)), `"tasks"`)
-		h.notify("notifications/initialized", nil)
-		h.request(2, "tools/call", map[string]any{"name": "plain", "task": map[string]any{}})
-		text, _ := toolText(t, h.result(2))
+		h.Request(1, "initialize", map[string]any{"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+		assert.NotContains(t, string(h.RecvResult(1)), `"tasks"`)
+		h.Notify("notifications/initialized", nil)
+		h.Request(2, "tools/call", map[string]any{"name": "plain", "task": map[string]any{}})
+		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "plain", text)
 		for i, method := range []string{"tasks/get", "tasks/list", "tasks/cancel", "tasks/result"} {
 			id := int64(3 + i)
-			h.request(id, method, map[string]any{"taskId": "x"})
+			h.Request(id, method, map[string]any{"taskId": "x"})
 			assert.Equal(t, int64(protocol.CodeMethodNotFound), h.errorOf(id).Code, method)
 		}
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -345,13 +344,13 @@ func TestTaskV1Cancel(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportRequired), g.handler("done")))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+		h.Initialize(protocol.Version20251125, nil)
+		h.Request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
 		created, _ := h.resultOf(2)
 		id := decodeTask(t, created).Task.TaskID
 		<-g.started
 
-		h.request(3, "tasks/cancel", map[string]any{"taskId": id})
+		h.Request(3, "tasks/cancel", map[string]any{"taskId": id})
 		got, notes := h.resultOf(3)
 		w := decodeTask(t, got)
 		assert.Equal(t, "cancelled", w.Status)
@@ -363,16 +362,16 @@ func TestTaskV1Cancel(t *testing.T) {
 		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(cause))
 
 		synctest.Wait() // the handler returned
-		h.request(4, "tasks/get", map[string]any{"taskId": id})
+		h.Request(4, "tasks/get", map[string]any{"taskId": id})
 		got, _ = h.resultOf(4)
 		assert.Equal(t, "cancelled", decodeTask(t, got).Status, "cancelled stays cancelled")
-		h.request(5, "tasks/cancel", map[string]any{"taskId": id})
+		h.Request(5, "tasks/cancel", map[string]any{"taskId": id})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(5).Code)
-		h.request(6, "tasks/result", map[string]any{"taskId": id})
+		h.Request(6, "tasks/result", map[string]any{"taskId": id})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(6).Code, "a cancelled task has no result")
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -383,15 +382,15 @@ func TestTaskV1Input(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, h.srv.AddTool(taskTool("greet", server.TaskSupportRequired), greeter))
 		h.start()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
-		h.request(2, "tools/call", map[string]any{"name": "greet", "task": map[string]any{}})
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		h.Request(2, "tools/call", map[string]any{"name": "greet", "task": map[string]any{}})
 		created, _ := h.resultOf(2)
 		id := decodeTask(t, created).Task.TaskID
 
-		note, ok := h.recv().(*transport.Request)
+		note, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "input_required", decodeTask(t, note.Params).Status)
-		ask, ok := h.recv().(*transport.Request)
+		ask, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		require.Equal(t, "elicitation/create", ask.Method)
 		require.True(t, ask.ID.IsValid())
@@ -403,19 +402,19 @@ func TestTaskV1Input(t *testing.T) {
 		assert.Equal(t, "Who are you?", params.Message)
 		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q}`, id), string(params.Meta[protocol.MetaRelatedTask]))
 
-		h.request(3, "tasks/get", map[string]any{"taskId": id})
+		h.Request(3, "tasks/get", map[string]any{"taskId": id})
 		got, _ := h.resultOf(3)
 		assert.Equal(t, "input_required", decodeTask(t, got).Status)
 
-		h.send(&transport.Response{ID: ask.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
-		h.request(4, "tasks/result", map[string]any{"taskId": id})
+		h.Send(&transport.Response{ID: ask.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
+		h.Request(4, "tasks/result", map[string]any{"taskId": id})
 		result, notes := h.resultOf(4)
 		text, _ := toolText(t, result)
 		assert.Equal(t, "hello, Grace (accept)", text)
 		assert.Equal(t, []string{"working", "completed"}, statusNotes(t, notes))
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -427,12 +426,12 @@ func TestTaskV1EndsWithSession(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
-		h.request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+		h.Initialize(protocol.Version20251125, nil)
+		h.Request(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
 		h.resultOf(2)
 		<-g.started
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		cause := <-g.causes
 		require.ErrorIs(t, cause, server.ErrTransportClose)
 	})
@@ -450,14 +449,14 @@ func TestTaskTTL(t *testing.T) {
 				return server.Text("quick"), nil
 			}))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 
 		call := func(id int64, tool string, ttl any) wireTask {
 			task := map[string]any{}
 			if ttl != nil {
 				task["ttl"] = ttl
 			}
-			h.request(id, "tools/call", map[string]any{"name": tool, "task": task})
+			h.Request(id, "tools/call", map[string]any{"name": tool, "task": task})
 			created, _ := h.resultOf(id)
 			return *decodeTask(t, created).Task
 		}
@@ -471,7 +470,7 @@ func TestTaskTTL(t *testing.T) {
 		assert.Equal(t, int64(1500), *short.TTL)
 
 		get := func(id int64, task string) *transport.Response {
-			h.request(id, "tasks/get", map[string]any{"taskId": task})
+			h.Request(id, "tasks/get", map[string]any{"taskId": task})
 			resp, _ := h.readUntil(id)
 			return resp
 		}
@@ -490,8 +489,8 @@ func TestTaskTTL(t *testing.T) {
 		assert.NotNil(t, get(10, capped.TaskID).Error)
 		require.ErrorIs(t, <-g.causes, server.ErrTaskExpired)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -507,26 +506,26 @@ func TestTaskLimit(t *testing.T) {
 				return server.Text("quick"), nil
 			}))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		task := map[string]any{}
 
-		h.request(2, "tools/call", map[string]any{"name": "quick", "task": task})
+		h.Request(2, "tools/call", map[string]any{"name": "quick", "task": task})
 		created, _ := h.resultOf(2)
 		quickID := decodeTask(t, created).Task.TaskID
-		h.recv() // its completion
-		h.request(3, "tools/call", map[string]any{"name": "slow", "task": task})
+		h.Recv() // its completion
+		h.Request(3, "tools/call", map[string]any{"name": "slow", "task": task})
 		h.resultOf(3)
 		<-g.started
-		h.request(4, "tools/call", map[string]any{"name": "slow", "task": task})
+		h.Request(4, "tools/call", map[string]any{"name": "slow", "task": task})
 		h.resultOf(4)
 		<-g.started
-		h.request(5, "tasks/get", map[string]any{"taskId": quickID})
+		h.Request(5, "tasks/get", map[string]any{"taskId": quickID})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.errorOf(5).Code, "evicted to make room")
-		h.request(6, "tools/call", map[string]any{"name": "slow", "task": task})
+		h.Request(6, "tools/call", map[string]any{"name": "slow", "task": task})
 		assert.Equal(t, int64(protocol.CodeServerBusy), h.errorOf(6).Code)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -537,8 +536,8 @@ func TestCloseCancelsTasks(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 		h.start()
-		h.request(1, "tools/call", map[string]any{"name": "slow", "_meta": meta2026(extCaps(nil))})
-		h.result(1)
+		h.Request(1, "tools/call", map[string]any{"name": "slow", "_meta": meta2026(extCaps(nil))})
+		h.RecvResult(1)
 		<-g.started
 		require.NoError(t, h.srv.Close())
 		select {
@@ -547,7 +546,7 @@ func TestCloseCancelsTasks(t *testing.T) {
 		default:
 			t.Fatal("Close returned before the task's handler")
 		}
-		require.ErrorIs(t, <-h.served, server.ErrServerClosed)
+		require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 	})
 }
 
@@ -569,14 +568,14 @@ func TestShutdownDrainsTasks(t *testing.T) {
 				g := newGate()
 				require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 				h.start()
-				h.request(1, "tools/call", map[string]any{"name": "slow", "_meta": meta2026(extCaps(nil))})
-				h.result(1)
+				h.Request(1, "tools/call", map[string]any{"name": "slow", "_meta": meta2026(extCaps(nil))})
+				h.RecvResult(1)
 				<-g.started
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				done := make(chan error, 1)
 				go func() { done <- h.srv.Shutdown(ctx) }()
-				require.ErrorIs(t, <-h.served, server.ErrServerClosed, "the idle session ends at once")
+				require.ErrorIs(t, h.Wait(), server.ErrServerClosed, "the idle session ends at once")
 				synctest.Wait()
 				select {
 				case err := <-done:
@@ -606,11 +605,11 @@ func TestTaskV1ListPages(t *testing.T) {
 		g := newGate()
 		require.NoError(t, h.srv.AddTool(taskTool("slow", server.TaskSupportOptional), g.handler("done")))
 		h.start()
-		h.initialize(protocol.Version20251125, nil)
+		h.Initialize(protocol.Version20251125, nil)
 		var ids []string
 		for i := range 3 {
 			id := int64(2 + i)
-			h.request(id, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+			h.Request(id, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
 			created, _ := h.resultOf(id)
 			task := decodeTask(t, created).Task
 			assert.Nil(t, task.TTL, "unlimited")
@@ -623,20 +622,20 @@ func TestTaskV1ListPages(t *testing.T) {
 			NextCursor string     `json:"nextCursor"`
 		}
 		var p1, p2 page
-		h.request(10, "tasks/list", map[string]any{})
+		h.Request(10, "tasks/list", map[string]any{})
 		raw, _ := h.resultOf(10)
 		require.NoError(t, json.Unmarshal(raw, &p1))
 		require.Len(t, p1.Tasks, 2)
 		require.NotEmpty(t, p1.NextCursor)
-		h.request(11, "tasks/list", map[string]any{"cursor": p1.NextCursor})
+		h.Request(11, "tasks/list", map[string]any{"cursor": p1.NextCursor})
 		raw, _ = h.resultOf(11)
 		require.NoError(t, json.Unmarshal(raw, &p2))
 		require.Len(t, p2.Tasks, 1)
 		assert.Empty(t, p2.NextCursor)
 		got := []string{p1.Tasks[0].TaskID, p1.Tasks[1].TaskID, p2.Tasks[0].TaskID}
 		assert.Equal(t, ids, got, "oldest first")
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -671,27 +670,28 @@ func TestTaskV1Routing(t *testing.T) {
 				}
 				return greeter(ctx, req)
 			}))
-		client, conn := memory.NewPair()
-		rc := &routeConn{Conn: conn}
-		h.client, h.served = client, make(chan error, 1)
-		go func() { h.served <- h.srv.Serve(context.Background(), rc) }()
-		h.initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
+		var rc *routeConn
+		h.Client = mcptest.Pipe(t, h.srv, mcptest.WithServerConn(func(conn transport.Conn) transport.Conn {
+			rc = &routeConn{Conn: conn}
+			return rc
+		}))
+		h.Initialize(protocol.Version20251125, map[string]any{"elicitation": map[string]any{}})
 
-		h.request(2, "tools/call", map[string]any{"name": "twice", "task": map[string]any{}})
+		h.Request(2, "tools/call", map[string]any{"name": "twice", "task": map[string]any{}})
 		created, _ := h.resultOf(2)
 		id := decodeTask(t, created).Task.TaskID
 		answer := func() {
 			for {
-				m, ok := h.recv().(*transport.Request)
+				m, ok := h.Recv().(*transport.Request)
 				require.True(t, ok)
 				if m.Method == "elicitation/create" {
-					h.send(&transport.Response{ID: m.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Ann"}}`)})
+					h.Send(&transport.Response{ID: m.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Ann"}}`)})
 					return
 				}
 			}
 		}
 		answer()
-		h.request(3, "tasks/result", map[string]any{"taskId": id})
+		h.Request(3, "tasks/result", map[string]any{"taskId": id})
 		synctest.Wait()
 		answer()
 		result, _ := h.resultOf(3)
@@ -700,7 +700,7 @@ func TestTaskV1Routing(t *testing.T) {
 		rc.mu.Lock()
 		assert.Equal(t, []string{"", "3"}, rc.routes)
 		rc.mu.Unlock()
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }

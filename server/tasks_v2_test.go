@@ -31,7 +31,7 @@ func extCaps(more map[string]any) map[string]any {
 func (h *harness) v2(id int64, method string, caps map[string]any, params map[string]any) {
 	p := map[string]any{"_meta": meta2026(caps)}
 	maps.Copy(p, params)
-	h.request(id, method, p)
+	h.Request(id, method, p)
 }
 
 func keysOf(raw json.RawMessage) []string {
@@ -55,10 +55,10 @@ func TestTaskV2Discover(t *testing.T) {
 		var d struct {
 			Capabilities json.RawMessage `json:"capabilities"`
 		}
-		require.NoError(t, json.Unmarshal(h.result(1), &d))
+		require.NoError(t, json.Unmarshal(h.RecvResult(1), &d))
 		assert.JSONEq(t, `{"tools":{"listChanged":true},"logging":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`, string(d.Capabilities))
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -74,7 +74,7 @@ func TestTaskV2Lifecycle(t *testing.T) {
 
 		// A legacy task hint is tolerated and changes nothing.
 		h.v2(1, "tools/call", caps, map[string]any{"name": "slow", "arguments": map[string]any{"seconds": 2}, "task": map[string]any{"ttl": 5, "pollInterval": 1}})
-		created := h.result(1)
+		created := h.RecvResult(1)
 		id := decodeTask(t, created).TaskID
 		require.Len(t, id, 26)
 		assert.JSONEq(t, fmt.Sprintf(`{"resultType":"task","taskId":%q,"status":"working","createdAt":%q,"lastUpdatedAt":%q,"ttlMs":3600000,"pollIntervalMs":1000,%s}`,
@@ -83,21 +83,21 @@ func TestTaskV2Lifecycle(t *testing.T) {
 
 		h.v2(2, "tasks/get", caps, map[string]any{"taskId": id})
 		assert.JSONEq(t, fmt.Sprintf(`{"resultType":"complete","taskId":%q,"status":"working","createdAt":%q,"lastUpdatedAt":%q,"ttlMs":3600000,"pollIntervalMs":1000,%s}`,
-			id, bubbleStart, bubbleStart, serverInfoMeta), string(h.result(2)))
+			id, bubbleStart, bubbleStart, serverInfoMeta), string(h.RecvResult(2)))
 
 		close(g.release)
 		synctest.Wait()
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": id})
 		assert.JSONEq(t, fmt.Sprintf(`{"resultType":"complete","taskId":%q,"status":"completed","createdAt":%q,"lastUpdatedAt":%q,"ttlMs":3600000,"pollIntervalMs":1000,"result":{"content":[{"type":"text","text":"computed"}]},%s}`,
-			id, bubbleStart, bubbleStart, serverInfoMeta), string(h.result(3)))
+			id, bubbleStart, bubbleStart, serverInfoMeta), string(h.RecvResult(3)))
 
 		for i := range 2 {
 			id4 := int64(4 + i)
 			h.v2(id4, "tasks/cancel", caps, map[string]any{"taskId": id})
-			assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.result(id4)), "terminal: the same ack, every time")
+			assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.RecvResult(id4)), "terminal: the same ack, every time")
 		}
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		require.NoError(t, h.srv.Close())
 	})
 }
@@ -137,8 +137,8 @@ func TestTaskV2Gating(t *testing.T) {
 				if tt.data != "" {
 					assert.JSONEq(t, tt.data, string(e.Data))
 				}
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -174,9 +174,9 @@ func TestTaskV2Synchronous(t *testing.T) {
 				params := map[string]any{"name": tt.tool}
 				maps.Copy(params, tt.params)
 				h.v2(1, "tools/call", tt.caps, params)
-				assert.JSONEq(t, tt.want, string(h.result(1)))
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				assert.JSONEq(t, tt.want, string(h.RecvResult(1)))
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 			})
 		})
 	}
@@ -219,10 +219,10 @@ func TestTaskV2Outcomes(t *testing.T) {
 				require.NoError(t, h.srv.AddTool(taskTool("job", server.TaskSupportRequired), tt.handler))
 				h.start()
 				h.v2(1, "tools/call", extCaps(nil), map[string]any{"name": "job"})
-				id := decodeTask(t, h.result(1)).TaskID
+				id := decodeTask(t, h.RecvResult(1)).TaskID
 				synctest.Wait()
 				h.v2(2, "tasks/get", extCaps(nil), map[string]any{"taskId": id})
-				got := decodeTask(t, h.result(2))
+				got := decodeTask(t, h.RecvResult(2))
 				assert.Equal(t, tt.status, got.Status)
 				if tt.result == "" {
 					assert.Nil(t, got.Result)
@@ -236,8 +236,8 @@ func TestTaskV2Outcomes(t *testing.T) {
 					require.NoError(t, err)
 					assert.JSONEq(t, tt.err, string(raw))
 				}
-				require.NoError(t, h.client.Close())
-				require.NoError(t, <-h.served)
+				require.NoError(t, h.Close())
+				require.NoError(t, h.Wait())
 				require.NoError(t, h.srv.Close())
 			})
 		})
@@ -254,20 +254,20 @@ func TestTaskV2Cancel(t *testing.T) {
 		h.start()
 		caps := extCaps(nil)
 		h.v2(1, "tools/call", caps, map[string]any{"name": "slow"})
-		id := decodeTask(t, h.result(1)).TaskID
+		id := decodeTask(t, h.RecvResult(1)).TaskID
 		<-g.started
 		h.v2(2, "tasks/cancel", caps, map[string]any{"taskId": id})
-		assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.result(2)))
+		assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.RecvResult(2)))
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": id})
-		got := decodeTask(t, h.result(3))
+		got := decodeTask(t, h.RecvResult(3))
 		assert.Equal(t, "cancelled", got.Status)
 		assert.Nil(t, got.Result)
 		assert.Nil(t, got.Error)
 		cause := <-g.causes
 		require.ErrorIs(t, cause, server.ErrClientCancel)
 		assert.Contains(t, cause.Error(), "tasks/cancel")
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		require.NoError(t, h.srv.Close())
 	})
 }
@@ -319,13 +319,13 @@ func TestTaskV2Input(t *testing.T) {
 		caps := extCaps(map[string]any{"elicitation": map[string]any{}})
 		get := func(id int64, task string) wireTask {
 			h.v2(id, "tasks/get", caps, map[string]any{"taskId": task})
-			raw := h.result(id)
+			raw := h.RecvResult(id)
 			assert.NotContains(t, string(raw), "requestState")
 			return decodeTask(t, raw)
 		}
 
 		h.v2(1, "tools/call", caps, map[string]any{"name": "confirm", "arguments": map[string]any{"filename": "a.txt"}})
-		one := decodeTask(t, h.result(1)).TaskID
+		one := decodeTask(t, h.RecvResult(1)).TaskID
 		synctest.Wait()
 		got := get(2, one)
 		assert.Equal(t, "input_required", got.Status)
@@ -336,7 +336,7 @@ func TestTaskV2Input(t *testing.T) {
 			"confirm":     map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
 			"unknown-key": map[string]any{"ignored": true},
 		}})
-		assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.result(3)))
+		assert.JSONEq(t, `{"resultType":"complete",`+serverInfoMeta+`}`, string(h.RecvResult(3)))
 		synctest.Wait()
 		got = get(4, one)
 		assert.Equal(t, "completed", got.Status)
@@ -344,7 +344,7 @@ func TestTaskV2Input(t *testing.T) {
 		assert.Nil(t, got.InputRequests)
 
 		h.v2(5, "tools/call", caps, map[string]any{"name": "pair"})
-		two := decodeTask(t, h.result(5)).TaskID
+		two := decodeTask(t, h.RecvResult(5)).TaskID
 		synctest.Wait()
 		got = get(6, two)
 		assert.Equal(t, "input_required", got.Status)
@@ -352,7 +352,7 @@ func TestTaskV2Input(t *testing.T) {
 		h.v2(7, "tasks/update", caps, map[string]any{"taskId": two, "inputResponses": map[string]any{
 			"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "partial-1", "confirm": true}},
 		}})
-		h.result(7)
+		h.RecvResult(7)
 		synctest.Wait()
 		got = get(8, two)
 		assert.Equal(t, "input_required", got.Status, "one answer is still missing")
@@ -360,7 +360,7 @@ func TestTaskV2Input(t *testing.T) {
 		h.v2(9, "tasks/update", caps, map[string]any{"taskId": two, "inputResponses": map[string]any{
 			"elicitation-create-1": map[string]any{"action": "accept", "content": map[string]any{"name": "partial-2"}},
 		}})
-		h.result(9)
+		h.RecvResult(9)
 		synctest.Wait()
 		got = get(10, two)
 		assert.Equal(t, "completed", got.Status)
@@ -368,7 +368,7 @@ func TestTaskV2Input(t *testing.T) {
 
 		// A task whose client lacks the capability fails with -32021.
 		h.v2(11, "tools/call", extCaps(nil), map[string]any{"name": "pair"})
-		three := decodeTask(t, h.result(11)).TaskID
+		three := decodeTask(t, h.RecvResult(11)).TaskID
 		synctest.Wait()
 		got = get(12, three)
 		assert.Equal(t, "failed", got.Status)
@@ -377,17 +377,17 @@ func TestTaskV2Input(t *testing.T) {
 
 		// Canceling a task that waits for input ends the wait.
 		h.v2(13, "tools/call", caps, map[string]any{"name": "confirm"})
-		four := decodeTask(t, h.result(13)).TaskID
+		four := decodeTask(t, h.RecvResult(13)).TaskID
 		synctest.Wait()
 		h.v2(14, "tasks/cancel", caps, map[string]any{"taskId": four})
-		h.result(14)
+		h.RecvResult(14)
 		synctest.Wait()
 		got = get(15, four)
 		assert.Equal(t, "cancelled", got.Status)
 		assert.Nil(t, got.InputRequests)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		require.NoError(t, h.srv.Close())
 	})
 }
@@ -422,7 +422,7 @@ func TestTaskV2AfterInputRound(t *testing.T) {
 		caps := extCaps(map[string]any{"elicitation": map[string]any{}})
 
 		h.v2(1, "tools/call", caps, map[string]any{"name": "test_tool_with_task", "arguments": map[string]any{}})
-		round1 := h.result(1)
+		round1 := h.RecvResult(1)
 		assert.Equal(t, []string{"_meta", "inputRequests", "requestState", "resultType"}, keysOf(round1), "no taskId in round 1")
 		r1 := decodeResult(t, round1)
 		require.Equal(t, "input_required", r1.ResultType)
@@ -432,14 +432,14 @@ func TestTaskV2AfterInputRound(t *testing.T) {
 			"name": "test_tool_with_task", "arguments": map[string]any{}, "requestState": r1.RequestState,
 			"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}}},
 		})
-		round2 := h.result(2)
+		round2 := h.RecvResult(2)
 		created := decodeTask(t, round2)
 		assert.Equal(t, "task", created.ResultType)
 		assert.NotContains(t, keysOf(round2), "requestState")
 		assert.NotContains(t, keysOf(round2), "inputRequests")
 		synctest.Wait()
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": created.TaskID})
-		got := decodeTask(t, h.result(3))
+		got := decodeTask(t, h.RecvResult(3))
 		assert.Equal(t, "completed", got.Status)
 		assert.JSONEq(t, `{"content":[{"type":"text","text":"Hello, Alice! (task true)"}]}`, string(got.Result))
 
@@ -449,10 +449,10 @@ func TestTaskV2AfterInputRound(t *testing.T) {
 			"name":           "optional_with_task",
 			"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Bob"}}},
 		})
-		assert.Equal(t, "Hello, Bob! (task false)", decodeResult(t, h.result(4)).Content[0].Text)
+		assert.Equal(t, "Hello, Bob! (task false)", decodeResult(t, h.RecvResult(4)).Content[0].Text)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		require.NoError(t, h.srv.Close())
 	})
 }
@@ -484,13 +484,13 @@ func TestTaskV2RunAsTaskIgnored(t *testing.T) {
 		}))
 		h.start()
 		h.v2(1, "tools/call", extCaps(nil), map[string]any{"name": "sloppy"})
-		assert.Equal(t, "foreground", decodeResult(t, h.result(1)).Content[0].Text)
+		assert.Equal(t, "foreground", decodeResult(t, h.RecvResult(1)).Content[0].Text)
 		h.v2(2, "tools/call", extCaps(nil), map[string]any{"name": "panicky"})
 		assert.Equal(t, int64(protocol.CodeInternal), h.errorOf(2).Code)
 		synctest.Wait()
 		assert.Empty(t, ran, "no task ever started")
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 		require.NoError(t, h.srv.Close())
 	})
 }

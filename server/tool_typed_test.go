@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 type geo struct {
@@ -78,11 +79,11 @@ const forecastOutSchema = `{
 // listedTool returns the tools/list entry of the named tool, reading the
 // list with request id.
 func listedTool(h *harness, id int64, name string) json.RawMessage {
-	h.request(id, "tools/list", nil)
+	h.Request(id, "tools/list", nil)
 	var list struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
-	require.NoError(h.t, json.Unmarshal(h.result(id), &list))
+	require.NoError(h.t, json.Unmarshal(h.RecvResult(id), &list))
 	for _, raw := range list.Tools {
 		var t struct{ Name string }
 		require.NoError(h.t, json.Unmarshal(raw, &t))
@@ -97,12 +98,12 @@ func listedTool(h *harness, id int64, name string) json.RawMessage {
 // toolsStart starts an initialized session; register tools first.
 func toolsStart(h *harness) {
 	h.start()
-	h.initialize(protocol.Version20251125, nil)
+	h.Initialize(protocol.Version20251125, nil)
 }
 
 func toolsStop(h *harness) {
-	require.NoError(h.t, h.client.Close())
-	require.NoError(h.t, <-h.served)
+	require.NoError(h.t, h.Close())
+	require.NoError(h.t, h.Wait())
 }
 
 func forecast(_ context.Context, _ *server.CallToolRequest, in forecastIn) (forecastOut, error) {
@@ -114,7 +115,7 @@ func forecast(_ context.Context, _ *server.CallToolRequest, in forecastIn) (fore
 }
 
 func TestTypedToolListing(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	yes := true
 	require.NoError(t, server.AddTypedTool(h.srv, server.Tool{
@@ -206,7 +207,7 @@ func TestTypedToolInferredSchemas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			watchdog(t)
+			testkit.Watchdog(t)
 			h := newHarness(t)
 			require.NoError(t, tt.add(h.srv))
 			toolsStart(h)
@@ -338,8 +339,8 @@ func TestAddTypedToolErrors(t *testing.T) {
 // toolCall sends tools/call with raw arguments and returns the raw
 // result.
 func toolCall(h *harness, id int64, name, args string) string {
-	h.callTool(id, name, args)
-	return string(h.result(id))
+	h.SendCallTool(id, name, args)
+	return string(h.RecvResult(id))
 }
 
 func TestTypedToolInvalidArguments(t *testing.T) {
@@ -391,7 +392,7 @@ func TestTypedToolInvalidArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			watchdog(t)
+			testkit.Watchdog(t)
 			h := newHarness(t)
 			var called atomic.Int64
 			require.NoError(t, server.AddTypedTool(h.srv, server.Tool{Name: "forecast"},
@@ -415,7 +416,7 @@ func TestTypedToolInvalidArguments(t *testing.T) {
 }
 
 func TestTypedToolExplicitInputSchema(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	var got atomic.Value
 	require.NoError(t, server.AddTypedTool(h.srv, server.Tool{
@@ -439,7 +440,7 @@ func TestTypedToolExplicitInputSchema(t *testing.T) {
 }
 
 func TestTypedToolStructuredResult(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	var gotName string
 	var gotArgs json.RawMessage
@@ -521,24 +522,24 @@ func TestTypedToolOutputViolatesSchema(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			watchdog(t)
+			testkit.Watchdog(t)
 			h := newHarness(t)
 			require.NoError(t, tt.add(h.srv))
 			toolsStart(h)
-			h.callTool(2, "t", `{}`)
-			resp := h.recvResponse()
+			h.SendCallTool(2, "t", `{}`)
+			resp := h.RecvResponse()
 			require.NotNil(t, resp.Error, "result: %s", resp.Result)
 			assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInternal), Message: "internal error"}, resp.Error)
 			assert.Equal(t, 1, h.logs.count(slog.LevelError))
-			h.request(3, "ping", nil)
-			h.result(3)
+			h.Request(3, "ping", nil)
+			h.RecvResult(3)
 			toolsStop(h)
 		})
 	}
 }
 
 func TestTypedToolCallToolResultOut(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	require.NoError(t, server.AddTypedTool(h.srv, server.Tool{Name: "free"},
 		func(_ context.Context, _ *server.CallToolRequest, in struct {
@@ -639,7 +640,7 @@ func TestTypedToolOtherOutputs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			watchdog(t)
+			testkit.Watchdog(t)
 			h := newHarness(t)
 			require.NoError(t, tt.add(h.srv))
 			toolsStart(h)
@@ -650,7 +651,7 @@ func TestTypedToolOtherOutputs(t *testing.T) {
 }
 
 func TestTypedToolHandlerErrors(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	require.NoError(t, server.AddTypedTool(h.srv, server.Tool{Name: "fail"},
 		func(_ context.Context, _ *server.CallToolRequest, in struct {
@@ -665,8 +666,8 @@ func TestTypedToolHandlerErrors(t *testing.T) {
 	toolsStart(h)
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"weather service unavailable"}],"isError":true}`,
 		toolCall(h, 2, "fail", `{"protocol":false}`))
-	h.callTool(3, "fail", `{"protocol":true}`)
-	resp := h.recvResponse()
+	h.SendCallTool(3, "fail", `{"protocol":true}`)
+	resp := h.RecvResponse()
 	assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: "no such city"}, resp.Error)
 	toolsStop(h)
 }
@@ -676,7 +677,7 @@ func TestTypedToolHandlerErrors(t *testing.T) {
 // measured, not guessed: half of what registering the typed tool costs
 // beyond registering a raw tool with the same input schema.
 func TestTypedToolSchemasCompiledOnce(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	register := func(s *server.Server) error {
 		return server.AddTypedTool(s, server.Tool{Name: "forecast"}, forecast)
 	}
@@ -695,9 +696,11 @@ func TestTypedToolSchemasCompiledOnce(t *testing.T) {
 		toolsStart(h)
 		ctx := context.Background()
 		frame := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"forecast","arguments":{"city":"Oslo","where":{"lat":1,"lon":2}}}}`)
+		client, ok := h.Conn().(*memory.Conn)
+		require.True(t, ok)
 		n := testing.AllocsPerRun(50, func() {
-			require.NoError(t, h.client.WriteFrame(ctx, frame))
-			_, err := h.client.Read(ctx)
+			require.NoError(t, client.WriteFrame(ctx, frame))
+			_, err := client.Read(ctx)
 			require.NoError(t, err)
 		})
 		toolsStop(h)
@@ -713,7 +716,7 @@ func TestTypedToolPointerInput(t *testing.T) {
 	type opts struct {
 		Verbose bool `json:"verbose,omitempty"`
 	}
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	require.NoError(t, server.AddTypedTool(h.srv, server.Tool{Name: "t"},
 		func(_ context.Context, _ *server.CallToolRequest, in *opts) (string, error) {

@@ -9,13 +9,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func okTool(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -120,7 +120,7 @@ func TestValidToolName(t *testing.T) {
 }
 
 func TestAddToolListsAndReplaces(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	require.NoError(t, h.srv.AddTool(server.Tool{Name: "t", Description: "first"}, okTool))
 	require.NoError(t, h.srv.AddTool(server.Tool{Name: "t", Description: "second"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -134,7 +134,7 @@ func TestAddToolListsAndReplaces(t *testing.T) {
 }
 
 func TestRemoveTool(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	for _, name := range []string{"a", "b", "c"} {
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: name}, okTool))
@@ -143,10 +143,10 @@ func TestRemoveTool(t *testing.T) {
 	assert.Zero(t, h.srv.RemoveTool("a"))
 	assert.Equal(t, []string{"b"}, h.srv.ToolNames())
 	toolsStart(h)
-	h.request(2, "tools/list", nil)
-	assert.JSONEq(t, `{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}`, string(h.result(2)))
-	h.callTool(3, "a", `{}`)
-	resp := h.recvResponse()
+	h.Request(2, "tools/list", nil)
+	assert.JSONEq(t, `{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}`, string(h.RecvResult(2)))
+	h.SendCallTool(3, "a", `{}`)
+	resp := h.RecvResponse()
 	assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: `unknown tool: "a"`}, resp.Error)
 	toolsStop(h)
 }
@@ -157,14 +157,14 @@ func toolsPage(h *harness, id int64, cursor string) ([]string, string) {
 	if cursor != "" {
 		params = map[string]string{"cursor": cursor}
 	}
-	h.request(id, "tools/list", params)
+	h.Request(id, "tools/list", params)
 	var page struct {
 		Tools []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
 		NextCursor *string `json:"nextCursor"`
 	}
-	require.NoError(h.t, json.Unmarshal(h.result(id), &page))
+	require.NoError(h.t, json.Unmarshal(h.RecvResult(id), &page))
 	names := make([]string, len(page.Tools))
 	for i, t := range page.Tools {
 		names[i] = t.Name
@@ -199,7 +199,7 @@ func TestToolsListPagination(t *testing.T) {
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "aa"}, okTool)) // before the cursor
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "bb"}, okTool)) // after it
 		time.Sleep(time.Second)
-		n, ok := h.recv().(*transport.Request)
+		n, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/tools/list_changed", n.Method)
 
@@ -215,7 +215,7 @@ func TestToolsListPagination(t *testing.T) {
 		assert.Equal(t, []string{"a", "aa"}, page)
 		assert.Equal(t, 1, h.srv.RemoveTool("aa"))
 		time.Sleep(time.Second)
-		h.recv() // list_changed
+		h.Recv() // list_changed
 		page, _ = toolsPage(h, 7, cursor)
 		assert.Equal(t, []string{"b", "bb"}, page)
 		toolsStop(h)
@@ -223,7 +223,7 @@ func TestToolsListPagination(t *testing.T) {
 }
 
 func TestToolsListDefaultPageSize(t *testing.T) {
-	watchdog(t)
+	testkit.Watchdog(t)
 	h := newHarness(t)
 	for i := range server.DefaultPageSize + 1 {
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "t" + strings.Repeat("x", i)}, okTool))
@@ -249,15 +249,15 @@ func TestToolsListInvalidParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			watchdog(t)
+			testkit.Watchdog(t)
 			h := newHarness(t)
 			require.NoError(t, h.srv.AddTool(server.Tool{Name: "a"}, okTool))
 			toolsStart(h)
-			h.request(2, "tools/list", tt.params)
-			resp := h.recvResponse()
+			h.Request(2, "tools/list", tt.params)
+			resp := h.RecvResponse()
 			assert.Equal(t, &transport.Error{Code: int64(protocol.CodeInvalidParams), Message: tt.want}, resp.Error)
-			h.request(3, "ping", nil)
-			h.result(3)
+			h.Request(3, "ping", nil)
+			h.RecvResult(3)
 			toolsStop(h)
 		})
 	}
@@ -270,7 +270,7 @@ func readAll(h *harness) <-chan transport.Message {
 	go func() {
 		defer close(got)
 		for {
-			m, err := h.client.Read(context.Background())
+			m, err := h.Conn().Read(context.Background())
 			if err != nil {
 				return
 			}
@@ -315,8 +315,8 @@ func TestToolsListChangedDebounced(t *testing.T) {
 		require.Len(t, got, 1)
 		assert.Equal(t, "notifications/tools/list_changed", (<-got).(*transport.Request).Method)
 
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
 
@@ -331,7 +331,7 @@ func TestToolsListChangedNotBeforeInitialize(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		assert.Empty(t, got)
-		require.NoError(t, h.client.Close())
-		require.NoError(t, <-h.served)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
 	})
 }
