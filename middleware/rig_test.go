@@ -64,7 +64,7 @@ func addTools(t testing.TB, srv *server.Server) {
 		},
 		"panic": func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { panic("boom") },
 		"roots": func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-			_, err := req.Request.Session.ListRoots(ctx)
+			_, err := server.ListRoots(ctx)
 			return nil, err
 		},
 	}

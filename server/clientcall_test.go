@@ -106,7 +106,7 @@ func TestCallMiddlewareSeesRefusedCalls(t *testing.T) {
 		log := &callLog{}
 		h := newHarness(t, server.WithCallMiddleware(namedCallMiddleware(log, "mw", "")))
 		errs := featureTool(h, func(ctx context.Context) (string, error) {
-			_, err := server.RequestFromContext(ctx).Session.ListRoots(ctx)
+			_, err := server.ListRoots(ctx)
 			return "", err
 		})
 		h.start()

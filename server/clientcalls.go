@@ -28,6 +28,12 @@ var ErrInvalidResult = errors.New("mcp: invalid result from the client")
 // [NotifyElicitationComplete]) when their context carries no request.
 var ErrNoRequest = errors.New("mcp: the context is not a handler's: it carries no request")
 
+// Root is a root the client exposes (roots/list).
+type Root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
 // ListRoots asks the client for its roots (roots/list) on behalf of the
 // handler whose context ctx is. It needs the client's roots capability;
 // see [CallClient] for the errors.
@@ -422,7 +428,11 @@ func (r *ElicitResult) check(p *ElicitParams) error {
 
 // NotifyElicitationComplete tells the client that the URL-mode elicitation
 // id was completed (notifications/elicitation/complete), on the session of
-// the handler whose context ctx is. See [Session.NotifyElicitationComplete].
+// the handler whose context ctx is. It needs the client's elicitation url
+// capability (else the error wraps [ErrCapability]) and, like
+// [Session.Notify], is best effort. Call it when the out-of-band flow ends,
+// even after the request that elicited is over: pass
+// context.WithoutCancel(ctx) of the handler's context then.
 func NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
 	req, err := requestOf(ctx, "NotifyElicitationComplete")
 	if err != nil {
@@ -432,15 +442,6 @@ func NotifyElicitationComplete(ctx context.Context, elicitationID string) error 
 	if ss == nil {
 		return fmt.Errorf("mcp: notifications/elicitation/complete is not part of protocol version %s", req.Protocol)
 	}
-	return ss.NotifyElicitationComplete(ctx, elicitationID)
-}
-
-// NotifyElicitationComplete tells the client that the URL-mode elicitation
-// id was completed (notifications/elicitation/complete). It needs the
-// client's elicitation url capability (else the error wraps
-// [ErrCapability]) and, like [Session.Notify], is best effort. Call it when
-// the out-of-band flow ends, even after the request that elicited is over.
-func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
 	if caps := ss.ClientCapabilities().Elicitation; caps == nil || caps.URL == nil {
 		return fmt.Errorf("%w: notifications/elicitation/complete needs the client's elicitation url capability", ErrCapability)
 	}

@@ -15,7 +15,7 @@
 //   - Writes that fail because this side closed ([transport.ErrClosed]) or
 //     the peer vanished ([transport.ErrPeerGone]) are tolerated, classified
 //     and reported, never logged as errors and never a panic.
-//   - Server-to-client requests ([Session.Call], [Session.ListRoots]) waiting
+//   - Server-to-client requests ([Session.Call], [ListRoots]) waiting
 //     when the session ends fail with [ErrConnectionClosed] from a snapshot
 //     of the pending table.
 //

@@ -191,21 +191,3 @@ func related(ctx context.Context) context.Context {
 	}
 	return ctx
 }
-
-// Root is a root the client exposes (roots/list).
-type Root struct {
-	URI  string `json:"uri"`
-	Name string `json:"name,omitempty"`
-}
-
-// ListRoots asks the client for its roots. It needs the client's roots
-// capability; see [Session.Call] for the errors.
-func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
-	var res struct {
-		Roots []Root `json:"roots"`
-	}
-	if err := ss.Call(ctx, "roots/list", nil, &res); err != nil {
-		return nil, err
-	}
-	return res.Roots, nil
-}

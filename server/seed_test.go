@@ -73,7 +73,7 @@ func seedPendingClientRequests(t *testing.T, n int) {
 	h := newHarness(t)
 	errs := make(chan error, n)
 	h.addTool("roots", func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		_, err := req.Request.Session.ListRoots(ctx)
+		_, err := server.ListRoots(ctx)
 		errs <- err
 		return nil, err
 	})

@@ -127,9 +127,9 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	return nil
 }
 
-// RemoveTool unregisters the named tools and tells initialized clients that
+// RemoveTools unregisters the named tools and tells initialized clients that
 // the tool list changed. It reports how many it removed.
-func (s *Server) RemoveTool(names ...string) int {
+func (s *Server) RemoveTools(names ...string) int {
 	n := 0
 	for _, name := range names {
 		if s.tools.set(name, nil) {

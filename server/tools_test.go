@@ -133,14 +133,14 @@ func TestAddToolListsAndReplaces(t *testing.T) {
 	toolsStop(h)
 }
 
-func TestRemoveTool(t *testing.T) {
+func TestRemoveTools(t *testing.T) {
 	testkit.Watchdog(t)
 	h := newHarness(t)
 	for _, name := range []string{"a", "b", "c"} {
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: name}, okTool))
 	}
-	assert.Equal(t, 2, h.srv.RemoveTool("a", "c", "missing"))
-	assert.Zero(t, h.srv.RemoveTool("a"))
+	assert.Equal(t, 2, h.srv.RemoveTools("a", "c", "missing"))
+	assert.Zero(t, h.srv.RemoveTools("a"))
 	assert.Equal(t, []string{"b"}, h.srv.ToolNames())
 	toolsStart(h)
 	h.Request(2, "tools/list", nil)
@@ -213,7 +213,7 @@ func TestToolsListPagination(t *testing.T) {
 		// Removing the tool a cursor names does not lose the tools after it.
 		page, cursor = toolsPage(h, 6, "")
 		assert.Equal(t, []string{"a", "aa"}, page)
-		assert.Equal(t, 1, h.srv.RemoveTool("aa"))
+		assert.Equal(t, 1, h.srv.RemoveTools("aa"))
 		time.Sleep(time.Second)
 		h.Recv() // list_changed
 		page, _ = toolsPage(h, 7, cursor)
@@ -292,7 +292,7 @@ func TestToolsListChangedDebounced(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "b"}, okTool))
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "c"}, okTool))
-		assert.Equal(t, 1, h.srv.RemoveTool("b"))
+		assert.Equal(t, 1, h.srv.RemoveTools("b"))
 		time.Sleep(39 * time.Millisecond)
 		synctest.Wait()
 		require.Empty(t, got, "before the delay")
@@ -308,7 +308,7 @@ func TestToolsListChangedDebounced(t *testing.T) {
 		synctest.Wait()
 		require.Empty(t, got, "one notification per burst")
 
-		assert.Zero(t, h.srv.RemoveTool("missing"), "no change, no notification")
+		assert.Zero(t, h.srv.RemoveTools("missing"), "no change, no notification")
 		require.NoError(t, h.srv.AddTool(server.Tool{Name: "d"}, okTool))
 		time.Sleep(time.Second)
 		synctest.Wait()

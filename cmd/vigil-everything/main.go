@@ -169,7 +169,7 @@ func newServer(logger *slog.Logger) (*server.Server, error) {
 // drains in-flight requests for up to grace.
 func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration) error {
 	endpoint := streamable.New(srv, streamable.WithLogger(logger),
-		streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+		streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", endpoint)
 	ln, err := net.Listen("tcp", addr)

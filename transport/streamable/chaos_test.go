@@ -377,7 +377,7 @@ func (pw *chaosProbeWriter) Unwrap() http.ResponseWriter { return pw.w }
 
 type chaosRig struct {
 	srv    *server.Server
-	h      *streamable.Handler
+	h      *streamable.Endpoint
 	ts     *httptest.Server
 	client *http.Client
 	rec    *chaosRecorder
@@ -782,7 +782,7 @@ func TestChaosIdleExpiry(t *testing.T) {
 // Shutdown runs out of time while one handler streams (SSE) and another
 // has written nothing yet: both are cancelled with ErrShutdown, the SSE
 // stream ends after what it carried, the quiet POST gets a JSON-RPC error,
-// nobody hangs, and Handler.Close then refuses new sessions.
+// nobody hangs, and Endpoint.Close then refuses new sessions.
 func TestChaosShutdownMidStream(t *testing.T) {
 	chaosWatchdog(t)
 	rig := newChaosRig(t)
@@ -845,7 +845,7 @@ func TestChaosShutdownMidStream(t *testing.T) {
 }
 
 // 1,000 sessions are opened (initialize) and abandoned, never deleted;
-// Handler.Close, or idle expiry, releases them: every session ends, and
+// Endpoint.Close, or idle expiry, releases them: every session ends, and
 // goroutines and heap return to their baseline.
 func TestChaosAbandonedSessions(t *testing.T) {
 	chaosWatchdog(t)

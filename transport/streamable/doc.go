@@ -20,8 +20,8 @@
 // the answer can no longer be delivered; DELETE and idle expiry end the
 // session the same way and never wait for handlers.
 //
-// Resumability (2025 era) is on when the Handler has an [EventStore]
-// ([WithEventStore]; the default Handler has none, hence the "cancel"
+// Resumability (2025 era) is on when the Endpoint has an [EventStore]
+// ([WithEventStore]; the default Endpoint has none, hence the "cancel"
 // policy above). Every SSE event then has an id; a POST answered with SSE
 // starts with a priming event (an id, a retry field and empty data), and its
 // disconnect policy becomes "keep running, replay": once the client has an

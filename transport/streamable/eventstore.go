@@ -5,23 +5,23 @@ import (
 	"errors"
 )
 
-// EventStore keeps the SSE events a [Handler] sends on the streams of its
+// EventStore keeps the SSE events a [Endpoint] sends on the streams of its
 // 2025-era sessions, so that a client that lost a stream can resume it: a
 // GET with Last-Event-ID replays the events of that stream after that id.
 // Configure one with [WithEventStore]; [NewMemoryEventStore] is a bounded
 // in-memory store.
 //
-// A stream is named by a key the Handler chooses, unique within its session
+// A stream is named by a key the Endpoint chooses, unique within its session
 // (visible ASCII). Events are scoped by session: an id of one session is
 // unknown to every other.
 //
-// Implementations must be safe for concurrent use. The Handler appends the
+// Implementations must be safe for concurrent use. The Endpoint appends the
 // events of one stream one at a time, in order; those of different streams
 // concurrently.
 type EventStore interface {
 	// Append stores the next event of stream in session and returns its id.
 	// data is the event's data, one encoded JSON-RPC message, or empty for
-	// a priming event; the store may keep data, which the Handler never
+	// a priming event; the store may keep data, which the Endpoint never
 	// modifies afterwards. The id must be visible ASCII (0x21-0x7E), unique
 	// among the session's events, and tell Replay which stream it belongs
 	// to. An error means the event was not stored.

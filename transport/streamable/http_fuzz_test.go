@@ -39,7 +39,7 @@ func htFuzzPost(ctx context.Context, h http.Handler, body []byte, contentType, v
 
 // FuzzPOST posts arbitrary bodies with arbitrary Content-Type,
 // MCP-Protocol-Version, Mcp-Session-Id and Mcp-Method headers to one
-// Handler: it never panics, answers with an expected status, a 202 has no
+// Endpoint: it never panics, answers with an expected status, a 202 has no
 // body, and every other body is JSON-RPC (one message, or SSE events that
 // each carry one). The session id "S" names a live, initialized session.
 func FuzzPOST(f *testing.F) {

@@ -31,11 +31,11 @@ func htWatchdog(t testing.TB) {
 	t.Cleanup(func() { timer.Stop() })
 }
 
-// htEnv is a Handler for srv served on a loopback httptest server.
+// htEnv is an Endpoint for srv served on a loopback httptest server.
 type htEnv struct {
 	t      *testing.T
 	srv    *server.Server
-	h      *streamable.Handler
+	h      *streamable.Endpoint
 	ts     *httptest.Server
 	client *http.Client
 }

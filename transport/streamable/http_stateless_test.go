@@ -296,7 +296,7 @@ func TestHTTPStatelessStreamCloseCancels(t *testing.T) {
 	assert.NotContains(t, string(out), "too late")
 }
 
-// newHTEnvHandler is newHTEnv with the Handler wrapped by wrap.
+// newHTEnvHandler is newHTEnv with the Endpoint wrapped by wrap.
 func newHTEnvHandler(t *testing.T, srv *server.Server, wrap func(http.Handler) http.Handler) *htEnv {
 	t.Helper()
 	e := newHTEnv(t, srv)

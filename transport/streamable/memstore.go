@@ -8,20 +8,6 @@ import (
 	"sync"
 )
 
-// MemoryEventStoreOptions bounds a [MemoryEventStore]. The size of an event
-// is the length of its data plus a fixed overhead of [MemoryEventOverhead]
-// bytes, so that priming events count too.
-type MemoryEventStoreOptions struct {
-	// MaxStreamBytes caps the size of the events kept for one stream
-	// (1 MiB when <= 0); beyond it the stream's oldest events are dropped.
-	// A stream always keeps its newest event.
-	MaxStreamBytes int64
-	// MaxBytes caps the size of all the events kept (64 MiB when <= 0);
-	// beyond it the oldest events of the store are dropped, whatever their
-	// session. The newest event is always kept.
-	MaxBytes int64
-}
-
 // MemoryEventOverhead is the size a [MemoryEventStore] counts for an event
 // in addition to its data.
 const MemoryEventOverhead = 64
@@ -33,7 +19,7 @@ const (
 )
 
 // MemoryEventStore is an [EventStore] in memory, bounded by
-// [MemoryEventStoreOptions]. Event ids have the form "<stream>_<n>", n
+// the sizes given to [NewMemoryEventStore]. Event ids have the form "<stream>_<n>", n
 // counting every event the store appended, from 1, so that an id is never
 // issued twice. A stream whose events were all dropped is forgotten, and
 // ids of it become unknown. It is safe for concurrent use; the zero value
@@ -74,11 +60,19 @@ type memRef struct {
 	seq uint64
 }
 
-// NewMemoryEventStore returns an empty store bounded by opts.
-func NewMemoryEventStore(opts MemoryEventStoreOptions) *MemoryEventStore {
+// NewMemoryEventStore returns an empty store bounded by two sizes. The size
+// of an event is the length of its data plus a fixed overhead of
+// [MemoryEventOverhead] bytes, so that priming events count too.
+//   - maxBytes caps the size of all the events kept ([DefaultMaxBytes] when
+//     <= 0); beyond it the oldest events of the store are dropped, whatever
+//     their session. The newest event is always kept.
+//   - maxStreamBytes caps the size of the events kept for one stream
+//     ([DefaultMaxStreamBytes] when <= 0); beyond it the stream's oldest
+//     events are dropped. A stream always keeps its newest event.
+func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 	s := &MemoryEventStore{
-		maxStream: opts.MaxStreamBytes,
-		maxTotal:  opts.MaxBytes,
+		maxStream: maxStreamBytes,
+		maxTotal:  maxBytes,
 		sessions:  make(map[string]map[string]*memStream),
 	}
 	if s.maxStream <= 0 {

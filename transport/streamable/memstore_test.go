@@ -42,7 +42,7 @@ func rsReplay(t testing.TB, s streamable.EventStore, session, lastID string) (st
 }
 
 func TestMemoryEventStoreReplaysOneStream(t *testing.T) {
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})
+	s := streamable.NewMemoryEventStore(0, 0)
 	a0 := rsAppend(t, s, "S", "1", "") // priming
 	b0 := rsAppend(t, s, "S", "2", "")
 	a1 := rsAppend(t, s, "S", "1", "a1")
@@ -78,7 +78,7 @@ func TestMemoryEventStoreReplaysOneStream(t *testing.T) {
 }
 
 func TestMemoryEventStoreUnknownIDs(t *testing.T) {
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})
+	s := streamable.NewMemoryEventStore(0, 0)
 	rsAppend(t, s, "S", "1", "x")
 	rsAppend(t, s, "S", "1", "y")
 	other := rsAppend(t, s, "T", "7", "z")
@@ -109,7 +109,7 @@ func TestMemoryEventStoreUnknownIDs(t *testing.T) {
 func TestMemoryEventStoreStreamCap(t *testing.T) {
 	const data = "0123456789"
 	const size = streamable.MemoryEventOverhead + len(data)
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{MaxStreamBytes: int64(3 * size)})
+	s := streamable.NewMemoryEventStore(0, int64(3 * size))
 	var ids []string
 	for i := range 5 {
 		ids = append(ids, rsAppend(t, s, "S", "1", data))
@@ -135,7 +135,7 @@ func TestMemoryEventStoreStreamCap(t *testing.T) {
 
 func TestMemoryEventStoreTotalCap(t *testing.T) {
 	const size = streamable.MemoryEventOverhead + 1
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{MaxBytes: int64(3 * size)})
+	s := streamable.NewMemoryEventStore(int64(3 * size), 0)
 	a1 := rsAppend(t, s, "A", "1", "1")
 	b1 := rsAppend(t, s, "B", "1", "2")
 	rsAppend(t, s, "A", "1", "3")
@@ -161,7 +161,7 @@ func TestMemoryEventStoreTotalCap(t *testing.T) {
 }
 
 func TestMemoryEventStoreKeepsNewestEvent(t *testing.T) {
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{MaxStreamBytes: 1, MaxBytes: 1})
+	s := streamable.NewMemoryEventStore(1, 1)
 	first := rsAppend(t, s, "S", "1", "")
 	rsAppend(t, s, "S", "1", "too big for every cap")
 	_, got := rsReplay(t, s, "S", first)
@@ -171,7 +171,7 @@ func TestMemoryEventStoreKeepsNewestEvent(t *testing.T) {
 }
 
 func TestMemoryEventStoreForget(t *testing.T) {
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})
+	s := streamable.NewMemoryEventStore(0, 0)
 	a := rsAppend(t, s, "A", "1", "")
 	rsAppend(t, s, "A", "1", "a")
 	rsAppend(t, s, "A", "2", "a2")
@@ -198,7 +198,7 @@ func TestMemoryEventStoreForget(t *testing.T) {
 // sessions in between: each stream's events come back in order (run with
 // -race).
 func TestMemoryEventStoreConcurrent(t *testing.T) {
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{MaxStreamBytes: 1 << 30, MaxBytes: 1 << 30})
+	s := streamable.NewMemoryEventStore(1 << 30, 1 << 30)
 	const writers, perWriter = 8, 200
 	var wg sync.WaitGroup
 	firsts := make([]string, writers)
@@ -251,7 +251,7 @@ func TestMemoryEventStoreConcurrent(t *testing.T) {
 // however many events pass through it.
 func TestMemoryEventStoreStaysBounded(t *testing.T) {
 	const size = streamable.MemoryEventOverhead + 4
-	s := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{MaxStreamBytes: int64(2 * size), MaxBytes: int64(10 * size)})
+	s := streamable.NewMemoryEventStore(int64(10 * size), int64(2 * size))
 	for i := range 10000 {
 		rsAppend(t, s, "S"+strconv.Itoa(i%7), strconv.Itoa(i%13), fmt.Sprintf("%04d", i%10000))
 		if i%1000 == 999 {

@@ -8,7 +8,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Option configures a [Handler].
+// Option configures a [Endpoint].
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -147,3 +147,25 @@ func WithKeepAlive(d time.Duration) Option {
 func WithRejectHook(f func(reason protocol.RejectReason)) Option {
 	return optionFunc(func(c *config) { c.onReject = f })
 }
+
+// WithEventStore makes the 2025-era streams resumable, storing their events
+// in store (nil: not resumable, the default). Every SSE event then carries
+// an id; a request answered with SSE starts with a priming event (an id and
+// empty data) and a retry field (see [WithRetryInterval]); and the
+// disconnect policy changes from "cancel" to "keep running, replay": when
+// the client of a request's SSE stream goes away after the priming event,
+// the handler keeps running, the messages for the request and its response
+// are stored, and a GET with Last-Event-ID replays them and carries the
+// stream on until the response (see the package documentation).
+func WithEventStore(store EventStore) Option {
+	return optionFunc(func(c *config) { c.events = store })
+}
+
+// WithRetryInterval sets the reconnection delay a resumable stream asks
+// clients to wait (the SSE retry field) before resuming a closed stream; 1
+// second by default or when d <= 0. It matters only with [WithEventStore].
+func WithRetryInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.retry = d })
+}
+
+const defaultRetry = time.Second

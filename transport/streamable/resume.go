@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -16,32 +15,10 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// WithEventStore makes the 2025-era streams resumable, storing their events
-// in store (nil: not resumable, the default). Every SSE event then carries
-// an id; a request answered with SSE starts with a priming event (an id and
-// empty data) and a retry field (see [WithRetryInterval]); and the
-// disconnect policy changes from "cancel" to "keep running, replay": when
-// the client of a request's SSE stream goes away after the priming event,
-// the handler keeps running, the messages for the request and its response
-// are stored, and a GET with Last-Event-ID replays them and carries the
-// stream on until the response (see the package documentation).
-func WithEventStore(store EventStore) Option {
-	return optionFunc(func(c *config) { c.events = store })
-}
-
-// WithRetryInterval sets the reconnection delay a resumable stream asks
-// clients to wait (the SSE retry field) before resuming a closed stream; 1
-// second by default or when d <= 0. It matters only with [WithEventStore].
-func WithRetryInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.retry = d })
-}
-
-const defaultRetry = time.Second
-
 // headerLastEventID names the last event a resuming client received.
 const headerLastEventID = "Last-Event-ID"
 
-// resumer is the resumability state of a 2025-era session whose Handler has
+// resumer is the resumability state of a 2025-era session whose Endpoint has
 // an event store. Its streams are logical: they outlive the HTTP responses
 // that carry them, store every event, and resume on a GET with
 // Last-Event-ID.
@@ -182,23 +159,11 @@ func (rs *resumer) forget(ls *logical) {
 	}
 }
 
-// write routes a message as session.Write does, to a logical stream.
+// write routes a message as session.Write does (see route), to a logical
+// stream.
 func (rs *resumer) write(ctx context.Context, m transport.Message) error {
-	var ls *logical
 	rs.mu.Lock()
-	switch m := m.(type) {
-	case *transport.Response:
-		ls = rs.byReq[m.ID]
-	case *transport.Request:
-		if id, ok := transport.RelatedRequest(ctx); ok {
-			ls = rs.byReq[id]
-			if ls != nil && rs.s.h.cfg.mode == ResponseJSON {
-				ls = rs.standalone
-			}
-		} else {
-			ls = rs.standalone
-		}
-	}
+	ls := route(ctx, m, rs.s.h.cfg.mode, rs.byReq, rs.standalone)
 	rs.mu.Unlock()
 	if ls == nil {
 		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
@@ -530,7 +495,7 @@ func withSession(ctx context.Context, s *session) context.Context {
 
 // ErrNotResumable is returned by CloseSSEStream for a request that is not
 // served over a resumable Streamable HTTP session (another transport, or a
-// Handler without an event store).
+// Endpoint without an event store).
 var ErrNotResumable = errors.New("streamable: the request's stream is not resumable")
 
 // CloseSSEStream ends the HTTP response that carries the SSE stream of
@@ -538,9 +503,9 @@ var ErrNotResumable = errors.New("streamable: the request's stream is not resuma
 // running, and the client resumes the stream with a GET and Last-Event-ID
 // after the retry interval, receiving what was sent meanwhile and the
 // response. If the stream had no event yet, a priming event is sent first.
-// ctx is any context derived from the one the Handler served the session
+// ctx is any context derived from the one the Endpoint served the session
 // with, such as a request handler's; the stream must be a 2025-era
-// request's, on a Handler with an event store ([WithEventStore]). Closing a
+// request's, on an Endpoint with an event store ([WithEventStore]). Closing a
 // stream that is already closed does nothing. It is safe for concurrent
 // use.
 func CloseSSEStream(ctx context.Context, id transport.ID) error {
@@ -549,109 +514,7 @@ func CloseSSEStream(ctx context.Context, id transport.ID) error {
 		return fmt.Errorf("%w: the context is not one of a Streamable HTTP session", ErrNotResumable)
 	}
 	if s.res == nil {
-		return fmt.Errorf("%w: the Handler has no event store", ErrNotResumable)
+		return fmt.Errorf("%w: the Endpoint has no event store", ErrNotResumable)
 	}
 	return s.res.closeConn(ctx, id)
-}
-
-// isUndecided reports whether nothing was written on st yet.
-func (st *stream) isUndecided() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.state == undecided && !st.shut
-}
-
-// open starts the SSE response if nothing was written yet.
-func (st *stream) open() error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.shut || st.state == answeredJSON {
-		return transport.ErrStreamGone
-	}
-	if st.state == undecided {
-		return wrapStream(st.startSSE())
-	}
-	return nil
-}
-
-// prime writes a priming event: an id, the retry field and empty data,
-// starting the SSE response first if needed.
-func (st *stream) prime(id string, retry time.Duration) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.writeLocked(func() error { return writePriming(st.w, id, retry) }, false)
-}
-
-// sendEvent writes one event (without an id when id is ""), starting the
-// SSE response first if needed; final ends the response after it. A write
-// failure ends the response too.
-func (st *stream) sendEvent(id string, data []byte, final bool) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.writeLocked(func() error { return writeEvent(st.w, id, data) }, final)
-}
-
-// replay starts the SSE response and writes events.
-func (st *stream) replay(events []Event) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.writeLocked(func() error {
-		for _, ev := range events {
-			var err error
-			if len(ev.Data) == 0 {
-				err = writePriming(st.w, ev.ID, 0)
-			} else {
-				err = writeEvent(st.w, ev.ID, ev.Data)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}, false)
-}
-
-// writeLocked runs write on the SSE response and flushes; st.mu is held.
-func (st *stream) writeLocked(write func() error, final bool) error {
-	if st.shut || st.state == answeredJSON || st.finalled {
-		return transport.ErrStreamGone
-	}
-	if st.state == undecided {
-		if err := st.startSSE(); err != nil {
-			st.finish()
-			return wrapStream(err)
-		}
-	}
-	err := write()
-	if err == nil {
-		err = st.flush()
-	}
-	if err != nil || final {
-		st.finish()
-	}
-	return wrapStream(err)
-}
-
-// end finishes the response: its HTTP handler returns.
-func (st *stream) end() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.finish()
-}
-
-// writePriming writes a priming event: an id, the retry field (when
-// retry > 0) and empty data.
-func writePriming(w io.Writer, id string, retry time.Duration) error {
-	b := make([]byte, 0, len(id)+32)
-	b = append(b, "id: "...)
-	b = append(b, id...)
-	b = append(b, '\n')
-	if retry > 0 {
-		b = append(b, "retry: "...)
-		b = strconv.AppendInt(b, retry.Milliseconds(), 10)
-		b = append(b, '\n')
-	}
-	b = append(b, "data: \n\n"...)
-	_, err := w.Write(b)
-	return err
 }

@@ -25,12 +25,12 @@ import (
 
 const rsVersion = "2025-11-25"
 
-// rsEnv serves a server.Server through a Handler on a loopback httptest
+// rsEnv serves a server.Server through an Endpoint on a loopback httptest
 // server that reports when its connections close.
 type rsEnv struct {
 	t   *testing.T
 	srv *server.Server
-	h   *streamable.Handler
+	h   *streamable.Endpoint
 	ts  *httptest.Server
 
 	mu     sync.Mutex
@@ -292,7 +292,7 @@ func rsServer(t testing.TB, g *rsGates) *server.Server {
 // until the response, and ends.
 func TestResumeAfterClientDisconnect(t *testing.T) {
 	g := newRSGates()
-	store := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})
+	store := streamable.NewMemoryEventStore(0, 0)
 	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(store), streamable.WithRetryInterval(1500*time.Millisecond))
 	sid := e.initialize()
 
@@ -364,7 +364,7 @@ func TestResumeAfterClientDisconnect(t *testing.T) {
 // tool answered: everything is replayed.
 func TestResumeReplaysAfterPriming(t *testing.T) {
 	g := newRSGates()
-	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})),
+	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)),
 		streamable.WithResponseMode(streamable.ResponseSSE))
 	sid := e.initialize()
 
@@ -436,7 +436,7 @@ func TestResumeUnprimedDisconnectCancels(t *testing.T) {
 		ended <- context.Cause(ctx)
 		return nil, context.Cause(ctx)
 	}))
-	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 
 	ctx, leave := context.WithCancel(t.Context())
@@ -467,7 +467,7 @@ func TestResumeUnprimedDisconnectCancels(t *testing.T) {
 // POST ends and the GET carries the stream on.
 func TestResumeTakesOverLiveStream(t *testing.T) {
 	g := newRSGates()
-	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 
 	post := e.do(t.Context(), http.MethodPost, rsCall("3", "steps"), rsSession(sid))
@@ -506,7 +506,7 @@ func TestCloseSSEStreamPolling(t *testing.T) {
 		}
 		return server.Text("reconnected"), nil
 	}))
-	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 
 	post := e.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}`, rsSession(sid))
@@ -558,7 +558,7 @@ func TestCloseSSEStreamUnknownRequest(t *testing.T) {
 		errs <- streamable.CloseSSEStream(ctx, transport.Int64ID(999))
 		return server.Text("ok"), nil
 	}))
-	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 	resp := e.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"close"}}`, rsSession(sid))
 	body, err := io.ReadAll(resp.Body)
@@ -572,7 +572,7 @@ func TestCloseSSEStreamUnknownRequest(t *testing.T) {
 // session living on; another session's id is unknown too.
 func TestResumeUnknownEventID(t *testing.T) {
 	g := newRSGates()
-	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})),
+	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)),
 		streamable.WithResponseMode(streamable.ResponseSSE))
 	sid := e.initialize()
 	other := e.initialize()
@@ -623,7 +623,7 @@ func TestResumeReplaysOnlyItsStream(t *testing.T) {
 	for name, g := range gates {
 		require.NoError(t, srv.AddTool(server.Tool{Name: name, Description: name}, g.tool))
 	}
-	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 
 	firsts := map[string]rsEvent{}
@@ -663,7 +663,7 @@ func TestResumeReplaysOnlyItsStream(t *testing.T) {
 // notifications sent while the client was away and carries the stream on.
 func TestResumeStandaloneStream(t *testing.T) {
 	srv := rsServer(t, nil)
-	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, srv, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 	// A ping answered means notifications/initialized was handled: the
 	// session now gets list changes.
@@ -714,7 +714,7 @@ func TestResumeStandaloneStream(t *testing.T) {
 // up: a resumption replays what was stored and ends at once.
 func TestResumeCancelledRequest(t *testing.T) {
 	g := newRSGates()
-	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})))
+	e := newRSEnv(t, rsServer(t, g), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	sid := e.initialize()
 
 	ctx, leave := context.WithCancel(t.Context())
@@ -740,7 +740,7 @@ func TestResumeCancelledRequest(t *testing.T) {
 
 // The session's events are forgotten when it ends.
 func TestResumeSessionEndForgetsEvents(t *testing.T) {
-	store := streamable.NewMemoryEventStore(streamable.MemoryEventStoreOptions{})
+	store := streamable.NewMemoryEventStore(0, 0)
 	srv := rsServer(t, nil)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "talk", Description: "talk"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		_ = server.ReportProgress(ctx, 1, 1, "")

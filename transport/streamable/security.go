@@ -10,12 +10,12 @@ import (
 
 // hostAllowed guards against DNS rebinding: on a loopback listener only
 // loopback names (and the configured hosts) are accepted as Host.
-func (h *Handler) hostAllowed(r *http.Request) bool {
+func (h *Endpoint) hostAllowed(r *http.Request) bool {
 	return h.nameAllowed(r, r.Host)
 }
 
 // originAllowed checks the Origin header, when there is one.
-func (h *Handler) originAllowed(r *http.Request) bool {
+func (h *Endpoint) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
@@ -31,7 +31,7 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 }
 
 // nameAllowed decides for a host or host:port.
-func (h *Handler) nameAllowed(r *http.Request, hostport string) bool {
+func (h *Endpoint) nameAllowed(r *http.Request, hostport string) bool {
 	host := hostport
 	if hh, _, err := net.SplitHostPort(hostport); err == nil {
 		host = hh

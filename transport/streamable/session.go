@@ -18,7 +18,7 @@ import (
 // session is one 2025-era MCP session: the transport.Conn its Serve reads,
 // fed by POSTs, writing to the streams of the requests.
 type session struct {
-	h         *Handler
+	h         *Endpoint
 	id        string
 	principal string
 	inbox     chan transport.Message
@@ -66,7 +66,7 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 	return true
 }
 
-func newSession(h *Handler, id, principal string) *session {
+func newSession(h *Endpoint, id, principal string) *session {
 	s := &session{
 		h: h, id: id, principal: principal,
 		inbox:   make(chan transport.Message),
@@ -152,26 +152,39 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	if s.res != nil {
 		return s.res.write(ctx, m)
 	}
-	var target *stream
 	s.mu.Lock()
-	switch m := m.(type) {
-	case *transport.Response:
-		target = s.streams[m.ID]
-	case *transport.Request:
-		if id, ok := transport.RelatedRequest(ctx); ok {
-			target = s.streams[id]
-			if target != nil && s.h.cfg.mode == ResponseJSON {
-				target = s.get
-			}
-		} else {
-			target = s.get
-		}
-	}
+	target := route(ctx, m, s.h.cfg.mode, s.streams, s.get)
 	s.mu.Unlock()
 	if target == nil {
 		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
 	}
 	return target.deliver(m)
+}
+
+// route picks the stream a message of a session goes to, the one write
+// routing of both kinds of session (plain and resumable): a response goes to
+// its request's stream; a message related to a request (progress, a log
+// record, a client call made by its handler) to that request's stream, or
+// to the standalone GET stream in JSON mode, while the request's stream is
+// open; anything else to the standalone stream. The zero S means no stream
+// is open for it.
+func route[S comparable](ctx context.Context, m transport.Message, mode ResponseMode, byRequest map[transport.ID]S, standalone S) S {
+	var none S
+	switch m := m.(type) {
+	case *transport.Response:
+		return byRequest[m.ID]
+	case *transport.Request:
+		id, related := transport.RelatedRequest(ctx)
+		if !related {
+			return standalone
+		}
+		target := byRequest[id]
+		if target != none && mode == ResponseJSON {
+			return standalone
+		}
+		return target
+	}
+	return none
 }
 
 // markCancelled notes on the stream of the request a notifications/cancelled
@@ -316,17 +329,4 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-}
-
-// comment writes an SSE comment line.
-func (st *stream) comment(text string) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.shut {
-		return transport.ErrStreamGone
-	}
-	if _, err := st.w.Write([]byte(": " + text + "\n\n")); err != nil {
-		return err
-	}
-	return st.flush()
 }

@@ -16,7 +16,7 @@ import (
 
 // stateless serves a 2026-07-28 POST: validate the headers against the
 // body, then serve the request as a session of its own.
-func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
 	req, isRequest := msg.(*transport.Request)
 	if !isRequest || req.IsNotification() {
 		w.WriteHeader(http.StatusAccepted) // nothing waits for it in this era

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
 )
@@ -173,4 +174,102 @@ type streamError struct{ err error }
 func (e *streamError) Error() string { return e.err.Error() }
 func (e *streamError) Unwrap() []error {
 	return []error{transport.ErrStreamGone, e.err}
+}
+
+// isUndecided reports whether nothing was written on st yet.
+func (st *stream) isUndecided() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.state == undecided && !st.shut
+}
+
+// open starts the SSE response if nothing was written yet.
+func (st *stream) open() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.shut || st.state == answeredJSON {
+		return transport.ErrStreamGone
+	}
+	if st.state == undecided {
+		return wrapStream(st.startSSE())
+	}
+	return nil
+}
+
+// prime writes a priming event: an id, the retry field and empty data,
+// starting the SSE response first if needed.
+func (st *stream) prime(id string, retry time.Duration) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error { return writePriming(st.w, id, retry) }, false)
+}
+
+// sendEvent writes one event (without an id when id is ""), starting the
+// SSE response first if needed; final ends the response after it. A write
+// failure ends the response too.
+func (st *stream) sendEvent(id string, data []byte, final bool) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error { return writeEvent(st.w, id, data) }, final)
+}
+
+// replay starts the SSE response and writes events.
+func (st *stream) replay(events []Event) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.writeLocked(func() error {
+		for _, ev := range events {
+			var err error
+			if len(ev.Data) == 0 {
+				err = writePriming(st.w, ev.ID, 0)
+			} else {
+				err = writeEvent(st.w, ev.ID, ev.Data)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, false)
+}
+
+// writeLocked runs write on the SSE response and flushes; st.mu is held.
+func (st *stream) writeLocked(write func() error, final bool) error {
+	if st.shut || st.state == answeredJSON || st.finalled {
+		return transport.ErrStreamGone
+	}
+	if st.state == undecided {
+		if err := st.startSSE(); err != nil {
+			st.finish()
+			return wrapStream(err)
+		}
+	}
+	err := write()
+	if err == nil {
+		err = st.flush()
+	}
+	if err != nil || final {
+		st.finish()
+	}
+	return wrapStream(err)
+}
+
+// end finishes the response: its HTTP handler returns.
+func (st *stream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.finish()
+}
+
+// comment writes an SSE comment line.
+func (st *stream) comment(text string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.shut {
+		return transport.ErrStreamGone
+	}
+	if _, err := st.w.Write([]byte(": " + text + "\n\n")); err != nil {
+		return err
+	}
+	return st.flush()
 }

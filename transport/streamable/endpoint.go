@@ -32,8 +32,10 @@ const (
 	headerName            = "Mcp-Name"
 )
 
-// Handler is the MCP endpoint. It is safe for concurrent use.
-type Handler struct {
+// Endpoint is one MCP endpoint: an http.Handler serving POST, GET and DELETE
+// for 2025 sessions and 2026-07-28 stateless requests alike. It is safe for
+// concurrent use.
+type Endpoint struct {
 	srv Server
 	cfg config
 
@@ -43,19 +45,19 @@ type Handler struct {
 	serving  sync.WaitGroup // Serve calls of 2025-era sessions
 }
 
-var _ http.Handler = (*Handler)(nil)
+var _ http.Handler = (*Endpoint)(nil)
 
-// New returns a Handler that serves MCP for srv.
-func New(srv Server, opts ...Option) *Handler {
+// New returns an Endpoint that serves MCP for srv.
+func New(srv Server, opts ...Option) *Endpoint {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	return &Handler{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
+	return &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
 }
 
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r) || !h.originAllowed(r) {
 		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
 		return
@@ -76,7 +78,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close ends every session at once, as DELETE would, and waits for their
 // Serve calls to return. Use it after the server's Shutdown drained them;
 // new sessions are refused afterwards.
-func (h *Handler) Close() error {
+func (h *Endpoint) Close() error {
 	h.mu.Lock()
 	h.closed = true
 	sessions := make([]*session, 0, len(h.sessions))
@@ -93,7 +95,7 @@ func (h *Handler) Close() error {
 
 var errHandlerClosed = errors.New("streamable: handler closed")
 
-func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
 		return
@@ -133,7 +135,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 
 // isStateless reports whether a POST belongs to the 2026-07-28 era: by its
 // version header, or (with no session) by the version in its _meta.
-func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
+func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		return true
 	}
@@ -149,7 +151,7 @@ func (h *Handler) isStateless(r *http.Request, msg transport.Message) bool {
 }
 
 // sessionPost serves a POST of a 2025-era session.
-func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg transport.Message) {
 	req, isRequest := msg.(*transport.Request)
 	var reqID transport.ID // the id error answers carry, when there is one
 	if isRequest {
@@ -199,7 +201,7 @@ func (h *Handler) sessionPost(w http.ResponseWriter, r *http.Request, msg transp
 	s.serveRequest(w, r, req)
 }
 
-func (h *Handler) newSession(r *http.Request) (*session, int) {
+func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -217,7 +219,7 @@ func (h *Handler) newSession(r *http.Request) (*session, int) {
 	return s, 0
 }
 
-func (h *Handler) principalOf(r *http.Request) string {
+func (h *Endpoint) principalOf(r *http.Request) string {
 	if h.cfg.principal == nil {
 		return ""
 	}
@@ -225,7 +227,7 @@ func (h *Handler) principalOf(r *http.Request) string {
 }
 
 // lookup finds a live session by id for a request of the same principal.
-func (h *Handler) lookup(id string, r *http.Request) *session {
+func (h *Endpoint) lookup(id string, r *http.Request) *session {
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
@@ -235,7 +237,7 @@ func (h *Handler) lookup(id string, r *http.Request) *session {
 	return s
 }
 
-func (h *Handler) forget(s *session) {
+func (h *Endpoint) forget(s *session) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sessions[s.id] == s {
@@ -246,7 +248,7 @@ func (h *Handler) forget(s *session) {
 
 var errSessionEnded = errors.New("streamable: session ended")
 
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+func (h *Endpoint) get(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		w.Header().Set("Allow", "POST")
 		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
@@ -269,7 +271,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	s.serveGet(w, r)
 }
 
-func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
 		w.Header().Set("Allow", "POST")
 		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no sessions to delete")
@@ -328,7 +330,7 @@ func isJSONContentType(ct string) bool {
 
 // reject refuses an HTTP request with a JSON-RPC error body and tells the
 // reject hook why.
-func (h *Handler) reject(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, reason protocol.RejectReason, msg string) {
+func (h *Endpoint) reject(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, reason protocol.RejectReason, msg string) {
 	if h.cfg.onReject != nil {
 		h.cfg.onReject(reason)
 	}
