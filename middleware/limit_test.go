@@ -56,7 +56,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a slot freed in time",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.callTool(2, "hold")
 				synctest.Wait()
@@ -72,7 +72,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: rejected when the wait runs out",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				r.callTool(2, "hold")
 				synctest.Wait()
@@ -85,7 +85,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a client cancel ends the wait",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Hour))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.callTool(2, "hold")
 				synctest.Wait()
@@ -102,7 +102,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "Timeout outside bounds the wait",
 			mw: []server.Middleware{
 				middleware.Timeout(500 * time.Millisecond),
-				middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Hour)),
+				middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour)),
 			},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				t0 := time.Now()
@@ -120,7 +120,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitFor: per tool, negative is unlimited",
-			mw: []server.Middleware{middleware.ConcurrencyLimit(0, middleware.LimitFor(func(tool string) int {
+			mw: []server.Middleware{middleware.ConcurrencyLimit(0, middleware.WithLimitFor(func(tool string) int {
 				if tool == "hold" {
 					return 1
 				}
@@ -155,8 +155,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, tt.mw)
-				g := addGuardTools(t, r.srv)
-				r.m.SetToolNames(r.srv.ToolNames())
+				g := addGuardTools(t, r.srv) // labeled from the live registry
 				r.start(nil)
 				r.initialize(nil)
 				tt.run(t, r, g)

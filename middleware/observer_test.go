@@ -38,7 +38,7 @@ func TestObserverRejectReasons(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			m := telemetry.NewMetrics()
-			middleware.Observer(m).MessageRejected(context.Background(), nil, tt.code, tt.reason)
+			middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, tt.code, tt.reason)
 			assert.Equal(t, map[string]float64{rejected(tt.want): 1}, series(t, m))
 		})
 	}

@@ -38,8 +38,8 @@ type rig struct {
 func newRig(t testing.TB, extra []server.Middleware, opts ...server.Option) *rig {
 	r := &rig{t: t, m: telemetry.NewMetrics(), reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(r.m)
-	mw := append([]server.Middleware{middleware.Metrics(r.m)}, extra...)
-	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.Observer(r.m))}, opts...)
+	mw := append([]server.Middleware{middleware.RecordMetrics(r.m)}, extra...)
+	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.MetricsObserver(r.m))}, opts...)
 	r.srv = server.New(opts...)
 	addTools(t, r.srv)
 	r.m.SetToolNames(r.srv.ToolNames())
@@ -88,7 +88,7 @@ func (r *rig) startCtx(ctx context.Context, wrap func(transport.Conn) transport.
 		conn = wrap(end)
 	}
 	r.client, r.conn, r.served = client, conn, make(chan error, 1)
-	inst := middleware.Instrument(r.srv, r.m, telemetry.TransportMemory)
+	inst := middleware.CountConns(r.srv, r.m, telemetry.TransportMemory)
 	go func() { r.served <- inst.Serve(ctx, conn) }()
 	return r
 }

@@ -1,0 +1,241 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// TestNewInstrumentationSelects checks which middleware NewInstrumentation
+// chains for its options: Recover always, the others when their option is
+// set.
+func TestNewInstrumentationSelects(t *testing.T) {
+	t.Parallel()
+	tp := sdktrace.NewTracerProvider()
+	discard := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name string
+		opts func() []middleware.Option // a fresh registry each time
+		want int
+	}{
+		{name: "zero: Recover only", opts: func() []middleware.Option { return nil }, want: 1},
+		{name: "tracing", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTracerProvider(tp)} }, want: 2},
+		{name: "metrics", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithRegisterer(prometheus.NewRegistry())}
+		}, want: 2},
+		{name: "logging", opts: func() []middleware.Option { return []middleware.Option{middleware.WithLogger(discard)} }, want: 2},
+		{name: "timeout", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTimeout(time.Second)} }, want: 2},
+		{name: "TimeoutFor", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 0 })}
+		}, want: 2},
+		{name: "limit", opts: func() []middleware.Option { return []middleware.Option{middleware.WithConcurrencyLimit(1)} }, want: 2},
+		{name: "LimitFor", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithLimitFor(func(string) int { return 1 })}
+		}, want: 2},
+		{name: "all", opts: func() []middleware.Option {
+			return []middleware.Option{
+				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(discard),
+				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
+			}
+		}, want: 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inst, err := middleware.NewInstrumentation(tt.opts()...)
+			require.NoError(t, err)
+			mw := inst.Middleware()
+			assert.Len(t, mw, tt.want)
+			assert.NotContains(t, mw, nil)
+		})
+	}
+}
+
+// TestInstrumentationServerOptions checks what ServerOptions holds: the
+// call middleware only with tracing, the observer only with something to
+// observe, and the metrics only with a registerer.
+func TestInstrumentationServerOptions(t *testing.T) {
+	t.Parallel()
+	bare, err := middleware.NewInstrumentation()
+	require.NoError(t, err)
+	assert.Len(t, bare.ServerOptions(), 1, "the chain alone")
+	assert.Nil(t, bare.Metrics())
+
+	reg := prometheus.NewRegistry()
+	full, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg),
+		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), middleware.WithObservers(nil, server.NopObserver{}))
+	require.NoError(t, err)
+	assert.Len(t, full.ServerOptions(), 3, "the chain, the call middleware, the observer")
+	require.NotNil(t, full.Metrics())
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	assert.NotEmpty(t, families, "the collector is registered")
+
+	_, err = middleware.NewInstrumentation(middleware.WithRegisterer(reg))
+	var already prometheus.AlreadyRegisteredError
+	require.ErrorAs(t, err, &already, "a second collector on the same registry")
+
+	var none *middleware.Instrumentation
+	assert.Nil(t, none.ServerOptions())
+	assert.Nil(t, none.Metrics())
+	assert.NotNil(t, none.ConnServer(server.New(), telemetry.TransportMemory))
+}
+
+// TestInstrumentationLearnsTools checks that the metrics label a tool
+// registered after the server was built, and after ConnServer, as itself
+// with no SetToolNames call; that a name the client made up, or a tool
+// removed, is labeled other; and that ConnServer creates the series of the
+// tools registered by then at zero.
+func TestInstrumentationLearnsTools(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()))
+		require.NoError(t, err)
+		m := inst.Metrics()
+		srv := server.New(inst.ServerOptions()...)
+		addTools(t, srv)
+		r := &rig{t: t, m: m, srv: srv}
+		client, end := memory.NewPair()
+		r.client, r.conn, r.served = client, end, make(chan error, 1)
+		before := testutil.CollectAndCount(m, telemetry.MetricOperationDuration)
+		conns := inst.ConnServer(srv, telemetry.TransportMemory)
+		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, telemetry.MetricOperationDuration),
+			"ConnServer creates a series per registered tool at zero")
+		go func() { r.served <- conns.Serve(context.Background(), end) }()
+		r.initialize(nil)
+		synctest.Wait()
+
+		require.NoError(t, srv.AddTool(server.Tool{Name: "late"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("late"), nil
+		}))
+		r.callTool(2, "late")
+		r.recvResponse(2)
+		r.callTool(3, "echo")
+		r.recvResponse(3)
+		r.callTool(4, "made-up")
+		r.recvResponse(4)
+		srv.RemoveTool("late")
+		r.callTool(5, "late")
+		r.recvResponse(5)
+		synctest.Wait()
+		r.close()
+
+		want := map[string]float64{
+			durCount("", "late", "tools/call"):        1,
+			durCount("", "echo", "tools/call"):        1,
+			durCount("-32602", "other", "tools/call"): 2,
+		}
+		assert.Equal(t, want, pick(series(t, m), slices.Collect(maps.Keys(want))...))
+	})
+}
+
+// TestInstrumentationOrder runs the full chain of NewInstrumentation in fake time and
+// checks what its order promises: a rejection by the limit, a recovered
+// panic and a timeout are each counted by Metrics as an error, logged by
+// Logging and an Error span of Tracing; the timeout is also a cancellation
+// with cause timeout, in the metrics and on the span.
+func TestInstrumentationOrder(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		spans := tracetest.NewSpanRecorder()
+		logs := newCapture(slog.LevelDebug)
+		inst, err := middleware.NewInstrumentation(
+			middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))),
+			middleware.WithPropagators(propagation.TraceContext{}),
+			middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithLogger(slog.New(logs)),
+			middleware.WithTimeout(time.Second),
+			middleware.WithConcurrencyLimit(1),
+		)
+		require.NoError(t, err)
+		m := inst.Metrics()
+		srv := server.New(inst.ServerOptions()...)
+		addTools(t, srv)
+		addGuardTools(t, srv)
+		r := (&rig{t: t, m: m, srv: srv}).start(nil)
+		r.initialize(nil)
+		synctest.Wait()
+		sid := sessionID(t, srv)
+
+		t0 := time.Now()
+		r.callTool(2, "hold")
+		synctest.Wait()
+		r.callTool(3, "hold")
+		busy(t, r.recvResponse(3), "hold")
+		synctest.Wait()
+		r.callTool(4, "panic")
+		assert.Equal(t, int64(server.CodeInternal), r.recvResponse(4).Error.Code)
+		synctest.Wait()
+		assert.Equal(t, int64(server.CodeRequestTimeout), r.recvResponse(2).Error.Code)
+		assert.Equal(t, time.Second, time.Since(t0))
+		r.close()
+
+		got := series(t, m)
+		want := map[string]float64{
+			finished("tools/call", "error"):           3,
+			durCount("-32000", "hold", "tools/call"):  1,
+			durCount("-32603", "panic", "tools/call"): 1,
+			durCount("-32001", "hold", "tools/call"):  1,
+			cancellations("tools/call", "timeout"):    1,
+		}
+		assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
+
+		lines := logs.lines(sid, "SID")
+		for i, l := range lines {
+			if cut := strings.Index(l, " stack="); cut >= 0 {
+				lines[i] = l[:cut] // the stack varies
+			}
+		}
+		call := func(id, tool string) string {
+			return "request method=tools/call tool=" + tool + " request_id=" + id + " session_id=SID"
+		}
+		assert.Equal(t, []string{
+			"INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok",
+			"WARN " + call("3", "hold") + ` duration=0s outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit`,
+			"ERROR handler panicked method=tools/call id=4 panic=boom",
+			"WARN " + call("4", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom",
+			"WARN " + call("2", "hold") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout",
+		}, lines)
+
+		var ended []string
+		for _, s := range spans.Ended() {
+			line := fmt.Sprintf("%s %s %q", s.Name(), s.Status().Code, s.Status().Description)
+			for _, e := range s.Events() {
+				line += " " + e.Name
+				for _, a := range e.Attributes {
+					if a.Key == telemetry.CancelCauseKey {
+						line += "(" + a.Value.AsString() + ")"
+					}
+				}
+			}
+			ended = append(ended, line)
+		}
+		slices.Sort(ended)
+		assert.Equal(t, []string{
+			`initialize Unset ""`,
+			`notifications/initialized Unset ""`,
+			`tools/call hold Error "request timed out" cancelled(timeout)`,
+			`tools/call hold Error "server busy: tool \"hold\" is at its concurrency limit"`,
+			`tools/call panic Error "internal error" exception`,
+		}, ended)
+	})
+}
