@@ -157,7 +157,9 @@ func ExampleNewInstrumentation() {
 		_, _ = client.Read(context.Background())
 	}
 	_ = client.Close()
-	<-served
+	if err := <-served; err != nil {
+		fmt.Println("serve:", err)
+	}
 
 	families, _ := reg.Gather()
 	for _, mf := range families {
