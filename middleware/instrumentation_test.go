@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -239,3 +240,36 @@ func TestInstrumentationOrder(t *testing.T) {
 		}, ended)
 	})
 }
+
+// TestInstrumentationOptions checks that WithMetricsOptions reaches the
+// collector and that an observer of WithObservers sees the sessions next to
+// the metrics observer.
+func TestInstrumentationOptions(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var obs sessionCounter
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")), middleware.WithObservers(&obs))
+		require.NoError(t, err)
+		inst.Metrics().RequestStarted("x/custom")
+		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
+
+		srv := server.New(inst.ServerOptions()...)
+		client, end := memory.NewPair()
+		served := make(chan error, 1)
+		go func() { served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end) }()
+		synctest.Wait()
+		_ = client.Close()
+		require.NoError(t, <-served)
+		assert.Equal(t, int32(1), obs.started.Load())
+		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
+	})
+}
+
+// sessionCounter counts the sessions it sees start.
+type sessionCounter struct {
+	server.NopObserver
+	started atomic.Int32
+}
+
+func (c *sessionCounter) SessionStarted(context.Context, *server.Session) { c.started.Add(1) }
