@@ -39,8 +39,8 @@ func TestAccountingLaw(t *testing.T) {
 
 	m := telemetry.NewMetrics()
 	srv := server.New(
-		server.WithMiddleware(middleware.Metrics(m)),
-		server.WithObserver(middleware.Observer(m)),
+		server.WithMiddleware(middleware.RecordMetrics(m)),
+		server.WithObserver(middleware.MetricsObserver(m)),
 	)
 	addTools(t, srv)
 	release := make(chan struct{}) // "wait" handlers return when it closes or their context ends
@@ -53,7 +53,6 @@ func TestAccountingLaw(t *testing.T) {
 				return &server.CallToolResult{}, nil
 			}
 		}))
-	m.SetToolNames(srv.ToolNames())
 
 	var answered, ended atomic.Int64
 	var releaseOnce sync.Once
@@ -112,7 +111,7 @@ func runLawSession(t *testing.T, srv *server.Server, m *telemetry.Metrics, rng *
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
-		served <- middleware.Instrument(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
+		served <- middleware.CountConns(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
 	}()
 
 	const lastID = 1 << 20

@@ -22,7 +22,7 @@ import (
 // between them (none, instrumented, instrumented, none, ...), so that both
 // see the same moments of the machine. b.N requests go to each. The
 // instrumented servers: the full chain sampling every request, the same
-// with Instrument counting traffic, the full chain sampling 1% of traces,
+// with CountConns counting traffic, the full chain sampling 1% of traces,
 // and the bare SDK span (see BenchmarkHTTPEchoSpanOnly). Reported:
 // both throughputs, cost-% (the throughput lost, 100 × (1 − instrumented ÷
 // none)) and cpu-cost-% (the CPU time per request added, in percent).
@@ -36,7 +36,7 @@ func BenchmarkHTTPEchoOverhead(b *testing.B) {
 		var m *telemetry.Metrics
 		srv := benchFullChain(b, &m)
 		benchOverhead(b, srv, func(s streamable.Server) streamable.Server {
-			return middleware.Instrument(s, m, telemetry.TransportStreamableHTTP)
+			return middleware.CountConns(s, m, telemetry.TransportStreamableHTTP)
 		})
 	})
 	b.Run("FullChainSampled1pct", func(b *testing.B) {

@@ -4,7 +4,7 @@ package middleware_test
 // Streamable HTTP, 32 concurrent clients each with a 2025 session, without
 // middleware and with the full chain (Tracing sampling every request into a
 // batching span processor whose exporter discards, Metrics registered with a
-// registry, Recover and the Observer; ...Traffic adds Instrument counting
+// registry, Recover and the Observer; ...Traffic adds CountConns counting
 // every message). The cost is the ratio of the req/s from one run of all:
 //
 //	go test -run '^$' -bench 'HTTPEcho' -benchtime=3s -count=3 ./middleware/
@@ -185,20 +185,20 @@ func benchSpanOnly(b *testing.B) *server.Server {
 	return server.New(server.WithMiddleware(span))
 }
 
-// BenchmarkHTTPEchoFullChain: the chain middleware.Standard builds with a
-// tracer provider and metrics: Tracing (every request sampled into a
-// batching processor), Metrics and Recover, with the Observer.
+// BenchmarkHTTPEchoFullChain: what middleware.NewInstrumentation builds with
+// a tracer provider and a registerer: Tracing (every request sampled into a
+// batching processor), RecordMetrics and Recover, with MetricsObserver.
 func BenchmarkHTTPEchoFullChain(b *testing.B) {
 	benchEcho(b, benchFullChain(b, nil), nil)
 }
 
-// BenchmarkHTTPEchoFullChainTraffic: the full chain and Instrument counting
+// BenchmarkHTTPEchoFullChainTraffic: the full chain and CountConns counting
 // every message and its bytes, as cmd/vigil serves.
 func BenchmarkHTTPEchoFullChainTraffic(b *testing.B) {
 	var m *telemetry.Metrics
 	srv := benchFullChain(b, &m)
 	benchEcho(b, srv, func(s streamable.Server) streamable.Server {
-		return middleware.Instrument(s, m, telemetry.TransportStreamableHTTP)
+		return middleware.CountConns(s, m, telemetry.TransportStreamableHTTP)
 	})
 }
 
@@ -208,15 +208,16 @@ func benchFullChain(b *testing.B, metrics **telemetry.Metrics) *server.Server {
 	return benchFullChainWith(benchTracerProvider(b), metrics)
 }
 
-// benchFullChainWith is benchFullChain with the given tracer provider.
+// benchFullChainWith is benchFullChain with the given tracer provider. The
+// echo tool is registered after the server is built: its label comes from
+// the live registry.
 func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **telemetry.Metrics) *server.Server {
-	m := telemetry.NewMetrics(telemetry.WithToolNames("echo"))
-	prometheus.NewRegistry().MustRegister(m)
-	if metrics != nil {
-		*metrics = m
+	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		panic(err)
 	}
-	return server.New(
-		server.WithMiddleware(middleware.Standard(middleware.StandardConfig{TracerProvider: tp, Metrics: m})...),
-		server.WithObserver(middleware.Observer(m)),
-	)
+	if metrics != nil {
+		*metrics = inst.Metrics()
+	}
+	return server.New(inst.ServerOptions()...)
 }

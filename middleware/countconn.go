@@ -14,14 +14,14 @@ type ConnServer interface {
 	Serve(ctx context.Context, conn transport.Conn) error
 }
 
-// Instrument returns a ConnServer that serves each connection with srv,
+// CountConns returns a ConnServer that serves each connection with srv,
 // wrapped by [CountConn] and with transportName in the Serve context (see
 // [ContextWithTransport]), so that the session, write-error and traffic
 // metrics carry the transport label. Wrap the server you hand to a
-// transport with it, e.g. streamable.New(middleware.Instrument(srv, m,
-// telemetry.TransportStreamableHTTP)). With a nil m it only labels the
-// context.
-func Instrument(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
+// transport with it, e.g. streamable.New(middleware.CountConns(srv, m,
+// telemetry.TransportStreamableHTTP)), or let [Instrumentation.ConnServer]
+// do it. With a nil m it only labels the context.
+func CountConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
 	return instrumented{srv: srv, m: m, name: transportName}
 }
 
@@ -42,7 +42,7 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // a newline or SSE fields); measuring it costs one extra encoding per
 // message. A frame that does not decode counts as kind invalid with no
 // bytes. Writes count whether or not they succeed (failures are counted by
-// class by [Observer]). The returned Conn has c's concurrency contract, and
+// class by [MetricsObserver]). The returned Conn has c's concurrency contract, and
 // implements [transport.Inline] when c does (the messages it dispatches are
 // counted as received, like those Read returns); with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {

@@ -24,7 +24,7 @@ func encodedLen(t *testing.T, m transport.Message) float64 {
 }
 
 // TestTrafficCounters checks the message and byte counters of a session
-// served through Instrument: what the client wrote is what was received,
+// served through CountConns: what the client wrote is what was received,
 // what it read is what was sent, byte for byte.
 func TestTrafficCounters(t *testing.T) {
 	t.Parallel()
@@ -110,9 +110,9 @@ func TestNilMetricsPassThrough(t *testing.T) {
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	assert.Same(t, end, middleware.CountConn(end, nil, "stdio"))
-	assert.NotNil(t, middleware.Observer(nil))
+	assert.NotNil(t, middleware.MetricsObserver(nil))
 	called := false
-	h := middleware.Metrics(nil)(func(context.Context, *server.Request) (any, error) {
+	h := middleware.RecordMetrics(nil)(func(context.Context, *server.Request) (any, error) {
 		called = true
 		return nil, nil
 	})

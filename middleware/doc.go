@@ -1,32 +1,45 @@
-// Package middleware instruments and guards a Vigil server from the outside:
-// each constructor returns a server.Middleware ([Tracing], [Metrics], ...) or a
-// server.Observer ([Observer]) built from the server package's exported types
-// and recorded through the telemetry package. It also wraps connections
-// ([CountConn], [Instrument]) to count traffic per transport.
+// Package middleware instruments and guards a Vigil server from the outside,
+// built from the server package's exported types and recorded through the
+// telemetry package.
 //
-// Tracing gives every request and notification a SERVER span per the
+// Start with [NewInstrumentation]: one call, with one set of options
+// ([WithTracerProvider], [WithRegisterer], [WithLogger], ...), yields an
+// [Instrumentation] holding everything: the options for server.New
+// ([Instrumentation.ServerOptions]: the middleware chain, the CLIENT spans
+// of the server's requests to clients, the metrics observer) and the
+// wrapper of the server a transport serves ([Instrumentation.ConnServer]:
+// the transport label and the traffic counters). The metrics learn the tool
+// names from the server's live registry.
+//
+// The parts are usable alone. Each of these returns a server.Middleware:
+// [Tracing] gives every request and notification a SERVER span per the
 // OpenTelemetry MCP conventions, parented on the traceparent in
-// params._meta; [TracingCalls], a server.CallMiddleware, gives the server's
-// requests to the client CLIENT spans and injects their context into
-// _meta; [LogHandler] adds the trace, span, session and request ids to log
-// records. They take a trace.TracerProvider and a propagator as options
-// (the OTel globals by default, read, never set).
+// params._meta; [RecordMetrics] records every request in a
+// telemetry.Metrics; [Logging] writes one record per request; [Recover]
+// turns a panic into a -32603 answer; [Timeout] cancels the handler's
+// context with server.ErrHandlerTimeout, answered -32001;
+// [ConcurrencyLimit] bounds the calls per tool, over it -32000.
+// [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
+// to the client, their context injected into _meta); [MetricsObserver] is a
+// server.Observer (sessions, dropped responses, failed writes, rejected
+// messages); [CountConn] and [CountConns] count traffic per transport;
+// [LogHandler] adds the trace, span, session and request ids to log
+// records.
 //
-// It imports server, transport and telemetry, and the OpenTelemetry API
-// (never the SDK); the server package never imports it. Nothing here is
-// global: the caller creates a telemetry.Metrics, registers it with its own
-// Prometheus registry, and passes it in.
+// The package has one [Option] type: every constructor reads the options
+// that concern it. The documented order of the chain, which
+// NewInstrumentation builds, is Tracing, Metrics, Logging, Recover,
+// Timeout, ConcurrencyLimit, then the application's middleware: the span
+// covers everything, the metrics see the trace id for exemplars and a
+// recovered panic, a timeout or a rejection as an error, and every request
+// is logged.
 //
-// The middleware that guard a request are [Recover] (a panic becomes a
-// -32603 answer), [Timeout] (the handler's context is cancelled with
-// server.ErrHandlerTimeout, answered -32001), [ConcurrencyLimit] (calls per
-// tool, over it -32000) and [Logging] (one record per request). Each is
-// usable alone; [Standard] returns a selection of them in the documented
-// order: Tracing, Metrics, Logging, Recover, Timeout, ConcurrencyLimit,
-// then the application's middleware. The span covers everything, the
-// metrics see the trace id for exemplars and a recovered panic, a timeout
-// or a rejection as an error, and every request is logged.
+// It imports server, transport and telemetry, the OpenTelemetry API (never
+// the SDK) and the Prometheus client; the server package never imports it.
+// Nothing here is global: the caller passes its own registerer and tracer
+// provider (without a provider, Tracing and TracingCalls alone read the
+// OTel globals, never set them; NewInstrumentation then traces nothing).
 //
-// Read Example_standard (a server with all of them) first, then
-// ExampleMetrics and ExampleTracing.
+// Read ExampleNewInstrumentation first, then Example_instrumentation (every
+// part at work), ExampleRecordMetrics and ExampleTracing.
 package middleware

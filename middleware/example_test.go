@@ -15,29 +15,31 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// ExampleMetrics wires a server to Prometheus: the Metrics middleware and
-// the Observer record into one collector, Instrument labels the transport
-// and counts traffic, and the caller registers the collector with its own
-// registry (cmd/vigil serves it with promhttp.HandlerFor).
-func ExampleMetrics() {
+// ExampleRecordMetrics wires a server to Prometheus by hand, as
+// NewInstrumentation does: the RecordMetrics middleware and the
+// MetricsObserver record into one collector, CountConns labels the
+// transport and counts traffic, and the caller registers the collector
+// with its own registry (cmd/vigil serves it with promhttp.HandlerFor).
+// Registered tools are labeled as themselves, from the server's live
+// registry; other names as "other".
+func ExampleRecordMetrics() {
 	m := telemetry.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 
 	srv := server.New(
-		server.WithMiddleware(middleware.Metrics(m)), // after Tracing, before Recover and Timeout
-		server.WithObserver(middleware.Observer(m)),
+		server.WithMiddleware(middleware.RecordMetrics(m)), // after Tracing, before Recover and Timeout
+		server.WithObserver(middleware.MetricsObserver(m)),
 	)
 	_ = srv.AddTool(server.Tool{Name: "greet", Description: "says hello"},
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: "hello"}}}, nil
 		})
-	m.SetToolNames(srv.ToolNames()) // registered tools label as themselves, others as "other"
 
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
-		served <- middleware.Instrument(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
+		served <- middleware.CountConns(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
 	}()
 	call := func(id int64, method, params string) {
 		_ = client.Write(context.Background(), &transport.Request{ID: transport.Int64ID(id), Method: method, Params: json.RawMessage(params)})

@@ -26,7 +26,7 @@ import (
 func ExampleTracing() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	opts := []middleware.TracingOption{
+	opts := []middleware.Option{
 		middleware.WithTracerProvider(tp),
 		middleware.WithPropagators(propagation.TraceContext{}),
 	}

@@ -1,8 +1,8 @@
 package middleware_test
 
 // The HTTP chaos test: many clients over loopback Streamable HTTP, the full
-// chain of Standard, and a seeded random mix of calls that succeed, fail,
-// time out, are aborted by the client, cancelled with
+// chain of NewInstrumentation, and a seeded random mix of calls that
+// succeed, fail, time out, are aborted by the client, cancelled with
 // notifications/cancelled, or cut off by a DELETE of their session. The
 // clients record what they did (the ground truth); once the server has
 // sealed every request, the metrics must equal it exactly.
@@ -155,7 +155,7 @@ func newChaosTruth() chaosTruth {
 	return chaosTruth{outcomes: map[string]int{}, causes: map[string]int{}, reasons: map[string]int{}}
 }
 
-// chaosServer is the full chain of Standard behind Streamable HTTP.
+// chaosServer is the full chain of NewInstrumentation behind Streamable HTTP.
 type chaosServer struct {
 	url    string
 	client *http.Client
@@ -166,24 +166,22 @@ type chaosServer struct {
 }
 
 func newChaosServer(t *testing.T) *chaosServer {
-	cs := &chaosServer{board: newChaosBoard(), m: telemetry.NewMetrics(), spans: tracetest.NewSpanRecorder(), logs: newCapture(slog.LevelDebug)}
-	prometheus.NewRegistry().MustRegister(cs.m)
-	mw := middleware.Standard(middleware.StandardConfig{
-		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(cs.spans)),
-		Metrics:        cs.m,
-		Logger:         slog.New(cs.logs),
-		TimeoutFor: func(req *server.Request) time.Duration {
+	cs := &chaosServer{board: newChaosBoard(), spans: tracetest.NewSpanRecorder(), logs: newCapture(slog.LevelDebug)}
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(cs.spans))),
+		middleware.WithRegisterer(prometheus.NewRegistry()),
+		middleware.WithLogger(slog.New(cs.logs)),
+		middleware.WithTimeoutFor(func(req *server.Request) time.Duration {
 			if req.Name == "slow" {
 				return 20 * time.Millisecond
 			}
 			return 0
-		},
-		ConcurrencyLimit: 1000, // never reached: it must not change the truth
-	})
-	srv := server.New(
-		server.WithMiddleware(append(mw, cs.board.middleware)...),
-		server.WithObserver(middleware.Observer(cs.m)),
+		}),
+		middleware.WithConcurrencyLimit(1000), // never reached: it must not change the truth
 	)
+	require.NoError(t, err)
+	cs.m = inst.Metrics()
+	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(cs.board.middleware))...)
 	wait := func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		var key string
 		_ = json.Unmarshal(req.Request.Meta[chaosKeyMeta], &key)
@@ -205,8 +203,7 @@ func newChaosServer(t *testing.T) *chaosServer {
 	for name, h := range tools {
 		require.NoError(t, srv.AddTool(server.Tool{Name: name}, h))
 	}
-	cs.m.SetToolNames(srv.ToolNames())
-	h := streamable.New(middleware.Instrument(srv, cs.m, telemetry.TransportStreamableHTTP))
+	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP))
 	ts := httptest.NewServer(h)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	cs.url, cs.client = ts.URL, &http.Client{Transport: tr}

@@ -10,62 +10,34 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// LimitOption configures [ConcurrencyLimit].
-type LimitOption interface{ applyLimit(*limitConfig) }
-
-type limitOptionFunc func(*limitConfig)
-
-func (f limitOptionFunc) applyLimit(c *limitConfig) { f(c) }
-
+// limitConfig is what ConcurrencyLimit uses of the options.
 type limitConfig struct {
 	wait    time.Duration
 	forTool func(tool string) int
-}
-
-// LimitWait makes a call over the limit wait up to d for a slot instead of
-// being rejected at once (waiters are not served in arrival order). It is
-// rejected when d passes first; if its context ends first (a client cancel,
-// a timeout from [Timeout] outside), it returns the context's cause.
-// d <= 0 means reject at once, the default.
-func LimitWait(d time.Duration) LimitOption {
-	return limitOptionFunc(func(c *limitConfig) { c.wait = d })
-}
-
-// LimitFor sets a per-tool limit: f returns how many calls of tool may run
-// at once, 0 for ConcurrencyLimit's default n, or a negative number for no
-// limit. It is called concurrently, with the name as the client sent it,
-// and must be safe for that; it should give a tool the same limit every
-// time (a tool's semaphore is sized by the call that creates it). A nil f
-// is ignored.
-func LimitFor(f func(tool string) int) LimitOption {
-	return limitOptionFunc(func(c *limitConfig) { c.forTool = f })
 }
 
 // ConcurrencyLimit returns middleware that lets at most n calls of each
 // tool run at once (tools/call only, by tool name; other methods pass).
 // A call over its tool's limit is answered [protocol.CodeServerBusy] (-32000,
 // "server busy: tool ... is at its concurrency limit") at once, or after
-// waiting up to [LimitWait] for a slot. A slot is held until the chain
+// waiting up to [WithLimitWait] for a slot. A slot is held until the chain
 // below returns; for a task-augmented call that is when the task is
 // created, not when it finishes.
 //
-// n <= 0 means no default limit: without [LimitFor] the middleware is the
-// identity. Memory is bounded by the calls in flight: a tool's semaphore
-// exists only while calls of it run or wait, so unknown names sent by a
-// client cost nothing once answered. The returned middleware is safe for
-// concurrent use; each call of ConcurrencyLimit makes independent
-// semaphores.
+// It reads [WithLimitFor] and [WithLimitWait]. n <= 0 means no default
+// limit: without WithLimitFor the middleware is the identity. Memory is
+// bounded by the calls in flight: a tool's semaphore exists only while
+// calls of it run or wait, so unknown names sent by a client cost nothing
+// once answered. The returned middleware is safe for concurrent use; each
+// call of ConcurrencyLimit makes independent semaphores.
 //
-// Place it inside [Timeout] (see [Standard]), so that the time a call
-// waits for a slot counts against its timeout, and inside [Metrics], which
-// then counts rejections as errors with error_type -32000.
-func ConcurrencyLimit(n int, opts ...LimitOption) server.Middleware {
-	var cfg limitConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyLimit(&cfg)
-		}
-	}
+// Place it inside [Timeout] (see [NewInstrumentation]), so that the time a
+// call waits for a slot counts against its timeout, and inside
+// [RecordMetrics], which then counts rejections as errors with error_type
+// -32000.
+func ConcurrencyLimit(n int, opts ...Option) server.Middleware {
+	c := newConfig(opts)
+	cfg := limitConfig{wait: c.limitWait, forTool: c.limitFor}
 	if n <= 0 && cfg.forTool == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}

@@ -58,7 +58,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a slot freed in time",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -74,7 +74,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: rejected when the wait runs out",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Second))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -87,7 +87,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a client cancel ends the wait",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Hour))},
+			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour))},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -104,7 +104,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			name: "Timeout outside bounds the wait",
 			mw: []server.Middleware{
 				middleware.Timeout(500 * time.Millisecond),
-				middleware.ConcurrencyLimit(1, middleware.LimitWait(time.Hour)),
+				middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour)),
 			},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				t0 := time.Now()
@@ -122,7 +122,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitFor: per tool, negative is unlimited",
-			mw: []server.Middleware{middleware.ConcurrencyLimit(0, middleware.LimitFor(func(tool string) int {
+			mw: []server.Middleware{middleware.ConcurrencyLimit(0, middleware.WithLimitFor(func(tool string) int {
 				if tool == "hold" {
 					return 1
 				}
@@ -157,8 +157,7 @@ func TestConcurrencyLimit(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, tt.mw)
-				g := addGuardTools(t, r.srv)
-				r.m.SetToolNames(r.srv.ToolNames())
+				g := addGuardTools(t, r.srv) // labeled from the live registry
 				r.start(nil)
 				r.Initialize("", nil)
 				tt.run(t, r, g)

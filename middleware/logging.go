@@ -26,24 +26,6 @@ const (
 	LogToolError = "tool_error" // true for a tool result with isError set
 )
 
-// LoggingOption configures [Logging].
-type LoggingOption interface{ applyLogging(*loggingConfig) }
-
-type loggingOptionFunc func(*loggingConfig)
-
-func (f loggingOptionFunc) applyLogging(c *loggingConfig) { f(c) }
-
-type loggingConfig struct {
-	level func(*server.Request, server.Outcome) slog.Level
-}
-
-// LogLevelFunc sets how the level of a request's record is chosen, from
-// the request and its outcome; nil, or no option, means [DefaultLogLevel].
-// f is called concurrently and must be safe for that.
-func LogLevelFunc(f func(req *server.Request, out server.Outcome) slog.Level) LoggingOption {
-	return loggingOptionFunc(func(c *loggingConfig) { c.level = f })
-}
-
 // DefaultLogLevel is the level [Logging] logs a request at by default:
 // Debug for a request the client cancelled (notifications/cancelled: the
 // client knows), Info for other cancellations and dropped responses (the
@@ -74,7 +56,7 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 //     session_id (left out for a stateless request) and duration (since
 //     the core read the request);
 //   - outcome: ok, error, cancelled or dropped, in the precedence of
-//     [Metrics], so that logs and metrics agree;
+//     [RecordMetrics], so that logs and metrics agree;
 //   - for error: code (the JSON-RPC code answered) and error (the text of
 //     the error the chain returned, which the client may not have seen;
 //     cause "timeout" too for -32001);
@@ -83,7 +65,7 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 //   - for dropped: reason, and error (the write error) if there was one;
 //   - for ok: tool_error=true when a tool result has isError set.
 //
-// The level comes from [DefaultLogLevel] or [LogLevelFunc]; nothing is
+// The level comes from [DefaultLogLevel] or [WithLogLevel]; nothing is
 // built for a level the logger does not enable. The record is logged with
 // the handler's context as Logging received it, so that a [LogHandler]
 // adds the trace and span ids (it does not add request_id and session_id
@@ -93,19 +75,14 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 // Place it inside [Tracing], for the trace ids, and outside the middleware
 // that may answer without calling the handler ([ConcurrencyLimit]) or cut
 // it short ([Timeout], [Recover]), so that every request is logged; the
-// order of [Standard] puts it right after [Metrics].
-func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
+// order of [NewInstrumentation] puts it right after [RecordMetrics].
+func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 	if logger == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	cfg := loggingConfig{level: DefaultLogLevel}
-	for _, o := range opts {
-		if o != nil {
-			o.applyLogging(&cfg)
-		}
-	}
-	if cfg.level == nil {
-		cfg.level = DefaultLogLevel
+	level := newConfig(opts).logLevel
+	if level == nil {
+		level = DefaultLogLevel
 	}
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
@@ -117,7 +94,7 @@ func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
 				start = time.Now()
 			}
 			req.OnDone(func(out server.Outcome) {
-				level := cfg.level(req, out)
+				level := level(req, out)
 				if !logger.Enabled(ctx, level) {
 					return
 				}

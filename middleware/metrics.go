@@ -13,13 +13,18 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// Metrics returns middleware that records every request in m: it counts the
+// RecordMetrics returns middleware that records every request in m: it counts the
 // request as started and in flight on its way in, and when the core seals
 // the request's outcome (see server.Request.OnDone: the response written, or
 // the decision not to write one) it counts the outcome, observes the duration
 // since receipt, ends the in-flight count and counts a cancellation.
-// Notifications pass through uncounted (the transport counters of [Instrument]
+// Notifications pass through uncounted (the transport counters of [CountConns]
 // and [CountConn] count them as messages). With a nil m it returns the identity.
+//
+// A tools/call is labeled with its tool name when the tool is registered
+// with the session's server when the request ends ([server.Server.HasTool],
+// the live registry, so tools added later count as themselves) or on m's
+// allow-list, and "other" otherwise.
 //
 // Each request ends in exactly one outcome, decided in this order:
 //
@@ -35,13 +40,13 @@ import (
 // the chain ([server.ErrHandlerTimeout], say from a Timeout middleware inside
 // this one, or a deadline) made the handler answer with an error: that
 // request's outcome is error (-32001 for ErrHandlerTimeout).
-// Dropped responses are counted by [Observer], which sees drops this
+// Dropped responses are counted by [MetricsObserver], which sees drops this
 // middleware cannot (requests read after the writer broke).
 //
 // Place it right inside Tracing and outside Recover and Timeout: the trace id
 // of a sampled span in the request's context becomes the exemplar of the
 // duration and the finished count.
-func Metrics(m *telemetry.Metrics) server.Middleware {
+func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
@@ -72,22 +77,24 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}
-	tool := ""
+	tool, registered := "", false
 	if req.Method == "tools/call" {
 		tool = req.Name
+		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
 	}
 	m.RequestFinished(telemetry.RequestEnd{
-		Method:    req.Method,
-		Tool:      tool,
-		Outcome:   outcome,
-		ErrorType: errType,
-		Duration:  time.Since(start),
-		Trace:     traceID,
+		Method:         req.Method,
+		Tool:           tool,
+		ToolRegistered: registered,
+		Outcome:        outcome,
+		ErrorType:      errType,
+		Duration:       time.Since(start),
+		Trace:          traceID,
 	})
 }
 
 // classifyOutcome returns a request's outcome and error type, in the
-// precedence documented on [Metrics].
+// precedence documented on [RecordMetrics].
 func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:

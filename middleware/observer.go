@@ -10,16 +10,17 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// Observer returns a server.Observer that records in m what only the session
-// core sees: sessions active and their duration by the cause that ended them,
-// responses dropped by reason, failed writes by class, server-to-client
-// requests failed at close, and messages rejected before a handler by
-// reason. The transport label comes from the Serve context (see
-// [ContextWithTransport]). Cancellations and request outcomes are recorded
-// by [Metrics], which sees them all; use both. Combine it with other
-// observers through server.Observers. With a nil m it does nothing. It is
-// safe for concurrent use.
-func Observer(m *telemetry.Metrics) server.Observer {
+// MetricsObserver returns a server.Observer that records in m what only
+// the session core sees: sessions active and their duration by the cause
+// that ended them, responses dropped by reason, failed writes by class,
+// server-to-client requests failed at close, and messages rejected before
+// a handler by reason. The transport label comes from the Serve context
+// (see [ContextWithTransport]). Cancellations and request outcomes are
+// recorded by [RecordMetrics], which sees them all; use both
+// ([NewInstrumentation] does). Combine it with other observers through
+// server.Observers. With a nil m it does nothing. It is safe for
+// concurrent use.
+func MetricsObserver(m *telemetry.Metrics) server.Observer {
 	if m == nil {
 		return server.NopObserver{}
 	}

@@ -20,12 +20,12 @@ func TestObserverRejectReasons(t *testing.T) {
 		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
 			m := telemetry.NewMetrics()
-			middleware.Observer(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
+			middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
 			assert.Equal(t, map[string]float64{rejected(reason.String()): 1}, series(t, m))
 		})
 	}
 	m := telemetry.NewMetrics()
-	middleware.Observer(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
+	middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
 	assert.Equal(t, map[string]float64{rejected(telemetry.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
 

@@ -32,8 +32,8 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // to the Observer (HandlerPanicked) and to the server's logger. A panic
 // that Recover catches never reaches the core: the Observer is not told.
 // What Recover adds is that the middleware outside it see the panic as an
-// ordinary error return: place it inside [Metrics] and [Tracing] (see
-// [Standard]) so that the request is counted with outcome error and
+// ordinary error return: place it inside [RecordMetrics] and [Tracing]
+// (see [NewInstrumentation]) so that the request is counted with outcome error and
 // error_type -32603, and its span ends with status Error and the panic as
 // an exception event.
 //

@@ -36,11 +36,10 @@ type rig struct {
 func newRig(t testing.TB, extra []server.Middleware, opts ...server.Option) *rig {
 	r := &rig{t: t, m: telemetry.NewMetrics(), reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(r.m)
-	mw := append([]server.Middleware{middleware.Metrics(r.m)}, extra...)
-	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.Observer(r.m))}, opts...)
+	mw := append([]server.Middleware{middleware.RecordMetrics(r.m)}, extra...)
+	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.MetricsObserver(r.m))}, opts...)
 	r.srv = server.New(opts...)
 	addTools(t, r.srv)
-	r.m.SetToolNames(r.srv.ToolNames())
 	return r
 }
 
@@ -80,7 +79,7 @@ func (r *rig) start(wrap func(transport.Conn) transport.Conn) *rig {
 
 // startCtx serves one session with ctx as the Serve context.
 func (r *rig) startCtx(ctx context.Context, wrap func(transport.Conn) transport.Conn) *rig {
-	inst := middleware.Instrument(r.srv, r.m, telemetry.TransportMemory)
+	inst := middleware.CountConns(r.srv, r.m, telemetry.TransportMemory)
 	r.Client = mcptest.Pipe(r.t, inst, mcptest.WithServeContext(ctx),
 		mcptest.WithServerConn(func(end transport.Conn) transport.Conn {
 			r.conn = end

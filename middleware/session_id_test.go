@@ -47,7 +47,7 @@ func TestSessionIDThroughInstrument(t *testing.T) {
 	require.NoError(t, srv.AddTool(server.Tool{Name: "whoami"}, func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text(req.Request.Session.ID()), nil
 	}))
-	h := streamable.New(middleware.Instrument(srv, m, telemetry.TransportStreamableHTTP))
+	h := streamable.New(middleware.CountConns(srv, m, telemetry.TransportStreamableHTTP))
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	defer func() { _ = h.Close() }()

@@ -8,26 +8,6 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// TimeoutOption configures [Timeout].
-type TimeoutOption interface{ applyTimeout(*timeoutConfig) }
-
-type timeoutOptionFunc func(*timeoutConfig)
-
-func (f timeoutOptionFunc) applyTimeout(c *timeoutConfig) { f(c) }
-
-type timeoutConfig struct {
-	forReq func(*server.Request) time.Duration
-}
-
-// TimeoutFor sets a per-request timeout: f returns the time req may take,
-// 0 for Timeout's default d, or a negative duration for no timeout at all.
-// f sees the request before any handler runs (req.Method, req.Name for the
-// tool or prompt, ...); it is called once per request, concurrently, and
-// must be safe for that. A nil f is ignored.
-func TimeoutFor(f func(req *server.Request) time.Duration) TimeoutOption {
-	return timeoutOptionFunc(func(c *timeoutConfig) { c.forReq = f })
-}
-
 // Timeout returns middleware that gives each request's handler d to
 // finish: past it, the handler's context is cancelled with the cause
 // [server.ErrHandlerTimeout] ([context.WithTimeoutCause]), and the request
@@ -37,23 +17,19 @@ func TimeoutFor(f func(req *server.Request) time.Duration) TimeoutOption {
 // context. A request cancelled for another reason first (a client cancel,
 // a closed transport) keeps that cause and is not answered, as usual.
 //
-// d <= 0 means no default timeout: without [TimeoutFor] the middleware is
-// the identity. Notifications are never timed out. A task-augmented
-// tools/call is bounded only until it returns its task; the task runs on
-// under its own context. The returned middleware is safe for concurrent
-// use.
+// It reads [WithTimeoutFor]. d <= 0 means no default timeout: without
+// WithTimeoutFor the middleware is the identity. Notifications are never
+// timed out. A task-augmented tools/call is bounded only until it returns
+// its task; the task runs on under its own context. The returned
+// middleware is safe for concurrent use.
 //
-// Place it inside [Metrics] and [Tracing] (see [Standard]): they then count
-// the request as a cancellation with cause timeout and outcome error, and
-// the span gets the "cancelled" event with cause timeout.
-func Timeout(d time.Duration, opts ...TimeoutOption) server.Middleware {
-	var cfg timeoutConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyTimeout(&cfg)
-		}
-	}
-	if d <= 0 && cfg.forReq == nil {
+// Place it inside [RecordMetrics] and [Tracing] (see [NewInstrumentation]):
+// they then count the request as a cancellation with cause timeout and
+// outcome error, and the span gets the "cancelled" event with cause
+// timeout.
+func Timeout(d time.Duration, opts ...Option) server.Middleware {
+	forReq := newConfig(opts).timeoutFor
+	if d <= 0 && forReq == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
 	return func(next server.Handler) server.Handler {
@@ -62,8 +38,8 @@ func Timeout(d time.Duration, opts ...TimeoutOption) server.Middleware {
 				return next(ctx, req)
 			}
 			limit := d
-			if cfg.forReq != nil {
-				if v := cfg.forReq(req); v != 0 {
+			if forReq != nil {
+				if v := forReq(req); v != 0 {
 					limit = v
 				}
 			}

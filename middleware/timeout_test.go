@@ -20,7 +20,7 @@ import (
 // cause and what Metrics counted.
 func TestTimeout(t *testing.T) {
 	t.Parallel()
-	perTool := middleware.TimeoutFor(func(req *server.Request) time.Duration {
+	perTool := middleware.WithTimeoutFor(func(req *server.Request) time.Duration {
 		switch req.Name {
 		case "sleep":
 			return 2 * time.Second // longer than the default
@@ -73,7 +73,7 @@ func TestTimeout(t *testing.T) {
 			tool: "cause", cancelAt: time.Minute, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
 		},
 		{
-			name: "TimeoutFor without a default", mw: middleware.Timeout(0, middleware.TimeoutFor(func(*server.Request) time.Duration { return 3 * time.Second })),
+			name: "TimeoutFor without a default", mw: middleware.Timeout(0, middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 3 * time.Second })),
 			tool: "block", wantCode: -32001, wantAt: 3 * time.Second, wantCount: "timeout",
 		},
 		{
@@ -86,8 +86,7 @@ func TestTimeout(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t, []server.Middleware{tt.mw})
-				g := addGuardTools(t, r.srv)
-				r.m.SetToolNames(r.srv.ToolNames())
+				g := addGuardTools(t, r.srv) // labeled from the live registry
 				r.start(nil)
 				r.Initialize("", nil)
 				t0 := time.Now()

@@ -21,43 +21,15 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// TracingOption configures [Tracing] and [TracingCalls].
-type TracingOption interface{ applyTracing(*tracingConfig) }
-
-type tracingOptionFunc func(*tracingConfig)
-
-func (f tracingOptionFunc) applyTracing(c *tracingConfig) { f(c) }
-
+// tracingConfig is what Tracing and TracingCalls use of the options.
 type tracingConfig struct {
 	provider   trace.TracerProvider
 	propagator propagation.TextMapPropagator
 }
 
-// WithTracerProvider sets the provider the tracer comes from. nil, or no
-// option, means the global provider ([otel.GetTracerProvider]) at the time
-// Tracing or TracingCalls is called; being the OTel API's delegating
-// provider, it follows a provider that cmd/ installs later.
-func WithTracerProvider(tp trace.TracerProvider) TracingOption {
-	return tracingOptionFunc(func(c *tracingConfig) { c.provider = tp })
-}
-
-// WithPropagators sets the propagator that extracts the parent context from
-// a request's params._meta and injects it into the _meta of requests to the
-// client. nil, or no option, means the global propagator
-// ([otel.GetTextMapPropagator]), which is a no-op until cmd/ sets one: set
-// it, or pass propagation.NewCompositeTextMapPropagator(propagation.TraceContext{},
-// propagation.Baggage{}).
-func WithPropagators(p propagation.TextMapPropagator) TracingOption {
-	return tracingOptionFunc(func(c *tracingConfig) { c.propagator = p })
-}
-
-func newTracingConfig(opts []TracingOption) tracingConfig {
-	var c tracingConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyTracing(&c)
-		}
-	}
+func newTracingConfig(opts []Option) tracingConfig {
+	cfg := newConfig(opts)
+	c := tracingConfig{provider: cfg.provider, propagator: cfg.propagator}
 	// Reading the globals (never setting them) is the OTel contrib norm for
 	// defaults: library code stays free of otel.Set*.
 	if c.provider == nil {
@@ -102,10 +74,11 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // id, over a limit, before initialize) get no span; the server's Observer
 // sees them.
 //
-// Put Tracing first (outermost) in the chain. The returned middleware is
-// safe for concurrent use. Add [TracingCalls] with the same options to trace
-// the server's requests to the client.
-func Tracing(opts ...TracingOption) server.Middleware {
+// It reads [WithTracerProvider] and [WithPropagators]. Put Tracing first
+// (outermost) in the chain. The returned middleware is safe for concurrent
+// use. Add [TracingCalls] with the same options to trace the server's
+// requests to the client; [NewInstrumentation] does both.
+func Tracing(opts ...Option) server.Middleware {
 	cfg := newTracingConfig(opts)
 	tracer := cfg.tracer()
 	st := newSpanStarter(tracer, cfg.propagator)
@@ -121,7 +94,7 @@ func Tracing(opts ...TracingOption) server.Middleware {
 
 // appendNetwork adds network.transport (and network.protocol.name) from
 // the transport named in the session's context ([ContextWithTransport],
-// which [Instrument] sets): "pipe" for stdio and memory, "tcp" over "http"
+// which [CountConns] sets): "pipe" for stdio and memory, "tcp" over "http"
 // for Streamable HTTP. Without a name, a session served from an HTTP
 // request's context gets its listener's network over "http"; otherwise the
 // attributes are left out.

@@ -31,9 +31,10 @@ import (
 // the session was cancelled keeps the status Unset and gets
 // vigil.cancel.cause and a "cancelled" event, as in [Tracing].
 //
-// Pass the same options as to Tracing. The returned middleware is safe for
-// concurrent use.
-func TracingCalls(opts ...TracingOption) server.CallMiddleware {
+// It reads [WithTracerProvider] and [WithPropagators]: pass the same
+// options as to Tracing. The returned middleware is safe for concurrent
+// use.
+func TracingCalls(opts ...Option) server.CallMiddleware {
 	cfg := newTracingConfig(opts)
 	tracer := cfg.tracer()
 	return func(next server.CallFunc) server.CallFunc {

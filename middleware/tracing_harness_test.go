@@ -43,7 +43,7 @@ func traceTestPropagator() propagation.TextMapPropagator {
 func newTraced(t testing.TB, extra []server.Middleware, opts ...server.Option) *traced {
 	h := &traced{t: t, rec: tracetest.NewSpanRecorder(), release: make(chan struct{})}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.rec))
-	topts := []middleware.TracingOption{middleware.WithTracerProvider(tp), middleware.WithPropagators(traceTestPropagator())}
+	topts := []middleware.Option{middleware.WithTracerProvider(tp), middleware.WithPropagators(traceTestPropagator())}
 	mw := append([]server.Middleware{middleware.Tracing(topts...)}, extra...)
 	opts = append([]server.Option{
 		server.WithMiddleware(mw...),

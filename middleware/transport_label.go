@@ -6,9 +6,9 @@ type transportKey struct{}
 
 // ContextWithTransport returns a copy of ctx that names the transport a
 // session is served on, for the transport label of the session and write
-// metrics ([Observer]). Pass it to server.Server.Serve: the session's
-// context, and every context the Observer is given, derive from it. Use the
-// telemetry.Transport constants; [Instrument] sets it for you.
+// metrics ([MetricsObserver]). Pass it to server.Server.Serve: the session's
+// context, and every context the server's Observer is given, derive from it. Use the
+// telemetry.Transport constants; [CountConns] sets it for you.
 func ContextWithTransport(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, transportKey{}, name)
 }

@@ -123,6 +123,9 @@ func newSessionID() string {
 // digits, unique per session.
 func (ss *Session) ID() string { return ss.id }
 
+// Server returns the server that serves the session.
+func (ss *Session) Server() *Server { return ss.srv }
+
 // Started returns when the session began.
 func (ss *Session) Started() time.Time { return ss.started }
 

@@ -179,6 +179,12 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 	return r.byName[name]
 }
 
+// HasTool reports whether a tool of that name is registered now. It is
+// safe for concurrent use with AddTool and RemoveTools; middleware use it
+// to tell a registered tool from a name a client made up (the metrics
+// label only registered tools with their names).
+func (s *Server) HasTool(name string) bool { return s.tools.lookup(name) != nil }
+
 // ToolNames returns the names of the registered tools, sorted.
 func (s *Server) ToolNames() []string {
 	s.tools.mu.RLock()

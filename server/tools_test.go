@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -142,6 +143,9 @@ func TestRemoveTools(t *testing.T) {
 	assert.Equal(t, 2, h.srv.RemoveTools("a", "c", "missing"))
 	assert.Zero(t, h.srv.RemoveTools("a"))
 	assert.Equal(t, []string{"b"}, h.srv.ToolNames())
+	assert.True(t, h.srv.HasTool("b"))
+	assert.False(t, h.srv.HasTool("a"), "removed")
+	assert.False(t, h.srv.HasTool("missing"))
 	toolsStart(h)
 	h.Request(2, "tools/list", nil)
 	assert.JSONEq(t, `{"tools":[{"name":"b","inputSchema":{"type":"object"}}]}`, string(h.RecvResult(2)))
@@ -334,4 +338,21 @@ func TestToolsListChangedNotBeforeInitialize(t *testing.T) {
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 	})
+}
+
+// TestSessionServer checks that a handler reaches the server that serves
+// its session, and through it the live tool registry.
+func TestSessionServer(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t)
+	require.NoError(t, h.srv.AddTool(server.Tool{Name: "self"}, func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		srv := req.Request.Session.Server()
+		if srv != h.srv || !srv.HasTool("self") {
+			return nil, errors.New("not the serving server")
+		}
+		return server.Text("ok"), nil
+	}))
+	toolsStart(h)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"ok"}]}`, toolCall(h, 2, "self", `{}`))
+	toolsStop(h)
 }

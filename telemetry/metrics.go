@@ -248,22 +248,44 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // SetToolNames replaces the allow-list of tool names that label
-// gen_ai_tool_name as they are; any other tool is labeled [LabelOther]. Feed
-// it the server's registered tools (server.ToolNames) after registering them
-// and after each change. Series of tools dropped from the list stay, as
-// Prometheus counters should. Safe for concurrent use with recording.
+// gen_ai_tool_name as they are, and creates their duration series at zero;
+// any other tool is labeled [LabelOther], unless the caller says it is
+// registered ([RequestEnd.ToolRegistered], which the middleware package
+// sets from the server's live registry, so that its users need not call
+// this). Series of tools dropped from the list stay, as Prometheus counters
+// should. Safe for concurrent use with recording.
 func (m *Metrics) SetToolNames(names []string) {
 	if m == nil {
 		return
 	}
 	m.toolsMu.Lock()
 	defer m.toolsMu.Unlock()
-	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !validLabelValue(n) })
-	set := newMetricsLabelSet(names)
-	for _, n := range set.values {
+	set := newMetricsLabelSet(validToolNames(names))
+	m.precreateTools(set.values)
+	m.tools.Store(&set)
+}
+
+// PrecreateTools creates at zero the duration series of tools/call for
+// each tool in names (invalid label values are skipped), so that rate()
+// over a tool starts at 0, without changing the allow-list: call it with
+// the tools a server has registered. Safe for concurrent use with
+// recording.
+func (m *Metrics) PrecreateTools(names []string) {
+	if m == nil {
+		return
+	}
+	m.precreateTools(validToolNames(names))
+}
+
+func (m *Metrics) precreateTools(names []string) {
+	for _, n := range names {
 		m.duration.WithLabelValues("tools/call", n, "")
 	}
-	m.tools.Store(&set)
+}
+
+// validToolNames returns a copy of names without the invalid label values.
+func validToolNames(names []string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !validLabelValue(n) })
 }
 
 // validLabelValue reports whether v can be a label value: valid UTF-8 of a

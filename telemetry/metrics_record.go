@@ -13,9 +13,15 @@ type RequestEnd struct {
 	// [LabelOther].
 	Method string
 	// Tool is the tool name of a tools/call request, labeled as it is when
-	// it is on the allow-list (see [Metrics.SetToolNames]) and [LabelOther]
-	// otherwise. It is ignored for other methods.
+	// it is on the allow-list (see [Metrics.SetToolNames]) or
+	// ToolRegistered is set, and [LabelOther] otherwise. It is ignored for
+	// other methods.
 	Tool string
+	// ToolRegistered says that Tool is registered with the server now (the
+	// middleware package asks the server's registry), so that it is labeled
+	// as it is without being on the allow-list. The server's registry
+	// bounds the label values; a name a client made up must leave it false.
+	ToolRegistered bool
 	// Outcome is one of [OutcomeOK], [OutcomeError], [OutcomeCancelled] and
 	// [OutcomeDropped]; any other value is counted as [LabelOther].
 	Outcome string
@@ -67,6 +73,9 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	tool := ""
 	if method == "tools/call" && e.Tool != "" {
 		tool = m.tools.Load().bound(e.Tool, LabelOther)
+		if tool == LabelOther && e.ToolRegistered && validLabelValue(e.Tool) {
+			tool = e.Tool
+		}
 	}
 	outcome := m.outcomes.bound(e.Outcome, LabelOther)
 	errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)

@@ -350,3 +350,31 @@ func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.His
 	t.Fatalf("no histogram %s{%s}", name, labels)
 	return nil
 }
+
+// TestToolRegistered checks that a tool the caller says is registered is
+// labeled as itself without the allow-list, that an invalid name still
+// becomes other, and that PrecreateTools creates series without allowing
+// names.
+func TestToolRegistered(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	m.PrecreateTools([]string{"pre", "\xff"})
+	assert.Equal(t, 23, testutil.CollectAndCount(m, telemetry.MetricOperationDuration), "one series more than the 22 of NewMetrics, for pre")
+	for _, e := range []telemetry.RequestEnd{
+		{Tool: "live", ToolRegistered: true},
+		{Tool: "pre"},                            // precreated, not allowed
+		{Tool: "\xff\xfe", ToolRegistered: true}, // not a label value
+		{Tool: "live", ToolRegistered: false},    // the registry lost it
+	} {
+		e.Method, e.Outcome = "tools/call", telemetry.OutcomeOK
+		m.RequestStarted("tools/call")
+		m.RequestFinished(e)
+	}
+	dur := func(tool string) string {
+		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call"}`
+	}
+	got := nonZero(t, m)
+	assert.InDelta(t, 1, got[dur("live")], 0)
+	assert.InDelta(t, 3, got[dur("other")], 0)
+	assert.NotContains(t, got, dur("pre"))
+}

@@ -23,7 +23,7 @@ import (
 // serveHTTP serves MCP and the observability endpoints on cfg.httpAddr
 // until ctx is done, then shuts down: /readyz turns 503, the MCP server
 // drains for the grace, the MCP endpoint closes, and the HTTP server stops.
-func serveHTTP(ctx context.Context, stop func(), srv *server.Server, in *instruments, events *eventLog, logger *slog.Logger, cfg config) error {
+func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, in *instruments, events *eventLog, logger *slog.Logger, cfg config) error {
 	opts := []streamable.Option{
 		streamable.WithLogger(logger),
 		streamable.WithMaxBodyBytes(cfg.maxBody),
@@ -34,8 +34,8 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, in *instrum
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
 	}
-	opts = append(opts, streamable.WithRejectHook(func(r protocol.RejectReason) { in.metrics.MessageRejected(r.String()) }))
-	endpoint := streamable.New(middleware.Instrument(srv, in.metrics, telemetry.TransportStreamableHTTP), opts...)
+	opts = append(opts, streamable.WithRejectHook(func(r protocol.RejectReason) { inst.Metrics().MessageRejected(r.String()) }))
+	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
 
 	var ready atomic.Bool
 	var dbg *debugPage

@@ -236,14 +236,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("tracing", "exporter", in.exporter)
 
 	events := newEventLog()
-	srv, err := newServer(cfg, logger, in, events)
+	srv, inst, err := newServer(cfg, logger, in, events)
 	if err != nil {
 		return err
 	}
 	if cfg.stdio {
-		return serveStdio(ctx, stop, srv, in, logger, cfg)
+		return serveStdio(ctx, stop, srv, inst, logger, cfg)
 	}
-	return serveHTTP(ctx, stop, srv, in, events, logger, cfg)
+	return serveHTTP(ctx, stop, srv, inst, in, events, logger, cfg)
 }
 
 // newLogger returns the process's logger, on stderr, adding the trace,

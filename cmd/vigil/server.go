@@ -16,41 +16,41 @@ import (
 // slot before it is answered busy.
 const toolSlotWait = time.Second
 
-// newServer returns the MCP server with the standard middleware chain
-// (tracing, metrics, logging, recovery, timeout, per-tool concurrency
-// limit), traced calls to the client, the metrics and debug observers, and
-// the demo tools.
-func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog) (*server.Server, error) {
-	chain := middleware.Standard(middleware.StandardConfig{
-		TracerProvider:   in.tracer,
-		Propagator:       in.propagator,
-		Metrics:          in.metrics,
-		Logger:           logger,
-		Timeout:          cfg.requestTimeout,
-		ConcurrencyLimit: cfg.toolConcurrency,
-		LimitWait:        toolSlotWait,
-	})
-	srv := server.New(
+// newServer returns the MCP server with the demo tools, and its
+// instrumentation: the middleware chain (tracing, metrics, logging,
+// recovery, timeout, per-tool concurrency limit), traced calls to the
+// client, and the metrics and debug observers. The metrics are registered
+// with in.registry; hand each transport inst.ConnServer(srv, ...).
+func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog) (*server.Server, *middleware.Instrumentation, error) {
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithTracerProvider(in.tracer),
+		middleware.WithPropagators(in.propagator),
+		middleware.WithRegisterer(in.registry),
+		middleware.WithLogger(logger),
+		middleware.WithTimeout(cfg.requestTimeout),
+		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
+		middleware.WithLimitWait(toolSlotWait),
+		middleware.WithObservers(events),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := server.New(append(inst.ServerOptions(),
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
 		server.WithMaxInFlight(cfg.maxInFlight),
-		server.WithMiddleware(chain...),
-		server.WithCallMiddleware(middleware.TracingCalls(
-			middleware.WithTracerProvider(in.tracer), middleware.WithPropagators(in.propagator))),
-		server.WithObserver(server.Observers(middleware.Observer(in.metrics), events)),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
-	)
+	)...)
 	if err := addDemoTools(srv); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	in.metrics.SetToolNames(srv.ToolNames())
-	return srv, nil
+	return srv, inst, nil
 }
 
 // serveStdio serves one session on standard input and output until the
 // input ends or ctx is done; then it drains for the grace.
-func serveStdio(ctx context.Context, stop func(), srv *server.Server, in *instruments, logger *slog.Logger, cfg config) error {
-	conns := middleware.Instrument(srv, in.metrics, telemetry.TransportStdio)
+func serveStdio(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, logger *slog.Logger, cfg config) error {
+	conns := inst.ConnServer(srv, telemetry.TransportStdio)
 	served := make(chan error, 1)
 	go func() { served <- conns.Serve(context.Background(), stdio.Std(stdio.WithMaxFrameSize(cfg.maxFrame))) }()
 	select {

@@ -14,16 +14,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // instruments are the process's metrics and tracing: a Prometheus registry
-// holding the MCP collector and the Go and process collectors, and a tracer
-// provider built from the OTEL_* environment.
+// holding the Go and process collectors (newServer's instrumentation adds
+// the MCP collector), and a tracer provider built from the OTEL_*
+// environment.
 type instruments struct {
 	registry   *prometheus.Registry
-	metrics    *telemetry.Metrics
 	tracer     trace.TracerProvider
 	propagator propagation.TextMapPropagator
 	// ring keeps recent spans for /debug/vigil when the environment
@@ -41,12 +40,10 @@ type instruments struct {
 func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	in := &instruments{
 		registry: prometheus.NewRegistry(),
-		metrics:  telemetry.NewMetrics(),
 		// W3C trace context and baggage, read from and written to _meta.
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
 	if err := errors.Join(
-		in.registry.Register(in.metrics),
 		in.registry.Register(collectors.NewGoCollector()),
 		in.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		in.registry.Register(collectors.NewBuildInfoCollector()),

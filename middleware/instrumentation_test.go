@@ -1,0 +1,275 @@
+package middleware_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// TestNewInstrumentationSelects checks which middleware NewInstrumentation
+// chains for its options: Recover always, the others when their option is
+// set.
+func TestNewInstrumentationSelects(t *testing.T) {
+	t.Parallel()
+	tp := sdktrace.NewTracerProvider()
+	discard := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name string
+		opts func() []middleware.Option // a fresh registry each time
+		want int
+	}{
+		{name: "zero: Recover only", opts: func() []middleware.Option { return nil }, want: 1},
+		{name: "tracing", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTracerProvider(tp)} }, want: 2},
+		{name: "metrics", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithRegisterer(prometheus.NewRegistry())}
+		}, want: 2},
+		{name: "logging", opts: func() []middleware.Option { return []middleware.Option{middleware.WithLogger(discard)} }, want: 2},
+		{name: "timeout", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTimeout(time.Second)} }, want: 2},
+		{name: "TimeoutFor", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 0 })}
+		}, want: 2},
+		{name: "limit", opts: func() []middleware.Option { return []middleware.Option{middleware.WithConcurrencyLimit(1)} }, want: 2},
+		{name: "LimitFor", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithLimitFor(func(string) int { return 1 })}
+		}, want: 2},
+		{name: "all", opts: func() []middleware.Option {
+			return []middleware.Option{
+				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(discard),
+				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
+			}
+		}, want: 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inst, err := middleware.NewInstrumentation(tt.opts()...)
+			require.NoError(t, err)
+			mw := inst.Middleware()
+			assert.Len(t, mw, tt.want)
+			assert.NotContains(t, mw, nil)
+		})
+	}
+}
+
+// TestInstrumentationServerOptions checks what ServerOptions holds: the
+// call middleware only with tracing, the observer only with something to
+// observe, and the metrics only with a registerer.
+func TestInstrumentationServerOptions(t *testing.T) {
+	t.Parallel()
+	bare, err := middleware.NewInstrumentation()
+	require.NoError(t, err)
+	assert.Len(t, bare.ServerOptions(), 1, "the chain alone")
+	assert.Nil(t, bare.Metrics())
+
+	reg := prometheus.NewRegistry()
+	full, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg),
+		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), middleware.WithObservers(nil, server.NopObserver{}))
+	require.NoError(t, err)
+	assert.Len(t, full.ServerOptions(), 3, "the chain, the call middleware, the observer")
+	require.NotNil(t, full.Metrics())
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	assert.NotEmpty(t, families, "the collector is registered")
+
+	_, err = middleware.NewInstrumentation(middleware.WithRegisterer(reg))
+	var already prometheus.AlreadyRegisteredError
+	require.ErrorAs(t, err, &already, "a second collector on the same registry")
+
+	var none *middleware.Instrumentation
+	assert.Nil(t, none.ServerOptions())
+	assert.Nil(t, none.Metrics())
+	assert.NotNil(t, none.ConnServer(server.New(), telemetry.TransportMemory))
+}
+
+// TestInstrumentationLearnsTools checks that the metrics label a tool
+// registered after the server was built, and after ConnServer, as itself
+// with no SetToolNames call; that a name the client made up, or a tool
+// removed, is labeled other; and that ConnServer creates the series of the
+// tools registered by then at zero.
+func TestInstrumentationLearnsTools(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()))
+		require.NoError(t, err)
+		m := inst.Metrics()
+		srv := server.New(inst.ServerOptions()...)
+		addTools(t, srv)
+		r := &rig{t: t, m: m, srv: srv}
+		before := testutil.CollectAndCount(m, telemetry.MetricOperationDuration)
+		conns := inst.ConnServer(srv, telemetry.TransportMemory)
+		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, telemetry.MetricOperationDuration),
+			"ConnServer creates a series per registered tool at zero")
+		r.Client = mcptest.Pipe(t, conns)
+		r.Initialize("", nil)
+		synctest.Wait()
+
+		require.NoError(t, srv.AddTool(server.Tool{Name: "late"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("late"), nil
+		}))
+		r.SendCallTool(2, "late", nil)
+		r.RecvResponseTo(2)
+		r.SendCallTool(3, "echo", nil)
+		r.RecvResponseTo(3)
+		r.SendCallTool(4, "made-up", nil)
+		r.RecvResponseTo(4)
+		srv.RemoveTools("late")
+		r.SendCallTool(5, "late", nil)
+		r.RecvResponseTo(5)
+		synctest.Wait()
+		r.close()
+
+		want := map[string]float64{
+			durCount("", "late", "tools/call"):        1,
+			durCount("", "echo", "tools/call"):        1,
+			durCount("-32602", "other", "tools/call"): 2,
+		}
+		assert.Equal(t, want, pick(series(t, m), slices.Collect(maps.Keys(want))...))
+	})
+}
+
+// TestInstrumentationOrder runs the full chain of NewInstrumentation in fake time and
+// checks what its order promises: a rejection by the limit, a recovered
+// panic and a timeout are each counted by Metrics as an error, logged by
+// Logging and an Error span of Tracing; the timeout is also a cancellation
+// with cause timeout, in the metrics and on the span.
+func TestInstrumentationOrder(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		spans := tracetest.NewSpanRecorder()
+		logs := newCapture(slog.LevelDebug)
+		inst, err := middleware.NewInstrumentation(
+			middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))),
+			middleware.WithPropagators(propagation.TraceContext{}),
+			middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithLogger(slog.New(logs)),
+			middleware.WithTimeout(time.Second),
+			middleware.WithConcurrencyLimit(1),
+		)
+		require.NoError(t, err)
+		m := inst.Metrics()
+		srv := server.New(inst.ServerOptions()...)
+		addTools(t, srv)
+		addGuardTools(t, srv)
+		r := (&rig{t: t, m: m, srv: srv}).start(nil)
+		r.Initialize("", nil)
+		synctest.Wait()
+		sid := sessionID(t, srv)
+
+		t0 := time.Now()
+		r.SendCallTool(2, "hold", nil)
+		synctest.Wait()
+		r.SendCallTool(3, "hold", nil)
+		busy(t, r.RecvResponseTo(3), "hold")
+		synctest.Wait()
+		r.SendCallTool(4, "panic", nil)
+		assert.Equal(t, int64(protocol.CodeInternal), r.RecvResponseTo(4).Error.Code)
+		synctest.Wait()
+		assert.Equal(t, int64(protocol.CodeRequestTimeout), r.RecvResponseTo(2).Error.Code)
+		assert.Equal(t, time.Second, time.Since(t0))
+		r.close()
+
+		got := series(t, m)
+		want := map[string]float64{
+			finished("tools/call", "error"):           3,
+			durCount("-32000", "hold", "tools/call"):  1,
+			durCount("-32603", "panic", "tools/call"): 1,
+			durCount("-32001", "hold", "tools/call"):  1,
+			cancellations("tools/call", "timeout"):    1,
+		}
+		assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
+
+		lines := logs.lines(sid, "SID")
+		for i, l := range lines {
+			if cut := strings.Index(l, " stack="); cut >= 0 {
+				lines[i] = l[:cut] // the stack varies
+			}
+		}
+		call := func(id, tool string) string {
+			return "request method=tools/call tool=" + tool + " request_id=" + id + " session_id=SID"
+		}
+		assert.Equal(t, []string{
+			"INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok",
+			"WARN " + call("3", "hold") + ` duration=0s outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit`,
+			"ERROR handler panicked method=tools/call id=4 panic=boom",
+			"WARN " + call("4", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom",
+			"WARN " + call("2", "hold") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout",
+		}, lines)
+
+		var ended []string
+		for _, s := range spans.Ended() {
+			line := fmt.Sprintf("%s %s %q", s.Name(), s.Status().Code, s.Status().Description)
+			for _, e := range s.Events() {
+				line += " " + e.Name
+				for _, a := range e.Attributes {
+					if a.Key == telemetry.CancelCauseKey {
+						line += "(" + a.Value.AsString() + ")"
+					}
+				}
+			}
+			ended = append(ended, line)
+		}
+		slices.Sort(ended)
+		assert.Equal(t, []string{
+			`initialize Unset ""`,
+			`notifications/initialized Unset ""`,
+			`tools/call hold Error "request timed out" cancelled(timeout)`,
+			`tools/call hold Error "server busy: tool \"hold\" is at its concurrency limit"`,
+			`tools/call panic Error "internal error" exception`,
+		}, ended)
+	})
+}
+
+// TestInstrumentationOptions checks that WithMetricsOptions reaches the
+// collector and that an observer of WithObservers sees the sessions next to
+// the metrics observer.
+func TestInstrumentationOptions(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var obs sessionCounter
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")), middleware.WithObservers(&obs))
+		require.NoError(t, err)
+		inst.Metrics().RequestStarted("x/custom")
+		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
+
+		srv := server.New(inst.ServerOptions()...)
+		client, end := memory.NewPair()
+		served := make(chan error, 1)
+		go func() { served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end) }()
+		synctest.Wait()
+		_ = client.Close()
+		require.NoError(t, <-served)
+		assert.Equal(t, int32(1), obs.started.Load())
+		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
+	})
+}
+
+// sessionCounter counts the sessions it sees start.
+type sessionCounter struct {
+	server.NopObserver
+	started atomic.Int32
+}
+
+func (c *sessionCounter) SessionStarted(context.Context, *server.Session) { c.started.Add(1) }
