@@ -247,3 +247,56 @@ func (w *wireContent) checkRequired() error {
 	}
 	return nil
 }
+
+// ToolUseContent is a model's request to call a tool, in a sampling message
+// or result.
+type ToolUseContent struct {
+	ID    string          // matches the ToolResultContent that answers it
+	Name  string          // the tool's name
+	Input json.RawMessage // the arguments, a JSON object; nil means {}
+	Meta  Meta
+}
+
+// ToolResultContent is the result of a tool use, sent back to the model in
+// a user message.
+type ToolResultContent struct {
+	ToolUseID         string    // the ToolUseContent's ID
+	Content           []Content // as in a tool result
+	StructuredContent any
+	IsError           bool
+	Meta              Meta
+}
+
+func (*ToolUseContent) contentType() string    { return "tool_use" }
+func (*ToolResultContent) contentType() string { return "tool_result" }
+
+// MarshalJSON encodes c as a tool_use block.
+func (c *ToolUseContent) MarshalJSON() ([]byte, error) {
+	input := c.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	return json.Marshal(struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+		Meta  Meta            `json:"_meta,omitempty"`
+	}{"tool_use", c.ID, c.Name, input, c.Meta})
+}
+
+// MarshalJSON encodes c as a tool_result block.
+func (c *ToolResultContent) MarshalJSON() ([]byte, error) {
+	content := c.Content
+	if content == nil {
+		content = []Content{}
+	}
+	return json.Marshal(struct {
+		Type              string    `json:"type"`
+		ToolUseID         string    `json:"toolUseId"`
+		Content           []Content `json:"content"`
+		StructuredContent any       `json:"structuredContent,omitempty"`
+		IsError           bool      `json:"isError,omitempty"`
+		Meta              Meta      `json:"_meta,omitempty"`
+	}{"tool_result", c.ToolUseID, content, c.StructuredContent, c.IsError, c.Meta})
+}

@@ -120,27 +120,6 @@ func defaultNotifyConfig() notifyConfig {
 	return notifyConfig{logLevel: sevInfo, logRate: 100, logBurst: 200, progressInterval: 10 * time.Millisecond}
 }
 
-// WithClientLogLevel sets the level from which [Logger] records reach a
-// client that has not sent logging/setLevel (slog.LevelInfo by default). A
-// level above [LevelEmergency] sends nothing until the client asks. It does
-// not apply to 2026-07-28 requests, which name their level themselves.
-func WithClientLogLevel(l slog.Level) Option {
-	return optionFunc(func(c *config) {
-		c.notify.logLevel = severityOf(l)
-		if l > LevelEmergency {
-			c.notify.logLevel = sevOff
-		}
-	})
-}
-
-// WithClientLogRate limits the notifications/message sent to one session to
-// perSecond on average, in bursts of up to burst (100 per second, bursts of
-// 200, by default). Records over the limit are dropped and counted (see
-// [Session.LogNotificationsDropped]). perSecond <= 0 means no limit.
-func WithClientLogRate(perSecond float64, burst int) Option {
-	return optionFunc(func(c *config) { c.notify.logRate, c.notify.logBurst = perSecond, max(burst, 1) })
-}
-
 // sessionLogging is a session's client-logging state. The zero value is
 // ready: no level set, and a rate limiter configured on first use.
 type sessionLogging struct {

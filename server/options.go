@@ -166,3 +166,73 @@ func WithCacheHints(ttl time.Duration, scope string) Option {
 		}
 	})
 }
+
+// WithCallMiddleware appends middleware around the server's requests to
+// clients; the first one given runs outermost. Calling it again appends
+// more. Nil entries are skipped.
+func WithCallMiddleware(mw ...CallMiddleware) Option {
+	return optionFunc(func(c *config) { c.callMiddleware = append(c.callMiddleware, mw...) })
+}
+
+// WithClientLogLevel sets the level from which [Logger] records reach a
+// client that has not sent logging/setLevel (slog.LevelInfo by default). A
+// level above [LevelEmergency] sends nothing until the client asks. It does
+// not apply to 2026-07-28 requests, which name their level themselves.
+func WithClientLogLevel(l slog.Level) Option {
+	return optionFunc(func(c *config) {
+		c.notify.logLevel = severityOf(l)
+		if l > LevelEmergency {
+			c.notify.logLevel = sevOff
+		}
+	})
+}
+
+// WithClientLogRate limits the notifications/message sent to one session to
+// perSecond on average, in bursts of up to burst (100 per second, bursts of
+// 200, by default). Records over the limit are dropped and counted (see
+// [Session.LogNotificationsDropped]). perSecond <= 0 means no limit.
+func WithClientLogRate(perSecond float64, burst int) Option {
+	return optionFunc(func(c *config) { c.notify.logRate, c.notify.logBurst = perSecond, max(burst, 1) })
+}
+
+// WithProgressInterval sets the least time between two progress
+// notifications of one request (10 ms by default); [ReportProgress] drops the
+// updates that come sooner, except the final one (progress equal to total).
+// d <= 0 sends every update.
+func WithProgressInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.notify.progressInterval = max(d, 0) })
+}
+
+// WithMaxTasks bounds the tasks a Server keeps at once, running or
+// finished (DefaultMaxTasks by default). When the store is full, the
+// finished task updated longest ago is deleted to make room; when every
+// task is still running, a request that would create one more is answered
+// with [protocol.CodeServerBusy]. n < 1 keeps the default.
+func WithMaxTasks(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.tasks.max = n
+		}
+	})
+}
+
+// WithTaskTTL sets how long a task and its result are kept after the task
+// was created (DefaultTaskTTL by default); a task still running then is
+// cancelled with [ErrTaskExpired]. A 2025-11-25 client may ask for less
+// (the ttl of its task-augmented request), never for more. d <= 0 keeps
+// tasks until their session ends (2025) or the server closes: the ttl
+// clients see is then null (unlimited).
+func WithTaskTTL(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.tasks.ttl = max(d, 0) })
+}
+
+// WithTaskPollInterval sets the interval between two tasks/get that the
+// server suggests to clients (pollInterval, pollIntervalMs; one second by
+// default). d below one millisecond keeps the default.
+func WithTaskPollInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d >= time.Millisecond {
+			c.tasks.poll = d
+		}
+	})
+}

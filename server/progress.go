@@ -18,14 +18,6 @@ import (
 // is not above the previous one: MCP requires progress to increase.
 var ErrProgressNotIncreasing = errors.New("mcp: progress must increase")
 
-// WithProgressInterval sets the least time between two progress
-// notifications of one request (10 ms by default); [ReportProgress] drops the
-// updates that come sooner, except the final one (progress equal to total).
-// d <= 0 sends every update.
-func WithProgressInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.notify.progressInterval = max(d, 0) })
-}
-
 // progressTable holds a session's progress tokens in flight, by token (see
 // progressKeyOf), so that two requests in flight cannot share one. The zero
 // value is ready.

@@ -58,40 +58,6 @@ const DefaultMaxTasks = 1000
 // [WithTaskTTL] says otherwise.
 const DefaultTaskTTL = time.Hour
 
-// WithMaxTasks bounds the tasks a Server keeps at once, running or
-// finished (DefaultMaxTasks by default). When the store is full, the
-// finished task updated longest ago is deleted to make room; when every
-// task is still running, a request that would create one more is answered
-// with [protocol.CodeServerBusy]. n < 1 keeps the default.
-func WithMaxTasks(n int) Option {
-	return optionFunc(func(c *config) {
-		if n > 0 {
-			c.tasks.max = n
-		}
-	})
-}
-
-// WithTaskTTL sets how long a task and its result are kept after the task
-// was created (DefaultTaskTTL by default); a task still running then is
-// cancelled with [ErrTaskExpired]. A 2025-11-25 client may ask for less
-// (the ttl of its task-augmented request), never for more. d <= 0 keeps
-// tasks until their session ends (2025) or the server closes: the ttl
-// clients see is then null (unlimited).
-func WithTaskTTL(d time.Duration) Option {
-	return optionFunc(func(c *config) { c.tasks.ttl = max(d, 0) })
-}
-
-// WithTaskPollInterval sets the interval between two tasks/get that the
-// server suggests to clients (pollInterval, pollIntervalMs; one second by
-// default). d below one millisecond keeps the default.
-func WithTaskPollInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d >= time.Millisecond {
-			c.tasks.poll = d
-		}
-	})
-}
-
 // task is one tools/call running, or run, in the background.
 type task struct {
 	id      string

@@ -40,13 +40,6 @@ type CallFunc func(ctx context.Context, c *ClientCall) error
 // nothing.)
 type CallMiddleware func(CallFunc) CallFunc
 
-// WithCallMiddleware appends middleware around the server's requests to
-// clients; the first one given runs outermost. Calling it again appends
-// more. Nil entries are skipped.
-func WithCallMiddleware(mw ...CallMiddleware) Option {
-	return optionFunc(func(c *config) { c.callMiddleware = append(c.callMiddleware, mw...) })
-}
-
 // callChain wraps send in the configured call middleware.
 func (s *Server) callChain(send CallFunc) CallFunc {
 	mw := s.cfg.callMiddleware
