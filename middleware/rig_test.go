@@ -62,7 +62,7 @@ func addTools(t testing.TB, srv *server.Server) {
 			return text("slept"), nil
 		},
 		"panic": func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { panic("boom") },
-		"roots": func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		"roots": func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 			_, err := server.ListRoots(ctx)
 			return nil, err
 		},

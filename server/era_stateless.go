@@ -120,7 +120,7 @@ func (e *statelessEra) interrupted(ir *inputRequired) (any, error) {
 	if e.round == nil {
 		return nil, ir
 	}
-	return e.srv.inputRequiredResult(e.round, ir)
+	return e.srv.inputRequiredResult(e.round)
 }
 
 // decorate adds resultType ("complete" unless the result says otherwise),

@@ -145,7 +145,7 @@ func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) 
 
 // inputRequiredResult builds the input_required result of a handler that
 // round r interrupted, with a requestState carrying the answers so far.
-func (s *Server) inputRequiredResult(r *mrtrRound, ir *inputRequired) (any, error) {
+func (s *Server) inputRequiredResult(r *mrtrRound) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := requestState{Binding: r.binding, Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}

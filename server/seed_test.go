@@ -72,7 +72,7 @@ func TestSeedTransportCloseWithPendingClientRequests(t *testing.T) {
 func seedPendingClientRequests(t *testing.T, n int) {
 	h := newHarness(t)
 	errs := make(chan error, n)
-	h.addTool("roots", func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+	h.addTool("roots", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		_, err := server.ListRoots(ctx)
 		errs <- err
 		return nil, err

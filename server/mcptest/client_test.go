@@ -33,7 +33,7 @@ func newServer(t *testing.T, opts ...server.Option) *server.Server {
 		}
 		return server.Text(in.Text), nil
 	}))
-	require.NoError(t, srv.AddTool(server.Tool{Name: "roots"}, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+	require.NoError(t, srv.AddTool(server.Tool{Name: "roots"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		roots, err := server.ListRoots(ctx)
 		if err != nil {
 			return nil, err

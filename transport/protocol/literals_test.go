@@ -109,4 +109,3 @@ func isModule(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "go.mod"))
 	return err == nil
 }
-

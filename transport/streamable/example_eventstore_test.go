@@ -10,7 +10,7 @@ import (
 // A memory store keeps the events of each stream of a session; a replay
 // after an event returns the later events of that event's stream only.
 func ExampleNewMemoryEventStore() {
-	store := streamable.NewMemoryEventStore(64 << 20, 1 << 20)
+	store := streamable.NewMemoryEventStore(64<<20, 1<<20)
 	ctx := context.Background()
 	priming, _ := store.Append(ctx, "session-1", "1", nil)
 	_, _ = store.Append(ctx, "session-1", "2", []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`))

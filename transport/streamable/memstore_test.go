@@ -109,7 +109,7 @@ func TestMemoryEventStoreUnknownIDs(t *testing.T) {
 func TestMemoryEventStoreStreamCap(t *testing.T) {
 	const data = "0123456789"
 	const size = streamable.MemoryEventOverhead + len(data)
-	s := streamable.NewMemoryEventStore(0, int64(3 * size))
+	s := streamable.NewMemoryEventStore(0, int64(3*size))
 	var ids []string
 	for i := range 5 {
 		ids = append(ids, rsAppend(t, s, "S", "1", data))
@@ -135,7 +135,7 @@ func TestMemoryEventStoreStreamCap(t *testing.T) {
 
 func TestMemoryEventStoreTotalCap(t *testing.T) {
 	const size = streamable.MemoryEventOverhead + 1
-	s := streamable.NewMemoryEventStore(int64(3 * size), 0)
+	s := streamable.NewMemoryEventStore(int64(3*size), 0)
 	a1 := rsAppend(t, s, "A", "1", "1")
 	b1 := rsAppend(t, s, "B", "1", "2")
 	rsAppend(t, s, "A", "1", "3")
@@ -198,7 +198,7 @@ func TestMemoryEventStoreForget(t *testing.T) {
 // sessions in between: each stream's events come back in order (run with
 // -race).
 func TestMemoryEventStoreConcurrent(t *testing.T) {
-	s := streamable.NewMemoryEventStore(1 << 30, 1 << 30)
+	s := streamable.NewMemoryEventStore(1<<30, 1<<30)
 	const writers, perWriter = 8, 200
 	var wg sync.WaitGroup
 	firsts := make([]string, writers)
@@ -251,7 +251,7 @@ func TestMemoryEventStoreConcurrent(t *testing.T) {
 // however many events pass through it.
 func TestMemoryEventStoreStaysBounded(t *testing.T) {
 	const size = streamable.MemoryEventOverhead + 4
-	s := streamable.NewMemoryEventStore(int64(10 * size), int64(2 * size))
+	s := streamable.NewMemoryEventStore(int64(10*size), int64(2*size))
 	for i := range 10000 {
 		rsAppend(t, s, "S"+strconv.Itoa(i%7), strconv.Itoa(i%13), fmt.Sprintf("%04d", i%10000))
 		if i%1000 == 999 {
