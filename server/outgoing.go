@@ -51,16 +51,12 @@ func (ss *Session) Call(ctx context.Context, method string, params, result any) 
 
 // send is Call past the call middleware.
 func (ss *Session) send(ctx context.Context, c *ClientCall) error {
-	method, params, result := c.Method, c.Params, c.Result
-	var raw json.RawMessage
-	if params != nil {
-		var err error
-		if raw, err = json.Marshal(params); err != nil {
-			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
-		}
+	method, result := c.Method, c.Result
+	raw, err := encodeParams(ctx, method, c.Params)
+	if err != nil {
+		return err
 	}
-	raw = withRelatedTask(ctx, raw) // tasks.go
-	raw = withCallMeta(raw, c.Meta) // clientcall.go
+	raw = withCallMeta(raw, c.Meta) // callmiddleware.go
 	o := &outgoing{method: method, started: time.Now(), ch: make(chan *transport.Response, 1)}
 	ss.mu.Lock()
 	if ss.st.closed || ss.ctx.Err() != nil {
@@ -160,14 +156,10 @@ func (ss *Session) answer(m *transport.Response) {
 // session ended, or once its writer failed, it returns an error and sends
 // nothing; it never panics.
 func (ss *Session) Notify(ctx context.Context, method string, params any) error {
-	var raw json.RawMessage
-	if params != nil {
-		var err error
-		if raw, err = json.Marshal(params); err != nil {
-			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
-		}
+	raw, err := encodeParams(ctx, method, params)
+	if err != nil {
+		return err
 	}
-	raw = withRelatedTask(ctx, raw) // tasks.go
 	ss.mu.Lock()
 	closed := ss.st.closed || ss.st.broken != protocol.DropNone
 	ss.mu.Unlock()
@@ -190,4 +182,17 @@ func related(ctx context.Context) context.Context {
 		return transport.WithRelatedRequest(ctx, req.ID)
 	}
 	return ctx
+}
+
+// encodeParams encodes the params of a message to the client (nil: none),
+// tied to the task of ctx, if any (see withRelatedTask).
+func encodeParams(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	var raw json.RawMessage
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("mcp: %s: encoding params: %w", method, err)
+		}
+	}
+	return withRelatedTask(ctx, raw), nil // tasks.go
 }

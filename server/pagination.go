@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -43,4 +44,19 @@ func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]
 // listParams are the params of every paginated list request.
 type listParams struct {
 	Cursor string `json:"cursor"`
+}
+
+// listPage selects the page of a list request (tools/list, prompts/list,
+// resources/list, resources/templates/list): the items of *listed, read
+// under mu (the slice is replaced, never modified, on change), from the
+// request's cursor on, and the cursor of the next page.
+func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *[]T, key func(T) string) ([]T, string, error) {
+	p, err := decodeListParams(req)
+	if err != nil {
+		return nil, "", err
+	}
+	mu.RLock()
+	items := *listed
+	mu.RUnlock()
+	return paginate(items, key, p.Cursor, s.cfg.pageSize)
 }

@@ -178,14 +178,7 @@ func (s *Server) promptsCapability() *ListChangedCapability {
 }
 
 func (s *Server) listPrompts(_ context.Context, req *Request) (any, error) {
-	p, err := decodeListParams(req)
-	if err != nil {
-		return nil, err
-	}
-	s.prompts.mu.RLock()
-	listed := s.prompts.listed
-	s.prompts.mu.RUnlock()
-	page, next, err := paginate(listed, func(p Prompt) string { return p.Name }, p.Cursor, s.cfg.pageSize)
+	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed, func(p Prompt) string { return p.Name })
 	if err != nil {
 		return nil, err
 	}

@@ -395,14 +395,7 @@ func decodeListParams(req *Request) (listParams, error) {
 }
 
 func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
-	p, err := decodeListParams(req)
-	if err != nil {
-		return nil, err
-	}
-	s.resources.mu.RLock()
-	listed := s.resources.listed
-	s.resources.mu.RUnlock()
-	page, next, err := paginate(listed, func(r Resource) string { return r.URI }, p.Cursor, s.cfg.pageSize)
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listed, func(r Resource) string { return r.URI })
 	if err != nil {
 		return nil, err
 	}
@@ -413,14 +406,7 @@ func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) listResourceTemplates(_ context.Context, req *Request) (any, error) {
-	p, err := decodeListParams(req)
-	if err != nil {
-		return nil, err
-	}
-	s.resources.mu.RLock()
-	listed := s.resources.listedT
-	s.resources.mu.RUnlock()
-	page, next, err := paginate(listed, func(t ResourceTemplate) string { return t.URITemplate }, p.Cursor, s.cfg.pageSize)
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listedT, func(t ResourceTemplate) string { return t.URITemplate })
 	if err != nil {
 		return nil, err
 	}

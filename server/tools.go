@@ -208,16 +208,7 @@ func (s *Server) registerTools() {
 }
 
 func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
-	var p listParams
-	if len(req.Params) > 0 {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/list params: %v", err)
-		}
-	}
-	s.tools.mu.RLock()
-	listed := s.tools.listed // replaced, never modified, on change
-	s.tools.mu.RUnlock()
-	page, next, err := paginate(listed, func(t Tool) string { return t.Name }, p.Cursor, s.cfg.pageSize)
+	page, next, err := listPage(s, req, &s.tools.mu, &s.tools.listed, func(t Tool) string { return t.Name })
 	if err != nil {
 		return nil, err
 	}

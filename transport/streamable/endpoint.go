@@ -249,42 +249,18 @@ func (h *Endpoint) forget(s *session) {
 var errSessionEnded = errors.New("streamable: session ended")
 
 func (h *Endpoint) get(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
-		w.Header().Set("Allow", "POST")
-		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no GET stream: use subscriptions/listen")
-		return
-	}
-	if !accepts(r, "text/event-stream") {
+	if r.Header.Get(headerProtocolVersion) != protocol.Version20260728 && !accepts(r, "text/event-stream") {
 		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include text/event-stream")
 		return
 	}
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
-		return
+	if s := h.sessionOf(w, r, "2026-07-28 has no GET stream: use subscriptions/listen"); s != nil {
+		s.serveGet(w, r)
 	}
-	s := h.lookup(id, r)
-	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
-		return
-	}
-	s.serveGet(w, r)
 }
 
 func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
-		w.Header().Set("Allow", "POST")
-		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "2026-07-28 has no sessions to delete")
-		return
-	}
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
-		return
-	}
-	s := h.lookup(id, r)
+	s := h.sessionOf(w, r, "2026-07-28 has no sessions to delete")
 	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
 		return
 	}
 	h.mu.Lock()
@@ -292,6 +268,28 @@ func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	s.terminate(errDeleted) // cancels its handlers; does not wait for them
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// sessionOf finds the live session a GET or DELETE names, or refuses the
+// request and returns nil: 405 (with why2026) for a 2026-07-28 request,
+// which has no session; 400 without Mcp-Session-Id; 404 for an unknown,
+// ended or other principal's session.
+func (h *Endpoint) sessionOf(w http.ResponseWriter, r *http.Request, why2026 string) *session {
+	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
+		w.Header().Set("Allow", "POST")
+		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, why2026)
+		return nil
+	}
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
+		return nil
+	}
+	s := h.lookup(id, r)
+	if s == nil {
+		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
+	}
+	return s
 }
 
 var errDeleted = errors.New("streamable: session deleted by the client")
