@@ -17,27 +17,10 @@ type members struct {
 // members are skipped; for a repeated member the last one wins, as with
 // encoding/json. ok is false when data is not an object.
 func splitMembers(data []byte) (m members, ok bool) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return m, false
-	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return m, true
-	}
-	for i < len(data) {
-		keyEnd := skipString(data, i)
-		key := data[i+1 : keyEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var s string
-			if json.Unmarshal(data[i:keyEnd], &s) == nil {
-				key = []byte(s)
-			}
-		}
-		i = skipSpace(data, keyEnd)
-		i = skipSpace(data, i+1) // the colon
-		valEnd := skipValue(data, i)
-		val := data[i:valEnd]
+	i, ok := firstMember(data)
+	for ok && i >= 0 {
+		var key, val []byte
+		key, val, i = nextMember(data, i)
 		switch string(key) { // no allocation: the compiler compares in place
 		case "jsonrpc":
 			m.jsonrpc = val
@@ -52,13 +35,49 @@ func splitMembers(data []byte) (m members, ok bool) {
 		case "error":
 			m.error = val
 		}
-		i = skipSpace(data, valEnd)
-		if i >= len(data) || data[i] == '}' {
-			break
-		}
-		i = skipSpace(data, i+1) // the comma
 	}
-	return m, true
+	return m, ok
+}
+
+// firstMember returns the index of the first member of the JSON object
+// data, or -1 when the object is empty; ok is false when data is not an
+// object.
+func firstMember(data []byte) (i int, ok bool) {
+	i = skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return -1, false
+	}
+	i = skipSpace(data, i+1)
+	if i >= len(data) || data[i] == '}' {
+		return -1, true
+	}
+	return i, true
+}
+
+// nextMember reads the member that starts at data[i]: its name (decoded
+// when written with escapes), its raw value, and the index of the member
+// after it, or -1 when it is the last.
+func nextMember(data []byte, i int) (key, val []byte, next int) {
+	keyEnd := skipString(data, i)
+	key = data[i+1 : keyEnd-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(data[i:keyEnd], &s) == nil {
+			key = []byte(s)
+		}
+	}
+	i = skipSpace(data, keyEnd)
+	i = skipSpace(data, i+1) // the colon
+	valEnd := skipValue(data, i)
+	val = data[i:valEnd]
+	i = skipSpace(data, valEnd)
+	if i >= len(data) || data[i] == '}' {
+		return key, val, -1
+	}
+	if i = skipSpace(data, i+1); i >= len(data) { // the comma
+		return key, val, -1
+	}
+	return key, val, i
 }
 
 func skipSpace(data []byte, i int) int {
@@ -131,38 +150,17 @@ func skipValue(data []byte, i int) int {
 // object.
 func SplitObject(data []byte, keys ...string) (values [][]byte, ok bool) {
 	values = make([][]byte, len(keys))
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return values, false
-	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return values, true
-	}
-	for i < len(data) {
-		keyEnd := skipString(data, i)
-		key := data[i+1 : keyEnd-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			var s string
-			if json.Unmarshal(data[i:keyEnd], &s) == nil {
-				key = []byte(s)
-			}
-		}
-		i = skipSpace(data, keyEnd)
-		i = skipSpace(data, i+1)
-		valEnd := skipValue(data, i)
+	i, ok := firstMember(data)
+	for ok && i >= 0 {
+		var key, val []byte
+		key, val, i = nextMember(data, i)
 		for k, want := range keys {
 			if string(key) == want {
-				values[k] = data[i:valEnd]
+				values[k] = val
 			}
 		}
-		i = skipSpace(data, valEnd)
-		if i >= len(data) || data[i] == '}' {
-			break
-		}
-		i = skipSpace(data, i+1)
 	}
-	return values, true
+	return values, ok
 }
 
 // DecodeString decodes a raw JSON string value; ok is false for anything
