@@ -20,8 +20,20 @@
 //     of the pending table.
 //
 // What the core sees and middleware cannot (sessions, drops, write failures,
-// panics) goes to an [Observer]. The package imports no telemetry library;
-// the middleware and telemetry packages build on it.
+// panics, refusals with their typed [protocol.RejectReason]) goes to an
+// [Observer]. The package imports no telemetry library; the middleware and
+// telemetry packages build on it. Codes, versions and reasons come from the
+// leaf package transport/protocol.
+//
+// Each request's protocol era is chosen once, when it is admitted (era.go):
+// a 2025 session peer (era_session.go), whose client calls ([Elicit],
+// [CreateMessage], [ListRoots], [CallClient]) are requests on the session,
+// or a 2026-07-28 stateless round (era_stateless.go), whose client calls
+// become an input_required result. Asking the client, task ownership and
+// views, and result decoration go through it; [Request.InSession] tells
+// middleware which it is.
+//
+// To test a server of your own, use the client of package server/mcptest.
 //
 // Start with [New], [Server.AddTool] and [Server.Serve], and the examples.
 package server

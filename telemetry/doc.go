@@ -3,9 +3,11 @@
 // the MCP semantic conventions, the [Metrics] collector, and the options for
 // tracing.
 //
-// It imports no Vigil package: its methods take label values as plain
-// strings, and the middleware package translates the server's types
-// (methods, cancellation causes, drop reasons, errors) into them. Library
+// Of Vigil it imports only the leaf vocabulary transport/protocol, whose
+// codes and reasons are the known values of its labels (their String
+// forms). Its methods take label values as plain strings, and the
+// middleware package translates the server's types (methods, typed
+// cancellation causes, drop and reject reasons, errors) into them. Library
 // code here uses the OpenTelemetry API only, never the SDK, and never a
 // global: no default Prometheus registry, no promauto, no otel.Set*. The
 // caller creates a [Metrics] with [NewMetrics] and registers it with a

@@ -1,5 +1,5 @@
-// Package streamable is the MCP Streamable HTTP transport: an
-// [http.Handler] serving one MCP endpoint (POST, GET and DELETE) for every
+// Package streamable is the MCP Streamable HTTP transport: an [Endpoint],
+// the [http.Handler] serving one MCP endpoint (POST, GET and DELETE) for every
 // protocol generation at once, choosing the era per request:
 //
 //   - 2025-era sessions (initialize, then Mcp-Session-Id on every request):
@@ -37,6 +37,12 @@
 // before any event, and a stream whose request the client cancelled, keep
 // the "cancel" policy.
 //
+// Every message of a session is routed to its stream by one function
+// (route in session.go), whether the session is resumable or not; the
+// stream methods are in stream.go. Refusals are reported to
+// [WithRejectHook] with a typed protocol.RejectReason.
+//
 // The package needs only something that serves a Conn ([Server]); the
-// server package's *Server is one. It imports no other Vigil package.
+// server package's *Server is one. It imports transport, transport/protocol
+// and, for the Mcp-Param-* headers the server checks, an internal package.
 package streamable
