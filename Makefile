@@ -20,7 +20,7 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench bench-service bench-idle lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps conformance-deps vet unit interop conformance deploy-validate fuzz
@@ -90,6 +90,21 @@ race50:
 bench:
 	@echo "==> go test -bench=. -benchmem ./..."
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# bench-service and bench-idle: flags for cmd/vigil-bench (e.g. BENCH_FLAGS='-round 1s -rounds 1')
+# and the number of idle sessions (make bench-idle IDLE_SESSIONS=100000).
+BENCH_FLAGS ?=
+IDLE_SESSIONS ?= 10000
+
+## bench-service: the shipped cmd/vigil (tracing, metrics, logs, limits on) against a plain net/http floor, each its own process, driven by a third; run by hand.
+bench-service:
+	@echo "==> bench-service: cmd/vigil-bench (about a minute)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" $(BENCH_FLAGS)
+
+## bench-idle: open IDLE_SESSIONS idle 2025 sessions on the shipped vigil, report its memory per session, then call echo in 1,000 of them; run by hand.
+bench-idle:
+	@echo "==> bench-idle: cmd/vigil-bench -idle $(IDLE_SESSIONS)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -idle $(IDLE_SESSIONS) $(BENCH_FLAGS)
 
 ## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) if missing or a different version.
 lint-install:

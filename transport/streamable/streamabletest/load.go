@@ -56,16 +56,37 @@ func Do(client *http.Client, req *http.Request, buf *bytes.Buffer, want []byte) 
 // failures joined. The latencies of the requests that succeeded come back
 // sorted.
 func Run(client *http.Client, workers int, n int64, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
+	return run(client, workers, n/int64(workers)+1, want, newReq, func(i int64, _ time.Time) bool { return i <= n })
+}
+
+// RunFor is [Run] for a duration instead of a count: the workers send
+// requests (i from 1 up, each once) until d has passed since the start,
+// and each finishes the request it has in flight then. The latencies of
+// the requests that succeeded come back sorted; their number is the count
+// of requests done.
+func RunFor(client *http.Client, workers int, d time.Duration, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
+	deadline := time.Now().Add(d)
+	return run(client, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
+}
+
+// run is the loop of [Run] and [RunFor]: each worker takes the next index
+// while more(i, now) holds; capacity is the initial size of each worker's
+// latency slice.
+func run(client *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool) ([]time.Duration, error) {
 	lat := make([][]time.Duration, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
-		lat[w] = make([]time.Duration, 0, n/int64(workers)+1)
+		lat[w] = make([]time.Duration, 0, capacity)
 		wg.Go(func() {
 			var buf bytes.Buffer
-			for i := next.Add(1); i <= n; i = next.Add(1) {
+			for {
 				start := time.Now()
+				i := next.Add(1)
+				if !more(i, start) {
+					return
+				}
 				if err := Do(client, newReq(w, i), &buf, want); err != nil {
 					errs[w] = err
 					return

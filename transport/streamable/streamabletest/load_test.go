@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -58,6 +59,32 @@ func TestRunSendsEachRequestOnce(t *testing.T) {
 	assert.IsNonDecreasing(t, lat)
 }
 
+// TestRunForStopsAtTheDeadline checks that RunFor sends requests, each
+// index once, until its duration has passed, and no longer.
+func TestRunForStopsAtTheDeadline(t *testing.T) {
+	t.Parallel()
+	ts, client := echoServer(t, "")
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	start := time.Now()
+	lat, err := streamabletest.RunFor(client, 4, 100*time.Millisecond, []byte("id"), func(_ int, i int64) *http.Request {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	})
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	assert.NotEmpty(t, lat)
+	assert.Len(t, seen, len(lat), "one latency per request sent")
+	for i := int64(1); i <= int64(len(lat)); i++ {
+		assert.Equal(t, 1, seen[i], "request %d", i)
+	}
+	assert.IsNonDecreasing(t, lat)
+	assert.GreaterOrEqual(t, elapsed, 100*time.Millisecond)
+	assert.Less(t, elapsed, 5*time.Second, "the workers stop after the deadline")
+}
+
 // TestRunReportsFailures checks that a wrong status fails the run with the
 // status and body, and that an answer without want fails it too.
 func TestRunReportsFailures(t *testing.T) {
@@ -98,6 +125,33 @@ func TestProcessCPUAdvances(t *testing.T) {
 	}
 	after, _ := streamabletest.ProcessCPU()
 	assert.Greater(t, after, before, "after %d spins", x)
+}
+
+// TestParseStatCPU reads utime and stime past a command name that holds
+// spaces and a parenthesis, and rejects what is not a stat line.
+func TestParseStatCPU(t *testing.T) {
+	t.Parallel()
+	line := []byte("4242 (vigil (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 1000 500\n")
+	cpu, ok := streamabletest.ParseStatCPU(line)
+	require.True(t, ok)
+	assert.Equal(t, 325*10*time.Millisecond, cpu)
+	for _, bad := range []string{"", "4242 vigil S 1", "4242 (vigil) S 1 2 3", "4242 (vigil) S 1 2 3 4 5 6 7 8 9 10 x 75"} {
+		_, ok := streamabletest.ParseStatCPU([]byte(bad))
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+// TestCPUOfSelf checks that CPUOf reads another pid's file as ProcessCPU
+// reads its own, and fails for a process that does not exist.
+func TestCPUOfSelf(t *testing.T) {
+	t.Parallel()
+	if _, ok := streamabletest.ProcessCPU(); !ok {
+		t.Skip("no /proc/self/stat on this system")
+	}
+	_, ok := streamabletest.CPUOf(os.Getpid())
+	assert.True(t, ok)
+	_, ok = streamabletest.CPUOf(-1)
+	assert.False(t, ok)
 }
 
 func ExampleRun() {

@@ -1,0 +1,21 @@
+// Command vigil-bench benchmarks the Vigil service as shipped: the real
+// cmd/vigil binary, with its default flags (a span per request into the
+// in-memory trace ring, Prometheus metrics, a log line per request to
+// standard error, the session, in-flight, concurrency and body limits, the
+// request timeout), against a floor, a plain net/http handler that
+// answers the same JSON-RPC. Run it from the module with make
+// bench-service, or make bench-idle for idle sessions.
+//
+// It builds cmd/vigil, internal/benchservice/floor and
+// internal/benchservice/load with go build into a temporary directory,
+// starts vigil and the floor as processes of their own on 127.0.0.1 ports
+// the kernel picks (vigil's log goes to a file, as a user would redirect
+// it), runs the load generator, a third process, against them, and stops
+// them. The load generator prints the report; see its documentation and
+// that of package internal/benchservice for what is measured.
+//
+// With -idle N, it starts vigil alone with -max-sessions raised above N
+// and has the load generator open N idle sessions and report vigil's
+// memory per session. VIGIL_* and OTEL_* variables are removed from
+// vigil's environment, so that it runs with its defaults.
+package main

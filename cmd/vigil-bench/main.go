@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is what the flags select.
+type config struct {
+	goCmd     string
+	keep      bool
+	vigilLog  string
+	idle      int
+	loadFlags []string // passed on to the load generator
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.goCmd, "go", "go", "the go `command` that builds the binaries")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, vigil.log)")
+	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
+	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
+	clients := flag.Int("clients", 32, "concurrent clients")
+	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
+	rounds := flag.Int("rounds", 3, "timed rounds per server and workload")
+	round := flag.Duration("round", 3*time.Second, "length of a round")
+	warmup := flag.Duration("warmup", time.Second, "untimed warm-up per server and workload")
+	workloads := flag.String("workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
+	sample := flag.Int("sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	flag.Parse()
+	cfg.loadFlags = []string{
+		"-clients", strconv.Itoa(*clients), "-sessions", strconv.Itoa(*sessions),
+		"-rounds", strconv.Itoa(*rounds), "-round", round.String(), "-warmup", warmup.String(),
+		"-workloads", *workloads, "-sample", strconv.Itoa(*sample), "-idle", strconv.Itoa(cfg.idle),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vigil-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the binaries, starts the servers, runs the load generator
+// and stops the servers.
+func run(ctx context.Context, cfg config) (err error) {
+	dir, err := os.MkdirTemp("", "vigil-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cfg.keep {
+			fmt.Printf("\nkept %s\n", dir)
+			return
+		}
+		err = errors.Join(err, os.RemoveAll(dir))
+	}()
+	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil, the floor and the load generator into %s\n", dir)
+	build := exec.CommandContext(ctx, cfg.goCmd, "build", "-o", dir+string(filepath.Separator),
+		"github.com/vigil-mcp/vigil/cmd/vigil",
+		"github.com/vigil-mcp/vigil/internal/benchservice/floor",
+		"github.com/vigil-mcp/vigil/internal/benchservice/load")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+
+	logPath := cfg.vigilLog
+	if logPath == "" {
+		logPath = filepath.Join(dir, "vigil.log")
+	}
+	vigilArgs := []string{"-http", "127.0.0.1:0"}
+	if cfg.idle > 0 {
+		vigilArgs = append(vigilArgs, "-max-sessions", strconv.Itoa(cfg.idle+64))
+	}
+	vigil, vigilURL, err := startVigil(ctx, filepath.Join(dir, "vigil"), vigilArgs, logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProcess(vigil, "vigil")) }()
+	loadArgs := append([]string{"-vigil", vigilURL, "-vigil-pid", strconv.Itoa(vigil.Process.Pid)}, cfg.loadFlags...)
+
+	var floorDesc string
+	if cfg.idle == 0 {
+		floor, floorURL, err := startFloor(ctx, filepath.Join(dir, "floor"))
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopProcess(floor, "floor")) }()
+		loadArgs = append(loadArgs, "-floor", floorURL, "-floor-pid", strconv.Itoa(floor.Process.Pid))
+		floorDesc = fmt.Sprintf("%s (pid %d): plain net/http, decodes the JSON-RPC request, answers vigil's result", floorURL, floor.Process.Pid)
+	}
+
+	fmt.Printf("vigil-bench  %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("machine      %s/%s, %d CPUs%s, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
+	fmt.Printf("vigil        %s (pid %d): vigil %s, defaults otherwise: tracing (in-memory ring),\n", vigilURL, vigil.Process.Pid, strings.Join(vigilArgs, " "))
+	fmt.Printf("             metrics, a log line per request to %s, limits, -request-timeout 1m, -idle-timeout 30m\n", logPath)
+	if floorDesc != "" {
+		fmt.Printf("floor        %s\n", floorDesc)
+	}
+	load := exec.CommandContext(ctx, filepath.Join(dir, "load"), loadArgs...)
+	load.Stdout, load.Stderr = os.Stdout, os.Stderr
+	if err := load.Run(); err != nil {
+		return fmt.Errorf("load generator: %w", err)
+	}
+	if lines, size, ok := countLines(logPath); ok {
+		fmt.Printf("vigil log    %d lines, %.1f MiB\n", lines, float64(size)/(1<<20))
+	}
+	return nil
+}
+
+// serving is vigil's log line that gives its MCP URL.
+var serving = regexp.MustCompile(`msg="serving MCP" url=(http://127\.0\.0\.1:[0-9]+/mcp)`)
+
+// startVigil starts vigil with args, its standard error appended to
+// logPath, and waits until its log gives its URL and /readyz answers 200.
+func startVigil(ctx context.Context, bin string, args []string, logPath string) (*exec.Cmd, string, error) {
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, "", err
+	}
+	defer func() { _ = logFile.Close() }() // the child has its own descriptor
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = defaultEnv()
+	cmd.Stderr = logFile
+	if logPath == os.DevNull {
+		cmd.Stderr = nil // nothing to read the URL from: vigil gets a pipe
+	}
+	var pipe io.ReadCloser
+	if cmd.Stderr == nil {
+		if pipe, err = cmd.StderrPipe(); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	var url string
+	if pipe != nil {
+		// Read the start-up lines, then discard the rest as /dev/null would.
+		sc := bufio.NewScanner(pipe)
+		for url == "" && sc.Scan() {
+			if m := serving.FindStringSubmatch(sc.Text()); m != nil {
+				url = m[1]
+			}
+		}
+		go func() { _, _ = io.Copy(io.Discard, pipe) }()
+	} else {
+		for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			raw, _ := os.ReadFile(logPath)
+			if m := serving.FindSubmatch(raw); m != nil {
+				url = string(m[1])
+			}
+		}
+	}
+	if url == "" {
+		_ = stopProcess(cmd, "vigil")
+		return nil, "", fmt.Errorf("vigil did not log its URL (see %s)", logPath)
+	}
+	if err := waitReady(ctx, strings.TrimSuffix(url, "/mcp")+"/readyz"); err != nil {
+		_ = stopProcess(cmd, "vigil")
+		return nil, "", err
+	}
+	return cmd, url, nil
+}
+
+// defaultEnv is this process's environment without VIGIL_* and OTEL_*
+// variables, which would change vigil's defaults.
+func defaultEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "VIGIL_") && !strings.HasPrefix(kv, "OTEL_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// waitReady polls url until it answers 200, for up to 10 seconds.
+func waitReady(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not ready: %w", url, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startFloor starts the floor and returns it with the URL it prints.
+func startFloor(ctx context.Context, bin string) (*exec.Cmd, string, error) {
+	cmd := exec.CommandContext(ctx, bin, "-addr", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		_ = stopProcess(cmd, "floor")
+		return nil, "", fmt.Errorf("floor: unexpected first line %q: %w", line, err)
+	}
+	return cmd, url, nil
+}
+
+// stopProcess sends SIGTERM to cmd's process and waits for it to exit,
+// killing it after 15 seconds. An exit caused by the signal is no error.
+func stopProcess(cmd *exec.Cmd, name string) error {
+	if cmd.ProcessState != nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && !exit.Exited() {
+			return nil // ended by the signal
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("%s: killed after 15s: %w", name, <-done)
+	}
+}
+
+// cpuModel returns ", " and the first model name of /proc/cpuinfo, or "".
+func cpuModel() string {
+	raw, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range bytes.Lines(raw) {
+		if k, v, ok := bytes.Cut(line, []byte(":")); ok && string(bytes.TrimSpace(k)) == "model name" {
+			return ", " + string(bytes.TrimSpace(v))
+		}
+	}
+	return ""
+}
+
+// countLines returns the number of lines and the size of the file at
+// path; false if it cannot be read or is not a regular file.
+func countLines(path string) (int, int64, bool) {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, 0, false
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	return bytes.Count(raw, []byte("\n")), st.Size(), true
+}

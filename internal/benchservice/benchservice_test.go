@@ -1,0 +1,118 @@
+package benchservice_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/benchservice"
+)
+
+func ms(n ...int) []time.Duration {
+	out := make([]time.Duration, len(n))
+	for i, v := range n {
+		out[i] = time.Duration(v) * time.Millisecond
+	}
+	return out
+}
+
+// TestPercentile checks the nearest rank: the smallest value that at least
+// q of them do not exceed.
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	for _, tc := range []struct {
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{nil, 0.5, 0},
+		{ms(7), 0.99, 7 * time.Millisecond},
+		{ms(1, 2), 0.5, 1 * time.Millisecond},
+		{ms(1, 2, 3), 0.5, 2 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0.99, 4 * time.Millisecond},
+		{ms(1, 2, 3, 4), 0, 1 * time.Millisecond},
+		{hundred, 0.50, 50 * time.Millisecond},
+		{hundred, 0.99, 99 * time.Millisecond},
+		{hundred, 1, 100 * time.Millisecond},
+	} {
+		assert.Equal(t, tc.want, benchservice.Percentile(tc.sorted, tc.q), "%v q=%v", tc.sorted, tc.q)
+	}
+}
+
+// TestMedian checks odd and even counts and that the input stays as it was.
+func TestMedian(t *testing.T) {
+	t.Parallel()
+	xs := []float64{3, 1, 2}
+	assert.InDelta(t, 2.0, benchservice.Median(xs), 0)
+	assert.Equal(t, []float64{3, 1, 2}, xs)
+	assert.InDelta(t, 2.5, benchservice.Median([]float64{4, 1, 3, 2}), 0)
+	assert.InDelta(t, 0.0, benchservice.Median(nil), 0)
+}
+
+// TestSummarize checks the median of the rounds' rates, the pooled
+// percentiles and the CPU time per request.
+func TestSummarize(t *testing.T) {
+	t.Parallel()
+	s := benchservice.Summarize([]benchservice.Round{
+		{Latencies: ms(1, 2), Elapsed: time.Second, CPU: 30 * time.Millisecond},
+		{Latencies: ms(3, 4, 5, 6), Elapsed: time.Second, CPU: 20 * time.Millisecond},
+		{Latencies: ms(7, 8, 9), Elapsed: time.Second, CPU: 40 * time.Millisecond},
+	})
+	assert.Equal(t, []float64{2, 4, 3}, s.Rates)
+	assert.InDelta(t, 3.0, s.Rate, 0)
+	assert.Equal(t, 9, s.Requests)
+	assert.Equal(t, 5*time.Millisecond, s.P50)
+	assert.Equal(t, 9*time.Millisecond, s.P99)
+	assert.Equal(t, 10*time.Millisecond, s.CPUPerReq)
+}
+
+// TestParseVMRSS reads the kB figure and rejects a file without one.
+func TestParseVMRSS(t *testing.T) {
+	t.Parallel()
+	status := "Name:\tvigil\nVmPeak:\t 1000 kB\nVmRSS:\t   20480 kB\nRssAnon:\t 100 kB\n"
+	rss, ok := benchservice.ParseVMRSS([]byte(status))
+	require.True(t, ok)
+	assert.Equal(t, int64(20480*1024), rss)
+	for _, bad := range []string{"", "Name:\tx\n", "VmRSS:\t12 MB\n", "VmRSS:\tx kB\n"} {
+		_, ok := benchservice.ParseVMRSS([]byte(bad))
+		assert.False(t, ok, "%q", bad)
+	}
+}
+
+// TestFormats checks the number formats of the report.
+func TestFormats(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "0", benchservice.Thousands(0))
+	assert.Equal(t, "999", benchservice.Thousands(999))
+	assert.Equal(t, "1,000", benchservice.Thousands(1000))
+	assert.Equal(t, "-1,234,567", benchservice.Thousands(-1234567))
+	assert.Equal(t, "1,234.5 µs", benchservice.Micros(1234500*time.Nanosecond))
+	assert.Equal(t, "0.1 µs", benchservice.Micros(60*time.Nanosecond))
+	assert.Equal(t, "1.24 ms", benchservice.Millis(1235500*time.Nanosecond))
+	assert.Equal(t, "0.50×", benchservice.Ratio(1, 2))
+	assert.Equal(t, "-", benchservice.Ratio(1, 0))
+	assert.Equal(t, "1.5 MiB", benchservice.MiB(3<<19))
+}
+
+// TestWriteWorkload checks that the table has a row per server and the
+// ratios.
+func TestWriteWorkload(t *testing.T) {
+	t.Parallel()
+	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, Requests: 3000}
+	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, Requests: 1000}
+	var b strings.Builder
+	require.NoError(t, benchservice.WriteWorkload(&b, "title", floor, vigil))
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	require.Len(t, lines, 5, b.String())
+	assert.Equal(t, "title", lines[0])
+	assert.Contains(t, lines[2], "2,000")
+	assert.Contains(t, lines[2], "1,000  2,000")
+	assert.Regexp(t, `vigil/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×`, lines[4])
+}

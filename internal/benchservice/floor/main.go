@@ -1,0 +1,119 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "loopback `address` to listen on (port 0: one the kernel picks)")
+	flag.Parse()
+	if err := serve(*addr); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
+}
+
+// serve listens on addr, which must be a loopback address, and serves the
+// floor until the process is killed.
+func serve(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("-addr %q: want a loopback IP address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(os.Stdout, "listening http://%s/mcp\n", ln.Addr())
+	hs := &http.Server{Handler: http.HandlerFunc(handle), ReadHeaderTimeout: 10 * time.Second}
+	return hs.Serve(ln)
+}
+
+// request is the part of a JSON-RPC request the floor reads.
+type request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Name            string `json:"name"`
+		Arguments       struct {
+			Text *string `json:"text"`
+		} `json:"arguments"`
+	} `json:"params"`
+}
+
+// handle answers one POST as vigil would, for the methods the benchmark
+// sends.
+func handle(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var req request
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.JSONRPC != "2.0" {
+		http.Error(w, "not a JSON-RPC message", http.StatusBadRequest)
+		return
+	}
+	if len(req.ID) == 0 {
+		w.WriteHeader(http.StatusAccepted) // a notification
+		return
+	}
+	out := make([]byte, 0, 256)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, req.ID...)
+	switch {
+	case req.Method == "initialize":
+		sid, err := sessionID()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		version, _ := json.Marshal(req.Params.ProtocolVersion) // a string always encodes
+		out = append(out, `,"result":{"protocolVersion":`...)
+		out = append(out, version...)
+		out = append(out, `,"capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"vigil","version":"dev"}}}`...)
+		w.Header().Set("Mcp-Session-Id", sid)
+	case req.Method == "tools/call" && req.Params.Name == "echo" && req.Params.Arguments.Text != nil:
+		text, _ := json.Marshal(*req.Params.Arguments.Text) // a string always encodes
+		if r.Header.Get("MCP-Protocol-Version") == "2026-07-28" {
+			out = append(out, `,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}},"content":[{"type":"text","text":`...)
+			out = append(out, text...)
+			out = append(out, `}],"resultType":"complete"}}`...)
+		} else {
+			out = append(out, `,"result":{"content":[{"type":"text","text":`...)
+			out = append(out, text...)
+			out = append(out, "}]}}"...)
+		}
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			w.Header().Set("Mcp-Session-Id", sid)
+		}
+	default:
+		http.Error(w, "the floor answers initialize and tools/call echo only", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// sessionID returns a random session id, as vigil's are: 16 bytes in
+// unpadded URL-safe base64.
+func sessionID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", errors.Join(errors.New("session id"), err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,23 @@
+// Command load is the load generator of Vigil's service benchmark (make
+// bench-service, make bench-idle), a process of its own so that the
+// servers' CPU time is theirs alone. cmd/vigil-bench starts it; it drives
+// servers already running, with transport/streamable/streamabletest.
+//
+// By default it measures throughput: tools/call of echo, -clients
+// concurrent keep-alive clients, JSON responses, against the floor (-floor,
+// -floor-pid) and vigil (-vigil, -vigil-pid), first in 2025-06-18 sessions
+// (-sessions of them, shared by the clients), then as 2026-07-28 stateless
+// requests. After a warm-up of each server, it runs -rounds rounds of
+// -round per server, interleaved (floor, vigil, floor, vigil, ...) so that
+// other load on the machine slows both alike, and prints per server the
+// median req/s, the p50 and p99 latency over all requests, and the server
+// process's CPU time (utime+stime from /proc/<pid>/stat) per request.
+//
+// With -idle N it measures idle sessions instead, on vigil alone: it opens
+// N 2025-06-18 sessions (initialize, notifications/initialized, then
+// nothing), reports vigil's RSS growth per session (VmRSS of
+// /proc/<pid>/status before and after) and its Go heap in use (from
+// /metrics), then calls echo in -sample of the sessions, spread evenly,
+// and reports how many calls succeeded. A session is only an id on the
+// client side: the clients' keep-alive connections are shared.
+package main

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
+)
+
+// The protocol versions of the two workloads.
+const (
+	version2025 = "2025-06-18"
+	version2026 = "2026-07-28"
+)
+
+// meta2026 is the _meta every 2026-07-28 request carries.
+const meta2026 = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// want is in every echo answer, the floor's and vigil's, of either era.
+var want = []byte(`"content":[{"type":"text","text":"hello"}]`)
+
+// config is what the flags select.
+type config struct {
+	floorURL, vigilURL string
+	floorPID, vigilPID int
+	clients, sessions  int
+	rounds             int
+	round, warmup      time.Duration
+	workloads          string
+	idle, sample       int
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.floorURL, "floor", "", "`URL` of the floor's MCP endpoint")
+	flag.IntVar(&cfg.floorPID, "floor-pid", 0, "`pid` of the floor's process, for its CPU time")
+	flag.StringVar(&cfg.vigilURL, "vigil", "", "`URL` of vigil's MCP endpoint")
+	flag.IntVar(&cfg.vigilPID, "vigil-pid", 0, "`pid` of vigil's process, for its CPU time and memory")
+	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
+	flag.IntVar(&cfg.sessions, "sessions", 8, "2025-06-18 sessions the clients share")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "timed rounds per server and workload")
+	flag.DurationVar(&cfg.round, "round", 3*time.Second, "length of a round")
+	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "untimed warm-up per server and workload")
+	flag.StringVar(&cfg.workloads, "workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
+	flag.IntVar(&cfg.idle, "idle", 0, "measure this many idle sessions on vigil instead of throughput (0: throughput)")
+	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	flag.Parse()
+	run := throughput
+	if cfg.idle > 0 {
+		run = idle
+	}
+	if err := run(os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+// echoBody is the tools/call echo request with the given id; meta is the
+// _meta object or "".
+func echoBody(id int64, meta string) []byte {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}`...)
+	if meta != "" {
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
+	}
+	return append(b, "}}"...)
+}
+
+// statelessPost is the 2026-07-28 stateless tools/call echo request.
+func statelessPost(url string, id int64) *http.Request {
+	req := streamabletest.Post(url, echoBody(id, meta2026))
+	req.Header.Set("MCP-Protocol-Version", version2026)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	return req
+}
+
+// target is one server under load.
+type target struct {
+	name   string
+	url    string
+	pid    int
+	client *http.Client
+	sids   []string // the 2025 workload's sessions
+	rounds []benchservice.Round
+}
+
+// throughput runs the workloads of cfg against the floor and vigil and
+// writes the report to w.
+func throughput(w io.Writer, cfg config) error {
+	if cfg.floorURL == "" || cfg.vigilURL == "" || cfg.floorPID <= 0 || cfg.vigilPID <= 0 {
+		return errors.New("-floor, -floor-pid, -vigil and -vigil-pid are required")
+	}
+	if cfg.clients <= 0 || cfg.sessions <= 0 || cfg.rounds <= 0 || cfg.round <= 0 {
+		return errors.New("-clients, -sessions, -rounds and -round must be positive")
+	}
+	_, _ = fmt.Fprintf(w, "load         tools/call echo {\"text\":\"hello\"}, %d concurrent clients, keep-alive, JSON responses\n", cfg.clients)
+	_, _ = fmt.Fprintf(w, "             (Accept: application/json, text/event-stream), from a separate process (GOMAXPROCS %d)\n", runtime.GOMAXPROCS(0))
+	_, _ = fmt.Fprintf(w, "rounds       %d × %s per server, interleaved floor, vigil, floor, ...; %s warm-up per server first\n", cfg.rounds, cfg.round, cfg.warmup)
+	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
+	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
+	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
+	for wl := range strings.SplitSeq(cfg.workloads, ",") {
+		floor := &target{name: "floor", url: cfg.floorURL, pid: cfg.floorPID, client: streamabletest.NewClient()}
+		vigil := &target{name: "vigil", url: cfg.vigilURL, pid: cfg.vigilPID, client: streamabletest.NewClient()}
+		var title string
+		var newReq func(t *target) func(w int, id int64) *http.Request
+		switch strings.TrimSpace(wl) {
+		case "2025":
+			title = fmt.Sprintf("%s sessions: tools/call echo, %d clients on %d sessions", version2025, cfg.clients, cfg.sessions)
+			for _, t := range []*target{floor, vigil} {
+				for range cfg.sessions {
+					sid, err := streamabletest.OpenSession(t.client, t.url, version2025)
+					if err != nil {
+						return fmt.Errorf("%s: %w", t.name, err)
+					}
+					t.sids = append(t.sids, sid)
+				}
+			}
+			newReq = func(t *target) func(int, int64) *http.Request {
+				return func(w int, id int64) *http.Request {
+					return streamabletest.SessionPost(t.url, t.sids[w%len(t.sids)], version2025, echoBody(id, ""))
+				}
+			}
+		case "2026":
+			title = fmt.Sprintf("%s stateless: tools/call echo, %d clients, MCP-Protocol-Version, Mcp-Method, Mcp-Name and params._meta", version2026, cfg.clients)
+			newReq = func(t *target) func(int, int64) *http.Request {
+				return func(_ int, id int64) *http.Request { return statelessPost(t.url, id) }
+			}
+		default:
+			return fmt.Errorf("-workloads: unknown workload %q (want 2025 or 2026)", wl)
+		}
+		_, _ = fmt.Fprintf(w, "\n")
+		for _, t := range []*target{floor, vigil} {
+			if _, err := streamabletest.RunFor(t.client, cfg.clients, cfg.warmup, want, newReq(t)); err != nil {
+				return fmt.Errorf("%s warm-up: %w", t.name, err)
+			}
+		}
+		for range cfg.rounds {
+			for _, t := range []*target{floor, vigil} {
+				cpu0, ok0 := streamabletest.CPUOf(t.pid)
+				start := time.Now()
+				lat, err := streamabletest.RunFor(t.client, cfg.clients, cfg.round, want, newReq(t))
+				elapsed := time.Since(start)
+				cpu1, ok1 := streamabletest.CPUOf(t.pid)
+				if err != nil {
+					return fmt.Errorf("%s: %w", t.name, err)
+				}
+				if !ok0 || !ok1 {
+					return fmt.Errorf("%s: cannot read /proc/%d/stat", t.name, t.pid)
+				}
+				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0})
+			}
+		}
+		floor.client.CloseIdleConnections()
+		vigil.client.CloseIdleConnections()
+		if err := benchservice.WriteWorkload(w, title, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idle opens cfg.idle idle sessions on vigil, reports its memory per
+// session, then calls echo in a sample of them, and writes the report to w.
+func idle(w io.Writer, cfg config) error {
+	if cfg.vigilURL == "" || cfg.vigilPID <= 0 {
+		return errors.New("-vigil and -vigil-pid are required")
+	}
+	if cfg.clients <= 0 || cfg.sample < 0 {
+		return errors.New("-clients must be positive and -sample not negative")
+	}
+	client := streamabletest.NewClient()
+	defer client.CloseIdleConnections()
+	metricsURL := strings.TrimSuffix(cfg.vigilURL, "/mcp") + "/metrics"
+
+	_, _ = fmt.Fprintf(w, "idle         %s sessions of %s: initialize, notifications/initialized, then nothing;\n", benchservice.Thousands(int64(cfg.idle)), version2025)
+	_, _ = fmt.Fprintf(w, "             opened by %d concurrent clients sharing keep-alive connections (a session is an id)\n", cfg.clients)
+	_, _ = fmt.Fprintf(w, "memory       vigil's VmRSS (/proc/<pid>/status), and its Go heap, stacks and goroutines (/metrics),\n             before and 1s after\n")
+	_, _ = fmt.Fprintf(w, "sample       then tools/call echo in %s of the sessions, spread evenly\n\n", benchservice.Thousands(int64(min(cfg.sample, cfg.idle))))
+
+	// Warm up: one session, echo calls, so that the baseline is a server
+	// that has served.
+	sid, err := streamabletest.OpenSession(client, cfg.vigilURL, version2025)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := streamabletest.RunFor(client, cfg.clients, cfg.warmup, want, func(_ int, id int64) *http.Request {
+		return streamabletest.SessionPost(cfg.vigilURL, sid, version2025, echoBody(id, ""))
+	}); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+
+	rss0, gauges0, err := memory(client, cfg.vigilPID, metricsURL)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	sids, err := openSessions(client, cfg.vigilURL, cfg.idle, cfg.clients)
+	opening := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("opened %d of %d sessions: %w", len(sids), cfg.idle, err)
+	}
+	time.Sleep(time.Second) // let the last responses' buffers go
+	rss1, gauges1, err := memory(client, cfg.vigilPID, metricsURL)
+	if err != nil {
+		return err
+	}
+	n := int64(cfg.idle)
+	tw := newTable(w)
+	_, _ = fmt.Fprintf(tw, "\t\tbefore\tafter\tgrowth\tper session\t\n")
+	_, _ = fmt.Fprintf(tw, "\tVmRSS\t%s\t%s\t%s\t%s\t\n", benchservice.MiB(rss0), benchservice.MiB(rss1), benchservice.MiB(rss1-rss0), kib((rss1-rss0)/n))
+	for i, g := range memoryGauges {
+		a, b := gauges0[i], gauges1[i]
+		if g.name == "go_goroutines" {
+			_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%.2f\t\n", g.label, benchservice.Thousands(a), benchservice.Thousands(b), benchservice.Thousands(b-a), float64(b-a)/float64(n))
+			continue
+		}
+		_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t\n", g.label, benchservice.MiB(a), benchservice.MiB(b), benchservice.MiB(b-a), kib((b-a)/n))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(w, "opened       %s sessions in %.1fs (%s/s)\n", benchservice.Thousands(n), opening.Seconds(), benchservice.Thousands(int64(float64(n)/opening.Seconds())))
+
+	k := min(cfg.sample, len(sids))
+	sample := make([]string, k)
+	for i := range sample {
+		sample[i] = sids[i*len(sids)/k]
+	}
+	ok, firstErr := callEach(client, cfg.vigilURL, sample, cfg.clients)
+	_, _ = fmt.Fprintf(w, "echo         %s of %s calls in sampled idle sessions succeeded\n", benchservice.Thousands(int64(ok)), benchservice.Thousands(int64(k)))
+	if firstErr != nil {
+		_, _ = fmt.Fprintf(w, "             first failure: %v\n", firstErr)
+	}
+	if rss2, ok := benchservice.RSSOf(cfg.vigilPID); ok {
+		_, _ = fmt.Fprintf(w, "VmRSS        %s after the sample\n", benchservice.MiB(rss2))
+	}
+	return nil
+}
+
+// newTable returns a right-aligned table writer on w.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+}
+
+// kib formats bytes in kibibytes with one decimal.
+func kib(bytes int64) string { return fmt.Sprintf("%.1f KiB", float64(bytes)/1024) }
+
+// memoryGauges are the Go runtime's gauges of vigil's /metrics that the
+// idle mode reports, with their labels in the report.
+var memoryGauges = []struct{ name, label string }{
+	{"go_memstats_heap_inuse_bytes", "heap in use"},
+	{"go_memstats_stack_inuse_bytes", "stacks"},
+	{"go_goroutines", "goroutines"},
+}
+
+// memory returns vigil's VmRSS and the values of memoryGauges, in order.
+func memory(client *http.Client, pid int, metricsURL string) (int64, []int64, error) {
+	rss, ok := benchservice.RSSOf(pid)
+	if !ok {
+		return 0, nil, fmt.Errorf("cannot read /proc/%d/status", pid)
+	}
+	resp, err := client.Get(metricsURL)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	values := make([]int64, len(memoryGauges))
+	found := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		for i, g := range memoryGauges {
+			if v, ok := strings.CutPrefix(sc.Text(), g.name+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return 0, nil, fmt.Errorf("%s: %w", g.name, err)
+				}
+				values[i] = int64(f)
+				found++
+			}
+		}
+	}
+	if found != len(memoryGauges) {
+		return 0, nil, fmt.Errorf("%s (%s): %d of the %d Go runtime gauges found", metricsURL, resp.Status, found, len(memoryGauges))
+	}
+	return rss, values, sc.Err()
+}
+
+// openSessions opens n 2025-06-18 sessions at url over workers goroutines
+// and returns their ids; it stops at the first failure.
+func openSessions(client *http.Client, url string, n, workers int) ([]string, error) {
+	sids := make([]string, n)
+	var next, opened atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n) && !failed.Load(); i = next.Add(1) - 1 {
+				sid, err := streamabletest.OpenSession(client, url, version2025)
+				if err != nil {
+					errs[w] = fmt.Errorf("session %d: %w", i, err)
+					failed.Store(true)
+					return
+				}
+				sids[i] = sid
+				opened.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return sids[:opened.Load()], err
+	}
+	return sids, nil
+}
+
+// callEach calls echo once in each session of sids over workers
+// goroutines and returns how many calls succeeded and the first failure.
+func callEach(client *http.Client, url string, sids []string, workers int) (int, error) {
+	var next, ok atomic.Int64
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			for i := next.Add(1) - 1; i < int64(len(sids)); i = next.Add(1) - 1 {
+				err := streamabletest.Do(client, streamabletest.SessionPost(url, sids[i], version2025, echoBody(i+1, "")), &buf, want)
+				if err == nil {
+					ok.Add(1)
+					continue
+				}
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return int(ok.Load()), first
+}

@@ -1,0 +1,42 @@
+package benchservice
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// RSSOf returns the resident set size of process pid in bytes, from the
+// VmRSS line of /proc/<pid>/status; false outside Linux or if the process
+// is gone.
+func RSSOf(pid int) (int64, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	return ParseVMRSS(raw)
+}
+
+// ParseVMRSS returns the VmRSS of a /proc/<pid>/status file's contents in
+// bytes (the file gives kB); false if there is no such line.
+func ParseVMRSS(status []byte) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb << 10, true
+	}
+	return 0, false
+}

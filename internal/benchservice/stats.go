@@ -1,0 +1,78 @@
+package benchservice
+
+import (
+	"slices"
+	"time"
+)
+
+// Percentile returns the q-quantile (0 <= q <= 1) of sorted, ascending
+// latencies, by the nearest-rank method: the smallest latency that at
+// least q of them do not exceed. It returns 0 for no latencies.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(q*float64(len(sorted)) + 0.999999999) // ceil, robust to float error
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), or 0 for none. xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Round is what one timed round against one server measured.
+type Round struct {
+	Latencies []time.Duration // of each request that succeeded, sorted
+	Elapsed   time.Duration   // wall time of the round
+	CPU       time.Duration   // the server process's utime+stime over the round
+}
+
+// Rate returns the round's requests per second.
+func (r Round) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(len(r.Latencies)) / r.Elapsed.Seconds()
+}
+
+// Summary is one server's figures over the rounds of one workload.
+type Summary struct {
+	Rates     []float64     // req/s of each round, in order
+	Rate      float64       // their median
+	P50, P99  time.Duration // over every request of every round
+	CPUPerReq time.Duration // the server's CPU time over all rounds, per request
+	Requests  int           // over all rounds
+}
+
+// Summarize returns the figures of rounds: the median of their req/s, the
+// latency percentiles of their requests pooled, and the server's CPU time
+// per request over them all.
+func Summarize(rounds []Round) Summary {
+	var s Summary
+	var all []time.Duration
+	var cpu time.Duration
+	for _, r := range rounds {
+		s.Rates = append(s.Rates, r.Rate())
+		all = append(all, r.Latencies...)
+		cpu += r.CPU
+	}
+	slices.Sort(all)
+	s.Rate = Median(s.Rates)
+	s.P50 = Percentile(all, 0.50)
+	s.P99 = Percentile(all, 0.99)
+	s.Requests = len(all)
+	if len(all) > 0 {
+		s.CPUPerReq = cpu / time.Duration(len(all))
+	}
+	return s
+}
