@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func main() {
@@ -88,7 +90,7 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", sid)
 	case req.Method == "tools/call" && req.Params.Name == "echo" && req.Params.Arguments.Text != nil:
 		text, _ := json.Marshal(*req.Params.Arguments.Text) // a string always encodes
-		if r.Header.Get("MCP-Protocol-Version") == "2026-07-28" {
+		if r.Header.Get("MCP-Protocol-Version") == protocol.Version20260728 {
 			out = append(out, `,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}},"content":[{"type":"text","text":`...)
 			out = append(out, text...)
 			out = append(out, `}],"resultType":"complete"}}`...)

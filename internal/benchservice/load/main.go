@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // The protocol versions of the two workloads.
 const (
-	version2025 = "2025-06-18"
-	version2026 = "2026-07-28"
+	version2025 = protocol.Version20250618
+	version2026 = protocol.Version20260728
 )
 
 // meta2026 is the _meta every 2026-07-28 request carries.

@@ -1,0 +1,54 @@
+package paramheader_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/paramheader"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"count":{"type":"integer","x-mcp-header":"Count"},
+		"note":{"type":"string"}}}`)
+	tests := []struct {
+		name, args string
+		header     http.Header
+		want       string
+	}{
+		{"match", `{"region":"eu","count":3}`, http.Header{"Mcp-Param-Region": {"eu"}, "Mcp-Param-Count": {"3"}}, ""},
+		{"base64", `{"region":"é"}`, http.Header{"Mcp-Param-Region": {"=?base64?w6k=?="}}, ""},
+		{"absent argument needs no header", `{"note":"x"}`, http.Header{}, ""},
+		{"null argument needs no header", `{"region":null}`, http.Header{}, ""},
+		{"missing header", `{"region":"eu"}`, http.Header{}, `missing Mcp-Param-Region header for argument "region"`},
+		{"mismatch", `{"count":3}`, http.Header{"Mcp-Param-Count": {"4"}}, `Mcp-Param-Count header does not match argument "count"`},
+		{"bad base64", `{"region":"eu"}`, http.Header{"Mcp-Param-Region": {"=?base64?!!?="}}, "Mcp-Param-Region header is not valid: bad base64 encoding"},
+		{"literal that looks encoded", `{"region":"=?base64?x"}`, http.Header{"Mcp-Param-Region": {"=?base64?x"}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, paramheader.Check(tt.header, schema, json.RawMessage(tt.args)))
+		})
+	}
+	assert.Empty(t, paramheader.Check(http.Header{}, json.RawMessage(`not json`), json.RawMessage(`{"region":"eu"}`)), "no schema, nothing to check")
+}
+
+func TestContext(t *testing.T) {
+	t.Parallel()
+	_, ok := paramheader.FromContext(context.Background())
+	assert.False(t, ok)
+	h := http.Header{"Mcp-Param-A": {"1"}}
+	got, ok := paramheader.FromContext(paramheader.NewContext(context.Background(), h))
+	assert.True(t, ok)
+	assert.Equal(t, h, got)
+}
