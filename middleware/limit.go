@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // limitConfig is what ConcurrencyLimit uses of the options.

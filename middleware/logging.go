@@ -5,10 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Attribute keys of the records [Logging] writes, besides [LogRequestID]

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // MetricsObserver returns a server.Observer that records in m what only

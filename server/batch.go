@@ -4,9 +4,8 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // batch answers a JSON-RPC batch, which the 2024-11-05 and 2025-03-26

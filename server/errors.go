@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Error is a protocol error: it travels to the peer as a JSON-RPC error

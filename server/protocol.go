@@ -3,9 +3,8 @@ package server
 import (
 	"encoding/json"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // negotiate returns the version to answer with: the client's if supported,

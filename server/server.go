@@ -8,9 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // ErrServerClosed is returned by [Server.Serve] for a session that ended
@@ -100,13 +99,17 @@ func (s *Server) untrack(ss *Session) {
 	}
 }
 
-// Sessions returns the sessions being served, in no particular order.
+// Sessions returns the sessions being served, in no particular order. A
+// session that has begun to end is not among them, so once an [Observer]
+// saw SessionEnded the session is never listed again.
 func (s *Server) Sessions() []*Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Session, 0, len(s.sessions))
 	for ss := range s.sessions {
-		out = append(out, ss)
+		if ss.ctx.Err() == nil {
+			out = append(out, ss)
+		}
 	}
 	return out
 }

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The task engine: every task of a Server, whichever era created it, lives

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 func ExampleDecodeMessage() {

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The tasks fixtures (the io.modelcontextprotocol/tasks extension, SEP-2663,

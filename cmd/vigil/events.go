@@ -5,10 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // recentEvents is how many cancellations, dropped responses and ended

@@ -13,9 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Server serves one connection until it ends; the server package's *Server
