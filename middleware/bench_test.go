@@ -44,6 +44,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -261,9 +262,9 @@ func benchShipped(b *testing.B) (*server.Server, func(streamable.Server) streama
 	}
 }
 
-// benchShippedLogger is the logger of cmd/vigil's defaults, writing to a
-// pipe that a goroutine drains, as a container runtime drains stderr: a
-// write system call per line, and a reader to wake.
+// benchShippedLogger is the logger of cmd/vigil's defaults, writing through
+// the same background buffer to a pipe that a goroutine drains, as a
+// container runtime drains stderr.
 func benchShippedLogger(b *testing.B) *slog.Logger {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -279,5 +280,7 @@ func benchShippedLogger(b *testing.B) *slog.Logger {
 		_ = w.Close()
 		<-drained
 	})
-	return slog.New(middleware.LogHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	out := asyncwriter.New(w) // as cmd/vigil buffers stderr
+	b.Cleanup(func() { _ = out.Close() })
+	return slog.New(middleware.LogHandler(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo})))
 }
