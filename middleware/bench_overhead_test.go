@@ -21,8 +21,9 @@ import (
 // instrumented, and alternates rounds of benchOverheadRound requests
 // between them (none, instrumented, instrumented, none, ...), so that both
 // see the same moments of the machine. b.N requests go to each. The
-// instrumented servers: the full chain sampling every request, the same
-// with CountConns counting traffic, the full chain sampling 1% of traces,
+// instrumented servers: the full chain sampling every request, cmd/vigil's
+// default chain (see BenchmarkHTTPEchoShipped), the full chain with
+// CountConns counting traffic, the full chain sampling 1% of traces,
 // and the bare SDK span (see BenchmarkHTTPEchoSpanOnly). Reported:
 // both throughputs, cost-% (the throughput lost, 100 × (1 − instrumented ÷
 // none)) and cpu-cost-% (the CPU time per request added, in percent).
@@ -31,6 +32,10 @@ import (
 func BenchmarkHTTPEchoOverhead(b *testing.B) {
 	b.Run("FullChain", func(b *testing.B) {
 		benchOverhead(b, benchFullChain(b, nil), nil)
+	})
+	b.Run("Shipped", func(b *testing.B) {
+		srv, wrap := benchShipped(b)
+		benchOverhead(b, srv, wrap)
 	})
 	b.Run("FullChainTraffic", func(b *testing.B) {
 		var m *telemetry.Metrics

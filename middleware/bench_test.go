@@ -28,17 +28,23 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -220,4 +226,61 @@ func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **telemetry.Metrics
 		*metrics = inst.Metrics()
 	}
 	return server.New(inst.ServerOptions()...)
+}
+
+// BenchmarkHTTPEchoShipped: the chain cmd/vigil runs by default, as it
+// wires it: every request traced into a batching processor, metrics, a log
+// record per request through LogHandler and a TextHandler at Info, Recover,
+// a 1-minute timeout, a per-tool concurrency limit of 256 (waiting up to 1s
+// for a slot), CountConns counting the traffic, and the server's own logger
+// and in-flight limit. The log goes to a pipe, as stderr under a container
+// runtime.
+func BenchmarkHTTPEchoShipped(b *testing.B) {
+	srv, wrap := benchShipped(b)
+	benchEcho(b, srv, wrap)
+}
+
+// benchShipped returns the server of BenchmarkHTTPEchoShipped and the wrap
+// that counts its traffic.
+func benchShipped(b *testing.B) (*server.Server, func(streamable.Server) streamable.Server) {
+	logger := benchShippedLogger(b)
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithTracerProvider(benchTracerProvider(b)),
+		middleware.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+		middleware.WithRegisterer(prometheus.NewRegistry()),
+		middleware.WithLogger(logger),
+		middleware.WithTimeout(time.Minute),
+		middleware.WithConcurrencyLimit(256),
+		middleware.WithLimitWait(time.Second),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := server.New(append(inst.ServerOptions(), server.WithLogger(logger), server.WithMaxInFlight(256))...)
+	return srv, func(s streamable.Server) streamable.Server {
+		return inst.ConnServer(s, telemetry.TransportStreamableHTTP)
+	}
+}
+
+// benchShippedLogger is the logger of cmd/vigil's defaults, writing through
+// the same background buffer to a pipe that a goroutine drains, as a
+// container runtime drains stderr.
+func benchShippedLogger(b *testing.B) *slog.Logger {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(io.Discard, r)
+		_ = r.Close()
+	}()
+	b.Cleanup(func() {
+		_ = w.Close()
+		<-drained
+	})
+	out := asyncwriter.New(w) // as cmd/vigil buffers stderr
+	b.Cleanup(func() { _ = out.Close() })
+	return slog.New(middleware.LogHandler(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo})))
 }

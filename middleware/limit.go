@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -25,10 +26,13 @@ type limitConfig struct {
 //
 // It reads [WithLimitFor] and [WithLimitWait]. n <= 0 means no default
 // limit: without WithLimitFor the middleware is the identity. Memory is
-// bounded by the calls in flight: a tool's semaphore exists only while
+// bounded by the calls in flight and the server's tools: the semaphore of
+// a tool registered with the session's server is kept once made (up to
+// 1024 of them), and that of any other name exists only while
 // calls of it run or wait, so unknown names sent by a client cost nothing
-// once answered. The returned middleware is safe for concurrent use; each
-// call of ConcurrencyLimit makes independent semaphores.
+// once answered. Taking and giving back a slot of a registered tool takes
+// no lock. The returned middleware is safe for concurrent use; each call
+// of ConcurrencyLimit makes independent semaphores.
 //
 // Place it inside [Timeout] (see [NewInstrumentation]), so that the time a
 // call waits for a slot counts against its timeout, and inside
@@ -40,91 +44,239 @@ func ConcurrencyLimit(n int, opts ...Option) server.Middleware {
 	if n <= 0 && cfg.forTool == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	l := &limiter{n: n, cfg: cfg, sems: make(map[string]*toolSem)}
+	l := newLimiter(n, cfg)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method != "tools/call" || req.IsNotification() {
 				return next(ctx, req)
 			}
-			release, err := l.acquire(ctx, req.Name)
+			s, err := l.acquire(ctx, req.Name, req.Session)
 			if err != nil {
 				return nil, err
 			}
-			defer release()
+			if s != nil {
+				defer l.release(req.Name, s)
+			}
 			return next(ctx, req)
 		}
 	}
 }
 
-// limiter holds a semaphore per tool with calls running or waiting.
+// maxPinnedTools bounds the semaphores a limiter keeps for registered
+// tools: a server that registers ever new tools must not grow it without
+// end. Beyond it, they come and go as those of unknown names do.
+const maxPinnedTools = 1024
+
+// limiter holds a semaphore per tool: kept (pinned) for the tools the
+// session's server has registered, and for other names only while calls
+// of them run or wait.
 type limiter struct {
 	n   int
 	cfg limitConfig
 
+	// pinned is read without locking and copied on write, under mu.
+	pinned atomic.Pointer[map[string]*toolSem]
+
 	mu   sync.Mutex
-	sems map[string]*toolSem
+	sems map[string]*toolSem // not pinned; guarded by mu
 }
 
-// toolSem is one tool's semaphore; refs counts the calls holding or
-// waiting for a slot, and the entry goes when it drops to zero.
+func newLimiter(n int, cfg limitConfig) *limiter {
+	return &limiter{n: n, cfg: cfg, sems: make(map[string]*toolSem)}
+}
+
+// toolSem is one tool's semaphore: inUse counts the slots taken, up to
+// limit, with atomic operations; calls waiting for a slot queue in waiters.
 type toolSem struct {
-	slots chan struct{}
-	refs  int
+	limit  int64
+	pinned bool
+	inUse  atomic.Int64
+	// waiting is len(waiters), readable without the lock: a release looks
+	// at it to know whether to wake a waiter.
+	waiting atomic.Int64
+
+	mu      sync.Mutex // guards waiters
+	waiters []chan struct{}
+
+	refs int // for a semaphore not pinned: the calls holding or waiting for a slot; guarded by limiter.mu
 }
 
-// acquire takes a slot for tool, or returns why not; release gives it back.
-func (l *limiter) acquire(ctx context.Context, tool string) (release func(), err error) {
-	limit := l.n
-	if l.cfg.forTool != nil {
-		if v := l.cfg.forTool(tool); v != 0 {
-			limit = v
-		}
-	}
-	if limit <= 0 {
-		return func() {}, nil
-	}
-	l.mu.Lock()
-	s := l.sems[tool]
+// acquire takes a slot for tool, or returns why not; nil and no error
+// means tool has no limit. Give the slot back with release.
+func (l *limiter) acquire(ctx context.Context, tool string, sess *server.Session) (*toolSem, error) {
+	s := l.pinnedSem(tool)
 	if s == nil {
-		s = &toolSem{slots: make(chan struct{}, limit)}
-		l.sems[tool] = s
-	}
-	s.refs++
-	l.mu.Unlock()
-	unref := func() {
-		l.mu.Lock()
-		s.refs--
-		if s.refs == 0 {
-			delete(l.sems, tool)
+		limit := l.n
+		if l.cfg.forTool != nil {
+			if v := l.cfg.forTool(tool); v != 0 {
+				limit = v
+			}
 		}
-		l.mu.Unlock()
+		if limit <= 0 {
+			return nil, nil
+		}
+		s = l.ref(tool, limit, sess != nil && tool != "" && sess.Server().HasTool(tool))
 	}
 	if err := l.take(ctx, s, tool); err != nil {
-		unref()
+		l.unref(tool, s)
 		return nil, err
 	}
-	return func() { <-s.slots; unref() }, nil
+	return s, nil
 }
 
-// take waits for a slot of s as configured.
+// pinnedSem returns the pinned semaphore of tool, nil if there is none.
+func (l *limiter) pinnedSem(tool string) *toolSem {
+	if m := l.pinned.Load(); m != nil {
+		return (*m)[tool]
+	}
+	return nil
+}
+
+// ref returns tool's semaphore, making it (of size limit) if there is
+// none; a registered tool's is pinned, any other's counts this call in
+// its refs.
+func (l *limiter) ref(tool string, limit int, registered bool) *toolSem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.pinnedSem(tool); s != nil { // pinned by another call meanwhile
+		return s
+	}
+	if s := l.sems[tool]; s != nil {
+		s.refs++
+		return s
+	}
+	s := &toolSem{limit: int64(limit)}
+	var old map[string]*toolSem
+	if m := l.pinned.Load(); m != nil {
+		old = *m
+	}
+	if registered && len(old) < maxPinnedTools {
+		s.pinned = true
+		m := make(map[string]*toolSem, len(old)+1)
+		for k, v := range old {
+			m[k] = v
+		}
+		m[tool] = s
+		l.pinned.Store(&m)
+		return s
+	}
+	s.refs = 1
+	l.sems[tool] = s
+	return s
+}
+
+// unref ends a call's hold on a semaphore not pinned, which goes when no
+// call holds or waits for it.
+func (l *limiter) unref(tool string, s *toolSem) {
+	if s.pinned {
+		return
+	}
+	l.mu.Lock()
+	s.refs--
+	if s.refs == 0 {
+		delete(l.sems, tool)
+	}
+	l.mu.Unlock()
+}
+
+// release gives back a slot taken by acquire.
+func (l *limiter) release(tool string, s *toolSem) {
+	s.inUse.Add(-1)
+	if s.waiting.Load() > 0 {
+		s.wakeOne()
+	}
+	l.unref(tool, s)
+}
+
+// tryTake takes a slot if one is free.
+func (s *toolSem) tryTake() bool {
+	for {
+		n := s.inUse.Load()
+		if n >= s.limit {
+			return false
+		}
+		if s.inUse.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// wakeOne tells the first waiter, if any, that a slot was given back.
+func (s *toolSem) wakeOne() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.waiters) == 0 {
+		return
+	}
+	ch := s.waiters[0]
+	s.waiters = s.waiters[1:]
+	s.waiting.Add(-1)
+	ch <- struct{}{} // buffered, and each waiter is queued once at a time
+}
+
+// enqueue queues ch as a waiter.
+func (s *toolSem) enqueue(ch chan struct{}) {
+	s.mu.Lock()
+	s.waiters = append(s.waiters, ch)
+	s.waiting.Add(1)
+	s.mu.Unlock()
+}
+
+// dequeue takes ch out of the queue; false if a release took it out
+// first, and so sent it a wake-up that it will not use.
+func (s *toolSem) dequeue(ch chan struct{}) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.waiters {
+		if c == ch {
+			s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+			s.waiting.Add(-1)
+			return true
+		}
+	}
+	return false
+}
+
+// take takes a slot of s as configured: at once, or waiting up to the
+// configured wait while ctx lasts. A waiter queues before it looks for a
+// free slot again, so that a release in between wakes it.
 func (l *limiter) take(ctx context.Context, s *toolSem, tool string) error {
-	select {
-	case s.slots <- struct{}{}:
+	if s.tryTake() {
 		return nil
-	default:
 	}
 	if l.cfg.wait <= 0 {
 		return busy(tool)
 	}
 	timer := time.NewTimer(l.cfg.wait)
 	defer timer.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-timer.C:
-		return busy(tool)
+	ch := make(chan struct{}, 1)
+	for {
+		s.enqueue(ch)
+		if s.tryTake() {
+			s.leave(ch)
+			return nil
+		}
+		select {
+		case <-ch: // woken: a slot was given back; try again
+			continue
+		case <-ctx.Done():
+			s.leave(ch)
+			return context.Cause(ctx)
+		case <-timer.C:
+			s.leave(ch)
+			return busy(tool)
+		}
+	}
+}
+
+// leave takes ch out of the queue without using a wake-up: one sent to it
+// is passed on to the next waiter.
+func (s *toolSem) leave(ch chan struct{}) {
+	if !s.dequeue(ch) {
+		<-ch // sent under s.mu when it was taken out of the queue
+		if s.inUse.Load() < s.limit {
+			s.wakeOne()
+		}
 	}
 }
 

@@ -3,6 +3,9 @@ package middleware
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,18 +24,18 @@ func TestLimiterForgetsIdleTools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &limiter{n: 1, cfg: limitConfig{wait: time.Second}, sems: make(map[string]*toolSem)}
 		ctx := context.Background()
-		release, err := l.acquire(ctx, "a")
+		held, err := l.acquire(ctx, "a", nil)
 		require.NoError(t, err)
 		assert.Len(t, l.sems, 1)
 
-		_, err = l.acquire(ctx, "a") // waits a second, then busy
+		_, err = l.acquire(ctx, "a", nil) // waits a second, then busy
 		assert.Equal(t, protocol.CodeServerBusy, server.CodeOf(err))
 		assert.Len(t, l.sems, 1, "the holder keeps it")
 
 		cctx, cancel := context.WithCancelCause(ctx)
 		errs := make(chan error)
 		go func() {
-			_, err := l.acquire(cctx, "a")
+			_, err := l.acquire(cctx, "a", nil)
 			errs <- err
 		}()
 		synctest.Wait()
@@ -41,9 +44,9 @@ func TestLimiterForgetsIdleTools(t *testing.T) {
 		cancel(cause)
 		require.ErrorIs(t, <-errs, cause)
 
-		_, err = l.acquire(ctx, "unknown-1") // free: taken, never released here
+		_, err = l.acquire(ctx, "unknown-1", nil) // free: taken, never released here
 		require.NoError(t, err)
-		release()
+		l.release("a", held)
 		assert.Equal(t, []string{"unknown-1"}, keys(l.sems))
 	})
 }
@@ -54,4 +57,50 @@ func keys(m map[string]*toolSem) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestLimiterWaitersUnderLoad has many calls wait for few slots, of a
+// pinned and of an unpinned semaphore: none may be lost (rejected after the
+// long wait although slots were given back), and no more than the limit
+// may hold a slot at once.
+func TestLimiterWaitersUnderLoad(t *testing.T) {
+	t.Parallel()
+	watchdog := time.AfterFunc(60*time.Second, func() { panic("TestLimiterWaitersUnderLoad hung") })
+	defer watchdog.Stop()
+	for _, pinned := range []bool{false, true} {
+		l := newLimiter(2, limitConfig{wait: 30 * time.Second})
+		if pinned {
+			l.ref("t", 2, true)
+		}
+		var holding, most atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for range 300 {
+					s, err := l.acquire(context.Background(), "t", nil)
+					if err != nil {
+						t.Error(err) // not require: this is not the test's goroutine
+						return
+					}
+					raise(&most, holding.Add(1))
+					runtime.Gosched()
+					holding.Add(-1)
+					l.release("t", s)
+				}
+			})
+		}
+		wg.Wait()
+		assert.LessOrEqual(t, most.Load(), int64(2), "pinned %v: slots held at once", pinned)
+		assert.Empty(t, l.sems, "pinned %v: no unpinned semaphore left", pinned)
+		assert.Equal(t, pinned, l.pinnedSem("t") != nil)
+	}
+}
+
+// raise sets *v to n if n is larger.
+func raise(v *atomic.Int64, n int64) {
+	for m := v.Load(); n > m; m = v.Load() {
+		if v.CompareAndSwap(m, n) {
+			return
+		}
+	}
 }

@@ -26,6 +26,9 @@ const (
 	MetricMessagesSent         = "mcp_server_sent_messages_total"
 	MetricBytesReceived        = "mcp_server_received_bytes_total"
 	MetricBytesSent            = "mcp_server_sent_bytes_total"
+	// MetricLogLinesDropped is not part of [Metrics]: see
+	// [NewLogLinesDropped].
+	MetricLogLinesDropped = "mcp_server_log_lines_dropped_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known

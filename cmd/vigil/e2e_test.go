@@ -519,6 +519,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricMessagesSent:         "counter",
 	telemetry.MetricBytesReceived:        "counter",
 	telemetry.MetricBytesSent:            "counter",
+	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_

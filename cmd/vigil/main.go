@@ -33,7 +33,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
@@ -209,7 +211,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
+	// Records are written to stderr in the background, so that no request
+	// waits on it; the deferred Close, which runs last, writes what is
+	// left before run returns.
+	logOut := asyncwriter.New(stderr)
+	defer func() { _ = logOut.Close() }()
+	logger := newLogger(cfg, logOut)
 	logOTelErrors(logger)
 
 	// A write to a stdout whose reader is gone must fail with EPIPE, not
@@ -224,6 +231,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	in, err := newInstruments(ctx, ringTraces)
 	if err != nil {
+		return err
+	}
+	if err := in.registry.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
 	defer func() {
@@ -246,7 +256,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return serveHTTP(ctx, stop, srv, inst, in, events, logger, cfg)
 }
 
-// newLogger returns the process's logger, on stderr, adding the trace,
+// newLogger returns the process's logger, on stderr (a buffer in front of
+// it, in run), adding the trace,
 // span, session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.logLevel}

@@ -1,0 +1,204 @@
+// Package asyncwriter provides [Writer], a bounded, buffered io.Writer that
+// writes to another writer in the background, for a log whose records must
+// never wait on the log's destination (a terminal, a pipe, a slow disk).
+// It imports no Vigil package.
+package asyncwriter
+
+import (
+	"bytes"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of [New].
+const (
+	DefaultBufferSize    = 1 << 20                // bytes held before lines are dropped
+	DefaultFlushInterval = 100 * time.Millisecond // longest a line waits in the buffer
+)
+
+// Option configures [New].
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	size     int
+	interval time.Duration
+}
+
+// WithBufferSize sets how many bytes the buffer holds; n <= 0, or no
+// option, means [DefaultBufferSize].
+func WithBufferSize(n int) Option {
+	return optionFunc(func(c *config) { c.size = n })
+}
+
+// WithFlushInterval sets the longest time a line waits in the buffer; d <=
+// 0, or no option, means [DefaultFlushInterval].
+func WithFlushInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.interval = d })
+}
+
+// Writer buffers what is written to it and writes it to its destination
+// from a goroutine of its own: at least every flush interval, and as soon as
+// the buffer is half full. A Write never waits for the destination: it
+// copies p into the buffer, or, when the buffer cannot take all of p, drops
+// p whole and counts its lines ([Writer.Dropped]). Each Write is kept whole
+// and in order, so a writer that writes one record per call (a
+// [log/slog.Handler]) never has a record cut or interleaved. Errors of the
+// destination are ignored: there is no one to report them to.
+//
+// [Writer.Close] writes what is buffered and stops the goroutine; after it,
+// writes go to the destination at once, so nothing written before the
+// process exits is lost if Close is called before it does. All methods are
+// safe for concurrent use. Writes to the destination are never concurrent.
+type Writer struct {
+	out      io.Writer
+	size     int
+	interval time.Duration
+
+	mu     sync.Mutex // guards buf, kicked and closed
+	buf    []byte
+	kicked bool // a flush was asked for since the last one
+	closed bool
+
+	outMu sync.Mutex // serializes writes to out; guards spare
+	spare []byte
+
+	dropped atomic.Uint64
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// New returns a Writer to out and starts its goroutine; call
+// [Writer.Close] to stop it. out must not be nil.
+func New(out io.Writer, opts ...Option) *Writer {
+	cfg := config{size: DefaultBufferSize, interval: DefaultFlushInterval}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.size <= 0 {
+		cfg.size = DefaultBufferSize
+	}
+	if cfg.interval <= 0 {
+		cfg.interval = DefaultFlushInterval
+	}
+	w := &Writer{
+		out:      out,
+		size:     cfg.size,
+		interval: cfg.interval,
+		kick:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go w.run()
+	return w
+}
+
+// Write buffers p, or drops it when the buffer cannot take it whole (then
+// [Writer.Dropped] grows by its number of lines). It returns len(p) and no
+// error in both cases, never waiting for the destination. After
+// [Writer.Close] it writes p to the destination at once and returns what
+// the destination returns.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		w.outMu.Lock() // after Close's final flush, which holds it
+		defer w.outMu.Unlock()
+		return w.out.Write(p)
+	}
+	if len(w.buf)+len(p) > w.size {
+		w.mu.Unlock()
+		w.dropped.Add(lines(p))
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	kick := !w.kicked && len(w.buf) >= w.size/2
+	if kick {
+		w.kicked = true
+	}
+	w.mu.Unlock()
+	if kick {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// lines is the number of lines in p; a last line without a newline counts.
+func lines(p []byte) uint64 {
+	n := bytes.Count(p, []byte{'\n'})
+	if len(p) > 0 && p[len(p)-1] != '\n' {
+		n++
+	}
+	return uint64(max(n, 1))
+}
+
+// Dropped returns the number of lines dropped so far because the buffer was
+// full.
+func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
+
+// Flush writes what is buffered to the destination now, and returns the
+// destination's error.
+func (w *Writer) Flush() error { return w.flush(false) }
+
+// Close writes what is buffered, stops the goroutine and makes later writes
+// go to the destination directly. It returns the error of the last write to
+// the destination; calling it again does nothing and returns nil. It does
+// not close the destination.
+func (w *Writer) Close() error {
+	var err error
+	w.once.Do(func() {
+		close(w.stop)
+		<-w.done
+		err = w.flush(true)
+	})
+	return err
+}
+
+// flush writes the buffer to out; with closing, it also marks w closed, so
+// that a Write that sees it waits for this flush and then writes directly,
+// in order.
+func (w *Writer) flush(closing bool) error {
+	w.outMu.Lock()
+	defer w.outMu.Unlock()
+	w.mu.Lock()
+	pending := w.buf
+	w.buf, w.spare = w.spare[:0], nil
+	w.kicked = false
+	if closing {
+		w.closed = true
+	}
+	w.mu.Unlock()
+	var err error
+	if len(pending) > 0 {
+		_, err = w.out.Write(pending)
+	}
+	w.spare = pending[:0]
+	return err
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		case <-w.kick:
+		}
+		_ = w.flush(false)
+	}
+}

@@ -1,0 +1,166 @@
+package asyncwriter_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sink is a destination that records each write, and blocks while gate
+// is not nil and not closed.
+type sink struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes int
+	gate   chan struct{}
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	if s.gate != nil {
+		<-s.gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	return s.buf.Write(p)
+}
+
+func (s *sink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+func (s *sink) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+func TestFlushesWithinTheInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{}
+		w := asyncwriter.New(out, asyncwriter.WithFlushInterval(100*time.Millisecond))
+		defer func() { require.NoError(t, w.Close()) }()
+		for i := range 3 {
+			_, err := fmt.Fprintf(w, "line %d\n", i)
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+		assert.Empty(t, out.String(), "written before the interval")
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, "line 0\nline 1\nline 2\n", out.String())
+		assert.Equal(t, 1, out.Writes(), "one write for the buffered lines")
+	})
+}
+
+func TestCloseWritesEverythingAndThenWritesThrough(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{}
+		w := asyncwriter.New(out)
+		_, _ = w.Write([]byte("before\n"))
+		require.NoError(t, w.Close())
+		assert.Equal(t, "before\n", out.String(), "Close writes the buffer before it returns")
+		n, err := w.Write([]byte("after\n"))
+		require.NoError(t, err)
+		assert.Equal(t, 6, n)
+		assert.Equal(t, "before\nafter\n", out.String(), "a write after Close reaches the destination at once")
+		require.NoError(t, w.Close(), "Close twice")
+		assert.Zero(t, w.Dropped())
+	})
+}
+
+func TestFullBufferDropsAndCountsWithoutBlocking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{gate: make(chan struct{})}
+		w := asyncwriter.New(out, asyncwriter.WithBufferSize(64), asyncwriter.WithFlushInterval(time.Hour))
+		line := []byte(strings.Repeat("x", 15) + "\n") // 16 bytes
+		for range 2 {
+			_, _ = w.Write(line)
+		}
+		synctest.Wait() // half full: the goroutine flushes, and blocks in the destination
+		require.Zero(t, out.Writes())
+		for range 4 { // fills the emptied buffer
+			_, _ = w.Write(line)
+		}
+		assert.Zero(t, w.Dropped())
+		n, err := w.Write(line) // no room: dropped, without waiting
+		require.NoError(t, err)
+		assert.Equal(t, len(line), n)
+		_, _ = w.Write([]byte("two\nlines\n"))
+		_, _ = w.Write([]byte("no newline"))
+		assert.Equal(t, uint64(4), w.Dropped(), "lines dropped")
+		close(out.gate)
+		require.NoError(t, w.Close())
+		assert.Equal(t, strings.Repeat(string(line), 6), out.String(), "every line not dropped, whole and in order")
+	})
+}
+
+func TestHalfFullFlushesBeforeTheInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{}
+		w := asyncwriter.New(out, asyncwriter.WithBufferSize(32), asyncwriter.WithFlushInterval(time.Hour))
+		defer func() { require.NoError(t, w.Close()) }()
+		_, _ = w.Write([]byte("0123456789\n"))
+		synctest.Wait()
+		assert.Empty(t, out.String())
+		_, _ = w.Write([]byte("0123456789\n"))
+		synctest.Wait()
+		assert.Equal(t, "0123456789\n0123456789\n", out.String())
+	})
+}
+
+func TestFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{}
+		w := asyncwriter.New(out, asyncwriter.WithFlushInterval(time.Hour))
+		defer func() { require.NoError(t, w.Close()) }()
+		_, _ = w.Write([]byte("now\n"))
+		require.NoError(t, w.Flush())
+		assert.Equal(t, "now\n", out.String())
+	})
+}
+
+// TestConcurrentWritesStayWhole writes from many goroutines, with flushes
+// in between, and checks that every line arrives once and whole.
+func TestConcurrentWritesStayWhole(t *testing.T) {
+	t.Parallel()
+	watchdog := time.AfterFunc(30*time.Second, func() { panic("TestConcurrentWritesStayWhole hung") })
+	defer watchdog.Stop()
+	out := &sink{}
+	w := asyncwriter.New(out, asyncwriter.WithBufferSize(4096), asyncwriter.WithFlushInterval(time.Millisecond))
+	const writers, each = 8, 500
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				_, _ = fmt.Fprintf(w, "writer %d line %d\n", g, i)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, w.Close())
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	assert.Equal(t, writers*each, len(got)+int(w.Dropped()), "every line written or counted as dropped")
+	seen := map[string]bool{}
+	for _, l := range got {
+		var g, i int
+		_, err := fmt.Sscanf(l, "writer %d line %d", &g, &i)
+		require.NoError(t, err, "line %q", l)
+		assert.False(t, seen[l], "line %q twice", l)
+		seen[l] = true
+	}
+}

@@ -1,0 +1,16 @@
+package telemetry
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// NewLogLinesDropped returns the counter [MetricLogLinesDropped], which
+// reads its value from dropped on every collection: the number of log
+// lines a server dropped, unwritten, because its log's buffer was full (a
+// log written in the background, such as cmd/vigil's). Register it with
+// the registry of [Metrics]. dropped must be safe for concurrent use and
+// never decrease; it must not be nil.
+func NewLogLinesDropped(dropped func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: MetricLogLinesDropped,
+		Help: "Log lines dropped, not written, because the log's buffer was full (the log's destination was slower than the records).",
+	}, func() float64 { return float64(dropped()) })
+}
