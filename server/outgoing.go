@@ -77,6 +77,9 @@ func (ss *Session) send(ctx context.Context, c *ClientCall) error {
 	}
 	ss.st.nextID++
 	id := transport.Int64ID(ss.st.nextID)
+	if ss.st.outgoing == nil {
+		ss.st.outgoing = make(map[transport.ID]*outgoing, 1)
+	}
 	ss.st.outgoing[id] = o
 	ss.mu.Unlock()
 	c.ID = id
@@ -130,7 +133,7 @@ func (ss *Session) forget(id transport.ID) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	_, ok := ss.st.outgoing[id]
-	delete(ss.st.outgoing, id)
+	ss.dropOutgoingLocked(id)
 	return ok
 }
 
@@ -147,7 +150,7 @@ func (ss *Session) notifyCancelled(id transport.ID, cause error) {
 func (ss *Session) answer(m *transport.Response) {
 	ss.mu.Lock()
 	o := ss.st.outgoing[m.ID]
-	delete(ss.st.outgoing, m.ID)
+	ss.dropOutgoingLocked(m.ID)
 	ss.mu.Unlock()
 	if o == nil {
 		ss.obs.MessageRejected(ss.ctx, ss, 0, protocol.RejectUnknownResponse)
@@ -190,4 +193,12 @@ func related(ctx context.Context) context.Context {
 		return transport.WithRelatedRequest(ctx, req.ID)
 	}
 	return ctx
+}
+
+// dropOutgoingLocked removes outgoing request id, if there; ss.mu is held.
+func (ss *Session) dropOutgoingLocked(id transport.ID) {
+	delete(ss.st.outgoing, id)
+	if len(ss.st.outgoing) == 0 {
+		ss.st.outgoing = nil // an idle session keeps no table
+	}
 }

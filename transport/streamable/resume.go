@@ -28,7 +28,8 @@ const headerLastEventID = "Last-Event-ID"
 type resumer struct {
 	s     *session
 	store EventStore
-	ended atomic.Bool // the session ended: its events are forgotten
+	ctx   context.Context // the session's, given to its server: the requests' stream (handOff)
+	ended atomic.Bool     // the session ended: its events are forgotten
 
 	mu         sync.Mutex
 	byReq      map[transport.ID]*logical // request streams not done yet
@@ -97,7 +98,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	rs.mu.Unlock()
 
 	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
-	if err := s.push(r.Context(), req); err != nil {
+	if err := s.handOff(r.Context(), req); err != nil {
 		rs.forget(ls)
 		st.shutDown(terminated)
 		return
@@ -124,7 +125,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		// The client got no event id: it cannot resume, and the answer can
 		// no longer be delivered. Cancel the handler.
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
-		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
+		_ = s.handOff(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	}
 }
 
