@@ -18,8 +18,9 @@ import (
 var ErrServerClosed = errors.New("mcp: server closed")
 
 // Server is an MCP server. One Server serves any number of sessions, each
-// through its own [Server.Serve] call. Its methods are safe for concurrent
-// use.
+// through its own [Server.Serve] call, or set up by [Server.Attach] for a
+// transport that delivers messages on goroutines of its own. Its methods
+// are safe for concurrent use.
 type Server struct {
 	cfg       config
 	handler   Handler            // the middleware chain around route

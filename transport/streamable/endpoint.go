@@ -231,14 +231,14 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		return nil, http.StatusServiceUnavailable
 	}
 	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil)
-	h.sessions[s.id] = s
-	h.serving.Add(1) // under mu: Close waits for it
-	h.mu.Unlock()
-
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx
 	}
+	h.sessions[s.id] = s
+	h.serving.Add(1) // under mu: Close waits for it
+	h.mu.Unlock()
+
 	if h.attach == nil {
 		go func() {
 			defer h.serving.Done()
