@@ -21,8 +21,33 @@ type ConnServer interface {
 // transport with it, e.g. streamable.New(middleware.CountConns(srv, m,
 // telemetry.TransportStreamableHTTP)), or let [Instrumentation.ConnServer]
 // do it. With a nil m it only labels the context.
+//
+// When srv is a [ConnAttacher], so is the returned ConnServer: Attach then
+// wraps the Conn and labels the context as Serve does.
 func CountConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
-	return instrumented{srv: srv, m: m, name: transportName}
+	i := instrumented{srv: srv, m: m, name: transportName}
+	if a, ok := srv.(ConnAttacher); ok {
+		return attachingInstrumented{instrumented: i, a: a}
+	}
+	return i
+}
+
+// ConnAttacher is a ConnServer that can also run a session without a
+// goroutine of its own while the session is idle (see the server package's
+// Server.Attach): *server.Server is one, and streamable.New attaches its
+// sessions to one.
+type ConnAttacher interface {
+	ConnServer
+	Attach(ctx context.Context, conn transport.Driven, done func(error)) error
+}
+
+type attachingInstrumented struct {
+	instrumented
+	a ConnAttacher
+}
+
+func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
+	return i.a.Attach(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name).(transport.Driven), done)
 }
 
 type instrumented struct {
@@ -44,17 +69,30 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // bytes. Writes count whether or not they succeed (failures are counted by
 // class by [MetricsObserver]). The returned Conn has c's concurrency contract, and
 // implements [transport.Inline] when c does (the messages it dispatches are
-// counted as received, like those Read returns); with a nil m it returns c.
+// counted as received, like those Read returns), and [transport.Driven]
+// when c does; with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}
 	cc := &countingConn{Conn: c, m: m, name: transportName}
+	if d, ok := c.(transport.Driven); ok {
+		return &countingDrivenConn{countingInlineConn{countingConn: cc, in: d}, d}
+	}
 	if in, ok := c.(transport.Inline); ok {
 		return &countingInlineConn{countingConn: cc, in: in}
 	}
 	return cc
 }
+
+// countingDrivenConn is a countingInlineConn over a transport.Driven Conn,
+// which passes on the end of the connection.
+type countingDrivenConn struct {
+	countingInlineConn
+	d transport.Driven
+}
+
+func (c *countingDrivenConn) SetEnd(end func(err error)) { c.d.SetEnd(end) }
 
 // countingInlineConn is a countingConn over a transport.Inline Conn: hiding
 // SetDispatch would make the session core read every message through Read,

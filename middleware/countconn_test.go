@@ -159,3 +159,34 @@ func TestCountConnKeepsInline(t *testing.T) {
 	_, isInline := middleware.CountConn(end, m, "stdio").(transport.Inline)
 	assert.False(t, isInline, "a Conn that is not Inline stays so")
 }
+
+// drivenConn is a transport.Driven Conn: it records the end function the
+// session core hands it.
+type drivenConn struct {
+	inlineConn
+	end func(error)
+}
+
+func (c *drivenConn) SetEnd(end func(error)) { c.end = end }
+
+// TestCountConnsKeepsAttach checks that CountConns over a ConnAttacher
+// (*server.Server) is one too, and that CountConn over a transport.Driven
+// Conn is one too (hiding either would cost an idle Streamable HTTP session
+// a goroutine), passing the end of the connection on.
+func TestCountConnsKeepsAttach(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	_, isAttacher := middleware.CountConns(server.New(), m, telemetry.TransportStreamableHTTP).(middleware.ConnAttacher)
+	assert.True(t, isAttacher, "CountConns hides Attach")
+
+	_, end := memory.NewPair()
+	defer func() { _ = end.Close() }()
+	under := &drivenConn{inlineConn: inlineConn{Conn: end}}
+	d, ok := middleware.CountConn(under, m, telemetry.TransportStreamableHTTP).(transport.Driven)
+	require.True(t, ok, "CountConn hides transport.Driven")
+	var ended error
+	d.SetEnd(func(err error) { ended = err })
+	require.NotNil(t, under.end)
+	under.end(transport.ErrPeerGone)
+	assert.ErrorIs(t, ended, transport.ErrPeerGone)
+}

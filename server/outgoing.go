@@ -73,6 +73,9 @@ func (ss *Session) send(ctx context.Context, c *ClientCall) error {
 	}
 	ss.st.nextID++
 	id := transport.Int64ID(ss.st.nextID)
+	if ss.st.outgoing == nil {
+		ss.st.outgoing = make(map[transport.ID]*outgoing, 1)
+	}
 	ss.st.outgoing[id] = o
 	ss.mu.Unlock()
 	c.ID = id
@@ -126,7 +129,7 @@ func (ss *Session) forget(id transport.ID) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	_, ok := ss.st.outgoing[id]
-	delete(ss.st.outgoing, id)
+	ss.dropOutgoingLocked(id)
 	return ok
 }
 
@@ -143,7 +146,7 @@ func (ss *Session) notifyCancelled(id transport.ID, cause error) {
 func (ss *Session) answer(m *transport.Response) {
 	ss.mu.Lock()
 	o := ss.st.outgoing[m.ID]
-	delete(ss.st.outgoing, m.ID)
+	ss.dropOutgoingLocked(m.ID)
 	ss.mu.Unlock()
 	if o == nil {
 		ss.obs.MessageRejected(ss.ctx, ss, 0, protocol.RejectUnknownResponse)
@@ -195,4 +198,12 @@ func encodeParams(ctx context.Context, method string, params any) (json.RawMessa
 		}
 	}
 	return withRelatedTask(ctx, raw), nil // tasks.go
+}
+
+// dropOutgoingLocked removes outgoing request id, if there; ss.mu is held.
+func (ss *Session) dropOutgoingLocked(id transport.ID) {
+	delete(ss.st.outgoing, id)
+	if len(ss.st.outgoing) == 0 {
+		ss.st.outgoing = nil // an idle session keeps no table
+	}
 }

@@ -240,7 +240,7 @@ func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
 	for i, m := range res.Messages {
 		if m == nil || (m.Role != "user" && m.Role != "assistant") || m.Content == nil {
 			err := fmt.Errorf("mcp: prompt %q: messages[%d] needs a role of user or assistant and content", *p.Name, i)
-			req.Session.log.ErrorContext(ctx, "invalid prompts/get result", "prompt", *p.Name, "error", err)
+			req.Session.logger().ErrorContext(ctx, "invalid prompts/get result", "prompt", *p.Name, "error", err)
 			return nil, err
 		}
 	}

@@ -474,7 +474,7 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	}
 	for i, c := range res.Contents {
 		if c == nil {
-			req.Session.log.ErrorContext(ctx, "invalid resources/read result", "uri", uri, "error", fmt.Sprintf("contents[%d] is nil", i))
+			req.Session.logger().ErrorContext(ctx, "invalid resources/read result", "uri", uri, "error", fmt.Sprintf("contents[%d] is nil", i))
 			return nil, fmt.Errorf("mcp: resource %q: contents[%d] is nil", uri, i)
 		}
 		if c.URI == "" {

@@ -17,8 +17,9 @@ import (
 var ErrServerClosed = errors.New("mcp: server closed")
 
 // Server is an MCP server. One Server serves any number of sessions, each
-// through its own [Server.Serve] call. Its methods are safe for concurrent
-// use.
+// through its own [Server.Serve] call, or set up by [Server.Attach] for a
+// transport that delivers messages on goroutines of its own. Its methods
+// are safe for concurrent use.
 type Server struct {
 	cfg       config
 	handler   Handler            // the middleware chain around route
@@ -77,6 +78,40 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 	}
 	defer s.untrack(ss)
 	return ss.serve()
+}
+
+// Attach runs one session on conn, as [Server.Serve] does, but returns as
+// soon as the session is set up, and holds no goroutine while the session
+// is idle: conn delivers every message on a goroutine of its own through
+// the function Attach hands to its SetDispatch (see [transport.Driven]),
+// and the session ends when conn reports its end through SetEnd, which
+// closing conn does. That happens when the transport ends the connection,
+// when ctx is done, or when the server shuts down or closes. Then, on a
+// goroutine of Attach's, every handler still running is cancelled with the
+// cause, conn is closed, the handlers are waited for and done (if not nil)
+// is called with what Serve would have returned. The observer sees the
+// session start before Attach returns, and end before done is called.
+//
+// If the server is shutting down or closed, Attach closes conn and returns
+// [ErrServerClosed] without calling done; otherwise it returns nil.
+func (s *Server) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
+	ss := newSession(ctx, s, conn)
+	if !s.track(ss) {
+		ss.cancel(ErrShutdown)
+		_ = conn.Close()
+		return ErrServerClosed
+	}
+	ss.start()
+	conn.SetEnd(func(readErr error) {
+		go func() {
+			err := ss.stop(readErr)
+			s.untrack(ss)
+			if done != nil {
+				done(err)
+			}
+		}()
+	})
+	return nil
 }
 
 func (s *Server) track(ss *Session) bool {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
@@ -21,16 +22,16 @@ import (
 // Handlers reach it through [Request].Session. Its methods are safe for
 // concurrent use.
 type Session struct {
-	srv     *Server
-	conn    transport.Conn
-	id      string
-	started time.Time
-	parent  context.Context
-	ctx     context.Context // cancelled, with a cause, when the session ends
-	cancel  context.CancelCauseFunc
-	unwatch func() bool
-	obs     Observer
-	log     *slog.Logger
+	srv       *Server
+	conn      transport.Conn
+	id        string
+	started   time.Time
+	parent    context.Context
+	ctx       context.Context // cancelled, with a cause, when the session ends; see cancel
+	cancelCtx context.CancelCauseFunc
+	unwatch   func() bool // stops closing conn when ctx is done; nil: cancel closes it
+	obs       Observer
+	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
 	inline   bool           // the Conn delivers messages on goroutines of its own
@@ -54,8 +55,8 @@ type sessionState struct {
 	version  string
 	client   Implementation
 	caps     ClientCapabilities
-	incoming map[transport.ID]*inflight
-	outgoing map[transport.ID]*outgoing
+	incoming map[transport.ID]*inflight // nil when empty: an idle session keeps no table
+	outgoing map[transport.ID]*outgoing // nil when empty
 	nextID   int64
 	draining bool                // Shutdown began: admit no new requests
 	closed   bool                // the session ended: write nothing more
@@ -78,27 +79,46 @@ var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", t
 // cancellation cause that anyone observes as one: the outcome is sealed first.
 var errRequestDone = errors.New("mcp: request finished")
 
+// newSession returns a session on conn. Whatever ends it closes conn,
+// which is what unblocks a read loop stuck in Read (or, for a
+// transport.Driven conn, what tells the server the session ended): a
+// watch on the session's context does, except for a driven conn whose
+// session can only end through cancel (ctx is never done), which cancel
+// closes itself, sparing the session the watch.
 func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	sctx, cancel := context.WithCancelCause(ctx)
 	ss := &Session{
-		srv:     s,
-		conn:    conn,
-		id:      sessionIDOf(conn),
-		started: time.Now(),
-		parent:  ctx,
-		ctx:     sctx,
-		cancel:  cancel,
-		obs:     s.cfg.observer,
-		st: sessionState{
-			incoming: make(map[transport.ID]*inflight),
-			outgoing: make(map[transport.ID]*outgoing),
-		},
+		srv:       s,
+		conn:      conn,
+		id:        sessionIDOf(conn),
+		started:   time.Now(),
+		parent:    ctx,
+		ctx:       sctx,
+		cancelCtx: cancel,
+		obs:       s.cfg.observer,
 	}
-	ss.log = s.cfg.logger.With("session", ss.id)
-	// Whatever ends the session closes the transport, which is what
-	// unblocks a read loop stuck in Read.
-	ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
+	if _, driven := conn.(transport.Driven); !driven || ctx.Done() != nil {
+		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
+	}
 	return ss
+}
+
+// cancel ends the session's context with cause, unless it already ended,
+// and so closes conn.
+func (ss *Session) cancel(cause error) {
+	ss.cancelCtx(cause)
+	if ss.unwatch == nil {
+		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
+	}
+}
+
+// logger returns the server's logger with the session's id.
+func (ss *Session) logger() *slog.Logger {
+	if l := ss.log.Load(); l != nil {
+		return l
+	}
+	ss.log.CompareAndSwap(nil, ss.srv.cfg.logger.With("session", ss.id))
+	return ss.log.Load()
 }
 
 // sessionIDOf returns the id the transport gave the session (see
@@ -163,11 +183,7 @@ func (ss *Session) initialized() bool {
 
 // serve is the read loop. It runs on Serve's goroutine.
 func (ss *Session) serve() error {
-	ss.obs.SessionStarted(ss.ctx, ss)
-	if in, ok := ss.conn.(transport.Inline); ok {
-		ss.inline = true
-		in.SetDispatch(ss.dispatchInline)
-	}
+	ss.start()
 	var readErr error
 	for {
 		msg, err := ss.conn.Read(ss.ctx)
@@ -181,6 +197,22 @@ func (ss *Session) serve() error {
 		}
 		ss.dispatch(msg)
 	}
+	return ss.stop(readErr)
+}
+
+// start reports the session started and, when the Conn delivers messages
+// on goroutines of its own (transport.Inline), has it call dispatchInline.
+func (ss *Session) start() {
+	ss.obs.SessionStarted(ss.ctx, ss)
+	if in, ok := ss.conn.(transport.Inline); ok {
+		ss.inline = true
+		in.SetDispatch(ss.dispatchInline)
+	}
+}
+
+// stop ends the session because its input ended with readErr, and returns
+// what Serve returns.
+func (ss *Session) stop(readErr error) error {
 	if errors.Is(readErr, transport.ErrFrameTooLarge) {
 		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, protocol.RejectFrameTooLarge.Message())
 	}
@@ -206,10 +238,10 @@ func (ss *Session) end(cause error) {
 	ss.mu.Lock()
 	ss.st.closed = true
 	waiting := make([]*outgoing, 0, len(ss.st.outgoing))
-	for id, o := range ss.st.outgoing { // a snapshot: nothing below touches the map
+	for _, o := range ss.st.outgoing { // a snapshot: nothing below touches the map
 		waiting = append(waiting, o)
-		delete(ss.st.outgoing, id)
 	}
+	ss.st.outgoing = nil
 	ss.mu.Unlock()
 	closedErr := ss.closedError()
 	for _, o := range waiting {
@@ -219,9 +251,11 @@ func (ss *Session) end(cause error) {
 	_ = ss.conn.Close()
 	ss.handlers.Wait()
 	ss.srv.unsubscribeAll(ss)
-	ss.unwatch()
+	if ss.unwatch != nil {
+		ss.unwatch()
+	}
 	cause = context.Cause(ss.ctx)
-	ss.log.Debug("session ended", "cause", cause)
+	ss.logger().Debug("session ended", "cause", cause)
 	ss.obs.SessionEnded(ss.ctx, ss, cause)
 }
 
@@ -333,6 +367,9 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		} else {
 			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
 		}
+		if ss.st.incoming == nil {
+			ss.st.incoming = make(map[transport.ID]*inflight, 1)
+		}
 		ss.st.incoming[req.ID] = inf
 		ss.handlers.Add(1) // under the lock, before end() can start waiting
 	}
@@ -411,7 +448,7 @@ func (ss *Session) reject(batch *batchCollector, id transport.ID, code protocol.
 // rejectWith answers a message that never reached a handler with e.
 func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, reason protocol.RejectReason) {
 	ss.obs.MessageRejected(ss.ctx, ss, e.Code, reason)
-	ss.log.Debug("message rejected", "code", int64(e.Code), "reason", reason.String(), "message", e.Message)
+	ss.logger().Debug("message rejected", "code", int64(e.Code), "reason", reason.String(), "message", e.Message)
 	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data}}
 	if batch != nil {
 		batch.add(resp, nil)
@@ -436,6 +473,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	}
 	ss.mu.Lock()
 	delete(ss.st.incoming, inf.req.ID)
+	if len(ss.st.incoming) == 0 {
+		ss.st.incoming = nil // an idle session keeps no table
+	}
 	cancelled := inf.ctx.Err() != nil
 	closed, broken := ss.st.closed, ss.st.broken
 	drained := ss.st.draining && len(ss.st.incoming) == 0
@@ -504,12 +544,12 @@ func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Re
 		raw, merr = json.Marshal(res)
 	}
 	if merr != nil {
-		ss.log.Error("cannot encode result", "id", id.String(), "error", merr)
+		ss.logger().Error("cannot encode result", "id", id.String(), "error", merr)
 		resp.Error = wireError(merr)
 		return resp
 	}
 	if raw, merr = req.era.decorate(req.Method, raw); merr != nil {
-		ss.log.Error("cannot decorate result", "id", id.String(), "error", merr)
+		ss.logger().Error("cannot decorate result", "id", id.String(), "error", merr)
 		resp.Error = wireError(merr)
 		return resp
 	}
@@ -530,7 +570,7 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason,
 	out.Dropped, out.WriteErr = dropped, werr
 	if dropped != protocol.DropNone {
 		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
-		ss.log.Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
+		ss.logger().Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
 		if inf.batch != nil && werr == nil {
 			inf.batch.skip()
 		}
@@ -581,7 +621,7 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	}
 	ss.mu.Unlock()
 	if first {
-		ss.log.Debug("write failed: the session can no longer answer", "class", class.String(), "error", err)
+		ss.logger().Debug("write failed: the session can no longer answer", "class", class.String(), "error", err)
 		cause := fmt.Errorf("%w: %w", ErrTransportClose, err)
 		for _, inf := range victims {
 			inf.cancel(cause)

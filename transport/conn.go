@@ -44,6 +44,24 @@ type Inline interface {
 	SetDispatch(dispatch func(ctx context.Context, m Message))
 }
 
+// Driven is implemented by an [Inline] Conn that delivers every message
+// through the dispatch function, so that its receiver needs no read loop: a
+// session on it holds no goroutine while no message is on its way (see the
+// server package's Server.Attach). Read is then never called.
+//
+// SetEnd registers end, which the Conn calls once when the connection ends
+// (Close was called, or the peer left), with the error Read would return
+// from then on; it calls end at once if the connection already ended. end
+// must not block: it runs on the goroutine that ended the connection. Nor
+// may Close block: the receiver calls it to end the session, from whichever
+// goroutine ends it. The receiver calls SetDispatch, then SetEnd, once each,
+// when it takes the Conn on.
+type Driven interface {
+	Conn
+	Inline
+	SetEnd(end func(err error))
+}
+
 // SessionIDer is implemented by a Conn whose transport names the session
 // itself, such as Streamable HTTP with its Mcp-Session-Id header. A server
 // serving the Conn then uses that id as its own, so that the client, the

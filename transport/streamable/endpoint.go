@@ -23,6 +23,19 @@ type Server interface {
 	Serve(ctx context.Context, conn transport.Conn) error
 }
 
+// Attacher is a [Server] that can also run a session without a goroutine of
+// its own: Attach sets the session up and returns, the session's messages
+// come through the dispatch function it hands the Conn (see
+// [transport.Driven]), and done is called with what Serve would have
+// returned once the session ended. When Attach fails it closed the Conn
+// and done is never called. The server package's *Server is one (see its
+// Attach). An Endpoint whose Server is an Attacher attaches its 2025-era
+// sessions, so that an idle one holds no goroutine.
+type Attacher interface {
+	Server
+	Attach(ctx context.Context, conn transport.Driven, done func(error)) error
+}
+
 // Header names.
 const (
 	headerSessionID       = "Mcp-Session-Id"
@@ -35,13 +48,15 @@ const (
 // for 2025 sessions and 2026-07-28 stateless requests alike. It is safe for
 // concurrent use.
 type Endpoint struct {
-	srv Server
-	cfg config
+	srv    Server
+	attach Attacher // srv, when it is one
+	cfg    config
+	expiry *expiry // ends idle sessions; nil when they never expire
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	serving  sync.WaitGroup // Serve calls of 2025-era sessions
+	serving  sync.WaitGroup // 2025-era sessions being served (until Serve returns or done is called)
 }
 
 var _ http.Handler = (*Endpoint)(nil)
@@ -52,7 +67,10 @@ func New(srv Server, opts ...Option) *Endpoint {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	return &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
+	h.attach, _ = srv.(Attacher)
+	h.expiry = newExpiry(cfg.idleTimeout, h.expire)
+	return h
 }
 
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
@@ -74,10 +92,12 @@ func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Close ends every session at once, as DELETE would, and waits for their
-// Serve calls to return. Use it after the server's Shutdown drained them;
-// new sessions are refused afterwards.
+// Close ends every session at once, as DELETE would, and waits for the
+// server to be done with them (their Serve calls return, or Attach's done
+// is called). Use it after the server's Shutdown drained them; new
+// sessions are refused afterwards.
 func (h *Endpoint) Close() error {
+	h.expiry.close()
 	h.mu.Lock()
 	h.closed = true
 	sessions := make([]*session, 0, len(h.sessions))
@@ -200,22 +220,51 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	s.serveRequest(w, r, req)
 }
 
+// newSession opens a session for an initialize request r and has the
+// server serve it; it returns nil and the HTTP status to refuse r with when
+// it cannot.
 func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
+		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable
 	}
-	if len(h.sessions) >= h.cfg.maxSessions {
-		return nil, http.StatusServiceUnavailable
+	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil)
+	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
+	if s.res != nil {
+		s.res.ctx = ctx
 	}
-	s := newSession(h, newSessionID(), h.principalOf(r))
 	h.sessions[s.id] = s
-	h.serving.Go(func() {
-		_ = h.srv.Serve(withSession(context.WithoutCancel(r.Context()), s), s) // withSession: resume.go
+	h.serving.Add(1) // under mu: Close waits for it
+	h.mu.Unlock()
+
+	if h.attach == nil {
+		go func() {
+			defer h.serving.Done()
+			_ = h.srv.Serve(ctx, s)
+			h.forget(s)
+		}()
+		return s, 0
+	}
+	served := func(error) {
 		h.forget(s)
-	})
+		h.serving.Done()
+	}
+	if err := h.attach.Attach(ctx, s, served); err != nil {
+		served(err)
+	}
 	return s, 0
+}
+
+// expire ends a session that saw no request for the idle timeout, as
+// DELETE would.
+func (h *Endpoint) expire(s *session) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+	s.terminate(errIdle)
 }
 
 func (h *Endpoint) principalOf(r *http.Request) string {

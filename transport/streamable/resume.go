@@ -28,11 +28,12 @@ const headerLastEventID = "Last-Event-ID"
 type resumer struct {
 	s     *session
 	store EventStore
-	ended atomic.Bool // the session ended: its events are forgotten
+	ctx   context.Context // the session's, given to its server: the requests' stream (handOff)
+	ended atomic.Bool     // the session ended: its events are forgotten
 
 	mu         sync.Mutex
-	byReq      map[transport.ID]*logical // request streams not done yet
-	byKey      map[string]*logical       // the same, and the current standalone stream
+	byReq      map[transport.ID]*logical // request streams not done yet; nil when none
+	byKey      map[string]*logical       // the same, and the current standalone stream; nil when none
 	standalone *logical                  // the current standalone stream; nil before the first GET
 	getServing int                       // HTTP handlers carrying the standalone stream
 	keys       uint64                    // last stream key issued
@@ -52,11 +53,21 @@ type logical struct {
 }
 
 func newResumer(s *session, store EventStore) *resumer {
-	return &resumer{
-		s: s, store: store,
-		byReq: make(map[transport.ID]*logical),
-		byKey: make(map[string]*logical),
+	return &resumer{s: s, store: store}
+}
+
+// fileLocked adds ls to the live streams; rs.mu is held.
+func (rs *resumer) fileLocked(ls *logical) {
+	if ls.req.IsValid() {
+		if rs.byReq == nil {
+			rs.byReq = make(map[transport.ID]*logical, 1)
+		}
+		rs.byReq[ls.req] = ls
 	}
+	if rs.byKey == nil {
+		rs.byKey = make(map[string]*logical, 1)
+	}
+	rs.byKey[ls.key] = ls
 }
 
 // newKeyLocked issues a stream key; rs.mu is held.
@@ -92,12 +103,11 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		return
 	}
 	ls.key = rs.newKeyLocked()
-	rs.byReq[req.ID] = ls
-	rs.byKey[ls.key] = ls
+	rs.fileLocked(ls)
 	rs.mu.Unlock()
 
 	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
-	if err := s.push(r.Context(), req); err != nil {
+	if err := s.handOff(r.Context(), req); err != nil {
 		rs.forget(ls)
 		st.shutDown(terminated)
 		return
@@ -124,7 +134,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		// The client got no event id: it cannot resume, and the answer can
 		// no longer be delivered. Cancel the handler.
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
-		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
+		_ = s.handOff(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	}
 }
 
@@ -156,6 +166,12 @@ func (rs *resumer) forget(ls *logical) {
 	}
 	if rs.byKey[ls.key] == ls {
 		delete(rs.byKey, ls.key)
+	}
+	if len(rs.byReq) == 0 {
+		rs.byReq = nil // an idle session keeps no table
+	}
+	if len(rs.byKey) == 0 {
+		rs.byKey = nil
 	}
 }
 
@@ -291,7 +307,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		delete(rs.byKey, old.key) // a new standalone stream replaces it
 	}
 	rs.standalone = ls
-	rs.byKey[ls.key] = ls
+	rs.fileLocked(ls)
 	rs.mu.Unlock()
 	defer rs.leaveStandalone()
 

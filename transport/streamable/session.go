@@ -15,23 +15,32 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// session is one 2025-era MCP session: the transport.Conn its Serve reads,
-// fed by POSTs, writing to the streams of the requests.
+// session is one 2025-era MCP session: the transport.Conn its server reads,
+// fed by POSTs, writing to the streams of the requests. Attached to a
+// server that takes a transport.Driven (see Attacher), an idle session is
+// only this state: it holds no goroutine, no timer and no buffer.
 type session struct {
 	h         *Endpoint
 	id        string
 	principal string
-	inbox     chan transport.Message
+	inbox     chan transport.Message // to Serve's read loop; nil for an attached session
 	done      chan struct{}
 	once      sync.Once
 	endErr    error
 
 	mu      sync.Mutex
-	streams map[transport.ID]*stream // open POST streams, by request id
+	streams map[transport.ID]*stream // open POST streams, by request id; nil when none is
 	get     *stream                  // the standalone GET stream, if open
-	idle    *time.Timer
+	onEnd   func(error)              // set by the server (transport.Driven)
 
 	res *resumer // resume.go: set with an event store, which then owns the streams
+
+	// Idle expiry (expiry.go): deadline is when the session expires, moved
+	// by every request; due and slot, guarded by the expiry's lock, are its
+	// place in the expiry's heap (slot -1: in none).
+	deadline atomic.Int64
+	due      int64
+	slot     int
 
 	dispatch atomic.Pointer[func(context.Context, transport.Message)] // set by the server (transport.Inline)
 }
@@ -39,16 +48,35 @@ type session struct {
 var (
 	_ transport.Conn   = (*session)(nil)
 	_ transport.Inline = (*session)(nil)
+	_ transport.Driven = (*session)(nil)
 )
 
-// SetDispatch lets the server run each message on the POST that brought
-// it (see transport.Inline).
 // SessionID returns the Mcp-Session-Id of s: see transport.SessionIDer.
 func (s *session) SessionID() string { return s.id }
 
+// SetDispatch lets the server run each message on the POST that brought
+// it (see transport.Inline).
 func (s *session) SetDispatch(dispatch func(context.Context, transport.Message)) {
 	s.dispatch.Store(&dispatch)
 }
+
+// SetEnd has end called when the session ends (see transport.Driven).
+func (s *session) SetEnd(end func(error)) {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		end(s.readErr())
+		return
+	default:
+	}
+	s.onEnd = end
+	s.mu.Unlock()
+}
+
+// attached reports whether the server runs s without a read loop (see
+// Attacher): then every message goes through dispatch.
+func (s *session) attached() bool { return s.inbox == nil }
 
 // deliverInline hands m to the server on the caller's goroutine, if the
 // server asked for that; it reports whether it did.
@@ -66,51 +94,52 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 	return true
 }
 
-func newSession(h *Endpoint, id, principal string) *session {
-	s := &session{
-		h: h, id: id, principal: principal,
-		inbox:   make(chan transport.Message),
-		done:    make(chan struct{}),
-		streams: make(map[transport.ID]*stream),
+// newSession returns a session of h; attached: its server runs it without
+// a read loop (see Attacher).
+func newSession(h *Endpoint, id, principal string, attached bool) *session {
+	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1}
+	if !attached {
+		s.inbox = make(chan transport.Message)
 	}
 	if h.cfg.events != nil {
 		s.res = newResumer(s, h.cfg.events)
 	}
-	if d := h.cfg.idleTimeout; d > 0 {
-		s.idle = time.AfterFunc(d, func() {
-			h.mu.Lock()
-			if h.sessions[s.id] == s {
-				delete(h.sessions, s.id)
-			}
-			h.mu.Unlock()
-			s.terminate(errIdle)
-		})
-	}
+	h.expiry.add(s)
 	return s
 }
 
 var errIdle = errors.New("streamable: session expired after being idle")
 
-// touch restarts the idle timer.
-func (s *session) touch() {
-	if s.idle != nil {
-		s.idle.Reset(s.h.cfg.idleTimeout)
-	}
-}
+// touch restarts the idle clock.
+func (s *session) touch() { s.h.expiry.touch(s) }
 
-// terminate ends the session: Read fails, so Serve cancels the handlers
+// terminate ends the session: Read fails, or the server's end function
+// (transport.Driven) is called, so that the server cancels the handlers
 // with the transport-close cause; nothing waits for them here.
 func (s *session) terminate(err error) {
 	s.once.Do(func() {
+		s.mu.Lock()
 		s.endErr = err
-		if s.idle != nil {
-			s.idle.Stop()
-		}
 		close(s.done)
+		end := s.onEnd
+		s.onEnd = nil
+		s.mu.Unlock()
+		s.h.expiry.remove(s)
 		if s.res != nil {
 			s.res.end()
 		}
+		if end != nil {
+			end(s.readErr())
+		}
 	})
+}
+
+// readErr is the error Read returns once the session ended.
+func (s *session) readErr() error {
+	if errors.Is(s.endErr, errDeleted) || errors.Is(s.endErr, errIdle) {
+		return fmt.Errorf("streamable: read: %w: %w: %w", transport.ErrPeerGone, s.endErr, io.EOF)
+	}
+	return fmt.Errorf("streamable: read: %w: %w", transport.ErrClosed, s.endErr)
 }
 
 // Read returns the next message a POST brought.
@@ -119,10 +148,7 @@ func (s *session) Read(ctx context.Context) (transport.Message, error) {
 	case m := <-s.inbox:
 		return m, nil
 	case <-s.done:
-		if errors.Is(s.endErr, errDeleted) || errors.Is(s.endErr, errIdle) {
-			return nil, fmt.Errorf("streamable: read: %w: %w: %w", transport.ErrPeerGone, s.endErr, io.EOF)
-		}
-		return nil, fmt.Errorf("streamable: read: %w: %w", transport.ErrClosed, s.endErr)
+		return nil, s.readErr()
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -223,6 +249,29 @@ func (s *session) Close() error {
 	return nil
 }
 
+// handOff gives the server a message that does not run on the POST that
+// brought it: a request of a resumable session (resume.go), which outlives
+// its POST when its stream is resumed, or an Abandoned. It goes through the
+// read loop or, for an attached session, through dispatch: a request on a
+// goroutine of its own, with a stream that is never done, and an Abandoned
+// on the caller's goroutine.
+func (s *session) handOff(ctx context.Context, m transport.Message) error {
+	if !s.attached() {
+		return s.push(ctx, m)
+	}
+	select {
+	case <-s.done:
+		return transport.ErrClosed
+	default:
+	}
+	if req, ok := m.(*transport.Request); ok && s.res != nil {
+		go s.deliverInline(s.res.ctx, req)
+		return nil
+	}
+	s.deliverInline(context.WithoutCancel(ctx), m)
+	return nil
+}
+
 // serveRequest runs the POST of one request: open its stream, hand the
 // request to the session and wait for the answer, the client's departure or
 // the session's end.
@@ -246,12 +295,18 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
 		return
 	}
+	if s.streams == nil {
+		s.streams = make(map[transport.ID]*stream, 1)
+	}
 	s.streams[req.ID] = st
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		if s.streams[req.ID] == st {
 			delete(s.streams, req.ID)
+			if len(s.streams) == 0 {
+				s.streams = nil // an idle session keeps no table
+			}
 		}
 		s.mu.Unlock()
 	}()
