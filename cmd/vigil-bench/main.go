@@ -26,6 +26,7 @@ type config struct {
 	goCmd     string
 	keep      bool
 	vigilLog  string
+	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
 	idle      int
 	loadFlags []string // passed on to the load generator
 }
@@ -35,6 +36,7 @@ func main() {
 	flag.StringVar(&cfg.goCmd, "go", "go", "the go `command` that builds the binaries")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, vigil.log)")
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
+	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
 	clients := flag.Int("clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
@@ -73,13 +75,21 @@ func run(ctx context.Context, cfg config) (err error) {
 		err = errors.Join(err, os.RemoveAll(dir))
 	}()
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil, the floor and the load generator into %s\n", dir)
-	build := exec.CommandContext(ctx, cfg.goCmd, "build", "-o", dir+string(filepath.Separator),
-		"github.com/vigil-mcp/vigil/cmd/vigil",
+	pkgs := []string{
 		"github.com/vigil-mcp/vigil/internal/benchservice/floor",
-		"github.com/vigil-mcp/vigil/internal/benchservice/load")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build: %w", err)
+		"github.com/vigil-mcp/vigil/internal/benchservice/load",
+	}
+	if cfg.vigilSrc == "" {
+		pkgs = append(pkgs, "github.com/vigil-mcp/vigil/cmd/vigil")
+	}
+	if err := goBuild(ctx, cfg.goCmd, "", dir, pkgs...); err != nil {
+		return err
+	}
+	if cfg.vigilSrc != "" {
+		fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil from %s\n", cfg.vigilSrc)
+		if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "./cmd/vigil"); err != nil {
+			return err
+		}
 	}
 
 	logPath := cfg.vigilLog
@@ -287,4 +297,15 @@ func countLines(path string) (int, int64, bool) {
 		return 0, 0, false
 	}
 	return bytes.Count(raw, []byte("\n")), st.Size(), true
+}
+
+// goBuild builds pkgs, in the module at src ("" for this one), into dir.
+func goBuild(ctx context.Context, goCmd, src, dir string, pkgs ...string) error {
+	build := exec.CommandContext(ctx, goCmd, append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	build.Dir = src
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build in %q: %w", src, err)
+	}
+	return nil
 }
