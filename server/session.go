@@ -55,7 +55,7 @@ type sessionState struct {
 	version  string
 	client   Implementation
 	caps     ClientCapabilities
-	incoming map[transport.ID]*inflight // nil when empty: an idle session keeps no table
+	incoming map[transport.ID]*inflight // made by the first request
 	outgoing map[transport.ID]*outgoing // nil when empty
 	nextID   int64
 	draining bool                // Shutdown began: admit no new requests
@@ -472,10 +472,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		inf.unlink()
 	}
 	ss.mu.Lock()
-	delete(ss.st.incoming, inf.req.ID)
-	if len(ss.st.incoming) == 0 {
-		ss.st.incoming = nil // an idle session keeps no table
-	}
+	delete(ss.st.incoming, inf.req.ID) // the table stays: a session that served one request serves more
 	cancelled := inf.ctx.Err() != nil
 	closed, broken := ss.st.closed, ss.st.broken
 	drained := ss.st.draining && len(ss.st.incoming) == 0

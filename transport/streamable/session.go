@@ -303,10 +303,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 	defer func() {
 		s.mu.Lock()
 		if s.streams[req.ID] == st {
-			delete(s.streams, req.ID)
-			if len(s.streams) == 0 {
-				s.streams = nil // an idle session keeps no table
-			}
+			delete(s.streams, req.ID) // the table stays for the next request
 		}
 		s.mu.Unlock()
 	}()
