@@ -24,6 +24,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -273,3 +274,39 @@ type sessionCounter struct {
 }
 
 func (c *sessionCounter) SessionStarted(context.Context, *server.Session) { c.started.Add(1) }
+
+// Middleware returns the chain alone, a new slice each time, and nothing
+// for a nil Instrumentation.
+func TestInstrumentationMiddleware(t *testing.T) {
+	t.Parallel()
+	var none *middleware.Instrumentation
+	assert.Nil(t, none.Middleware())
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithRegisterer(prometheus.NewRegistry()),
+		middleware.WithTimeout(time.Second),
+	)
+	require.NoError(t, err)
+	chain := inst.Middleware()
+	assert.Len(t, chain, 3, "metrics, recover, timeout")
+	chain[0] = nil
+	assert.NotNil(t, inst.Middleware()[0], "a new slice on every call")
+}
+
+// A ConnServer that cannot attach is served as it is: CountConns wraps
+// Serve, and the result is no ConnAttacher.
+func TestCountConnsServeOnly(t *testing.T) {
+	t.Parallel()
+	served := make(chan transport.Conn, 1)
+	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
+	wrapped := middleware.CountConns(srv, telemetry.NewMetrics(), telemetry.TransportMemory)
+	_, attaches := wrapped.(middleware.ConnAttacher)
+	assert.False(t, attaches)
+	a, b := memory.NewPair()
+	defer func() { _ = a.Close(); _ = b.Close() }()
+	require.NoError(t, wrapped.Serve(context.Background(), b))
+	assert.NotNil(t, <-served, "Serve reached the server with a (counting) conn")
+}
+
+type serveOnly func(context.Context, transport.Conn) error
+
+func (f serveOnly) Serve(ctx context.Context, c transport.Conn) error { return f(ctx, c) }
