@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/benchservice"
 )
 
 // config is what the flags select.
@@ -130,10 +133,81 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := load.Run(); err != nil {
 		return fmt.Errorf("load generator: %w", err)
 	}
+	if cfg.idle == 0 && logPath != os.DevNull {
+		if err := checkRecorded(ctx, strings.TrimSuffix(vigilURL, "/mcp"), vigil, logPath); err != nil {
+			return err
+		}
+	}
 	if lines, size, ok := countLines(logPath); ok {
 		fmt.Printf("vigil log    %d lines, %.1f MiB\n", lines, float64(size)/(1<<20))
 	}
 	return nil
+}
+
+// checkRecorded reads what vigil recorded of the load (its metrics and trace
+// ring), stops it so that its log is flushed, counts the log's request
+// records, and prints whether every finished request is in the log (or
+// counted as a dropped line) and the ring holds traces.
+func checkRecorded(ctx context.Context, base string, vigil *exec.Cmd, logPath string) error {
+	var rec benchservice.Recorded
+	metrics, err := httpGet(ctx, base+"/metrics")
+	if err != nil {
+		return err
+	}
+	if rec.Finished, _, err = benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total"); err != nil {
+		return fmt.Errorf("vigil /metrics: %w", err)
+	}
+	if rec.LinesDropped, _, err = benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_log_lines_dropped_total"); err != nil {
+		return fmt.Errorf("vigil /metrics: %w", err)
+	}
+	page, err := httpGet(ctx, base+"/debug/vigil?format=json")
+	if err != nil {
+		return err
+	}
+	var debug struct {
+		Traces []json.RawMessage `json:"traces"`
+	}
+	if err := json.Unmarshal(page, &debug); err != nil {
+		return fmt.Errorf("vigil /debug/vigil: %w", err)
+	}
+	rec.Traces = len(debug.Traces)
+	if err := stopProcess(vigil, "vigil"); err != nil { // flushes the log
+		return err
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if rec.LogLines, err = benchservice.CountRecords(f, "request"); err != nil {
+		return err
+	}
+	fmt.Printf("recorded     %s\n", rec)
+	if !rec.Complete() {
+		return errors.New("vigil did not record every request")
+	}
+	return nil
+}
+
+// httpGet returns the body of a 200 answer to a GET of url.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, nil
 }
 
 // serving is vigil's log line that gives its MCP URL.
