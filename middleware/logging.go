@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -83,6 +84,9 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 	if level == nil {
 		level = DefaultLogLevel
 	}
+	// With the handler of LogHandler, the record is built with its ids
+	// already added: the same record, without copying it in Handle.
+	lh, direct := logger.Handler().(logHandler)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.IsNotification() {
@@ -97,6 +101,10 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 				if !logger.Enabled(ctx, level) {
 					return
 				}
+				if direct {
+					logRequestTo(ctx, lh, level, req, out, start)
+					return
+				}
 				logRequest(ctx, logger, level, req, out, time.Since(start))
 			})
 			return next(ctx, req)
@@ -104,8 +112,32 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 	}
 }
 
+// logRequest logs the record of [Logging] through logger.
 func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
-	attrs := make([]slog.Attr, 0, 10)
+	var buf [10]slog.Attr
+	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, out, d)...)
+}
+
+// logRequestTo writes the record that logRequest would pass to h, as
+// [slog.Logger.LogAttrs] builds it (time, level, message, the caller's pc)
+// and with the ids h would add, but in one record: h.Handle would copy it
+// to add them. The caller has checked that h is enabled at level.
+func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
+	now := time.Now()
+	var pcs [1]uintptr
+	runtime.Callers(1, pcs[:]) // this function, as Logger.LogAttrs records logRequest
+	r := slog.NewRecord(now, level, "request", pcs[0])
+	var buf [14]slog.Attr
+	attrs := requestAttrs(buf[:0], req, out, now.Sub(start))
+	// The record carries request_id, and session_id for a request in a
+	// session: what logHandler.Handle would find with recordHas.
+	attrs = appendIDs(attrs, ctx, req.InSession(), true)
+	r.AddAttrs(attrs...)
+	_ = h.next.Handle(ctx, r) // as Logger.LogAttrs, which drops the error
+}
+
+// requestAttrs appends the attributes of the record of [Logging] to attrs.
+func requestAttrs(attrs []slog.Attr, req *server.Request, out server.Outcome, d time.Duration) []slog.Attr {
 	attrs = append(attrs, slog.String(LogMethod, req.Method))
 	switch req.Method {
 	case "tools/call":
@@ -138,5 +170,5 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 			attrs = append(attrs, slog.Bool(LogToolError, true))
 		}
 	}
-	logger.LogAttrs(ctx, level, "request", attrs...)
+	return attrs
 }

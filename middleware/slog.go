@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/trace"
@@ -42,28 +43,41 @@ type logHandler struct{ next slog.Handler }
 func (h logHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
-	var attrs [4]slog.Attr
-	n := 0
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		attrs[0], attrs[1] = slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String())
-		n = 2
+	var ids [4]slog.Attr
+	sessionDone, requestDone := false, false
+	if server.RequestFromContext(ctx) != nil {
+		sessionDone, requestDone = recordHas(r)
 	}
-	if req := server.RequestFromContext(ctx); req != nil {
-		hasSession, hasRequest := recordHas(r)
-		if req.InSession() && !hasSession {
-			attrs[n] = slog.String(LogSessionID, req.Session.ID())
-			n++
-		}
-		if !req.IsNotification() && !hasRequest {
-			attrs[n] = slog.String(LogRequestID, req.ID.String())
-			n++
-		}
-	}
-	if n > 0 {
+	if extra := appendIDs(ids[:0], ctx, sessionDone, requestDone); len(extra) > 0 {
 		r = r.Clone() // the caller's record may share its attribute storage
-		r.AddAttrs(attrs[:n]...)
+		r.AddAttrs(extra...)
 	}
 	return h.next.Handle(ctx, r)
+}
+
+// appendIDs appends to attrs the ids that [LogHandler] adds for ctx, in its
+// order: trace_id and span_id of a valid span, then session_id and
+// request_id of the request in ctx, each unless the record already carries
+// it (hasSession, hasRequest). It allocates once at most: the two hex ids
+// share one string.
+func appendIDs(attrs []slog.Attr, ctx context.Context, hasSession, hasRequest bool) []slog.Attr {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tid, sid := sc.TraceID(), sc.SpanID()
+		var buf [2*len(tid) + 2*len(sid)]byte
+		hex.Encode(buf[:2*len(tid)], tid[:])
+		hex.Encode(buf[2*len(tid):], sid[:])
+		ids := string(buf[:]) // as TraceID.String and SpanID.String, in one allocation
+		attrs = append(attrs, slog.String(LogTraceID, ids[:2*len(tid)]), slog.String(LogSpanID, ids[2*len(tid):]))
+	}
+	if req := server.RequestFromContext(ctx); req != nil {
+		if req.InSession() && !hasSession {
+			attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
+		}
+		if !req.IsNotification() && !hasRequest {
+			attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
+		}
+	}
+	return attrs
 }
 
 // recordHas reports whether r's own attributes already carry session_id and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,4 +160,47 @@ func TestLogHandlerSharedRecord(t *testing.T) {
 	}
 	assert.Equal(t, []map[string]any{want, want}, out.records(t))
 	assert.Equal(t, 10, r.NumAttrs(), "the caller's record is unchanged")
+}
+
+// opaqueHandler hides the LogHandler it wraps, so that Logging logs
+// through slog.Logger.LogAttrs rather than building the record itself.
+type opaqueHandler struct{ slog.Handler }
+
+// TestLoggingRecordThroughLogHandler checks that the record Logging builds
+// for a LogHandler (with the ids in it) is written byte for byte as the one
+// LogAttrs passes to it, in a traced chain (trace_id and span_id added) and
+// for an error answer.
+func TestLoggingRecordThroughLogHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		noTime := &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}
+		direct, generic := &lockedBuffer{}, &lockedBuffer{}
+		h := newTraced(t, []server.Middleware{
+			middleware.Logging(slog.New(middleware.LogHandler(slog.NewTextHandler(direct, noTime)))),
+			middleware.Logging(slog.New(opaqueHandler{middleware.LogHandler(slog.NewTextHandler(generic, noTime))})),
+		}).start(t.Context(), nil)
+		h.Initialize("", nil)
+		h.SendCallTool(2, "echo", nil)
+		h.RecvResponseTo(2)
+		h.SendCallTool(3, "no such tool", nil)
+		h.RecvResponseTo(3)
+		synctest.Wait()
+		h.close()
+		direct.mu.Lock()
+		defer direct.mu.Unlock()
+		generic.mu.Lock()
+		defer generic.mu.Unlock()
+		assert.Equal(t, 3, strings.Count(direct.buf.String(), "span_id="), direct.buf.String())
+		assert.Contains(t, direct.buf.String(), `level=WARN msg=request method=tools/call tool="no such tool" request_id=3`)
+		lines := func(b *lockedBuffer) []string { // the requests end concurrently
+			l := strings.Split(b.buf.String(), "\n")
+			slices.Sort(l)
+			return l
+		}
+		assert.Equal(t, lines(generic), lines(direct))
+	})
 }

@@ -46,6 +46,12 @@ func Timeout(d time.Duration, opts ...Option) server.Middleware {
 			if limit <= 0 {
 				return next(ctx, req)
 			}
+			// A timer per request, on purpose: a shared deadline heap would
+			// still need context.WithCancelCause per request (only a
+			// *cancelCtx gives context.Cause the timeout) plus a wrapper for a
+			// truthful Deadline, saving 2 of 7 allocations and ~0.4µs while
+			// making the Err of derived contexts Canceled, not
+			// DeadlineExceeded, and tying one timer to one synctest bubble.
 			tctx, cancel := context.WithTimeoutCause(ctx, limit, server.ErrHandlerTimeout)
 			defer cancel()
 			res, err := next(tctx, req)
