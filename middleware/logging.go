@@ -131,7 +131,7 @@ func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *serv
 	attrs := requestAttrs(buf[:0], req, out, now.Sub(start))
 	// The record carries request_id, and session_id for a request in a
 	// session: what logHandler.Handle would find with recordHas.
-	attrs = appendIDs(attrs, ctx, req.InSession(), true)
+	attrs = appendIDs(ctx, attrs, req.InSession(), true)
 	r.AddAttrs(attrs...)
 	_ = h.next.Handle(ctx, r) // as Logger.LogAttrs, which drops the error
 }

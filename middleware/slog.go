@@ -48,7 +48,7 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if server.RequestFromContext(ctx) != nil {
 		sessionDone, requestDone = recordHas(r)
 	}
-	if extra := appendIDs(ids[:0], ctx, sessionDone, requestDone); len(extra) > 0 {
+	if extra := appendIDs(ctx, ids[:0], sessionDone, requestDone); len(extra) > 0 {
 		r = r.Clone() // the caller's record may share its attribute storage
 		r.AddAttrs(extra...)
 	}
@@ -60,7 +60,7 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 // request_id of the request in ctx, each unless the record already carries
 // it (hasSession, hasRequest). It allocates once at most: the two hex ids
 // share one string.
-func appendIDs(attrs []slog.Attr, ctx context.Context, hasSession, hasRequest bool) []slog.Attr {
+func appendIDs(ctx context.Context, attrs []slog.Attr, hasSession, hasRequest bool) []slog.Attr {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tid, sid := sc.TraceID(), sc.SpanID()
 		var buf [2*len(tid) + 2*len(sid)]byte
