@@ -63,19 +63,19 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // CountConn returns a transport.Conn that counts, in m, every message read
 // from and written to c by kind, and their encoded size in bytes, under the
 // transport label transportName. The size is the message's compact JSON-RPC
-// encoding (what transport.AppendMessage produces, without framing such as
-// a newline or SSE fields); measuring it costs one extra encoding per
-// message. A frame that does not decode counts as kind invalid with no
-// bytes. Writes count whether or not they succeed (failures are counted by
-// class by [MetricsObserver]). The returned Conn has c's concurrency contract, and
-// implements [transport.Inline] when c does (the messages it dispatches are
-// counted as received, like those Read returns), and [transport.Driven]
-// when c does; with a nil m it returns c.
+// encoding (what transport.AppendMessage produces, without framing such as a
+// newline or SSE fields), counted from the message without encoding it
+// ([transport.EncodedSize]). A frame that does not decode counts as kind
+// invalid with no bytes. Writes count whether or not they succeed (failures
+// are counted by class by [MetricsObserver]). The returned Conn has c's
+// concurrency contract, and implements [transport.Inline] when c does (the
+// messages it dispatches are counted as received, like those Read returns),
+// and [transport.Driven] when c does; with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}
-	cc := &countingConn{Conn: c, m: m, name: transportName}
+	cc := &countingConn{Conn: c, t: m.Traffic(transportName)}
 	if d, ok := c.(transport.Driven); ok {
 		return &countingDrivenConn{countingInlineConn{countingConn: cc, in: d}, d}
 	}
@@ -112,15 +112,14 @@ func (c *countingInlineConn) SetDispatch(dispatch func(ctx context.Context, m tr
 
 type countingConn struct {
 	transport.Conn
-	m    *telemetry.Metrics
-	name string
+	t *telemetry.Traffic // the transport's series, resolved once
 }
 
 func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	msg, err := c.Conn.Read(ctx)
 	if err != nil {
 		if _, ok := errors.AsType[*transport.DecodeError](err); ok {
-			c.m.MessageReceived(c.name, telemetry.KindInvalid, 0)
+			c.t.Received(telemetry.KindInvalid, 0)
 		}
 		return msg, err
 	}
@@ -140,13 +139,13 @@ func (c *countingConn) SessionID() string {
 // received counts a message read or dispatched.
 func (c *countingConn) received(msg transport.Message) {
 	if kind := messageKind(msg); kind != "" {
-		c.m.MessageReceived(c.name, kind, c.size(msg))
+		c.t.Received(kind, transport.EncodedSize(msg))
 	}
 }
 
 func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {
 	if kind := messageKind(msg); kind != "" {
-		c.m.MessageSent(c.name, kind, c.size(msg))
+		c.t.Sent(kind, transport.EncodedSize(msg))
 	}
 	return c.Conn.Write(ctx, msg)
 }
@@ -167,7 +166,3 @@ func messageKind(msg transport.Message) string {
 	}
 	return ""
 }
-
-// size returns the encoded size of msg in bytes, 0 if it cannot be encoded:
-// counted, not encoded again.
-func (c *countingConn) size(msg transport.Message) int { return transport.EncodedSize(msg) }

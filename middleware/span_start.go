@@ -55,18 +55,20 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
 		}
 	}
-	ctx, span := s.tracer.Start(pctx, st.name, opts...)
+	sctx, span := s.tracer.Start(pctx, st.name, opts...)
 	if span.IsRecording() {
 		buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
 		attrs := (*buf)[:0]
 		attrs = append(attrs, st.attrs...)
+		// The transport is read from ctx: the same value as in sctx, one
+		// context (the span's) closer.
 		attrs = recordedAttributes(ctx, req, attrs)
 		span.SetAttributes(attrs...) // copied by the span
 		clear(attrs)
 		*buf = attrs
 		s.attrs.Put(buf)
 	}
-	return ctx, span
+	return sctx, span
 }
 
 // recordedAttributes appends the attributes of req's span that depend on

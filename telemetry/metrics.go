@@ -63,7 +63,7 @@ type Metrics struct {
 
 	// Resolved series, see metrics_series.go.
 	byMethod      map[string]*methodSeries
-	byTransport   map[string]*trafficSeries
+	byTransport   map[string]*Traffic
 	ends          sync.Map // endKey → *endSeries
 	buckets       []float64
 	exemplarEvery time.Duration

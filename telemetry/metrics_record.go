@@ -57,7 +57,7 @@ func (m *Metrics) RequestStarted(method string) {
 	if m == nil {
 		return
 	}
-	s := m.method(m.methods.bound(method, LabelOther))
+	s := m.method(method)
 	s.started.Inc()
 	s.inFlight.Inc()
 }
@@ -69,17 +69,22 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	if m == nil {
 		return
 	}
-	method := m.methods.bound(e.Method, LabelOther)
+	ms := m.method(e.Method)
 	tool := ""
-	if method == "tools/call" && e.Tool != "" {
+	if ms.name == "tools/call" && e.Tool != "" {
 		tool = m.tools.Load().bound(e.Tool, LabelOther)
 		if tool == LabelOther && e.ToolRegistered && validLabelValue(e.Tool) {
 			tool = e.Tool
 		}
 	}
-	outcome := m.outcomes.bound(e.Outcome, LabelOther)
-	errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
-	s := m.end(endKey{method: method, tool: tool, outcome: outcome, errType: errType})
+	var s *endSeries
+	if e.Outcome == OutcomeOK && e.ErrorType == "" {
+		s = m.okEnd(ms, tool)
+	} else {
+		outcome := m.outcomes.bound(e.Outcome, LabelOther)
+		errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
+		s = m.end(endKey{method: ms.name, tool: tool, outcome: outcome, errType: errType})
+	}
 	seconds := e.Duration.Seconds()
 	// A given TraceID is checked; Trace always encodes to a valid one.
 	traced := (e.TraceID == "" && e.Trace.IsValid()) || validTraceID(e.TraceID)
@@ -99,7 +104,7 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 		s.duration.Observe(seconds)
 	}
 	// Last, so that in flight reaching zero implies the outcome is counted.
-	m.method(method).inFlight.Dec()
+	ms.inFlight.Dec()
 }
 
 // validTraceID reports whether a trace id can be an exemplar: not empty,
@@ -116,7 +121,7 @@ func (m *Metrics) RequestCancelled(method, cause string) {
 	if m == nil {
 		return
 	}
-	m.method(m.methods.bound(method, LabelOther)).cancellations[m.causes.bound(cause, LabelOther)].Inc()
+	m.method(method).cancellations[m.causes.bound(cause, LabelOther)].Inc()
 }
 
 // ResponseDropped counts a request that ended without a response being
@@ -126,12 +131,12 @@ func (m *Metrics) ResponseDropped(method, reason string) {
 	if m == nil {
 		return
 	}
-	method = m.methods.bound(method, LabelOther)
-	if c, ok := m.method(method).drops[reason]; ok {
+	s := m.method(method)
+	if c, ok := s.drops[reason]; ok {
 		c.Inc()
 		return
 	}
-	m.drops.WithLabelValues(method, LabelOther).Inc()
+	m.drops.WithLabelValues(s.name, LabelOther).Inc()
 }
 
 // SessionStarted adds a session to the sessions active on transport.
@@ -183,33 +188,60 @@ func (m *Metrics) MessageRejected(reason string) {
 }
 
 // MessageReceived counts a message read from transport, of kind (one of the
-// Kind constants) and encoded size in bytes (0 when unknown).
+// Kind constants) and encoded size in bytes (0 when unknown). A caller that
+// counts many messages of one transport can resolve its series once with
+// [Metrics.Traffic].
 func (m *Metrics) MessageReceived(transport, kind string, size int) {
+	m.Traffic(transport).Received(kind, size)
+}
+
+// MessageSent counts a message written (or attempted) to transport, of kind
+// (one of the Kind constants) and encoded size in bytes. A caller that
+// counts many messages of one transport can resolve its series once with
+// [Metrics.Traffic].
+func (m *Metrics) MessageSent(transport, kind string, size int) {
+	m.Traffic(transport).Sent(kind, size)
+}
+
+// Traffic returns the traffic series of transport (those of [LabelOther]
+// when it is not a known transport), for counting its messages without
+// resolving the label each time; nil for a nil m.
+func (m *Metrics) Traffic(transport string) *Traffic {
 	if m == nil {
+		return nil
+	}
+	if t, ok := m.byTransport[transport]; ok {
+		return t
+	}
+	return m.byTransport[LabelOther]
+}
+
+// Received counts a message read from t's transport, as
+// [Metrics.MessageReceived] does.
+func (t *Traffic) Received(kind string, size int) {
+	if t == nil {
 		return
 	}
-	t := m.byTransport[m.transports.bound(transport, LabelOther)]
-	if c, ok := t.in[kind]; ok {
-		c.Inc()
+	if i := kindIndex(kind); i >= 0 {
+		t.in[i].Inc()
 	} else {
-		m.msgIn.WithLabelValues(m.transports.bound(transport, LabelOther), LabelOther).Inc()
+		t.m.msgIn.WithLabelValues(t.transport, LabelOther).Inc()
 	}
 	if size > 0 {
 		t.bytesIn.Add(float64(size))
 	}
 }
 
-// MessageSent counts a message written (or attempted) to transport, of kind
-// (one of the Kind constants) and encoded size in bytes.
-func (m *Metrics) MessageSent(transport, kind string, size int) {
-	if m == nil {
+// Sent counts a message written (or attempted) to t's transport, as
+// [Metrics.MessageSent] does.
+func (t *Traffic) Sent(kind string, size int) {
+	if t == nil {
 		return
 	}
-	t := m.byTransport[m.transports.bound(transport, LabelOther)]
-	if c, ok := t.out[kind]; ok {
-		c.Inc()
+	if i := kindIndex(kind); i >= 0 {
+		t.out[i].Inc()
 	} else {
-		m.msgOut.WithLabelValues(m.transports.bound(transport, LabelOther), LabelOther).Inc()
+		t.m.msgOut.WithLabelValues(t.transport, LabelOther).Inc()
 	}
 	if size > 0 {
 		t.bytesOut.Add(float64(size))

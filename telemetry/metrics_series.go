@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,19 +14,52 @@ import (
 // costs a few allocations. Label sets are bounded, and so are these caches.
 
 // methodSeries are the per-method series, resolved by NewMetrics for every
-// known method (and other); read-only afterwards.
+// known method (and other); read-only afterwards, but for the caches of the
+// series a request of the method most often ends in.
 type methodSeries struct {
+	name          string // the method label
 	started       prometheus.Counter
 	inFlight      prometheus.Gauge
 	cancellations map[string]prometheus.Counter // by known cause
 	drops         map[string]prometheus.Counter // by known reason
+	// The end series of outcome ok without an error type, which spare a
+	// successful request the outcome and error type lookups and the hash
+	// of a four-label key: without a tool label, and by tool label (bounded
+	// as the tool labels are).
+	ok      atomic.Pointer[endSeries]
+	okTools sync.Map // tool label → *endSeries
 }
 
-// trafficSeries are the per-transport traffic series, resolved by
-// NewMetrics for every known transport (and other); read-only afterwards.
-type trafficSeries struct {
-	in, out           map[string]prometheus.Counter // by known kind
+// Traffic is the traffic series of one transport, resolved once (see
+// [Metrics.Traffic]): what [Metrics.MessageReceived] and
+// [Metrics.MessageSent] count, without looking up the transport's label for
+// every message. A nil *Traffic counts nothing. It is safe for concurrent
+// use.
+type Traffic struct {
+	m                 *Metrics
+	transport         string                       // the transport label
+	in, out           [numKinds]prometheus.Counter // by kindIndex
 	bytesIn, bytesOut prometheus.Counter
+}
+
+// numKinds is the number of known message kinds (the Kind constants).
+const numKinds = 5
+
+// kindIndex returns the index of a known message kind, -1 for another.
+func kindIndex(kind string) int {
+	switch kind {
+	case KindRequest:
+		return 0
+	case KindNotification:
+		return 1
+	case KindResponse:
+		return 2
+	case KindBatch:
+		return 3
+	case KindInvalid:
+		return 4
+	}
+	return -1
 }
 
 // endKey is the labels a request ends with, already bounded.
@@ -45,6 +79,7 @@ func (m *Metrics) resolveSeries() {
 	m.byMethod = make(map[string]*methodSeries, len(m.methods.values))
 	for _, method := range m.methods.values {
 		s := &methodSeries{
+			name:          method,
 			started:       m.started.WithLabelValues(method),
 			inFlight:      m.inFlight.WithLabelValues(method),
 			cancellations: make(map[string]prometheus.Counter, len(m.causes.values)),
@@ -58,24 +93,51 @@ func (m *Metrics) resolveSeries() {
 		}
 		m.byMethod[method] = s
 	}
-	m.byTransport = make(map[string]*trafficSeries, len(m.transports.values))
+	m.byTransport = make(map[string]*Traffic, len(m.transports.values))
 	for _, t := range m.transports.values {
-		s := &trafficSeries{
-			in:       make(map[string]prometheus.Counter, len(m.kinds.values)),
-			out:      make(map[string]prometheus.Counter, len(m.kinds.values)),
-			bytesIn:  m.bytesIn.WithLabelValues(t),
-			bytesOut: m.bytesOut.WithLabelValues(t),
+		s := &Traffic{
+			m:         m,
+			transport: t,
+			bytesIn:   m.bytesIn.WithLabelValues(t),
+			bytesOut:  m.bytesOut.WithLabelValues(t),
 		}
 		for _, k := range m.kinds.values {
-			s.in[k] = m.msgIn.WithLabelValues(t, k)
-			s.out[k] = m.msgOut.WithLabelValues(t, k)
+			if i := kindIndex(k); i >= 0 {
+				s.in[i] = m.msgIn.WithLabelValues(t, k)
+				s.out[i] = m.msgOut.WithLabelValues(t, k)
+			}
 		}
 		m.byTransport[t] = s
 	}
 }
 
-// method returns the series of a bounded method label.
-func (m *Metrics) method(method string) *methodSeries { return m.byMethod[method] }
+// method returns the series of method, those of other when it is not a
+// known method: the label bound and the series in one lookup.
+func (m *Metrics) method(method string) *methodSeries {
+	if s, ok := m.byMethod[method]; ok {
+		return s
+	}
+	return m.byMethod[LabelOther]
+}
+
+// okEnd returns the end series of a request of s's method with tool label
+// tool, outcome ok and no error type, creating them on first use.
+func (m *Metrics) okEnd(s *methodSeries, tool string) *endSeries {
+	if tool == "" {
+		if e := s.ok.Load(); e != nil {
+			return e
+		}
+		e := m.end(endKey{method: s.name, outcome: OutcomeOK})
+		s.ok.Store(e) // m.end returns one *endSeries per key
+		return e
+	}
+	if e, ok := s.okTools.Load(tool); ok {
+		return e.(*endSeries)
+	}
+	e := m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK})
+	s.okTools.Store(tool, e)
+	return e
+}
 
 // end returns the series of k, creating them on first use.
 func (m *Metrics) end(k endKey) *endSeries {

@@ -378,3 +378,69 @@ func TestToolRegistered(t *testing.T) {
 	assert.InDelta(t, 3, got[dur("other")], 0)
 	assert.NotContains(t, got, dur("pre"))
 }
+
+// Traffic counts as MessageReceived and MessageSent do: an unknown
+// transport as other, an unknown kind as other, and a nil Traffic (of nil
+// Metrics) nothing.
+func TestTraffic(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	http := m.Traffic(telemetry.TransportStreamableHTTP)
+	http.Received(telemetry.KindRequest, 100)
+	http.Received(telemetry.KindInvalid, 0)
+	http.Sent(telemetry.KindResponse, 50)
+	http.Sent("weird", 7)
+	m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 10)
+	m.Traffic("carrier-pigeon").Received(telemetry.KindBatch, 3)
+	assert.Equal(t, map[string]float64{
+		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`: 2,
+		`mcp_server_received_messages_total{kind="invalid",transport="streamable_http"}`: 1,
+		`mcp_server_sent_messages_total{kind="response",transport="streamable_http"}`:    1,
+		`mcp_server_sent_messages_total{kind="other",transport="streamable_http"}`:       1,
+		`mcp_server_received_bytes_total{transport="streamable_http"}`:                   110,
+		`mcp_server_sent_bytes_total{transport="streamable_http"}`:                       57,
+		`mcp_server_received_messages_total{kind="batch",transport="other"}`:             1,
+		`mcp_server_received_bytes_total{transport="other"}`:                             3,
+	}, nonZero(t, m))
+
+	var nilMetrics *telemetry.Metrics
+	assert.Nil(t, nilMetrics.Traffic(telemetry.TransportStdio))
+	assert.NotPanics(t, func() {
+		nilMetrics.Traffic(telemetry.TransportStdio).Received(telemetry.KindRequest, 1)
+		nilMetrics.Traffic(telemetry.TransportStdio).Sent(telemetry.KindResponse, 1)
+	})
+}
+
+// The series a successful request ends in are cached per method and tool
+// label: successes and failures of one tool, before and after it joins the
+// allow-list, each land in their own series.
+func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	finish := func(tool, outcome, errType string) {
+		m.RequestStarted("tools/call")
+		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
+	}
+	finish("t", telemetry.OutcomeOK, "")
+	finish("t", telemetry.OutcomeOK, telemetry.ErrorTypeTool)
+	finish("t", telemetry.OutcomeError, "-32602")
+	m.SetToolNames([]string{"t"})
+	finish("t", telemetry.OutcomeOK, "")
+	finish("t", telemetry.OutcomeOK, "")
+	finish("", telemetry.OutcomeOK, "")
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK})
+	assert.Equal(t, map[string]float64{
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                                            6,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:                                              5,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"}`:                                           1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call"}`:           1,
+		`mcp_server_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="other",mcp_method_name="tools/call"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="-32602",gen_ai_tool_name="other",mcp_method_name="tools/call"}`:     1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call"}`:               2,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call"}`:                1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                                                                  1,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`:                                                    1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping"}`:                      1,
+	}, nonZero(t, m))
+}

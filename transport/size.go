@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"strconv"
 	"unicode/utf8"
 )
 
@@ -54,7 +53,7 @@ func responseSize(r *Response) int {
 	}
 	n := len(`{"jsonrpc":"2.0","id":`) + idSize(r.ID)
 	if r.Error != nil {
-		n += len(`,"error":{"code":`) + len(strconv.FormatInt(r.Error.Code, 10)) +
+		n += len(`,"error":{"code":`) + intSize(r.Error.Code) +
 			len(`,"message":`) + jsonStringSize(r.Error.Message) + len(`}}`)
 		if len(r.Error.Data) > 0 {
 			n += len(`,"data":`) + len(r.Error.Data)
@@ -70,12 +69,25 @@ func responseSize(r *Response) int {
 func idSize(id ID) int {
 	switch id.kind {
 	case idInt:
-		return len(strconv.FormatInt(id.num, 10))
+		return intSize(id.num)
 	case idString:
 		return jsonStringSize(id.str)
 	default:
 		return len("null")
 	}
+}
+
+// intSize is len(strconv.FormatInt(n, 10)), counted without formatting
+// (which allocates for n outside [0, 100)).
+func intSize(n int64) int {
+	size, u := 1, uint64(n)
+	if n < 0 {
+		size, u = 2, -u
+	}
+	for ; u >= 10; u /= 10 {
+		size++
+	}
+	return size
 }
 
 // jsonStringSize is len(appendJSONString(nil, s)), counted.

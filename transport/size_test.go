@@ -2,6 +2,7 @@ package transport_test
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,6 +27,11 @@ func TestEncodedSizeMatchesAppendMessage(t *testing.T) {
 			&transport.Response{ID: transport.Int64ID(2), Error: &transport.Error{Code: 1, Message: "m"}},
 		},
 	}
+	for _, n := range []int64{0, 9, 10, 99, 100, -1, -9, -10, 1234567890, math.MaxInt64, math.MinInt64} {
+		msgs = append(msgs,
+			&transport.Response{ID: transport.Int64ID(n), Result: json.RawMessage(`{}`)},
+			&transport.Response{ID: transport.Int64ID(1), Error: &transport.Error{Code: n, Message: "m"}})
+	}
 	for _, m := range msgs {
 		enc, err := transport.AppendMessage(nil, m)
 		require.NoError(t, err)
@@ -35,6 +41,14 @@ func TestEncodedSizeMatchesAppendMessage(t *testing.T) {
 	assert.Zero(t, transport.EncodedSize(&transport.Response{ID: transport.Int64ID(1)}))
 	assert.Zero(t, transport.EncodedSize(transport.ResponseBatch{}))
 	assert.Zero(t, transport.EncodedSize((*transport.Request)(nil)))
+}
+
+// EncodedSize counts, not formats: no allocation, even for a large id or
+// error code (strconv allocates for those).
+func TestEncodedSizeAllocatesNothing(t *testing.T) {
+	big := &transport.Response{ID: transport.Int64ID(math.MaxInt64), Error: &transport.Error{Code: -32602, Message: "m"}}
+	req := &transport.Request{ID: transport.Int64ID(123456), Method: "tools/call", Params: json.RawMessage(`{}`)}
+	assert.Zero(t, testing.AllocsPerRun(10, func() { _ = transport.EncodedSize(big) + transport.EncodedSize(req) }))
 }
 
 // FuzzEncodedSize checks the count against the encoder for any decodable

@@ -26,18 +26,25 @@ const (
 // first span arrives; when the ring is full, the trace that arrived first is
 // forgotten. Each trace keeps at most ringSpansPerTrace spans. It is safe for
 // concurrent use; Shutdown keeps what was stored.
+//
+// Exporting runs for every span the binary ends, and the page is rendered
+// rarely: the ring keeps the SDK's read-only spans as they are (immutable
+// snapshots, which the SDK allocated anyway) and formats them only in
+// snapshot. In a full ring, a new trace takes the place, and the storage,
+// of the oldest, so that exporting allocates nothing once the ring is full.
 type spanRing struct {
-	mu        sync.Mutex
-	maxTraces int
-	order     []trace.TraceID // oldest first
-	traces    map[trace.TraceID]*ringTrace
+	mu     sync.Mutex
+	order  []*ringTrace // a circular buffer of at most maxTraces, oldest at head
+	head   int          // index in order of the oldest trace once order is full
+	traces map[trace.TraceID]*ringTrace
 }
 
 var _ sdktrace.SpanExporter = (*spanRing)(nil)
 
 type ringTrace struct {
-	spans   []spanRecord
-	dropped int // spans not kept beyond ringSpansPerTrace
+	id      trace.TraceID
+	spans   []sdktrace.ReadOnlySpan // at most ringSpansPerTrace
+	dropped int                     // spans not kept beyond ringSpansPerTrace
 }
 
 // spanRecord is an ended span, as the debug page shows it.
@@ -80,36 +87,50 @@ type traceView struct {
 
 // newSpanRing returns a ring that keeps maxTraces traces (at least 1).
 func newSpanRing(maxTraces int) *spanRing {
-	return &spanRing{maxTraces: max(maxTraces, 1), traces: make(map[trace.TraceID]*ringTrace)}
+	n := max(maxTraces, 1)
+	return &spanRing{order: make([]*ringTrace, 0, n), traces: make(map[trace.TraceID]*ringTrace, n)}
 }
 
 // ExportSpans stores spans, forgetting the oldest traces beyond the limit.
 func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
-	recs := make([]spanRecord, len(spans))
-	for i, s := range spans {
-		recs[i] = recordOf(s)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, s := range spans {
+	var last *ringTrace // spans of one trace often come together
+	for _, s := range spans {
 		id := s.SpanContext().TraceID()
-		t := r.traces[id]
-		if t == nil {
-			if len(r.order) == r.maxTraces {
-				delete(r.traces, r.order[0])
-				r.order = slices.Delete(r.order, 0, 1)
+		t := last
+		if t == nil || t.id != id {
+			t = r.traces[id]
+			if t == nil {
+				t = r.add(id)
 			}
-			t = &ringTrace{}
-			r.traces[id] = t
-			r.order = append(r.order, id)
+			last = t
 		}
 		if len(t.spans) >= ringSpansPerTrace {
 			t.dropped++
 			continue
 		}
-		t.spans = append(t.spans, recs[i])
+		t.spans = append(t.spans, s)
 	}
 	return nil
+}
+
+// add stores a new, empty trace, in place of the oldest when the ring is
+// full. r.mu must be held.
+func (r *spanRing) add(id trace.TraceID) *ringTrace {
+	if len(r.order) < cap(r.order) {
+		t := &ringTrace{id: id}
+		r.order = append(r.order, t)
+		r.traces[id] = t
+		return t
+	}
+	t := r.order[r.head]
+	r.head = (r.head + 1) % len(r.order)
+	delete(r.traces, t.id)
+	clear(t.spans) // let the forgotten spans go
+	*t = ringTrace{id: id, spans: t.spans[:0]}
+	r.traces[id] = t
+	return t
 }
 
 // Shutdown does nothing: the stored spans stay readable.
@@ -117,15 +138,25 @@ func (*spanRing) Shutdown(context.Context) error { return nil }
 
 // snapshot returns the stored traces, newest first. The result is a copy.
 func (r *spanRing) snapshot() []traceView {
+	type stored struct {
+		id      trace.TraceID
+		spans   []sdktrace.ReadOnlySpan
+		dropped int
+	}
 	r.mu.Lock()
-	out := make([]traceView, 0, len(r.order))
-	for i := len(r.order) - 1; i >= 0; i-- {
-		id := r.order[i]
-		t := r.traces[id]
-		out = append(out, traceView{TraceID: id.String(), Spans: slices.Clone(t.spans), DroppedSpans: t.dropped})
+	kept := make([]stored, len(r.order))
+	for i := range kept { // newest first
+		t := r.order[(r.head+len(r.order)-1-i)%len(r.order)]
+		kept[i] = stored{id: t.id, spans: slices.Clone(t.spans), dropped: t.dropped}
 	}
 	r.mu.Unlock()
-	for i := range out {
+	out := make([]traceView, len(kept))
+	for i, t := range kept {
+		recs := make([]spanRecord, len(t.spans))
+		for j, s := range t.spans {
+			recs[j] = recordOf(s)
+		}
+		out[i] = traceView{TraceID: t.id.String(), Spans: recs, DroppedSpans: t.dropped}
 		out[i].arrange()
 	}
 	return out

@@ -1,0 +1,37 @@
+package telemetry_test
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// BenchmarkRequestRecorded: what RecordMetrics records for a successful
+// tools/call of a registered tool, traced (an exemplar at most every
+// interval).
+func BenchmarkRequestRecorded(b *testing.B) {
+	m := telemetry.NewMetrics()
+	tid := trace.TraceID{1, 2, 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.RequestStarted("tools/call")
+		m.RequestFinished(telemetry.RequestEnd{
+			Method: "tools/call", Tool: "echo", ToolRegistered: true,
+			Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+		})
+	}
+}
+
+// BenchmarkMessageCounted: what CountConn records for a request received
+// and its response sent.
+func BenchmarkMessageCounted(b *testing.B) {
+	m := telemetry.NewMetrics()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 120)
+		m.MessageSent(telemetry.TransportStreamableHTTP, telemetry.KindResponse, 200)
+	}
+}
