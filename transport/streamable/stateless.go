@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,16 +26,13 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
-	meta := metaOf(req)
-	rawVersion, hasVersion := meta[protocol.MetaProtocolVersion]
-	_, hasCaps := meta[protocol.MetaClientCapabilities]
-	if !hasVersion || !hasCaps {
+	meta := metaOf(req, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)
+	if meta[0] == nil || meta[1] == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
 		return
 	}
-	var version string
-	if json.Unmarshal(rawVersion, &version) != nil || version != header {
+	if version, ok := transport.DecodeString(meta[0]); !ok || version != header {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
