@@ -94,6 +94,10 @@ func statelessStatus(code int64) int {
 	}
 }
 
+// errAnswered is what a oneShot Conn reads once its answer is written:
+// the end of its input.
+var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
 // to leave (the stream closed: the request is cancelled).
@@ -113,7 +117,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 	}
 	select {
 	case <-c.st.final:
-		return nil, fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+		return nil, errAnswered
 	case <-c.r.Context().Done():
 		return nil, fmt.Errorf("streamable: read: the client closed the stream: %w: %w", transport.ErrPeerGone, context.Cause(c.r.Context()))
 	case <-c.closed:
