@@ -41,3 +41,24 @@ func TestDecorateFastMatchesSlow(t *testing.T) {
 		t.Error("the fast path took a result that is not compact")
 	}
 }
+
+// TestPlainRound checks that readRound skips only params in which
+// encoding/json could find neither inputResponses nor requestState.
+func TestPlainRound(t *testing.T) {
+	for params, want := range map[string]bool{
+		`{"name":"echo","arguments":{"text":"hi"}}`:       true,
+		`{"name":"echo","requestState":"x"}`:              false,
+		`{"name":"echo","REQUESTSTATE":"x"}`:              false,
+		`{"name":"echo","inputResponses":{}}`:             false,
+		`{"name":"echo","InputResponses":null}`:           false,
+		`{"name":"echo","\u0072equestState":"x"}`:         false,
+		"{\"name\":\"echo\",\"inputResponse\u017f\":{}}":  false,
+		`{"arguments":{"text":"requeststate is a word"}}`: false, // conservative
+		`[]`: false,
+		``:   false,
+	} {
+		if got := plainRound([]byte(params)); got != want {
+			t.Errorf("plainRound(%s) = %v, want %v", params, got, want)
+		}
+	}
+}
