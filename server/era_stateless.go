@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -72,15 +74,15 @@ func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
 	if req.Method != "tools/call" {
 		return ""
 	}
+	rt := s.tools.lookup(req.Name)
+	if rt == nil || len(rt.mirrors) == 0 {
+		return ""
+	}
 	h, ok := paramheader.FromContext(ctx)
 	if !ok {
 		return ""
 	}
-	rt := s.tools.lookup(req.Name)
-	if rt == nil {
-		return ""
-	}
-	return paramheader.Check(h, rt.tool.InputSchema, req.args)
+	return paramheader.CheckMirrors(h, rt.mirrors, req.args)
 }
 
 // session is nil: the request belongs to no session.
@@ -125,7 +127,149 @@ func (e *statelessEra) interrupted(ir *inputRequired) (any, error) {
 
 // decorate adds resultType ("complete" unless the result says otherwise),
 // the cache hints of a cacheable method and the server's info in _meta.
+// The result comes out as json.Marshal of its members as a map would
+// have it: members sorted by name, HTML-escaped.
 func (e *statelessEra) decorate(method string, raw json.RawMessage) (json.RawMessage, error) {
+	if out, ok := e.decorateFast(method, raw); ok {
+		return out, nil
+	}
+	return e.decorateSlow(method, raw)
+}
+
+// member is one member of an encoded object.
+type member struct{ key, val []byte }
+
+// decorateFast is decorate without the map round trip, for the usual
+// result: a compact object whose member names need no escaping, with no
+// _meta of its own. ok is false for any other, which decorateSlow handles.
+func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.RawMessage, bool) {
+	info := e.srv.serverInfoMeta
+	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !json.Valid(raw) {
+		return nil, false
+	}
+	var buf [8]member
+	fields := buf[:0]
+	plain := true
+	transport.EachMember(raw, func(key, val []byte) {
+		if !plainKey(key) {
+			plain = false
+			return
+		}
+		for i := range fields { // a repeated member: the last one wins
+			if string(fields[i].key) == string(key) {
+				fields[i].val = val
+				return
+			}
+		}
+		fields = append(fields, member{key, val})
+	})
+	if !plain {
+		return nil, false
+	}
+	var resultType []byte
+	for _, f := range fields {
+		switch string(f.key) {
+		case "_meta":
+			return nil, false
+		case "resultType":
+			resultType = f.val
+		}
+	}
+	if resultType == nil {
+		resultType = []byte(`"complete"`)
+		fields = append(fields, member{[]byte("resultType"), resultType})
+	}
+	fields = append(fields, member{[]byte("_meta"), info})
+	cfg := &e.srv.cfg
+	if cacheable[method] && string(resultType) == `"complete"` {
+		var hasTTL, hasScope bool
+		for _, f := range fields {
+			hasTTL = hasTTL || string(f.key) == "ttlMs"
+			hasScope = hasScope || string(f.key) == "cacheScope"
+		}
+		if !hasTTL {
+			fields = append(fields, member{[]byte("ttlMs"), strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)})
+		}
+		if !hasScope {
+			scope, err := json.Marshal(cfg.cacheScope)
+			if err != nil {
+				return nil, false
+			}
+			fields = append(fields, member{[]byte("cacheScope"), scope})
+		}
+	}
+	slices.SortFunc(fields, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	size := 1
+	for _, f := range fields {
+		size += len(f.key) + len(f.val) + 4
+	}
+	out := make([]byte, 0, size+16)
+	out = append(out, '{')
+	for i, f := range fields {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, f.key...)
+		out = append(out, '"', ':')
+		out = appendHTMLEscaped(out, f.val)
+	}
+	return append(out, '}'), true
+}
+
+// plainKey reports whether json.Marshal writes key as it is: printable
+// ASCII with nothing to escape.
+func plainKey(key []byte) bool {
+	for _, c := range key {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// compactJSON reports whether the JSON text b has no whitespace outside
+// its strings, so that json.Compact would leave it as it is.
+func compactJSON(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
+
+// appendHTMLEscaped appends src to dst as json.HTMLEscape would write it:
+// <, >, & and U+2028, U+2029 escaped, the rest as it is.
+func appendHTMLEscaped(dst, src []byte) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(src); i++ {
+		if c := src[i]; c == '<' || c == '>' || c == '&' {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			start = i + 1
+		}
+		// U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+		if src[i] == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[src[i+2]&0xF])
+			start = i + 3
+			i += 2
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// decorateSlow is decorate through a map of the result's members.
+func (e *statelessEra) decorateSlow(method string, raw json.RawMessage) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return raw, err

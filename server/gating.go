@@ -10,16 +10,16 @@ import "strings"
 // initialize era keep the lenient behavior: an empty list, or a not-found
 // error for a name (see era.offers).
 func (s *Server) declares(method string) bool {
-	caps := s.capabilities()
+	// Each case asks only what capabilities() would ask for its member.
 	switch {
 	case strings.HasPrefix(method, "tools/"):
-		return caps.Tools != nil
+		return s.tools.hasTools()
 	case strings.HasPrefix(method, "prompts/"):
-		return caps.Prompts != nil
+		return s.promptsCapability() != nil
 	case strings.HasPrefix(method, "resources/"):
-		return caps.Resources != nil
+		return s.resourcesCapability() != nil
 	case method == "completion/complete":
-		return caps.Completions != nil
+		return s.completionsCapability() != nil
 	}
 	return true
 }

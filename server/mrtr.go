@@ -33,8 +33,25 @@ type mrtrRound struct {
 	mu      sync.Mutex
 	answers map[string]json.RawMessage // verified answers, by input key
 	asked   map[string]inputRequest    // asked during this run, unanswered
-	calls   map[string]int             // calls so far, by method, for keys
-	binding string                     // what the request state is bound to
+	calls   map[string]int             // calls so far, by method, for keys; made on first use
+	binding string                     // what the request state is bound to; "" until needed (see bound)
+
+	// What binding is made of, when it was not needed at admission.
+	method, name, uri string
+	params            json.RawMessage
+}
+
+// bound returns what the request state is bound to, working it out the
+// first time when admission did not need it. r.mu is held.
+func (r *mrtrRound) bound() string {
+	if r.binding == "" {
+		var p struct {
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		_ = json.Unmarshal(r.params, &p) // it unmarshalled at admission
+		r.binding = binding(r.method, r.name, r.uri, p.Arguments)
+	}
+	return r.binding
 }
 
 type inputRequest struct {
@@ -68,6 +85,11 @@ func (s *Server) readRound(req *Request) (*mrtrRound, *Error) {
 	if !mrtrMethods[req.Method] {
 		return nil, nil
 	}
+	if plainRound(req.Params) {
+		// Neither answers nor state: a first round, the common case. The
+		// binding waits until a question needs it.
+		return &mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params}, nil
+	}
 	var p struct {
 		Arguments      json.RawMessage            `json:"arguments"`
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
@@ -76,7 +98,7 @@ func (s *Server) readRound(req *Request) (*mrtrRound, *Error) {
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, nil // the method's own handler reports malformed params
 	}
-	round := &mrtrRound{answers: map[string]json.RawMessage{}, calls: map[string]int{}, binding: bindingOf(req, p.Arguments)}
+	round := &mrtrRound{answers: map[string]json.RawMessage{}, binding: binding(req.Method, req.Name, req.URI, p.Arguments)}
 	if p.RequestState == nil {
 		// A retry without state (none was issued, or a client that keeps
 		// none): the answers stand on their own. They are the client's own
@@ -101,17 +123,42 @@ func (s *Server) readRound(req *Request) (*mrtrRound, *Error) {
 	return round, nil
 }
 
-// bindingOf names what a requestState may be replayed with: the method, its
+// plainRound reports whether params, a request's valid JSON params, is an
+// object that certainly carries neither inputResponses nor requestState,
+// under any spelling encoding/json would match them by: readRound then
+// has nothing to read. It is conservative: a params with a \u escape, a
+// Kelvin sign or a long s anywhere is not plain.
+func plainRound(params json.RawMessage) bool {
+	if len(params) == 0 || params[0] != '{' || bytes.Contains(params, []byte(`\u`)) ||
+		bytes.Contains(params, []byte("\u212a")) || bytes.Contains(params, []byte("\u017f")) {
+		return false
+	}
+	return !containsFold(params, "inputresponses") && !containsFold(params, "requeststate")
+}
+
+// containsFold reports whether b contains the ASCII lower-case word,
+// ignoring ASCII case. encoding/json also folds k and s to the Kelvin sign
+// and the long s, which plainRound looks for itself.
+func containsFold(b []byte, word string) bool {
+	for i := 0; i+len(word) <= len(b); i++ {
+		if b[i]|0x20 == word[0] && bytes.EqualFold(b[i:i+len(word)], []byte(word)) {
+			return true
+		}
+	}
+	return false
+}
+
+// binding names what a requestState may be replayed with: the method, its
 // target, and a digest of the arguments (re-encoded, so that key order does
 // not matter).
-func bindingOf(req *Request, args json.RawMessage) string {
+func binding(method, name, uri string, args json.RawMessage) string {
 	var v any
 	canonical := args
 	if json.Unmarshal(args, &v) == nil {
 		canonical, _ = json.Marshal(v)
 	}
 	sum := sha256.Sum256(canonical)
-	return req.Method + "\x00" + req.Name + req.URI + "\x00" + base64.RawURLEncoding.EncodeToString(sum[:])
+	return method + "\x00" + name + uri + "\x00" + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // ask is the stateless path of a call to the client: the recorded answer
@@ -125,6 +172,9 @@ func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) 
 	key, named := ctx.Value(inputKeyKey{}).(string)
 	if !named {
 		key = fmt.Sprintf("%s-%d", strings.ReplaceAll(method, "/", "-"), r.calls[method])
+		if r.calls == nil {
+			r.calls = map[string]int{}
+		}
 		r.calls[method]++
 	}
 	if raw, ok := r.answers[key]; ok {
@@ -148,7 +198,7 @@ func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) 
 func (s *Server) inputRequiredResult(r *mrtrRound) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := requestState{Binding: r.binding, Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
+	st := requestState{Binding: r.bound(), Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
 	for k := range r.asked {
 		st.Pending = append(st.Pending, k)
 	}

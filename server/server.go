@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -33,6 +34,11 @@ type Server struct {
 	prompts   promptRegistry
 	tasks     taskStore // tasks of both eras (task_store.go)
 
+	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
+	// once: {"<MetaServerInfo>": the server's Implementation}; nil if it
+	// cannot be encoded (decorate then says why, each time).
+	serverInfoMeta json.RawMessage
+
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	draining bool
@@ -60,6 +66,9 @@ func New(opts ...Option) *Server {
 	s.registerLogging()
 	s.registerTasks()
 	s.handler = Chain(cfg.middleware...)(s.route)
+	if info, err := json.Marshal(cfg.impl); err == nil {
+		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{protocol.MetaServerInfo: info})
+	}
 	return s
 }
 

@@ -243,7 +243,10 @@ func (ss *Session) end(cause error) {
 	}
 	ss.st.outgoing = nil
 	ss.mu.Unlock()
-	closedErr := ss.closedError()
+	var closedErr error
+	if len(waiting) > 0 {
+		closedErr = ss.closedError()
+	}
 	for _, o := range waiting {
 		o.ch <- nil // buffered, and this is its only sender after removal
 		ss.obs.OutgoingFailed(ss.ctx, ss, o.method, closedErr)
@@ -255,7 +258,9 @@ func (ss *Session) end(cause error) {
 		ss.unwatch()
 	}
 	cause = context.Cause(ss.ctx)
-	ss.logger().Debug("session ended", "cause", cause)
+	if ss.srv.cfg.logger.Enabled(ss.ctx, slog.LevelDebug) { // spares the session's logger when nothing would be logged
+		ss.logger().Debug("session ended", "cause", cause)
+	}
 	ss.obs.SessionEnded(ss.ctx, ss, cause)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -79,6 +80,7 @@ func Text(s string) *CallToolResult {
 type registeredTool struct {
 	tool    Tool
 	handler ToolHandler
+	mirrors []paramheader.Mirror // the arguments Mcp-Param-* headers mirror, from the input schema
 }
 
 type toolRegistry struct {
@@ -122,7 +124,7 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	if len(t.OutputSchema) > 0 && !isJSONObject(t.OutputSchema) {
 		return fmt.Errorf("mcp: tool %q: output schema must be a JSON object", t.Name)
 	}
-	s.tools.set(t.Name, &registeredTool{tool: t, handler: h})
+	s.tools.set(t.Name, &registeredTool{tool: t, handler: h, mirrors: paramheader.Mirrors(t.InputSchema)})
 	s.listChanged("tools")
 	return nil
 }

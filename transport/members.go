@@ -142,6 +142,20 @@ func skipValue(data []byte, i int) int {
 	}
 }
 
+// EachMember calls f with the name and raw value of each member of the
+// JSON object data, which is known to be valid JSON, in order, without
+// allocating (unless a name is written with escapes, which is decoded).
+// Repeated members are all passed. ok is false when data is not an object.
+func EachMember(data []byte, f func(key, val []byte)) (ok bool) {
+	i, ok := firstMember(data)
+	for ok && i >= 0 {
+		var key, val []byte
+		key, val, i = nextMember(data, i)
+		f(key, val)
+	}
+	return ok
+}
+
 // SplitObject returns the raw values of the named members of a JSON object
 // that is known to be valid JSON (a sub-slice of a decoded message, such
 // as Params), without allocating beyond the result: values[i] is the raw

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -34,37 +35,64 @@ func FromContext(ctx context.Context) (http.Header, bool) {
 // "x-mcp-header"; it returns why they disagree, or "". An argument that is
 // absent or null has no header to check.
 func Check(h http.Header, inputSchema json.RawMessage, arguments json.RawMessage) string {
+	return CheckMirrors(h, Mirrors(inputSchema), arguments)
+}
+
+// Mirror is one argument of a tool that a Mcp-Param-* header mirrors.
+type Mirror struct {
+	Arg    string // the argument's name
+	Header string // the full header name, "Mcp-Param-" + the x-mcp-header value
+}
+
+// Mirrors lists, sorted by argument name, the properties of an input
+// schema that carry "x-mcp-header": what [CheckMirrors] checks. A server
+// computes them once per tool. It returns nil for a schema without any,
+// or one that is not valid.
+func Mirrors(inputSchema json.RawMessage) []Mirror {
 	var schema struct {
 		Properties map[string]struct {
 			Header string `json:"x-mcp-header"`
 		} `json:"properties"`
 	}
 	if json.Unmarshal(inputSchema, &schema) != nil {
+		return nil
+	}
+	var out []Mirror
+	for arg, prop := range schema.Properties {
+		if prop.Header != "" {
+			out = append(out, Mirror{Arg: arg, Header: "Mcp-Param-" + prop.Header})
+		}
+	}
+	slices.SortFunc(out, func(a, b Mirror) int { return strings.Compare(a.Arg, b.Arg) })
+	return out
+}
+
+// CheckMirrors is [Check] with the schema's mirrors listed beforehand
+// (see [Mirrors]): without any, it has nothing to check.
+func CheckMirrors(h http.Header, mirrors []Mirror, arguments json.RawMessage) string {
+	if len(mirrors) == 0 {
 		return ""
 	}
 	var args map[string]json.RawMessage
 	if len(arguments) > 0 && json.Unmarshal(arguments, &args) != nil {
 		return ""
 	}
-	for arg, prop := range schema.Properties {
-		if prop.Header == "" {
-			continue
-		}
-		want, present := valueOf(args[arg])
+	for _, m := range mirrors {
+		want, present := valueOf(args[m.Arg])
 		if !present {
 			continue
 		}
-		name := "Mcp-Param-" + prop.Header
+		name := m.Header
 		values, ok := h[http.CanonicalHeaderKey(name)]
 		if !ok || len(values) == 0 {
-			return "missing " + name + " header for argument " + strconv.Quote(arg)
+			return "missing " + name + " header for argument " + strconv.Quote(m.Arg)
 		}
 		got, ok := decode(strings.TrimSpace(values[0]))
 		if !ok {
 			return name + " header is not valid: bad base64 encoding"
 		}
 		if got != want {
-			return name + " header does not match argument " + strconv.Quote(arg)
+			return name + " header does not match argument " + strconv.Quote(m.Arg)
 		}
 	}
 	return ""

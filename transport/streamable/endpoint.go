@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -165,8 +164,7 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	_, has := metaOf(req)[protocol.MetaProtocolVersion]
-	return has
+	return metaOf(req, protocol.MetaProtocolVersion)[0] != nil
 }
 
 // sessionPost serves a POST of a 2025-era session.
@@ -391,13 +389,15 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code protoco
 	_, _ = w.Write(body)
 }
 
-// metaOf returns a request's params._meta, raw by key.
-func metaOf(req *transport.Request) map[string]json.RawMessage {
+// metaOf returns the raw values of the named members of a request's
+// params._meta: values[i] is keys[i]'s, nil when absent (or when there is
+// no _meta object).
+func metaOf(req *transport.Request, keys ...string) [][]byte {
 	v, ok := transport.SplitObject(req.Params, "_meta") // decoded params: valid JSON
-	if !ok || v[0] == nil {
-		return nil
+	if ok && v[0] != nil {
+		if values, ok := transport.SplitObject(v[0], keys...); ok {
+			return values
+		}
 	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(v[0], &meta)
-	return meta
+	return make([][]byte, len(keys))
 }

@@ -2,7 +2,6 @@ package streamable
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,16 +26,13 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
-	meta := metaOf(req)
-	rawVersion, hasVersion := meta[protocol.MetaProtocolVersion]
-	_, hasCaps := meta[protocol.MetaClientCapabilities]
-	if !hasVersion || !hasCaps {
+	meta := metaOf(req, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)
+	if meta[0] == nil || meta[1] == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
 		return
 	}
-	var version string
-	if json.Unmarshal(rawVersion, &version) != nil || version != header {
+	if version, ok := transport.DecodeString(meta[0]); !ok || version != header {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
@@ -98,6 +94,10 @@ func statelessStatus(code int64) int {
 	}
 }
 
+// errAnswered is what a oneShot Conn reads once its answer is written:
+// the end of its input.
+var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
 // to leave (the stream closed: the request is cancelled).
@@ -117,7 +117,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 	}
 	select {
 	case <-c.st.final:
-		return nil, fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+		return nil, errAnswered
 	case <-c.r.Context().Done():
 		return nil, fmt.Errorf("streamable: read: the client closed the stream: %w: %w", transport.ErrPeerGone, context.Cause(c.r.Context()))
 	case <-c.closed:

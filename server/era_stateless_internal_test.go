@@ -1,0 +1,64 @@
+package server
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestDecorateFastMatchesSlow checks that decorate's fast path writes what
+// the map round trip writes, byte for byte, and that it leaves to the map
+// round trip what it cannot.
+func TestDecorateFastMatchesSlow(t *testing.T) {
+	e := &statelessEra{srv: New(WithImplementation("t<&>", "1.0\u2028"))}
+	results := []string{
+		`{"content":[{"type":"text","text":"hi"}]}`,
+		`{"content":[{"type":"text","text":"a<b>&c \u2028 \u2029 \" \\ é"}],"isError":true}`,
+		`{"content":[],"structuredContent":{"z":1,"a":[1,2,{"k":"v"}]}}`,
+		`{"resultType":"input_required","x":1}`,
+		`{"resultType":"complete","ttlMs":5}`,
+		`{"cacheScope":"public","b":null,"a":true}`,
+		`{"a":1,"a":2}`,
+		`{}`,
+		`{"_meta":{"x":1},"a":1}`,
+		`{"a b":1, "c":2}`,
+		`{"a\u003c":1}`,
+		`null`,
+		`[1,2]`,
+	}
+	for _, method := range []string{"tools/call", "resources/read", "tools/list"} {
+		for _, r := range results {
+			slow, serr := e.decorateSlow(method, json.RawMessage(r))
+			got, gerr := e.decorate(method, json.RawMessage(r))
+			if string(got) != string(slow) || (gerr == nil) != (serr == nil) {
+				t.Errorf("%s %s:\n got %s (%v)\nwant %s (%v)", method, r, got, gerr, slow, serr)
+			}
+		}
+	}
+	if _, ok := e.decorateFast("tools/call", json.RawMessage(`{"_meta":{},"a":1}`)); ok {
+		t.Error("the fast path took a result with _meta of its own")
+	}
+	if _, ok := e.decorateFast("tools/call", json.RawMessage(`{"a": 1}`)); ok {
+		t.Error("the fast path took a result that is not compact")
+	}
+}
+
+// TestPlainRound checks that readRound skips only params in which
+// encoding/json could find neither inputResponses nor requestState.
+func TestPlainRound(t *testing.T) {
+	for params, want := range map[string]bool{
+		`{"name":"echo","arguments":{"text":"hi"}}`:       true,
+		`{"name":"echo","requestState":"x"}`:              false,
+		`{"name":"echo","REQUESTSTATE":"x"}`:              false,
+		`{"name":"echo","inputResponses":{}}`:             false,
+		`{"name":"echo","InputResponses":null}`:           false,
+		`{"name":"echo","\u0072equestState":"x"}`:         false,
+		"{\"name\":\"echo\",\"inputResponse\u017f\":{}}":  false,
+		`{"arguments":{"text":"requeststate is a word"}}`: false, // conservative
+		`[]`: false,
+		``:   false,
+	} {
+		if got := plainRound([]byte(params)); got != want {
+			t.Errorf("plainRound(%s) = %v, want %v", params, got, want)
+		}
+	}
+}
