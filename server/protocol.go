@@ -102,8 +102,8 @@ func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
 	if len(params) == 0 || params[0] != '{' {
 		return p, false
 	}
-	v, ok := transport.SplitObject(params, "name", "uri", "_meta", "arguments", "task")
-	if !ok {
+	var v [5][]byte
+	if !transport.SplitObjectInto(v[:], params, "name", "uri", "_meta", "arguments", "task") {
 		return p, false
 	}
 	if v[0] != nil {
@@ -117,9 +117,11 @@ func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
 		}
 	}
 	if v[2] != nil && string(v[2]) != "null" {
-		if json.Unmarshal(v[2], &p.Meta) != nil {
+		var meta map[string]json.RawMessage // only this escapes, not p
+		if json.Unmarshal(v[2], &meta) != nil {
 			return p, false
 		}
+		p.Meta = meta
 	}
 	p.Arguments, p.Task = v[3], v[4]
 	return p, true

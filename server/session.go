@@ -70,6 +70,28 @@ type inflight struct {
 	cancel context.CancelCauseFunc
 	batch  *batchCollector // nil unless the request came in a batch
 	unlink func() bool     // stops watching the request's stream, if any
+
+	// Held here rather than allocated one by one: the request (req points
+	// to it when admit made it), the context its handler runs with, and
+	// its answer.
+	request Request
+	rctx    requestCtx
+	resp    transport.Response
+}
+
+// requestCtx is the context a request's handler runs with: ctx, carrying
+// the request (see RequestFrom), as context.WithValue would make it.
+type requestCtx struct {
+	context.Context
+	req *Request
+}
+
+// Value returns the request for requestKey, and asks the parent otherwise.
+func (c *requestCtx) Value(key any) any {
+	if _, ok := key.(requestKey); ok {
+		return c.req
+	}
+	return c.Context.Value(key)
 }
 
 // errStreamClosed is why a request whose stream closed is cancelled.
@@ -324,7 +346,14 @@ func (ss *Session) abandon(m *transport.Abandoned) {
 }
 
 func (ss *Session) newRequest(m *transport.Request) *Request {
-	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
+	req := new(Request)
+	ss.initRequest(req, m)
+	return req
+}
+
+// initRequest fills req, a zero Request, for m.
+func (ss *Session) initRequest(req *Request, m *transport.Request) {
+	*req = Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
 	if p, ok := readRequestParams(m.Params); ok {
 		req.Meta, req.parsed, req.args, req.task = p.Meta, true, p.Arguments, p.Task
 		switch m.Method {
@@ -339,7 +368,6 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 	fresh := ss.st.phase == phaseNew
 	ss.mu.Unlock()
 	req.era = ss.eraOf(req, fresh)
-	return req
 }
 
 // inlineOrigin describes a request that came inline (see transport.Inline):
@@ -354,7 +382,9 @@ type inlineOrigin struct {
 // it came inline. initialize always runs on the caller's, so that the
 // requests after it see the negotiated state.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
-	req := ss.newRequest(m)
+	held := new(inflight) // the request's, if admitted
+	req := &held.request
+	ss.initRequest(req, m)
 	if inline != nil {
 		req.arrival = inline.stream
 	}
@@ -366,7 +396,8 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	code, reason, why := ss.admitLocked(req)
 	var inf *inflight
 	if code == 0 {
-		inf = &inflight{req: req, batch: batch}
+		inf = held
+		inf.req, inf.batch = req, batch
 		if req.Method == "initialize" {
 			inf.ctx, inf.cancel = context.WithCancelCause(context.WithoutCancel(ss.ctx)) // never cancelled
 		} else {
@@ -463,8 +494,8 @@ func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, 
 }
 
 func (ss *Session) run(inf *inflight) {
-	ctx := context.WithValue(inf.ctx, requestKey{}, inf.req)
-	res, err := ss.srv.invoke(ctx, inf.req)
+	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req}
+	res, err := ss.srv.invoke(&inf.rctx, inf.req)
 	ss.finish(inf, res, err)
 }
 
@@ -500,7 +531,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	case closed:
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
-		resp := ss.buildResponse(inf.req, res, err)
+		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
 		} else {
@@ -526,10 +557,11 @@ func dropReasonOf(cause error) protocol.DropReason {
 	}
 }
 
-// buildResponse builds the answer to a request from what its chain returned.
-func (ss *Session) buildResponse(req *Request, res any, err error) *transport.Response {
+// buildResponse builds the answer to a request from what its chain
+// returned, in resp (a zero Response), and returns resp.
+func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any, err error) *transport.Response {
 	id := req.ID
-	resp := &transport.Response{ID: id}
+	resp.ID = id
 	if err != nil {
 		resp.Error = wireError(err)
 		return resp

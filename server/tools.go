@@ -220,15 +220,22 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	}{page, next}, nil
 }
 
+// toolCallParams are the members of tools/call's params that callTool reads.
+type toolCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
+	var p toolCallParams
 	if req.parsed { // decoded once, when the request arrived
 		p.Name, p.Arguments = req.Name, req.args
-	} else if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: %v", err)
+	} else {
+		var q toolCallParams // escapes: only when decoded here
+		if err := json.Unmarshal(req.Params, &q); err != nil {
+			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: %v", err)
+		}
+		p = q
 	}
 	if p.Name == "" {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: missing tool name")

@@ -164,6 +164,14 @@ func EachMember(data []byte, f func(key, val []byte)) (ok bool) {
 // object.
 func SplitObject(data []byte, keys ...string) (values [][]byte, ok bool) {
 	values = make([][]byte, len(keys))
+	return values, SplitObjectInto(values, data, keys...)
+}
+
+// SplitObjectInto is SplitObject writing into values, which must be as long
+// as keys (an array on the caller's stack, say): it allocates nothing.
+func SplitObjectInto(values [][]byte, data []byte, keys ...string) (ok bool) {
+	values = values[:len(keys)]
+	clear(values)
 	i, ok := firstMember(data)
 	for ok && i >= 0 {
 		var key, val []byte
@@ -174,7 +182,7 @@ func SplitObject(data []byte, keys ...string) (values [][]byte, ok bool) {
 			}
 		}
 	}
-	return values, ok
+	return ok
 }
 
 // DecodeString decodes a raw JSON string value; ok is false for anything

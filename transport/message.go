@@ -110,6 +110,41 @@ func decodeString(raw []byte) (string, bool) {
 	return s, json.Unmarshal(raw, &s) == nil
 }
 
+// decodeMethod decodes a request's method: a JSON string. The names of
+// the protocol's methods come from a table rather than a fresh string.
+func decodeMethod(raw []byte) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		if m, ok := knownMethods[string(raw[1:len(raw)-1])]; ok {
+			return m, true
+		}
+	}
+	return decodeString(raw)
+}
+
+// knownMethods maps each method of the protocol to its name, so that
+// decoding one allocates nothing; it is never modified.
+var knownMethods = func() map[string]string {
+	names := []string{
+		"initialize", "ping", "server/discover",
+		"tools/list", "tools/call",
+		"prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe",
+		"completion/complete", "logging/setLevel",
+		"tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+		"subscriptions/listen",
+		"sampling/createMessage", "elicitation/create", "roots/list",
+		"notifications/initialized", "notifications/cancelled",
+		"notifications/progress", "notifications/message",
+		"notifications/roots/list_changed",
+	}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}()
+
 func invalid(id ID, format string, args ...any) error {
 	return &DecodeError{Code: protocol.CodeInvalidRequest, ID: id, Err: fmt.Errorf(format, args...)}
 }
@@ -135,7 +170,18 @@ func trimJSONSpace(b []byte) []byte {
 // code and a string message, params that are not structured, an empty batch)
 // is an invalid request, carrying the message's id when it could be read.
 // Member names are matched exactly (JSON-RPC is case-sensitive).
-func DecodeMessage(data []byte) (Message, error) {
+func DecodeMessage(data []byte) (Message, error) { return decodeMessage(data, true) }
+
+// DecodeOwnedMessage is DecodeMessage for a frame that the caller hands
+// over: the Params of a request and the Result and error data of a response
+// may alias data rather than copy it, so data must not be modified
+// afterwards. It saves a copy per message where each frame has a buffer of
+// its own (an HTTP request body, say).
+func DecodeOwnedMessage(data []byte) (Message, error) { return decodeMessage(data, false) }
+
+// decodeMessage decodes one frame; clone: the raw members it keeps are
+// copied out of data.
+func decodeMessage(data []byte, clone bool) (Message, error) {
 	if !utf8.Valid(data) {
 		return nil, &DecodeError{Code: protocol.CodeParseError, Err: errors.New("message is not valid UTF-8")}
 	}
@@ -178,7 +224,7 @@ func DecodeMessage(data []byte) (Message, error) {
 		if idErr != nil {
 			return nil, invalid(ID{}, "%w", idErr)
 		}
-		method, ok := decodeString(rawMethod)
+		method, ok := decodeMethod(rawMethod)
 		if !ok {
 			return nil, invalid(id, `"method" must be a string`)
 		}
@@ -192,7 +238,9 @@ func DecodeMessage(data []byte) (Message, error) {
 		if bytes.Equal(params, null) {
 			params = nil
 		}
-		params = bytes.Clone(params) // the frame's buffer may be reused
+		if clone {
+			params = bytes.Clone(params) // the frame's buffer may be reused
+		}
 		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 			return nil, invalid(id, "params must be an object or an array")
 		}
@@ -208,7 +256,10 @@ func DecodeMessage(data []byte) (Message, error) {
 	case idErr != nil && (!hasError || !bytes.Equal(rawID, null)): // only an error may answer "id": null
 		return nil, invalid(ID{}, "%w", idErr)
 	case hasResult:
-		return &Response{ID: id, Result: bytes.Clone(result)}, nil
+		if clone {
+			result = bytes.Clone(result)
+		}
+		return &Response{ID: id, Result: result}, nil
 	}
 	e, err := decodeErrorObject(rawError)
 	if err != nil {

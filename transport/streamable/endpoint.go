@@ -131,7 +131,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeParseError, protocol.RejectParseError, "cannot read body")
 		return
 	}
-	msg, err := transport.DecodeMessage(body)
+	msg, err := transport.DecodeOwnedMessage(body) // body is this request's own
 	if err != nil {
 		de, ok := errors.AsType[*transport.DecodeError](err)
 		if !ok {
@@ -164,7 +164,15 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	return metaOf(req, protocol.MetaProtocolVersion)[0] != nil
+	return hasMeta(req, protocol.MetaProtocolVersion)
+}
+
+// hasMeta reports whether a request's params._meta has the member key, as
+// metaOf(req, key)[0] != nil does, allocating nothing.
+func hasMeta(req *transport.Request, key string) bool {
+	var meta, v [1][]byte
+	return transport.SplitObjectInto(meta[:], req.Params, "_meta") && meta[0] != nil &&
+		transport.SplitObjectInto(v[:], meta[0], key) && v[0] != nil
 }
 
 // sessionPost serves a POST of a 2025-era session.

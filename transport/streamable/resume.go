@@ -88,7 +88,7 @@ func (rs *resumer) retry() time.Duration {
 // request: its stream stays open for a resumption.
 func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
 	s := rs.s
-	st := newStream(w, s.h.cfg.mode, nil, s.id)
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
 	ls := &logical{req: req.ID, conn: st}
 	rs.mu.Lock()
 	switch {
@@ -311,7 +311,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	rs.mu.Unlock()
 	defer rs.leaveStandalone()
 
-	st := newStream(w, ResponseSSE, nil, rs.s.id)
+	st := newStream(w, ResponseSSE, nil, rs.s.idHeader)
 	ls.mu.Lock()
 	ls.conn = st
 	rs.primeLocked(r.Context(), ls)
@@ -358,7 +358,7 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	if standalone {
 		defer rs.leaveStandalone()
 	}
-	st := newStream(w, ResponseSSE, nil, s.id)
+	st := newStream(w, ResponseSSE, nil, s.idHeader)
 	if ls == nil {
 		// The stream is over (answered, given up or replaced): replay
 		// what is left of it and end.

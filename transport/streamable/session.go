@@ -22,6 +22,7 @@ import (
 type session struct {
 	h         *Endpoint
 	id        string
+	idHeader  []string // {id}: the Mcp-Session-Id header's value, shared by its responses and never modified
 	principal string
 	inbox     chan transport.Message // to Serve's read loop; nil for an attached session
 	done      chan struct{}
@@ -98,6 +99,9 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 // a read loop (see Attacher).
 func newSession(h *Endpoint, id, principal string, attached bool) *session {
 	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1}
+	if id != "" {
+		s.idHeader = []string{id}
+	}
 	if !attached {
 		s.inbox = make(chan transport.Message)
 	}
@@ -280,8 +284,8 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.res.serveRequest(w, r, req)
 		return
 	}
-	st := newStream(w, s.h.cfg.mode, nil, s.id)
-	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
+	terminated := st.terminated(req.ID)
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
 	switch {
@@ -340,7 +344,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.res.serveGet(w, r)
 		return
 	}
-	st := newStream(w, ResponseSSE, nil, s.id)
+	st := newStream(w, ResponseSSE, nil, s.idHeader)
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()

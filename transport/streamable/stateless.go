@@ -40,7 +40,7 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
-	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, ""), closed: make(chan struct{})}
+	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, nil), closed: make(chan struct{})}
 	// The server checks the Mcp-Param-* headers against the tool's schema.
 	_ = h.srv.Serve(paramheader.NewContext(context.WithoutCancel(r.Context()), r.Header), conn)
 	conn.st.shutDown(nil)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // stream is one HTTP response carrying messages: the answer to one request
@@ -29,6 +30,11 @@ type stream struct {
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
 	cancelled bool
+
+	// The answer for when the session ends first (see terminated), held
+	// here rather than allocated apart.
+	termResp transport.Response
+	termErr  transport.Error
 }
 
 type streamState uint8
@@ -39,13 +45,24 @@ const (
 	streaming
 )
 
-func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr string) *stream {
-	st := &stream{w: w, mode: mode, status: status, final: make(chan struct{})}
-	if sessHdr != "" {
-		st.sessHdr = []string{sessHdr}
-	}
-	return st
+// newStream returns a stream writing to w; sessHdr is the Mcp-Session-Id
+// header's value (shared, never modified), nil for none.
+func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string) *stream {
+	return &stream{w: w, mode: mode, status: status, sessHdr: sessHdr, final: make(chan struct{})}
 }
+
+// terminated returns the answer to request id for when the session ends
+// before it: a server-busy error. It lives in st; call it once, before st
+// is shared.
+func (st *stream) terminated(id transport.ID) *transport.Response {
+	st.termErr = transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}
+	st.termResp = transport.Response{ID: id, Error: &st.termErr}
+	return &st.termResp
+}
+
+// responseOverhead is room enough for a result response's envelope around
+// its result: jsonrpc, a numeric or short string id, the member names.
+const responseOverhead = 64
 
 // Header values, shared and never modified: setting them costs no
 // allocation per response.
@@ -94,7 +111,11 @@ func (st *stream) deliver(m transport.Message) error {
 		return transport.ErrStreamGone
 	}
 	resp, isResp := m.(*transport.Response)
-	data, err := transport.AppendMessage(nil, m)
+	var buf []byte
+	if isResp && resp.Error == nil {
+		buf = make([]byte, 0, len(resp.Result)+responseOverhead) // one allocation, not several
+	}
+	data, err := transport.AppendMessage(buf, m)
 	if err != nil {
 		return err
 	}
