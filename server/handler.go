@@ -70,7 +70,7 @@ type Request struct {
 	arrival context.Context // see ArrivalContext; nil: the session's
 
 	done    []func(Outcome)
-	doneBuf [2]func(Outcome) // done's first callbacks: Tracing and Metrics need no allocation
+	doneBuf [3]func(Outcome) // done's first callbacks: Tracing, Metrics and Logging need no allocation
 }
 
 // ArrivalContext returns the context req's message arrived with. A

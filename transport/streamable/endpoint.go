@@ -38,7 +38,7 @@ type Attacher interface {
 // Header names.
 const (
 	headerSessionID       = "Mcp-Session-Id"
-	headerProtocolVersion = "MCP-Protocol-Version"
+	headerProtocolVersion = "Mcp-Protocol-Version" // MCP-Protocol-Version, in canonical form: Get need not canonicalize it
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
 )
