@@ -120,7 +120,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		ls.mu.Unlock()
 	}
 	select {
-	case <-st.final:
+	case <-st.written():
 		// Answered, closed by the server, taken over by a resumption, or
 		// a write failed.
 	case <-r.Context().Done():
@@ -405,7 +405,7 @@ func (rs *resumer) carry(r *http.Request, ls *logical, st *stream) {
 	defer st.shutDown(nil)
 	for {
 		select {
-		case <-st.final:
+		case <-st.written():
 			return
 		case <-r.Context().Done():
 			rs.detach(ls, st)

@@ -325,7 +325,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		return
 	}
 	select {
-	case <-st.final:
+	case <-st.written():
 		st.shutDown(nil)
 	case <-r.Context().Done():
 		// The answer can no longer be delivered: cancel the handler.

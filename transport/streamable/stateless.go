@@ -116,7 +116,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 		return c.req, nil
 	}
 	select {
-	case <-c.st.final:
+	case <-c.st.written():
 		return nil, errAnswered
 	case <-c.r.Context().Done():
 		return nil, fmt.Errorf("streamable: read: the client closed the stream: %w: %w", transport.ErrPeerGone, context.Cause(c.r.Context()))

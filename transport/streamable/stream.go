@@ -24,7 +24,7 @@ type stream struct {
 	state    streamState
 	shut     bool                // the HTTP handler returned: write nothing more
 	fallback *transport.Response // the answer if the session ends first
-	final    chan struct{}       // closed once the response was written
+	final    chan struct{}       // closed once the response was written; made by written, when first waited on
 	finalled bool
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so no answer is owed: if none was written, the response ends as an
@@ -48,7 +48,7 @@ const (
 // newStream returns a stream writing to w; sessHdr is the Mcp-Session-Id
 // header's value (shared, never modified), nil for none.
 func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string) *stream {
-	return &stream{w: w, mode: mode, status: status, sessHdr: sessHdr, final: make(chan struct{})}
+	return &stream{w: w, mode: mode, status: status, sessHdr: sessHdr}
 }
 
 // terminated returns the answer to request id for when the session ends
@@ -152,8 +152,24 @@ func (st *stream) deliver(m transport.Message) error {
 func (st *stream) finish() {
 	if !st.finalled {
 		st.finalled = true
-		close(st.final)
+		if st.final != nil {
+			close(st.final)
+		}
 	}
+}
+
+// written returns a channel closed once the response was written. A
+// request answered before anyone waits (inline, as a rule) makes none.
+func (st *stream) written() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.final == nil {
+		st.final = make(chan struct{})
+		if st.finalled {
+			close(st.final)
+		}
+	}
+	return st.final
 }
 
 // shutDown forbids further writes (the HTTP handler is returning). If
