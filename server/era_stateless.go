@@ -336,6 +336,7 @@ func (e *statelessEra) toolTask(ctx context.Context, rt *registeredTool, call *C
 func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task) context.Context {
 	r := *req
 	r.done = nil // the request's callbacks (and doneBuf) stay its own
+	r.call, r.callHeld = CallToolRequest{}, false
 	r.Meta = maps.Clone(req.Meta)
 	delete(r.Meta, "progressToken")
 	delete(r.Meta, protocol.MetaLogLevel)

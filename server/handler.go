@@ -71,6 +71,12 @@ type Request struct {
 
 	done    []func(Outcome)
 	doneBuf [3]func(Outcome) // done's first callbacks: Tracing, Metrics and Logging need no allocation
+
+	// call is the first tools/call view callTool makes of the request,
+	// held here rather than allocated; callHeld: it was handed out (a
+	// second call gets one of its own).
+	call     CallToolRequest
+	callHeld bool
 }
 
 // ArrivalContext returns the context req's message arrived with. A

@@ -249,7 +249,14 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if rt == nil {
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
-	call := &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+	var call *CallToolRequest
+	if !req.callHeld {
+		req.callHeld = true
+		call = &req.call
+		*call = CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+	} else {
+		call = &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+	}
 	if handled, res, err := req.era.toolTask(ctx, rt, call); handled { // era_*.go
 		return res, err
 	}
