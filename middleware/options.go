@@ -122,7 +122,11 @@ func WithTimeout(d time.Duration) Option {
 // prompt, ...); it is called once per request, concurrently, and must be
 // safe for that. A nil f is ignored.
 func WithTimeoutFor(f func(req *server.Request) time.Duration) Option {
-	return optionFunc(func(c *config) { c.timeoutFor = f })
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.timeoutFor = f
+		}
+	})
 }
 
 // WithConcurrencyLimit makes [NewInstrumentation] add [ConcurrencyLimit]
@@ -140,7 +144,11 @@ func WithConcurrencyLimit(n int) Option {
 // that; it should give a tool the same limit every time (a tool's
 // semaphore is sized by the call that creates it). A nil f is ignored.
 func WithLimitFor(f func(tool string) int) Option {
-	return optionFunc(func(c *config) { c.limitFor = f })
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.limitFor = f
+		}
+	})
 }
 
 // WithLimitWait makes a call over its tool's limit wait up to d for a slot

@@ -82,7 +82,7 @@ func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
 	if !ok {
 		return ""
 	}
-	return paramheader.CheckMirrors(h, rt.mirrors, req.args)
+	return paramheader.Check(h, rt.mirrors, req.args)
 }
 
 // session is nil: the request belongs to no session.
@@ -180,7 +180,6 @@ func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.Ra
 		fields = append(fields, member{[]byte("resultType"), resultType})
 	}
 	fields = append(fields, member{[]byte("_meta"), info})
-	cfg := &e.srv.cfg
 	if cacheable[method] && string(resultType) == `"complete"` {
 		var hasTTL, hasScope bool
 		for _, f := range fields {
@@ -188,14 +187,13 @@ func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.Ra
 			hasScope = hasScope || string(f.key) == "cacheScope"
 		}
 		if !hasTTL {
-			fields = append(fields, member{[]byte("ttlMs"), strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)})
+			fields = append(fields, member{[]byte("ttlMs"), e.srv.cacheTTL})
 		}
 		if !hasScope {
-			scope, err := json.Marshal(cfg.cacheScope)
-			if err != nil {
+			if e.srv.cacheScope == nil {
 				return nil, false
 			}
-			fields = append(fields, member{[]byte("cacheScope"), scope})
+			fields = append(fields, member{[]byte("cacheScope"), e.srv.cacheScope})
 		}
 	}
 	slices.SortFunc(fields, func(a, b member) int { return bytes.Compare(a.key, b.key) })

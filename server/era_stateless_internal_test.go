@@ -34,6 +34,11 @@ func TestDecorateFastMatchesSlow(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range []string{results[0], results[1], results[2], `{"a":1,"a":2}`, `{}`} {
+		if _, ok := e.decorateFast("tools/call", json.RawMessage(r)); !ok {
+			t.Errorf("the fast path left %s to the map round trip", r)
+		}
+	}
 	if _, ok := e.decorateFast("tools/call", json.RawMessage(`{"_meta":{},"a":1}`)); ok {
 		t.Error("the fast path took a result with _meta of its own")
 	}

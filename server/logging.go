@@ -168,7 +168,7 @@ func (ss *Session) allowLog(cfg *notifyConfig) bool {
 	if !ok {
 		n := l.dropped.Add(1)
 		if first {
-			ss.logger().Debug("client log notifications over the rate limit: dropping", "dropped_total", n)
+			ss.debug("client log notifications over the rate limit: dropping", "dropped_total", n)
 		}
 	}
 	return ok

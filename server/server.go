@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 
 	"github.com/vigil-mcp/vigil/transport"
@@ -38,6 +39,10 @@ type Server struct {
 	// once: {"<MetaServerInfo>": the server's Implementation}; nil if it
 	// cannot be encoded (decorate then says why, each time).
 	serverInfoMeta json.RawMessage
+	// cacheTTL and cacheScope are the cache hints of a cacheable 2026-07-28
+	// result (ttlMs, cacheScope), encoded once; cacheScope is nil if it
+	// cannot be encoded.
+	cacheTTL, cacheScope json.RawMessage
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
@@ -69,6 +74,8 @@ func New(opts ...Option) *Server {
 	if info, err := json.Marshal(cfg.impl); err == nil {
 		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{protocol.MetaServerInfo: info})
 	}
+	s.cacheTTL = strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)
+	s.cacheScope, _ = json.Marshal(cfg.cacheScope)
 	return s
 }
 

@@ -134,6 +134,14 @@ func (ss *Session) cancel(cause error) {
 	}
 }
 
+// debug logs a debug record with the session's logger, which it makes
+// only when the server's logger would write the record.
+func (ss *Session) debug(msg string, args ...any) {
+	if ss.srv.cfg.logger.Enabled(ss.ctx, slog.LevelDebug) {
+		ss.logger().Debug(msg, args...)
+	}
+}
+
 // logger returns the server's logger with the session's id.
 func (ss *Session) logger() *slog.Logger {
 	if l := ss.log.Load(); l != nil {
@@ -280,9 +288,7 @@ func (ss *Session) end(cause error) {
 		ss.unwatch()
 	}
 	cause = context.Cause(ss.ctx)
-	if ss.srv.cfg.logger.Enabled(ss.ctx, slog.LevelDebug) { // spares the session's logger when nothing would be logged
-		ss.logger().Debug("session ended", "cause", cause)
-	}
+	ss.debug("session ended", "cause", cause)
 	ss.obs.SessionEnded(ss.ctx, ss, cause)
 }
 
@@ -484,7 +490,7 @@ func (ss *Session) reject(batch *batchCollector, id transport.ID, code protocol.
 // rejectWith answers a message that never reached a handler with e.
 func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, reason protocol.RejectReason) {
 	ss.obs.MessageRejected(ss.ctx, ss, e.Code, reason)
-	ss.logger().Debug("message rejected", "code", int64(e.Code), "reason", reason.String(), "message", e.Message)
+	ss.debug("message rejected", "code", int64(e.Code), "reason", reason.String(), "message", e.Message)
 	resp := &transport.Response{ID: id, Error: &transport.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data}}
 	if batch != nil {
 		batch.add(resp, nil)
@@ -604,7 +610,7 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason,
 	out.Dropped, out.WriteErr = dropped, werr
 	if dropped != protocol.DropNone {
 		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
-		ss.logger().Debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
+		ss.debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
 		if inf.batch != nil && werr == nil {
 			inf.batch.skip()
 		}
@@ -655,7 +661,7 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	}
 	ss.mu.Unlock()
 	if first {
-		ss.logger().Debug("write failed: the session can no longer answer", "class", class.String(), "error", err)
+		ss.debug("write failed: the session can no longer answer", "class", class.String(), "error", err)
 		cause := fmt.Errorf("%w: %w", ErrTransportClose, err)
 		for _, inf := range victims {
 			inf.cancel(cause)

@@ -44,6 +44,11 @@ type Metrics struct {
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
 
+	// Registered tools labeled with their own names (see
+	// RequestEnd.ToolRegistered), at most maxRegisteredTools of them.
+	registered      sync.Map // tool name → struct{}
+	registeredCount atomic.Int64
+
 	duration        *prometheus.HistogramVec
 	started         *prometheus.CounterVec
 	finished        *prometheus.CounterVec

@@ -19,8 +19,9 @@ type RequestEnd struct {
 	Tool string
 	// ToolRegistered says that Tool is registered with the server now (the
 	// middleware package asks the server's registry), so that it is labeled
-	// as it is without being on the allow-list. The server's registry
-	// bounds the label values; a name a client made up must leave it false.
+	// as it is without being on the allow-list, among the first 1,024
+	// such names (later ones are labeled [LabelOther]); a name a client made
+	// up must leave it false.
 	ToolRegistered bool
 	// Outcome is one of [OutcomeOK], [OutcomeError], [OutcomeCancelled] and
 	// [OutcomeDropped]; any other value is counted as [LabelOther].
@@ -73,7 +74,7 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	tool := ""
 	if ms.name == "tools/call" && e.Tool != "" {
 		tool = m.tools.Load().bound(e.Tool, LabelOther)
-		if tool == LabelOther && e.ToolRegistered && validLabelValue(e.Tool) {
+		if tool == LabelOther && e.ToolRegistered && m.admitRegistered(e.Tool) {
 			tool = e.Tool
 		}
 	}
@@ -246,4 +247,29 @@ func (t *Traffic) Sent(kind string, size int) {
 	if size > 0 {
 		t.bytesOut.Add(float64(size))
 	}
+}
+
+// maxRegisteredTools bounds the tool names a Metrics labels because the
+// server had them registered: a server that keeps adding and removing
+// tools does not grow the series, or the caches behind them, for ever.
+const maxRegisteredTools = 1024
+
+// admitRegistered reports whether the registered tool name gets a label of
+// its own: a valid label value among the first maxRegisteredTools names
+// seen; any later one is labeled other.
+func (m *Metrics) admitRegistered(name string) bool {
+	if _, ok := m.registered.Load(name); ok {
+		return true
+	}
+	if !validLabelValue(name) {
+		return false
+	}
+	if m.registeredCount.Add(1) > maxRegisteredTools {
+		m.registeredCount.Add(-1)
+		return false
+	}
+	if _, loaded := m.registered.LoadOrStore(name, struct{}{}); loaded {
+		m.registeredCount.Add(-1)
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package telemetry_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -443,4 +444,28 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`:                                                    1,
 		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping"}`:                      1,
 	}, nonZero(t, m))
+}
+
+// Registered tools get labels of their own up to a bound; past it, and for
+// an invalid label value, the tool is labeled other.
+func TestRegisteredToolLabelsBounded(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	const bound = 1024
+	for i := range bound + 10 {
+		m.RequestStarted("tools/call")
+		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	}
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	got := nonZero(t, m)
+	key := func(tool string) string {
+		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call"}`
+	}
+	assert.InDelta(t, 2, got[key("t0")], 0, "a name already labeled keeps its label")
+	assert.InDelta(t, 1, got[key(fmt.Sprintf("t%d", bound-1))], 0, "the last name within the bound")
+	assert.NotContains(t, got, key(fmt.Sprintf("t%d", bound)), "the first name past the bound")
+	assert.InDelta(t, 11, got[key("other")], 0, "10 past the bound and one invalid name")
 }

@@ -30,18 +30,11 @@ func FromContext(ctx context.Context) (http.Header, bool) {
 	return h, ok
 }
 
-// Check compares each Mcp-Param-<Name> header with the tools/call argument
-// it mirrors, for every property of the tool's input schema that carries
-// "x-mcp-header"; it returns why they disagree, or "". An argument that is
-// absent or null has no header to check.
-func Check(h http.Header, inputSchema json.RawMessage, arguments json.RawMessage) string {
-	return CheckMirrors(h, Mirrors(inputSchema), arguments)
-}
-
 // Mirror is one argument of a tool that a Mcp-Param-* header mirrors.
 type Mirror struct {
 	Arg    string // the argument's name
 	Header string // the full header name, "Mcp-Param-" + the x-mcp-header value
+	key    string // Header in canonical form, the key of http.Header
 }
 
 // Mirrors lists, sorted by argument name, the properties of an input
@@ -60,16 +53,19 @@ func Mirrors(inputSchema json.RawMessage) []Mirror {
 	var out []Mirror
 	for arg, prop := range schema.Properties {
 		if prop.Header != "" {
-			out = append(out, Mirror{Arg: arg, Header: "Mcp-Param-" + prop.Header})
+			name := "Mcp-Param-" + prop.Header
+			out = append(out, Mirror{Arg: arg, Header: name, key: http.CanonicalHeaderKey(name)})
 		}
 	}
 	slices.SortFunc(out, func(a, b Mirror) int { return strings.Compare(a.Arg, b.Arg) })
 	return out
 }
 
-// CheckMirrors is [Check] with the schema's mirrors listed beforehand
-// (see [Mirrors]): without any, it has nothing to check.
-func CheckMirrors(h http.Header, mirrors []Mirror, arguments json.RawMessage) string {
+// Check compares each Mcp-Param-<Name> header with the tools/call argument
+// it mirrors, for each of the tool's mirrors (see [Mirrors]); it returns
+// why they disagree, or "". An argument that is absent or null has no
+// header to check.
+func Check(h http.Header, mirrors []Mirror, arguments json.RawMessage) string {
 	if len(mirrors) == 0 {
 		return ""
 	}
@@ -83,7 +79,7 @@ func CheckMirrors(h http.Header, mirrors []Mirror, arguments json.RawMessage) st
 			continue
 		}
 		name := m.Header
-		values, ok := h[http.CanonicalHeaderKey(name)]
+		values, ok := h[m.key]
 		if !ok || len(values) == 0 {
 			return "missing " + name + " header for argument " + strconv.Quote(m.Arg)
 		}

@@ -37,10 +37,10 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, paramheader.Check(tt.header, schema, json.RawMessage(tt.args)))
+			assert.Equal(t, tt.want, paramheader.Check(tt.header, paramheader.Mirrors(schema), json.RawMessage(tt.args)))
 		})
 	}
-	assert.Empty(t, paramheader.Check(http.Header{}, json.RawMessage(`not json`), json.RawMessage(`{"region":"eu"}`)), "no schema, nothing to check")
+	assert.Empty(t, paramheader.Check(http.Header{}, paramheader.Mirrors(json.RawMessage(`not json`)), json.RawMessage(`{"region":"eu"}`)), "no schema, nothing to check")
 }
 
 func TestContext(t *testing.T) {
