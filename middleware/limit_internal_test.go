@@ -104,3 +104,49 @@ func raise(v *atomic.Int64, n int64) {
 		}
 	}
 }
+
+// TestLimiterHandsOnTheSlot checks, in fake time, that a release lets a
+// waiter in at once (no lost wake-up: it does not wait out its time), and
+// that a waiter that gives up leaves the queue, so the next release wakes
+// the one behind it.
+func TestLimiterHandsOnTheSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &limiter{n: 1, cfg: limitConfig{wait: time.Minute}, sems: make(map[string]*toolSem)}
+		ctx := context.Background()
+		held, err := l.acquire(ctx, "a", nil)
+		require.NoError(t, err)
+
+		start := time.Now()
+		got := make(chan *toolSem)
+		go func() {
+			s, err := l.acquire(ctx, "a", nil)
+			assert.NoError(t, err)
+			got <- s
+		}()
+		synctest.Wait() // the waiter is queued
+		l.release("a", held)
+		s := <-got
+		assert.Zero(t, time.Since(start), "the waiter got the slot when it was released")
+
+		cctx, cancel := context.WithCancelCause(ctx)
+		first, second := make(chan error), make(chan *toolSem)
+		go func() {
+			_, err := l.acquire(cctx, "a", nil)
+			first <- err
+		}()
+		synctest.Wait()
+		go func() {
+			s, err := l.acquire(ctx, "a", nil)
+			assert.NoError(t, err)
+			second <- s
+		}()
+		synctest.Wait() // both wait, the first ahead
+		stop := errors.New("stop")
+		cancel(stop)
+		require.ErrorIs(t, <-first, stop)
+		l.release("a", s)
+		next := <-second
+		assert.Zero(t, time.Since(start), "the second waiter was let in without waiting out its time")
+		l.release("a", next)
+	})
+}
