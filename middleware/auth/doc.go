@@ -1,0 +1,18 @@
+// Package auth makes a Vigil server an OAuth 2.1 resource server, as the
+// MCP authorization specification asks of an HTTP server that restricts
+// access: it publishes RFC 9728 Protected Resource Metadata, challenges
+// with RFC 6750 WWW-Authenticate headers, accepts only bearer tokens issued
+// for its own resource URI (RFC 8707 audience) in the Authorization header,
+// and answers a missing scope with 403 insufficient_scope so that a client
+// can step up.
+//
+// A [Verifier] turns a bearer token into a [Principal]: [NewJWTVerifier]
+// checks JWT access tokens against the authorization server's JWKS (found
+// by RFC 8414 / OpenID discovery, refreshed in the background, refetched
+// on an unknown key id), and [NewIntrospectionVerifier] asks the
+// authorization server about opaque tokens (RFC 7662). Both cache what they
+// verified, keyed by the token's SHA-256, so a steady client costs a hash
+// and a map lookup per request.
+//
+// Handlers never see the token: they read the caller with [PrincipalFrom].
+package auth

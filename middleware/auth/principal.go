@@ -1,0 +1,63 @@
+package auth
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Principal is who a verified token speaks for. Handlers read it with
+// [PrincipalFrom]; it holds no token, so that nothing can pass a client's
+// token on to another service (an upstream call needs its own token).
+type Principal struct {
+	Subject  string    // the token's sub
+	Issuer   string    // the token's iss
+	ClientID string    // the OAuth client the token was issued to (client_id, or azp)
+	Scopes   []string  // the token's scopes, from scope (space-separated) or scp
+	Expiry   time.Time // the token's exp
+	// Claims holds the claims the verifier was told to keep (see the
+	// verifiers' Claims setting), by name; nil when none.
+	Claims map[string]any
+}
+
+// HasScopes reports whether p holds every one of scopes.
+func (p *Principal) HasScopes(scopes ...string) bool {
+	for _, s := range scopes {
+		if !slices.Contains(p.Scopes, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Missing returns the scopes of want that p lacks, in want's order; nil when
+// p has them all.
+func (p *Principal) Missing(want []string) []string {
+	var missing []string
+	for _, s := range want {
+		if !slices.Contains(p.Scopes, s) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
+}
+
+// Key identifies the principal across its tokens: a refreshed token of the
+// same issuer and subject has the same key. Sessions are bound to it.
+func (p *Principal) Key() string { return p.Issuer + " " + p.Subject }
+
+type principalKey struct{}
+
+// ContextWithPrincipal returns a copy of ctx carrying p, as the
+// [ResourceServer] does for each verified request; tests use it to call
+// handlers as a principal.
+func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal of the request ctx belongs to, and
+// whether there is one (there is none when authorization is off).
+func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok && p != nil
+}
