@@ -20,7 +20,7 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench bench-service bench-idle lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench bench-service bench-idle bench-auth lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps conformance-deps vet unit interop conformance deploy-validate fuzz
@@ -105,6 +105,11 @@ bench-service:
 bench-idle:
 	@echo "==> bench-idle: cmd/vigil-bench -idle $(IDLE_SESSIONS)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -idle $(IDLE_SESSIONS) $(BENCH_FLAGS)
+
+## bench-auth: the shipped vigil with JWT authorization (a cached valid token per client) against the same vigil without auth; run by hand.
+bench-auth:
+	@echo "==> bench-auth: cmd/vigil-bench -auth (about a minute)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -auth $(BENCH_FLAGS)
 
 ## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) if missing or a different version.
 lint-install:

@@ -31,6 +31,8 @@ type config struct {
 	vigilLog  string
 	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
 	idle      int
+	auth      bool     // vigil with JWT auth against vigil without, instead of vigil against the floor
+	clients   int      // concurrent clients (and tokens, with auth)
 	loadFlags []string // passed on to the load generator
 }
 
@@ -41,7 +43,8 @@ func main() {
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
-	clients := flag.Int("clients", 32, "concurrent clients")
+	flag.BoolVar(&cfg.auth, "auth", false, "measure authorization: vigil with -auth-issuer (a cached valid JWT per client) against the same vigil without auth, instead of vigil against the floor")
+	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 3, "timed rounds per server and workload")
 	round := flag.Duration("round", 3*time.Second, "length of a round")
@@ -50,11 +53,15 @@ func main() {
 	sample := flag.Int("sample", 1000, "with -idle: sessions in which to call echo afterwards")
 	flag.Parse()
 	cfg.loadFlags = []string{
-		"-clients", strconv.Itoa(*clients), "-sessions", strconv.Itoa(*sessions),
+		"-clients", strconv.Itoa(cfg.clients), "-sessions", strconv.Itoa(*sessions),
 		"-rounds", strconv.Itoa(*rounds), "-round", round.String(), "-warmup", warmup.String(),
 		"-workloads", *workloads, "-sample", strconv.Itoa(*sample), "-idle", strconv.Itoa(cfg.idle),
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	run := run
+	if cfg.auth {
+		run = runAuth
+	}
 	err := run(ctx, cfg)
 	stop()
 	if err != nil {

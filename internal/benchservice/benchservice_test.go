@@ -108,11 +108,12 @@ func TestWriteWorkload(t *testing.T) {
 	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, Requests: 3000}
 	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, Requests: 1000}
 	var b strings.Builder
-	require.NoError(t, benchservice.WriteWorkload(&b, "title", floor, vigil))
+	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil+jwt"}, floor, vigil))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	require.Len(t, lines, 5, b.String())
 	assert.Equal(t, "title", lines[0])
 	assert.Contains(t, lines[2], "2,000")
 	assert.Contains(t, lines[2], "1,000  2,000")
-	assert.Regexp(t, `vigil/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×`, lines[4])
+	assert.Contains(t, lines[3], "vigil+jwt")
+	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×`, lines[4])
 }

@@ -11,8 +11,9 @@ import (
 
 // WriteWorkload writes the table of one workload: per server, the median
 // req/s and each round's, p50 and p99 latency and CPU time per request;
-// then vigil's figures over the floor's.
-func WriteWorkload(w io.Writer, title string, floor, vigil Summary) error {
+// then vigil's figures over the floor's. names are the two servers' names,
+// the floor's first.
+func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summary) error {
 	if _, err := fmt.Fprintf(w, "%s\n", title); err != nil {
 		return err
 	}
@@ -21,7 +22,7 @@ func WriteWorkload(w io.Writer, title string, floor, vigil Summary) error {
 	for _, row := range []struct {
 		name string
 		s    Summary
-	}{{"floor", floor}, {"vigil", vigil}} {
+	}{{names[0], floor}, {names[1], vigil}} {
 		rates := make([]string, len(row.s.Rates))
 		for i, r := range row.s.Rates {
 			rates[i] = Thousands(int64(r + 0.5))
@@ -30,7 +31,7 @@ func WriteWorkload(w io.Writer, title string, floor, vigil Summary) error {
 			Thousands(int64(row.s.Rate+0.5)), Millis(row.s.P50), Millis(row.s.P99),
 			Micros(row.s.CPUPerReq), Thousands(int64(row.s.Requests)), strings.Join(rates, "  "))
 	}
-	_, _ = fmt.Fprintf(tw, "\tvigil/floor\t%s\t%s\t%s\t%s\t\n",
+	_, _ = fmt.Fprintf(tw, "\t%s/%s\t%s\t%s\t%s\t%s\t\n", names[1], names[0],
 		Ratio(vigil.Rate, floor.Rate), Ratio(float64(vigil.P50), float64(floor.P50)),
 		Ratio(float64(vigil.P99), float64(floor.P99)), Ratio(float64(vigil.CPUPerReq), float64(floor.CPUPerReq)))
 	return tw.Flush()

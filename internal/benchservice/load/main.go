@@ -36,8 +36,10 @@ var want = []byte(`"content":[{"type":"text","text":"hello"}]`)
 
 // config is what the flags select.
 type config struct {
-	floorURL, vigilURL string
-	floorPID, vigilPID int
+	floorURL, vigilURL     string
+	floorPID, vigilPID     int
+	floorName, vigilName   string
+	floorToken, vigilToken string // files of bearer tokens, one a line; "" for none
 	clients, sessions  int
 	rounds             int
 	round, warmup      time.Duration
@@ -51,6 +53,10 @@ func main() {
 	flag.IntVar(&cfg.floorPID, "floor-pid", 0, "`pid` of the floor's process, for its CPU time")
 	flag.StringVar(&cfg.vigilURL, "vigil", "", "`URL` of vigil's MCP endpoint")
 	flag.IntVar(&cfg.vigilPID, "vigil-pid", 0, "`pid` of vigil's process, for its CPU time and memory")
+	flag.StringVar(&cfg.floorName, "floor-name", "floor", "`name` of the -floor server in the report")
+	flag.StringVar(&cfg.vigilName, "vigil-name", "vigil", "`name` of the -vigil server in the report")
+	flag.StringVar(&cfg.floorToken, "floor-tokens", "", "`file` of bearer tokens for the -floor server, one a line: client (and session) i sends token i mod n")
+	flag.StringVar(&cfg.vigilToken, "vigil-tokens", "", "`file` of bearer tokens for the -vigil server, as -floor-tokens")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	flag.IntVar(&cfg.sessions, "sessions", 8, "2025-06-18 sessions the clients share")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "timed rounds per server and workload")
@@ -100,7 +106,59 @@ type target struct {
 	pid    int
 	client *http.Client
 	sids   []string // the 2025 workload's sessions
+	tokens []string // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
 	rounds []benchservice.Round
+}
+
+// authorize gives req the bearer token of client or session i, if t has
+// tokens, and returns it.
+func (t *target) authorize(req *http.Request, i int) *http.Request {
+	if len(t.tokens) > 0 {
+		req.Header.Set("Authorization", "Bearer "+t.tokens[i%len(t.tokens)])
+	}
+	return req
+}
+
+// clientFor returns t's client, sending the bearer token of session i
+// with every request when t has tokens.
+func (t *target) clientFor(i int) *http.Client {
+	if len(t.tokens) == 0 {
+		return t.client
+	}
+	return &http.Client{Transport: bearer{base: t.client.Transport, token: t.tokens[i%len(t.tokens)]}}
+}
+
+// bearer adds an Authorization header to each request it sends.
+type bearer struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(req)
+}
+
+// readTokens returns the non-empty lines of the file at path; none for "".
+func readTokens(path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var tokens []string
+	for line := range strings.Lines(string(raw)) {
+		if line = strings.TrimSpace(line); line != "" {
+			tokens = append(tokens, line)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s: no tokens", path)
+	}
+	return tokens, nil
 }
 
 // throughput runs the workloads of cfg against the floor and vigil and
@@ -118,17 +176,25 @@ func throughput(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
 	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
+	floorTokens, err := readTokens(cfg.floorToken)
+	if err != nil {
+		return err
+	}
+	vigilTokens, err := readTokens(cfg.vigilToken)
+	if err != nil {
+		return err
+	}
 	for wl := range strings.SplitSeq(cfg.workloads, ",") {
-		floor := &target{name: "floor", url: cfg.floorURL, pid: cfg.floorPID, client: streamabletest.NewClient()}
-		vigil := &target{name: "vigil", url: cfg.vigilURL, pid: cfg.vigilPID, client: streamabletest.NewClient()}
+		floor := &target{name: cfg.floorName, url: cfg.floorURL, pid: cfg.floorPID, client: streamabletest.NewClient(), tokens: floorTokens}
+		vigil := &target{name: cfg.vigilName, url: cfg.vigilURL, pid: cfg.vigilPID, client: streamabletest.NewClient(), tokens: vigilTokens}
 		var title string
 		var newReq func(t *target) func(w int, id int64) *http.Request
 		switch strings.TrimSpace(wl) {
 		case "2025":
 			title = fmt.Sprintf("%s sessions: tools/call echo, %d clients on %d sessions", version2025, cfg.clients, cfg.sessions)
 			for _, t := range []*target{floor, vigil} {
-				for range cfg.sessions {
-					sid, err := streamabletest.OpenSession(t.client, t.url, version2025)
+				for i := range cfg.sessions {
+					sid, err := streamabletest.OpenSession(t.clientFor(i), t.url, version2025)
 					if err != nil {
 						return fmt.Errorf("%s: %w", t.name, err)
 					}
@@ -137,13 +203,14 @@ func throughput(w io.Writer, cfg config) error {
 			}
 			newReq = func(t *target) func(int, int64) *http.Request {
 				return func(w int, id int64) *http.Request {
-					return streamabletest.SessionPost(t.url, t.sids[w%len(t.sids)], version2025, echoBody(id, ""))
+					s := w % len(t.sids)
+					return t.authorize(streamabletest.SessionPost(t.url, t.sids[s], version2025, echoBody(id, "")), s)
 				}
 			}
 		case "2026":
 			title = fmt.Sprintf("%s stateless: tools/call echo, %d clients, MCP-Protocol-Version, Mcp-Method, Mcp-Name and params._meta", version2026, cfg.clients)
 			newReq = func(t *target) func(int, int64) *http.Request {
-				return func(_ int, id int64) *http.Request { return statelessPost(t.url, id) }
+				return func(w int, id int64) *http.Request { return t.authorize(statelessPost(t.url, id), w) }
 			}
 		default:
 			return fmt.Errorf("-workloads: unknown workload %q (want 2025 or 2026)", wl)
@@ -172,7 +239,7 @@ func throughput(w io.Writer, cfg config) error {
 		}
 		floor.client.CloseIdleConnections()
 		vigil.client.CloseIdleConnections()
-		if err := benchservice.WriteWorkload(w, title, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
+		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The scopes of the -auth benchmark: every request needs benchScope, which
+// the tokens hold; the sleep tool also needs benchToolScope, which they
+// do not, so that the server must find out which tool each call names.
+const (
+	benchScope     = "vigil.read"
+	benchToolScope = "vigil.slow"
+)
+
+// runAuth measures what authorization costs: the same vigil binary twice,
+// once with JWT verification against an issuer in this process and once
+// without auth, under the same load; each client of the first sends a
+// valid token of its own (each session's clients share one), verified
+// once and then served from the verifier's cache.
+func runAuth(ctx context.Context, cfg config) (err error) {
+	dir, err := os.MkdirTemp("", "vigil-bench-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cfg.keep {
+			fmt.Printf("\nkept %s\n", dir)
+			return
+		}
+		err = errors.Join(err, os.RemoveAll(dir))
+	}()
+	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
+	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
+		return err
+	}
+	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/internal/benchservice/load"); err != nil {
+		return err
+	}
+	is, err := startIssuer(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, is.close()) }()
+
+	plainArgs := []string{"-http", "127.0.0.1:0"}
+	authArgs := []string{"-http", "127.0.0.1:0", "-auth-issuer", is.url, "-auth-scopes", benchScope, "-auth-tool-scopes", "sleep=" + benchToolScope}
+	logs := [2]string{filepath.Join(dir, "vigil.log"), filepath.Join(dir, "vigil-auth.log")}
+	if cfg.vigilLog != "" {
+		logs = [2]string{cfg.vigilLog, cfg.vigilLog}
+	}
+	plain, plainURL, err := startVigil(ctx, filepath.Join(dir, "vigil"), plainArgs, logs[0])
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProcess(plain, "vigil")) }()
+	authed, authURL, err := startVigil(ctx, filepath.Join(dir, "vigil"), authArgs, logs[1])
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProcess(authed, "vigil with auth")) }()
+
+	var tokens strings.Builder
+	for i := range cfg.clients {
+		tok, err := is.token(authURL, "bench-client-"+strconv.Itoa(i), benchScope)
+		if err != nil {
+			return err
+		}
+		tokens.WriteString(tok + "\n")
+	}
+	tokenFile := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokenFile, []byte(tokens.String()), 0o600); err != nil {
+		return err
+	}
+
+	fmt.Printf("vigil-bench  %s, authorization\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("vigil        %s (pid %d): vigil %s\n", plainURL, plain.Process.Pid, strings.Join(plainArgs, " "))
+	fmt.Printf("vigil+jwt    %s (pid %d): vigil %s\n", authURL, authed.Process.Pid, strings.Join(authArgs, " "))
+	fmt.Printf("tokens       %d RS256 JWTs (one per client; each session's clients share its first client's),\n", cfg.clients)
+	fmt.Printf("             scope %q, minted by an issuer in this process (RFC 8414 metadata, JWKS)\n", benchScope)
+	loadArgs := append([]string{
+		"-floor", plainURL, "-floor-pid", strconv.Itoa(plain.Process.Pid), "-floor-name", "vigil",
+		"-vigil", authURL, "-vigil-pid", strconv.Itoa(authed.Process.Pid), "-vigil-name", "vigil+jwt",
+		"-vigil-tokens", tokenFile,
+	}, cfg.loadFlags...)
+	load := exec.CommandContext(ctx, filepath.Join(dir, "load"), loadArgs...)
+	load.Stdout, load.Stderr = os.Stdout, os.Stderr
+	if err := load.Run(); err != nil {
+		return fmt.Errorf("load generator: %w", err)
+	}
+	return nil
+}
