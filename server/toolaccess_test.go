@@ -61,6 +61,9 @@ func TestToolScopesNotSent(t *testing.T) {
 	assert.Equal(t, []string{"secret", "more"}, h.srv.ToolScopes("d"))
 	assert.Nil(t, h.srv.ToolScopes("a"))
 	assert.Nil(t, h.srv.ToolScopes("no-such-tool"))
+	assert.Equal(t, []string{"more", "secret"}, h.srv.AllToolScopes())
+	h.srv.RemoveTools("b", "d")
+	assert.Empty(t, h.srv.AllToolScopes())
 }
 
 // A tools/call of a tool the access check refuses is answered exactly like

@@ -89,7 +89,8 @@ type registeredTool struct {
 type toolRegistry struct {
 	mu     sync.RWMutex
 	byName map[string]*registeredTool
-	listed []Tool // sorted by name; rebuilt on change
+	listed []Tool   // sorted by name; rebuilt on change
+	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
 }
 
 // ValidToolName reports whether name follows MCP's tool-name rules.
@@ -175,6 +176,12 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 		r.listed = append(r.listed, rt.tool)
 	}
 	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	var scopes []string
+	for _, rt := range r.byName {
+		scopes = append(scopes, rt.tool.Scopes...)
+	}
+	slices.Sort(scopes)
+	r.scopes = slices.Compact(scopes)
 	return existed
 }
 
@@ -199,6 +206,15 @@ func (s *Server) ToolScopes(name string) []string {
 		return nil
 	}
 	return rt.tool.Scopes
+}
+
+// AllToolScopes returns every scope some registered tool needs, sorted and
+// without duplicates (nil when no tool needs one): a caller holding them
+// all may call any tool. The result must not be modified.
+func (s *Server) AllToolScopes() []string {
+	s.tools.mu.RLock()
+	defer s.tools.mu.RUnlock()
+	return s.tools.scopes
 }
 
 // lookupFor finds the named tool for req: nil when it is unknown, or when
