@@ -73,18 +73,15 @@ func SanitizeDescription(s string) string {
 // quote escapes s for the inside of a quoted-string: a quote or backslash
 // gets a backslash, and controls (CR and LF included) are dropped.
 func quote(s string) string {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 || r == 0x7f }) {
-		return s
-	}
 	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
+	for i := 0; i < len(s); i++ { // bytewise: other bytes pass as they are
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
 			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	return b.String()
