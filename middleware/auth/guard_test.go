@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -405,4 +406,17 @@ func TestRejectHookAndCountFailure(t *testing.T) {
 	}
 	assert.InDelta(t, 2, sum, 0)
 	assert.Equal(t, protocol.RejectSessionPrincipal.String(), auth.ReasonSessionPrincipalMismatch.String())
+}
+
+// A request without a principal (stdio, where the guard does not run) may
+// use every tool.
+func TestToolAccessWithoutPrincipal(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t)
+	assert.True(t, e.rs.ToolAccess(&server.Request{}, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
+	assert.Empty(t, e.rs.SessionPrincipal(httptest.NewRequest(http.MethodPost, testResource, nil)))
+	r := httptest.NewRequest(http.MethodPost, testResource, nil)
+	p := newVerifier().principals["reader"]
+	r = r.WithContext(auth.ContextWithPrincipal(r.Context(), p))
+	assert.Equal(t, p.Key(), e.rs.SessionPrincipal(r))
 }
