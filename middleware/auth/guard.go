@@ -378,7 +378,9 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	code := protocol.CodeInvalidRequest
 	switch {
 	case errors.Is(err, ErrInvalidRequest):
-		status, ch.Error, ch.Description = http.StatusBadRequest, "invalid_request", desc
+		// RFC 6750's error code is the same word as the transport's reject
+		// label, which the module writes once, in package protocol.
+		status, ch.Error, ch.Description = http.StatusBadRequest, protocol.RejectInvalidRequest.String(), desc
 	case reason == ReasonMissingToken:
 		ch.Scopes = rs.globalScopes
 		desc = "missing bearer token"
