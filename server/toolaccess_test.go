@@ -17,8 +17,12 @@ func publicOnly(_ *server.Request, t *server.Tool) bool { return len(t.Scopes) =
 func addScopedTools(t *testing.T, srv *server.Server) {
 	t.Helper()
 	for _, tool := range []server.Tool{
-		{Name: "a"}, {Name: "b", Scopes: []string{"secret"}}, {Name: "c"},
-		{Name: "d", Scopes: []string{"secret", "more"}}, {Name: "e"}, {Name: "f"},
+		{Name: "a"},
+		{Name: "b", Scopes: []string{"secret"}},
+		{Name: "c"},
+		{Name: "d", Scopes: []string{"secret", "more"}},
+		{Name: "e"},
+		{Name: "f"},
 	} {
 		require.NoError(t, srv.AddTool(tool, okTool))
 	}

@@ -73,8 +73,7 @@ func parseBearer(v string) (string, error) {
 func isB64Token(s string) bool {
 	i := 0
 	for ; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+		if !isB64Char(s[i]) {
 			break
 		}
 	}
@@ -87,6 +86,11 @@ func isB64Token(s string) bool {
 		}
 	}
 	return true
+}
+
+// isB64Char reports whether c may appear before the padding of a b64token.
+func isB64Char(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
 }
 
 // isForm reports whether r carries a form-encoded body.

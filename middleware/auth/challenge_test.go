@@ -17,16 +17,26 @@ func TestChallengeString(t *testing.T) {
 		c    auth.Challenge
 		want string
 	}{
-		{auth.Challenge{ResourceMetadata: "https://x/.well-known/oauth-protected-resource", Scopes: []string{"a", "b"}},
-			`Bearer scope="a b", resource_metadata="https://x/.well-known/oauth-protected-resource"`},
-		{auth.Challenge{Error: "invalid_token", Description: "token expired", ResourceMetadata: "https://x/m"},
-			`Bearer error="invalid_token", resource_metadata="https://x/m", error_description="token expired"`},
-		{auth.Challenge{Error: "insufficient_scope", Scopes: []string{"mcp", "deploy"}, ResourceMetadata: "https://x/m", Description: "missing scope: deploy"},
-			`Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="https://x/m", error_description="missing scope: deploy"`},
-		{auth.Challenge{Error: "invalid_token", Description: "a \"quoted\"\r\nX-Injected: 1 \\ é"},
-			`Bearer error="invalid_token", error_description="a 'quoted'  X-Injected: 1 /  "`},
-		{auth.Challenge{ResourceMetadata: "https://x/\"m\\\r\n"},
-			`Bearer resource_metadata="https://x/\"m\\"`},
+		{
+			auth.Challenge{ResourceMetadata: "https://x/.well-known/oauth-protected-resource", Scopes: []string{"a", "b"}},
+			`Bearer scope="a b", resource_metadata="https://x/.well-known/oauth-protected-resource"`,
+		},
+		{
+			auth.Challenge{Error: "invalid_token", Description: "token expired", ResourceMetadata: "https://x/m"},
+			`Bearer error="invalid_token", resource_metadata="https://x/m", error_description="token expired"`,
+		},
+		{
+			auth.Challenge{Error: "insufficient_scope", Scopes: []string{"mcp", "deploy"}, ResourceMetadata: "https://x/m", Description: "missing scope: deploy"},
+			`Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="https://x/m", error_description="missing scope: deploy"`,
+		},
+		{
+			auth.Challenge{Error: "invalid_token", Description: "a \"quoted\"\r\nX-Injected: 1 \\ é"},
+			`Bearer error="invalid_token", error_description="a 'quoted'  X-Injected: 1 /  "`,
+		},
+		{
+			auth.Challenge{ResourceMetadata: "https://x/\"m\\\r\n"},
+			`Bearer resource_metadata="https://x/\"m\\"`,
+		},
 		{auth.Challenge{}, `Bearer`},
 	}
 	for _, tt := range tests {

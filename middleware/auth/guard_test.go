@@ -141,50 +141,82 @@ func TestHandlerMatrix(t *testing.T) {
 		reason auth.Reason
 		params map[string]string // the challenge's, nil: no challenge
 	}{
-		{"no Authorization", func() *http.Request { return post(pingBody, nil) }, 401, auth.ReasonMissingToken,
-			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"}},
-		{"Basic scheme", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Basic eDp5"}}) }, 401, auth.ReasonMissingToken,
-			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"}},
-		{"empty Bearer", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Bearer "}}) }, 401, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_token", "error_description": "empty bearer token", "resource_metadata": testMetadataURL}},
-		{"bad token chars", func() *http.Request { return post(pingBody, bearer("a,b")) }, 401, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_token", "error_description": "malformed bearer token", "resource_metadata": testMetadataURL}},
-		{"two Authorization headers", func() *http.Request {
-			return post(pingBody, map[string][]string{"Authorization": {"Bearer reader", "Bearer reader"}})
-		}, 400, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_request", "error_description": "more than one Authorization header", "resource_metadata": testMetadataURL}},
-		{"token in query", func() *http.Request {
-			r := post(pingBody, bearer("reader"))
-			r.URL.RawQuery = "access_token=reader"
-			return r
-		}, 400, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL}},
-		{"token in form body", func() *http.Request {
-			return post("access_token=reader", map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}})
-		}, 400, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL}},
-		{"oversized token", func() *http.Request { return post(pingBody, bearer(long)) }, 401, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_token", "error_description": "bearer token too long", "resource_metadata": testMetadataURL}},
-		{"invalid token", func() *http.Request { return post(pingBody, bearer("nope")) }, 401, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_token", "error_description": "unknown token", "resource_metadata": testMetadataURL}},
-		{"expired", func() *http.Request { return post(pingBody, bearer("expired")) }, 401, auth.ReasonExpired,
-			map[string]string{"error": "invalid_token", "error_description": "token expired", "resource_metadata": testMetadataURL}},
-		{"wrong audience", func() *http.Request { return post(pingBody, bearer("audience")) }, 401, auth.ReasonWrongAudience,
-			map[string]string{"error": "invalid_token", "error_description": "token not issued for this resource", "resource_metadata": testMetadataURL}},
+		{
+			"no Authorization", func() *http.Request { return post(pingBody, nil) }, 401, auth.ReasonMissingToken,
+			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"},
+		},
+		{
+			"Basic scheme", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Basic eDp5"}}) }, 401, auth.ReasonMissingToken,
+			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"},
+		},
+		{
+			"empty Bearer", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Bearer "}}) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "empty bearer token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"bad token chars", func() *http.Request { return post(pingBody, bearer("a,b")) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "malformed bearer token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"two Authorization headers", func() *http.Request {
+				return post(pingBody, map[string][]string{"Authorization": {"Bearer reader", "Bearer reader"}})
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "more than one Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"token in query", func() *http.Request {
+				r := post(pingBody, bearer("reader"))
+				r.URL.RawQuery = "access_token=reader"
+				return r
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"token in form body", func() *http.Request {
+				return post("access_token=reader", map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}})
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"oversized token", func() *http.Request { return post(pingBody, bearer(long)) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "bearer token too long", "resource_metadata": testMetadataURL},
+		},
+		{
+			"invalid token", func() *http.Request { return post(pingBody, bearer("nope")) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "unknown token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"expired", func() *http.Request { return post(pingBody, bearer("expired")) }, 401, auth.ReasonExpired,
+			map[string]string{"error": "invalid_token", "error_description": "token expired", "resource_metadata": testMetadataURL},
+		},
+		{
+			"wrong audience", func() *http.Request { return post(pingBody, bearer("audience")) }, 401, auth.ReasonWrongAudience,
+			map[string]string{"error": "invalid_token", "error_description": "token not issued for this resource", "resource_metadata": testMetadataURL},
+		},
 		{"verifier down", func() *http.Request { return post(pingBody, bearer("down")) }, 503, auth.ReasonVerifierError, nil},
 		{"verifier bug", func() *http.Request { return post(pingBody, bearer("broken")) }, 503, auth.ReasonVerifierError, nil},
-		{"missing global scope", func() *http.Request { return post(pingBody, bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
-			map[string]string{"error": "insufficient_scope", "scope": "mcp", "error_description": "missing scope: mcp", "resource_metadata": testMetadataURL}},
-		{"missing global scope, scoped tool", func() *http.Request { return post(callBody("wipe"), bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
-			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: mcp admin", "resource_metadata": testMetadataURL}},
-		{"scoped tool without its scope", func() *http.Request { return post(callBody("deploy"), bearer("reader")) }, 403, auth.ReasonInsufficientScope,
-			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL}},
-		{"tool needing two scopes, one held", func() *http.Request { return post(callBody("wipe"), bearer("deployer")) }, 403, auth.ReasonInsufficientScope,
-			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: admin", "resource_metadata": testMetadataURL}},
-		{"batch with one scoped call", func() *http.Request {
-			return post(`[`+pingBody+`,`+callBody("echo")+`,`+callBody("deploy")+`]`, bearer("reader"))
-		}, 403, auth.ReasonInsufficientScope,
-			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL}},
+		{
+			"missing global scope", func() *http.Request { return post(pingBody, bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp", "error_description": "missing scope: mcp", "resource_metadata": testMetadataURL},
+		},
+		{
+			"missing global scope, scoped tool", func() *http.Request { return post(callBody("wipe"), bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: mcp admin", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool without its scope", func() *http.Request { return post(callBody("deploy"), bearer("reader")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"tool needing two scopes, one held", func() *http.Request { return post(callBody("wipe"), bearer("deployer")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: admin", "resource_metadata": testMetadataURL},
+		},
+		{
+			"batch with one scoped call", func() *http.Request {
+				return post(`[`+pingBody+`,`+callBody("echo")+`,`+callBody("deploy")+`]`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +406,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		cfg := good()
 		mutate(&cfg)
 		_, err := auth.New(cfg)
-		assert.Error(t, err, name)
+		require.Error(t, err, name)
 	}
 	_, err := auth.New(good())
 	require.NoError(t, err)
