@@ -248,6 +248,8 @@ func WithTaskPollInterval(d time.Duration) Option {
 // caller's scopes against [Tool.Scopes]; for Streamable HTTP its HTTP guard
 // already answers a missing scope with 403, and this filter covers
 // tools/list and transports without HTTP. A nil allow shows every tool.
+// A filtered tools/list differs per caller: keep the cache scope of
+// [WithCacheHints] "private" (the default).
 func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 	return optionFunc(func(c *config) { c.toolAccess = allow })
 }
