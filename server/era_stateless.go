@@ -74,7 +74,7 @@ func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
 	if req.Method != "tools/call" {
 		return ""
 	}
-	rt := s.tools.lookup(req.Name)
+	rt := s.lookupFor(req, req.Name) // a refused tool is answered as unknown, later
 	if rt == nil || len(rt.mirrors) == 0 {
 		return ""
 	}

@@ -32,6 +32,8 @@ type config struct {
 	listChangedDelay time.Duration
 	// callMiddleware wraps Session.Call (clientcall.go).
 	callMiddleware []CallMiddleware
+	// toolAccess, when set, hides tools from a request (WithToolAccess).
+	toolAccess func(*Request, *Tool) bool
 }
 
 func defaultConfig() config {
@@ -235,4 +237,19 @@ func WithTaskPollInterval(d time.Duration) Option {
 			c.tasks.poll = d
 		}
 	})
+}
+
+// WithToolAccess makes the tools a request may use depend on the request:
+// tools/list shows only the tools for which allow returns true (filtered
+// before pagination, so pages stay full and cursors valid), and a
+// tools/call of a tool it refuses is answered exactly as a call of an
+// unknown tool. allow must be safe for concurrent use and must not modify
+// the tool. Package middleware/auth's ResourceServer.ToolAccess checks the
+// caller's scopes against [Tool.Scopes]; for Streamable HTTP its HTTP guard
+// already answers a missing scope with 403, and this filter covers
+// tools/list and transports without HTTP. A nil allow shows every tool.
+// A filtered tools/list differs per caller: keep the cache scope of
+// [WithCacheHints] "private" (the default).
+func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
+	return optionFunc(func(c *config) { c.toolAccess = allow })
 }

@@ -29,6 +29,9 @@ type Tool struct {
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
 	Execution    *ToolExecution   `json:"execution,omitempty"`
 	Meta         Meta             `json:"_meta,omitempty"`
+	// Scopes are the OAuth scopes a caller needs to call the tool (see
+	// package middleware/auth and [WithToolAccess]). They are not sent.
+	Scopes []string `json:"-"`
 }
 
 // ToolAnnotations are hints about a tool's behavior. Clients must treat
@@ -86,7 +89,8 @@ type registeredTool struct {
 type toolRegistry struct {
 	mu     sync.RWMutex
 	byName map[string]*registeredTool
-	listed []Tool // sorted by name; rebuilt on change
+	listed []Tool   // sorted by name; rebuilt on change
+	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
 }
 
 // ValidToolName reports whether name follows MCP's tool-name rules.
@@ -172,6 +176,12 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 		r.listed = append(r.listed, rt.tool)
 	}
 	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	var scopes []string
+	for _, rt := range r.byName {
+		scopes = append(scopes, rt.tool.Scopes...)
+	}
+	slices.Sort(scopes)
+	r.scopes = slices.Compact(scopes)
 	return existed
 }
 
@@ -186,6 +196,36 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 // to tell a registered tool from a name a client made up (the metrics
 // label only registered tools with their names).
 func (s *Server) HasTool(name string) bool { return s.tools.lookup(name) != nil }
+
+// ToolScopes returns the scopes a caller needs to call the named tool (its
+// [Tool.Scopes]), nil for an unknown tool. It is safe for concurrent use
+// with AddTool and RemoveTools; the result must not be modified.
+func (s *Server) ToolScopes(name string) []string {
+	rt := s.tools.lookup(name)
+	if rt == nil {
+		return nil
+	}
+	return rt.tool.Scopes
+}
+
+// AllToolScopes returns every scope some registered tool needs, sorted and
+// without duplicates (nil when no tool needs one): a caller holding them
+// all may call any tool. The result must not be modified.
+func (s *Server) AllToolScopes() []string {
+	s.tools.mu.RLock()
+	defer s.tools.mu.RUnlock()
+	return s.tools.scopes
+}
+
+// lookupFor finds the named tool for req: nil when it is unknown, or when
+// the server's tool access check (WithToolAccess) refuses it to req.
+func (s *Server) lookupFor(req *Request, name string) *registeredTool {
+	rt := s.tools.lookup(name)
+	if rt == nil || s.cfg.toolAccess == nil || s.cfg.toolAccess(req, &rt.tool) {
+		return rt
+	}
+	return nil
+}
 
 // ToolNames returns the names of the registered tools, sorted.
 func (s *Server) ToolNames() []string {
@@ -210,7 +250,22 @@ func (s *Server) registerTools() {
 }
 
 func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.tools.mu, &s.tools.listed, func(t Tool) string { return t.Name })
+	listed := &s.tools.listed
+	if access := s.cfg.toolAccess; access != nil {
+		// Filter before paginating, so that pages stay full and a cursor
+		// (the last name of its page) stays valid.
+		s.tools.mu.RLock()
+		all := s.tools.listed
+		s.tools.mu.RUnlock()
+		visible := make([]Tool, 0, len(all))
+		for i := range all {
+			if access(req, &all[i]) {
+				visible = append(visible, all[i])
+			}
+		}
+		listed = &visible
+	}
+	page, next, err := listPage(s, req, &s.tools.mu, listed, func(t Tool) string { return t.Name })
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +300,8 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	} else if p.Arguments[0] != '{' {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: arguments must be an object")
 	}
-	rt := s.tools.lookup(p.Name)
-	if rt == nil {
+	rt := s.lookupFor(req, p.Name)
+	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", p.Name)
 	}
 	var call *CallToolRequest

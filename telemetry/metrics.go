@@ -173,7 +173,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), "+
 			"protocol_mismatch (a stateless request refused by the protocol version rules), "+
 			"forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), "+
-			"unknown_session (HTTP: unknown or ended session id), other.",
+			"unknown_session (HTTP: unknown or ended session id), "+
+			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), other.",
 		LabelReason)
 	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
 	const transports = "transport: stdio, streamable_http, memory, or other. "

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Verifier checks a bearer token and returns the principal it speaks for.
@@ -35,11 +37,16 @@ const (
 
 var reasonNames = [numReasons]string{
 	"missing_token", "invalid_token", "expired", "wrong_audience", "wrong_issuer",
-	"unknown_key", "insufficient_scope", "session_principal_mismatch", "verifier_error",
+	"unknown_key", "insufficient_scope", "", "verifier_error",
 }
 
 // String returns the reason's metric label, such as "wrong_audience".
 func (r Reason) String() string {
+	if r == ReasonSessionPrincipalMismatch {
+		// The transport reports this refusal; its label is written once,
+		// in package protocol.
+		return protocol.RejectSessionPrincipal.String()
+	}
 	if r < numReasons {
 		return reasonNames[r]
 	}

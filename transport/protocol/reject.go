@@ -43,6 +43,10 @@ const (
 	// RejectUnknownSession: HTTP, an unknown, deleted or expired session id
 	// (404).
 	RejectUnknownSession
+	// RejectSessionPrincipal: HTTP, a session id presented by a principal
+	// other than the one that opened the session (404, answered exactly as
+	// an unknown session, so that nothing leaks).
+	RejectSessionPrincipal
 )
 
 var rejectReasons = [...]struct{ label, message string }{
@@ -60,6 +64,7 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectForbidden:        {"forbidden", "forbidden: Host or Origin not allowed"},
 	RejectSessionLimit:     {"session_limit", "cannot start a session now"},
 	RejectUnknownSession:   {"unknown_session", "unknown or terminated session"},
+	RejectSessionPrincipal: {"session_principal_mismatch", "unknown or terminated session"},
 }
 
 // RejectReasons lists every reject reason, in a stable order (for
@@ -69,7 +74,7 @@ func RejectReasons() []RejectReason {
 		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
 		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
 		RejectUnknownResponse, RejectProtocolMismatch, RejectForbidden, RejectSessionLimit,
-		RejectUnknownSession, RejectOther,
+		RejectUnknownSession, RejectSessionPrincipal, RejectOther,
 	}
 }
 

@@ -200,8 +200,9 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 			h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 			return
 		}
-		if s = h.lookup(id, r); s == nil {
-			h.reject(w, http.StatusNotFound, reqID, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
+		var why protocol.RejectReason
+		if s, why = h.lookup(id, r); s == nil {
+			h.reject(w, http.StatusNotFound, reqID, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
 			return
 		}
 	}
@@ -280,15 +281,22 @@ func (h *Endpoint) principalOf(r *http.Request) string {
 	return h.cfg.principal(r)
 }
 
-// lookup finds a live session by id for a request of the same principal.
-func (h *Endpoint) lookup(id string, r *http.Request) *session {
+// lookup finds a live session by id for a request of the same principal;
+// when there is none it returns the reason to report: RejectUnknownSession,
+// or RejectSessionPrincipal for a live session of another principal (both
+// are answered alike, 404, so that a client learns nothing from the
+// difference).
+func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.RejectReason) {
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
-	if s == nil || s.principal != h.principalOf(r) {
-		return nil
+	if s == nil {
+		return nil, protocol.RejectUnknownSession
 	}
-	return s
+	if s.principal != h.principalOf(r) {
+		return nil, protocol.RejectSessionPrincipal
+	}
+	return s, 0
 }
 
 func (h *Endpoint) forget(s *session) {
@@ -339,9 +347,9 @@ func (h *Endpoint) sessionOf(w http.ResponseWriter, r *http.Request, why2026 str
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 		return nil
 	}
-	s := h.lookup(id, r)
+	s, why := h.lookup(id, r)
 	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, protocol.RejectUnknownSession.Message())
+		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
 	}
 	return s
 }

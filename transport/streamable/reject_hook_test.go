@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -46,4 +47,41 @@ func TestRejectHookReportsEveryRefusal(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, want, got)
+}
+
+// A session id presented by another principal is reported as
+// session_principal_mismatch, yet answered byte for byte like an unknown
+// session, so that the client learns nothing from the difference.
+func TestRejectHookSessionPrincipal(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	e := newHTEnv(t, nil,
+		streamable.WithPrincipal(func(r *http.Request) string { return r.Header.Get("X-User") }),
+		streamable.WithRejectHook(func(reason protocol.RejectReason) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, reason.String())
+		}))
+	r := e.do(http.MethodPost, htInitBody(`{}`), htH{"X-User": "alice"})
+	require.Equal(t, http.StatusOK, r.status)
+	sid := r.header.Get("Mcp-Session-Id")
+	as := func(id, user string) htH {
+		h := htSession(id)
+		h["X-User"] = user
+		return h
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	other := e.do(http.MethodPost, ping, as(sid, "bob"))
+	unknown := e.do(http.MethodPost, ping, as("no-such-session", "bob"))
+	assert.Equal(t, http.StatusNotFound, other.status)
+	assert.Equal(t, unknown.status, other.status)
+	assert.Equal(t, string(unknown.body), string(other.body))
+	assert.Equal(t, http.StatusNotFound, e.do(http.MethodGet, "", as(sid, "bob")).status)
+	assert.Equal(t, http.StatusNotFound, e.do(http.MethodDelete, "", as(sid, "bob")).status)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{
+		protocol.RejectSessionPrincipal.String(), protocol.RejectUnknownSession.String(),
+		protocol.RejectSessionPrincipal.String(), protocol.RejectSessionPrincipal.String(),
+	}, got)
 }

@@ -1,0 +1,129 @@
+package auth
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// MaxTokenBytes is the longest bearer token the guard accepts. A longer
+// Authorization header is answered 401 invalid_token (not 431): the header
+// is well formed, the token is just not one this server could have issued.
+const MaxTokenBytes = 8 << 10
+
+// ErrInvalidRequest is wrapped by the [*Error] (reason
+// [ReasonInvalidToken]) of a malformed request, which RFC 6750 answers 400
+// error="invalid_request": two Authorization headers, or a token sent in
+// the URL query or a form-encoded body, where this server never accepts
+// one.
+var ErrInvalidRequest = errors.New("auth: invalid request")
+
+// BearerToken returns the bearer token of r's Authorization header, checked
+// strictly: exactly one Authorization header, the scheme "Bearer" (any
+// case), then one space and a b64token (RFC 6750 §2.1) of at most
+// [MaxTokenBytes]. A request without credentials, or with another scheme
+// (Basic, say), is [ReasonMissingToken]; a malformed header or an oversized
+// token is [ReasonInvalidToken]; a token in the URL query (access_token) is
+// [ReasonInvalidToken] wrapping [ErrInvalidRequest]. It does not read the
+// body: see [ResourceServer.Handler] for form-encoded bodies.
+func BearerToken(r *http.Request) (string, error) {
+	if r.URL != nil && strings.Contains(r.URL.RawQuery, "access_token") {
+		if q, err := url.ParseQuery(r.URL.RawQuery); err != nil || q.Has("access_token") {
+			return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
+		}
+	}
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return "", &Error{Reason: ReasonMissingToken}
+	case 1:
+	default:
+		return "", &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: ErrInvalidRequest}
+	}
+	return parseBearer(values[0])
+}
+
+// parseBearer extracts the token of one Authorization header value.
+func parseBearer(v string) (string, error) {
+	scheme, rest, _ := strings.Cut(v, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		// Another scheme, or none: the client did not try a bearer token,
+		// which RFC 6750 §3.1 answers without an error code.
+		return "", &Error{Reason: ReasonMissingToken}
+	}
+	rest = strings.TrimLeft(rest, " ")
+	if rest == "" {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "empty bearer token"}
+	}
+	if len(rest) > MaxTokenBytes {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "bearer token too long"}
+	}
+	if !isB64Token(rest) {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "malformed bearer token"}
+	}
+	return rest, nil
+}
+
+// isB64Token reports whether s is a b64token: 1*( ALPHA / DIGIT / "-" / "."
+// / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		if !isB64Char(s[i]) {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// isB64Char reports whether c may appear before the padding of a b64token.
+func isB64Char(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
+}
+
+// isForm reports whether r carries a form-encoded body.
+func isForm(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// formToken reports whether a form-encoded body holds an access_token
+// parameter (RFC 6750 §2.2), which this server refuses.
+func formToken(body []byte) bool {
+	if !bytes.Contains(body, []byte("access_token")) {
+		return false
+	}
+	q, err := url.ParseQuery(string(body))
+	return err != nil || q.Has("access_token")
+}
+
+// readBody reads r's body up to limit bytes and puts back a body that
+// yields the same bytes (and the rest, when there was more). It reports
+// whether the body was longer than limit.
+func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, false, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	over := int64(len(b)) > limit
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	return b, over, nil
+}

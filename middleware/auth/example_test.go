@@ -1,0 +1,75 @@
+package auth_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// staticVerifier stands in for the JWT or introspection verifier of a real
+// deployment: it knows one token.
+type staticVerifier struct{}
+
+func (staticVerifier) Verify(_ context.Context, token string) (*auth.Principal, error) {
+	if token != "good-token" {
+		return nil, &auth.Error{Reason: auth.ReasonInvalidToken, Description: "unknown token"}
+	}
+	return &auth.Principal{Issuer: "https://auth.example.com", Subject: "alice", Scopes: []string{"mcp"}}, nil
+}
+
+// ExampleNew protects a Streamable HTTP endpoint: every request needs the
+// scope mcp, and the deploy tool also needs deploy, so that alice neither
+// sees it in tools/list nor may call it (403 insufficient_scope).
+func ExampleNew() {
+	var rs *auth.ResourceServer
+	srv := server.New(
+		server.WithMiddleware(func(next server.Handler) server.Handler { return rs.Middleware()(next) }),
+		server.WithToolAccess(func(req *server.Request, t *server.Tool) bool { return rs.ToolAccess(req, t) }),
+	)
+	_ = srv.AddTool(server.Tool{Name: "deploy", Scopes: []string{"deploy"}},
+		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			p, _ := auth.PrincipalFrom(ctx)
+			return server.Text("deployed by " + p.Subject), nil
+		})
+
+	rs, err := auth.New(auth.Config{
+		Resource:             "http://127.0.0.1:8080/mcp",
+		AuthorizationServers: []string{"https://auth.example.com"},
+		Verifier:             staticVerifier{}, // auth.NewJWTVerifier(...) in production
+		Scopes:               []string{"mcp"},
+		ToolScopes:           srv.ToolScopes,
+		AllToolScopes:        srv.AllToolScopes,
+	})
+	if err != nil {
+		panic(err)
+	}
+	ep := streamable.New(srv, streamable.WithPrincipal(rs.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	defer func() { _ = ep.Close(); _ = srv.Close() }()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", rs.Handler(ep))
+	for _, p := range rs.MetadataPaths() {
+		mux.Handle(p, rs.MetadataHandler())
+	}
+
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}`
+	for _, token := range []string{"", "bad-token", "good-token"} {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(call))
+		r.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+	// Output:
+	// 401 Bearer scope="mcp", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"
+	// 401 Bearer error="invalid_token", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", error_description="unknown token"
+	// 403 Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", error_description="missing scope: deploy"
+}

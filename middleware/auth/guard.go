@@ -1,0 +1,419 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// DefaultMaxBodyBytes is how much of a POST body the guard reads, at most,
+// to find the tool a tools/call names (Config.MaxBodyBytes).
+const DefaultMaxBodyBytes = 4 << 20
+
+// MetricAuthFailures counts refused requests by reason.
+const MetricAuthFailures = "mcp_server_auth_failures_total"
+
+// retryAfterSeconds is the Retry-After of a 503 when the verifier cannot
+// decide.
+const retryAfterSeconds = "5"
+
+// Config configures a [ResourceServer].
+type Config struct {
+	// Resource is the canonical URI of the protected MCP endpoint, such as
+	// https://mcp.example.com/mcp: the audience its tokens must name.
+	// Required: an absolute http or https URI without a fragment.
+	Resource string
+	// AuthorizationServers are the issuer URLs of the authorization
+	// servers that issue tokens for Resource. Required.
+	AuthorizationServers []string
+	// Verifier checks bearer tokens. Required.
+	Verifier Verifier
+	// Scopes are the scopes every request needs.
+	Scopes []string
+	// ToolScopes returns the scopes a tools/call of the named tool needs
+	// besides Scopes, such as [server.Server.ToolScopes]; nil: none.
+	ToolScopes func(tool string) []string
+	// AllToolScopes returns every scope some tool needs, such as
+	// [server.Server.AllToolScopes]: a request whose principal holds them
+	// all skips the per-tool check and its body is not read. Nil with
+	// ToolScopes set: the body of every POST is read.
+	AllToolScopes func() []string
+	// ScopesSupported are the scopes the metadata advertises; nil: Scopes
+	// and, when AllToolScopes is set, the tool scopes known at New.
+	ScopesSupported []string
+	// ResourceName is the metadata's human-readable resource_name.
+	ResourceName string
+	// ResourceDocumentation is the metadata's resource_documentation URL.
+	ResourceDocumentation string
+	// MaxBodyBytes bounds the part of a POST body read to find the tools a
+	// request calls; 0 means [DefaultMaxBodyBytes]. A longer body that
+	// must be read is refused with 413: keep it at least the transport's
+	// own limit.
+	MaxBodyBytes int64
+	// Registerer receives mcp_server_auth_failures_total; nil: no metric.
+	Registerer prometheus.Registerer
+	// Logger receives one record per refused request (info; debug for a
+	// request without a token), never the token; nil: no logs.
+	Logger *slog.Logger
+}
+
+// ResourceServer guards an MCP endpoint as an OAuth 2.1 resource server.
+// It is safe for concurrent use.
+type ResourceServer struct {
+	cfg          Config
+	metaURL      string
+	metaPaths    []string
+	metadata     http.Handler
+	failures     *prometheus.CounterVec // nil: no metric
+	logger       *slog.Logger
+	maxBody      int64
+	globalScopes []string
+}
+
+// New checks cfg and returns its resource server; it registers the failure
+// counter with cfg.Registerer, with every reason at zero.
+func New(cfg Config) (*ResourceServer, error) {
+	u, err := url.Parse(cfg.Resource)
+	switch {
+	case cfg.Resource == "":
+		return nil, errors.New("auth: Config.Resource is required")
+	case err != nil:
+		return nil, fmt.Errorf("auth: Config.Resource: %w", err)
+	case u.Scheme != "https" && u.Scheme != "http" || u.Host == "":
+		return nil, fmt.Errorf("auth: Config.Resource %q: must be an absolute http or https URI", cfg.Resource)
+	case u.Fragment != "" || strings.Contains(cfg.Resource, "#"):
+		return nil, fmt.Errorf("auth: Config.Resource %q: must not have a fragment", cfg.Resource)
+	case len(cfg.AuthorizationServers) == 0:
+		return nil, errors.New("auth: Config.AuthorizationServers is required")
+	case cfg.Verifier == nil:
+		return nil, errors.New("auth: Config.Verifier is required")
+	}
+	for _, as := range cfg.AuthorizationServers {
+		if a, err := url.Parse(as); err != nil || a.Scheme == "" || a.Host == "" {
+			return nil, fmt.Errorf("auth: authorization server %q: must be an absolute URL", as)
+		}
+	}
+	for _, s := range cfg.Scopes {
+		if !validScope(s) {
+			return nil, fmt.Errorf("auth: invalid scope %q", s)
+		}
+	}
+	rs := &ResourceServer{
+		cfg:          cfg,
+		metaURL:      metadataURL(u),
+		metaPaths:    metadataPaths(u),
+		logger:       cfg.Logger,
+		maxBody:      cfg.MaxBodyBytes,
+		globalScopes: slices.Clone(cfg.Scopes),
+	}
+	if rs.logger == nil {
+		rs.logger = slog.New(slog.DiscardHandler)
+	}
+	if rs.maxBody <= 0 {
+		rs.maxBody = DefaultMaxBodyBytes
+	}
+	supported := cfg.ScopesSupported
+	if supported == nil {
+		supported = slices.Clone(cfg.Scopes)
+		if cfg.AllToolScopes != nil {
+			for _, s := range cfg.AllToolScopes() {
+				if !slices.Contains(supported, s) {
+					supported = append(supported, s)
+				}
+			}
+		}
+	}
+	body, err := json.Marshal(ProtectedResourceMetadata{
+		Resource:               cfg.Resource,
+		AuthorizationServers:   cfg.AuthorizationServers,
+		ScopesSupported:        supported,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           cfg.ResourceName,
+		ResourceDocumentation:  cfg.ResourceDocumentation,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("auth: metadata: %w", err)
+	}
+	rs.metadata = metadataHandler{body: body}
+	if cfg.Registerer != nil {
+		rs.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricAuthFailures,
+			Help: "Requests the OAuth resource server refused, each counted once. reason: missing_token (401), " +
+				"invalid_token (401, or 400 for a malformed request), expired, wrong_audience, wrong_issuer, unknown_key (401), " +
+				"insufficient_scope (403), session_principal_mismatch (404: a session id of another principal), " +
+				"verifier_error (503: the verifier could not decide).",
+		}, []string{"reason"})
+		for _, r := range Reasons() {
+			rs.failures.WithLabelValues(r.String())
+		}
+		if err := cfg.Registerer.Register(rs.failures); err != nil {
+			return nil, fmt.Errorf("auth: register %s: %w", MetricAuthFailures, err)
+		}
+	}
+	return rs, nil
+}
+
+// validScope reports whether s is an RFC 6749 scope-token.
+func validScope(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// CountFailure counts one refused request under reason.
+func (rs *ResourceServer) CountFailure(reason Reason) {
+	if rs.failures != nil {
+		rs.failures.WithLabelValues(reason.String()).Inc()
+	}
+}
+
+// RejectHook counts the streamable transport's refusals that are
+// authorization failures: a session id presented by another principal
+// ([protocol.RejectSessionPrincipal]) as [ReasonSessionPrincipalMismatch].
+// Call it from the hook given to streamable.WithRejectHook, or pass the
+// method value itself.
+func (rs *ResourceServer) RejectHook(reason protocol.RejectReason) {
+	if reason == protocol.RejectSessionPrincipal {
+		rs.CountFailure(ReasonSessionPrincipalMismatch)
+	}
+}
+
+// MetadataHandler serves the protected resource metadata (GET and HEAD)
+// at the paths of [ResourceServer.MetadataPaths].
+func (rs *ResourceServer) MetadataHandler() http.Handler { return rs.metadata }
+
+// MetadataPaths returns the paths to serve [ResourceServer.MetadataHandler]
+// at: /.well-known/oauth-protected-resource followed by the resource's
+// path (the RFC 9728 form, named in challenges), and
+// /.well-known/oauth-protected-resource itself.
+func (rs *ResourceServer) MetadataPaths() []string { return slices.Clone(rs.metaPaths) }
+
+// MetadataURL returns the URL challenges name in resource_metadata.
+func (rs *ResourceServer) MetadataURL() string { return rs.metaURL }
+
+// SessionPrincipal returns the key of the principal of r, "" without one:
+// give it to streamable.WithPrincipal to bind each session to the
+// principal that opened it (a refreshed token of the same principal keeps
+// the session).
+func (rs *ResourceServer) SessionPrincipal(r *http.Request) string {
+	if p, ok := PrincipalFrom(r.Context()); ok {
+		return p.Key()
+	}
+	return ""
+}
+
+// Middleware returns a server middleware that puts the principal of each
+// request's arrival context into the handler's context, so that handlers
+// can call [PrincipalFrom].
+func (rs *ResourceServer) Middleware() server.Middleware {
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
+				ctx = ContextWithPrincipal(ctx, p)
+			}
+			return next(ctx, req)
+		}
+	}
+}
+
+// ToolAccess reports whether req's principal may see and call t: it holds
+// Config.Scopes and t.Scopes. Give it to server.WithToolAccess. A request
+// without a principal (a transport the guard does not protect, such as
+// stdio) may use every tool.
+func (rs *ResourceServer) ToolAccess(req *server.Request, t *server.Tool) bool {
+	p, ok := PrincipalFrom(req.ArrivalContext())
+	if !ok {
+		return true
+	}
+	return p.HasScopes(rs.globalScopes...) && p.HasScopes(t.Scopes...)
+}
+
+// Handler protects next, the MCP endpoint. It answers:
+//
+//   - 400 error="invalid_request" for two Authorization headers or a token
+//     in the URL query or a form-encoded body (counted invalid_token);
+//   - 401 without an error code when there is no bearer token
+//     (missing_token), and 401 error="invalid_token" for a malformed,
+//     oversized or refused token (with the verifier's reason);
+//   - 503 with Retry-After when the verifier cannot decide (verifier_error);
+//   - 403 error="insufficient_scope" naming every scope the operation needs
+//     (Config.Scopes plus those of each tool a tools/call names, batches
+//     included) when the principal lacks one;
+//   - 413 when a body that must be read to find its tools is over
+//     Config.MaxBodyBytes (not an authorization failure: not counted).
+//
+// 400, 401 and 403 carry a WWW-Authenticate challenge naming the metadata;
+// every refusal's body is a JSON-RPC error object with a null id (code
+// -32600, or -32000 for 503). Otherwise next serves the request with the
+// principal in its context ([PrincipalFrom]).
+func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, err := BearerToken(r)
+		if (err == nil || ReasonOf(err) == ReasonMissingToken) && isForm(r) {
+			if ferr := rs.checkForm(r); ferr != nil {
+				err = ferr
+			}
+		}
+		if err != nil {
+			rs.refuse(w, r, err, nil)
+			return
+		}
+		p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
+		if err == nil && p == nil {
+			err = &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
+		}
+		if err != nil {
+			rs.refuse(w, r, err, nil)
+			return
+		}
+		needed, tooLarge := rs.needs(r, p)
+		if tooLarge {
+			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
+			writeRPCError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "request body too large")
+			return
+		}
+		if missing := p.Missing(needed); len(missing) > 0 {
+			rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ContextWithPrincipal(r.Context(), p)))
+	})
+}
+
+// checkForm refuses a form-encoded body holding an access_token.
+func (rs *ResourceServer) checkForm(r *http.Request) error {
+	body, _, err := readBody(r, rs.maxBody)
+	if err != nil || formToken(body) {
+		return &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
+	}
+	return nil
+}
+
+// needs returns every scope r needs: Config.Scopes, and for a POST whose
+// principal lacks some tool scope, the scopes of the tools it calls (read
+// from the body, which is put back). It reports a body too large to read.
+func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, bool) {
+	needed := rs.globalScopes
+	if rs.cfg.ToolScopes == nil || r.Method != http.MethodPost {
+		return needed, false
+	}
+	if rs.cfg.AllToolScopes != nil && p.HasScopes(rs.cfg.AllToolScopes()...) {
+		return needed, false // fully scoped: the body is not read
+	}
+	body, over, err := readBody(r, rs.maxBody)
+	if over {
+		return nil, true
+	}
+	if err != nil {
+		return needed, false // the transport meets the same error
+	}
+	for _, name := range calledTools(body) {
+		for _, s := range rs.cfg.ToolScopes(name) {
+			if !slices.Contains(needed, s) {
+				needed = append(slices.Clip(needed), s)
+			}
+		}
+	}
+	return needed, false
+}
+
+// rpcCall is the part of a JSON-RPC message the guard reads.
+type rpcCall struct {
+	Method string `json:"method"`
+	Params struct {
+		Name string `json:"name"`
+	} `json:"params"`
+}
+
+// calledTools returns the tool names of the tools/call requests in body, a
+// JSON-RPC message or batch; nil when it does not decode (the transport
+// answers that).
+func calledTools(body []byte) []string {
+	var msgs []json.RawMessage
+	trimmed := strings.TrimLeft(string(body), " \t\r\n")
+	if strings.HasPrefix(trimmed, "[") {
+		if json.Unmarshal(body, &msgs) != nil {
+			return nil
+		}
+	} else {
+		msgs = []json.RawMessage{body}
+	}
+	var names []string
+	for _, m := range msgs {
+		var c rpcCall
+		if json.Unmarshal(m, &c) == nil && c.Method == "tools/call" && c.Params.Name != "" {
+			names = append(names, c.Params.Name)
+		}
+	}
+	return names
+}
+
+// refuse answers a refused request, counts it once and logs its reason.
+func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err error, needed []string) {
+	reason := ReasonOf(err)
+	desc := reason.String()
+	if e, ok := errors.AsType[*Error](err); ok && e.Description != "" {
+		desc = e.Description
+	}
+	ch := Challenge{ResourceMetadata: rs.metaURL}
+	status := http.StatusUnauthorized
+	code := protocol.CodeInvalidRequest
+	switch {
+	case errors.Is(err, ErrInvalidRequest):
+		// RFC 6750's error code is the same word as the transport's reject
+		// label, which the module writes once, in package protocol.
+		status, ch.Error, ch.Description = http.StatusBadRequest, protocol.RejectInvalidRequest.String(), desc
+	case reason == ReasonMissingToken:
+		ch.Scopes = rs.globalScopes
+		desc = "missing bearer token"
+	case reason == ReasonInsufficientScope:
+		status, ch.Error, ch.Scopes, ch.Description = http.StatusForbidden, "insufficient_scope", needed, desc
+	case reason == ReasonVerifierError:
+		status, code, desc = http.StatusServiceUnavailable, protocol.CodeServerBusy, "cannot verify the token now: try again later"
+	default:
+		ch.Error, ch.Description = "invalid_token", desc
+	}
+	rs.CountFailure(reason)
+	level := slog.LevelInfo
+	if reason == ReasonMissingToken {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{slog.String("reason", reason.String()), slog.Int("status", status), slog.String("description", desc)}
+	if reason == ReasonVerifierError && err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	rs.logger.LogAttrs(r.Context(), level, "auth: request refused", attrs...)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	} else {
+		w.Header().Set("WWW-Authenticate", ch.String())
+	}
+	writeRPCError(w, status, code, SanitizeDescription(desc))
+}
+
+// writeRPCError answers with a JSON-RPC error object with a null id.
+func writeRPCError(w http.ResponseWriter, status int, code protocol.Code, msg string) {
+	body, _ := transport.AppendMessage(nil, &transport.Response{Error: &transport.Error{Code: int64(code), Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

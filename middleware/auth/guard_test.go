@@ -1,0 +1,454 @@
+package auth_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+const testResource = "https://mcp.example.com/mcp"
+
+const testMetadataURL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+
+// toolScopes are the scopes of the tools of the guard tests.
+var toolScopes = map[string][]string{"deploy": {"deploy"}, "wipe": {"deploy", "admin"}}
+
+func newVerifier() *fakeVerifier {
+	return &fakeVerifier{
+		principals: map[string]*auth.Principal{
+			"reader":      {Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp"}},
+			"deployer":    {Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp", "deploy"}},
+			"all":         {Issuer: "https://as.example.com", Subject: "root", Scopes: []string{"mcp", "deploy", "admin"}},
+			"no-mcp":      {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"deploy"}},
+			"a.b-c_d~e+f": {Issuer: "https://as.example.com", Subject: "carol", Scopes: []string{"mcp"}},
+		},
+		errs: map[string]error{
+			"expired":  &auth.Error{Reason: auth.ReasonExpired, Description: "token expired"},
+			"audience": &auth.Error{Reason: auth.ReasonWrongAudience, Description: "token not issued for this resource"},
+			"down":     &auth.Error{Reason: auth.ReasonVerifierError, Description: "authorization server unreachable", Err: errors.New("dial tcp: connection refused")},
+			"broken":   errors.New("some bug"),
+		},
+	}
+}
+
+type guardEnv struct {
+	rs       *auth.ResourceServer
+	reg      *prometheus.Registry
+	verifier *fakeVerifier
+	h        http.Handler
+	seen     atomic.Pointer[auth.Principal]
+	served   atomic.Int64
+	body     atomic.Pointer[string]
+}
+
+func newGuard(t *testing.T, mutate ...func(*auth.Config)) *guardEnv {
+	t.Helper()
+	e := &guardEnv{reg: prometheus.NewPedanticRegistry(), verifier: newVerifier()}
+	cfg := auth.Config{
+		Resource:             testResource,
+		AuthorizationServers: []string{"https://as.example.com"},
+		Verifier:             e.verifier,
+		Scopes:               []string{"mcp"},
+		ToolScopes:           func(name string) []string { return toolScopes[name] },
+		AllToolScopes:        func() []string { return []string{"admin", "deploy"} },
+		Registerer:           e.reg,
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	rs, err := auth.New(cfg)
+	require.NoError(t, err)
+	e.rs = rs
+	e.h = rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.served.Add(1)
+		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+			e.seen.Store(p)
+		}
+		b, _ := io.ReadAll(r.Body)
+		s := string(b)
+		e.body.Store(&s)
+		w.WriteHeader(http.StatusOK)
+	}))
+	return e
+}
+
+func (e *guardEnv) failures(t *testing.T) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, r := range auth.Reasons() {
+		got[r.String()] = testutil.ToFloat64(e.rsCounter(t).WithLabelValues(r.String()))
+	}
+	return got
+}
+
+func (e *guardEnv) rsCounter(t *testing.T) *prometheus.CounterVec {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, mfs, 1)
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x"}, []string{"reason"})
+	for _, m := range mfs[0].GetMetric() {
+		vec.WithLabelValues(m.GetLabel()[0].GetValue()).Add(m.GetCounter().GetValue())
+	}
+	return vec
+}
+
+func post(body string, hdr map[string][]string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, testResource, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	for k, vs := range hdr {
+		r.Header.Del(k)
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	return r
+}
+
+func bearer(tok string) map[string][]string {
+	return map[string][]string{"Authorization": {"Bearer " + tok}}
+}
+
+const pingBody = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+
+func callBody(tool string) string {
+	return `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+}
+
+// The status, challenge and counted reason of every kind of refusal, each
+// counted exactly once.
+func TestHandlerMatrix(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", auth.MaxTokenBytes+1)
+	tests := []struct {
+		name   string
+		req    func() *http.Request
+		status int
+		reason auth.Reason
+		params map[string]string // the challenge's, nil: no challenge
+	}{
+		{
+			"no Authorization", func() *http.Request { return post(pingBody, nil) }, 401, auth.ReasonMissingToken,
+			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"},
+		},
+		{
+			"Basic scheme", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Basic eDp5"}}) }, 401, auth.ReasonMissingToken,
+			map[string]string{"resource_metadata": testMetadataURL, "scope": "mcp"},
+		},
+		{
+			"empty Bearer", func() *http.Request { return post(pingBody, map[string][]string{"Authorization": {"Bearer "}}) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "empty bearer token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"bad token chars", func() *http.Request { return post(pingBody, bearer("a,b")) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "malformed bearer token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"two Authorization headers", func() *http.Request {
+				return post(pingBody, map[string][]string{"Authorization": {"Bearer reader", "Bearer reader"}})
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "more than one Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"token in query", func() *http.Request {
+				r := post(pingBody, bearer("reader"))
+				r.URL.RawQuery = "access_token=reader"
+				return r
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"token in form body", func() *http.Request {
+				return post("access_token=reader", map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}})
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			"oversized token", func() *http.Request { return post(pingBody, bearer(long)) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "bearer token too long", "resource_metadata": testMetadataURL},
+		},
+		{
+			"invalid token", func() *http.Request { return post(pingBody, bearer("nope")) }, 401, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_token", "error_description": "unknown token", "resource_metadata": testMetadataURL},
+		},
+		{
+			"expired", func() *http.Request { return post(pingBody, bearer("expired")) }, 401, auth.ReasonExpired,
+			map[string]string{"error": "invalid_token", "error_description": "token expired", "resource_metadata": testMetadataURL},
+		},
+		{
+			"wrong audience", func() *http.Request { return post(pingBody, bearer("audience")) }, 401, auth.ReasonWrongAudience,
+			map[string]string{"error": "invalid_token", "error_description": "token not issued for this resource", "resource_metadata": testMetadataURL},
+		},
+		{"verifier down", func() *http.Request { return post(pingBody, bearer("down")) }, 503, auth.ReasonVerifierError, nil},
+		{"verifier bug", func() *http.Request { return post(pingBody, bearer("broken")) }, 503, auth.ReasonVerifierError, nil},
+		{
+			"missing global scope", func() *http.Request { return post(pingBody, bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp", "error_description": "missing scope: mcp", "resource_metadata": testMetadataURL},
+		},
+		{
+			"missing global scope, scoped tool", func() *http.Request { return post(callBody("wipe"), bearer("no-mcp")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: mcp admin", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool without its scope", func() *http.Request { return post(callBody("deploy"), bearer("reader")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"tool needing two scopes, one held", func() *http.Request { return post(callBody("wipe"), bearer("deployer")) }, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy admin", "error_description": "missing scope: admin", "resource_metadata": testMetadataURL},
+		},
+		{
+			"batch with one scoped call", func() *http.Request {
+				return post(`[`+pingBody+`,`+callBody("echo")+`,`+callBody("deploy")+`]`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newGuard(t)
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, tt.req())
+			assert.Equal(t, tt.status, w.Code)
+			assert.Zero(t, e.served.Load(), "the endpoint must not be reached")
+
+			want := map[string]float64{}
+			for _, r := range auth.Reasons() {
+				want[r.String()] = 0
+			}
+			want[tt.reason.String()] = 1
+			assert.Equal(t, want, e.failures(t), "counted exactly once, under its reason")
+
+			ch := w.Header().Get("WWW-Authenticate")
+			if tt.params == nil {
+				assert.Empty(t, ch)
+				assert.Equal(t, "5", w.Header().Get("Retry-After"))
+			} else {
+				scheme, params, err := auth.ParseChallenge(ch)
+				require.NoError(t, err, ch)
+				assert.Equal(t, "Bearer", scheme)
+				assert.Equal(t, tt.params, params)
+			}
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var body struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   struct {
+					Code    int64  `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+			assert.Equal(t, "2.0", body.JSONRPC)
+			assert.Equal(t, "null", string(body.ID))
+			assert.NotEmpty(t, body.Error.Message)
+			if tt.status == http.StatusServiceUnavailable {
+				assert.Equal(t, int64(protocol.CodeServerBusy), body.Error.Code)
+				assert.NotContains(t, body.Error.Message, "connection refused", "the cause stays in the logs")
+			} else {
+				assert.Equal(t, int64(protocol.CodeInvalidRequest), body.Error.Code)
+			}
+			assert.NotContains(t, w.Body.String(), "reader")
+		})
+	}
+}
+
+// Accepted requests reach the endpoint with the principal in their
+// context and the body intact, and count nothing.
+func TestHandlerPasses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, token, body string
+	}{
+		{"ping", "reader", pingBody},
+		{"unscoped tool", "reader", callBody("echo")},
+		{"scoped tool with its scope", "deployer", callBody("deploy")},
+		{"fully scoped", "all", callBody("wipe")},
+		{"token68 characters", "a.b-c_d~e+f", pingBody},
+		{"lowercase scheme", "reader", pingBody},
+		{"not JSON: left to the transport", "reader", `{"jsonrpc":`},
+		{"batch of allowed calls", "deployer", `[` + callBody("deploy") + `,` + pingBody + `]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newGuard(t)
+			hdr := bearer(tt.token)
+			if tt.name == "lowercase scheme" {
+				hdr = map[string][]string{"Authorization": {"bearer " + tt.token}}
+			}
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, post(tt.body, hdr))
+			assert.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, int64(1), e.served.Load())
+			p := e.seen.Load()
+			require.NotNil(t, p)
+			assert.Equal(t, newVerifier().principals[tt.token].Key(), p.Key())
+			assert.Equal(t, tt.body, *e.body.Load(), "the body reaches the endpoint intact")
+			for reason, n := range e.failures(t) {
+				assert.Zero(t, n, reason)
+			}
+		})
+	}
+}
+
+// readRecorder records whether anything read the body.
+type readRecorder struct {
+	r     io.Reader
+	reads atomic.Int64
+}
+
+func (b *readRecorder) Read(p []byte) (int, error) {
+	b.reads.Add(1)
+	return b.r.Read(p)
+}
+
+func (*readRecorder) Close() error { return nil }
+
+// A principal holding every tool scope costs no body read in the guard,
+// while one lacking a tool scope has its body peeked.
+func TestHandlerFullyScopedSkipsBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		token string
+		reads bool
+	}{{"all", false}, {"deployer", true}} {
+		e := newGuard(t)
+		body := &readRecorder{r: strings.NewReader(callBody("deploy"))}
+		r := post("", bearer(tc.token))
+		r.Body = body
+		guarded := e.rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			assert.Equal(t, tc.reads, body.reads.Load() > 0, tc.token)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		w := httptest.NewRecorder()
+		guarded.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusNoContent, w.Code, tc.token)
+	}
+}
+
+// Without AllToolScopes the guard cannot know a principal is fully scoped:
+// it reads the body, and still lets a permitted call through.
+func TestHandlerWithoutAllToolScopes(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t, func(c *auth.Config) { c.AllToolScopes = nil })
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, post(callBody("wipe"), bearer("all")))
+	assert.Equal(t, http.StatusOK, w.Code)
+	w = httptest.NewRecorder()
+	e.h.ServeHTTP(w, post(callBody("wipe"), bearer("deployer")))
+	assert.Equal(t, http.StatusForbidden, w.Code)
+}
+
+// A body over MaxBodyBytes that must be read is refused with 413, not
+// passed on unchecked.
+func TestHandlerBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t, func(c *auth.Config) { c.MaxBodyBytes = 64 })
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, post(callBody("deploy")+strings.Repeat(" ", 64), bearer("reader")))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
+	assert.Zero(t, e.served.Load())
+	w = httptest.NewRecorder()
+	e.h.ServeHTTP(w, post(callBody("deploy")+strings.Repeat(" ", 64), bearer("all")))
+	assert.Equal(t, http.StatusOK, w.Code, "a fully scoped principal's body is not read")
+}
+
+// A refused request's log names the reason but never the token.
+func TestHandlerLogsNoToken(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	e := newGuard(t, func(c *auth.Config) { c.Logger = newTextLogger(&logs) })
+	for _, tok := range []string{"expired", "nope-secret-token", "down"} {
+		e.h.ServeHTTP(httptest.NewRecorder(), post(pingBody, bearer(tok)))
+	}
+	e.h.ServeHTTP(httptest.NewRecorder(), post(callBody("deploy"), bearer("reader")))
+	out := logs.String()
+	assert.Contains(t, out, "reason=expired")
+	assert.Contains(t, out, "reason=invalid_token")
+	assert.Contains(t, out, "reason=verifier_error")
+	assert.Contains(t, out, "reason=insufficient_scope")
+	assert.NotContains(t, out, "nope-secret-token")
+	assert.NotContains(t, out, "Bearer")
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	good := func() auth.Config {
+		return auth.Config{Resource: testResource, AuthorizationServers: []string{"https://as.example.com"}, Verifier: newVerifier()}
+	}
+	tests := map[string]func(*auth.Config){
+		"no resource":        func(c *auth.Config) { c.Resource = "" },
+		"relative resource":  func(c *auth.Config) { c.Resource = "/mcp" },
+		"fragment":           func(c *auth.Config) { c.Resource = testResource + "#x" },
+		"no issuer":          func(c *auth.Config) { c.AuthorizationServers = nil },
+		"relative issuer":    func(c *auth.Config) { c.AuthorizationServers = []string{"as"} },
+		"no verifier":        func(c *auth.Config) { c.Verifier = nil },
+		"scope with a quote": func(c *auth.Config) { c.Scopes = []string{`a"b`} },
+		"scope with a space": func(c *auth.Config) { c.Scopes = []string{"a b"} },
+	}
+	for name, mutate := range tests {
+		cfg := good()
+		mutate(&cfg)
+		_, err := auth.New(cfg)
+		require.Error(t, err, name)
+	}
+	_, err := auth.New(good())
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	cfg := good()
+	cfg.Registerer = reg
+	_, err = auth.New(cfg)
+	require.NoError(t, err)
+	_, err = auth.New(cfg)
+	assert.Error(t, err, "a second registration of the same metric fails")
+}
+
+// RejectHook counts the transport's session_principal_mismatch and nothing
+// else; CountFailure counts under the reason's label.
+func TestRejectHookAndCountFailure(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t)
+	for _, r := range protocol.RejectReasons() {
+		e.rs.RejectHook(r)
+	}
+	e.rs.CountFailure(auth.ReasonExpired)
+	got := e.failures(t)
+	assert.InDelta(t, 1, got["session_principal_mismatch"], 0)
+	assert.InDelta(t, 1, got["expired"], 0)
+	var sum float64
+	for _, n := range got {
+		sum += n
+	}
+	assert.InDelta(t, 2, sum, 0)
+	assert.Equal(t, protocol.RejectSessionPrincipal.String(), auth.ReasonSessionPrincipalMismatch.String())
+}
+
+// A request without a principal (stdio, where the guard does not run) may
+// use every tool.
+func TestToolAccessWithoutPrincipal(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t)
+	assert.True(t, e.rs.ToolAccess(&server.Request{}, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
+	assert.Empty(t, e.rs.SessionPrincipal(httptest.NewRequest(http.MethodPost, testResource, nil)))
+	r := httptest.NewRequest(http.MethodPost, testResource, nil)
+	p := newVerifier().principals["reader"]
+	r = r.WithContext(auth.ContextWithPrincipal(r.Context(), p))
+	assert.Equal(t, p.Key(), e.rs.SessionPrincipal(r))
+}

@@ -1,0 +1,97 @@
+package server_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// publicOnly is a tool access check that refuses every tool needing a scope.
+func publicOnly(_ *server.Request, t *server.Tool) bool { return len(t.Scopes) == 0 }
+
+func addScopedTools(t *testing.T, srv *server.Server) {
+	t.Helper()
+	for _, tool := range []server.Tool{
+		{Name: "a"},
+		{Name: "b", Scopes: []string{"secret"}},
+		{Name: "c"},
+		{Name: "d", Scopes: []string{"secret", "more"}},
+		{Name: "e"},
+		{Name: "f"},
+	} {
+		require.NoError(t, srv.AddTool(tool, okTool))
+	}
+}
+
+// WithToolAccess filters tools/list before paginating: every page is full
+// and the cursors walk the visible tools only.
+func TestToolAccessFiltersList(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t, server.WithPageSize(2), server.WithToolAccess(publicOnly))
+	addScopedTools(t, h.srv)
+	toolsStart(h)
+
+	page, cursor := toolsPage(h, 2, "")
+	assert.Equal(t, []string{"a", "c"}, page)
+	page, cursor = toolsPage(h, 3, cursor)
+	assert.Equal(t, []string{"e", "f"}, page)
+	assert.Empty(t, cursor)
+	toolsStop(h)
+}
+
+// Without WithToolAccess every tool is listed, and Scopes never reach the
+// wire.
+func TestToolScopesNotSent(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t)
+	addScopedTools(t, h.srv)
+	toolsStart(h)
+	h.Request(2, "tools/list", nil)
+	raw := h.RecvResult(2)
+	assert.NotContains(t, string(raw), "secret")
+	var res struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &res))
+	assert.Len(t, res.Tools, 6)
+	assert.JSONEq(t, `{"name":"b","inputSchema":{"type":"object"}}`, string(res.Tools[1]))
+	toolsStop(h)
+
+	assert.Equal(t, []string{"secret", "more"}, h.srv.ToolScopes("d"))
+	assert.Nil(t, h.srv.ToolScopes("a"))
+	assert.Nil(t, h.srv.ToolScopes("no-such-tool"))
+	assert.Equal(t, []string{"more", "secret"}, h.srv.AllToolScopes())
+	h.srv.RemoveTools("b", "d")
+	assert.Empty(t, h.srv.AllToolScopes())
+}
+
+// A tools/call of a tool the access check refuses is answered exactly like
+// a call of an unknown tool, so that the refusal says nothing about the
+// tool; an allowed tool runs.
+func TestToolAccessRefusesCallAsUnknown(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t, server.WithToolAccess(publicOnly))
+	addScopedTools(t, h.srv)
+	toolsStart(h)
+
+	h.SendCallTool(2, "b", `{}`)
+	refused := h.RecvResponseTo(2)
+	require.NotNil(t, refused.Error)
+	h.SendCallTool(4, "nope", `{}`)
+	unknown := h.RecvResponseTo(4)
+	require.NotNil(t, unknown.Error)
+	assert.Equal(t, unknown.Error.Code, refused.Error.Code)
+	assert.Equal(t, `unknown tool: "b"`, refused.Error.Message)
+	assert.Equal(t, `unknown tool: "nope"`, unknown.Error.Message)
+
+	h.SendCallTool(5, "a", `{}`)
+	text, isErr := toolText(t, h.RecvResult(5))
+	assert.Equal(t, "ok", text)
+	assert.False(t, isErr)
+	toolsStop(h)
+}
