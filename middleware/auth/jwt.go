@@ -357,10 +357,10 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 	}
 	switch exp := c["exp"].(type) {
 	case float64:
-		p.Expiry = time.Unix(0, 0).Add(time.Duration(exp * float64(time.Second))).UTC()
+		p.Expiry = unixFloat(exp)
 	case json.Number:
 		if f, err := exp.Float64(); err == nil {
-			p.Expiry = time.Unix(0, 0).Add(time.Duration(f * float64(time.Second))).UTC()
+			p.Expiry = unixFloat(f)
 		}
 	}
 	for _, name := range keep {
