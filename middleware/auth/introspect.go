@@ -140,7 +140,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	if token == "" {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "empty token"}
 	}
-	if len(token) > MaxTokenSize {
+	if len(token) > maxTokenSize {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
 	}
 	k := hashToken(token)
@@ -151,6 +151,14 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		return p, nil
 	}
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
+		// A flight that ended between our cache miss and this one left
+		// its answer in the cache.
+		if p, e, ok := v.cache.get(&k, v.now(), 0); ok {
+			if e != nil {
+				return nil, e
+			}
+			return p, nil
+		}
 		// Shared by every caller: not canceled by the first one's ctx.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultHTTPTimeout)
 		defer cancel()

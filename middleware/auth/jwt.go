@@ -20,10 +20,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// MaxTokenSize is the longest bearer token the verifiers look at; a longer
+// maxTokenSize is the longest bearer token the verifiers look at; a longer
 // one is refused as [ReasonInvalidToken] without being parsed or sent
 // anywhere.
-const MaxTokenSize = 8 << 10
+const maxTokenSize = 8 << 10
 
 // Defaults of [JWTConfig] and [IntrospectionConfig].
 const (
@@ -252,7 +252,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, err
 	if token == "" {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "empty token"}
 	}
-	if len(token) > MaxTokenSize {
+	if len(token) > maxTokenSize {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
 	}
 	k := hashToken(token)
