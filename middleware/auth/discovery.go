@@ -103,7 +103,7 @@ func getJSON(ctx context.Context, client *http.Client, where string, v any) erro
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	return decodeJSONResponse(resp, where, v)
 }
 

@@ -117,7 +117,7 @@ func TestDiscover(t *testing.T) {
 				assert.Nil(t, md)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				if tt.wantErr == "differs" {
-					assert.ErrorIs(t, err, ErrIssuerMismatch)
+					require.ErrorIs(t, err, ErrIssuerMismatch)
 				}
 				return
 			}
@@ -138,7 +138,7 @@ func TestDiscoverRefuses(t *testing.T) {
 	t.Parallel()
 	for _, issuer := range []string{"", "as.example.com", "ftp://as.example.com", "https://as.example.com?x=1", "https://as.example.com#f", "https://"} {
 		_, err := Discover(t.Context(), nil, issuer)
-		assert.Error(t, err, issuer)
+		require.Error(t, err, issuer)
 	}
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

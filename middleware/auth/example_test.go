@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
@@ -57,7 +58,7 @@ func ExampleNewJWTVerifier() {
 	if err != nil {
 		panic(err)
 	}
-	defer v.Close()
+	defer func() { _ = v.Close() }()
 
 	// The authorization server issues a token for this resource.
 	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{

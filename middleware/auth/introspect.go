@@ -218,7 +218,7 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 	if err != nil {
 		return nil, v.unavailable(ctx, "calling the endpoint", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var body json.RawMessage
 	if err := decodeJSONResponse(resp, endpoint, &body); err != nil {
 		return nil, v.unavailable(ctx, "reading the answer", err)

@@ -152,9 +152,9 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if now == nil {
 		now = time.Now
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	client := cfg.HTTPClient
 	if client == nil {
@@ -181,7 +181,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		claims:    slices.Clone(cfg.Claims),
 		cacheTTL:  ttl,
 		now:       now,
-		log:       log,
+		log:       logger,
 		parser: jwt.NewParser(
 			jwt.WithValidMethods(algs),
 			jwt.WithExpirationRequired(),
@@ -204,7 +204,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		HTTPTimeout:               defaultHTTPTimeout,
 		NoErrorReturnFirstHTTPReq: true,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
-			log.WarnContext(ctx, "auth: JWKS refresh failed", "url", jwksURI, "error", err)
+			logger.WarnContext(ctx, "auth: JWKS refresh failed", "url", jwksURI, "error", err)
 		},
 		RefreshInterval: refresh,
 		Storage:         v.keys,
@@ -385,7 +385,7 @@ type keyStore struct {
 
 // KeyReplaceAll installs a refreshed key set.
 func (s *keyStore) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
-	old, err := s.MemoryJWKSet.KeyReadAll(ctx)
+	old, err := s.KeyReadAll(ctx)
 	if err != nil {
 		return err
 	}
