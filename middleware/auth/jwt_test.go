@@ -82,6 +82,9 @@ type vtIssuer struct {
 
 	jwksFetches atomic.Int64
 	jwksDown    atomic.Bool
+	// onFetch, when set before the verifier is made, is called with the
+	// number of each JWKS fetch, before it is answered.
+	onFetch func(n int64)
 }
 
 func vtNewIssuer(t testing.TB, keys ...vtKey) *vtIssuer {
@@ -98,7 +101,10 @@ func vtNewIssuer(t testing.TB, keys ...vtKey) *vtIssuer {
 		})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, _ *http.Request) {
-		is.jwksFetches.Add(1)
+		n := is.jwksFetches.Add(1)
+		if is.onFetch != nil {
+			is.onFetch(n)
+		}
 		if is.jwksDown.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
@@ -400,6 +406,44 @@ func TestJWTVerifierKeyRotation(t *testing.T) {
 	assert.Equal(t, ReasonUnknownKey, vtReason(t, err), "the cached token of the dropped key: %v", err)
 	_, err = v.Verify(t.Context(), vtSign(t, oldKey, is.claims(clock.Now(), func(c jwt.MapClaims) { c["sub"] = "bob" })))
 	assert.Equal(t, ReasonUnknownKey, vtReason(t, err), "a new token of the dropped key: %v", err)
+}
+
+// TestJWTVerifierBackgroundRefresh: the key set is refetched every
+// RefreshInterval; a key the issuer dropped is refused after the next
+// refresh, even for a token verified and cached before.
+func TestJWTVerifierBackgroundRefresh(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := vtRSAKey(t, "old"), vtRSAKey(t, "new")
+	is := vtNewIssuer(t, oldKey, newKey)
+	// The refresh goroutine fetches one set at a time: when fetch n+1
+	// starts, the set of fetch n is installed.
+	var target atomic.Int64
+	target.Store(-1)
+	reached := make(chan struct{})
+	is.onFetch = func(n int64) {
+		if n == target.Load() {
+			close(reached)
+		}
+	}
+	clock := vtNewClock()
+	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.RefreshInterval = 10 * time.Millisecond })
+	oldToken := vtSign(t, oldKey, is.claims(clock.Now()))
+	_, err := v.Verify(t.Context(), oldToken)
+	require.NoError(t, err)
+
+	is.mu.Lock()
+	is.keys = []vtKey{newKey}
+	target.Store(is.jwksFetches.Load() + 2)
+	is.mu.Unlock()
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no background refresh")
+	}
+	_, err = v.Verify(t.Context(), oldToken)
+	assert.Equal(t, ReasonUnknownKey, vtReason(t, err), "%v", err)
+	_, err = v.Verify(t.Context(), vtSign(t, newKey, is.claims(clock.Now())))
+	require.NoError(t, err)
 }
 
 // TestJWTVerifierUnknownKIDFlood: tokens with random kids make a bounded
