@@ -623,3 +623,22 @@ func BenchmarkJWTVerifyUncached(b *testing.B) {
 		})
 	}
 }
+
+// TestJWTVerifierJWKSTooLarge: a key set over 1 MiB is not read.
+func TestJWTVerifierJWKSTooLarge(t *testing.T) {
+	t.Parallel()
+	key := vtRSAKey(t, "k")
+	is := vtNewIssuer(t, key)
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		set, err := json.Marshal(map[string]any{"keys": []any{key.jwk(t)}, "pad": strings.Repeat("x", maxMetadataBody)})
+		if err == nil {
+			_, _ = w.Write(set)
+		}
+	}))
+	defer big.Close()
+	clock := vtNewClock()
+	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.JWKSURI = big.URL })
+	_, err := v.Verify(t.Context(), vtSign(t, key, is.claims(clock.Now())))
+	assert.Equal(t, ReasonVerifierError, vtReason(t, err), "%v", err)
+}
