@@ -124,10 +124,10 @@ if (introspector) {
   clients.push({
     client_id: introspector,
     client_secret: secret,
-    grant_types: ['client_credentials'],
+    // It only introspects: it may obtain no token.
+    grant_types: [],
     redirect_uris: [],
     response_types: [],
-    scope: '',
   });
 }
 
