@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,20 +43,33 @@ type vigilAuth struct {
 	hc       *http.Client
 }
 
-// authResource picks a free loopback port for vigil and returns vigil's
+// authResource reserves a free loopback port for vigil and returns vigil's
 // -http address and resource URL, which the authorization server must know
-// before vigil starts.
-func authResource(t *testing.T) (addr, resource string) {
+// before vigil starts. The port stays held (so that the provider, started on
+// port 0, cannot take it) until startVigilAuth releases it.
+func authResource(t *testing.T) *vigilPort {
 	t.Helper()
-	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	return addr, "http://" + addr + "/mcp"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	addr := ln.Addr().String()
+	return &vigilPort{ln: ln, addr: addr, resource: "http://" + addr + "/mcp"}
 }
 
-// startVigilAuth starts vigil -http addr -auth-issuer issuer with the extra
+// vigilPort is a port reserved for vigil.
+type vigilPort struct {
+	ln       net.Listener
+	addr     string
+	resource string
+}
+
+// startVigilAuth starts vigil -http <port> -auth-issuer issuer with the extra
 // flags and environment (VIGIL_* and OTEL_* of the test's own environment
 // are dropped) and waits for it to serve.
-func startVigilAuth(t *testing.T, addr, resource, issuer string, env []string, extra ...string) *vigilAuth {
+func startVigilAuth(t *testing.T, port *vigilPort, issuer string, env []string, extra ...string) *vigilAuth {
 	t.Helper()
+	addr, resource := port.addr, port.resource
+	require.NoError(t, port.ln.Close())
 	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
 	})
@@ -158,9 +172,9 @@ type protectedResourceMetadata struct {
 // (-auth-issuer, -auth-tool-scopes).
 func TestAuthTSClientCredentials(t *testing.T) {
 	node := requireInteropPrereqs(t)
-	addr, resource := authResource(t)
-	as := startOIDCProvider(t, oidcOptions{Resource: resource})
-	v := startVigilAuth(t, addr, resource, as.Issuer(), nil, "-auth-tool-scopes", "sleep=vigil.slow")
+	port := authResource(t)
+	as := startOIDCProvider(t, oidcOptions{Resource: port.resource})
+	v := startVigilAuth(t, port, as.Issuer(), nil, "-auth-tool-scopes", "sleep=vigil.slow")
 	runAuthTSClient(t, node, v, as)
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
@@ -306,9 +320,10 @@ const (
 // unknown_key) once vigil has refetched the JWKS. AWAITS the auth wiring.
 func TestAuthKeyRotation(t *testing.T) {
 	oldKey, newKey, strayKey := newOIDCKey(t, "old"), newOIDCKey(t, "new"), newOIDCKey(t, "never-published")
-	addr, resource := authResource(t)
+	port := authResource(t)
+	resource := port.resource
 	as := startOIDCProvider(t, oidcOptions{Resource: resource, Keys: []*oidcKey{oldKey}})
-	v := startVigilAuth(t, addr, resource, as.Issuer(), nil)
+	v := startVigilAuth(t, port, as.Issuer(), nil)
 
 	oldToken := as.Token(t, "vigil.read")
 	require.Equal(t, http.StatusOK, v.initialize(t, oldToken).status, "a token of the only key")
@@ -364,9 +379,9 @@ func TestAuthKeyRotation(t *testing.T) {
 // answered 503 (not 401: the token may be fine). AWAITS the auth wiring.
 func TestAuthIntrospection(t *testing.T) {
 	introspector := oidcClient{"vigil-resource-server", "vigil-introspection-secret"}
-	addr, resource := authResource(t)
-	as := startOIDCProvider(t, oidcOptions{Resource: resource, Opaque: true, Introspector: &introspector})
-	v := startVigilAuth(t, addr, resource, as.Issuer(), []string{
+	port := authResource(t)
+	as := startOIDCProvider(t, oidcOptions{Resource: port.resource, Opaque: true, Introspector: &introspector})
+	v := startVigilAuth(t, port, as.Issuer(), []string{
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID=" + introspector.ID,
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET=" + introspector.Secret,
 	}, "-auth-tool-scopes", "sleep=vigil.slow")
