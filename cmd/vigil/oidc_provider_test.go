@@ -174,7 +174,8 @@ func (p *oidcProvider) start(t *testing.T, keys []*oidcKey) {
 	jwksFile := filepath.Join(p.dir, fmt.Sprintf("jwks-%d.json", p.runs))
 	require.NoError(t, os.WriteFile(jwksFile, privateJWKS(t, keys), 0o600))
 
-	args := []string{"provider.mjs",
+	args := []string{
+		"provider.mjs",
 		"--port", strconv.Itoa(p.port), // 0 the first time: the kernel picks
 		"--resource", p.opts.Resource,
 		"--scopes", strings.Join(p.opts.Scopes, ","),
@@ -499,7 +500,7 @@ func TestOIDCProviderJWTAccessToken(t *testing.T) {
 	exp, err := claims.GetExpirationTime()
 	require.NoError(t, err)
 	require.NotNil(t, exp)
-	assert.WithinDuration(t, before.Add(600*time.Second), exp.Time, 5*time.Second, "exp: 600 s after issue")
+	assert.WithinDuration(t, exp.Time, before.Add(600*time.Second), 5*time.Second, "exp: 600 s after issue")
 
 	// The signature verifies with the published key's public half.
 	_, err = jwt.Parse(token, func(*jwt.Token) (any, error) { return &key.Private.PublicKey, nil },
