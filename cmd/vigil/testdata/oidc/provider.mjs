@@ -48,8 +48,15 @@
 //     introspect every token; any other client only the tokens issued to
 //     itself. A token the caller may not see answers {"active": false}, as
 //     an unknown, expired or revoked one does.
-//   - An active answer carries aud (the resource), scope, client_id, sub, iss,
-//     exp, iat, token_type "Bearer".
+//   - An active answer carries aud (the resource), scope, client_id, iss,
+//     exp, iat, jti and token_type "Bearer", but NO sub for a
+//     client-credentials token: oidc-provider takes sub from the token's
+//     account, which such a token has not (its JWT form says sub = client_id),
+//     so a resource server should fall back to client_id.
+//
+// JWT access tokens follow RFC 9068: header typ "at+jwt", alg RS256, kid;
+// claims iss, aud (one string), sub = client_id, client_id, scope (absent
+// when none was granted), iat, exp, jti.
 //
 // Keys: --jwks names a JSON file holding a private JWKS ({"keys": [...]},
 // RSA keys with kid, n, e, d, p, q, dp, dq, qi). /jwks publishes their public
