@@ -15,21 +15,26 @@ GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
 INTEROP_DIR := cmd/vigil/testdata/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 
+# The real authorization server of the auth tests (oidc-provider, run with
+# the conformance step's Node 22; see cmd/vigil/oidc_provider_test.go).
+OIDC_DIR := cmd/vigil/testdata/oidc
+OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
+
 # The official MCP conformance suites and Node 22, which they need
 # (see cmd/vigil-everything/conformance_test.go).
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps conformance-deps interop conformance fuzz race50 bench bench-service bench-idle bench-auth lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-idle bench-auth lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps e2e-deps interop-deps conformance-deps
+unit: system-deps e2e-deps interop-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -39,6 +44,14 @@ interop-deps: $(INTEROP_STAMP)
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## oidc-deps: install the authorization server of the auth tests (only when needed).
+oidc-deps: $(OIDC_STAMP)
+
+$(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
+	@echo "==> npm ci --prefix $(OIDC_DIR)"
+	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
 	@touch $@
 
 ## system-deps: Debian packages the tests use (prometheus and promtool), installed when missing.
@@ -61,6 +74,12 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 interop: interop-deps
 	@echo "==> interop: TypeScript SDK client against vigil -stdio"
 	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+
+## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
+## and the TypeScript SDK's client-credentials flow against vigil; CI=true turns a skip into a failure.
+auth: interop-deps oidc-deps conformance-deps
+	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
+	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
 ## conformance: the official conformance suites against one vigil-everything, verbosely (totals in the log).
 conformance: conformance-deps

@@ -1,0 +1,220 @@
+// A real OAuth 2.1 authorization server for vigil's authorization tests:
+// oidc-provider 9.13.3 (OpenID Certified), configured for a resource server
+// reached with the client credentials grant and RFC 8707 resource indicators.
+//
+// Usage (run with Node 22, see cmd/vigil/oidc_provider_test.go):
+//
+//   node provider.mjs --port 0 --resource http://127.0.0.1:8080/mcp \
+//     --client-id c --client-secret s [--client-id c2 --client-secret s2 ...] \
+//     [--introspector-id vigil --introspector-secret vs] \
+//     [--scopes vigil.read,vigil.slow] [--token-format jwt|opaque] \
+//     [--access-token-ttl 600] [--jwks private-jwks.json] [--exit-on-stdin-close]
+//
+// Secrets may instead come from the environment: OIDC_CLIENT_SECRET (one
+// client) and OIDC_INTROSPECTOR_SECRET.
+//
+// It listens on 127.0.0.1 (port 0 picks a free port; the issuer is then
+// http://127.0.0.1:<the port chosen>, with no trailing slash) and prints one
+// line, "ready <issuer>", on stdout once it accepts connections. Requests are
+// logged on stderr. It exits with status 0 on SIGTERM or SIGINT, and, with
+// --exit-on-stdin-close, when its stdin reaches end of file (so a parent that
+// dies without signalling does not leave it running).
+//
+// What it serves:
+//   - discovery at /.well-known/openid-configuration and
+//     /.well-known/oauth-authorization-server; keys at /jwks;
+//   - POST /token, grant_type=client_credentials, client authentication
+//     client_secret_basic (or client_secret_post); scope is a subset of
+//     --scopes; resource, if given, must equal --resource (invalid_target
+//     otherwise) and defaults to it. The access token's aud is the resource,
+//     its sub and client_id the client, its scope the granted scopes, its
+//     lifetime --access-token-ttl seconds. --token-format jwt (the default)
+//     issues RS256 JWTs signed with the FIRST key of --jwks (kid in the
+//     header); opaque issues reference tokens, kept in memory (they do not
+//     survive a restart) and readable only by introspection;
+//   - POST /token/introspection (RFC 7662), client authentication as above.
+//
+// Who may introspect what (oidc-provider's rules, and this configuration's):
+//   - JWT access tokens are never introspected: oidc-provider refuses any
+//     structured token at the introspection endpoint (400
+//     unsupported_token_type, "Structured JWT Tokens cannot be introspected").
+//     A resource server introspects only opaque tokens (--token-format
+//     opaque).
+//   - The caller must authenticate as a registered client. oidc-provider's
+//     default policy then lets any confidential client read any token's
+//     introspection (a public client only its own). This configuration
+//     narrows it (features.introspection.allowedPolicy): the introspector
+//     client (--introspector-id, the resource server's own credentials) may
+//     introspect every token; any other client only the tokens issued to
+//     itself. A token the caller may not see answers {"active": false}, as
+//     an unknown, expired or revoked one does.
+//   - An active answer carries aud (the resource), scope, client_id, iss,
+//     exp, iat, jti and token_type "Bearer", but NO sub for a
+//     client-credentials token: oidc-provider takes sub from the token's
+//     account, which such a token has not (its JWT form says sub = client_id),
+//     so a resource server should fall back to client_id.
+//
+// JWT access tokens follow RFC 9068: header typ "at+jwt", alg RS256, kid;
+// claims iss, aud (one string), sub = client_id, client_id, scope (absent
+// when none was granted), iat, exp, jti.
+//
+// Keys: --jwks names a JSON file holding a private JWKS ({"keys": [...]},
+// RSA keys with kid, n, e, d, p, q, dp, dq, qi). /jwks publishes their public
+// halves in the same order; tokens are signed with the first. Restart the
+// provider on the same port with [new, old] and then [new] to test a key
+// rotation. Without --jwks oidc-provider uses its development keys.
+
+import fs from 'node:fs';
+import http from 'node:http';
+import process from 'node:process';
+import { parseArgs } from 'node:util';
+
+import Provider, { errors } from 'oidc-provider';
+
+const { values: args } = parseArgs({
+  options: {
+    port: { type: 'string', default: '0' },
+    resource: { type: 'string' },
+    'client-id': { type: 'string', multiple: true, default: [] },
+    'client-secret': { type: 'string', multiple: true, default: [] },
+    'introspector-id': { type: 'string' },
+    'introspector-secret': { type: 'string' },
+    scopes: { type: 'string', default: 'vigil.read,vigil.slow' },
+    'token-format': { type: 'string', default: 'jwt' },
+    'access-token-ttl': { type: 'string', default: '600' },
+    jwks: { type: 'string' },
+    'exit-on-stdin-close': { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+
+function fail(msg) {
+  console.error(`provider: ${msg}`);
+  process.exit(2);
+}
+
+const resource = args.resource;
+if (!resource) fail('--resource is required');
+try {
+  new URL(resource); // eslint-disable-line no-new
+} catch {
+  fail(`--resource ${JSON.stringify(resource)} is not a URL`);
+}
+const scopes = args.scopes.split(/[,\s]+/).filter(Boolean);
+if (!['jwt', 'opaque'].includes(args['token-format'])) fail('--token-format must be jwt or opaque');
+const ttl = Number.parseInt(args['access-token-ttl'], 10);
+if (!(ttl > 0)) fail('--access-token-ttl must be a positive number of seconds');
+const port = Number.parseInt(args.port, 10);
+if (!(port >= 0 && port < 65536)) fail('--port must be a TCP port (0: any free port)');
+
+const ids = args['client-id'];
+const secrets = args['client-secret'].length > 0 || ids.length !== 1
+  ? args['client-secret']
+  : [process.env.OIDC_CLIENT_SECRET];
+if (ids.length === 0) fail('at least one --client-id is required');
+if (secrets.length !== ids.length || secrets.some((s) => !s)) {
+  fail('every --client-id needs its --client-secret (or OIDC_CLIENT_SECRET for a single client)');
+}
+const clients = ids.map((id, i) => ({
+  client_id: id,
+  client_secret: secrets[i],
+  grant_types: ['client_credentials'],
+  redirect_uris: [],
+  response_types: [],
+  scope: scopes.join(' '),
+}));
+const introspector = args['introspector-id'];
+if (introspector) {
+  const secret = args['introspector-secret'] ?? process.env.OIDC_INTROSPECTOR_SECRET;
+  if (!secret) fail('--introspector-id needs --introspector-secret (or OIDC_INTROSPECTOR_SECRET)');
+  if (ids.includes(introspector)) fail('--introspector-id must differ from every --client-id');
+  clients.push({
+    client_id: introspector,
+    client_secret: secret,
+    // It only introspects: it may obtain no token.
+    grant_types: [],
+    redirect_uris: [],
+    response_types: [],
+  });
+}
+
+let jwks;
+if (args.jwks) {
+  try {
+    jwks = JSON.parse(fs.readFileSync(args.jwks, 'utf8'));
+  } catch (err) {
+    fail(`--jwks ${args.jwks}: ${err.message}`);
+  }
+  if (!Array.isArray(jwks?.keys) || jwks.keys.length === 0) fail(`--jwks ${args.jwks}: no keys`);
+}
+
+// The issuer needs the port, so listen first (port 0 is resolved by the
+// kernel), then build the provider and hand it the server's requests.
+const server = http.createServer();
+server.on('error', (err) => fail(`listen 127.0.0.1:${port}: ${err.message}`));
+await new Promise((resolve) => server.listen(port, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
+
+const provider = new Provider(issuer, {
+  clients,
+  scopes,
+  ...(jwks ? { jwks } : {}),
+  // Fixed, so that nothing is random but the tokens; nothing here uses cookies.
+  cookies: { keys: ['vigil-test-cookie-key'] },
+  ttl: { ClientCredentials: ttl, AccessToken: ttl },
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: {
+      enabled: true,
+      allowedPolicy: (ctx, client, token) => client.clientId === introspector || client.clientId === token.clientId,
+    },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (ctx, indicator) => {
+        if (indicator !== resource) {
+          throw new errors.InvalidTarget(`unknown resource ${indicator}; this server knows ${resource}`);
+        }
+        return {
+          scope: scopes.join(' '),
+          audience: resource,
+          accessTokenTTL: ttl,
+          accessTokenFormat: args['token-format'],
+          ...(args['token-format'] === 'jwt' ? { jwt: { sign: { alg: 'RS256' } } } : {}),
+        };
+      },
+    },
+  },
+});
+
+provider.on('server_error', (ctx, err) => console.error('provider: server_error', err));
+provider.use(async (ctx, next) => {
+  await next();
+  console.error(`provider: ${ctx.method} ${ctx.path} ${ctx.status}`);
+});
+
+server.removeAllListeners('error');
+server.on('request', provider.callback());
+
+let stopping = false;
+function stop(why) {
+  if (stopping) return;
+  stopping = true;
+  console.error(`provider: stopping (${why})`);
+  server.close(() => process.exit(0));
+  server.closeAllConnections();
+  // Never linger: exit even if a connection refuses to close.
+  setTimeout(() => process.exit(0), 2000).unref();
+}
+process.on('SIGTERM', () => stop('SIGTERM'));
+process.on('SIGINT', () => stop('SIGINT'));
+if (args['exit-on-stdin-close']) {
+  process.stdin.on('end', () => stop('stdin closed'));
+  process.stdin.on('error', () => stop('stdin error'));
+  process.stdin.resume();
+}
+
+console.log(`ready ${issuer}`);
