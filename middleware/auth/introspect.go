@@ -265,10 +265,17 @@ func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json
 	if v.cfg.Issuer != "" && in.Iss != "" && in.Iss != v.cfg.Issuer {
 		return nil, &Error{Reason: ReasonWrongIssuer, Description: "the token was issued by another authorization server"}
 	}
-	if in.Sub == "" {
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token has no subject"}
+	// A client-credentials token speaks for its client: RFC 7662 makes sub
+	// optional, and providers leave it out of such answers (oidc-provider
+	// does), so the client is the subject then.
+	sub := in.Sub
+	if sub == "" {
+		sub = in.ClientID
 	}
-	p := &Principal{Subject: in.Sub, Issuer: in.Iss, ClientID: in.ClientID, Scopes: strings.Fields(in.Scope), Expiry: exp}
+	if sub == "" {
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token has neither a subject nor a client id"}
+	}
+	p := &Principal{Subject: sub, Issuer: in.Iss, ClientID: in.ClientID, Scopes: strings.Fields(in.Scope), Expiry: exp}
 	if p.Issuer == "" {
 		p.Issuer = v.cfg.Issuer
 	}

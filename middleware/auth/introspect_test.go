@@ -136,6 +136,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 	in.set("no-aud", in.active(now, func(a map[string]any) { delete(a, "aud") }))
 	in.set("wrong-iss", in.active(now, func(a map[string]any) { a["iss"] = "https://evil.example.com" }))
 	in.set("no-sub", in.active(now, func(a map[string]any) { delete(a, "sub") }))
+	in.set("no-sub-no-client", in.active(now, func(a map[string]any) { delete(a, "sub"); delete(a, "client_id") }))
 	in.set("inactive-but-claims", in.active(now, func(a map[string]any) { a["active"] = false }))
 
 	for _, token := range []string{"aud-array", "no-iss"} {
@@ -143,6 +144,11 @@ func TestIntrospectionVerifier(t *testing.T) {
 		require.NoError(t, err, token)
 		assert.Equal(t, in.issuer, p.Issuer, token)
 	}
+	// A client-credentials answer without sub speaks for its client.
+	noSub, err := v.Verify(t.Context(), "no-sub")
+	require.NoError(t, err)
+	assert.Equal(t, noSub.ClientID, noSub.Subject)
+	assert.NotEmpty(t, noSub.Subject)
 	tests := []struct {
 		token string
 		want  Reason
@@ -156,7 +162,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 		{"wrong-aud", ReasonWrongAudience},
 		{"no-aud", ReasonWrongAudience},
 		{"wrong-iss", ReasonWrongIssuer},
-		{"no-sub", ReasonInvalidToken},
+		{"no-sub-no-client", ReasonInvalidToken},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%.20q", tt.token), func(t *testing.T) {
@@ -165,7 +171,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 			assert.Equal(t, tt.want, vtReason(t, err), "error %v", err)
 		})
 	}
-	assert.EqualValues(t, 3+8, in.calls.Load(), "the empty and oversized tokens are not sent")
+	assert.EqualValues(t, 3+8+1, in.calls.Load(), "the empty and oversized tokens are not sent")
 }
 
 // TestIntrospectionSingleflight: 1,000 concurrent verifications of one new
