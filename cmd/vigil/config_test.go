@@ -39,7 +39,9 @@ func defaultConfig() config {
 }
 
 func TestParseConfig(t *testing.T) {
-	issuer := func(args ...string) []string { return append([]string{"-auth-issuer", "https://issuer.example"}, args...) }
+	issuer := func(args ...string) []string {
+		return append([]string{"-auth-issuer", "https://issuer.example"}, args...)
+	}
 	with := func(f func(*config)) config {
 		c := defaultConfig()
 		f(&c)
