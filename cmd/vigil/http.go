@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -199,15 +200,20 @@ func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
 			next.ServeHTTP(w, r) // not a net.Conn underneath (HTTP/2, a test recorder)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, header: w.Header()}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// deadlineBody clears the read deadline once its body ends.
+// deadlineBody clears the read deadline once its body ends. When the
+// deadline cut the body short it adds "Connection: close" to the response
+// headers, as net/http would otherwise keep the connection for another
+// request: the handler answers after its read failed (the MCP endpoint
+// does), and the connection is then closed.
 type deadlineBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
+	header  http.Header
 	cleared bool
 }
 
@@ -215,7 +221,11 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !b.cleared {
 		b.cleared = true
-		_ = b.rc.SetReadDeadline(time.Time{})
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			b.header.Set("Connection", "close")
+		} else {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
 	}
 	return n, err
 }
