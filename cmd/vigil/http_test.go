@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -21,8 +23,10 @@ import (
 
 // With -admin-http, the observability endpoints are served on the admin
 // listener only, and the MCP listener serves only /mcp; SIGTERM stops both.
+// The -audit-log file gets the tools/call, flushed at exit.
 func TestServiceAdminListener(t *testing.T) {
-	svc := startService(t, "-http", "127.0.0.1:0", "-admin-http", "127.0.0.1:0")
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	svc := startService(t, "-http", "127.0.0.1:0", "-admin-http", "127.0.0.1:0", "-audit-log", auditPath)
 	m := regexp.MustCompile(`msg="serving admin endpoints" url=(\S+)`).FindStringSubmatch(svc.logs.String())
 	require.NotNil(t, m, "the admin URL is logged before the MCP URL:\n%s", svc.logs.String())
 	admin := m[1]
@@ -42,6 +46,10 @@ func TestServiceAdminListener(t *testing.T) {
 	res, err := c.rpc(`1`, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"admin-test","version":"1"}}`)
 	require.NoError(t, err)
 	require.Nil(t, res.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+	echo, err := c.rpc(`2`, "tools/call", `{"name":"echo","arguments":{"text":"not for the audit log"}}`)
+	require.NoError(t, err)
+	require.Nil(t, echo.Error)
 
 	// The admin listener keeps the DNS-rebinding guard.
 	req, err := http.NewRequest(http.MethodGet, admin+"/metrics", nil)
@@ -57,6 +65,17 @@ func TestServiceAdminListener(t *testing.T) {
 	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
 	_, err = net.DialTimeout("tcp", strings.TrimPrefix(admin, "http://"), 5*time.Second)
 	require.Error(t, err, "the admin listener is closed")
+
+	audit, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(audit), "not for the audit log")
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(audit, &line), "one line: %s", audit)
+	assert.Equal(t, "echo", line["tool"])
+	assert.Equal(t, "ok", line["outcome"])
+	assert.Equal(t, []any{"text"}, line["arguments"])
+	assert.NotEmpty(t, line["session_id"])
+	assert.NotContains(t, line, "subject", "no authorization")
 }
 
 // hygieneServer serves h as vigil does (newHTTPServer) with the given
