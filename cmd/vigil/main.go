@@ -13,6 +13,11 @@
 // convert_temperature (typed input and output) and confirm_action
 // (elicitation).
 //
+// On an address other than loopback, vigil refuses to start unless
+// -auth-issuer turns OAuth authorization on or -allow-unauthenticated says
+// to serve /mcp open. -admin-http moves the observability endpoints to a
+// listener of their own, and -audit-log writes one JSON line per tool call.
+//
 // Configuration is by flags, each with an environment variable as its
 // default, and the standard OTEL_* variables; run vigil -h for the list.
 // On SIGTERM or SIGINT, vigil turns not ready, lets in-flight requests run
