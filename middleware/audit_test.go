@@ -191,7 +191,7 @@ func TestTracingPrincipalAttributes(t *testing.T) {
 					found = true
 					attrs := map[string]string{}
 					for _, kv := range s.Attributes() {
-						attrs[string(kv.Key)] = kv.Value.Emit()
+						attrs[string(kv.Key)] = kv.Value.String()
 					}
 					if tt.p != nil {
 						assert.Equal(t, "alice", attrs["user.id"])
