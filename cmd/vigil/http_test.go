@@ -258,3 +258,33 @@ func TestSSEOutlivesBodyReadTimeout(t *testing.T) {
 		})
 	}
 }
+
+// -allow-unauthenticated lets vigil serve on every address, with a
+// warning in its log.
+func TestServiceAllowUnauthenticatedWarns(t *testing.T) {
+	svc := startService(t, "-http", "0.0.0.0:0", "-allow-unauthenticated")
+	assert.Contains(t, svc.logs.String(), `level=WARN msg="serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)" addr=0.0.0.0:0`)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(svc.base, "http://"))
+	require.NoError(t, err)
+	svcGet(t, hc, "http://127.0.0.1:"+port+"/healthz", http.StatusOK)
+}
+
+// Until the OAuth resource server is wired into authorize, a configuration
+// that asks for authorization is refused, never served open; without it,
+// /mcp is the endpoint itself and there are no public paths.
+func TestAuthorizeFailsClosed(t *testing.T) {
+	endpoint := http.NotFoundHandler()
+	logger := slog.New(slog.DiscardHandler)
+	cfg := defaultConfig()
+	mcp, public, err := authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
+	require.NoError(t, err)
+	assert.NotNil(t, mcp)
+	assert.Nil(t, public)
+
+	cfg.authIssuer = "https://issuer.example"
+	mcp, _, err = authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
+	require.ErrorContains(t, err, "authorization is not available in this build")
+	assert.Nil(t, mcp)
+}
