@@ -365,7 +365,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if warning != "" {
 		logger.Warn(warning, "addr", cfg.httpAddr)
 	}
-	audit, closeAudit, err := openAuditLog(cfg.auditLog)
+	audit, closeAudit, err := openAuditLog(cfg.auditLog, logger)
 	if err != nil {
 		return err
 	}
@@ -411,21 +411,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
 // output for "-", else the file, appended to (created 0600). Lines are
 // written in the background (asyncwriter), so that no call waits on the
-// file; close writes what is left and closes the file.
-func openAuditLog(path string) (w io.Writer, closeLog func(), err error) {
+// file; a line that finds the buffer full is dropped, and closeLog, which
+// writes what is left and closes the file, logs how many were.
+func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(), err error) {
+	var out io.Writer = os.Stdout
+	closeOut := func() {}
 	switch path {
 	case "":
 		return nil, func() {}, nil
 	case "-":
-		aw := asyncwriter.New(os.Stdout)
-		return aw, func() { _ = aw.Close() }, nil
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-audit-log: %w", err)
+		}
+		out, closeOut = f, func() { _ = f.Close() }
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-audit-log: %w", err)
-	}
-	aw := asyncwriter.New(f)
-	return aw, func() { _ = aw.Close(); _ = f.Close() }, nil
+	aw := asyncwriter.New(out)
+	return aw, func() {
+		_ = aw.Close()
+		closeOut()
+		if n := aw.Dropped(); n > 0 {
+			logger.Warn("audit log lines dropped: the audit log's destination was too slow", "lines", n, "audit_log", path)
+		}
+	}, nil
 }
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
