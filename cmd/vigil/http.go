@@ -176,7 +176,7 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 
 // bodyDeadline gives the body of each request that has one d to arrive:
 // it sets the connection's read deadline before next runs and clears it
-// once the body has been read to its end (or failed), so that a client
+// once the body has been read to its end, so that a client
 // that sends headers and then trickles, or stops, is disconnected. d <= 0
 // returns next.
 //
@@ -200,30 +200,27 @@ func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
 			next.ServeHTTP(w, r) // not a net.Conn underneath (HTTP/2, a test recorder)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, header: w.Header()}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// deadlineBody clears the read deadline once its body ends. When the
-// deadline cut the body short it adds "Connection: close" to the response
-// headers, as net/http would otherwise keep the connection for another
-// request: the handler answers after its read failed (the MCP endpoint
-// does), and the connection is then closed.
+// deadlineBody clears the read deadline once its body has been read to its
+// end. When the deadline cut the body short it leaves the deadline in
+// place: after the handler answers, net/http's attempt to read the rest of
+// the body fails at once and it closes the connection (cleared, that read
+// would wait for the trickling client).
 type deadlineBody struct {
 	io.ReadCloser
-	rc      *http.ResponseController
-	header  http.Header
-	cleared bool
+	rc   *http.ResponseController
+	done bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.cleared {
-		b.cleared = true
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			b.header.Set("Connection", "close")
-		} else {
+	if err != nil && !b.done {
+		b.done = true
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			_ = b.rc.SetReadDeadline(time.Time{})
 		}
 	}

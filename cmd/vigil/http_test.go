@@ -288,3 +288,22 @@ func TestAuthorizeFailsClosed(t *testing.T) {
 	require.ErrorContains(t, err, "authorization is not available in this build")
 	assert.Nil(t, mcp)
 }
+
+// Through the MCP endpoint itself: a POST whose body stops coming is
+// answered and its connection closed once -body-read-timeout passes.
+func TestServiceTricklingPostIsCutOff(t *testing.T) {
+	svc := startService(t, "-http", "127.0.0.1:0", "-body-read-timeout", "200ms")
+	conn := dial(t, strings.TrimPrefix(svc.base, "http://"))
+	_, err := fmt.Fprint(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":\"2.0\",")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "an answer before the close")
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "closed by vigil, not the watchdog")
+}
