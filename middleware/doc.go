@@ -18,7 +18,9 @@
 // telemetry.Metrics; [Logging] writes one record per request; [Recover]
 // turns a panic into a -32603 answer; [Timeout] cancels the handler's
 // context with server.ErrHandlerTimeout, answered -32001;
-// [ConcurrencyLimit] bounds the calls per tool, over it -32000.
+// [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
+// writes one JSON line per tools/call (who, which tool, how it ended, the
+// argument names).
 // [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
 // to the client, their context injected into _meta); [MetricsObserver] is a
 // server.Observer (sessions, dropped responses, failed writes, rejected
@@ -28,14 +30,16 @@
 //
 // The package has one [Option] type: every constructor reads the options
 // that concern it. The documented order of the chain, which
-// NewInstrumentation builds, is Tracing, Metrics, Logging, Recover,
-// Timeout, ConcurrencyLimit, then the application's middleware: the span
+// NewInstrumentation builds, is Tracing, Metrics, Logging, Audit (with
+// [WithAuditLog]), Recover, Timeout, ConcurrencyLimit, then the
+// application's middleware: the span
 // covers everything, the metrics see the trace id for exemplars and a
 // recovered panic, a timeout or a rejection as an error, and every request
 // is logged.
 //
-// It imports server, transport and telemetry, the OpenTelemetry API (never
-// the SDK) and the Prometheus client; the server package never imports it.
+// It imports server, transport and telemetry, middleware/auth (to read the
+// request's principal), the OpenTelemetry API (never the SDK) and the
+// Prometheus client; the server package never imports it.
 // Nothing here is global: the caller passes its own registerer and tracer
 // provider (without a provider, Tracing and TracingCalls alone read the
 // OTel globals, never set them; NewInstrumentation then traces nothing).

@@ -38,6 +38,8 @@ type Instrumentation struct {
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
 //     [WithLimitWait]).
 //   - [WithObservers]: more observers next to the metrics observer.
+//   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
+//     after Logging, for the same reason: every tools/call gets its line.
 //
 // The chain runs in this order, outermost first:
 //
@@ -77,6 +79,9 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 	}
 	if cfg.logger != nil {
 		inst.chain = append(inst.chain, Logging(cfg.logger, opts...))
+	}
+	if cfg.audit != nil {
+		inst.chain = append(inst.chain, Audit(cfg.audit, opts...))
 	}
 	inst.chain = append(inst.chain, Recover(cfg.logger))
 	if cfg.timeout > 0 || cfg.timeoutFor != nil {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -24,6 +25,7 @@ const (
 	LogCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, other
 	LogReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
 	LogToolError = "tool_error" // true for a tool result with isError set
+	LogSubject   = "subject"    // the authorized principal's subject; absent without authorization
 )
 
 // DefaultLogLevel is the level [Logging] logs a request at by default:
@@ -53,8 +55,9 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 // decision not to write one. The record carries
 //
 //   - method, tool (tools/call) or prompt (prompts/get), request_id,
-//     session_id (left out for a stateless request) and duration (since
-//     the core read the request);
+//     session_id (left out for a stateless request), subject (the
+//     [auth.Principal]'s, when the request was authorized) and duration
+//     (since the core read the request);
 //   - outcome: ok, error, cancelled or dropped, in the precedence of
 //     [RecordMetrics], so that logs and metrics agree;
 //   - for error: code (the JSON-RPC code answered) and error (the text of
@@ -114,7 +117,7 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 
 // logRequest logs the record of [Logging] through logger.
 func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
-	var buf [10]slog.Attr
+	var buf [11]slog.Attr
 	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, out, d)...)
 }
 
@@ -127,7 +130,7 @@ func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *serv
 	var pcs [1]uintptr
 	runtime.Callers(1, pcs[:]) // this function, as Logger.LogAttrs records logRequest
 	r := slog.NewRecord(now, level, "request", pcs[0])
-	var buf [14]slog.Attr
+	var buf [15]slog.Attr
 	attrs := requestAttrs(buf[:0], req, out, now.Sub(start))
 	// The record carries request_id, and session_id for a request in a
 	// session: what logHandler.Handle would find with recordHas.
@@ -148,6 +151,9 @@ func requestAttrs(attrs []slog.Attr, req *server.Request, out server.Outcome, d 
 	attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
 	if req.InSession() {
 		attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
+	}
+	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+		attrs = append(attrs, slog.String(LogSubject, p.Subject))
 	}
 	attrs = append(attrs, slog.Duration(LogDuration, d))
 	outcome, errType := classifyOutcome(out)

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"io"
 	"log/slog"
 	"time"
 
@@ -43,6 +44,9 @@ type config struct {
 	// ConcurrencyLimit, NewInstrumentation.
 	limitFor  func(tool string) int
 	limitWait time.Duration
+	// NewInstrumentation (audit), Audit (auditValues).
+	audit       io.Writer
+	auditValues map[string]bool
 }
 
 func newConfig(opts []Option) config {
@@ -167,4 +171,26 @@ func WithLimitWait(d time.Duration) Option {
 // it. Calling it again adds more; nil entries are skipped.
 func WithObservers(obs ...server.Observer) Option {
 	return optionFunc(func(c *config) { c.observers = append(c.observers, obs...) })
+}
+
+// WithAuditLog makes [NewInstrumentation] add [Audit] writing to w, right
+// after [Logging]. nil, or no option, means no audit log. w must not block
+// (see Audit).
+func WithAuditLog(w io.Writer) Option {
+	return optionFunc(func(c *config) { c.audit = w })
+}
+
+// WithAuditArgumentValues makes [Audit] (and so [NewInstrumentation]) log
+// the argument values of calls of tools, not only their names. Calling it
+// again adds more tools. Values may hold personal data or secrets: opt in
+// only tools whose arguments may be kept.
+func WithAuditArgumentValues(tools ...string) Option {
+	return optionFunc(func(c *config) {
+		if c.auditValues == nil {
+			c.auditValues = make(map[string]bool, len(tools))
+		}
+		for _, t := range tools {
+			c.auditValues[t] = true
+		}
+	})
 }

@@ -7,8 +7,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -85,6 +87,12 @@ func recordedAttributes(ctx context.Context, req *server.Request, attrs []attrib
 	}
 	if req.URI != "" {
 		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
+	}
+	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+		attrs = append(attrs, semconv.UserID(p.Subject))
+		if p.ClientID != "" {
+			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))
+		}
 	}
 	return appendNetwork(ctx, attrs)
 }

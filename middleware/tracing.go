@@ -49,7 +49,10 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // name), with mcp.method.name, jsonrpc.request.id, mcp.session.id,
 // mcp.protocol.version, gen_ai.tool.name, gen_ai.prompt.name,
 // gen_ai.operation.name, mcp.resource.uri, network.transport and, on
-// failure, error.type and rpc.response.status_code.
+// failure, error.type and rpc.response.status_code. When the request was
+// authorized (an [auth.Principal] in its arrival context), the span also
+// gets user.id (the principal's subject) and vigil.oauth.client_id (the
+// OAuth client its token was issued to).
 //
 // The parent is the context in the request's params._meta (traceparent,
 // tracestate, baggage), read with the configured propagator; the ambient

@@ -45,6 +45,10 @@ const (
 	// DropReasonKey is why a response was not written: "cancelled",
 	// "writer_closed", "peer_gone" or "shutdown" (the server's DropReason).
 	DropReasonKey = attribute.Key("vigil.drop.reason")
+	// OAuthClientIDKey is the OAuth client a request's access token was
+	// issued to (its client_id or azp claim), next to semconv user.id for
+	// the token's subject; set only when the request was authorized.
+	OAuthClientIDKey = attribute.Key("vigil.oauth.client_id")
 )
 
 // Attribute values besides those shared with the metric labels

@@ -6,12 +6,15 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
 )
 
 // defaultConfig is the configuration with no flags and no environment.
@@ -30,10 +33,15 @@ func defaultConfig() config {
 		toolConcurrency: 256,
 		traceRing:       100,
 		debug:           true,
+		httpIdleTimeout: 2 * time.Minute,
+		bodyReadTimeout: 30 * time.Second,
 	}
 }
 
 func TestParseConfig(t *testing.T) {
+	issuer := func(args ...string) []string {
+		return append([]string{"-auth-issuer", "https://issuer.example"}, args...)
+	}
 	with := func(f func(*config)) config {
 		c := defaultConfig()
 		f(&c)
@@ -54,11 +62,20 @@ func TestParseConfig(t *testing.T) {
 				"-max-frame", "1024", "-max-body", "2048", "-max-sessions", "5", "-max-in-flight", "7",
 				"-idle-timeout", "0", "-allowed-hosts", "mcp.example.com, vigil.internal:8080", "-request-timeout", "0",
 				"-tool-concurrency", "0", "-trace-ring", "0", "-debug=false",
+				"-http-idle-timeout", "5s", "-body-read-timeout", "0", "-audit-log", "/var/log/vigil-audit.jsonl",
+				"-auth-issuer", "https://auth.example.com/realms/x", "-auth-resource", "https://mcp.example.com/mcp",
+				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
+				"-allow-unauthenticated",
 			},
 			want: config{
 				httpAddr: ":9090", stdio: true, grace: 3 * time.Second, logLevel: slog.LevelDebug, logFormat: "json",
 				maxFrame: 1024, maxBody: 2048, maxSessions: 5, maxInFlight: 7,
-				allowedHosts: []string{"mcp.example.com", "vigil.internal:8080"},
+				allowedHosts:    []string{"mcp.example.com", "vigil.internal:8080"},
+				httpIdleTimeout: 5 * time.Second, auditLog: "/var/log/vigil-audit.jsonl",
+				authIssuer: "https://auth.example.com/realms/x", authResource: "https://mcp.example.com/mcp",
+				authScopes:           []string{"mcp:read", "mcp:call"},
+				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
+				allowUnauthenticated: true,
 			},
 		},
 		{
@@ -69,11 +86,19 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_MAX_SESSIONS": "30", "VIGIL_MAX_IN_FLIGHT": "40", "VIGIL_IDLE_TIMEOUT": "5m",
 				"VIGIL_ALLOWED_HOSTS": "a.example", "VIGIL_REQUEST_TIMEOUT": "2s", "VIGIL_TOOL_CONCURRENCY": "3",
 				"VIGIL_TRACE_RING": "9", "VIGIL_DEBUG": "false",
+				"VIGIL_HTTP_IDLE_TIMEOUT": "1s", "VIGIL_BODY_READ_TIMEOUT": "2s", "VIGIL_AUDIT_LOG": "audit.jsonl",
+				"VIGIL_AUTH_ISSUER": "https://issuer.example", "VIGIL_AUTH_RESOURCE": "https://m.example/mcp",
+				"VIGIL_AUTH_SCOPES": "a", "VIGIL_AUTH_TOOL_SCOPES": "echo=b", "VIGIL_ALLOW_UNAUTHENTICATED": "true",
+				"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t",
 			},
 			want: config{
 				httpAddr: "0.0.0.0:80", stdio: true, grace: time.Minute, logLevel: slog.LevelWarn, logFormat: "json",
 				maxFrame: 10, maxBody: 20, maxSessions: 30, maxInFlight: 40, idleTimeout: 5 * time.Minute,
 				allowedHosts: []string{"a.example"}, requestTimeout: 2 * time.Second, toolConcurrency: 3, traceRing: 9,
+				httpIdleTimeout: time.Second, bodyReadTimeout: 2 * time.Second, auditLog: "audit.jsonl",
+				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
+				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
+				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 			},
 		},
 		{
@@ -102,6 +127,38 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative grace", args: []string{"-shutdown-grace", "-1s"}, wantErr: "must not be negative"},
 		{name: "zero body", args: []string{"-max-body", "0"}, wantErr: "must be positive"},
 		{name: "negative ring", env: map[string]string{"VIGIL_TRACE_RING": "-1"}, wantErr: "must not be negative"},
+		{name: "negative body read timeout", args: []string{"-body-read-timeout", "-1s"}, wantErr: "must not be negative"},
+		{name: "negative http idle timeout", args: []string{"-http-idle-timeout", "-1s"}, wantErr: "must not be negative"},
+		{name: "tool scopes without =", args: issuer("-auth-tool-scopes", "echo"), wantErr: `-auth-tool-scopes: "echo": want tool=scope+scope`},
+		{name: "tool scopes without scope", args: issuer("-auth-tool-scopes", "echo="), wantErr: `"echo=": want tool=scope+scope`},
+		{name: "tool scopes without tool", args: issuer("-auth-tool-scopes", "=a"), wantErr: `"=a": want tool=scope+scope`},
+		{name: "tool scopes empty item", args: issuer("-auth-tool-scopes", "echo=a,,sleep=b"), wantErr: `"": want tool=scope+scope`},
+		{name: "tool scopes empty scope", args: issuer("-auth-tool-scopes", "echo=a++b"), wantErr: `bad scope ""`},
+		{name: "tool scopes spaced scope", args: issuer("-auth-tool-scopes", "echo=a b"), wantErr: `bad scope "a b"`},
+		{name: "tool scopes twice", args: issuer("-auth-tool-scopes", "echo=a,echo=b"), wantErr: `tool "echo" given twice`},
+		{name: "issuer not a URL", args: []string{"-auth-issuer", "auth.example.com"}, wantErr: `-auth-issuer "auth.example.com": want an http or https URL`},
+		{name: "issuer without host", args: []string{"-auth-issuer", "https:///x"}, wantErr: "no host"},
+		{name: "resource with fragment", args: issuer("-auth-resource", "https://m.example/mcp#x"), wantErr: "a fragment is not allowed"},
+		{name: "resource without issuer", args: []string{"-auth-resource", "https://m.example/mcp"}, wantErr: "need -auth-issuer"},
+		{name: "scopes without issuer", args: []string{"-auth-scopes", "a"}, wantErr: "need -auth-issuer"},
+		{name: "tool scopes without issuer", args: []string{"-auth-tool-scopes", "echo=a"}, wantErr: "need -auth-issuer"},
+		{
+			name: "introspection id alone", args: issuer(),
+			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil"},
+			wantErr: "VIGIL_AUTH_INTROSPECTION_CLIENT_ID and VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET must be set together",
+		},
+		{
+			name: "introspection secret alone", args: issuer(),
+			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "must be set together",
+		},
+		{
+			name:    "introspection without issuer",
+			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "needs -auth-issuer",
+		},
+		{name: "audit to stdout with stdio", args: []string{"-stdio", "-audit-log", "-"}, wantErr: "standard output carries MCP"},
+		{name: "admin with stdio", args: []string{"-stdio", "-admin-http", ":9090"}, wantErr: "-admin-http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +186,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"(env VIGIL_LOG_FORMAT)", "(env VIGIL_MAX_FRAME)", "(env VIGIL_MAX_BODY)", "(env VIGIL_MAX_SESSIONS)",
 		"(env VIGIL_MAX_IN_FLIGHT)", "(env VIGIL_IDLE_TIMEOUT)", "(env VIGIL_ALLOWED_HOSTS)", "(env VIGIL_REQUEST_TIMEOUT)",
 		"(env VIGIL_TOOL_CONCURRENCY)", "(env VIGIL_TRACE_RING)", "(env VIGIL_DEBUG)",
+		"(env VIGIL_HTTP_IDLE_TIMEOUT)", "(env VIGIL_BODY_READ_TIMEOUT)", "-auth-issuer URL", "(env VIGIL_AUTH_ISSUER)",
+		"-auth-resource URI", "(env VIGIL_AUTH_RESOURCE)", "(env VIGIL_AUTH_SCOPES)", "(env VIGIL_AUTH_TOOL_SCOPES)",
+		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
+		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET", "-allow-unauthenticated",
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED",
 		"/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
@@ -141,7 +202,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 15, flags, "every flag is listed")
+	assert.Equal(t, 24, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
@@ -161,4 +222,111 @@ func TestRequestStateKeyFromEnvironment(t *testing.T) {
 	env["VIGIL_REQUEST_STATE_KEY"] = "not base64!"
 	_, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	require.Error(t, err)
+}
+
+// The introspection secret is read from the environment only, and never
+// shows in the usage, whatever the environment holds.
+func TestIntrospectionSecretNotPrinted(t *testing.T) {
+	env := map[string]string{
+		"VIGIL_AUTH_ISSUER":                      "https://issuer.example",
+		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID":     "vigil",
+		"VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "do-not-print-me",
+	}
+	var out bytes.Buffer
+	_, err := parseConfig([]string{"-h"}, func(k string) string { return env[k] }, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.NotContains(t, out.String(), "do-not-print-me")
+	_, err = parseConfig([]string{"-auth-introspection-client-secret", "x"}, func(k string) string { return env[k] }, io.Discard)
+	require.ErrorContains(t, err, "flag provided but not defined", "a secret is no flag")
+	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "do-not-print-me", cfg.introspectionSecret)
+	assert.True(t, cfg.authEnabled())
+}
+
+func TestCheckExposure(t *testing.T) {
+	t.Parallel()
+	const auth, resource = "https://issuer.example", "https://mcp.example/mcp"
+	tests := []struct {
+		name                 string
+		addr                 string
+		issuer, resource     string
+		allowUnauthenticated bool
+		stdio                bool
+		wantErr, wantWarning string
+	}{
+		{name: "loopback v4", addr: "127.0.0.1:8080"},
+		{name: "loopback other", addr: "127.1.2.3:0"},
+		{name: "loopback v6", addr: "[::1]:8080"},
+		{name: "localhost", addr: "localhost:8080"},
+		{name: "LOCALHOST", addr: "LOCALHOST:8080"},
+		{name: "all v4", addr: "0.0.0.0:8080", wantErr: "add -auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated"},
+		{name: "all, empty host", addr: ":8080", wantErr: "-allow-unauthenticated"},
+		{name: "all v6", addr: "[::]:8080", wantErr: "-auth-issuer URL"},
+		{name: "LAN address", addr: "192.168.1.10:8080", wantErr: "is not a loopback address"},
+		{name: "host name", addr: "mcp.internal:8080", wantErr: "is not a loopback address"},
+		{name: "allowed", addr: "0.0.0.0:8080", allowUnauthenticated: true, wantWarning: "without authorization"},
+		{name: "allowed on loopback", addr: "127.0.0.1:8080", allowUnauthenticated: true},
+		{name: "stdio", addr: "0.0.0.0:8080", stdio: true},
+		{name: "auth with resource", addr: "0.0.0.0:8080", issuer: auth, resource: resource},
+		{name: "auth on a LAN address", addr: "192.168.1.10:8080", issuer: auth},
+		{name: "auth on a wildcard without resource", addr: "0.0.0.0:8080", issuer: auth, wantErr: "add -auth-resource URL"},
+		{name: "auth on every address without resource", addr: ":8080", issuer: auth, wantErr: "add -auth-resource URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := defaultConfig()
+			cfg.httpAddr, cfg.authIssuer, cfg.authResource = tt.addr, tt.issuer, tt.resource
+			cfg.allowUnauthenticated, cfg.stdio = tt.allowUnauthenticated, tt.stdio
+			warning, err := checkExposure(cfg)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.wantWarning == "" {
+				assert.Empty(t, warning)
+			} else {
+				assert.Contains(t, warning, tt.wantWarning)
+			}
+		})
+	}
+}
+
+// vigil with no flags on a public address refuses to start, before it
+// listens, naming the flags to add.
+func TestRunRefusesPublicAddressWithoutAuth(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(t.Context(), []string{"-http", "0.0.0.0:0"}, func(string) string { return "" }, &stderr)
+	require.ErrorContains(t, err, "-auth-issuer URL")
+	require.ErrorContains(t, err, "-allow-unauthenticated")
+}
+
+func TestResourceURI(t *testing.T) {
+	t.Parallel()
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
+	for _, tt := range []struct{ name, httpAddr, resource, want string }{
+		{name: "given", httpAddr: "127.0.0.1:0", resource: "https://mcp.example/mcp", want: "https://mcp.example/mcp"},
+		{name: "loopback, port chosen", httpAddr: "127.0.0.1:0", want: "http://127.0.0.1:4242/mcp"},
+		{name: "name kept", httpAddr: "localhost:0", want: "http://localhost:4242/mcp"},
+		{name: "v6", httpAddr: "[::1]:0", want: "http://[::1]:4242/mcp"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := defaultConfig()
+			cfg.httpAddr, cfg.authResource = tt.httpAddr, tt.resource
+			assert.Equal(t, tt.want, resourceURI(cfg, addr))
+		})
+	}
+}
+
+// Scopes for a tool that is not registered are an error naming it.
+func TestToolScopesNameRegisteredTools(t *testing.T) {
+	t.Parallel()
+	srv := server.New()
+	require.NoError(t, addDemoTools(srv, map[string][]string{"echo": {"a"}, "sleep": {"b", "c"}}))
+	err := addDemoTools(server.New(), map[string][]string{"echo": {"a"}, "ecoh": {"a"}, "rm": {"b"}})
+	require.ErrorContains(t, err, `-auth-tool-scopes names unknown tools ["ecoh" "rm"]`)
+	assert.ErrorContains(t, err, `"confirm_action" "convert_temperature" "countdown" "echo" "sleep"`)
 }

@@ -51,7 +51,7 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		events := newEventLog()
 		srv := server.New(server.WithObserver(events))
-		require.NoError(t, addDemoTools(srv))
+		require.NoError(t, addDemoTools(srv, nil))
 		client, conn := memory.NewPair()
 		served := make(chan error, 1)
 		go func() {

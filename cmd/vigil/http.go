@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -20,9 +23,10 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// serveHTTP serves MCP and the observability endpoints on cfg.httpAddr
-// until ctx is done, then shuts down: /readyz turns 503, the MCP server
-// drains for the grace, the MCP endpoint closes, and the HTTP server stops.
+// serveHTTP serves MCP on cfg.httpAddr, and the observability endpoints
+// there too or, with -admin-http, on cfg.adminAddr only, until ctx is
+// done; then it shuts down: /readyz turns 503, the MCP server drains for
+// the grace, the MCP endpoint closes, and the HTTP servers stop.
 func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, in *instruments, events *eventLog, logger *slog.Logger, cfg config) error {
 	opts := []streamable.Option{
 		streamable.WithLogger(logger),
@@ -37,60 +41,225 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	opts = append(opts, streamable.WithRejectHook(func(r protocol.RejectReason) { inst.Metrics().MessageRejected(r.String()) }))
 	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
 
+	ln, err := net.Listen("tcp", cfg.httpAddr)
+	if err != nil {
+		_ = endpoint.Close()
+		return err
+	}
+	var adminLn net.Listener
+	if cfg.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.adminAddr); err != nil {
+			_ = ln.Close()
+			_ = endpoint.Close()
+			return err
+		}
+	}
+	resource := resourceURI(cfg, ln.Addr())
+	mcp, public, err := authorize(endpoint, cfg, resource, logger)
+	if err != nil {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+		_ = endpoint.Close()
+		return err
+	}
+
 	var ready atomic.Bool
 	var dbg *debugPage
 	if cfg.debug {
 		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now()}
 	}
-	mux := newMux(endpoint, in, &ready, dbg, cfg.allowedHosts)
-
-	ln, err := net.Listen("tcp", cfg.httpAddr)
-	if err != nil {
-		return err
+	obs := newObservabilityMux(in, &ready, dbg, cfg.allowedHosts)
+	var servers []*http.Server
+	served := make(chan error, 2)
+	serve := func(h http.Handler, l net.Listener) {
+		hs := newHTTPServer(h, cfg, logger)
+		servers = append(servers, hs)
+		go func() { served <- hs.Serve(l) }()
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	base := "http://" + ln.Addr().String()
+	obsBase := base
+	if adminLn != nil {
+		obsBase = "http://" + adminLn.Addr().String()
+		// Logged before "serving MCP", which tests wait for.
+		logger.Info("serving admin endpoints", "url", obsBase, "paths", adminPaths(dbg != nil),
+			"loopback_only", isLoopbackAddr(cfg.adminAddr))
+		serve(newMux(mcp, public, nil), ln)
+		serve(obs, adminLn)
+	} else {
+		serve(newMux(mcp, public, obs), ln)
+	}
 	logger.Info("serving MCP", "url", base+"/mcp")
 	if dbg != nil {
-		logger.Info("observability", "metrics", base+"/metrics", "debug", base+"/debug/vigil")
+		logger.Info("observability", "metrics", obsBase+"/metrics", "debug", obsBase+"/debug/vigil")
 	} else {
-		logger.Info("observability", "metrics", base+"/metrics")
+		logger.Info("observability", "metrics", obsBase+"/metrics")
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
 	ready.Store(true)
 
+	pending := len(servers)
+	var failed error
 	select {
-	case err := <-served:
-		_ = endpoint.Close()
-		return err
+	case failed = <-served:
+		pending--
 	case <-ctx.Done():
+		stop() // a second signal kills the process
+		ready.Store(false)
+		drain(srv, logger, cfg.grace)
 	}
-	stop() // a second signal kills the process
-	ready.Store(false)
-	drain(srv, logger, cfg.grace)
 	_ = endpoint.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		logger.Warn("HTTP connections still open at exit", "error", err)
-		_ = hs.Close()
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil {
+			logger.Warn("HTTP connections still open at exit", "error", err)
+			_ = hs.Close()
+		}
 	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	for ; pending > 0; pending-- {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) && failed == nil {
+			failed = err
+		}
+	}
+	if failed != nil {
+		return failed
 	}
 	logger.Info("stopped")
 	return nil
 }
 
-// newMux routes /mcp to the MCP endpoint and serves /metrics, /healthz,
-// /readyz and, when dbg is not nil, /debug/vigil. The observability
+// authorize returns the handler of /mcp and the public paths to serve next
+// to it (nil: none), for the resource URI resource. Without -auth-issuer it
+// returns endpoint as it is.
+//
+// This is where the OAuth resource server plugs in: build it from cfg
+// (authIssuer, resource, authScopes, authToolScopes, introspectionClientID
+// and introspectionSecret), wrap endpoint with its Handler and return its
+// MetadataPaths → MetadataHandler as public. Until then, a configuration
+// asking for authorization is refused rather than served without it.
+func authorize(endpoint http.Handler, cfg config, resource string, logger *slog.Logger) (mcp http.Handler, public map[string]http.Handler, err error) {
+	if !cfg.authEnabled() {
+		return endpoint, nil, nil
+	}
+	_ = logger
+	return nil, nil, fmt.Errorf("-auth-issuer %s (resource %s): authorization is not available in this build", cfg.authIssuer, resource)
+}
+
+// resourceURI returns the canonical resource URI of the MCP endpoint:
+// -auth-resource, or http://HOST:PORT/mcp with the host of -http as given
+// (checkExposure refused a wildcard one) and the port listened on.
+func resourceURI(cfg config, addr net.Addr) string {
+	if cfg.authResource != "" {
+		return cfg.authResource
+	}
+	host, _, err := net.SplitHostPort(cfg.httpAddr)
+	_, port, perr := net.SplitHostPort(addr.String())
+	if err != nil || perr != nil || host == "" {
+		return "http://" + addr.String() + "/mcp"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/mcp"
+}
+
+// newHTTPServer returns the http.Server of h with vigil's connection
+// hygiene: headers within 10s, a request body within cfg.bodyReadTimeout
+// (bodyDeadline), keep-alive connections closed after cfg.httpIdleTimeout
+// of idleness. There is no WriteTimeout, which would cut SSE streams.
+func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           bodyDeadline(h, cfg.bodyReadTimeout),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.httpIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// bodyDeadline gives the body of each request that has one d to arrive:
+// it sets the connection's read deadline before next runs and clears it
+// once the body has been read to its end, so that a client
+// that sends headers and then trickles, or stops, is disconnected. d <= 0
+// returns next.
+//
+// A request without a body gets no deadline: net/http then reads the
+// connection in the background while the handler runs, to notice the
+// client going away, and a deadline firing there would cancel the
+// request, ending an SSE stream (a GET /mcp) that is only written to. For
+// a POST answered with an SSE stream, the deadline is cleared when its
+// body has been read, before the stream starts, for the same reason.
+func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			next.ServeHTTP(w, r) // not a net.Conn underneath (HTTP/2, a test recorder)
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the read deadline once its body has been read to its
+// end. When the deadline cut the body short it leaves the deadline in
+// place: after the handler answers, net/http's attempt to read the rest of
+// the body fails at once and it closes the connection (cleared, that read
+// would wait for the trickling client).
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
+
+// adminPaths lists what the observability mux serves, for the log.
+func adminPaths(debug bool) []string {
+	paths := []string{"/metrics", "/healthz", "/readyz"}
+	if debug {
+		paths = append(paths, "/debug/vigil", "/")
+	}
+	return paths
+}
+
+// newMux routes /mcp to mcp and each pattern of public (paths anyone may
+// read, such as the OAuth protected resource metadata under
+// /.well-known/oauth-protected-resource) to its handler; everything else
+// goes to obs, the observability endpoints, or is 404 when obs is nil
+// (with -admin-http they have a listener of their own).
+func newMux(mcp http.Handler, public map[string]http.Handler, obs http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp)
+	for pattern, h := range public {
+		mux.Handle(pattern, h)
+	}
+	if obs != nil {
+		mux.Handle("/", obs)
+	}
+	return mux
+}
+
+// newObservabilityMux serves /metrics, /healthz, /readyz and, when dbg is
+// not nil, /debug/vigil (and / redirecting to it). The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
 // MCP endpoint does, against DNS rebinding.
-func newMux(endpoint http.Handler, in *instruments, ready *atomic.Bool, dbg *debugPage, allowedHosts []string) *http.ServeMux {
+func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, allowedHosts []string) *http.ServeMux {
 	guard := func(h http.Handler) http.Handler { return hostGuard(h, allowedHosts) }
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", endpoint)
 	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -110,6 +279,59 @@ func newMux(endpoint http.Handler, in *instruments, ready *atomic.Bool, dbg *deb
 		mux.Handle("GET /{$}", guard(http.RedirectHandler("/debug/vigil", http.StatusFound)))
 	}
 	return mux
+}
+
+// checkExposure refuses to serve /mcp without authorization on a listen
+// address other than loopback unless -allow-unauthenticated says so, and
+// refuses authorization without -auth-resource on a wildcard address,
+// whose resource URI vigil cannot know. It returns a warning to log when
+// serving unauthenticated on such an address.
+func checkExposure(cfg config) (warning string, err error) {
+	if cfg.stdio {
+		return "", nil
+	}
+	if cfg.authEnabled() {
+		if cfg.authResource == "" && isWildcardAddr(cfg.httpAddr) {
+			return "", fmt.Errorf("-http %s listens on every address, so vigil cannot know the URL clients use: add -auth-resource URL (the canonical https URL of /mcp that tokens must name)", cfg.httpAddr)
+		}
+		return "", nil
+	}
+	if isLoopbackAddr(cfg.httpAddr) {
+		return "", nil
+	}
+	if !cfg.allowUnauthenticated {
+		return "", fmt.Errorf("-http %s is not a loopback address, and /mcp would be open to anyone who can reach it: add -auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated", cfg.httpAddr)
+	}
+	return "serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)", nil
+}
+
+// isLoopbackAddr reports whether the host of the listen address addr is a
+// loopback IP or "localhost"; an empty host (every address) is not.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isWildcardAddr reports whether the listen address addr has an empty or
+// unspecified (0.0.0.0, ::) host.
+func isWildcardAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsUnspecified()
 }
 
 // hostGuard refuses, with 403, a request that arrived on a loopback address

@@ -13,6 +13,11 @@
 // convert_temperature (typed input and output) and confirm_action
 // (elicitation).
 //
+// On an address other than loopback, vigil refuses to start unless
+// -auth-issuer turns OAuth authorization on or -allow-unauthenticated says
+// to serve /mcp open. -admin-http moves the observability endpoints to a
+// listener of their own, and -audit-log writes one JSON line per tool call.
+//
 // Configuration is by flags, each with an environment variable as its
 // default, and the standard OTEL_* variables; run vigil -h for the list.
 // On SIGTERM or SIGINT, vigil turns not ready, lets in-flight requests run
@@ -27,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -70,7 +76,26 @@ type config struct {
 	traceRing       int
 	debug           bool
 	stateKey        []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
+
+	// HTTP connection hygiene, on the MCP and the admin listener.
+	httpIdleTimeout time.Duration // keep-alive connections idle this long are closed
+	bodyReadTimeout time.Duration // a request body must arrive within this
+
+	// Authorization (OAuth 2.1 resource server).
+	authIssuer            string              // JWT verification, keys found by discovery from this issuer
+	authResource          string              // the canonical resource URI tokens must name; "": http://HOST:PORT/mcp
+	authScopes            []string            // scopes every request needs
+	authToolScopes        map[string][]string // tool name → scopes its calls need, besides authScopes
+	allowUnauthenticated  bool                // serve without authorization on a non-loopback address
+	introspectionClientID string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_ID only
+	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
+
+	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
+	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 }
+
+// authEnabled reports whether requests to /mcp need a bearer token.
+func (c config) authEnabled() bool { return c.authIssuer != "" || c.introspectionClientID != "" }
 
 // envPrefix starts the name of every VIGIL_* variable.
 const envPrefix = "VIGIL_"
@@ -81,10 +106,10 @@ const envPrefix = "VIGIL_"
 // counts as unset. -h prints the usage to out and returns flag.ErrHelp.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var cfg config
-	var allowedHosts string
+	var allowedHosts, authScopes, authToolScopes string
 	fs := flag.NewFlagSet("vigil", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8080", "`address` the HTTP server listens on: MCP at /mcp, and /metrics, /healthz, /readyz, /debug/vigil")
+	fs.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8080", "`address` the HTTP server listens on: MCP at /mcp, and /metrics, /healthz, /readyz, /debug/vigil unless -admin-http")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one MCP session on standard input and output instead of HTTP")
 	fs.DurationVar(&cfg.grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT before they are cancelled")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "`level` of the logs on standard error: debug, info, warn or error")
@@ -99,6 +124,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "traces kept in memory for /debug/vigil when OTEL_* configures no exporter (0: drop them)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
+	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", 2*time.Minute, "close a keep-alive HTTP connection idle for this long (MCP and admin listeners)")
+	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", 30*time.Second, "close an HTTP connection whose request body does not arrive within this (0: no limit)")
+	fs.StringVar(&cfg.authIssuer, "auth-issuer", "", "authorization server `URL`: /mcp needs a bearer token from this issuer, a JWT verified with its keys (found by discovery), or introspected (VIGIL_AUTH_INTROSPECTION_*)")
+	fs.StringVar(&cfg.authResource, "auth-resource", "", "canonical resource `URI` tokens must name (audience); default http://HOST:PORT/mcp of the listener, which must then not be a wildcard address")
+	fs.StringVar(&authScopes, "auth-scopes", "", "comma-separated `scopes` every request to /mcp needs")
+	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
+	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
+	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
+	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -136,6 +170,37 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 		cfg.stateKey = key
 	}
+	cfg.introspectionClientID = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_ID")
+	cfg.introspectionSecret = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_SECRET")
+	if (cfg.introspectionClientID == "") != (cfg.introspectionSecret == "") {
+		return config{}, fmt.Errorf("%sAUTH_INTROSPECTION_CLIENT_ID and %sAUTH_INTROSPECTION_CLIENT_SECRET must be set together", envPrefix, envPrefix)
+	}
+	if cfg.introspectionClientID != "" && cfg.authIssuer == "" {
+		return config{}, fmt.Errorf("token introspection (%sAUTH_INTROSPECTION_CLIENT_ID) needs -auth-issuer, whose metadata names the introspection endpoint", envPrefix)
+	}
+	cfg.authScopes = splitList(authScopes)
+	toolScopes, err := parseToolScopes(authToolScopes)
+	if err != nil {
+		return config{}, err
+	}
+	cfg.authToolScopes = toolScopes
+	for _, u := range []struct{ flag, v string }{{"-auth-issuer", cfg.authIssuer}, {"-auth-resource", cfg.authResource}} {
+		if u.v == "" {
+			continue
+		}
+		if err := checkURL(u.v); err != nil {
+			return config{}, fmt.Errorf("%s %q: %w", u.flag, u.v, err)
+		}
+	}
+	if (cfg.authResource != "" || len(cfg.authScopes) > 0 || len(cfg.authToolScopes) > 0) && !cfg.authEnabled() {
+		return config{}, errors.New("-auth-resource, -auth-scopes and -auth-tool-scopes need -auth-issuer")
+	}
+	if cfg.stdio && cfg.adminAddr != "" {
+		return config{}, errors.New("-admin-http serves the observability endpoints of the HTTP server; with -stdio there is none")
+	}
+	if cfg.stdio && cfg.auditLog == "-" {
+		return config{}, errors.New("-audit-log - (standard output) cannot be used with -stdio: standard output carries MCP")
+	}
 	for h := range strings.SplitSeq(allowedHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.allowedHosts = append(cfg.allowedHosts, h)
@@ -144,8 +209,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	switch {
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)
-	case cfg.grace < 0, cfg.requestTimeout < 0, cfg.idleTimeout < 0:
-		return config{}, errors.New("-shutdown-grace, -request-timeout and -idle-timeout must not be negative")
+	case cfg.grace < 0, cfg.requestTimeout < 0, cfg.idleTimeout < 0, cfg.httpIdleTimeout < 0, cfg.bodyReadTimeout < 0:
+		return config{}, errors.New("-shutdown-grace, -request-timeout, -idle-timeout, -http-idle-timeout and -body-read-timeout must not be negative")
 	case cfg.maxFrame <= 0 || cfg.maxBody <= 0 || cfg.maxSessions <= 0 || cfg.maxInFlight <= 0:
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0:
@@ -154,12 +219,75 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	return cfg, nil
 }
 
+// splitList returns the non-empty, trimmed items of the comma-separated s.
+func splitList(s string) []string {
+	var items []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			items = append(items, v)
+		}
+	}
+	return items
+}
+
+// parseToolScopes parses -auth-tool-scopes, tool=scope+scope,tool2=scope,
+// strictly: every item names a tool once and at least one scope, and
+// neither holds spaces (scope tokens have none, RFC 6749 §3.3). Whether
+// the tools exist is checked once they are registered (checkToolScopes).
+func parseToolScopes(s string) (map[string][]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	m := make(map[string][]string)
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		tool, scopes, ok := strings.Cut(item, "=")
+		if !ok || tool == "" || scopes == "" {
+			return nil, fmt.Errorf("-auth-tool-scopes: %q: want tool=scope+scope", item)
+		}
+		if strings.ContainsAny(tool, " \t") {
+			return nil, fmt.Errorf("-auth-tool-scopes: tool name %q has a space", tool)
+		}
+		if _, dup := m[tool]; dup {
+			return nil, fmt.Errorf("-auth-tool-scopes: tool %q given twice", tool)
+		}
+		var list []string
+		for sc := range strings.SplitSeq(scopes, "+") {
+			if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+				return nil, fmt.Errorf("-auth-tool-scopes: %q: bad scope %q", item, sc)
+			}
+			list = append(list, sc)
+		}
+		m[tool] = list
+	}
+	return m, nil
+}
+
+// checkURL accepts an absolute http or https URL with a host and no
+// fragment, as issuers and resource URIs must be.
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "https" && u.Scheme != "http":
+		return errors.New("want an http or https URL")
+	case u.Host == "":
+		return errors.New("no host")
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return errors.New("a fragment is not allowed")
+	}
+	return nil
+}
+
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
 	_, _ = fmt.Fprint(w, `Usage: vigil [flags]
 
 Vigil serves MCP over Streamable HTTP, by default at http://127.0.0.1:8080/mcp,
-or with -stdio over standard input and output. The HTTP server also serves:
+or with -stdio over standard input and output. The HTTP server also serves
+(with -admin-http, only its own listener does, and the MCP listener serves
+only /mcp):
 
   /metrics       Prometheus metrics (OpenMetrics with exemplars when asked)
   /healthz       liveness: 200 while the process runs
@@ -168,6 +296,11 @@ or with -stdio over standard input and output. The HTTP server also serves:
                  and dropped responses, recent traces (?format=json for JSON)
 
 Each flag's default comes from the environment variable named after it.
+
+Authorization: on a loopback address vigil needs no setup. On any other
+address (0.0.0.0, ::, a LAN address) it refuses to start unless given
+-auth-issuer URL (OAuth 2.1: /mcp needs a bearer token of that issuer,
+for -auth-resource) or, knowingly, -allow-unauthenticated.
 
 Flags:
 `)
@@ -197,6 +330,13 @@ Secrets (environment only):
                                  results; every replica behind one load
                                  balancer needs the same key (default: a
                                  random key per process)
+  VIGIL_AUTH_INTROSPECTION_CLIENT_ID
+  VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
+                                 both or neither: verify tokens by asking
+                                 the -auth-issuer's introspection endpoint
+                                 (RFC 7662) with these client credentials,
+                                 instead of as JWTs; the secret is never
+                                 printed or logged
 
 Signals: SIGTERM or SIGINT starts a graceful shutdown (/readyz turns 503,
 new requests are refused, in-flight ones get -shutdown-grace); a second
@@ -218,6 +358,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() { _ = logOut.Close() }()
 	logger := newLogger(cfg, logOut)
 	logOTelErrors(logger)
+	warning, err := checkExposure(cfg)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		logger.Warn(warning, "addr", cfg.httpAddr)
+	}
+	audit, closeAudit, err := openAuditLog(cfg.auditLog, logger)
+	if err != nil {
+		return err
+	}
+	defer closeAudit() // after the servers stopped: the last calls are in
 
 	// A write to a stdout whose reader is gone must fail with EPIPE, not
 	// kill the process with SIGPIPE.
@@ -246,7 +398,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("tracing", "exporter", in.exporter)
 
 	events := newEventLog()
-	srv, inst, err := newServer(cfg, logger, in, events)
+	srv, inst, err := newServer(cfg, logger, in, events, audit)
 	if err != nil {
 		return err
 	}
@@ -254,6 +406,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return serveStdio(ctx, stop, srv, inst, logger, cfg)
 	}
 	return serveHTTP(ctx, stop, srv, inst, in, events, logger, cfg)
+}
+
+// openAuditLog opens the audit log of -audit-log: nil for "", standard
+// output for "-", else the file, appended to (created 0600). Lines are
+// written in the background (asyncwriter), so that no call waits on the
+// file; a line that finds the buffer full is dropped, and closeLog, which
+// writes what is left and closes the file, logs how many were.
+func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(), err error) {
+	var out io.Writer = os.Stdout
+	closeOut := func() {}
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-audit-log: %w", err)
+		}
+		out, closeOut = f, func() { _ = f.Close() }
+	}
+	aw := asyncwriter.New(out)
+	return aw, func() {
+		_ = aw.Close()
+		closeOut()
+		if n := aw.Dropped(); n > 0 {
+			logger.Warn("audit log lines dropped: the audit log's destination was too slow", "lines", n, "audit_log", path)
+		}
+	}, nil
 }
 
 // newLogger returns the process's logger, on stderr (a buffer in front of

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"time"
 
@@ -21,7 +22,8 @@ const toolSlotWait = time.Second
 // recovery, timeout, per-tool concurrency limit), traced calls to the
 // client, and the metrics and debug observers. The metrics are registered
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
-func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog) (*server.Server, *middleware.Instrumentation, error) {
+// audit, when not nil, gets the audit log's lines (a non-blocking writer).
+func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
@@ -31,6 +33,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
 		middleware.WithLimitWait(toolSlotWait),
 		middleware.WithObservers(events),
+		middleware.WithAuditLog(audit),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -41,7 +44,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		server.WithMaxInFlight(cfg.maxInFlight),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 	)...)
-	if err := addDemoTools(srv); err != nil {
+	// The scopes are checked against the registered tools here; the
+	// authorization guard reads them from cfg.authToolScopes.
+	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
 		return nil, nil, err
 	}
 	return srv, inst, nil

@@ -6,12 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
 )
 
-func addDemoTools(srv *server.Server) error {
+// addDemoTools registers the demo tools with srv, then checks that every
+// tool of toolScopes (-auth-tool-scopes) is one of srv's tools: a scope
+// requirement on a misspelled tool would protect nothing.
+func addDemoTools(srv *server.Server, toolScopes map[string][]string) error {
+	if err := registerDemoTools(srv); err != nil {
+		return err
+	}
+	return checkToolScopes(srv.ToolNames(), toolScopes)
+}
+
+// checkToolScopes returns an error naming the tools of toolScopes that are
+// not in names (sorted, as srv.ToolNames returns them).
+func checkToolScopes(names []string, toolScopes map[string][]string) error {
+	var unknown []string
+	for tool := range toolScopes {
+		if _, found := slices.BinarySearch(names, tool); !found {
+			unknown = append(unknown, tool)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return fmt.Errorf("-auth-tool-scopes names unknown tools %q; the tools are %q", unknown, names)
+}
+
+func registerDemoTools(srv *server.Server) error {
 	return errors.Join(
 		srv.AddTool(server.Tool{
 			Name:        "echo",

@@ -44,7 +44,7 @@ func demoServe(t *testing.T) *memory.Conn {
 	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
 	t.Cleanup(func() { timer.Stop() })
 	srv := server.New()
-	require.NoError(t, addDemoTools(srv))
+	require.NoError(t, addDemoTools(srv, nil))
 	client, conn := memory.NewPair()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(context.Background(), conn) }()

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,6 +25,9 @@ const (
 	grafanaProviderFile   = "deploy/grafana/provisioning/dashboards/dashboards.yaml"
 	// vigilPort is the port the image listens on (ENTRYPOINT -http 0.0.0.0:8080).
 	vigilPort = 8080
+	// adminPort is the port of vigil's admin listener (VIGIL_ADMIN_HTTP) in
+	// compose and Kubernetes: metrics, health and the debug page.
+	adminPort = 9090
 )
 
 // loadCompose loads deploy/compose.yaml with compose-go, the loader docker
@@ -112,6 +116,17 @@ func TestComposeServices(t *testing.T) {
 		"vigil publishes port %d", vigilPort)
 	assert.True(t, vigil.ReadOnly)
 	assert.Equal(t, []string{"ALL"}, vigil.CapDrop)
+	vars := map[string]string{}
+	for k, v := range env {
+		vars[k] = *v
+	}
+	checkVigilEnv(t, "compose", vars)
+	assert.Equal(t, fmt.Sprintf(":%d", adminPort), vars["VIGIL_ADMIN_HTTP"], "the admin port Prometheus scrapes")
+	for _, pc := range vigil.Ports {
+		if vars["VIGIL_ALLOW_UNAUTHENTICATED"] == "true" {
+			assert.Equal(t, "127.0.0.1", pc.HostIP, "port %d: an open /mcp is published on the host's loopback only", pc.Target)
+		}
+	}
 
 	prom := composeService(t, p, "prometheus")
 	assert.True(t, strings.HasPrefix(prom.Image, "prom/prometheus:v3."), prom.Image)
@@ -161,7 +176,7 @@ func TestPrometheusConfig(t *testing.T) {
 		found = true
 		assert.Equal(t, "/metrics", sc.MetricsPath)
 		require.Len(t, sc.StaticConfigs, 1)
-		assert.Equal(t, []string{"vigil:8080"}, sc.StaticConfigs[0].Targets)
+		assert.Equal(t, []string{fmt.Sprintf("vigil:%d", adminPort)}, sc.StaticConfigs[0].Targets, "the admin port: the MCP port serves only /mcp")
 	}
 	assert.True(t, found, "no scrape job named vigil")
 

@@ -215,6 +215,15 @@ func TestKubernetesManifests(t *testing.T) {
 		assert.Equal(t, "ghcr.io/vigil-mcp/vigil:dev", c.Image, "kustomize's images transformer")
 		port := containerPort(t, c, "http")
 		assert.Equal(t, int32(vigilPort), port.ContainerPort)
+		admin := containerPort(t, c, "admin")
+		assert.Equal(t, int32(adminPort), admin.ContainerPort)
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		checkVigilEnv(t, "deployment", env)
+		assert.Equal(t, fmt.Sprintf(":%d", adminPort), env["VIGIL_ADMIN_HTTP"], "the admin listener on the admin port")
+		assertIntrospectionSecret(t, c.Env)
 		assertProbe(t, "liveness", c.LivenessProbe, "/healthz")
 		assertProbe(t, "readiness", c.ReadinessProbe, "/readyz")
 		assertProbe(t, "startup", c.StartupProbe, "/healthz")
@@ -259,11 +268,13 @@ func TestKubernetesManifests(t *testing.T) {
 
 	t.Run("Service", func(t *testing.T) {
 		assert.True(t, k8slabels.SelectorFromSet(m.service.Spec.Selector).Matches(podLabels), "the Service selects no pod")
-		require.Len(t, m.service.Spec.Ports, 1)
-		p := m.service.Spec.Ports[0]
-		assert.Equal(t, "http", p.Name)
-		assert.Equal(t, intstr.FromString("http"), p.TargetPort)
-		containerPort(t, pod.Spec.Containers[0], p.TargetPort.StrVal)
+		require.Len(t, m.service.Spec.Ports, 2)
+		for i, name := range []string{"http", "admin"} {
+			p := m.service.Spec.Ports[i]
+			assert.Equal(t, name, p.Name)
+			assert.Equal(t, intstr.FromString(name), p.TargetPort)
+			containerPort(t, pod.Spec.Containers[0], p.TargetPort.StrVal)
+		}
 	})
 
 	t.Run("PodDisruptionBudget", func(t *testing.T) {
@@ -300,6 +311,7 @@ func TestKubernetesManifests(t *testing.T) {
 		assert.True(t, slices.ContainsFunc(m.service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port }),
 			"endpoint port %q is no Service port", ep.Port)
 		assert.Equal(t, "/metrics", ep.Path)
+		assert.Equal(t, "admin", ep.Port, "metrics are on the admin port; the MCP port serves only /mcp")
 		for _, d := range []string{ep.Interval, ep.ScrapeTimeout} {
 			_, err := model.ParseDuration(d)
 			require.NoError(t, err)
@@ -313,13 +325,28 @@ func TestKubernetesManifests(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, sel.Matches(podLabels))
 		require.NotEmpty(t, np.Spec.Ingress)
-		allowed := false
+		monitoring := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
+		}}
+		httpAllowed, adminAllowed := false, false
 		for _, rule := range np.Spec.Ingress {
+			require.NotEmpty(t, rule.Ports, "an ingress rule without ports admits every port")
 			for _, p := range rule.Ports {
-				allowed = allowed || (p.Port != nil && (p.Port.StrVal == "http" || p.Port.IntVal == vigilPort))
+				require.NotNil(t, p.Port)
+				switch {
+				case p.Port.StrVal == "http" || p.Port.IntVal == vigilPort:
+					httpAllowed = true
+					assert.NotContains(t, rule.From, monitoring, "the MCP port is for clients, not the monitoring namespace")
+				case p.Port.StrVal == "admin" || p.Port.IntVal == adminPort:
+					adminAllowed = true
+					assert.Equal(t, []networkingv1.NetworkPolicyPeer{monitoring}, rule.From, "the admin port is for the monitoring namespace only")
+				default:
+					t.Errorf("ingress admits port %s", p.Port)
+				}
 			}
 		}
-		assert.True(t, allowed, "no ingress rule admits port http")
+		assert.True(t, httpAllowed, "no ingress rule admits port http")
+		assert.True(t, adminAllowed, "no ingress rule admits port admin")
 	})
 }
 
@@ -340,7 +367,32 @@ func assertProbe(t *testing.T, kind string, p *corev1.Probe, path string) {
 		return
 	}
 	assert.Equal(t, path, p.HTTPGet.Path, "%s probe", kind)
-	assert.Equal(t, intstr.FromString("http"), p.HTTPGet.Port, "%s probe", kind)
+	assert.Equal(t, intstr.FromString("admin"), p.HTTPGet.Port, "%s probe: the observability endpoints are on the admin port", kind)
+}
+
+// assertIntrospectionSecret checks that the introspection client id and
+// secret, when the container sets them, both come from keys of one Secret,
+// both optional or both not (vigil wants both or neither), and never as a
+// literal value.
+func assertIntrospectionSecret(t *testing.T, env []corev1.EnvVar) {
+	t.Helper()
+	refs := map[string]*corev1.SecretKeySelector{}
+	for _, e := range env {
+		if e.Name != "VIGIL_AUTH_INTROSPECTION_CLIENT_ID" && e.Name != "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET" {
+			continue
+		}
+		assert.Empty(t, e.Value, "%s: a credential belongs in a Secret", e.Name)
+		if assert.NotNil(t, e.ValueFrom, e.Name) && assert.NotNil(t, e.ValueFrom.SecretKeyRef, e.Name) {
+			refs[e.Name] = e.ValueFrom.SecretKeyRef
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	require.Len(t, refs, 2, "the introspection client id and secret go together")
+	id, secret := refs["VIGIL_AUTH_INTROSPECTION_CLIENT_ID"], refs["VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET"]
+	assert.Equal(t, id.Name, secret.Name, "one Secret")
+	assert.Equal(t, id.Optional != nil && *id.Optional, secret.Optional != nil && *secret.Optional, "both optional or neither")
 }
 
 // shutdownGrace returns the -shutdown-grace given in args, or the default.
@@ -361,6 +413,39 @@ func shutdownGrace(t *testing.T, args []string) time.Duration {
 		return d
 	}
 	return defaultShutdownGrace
+}
+
+// envOnly are the VIGIL_* variables cmd/vigil reads that are no flag.
+var envOnly = []string{"VIGIL_REQUEST_STATE_KEY", "VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET"}
+
+// checkVigilEnv checks the VIGIL_* variables a deployment (where) gives
+// vigil: each is one cmd/vigil reads, and since the image listens on
+// 0.0.0.0, they turn authorization on (an https issuer, and the resource
+// URI, which vigil cannot derive from a wildcard address) or say,
+// knowingly, VIGIL_ALLOW_UNAUTHENTICATED=true; otherwise vigil refuses to
+// start.
+func checkVigilEnv(t *testing.T, where string, env map[string]string) {
+	t.Helper()
+	known := map[string]bool{}
+	for name := range vigilFlags(t) {
+		known["VIGIL_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	known["VIGIL_HTTP_ADDR"] = true // -http
+	for _, name := range envOnly {
+		known[name] = true
+	}
+	for name := range env {
+		if strings.HasPrefix(name, "VIGIL_") {
+			assert.True(t, known[name], "%s: cmd/vigil reads no variable %s", where, name)
+		}
+	}
+	if env["VIGIL_ALLOW_UNAUTHENTICATED"] == "true" {
+		return
+	}
+	issuer, resource := env["VIGIL_AUTH_ISSUER"], env["VIGIL_AUTH_RESOURCE"]
+	assert.True(t, strings.HasPrefix(issuer, "https://"), "%s: listening on 0.0.0.0 needs VIGIL_AUTH_ISSUER (https) or VIGIL_ALLOW_UNAUTHENTICATED=true", where)
+	assert.True(t, strings.HasPrefix(resource, "https://") && strings.HasSuffix(resource, "/mcp"),
+		"%s: with authorization on 0.0.0.0, VIGIL_AUTH_RESOURCE must be the public https URL of /mcp", where)
 }
 
 var flagDefRE = regexp.MustCompile(`fs\.[A-Za-z0-9]+\([^,]+, "([a-z][a-z0-9-]*)"`)

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// With -admin-http, the observability endpoints are served on the admin
+// listener only, and the MCP listener serves only /mcp; SIGTERM stops both.
+// The -audit-log file gets the tools/call, flushed at exit.
+func TestServiceAdminListener(t *testing.T) {
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	svc := startService(t, "-http", "127.0.0.1:0", "-admin-http", "127.0.0.1:0", "-audit-log", auditPath)
+	m := regexp.MustCompile(`msg="serving admin endpoints" url=(\S+)`).FindStringSubmatch(svc.logs.String())
+	require.NotNil(t, m, "the admin URL is logged before the MCP URL:\n%s", svc.logs.String())
+	admin := m[1]
+	require.NotEqual(t, svc.base, admin)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/debug/vigil", "/"} {
+		svcGet(t, hc, svc.base+path, http.StatusNotFound)
+		svcGet(t, hc, admin+path, http.StatusOK)
+	}
+	svcGet(t, hc, admin+"/mcp", http.StatusNotFound)
+	assert.Contains(t, svcGet(t, hc, admin+"/metrics", http.StatusOK), "mcp_server_sessions_active")
+
+	// The MCP listener still serves MCP.
+	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	res, err := c.rpc(`1`, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"admin-test","version":"1"}}`)
+	require.NoError(t, err)
+	require.Nil(t, res.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+	echo, err := c.rpc(`2`, "tools/call", `{"name":"echo","arguments":{"text":"not for the audit log"}}`)
+	require.NoError(t, err)
+	require.Nil(t, echo.Error)
+
+	// The admin listener keeps the DNS-rebinding guard.
+	req, err := http.NewRequest(http.MethodGet, admin+"/metrics", nil)
+	require.NoError(t, err)
+	req.Host = "evil.example"
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	hc.CloseIdleConnections()
+	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
+	_, err = net.DialTimeout("tcp", strings.TrimPrefix(admin, "http://"), 5*time.Second)
+	require.Error(t, err, "the admin listener is closed")
+
+	audit, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+	assert.NotContains(t, string(audit), "not for the audit log")
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(audit, &line), "one line: %s", audit)
+	assert.Equal(t, "echo", line["tool"])
+	assert.Equal(t, "ok", line["outcome"])
+	assert.Equal(t, []any{"text"}, line["arguments"])
+	assert.NotEmpty(t, line["session_id"])
+	assert.NotContains(t, line, "subject", "no authorization")
+}
+
+// hygieneServer serves h as vigil does (newHTTPServer) with the given
+// timeouts on a loopback port, and returns its address; it is closed at
+// the end of the test.
+func hygieneServer(t *testing.T, h http.Handler, bodyTimeout, idleTimeout time.Duration) string {
+	t.Helper()
+	cfg := defaultConfig()
+	cfg.bodyReadTimeout, cfg.httpIdleTimeout = bodyTimeout, idleTimeout
+	hs := newHTTPServer(h, cfg, slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		require.ErrorIs(t, <-served, http.ErrServerClosed)
+	})
+	return ln.Addr().String()
+}
+
+// dial connects to addr; every read and write fails after 10 s, the
+// watchdog of a test expecting the server to close the connection sooner.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	return conn
+}
+
+// requireClosedByServer reads conn to its end and requires that the server
+// closed it (EOF or a reset), not the watchdog deadline.
+func requireClosedByServer(t *testing.T, conn net.Conn) {
+	t.Helper()
+	_, err := io.Copy(io.Discard, conn)
+	if err != nil {
+		require.NotErrorIs(t, err, os.ErrDeadlineExceeded, "the server did not close the connection")
+		require.ErrorIs(t, err, syscall.ECONNRESET)
+	}
+}
+
+// A client that sends the headers and part of the body, then stops, is
+// disconnected once the body read timeout passes; the handler's read fails
+// with a deadline error.
+func TestTricklingBodyIsCutOff(t *testing.T) {
+	const bodyTimeout = 200 * time.Millisecond
+	readErr := make(chan error, 1)
+	addr := hygieneServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+		if err != nil {
+			http.Error(w, "slow body", http.StatusBadRequest)
+		}
+	}), bodyTimeout, time.Minute)
+	conn := dial(t, addr)
+	start := time.Now()
+	_, err := fmt.Fprint(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":")
+	require.NoError(t, err)
+	requireClosedByServer(t, conn)
+	assert.GreaterOrEqual(t, time.Since(start), bodyTimeout)
+	err = <-readErr
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+}
+
+// A body that arrives in time is read whole, and the connection is then
+// kept alive for the next request (the deadline does not outlive the body).
+func TestBodyInTimeKeepsConnection(t *testing.T) {
+	addr := hygieneServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, _ = w.Write(b)
+	}), 100*time.Millisecond, time.Minute)
+	conn := dial(t, addr)
+	br := bufio.NewReader(conn)
+	for i := range 2 {
+		body := fmt.Sprintf("request %d", i)
+		_, err := fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, body, string(got))
+		if i == 0 {
+			// Idle for longer than the body timeout: the next request
+			// must still be served on this connection.
+			<-time.After(300 * time.Millisecond)
+		}
+	}
+}
+
+// A keep-alive connection left idle is closed after the idle timeout.
+func TestIdleConnectionIsClosed(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	addr := hygieneServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}), 30*time.Second, idle)
+	conn := dial(t, addr)
+	_, err := fmt.Fprint(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	require.False(t, resp.Close, "kept alive")
+	start := time.Now()
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "closed by the server, not the watchdog")
+	assert.GreaterOrEqual(t, time.Since(start), idle-10*time.Millisecond)
+}
+
+// An SSE stream that stays open longer than the body read timeout keeps
+// working: a GET stream (no body), and a POST answered with a stream once
+// its body was read. The handler ends the stream when its request's
+// context is cancelled, as the MCP endpoint does, so a read deadline left
+// on the connection (which would make net/http's background read fail and
+// cancel the request) would show as a stream ending before its second
+// event.
+func TestSSEOutlivesBodyReadTimeout(t *testing.T) {
+	const bodyTimeout = 100 * time.Millisecond
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		t.Run(method, func(t *testing.T) {
+			send := make(chan struct{})
+			ctxErr := make(chan error, 1)
+			addr := hygieneServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, err := io.ReadAll(r.Body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "data: first\n\n")
+				_ = http.NewResponseController(w).Flush()
+				select {
+				case <-send:
+				case <-r.Context().Done():
+				}
+				ctxErr <- r.Context().Err()
+				if r.Context().Err() != nil {
+					return
+				}
+				_, _ = io.WriteString(w, "data: second\n\n")
+				_ = http.NewResponseController(w).Flush()
+			}), bodyTimeout, time.Minute)
+			body := io.Reader(http.NoBody)
+			if method == http.MethodPost {
+				body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr+"/mcp", body)
+			require.NoError(t, err)
+			hc := &http.Client{Transport: &http.Transport{}}
+			defer hc.CloseIdleConnections()
+			resp, err := hc.Do(req)
+			require.NoError(t, err)
+			defer func() { _ = resp.Body.Close() }()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			events := bufio.NewScanner(resp.Body)
+			require.True(t, events.Scan())
+			require.Equal(t, "data: first", events.Text())
+
+			<-time.After(3 * bodyTimeout) // only a wait for the deadline to pass
+			close(send)
+			require.NoError(t, <-ctxErr, "the request's context outlived the body read timeout")
+			var lines []string
+			for events.Scan() {
+				if events.Text() != "" {
+					lines = append(lines, events.Text())
+				}
+			}
+			if err := events.Err(); err != nil && !errors.Is(err, io.EOF) {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, []string{"data: second"}, lines)
+		})
+	}
+}
+
+// -allow-unauthenticated lets vigil serve on every address, with a
+// warning in its log.
+func TestServiceAllowUnauthenticatedWarns(t *testing.T) {
+	svc := startService(t, "-http", "0.0.0.0:0", "-allow-unauthenticated")
+	assert.Contains(t, svc.logs.String(), `level=WARN msg="serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)" addr=0.0.0.0:0`)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(svc.base, "http://"))
+	require.NoError(t, err)
+	svcGet(t, hc, "http://127.0.0.1:"+port+"/healthz", http.StatusOK)
+}
+
+// Until the OAuth resource server is wired into authorize, a configuration
+// that asks for authorization is refused, never served open; without it,
+// /mcp is the endpoint itself and there are no public paths.
+func TestAuthorizeFailsClosed(t *testing.T) {
+	endpoint := http.NotFoundHandler()
+	logger := slog.New(slog.DiscardHandler)
+	cfg := defaultConfig()
+	mcp, public, err := authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
+	require.NoError(t, err)
+	assert.NotNil(t, mcp)
+	assert.Nil(t, public)
+
+	cfg.authIssuer = "https://issuer.example"
+	mcp, _, err = authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
+	require.ErrorContains(t, err, "authorization is not available in this build")
+	assert.Nil(t, mcp)
+}
+
+// Through the MCP endpoint itself: a POST whose body stops coming is
+// answered and its connection closed once -body-read-timeout passes.
+func TestServiceTricklingPostIsCutOff(t *testing.T) {
+	svc := startService(t, "-http", "127.0.0.1:0", "-body-read-timeout", "200ms")
+	conn := dial(t, strings.TrimPrefix(svc.base, "http://"))
+	_, err := fmt.Fprint(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":\"2.0\",")
+	require.NoError(t, err)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "an answer before the close")
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "closed by vigil, not the watchdog")
+}

@@ -1,0 +1,253 @@
+package middleware_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// auditBuffer is a bytes.Buffer safe for concurrent use.
+type auditBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *auditBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *auditBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// auditLines decodes the audit log's lines; each must be one JSON object.
+func auditLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
+		lines = append(lines, m)
+	}
+	return lines
+}
+
+var alice = &auth.Principal{Subject: "alice", Issuer: "https://issuer.example", ClientID: "claude-desktop", Scopes: []string{"mcp"}}
+
+// TestAudit runs tools/call requests of each outcome through Audit, with a
+// principal on the session's context and argument values opted in for
+// echo only, and checks each line field by field.
+func TestAudit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out auditBuffer
+		audit := middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))
+		r := newRig(t, []server.Middleware{audit, timeoutMiddleware(time.Second)}).
+			startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil)
+		r.Initialize("", nil)
+		r.Request(2, "ping", nil)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		r.SendCallTool(3, "echo", map[string]any{"text": "hello", "b": 1})
+		require.Nil(t, r.RecvResponseTo(3).Error)
+		synctest.Wait()
+		r.SendCallTool(4, "fail", map[string]any{"password": "hunter2", "user": "bob"})
+		require.Nil(t, r.RecvResponseTo(4).Error)
+		synctest.Wait()
+		r.SendCallTool(5, "sleep", nil)
+		require.NotNil(t, r.RecvResponseTo(5).Error, "timed out")
+		synctest.Wait()
+		r.SendCallTool(6, "block", map[string]any{})
+		synctest.Wait()
+		r.Cancel(6, "changed my mind")
+		synctest.Wait()
+		r.close()
+
+		raw := out.String()
+		assert.NotContains(t, raw, "hunter2", "values of tools not opted in are never logged")
+		lines := auditLines(t, raw)
+		require.Len(t, lines, 4, "one line per tools/call, none for ping:\n%s", raw)
+		sid := lines[0]["session_id"]
+		require.NotEmpty(t, sid)
+		for i, l := range lines {
+			ts, ok := l["time"].(string)
+			require.True(t, ok, "line %d", i)
+			_, err := time.Parse(time.RFC3339Nano, ts)
+			require.NoError(t, err)
+			delete(l, "time")
+			assert.Equal(t, sid, l["session_id"])
+			delete(l, "session_id")
+		}
+		assert.Equal(t, []map[string]any{
+			{
+				"subject": "alice", "client_id": "claude-desktop", "request_id": "3", "tool": "echo", "outcome": "ok",
+				"duration_seconds": 0.0, "arguments": []any{"b", "text"}, "argument_values": map[string]any{"text": "hello", "b": 1.0},
+			},
+			{
+				"subject": "alice", "client_id": "claude-desktop", "request_id": "4", "tool": "fail", "outcome": "ok",
+				"tool_error": true, "duration_seconds": 0.0, "arguments": []any{"password", "user"},
+			},
+			{
+				"subject": "alice", "client_id": "claude-desktop", "request_id": "5", "tool": "sleep", "outcome": "error",
+				"code": -32001.0, "cause": "timeout", "duration_seconds": 1.5, "arguments": []any{}, // the sleep ignores its context
+			},
+			{
+				"subject": "alice", "client_id": "claude-desktop", "request_id": "6", "tool": "block", "outcome": "cancelled",
+				"cause": "client_cancel", "reason": "cancelled", "duration_seconds": 0.0, "arguments": []any{},
+			},
+		}, lines)
+	})
+}
+
+// Without a principal (authorization off), the line has no subject and no
+// client_id; a nil writer makes Audit the identity.
+func TestAuditWithoutPrincipal(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out auditBuffer
+		r := newRig(t, []server.Middleware{middleware.Audit(&out), middleware.Audit(nil)}).start(nil)
+		r.Initialize("", nil)
+		r.SendCallTool(2, "echo", map[string]any{"text": "x"})
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.close()
+		lines := auditLines(t, out.String())
+		require.Len(t, lines, 1)
+		assert.NotContains(t, lines[0], "subject")
+		assert.NotContains(t, lines[0], "client_id")
+		assert.NotContains(t, lines[0], "argument_values")
+		assert.Equal(t, []any{"text"}, lines[0]["arguments"])
+		assert.Equal(t, "ok", lines[0]["outcome"])
+	})
+}
+
+// NewInstrumentation with WithAuditLog adds Audit to its chain.
+func TestInstrumentationAuditLog(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out auditBuffer
+		inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(&out))
+		require.NoError(t, err)
+		r := newRig(t, inst.Middleware()).start(nil)
+		r.Initialize("", nil)
+		r.SendCallTool(2, "echo", map[string]any{"text": "x"})
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.close()
+		lines := auditLines(t, out.String())
+		require.Len(t, lines, 1)
+		assert.Equal(t, "echo", lines[0]["tool"])
+	})
+}
+
+// The span of an authorized request carries user.id and
+// vigil.oauth.client_id; that of a request without a principal neither.
+func TestTracingPrincipalAttributes(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		p    *auth.Principal
+	}{{name: "principal", p: alice}, {name: "none"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				rec := tracetest.NewSpanRecorder()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+				ctx := context.Background()
+				if tt.p != nil {
+					ctx = auth.ContextWithPrincipal(ctx, tt.p)
+				}
+				r := newRig(t, []server.Middleware{middleware.Tracing(middleware.WithTracerProvider(tp))}).startCtx(ctx, nil)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
+				synctest.Wait()
+				r.close()
+				var found bool
+				for _, s := range rec.Ended() {
+					if s.Name() != "tools/call echo" {
+						continue
+					}
+					found = true
+					attrs := map[string]string{}
+					for _, kv := range s.Attributes() {
+						attrs[string(kv.Key)] = kv.Value.String()
+					}
+					if tt.p != nil {
+						assert.Equal(t, "alice", attrs["user.id"])
+						assert.Equal(t, "claude-desktop", attrs["vigil.oauth.client_id"])
+					} else {
+						assert.NotContains(t, attrs, "user.id")
+						assert.NotContains(t, attrs, "vigil.oauth.client_id")
+					}
+				}
+				require.True(t, found)
+			})
+		})
+	}
+}
+
+// The request log line of an authorized request carries its subject.
+func TestLoggingSubject(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		p       *auth.Principal
+		handler func(*auditBuffer) slog.Handler
+	}{
+		{name: "principal", p: alice, handler: func(b *auditBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
+		{name: "principal, LogHandler", p: alice, handler: func(b *auditBuffer) slog.Handler {
+			return middleware.LogHandler(slog.NewTextHandler(b, nil))
+		}},
+		{name: "none", handler: func(b *auditBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var out auditBuffer
+				ctx := context.Background()
+				if tt.p != nil {
+					ctx = auth.ContextWithPrincipal(ctx, tt.p)
+				}
+				r := newRig(t, []server.Middleware{middleware.Logging(slog.New(tt.handler(&out)))}).startCtx(ctx, nil)
+				r.Initialize("", nil)
+				r.SendCallTool(2, "echo", nil)
+				require.Nil(t, r.RecvResponseTo(2).Error)
+				synctest.Wait()
+				r.close()
+				var line string
+				for l := range strings.SplitSeq(out.String(), "\n") {
+					if strings.Contains(l, "tool=echo") {
+						line = l
+					}
+				}
+				require.NotEmpty(t, line, out.String())
+				if tt.p != nil {
+					assert.Contains(t, line, " subject=alice ")
+				} else {
+					assert.NotContains(t, line, "subject=")
+				}
+			})
+		})
+	}
+}
