@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -28,6 +29,32 @@ import (
 // done; then it shuts down: /readyz turns 503, the MCP server drains for
 // the grace, the MCP endpoint closes, and the HTTP servers stop.
 func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, in *instruments, events *eventLog, logger *slog.Logger, cfg config) error {
+	ln, err := net.Listen("tcp", cfg.httpAddr)
+	if err != nil {
+		return err
+	}
+	var adminLn net.Listener
+	if cfg.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", cfg.adminAddr); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
+	closeListeners := func() {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+	}
+	var authz *authorization
+	if cfg.authEnabled() {
+		if authz, err = newAuthorization(ctx, cfg, resourceURI(cfg, ln.Addr()), srv, in.registry, logger); err != nil {
+			closeListeners()
+			return err
+		}
+		defer authz.close()
+	}
+
 	opts := []streamable.Option{
 		streamable.WithLogger(logger),
 		streamable.WithMaxBodyBytes(cfg.maxBody),
@@ -38,31 +65,22 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
 	}
-	opts = append(opts, streamable.WithRejectHook(func(r protocol.RejectReason) { inst.Metrics().MessageRejected(r.String()) }))
+	rejected := func(r protocol.RejectReason) { inst.Metrics().MessageRejected(r.String()) }
+	if authz != nil {
+		// A session answers only the principal that opened it; another
+		// one's request with its id is an unknown session, and counted.
+		opts = append(opts, streamable.WithPrincipal(auth.SessionPrincipal))
+		rejected = func(r protocol.RejectReason) {
+			inst.Metrics().MessageRejected(r.String())
+			authz.rs.RejectHook(r)
+		}
+	}
+	opts = append(opts, streamable.WithRejectHook(rejected))
 	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
-
-	ln, err := net.Listen("tcp", cfg.httpAddr)
-	if err != nil {
-		_ = endpoint.Close()
-		return err
-	}
-	var adminLn net.Listener
-	if cfg.adminAddr != "" {
-		if adminLn, err = net.Listen("tcp", cfg.adminAddr); err != nil {
-			_ = ln.Close()
-			_ = endpoint.Close()
-			return err
-		}
-	}
-	resource := resourceURI(cfg, ln.Addr())
-	mcp, public, err := authorize(endpoint, cfg, resource, logger)
-	if err != nil {
-		_ = ln.Close()
-		if adminLn != nil {
-			_ = adminLn.Close()
-		}
-		_ = endpoint.Close()
-		return err
+	var mcp http.Handler = endpoint
+	var public map[string]http.Handler
+	if authz != nil {
+		mcp, public = authz.rs.Handler(endpoint), authz.public()
 	}
 
 	var ready atomic.Bool
@@ -127,23 +145,6 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// authorize returns the handler of /mcp and the public paths to serve next
-// to it (nil: none), for the resource URI resource. Without -auth-issuer it
-// returns endpoint as it is.
-//
-// This is where the OAuth resource server plugs in: build it from cfg
-// (authIssuer, resource, authScopes, authToolScopes, introspectionClientID
-// and introspectionSecret), wrap endpoint with its Handler and return its
-// MetadataPaths → MetadataHandler as public. Until then, a configuration
-// asking for authorization is refused rather than served without it.
-func authorize(endpoint http.Handler, cfg config, resource string, logger *slog.Logger) (mcp http.Handler, public map[string]http.Handler, err error) {
-	if !cfg.authEnabled() {
-		return endpoint, nil, nil
-	}
-	_ = logger
-	return nil, nil, fmt.Errorf("-auth-issuer %s (resource %s): authorization is not available in this build", cfg.authIssuer, resource)
 }
 
 // resourceURI returns the canonical resource URI of the MCP endpoint:

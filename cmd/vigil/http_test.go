@@ -7,18 +7,24 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
 )
 
 // With -admin-http, the observability endpoints are served on the admin
@@ -271,22 +277,27 @@ func TestServiceAllowUnauthenticatedWarns(t *testing.T) {
 	svcGet(t, hc, "http://127.0.0.1:"+port+"/healthz", http.StatusOK)
 }
 
-// Until the OAuth resource server is wired into authorize, a configuration
-// that asks for authorization is refused, never served open; without it,
-// /mcp is the endpoint itself and there are no public paths.
-func TestAuthorizeFailsClosed(t *testing.T) {
-	endpoint := http.NotFoundHandler()
+// An issuer that cannot be reached fails the start of a JWT-verifying
+// vigil, naming the issuer; an introspecting one discovers its endpoint at
+// the first request, and starts.
+func TestNewAuthorization(t *testing.T) {
+	t.Parallel()
 	logger := slog.New(slog.DiscardHandler)
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	srv := server.New()
+	t.Cleanup(func() { _ = srv.Close() })
 	cfg := defaultConfig()
-	mcp, public, err := authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
-	require.NoError(t, err)
-	assert.NotNil(t, mcp)
-	assert.Nil(t, public)
+	cfg.authIssuer = down.URL
+	_, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, prometheus.NewRegistry(), logger)
+	require.ErrorContains(t, err, "-auth-issuer "+down.URL)
 
-	cfg.authIssuer = "https://issuer.example"
-	mcp, _, err = authorize(endpoint, cfg, "http://127.0.0.1:8080/mcp", logger)
-	require.ErrorContains(t, err, "authorization is not available in this build")
-	assert.Nil(t, mcp)
+	cfg.introspectionClientID, cfg.introspectionSecret = "vigil", "s3cret"
+	authz, err := newAuthorization(t.Context(), cfg, "http://127.0.0.1:8080/mcp", srv, prometheus.NewRegistry(), logger)
+	require.NoError(t, err)
+	defer authz.close()
+	paths := slices.Sorted(maps.Keys(authz.public()))
+	assert.Equal(t, []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}, paths)
 }
 
 // Through the MCP endpoint itself: a POST whose body stops coming is

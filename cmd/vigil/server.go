@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -38,14 +39,18 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err != nil {
 		return nil, nil, err
 	}
-	srv := server.New(append(inst.ServerOptions(),
+	opts := append(inst.ServerOptions(),
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
 		server.WithMaxInFlight(cfg.maxInFlight),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
-	)...)
-	// The scopes are checked against the registered tools here; the
-	// authorization guard reads them from cfg.authToolScopes.
+	)
+	if cfg.authEnabled() {
+		// Handlers read the caller with auth.PrincipalFrom, and tools/list
+		// shows a principal only the tools its scopes allow.
+		opts = append(opts, server.WithMiddleware(auth.Middleware()), server.WithToolAccess(auth.ToolAccess))
+	}
+	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
 		return nil, nil, err
 	}

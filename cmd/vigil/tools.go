@@ -12,11 +12,12 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// addDemoTools registers the demo tools with srv, then checks that every
-// tool of toolScopes (-auth-tool-scopes) is one of srv's tools: a scope
-// requirement on a misspelled tool would protect nothing.
+// addDemoTools registers the demo tools with srv, each with the scopes
+// toolScopes (-auth-tool-scopes) gives it, then checks that every tool of
+// toolScopes is one of srv's tools: a scope requirement on a misspelled
+// tool would protect nothing.
 func addDemoTools(srv *server.Server, toolScopes map[string][]string) error {
-	if err := registerDemoTools(srv); err != nil {
+	if err := registerDemoTools(srv, toolScopes); err != nil {
 		return err
 	}
 	return checkToolScopes(srv.ToolNames(), toolScopes)
@@ -38,25 +39,31 @@ func checkToolScopes(names []string, toolScopes map[string][]string) error {
 	return fmt.Errorf("-auth-tool-scopes names unknown tools %q; the tools are %q", unknown, names)
 }
 
-func registerDemoTools(srv *server.Server) error {
+// registerDemoTools registers the demo tools with srv; scopes gives each
+// the scopes a caller needs (Tool.Scopes), by name.
+func registerDemoTools(srv *server.Server, scopes map[string][]string) error {
 	return errors.Join(
 		srv.AddTool(server.Tool{
 			Name:        "echo",
+			Scopes:      scopes["echo"],
 			Description: "Returns the text it is given.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"the text to return"}},"required":["text"],"additionalProperties":false}`),
 		}, echo),
 		srv.AddTool(server.Tool{
 			Name:        "sleep",
+			Scopes:      scopes["sleep"],
 			Description: "Waits the given number of milliseconds, or until the call is cancelled.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"description":"how long to wait"}},"required":["ms"],"additionalProperties":false}`),
 		}, sleep),
 		srv.AddTool(server.Tool{
 			Name:        "countdown",
+			Scopes:      scopes["countdown"],
 			Description: "Counts down from the given number, reporting progress at each step, then returns \"liftoff\".",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100,"description":"where to start counting down"}},"required":["from"],"additionalProperties":false}`),
 		}, countdown),
 		server.AddTypedTool(srv, server.Tool{
 			Name:        "convert_temperature",
+			Scopes:      scopes["convert_temperature"],
 			Title:       "Convert a temperature",
 			Description: "Converts a temperature between celsius, fahrenheit and kelvin; the result is structured ({value, unit, text}).",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
@@ -67,6 +74,7 @@ func registerDemoTools(srv *server.Server) error {
 		}, convertTemperature),
 		server.AddTypedTool(srv, server.Tool{
 			Name:        "confirm_action",
+			Scopes:      scopes["confirm_action"],
 			Title:       "Confirm an action",
 			Description: "Asks the user, through the client (elicitation), to confirm an action, and returns the decision. Nothing is executed.",
 		}, confirmAction),

@@ -32,11 +32,10 @@ type e2e struct {
 
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
-	var rs *auth.ResourceServer // the server's options call it once it exists
 	srv := server.New(
 		server.WithListChangedDelay(0),
-		server.WithMiddleware(func(next server.Handler) server.Handler { return rs.Middleware()(next) }),
-		server.WithToolAccess(func(req *server.Request, tool *server.Tool) bool { return rs.ToolAccess(req, tool) }),
+		server.WithMiddleware(auth.Middleware()),
+		server.WithToolAccess(auth.ToolAccess),
 	)
 	whoami := func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		p, ok := auth.PrincipalFrom(ctx)
@@ -51,8 +50,7 @@ func newE2E(t *testing.T) *e2e {
 	reg := prometheus.NewPedanticRegistry()
 	x := &auth.Principal{Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp"}}
 	x2 := *x // a refreshed token of the same principal
-	var err error
-	rs, err = auth.New(auth.Config{
+	rs, err := auth.New(auth.Config{
 		Resource:             "http://127.0.0.1/mcp",
 		AuthorizationServers: []string{"https://as.example.com"},
 		Verifier: &fakeVerifier{principals: map[string]*auth.Principal{
@@ -66,7 +64,7 @@ func newE2E(t *testing.T) *e2e {
 	})
 	require.NoError(t, err)
 
-	ep := streamable.New(srv, streamable.WithPrincipal(rs.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", rs.Handler(ep))
 	for _, p := range rs.MetadataPaths() {

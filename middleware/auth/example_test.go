@@ -27,10 +27,9 @@ func (staticVerifier) Verify(_ context.Context, token string) (*auth.Principal, 
 // scope mcp, and the deploy tool also needs deploy, so that alice neither
 // sees it in tools/list nor may call it (403 insufficient_scope).
 func ExampleNew() {
-	var rs *auth.ResourceServer
 	srv := server.New(
-		server.WithMiddleware(func(next server.Handler) server.Handler { return rs.Middleware()(next) }),
-		server.WithToolAccess(func(req *server.Request, t *server.Tool) bool { return rs.ToolAccess(req, t) }),
+		server.WithMiddleware(auth.Middleware()),
+		server.WithToolAccess(auth.ToolAccess),
 	)
 	_ = srv.AddTool(server.Tool{Name: "deploy", Scopes: []string{"deploy"}},
 		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -49,7 +48,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	ep := streamable.New(srv, streamable.WithPrincipal(rs.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
 	defer func() { _ = ep.Close(); _ = srv.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", rs.Handler(ep))

@@ -213,7 +213,7 @@ func (rs *ResourceServer) MetadataURL() string { return rs.metaURL }
 // give it to streamable.WithPrincipal to bind each session to the
 // principal that opened it (a refreshed token of the same principal keeps
 // the session).
-func (rs *ResourceServer) SessionPrincipal(r *http.Request) string {
+func SessionPrincipal(r *http.Request) string {
 	if p, ok := PrincipalFrom(r.Context()); ok {
 		return p.Key()
 	}
@@ -221,9 +221,9 @@ func (rs *ResourceServer) SessionPrincipal(r *http.Request) string {
 }
 
 // Middleware returns a server middleware that puts the principal of each
-// request's arrival context into the handler's context, so that handlers
-// can call [PrincipalFrom].
-func (rs *ResourceServer) Middleware() server.Middleware {
+// request's arrival context (where [ResourceServer.Handler] put it) into
+// the handler's context, so that handlers can call [PrincipalFrom].
+func Middleware() server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
@@ -234,16 +234,15 @@ func (rs *ResourceServer) Middleware() server.Middleware {
 	}
 }
 
-// ToolAccess reports whether req's principal may see and call t: it holds
-// Config.Scopes and t.Scopes. Give it to server.WithToolAccess. A request
-// without a principal (a transport the guard does not protect, such as
-// stdio) may use every tool.
-func (rs *ResourceServer) ToolAccess(req *server.Request, t *server.Tool) bool {
+// ToolAccess reports whether req's principal holds the scopes t needs
+// (t.Scopes): give it to server.WithToolAccess, so that tools/list shows a
+// principal only the tools it may call. The scopes every request needs are
+// the guard's to check ([ResourceServer.Handler] refuses a request without
+// them before it reaches the server). A request without a principal (a
+// transport the guard does not protect, such as stdio) may use every tool.
+func ToolAccess(req *server.Request, t *server.Tool) bool {
 	p, ok := PrincipalFrom(req.ArrivalContext())
-	if !ok {
-		return true
-	}
-	return p.HasScopes(rs.globalScopes...) && p.HasScopes(t.Scopes...)
+	return !ok || p.HasScopes(t.Scopes...)
 }
 
 // Handler protects next, the MCP endpoint. It answers:

@@ -444,11 +444,10 @@ func TestRejectHookAndCountFailure(t *testing.T) {
 // use every tool.
 func TestToolAccessWithoutPrincipal(t *testing.T) {
 	t.Parallel()
-	e := newGuard(t)
-	assert.True(t, e.rs.ToolAccess(&server.Request{}, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
-	assert.Empty(t, e.rs.SessionPrincipal(httptest.NewRequest(http.MethodPost, testResource, nil)))
+	assert.True(t, auth.ToolAccess(&server.Request{}, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
+	assert.Empty(t, auth.SessionPrincipal(httptest.NewRequest(http.MethodPost, testResource, nil)))
 	r := httptest.NewRequest(http.MethodPost, testResource, nil)
 	p := newVerifier().principals["reader"]
 	r = r.WithContext(auth.ContextWithPrincipal(r.Context(), p))
-	assert.Equal(t, p.Key(), e.rs.SessionPrincipal(r))
+	assert.Equal(t, p.Key(), auth.SessionPrincipal(r))
 }

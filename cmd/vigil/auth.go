@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// authHTTPTimeout bounds each call to the authorization server: discovery,
+// the JWK Set, introspection.
+const authHTTPTimeout = 10 * time.Second
+
+// authorization is the OAuth resource server that guards /mcp when
+// -auth-issuer is set.
+type authorization struct {
+	rs    *auth.ResourceServer
+	close func() // releases the verifier (its background key refresh)
+}
+
+// newAuthorization builds the resource server of resource, the canonical
+// URI of /mcp: a JWT verifier with discovery from -auth-issuer, or with
+// VIGIL_AUTH_INTROSPECTION_CLIENT_ID and _SECRET an introspection
+// verifier at the issuer's introspection endpoint. Tokens must name
+// resource as their audience. The scopes every request needs are
+// -auth-scopes; those of each tool, the tool's own (srv.ToolScopes). Its
+// failures are counted in registry. A JWT verifier fetches the issuer's
+// metadata and keys now: an issuer that cannot be reached fails the start.
+func newAuthorization(ctx context.Context, cfg config, resource string, srv *server.Server, registry prometheus.Registerer, logger *slog.Logger) (*authorization, error) {
+	client := &http.Client{Timeout: authHTTPTimeout}
+	var verifier auth.Verifier
+	release := func() {}
+	if cfg.introspectionClientID != "" {
+		v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{
+			Issuer:       cfg.authIssuer,
+			ClientID:     cfg.introspectionClientID,
+			ClientSecret: cfg.introspectionSecret,
+			Audiences:    []string{resource},
+			HTTPClient:   client,
+			Logger:       logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("-auth-issuer %s: introspection: %w", cfg.authIssuer, err)
+		}
+		verifier = v
+	} else {
+		dctx, cancel := context.WithTimeout(ctx, authHTTPTimeout)
+		defer cancel()
+		v, err := auth.NewJWTVerifier(dctx, auth.JWTConfig{
+			Issuer:     cfg.authIssuer,
+			Audiences:  []string{resource},
+			HTTPClient: client,
+			Logger:     logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("-auth-issuer %s: %w", cfg.authIssuer, err)
+		}
+		verifier, release = v, func() { _ = v.Close() }
+	}
+	rs, err := auth.New(auth.Config{
+		Resource:             resource,
+		AuthorizationServers: []string{cfg.authIssuer},
+		Verifier:             verifier,
+		Scopes:               cfg.authScopes,
+		ToolScopes:           srv.ToolScopes,
+		AllToolScopes:        srv.AllToolScopes,
+		ResourceName:         "Vigil",
+		MaxBodyBytes:         cfg.maxBody,
+		Registerer:           registry,
+		Logger:               logger,
+	})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	mode := "jwt"
+	if cfg.introspectionClientID != "" {
+		mode = "introspection"
+	}
+	logger.Info("authorization", "issuer", cfg.authIssuer, "resource", resource, "verifier", mode,
+		"scopes", cfg.authScopes, "metadata", rs.MetadataURL())
+	return &authorization{rs: rs, close: release}, nil
+}
+
+// public returns the paths the resource server serves next to /mcp: its
+// protected resource metadata.
+func (a *authorization) public() map[string]http.Handler {
+	m := make(map[string]http.Handler)
+	for _, p := range a.rs.MetadataPaths() {
+		m[p] = a.rs.MetadataHandler()
+	}
+	return m
+}
