@@ -90,13 +90,26 @@ func isB64Token(s string) bool {
 
 // isB64Char reports whether c may appear before the padding of a b64token.
 func isB64Char(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '.', '_', '~', '+', '/':
+		return true
+	}
+	return false
 }
 
 // isForm reports whether r carries a form-encoded body.
 func isForm(r *http.Request) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/x-www-form-urlencoded"
+	const form = "application/x-www-form-urlencoded"
+	ct := r.Header.Get("Content-Type")
+	if len(ct) < len(form) || !strings.EqualFold(ct[:len(form)], form) {
+		return false // the common case, decided without parsing
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == form
 }
 
 // formToken reports whether a form-encoded body holds an access_token
@@ -115,6 +128,19 @@ func formToken(body []byte) bool {
 func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil
+	}
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		// The usual request: its length is known and allowed, so the body
+		// is read in one buffer of that size and handed on whole.
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, false, err
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{bytes.NewReader(b), r.Body}
+		return b, false, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -334,35 +335,50 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, bool) 
 	return needed, false
 }
 
-// rpcCall is the part of a JSON-RPC message the guard reads.
-type rpcCall struct {
-	Method string `json:"method"`
-	Params struct {
-		Name string `json:"name"`
-	} `json:"params"`
-}
-
 // calledTools returns the tool names of the tools/call requests in body, a
-// JSON-RPC message or batch; nil when it does not decode (the transport
-// answers that).
+// JSON-RPC message or batch; nil when it is not valid JSON (the transport
+// answers that). A message is read with the transport's member splitter,
+// which allocates nothing: only its method and params.name are looked at.
 func calledTools(body []byte) []string {
-	var msgs []json.RawMessage
-	trimmed := strings.TrimLeft(string(body), " \t\r\n")
-	if strings.HasPrefix(trimmed, "[") {
-		if json.Unmarshal(body, &msgs) != nil {
+	if !json.Valid(body) {
+		return nil
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var msgs []json.RawMessage
+		if json.Unmarshal(trimmed, &msgs) != nil {
 			return nil
 		}
-	} else {
-		msgs = []json.RawMessage{body}
-	}
-	var names []string
-	for _, m := range msgs {
-		var c rpcCall
-		if json.Unmarshal(m, &c) == nil && c.Method == "tools/call" && c.Params.Name != "" {
-			names = append(names, c.Params.Name)
+		var names []string
+		for _, m := range msgs {
+			if name, ok := calledTool(m); ok {
+				names = append(names, name)
+			}
 		}
+		return names
 	}
-	return names
+	if name, ok := calledTool(trimmed); ok {
+		return []string{name}
+	}
+	return nil
+}
+
+// calledTool returns the tool a tools/call message names; msg is valid
+// JSON.
+func calledTool(msg []byte) (string, bool) {
+	var members [2][]byte
+	if !transport.SplitObjectInto(members[:], msg, "method", "params") {
+		return "", false
+	}
+	if method, ok := transport.DecodeString(members[0]); !ok || method != "tools/call" {
+		return "", false
+	}
+	var name [1][]byte
+	if !transport.SplitObjectInto(name[:], members[1], "name") {
+		return "", false
+	}
+	tool, ok := transport.DecodeString(name[0])
+	return tool, ok && tool != ""
 }
 
 // refuse answers a refused request, counts it once and logs its reason.

@@ -331,7 +331,7 @@ func TestHandlerFullyScopedSkipsBody(t *testing.T) {
 		e := newGuard(t)
 		body := &readRecorder{r: strings.NewReader(callBody("deploy"))}
 		r := post("", bearer(tc.token))
-		r.Body = body
+		r.Body, r.ContentLength = body, int64(len(callBody("deploy")))
 		guarded := e.rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			assert.Equal(t, tc.reads, body.reads.Load() > 0, tc.token)
 			w.WriteHeader(http.StatusNoContent)
