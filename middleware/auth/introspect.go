@@ -292,6 +292,7 @@ func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json
 			p.Claims[name] = val
 		}
 	}
+	p.seal()
 	return p, nil
 }
 

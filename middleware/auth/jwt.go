@@ -366,6 +366,7 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 			p.Claims[name] = val
 		}
 	}
+	p.seal()
 	return p, nil
 }
 

@@ -18,6 +18,8 @@ type Principal struct {
 	// Claims holds the claims the verifier was told to keep (see the
 	// verifiers' Claims setting), by name; nil when none.
 	Claims map[string]any
+
+	key string // Key's value, computed once by the verifiers (seal)
 }
 
 // HasScopes reports whether p holds every one of scopes.
@@ -44,7 +46,17 @@ func (p *Principal) Missing(want []string) []string {
 
 // Key identifies the principal across its tokens: a refreshed token of the
 // same issuer and subject has the same key. Sessions are bound to it.
-func (p *Principal) Key() string { return p.Issuer + " " + p.Subject }
+func (p *Principal) Key() string {
+	if p.key != "" {
+		return p.key
+	}
+	return p.Issuer + " " + p.Subject
+}
+
+// seal computes Key once, for a principal a verifier is about to hand out
+// and cache: sessions compare it on every request. Issuer and Subject must
+// not change afterwards.
+func (p *Principal) seal() { p.key = p.Issuer + " " + p.Subject }
 
 type principalKey struct{}
 
