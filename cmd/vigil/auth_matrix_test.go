@@ -255,6 +255,25 @@ func TestAuthBadTokens(t *testing.T) {
 			want{404, "", "session_principal_mismatch", ""}},
 		{"sleep without vigil.slow", authProbe{auth: bearer(valid), session: session, body: matrixCall("sleep", `{"ms":1}`)},
 			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		// The guard must read a body as the server does (member names
+		// matched exactly, the last of a repeated one winning), or a
+		// member the server ignores could hide the tool it calls.
+		{"sleep behind a case-variant name member", authProbe{auth: bearer(valid), session: session,
+			body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","NAME":"echo","arguments":{"ms":1}}}`},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{"sleep behind a case-variant method member", authProbe{auth: bearer(valid), session: session,
+			body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","Method":"ping","params":{"name":"sleep","arguments":{"ms":1}}}`},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{"sleep behind a repeated name member", authProbe{auth: bearer(valid), session: session,
+			body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","name":"sleep","arguments":{"ms":1}}}`},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{"sleep named case-variantly in params the server decodes with encoding/json", authProbe{auth: bearer(valid), session: session,
+			body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"NAME":"sleep","_meta":5,"arguments":{"ms":1}}}`},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{"sleep in a batch", authProbe{auth: bearer(valid), session: session,
+			body: `[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}},` +
+				`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1}}}]`},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
 		{"a token without vigil.read", authProbe{auth: bearer(as.Token(t, "vigil.slow"))},
 			want{403, "insufficient_scope", "insufficient_scope", "vigil.read"}},
 		{"a token without any scope (sleep)", authProbe{auth: bearer(as.Token(t)), session: session, body: matrixCall("sleep", `{"ms":1}`)},

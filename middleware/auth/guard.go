@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -343,12 +344,20 @@ type rpcCall struct {
 }
 
 // calledTools returns the tool names of the tools/call requests in body, a
-// JSON-RPC message or batch; nil when it does not decode (the transport
-// answers that).
+// JSON-RPC message or batch; nil when it is not valid JSON (the transport
+// answers that). A message is read both as the transport and the server
+// read it (member names matched exactly, the last of a repeated member
+// winning) and as encoding/json reads it (names matched without regard to
+// case), which the server falls back to for params it cannot split: a
+// name either reading finds is called, so that a member one reading
+// ignores, such as "NAME" or "Method", cannot hide the tool the other
+// calls.
 func calledTools(body []byte) []string {
+	if !json.Valid(body) {
+		return nil
+	}
 	var msgs []json.RawMessage
-	trimmed := strings.TrimLeft(string(body), " \t\r\n")
-	if strings.HasPrefix(trimmed, "[") {
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		if json.Unmarshal(body, &msgs) != nil {
 			return nil
 		}
@@ -356,10 +365,28 @@ func calledTools(body []byte) []string {
 		msgs = []json.RawMessage{body}
 	}
 	var names []string
+	add := func(name string) {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
 	for _, m := range msgs {
 		var c rpcCall
-		if json.Unmarshal(m, &c) == nil && c.Method == "tools/call" && c.Params.Name != "" {
-			names = append(names, c.Params.Name)
+		if json.Unmarshal(m, &c) == nil && c.Method == "tools/call" {
+			add(c.Params.Name)
+		}
+		var top [2][]byte
+		if !transport.SplitObjectInto(top[:], m, "method", "params") || top[0] == nil || top[1] == nil {
+			continue
+		}
+		if method, ok := transport.DecodeString(top[0]); !ok || method != "tools/call" {
+			continue
+		}
+		var params [1][]byte
+		if transport.SplitObjectInto(params[:], top[1], "name") && params[0] != nil {
+			if name, ok := transport.DecodeString(params[0]); ok {
+				add(name)
+			}
 		}
 	}
 	return names
