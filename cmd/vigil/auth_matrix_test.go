@@ -41,6 +41,7 @@ func matrixCall(tool, args string) string {
 
 // authProbe is one request to vigil's /mcp.
 type authProbe struct {
+	method  string   // default POST
 	query   string   // raw query of the URL, without "?"
 	auth    []string // Authorization header values, each a header line of its own
 	session string   // Mcp-Session-Id (2025-11-25), if any
@@ -56,14 +57,22 @@ func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 	if p.query != "" {
 		u += "?" + p.query
 	}
-	body := p.body
-	if body == "" {
+	method, body := p.method, p.body
+	if method == "" {
+		method = http.MethodPost
+	}
+	if body == "" && method == http.MethodPost {
 		body = matrixInitialize
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	} else {
+		req.Body, req.ContentLength = http.NoBody, 0
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	for _, a := range p.auth {
 		req.Header.Add("Authorization", a)
 	}
@@ -253,6 +262,10 @@ func TestAuthBadTokens(t *testing.T) {
 			want{401, "invalid_token", "invalid_token", ""}},
 		{"another subject's token on a session", authProbe{auth: bearer(otherToken.AccessToken), session: session, body: matrixCall("echo", `{"text":"x"}`)},
 			want{404, "", "session_principal_mismatch", ""}},
+		{"another subject's token on a session's GET stream", authProbe{method: http.MethodGet, auth: bearer(otherToken.AccessToken), session: session},
+			want{404, "", "session_principal_mismatch", ""}},
+		{"another subject's token deleting a session", authProbe{method: http.MethodDelete, auth: bearer(otherToken.AccessToken), session: session},
+			want{404, "", "session_principal_mismatch", ""}},
 		{"sleep without vigil.slow", authProbe{auth: bearer(valid), session: session, body: matrixCall("sleep", `{"ms":1}`)},
 			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
 		// The guard must read a body as the server does (member names
@@ -319,6 +332,7 @@ func TestAuthBadTokens(t *testing.T) {
 		requireCounted(t, before, v.authFailures(t), "")
 	})
 
+	// (The session survived the other subject's DELETE: it is used below.)
 	t.Run("a refreshed token continues the session, an expired one is refused", func(t *testing.T) {
 		before := v.authFailures(t)
 		refreshed := as.Token(t, "vigil.read")
