@@ -423,6 +423,21 @@ func TestAuthIntrospectionBurst(t *testing.T) {
 	assert.Equal(t, "invalid_token", a.params["error"])
 	requireCounted(t, before, v.authFailures(t), "wrong_audience")
 
+	// A JWT, which oidc-provider refuses to introspect (400
+	// unsupported_token_type): the token is at fault, not the provider.
+	jwtToken := newOIDCKey(t, "k").Sign(t, accessClaims(as.Issuer(), resource, "vigil.read"))
+	n = as.Introspections(t)
+	before = v.authFailures(t)
+	a = v.probe(t, authProbe{auth: []string{"Bearer " + jwtToken}})
+	require.Equal(t, http.StatusUnauthorized, a.status, "a token the provider cannot introspect: %.300s", a.body)
+	assert.Equal(t, "invalid_token", a.params["error"])
+	requireCounted(t, before, v.authFailures(t), "invalid_token")
+	require.Equal(t, n+1, as.Introspections(t))
+	// Remembered as refused: asking again costs the provider nothing.
+	a = v.probe(t, authProbe{auth: []string{"Bearer " + jwtToken}})
+	require.Equal(t, http.StatusUnauthorized, a.status)
+	require.Equal(t, n+1, as.Introspections(t), "a refused token is cached")
+
 	// The provider goes down.
 	unseen := as.Token(t, "vigil.read")
 	as.Stop(t)
