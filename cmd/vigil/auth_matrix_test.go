@@ -246,51 +246,115 @@ func TestAuthBadTokens(t *testing.T) {
 		{"audience of another resource", authProbe{auth: bearer(signed(func(c jwt.MapClaims) {
 			c["aud"] = "http://127.0.0.1:1/mcp"
 		}))}, want{401, "invalid_token", "wrong_audience", ""}},
-		{"no audience", authProbe{auth: bearer(signed(func(c jwt.MapClaims) { delete(c, "aud") }))},
-			want{401, "invalid_token", "wrong_audience", ""}},
-		{"unknown kid", authProbe{auth: bearer(newOIDCKey(t, "never-published").Sign(t, accessClaims(issuer, resource, "vigil.read")))},
-			want{401, "invalid_token", "unknown_key", ""}},
-		{"tampered payload (another sub)", authProbe{auth: bearer(tamperedSubject(t, as.Token(t, "vigil.read"), "someone-else"))},
-			want{401, "invalid_token", "invalid_token", ""}},
-		{"token in the query string", authProbe{query: "access_token=" + url.QueryEscape(valid)},
-			want{400, "invalid_request", "invalid_token", ""}},
-		{"token in the query string and the header", authProbe{query: "access_token=" + url.QueryEscape(valid), auth: bearer(valid)},
-			want{400, "invalid_request", "invalid_token", ""}},
-		{"two Authorization headers", authProbe{auth: []string{"Bearer " + valid, "Bearer " + valid}},
-			want{400, "invalid_request", "invalid_token", ""}},
-		{"oversized Authorization (over 8 KiB)", authProbe{auth: bearer(strings.Repeat("a", auth.MaxTokenBytes+1))},
-			want{401, "invalid_token", "invalid_token", ""}},
-		{"another subject's token on a session", authProbe{auth: bearer(otherToken.AccessToken), session: session, body: matrixCall("echo", `{"text":"x"}`)},
-			want{404, "", "session_principal_mismatch", ""}},
-		{"another subject's token on a session's GET stream", authProbe{method: http.MethodGet, auth: bearer(otherToken.AccessToken), session: session},
-			want{404, "", "session_principal_mismatch", ""}},
-		{"another subject's token deleting a session", authProbe{method: http.MethodDelete, auth: bearer(otherToken.AccessToken), session: session},
-			want{404, "", "session_principal_mismatch", ""}},
-		{"sleep without vigil.slow", authProbe{auth: bearer(valid), session: session, body: matrixCall("sleep", `{"ms":1}`)},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{
+			"no audience",
+			authProbe{auth: bearer(signed(func(c jwt.MapClaims) { delete(c, "aud") }))},
+			want{401, "invalid_token", "wrong_audience", ""},
+		},
+		{
+			"unknown kid",
+			authProbe{auth: bearer(newOIDCKey(t, "never-published").Sign(t, accessClaims(issuer, resource, "vigil.read")))},
+			want{401, "invalid_token", "unknown_key", ""},
+		},
+		{
+			"tampered payload (another sub)",
+			authProbe{auth: bearer(tamperedSubject(t, as.Token(t, "vigil.read"), "someone-else"))},
+			want{401, "invalid_token", "invalid_token", ""},
+		},
+		{
+			"token in the query string",
+			authProbe{query: "access_token=" + url.QueryEscape(valid)},
+			want{400, "invalid_request", "invalid_token", ""},
+		},
+		{
+			"token in the query string and the header",
+			authProbe{query: "access_token=" + url.QueryEscape(valid), auth: bearer(valid)},
+			want{400, "invalid_request", "invalid_token", ""},
+		},
+		{
+			"two Authorization headers",
+			authProbe{auth: []string{"Bearer " + valid, "Bearer " + valid}},
+			want{400, "invalid_request", "invalid_token", ""},
+		},
+		{
+			"oversized Authorization (over 8 KiB)",
+			authProbe{auth: bearer(strings.Repeat("a", auth.MaxTokenBytes+1))},
+			want{401, "invalid_token", "invalid_token", ""},
+		},
+		{
+			"another subject's token on a session",
+			authProbe{auth: bearer(otherToken.AccessToken), session: session, body: matrixCall("echo", `{"text":"x"}`)},
+			want{404, "", "session_principal_mismatch", ""},
+		},
+		{
+			"another subject's token on a session's GET stream",
+			authProbe{method: http.MethodGet, auth: bearer(otherToken.AccessToken), session: session},
+			want{404, "", "session_principal_mismatch", ""},
+		},
+		{
+			"another subject's token deleting a session",
+			authProbe{method: http.MethodDelete, auth: bearer(otherToken.AccessToken), session: session},
+			want{404, "", "session_principal_mismatch", ""},
+		},
+		{
+			"sleep without vigil.slow",
+			authProbe{auth: bearer(valid), session: session, body: matrixCall("sleep", `{"ms":1}`)},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
 		// The guard must read a body as the server does (member names
 		// matched exactly, the last of a repeated one winning), or a
 		// member the server ignores could hide the tool it calls.
-		{"sleep behind a case-variant name member", authProbe{auth: bearer(valid), session: session,
-			body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","NAME":"echo","arguments":{"ms":1}}}`},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
-		{"sleep behind a case-variant method member", authProbe{auth: bearer(valid), session: session,
-			body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","Method":"ping","params":{"name":"sleep","arguments":{"ms":1}}}`},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
-		{"sleep behind a repeated name member", authProbe{auth: bearer(valid), session: session,
-			body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","name":"sleep","arguments":{"ms":1}}}`},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
-		{"sleep named case-variantly in params the server decodes with encoding/json", authProbe{auth: bearer(valid), session: session,
-			body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"NAME":"sleep","_meta":5,"arguments":{"ms":1}}}`},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
-		{"sleep in a batch", authProbe{auth: bearer(valid), session: session,
-			body: `[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}},` +
-				`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1}}}]`},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
-		{"a token without vigil.read", authProbe{auth: bearer(as.Token(t, "vigil.slow"))},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read"}},
-		{"a token without any scope (sleep)", authProbe{auth: bearer(as.Token(t)), session: session, body: matrixCall("sleep", `{"ms":1}`)},
-			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"}},
+		{
+			"sleep behind a case-variant name member",
+			authProbe{
+				auth: bearer(valid), session: session,
+				body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","NAME":"echo","arguments":{"ms":1}}}`,
+			},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
+		{
+			"sleep behind a case-variant method member",
+			authProbe{
+				auth: bearer(valid), session: session,
+				body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","Method":"ping","params":{"name":"sleep","arguments":{"ms":1}}}`,
+			},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
+		{
+			"sleep behind a repeated name member",
+			authProbe{
+				auth: bearer(valid), session: session,
+				body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","name":"sleep","arguments":{"ms":1}}}`,
+			},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
+		{
+			"sleep named case-variantly in params the server decodes with encoding/json",
+			authProbe{
+				auth: bearer(valid), session: session,
+				body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"NAME":"sleep","_meta":5,"arguments":{"ms":1}}}`,
+			},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
+		{
+			"sleep in a batch",
+			authProbe{
+				auth: bearer(valid), session: session,
+				body: `[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}},` +
+					`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1}}}]`,
+			},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
+		{
+			"a token without vigil.read",
+			authProbe{auth: bearer(as.Token(t, "vigil.slow"))},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read"},
+		},
+		{
+			"a token without any scope (sleep)",
+			authProbe{auth: bearer(as.Token(t)), session: session, body: matrixCall("sleep", `{"ms":1}`)},
+			want{403, "insufficient_scope", "insufficient_scope", "vigil.read vigil.slow"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
