@@ -100,6 +100,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=10s ./transport
 	@echo "==> fuzz: FuzzPOST (15s, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=15s ./transport/streamable
+	@echo "==> fuzz: FuzzBearerToken (10s, the Authorization header of the auth guard)"
+	$(GO) test -run='^$$' -fuzz='^FuzzBearerToken$$' -fuzztime=10s ./middleware/auth
+	@echo "==> fuzz: FuzzParseChallenge (10s, WWW-Authenticate challenges round-trip)"
+	$(GO) test -run='^$$' -fuzz='^FuzzParseChallenge$$' -fuzztime=10s ./middleware/auth
 
 ## race50: concurrency soak, run by hand.
 race50:

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // publicOnly is a tool access check that refuses every tool needing a scope.
@@ -93,5 +95,30 @@ func TestToolAccessRefusesCallAsUnknown(t *testing.T) {
 	text, isErr := toolText(t, h.RecvResult(5))
 	assert.Equal(t, "ok", text)
 	assert.False(t, isErr)
+	toolsStop(h)
+}
+
+// Params the core cannot read at arrival (here _meta is not an object) are
+// read again by tools/call with member names matched exactly, as at
+// arrival: "NAME" names no tool, so the call is refused, not run under a
+// name the span, the metrics and an HTTP guard did not see.
+func TestCallToolFallbackMatchesNamesExactly(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t)
+	ran := make(chan struct{}, 4)
+	require.NoError(t, h.srv.AddTool(server.Tool{Name: "deploy"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		ran <- struct{}{}
+		return server.Text("deployed"), nil
+	}))
+	toolsStart(h)
+	for i, params := range []string{`{"NAME":"deploy","_meta":5}`, `{"Name":"deploy","_meta":5}`} {
+		h.Request(int64(10+i), "tools/call", params)
+		e := h.RecvError(int64(10 + i))
+		assert.Equal(t, int(protocol.CodeInvalidParams), int(e.Code), params)
+	}
+	assert.Empty(t, ran, "no tool ran")
+	h.Request(20, "tools/call", `{"name":"deploy","_meta":5}`)
+	text, _ := toolText(t, h.RecvResult(20))
+	assert.Equal(t, "deployed", text, "the exact name still calls the tool")
 	toolsStop(h)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -286,11 +287,22 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if req.parsed { // decoded once, when the request arrived
 		p.Name, p.Arguments = req.Name, req.args
 	} else {
-		var q toolCallParams // escapes: only when decoded here
-		if err := json.Unmarshal(req.Params, &q); err != nil {
-			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: %v", err)
+		// Read as readRequestParams reads them, member names matched
+		// exactly, so that the tool called is the one the span, the
+		// metrics and an HTTP authorization guard saw (encoding/json would
+		// also take "NAME").
+		var v [2][]byte
+		if !transport.SplitObjectInto(v[:], req.Params, "name", "arguments") {
+			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: not an object")
 		}
-		p = q
+		if v[0] != nil {
+			name, ok := transport.DecodeString(v[0])
+			if !ok {
+				return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: name must be a string")
+			}
+			p.Name = name
+		}
+		p.Arguments = v[1]
 	}
 	if p.Name == "" {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: missing tool name")

@@ -68,6 +68,11 @@ type oidcOptions struct {
 	Keys []*oidcKey
 	// AccessTokenTTL is the tokens' lifetime; default 600 s.
 	AccessTokenTTL time.Duration
+	// OtherResources are resource indicators the provider also issues
+	// tokens for (TokenFor with one of them), with it as their aud.
+	OtherResources []string
+	// TestEndpoints serves GET /test/introspections (see Introspections).
+	TestEndpoints bool
 }
 
 // oidcProvider is a running provider.
@@ -191,6 +196,12 @@ func (p *oidcProvider) start(t *testing.T, keys []*oidcKey) {
 	}
 	if p.opts.Opaque {
 		args = append(args, "--token-format", "opaque")
+	}
+	for _, r := range p.opts.OtherResources {
+		args = append(args, "--other-resource", r)
+	}
+	if p.opts.TestEndpoints {
+		args = append(args, "--test-endpoints")
 	}
 	if p.opts.AccessTokenTTL > 0 {
 		args = append(args, "--access-token-ttl", strconv.Itoa(int(p.opts.AccessTokenTTL/time.Second)))
@@ -348,6 +359,34 @@ func (p *oidcProvider) Introspect(t *testing.T, client oidcClient, token string)
 	var out map[string]any
 	status := p.postForm(t, "/token/introspection", client, url.Values{"token": {token}}, &out)
 	return status, out
+}
+
+// Introspections returns how many introspection requests the provider
+// received in its current run (counted on arrival; TestEndpoints).
+func (p *oidcProvider) Introspections(t *testing.T) int {
+	t.Helper()
+	require.True(t, p.opts.TestEndpoints, "Introspections needs oidcOptions.TestEndpoints")
+	var n struct {
+		Count *int `json:"count"`
+	}
+	require.NoError(t, getJSON(t.Context(), p.hc, p.issuer+"/test/introspections", &n))
+	require.NotNil(t, n.Count, "GET /test/introspections: no count")
+	return *n.Count
+}
+
+// Revoke revokes token as client (RFC 7009) and requires 200.
+func (p *oidcProvider) Revoke(t *testing.T, client oidcClient, token string) {
+	t.Helper()
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.issuer+"/token/revocation", strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(client.ID), url.QueryEscape(client.Secret))
+	resp, err := p.hc.Do(req)
+	require.NoError(t, err, "POST %s/token/revocation", p.issuer)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "POST %s/token/revocation: %s", p.issuer, body)
 }
 
 // postForm posts form to the provider's path with HTTP basic client

@@ -217,6 +217,39 @@ func TestHandlerMatrix(t *testing.T) {
 			}, 403, auth.ReasonInsufficientScope,
 			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
 		},
+		// A member one reading of the body ignores (the transport's exact
+		// names, encoding/json's case-insensitive ones) must not hide the
+		// tool the other reading calls.
+		{
+			"scoped tool behind a case-variant name member", func() *http.Request {
+				return post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deploy","NAME":"echo","arguments":{}}}`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool behind a case-variant method member", func() *http.Request {
+				return post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","Method":"ping","params":{"name":"deploy","arguments":{}}}`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool behind a case-variant params member", func() *http.Request {
+				return post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deploy"},"PARAMS":{"name":"echo"}}`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool behind a repeated name member", func() *http.Request {
+				return post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","name":"deploy","arguments":{}}}`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
+		{
+			"scoped tool behind an escaped member name", func() *http.Request {
+				return post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"n\u0061me":"deploy","arguments":{}}}`, bearer("reader"))
+			}, 403, auth.ReasonInsufficientScope,
+			map[string]string{"error": "insufficient_scope", "scope": "mcp deploy", "error_description": "missing scope: deploy", "resource_metadata": testMetadataURL},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -219,6 +220,9 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 		return nil, v.unavailable(ctx, "calling the endpoint", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusBadRequest {
+		return nil, v.badRequest(ctx, resp)
+	}
 	var body json.RawMessage
 	if err := decodeJSONResponse(resp, endpoint, &body); err != nil {
 		return nil, v.unavailable(ctx, "reading the answer", err)
@@ -232,6 +236,22 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 		_ = json.Unmarshal(body, &raw) // body is a JSON object: in decoded it
 	}
 	return v.principal(&in, raw)
+}
+
+// badRequest reads a 400 answer (RFC 6749 §5.2). unsupported_token_type
+// (RFC 7009 §2.2.1, which oidc-provider answers for any JWT) says the
+// authorization server will not introspect this token, which is then
+// refused (and remembered) like an inactive one: the token is at fault,
+// not the server. Any other 400 is a verifier error.
+func (v *IntrospectionVerifier) badRequest(ctx context.Context, resp *http.Response) *Error {
+	var answer struct {
+		Error string `json:"error"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if json.Unmarshal(b, &answer) == nil && answer.Error == "unsupported_token_type" {
+		return &Error{Reason: ReasonInvalidToken, Description: "the authorization server cannot introspect this token"}
+	}
+	return v.unavailable(ctx, "calling the endpoint", fmt.Errorf("status 400, error %q", SanitizeDescription(answer.Error)))
 }
 
 // principal checks an answer, in the order of the reasons.

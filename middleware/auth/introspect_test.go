@@ -279,6 +279,35 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 		_, err := v.Verify(t.Context(), "tok")
 		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
 	})
+	t.Run("400 unsupported_token_type", func(t *testing.T) {
+		// oidc-provider's answer for a JWT: the token is refused, and
+		// remembered, not a verifier error (503).
+		var calls atomic.Int64
+		refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			calls.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"unsupported_token_type","error_description":"Structured JWT Tokens cannot be introspected"}`))
+		}))
+		defer refusing.Close()
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = refusing.URL })
+		for range 2 {
+			_, err := v.Verify(t.Context(), "a.jwt.token")
+			assert.Equal(t, ReasonInvalidToken, vtReason(t, err))
+		}
+		assert.EqualValues(t, 1, calls.Load(), "the refusal is cached")
+	})
+	t.Run("400 other", func(t *testing.T) {
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"invalid_request"}`))
+		}))
+		defer other.Close()
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = other.URL })
+		_, err := v.Verify(t.Context(), "tok")
+		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
+	})
 	t.Run("wrong credentials", func(t *testing.T) {
 		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.ClientSecret = "wrong-" + vtSecret })
 		_, err := v.Verify(t.Context(), "tok")

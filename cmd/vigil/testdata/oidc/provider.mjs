@@ -8,7 +8,8 @@
 //     --client-id c --client-secret s [--client-id c2 --client-secret s2 ...] \
 //     [--introspector-id vigil --introspector-secret vs] \
 //     [--scopes vigil.read,vigil.slow] [--token-format jwt|opaque] \
-//     [--access-token-ttl 600] [--jwks private-jwks.json] [--exit-on-stdin-close]
+//     [--access-token-ttl 600] [--jwks private-jwks.json] [--exit-on-stdin-close] \
+//     [--other-resource http://127.0.0.1:9/other ...] [--test-endpoints]
 //
 // Secrets may instead come from the environment: OIDC_CLIENT_SECRET (one
 // client) and OIDC_INTROSPECTOR_SECRET.
@@ -32,7 +33,14 @@
 //     issues RS256 JWTs signed with the FIRST key of --jwks (kid in the
 //     header); opaque issues reference tokens, kept in memory (they do not
 //     survive a restart) and readable only by introspection;
-//   - POST /token/introspection (RFC 7662), client authentication as above.
+//   - POST /token/introspection (RFC 7662), client authentication as above;
+//   - POST /token/revocation (RFC 7009), client authentication as above;
+//   - with --other-resource (repeatable), tokens also for those resources
+//     (resource=<it>, which becomes their aud), for tests of a token issued
+//     for another resource server;
+//   - with --test-endpoints, GET /test/introspections: {"count": n}, the
+//     number of POST /token/introspection requests received since start
+//     (counted on arrival, before they are answered).
 //
 // Who may introspect what (oidc-provider's rules, and this configuration's):
 //   - JWT access tokens are never introspected: oidc-provider refuses any
@@ -84,6 +92,8 @@ const { values: args } = parseArgs({
     'access-token-ttl': { type: 'string', default: '600' },
     jwks: { type: 'string' },
     'exit-on-stdin-close': { type: 'boolean', default: false },
+    'other-resource': { type: 'string', multiple: true, default: [] },
+    'test-endpoints': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -99,6 +109,14 @@ try {
   new URL(resource); // eslint-disable-line no-new
 } catch {
   fail(`--resource ${JSON.stringify(resource)} is not a URL`);
+}
+const otherResources = args['other-resource'];
+for (const r of otherResources) {
+  try {
+    new URL(r); // eslint-disable-line no-new
+  } catch {
+    fail(`--other-resource ${JSON.stringify(r)} is not a URL`);
+  }
 }
 const scopes = args.scopes.split(/[,\s]+/).filter(Boolean);
 if (!['jwt', 'opaque'].includes(args['token-format'])) fail('--token-format must be jwt or opaque');
@@ -175,12 +193,12 @@ const provider = new Provider(issuer, {
       defaultResource: () => resource,
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
-        if (indicator !== resource) {
+        if (indicator !== resource && !otherResources.includes(indicator)) {
           throw new errors.InvalidTarget(`unknown resource ${indicator}; this server knows ${resource}`);
         }
         return {
           scope: scopes.join(' '),
-          audience: resource,
+          audience: indicator,
           accessTokenTTL: ttl,
           accessTokenFormat: args['token-format'],
           ...(args['token-format'] === 'jwt' ? { jwt: { sign: { alg: 'RS256' } } } : {}),
@@ -197,7 +215,18 @@ provider.use(async (ctx, next) => {
 });
 
 server.removeAllListeners('error');
-server.on('request', provider.callback());
+const callback = provider.callback();
+let introspections = 0;
+server.on('request', (req, res) => {
+  const path = new URL(req.url, issuer).pathname;
+  if (req.method === 'POST' && path === '/token/introspection') introspections += 1;
+  if (args['test-endpoints'] && req.method === 'GET' && path === '/test/introspections') {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+    res.end(JSON.stringify({ count: introspections }));
+    return;
+  }
+  callback(req, res);
+});
 
 let stopping = false;
 function stop(why) {
