@@ -18,7 +18,9 @@ import (
 // debugPage serves /debug/vigil: a server-rendered page, refreshed by the
 // browser every few seconds, showing the live sessions, the requests in
 // flight (Session.Pending), the recent cancellations with their causes,
-// dropped responses and ended sessions (from the eventLog observer), and
+// dropped responses and ended sessions (from the eventLog observer), the
+// principal (token subject and client, never the token) of each session,
+// request and event when -auth-issuer is on, and
 // the recent traces with their span trees (from the in-memory ring, when
 // spans go there). ?format=json returns the same snapshot as JSON;
 // ?refresh=N sets the refresh period in seconds (0: none). It is safe for
@@ -56,6 +58,8 @@ type debugSession struct {
 	Started   time.Time `json:"started"`
 	AgeMS     float64   `json:"age_ms"`
 	InFlight  int       `json:"in_flight"`
+
+	principalView // who opened it (subject, client_id), with -auth-issuer
 }
 
 // debugRequest is a request in flight, in either direction.
@@ -67,6 +71,8 @@ type debugRequest struct {
 	Name      string    `json:"name,omitempty"`
 	Started   time.Time `json:"started"`
 	AgeMS     float64   `json:"age_ms"`
+
+	principalView // its session's (subject, client_id), with -auth-issuer
 }
 
 func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +121,8 @@ func (p *debugPage) snapshot(now time.Time) debugSnapshot {
 			Started:   s.Started(),
 			AgeMS:     millis(now.Sub(s.Started())),
 			InFlight:  len(pending),
+
+			principalView: p.events.principalOfSession(s),
 		}
 		if ci := s.ClientInfo(); ci.Name != "" {
 			ds.Client = strings.TrimSpace(ci.Name + " " + ci.Version)
@@ -130,7 +138,7 @@ func (p *debugPage) snapshot(now time.Time) debugSnapshot {
 			}
 			snap.InFlight = append(snap.InFlight, debugRequest{
 				SessionID: ds.ID, Direction: dir, ID: pr.ID.String(), Method: pr.Method, Name: pr.Name,
-				Started: pr.Started, AgeMS: millis(now.Sub(pr.Started)),
+				Started: pr.Started, AgeMS: millis(now.Sub(pr.Started)), principalView: ds.principalView,
 			})
 		}
 	}
@@ -223,32 +231,32 @@ traces: {{.Exporter}} · <a href="/metrics">/metrics</a> · <a href="?format=jso
 
 <h2>Sessions ({{len .Sessions}})</h2>
 {{if .Sessions}}<table>
-<tr><th>id</th><th>transport</th><th>protocol</th><th>client</th><th>started</th><th>age</th><th>in flight</th></tr>
-{{range .Sessions}}<tr><td class="mono" title="{{.ID}}">{{short .ID}}</td><td>{{orNone .Transport}}</td><td>{{orNone .Protocol}}</td><td>{{orNone .Client}}</td><td>{{clock .Started}}</td><td>{{ms .AgeMS}}</td><td>{{.InFlight}}</td></tr>
+<tr><th>id</th><th>transport</th><th>protocol</th><th>client</th><th>principal</th><th>started</th><th>age</th><th>in flight</th></tr>
+{{range .Sessions}}<tr><td class="mono" title="{{.ID}}">{{short .ID}}</td><td>{{orNone .Transport}}</td><td>{{orNone .Protocol}}</td><td>{{orNone .Client}}</td><td>{{template "principal" .}}</td><td>{{clock .Started}}</td><td>{{ms .AgeMS}}</td><td>{{.InFlight}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No session.</p>{{end}}
 
 <h2>In flight ({{len .InFlight}})</h2>
 {{if .InFlight}}<table>
-<tr><th>session</th><th>direction</th><th>id</th><th>method</th><th>name</th><th>running for</th></tr>
-{{range .InFlight}}<tr><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{.Direction}}</td><td class="mono">{{.ID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td>{{ms .AgeMS}}</td></tr>
+<tr><th>session</th><th>principal</th><th>direction</th><th>id</th><th>method</th><th>name</th><th>running for</th></tr>
+{{range .InFlight}}<tr><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td>{{.Direction}}</td><td class="mono">{{.ID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td>{{ms .AgeMS}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
 
 <h2>Recent cancellations ({{len .Cancellations}})</h2>
 {{if .Cancellations}}<table>
-<tr><th>at</th><th>session</th><th>id</th><th>method</th><th>name</th><th>reason</th><th>after</th><th>cause</th></tr>
-{{range .Cancellations}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td class="mono">{{.RequestID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td class="warn">{{.Reason}}</td><td>{{ms .RanFor}}</td><td class="mono">{{.Cause}}</td></tr>
+<tr><th>at</th><th>session</th><th>principal</th><th>id</th><th>method</th><th>name</th><th>reason</th><th>after</th><th>cause</th></tr>
+{{range .Cancellations}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td class="mono">{{.RequestID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td class="warn">{{.Reason}}</td><td>{{ms .RanFor}}</td><td class="mono">{{.Cause}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">None yet.</p>{{end}}
 
 <h2>Recent dropped responses ({{len .Drops}})</h2>
 {{if .Drops}}<table>
-<tr><th>at</th><th>session</th><th>id</th><th>method</th><th>name</th><th>reason</th></tr>
-{{range .Drops}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td class="mono">{{.RequestID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td class="warn">{{.Reason}}</td></tr>
+<tr><th>at</th><th>session</th><th>principal</th><th>id</th><th>method</th><th>name</th><th>reason</th></tr>
+{{range .Drops}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td class="mono">{{.RequestID}}</td><td>{{.Method}}</td><td>{{.Name}}</td><td class="warn">{{.Reason}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">None yet.</p>{{end}}
 
 <h2>Recently ended sessions ({{len .EndedSessions}})</h2>
 {{if .EndedSessions}}<table>
-<tr><th>at</th><th>session</th><th>transport</th><th>protocol</th><th>lasted</th><th>reason</th><th>cause</th></tr>
-{{range .EndedSessions}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{orNone .Transport}}</td><td>{{.Protocol}}</td><td>{{ms .DurationMS}}</td><td>{{.Reason}}</td><td class="mono">{{.Cause}}</td></tr>
+<tr><th>at</th><th>session</th><th>principal</th><th>transport</th><th>protocol</th><th>lasted</th><th>reason</th><th>cause</th></tr>
+{{range .EndedSessions}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td>{{orNone .Transport}}</td><td>{{.Protocol}}</td><td>{{ms .DurationMS}}</td><td>{{.Reason}}</td><td class="mono">{{.Cause}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">None yet.</p>{{end}}
 
 <h2>Recent traces ({{len .Traces}})</h2>
@@ -265,4 +273,4 @@ traces: {{.Exporter}} · <a href="/metrics">/metrics</a> · <a href="?format=jso
 {{end}}
 </body>
 </html>
-`
+{{define "principal"}}{{if .Subject}}<span class="mono">{{.Subject}}</span>{{if and .ClientID (ne .ClientID .Subject)}} <span class="muted">(client <span class="mono">{{.ClientID}}</span>)</span>{{end}}{{else}}<span class="muted">—</span>{{end}}{{end}}`

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -15,18 +16,38 @@ import (
 const recentEvents = 50
 
 // eventLog is a server.Observer that remembers, for the /debug/vigil page,
-// the transport of each live session and the most recent cancellations
-// (with their causes), dropped responses and ended sessions, in bounded
-// rings. It is safe for concurrent use, and its methods never block for
-// long.
+// the transport of each live session, the principal that opened it (with
+// -auth-issuer, recorded by its Middleware), and the most recent
+// cancellations (with their causes), dropped responses and ended sessions,
+// in bounded rings. It is safe for concurrent use, and its methods never
+// block for long.
 type eventLog struct {
 	server.NopObserver
 
 	mu            sync.Mutex
 	transports    map[*server.Session]string
+	principals    map[*server.Session]principalView
 	cancellations recent[cancelEvent]
 	drops         recent[dropEvent]
 	ended         recent[endedSession]
+}
+
+// principalView is who sent a request or opened a session, as the debug page
+// shows it: the token's subject and client, never the token (an
+// [auth.Principal] holds none).
+type principalView struct {
+	Subject  string `json:"subject,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// principalOf returns the principal of req's arrival (where the resource
+// server put it), the zero view without one (authorization off).
+func principalOf(req *server.Request) principalView {
+	p, ok := auth.PrincipalFrom(req.ArrivalContext())
+	if !ok {
+		return principalView{}
+	}
+	return principalView{Subject: p.Subject, ClientID: p.ClientID}
 }
 
 // cancelEvent is a request whose handler was cancelled.
@@ -40,6 +61,7 @@ type cancelEvent struct {
 	Cause     string    `json:"cause"`              // the cause's text
 	RanFor    float64   `json:"ran_for_ms"`         // from receipt to cancellation
 	Stateless bool      `json:"stateless,omitzero"` // a 2026-07-28 stateless request
+	principalView
 }
 
 // dropEvent is a request that ended without its response being written.
@@ -50,6 +72,7 @@ type dropEvent struct {
 	Method    string    `json:"method"`
 	Name      string    `json:"name,omitempty"`
 	Reason    string    `json:"reason"` // cancelled, writer_closed, peer_gone, shutdown
+	principalView
 }
 
 // endedSession is a session that ended, with why.
@@ -61,11 +84,13 @@ type endedSession struct {
 	DurationMS float64   `json:"duration_ms"`
 	Reason     string    `json:"reason"` // none for a clean end of input
 	Cause      string    `json:"cause,omitempty"`
+	principalView
 }
 
 func newEventLog() *eventLog {
 	return &eventLog{
 		transports:    make(map[*server.Session]string),
+		principals:    make(map[*server.Session]principalView),
 		cancellations: newRecent[cancelEvent](recentEvents),
 		drops:         newRecent[dropEvent](recentEvents),
 		ended:         newRecent[endedSession](recentEvents),
@@ -93,7 +118,9 @@ func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause erro
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e.Transport = l.transports[s]
+	e.principalView = l.principals[s]
 	delete(l.transports, s)
+	delete(l.principals, s)
 	if e.Protocol == "" {
 		return // never initialized: a 2026-07-28 stateless request's own session, or a failed start
 	}
@@ -109,6 +136,8 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 		Name:      req.Name,
 		Reason:    server.ReasonOfCause(cause).String(),
 		Stateless: !req.InSession(),
+
+		principalView: principalOf(req),
 	}
 	if cause != nil {
 		e.Cause = cause.Error()
@@ -129,10 +158,35 @@ func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reaso
 		Method:    req.Method,
 		Name:      req.Name,
 		Reason:    reason.String(),
+
+		principalView: principalOf(req),
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.drops.add(e)
+}
+
+// Middleware returns a server middleware that records, for the debug page,
+// the principal of the first request of each session that has one (with
+// -auth-issuer: initialize, or a stateless request). A session answers only
+// the principal that opened it (streamable.WithPrincipal), so that is the
+// principal of all its requests. Without a principal it does nothing.
+func (l *eventLog) Middleware() server.Middleware {
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.Session != nil {
+				if pv := principalOf(req); pv != (principalView{}) {
+					l.mu.Lock()
+					_, live := l.transports[req.Session] // started, not ended: SessionEnded forgets it
+					if _, seen := l.principals[req.Session]; live && !seen {
+						l.principals[req.Session] = pv
+					}
+					l.mu.Unlock()
+				}
+			}
+			return next(ctx, req)
+		}
+	}
 }
 
 // transportOf returns the transport s is served on, "" if unknown.
@@ -140,6 +194,14 @@ func (l *eventLog) transportOf(s *server.Session) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.transports[s]
+}
+
+// principalOfSession returns the principal that opened s, the zero view if
+// none is known.
+func (l *eventLog) principalOfSession(s *server.Session) principalView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.principals[s]
 }
 
 // recentSnapshot returns copies of the rings, newest first.

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
@@ -98,5 +103,113 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 		assert.InDelta(t, 1000.0, e.DurationMS, 1e-9)
 		assert.Equal(t, "transport_close", e.Reason)
 		assert.Empty(t, events.transportOf(sessions[0]), "forgotten once ended")
+	})
+}
+
+// With -auth-issuer the debug page shows who opened each session, whose
+// requests are in flight, and whose requests were cancelled, dropped or
+// ended with their session: the principal's subject and client, escaped
+// in HTML, in the JSON form too. The session here is served with a
+// principal in its context, as the resource server's HTTP middleware puts
+// one in each request's.
+func TestDebugPageShowsPrincipal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const subject, clientID = `<img src=x onerror=alert(1)>`, `client&co`
+		events := newEventLog()
+		srv := server.New(server.WithObserver(events), server.WithMiddleware(auth.Middleware(), events.Middleware()))
+		require.NoError(t, addDemoTools(srv, nil))
+		page := &debugPage{srv: srv, in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: time.Now()}
+		client, conn := memory.NewPair()
+		ctx := middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory)
+		ctx = auth.ContextWithPrincipal(ctx, &auth.Principal{Subject: subject, ClientID: clientID, Issuer: "https://as.example.com"})
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(ctx, conn) }()
+		write := func(m transport.Message) { require.NoError(t, client.Write(t.Context(), m)) }
+		write(&transport.Request{
+			ID: transport.Int64ID(1), Method: "initialize",
+			Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
+		})
+		_, err := client.Read(t.Context())
+		require.NoError(t, err)
+		write(&transport.Request{Method: "notifications/initialized"})
+		write(&transport.Request{ID: transport.StringID("nap"), Method: "tools/call", Params: json.RawMessage(`{"name":"sleep","arguments":{"ms":60000}}`)})
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		get := func(query string) string {
+			rec := httptest.NewRecorder()
+			page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil"+query, nil))
+			require.Equal(t, http.StatusOK, rec.Code)
+			return rec.Body.String()
+		}
+		var snap debugSnapshot
+		require.NoError(t, json.Unmarshal([]byte(get("?format=json")), &snap))
+		require.Len(t, snap.Sessions, 1)
+		want := principalView{Subject: subject, ClientID: clientID}
+		assert.Equal(t, want, snap.Sessions[0].principalView)
+		require.Len(t, snap.InFlight, 1)
+		assert.Equal(t, "nap", snap.InFlight[0].ID)
+		assert.Equal(t, want, snap.InFlight[0].principalView)
+		raw := get("?format=json")
+		assert.Contains(t, raw, `"subject": "\u003cimg src=x onerror=alert(1)\u003e"`, "JSON escapes < and >")
+		assert.Contains(t, raw, `"client_id": "client\u0026co"`)
+
+		html := get("?refresh=0")
+		assert.Contains(t, html, "<th>principal</th>")
+		assert.Equal(t, 2, strings.Count(html, `<span class="mono">&lt;img src=x onerror=alert(1)&gt;</span>`), "the session and the request in flight:\n%s", html)
+		assert.Contains(t, html, `(client <span class="mono">client&amp;co</span>)`)
+		assert.NotContains(t, html, "<img")
+
+		write(&transport.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":"nap","reason":"too slow"}`)})
+		synctest.Wait()
+		require.NoError(t, client.Close())
+		require.NoError(t, <-served)
+		require.NoError(t, json.Unmarshal([]byte(get("?format=json")), &snap))
+		require.Len(t, snap.Cancellations, 1)
+		assert.Equal(t, want, snap.Cancellations[0].principalView)
+		require.Len(t, snap.Drops, 1)
+		assert.Equal(t, want, snap.Drops[0].principalView)
+		require.Len(t, snap.EndedSessions, 1)
+		assert.Equal(t, want, snap.EndedSessions[0].principalView)
+		assert.Empty(t, snap.Sessions)
+		html = get("?refresh=0")
+		assert.Equal(t, 3, strings.Count(html, `&lt;img src=x onerror=alert(1)&gt;`), "the cancellation, the drop and the ended session")
+		assert.NotContains(t, html, "<img")
+		events.mu.Lock()
+		assert.Empty(t, events.principals, "forgotten once the session ended")
+		events.mu.Unlock()
+	})
+}
+
+// Without authorization nothing is recorded and the page shows no principal.
+func TestDebugPageWithoutPrincipal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		events := newEventLog()
+		srv := server.New(server.WithObserver(events), server.WithMiddleware(events.Middleware()))
+		require.NoError(t, addDemoTools(srv, nil))
+		page := &debugPage{srv: srv, in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: time.Now()}
+		client, conn := memory.NewPair()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(context.Background(), conn) }()
+		require.NoError(t, client.Write(t.Context(), &transport.Request{
+			ID: transport.Int64ID(1), Method: "initialize",
+			Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
+		}))
+		_, err := client.Read(t.Context())
+		require.NoError(t, err)
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json", nil))
+		assert.NotContains(t, rec.Body.String(), `"subject"`)
+		assert.NotContains(t, rec.Body.String(), `"client_id"`)
+		var snap debugSnapshot
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &snap))
+		require.Len(t, snap.Sessions, 1)
+		assert.Zero(t, snap.Sessions[0].principalView)
+		events.mu.Lock()
+		assert.Empty(t, events.principals)
+		events.mu.Unlock()
+		require.NoError(t, client.Close())
+		require.NoError(t, <-served)
 	})
 }

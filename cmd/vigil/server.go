@@ -47,8 +47,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	)
 	if cfg.authEnabled() {
 		// Handlers read the caller with auth.PrincipalFrom, and tools/list
-		// shows a principal only the tools its scopes allow.
-		opts = append(opts, server.WithMiddleware(auth.Middleware()), server.WithToolAccess(auth.ToolAccess))
+		// shows a principal only the tools its scopes allow; the debug page
+		// learns who opened each session.
+		opts = append(opts, server.WithMiddleware(auth.Middleware(), events.Middleware()), server.WithToolAccess(auth.ToolAccess))
 	}
 	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {

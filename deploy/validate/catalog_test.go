@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -32,9 +35,10 @@ type series struct {
 	labels  map[string]map[string]bool // label name -> the values the telemetry package creates
 }
 
-// catalog is the Prometheus surface of the telemetry package: every series
-// name with its labels, built by registering [telemetry.NewMetrics] and
-// gathering it, so it cannot drift from the code.
+// catalog is the Prometheus surface of vigil: every series name with its
+// labels, built by registering [telemetry.NewMetrics] and the failure
+// counter of an [auth.ResourceServer] (vigil -auth-issuer) and gathering
+// them, so it cannot drift from the code.
 type catalog struct {
 	series   map[string]*series
 	families []string
@@ -47,6 +51,13 @@ func newCatalog(t *testing.T) *catalog {
 	m := telemetry.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
+	_, err := auth.New(auth.Config{
+		Resource:             "https://mcp.example.com/mcp",
+		AuthorizationServers: []string{"https://as.example.com"},
+		Verifier:             noVerifier{},
+		Registerer:           reg,
+	})
+	require.NoError(t, err)
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -161,4 +172,12 @@ func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 		}
 	}
 	return false
+}
+
+// noVerifier refuses every token; the catalog only needs the resource
+// server's metric.
+type noVerifier struct{}
+
+func (noVerifier) Verify(context.Context, string) (*auth.Principal, error) {
+	return nil, errors.New("no verifier")
 }

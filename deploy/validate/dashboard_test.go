@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -367,7 +368,8 @@ func TestDashboardCoversEveryMetric(t *testing.T) {
 
 // TestDashboardBreakdowns requires the breakdowns on-call looks for: rates,
 // errors and latency per method and per tool, cancellations by cause, drops
-// by reason, write errors by class, sessions and requests in flight.
+// by reason, write errors by class, sessions and requests in flight, and
+// authorization failures by reason.
 func TestDashboardBreakdowns(t *testing.T) {
 	d := loadDashboard(t)
 	type breakdown struct{ series, by string }
@@ -407,6 +409,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 		{telemetry.MetricMessagesRejected, telemetry.LabelReason},
 		{telemetry.MetricSessionsActive, telemetry.LabelTransport},
 		{telemetry.MetricRequestsInFlight, telemetry.LabelMethod},
+		{auth.MetricAuthFailures, "reason"},
 	}
 	for _, w := range want {
 		assert.True(t, have[w], "no panel shows %s by %s", w.series, w.by)
