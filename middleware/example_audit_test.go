@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vigil-mcp/vigil/middleware"
@@ -52,10 +53,17 @@ func ExampleAudit() {
 		fmt.Println("serve:", err)
 	}
 
+	// A record is written when its call is done, after its answer went out:
+	// two calls' records may come in either order.
+	var recs []middleware.AuditRecord
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	for sc.Scan() {
 		var rec middleware.AuditRecord
 		_ = json.Unmarshal(sc.Bytes(), &rec)
+		recs = append(recs, rec)
+	}
+	slices.SortFunc(recs, func(a, b middleware.AuditRecord) int { return strings.Compare(a.RequestID, b.RequestID) })
+	for _, rec := range recs {
 		fmt.Printf("%s (%s) %s #%s: %s, arguments %v %s\n", rec.Subject, rec.ClientID, rec.Tool, rec.RequestID, rec.Outcome, rec.Arguments, rec.ArgumentValues)
 	}
 	// Output:
