@@ -167,14 +167,15 @@ func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reaso
 }
 
 // Middleware returns a server middleware that records, for the debug page,
-// the principal of the first request of each session that has one (with
-// -auth-issuer: initialize, or a stateless request). A session answers only
-// the principal that opened it (streamable.WithPrincipal), so that is the
-// principal of all its requests. Without a principal it does nothing.
+// the principal of each session's initialize (with -auth-issuer). A session
+// answers only the principal that opened it (streamable.WithPrincipal), so
+// that is the principal of all its requests; the other requests pass
+// untouched, without taking the log's lock. Without a principal it does
+// nothing.
 func (l *eventLog) Middleware() server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			if req.Session != nil {
+			if req.Method == "initialize" && req.Session != nil {
 				if pv := principalOf(req); pv != (principalView{}) {
 					l.mu.Lock()
 					_, live := l.transports[req.Session] // started, not ended: SessionEnded forgets it
