@@ -392,7 +392,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	if err := in.registry.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
+	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
 	defer func() {

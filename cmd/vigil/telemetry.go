@@ -23,7 +23,11 @@ import (
 // and, when OTEL_METRICS_EXPORTER says so, a meter provider that pushes the
 // registry's MCP metrics under their OpenTelemetry names.
 type instruments struct {
-	registry   *prometheus.Registry
+	registry *prometheus.Registry
+	// pushed holds the collectors of registry that OTLP carries when
+	// OTEL_METRICS_EXPORTER says so (the MCP metrics, not the Go runtime's,
+	// whose gathering would cost each push more than the rest).
+	pushed     *prometheus.Registry
 	tracer     trace.TracerProvider
 	propagator propagation.TextMapPropagator
 	// ring keeps recent spans for /debug/vigil when the environment
@@ -49,6 +53,7 @@ type instruments struct {
 func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	in := &instruments{
 		registry: prometheus.NewRegistry(),
+		pushed:   prometheus.NewRegistry(),
 		// W3C trace context and baggage, read from and written to _meta.
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
@@ -78,7 +83,7 @@ func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
 		otelsetup.WithService("vigil", version),
 		otelsetup.WithConsoleWriter(os.Stderr),
-		otelsetup.WithMetricProducer(otelsetup.MetricProducer(in.registry)))
+		otelsetup.WithMetricProducer(otelsetup.MetricProducer(in.pushed)))
 	if err != nil {
 		return nil, errors.Join(err, shutdown(ctx))
 	}
@@ -124,4 +129,13 @@ func logOTelErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("opentelemetry", "error", err)
 	}))
+}
+
+// register registers c with the registry that /metrics serves and with
+// the one that OTLP pushes.
+func (in *instruments) register(c prometheus.Collector) error {
+	if err := in.registry.Register(c); err != nil {
+		return err
+	}
+	return in.pushed.Register(c)
 }

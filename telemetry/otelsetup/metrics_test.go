@@ -237,3 +237,23 @@ func TestMeterProviderFlushesOnShutdown(t *testing.T) {
 	}
 	assert.Equal(t, uint64(5), n, "every call's duration")
 }
+
+// BenchmarkMetricProducer: what one OTLP export costs to read
+// (Gather, the bridge's conversion and the renaming) for a telemetry.Metrics
+// with its series created at zero and a few tools (about 1 ms; a registry
+// with the Go collector too adds about 2 ms, its runtime metrics are
+// gathered and then skipped); recording a request costs nothing more.
+func BenchmarkMetricProducer(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	m := telemetry.NewMetrics(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
+	reg.MustRegister(m)
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: trace.TraceID{1}})
+	p := otelsetup.MetricProducer(reg)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Produce(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
