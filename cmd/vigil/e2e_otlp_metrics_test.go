@@ -118,12 +118,12 @@ func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer
 	for _, s := range res {
 		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
 		require.NoError(t, err)
-		got[s.Metric[telemetry.LabelTool]+" "+s.Metric[telemetry.LabelErrorType]] = v
+		got[s.Metric[telemetry.LabelTool]+"/"+s.Metric[telemetry.LabelErrorType]] = v
 	}
 	assert.Equal(t, map[string]float64{
-		"echo ":                                 otlpEchoes,
-		"echo " + telemetry.ErrorTypeTool:       otlpToolErrors,
-		"sleep " + telemetry.ErrorTypeCancelled: otlpCancelled,
+		"echo/":                                 otlpEchoes,
+		"echo/" + telemetry.ErrorTypeTool:       otlpToolErrors,
+		"sleep/" + telemetry.ErrorTypeCancelled: otlpCancelled,
 	}, got, "tools/call durations by gen_ai_tool_name and error_type")
 
 	res, err = prom.query(ctx, telemetry.MetricOperationDuration+`_bucket{`+telemetry.LabelMethod+`="tools/call",`+
@@ -258,13 +258,13 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 		}
 		assert.Equal(t, telemetry.DurationBuckets(), dp.GetExplicitBounds(), "bounds of %v", a)
 		if a["mcp.method.name"] == "tools/call" && dp.GetCount() > 0 {
-			counts[a["gen_ai.tool.name"]+" "+a["error.type"]] = dp.GetCount()
+			counts[a["gen_ai.tool.name"]+"/"+a["error.type"]] = dp.GetCount()
 		}
 	}
 	assert.Equal(t, map[string]uint64{
-		"echo ":                                 otlpEchoes,
-		"echo " + telemetry.ErrorTypeTool:       otlpToolErrors,
-		"sleep " + telemetry.ErrorTypeCancelled: otlpCancelled,
+		"echo/":                                 otlpEchoes,
+		"echo/" + telemetry.ErrorTypeTool:       otlpToolErrors,
+		"sleep/" + telemetry.ErrorTypeCancelled: otlpCancelled,
 	}, counts, "tools/call durations by gen_ai.tool.name and error.type, over OTLP")
 
 	sessions := byName["mcp.server.session.duration"]

@@ -54,16 +54,22 @@ func recordLoad(t *testing.T) *prometheus.Registry {
 		m.RequestFinished(e)
 	}
 	for range 3 {
-		end(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
-			Duration: 15 * time.Millisecond, Trace: trace.TraceID{1, 2, 3}})
+		end(telemetry.RequestEnd{
+			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
+			Duration: 15 * time.Millisecond, Trace: trace.TraceID{1, 2, 3},
+		})
 	}
-	end(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
-		ErrorType: telemetry.ErrorTypeTool, Duration: time.Millisecond})
+	end(telemetry.RequestEnd{
+		Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
+		ErrorType: telemetry.ErrorTypeTool, Duration: time.Millisecond,
+	})
 	m.RequestStarted("tools/call")
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "sleep", ToolRegistered: true,
-		Outcome: telemetry.OutcomeCancelled, ErrorType: telemetry.ErrorTypeCancelled, Duration: time.Second})
+	m.RequestFinished(telemetry.RequestEnd{
+		Method: "tools/call", Tool: "sleep", ToolRegistered: true,
+		Outcome: telemetry.OutcomeCancelled, ErrorType: telemetry.ErrorTypeCancelled, Duration: time.Second,
+	})
 	m.SessionStarted(telemetry.TransportStreamableHTTP)
 	return reg
 }
