@@ -13,5 +13,5 @@
 // (otel.SetTracerProvider, otel.SetMeterProvider, otel.SetTextMapPropagator)
 // is the caller's choice.
 //
-// Read ExampleTracerProvider first.
+// Read ExampleTracerProvider first, then ExampleMetricProducer.
 package otelsetup
