@@ -27,6 +27,22 @@
 // resource) lives in the subpackage otelsetup, the one library package
 // allowed to import the SDK.
 //
+// Metrics over OTLP: the Prometheus collectors are the one place requests
+// are recorded. otelsetup.MetricProducer reads them at each OTLP export
+// through the OpenTelemetry Prometheus bridge and names them as
+// [OTelInstruments] and [OTelAttributeKey] say: the semantic-convention
+// histograms mcp.server.operation.duration and mcp.server.session.duration
+// (unit s, the same buckets) with mcp.method.name, gen_ai.tool.name and
+// error.type (absent on success), and the counters under names that an
+// OTel Prometheus exporter renders back as the Prometheus names
+// (mcp.server.cancellations with cause, ...). This design was chosen over
+// recording a second set of OTel instruments beside the Prometheus ones:
+// a request costs the same whether metrics are pushed or not (the
+// conversion runs once per export, not per request), and /metrics and
+// OTLP always agree. SDK views could not have done the renaming: they
+// apply to the SDK's own instruments, not to a producer's data, and do not
+// rename attribute keys.
+//
 // Read ExampleNewMetrics first, then the middleware package's example, which
 // wires a server to a registry.
 package telemetry

@@ -217,6 +217,9 @@ type jaegerPeer struct {
 	proc     *peerProcess
 	otlpHTTP string // OTLP/HTTP base URL (OTEL_EXPORTER_OTLP_ENDPOINT)
 	query    string // query service base URL (/api/traces/...)
+	// metrics is the host:port of the Prometheus exporter of the metrics
+	// pipeline (see startJaegerWithMetrics); "" without one.
+	metrics string
 }
 
 // jaegerConfig is a trimmed all-in-one configuration (see
@@ -271,17 +274,62 @@ exporters:
     trace_storage: memstore
 `
 
+// jaegerMetricsPipeline is what startJaegerWithMetrics adds to
+// jaegerConfig: Jaeger v2 is an OpenTelemetry Collector distribution, with
+// the Collector's prometheus exporter (OpenMetrics on, for the exemplars),
+// here behind the same OTLP receiver as the traces.
+const (
+	jaegerMetricsPipeline = `    metrics:
+      receivers: [otlp]
+      exporters: [prometheus, otlphttp/sink]
+`
+	jaegerMetricsExporters = `  prometheus:
+    endpoint: 127.0.0.1:%d
+    enable_open_metrics: true
+  otlphttp/sink:
+    endpoint: %s
+    compression: none
+    retry_on_failure:
+      enabled: false
+    sending_queue:
+      enabled: false
+`
+)
+
 // startJaeger runs Jaeger and waits until its health check reports it
 // ready (200 on /status).
 func startJaeger(t *testing.T, bin string, hc *http.Client) *jaegerPeer {
 	t.Helper()
+	return startJaegerConfig(t, bin, hc, "")
+}
+
+// startJaegerWithMetrics runs Jaeger with a metrics pipeline too: OTLP in,
+// out through the Collector's Prometheus exporter, at jaegerPeer.metrics,
+// and through its OTLP/HTTP exporter to sink (a base URL), so that a test
+// sees the metrics as the Collector received them.
+func startJaegerWithMetrics(t *testing.T, bin string, hc *http.Client, sink string) *jaegerPeer {
+	t.Helper()
+	return startJaegerConfig(t, bin, hc, sink)
+}
+
+func startJaegerConfig(t *testing.T, bin string, hc *http.Client, sink string) *jaegerPeer {
+	t.Helper()
 	queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	text := fmt.Sprintf(jaegerConfig, queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort)
+	var metricsAddr string
+	if sink != "" {
+		port := freePort(t)
+		metricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		text = strings.Replace(text, "  telemetry:\n", jaegerMetricsPipeline+"  telemetry:\n", 1)
+		text += fmt.Sprintf(jaegerMetricsExporters, port, sink)
+	}
 	config := filepath.Join(t.TempDir(), "jaeger.yaml")
-	require.NoError(t, os.WriteFile(config, fmt.Appendf(nil, jaegerConfig, queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort), 0o600))
+	require.NoError(t, os.WriteFile(config, []byte(text), 0o600))
 	j := &jaegerPeer{
 		proc:     startPeer(t, "jaeger", &lockedBuffer{}, nil, bin, "--config", config),
 		otlpHTTP: fmt.Sprintf("http://127.0.0.1:%d", otlpPort),
 		query:    fmt.Sprintf("http://127.0.0.1:%d", queryPort),
+		metrics:  metricsAddr,
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/status", healthPort)
 	pollUntil(t, "jaeger health "+health, 60*time.Second, j.proc, func() error {

@@ -104,6 +104,12 @@ func TestE2EPrometheusAndJaeger(t *testing.T) {
 // (from its log).
 func startVigilE2E(ctx context.Context, t *testing.T, otlp string, extra ...string) (*peerProcess, string) {
 	t.Helper()
+	return startVigilE2EEnv(ctx, t, otlp, nil, extra...)
+}
+
+// startVigilE2EEnv is startVigilE2E with more environment variables.
+func startVigilE2EEnv(ctx context.Context, t *testing.T, otlp string, moreEnv []string, extra ...string) (*peerProcess, string) {
+	t.Helper()
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
 	})
@@ -114,6 +120,7 @@ func startVigilE2E(ctx context.Context, t *testing.T, otlp string, extra ...stri
 		"OTEL_TRACES_SAMPLER=always_on",
 		"OTEL_BSP_SCHEDULE_DELAY=100", // ms: spans reach Jaeger soon after the calls
 	)
+	env = append(env, moreEnv...)
 	logs := &urlWatcher{found: make(chan string, 1)}
 	p := startPeer(t, "vigil", logs, env, vigilBin, append([]string{"-http", "127.0.0.1:0", "-log-level", "debug"}, extra...)...)
 	select {

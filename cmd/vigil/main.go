@@ -311,15 +311,22 @@ OpenTelemetry (standard variables):
                                  unset with no OTLP endpoint: traces stay in
                                  memory for /debug/vigil (-trace-ring), and
                                  with -stdio they are dropped
-  OTEL_EXPORTER_OTLP_ENDPOINT    OTLP endpoint (also ..._TRACES_ENDPOINT);
-                                 setting it selects otlp
+  OTEL_EXPORTER_OTLP_ENDPOINT    OTLP endpoint (also ..._TRACES_ENDPOINT,
+                                 ..._METRICS_ENDPOINT); setting it selects
+                                 otlp for traces
   OTEL_EXPORTER_OTLP_PROTOCOL    http/protobuf (default) or grpc
   OTEL_EXPORTER_OTLP_HEADERS     and the other OTEL_EXPORTER_OTLP_* settings
   OTEL_TRACES_SAMPLER            and OTEL_TRACES_SAMPLER_ARG
                                  (default parentbased_always_on)
   OTEL_SERVICE_NAME              default vigil
   OTEL_RESOURCE_ATTRIBUTES       key=value,...
-  OTEL_SDK_DISABLED              true: no tracing
+  OTEL_METRICS_EXPORTER          otlp: also push the MCP metrics over OTLP,
+                                 named as OpenTelemetry names them
+                                 (mcp.server.operation.duration, ...);
+                                 console, or none (default): /metrics only
+  OTEL_METRIC_EXPORT_INTERVAL    push period in ms (default 60000); the last
+                                 push is at exit
+  OTEL_SDK_DISABLED              true: no tracing, no metrics push
   OTEL_BSP_*                     batch span processor settings
 Trace context (W3C traceparent, tracestate, baggage) is read from and
 written to each request's params._meta.
@@ -385,17 +392,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	if err := in.registry.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
+	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := in.shutdown(fctx); err != nil {
-			logger.Warn("flushing traces failed", "error", err)
+			logger.Warn("flushing traces or metrics failed", "error", err)
 		}
 	}()
 	logger.Info("tracing", "exporter", in.exporter)
+	logger.Info("metrics", "prometheus", "/metrics", "otel_exporter", in.metricsExporter)
 
 	events := newEventLog()
 	srv, inst, err := newServer(cfg, logger, in, events, audit)

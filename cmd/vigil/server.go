@@ -39,6 +39,11 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err != nil {
 		return nil, nil, err
 	}
+	// NewInstrumentation registered the MCP collector with in.registry;
+	// OTLP pushes it too.
+	if err := in.pushed.Register(inst.Metrics()); err != nil {
+		return nil, nil, err
+	}
 	opts := append(inst.ServerOptions(),
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),

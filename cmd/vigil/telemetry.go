@@ -19,10 +19,15 @@ import (
 
 // instruments are the process's metrics and tracing: a Prometheus registry
 // holding the Go and process collectors (newServer's instrumentation adds
-// the MCP collector), and a tracer provider built from the OTEL_*
-// environment.
+// the MCP collector), a tracer provider built from the OTEL_* environment,
+// and, when OTEL_METRICS_EXPORTER says so, a meter provider that pushes the
+// registry's MCP metrics under their OpenTelemetry names.
 type instruments struct {
-	registry   *prometheus.Registry
+	registry *prometheus.Registry
+	// pushed holds the collectors of registry that OTLP carries when
+	// OTEL_METRICS_EXPORTER says so (the MCP metrics, not the Go runtime's,
+	// whose gathering would cost each push more than the rest).
+	pushed     *prometheus.Registry
 	tracer     trace.TracerProvider
 	propagator propagation.TextMapPropagator
 	// ring keeps recent spans for /debug/vigil when the environment
@@ -30,16 +35,25 @@ type instruments struct {
 	ring *spanRing
 	// exporter describes where spans go, for logs and the debug page.
 	exporter string
+	// metricsExporter is OTEL_METRICS_EXPORTER's choice: none, otlp or
+	// console.
+	metricsExporter string
+	// shutdown flushes and stops the span and metric exporters.
 	shutdown func(context.Context) error
 }
 
 // newInstruments builds the instruments. Spans go where OTEL_* says
 // (otelsetup.TracerProvider); when it says nothing (no OTEL_TRACES_EXPORTER,
 // no OTLP endpoint) they go to an in-memory ring of ringTraces traces, or,
-// with ringTraces <= 0, nowhere (a no-op provider).
+// with ringTraces <= 0, nowhere (a no-op provider). Metrics are pushed
+// where OTEL_METRICS_EXPORTER says (otelsetup.MeterProvider; unset means
+// not at all), read from the registry at each export
+// (otelsetup.MetricProducer), so that recording a request costs the same
+// whether they are pushed or not.
 func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	in := &instruments{
 		registry: prometheus.NewRegistry(),
+		pushed:   prometheus.NewRegistry(),
 		// W3C trace context and baggage, read from and written to _meta.
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
@@ -66,8 +80,20 @@ func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.tracer, in.shutdown, in.ring = tp, shutdown, ring
+	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
+		otelsetup.WithService("vigil", version),
+		otelsetup.WithConsoleWriter(os.Stderr),
+		otelsetup.WithMetricProducer(otelsetup.MetricProducer(in.pushed)))
+	if err != nil {
+		return nil, errors.Join(err, shutdown(ctx))
+	}
+	in.tracer, in.ring = tp, ring
+	in.shutdown = func(ctx context.Context) error {
+		// Metrics last: the spans' flush may still be counted.
+		return errors.Join(shutdown(ctx), shutdownMetrics(ctx))
+	}
 	in.exporter = exporterName(ring != nil, tp)
+	in.metricsExporter = otelsetup.MetricsExporter()
 	return in, nil
 }
 
@@ -103,4 +129,13 @@ func logOTelErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("opentelemetry", "error", err)
 	}))
+}
+
+// register registers c with the registry that /metrics serves and with
+// the one that OTLP pushes.
+func (in *instruments) register(c prometheus.Collector) error {
+	if err := in.registry.Register(c); err != nil {
+		return err
+	}
+	return in.pushed.Register(c)
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -18,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Option configures [TracerProvider] and [SpanExporter].
+// Option configures [TracerProvider], [SpanExporter] and [MeterProvider].
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -30,6 +31,7 @@ type config struct {
 	serviceVersion string
 	fallback       func(context.Context) (sdktrace.SpanExporter, error)
 	console        io.Writer
+	producers      []sdkmetric.Producer
 }
 
 // WithService sets service.name and service.version of the resource.
@@ -49,7 +51,8 @@ func WithFallbackExporter(f func(context.Context) (sdktrace.SpanExporter, error)
 	return optionFunc(func(c *config) { c.fallback = f })
 }
 
-// WithConsoleWriter sets where OTEL_TRACES_EXPORTER=console writes spans.
+// WithConsoleWriter sets where OTEL_TRACES_EXPORTER=console writes spans
+// (and OTEL_METRICS_EXPORTER=console metrics).
 // The default is standard error, not standard output, because a stdio MCP
 // server's standard output carries the protocol. nil keeps the default.
 func WithConsoleWriter(w io.Writer) Option {

@@ -1,0 +1,280 @@
+package otelsetup
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	prometheusbridge "go.opentelemetry.io/contrib/bridges/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// WithMetricProducer adds a producer whose metrics every export of
+// [MeterProvider] carries, such as [MetricProducer]'s.
+func WithMetricProducer(p sdkmetric.Producer) Option {
+	return optionFunc(func(c *config) {
+		if p != nil {
+			c.producers = append(c.producers, p)
+		}
+	})
+}
+
+// MeterProvider builds a meter provider from the standard OTEL_*
+// environment, exporting the metrics of its instruments and of its
+// producers ([WithMetricProducer]) periodically, and returns it with a
+// shutdown function that exports a last time and stops the exporter; call
+// it once, with a deadline, before the process exits.
+//
+//   - OTEL_METRICS_EXPORTER unset, or none, or OTEL_SDK_DISABLED=true: a
+//     no-op provider and nothing is pushed. Unlike traces, the default is
+//     not otlp: the metrics of a Vigil server are served by its Prometheus
+//     registry, and pushing them too is a choice.
+//   - OTEL_METRICS_EXPORTER=otlp: OTLP, over OTEL_EXPORTER_OTLP_PROTOCOL (or
+//     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL) "http/protobuf" (the default) or
+//     "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT (or
+//     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) and the other
+//     OTEL_EXPORTER_OTLP_* settings.
+//   - OTEL_METRICS_EXPORTER=console: JSON to standard error (see
+//     [WithConsoleWriter]).
+//   - Any other value is an error (prometheus included: register the
+//     metrics with a Prometheus registry of your own and serve it).
+//
+// OTEL_METRIC_EXPORT_INTERVAL (milliseconds, default 60000) and
+// OTEL_METRIC_EXPORT_TIMEOUT set the period. The resource is the one
+// [TracerProvider] builds (see [WithService]).
+//
+// The exporters are those autoexport.NewMetricReader would pick, but the
+// periodic reader is built here: autoexport's takes its producers only
+// from a process-wide registry named by OTEL_METRICS_PRODUCERS. Like
+// [TracerProvider], it sets no global (no otel.SetMeterProvider).
+func MeterProvider(ctx context.Context, opts ...Option) (metric.MeterProvider, func(context.Context) error, error) {
+	cfg := newConfig(opts)
+	noShutdown := func(context.Context) error { return nil }
+	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {
+		return metricnoop.NewMeterProvider(), noShutdown, nil
+	}
+	exp, err := metricExporter(ctx, cfg)
+	if err != nil || exp == nil {
+		return metricnoop.NewMeterProvider(), noShutdown, err
+	}
+	res, err := newResource(ctx, cfg)
+	if err != nil {
+		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
+	}
+	readerOpts := make([]sdkmetric.PeriodicReaderOption, 0, len(cfg.producers))
+	for _, p := range cfg.producers {
+		readerOpts = append(readerOpts, sdkmetric.WithProducer(p))
+	}
+	mp := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, readerOpts...)),
+		sdkmetric.WithResource(res))
+	return mp, mp.Shutdown, nil
+}
+
+// MetricsExporter returns the value of OTEL_METRICS_EXPORTER that
+// [MeterProvider] acts on: "none" when unset or when OTEL_SDK_DISABLED is
+// true, for logs and status pages.
+func MetricsExporter() string {
+	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {
+		return "none"
+	}
+	if name := strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER")); name != "" {
+		return name
+	}
+	return "none"
+}
+
+func metricExporter(ctx context.Context, cfg config) (sdkmetric.Exporter, error) {
+	name := strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER"))
+	switch name {
+	case "", "none":
+		return nil, nil
+	case "console":
+		exp, err := stdoutmetric.New(stdoutmetric.WithWriter(cfg.console))
+		if err != nil {
+			return nil, fmt.Errorf("otelsetup: console metric exporter: %w", err)
+		}
+		return exp, nil
+	case "otlp":
+	default:
+		return nil, fmt.Errorf("otelsetup: OTEL_METRICS_EXPORTER=%q is not supported (want otlp, console or none)", name)
+	}
+	proto := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+	if proto == "" {
+		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var (
+		exp sdkmetric.Exporter
+		err error
+	)
+	switch proto {
+	case "", "http/protobuf":
+		exp, err = otlpmetrichttp.New(ctx)
+	case "grpc":
+		exp, err = otlpmetricgrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otelsetup: OTLP metric exporter: %w", err)
+	}
+	return exp, nil
+}
+
+// MetricProducer returns a producer of the metrics of the telemetry
+// package (a telemetry.Metrics, and telemetry.NewLogLinesDropped's
+// counter) that g gathers, named as OpenTelemetry names them, for
+// [WithMetricProducer]: the OpenTelemetry Prometheus bridge converts what g
+// gathers at each export (histograms with their buckets, counters as
+// cumulative sums, exemplars), then each family is renamed after
+// telemetry.OTelInstruments (mcp_server_operation_duration_seconds becomes
+// mcp.server.operation.duration, unit s), its label keys after
+// telemetry.OTelAttributeKey (mcp_method_name becomes mcp.method.name), an
+// empty label value is left out (Prometheus reads it as absent; error.type
+// is absent on success), the gauges in flight and active become
+// UpDownCounters, and exemplar trace ids become their 16 bytes. Other
+// families of g (the Go and process collectors) are skipped. The scope is
+// telemetry.ScopeName.
+//
+// Recording costs nothing more: the metrics are read from the Prometheus
+// collectors only when an export runs, so /metrics and OTLP report the
+// same counts.
+func MetricProducer(g prometheus.Gatherer) sdkmetric.Producer {
+	p := &mcpProducer{
+		names: telemetry.OTelInstruments(),
+		start: time.Now(),
+		scope: instrumentation.Scope{Name: telemetry.ScopeName},
+	}
+	filtered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		kept := mfs[:0]
+		for _, mf := range mfs {
+			if _, ok := p.names[mf.GetName()]; ok {
+				kept = append(kept, mf)
+			}
+		}
+		return kept, err
+	})
+	p.bridge = prometheusbridge.NewMetricProducer(prometheusbridge.WithGatherer(filtered))
+	return p
+}
+
+// mcpProducer renames what the bridge produces.
+type mcpProducer struct {
+	bridge sdkmetric.Producer
+	names  map[string]telemetry.OTelInstrument
+	start  time.Time // the start time of the UpDownCounters
+	scope  instrumentation.Scope
+}
+
+func (p *mcpProducer) Produce(ctx context.Context) ([]metricdata.ScopeMetrics, error) {
+	sms, err := p.bridge.Produce(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []metricdata.Metrics
+	for _, sm := range sms {
+		for _, m := range sm.Metrics {
+			inst, ok := p.names[m.Name]
+			if !ok {
+				continue
+			}
+			m.Name, m.Unit = inst.Name, inst.Unit
+			m.Data = p.convert(m.Data, inst)
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return []metricdata.ScopeMetrics{{Scope: p.scope, Metrics: out}}, nil
+}
+
+func (p *mcpProducer) convert(data metricdata.Aggregation, inst telemetry.OTelInstrument) metricdata.Aggregation {
+	switch d := data.(type) {
+	case metricdata.Histogram[float64]:
+		for i := range d.DataPoints {
+			dp := &d.DataPoints[i]
+			dp.Attributes = otelAttributes(dp.Attributes)
+			dp.Exemplars = otelExemplars(dp.Exemplars)
+		}
+		return d
+	case metricdata.ExponentialHistogram[float64]:
+		for i := range d.DataPoints {
+			d.DataPoints[i].Attributes = otelAttributes(d.DataPoints[i].Attributes)
+		}
+		return d
+	case metricdata.Sum[float64]:
+		for i := range d.DataPoints {
+			dp := &d.DataPoints[i]
+			dp.Attributes = otelAttributes(dp.Attributes)
+			dp.Exemplars = otelExemplars(dp.Exemplars)
+		}
+		return d
+	case metricdata.Gauge[float64]:
+		for i := range d.DataPoints {
+			d.DataPoints[i].Attributes = otelAttributes(d.DataPoints[i].Attributes)
+		}
+		if !inst.UpDown {
+			return d
+		}
+		for i := range d.DataPoints {
+			d.DataPoints[i].StartTime = p.start
+		}
+		return metricdata.Sum[float64]{DataPoints: d.DataPoints, Temporality: metricdata.CumulativeTemporality, IsMonotonic: false}
+	}
+	return data
+}
+
+// otelAttributes returns the attributes of a Prometheus series, keyed as
+// OpenTelemetry keys them, without the empty ones.
+func otelAttributes(s attribute.Set) attribute.Set {
+	kvs := make([]attribute.KeyValue, 0, s.Len())
+	for it := s.Iter(); it.Next(); {
+		kv := it.Attribute()
+		if kv.Value.AsString() == "" {
+			continue
+		}
+		kvs = append(kvs, attribute.String(telemetry.OTelAttributeKey(string(kv.Key)), kv.Value.AsString()))
+	}
+	return attribute.NewSet(kvs...)
+}
+
+// otelExemplars turns the hex trace and span ids the bridge leaves as
+// text into their bytes, as OTLP needs them; an id that is not hex of the
+// right length is left out.
+func otelExemplars(es []metricdata.Exemplar[float64]) []metricdata.Exemplar[float64] {
+	for i := range es {
+		es[i].TraceID = hexID(es[i].TraceID, 16)
+		es[i].SpanID = hexID(es[i].SpanID, 8)
+	}
+	return es
+}
+
+func hexID(text []byte, n int) []byte {
+	if len(text) != 2*n {
+		return nil
+	}
+	id := make([]byte, n)
+	if _, err := hex.Decode(id, text); err != nil {
+		return nil
+	}
+	return id
+}
