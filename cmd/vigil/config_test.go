@@ -251,6 +251,7 @@ func TestCheckExposure(t *testing.T) {
 		name                 string
 		addr                 string
 		issuer, resource     string
+		admin                string
 		allowUnauthenticated bool
 		stdio                bool
 		wantErr, wantWarning string
@@ -268,8 +269,11 @@ func TestCheckExposure(t *testing.T) {
 		{name: "allowed", addr: "0.0.0.0:8080", allowUnauthenticated: true, wantWarning: "without authorization"},
 		{name: "allowed on loopback", addr: "127.0.0.1:8080", allowUnauthenticated: true},
 		{name: "stdio", addr: "0.0.0.0:8080", stdio: true},
-		{name: "auth with resource", addr: "0.0.0.0:8080", issuer: auth, resource: resource},
-		{name: "auth on a LAN address", addr: "192.168.1.10:8080", issuer: auth},
+		{name: "auth with resource", addr: "0.0.0.0:8080", issuer: auth, resource: resource, admin: ":9090"},
+		{name: "auth on a LAN address", addr: "192.168.1.10:8080", issuer: auth, admin: "127.0.0.1:9090"},
+		{name: "auth on loopback keeps the endpoints beside /mcp", addr: "127.0.0.1:8080", issuer: auth},
+		{name: "auth on a public address without an admin listener", addr: "0.0.0.0:8080", issuer: auth, resource: resource, wantErr: "add -admin-http ADDR"},
+		{name: "auth on a LAN address without an admin listener", addr: "192.168.1.10:8080", issuer: auth, wantErr: "/debug/vigil would be served there without authorization"},
 		{name: "auth on a wildcard without resource", addr: "0.0.0.0:8080", issuer: auth, wantErr: "add -auth-resource URL"},
 		{name: "auth on every address without resource", addr: ":8080", issuer: auth, wantErr: "add -auth-resource URL"},
 	}
@@ -277,7 +281,7 @@ func TestCheckExposure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := defaultConfig()
-			cfg.httpAddr, cfg.authIssuer, cfg.authResource = tt.addr, tt.issuer, tt.resource
+			cfg.httpAddr, cfg.authIssuer, cfg.authResource, cfg.adminAddr = tt.addr, tt.issuer, tt.resource, tt.admin
 			cfg.allowUnauthenticated, cfg.stdio = tt.allowUnauthenticated, tt.stdio
 			warning, err := checkExposure(cfg)
 			if tt.wantErr != "" {

@@ -295,6 +295,11 @@ func checkExposure(cfg config) (warning string, err error) {
 		if cfg.authResource == "" && isWildcardAddr(cfg.httpAddr) {
 			return "", fmt.Errorf("-http %s listens on every address, so vigil cannot know the URL clients use: add -auth-resource URL (the canonical https URL of /mcp that tokens must name)", cfg.httpAddr)
 		}
+		if cfg.adminAddr == "" && !isLoopbackAddr(cfg.httpAddr) {
+			// /metrics and /debug/vigil name sessions, subjects and tools:
+			// beside a protected /mcp they would be its open back door.
+			return "", fmt.Errorf("-http %s is not a loopback address, and /metrics, /healthz, /readyz and /debug/vigil would be served there without authorization beside the protected /mcp: add -admin-http ADDR to serve them on a listener of their own (127.0.0.1:9090, or :9090 for a cluster network that only monitoring reaches)", cfg.httpAddr)
+		}
 		return "", nil
 	}
 	if isLoopbackAddr(cfg.httpAddr) {

@@ -112,26 +112,21 @@ func isForm(r *http.Request) bool {
 	return err == nil && mt == form
 }
 
-// formToken reports whether a form-encoded body holds an access_token
-// parameter (RFC 6750 §2.2), which this server refuses.
-func formToken(body []byte) bool {
-	if !bytes.Contains(body, []byte("access_token")) {
-		return false
-	}
-	q, err := url.ParseQuery(string(body))
-	return err != nil || q.Has("access_token")
-}
-
 // readBody reads r's body up to limit bytes and puts back a body that
 // yields the same bytes (and the rest, when there was more). It reports
 // whether the body was longer than limit.
+// exactReadMax is the longest declared body readBody allocates at once.
+const exactReadMax = 64 << 10
+
 func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil
 	}
-	if n := r.ContentLength; n >= 0 && n <= limit {
-		// The usual request: its length is known and allowed, so the body
-		// is read in one buffer of that size and handed on whole.
+	if n := r.ContentLength; n >= 0 && n <= min(limit, exactReadMax) {
+		// The usual request: short, of known length, read in one buffer
+		// of that size and handed on whole. A longer one is read as it
+		// arrives, so that a declared length the client never sends costs
+		// no memory.
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, false, err

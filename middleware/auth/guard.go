@@ -267,10 +267,11 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, err := BearerToken(r)
-		if (err == nil || ReasonOf(err) == ReasonMissingToken) && isForm(r) {
-			if ferr := rs.checkForm(r); ferr != nil {
-				err = ferr
-			}
+		if isForm(r) {
+			// MCP messages are JSON: a form body is where RFC 6750 §2.2
+			// would carry a token, which is accepted only in the header. It
+			// is refused unread, so that it costs no memory.
+			err = &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
 		}
 		if err != nil {
 			rs.refuse(w, r, err, nil)
@@ -284,10 +285,15 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 			rs.refuse(w, r, err, nil)
 			return
 		}
-		needed, tooLarge := rs.needs(r, p)
-		if tooLarge {
+		needed, status := rs.needs(r, p)
+		switch status {
+		case http.StatusRequestEntityTooLarge:
 			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
-			writeRPCError(w, http.StatusRequestEntityTooLarge, protocol.CodeInvalidRequest, "request body too large")
+			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body too large")
+			return
+		case http.StatusBadRequest:
+			// Fail closed: a body that cannot be read cannot be checked.
+			writeRPCError(w, status, protocol.CodeInvalidRequest, "request body could not be read")
 			return
 		}
 		if missing := p.Missing(needed); len(missing) > 0 {
@@ -298,32 +304,24 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// checkForm refuses a form-encoded body holding an access_token.
-func (rs *ResourceServer) checkForm(r *http.Request) error {
-	body, _, err := readBody(r, rs.maxBody)
-	if err != nil || formToken(body) {
-		return &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
-	}
-	return nil
-}
-
 // needs returns every scope r needs: Config.Scopes, and for a POST whose
 // principal lacks some tool scope, the scopes of the tools it calls (read
-// from the body, which is put back). It reports a body too large to read.
-func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, bool) {
+// from the body, which is put back). A status other than 0 refuses r: 413
+// for a body too large to read, 400 for one that could not be read.
+func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 	needed := rs.globalScopes
 	if rs.cfg.ToolScopes == nil || r.Method != http.MethodPost {
-		return needed, false
+		return needed, 0
 	}
 	if rs.cfg.AllToolScopes != nil && p.HasScopes(rs.cfg.AllToolScopes()...) {
-		return needed, false // fully scoped: the body is not read
+		return needed, 0 // fully scoped: the body is not read
 	}
 	body, over, err := readBody(r, rs.maxBody)
-	if over {
-		return nil, true
-	}
-	if err != nil {
-		return needed, false // the transport meets the same error
+	switch {
+	case over:
+		return nil, http.StatusRequestEntityTooLarge
+	case err != nil:
+		return nil, http.StatusBadRequest
 	}
 	for _, name := range calledTools(body) {
 		for _, s := range rs.cfg.ToolScopes(name) {
@@ -332,7 +330,7 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, bool) 
 			}
 		}
 	}
-	return needed, false
+	return needed, 0
 }
 
 // calledTools returns the tool names of the tools/call requests in body, a

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,7 +176,16 @@ func TestHandlerMatrix(t *testing.T) {
 			"token in form body", func() *http.Request {
 				return post("access_token=reader", map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}})
 			}, 400, auth.ReasonInvalidToken,
-			map[string]string{"error": "invalid_request", "error_description": "access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+			map[string]string{"error": "invalid_request", "error_description": "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
+		},
+		{
+			// Refused unread: a declared length costs no memory.
+			"form body with a valid header token and a body that never comes", func() *http.Request {
+				r := post("", map[string][]string{"Authorization": {"Bearer all"}, "Content-Type": {"application/x-www-form-urlencoded"}})
+				r.Body, r.ContentLength = io.NopCloser(neverReader{}), 4<<20
+				return r
+			}, 400, auth.ReasonInvalidToken,
+			map[string]string{"error": "invalid_request", "error_description": "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", "resource_metadata": testMetadataURL},
 		},
 		{
 			"oversized token", func() *http.Request { return post(pingBody, bearer(long)) }, 401, auth.ReasonInvalidToken,
@@ -483,4 +493,37 @@ func TestToolAccessWithoutPrincipal(t *testing.T) {
 	p := newVerifier().principals["reader"]
 	r = r.WithContext(auth.ContextWithPrincipal(r.Context(), p))
 	assert.Equal(t, p.Key(), auth.SessionPrincipal(r))
+}
+
+// neverReader is a body that fails the test if anything reads it.
+type neverReader struct{}
+
+func (neverReader) Read([]byte) (int, error) { panic("the body was read") }
+
+// errReader is a body whose read fails.
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("connection reset") }
+
+// A body that must be read to find its tool is read as it arrives: a large
+// declared length that never comes costs no buffer of that size; and a
+// body that cannot be read is refused (400), not let through unchecked.
+func TestHandlerBodyReadAsItArrives(t *testing.T) {
+	e := newGuard(t)
+	call := callBody("deploy")
+	r := post("", bearer("deployer"))
+	r.Body, r.ContentLength = io.NopCloser(strings.NewReader(call)), 4<<20 // declared, never sent
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated for a 4 MiB declared body")
+	assert.NotEqual(t, http.StatusRequestEntityTooLarge, w.Code)
+
+	r = post("", bearer("deployer"))
+	r.Body, r.ContentLength = io.NopCloser(errReader{}), -1
+	w = httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
 }

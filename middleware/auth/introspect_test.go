@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,7 +127,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 		Subject: "alice", Issuer: in.issuer, ClientID: "client-1",
 		Scopes: []string{"files:read", "files:write"}, Expiry: now.Add(time.Hour).UTC(),
 		Claims: map[string]any{"tenant": "acme"},
-		key:    in.issuer + " alice", // sealed: sessions compare it per request
+		key:    strconv.Itoa(len(in.issuer)) + ":" + in.issuer + " 5:alice client-1", // sealed: sessions compare it per request
 	}, p)
 
 	in.set("aud-array", in.active(now, func(a map[string]any) { a["aud"] = []string{"https://x.example", vtResource} }))

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -44,19 +45,28 @@ func (p *Principal) Missing(want []string) []string {
 	return missing
 }
 
-// Key identifies the principal across its tokens: a refreshed token of the
-// same issuer and subject has the same key. Sessions are bound to it.
+// Key identifies the principal across its tokens: issuer, subject and
+// client. A refreshed token of the same user through the same client has
+// the same key; the same user through another client (a token that may
+// hold other scopes) does not, nor does a client whose id happens to equal
+// some user's subject. Sessions and tasks are bound to it.
 func (p *Principal) Key() string {
 	if p.key != "" {
 		return p.key
 	}
-	return p.Issuer + " " + p.Subject
+	return principalKeyOf(p)
 }
 
 // seal computes Key once, for a principal a verifier is about to hand out
-// and cache: sessions compare it on every request. Issuer and Subject must
-// not change afterwards.
-func (p *Principal) seal() { p.key = p.Issuer + " " + p.Subject }
+// and cache: sessions compare it on every request. Issuer, Subject and
+// ClientID must not change afterwards.
+func (p *Principal) seal() { p.key = principalKeyOf(p) }
+
+// principalKeyOf joins the parts of p's key, each length-prefixed so that
+// no choice of parts can forge another's key.
+func principalKeyOf(p *Principal) string {
+	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + " " + strconv.Itoa(len(p.Subject)) + ":" + p.Subject + " " + p.ClientID
+}
 
 type principalKey struct{}
 
