@@ -425,19 +425,21 @@ func (r *spanRing) forget(t *ringTrace) {
 	r.unref(t)
 }
 
-// outcomeOf classifies a trace by its root span and, for errors, its other
-// spans: dropped (a response_dropped event on the root), cancelled (the
-// root has vigil.cancel.cause), error (the root or another span has
-// status Error, or the root has error.type), or ok. detail is the drop
-// reason, cancel cause or error description.
+// outcomeOf classifies a trace by its root span (f its facts) and, for
+// errors, its other spans, the first that applies: cancelled (the root has
+// vigil.cancel.cause; a cancelled request's response is also dropped, for
+// the reason "cancelled"), dropped (a response_dropped event on the root:
+// the peer went away, the writer closed), error (the root or another span
+// has status Error, or the root has error.type, as a tool error), or ok.
+// detail is the cancel cause, drop reason or error description.
 func outcomeOf(root sdktrace.ReadOnlySpan, f spanFacts, spans []sdktrace.ReadOnlySpan) (traceOutcome, string) {
+	if f.cause != "" {
+		return outcomeCancelled, f.cause
+	}
 	for _, e := range root.Events() {
 		if e.Name == telemetry.EventResponseDropped {
 			return outcomeDropped, attrString(e.Attributes, telemetry.DropReasonKey)
 		}
-	}
-	if f.cause != "" {
-		return outcomeCancelled, f.cause
 	}
 	if st := root.Status(); st.Code == codes.Error || f.errType != "" {
 		return outcomeError, cmp.Or(st.Description, f.errType)

@@ -223,8 +223,8 @@ func (r *spanRing) selects(t *ringTrace, f traceFilter) bool {
 		return t.recentPos >= 0
 	case classSlow:
 		return t.slow
-	default:
-		return t.outcome.String() == f.Class && (t.classPos >= 0 || t.keyLast)
+	default: // error, cancelled, dropped: every such trace kept
+		return t.outcome.String() == f.Class
 	}
 }
 
