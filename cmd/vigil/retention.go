@@ -50,8 +50,8 @@ const (
 	ringTraceMaxBytes  = 256 << 10 // spans of a trace beyond this estimate are counted, not kept
 	ringMaxBytes       = 16 << 20  // the estimated size of all kept spans
 	ringSpanBaseBytes  = 512       // estimate of a stored span besides its strings
-	ringItemBaseBytes  = 64        // estimate of an attribute, event or link besides its strings
-	ringSlotBytes      = 512       // estimate of a trace's bookkeeping (struct, map entry, store slots, span slice up to ringFreeSpansCap)
+	ringItemBaseBytes  = 96        // estimate of an attribute, event or link besides its strings
+	ringSlotBytes      = 640       // estimate of a trace's bookkeeping (struct, map entry, store slots, span slice up to ringFreeSpansCap)
 	ringKeySlotBytes   = 384       // estimate of a key's bookkeeping, its name included
 	ringFreeSpansCap   = 16        // a freed trace keeps its span slice for reuse up to this capacity
 	ringOutcomeClasses = 3         // error, cancelled, dropped
