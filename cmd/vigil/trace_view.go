@@ -27,7 +27,7 @@ const traceViewSiblings = 20
 // sets setDebugHeaders' strict Content-Security-Policy (no script, only the
 // page's own hashed style). It is safe for concurrent use.
 func traceHandler(in *instruments) http.Handler {
-	tmpl := template.Must(template.New("trace").Funcs(template.FuncMap{"ms": formatMS}).Parse(traceViewHTML))
+	tmpl := template.Must(template.New("trace").Funcs(template.FuncMap{"ms": formatMS, "bytes": formatBytes}).Parse(traceViewHTML))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setDebugHeaders(w)
 		if in == nil || in.ring == nil {
@@ -55,6 +55,7 @@ func traceHandler(in *instruments) http.Handler {
 			return
 		}
 		page := newTracePage(v)
+		page.Memory = in.ring.memory()
 		if v.Key != "" {
 			for _, s := range in.ring.list(traceFilter{Key: v.Key, Limit: traceViewSiblings + 1}) {
 				if s.TraceID != v.TraceID && len(page.Siblings) < traceViewSiblings {
@@ -72,6 +73,7 @@ type tracePage struct {
 	traceView
 	Rows     []traceRow
 	Siblings []traceSummary // other kept traces of the same key
+	Memory   ringMemory     // of the whole ring
 }
 
 // traceRow is a span of the waterfall.
@@ -156,6 +158,14 @@ func formatMS(v float64) string {
 	}
 }
 
+// formatBytes writes a size in bytes for people, in KiB or MiB.
+func formatBytes(n int64) string {
+	if n >= 1<<20 {
+		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<10), 'f', 1, 64) + " KiB"
+}
+
 // traceViewCSS is the trace view's only style; debugStyles lists it for
 // the Content-Security-Policy.
 const traceViewCSS = `
@@ -215,6 +225,7 @@ const traceViewHTML = `<!DOCTYPE html>
 {{range .Siblings}}<tr><td>{{.Start.Format "15:04:05.000"}}</td><td>{{ms .DurationMS}}</td><td>{{.Outcome}}{{if .Detail}}: {{.Detail}}{{end}}</td>
 <td>{{range $i, $c := .Classes}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td class="mono"><a href="/debug/vigil/trace/{{.TraceID}}">{{.TraceID}}</a></td></tr>
 {{end}}</table>{{end}}
+<p class="muted">Trace ring: {{.Memory.Traces}} traces, {{.Memory.Spans}} spans, {{.Memory.Keys}} method/tool keys; about {{bytes .Memory.Bytes}} of memory, at most {{bytes .Memory.Bound}}.</p>
 </body>
 </html>
 `

@@ -102,6 +102,8 @@ func TestTraceViewPage(t *testing.T) {
 	require.NotEqual(t, -1, client, "the elicitation, indented once")
 	assert.Less(t, server, client, "the parent first")
 	assert.Equal(t, 2, strings.Count(body, "<svg class=\"bar\""), "one timing bar per span")
+	assert.Contains(t, body, "Trace ring: 1 traces, 2 spans, 1 method/tool keys; about ")
+	assert.Contains(t, body, " of memory, at most "+formatBytes(rig.ring.memory().Bound)+".")
 }
 
 // ?format=json gives the same trace as JSON: the tree in order, with depths
