@@ -603,7 +603,7 @@ func cutValue(v attribute.Value) attribute.Value {
 	case attribute.STRING:
 		return attribute.StringValue(cutString(v.AsString()))
 	}
-	return attribute.StringValue(cutString(v.Emit()))
+	return attribute.StringValue(cutString(v.String()))
 }
 
 // ringMemory is the ring's memory, estimated.

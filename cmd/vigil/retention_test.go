@@ -219,7 +219,7 @@ func TestSpanRingKeepsSlowestPerKey(t *testing.T) {
 	echo := ring.list(traceFilter{Key: "tools/call echo", Class: classSlow})
 	require.Len(t, echo, ringSlowPerKey)
 	for _, s := range echo {
-		assert.Equal(t, 6.0, s.DurationMS)
+		assert.InDelta(t, 6.0, s.DurationMS, 1e-9)
 	}
 	assert.Len(t, ring.list(traceFilter{Class: classRecent}), 10)
 	assert.Len(t, ring.list(traceFilter{}), 10+2*ringSlowPerKey, "no trace is both recent and among the slowest here")
