@@ -118,7 +118,9 @@ func (f *traceFIFO) push(t *ringTrace) (old *ringTrace, pos int) {
 	pos = f.next
 	old = f.slots[pos]
 	f.slots[pos] = t
-	f.next = (pos + 1) % len(f.slots)
+	if f.next = pos + 1; f.next == len(f.slots) {
+		f.next = 0
+	}
 	return old, pos
 }
 
@@ -163,6 +165,7 @@ type ringTrace struct {
 // is in a steady state, it allocates nothing for spans of ordinary size.
 func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 	var last *ringTrace // spans of one trace often come together
+	var f spanFacts
 	for _, s := range spans {
 		id := s.SpanContext().TraceID()
 		t := last
@@ -174,10 +177,10 @@ func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 			t = r.alloc(id)
 		}
 		last = t
-		f := factsOf(s)
+		f.read(s)
 		if f.compact {
 			s = compactSpan(s)
-			f = factsOf(s)
+			f.read(s)
 		}
 		n := f.bytes
 		if len(t.spans) >= ringSpansPerTrace || t.bytes+n > ringTraceMaxBytes {
@@ -190,9 +193,9 @@ func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 		p := s.Parent()
 		switch root := !p.IsValid() || p.IsRemote(); {
 		case root && !t.done:
-			r.classify(t, s, f)
+			r.classify(t, s, &f)
 		case root:
-			r.reclassify(t, s, f) // another request of the same trace
+			r.reclassify(t, &f) // another request of the same trace
 		case fresh:
 			r.pend(t)
 		}
@@ -251,7 +254,7 @@ func (r *spanRing) pend(t *ringTrace) {
 }
 
 // classify files t, whose local root span root has just arrived.
-func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f spanFacts) {
+func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f *spanFacts) {
 	t.refs++ // held while it moves
 	if t.pendPos >= 0 {
 		r.pending.slots[t.pendPos] = nil
@@ -260,7 +263,7 @@ func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f spanFact
 	}
 	t.done = true
 	t.key = r.keyOf(root.Name())
-	t.outcome, t.detail = outcomeOf(root, f, t.spans)
+	t.outcome, t.detail = outcomeOf(f, t.spans)
 	t.start, t.dur = root.StartTime(), root.EndTime().Sub(root.StartTime())
 	r.seq++
 	t.seq = r.seq
@@ -282,11 +285,11 @@ func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f spanFact
 // reclassify looks at another local root of the already classified t (a
 // client that propagates one trace through several requests): a failure
 // there keeps t as a failed trace.
-func (r *spanRing) reclassify(t *ringTrace, root sdktrace.ReadOnlySpan, f spanFacts) {
+func (r *spanRing) reclassify(t *ringTrace, f *spanFacts) {
 	if t.outcome != outcomeOK {
 		return
 	}
-	if o, detail := outcomeOf(root, f, nil); o != outcomeOK {
+	if o, detail := outcomeOf(f, nil); o != outcomeOK {
 		t.refs++
 		t.outcome, t.detail = o, detail
 		r.keepFailed(t)
@@ -425,24 +428,22 @@ func (r *spanRing) forget(t *ringTrace) {
 	r.unref(t)
 }
 
-// outcomeOf classifies a trace by its root span (f its facts) and, for
+// outcomeOf classifies a trace by its root span's facts f and, for
 // errors, its other spans, the first that applies: cancelled (the root has
 // vigil.cancel.cause; a cancelled request's response is also dropped, for
 // the reason "cancelled"), dropped (a response_dropped event on the root:
 // the peer went away, the writer closed), error (the root or another span
 // has status Error, or the root has error.type, as a tool error), or ok.
 // detail is the cancel cause, drop reason or error description.
-func outcomeOf(root sdktrace.ReadOnlySpan, f spanFacts, spans []sdktrace.ReadOnlySpan) (traceOutcome, string) {
+func outcomeOf(f *spanFacts, spans []sdktrace.ReadOnlySpan) (traceOutcome, string) {
 	if f.cause != "" {
 		return outcomeCancelled, f.cause
 	}
-	for _, e := range root.Events() {
-		if e.Name == telemetry.EventResponseDropped {
-			return outcomeDropped, attrString(e.Attributes, telemetry.DropReasonKey)
-		}
+	if f.dropped {
+		return outcomeDropped, f.drop
 	}
-	if st := root.Status(); st.Code == codes.Error || f.errType != "" {
-		return outcomeError, cmp.Or(st.Description, f.errType)
+	if f.status.Code == codes.Error || f.errType != "" {
+		return outcomeError, cmp.Or(f.status.Description, f.errType)
 	}
 	for _, s := range spans {
 		if st := s.Status(); st.Code == codes.Error {
@@ -468,14 +469,18 @@ type spanFacts struct {
 	compact bool   // over ringSpanMaxBytes, or holds values it cannot estimate (slices)
 	cause   string // vigil.cancel.cause
 	errType string // error.type
+	status  sdktrace.Status
+	dropped bool   // a response_dropped event
+	drop    string // its vigil.drop.reason
 }
 
-// factsOf estimates the memory s holds (the strings it refers to, and
+// read estimates the memory s holds (the strings it refers to, and
 // fixed costs per span and item), and reads the attributes outcomeOf
 // needs, in one pass.
-func factsOf(s sdktrace.ReadOnlySpan) spanFacts {
-	var f spanFacts
-	f.bytes = ringSpanBaseBytes + int64(len(s.Name())) + int64(len(s.Status().Description))
+func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
+	*f = spanFacts{}
+	f.status = s.Status()
+	f.bytes = ringSpanBaseBytes + int64(len(s.Name())) + int64(len(f.status.Description))
 	for _, kv := range s.Attributes() {
 		f.bytes += ringItemBaseBytes + int64(len(kv.Key))
 		switch kv.Value.Type() {
@@ -495,12 +500,14 @@ func factsOf(s sdktrace.ReadOnlySpan) spanFacts {
 	}
 	for _, e := range s.Events() {
 		f.bytes += ringItemBaseBytes + int64(len(e.Name)) + attrsBytes(e.Attributes, &f.compact)
+		if e.Name == telemetry.EventResponseDropped && !f.dropped {
+			f.dropped, f.drop = true, attrString(e.Attributes, telemetry.DropReasonKey)
+		}
 	}
 	for _, l := range s.Links() {
 		f.bytes += ringItemBaseBytes + attrsBytes(l.Attributes, &f.compact)
 	}
 	f.compact = f.compact || f.bytes > ringSpanMaxBytes
-	return f
 }
 
 // attrsBytes estimates the memory of attrs, setting *compact when one holds
