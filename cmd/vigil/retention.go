@@ -160,9 +160,10 @@ type ringTrace struct {
 	keyLast   bool
 }
 
-// ExportSpans stores spans in their traces, classifying a trace when its
+// exportLocked stores spans in their traces, classifying a trace when its
 // local root arrives, and forgets traces beyond the limits. Once the ring
-// is in a steady state, it allocates nothing for spans of ordinary size.
+// is in a steady state, it allocates nothing for spans of ordinary size
+// (an oversized one is copied, compacted). r.mu must be held.
 func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 	var last *ringTrace // spans of one trace often come together
 	var f spanFacts
@@ -507,6 +508,12 @@ func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
 	for _, l := range s.Links() {
 		f.bytes += ringItemBaseBytes + attrsBytes(l.Attributes, &f.compact)
 	}
+	if ts := s.SpanContext().TraceState(); ts.Len() > 0 { // a client's tracestate, from _meta
+		ts.Walk(func(k, v string) bool {
+			f.bytes += ringItemBaseBytes + int64(len(k)+len(v))
+			return true
+		})
+	}
 	f.compact = f.compact || f.bytes > ringSpanMaxBytes
 }
 
@@ -530,10 +537,10 @@ func attrsBytes(attrs []attribute.KeyValue, compact *bool) int64 {
 // errorTypeKey is the semconv error.type attribute.
 const errorTypeKey = attribute.Key("error.type")
 
-// compactSpan returns a copy of s that fits in ringSpanMaxBytes: keys and
-// values cut at ringAttrValueMaxLen (slices written out as strings), and
-// attributes, events and links kept while they fit, the others counted as
-// dropped. It allocates: it runs for oversized spans only.
+// compactSpan returns a copy of s that fits in ringSpanMaxBytes: no
+// tracestate, keys and values cut at ringAttrValueMaxLen (slices written
+// out as strings), and attributes, events and links kept while they fit,
+// the others counted as dropped. It allocates: it runs for oversized spans only.
 func compactSpan(s sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
 	stub := tracetest.SpanStubFromReadOnlySpan(s)
 	budget := int64(ringSpanMaxBytes - ringSpanBaseBytes)
@@ -544,6 +551,8 @@ func compactSpan(s sdktrace.ReadOnlySpan) sdktrace.ReadOnlySpan {
 		budget -= n
 		return true
 	}
+	stub.SpanContext = stub.SpanContext.WithTraceState(trace.TraceState{})
+	stub.Parent = stub.Parent.WithTraceState(trace.TraceState{})
 	stub.Name = cutString(stub.Name)
 	stub.Status.Description = cutString(stub.Status.Description)
 	take(int64(len(stub.Name) + len(stub.Status.Description)))

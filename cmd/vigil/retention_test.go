@@ -297,6 +297,25 @@ func TestSpanRingByteBudget(t *testing.T) {
 	big := toolErrorCall(1, "echo", t0)
 	big.attrs = append(big.attrs, attribute.String("huge", strings.Repeat("<x>", 1<<20)), attribute.StringSlice("list", []string{"a", "b"}))
 	export(t, ring, big)
+	// A client's tracestate of the most members, each as long as allowed.
+	var ts trace.TraceState
+	for i := range 32 {
+		var err error
+		ts, err = ts.Insert(fmt.Sprintf("k%d%s", i, strings.Repeat("k", 200)), strings.Repeat("v", 250))
+		require.NoError(t, err)
+	}
+	stated := okCall(5000, "echo", t0, time.Millisecond).stub()
+	stated.SpanContext = stated.SpanContext.WithTraceState(ts)
+	var f spanFacts
+	f.read(stated.Snapshot())
+	assert.True(t, f.compact, "the tracestate counts: %d bytes", f.bytes)
+	require.NoError(t, ring.ExportSpans(context.Background(), []sdktrace.ReadOnlySpan{stated.Snapshot()}))
+	ring.mu.Lock()
+	kept := ring.traces[synthTraceID(5000)].spans[0]
+	ring.mu.Unlock()
+	assert.Zero(t, kept.SpanContext().TraceState().Len(), "kept compacted, without its tracestate")
+	f.read(kept)
+	assert.LessOrEqual(t, f.bytes, int64(ringSpanMaxBytes))
 	for i := range 2000 {
 		export(t, ring, okCall(uint64(i+2), "echo", t0.Add(time.Duration(i)*time.Millisecond), time.Millisecond))
 		require.LessOrEqual(t, spanBytesOf(ring), int64(budget))
