@@ -87,6 +87,7 @@ const (
 	classError     = "error"     // failed (status error, a tool error)
 	classCancelled = "cancelled" // cancelled, vigil.cancel.cause says why
 	classDropped   = "dropped"   // its response was not written
+	classPending   = "pending"   // its local root has not ended (children of a running request)
 )
 
 // ringLimits are the bounds of a spanRing.

@@ -260,6 +260,8 @@ func TestSpanRingClassifiesAtLocalRoot(t *testing.T) {
 	pending := ring.list(traceFilter{})
 	require.Len(t, pending, 1)
 	assert.False(t, pending[0].Complete)
+	assert.Equal(t, []string{classPending}, pending[0].Classes)
+	assert.Equal(t, pending, ring.list(traceFilter{Class: classPending}))
 	assert.Empty(t, ring.list(traceFilter{Class: classRecent}))
 
 	root := okCall(1, "confirm_action", t0, 3*time.Millisecond)
@@ -286,6 +288,7 @@ func TestSpanRingClassifiesAtLocalRoot(t *testing.T) {
 	_, ok = traceOf(t, ring, uint64(1000+ringPendingTraces+9))
 	assert.True(t, ok)
 	assert.Len(t, ring.list(traceFilter{}), 1+ringPendingTraces)
+	assert.Len(t, ring.list(traceFilter{Class: classPending}), ringPendingTraces)
 }
 
 // The estimated size of the kept spans stays within the ring's byte
