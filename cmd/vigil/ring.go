@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"slices"
@@ -171,29 +172,32 @@ type traceSummary struct {
 // newest first (by start), or, for the class "slow", slowest first; at
 // most filter.Limit of them. Traces whose root has not ended have no key:
 // they are listed with no Key in filter, and no Class or "pending". It is
-// cheap (no span is formatted: a few microseconds per thousand traces
-// kept) and safe to call from the page's handler.
+// cheap (no span is formatted, and the ring is locked only to copy a few
+// fields per trace) and safe to call from the page's handler.
 func (r *spanRing) list(filter traceFilter) []traceSummary {
 	r.mu.Lock()
-	out := make([]traceSummary, 0, 16)
+	kept := make([]keptTrace, 0, len(r.traces))
 	for _, t := range r.traces {
-		if !r.selects(t, filter) {
-			continue
+		if r.selects(t, filter) {
+			kept = append(kept, r.keptLocked(t))
 		}
-		out = append(out, r.summaryLocked(t))
 	}
 	r.mu.Unlock()
 	if filter.Class == classSlow {
-		slices.SortFunc(out, func(a, b traceSummary) int {
-			return cmp.Or(cmp.Compare(b.DurationMS, a.DurationMS), cmp.Compare(a.TraceID, b.TraceID))
+		slices.SortFunc(kept, func(a, b keptTrace) int {
+			return cmp.Or(cmp.Compare(b.dur, a.dur), bytes.Compare(a.id[:], b.id[:]))
 		})
 	} else {
-		slices.SortFunc(out, func(a, b traceSummary) int {
-			return cmp.Or(b.Start.Compare(a.Start), cmp.Compare(a.TraceID, b.TraceID))
+		slices.SortFunc(kept, func(a, b keptTrace) int {
+			return cmp.Or(b.start.Compare(a.start), bytes.Compare(a.id[:], b.id[:]))
 		})
 	}
-	if filter.Limit > 0 && len(out) > filter.Limit {
-		out = out[:filter.Limit]
+	if filter.Limit > 0 && len(kept) > filter.Limit {
+		kept = kept[:filter.Limit]
+	}
+	out := make([]traceSummary, len(kept))
+	for i, k := range kept {
+		out[i] = k.summary()
 	}
 	return out
 }
@@ -230,28 +234,50 @@ func (r *spanRing) selects(t *ringTrace, f traceFilter) bool {
 	}
 }
 
-// summaryLocked summarizes t. r.mu must be held.
-func (r *spanRing) summaryLocked(t *ringTrace) traceSummary {
-	s := traceSummary{TraceID: t.id.String(), Spans: len(t.spans), Complete: t.done, Classes: []string{}}
+// keptTrace is what a summary of a kept trace needs, copied under r.mu
+// without allocating, formatted after.
+type keptTrace struct {
+	id                 trace.TraceID
+	key, detail        string
+	outcome            traceOutcome
+	start              time.Time
+	dur                time.Duration
+	spans              int
+	done, recent, slow bool
+}
+
+// keptLocked copies what t's summary needs. r.mu must be held.
+func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
+	k := keptTrace{id: t.id, spans: len(t.spans), done: t.done}
 	if !t.done {
-		s.Classes = append(s.Classes, classPending)
 		for _, sp := range t.spans {
-			if s.Start.IsZero() || sp.StartTime().Before(s.Start) {
-				s.Start = sp.StartTime()
+			if k.start.IsZero() || sp.StartTime().Before(k.start) {
+				k.start = sp.StartTime()
 			}
 		}
+		return k
+	}
+	k.key, k.outcome, k.detail = r.keys[t.key].name, t.outcome, t.detail
+	k.start, k.dur, k.recent, k.slow = t.start, t.dur, t.recentPos >= 0, t.slow
+	return k
+}
+
+// summary formats k.
+func (k keptTrace) summary() traceSummary {
+	s := traceSummary{TraceID: k.id.String(), Spans: k.spans, Complete: k.done, Start: k.start, Classes: make([]string, 0, 2)}
+	if !k.done {
+		s.Classes = append(s.Classes, classPending)
 		return s
 	}
-	s.Key, s.Outcome, s.Detail = r.keys[t.key].name, t.outcome.String(), t.detail
-	s.Start, s.DurationMS = t.start, millis(t.dur)
-	if t.recentPos >= 0 {
+	s.Key, s.Outcome, s.Detail, s.DurationMS = k.key, k.outcome.String(), k.detail, millis(k.dur)
+	if k.recent {
 		s.Classes = append(s.Classes, classRecent)
 	}
-	if t.slow {
+	if k.slow {
 		s.Classes = append(s.Classes, classSlow)
 	}
-	if t.outcome != outcomeOK {
-		s.Classes = append(s.Classes, t.outcome.String())
+	if k.outcome != outcomeOK {
+		s.Classes = append(s.Classes, k.outcome.String())
 	}
 	return s
 }
@@ -264,10 +290,10 @@ func (r *spanRing) lookup(id trace.TraceID) (traceView, bool) {
 		r.mu.Unlock()
 		return traceView{}, false
 	}
-	sum := r.summaryLocked(t)
+	k := r.keptLocked(t)
 	spans, dropped := slices.Clone(t.spans), t.dropped
 	r.mu.Unlock()
-	return viewOf(sum, spans, dropped), true
+	return viewOf(k.summary(), spans, dropped), true
 }
 
 // snapshot returns the views of the newest ringSnapshotTraces kept traces,
