@@ -255,7 +255,8 @@ func newMux(mcp http.Handler, public map[string]http.Handler, obs http.Handler) 
 }
 
 // newObservabilityMux serves /metrics, /healthz, /readyz and, when dbg is
-// not nil, /debug/vigil (and / redirecting to it). The metrics and debug
+// not nil, /debug/vigil (and / redirecting to it) and the trace view
+// /debug/vigil/trace/{id}. The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
 // MCP endpoint does, against DNS rebinding.
 func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, allowedHosts []string) *http.ServeMux {
@@ -277,6 +278,7 @@ func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, al
 	})
 	if dbg != nil {
 		mux.Handle("GET /debug/vigil", guard(dbg))
+		mux.Handle("GET /debug/vigil/trace/{id}", guard(traceHandler(in)))
 		mux.Handle("GET /{$}", guard(http.RedirectHandler("/debug/vigil", http.StatusFound)))
 	}
 	return mux

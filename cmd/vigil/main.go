@@ -122,7 +122,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&allowedHosts, "allowed-hosts", "", "comma-separated Host `names` accepted besides loopback names (DNS rebinding protection)")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
-	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "traces kept in memory for /debug/vigil when OTEL_* configures no exporter (0: drop them)")
+	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
 	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", 2*time.Minute, "close a keep-alive HTTP connection idle for this long (MCP and admin listeners)")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", 30*time.Second, "close an HTTP connection whose request body does not arrive within this (0: no limit)")

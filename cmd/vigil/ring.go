@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"slices"
@@ -16,36 +17,40 @@ import (
 
 // Defaults of the in-memory trace ring.
 const (
-	defaultRingTraces   = 100 // traces kept
+	defaultRingTraces   = 100 // routine traces kept (-trace-ring)
 	ringSpansPerTrace   = 256 // spans kept per trace; more are counted, not kept
 	ringAttrValueMaxLen = 256 // longer attribute values are cut
+	ringSnapshotTraces  = 100 // traces in a snapshot, the newest
 )
 
-// spanRing is a span exporter that keeps the spans of the last maxTraces
-// traces in memory, for the /debug/vigil page. A trace is "new" when its
-// first span arrives; when the ring is full, the trace that arrived first is
-// forgotten. Each trace keeps at most ringSpansPerTrace spans. It is safe for
+// spanRing is a span exporter that keeps, in memory, the traces worth
+// looking at on the /debug/vigil pages, within a fixed memory bound: per
+// method/tool, the slowest traces and the last errored, cancelled and
+// dropped ones, and, overall, the last routine ones (retention.go says
+// how). Each trace keeps at most ringSpansPerTrace spans. It is safe for
 // concurrent use; Shutdown keeps what was stored.
 //
-// Exporting runs for every span the binary ends, and the page is rendered
-// rarely: the ring keeps the SDK's read-only spans as they are (immutable
-// snapshots, which the SDK allocated anyway) and formats them only in
-// snapshot. In a full ring, a new trace takes the place, and the storage,
-// of the oldest, so that exporting allocates nothing once the ring is full.
+// Exporting runs for every span the binary ends, and the pages are
+// rendered rarely: the ring keeps the SDK's read-only spans as they are
+// (immutable snapshots, which the SDK allocated anyway) and formats them
+// only when asked. A forgotten trace's storage is reused for a new one, so
+// that exporting allocates nothing once the ring is in a steady state.
 type spanRing struct {
-	mu     sync.Mutex
-	order  []*ringTrace // a circular buffer of at most maxTraces, oldest at head
-	head   int          // index in order of the oldest trace once order is full
-	traces map[trace.TraceID]*ringTrace
+	mu       sync.Mutex
+	lim      ringLimits
+	traces   map[trace.TraceID]*ringTrace // every trace kept
+	free     []*ringTrace                 // forgotten, for reuse
+	bytes    int64                        // estimated size of the kept spans
+	seq      uint64                       // traces classified so far
+	pending  traceFIFO                    // root not ended yet
+	recent   traceFIFO                    // routine
+	classes  [ringOutcomeClasses]traceFIFO
+	keys     []keyStore // at most ringMaxKeys+1
+	keyIndex map[string]int
+	lastKey  int // the key last looked up, or -1
 }
 
 var _ sdktrace.SpanExporter = (*spanRing)(nil)
-
-type ringTrace struct {
-	id      trace.TraceID
-	spans   []sdktrace.ReadOnlySpan // at most ringSpansPerTrace
-	dropped int                     // spans not kept beyond ringSpansPerTrace
-}
 
 // spanRecord is an ended span, as the debug page shows it.
 type spanRecord struct {
@@ -74,7 +79,8 @@ type spanEvent struct {
 }
 
 // traceView is one trace of a snapshot: its spans in tree order (each
-// parent before its children, siblings by start time).
+// parent before its children, siblings by start time), and why it is
+// kept.
 type traceView struct {
 	TraceID      string       `json:"trace_id"`
 	Root         string       `json:"root"` // the name of the first root span
@@ -83,83 +89,249 @@ type traceView struct {
 	Error        bool         `json:"error"` // some span has status error
 	Spans        []spanRecord `json:"spans"`
 	DroppedSpans int          `json:"dropped_spans,omitempty"`
+	// What the ring made of it (see traceSummary).
+	Key      string   `json:"key,omitempty"`
+	Outcome  string   `json:"outcome,omitempty"`
+	Detail   string   `json:"detail,omitempty"`
+	Classes  []string `json:"classes,omitempty"`
+	Complete bool     `json:"complete"` // its local root span has ended
 }
 
-// newSpanRing returns a ring that keeps maxTraces traces (at least 1).
+// newSpanRing returns a ring that keeps the last maxTraces (at least 1)
+// routine traces, and the others of the retention policy.
 func newSpanRing(maxTraces int) *spanRing {
-	n := max(maxTraces, 1)
-	return &spanRing{order: make([]*ringTrace, 0, n), traces: make(map[trace.TraceID]*ringTrace, n)}
+	return newSpanRingLimits(ringLimits{Recent: maxTraces, MaxBytes: ringMaxBytes})
 }
 
-// ExportSpans stores spans, forgetting the oldest traces beyond the limit.
+// newSpanRingLimits returns a ring with the limits lim.
+func newSpanRingLimits(lim ringLimits) *spanRing {
+	lim.Recent = max(lim.Recent, 1)
+	r := &spanRing{
+		lim:      lim,
+		traces:   make(map[trace.TraceID]*ringTrace, ringPendingTraces+lim.Recent),
+		pending:  newTraceFIFO(ringPendingTraces),
+		recent:   newTraceFIFO(lim.Recent),
+		keyIndex: make(map[string]int),
+		lastKey:  -1,
+	}
+	for i := range r.classes {
+		r.classes[i] = newTraceFIFO(ringClassTraces)
+	}
+	return r
+}
+
+// ExportSpans stores spans in their traces, classifying a trace when its
+// local root arrives, and forgets traces beyond the limits (retention.go).
 func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var last *ringTrace // spans of one trace often come together
-	for _, s := range spans {
-		id := s.SpanContext().TraceID()
-		t := last
-		if t == nil || t.id != id {
-			t = r.traces[id]
-			if t == nil {
-				t = r.add(id)
-			}
-			last = t
-		}
-		if len(t.spans) >= ringSpansPerTrace {
-			t.dropped++
-			continue
-		}
-		t.spans = append(t.spans, s)
-	}
+	r.exportLocked(spans)
 	return nil
-}
-
-// add stores a new, empty trace, in place of the oldest when the ring is
-// full. r.mu must be held.
-func (r *spanRing) add(id trace.TraceID) *ringTrace {
-	if len(r.order) < cap(r.order) {
-		t := &ringTrace{id: id}
-		r.order = append(r.order, t)
-		r.traces[id] = t
-		return t
-	}
-	t := r.order[r.head]
-	r.head = (r.head + 1) % len(r.order)
-	delete(r.traces, t.id)
-	clear(t.spans) // let the forgotten spans go
-	*t = ringTrace{id: id, spans: t.spans[:0]}
-	r.traces[id] = t
-	return t
 }
 
 // Shutdown does nothing: the stored spans stay readable.
 func (*spanRing) Shutdown(context.Context) error { return nil }
 
-// snapshot returns the stored traces, newest first. The result is a copy.
+// traceFilter selects kept traces; a zero field selects all.
+type traceFilter struct {
+	// Key is a method/tool key as traceSummary.Key has it: the local
+	// root span's name, such as "tools/call echo" or "initialize", or
+	// ringOtherKey ("(other)") for traces beyond the key limit.
+	Key string
+	// Class is why a trace is kept: "recent", "slow", "error",
+	// "cancelled", "dropped" or "pending" (the class* constants). A trace
+	// may be in several (a slow error).
+	Class string
+	// Limit is the most summaries returned (<= 0: all).
+	Limit int
+}
+
+// traceSummary is a kept trace, for a list linking to its view at
+// /debug/vigil/trace/{TraceID}.
+type traceSummary struct {
+	TraceID string `json:"trace_id"` // 32 hex digits
+	Key     string `json:"key"`      // its method/tool key ("" while pending)
+	// Classes are why it is kept, in the order recent, slow, error,
+	// cancelled, dropped; ["pending"] while its root has not ended.
+	Classes []string `json:"classes"`
+	// Outcome is "ok", "error", "cancelled" or "dropped", "" while
+	// pending; Detail says more: the cancel cause (vigil.cancel.cause:
+	// "client_cancel", "transport_close", "shutdown", "timeout",
+	// "other"), the drop reason (vigil.drop.reason: "writer_closed",
+	// "peer_gone", ...) or the error's description (or its error.type, as
+	// "tool_error").
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail,omitempty"`
+	Start      time.Time `json:"start"`       // of the root span (of the first span while pending)
+	DurationMS float64   `json:"duration_ms"` // of the root span
+	Spans      int       `json:"spans"`
+	Complete   bool      `json:"complete"` // its local root has ended
+}
+
+// list returns the summaries of the kept traces that filter selects,
+// newest first (by start), or, for the class "slow", slowest first; at
+// most filter.Limit of them. Traces whose root has not ended have no key:
+// they are listed with no Key in filter, and no Class or "pending". It is
+// cheap (no span is formatted, and the ring is locked only to copy a few
+// fields per trace) and safe to call from the page's handler.
+func (r *spanRing) list(filter traceFilter) []traceSummary {
+	r.mu.Lock()
+	kept := make([]keptTrace, 0, len(r.traces))
+	for _, t := range r.traces {
+		if r.selects(t, filter) {
+			kept = append(kept, r.keptLocked(t))
+		}
+	}
+	r.mu.Unlock()
+	if filter.Class == classSlow {
+		slices.SortFunc(kept, func(a, b keptTrace) int {
+			return cmp.Or(cmp.Compare(b.dur, a.dur), bytes.Compare(a.id[:], b.id[:]))
+		})
+	} else {
+		slices.SortFunc(kept, func(a, b keptTrace) int {
+			return cmp.Or(b.start.Compare(a.start), bytes.Compare(a.id[:], b.id[:]))
+		})
+	}
+	if filter.Limit > 0 && len(kept) > filter.Limit {
+		kept = kept[:filter.Limit]
+	}
+	out := make([]traceSummary, len(kept))
+	for i, k := range kept {
+		out[i] = k.summary()
+	}
+	return out
+}
+
+// keyNames returns the method/tool keys the ring tracks, in the order first
+// seen (ringOtherKey among them once the limit was passed).
+func (r *spanRing) keyNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, len(r.keys))
+	for i, ks := range r.keys {
+		names[i] = ks.name
+	}
+	return names
+}
+
+// selects reports whether filter selects t. r.mu must be held.
+func (r *spanRing) selects(t *ringTrace, f traceFilter) bool {
+	if !t.done {
+		return f.Key == "" && (f.Class == "" || f.Class == classPending)
+	}
+	if f.Key != "" && r.keys[t.key].name != f.Key {
+		return false
+	}
+	switch f.Class {
+	case "":
+		return true
+	case classRecent:
+		return t.recentPos >= 0
+	case classSlow:
+		return t.slow
+	default: // error, cancelled, dropped: every such trace kept
+		return t.outcome.String() == f.Class
+	}
+}
+
+// keptTrace is what a summary of a kept trace needs, copied under r.mu
+// without allocating, formatted after.
+type keptTrace struct {
+	id                 trace.TraceID
+	key, detail        string
+	outcome            traceOutcome
+	start              time.Time
+	dur                time.Duration
+	spans              int
+	done, recent, slow bool
+}
+
+// keptLocked copies what t's summary needs. r.mu must be held.
+func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
+	k := keptTrace{id: t.id, spans: len(t.spans), done: t.done}
+	if !t.done {
+		for _, sp := range t.spans {
+			if k.start.IsZero() || sp.StartTime().Before(k.start) {
+				k.start = sp.StartTime()
+			}
+		}
+		return k
+	}
+	k.key, k.outcome, k.detail = r.keys[t.key].name, t.outcome, t.detail
+	k.start, k.dur, k.recent, k.slow = t.start, t.dur, t.recentPos >= 0, t.slow
+	return k
+}
+
+// summary formats k.
+func (k keptTrace) summary() traceSummary {
+	s := traceSummary{TraceID: k.id.String(), Spans: k.spans, Complete: k.done, Start: k.start, Classes: make([]string, 0, 2)}
+	if !k.done {
+		s.Classes = append(s.Classes, classPending)
+		return s
+	}
+	s.Key, s.Outcome, s.Detail, s.DurationMS = k.key, k.outcome.String(), k.detail, millis(k.dur)
+	if k.recent {
+		s.Classes = append(s.Classes, classRecent)
+	}
+	if k.slow {
+		s.Classes = append(s.Classes, classSlow)
+	}
+	if k.outcome != outcomeOK {
+		s.Classes = append(s.Classes, k.outcome.String())
+	}
+	return s
+}
+
+// lookup returns the view of the kept trace id.
+func (r *spanRing) lookup(id trace.TraceID) (traceView, bool) {
+	r.mu.Lock()
+	t, ok := r.traces[id]
+	if !ok {
+		r.mu.Unlock()
+		return traceView{}, false
+	}
+	k := r.keptLocked(t)
+	spans, dropped := slices.Clone(t.spans), t.dropped
+	r.mu.Unlock()
+	return viewOf(k.summary(), spans, dropped), true
+}
+
+// snapshot returns the views of the newest ringSnapshotTraces kept traces,
+// newest first. The result is a copy.
 func (r *spanRing) snapshot() []traceView {
+	sums := r.list(traceFilter{Limit: ringSnapshotTraces})
 	type stored struct {
-		id      trace.TraceID
 		spans   []sdktrace.ReadOnlySpan
 		dropped int
 	}
+	kept := make([]stored, len(sums))
 	r.mu.Lock()
-	kept := make([]stored, len(r.order))
-	for i := range kept { // newest first
-		t := r.order[(r.head+len(r.order)-1-i)%len(r.order)]
-		kept[i] = stored{id: t.id, spans: slices.Clone(t.spans), dropped: t.dropped}
+	for i, s := range sums {
+		id, _ := trace.TraceIDFromHex(s.TraceID)
+		if t, ok := r.traces[id]; ok {
+			kept[i] = stored{spans: slices.Clone(t.spans), dropped: t.dropped}
+		}
 	}
 	r.mu.Unlock()
-	out := make([]traceView, len(kept))
-	for i, t := range kept {
-		recs := make([]spanRecord, len(t.spans))
-		for j, s := range t.spans {
-			recs[j] = recordOf(s)
-		}
-		out[i] = traceView{TraceID: t.id.String(), Spans: recs, DroppedSpans: t.dropped}
-		out[i].arrange()
+	out := make([]traceView, len(sums))
+	for i, s := range sums {
+		out[i] = viewOf(s, kept[i].spans, kept[i].dropped)
 	}
 	return out
+}
+
+// viewOf formats the spans of the trace sum summarizes.
+func viewOf(sum traceSummary, spans []sdktrace.ReadOnlySpan, dropped int) traceView {
+	recs := make([]spanRecord, len(spans))
+	for j, s := range spans {
+		recs[j] = recordOf(s)
+	}
+	v := traceView{
+		TraceID: sum.TraceID, Spans: recs, DroppedSpans: dropped,
+		Key: sum.Key, Outcome: sum.Outcome, Detail: sum.Detail, Classes: sum.Classes, Complete: sum.Complete,
+	}
+	v.arrange()
+	return v
 }
 
 // arrange puts the spans of v in tree order with their depths, and fills in
