@@ -50,8 +50,10 @@ type IntrospectionConfig struct {
 	// Claims names the members of the answer copied into
 	// [Principal.Claims].
 	Claims []string
-	// CacheSize bounds the cache of answers; 0 means [DefaultCacheSize], a
-	// negative value disables the cache.
+	// CacheSize bounds the cache of active tokens; 0 means
+	// [DefaultCacheSize], a negative value disables caching. Refused tokens
+	// are remembered apart, in a cache a tenth of that size, so that a flood
+	// of made-up tokens never evicts an active one.
 	CacheSize int
 	// CacheTTL bounds how long an active token is cached (never past its
 	// exp); 0 means [DefaultCacheTTL].
@@ -68,7 +70,7 @@ type IntrospectionConfig struct {
 // authorization server (RFC 7662). Concurrent Verify calls for one token
 // make one call to the endpoint; answers are cached by the token's
 // SHA-256: an active token until min(exp, CacheTTL), a refused one for
-// NegativeCacheTTL. It is safe for concurrent use and holds no goroutine
+// NegativeCacheTTL, each kind in its own bounded cache. It is safe for concurrent use and holds no goroutine
 // of its own. The returned principals are shared and must not be modified.
 type IntrospectionVerifier struct {
 	cfg      IntrospectionConfig
@@ -78,10 +80,24 @@ type IntrospectionVerifier struct {
 	leeway   time.Duration
 	ttl      time.Duration
 	negTTL   time.Duration
-	cache    *verdictCache
+	cache    *verdictCache // active tokens
+	refused  *verdictCache // refused tokens: apart, so that they never evict active ones
 	flight   singleflight.Group
 	mu       sync.Mutex
 	endpoint string // guarded by mu; empty until discovered
+}
+
+// refusedCacheShare is how many times smaller the cache of refused tokens
+// is than the cache of active ones.
+const refusedCacheShare = 10
+
+// cached returns the verdict remembered for k, if any.
+func (v *IntrospectionVerifier) cached(k *tokenHash) (*Principal, *Error, bool) {
+	now := v.now()
+	if p, e, ok := v.cache.get(k, now, 0); ok {
+		return p, e, true
+	}
+	return v.refused.get(k, now, 0)
 }
 
 // NewIntrospectionVerifier returns a verifier for cfg. It makes no call:
@@ -130,6 +146,9 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		size = DefaultCacheSize
 	}
 	v.cache = newVerdictCache(size)
+	if size > 0 {
+		v.refused = newVerdictCache(max(size/refusedCacheShare, 1))
+	}
 	return v, nil
 }
 
@@ -145,7 +164,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
 	}
 	k := hashToken(token)
-	if p, e, ok := v.cache.get(&k, v.now(), 0); ok {
+	if p, e, ok := v.cached(&k); ok {
 		if e != nil {
 			return nil, e
 		}
@@ -154,7 +173,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
 		// A flight that ended between our cache miss and this one left
 		// its answer in the cache.
-		if p, e, ok := v.cache.get(&k, v.now(), 0); ok {
+		if p, e, ok := v.cached(&k); ok {
 			if e != nil {
 				return nil, e
 			}
@@ -170,7 +189,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		case err == nil:
 			v.cache.put(&k, p, nil, now, minTime(p.Expiry, now.Add(v.ttl)), 0)
 		case errors.As(err, &e) && e.Reason != ReasonVerifierError:
-			v.cache.put(&k, nil, e, now, now.Add(v.negTTL), 0)
+			v.refused.put(&k, nil, e, now, now.Add(v.negTTL), 0)
 		}
 		return p, err
 	})

@@ -249,6 +249,30 @@ func TestIntrospectionCache(t *testing.T) {
 	})
 }
 
+// Refused tokens are remembered in their own, smaller cache: a flood of
+// made-up tokens never evicts an active token, and stays bounded.
+func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
+	t.Parallel()
+	in := vtNewIntrospector(t)
+	clock := vtNewClock()
+	const size = 160
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.CacheSize = size })
+	in.set("good", in.active(clock.Now()))
+	_, err := v.Verify(t.Context(), "good")
+	require.NoError(t, err)
+	for i := range 10 * size {
+		_, err := v.Verify(t.Context(), fmt.Sprintf("junk%d", i))
+		require.Equal(t, ReasonInvalidToken, ReasonOf(err))
+	}
+	calls := in.calls.Load()
+	_, err = v.Verify(t.Context(), "good")
+	require.NoError(t, err)
+	assert.Equal(t, calls, in.calls.Load(), "the active token is still cached")
+	assert.Equal(t, 1, v.cache.len(), "refusals are not in the cache of active tokens")
+	assert.LessOrEqual(t, v.refused.len(), size/refusedCacheShare, "the refusals' cache is bounded")
+	assert.Positive(t, v.refused.len())
+}
+
 func TestIntrospectionEndpointDown(t *testing.T) {
 	t.Parallel()
 	in := vtNewIntrospector(t)
