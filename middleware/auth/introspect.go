@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -370,6 +371,23 @@ func (v *IntrospectionVerifier) unavailable(ctx context.Context, doing string, e
 	return &Error{Reason: ReasonVerifierError, Description: "the authorization server is unavailable", Err: err}
 }
 
+// Bounds of the NumericDates unixFloat converts: the years 1 and 9999.
+const (
+	minUnixSeconds = -62135596800 // 0001-01-01T00:00:00Z
+	maxUnixSeconds = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// unixFloat converts a NumericDate (seconds since the epoch, possibly
+// fractional) to a time, clamped to the years 1 to 9999: a far-future exp
+// (year 9999 is a common "never expires") stays in the future instead of
+// overflowing a time.Duration (which ends in 2262) into the past.
 func unixFloat(f float64) time.Time {
-	return time.Unix(0, 0).Add(time.Duration(f * float64(time.Second))).UTC()
+	switch {
+	case f >= maxUnixSeconds:
+		return time.Unix(maxUnixSeconds, 0).UTC()
+	case !(f > minUnixSeconds): // NaN included
+		return time.Unix(minUnixSeconds, 0).UTC()
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*float64(time.Second))).UTC()
 }

@@ -554,6 +554,24 @@ func TestJWTVerifierCache(t *testing.T) {
 	})
 }
 
+// A token whose exp is in the year 9999 has that Expiry, not one wrapped
+// into 1677, and so is cached like any other.
+func TestJWTVerifierFarFutureExp(t *testing.T) {
+	t.Parallel()
+	key := vtRSAKey(t, "k")
+	is := vtNewIssuer(t, key)
+	clock := vtNewClock()
+	v := vtNewJWTVerifier(t, is, clock)
+	verifications := countKeyfunc(v)
+	token := vtSign(t, key, is.claims(clock.Now(), func(c jwt.MapClaims) { c["exp"] = 253402300799 }))
+	for range 2 {
+		p, err := v.Verify(t.Context(), token)
+		require.NoError(t, err)
+		assert.Equal(t, 9999, p.Expiry.Year())
+	}
+	assert.EqualValues(t, 1, verifications.Load(), "cached")
+}
+
 func TestVerifierCacheBounded(t *testing.T) {
 	t.Parallel()
 	c := newVerdictCache(64)
