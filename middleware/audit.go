@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -102,25 +103,24 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 }
 
 // auditArguments returns the sorted names of the arguments of a tools/call
-// with params, never nil, and with withValues their object as sent.
+// with params, never nil, and with withValues their object as sent. It
+// reads params as the core and the tool do: member names matched exactly,
+// the last "arguments" winning (encoding/json would also take a later
+// "ARGUMENTS", and record other arguments than the tool receives).
 func auditArguments(params json.RawMessage, withValues bool) ([]string, json.RawMessage) {
-	var p struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
 	names := []string{}
-	if json.Unmarshal(params, &p) != nil || len(p.Arguments) == 0 {
+	var v [1][]byte
+	if !transport.SplitObjectInto(v[:], params, "arguments") {
 		return names, nil
 	}
-	var args map[string]json.RawMessage
-	if json.Unmarshal(p.Arguments, &args) != nil {
-		return names, nil
-	}
-	for name := range args {
-		names = append(names, name)
+	args := v[0]
+	if !transport.EachMember(args, func(key, _ []byte) { names = append(names, string(key)) }) {
+		return names, nil // absent, null, or not an object
 	}
 	slices.Sort(names)
-	if !withValues || args == nil {
+	names = slices.Compact(names)
+	if !withValues {
 		return names, nil
 	}
-	return names, p.Arguments
+	return names, json.RawMessage(args)
 }

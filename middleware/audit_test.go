@@ -141,6 +141,31 @@ func TestAuditWithoutPrincipal(t *testing.T) {
 	})
 }
 
+// The audit log reads the arguments as the tool does, member names matched
+// exactly: a later "ARGUMENTS" (which encoding/json would take) neither
+// changes the recorded values nor adds names; a repeated argument name is
+// recorded once.
+func TestAuditArgumentsExactNames(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out auditBuffer
+		r := newRig(t, []server.Middleware{middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))}).start(nil)
+		r.Initialize("", nil)
+		r.Request(2, "tools/call", `{"name":"echo","arguments":{"target":"prod"},"ARGUMENTS":{"target":"staging","extra":1}}`)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.Request(3, "tools/call", `{"name":"echo","arguments":{"b":1,"a":2,"b":3}}`)
+		require.Nil(t, r.RecvResponseTo(3).Error)
+		synctest.Wait()
+		r.close()
+		lines := auditLines(t, out.String())
+		require.Len(t, lines, 2)
+		assert.Equal(t, []any{"target"}, lines[0]["arguments"])
+		assert.Equal(t, map[string]any{"target": "prod"}, lines[0]["argument_values"])
+		assert.Equal(t, []any{"a", "b"}, lines[1]["arguments"])
+	})
+}
+
 // NewInstrumentation with WithAuditLog adds Audit to its chain.
 func TestInstrumentationAuditLog(t *testing.T) {
 	t.Parallel()

@@ -34,6 +34,8 @@ type config struct {
 	callMiddleware []CallMiddleware
 	// toolAccess, when set, hides tools from a request (WithToolAccess).
 	toolAccess func(*Request, *Tool) bool
+	// callerKey, when set, names who sent a request (WithCallerKey).
+	callerKey func(*Request) string
 }
 
 func defaultConfig() config {
@@ -252,4 +254,30 @@ func WithTaskPollInterval(d time.Duration) Option {
 // [WithCacheHints] "private" (the default).
 func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 	return optionFunc(func(c *config) { c.toolAccess = allow })
+}
+
+// WithCallerKey binds tasks to whoever created them. key returns the
+// identity of whoever sent a request ("" for none: an anonymous caller);
+// equal keys mean the same caller. Each task records the key of the
+// tools/call that created it, and every tasks/* method compares it with
+// the key of its own request: a task of another key is answered exactly
+// as an unknown task, and tasks/list lists only the caller's tasks. This
+// matters most for 2026-07-28 tasks, which belong to no session, so that
+// without a key anyone holding a task's id may read or cancel it. In
+// addition, with [WithToolAccess], tasks/get, tasks/result and
+// tasks/update check the request's access to the task's tool again, so
+// that a token that may not call the tool cannot read its result either.
+// Package middleware/auth's CallerKey is the principal's key. key must be
+// safe for concurrent use and fast; a nil key (the default) gives every
+// request the key "".
+func WithCallerKey(key func(req *Request) string) Option {
+	return optionFunc(func(c *config) { c.callerKey = key })
+}
+
+// callerKey is the key of req's caller (WithCallerKey), "" without one.
+func (s *Server) callerKey(req *Request) string {
+	if s.cfg.callerKey == nil {
+		return ""
+	}
+	return s.cfg.callerKey(req)
 }

@@ -48,7 +48,11 @@ func (s *Server) taskMethodFound(req *Request) bool {
 // the method exists, the client may use tasks (a 2026-07-28 client must
 // declare the extension), the params hold a taskId, and the task is one
 // the requester may see: a 2025 session sees its own tasks, a 2026-07-28
-// request the extension's, which belong to no session.
+// request the extension's, which belong to no session; in both, only the
+// tasks its caller created (WithCallerKey), and for the methods that read
+// or feed the task, only while the caller may use the task's tool
+// (WithToolAccess). A task the requester may not see is answered exactly
+// as an unknown one.
 func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 	var p taskParams
 	if !s.taskMethodFound(req) {
@@ -61,10 +65,29 @@ func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
 	}
 	t := s.tasks.get(p.TaskID)
-	if t == nil || t.owner != req.era.session() {
+	if t == nil || t.owner != req.era.session() || t.caller != s.callerKey(req) || !s.taskToolAllowed(req, t) {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
 	}
 	return t, p, nil
+}
+
+// taskToolAllowed reports whether req may see what t's tool produced: for
+// tasks/get, tasks/result and tasks/update, the tool access check
+// (WithToolAccess) of the tool as registered when t was created and, if
+// one of that name is registered now, of that one too. tasks/cancel only
+// stops the caller's own task, and passes.
+func (s *Server) taskToolAllowed(req *Request, t *task) bool {
+	access := s.cfg.toolAccess
+	if access == nil || req.Method == "tasks/cancel" {
+		return true
+	}
+	if t.tool == nil || !access(req, t.tool) {
+		return false
+	}
+	if rt := s.tools.lookup(t.tool.Name); rt != nil && &rt.tool != t.tool && !access(req, &rt.tool) {
+		return false
+	}
+	return true
 }
 
 func (s *Server) tasksGet(_ context.Context, req *Request) (any, error) {
@@ -109,8 +132,8 @@ func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 	}
 }
 
-// tasksList answers tasks/list (2025): the session's tasks, oldest first,
-// a page at a time.
+// tasksList answers tasks/list (2025): the session's tasks that the caller
+// created and may see (see taskRequest), oldest first, a page at a time.
 func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
 	if !s.taskMethodFound(req) {
 		return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
@@ -121,7 +144,7 @@ func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
 			return nil, Errorf(protocol.CodeInvalidParams, "invalid tasks/list params: %v", err)
 		}
 	}
-	owned := s.tasks.owned(req.era.session())
+	owned := slices.DeleteFunc(s.tasks.owned(req.era.session(), s.callerKey(req)), func(t *task) bool { return !s.taskToolAllowed(req, t) })
 	views := make([]taskView, len(owned))
 	for i, t := range owned {
 		views[i] = t.view()

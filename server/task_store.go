@@ -61,6 +61,8 @@ const DefaultTaskTTL = time.Hour
 type task struct {
 	id      string
 	owner   *Session // the 2025 session that created it; nil for a 2026-07-28 task
+	caller  string   // the key of the request that created it (WithCallerKey)
+	tool    *Tool    // the tool it runs, as registered when it was created; nil if unknown
 	created time.Time
 	ttl     time.Duration // 0: unlimited
 	poll    time.Duration
@@ -186,13 +188,14 @@ func (ts *taskStore) watch(t *task, expire, sessionEnded func()) {
 	}
 }
 
-// owned returns the tasks of owner (nil: 2026-07-28 tasks).
-func (ts *taskStore) owned(owner *Session) []*task {
+// owned returns the tasks of owner (nil: 2026-07-28 tasks) created by
+// caller (a WithCallerKey key).
+func (ts *taskStore) owned(owner *Session, caller string) []*task {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	var out []*task
 	for _, t := range ts.byID {
-		if t.owner == owner {
+		if t.owner == owner && t.caller == caller {
 			out = append(out, t)
 		}
 	}

@@ -218,6 +218,10 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 	t := &task{
 		id: newTaskID(), created: now, updated: now, ttl: ttl, poll: s.cfg.tasks.poll,
 		status: statusWorking, done: make(chan struct{}),
+		caller: s.callerKey(req),
+	}
+	if rt := s.tools.lookup(req.Name); rt != nil {
+		t.tool = &rt.tool
 	}
 	base := context.WithoutCancel(ctx)
 	base = context.WithValue(base, taskPlanKey{}, (*taskPlan)(nil))

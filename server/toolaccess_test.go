@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -98,27 +99,49 @@ func TestToolAccessRefusesCallAsUnknown(t *testing.T) {
 	toolsStop(h)
 }
 
-// Params the core cannot read at arrival (here _meta is not an object) are
-// read again by tools/call with member names matched exactly, as at
-// arrival: "NAME" names no tool, so the call is refused, not run under a
-// name the span, the metrics and an HTTP guard did not see.
-func TestCallToolFallbackMatchesNamesExactly(t *testing.T) {
+// Params the core cannot read at arrival (_meta not an object, uri or name
+// not a string) left the request without a name for the middleware, the
+// audit log, per-tool limits, metrics and spans: tools/call refuses them
+// with -32602 rather than run a tool none of them saw, even when the exact
+// "name" member names a registered tool.
+func TestCallToolRefusesUnreadableParams(t *testing.T) {
 	testkit.Watchdog(t)
-	h := newHarness(t)
-	ran := make(chan struct{}, 4)
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	h := newHarness(t, server.WithMiddleware(func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if req.Method == "tools/call" {
+				mu.Lock()
+				seen = append(seen, req.Name)
+				mu.Unlock()
+			}
+			return next(ctx, req)
+		}
+	}))
+	ran := make(chan struct{}, 8)
 	require.NoError(t, h.srv.AddTool(server.Tool{Name: "deploy"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		ran <- struct{}{}
 		return server.Text("deployed"), nil
 	}))
 	toolsStart(h)
-	for i, params := range []string{`{"NAME":"deploy","_meta":5}`, `{"Name":"deploy","_meta":5}`} {
+	for i, params := range []string{
+		`{"NAME":"deploy","_meta":5}`, `{"Name":"deploy","_meta":5}`,
+		`{"name":"deploy","_meta":5}`, `{"name":"deploy","_meta":7,"arguments":{}}`,
+		`{"name":"deploy","uri":5}`, `{"name":"deploy","name":5}`,
+	} {
 		h.Request(int64(10+i), "tools/call", params)
 		e := h.RecvError(int64(10 + i))
 		assert.Equal(t, int(protocol.CodeInvalidParams), int(e.Code), params)
+		assert.Contains(t, e.Message, "invalid tools/call params", params)
 	}
 	assert.Empty(t, ran, "no tool ran")
-	h.Request(20, "tools/call", `{"name":"deploy","_meta":5}`)
+	h.Request(20, "tools/call", `{"name":"deploy","_meta":{}}`)
 	text, _ := toolText(t, h.RecvResult(20))
-	assert.Equal(t, "deployed", text, "the exact name still calls the tool")
+	assert.Equal(t, "deployed", text, "readable params still call the tool")
 	toolsStop(h)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, "deploy", seen[len(seen)-1], "the middleware saw the name of the tool that ran")
 }

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -283,27 +282,14 @@ type toolCallParams struct {
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
-	var p toolCallParams
-	if req.parsed { // decoded once, when the request arrived
-		p.Name, p.Arguments = req.Name, req.args
-	} else {
-		// Read as readRequestParams reads them, member names matched
-		// exactly, so that the tool called is the one the span, the
-		// metrics and an HTTP authorization guard saw (encoding/json would
-		// also take "NAME").
-		var v [2][]byte
-		if !transport.SplitObjectInto(v[:], req.Params, "name", "arguments") {
-			return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: not an object")
-		}
-		if v[0] != nil {
-			name, ok := transport.DecodeString(v[0])
-			if !ok {
-				return nil, Errorf(protocol.CodeInvalidParams, "invalid tools/call params: name must be a string")
-			}
-			p.Name = name
-		}
-		p.Arguments = v[1]
+	if !req.parsed {
+		// The params were not readable when the request arrived, so the
+		// middleware, the audit log, per-tool limits, metrics and spans saw
+		// no tool name: refuse rather than run a tool they did not see.
+		return nil, Errorf(protocol.CodeInvalidParams,
+			"invalid tools/call params: params must be an object in which name and uri, when present, are strings and _meta is an object")
 	}
+	p := toolCallParams{Name: req.Name, Arguments: req.args} // decoded once, when the request arrived
 	if p.Name == "" {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: missing tool name")
 	}

@@ -54,7 +54,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// Handlers read the caller with auth.PrincipalFrom, and tools/list
 		// shows a principal only the tools its scopes allow; the debug page
 		// learns who opened each session.
-		opts = append(opts, server.WithMiddleware(auth.Middleware(), events.Middleware()), server.WithToolAccess(auth.ToolAccess))
+		opts = append(opts, server.WithMiddleware(auth.Middleware(), events.Middleware()), server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 	}
 	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {

@@ -18,12 +18,13 @@
 // [ResourceServer.Handler] answers 401, 403, 400 or 503 with the right
 // challenge and counts each refusal in mcp_server_auth_failures_total; its
 // [ResourceServer.MetadataHandler] serves the metadata at
-// [ResourceServer.MetadataPaths]. The server side takes three functions:
+// [ResourceServer.MetadataPaths]. The server side takes four functions:
 // [Middleware] (server.WithMiddleware) puts the principal into handlers'
 // contexts, [ToolAccess] (server.WithToolAccess) shows and lets a principal
-// call only the tools whose server.Tool.Scopes it holds, and
-// [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session to
-// the principal that opened it.
+// call only the tools whose server.Tool.Scopes it holds, [CallerKey]
+// (server.WithCallerKey) binds each task to the principal that created it,
+// and [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session
+// to the principal that opened it.
 //
 // Handlers never see the token: they read the caller with [PrincipalFrom].
 package auth

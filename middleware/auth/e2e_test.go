@@ -236,3 +236,83 @@ func TestEndToEndStateless(t *testing.T) {
 	assert.Equal(t, "bob", callText(t, r.msg.Result))
 	assert.Equal(t, http.StatusForbidden, e.post("x1", call, hdr("tools/call", "deploy")).status)
 }
+
+// A 2026-07-28 task belongs to no session: with server.WithCallerKey
+// (auth.CallerKey) it answers only the principal that created it. Another
+// principal presenting its id gets an unknown task from tasks/get,
+// tasks/update and tasks/cancel, and never the result.
+func TestEndToEndTaskOfAnotherPrincipal(t *testing.T) {
+	t.Parallel()
+	srv := server.New(server.WithMiddleware(auth.Middleware()),
+		server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+	secret := func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		p, _ := auth.PrincipalFrom(ctx)
+		return server.Text("SECRET of " + p.Subject), nil
+	}
+	require.NoError(t, srv.AddTool(server.Tool{
+		Name: "deploy", Scopes: []string{"deploy"},
+		Execution: &server.ToolExecution{TaskSupport: server.TaskSupportOptional},
+	}, secret))
+	rs, err := auth.New(auth.Config{
+		Resource: "http://127.0.0.1/mcp", AuthorizationServers: []string{"https://as.example.com"},
+		Verifier: &fakeVerifier{principals: map[string]*auth.Principal{
+			"alice": {Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp"}},
+			"bob":   {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"mcp", "deploy"}},
+		}},
+		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, AllToolScopes: srv.AllToolScopes,
+	})
+	require.NoError(t, err)
+	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal))
+	ts := httptest.NewServer(rs.Handler(ep))
+	t.Cleanup(func() {
+		_ = ep.Close()
+		ts.CloseClientConnections()
+		ts.Close()
+		_ = srv.Close()
+	})
+	e := &e2e{t: t, url: ts.URL}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocol.Version20260728 +
+		`","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	hdr := func(method, name string) map[string]string {
+		return map[string]string{"MCP-Protocol-Version": protocol.Version20260728, "Mcp-Method": method, "Mcp-Name": name}
+	}
+	c := e.post("bob", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy",`+meta+`}}`, hdr("tools/call", "deploy"))
+	require.Equal(t, http.StatusOK, c.status)
+	require.Nil(t, c.msg.Error)
+	var task struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(c.msg.Result, &task), "%s", c.msg.Result)
+	require.NotEmpty(t, task.TaskID, "%s", c.msg.Result)
+	id := task.TaskID
+
+	get := `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + id + `",` + meta + `}}`
+	var done json.RawMessage
+	for range 10000 { // the handler returns at once: poll until bob's task is done
+		r := e.post("bob", get, hdr("tasks/get", id))
+		require.Nil(t, r.msg.Error)
+		require.NoError(t, json.Unmarshal(r.msg.Result, &task))
+		if task.Status == "completed" {
+			done = r.msg.Result
+			break
+		}
+	}
+	require.Contains(t, string(done), "SECRET of bob")
+
+	for _, body := range []string{
+		get,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/update","params":{"taskId":"` + id + `","inputResponses":{},` + meta + `}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tasks/cancel","params":{"taskId":"` + id + `",` + meta + `}}`,
+	} {
+		var method struct {
+			Method string `json:"method"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &method))
+		r := e.post("alice", body, hdr(method.Method, id))
+		require.NotNil(t, r.msg.Error, "%s: %s", method.Method, r.msg.Result)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), r.msg.Error.Code, method.Method)
+		assert.Contains(t, r.msg.Error.Message, "unknown task", method.Method)
+		assert.NotContains(t, string(r.msg.Result), "SECRET", method.Method)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -50,8 +51,10 @@ type IntrospectionConfig struct {
 	// Claims names the members of the answer copied into
 	// [Principal.Claims].
 	Claims []string
-	// CacheSize bounds the cache of answers; 0 means [DefaultCacheSize], a
-	// negative value disables the cache.
+	// CacheSize bounds the cache of active tokens; 0 means
+	// [DefaultCacheSize], a negative value disables caching. Refused tokens
+	// are remembered apart, in a cache a tenth of that size, so that a flood
+	// of made-up tokens never evicts an active one.
 	CacheSize int
 	// CacheTTL bounds how long an active token is cached (never past its
 	// exp); 0 means [DefaultCacheTTL].
@@ -68,7 +71,7 @@ type IntrospectionConfig struct {
 // authorization server (RFC 7662). Concurrent Verify calls for one token
 // make one call to the endpoint; answers are cached by the token's
 // SHA-256: an active token until min(exp, CacheTTL), a refused one for
-// NegativeCacheTTL. It is safe for concurrent use and holds no goroutine
+// NegativeCacheTTL, each kind in its own bounded cache. It is safe for concurrent use and holds no goroutine
 // of its own. The returned principals are shared and must not be modified.
 type IntrospectionVerifier struct {
 	cfg      IntrospectionConfig
@@ -78,10 +81,24 @@ type IntrospectionVerifier struct {
 	leeway   time.Duration
 	ttl      time.Duration
 	negTTL   time.Duration
-	cache    *verdictCache
+	cache    *verdictCache // active tokens
+	refused  *verdictCache // refused tokens: apart, so that they never evict active ones
 	flight   singleflight.Group
 	mu       sync.Mutex
 	endpoint string // guarded by mu; empty until discovered
+}
+
+// refusedCacheShare is how many times smaller the cache of refused tokens
+// is than the cache of active ones.
+const refusedCacheShare = 10
+
+// cached returns the verdict remembered for k, if any.
+func (v *IntrospectionVerifier) cached(k *tokenHash) (*Principal, *Error, bool) {
+	now := v.now()
+	if p, e, ok := v.cache.get(k, now, 0); ok {
+		return p, e, true
+	}
+	return v.refused.get(k, now, 0)
 }
 
 // NewIntrospectionVerifier returns a verifier for cfg. It makes no call:
@@ -130,6 +147,9 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		size = DefaultCacheSize
 	}
 	v.cache = newVerdictCache(size)
+	if size > 0 {
+		v.refused = newVerdictCache(max(size/refusedCacheShare, 1))
+	}
 	return v, nil
 }
 
@@ -145,7 +165,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
 	}
 	k := hashToken(token)
-	if p, e, ok := v.cache.get(&k, v.now(), 0); ok {
+	if p, e, ok := v.cached(&k); ok {
 		if e != nil {
 			return nil, e
 		}
@@ -154,7 +174,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
 		// A flight that ended between our cache miss and this one left
 		// its answer in the cache.
-		if p, e, ok := v.cache.get(&k, v.now(), 0); ok {
+		if p, e, ok := v.cached(&k); ok {
 			if e != nil {
 				return nil, e
 			}
@@ -170,7 +190,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		case err == nil:
 			v.cache.put(&k, p, nil, now, minTime(p.Expiry, now.Add(v.ttl)), 0)
 		case errors.As(err, &e) && e.Reason != ReasonVerifierError:
-			v.cache.put(&k, nil, e, now, now.Add(v.negTTL), 0)
+			v.refused.put(&k, nil, e, now, now.Add(v.negTTL), 0)
 		}
 		return p, err
 	})
@@ -351,6 +371,23 @@ func (v *IntrospectionVerifier) unavailable(ctx context.Context, doing string, e
 	return &Error{Reason: ReasonVerifierError, Description: "the authorization server is unavailable", Err: err}
 }
 
+// Bounds of the NumericDates unixFloat converts: the years 1 and 9999.
+const (
+	minUnixSeconds = -62135596800 // 0001-01-01T00:00:00Z
+	maxUnixSeconds = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// unixFloat converts a NumericDate (seconds since the epoch, possibly
+// fractional) to a time, clamped to the years 1 to 9999: a far-future exp
+// (year 9999 is a common "never expires") stays in the future instead of
+// overflowing a time.Duration (which ends in 2262) into the past.
 func unixFloat(f float64) time.Time {
-	return time.Unix(0, 0).Add(time.Duration(f * float64(time.Second))).UTC()
+	switch {
+	case f >= maxUnixSeconds:
+		return time.Unix(maxUnixSeconds, 0).UTC()
+	case !(f > minUnixSeconds): // NaN included
+		return time.Unix(minUnixSeconds, 0).UTC()
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*float64(time.Second))).UTC()
 }

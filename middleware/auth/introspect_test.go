@@ -250,6 +250,68 @@ func TestIntrospectionCache(t *testing.T) {
 	})
 }
 
+// Refused tokens are remembered in their own, smaller cache: a flood of
+// made-up tokens never evicts an active token, and stays bounded.
+func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
+	t.Parallel()
+	in := vtNewIntrospector(t)
+	clock := vtNewClock()
+	const size = 160
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.CacheSize = size })
+	in.set("good", in.active(clock.Now()))
+	_, err := v.Verify(t.Context(), "good")
+	require.NoError(t, err)
+	for i := range 10 * size {
+		_, err := v.Verify(t.Context(), fmt.Sprintf("junk%d", i))
+		require.Equal(t, ReasonInvalidToken, ReasonOf(err))
+	}
+	calls := in.calls.Load()
+	_, err = v.Verify(t.Context(), "good")
+	require.NoError(t, err)
+	assert.Equal(t, calls, in.calls.Load(), "the active token is still cached")
+	assert.Equal(t, 1, v.cache.len(), "refusals are not in the cache of active tokens")
+	assert.LessOrEqual(t, v.refused.len(), size/refusedCacheShare, "the refusals' cache is bounded")
+	assert.Positive(t, v.refused.len())
+}
+
+// A NumericDate beyond the year 2262 (where time.Duration ends) is not
+// wrapped into the past: unixFloat clamps to the years 1 to 9999.
+func TestUnixFloat(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   float64
+		want time.Time
+	}{
+		{0, time.Unix(0, 0)},
+		{1700000000.25, time.Unix(1700000000, 250000000)},
+		{-1.5, time.Unix(-2, 500000000)},
+		{10000000000, time.Date(2286, 11, 20, 17, 46, 40, 0, time.UTC)}, // past 2262
+		{253402300799, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)},
+		{1e18, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)},
+		{-1e18, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		got := unixFloat(tt.in)
+		assert.True(t, tt.want.Equal(got), "%v: got %v, want %v", tt.in, got, tt.want)
+		assert.Equal(t, time.UTC, got.Location())
+	}
+}
+
+// An active token whose exp is in the year 9999 (a common "never
+// expires") is accepted, and cached for CacheTTL.
+func TestIntrospectionFarFutureExp(t *testing.T) {
+	t.Parallel()
+	in := vtNewIntrospector(t)
+	clock := vtNewClock()
+	v := vtNewIntrospectionVerifier(t, in, clock)
+	in.set("forever", in.active(clock.Now(), func(a map[string]any) { a["exp"] = 253402300799 }))
+	for range 2 {
+		p, err := v.Verify(t.Context(), "forever")
+		require.NoError(t, err)
+		assert.Equal(t, 9999, p.Expiry.Year())
+	}
+	assert.EqualValues(t, 1, in.calls.Load(), "cached")
+}
+
 func TestIntrospectionEndpointDown(t *testing.T) {
 	t.Parallel()
 	in := vtNewIntrospector(t)

@@ -83,8 +83,10 @@ type JWTConfig struct {
 // a key of the issuer's JWK Set. It keeps the key set fresh in a
 // background goroutine until [JWTVerifier.Close], refetches it (at most
 // about once a second) when a token names an unknown key id, and caches
-// verified tokens by SHA-256 until their exp. It is safe for concurrent
-// use. The returned principals are shared and must not be modified.
+// verified tokens by SHA-256 until their exp. It refuses a token with a
+// crit header, or whose typ is not an access token's (at+jwt, or JWT; see
+// checkHeader). It is safe for concurrent use. The returned principals are
+// shared and must not be modified.
 type JWTVerifier struct {
 	issuer    string
 	audiences []string
@@ -266,10 +268,16 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, err
 
 func (v *JWTVerifier) verify(ctx context.Context, token string) (*Principal, error) {
 	var keyErr error
+	var headerErr *Error
 	keyCalled, emptySet := false, false
 	kf := v.keyfunc(ctx)
 	claims := jwt.MapClaims{}
 	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		// The header is checked before any key work, and before the
+		// claims (the parser calls this first).
+		if headerErr = checkHeader(t.Header); headerErr != nil {
+			return nil, headerErr
+		}
 		keyCalled = true
 		key, err := kf(t)
 		keyErr = err
@@ -278,6 +286,9 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (*Principal, err
 		}
 		return key, err
 	})
+	if headerErr != nil {
+		return nil, headerErr
+	}
 	if err != nil {
 		return nil, v.classify(err, keyCalled, keyErr, emptySet)
 	}
@@ -293,6 +304,36 @@ func (v *JWTVerifier) verify(ctx context.Context, token string) (*Principal, err
 		return nil, &Error{Reason: ReasonWrongAudience, Description: "the token was not issued for this resource"}
 	}
 	return principalFromClaims(claims, v.issuer, v.claims)
+}
+
+// checkHeader refuses, as invalid_token, a JOSE header this verifier must
+// not accept:
+//
+//   - any crit: it lists extensions the recipient must understand, and
+//     this verifier implements none (RFC 7515 section 4.1.11: unknown
+//     critical extensions make the token invalid);
+//   - a typ other than an access token's: "at+jwt" or "application/at+jwt"
+//     (RFC 9068), or "JWT", which many authorization servers (Auth0,
+//     Keycloak, Entra ID among them) still put on their access tokens.
+//     Other types, such as "dpop+jwt" (a DPoP proof) or an ID token's, are
+//     tokens of another kind that happen to be signed by the same keys; a
+//     missing typ is accepted, as most providers omit it. Media types are
+//     compared case-insensitively.
+func checkHeader(h map[string]any) *Error {
+	if _, ok := h["crit"]; ok {
+		return &Error{Reason: ReasonInvalidToken, Description: "the token has critical header extensions (crit), none of which are supported"}
+	}
+	typ, ok := h["typ"]
+	if !ok {
+		return nil
+	}
+	if s, isString := typ.(string); isString {
+		switch strings.ToLower(s) {
+		case "jwt", "at+jwt", "application/at+jwt":
+			return nil
+		}
+	}
+	return &Error{Reason: ReasonInvalidToken, Description: "the token's type (typ) is not an access token's"}
 }
 
 // classify maps a jwt parse error to its reason. The checks run in the

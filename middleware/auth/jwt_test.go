@@ -156,6 +156,24 @@ func vtSign(t testing.TB, k vtKey, c jwt.MapClaims) string {
 	return s
 }
 
+// vtSignHeader signs c with k, its JOSE header changed by header (a nil
+// value deletes the member).
+func vtSignHeader(t testing.TB, k vtKey, c jwt.MapClaims, header map[string]any) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(k.method, c)
+	tok.Header["kid"] = k.kid
+	for name, val := range header {
+		if val == nil {
+			delete(tok.Header, name)
+		} else {
+			tok.Header[name] = val
+		}
+	}
+	s, err := tok.SignedString(k.priv)
+	require.NoError(t, err)
+	return s
+}
+
 // vtClock is a fake clock.
 type vtClock struct {
 	mu  sync.Mutex
@@ -263,6 +281,14 @@ func TestJWTVerifierAccepts(t *testing.T) {
 		_, err := v.Verify(t.Context(), vtSign(t, rsaKey, c))
 		require.NoError(t, err)
 	})
+	// An access token's typ (RFC 9068), the "JWT" many providers use for
+	// theirs, or none.
+	for _, typ := range []any{nil, "JWT", "jwt", "at+jwt", "AT+JWT", "application/at+jwt", "Application/AT+JWT"} {
+		t.Run(fmt.Sprintf("typ %v", typ), func(t *testing.T) {
+			_, err := v.Verify(t.Context(), vtSignHeader(t, rsaKey, is.claims(clock.Now()), map[string]any{"typ": typ}))
+			require.NoError(t, err)
+		})
+	}
 }
 
 func TestJWTVerifierRefuses(t *testing.T) {
@@ -329,6 +355,19 @@ func TestJWTVerifierRefuses(t *testing.T) {
 		{"no audience", sign(func(c jwt.MapClaims) { delete(c, "aud") }), ReasonWrongAudience},
 		{"empty audience list", sign(func(c jwt.MapClaims) { c["aud"] = []string{} }), ReasonWrongAudience},
 		{"unknown kid", vtSign(t, ghost, is.claims(now)), ReasonUnknownKey},
+		// No critical extension is supported (RFC 7515 section 4.1.11).
+		{"crit", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"crit": []string{"exp"}, "exp": 1}), ReasonInvalidToken},
+		{"empty crit", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"crit": []string{}}), ReasonInvalidToken},
+		{"crit and expired", vtSignHeader(t, rsaKey, is.claims(now, func(c jwt.MapClaims) { c["exp"] = now.Add(-2 * time.Minute).Unix() }),
+			map[string]any{"crit": []string{"b64"}, "b64": true}), ReasonInvalidToken},
+		{"crit with an unknown kid", vtSignHeader(t, ghost, is.claims(now), map[string]any{"crit": []string{"x"}}), ReasonInvalidToken},
+		// Tokens of other kinds, signed by the same keys.
+		{"typ dpop+jwt", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": "dpop+jwt"}), ReasonInvalidToken},
+		{"typ id_token+jwt", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": "id_token+jwt"}), ReasonInvalidToken},
+		{"typ logout+jwt", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": "logout+jwt"}), ReasonInvalidToken},
+		{"typ JWS", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": "JWS"}), ReasonInvalidToken},
+		{"typ empty", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": ""}), ReasonInvalidToken},
+		{"typ not a string", vtSignHeader(t, rsaKey, is.claims(now), map[string]any{"typ": 5}), ReasonInvalidToken},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -552,6 +591,24 @@ func TestJWTVerifierCache(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 2, n.Load(), "the entry lived CacheTTL")
 	})
+}
+
+// A token whose exp is in the year 9999 has that Expiry, not one wrapped
+// into 1677, and so is cached like any other.
+func TestJWTVerifierFarFutureExp(t *testing.T) {
+	t.Parallel()
+	key := vtRSAKey(t, "k")
+	is := vtNewIssuer(t, key)
+	clock := vtNewClock()
+	v := vtNewJWTVerifier(t, is, clock)
+	verifications := countKeyfunc(v)
+	token := vtSign(t, key, is.claims(clock.Now(), func(c jwt.MapClaims) { c["exp"] = 253402300799 }))
+	for range 2 {
+		p, err := v.Verify(t.Context(), token)
+		require.NoError(t, err)
+		assert.Equal(t, 9999, p.Expiry.Year())
+	}
+	assert.EqualValues(t, 1, verifications.Load(), "cached")
 }
 
 func TestVerifierCacheBounded(t *testing.T) {
