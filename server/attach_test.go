@@ -124,7 +124,9 @@ func TestAttachRunsWithoutGoroutine(t *testing.T) {
 		before := runtime.NumGoroutine()
 		require.NoError(t, srv.Attach(context.Background(), conn, func(err error) { done <- err }))
 		synctest.Wait()
-		assert.Equal(t, before, runtime.NumGoroutine(), "an attached session holds no goroutine")
+		// NumGoroutine counts the whole process: a goroutine of an earlier
+		// test may end meanwhile, never one of this session start.
+		assert.LessOrEqual(t, runtime.NumGoroutine(), before, "an attached session holds no goroutine")
 		obs.mu.Lock()
 		assert.Equal(t, 1, obs.started)
 		obs.mu.Unlock()
