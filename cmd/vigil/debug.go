@@ -412,10 +412,30 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 		}
 	}
 	out = out[:limit("error", len(out))]
+	// A cancelled request's response is dropped too: its row tells both,
+	// and the drops listed apart are the others (the peer gone, the
+	// writer closed under a finished handler).
+	cancelled := make(map[[2]string]bool, len(cancels))
+	for _, e := range cancels {
+		cancelled[[2]string{e.SessionID, e.RequestID}] = true
+	}
+	dropOf := make(map[[2]string]string, len(drops))
+	drops = slices.DeleteFunc(slices.Clone(drops), func(e dropEvent) bool {
+		k := [2]string{e.SessionID, e.RequestID}
+		if cancelled[k] {
+			dropOf[k] = e.Reason
+			return true
+		}
+		return false
+	})
 	for _, e := range cancels[:limit("cancelled", len(cancels))] {
+		k := [2]string{e.SessionID, e.RequestID}
 		a := attention{Kind: "cancelled", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
 			DurationMS: e.RanFor, Reason: e.Reason, Detail: e.Cause, principalView: e.principalView}
-		if l, ok := byReq[[2]string{e.SessionID, e.RequestID}]; ok {
+		if r, ok := dropOf[k]; ok {
+			a.Detail += " · response dropped: " + r
+		}
+		if l, ok := byReq[k]; ok {
 			a.TraceID, a.TraceURL = l.TraceID, traceURL(l.TraceID)
 		}
 		out = append(out, a)
@@ -428,16 +448,50 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 		}
 		out = append(out, a)
 	}
-	slow := slices.Clone(links)
-	slices.SortStableFunc(slow, func(a, b traceLink) int { return cmp.Compare(b.DurationMS, a.DurationMS) })
+	slow := slowOf(links)
 	for _, l := range slow[:limit("slow", len(slow))] {
 		out = append(out, attention{Kind: "slow", Time: l.Start, Key: l.Key, SessionID: l.SessionID, RequestID: l.RequestID,
-			DurationMS: l.DurationMS, Reason: l.Class, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID)})
+			DurationMS: l.DurationMS, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID)})
 	}
 	if out == nil {
 		out = []attention{}
 	}
 	return out
+}
+
+// Slow traces: a routine (answered, not failed) trace is slow when it
+// took slowAbsoluteMS or more, or slowFactor times its method/tool's
+// median among the kept traces and at least slowFloorMS.
+const (
+	slowAbsoluteMS = 100
+	slowFactor     = 5
+	slowFloorMS    = 1
+)
+
+// slowOf returns the slow routine traces of links, the slowest first.
+func slowOf(links []traceLink) []traceLink {
+	byKey := map[string][]float64{}
+	for _, l := range links {
+		if l.Class == "recent" {
+			byKey[l.Key] = append(byKey[l.Key], l.DurationMS)
+		}
+	}
+	median := make(map[string]float64, len(byKey))
+	for k, ds := range byKey {
+		slices.Sort(ds)
+		median[k] = ds[len(ds)/2]
+	}
+	var slow []traceLink
+	for _, l := range links {
+		if l.Class != "recent" {
+			continue
+		}
+		if l.DurationMS >= slowAbsoluteMS || (l.DurationMS >= slowFloorMS && l.DurationMS >= slowFactor*median[l.Key]) {
+			slow = append(slow, l)
+		}
+	}
+	slices.SortStableFunc(slow, func(a, b traceLink) int { return cmp.Compare(b.DurationMS, a.DurationMS) })
+	return slow
 }
 
 // traceGroup is the kept traces of one method/tool: one line in place of

@@ -88,7 +88,8 @@ a { color: #0b57d0; text-decoration: none; } a:hover { text-decoration: underlin
 .grid { display: flex; flex-wrap: wrap; gap: 0 2.5em; align-items: flex-start; }
 .kind { display: inline-block; min-width: 5.5em; font-weight: 600; }
 .kind-error { color: #b00020; } .kind-cancelled { color: #1e66c9; } .kind-dropped { color: #a15c00; } .kind-slow { color: #6a1b9a; }
-.detail { max-width: 28em; overflow: hidden; text-overflow: ellipsis; }
+.detail { max-width: 40em; overflow: hidden; text-overflow: ellipsis; }
+#charts { width: 440px; }
 .chart { display: block; margin-bottom: 2px; }
 .chart-title { font-size: 12px; color: #444; margin-top: 4px; }
 .legend span { margin-right: .8em; font-size: 12px; white-space: nowrap; }
@@ -100,7 +101,7 @@ footer { margin-top: 1.5em; color: #777; font-size: 12px; }
 
 // chart geometry, in SVG user units (pixels).
 const (
-	chartW    = 600
+	chartW    = 440
 	chartH    = 70
 	chartCols = 60 // ten-second columns of the outcome chart
 )
@@ -319,12 +320,12 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 <section id="attention">
 <h2>Needs attention ({{len .Attention}})</h2>
 {{if .Attention}}<table>
-<tr><th>what</th><th>at</th><th>method / tool</th><th class="n">took</th><th>cause</th><th>session</th><th>id</th><th>principal</th><th>detail</th><th>trace</th></tr>
+<tr><th>what</th><th>at</th><th>method / tool</th><th class="n">took</th><th>cause</th><th>trace</th><th>session</th><th>id</th><th>principal</th><th>detail</th></tr>
 {{range .Attention}}<tr class="att att-{{.Kind}}"><td><span class="kind kind-{{.Kind}}">{{.Kind}}</span></td><td>{{clock .Time}}</td>
-<td><a href="{{link $.Query "key" .Key}}">{{.Key}}</a></td><td class="n">{{ms .DurationMS}}</td><td class="mono">{{orNone .Reason}}</td>
+<td class="a-key"><a href="{{link $.Query "key" .Key}}">{{.Key}}</a></td><td class="n a-took">{{ms .DurationMS}}</td><td class="mono a-reason">{{orNone .Reason}}</td>
+<td>{{if .TraceURL}}<a class="trace-link mono" href="{{.TraceURL}}">{{short .TraceID}}</a>{{else}}<span class="muted">—</span>{{end}}</td>
 <td class="mono">{{if .SessionID}}<a href="{{link $.Query "session" .SessionID}}" title="{{.SessionID}}">{{short .SessionID}}</a>{{else}}—{{end}}</td>
-<td class="mono">{{.RequestID}}</td><td>{{template "principal" .}}</td><td class="detail mono" title="{{.Detail}}">{{.Detail}}</td>
-<td>{{if .TraceURL}}<a class="trace-link" href="{{.TraceURL}}">{{short .TraceID}}</a>{{else}}<span class="muted">—</span>{{end}}</td></tr>
+<td class="mono a-id">{{.RequestID}}</td><td>{{template "principal" .}}</td><td class="detail mono" title="{{.Detail}}">{{.Detail}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing: no error, cancellation, dropped response or kept trace{{if filtered .Filter}} in this view{{end}}.</p>{{end}}
 </section>
 
@@ -345,7 +346,7 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 {{with .Total}}<td class="n c-total">{{.Requests}}</td><td class="n">{{ms .P99MS}}</td><td class="n t-errors{{if .Errors}} err{{else}} zero{{end}}">{{.Errors}}</td>
 <td class="n t-cancelled{{if .Cancelled}} warn{{else}} zero{{end}}">{{.Cancelled}}</td><td class="n t-dropped{{if .Dropped}} warn{{else}} zero{{end}}">{{.Dropped}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="muted">errors: JSON-RPC errors and tool results with isError; cancelled: by the client, the transport, shutdown or a timeout. Sort by a column's link; a name filters.</p>
+<p class="muted note">errors: JSON-RPC errors and isError results. cancelled: by client, transport,<br>shutdown or timeout. A heading sorts; a name filters.</p>
 {{else}}<p class="muted">No request yet{{if filtered .Filter}} in this view{{end}}.</p>{{end}}
 </section>
 
@@ -358,7 +359,7 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 <rect x="0" y="0" width="{{.W}}" height="{{.H}}" fill="#fafafa" stroke="#ddd"/>
 {{range .Rects}}<rect x="{{num .X}}" y="{{num .Y}}" width="{{num .W}}" height="{{num .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>{{end}}
 </svg>
-<div class="legend">{{range .Legend}}<span class="{{.Class}}">■ {{.Name}} {{.Count}}</span>{{else}}<span class="muted">no request in the last 10 minutes</span>{{end}}</div>{{end}}
+<div class="legend">{{range .Legend}}<span class="{{.Class}}">■ {{.Name}} {{.Count}}</span> {{else}}<span class="muted">no request in the last 10 minutes</span>{{end}}</div>{{end}}
 </section>
 </div>
 
@@ -394,7 +395,7 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 <h2>Recently ended sessions ({{len .EndedSessions}})</h2>
 {{if .EndedSessions}}<table>
 <tr><th>at</th><th>session</th><th>principal</th><th>transport</th><th>protocol</th><th>lasted</th><th>reason</th><th>cause</th></tr>
-{{range .EndedSessions}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td>{{orNone .Transport}}</td><td>{{.Protocol}}</td><td>{{ms .DurationMS}}</td><td>{{.Reason}}</td><td class="mono">{{.Cause}}</td></tr>
+{{range .EndedSessions}}<tr><td>{{clock .Time}}</td><td class="mono" title="{{.SessionID}}">{{short .SessionID}}</td><td>{{template "principal" .}}</td><td>{{orNone .Transport}}</td><td>{{.Protocol}}</td><td>{{ms .DurationMS}}</td><td>{{.Reason}}</td><td class="mono detail" title="{{.Cause}}">{{.Cause}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">None yet.</p>{{end}}
 </section>
 
