@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// The debug page is safe to leave on: a strict CSP on the page and its
+// stylesheet, no script and no inline style, nosniff, everything escaped,
+// the host guard on every path; and its views are plain URLs: sorting and
+// filtering by link, JSON of each view.
+func TestDebugPageSafeAndLinked(t *testing.T) {
+	events := newEventLog()
+	now := time.Now()
+	for range 10 {
+		events.stats.record("tools/call", "fast", true, slotOK, time.Millisecond, now)
+		events.stats.record("tools/call", "slow", true, slotOK, 300*time.Millisecond, now)
+	}
+	events.stats.record("tools/call", `<img src=x onerror=alert(1)>`, true, slotToolError, time.Millisecond, now)
+	page := &debugPage{srv: server.New(), in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: now.Add(-time.Minute)}
+	ts := httptest.NewServer(newObservabilityMux(&instruments{exporter: "none"}, &atomic.Bool{}, page, nil))
+	defer ts.Close()
+
+	get := func(path string, host string) (*http.Response, string) {
+		req, err := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := ts.Client().Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(b)
+	}
+	resp, html := get("/debug/vigil?refresh=0", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, debugCSP, resp.Header.Get("Content-Security-Policy"))
+	assert.Contains(t, debugCSP, "default-src 'none'")
+	assert.NotContains(t, debugCSP, "unsafe-inline")
+	assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	assert.NotContains(t, html, "<script")
+	assert.NotContains(t, html, " style=")
+	assert.NotContains(t, html, "<style")
+	assert.NotContains(t, html, "<img")
+	assert.Contains(t, html, "tools/call &lt;img src=x onerror=alert(1)&gt;")
+	assert.Contains(t, html, `<link rel="stylesheet" href="/debug/vigil/style.css">`)
+	assert.Contains(t, html, `href="/debug/vigil?refresh=0&amp;sort=p99"`)
+	assert.Equal(t, 3, strings.Count(html, `<svg class="chart"`))
+
+	resp, css := get("/debug/vigil/style.css", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/css; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	assert.Equal(t, debugCSS, css)
+	resp, _ = get("/debug/vigil/favicon.svg", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, path := range []string{"/debug/vigil", "/debug/vigil/style.css", "/debug/vigil/favicon.svg"} {
+		resp, _ := get(path, "evil.example")
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+	}
+
+	view := func(query string) debugSnapshot {
+		resp, body := get("/debug/vigil?format=json&"+query, "")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, debugCSP, resp.Header.Get("Content-Security-Policy"))
+		var snap debugSnapshot
+		require.NoError(t, json.Unmarshal([]byte(body), &snap))
+		return snap
+	}
+	keys := func(snap debugSnapshot) []string {
+		var out []string
+		for _, r := range snap.Stats {
+			out = append(out, r.Key)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"tools/call <img src=x onerror=alert(1)>", "tools/call fast", "tools/call slow"}, keys(view("")))
+	assert.Equal(t, []string{"tools/call slow", "tools/call <img src=x onerror=alert(1)>", "tools/call fast"}, keys(view("sort=p99")))
+	assert.Equal(t, []string{"tools/call <img src=x onerror=alert(1)>", "tools/call fast", "tools/call slow"}, keys(view("sort=errors")))
+	assert.Equal(t, []string{"tools/call fast"}, keys(view("key=tools/call+fast")))
+	snap := view("key=tools/call+slow&outcome=cancelled&session=nope")
+	assert.Equal(t, debugFilter{Session: "nope", Key: "tools/call slow", Outcome: "cancelled", Sort: "key"}, snap.Filter)
+	slow := snap.Stats[0]
+	assert.Equal(t, uint64(10), slow.Minute.Requests)
+	assert.InDelta(t, 300, slow.Minute.P50MS, 100)
+	assert.Positive(t, snap.Memory.StatsBound)
+	assert.Equal(t, snap.Memory.StatsBound+snap.Memory.EventsBound, snap.Memory.Total)
+}
