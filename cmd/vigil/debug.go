@@ -59,10 +59,12 @@ type debugSnapshot struct {
 	Drops         []dropEvent    `json:"dropped_responses"`
 	EndedSessions []endedSession `json:"ended_sessions"`
 	TraceSummary  []traceGroup   `json:"trace_summary"` // the kept traces, by method/tool
-	Traces        []traceView    `json:"traces"`        // the kept traces, newest first
+	Traces        []traceView    `json:"traces"`        // the kept traces, newest first (JSON only)
 	TracesKept    bool           `json:"traces_kept"`   // false when spans go elsewhere
-	Memory        debugMemory    `json:"memory"`
-	Series        []secondStat   `json:"series,omitempty"` // the last 10 minutes, second by second (with ?series=1)
+	// TracesKeptCount is how many kept traces this view lists.
+	TracesKeptCount int          `json:"traces_kept_count"`
+	Memory          debugMemory  `json:"memory"`
+	Series          []secondStat `json:"series,omitempty"` // the last 10 minutes, second by second (with ?series=1)
 }
 
 // debugFilter is what a view is narrowed to, from its URL.
@@ -157,9 +159,10 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	q := r.URL.Query()
 	now := time.Now()
-	snap := p.snapshot(now, filterOf(q))
+	asJSON := q.Get("format") == "json"
+	snap := p.snapshot(now, filterOf(q), asJSON)
 	setDebugPageHeaders(w)
-	if q.Get("format") == "json" {
+	if asJSON {
 		if q.Get("series") == "1" && p.events.stats != nil {
 			snap.Series = p.events.stats.series(now)
 		}
@@ -181,8 +184,9 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = debugTemplate.Execute(w, debugView{debugSnapshot: snap, Refresh: refresh, Query: q, Charts: chartsOf(series)})
 }
 
-// snapshot gathers what the page shows, as of now, narrowed by f.
-func (p *debugPage) snapshot(now time.Time, f debugFilter) debugSnapshot {
+// snapshot gathers what the page shows, as of now, narrowed by f; with
+// withTraces (the JSON form), the kept traces in full too.
+func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debugSnapshot {
 	snap := debugSnapshot{
 		Now:        now,
 		Version:    version,
@@ -260,18 +264,14 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter) debugSnapshot {
 	snap.Drops = slices.DeleteFunc(drops, func(e dropEvent) bool { return !match(e.SessionID, keyOf(e.Method, e.Name)) })
 	snap.EndedSessions = slices.DeleteFunc(ended, func(e endedSession) bool { return f.Session != "" && e.SessionID != f.Session })
 
-	var links []traceLink
-	if p.in.ring != nil {
-		snap.Traces = p.in.ring.snapshot()
-		links = traceLinksOf(snap.Traces)
-		if f.Session != "" || f.Key != "" {
-			snap.Traces = slices.DeleteFunc(snap.Traces, func(tv traceView) bool {
-				l := linkOf(tv)
-				return !match(l.SessionID, l.Key)
-			})
-		}
+	links := p.traceLinks(traceFilter{Session: f.Session, Key: f.Key})
+	snap.TracesKeptCount = len(links)
+	if withTraces && p.in.ring != nil {
+		snap.Traces = slices.DeleteFunc(p.in.ring.snapshot(), func(tv traceView) bool {
+			l := linkOf(tv)
+			return !match(l.SessionID, l.Key)
+		})
 	}
-	links = slices.DeleteFunc(links, func(l traceLink) bool { return !match(l.SessionID, l.Key) })
 	snap.Attention = attentionOf(snap.Cancellations, snap.Drops, links, f.Outcome)
 	snap.TraceSummary = summarize(links, f.Outcome)
 	snap.Memory = p.memory()

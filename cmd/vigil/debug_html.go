@@ -381,7 +381,7 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 </section>
 
 <section id="traces">
-<h2>Kept traces ({{len .Traces}}), by method / tool</h2>
+<h2>Kept traces ({{.TracesKeptCount}}), by method / tool</h2>
 {{if not .TracesKept}}<p class="muted">Spans go to {{.Exporter}}; they are not kept here. Leave OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_ENDPOINT unset to keep recent traces in memory.</p>
 {{else if not .TraceSummary}}<p class="muted">No trace{{if filtered .Filter}} in this view{{else}} yet: call a tool{{end}}.</p>
 {{else}}<table>
