@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -98,4 +102,34 @@ func TestDebugPageSafeAndLinked(t *testing.T) {
 	assert.InDelta(t, 300, slow.Minute.P50MS, 100)
 	assert.Positive(t, snap.Memory.StatsBound)
 	assert.Equal(t, snap.Memory.StatsBound+snap.Memory.EventsBound, snap.Memory.Total)
+}
+
+// BenchmarkDebugPage renders the page (HTML, refreshed by a browser) with
+// a full trace ring and a few keys: what an open page costs vigil every
+// refresh.
+func BenchmarkDebugPage(b *testing.B) {
+	ring := newSpanRing(defaultRingTraces)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(ring))
+	tracer := tp.Tracer("bench")
+	for i := range defaultRingTraces {
+		_, span := tracer.Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("mcp.session.id", "s"), attribute.Int("jsonrpc.request.id", i)))
+		span.End()
+	}
+	events := newEventLog()
+	now := time.Now()
+	for _, tool := range []string{"echo", "sleep", "countdown", "convert_temperature"} {
+		for range 1000 {
+			events.stats.record("tools/call", tool, true, slotOK, time.Millisecond, now)
+		}
+	}
+	page := &debugPage{srv: server.New(), in: &instruments{exporter: "ring", ring: ring, tracer: tp}, events: events, ready: &atomic.Bool{}, started: now}
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
 }
