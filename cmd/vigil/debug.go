@@ -370,7 +370,7 @@ func linkOf(tv traceView) traceLink {
 		l.SessionID, l.RequestID = s.Attributes["mcp.session.id"], s.Attributes["jsonrpc.request.id"]
 		switch {
 		case s.Attributes[string(telemetry.CancelCauseKey)] != "":
-			l.Class, l.Reason = "cancelled", s.Attributes[string(telemetry.CancelCauseKey)]
+			l.Class, l.Reason, l.Detail = "cancelled", s.Attributes[string(telemetry.CancelCauseKey)], s.StatusDescription
 		case s.Status == "error":
 			l.Class, l.Reason, l.Detail = "error", s.Attributes["error.type"], s.StatusDescription
 		}
@@ -428,6 +428,16 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 		}
 		return false
 	})
+	// A handler timeout answered -32001 is no cancellation of the request
+	// for the event log, but its trace carries the cause: list it too.
+	cancels = slices.Clone(cancels)
+	for _, l := range links {
+		if l.Class == "cancelled" && !cancelled[[2]string{l.SessionID, l.RequestID}] {
+			cancels = append(cancels, cancelEvent{Time: l.Start, SessionID: l.SessionID, RequestID: l.RequestID,
+				Method: l.Key, Reason: l.Reason, Cause: l.Detail, RanFor: l.DurationMS})
+		}
+	}
+	slices.SortStableFunc(cancels, func(a, b cancelEvent) int { return b.Time.Compare(a.Time) })
 	for _, e := range cancels[:limit("cancelled", len(cancels))] {
 		k := [2]string{e.SessionID, e.RequestID}
 		a := attention{Kind: "cancelled", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,

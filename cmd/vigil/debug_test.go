@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -132,4 +133,55 @@ func BenchmarkDebugPage(b *testing.B) {
 			b.Fatal(rec.Code)
 		}
 	}
+}
+
+// What needs attention: a cancellation's dropped response is told on its
+// row, not apart; a timeout known only from its trace is listed as
+// cancelled; slow means 100 ms or more, or 5 times the key's median; at
+// most attentionPerKind of a kind unfiltered, all of one kind with
+// ?outcome=.
+func TestAttentionOf(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	cancels := []cancelEvent{{Time: t0, SessionID: "s", RequestID: "1", Method: "tools/call", Name: "sleep", Reason: "client_cancel", Cause: "bye"}}
+	drops := []dropEvent{
+		{Time: t0, SessionID: "s", RequestID: "1", Method: "tools/call", Name: "sleep", Reason: "cancelled"},
+		{Time: t0, SessionID: "s", RequestID: "9", Method: "tools/call", Name: "echo", Reason: "peer_gone"},
+	}
+	links := []traceLink{
+		{TraceID: "t1", Key: "tools/call sleep", Class: "cancelled", Reason: "client_cancel", SessionID: "s", RequestID: "1", Start: t0},
+		{TraceID: "t2", Key: "tools/call sleep", Class: "cancelled", Reason: "timeout", Detail: "request timed out", SessionID: "s", RequestID: "2", Start: t0.Add(time.Second), DurationMS: 1000},
+		{TraceID: "t3", Key: "tools/call echo", Class: "error", Reason: "tool_error", SessionID: "s", RequestID: "3", Start: t0},
+		{TraceID: "t4", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
+		{TraceID: "t5", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
+		{TraceID: "t6", Key: "tools/call echo", Class: "recent", DurationMS: 2},
+		{TraceID: "t7", Key: "tools/call sleep", Class: "recent", DurationMS: 300},
+	}
+	type row struct{ kind, key, reason, trace string }
+	rows := func(as []attention) []row {
+		var out []row
+		for _, a := range as {
+			out = append(out, row{a.Kind, a.Key, a.Reason, a.TraceID})
+		}
+		return out
+	}
+	all := attentionOf(cancels, drops, links, "")
+	assert.Equal(t, []row{
+		{"error", "tools/call echo", "tool_error", "t3"},
+		{"cancelled", "tools/call sleep", "timeout", "t2"},
+		{"cancelled", "tools/call sleep", "client_cancel", "t1"},
+		{"dropped", "tools/call echo", "peer_gone", ""},
+		{"slow", "tools/call sleep", "", "t7"},
+		{"slow", "tools/call echo", "", "t6"},
+	}, rows(all))
+	assert.Equal(t, "bye · response dropped: cancelled", all[2].Detail)
+	assert.Equal(t, "/debug/vigil/trace/t1", all[2].TraceURL)
+	assert.Len(t, attentionOf(cancels, drops, links, "cancelled"), 2)
+	assert.Equal(t, []row{{"slow", "tools/call sleep", "", "t7"}, {"slow", "tools/call echo", "", "t6"}}, rows(attentionOf(cancels, drops, links, "slow")))
+
+	var many []cancelEvent
+	for i := range 2 * attentionPerKind {
+		many = append(many, cancelEvent{Time: t0, SessionID: "s", RequestID: fmt.Sprint(100 + i), Method: "ping", Reason: "shutdown"})
+	}
+	assert.Len(t, attentionOf(many, nil, nil, ""), attentionPerKind)
+	assert.Len(t, attentionOf(many, nil, nil, "cancelled"), 2*attentionPerKind)
 }
