@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// debugHTMLRows is how many sessions and requests in flight the HTML
+// lists, at most (the oldest requests, the oldest sessions); the JSON form
+// has them all.
+const debugHTMLRows = 100
+
 // debugView is what the page's template renders.
 type debugView struct {
 	debugSnapshot
@@ -283,6 +288,8 @@ var debugTemplate = template.Must(template.New("debug").Funcs(template.FuncMap{
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	},
 	"num":      func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"rows": func() int { return debugHTMLRows },
+	"more": func(n int) int { return max(n-debugHTMLRows, 0) },
 	"filtered": func(f debugFilter) bool { return f.Session != "" || f.Key != "" || f.Outcome != "" },
 }).Parse(debugHTML))
 
@@ -367,17 +374,17 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 <h2>In flight ({{len .InFlight}}), oldest first</h2>
 {{if .InFlight}}<table>
 <tr><th class="n">running for</th><th>method / tool</th><th>direction</th><th>id</th><th>session</th><th>principal</th></tr>
-{{range .InFlight}}<tr><td class="n">{{ms .AgeMS}}</td><td><a href="{{link $.Query "key" .Key}}">{{.Key}}</a></td><td>{{.Direction}}</td><td class="mono">{{.ID}}</td>
+{{range $i, $r := .InFlight}}{{if lt $i rows}}<tr><td class="n">{{ms .AgeMS}}</td><td><a href="{{link $.Query "key" .Key}}">{{.Key}}</a></td><td>{{.Direction}}</td><td class="mono">{{.ID}}</td>
 <td class="mono"><a href="{{link $.Query "session" .SessionID}}" title="{{.SessionID}}">{{short .SessionID}}</a></td><td>{{template "principal" .}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
+{{end}}{{end}}</table>{{with more (len .InFlight)}}<p class="muted">and {{.}} more: see the JSON form, or filter by session.</p>{{end}}{{else}}<p class="muted">Nothing in flight.</p>{{end}}
 </section>
 
 <section id="sessions">
 <h2>Sessions ({{len .Sessions}})</h2>
 {{if .Sessions}}<table>
 <tr><th>id</th><th>transport</th><th>era</th><th>protocol</th><th>client</th><th>principal</th><th>age</th><th class="n">in flight</th></tr>
-{{range .Sessions}}<tr><td class="mono"><a href="{{link $.Query "session" .ID}}" title="{{.ID}}">{{short .ID}}</a></td><td>{{orNone .Transport}}</td><td>{{.Era}}</td><td>{{orNone .Protocol}}</td><td>{{orNone .Client}}</td><td>{{template "principal" .}}</td><td>{{ms .AgeMS}}</td><td class="n">{{.InFlight}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No session.</p>{{end}}
+{{range $i, $s := .Sessions}}{{if lt $i rows}}<tr><td class="mono"><a href="{{link $.Query "session" .ID}}" title="{{.ID}}">{{short .ID}}</a></td><td>{{orNone .Transport}}</td><td>{{.Era}}</td><td>{{orNone .Protocol}}</td><td>{{orNone .Client}}</td><td>{{template "principal" .}}</td><td>{{ms .AgeMS}}</td><td class="n">{{.InFlight}}</td></tr>
+{{end}}{{end}}</table>{{with more (len .Sessions)}}<p class="muted">and {{.}} more: see the JSON form.</p>{{end}}{{else}}<p class="muted">No session.</p>{{end}}
 </section>
 
 <section id="traces">
