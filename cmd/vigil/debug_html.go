@@ -288,8 +288,8 @@ var debugTemplate = template.Must(template.New("debug").Funcs(template.FuncMap{
 		return strconv.FormatFloat(v, 'f', 2, 64)
 	},
 	"num":      func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"rows": func() int { return debugHTMLRows },
-	"more": func(n int) int { return max(n-debugHTMLRows, 0) },
+	"rows":     func() int { return debugHTMLRows },
+	"more":     func(n int) int { return max(n-debugHTMLRows, 0) },
 	"filtered": func(f debugFilter) bool { return f.Session != "" || f.Key != "" || f.Outcome != "" },
 }).Parse(debugHTML))
 
