@@ -407,8 +407,10 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 	var out []attention
 	for _, l := range links {
 		if l.Class == "error" && limit("error", 1) > 0 {
-			out = append(out, attention{Kind: "error", Time: l.Start, Key: l.Key, SessionID: l.SessionID, RequestID: l.RequestID,
-				DurationMS: l.DurationMS, Reason: l.Reason, Detail: l.Detail, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID)})
+			out = append(out, attention{
+				Kind: "error", Time: l.Start, Key: l.Key, SessionID: l.SessionID, RequestID: l.RequestID,
+				DurationMS: l.DurationMS, Reason: l.Reason, Detail: l.Detail, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID),
+			})
 		}
 	}
 	out = out[:limit("error", len(out))]
@@ -433,15 +435,19 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 	cancels = slices.Clone(cancels)
 	for _, l := range links {
 		if l.Class == "cancelled" && !cancelled[[2]string{l.SessionID, l.RequestID}] {
-			cancels = append(cancels, cancelEvent{Time: l.Start, SessionID: l.SessionID, RequestID: l.RequestID,
-				Method: l.Key, Reason: l.Reason, Cause: l.Detail, RanFor: l.DurationMS})
+			cancels = append(cancels, cancelEvent{
+				Time: l.Start, SessionID: l.SessionID, RequestID: l.RequestID,
+				Method: l.Key, Reason: l.Reason, Cause: l.Detail, RanFor: l.DurationMS,
+			})
 		}
 	}
 	slices.SortStableFunc(cancels, func(a, b cancelEvent) int { return b.Time.Compare(a.Time) })
 	for _, e := range cancels[:limit("cancelled", len(cancels))] {
 		k := [2]string{e.SessionID, e.RequestID}
-		a := attention{Kind: "cancelled", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
-			DurationMS: e.RanFor, Reason: e.Reason, Detail: e.Cause, principalView: e.principalView}
+		a := attention{
+			Kind: "cancelled", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
+			DurationMS: e.RanFor, Reason: e.Reason, Detail: e.Cause, principalView: e.principalView,
+		}
 		if r, ok := dropOf[k]; ok {
 			a.Detail += " · response dropped: " + r
 		}
@@ -451,8 +457,10 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 		out = append(out, a)
 	}
 	for _, e := range drops[:limit("dropped", len(drops))] {
-		a := attention{Kind: "dropped", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
-			Reason: e.Reason, principalView: e.principalView}
+		a := attention{
+			Kind: "dropped", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
+			Reason: e.Reason, principalView: e.principalView,
+		}
 		if l, ok := byReq[[2]string{e.SessionID, e.RequestID}]; ok {
 			a.TraceID, a.TraceURL, a.DurationMS = l.TraceID, traceURL(l.TraceID), l.DurationMS
 		}
@@ -460,8 +468,10 @@ func attentionOf(cancels []cancelEvent, drops []dropEvent, links []traceLink, ki
 	}
 	slow := slowOf(links)
 	for _, l := range slow[:limit("slow", len(slow))] {
-		out = append(out, attention{Kind: "slow", Time: l.Start, Key: l.Key, SessionID: l.SessionID, RequestID: l.RequestID,
-			DurationMS: l.DurationMS, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID)})
+		out = append(out, attention{
+			Kind: "slow", Time: l.Start, Key: l.Key, SessionID: l.SessionID, RequestID: l.RequestID,
+			DurationMS: l.DurationMS, TraceID: l.TraceID, TraceURL: traceURL(l.TraceID),
+		})
 	}
 	if out == nil {
 		out = []attention{}

@@ -215,8 +215,10 @@ func stackOf(series []secondStat) stackChart {
 			}
 			h := float64(v) / float64(top) * (chartH - 2)
 			y -= h
-			sc.Rects = append(sc.Rects, chartRect{X: float64(ci) * w, Y: y, W: w - 1, H: h, Fill: slotColors[k],
-				Title: slotNames[k] + ": " + strconv.FormatUint(v, 10)})
+			sc.Rects = append(sc.Rects, chartRect{
+				X: float64(ci) * w, Y: y, W: w - 1, H: h, Fill: slotColors[k],
+				Title: slotNames[k] + ": " + strconv.FormatUint(v, 10),
+			})
 		}
 	}
 	for k, v := range totals {

@@ -52,7 +52,7 @@ var slotNames = [slotCount]string{
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
 }
 
-// slotColors are the chart colours of each slot.
+// slotColors are the chart colors of each slot.
 var slotColors = [slotCount]string{
 	"#4caf50", "#ff9800", "#d32f2f",
 	"#1e88e5", "#5e35b1", "#8d6e63", "#00897b", "#9e9e9e",
@@ -105,7 +105,7 @@ func (b *statBucket) add(s statSlot, ns int64, h int) {
 	b.hist[h].Add(1)
 }
 
-// reset zeroes b for period p, unless someone already did. mu serialises
+// reset zeroes b for period p, unless someone already did. mu serializes
 // resets; writers that read b.period == p after the Store see zeroes.
 func (b *statBucket) reset(mu *sync.Mutex, p int64) {
 	mu.Lock()
