@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,4 +99,34 @@ func BenchmarkStatsRecord(b *testing.B) {
 	if allocs := testing.AllocsPerRun(100, func() { s.record("tools/call", "echo", true, slotOK, time.Millisecond, now) }); allocs != 0 {
 		b.Fatalf("record allocates %v times", allocs)
 	}
+}
+
+// Recording from many goroutines while the page reads loses no count of
+// the totals (the race detector watches the rest).
+func TestStatsConcurrent(t *testing.T) {
+	s := newRequestStats(time.Now())
+	const workers, each = 8, 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			_ = s.rows(time.Now())
+			_ = s.series(time.Now())
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				s.record("tools/call", fmt.Sprint("t", w%3), true, statSlot(i)%slotCount, time.Duration(i)*time.Microsecond, time.Now())
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	var total uint64
+	for _, r := range s.rows(time.Now()) {
+		total += r.Total.Requests
+	}
+	assert.Equal(t, uint64(workers*each), total)
 }
