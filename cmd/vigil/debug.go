@@ -30,7 +30,8 @@ import (
 //
 // Every view is a plain URL: ?session=ID, ?key=METHOD-OR-"tools/call NAME",
 // ?outcome=error|cancelled|dropped|slow narrow it, ?sort=COLUMN orders the
-// table, ?format=json returns the same view as JSON, ?refresh=N sets the
+// table, ?format=json returns the same view as JSON (with &series=1, the
+// last ten minutes second by second too), ?refresh=N sets the
 // refresh period in seconds (0: none). The page is read-only, escapes
 // everything (html/template), runs no script, and is served with a strict
 // Content-Security-Policy (setDebugPageHeaders). It is safe for
@@ -213,8 +214,10 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debu
 
 			principalView: p.events.principalOfSession(s),
 		}
+		// Only a session's initialize sets its protocol version; a
+		// 2026-07-28 stateless request's connection never has one.
 		ds.Era = "2025 session"
-		if ds.Protocol == "" {
+		if ds.Protocol == "" && !slices.ContainsFunc(pending, func(pr server.PendingRequest) bool { return pr.Method == "initialize" }) {
 			ds.Era = "2026 stateless"
 		}
 		if ci := s.ClientInfo(); ci.Name != "" {
