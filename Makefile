@@ -54,7 +54,7 @@ $(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
 	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
 	@touch $@
 
-## system-deps: Debian packages the tests use (prometheus and promtool), installed when missing.
+## system-deps: Debian packages the tests use (prometheus and promtool; chromium for the debug page's browser test), installed when missing.
 system-deps:
 	@bash cmd/vigil/testdata/e2e/install-prometheus.sh
 

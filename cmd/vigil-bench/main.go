@@ -51,11 +51,13 @@ func main() {
 	warmup := flag.Duration("warmup", time.Second, "untimed warm-up per server and workload")
 	workloads := flag.String("workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
 	sample := flag.Int("sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	debugRefresh := flag.Duration("debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	cfg.loadFlags = []string{
 		"-clients", strconv.Itoa(cfg.clients), "-sessions", strconv.Itoa(*sessions),
 		"-rounds", strconv.Itoa(*rounds), "-round", round.String(), "-warmup", warmup.String(),
 		"-workloads", *workloads, "-sample", strconv.Itoa(*sample), "-idle", strconv.Itoa(cfg.idle),
+		"-debug-refresh", debugRefresh.String(),
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	run := run

@@ -17,11 +17,12 @@ func debugStyles() []string {
 }
 
 // debugCSP returns the Content-Security-Policy of the debug pages: nothing
-// may load but the listed inline styles and images from the page's own
-// origin or data: URLs; no script at all, no framing, no form, no base.
+// may load but the page's own stylesheet and icon, the listed inline
+// styles, and images from data: URLs; no script at all, no framing, no
+// form, no base.
 func debugCSP() string {
 	var b strings.Builder
-	b.WriteString("default-src 'none'; style-src")
+	b.WriteString("default-src 'none'; style-src 'self'")
 	for _, css := range debugStyles() {
 		sum := sha256.Sum256([]byte(css))
 		b.WriteString(" 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'")

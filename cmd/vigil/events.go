@@ -30,6 +30,10 @@ type eventLog struct {
 	cancellations recent[cancelEvent]
 	drops         recent[dropEvent]
 	ended         recent[endedSession]
+
+	// stats counts every request by method/tool and outcome, fed by its
+	// Middleware (newServer puts it outermost).
+	stats *requestStats
 }
 
 // principalView is who sent a request or opened a session, as the debug page
@@ -94,6 +98,7 @@ func newEventLog() *eventLog {
 		cancellations: newRecent[cancelEvent](recentEvents),
 		drops:         newRecent[dropEvent](recentEvents),
 		ended:         newRecent[endedSession](recentEvents),
+		stats:         newRequestStats(time.Now()),
 	}
 }
 

@@ -279,6 +279,9 @@ func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, al
 	if dbg != nil {
 		mux.Handle("GET /debug/vigil", guard(dbg))
 		mux.Handle("GET /debug/vigil/trace/{id}", guard(traceHandler(in)))
+		mux.Handle("GET /debug/vigil/style.css", guard(http.HandlerFunc(debugStyleHandler)))
+		mux.Handle("GET /debug/vigil/favicon.svg", guard(http.HandlerFunc(debugIconHandler)))
+		mux.Handle("GET /favicon.ico", guard(http.HandlerFunc(debugIconHandler))) // what a browser asks for a page without an icon link
 		mux.Handle("GET /{$}", guard(http.RedirectHandler("/debug/vigil", http.StatusFound)))
 	}
 	return mux

@@ -1,9 +1,10 @@
 // Command vigil is the Vigil MCP service. With no configuration it serves
 // MCP over Streamable HTTP at http://127.0.0.1:8080/mcp, with Prometheus
 // metrics at /metrics, liveness at /healthz, readiness at /readyz and a live
-// debug page at /debug/vigil (sessions, requests in flight, recent
-// cancellations and dropped responses, and recent traces, which stay in
-// memory unless OTEL_* configures an exporter). With -stdio it serves one
+// debug page at /debug/vigil (what needs attention, per-method/tool rates,
+// latencies and outcomes with 10-minute charts, sessions, requests in
+// flight, and recent traces, which stay in memory unless OTEL_* configures
+// an exporter). With -stdio it serves one
 // session on standard input and output instead; standard output then
 // carries only MCP, and logs go to standard error.
 //
@@ -292,8 +293,10 @@ only /mcp):
   /metrics       Prometheus metrics (OpenMetrics with exemplars when asked)
   /healthz       liveness: 200 while the process runs
   /readyz        readiness: 200 while serving, 503 once shutdown has begun
-  /debug/vigil   live page: sessions, requests in flight, recent cancellations
-                 and dropped responses, recent traces (?format=json for JSON)
+  /debug/vigil   live page: what needs attention (errors, cancellations and
+                 their causes, dropped responses, slow calls), per method/tool
+                 rate, latency and outcomes, 10-minute charts, requests in
+                 flight, sessions, kept traces (?format=json for JSON)
 
 Each flag's default comes from the environment variable named after it.
 

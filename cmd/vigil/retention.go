@@ -150,6 +150,7 @@ type ringTrace struct {
 	start   time.Time
 	dur     time.Duration // of the root span
 	seq     uint64        // classification order
+	root    sdktrace.ReadOnlySpan
 
 	// Where it is kept: positions in the FIFOs (-1: not there), flags for
 	// the per-key stores; refs counts them.
@@ -266,7 +267,7 @@ func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f *spanFac
 	t.done = true
 	t.key = r.keyOf(root.Name())
 	t.outcome, t.detail = outcomeOf(f, t.spans)
-	t.start, t.dur = root.StartTime(), root.EndTime().Sub(root.StartTime())
+	t.start, t.dur, t.root = root.StartTime(), root.EndTime().Sub(root.StartTime()), root
 	r.seq++
 	t.seq = r.seq
 	if t.outcome == outcomeOK {

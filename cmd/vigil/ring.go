@@ -166,6 +166,11 @@ type traceSummary struct {
 	DurationMS float64   `json:"duration_ms"` // of the root span
 	Spans      int       `json:"spans"`
 	Complete   bool      `json:"complete"` // its local root has ended
+	// SessionID and RequestID are the root span's mcp.session.id and
+	// jsonrpc.request.id, when it has them: the page links the event
+	// log's cancellations and drops to their traces by them.
+	SessionID string `json:"session_id,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // list returns the summaries of the kept traces that filter selects,
@@ -239,6 +244,7 @@ func (r *spanRing) selects(t *ringTrace, f traceFilter) bool {
 type keptTrace struct {
 	id                 trace.TraceID
 	key, detail        string
+	session, request   string
 	outcome            traceOutcome
 	start              time.Time
 	dur                time.Duration
@@ -259,6 +265,16 @@ func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
 	}
 	k.key, k.outcome, k.detail = r.keys[t.key].name, t.outcome, t.detail
 	k.start, k.dur, k.recent, k.slow = t.start, t.dur, t.recentPos >= 0, t.slow
+	if t.root != nil {
+		for _, kv := range t.root.Attributes() {
+			switch kv.Key {
+			case "mcp.session.id":
+				k.session = kv.Value.Emit()
+			case "jsonrpc.request.id":
+				k.request = kv.Value.Emit()
+			}
+		}
+	}
 	return k
 }
 
@@ -270,6 +286,7 @@ func (k keptTrace) summary() traceSummary {
 		return s
 	}
 	s.Key, s.Outcome, s.Detail, s.DurationMS = k.key, k.outcome.String(), k.detail, millis(k.dur)
+	s.SessionID, s.RequestID = k.session, k.request
 	if k.recent {
 		s.Classes = append(s.Classes, classRecent)
 	}

@@ -44,7 +44,14 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err := in.pushed.Register(inst.Metrics()); err != nil {
 		return nil, nil, err
 	}
-	opts := append(inst.ServerOptions(),
+	var opts []server.Option
+	if cfg.debug && !cfg.stdio {
+		// Outermost: the debug page's counts see every request, those
+		// the chain refuses too.
+		opts = append(opts, server.WithMiddleware(events.stats.Middleware()))
+	}
+	opts = append(opts, inst.ServerOptions()...)
+	opts = append(opts,
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
 		server.WithMaxInFlight(cfg.maxInFlight),

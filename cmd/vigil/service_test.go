@@ -91,7 +91,7 @@ func TestServiceZeroConfig(t *testing.T) {
 	page := svcGet(t, hc, svc.base+"/debug/vigil", http.StatusOK)
 	assert.Contains(t, page, `<meta http-equiv="refresh" content="2">`)
 	assert.Contains(t, page, "tools/call echo")
-	assert.Contains(t, page, "jsonrpc.request.id=zero-config-echo")
+	assert.Contains(t, page, `href="/debug/vigil/trace/`+span.TraceID+`"`, "the call's trace, linked from the kept traces' summary")
 
 	// The call's counts, on /metrics.
 	families := svcMetrics(t, hc, svc.base)

@@ -84,7 +84,7 @@ func TestTraceViewPage(t *testing.T) {
 	css, _, ok = strings.Cut(css, "</style>")
 	require.True(t, ok)
 	sum := sha256.Sum256([]byte(css))
-	assert.Contains(t, csp, "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'", "the page's style is allowed by hash")
+	assert.Contains(t, csp, "style-src 'self' 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'", "the page's style is allowed by hash")
 	assert.Equal(t, 1, strings.Count(body, "<style"), "one style block")
 	assert.NotContains(t, body, "style=", "no inline style attribute: the CSP would block it")
 	assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))

@@ -12,6 +12,10 @@
 // other load on the machine slows both alike, and prints per server the
 // median req/s, the p50 and p99 latency over all requests, and the server
 // process's CPU time (utime+stime from /proc/<pid>/stat) per request.
+// With -debug-refresh 2s it also GETs vigil's /debug/vigil every 2 s
+// during vigil's rounds, as a browser with the page open does, and reports
+// those GETs: what vigil loses to an open debug page is then the
+// difference from a run without it.
 //
 // With -idle N it measures idle sessions instead, on vigil alone: it opens
 // N 2025-06-18 sessions (initialize, notifications/initialized, then

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,11 +41,12 @@ type config struct {
 	floorPID, vigilPID     int
 	floorName, vigilName   string
 	floorToken, vigilToken string // files of bearer tokens, one a line; "" for none
-	clients, sessions  int
-	rounds             int
-	round, warmup      time.Duration
-	workloads          string
-	idle, sample       int
+	clients, sessions      int
+	rounds                 int
+	round, warmup          time.Duration
+	workloads              string
+	idle, sample           int
+	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
 }
 
 func main() {
@@ -65,6 +67,7 @@ func main() {
 	flag.StringVar(&cfg.workloads, "workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
 	flag.IntVar(&cfg.idle, "idle", 0, "measure this many idle sessions on vigil instead of throughput (0: throughput)")
 	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	run := throughput
 	if cfg.idle > 0 {
@@ -176,6 +179,9 @@ func throughput(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
 	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
+	if cfg.debugRefresh > 0 {
+		_, _ = fmt.Fprintf(w, "debug page   during %s's rounds, GET %s every %s (a browser with the page open)\n", cfg.vigilName, debugURL(cfg.vigilURL), cfg.debugRefresh)
+	}
 	floorTokens, err := readTokens(cfg.floorToken)
 	if err != nil {
 		return err
@@ -221,13 +227,21 @@ func throughput(w io.Writer, cfg config) error {
 				return fmt.Errorf("%s warm-up: %w", t.name, err)
 			}
 		}
+		var page pageLoads
 		for range cfg.rounds {
 			for _, t := range []*target{floor, vigil} {
+				var stopPage func() pageLoads
+				if t == vigil && cfg.debugRefresh > 0 {
+					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
+				}
 				cpu0, ok0 := streamabletest.CPUOf(t.pid)
 				start := time.Now()
 				lat, err := streamabletest.RunFor(t.client, cfg.clients, cfg.round, want, newReq(t))
 				elapsed := time.Since(start)
 				cpu1, ok1 := streamabletest.CPUOf(t.pid)
+				if stopPage != nil {
+					page.add(stopPage())
+				}
 				if err != nil {
 					return fmt.Errorf("%s: %w", t.name, err)
 				}
@@ -242,6 +256,99 @@ func throughput(w io.Writer, cfg config) error {
 		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
 			return err
 		}
+		if cfg.debugRefresh > 0 {
+			if err := page.write(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// debugURL is the /debug/vigil page of the server whose MCP endpoint is
+// mcpURL (without -admin-http, the same listener).
+func debugURL(mcpURL string) string { return strings.TrimSuffix(mcpURL, "/mcp") + "/debug/vigil" }
+
+// pageLoads are the GETs of the debug page during some rounds.
+type pageLoads struct {
+	took   []time.Duration
+	failed int
+	first  error
+}
+
+func (p *pageLoads) add(o pageLoads) {
+	p.took = append(p.took, o.took...)
+	p.failed += o.failed
+	if p.first == nil {
+		p.first = o.first
+	}
+}
+
+func (p *pageLoads) write(w io.Writer) error {
+	if len(p.took) == 0 && p.failed == 0 {
+		return nil
+	}
+	slices.Sort(p.took)
+	var median, slowest time.Duration
+	if n := len(p.took); n > 0 {
+		median, slowest = p.took[n/2], p.took[n-1]
+	}
+	_, err := fmt.Fprintf(w, "debug page   %d GETs during vigil's rounds, %d failed; median %s, slowest %s\n",
+		len(p.took), p.failed, median.Round(10*time.Microsecond), slowest.Round(10*time.Microsecond))
+	if err == nil && p.first != nil {
+		_, err = fmt.Fprintf(w, "             first failure: %v\n", p.first)
+	}
+	return err
+}
+
+// refreshPage GETs url (the whole body, on a connection of its own, as a
+// browser would) at once and then every period, until the returned stop
+// is called; stop returns how the GETs went.
+func refreshPage(url string, period time.Duration) (stop func() pageLoads) {
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	done := make(chan struct{})
+	result := make(chan pageLoads, 1)
+	go func() {
+		defer client.CloseIdleConnections()
+		var p pageLoads
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			start := time.Now()
+			err := getPage(client, url)
+			if err != nil {
+				p.failed++
+				if p.first == nil {
+					p.first = err
+				}
+			} else {
+				p.took = append(p.took, time.Since(start))
+			}
+			select {
+			case <-done:
+				result <- p
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() pageLoads {
+		close(done)
+		return <-result
+	}
+}
+
+func getPage(client *http.Client, url string) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
 }

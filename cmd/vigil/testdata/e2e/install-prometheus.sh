@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
-# Installs Prometheus (the Debian package, which also provides promtool) for
-# cmd/vigil's end-to-end test and the metrics lint, when either is missing.
+# Installs the Debian packages the tests use, when missing: Prometheus
+# (which also provides promtool) for cmd/vigil's end-to-end test and the
+# metrics lint, and Chromium for the browser test of /debug/vigil
+# (TestDebugPageInBrowser, driven with chromedp; under CI=true it fails
+# without a browser).
 set -euo pipefail
 
+pkgs=()
 if command -v prometheus >/dev/null && command -v promtool >/dev/null; then
 	echo "prometheus: $(command -v prometheus) already installed"
+else
+	pkgs+=(prometheus)
+fi
+if command -v chromium >/dev/null; then
+	echo "chromium: $(command -v chromium) already installed"
+else
+	pkgs+=(chromium)
+fi
+if [[ ${#pkgs[@]} -eq 0 ]]; then
 	exit 0
 fi
 
@@ -13,7 +26,9 @@ if [[ $(id -u) -ne 0 ]]; then
 	sudo=(sudo)
 fi
 
-echo "prometheus: apt-get install prometheus"
+echo "system-deps: apt-get install ${pkgs[*]}"
 "${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-echo "prometheus: installed $(command -v prometheus)"
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+for p in "${pkgs[@]}"; do
+	echo "$p: installed $(command -v "$p")"
+done
