@@ -88,15 +88,18 @@ func isB64Token(s string) bool {
 	return true
 }
 
-// isB64Char reports whether c may appear before the padding of a b64token.
+// isB64Char reports whether c may appear before the padding of a b64token:
+// a bit test in two 64-bit masks, as cheap per byte as a comparison.
 func isB64Char(c byte) bool {
+	const (
+		lo = 1<<'+' | 1<<'-' | 1<<'.' | 1<<'/' | 0x3ff<<'0'                        // bytes 0-63
+		hi = 0x3ffffff<<('A'-64) | 1<<('_'-64) | 0x3ffffff<<('a'-64) | 1<<('~'-64) // bytes 64-127
+	)
 	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	switch c {
-	case '-', '.', '_', '~', '+', '/':
-		return true
+	case c < 64:
+		return lo>>c&1 != 0
+	case c < 128:
+		return hi>>(c-64)&1 != 0
 	}
 	return false
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,5 +27,14 @@ func TestCalledTools(t *testing.T) {
 		{``, nil},
 	} {
 		assert.Equal(t, tc.want, calledTools([]byte(tc.body)), tc.body)
+	}
+}
+
+// isB64Char accepts exactly RFC 6750's b64token characters before padding.
+func TestIsB64Char(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		want := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", byte(c)) >= 0
+		assert.Equal(t, want, isB64Char(byte(c)), "byte %d (%q)", c, rune(c))
 	}
 }
