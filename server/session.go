@@ -97,6 +97,11 @@ func (c *requestCtx) Value(key any) any {
 // errStreamClosed is why a request whose stream closed is cancelled.
 var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", transport.ErrStreamGone)
 
+// errStatelessStreamClosed is why a stateless request that came inline is
+// cancelled when its stream closes: the client left, and with it the
+// request's only connection.
+var errStatelessStreamClosed = fmt.Errorf("%w: the client closed the stream: %w", ErrTransportClose, transport.ErrPeerGone)
+
 // errRequestDone releases a finished request's context. It is never a
 // cancellation cause that anyone observes as one: the outcome is sealed first.
 var errRequestDone = errors.New("mcp: request finished")
@@ -424,6 +429,11 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 				// children (in no set order) while the stream already closed
 				// because of it. The session's cause is the true one.
 				inf.cancel(context.Cause(ss.ctx))
+				return
+			}
+			if req.era.session() == nil {
+				// A stateless request's stream is its whole connection.
+				inf.cancel(errStatelessStreamClosed)
 				return
 			}
 			inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))

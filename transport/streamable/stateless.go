@@ -100,20 +100,34 @@ var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, 
 
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
-// to leave (the stream closed: the request is cancelled).
+// to leave (the stream closed: the request is cancelled). It is
+// transport.Inline: the server's first Read hands the request to dispatch
+// on the goroutine of the POST itself, which runs the handler there, with
+// no goroutine of its own and no hand-off, as a 2025 session's requests are.
 type oneShot struct {
-	req    *transport.Request
-	r      *http.Request
-	st     *stream
-	read   bool
-	closed chan struct{}
-	once   sync.Once
+	req      *transport.Request
+	r        *http.Request
+	st       *stream
+	dispatch func(ctx context.Context, m transport.Message)
+	read     bool
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// SetDispatch makes the first Read run the request through dispatch.
+func (c *oneShot) SetDispatch(dispatch func(ctx context.Context, m transport.Message)) {
+	c.dispatch = dispatch
 }
 
 func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 	if !c.read {
 		c.read = true
-		return c.req, nil
+		if c.dispatch == nil {
+			return c.req, nil
+		}
+		// Answered or dropped when dispatch returns; the stream is the
+		// POST's, so the client leaving cancels the request.
+		c.dispatch(c.r.Context(), c.req)
 	}
 	select {
 	case <-c.st.written():
