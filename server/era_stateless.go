@@ -34,7 +34,9 @@ type statelessEra struct {
 func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage) *statelessEra {
 	e := &statelessEra{srv: s}
 	var version string
-	if json.Unmarshal(raw, &version) != nil {
+	if isJSONString(raw, protocol.Version20260728) {
+		version = protocol.Version20260728 // the usual case, without a copy
+	} else if json.Unmarshal(raw, &version) != nil {
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
 		return e
 	}
@@ -46,7 +48,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		return e
 	}
 	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
-	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
+	if !ok || (!isEmptyObject(rawCaps) && json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil) {
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
 		return e
 	}
@@ -67,6 +69,15 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 	}
 	return e
 }
+
+// isJSONString reports whether raw is s as a JSON string without escapes.
+func isJSONString(raw []byte, s string) bool {
+	return len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s
+}
+
+// isEmptyObject reports whether raw is {}, which leaves whatever it is
+// decoded into as it was.
+func isEmptyObject(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "{}" }
 
 // checkParamHeaders compares the Mcp-Param-* headers of a tools/call with
 // the arguments they mirror; it returns why they disagree, or "".

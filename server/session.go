@@ -102,6 +102,17 @@ var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", t
 // request's only connection.
 var errStatelessStreamClosed = fmt.Errorf("%w: the client closed the stream: %w", ErrTransportClose, transport.ErrPeerGone)
 
+// transportCloseError is fmt.Errorf("%w: %w", ErrTransportClose, err) in
+// one allocation instead of four, and formatted only when asked: a
+// stateless request's session ends with one.
+type transportCloseError struct{ errs [2]error } // ErrTransportClose and the cause
+
+func (e *transportCloseError) Error() string {
+	return e.errs[0].Error() + ": " + e.errs[1].Error()
+}
+
+func (e *transportCloseError) Unwrap() []error { return e.errs[:] }
+
 // errRequestDone releases a finished request's context. It is never a
 // cancellation cause that anyone observes as one: the outcome is sealed first.
 var errRequestDone = errors.New("mcp: request finished")
@@ -251,7 +262,11 @@ func (ss *Session) stop(readErr error) error {
 	if errors.Is(readErr, transport.ErrFrameTooLarge) {
 		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, protocol.RejectFrameTooLarge.Message())
 	}
-	ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
+	if readErr == nil {
+		ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
+	} else {
+		ss.end(&transportCloseError{[2]error{ErrTransportClose, readErr}})
+	}
 	cause := context.Cause(ss.ctx)
 	switch {
 	case errors.Is(cause, ErrShutdown):
