@@ -24,7 +24,8 @@ import (
 type Session struct {
 	srv       *Server
 	conn      transport.Conn
-	id        string
+	id        string                 // the transport's (see sessionIDOf); "" until ID makes a random one
+	randomID  atomic.Pointer[string] // made by the first ID of a session whose transport names none
 	started   time.Time
 	parent    context.Context
 	ctx       context.Context // cancelled, with a cause, when the session ends; see cancel
@@ -163,19 +164,18 @@ func (ss *Session) logger() *slog.Logger {
 	if l := ss.log.Load(); l != nil {
 		return l
 	}
-	ss.log.CompareAndSwap(nil, ss.srv.cfg.logger.With("session", ss.id))
+	ss.log.CompareAndSwap(nil, ss.srv.cfg.logger.With("session", ss.ID()))
 	return ss.log.Load()
 }
 
 // sessionIDOf returns the id the transport gave the session (see
-// transport.SessionIDer), or a new one.
+// transport.SessionIDer), or "": ID makes one when first asked (a
+// stateless request's session, as a rule, is never asked).
 func sessionIDOf(conn transport.Conn) string {
 	if c, ok := conn.(transport.SessionIDer); ok {
-		if id := c.SessionID(); id != "" {
-			return id
-		}
+		return c.SessionID()
 	}
-	return newSessionID()
+	return ""
 }
 
 func newSessionID() string {
@@ -187,7 +187,19 @@ func newSessionID() string {
 // ID returns the session's id: the one its transport gave it (Streamable
 // HTTP's Mcp-Session-Id, see transport.SessionIDer), else 32 random hex
 // digits, unique per session.
-func (ss *Session) ID() string { return ss.id }
+func (ss *Session) ID() string {
+	if ss.id != "" {
+		return ss.id
+	}
+	if p := ss.randomID.Load(); p != nil {
+		return *p
+	}
+	id := newSessionID()
+	if ss.randomID.CompareAndSwap(nil, &id) {
+		return id
+	}
+	return *ss.randomID.Load()
+}
 
 // Server returns the server that serves the session.
 func (ss *Session) Server() *Server { return ss.srv }

@@ -80,10 +80,17 @@ func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
 }
 
 func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause error) {
+	protocol := s.ProtocolVersion()
+	if protocol == "" { // never initialized: a 2026-07-28 stateless request's own session, or a failed start
+		l.mu.Lock()
+		delete(l.transports, s)
+		l.mu.Unlock()
+		return
+	}
 	e := endedSession{
 		Time:       time.Now(),
 		SessionID:  s.ID(),
-		Protocol:   s.ProtocolVersion(),
+		Protocol:   protocol,
 		DurationMS: millis(time.Since(s.Started())),
 		Reason:     server.ReasonOfCause(cause).String(),
 	}
@@ -94,9 +101,6 @@ func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause erro
 	defer l.mu.Unlock()
 	e.Transport = l.transports[s]
 	delete(l.transports, s)
-	if e.Protocol == "" {
-		return // never initialized: a 2026-07-28 stateless request's own session, or a failed start
-	}
 	l.ended.add(e)
 }
 
