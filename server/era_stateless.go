@@ -155,7 +155,7 @@ type member struct{ key, val []byte }
 // _meta of its own. ok is false for any other, which decorateSlow handles.
 func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.RawMessage, bool) {
 	info := e.srv.serverInfoMeta
-	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !json.Valid(raw) {
+	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !transport.ValidJSON(raw) {
 		return nil, false
 	}
 	var buf [8]member
