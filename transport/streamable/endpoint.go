@@ -113,6 +113,20 @@ func (h *Endpoint) Close() error {
 
 var errHandlerClosed = errors.New("streamable: handler closed")
 
+// readBody reads r's body, of at most limit bytes: into a buffer of its
+// exact size when the request declares it (as clients do), through
+// http.MaxBytesReader otherwise or when the declared size is over limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil // the server reads no more than the declared size
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
 func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
@@ -122,7 +136,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	body, err := readBody(w, r, h.cfg.maxBody)
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, "body too large")
