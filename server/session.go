@@ -616,7 +616,7 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 	var raw []byte
 	var merr error
 	if r, ok := res.(*CallToolResult); ok {
-		raw, merr = r.appendJSON(make([]byte, 0, 256))
+		raw, merr = r.appendJSON(make([]byte, 0, r.encodedSizeHint()))
 	} else {
 		raw, merr = json.Marshal(res)
 	}
