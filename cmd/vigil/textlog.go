@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 )
 
 // textHandler writes what slog.TextHandler (no ReplaceAttr, no source)
@@ -21,12 +23,13 @@ import (
 // per-request log line of the middleware takes the direct path.
 type textHandler struct {
 	level slog.Leveler
-	out   *lockedWriter
+	out   io.Writer    // whose concurrent writes are each kept whole
 	text  slog.Handler // the TextHandler, writing to out
 }
 
 // lockedWriter serializes the writes of the direct path and the
-// TextHandler's, as one TextHandler does its own.
+// TextHandler's, as one TextHandler does its own, for a writer that does
+// not (an asyncwriter.Writer does).
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -40,7 +43,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // newTextHandler returns the handler, writing to w, enabled from level.
 func newTextHandler(w io.Writer, level slog.Leveler) *textHandler {
-	out := &lockedWriter{w: w}
+	var out io.Writer = w
+	if _, ok := w.(*asyncwriter.Writer); !ok { // which keeps concurrent writes whole itself
+		out = &lockedWriter{w: w}
+	}
 	return &textHandler{level: level, out: out, text: slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})}
 }
 
@@ -138,7 +144,7 @@ func needsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
-			if b != '\\' && (b == ' ' || b == '=' || b < ' ' || b == '"') {
+			if quoted[b] {
 				return true
 			}
 			i++
@@ -152,6 +158,15 @@ func needsQuoting(s string) bool {
 	}
 	return false
 }
+
+// quoted holds, for each ASCII byte, whether needsQuoting quotes a string
+// that has it: a control character, a space, '"' or '='.
+var quoted = func() (q [utf8.RuneSelf]bool) {
+	for b := range q {
+		q[b] = b < ' ' || b == ' ' || b == '"' || b == '='
+	}
+	return q
+}()
 
 // appendRFC3339Millis is log/slog's: RFC 3339 with exactly three digits of
 // milliseconds.
