@@ -415,11 +415,19 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code protoco
 // params._meta: values[i] is keys[i]'s, nil when absent (or when there is
 // no _meta object).
 func metaOf(req *transport.Request, keys ...string) [][]byte {
-	v, ok := transport.SplitObject(req.Params, "_meta") // decoded params: valid JSON
-	if ok && v[0] != nil {
-		if values, ok := transport.SplitObject(v[0], keys...); ok {
-			return values
+	values := make([][]byte, len(keys))
+	metaInto(values, req, keys...)
+	return values
+}
+
+// metaInto is metaOf writing into values, as long as keys: it allocates
+// nothing.
+func metaInto(values [][]byte, req *transport.Request, keys ...string) {
+	clear(values)
+	var v [1][]byte
+	if transport.SplitObjectInto(v[:], req.Params, "_meta") && v[0] != nil { // decoded params: valid JSON
+		if !transport.SplitObjectInto(values, v[0], keys...) {
+			clear(values)
 		}
 	}
-	return make([][]byte, len(keys))
 }
