@@ -24,6 +24,7 @@ import (
 type statelessEra struct {
 	srv   *Server
 	round *mrtrRound // the multi round-trip state; nil for a method that cannot ask
+	first mrtrRound  // round's storage for a first round, held here rather than allocated apart
 }
 
 // newStatelessEra admits req, whose _meta names the protocol version raw,
@@ -64,7 +65,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		return e
 	}
 	var err *Error
-	if e.round, err = s.readRound(req); err != nil {
+	if e.round, err = s.readRound(req, &e.first); err != nil {
 		req.admitErr = err
 	}
 	return e
