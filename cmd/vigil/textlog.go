@@ -43,7 +43,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 // newTextHandler returns the handler, writing to w, enabled from level.
 func newTextHandler(w io.Writer, level slog.Leveler) *textHandler {
-	var out io.Writer = w
+	out := w
 	if _, ok := w.(*asyncwriter.Writer); !ok { // which keeps concurrent writes whole itself
 		out = &lockedWriter{w: w}
 	}

@@ -182,7 +182,7 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 }
 
 // hasMeta reports whether a request's params._meta has the member key, as
-// metaOf(req, key)[0] != nil does, allocating nothing.
+// metaInto does for one key, allocating nothing.
 func hasMeta(req *transport.Request, key string) bool {
 	var meta, v [1][]byte
 	return transport.SplitObjectInto(meta[:], req.Params, "_meta") && meta[0] != nil &&
@@ -411,17 +411,9 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code protoco
 	_, _ = w.Write(body)
 }
 
-// metaOf returns the raw values of the named members of a request's
-// params._meta: values[i] is keys[i]'s, nil when absent (or when there is
-// no _meta object).
-func metaOf(req *transport.Request, keys ...string) [][]byte {
-	values := make([][]byte, len(keys))
-	metaInto(values, req, keys...)
-	return values
-}
-
-// metaInto is metaOf writing into values, as long as keys: it allocates
-// nothing.
+// metaInto sets values[i] to the raw value of the member keys[i] of a
+// request's params._meta, nil when absent (or when there is no _meta
+// object), allocating nothing; values must be as long as keys.
 func metaInto(values [][]byte, req *transport.Request, keys ...string) {
 	clear(values)
 	var v [1][]byte
