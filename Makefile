@@ -98,6 +98,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=10s ./transport
 	@echo "==> fuzz: FuzzSplitMembers (10s, differential against encoding/json)"
 	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=10s ./transport
+	@echo "==> fuzz: FuzzValidJSON (10s, differential against json.Valid)"
+	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=10s ./transport
 	@echo "==> fuzz: FuzzPOST (15s, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=15s ./transport/streamable
 	@echo "==> fuzz: FuzzBearerToken (10s, the Authorization header of the auth guard)"

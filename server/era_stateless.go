@@ -24,6 +24,7 @@ import (
 type statelessEra struct {
 	srv   *Server
 	round *mrtrRound // the multi round-trip state; nil for a method that cannot ask
+	first mrtrRound  // round's storage for a first round, held here rather than allocated apart
 }
 
 // newStatelessEra admits req, whose _meta names the protocol version raw,
@@ -34,7 +35,9 @@ type statelessEra struct {
 func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage) *statelessEra {
 	e := &statelessEra{srv: s}
 	var version string
-	if json.Unmarshal(raw, &version) != nil {
+	if isJSONString(raw, protocol.Version20260728) {
+		version = protocol.Version20260728 // the usual case, without a copy
+	} else if json.Unmarshal(raw, &version) != nil {
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
 		return e
 	}
@@ -46,7 +49,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		return e
 	}
 	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
-	if !ok || json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil {
+	if !ok || (!isEmptyObject(rawCaps) && json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil) {
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
 		return e
 	}
@@ -62,11 +65,20 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		return e
 	}
 	var err *Error
-	if e.round, err = s.readRound(req); err != nil {
+	if e.round, err = s.readRound(req, &e.first); err != nil {
 		req.admitErr = err
 	}
 	return e
 }
+
+// isJSONString reports whether raw is s as a JSON string without escapes.
+func isJSONString(raw []byte, s string) bool {
+	return len(raw) == len(s)+2 && raw[0] == '"' && raw[len(raw)-1] == '"' && string(raw[1:len(raw)-1]) == s
+}
+
+// isEmptyObject reports whether raw is {}, which leaves whatever it is
+// decoded into as it was.
+func isEmptyObject(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "{}" }
 
 // checkParamHeaders compares the Mcp-Param-* headers of a tools/call with
 // the arguments they mirror; it returns why they disagree, or "".
@@ -144,7 +156,7 @@ type member struct{ key, val []byte }
 // _meta of its own. ok is false for any other, which decorateSlow handles.
 func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.RawMessage, bool) {
 	info := e.srv.serverInfoMeta
-	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !json.Valid(raw) {
+	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !transport.ValidJSON(raw) {
 		return nil, false
 	}
 	var buf [8]member

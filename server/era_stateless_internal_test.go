@@ -3,6 +3,9 @@ package server
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDecorateFastMatchesSlow checks that decorate's fast path writes what
@@ -65,5 +68,31 @@ func TestPlainRound(t *testing.T) {
 		if got := plainRound([]byte(params)); got != want {
 			t.Errorf("plainRound(%s) = %v, want %v", params, got, want)
 		}
+	}
+}
+
+// readMeta reads _meta as json.Unmarshal into a map would, and its values
+// cannot be appended to in place (they alias the message).
+func TestReadMetaMatchesUnmarshal(t *testing.T) {
+	for _, raw := range []string{
+		`{}`,
+		` { } `,
+		`{"progressToken":1,"traceparent":"00-x","io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{"a":[1,{"b":"}"}]},"other":null}`,
+		`{"k":1,"k":2}`,
+		`{"\u0074raceparent":"esc","x\"y":true}`,
+	} {
+		var want map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(raw), &want), raw)
+		got, ok := readMeta([]byte(raw))
+		require.True(t, ok, raw)
+		require.Equal(t, want, got, raw)
+		for k, v := range got {
+			assert.Equal(t, len(v), cap(v), "value of %q has spare capacity", k)
+		}
+	}
+	for _, raw := range []string{`"s"`, `[1]`, `1`} {
+		_, ok := readMeta([]byte(raw))
+		assert.False(t, ok, raw)
 	}
 }

@@ -80,15 +80,16 @@ type requestState struct {
 // readRound prepares the round state of a stateless request that may ask
 // for input (nil for one that may not), verifying the requestState and
 // taking the answers it expects from inputResponses. A requestState that
-// fails verification is refused.
-func (s *Server) readRound(req *Request) (*mrtrRound, *Error) {
+// fails verification is refused. A first round is made in first.
+func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) {
 	if !mrtrMethods[req.Method] {
 		return nil, nil
 	}
 	if plainRound(req.Params) {
 		// Neither answers nor state: a first round, the common case. The
 		// binding waits until a question needs it.
-		return &mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params}, nil
+		*first = mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params}
+		return first, nil
 	}
 	var p struct {
 		Arguments      json.RawMessage            `json:"arguments"`

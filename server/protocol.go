@@ -117,15 +117,54 @@ func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
 		}
 	}
 	if v[2] != nil && string(v[2]) != "null" {
-		var meta map[string]json.RawMessage // only this escapes, not p
-		if json.Unmarshal(v[2], &meta) != nil {
+		if p.Meta, ok = readMeta(v[2]); !ok {
 			return p, false
 		}
-		p.Meta = meta
 	}
 	p.Arguments, p.Task = v[3], v[4]
 	return p, true
 }
+
+// readMeta reads the _meta object raw, valid JSON as part of a decoded
+// message, as json.Unmarshal into a map[string]json.RawMessage would (the
+// last of a repeated key wins, an empty object gives an empty map), but
+// with the values aliasing raw, as Params does, and the usual keys not
+// copied: no allocation beyond the map. ok is false when raw is not an
+// object.
+func readMeta(raw []byte) (meta map[string]json.RawMessage, ok bool) {
+	meta = make(map[string]json.RawMessage)
+	ok = transport.EachMember(raw, func(key, val []byte) {
+		meta[metaKey(key)] = val[:len(val):len(val)]
+	})
+	return meta, ok
+}
+
+// metaKey returns key as a string, the constant one for the keys most
+// requests carry.
+func metaKey(key []byte) string {
+	switch string(key) { // no allocation: the compiler compares in place
+	case protocol.MetaProtocolVersion:
+		return protocol.MetaProtocolVersion
+	case protocol.MetaClientCapabilities:
+		return protocol.MetaClientCapabilities
+	case protocol.MetaClientInfo:
+		return protocol.MetaClientInfo
+	case protocol.MetaLogLevel:
+		return protocol.MetaLogLevel
+	case metaProgressToken:
+		return metaProgressToken
+	case "traceparent":
+		return "traceparent"
+	case "tracestate":
+		return "tracestate"
+	case "baggage":
+		return "baggage"
+	}
+	return string(key)
+}
+
+// metaProgressToken is the _meta key of a request's progress token.
+const metaProgressToken = "progressToken"
 
 // requestParams holds the members of params the core reads for every
 // request (filled by readRequestParams): the target's name or URI, _meta,

@@ -10,6 +10,26 @@ import (
 // call, written by hand so that the common result (text items) costs no
 // reflection and no re-validation. Other content blocks and the structured
 // content go through encoding/json.
+// encodedSizeHint is about the length of r's JSON, for the buffer
+// appendJSON writes into: the text items' lengths plus room for the rest,
+// so that a small result does not take a large buffer (it is copied into
+// the response's envelope after). What it cannot see coming (escapes, other
+// content, structured content, _meta) the buffer grows for.
+func (r *CallToolResult) encodedSizeHint() int {
+	n := len(`{"content":[]}`) + len(`,"isError":true`)
+	for _, c := range r.Content {
+		t, ok := c.(*TextContent)
+		if !ok {
+			return 256
+		}
+		n += len(`{"type":"text","text":""},`) + len(t.Text) + len(t.Text)/8
+	}
+	if r.StructuredContent != nil || len(r.Meta) > 0 {
+		n += 128
+	}
+	return n
+}
+
 func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"content":[`...)
 	for i, c := range r.Content {

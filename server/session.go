@@ -24,7 +24,8 @@ import (
 type Session struct {
 	srv       *Server
 	conn      transport.Conn
-	id        string
+	id        string                 // the transport's (see sessionIDOf); "" until ID makes a random one
+	randomID  atomic.Pointer[string] // made by the first ID of a session whose transport names none
 	started   time.Time
 	parent    context.Context
 	ctx       context.Context // cancelled, with a cause, when the session ends; see cancel
@@ -97,6 +98,22 @@ func (c *requestCtx) Value(key any) any {
 // errStreamClosed is why a request whose stream closed is cancelled.
 var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", transport.ErrStreamGone)
 
+// errStatelessStreamClosed is why a stateless request that came inline is
+// cancelled when its stream closes: the client left, and with it the
+// request's only connection.
+var errStatelessStreamClosed = fmt.Errorf("%w: the client closed the stream: %w", ErrTransportClose, transport.ErrPeerGone)
+
+// transportCloseError is fmt.Errorf("%w: %w", ErrTransportClose, err) in
+// one allocation instead of four, and formatted only when asked: a
+// stateless request's session ends with one.
+type transportCloseError struct{ errs [2]error } // ErrTransportClose and the cause
+
+func (e *transportCloseError) Error() string {
+	return e.errs[0].Error() + ": " + e.errs[1].Error()
+}
+
+func (e *transportCloseError) Unwrap() []error { return e.errs[:] }
+
 // errRequestDone releases a finished request's context. It is never a
 // cancellation cause that anyone observes as one: the outcome is sealed first.
 var errRequestDone = errors.New("mcp: request finished")
@@ -147,19 +164,18 @@ func (ss *Session) logger() *slog.Logger {
 	if l := ss.log.Load(); l != nil {
 		return l
 	}
-	ss.log.CompareAndSwap(nil, ss.srv.cfg.logger.With("session", ss.id))
+	ss.log.CompareAndSwap(nil, ss.srv.cfg.logger.With("session", ss.ID()))
 	return ss.log.Load()
 }
 
 // sessionIDOf returns the id the transport gave the session (see
-// transport.SessionIDer), or a new one.
+// transport.SessionIDer), or "": ID makes one when first asked (a
+// stateless request's session, as a rule, is never asked).
 func sessionIDOf(conn transport.Conn) string {
 	if c, ok := conn.(transport.SessionIDer); ok {
-		if id := c.SessionID(); id != "" {
-			return id
-		}
+		return c.SessionID()
 	}
-	return newSessionID()
+	return ""
 }
 
 func newSessionID() string {
@@ -171,7 +187,19 @@ func newSessionID() string {
 // ID returns the session's id: the one its transport gave it (Streamable
 // HTTP's Mcp-Session-Id, see transport.SessionIDer), else 32 random hex
 // digits, unique per session.
-func (ss *Session) ID() string { return ss.id }
+func (ss *Session) ID() string {
+	if ss.id != "" {
+		return ss.id
+	}
+	if p := ss.randomID.Load(); p != nil {
+		return *p
+	}
+	id := newSessionID()
+	if ss.randomID.CompareAndSwap(nil, &id) {
+		return id
+	}
+	return *ss.randomID.Load()
+}
 
 // Server returns the server that serves the session.
 func (ss *Session) Server() *Server { return ss.srv }
@@ -246,7 +274,11 @@ func (ss *Session) stop(readErr error) error {
 	if errors.Is(readErr, transport.ErrFrameTooLarge) {
 		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, protocol.RejectFrameTooLarge.Message())
 	}
-	ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
+	if readErr == nil {
+		ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
+	} else {
+		ss.end(&transportCloseError{[2]error{ErrTransportClose, readErr}})
+	}
 	cause := context.Cause(ss.ctx)
 	switch {
 	case errors.Is(cause, ErrShutdown):
@@ -426,6 +458,11 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 				inf.cancel(context.Cause(ss.ctx))
 				return
 			}
+			if req.era.session() == nil {
+				// A stateless request's stream is its whole connection.
+				inf.cancel(errStatelessStreamClosed)
+				return
+			}
 			inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
 		})
 	}
@@ -579,7 +616,7 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 	var raw []byte
 	var merr error
 	if r, ok := res.(*CallToolResult); ok {
-		raw, merr = r.appendJSON(make([]byte, 0, 256))
+		raw, merr = r.appendJSON(make([]byte, 0, r.encodedSizeHint()))
 	} else {
 		raw, merr = json.Marshal(res)
 	}

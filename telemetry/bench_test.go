@@ -35,3 +35,14 @@ func BenchmarkMessageCounted(b *testing.B) {
 		m.MessageSent(telemetry.TransportStreamableHTTP, telemetry.KindResponse, 200)
 	}
 }
+
+// BenchmarkSessionRecorded: what the metrics observer records for a session
+// that starts and ends, as every 2026-07-28 stateless request does.
+func BenchmarkSessionRecorded(b *testing.B) {
+	m := telemetry.NewMetrics()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.SessionStarted(telemetry.TransportStreamableHTTP)
+		m.SessionEnded(telemetry.TransportStreamableHTTP, "transport_close", time.Millisecond)
+	}
+}

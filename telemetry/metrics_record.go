@@ -145,7 +145,7 @@ func (m *Metrics) SessionStarted(transport string) {
 	if m == nil {
 		return
 	}
-	m.sessions.WithLabelValues(m.transports.bound(transport, LabelOther)).Inc()
+	m.Traffic(transport).sessions.Inc()
 }
 
 // SessionEnded removes a session that [Metrics.SessionStarted] added and
@@ -155,9 +155,9 @@ func (m *Metrics) SessionEnded(transport, cause string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	transport = m.transports.bound(transport, LabelOther)
-	m.sessions.WithLabelValues(transport).Dec()
-	m.sessionDuration.WithLabelValues(transport, m.causes.bound(cause, LabelOther)).Observe(d.Seconds())
+	t := m.Traffic(transport) // its series, those of other for an unknown transport
+	t.sessions.Dec()
+	t.sessionEnd(m.causes.bound(cause, LabelOther)).Observe(d.Seconds())
 }
 
 // WriteFailed counts a failed write on transport by class: writer_closed

@@ -40,6 +40,21 @@ type Traffic struct {
 	transport         string                       // the transport label
 	in, out           [numKinds]prometheus.Counter // by kindIndex
 	bytesIn, bytesOut prometheus.Counter
+	// The transport's sessions (every 2026-07-28 stateless request is one),
+	// and their durations by bounded cause label, resolved on first use.
+	sessions    prometheus.Gauge
+	sessionEnds sync.Map // cause label → prometheus.Observer
+}
+
+// sessionEnd returns the session duration series of t's transport for
+// cause, a bounded cause label.
+func (t *Traffic) sessionEnd(cause string) prometheus.Observer {
+	if o, ok := t.sessionEnds.Load(cause); ok {
+		return o.(prometheus.Observer)
+	}
+	o := t.m.sessionDuration.WithLabelValues(t.transport, cause)
+	t.sessionEnds.Store(cause, o)
+	return o
 }
 
 // numKinds is the number of known message kinds (the Kind constants).
@@ -100,6 +115,7 @@ func (m *Metrics) resolveSeries() {
 			transport: t,
 			bytesIn:   m.bytesIn.WithLabelValues(t),
 			bytesOut:  m.bytesOut.WithLabelValues(t),
+			sessions:  m.sessions.WithLabelValues(t),
 		}
 		for _, k := range m.kinds.values {
 			if i := kindIndex(k); i >= 0 {

@@ -196,7 +196,7 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		}
 		return b, nil
 	}
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		var v any
 		return nil, &DecodeError{Code: protocol.CodeParseError, Err: json.Unmarshal(data, &v)}
 	}

@@ -110,10 +110,18 @@ func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
 }
 
 func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause error) {
+	protocol := s.ProtocolVersion()
+	if protocol == "" { // never initialized: a 2026-07-28 stateless request's own session, or a failed start
+		l.mu.Lock()
+		delete(l.transports, s)
+		delete(l.principals, s)
+		l.mu.Unlock()
+		return
+	}
 	e := endedSession{
 		Time:       time.Now(),
 		SessionID:  s.ID(),
-		Protocol:   s.ProtocolVersion(),
+		Protocol:   protocol,
 		DurationMS: millis(time.Since(s.Started())),
 		Reason:     server.ReasonOfCause(cause).String(),
 	}
@@ -126,9 +134,6 @@ func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause erro
 	e.principalView = l.principals[s]
 	delete(l.transports, s)
 	delete(l.principals, s)
-	if e.Protocol == "" {
-		return // never initialized: a 2026-07-28 stateless request's own session, or a failed start
-	}
 	l.ended.add(e)
 }
 

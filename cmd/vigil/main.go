@@ -452,10 +452,9 @@ func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(
 // it, in run), adding the trace,
 // span, session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.logLevel}
-	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	var h slog.Handler = newTextHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
-		h = slog.NewJSONHandler(stderr, opts)
+		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
 	return slog.New(middleware.LogHandler(h))
 }

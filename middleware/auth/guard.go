@@ -335,10 +335,11 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 
 // calledTools returns the tool names of the tools/call requests in body, a
 // JSON-RPC message or batch; nil when it is not valid JSON (the transport
-// answers that). A message is read with the transport's member splitter,
+// answers that). A message is checked and read as the transport checks
+// and reads it (its validator and member splitter),
 // which allocates nothing: only its method and params.name are looked at.
 func calledTools(body []byte) []string {
-	if !json.Valid(body) {
+	if !transport.ValidJSON(body) {
 		return nil
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")

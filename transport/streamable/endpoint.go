@@ -113,6 +113,24 @@ func (h *Endpoint) Close() error {
 
 var errHandlerClosed = errors.New("streamable: handler closed")
 
+// exactReadMax is the longest declared body readBody allocates at once.
+const exactReadMax = 64 << 10
+
+// readBody reads r's body, of at most limit bytes: into a buffer of its
+// exact size when the request declares a short one (as clients do),
+// through http.MaxBytesReader otherwise, growing as bytes arrive, so that
+// a large declared length the client never sends costs no memory.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= min(limit, exactReadMax) {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, err
+		}
+		return body, nil // the server reads no more than the declared size
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
 func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
@@ -122,7 +140,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.maxBody))
+	body, err := readBody(w, r, h.cfg.maxBody)
 	if err != nil {
 		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, "body too large")
@@ -168,7 +186,7 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 }
 
 // hasMeta reports whether a request's params._meta has the member key, as
-// metaOf(req, key)[0] != nil does, allocating nothing.
+// metaInto does for one key, allocating nothing.
 func hasMeta(req *transport.Request, key string) bool {
 	var meta, v [1][]byte
 	return transport.SplitObjectInto(meta[:], req.Params, "_meta") && meta[0] != nil &&
@@ -405,15 +423,15 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code protoco
 	_, _ = w.Write(body)
 }
 
-// metaOf returns the raw values of the named members of a request's
-// params._meta: values[i] is keys[i]'s, nil when absent (or when there is
-// no _meta object).
-func metaOf(req *transport.Request, keys ...string) [][]byte {
-	v, ok := transport.SplitObject(req.Params, "_meta") // decoded params: valid JSON
-	if ok && v[0] != nil {
-		if values, ok := transport.SplitObject(v[0], keys...); ok {
-			return values
+// metaInto sets values[i] to the raw value of the member keys[i] of a
+// request's params._meta, nil when absent (or when there is no _meta
+// object), allocating nothing; values must be as long as keys.
+func metaInto(values [][]byte, req *transport.Request, keys ...string) {
+	clear(values)
+	var v [1][]byte
+	if transport.SplitObjectInto(v[:], req.Params, "_meta") && v[0] != nil { // decoded params: valid JSON
+		if !transport.SplitObjectInto(values, v[0], keys...) {
+			clear(values)
 		}
 	}
-	return make([][]byte, len(keys))
 }

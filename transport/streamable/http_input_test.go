@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -427,4 +428,25 @@ func TestHTTPSecondGETConflict(t *testing.T) {
 	assert.Equal(t, "no-cache", get.Header.Get("Cache-Control"))
 
 	htRPCError(t, e.do(http.MethodGet, "", htSession(sid)), http.StatusConflict, -32600)
+}
+
+// A large declared body is read as it arrives: a Content-Length the client
+// never sends costs no buffer of that size (a flood of such requests must
+// not cost memory per connection), and a short body is refused.
+func TestPOSTDeclaredLengthIsNotAllocated(t *testing.T) {
+	htWatchdog(t)
+	srv := server.New()
+	h := streamable.New(srv)
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", io.NopCloser(strings.NewReader(body)))
+	r.ContentLength = 4 << 20 // declared, never sent
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated for a 4 MiB declared body")
 }

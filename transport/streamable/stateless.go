@@ -1,6 +1,7 @@
 package streamable
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -26,13 +27,14 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
-	meta := metaOf(req, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)
+	var meta [2][]byte
+	metaInto(meta[:], req, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)
 	if meta[0] == nil || meta[1] == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
 		return
 	}
-	if version, ok := transport.DecodeString(meta[0]); !ok || version != header {
+	if !isString(meta[0], header) {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
@@ -66,18 +68,35 @@ func checkRouting(r *http.Request, req *transport.Request) string {
 	default:
 		return ""
 	}
-	var want string
-	if v, ok := transport.SplitObject(req.Params, field); ok {
-		want, _ = transport.DecodeString(v[0])
-	}
+	var v [1][]byte
+	transport.SplitObjectInto(v[:], req.Params, field) // v[0] stays nil unless params has it
 	name, ok := r.Header[http.CanonicalHeaderKey(headerName)]
 	if !ok || len(name) == 0 {
 		return "missing Mcp-Name header"
 	}
-	if strings.TrimSpace(name[0]) != want {
+	if !readsAs(v[0], strings.TrimSpace(name[0])) {
 		return "Mcp-Name header does not match the body's " + field
 	}
 	return ""
+}
+
+// isString reports whether raw is the JSON string s, decoding it only when
+// it has escapes.
+func isString(raw []byte, s string) bool {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == s
+	}
+	v, ok := transport.DecodeString(raw)
+	return ok && v == s
+}
+
+// readsAs reports whether raw, a JSON value or nil, reads as s: a string
+// as its decoded value, anything else (absent included) as "".
+func readsAs(raw []byte, s string) bool {
+	if len(raw) > 0 && raw[0] == '"' {
+		return isString(raw, s)
+	}
+	return s == ""
 }
 
 // statelessStatus maps a JSON-RPC error to the HTTP status 2026-07-28 asks
@@ -100,20 +119,37 @@ var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, 
 
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
-// to leave (the stream closed: the request is cancelled).
+// to leave (the stream closed: the request is cancelled). It is
+// transport.Inline: the server's first Read hands the request to dispatch
+// on the goroutine of the POST itself, which runs the handler there, with
+// no goroutine of its own and no hand-off, as a 2025 session's requests are.
 type oneShot struct {
-	req    *transport.Request
-	r      *http.Request
-	st     *stream
-	read   bool
-	closed chan struct{}
-	once   sync.Once
+	req      *transport.Request
+	r        *http.Request
+	st       *stream
+	dispatch func(ctx context.Context, m transport.Message)
+	read     bool
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// SetDispatch makes the first Read run the request through dispatch.
+func (c *oneShot) SetDispatch(dispatch func(ctx context.Context, m transport.Message)) {
+	c.dispatch = dispatch
 }
 
 func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 	if !c.read {
 		c.read = true
-		return c.req, nil
+		if c.dispatch == nil {
+			return c.req, nil
+		}
+		// Answered or dropped when dispatch returns; the stream is the
+		// POST's, so the client leaving cancels the request.
+		c.dispatch(c.r.Context(), c.req)
+		if c.st.answered() {
+			return nil, errAnswered // without making written's channel
+		}
 	}
 	select {
 	case <-c.st.written():

@@ -158,6 +158,13 @@ func (st *stream) finish() {
 	}
 }
 
+// answered reports whether the response was written.
+func (st *stream) answered() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.finalled
+}
+
 // written returns a channel closed once the response was written. A
 // request answered before anyone waits (inline, as a rule) makes none.
 func (st *stream) written() <-chan struct{} {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+)
+
+// textHandler writes what slog.TextHandler (no ReplaceAttr, no source)
+// writes, byte for byte, but formats the records it can straight into a
+// pooled buffer: the time, level and message, and attributes of the plain
+// kinds (string, integers, float, bool, duration, time) under keys of
+// their own. A record with anything else (a group, an error or other
+// value of kind Any, a LogValuer, an empty key) goes to the TextHandler
+// itself, as does everything once WithAttrs or WithGroup was called. The
+// per-request log line of the middleware takes the direct path.
+type textHandler struct {
+	level slog.Leveler
+	out   io.Writer    // whose concurrent writes are each kept whole
+	text  slog.Handler // the TextHandler, writing to out
+}
+
+// lockedWriter serializes the writes of the direct path and the
+// TextHandler's, as one TextHandler does its own, for a writer that does
+// not (an asyncwriter.Writer does).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// newTextHandler returns the handler, writing to w, enabled from level.
+func newTextHandler(w io.Writer, level slog.Leveler) *textHandler {
+	out := w
+	if _, ok := w.(*asyncwriter.Writer); !ok { // which keeps concurrent writes whole itself
+		out = &lockedWriter{w: w}
+	}
+	return &textHandler{level: level, out: out, text: slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})}
+}
+
+func (h *textHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= h.level.Level()
+}
+
+func (h *textHandler) WithAttrs(as []slog.Attr) slog.Handler { return h.text.WithAttrs(as) }
+
+func (h *textHandler) WithGroup(name string) slog.Handler { return h.text.WithGroup(name) }
+
+// textBufs holds the buffers of the direct path.
+var textBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
+	plain := true
+	r.Attrs(func(a slog.Attr) bool {
+		plain = a.Key != "" && plainKind(a.Value.Kind())
+		return plain
+	})
+	if !plain {
+		return h.text.Handle(ctx, r)
+	}
+	bp := textBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	if !r.Time.IsZero() {
+		b = append(b, "time="...)
+		b = appendRFC3339Millis(b, r.Time.Round(0))
+		b = append(b, ' ')
+	}
+	b = append(b, "level="...)
+	b = appendTextString(b, r.Level.String())
+	b = append(b, " msg="...)
+	b = appendTextString(b, r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b = append(b, ' ')
+		b = appendTextString(b, a.Key)
+		b = append(b, '=')
+		b = appendTextValue(b, a.Value)
+		return true
+	})
+	b = append(b, '\n')
+	_, err := h.out.Write(b)
+	if cap(b) <= 16<<10 { // as slog's own buffers: big ones are not kept
+		*bp = b
+		textBufs.Put(bp)
+	}
+	return err
+}
+
+// plainKind reports whether the direct path formats values of kind k.
+func plainKind(k slog.Kind) bool {
+	switch k {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindFloat64, slog.KindBool, slog.KindDuration, slog.KindTime:
+		return true
+	}
+	return false
+}
+
+// appendTextValue appends v, of a plainKind, as TextHandler does.
+func appendTextValue(b []byte, v slog.Value) []byte {
+	switch v.Kind() {
+	case slog.KindString:
+		return appendTextString(b, v.String())
+	case slog.KindInt64:
+		return strconv.AppendInt(b, v.Int64(), 10)
+	case slog.KindUint64:
+		return strconv.AppendUint(b, v.Uint64(), 10)
+	case slog.KindFloat64:
+		return strconv.AppendFloat(b, v.Float64(), 'g', -1, 64)
+	case slog.KindBool:
+		return strconv.AppendBool(b, v.Bool())
+	case slog.KindDuration:
+		return append(b, v.Duration().String()...)
+	default: // slog.KindTime
+		return appendRFC3339Millis(b, v.Time())
+	}
+}
+
+// appendTextString appends s, quoted when TextHandler would quote it.
+func appendTextString(b []byte, s string) []byte {
+	if needsQuoting(s) {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+// needsQuoting is log/slog's: an empty string, a space, '=', a character
+// JSON would escape (except a backslash), invalid UTF-8, or a Unicode space
+// or unprintable rune.
+func needsQuoting(s string) bool {
+	if len(s) == 0 {
+		return true
+	}
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if quoted[b] {
+				return true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
+// quoted holds, for each ASCII byte, whether needsQuoting quotes a string
+// that has it: a control character, a space, '"' or '='.
+var quoted = func() (q [utf8.RuneSelf]bool) {
+	for b := range q {
+		q[b] = b < ' ' || b == ' ' || b == '"' || b == '='
+	}
+	return q
+}()
+
+// appendRFC3339Millis is log/slog's: RFC 3339 with exactly three digits of
+// milliseconds.
+func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	const prefixLen = len("2006-01-02T15:04:05.000")
+	n := len(b)
+	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // drop the 4th digit
+}

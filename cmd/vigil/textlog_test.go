@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// textHandler writes what slog.TextHandler writes, byte for byte, on its
+// direct path and when it hands the record over.
+func TestTextHandlerMatchesSlog(t *testing.T) {
+	at := time.Date(2026, 7, 28, 10, 4, 5, 123456789, time.FixedZone("X", 3600))
+	records := []struct {
+		level slog.Level
+		msg   string
+		attrs []slog.Attr
+	}{
+		{slog.LevelInfo, "request", []slog.Attr{
+			slog.String("method", "tools/call"), slog.String("tool", "echo"), slog.String("request_id", "42"),
+			slog.String("session_id", "aB-_09"), slog.Duration("duration", 1234567*time.Nanosecond),
+			slog.String("outcome", "ok"), slog.String("trace_id", "0af7651916cd43dd8448eb211c80319c"),
+		}},
+		{slog.LevelWarn, "with spaces and = and \"quotes\"", []slog.Attr{
+			slog.String("error", "a b"), slog.String("e", ""), slog.String("eq", "a=b"), slog.String("nl", "x\ny"),
+			slog.String("bs", `a\b`), slog.String("uni", "µs é"), slog.String("nbsp", "a\u00a0b"), slog.String("ctl", "\x7f\x01"),
+			slog.String("bad", "\xff"), slog.String("key with space", "v"),
+			slog.Int64("code", -32001), slog.Uint64("u", math.MaxUint64), slog.Float64("f", 0.1), slog.Float64("inf", math.Inf(1)),
+			slog.Bool("tool_error", true), slog.Duration("d", 0), slog.Time("at", at),
+		}},
+		{slog.LevelDebug, "", nil},
+		{slog.LevelInfo + 2, "custom level", nil},
+		{slog.LevelError, "handed over", []slog.Attr{slog.Any("error", errors.New("boom")), slog.String("a", "b")}},
+		{slog.LevelError, "group", []slog.Attr{slog.Group("g", slog.Int("x", 1))}},
+		{slog.LevelError, "empty key", []slog.Attr{slog.String("", "v")}},
+	}
+	for _, withTime := range []bool{true, false} {
+		for _, rec := range records {
+			var want, got bytes.Buffer
+			ref := slog.NewTextHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
+			h := newTextHandler(&got, slog.LevelDebug)
+			r := slog.NewRecord(time.Time{}, rec.level, rec.msg, 0)
+			if withTime {
+				r.Time = at
+			}
+			r.AddAttrs(rec.attrs...)
+			require.NoError(t, ref.Handle(context.Background(), r))
+			require.NoError(t, h.Handle(context.Background(), r))
+			assert.Equal(t, want.String(), got.String())
+		}
+	}
+
+	// WithAttrs and WithGroup are the TextHandler's.
+	var want, got bytes.Buffer
+	slog.New(slog.NewTextHandler(&want, nil)).With("k", "v").WithGroup("g").Info("m", "a", 1)
+	slog.New(newTextHandler(&got, slog.LevelInfo)).With("k", "v").WithGroup("g").Info("m", "a", 1)
+	assert.Equal(t, trimTime(want.String()), trimTime(got.String()))
+
+	h := newTextHandler(&got, slog.LevelWarn)
+	assert.False(t, h.Enabled(context.Background(), slog.LevelInfo))
+	assert.True(t, h.Enabled(context.Background(), slog.LevelWarn))
+}
+
+// trimTime drops the time attribute that starts a TextHandler line.
+func trimTime(line string) string {
+	if i := bytes.IndexByte([]byte(line), ' '); i >= 0 {
+		return line[i:]
+	}
+	return line
+}
+
+// BenchmarkRequestLine: the request record of middleware.Logging through
+// textHandler and, for comparison, slog.TextHandler, to io.Discard.
+func BenchmarkRequestLine(b *testing.B) {
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(slog.String("method", "tools/call"), slog.String("tool", "echo"), slog.String("request_id", "42"),
+		slog.String("session_id", "Jx3kq0b1Xw9c2pLrT5uV7A"), slog.Duration("duration", 51234*time.Nanosecond),
+		slog.String("outcome", "ok"), slog.String("trace_id", "0af7651916cd43dd8448eb211c80319c"), slog.String("span_id", "b7ad6b7169203331"))
+	for _, c := range []struct {
+		name string
+		h    slog.Handler
+	}{
+		{"vigil", newTextHandler(io.Discard, slog.LevelInfo)},
+		{"slog", slog.NewTextHandler(io.Discard, nil)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = c.h.Handle(context.Background(), r)
+			}
+		})
+	}
+}
