@@ -269,9 +269,9 @@ func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
 		for _, kv := range t.root.Attributes() {
 			switch kv.Key {
 			case "mcp.session.id":
-				k.session = kv.Value.Emit()
+				k.session = kv.Value.String()
 			case "jsonrpc.request.id":
-				k.request = kv.Value.Emit()
+				k.request = kv.Value.String()
 			}
 		}
 	}
