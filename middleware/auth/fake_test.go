@@ -10,7 +10,8 @@ import (
 )
 
 // fakeVerifier maps tokens to principals or errors; any other token is
-// invalid. It counts its calls.
+// invalid, a malformed one first (as the real verifiers check, with
+// auth.CheckTokenSyntax). It counts its calls.
 type fakeVerifier struct {
 	principals map[string]*auth.Principal
 	errs       map[string]error
@@ -23,6 +24,9 @@ func (v *fakeVerifier) Verify(_ context.Context, token string) (*auth.Principal,
 		return p, nil
 	}
 	if err, ok := v.errs[token]; ok {
+		return nil, err
+	}
+	if err := auth.CheckTokenSyntax(token); err != nil {
 		return nil, err
 	}
 	return nil, &auth.Error{Reason: auth.ReasonInvalidToken, Description: "unknown token"}

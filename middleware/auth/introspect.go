@@ -171,6 +171,9 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		}
 		return p, nil
 	}
+	if err := CheckTokenSyntax(token); err != nil {
+		return nil, err // never sent to the authorization server
+	}
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
 		// A flight that ended between our cache miss and this one left
 		// its answer in the cache.

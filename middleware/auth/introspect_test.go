@@ -165,6 +165,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 		{"no-aud", ReasonWrongAudience},
 		{"wrong-iss", ReasonWrongIssuer},
 		{"no-sub-no-client", ReasonInvalidToken},
+		{`malformed"token`, ReasonInvalidToken}, // never sent: not a b64token
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%.20q", tt.token), func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 			assert.Equal(t, tt.want, vtReason(t, err), "error %v", err)
 		})
 	}
-	assert.EqualValues(t, 3+8+1, in.calls.Load(), "the empty and oversized tokens are not sent")
+	assert.EqualValues(t, 3+8+1, in.calls.Load(), "the empty, oversized and malformed tokens are not sent")
 }
 
 // TestIntrospectionSingleflight: 1,000 concurrent verifications of one new

@@ -258,6 +258,9 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, err
 	if p, _, ok := v.cache.get(&k, now, gen); ok {
 		return p, nil
 	}
+	if err := CheckTokenSyntax(token); err != nil {
+		return nil, err
+	}
 	p, err := v.verify(ctx, token)
 	if err != nil {
 		return nil, err

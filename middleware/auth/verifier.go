@@ -12,7 +12,9 @@ import (
 // An error is an [*Error] whose Reason says why the token was refused; a
 // Reason of [ReasonVerifierError] means the verifier could not decide (the
 // authorization server is unreachable), which is answered 503, not 401.
-// Implementations are safe for concurrent use.
+// Implementations are safe for concurrent use. The token has passed
+// [BearerToken]'s structural checks; its characters are the verifier's to
+// check with [CheckTokenSyntax] (after a cache, if it has one).
 type Verifier interface {
 	Verify(ctx context.Context, token string) (*Principal, error)
 }
