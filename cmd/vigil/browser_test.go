@@ -261,6 +261,13 @@ func TestDebugPageInBrowser(t *testing.T) {
 		assert.Contains(t, location, boxes[ci].Href)
 		assert.Contains(t, body, "client_cancel")
 		assert.Contains(t, body, "tools/call sleep")
+		// The span tree: the server span of the call, with its bar.
+		spans, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('tr.span b')).map(b => b.textContent)`))
+		require.NoError(t, err)
+		assert.Contains(t, spans, "tools/call sleep", "the span tree names the call's server span")
+		bars, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('tr.span svg.bar rect').length`))
+		require.NoError(t, err)
+		assert.Equal(t, len(spans), bars, "each span has its bar")
 	}
 	stopConsole()
 	<-consoleDone
