@@ -235,6 +235,16 @@ func TestEndToEndStateless(t *testing.T) {
 	require.Nil(t, r.msg.Error)
 	assert.Equal(t, "bob", callText(t, r.msg.Result))
 	assert.Equal(t, http.StatusForbidden, e.post("x1", call, hdr("tools/call", "deploy")).status)
+
+	// The guard reads a 2026-07-28 request's tool from its Mcp-Method and
+	// Mcp-Name headers; headers that lie about the body get past the guard
+	// but not the transport, and the tool never runs.
+	for _, h := range []map[string]string{hdr("tools/call", "whoami"), hdr("tools/list", ""), hdr("tools/call", "")} {
+		lie := e.post("x1", call, h)
+		assert.Equal(t, http.StatusBadRequest, lie.status, "%v", h)
+		require.NotNil(t, lie.msg.Error, "%v", h)
+		assert.Equal(t, int(protocol.CodeHeaderMismatch), int(lie.msg.Error.Code), "%v", h)
+	}
 }
 
 // A 2026-07-28 task belongs to no session: with server.WithCallerKey

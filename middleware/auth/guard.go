@@ -316,6 +316,15 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 	if rs.cfg.AllToolScopes != nil && p.HasScopes(rs.cfg.AllToolScopes()...) {
 		return needed, 0 // fully scoped: the body is not read
 	}
+	if r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
+		// A 2026-07-28 request names its method and tool in headers, which
+		// the transport refuses (400) unless they match the body: a request
+		// whose headers lie runs nothing, so they are read, not the body.
+		if strings.TrimSpace(r.Header.Get("Mcp-Method")) != "tools/call" {
+			return needed, 0
+		}
+		return rs.withToolScopes(needed, strings.TrimSpace(r.Header.Get("Mcp-Name"))), 0
+	}
 	body, over, err := readBody(r, rs.maxBody)
 	switch {
 	case over:
@@ -324,13 +333,19 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 		return nil, http.StatusBadRequest
 	}
 	for _, name := range calledTools(body) {
-		for _, s := range rs.cfg.ToolScopes(name) {
-			if !slices.Contains(needed, s) {
-				needed = append(slices.Clip(needed), s)
-			}
-		}
+		needed = rs.withToolScopes(needed, name)
 	}
 	return needed, 0
+}
+
+// withToolScopes returns needed with the scopes of the tool name added.
+func (rs *ResourceServer) withToolScopes(needed []string, name string) []string {
+	for _, s := range rs.cfg.ToolScopes(name) {
+		if !slices.Contains(needed, s) {
+			needed = append(slices.Clip(needed), s)
+		}
+	}
+	return needed
 }
 
 // calledTools returns the tool names of the tools/call requests in body, a

@@ -527,3 +527,31 @@ func TestHandlerBodyReadAsItArrives(t *testing.T) {
 	e.h.ServeHTTP(w, r)
 	assert.Equal(t, http.StatusBadRequest, w.Code, w.Body.String())
 }
+
+// A 2026-07-28 request's tool is read from its Mcp-Method and Mcp-Name
+// headers (the transport refuses headers that disagree with the body), so
+// the guard never reads its body.
+func TestHandler2026ReadsHeadersNotBody(t *testing.T) {
+	e := newGuard(t)
+	for _, tc := range []struct {
+		method, name string
+		status       int
+	}{
+		{"tools/call", "deploy", http.StatusForbidden},
+		{"tools/call", "echo", http.StatusNoContent},
+		{"tools/list", "", http.StatusNoContent},
+	} {
+		body := &readRecorder{r: strings.NewReader(callBody("deploy"))}
+		r := post("", bearer("reader"))
+		r.Body, r.ContentLength = body, int64(len(callBody("deploy")))
+		r.Header.Set("MCP-Protocol-Version", protocol.Version20260728)
+		r.Header.Set("Mcp-Method", tc.method)
+		if tc.name != "" {
+			r.Header.Set("Mcp-Name", tc.name)
+		}
+		w := httptest.NewRecorder()
+		e.rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(w, r)
+		assert.Equal(t, tc.status, w.Code, "%s %s", tc.method, tc.name)
+		assert.Zero(t, body.reads.Load(), "%s %s: the guard read the body", tc.method, tc.name)
+	}
+}
