@@ -25,18 +25,7 @@ const (
 // without auth, under the same load: each client sends a valid token of
 // its own (each session's clients share one), which the first verifies
 // once and then finds in the verifier's cache, and the second ignores.
-func runAuth(ctx context.Context, cfg config) (err error) {
-	dir, err := os.MkdirTemp("", "vigil-bench-")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cfg.keep {
-			fmt.Printf("\nkept %s\n", dir)
-			return
-		}
-		err = errors.Join(err, os.RemoveAll(dir))
-	}()
+func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
 		return err

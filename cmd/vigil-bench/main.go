@@ -64,7 +64,7 @@ func main() {
 	if cfg.auth {
 		run = runAuth
 	}
-	err := run(ctx, cfg)
+	err := inTempDir(cfg, func(dir string) error { return run(ctx, cfg, dir) })
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vigil-bench:", err)
@@ -72,9 +72,9 @@ func main() {
 	}
 }
 
-// run builds the binaries, starts the servers, runs the load generator
-// and stops the servers.
-func run(ctx context.Context, cfg config) (err error) {
+// inTempDir runs f with a new temporary directory for the binaries and
+// logs, removed afterwards unless cfg.keep.
+func inTempDir(cfg config, f func(dir string) error) (err error) {
 	dir, err := os.MkdirTemp("", "vigil-bench-")
 	if err != nil {
 		return err
@@ -86,6 +86,12 @@ func run(ctx context.Context, cfg config) (err error) {
 		}
 		err = errors.Join(err, os.RemoveAll(dir))
 	}()
+	return f(dir)
+}
+
+// run builds the binaries into dir, starts the servers, runs the load
+// generator and stops the servers.
+func run(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil, the floor and the load generator into %s\n", dir)
 	pkgs := []string{
 		"github.com/vigil-mcp/vigil/internal/benchservice/floor",

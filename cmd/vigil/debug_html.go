@@ -134,7 +134,7 @@ func chartsOf(series []secondStat) debugCharts {
 		p99s[i] = s.P99MS
 	}
 	c.Rate = lineOf("requests/s", rates, func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + "/s" })
-	c.P99 = lineOf("p99 latency", p99s, fmtMS)
+	c.P99 = lineOf("p99 latency", p99s, formatMS)
 	c.Outcomes = stackOf(series)
 	return c
 }
@@ -210,19 +210,6 @@ func stackOf(series []secondStat) stackChart {
 	return sc
 }
 
-func fmtMS(v float64) string {
-	switch {
-	case v >= 10000:
-		return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
-	case v >= 1:
-		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
-	}
-}
-
 // debugLink returns the URL of the current view (q) with the given
 // parameters set (an empty value removes one), without format.
 func debugLink(q url.Values, kv ...string) string {
@@ -253,7 +240,7 @@ func fmtBytes(n int64) string {
 }
 
 var debugTemplate = template.Must(template.New("debug").Funcs(template.FuncMap{
-	"ms":    fmtMS,
+	"ms":    formatMS,
 	"clock": func(t time.Time) string { return t.Format("15:04:05.000") },
 	"short": func(id string) string {
 		if len(id) > 12 {

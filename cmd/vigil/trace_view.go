@@ -153,6 +153,8 @@ func formatMS(v float64) string {
 		return strconv.FormatFloat(v/1000, 'f', 1, 64) + " s"
 	case v >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+	case v >= 1:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
 	}

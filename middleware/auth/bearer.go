@@ -71,6 +71,18 @@ func parseBearer(v string) (string, error) {
 	return rest, nil
 }
 
+// checkTokenLength refuses an empty token and one over MaxTokenBytes,
+// before a verifier hashes it.
+func checkTokenLength(token string) error {
+	switch {
+	case token == "":
+		return &Error{Reason: ReasonInvalidToken, Description: "empty token"}
+	case len(token) > MaxTokenBytes:
+		return &Error{Reason: ReasonInvalidToken, Description: "token too long"}
+	}
+	return nil
+}
+
 // CheckTokenSyntax returns an [*Error] (invalid_token) unless token is an
 // RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" )
 // *"=". [BearerToken] checks only a token's structure (not empty, not too

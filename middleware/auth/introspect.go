@@ -158,11 +158,8 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 // refused. ctx bounds this caller's wait; the call to the endpoint, shared
 // by concurrent callers, is bounded by the HTTP client's timeout.
 func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Principal, error) {
-	if token == "" {
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "empty token"}
-	}
-	if len(token) > MaxTokenBytes {
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
+	if err := checkTokenLength(token); err != nil {
+		return nil, err
 	}
 	k := hashToken(token)
 	if p, e, ok := v.cached(&k); ok {

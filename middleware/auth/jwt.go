@@ -246,11 +246,8 @@ func (v *JWTVerifier) Close() error {
 // why the token is refused. A token verified before, under the same key
 // set, costs a SHA-256 and a map lookup.
 func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, error) {
-	if token == "" {
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "empty token"}
-	}
-	if len(token) > MaxTokenBytes {
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "token too long"}
+	if err := checkTokenLength(token); err != nil {
+		return nil, err
 	}
 	k := hashToken(token)
 	now := v.now()
