@@ -2,12 +2,10 @@ package middleware_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,24 +19,6 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 )
-
-// auditBuffer is a bytes.Buffer safe for concurrent use.
-type auditBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *auditBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *auditBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // auditLines decodes the audit log's lines; each must be one JSON object.
 func auditLines(t *testing.T, s string) []map[string]any {
@@ -61,7 +41,7 @@ var alice = &auth.Principal{Subject: "alice", Issuer: "https://issuer.example", 
 func TestAudit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var out auditBuffer
+		var out lockedBuffer
 		audit := middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))
 		r := newRig(t, []server.Middleware{audit, timeoutMiddleware(time.Second)}).
 			startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil)
@@ -124,7 +104,7 @@ func TestAudit(t *testing.T) {
 func TestAuditWithoutPrincipal(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var out auditBuffer
+		var out lockedBuffer
 		r := newRig(t, []server.Middleware{middleware.Audit(&out), middleware.Audit(nil)}).start(nil)
 		r.Initialize("", nil)
 		r.SendCallTool(2, "echo", map[string]any{"text": "x"})
@@ -148,7 +128,7 @@ func TestAuditWithoutPrincipal(t *testing.T) {
 func TestAuditArgumentsExactNames(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var out auditBuffer
+		var out lockedBuffer
 		r := newRig(t, []server.Middleware{middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))}).start(nil)
 		r.Initialize("", nil)
 		r.Request(2, "tools/call", `{"name":"echo","arguments":{"target":"prod"},"ARGUMENTS":{"target":"staging","extra":1}}`)
@@ -170,7 +150,7 @@ func TestAuditArgumentsExactNames(t *testing.T) {
 func TestInstrumentationAuditLog(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		var out auditBuffer
+		var out lockedBuffer
 		inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(&out))
 		require.NoError(t, err)
 		r := newRig(t, inst.Middleware()).start(nil)
@@ -238,18 +218,18 @@ func TestLoggingSubject(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		p       *auth.Principal
-		handler func(*auditBuffer) slog.Handler
+		handler func(*lockedBuffer) slog.Handler
 	}{
-		{name: "principal", p: alice, handler: func(b *auditBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
-		{name: "principal, LogHandler", p: alice, handler: func(b *auditBuffer) slog.Handler {
+		{name: "principal", p: alice, handler: func(b *lockedBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
+		{name: "principal, LogHandler", p: alice, handler: func(b *lockedBuffer) slog.Handler {
 			return middleware.LogHandler(slog.NewTextHandler(b, nil))
 		}},
-		{name: "none", handler: func(b *auditBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
+		{name: "none", handler: func(b *lockedBuffer) slog.Handler { return slog.NewTextHandler(b, nil) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				var out auditBuffer
+				var out lockedBuffer
 				ctx := context.Background()
 				if tt.p != nil {
 					ctx = auth.ContextWithPrincipal(ctx, tt.p)

@@ -21,7 +21,7 @@ import (
 // tools of WithAuditArgumentValues. cmd/vigil passes a writer that writes
 // in the background, so that no call waits on the audit log.
 func ExampleAudit() {
-	var out auditBuffer
+	var out lockedBuffer
 	srv := server.New(server.WithMiddleware(middleware.Audit(&out, middleware.WithAuditArgumentValues("greet"))))
 	text := func(s string) *server.CallToolResult {
 		return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: s}}}

@@ -103,7 +103,7 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
 	case out.Err != nil:
 		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
-	case isToolError(out.Result):
+	case out.ToolError():
 		return telemetry.OutcomeOK, telemetry.ErrorTypeTool
 	}
 	return telemetry.OutcomeOK, ""

@@ -32,6 +32,12 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // records decodes the JSON lines written so far.
 func (b *lockedBuffer) records(t *testing.T) []map[string]any {
 	b.mu.Lock()

@@ -136,7 +136,7 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		// cancellation is not a server error, so the status stays Unset.
 	case err != nil:
 		setErrorStatus(span, err, !req.IsNotification())
-	case isToolError(out.Result):
+	case out.ToolError():
 		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTool))
 		span.SetStatus(codes.Error, "")
 	}
@@ -174,16 +174,6 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 		span.SetStatus(codes.Error, "internal error")
 		span.RecordError(err)
 	}
-}
-
-func isToolError(res any) bool {
-	switch r := res.(type) {
-	case *server.CallToolResult:
-		return r != nil && r.IsError
-	case server.CallToolResult:
-		return r.IsError
-	}
-	return false
 }
 
 // metaCarrier reads propagation fields from a request's params._meta. Only

@@ -70,7 +70,9 @@ type Request struct {
 	arrival context.Context // see ArrivalContext; nil: the session's
 
 	done    []func(Outcome)
-	doneBuf [3]func(Outcome) // done's first callbacks: Tracing, Metrics and Logging need no allocation
+	// done's first callbacks need no allocation: Tracing, Metrics and
+	// Logging, and in cmd/vigil the debug page's stats and the audit log.
+	doneBuf [5]func(Outcome)
 
 	// call is the first tools/call view callTool makes of the request,
 	// held here rather than allocated; callHeld: it was handed out (a
@@ -139,6 +141,18 @@ type Outcome struct {
 	Dropped protocol.DropReason
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
+}
+
+// ToolError reports whether the result is a tool's failure: a
+// CallToolResult (or a pointer to one) with IsError set.
+func (o Outcome) ToolError() bool {
+	switch r := o.Result.(type) {
+	case *CallToolResult:
+		return r != nil && r.IsError
+	case CallToolResult:
+		return r.IsError
+	}
+	return false
 }
 
 type requestKey struct{}

@@ -6,10 +6,6 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// appendJSON appends r's compact JSON encoding: the hot path of every tool
-// call, written by hand so that the common result (text items) costs no
-// reflection and no re-validation. Other content blocks and the structured
-// content go through encoding/json.
 // encodedSizeHint is about the length of r's JSON, for the buffer
 // appendJSON writes into: the text items' lengths plus room for the rest,
 // so that a small result does not take a large buffer (it is copied into
@@ -30,6 +26,10 @@ func (r *CallToolResult) encodedSizeHint() int {
 	return n
 }
 
+// appendJSON appends r's compact JSON encoding: the hot path of every tool
+// call, written by hand so that the common result (text items) costs no
+// reflection and no re-validation. Other content blocks and the structured
+// content go through encoding/json.
 func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"content":[`...)
 	for i, c := range r.Content {

@@ -275,12 +275,6 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	}{page, next}, nil
 }
 
-// toolCallParams are the members of tools/call's params that callTool reads.
-type toolCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if !req.parsed {
 		// The params were not readable when the request arrived, so the
@@ -289,26 +283,26 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, Errorf(protocol.CodeInvalidParams,
 			"invalid tools/call params: params must be an object in which name and uri, when present, are strings and _meta is an object")
 	}
-	p := toolCallParams{Name: req.Name, Arguments: req.args} // decoded once, when the request arrived
-	if p.Name == "" {
+	name, args := req.Name, req.args // decoded once, when the request arrived
+	if name == "" {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: missing tool name")
 	}
-	if len(p.Arguments) == 0 || string(p.Arguments) == "null" {
-		p.Arguments = json.RawMessage("{}")
-	} else if p.Arguments[0] != '{' {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	} else if args[0] != '{' {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: arguments must be an object")
 	}
-	rt := s.lookupFor(req, p.Name)
+	rt := s.lookupFor(req, name)
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
-		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", p.Name)
+		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}
 	var call *CallToolRequest
 	if !req.callHeld {
 		req.callHeld = true
 		call = &req.call
-		*call = CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+		*call = CallToolRequest{Request: req, Name: name, Arguments: args}
 	} else {
-		call = &CallToolRequest{Request: req, Name: p.Name, Arguments: p.Arguments}
+		call = &CallToolRequest{Request: req, Name: name, Arguments: args}
 	}
 	if handled, res, err := req.era.toolTask(ctx, rt, call); handled { // era_*.go
 		return res, err

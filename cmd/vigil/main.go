@@ -96,7 +96,8 @@ type config struct {
 }
 
 // authEnabled reports whether requests to /mcp need a bearer token.
-func (c config) authEnabled() bool { return c.authIssuer != "" || c.introspectionClientID != "" }
+// (parseConfig refuses the introspection pair without -auth-issuer.)
+func (c config) authEnabled() bool { return c.authIssuer != "" }
 
 // envPrefix starts the name of every VIGIL_* variable.
 const envPrefix = "VIGIL_"
@@ -202,11 +203,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.stdio && cfg.auditLog == "-" {
 		return config{}, errors.New("-audit-log - (standard output) cannot be used with -stdio: standard output carries MCP")
 	}
-	for h := range strings.SplitSeq(allowedHosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			cfg.allowedHosts = append(cfg.allowedHosts, h)
-		}
-	}
+	cfg.allowedHosts = splitList(allowedHosts)
 	switch {
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)

@@ -58,10 +58,12 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 	)
 	if cfg.authEnabled() {
-		// Handlers read the caller with auth.PrincipalFrom, and tools/list
-		// shows a principal only the tools its scopes allow; the debug page
-		// learns who opened each session.
-		opts = append(opts, server.WithMiddleware(auth.Middleware(), events.Middleware()), server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+		// tools/list shows a principal only the tools its scopes allow, a
+		// task answers only its creator, and the debug page learns who
+		// opened each session. (The demo tools do not read the caller, so
+		// auth.Middleware, which puts it in handlers' contexts, is left
+		// out: it would cost a context per request for nobody.)
+		opts = append(opts, server.WithMiddleware(events.Middleware()), server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 	}
 	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {

@@ -76,7 +76,7 @@ func statsOutcomeOf(out server.Outcome) statSlot {
 		}
 		return slotError
 	}
-	if r, ok := out.Result.(*server.CallToolResult); ok && r != nil && r.IsError {
+	if out.ToolError() {
 		return slotToolError
 	}
 	return slotOK

@@ -32,6 +32,8 @@ func TestStatsOutcomeOf(t *testing.T) {
 	}{
 		{server.Outcome{}, "ok"},
 		{server.Outcome{Result: &server.CallToolResult{IsError: true}}, "tool_error"},
+		{server.Outcome{Result: server.CallToolResult{IsError: true}}, "tool_error"}, // a value, as the metrics count it
+		{server.Outcome{Result: (*server.CallToolResult)(nil)}, "ok"},
 		{server.Outcome{Err: errors.New("x")}, "error"},
 		{server.Outcome{Err: server.ErrHandlerTimeout}, "cancelled:timeout"},
 		{server.Outcome{Cause: server.ErrClientCancel, Dropped: protocol.DropCancelled}, "cancelled:client_cancel"},
@@ -84,7 +86,15 @@ func TestStatsKeyCap(t *testing.T) {
 		s.record("m"+string(rune('a'+i%26))+string(rune('a'+i/26)), "", true, slotOK, time.Millisecond, time.Now())
 	}
 	rows := s.rows(time.Now())
-	assert.Len(t, rows, statsMaxKeys+1)
+	require.Len(t, rows, statsMaxKeys+1)
+	var other *keyRow
+	for i := range rows {
+		if rows[i].Key == "other" {
+			other = &rows[i]
+		}
+	}
+	require.NotNil(t, other, "the keys beyond the cap are counted under other")
+	assert.Equal(t, uint64(10), other.Total.Requests)
 }
 
 func BenchmarkStatsRecord(b *testing.B) {

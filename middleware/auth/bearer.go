@@ -143,12 +143,12 @@ func isForm(r *http.Request) bool {
 	return err == nil && mt == form
 }
 
-// readBody reads r's body up to limit bytes and puts back a body that
-// yields the same bytes (and the rest, when there was more). It reports
-// whether the body was longer than limit.
 // exactReadMax is the longest declared body readBody allocates at once.
 const exactReadMax = 64 << 10
 
+// readBody reads r's body up to limit bytes and puts back a body that
+// yields the same bytes (and the rest, when there was more). It reports
+// whether the body was longer than limit.
 func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, false, nil

@@ -48,8 +48,8 @@ func BenchmarkHandler(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			w := httptest.NewRecorder()
 			for b.Loop() {
+				w := httptest.NewRecorder() // a recorder keeps its first status
 				r := httptest.NewRequest(http.MethodPost, vtResource, strings.NewReader(body))
 				r.Header.Set("Authorization", "Bearer "+token)
 				r.Header.Set("Content-Type", "application/json")

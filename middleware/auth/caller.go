@@ -7,9 +7,4 @@ import "github.com/vigil-mcp/vigil/server"
 // give it to server.WithCallerKey, so that a task answers only the
 // principal that created it. 2026-07-28 tasks belong to no session: without
 // it, anyone holding a task's id could read its result.
-func CallerKey(req *server.Request) string {
-	if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
-		return p.Key()
-	}
-	return ""
-}
+func CallerKey(req *server.Request) string { return keyFrom(req.ArrivalContext()) }

@@ -214,12 +214,7 @@ func (rs *ResourceServer) MetadataURL() string { return rs.metaURL }
 // give it to streamable.WithPrincipal to bind each session to the
 // principal that opened it (a refreshed token of the same principal keeps
 // the session).
-func SessionPrincipal(r *http.Request) string {
-	if p, ok := PrincipalFrom(r.Context()); ok {
-		return p.Key()
-	}
-	return ""
-}
+func SessionPrincipal(r *http.Request) string { return keyFrom(r.Context()) }
 
 // Middleware returns a server middleware that puts the principal of each
 // request's arrival context (where [ResourceServer.Handler] put it) into

@@ -83,3 +83,11 @@ func PrincipalFrom(ctx context.Context) (*Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(*Principal)
 	return p, ok && p != nil
 }
+
+// keyFrom returns the key of ctx's principal, "" without one.
+func keyFrom(ctx context.Context) string {
+	if p, ok := PrincipalFrom(ctx); ok {
+		return p.Key()
+	}
+	return ""
+}

@@ -432,7 +432,7 @@ func TestHTTPSecondGETConflict(t *testing.T) {
 
 // A large declared body is read as it arrives: a Content-Length the client
 // never sends costs no buffer of that size (a flood of such requests must
-// not cost memory per connection), and a short body is refused.
+// not cost memory per connection).
 func TestPOSTDeclaredLengthIsNotAllocated(t *testing.T) {
 	htWatchdog(t)
 	srv := server.New()
