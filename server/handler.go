@@ -69,7 +69,7 @@ type Request struct {
 
 	arrival context.Context // see ArrivalContext; nil: the session's
 
-	done    []func(Outcome)
+	done []func(Outcome)
 	// done's first callbacks need no allocation: Tracing, Metrics and
 	// Logging, and in cmd/vigil the debug page's stats and the audit log.
 	doneBuf [5]func(Outcome)
