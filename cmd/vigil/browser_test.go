@@ -29,10 +29,7 @@ func browserPath(t *testing.T) string {
 			return path
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (make system-deps installs it); CI runs the browser test")
-	}
-	t.Skip("chromium is not installed: run make system-deps")
+	missingComponent(t, "chromium is not installed: run make system-deps (CI runs the browser test)")
 	return ""
 }
 

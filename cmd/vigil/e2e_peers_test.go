@@ -46,11 +46,7 @@ func requireE2ETools(t *testing.T) e2eTools {
 	t.Helper()
 	missing := func(reason, hint string) {
 		t.Helper()
-		msg := reason + "; " + hint
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missingComponent(t, reason+"; "+hint)
 	}
 	var tools e2eTools
 	p, err := exec.LookPath("prometheus")

@@ -26,3 +26,14 @@ func TestMain(m *testing.M) {
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
+
+// missingComponent stops a test whose real component (a browser, a
+// provider, Prometheus...) is not installed: it is skipped on a developer's
+// machine, and fails under CI=true, where a missing component is a failure.
+func missingComponent(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
