@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -76,6 +77,7 @@ type config struct {
 	toolConcurrency int
 	traceRing       int
 	debug           bool
+	gcHeadroomMiB   int // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
 	stateKey        []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
 
 	// HTTP connection hygiene, on the MCP and the admin listener.
@@ -125,6 +127,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
+	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "keep the garbage collector's heap goal at least this many `MiB` above the live heap, so that a small heap under load is not collected many times a second (RSS may grow by this much; 0: GOGC alone)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
 	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", 2*time.Minute, "close a keep-alive HTTP connection idle for this long (MCP and admin listeners)")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", 30*time.Second, "close an HTTP connection whose request body does not arrive within this (0: no limit)")
@@ -211,8 +214,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-shutdown-grace, -request-timeout, -idle-timeout, -http-idle-timeout and -body-read-timeout must not be negative")
 	case cfg.maxFrame <= 0 || cfg.maxBody <= 0 || cfg.maxSessions <= 0 || cfg.maxInFlight <= 0:
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
-	case cfg.toolConcurrency < 0 || cfg.traceRing < 0:
-		return config{}, errors.New("-tool-concurrency and -trace-ring must not be negative")
+	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:
+		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
 	}
 	return cfg, nil
 }
@@ -383,6 +386,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	// Collect less often while the live heap is small (it is, serving
+	// requests: a few MiB); see package gcheadroom.
+	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
 
 	ringTraces := cfg.traceRing
 	if cfg.stdio || !cfg.debug {
