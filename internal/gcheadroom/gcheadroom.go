@@ -50,9 +50,15 @@ func (t *Tuner) Stop() {
 // arm has the next collection call tune: a new sentinel, unreachable at
 // once, whose finalizer runs after the collection that finds it so.
 func (t *Tuner) arm() {
-	sentinel := new(int64) // not a tiny allocation: finalizers need an object of their own
-	runtime.SetFinalizer(sentinel, func(*int64) { t.tune() })
+	runtime.SetFinalizer(&sentinel{t}, (*sentinel).collected)
 }
+
+// sentinel is an object whose collection calls its tuner. It holds a
+// pointer so that it is never a tiny allocation: a tiny object shares its
+// block with others, and its finalizer waits until they are all garbage.
+type sentinel struct{ t *Tuner }
+
+func (s *sentinel) collected() { s.t.tune() }
 
 // tune sets GOGC from the live heap of the collection that just ended,
 // and arms the next one.
