@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // MaxTokenBytes is the longest bearer token the guard accepts. A longer
@@ -162,10 +164,7 @@ func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, false, err
 		}
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{bytes.NewReader(b), r.Body}
+		r.Body = streamable.NewBody(b, r.Body) // the Endpoint takes b, unread
 		return b, false, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))

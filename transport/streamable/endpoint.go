@@ -119,8 +119,14 @@ const exactReadMax = 64 << 10
 // readBody reads r's body, of at most limit bytes: into a buffer of its
 // exact size when the request declares a short one (as clients do),
 // through http.MaxBytesReader otherwise, growing as bytes arrive, so that
-// a large declared length the client never sends costs no memory.
+// a large declared length the client never sends costs no memory. A
+// [Body] that a handler in front read already is taken as it is.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if b, ok := r.Body.(*Body); ok {
+		if data, unread := b.unread(); unread && int64(len(data)) <= limit {
+			return data, nil
+		}
+	}
 	if n := r.ContentLength; n >= 0 && n <= min(limit, exactReadMax) {
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -450,3 +451,40 @@ func TestPOSTDeclaredLengthIsNotAllocated(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated for a 4 MiB declared body")
 }
+
+// A Body read in front of the Endpoint is served as it is: the request is
+// answered from its data, its original body is never read again (it would
+// fail), and a Body someone already read from is read as a plain body.
+func TestPOSTTakesABodyReadInFront(t *testing.T) {
+	htWatchdog(t)
+	srv := server.New()
+	h := streamable.New(srv)
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+	post := func(body io.ReadCloser) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", body)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	data := []byte(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"` + htVersion + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	closed := &closeCounter{}
+	w := post(streamable.NewBody(data, closed))
+	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), `"id":7`)
+	assert.NotEmpty(t, w.Header().Get("Mcp-Session-Id"))
+
+	partly := streamable.NewBody([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`), nil)
+	var first [9]byte
+	_, err := partly.Read(first[:]) // someone read the start: the rest is not JSON
+	require.NoError(t, err)
+	w = post(partly)
+	assert.Equal(t, http.StatusBadRequest, w.Code, "a partly read Body is read as it stands")
+}
+
+// closeCounter is a body that fails every read and counts its closes.
+type closeCounter struct{ closes int }
+
+func (c *closeCounter) Read([]byte) (int, error) { return 0, errors.New("the original body must not be read") }
+func (c *closeCounter) Close() error             { c.closes++; return nil }
