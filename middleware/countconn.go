@@ -129,6 +129,9 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 
 // SessionID passes on c's session id (see transport.SessionIDer); "" when
 // it has none.
+// Unwrap returns the counted Conn (see transport.Wrapper).
+func (c *countingConn) Unwrap() transport.Conn { return c.Conn }
+
 func (c *countingConn) SessionID() string {
 	if s, ok := c.Conn.(transport.SessionIDer); ok {
 		return s.SessionID()

@@ -199,6 +199,7 @@ func (s *Server) setLogLevel(_ context.Context, req *Request) (any, error) {
 		return nil, Errorf(protocol.CodeInvalidParams, "invalid log level %q: want debug, info, notice, warning, error, critical, alert or emergency", *p.Level)
 	}
 	req.Session.logging.setLevel(sev)
+	req.Session.storeShared(req.ArrivalContext())
 	return struct{}{}, nil
 }
 

@@ -72,7 +72,7 @@ func (ss *Session) send(ctx context.Context, c *ClientCall) error {
 		return fmt.Errorf("%w: %s needs the %q capability", ErrCapability, method, name)
 	}
 	ss.st.nextID++
-	id := transport.Int64ID(ss.st.nextID)
+	id := ss.outgoingID(ss.st.nextID)
 	if ss.st.outgoing == nil {
 		ss.st.outgoing = make(map[transport.ID]*outgoing, 1)
 	}

@@ -493,6 +493,7 @@ func (s *Server) subscribeResource(_ context.Context, req *Request) (any, error)
 		return nil, resourceNotFound(req, uri)
 	}
 	s.resources.subscribe(req.Session, uri)
+	req.Session.storeShared(req.ArrivalContext())
 	return struct{}{}, nil
 }
 
@@ -502,5 +503,6 @@ func (s *Server) unsubscribeResource(_ context.Context, req *Request) (any, erro
 		return nil, err
 	}
 	s.resources.unsubscribe(req.Session, uri)
+	req.Session.storeShared(req.ArrivalContext())
 	return struct{}{}, nil
 }

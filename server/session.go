@@ -36,6 +36,7 @@ type Session struct {
 
 	handlers sync.WaitGroup
 	inline   bool           // the Conn delivers messages on goroutines of its own
+	shared   transport.Shared // the conn, when its session is shared by replicas (shared.go); else nil
 	logging  sessionLogging // logging/setLevel and the log rate limit (logging.go)
 	progress progressTable  // progress tokens in flight (progress.go)
 
@@ -261,6 +262,7 @@ func (ss *Session) serve() error {
 // start reports the session started and, when the Conn delivers messages
 // on goroutines of its own (transport.Inline), has it call dispatchInline.
 func (ss *Session) start() {
+	ss.shareState()
 	ss.obs.SessionStarted(ss.ctx, ss)
 	if in, ok := ss.conn.(transport.Inline); ok {
 		ss.inline = true
@@ -717,10 +719,14 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 		ss.cancelRequest(m.Params)
 	case "notifications/initialized":
 		ss.mu.Lock()
-		if ss.st.phase == phaseInitialized {
+		ready := ss.st.phase == phaseInitialized
+		if ready {
 			ss.st.phase = phaseReady
 		}
 		ss.mu.Unlock()
+		if ready {
+			ss.storeShared(arrival)
+		}
 	}
 	ctx := context.WithValue(ss.ctx, requestKey{}, req)
 	res, err := ss.srv.invoke(ctx, req)
@@ -765,6 +771,7 @@ func (ss *Session) initialize(req *Request) (any, error) {
 	ss.mu.Lock()
 	ss.st.phase, ss.st.version, ss.st.client, ss.st.caps = phaseInitialized, version, p.ClientInfo, p.Capabilities
 	ss.mu.Unlock()
+	ss.storeShared(req.ArrivalContext())
 	cfg := &ss.srv.cfg
 	return &initializeResult{
 		ProtocolVersion: version,

@@ -68,7 +68,12 @@ func New(srv Server, opts ...Option) *Endpoint {
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
 	h.attach, _ = srv.(Attacher)
-	h.expiry = newExpiry(cfg.idleTimeout, h.expire)
+	if cfg.cluster != nil {
+		// The cluster expires the sessions; a replica, its idle views.
+		h.expiry = newExpiry(cfg.viewIdle, h.expireView)
+	} else {
+		h.expiry = newExpiry(cfg.idleTimeout, h.expire)
+	}
 	return h
 }
 
@@ -225,8 +230,9 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 			return
 		}
 		var why protocol.RejectReason
-		if s, why = h.lookup(id, r); s == nil {
-			h.reject(w, http.StatusNotFound, reqID, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
+		var status int
+		if s, why, status = h.lookup(id, r); s == nil {
+			h.refuseLookup(w, status, reqID, why)
 			return
 		}
 	}
@@ -244,6 +250,9 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 		}
 		if s.res != nil {
 			s.res.observe(msg) // resume.go
+		}
+		if s.view != nil {
+			_ = s.relayClient(r.Context(), msg) // to the replica that waits for it (shared.go)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -269,22 +278,36 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	h.serving.Add(1) // under mu: Close waits for it
 	h.mu.Unlock()
 
+	if h.cfg.cluster != nil {
+		if err := h.create(r.Context(), s); err != nil { // shared.go
+			h.cfg.logger.Warn("streamable: cannot create a shared session", "error", err)
+			h.evict(s)
+			h.serving.Done()
+			return nil, http.StatusServiceUnavailable
+		}
+	}
+	h.serve(ctx, s)
+	return s, 0
+}
+
+// serve has the server serve s, which is filed in h.sessions and counted
+// in h.serving.
+func (h *Endpoint) serve(ctx context.Context, s *session) {
 	if h.attach == nil {
 		go func() {
 			defer h.serving.Done()
-			_ = h.srv.Serve(ctx, s)
+			_ = h.srv.Serve(ctx, s.serverConn())
 			h.forget(s)
 		}()
-		return s, 0
+		return
 	}
 	served := func(error) {
 		h.forget(s)
 		h.serving.Done()
 	}
-	if err := h.attach.Attach(ctx, s, served); err != nil {
+	if err := h.attach.Attach(ctx, s.serverConn(), served); err != nil {
 		served(err)
 	}
-	return s, 0
 }
 
 // expire ends a session that saw no request for the idle timeout, as
@@ -309,18 +332,29 @@ func (h *Endpoint) principalOf(r *http.Request) string {
 // when there is none it returns the reason to report: RejectUnknownSession,
 // or RejectSessionPrincipal for a live session of another principal (both
 // are answered alike, 404, so that a client learns nothing from the
-// difference).
-func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.RejectReason) {
+// difference), and the HTTP status: 404, or 503 when a shared session
+// cannot be loaded.
+func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.RejectReason, int) {
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
+	if s == nil && h.cfg.cluster != nil {
+		var why protocol.RejectReason
+		var status int
+		if s, why, status = h.loadView(id, r); s == nil { // shared.go
+			return nil, why, status
+		}
+	}
 	if s == nil {
-		return nil, protocol.RejectUnknownSession
+		return nil, protocol.RejectUnknownSession, http.StatusNotFound
 	}
 	if s.principal != h.principalOf(r) {
-		return nil, protocol.RejectSessionPrincipal
+		return nil, protocol.RejectSessionPrincipal, http.StatusNotFound
 	}
-	return s, 0
+	if s.view != nil {
+		s.touchShared(r.Context())
+	}
+	return s, 0, 0
 }
 
 func (h *Endpoint) forget(s *session) {
@@ -349,6 +383,15 @@ func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	if s.view != nil {
+		// Every replica's view ends, and the id answers 404 everywhere.
+		if err := h.endShared(r.Context(), s); err != nil {
+			h.cfg.logger.Warn("streamable: cannot delete a shared session", "session", s.id, "error", err)
+			w.Header().Set("Retry-After", "1")
+			h.reject(w, http.StatusServiceUnavailable, transport.ID{}, protocol.CodeServerBusy, protocol.RejectOther, "the session cannot be deleted now; retry")
+			return
+		}
+	}
 	h.mu.Lock()
 	delete(h.sessions, s.id) // from now on the id answers 404
 	h.mu.Unlock()
@@ -371,11 +414,23 @@ func (h *Endpoint) sessionOf(w http.ResponseWriter, r *http.Request, why2026 str
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 		return nil
 	}
-	s, why := h.lookup(id, r)
+	s, why, status := h.lookup(id, r)
 	if s == nil {
-		h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
+		h.refuseLookup(w, status, transport.ID{}, why)
 	}
 	return s
+}
+
+// refuseLookup answers a request whose session lookup failed: 404 for an
+// unknown session, 503 (retry in a second) when a shared one could not be
+// loaded.
+func (h *Endpoint) refuseLookup(w http.ResponseWriter, status int, id transport.ID, why protocol.RejectReason) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+		h.reject(w, status, id, protocol.CodeServerBusy, why, "the session cannot be loaded now; retry")
+		return
+	}
+	h.reject(w, status, id, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
 }
 
 var errDeleted = errors.New("streamable: session deleted by the client")

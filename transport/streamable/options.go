@@ -45,6 +45,8 @@ type config struct {
 	events        EventStore    // resume.go: nil when streams are not resumable
 	retry         time.Duration // resume.go: the SSE retry field
 	onReject      func(reason protocol.RejectReason)
+	cluster       Cluster       // shared.go: nil when sessions are this Endpoint's alone
+	viewIdle      time.Duration // shared.go: how long a replica keeps an idle session's view
 }
 
 func defaultConfig() config {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,10 +71,23 @@ func (rs *resumer) fileLocked(ls *logical) {
 	rs.byKey[ls.key] = ls
 }
 
-// newKeyLocked issues a stream key; rs.mu is held.
-func (rs *resumer) newKeyLocked() string {
+// newKeyLocked issues a stream key, of a request's stream or of a
+// standalone one (see keyRequest); rs.mu is held. A shared session's keys
+// name the replica, so that they are unique across replicas.
+func (rs *resumer) newKeyLocked(kind byte) string {
 	rs.keys++
-	return strconv.FormatUint(rs.keys, 10)
+	n := strconv.FormatUint(rs.keys, 10)
+	if v := rs.s.view; v != nil {
+		return string(kind) + v.cluster.Replica() + "." + n
+	}
+	return n
+}
+
+// carried reports whether an HTTP response carries ls now.
+func (ls *logical) carried() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.conn != nil && !ls.done
 }
 
 func (rs *resumer) retry() time.Duration {
@@ -102,7 +116,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		rs.s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
 		return
 	}
-	ls.key = rs.newKeyLocked()
+	ls.key = rs.newKeyLocked(keyRequest)
 	rs.fileLocked(ls)
 	rs.mu.Unlock()
 
@@ -180,7 +194,12 @@ func (rs *resumer) forget(ls *logical) {
 func (rs *resumer) write(ctx context.Context, m transport.Message) error {
 	rs.mu.Lock()
 	ls := route(ctx, m, rs.s.h.cfg.mode, rs.byReq, rs.standalone)
+	standalone := rs.s.view != nil && (ls == nil || ls == rs.standalone) &&
+		forStandalone(ctx, m, rs.s.h.cfg.mode, rs.byReq, standaloneLogical)
 	rs.mu.Unlock()
+	if standalone && (ls == nil || !ls.carried()) {
+		return rs.s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
+	}
 	if ls == nil {
 		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
 	}
@@ -234,6 +253,10 @@ func (rs *resumer) sendLocked(ctx context.Context, ls *logical, m transport.Mess
 		rs.s.h.cfg.logger.Warn("streamable: cannot store an event; sending it without an id", "session", rs.s.id, "stream", ls.key, "error", err)
 	}
 	if conn == nil {
+		if rs.s.view != nil && id != "" {
+			// A resumption on another replica may be carrying it.
+			_ = rs.s.publish(ctx, RelayEvent, []byte(ls.key))
+		}
 		return nil // stored: a resumption replays it
 	}
 	if werr := conn.sendEvent(id, data, isResp); werr != nil {
@@ -302,7 +325,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs.getServing++
-	ls := &logical{key: rs.newKeyLocked()}
+	ls := &logical{key: rs.newKeyLocked(keyStandalone)}
 	if old := rs.standalone; old != nil && rs.byKey[old.key] == old {
 		delete(rs.byKey, old.key) // a new standalone stream replaces it
 	}
@@ -320,6 +343,25 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	ls.mu.Unlock()
 	rs.carry(r, ls, st)
+}
+
+// adoptStandalone makes the standalone stream key, which another replica
+// carried, this replica's standalone stream, at the event lastID; nil when
+// a GET stream is open here already.
+func (rs *resumer) adoptStandalone(key, lastID string) *logical {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.getServing > 0 {
+		return nil
+	}
+	rs.getServing++
+	ls := &logical{key: key, primed: true, lastID: lastID}
+	if old := rs.standalone; old != nil && rs.byKey[old.key] == old {
+		delete(rs.byKey, old.key)
+	}
+	rs.standalone = ls
+	rs.fileLocked(ls)
+	return ls
 }
 
 func (rs *resumer) leaveStandalone() {
@@ -357,6 +399,21 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	rs.mu.Unlock()
 	if standalone {
 		defer rs.leaveStandalone()
+	}
+	if ls == nil && s.view != nil && !strings.HasPrefix(key, string(keyRequest)+s.view.cluster.Replica()+".") &&
+		!strings.HasPrefix(key, string(keyStandalone)+s.view.cluster.Replica()+".") {
+		// Another replica's stream (shared.go).
+		if isStandaloneKey(key) {
+			ls = rs.adoptStandalone(key, lastOf(events, lastID))
+			if ls == nil {
+				rs.s.h.reject(w, http.StatusConflict, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, "a GET stream is already open for this session")
+				return
+			}
+			defer rs.leaveStandalone()
+		} else {
+			rs.tail(w, r, key, lastID, events)
+			return
+		}
 	}
 	st := newStream(w, ResponseSSE, nil, s.idHeader)
 	if ls == nil {

@@ -34,7 +34,8 @@ type session struct {
 	get     *stream                  // the standalone GET stream, if open
 	onEnd   func(error)              // set by the server (transport.Driven)
 
-	res *resumer // resume.go: set with an event store, which then owns the streams
+	res  *resumer // resume.go: set with an event store, which then owns the streams
+	view *view    // shared.go: set with a cluster; then s is this replica's view of the session
 
 	// Idle expiry (expiry.go): deadline is when the session expires, moved
 	// by every request; due and slot, guarded by the expiry's lock, are its
@@ -112,6 +113,9 @@ func newSession(h *Endpoint, id, principal string, attached bool) *session {
 	return s
 }
 
+// standaloneMark stands for the standalone stream where none is open.
+var standaloneMark = &stream{}
+
 var errIdle = errors.New("streamable: session expired after being idle")
 
 // touch restarts the idle clock.
@@ -129,7 +133,14 @@ func (s *session) terminate(err error) {
 		s.onEnd = nil
 		s.mu.Unlock()
 		s.h.expiry.remove(s)
-		if s.res != nil {
+		evicted := false
+		if v := s.view; v != nil {
+			evicted = v.evicted.Load()
+			if v.unsubscribe != nil {
+				v.unsubscribe()
+			}
+		}
+		if s.res != nil && !evicted { // an evicted view's session goes on
 			s.res.end()
 		}
 		if end != nil {
@@ -184,7 +195,11 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	}
 	s.mu.Lock()
 	target := route(ctx, m, s.h.cfg.mode, s.streams, s.get)
+	standalone := s.view != nil && target == nil && forStandalone(ctx, m, s.h.cfg.mode, s.streams, standaloneMark)
 	s.mu.Unlock()
+	if standalone {
+		return s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
+	}
 	if target == nil {
 		return fmt.Errorf("streamable: write: no open stream for the message: %w", transport.ErrStreamGone)
 	}

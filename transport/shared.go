@@ -1,0 +1,52 @@
+package transport
+
+import "context"
+
+// Shared is a Conn whose session is served by several processes at once:
+// the replicas of one service behind a load balancer, any of which may
+// receive any of the session's messages. The session's state (what
+// initialize negotiated, the log level, the resource subscriptions) is
+// kept outside the processes, and each replica's server reads it from
+// SharedState, stores its changes with StoreState and learns of the other
+// replicas' changes through the function given to SetStateUpdate. Streamable
+// HTTP's shared sessions are Shared (see streamable.WithCluster).
+//
+// The state is the server's to encode; the transport stores it as it is.
+type Shared interface {
+	Conn
+	// Replica names this process among the session's replicas: visible
+	// ASCII, unique among them. The server makes the ids of its requests
+	// to the client unique across replicas with it.
+	Replica() string
+	// SharedState returns the state the session's replicas stored last,
+	// or nil when none stored one yet: a new session.
+	SharedState() []byte
+	// StoreState stores the session's state after it changed here; once
+	// it returns, every replica that loads the session reads it.
+	StoreState(ctx context.Context, state []byte) error
+	// SetStateUpdate has update called with the state another replica
+	// stored, whenever one does, while the session lasts.
+	SetStateUpdate(update func(state []byte))
+}
+
+// Wrapper is a Conn that wraps another, such as one that counts its
+// traffic; Unwrap returns the wrapped Conn. [SharedOf] looks through it.
+type Wrapper interface {
+	Unwrap() Conn
+}
+
+// SharedOf returns c, or the Conn c wraps (see [Wrapper]), as a [Shared];
+// false when neither is one.
+func SharedOf(c Conn) (Shared, bool) {
+	for c != nil {
+		if sh, ok := c.(Shared); ok {
+			return sh, true
+		}
+		w, ok := c.(Wrapper)
+		if !ok {
+			break
+		}
+		c = w.Unwrap()
+	}
+	return nil, false
+}

@@ -1,0 +1,118 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+)
+
+// Cluster lets the Endpoints of several processes, the replicas of one
+// service behind a load balancer with no session affinity, serve the same
+// 2025-era sessions: any replica answers any POST, GET or DELETE of any
+// session. Configure one with [WithCluster]; package redisstore has one on
+// Redis. Without a Cluster, an Endpoint keeps its sessions in memory, and
+// only it can serve them.
+//
+// A Cluster keeps a record of each session, which the replicas load when
+// a session they do not hold comes to them, and carries [Relay] messages
+// between the replicas that hold a session at the moment: a client's
+// answer to a server request made on another replica, a cancellation, a
+// message for the standalone GET stream, a changed state, the end of the
+// session. A replica holds a session (its view of it) only while the
+// session is busy there, so that idle sessions cost the replicas nothing.
+//
+// Implementations must be safe for concurrent use.
+type Cluster interface {
+	// Replica names this process among the replicas: visible ASCII with
+	// no '.', unique among them.
+	Replica() string
+	// Create stores the record of a new session. It fails if the id is
+	// taken.
+	Create(ctx context.Context, id string, rec SessionRecord) error
+	// Load returns a session's record. It returns an error wrapping
+	// [ErrUnknownSession] when there is none (never created, deleted or
+	// expired), and another error when it cannot tell.
+	Load(ctx context.Context, id string) (SessionRecord, error)
+	// StoreState replaces the state of a session's record, and publishes a
+	// RelayState of it to the session's other replicas.
+	StoreState(ctx context.Context, id string, state []byte) error
+	// Touch restarts the idle clock of a session's record: a record that
+	// is not touched for the idle timeout expires.
+	Touch(ctx context.Context, id string) error
+	// Delete removes a session's record and publishes a RelayEnd to the
+	// session's replicas.
+	Delete(ctx context.Context, id string) error
+	// Publish sends r to every replica subscribed to the session, this
+	// one included (r.From tells them apart). A replica subscribed after
+	// Publish returned may miss it.
+	Publish(ctx context.Context, id string, r Relay) error
+	// Subscribe calls deliver with every Relay published for the session
+	// from when it returns until cancel is called, in the order they were
+	// published, on one goroutine per subscription at most; deliver must
+	// not block for long. cancel may be called from deliver, and must
+	// then not wait for it.
+	Subscribe(ctx context.Context, id string, deliver func(Relay)) (cancel func(), err error)
+}
+
+// SessionRecord is what a [Cluster] keeps of a session.
+type SessionRecord struct {
+	// Principal is the key of the principal the session is bound to (see
+	// [WithPrincipal]); "" without authorization.
+	Principal string
+	// State is the server's state of the session, opaque to the transport
+	// (see transport.Shared); nil until the server stores one.
+	State []byte
+}
+
+// ErrUnknownSession is wrapped by [Cluster.Load] errors for a session that
+// does not exist.
+var ErrUnknownSession = errors.New("streamable: unknown session")
+
+// RelayKind says what a [Relay] carries.
+type RelayKind uint8
+
+// The relay kinds.
+const (
+	// RelayClient carries a message a client posted that is not a
+	// request: a notification (notifications/cancelled among them) or the
+	// answer to a server request, which may be waited for on another
+	// replica. Data is the encoded message.
+	RelayClient RelayKind = iota + 1
+	// RelayStandalone carries a message for the session's standalone GET
+	// stream, which another replica may be carrying. Data is the encoded
+	// message.
+	RelayStandalone
+	// RelayEvent says that events were stored for a stream whose client
+	// left, so that a replica carrying its resumption sends them. Data is
+	// the stream's key.
+	RelayEvent
+	// RelayState carries the state a replica stored (Data).
+	RelayState
+	// RelayEnd says the session ended: deleted by its client, or expired.
+	RelayEnd
+)
+
+// String returns the kind's name, as metrics label it.
+func (k RelayKind) String() string {
+	switch k {
+	case RelayClient:
+		return "client"
+	case RelayStandalone:
+		return "standalone"
+	case RelayEvent:
+		return "event"
+	case RelayState:
+		return "state"
+	case RelayEnd:
+		return "end"
+	}
+	return "unknown"
+}
+
+// Relay is one message between the replicas that hold a session.
+type Relay struct {
+	Kind RelayKind
+	// From is the [Cluster.Replica] of the replica that sent it.
+	From string
+	// Data is what the kind says.
+	Data []byte
+}

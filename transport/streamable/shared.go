@@ -1,0 +1,417 @@
+package streamable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// The shared mode of an Endpoint (see Cluster): a replica holds a view of a
+// session, a session of its own on top of the cluster's record, only while
+// the session is busy there; the view is evicted when it has been idle for
+// the view timeout, without ending the session.
+
+// defaultViewIdle is how long a replica keeps the view of a session that
+// has nothing in flight there.
+const defaultViewIdle = 30 * time.Second
+
+// WithCluster shares the Endpoint's 2025-era sessions with the other
+// replicas of the cluster (see [Cluster]): any replica serves any request
+// of any session, and the sessions outlive the replica that created them.
+// The cluster's records expire after the idle timeout ([WithIdleTimeout]);
+// a replica keeps its view of a session for viewIdle after its last
+// request there (30 s when viewIdle <= 0). For resumable streams that any
+// replica can resume, give the replicas one shared event store too
+// ([WithEventStore]).
+func WithCluster(c Cluster, viewIdle time.Duration) Option {
+	return optionFunc(func(cfg *config) {
+		cfg.cluster = c
+		cfg.viewIdle = viewIdle
+		if viewIdle <= 0 {
+			cfg.viewIdle = defaultViewIdle
+		}
+	})
+}
+
+// view is what a shared session has besides a session: the cluster's
+// record state it was loaded with, the server's state update function,
+// the subscription to the session's relays, and the streams of other
+// replicas it resumes.
+type view struct {
+	cluster     Cluster
+	state       []byte // the record's state when the view was made
+	update      atomic.Pointer[func([]byte)]
+	unsubscribe func()
+	touched     atomic.Int64 // unix nanoseconds of the last Touch
+	evicted     atomic.Bool  // the view went, the session goes on
+
+	mu    sync.Mutex
+	tails map[string]chan struct{} // stream key → wake-up of the resumption carrying it here
+}
+
+// sharedConn is the Conn a server serves a shared session on: the session,
+// and transport.Shared.
+type sharedConn struct{ *session }
+
+var (
+	_ transport.Shared = sharedConn{}
+	_ transport.Driven = sharedConn{}
+)
+
+// Replica returns the cluster's name of this replica.
+func (c sharedConn) Replica() string { return c.view.cluster.Replica() }
+
+// SharedState returns the state the session's record had when the view
+// was made.
+func (c sharedConn) SharedState() []byte { return c.view.state }
+
+// StoreState stores the session's state in the cluster.
+func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
+	return c.view.cluster.StoreState(ctx, c.id, state)
+}
+
+// SetStateUpdate has update called with the states other replicas store.
+func (c sharedConn) SetStateUpdate(update func(state []byte)) { c.view.update.Store(&update) }
+
+// serverConn returns the Conn the server serves s on.
+func (s *session) serverConn() transport.Driven {
+	if s.view != nil {
+		return sharedConn{s}
+	}
+	return s
+}
+
+// create stores the record of s, a new session, and subscribes to its
+// relays; false: the cluster cannot, and s is not served.
+func (h *Endpoint) create(ctx context.Context, s *session) error {
+	s.view = &view{cluster: h.cfg.cluster}
+	s.view.touched.Store(time.Now().UnixNano())
+	if err := h.cfg.cluster.Create(ctx, s.id, SessionRecord{Principal: s.principal}); err != nil {
+		return err
+	}
+	return s.subscribe(ctx)
+}
+
+// subscribe has s follow its session's relays.
+func (s *session) subscribe(ctx context.Context) error {
+	cancel, err := s.view.cluster.Subscribe(ctx, s.id, s.relay)
+	if err != nil {
+		return err
+	}
+	s.view.unsubscribe = cancel
+	return nil
+}
+
+// loadView makes a view of the session id, which another replica created,
+// when the cluster has it and it is r's principal's; else it returns the
+// reason and HTTP status to refuse r with.
+func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.RejectReason, int) {
+	rec, err := h.cfg.cluster.Load(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		return nil, protocol.RejectUnknownSession, http.StatusNotFound
+	case err != nil:
+		h.cfg.logger.Warn("streamable: cannot load a shared session", "session", id, "error", err)
+		return nil, protocol.RejectOther, http.StatusServiceUnavailable
+	case rec.Principal != h.principalOf(r):
+		return nil, protocol.RejectSessionPrincipal, http.StatusNotFound
+	}
+	h.mu.Lock()
+	if s := h.sessions[id]; s != nil { // another request made it meanwhile
+		h.mu.Unlock()
+		return s, 0, 0
+	}
+	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
+		h.mu.Unlock()
+		return nil, protocol.RejectSessionLimit, http.StatusServiceUnavailable
+	}
+	s := newSession(h, id, rec.Principal, h.attach != nil)
+	s.view = &view{cluster: h.cfg.cluster, state: rec.State}
+	s.view.touched.Store(time.Now().UnixNano())
+	ctx := withSession(context.WithoutCancel(r.Context()), s)
+	if s.res != nil {
+		s.res.ctx = ctx
+	}
+	h.sessions[id] = s
+	h.serving.Add(1)
+	h.mu.Unlock()
+	if err := s.subscribe(r.Context()); err != nil {
+		h.cfg.logger.Warn("streamable: cannot follow a shared session", "session", id, "error", err)
+		h.evict(s)
+		h.serving.Done()
+		return nil, protocol.RejectOther, http.StatusServiceUnavailable
+	}
+	h.serve(ctx, s)
+	return s, 0, 0
+}
+
+// evict drops the view s without ending its session.
+func (h *Endpoint) evict(s *session) {
+	s.view.evicted.Store(true)
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+	s.terminate(errEvicted)
+}
+
+var errEvicted = errors.New("streamable: the replica let its view of the shared session go")
+
+// expireView evicts a view that has been idle for the view timeout, unless
+// something is still in flight on it; the session's record expires in the
+// cluster.
+func (h *Endpoint) expireView(s *session) {
+	if s.busy() {
+		h.expiry.add(s) // again, from now
+		return
+	}
+	h.evict(s)
+}
+
+// busy reports whether s has a request, a stream or a resumption open.
+func (s *session) busy() bool {
+	s.mu.Lock()
+	n := len(s.streams)
+	if s.get != nil {
+		n++
+	}
+	s.mu.Unlock()
+	if rs := s.res; rs != nil {
+		rs.mu.Lock()
+		n += len(rs.byKey) + rs.getServing
+		rs.mu.Unlock()
+	}
+	if v := s.view; v != nil {
+		v.mu.Lock()
+		n += len(v.tails)
+		v.mu.Unlock()
+	}
+	return n > 0
+}
+
+// touchShared restarts the idle clock of the session's record, at most
+// once a tenth of the idle timeout.
+func (s *session) touchShared(ctx context.Context) {
+	v := s.view
+	d := s.h.cfg.idleTimeout / 10
+	now := time.Now().UnixNano()
+	last := v.touched.Load()
+	if d <= 0 || now-last < int64(d) || !v.touched.CompareAndSwap(last, now) {
+		return
+	}
+	if err := v.cluster.Touch(context.WithoutCancel(ctx), s.id); err != nil {
+		s.h.cfg.logger.Warn("streamable: cannot renew a shared session", "session", s.id, "error", err)
+	}
+}
+
+// endShared ends a shared session everywhere: its record goes, and the
+// other replicas' views end.
+func (h *Endpoint) endShared(ctx context.Context, s *session) error {
+	return h.cfg.cluster.Delete(context.WithoutCancel(ctx), s.id)
+}
+
+// publish sends a relay of kind to the session's other replicas.
+func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) error {
+	v := s.view
+	err := v.cluster.Publish(context.WithoutCancel(ctx), s.id, Relay{Kind: kind, From: v.cluster.Replica(), Data: data})
+	if err != nil {
+		s.h.cfg.logger.Warn("streamable: cannot relay a message to the other replicas", "session", s.id, "kind", kind.String(), "error", err)
+	}
+	return err
+}
+
+// relayClient passes a message the client posted here on to the replicas
+// that may wait for it.
+func (s *session) relayClient(ctx context.Context, m transport.Message) error {
+	data, err := transport.AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	return s.publish(ctx, RelayClient, data)
+}
+
+// relay acts on a relay of the session's from another replica.
+func (s *session) relay(r Relay) {
+	v := s.view
+	if r.From == v.cluster.Replica() {
+		return
+	}
+	switch r.Kind {
+	case RelayClient:
+		m, err := transport.DecodeMessage(r.Data)
+		if err != nil {
+			return
+		}
+		if req, ok := m.(*transport.Request); ok && req.Method == "notifications/cancelled" {
+			s.markCancelled(req)
+		}
+		s.deliverInline(context.Background(), m)
+		if s.res != nil {
+			s.res.observe(m)
+		}
+	case RelayStandalone:
+		m, err := transport.DecodeMessage(r.Data)
+		if err != nil {
+			return
+		}
+		_ = s.writeStandaloneHere(context.Background(), m)
+	case RelayEvent:
+		v.mu.Lock()
+		wake := v.tails[string(r.Data)]
+		v.mu.Unlock()
+		if wake != nil {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	case RelayState:
+		if update := v.update.Load(); update != nil {
+			(*update)(r.Data)
+		}
+	case RelayEnd:
+		s.h.mu.Lock()
+		if s.h.sessions[s.id] == s {
+			delete(s.h.sessions, s.id)
+		}
+		s.h.mu.Unlock()
+		s.terminate(errDeleted)
+	}
+}
+
+// writeStandaloneHere writes m to the standalone GET stream if this
+// replica carries it; ErrStreamGone otherwise.
+func (s *session) writeStandaloneHere(ctx context.Context, m transport.Message) error {
+	if rs := s.res; rs != nil {
+		rs.mu.Lock()
+		ls := rs.standalone
+		rs.mu.Unlock()
+		if ls == nil || !ls.carried() {
+			return fmt.Errorf("streamable: write: no standalone stream here: %w", transport.ErrStreamGone)
+		}
+		return rs.send(ctx, ls, m)
+	}
+	s.mu.Lock()
+	get := s.get
+	s.mu.Unlock()
+	if get == nil {
+		return fmt.Errorf("streamable: write: no standalone stream here: %w", transport.ErrStreamGone)
+	}
+	return get.deliver(m)
+}
+
+// standaloneLogical stands for the standalone stream where none is open.
+var standaloneLogical = &logical{}
+
+// forStandalone reports whether route sends m to the standalone stream.
+func forStandalone[S comparable](ctx context.Context, m transport.Message, mode ResponseMode, byRequest map[transport.ID]S, standalone S) bool {
+	return route(ctx, m, mode, byRequest, standalone) == standalone
+}
+
+// relayStandalone sends a message for the standalone stream, which this
+// replica does not carry, to the replica that does, if any.
+func (s *session) relayStandalone(ctx context.Context, m transport.Message) error {
+	data, err := transport.AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	return s.publish(ctx, RelayStandalone, data)
+}
+
+// Stream keys of a shared session name the replica that issued them and
+// the kind of stream, so that they are unique across replicas and another
+// replica can resume them: r<replica>.<n> for a request's stream,
+// g<replica>.<n> for a standalone stream.
+const (
+	keyRequest    = 'r'
+	keyStandalone = 'g'
+)
+
+// isStandaloneKey reports whether a shared session's stream key names a
+// standalone stream.
+func isStandaloneKey(key string) bool {
+	return key != "" && key[0] == keyStandalone && strings.Contains(key, ".")
+}
+
+// watchTail registers a resumption carrying another replica's stream key
+// here, and returns its wake-up channel and the function that ends it.
+func (v *view) watchTail(key string) (<-chan struct{}, func()) {
+	wake := make(chan struct{}, 1)
+	v.mu.Lock()
+	if v.tails == nil {
+		v.tails = make(map[string]chan struct{})
+	}
+	v.tails[key] = wake
+	v.mu.Unlock()
+	return wake, func() {
+		v.mu.Lock()
+		if v.tails[key] == wake {
+			delete(v.tails, key)
+		}
+		v.mu.Unlock()
+	}
+}
+
+// tailPoll is how often a resumption of another replica's stream reads the
+// store when no relay woke it: relays are not stored, so one can be missed.
+const tailPoll = time.Second
+
+// tail serves the resumption of a request stream that another replica
+// serves: it sends the events stored after lastID, then those the replica
+// stores, until the request's response. events are those already replayed.
+func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event) {
+	s := rs.s
+	wake, done := s.view.watchTail(key)
+	defer done()
+	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	defer st.shutDown(nil)
+	last := lastOf(events, lastID)
+	if st.replay(events) != nil || answers(events) {
+		return
+	}
+	tick := time.NewTicker(tailPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		}
+		_, more, err := rs.store.Replay(r.Context(), s.id, last)
+		if err != nil {
+			return
+		}
+		if st.replay(more) != nil || answers(more) {
+			return
+		}
+		last = lastOf(more, last)
+	}
+}
+
+// answers reports whether events hold a response: the end of a request's
+// stream.
+func answers(events []Event) bool {
+	for _, ev := range events {
+		if len(ev.Data) == 0 {
+			continue
+		}
+		if m, err := transport.DecodeMessage(ev.Data); err == nil {
+			if _, ok := m.(*transport.Response); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,239 @@
+package streamabletest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// Cluster is an in-memory [streamable.Cluster] shared by several Endpoints
+// of one process, for tests of the shared mode: each Endpoint gets the
+// view of one replica ([Cluster.Replica]). Relays are delivered in order,
+// on one goroutine per subscription, as Redis's pub/sub delivers them. A
+// production cluster spans processes: see package redisstore.
+type Cluster struct {
+	mu       sync.Mutex
+	records  map[string]streamable.SessionRecord
+	subs     map[string]map[*subscription]struct{} // by session
+	down     bool
+	loads    int
+	relayed  map[streamable.RelayKind]int
+	replicas map[string]bool
+}
+
+// NewCluster returns an empty cluster.
+func NewCluster() *Cluster {
+	return &Cluster{
+		records:  make(map[string]streamable.SessionRecord),
+		subs:     make(map[string]map[*subscription]struct{}),
+		relayed:  make(map[streamable.RelayKind]int),
+		replicas: make(map[string]bool),
+	}
+}
+
+// Replica returns the cluster as the replica name sees it.
+func (c *Cluster) Replica(name string) streamable.Cluster {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.replicas[name] = true
+	return &replica{c: c, name: name}
+}
+
+// SetDown makes every operation fail (down) or work again, as a store
+// that went away and came back.
+func (c *Cluster) SetDown(down bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.down = down
+}
+
+// Sessions returns how many session records the cluster holds.
+func (c *Cluster) Sessions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.records)
+}
+
+// Loads returns how many times a replica loaded a record.
+func (c *Cluster) Loads() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads
+}
+
+// Relayed returns how many relays of kind were published.
+func (c *Cluster) Relayed(kind streamable.RelayKind) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relayed[kind]
+}
+
+var errDown = fmt.Errorf("streamabletest: the cluster is down")
+
+type replica struct {
+	c    *Cluster
+	name string
+}
+
+func (r *replica) Replica() string { return r.name }
+
+func (r *replica) Create(_ context.Context, id string, rec streamable.SessionRecord) error {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return errDown
+	}
+	if _, ok := c.records[id]; ok {
+		return fmt.Errorf("streamabletest: session %q exists", id)
+	}
+	c.records[id] = rec
+	return nil
+}
+
+func (r *replica) Load(_ context.Context, id string) (streamable.SessionRecord, error) {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return streamable.SessionRecord{}, errDown
+	}
+	c.loads++
+	rec, ok := c.records[id]
+	if !ok {
+		return rec, fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+	}
+	rec.State = append([]byte(nil), rec.State...)
+	if len(rec.State) == 0 {
+		rec.State = nil
+	}
+	return rec, nil
+}
+
+func (r *replica) StoreState(ctx context.Context, id string, state []byte) error {
+	c := r.c
+	c.mu.Lock()
+	if c.down {
+		c.mu.Unlock()
+		return errDown
+	}
+	rec, ok := c.records[id]
+	if !ok {
+		c.mu.Unlock()
+		return fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+	}
+	rec.State = append([]byte(nil), state...)
+	c.records[id] = rec
+	c.mu.Unlock()
+	return r.Publish(ctx, id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
+}
+
+func (r *replica) Touch(_ context.Context, id string) error {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return errDown
+	}
+	if _, ok := c.records[id]; !ok {
+		return fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+	}
+	return nil
+}
+
+func (r *replica) Delete(ctx context.Context, id string) error {
+	c := r.c
+	c.mu.Lock()
+	if c.down {
+		c.mu.Unlock()
+		return errDown
+	}
+	delete(c.records, id)
+	c.mu.Unlock()
+	return r.Publish(ctx, id, streamable.Relay{Kind: streamable.RelayEnd, From: r.name})
+}
+
+func (r *replica) Publish(_ context.Context, id string, rel streamable.Relay) error {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return errDown
+	}
+	c.relayed[rel.Kind]++
+	rel.Data = append([]byte(nil), rel.Data...)
+	for sub := range c.subs[id] {
+		sub.queue(rel)
+	}
+	return nil
+}
+
+func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamable.Relay)) (func(), error) {
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down {
+		return nil, errDown
+	}
+	sub := &subscription{deliver: deliver, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	if c.subs[id] == nil {
+		c.subs[id] = make(map[*subscription]struct{})
+	}
+	c.subs[id][sub] = struct{}{}
+	go sub.run()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.subs[id], sub)
+			if len(c.subs[id]) == 0 {
+				delete(c.subs, id)
+			}
+			c.mu.Unlock()
+			close(sub.stop) // not waited for: cancel may be called from deliver
+		})
+	}, nil
+}
+
+// subscription delivers its relays in order on a goroutine of its own.
+type subscription struct {
+	deliver func(streamable.Relay)
+	mu      sync.Mutex
+	pending []streamable.Relay
+	wake    chan struct{}
+	stop    chan struct{}
+}
+
+func (s *subscription) queue(r streamable.Relay) {
+	s.mu.Lock()
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) run() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		batch := s.pending
+		s.pending = nil
+		s.mu.Unlock()
+		for _, r := range batch {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			s.deliver(r)
+		}
+	}
+}
