@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
@@ -23,9 +25,55 @@ import (
 // store, as replicas behind a load balancer share Redis. Which replica
 // serves a request is the test's choice.
 
+// shBackend makes the cluster of each replica, and the event store they
+// share: in memory, or on a real redis-server.
+type shBackend struct {
+	name    string
+	memory  *streamabletest.Cluster // nil for Redis
+	replica func(t *testing.T, name string) streamable.Cluster
+	events  func(t *testing.T) streamable.EventStore
+	down    func(down bool) // the store goes away, or comes back
+}
+
+// shEach runs f on each backend: in memory, and on a redis-server of its
+// own.
+func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
+	t.Run("memory", func(t *testing.T) {
+		c := streamabletest.NewCluster()
+		f(t, shBackend{
+			name: "memory", memory: c,
+			replica: func(_ *testing.T, name string) streamable.Cluster { return c.Replica(name) },
+			events:  func(*testing.T) streamable.EventStore { return streamable.NewMemoryEventStore(0, 0) },
+			down:    c.SetDown,
+		})
+	})
+	t.Run("redis", func(t *testing.T) {
+		redis := redistest.Start(t)
+		store := func(t *testing.T, name string) *redisstore.Store {
+			t.Helper()
+			st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica(name))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}
+		f(t, shBackend{
+			name:    "redis",
+			replica: func(t *testing.T, name string) streamable.Cluster { return store(t, name) },
+			events:  func(t *testing.T) streamable.EventStore { return store(t, "events") },
+			down: func(down bool) {
+				if down {
+					redis.Stop()
+				} else {
+					redis.Restart()
+				}
+			},
+		})
+	})
+}
+
 // shReplicas is a set of replicas of one service.
 type shReplicas struct {
-	cluster *streamabletest.Cluster
+	cluster *streamabletest.Cluster // nil on Redis
 	envs    []*htEnv
 	blocker *htBlocker  // the "block" tool of every replica
 	asked   chan string // the "ask" tool's elicitation answers, "error: ..." on failure
@@ -33,9 +81,9 @@ type shReplicas struct {
 }
 
 // newSHReplicas starts n replicas named a, b, c, ... with opts.
-func newSHReplicas(t *testing.T, n int, opts ...streamable.Option) *shReplicas {
+func newSHReplicas(t *testing.T, b shBackend, n int, opts ...streamable.Option) *shReplicas {
 	t.Helper()
-	rs := &shReplicas{cluster: streamabletest.NewCluster(), blocker: newHTBlocker(), asked: make(chan string, 8), started: make(chan string, 8)}
+	rs := &shReplicas{cluster: b.memory, blocker: newHTBlocker(), asked: make(chan string, 8), started: make(chan string, 8)}
 	for i := range n {
 		name := string(rune('a' + i))
 		srv := htServer(t)
@@ -53,7 +101,7 @@ func newSHReplicas(t *testing.T, n int, opts ...streamable.Option) *shReplicas {
 		require.NoError(t, srv.AddResource(server.Resource{URI: "file:///x", Name: "x"}, func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, server.ErrResourceNotFound
 		}))
-		o := append([]streamable.Option{streamable.WithCluster(rs.cluster.Replica(name), 0)}, opts...)
+		o := append([]streamable.Option{streamable.WithCluster(b.replica(t, name), 0)}, opts...)
 		rs.envs = append(rs.envs, newHTEnv(t, srv, o...))
 	}
 	return rs
@@ -63,148 +111,164 @@ func newSHReplicas(t *testing.T, n int, opts ...streamable.Option) *shReplicas {
 // served by every other, its DELETE on one ends it on all, and a replica
 // that never saw it loads it from the cluster.
 func TestSharedSessionAnyReplica(t *testing.T) {
-	rs := newSHReplicas(t, 3)
-	a, b, c := rs.envs[0], rs.envs[1], rs.envs[2]
-	sid := a.initialize(`{}`)
-	assert.Equal(t, 1, rs.cluster.Sessions())
+	shEach(t, func(t *testing.T, be shBackend) {
+		rs := newSHReplicas(t, be, 3)
+		a, b, c := rs.envs[0], rs.envs[1], rs.envs[2]
+		sid := a.initialize(`{}`)
+		if rs.cluster != nil {
+			assert.Equal(t, 1, rs.cluster.Sessions())
+		}
 
-	for i, e := range []*htEnv{b, c, a, c} {
-		ct, msgs := e.call(sid, htCallBody("1"+string(rune('0'+i)), "echo", `{"text":"hi"}`))
-		assert.Equal(t, "application/json", ct)
-		require.Len(t, msgs, 1)
-		require.Nil(t, msgs[0].Error, "replica %d: %s", i, msgs[0].Error)
-		assert.JSONEq(t, `{"content":[{"type":"text","text":"hi"}]}`, string(msgs[0].Result))
-	}
-	// ping is answered only once initialize completed: the state came along.
-	_, msgs := c.call(sid, `{"jsonrpc":"2.0","id":20,"method":"ping"}`)
-	require.Nil(t, msgs[0].Error)
+		for i, e := range []*htEnv{b, c, a, c} {
+			ct, msgs := e.call(sid, htCallBody("1"+string(rune('0'+i)), "echo", `{"text":"hi"}`))
+			assert.Equal(t, "application/json", ct)
+			require.Len(t, msgs, 1)
+			require.Nil(t, msgs[0].Error, "replica %d: %s", i, msgs[0].Error)
+			assert.JSONEq(t, `{"content":[{"type":"text","text":"hi"}]}`, string(msgs[0].Result))
+		}
+		// ping is answered only once initialize completed: the state came along.
+		_, msgs := c.call(sid, `{"jsonrpc":"2.0","id":20,"method":"ping"}`)
+		require.Nil(t, msgs[0].Error)
 
-	del := b.do(http.MethodDelete, "", htSession(sid))
-	require.Equal(t, http.StatusNoContent, del.status, "%s", del.body)
-	assert.Equal(t, 0, rs.cluster.Sessions())
-	for _, e := range rs.envs {
-		r := e.do(http.MethodPost, htCallBody("30", "echo", `{"text":"x"}`), htSession(sid))
-		htRPCError(t, r, http.StatusNotFound, -32600)
-	}
+		del := b.do(http.MethodDelete, "", htSession(sid))
+		require.Equal(t, http.StatusNoContent, del.status, "%s", del.body)
+		if rs.cluster != nil {
+			assert.Equal(t, 0, rs.cluster.Sessions())
+		}
+		for _, e := range rs.envs {
+			r := e.do(http.MethodPost, htCallBody("30", "echo", `{"text":"x"}`), htSession(sid))
+			htRPCError(t, r, http.StatusNotFound, -32600)
+		}
+	})
 }
 
 // TestSharedElicitationAnsweredElsewhere: a handler on replica a asks the
 // client; the client's answer, posted to b, reaches a's handler.
 func TestSharedElicitationAnsweredElsewhere(t *testing.T) {
-	rs := newSHReplicas(t, 2)
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{"elicitation":{}}`)
+	shEach(t, func(t *testing.T, be shBackend) {
+		rs := newSHReplicas(t, be, 2)
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{"elicitation":{}}`)
 
-	resp := a.send(a.request(t.Context(), http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
-	defer func() { _ = resp.Body.Close() }()
-	stream := htStream(t, resp)
-	ask := stream.nextMsg()
-	require.Equal(t, "elicitation/create", ask.Method)
-	var id string
-	require.NoError(t, json.Unmarshal(ask.ID, &id), "a shared session's server request ids are strings: %s", ask.ID)
-	assert.True(t, strings.HasPrefix(id, "a-"), "the id names the replica: %s", id)
+		resp := a.send(a.request(t.Context(), http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
+		defer func() { _ = resp.Body.Close() }()
+		stream := htStream(t, resp)
+		ask := stream.nextMsg()
+		require.Equal(t, "elicitation/create", ask.Method)
+		var id string
+		require.NoError(t, json.Unmarshal(ask.ID, &id), "a shared session's server request ids are strings: %s", ask.ID)
+		assert.True(t, strings.HasPrefix(id, "a-"), "the id names the replica: %s", id)
 
-	answer := `{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"action":"decline"}}`
-	r := b.do(http.MethodPost, answer, htSession(sid))
-	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
-	assert.Equal(t, "a:decline", <-rs.asked)
-	final := stream.nextMsg()
-	require.Nil(t, final.Error)
-	assert.Contains(t, string(final.Result), "decline")
+		answer := `{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"action":"decline"}}`
+		r := b.do(http.MethodPost, answer, htSession(sid))
+		require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
+		assert.Equal(t, "a:decline", <-rs.asked)
+		final := stream.nextMsg()
+		require.Nil(t, final.Error)
+		assert.Contains(t, string(final.Result), "decline")
+	})
 }
 
 // TestSharedCancelAndDeleteElsewhere: notifications/cancelled posted to b
 // cancels a's handler as the client's cancel; a DELETE posted to b cancels
 // a's handler as the transport's close.
 func TestSharedCancelAndDeleteElsewhere(t *testing.T) {
-	rs := newSHReplicas(t, 2)
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{}`)
+	shEach(t, func(t *testing.T, be shBackend) {
+		rs := newSHReplicas(t, be, 2)
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{}`)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan htReply, 1)
-	go func() {
-		done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("7", "block", `{}`), htSession(sid)))
-	}()
-	<-rs.blocker.started
-	r := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`, htSession(sid))
-	require.Equal(t, http.StatusAccepted, r.status)
-	cause := <-rs.blocker.cause
-	assert.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
-	<-done
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		done := make(chan htReply, 1)
+		go func() {
+			done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("7", "block", `{}`), htSession(sid)))
+		}()
+		<-rs.blocker.started
+		r := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`, htSession(sid))
+		require.Equal(t, http.StatusAccepted, r.status)
+		cause := <-rs.blocker.cause
+		assert.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
+		<-done
 
-	go func() {
-		done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("8", "block", `{}`), htSession(sid)))
-	}()
-	<-rs.blocker.started
-	r = b.do(http.MethodDelete, "", htSession(sid))
-	require.Equal(t, http.StatusNoContent, r.status)
-	cause = <-rs.blocker.cause
-	assert.ErrorIs(t, cause, server.ErrTransportClose, "cause: %v", cause)
-	<-done
+		go func() {
+			done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("8", "block", `{}`), htSession(sid)))
+		}()
+		<-rs.blocker.started
+		r = b.do(http.MethodDelete, "", htSession(sid))
+		require.Equal(t, http.StatusNoContent, r.status)
+		cause = <-rs.blocker.cause
+		assert.ErrorIs(t, cause, server.ErrTransportClose, "cause: %v", cause)
+		<-done
+	})
 }
 
 // TestSharedStandaloneStreamElsewhere: the client's GET stream is on c;
 // a list_changed that replica a's server sends the session arrives there.
 func TestSharedStandaloneStreamElsewhere(t *testing.T) {
-	for _, resumable := range []bool{false, true} {
-		name := "plain"
-		var opts []streamable.Option
-		if resumable {
-			name = "resumable"
-			opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
+	shEach(t, func(t *testing.T, be shBackend) {
+		for _, resumable := range []bool{false, true} {
+			name := "plain"
+			var opts []streamable.Option
+			if resumable {
+				name = "resumable"
+				opts = append(opts, streamable.WithEventStore(be.events(t)))
+			}
+			t.Run(name, func(t *testing.T) {
+				rs := newSHReplicas(t, be, 3, opts...)
+				a, c := rs.envs[0], rs.envs[2]
+				sid := a.initialize(`{}`)
+				resp := c.send(c.request(t.Context(), http.MethodGet, "", htSession(sid)))
+				defer func() { _ = resp.Body.Close() }()
+				stream := htStream(t, resp)
+				// a holds a view (it initialized the session): adding a tool
+				// there tells the session, whose GET stream c carries.
+				require.NoError(t, a.srv.AddTool(server.Tool{Name: "late"}, htCountTool))
+				m := stream.nextMsg()
+				assert.Equal(t, "notifications/tools/list_changed", m.Method)
+				if rs.cluster != nil {
+					assert.GreaterOrEqual(t, rs.cluster.Relayed(streamable.RelayStandalone), 1)
+				}
+			})
 		}
-		t.Run(name, func(t *testing.T) {
-			rs := newSHReplicas(t, 3, opts...)
-			a, c := rs.envs[0], rs.envs[2]
-			sid := a.initialize(`{}`)
-			resp := c.send(c.request(t.Context(), http.MethodGet, "", htSession(sid)))
-			defer func() { _ = resp.Body.Close() }()
-			stream := htStream(t, resp)
-			// a holds a view (it initialized the session): adding a tool
-			// there tells the session, whose GET stream c carries.
-			require.NoError(t, a.srv.AddTool(server.Tool{Name: "late"}, htCountTool))
-			m := stream.nextMsg()
-			assert.Equal(t, "notifications/tools/list_changed", m.Method)
-			assert.GreaterOrEqual(t, rs.cluster.Relayed(streamable.RelayStandalone), 1)
-		})
-	}
+	})
 }
 
 // TestSharedStateFollows: a subscription and a log level set through one
 // replica hold on the others, live views included.
 func TestSharedStateFollows(t *testing.T) {
-	rs := newSHReplicas(t, 2)
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{}`)
-	_, msgs := b.call(sid, `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}}`)
-	require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
-	require.Eventually(t, func() bool {
-		for _, ss := range a.srv.Sessions() {
-			if ss.ID() == sid {
-				return true
+	shEach(t, func(t *testing.T, be shBackend) {
+		rs := newSHReplicas(t, be, 2)
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{}`)
+		_, msgs := b.call(sid, `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"error"}}`)
+		require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
+		require.Eventually(t, func() bool {
+			for _, ss := range a.srv.Sessions() {
+				if ss.ID() == sid {
+					return true
+				}
 			}
-		}
-		return false
-	}, 5*time.Second, time.Millisecond, "a keeps its view")
-	state := func(e *htEnv) []string {
-		for _, ss := range e.srv.Sessions() {
-			if ss.ID() == sid {
-				return ss.Subscriptions()
+			return false
+		}, 5*time.Second, time.Millisecond, "a keeps its view")
+		state := func(e *htEnv) []string {
+			for _, ss := range e.srv.Sessions() {
+				if ss.ID() == sid {
+					return ss.Subscriptions()
+				}
 			}
+			return nil
 		}
-		return nil
-	}
-	assert.Empty(t, state(a))
-	_, msgs = b.call(sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`)
-	require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
-	assert.Eventually(t, func() bool { return len(state(a)) == 1 }, 5*time.Second, time.Millisecond, "a's live view follows b's change")
-	// A replica that loads the session later reads it from the record.
-	c := newHTEnv(t, htServer(t), streamable.WithCluster(rs.cluster.Replica("c"), 0))
-	_, msgs = c.call(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
-	require.Nil(t, msgs[0].Error)
-	assert.Equal(t, []string{"file:///x"}, state(c))
+		assert.Empty(t, state(a))
+		_, msgs = b.call(sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`)
+		require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
+		assert.Eventually(t, func() bool { return len(state(a)) == 1 }, 5*time.Second, time.Millisecond, "a's live view follows b's change")
+		// A replica that loads the session later reads it from the record.
+		c := newHTEnv(t, htServer(t), streamable.WithCluster(be.replica(t, "c"), 0))
+		_, msgs = c.call(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		require.Nil(t, msgs[0].Error)
+		assert.Equal(t, []string{"file:///x"}, state(c))
+	})
 }
 
 // TestSharedViewEvictedSessionGoesOn: a replica lets an idle view go; the
@@ -225,51 +289,55 @@ func TestSharedViewEvictedSessionGoesOn(t *testing.T) {
 // TestSharedClusterDown: a replica that cannot load a session answers 503
 // with Retry-After; once the cluster is back, it serves it.
 func TestSharedClusterDown(t *testing.T) {
-	rs := newSHReplicas(t, 2)
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{}`)
-	rs.cluster.SetDown(true)
-	r := b.do(http.MethodPost, htCallBody("1", "echo", `{"text":"x"}`), htSession(sid))
-	htRPCError(t, r, http.StatusServiceUnavailable, -32000)
-	assert.Equal(t, "1", r.header.Get("Retry-After"))
-	r = b.do(http.MethodPost, htInitBody(`{}`), nil)
-	require.Equal(t, http.StatusServiceUnavailable, r.status, "no new session without the cluster")
-	rs.cluster.SetDown(false)
-	_, msgs := b.call(sid, htCallBody("2", "echo", `{"text":"y"}`))
-	require.Nil(t, msgs[0].Error)
+	shEach(t, func(t *testing.T, be shBackend) {
+		rs := newSHReplicas(t, be, 2)
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{}`)
+		be.down(true)
+		r := b.do(http.MethodPost, htCallBody("1", "echo", `{"text":"x"}`), htSession(sid))
+		htRPCError(t, r, http.StatusServiceUnavailable, -32000)
+		assert.Equal(t, "1", r.header.Get("Retry-After"))
+		r = b.do(http.MethodPost, htInitBody(`{}`), nil)
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "no new session without the cluster")
+		be.down(false)
+		_, msgs := b.call(sid, htCallBody("2", "echo", `{"text":"y"}`))
+		require.Nil(t, msgs[0].Error)
+	})
 }
 
 // TestSharedResumeElsewhere: the client of a request on a leaves after the
 // priming event; it resumes the stream on b, which sends what a stores
 // from then on, up to the response.
 func TestSharedResumeElsewhere(t *testing.T) {
-	store := streamable.NewMemoryEventStore(0, 0)
-	rs := newSHReplicas(t, 2, streamable.WithEventStore(store), streamable.WithResponseMode(streamable.ResponseSSE))
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{"elicitation":{}}`)
+	shEach(t, func(t *testing.T, be shBackend) {
+		store := be.events(t)
+		rs := newSHReplicas(t, be, 2, streamable.WithEventStore(store), streamable.WithResponseMode(streamable.ResponseSSE))
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{"elicitation":{}}`)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	resp := a.send(a.request(ctx, http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
-	lastID := primingID(t, resp)
-	require.Equal(t, "a", <-rs.started)
-	cancel() // the client leaves a's stream
-	_ = resp.Body.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		resp := a.send(a.request(ctx, http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
+		lastID := primingID(t, resp)
+		require.Equal(t, "a", <-rs.started)
+		cancel() // the client leaves a's stream
+		_ = resp.Body.Close()
 
-	get := b.request(t.Context(), http.MethodGet, "", htSession(sid))
-	get.Header.Set("Last-Event-ID", lastID)
-	gresp := b.send(get)
-	defer func() { _ = gresp.Body.Close() }()
-	stream := htStream(t, gresp)
-	ask := stream.nextMsg()
-	require.Equal(t, "elicitation/create", ask.Method, "the request a stored after the client left")
-	r := b.do(http.MethodPost, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{}}}`, htSession(sid))
-	require.Equal(t, http.StatusAccepted, r.status)
-	final := stream.nextMsg()
-	require.Nil(t, final.Error)
-	assert.JSONEq(t, `1`, string(final.ID))
-	assert.Equal(t, "a:accept", <-rs.asked)
-	_, more := stream.next()
-	assert.False(t, more, "the stream ends with the response")
+		get := b.request(t.Context(), http.MethodGet, "", htSession(sid))
+		get.Header.Set("Last-Event-ID", lastID)
+		gresp := b.send(get)
+		defer func() { _ = gresp.Body.Close() }()
+		stream := htStream(t, gresp)
+		ask := stream.nextMsg()
+		require.Equal(t, "elicitation/create", ask.Method, "the request a stored after the client left")
+		r := b.do(http.MethodPost, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{}}}`, htSession(sid))
+		require.Equal(t, http.StatusAccepted, r.status)
+		final := stream.nextMsg()
+		require.Nil(t, final.Error)
+		assert.JSONEq(t, `1`, string(final.ID))
+		assert.Equal(t, "a:accept", <-rs.asked)
+		_, more := stream.next()
+		assert.False(t, more, "the stream ends with the response")
+	})
 }
 
 // primingID reads an SSE response up to its priming event and returns the

@@ -1,0 +1,175 @@
+// Package redistest starts a real redis-server (Debian's package) for the
+// tests of Vigil's shared mode: on a free loopback port, with its own data
+// directory, stopped when the test ends. Without a redis-server binary the
+// test is skipped on a developer's machine and fails under CI=true, where
+// a missing component is a failure.
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one redis-server process of a test.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Start starts redis-server for t and stops it when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed (make test installs it: apt-get install redis-server)")
+		}
+		t.Skip("redis-server is not installed; make test installs it")
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	var lastErr error
+	for range 5 {
+		if s.port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		t.Fatalf("redis-server: %v", lastErr)
+	}
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs redis-server on s.port and waits until it answers PING.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", "")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer func() { _ = c.Close() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited before answering: %v", err)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("no PONG within 10s: %w", err)
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for a process to listen: no event to wait on
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	go func() { <-exited; s.exited(cmd) }()
+	return nil
+}
+
+// exited forgets cmd once it ended.
+func (s *Server) exited(cmd *exec.Cmd) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == cmd {
+		s.cmd = nil
+	}
+}
+
+// Addr returns host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL returns redis://host:port/0.
+func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+
+// Client returns a client of the server, closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop stops the server as an operator restarting Redis does: it saves its
+// data (SHUTDOWN SAVE), which Restart loads again, and exits.
+func (s *Server) Stop() {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	_ = c.ShutdownSave(context.Background()).Err() // the connection ends with the server
+	_ = c.Close()
+	s.signal(false)
+}
+
+// Kill kills the server (SIGKILL) and waits for it to exit: its data is
+// lost.
+func (s *Server) Kill() { s.signal(true) }
+
+func (s *Server) signal(kill bool) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	if kill {
+		_ = cmd.Process.Kill()
+	} else {
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
+	for {
+		s.mu.Lock()
+		gone := s.cmd != cmd
+		s.mu.Unlock()
+		if gone {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // the wait goroutine clears cmd
+	}
+}
+
+// Restart starts the server again on the same port and directory, after
+// Stop or Kill.
+func (s *Server) Restart() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redis-server restart: %v", errors.Join(err))
+	}
+}

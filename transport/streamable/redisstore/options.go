@@ -1,0 +1,68 @@
+package redisstore
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// Option configures a [Store].
+type Option func(*config)
+
+type config struct {
+	prefix    string
+	replica   string
+	idle      time.Duration
+	maxEvents int64
+	logger    *slog.Logger
+	observer  func(op string, d time.Duration, err error)
+	relayed   func(kind streamable.RelayKind)
+}
+
+func defaultConfig() config {
+	return config{prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, logger: slog.New(slog.DiscardHandler)}
+}
+
+// WithPrefix puts every key and channel under prefix ("vigil:" by default),
+// so that several services can share one Redis.
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+
+// WithReplica names the replica (random by default): visible ASCII without
+// '.' or '~', unique among the replicas.
+func WithReplica(name string) Option { return func(c *config) { c.replica = name } }
+
+// WithIdleTimeout sets how long a session's record and events live without
+// being touched (30 minutes by default); give the Endpoint's idle timeout.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.idle = d
+		}
+	}
+}
+
+// WithMaxEvents bounds each resumable stream to about n events (1000 by
+// default); older ones are trimmed.
+func WithMaxEvents(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxEvents = n
+		}
+	}
+}
+
+// WithLogger sets the logger of the Store's own messages.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithObserver has observe called after every Redis operation with its
+// name (create, load, store_state, touch, delete, publish, subscribe,
+// append, replay, forget), its duration and its error, for metrics.
+func WithObserver(observe func(op string, d time.Duration, err error)) Option {
+	return func(c *config) { c.observer = observe }
+}
+
+// WithRelayCounter has count called for every relay the Store publishes.
+func WithRelayCounter(count func(kind streamable.RelayKind)) Option {
+	return func(c *config) { c.relayed = count }
+}

@@ -1,0 +1,249 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// Store keeps the shared sessions of a Streamable HTTP service on Redis:
+// it is the [streamable.Cluster] of one replica, and a
+// [streamable.EventStore] every replica can resume from. Give each replica
+// its own Store on the same Redis:
+//
+//	store, err := redisstore.New(ctx, client)
+//	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
+//
+// Keys, all under the prefix and with the session id as a hash tag (so a
+// Redis Cluster keeps a session's keys in one slot):
+//   - {prefix}{id}:s, a hash: the session's record (principal, state),
+//     expiring after the idle timeout unless touched;
+//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events,
+//     trimmed to about MaxEvents, expiring with the session;
+//   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
+//   - the channel {prefix}{id}:r carries the session's relays.
+//
+// Its methods are safe for concurrent use.
+type Store struct {
+	rdb      redis.UniversalClient
+	cfg      config
+	replica  string
+	pubsub   *redis.PubSub
+	closed   chan struct{}
+	loopDone chan struct{}
+
+	mu      sync.Mutex
+	subs    map[string]map[*subscription]struct{} // by channel
+	waiting map[string][]chan struct{}            // channel → Subscribes waiting for its confirmation
+	active  map[string]bool                       // channels Redis confirmed
+}
+
+var (
+	_ streamable.Cluster    = (*Store)(nil)
+	_ streamable.EventStore = (*Store)(nil)
+)
+
+// New returns the Store of one replica on rdb, which it does not close.
+// It checks that Redis answers.
+func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	replica := cfg.replica
+	if replica == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+		replica = base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	if strings.ContainsAny(replica, ".~ ") || !visible(replica) {
+		return nil, fmt.Errorf("redisstore: replica name %q: want visible ASCII without '.', '~'", replica)
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	s := &Store{
+		rdb: rdb, cfg: cfg, replica: replica,
+		closed: make(chan struct{}), loopDone: make(chan struct{}),
+		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
+	}
+	s.pubsub = rdb.Subscribe(context.WithoutCancel(ctx)) // no channel yet: one connection, subscribed to as views come
+	go s.receive()
+	return s, nil
+}
+
+// Close stops the Store's subscriptions. It does not close the client.
+func (s *Store) Close() error {
+	select {
+	case <-s.closed:
+		return nil
+	default:
+	}
+	close(s.closed)
+	err := s.pubsub.Close()
+	<-s.loopDone
+	return err
+}
+
+// Replica returns the replica's name.
+func (s *Store) Replica() string { return s.replica }
+
+func (s *Store) recordKey(id string) string      { return s.cfg.prefix + "{" + id + "}:s" }
+func (s *Store) channel(id string) string        { return s.cfg.prefix + "{" + id + "}:r" }
+func (s *Store) streamsKey(id string) string     { return s.cfg.prefix + "{" + id + "}:es" }
+func (s *Store) eventsKey(id, st string) string  { return s.cfg.prefix + "{" + id + "}:e:" + st }
+func (s *Store) ttl() time.Duration              { return s.cfg.idle }
+func (s *Store) observe(op string, start time.Time, err error) {
+	if s.cfg.observer != nil {
+		s.cfg.observer(op, time.Since(start), err)
+	}
+}
+
+// Create stores a new session's record; it fails if the id is taken.
+func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRecord) (err error) {
+	defer s.observe("create", time.Now(), err)
+	key := s.recordKey(id)
+	var created *redis.BoolCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		created = p.HSetNX(ctx, key, "p", rec.Principal)
+		if rec.State != nil {
+			p.HSet(ctx, key, "st", rec.State)
+		}
+		p.PExpire(ctx, key, s.ttl())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: create session: %w", err)
+	}
+	if !created.Val() {
+		return fmt.Errorf("redisstore: create session: the id is taken")
+	}
+	return nil
+}
+
+// Load returns a session's record, or an error wrapping
+// streamable.ErrUnknownSession.
+func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionRecord, err error) {
+	defer s.observe("load", time.Now(), err)
+	m, err := s.rdb.HGetAll(ctx, s.recordKey(id)).Result()
+	if err != nil {
+		return rec, fmt.Errorf("redisstore: load session: %w", err)
+	}
+	p, ok := m["p"]
+	if !ok {
+		return rec, fmt.Errorf("redisstore: session: %w", streamable.ErrUnknownSession)
+	}
+	rec.Principal = p
+	if st, ok := m["st"]; ok {
+		rec.State = []byte(st)
+	}
+	return rec, nil
+}
+
+// storeState sets the state of an existing record (never recreating a
+// deleted one), renews it and publishes the relay, in one round trip.
+var storeState = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'st', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PUBLISH', KEYS[2], ARGV[3])
+return 1`)
+
+// StoreState replaces a session's state and publishes it to the
+// session's other replicas.
+func (s *Store) StoreState(ctx context.Context, id string, state []byte) (err error) {
+	defer s.observe("store_state", time.Now(), err)
+	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state})
+	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, s.ttl().Milliseconds(), relay).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: store state: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: store state: %w", streamable.ErrUnknownSession)
+	}
+	return nil
+}
+
+// Touch restarts a session's idle clock.
+func (s *Store) Touch(ctx context.Context, id string) (err error) {
+	defer s.observe("touch", time.Now(), err)
+	ok, err := s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: touch session: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("redisstore: touch session: %w", streamable.ErrUnknownSession)
+	}
+	return nil
+}
+
+// Delete removes a session's record and events and publishes its end.
+func (s *Store) Delete(ctx context.Context, id string) (err error) {
+	defer s.observe("delete", time.Now(), err)
+	if err := s.Forget(ctx, id); err != nil {
+		return err
+	}
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, s.recordKey(id))
+		p.Publish(ctx, s.channel(id), encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica}))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: delete session: %w", err)
+	}
+	return nil
+}
+
+// Publish sends r to the session's replicas.
+func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err error) {
+	defer s.observe("publish", time.Now(), err)
+	if err := s.rdb.Publish(ctx, s.channel(id), encodeRelay(r)).Err(); err != nil {
+		return fmt.Errorf("redisstore: publish: %w", err)
+	}
+	if s.cfg.relayed != nil {
+		s.cfg.relayed(r.Kind)
+	}
+	return nil
+}
+
+// encodeRelay is a relay as published: its kind's byte, the sender, a
+// newline, the data.
+func encodeRelay(r streamable.Relay) string {
+	return string(rune('0'+r.Kind)) + r.From + "\n" + string(r.Data)
+}
+
+func decodeRelay(payload string) (streamable.Relay, bool) {
+	if len(payload) < 2 {
+		return streamable.Relay{}, false
+	}
+	head, data, ok := strings.Cut(payload[1:], "\n")
+	if !ok {
+		return streamable.Relay{}, false
+	}
+	return streamable.Relay{Kind: streamable.RelayKind(payload[0] - '0'), From: head, Data: []byte(data)}, true
+}
+
+// Errors the store wraps.
+var errClosed = errors.New("redisstore: the store is closed")
+
+// logger returns the configured logger.
+func (s *Store) logger() *slog.Logger { return s.cfg.logger }
+
+func visible(s string) bool {
+	for i := range len(s) {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return s != ""
+}

@@ -1,0 +1,199 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// subscribeWait bounds how long Subscribe waits for Redis to confirm a
+// subscription.
+const subscribeWait = 5 * time.Second
+
+// Subscribe calls deliver with the session's relays until cancel is
+// called: one connection carries every subscription of the Store, and
+// each subscription's relays are delivered in order, on a goroutine that
+// runs only while it has relays to deliver.
+func (s *Store) Subscribe(ctx context.Context, id string, deliver func(streamable.Relay)) (cancel func(), err error) {
+	defer s.observe("subscribe", time.Now(), err)
+	ch := s.channel(id)
+	sub := &subscription{deliver: deliver}
+	wait := make(chan struct{})
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+		s.mu.Unlock()
+		return nil, errClosed
+	default:
+	}
+	first := len(s.subs[ch]) == 0
+	if s.subs[ch] == nil {
+		s.subs[ch] = make(map[*subscription]struct{})
+	}
+	s.subs[ch][sub] = struct{}{}
+	active := s.active[ch]
+	if !active {
+		s.waiting[ch] = append(s.waiting[ch], wait)
+	}
+	s.mu.Unlock()
+	cancel = func() { s.unsubscribe(ch, sub) }
+	if active {
+		return cancel, nil
+	}
+	if first {
+		if err := s.pubsub.Subscribe(ctx, ch); err != nil {
+			cancel()
+			return nil, fmt.Errorf("redisstore: subscribe: %w", err)
+		}
+	}
+	timer := time.NewTimer(subscribeWait)
+	defer timer.Stop()
+	select {
+	case <-wait:
+		return cancel, nil
+	case <-ctx.Done():
+		cancel()
+		return nil, fmt.Errorf("redisstore: subscribe: %w", context.Cause(ctx))
+	case <-timer.C:
+		cancel()
+		return nil, fmt.Errorf("redisstore: subscribe: Redis did not confirm within %v", subscribeWait)
+	case <-s.closed:
+		cancel()
+		return nil, errClosed
+	}
+}
+
+// unsubscribe ends sub; the channel's last one unsubscribes from Redis.
+func (s *Store) unsubscribe(ch string, sub *subscription) {
+	s.mu.Lock()
+	if _, ok := s.subs[ch][sub]; !ok {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.subs[ch], sub)
+	last := len(s.subs[ch]) == 0
+	if last {
+		delete(s.subs, ch)
+		delete(s.active, ch)
+		delete(s.waiting, ch)
+	}
+	sub.stop()
+	s.mu.Unlock()
+	if last {
+		// Under no lock of ours: the receive loop may be the caller.
+		_ = s.pubsub.Unsubscribe(context.Background(), ch)
+	}
+}
+
+// receive reads the Store's connection: subscription confirmations, and
+// relays to dispatch. go-redis reconnects and subscribes again after a
+// connection error.
+func (s *Store) receive() {
+	defer close(s.loopDone)
+	ctx := context.Background()
+	for {
+		msg, err := s.pubsub.Receive(ctx)
+		select {
+		case <-s.closed:
+			return
+		default:
+		}
+		if err != nil {
+			if err == redis.ErrClosed {
+				return
+			}
+			select {
+			case <-s.closed:
+				return
+			case <-time.After(100 * time.Millisecond): // Redis is away: do not spin
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				s.confirmed(m.Channel)
+			}
+		case *redis.Message:
+			s.dispatch(m.Channel, m.Payload)
+		}
+	}
+}
+
+// confirmed marks ch subscribed and releases the Subscribes waiting for it.
+func (s *Store) confirmed(ch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.subs[ch]) == 0 {
+		return // unsubscribed meanwhile
+	}
+	s.active[ch] = true
+	for _, w := range s.waiting[ch] {
+		close(w)
+	}
+	delete(s.waiting, ch)
+}
+
+// dispatch queues a relay for every subscription of ch.
+func (s *Store) dispatch(ch, payload string) {
+	r, ok := decodeRelay(payload)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	for sub := range s.subs[ch] {
+		sub.queue(r)
+	}
+	s.mu.Unlock()
+}
+
+// subscription delivers its relays in order, on a goroutine that runs
+// while some are queued.
+type subscription struct {
+	deliver func(streamable.Relay)
+
+	mu      sync.Mutex
+	pending []streamable.Relay
+	running bool
+	stopped bool
+}
+
+func (sub *subscription) queue(r streamable.Relay) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.stopped {
+		return
+	}
+	sub.pending = append(sub.pending, r)
+	if !sub.running {
+		sub.running = true
+		go sub.drain()
+	}
+}
+
+func (sub *subscription) drain() {
+	for {
+		sub.mu.Lock()
+		if len(sub.pending) == 0 || sub.stopped {
+			sub.running = false
+			sub.pending = nil
+			sub.mu.Unlock()
+			return
+		}
+		r := sub.pending[0]
+		sub.pending = sub.pending[1:]
+		sub.mu.Unlock()
+		sub.deliver(r)
+	}
+}
+
+func (sub *subscription) stop() {
+	sub.mu.Lock()
+	sub.stopped = true
+	sub.mu.Unlock()
+}
