@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -77,6 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (redis://host:port/db; default $VIGIL_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, *addr, *grace)
+		return serveHTTP(ctx, srv, logger, *addr, *grace, *redisURL)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -167,9 +169,17 @@ func newServer(logger *slog.Logger) (*server.Server, error) {
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
 // drains in-flight requests for up to grace.
-func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration) error {
-	endpoint := streamable.New(srv, streamable.WithLogger(logger),
-		streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
+func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration, redisURL string) error {
+	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0))}
+	if redisURL != "" {
+		shared, err := redisshare.Open(ctx, redisshare.Config{URL: redisURL, IdleTimeout: 30 * time.Minute, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = shared.Close() }()
+		opts = append(opts, shared.Options()...) // its event store replaces the memory one
+	}
+	endpoint := streamable.New(srv, opts...)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", endpoint)
 	ln, err := net.Listen("tcp", addr)

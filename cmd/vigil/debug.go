@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -39,7 +38,7 @@ type debugPage struct {
 	srv     *server.Server
 	in      *instruments
 	events  *eventLog
-	ready   *atomic.Bool
+	ready   readiness
 	started time.Time
 }
 

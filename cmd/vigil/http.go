@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -76,6 +77,16 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		}
 	}
 	opts = append(opts, streamable.WithRejectHook(rejected))
+	var shared *redisshare.Shared
+	if cfg.redisURL != "" {
+		// Sessions shared with the other replicas on Redis.
+		if shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, Logger: logger, Registerer: in.registry}); err != nil {
+			closeListeners()
+			return err
+		}
+		defer func() { _ = shared.Close() }()
+		opts = append(opts, shared.Options()...)
+	}
 	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
 	var mcp http.Handler = endpoint
 	var public map[string]http.Handler
@@ -88,7 +99,14 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if cfg.debug {
 		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now()}
 	}
-	obs := newObservabilityMux(in, &ready, dbg, cfg.allowedHosts)
+	readyNow := readiness(&ready)
+	if shared != nil {
+		readyNow = readyFunc(func() bool { return ready.Load() && shared.Ready() })
+	}
+	if dbg != nil {
+		dbg.ready = readyNow
+	}
+	obs := newObservabilityMux(in, readyNow, dbg, cfg.allowedHosts)
 	var servers []*http.Server
 	served := make(chan error, 2)
 	serve := func(h http.Handler, l net.Listener) {
@@ -146,6 +164,15 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	logger.Info("stopped")
 	return nil
 }
+
+// readiness tells /readyz and the debug page whether the service is ready.
+type readiness interface{ Load() bool }
+
+// readyFunc is a readiness computed on each call.
+type readyFunc func() bool
+
+// Load reports whether the service is ready.
+func (f readyFunc) Load() bool { return f() }
 
 // resourceURI returns the canonical resource URI of the MCP endpoint:
 // -auth-resource, or http://HOST:PORT/mcp with the host of -http as given
@@ -259,7 +286,7 @@ func newMux(mcp http.Handler, public map[string]http.Handler, obs http.Handler) 
 // /debug/vigil/trace/{id}. The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
 // MCP endpoint does, against DNS rebinding.
-func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, allowedHosts []string) *http.ServeMux {
+func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allowedHosts []string) *http.ServeMux {
 	guard := func(h http.Handler) http.Handler { return hostGuard(h, allowedHosts) }
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})))
@@ -271,7 +298,7 @@ func newObservabilityMux(in *instruments, ready *atomic.Bool, dbg *debugPage, al
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("draining\n"))
+			_, _ = w.Write([]byte("not ready: draining, or the shared session store does not answer\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))

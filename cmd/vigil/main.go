@@ -77,7 +77,7 @@ type config struct {
 	toolConcurrency int
 	traceRing       int
 	debug           bool
-	gcHeadroomMiB   int // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
+	gcHeadroomMiB   int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
 	stateKey        []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
 
 	// HTTP connection hygiene, on the MCP and the admin listener.
@@ -92,6 +92,8 @@ type config struct {
 	allowUnauthenticated  bool                // serve without authorization on a non-loopback address
 	introspectionClientID string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_ID only
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
+
+	redisURL string // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
@@ -136,9 +138,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&authScopes, "auth-scopes", "", "comma-separated `scopes` every request to /mcp needs")
 	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
+	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
-	env := map[string]string{"http": envPrefix + "HTTP_ADDR"}
+	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
 		if !ok {
@@ -199,6 +202,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if (cfg.authResource != "" || len(cfg.authScopes) > 0 || len(cfg.authToolScopes) > 0) && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-resource, -auth-scopes and -auth-tool-scopes need -auth-issuer")
+	}
+	if cfg.stdio && cfg.redisURL != "" {
+		return config{}, errors.New("-redis shares HTTP sessions between replicas; with -stdio there is one session, its own")
 	}
 	if cfg.stdio && cfg.adminAddr != "" {
 		return config{}, errors.New("-admin-http serves the observability endpoints of the HTTP server; with -stdio there is none")

@@ -15,7 +15,7 @@ import (
 // about MaxEvents, in one round trip, and returns its id: the stream's key,
 // '~' and the Redis entry id.
 func (s *Store) Append(ctx context.Context, session, stream string, data []byte) (id string, err error) {
-	defer s.observe("append", time.Now(), err)
+	defer s.observe("append", time.Now(), &err)
 	if !visible(stream) || strings.Contains(stream, "~") {
 		return "", fmt.Errorf("redisstore: append: stream key %q: want visible ASCII without '~'", stream)
 	}
@@ -37,7 +37,7 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 // Replay returns the stream lastID belongs to and its events after
 // lastID.
 func (s *Store) Replay(ctx context.Context, session, lastID string) (stream string, events []streamable.Event, err error) {
-	defer s.observe("replay", time.Now(), err)
+	defer s.observe("replay", time.Now(), &err)
 	stream, xid, ok := parseEventID(lastID)
 	if !ok {
 		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
@@ -70,7 +70,7 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 
 // Forget drops every event of the session.
 func (s *Store) Forget(ctx context.Context, session string) (err error) {
-	defer s.observe("forget", time.Now(), err)
+	defer s.observe("forget", time.Now(), &err)
 	streams := s.streamsKey(session)
 	keys, err := s.rdb.SMembers(ctx, streams).Result()
 	if err != nil {

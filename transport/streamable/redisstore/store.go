@@ -98,20 +98,23 @@ func (s *Store) Close() error {
 // Replica returns the replica's name.
 func (s *Store) Replica() string { return s.replica }
 
-func (s *Store) recordKey(id string) string      { return s.cfg.prefix + "{" + id + "}:s" }
-func (s *Store) channel(id string) string        { return s.cfg.prefix + "{" + id + "}:r" }
-func (s *Store) streamsKey(id string) string     { return s.cfg.prefix + "{" + id + "}:es" }
-func (s *Store) eventsKey(id, st string) string  { return s.cfg.prefix + "{" + id + "}:e:" + st }
-func (s *Store) ttl() time.Duration              { return s.cfg.idle }
-func (s *Store) observe(op string, start time.Time, err error) {
+func (s *Store) recordKey(id string) string     { return s.cfg.prefix + "{" + id + "}:s" }
+func (s *Store) channel(id string) string       { return s.cfg.prefix + "{" + id + "}:r" }
+func (s *Store) streamsKey(id string) string    { return s.cfg.prefix + "{" + id + "}:es" }
+func (s *Store) eventsKey(id, st string) string { return s.cfg.prefix + "{" + id + "}:e:" + st }
+func (s *Store) ttl() time.Duration             { return s.cfg.idle }
+
+// observe reports an operation that started at start and failed with
+// *err (deferred: err is the operation's named result).
+func (s *Store) observe(op string, start time.Time, err *error) {
 	if s.cfg.observer != nil {
-		s.cfg.observer(op, time.Since(start), err)
+		s.cfg.observer(op, time.Since(start), *err)
 	}
 }
 
 // Create stores a new session's record; it fails if the id is taken.
 func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRecord) (err error) {
-	defer s.observe("create", time.Now(), err)
+	defer s.observe("create", time.Now(), &err)
 	key := s.recordKey(id)
 	var created *redis.BoolCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -134,7 +137,7 @@ func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRec
 // Load returns a session's record, or an error wrapping
 // streamable.ErrUnknownSession.
 func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionRecord, err error) {
-	defer s.observe("load", time.Now(), err)
+	defer s.observe("load", time.Now(), &err)
 	m, err := s.rdb.HGetAll(ctx, s.recordKey(id)).Result()
 	if err != nil {
 		return rec, fmt.Errorf("redisstore: load session: %w", err)
@@ -162,7 +165,7 @@ return 1`)
 // StoreState replaces a session's state and publishes it to the
 // session's other replicas.
 func (s *Store) StoreState(ctx context.Context, id string, state []byte) (err error) {
-	defer s.observe("store_state", time.Now(), err)
+	defer s.observe("store_state", time.Now(), &err)
 	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state})
 	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, s.ttl().Milliseconds(), relay).Int()
 	if err != nil {
@@ -176,7 +179,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (err er
 
 // Touch restarts a session's idle clock.
 func (s *Store) Touch(ctx context.Context, id string) (err error) {
-	defer s.observe("touch", time.Now(), err)
+	defer s.observe("touch", time.Now(), &err)
 	ok, err := s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
 	if err != nil {
 		return fmt.Errorf("redisstore: touch session: %w", err)
@@ -189,7 +192,7 @@ func (s *Store) Touch(ctx context.Context, id string) (err error) {
 
 // Delete removes a session's record and events and publishes its end.
 func (s *Store) Delete(ctx context.Context, id string) (err error) {
-	defer s.observe("delete", time.Now(), err)
+	defer s.observe("delete", time.Now(), &err)
 	if err := s.Forget(ctx, id); err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ func (s *Store) Delete(ctx context.Context, id string) (err error) {
 
 // Publish sends r to the session's replicas.
 func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err error) {
-	defer s.observe("publish", time.Now(), err)
+	defer s.observe("publish", time.Now(), &err)
 	if err := s.rdb.Publish(ctx, s.channel(id), encodeRelay(r)).Err(); err != nil {
 		return fmt.Errorf("redisstore: publish: %w", err)
 	}

@@ -20,7 +20,7 @@ const subscribeWait = 5 * time.Second
 // each subscription's relays are delivered in order, on a goroutine that
 // runs only while it has relays to deliver.
 func (s *Store) Subscribe(ctx context.Context, id string, deliver func(streamable.Relay)) (cancel func(), err error) {
-	defer s.observe("subscribe", time.Now(), err)
+	defer s.observe("subscribe", time.Now(), &err)
 	ch := s.channel(id)
 	sub := &subscription{deliver: deliver}
 	wait := make(chan struct{})

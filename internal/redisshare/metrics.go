@@ -1,0 +1,100 @@
+package redisshare
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// The shared mode's metric names.
+const (
+	MetricRedisOperationDuration = "mcp_server_redis_operation_duration_seconds"
+	MetricRedisErrors            = "mcp_server_redis_errors_total"
+	MetricRelays                 = "mcp_server_relays_total"
+	MetricRedisUp                = "mcp_server_redis_up"
+)
+
+// metrics are the shared mode's collectors.
+type metrics struct {
+	duration *prometheus.HistogramVec
+	errors   *prometheus.CounterVec
+	relays   *prometheus.CounterVec
+	up       prometheus.Gauge
+}
+
+var (
+	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd}
+	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget"}
+	errClasses = []string{"timeout", "unavailable", "other"}
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricRedisOperationDuration,
+			Help:    "Duration of the shared mode's Redis operations, by operation.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
+		}, []string{"op"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRedisErrors,
+			Help: "Failed Redis operations of the shared mode, by operation and class (timeout, unavailable, other).",
+		}, []string{"op", "class"}),
+		relays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRelays,
+			Help: "Messages relayed to the other replicas of a shared session, by kind.",
+		}, []string{"kind"}),
+		up: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricRedisUp,
+			Help: "1 while Redis answers this replica's lease renewals (the replica is ready), else 0.",
+		}),
+	}
+	for _, op := range operations {
+		m.duration.WithLabelValues(op)
+		for _, c := range errClasses {
+			m.errors.WithLabelValues(op, c)
+		}
+	}
+	for _, k := range relayKinds {
+		m.relays.WithLabelValues(k.String())
+	}
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(op string, d time.Duration, err error) {
+	m.duration.WithLabelValues(op).Observe(d.Seconds())
+	if err != nil && !errors.Is(err, streamable.ErrUnknownSession) && !errors.Is(err, streamable.ErrUnknownEvent) {
+		m.errors.WithLabelValues(op, errClass(err)).Inc()
+	}
+}
+
+func (m *metrics) relayed(k streamable.RelayKind) { m.relays.WithLabelValues(k.String()).Inc() }
+
+func (m *metrics) setUp(up bool) {
+	if up {
+		m.up.Set(1)
+	} else {
+		m.up.Set(0)
+	}
+}
+
+// errClass sorts a Redis error: timeout, unavailable (no connection), other.
+func errClass(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, new(*net.OpError)):
+		return "unavailable"
+	}
+	return "other"
+}

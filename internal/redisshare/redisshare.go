@@ -1,0 +1,183 @@
+// Package redisshare wires the shared mode of Vigil's services (cmd/vigil
+// and cmd/vigil-everything, flag -redis): a Redis client from a URL, the
+// replica's redisstore.Store as the Streamable HTTP endpoint's cluster and
+// event store, the replica's lease in Redis, which doubles as its health
+// check, and the metrics of all of it.
+package redisshare
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
+)
+
+// Config is what Open needs.
+type Config struct {
+	// URL is redis://[user:password@]host:port/db (or rediss:// for TLS).
+	URL string
+	// IdleTimeout is the sessions' idle timeout: their records expire in
+	// Redis after it.
+	IdleTimeout time.Duration
+	// Logger gets the shared mode's messages; it never logs the URL's
+	// password.
+	Logger *slog.Logger
+	// Registerer gets the metrics; nil for none.
+	Registerer prometheus.Registerer
+}
+
+// The replica's lease: renewed every leaseRenew, lost after leaseTTL.
+const (
+	leaseTTL   = 5 * time.Second
+	leaseRenew = time.Second
+)
+
+// Shared is one replica's shared mode.
+type Shared struct {
+	Store   *redisstore.Store
+	client  *redis.Client
+	logger  *slog.Logger
+	metrics *metrics
+	up      atomic.Bool // Redis answered the last lease renewal
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Open connects to Redis, takes the replica's lease and starts renewing
+// it. The replica is named after the host (a pod's name) and a random
+// suffix.
+func Open(ctx context.Context, cfg Config) (*Shared, error) {
+	opt, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("-redis: %w", errors.New(strings.ReplaceAll(err.Error(), cfg.URL, "URL")))
+	}
+	// Fail fast while Redis is away: a request waits at most this long.
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
+	opt.MaxRetries = 1
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Shared{client: redis.NewClient(opt), logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.Registerer != nil {
+		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
+			_ = s.client.Close()
+			return nil, err
+		}
+	}
+	opts := []redisstore.Option{
+		redisstore.WithReplica(replicaName()),
+		redisstore.WithIdleTimeout(cfg.IdleTimeout),
+		redisstore.WithLogger(logger),
+	}
+	if m := s.metrics; m != nil {
+		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed))
+	}
+	if s.Store, err = redisstore.New(ctx, s.client, opts...); err != nil {
+		_ = s.client.Close()
+		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
+	}
+	s.renew(ctx)
+	go s.leaseLoop()
+	logger.Info("shared sessions on Redis", "redis", redactedAddr(opt), "replica", s.Store.Replica())
+	return s, nil
+}
+
+// Options returns the endpoint options of the shared mode: the cluster,
+// and the event store every replica resumes from.
+func (s *Shared) Options() []streamable.Option {
+	return []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
+}
+
+// Ready reports whether Redis answered the replica's last lease renewal:
+// /readyz is 503 while it does not.
+func (s *Shared) Ready() bool { return s.up.Load() }
+
+// Close releases the lease and closes the store and the client.
+func (s *Shared) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		<-s.done
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = s.client.Del(ctx, s.leaseKey()).Err()
+		err = errors.Join(s.Store.Close(), s.client.Close())
+	})
+	return err
+}
+
+func (s *Shared) leaseKey() string { return "vigil:replica:" + s.Store.Replica() }
+
+// renew renews the lease and notes whether Redis answered.
+func (s *Shared) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, leaseRenew)
+	defer cancel()
+	err := s.client.Set(ctx, s.leaseKey(), time.Now().UTC().Format(time.RFC3339), leaseTTL).Err()
+	was := s.up.Swap(err == nil)
+	switch {
+	case err != nil && was:
+		s.logger.Warn("Redis does not answer: not ready; sessions this replica holds no view of get 503", "error", err)
+	case err == nil && !was:
+		s.logger.Info("Redis answers: ready")
+	}
+	if s.metrics != nil {
+		s.metrics.setUp(err == nil)
+	}
+}
+
+func (s *Shared) leaseLoop() {
+	defer close(s.done)
+	t := time.NewTicker(leaseRenew)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.renew(context.Background())
+		}
+	}
+}
+
+// replicaName is the host's name and 4 random characters: unique, and
+// telling which pod a replica is.
+func replicaName() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r == '.' || r == '~' || r <= ' ' || r > '~' {
+			return '_'
+		}
+		return r
+	}, host)
+	if len(host) > 40 {
+		host = host[:40]
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return host + "-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// redactedAddr is where the client connects, without credentials.
+func redactedAddr(opt *redis.Options) string {
+	host, port, err := net.SplitHostPort(opt.Addr)
+	if err != nil {
+		return opt.Addr
+	}
+	return fmt.Sprintf("%s/%d", net.JoinHostPort(host, port), opt.DB)
+}
