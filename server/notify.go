@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,8 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 		if !ss.initialized() || (match != nil && !match(ss)) {
 			continue
 		}
-		s.bg.Go(func() { _ = ss.Notify(context.Background(), method, params) })
+		ctx := s.notifyContext() // fanout.go
+		s.bg.Go(func() { _ = ss.Notify(ctx, method, params) })
 	}
 }
 
@@ -34,6 +34,12 @@ type debouncer struct {
 // already scheduled. With no initialized session there is nobody whose view
 // is stale, and nothing is scheduled.
 func (s *Server) listChanged(list string) {
+	s.broadcast(broadcastEvent{List: list}) // to the other replicas (fanout.go)
+	s.listChangedHere(list)
+}
+
+// listChangedHere is listChanged for this replica's clients only.
+func (s *Server) listChangedHere(list string) {
 	if !s.listeners.any() && !slices.ContainsFunc(s.Sessions(), (*Session).initialized) {
 		return
 	}

@@ -28,6 +28,7 @@ type config struct {
 	cacheTTL     time.Duration // ttlMs of cacheable 2026 results
 	cacheScope   string        // cacheScope of cacheable 2026 results
 	tasks        taskConfig    // the task store (task_store.go)
+	fanout       Fanout        // the other replicas' list changes and resource updates (fanout.go)
 	// listChangedDelay coalesces list changes into one notification.
 	listChangedDelay time.Duration
 	// callMiddleware wraps Session.Call (clientcall.go).
@@ -228,6 +229,15 @@ func WithMaxTasks(n int) Option {
 // clients see is then null (unlimited).
 func WithTaskTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.tasks.ttl = max(d, 0) })
+}
+
+// WithTaskIDPrefix puts prefix before the ids of the server's tasks, so
+// that the replicas of one service behind a load balancer tell their
+// tasks apart: Streamable HTTP's shared mode prefixes them with the
+// replica's name and a '.', and sends a task's requests to the replica
+// that runs it (see streamable.WithCluster).
+func WithTaskIDPrefix(prefix string) Option {
+	return optionFunc(func(c *config) { c.tasks.idPrefix = prefix })
 }
 
 // WithTaskPollInterval sets the interval between two tasks/get that the

@@ -233,6 +233,12 @@ func (s *Server) RemoveResourceTemplates(templates ...string) int {
 // that name uri. It does not wait for the notifications to be written. It
 // is safe for concurrent use.
 func (s *Server) ResourceUpdated(uri string) {
+	s.broadcast(broadcastEvent{URI: uri}) // to the other replicas (fanout.go)
+	s.resourceUpdatedHere(uri)
+}
+
+// resourceUpdatedHere is ResourceUpdated for this replica's clients only.
+func (s *Server) resourceUpdatedHere(uri string) {
 	params := struct {
 		URI string `json:"uri"`
 	}{uri}

@@ -23,13 +23,14 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // transport that delivers messages on goroutines of its own. Its methods
 // are safe for concurrent use.
 type Server struct {
-	cfg       config
-	handler   Handler            // the middleware chain around route
-	methods   map[string]Handler // read-only after New
-	tools     toolRegistry
-	changes   debouncer
-	listeners listenRegistry // open subscriptions/listen requests
-	bg        sync.WaitGroup // notifications in flight to sessions
+	cfg        config
+	handler    Handler            // the middleware chain around route
+	methods    map[string]Handler // read-only after New
+	tools      toolRegistry
+	changes    debouncer
+	listeners  listenRegistry // open subscriptions/listen requests
+	bg         sync.WaitGroup // notifications in flight to sessions
+	stopFanout func()         // ends following the other replicas' broadcasts (fanout.go)
 
 	resources resourceRegistry
 	prompts   promptRegistry
@@ -76,6 +77,7 @@ func New(opts ...Option) *Server {
 	}
 	s.cacheTTL = strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)
 	s.cacheScope, _ = json.Marshal(cfg.cacheScope)
+	s.startFanout() // fanout.go
 	return s
 }
 
@@ -221,6 +223,9 @@ func (s *Server) Close() error {
 		ss.cancel(ErrShutdown)
 	}
 	s.closeTasks() // tasks.go
+	if s.stopFanout != nil {
+		s.stopFanout()
+	}
 	return nil
 }
 

@@ -35,10 +35,10 @@ type Session struct {
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
-	inline   bool           // the Conn delivers messages on goroutines of its own
+	inline   bool             // the Conn delivers messages on goroutines of its own
 	shared   transport.Shared // the conn, when its session is shared by replicas (shared.go); else nil
-	logging  sessionLogging // logging/setLevel and the log rate limit (logging.go)
-	progress progressTable  // progress tokens in flight (progress.go)
+	logging  sessionLogging   // logging/setLevel and the log rate limit (logging.go)
+	progress progressTable    // progress tokens in flight (progress.go)
 
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState

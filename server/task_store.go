@@ -43,6 +43,8 @@ type taskConfig struct {
 	max  int           // tasks kept at once, running or finished
 	ttl  time.Duration // default and longest retention; 0: unlimited
 	poll time.Duration // the poll interval suggested to clients
+
+	idPrefix string // before every task id (WithTaskIDPrefix)
 }
 
 func defaultTaskConfig() taskConfig {

@@ -216,7 +216,7 @@ func (s *Server) taskTTL(requested time.Duration) time.Duration {
 func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (*task, error) {
 	now := time.Now()
 	t := &task{
-		id: newTaskID(), created: now, updated: now, ttl: ttl, poll: s.cfg.tasks.poll,
+		id: s.cfg.tasks.idPrefix + newTaskID(), created: now, updated: now, ttl: ttl, poll: s.cfg.tasks.poll,
 		status: statusWorking, done: make(chan struct{}),
 		caller: s.callerKey(req),
 	}

@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -95,12 +96,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	srv, err := newServer(logger)
+	var opts []server.Option
+	if v := os.Getenv("VIGIL_REQUEST_STATE_KEY"); v != "" {
+		// Replicas behind one load balancer sign requestState with one key.
+		key, err := base64.StdEncoding.DecodeString(v)
+		if err != nil || len(key) < 32 {
+			return errors.New("VIGIL_REQUEST_STATE_KEY must be the base64 of at least 32 bytes")
+		}
+		opts = append(opts, server.WithRequestStateKey(key))
+	}
+	var shared *redisshare.Shared
+	if *redisURL != "" && *addr != "" {
+		// Sessions shared with the other replicas on Redis: open before
+		// the server, which broadcasts its changes through it.
+		var err error
+		if shared, err = redisshare.Open(ctx, redisshare.Config{URL: *redisURL, IdleTimeout: 30 * time.Minute, Logger: logger}); err != nil {
+			return err
+		}
+		defer func() { _ = shared.Close() }()
+		opts = append(opts, shared.ServerOptions()...)
+	}
+	srv, err := newServer(logger, opts...)
 	if err != nil {
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, *addr, *grace, *redisURL)
+		return serveHTTP(ctx, srv, logger, *addr, *grace, shared)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -145,11 +166,11 @@ func ignoreClosed(err error) error {
 
 // newServer returns a server with every fixture registered. main and the
 // tests build the server the same way.
-func newServer(logger *slog.Logger) (*server.Server, error) {
-	s := server.New(
+func newServer(logger *slog.Logger, opts ...server.Option) (*server.Server, error) {
+	s := server.New(append([]server.Option{
 		server.WithImplementation(serverName, version),
 		server.WithLogger(logger),
-	)
+	}, opts...)...)
 	err := errors.Join(
 		addContentTools(s),
 		addClientTools(s),
@@ -169,14 +190,9 @@ func newServer(logger *slog.Logger) (*server.Server, error) {
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
 // drains in-flight requests for up to grace.
-func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration, redisURL string) error {
+func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration, shared *redisshare.Shared) error {
 	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0))}
-	if redisURL != "" {
-		shared, err := redisshare.Open(ctx, redisshare.Config{URL: redisURL, IdleTimeout: 30 * time.Minute, Logger: logger})
-		if err != nil {
-			return err
-		}
-		defer func() { _ = shared.Close() }()
+	if shared != nil {
 		opts = append(opts, shared.Options()...) // its event store replaces the memory one
 	}
 	endpoint := streamable.New(srv, opts...)

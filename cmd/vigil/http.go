@@ -16,8 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/vigil-mcp/vigil/internal/redisshare"
-	"github.com/vigil-mcp/vigil/middleware"
+		"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -77,21 +76,16 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		}
 	}
 	opts = append(opts, streamable.WithRejectHook(rejected))
-	var shared *redisshare.Shared
-	if cfg.redisURL != "" {
-		// Sessions shared with the other replicas on Redis.
-		if shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, Logger: logger, Registerer: in.registry}); err != nil {
-			closeListeners()
-			return err
-		}
-		defer func() { _ = shared.Close() }()
-		opts = append(opts, shared.Options()...)
+	shared := cfg.shared
+	if shared != nil {
+		opts = append(opts, shared.Options()...) // sessions shared with the other replicas
 	}
 	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
 	var mcp http.Handler = endpoint
 	var public map[string]http.Handler
 	if authz != nil {
 		mcp, public = authz.rs.Handler(endpoint), authz.public()
+		endpoint.SetForwardHandler(mcp) // a forwarded task request is authorized here too
 	}
 
 	var ready atomic.Bool

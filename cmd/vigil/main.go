@@ -42,6 +42,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -94,6 +95,7 @@ type config struct {
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
 
 	redisURL string // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
+	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
@@ -418,6 +420,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logger.Info("tracing", "exporter", in.exporter)
 	logger.Info("metrics", "prometheus", "/metrics", "otel_exporter", in.metricsExporter)
 
+	if cfg.redisURL != "" {
+		// Sessions shared with the other replicas on Redis: open before
+		// the server, which broadcasts its changes through it.
+		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, Logger: logger, Registerer: in.registry})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cfg.shared.Close() }()
+	}
 	events := newEventLog()
 	srv, inst, err := newServer(cfg, logger, in, events, audit)
 	if err != nil {

@@ -57,6 +57,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		server.WithMaxInFlight(cfg.maxInFlight),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 	)
+	if cfg.shared != nil {
+		opts = append(opts, cfg.shared.ServerOptions()...)
+	}
 	if cfg.authEnabled() {
 		// tools/list shows a principal only the tools its scopes allow, a
 		// task answers only its creator, and the debug page learns who
@@ -110,3 +113,4 @@ func ignoreClosed(err error) error {
 	}
 	return err
 }
+

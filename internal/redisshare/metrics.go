@@ -28,7 +28,7 @@ type metrics struct {
 }
 
 var (
-	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd}
+	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast}
 	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 )

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
@@ -104,6 +105,13 @@ func (s *Shared) Options() []streamable.Option {
 	return []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
 }
 
+// ServerOptions returns the server options of the shared mode: task ids
+// that name this replica, so that the others forward a task's requests to
+// it, and the list changes and resource updates broadcast to the others.
+func (s *Shared) ServerOptions() []server.Option {
+	return []server.Option{server.WithTaskIDPrefix(s.Store.Replica() + "."), server.WithFanout(s.Store)}
+}
+
 // Ready reports whether Redis answered the replica's last lease renewal:
 // /readyz is 503 while it does not.
 func (s *Shared) Ready() bool { return s.up.Load() }
@@ -155,8 +163,8 @@ func (s *Shared) leaseLoop() {
 	}
 }
 
-// replicaName is the host's name and 4 random characters: unique, and
-// telling which pod a replica is.
+// replicaName returns a new replica name: the host's name and 4 random
+// characters, unique, and telling which pod a replica is.
 func replicaName() string {
 	host, _ := os.Hostname()
 	host = strings.Map(func(r rune) rune {

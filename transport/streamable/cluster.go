@@ -89,6 +89,14 @@ const (
 	RelayState
 	// RelayEnd says the session ended: deleted by its client, or expired.
 	RelayEnd
+	// RelayForward carries a request forwarded to one replica (see
+	// Forwarder); Data is the implementation's.
+	RelayForward
+	// RelayAnswer carries the answer to a forwarded request.
+	RelayAnswer
+	// RelayBroadcast carries a server's event for every replica (see
+	// server.Fanout).
+	RelayBroadcast
 )
 
 // String returns the kind's name, as metrics label it.
@@ -104,6 +112,12 @@ func (k RelayKind) String() string {
 		return "state"
 	case RelayEnd:
 		return "end"
+	case RelayForward:
+		return "forward"
+	case RelayAnswer:
+		return "answer"
+	case RelayBroadcast:
+		return "broadcast"
 	}
 	return "unknown"
 }
@@ -115,4 +129,19 @@ type Relay struct {
 	From string
 	// Data is what the kind says.
 	Data []byte
+}
+
+// Forwarder is a [Cluster] that can also carry a request to one replica
+// and its answer back: the Endpoint forwards a 2026-07-28 task request
+// (tasks/get, tasks/update, tasks/cancel) to the replica that runs the
+// task, whose name the task id starts with (see server.WithTaskIDPrefix).
+// Package redisstore's Store is one.
+type Forwarder interface {
+	Cluster
+	// Forward sends req to replica and returns its answer, or an error
+	// when none came (the replica is gone, or ctx ended).
+	Forward(ctx context.Context, replica string, req []byte) ([]byte, error)
+	// HandleForwarded has handle answer the requests other replicas
+	// forward to this one, until stop is called.
+	HandleForwarded(handle func(ctx context.Context, req []byte) []byte) (stop func(), err error)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -52,6 +53,9 @@ type Endpoint struct {
 	cfg    config
 	expiry *expiry // ends idle sessions; nil when they never expire
 
+	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
+	stopForward func()                       // forward.go: ends HandleForwarded
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
@@ -71,6 +75,14 @@ func New(srv Server, opts ...Option) *Endpoint {
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
 		h.expiry = newExpiry(cfg.viewIdle, h.expireView)
+		if f, ok := cfg.cluster.(Forwarder); ok {
+			stop, err := f.HandleForwarded(h.serveForwarded)
+			if err != nil {
+				cfg.logger.Warn("streamable: cannot serve the task requests other replicas forward", "error", err)
+			} else {
+				h.stopForward = stop
+			}
+		}
 	} else {
 		h.expiry = newExpiry(cfg.idleTimeout, h.expire)
 	}
@@ -101,6 +113,9 @@ func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // is called). Use it after the server's Shutdown drained them; new
 // sessions are refused afterwards.
 func (h *Endpoint) Close() error {
+	if h.stopForward != nil {
+		h.stopForward()
+	}
 	h.expiry.close()
 	h.mu.Lock()
 	h.closed = true
@@ -174,6 +189,12 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.isStateless(r, msg) {
+		if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
+			if replica, elsewhere := h.taskReplica(req); elsewhere {
+				h.forward(w, r, req, body, replica) // forward.go
+				return
+			}
+		}
 		h.stateless(w, r, msg)
 		return
 	}

@@ -198,6 +198,9 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	standalone := s.view != nil && target == nil && forStandalone(ctx, m, s.h.cfg.mode, s.streams, standaloneMark)
 	s.mu.Unlock()
 	if standalone {
+		if transport.IsBroadcast(ctx) {
+			return nil // every replica's server sends it: the one carrying the stream too
+		}
 		return s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
 	}
 	if target == nil {

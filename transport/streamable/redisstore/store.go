@@ -42,6 +42,8 @@ type Store struct {
 	closed   chan struct{}
 	loopDone chan struct{}
 
+	fwd forwarding // forward.go
+
 	mu      sync.Mutex
 	subs    map[string]map[*subscription]struct{} // by channel
 	waiting map[string][]chan struct{}            // channel → Subscribes waiting for its confirmation
@@ -88,6 +90,9 @@ func (s *Store) Close() error {
 	case <-s.closed:
 		return nil
 	default:
+	}
+	if s.fwd.cancel != nil {
+		s.fwd.cancel()
 	}
 	close(s.closed)
 	err := s.pubsub.Close()
