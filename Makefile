@@ -54,7 +54,7 @@ $(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
 	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
 	@touch $@
 
-## system-deps: Debian packages the tests use (prometheus and promtool; chromium for the debug page's browser test), installed when missing.
+## system-deps: Debian packages the tests use (prometheus and promtool; chromium for the debug page's browser test; redis-server and nginx for the shared-session tests), installed when missing.
 system-deps:
 	@bash cmd/vigil/testdata/e2e/install-prometheus.sh
 
@@ -81,10 +81,10 @@ auth: interop-deps oidc-deps conformance-deps
 	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
 	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
-## conformance: the official conformance suites against one vigil-everything, verbosely (totals in the log).
-conformance: conformance-deps
-	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all"
-	CI=true $(GO) test -count=1 -run '^TestConformance$$' -v ./cmd/vigil-everything
+## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis, verbosely (totals in the log).
+conformance: system-deps conformance-deps
+	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx)"
+	CI=true $(GO) test -count=1 -run '^TestConformance(Shared)?$$' -v ./cmd/vigil-everything
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
 deploy-validate: system-deps

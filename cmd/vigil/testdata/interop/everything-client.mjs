@@ -1,7 +1,8 @@
-// Interop check: drive the vigil-everything fixture server over stdio with
+// Interop check: drive the vigil-everything fixture server, over stdio or HTTP, with
 // the official TypeScript MCP SDK client, in a 2025-11-25 session.
 //
-// Usage: node everything-client.mjs /path/to/vigil-everything
+// Usage: node everything-client.mjs /path/to/vigil-everything (over stdio)
+//    or: node everything-client.mjs http://HOST:PORT/mcp (Streamable HTTP)
 //
 // Exercises tools (every content type, structured output, a validation
 // failure, a tool error), resources (read, template, subscribe and an update
@@ -13,6 +14,7 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -91,10 +93,14 @@ const EXPECTED_TOOLS = [
 ];
 
 async function main() {
-  const binary = process.argv[2];
-  assert.ok(binary, 'usage: node everything-client.mjs <path-to-vigil-everything-binary>');
+  // A binary to run over stdio, or the URL of a running server (over
+  // Streamable HTTP, such as replicas behind a load balancer).
+  const target = process.argv[2];
+  assert.ok(target, 'usage: node everything-client.mjs <path-to-vigil-everything-binary | http://HOST:PORT/mcp>');
 
-  const transport = new StdioClientTransport({ command: binary, args: ['-stdio'], stderr: 'inherit' });
+  const transport = /^https?:\/\//.test(target)
+    ? new StreamableHTTPClientTransport(new URL(target))
+    : new StdioClientTransport({ command: target, args: ['-stdio'], stderr: 'inherit' });
   const client = new Client(
     { name: 'vigil-everything-interop', version: '0.0.0' },
     { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
@@ -141,7 +147,7 @@ async function main() {
   const toolsChanged = deferred('notifications/tools/list_changed');
   client.setNotificationHandler(ToolListChangedNotificationSchema, (n) => toolsChanged.resolve(n.params ?? {}));
 
-  step(`connecting to ${binary} -stdio (initialize)`);
+  step(`connecting to ${target} (initialize)`);
   await client.connect(transport);
 
   // Record what the client sends (to learn the progress token the SDK

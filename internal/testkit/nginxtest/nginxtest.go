@@ -1,0 +1,151 @@
+// Package nginxtest starts a real nginx (Debian's package) as the load
+// balancer of Vigil's shared-mode tests: round robin over the upstreams,
+// no session affinity, no buffering (SSE streams pass as they are
+// written), on a free loopback port, with its configuration, logs and
+// temporary files in the test's own directory. Without an nginx binary the
+// test is skipped on a developer's machine and fails under CI=true, where
+// a missing component is a failure.
+package nginxtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"text/template"
+	"time"
+)
+
+// Proxy is one nginx process of a test.
+type Proxy struct {
+	port int
+	dir  string
+}
+
+// URL returns the proxy's base URL, with the host "localhost" (which the
+// upstreams' DNS-rebinding protection accepts), without a path.
+func (p *Proxy) URL() string { return "http://localhost:" + strconv.Itoa(p.port) }
+
+// ErrorLog returns what nginx logged as errors.
+func (p *Proxy) ErrorLog() string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, "error.log"))
+	return string(b)
+}
+
+var conf = template.Must(template.New("nginx.conf").Parse(`worker_processes 1;
+daemon off;
+pid {{.Dir}}/nginx.pid;
+error_log {{.Dir}}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path {{.Dir}}/body;
+  proxy_temp_path {{.Dir}}/proxy;
+  fastcgi_temp_path {{.Dir}}/fastcgi;
+  uwsgi_temp_path {{.Dir}}/uwsgi;
+  scgi_temp_path {{.Dir}}/scgi;
+  upstream vigil {
+{{- range .Upstreams}}
+    server {{.}} max_fails=0;
+{{- end}}
+    keepalive 32;
+  }
+  server {
+    listen 127.0.0.1:{{.Port}};
+    location / {
+      proxy_pass http://vigil;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 1h;
+      proxy_next_upstream error timeout non_idempotent;
+    }
+  }
+}
+`))
+
+// Start starts nginx in front of upstreams (host:port each) for t, and
+// stops it when t ends. A request that finds an upstream down is tried on
+// the next one, as a load balancer with health checks does.
+func Start(t testing.TB, upstreams ...string) *Proxy {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/nginx", "/sbin/nginx"} {
+			if _, serr := os.Stat(p); serr == nil {
+				bin, err = p, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("nginx is not installed (make test installs it: apt-get install nginx)")
+		}
+		t.Skip("nginx is not installed; make test installs it")
+	}
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{port: ln.Addr().(*net.TCPAddr).Port, dir: dir}
+	_ = ln.Close()
+	var buf bytes.Buffer
+	if err := conf.Execute(&buf, map[string]any{"Dir": dir, "Port": p.port, "Upstreams": upstreams}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-c", path, "-e", filepath.Join(dir, "error.log"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	if err := p.wait(exited); err != nil {
+		t.Fatalf("nginx: %v\n%s\n%s", err, stderr.String(), p.ErrorLog())
+	}
+	return p
+}
+
+// wait waits until nginx accepts connections.
+func (p *Proxy) wait(exited <-chan error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited: %v", err)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p.port), 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not listening within 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for a process to listen: no event to wait on
+	}
+}
