@@ -16,7 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-		"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"

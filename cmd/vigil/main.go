@@ -94,7 +94,7 @@ type config struct {
 	introspectionClientID string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_ID only
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
 
-	redisURL string // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
+	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener

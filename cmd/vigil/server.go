@@ -113,4 +113,3 @@ func ignoreClosed(err error) error {
 	}
 	return err
 }
-
