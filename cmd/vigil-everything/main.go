@@ -211,6 +211,9 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, add
 		return err
 	case <-ctx.Done():
 	}
+	if shared != nil {
+		endpoint.Drain() // leave the cluster: the other replicas serve the sessions
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

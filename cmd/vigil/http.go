@@ -136,6 +136,12 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	case <-ctx.Done():
 		stop() // a second signal kills the process
 		ready.Store(false)
+		if shared != nil {
+			// Leave the cluster: refuse new requests (the load balancer
+			// retries them elsewhere) and hand the open streams back to
+			// their clients, who resume them on another replica.
+			endpoint.Drain()
+		}
 		drain(srv, logger, cfg.grace)
 	}
 	_ = endpoint.Close()

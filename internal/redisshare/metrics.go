@@ -17,6 +17,7 @@ const (
 	MetricRedisErrors            = "mcp_server_redis_errors_total"
 	MetricRelays                 = "mcp_server_relays_total"
 	MetricRedisUp                = "mcp_server_redis_up"
+	MetricRequestsLost           = "mcp_server_requests_lost_total"
 )
 
 // metrics are the shared mode's collectors.
@@ -25,11 +26,12 @@ type metrics struct {
 	errors   *prometheus.CounterVec
 	relays   *prometheus.CounterVec
 	up       prometheus.Gauge
+	lost     prometheus.Counter
 }
 
 var (
 	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast}
-	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget"}
+	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 )
 
@@ -52,6 +54,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricRedisUp,
 			Help: "1 while Redis answers this replica's lease renewals (the replica is ready), else 0.",
 		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricRequestsLost,
+			Help: "Requests of shared sessions whose replica was gone (its lease expired), answered here with a -32000 \"server instance lost\" error on the client's resumed stream.",
+		}),
 	}
 	for _, op := range operations {
 		m.duration.WithLabelValues(op)
@@ -62,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, k := range relayKinds {
 		m.relays.WithLabelValues(k.String())
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up} {
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -102,7 +102,11 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 // Options returns the endpoint options of the shared mode: the cluster,
 // and the event store every replica resumes from.
 func (s *Shared) Options() []streamable.Option {
-	return []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
+	opts := []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
+	if m := s.metrics; m != nil {
+		opts = append(opts, streamable.WithRequestLostHook(m.lost.Inc))
+	}
+	return opts
 }
 
 // ServerOptions returns the server options of the shared mode: task ids
@@ -124,19 +128,17 @@ func (s *Shared) Close() error {
 		<-s.done
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = s.client.Del(ctx, s.leaseKey()).Err()
+		_ = s.Store.ReleaseLease(ctx)
 		err = errors.Join(s.Store.Close(), s.client.Close())
 	})
 	return err
 }
 
-func (s *Shared) leaseKey() string { return "vigil:replica:" + s.Store.Replica() }
-
 // renew renews the lease and notes whether Redis answered.
 func (s *Shared) renew(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, leaseRenew)
 	defer cancel()
-	err := s.client.Set(ctx, s.leaseKey(), time.Now().UTC().Format(time.RFC3339), leaseTTL).Err()
+	err := s.Store.RenewLease(ctx, leaseTTL)
 	was := s.up.Swap(err == nil)
 	switch {
 	case err != nil && was:

@@ -145,3 +145,18 @@ type Forwarder interface {
 	// forward to this one, until stop is called.
 	HandleForwarded(handle func(ctx context.Context, req []byte) []byte) (stop func(), err error)
 }
+
+// Leases is a [Cluster] that knows which replicas are alive: each holds a
+// lease it renews, and a replica whose lease expired is gone (killed, or
+// cut off). A replica resuming a stream of a gone replica answers the
+// stream's request with a JSON-RPC error (-32000, "server instance lost"),
+// once, and counts it (see [WithRequestLostHook]). Package redisstore's
+// Store is one.
+type Leases interface {
+	Cluster
+	// Alive reports whether replica holds its lease.
+	Alive(ctx context.Context, replica string) (bool, error)
+	// Claim reports whether the caller is the first to claim name in the
+	// session; the claim lasts as long as the session's events.
+	Claim(ctx context.Context, session, name string) (bool, error)
+}

@@ -55,6 +55,7 @@ type Endpoint struct {
 
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	stopForward func()                       // forward.go: ends HandleForwarded
+	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -93,6 +94,13 @@ func New(srv Server, opts ...Option) *Endpoint {
 func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r) || !h.originAllowed(r) {
 		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
+		return
+	}
+	if h.draining.Load() {
+		// Leaving the cluster (Drain): the load balancer tries another
+		// replica, which serves the session as well.
+		w.Header().Set("Retry-After", "1")
+		h.reject(w, http.StatusServiceUnavailable, transport.ID{}, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
 		return
 	}
 	switch r.Method {

@@ -186,9 +186,10 @@ func htRPCError(t testing.TB, r htReply, status int, code int64) htMsg {
 
 // htSSE reads the events of an SSE response.
 type htSSE struct {
-	t    testing.TB
-	resp *http.Response
-	br   *bufio.Reader
+	t      testing.TB
+	resp   *http.Response
+	br     *bufio.Reader
+	lastID string // the id of the last event read that had one
 }
 
 func htStream(t testing.TB, resp *http.Response) *htSSE {
@@ -215,6 +216,8 @@ func (s *htSSE) next() ([]byte, bool) {
 			if len(data) > 0 {
 				return bytes.Join(data, []byte("\n")), true
 			}
+		case bytes.HasPrefix(line, []byte("id:")):
+			s.lastID = strings.TrimSpace(string(bytes.TrimPrefix(line, []byte("id:"))))
 		case bytes.HasPrefix(line, []byte("data:")):
 			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
 			if len(bytes.TrimSpace(d)) > 0 {

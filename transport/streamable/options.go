@@ -47,6 +47,7 @@ type config struct {
 	onReject      func(reason protocol.RejectReason)
 	cluster       Cluster       // shared.go: nil when sessions are this Endpoint's alone
 	viewIdle      time.Duration // shared.go: how long a replica keeps an idle session's view
+	onLost        func()        // shared.go: a request whose replica is gone was answered here
 }
 
 func defaultConfig() config {
@@ -171,3 +172,11 @@ func WithRetryInterval(d time.Duration) Option {
 }
 
 const defaultRetry = time.Second
+
+// WithRequestLostHook has lost called each time this replica answers a
+// request of a shared session that a gone replica was serving (see
+// [Leases]), with a "server instance lost" error on the client's resumed
+// stream: the count of requests a replica's death cost.
+func WithRequestLostHook(lost func()) Option {
+	return optionFunc(func(c *config) { c.onLost = lost })
+}

@@ -74,11 +74,11 @@ func (rs *resumer) fileLocked(ls *logical) {
 // newKeyLocked issues a stream key, of a request's stream or of a
 // standalone one (see keyRequest); rs.mu is held. A shared session's keys
 // name the replica, so that they are unique across replicas.
-func (rs *resumer) newKeyLocked(kind byte) string {
+func (rs *resumer) newKeyLocked(kind byte, req transport.ID) string {
 	rs.keys++
 	n := strconv.FormatUint(rs.keys, 10)
 	if v := rs.s.view; v != nil {
-		return string(kind) + v.cluster.Replica() + "." + n
+		return sharedKey(kind, v.cluster.Replica(), n, req) // shared.go
 	}
 	return n
 }
@@ -116,7 +116,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		rs.s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
 		return
 	}
-	ls.key = rs.newKeyLocked(keyRequest)
+	ls.key = rs.newKeyLocked(keyRequest, req.ID)
 	rs.fileLocked(ls)
 	rs.mu.Unlock()
 
@@ -328,7 +328,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rs.getServing++
-	ls := &logical{key: rs.newKeyLocked(keyStandalone)}
+	ls := &logical{key: rs.newKeyLocked(keyStandalone, transport.ID{})}
 	if old := rs.standalone; old != nil && rs.byKey[old.key] == old {
 		delete(rs.byKey, old.key) // a new standalone stream replaces it
 	}

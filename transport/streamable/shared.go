@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -329,12 +330,40 @@ func (s *session) relayStandalone(ctx context.Context, m transport.Message) erro
 
 // Stream keys of a shared session name the replica that issued them and
 // the kind of stream, so that they are unique across replicas and another
-// replica can resume them: r<replica>.<n> for a request's stream,
-// g<replica>.<n> for a standalone stream.
+// replica can resume them: r<replica>.<n>.<id> for a request's stream, id
+// the request's id in JSON, base64url; g<replica>.<n> for a standalone
+// stream.
 const (
 	keyRequest    = 'r'
 	keyStandalone = 'g'
 )
+
+// sharedKey returns a shared session's stream key.
+func sharedKey(kind byte, replica, n string, req transport.ID) string {
+	key := string(kind) + replica + "." + n
+	if kind == keyRequest {
+		id, _ := req.MarshalJSON() // never fails
+		key += "." + base64.RawURLEncoding.EncodeToString(id)
+	}
+	return key
+}
+
+// parseRequestKey returns the replica and the request of a shared
+// session's request stream key.
+func parseRequestKey(key string) (replica string, req transport.ID, ok bool) {
+	if key == "" || key[0] != keyRequest {
+		return "", req, false
+	}
+	parts := strings.Split(key[1:], ".")
+	if len(parts) != 3 {
+		return "", req, false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || req.UnmarshalJSON(raw) != nil || !req.IsValid() {
+		return "", transport.ID{}, false
+	}
+	return parts[0], req, true
+}
 
 // isStandaloneKey reports whether a shared session's stream key names a
 // standalone stream.
@@ -368,6 +397,9 @@ const tailPoll = time.Second
 // tail serves the resumption of a request stream that another replica
 // serves: it sends the events stored after lastID, then those the replica
 // stores, until the request's response. events are those already replayed.
+// When the replica is gone (its lease expired), the request is answered
+// here with a "server instance lost" error, stored as the stream's last
+// event, and counted, by whichever replica claims it first.
 func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event) {
 	s := rs.s
 	wake, done := s.view.watchTail(key)
@@ -380,14 +412,21 @@ func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID stri
 	}
 	tick := time.NewTicker(tailPoll)
 	defer tick.Stop()
+	checked := false // the owner's lease, checked on the first round too
 	for {
-		select {
-		case <-wake:
-		case <-tick.C:
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
+		if checked {
+			select {
+			case <-wake:
+			case <-tick.C:
+				rs.answerIfLost(r.Context(), key)
+			case <-r.Context().Done():
+				return
+			case <-s.done:
+				return
+			}
+		} else {
+			checked = true
+			rs.answerIfLost(r.Context(), key)
 		}
 		_, more, err := rs.store.Replay(r.Context(), s.id, last)
 		if err != nil {
@@ -414,4 +453,87 @@ func answers(events []Event) bool {
 		}
 	}
 	return false
+}
+
+// answerIfLost answers the request of the stream key with a "server
+// instance lost" error when the replica serving it is gone, unless
+// another replica did.
+func (rs *resumer) answerIfLost(ctx context.Context, key string) {
+	s := rs.s
+	leases, ok := s.view.cluster.(Leases)
+	if !ok {
+		return
+	}
+	replica, id, ok := parseRequestKey(key)
+	if !ok {
+		return
+	}
+	if alive, err := leases.Alive(ctx, replica); err != nil || alive {
+		return
+	}
+	if first, err := leases.Claim(ctx, s.id, "lost:"+key); err != nil || !first {
+		return
+	}
+	lost := &transport.Response{ID: id, Error: &transport.Error{Code: int64(protocol.CodeServerBusy),
+		Message: "server instance lost: the replica serving the request (" + replica + ") is gone"}}
+	data, err := transport.AppendMessage(nil, lost)
+	if err != nil {
+		return
+	}
+	if _, err := rs.store.Append(ctx, s.id, key, data); err != nil {
+		s.h.cfg.logger.Warn("streamable: cannot answer a request its replica lost", "session", s.id, "replica", replica, "error", err)
+		return
+	}
+	s.h.cfg.logger.Info("streamable: answered a request its replica lost", "session", s.id, "replica", replica, "request", id.String())
+	if s.h.cfg.onLost != nil {
+		s.h.cfg.onLost()
+	}
+	_ = s.publish(ctx, RelayEvent, []byte(key))
+}
+
+// Drain begins a replica's clean exit from a cluster (a rolling deploy, a
+// scale-down): from now on the Endpoint admits no request (503 with
+// Retry-After, which a load balancer retries on another replica), and it
+// hands every SSE stream it carries back to its client, after the stream's
+// retry field, so that the client resumes it with Last-Event-ID on another
+// replica: the requests running here go on until the server's shutdown
+// grace ends, and their answers reach the client through the shared event
+// store. Sessions go on. Call it, then the server's Shutdown, then Close.
+// Without a cluster it only stops admitting.
+func (h *Endpoint) Drain() {
+	h.draining.Store(true)
+	h.mu.Lock()
+	sessions := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		sessions = append(sessions, s)
+	}
+	h.mu.Unlock()
+	for _, s := range sessions {
+		if s.res != nil {
+			s.res.handBack()
+		}
+	}
+}
+
+// handBack ends the HTTP responses carrying the session's streams without
+// ending the streams (see Drain).
+func (rs *resumer) handBack() {
+	rs.mu.Lock()
+	streams := make([]*logical, 0, len(rs.byKey))
+	for _, ls := range rs.byKey {
+		streams = append(streams, ls)
+	}
+	rs.mu.Unlock()
+	for _, ls := range streams {
+		ls.mu.Lock()
+		conn := ls.conn
+		if conn != nil && !ls.primed {
+			rs.primeLocked(rs.ctx, ls) // an id to resume from
+		}
+		if conn != nil && ls.primed {
+			ls.conn = nil
+			conn.end()
+		}
+		ls.mu.Unlock()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +33,8 @@ type shBackend struct {
 	memory  *streamabletest.Cluster // nil for Redis
 	replica func(t *testing.T, name string) streamable.Cluster
 	events  func(t *testing.T) streamable.EventStore
-	down    func(down bool) // the store goes away, or comes back
+	down    func(down bool)   // the store goes away, or comes back
+	redis   *redistest.Server // nil in memory
 }
 
 // shEach runs f on each backend: in memory, and on a redis-server of its
@@ -54,10 +56,12 @@ func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
 			st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica(name))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = st.Close() })
+			require.NoError(t, st.RenewLease(t.Context(), time.Minute), "a live replica holds its lease")
 			return st
 		}
 		f(t, shBackend{
 			name:    "redis",
+			redis:   redis,
 			replica: func(t *testing.T, name string) streamable.Cluster { return store(t, name) },
 			events:  func(t *testing.T) streamable.EventStore { return store(t, "events") },
 			down: func(down bool) {
@@ -362,4 +366,95 @@ func primingID(t *testing.T, resp *http.Response) string {
 			buf = buf[:0]
 		}
 	}
+}
+
+// TestSharedRequestLost: replica a dies (its lease is gone) while a request
+// of a session runs there; the client resumes the request's stream on b,
+// and gets a "server instance lost" error for it, counted once although
+// two resumptions looked (Leases, on real Redis).
+func TestSharedRequestLost(t *testing.T) {
+	redis := redistest.Start(t)
+	stores := map[string]*redisstore.Store{}
+	var lost atomic.Int64
+	var envs []*htEnv
+	var blocker = newHTBlocker()
+	for _, name := range []string{"a", "b", "c"} {
+		st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica(name))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		require.NoError(t, st.RenewLease(t.Context(), time.Minute))
+		stores[name] = st
+		srv := htServer(t)
+		require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, blocker.tool))
+		envs = append(envs, newHTEnv(t, srv, streamable.WithCluster(st, 0), streamable.WithEventStore(st),
+			streamable.WithResponseMode(streamable.ResponseSSE), streamable.WithRequestLostHook(func() { lost.Add(1) })))
+	}
+	a, b, c := envs[0], envs[1], envs[2]
+	sid := a.initialize(`{}`)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := a.send(a.request(ctx, http.MethodPost, htCallBody(`"q"`, "block", `{}`), htSession(sid)))
+	lastID := primingID(t, resp)
+	<-blocker.started
+	cancel() // the client's connection to a breaks
+	_ = resp.Body.Close()
+	require.NoError(t, stores["a"].ReleaseLease(t.Context()), "a is gone: its lease expired")
+
+	resume := func(e *htEnv) []htMsg {
+		get := e.request(t.Context(), http.MethodGet, "", htSession(sid))
+		get.Header.Set("Last-Event-ID", lastID)
+		gresp := e.send(get)
+		defer func() { _ = gresp.Body.Close() }()
+		return htStream(t, gresp).rest()
+	}
+	for _, e := range []*htEnv{b, c} {
+		msgs := resume(e)
+		require.Len(t, msgs, 1)
+		assert.JSONEq(t, `"q"`, string(msgs[0].ID))
+		require.NotNil(t, msgs[0].Error)
+		assert.Equal(t, int64(-32000), msgs[0].Error.Code)
+		assert.Contains(t, msgs[0].Error.Message, "server instance lost")
+	}
+	assert.Equal(t, int64(1), lost.Load(), "counted once, by the replica that answered")
+	// The session goes on at b.
+	_, msgs := b.call(sid, htCallBody("2", "echo", `{"text":"still here"}`))
+	require.Nil(t, msgs[0].Error)
+}
+
+// TestSharedDrainHandsStreamsBack: a replica leaving the cluster ends the
+// HTTP responses of its streams, refuses new requests with 503, and lets
+// its running request finish; the client resumes the request's stream on
+// another replica and gets the answer there.
+func TestSharedDrainHandsStreamsBack(t *testing.T) {
+	shEach(t, func(t *testing.T, be shBackend) {
+		store := be.events(t)
+		rs := newSHReplicas(t, be, 2, streamable.WithEventStore(store), streamable.WithResponseMode(streamable.ResponseSSE))
+		a, b := rs.envs[0], rs.envs[1]
+		sid := a.initialize(`{"elicitation":{}}`)
+
+		resp := a.send(a.request(t.Context(), http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
+		defer func() { _ = resp.Body.Close() }()
+		stream := htStream(t, resp)
+		ask := stream.nextMsg()
+		require.Equal(t, "elicitation/create", ask.Method)
+
+		a.h.Drain()
+		_, more := stream.next()
+		assert.False(t, more, "the HTTP response carrying the stream ended")
+		r := a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
+		htRPCError(t, r, http.StatusServiceUnavailable, -32000)
+
+		// The client answers through b and resumes the stream there.
+		r = b.do(http.MethodPost, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{}}}`, htSession(sid))
+		require.Equal(t, http.StatusAccepted, r.status)
+		assert.Equal(t, "a:accept", <-rs.asked, "a's handler got the answer and finished")
+		require.NotEmpty(t, stream.lastID)
+		get := b.request(t.Context(), http.MethodGet, "", htSession(sid))
+		get.Header.Set("Last-Event-ID", stream.lastID)
+		gresp := b.send(get)
+		defer func() { _ = gresp.Body.Close() }()
+		final := htStream(t, gresp).nextMsg()
+		require.Nil(t, final.Error)
+		assert.JSONEq(t, `1`, string(final.ID))
+	})
 }

@@ -57,7 +57,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithObserver has observe called after every Redis operation with its
 // name (create, load, store_state, touch, delete, publish, subscribe,
-// append, replay, forget), its duration and its error, for metrics.
+// append, replay, forget, lease, alive, claim), its duration and its
+// error, for metrics.
 func WithObserver(observe func(op string, d time.Duration, err error)) Option {
 	return func(c *config) { c.observer = observe }
 }
