@@ -56,6 +56,8 @@ type Endpoint struct {
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	stopForward func()                       // forward.go: ends HandleForwarded
 	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
+	drained     chan struct{}                // shared.go: closed by Drain
+	drainOnce   sync.Once
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -71,7 +73,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session)}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{})}
 	h.attach, _ = srv.(Attacher)
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
@@ -125,6 +127,9 @@ func (h *Endpoint) Close() error {
 		h.stopForward()
 	}
 	h.expiry.close()
+	if h.cfg.cluster != nil {
+		h.handBack(false) // the requests still running: resumed elsewhere (shared.go)
+	}
 	h.mu.Lock()
 	h.closed = true
 	sessions := make([]*session, 0, len(h.sessions))
@@ -311,9 +316,11 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		if err := h.create(r.Context(), s); err != nil { // shared.go
 			h.cfg.logger.Warn("streamable: cannot create a shared session", "error", err)
 			h.evict(s)
+			close(s.view.ready)
 			h.serving.Done()
 			return nil, http.StatusServiceUnavailable
 		}
+		defer close(s.view.ready)
 	}
 	h.serve(ctx, s)
 	return s, 0
@@ -381,6 +388,9 @@ func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.Reject
 		return nil, protocol.RejectSessionPrincipal, http.StatusNotFound
 	}
 	if s.view != nil {
+		if !s.whenReady(r) { // shared.go
+			return nil, protocol.RejectOther, http.StatusServiceUnavailable
+		}
 		s.touchShared(r.Context())
 	}
 	return s, 0, 0

@@ -123,7 +123,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
 	if err := s.handOff(r.Context(), req); err != nil {
 		rs.forget(ls)
-		st.shutDown(terminated)
+		s.answerEnded(w, st, req.ID, terminated)
 		return
 	}
 	if s.h.cfg.mode == ResponseSSE {
@@ -139,7 +139,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		// a write failed.
 	case <-r.Context().Done():
 	case <-s.done:
-		st.shutDown(terminated)
+		s.answerEnded(w, st, req.ID, terminated)
 		return
 	}
 	abandon := rs.detach(ls, st)

@@ -133,20 +133,48 @@ func (s *session) terminate(err error) {
 		s.onEnd = nil
 		s.mu.Unlock()
 		s.h.expiry.remove(s)
-		evicted := false
 		if v := s.view; v != nil {
-			evicted = v.evicted.Load()
 			if v.unsubscribe != nil {
 				v.unsubscribe()
 			}
 		}
-		if s.res != nil && !evicted { // an evicted view's session goes on
+		if s.res != nil && s.view == nil {
 			s.res.end()
+		} else if s.res != nil {
+			// A shared session's events are the cluster's: they go with the
+			// session (Cluster.Delete, or expiry), not with a view.
+			s.res.ended.Store(true)
 		}
 		if end != nil {
 			end(s.readErr())
 		}
 	})
+}
+
+// answerEnded answers a request whose session ended before its answer:
+// with terminated, or, when only this replica's view of a shared session
+// ended (the replica is shutting down) and nothing was written yet, with
+// 503 and Retry-After, so that the request is tried on another replica,
+// which serves the session.
+func (s *session) answerEnded(w http.ResponseWriter, st *stream, id transport.ID, terminated *transport.Response) {
+	if s.view != nil && s.ended() && st.isUndecided() {
+		st.shutDown(nil)
+		w.Header().Set("Retry-After", "1")
+		s.h.reject(w, http.StatusServiceUnavailable, id, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
+		return
+	}
+	st.shutDown(terminated)
+}
+
+// ended reports whether the session ended (here: a view may end while its
+// shared session goes on).
+func (s *session) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // readErr is the error Read returns once the session ended.
@@ -335,7 +363,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 	// terminate() answers for it if the session ends (a handler that ignores
 	// cancellation cannot hold the answer back).
 	if s.deliverInline(r.Context(), req) {
-		st.shutDown(terminated) // nothing written means the session ended under it
+		s.answerEnded(w, st, req.ID, terminated) // nothing written means the session ended under it
 		return
 	}
 	if err := s.push(r.Context(), req); err != nil {
@@ -351,7 +379,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
 		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	case <-s.done:
-		st.shutDown(&transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}})
+		s.answerEnded(w, st, req.ID, &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}})
 	}
 }
 

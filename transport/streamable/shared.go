@@ -47,12 +47,12 @@ func WithCluster(c Cluster, viewIdle time.Duration) Option {
 // the subscription to the session's relays, and the streams of other
 // replicas it resumes.
 type view struct {
+	ready       chan struct{} // closed once the server serves the view: requests wait for it
 	cluster     Cluster
 	state       []byte // the record's state when the view was made
 	update      atomic.Pointer[func([]byte)]
 	unsubscribe func()
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
-	evicted     atomic.Bool  // the view went, the session goes on
 
 	mu    sync.Mutex
 	tails map[string]chan struct{} // stream key → wake-up of the resumption carrying it here
@@ -93,7 +93,7 @@ func (s *session) serverConn() transport.Driven {
 // create stores the record of s, a new session, and subscribes to its
 // relays; false: the cluster cannot, and s is not served.
 func (h *Endpoint) create(ctx context.Context, s *session) error {
-	s.view = &view{cluster: h.cfg.cluster}
+	s.view = &view{cluster: h.cfg.cluster, ready: make(chan struct{})}
 	s.view.touched.Store(time.Now().UnixNano())
 	if err := h.cfg.cluster.Create(ctx, s.id, SessionRecord{Principal: s.principal}); err != nil {
 		return err
@@ -135,7 +135,7 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 		return nil, protocol.RejectSessionLimit, http.StatusServiceUnavailable
 	}
 	s := newSession(h, id, rec.Principal, h.attach != nil)
-	s.view = &view{cluster: h.cfg.cluster, state: rec.State}
+	s.view = &view{cluster: h.cfg.cluster, state: rec.State, ready: make(chan struct{})}
 	s.view.touched.Store(time.Now().UnixNano())
 	ctx := withSession(context.WithoutCancel(r.Context()), s)
 	if s.res != nil {
@@ -147,16 +147,28 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 	if err := s.subscribe(r.Context()); err != nil {
 		h.cfg.logger.Warn("streamable: cannot follow a shared session", "session", id, "error", err)
 		h.evict(s)
+		close(s.view.ready)
 		h.serving.Done()
 		return nil, protocol.RejectOther, http.StatusServiceUnavailable
 	}
 	h.serve(ctx, s)
+	close(s.view.ready)
 	return s, 0, 0
+}
+
+// whenReady waits until the server serves the view s, which another
+// request may still be making; false if r's client left first.
+func (s *session) whenReady(r *http.Request) bool {
+	select {
+	case <-s.view.ready:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // evict drops the view s without ending its session.
 func (h *Endpoint) evict(s *session) {
-	s.view.evicted.Store(true)
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
@@ -423,6 +435,8 @@ func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID stri
 				return
 			case <-s.done:
 				return
+			case <-s.h.drained:
+				return // the client resumes on another replica, from its last event
 			}
 		} else {
 			checked = true
@@ -494,14 +508,23 @@ func (rs *resumer) answerIfLost(ctx context.Context, key string) {
 // Drain begins a replica's clean exit from a cluster (a rolling deploy, a
 // scale-down): from now on the Endpoint admits no request (503 with
 // Retry-After, which a load balancer retries on another replica), and it
-// hands every SSE stream it carries back to its client, after the stream's
-// retry field, so that the client resumes it with Last-Event-ID on another
-// replica: the requests running here go on until the server's shutdown
-// grace ends, and their answers reach the client through the shared event
-// store. Sessions go on. Call it, then the server's Shutdown, then Close.
-// Without a cluster it only stops admitting.
+// hands the standalone GET streams it carries back to their clients, after
+// the stream's retry field, so that they resume them with Last-Event-ID on
+// another replica. The requests running here go on until the server's
+// shutdown grace ends; Close then hands back the streams of those still
+// running, which another replica answers once this one's lease is gone.
+// Sessions go on. Call it, then the server's Shutdown, then Close. Without
+// a cluster it only stops admitting.
 func (h *Endpoint) Drain() {
 	h.draining.Store(true)
+	h.drainOnce.Do(func() { close(h.drained) }) // ends the resumptions carried here (tail)
+	h.handBack(true)
+}
+
+// handBack ends the HTTP responses carrying the resumable streams of every
+// session here (only the standalone ones: standaloneOnly) without ending
+// the streams: their clients resume them elsewhere.
+func (h *Endpoint) handBack(standaloneOnly bool) {
 	h.mu.Lock()
 	sessions := make([]*session, 0, len(h.sessions))
 	for _, s := range h.sessions {
@@ -510,18 +533,20 @@ func (h *Endpoint) Drain() {
 	h.mu.Unlock()
 	for _, s := range sessions {
 		if s.res != nil {
-			s.res.handBack()
+			s.res.handBack(standaloneOnly)
 		}
 	}
 }
 
-// handBack ends the HTTP responses carrying the session's streams without
-// ending the streams (see Drain).
-func (rs *resumer) handBack() {
+// handBack ends the HTTP responses carrying the session's streams (see
+// Endpoint.handBack).
+func (rs *resumer) handBack(standaloneOnly bool) {
 	rs.mu.Lock()
 	streams := make([]*logical, 0, len(rs.byKey))
 	for _, ls := range rs.byKey {
-		streams = append(streams, ls)
+		if !standaloneOnly || !ls.req.IsValid() {
+			streams = append(streams, ls)
+		}
 	}
 	rs.mu.Unlock()
 	for _, ls := range streams {

@@ -422,16 +422,19 @@ func TestSharedRequestLost(t *testing.T) {
 }
 
 // TestSharedDrainHandsStreamsBack: a replica leaving the cluster ends the
-// HTTP responses of its streams, refuses new requests with 503, and lets
-// its running request finish; the client resumes the request's stream on
-// another replica and gets the answer there.
+// HTTP response of the standalone stream it carries, which the client
+// resumes on another replica; it refuses new requests with 503 (a load
+// balancer tries another replica), and lets its running request finish:
+// the client's answer, posted to another replica, reaches it.
 func TestSharedDrainHandsStreamsBack(t *testing.T) {
 	shEach(t, func(t *testing.T, be shBackend) {
-		store := be.events(t)
-		rs := newSHReplicas(t, be, 2, streamable.WithEventStore(store), streamable.WithResponseMode(streamable.ResponseSSE))
+		rs := newSHReplicas(t, be, 2, streamable.WithEventStore(be.events(t)), streamable.WithResponseMode(streamable.ResponseSSE))
 		a, b := rs.envs[0], rs.envs[1]
 		sid := a.initialize(`{"elicitation":{}}`)
 
+		get := a.send(a.request(t.Context(), http.MethodGet, "", htSession(sid)))
+		defer func() { _ = get.Body.Close() }()
+		standalone := htStream(t, get)
 		resp := a.send(a.request(t.Context(), http.MethodPost, htCallBody("1", "ask", `{}`), htSession(sid)))
 		defer func() { _ = resp.Body.Close() }()
 		stream := htStream(t, resp)
@@ -439,21 +442,24 @@ func TestSharedDrainHandsStreamsBack(t *testing.T) {
 		require.Equal(t, "elicitation/create", ask.Method)
 
 		a.h.Drain()
-		_, more := stream.next()
-		assert.False(t, more, "the HTTP response carrying the stream ended")
+		_, more := standalone.next()
+		assert.False(t, more, "the standalone stream's response ended")
+		require.NotEmpty(t, standalone.lastID, "after an id to resume from")
 		r := a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
 		htRPCError(t, r, http.StatusServiceUnavailable, -32000)
+		assert.Equal(t, "1", r.header.Get("Retry-After"))
 
-		// The client answers through b and resumes the stream there.
+		// The client resumes its standalone stream on b, and answers a's
+		// question through b: a's handler finishes on a's stream.
+		resume := b.request(t.Context(), http.MethodGet, "", htSession(sid))
+		resume.Header.Set("Last-Event-ID", standalone.lastID)
+		gresp := b.send(resume)
+		defer func() { _ = gresp.Body.Close() }()
+		require.Equal(t, http.StatusOK, gresp.StatusCode)
 		r = b.do(http.MethodPost, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{}}}`, htSession(sid))
 		require.Equal(t, http.StatusAccepted, r.status)
-		assert.Equal(t, "a:accept", <-rs.asked, "a's handler got the answer and finished")
-		require.NotEmpty(t, stream.lastID)
-		get := b.request(t.Context(), http.MethodGet, "", htSession(sid))
-		get.Header.Set("Last-Event-ID", stream.lastID)
-		gresp := b.send(get)
-		defer func() { _ = gresp.Body.Close() }()
-		final := htStream(t, gresp).nextMsg()
+		assert.Equal(t, "a:accept", <-rs.asked)
+		final := stream.nextMsg()
 		require.Nil(t, final.Error)
 		assert.JSONEq(t, `1`, string(final.ID))
 	})

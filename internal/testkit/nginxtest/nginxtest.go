@@ -65,15 +65,16 @@ http {
       proxy_buffering off;
       proxy_request_buffering off;
       proxy_read_timeout 1h;
-      proxy_next_upstream error timeout non_idempotent;
+      proxy_next_upstream error timeout http_503 non_idempotent;
     }
   }
 }
 `))
 
 // Start starts nginx in front of upstreams (host:port each) for t, and
-// stops it when t ends. A request that finds an upstream down is tried on
-// the next one, as a load balancer with health checks does.
+// stops it when t ends. A request that finds an upstream down, or answered
+// 503 by one that is shutting down, is tried on the next one, as a load
+// balancer with health checks does.
 func Start(t testing.TB, upstreams ...string) *Proxy {
 	t.Helper()
 	bin, err := exec.LookPath("nginx")
