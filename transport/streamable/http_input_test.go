@@ -489,5 +489,7 @@ func TestPOSTTakesABodyReadInFront(t *testing.T) {
 // closeCounter is a body that fails every read and counts its closes.
 type closeCounter struct{ closes int }
 
-func (c *closeCounter) Read([]byte) (int, error) { return 0, errors.New("the original body must not be read") }
-func (c *closeCounter) Close() error             { c.closes++; return nil }
+func (c *closeCounter) Read([]byte) (int, error) {
+	return 0, errors.New("the original body must not be read")
+}
+func (c *closeCounter) Close() error { c.closes++; return nil }
