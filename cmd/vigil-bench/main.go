@@ -32,6 +32,9 @@ type config struct {
 	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
 	idle      int
 	auth      bool     // vigil with JWT auth against vigil without, instead of vigil against the floor
+	redis     bool     // vigil -redis against vigil in memory, instead of vigil against the floor
+	hop       bool     // the latency of a hop between two vigil -redis replicas
+	hopTries  int      // samples of each -hop measurement
 	clients   int      // concurrent clients (and tokens, with auth)
 	loadFlags []string // passed on to the load generator
 }
@@ -44,6 +47,9 @@ func main() {
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
 	flag.BoolVar(&cfg.auth, "auth", false, "measure authorization: vigil with -auth-issuer (a cached valid JWT per client) against the same vigil without auth, instead of vigil against the floor")
+	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
+	flag.BoolVar(&cfg.hop, "hop", false, "measure a hop between two vigil -redis replicas: an elicitation answer and a cancel or DELETE posted to the replica that does not run the request")
+	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 3, "timed rounds per server and workload")
@@ -61,8 +67,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	run := run
-	if cfg.auth {
+	switch {
+	case cfg.auth:
 		run = runAuth
+	case cfg.redis:
+		run = runRedis
+	case cfg.hop:
+		run = runHop
 	}
 	err := inTempDir(cfg, func(dir string) error { return run(ctx, cfg, dir) })
 	stop()

@@ -276,14 +276,14 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	}
 	if !isRequest || req.IsNotification() {
 		// A notification, or the client's answer to our request.
+		if s.res != nil {
+			s.res.observe(msg) // resume.go; before the handler can end (see resumer.handled)
+		}
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
 			if err := s.push(r.Context(), msg); err != nil {
 				h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, "session terminated")
 				return
 			}
-		}
-		if s.res != nil {
-			s.res.observe(msg) // resume.go
 		}
 		if s.view != nil {
 			_ = s.relayClient(r.Context(), msg) // to the replica that waits for it (shared.go)

@@ -123,7 +123,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
 	if err := s.handOff(r.Context(), req); err != nil {
 		rs.forget(ls)
-		s.answerEnded(w, st, req.ID, terminated)
+		s.answerEnded(st, req.ID, terminated)
 		return
 	}
 	if s.h.cfg.mode == ResponseSSE {
@@ -139,7 +139,7 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		// a write failed.
 	case <-r.Context().Done():
 	case <-s.done:
-		s.answerEnded(w, st, req.ID, terminated)
+		s.answerEnded(st, req.ID, terminated)
 		return
 	}
 	abandon := rs.detach(ls, st)
@@ -510,6 +510,34 @@ func (rs *resumer) observe(m transport.Message) {
 	if giveUp {
 		rs.forget(ls)
 	}
+}
+
+// handled is called once the handler of request id returned: if the
+// client cancelled the request, no answer comes, and the HTTP response
+// carrying its stream ends, as a plain session's does.
+func (rs *resumer) handled(id transport.ID) {
+	rs.mu.Lock()
+	ls := rs.byReq[id]
+	rs.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	over := ls.cancelled && !ls.done
+	var conn *stream
+	if over {
+		ls.done = true
+		conn, ls.conn = ls.conn, nil
+	}
+	ls.mu.Unlock()
+	if !over {
+		return
+	}
+	if conn != nil {
+		conn.markCancelled()
+		conn.end()
+	}
+	rs.forget(ls)
 }
 
 // closeConn ends the HTTP response carrying the stream of request id,

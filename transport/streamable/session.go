@@ -156,12 +156,15 @@ func (s *session) terminate(err error) {
 // ended (the replica is shutting down) and nothing was written yet, with
 // 503 and Retry-After, so that the request is tried on another replica,
 // which serves the session.
-func (s *session) answerEnded(w http.ResponseWriter, st *stream, id transport.ID, terminated *transport.Response) {
-	if s.view != nil && s.ended() && st.isUndecided() {
-		st.shutDown(nil)
-		w.Header().Set("Retry-After", "1")
-		s.h.reject(w, http.StatusServiceUnavailable, id, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
-		return
+func (s *session) answerEnded(st *stream, id transport.ID, terminated *transport.Response) {
+	if s.view != nil && s.ended() {
+		busy := &transport.Response{ID: id, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "this replica is shutting down; retry"}}
+		if st.refuse(http.StatusServiceUnavailable, "1", busy) {
+			if s.h.cfg.onReject != nil {
+				s.h.cfg.onReject(protocol.RejectOther)
+			}
+			return
+		}
 	}
 	st.shutDown(terminated)
 }
@@ -315,7 +318,10 @@ func (s *session) handOff(ctx context.Context, m transport.Message) error {
 	default:
 	}
 	if req, ok := m.(*transport.Request); ok && s.res != nil {
-		go s.deliverInline(s.res.ctx, req)
+		go func() {
+			s.deliverInline(s.res.ctx, req)
+			s.res.handled(req.ID) // resume.go
+		}()
 		return nil
 	}
 	s.deliverInline(context.WithoutCancel(ctx), m)
@@ -363,7 +369,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 	// terminate() answers for it if the session ends (a handler that ignores
 	// cancellation cannot hold the answer back).
 	if s.deliverInline(r.Context(), req) {
-		s.answerEnded(w, st, req.ID, terminated) // nothing written means the session ended under it
+		s.answerEnded(st, req.ID, terminated) // nothing written means the session ended under it
 		return
 	}
 	if err := s.push(r.Context(), req); err != nil {
@@ -379,7 +385,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
 		_ = s.push(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	case <-s.done:
-		s.answerEnded(w, st, req.ID, &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}})
+		s.answerEnded(st, req.ID, &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}})
 	}
 }
 

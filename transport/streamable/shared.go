@@ -267,10 +267,10 @@ func (s *session) relay(r Relay) {
 		if req, ok := m.(*transport.Request); ok && req.Method == "notifications/cancelled" {
 			s.markCancelled(req)
 		}
-		s.deliverInline(context.Background(), m)
 		if s.res != nil {
-			s.res.observe(m)
+			s.res.observe(m) // before the handler can end: see resumer.handled
 		}
+		s.deliverInline(context.Background(), m)
 	case RelayStandalone:
 		m, err := transport.DecodeMessage(r.Data)
 		if err != nil {

@@ -178,33 +178,45 @@ func TestSharedElicitationAnsweredElsewhere(t *testing.T) {
 // a's handler as the transport's close.
 func TestSharedCancelAndDeleteElsewhere(t *testing.T) {
 	shEach(t, func(t *testing.T, be shBackend) {
-		rs := newSHReplicas(t, be, 2)
-		a, b := rs.envs[0], rs.envs[1]
-		sid := a.initialize(`{}`)
-
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		done := make(chan htReply, 1)
-		go func() {
-			done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("7", "block", `{}`), htSession(sid)))
-		}()
-		<-rs.blocker.started
-		r := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`, htSession(sid))
-		require.Equal(t, http.StatusAccepted, r.status)
-		cause := <-rs.blocker.cause
-		assert.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
-		<-done
-
-		go func() {
-			done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("8", "block", `{}`), htSession(sid)))
-		}()
-		<-rs.blocker.started
-		r = b.do(http.MethodDelete, "", htSession(sid))
-		require.Equal(t, http.StatusNoContent, r.status)
-		cause = <-rs.blocker.cause
-		assert.ErrorIs(t, cause, server.ErrTransportClose, "cause: %v", cause)
-		<-done
+		for _, resumable := range []bool{false, true} {
+			t.Run(map[bool]string{false: "plain", true: "resumable"}[resumable], func(t *testing.T) {
+				var opts []streamable.Option
+				if resumable { // the handler runs on a goroutine of its own
+					opts = append(opts, streamable.WithEventStore(be.events(t)))
+				}
+				sharedCancelAndDelete(t, newSHReplicas(t, be, 2, opts...))
+			})
+		}
 	})
+}
+
+// sharedCancelAndDelete checks cancel and DELETE posted to b for calls on a.
+func sharedCancelAndDelete(t *testing.T, rs *shReplicas) {
+	a, b := rs.envs[0], rs.envs[1]
+	sid := a.initialize(`{}`)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan htReply, 1)
+	go func() {
+		done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("7", "block", `{}`), htSession(sid)))
+	}()
+	<-rs.blocker.started
+	r := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`, htSession(sid))
+	require.Equal(t, http.StatusAccepted, r.status)
+	cause := <-rs.blocker.cause
+	assert.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
+	<-done
+
+	go func() {
+		done <- a.doReq(a.request(ctx, http.MethodPost, htCallBody("8", "block", `{}`), htSession(sid)))
+	}()
+	<-rs.blocker.started
+	r = b.do(http.MethodDelete, "", htSession(sid))
+	require.Equal(t, http.StatusNoContent, r.status)
+	cause = <-rs.blocker.cause
+	assert.ErrorIs(t, cause, server.ErrTransportClose, "cause: %v", cause)
+	<-done
 }
 
 // TestSharedStandaloneStreamElsewhere: the client's GET stream is on c;

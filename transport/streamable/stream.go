@@ -203,6 +203,28 @@ func (st *stream) shutDown(fallback *transport.Response) {
 	st.shut = true
 }
 
+// refuse answers with status and a JSON-RPC error instead, and forbids
+// further writes, when nothing was written yet; it reports whether it did.
+// retryAfter, when not empty, is the Retry-After header.
+func (st *stream) refuse(status int, retryAfter string, resp *transport.Response) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.state != undecided || st.shut {
+		return false
+	}
+	data, _ := transport.AppendMessage(nil, resp)
+	st.headers(false)
+	if retryAfter != "" {
+		st.w.Header().Set("Retry-After", retryAfter)
+	}
+	st.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	st.w.WriteHeader(status)
+	_, _ = st.w.Write(data)
+	st.state = answeredJSON
+	st.shut = true
+	return true
+}
+
 func wrapStream(err error) error {
 	if err == nil {
 		return nil
@@ -303,6 +325,14 @@ func (st *stream) end() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.finish()
+}
+
+// markCancelled notes that the client cancelled the request: a response
+// that ends with nothing written is an empty SSE stream (see shutDown).
+func (st *stream) markCancelled() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.cancelled = true
 }
 
 // comment writes an SSE comment line.
