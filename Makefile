@@ -25,7 +25,7 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-idle bench-auth lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
@@ -135,6 +135,16 @@ bench-idle:
 bench-auth:
 	@echo "==> bench-auth: cmd/vigil-bench -auth (about a minute)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -auth $(BENCH_FLAGS)
+
+## bench-redis: the shipped vigil with -redis (one replica, on a redis-server it starts) against the same vigil in memory; run by hand.
+bench-redis:
+	@echo "==> bench-redis: cmd/vigil-bench -redis (about a minute)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -redis $(BENCH_FLAGS)
+
+## bench-hop: what a hop between two vigil -redis replicas adds (an elicitation answer, a cancel, a DELETE posted to the other replica); run by hand.
+bench-hop:
+	@echo "==> bench-hop: cmd/vigil-bench -hop"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -hop $(BENCH_FLAGS)
 
 ## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) if missing or a different version.
 lint-install:

@@ -70,7 +70,7 @@ func main() {
 	switch {
 	case cfg.auth:
 		run = runAuth
-	case cfg.redis:
+	case cfg.redis && cfg.idle == 0:
 		run = runRedis
 	case cfg.hop:
 		run = runHop
@@ -129,6 +129,18 @@ func run(ctx context.Context, cfg config, dir string) (err error) {
 	if cfg.idle > 0 {
 		vigilArgs = append(vigilArgs, "-max-sessions", strconv.Itoa(cfg.idle+64))
 	}
+	var redisMemory func() (int64, error)
+	if cfg.redis { // -idle -redis: the sessions live in Redis
+		redis, redisURL, err := startRedis(ctx, dir)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopProcess(redis, "redis-server")) }()
+		vigilArgs = append(vigilArgs, "-redis", redisURL)
+		redisMemory = func() (int64, error) { return usedMemory(ctx, redisURL) }
+		// Views of idle sessions are let go after 30 s: measure after that.
+		cfg.loadFlags = append(cfg.loadFlags, "-settle", "35s")
+	}
 	vigil, vigilURL, err := startVigil(ctx, filepath.Join(dir, "vigil"), vigilArgs, logPath)
 	if err != nil {
 		return err
@@ -154,10 +166,24 @@ func run(ctx context.Context, cfg config, dir string) (err error) {
 	if floorDesc != "" {
 		fmt.Printf("floor        %s\n", floorDesc)
 	}
+	var redis0 int64
+	if redisMemory != nil {
+		if redis0, err = redisMemory(); err != nil {
+			return err
+		}
+	}
 	load := exec.CommandContext(ctx, filepath.Join(dir, "load"), loadArgs...)
 	load.Stdout, load.Stderr = os.Stdout, os.Stderr
 	if err := load.Run(); err != nil {
 		return fmt.Errorf("load generator: %w", err)
+	}
+	if redisMemory != nil {
+		redis1, err := redisMemory()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("redis        used_memory %s before, %s after: %.2f KiB per session\n",
+			benchservice.MiB(redis0), benchservice.MiB(redis1), float64(redis1-redis0)/1024/float64(cfg.idle))
 	}
 	if cfg.idle == 0 && logPath != os.DevNull {
 		if err := checkRecorded(ctx, strings.TrimSuffix(vigilURL, "/mcp"), vigil, logPath); err != nil {

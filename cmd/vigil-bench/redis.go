@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/vigil-mcp/vigil/internal/benchservice"
 	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
@@ -358,4 +360,24 @@ func jsonMember(obj []byte, name string) string {
 		return ""
 	}
 	return string(m[name])
+}
+
+// usedMemory returns Redis's used_memory (INFO memory).
+func usedMemory(ctx context.Context, url string) (int64, error) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		return 0, err
+	}
+	c := goredis.NewClient(opt)
+	defer func() { _ = c.Close() }()
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("redis INFO memory has no used_memory")
 }

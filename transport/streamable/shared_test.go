@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -475,4 +476,53 @@ func TestSharedDrainHandsStreamsBack(t *testing.T) {
 		require.Nil(t, final.Error)
 		assert.JSONEq(t, `1`, string(final.ID))
 	})
+}
+
+// TestSharedIdleSessionsHoldNoMemory: 10,000 sessions opened through a
+// replica on Redis cost it nothing once idle: their views are evicted, and
+// the replica's heap is back where it was (under 64 bytes a session, the
+// noise of a collection), while every session goes on in Redis and is
+// served again on its next request.
+func TestSharedIdleSessionsHoldNoMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 10,000 sessions")
+	}
+	redis := redistest.Start(t)
+	st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica("a"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	srv := htServer(t)
+	e := newHTEnv(t, srv, streamable.WithCluster(st, 50*time.Millisecond), streamable.WithEventStore(st), streamable.WithMaxSessions(20000))
+	sid := e.initialize(`{}`) // a warm server: one session served
+	_, _ = e.call(sid, htCallBody("1", "echo", `{"text":"warm"}`))
+	require.Eventually(t, func() bool { return len(srv.Sessions()) == 0 }, 10*time.Second, 10*time.Millisecond)
+
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	const n = 10000
+	sids := make([]string, 0, n)
+	for range n {
+		r := e.do(http.MethodPost, htInitBody(`{}`), nil)
+		require.Equal(t, http.StatusOK, r.status)
+		sids = append(sids, r.header.Get("Mcp-Session-Id"))
+	}
+	open := len(srv.Sessions())
+	require.Eventually(t, func() bool { return len(srv.Sessions()) == 0 }, 30*time.Second, 10*time.Millisecond, "idle views evicted")
+	after := heap()
+	perSession := (int64(after) - int64(before)) / n
+	t.Logf("heap: %d before, %d after %d idle sessions (%d views while opening): %d bytes a session", before, after, n, open, perSession)
+	assert.Less(t, perSession, int64(64), "bytes of heap per idle session")
+	keys, err := redis.Client(t).DBSize(t.Context()).Result()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, keys, int64(n), "the sessions are in Redis")
+	for _, i := range []int{0, n / 2, n - 1} {
+		_, msgs := e.call(sids[i], htCallBody("2", "echo", `{"text":"back"}`))
+		require.Nil(t, msgs[0].Error, "session %d", i)
+	}
 }

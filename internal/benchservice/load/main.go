@@ -46,6 +46,7 @@ type config struct {
 	round, warmup          time.Duration
 	workloads              string
 	idle, sample           int
+	settle                 time.Duration
 	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
 }
 
@@ -67,6 +68,7 @@ func main() {
 	flag.StringVar(&cfg.workloads, "workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
 	flag.IntVar(&cfg.idle, "idle", 0, "measure this many idle sessions on vigil instead of throughput (0: throughput)")
 	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
+	flag.DurationVar(&cfg.settle, "settle", time.Second, "with -idle: how long to wait after opening the sessions before measuring vigil's memory again")
 	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	run := throughput
@@ -393,7 +395,7 @@ func idle(w io.Writer, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("opened %d of %d sessions: %w", len(sids), cfg.idle, err)
 	}
-	time.Sleep(time.Second) // let the last responses' buffers go
+	time.Sleep(cfg.settle) // let the last responses' buffers go (and, -redis, the idle sessions' views)
 	rss1, gauges1, err := memory(client, cfg.vigilPID, metricsURL)
 	if err != nil {
 		return err
