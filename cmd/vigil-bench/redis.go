@@ -21,6 +21,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
@@ -133,7 +134,7 @@ func (c *hopClient) post(ctx context.Context, url, sid, body string) (*http.Resp
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("MCP-Protocol-Version", protocol.Version20251125)
 	}
 	return c.http.Do(req)
 }
@@ -151,7 +152,7 @@ func (c *hopClient) do(ctx context.Context, url, sid, body string) (*http.Respon
 
 // session opens a session with elicitation on url.
 func (c *hopClient) session(ctx context.Context, url string) (string, error) {
-	resp, _, err := c.do(ctx, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"hop","version":"1"}}}`)
+	resp, _, err := c.do(ctx, url, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+protocol.Version20251125+`","capabilities":{"elicitation":{}},"clientInfo":{"name":"hop","version":"1"}}}`)
 	if err != nil {
 		return "", err
 	}

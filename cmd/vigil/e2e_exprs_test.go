@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -156,6 +157,9 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 		for name, where := range names {
 			if name == auth.MetricAuthFailures {
 				continue // exposed with -auth-issuer: TestE2EAuthFailuresDashboard
+			}
+			if sharedModeMetric(name) {
+				continue // exposed with -redis: TestChaosSharedReplicas
 			}
 			if strings.Contains(name, ":") {
 				assert.True(t, recorded[name], "%s (in %s) is not a recording rule of %s", name, where, rulesFile)
@@ -576,6 +580,18 @@ func (m metricFamilies) exposes(name string) bool {
 			if typ == "histogram" || typ == "summary" && suffix != "_bucket" {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// sharedModeMetric reports whether name is one of the metrics vigil exposes
+// only with -redis.
+func sharedModeMetric(name string) bool {
+	for _, m := range []string{redisshare.MetricRedisOperationDuration, redisshare.MetricRedisErrors,
+		redisshare.MetricRelays, redisshare.MetricRedisUp, redisshare.MetricRequestsLost} {
+		if name == m || strings.HasPrefix(name, m+"_") {
+			return true
 		}
 	}
 	return false

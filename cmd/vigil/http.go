@@ -93,9 +93,9 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if cfg.debug {
 		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now()}
 	}
-	readyNow := readiness(&ready)
+	readyNow := &serviceReadiness{serving: &ready}
 	if shared != nil {
-		readyNow = readyFunc(func() bool { return ready.Load() && shared.Ready() })
+		readyNow.store = shared.Ready
 	}
 	if dbg != nil {
 		dbg.ready = readyNow
@@ -168,11 +168,27 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 // readiness tells /readyz and the debug page whether the service is ready.
 type readiness interface{ Load() bool }
 
-// readyFunc is a readiness computed on each call.
-type readyFunc func() bool
+// serviceReadiness is the service's readiness: serving (false from the
+// start of the shutdown) and, in the shared mode, the session store
+// answering.
+type serviceReadiness struct {
+	serving *atomic.Bool
+	store   func() bool // nil: no shared store
+}
 
 // Load reports whether the service is ready.
-func (f readyFunc) Load() bool { return f() }
+func (r *serviceReadiness) Load() bool { return r.notReady() == "" }
+
+// notReady returns why the service is not ready, or "".
+func (r *serviceReadiness) notReady() string {
+	switch {
+	case !r.serving.Load():
+		return "draining"
+	case r.store != nil && !r.store():
+		return "shared session store unreachable"
+	}
+	return ""
+}
 
 // resourceURI returns the canonical resource URI of the MCP endpoint:
 // -auth-resource, or http://HOST:PORT/mcp with the host of -http as given
@@ -297,8 +313,12 @@ func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allow
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !ready.Load() {
+			why := "draining" // a readiness that does not say why
+			if r, ok := ready.(interface{ notReady() string }); ok && r.notReady() != "" {
+				why = r.notReady()
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready: draining, or the shared session store does not answer\n"))
+			_, _ = w.Write([]byte(why + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))

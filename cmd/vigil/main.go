@@ -301,6 +301,8 @@ only /mcp):
   /metrics       Prometheus metrics (OpenMetrics with exemplars when asked)
   /healthz       liveness: 200 while the process runs
   /readyz        readiness: 200 while serving, 503 once shutdown has begun
+                 ("draining") or, with -redis, while Redis does not answer
+                 ("shared session store unreachable")
   /debug/vigil   live page: what needs attention (errors, cancellations and
                  their causes, dropped responses, slow calls), per method/tool
                  rate, latency and outcomes, 10-minute charts, requests in

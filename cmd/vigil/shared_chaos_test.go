@@ -342,6 +342,20 @@ func TestChaosSharedReplicas(t *testing.T) {
 		upstreams = append(upstreams, r.addr())
 	}
 	proxy := nginxtest.Start(t, upstreams...)
+
+	// The shared mode's metrics the dashboards and the deploy kit name are
+	// those a replica exposes.
+	families := exposedFamilies(t.Context(), t, http.DefaultClient, "http://"+reps[0].addr()+"/metrics")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	var shared int
+	for name, where := range referencedMetricNames(t, filepath.Join(root, "dashboards"), filepath.Join(root, "deploy")) {
+		if sharedModeMetric(name) {
+			shared++
+			assert.True(t, families.exposes(name), "%s (in %s) is not a metric of vigil -redis's /metrics", name, where)
+		}
+	}
+	assert.NotZero(t, shared, "the shared mode's metrics are documented")
 	c := &chClient{t: t, url: proxy.URL() + "/mcp", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 
 	const sessions = 50
