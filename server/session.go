@@ -298,6 +298,12 @@ func (ss *Session) stop(readErr error) error {
 // earlier cause won), fail the outgoing requests still waiting, close the
 // transport and wait for the handlers.
 func (ss *Session) end(cause error) {
+	if ss.unwatch != nil {
+		// end closes the conn itself, below: stopping the watch first
+		// spares a goroutine per session (a stateless request's, each
+		// request) that the watch would start to close it again.
+		ss.unwatch()
+	}
 	ss.cancel(cause)
 	ss.mu.Lock()
 	ss.st.closed = true
@@ -318,9 +324,6 @@ func (ss *Session) end(cause error) {
 	_ = ss.conn.Close()
 	ss.handlers.Wait()
 	ss.srv.unsubscribeAll(ss)
-	if ss.unwatch != nil {
-		ss.unwatch()
-	}
 	cause = context.Cause(ss.ctx)
 	ss.debug("session ended", "cause", cause)
 	ss.obs.SessionEnded(ss.ctx, ss, cause)
