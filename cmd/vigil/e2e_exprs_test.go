@@ -115,12 +115,15 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 	// This vigil runs without -auth-issuer, so it has no
 	// mcp_server_auth_failures_total: expressions over it must run here, and
 	// TestE2EAuthFailuresDashboard checks their series and values against a
-	// vigil with authorization.
+	// vigil with authorization. Nor does it run with -redis: expressions over
+	// the shared mode's metrics must run here (dashboards/rules_test.yml
+	// checks the alerts' values), and TestChaosSharedReplicas checks that
+	// vigil -redis exposes each of their names.
 	var checks []exprCheck
 	for _, e := range dashboard.exprs() {
 		q, err := e.query(dashboard.variables)
 		require.NoError(t, err, e.where)
-		checks = append(checks, exprCheck{where: e.where, query: q, series: !namesAuthMetric(q)})
+		checks = append(checks, exprCheck{where: e.where, query: q, series: !namesAuthMetric(q) && !namesSharedModeMetric(q)})
 	}
 	nDashboard := len(checks)
 	for _, r := range rules {
@@ -132,7 +135,7 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 		case "alerting":
 			checks = append(checks, exprCheck{where: "alert " + r.Name, query: r.Query})
 			for i, op := range alertOperands(r.Query) {
-				checks = append(checks, exprCheck{where: fmt.Sprintf("alert %s operand %d", r.Name, i+1), query: op, series: !namesAuthMetric(op)})
+				checks = append(checks, exprCheck{where: fmt.Sprintf("alert %s operand %d", r.Name, i+1), query: op, series: !namesAuthMetric(op) && !namesSharedModeMetric(op)})
 			}
 		default:
 			t.Fatalf("rule %s of type %q", r.Name, r.Type)
@@ -580,6 +583,17 @@ func (m metricFamilies) exposes(name string) bool {
 			if typ == "histogram" || typ == "summary" && suffix != "_bucket" {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// namesSharedModeMetric reports whether a query reads a metric only vigil
+// -redis exposes.
+func namesSharedModeMetric(q string) bool {
+	for _, name := range metricNameRE.FindAllString(q, -1) {
+		if sharedModeMetric(name) {
+			return true
 		}
 	}
 	return false

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -36,9 +37,10 @@ type series struct {
 }
 
 // catalog is the Prometheus surface of vigil: every series name with its
-// labels, built by registering [telemetry.NewMetrics] and the failure
-// counter of an [auth.ResourceServer] (vigil -auth-issuer) and gathering
-// them, so it cannot drift from the code.
+// labels, built by registering [telemetry.NewMetrics], the failure counter
+// of an [auth.ResourceServer] (vigil -auth-issuer) and the shared mode's
+// metrics (vigil -redis) and gathering them, so it cannot drift from the
+// code.
 type catalog struct {
 	series   map[string]*series
 	families []string
@@ -58,6 +60,7 @@ func newCatalog(t *testing.T) *catalog {
 		Registerer:           reg,
 	})
 	require.NoError(t, err)
+	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -78,8 +81,8 @@ func newCatalog(t *testing.T) *catalog {
 		case dto.MetricType_HISTOGRAM:
 			bucket := maps.Clone(labels)
 			bucket["le"] = map[string]bool{}
-			for _, b := range telemetry.DurationBuckets() {
-				bucket["le"][formatBound(b)] = true
+			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+				bucket["le"][formatBound(b.GetUpperBound())] = true
 			}
 			bucket["le"]["+Inf"] = true
 			c.series[name+"_bucket"] = &series{family: name, counter: true, labels: bucket}

@@ -35,6 +35,14 @@ var (
 	errClasses = []string{"timeout", "unavailable", "other"}
 )
 
+// RegisterMetrics registers the shared mode's collectors on reg, every
+// label value created, as Open does: for what lists vigil's metrics
+// without a Redis, such as deploy/validate's catalog.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	_, err := newMetrics(reg)
+	return err
+}
+
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
