@@ -65,7 +65,7 @@ func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: params must be an object with a taskId string", req.Method)
 	}
 	t := s.tasks.get(p.TaskID)
-	if t == nil || t.owner != req.era.session() || t.caller != s.callerKey(req) || !s.taskToolAllowed(req, t) {
+	if t == nil || !sameOwner(t.owner, req.era.session()) || t.caller != s.callerKey(req) || !s.taskToolAllowed(req, t) {
 		return nil, p, Errorf(protocol.CodeInvalidParams, "%s: unknown task %q (it may have expired)", req.Method, p.TaskID)
 	}
 	return t, p, nil

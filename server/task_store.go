@@ -190,6 +190,14 @@ func (ts *taskStore) watch(t *task, expire, sessionEnded func()) {
 	}
 }
 
+// sameOwner reports whether a task of owner a belongs to session b (nil:
+// 2026-07-28 tasks). A shared session's replica may serve it through a new
+// Session after letting its view go (transport.Shared), so two Sessions
+// with one id are one session: ids are unique (random, or the transport's).
+func sameOwner(a, b *Session) bool {
+	return a == b || a != nil && b != nil && a.ID() == b.ID()
+}
+
 // owned returns the tasks of owner (nil: 2026-07-28 tasks) created by
 // caller (a WithCallerKey key).
 func (ts *taskStore) owned(owner *Session, caller string) []*task {
@@ -197,7 +205,7 @@ func (ts *taskStore) owned(owner *Session, caller string) []*task {
 	defer ts.mu.Unlock()
 	var out []*task
 	for _, t := range ts.byID {
-		if t.owner == owner && t.caller == caller {
+		if sameOwner(t.owner, owner) && t.caller == caller {
 			out = append(out, t)
 		}
 	}

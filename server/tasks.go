@@ -234,7 +234,15 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 		return nil, err
 	}
 	s.tasks.watch(t, func() { s.endTask(t, ErrTaskExpired, "The task expired.") }, func() {
-		s.endTask(t, context.Cause(t.owner.ctx), "The session ended.")
+		cause := context.Cause(t.owner.ctx)
+		if errors.Is(cause, transport.ErrReleased) {
+			// The replica let its view of a shared session go (a running
+			// task holds it, so as a rule the task is done, unless the
+			// replica is leaving, when Shutdown drains it): the session
+			// goes on, and the task stays for its TTL.
+			return
+		}
+		s.endTask(t, cause, "The session ended.")
 	})
 	s.cfg.logger.Debug("task created", "task", t.id, "tool", req.Name, "session", req.Session.ID(), "ttl", ttl)
 	return t, nil
@@ -252,9 +260,22 @@ func (s *Server) launchAfterResponse(req *Request, t *task, run func(context.Con
 		case t.ctx.Err() != nil: // cancelled before it started
 			s.tasks.release()
 		default:
-			go s.runTask(t, run)
+			release := t.hold()
+			go func() {
+				defer release()
+				s.runTask(t, run)
+			}()
 		}
 	})
+}
+
+// hold keeps the replica serving a shared 2025 session's view while the
+// task runs here (see transport.Shared's Hold); a no-op otherwise.
+func (t *task) hold() (release func()) {
+	if t.owner == nil || t.owner.shared == nil {
+		return func() {}
+	}
+	return t.owner.shared.Hold()
 }
 
 // discardTask deletes a task whose handler never started.

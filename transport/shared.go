@@ -1,6 +1,9 @@
 package transport
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Shared is a Conn whose session is served by several processes at once:
 // the replicas of one service behind a load balancer, any of which may
@@ -27,7 +30,20 @@ type Shared interface {
 	// SetStateUpdate has update called with the state another replica
 	// stored, whenever one does, while the session lasts.
 	SetStateUpdate(update func(state []byte))
+	// Hold keeps this replica serving the session while something of it
+	// runs here with no request in flight, such as a 2025 task: the
+	// transport does not end the Conn to spare memory (as it may with a
+	// session idle here) until release is called. release may be called
+	// more than once.
+	Hold() (release func())
 }
+
+// ErrReleased is in the error of a [Shared] Conn that ended because this
+// replica let its view of the session go (to spare memory, or when it
+// leaves the cluster): the session goes on through the other replicas, and
+// through a new Conn here when a request brings it back. What the server
+// keeps of the session beyond the Conn (a task's result) is kept.
+var ErrReleased = errors.New("transport: the replica released the shared session, which goes on")
 
 // Wrapper is a Conn that wraps another, such as one that counts its
 // traffic; Unwrap returns the wrapped Conn. [SharedOf] looks through it.

@@ -201,13 +201,13 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return
 	}
-	if h.isStateless(r, msg) {
-		if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
-			if replica, elsewhere := h.taskReplica(req); elsewhere {
-				h.forward(w, r, req, body, replica) // forward.go
-				return
-			}
+	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
+		if replica, elsewhere := h.taskReplica(req); elsewhere {
+			h.forward(w, r, req, body, replica) // forward.go
+			return
 		}
+	}
+	if h.isStateless(r, msg) {
 		h.stateless(w, r, msg)
 		return
 	}

@@ -14,12 +14,22 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// A 2026-07-28 task lives on the replica that created it; its requests
-// that reach another replica are forwarded to it over the cluster (see
-// Forwarder), and answered as that replica answers them.
+// A task lives on the replica that created it (its id starts with the
+// replica's name, see server.WithTaskIDPrefix); its requests that reach
+// another replica are forwarded to it over the cluster (see Forwarder), and
+// answered as that replica answers them: a 2026-07-28 task's tasks/get,
+// tasks/update and tasks/cancel, and a 2025 session's tasks/get,
+// tasks/result and tasks/cancel (the session's view on the task's replica
+// is held while the task runs, see transport.Shared's Hold).
 
-// forwardTimeout bounds the wait for a forwarded request's answer.
-const forwardTimeout = 10 * time.Second
+// forwardTimeout bounds the wait for a forwarded request's answer, but
+// for tasks/result, which waits for the task: its wait ends when the
+// client leaves, or when the task's replica is found gone (its lease is
+// checked every forwardAliveEvery).
+const (
+	forwardTimeout    = 10 * time.Second
+	forwardAliveEvery = 2 * time.Second
+)
 
 // forwarded is a forwarded HTTP request, or its answer.
 type forwarded struct {
@@ -29,7 +39,7 @@ type forwarded struct {
 	Body   []byte              `json:"body"`
 }
 
-// taskReplica returns the replica that runs the task a 2026-07-28 task
+// taskReplica returns the replica that runs the task a task
 // request names, when the Endpoint shares its sessions and it is another
 // replica than this one.
 func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
@@ -38,7 +48,7 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 		return "", false
 	}
 	switch req.Method {
-	case "tasks/get", "tasks/update", "tasks/cancel":
+	case "tasks/get", "tasks/update", "tasks/cancel", "tasks/result":
 	default:
 		return "", false
 	}
@@ -65,8 +75,14 @@ func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transpor
 		h.reject(w, http.StatusInternalServerError, req.ID, protocol.CodeInternal, protocol.RejectOther, "cannot forward the request")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), forwardTimeout)
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	if req.Method != "tasks/result" {
+		ctx, cancel = context.WithTimeout(ctx, forwardTimeout)
+		defer cancel()
+	} else if leases, ok := h.cfg.cluster.(Leases); ok {
+		go watchReplica(ctx, cancel, leases, replica)
+	}
 	answer, err := fw.Forward(ctx, replica, data)
 	var in forwarded
 	if err == nil {
@@ -82,6 +98,24 @@ func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transpor
 	}
 	w.WriteHeader(in.Status)
 	_, _ = w.Write(in.Body)
+}
+
+// watchReplica cancels a forwarded request's wait once replica's lease is
+// found expired, or when ctx ends.
+func watchReplica(ctx context.Context, cancel context.CancelFunc, leases Leases, replica string) {
+	tick := time.NewTicker(forwardAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if alive, err := leases.Alive(ctx, replica); err == nil && !alive {
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // serveForwarded answers a request another replica forwarded: it is served

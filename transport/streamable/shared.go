@@ -56,6 +56,7 @@ type view struct {
 
 	mu    sync.Mutex
 	tails map[string]chan struct{} // stream key → wake-up of the resumption carrying it here
+	holds int                      // Holds not released: work of the session running here
 }
 
 // sharedConn is the Conn a server serves a shared session on: the session,
@@ -81,6 +82,22 @@ func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 
 // SetStateUpdate has update called with the states other replicas store.
 func (c sharedConn) SetStateUpdate(update func(state []byte)) { c.view.update.Store(&update) }
+
+// Hold keeps the view: it is not evicted while held (see busy).
+func (c sharedConn) Hold() (release func()) {
+	v := c.view
+	v.mu.Lock()
+	v.holds++
+	v.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			v.mu.Lock()
+			v.holds--
+			v.mu.Unlock()
+		})
+	}
+}
 
 // serverConn returns the Conn the server serves s on.
 func (s *session) serverConn() transport.Driven {
@@ -177,7 +194,7 @@ func (h *Endpoint) evict(s *session) {
 	s.terminate(errEvicted)
 }
 
-var errEvicted = errors.New("streamable: the replica let its view of the shared session go")
+var errEvicted = fmt.Errorf("streamable: the replica let its view of the shared session go: %w", transport.ErrReleased)
 
 // expireView evicts a view that has been idle for the view timeout, unless
 // something is still in flight on it; the session's record expires in the
@@ -190,7 +207,8 @@ func (h *Endpoint) expireView(s *session) {
 	h.evict(s)
 }
 
-// busy reports whether s has a request, a stream or a resumption open.
+// busy reports whether s has a request, a stream, a resumption or a hold
+// (sharedConn.Hold) open.
 func (s *session) busy() bool {
 	s.mu.Lock()
 	n := len(s.streams)
@@ -205,7 +223,7 @@ func (s *session) busy() bool {
 	}
 	if v := s.view; v != nil {
 		v.mu.Lock()
-		n += len(v.tails)
+		n += len(v.tails) + v.holds
 		v.mu.Unlock()
 	}
 	return n > 0

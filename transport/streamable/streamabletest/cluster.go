@@ -21,6 +21,7 @@ type Cluster struct {
 	loads    int
 	relayed  map[streamable.RelayKind]int
 	replicas map[string]bool
+	handlers map[string]func(ctx context.Context, req []byte) []byte // HandleForwarded's, by replica
 }
 
 // NewCluster returns an empty cluster.
@@ -30,6 +31,7 @@ func NewCluster() *Cluster {
 		subs:     make(map[string]map[*subscription]struct{}),
 		relayed:  make(map[streamable.RelayKind]int),
 		replicas: make(map[string]bool),
+		handlers: make(map[string]func(context.Context, []byte) []byte),
 	}
 }
 
@@ -75,6 +77,37 @@ var errDown = fmt.Errorf("streamabletest: the cluster is down")
 type replica struct {
 	c    *Cluster
 	name string
+}
+
+var _ streamable.Forwarder = (*replica)(nil)
+
+// Forward calls the handler replica registered with HandleForwarded, on
+// this goroutine; it fails when there is none (the replica is gone) or the
+// cluster is down.
+func (r *replica) Forward(ctx context.Context, to string, req []byte) ([]byte, error) {
+	r.c.mu.Lock()
+	handle, down := r.c.handlers[to], r.c.down
+	r.c.relayed[streamable.RelayForward]++
+	r.c.mu.Unlock()
+	switch {
+	case down:
+		return nil, errDown
+	case handle == nil:
+		return nil, fmt.Errorf("streamabletest: forward to replica %s: no answer", to)
+	}
+	return handle(ctx, req), nil
+}
+
+// HandleForwarded registers handle as the replica's, until stop.
+func (r *replica) HandleForwarded(handle func(ctx context.Context, req []byte) []byte) (func(), error) {
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	r.c.handlers[r.name] = handle
+	return func() {
+		r.c.mu.Lock()
+		defer r.c.mu.Unlock()
+		delete(r.c.handlers, r.name)
+	}, nil
 }
 
 func (r *replica) Replica() string { return r.name }
