@@ -1,0 +1,99 @@
+package validate
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	composeSharedFile = "deploy/compose.shared.yaml"
+	nginxSharedFile   = "deploy/nginx/shared.conf"
+)
+
+// loadSharedCompose loads deploy/compose.shared.yaml as docker compose
+// would, with VIGIL_REQUEST_STATE_KEY set as its header says.
+func loadSharedCompose(t *testing.T) *types.Project {
+	t.Helper()
+	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
+		cli.WithWorkingDirectory(repoPath(t, "deploy")),
+		cli.WithName("vigil-shared"),
+		cli.WithResolvedPaths(true),
+		cli.WithInterpolation(true),
+		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}),
+	)
+	require.NoError(t, err)
+	p, err := opts.LoadProject(t.Context())
+	require.NoError(t, err, composeSharedFile)
+	return p
+}
+
+// TestComposeShared: Redis, two vigil replicas pointed at it with one
+// request-state key, and nginx in front of them with no affinity; the
+// files it mounts exist.
+func TestComposeShared(t *testing.T) {
+	p := loadSharedCompose(t)
+	assert.ElementsMatch(t, []string{"redis", "vigil-1", "vigil-2", "proxy"}, p.ServiceNames())
+	var key string
+	for _, name := range []string{"vigil-1", "vigil-2"} {
+		s := composeService(t, p, name)
+		require.NotNil(t, s.Build, name)
+		assert.Equal(t, "deploy/Dockerfile", s.Build.Dockerfile)
+		env := s.Environment
+		require.NotNil(t, env["VIGIL_REDIS_URL"], name)
+		assert.Equal(t, "redis://redis:6379/0", *env["VIGIL_REDIS_URL"], name)
+		require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"], name)
+		if key == "" {
+			key = *env["VIGIL_REQUEST_STATE_KEY"]
+		}
+		assert.Equal(t, key, *env["VIGIL_REQUEST_STATE_KEY"], "%s: every replica has the same request-state key", name)
+		assert.Contains(t, s.DependsOn, "redis", name)
+		assert.True(t, s.ReadOnly, name)
+		for _, port := range s.Ports {
+			assert.Equal(t, "127.0.0.1", port.HostIP, "%s publishes only on loopback", name)
+		}
+	}
+
+	// Without the key, compose refuses to start (the replicas would not
+	// share the 2026-07-28 requests' state).
+	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
+		cli.WithWorkingDirectory(repoPath(t, "deploy")), cli.WithName("vigil-shared"), cli.WithInterpolation(true),
+		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY="}))
+	require.NoError(t, err)
+	_, err = opts.LoadProject(t.Context())
+	assert.ErrorContains(t, err, "VIGIL_REQUEST_STATE_KEY")
+
+	proxy := composeService(t, p, "proxy")
+	conf := mountSource(t, proxy, "/etc/nginx/conf.d/default.conf")
+	assert.Equal(t, repoPath(t, nginxSharedFile), conf)
+	for _, v := range proxy.Volumes {
+		if v.Type == types.VolumeTypeBind {
+			assert.True(t, v.ReadOnly, "proxy: mount %s should be read-only", v.Target)
+		}
+	}
+}
+
+// TestNginxSharedConfig: round robin over both replicas, no affinity, SSE
+// unbuffered, a draining replica's 503 retried on the other.
+func TestNginxSharedConfig(t *testing.T) {
+	b, err := os.ReadFile(repoPath(t, nginxSharedFile))
+	require.NoError(t, err)
+	conf := regexp.MustCompile(`(?m)#.*$`).ReplaceAllString(string(b), "") // directives only
+	for _, server := range []string{"vigil-1:8080", "vigil-2:8080"} {
+		assert.Regexp(t, `(?m)^\s*server\s+`+regexp.QuoteMeta(server)+`\b`, conf)
+	}
+	for _, affinity := range []string{"ip_hash", "hash ", "sticky", "least_conn", "random"} {
+		assert.NotContains(t, conf, affinity, "no session affinity: round robin")
+	}
+	for _, directive := range []string{
+		"proxy_pass http://vigil;", "proxy_http_version 1.1;", "proxy_buffering off;", "proxy_request_buffering off;",
+		"proxy_next_upstream error timeout http_503 non_idempotent;",
+	} {
+		assert.Contains(t, conf, directive)
+	}
+}
