@@ -134,9 +134,7 @@ func (s *session) terminate(err error) {
 		s.mu.Unlock()
 		s.h.expiry.remove(s)
 		if v := s.view; v != nil {
-			if v.unsubscribe != nil {
-				v.unsubscribe()
-			}
+			v.stopRelays()
 		}
 		if s.res != nil && s.view == nil {
 			s.res.end()

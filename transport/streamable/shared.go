@@ -51,7 +51,7 @@ type view struct {
 	cluster     Cluster
 	state       []byte // the record's state when the view was made
 	update      atomic.Pointer[func([]byte)]
-	unsubscribe func()
+	unsubscribe func() // guarded by mu; see stopRelays
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
 
 	mu    sync.Mutex
@@ -124,8 +124,27 @@ func (s *session) subscribe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.view.unsubscribe = cancel
+	v := s.view
+	v.mu.Lock()
+	v.unsubscribe = cancel
+	v.mu.Unlock()
+	select {
+	case <-s.done: // ended meanwhile (the replica is leaving): terminate found nothing to stop
+		v.stopRelays()
+	default:
+	}
 	return nil
+}
+
+// stopRelays ends the view's subscription, once, if it has one.
+func (v *view) stopRelays() {
+	v.mu.Lock()
+	cancel := v.unsubscribe
+	v.unsubscribe = nil
+	v.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // loadView makes a view of the session id, which another replica created,
@@ -222,6 +241,11 @@ func (s *session) busy() bool {
 		rs.mu.Unlock()
 	}
 	if v := s.view; v != nil {
+		select {
+		case <-v.ready:
+		default:
+			n++ // still being made: its first request is on its way
+		}
 		v.mu.Lock()
 		n += len(v.tails) + v.holds
 		v.mu.Unlock()

@@ -140,8 +140,15 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 		if rs.cluster != nil {
 			assert.Equal(t, 0, rs.cluster.Sessions())
 		}
+		// The replica that got the DELETE refuses the session at once; the
+		// others once the end, relayed through the cluster, reaches them.
+		r := b.do(http.MethodPost, htCallBody("30", "echo", `{"text":"x"}`), htSession(sid))
+		htRPCError(t, r, http.StatusNotFound, -32600)
 		for _, e := range rs.envs {
-			r := e.do(http.MethodPost, htCallBody("30", "echo", `{"text":"x"}`), htSession(sid))
+			require.Eventually(t, func() bool {
+				return e.do(http.MethodPost, htCallBody("31", "echo", `{"text":"x"}`), htSession(sid)).status == http.StatusNotFound
+			}, 10*time.Second, time.Millisecond, "every replica refuses the deleted session")
+			r := e.do(http.MethodPost, htCallBody("32", "echo", `{"text":"x"}`), htSession(sid))
 			htRPCError(t, r, http.StatusNotFound, -32600)
 		}
 	})
