@@ -51,7 +51,7 @@ type view struct {
 	cluster     Cluster
 	state       []byte // the record's state when the view was made
 	update      atomic.Pointer[func([]byte)]
-	unsubscribe func() // guarded by mu; see stopRelays
+	unsubscribe func()       // guarded by mu; see stopRelays
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
 
 	mu    sync.Mutex
