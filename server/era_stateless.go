@@ -227,6 +227,64 @@ func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.Ra
 	return append(out, '}'), true
 }
 
+// appendToolResult encodes a tools/call result as decorate would have it
+// after appendJSON, in one pass: what every tool call of this era pays
+// otherwise is an encoding, a parse of it and a copy. It covers the usual
+// result, text items and structured content without _meta of their own;
+// ok is false for any other (then appendJSON and decorate do the work).
+func (e *statelessEra) appendToolResult(r *CallToolResult) (json.RawMessage, bool) {
+	info := e.srv.serverInfoMeta
+	if info == nil || len(r.Meta) > 0 {
+		return nil, false
+	}
+	// The members sorted by name, as decorate writes them.
+	b := make([]byte, 0, r.encodedSizeHint()+len(info)+len(`"_meta":,"resultType":"complete"`))
+	b = append(b, `{"_meta":`...)
+	b = appendHTMLEscaped(b, info)
+	b = append(b, `,"content":[`...)
+	for i, c := range r.Content {
+		t, ok := c.(*TextContent)
+		if !ok || t.Annotations != nil || t.Meta != nil {
+			return nil, false
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"text","text":`...)
+		start := len(b)
+		b = transport.AppendJSONString(b, t.Text)
+		if needsHTMLEscape(b[start:]) {
+			escaped := appendHTMLEscaped(nil, b[start:])
+			b = append(b[:start], escaped...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
+	}
+	b = append(b, `,"resultType":"complete"`...)
+	if r.StructuredContent != nil {
+		raw, err := json.Marshal(r.StructuredContent) // compact and HTML-escaped, as decorate leaves it
+		if err != nil {
+			return nil, false
+		}
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, raw...)
+	}
+	return append(b, '}'), true
+}
+
+// needsHTMLEscape reports whether appendHTMLEscaped would change b.
+func needsHTMLEscape(b []byte) bool {
+	for i, c := range b {
+		if c == '<' || c == '>' || c == '&' || (c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8) {
+			return true
+		}
+	}
+	return false
+}
+
 // plainKey reports whether json.Marshal writes key as it is: printable
 // ASCII with nothing to escape.
 func plainKey(key []byte) bool {

@@ -50,6 +50,50 @@ func TestDecorateFastMatchesSlow(t *testing.T) {
 	}
 }
 
+// TestAppendToolResultMatchesDecorate checks that a tools/call result
+// encoded and decorated in one pass is byte for byte what appendJSON and
+// decorate write, and that the one pass leaves to them what it cannot do.
+func TestAppendToolResultMatchesDecorate(t *testing.T) {
+	e := &statelessEra{srv: New(WithImplementation("t<&>", "1.0\u2028"))}
+	prio := 0.5
+	covered := map[string]*CallToolResult{
+		"text":         Text("hello"),
+		"escapes":      Text("a<b>&c \u2028 \u2029 \" \\ é \xff\n\t"),
+		"several":      {Content: []Content{&TextContent{Text: "a"}, &TextContent{Text: "<b>"}}},
+		"empty":        {Content: []Content{}},
+		"nil content":  {},
+		"error":        {Content: []Content{&TextContent{Text: "boom"}}, IsError: true},
+		"structured":   {Content: []Content{&TextContent{Text: `{"a":1}`}}, StructuredContent: map[string]any{"z": "<&>", "a": []any{1, json.RawMessage(`{ "k" : 2 }`)}}},
+		"struct value": {StructuredContent: struct{ B, A string }{"x\u2029", "y"}},
+	}
+	for name, r := range covered {
+		t.Run(name, func(t *testing.T) {
+			raw, err := r.appendJSON(nil)
+			require.NoError(t, err)
+			want, err := e.decorate("tools/call", raw)
+			require.NoError(t, err)
+			got, ok := e.appendToolResult(r)
+			require.True(t, ok, "left to appendJSON and decorate")
+			assert.Equal(t, string(want), string(got))
+		})
+	}
+	left := map[string]*CallToolResult{
+		"meta":        {Content: []Content{&TextContent{Text: "a"}}, Meta: Meta{"k": 1}},
+		"annotated":   {Content: []Content{&TextContent{Text: "x", Annotations: &Annotations{Priority: &prio}}}},
+		"item meta":   {Content: []Content{&TextContent{Text: "x", Meta: Meta{"k": 1}}}},
+		"image":       {Content: []Content{&ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
+		"unencodable": {StructuredContent: func() {}},
+	}
+	for name, r := range left {
+		if _, ok := e.appendToolResult(r); ok {
+			t.Errorf("%s: taken by the one pass", name)
+		}
+	}
+	if _, ok := (&statelessEra{srv: &Server{}}).appendToolResult(Text("x")); ok {
+		t.Error("taken without the server's info")
+	}
+}
+
 // TestPlainRound checks that readRound skips only params in which
 // encoding/json could find neither inputResponses nor requestState.
 func TestPlainRound(t *testing.T) {

@@ -122,9 +122,11 @@ var errRequestDone = errors.New("mcp: request finished")
 // newSession returns a session on conn. Whatever ends it closes conn,
 // which is what unblocks a read loop stuck in Read (or, for a
 // transport.Driven conn, what tells the server the session ended): a
-// watch on the session's context does, except for a driven conn whose
-// session can only end through cancel (ctx is never done), which cancel
-// closes itself, sparing the session the watch.
+// watch on the session's context does, except for an inline conn (whose
+// Close does not block, see transport.Inline) whose session can only end
+// through cancel (ctx is never done), which cancel closes itself, sparing
+// the session the watch: a 2025 Streamable HTTP session's, and a stateless
+// request's, which would otherwise pay for it on every request.
 func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	sctx, cancel := context.WithCancelCause(ctx)
 	ss := &Session{
@@ -137,7 +139,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		cancelCtx: cancel,
 		obs:       s.cfg.observer,
 	}
-	if _, driven := conn.(transport.Driven); !driven || ctx.Done() != nil {
+	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
 	}
 	return ss
@@ -621,6 +623,12 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 	var raw []byte
 	var merr error
 	if r, ok := res.(*CallToolResult); ok {
+		if e, stateless := req.era.(*statelessEra); stateless {
+			if raw, ok := e.appendToolResult(r); ok { // decorated as it is encoded
+				resp.Result = raw
+				return resp
+			}
+		}
 		raw, merr = r.appendJSON(make([]byte, 0, r.encodedSizeHint()))
 	} else {
 		raw, merr = json.Marshal(res)

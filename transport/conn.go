@@ -39,7 +39,8 @@ type Conn interface {
 // context that is never done when the stream may be resumed. dispatch
 // returns when the message has been handled (for a request: answered or
 // dropped). Read still reports the end of the connection and delivers
-// whatever has no goroutine of its own.
+// whatever has no goroutine of its own. Close must not block: the receiver
+// may call it to end the session from whichever goroutine ends it.
 type Inline interface {
 	SetDispatch(dispatch func(ctx context.Context, m Message))
 }

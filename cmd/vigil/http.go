@@ -207,56 +207,60 @@ func resourceURI(cfg config, addr net.Addr) string {
 
 // newHTTPServer returns the http.Server of h with vigil's connection
 // hygiene: headers within 10s, a request body within cfg.bodyReadTimeout
-// (bodyDeadline), keep-alive connections closed after cfg.httpIdleTimeout
-// of idleness. There is no WriteTimeout, which would cut SSE streams.
+// of the request's start (ReadTimeout, lifted by bodyDeadline once the
+// body is read), keep-alive connections closed after cfg.httpIdleTimeout
+// of idleness (0: never). There is no WriteTimeout, which would cut SSE
+// streams.
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
+	idle := cfg.httpIdleTimeout
+	if idle == 0 {
+		idle = -1 // no limit; 0 would mean ReadTimeout's
+	}
 	return &http.Server{
 		Handler:           bodyDeadline(h, cfg.bodyReadTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       cfg.httpIdleTimeout,
+		ReadTimeout:       cfg.bodyReadTimeout,
+		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
 
-// bodyDeadline gives the body of each request that has one d to arrive:
-// it sets the connection's read deadline before next runs and clears it
-// once the body has been read to its end, so that a client
-// that sends headers and then trickles, or stops, is disconnected. d <= 0
-// returns next.
+// bodyDeadline lifts the read deadline that the server's ReadTimeout d set
+// on the connection for each request once the request's body has been read
+// to its end, or at once for a request without a body, so that a client
+// that sends headers and then trickles, or stops, is disconnected, and
+// nothing else is cut short. d <= 0 (no ReadTimeout) returns next.
 //
-// A request without a body gets no deadline: net/http then reads the
+// The deadline must not outlive the body: net/http then reads the
 // connection in the background while the handler runs, to notice the
 // client going away, and a deadline firing there would cancel the
-// request, ending an SSE stream (a GET /mcp) that is only written to. For
-// a POST answered with an SSE stream, the deadline is cleared when its
-// body has been read, before the stream starts, for the same reason.
+// request, ending an SSE stream (a GET /mcp, or a POST answered with one)
+// or a long tool call. Setting the deadline through ReadTimeout rather
+// than here costs nothing: net/http sets the connection's read deadline
+// after the headers in any case (to none without ReadTimeout).
 func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
 	if d <= 0 {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 			next.ServeHTTP(w, r)
 			return
 		}
-		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
-			next.ServeHTTP(w, r) // not a net.Conn underneath (HTTP/2, a test recorder)
-			return
-		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		r.Body = &deadlineBody{ReadCloser: r.Body, w: w}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// deadlineBody clears the read deadline once its body has been read to its
+// deadlineBody lifts the read deadline once its body has been read to its
 // end. When the deadline cut the body short it leaves the deadline in
 // place: after the handler answers, net/http's attempt to read the rest of
-// the body fails at once and it closes the connection (cleared, that read
+// the body fails at once and it closes the connection (lifted, that read
 // would wait for the trickling client).
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
+	w    http.ResponseWriter
 	done bool
 }
 
@@ -265,7 +269,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	if err != nil && !b.done {
 		b.done = true
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			_ = b.rc.SetReadDeadline(time.Time{})
+			_ = http.NewResponseController(b.w).SetReadDeadline(time.Time{})
 		}
 	}
 	return n, err
