@@ -11,7 +11,9 @@ import (
 // event; implementations must be fast and must not block. Embed [NopObserver]
 // so that methods added later need no change.
 type Observer interface {
-	// SessionStarted is called when Serve begins a session.
+	// SessionStarted is called when Serve begins a session. The session a
+	// server makes for a [transport.Single] conn (a stateless request) is
+	// none: it is reported neither started nor ended.
 	SessionStarted(ctx context.Context, s *Session)
 	// SessionEnded is called once per session, after every handler of the
 	// session has returned, with the cause that ended it.

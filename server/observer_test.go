@@ -129,3 +129,73 @@ func (r *reasonRecorder) get() []protocol.RejectReason {
 	defer r.mu.Unlock()
 	return append([]protocol.RejectReason(nil), r.reasons...)
 }
+
+// singleConn is a transport.Single Conn: it reads one stateless request,
+// then reports its end once the answer was written.
+type singleConn struct {
+	req     transport.Message
+	read    bool
+	written chan transport.Message // buffered: the answer
+	answer  chan struct{}          // closed once it was written
+	closed  chan struct{}
+	once    sync.Once
+}
+
+func (c *singleConn) Read(ctx context.Context) (transport.Message, error) {
+	if !c.read {
+		c.read = true
+		return c.req, nil
+	}
+	select {
+	case <-c.answer:
+		return nil, transport.ErrPeerGone
+	case <-c.closed:
+		return nil, transport.ErrClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (c *singleConn) Write(_ context.Context, m transport.Message) error {
+	c.written <- m
+	close(c.answer)
+	return nil
+}
+
+func (c *singleConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (*singleConn) SingleRequest() {}
+
+// A transport.Single conn's request is served, and its session, which is
+// only the request's, is reported to no observer as a session; its handler
+// runs on the session's context.
+func TestSingleConnIsNoSession(t *testing.T) {
+	t.Parallel()
+	var log []string
+	srv := server.New(server.WithObserver(tagObserver{"o", &log}))
+	var handlerCtx context.Context
+	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		handlerCtx = ctx
+		require.Len(t, srv.Sessions(), 1, "listed while its request is in flight")
+		return server.Text("hi"), nil
+	}))
+	msg, err := transport.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	require.NoError(t, err)
+	conn := &singleConn{req: msg, written: make(chan transport.Message, 1), answer: make(chan struct{}), closed: make(chan struct{})}
+	require.True(t, transport.IsSingle(conn))
+	require.False(t, transport.IsSingle(struct{ transport.Conn }{conn}), "a Conn that embeds one is not a Wrapper")
+
+	require.ErrorIs(t, srv.Serve(context.Background(), conn), transport.ErrPeerGone)
+	resp, ok := (<-conn.written).(*transport.Response)
+	require.True(t, ok)
+	require.Nil(t, resp.Error)
+	assert.Contains(t, string(resp.Result), `"text":"hi"`)
+	assert.Empty(t, log, "no session started or ended")
+	assert.Empty(t, srv.Sessions())
+	require.Error(t, handlerCtx.Err(), "the session's end cancelled the handler's context")
+	assert.ErrorIs(t, context.Cause(handlerCtx), server.ErrTransportClose)
+}

@@ -36,6 +36,7 @@ type Session struct {
 
 	handlers sync.WaitGroup
 	inline   bool             // the Conn delivers messages on goroutines of its own
+	single   bool             // the Conn carries one request (transport.Single): no session but the request's
 	shared   transport.Shared // the conn, when its session is shared by replicas (shared.go); else nil
 	logging  sessionLogging   // logging/setLevel and the log rate limit (logging.go)
 	progress progressTable    // progress tokens in flight (progress.go)
@@ -72,6 +73,9 @@ type inflight struct {
 	cancel context.CancelCauseFunc
 	batch  *batchCollector // nil unless the request came in a batch
 	unlink func() bool     // stops watching the request's stream, if any
+	// sessionCtx: ctx and cancel are the session's (a transport.Single
+	// conn's), which the session's end cancels, not the request's.
+	sessionCtx bool
 
 	// Held here rather than allocated one by one: the request (req points
 	// to it when admit made it), the context its handler runs with, and
@@ -138,6 +142,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		ctx:       sctx,
 		cancelCtx: cancel,
 		obs:       s.cfg.observer,
+		single:    transport.IsSingle(conn),
 	}
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
@@ -265,7 +270,9 @@ func (ss *Session) serve() error {
 // on goroutines of its own (transport.Inline), has it call dispatchInline.
 func (ss *Session) start() {
 	ss.shareState()
-	ss.obs.SessionStarted(ss.ctx, ss)
+	if !ss.single {
+		ss.obs.SessionStarted(ss.ctx, ss)
+	}
 	if in, ok := ss.conn.(transport.Inline); ok {
 		ss.inline = true
 		in.SetDispatch(ss.dispatchInline)
@@ -325,6 +332,9 @@ func (ss *Session) end(cause error) {
 	}
 	_ = ss.conn.Close()
 	ss.handlers.Wait()
+	if ss.single {
+		return // it subscribed to nothing (a stateless request may not), and was no session
+	}
 	ss.srv.unsubscribeAll(ss)
 	cause = context.Cause(ss.ctx)
 	ss.debug("session ended", "cause", cause)
@@ -443,9 +453,14 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	if code == 0 {
 		inf = held
 		inf.req, inf.batch = req, batch
-		if req.Method == "initialize" {
+		switch {
+		case ss.single:
+			// The session is the request's own: its context is the
+			// request's, one context fewer; end cancels it.
+			inf.ctx, inf.cancel, inf.sessionCtx = ss.ctx, ss.cancelCtx, true
+		case req.Method == "initialize":
 			inf.ctx, inf.cancel = context.WithCancelCause(context.WithoutCancel(ss.ctx)) // never cancelled
-		} else {
+		default:
 			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
 		}
 		if ss.st.incoming == nil {
@@ -572,7 +587,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		out.Cause = context.Cause(inf.ctx)
 		ss.obs.RequestCancelled(inf.ctx, inf.req, out.Cause)
 	}
-	inf.cancel(errRequestDone)
+	if !inf.sessionCtx {
+		inf.cancel(errRequestDone)
+	}
 	switch {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)

@@ -40,7 +40,7 @@ type Traffic struct {
 	transport         string                       // the transport label
 	in, out           [numKinds]prometheus.Counter // by kindIndex
 	bytesIn, bytesOut prometheus.Counter
-	// The transport's sessions (every 2026-07-28 stateless request is one),
+	// The transport's sessions (a 2026-07-28 stateless request is none),
 	// and their durations by bounded cause label, resolved on first use.
 	sessions    prometheus.Gauge
 	sessionEnds sync.Map // cause label → prometheus.Observer

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // debugPage serves /debug/vigil: a server-rendered page, refreshed by the
@@ -218,6 +219,9 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debu
 		ds.Era = "2025 session"
 		if ds.Protocol == "" && !slices.ContainsFunc(pending, func(pr server.PendingRequest) bool { return pr.Method == "initialize" }) {
 			ds.Era = "2026 stateless"
+			// Observers hear of no session for it (transport.Single); it
+			// came over HTTP, the only transport of that era here.
+			ds.Transport = telemetry.TransportStreamableHTTP
 		}
 		if ci := s.ClientInfo(); ci.Name != "" {
 			ds.Client = strings.TrimSpace(ci.Name + " " + ci.Version)

@@ -226,6 +226,9 @@ func TestServiceDebugPageStatelessEra(t *testing.T) {
 	}
 	assert.Equal(t, "2025 session", eras[c.session])
 	assert.Equal(t, "2026 stateless", eras[snap.InFlight[0].SessionID])
+	for _, s := range snap.Sessions {
+		assert.Equal(t, "streamable_http", s.Transport, s.Era)
+	}
 	assert.Equal(t, "tools/call sleep", snap.InFlight[0].Key)
 	require.NoError(t, <-answered)
 }

@@ -123,6 +123,7 @@ var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, 
 // transport.Inline: the server's first Read hands the request to dispatch
 // on the goroutine of the POST itself, which runs the handler there, with
 // no goroutine of its own and no hand-off, as a 2025 session's requests are.
+// It is transport.Single: the server makes no session of it.
 type oneShot struct {
 	req      *transport.Request
 	r        *http.Request
@@ -164,6 +165,10 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 }
 
 func (c *oneShot) Write(_ context.Context, m transport.Message) error { return c.st.deliver(m) }
+
+// SingleRequest marks the Conn as transport.Single: its session is the
+// request's alone.
+func (*oneShot) SingleRequest() {}
 
 func (c *oneShot) Close() error {
 	c.once.Do(func() { close(c.closed) })
