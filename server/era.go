@@ -73,10 +73,13 @@ type era interface {
 // request whose _meta names a protocol version on a session that was
 // never initialized (fresh) is a stateless request; any other belongs to the
 // session it arrived on.
-func (ss *Session) eraOf(req *Request, fresh bool) era {
+func (ss *Session) eraOf(req *Request, fresh bool, stateless *statelessEra) era {
 	if fresh {
 		if raw, ok := req.Meta[protocol.MetaProtocolVersion]; ok {
-			return ss.srv.newStatelessEra(ss.ctx, req, raw)
+			if stateless == nil {
+				stateless = new(statelessEra)
+			}
+			return ss.srv.newStatelessEra(ss.ctx, req, raw, stateless)
 		}
 	}
 	return sessionEra{ss: ss}

@@ -31,9 +31,9 @@ type statelessEra struct {
 // as a stateless request, taking the client's capabilities and info from
 // _meta, and checking a tools/call's Mcp-Param-* headers when ctx carries
 // the HTTP headers (see internal/paramheader). What makes it unanswerable
-// is left in req.admitErr.
-func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage) *statelessEra {
-	e := &statelessEra{srv: s}
+// is left in req.admitErr. The era is made in e, a zero statelessEra.
+func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage, e *statelessEra) *statelessEra {
+	e.srv = s
 	var version string
 	if isJSONString(raw, protocol.Version20260728) {
 		version = protocol.Version20260728 // the usual case, without a copy

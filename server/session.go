@@ -80,9 +80,10 @@ type inflight struct {
 	// Held here rather than allocated one by one: the request (req points
 	// to it when admit made it), the context its handler runs with, and
 	// its answer.
-	request Request
-	rctx    requestCtx
-	resp    transport.Response
+	request   Request
+	rctx      requestCtx
+	resp      transport.Response
+	stateless statelessEra // the request's era, if stateless
 }
 
 // requestCtx is the context a request's handler runs with: ctx, carrying
@@ -402,12 +403,13 @@ func (ss *Session) abandon(m *transport.Abandoned) {
 
 func (ss *Session) newRequest(m *transport.Request) *Request {
 	req := new(Request)
-	ss.initRequest(req, m)
+	ss.initRequest(req, m, nil)
 	return req
 }
 
-// initRequest fills req, a zero Request, for m.
-func (ss *Session) initRequest(req *Request, m *transport.Request) {
+// initRequest fills req, a zero Request, for m; a stateless request's era
+// is held in stateless when it is not nil.
+func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *statelessEra) {
 	*req = Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
 	if p, ok := readRequestParams(m.Params); ok {
 		req.Meta, req.parsed, req.args, req.task = p.Meta, true, p.Arguments, p.Task
@@ -422,7 +424,7 @@ func (ss *Session) initRequest(req *Request, m *transport.Request) {
 	req.Protocol, req.ClientCapabilities, req.ClientInfo = ss.st.version, ss.st.caps, ss.st.client
 	fresh := ss.st.phase == phaseNew
 	ss.mu.Unlock()
-	req.era = ss.eraOf(req, fresh)
+	req.era = ss.eraOf(req, fresh, stateless)
 }
 
 // inlineOrigin describes a request that came inline (see transport.Inline):
@@ -439,7 +441,7 @@ type inlineOrigin struct {
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
 	held := new(inflight) // the request's, if admitted
 	req := &held.request
-	ss.initRequest(req, m)
+	ss.initRequest(req, m, &held.stateless)
 	if inline != nil {
 		req.arrival = inline.stream
 	}

@@ -27,8 +27,18 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
+	// One pass over params for _meta and the member Mcp-Name names.
+	field := routingField(req.Method)
+	var top [2][]byte
+	if field == "" {
+		transport.SplitObjectInto(top[:1], req.Params, "_meta")
+	} else {
+		transport.SplitObjectInto(top[:], req.Params, "_meta", field)
+	}
 	var meta [2][]byte
-	metaInto(meta[:], req, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities)
+	if top[0] != nil && !transport.SplitObjectInto(meta[:], top[0], protocol.MetaProtocolVersion, protocol.MetaClientCapabilities) {
+		clear(meta[:])
+	}
 	if meta[0] == nil || meta[1] == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
@@ -38,43 +48,49 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
-	if err := checkRouting(r, req); err != "" {
+	if err := checkRouting(r, req.Method, field, top[1]); err != "" {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
-	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, nil), closed: make(chan struct{})}
+	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, nil)}
 	// The server checks the Mcp-Param-* headers against the tool's schema.
 	_ = h.srv.Serve(paramheader.NewContext(context.WithoutCancel(r.Context()), r.Header), conn)
 	conn.st.shutDown(nil)
 }
 
-// checkRouting compares the Mcp-Method and Mcp-Name headers with the body.
-func checkRouting(r *http.Request, req *transport.Request) string {
-	method, ok := r.Header[http.CanonicalHeaderKey(headerMethod)]
-	if !ok || len(method) == 0 {
+// routingField returns the member of method's params that the Mcp-Name
+// header names, or "" when it names none.
+func routingField(method string) string {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name"
+	case "resources/read":
+		return "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return "taskId"
+	}
+	return ""
+}
+
+// checkRouting compares the Mcp-Method and Mcp-Name headers with the
+// body's method and value, the raw params member field (see routingField),
+// nil when params has none.
+func checkRouting(r *http.Request, method, field string, value []byte) string {
+	got, ok := r.Header[http.CanonicalHeaderKey(headerMethod)]
+	if !ok || len(got) == 0 {
 		return "missing Mcp-Method header"
 	}
-	if strings.TrimSpace(method[0]) != req.Method {
+	if strings.TrimSpace(got[0]) != method {
 		return "Mcp-Method header does not match the body's method"
 	}
-	field := ""
-	switch req.Method {
-	case "tools/call", "prompts/get":
-		field = "name"
-	case "resources/read":
-		field = "uri"
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		field = "taskId"
-	default:
+	if field == "" {
 		return ""
 	}
-	var v [1][]byte
-	transport.SplitObjectInto(v[:], req.Params, field) // v[0] stays nil unless params has it
 	name, ok := r.Header[http.CanonicalHeaderKey(headerName)]
 	if !ok || len(name) == 0 {
 		return "missing Mcp-Name header"
 	}
-	if !readsAs(v[0], strings.TrimSpace(name[0])) {
+	if !readsAs(value, strings.TrimSpace(name[0])) {
 		return "Mcp-Name header does not match the body's " + field
 	}
 	return ""
@@ -130,8 +146,10 @@ type oneShot struct {
 	st       *stream
 	dispatch func(ctx context.Context, m transport.Message)
 	read     bool
-	closed   chan struct{}
-	once     sync.Once
+
+	mu       sync.Mutex
+	isClosed bool
+	closed   chan struct{} // closed by Close; made when Read waits, which an answered request never does
 }
 
 // SetDispatch makes the first Read run the request through dispatch.
@@ -157,7 +175,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 		return nil, errAnswered
 	case <-c.r.Context().Done():
 		return nil, fmt.Errorf("streamable: read: the client closed the stream: %w: %w", transport.ErrPeerGone, context.Cause(c.r.Context()))
-	case <-c.closed:
+	case <-c.closedChan():
 		return nil, fmt.Errorf("streamable: read: %w", transport.ErrClosed)
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
@@ -171,6 +189,26 @@ func (c *oneShot) Write(_ context.Context, m transport.Message) error { return c
 func (*oneShot) SingleRequest() {}
 
 func (c *oneShot) Close() error {
-	c.once.Do(func() { close(c.closed) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.isClosed {
+		c.isClosed = true
+		if c.closed != nil {
+			close(c.closed)
+		}
+	}
 	return nil
+}
+
+// closedChan returns a channel closed once Close is called.
+func (c *oneShot) closedChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed == nil {
+		c.closed = make(chan struct{})
+		if c.isClosed {
+			close(c.closed)
+		}
+	}
+	return c.closed
 }
