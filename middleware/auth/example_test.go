@@ -60,6 +60,7 @@ func ExampleNew() {
 	for _, token := range []string{"", "bad-token", "good-token"} {
 		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", strings.NewReader(call))
 		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // DefaultMaxBodyBytes is how much of a POST body the guard reads, at most,
@@ -259,7 +260,18 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 // every refusal's body is a JSON-RPC error object with a null id (code
 // -32600, or -32000 for 503). Otherwise next serves the request with the
 // principal in its context ([PrincipalFrom]).
+//
+// When next is a *streamable.Endpoint, the tools a 2025 POST calls are
+// checked by the Endpoint on the message it decodes (its MessageGuard),
+// with the same 403, rather than by reading and parsing the body here once
+// more; the Endpoint then refuses, after its own checks, what it would
+// refuse anyway (a bad Content-Type, a body over its limit).
 func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
+	endpointChecks := false
+	if ep, ok := next.(*streamable.Endpoint); ok && rs.cfg.ToolScopes != nil {
+		ep.SetMessageGuard(rs.guardMessage)
+		endpointChecks = true
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, err := BearerToken(r)
 		if isForm(r) {
@@ -280,7 +292,7 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 			rs.refuse(w, r, err, nil)
 			return
 		}
-		needed, status := rs.needs(r, p)
+		needed, status := rs.needs(r, p, endpointChecks)
 		switch status {
 		case http.StatusRequestEntityTooLarge:
 			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
@@ -301,9 +313,10 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 
 // needs returns every scope r needs: Config.Scopes, and for a POST whose
 // principal lacks some tool scope, the scopes of the tools it calls (read
-// from the body, which is put back). A status other than 0 refuses r: 413
-// for a body too large to read, 400 for one that could not be read.
-func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
+// from the body, which is put back, unless the endpoint checks them:
+// endpointChecks). A status other than 0 refuses r: 413 for a body too
+// large to read, 400 for one that could not be read.
+func (rs *ResourceServer) needs(r *http.Request, p *Principal, endpointChecks bool) ([]string, int) {
 	needed := rs.globalScopes
 	if rs.cfg.ToolScopes == nil || r.Method != http.MethodPost {
 		return needed, 0
@@ -320,6 +333,9 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 		}
 		return rs.withToolScopes(needed, strings.TrimSpace(r.Header.Get("Mcp-Name"))), 0
 	}
+	if endpointChecks {
+		return needed, 0 // guardMessage checks the message the endpoint decodes
+	}
 	body, over, err := readBody(r, rs.maxBody)
 	switch {
 	case over:
@@ -331,6 +347,35 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal) ([]string, int) {
 		needed = rs.withToolScopes(needed, name)
 	}
 	return needed, 0
+}
+
+// guardMessage is the MessageGuard of an Endpoint behind Handler: it
+// refuses a 2025 tools/call whose principal lacks a scope of its tool with
+// the 403 Handler answers (a 2026-07-28 request's tool was checked by its
+// Mcp-Name header, which the Endpoint holds to the body). A message with
+// no principal in its context did not pass Handler: it is refused.
+func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, msg transport.Message) bool {
+	req, ok := msg.(*transport.Request)
+	if !ok || req.Method != "tools/call" || r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
+		return true
+	}
+	p, ok := PrincipalFrom(r.Context())
+	if !ok {
+		rs.refuse(w, r, &Error{Reason: ReasonMissingToken}, nil)
+		return false
+	}
+	var name [1][]byte
+	transport.SplitObjectInto(name[:], req.Params, "name")
+	tool, ok := transport.DecodeString(name[0])
+	if !ok || tool == "" {
+		return true // the server answers a call that names no tool
+	}
+	needed := rs.withToolScopes(rs.globalScopes, tool)
+	if missing := p.Missing(needed); len(missing) > 0 {
+		rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
+		return false
+	}
+	return true
 }
 
 // withToolScopes returns needed with the scopes of the tool name added.

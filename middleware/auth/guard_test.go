@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 const testResource = "https://mcp.example.com/mcp"
@@ -554,4 +556,65 @@ func TestHandler2026ReadsHeadersNotBody(t *testing.T) {
 		assert.Equal(t, tc.status, w.Code, "%s %s", tc.method, tc.name)
 		assert.Zero(t, body.reads.Load(), "%s %s: the guard read the body", tc.method, tc.name)
 	}
+}
+
+// In front of a streamable.Endpoint, the Handler has the Endpoint check the
+// tools a 2025 POST calls on the message it decodes: the same 403, counted
+// once, for a call and for one whose tool is named only in an escaped
+// string; a principal with the scope is served. A message that reaches the
+// guarded Endpoint without passing the Handler finds no principal and is
+// refused.
+func TestHandlerEndpointChecksTools(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	srv := server.New()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "deploy", Scopes: []string{"deploy"}},
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text("ok"), nil }))
+	rs, err := auth.New(auth.Config{
+		Resource: testResource, AuthorizationServers: []string{"https://as.example.com"}, Verifier: newVerifier(),
+		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, Registerer: reg,
+	})
+	require.NoError(t, err)
+	ep := streamable.New(srv, streamable.WithAllowedHosts("mcp.example.com"))
+	defer func() { _ = ep.Close() }()
+	h := rs.Handler(ep)
+	mcpPost := func(tok, body string) *httptest.ResponseRecorder {
+		hdr := map[string][]string{"Accept": {"application/json, text/event-stream"}}
+		if tok != "" {
+			hdr["Authorization"] = []string{"Bearer " + tok}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, post(body, hdr))
+		return w
+	}
+	w := mcpPost("reader", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	for _, body := range []string{callBody("deploy"), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"d\u0065ploy"}}`} {
+		w := mcpPost("reader", body)
+		require.Equal(t, http.StatusForbidden, w.Code, body)
+		assert.Equal(t, `Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="`+testMetadataURL+`", error_description="missing scope: deploy"`,
+			w.Header().Get("WWW-Authenticate"))
+	}
+	assert.Equal(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")))
+	// With the scope, the call reaches the Endpoint, which asks for a session.
+	w = mcpPost("deployer", callBody("deploy"))
+	assert.NotEqual(t, http.StatusForbidden, w.Code)
+	assert.Equal(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")))
+
+	// Straight to the Endpoint, past the Handler: no principal, refused.
+	w = httptest.NewRecorder()
+	ep.ServeHTTP(w, post(callBody("deploy"), map[string][]string{"Accept": {"application/json, text/event-stream"}}))
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+}
+
+// vecOf gathers the failure counter of reg.
+func vecOf(t *testing.T, reg *prometheus.Registry) *prometheus.CounterVec {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, mfs, 1)
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x"}, []string{"reason"})
+	for _, m := range mfs[0].GetMetric() {
+		vec.WithLabelValues(m.GetLabel()[0].GetValue()).Add(m.GetCounter().GetValue())
+	}
+	return vec
 }

@@ -54,6 +54,7 @@ type Endpoint struct {
 	expiry *expiry // ends idle sessions; nil when they never expire
 
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
+	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
 	stopForward func()                       // forward.go: ends HandleForwarded
 	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
 	drained     chan struct{}                // shared.go: closed by Drain
@@ -200,6 +201,9 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	if _, isBatch := msg.(transport.Batch); isBatch {
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return
+	}
+	if !h.guarded(w, r, msg) {
+		return // refused and answered by the guard
 	}
 	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
 		if replica, elsewhere := h.taskReplica(req); elsewhere {
