@@ -568,7 +568,9 @@ func TestHandlerEndpointChecksTools(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	srv := server.New()
 	require.NoError(t, srv.AddTool(server.Tool{Name: "deploy", Scopes: []string{"deploy"}},
-		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text("ok"), nil }))
+		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("ok"), nil
+		}))
 	rs, err := auth.New(auth.Config{
 		Resource: testResource, AuthorizationServers: []string{"https://as.example.com"}, Verifier: newVerifier(),
 		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, Registerer: reg,
@@ -594,11 +596,11 @@ func TestHandlerEndpointChecksTools(t *testing.T) {
 		assert.Equal(t, `Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="`+testMetadataURL+`", error_description="missing scope: deploy"`,
 			w.Header().Get("WWW-Authenticate"))
 	}
-	assert.Equal(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")))
+	assert.InDelta(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")), 0)
 	// With the scope, the call reaches the Endpoint, which asks for a session.
 	w = mcpPost("deployer", callBody("deploy"))
 	assert.NotEqual(t, http.StatusForbidden, w.Code)
-	assert.Equal(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")))
+	assert.InDelta(t, 2.0, testutil.ToFloat64(vecOf(t, reg).WithLabelValues("insufficient_scope")), 0)
 
 	// Straight to the Endpoint, past the Handler: no principal, refused.
 	w = httptest.NewRecorder()

@@ -234,8 +234,8 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	return hasMeta(req, protocol.MetaProtocolVersion)
 }
 
-// hasMeta reports whether a request's params._meta has the member key, as
-// metaInto does for one key, allocating nothing.
+// hasMeta reports whether a request's params._meta has the member key,
+// allocating nothing.
 func hasMeta(req *transport.Request, key string) bool {
 	var meta, v [1][]byte
 	return transport.SplitObjectInto(meta[:], req.Params, "_meta") && meta[0] != nil &&
@@ -525,17 +525,4 @@ func writeError(w http.ResponseWriter, status int, id transport.ID, code protoco
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// metaInto sets values[i] to the raw value of the member keys[i] of a
-// request's params._meta, nil when absent (or when there is no _meta
-// object), allocating nothing; values must be as long as keys.
-func metaInto(values [][]byte, req *transport.Request, keys ...string) {
-	clear(values)
-	var v [1][]byte
-	if transport.SplitObjectInto(v[:], req.Params, "_meta") && v[0] != nil { // decoded params: valid JSON
-		if !transport.SplitObjectInto(values, v[0], keys...) {
-			clear(values)
-		}
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -243,9 +242,6 @@ func decodeRelay(payload string) (streamable.Relay, bool) {
 
 // Errors the store wraps.
 var errClosed = errors.New("redisstore: the store is closed")
-
-// logger returns the configured logger.
-func (s *Store) logger() *slog.Logger { return s.cfg.logger }
 
 func visible(s string) bool {
 	for i := range len(s) {

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -104,7 +105,7 @@ func (s *Store) receive() {
 		default:
 		}
 		if err != nil {
-			if err == redis.ErrClosed {
+			if errors.Is(err, redis.ErrClosed) {
 				return
 			}
 			select {
