@@ -308,6 +308,10 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		return nil, http.StatusServiceUnavailable
 	}
 	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil)
+	if h.cfg.cluster != nil {
+		// Its view before it is filed, where the view timeout finds it.
+		s.view = newView(h.cfg.cluster, nil) // shared.go
+	}
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx

@@ -110,12 +110,19 @@ func (s *session) serverConn() transport.Driven {
 // create stores the record of s, a new session, and subscribes to its
 // relays; false: the cluster cannot, and s is not served.
 func (h *Endpoint) create(ctx context.Context, s *session) error {
-	s.view = &view{cluster: h.cfg.cluster, ready: make(chan struct{})}
-	s.view.touched.Store(time.Now().UnixNano())
 	if err := h.cfg.cluster.Create(ctx, s.id, SessionRecord{Principal: s.principal}); err != nil {
 		return err
 	}
 	return s.subscribe(ctx)
+}
+
+// newView returns the view of a session being made, with the session's
+// shared state (nil for a new one), touched now; it must be set before the
+// session is filed in h.sessions, where the view timeout reads it.
+func newView(cluster Cluster, state []byte) *view {
+	v := &view{cluster: cluster, state: state, ready: make(chan struct{})}
+	v.touched.Store(time.Now().UnixNano())
+	return v
 }
 
 // subscribe has s follow its session's relays.
@@ -171,8 +178,7 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 		return nil, protocol.RejectSessionLimit, http.StatusServiceUnavailable
 	}
 	s := newSession(h, id, rec.Principal, h.attach != nil)
-	s.view = &view{cluster: h.cfg.cluster, state: rec.State, ready: make(chan struct{})}
-	s.view.touched.Store(time.Now().UnixNano())
+	s.view = newView(h.cfg.cluster, rec.State)
 	ctx := withSession(context.WithoutCancel(r.Context()), s)
 	if s.res != nil {
 		s.res.ctx = ctx
