@@ -292,7 +292,10 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 			rs.refuse(w, r, err, nil)
 			return
 		}
-		needed, status := rs.needs(r, p, endpointChecks)
+		// A principal that lacks a scope every request needs is refused
+		// here, with every scope the request needs, its tools' too: the
+		// body is read for them, as without the endpoint's check.
+		needed, status := rs.needs(r, p, endpointChecks && p.HasScopes(rs.globalScopes...))
 		switch status {
 		case http.StatusRequestEntityTooLarge:
 			rs.logger.LogAttrs(r.Context(), slog.LevelInfo, "auth: body too large to check tool scopes", slog.Int64("max_body_bytes", rs.maxBody))
@@ -355,8 +358,23 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal, endpointChecks bo
 // Mcp-Name header, which the Endpoint holds to the body). A message with
 // no principal in its context did not pass Handler: it is refused.
 func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, msg transport.Message) bool {
-	req, ok := msg.(*transport.Request)
-	if !ok || req.Method != "tools/call" || r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
+	if r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
+		return true
+	}
+	var tools []string
+	switch m := msg.(type) {
+	case *transport.Request:
+		if name, ok := toolOf(m); ok {
+			tools = append(tools, name)
+		}
+	case transport.Batch: // refused by the Endpoint next, but not before a 403 it earns
+		for _, raw := range m {
+			if name, ok := calledTool(raw); ok {
+				tools = append(tools, name)
+			}
+		}
+	}
+	if len(tools) == 0 {
 		return true
 	}
 	p, ok := PrincipalFrom(r.Context())
@@ -364,18 +382,26 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 		rs.refuse(w, r, &Error{Reason: ReasonMissingToken}, nil)
 		return false
 	}
-	var name [1][]byte
-	transport.SplitObjectInto(name[:], req.Params, "name")
-	tool, ok := transport.DecodeString(name[0])
-	if !ok || tool == "" {
-		return true // the server answers a call that names no tool
+	needed := rs.globalScopes
+	for _, name := range tools {
+		needed = rs.withToolScopes(needed, name)
 	}
-	needed := rs.withToolScopes(rs.globalScopes, tool)
 	if missing := p.Missing(needed); len(missing) > 0 {
 		rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
 		return false
 	}
 	return true
+}
+
+// toolOf returns the tool a tools/call request names.
+func toolOf(req *transport.Request) (string, bool) {
+	if req.Method != "tools/call" {
+		return "", false
+	}
+	var name [1][]byte
+	transport.SplitObjectInto(name[:], req.Params, "name")
+	tool, ok := transport.DecodeString(name[0])
+	return tool, ok && tool != ""
 }
 
 // withToolScopes returns needed with the scopes of the tool name added.

@@ -198,12 +198,12 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusBadRequest, de.ID, de.Code, de.Reason(), err.Error())
 		return
 	}
+	if !h.guarded(w, r, msg) {
+		return // refused and answered by the guard
+	}
 	if _, isBatch := msg.(transport.Batch); isBatch {
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return
-	}
-	if !h.guarded(w, r, msg) {
-		return // refused and answered by the guard
 	}
 	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
 		if replica, elsewhere := h.taskReplica(req); elsewhere {
@@ -307,11 +307,11 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable
 	}
-	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil)
+	var v *view
 	if h.cfg.cluster != nil {
-		// Its view before it is filed, where the view timeout finds it.
-		s.view = newView(h.cfg.cluster, nil) // shared.go
+		v = newView(h.cfg.cluster, nil) // shared.go
 	}
+	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil, v)
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx

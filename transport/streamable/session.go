@@ -97,9 +97,10 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 }
 
 // newSession returns a session of h; attached: its server runs it without
-// a read loop (see Attacher).
-func newSession(h *Endpoint, id, principal string, attached bool) *session {
-	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1}
+// a read loop (see Attacher); v: its view of a shared session (nil when
+// unshared), set before the expiry, whose timeout reads it, has s.
+func newSession(h *Endpoint, id, principal string, attached bool, v *view) *session {
+	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1, view: v}
 	if id != "" {
 		s.idHeader = []string{id}
 	}

@@ -117,8 +117,8 @@ func (h *Endpoint) create(ctx context.Context, s *session) error {
 }
 
 // newView returns the view of a session being made, with the session's
-// shared state (nil for a new one), touched now; it must be set before the
-// session is filed in h.sessions, where the view timeout reads it.
+// shared state (nil for a new one), touched now; newSession sets it before
+// the expiry, whose view timeout reads it, has the session.
 func newView(cluster Cluster, state []byte) *view {
 	v := &view{cluster: cluster, state: state, ready: make(chan struct{})}
 	v.touched.Store(time.Now().UnixNano())
@@ -177,8 +177,7 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 		h.mu.Unlock()
 		return nil, protocol.RejectSessionLimit, http.StatusServiceUnavailable
 	}
-	s := newSession(h, id, rec.Principal, h.attach != nil)
-	s.view = newView(h.cfg.cluster, rec.State)
+	s := newSession(h, id, rec.Principal, h.attach != nil, newView(h.cfg.cluster, rec.State))
 	ctx := withSession(context.WithoutCancel(r.Context()), s)
 	if s.res != nil {
 		s.res.ctx = ctx
