@@ -73,9 +73,6 @@ type inflight struct {
 	cancel context.CancelCauseFunc
 	batch  *batchCollector // nil unless the request came in a batch
 	unlink func() bool     // stops watching the request's stream, if any
-	// sessionCtx: ctx and cancel are the session's (a transport.Single
-	// conn's), which the session's end cancels, not the request's.
-	sessionCtx bool
 
 	// Held here rather than allocated one by one: the request (req points
 	// to it when admit made it), the context its handler runs with, and
@@ -459,7 +456,7 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		case ss.single:
 			// The session is the request's own: its context is the
 			// request's, one context fewer; end cancels it.
-			inf.ctx, inf.cancel, inf.sessionCtx = ss.ctx, ss.cancelCtx, true
+			inf.ctx, inf.cancel = ss.ctx, ss.cancelCtx
 		case req.Method == "initialize":
 			inf.ctx, inf.cancel = context.WithCancelCause(context.WithoutCancel(ss.ctx)) // never cancelled
 		default:
@@ -589,7 +586,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		out.Cause = context.Cause(inf.ctx)
 		ss.obs.RequestCancelled(inf.ctx, inf.req, out.Cause)
 	}
-	if !inf.sessionCtx {
+	if !ss.single { // a single session's context is its request's: end cancels it
 		inf.cancel(errRequestDone)
 	}
 	switch {

@@ -398,8 +398,16 @@ func toolOf(req *transport.Request) (string, bool) {
 	if req.Method != "tools/call" {
 		return "", false
 	}
+	return paramsTool(req.Params)
+}
+
+// paramsTool returns the tool that params, a tools/call's valid JSON
+// params, names.
+func paramsTool(params []byte) (string, bool) {
 	var name [1][]byte
-	transport.SplitObjectInto(name[:], req.Params, "name")
+	if !transport.SplitObjectInto(name[:], params, "name") {
+		return "", false
+	}
 	tool, ok := transport.DecodeString(name[0])
 	return tool, ok && tool != ""
 }
@@ -453,12 +461,7 @@ func calledTool(msg []byte) (string, bool) {
 	if method, ok := transport.DecodeString(members[0]); !ok || method != "tools/call" {
 		return "", false
 	}
-	var name [1][]byte
-	if !transport.SplitObjectInto(name[:], members[1], "name") {
-		return "", false
-	}
-	tool, ok := transport.DecodeString(name[0])
-	return tool, ok && tool != ""
+	return paramsTool(members[1])
 }
 
 // refuse answers a refused request, counts it once and logs its reason.

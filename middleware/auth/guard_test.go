@@ -100,14 +100,7 @@ func (e *guardEnv) failures(t *testing.T) map[string]float64 {
 
 func (e *guardEnv) rsCounter(t *testing.T) *prometheus.CounterVec {
 	t.Helper()
-	mfs, err := e.reg.Gather()
-	require.NoError(t, err)
-	require.Len(t, mfs, 1)
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "x"}, []string{"reason"})
-	for _, m := range mfs[0].GetMetric() {
-		vec.WithLabelValues(m.GetLabel()[0].GetValue()).Add(m.GetCounter().GetValue())
-	}
-	return vec
+	return vecOf(t, e.reg)
 }
 
 func post(body string, hdr map[string][]string) *http.Request {

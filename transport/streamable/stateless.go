@@ -147,9 +147,8 @@ type oneShot struct {
 	dispatch func(ctx context.Context, m transport.Message)
 	read     bool
 
-	mu       sync.Mutex
-	isClosed bool
-	closed   chan struct{} // closed by Close; made when Read waits, which an answered request never does
+	mu     sync.Mutex
+	closed latch // Close was called; its channel is made when Read waits, which an answered request never does
 }
 
 // SetDispatch makes the first Read run the request through dispatch.
@@ -190,13 +189,8 @@ func (*oneShot) SingleRequest() {}
 
 func (c *oneShot) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.isClosed {
-		c.isClosed = true
-		if c.closed != nil {
-			close(c.closed)
-		}
-	}
+	c.closed.fire()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -204,11 +198,5 @@ func (c *oneShot) Close() error {
 func (c *oneShot) closedChan() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed == nil {
-		c.closed = make(chan struct{})
-		if c.isClosed {
-			close(c.closed)
-		}
-	}
-	return c.closed
+	return c.closed.wait()
 }

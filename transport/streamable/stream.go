@@ -24,8 +24,7 @@ type stream struct {
 	state    streamState
 	shut     bool                // the HTTP handler returned: write nothing more
 	fallback *transport.Response // the answer if the session ends first
-	final    chan struct{}       // closed once the response was written; made by written, when first waited on
-	finalled bool
+	final    latch               // the response was written
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
@@ -149,20 +148,13 @@ func (st *stream) deliver(m transport.Message) error {
 }
 
 // finish marks the response as written; st.mu is held.
-func (st *stream) finish() {
-	if !st.finalled {
-		st.finalled = true
-		if st.final != nil {
-			close(st.final)
-		}
-	}
-}
+func (st *stream) finish() { st.final.fire() }
 
 // answered reports whether the response was written.
 func (st *stream) answered() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.finalled
+	return st.final.fired
 }
 
 // written returns a channel closed once the response was written. A
@@ -170,13 +162,7 @@ func (st *stream) answered() bool {
 func (st *stream) written() <-chan struct{} {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.final == nil {
-		st.final = make(chan struct{})
-		if st.finalled {
-			close(st.final)
-		}
-	}
-	return st.final
+	return st.final.wait()
 }
 
 // shutDown forbids further writes (the HTTP handler is returning). If
@@ -301,7 +287,7 @@ func (st *stream) replay(events []Event) error {
 
 // writeLocked runs write on the SSE response and flushes; st.mu is held.
 func (st *stream) writeLocked(write func() error, final bool) error {
-	if st.shut || st.state == answeredJSON || st.finalled {
+	if st.shut || st.state == answeredJSON || st.final.fired {
 		return transport.ErrStreamGone
 	}
 	if st.state == undecided {
