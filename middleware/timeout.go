@@ -8,14 +8,20 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// Timeout returns middleware that gives each request's handler d to
-// finish: past it, the handler's context is cancelled with the cause
-// [server.ErrHandlerTimeout] ([context.WithTimeoutCause]), and the request
-// is answered with [protocol.CodeRequestTimeout] (-32001, "request timed
-// out") whatever the handler returned, since its work was cut short. It
-// does not answer before the handler returns: handlers must watch their
-// context. A request cancelled for another reason first (a client cancel,
-// a closed transport) keeps that cause and is not answered, as usual.
+// Timeout returns middleware that gives each request d to be served:
+// past it, the handler's context is cancelled with the cause
+// [server.ErrHandlerTimeout] (its Err is [context.DeadlineExceeded] and its
+// Deadline reports the deadline, as with [context.WithTimeoutCause]), and
+// the request is answered with [protocol.CodeRequestTimeout] (-32001,
+// "request timed out") whatever the handler returned, since its work was
+// cut short. It does not answer before the handler returns: handlers must
+// watch their context. A request cancelled for another reason first (a
+// client cancel, a closed transport) keeps that cause and is not answered,
+// as usual. The time counts from when the core read the request
+// ([server.Request.Received]).
+//
+// The deadline is the request context's own ([server.Request.SetDeadline]):
+// no context, and no goroutine, per request besides the timer.
 //
 // It reads [WithTimeoutFor]. d <= 0 means no default timeout: without
 // WithTimeoutFor the middleware is the identity. Notifications are never
@@ -46,17 +52,14 @@ func Timeout(d time.Duration, opts ...Option) server.Middleware {
 			if limit <= 0 {
 				return next(ctx, req)
 			}
-			// A timer per request, on purpose: a shared deadline heap would
-			// still need context.WithCancelCause per request (only a
-			// *cancelCtx gives context.Cause the timeout) plus a wrapper for a
-			// truthful Deadline, saving 2 of 7 allocations and ~0.4µs while
-			// making the Err of derived contexts Canceled, not
-			// DeadlineExceeded, and tying one timer to one synctest bubble.
-			tctx, cancel := context.WithTimeoutCause(ctx, limit, server.ErrHandlerTimeout)
-			defer cancel()
-			res, err := next(tctx, req)
-			if ctx.Err() == nil && errors.Is(context.Cause(tctx), server.ErrHandlerTimeout) {
-				return nil, server.ErrHandlerTimeout
+			start := req.Received
+			if start.IsZero() {
+				start = time.Now()
+			}
+			req.SetDeadline(start.Add(limit))
+			res, err := next(ctx, req)
+			if errors.Is(context.Cause(ctx), server.ErrHandlerTimeout) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, server.ErrHandlerTimeout // as the core will answer
 			}
 			return res, err
 		}

@@ -22,8 +22,8 @@ var (
 	// ErrShutdown: the server is shutting down ([Server.Shutdown] ran out of
 	// time, or [Server.Close] was called).
 	ErrShutdown = errors.New("mcp: server shutting down")
-	// ErrHandlerTimeout: the handler ran out of time (the Timeout middleware
-	// sets it with [context.WithTimeoutCause]).
+	// ErrHandlerTimeout: the request ran out of time ([Request.SetDeadline],
+	// which the Timeout middleware calls).
 	ErrHandlerTimeout = errors.New("mcp: handler timeout")
 )
 

@@ -68,6 +68,7 @@ type Request struct {
 	task     json.RawMessage
 
 	arrival context.Context // see ArrivalContext; nil: the session's
+	inf     *inflight       // the request's place in its session while it runs; nil for a notification
 
 	done []func(Outcome)
 	// done's first callbacks need no allocation: Tracing, Metrics and
@@ -79,6 +80,28 @@ type Request struct {
 	// second call gets one of its own).
 	call     CallToolRequest
 	callHeld bool
+}
+
+// SetDeadline bounds the request's time: at t its handler's context is
+// cancelled with the cause [ErrHandlerTimeout] (its Err is then
+// [context.DeadlineExceeded], and its Deadline reports t), and once the
+// chain returns the request is answered [protocol.CodeRequestTimeout]
+// (-32001, "request timed out"), whatever the chain returned, since its
+// work was cut short. It does not answer before the chain returns:
+// handlers must watch their context. A request cancelled for another
+// reason first (a client cancel, a closed transport) keeps that cause and
+// is not answered, as usual.
+//
+// The deadline is the request context's own, with no context and no
+// goroutine of its own: middleware calls SetDeadline instead of deriving a
+// context with [context.WithDeadlineCause] (package middleware's Timeout does).
+// A later call can only move it earlier. It has no effect on a
+// notification, nor once the chain has returned. It is safe for
+// concurrent use.
+func (req *Request) SetDeadline(t time.Time) {
+	if req.inf != nil {
+		req.inf.setDeadline(t)
+	}
 }
 
 // ArrivalContext returns the context req's message arrived with. A

@@ -81,13 +81,64 @@ type inflight struct {
 	rctx      requestCtx
 	resp      transport.Response
 	stateless statelessEra // the request's era, if stateless
+
+	// The request's own deadline (Request.SetDeadline): a timer that
+	// cancels ctx with ErrHandlerTimeout, guarded by mu, and whether it
+	// fired, read by finish after stopping it.
+	mu       sync.Mutex
+	timer    *time.Timer
+	sealed   bool // the chain returned: no deadline any more
+	timedOut atomic.Bool
+}
+
+// setDeadline arms (or moves earlier) the request's deadline: at t, its
+// context is cancelled with ErrHandlerTimeout.
+func (inf *inflight) setDeadline(t time.Time) {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if inf.sealed {
+		return
+	}
+	if inf.rctx.deadline.IsZero() {
+		inf.rctx.deadline = t
+		inf.timer = time.AfterFunc(time.Until(t), inf.expire)
+		return
+	}
+	if t.Before(inf.rctx.deadline) {
+		inf.rctx.deadline = t
+		inf.timer.Reset(time.Until(t)) // a timer that already fired has cancelled ctx
+	}
+}
+
+// expire is the deadline's timer: the request ran out of time.
+func (inf *inflight) expire() {
+	inf.timedOut.Store(true)
+	inf.cancel(ErrHandlerTimeout)
+}
+
+// stopDeadline stops the deadline's timer, if any, and reports whether the
+// request ran out of time first (its context then ended with
+// ErrHandlerTimeout, unless something else had cancelled it before).
+func (inf *inflight) stopDeadline() bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	inf.sealed = true
+	if inf.timer == nil {
+		return false
+	}
+	inf.timer.Stop()
+	return inf.timedOut.Load() && errors.Is(context.Cause(inf.ctx), ErrHandlerTimeout)
 }
 
 // requestCtx is the context a request's handler runs with: ctx, carrying
-// the request (see RequestFrom), as context.WithValue would make it.
+// the request (see RequestFrom), as context.WithValue would make it, and
+// reporting the request's own deadline (see Request.SetDeadline) as
+// context.WithDeadline would, without a context of its own.
 type requestCtx struct {
 	context.Context
-	req *Request
+	req      *Request
+	deadline time.Time // the request's own; zero: none. Set before the handler runs, or under inflight.mu
+	inf      *inflight
 }
 
 // Value returns the request for requestKey, and asks the parent otherwise.
@@ -96,6 +147,31 @@ func (c *requestCtx) Value(key any) any {
 		return c.req
 	}
 	return c.Context.Value(key)
+}
+
+// Deadline returns the earlier of the request's own deadline and ctx's.
+func (c *requestCtx) Deadline() (time.Time, bool) {
+	d, ok := c.Context.Deadline()
+	if c.inf == nil {
+		return d, ok
+	}
+	c.inf.mu.Lock()
+	own := c.deadline
+	c.inf.mu.Unlock()
+	if own.IsZero() || (ok && d.Before(own)) {
+		return d, ok
+	}
+	return own, true
+}
+
+// Err is context.DeadlineExceeded once the request's own deadline passed,
+// as context.WithDeadline's; context.Cause is then ErrHandlerTimeout.
+func (c *requestCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.inf != nil && c.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // errStreamClosed is why a request whose stream closed is cancelled.
@@ -558,7 +634,8 @@ func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, 
 }
 
 func (ss *Session) run(inf *inflight) {
-	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req}
+	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req, inf: inf}
+	inf.req.inf = inf
 	res, err := ss.srv.invoke(&inf.rctx, inf.req)
 	ss.finish(inf, res, err)
 }
@@ -571,9 +648,16 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	if inf.unlink != nil {
 		inf.unlink()
 	}
+	// Its own deadline passing is no cancellation: the request is
+	// answered -32001, whatever the chain returned, since its work was cut
+	// short.
+	timedOut := inf.stopDeadline()
+	if timedOut {
+		res, err = nil, ErrHandlerTimeout
+	}
 	ss.mu.Lock()
 	delete(ss.st.incoming, inf.req.ID) // the table stays: a session that served one request serves more
-	cancelled := inf.ctx.Err() != nil
+	cancelled := inf.ctx.Err() != nil && !timedOut
 	closed, broken := ss.st.closed, ss.st.broken
 	drained := ss.st.draining && len(ss.st.incoming) == 0
 	ss.mu.Unlock()

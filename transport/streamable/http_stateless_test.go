@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -307,4 +309,43 @@ func newHTEnvHandler(t *testing.T, srv *server.Server, wrap func(http.Handler) h
 	})
 	e.ts, e.client = ts, ts.Client()
 	return e
+}
+
+// A stateless request whose own deadline passes (server.Request.SetDeadline,
+// as the Timeout middleware sets it) is answered -32001 on its POST; its
+// handler saw the deadline, DeadlineExceeded and the cause
+// ErrHandlerTimeout. Its context is its single session's, so this is the
+// path that arms the deadline on a session context.
+func TestHTTPStatelessDeadline(t *testing.T) {
+	srv := htServer(t, server.WithMiddleware(func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			req.SetDeadline(time.Now().Add(50 * time.Millisecond))
+			return next(ctx, req)
+		}
+	}))
+	type seen struct {
+		hasDL bool
+		err   error
+		cause error
+	}
+	got := make(chan seen, 1)
+	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		_, ok := ctx.Deadline()
+		<-ctx.Done()
+		got <- seen{hasDL: ok, err: ctx.Err(), cause: context.Cause(ctx)}
+		return server.Text("too late"), nil
+	}))
+	e := newHTEnv(t, srv)
+	resp := e.send(e.request(t.Context(), http.MethodPost, htSL(7, "tools/call", `{"name":"block","arguments":{}}`, htMeta26), htSLHeaders("tools/call", "block")))
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	msg := htDecode(t, raw)
+	require.NotNil(t, msg.Error, "%s", raw)
+	assert.Equal(t, int64(-32001), msg.Error.Code)
+	s := <-got
+	assert.True(t, s.hasDL)
+	assert.ErrorIs(t, s.err, context.DeadlineExceeded)
+	assert.Same(t, server.ErrHandlerTimeout, s.cause)
 }
