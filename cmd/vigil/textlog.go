@@ -62,14 +62,6 @@ func (h *textHandler) WithGroup(name string) slog.Handler { return h.text.WithGr
 var textBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
-	plain := true
-	r.Attrs(func(a slog.Attr) bool {
-		plain = a.Key != "" && plainKind(a.Value.Kind())
-		return plain
-	})
-	if !plain {
-		return h.text.Handle(ctx, r)
-	}
 	bp := textBufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	if !r.Time.IsZero() {
@@ -81,18 +73,30 @@ func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 	b = appendTextString(b, r.Level.String())
 	b = append(b, " msg="...)
 	b = appendTextString(b, r.Message)
+	// One pass: a record with an attribute the direct path does not
+	// format goes to the TextHandler instead, the line begun discarded.
+	plain := true
 	r.Attrs(func(a slog.Attr) bool {
+		if plain = a.Key != "" && plainKind(a.Value.Kind()); !plain {
+			return false
+		}
 		b = append(b, ' ')
 		b = appendTextString(b, a.Key)
 		b = append(b, '=')
 		b = appendTextValue(b, a.Value)
 		return true
 	})
-	b = append(b, '\n')
-	_, err := h.out.Write(b)
+	var err error
+	if plain {
+		b = append(b, '\n')
+		_, err = h.out.Write(b)
+	}
 	if cap(b) <= 16<<10 { // as slog's own buffers: big ones are not kept
 		*bp = b
 		textBufs.Put(bp)
+	}
+	if !plain {
+		return h.text.Handle(ctx, r)
 	}
 	return err
 }

@@ -39,6 +39,7 @@ func TestTextHandlerMatchesSlog(t *testing.T) {
 		{slog.LevelInfo + 2, "custom level", nil},
 		{slog.LevelError, "handed over", []slog.Attr{slog.Any("error", errors.New("boom")), slog.String("a", "b")}},
 		{slog.LevelError, "group", []slog.Attr{slog.Group("g", slog.Int("x", 1))}},
+		{slog.LevelWarn, "handed over midway", []slog.Attr{slog.String("a", "b"), slog.Int("n", 3), slog.Any("error", errors.New("boom"))}},
 		{slog.LevelError, "empty key", []slog.Attr{slog.String("", "v")}},
 	}
 	for _, withTime := range []bool{true, false} {
