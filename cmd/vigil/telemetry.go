@@ -76,6 +76,7 @@ func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	tp, shutdown, err := otelsetup.TracerProvider(ctx,
 		otelsetup.WithService("vigil", version),
 		otelsetup.WithFallbackExporter(fallback),
+		otelsetup.WithSyncFallback(), // the ring keeps spans in memory: no queue, no goroutine
 		otelsetup.WithConsoleWriter(os.Stderr))
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ type config struct {
 	serviceName    string
 	serviceVersion string
 	fallback       func(context.Context) (sdktrace.SpanExporter, error)
+	fallbackSync   bool // the fallback exporter takes each span as it ends (WithSyncFallback)
 	console        io.Writer
 	producers      []sdkmetric.Producer
 }
@@ -49,6 +50,17 @@ func WithService(name, version string) Option {
 // the default endpoint, as the OTel specification says.
 func WithFallbackExporter(f func(context.Context) (sdktrace.SpanExporter, error)) Option {
 	return optionFunc(func(c *config) { c.fallback = f })
+}
+
+// WithSyncFallback hands the fallback exporter of [WithFallbackExporter]
+// each span as it ends, on the goroutine that ends it
+// (sdktrace.WithSyncer), instead of batching spans for it on a goroutine of
+// its own (sdktrace.WithBatcher, as every other exporter gets). For an
+// exporter that keeps spans in memory and does no I/O, such as cmd/vigil's
+// trace ring, that spares a queue, a goroutine and its wake-ups; an
+// exporter that blocks would hold up every request that ends a span.
+func WithSyncFallback() Option {
+	return optionFunc(func(c *config) { c.fallbackSync = true })
 }
 
 // WithConsoleWriter sets where OTEL_TRACES_EXPORTER=console writes spans
@@ -106,7 +118,7 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 	if disabled, _ := strconv.ParseBool(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED"))); disabled {
 		return noop.NewTracerProvider(), noShutdown, nil
 	}
-	exp, err := spanExporter(ctx, cfg)
+	exp, fallback, err := spanExporter(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -117,7 +129,13 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 	if err != nil {
 		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	var processor sdktrace.TracerProviderOption
+	if fallback && cfg.fallbackSync {
+		processor = sdktrace.WithSyncer(exp)
+	} else {
+		processor = sdktrace.WithBatcher(exp) // which starts its goroutine
+	}
+	tp := sdktrace.NewTracerProvider(processor, sdktrace.WithResource(res))
 	return tp, tp.Shutdown, nil
 }
 
@@ -126,29 +144,32 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 // returns a nil exporter and no error for "none" (and for a fallback that
 // returns nil). The caller shuts the exporter down.
 func SpanExporter(ctx context.Context, opts ...Option) (sdktrace.SpanExporter, error) {
-	return spanExporter(ctx, newConfig(opts))
+	exp, _, err := spanExporter(ctx, newConfig(opts))
+	return exp, err
 }
 
-func spanExporter(ctx context.Context, cfg config) (sdktrace.SpanExporter, error) {
+// spanExporter returns the exporter the environment selects, and whether
+// it is the fallback.
+func spanExporter(ctx context.Context, cfg config) (_ sdktrace.SpanExporter, fallback bool, _ error) {
 	name := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))
 	switch name {
 	case "none":
-		return nil, nil
+		return nil, false, nil
 	case "console":
 		// autoexport's console exporter writes to standard output, which
 		// a stdio server must keep for the protocol.
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(cfg.console))
 		if err != nil {
-			return nil, fmt.Errorf("otelsetup: console exporter: %w", err)
+			return nil, false, fmt.Errorf("otelsetup: console exporter: %w", err)
 		}
-		return exp, nil
+		return exp, false, nil
 	case "":
 		if cfg.fallback != nil && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 			exp, err := cfg.fallback(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("otelsetup: fallback exporter: %w", err)
+				return nil, true, fmt.Errorf("otelsetup: fallback exporter: %w", err)
 			}
-			return exp, nil
+			return exp, true, nil
 		}
 		name = "otlp"
 	}
@@ -160,16 +181,16 @@ func spanExporter(ctx context.Context, cfg config) (sdktrace.SpanExporter, error
 			proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 		}
 		if proto != "" && proto != "http/protobuf" && proto != "grpc" {
-			return nil, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
+			return nil, false, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
 		}
 	}
 	// autoexport reads OTEL_TRACES_EXPORTER from the process environment;
 	// "" there means otlp, and the fallback above already had its turn.
 	exp, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("otelsetup: OTEL_TRACES_EXPORTER=%q: %w", name, err)
+		return nil, false, fmt.Errorf("otelsetup: OTEL_TRACES_EXPORTER=%q: %w", name, err)
 	}
-	return exp, nil
+	return exp, false, nil
 }
 
 func newResource(ctx context.Context, cfg config) (*resource.Resource, error) {

@@ -251,3 +251,31 @@ func TestTracerProviderBadResource(t *testing.T) {
 	assert.Nil(t, tp)
 	assert.Nil(t, shutdown)
 }
+
+// TestTracerProviderSyncFallback: with WithSyncFallback the fallback
+// exporter has a span as soon as it ends, before any flush; an exporter
+// the environment selects is still batched.
+func TestTracerProviderSyncFallback(t *testing.T) {
+	setEnv(t, nil)
+	exp := newKept()
+	tp, shutdown, err := otelsetup.TracerProvider(t.Context(), otelsetup.WithSyncFallback(),
+		otelsetup.WithFallbackExporter(func(context.Context) (sdktrace.SpanExporter, error) { return exp, nil }))
+	require.NoError(t, err)
+	_, span := tp.Tracer("t").Start(t.Context(), "work")
+	span.End()
+	spans := exp.GetSpans()
+	require.Len(t, spans, 1, "exported as it ended")
+	assert.Equal(t, "work", spans[0].Name)
+	require.NoError(t, shutdown(t.Context()))
+
+	setEnv(t, map[string]string{"OTEL_TRACES_EXPORTER": "console"})
+	var out bytes.Buffer
+	tp, shutdown, err = otelsetup.TracerProvider(t.Context(), otelsetup.WithSyncFallback(), otelsetup.WithConsoleWriter(&out),
+		otelsetup.WithFallbackExporter(func(context.Context) (sdktrace.SpanExporter, error) { return exp, nil }))
+	require.NoError(t, err)
+	_, span = tp.Tracer("t").Start(t.Context(), "batched")
+	span.End()
+	assert.Empty(t, out.String(), "the console exporter is batched")
+	require.NoError(t, shutdown(t.Context()))
+	assert.Contains(t, out.String(), `"batched"`)
+}
