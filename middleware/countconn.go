@@ -75,14 +75,16 @@ func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) tra
 	if m == nil {
 		return c
 	}
-	cc := &countingConn{Conn: c, t: m.Traffic(transportName)}
+	// One allocation per conn: a 2026-07-28 stateless request is a conn
+	// of its own.
+	cc := countingConn{Conn: c, t: m.Traffic(transportName)}
 	if d, ok := c.(transport.Driven); ok {
 		return &countingDrivenConn{countingInlineConn{countingConn: cc, in: d}, d}
 	}
 	if in, ok := c.(transport.Inline); ok {
 		return &countingInlineConn{countingConn: cc, in: in}
 	}
-	return cc
+	return &cc
 }
 
 // countingDrivenConn is a countingInlineConn over a transport.Driven Conn,
@@ -99,7 +101,7 @@ func (c *countingDrivenConn) SetEnd(end func(err error)) { c.d.SetEnd(end) }
 // losing the transport's per-message goroutines (and the end of an HTTP
 // request when its response is dropped).
 type countingInlineConn struct {
-	*countingConn
+	countingConn
 	in transport.Inline
 }
 
