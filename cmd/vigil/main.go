@@ -36,7 +36,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -53,20 +52,11 @@ import (
 var version = "dev"
 
 func main() {
-	if p := os.Getenv("PROF_VIGIL_CPU"); p != "" {
-		f, _ := os.Create(p)
-		_ = pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
-	if p := os.Getenv("PROF_VIGIL_MEM"); p != "" {
-		defer func() { f, _ := os.Create(p); _ = pprof.Lookup("allocs").WriteTo(f, 0); f.Close() }()
-	}
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "vigil:", err)
-		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
