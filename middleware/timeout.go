@@ -58,7 +58,8 @@ func Timeout(d time.Duration, opts ...Option) server.Middleware {
 			}
 			req.SetDeadline(start.Add(limit))
 			res, err := next(ctx, req)
-			if errors.Is(context.Cause(ctx), server.ErrHandlerTimeout) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Err first: nil for a request in time, without Cause's lock.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(context.Cause(ctx), server.ErrHandlerTimeout) {
 				return nil, server.ErrHandlerTimeout // as the core will answer
 			}
 			return res, err

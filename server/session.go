@@ -82,10 +82,11 @@ type inflight struct {
 	resp      transport.Response
 	stateless statelessEra // the request's era, if stateless
 
-	// The request's own deadline (Request.SetDeadline): a timer that
-	// cancels ctx with ErrHandlerTimeout, guarded by mu, and whether it
-	// fired, read by finish after stopping it.
+	// The request's own deadline (Request.SetDeadline), guarded by mu: zero
+	// for none, and the timer that cancels ctx with ErrHandlerTimeout at it;
+	// timedOut says the timer fired.
 	mu       sync.Mutex
+	deadline time.Time
 	timer    *time.Timer
 	sealed   bool // the chain returned: no deadline any more
 	timedOut atomic.Bool
@@ -99,13 +100,13 @@ func (inf *inflight) setDeadline(t time.Time) {
 	if inf.sealed {
 		return
 	}
-	if inf.rctx.deadline.IsZero() {
-		inf.rctx.deadline = t
+	if inf.deadline.IsZero() {
+		inf.deadline = t
 		inf.timer = time.AfterFunc(time.Until(t), inf.expire)
 		return
 	}
-	if t.Before(inf.rctx.deadline) {
-		inf.rctx.deadline = t
+	if t.Before(inf.deadline) {
+		inf.deadline = t
 		inf.timer.Reset(time.Until(t)) // a timer that already fired has cancelled ctx
 	}
 }
@@ -136,9 +137,7 @@ func (inf *inflight) stopDeadline() bool {
 // context.WithDeadline would, without a context of its own.
 type requestCtx struct {
 	context.Context
-	req      *Request
-	deadline time.Time // the request's own; zero: none. Set before the handler runs, or under inflight.mu
-	inf      *inflight
+	req *Request
 }
 
 // Value returns the request for requestKey, and asks the parent otherwise.
@@ -152,12 +151,10 @@ func (c *requestCtx) Value(key any) any {
 // Deadline returns the earlier of the request's own deadline and ctx's.
 func (c *requestCtx) Deadline() (time.Time, bool) {
 	d, ok := c.Context.Deadline()
-	if c.inf == nil {
-		return d, ok
-	}
-	c.inf.mu.Lock()
-	own := c.deadline
-	c.inf.mu.Unlock()
+	inf := c.req.inf
+	inf.mu.Lock()
+	own := inf.deadline
+	inf.mu.Unlock()
 	if own.IsZero() || (ok && d.Before(own)) {
 		return d, ok
 	}
@@ -168,7 +165,7 @@ func (c *requestCtx) Deadline() (time.Time, bool) {
 // as context.WithDeadline's; context.Cause is then ErrHandlerTimeout.
 func (c *requestCtx) Err() error {
 	err := c.Context.Err()
-	if err != nil && c.inf != nil && c.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
+	if err != nil && c.req.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
 		return context.DeadlineExceeded
 	}
 	return err
@@ -634,8 +631,8 @@ func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, 
 }
 
 func (ss *Session) run(inf *inflight) {
-	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req, inf: inf}
 	inf.req.inf = inf
+	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req}
 	res, err := ss.srv.invoke(&inf.rctx, inf.req)
 	ss.finish(inf, res, err)
 }
