@@ -95,7 +95,8 @@ func TestAppendToolResultMatchesDecorate(t *testing.T) {
 }
 
 // TestPlainRound checks that readRound skips only params in which
-// encoding/json could find neither inputResponses nor requestState.
+// encoding/json could find neither inputResponses nor requestState as a
+// member of its own.
 func TestPlainRound(t *testing.T) {
 	for params, want := range map[string]bool{
 		`{"name":"echo","arguments":{"text":"hi"}}`:       true,
@@ -105,12 +106,25 @@ func TestPlainRound(t *testing.T) {
 		`{"name":"echo","InputResponses":null}`:           false,
 		`{"name":"echo","\u0072equestState":"x"}`:         false,
 		"{\"name\":\"echo\",\"inputResponse\u017f\":{}}":  false,
-		`{"arguments":{"text":"requeststate is a word"}}`: false, // conservative
-		`[]`: false,
-		``:   false,
+		"{\"name\":\"echo\",\"inputResponse\\u017f\":{}}": false,
+		`{"arguments":{"text":"requeststate is a word"}}`: true, // a value, not a member
+		`{"arguments":{"requestState":"x"}}`:              true, // not params' own
+		`{"name":"echo","requestStates":"x"}`:             true,
+		`[]`:                                              false,
+		``:                                                false,
 	} {
 		if got := plainRound([]byte(params)); got != want {
 			t.Errorf("plainRound(%s) = %v, want %v", params, got, want)
+		}
+		// What readRound would decode agrees.
+		var p struct {
+			InputResponses json.RawMessage `json:"inputResponses"`
+			RequestState   json.RawMessage `json:"requestState"`
+		}
+		if err := json.Unmarshal([]byte(params), &p); err == nil && params[0] == '{' {
+			if found := p.InputResponses != nil || p.RequestState != nil; found == want {
+				t.Errorf("plainRound(%s) = %v, but encoding/json finds a member: %v", params, want, found)
+			}
 		}
 	}
 }

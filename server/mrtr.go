@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -125,28 +126,22 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 }
 
 // plainRound reports whether params, a request's valid JSON params, is an
-// object that certainly carries neither inputResponses nor requestState,
-// under any spelling encoding/json would match them by: readRound then
-// has nothing to read. It is conservative: a params with a \u escape, a
-// Kelvin sign or a long s anywhere is not plain.
+// object with no member that encoding/json would read as inputResponses or
+// requestState (its names match ignoring case, with the simple Unicode
+// folding that bytes.EqualFold applies too): readRound then has nothing to
+// read. Only the names of params' own members are looked at, escapes
+// decoded; the values are skipped.
 func plainRound(params json.RawMessage) bool {
-	if len(params) == 0 || params[0] != '{' || bytes.Contains(params, []byte(`\u`)) ||
-		bytes.Contains(params, []byte("\u212a")) || bytes.Contains(params, []byte("\u017f")) {
+	if len(params) == 0 || params[0] != '{' {
 		return false
 	}
-	return !containsFold(params, "inputresponses") && !containsFold(params, "requeststate")
-}
-
-// containsFold reports whether b contains the ASCII lower-case word,
-// ignoring ASCII case. encoding/json also folds k and s to the Kelvin sign
-// and the long s, which plainRound looks for itself.
-func containsFold(b []byte, word string) bool {
-	for i := 0; i+len(word) <= len(b); i++ {
-		if b[i]|0x20 == word[0] && bytes.EqualFold(b[i:i+len(word)], []byte(word)) {
-			return true
+	plain := true
+	ok := transport.EachMember(params, func(key, _ []byte) {
+		if bytes.EqualFold(key, []byte("inputResponses")) || bytes.EqualFold(key, []byte("requestState")) {
+			plain = false
 		}
-	}
-	return false
+	})
+	return ok && plain
 }
 
 // binding names what a requestState may be replayed with: the method, its

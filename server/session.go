@@ -72,7 +72,16 @@ type inflight struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	batch  *batchCollector // nil unless the request came in a batch
-	unlink func() bool     // stops watching the request's stream, if any
+	ss     *Session
+
+	// An inline request's stream (see inlineOrigin), whose end cancels
+	// ctx. It is watched (context.AfterFunc, unlink undoes it) only once
+	// someone waits on ctx's Done; until then Err and the outcome check
+	// the stream themselves. Most handlers never wait, and a watch on an
+	// HTTP request's context costs that context a table of children.
+	stream  context.Context
+	unlink  func() bool // guarded by mu
+	watched atomic.Bool // watching, or finished: no watch to set up
 
 	// Held here rather than allocated one by one: the request (req points
 	// to it when admit made it), the context its handler runs with, and
@@ -117,13 +126,61 @@ func (inf *inflight) expire() {
 	inf.cancel(ErrHandlerTimeout)
 }
 
-// stopDeadline stops the deadline's timer, if any, and reports whether the
-// request ran out of time first (its context then ended with
+// watchStream makes the end of the request's stream cancel its context
+// from now on, for a caller about to wait on the context's Done.
+func (inf *inflight) watchStream() {
+	if inf.stream == nil || inf.watched.Load() {
+		return
+	}
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	if !inf.watched.Load() {
+		inf.unlink = context.AfterFunc(inf.stream, inf.streamEnded)
+		inf.watched.Store(true)
+	}
+}
+
+// checkStream cancels the request's context if its stream ended and
+// nothing watches it: what the watch would have done by now.
+func (inf *inflight) checkStream() {
+	if inf.stream != nil && !inf.watched.Load() && inf.stream.Err() != nil {
+		inf.streamEnded()
+	}
+}
+
+// streamEnded cancels the request's context because its stream ended.
+func (inf *inflight) streamEnded() {
+	ss := inf.ss
+	switch {
+	case ss.ctx.Err() != nil:
+		// The session is ending: its cancellation is still walking its
+		// children (in no set order) while the stream already closed
+		// because of it. The session's cause is the true one.
+		inf.cancel(context.Cause(ss.ctx))
+	case inf.req.era.session() == nil:
+		// A stateless request's stream is its whole connection.
+		inf.cancel(errStatelessStreamClosed)
+	default:
+		inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
+	}
+}
+
+// stopDeadline stops the deadline's timer, if any, and the watch on the
+// request's stream (an ended one cancels the context first), and reports
+// whether the request ran out of time first (its context then ended with
 // ErrHandlerTimeout, unless something else had cancelled it before).
 func (inf *inflight) stopDeadline() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.sealed = true
+	if inf.stream != nil {
+		if inf.unlink != nil {
+			inf.unlink()
+		} else if inf.stream.Err() != nil {
+			inf.streamEnded()
+		}
+		inf.watched.Store(true)
+	}
 	if inf.timer == nil {
 		return false
 	}
@@ -161,9 +218,17 @@ func (c *requestCtx) Deadline() (time.Time, bool) {
 	return own, true
 }
 
+// Done watches the request's stream (see inflight.stream) from now on.
+func (c *requestCtx) Done() <-chan struct{} {
+	c.req.inf.watchStream()
+	return c.Context.Done()
+}
+
 // Err is context.DeadlineExceeded once the request's own deadline passed,
-// as context.WithDeadline's; context.Cause is then ErrHandlerTimeout.
+// as context.WithDeadline's; context.Cause is then ErrHandlerTimeout. A
+// request whose stream ended is cancelled first, watched or not.
 func (c *requestCtx) Err() error {
+	c.req.inf.checkStream()
 	err := c.Context.Err()
 	if err != nil && c.req.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
 		return context.DeadlineExceeded
@@ -524,7 +589,7 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	var inf *inflight
 	if code == 0 {
 		inf = held
-		inf.req, inf.batch = req, batch
+		inf.req, inf.batch, inf.ss = req, batch, ss
 		switch {
 		case ss.single:
 			// The session is the request's own: its context is the
@@ -544,21 +609,7 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	broken := ss.st.broken
 	ss.mu.Unlock()
 	if code == 0 && inline != nil {
-		inf.unlink = context.AfterFunc(inline.stream, func() {
-			if ss.ctx.Err() != nil {
-				// The session is ending: its cancellation is still walking its
-				// children (in no set order) while the stream already closed
-				// because of it. The session's cause is the true one.
-				inf.cancel(context.Cause(ss.ctx))
-				return
-			}
-			if req.era.session() == nil {
-				// A stateless request's stream is its whole connection.
-				inf.cancel(errStatelessStreamClosed)
-				return
-			}
-			inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
-		})
+		inf.stream = inline.stream
 	}
 	switch {
 	case code == 0 && (req.Method == "initialize" || inline != nil):
@@ -642,9 +693,6 @@ func (ss *Session) run(inf *inflight) {
 // point: a cancellation that finds it gone is ignored, and one that came
 // before is seen here, so one id never gets two answers.
 func (ss *Session) finish(inf *inflight, res any, err error) {
-	if inf.unlink != nil {
-		inf.unlink()
-	}
 	// Its own deadline passing is no cancellation: the request is
 	// answered -32001, whatever the chain returned, since its work was cut
 	// short.

@@ -602,6 +602,56 @@ func TestChaosClientResetMidCall(t *testing.T) {
 	assert.Empty(t, rig.rec.sessionsEnded())
 }
 
+// The client resets its connection while a tools/call runs whose handler
+// never looks at its context (it waits for the stream's end on its own,
+// through the arrival context, and then answers): the request still ends
+// cancelled with ErrTransportClose and its answer dropped, once, in a 2025
+// session and as a stateless request alike.
+func TestChaosClientGoneHandlerNeverWaits(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "2025", true: "stateless"}[stateless], func(t *testing.T) {
+			chaosWatchdog(t)
+			rig := newChaosRig(t)
+			started := make(chan struct{}, 1)
+			rig.addTool(t, "oblivious", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+				gone := make(chan struct{})
+				stop := context.AfterFunc(req.Request.ArrivalContext(), func() { close(gone) })
+				defer stop()
+				started <- struct{}{}
+				<-gone
+				return server.Text("too late"), nil
+			})
+			head := "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+			var body string
+			if stateless {
+				body = chaosCall(1, "oblivious", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`)
+				head += "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: oblivious\r\n"
+			} else {
+				body = chaosCall(1, "oblivious", "")
+				head += "Mcp-Session-Id: " + rig.initialize(t, `{}`) + "\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+			}
+			conn, err := net.Dial("tcp", rig.ts.Listener.Addr().String())
+			require.NoError(t, err)
+			_, err = fmt.Fprintf(conn, head+"Content-Length: %d\r\n\r\n%s", rig.ts.Listener.Addr(), len(body), body)
+			require.NoError(t, err)
+			chaosRecv(t, started, "the handler to start")
+			require.NoError(t, conn.(*net.TCPConn).SetLinger(0)) // Close sends RST
+			require.NoError(t, conn.Close())
+
+			outs := rig.rec.awaitOutcomes(t, "oblivious", 1)
+			require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
+			want := protocol.DropPeerGone // the session lives on; the stream's reader left
+			if stateless {
+				want = protocol.DropWriterClosed
+			}
+			assert.Equal(t, want, outs[0].Dropped)
+			require.Len(t, rig.rec.cancelsOf("oblivious"), 1)
+			require.ErrorIs(t, rig.rec.cancelsOf("oblivious")[0], server.ErrTransportClose)
+			assert.Empty(t, rig.probe.gone(), "writes after the client reset")
+		})
+	}
+}
+
 // DELETE while two handlers wait in elicitation/create (sent on their POST
 // SSE streams, never answered): DELETE answers 204 without waiting for
 // them; both wake with ErrConnectionClosed, their request contexts carry

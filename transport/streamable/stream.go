@@ -166,15 +166,16 @@ func (st *stream) written() <-chan struct{} {
 }
 
 // shutDown forbids further writes (the HTTP handler is returning). If
-// nothing was written yet, fallback answers first (a JSON-RPC error, so that
-// the client never gets an empty 200).
+// nothing was written yet and the client is still there, fallback answers
+// first (a JSON-RPC error, so that the client never gets an empty 200).
 func (st *stream) shutDown(fallback *transport.Response) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.state == undecided && st.cancelled && (st.client == nil || st.client.Err() == nil) {
+	present := st.client == nil || st.client.Err() == nil
+	if st.state == undecided && st.cancelled && present {
 		_ = st.startSSE()
 	}
-	if st.state == undecided && fallback != nil {
+	if st.state == undecided && fallback != nil && present {
 		data, _ := transport.AppendMessage(nil, fallback)
 		st.headers(false)
 		st.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
