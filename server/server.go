@@ -31,6 +31,7 @@ type Server struct {
 	listeners  listenRegistry // open subscriptions/listen requests
 	bg         sync.WaitGroup // notifications in flight to sessions
 	stopFanout func()         // ends following the other replicas' broadcasts (fanout.go)
+	deadlines  deadlineQueue  // the requests' own deadlines (Request.SetDeadline)
 
 	resources resourceRegistry
 	prompts   promptRegistry
@@ -225,6 +226,7 @@ func (s *Server) Close() error {
 		ss.cancel(ErrShutdown)
 	}
 	s.closeTasks() // tasks.go
+	s.deadlines.stop()
 	if s.stopFanout != nil {
 		s.stopFanout()
 	}

@@ -92,13 +92,17 @@ type inflight struct {
 	stateless statelessEra // the request's era, if stateless
 
 	// The request's own deadline (Request.SetDeadline), guarded by mu: zero
-	// for none, and the timer that cancels ctx with ErrHandlerTimeout at it;
-	// timedOut says the timer fired.
+	// for none; the server's deadlineQueue cancels ctx with
+	// ErrHandlerTimeout at it, and timedOut says it did.
 	mu       sync.Mutex
 	deadline time.Time
-	timer    *time.Timer
 	sealed   bool // the chain returned: no deadline any more
 	timedOut atomic.Bool
+
+	// The request's place in the deadline queue, guarded by the queue's
+	// lock (see deadlineHeap).
+	expiresAt time.Time
+	slot      int
 }
 
 // setDeadline arms (or moves earlier) the request's deadline: at t, its
@@ -106,22 +110,21 @@ type inflight struct {
 func (inf *inflight) setDeadline(t time.Time) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
+	if inf.sealed || (!inf.deadline.IsZero() && !t.Before(inf.deadline)) {
+		return
+	}
+	inf.deadline = t
+	inf.ss.srv.deadlines.add(inf, t)
+}
+
+// expire is the deadline's queue: the request ran out of time, unless its
+// chain returned first.
+func (inf *inflight) expire() {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
 	if inf.sealed {
 		return
 	}
-	if inf.deadline.IsZero() {
-		inf.deadline = t
-		inf.timer = time.AfterFunc(time.Until(t), inf.expire)
-		return
-	}
-	if t.Before(inf.deadline) {
-		inf.deadline = t
-		inf.timer.Reset(time.Until(t)) // a timer that already fired has cancelled ctx
-	}
-}
-
-// expire is the deadline's timer: the request ran out of time.
-func (inf *inflight) expire() {
 	inf.timedOut.Store(true)
 	inf.cancel(ErrHandlerTimeout)
 }
@@ -181,10 +184,10 @@ func (inf *inflight) stopDeadline() bool {
 		}
 		inf.watched.Store(true)
 	}
-	if inf.timer == nil {
+	if inf.deadline.IsZero() {
 		return false
 	}
-	inf.timer.Stop()
+	inf.ss.srv.deadlines.remove(inf)
 	return inf.timedOut.Load() && errors.Is(context.Cause(inf.ctx), ErrHandlerTimeout)
 }
 

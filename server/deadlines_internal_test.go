@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDeadlineQueue checks that one timer expires every request at its own
+// deadline, in deadline order whatever the order they were set in, that a
+// deadline moved earlier is kept, and that a request whose chain returned
+// first is never expired (in a synctest bubble: time is virtual and exact).
+func TestDeadlineQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &Server{}
+		start := time.Now()
+		var mu sync.Mutex
+		expired := map[string]time.Duration{}
+		newReq := func(name string) *inflight {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			inf := &inflight{ctx: ctx, cancel: cancel, ss: &Session{srv: srv}}
+			context.AfterFunc(ctx, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				assert.ErrorIs(t, context.Cause(ctx), ErrHandlerTimeout, name)
+				expired[name] = time.Since(start)
+			})
+			return inf
+		}
+		late, first, inTime, moved := newReq("late"), newReq("first"), newReq("inTime"), newReq("moved")
+		late.setDeadline(start.Add(3 * time.Second))
+		first.setDeadline(start.Add(time.Second)) // earlier than the timer is armed for
+		inTime.setDeadline(start.Add(2 * time.Second))
+		moved.setDeadline(start.Add(2 * time.Second))
+		moved.setDeadline(start.Add(1500 * time.Millisecond))
+		moved.setDeadline(start.Add(5 * time.Second)) // later: ignored
+
+		time.Sleep(500 * time.Millisecond)
+		assert.False(t, inTime.stopDeadline(), "the chain returned in time")
+
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, map[string]time.Duration{
+			"first": time.Second,
+			"moved": 1500 * time.Millisecond,
+			"late":  3 * time.Second,
+		}, expired)
+		mu.Unlock()
+		for _, inf := range []*inflight{first, moved, late} {
+			assert.True(t, inf.stopDeadline(), "timed out")
+		}
+		srv.deadlines.mu.Lock()
+		assert.Empty(t, srv.deadlines.queue)
+		assert.True(t, srv.deadlines.armed.IsZero(), "nothing left to fire for")
+		srv.deadlines.mu.Unlock()
+
+		// A deadline set after the queue emptied arms the timer again; a
+		// request sealed before it is not expired by a late fire.
+		again, sealed := newReq("again"), newReq("sealed")
+		again.setDeadline(time.Now().Add(time.Second))
+		sealed.setDeadline(time.Now().Add(time.Second))
+		sealed.mu.Lock()
+		sealed.sealed = true // as stopDeadline does first, before it takes the request out
+		sealed.mu.Unlock()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		mu.Lock()
+		require.Contains(t, expired, "again")
+		assert.NotContains(t, expired, "sealed")
+		mu.Unlock()
+		srv.deadlines.stop()
+	})
+}
