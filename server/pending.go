@@ -24,8 +24,8 @@ type PendingRequest struct {
 // oldest first. The slice is the caller's; it is a copy, not a view.
 func (ss *Session) Pending() []PendingRequest {
 	ss.mu.Lock()
-	out := make([]PendingRequest, 0, len(ss.st.incoming)+len(ss.st.outgoing))
-	for id, inf := range ss.st.incoming {
+	out := make([]PendingRequest, 0, ss.st.incoming.len()+len(ss.st.outgoing))
+	for id, inf := range ss.st.incoming.all() {
 		out = append(out, PendingRequest{ID: id, Method: inf.req.Method, Name: inf.req.Name, Started: inf.req.Received})
 	}
 	for id, o := range ss.st.outgoing {

@@ -58,7 +58,7 @@ type sessionState struct {
 	version  string
 	client   Implementation
 	caps     ClientCapabilities
-	incoming map[transport.ID]*inflight // made by the first request
+	incoming incomingSet
 	outgoing map[transport.ID]*outgoing // nil when empty
 	nextID   int64
 	draining bool                // Shutdown began: admit no new requests
@@ -489,7 +489,7 @@ func (ss *Session) closedError() error {
 func (ss *Session) drain() {
 	ss.mu.Lock()
 	ss.st.draining = true
-	idle := len(ss.st.incoming) == 0
+	idle := ss.st.incoming.len() == 0
 	ss.mu.Unlock()
 	if idle {
 		ss.cancel(ErrShutdown)
@@ -532,7 +532,7 @@ func (ss *Session) dispatch(msg transport.Message) {
 // stream closed) with the transport-close cause.
 func (ss *Session) abandon(m *transport.Abandoned) {
 	ss.mu.Lock()
-	inf := ss.st.incoming[m.ID]
+	inf := ss.st.incoming.get(m.ID)
 	ss.mu.Unlock()
 	if inf != nil {
 		inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, m.Err))
@@ -603,10 +603,7 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		default:
 			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
 		}
-		if ss.st.incoming == nil {
-			ss.st.incoming = make(map[transport.ID]*inflight, 1)
-		}
-		ss.st.incoming[req.ID] = inf
+		ss.st.incoming.add(req.ID, inf)
 		ss.handlers.Add(1) // under the lock, before end() can start waiting
 	}
 	broken := ss.st.broken
@@ -643,13 +640,13 @@ func (ss *Session) admitLocked(req *Request) (protocol.Code, protocol.RejectReas
 		return protocol.CodeServerBusy, protocol.RejectOther, "session closed"
 	case st.draining:
 		return protocol.CodeServerBusy, protocol.RejectShuttingDown, protocol.RejectShuttingDown.Message()
-	case st.incoming[req.ID] != nil:
+	case st.incoming.get(req.ID) != nil:
 		return protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message()
 	case req.Method == "initialize" && st.phase != phaseNew:
 		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session already initialized"
 	case req.Method != "initialize" && req.Method != "ping" && req.Method != "server/discover" && req.era.session() != nil && st.phase == phaseNew:
 		return protocol.CodeInvalidRequest, protocol.RejectLifecycle, "session not initialized: the first request must be initialize"
-	case ss.srv.cfg.maxInFlight > 0 && len(st.incoming) >= ss.srv.cfg.maxInFlight:
+	case ss.srv.cfg.maxInFlight > 0 && st.incoming.len() >= ss.srv.cfg.maxInFlight:
 		return protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message()
 	}
 	return 0, protocol.RejectOther, ""
@@ -704,10 +701,10 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		res, err = nil, ErrHandlerTimeout
 	}
 	ss.mu.Lock()
-	delete(ss.st.incoming, inf.req.ID) // the table stays: a session that served one request serves more
+	ss.st.incoming.remove(inf.req.ID)
 	cancelled := inf.ctx.Err() != nil && !timedOut
 	closed, broken := ss.st.closed, ss.st.broken
-	drained := ss.st.draining && len(ss.st.incoming) == 0
+	drained := ss.st.draining && ss.st.incoming.len() == 0
 	ss.mu.Unlock()
 
 	out := Outcome{Err: err}
@@ -853,7 +850,7 @@ func (ss *Session) write(ctx context.Context, msg transport.Message) error {
 	var victims []*inflight
 	if first {
 		ss.st.broken = class
-		for _, inf := range ss.st.incoming {
+		for _, inf := range ss.st.incoming.all() {
 			victims = append(victims, inf)
 		}
 	}
@@ -908,7 +905,7 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 		return
 	}
 	ss.mu.Lock()
-	inf := ss.st.incoming[id]
+	inf := ss.st.incoming.get(id)
 	ss.mu.Unlock()
 	if inf == nil || inf.req.Method == "initialize" {
 		return
