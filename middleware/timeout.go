@@ -21,7 +21,8 @@ import (
 // ([server.Request.Received]).
 //
 // The deadline is the request context's own ([server.Request.SetDeadline]):
-// no context, and no goroutine, per request besides the timer.
+// no context, no timer and no goroutine per request (the server runs every
+// request's deadline from one timer).
 //
 // It reads [WithTimeoutFor]. d <= 0 means no default timeout: without
 // WithTimeoutFor the middleware is the identity. Notifications are never

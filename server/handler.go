@@ -92,8 +92,9 @@ type Request struct {
 // reason first (a client cancel, a closed transport) keeps that cause and
 // is not answered, as usual.
 //
-// The deadline is the request context's own, with no context and no
-// goroutine of its own: middleware calls SetDeadline instead of deriving a
+// The deadline is the request context's own, with no context, no timer and
+// no goroutine of its own (the server runs every request's deadline from
+// one timer): middleware calls SetDeadline instead of deriving a
 // context with [context.WithDeadlineCause] (package middleware's Timeout does).
 // A later call can only move it earlier. It has no effect on a
 // notification, nor once the chain has returned. It is safe for
