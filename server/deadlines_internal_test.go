@@ -41,7 +41,7 @@ func TestDeadlineQueue(t *testing.T) {
 		moved.setDeadline(start.Add(5 * time.Second)) // later: ignored
 
 		time.Sleep(500 * time.Millisecond)
-		assert.False(t, inTime.stopDeadline(), "the chain returned in time")
+		assert.False(t, inTime.stopWatches(), "the chain returned in time")
 
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -53,7 +53,7 @@ func TestDeadlineQueue(t *testing.T) {
 		}, expired)
 		mu.Unlock()
 		for _, inf := range []*inflight{first, moved, late} {
-			assert.True(t, inf.stopDeadline(), "timed out")
+			assert.True(t, inf.stopWatches(), "timed out")
 		}
 		srv.deadlines.mu.Lock()
 		assert.Empty(t, srv.deadlines.queue)
@@ -66,7 +66,7 @@ func TestDeadlineQueue(t *testing.T) {
 		again.setDeadline(time.Now().Add(time.Second))
 		sealed.setDeadline(time.Now().Add(time.Second))
 		sealed.mu.Lock()
-		sealed.sealed = true // as stopDeadline does first, before it takes the request out
+		sealed.sealed = true // as stopWatches does first, before it takes the request out
 		sealed.mu.Unlock()
 		time.Sleep(2 * time.Second)
 		synctest.Wait()

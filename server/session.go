@@ -117,8 +117,8 @@ func (inf *inflight) setDeadline(t time.Time) {
 	inf.ss.srv.deadlines.add(inf, t)
 }
 
-// expire is the deadline's queue: the request ran out of time, unless its
-// chain returned first.
+// expire is called by the deadline queue: the request ran out of time,
+// unless its chain returned first.
 func (inf *inflight) expire() {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
@@ -168,11 +168,12 @@ func (inf *inflight) streamEnded() {
 	}
 }
 
-// stopDeadline stops the deadline's timer, if any, and the watch on the
-// request's stream (an ended one cancels the context first), and reports
-// whether the request ran out of time first (its context then ended with
+// stopWatches ends what watches the request once its chain returned: its
+// place in the deadline queue, if any, and the watch on its stream (an
+// ended stream cancels the context first). It reports whether the request
+// ran out of time first (its context then ended with
 // ErrHandlerTimeout, unless something else had cancelled it before).
-func (inf *inflight) stopDeadline() bool {
+func (inf *inflight) stopWatches() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.sealed = true
@@ -696,7 +697,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	// Its own deadline passing is no cancellation: the request is
 	// answered -32001, whatever the chain returned, since its work was cut
 	// short.
-	timedOut := inf.stopDeadline()
+	timedOut := inf.stopWatches()
 	if timedOut {
 		res, err = nil, ErrHandlerTimeout
 	}
