@@ -34,12 +34,14 @@ type statelessEra struct {
 // is left in req.admitErr. The era is made in e, a zero statelessEra.
 func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.RawMessage, e *statelessEra) *statelessEra {
 	e.srv = s
-	var version string
-	if isJSONString(raw, protocol.Version20260728) {
-		version = protocol.Version20260728 // the usual case, without a copy
-	} else if json.Unmarshal(raw, &version) != nil {
-		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
-		return e
+	version := protocol.Version20260728 // the usual case, without a copy
+	if !isJSONString(raw, version) {
+		var decoded string // on the heap only here, where it is decoded into
+		if json.Unmarshal(raw, &decoded) != nil {
+			req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
+			return e
+		}
+		version = decoded
 	}
 	req.Protocol = version
 	if version != protocol.Version20260728 {
@@ -240,7 +242,7 @@ func (e *statelessEra) appendToolResult(r *CallToolResult) (json.RawMessage, boo
 	// The members sorted by name, as decorate writes them.
 	b := make([]byte, 0, r.encodedSizeHint()+len(info)+len(`"_meta":,"resultType":"complete"`))
 	b = append(b, `{"_meta":`...)
-	b = appendHTMLEscaped(b, info)
+	b = append(b, info...) // json.Marshal escaped it already
 	b = append(b, `,"content":[`...)
 	for i, c := range r.Content {
 		t, ok := c.(*TextContent)

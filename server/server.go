@@ -38,7 +38,8 @@ type Server struct {
 	tasks     taskStore // tasks of both eras (task_store.go)
 
 	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
-	// once: {"<MetaServerInfo>": the server's Implementation}; nil if it
+	// once, by json.Marshal and so HTML-escaped as encoding/json writes a
+	// result: {"<MetaServerInfo>": the server's Implementation}; nil if it
 	// cannot be encoded (decorate then says why, each time).
 	serverInfoMeta json.RawMessage
 	// cacheTTL and cacheScope are the cache hints of a cacheable 2026-07-28
@@ -47,7 +48,7 @@ type Server struct {
 	cacheTTL, cacheScope json.RawMessage
 
 	mu       sync.Mutex
-	sessions map[*Session]struct{}
+	sessions sessionList
 	draining bool
 	closed   bool
 	idle     chan struct{} // closed when draining and the last session ended
@@ -64,7 +65,7 @@ func New(opts ...Option) *Server {
 		cfg.stateKey = make([]byte, 32)
 		_, _ = rand.Read(cfg.stateKey) // crypto/rand.Read never fails
 	}
-	s := &Server{cfg: cfg, sessions: make(map[*Session]struct{}), methods: make(map[string]Handler)}
+	s := &Server{cfg: cfg, methods: make(map[string]Handler)}
 	s.registerCore()
 	s.registerTools()
 	s.registerResources()
@@ -139,15 +140,15 @@ func (s *Server) track(ss *Session) bool {
 	if s.draining || s.closed {
 		return false
 	}
-	s.sessions[ss] = struct{}{}
+	s.sessions.add(ss)
 	return true
 }
 
 func (s *Server) untrack(ss *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.sessions, ss)
-	if len(s.sessions) == 0 && s.idle != nil {
+	s.sessions.remove(ss)
+	if s.sessions.len() == 0 && s.idle != nil {
 		close(s.idle)
 		s.idle = nil
 	}
@@ -161,8 +162,8 @@ func (s *Server) untrack(ss *Session) {
 func (s *Server) Sessions() []*Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Session, 0, len(s.sessions))
-	for ss := range s.sessions {
+	out := make([]*Session, 0, s.sessions.len())
+	for ss := range s.sessions.all() {
 		if ss.ctx.Err() == nil {
 			out = append(out, ss)
 		}
@@ -185,7 +186,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining = true
 	idle := make(chan struct{})
 	switch {
-	case len(s.sessions) == 0:
+	case s.sessions.len() == 0:
 		close(idle)
 	case s.idle == nil:
 		s.idle = idle
@@ -234,8 +235,8 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) snapshotLocked() []*Session {
-	out := make([]*Session, 0, len(s.sessions))
-	for ss := range s.sessions {
+	out := make([]*Session, 0, s.sessions.len())
+	for ss := range s.sessions.all() {
 		out = append(out, ss)
 	}
 	return out

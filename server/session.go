@@ -43,6 +43,9 @@ type Session struct {
 
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState
+
+	link     sessionLink         // in srv's sessions; srv.mu guards it
+	closeErr transportCloseError // the cause stop ends the session with
 }
 
 type phase uint8
@@ -428,7 +431,8 @@ func (ss *Session) stop(readErr error) error {
 	if readErr == nil {
 		ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
 	} else {
-		ss.end(&transportCloseError{[2]error{ErrTransportClose, readErr}})
+		ss.closeErr = transportCloseError{[2]error{ErrTransportClose, readErr}}
+		ss.end(&ss.closeErr) // held in ss: one allocation fewer for each stateless request
 	}
 	cause := context.Cause(ss.ctx)
 	switch {

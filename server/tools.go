@@ -77,7 +77,17 @@ type CallToolResult struct {
 
 // Text returns a result holding one text item.
 func Text(s string) *CallToolResult {
-	return &CallToolResult{Content: []Content{&TextContent{Text: s}}}
+	// The result, its content slice and the item in one allocation, not
+	// three: most tool calls end here. Appending to Content copies it
+	// out, as for any full slice.
+	one := &struct {
+		result CallToolResult
+		items  [1]Content
+		text   TextContent
+	}{text: TextContent{Text: s}}
+	one.items[0] = &one.text
+	one.result.Content = one.items[:]
+	return &one.result
 }
 
 type registeredTool struct {

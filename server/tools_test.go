@@ -356,3 +356,19 @@ func TestSessionServer(t *testing.T) {
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"ok"}]}`, toolCall(h, 2, "self", `{}`))
 	toolsStop(h)
 }
+
+// Text's result holds one text item, and is a result like any other: the
+// content can grow and be encoded.
+func TestText(t *testing.T) {
+	r := server.Text("a")
+	require.Len(t, r.Content, 1)
+	assert.Equal(t, &server.TextContent{Text: "a"}, r.Content[0])
+	r.Content = append(r.Content, &server.TextContent{Text: "b"})
+	assert.Equal(t, &server.TextContent{Text: "a"}, r.Content[0], "growing keeps the first")
+	other := server.Text("c")
+	assert.Equal(t, &server.TextContent{Text: "c"}, other.Content[0])
+	assert.Equal(t, &server.TextContent{Text: "a"}, r.Content[0], "each result its own")
+	raw, err := json.Marshal(server.Text("<x>"))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"<x>"}]}`, string(raw))
+}

@@ -168,45 +168,52 @@ type ringTrace struct {
 // (an oversized one is copied, compacted). r.mu must be held.
 func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 	var last *ringTrace // spans of one trace often come together
-	var f spanFacts
 	for _, s := range spans {
-		id := s.SpanContext().TraceID()
-		t := last
-		if t == nil || t.id != id {
-			t = r.traces[id]
-		}
-		fresh := t == nil
-		if fresh {
-			t = r.alloc(id)
-		}
-		last = t
-		f.read(s)
-		if f.compact {
-			s = compactSpan(s)
-			f.read(s)
-		}
-		n := f.bytes
-		if len(t.spans) >= ringSpansPerTrace || t.bytes+n > ringTraceMaxBytes {
-			t.dropped++
-		} else {
-			t.spans = append(t.spans, s)
-			t.bytes += n
-			r.bytes += n
-		}
-		p := s.Parent()
-		switch root := !p.IsValid() || p.IsRemote(); {
-		case root && !t.done:
-			r.classify(t, s, &f)
-		case root:
-			r.reclassify(t, &f) // another request of the same trace
-		case fresh:
-			r.pend(t)
-		}
-		if r.bytes > r.lim.MaxBytes {
-			r.shed(t)
-			last = nil // t may be gone
-		}
+		last = r.storeLocked(s, last)
 	}
+}
+
+// storeLocked stores s in its trace, which is last when last is not nil
+// and has s's trace id, and returns the trace to try first for the next
+// span (nil when it may be gone). r.mu must be held.
+func (r *spanRing) storeLocked(s sdktrace.ReadOnlySpan, last *ringTrace) *ringTrace {
+	id := s.SpanContext().TraceID()
+	t := last
+	if t == nil || t.id != id {
+		t = r.traces[id]
+	}
+	fresh := t == nil
+	if fresh {
+		t = r.alloc(id)
+	}
+	var f spanFacts
+	f.read(s)
+	if f.compact {
+		s = compactSpan(s)
+		f.read(s)
+	}
+	n := f.bytes
+	if len(t.spans) >= ringSpansPerTrace || t.bytes+n > ringTraceMaxBytes {
+		t.dropped++
+	} else {
+		t.spans = append(t.spans, s)
+		t.bytes += n
+		r.bytes += n
+	}
+	p := s.Parent()
+	switch root := !p.IsValid() || p.IsRemote(); {
+	case root && !t.done:
+		r.classify(t, s, &f)
+	case root:
+		r.reclassify(t, &f) // another request of the same trace
+	case fresh:
+		r.pend(t)
+	}
+	if r.bytes > r.lim.MaxBytes {
+		r.shed(t)
+		return nil // t may be gone
+	}
+	return t
 }
 
 // alloc returns a new trace, stored in r.traces but in no store yet.

@@ -50,7 +50,10 @@ type spanRing struct {
 	lastKey  int // the key last looked up, or -1
 }
 
-var _ sdktrace.SpanExporter = (*spanRing)(nil)
+var (
+	_ sdktrace.SpanExporter  = (*spanRing)(nil)
+	_ sdktrace.SpanProcessor = (*spanRing)(nil)
+)
 
 // spanRecord is an ended span, as the debug page shows it.
 type spanRecord struct {
@@ -128,6 +131,25 @@ func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 	r.exportLocked(spans)
 	return nil
 }
+
+// OnStart does nothing: the ring sees spans as they end.
+func (*spanRing) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+// OnEnd stores s, when it is sampled, as ExportSpans would: as the span
+// processor of its provider (otelsetup.WithSyncFallback), the ring takes
+// each span where it ends, with no batch of one to allocate and no lock
+// but its own.
+func (r *spanRing) OnEnd(s sdktrace.ReadOnlySpan) {
+	if !s.SpanContext().IsSampled() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.storeLocked(s, nil)
+}
+
+// ForceFlush does nothing: every ended span is already stored.
+func (*spanRing) ForceFlush(context.Context) error { return nil }
 
 // Shutdown does nothing: the stored spans stay readable.
 func (*spanRing) Shutdown(context.Context) error { return nil }

@@ -14,10 +14,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ringProvider returns a tracer that exports every span to ring as it ends.
-func ringProvider(t *testing.T, ring *spanRing) trace.Tracer {
+// ringProvider returns a tracer whose span processor is ring, as vigil's
+// (otelsetup.WithSyncFallback): it takes every span as it ends.
+func ringProvider(t *testing.T, ring *spanRing, opts ...sdktrace.TracerProviderOption) trace.Tracer {
 	t.Helper()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(ring))
+	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithSpanProcessor(ring))...)
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	return tp.Tracer("ring-test")
 }
@@ -80,6 +81,26 @@ func TestSpanRingKeepsNewestTraces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordOnly samples nothing, but records every span.
+type recordOnly struct{}
+
+func (recordOnly) ShouldSample(sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	return sdktrace.SamplingResult{Decision: sdktrace.RecordOnly}
+}
+func (recordOnly) Description() string { return "recordOnly" }
+
+// As its provider's span processor, the ring keeps sampled spans only, as
+// an exporter behind sdktrace.WithSyncer would.
+func TestSpanRingKeepsSampledSpansOnly(t *testing.T) {
+	ring := newSpanRing(10)
+	_, span := ringProvider(t, ring, sdktrace.WithSampler(recordOnly{})).Start(context.Background(), "recorded, not sampled")
+	require.True(t, span.IsRecording())
+	span.End()
+	_, span = ringProvider(t, ring).Start(context.Background(), "sampled")
+	span.End()
+	assert.Equal(t, []string{"sampled"}, rootNames(recentViews(t, ring)))
 }
 
 // Spans arrive before their parents (children end first); the snapshot

@@ -1,7 +1,7 @@
 // Package paramheader checks the Mcp-Param-* headers of a 2026-07-28
 // tools/call (SEP-2243) against the arguments they mirror. The Streamable
 // HTTP transport puts a request's headers on the context it serves the
-// request with ([NewContext]); the server, which knows the tools' input
+// request with (a [Carrier]); the server, which knows the tools' input
 // schemas, checks them at admission ([Check]).
 package paramheader
 
@@ -18,13 +18,27 @@ import (
 
 type headerKey struct{}
 
-// NewContext returns ctx carrying the HTTP headers of the request it
-// serves.
-func NewContext(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, headerKey{}, h)
+// Carrier is a context that carries the HTTP headers Header of the
+// request it serves beside everything of its Context (values, deadline,
+// cancellation). It is a value, for a transport to hold in a struct it
+// allocates anyway and hand out by pointer: carrying the headers then costs
+// no allocation of its own.
+type Carrier struct {
+	context.Context
+	Header http.Header
 }
 
-// FromContext returns the headers NewContext put on ctx, if any.
+// Value returns the headers for FromContext, and c.Context's values
+// otherwise.
+func (c *Carrier) Value(key any) any {
+	if key == (headerKey{}) {
+		return c.Header
+	}
+	return c.Context.Value(key)
+}
+
+// FromContext returns the headers of the Carrier ctx is or derives from,
+// if any.
 func FromContext(ctx context.Context) (http.Header, bool) {
 	h, ok := ctx.Value(headerKey{}).(http.Header)
 	return h, ok

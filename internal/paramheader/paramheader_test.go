@@ -3,6 +3,7 @@ package paramheader_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -48,7 +49,32 @@ func TestContext(t *testing.T) {
 	_, ok := paramheader.FromContext(context.Background())
 	assert.False(t, ok)
 	h := http.Header{"Mcp-Param-A": {"1"}}
-	got, ok := paramheader.FromContext(paramheader.NewContext(context.Background(), h))
+	got, ok := paramheader.FromContext(&paramheader.Carrier{Context: context.Background(), Header: h})
 	assert.True(t, ok)
 	assert.Equal(t, h, got)
+}
+
+// A Carrier carries the headers and everything of its context: values,
+// cancellation and its cause, through contexts derived from it too.
+func TestCarrier(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "v"))
+	h := http.Header{"Mcp-Param-A": {"1"}}
+	c := &paramheader.Carrier{Context: parent, Header: h}
+	detached := context.WithoutCancel(c)
+	for _, ctx := range []context.Context{c, detached} {
+		got, ok := paramheader.FromContext(ctx)
+		assert.True(t, ok)
+		assert.Equal(t, h, got)
+		assert.Equal(t, "v", ctx.Value(key{}))
+	}
+	fired := make(chan struct{})
+	context.AfterFunc(c, func() { close(fired) })
+	boom := errors.New("boom")
+	cancel(boom)
+	<-fired
+	assert.ErrorIs(t, c.Err(), context.Canceled)
+	assert.Equal(t, boom, context.Cause(c))
+	assert.NoError(t, detached.Err(), "WithoutCancel still detaches")
 }

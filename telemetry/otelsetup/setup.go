@@ -58,7 +58,10 @@ func WithFallbackExporter(f func(context.Context) (sdktrace.SpanExporter, error)
 // its own (sdktrace.WithBatcher, as every other exporter gets). For an
 // exporter that keeps spans in memory and does no I/O, such as cmd/vigil's
 // trace ring, that spares a queue, a goroutine and its wake-ups; an
-// exporter that blocks would hold up every request that ends a span.
+// exporter that blocks would hold up every request that ends a span. An
+// exporter that is also an sdktrace.SpanProcessor is registered as the
+// provider's processor itself, and gets each span through its OnEnd; it
+// must then export only sampled spans, as sdktrace.WithSyncer would.
 func WithSyncFallback() Option {
 	return optionFunc(func(c *config) { c.fallbackSync = true })
 }
@@ -130,9 +133,12 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
 	}
 	var processor sdktrace.TracerProviderOption
-	if fallback && cfg.fallbackSync {
+	switch p, ok := exp.(sdktrace.SpanProcessor); {
+	case fallback && cfg.fallbackSync && ok:
+		processor = sdktrace.WithSpanProcessor(p) // it takes each span itself
+	case fallback && cfg.fallbackSync:
 		processor = sdktrace.WithSyncer(exp)
-	} else {
+	default:
 		processor = sdktrace.WithBatcher(exp) // which starts its goroutine
 	}
 	tp := sdktrace.NewTracerProvider(processor, sdktrace.WithResource(res))

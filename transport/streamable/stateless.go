@@ -53,8 +53,10 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		return
 	}
 	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, nil)}
-	// The server checks the Mcp-Param-* headers against the tool's schema.
-	_ = h.srv.Serve(paramheader.NewContext(context.WithoutCancel(r.Context()), r.Header), conn)
+	// The server checks the Mcp-Param-* headers against the tool's schema:
+	// both the session's context and the request's arrival carry them.
+	conn.arrival = paramheader.Carrier{Context: r.Context(), Header: r.Header}
+	_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
 	conn.st.shutDown(nil)
 }
 
@@ -143,6 +145,7 @@ var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, 
 type oneShot struct {
 	req      *transport.Request
 	r        *http.Request
+	arrival  paramheader.Carrier // r's context, with r's headers
 	st       *stream
 	dispatch func(ctx context.Context, m transport.Message)
 	read     bool
@@ -164,7 +167,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 		}
 		// Answered or dropped when dispatch returns; the stream is the
 		// POST's, so the client leaving cancels the request.
-		c.dispatch(c.r.Context(), c.req)
+		c.dispatch(&c.arrival, c.req)
 		if c.st.answered() {
 			return nil, errAnswered // without making written's channel
 		}

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestSessionList adds and removes sessions at the head, the tail and in
+// the middle, and checks the order, the count and every link against a
+// slice kept beside it.
+func TestSessionList(t *testing.T) {
+	var l sessionList
+	ss := make([]*Session, 5)
+	for i := range ss {
+		ss[i] = &Session{id: string(rune('a' + i))}
+	}
+	var want []*Session // newest first
+	check := func(step string) {
+		t.Helper()
+		assert.Equal(t, want, slices.Collect(l.all()), step)
+		assert.Equal(t, len(want), l.len(), step)
+		for i, s := range want {
+			var prev, next *Session
+			if i > 0 {
+				prev = want[i-1]
+			}
+			if i+1 < len(want) {
+				next = want[i+1]
+			}
+			assert.Same(t, prev, s.link.prev, "%s: prev of %s", step, s.id)
+			assert.Same(t, next, s.link.next, "%s: next of %s", step, s.id)
+		}
+	}
+	check("empty")
+	for _, s := range ss {
+		l.add(s)
+		want = append([]*Session{s}, want...)
+		check("add " + s.id)
+	}
+	for _, i := range []int{2, 4, 0} { // the middle, the head, the tail
+		l.remove(ss[i])
+		want = slices.DeleteFunc(want, func(s *Session) bool { return s == ss[i] })
+		check("remove " + ss[i].id)
+	}
+	l.remove(ss[2]) // not in the list any more
+	check("remove again")
+	l.add(ss[2])
+	want = append([]*Session{ss[2]}, want...)
+	check("add back")
+	for _, s := range slices.Clone(want) {
+		l.remove(s)
+	}
+	want = nil
+	check("all removed")
+	assert.Nil(t, l.head)
+}
