@@ -210,19 +210,26 @@ func resourceURI(cfg config, addr net.Addr) string {
 // of the request's start (ReadTimeout, lifted by bodyDeadline once the
 // body is read), keep-alive connections closed after cfg.httpIdleTimeout
 // of idleness (0: never). There is no WriteTimeout, which would cut SSE
-// streams.
+// streams. With authorization, each connection remembers the last token
+// verified on it (auth.ConnContext).
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
 	idle := cfg.httpIdleTimeout
 	if idle == 0 {
 		idle = -1 // no limit; 0 would mean ReadTimeout's
 	}
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           bodyDeadline(h, cfg.bodyReadTimeout),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.bodyReadTimeout,
 		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	if cfg.authEnabled() {
+		// A keep-alive client's token, the same with each request, is
+		// then recognized by comparison, not hashed and looked up.
+		hs.ConnContext = auth.ConnContext
+	}
+	return hs
 }
 
 // bodyDeadline lifts the read deadline that the server's ReadTimeout d set

@@ -84,6 +84,15 @@ func TestServiceAdminListener(t *testing.T) {
 	assert.NotContains(t, line, "subject", "no authorization")
 }
 
+// With authorization, each connection gets a memo of its last verified
+// token (auth.ConnContext); without, connections carry nothing.
+func TestNewHTTPServerConnMemo(t *testing.T) {
+	cfg := defaultConfig()
+	assert.Nil(t, newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler)).ConnContext)
+	cfg.authIssuer = "https://as.example.com"
+	assert.NotNil(t, newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler)).ConnContext)
+}
+
 // hygieneServer serves h as vigil does (newHTTPServer) with the given
 // timeouts on a loopback port, and returns its address; it is closed at
 // the end of the test.

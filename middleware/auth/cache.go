@@ -8,8 +8,9 @@ import (
 	"unsafe"
 )
 
-// tokenHash is the cache key of a token: its SHA-256. The token itself is
-// never stored.
+// tokenHash is the cache key of a token: its SHA-256. The cache never
+// stores the token itself (a connection's memo holds its own last one:
+// see ConnContext).
 type tokenHash = [sha256.Size]byte
 
 // hashToken hashes token without copying it: sha256 only reads its input.
@@ -60,27 +61,28 @@ func newVerdictCache(size int) *verdictCache {
 
 func (c *verdictCache) shard(k *tokenHash) *cacheShard { return &c.shards[k[0]%cacheShards] }
 
-// get returns the verdict cached for k if it is still valid at now under
-// key-set generation gen; an entry that is not is dropped.
-func (c *verdictCache) get(k *tokenHash, now time.Time, gen uint64) (*Principal, *Error, bool) {
+// get returns the verdict cached for k, and until when it holds, if it
+// is still valid at now under key-set generation gen; an entry that is not
+// is dropped.
+func (c *verdictCache) get(k *tokenHash, now time.Time, gen uint64) (*Principal, *Error, time.Time, bool) {
 	if c == nil {
-		return nil, nil, false
+		return nil, nil, time.Time{}, false
 	}
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, ok := s.m[*k]
 	if !ok {
-		return nil, nil, false
+		return nil, nil, time.Time{}, false
 	}
 	e := el.Value.(*cacheEntry)
 	if !now.Before(e.until) || e.gen != gen {
 		s.ll.Remove(el)
 		delete(s.m, *k)
-		return nil, nil, false
+		return nil, nil, time.Time{}, false
 	}
 	s.ll.MoveToFront(el)
-	return e.p, e.err, true
+	return e.p, e.err, e.until, true
 }
 
 // put caches a verdict for k until until (nothing when until is not after

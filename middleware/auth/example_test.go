@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,4 +73,43 @@ func ExampleNew() {
 	// 401 Bearer scope="mcp", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp"
 	// 401 Bearer error="invalid_token", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", error_description="unknown token"
 	// 403 Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", error_description="missing scope: deploy"
+}
+
+// ExampleConnContext serves a protected handler from an http.Server whose
+// connections each remember the last token verified on them: a client
+// that keeps its connection open and sends the same token with every
+// request has it recognized by comparison (with the package's JWT and
+// introspection verifiers; staticVerifier stands in for them here).
+func ExampleConnContext() {
+	rs, err := auth.New(auth.Config{
+		Resource:             "http://127.0.0.1:8080/mcp",
+		AuthorizationServers: []string{"https://auth.example.com"},
+		Verifier:             staticVerifier{},
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := auth.PrincipalFrom(r.Context())
+		_, _ = fmt.Fprint(w, p.Subject)
+	}))
+	hs := httptest.NewUnstartedServer(h)
+	hs.Config.ConnContext = auth.ConnContext
+	hs.Start()
+	defer hs.Close()
+
+	for range 2 { // one keep-alive connection
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer good-token")
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		fmt.Println(resp.StatusCode, string(body))
+	}
+	// Output:
+	// 200 alice
+	// 200 alice
 }

@@ -92,11 +92,12 @@ type IntrospectionVerifier struct {
 // is than the cache of active ones.
 const refusedCacheShare = 10
 
-// cached returns the verdict remembered for k, if any.
-func (v *IntrospectionVerifier) cached(k *tokenHash) (*Principal, *Error, bool) {
+// cached returns the verdict remembered for k, if any, and until when it
+// holds.
+func (v *IntrospectionVerifier) cached(k *tokenHash) (*Principal, *Error, time.Time, bool) {
 	now := v.now()
-	if p, e, ok := v.cache.get(k, now, 0); ok {
-		return p, e, true
+	if p, e, until, ok := v.cache.get(k, now, 0); ok {
+		return p, e, until, true
 	}
 	return v.refused.get(k, now, 0)
 }
@@ -161,11 +162,16 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	if err := checkTokenLength(token); err != nil {
 		return nil, err
 	}
+	memo := connMemoFrom(ctx)
+	if p, ok := memo.recall(v.cache, token, v.now(), 0); ok {
+		return p, nil
+	}
 	k := hashToken(token)
-	if p, e, ok := v.cached(&k); ok {
+	if p, e, until, ok := v.cached(&k); ok {
 		if e != nil {
 			return nil, e
 		}
+		memo.remember(v.cache, token, p, until, 0)
 		return p, nil
 	}
 	if err := CheckTokenSyntax(token); err != nil {
@@ -174,7 +180,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
 		// A flight that ended between our cache miss and this one left
 		// its answer in the cache.
-		if p, e, ok := v.cached(&k); ok {
+		if p, e, _, ok := v.cached(&k); ok {
 			if e != nil {
 				return nil, e
 			}

@@ -249,10 +249,15 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, err
 	if err := checkTokenLength(token); err != nil {
 		return nil, err
 	}
-	k := hashToken(token)
 	now := v.now()
 	gen := v.keys.gen.Load()
-	if p, _, ok := v.cache.get(&k, now, gen); ok {
+	memo := connMemoFrom(ctx)
+	if p, ok := memo.recall(v.cache, token, now, gen); ok {
+		return p, nil
+	}
+	k := hashToken(token)
+	if p, _, until, ok := v.cache.get(&k, now, gen); ok {
+		memo.remember(v.cache, token, p, until, gen)
 		return p, nil
 	}
 	if err := CheckTokenSyntax(token); err != nil {
@@ -262,7 +267,11 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*Principal, err
 	if err != nil {
 		return nil, err
 	}
-	v.cache.put(&k, p, nil, now, minTime(p.Expiry, now.Add(v.cacheTTL)), gen)
+	until := minTime(p.Expiry, now.Add(v.cacheTTL))
+	v.cache.put(&k, p, nil, now, until, gen)
+	if until.After(now) {
+		memo.remember(v.cache, token, p, until, gen)
+	}
 	return p, nil
 }
 

@@ -624,23 +624,24 @@ func TestVerifierCacheBounded(t *testing.T) {
 
 	k := hashToken("recent")
 	c.put(&k, p, nil, now, now.Add(time.Minute), 7)
-	got, _, ok := c.get(&k, now, 7)
+	got, _, until, ok := c.get(&k, now, 7)
 	assert.True(t, ok)
 	assert.Same(t, p, got)
-	_, _, ok = c.get(&k, now, 8)
+	assert.Equal(t, now.Add(time.Minute), until)
+	_, _, _, ok = c.get(&k, now, 8)
 	assert.False(t, ok, "another key-set generation")
 
 	c.put(&k, p, nil, now, now.Add(time.Minute), 0)
-	_, _, ok = c.get(&k, now.Add(time.Minute), 0)
+	_, _, _, ok = c.get(&k, now.Add(time.Minute), 0)
 	assert.False(t, ok, "at its deadline")
 
 	c.put(&k, p, nil, now, now, 0)
-	_, _, ok = c.get(&k, now.Add(-time.Second), 0)
+	_, _, _, ok = c.get(&k, now.Add(-time.Second), 0)
 	assert.False(t, ok, "a deadline not after now is not cached")
 
 	var none *verdictCache
 	none.put(&k, p, nil, now, now.Add(time.Minute), 0)
-	_, _, ok = none.get(&k, now, 0)
+	_, _, _, ok = none.get(&k, now, 0)
 	assert.False(t, ok)
 }
 

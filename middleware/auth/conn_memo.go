@@ -1,0 +1,70 @@
+package auth
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// ConnContext is an [net/http.Server.ConnContext] that gives each
+// connection a memo of the last token verified on it. A client on a
+// keep-alive connection sends the same token with every request (MCP
+// clients do); with the memo, the verifiers of this package recognize it
+// by comparing it with the one before, instead of hashing it and looking
+// the hash up in their cache. The verdict is the cache's, under the same
+// rules: it ends at the token's expiry, or earlier with the cache's TTL,
+// and with any change of the JWT verifier's key set.
+//
+// The memo holds one token per connection, the one its client presented
+// last and presents again with each request, in memory only and for as
+// long as the connection is open; it is compared in full, so a connection
+// shared by several clients (behind a proxy) gains nothing a client did
+// not prove. Without ConnContext every verification goes through the
+// cache, as it does for a verifier whose cache is disabled.
+func ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connMemoKey{}, new(connMemo))
+}
+
+type connMemoKey struct{}
+
+// connMemo is a connection's memo: its last verdict, replaced whole.
+type connMemo struct{ last atomic.Pointer[memoEntry] }
+
+// memoEntry is a positive verdict for token by the verifier whose cache is
+// cache, valid before until under key-set generation gen.
+type memoEntry struct {
+	cache *verdictCache
+	token string
+	p     *Principal
+	until time.Time
+	gen   uint64
+}
+
+// connMemoFrom returns the memo of the connection ctx belongs to, or nil.
+func connMemoFrom(ctx context.Context) *connMemo {
+	m, _ := ctx.Value(connMemoKey{}).(*connMemo)
+	return m
+}
+
+// recall returns the principal m holds for token, verified through c, if
+// the verdict still holds at now under gen. A nil m or c recalls nothing.
+func (m *connMemo) recall(c *verdictCache, token string, now time.Time, gen uint64) (*Principal, bool) {
+	if m == nil || c == nil {
+		return nil, false
+	}
+	e := m.last.Load()
+	if e == nil || e.cache != c || e.gen != gen || e.token != token || !now.Before(e.until) {
+		return nil, false
+	}
+	return e.p, true
+}
+
+// remember makes p, verified through c and valid before until under gen,
+// the verdict m holds for token. A nil m or c remembers nothing.
+func (m *connMemo) remember(c *verdictCache, token string, p *Principal, until time.Time, gen uint64) {
+	if m == nil || c == nil {
+		return
+	}
+	m.last.Store(&memoEntry{cache: c, token: token, p: p, until: until, gen: gen})
+}
