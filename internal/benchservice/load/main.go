@@ -110,9 +110,14 @@ type target struct {
 	url    string
 	pid    int
 	client *http.Client
-	sids   []string // the 2025 workload's sessions
-	tokens []string // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
-	rounds []benchservice.Round
+	// workers, with tokens, are the clients' own: each client sends its
+	// token on keep-alive connections of its own, as a client process
+	// does, not on connections pooled with other clients' (nil without
+	// tokens: the clients share client's).
+	workers []*http.Client
+	sids    []string // the 2025 workload's sessions
+	tokens  []string // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
+	rounds  []benchservice.Round
 }
 
 // authorize gives req the bearer token of client or session i, if t has
@@ -131,6 +136,26 @@ func (t *target) clientFor(i int) *http.Client {
 		return t.client
 	}
 	return &http.Client{Transport: bearer{base: t.client.Transport, token: t.tokens[i%len(t.tokens)]}}
+}
+
+// runFor runs the load on t for d, through its clients' own connections
+// when it has tokens.
+func (t *target) runFor(clients int, d time.Duration, want []byte, newReq func(int, int64) *http.Request) ([]time.Duration, error) {
+	if len(t.tokens) == 0 {
+		return streamabletest.RunFor(t.client, clients, d, want, newReq)
+	}
+	for len(t.workers) < clients {
+		t.workers = append(t.workers, streamabletest.NewClient())
+	}
+	return streamabletest.RunForEach(t.workers[:clients], d, want, newReq)
+}
+
+// closeIdle closes t's idle connections.
+func (t *target) closeIdle() {
+	t.client.CloseIdleConnections()
+	for _, c := range t.workers {
+		c.CloseIdleConnections()
+	}
 }
 
 // bearer adds an Authorization header to each request it sends.
@@ -177,6 +202,9 @@ func throughput(w io.Writer, cfg config) error {
 	}
 	_, _ = fmt.Fprintf(w, "load         tools/call echo {\"text\":\"hello\"}, %d concurrent clients, keep-alive, JSON responses\n", cfg.clients)
 	_, _ = fmt.Fprintf(w, "             (Accept: application/json, text/event-stream), from a separate process (GOMAXPROCS %d)\n", runtime.GOMAXPROCS(0))
+	if cfg.floorToken != "" || cfg.vigilToken != "" {
+		_, _ = fmt.Fprintf(w, "connections  with tokens, each client on keep-alive connections of its own, as a client process is\n")
+	}
 	_, _ = fmt.Fprintf(w, "rounds       %d × %s per server, interleaved floor, vigil, floor, ...; %s warm-up per server first\n", cfg.rounds, cfg.round, cfg.warmup)
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
@@ -225,7 +253,7 @@ func throughput(w io.Writer, cfg config) error {
 		}
 		_, _ = fmt.Fprintf(w, "\n")
 		for _, t := range []*target{floor, vigil} {
-			if _, err := streamabletest.RunFor(t.client, cfg.clients, cfg.warmup, want, newReq(t)); err != nil {
+			if _, err := t.runFor(cfg.clients, cfg.warmup, want, newReq(t)); err != nil {
 				return fmt.Errorf("%s warm-up: %w", t.name, err)
 			}
 		}
@@ -238,7 +266,7 @@ func throughput(w io.Writer, cfg config) error {
 				}
 				cpu0, ok0 := streamabletest.CPUOf(t.pid)
 				start := time.Now()
-				lat, err := streamabletest.RunFor(t.client, cfg.clients, cfg.round, want, newReq(t))
+				lat, err := t.runFor(cfg.clients, cfg.round, want, newReq(t))
 				elapsed := time.Since(start)
 				cpu1, ok1 := streamabletest.CPUOf(t.pid)
 				if stopPage != nil {
@@ -253,8 +281,8 @@ func throughput(w io.Writer, cfg config) error {
 				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0})
 			}
 		}
-		floor.client.CloseIdleConnections()
-		vigil.client.CloseIdleConnections()
+		floor.closeIdle()
+		vigil.closeIdle()
 		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func Do(client *http.Client, req *http.Request, buf *bytes.Buffer, want []byte) 
 // failures joined. The latencies of the requests that succeeded come back
 // sorted.
 func Run(client *http.Client, workers int, n int64, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
-	return run(client, workers, n/int64(workers)+1, want, newReq, func(i int64, _ time.Time) bool { return i <= n })
+	return run(func(int) *http.Client { return client }, workers, n/int64(workers)+1, want, newReq, func(i int64, _ time.Time) bool { return i <= n })
 }
 
 // RunFor is [Run] for a duration instead of a count: the workers send
@@ -66,19 +66,28 @@ func Run(client *http.Client, workers int, n int64, want []byte, newReq func(wor
 // of requests done.
 func RunFor(client *http.Client, workers int, d time.Duration, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
 	deadline := time.Now().Add(d)
-	return run(client, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
+	return run(func(int) *http.Client { return client }, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
 }
 
-// run is the loop of [Run] and [RunFor]: each worker takes the next index
-// while more(i, now) holds; capacity is the initial size of each worker's
-// latency slice.
-func run(client *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool) ([]time.Duration, error) {
+// RunForEach is [RunFor] with a client per worker: worker w sends its
+// requests with clients[w], so that each worker, given a transport of its
+// own, keeps connections of its own, as separate client processes do.
+func RunForEach(clients []*http.Client, d time.Duration, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
+	deadline := time.Now().Add(d)
+	return run(func(w int) *http.Client { return clients[w] }, len(clients), 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
+}
+
+// run is the loop of [Run], [RunFor] and [RunForEach]: each worker w takes
+// the next index while more(i, now) holds, and sends with clientOf(w);
+// capacity is the initial size of each worker's latency slice.
+func run(clientOf func(worker int) *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool) ([]time.Duration, error) {
 	lat := make([][]time.Duration, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		lat[w] = make([]time.Duration, 0, capacity)
+		client := clientOf(w)
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for {

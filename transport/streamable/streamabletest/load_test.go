@@ -168,3 +168,47 @@ func ExampleRun() {
 	fmt.Println(len(lat), err)
 	// Output: 100 <nil>
 }
+
+// TestRunForEachKeepsWorkersApart checks that RunForEach sends worker w's
+// requests with clients[w]: with a transport each, every worker keeps one
+// connection of its own.
+func TestRunForEachKeepsWorkersApart(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	conns := map[string]map[string]bool{} // worker -> remote addresses
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		worker := r.Header.Get("Worker")
+		if conns[worker] == nil {
+			conns[worker] = map[string]bool{}
+		}
+		conns[worker][r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(ts.Close)
+	clients := make([]*http.Client, 3)
+	for i := range clients {
+		clients[i] = streamabletest.NewClient()
+		t.Cleanup(clients[i].CloseIdleConnections)
+	}
+	lat, err := streamabletest.RunForEach(clients, 100*time.Millisecond, []byte("id"), func(w int, i int64) *http.Request {
+		req := streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+		req.Header.Set("Worker", strconv.Itoa(w))
+		return req
+	})
+	require.NoError(t, err)
+	assert.Greater(t, len(lat), len(clients))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, conns, len(clients), "every worker sent")
+	seen := map[string]string{}
+	for worker, addrs := range conns {
+		assert.Len(t, addrs, 1, "worker %s kept one connection", worker)
+		for a := range addrs {
+			assert.NotContains(t, seen, a, "worker %s shares worker %s's connection", worker, seen[a])
+			seen[a] = worker
+		}
+	}
+}
