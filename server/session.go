@@ -180,14 +180,12 @@ func (inf *inflight) stopWatches() bool {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	inf.sealed = true
-	if inf.stream != nil {
-		if inf.unlink != nil {
-			inf.unlink()
-		} else if inf.stream.Err() != nil {
-			inf.streamEnded()
-		}
-		inf.watched.Store(true)
+	if inf.unlink != nil {
+		inf.unlink()
+	} else {
+		inf.checkStream() // unwatched: what the watch would have done
 	}
+	inf.watched.Store(true)
 	if inf.deadline.IsZero() {
 		return false
 	}
