@@ -32,9 +32,11 @@ type Cluster interface {
 	// [ErrUnknownSession] when there is none (never created, deleted or
 	// expired), and another error when it cannot tell.
 	Load(ctx context.Context, id string) (SessionRecord, error)
-	// StoreState replaces the state of a session's record, and publishes a
-	// RelayState of it to the session's other replicas.
-	StoreState(ctx context.Context, id string, state []byte) error
+	// StoreState replaces the state of a session's record, publishes a
+	// RelayState of it to the session's replicas, and returns how many
+	// replicas other than this one were subscribed to the session then.
+	// Each of them answers with a RelayStateSeen once it applied the state.
+	StoreState(ctx context.Context, id string, state []byte) (others int, err error)
 	// Touch restarts the idle clock of a session's record: a record that
 	// is not touched for the idle timeout expires.
 	Touch(ctx context.Context, id string) error
@@ -97,6 +99,9 @@ const (
 	// RelayBroadcast carries a server's event for every replica (see
 	// server.Fanout).
 	RelayBroadcast
+	// RelayStateSeen says that its sender applied a state another replica
+	// stored: Data is the SHA-256 of the state.
+	RelayStateSeen
 )
 
 // String returns the kind's name, as metrics label it.
@@ -118,6 +123,8 @@ func (k RelayKind) String() string {
 		return "answer"
 	case RelayBroadcast:
 		return "broadcast"
+	case RelayStateSeen:
+		return "state_seen"
 	}
 	return "unknown"
 }

@@ -49,14 +49,20 @@ func WithCluster(c Cluster, viewIdle time.Duration) Option {
 type view struct {
 	ready       chan struct{} // closed once the server serves the view: requests wait for it
 	cluster     Cluster
-	state       []byte // the record's state when the view was made
-	update      atomic.Pointer[func([]byte)]
 	unsubscribe func()       // guarded by mu; see stopRelays
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
+	applyMu     sync.Mutex   // serialises the calls of update: the last applied is the newest (shared_state.go)
 
 	mu    sync.Mutex
 	tails map[string]chan struct{} // stream key → wake-up of the resumption carrying it here
 	holds int                      // Holds not released: work of the session running here
+
+	// The session's state (shared_state.go), guarded by mu.
+	state     []byte             // the newest state known here
+	fresh     bool               // state came by relay after SharedState read it
+	relayed   bool               // a state came by relay since the view followed the session
+	update    func(state []byte) // the server's, once it serves the view
+	stateWait []*stateSeen       // StoreStates waiting for the other replicas
 }
 
 // sharedConn is the Conn a server serves a shared session on: the session,
@@ -70,18 +76,6 @@ var (
 
 // Replica returns the cluster's name of this replica.
 func (c sharedConn) Replica() string { return c.view.cluster.Replica() }
-
-// SharedState returns the state the session's record had when the view
-// was made.
-func (c sharedConn) SharedState() []byte { return c.view.state }
-
-// StoreState stores the session's state in the cluster.
-func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
-	return c.view.cluster.StoreState(ctx, c.id, state)
-}
-
-// SetStateUpdate has update called with the states other replicas store.
-func (c sharedConn) SetStateUpdate(update func(state []byte)) { c.view.update.Store(&update) }
 
 // Hold keeps the view: it is not evicted while held (see busy).
 func (c sharedConn) Hold() (release func()) {
@@ -191,6 +185,9 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 		close(s.view.ready)
 		h.serving.Done()
 		return nil, protocol.RejectOther, http.StatusServiceUnavailable
+	}
+	if rec, err := h.cfg.cluster.Load(r.Context(), id); err == nil { // again, now that relays come: see followState
+		s.view.followState(rec.State)
 	}
 	h.serve(ctx, s)
 	close(s.view.ready)
@@ -317,7 +314,7 @@ func (s *session) relay(r Relay) {
 		if s.res != nil {
 			s.res.observe(m) // before the handler can end: see resumer.handled
 		}
-		s.deliverInline(context.Background(), m)
+		s.deliverInline(context.WithValue(context.Background(), relayedKey{}, true), m) // see StoreState
 	case RelayStandalone:
 		m, err := transport.DecodeMessage(r.Data)
 		if err != nil {
@@ -335,9 +332,9 @@ func (s *session) relay(r Relay) {
 			}
 		}
 	case RelayState:
-		if update := v.update.Load(); update != nil {
-			(*update)(r.Data)
-		}
+		s.stateRelayed(r.Data)
+	case RelayStateSeen:
+		v.stateSeenBy(r.From, r.Data)
 	case RelayEnd:
 		s.h.mu.Lock()
 		if s.h.sessions[s.id] == s {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -41,15 +42,7 @@ type shBackend struct {
 // shEach runs f on each backend: in memory, and on a redis-server of its
 // own.
 func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
-	t.Run("memory", func(t *testing.T) {
-		c := streamabletest.NewCluster()
-		f(t, shBackend{
-			name: "memory", memory: c,
-			replica: func(_ *testing.T, name string) streamable.Cluster { return c.Replica(name) },
-			events:  func(*testing.T) streamable.EventStore { return streamable.NewMemoryEventStore(0, 0) },
-			down:    c.SetDown,
-		})
-	})
+	t.Run("memory", func(t *testing.T) { f(t, shMemory()) })
 	t.Run("redis", func(t *testing.T) {
 		redis := redistest.Start(t)
 		store := func(t *testing.T, name string) *redisstore.Store {
@@ -74,6 +67,17 @@ func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
 			},
 		})
 	})
+}
+
+// shMemory is the in-memory backend, on a cluster of its own.
+func shMemory() shBackend {
+	c := streamabletest.NewCluster()
+	return shBackend{
+		name: "memory", memory: c,
+		replica: func(_ *testing.T, name string) streamable.Cluster { return c.Replica(name) },
+		events:  func(*testing.T) streamable.EventStore { return streamable.NewMemoryEventStore(0, 0) },
+		down:    c.SetDown,
+	}
 }
 
 // shReplicas is a set of replicas of one service.
@@ -286,13 +290,58 @@ func TestSharedStateFollows(t *testing.T) {
 		assert.Empty(t, state(a))
 		_, msgs = b.call(sid, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`)
 		require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
-		assert.Eventually(t, func() bool { return len(state(a)) == 1 }, 5*time.Second, time.Millisecond, "a's live view follows b's change")
+		assert.Len(t, state(a), 1, "a's live view applied b's change before b answered")
 		// A replica that loads the session later reads it from the record.
 		c := newHTEnv(t, htServer(t), streamable.WithCluster(be.replica(t, "c"), 0))
 		_, msgs = c.call(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 		require.Nil(t, msgs[0].Error)
 		assert.Equal(t, []string{"file:///x"}, state(c))
 	})
+}
+
+// TestSharedStateReadYourWrites: a replica answers a request that changed
+// the session's state only once every other replica holding a view of the
+// session applied it, so that the client's next request, wherever it
+// lands, sees the change. Here a's relays are late: b holds its answer
+// until they arrive.
+func TestSharedStateReadYourWrites(t *testing.T) {
+	rs := newSHReplicas(t, shMemory(), 2)
+	a, b := rs.envs[0], rs.envs[1]
+	sid := a.initialize(`{}`)
+	_, msgs := b.call(sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	require.Nil(t, msgs[0].Error, "b holds a view too")
+	held, release := rs.cluster.HoldRelays("a")
+	defer release()
+
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := b.client.Do(b.request(t.Context(), http.MethodPost,
+			`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, htSession(sid)))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		answered <- err
+	}()
+	for rel := range held {
+		if rel.Kind == streamable.RelayState {
+			break
+		}
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("b answered (err %v) before a applied the state", err)
+	default:
+	}
+	release()
+	require.NoError(t, <-answered)
+	var subs []string
+	for _, ss := range a.srv.Sessions() {
+		if ss.ID() == sid {
+			subs = ss.Subscriptions()
+		}
+	}
+	assert.Equal(t, []string{"file:///x"}, subs, "a applied the state before b answered")
 }
 
 // TestSharedViewEvictedSessionGoesOn: a replica lets an idle view go; the
@@ -307,7 +356,7 @@ func TestSharedViewEvictedSessionGoesOn(t *testing.T) {
 	loads := cluster.Loads()
 	_, msgs := e.call(sid, htCallBody("1", "echo", `{"text":"back"}`))
 	require.Nil(t, msgs[0].Error)
-	assert.Equal(t, loads+1, cluster.Loads(), "loaded again")
+	assert.Equal(t, loads+2, cluster.Loads(), "loaded again: to check it, then its state once its relays come (followState)")
 }
 
 // TestSharedClusterDown: a replica that cannot load a session answers 503

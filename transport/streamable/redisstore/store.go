@@ -158,27 +158,38 @@ func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionReco
 }
 
 // storeState sets the state of an existing record (never recreating a
-// deleted one), renews it and publishes the relay, in one round trip.
+// deleted one), renews it and publishes the relay, in one round trip; it
+// returns 0 for no record, else 1 + the replicas the relay reached.
 var storeState = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'st', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PUBLISH', KEYS[2], ARGV[3])
-return 1`)
+return 1 + redis.call('PUBLISH', KEYS[2], ARGV[3])`)
 
-// StoreState replaces a session's state and publishes it to the
-// session's other replicas.
-func (s *Store) StoreState(ctx context.Context, id string, state []byte) (err error) {
+// StoreState replaces a session's state, publishes it to the session's
+// replicas, and returns how many other replicas it reached: each Store
+// has one subscribed connection, so Redis counts replicas, this one
+// among them when it follows the session.
+func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others int, err error) {
 	defer s.observe("store_state", time.Now(), &err)
 	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state})
 	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, s.ttl().Milliseconds(), relay).Int()
 	if err != nil {
-		return fmt.Errorf("redisstore: store state: %w", err)
+		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("redisstore: store state: %w", streamable.ErrUnknownSession)
+		return 0, fmt.Errorf("redisstore: store state: %w", streamable.ErrUnknownSession)
 	}
-	return nil
+	if s.cfg.relayed != nil {
+		s.cfg.relayed(streamable.RelayState)
+	}
+	others = n - 1
+	s.mu.Lock()
+	if s.active[s.channel(id)] {
+		others--
+	}
+	s.mu.Unlock()
+	return max(others, 0), nil
 }
 
 // Touch restarts a session's idle clock.

@@ -22,6 +22,18 @@ type Cluster struct {
 	relayed  map[streamable.RelayKind]int
 	replicas map[string]bool
 	handlers map[string]func(ctx context.Context, req []byte) []byte // HandleForwarded's, by replica
+	held     map[string]*hold                                        // HoldRelays', by replica
+}
+
+// hold keeps the relays for one replica's subscriptions until released.
+type hold struct {
+	seen   chan streamable.Relay
+	queued []heldRelay
+}
+
+type heldRelay struct {
+	sub *subscription
+	rel streamable.Relay
 }
 
 // NewCluster returns an empty cluster.
@@ -32,6 +44,29 @@ func NewCluster() *Cluster {
 		relayed:  make(map[streamable.RelayKind]int),
 		replicas: make(map[string]bool),
 		handlers: make(map[string]func(context.Context, []byte) []byte),
+		held:     make(map[string]*hold),
+	}
+}
+
+// HoldRelays keeps the relays published for replica's subscriptions from
+// it, as a slow network or a stalled process would, until release is
+// called, which delivers them in order. Each relay held is also sent to
+// held, while it has room (16).
+func (c *Cluster) HoldRelays(replica string) (held <-chan streamable.Relay, release func()) {
+	h := &hold{seen: make(chan streamable.Relay, 16)}
+	c.mu.Lock()
+	c.held[replica] = h
+	c.mu.Unlock()
+	var once sync.Once
+	return h.seen, func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			delete(c.held, replica)
+			for _, q := range h.queued {
+				q.sub.queue(q.rel)
+			}
+		})
 	}
 }
 
@@ -145,22 +180,27 @@ func (r *replica) Load(_ context.Context, id string) (streamable.SessionRecord, 
 	return rec, nil
 }
 
-func (r *replica) StoreState(ctx context.Context, id string, state []byte) error {
+func (r *replica) StoreState(_ context.Context, id string, state []byte) (int, error) {
 	c := r.c
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.down {
-		c.mu.Unlock()
-		return errDown
+		return 0, errDown
 	}
 	rec, ok := c.records[id]
 	if !ok {
-		c.mu.Unlock()
-		return fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+		return 0, fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
 	}
 	rec.State = append([]byte(nil), state...)
 	c.records[id] = rec
-	c.mu.Unlock()
-	return r.Publish(ctx, id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
+	others := make(map[string]bool)
+	for sub := range c.subs[id] {
+		if sub.replica != r.name {
+			others[sub.replica] = true
+		}
+	}
+	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
+	return len(others), nil
 }
 
 func (r *replica) Touch(_ context.Context, id string) error {
@@ -195,12 +235,27 @@ func (r *replica) Publish(_ context.Context, id string, rel streamable.Relay) er
 	if c.down {
 		return errDown
 	}
+	r.publishLocked(id, rel)
+	return nil
+}
+
+// publishLocked queues rel for the session's subscriptions, or holds it
+// for those of a replica whose relays are held (HoldRelays); under c.mu.
+func (r *replica) publishLocked(id string, rel streamable.Relay) {
+	c := r.c
 	c.relayed[rel.Kind]++
 	rel.Data = append([]byte(nil), rel.Data...)
 	for sub := range c.subs[id] {
+		if h := c.held[sub.replica]; h != nil {
+			h.queued = append(h.queued, heldRelay{sub, rel})
+			select {
+			case h.seen <- rel:
+			default:
+			}
+			continue
+		}
 		sub.queue(rel)
 	}
-	return nil
 }
 
 func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamable.Relay)) (func(), error) {
@@ -210,7 +265,7 @@ func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamabl
 	if c.down {
 		return nil, errDown
 	}
-	sub := &subscription{deliver: deliver, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	sub := &subscription{replica: r.name, deliver: deliver, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if c.subs[id] == nil {
 		c.subs[id] = make(map[*subscription]struct{})
 	}
@@ -232,6 +287,7 @@ func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamabl
 
 // subscription delivers its relays in order on a goroutine of its own.
 type subscription struct {
+	replica string
 	deliver func(streamable.Relay)
 	mu      sync.Mutex
 	pending []streamable.Relay

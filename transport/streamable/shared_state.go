@@ -1,0 +1,175 @@
+package streamable
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"time"
+)
+
+// A shared session's state (transport.Shared) is read-your-writes across
+// replicas: when StoreState returns on one replica, every other replica
+// that holds a view of the session has applied the state, so the client's
+// next request sees it wherever the load balancer sends it. The storing
+// replica publishes the state (Cluster.StoreState says how many other
+// replicas it reached), each of them applies it and answers with a
+// RelayStateSeen carrying the state's digest, and StoreState waits for
+// those answers, up to stateSeenWait. A replica making a view reads the
+// record again once it follows the session's relays (see followState), so
+// that no state stored between its first read and its subscription is
+// missed.
+
+// relayedKey marks the context of a client message another replica
+// relayed, which the server handles on the relay's delivery goroutine: a
+// StoreState there does not wait for the replicas' answers, which that
+// goroutine delivers.
+type relayedKey struct{}
+
+// stateSeenWait bounds how long StoreState waits for the other replicas
+// to apply a state; one that does not answer in time (stalled, or leaving)
+// is logged, and the state holds everywhere else.
+const stateSeenWait = 2 * time.Second
+
+// stateSeen is a StoreState waiting for the replicas it reached to apply
+// its state.
+type stateSeen struct {
+	digest [sha256.Size]byte
+	need   int // replicas to hear from; -1 until the cluster said
+	seen   map[string]bool
+	done   chan struct{}
+	closed bool
+}
+
+// SharedState returns the newest state of the session this replica has:
+// the record's when the view was made, or one a relay brought since.
+func (c sharedConn) SharedState() []byte {
+	v := c.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.fresh = false
+	return v.state
+}
+
+// SetStateUpdate has update called with the states other replicas store,
+// and at once with one that came since SharedState was read.
+func (c sharedConn) SetStateUpdate(update func(state []byte)) {
+	v := c.view
+	v.applyMu.Lock()
+	defer v.applyMu.Unlock()
+	v.mu.Lock()
+	v.update = update
+	state, fresh := v.state, v.fresh
+	v.fresh = false
+	v.mu.Unlock()
+	if fresh && update != nil {
+		update(state)
+	}
+}
+
+// StoreState stores the session's state in the cluster, and returns once
+// every other replica holding a view of the session applied it, or after
+// stateSeenWait.
+func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
+	v := c.view
+	w := v.awaitSeen(state)
+	defer v.dropSeen(w)
+	others, err := v.cluster.StoreState(ctx, c.id, state)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.state = bytes.Clone(state)
+	w.need = others
+	w.check()
+	v.mu.Unlock()
+	if ctx.Value(relayedKey{}) != nil {
+		return nil
+	}
+	timer := time.NewTimer(stateSeenWait)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+	case <-timer.C:
+		v.mu.Lock()
+		got := len(w.seen)
+		v.mu.Unlock()
+		c.h.cfg.logger.Warn("streamable: replicas of a shared session did not confirm its new state in time; they may serve the old one",
+			"session", c.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
+	case <-ctx.Done():
+	case <-c.done:
+	}
+	return nil
+}
+
+// followState takes state, the record's as read once the view follows the
+// session's relays, unless a relay brought one meanwhile: relays come in
+// the order they were published, all after the subscription, so the last
+// one is the newest.
+func (v *view) followState(state []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.relayed && state != nil {
+		v.state = state
+	}
+}
+
+// stateRelayed applies a state another replica stored, and answers it
+// with its digest.
+func (s *session) stateRelayed(state []byte) {
+	v := s.view
+	v.applyMu.Lock()
+	v.mu.Lock()
+	v.state, v.relayed = state, true
+	update := v.update
+	v.fresh = update == nil
+	v.mu.Unlock()
+	if update != nil {
+		update(state)
+	}
+	v.applyMu.Unlock()
+	digest := sha256.Sum256(state)
+	_ = s.publish(context.Background(), RelayStateSeen, digest[:])
+}
+
+// stateSeenBy records that replica applied the state of digest.
+func (v *view) stateSeenBy(replica string, digest []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, w := range v.stateWait {
+		if bytes.Equal(w.digest[:], digest) {
+			w.seen[replica] = true
+			w.check()
+		}
+	}
+}
+
+// awaitSeen registers a StoreState of state before the cluster publishes
+// it: an answer may come before the cluster returns.
+func (v *view) awaitSeen(state []byte) *stateSeen {
+	w := &stateSeen{digest: sha256.Sum256(state), need: -1, seen: make(map[string]bool), done: make(chan struct{})}
+	v.mu.Lock()
+	v.stateWait = append(v.stateWait, w)
+	v.mu.Unlock()
+	return w
+}
+
+// dropSeen ends the wait w.
+func (v *view) dropSeen(w *stateSeen) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i, x := range v.stateWait {
+		if x == w {
+			v.stateWait = append(v.stateWait[:i], v.stateWait[i+1:]...)
+			break
+		}
+	}
+}
+
+// check ends the wait once every replica reached answered; under the
+// view's mu.
+func (w *stateSeen) check() {
+	if !w.closed && w.need >= 0 && len(w.seen) >= w.need {
+		w.closed = true
+		close(w.done)
+	}
+}
