@@ -84,7 +84,7 @@ func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) tra
 	if in, ok := c.(transport.Inline); ok {
 		return &countingInlineConn{countingConn: cc, in: in}
 	}
-	return &cc
+	return &countingConn{Conn: c, t: cc.t} // not &cc: cc would escape on every path
 }
 
 // countingDrivenConn is a countingInlineConn over a transport.Driven Conn,
@@ -102,14 +102,20 @@ func (c *countingDrivenConn) SetEnd(end func(err error)) { c.d.SetEnd(end) }
 // request when its response is dropped).
 type countingInlineConn struct {
 	countingConn
-	in transport.Inline
+	in   transport.Inline
+	next transport.Dispatcher // the receiver's, set by SetDispatch
 }
 
-func (c *countingInlineConn) SetDispatch(dispatch func(ctx context.Context, m transport.Message)) {
-	c.in.SetDispatch(func(ctx context.Context, msg transport.Message) {
-		c.received(msg)
-		dispatch(ctx, msg)
-	})
+// SetDispatch has c count each message c.in dispatches, then hand it to d.
+func (c *countingInlineConn) SetDispatch(d transport.Dispatcher) {
+	c.next = d
+	c.in.SetDispatch(c)
+}
+
+// Dispatch counts msg as received and hands it on (see SetDispatch).
+func (c *countingInlineConn) Dispatch(ctx context.Context, msg transport.Message) {
+	c.received(msg)
+	c.next.Dispatch(ctx, msg)
 }
 
 type countingConn struct {

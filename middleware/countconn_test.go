@@ -121,14 +121,14 @@ func TestNilMetricsPassThrough(t *testing.T) {
 	assert.True(t, called)
 }
 
-// inlineConn is a transport.Inline Conn: it records the dispatch function
+// inlineConn is a transport.Inline Conn: it records the Dispatcher
 // the session core hands it.
 type inlineConn struct {
 	transport.Conn
-	dispatch func(context.Context, transport.Message)
+	dispatch transport.Dispatcher
 }
 
-func (c *inlineConn) SetDispatch(d func(context.Context, transport.Message)) { c.dispatch = d }
+func (c *inlineConn) SetDispatch(d transport.Dispatcher) { c.dispatch = d }
 
 // TestCountConnKeepsInline checks that CountConn over a transport.Inline
 // Conn is one too (hiding it would make the core read every message
@@ -143,13 +143,13 @@ func TestCountConnKeepsInline(t *testing.T) {
 	in, ok := c.(transport.Inline)
 	require.True(t, ok, "CountConn hides transport.Inline")
 	var got []transport.Message
-	in.SetDispatch(func(_ context.Context, msg transport.Message) { got = append(got, msg) })
+	in.SetDispatch(transport.DispatchFunc(func(_ context.Context, msg transport.Message) { got = append(got, msg) }))
 	require.NotNil(t, under.dispatch)
 
 	ping := &transport.Request{ID: transport.Int64ID(1), Method: "ping"}
 	abandoned := &transport.Abandoned{ID: transport.Int64ID(1)}
-	under.dispatch(context.Background(), ping)
-	under.dispatch(context.Background(), abandoned) // an event, not a message: not counted
+	under.dispatch.Dispatch(context.Background(), ping)
+	under.dispatch.Dispatch(context.Background(), abandoned) // an event, not a message: not counted
 	assert.Equal(t, []transport.Message{ping, abandoned}, got)
 	assert.Equal(t, map[string]float64{
 		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`: 1,

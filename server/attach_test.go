@@ -22,7 +22,7 @@ import (
 // with send, each on the test's goroutine, and whose end it decides.
 type drivenConn struct {
 	mu       sync.Mutex
-	dispatch func(context.Context, transport.Message)
+	dispatch transport.Dispatcher
 	end      func(error)
 	closed   bool
 	endErr   error
@@ -65,7 +65,7 @@ func (c *drivenConn) finish(err error) {
 	}
 }
 
-func (c *drivenConn) SetDispatch(d func(context.Context, transport.Message)) {
+func (c *drivenConn) SetDispatch(d transport.Dispatcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dispatch = d
@@ -91,7 +91,7 @@ func (c *drivenConn) send(t *testing.T, body string) []transport.Message {
 	d, n := c.dispatch, len(c.written)
 	c.mu.Unlock()
 	require.NotNil(t, d, "SetDispatch was not called")
-	d(context.Background(), m)
+	d.Dispatch(context.Background(), m)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]transport.Message(nil), c.written[n:]...)
@@ -107,7 +107,7 @@ func (c *drivenConn) sendAsync(t *testing.T, body string) {
 	d := c.dispatch
 	c.mu.Unlock()
 	require.NotNil(t, d, "SetDispatch was not called")
-	go d(context.Background(), m)
+	go d.Dispatch(context.Background(), m)
 }
 
 const attachInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`

@@ -103,7 +103,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 // Attach runs one session on conn, as [Server.Serve] does, but returns as
 // soon as the session is set up, and holds no goroutine while the session
 // is idle: conn delivers every message on a goroutine of its own through
-// the function Attach hands to its SetDispatch (see [transport.Driven]),
+// the Dispatcher Attach hands to its SetDispatch (see [transport.Driven]),
 // and the session ends when conn reports its end through SetEnd, which
 // closing conn does. That happens when the transport ends the connection,
 // when ctx is done, or when the server shuts down or closes. Then, on a

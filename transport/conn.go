@@ -30,8 +30,8 @@ type Conn interface {
 }
 
 // Inline is implemented by a Conn whose messages arrive on goroutines of
-// their own (one HTTP request each). The receiver hands it a dispatch
-// function, which the Conn then calls with each message on the goroutine
+// their own (one HTTP request each). The receiver hands it a [Dispatcher],
+// which the Conn then calls with each message on the goroutine
 // that brought it, instead of queueing the message for Read: a request's
 // handler then runs on that goroutine, with no hand-off. ctx is the
 // message's stream: when it is done before the answer is written, the
@@ -42,11 +42,26 @@ type Conn interface {
 // whatever has no goroutine of its own. Close must not block: the receiver
 // may call it to end the session from whichever goroutine ends it.
 type Inline interface {
-	SetDispatch(dispatch func(ctx context.Context, m Message))
+	SetDispatch(d Dispatcher)
 }
 
+// Dispatcher handles the messages an [Inline] Conn delivers, each on the
+// goroutine that brought it (see Inline for ctx). It is an interface, not
+// a function, so that a receiver already allocated (a session, a wrapping
+// Conn) is handed over as it is, with no closure per connection: a
+// 2026-07-28 stateless request is a connection of its own.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, m Message)
+}
+
+// DispatchFunc is a function that is a [Dispatcher].
+type DispatchFunc func(ctx context.Context, m Message)
+
+// Dispatch calls f(ctx, m).
+func (f DispatchFunc) Dispatch(ctx context.Context, m Message) { f(ctx, m) }
+
 // Driven is implemented by an [Inline] Conn that delivers every message
-// through the dispatch function, so that its receiver needs no read loop: a
+// through its Dispatcher, so that its receiver needs no read loop: a
 // session on it holds no goroutine while no message is on its way (see the
 // server package's Server.Attach). Read is then never called.
 //

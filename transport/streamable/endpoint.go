@@ -25,7 +25,7 @@ type Server interface {
 
 // Attacher is a [Server] that can also run a session without a goroutine of
 // its own: Attach sets the session up and returns, the session's messages
-// come through the dispatch function it hands the Conn (see
+// come through the Dispatcher it hands the Conn (see
 // [transport.Driven]), and done is called with what Serve would have
 // returned once the session ended. When Attach fails it closed the Conn
 // and done is never called. The server package's *Server is one (see its

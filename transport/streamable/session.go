@@ -44,7 +44,7 @@ type session struct {
 	due      int64
 	slot     int
 
-	dispatch atomic.Pointer[func(context.Context, transport.Message)] // set by the server (transport.Inline)
+	dispatch atomic.Pointer[transport.Dispatcher] // set by the server (transport.Inline)
 }
 
 var (
@@ -58,8 +58,8 @@ func (s *session) SessionID() string { return s.id }
 
 // SetDispatch lets the server run each message on the POST that brought
 // it (see transport.Inline).
-func (s *session) SetDispatch(dispatch func(context.Context, transport.Message)) {
-	s.dispatch.Store(&dispatch)
+func (s *session) SetDispatch(d transport.Dispatcher) {
+	s.dispatch.Store(&d)
 }
 
 // SetEnd has end called when the session ends (see transport.Driven).
@@ -92,7 +92,7 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 		return false
 	default:
 	}
-	(*d)(stream, m)
+	(*d).Dispatch(stream, m)
 	return true
 }
 

@@ -52,7 +52,8 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
-	conn := &oneShot{req: req, r: r, st: newStream(w, h.cfg.mode, statelessStatus, nil)}
+	conn := &oneShot{req: req, r: r}
+	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	// The server checks the Mcp-Param-* headers against the tool's schema:
 	// both the session's context and the request's arrival carry them.
 	conn.arrival = paramheader.Carrier{Context: r.Context(), Header: r.Header}
@@ -146,8 +147,8 @@ type oneShot struct {
 	req      *transport.Request
 	r        *http.Request
 	arrival  paramheader.Carrier // r's context, with r's headers
-	st       *stream
-	dispatch func(ctx context.Context, m transport.Message)
+	st       stream              // the response, held here: one allocation less
+	dispatch transport.Dispatcher
 	read     bool
 
 	mu     sync.Mutex
@@ -155,8 +156,8 @@ type oneShot struct {
 }
 
 // SetDispatch makes the first Read run the request through dispatch.
-func (c *oneShot) SetDispatch(dispatch func(ctx context.Context, m transport.Message)) {
-	c.dispatch = dispatch
+func (c *oneShot) SetDispatch(d transport.Dispatcher) {
+	c.dispatch = d
 }
 
 func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
@@ -167,7 +168,7 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 		}
 		// Answered or dropped when dispatch returns; the stream is the
 		// POST's, so the client leaving cancels the request.
-		c.dispatch(&c.arrival, c.req)
+		c.dispatch.Dispatch(&c.arrival, c.req)
 		if c.st.answered() {
 			return nil, errAnswered // without making written's channel
 		}

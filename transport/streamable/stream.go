@@ -47,7 +47,15 @@ const (
 // newStream returns a stream writing to w; sessHdr is the Mcp-Session-Id
 // header's value (shared, never modified), nil for none.
 func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string) *stream {
-	return &stream{w: w, mode: mode, status: status, sessHdr: sessHdr}
+	st := new(stream)
+	st.init(w, mode, status, sessHdr)
+	return st
+}
+
+// init sets up st, a zero stream held in another value (see oneShot), as
+// newStream does.
+func (st *stream) init(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string) {
+	st.w, st.mode, st.status, st.sessHdr = w, mode, status, sessHdr
 }
 
 // terminated returns the answer to request id for when the session ends
