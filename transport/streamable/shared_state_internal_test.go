@@ -1,0 +1,138 @@
+package streamable
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateCluster is a Cluster whose StoreState reaches others replicas,
+// none of which answers unless the test says so, and whose Publish
+// records the relays.
+type stateCluster struct {
+	Cluster
+	others int
+
+	mu        sync.Mutex
+	published []Relay
+}
+
+func (c *stateCluster) Replica() string { return "a" }
+
+func (c *stateCluster) StoreState(context.Context, string, []byte) (int, error) {
+	return c.others, nil
+}
+
+func (c *stateCluster) Publish(_ context.Context, _ string, r Relay) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.published = append(c.published, r)
+	return nil
+}
+
+// stateSession returns a session with a view on c, logging to logs.
+func stateSession(c Cluster, logs *bytes.Buffer) *session {
+	h := &Endpoint{cfg: config{logger: slog.New(slog.NewTextHandler(logs, nil))}}
+	return &session{h: h, id: "s1", done: make(chan struct{}), view: newView(c, nil)}
+}
+
+// TestStoreStateWaitsForReplicas: StoreState returns once every replica it
+// reached answered with the state's digest; without answers it gives up
+// after stateSeenWait and says so; on a relay's delivery goroutine, which
+// delivers the answers, it does not wait at all.
+func TestStoreStateWaitsForReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := &stateCluster{others: 2}
+		s := stateSession(c, &logs)
+		conn := sharedConn{s}
+		ctx := context.Background()
+
+		state := []byte(`{"logLevel":"warning"}`)
+		digest := sha256.Sum256(state)
+		stored := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			_ = conn.StoreState(ctx, state)
+			stored <- time.Since(start)
+		}()
+		synctest.Wait() // durably blocked: waiting for the replicas
+		s.view.stateSeenBy("b", digest[:])
+		s.view.stateSeenBy("b", digest[:]) // the same replica twice counts once
+		other := sha256.Sum256([]byte(`{}`))
+		s.view.stateSeenBy("c", other[:]) // another state's answer does not count
+		synctest.Wait()
+		select {
+		case <-stored:
+			t.Fatal("StoreState returned before every replica answered")
+		default:
+		}
+		s.view.stateSeenBy("c", digest[:])
+		assert.Zero(t, <-stored, "returned as the last replica answered")
+		assert.Empty(t, logs.String())
+
+		start = time.Now()
+		require.NoError(t, conn.StoreState(ctx, state))
+		assert.Equal(t, stateSeenWait, time.Since(start), "no answer: it gives up after stateSeenWait")
+		assert.Contains(t, logs.String(), "did not confirm its new state")
+
+		start = time.Now()
+		require.NoError(t, conn.StoreState(context.WithValue(ctx, relayedKey{}, true), state))
+		assert.Zero(t, time.Since(start), "on a relay's goroutine it does not wait")
+		s.view.mu.Lock()
+		assert.Empty(t, s.view.stateWait, "every wait was dropped")
+		s.view.mu.Unlock()
+	})
+}
+
+// TestStateRelayedBeforeUpdate: a state relayed before the server set its
+// update function is handed to it by SetStateUpdate, one relayed after
+// goes straight to it, and each is answered with its digest.
+func TestStateRelayedBeforeUpdate(t *testing.T) {
+	var logs bytes.Buffer
+	c := &stateCluster{}
+	s := stateSession(c, &logs)
+	conn := sharedConn{s}
+	assert.Nil(t, conn.SharedState())
+
+	s.stateRelayed([]byte(`1`))
+	var applied []string
+	conn.SetStateUpdate(func(state []byte) { applied = append(applied, string(state)) })
+	assert.Equal(t, []string{"1"}, applied, "the state that came before is applied at once")
+	s.stateRelayed([]byte(`2`))
+	assert.Equal(t, []string{"1", "2"}, applied)
+
+	d1, d2 := sha256.Sum256([]byte(`1`)), sha256.Sum256([]byte(`2`))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Len(t, c.published, 2)
+	for i, d := range [][sha256.Size]byte{d1, d2} {
+		assert.Equal(t, RelayStateSeen, c.published[i].Kind)
+		assert.Equal(t, d[:], c.published[i].Data)
+	}
+}
+
+// TestFollowStateKeepsRelayedState: the record's state read once the view
+// follows the session's relays is taken unless a relay brought one
+// meanwhile, which is at least as new.
+func TestFollowStateKeepsRelayedState(t *testing.T) {
+	var logs bytes.Buffer
+	s := stateSession(&stateCluster{}, &logs)
+	conn := sharedConn{s}
+	s.view.followState([]byte(`record`))
+	assert.Equal(t, []byte(`record`), conn.SharedState())
+
+	s = stateSession(&stateCluster{}, &logs)
+	conn = sharedConn{s}
+	s.stateRelayed([]byte(`relayed`))
+	s.view.followState([]byte(`record`))
+	assert.Equal(t, []byte(`relayed`), conn.SharedState())
+}
