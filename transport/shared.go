@@ -25,10 +25,15 @@ type Shared interface {
 	// or nil when none stored one yet: a new session.
 	SharedState() []byte
 	// StoreState stores the session's state after it changed here; once
-	// it returns, every replica that loads the session reads it.
+	// it returns, every replica that loads the session reads it, and
+	// every replica holding the session has applied it (through the
+	// function given to SetStateUpdate), so that the client's next
+	// request sees the change wherever it lands. A transport may bound
+	// that wait for a replica that does not answer, and say so in its log.
 	StoreState(ctx context.Context, state []byte) error
 	// SetStateUpdate has update called with the state another replica
-	// stored, whenever one does, while the session lasts.
+	// stored, whenever one does, while the session lasts; and at once
+	// with one stored since SharedState was read.
 	SetStateUpdate(update func(state []byte))
 	// Hold keeps this replica serving the session while something of it
 	// runs here with no request in flight, such as a 2025 task: the
