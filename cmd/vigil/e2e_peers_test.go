@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -159,25 +160,58 @@ func (p *peerProcess) stop(grace time.Duration) error {
 // ready.
 func pollUntil(t *testing.T, what string, timeout time.Duration, p *peerProcess, f func() error) {
 	t.Helper()
+	if err := pollPeer(what, timeout, p, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errPeerExited is in pollPeer's error when the process exited.
+var errPeerExited = errors.New("exited")
+
+// pollPeer is pollUntil returning its failure: one wrapping errPeerExited
+// when p exited first.
+func pollPeer(what string, timeout time.Duration, p *peerProcess, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	const interval = 100 * time.Millisecond
 	for {
 		err := f()
 		if err == nil {
-			return
+			return nil
 		}
 		if p != nil {
 			select {
 			case werr := <-p.exited:
 				p.exited <- werr
-				t.Fatalf("%s: %s exited: %v (last error: %v)", what, p.name, werr, err)
+				return fmt.Errorf("%s: %s %w: %v (last error: %v)", what, p.name, errPeerExited, werr, err)
 			default:
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
+			return fmt.Errorf("%s: not within %v: %v", what, timeout, err)
 		}
 		time.Sleep(interval)
+	}
+}
+
+// portAttempts is how many times a peer whose ports (from freePort) were
+// taken before it bound them is started again on others.
+const portAttempts = 4
+
+// startOnFreePorts calls start, which starts a peer on ports from freePort
+// and waits for it (pollPeer), until it succeeds, or fails for another
+// reason than a port another process took in between ("address already
+// in use" in the peer's output), or portAttempts times.
+func startOnFreePorts[P any](t *testing.T, start func() (P, *peerProcess, peerOutput, error)) P {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		peer, proc, out, err := start()
+		if err == nil {
+			return peer
+		}
+		if !errors.Is(err, errPeerExited) || !strings.Contains(out.String(), "address already in use") || attempt == portAttempts {
+			t.Fatal(err)
+		}
+		t.Logf("%s: a port was taken before it bound it; again on other ports (%d/%d)", proc.name, attempt+1, portAttempts)
 	}
 }
 
@@ -310,6 +344,14 @@ func startJaegerWithMetrics(t *testing.T, bin string, hc *http.Client, sink stri
 
 func startJaegerConfig(t *testing.T, bin string, hc *http.Client, sink string) *jaegerPeer {
 	t.Helper()
+	return startOnFreePorts(t, func() (*jaegerPeer, *peerProcess, peerOutput, error) {
+		return startJaegerOnce(t, bin, hc, sink)
+	})
+}
+
+// startJaegerOnce starts Jaeger on ports from freePort and waits for it.
+func startJaegerOnce(t *testing.T, bin string, hc *http.Client, sink string) (*jaegerPeer, *peerProcess, peerOutput, error) {
+	t.Helper()
 	queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
 	text := fmt.Sprintf(jaegerConfig, queryPort, grpcPort, healthPort, otlpPort, healthGRPCPort)
 	var metricsAddr string
@@ -321,17 +363,18 @@ func startJaegerConfig(t *testing.T, bin string, hc *http.Client, sink string) *
 	}
 	config := filepath.Join(t.TempDir(), "jaeger.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(text), 0o600))
+	out := &lockedBuffer{}
 	j := &jaegerPeer{
-		proc:     startPeer(t, "jaeger", &lockedBuffer{}, nil, bin, "--config", config),
+		proc:     startPeer(t, "jaeger", out, nil, bin, "--config", config),
 		otlpHTTP: fmt.Sprintf("http://127.0.0.1:%d", otlpPort),
 		query:    fmt.Sprintf("http://127.0.0.1:%d", queryPort),
 		metrics:  metricsAddr,
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/status", healthPort)
-	pollUntil(t, "jaeger health "+health, 60*time.Second, j.proc, func() error {
+	err := pollPeer("jaeger health "+health, 60*time.Second, j.proc, func() error {
 		return getJSON(t.Context(), hc, health, nil)
 	})
-	return j
+	return j, j.proc, out, err
 }
 
 // jaegerTrace is a trace as GET /api/traces/{id} returns it.
@@ -434,18 +477,28 @@ func startPrometheus(t *testing.T, bin, target string, hc *http.Client, ruleFile
 		}
 	}
 	require.NoError(t, os.WriteFile(config, text, 0o600))
+	return startOnFreePorts(t, func() (*prometheusPeer, *peerProcess, peerOutput, error) {
+		return startPrometheusOnce(t, bin, config, filepath.Join(dir, "data"), target, hc)
+	})
+}
+
+// startPrometheusOnce starts Prometheus with config on a port from
+// freePort and waits until it scrapes target.
+func startPrometheusOnce(t *testing.T, bin, config, data, target string, hc *http.Client) (*prometheusPeer, *peerProcess, peerOutput, error) {
+	t.Helper()
 	port := freePort(t)
+	output := &lockedBuffer{}
 	p := &prometheusPeer{
-		proc: startPeer(t, "prometheus", &lockedBuffer{}, nil, bin,
+		proc: startPeer(t, "prometheus", output, nil, bin,
 			"--config.file="+config,
-			"--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--storage.tsdb.path="+data,
 			"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
 			"--enable-feature=exemplar-storage",
 		),
 		api: fmt.Sprintf("http://127.0.0.1:%d", port),
 		hc:  hc,
 	}
-	pollUntil(t, "prometheus scrapes "+target, 60*time.Second, p.proc, func() error {
+	err := pollPeer("prometheus scrapes "+target, 60*time.Second, p.proc, func() error {
 		var out struct {
 			Data struct {
 				ActiveTargets []struct {
@@ -465,7 +518,7 @@ func startPrometheus(t *testing.T, bin, target string, hc *http.Client, ruleFile
 		}
 		return fmt.Errorf("targets: %+v", out.Data.ActiveTargets)
 	})
-	return p
+	return p, p.proc, output, err
 }
 
 // apiGet calls a Prometheus HTTP API endpoint and decodes its data.
@@ -533,4 +586,21 @@ func (p *prometheusPeer) scalar(ctx context.Context, q string) (float64, error) 
 		return 0, fmt.Errorf("query %s: %d samples, want 1", q, len(res))
 	}
 	return strconv.ParseFloat(fmt.Sprint(res[0].Value[1]), 64)
+}
+
+// TestStartOnFreePortsRetries: a peer that exits because a port was
+// taken is started again; one that fails otherwise is not.
+func TestStartOnFreePortsRetries(t *testing.T) {
+	proc := &peerProcess{name: "peer"}
+	taken := &lockedBuffer{}
+	_, _ = taken.Write([]byte("listen tcp 127.0.0.1:1: bind: address already in use"))
+	calls := 0
+	got := startOnFreePorts(t, func() (int, *peerProcess, peerOutput, error) {
+		calls++
+		if calls < 3 {
+			return 0, proc, taken, fmt.Errorf("health: peer %w: exit status 1", errPeerExited)
+		}
+		return calls, proc, &lockedBuffer{}, nil
+	})
+	assert.Equal(t, 3, got, "started again until it bound its ports")
 }

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"text/template"
 	"time"
@@ -92,26 +93,45 @@ func Start(t testing.TB, upstreams ...string) *Proxy {
 		}
 		t.Skip("nginx is not installed; make test installs it")
 	}
+	for attempt := 1; ; attempt++ {
+		p, taken, err := start(t, bin, upstreams)
+		if err == nil {
+			return p
+		}
+		if !taken || attempt == portAttempts {
+			t.Fatalf("nginx: %v", err)
+		}
+		t.Logf("nginx: its port was taken before it bound it; again on another (%d/%d)", attempt+1, portAttempts)
+	}
+}
+
+// portAttempts is how many times nginx is started, each time on another
+// free port, when another process took its port before it bound it.
+const portAttempts = 4
+
+// start starts nginx once, on a port that was free a moment ago; taken
+// reports that it failed because another process took the port meanwhile.
+func start(t testing.TB, bin string, upstreams []string) (p *Proxy, taken bool, err error) {
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
-	p := &Proxy{port: ln.Addr().(*net.TCPAddr).Port, dir: dir}
+	p = &Proxy{port: ln.Addr().(*net.TCPAddr).Port, dir: dir}
 	_ = ln.Close()
 	var buf bytes.Buffer
 	if err := conf.Execute(&buf, map[string]any{"Dir": dir, "Port": p.port, "Upstreams": upstreams}); err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
 	cmd := exec.Command(bin, "-c", path, "-e", filepath.Join(dir, "error.log"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, false, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -124,14 +144,17 @@ func Start(t testing.TB, upstreams ...string) *Proxy {
 			<-exited
 		}
 	})
-	if err := p.wait(exited); err != nil {
-		t.Fatalf("nginx: %v\n%s\n%s", err, stderr.String(), p.ErrorLog())
+	if err := p.wait(cmd.Process.Pid, exited); err != nil {
+		logs := stderr.String() + p.ErrorLog()
+		return nil, strings.Contains(logs, "Address already in use"), fmt.Errorf("%w\n%s", err, logs)
 	}
-	return p
+	return p, false, nil
 }
 
-// wait waits until nginx accepts connections.
-func (p *Proxy) wait(exited <-chan error) error {
+// wait waits until nginx, process pid, accepts connections: it wrote its
+// pid file, which it does once it bound its port (a port another process
+// took would accept connections too), and the port answers.
+func (p *Proxy) wait(pid int, exited <-chan error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
@@ -139,7 +162,12 @@ func (p *Proxy) wait(exited <-chan error) error {
 			return fmt.Errorf("exited: %v", err)
 		default:
 		}
+		written, _ := os.ReadFile(filepath.Join(p.dir, "nginx.pid"))
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p.port), 200*time.Millisecond)
+		if err == nil && strings.TrimSpace(string(written)) != strconv.Itoa(pid) {
+			_ = c.Close()
+			err = errors.New("no pid file yet")
+		}
 		if err == nil {
 			_ = c.Close()
 			return nil
