@@ -275,8 +275,8 @@ const interruptSleepMS = 60_000
 // reports all of them in flight (the sleep handler gives the client no sign
 // that it has started, and a cancellation that arrives before its request
 // is ignored), then interrupts them all and records each as cancelled, with
-// the cause and drop reason its interruption means. It fails if an
-// interrupted call is answered.
+// the cause and drop reason its interruption means, and waits until vigil
+// has none in flight. It fails if an interrupted call is answered.
 func interruptCalls(ctx context.Context, metricsURL string, api *http.Client, calls []*interruptedCall) error {
 	for _, c := range calls {
 		tp, traceID, _ := newTraceparent()
@@ -304,7 +304,14 @@ func interruptCalls(ctx context.Context, metricsURL string, api *http.Client, ca
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// The client saw its calls end; vigil notices an abandoned POST a
+	// moment later. Until it has, the session's DELETE that follows could
+	// end the call first, as transport_close/writer_closed: each outcome
+	// is counted as it happened, but the ground truth here is the abort.
+	return waitInFlight(ctx, api, metricsURL, 0)
 }
 
 func (c *interruptedCall) interrupt(ctx context.Context) error {
