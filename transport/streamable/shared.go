@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -58,11 +59,12 @@ type view struct {
 	holds int                      // Holds not released: work of the session running here
 
 	// The session's state (shared_state.go), guarded by mu.
-	state     []byte             // the newest state known here
-	fresh     bool               // state came by relay after SharedState read it
-	relayed   bool               // a state came by relay since the view followed the session
-	update    func(state []byte) // the server's, once it serves the view
-	stateWait []*stateSeen       // StoreStates waiting for the other replicas
+	state     []byte                         // the newest state known here
+	fresh     bool                           // state came by relay after SharedState read it
+	relayed   bool                           // a state came by relay since the view followed the session
+	update    func(state []byte)             // the server's, once it serves the view
+	stateWait []*stateSeen                   // StoreStates waiting for the other replicas
+	ownStates map[[sha256.Size]byte]ownState // states stored here whose relay has not come back
 }
 
 // sharedConn is the Conn a server serves a shared session on: the session,
@@ -300,6 +302,9 @@ func (s *session) relayClient(ctx context.Context, m transport.Message) error {
 func (s *session) relay(r Relay) {
 	v := s.view
 	if r.From == v.cluster.Replica() {
+		if r.Kind == RelayState {
+			v.ownStateBack(r.Data) // shared_state.go
+		}
 		return
 	}
 	switch r.Kind {

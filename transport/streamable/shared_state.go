@@ -17,7 +17,11 @@ import (
 // those answers, up to stateSeenWait. A replica making a view reads the
 // record again once it follows the session's relays (see followState), so
 // that no state stored between its first read and its subscription is
-// missed.
+// missed. The states are whole: the one the cluster stored last is the
+// session's. A replica that stored a state ignores the states of others
+// relayed before its own comes back through its subscription: the cluster
+// stored them first (relays come in the order they were published), so its
+// own is newer.
 
 // relayedKey marks the context of a client message another replica
 // relayed, which the server handles on the relay's delivery goroutine: a
@@ -73,8 +77,16 @@ func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	v := c.view
 	w := v.awaitSeen(state)
 	defer v.dropSeen(w)
+	v.mu.Lock()
+	if v.ownStates == nil {
+		v.ownStates = make(map[[sha256.Size]byte]ownState)
+	}
+	own := v.ownStates[w.digest]
+	v.ownStates[w.digest] = ownState{n: own.n + 1, since: time.Now()}
+	v.mu.Unlock()
 	others, err := v.cluster.StoreState(ctx, c.id, state)
 	if err != nil {
+		v.forgetOwnState(w.digest) // no relay of it comes (or one comes, and finds nothing)
 		return err
 	}
 	v.mu.Lock()
@@ -113,15 +125,19 @@ func (v *view) followState(state []byte) {
 	}
 }
 
-// stateRelayed applies a state another replica stored, and answers it
-// with its digest.
+// stateRelayed applies a state another replica stored, unless one stored
+// here is newer (its relay has not come back yet), and answers it with its
+// digest either way: this replica serves a state at least as new.
 func (s *session) stateRelayed(state []byte) {
 	v := s.view
 	v.applyMu.Lock()
 	v.mu.Lock()
-	v.state, v.relayed = state, true
-	update := v.update
-	v.fresh = update == nil
+	var update func([]byte)
+	if !v.ownStatePendingLocked() {
+		v.state, v.relayed = state, true
+		update = v.update
+		v.fresh = update == nil
+	}
 	v.mu.Unlock()
 	if update != nil {
 		update(state)
@@ -129,6 +145,43 @@ func (s *session) stateRelayed(state []byte) {
 	v.applyMu.Unlock()
 	digest := sha256.Sum256(state)
 	_ = s.publish(context.Background(), RelayStateSeen, digest[:])
+}
+
+// ownStateBack marks a state stored here as come back through the
+// subscription: the states relayed after it are newer.
+func (v *view) ownStateBack(state []byte) { v.forgetOwnState(sha256.Sum256(state)) }
+
+// forgetOwnState ends the wait for one relay of the state of digest stored
+// here: it came back, or was never published.
+func (v *view) forgetOwnState(digest [sha256.Size]byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if own := v.ownStates[digest]; own.n > 1 {
+		own.n--
+		v.ownStates[digest] = own
+	} else {
+		delete(v.ownStates, digest)
+	}
+}
+
+// ownState counts the relays of one state stored here that have not come
+// back, since the last such store.
+type ownState struct {
+	n     int
+	since time.Time
+}
+
+// ownStatePendingLocked reports whether a state stored here has not come
+// back yet, forgetting those waited for longer than stateSeenWait (their
+// relay was lost, to a reconnection say: waiting on would ignore the other
+// replicas' states for good); under v.mu.
+func (v *view) ownStatePendingLocked() bool {
+	for digest, own := range v.ownStates {
+		if time.Since(own.since) > stateSeenWait {
+			delete(v.ownStates, digest)
+		}
+	}
+	return len(v.ownStates) > 0
 }
 
 // stateSeenBy records that replica applied the state of digest.

@@ -136,3 +136,36 @@ func TestFollowStateKeepsRelayedState(t *testing.T) {
 	s.view.followState([]byte(`record`))
 	assert.Equal(t, []byte(`relayed`), conn.SharedState())
 }
+
+// TestOwnStateOutranksEarlierRelays: a replica that stored a state
+// ignores another's state relayed before its own comes back (the cluster
+// stored that one first), still answering it; after its own, it applies
+// the others' again. One whose own relay never comes stops waiting for it
+// after stateSeenWait.
+func TestOwnStateOutranksEarlierRelays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := &stateCluster{}
+		s := stateSession(c, &logs)
+		conn := sharedConn{s}
+		var applied []string
+		conn.SetStateUpdate(func(state []byte) { applied = append(applied, string(state)) })
+
+		require.NoError(t, conn.StoreState(context.Background(), []byte(`mine`)))
+		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`older`)})
+		assert.Empty(t, applied, "b's state was stored before this replica's")
+		s.relay(Relay{Kind: RelayState, From: "a", Data: []byte(`mine`)}) // this replica's own comes back
+		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`newer`)})
+		assert.Equal(t, []string{"newer"}, applied)
+		c.mu.Lock()
+		assert.Len(t, c.published, 2, "both of b's states are answered")
+		c.mu.Unlock()
+
+		require.NoError(t, conn.StoreState(context.Background(), []byte(`lost`)))
+		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`meanwhile`)})
+		assert.Equal(t, []string{"newer"}, applied)
+		time.Sleep(stateSeenWait + time.Millisecond) // its relay is lost
+		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`later`)})
+		assert.Equal(t, []string{"newer", "later"}, applied)
+	})
+}
