@@ -499,9 +499,6 @@ func (ss *Session) drain() {
 	}
 }
 
-// dispatchInline handles a message on the goroutine that brought it (see
-// transport.Inline); a request runs to its outcome before it returns, and
-// is cancelled if stream ends first.
 // inlineDispatcher is a Session as the transport.Dispatcher of its Inline
 // Conn: a conversion, not a closure, so that handing it over allocates
 // nothing.
@@ -512,6 +509,9 @@ func (d *inlineDispatcher) Dispatch(stream context.Context, msg transport.Messag
 	(*Session)(d).dispatchInline(stream, msg)
 }
 
+// dispatchInline handles a message on the goroutine that brought it (see
+// transport.Inline); a request runs to its outcome before it returns, and
+// is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
 	if m, ok := msg.(*transport.Request); ok {
 		if m.IsNotification() {
