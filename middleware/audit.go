@@ -66,7 +66,7 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 				start = time.Now()
 			}
 			req.OnDone(func(out server.Outcome) {
-				now := time.Now()
+				now := out.EndTime()
 				rec := AuditRecord{Time: now, RequestID: req.ID.String(), Tool: req.Name, Duration: now.Sub(start).Seconds()}
 				if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
 					rec.Subject, rec.ClientID = p.Subject, p.ClientID

@@ -107,7 +107,7 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 					logRequestTo(ctx, lh, level, req, out, start)
 					return
 				}
-				logRequest(ctx, logger, level, req, out, time.Since(start))
+				logRequest(ctx, logger, level, req, out, out.EndTime().Sub(start))
 			})
 			return next(ctx, req)
 		}
@@ -127,7 +127,7 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 // which tells a reader nothing (and finding it costs more than formatting
 // the line's duration). The caller has checked that h is enabled at level.
 func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
-	now := time.Now()
+	now := out.EndTime()
 	r := slog.NewRecord(now, level, "request", 0)
 	var buf [15]slog.Attr
 	attrs := requestAttrs(buf[:0], req, out, now.Sub(start))

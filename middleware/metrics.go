@@ -88,7 +88,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 		ToolRegistered: registered,
 		Outcome:        outcome,
 		ErrorType:      errType,
-		Duration:       time.Since(start),
+		Duration:       out.EndTime().Sub(start),
 		Trace:          traceID,
 	})
 }

@@ -165,6 +165,21 @@ type Outcome struct {
 	Dropped protocol.DropReason
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
+	// Ended is when the request ended: when its response was written or
+	// dropped, or, for a notification, when its chain returned. Every
+	// OnDone function sees the same instant, so that the log line, the
+	// metrics and the audit record of a request agree on its duration
+	// (Ended minus [Request.Received]). Zero only in an Outcome made
+	// elsewhere, such as a test's: see [Outcome.EndTime].
+	Ended time.Time
+}
+
+// EndTime returns o.Ended, or the current time when it is zero.
+func (o Outcome) EndTime() time.Time {
+	if o.Ended.IsZero() {
+		return time.Now()
+	}
+	return o.Ended
 }
 
 // ToolError reports whether the result is a tool's failure: a

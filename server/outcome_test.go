@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,13 +17,16 @@ import (
 // TestOutcomeCarriesResultAndError checks what OnDone callbacks see: the
 // chain's result on success, its error (and no result) on failure, the
 // error or panic of a notification's handler, which is never answered, and
-// that every callback runs, in order, past the two kept inline.
+// that every callback runs, in order, past the two kept inline, each with
+// the same end time, not before the request was received.
 func TestOutcomeCarriesResultAndError(t *testing.T) {
 	testkit.Watchdog(t)
 	type seen struct {
-		method string
-		order  []int
-		out    server.Outcome
+		method   string
+		order    []int
+		ends     []time.Time
+		received time.Time
+		out      server.Outcome
 	}
 	seenc := make(chan seen, 8)
 	record := func(next server.Handler) server.Handler {
@@ -31,11 +35,13 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 				return next(ctx, req)
 			}
 			var order []int
+			var ends []time.Time
 			for i := range 3 {
 				req.OnDone(func(out server.Outcome) {
 					order = append(order, i)
+					ends = append(ends, out.Ended)
 					if i == 2 {
-						seenc <- seen{method: req.Method, order: order, out: out}
+						seenc <- seen{method: req.Method, order: order, ends: ends, received: req.Received, out: out}
 					}
 				})
 			}
@@ -64,6 +70,9 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 	h.RecvResult(2)
 	got := <-seenc
 	assert.Equal(t, []int{0, 1, 2}, got.order)
+	require.False(t, got.out.Ended.IsZero(), "an answered request's Outcome has its end time")
+	assert.Equal(t, []time.Time{got.out.Ended, got.out.Ended, got.out.Ended}, got.ends, "every OnDone function sees the same end")
+	assert.False(t, got.out.Ended.Before(got.received), "ended %v before it was received %v", got.out.Ended, got.received)
 	require.NoError(t, got.out.Err)
 	res, ok := got.out.Result.(*server.CallToolResult)
 	require.True(t, ok, "result %T", got.out.Result)
@@ -78,6 +87,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 	h.Notify("notifications/roots/list_changed", nil)
 	got = <-seenc
 	assert.Equal(t, "notifications/roots/list_changed", got.method)
+	assert.False(t, got.out.Ended.IsZero(), "a notification's Outcome has its end time")
 	require.EqualError(t, got.out.Err, "scripted failure")
 	assert.Nil(t, got.out.Result)
 	assert.Empty(t, got.out.Dropped)

@@ -815,7 +815,7 @@ func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
 
 // seal reports a request's outcome to the Observer and to OnDone callbacks.
 func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason, werr error) {
-	out.Dropped, out.WriteErr = dropped, werr
+	out.Dropped, out.WriteErr, out.Ended = dropped, werr, time.Now()
 	if dropped != protocol.DropNone {
 		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
 		ss.debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())
@@ -899,7 +899,7 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 	}
 	ctx := context.WithValue(ss.ctx, requestKey{}, req)
 	res, err := ss.srv.invoke(ctx, req)
-	out := Outcome{Err: err}
+	out := Outcome{Err: err, Ended: time.Now()}
 	if err == nil {
 		out.Result = res
 	}

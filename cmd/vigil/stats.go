@@ -194,7 +194,7 @@ func (s *requestStats) Middleware() server.Middleware {
 }
 
 func (s *requestStats) recordRequest(req *server.Request, out server.Outcome) {
-	now := time.Now()
+	now := out.EndTime()
 	start := req.Received
 	if start.IsZero() {
 		start = now
