@@ -82,13 +82,15 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 		tool = req.Name
 		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
 	}
+	end := out.EndTime()
 	m.RequestFinished(telemetry.RequestEnd{
 		Method:         req.Method,
 		Tool:           tool,
 		ToolRegistered: registered,
 		Outcome:        outcome,
 		ErrorType:      errType,
-		Duration:       out.EndTime().Sub(start),
+		Duration:       end.Sub(start),
+		Ended:          end,
 		Trace:          traceID,
 	})
 }

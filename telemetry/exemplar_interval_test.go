@@ -75,3 +75,30 @@ func TestExemplarInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestExemplarIntervalFollowsEnded checks that a request's end, when
+// given, paces the exemplars instead of the clock: with the clock standing
+// still, an end a second after the first exemplar's takes a new one, and
+// an end within the second does not.
+func TestExemplarIntervalFollowsEnded(t *testing.T) {
+	t.Parallel()
+	const (
+		a = "0af7651916cd43dd8448eb211c80319c"
+		b = "4bf92f3577b34da6a3ce929d0e0e4736"
+		c = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
+	)
+	synctest.Test(t, func(t *testing.T) {
+		m := telemetry.NewMetrics()
+		t0 := time.Now()
+		finish := func(traceID string, ended time.Time) {
+			m.RequestStarted("ping")
+			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
+		}
+		counter := `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
+		finish(a, t0)
+		finish(b, t0.Add(999*time.Millisecond)) // within the second: kept a
+		assert.Contains(t, exemplars(t, m), counter+a+" 1")
+		finish(c, t0.Add(time.Second)) // the clock has not moved; the end has
+		assert.Contains(t, exemplars(t, m), counter+c+" 1")
+	})
+}

@@ -32,6 +32,10 @@ type RequestEnd struct {
 	// Duration runs from the request's receipt until its outcome was
 	// sealed (the response written, or the decision not to write one).
 	Duration time.Duration
+	// Ended is when the request ended, the end of Duration; it paces the
+	// exemplars (see [WithExemplarInterval]). Zero means now: the clock is
+	// then read when an exemplar may be due.
+	Ended time.Time
 	// TraceID, when not empty, is attached as the trace_id exemplar of the
 	// duration observation and of the finished count, at most once per
 	// [WithExemplarInterval] for each (exposed with the OpenMetrics format
@@ -91,7 +95,9 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	traced := (e.TraceID == "" && e.Trace.IsValid()) || validTraceID(e.TraceID)
 	var now int64 // read once, when an exemplar may be due
 	if traced && m.exemplarEvery > 0 {
-		now = time.Now().UnixNano()
+		if now = e.Ended.UnixNano(); e.Ended.IsZero() {
+			now = time.Now().UnixNano()
+		}
 	}
 
 	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && traced && m.exemplarDue(&s.counterExemplar, now) {
