@@ -10,18 +10,22 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
+// Trace ids of the exemplar tests, and the finished count's exemplar
+// prefix (the id and value follow).
+const (
+	traceA = "0af7651916cd43dd8448eb211c80319c"
+	traceB = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traceC = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
+
+	pingCounter = `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
+)
+
 // TestExemplarInterval checks, in fake time, that a series' finished count
 // and each of its duration buckets take a new exemplar at most once per
 // interval, each bucket on its own, and that a zero interval takes every
 // one.
 func TestExemplarInterval(t *testing.T) {
 	t.Parallel()
-	const (
-		a = "0af7651916cd43dd8448eb211c80319c"
-		b = "4bf92f3577b34da6a3ce929d0e0e4736"
-		c = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
-	)
-	counter := `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
 	bucket := func(le string) string {
 		return `mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=` + le + ` trace_id=`
 	}
@@ -33,27 +37,27 @@ func TestExemplarInterval(t *testing.T) {
 		{
 			name: "default: one a second per series and bucket",
 			want: []string{
-				bucket("0.01") + c + " 0.005", // a second later: replaced
-				bucket("0.5") + b + " 0.3",    // another bucket: its own exemplar
-				counter + c + " 1",
+				bucket("0.01") + traceC + " 0.005", // a second later: replaced
+				bucket("0.5") + traceB + " 0.3",    // another bucket: its own exemplar
+				pingCounter + traceC + " 1",
 			},
 		},
 		{
 			name: "every observation",
 			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(0)},
 			want: []string{
-				bucket("0.01") + c + " 0.005",
-				bucket("0.5") + b + " 0.3",
-				counter + c + " 1",
+				bucket("0.01") + traceC + " 0.005",
+				bucket("0.5") + traceB + " 0.3",
+				pingCounter + traceC + " 1",
 			},
 		},
 		{
 			name: "a longer interval keeps the first",
 			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(time.Minute)},
 			want: []string{
-				bucket("0.01") + a + " 0.001",
-				bucket("0.5") + b + " 0.3",
-				counter + a + " 1",
+				bucket("0.01") + traceA + " 0.001",
+				bucket("0.5") + traceB + " 0.3",
+				pingCounter + traceA + " 1",
 			},
 		},
 	}
@@ -66,10 +70,10 @@ func TestExemplarInterval(t *testing.T) {
 					m.RequestStarted("ping")
 					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: d, TraceID: traceID})
 				}
-				finish(a, time.Millisecond)
-				finish(b, 300*time.Millisecond) // within the second, another bucket
+				finish(traceA, time.Millisecond)
+				finish(traceB, 300*time.Millisecond) // within the second, another bucket
 				time.Sleep(time.Second)
-				finish(c, 5*time.Millisecond)
+				finish(traceC, 5*time.Millisecond)
 				assert.Equal(t, tt.want, exemplars(t, m))
 			})
 		})
@@ -82,11 +86,6 @@ func TestExemplarInterval(t *testing.T) {
 // an end within the second does not.
 func TestExemplarIntervalFollowsEnded(t *testing.T) {
 	t.Parallel()
-	const (
-		a = "0af7651916cd43dd8448eb211c80319c"
-		b = "4bf92f3577b34da6a3ce929d0e0e4736"
-		c = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
-	)
 	synctest.Test(t, func(t *testing.T) {
 		m := telemetry.NewMetrics()
 		t0 := time.Now()
@@ -94,11 +93,10 @@ func TestExemplarIntervalFollowsEnded(t *testing.T) {
 			m.RequestStarted("ping")
 			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
 		}
-		counter := `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
-		finish(a, t0)
-		finish(b, t0.Add(999*time.Millisecond)) // within the second: kept a
-		assert.Contains(t, exemplars(t, m), counter+a+" 1")
-		finish(c, t0.Add(time.Second)) // the clock has not moved; the end has
-		assert.Contains(t, exemplars(t, m), counter+c+" 1")
+		finish(traceA, t0)
+		finish(traceB, t0.Add(999*time.Millisecond)) // within the second: traceA kept
+		assert.Contains(t, exemplars(t, m), pingCounter+traceA+" 1")
+		finish(traceC, t0.Add(time.Second)) // the clock has not moved; the end has
+		assert.Contains(t, exemplars(t, m), pingCounter+traceC+" 1")
 	})
 }
