@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // Defaults of the in-memory trace ring.
@@ -52,7 +54,7 @@ type spanRing struct {
 
 var (
 	_ sdktrace.SpanExporter  = (*spanRing)(nil)
-	_ sdktrace.SpanProcessor = (*spanRing)(nil)
+	_ otelsetup.SpanReceiver = (*spanRing)(nil)
 )
 
 // spanRecord is an ended span, as the debug page shows it.
@@ -132,14 +134,11 @@ func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 	return nil
 }
 
-// OnStart does nothing: the ring sees spans as they end.
-func (*spanRing) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-
-// OnEnd stores s, when it is sampled, as ExportSpans would: as the span
-// processor of its provider (otelsetup.WithSyncFallback), the ring takes
-// each span where it ends, with no batch of one to allocate and no lock
-// but its own.
-func (r *spanRing) OnEnd(s sdktrace.ReadOnlySpan) {
+// ReceiveSpan stores s, when it is sampled, as ExportSpans would: as the
+// otelsetup.SpanReceiver of its provider (otelsetup.WithSyncFallback), the
+// ring takes each span itself where it ends, with no snapshot of it, no
+// batch of one to allocate and no lock but its own.
+func (r *spanRing) ReceiveSpan(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
@@ -147,9 +146,6 @@ func (r *spanRing) OnEnd(s sdktrace.ReadOnlySpan) {
 	defer r.mu.Unlock()
 	r.storeLocked(s, nil)
 }
-
-// ForceFlush does nothing: every ended span is already stored.
-func (*spanRing) ForceFlush(context.Context) error { return nil }
 
 // Shutdown does nothing: the stored spans stay readable.
 func (*spanRing) Shutdown(context.Context) error { return nil }

@@ -12,14 +12,16 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
-// ringProvider returns a tracer whose span processor is ring, as vigil's
-// (otelsetup.WithSyncFallback): it takes every span as it ends.
+// ringProvider returns a tracer whose spans reach ring as they end, as
+// vigil's (otelsetup.WithSyncFallback with a SpanReceiver).
 func ringProvider(t *testing.T, ring *spanRing, opts ...sdktrace.TracerProviderOption) trace.Tracer {
 	t.Helper()
-	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithSpanProcessor(ring))...)
-	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
+	tp, shutdown := otelsetup.NewReceivingProvider(ring, opts...)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	return tp.Tracer("ring-test")
 }
 

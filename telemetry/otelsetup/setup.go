@@ -58,10 +58,10 @@ func WithFallbackExporter(f func(context.Context) (sdktrace.SpanExporter, error)
 // its own (sdktrace.WithBatcher, as every other exporter gets). For an
 // exporter that keeps spans in memory and does no I/O, such as cmd/vigil's
 // trace ring, that spares a queue, a goroutine and its wake-ups; an
-// exporter that blocks would hold up every request that ends a span. An
-// exporter that is also an sdktrace.SpanProcessor is registered as the
-// provider's processor itself, and gets each span through its OnEnd; it
-// must then export only sampled spans, as sdktrace.WithSyncer would.
+// exporter that blocks would hold up every request that ends a span. A
+// fallback exporter that is a [SpanReceiver] gets each sampled span itself
+// through ReceiveSpan, from a provider with no span processor, and so no
+// per-span snapshot.
 func WithSyncFallback() Option {
 	return optionFunc(func(c *config) { c.fallbackSync = true })
 }
@@ -132,10 +132,14 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 	if err != nil {
 		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
 	}
+	recv, receives := exp.(SpanReceiver)
+	if fallback && cfg.fallbackSync && receives {
+		// No span processor: each span reaches recv itself as it ends.
+		tp, shutdown := NewReceivingProvider(recv, sdktrace.WithResource(res))
+		return tp, shutdown, nil
+	}
 	var processor sdktrace.TracerProviderOption
-	switch p, ok := exp.(sdktrace.SpanProcessor); {
-	case fallback && cfg.fallbackSync && ok:
-		processor = sdktrace.WithSpanProcessor(p) // it takes each span itself
+	switch {
 	case fallback && cfg.fallbackSync:
 		processor = sdktrace.WithSyncer(exp)
 	default:

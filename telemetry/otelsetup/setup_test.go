@@ -279,37 +279,3 @@ func TestTracerProviderSyncFallback(t *testing.T) {
 	require.NoError(t, shutdown(t.Context()))
 	assert.Contains(t, out.String(), `"batched"`)
 }
-
-// processorExporter is an exporter that is also a span processor: it
-// counts what reaches it each way.
-type processorExporter struct {
-	keptExporter
-	ended, exported int
-}
-
-func (p *processorExporter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (p *processorExporter) OnEnd(s sdktrace.ReadOnlySpan)                   { p.ended++ }
-func (p *processorExporter) ForceFlush(context.Context) error                { return nil }
-func (p *processorExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	p.exported += len(spans)
-	return p.keptExporter.ExportSpans(ctx, spans)
-}
-
-// TestTracerProviderSyncFallbackProcessor: a sync fallback exporter that
-// is a span processor too is the provider's processor, with no
-// sdktrace.WithSyncer between: each ended span reaches its OnEnd, and
-// ExportSpans is never called.
-func TestTracerProviderSyncFallbackProcessor(t *testing.T) {
-	setEnv(t, nil)
-	p := &processorExporter{keptExporter: newKept()}
-	tp, shutdown, err := otelsetup.TracerProvider(t.Context(), otelsetup.WithSyncFallback(),
-		otelsetup.WithFallbackExporter(func(context.Context) (sdktrace.SpanExporter, error) { return p, nil }))
-	require.NoError(t, err)
-	for range 3 {
-		_, span := tp.Tracer("t").Start(t.Context(), "work")
-		span.End()
-	}
-	require.NoError(t, shutdown(t.Context()))
-	assert.Equal(t, 3, p.ended)
-	assert.Zero(t, p.exported)
-}
