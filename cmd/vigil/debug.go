@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -155,9 +154,6 @@ type debugMemory struct {
 const attentionPerKind = 5
 
 func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-	p.in.flush(ctx) // export the spans still batched into the ring
-	cancel()
 	q := r.URL.Query()
 	now := time.Now()
 	asJSON := q.Get("format") == "json"

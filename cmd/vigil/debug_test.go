@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // The debug page is safe to leave on: a strict CSP on the page and its
@@ -110,7 +110,7 @@ func TestDebugPageSafeAndLinked(t *testing.T) {
 // refresh.
 func BenchmarkDebugPage(b *testing.B) {
 	ring := newSpanRing(defaultRingTraces)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(ring))
+	tp, _ := otelsetup.NewReceivingProvider(ring)
 	tracer := tp.Tracer("bench")
 	for i := range defaultRingTraces {
 		_, span := tracer.Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer),

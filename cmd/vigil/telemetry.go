@@ -112,17 +112,6 @@ func exporterName(ring bool, tp trace.TracerProvider) string {
 	return "otlp"
 }
 
-// flush exports the spans still batched, so that the ring holds every
-// ended span; it does nothing when there is no ring.
-func (in *instruments) flush(ctx context.Context) {
-	if in.ring == nil {
-		return
-	}
-	if f, ok := in.tracer.(interface{ ForceFlush(context.Context) error }); ok {
-		_ = f.ForceFlush(ctx)
-	}
-}
-
 // logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
 // bad sampler setting) to logger instead of the standard log package. It
 // sets the global error handler: call it from the binary only.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"html/template"
 	"net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,9 +37,6 @@ func traceHandler(in *instruments) http.Handler {
 			http.Error(w, "no such trace: a trace id is 32 hex digits", http.StatusNotFound)
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		in.flush(ctx) // the spans still batched
-		cancel()
 		v, ok := in.ring.lookup(id)
 		if !ok {
 			http.Error(w, "no such trace (or no longer kept)", http.StatusNotFound)

@@ -15,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // traceViewRig is the observability mux of a vigil whose spans go to a
-// ring, through a batching SDK provider (the page flushes it).
+// ring, as vigil's do: each span handed to it as it ends.
 type traceViewRig struct {
 	mux    http.Handler
 	tracer trace.Tracer
@@ -31,8 +32,8 @@ type traceViewRig struct {
 func newTraceViewRig(t *testing.T) *traceViewRig {
 	t.Helper()
 	ring := newSpanRing(10)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(ring))
-	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
+	tp, shutdown := otelsetup.NewReceivingProvider(ring)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	in := &instruments{tracer: tp, ring: ring}
 	var ready atomic.Bool
 	return &traceViewRig{mux: newObservabilityMux(in, &ready, &debugPage{in: in}, nil), tracer: tp.Tracer("trace-view-test"), ring: ring}

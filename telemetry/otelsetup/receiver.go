@@ -78,22 +78,20 @@ type receivingTracer struct {
 // in the context too, so that ending it hands it to the receiver.
 func (t *receivingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	ctx, s := t.sdk.Start(ctx, name, opts...)
-	ro, ok := s.(sdktrace.ReadOnlySpan)
-	if !ok || !s.IsRecording() || !s.SpanContext().IsSampled() {
+	if _, ok := s.(sdktrace.ReadOnlySpan); !ok || !s.IsRecording() || !s.SpanContext().IsSampled() {
 		return ctx, s
 	}
-	rs := &receivedSpan{Span: s, ro: ro, provider: t.provider, ctx: ctx}
+	rs := &receivedSpan{Span: s, provider: t.provider, ctx: ctx}
 	return (*spanContext)(rs), rs
 }
 
 // receivedSpan is an SDK span that reaches the receiver when it ends.
 // Seen as a spanContext, it is also the context Start returns.
 type receivedSpan struct {
-	trace.Span
-	ro       sdktrace.ReadOnlySpan // the same span
-	provider *receivingProvider
-	ctx      context.Context // the SDK's, which carries the SDK's span
-	ended    atomic.Bool
+	trace.Span // the SDK's, a sdktrace.ReadOnlySpan too (see Start)
+	provider   *receivingProvider
+	ctx        context.Context // the SDK's, which carries the SDK's span
+	ended      atomic.Bool
 }
 
 // spanContext is a receivedSpan as the context of its span: the SDK's
@@ -108,6 +106,7 @@ func (c *spanContext) Err() error                  { return c.ctx.Err() }
 
 // Value returns the receivedSpan where the SDK's context has its span
 // (under the trace package's key), and the SDK context's value otherwise.
+// The comparison cannot panic: the SDK span's dynamic type is a pointer.
 func (c *spanContext) Value(key any) any {
 	v := c.ctx.Value(key)
 	if v == any(c.Span) {
@@ -129,7 +128,7 @@ func (s *receivedSpan) End(opts ...trace.SpanEndOption) {
 	}
 	s.Span.End(opts...)
 	if s.ended.CompareAndSwap(false, true) {
-		s.provider.recv.ReceiveSpan(s.ro)
+		s.provider.recv.ReceiveSpan(s.Span.(sdktrace.ReadOnlySpan))
 	}
 }
 
@@ -137,8 +136,9 @@ func (s *receivedSpan) End(opts ...trace.SpanEndOption) {
 // from this one reach the receiver too.
 func (s *receivedSpan) TracerProvider() trace.TracerProvider { return s.provider }
 
-// typeName names v's type as the SDK's exception events do: the package
-// path and the name, or the type's string for unnamed types.
+// typeName names v's type for an exception event: the package path and
+// the name, or the type's string for a predeclared or unnamed type ("string"
+// where the SDK's own End writes ".string").
 func typeName(v any) string {
 	t := reflect.TypeOf(v)
 	if t.PkgPath() == "" {
