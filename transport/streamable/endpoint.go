@@ -36,12 +36,17 @@ type Attacher interface {
 	Attach(ctx context.Context, conn transport.Driven, done func(error)) error
 }
 
-// Header names.
+// Header names, in canonical form (MCP-Protocol-Version is read as
+// Mcp-Protocol-Version), as net/http keys what it reads: headerValue looks
+// them up as they are.
 const (
 	headerSessionID       = "Mcp-Session-Id"
-	headerProtocolVersion = "Mcp-Protocol-Version" // MCP-Protocol-Version, in canonical form: Get need not canonicalize it
+	headerProtocolVersion = "Mcp-Protocol-Version"
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
+	headerContentType     = "Content-Type"
+	headerAccept          = "Accept"
+	headerOrigin          = "Origin"
 )
 
 // Endpoint is one MCP endpoint: an http.Handler serving POST, GET and DELETE
@@ -172,7 +177,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
+	if !isJSONContentType(headerValue(r.Header, headerContentType)) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
 		return
 	}
@@ -221,10 +226,10 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 // isStateless reports whether a POST belongs to the 2026-07-28 era: by its
 // version header, or (with no session) by the version in its _meta.
 func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
-	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
+	if headerValue(r.Header, headerProtocolVersion) == protocol.Version20260728 {
 		return true
 	}
-	if r.Header.Get(headerSessionID) != "" {
+	if headerValue(r.Header, headerSessionID) != "" {
 		return false
 	}
 	req, ok := msg.(*transport.Request)
@@ -249,12 +254,12 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	if isRequest {
 		reqID = req.ID
 	}
-	if v := r.Header.Get(headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
+	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
 		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
 		return
 	}
 	var s *session
-	if isRequest && req.Method == "initialize" && r.Header.Get(headerSessionID) == "" {
+	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
 		var status int
 		if s, status = h.newSession(r); s == nil {
 			w.Header().Set("Retry-After", "1")
@@ -262,7 +267,7 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 			return
 		}
 	} else {
-		id := r.Header.Get(headerSessionID)
+		id := headerValue(r.Header, headerSessionID)
 		if id == "" {
 			h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 			return
@@ -416,7 +421,7 @@ func (h *Endpoint) forget(s *session) {
 var errSessionEnded = errors.New("streamable: session ended")
 
 func (h *Endpoint) get(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerProtocolVersion) != protocol.Version20260728 && !accepts(r, "text/event-stream") {
+	if headerValue(r.Header, headerProtocolVersion) != protocol.Version20260728 && !accepts(r, "text/event-stream") {
 		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include text/event-stream")
 		return
 	}
@@ -451,12 +456,12 @@ func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 // which has no session; 400 without Mcp-Session-Id; 404 for an unknown,
 // ended or other principal's session.
 func (h *Endpoint) sessionOf(w http.ResponseWriter, r *http.Request, why2026 string) *session {
-	if r.Header.Get(headerProtocolVersion) == protocol.Version20260728 {
+	if headerValue(r.Header, headerProtocolVersion) == protocol.Version20260728 {
 		w.Header().Set("Allow", "POST")
 		h.reject(w, http.StatusMethodNotAllowed, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, why2026)
 		return nil
 	}
-	id := r.Header.Get(headerSessionID)
+	id := headerValue(r.Header, headerSessionID)
 	if id == "" {
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
 		return nil
@@ -491,7 +496,7 @@ func newSessionID() string {
 
 // accepts reports whether the Accept header admits mediaType.
 func accepts(r *http.Request, mediaType string) bool {
-	for _, accept := range r.Header.Values("Accept") {
+	for _, accept := range r.Header[headerAccept] {
 		for part := range strings.SplitSeq(accept, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			mt = strings.TrimSpace(mt)
@@ -501,6 +506,16 @@ func accepts(r *http.Request, mediaType string) bool {
 		}
 	}
 	return false
+}
+
+// headerValue is h.Get(key) for a key in canonical form, such as the
+// header* constants: Get would check the key letter by letter on every
+// call (a few hundred instructions each, several times per request).
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // isJSONContentType reports whether a Content-Type is application/json

@@ -16,7 +16,7 @@ func (h *Endpoint) hostAllowed(r *http.Request) bool {
 
 // originAllowed checks the Origin header, when there is one.
 func (h *Endpoint) originAllowed(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
+	origin := headerValue(r.Header, headerOrigin)
 	if origin == "" {
 		return true
 	}

@@ -22,7 +22,7 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		w.WriteHeader(http.StatusAccepted) // nothing waits for it in this era
 		return
 	}
-	header := r.Header.Get(headerProtocolVersion)
+	header := headerValue(r.Header, headerProtocolVersion)
 	if header == "" {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
@@ -79,7 +79,7 @@ func routingField(method string) string {
 // body's method and value, the raw params member field (see routingField),
 // nil when params has none.
 func checkRouting(r *http.Request, method, field string, value []byte) string {
-	got, ok := r.Header[http.CanonicalHeaderKey(headerMethod)]
+	got, ok := r.Header[headerMethod]
 	if !ok || len(got) == 0 {
 		return "missing Mcp-Method header"
 	}
@@ -89,7 +89,7 @@ func checkRouting(r *http.Request, method, field string, value []byte) string {
 	if field == "" {
 		return ""
 	}
-	name, ok := r.Header[http.CanonicalHeaderKey(headerName)]
+	name, ok := r.Header[headerName]
 	if !ok || len(name) == 0 {
 		return "missing Mcp-Name header"
 	}

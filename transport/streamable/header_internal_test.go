@@ -1,0 +1,31 @@
+package streamable
+
+import (
+	"net/http"
+	"testing"
+)
+
+// headerValue looks keys up as they are: each must be in the form net/http
+// stores the headers it reads in, or a request's header would go unseen.
+func TestHeaderKeysAreCanonical(t *testing.T) {
+	for _, key := range []string{headerSessionID, headerProtocolVersion, headerMethod, headerName, headerContentType, headerAccept, headerOrigin} {
+		if got := http.CanonicalHeaderKey(key); got != key {
+			t.Errorf("%q is not canonical: net/http stores it as %q", key, got)
+		}
+	}
+}
+
+func TestHeaderValueIsGet(t *testing.T) {
+	h := http.Header{}
+	h.Set("MCP-Protocol-Version", "2026-07-28") // as a client spells it
+	h.Add("mcp-session-id", "first")
+	h.Add("Mcp-Session-Id", "second")
+	for _, key := range []string{headerProtocolVersion, headerSessionID, headerOrigin} {
+		if got, want := headerValue(h, key), h.Get(key); got != want {
+			t.Errorf("headerValue(%q) = %q, Get = %q", key, got, want)
+		}
+	}
+	if got := headerValue(h, headerSessionID); got != "first" {
+		t.Errorf("headerValue(%q) = %q, want the first value", headerSessionID, got)
+	}
+}
