@@ -106,6 +106,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./transport
 	@echo "==> fuzz: FuzzPOST (120000 inputs, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=120000x ./transport/streamable
+	@echo "==> fuzz: FuzzTextHandlerQuoting (50000 inputs, differential against log/slog's TextHandler)"
+	$(GO) test -run='^$$' -fuzz='^FuzzTextHandlerQuoting$$' -fuzztime=50000x ./cmd/vigil
 	@echo "==> fuzz: FuzzBearerToken (100000 inputs, the Authorization header of the auth guard)"
 	$(GO) test -run='^$$' -fuzz='^FuzzBearerToken$$' -fuzztime=100000x ./middleware/auth
 	@echo "==> fuzz: FuzzParseChallenge (120000 inputs, WWW-Authenticate challenges round-trip)"

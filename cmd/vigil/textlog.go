@@ -140,12 +140,25 @@ func appendTextString(b []byte, s string) []byte {
 
 // needsQuoting is log/slog's: an empty string, a space, '=', a character
 // JSON would escape (except a backslash), invalid UTF-8, or a Unicode space
-// or unprintable rune.
+// or unprintable rune. ASCII is checked eight bytes at a time: every key
+// and value of every log line passes through here.
 func needsQuoting(s string) bool {
 	if len(s) == 0 {
 		return true
 	}
-	for i := 0; i < len(s); {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := load64(s[i : i+8])
+		if w&highBits != 0 {
+			break // not ASCII: rune by rune from here
+		}
+		// A byte below '!' (a control character or a space), a '"' or
+		// an '='.
+		if hasLess(w, '!') || hasZero(w^('"'*lowBits)) || hasZero(w^('='*lowBits)) {
+			return true
+		}
+	}
+	for i < len(s) {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			if quoted[b] {
@@ -162,6 +175,26 @@ func needsQuoting(s string) bool {
 	}
 	return false
 }
+
+// The bytes of a word, each 1, and each with only its high bit set.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// load64 reads the eight bytes of s as one little-endian word.
+func load64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// hasZero reports whether a byte of w is zero.
+func hasZero(w uint64) bool { return (w-lowBits)&^w&highBits != 0 }
+
+// hasLess reports whether a byte of w, whose bytes are all ASCII, is below n
+// (n <= 128).
+func hasLess(w uint64, n byte) bool { return (w-lowBits*uint64(n))&^w&highBits != 0 }
 
 // quoted holds, for each ASCII byte, whether needsQuoting quotes a string
 // that has it: a control character, a space, '"' or '='.

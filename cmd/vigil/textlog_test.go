@@ -99,3 +99,29 @@ func BenchmarkRequestLine(b *testing.B) {
 		})
 	}
 }
+
+// FuzzTextHandlerQuoting: for any key and string value, the direct path
+// quotes exactly what slog.TextHandler quotes (needsQuoting reads ASCII
+// eight bytes at a time; the seeds put each byte it looks for in every
+// position of a word, and past one).
+func FuzzTextHandlerQuoting(f *testing.F) {
+	for _, special := range []string{" ", "=", `"`, "\x00", "\x1f", "\n", "\x7f", `\`, "!", "<", ">", "~", "é", "\u00a0", "\xff", "\u2028"} {
+		for pos := range 10 {
+			v := []byte("abcdefghij")
+			f.Add("key", string(v[:pos])+special+string(v[pos:]))
+		}
+	}
+	f.Add("", "")
+	f.Add("tools/call", "0af7651916cd43dd8448eb211c80319c")
+	f.Fuzz(func(t *testing.T, key, value string) {
+		at := time.Date(2026, 7, 28, 10, 4, 5, 0, time.UTC)
+		r := slog.NewRecord(at, slog.LevelInfo, value, 0)
+		r.AddAttrs(slog.String(key, value))
+		var want, got bytes.Buffer
+		require.NoError(t, slog.NewTextHandler(&want, nil).Handle(context.Background(), r))
+		require.NoError(t, newTextHandler(&got, slog.LevelInfo).Handle(context.Background(), r))
+		if want.String() != got.String() {
+			t.Fatalf("key %q value %q:\nslog   %s\nvigil  %s", key, value, want.String(), got.String())
+		}
+	})
+}
