@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -25,6 +26,9 @@ type textHandler struct {
 	level slog.Leveler
 	out   io.Writer    // whose concurrent writes are each kept whole
 	text  slog.Handler // the TextHandler, writing to out
+	// stamp is the last second a record's time fell in, formatted: lines
+	// of one second format only their milliseconds.
+	stamp atomic.Pointer[secondStamp]
 }
 
 // lockedWriter serializes the writes of the direct path and the
@@ -66,7 +70,7 @@ func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 	b := (*bp)[:0]
 	if !r.Time.IsZero() {
 		b = append(b, "time="...)
-		b = appendRFC3339Millis(b, r.Time.Round(0))
+		b = h.appendTime(b, r.Time.Round(0))
 		b = append(b, ' ')
 	}
 	b = append(b, "level="...)
@@ -213,4 +217,32 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b[:n+prefixLen], b[n+prefixLen+1:]...) // drop the 4th digit
+}
+
+// secondStamp is a second of a location, formatted as appendRFC3339Millis
+// formats its times: what comes before the milliseconds, and the zone.
+type secondStamp struct {
+	unix       int64
+	loc        *time.Location
+	date, zone string // "2006-01-02T15:04:05" and "Z" or "-07:00"
+}
+
+// appendTime appends t, without a monotonic reading, as appendRFC3339Millis
+// does, formatting only the milliseconds when t falls in the second of the
+// last record.
+func (h *textHandler) appendTime(b []byte, t time.Time) []byte {
+	st := h.stamp.Load()
+	if st == nil || st.unix != t.Unix() || st.loc != t.Location() {
+		if y := t.Year(); y < 0 || y > 9999 { // a date of another width
+			return appendRFC3339Millis(b, t)
+		}
+		full := string(appendRFC3339Millis(nil, t))
+		const dateLen = len("2006-01-02T15:04:05")
+		st = &secondStamp{unix: t.Unix(), loc: t.Location(), date: full[:dateLen], zone: full[dateLen+len(".000"):]}
+		h.stamp.Store(st)
+	}
+	ms := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, st.date...)
+	b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, st.zone...)
 }

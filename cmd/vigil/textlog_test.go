@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -124,4 +125,43 @@ func FuzzTextHandlerQuoting(f *testing.F) {
 			t.Fatalf("key %q value %q:\nslog   %s\nvigil  %s", key, value, want.String(), got.String())
 		}
 	})
+}
+
+// appendTime, which formats a second once, writes what
+// appendRFC3339Millis writes for any time: within one second and across
+// seconds, zones and the years whose width differs.
+func TestAppendTimeMatchesRFC3339Millis(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("east", 5*3600+30*60), time.FixedZone("west", -7*3600)}
+	if berlin, err := time.LoadLocation("Europe/Berlin"); err == nil {
+		zones = append(zones, berlin) // summer time starts and ends
+	}
+	times := []time.Time{
+		time.Date(2026, 3, 29, 0, 59, 59, 999_999_999, time.UTC), // the second before Berlin's clocks go forward
+		time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC),
+		time.Date(2026, 10, 25, 0, 59, 59, 500_000_000, time.UTC),
+		time.Date(2026, 10, 25, 1, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		base := time.Unix(rng.Int64N(1<<34)-1<<33, rng.Int64N(1e9))
+		times = append(times, base, base.Add(time.Duration(rng.Int64N(int64(time.Second)))))
+	}
+	h := newTextHandler(io.Discard, slog.LevelInfo)
+	for _, at := range times {
+		for _, loc := range zones {
+			tt := at.In(loc)
+			want := string(appendRFC3339Millis(nil, tt))
+			if got := string(h.appendTime(nil, tt)); got != want {
+				t.Fatalf("%v: appendTime %q, appendRFC3339Millis %q", tt, got, want)
+			}
+			if got := string(h.appendTime(nil, tt)); got != want { // now from the stamp
+				t.Fatalf("%v again: appendTime %q, appendRFC3339Millis %q", tt, got, want)
+			}
+		}
+	}
 }
