@@ -110,10 +110,23 @@ func TestWriteWorkload(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil+jwt"}, floor, vigil))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	require.Len(t, lines, 5, b.String())
+	require.Len(t, lines, 6, b.String())
 	assert.Equal(t, "title", lines[0])
 	assert.Contains(t, lines[2], "2,000")
 	assert.Contains(t, lines[2], "1,000  2,000")
 	assert.Contains(t, lines[3], "vigil+jwt")
 	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×`, lines[4])
+	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)`, lines[5])
+}
+
+// TestPairedRatios pairs round i of one server with round i of the other,
+// skipping rounds the other lacks or in which the first served nothing.
+func TestPairedRatios(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, []float64{0.5, 2, 1}, benchservice.PairedRatios([]float64{2, 1, 3, 4}, []float64{1, 2, 3}))
+	assert.Equal(t, []float64{3}, benchservice.PairedRatios([]float64{0, 1}, []float64{5, 3}))
+	assert.Empty(t, benchservice.PairedRatios(nil, []float64{1}))
+	// The machine slows down over the rounds; the servers' ratio does not.
+	slow, fast := []float64{1000, 500, 2000}, []float64{900, 450, 1800}
+	assert.InDelta(t, 0.9, benchservice.Median(benchservice.PairedRatios(slow, fast)), 1e-9)
 }

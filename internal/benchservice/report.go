@@ -3,6 +3,7 @@ package benchservice
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -11,7 +12,8 @@ import (
 
 // WriteWorkload writes the table of one workload: per server, the median
 // req/s and each round's, p50 and p99 latency and CPU time per request;
-// then vigil's figures over the floor's. names are the two servers' names,
+// then vigil's figures over the floor's, and the median and range of the
+// per-round req/s ratios (PairedRatios). names are the two servers' names,
 // the floor's first.
 func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summary) error {
 	if _, err := fmt.Fprintf(w, "%s\n", title); err != nil {
@@ -34,6 +36,10 @@ func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summ
 	_, _ = fmt.Fprintf(tw, "\t%s/%s\t%s\t%s\t%s\t%s\t\n", names[1], names[0],
 		Ratio(vigil.Rate, floor.Rate), Ratio(float64(vigil.P50), float64(floor.P50)),
 		Ratio(float64(vigil.P99), float64(floor.P99)), Ratio(float64(vigil.CPUPerReq), float64(floor.CPUPerReq)))
+	if paired := PairedRatios(floor.Rates, vigil.Rates); len(paired) > 0 {
+		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)\t\n",
+			Median(paired), len(paired), slices.Min(paired), slices.Max(paired))
+	}
 	return tw.Flush()
 }
 

@@ -30,6 +30,21 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// PairedRatios returns b[i]/a[i] for each round i that both have with a
+// non-zero a[i]: with the rounds interleaved (a's round i just before b's),
+// each ratio compares the two servers on the machine as it was then, so
+// that their spread is that of the servers rather than of the machine's
+// speed, which drifts from round to round.
+func PairedRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if a[i] != 0 {
+			out = append(out, b[i]/a[i])
+		}
+	}
+	return out
+}
+
 // Round is what one timed round against one server measured.
 type Round struct {
 	Latencies []time.Duration // of each request that succeeded, sorted
