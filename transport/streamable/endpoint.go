@@ -181,7 +181,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
 		return
 	}
-	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+	if !acceptsPostAnswers(r) {
 		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
 		return
 	}
@@ -493,6 +493,23 @@ func newSessionID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// acceptsPostAnswers reports whether a POST's Accept header takes both
+// answers a POST may get, application/json and text/event-stream. The
+// header as clients send it, "application/json, text/event-stream" (or
+// the other way round), is recognized as it is, without parsing it.
+func acceptsPostAnswers(r *http.Request) bool {
+	if v := r.Header[headerAccept]; len(v) == 1 && (v[0] == acceptBoth || v[0] == acceptBothSwapped) {
+		return true
+	}
+	return accepts(r, "application/json") && accepts(r, "text/event-stream")
+}
+
+// The Accept headers of clients that take either answer.
+const (
+	acceptBoth        = "application/json, text/event-stream"
+	acceptBothSwapped = "text/event-stream, application/json"
+)
 
 // accepts reports whether the Accept header admits mediaType.
 func accepts(r *http.Request, mediaType string) bool {

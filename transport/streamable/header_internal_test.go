@@ -29,3 +29,25 @@ func TestHeaderValueIsGet(t *testing.T) {
 		t.Errorf("headerValue(%q) = %q, want the first value", headerSessionID, got)
 	}
 }
+
+// acceptsPostAnswers answers as the two accepts checks it stands for, for
+// the header values it recognizes without parsing and for the others.
+func TestAcceptsPostAnswers(t *testing.T) {
+	for _, values := range [][]string{
+		{acceptBoth}, {acceptBothSwapped}, {"application/json,text/event-stream"},
+		{"application/json; q=0.9, text/event-stream"}, {"application/json", "text/event-stream"},
+		{"*/*"}, {"APPLICATION/JSON, TEXT/EVENT-STREAM"},
+		{"application/json"}, {"text/event-stream"}, {"application/json, text/html"}, {""}, nil,
+		{acceptBoth, "text/html"}, {"text/html", acceptBoth},
+	} {
+		r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header[headerAccept] = values
+		want := accepts(r, "application/json") && accepts(r, "text/event-stream")
+		if got := acceptsPostAnswers(r); got != want {
+			t.Errorf("Accept %q: acceptsPostAnswers %v, accepts both %v", values, got, want)
+		}
+	}
+}
