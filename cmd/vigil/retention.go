@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // Tail-based retention of the in-memory trace ring.
@@ -168,15 +169,17 @@ type ringTrace struct {
 // (an oversized one is copied, compacted). r.mu must be held.
 func (r *spanRing) exportLocked(spans []sdktrace.ReadOnlySpan) {
 	var last *ringTrace // spans of one trace often come together
+	var f spanFacts
 	for _, s := range spans {
-		last = r.storeLocked(s, last)
+		f.read(s)
+		last = r.storeLocked(s, &f, last)
 	}
 }
 
-// storeLocked stores s in its trace, which is last when last is not nil
-// and has s's trace id, and returns the trace to try first for the next
-// span (nil when it may be gone). r.mu must be held.
-func (r *spanRing) storeLocked(s sdktrace.ReadOnlySpan, last *ringTrace) *ringTrace {
+// storeLocked stores s, whose facts are f, in its trace, which is last
+// when last is not nil and has s's trace id, and returns the trace to try
+// first for the next span (nil when it may be gone). r.mu must be held.
+func (r *spanRing) storeLocked(s sdktrace.ReadOnlySpan, f *spanFacts, last *ringTrace) *ringTrace {
 	id := s.SpanContext().TraceID()
 	t := last
 	if t == nil || t.id != id {
@@ -186,8 +189,6 @@ func (r *spanRing) storeLocked(s sdktrace.ReadOnlySpan, last *ringTrace) *ringTr
 	if fresh {
 		t = r.alloc(id)
 	}
-	var f spanFacts
-	f.read(s)
 	if f.compact {
 		s = compactSpan(s)
 		f.read(s)
@@ -203,9 +204,9 @@ func (r *spanRing) storeLocked(s sdktrace.ReadOnlySpan, last *ringTrace) *ringTr
 	p := s.Parent()
 	switch root := !p.IsValid() || p.IsRemote(); {
 	case root && !t.done:
-		r.classify(t, s, &f)
+		r.classify(t, s, f)
 	case root:
-		r.reclassify(t, &f) // another request of the same trace
+		r.reclassify(t, f) // another request of the same trace
 	case fresh:
 		r.pend(t)
 	}
@@ -488,9 +489,7 @@ type spanFacts struct {
 // fixed costs per span and item), and reads the attributes outcomeOf
 // needs, in one pass.
 func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
-	*f = spanFacts{}
-	f.status = s.Status()
-	f.bytes = ringSpanBaseBytes + int64(len(s.Name())) + int64(len(f.status.Description))
+	f.begin(s)
 	for _, kv := range s.Attributes() {
 		f.bytes += ringItemBaseBytes + int64(len(kv.Key))
 		switch kv.Value.Type() {
@@ -508,6 +507,29 @@ func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
 			f.compact = true
 		}
 	}
+	f.end(s)
+}
+
+// readReceived is read for a span the provider handed over with what it
+// saw of its attributes (see spanRing.WatchedAttributes): the same facts,
+// without reading the attributes from the span.
+func (f *spanFacts) readReceived(rs *otelsetup.ReceivedSpan) {
+	f.begin(rs.Span)
+	f.bytes += int64(rs.AttrCount)*ringItemBaseBytes + rs.AttrBytes
+	f.compact = rs.AttrOpaque
+	f.cause, f.errType = rs.Watched[watchCause], rs.Watched[watchErrorType]
+	f.end(rs.Span)
+}
+
+// begin starts f over with what s has besides attributes, events and links.
+func (f *spanFacts) begin(s sdktrace.ReadOnlySpan) {
+	*f = spanFacts{}
+	f.status = s.Status()
+	f.bytes = ringSpanBaseBytes + int64(len(s.Name())) + int64(len(f.status.Description))
+}
+
+// end adds s's events, links and tracestate to f, after its attributes.
+func (f *spanFacts) end(s sdktrace.ReadOnlySpan) {
 	for _, e := range s.Events() {
 		f.bytes += ringItemBaseBytes + int64(len(e.Name)) + attrsBytes(e.Attributes, &f.compact)
 		if e.Name == telemetry.EventResponseDropped && !f.dropped {

@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
@@ -138,13 +139,35 @@ func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 // otelsetup.SpanReceiver of its provider (otelsetup.WithSyncFallback), the
 // ring takes each span itself where it ends, with no snapshot of it, no
 // batch of one to allocate and no lock but its own.
-func (r *spanRing) ReceiveSpan(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
+//
+// It does not read the span's attributes, which would make the SDK
+// de-duplicate them: their count and size, the cancel cause and the error
+// type come from what the provider saw them set (WatchedAttributes).
+func (r *spanRing) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
+	if !rs.Span.SpanContext().IsSampled() {
 		return
+	}
+	var f spanFacts
+	if rs.Counted {
+		f.readReceived(rs) // reads the span only: before the lock
+	} else {
+		f.read(rs.Span) // started with attributes the provider did not see
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.storeLocked(s, nil)
+	r.storeLocked(rs.Span, &f, nil)
+}
+
+// The attribute keys the ring watches (WatchedAttributes), by index.
+const (
+	watchCause     = iota // vigil.cancel.cause
+	watchErrorType        // error.type
+)
+
+// WatchedAttributes names the attributes the ring reads of a received
+// span, at the indexes watchCause and watchErrorType.
+func (*spanRing) WatchedAttributes() []attribute.Key {
+	return []attribute.Key{watchCause: telemetry.CancelCauseKey, watchErrorType: errorTypeKey}
 }
 
 // Shutdown does nothing: the stored spans stay readable.

@@ -175,3 +175,74 @@ func TestSpanRingCutsLongAttributes(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, string(long[:ringAttrValueMaxLen])+"…", got[0].Spans[0].Attributes["big"])
 }
+
+// factsCheck is a SpanReceiver with the ring's watched attributes that
+// compares, for each span it receives, the facts the ring takes from what
+// the provider saw with those it reads from the span itself.
+type factsCheck struct {
+	*spanRing
+	t        *testing.T
+	received int
+}
+
+func (c *factsCheck) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
+	c.received++
+	var seen, read spanFacts
+	read.read(rs.Span)
+	if !rs.Counted {
+		return // the ring reads it as read does
+	}
+	seen.readReceived(rs)
+	if strings.HasSuffix(rs.Span.Name(), "twice") { // counted each time: more, never less
+		assert.Greater(c.t, seen.bytes, read.bytes, "%s", rs.Span.Name())
+		seen.bytes = read.bytes
+	}
+	assert.Equal(c.t, read, seen, "%s", rs.Span.Name())
+}
+
+// The facts of a received span (size, cancel cause, error type, whether to
+// compact it) are those the ring would read from its attributes, whatever
+// the span carries: the request spans of middleware.Tracing and others.
+func TestSpanRingReceivedFacts(t *testing.T) {
+	check := &factsCheck{spanRing: newSpanRing(10), t: t}
+	tp, shutdown := otelsetup.NewReceivingProvider(check)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
+	tracer := tp.Tracer("facts")
+	spans := []func(trace.Span){
+		func(s trace.Span) {
+			s.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", "echo"),
+				attribute.String("jsonrpc.request.id", "7"), attribute.Int("n", 3), attribute.Bool("b", true), attribute.Float64("f", 0.5))
+		},
+		func(s trace.Span) { // cancelled, as middleware.Tracing ends it
+			cause := attribute.String("vigil.cancel.cause", "client_cancel")
+			s.SetAttributes(cause)
+			s.AddEvent("cancelled", trace.WithAttributes(cause))
+			s.AddEvent("response_dropped", trace.WithAttributes(attribute.String("vigil.drop.reason", "cancelled")))
+		},
+		func(s trace.Span) { // a tool error
+			s.SetAttributes(attribute.String("error.type", "tool_error"))
+			s.SetStatus(codes.Error, "")
+		},
+		func(s trace.Span) { // the error type set twice (see the name): the last counts
+			s.SetAttributes(attribute.String("error.type", "first"))
+			s.SetAttributes(attribute.String("error.type", "-32603"))
+			s.SetStatus(codes.Error, "internal error")
+		},
+		func(s trace.Span) { s.SetAttributes(attribute.String("big", strings.Repeat("b", ringSpanMaxBytes))) },
+		func(s trace.Span) { s.SetAttributes(attribute.StringSlice("list", []string{"a", "b"})) },
+		func(s trace.Span) { s.SetAttributes(attribute.Int("vigil.cancel.cause", 3)) }, // not a string: no cause
+		func(trace.Span) {},
+	}
+	for i, write := range spans {
+		name := fmt.Sprint("span ", i)
+		if i == 3 {
+			name += " with a key set twice"
+		}
+		_, span := tracer.Start(context.Background(), name, trace.WithSpanKind(trace.SpanKindServer))
+		write(span)
+		span.End()
+	}
+	_, withStart := tracer.Start(context.Background(), "start attributes", trace.WithAttributes(attribute.String("error.type", "x")))
+	withStart.End()
+	assert.Equal(t, len(spans)+1, check.received)
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -22,10 +25,78 @@ import (
 type SpanReceiver interface {
 	sdktrace.SpanExporter
 	// ReceiveSpan is called once with each sampled span of the provider,
-	// on the goroutine that ends it, right after it ended. The span is
-	// the SDK's own, which nothing changes any more; the receiver may
-	// keep it. It must not block.
-	ReceiveSpan(sdktrace.ReadOnlySpan)
+	// on the goroutine that ends it, right after it ended. s.Span is the
+	// SDK's own, which nothing changes any more; the receiver may keep
+	// it, but not s, which is valid during the call only. It must not
+	// block.
+	ReceiveSpan(s *ReceivedSpan)
+	// WatchedAttributes names the attribute keys, at most [MaxWatched],
+	// whose string values ReceiveSpan wants in ReceivedSpan.Watched. It is
+	// called once, by NewReceivingProvider.
+	WatchedAttributes() []attribute.Key
+}
+
+// MaxWatched is the most attribute keys a [SpanReceiver] may watch.
+const MaxWatched = 2
+
+// ReceivedSpan is a span as it reaches a [SpanReceiver]: the SDK's span,
+// and what the provider saw of its attributes as they were set (at the
+// start, and through the span's SetAttributes), so that the receiver need
+// not read them: ReadOnlySpan.Attributes makes the SDK de-duplicate them
+// first, which builds a map for every span.
+//
+// The counts hold when Counted is true: when Start was given no
+// attributes. Attributes given to Start, and those a sampler adds, are not
+// seen. A key set more than once counts each time, and is in Watched
+// with its last value, as Attributes would return it; limits that drop or
+// cut attributes are not applied: the counts are at least what the span
+// holds.
+type ReceivedSpan struct {
+	Span sdktrace.ReadOnlySpan
+	// Counted says the span was started with no attributes (no
+	// trace.WithAttributes), so that the provider saw every attribute set
+	// on it but a sampler's; when false, read Span.Attributes instead of
+	// the counts.
+	Counted bool
+	// AttrBytes is the length of the keys of the attributes set, and of
+	// their values for strings.
+	AttrBytes int64
+	// AttrCount is the number of attributes set.
+	AttrCount int
+	// Watched holds, at the index of each key of the receiver's
+	// WatchedAttributes, the last value set for it when that was a string
+	// ("" when none was, or it was not a string).
+	Watched [MaxWatched]string
+	// AttrOpaque says an attribute of a kind whose length AttrBytes does
+	// not count was set: a byte slice, a slice of strings, numbers or
+	// booleans, a map, a slice of values.
+	AttrOpaque bool
+}
+
+// count adds kvs to what r saw. Keys beyond watched are not looked for.
+func (r *ReceivedSpan) count(watched []attribute.Key, kvs []attribute.KeyValue) {
+	for _, kv := range kvs {
+		if !kv.Valid() {
+			continue // the SDK drops it
+		}
+		r.AttrCount++
+		r.AttrBytes += int64(len(kv.Key))
+		switch kv.Value.Type() {
+		case attribute.STRING:
+			r.AttrBytes += int64(len(kv.Value.AsString()))
+		case attribute.BOOL, attribute.INT64, attribute.FLOAT64:
+		default:
+			r.AttrOpaque = true
+		}
+		for i, k := range watched {
+			if kv.Key == k {
+				r.Watched[i] = ""
+				if kv.Value.Type() == attribute.STRING {
+					r.Watched[i] = kv.Value.AsString()
+				}
+			}
+		}
+	}
 }
 
 // NewReceivingProvider returns an SDK tracer provider made with opts,
@@ -37,8 +108,14 @@ type SpanReceiver interface {
 // Its spans carry the SDK's spans inside: a span started as the child of
 // one of them has the right parent, but the SDK's own child count of the
 // parent (ReadOnlySpan.ChildSpanCount) stays 0.
+//
+// It panics if recv watches more than [MaxWatched] attribute keys.
 func NewReceivingProvider(recv SpanReceiver, opts ...sdktrace.TracerProviderOption) (trace.TracerProvider, func(context.Context) error) {
-	p := &receivingProvider{sdk: sdktrace.NewTracerProvider(opts...), recv: recv}
+	watched := recv.WatchedAttributes()
+	if len(watched) > MaxWatched {
+		panic(fmt.Sprintf("otelsetup: a SpanReceiver watches %d attribute keys, more than MaxWatched (%d)", len(watched), MaxWatched))
+	}
+	p := &receivingProvider{sdk: sdktrace.NewTracerProvider(opts...), recv: recv, watched: slices.Clone(watched)}
 	return p, p.Shutdown
 }
 
@@ -46,8 +123,21 @@ func NewReceivingProvider(recv SpanReceiver, opts ...sdktrace.TracerProviderOpti
 // recorded, sampled spans reach recv as they end (see SpanReceiver).
 type receivingProvider struct {
 	embedded.TracerProvider
-	sdk  *sdktrace.TracerProvider
-	recv SpanReceiver
+	sdk     *sdktrace.TracerProvider
+	recv    SpanReceiver
+	watched []attribute.Key // recv's
+}
+
+// noStartAttributes reports whether opts give a span no attributes: none
+// of them is an option of events too, as trace.WithAttributes (and
+// trace.WithTimestamp) are, unlike the span kind, links or a new root.
+func noStartAttributes(opts []trace.SpanStartOption) bool {
+	for _, o := range opts {
+		if _, ok := o.(trace.EventOption); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Tracer returns the SDK's tracer of name, whose spans reach the receiver.
@@ -82,6 +172,7 @@ func (t *receivingTracer) Start(ctx context.Context, name string, opts ...trace.
 		return ctx, s
 	}
 	rs := &receivedSpan{Span: s, provider: t.provider, ctx: ctx}
+	rs.seen.Counted = noStartAttributes(opts)
 	return (*spanContext)(rs), rs
 }
 
@@ -92,6 +183,18 @@ type receivedSpan struct {
 	provider   *receivingProvider
 	ctx        context.Context // the SDK's, which carries the SDK's span
 	ended      atomic.Bool
+
+	mu   sync.Mutex   // guards seen: a span may be written from several goroutines
+	seen ReceivedSpan // its attributes as they were set (seen.Span is set at End)
+}
+
+// SetAttributes sets kvs on the SDK's span and counts them for the
+// receiver.
+func (s *receivedSpan) SetAttributes(kvs ...attribute.KeyValue) {
+	s.Span.SetAttributes(kvs...)
+	s.mu.Lock()
+	s.seen.count(s.provider.watched, kvs)
+	s.mu.Unlock()
 }
 
 // spanContext is a receivedSpan as the context of its span: the SDK's
@@ -128,7 +231,10 @@ func (s *receivedSpan) End(opts ...trace.SpanEndOption) {
 	}
 	s.Span.End(opts...)
 	if s.ended.CompareAndSwap(false, true) {
-		s.provider.recv.ReceiveSpan(s.Span.(sdktrace.ReadOnlySpan))
+		s.mu.Lock() // a late SetAttributes on another goroutine changes nothing any more
+		s.seen.Span = s.Span.(sdktrace.ReadOnlySpan)
+		s.provider.recv.ReceiveSpan(&s.seen)
+		s.mu.Unlock()
 	}
 }
 

@@ -2,10 +2,13 @@ package otelsetup_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,18 +22,25 @@ import (
 // receiver is a SpanReceiver that keeps what reaches it each way.
 type receiver struct {
 	keptExporter
+	watch    []attribute.Key
 	mu       sync.Mutex
 	received []sdktrace.ReadOnlySpan
+	seen     []otelsetup.ReceivedSpan // with each span, what the provider saw of its attributes
 	shutdown int
 }
 
-func newReceiver() *receiver { return &receiver{keptExporter: newKept()} }
+func newReceiver(watch ...attribute.Key) *receiver {
+	return &receiver{keptExporter: newKept(), watch: watch}
+}
 
-func (r *receiver) ReceiveSpan(s sdktrace.ReadOnlySpan) {
+func (r *receiver) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.received = append(r.received, s)
+	r.received = append(r.received, rs.Span)
+	r.seen = append(r.seen, *rs) // rs is the provider's: copied
 }
+
+func (r *receiver) WatchedAttributes() []attribute.Key { return r.watch }
 
 func (r *receiver) Shutdown(context.Context) error {
 	r.shutdown++
@@ -142,33 +152,129 @@ func (nopProcessor) Shutdown(context.Context) error                  { return ni
 func (nopProcessor) ForceFlush(context.Context) error                { return nil }
 
 // TestReceivingProviderAllocatesLess: a span of a receiving provider costs
-// no more allocations, and fewer bytes, than one of a provider with a span
-// processor, which the SDK snapshots when it ends; that is what the
-// receiver is for.
+// no more allocations, and fewer bytes, than one of a provider with a
+// span processor, which the SDK snapshots when it ends, whether its
+// attributes are set after the start, as middleware.Tracing sets them, or
+// given to Start.
 func TestReceivingProviderAllocatesLess(t *testing.T) {
-	r := newReceiver()
-	recv, shutdown := otelsetup.NewReceivingProvider(r)
+	recv, shutdown := otelsetup.NewReceivingProvider(discard{})
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	proc := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(nopProcessor{}))
 	t.Cleanup(func() { require.NoError(t, proc.Shutdown(context.Background())) })
-	attrs := trace.WithAttributes(attribute.String("mcp.method.name", "tools/call"),
-		attribute.String("gen_ai.tool.name", "echo"), attribute.String("jsonrpc.request.id", "1"))
-	perSpan := func(tp trace.TracerProvider) (allocs, bytes float64) {
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", "tools/call"),
+		attribute.String("gen_ai.tool.name", "echo"), attribute.String("jsonrpc.request.id", "1")}
+	perSpan := func(tp trace.TracerProvider, atStart bool) (allocs, bytes float64) {
 		const runs = 2000
 		tracer := tp.Tracer("t")
 		ctx := context.Background()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for range runs {
-			_, span := tracer.Start(ctx, "s", attrs)
+			if atStart {
+				_, span := tracer.Start(ctx, "s", trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+				span.End()
+				continue
+			}
+			_, span := tracer.Start(ctx, "s", trace.WithSpanKind(trace.SpanKindServer))
+			span.SetAttributes(attrs...)
 			span.End()
 		}
 		runtime.ReadMemStats(&after)
 		return float64(after.Mallocs-before.Mallocs) / runs, float64(after.TotalAlloc-before.TotalAlloc) / runs
 	}
-	recvAllocs, recvBytes := perSpan(recv)
-	procAllocs, procBytes := perSpan(proc)
-	t.Logf("per span: receiver %v allocations, %v bytes; processor %v allocations, %v bytes", recvAllocs, recvBytes, procAllocs, procBytes)
-	assert.LessOrEqual(t, math.Round(recvAllocs), math.Round(procAllocs))
-	assert.Less(t, recvBytes, procBytes-128, "the snapshot, at least, is spared")
+	for _, atStart := range []bool{false, true} {
+		recvAllocs, recvBytes := perSpan(recv, atStart)
+		procAllocs, procBytes := perSpan(proc, atStart)
+		t.Logf("attributes at the start %v, per span: receiver %v allocations, %v bytes; processor %v allocations, %v bytes",
+			atStart, recvAllocs, recvBytes, procAllocs, procBytes)
+		assert.LessOrEqual(t, math.Round(recvAllocs), math.Round(procAllocs), "at the start: %v", atStart)
+		assert.Less(t, recvBytes, procBytes-128, "at the start: %v: the snapshot, at least, is spared", atStart)
+	}
+}
+
+// discard is a SpanReceiver that keeps nothing.
+type discard struct{ keptExporter }
+
+func (discard) ReceiveSpan(*otelsetup.ReceivedSpan) {}
+func (discard) WatchedAttributes() []attribute.Key  { return nil }
+
+// TestReceivedSpanAttributes: the provider hands each span over with the
+// count and size of the attributes set on it, at the start and through
+// SetAttributes (on the span Start returned, or found in the context),
+// from several goroutines, and the last value of each watched key: what
+// the span's own Attributes has, when no key is set twice.
+func TestReceivedSpanAttributes(t *testing.T) {
+	r := newReceiver("watched.a", "watched.b")
+	tp, shutdown := otelsetup.NewReceivingProvider(r)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
+	ctx, span := tp.Tracer("t").Start(t.Context(), "s", trace.WithSpanKind(trace.SpanKindServer))
+	span.SetAttributes(attribute.String("first", "value"), attribute.Int("n", 7))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			trace.SpanFromContext(ctx).SetAttributes(attribute.String(fmt.Sprintf("from.goroutine.%d", i), strings.Repeat("x", i)))
+		})
+	}
+	wg.Wait()
+	span.SetAttributes(attribute.String("watched.a", "cause"), attribute.Bool("ok", true),
+		attribute.KeyValue{}) // invalid: dropped by the SDK, not counted
+	span.End()
+	span.SetAttributes(attribute.String("after.end", "ignored")) // the span has ended
+	require.Len(t, r.seen, 1)
+	seen := r.seen[0]
+	assert.True(t, seen.Counted)
+	var wantBytes int64
+	for _, kv := range seen.Span.Attributes() {
+		wantBytes += int64(len(kv.Key))
+		if kv.Value.Type() == attribute.STRING {
+			wantBytes += int64(len(kv.Value.AsString()))
+		}
+	}
+	assert.Len(t, seen.Span.Attributes(), 8)
+	assert.Equal(t, 8, seen.AttrCount)
+	assert.Equal(t, wantBytes, seen.AttrBytes)
+	assert.False(t, seen.AttrOpaque)
+	assert.Equal(t, "cause", seen.Watched[0])
+	assert.Empty(t, seen.Watched[1], "never set")
+
+	// A key set twice counts twice, with its last value watched (a string
+	// only); a slice is opaque.
+	_, again := tp.Tracer("t").Start(t.Context(), "again")
+	again.SetAttributes(attribute.String("watched.a", "first"), attribute.String("watched.b", "a string"), attribute.Int("watched.b", 2))
+	again.SetAttributes(attribute.String("watched.a", "last"), attribute.StringSlice("list", []string{"a", "b"}))
+	again.End()
+	require.Len(t, r.seen, 2)
+	assert.Equal(t, 5, r.seen[1].AttrCount)
+	assert.Equal(t, "last", r.seen[1].Watched[0])
+	assert.Empty(t, r.seen[1].Watched[1], "last set to an integer")
+	assert.True(t, r.seen[1].AttrOpaque)
+	assert.True(t, r.seen[1].Counted, "started with no option")
+
+	// Started with attributes, the span is not counted; with links or a
+	// new root, it is.
+	for _, c := range []struct {
+		opt     trace.SpanStartOption
+		counted bool
+	}{
+		{trace.WithAttributes(attribute.String("start", "value")), false},
+		{trace.WithTimestamp(time.Now()), false}, // an option of events too
+		{trace.WithLinks(trace.Link{SpanContext: span.SpanContext()}), true},
+		{trace.WithNewRoot(), true},
+	} {
+		_, s := tp.Tracer("t").Start(t.Context(), "with options", trace.WithSpanKind(trace.SpanKindClient), c.opt)
+		s.End()
+		assert.Equal(t, c.counted, r.seen[len(r.seen)-1].Counted, "%T", c.opt)
+	}
+}
+
+// TestReceivingProviderWatchLimit: a receiver may watch MaxWatched keys, no
+// more.
+func TestReceivingProviderWatchLimit(t *testing.T) {
+	keys := make([]attribute.Key, otelsetup.MaxWatched+1)
+	for i := range keys {
+		keys[i] = attribute.Key(fmt.Sprint("k", i))
+	}
+	_, shutdown := otelsetup.NewReceivingProvider(newReceiver(keys[:otelsetup.MaxWatched]...))
+	require.NoError(t, shutdown(context.Background()))
+	assert.Panics(t, func() { otelsetup.NewReceivingProvider(newReceiver(keys...)) })
 }
