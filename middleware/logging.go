@@ -2,9 +2,14 @@ package middleware
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -87,8 +92,17 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 		level = DefaultLogLevel
 	}
 	// With the handler of LogHandler, the record is built with its ids
-	// already added: the same record, without copying it in Handle.
+	// already added: the same record, without copying it in Handle; when
+	// LogHandler wraps a TextLineHandler, it is handed the attributes in
+	// text, with no record at all.
 	lh, direct := logger.Handler().(logHandler)
+	var text TextLineHandler
+	var lines *sync.Pool // of *[]byte, the attributes of a line
+	if direct {
+		if text, _ = lh.next.(TextLineHandler); text != nil {
+			lines = &sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+		}
+	}
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.IsNotification() {
@@ -103,7 +117,11 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 				if !logger.Enabled(ctx, level) {
 					return
 				}
-				if direct {
+				switch {
+				case text != nil:
+					logRequestText(ctx, text, lines, level, req, out, start)
+					return
+				case direct:
 					logRequestTo(ctx, lh, level, req, out, start)
 					return
 				}
@@ -136,6 +154,49 @@ func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *serv
 	attrs = appendIDs(ctx, attrs, req.InSession(), true)
 	r.AddAttrs(attrs...)
 	_ = h.next.Handle(ctx, r) // as Logger.LogAttrs, which drops the error
+}
+
+// TextLineHandler is a [slog.Handler] that writes records as
+// [slog.TextHandler] does (with no ReplaceAttr or AddSource) and can also
+// take a record whose attributes are already in that form. A [Logging]
+// whose logger's handler is a [LogHandler] wrapping a TextLineHandler
+// hands it each request's record so, spared the [slog.Record] and its
+// attributes, which cost more than formatting the line itself.
+type TextLineHandler interface {
+	slog.Handler
+	// HandleTextLine writes the record of time t (none if zero), level
+	// and message msg whose attributes, as the TextHandler writes them,
+	// are attrs: each " key=value", with its leading space. The caller
+	// has checked that the handler is enabled at level; attrs is the
+	// caller's again when HandleTextLine returns.
+	HandleTextLine(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error
+}
+
+// logRequestText writes the record that logRequestTo would pass to h's
+// Handle through HandleTextLine, with the attributes in text, the trace ids
+// written straight from the span context. lines holds the buffers.
+func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
+	now := out.EndTime()
+	var buf [15]slog.Attr
+	bp, _ := lines.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, a := range requestAttrs(buf[:0], req, out, now.Sub(start)) {
+		b = slogtext.AppendAttr(b, a) // every value is of a plain kind
+	}
+	// As appendIDs, for a record that carries request_id and, in a
+	// session, session_id: the trace ids only.
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tid, sid := sc.TraceID(), sc.SpanID()
+		b = append(b, " "+LogTraceID+"="...)
+		b = hex.AppendEncode(b, tid[:])
+		b = append(b, " "+LogSpanID+"="...)
+		b = hex.AppendEncode(b, sid[:])
+	}
+	_ = h.HandleTextLine(ctx, now, level, "request", b) // as Logger.LogAttrs, which drops the error
+	if cap(b) <= 4<<10 {
+		*bp = b
+		lines.Put(bp)
+	}
 }
 
 // requestAttrs appends the attributes of the record of [Logging] to attrs.

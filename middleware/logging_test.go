@@ -1,14 +1,18 @@
 package middleware_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -154,7 +158,15 @@ func TestLogging(t *testing.T) {
 					level = slog.LevelDebug
 				}
 				logs := newCapture(level)
-				mw := append([]server.Middleware{middleware.Logging(slog.New(logs), tt.opts...)}, tt.inner...)
+				// The same records through slog's TextHandler and through
+				// a TextLineHandler, which gets them in text.
+				var viaRecord, viaText bytes.Buffer
+				textOpts := &slog.HandlerOptions{Level: level}
+				mw := append([]server.Middleware{
+					middleware.Logging(slog.New(logs), tt.opts...),
+					middleware.Logging(slog.New(middleware.LogHandler(slog.NewTextHandler(&viaRecord, textOpts))), tt.opts...),
+					middleware.Logging(slog.New(middleware.LogHandler(newTextLines(&viaText, textOpts))), tt.opts...),
+				}, tt.inner...)
 				r := newRig(t, mw).start(tt.wrap)
 				r.Initialize("", nil)
 				synctest.Wait() // initialize's record comes first
@@ -162,6 +174,8 @@ func TestLogging(t *testing.T) {
 				tt.run(t, r)
 				r.close()
 				assert.Equal(t, tt.want, logs.lines(sid, "SID"))
+				assert.Equal(t, len(tt.want), strings.Count(viaRecord.String(), "\n"))
+				assert.Equal(t, viaRecord.String(), viaText.String(), "the text lines are the records'")
 			})
 		})
 	}
@@ -189,5 +203,53 @@ func TestLoggingWithLogHandler(t *testing.T) {
 			"INFO request method=tools/call tool=echo request_id=2 session_id=SID duration=0s outcome=ok",
 			"INFO outside a request",
 		}, logs.lines(sid, "SID"))
+	})
+}
+
+// textLines is a TextLineHandler that writes each line as slog's
+// TextHandler writes a record: the time, level and message by the
+// TextHandler itself, the attributes as given.
+type textLines struct {
+	slog.Handler // the TextHandler, to out
+	out          io.Writer
+	opts         *slog.HandlerOptions
+}
+
+func newTextLines(out io.Writer, opts *slog.HandlerOptions) *textLines {
+	return &textLines{Handler: slog.NewTextHandler(out, opts), out: out, opts: opts}
+}
+
+func (h *textLines) HandleTextLine(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error {
+	var prefix bytes.Buffer
+	if err := slog.NewTextHandler(&prefix, h.opts).Handle(ctx, slog.NewRecord(t, level, msg, 0)); err != nil {
+		return err
+	}
+	line := append(bytes.TrimSuffix(prefix.Bytes(), []byte("\n")), attrs...)
+	_, err := h.out.Write(append(line, '\n'))
+	return err
+}
+
+// TestLoggingTextLineTraceIDs: inside Tracing, a TextLineHandler's lines
+// carry the trace and span ids LogHandler adds to the records, as slog's
+// TextHandler writes them.
+func TestLoggingTextLineTraceIDs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tp := sdktrace.NewTracerProvider()
+		defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
+		var viaRecord, viaText bytes.Buffer
+		r := newRig(t, []server.Middleware{
+			middleware.Tracing(middleware.WithTracerProvider(tp)),
+			middleware.Logging(slog.New(middleware.LogHandler(slog.NewTextHandler(&viaRecord, nil)))),
+			middleware.Logging(slog.New(middleware.LogHandler(newTextLines(&viaText, nil)))),
+		}).start(nil)
+		r.Initialize("", nil)
+		r.SendCallTool(2, "echo", nil)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.close()
+		assert.Equal(t, 2, strings.Count(viaRecord.String(), " trace_id="), viaRecord.String())
+		assert.Equal(t, 2, strings.Count(viaRecord.String(), " span_id="), viaRecord.String())
+		assert.Equal(t, viaRecord.String(), viaText.String())
 	})
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/slogtext"
 )
 
 // textHandler writes what slog.TextHandler writes, byte for byte, on its
@@ -56,6 +58,21 @@ func TestTextHandlerMatchesSlog(t *testing.T) {
 			require.NoError(t, ref.Handle(context.Background(), r))
 			require.NoError(t, h.Handle(context.Background(), r))
 			assert.Equal(t, want.String(), got.String())
+
+			// The same record handed over with its attributes in text,
+			// as middleware.Logging hands over its own.
+			var attrs []byte
+			plain := true
+			for _, a := range rec.attrs {
+				if plain = plain && a.Key != "" && slogtext.PlainKind(a.Value.Kind()); plain {
+					attrs = slogtext.AppendAttr(attrs, a)
+				}
+			}
+			if plain {
+				got.Reset()
+				require.NoError(t, h.HandleTextLine(context.Background(), r.Time, rec.level, rec.msg, attrs))
+				assert.Equal(t, want.String(), got.String(), "HandleTextLine")
+			}
 		}
 	}
 
@@ -102,7 +119,7 @@ func BenchmarkRequestLine(b *testing.B) {
 }
 
 // FuzzTextHandlerQuoting: for any key and string value, the direct path
-// quotes exactly what slog.TextHandler quotes (needsQuoting reads ASCII
+// quotes exactly what slog.TextHandler quotes (slogtext.NeedsQuoting reads ASCII
 // eight bytes at a time; the seeds put each byte it looks for in every
 // position of a word, and past one).
 func FuzzTextHandlerQuoting(f *testing.F) {
@@ -128,7 +145,7 @@ func FuzzTextHandlerQuoting(f *testing.F) {
 }
 
 // appendTime, which formats a second once, writes what
-// appendRFC3339Millis writes for any time: within one second and across
+// slogtext.AppendRFC3339Millis writes for any time: within one second and across
 // seconds, zones and the years whose width differs.
 func TestAppendTimeMatchesRFC3339Millis(t *testing.T) {
 	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("east", 5*3600+30*60), time.FixedZone("west", -7*3600)}
@@ -155,12 +172,12 @@ func TestAppendTimeMatchesRFC3339Millis(t *testing.T) {
 	for _, at := range times {
 		for _, loc := range zones {
 			tt := at.In(loc)
-			want := string(appendRFC3339Millis(nil, tt))
+			want := string(slogtext.AppendRFC3339Millis(nil, tt))
 			if got := string(h.appendTime(nil, tt)); got != want {
-				t.Fatalf("%v: appendTime %q, appendRFC3339Millis %q", tt, got, want)
+				t.Fatalf("%v: appendTime %q, slogtext.AppendRFC3339Millis %q", tt, got, want)
 			}
 			if got := string(h.appendTime(nil, tt)); got != want { // now from the stamp
-				t.Fatalf("%v again: appendTime %q, appendRFC3339Millis %q", tt, got, want)
+				t.Fatalf("%v again: appendTime %q, slogtext.AppendRFC3339Millis %q", tt, got, want)
 			}
 		}
 	}
