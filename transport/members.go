@@ -1,8 +1,9 @@
 package transport
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 )
 
 // members holds the raw values of a JSON-RPC message's top-level members,
@@ -58,9 +59,9 @@ func firstMember(data []byte) (i int, ok bool) {
 // when written with escapes), its raw value, and the index of the member
 // after it, or -1 when it is the last.
 func nextMember(data []byte, i int) (key, val []byte, next int) {
-	keyEnd := skipString(data, i)
+	keyEnd, escaped := scanString(data, i)
 	key = data[i+1 : keyEnd-1]
-	if bytes.IndexByte(key, '\\') >= 0 {
+	if escaped {
 		var s string
 		if json.Unmarshal(data[i:keyEnd], &s) == nil {
 			key = []byte(s)
@@ -94,18 +95,42 @@ func skipSpace(data []byte, i int) int {
 
 // skipString returns the index just past the string starting at data[i].
 func skipString(data []byte, i int) int {
-	for j := i + 1; j < len(data); j++ {
+	end, _ := scanString(data, i)
+	return end
+}
+
+// scanString returns the index just past the string starting at data[i],
+// and whether it has an escape. Runs of eight bytes without a quote or a
+// backslash are passed over a word at a time.
+func scanString(data []byte, i int) (end int, escaped bool) {
+	j := i + 1
+	for {
+		for j+8 <= len(data) {
+			m := quoteOrBackslash(binary.LittleEndian.Uint64(data[j:]))
+			if m != 0 {
+				j += bits.TrailingZeros64(m) >> 3 // the first such byte
+				break
+			}
+			j += 8
+		}
+		if j >= len(data) {
+			return len(data), escaped
+		}
 		switch data[j] {
-		case '\\':
-			j++
 		case '"':
-			return j + 1
+			return j + 1, escaped
+		case '\\':
+			escaped = true
+			j += 2
+		default:
+			j++
 		}
 	}
-	return len(data)
 }
 
 // skipValue returns the index just past the value starting at data[i].
+// Within an object or array, runs of eight bytes without a quote or a
+// bracket are passed over a word at a time.
 func skipValue(data []byte, i int) int {
 	if i >= len(data) {
 		return i
@@ -115,10 +140,22 @@ func skipValue(data []byte, i int) int {
 		return skipString(data, i)
 	case '{', '[':
 		depth := 0
-		for j := i; j < len(data); j++ {
+		for j := i; j < len(data); {
+			for j+8 <= len(data) {
+				m := structural(binary.LittleEndian.Uint64(data[j:]))
+				if m != 0 {
+					j += bits.TrailingZeros64(m) >> 3 // the first such byte
+					break
+				}
+				j += 8
+			}
+			if j >= len(data) {
+				break
+			}
 			switch data[j] {
 			case '"':
-				j = skipString(data, j) - 1
+				j = skipString(data, j)
+				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -127,6 +164,7 @@ func skipValue(data []byte, i int) int {
 					return j + 1
 				}
 			}
+			j++
 		}
 		return len(data)
 	default: // a number or a literal
@@ -140,6 +178,32 @@ func skipValue(data []byte, i int) int {
 		}
 		return j
 	}
+}
+
+// Bytes of a word: each 1, each with only its high bit set, each 0x20.
+const (
+	lowBits   = 0x0101010101010101
+	highBits  = 0x8080808080808080
+	caseBits  = 0x2020202020202020
+	quoteBits = '"' * lowBits
+)
+
+// zeros returns a word whose lowest set bit is the high bit of the first
+// (lowest) zero byte of w, and 0 when w has none. (Bits above it may be
+// set for bytes that are not zero: only the lowest one is exact.)
+func zeros(w uint64) uint64 { return (w - lowBits) &^ w & highBits }
+
+// quoteOrBackslash is zeros for the bytes of w that are '"' or '\\'.
+func quoteOrBackslash(w uint64) uint64 {
+	return zeros(w^quoteBits) | zeros(w^('\\'*lowBits))
+}
+
+// structural is zeros for the bytes of w that are '"', '{', '}', '[' or
+// ']': with bit 0x20 set, '[' and ']' read as '{' and '}', which no other
+// byte does but those.
+func structural(w uint64) uint64 {
+	c := w | caseBits
+	return zeros(w^quoteBits) | zeros(c^('{'*lowBits)) | zeros(c^('}'*lowBits))
 }
 
 // EachMember calls f with the name and raw value of each member of the
