@@ -63,7 +63,8 @@ type Request struct {
 
 	era      era    // speaks for the request's protocol era; chosen in newRequest (era.go)
 	admitErr *Error // why a stateless request cannot be admitted
-	parsed   bool   // Params decoded in newRequest: args and task are set
+	parsed   bool   // Params decoded in newRequest: args, task and round are set
+	round    bool   // Params has a member of a retried round (see plainRound)
 	args     json.RawMessage
 	task     json.RawMessage
 

@@ -86,7 +86,11 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 	if !mrtrMethods[req.Method] {
 		return nil, nil
 	}
-	if plainRound(req.Params) {
+	plain := !req.round // read with the request's params
+	if !req.parsed {
+		plain = plainRound(req.Params)
+	}
+	if plain {
 		// Neither answers nor state: a first round, the common case. The
 		// binding waits until a question needs it.
 		*first = mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params}
@@ -137,11 +141,16 @@ func plainRound(params json.RawMessage) bool {
 	}
 	plain := true
 	ok := transport.EachMember(params, func(key, _ []byte) {
-		if bytes.EqualFold(key, []byte("inputResponses")) || bytes.EqualFold(key, []byte("requestState")) {
-			plain = false
-		}
+		plain = plain && !isRoundKey(key)
 	})
 	return ok && plain
+}
+
+// isRoundKey reports whether a member name of params is one of a retried
+// round's, under any case, as encoding/json matches the fields it decodes
+// them into (readRound).
+func isRoundKey(key []byte) bool {
+	return bytes.EqualFold(key, []byte("inputResponses")) || bytes.EqualFold(key, []byte("requestState"))
 }
 
 // binding names what a requestState may be replayed with: the method, its

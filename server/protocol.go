@@ -103,7 +103,22 @@ func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
 		return p, false
 	}
 	var v [5][]byte
-	if !transport.SplitObjectInto(v[:], params, "name", "uri", "_meta", "arguments", "task") {
+	if !transport.EachMember(params, func(key, val []byte) {
+		switch string(key) { // the last of a repeated member wins
+		case "name":
+			v[0] = val
+		case "uri":
+			v[1] = val
+		case "_meta":
+			v[2] = val
+		case "arguments":
+			v[3] = val
+		case "task":
+			v[4] = val
+		default:
+			p.Round = p.Round || isRoundKey(key)
+		}
+	}) {
 		return p, false
 	}
 	if v[0] != nil {
@@ -175,4 +190,7 @@ type requestParams struct {
 	Meta      map[string]json.RawMessage
 	Arguments json.RawMessage
 	Task      json.RawMessage
+	// Round says params has a member of a retried round, inputResponses
+	// or requestState, under any case (see plainRound).
+	Round bool
 }
