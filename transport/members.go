@@ -193,6 +193,9 @@ const (
 // set for bytes that are not zero: only the lowest one is exact.)
 func zeros(w uint64) uint64 { return (w - lowBits) &^ w & highBits }
 
+// below is zeros for the bytes of w whose value is less than n (n <= 0x80).
+func below(w uint64, n byte) uint64 { return (w - uint64(n)*lowBits) &^ w & highBits }
+
 // quoteOrBackslash is zeros for the bytes of w that are '"' or '\\'.
 func quoteOrBackslash(w uint64) uint64 {
 	return zeros(w^quoteBits) | zeros(w^('\\'*lowBits))

@@ -1,5 +1,10 @@
 package transport
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // validJSON reports whether data is one valid JSON value, exactly as
 // json.Valid does (the same grammar, bytes of 0x80 and above accepted in
 // strings as they are, at most 10,000 nested arrays and objects), without
@@ -139,6 +144,19 @@ func (v *validator) array(i, depth int) (int, bool) {
 func (v *validator) str(i int) (int, bool) {
 	d := v.data
 	for i < len(d) {
+		// Eight plain bytes (no quote, backslash or control character)
+		// at a time, to the first that is not.
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			if m := quoteOrBackslash(w) | below(w, 0x20); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
+			break
+		}
 		c := d[i]
 		switch {
 		case c == '"':
