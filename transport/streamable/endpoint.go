@@ -62,6 +62,8 @@ type Endpoint struct {
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
 	stopForward func()                       // forward.go: ends HandleForwarded
 	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
+	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
+	namedOrigin atomic.Pointer[string]       // security.go: the last Origin host allowed by its name
 	drained     chan struct{}                // shared.go: closed by Drain
 	drainOnce   sync.Once
 

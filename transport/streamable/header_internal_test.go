@@ -1,6 +1,8 @@
 package streamable
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"testing"
 )
@@ -48,6 +50,57 @@ func TestAcceptsPostAnswers(t *testing.T) {
 		want := accepts(r, "application/json") && accepts(r, "text/event-stream")
 		if got := acceptsPostAnswers(r); got != want {
 			t.Errorf("Accept %q: acceptsPostAnswers %v, accepts both %v", values, got, want)
+		}
+	}
+}
+
+// requestOn is a request for host, arriving on a listener at local.
+func requestOn(t *testing.T, local, host, origin string) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodPost, "http://"+host+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Host = host
+	if origin != "" {
+		r.Header.Set("Origin", origin)
+	}
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP(local), Port: 8080}))
+}
+
+// A host is remembered only when its name alone allowed it: a host allowed
+// because the listener is not on loopback stays refused on loopback.
+func TestHostAllowedRemembersNamesOnly(t *testing.T) {
+	h := New(nil)
+	for _, c := range []struct {
+		local, host, origin string
+		want                bool
+	}{
+		{"127.0.0.1", "localhost:8080", "", true},
+		{"127.0.0.1", "localhost:8080", "", true}, // remembered
+		{"127.0.0.1", "evil.example:8080", "", false},
+		{"10.0.0.1", "evil.example:8080", "", true}, // a public listener: not by its name
+		{"127.0.0.1", "evil.example:8080", "", false},
+		{"127.0.0.1", "localhost:8080", "", true},
+		{"127.0.0.1", "localhost:8080", "http://localhost:3000", true},
+		{"127.0.0.1", "localhost:8080", "http://evil.example", false},
+		{"10.0.0.1", "localhost:8080", "http://evil.example", true},
+		{"127.0.0.1", "localhost:8080", "http://evil.example", false},
+		{"127.0.0.1", "localhost:8080", "http://localhost:3000", true},
+	} {
+		r := requestOn(t, c.local, c.host, c.origin)
+		if got := h.hostAllowed(r) && h.originAllowed(r); got != c.want {
+			t.Errorf("on %s, Host %s, Origin %q: allowed %v, want %v", c.local, c.host, c.origin, got, c.want)
+		}
+	}
+
+	listed := New(nil, WithAllowedHosts("api.example"))
+	for _, c := range []struct {
+		host string
+		want bool
+	}{{"api.example:443", true}, {"api.example:443", true}, {"other.example", false}, {"API.EXAMPLE", true}, {"other.example", false}} {
+		if got := listed.hostAllowed(requestOn(t, "10.0.0.1", c.host, "")); got != c.want {
+			t.Errorf("listed, Host %s: allowed %v, want %v", c.host, got, c.want)
 		}
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // hostAllowed guards against DNS rebinding: on a loopback listener only
 // loopback names (and the configured hosts) are accepted as Host.
 func (h *Endpoint) hostAllowed(r *http.Request) bool {
-	return h.nameAllowed(r, r.Host)
+	return h.nameAllowed(r, r.Host, &h.namedHost)
 }
 
 // originAllowed checks the Origin header, when there is one.
@@ -27,28 +28,39 @@ func (h *Endpoint) originAllowed(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return h.nameAllowed(r, u.Host)
+	return h.nameAllowed(r, u.Host, &h.namedOrigin)
 }
 
-// nameAllowed decides for a host or host:port.
-func (h *Endpoint) nameAllowed(r *http.Request, hostport string) bool {
-	host := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hh
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if slices.ContainsFunc(h.cfg.allowedHosts, func(a string) bool {
-		return strings.EqualFold(a, hostport) || strings.EqualFold(a, host)
-	}) {
+// nameAllowed decides for a host or host:port. A host allowed by its name
+// alone (listed, or a loopback name), whatever the request's listener, is
+// remembered in last: the next request naming it, as a client's every
+// request does, is allowed by a comparison.
+func (h *Endpoint) nameAllowed(r *http.Request, hostport string, last *atomic.Pointer[string]) bool {
+	if known := last.Load(); known != nil && *known == hostport {
 		return true
 	}
-	if isLoopbackName(host) {
+	if h.allowedByName(hostport) {
+		remembered := hostport // on the heap only here
+		last.Store(&remembered)
 		return true
 	}
 	if len(h.cfg.allowedHosts) > 0 {
 		return false
 	}
 	return !onLoopback(r)
+}
+
+// allowedByName reports whether a host or host:port is allowed by its name:
+// one of the allowed hosts, or a loopback name.
+func (h *Endpoint) allowedByName(hostport string) bool {
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.Trim(strings.ToLower(host), "[]")
+	return slices.ContainsFunc(h.cfg.allowedHosts, func(a string) bool {
+		return strings.EqualFold(a, hostport) || strings.EqualFold(a, host)
+	}) || isLoopbackName(host)
 }
 
 func isLoopbackName(host string) bool {
