@@ -2,9 +2,14 @@ package streamable
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"testing"
+
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // headerValue looks keys up as they are: each must be in the form net/http
@@ -101,6 +106,22 @@ func TestHostAllowedRemembersNamesOnly(t *testing.T) {
 	}{{"api.example:443", true}, {"api.example:443", true}, {"other.example", false}, {"API.EXAMPLE", true}, {"other.example", false}} {
 		if got := listed.hostAllowed(requestOn(t, "10.0.0.1", c.host, "")); got != c.want {
 			t.Errorf("listed, Host %s: allowed %v, want %v", c.host, got, c.want)
+		}
+	}
+}
+
+// errAnswered reads, to errors.Is and as text, as the wrapping of
+// transport.ErrPeerGone and io.EOF it stands for, alone or wrapped.
+func TestErrAnsweredIs(t *testing.T) {
+	wrapped := fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+	if errAnswered.Error() != wrapped.Error() {
+		t.Errorf("errAnswered says %q, want %q", errAnswered, wrapped)
+	}
+	for _, err := range []error{errAnswered, fmt.Errorf("session: %w", errAnswered), errors.Join(errors.New("x"), errAnswered)} {
+		for _, target := range []error{transport.ErrPeerGone, io.EOF, transport.ErrClosed, transport.ErrStreamGone, errors.New("other")} {
+			if got, want := errors.Is(err, target), errors.Is(wrapped, target); got != want {
+				t.Errorf("errors.Is(%v, %v) = %v, want %v", err, target, got, want)
+			}
 		}
 	}
 }

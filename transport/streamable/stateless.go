@@ -134,7 +134,21 @@ func statelessStatus(code int64) int {
 
 // errAnswered is what a oneShot Conn reads once its answer is written:
 // the end of its input.
-var errAnswered = fmt.Errorf("streamable: read: %w: %w", transport.ErrPeerGone, io.EOF)
+var errAnswered error = answeredError{}
+
+// answeredError is errAnswered: transport.ErrPeerGone and io.EOF to
+// errors.Is, as a wrapping of both would be, but with nothing to unwrap:
+// the session's end asks it several questions for every stateless request.
+type answeredError struct{}
+
+func (answeredError) Error() string {
+	return "streamable: read: " + transport.ErrPeerGone.Error() + ": " + io.EOF.Error()
+}
+
+// Is reports whether target is transport.ErrPeerGone or io.EOF.
+func (answeredError) Is(target error) bool {
+	return target == transport.ErrPeerGone || target == io.EOF
+}
 
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
