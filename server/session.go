@@ -62,6 +62,10 @@ type sessionState struct {
 	client   Implementation
 	caps     ClientCapabilities
 	incoming incomingSet
+	// sealing counts the requests out of incoming (their ids free for
+	// the client again) whose outcome is not sealed yet: their responses
+	// are being written, and a drain must wait for them too.
+	sealing  int
 	outgoing map[transport.ID]*outgoing // nil when empty
 	nextID   int64
 	draining bool                // Shutdown began: admit no new requests
@@ -492,7 +496,7 @@ func (ss *Session) closedError() error {
 func (ss *Session) drain() {
 	ss.mu.Lock()
 	ss.st.draining = true
-	idle := ss.st.incoming.len() == 0
+	idle := ss.st.incoming.len() == 0 && ss.st.sealing == 0 // else the last to finish ends it
 	ss.mu.Unlock()
 	if idle {
 		ss.cancel(ErrShutdown)
@@ -715,9 +719,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	}
 	ss.mu.Lock()
 	ss.st.incoming.remove(inf.req.ID)
+	ss.st.sealing++
 	cancelled := inf.ctx.Err() != nil && !timedOut
 	closed, broken := ss.st.closed, ss.st.broken
-	drained := ss.st.draining && ss.st.incoming.len() == 0
 	ss.mu.Unlock()
 
 	out := Outcome{Err: err}
@@ -746,6 +750,12 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 			ss.sealWrite(inf, out, ss.write(inf.ctx, resp))
 		}
 	}
+	// A drain that began meanwhile waits for this response to be written:
+	// the last request to finish ends the session.
+	ss.mu.Lock()
+	ss.st.sealing--
+	drained := ss.st.draining && ss.st.incoming.len() == 0 && ss.st.sealing == 0
+	ss.mu.Unlock()
 	if drained {
 		ss.cancel(ErrShutdown)
 	}
