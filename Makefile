@@ -129,7 +129,7 @@ IDLE_SESSIONS ?= 10000
 
 ## bench-service: the shipped cmd/vigil (tracing, metrics, logs, limits on) against a plain net/http floor, each its own process, driven by a third; run by hand.
 bench-service:
-	@echo "==> bench-service: cmd/vigil-bench (about a minute)"
+	@echo "==> bench-service: cmd/vigil-bench (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" $(BENCH_FLAGS)
 
 ## bench-idle: open IDLE_SESSIONS idle 2025 sessions on the shipped vigil, report its memory per session, then call echo in 1,000 of them; run by hand.
@@ -139,12 +139,12 @@ bench-idle:
 
 ## bench-auth: the shipped vigil with JWT authorization (a cached valid token per client) against the same vigil without auth; run by hand.
 bench-auth:
-	@echo "==> bench-auth: cmd/vigil-bench -auth (about a minute)"
+	@echo "==> bench-auth: cmd/vigil-bench -auth (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -auth $(BENCH_FLAGS)
 
 ## bench-redis: the shipped vigil with -redis (one replica, on a redis-server it starts) against the same vigil in memory; run by hand.
 bench-redis:
-	@echo "==> bench-redis: cmd/vigil-bench -redis (about a minute)"
+	@echo "==> bench-redis: cmd/vigil-bench -redis (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -redis $(BENCH_FLAGS)
 
 ## bench-hop: what a hop between two vigil -redis replicas adds (an elicitation answer, a cancel, a DELETE posted to the other replica); run by hand.

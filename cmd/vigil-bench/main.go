@@ -52,7 +52,7 @@ func main() {
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
-	rounds := flag.Int("rounds", 9, "timed rounds per server and workload")
+	rounds := flag.Int("rounds", 15, "timed rounds per server and workload")
 	round := flag.Duration("round", time.Second, "length of a round")
 	warmup := flag.Duration("warmup", time.Second, "untimed warm-up per server and workload")
 	workloads := flag.String("workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")

@@ -62,7 +62,7 @@ func main() {
 	flag.StringVar(&cfg.vigilToken, "vigil-tokens", "", "`file` of bearer tokens for the -vigil server, as -floor-tokens")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	flag.IntVar(&cfg.sessions, "sessions", 8, "2025-06-18 sessions the clients share")
-	flag.IntVar(&cfg.rounds, "rounds", 9, "timed rounds per server and workload")
+	flag.IntVar(&cfg.rounds, "rounds", 15, "timed rounds per server and workload")
 	flag.DurationVar(&cfg.round, "round", time.Second, "length of a round")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Second, "untimed warm-up per server and workload")
 	flag.StringVar(&cfg.workloads, "workloads", "2025,2026", "comma-separated workloads: 2025 (sessions), 2026 (stateless)")
