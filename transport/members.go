@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
@@ -22,22 +23,40 @@ func splitMembers(data []byte) (m members, ok bool) {
 	for ok && i >= 0 {
 		var key, val []byte
 		key, val, i = nextMember(data, i)
-		switch string(key) { // no allocation: the compiler compares in place
-		case "jsonrpc":
-			m.jsonrpc = val
-		case "id":
-			m.id = val
-		case "method":
-			m.method = val
-		case "params":
-			m.params = val
-		case "result":
-			m.result = val
-		case "error":
-			m.error = val
-		}
+		m.setDecoded(key, val)
 	}
 	return m, ok
+}
+
+// set takes val for the member whose name, quotes included, is rawKey
+// (decoded first when written with escapes).
+func (m *members) set(rawKey, val []byte) {
+	key := rawKey[1 : len(rawKey)-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(rawKey, &s) == nil {
+			key = []byte(s)
+		}
+	}
+	m.setDecoded(key, val)
+}
+
+// setDecoded takes val for the member named key, if it is one of m's.
+func (m *members) setDecoded(key, val []byte) {
+	switch string(key) { // no allocation: the compiler compares in place
+	case "jsonrpc":
+		m.jsonrpc = val
+	case "id":
+		m.id = val
+	case "method":
+		m.method = val
+	case "params":
+		m.params = val
+	case "result":
+		m.result = val
+	case "error":
+		m.error = val
+	}
 }
 
 // firstMember returns the index of the first member of the JSON object

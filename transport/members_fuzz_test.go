@@ -20,8 +20,20 @@ func FuzzSplitMembers(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !utf8.Valid(data) || !json.Valid(data) {
+		if !utf8.Valid(data) {
 			return
+		}
+		// validMembers, which decodeMessage uses, is json.Valid and
+		// splitMembers in one pass.
+		vm, valid, isObject := validMembers(data)
+		if valid != json.Valid(data) {
+			t.Fatalf("validMembers says valid %v of %q, json.Valid %v", valid, data, !valid)
+		}
+		if !valid {
+			return
+		}
+		if sm, ok := splitMembers(data); isObject != ok || (ok && !sameMembers(vm, sm)) {
+			t.Fatalf("validMembers of %q: %q (object %v); splitMembers %q (object %v)", data, vm, isObject, sm, ok)
 		}
 		var want map[string]json.RawMessage
 		if json.Unmarshal(data, &want) != nil || want == nil {
@@ -44,4 +56,15 @@ func FuzzSplitMembers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sameMembers reports whether a and b hold the same members, the same
+// sub-slices of one message (absent in both, or the same bytes).
+func sameMembers(a, b members) bool {
+	for _, pair := range [][2][]byte{{a.jsonrpc, b.jsonrpc}, {a.id, b.id}, {a.method, b.method}, {a.params, b.params}, {a.result, b.result}, {a.error, b.error}} {
+		if (pair[0] == nil) != (pair[1] == nil) || !bytes.Equal(pair[0], pair[1]) {
+			return false
+		}
+	}
+	return true
 }

@@ -196,11 +196,11 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		}
 		return b, nil
 	}
-	if !validJSON(data) {
+	fields, valid, isObject := validMembers(data)
+	if !valid {
 		var v any
 		return nil, &DecodeError{Code: protocol.CodeParseError, Err: json.Unmarshal(data, &v)}
 	}
-	fields, isObject := splitMembers(data)
 	if !isObject {
 		return nil, invalid(ID{}, "a message must be a JSON object")
 	}

@@ -16,6 +16,17 @@ func validJSON(data []byte) bool {
 	return ok && v.space(i) == len(data)
 }
 
+// validMembers is validJSON, and splitMembers of data when it is an
+// object, in one pass: the members of the top-level object are taken as
+// their values are checked (isObject false for another value).
+func validMembers(data []byte) (m members, valid, isObject bool) {
+	v := validator{data: data, top: &m}
+	start := v.space(0)
+	i, ok := v.value(start, 0)
+	valid = ok && v.space(i) == len(data)
+	return m, valid, valid && data[start] == '{'
+}
+
 // ValidJSON reports whether data is one valid JSON value, as json.Valid
 // does, faster.
 func ValidJSON(data []byte) bool { return validJSON(data) }
@@ -23,7 +34,10 @@ func ValidJSON(data []byte) bool { return validJSON(data) }
 // maxNesting is encoding/json's limit on nested arrays and objects.
 const maxNesting = 10000
 
-type validator struct{ data []byte }
+type validator struct {
+	data []byte
+	top  *members // when not nil, filled with the members of a top-level object
+}
 
 func (v *validator) space(i int) int {
 	for i < len(v.data) {
@@ -84,16 +98,22 @@ func (v *validator) object(i, depth int) (int, bool) {
 		if i >= len(d) || d[i] != '"' {
 			return i, false
 		}
+		keyStart := i
 		var ok bool
 		if i, ok = v.str(i + 1); !ok {
 			return i, false
 		}
+		keyEnd := i
 		i = v.space(i)
 		if i >= len(d) || d[i] != ':' {
 			return i, false
 		}
-		if i, ok = v.value(v.space(i+1), depth); !ok {
+		valStart := v.space(i + 1)
+		if i, ok = v.value(valStart, depth); !ok {
 			return i, false
+		}
+		if depth == 1 && v.top != nil {
+			v.top.set(d[keyStart:keyEnd], d[valStart:i])
 		}
 		i = v.space(i)
 		if i >= len(d) {
