@@ -124,15 +124,7 @@ func skipString(data []byte, i int) int {
 func scanString(data []byte, i int) (end int, escaped bool) {
 	j := i + 1
 	for {
-		for j+8 <= len(data) {
-			m := quoteOrBackslash(binary.LittleEndian.Uint64(data[j:]))
-			if m != 0 {
-				j += bits.TrailingZeros64(m) >> 3 // the first such byte
-				break
-			}
-			j += 8
-		}
-		if j >= len(data) {
+		if j = toSpecial(data, j, quoteOrBackslash); j >= len(data) {
 			return len(data), escaped
 		}
 		switch data[j] {
@@ -160,15 +152,7 @@ func skipValue(data []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(data); {
-			for j+8 <= len(data) {
-				m := structural(binary.LittleEndian.Uint64(data[j:]))
-				if m != 0 {
-					j += bits.TrailingZeros64(m) >> 3 // the first such byte
-					break
-				}
-				j += 8
-			}
-			if j >= len(data) {
+			if j = toSpecial(data, j, structural); j >= len(data) {
 				break
 			}
 			switch data[j] {
@@ -197,6 +181,20 @@ func skipValue(data []byte, i int) int {
 		}
 		return j
 	}
+}
+
+// toSpecial returns the index of the first byte at or after data[j] that
+// special (zeros, or a union of them) finds in its word, passing over
+// eight bytes at a time while it finds none; or, with fewer than eight
+// bytes left, the index they start at, for the caller to read one by one.
+func toSpecial(data []byte, j int, special func(w uint64) uint64) int {
+	for j+8 <= len(data) {
+		if m := special(binary.LittleEndian.Uint64(data[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	return j
 }
 
 // Bytes of a word: each 1, each with only its high bit set, each 0x20.

@@ -1,10 +1,5 @@
 package transport
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
-
 // validJSON reports whether data is one valid JSON value, exactly as
 // json.Valid does (the same grammar, bytes of 0x80 and above accepted in
 // strings as they are, at most 10,000 nested arrays and objects), without
@@ -164,17 +159,8 @@ func (v *validator) array(i, depth int) (int, bool) {
 func (v *validator) str(i int) (int, bool) {
 	d := v.data
 	for i < len(d) {
-		// Eight plain bytes (no quote, backslash or control character)
-		// at a time, to the first that is not.
-		for i+8 <= len(d) {
-			w := binary.LittleEndian.Uint64(d[i:])
-			if m := quoteOrBackslash(w) | below(w, 0x20); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
-		if i >= len(d) {
+		// To the first quote, backslash or control character.
+		if i = toSpecial(d, i, quoteBackslashOrControl); i >= len(d) {
 			break
 		}
 		c := d[i]
@@ -204,6 +190,10 @@ func (v *validator) str(i int) (int, bool) {
 	}
 	return i, false
 }
+
+// quoteBackslashOrControl is zeros for the bytes of w that are '"', '\\'
+// or below 0x20.
+func quoteBackslashOrControl(w uint64) uint64 { return quoteOrBackslash(w) | below(w, 0x20) }
 
 func isHex(c byte) bool {
 	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
