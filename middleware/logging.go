@@ -178,7 +178,7 @@ type TextLineHandler interface {
 func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
 	var buf [15]slog.Attr
-	bp, _ := lines.Get().(*[]byte)
+	bp := lines.Get().(*[]byte)
 	b := (*bp)[:0]
 	for _, a := range requestAttrs(buf[:0], req, out, now.Sub(start)) {
 		b = slogtext.AppendAttr(b, a) // every value is of a plain kind

@@ -13,32 +13,22 @@ type members struct {
 	jsonrpc, id, method, params, result, error []byte
 }
 
-// splitMembers splits a JSON object, already known to be valid JSON, into
-// its members without allocating. Member names are matched exactly, as
-// JSON-RPC requires; a name written with escapes is decoded first. Unknown
-// members are skipped; for a repeated member the last one wins, as with
-// encoding/json. ok is false when data is not an object.
-func splitMembers(data []byte) (m members, ok bool) {
-	i, ok := firstMember(data)
-	for ok && i >= 0 {
-		var key, val []byte
-		key, val, i = nextMember(data, i)
-		m.setDecoded(key, val)
-	}
-	return m, ok
+// set takes val for the member whose name, quotes included, is rawKey.
+func (m *members) set(rawKey, val []byte) {
+	m.setDecoded(memberName(rawKey, bytes.IndexByte(rawKey, '\\') >= 0), val)
 }
 
-// set takes val for the member whose name, quotes included, is rawKey
-// (decoded first when written with escapes).
-func (m *members) set(rawKey, val []byte) {
-	key := rawKey[1 : len(rawKey)-1]
-	if bytes.IndexByte(key, '\\') >= 0 {
+// memberName returns the name a JSON string, quotes included, holds:
+// decoded when escaped says it is written with escapes, else the bytes
+// between the quotes.
+func memberName(raw []byte, escaped bool) []byte {
+	if escaped {
 		var s string
-		if json.Unmarshal(rawKey, &s) == nil {
-			key = []byte(s)
+		if json.Unmarshal(raw, &s) == nil {
+			return []byte(s)
 		}
 	}
-	m.setDecoded(key, val)
+	return raw[1 : len(raw)-1]
 }
 
 // setDecoded takes val for the member named key, if it is one of m's.
@@ -79,13 +69,7 @@ func firstMember(data []byte) (i int, ok bool) {
 // after it, or -1 when it is the last.
 func nextMember(data []byte, i int) (key, val []byte, next int) {
 	keyEnd, escaped := scanString(data, i)
-	key = data[i+1 : keyEnd-1]
-	if escaped {
-		var s string
-		if json.Unmarshal(data[i:keyEnd], &s) == nil {
-			key = []byte(s)
-		}
-	}
+	key = memberName(data[i:keyEnd], escaped)
 	i = skipSpace(data, keyEnd)
 	i = skipSpace(data, i+1) // the colon
 	valEnd := skipValue(data, i)

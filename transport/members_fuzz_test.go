@@ -10,6 +10,22 @@ import (
 // FuzzSplitMembers checks the zero-copy splitter against encoding/json: for
 // any valid JSON object, each member it reports must be byte-for-byte the
 // raw value encoding/json finds under that exact name.
+// splitMembers is the reference validMembers is held to: it splits a JSON
+// object, already known to be valid JSON, into its members with the member
+// scan of EachMember. Member names are matched exactly, as JSON-RPC
+// requires; a name written with escapes is decoded first. Unknown members
+// are skipped; for a repeated member the last one wins, as with
+// encoding/json. ok is false when data is not an object.
+func splitMembers(data []byte) (m members, ok bool) {
+	i, ok := firstMember(data)
+	for ok && i >= 0 {
+		var key, val []byte
+		key, val, i = nextMember(data, i)
+		m.setDecoded(key, val)
+	}
+	return m, ok
+}
+
 func FuzzSplitMembers(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,{"b":"}"}]}}`,

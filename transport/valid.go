@@ -11,9 +11,10 @@ func validJSON(data []byte) bool {
 	return ok && v.space(i) == len(data)
 }
 
-// validMembers is validJSON, and splitMembers of data when it is an
-// object, in one pass: the members of the top-level object are taken as
-// their values are checked (isObject false for another value).
+// validMembers is validJSON, and the top-level members of data when it is
+// an object, in one pass: they are taken as their values are checked (a
+// name written with escapes decoded, the last of a repeated member
+// winning); isObject is false for another value.
 func validMembers(data []byte) (m members, valid, isObject bool) {
 	v := validator{data: data, top: &m}
 	start := v.space(0)

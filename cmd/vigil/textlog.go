@@ -127,17 +127,18 @@ func putTextBuf(bp *[]byte, b []byte) {
 	}
 }
 
-// secondStamp is a second of a location, formatted as slogtext.AppendRFC3339Millis
-// formats its times: what comes before the milliseconds, and the zone.
+// secondStamp is a second of a location, formatted as
+// slogtext.AppendRFC3339Millis formats its times: what comes before the
+// milliseconds, and the zone.
 type secondStamp struct {
 	unix       int64
 	loc        *time.Location
 	date, zone string // "2006-01-02T15:04:05" and "Z" or "-07:00"
 }
 
-// appendTime appends t, without a monotonic reading, as slogtext.AppendRFC3339Millis
-// does, formatting only the milliseconds when t falls in the second of the
-// last record.
+// appendTime appends t, without a monotonic reading, as
+// slogtext.AppendRFC3339Millis does, formatting only the milliseconds when
+// t falls in the second of the last record.
 func (h *textHandler) appendTime(b []byte, t time.Time) []byte {
 	st := h.stamp.Load()
 	if st == nil || st.unix != t.Unix() || st.loc != t.Location() {

@@ -40,10 +40,10 @@ type SpanReceiver interface {
 const MaxWatched = 2
 
 // ReceivedSpan is a span as it reaches a [SpanReceiver]: the SDK's span,
-// and what the provider saw of its attributes as they were set (at the
-// start, and through the span's SetAttributes), so that the receiver need
-// not read them: ReadOnlySpan.Attributes makes the SDK de-duplicate them
-// first, which builds a map for every span.
+// and what the provider saw of its attributes as they were set through the
+// span's SetAttributes, so that the receiver need not read them:
+// ReadOnlySpan.Attributes makes the SDK de-duplicate them first, which
+// builds a map for every span.
 //
 // The counts hold when Counted is true: when Start was given no
 // attributes. Attributes given to Start, and those a sampler adds, are not
@@ -188,13 +188,15 @@ type receivedSpan struct {
 	seen ReceivedSpan // its attributes as they were set (seen.Span is set at End)
 }
 
-// SetAttributes sets kvs on the SDK's span and counts them for the
-// receiver.
+// SetAttributes counts kvs for the receiver, then sets them on the SDK's
+// span. Counted first, an attribute the SDK takes is counted before End
+// hands the span over, even from another goroutine racing End; one set
+// after End is counted and dropped: the counts are never below the span's.
 func (s *receivedSpan) SetAttributes(kvs ...attribute.KeyValue) {
-	s.Span.SetAttributes(kvs...)
 	s.mu.Lock()
 	s.seen.count(s.provider.watched, kvs)
 	s.mu.Unlock()
+	s.Span.SetAttributes(kvs...)
 }
 
 // spanContext is a receivedSpan as the context of its span: the SDK's
