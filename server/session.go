@@ -437,12 +437,20 @@ func (ss *Session) stop(readErr error) error {
 		ss.end(&ss.closeErr) // held in ss: one allocation fewer for each stateless request
 	}
 	cause := context.Cause(ss.ctx)
+	// inner is what to ask for ErrShutdown and io.EOF: when the read's end
+	// ended the session (its cause is closeErr), readErr, since
+	// ErrTransportClose is neither; a stateless request's session ends
+	// so, and errors.Is on the two-error chain costs it three walks.
+	inner := cause
+	if cause == error(&ss.closeErr) {
+		inner = readErr
+	}
 	switch {
-	case errors.Is(cause, ErrShutdown):
+	case errors.Is(inner, ErrShutdown):
 		return ErrServerClosed
 	case ss.parent.Err() != nil && errors.Is(cause, context.Cause(ss.parent)):
 		return cause
-	case errors.Is(cause, io.EOF):
+	case errors.Is(inner, io.EOF):
 		return nil
 	default:
 		return cause
