@@ -94,49 +94,35 @@ type cancelledParams struct {
 	Reason    string          `json:"reason,omitempty"`
 }
 
-// readRequestParams reads the members of params the core needs for every
-// request, splitting the (already validated) object in place rather than
-// decoding it by reflection. ok is false when params is not an object or a
-// member has the wrong type (the method's handler then reports it).
-func readRequestParams(params json.RawMessage) (p requestParams, ok bool) {
-	if len(params) == 0 || params[0] != '{' {
+// readRequestParams reads the members of m's params the core needs for
+// every request, from the (already validated) object split in place
+// ([transport.Request.Members]) rather than decoded by reflection. ok is
+// false when params is not an object or a member has the wrong type (the
+// method's handler then reports it).
+func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
+	v, ok := m.Members() // shared with the transport, which may have split params already
+	if !ok {
 		return p, false
 	}
-	var v [5][]byte
-	if !transport.EachMember(params, func(key, val []byte) {
-		switch string(key) { // the last of a repeated member wins
-		case "name":
-			v[0] = val
-		case "uri":
-			v[1] = val
-		case "_meta":
-			v[2] = val
-		case "arguments":
-			v[3] = val
-		case "task":
-			v[4] = val
-		default:
-			p.Round = p.Round || isRoundKey(key)
-		}
-	}) {
-		return p, false
-	}
-	if v[0] != nil {
-		if p.Name, ok = transport.DecodeString(v[0]); !ok {
+	if v.Name != nil {
+		if p.Name, ok = transport.DecodeString(v.Name); !ok {
 			return p, false
 		}
 	}
-	if v[1] != nil {
-		if p.URI, ok = transport.DecodeString(v[1]); !ok {
+	if v.URI != nil {
+		if p.URI, ok = transport.DecodeString(v.URI); !ok {
 			return p, false
 		}
 	}
-	if v[2] != nil && string(v[2]) != "null" {
-		if p.Meta, ok = readMeta(v[2]); !ok {
+	if v.Meta != nil && string(v.Meta) != "null" {
+		if p.Meta, ok = readMeta(v.Meta); !ok {
 			return p, false
 		}
 	}
-	p.Arguments, p.Task = v[3], v[4]
+	p.Arguments, p.Task = v.Arguments, v.Task
+	// A retried round's members are among the others; most requests have
+	// none, and their params are not read again.
+	p.Round = v.Others && !plainRound(m.Params)
 	return p, true
 }
 

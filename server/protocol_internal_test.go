@@ -1,9 +1,13 @@
 package server
 
-import "testing"
+import (
+	"testing"
 
-// readRequestParams finds a retried round's members in the same pass as
-// the others, under any case, as plainRound does on its own.
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// readRequestParams finds a retried round's members among the others,
+// under any case, as plainRound does on its own.
 func TestReadRequestParamsRound(t *testing.T) {
 	for _, c := range []struct {
 		params string
@@ -18,7 +22,7 @@ func TestReadRequestParamsRound(t *testing.T) {
 		{`{"name":"echo","input\u0052esponses":{}}`, true},          // an escaped name, decoded
 		{`{}`, false},
 	} {
-		p, ok := readRequestParams([]byte(c.params))
+		p, ok := readRequestParams(&transport.Request{Method: "tools/call", Params: []byte(c.params)})
 		if !ok {
 			t.Fatalf("%s: not read", c.params)
 		}

@@ -574,7 +574,7 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 // is held in stateless when it is not nil.
 func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *statelessEra) {
 	*req = Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
-	if p, ok := readRequestParams(m.Params); ok {
+	if p, ok := readRequestParams(m); ok {
 		req.Meta, req.parsed, req.args, req.task, req.round = p.Meta, true, p.Arguments, p.Task, p.Round
 		switch m.Method {
 		case "tools/call", "prompts/get":

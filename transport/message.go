@@ -30,6 +30,8 @@ type Request struct {
 	ID     ID
 	Method string
 	Params json.RawMessage // nil when absent; otherwise an object or an array
+
+	split paramsSplit // see Members
 }
 
 // IsNotification reports whether r has no id.

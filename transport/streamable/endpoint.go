@@ -244,9 +244,9 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 // hasMeta reports whether a request's params._meta has the member key,
 // allocating nothing.
 func hasMeta(req *transport.Request, key string) bool {
-	var meta, v [1][]byte
-	return transport.SplitObjectInto(meta[:], req.Params, "_meta") && meta[0] != nil &&
-		transport.SplitObjectInto(v[:], meta[0], key) && v[0] != nil
+	var v [1][]byte
+	m, ok := req.Members()
+	return ok && m.Meta != nil && transport.SplitObjectInto(v[:], m.Meta, key) && v[0] != nil
 }
 
 // sessionPost serves a POST of a 2025-era session.

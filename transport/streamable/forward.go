@@ -52,9 +52,8 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 	default:
 		return "", false
 	}
-	var v [1][]byte
-	transport.SplitObjectInto(v[:], req.Params, "taskId")
-	id, ok := transport.DecodeString(v[0])
+	v, _ := req.Members()
+	id, ok := transport.DecodeString(v.TaskID)
 	if !ok {
 		return "", false
 	}

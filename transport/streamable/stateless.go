@@ -27,16 +27,11 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
 		return
 	}
-	// One pass over params for _meta and the member Mcp-Name names.
-	field := routingField(req.Method)
-	var top [2][]byte
-	if field == "" {
-		transport.SplitObjectInto(top[:1], req.Params, "_meta")
-	} else {
-		transport.SplitObjectInto(top[:], req.Params, "_meta", field)
-	}
+	// params split once, for these checks and the server (Members).
+	members, _ := req.Members()
+	field, value := routingMember(req.Method, members)
 	var meta [2][]byte
-	if top[0] != nil && !transport.SplitObjectInto(meta[:], top[0], protocol.MetaProtocolVersion, protocol.MetaClientCapabilities) {
+	if members.Meta != nil && !transport.SplitObjectInto(meta[:], members.Meta, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities) {
 		clear(meta[:])
 	}
 	if meta[0] == nil || meta[1] == nil {
@@ -48,7 +43,7 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
-	if err := checkRouting(r, req.Method, field, top[1]); err != "" {
+	if err := checkRouting(r, req.Method, field, value); err != "" {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return
 	}
@@ -61,22 +56,23 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 	conn.st.shutDown(nil)
 }
 
-// routingField returns the member of method's params that the Mcp-Name
-// header names, or "" when it names none.
-func routingField(method string) string {
+// routingMember returns the member of method's params that the Mcp-Name
+// header names and its raw value in m (nil when absent), or "" when the
+// header names none.
+func routingMember(method string, m transport.ParamMembers) (field string, value []byte) {
 	switch method {
 	case "tools/call", "prompts/get":
-		return "name"
+		return "name", m.Name
 	case "resources/read":
-		return "uri"
+		return "uri", m.URI
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		return "taskId"
+		return "taskId", m.TaskID
 	}
-	return ""
+	return "", nil
 }
 
 // checkRouting compares the Mcp-Method and Mcp-Name headers with the
-// body's method and value, the raw params member field (see routingField),
+// body's method and value, the raw params member field (see routingMember),
 // nil when params has none.
 func checkRouting(r *http.Request, method, field string, value []byte) string {
 	got, ok := r.Header[headerMethod]
