@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -96,11 +98,17 @@ type registeredTool struct {
 	mirrors []paramheader.Mirror // the arguments Mcp-Param-* headers mirror, from the input schema
 }
 
+// toolRegistry holds the tools. byName is never modified once set: a
+// change builds a new map, and publishes it in byNameNow too, so that
+// lookup, on every tools/call (and in the metrics and stats of each),
+// reads it without locking, which on a busy server would bounce the
+// lock's word between the cores.
 type toolRegistry struct {
-	mu     sync.RWMutex
-	byName map[string]*registeredTool
-	listed []Tool   // sorted by name; rebuilt on change
-	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
+	mu        sync.RWMutex
+	byName    map[string]*registeredTool // read-only; replaced on change
+	byNameNow atomic.Pointer[map[string]*registeredTool]
+	listed    []Tool   // sorted by name; rebuilt on change
+	scopes    []string // every scope some tool needs, sorted, unique; rebuilt on change
 }
 
 // ValidToolName reports whether name follows MCP's tool-name rules.
@@ -172,15 +180,18 @@ func isJSONObject(raw json.RawMessage) bool {
 func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byName == nil {
-		r.byName = make(map[string]*registeredTool)
-	}
 	_, existed := r.byName[name]
-	if rt == nil {
-		delete(r.byName, name)
-	} else {
-		r.byName[name] = rt
+	byName := maps.Clone(r.byName)
+	if byName == nil {
+		byName = make(map[string]*registeredTool)
 	}
+	if rt == nil {
+		delete(byName, name)
+	} else {
+		byName[name] = rt
+	}
+	r.byName = byName
+	r.byNameNow.Store(&byName)
 	r.listed = make([]Tool, 0, len(r.byName))
 	for _, rt := range r.byName {
 		r.listed = append(r.listed, rt.tool)
@@ -196,9 +207,10 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 }
 
 func (r *toolRegistry) lookup(name string) *registeredTool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byName[name]
+	if m := r.byNameNow.Load(); m != nil {
+		return (*m)[name]
+	}
+	return nil
 }
 
 // HasTool reports whether a tool of that name is registered now. It is
@@ -249,9 +261,8 @@ func (s *Server) ToolNames() []string {
 }
 
 func (r *toolRegistry) hasTools() bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.byName) > 0
+	m := r.byNameNow.Load()
+	return m != nil && len(*m) > 0
 }
 
 func (s *Server) registerTools() {

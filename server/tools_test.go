@@ -184,6 +184,35 @@ func toolsPage(h *harness, id int64, cursor string) ([]string, string) {
 // after it is, but no tool that stayed is repeated or skipped. The session
 // is initialized, so the additions also schedule list_changed; the bubble's
 // fake clock makes its arrival deterministic.
+// Lookups read the registry without its lock while tools come and go:
+// under -race, a change made to the map lookups read (rather than to a
+// copy) is reported, and a tool that stays is always found.
+func TestToolLookupWhileToolsChange(t *testing.T) {
+	testkit.Watchdog(t)
+	h := newHarness(t)
+	require.NoError(t, h.srv.AddTool(server.Tool{Name: "stays"}, okTool))
+	start := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-start
+		for i := range 200 {
+			name := "t" + strings.Repeat("x", i%7)
+			assert.NoError(t, h.srv.AddTool(server.Tool{Name: name}, okTool))
+			h.srv.RemoveTools(name)
+		}
+	}()
+	close(start)
+	for range 2000 {
+		if !h.srv.HasTool("stays") {
+			t.Fatal("a registered tool was not found while others changed")
+		}
+		_ = h.srv.HasTool("tx")
+	}
+	<-done
+	assert.Equal(t, []string{"stays"}, h.srv.ToolNames())
+}
+
 func TestToolsListPagination(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, server.WithPageSize(2))
