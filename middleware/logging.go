@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -173,16 +175,15 @@ type TextLineHandler interface {
 }
 
 // logRequestText writes the record that logRequestTo would pass to h's
-// Handle through HandleTextLine, with the attributes in text, the trace ids
-// written straight from the span context. lines holds the buffers.
+// Handle through HandleTextLine: its fields written in text as they are
+// read (no slog.Attr is made), the trace ids straight from the span
+// context. lines holds the buffers.
 func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
-	var buf [15]slog.Attr
 	bp := lines.Get().(*[]byte)
-	b := (*bp)[:0]
-	for _, a := range requestAttrs(buf[:0], req, out, now.Sub(start)) {
-		b = slogtext.AppendAttr(b, a) // every value is of a plain kind
-	}
+	text := textFields{b: (*bp)[:0]}
+	requestFields(&text, req, out, now.Sub(start))
+	b := text.b
 	// As appendIDs, for a record that carries request_id and, in a
 	// session, session_id: the trace ids only.
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -201,40 +202,115 @@ func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, le
 
 // requestAttrs appends the attributes of the record of [Logging] to attrs.
 func requestAttrs(attrs []slog.Attr, req *server.Request, out server.Outcome, d time.Duration) []slog.Attr {
-	attrs = append(attrs, slog.String(LogMethod, req.Method))
+	f := attrFields{attrs: attrs}
+	requestFields(&f, req, out, d)
+	return f.attrs
+}
+
+// fieldSink takes the fields of a record in order: a value of a plain kind
+// under its key.
+type fieldSink interface {
+	str(key, value string)
+	id(key string, id transport.ID)
+	dur(key string, d time.Duration)
+	int(key string, n int64)
+	flag(key string, b bool)
+}
+
+// requestFields hands the fields of the record of [Logging] to f, in
+// order: the one definition of the record, which requestAttrs makes
+// attributes of and logRequestText writes in text.
+func requestFields(f fieldSink, req *server.Request, out server.Outcome, d time.Duration) {
+	f.str(LogMethod, req.Method)
 	switch req.Method {
 	case "tools/call":
-		attrs = append(attrs, slog.String(LogTool, req.Name))
+		f.str(LogTool, req.Name)
 	case "prompts/get":
-		attrs = append(attrs, slog.String(LogPrompt, req.Name))
+		f.str(LogPrompt, req.Name)
 	}
-	attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
+	f.id(LogRequestID, req.ID)
 	if req.InSession() {
-		attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
+		f.str(LogSessionID, req.Session.ID())
 	}
 	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
-		attrs = append(attrs, slog.String(LogSubject, p.Subject))
+		f.str(LogSubject, p.Subject)
 	}
-	attrs = append(attrs, slog.Duration(LogDuration, d))
+	f.dur(LogDuration, d)
 	outcome, errType := classifyOutcome(out)
-	attrs = append(attrs, slog.String(LogOutcome, outcome))
+	f.str(LogOutcome, outcome)
 	switch outcome {
 	case telemetry.OutcomeError:
-		attrs = append(attrs, slog.Int64(LogCode, int64(server.CodeOf(out.Err))), slog.String(LogError, out.Err.Error()))
+		f.int(LogCode, int64(server.CodeOf(out.Err)))
+		f.str(LogError, out.Err.Error())
 		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
-			attrs = append(attrs, slog.String(LogCause, protocol.ReasonTimeout.String()))
+			f.str(LogCause, protocol.ReasonTimeout.String())
 		}
 	case telemetry.OutcomeCancelled:
-		attrs = append(attrs, slog.String(LogCause, server.ReasonOfCause(out.Cause).String()), slog.String(LogReason, out.Dropped.String()))
+		f.str(LogCause, server.ReasonOfCause(out.Cause).String())
+		f.str(LogReason, out.Dropped.String())
 	case telemetry.OutcomeDropped:
-		attrs = append(attrs, slog.String(LogReason, out.Dropped.String()))
+		f.str(LogReason, out.Dropped.String())
 		if out.WriteErr != nil {
-			attrs = append(attrs, slog.String(LogError, out.WriteErr.Error()))
+			f.str(LogError, out.WriteErr.Error())
 		}
 	case telemetry.OutcomeOK:
 		if errType == telemetry.ErrorTypeTool {
-			attrs = append(attrs, slog.Bool(LogToolError, true))
+			f.flag(LogToolError, true)
 		}
 	}
-	return attrs
+}
+
+// attrFields makes each field an attribute.
+type attrFields struct{ attrs []slog.Attr }
+
+func (f *attrFields) str(key, value string) { f.attrs = append(f.attrs, slog.String(key, value)) }
+func (f *attrFields) id(key string, id transport.ID) {
+	f.attrs = append(f.attrs, slog.String(key, id.String()))
+}
+func (f *attrFields) dur(key string, d time.Duration) {
+	f.attrs = append(f.attrs, slog.Duration(key, d))
+}
+func (f *attrFields) int(key string, n int64) { f.attrs = append(f.attrs, slog.Int64(key, n)) }
+func (f *attrFields) flag(key string, b bool) { f.attrs = append(f.attrs, slog.Bool(key, b)) }
+
+// textFields writes each field as slog.TextHandler writes its attribute
+// (slogtext.AppendAttr): " key=value". The keys are Vigil's, none of which
+// needs quoting.
+type textFields struct{ b []byte }
+
+func (f *textFields) key(key string) {
+	f.b = append(f.b, ' ')
+	f.b = append(f.b, key...)
+	f.b = append(f.b, '=')
+}
+
+func (f *textFields) str(key, value string) {
+	f.key(key)
+	f.b = slogtext.AppendString(f.b, value)
+}
+
+// id writes id as the string attribute attrFields makes of it: an integer
+// id's digits (and sign) never need quoting.
+func (f *textFields) id(key string, id transport.ID) {
+	f.key(key)
+	if id.IsString() {
+		f.b = slogtext.AppendString(f.b, id.String())
+		return
+	}
+	f.b, _ = id.AppendText(f.b)
+}
+
+func (f *textFields) dur(key string, d time.Duration) {
+	f.key(key)
+	f.b = slogtext.AppendValue(f.b, slog.DurationValue(d))
+}
+
+func (f *textFields) int(key string, n int64) {
+	f.key(key)
+	f.b = strconv.AppendInt(f.b, n, 10)
+}
+
+func (f *textFields) flag(key string, b bool) {
+	f.key(key)
+	f.b = strconv.AppendBool(f.b, b)
 }

@@ -53,6 +53,22 @@ func TestLogging(t *testing.T) {
 			},
 		},
 		{
+			name: "string ids, quoted as slog quotes them",
+			run: func(t *testing.T, r *rig) {
+				for _, id := range []string{"req-7", "a b=\"c\"", ""} {
+					r.RequestID(transport.StringID(id), "ping", nil)
+					require.Nil(t, r.RecvResponse().Error)
+					synctest.Wait() // the record follows the written response
+				}
+			},
+			want: []string{
+				initRecord,
+				"INFO request method=ping request_id=req-7 session_id=SID duration=0s outcome=ok",
+				`INFO request method=ping request_id=a b="c" session_id=SID duration=0s outcome=ok`,
+				`INFO request method=ping request_id= session_id=SID duration=0s outcome=ok`,
+			},
+		},
+		{
 			name: "duration since receipt",
 			run: func(t *testing.T, r *rig) {
 				r.SendCallTool(2, "sleep", nil)

@@ -52,6 +52,19 @@ func (id ID) String() string {
 	}
 }
 
+// AppendText appends the id as String returns it, without making the
+// string (encoding.TextAppender); it never fails.
+func (id ID) AppendText(b []byte) ([]byte, error) {
+	switch id.kind {
+	case idInt:
+		return strconv.AppendInt(b, id.num, 10), nil
+	case idString:
+		return append(b, id.str...), nil
+	default:
+		return b, nil
+	}
+}
+
 // MarshalJSON encodes the id; the zero ID encodes as null, which is only ever
 // correct in an error response to a message whose id could not be read.
 func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
