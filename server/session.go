@@ -31,6 +31,15 @@ type Session struct {
 	ctx       context.Context // cancelled, with a cause, when the session ends; see cancel
 	cancelCtx context.CancelCauseFunc
 	unwatch   func() bool // stops closing conn when ctx is done; nil: cancel closes it
+	// reqParent is what the contexts of the session's requests derive
+	// from: ctx without its cancellation, so that a request's context is
+	// not registered with ctx (a lock and a map entry that every request
+	// of the session, on every core, would write); the session cancels
+	// its requests itself (sweepRequests, and finish for one the sweep
+	// has not reached yet). nil: they derive from ctx, whose deadline
+	// they must keep, or the session has no requests but its one
+	// (single).
+	reqParent context.Context
 	obs       Observer
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
@@ -237,7 +246,11 @@ func (c *requestCtx) Done() <-chan struct{} {
 // as context.WithDeadline's; context.Cause is then ErrHandlerTimeout. A
 // request whose stream ended is cancelled first, watched or not.
 func (c *requestCtx) Err() error {
-	c.req.inf.checkStream()
+	inf := c.req.inf
+	inf.checkStream()
+	if inf.endedUnswept() {
+		inf.cancel(context.Cause(inf.ss.ctx))
+	}
 	err := c.Context.Err()
 	if err != nil && c.req.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
 		return context.DeadlineExceeded
@@ -292,7 +305,38 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
 	}
+	if _, deadline := ctx.Deadline(); !ss.single && !deadline {
+		ss.reqParent = context.WithoutCancel(sctx)
+		context.AfterFunc(sctx, ss.sweepRequests)
+	}
 	return ss
+}
+
+// sweepRequests cancels the requests in flight with the session's cause
+// once its context is done: their contexts derive from reqParent, which
+// the session's cancellation does not reach. An initialize is never
+// cancelled.
+func (ss *Session) sweepRequests() {
+	cause := context.Cause(ss.ctx)
+	ss.mu.Lock()
+	cancels := make([]context.CancelCauseFunc, 0, ss.st.incoming.len())
+	for _, inf := range ss.st.incoming.all() {
+		if inf.req.Method != "initialize" {
+			cancels = append(cancels, inf.cancel)
+		}
+	}
+	ss.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(cause)
+	}
+}
+
+// endedUnswept reports whether inf's session has ended while inf's context
+// is not cancelled yet: sweepRequests has not reached it. Whoever sees it
+// cancels inf with the session's cause, as the sweep would.
+func (inf *inflight) endedUnswept() bool {
+	ss := inf.ss
+	return ss.reqParent != nil && inf.req.Method != "initialize" && ss.ctx.Err() != nil && inf.ctx.Err() == nil
 }
 
 // cancel ends the session's context with cause, unless it already ended,
@@ -625,6 +669,11 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 			inf.ctx, inf.cancel = ss.ctx, ss.cancelCtx
 		case req.Method == "initialize":
 			inf.ctx, inf.cancel = context.WithCancelCause(context.WithoutCancel(ss.ctx)) // never cancelled
+		case ss.reqParent != nil:
+			// The sweep cancels it if the session ends from now on;
+			// if it ended already, the sweep may have passed, and
+			// inf is cancelled below (endedUnswept).
+			inf.ctx, inf.cancel = context.WithCancelCause(ss.reqParent)
 		default:
 			inf.ctx, inf.cancel = context.WithCancelCause(ss.ctx)
 		}
@@ -633,6 +682,9 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	}
 	broken := ss.st.broken
 	ss.mu.Unlock()
+	if code == 0 && inf.endedUnswept() {
+		inf.cancel(context.Cause(ss.ctx))
+	}
 	if code == 0 && inline != nil {
 		inf.stream = inline.stream
 	}
@@ -728,9 +780,15 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	ss.mu.Lock()
 	ss.st.incoming.remove(inf.req.ID)
 	ss.st.sealing++
-	cancelled := inf.ctx.Err() != nil && !timedOut
+	// A session that ended (closed implies it) cancels first, as its
+	// sweep would have had it reached the request: its cause decides.
+	unswept := !timedOut && inf.endedUnswept()
+	cancelled := (unswept || inf.ctx.Err() != nil) && !timedOut
 	closed, broken := ss.st.closed, ss.st.broken
 	ss.mu.Unlock()
+	if unswept {
+		inf.cancel(context.Cause(ss.ctx))
+	}
 
 	out := Outcome{Err: err}
 	if err == nil {
