@@ -34,11 +34,11 @@ type Session struct {
 	// reqParent is what the contexts of the session's requests derive
 	// from: ctx without its cancellation, so that a request's context is
 	// not registered with ctx (a lock and a map entry that every request
-	// of the session, on every core, would write); the session cancels
-	// its requests itself (sweepRequests, and finish for one the sweep
-	// has not reached yet). nil: they derive from ctx, whose deadline
-	// they must keep, or the session has no requests but its one
-	// (single).
+	// of the session, on every core, would write); cancel cancels them
+	// (sweepRequests), and whoever finds the session's context done
+	// before that cancels one (endedUnswept). nil: they derive from ctx,
+	// whose deadline they must keep, or the session has no request but
+	// its one (single).
 	reqParent context.Context
 	obs       Observer
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
@@ -307,15 +307,15 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	}
 	if _, deadline := ctx.Deadline(); !ss.single && !deadline {
 		ss.reqParent = context.WithoutCancel(sctx)
-		context.AfterFunc(sctx, ss.sweepRequests)
 	}
 	return ss
 }
 
-// sweepRequests cancels the requests in flight with the session's cause
-// once its context is done: their contexts derive from reqParent, which
-// the session's cancellation does not reach. An initialize is never
-// cancelled.
+// sweepRequests cancels the requests in flight with the session's cause;
+// cancel calls it, since their contexts derive from reqParent, which the
+// session's cancellation does not reach. Every end of a session passes
+// through cancel: ctx ending closes conn (the watch above), which ends
+// the session. An initialize is never cancelled.
 func (ss *Session) sweepRequests() {
 	cause := context.Cause(ss.ctx)
 	ss.mu.Lock()
@@ -340,9 +340,12 @@ func (inf *inflight) endedUnswept() bool {
 }
 
 // cancel ends the session's context with cause, unless it already ended,
-// and so closes conn.
+// and with it the requests in flight, and so closes conn.
 func (ss *Session) cancel(cause error) {
 	ss.cancelCtx(cause)
+	if ss.reqParent != nil {
+		ss.sweepRequests() // at once, as the context's own children are
+	}
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
 	}
