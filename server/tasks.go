@@ -105,7 +105,7 @@ func taskSupportOf(e *ToolExecution) string {
 func (s *Server) tasksEnabled() bool {
 	s.tools.mu.RLock()
 	defer s.tools.mu.RUnlock()
-	for _, rt := range s.tools.byName {
+	for _, rt := range s.tools.all() {
 		if taskSupportOf(rt.tool.Execution) != TaskSupportForbidden {
 			return true
 		}

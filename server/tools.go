@@ -98,17 +98,24 @@ type registeredTool struct {
 	mirrors []paramheader.Mirror // the arguments Mcp-Param-* headers mirror, from the input schema
 }
 
-// toolRegistry holds the tools. byName is never modified once set: a
-// change builds a new map, and publishes it in byNameNow too, so that
-// lookup, on every tools/call (and in the metrics and stats of each),
-// reads it without locking, which on a busy server would bounce the
-// lock's word between the cores.
+// toolRegistry holds the tools. A change builds a new map and publishes
+// it, never modifying one it published, so that lookup, on every
+// tools/call (and in the metrics and stats of each), reads it without
+// locking, which on a busy server would bounce the lock's word between
+// the cores. mu serializes changes and guards listed and scopes.
 type toolRegistry struct {
-	mu        sync.RWMutex
-	byName    map[string]*registeredTool // read-only; replaced on change
-	byNameNow atomic.Pointer[map[string]*registeredTool]
-	listed    []Tool   // sorted by name; rebuilt on change
-	scopes    []string // every scope some tool needs, sorted, unique; rebuilt on change
+	mu     sync.RWMutex
+	byName atomic.Pointer[map[string]*registeredTool] // read-only once stored
+	listed []Tool                                     // sorted by name; rebuilt on change
+	scopes []string                                   // every scope some tool needs, sorted, unique; rebuilt on change
+}
+
+// all returns the tools by name, which the caller must not modify.
+func (r *toolRegistry) all() map[string]*registeredTool {
+	if m := r.byName.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // ValidToolName reports whether name follows MCP's tool-name rules.
@@ -180,8 +187,9 @@ func isJSONObject(raw json.RawMessage) bool {
 func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, existed := r.byName[name]
-	byName := maps.Clone(r.byName)
+	old := r.all()
+	_, existed := old[name]
+	byName := maps.Clone(old)
 	if byName == nil {
 		byName = make(map[string]*registeredTool)
 	}
@@ -190,15 +198,14 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	} else {
 		byName[name] = rt
 	}
-	r.byName = byName
-	r.byNameNow.Store(&byName)
-	r.listed = make([]Tool, 0, len(r.byName))
-	for _, rt := range r.byName {
+	r.byName.Store(&byName)
+	r.listed = make([]Tool, 0, len(byName))
+	for _, rt := range byName {
 		r.listed = append(r.listed, rt.tool)
 	}
 	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	var scopes []string
-	for _, rt := range r.byName {
+	for _, rt := range byName {
 		scopes = append(scopes, rt.tool.Scopes...)
 	}
 	slices.Sort(scopes)
@@ -207,10 +214,7 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 }
 
 func (r *toolRegistry) lookup(name string) *registeredTool {
-	if m := r.byNameNow.Load(); m != nil {
-		return (*m)[name]
-	}
-	return nil
+	return r.all()[name]
 }
 
 // HasTool reports whether a tool of that name is registered now. It is
@@ -261,8 +265,7 @@ func (s *Server) ToolNames() []string {
 }
 
 func (r *toolRegistry) hasTools() bool {
-	m := r.byNameNow.Load()
-	return m != nil && len(*m) > 0
+	return len(r.all()) > 0
 }
 
 func (s *Server) registerTools() {
