@@ -679,8 +679,8 @@ func (lim ringLimits) bound() int64 {
 
 // memory returns the ring's estimated memory now and at worst.
 func (r *spanRing) memory() ringMemory {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	m := ringMemory{Traces: len(r.traces), Keys: len(r.keys), Bound: r.lim.bound()}
 	for _, t := range r.traces {
 		m.Spans += len(t.spans)

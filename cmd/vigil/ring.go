@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -39,7 +40,8 @@ const (
 // only when asked. A forgotten trace's storage is reused for a new one, so
 // that exporting allocates nothing once the ring is in a steady state.
 type spanRing struct {
-	mu       sync.Mutex
+	mu       sync.Mutex                  // taken through lock and unlock (ring_intake.go)
+	intake   atomic.Pointer[pendingSpan] // spans that ended while mu was held
 	lim      ringLimits
 	traces   map[trace.TraceID]*ringTrace // every trace kept
 	free     []*ringTrace                 // forgotten, for reuse
@@ -129,8 +131,8 @@ func newSpanRingLimits(lim ringLimits) *spanRing {
 // ExportSpans stores spans in their traces, classifying a trace when its
 // local root arrives, and forgets traces beyond the limits (retention.go).
 func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	r.exportLocked(spans)
 	return nil
 }
@@ -138,7 +140,7 @@ func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 // ReceiveSpan stores s, when it is sampled, as ExportSpans would: as the
 // otelsetup.SpanReceiver of its provider (otelsetup.WithSyncFallback), the
 // ring takes each span itself where it ends, with no snapshot of it, no
-// batch of one to allocate and no lock but its own.
+// batch of one to allocate and no wait for its lock (ring_intake.go).
 //
 // It does not read the span's attributes, which would make the SDK
 // de-duplicate them: their count and size, the cancel cause and the error
@@ -153,9 +155,7 @@ func (r *spanRing) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
 	} else {
 		f.read(rs.Span) // started with attributes the provider did not see
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.storeLocked(rs.Span, &f, nil)
+	r.receive(rs.Span, &f)
 }
 
 // The attribute keys the ring watches (WatchedAttributes), by index.
@@ -221,14 +221,14 @@ type traceSummary struct {
 // cheap (no span is formatted, and the ring is locked only to copy a few
 // fields per trace) and safe to call from the page's handler.
 func (r *spanRing) list(filter traceFilter) []traceSummary {
-	r.mu.Lock()
+	r.lock()
 	kept := make([]keptTrace, 0, len(r.traces))
 	for _, t := range r.traces {
 		if r.selects(t, filter) {
 			kept = append(kept, r.keptLocked(t))
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	if filter.Class == classSlow {
 		slices.SortFunc(kept, func(a, b keptTrace) int {
 			return cmp.Or(cmp.Compare(b.dur, a.dur), bytes.Compare(a.id[:], b.id[:]))
@@ -251,8 +251,8 @@ func (r *spanRing) list(filter traceFilter) []traceSummary {
 // keyNames returns the method/tool keys the ring tracks, in the order first
 // seen (ringOtherKey among them once the limit was passed).
 func (r *spanRing) keyNames() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	names := make([]string, len(r.keys))
 	for i, ks := range r.keys {
 		names[i] = ks.name
@@ -342,15 +342,15 @@ func (k keptTrace) summary() traceSummary {
 
 // lookup returns the view of the kept trace id.
 func (r *spanRing) lookup(id trace.TraceID) (traceView, bool) {
-	r.mu.Lock()
+	r.lock()
 	t, ok := r.traces[id]
 	if !ok {
-		r.mu.Unlock()
+		r.unlock()
 		return traceView{}, false
 	}
 	k := r.keptLocked(t)
 	spans, dropped := slices.Clone(t.spans), t.dropped
-	r.mu.Unlock()
+	r.unlock()
 	return viewOf(k.summary(), spans, dropped), true
 }
 
@@ -363,14 +363,14 @@ func (r *spanRing) snapshot() []traceView {
 		dropped int
 	}
 	kept := make([]stored, len(sums))
-	r.mu.Lock()
+	r.lock()
 	for i, s := range sums {
 		id, _ := trace.TraceIDFromHex(s.TraceID)
 		if t, ok := r.traces[id]; ok {
 			kept[i] = stored{spans: slices.Clone(t.spans), dropped: t.dropped}
 		}
 	}
-	r.mu.Unlock()
+	r.unlock()
 	out := make([]traceView, len(sums))
 	for i, s := range sums {
 		out[i] = viewOf(s, kept[i].spans, kept[i].dropped)

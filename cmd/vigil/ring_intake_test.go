@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Spans that end while the ring is locked do not wait for it: they are
+// left on the intake, and stored, in full, when the holder unlocks.
+func TestSpanRingIntakeWhileLocked(t *testing.T) {
+	const n = 20
+	ring := newSpanRingLimits(ringLimits{Recent: n, MaxBytes: ringMaxBytes})
+	tr := ringProvider(t, ring)
+
+	ring.mu.Lock() // a holder, such as the debug page reading the ring
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, span := tr.Start(context.Background(), fmt.Sprintf("t%d", i))
+			span.End() // must not block on the held lock
+		})
+	}
+	wg.Wait()
+	assert.Empty(t, ring.traces, "stored while the lock was held")
+	require.NotNil(t, ring.intake.Load(), "nothing left on the intake")
+	ring.unlock()
+
+	assert.Nil(t, ring.intake.Load(), "the intake is not empty after unlock")
+	views := recentViews(t, ring)
+	want := make([]string, n)
+	for i := range n {
+		want[i] = fmt.Sprintf("t%d", i)
+	}
+	assert.ElementsMatch(t, want, rootNames(views))
+	checkRing(t, ring)
+}
+
+// Spans ending on many goroutines at once, while the page reads the ring,
+// are all stored: none is left on the intake.
+func TestSpanRingIntakeUnderContention(t *testing.T) {
+	const goroutines, perGoroutine = 8, 200
+	ring := newSpanRingLimits(ringLimits{Recent: goroutines * perGoroutine, MaxBytes: ringMaxBytes})
+	tr := ringProvider(t, ring)
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			<-start
+			for i := range perGoroutine {
+				_, span := tr.Start(context.Background(), fmt.Sprintf("g%d-%d", g, i))
+				span.End()
+			}
+		})
+	}
+	readers := make(chan struct{})
+	var rwg sync.WaitGroup
+	rwg.Go(func() {
+		<-start
+		for {
+			select {
+			case <-readers:
+				return
+			default:
+				_ = ring.list(traceFilter{Limit: 10})
+			}
+		}
+	})
+	close(start)
+	wg.Wait()
+	close(readers)
+	rwg.Wait()
+
+	assert.Nil(t, ring.intake.Load(), "spans left on the intake")
+	assert.Equal(t, goroutines*perGoroutine, len(ring.list(traceFilter{Class: classRecent})), "traces stored")
+	checkRing(t, ring)
+}
