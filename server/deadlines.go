@@ -2,12 +2,41 @@ package server
 
 import (
 	"container/heap"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
 
-// deadlineQueue runs the deadlines of a server's requests
-// (Request.SetDeadline) from one timer, armed for the earliest of them,
+// deadlineQueueCount is how many deadline queues a server spreads its
+// requests' deadlines over.
+const deadlineQueueCount = 16
+
+// deadlineQueues are a server's deadline queues. Every request with a
+// deadline (every request, under middleware.Timeout) takes a queue's lock
+// when it starts and when it ends: with a single queue, that lock was the
+// one requests waited for most under load (a holder preempted while the
+// other cores' requests queue up behind it). Spread over queues picked at
+// random, a request rarely meets another at its queue, and each queue
+// keeps its own timer, armed for its own earliest deadline.
+type deadlineQueues [deadlineQueueCount]struct {
+	deadlineQueue
+	_ [64]byte // each queue's lock on a cache line of its own
+}
+
+// pick returns a queue for a request's deadline.
+func (qs *deadlineQueues) pick() *deadlineQueue {
+	return &qs[rand.N(len(qs))].deadlineQueue // math/rand/v2's per-thread source: no lock
+}
+
+// stop stops every queue's timer (Server.Close).
+func (qs *deadlineQueues) stop() {
+	for i := range qs {
+		qs[i].stop()
+	}
+}
+
+// deadlineQueue runs deadlines of a server's requests
+// (Request.SetDeadline; see deadlineQueues) from one timer, armed for the earliest of them,
 // instead of a timer per request: a request that has a deadline costs a
 // place in a heap while it runs, and a request that ends in time takes its
 // place back without touching the timer. With one timeout for every request

@@ -55,10 +55,13 @@ func TestDeadlineQueue(t *testing.T) {
 		for _, inf := range []*inflight{first, moved, late} {
 			assert.True(t, inf.stopWatches(), "timed out")
 		}
-		srv.deadlines.mu.Lock()
-		assert.Empty(t, srv.deadlines.queue)
-		assert.True(t, srv.deadlines.armed.IsZero(), "nothing left to fire for")
-		srv.deadlines.mu.Unlock()
+		for i := range srv.deadlines {
+			q := &srv.deadlines[i]
+			q.mu.Lock()
+			assert.Empty(t, q.queue)
+			assert.True(t, q.armed.IsZero(), "nothing left to fire for")
+			q.mu.Unlock()
+		}
 
 		// A deadline set after the queue emptied arms the timer again; a
 		// request sealed before it is not expired by a late fire.
@@ -74,6 +77,42 @@ func TestDeadlineQueue(t *testing.T) {
 		require.Contains(t, expired, "again")
 		assert.NotContains(t, expired, "sealed")
 		mu.Unlock()
+		srv.deadlines.stop()
+	})
+}
+
+// TestDeadlinesSpreadOverQueues checks that requests' deadlines are spread
+// over the server's queues, not gathered on one lock, and that each
+// request leaves its own queue when its chain returns.
+func TestDeadlinesSpreadOverQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &Server{}
+		infs := make([]*inflight, 200)
+		for i := range infs {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			infs[i] = &inflight{ctx: ctx, cancel: cancel, ss: &Session{srv: srv}}
+			infs[i].setDeadline(time.Now().Add(time.Minute))
+		}
+		queued := func() (used, total int) {
+			for i := range srv.deadlines {
+				q := &srv.deadlines[i]
+				q.mu.Lock()
+				if len(q.queue) > 0 {
+					used++
+				}
+				total += len(q.queue)
+				q.mu.Unlock()
+			}
+			return used, total
+		}
+		used, total := queued()
+		assert.Equal(t, len(infs), total, "requests queued")
+		assert.Greater(t, used, deadlineQueueCount/2, "queues used by %d requests", len(infs))
+		for _, inf := range infs {
+			assert.False(t, inf.stopWatches(), "the chain returned in time")
+		}
+		_, total = queued()
+		assert.Zero(t, total, "requests left in a queue")
 		srv.deadlines.stop()
 	})
 }

@@ -31,7 +31,7 @@ type Server struct {
 	listeners  listenRegistry // open subscriptions/listen requests
 	bg         sync.WaitGroup // notifications in flight to sessions
 	stopFanout func()         // ends following the other replicas' broadcasts (fanout.go)
-	deadlines  deadlineQueue  // the requests' own deadlines (Request.SetDeadline)
+	deadlines  deadlineQueues // the requests' own deadlines (Request.SetDeadline)
 
 	resources resourceRegistry
 	prompts   promptRegistry

@@ -115,8 +115,9 @@ type inflight struct {
 	sealed   bool // the chain returned: no deadline any more
 	timedOut atomic.Bool
 
-	// The request's place in the deadline queue, guarded by the queue's
-	// lock (see deadlineHeap).
+	// The deadline queue it is in once it has a deadline (guarded by mu),
+	// and its place there, guarded by the queue's lock (see deadlineHeap).
+	deadlines *deadlineQueue
 	expiresAt time.Time
 	slot      int
 }
@@ -130,7 +131,10 @@ func (inf *inflight) setDeadline(t time.Time) {
 		return
 	}
 	inf.deadline = t
-	inf.ss.srv.deadlines.add(inf, t)
+	if inf.deadlines == nil {
+		inf.deadlines = inf.ss.srv.deadlines.pick()
+	}
+	inf.deadlines.add(inf, t)
 }
 
 // expire is called by the deadline queue: the request ran out of time,
@@ -202,7 +206,7 @@ func (inf *inflight) stopWatches() bool {
 	if inf.deadline.IsZero() {
 		return false
 	}
-	inf.ss.srv.deadlines.remove(inf)
+	inf.deadlines.remove(inf)
 	return inf.timedOut.Load() && errors.Is(context.Cause(inf.ctx), ErrHandlerTimeout)
 }
 
