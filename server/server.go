@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -47,8 +48,10 @@ type Server struct {
 	// cannot be encoded.
 	cacheTTL, cacheScope json.RawMessage
 
-	mu       sync.Mutex
-	sessions sessionList
+	sessions sessionShards
+	live     atomic.Int64 // sessions in sessions
+	refusing atomic.Bool  // draining or closed: track refuses new sessions
+	mu       sync.Mutex   // guards draining, closed and idle
 	draining bool
 	closed   bool
 	idle     chan struct{} // closed when draining and the last session ended
@@ -135,22 +138,33 @@ func (s *Server) Attach(ctx context.Context, conn transport.Driven, done func(er
 }
 
 func (s *Server) track(ss *Session) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining || s.closed {
+	l := &s.sessions[ss.shard]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Checked under the list's lock: Shutdown and Close set refusing,
+	// then take every list's lock, so that a session added before they
+	// set it is in their snapshot and counted in live.
+	if s.refusing.Load() {
 		return false
 	}
-	s.sessions.add(ss)
+	l.list.add(ss)
+	s.live.Add(1)
 	return true
 }
 
 func (s *Server) untrack(ss *Session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sessions.remove(ss)
-	if s.sessions.len() == 0 && s.idle != nil {
-		close(s.idle)
-		s.idle = nil
+	l := &s.sessions[ss.shard]
+	l.mu.Lock()
+	in := ss.link.in
+	l.list.remove(ss)
+	l.mu.Unlock()
+	if in && s.live.Add(-1) == 0 && s.refusing.Load() {
+		s.mu.Lock()
+		if s.idle != nil && s.live.Load() == 0 {
+			close(s.idle)
+			s.idle = nil
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -160,10 +174,9 @@ func (s *Server) untrack(ss *Session) {
 // [transport.Single] conn (a stateless request's) is listed while its
 // request is in flight, though observers never hear of it.
 func (s *Server) Sessions() []*Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*Session, 0, s.sessions.len())
-	for ss := range s.sessions.all() {
+	all := s.sessions.snapshot()
+	out := all[:0]
+	for _, ss := range all {
 		if ss.ctx.Err() == nil {
 			out = append(out, ss)
 		}
@@ -184,16 +197,17 @@ func (s *Server) Sessions() []*Session {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
+	s.refusing.Store(true)
+	sessions := s.sessions.snapshot() // after it, live counts every session track let in
 	idle := make(chan struct{})
 	switch {
-	case s.sessions.len() == 0:
+	case s.live.Load() == 0:
 		close(idle)
 	case s.idle == nil:
-		s.idle = idle
+		s.idle = idle // the last untrack closes it
 	default:
 		idle = s.idle
 	}
-	sessions := s.snapshotLocked()
 	s.mu.Unlock()
 	s.listeners.stopAll() // listen streams never finish on their own
 	for _, ss := range sessions {
@@ -203,9 +217,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-idle:
 		return s.drainTasks(ctx) // tasks.go
 	case <-ctx.Done():
-		s.mu.Lock()
-		sessions = s.snapshotLocked()
-		s.mu.Unlock()
+		sessions = s.sessions.snapshot()
 		for _, ss := range sessions {
 			ss.cancel(fmt.Errorf("%w: %w", ErrShutdown, context.Cause(ctx)))
 		}
@@ -221,8 +233,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	sessions := s.snapshotLocked()
+	s.refusing.Store(true)
 	s.mu.Unlock()
+	sessions := s.sessions.snapshot()
 	for _, ss := range sessions {
 		ss.cancel(ErrShutdown)
 	}
@@ -232,14 +245,6 @@ func (s *Server) Close() error {
 		s.stopFanout()
 	}
 	return nil
-}
-
-func (s *Server) snapshotLocked() []*Session {
-	out := make([]*Session, 0, s.sessions.len())
-	for ss := range s.sessions.all() {
-		out = append(out, ss)
-	}
-	return out
 }
 
 // invoke runs the chain for req, turning a panic into protocol.CodeInternal.

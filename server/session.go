@@ -53,7 +53,8 @@ type Session struct {
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState
 
-	link     sessionLink         // in srv's sessions; srv.mu guards it
+	shard    uint8               // the list of srv.sessions it is in (pickSessionShard)
+	link     sessionLink         // in that list; its mu guards it
 	closeErr transportCloseError // the cause stop ends the session with
 }
 
@@ -305,6 +306,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		cancelCtx: cancel,
 		obs:       s.cfg.observer,
 		single:    transport.IsSingle(conn),
+		shard:     pickSessionShard(),
 	}
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })

@@ -1,17 +1,57 @@
 package server
 
-import "iter"
+import (
+	"iter"
+	"math/rand/v2"
+	"sync"
+)
 
-// sessionList is the set of sessions a server serves: a doubly linked list
-// threaded through the sessions themselves (Session.link), so that adding
-// and removing one, which every stateless request does, hashes nothing and
-// allocates nothing. The server's mu guards it and every link in it.
+// sessionShardCount is how many lists a server's sessions are spread
+// over.
+const sessionShardCount = 16
+
+// sessionShards are the sessions a server serves, spread over lists of
+// their own, each with its own lock. Every stateless request is a session
+// that is added and removed: with one list under the server's lock, that
+// lock was, under load, one that requests queued up behind (a holder
+// preempted while the other cores' requests wait). A session's list is
+// picked at random when it is made (Session.shard).
+type sessionShards [sessionShardCount]struct {
+	mu   sync.Mutex // guards list and every link in it
+	list sessionList
+	_    [64]byte // each lock on a cache line of its own
+}
+
+// pickSessionShard returns the list for a new session.
+func pickSessionShard() uint8 {
+	return uint8(rand.N(sessionShardCount)) // math/rand/v2's per-thread source: no lock
+}
+
+// snapshot returns the sessions in every list.
+func (sh *sessionShards) snapshot() []*Session {
+	var out []*Session
+	for i := range sh {
+		l := &sh[i]
+		l.mu.Lock()
+		for ss := range l.list.all() {
+			out = append(out, ss)
+		}
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// sessionList is a set of the sessions a server serves (one of its
+// sessionShards): a doubly linked list threaded through the sessions
+// themselves (Session.link), so that adding and removing one, which every
+// stateless request does, hashes nothing and allocates nothing. Its
+// shard's mu guards it and every link in it.
 type sessionList struct {
 	head *Session
 	n    int
 }
 
-// sessionLink is a session's place in its server's sessionList.
+// sessionLink is a session's place in its sessionList.
 type sessionLink struct {
 	prev, next *Session
 	in         bool // in the list

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // TestSessionList adds and removes sessions at the head, the tail and in
@@ -55,4 +59,50 @@ func TestSessionList(t *testing.T) {
 	want = nil
 	check("all removed")
 	assert.Nil(t, l.head)
+}
+
+// TestSessionShards checks that sessions are spread over the server's
+// lists, that Sessions sees them all, and that Shutdown refuses new ones
+// and returns once the last one is gone, whichever list it was in.
+func TestSessionShards(t *testing.T) {
+	srv := New()
+	sessions := make([]*Session, 100)
+	for i := range sessions {
+		_, conn := memory.NewPair()
+		sessions[i] = newSession(context.Background(), srv, conn)
+		require.True(t, srv.track(sessions[i]))
+	}
+	used := 0
+	for i := range srv.sessions {
+		if srv.sessions[i].list.len() > 0 {
+			used++
+		}
+	}
+	assert.Greater(t, used, sessionShardCount/2, "lists used by %d sessions", len(sessions))
+	assert.ElementsMatch(t, sessions, srv.Sessions())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	// Shutdown has begun once it refuses new sessions.
+	for {
+		_, conn := memory.NewPair()
+		probe := newSession(context.Background(), srv, conn)
+		if !srv.track(probe) {
+			break
+		}
+		srv.untrack(probe)
+	}
+	for _, ss := range sessions[:len(sessions)-1] {
+		srv.untrack(ss)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned with a session left: %v", err)
+	default:
+	}
+	srv.untrack(sessions[len(sessions)-1])
+	assert.NoError(t, <-done)
+	assert.Empty(t, srv.Sessions())
 }
