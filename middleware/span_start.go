@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // spanStarter starts the SERVER spans of one Tracing middleware.
@@ -51,7 +54,7 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	if ambient.IsValid() && !ambient.Equal(trace.SpanContextFromContext(ctx)) {
 		pctx = trace.ContextWithSpanContext(ctx, ambient)
 	}
-	if len(req.Meta) > 0 { // else nothing to extract: spare the context lookups
+	if !protocolMetaOnly(req.Meta) { // else nothing to extract: spare the propagators
 		pctx = s.prop.Extract(pctx, metaCarrier(req.Meta))
 		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
@@ -71,6 +74,22 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 		s.attrs.Put(buf)
 	}
 	return sctx, span
+}
+
+// protocolMetaOnly reports whether every key of meta (none included) is
+// one MCP itself defines: progressToken, or one under the
+// "io.modelcontextprotocol/" prefix, such as the protocol version and
+// client capabilities every 2026-07-28 request carries. No propagator
+// reads those, so extracting from such a _meta would only run every
+// propagator to find nothing. Any other key (traceparent, baggage, or a
+// custom propagator's) is extracted from.
+func protocolMetaOnly(meta map[string]json.RawMessage) bool {
+	for k := range meta {
+		if k != "progressToken" && !strings.HasPrefix(k, protocol.MetaPrefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // recordedAttributes appends the attributes of req's span that depend on

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TestSpanStartsBounded checks that the span-start cache stops growing at
@@ -32,4 +34,31 @@ func TestSpanStartsBounded(t *testing.T) {
 	prompt := c.get(&server.Request{Method: "prompts/get", Name: "greet"})
 	assert.Equal(t, "prompts/get greet", prompt.name)
 	assert.Equal(t, "gen_ai.prompt.name", string(prompt.attrs[1].Key))
+}
+
+// TestProtocolMetaOnly checks which _meta the span starter extracts from:
+// any that has a key MCP does not define.
+func TestProtocolMetaOnly(t *testing.T) {
+	tests := []struct {
+		meta []string
+		want bool
+	}{
+		{meta: nil, want: true},
+		{meta: []string{"progressToken"}, want: true},
+		{meta: []string{protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo}, want: true},
+		{meta: []string{"traceparent"}, want: false},
+		{meta: []string{protocol.MetaProtocolVersion, "baggage"}, want: false},
+		{meta: []string{"progressToken", "uberctx-user"}, want: false}, // a custom propagator's key
+		{meta: []string{"io.modelcontextprotocol"}, want: false},       // not under the prefix
+	}
+	for _, tt := range tests {
+		meta := map[string]json.RawMessage{}
+		for _, k := range tt.meta {
+			meta[k] = json.RawMessage(`"x"`)
+		}
+		if tt.meta == nil {
+			meta = nil
+		}
+		assert.Equal(t, tt.want, protocolMetaOnly(meta), "%v", tt.meta)
+	}
 }

@@ -189,6 +189,17 @@ func TestTracingParent(t *testing.T) {
 			wantBaggage: "alice",
 		},
 		{
+			name:        "beside MCP's own keys",
+			meta:        map[string]any{"progressToken": "p1", "traceparent": traceparentOf(remoteSC), "baggage": "user=alice"},
+			wantParent:  remoteSC,
+			wantBaggage: "alice",
+		},
+		{
+			name:        "baggage alone beside MCP's own keys",
+			meta:        map[string]any{"progressToken": "p1", "baggage": "user=alice"},
+			wantBaggage: "alice",
+		},
+		{
 			name:       "malformed traceparent is ignored",
 			ambient:    true,
 			meta:       map[string]any{"traceparent": "00-nope"},

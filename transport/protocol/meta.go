@@ -1,5 +1,8 @@
 package protocol
 
+// MetaPrefix begins every _meta key the protocol reserves for itself.
+const MetaPrefix = "io.modelcontextprotocol/"
+
 // The _meta keys of a 2026-07-28 request and result.
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
