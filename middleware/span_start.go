@@ -85,7 +85,7 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 // custom propagator's) is extracted from.
 func protocolMetaOnly(meta map[string]json.RawMessage) bool {
 	for k := range meta {
-		if k != "progressToken" && !strings.HasPrefix(k, protocol.MetaPrefix) {
+		if k != protocol.MetaProgressToken && !strings.HasPrefix(k, protocol.MetaPrefix) {
 			return false
 		}
 	}

@@ -36,8 +36,8 @@ func (qs *deadlineQueues) stop() {
 }
 
 // deadlineQueue runs deadlines of a server's requests
-// (Request.SetDeadline; see deadlineQueues) from one timer, armed for the earliest of them,
-// instead of a timer per request: a request that has a deadline costs a
+// (Request.SetDeadline; see deadlineQueues) from one timer, armed for the
+// earliest of them, instead of a timer per request: a request that has a deadline costs a
 // place in a heap while it runs, and a request that ends in time takes its
 // place back without touching the timer. With one timeout for every request
 // (middleware.Timeout), each new deadline is the latest, and the timer fires

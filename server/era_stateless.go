@@ -408,7 +408,7 @@ func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task)
 	r.done = nil // the request's callbacks (and doneBuf) stay its own
 	r.call, r.callHeld = CallToolRequest{}, false
 	r.Meta = maps.Clone(req.Meta)
-	delete(r.Meta, "progressToken")
+	delete(r.Meta, protocol.MetaProgressToken)
 	delete(r.Meta, protocol.MetaLogLevel)
 	base = context.WithValue(base, requestKey{}, &r)
 	return context.WithValue(base, progressKey{}, (*progressState)(nil))

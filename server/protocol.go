@@ -152,8 +152,8 @@ func metaKey(key []byte) string {
 		return protocol.MetaClientInfo
 	case protocol.MetaLogLevel:
 		return protocol.MetaLogLevel
-	case metaProgressToken:
-		return metaProgressToken
+	case protocol.MetaProgressToken:
+		return protocol.MetaProgressToken
 	case "traceparent":
 		return "traceparent"
 	case "tracestate":
@@ -163,9 +163,6 @@ func metaKey(key []byte) string {
 	}
 	return string(key)
 }
-
-// metaProgressToken is the _meta key of a request's progress token.
-const metaProgressToken = "progressToken"
 
 // requestParams holds the members of params the core reads for every
 // request (filled by readRequestParams): the target's name or URI, _meta,

@@ -49,11 +49,9 @@ type Server struct {
 	cacheTTL, cacheScope json.RawMessage
 
 	sessions sessionShards
-	live     atomic.Int64 // sessions in sessions
-	refusing atomic.Bool  // draining or closed: track refuses new sessions
-	mu       sync.Mutex   // guards draining, closed and idle
-	draining bool
-	closed   bool
+	live     atomic.Int64  // sessions in sessions
+	refusing atomic.Bool   // Shutdown or Close began: track refuses new sessions
+	mu       sync.Mutex    // guards idle
 	idle     chan struct{} // closed when draining and the last session ended
 }
 
@@ -196,7 +194,6 @@ func (s *Server) Sessions() []*Session {
 // or ctx is.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.draining = true
 	s.refusing.Store(true)
 	sessions := s.sessions.snapshot() // after it, live counts every session track let in
 	idle := make(chan struct{})
@@ -231,10 +228,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // except those of tasks: every task is cancelled with ErrShutdown and
 // deleted, and Close returns once their handlers have returned.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closed = true
 	s.refusing.Store(true)
-	s.mu.Unlock()
 	sessions := s.sessions.snapshot()
 	for _, ss := range sessions {
 		ss.cancel(ErrShutdown)

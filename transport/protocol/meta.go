@@ -3,6 +3,10 @@ package protocol
 // MetaPrefix begins every _meta key the protocol reserves for itself.
 const MetaPrefix = "io.modelcontextprotocol/"
 
+// MetaProgressToken is the _meta key of a request's progress token, in
+// every protocol version.
+const MetaProgressToken = "progressToken"
+
 // The _meta keys of a 2026-07-28 request and result.
 const (
 	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
