@@ -25,7 +25,7 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
@@ -131,6 +131,12 @@ IDLE_SESSIONS ?= 10000
 bench-service:
 	@echo "==> bench-service: cmd/vigil-bench (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" $(BENCH_FLAGS)
+
+## bench-footprint: what one request costs vigil's handler and the floor's, in process, under cachegrind (instructions, L1 cache misses, mispredicted branches: counts that do not vary from run to run); installs valgrind when missing; run by hand.
+bench-footprint:
+	@command -v valgrind >/dev/null || { echo "==> apt-get install valgrind"; $$( [[ $$(id -u) -ne 0 ]] && echo sudo ) apt-get install -y --no-install-recommends valgrind; }
+	@echo "==> bench-footprint: cmd/vigil-bench -footprint (about a minute)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -footprint $(BENCH_FLAGS)
 
 ## bench-idle: open IDLE_SESSIONS idle 2025 sessions on the shipped vigil, report its memory per session, then call echo in 1,000 of them; run by hand.
 bench-idle:

@@ -20,6 +20,11 @@
 // authorization costs instead: the same vigil twice, one with
 // -auth-issuer pointing at a minimal issuer it serves itself (RFC 8414
 // metadata and a JWKS; RS256 tokens minted in process, one per client) and
-// one without auth, under the same load. VIGIL_* and OTEL_* variables are removed from
+// one without auth, under the same load. With -footprint (make
+// bench-footprint), it measures no throughput: it runs cmd/vigil's
+// BenchmarkServiceHandler and the floor's BenchmarkFloorHandler under
+// valgrind's cachegrind and reports, per request, the instructions, the
+// L1 instruction- and data-cache misses and the mispredicted branches of
+// each handler, counts that are the same from run to run. VIGIL_* and OTEL_* variables are removed from
 // vigil's environment, so that it runs with its defaults.
 package main

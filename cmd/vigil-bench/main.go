@@ -35,6 +35,7 @@ type config struct {
 	redis     bool     // vigil -redis against vigil in memory, instead of vigil against the floor
 	hop       bool     // the latency of a hop between two vigil -redis replicas
 	hopTries  int      // samples of each -hop measurement
+	footprint bool     // the handlers' instructions and cache misses under cachegrind
 	clients   int      // concurrent clients (and tokens, with auth)
 	loadFlags []string // passed on to the load generator
 }
@@ -50,6 +51,7 @@ func main() {
 	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
 	flag.BoolVar(&cfg.hop, "hop", false, "measure a hop between two vigil -redis replicas: an elicitation answer and a cancel or DELETE posted to the replica that does not run the request")
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
+	flag.BoolVar(&cfg.footprint, "footprint", false, "measure what one request costs vigil's handler and the floor's in process, under cachegrind: instructions, L1 instruction- and data-cache misses, mispredicted branches (needs valgrind)")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 15, "timed rounds per server and workload")
@@ -74,6 +76,8 @@ func main() {
 		run = runRedis
 	case cfg.hop:
 		run = runHop
+	case cfg.footprint:
+		run = runFootprint
 	}
 	err := inTempDir(cfg, func(dir string) error { return run(ctx, cfg, dir) })
 	stop()
