@@ -134,9 +134,20 @@ const maxSpanStarts = 1024
 
 // spanStarts caches a spanStart per spanStartKey: read without locking,
 // copied on write (new names are rare once a server has seen its tools).
+// It is indexed by method, then by target, so that a lookup is two
+// lookups by string, the kind every request makes anyway, rather than one
+// by a struct, whose map code is the request's alone.
 type spanStarts struct {
-	mu    sync.Mutex // serializes writers
-	byKey atomic.Pointer[map[spanStartKey]*spanStart]
+	mu       sync.Mutex // serializes writers; guards n
+	n        int        // starts cached
+	byMethod atomic.Pointer[map[string]*methodStarts]
+}
+
+// methodStarts are the cached starts of one method; read-only once
+// published (a new target publishes a new one).
+type methodStarts struct {
+	plain    *spanStart            // without a target; nil until built
+	byTarget map[string]*spanStart // by target
 }
 
 func (c *spanStarts) get(req *server.Request) *spanStart {
@@ -144,27 +155,63 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
 		key.target = req.Name
 	}
-	if m := c.byKey.Load(); m != nil {
-		if st, ok := (*m)[key]; ok {
-			return st
+	if m := c.byMethod.Load(); m != nil {
+		if ms := (*m)[key.method]; ms != nil {
+			if st := ms.lookup(key.target); st != nil {
+				return st
+			}
 		}
 	}
 	st := newSpanStart(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var old map[spanStartKey]*spanStart
-	if m := c.byKey.Load(); m != nil {
+	if c.n >= maxSpanStarts {
+		return st
+	}
+	var old map[string]*methodStarts
+	if m := c.byMethod.Load(); m != nil {
 		old = *m
 	}
-	if len(old) < maxSpanStarts {
-		m := make(map[spanStartKey]*spanStart, len(old)+1)
-		for k, v := range old {
-			m[k] = v
+	var ms methodStarts
+	if prev := old[key.method]; prev != nil {
+		if got := prev.lookup(key.target); got != nil {
+			return got // cached by another writer meanwhile
 		}
-		m[key] = st
-		c.byKey.Store(&m)
+		ms = *prev
 	}
+	if key.target == "" {
+		ms.plain = st
+	} else {
+		targets := make(map[string]*spanStart, len(ms.byTarget)+1)
+		for k, v := range ms.byTarget {
+			targets[k] = v
+		}
+		targets[key.target] = st
+		ms.byTarget = targets
+	}
+	m := make(map[string]*methodStarts, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[key.method] = &ms
+	c.byMethod.Store(&m)
+	c.n++
 	return st
+}
+
+// lookup returns the cached start of target ("" for none), or nil.
+func (ms *methodStarts) lookup(target string) *spanStart {
+	if target == "" {
+		return ms.plain
+	}
+	return ms.byTarget[target]
+}
+
+// size returns the number of starts cached.
+func (c *spanStarts) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 func newSpanStart(key spanStartKey) *spanStart {

@@ -24,7 +24,7 @@ func TestSpanStartsBounded(t *testing.T) {
 		require.Equal(t, "tools/call "+name, st.name)
 		require.Len(t, st.attrs, 3) // method, tool name, operation name
 	}
-	assert.Len(t, *c.byKey.Load(), maxSpanStarts)
+	assert.Equal(t, maxSpanStarts, c.size())
 
 	first := c.get(&server.Request{Method: "tools/call", Name: "tool-0"})
 	assert.Same(t, first, c.get(&server.Request{Method: "tools/call", Name: "tool-0"}), "a cached start is shared")
@@ -34,6 +34,26 @@ func TestSpanStartsBounded(t *testing.T) {
 	prompt := c.get(&server.Request{Method: "prompts/get", Name: "greet"})
 	assert.Equal(t, "prompts/get greet", prompt.name)
 	assert.Equal(t, "gen_ai.prompt.name", string(prompt.attrs[1].Key))
+}
+
+// TestSpanStartsByMethodAndTarget checks that the cache tells apart a
+// method with a target from a method whose name holds the same words (a
+// span name alone would not), and a method without a target from the same
+// method with one.
+func TestSpanStartsByMethodAndTarget(t *testing.T) {
+	t.Parallel()
+	var c spanStarts
+	call := c.get(&server.Request{Method: "tools/call", Name: "x"})
+	odd := c.get(&server.Request{Method: "tools/call x"})
+	require.NotSame(t, call, odd)
+	assert.Len(t, call.attrs, 3, "tools/call of x: method, tool name, operation name")
+	assert.Len(t, odd.attrs, 1, "method tools/call x: the method only")
+	bare := c.get(&server.Request{Method: "tools/call"})
+	assert.Len(t, bare.attrs, 1, "tools/call without a name has no target")
+	assert.Same(t, call, c.get(&server.Request{Method: "tools/call", Name: "x"}), "cached")
+	assert.Same(t, bare, c.get(&server.Request{Method: "tools/call"}), "cached")
+	assert.Same(t, odd, c.get(&server.Request{Method: "tools/call x"}), "cached")
+	assert.Equal(t, 3, c.size())
 }
 
 // TestProtocolMetaOnly checks which _meta the span starter extracts from:

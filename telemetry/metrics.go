@@ -46,7 +46,7 @@ type Metrics struct {
 
 	// Registered tools labeled with their own names (see
 	// RequestEnd.ToolRegistered), at most maxRegisteredTools of them.
-	registered      sync.Map // tool name → struct{}
+	registered      stringCache[struct{}] // tool names
 	registeredCount atomic.Int64
 
 	duration        *prometheus.HistogramVec

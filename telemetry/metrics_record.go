@@ -264,7 +264,7 @@ const maxRegisteredTools = 1024
 // its own: a valid label value among the first maxRegisteredTools names
 // seen; any later one is labeled other.
 func (m *Metrics) admitRegistered(name string) bool {
-	if _, ok := m.registered.Load(name); ok {
+	if _, ok := m.registered.load(name); ok {
 		return true
 	}
 	if !validLabelValue(name) {
@@ -274,7 +274,7 @@ func (m *Metrics) admitRegistered(name string) bool {
 		m.registeredCount.Add(-1)
 		return false
 	}
-	if _, loaded := m.registered.LoadOrStore(name, struct{}{}); loaded {
+	if _, loaded := m.registered.loadOrStore(name, struct{}{}); loaded {
 		m.registeredCount.Add(-1)
 	}
 	return true

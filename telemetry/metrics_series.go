@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,7 +26,7 @@ type methodSeries struct {
 	// of a four-label key: without a tool label, and by tool label (bounded
 	// as the tool labels are).
 	ok      atomic.Pointer[endSeries]
-	okTools sync.Map // tool label → *endSeries
+	okTools stringCache[*endSeries] // by tool label
 }
 
 // Traffic is the traffic series of one transport, resolved once (see
@@ -43,17 +42,16 @@ type Traffic struct {
 	// The transport's sessions (a 2026-07-28 stateless request is none),
 	// and their durations by bounded cause label, resolved on first use.
 	sessions    prometheus.Gauge
-	sessionEnds sync.Map // cause label → prometheus.Observer
+	sessionEnds stringCache[prometheus.Observer] // by cause label
 }
 
 // sessionEnd returns the session duration series of t's transport for
 // cause, a bounded cause label.
 func (t *Traffic) sessionEnd(cause string) prometheus.Observer {
-	if o, ok := t.sessionEnds.Load(cause); ok {
-		return o.(prometheus.Observer)
+	if o, ok := t.sessionEnds.load(cause); ok {
+		return o
 	}
-	o := t.m.sessionDuration.WithLabelValues(t.transport, cause)
-	t.sessionEnds.Store(cause, o)
+	o, _ := t.sessionEnds.loadOrStore(cause, t.m.sessionDuration.WithLabelValues(t.transport, cause))
 	return o
 }
 
@@ -147,11 +145,10 @@ func (m *Metrics) okEnd(s *methodSeries, tool string) *endSeries {
 		s.ok.Store(e) // m.end returns one *endSeries per key
 		return e
 	}
-	if e, ok := s.okTools.Load(tool); ok {
-		return e.(*endSeries)
+	if e, ok := s.okTools.load(tool); ok {
+		return e
 	}
-	e := m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK})
-	s.okTools.Store(tool, e)
+	e, _ := s.okTools.loadOrStore(tool, m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK}))
 	return e
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -46,11 +47,15 @@ func benchFloorHandler(b *testing.B, stateless bool) {
 		payload = append(payload[:0], `{"jsonrpc":"2.0","id":`...)
 		payload = strconv.AppendInt(payload, int64(id), 10)
 		payload = append(payload, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}`+meta+`}}`...)
+		// Each request has a context of its own, as net/http gives it
+		// (and cmd/vigil's benchmark does).
+		rctx, cancel := context.WithCancel(b.Context())
 		body.Reset(payload)
-		r := req.WithContext(b.Context())
+		r := req.WithContext(rctx)
 		r.Body, r.ContentLength = io.NopCloser(&body), int64(len(payload))
 		w.reset()
 		handle(w, r)
+		cancel()
 		if w.status != http.StatusOK || !bytes.Contains(w.body.Bytes(), want) {
 			b.Fatalf("status %d: %s", w.status, w.body.String())
 		}
