@@ -4,45 +4,56 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// The ring's lock is taken for every span the binary ends, on every core.
-// A goroutine that finds it held does not wait: it leaves its span on the
-// ring's intake (a lock-free stack) and goes on, and whoever holds the
-// lock stores the spans left there before it lets go. Under load, waiting
-// for the lock was the costliest part of ending a span: a waiter parks,
-// and once one has waited a millisecond, Go's mutex hands the lock over
-// to the waiters one by one, each woken in turn (a convoy), while the
-// work done under the lock is well under a microsecond.
+// Every span the binary ends reaches the ring, on every core, and the ring
+// stores it in batches: a span is pushed on the ring's intake (a lock-free
+// stack) and goes on, and the span that makes the intake ringIntakeBatch
+// deep stores the whole batch, if the lock is free; whoever holds the lock
+// stores what is on the intake before it lets go, and every reader takes
+// the lock (lock), so that no reader ever misses a span that has ended.
+//
+// Two costs made it so. Waiting for the lock: under load a waiter parks,
+// and once one has waited a millisecond Go's mutex hands the lock over to
+// the waiters one by one (a convoy), while the work done under it is well
+// under a microsecond. And the code: storing a span runs the ring's
+// retention (ringTrace, the FIFOs, the per-key stores, the trace map),
+// code the rest of a request does not run, which the processor's
+// instruction cache has dropped again by the next request; stored 64 at a
+// time it is fetched once per batch (make bench-footprint: about 130 fewer
+// L1 instruction-cache misses per request, 5% of them).
 //
 // No span is left behind: a span is pushed before its goroutine tries the
-// lock once more, and every holder looks at the intake after unlocking
-// (unlock), so that either the pusher or a holder after it stores it.
+// lock, and every holder looks at the intake after unlocking (unlock), so
+// that a full batch is stored by the pusher or a holder after it, and a
+// partial one by the next reader or batch.
+
+// ringIntakeBatch is how many spans wait on the intake before one of them
+// stores them all.
+const ringIntakeBatch = 64
 
 // pendingSpan is a span left on the intake, with its facts, read before.
 type pendingSpan struct {
 	span  sdktrace.ReadOnlySpan
 	facts spanFacts
 	next  *pendingSpan // the one pushed before it
+	depth int
 }
 
-// receive stores s, whose facts are f, now if the lock is free, else
-// leaves it for the holder.
+// receive leaves s, whose facts are f, on the intake, and stores the
+// intake's spans if that makes a batch and the lock is free.
 func (r *spanRing) receive(s sdktrace.ReadOnlySpan, f *spanFacts) {
-	if r.mu.TryLock() {
-		r.drainLocked() // those left earlier first, to keep the order
-		r.storeLocked(s, f, nil)
-		r.unlock()
-		return
-	}
 	p := &pendingSpan{span: s, facts: *f}
 	for {
 		old := r.intake.Load()
-		p.next = old
+		p.next, p.depth = old, 1
+		if old != nil {
+			p.depth = old.depth + 1
+		}
 		if r.intake.CompareAndSwap(old, p) {
 			break
 		}
 	}
-	// The holder may have looked at the intake before the push.
-	if r.mu.TryLock() {
+	// Else the holder stores them when it unlocks.
+	if p.depth >= ringIntakeBatch && r.mu.TryLock() {
 		r.unlock()
 	}
 }

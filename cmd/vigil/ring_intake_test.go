@@ -76,7 +76,37 @@ func TestSpanRingIntakeUnderContention(t *testing.T) {
 	close(readers)
 	rwg.Wait()
 
-	assert.Nil(t, ring.intake.Load(), "spans left on the intake")
 	assert.Equal(t, goroutines*perGoroutine, len(ring.list(traceFilter{Class: classRecent})), "traces stored")
+	assert.Nil(t, ring.intake.Load(), "spans left on the intake after a reader")
+	checkRing(t, ring)
+}
+
+// Spans are stored a batch at a time: fewer than a batch wait on the
+// intake, where every reader sees them; the span that completes a batch
+// stores it, with no reader.
+func TestSpanRingStoresInBatches(t *testing.T) {
+	ring := newSpanRingLimits(ringLimits{Recent: 2 * ringIntakeBatch, MaxBytes: ringMaxBytes})
+	tr := ringProvider(t, ring)
+	end := func(name string) {
+		_, span := tr.Start(context.Background(), name)
+		span.End()
+	}
+
+	for i := range ringIntakeBatch - 1 {
+		end(fmt.Sprintf("a%d", i))
+	}
+	assert.Empty(t, ring.traces, "stored before a batch was full")
+	assert.Len(t, ring.list(traceFilter{Class: classRecent}), ringIntakeBatch-1, "a reader sees the spans on the intake")
+	assert.Len(t, ring.traces, ringIntakeBatch-1, "the reader stored them")
+	assert.Nil(t, ring.intake.Load())
+
+	for i := range ringIntakeBatch {
+		end(fmt.Sprintf("b%d", i))
+		if i < ringIntakeBatch-1 {
+			assert.Len(t, ring.traces, ringIntakeBatch-1, "stored before a batch was full")
+		}
+	}
+	assert.Nil(t, ring.intake.Load(), "a full batch is stored by the span that fills it")
+	assert.Len(t, ring.traces, 2*ringIntakeBatch-1)
 	checkRing(t, ring)
 }
