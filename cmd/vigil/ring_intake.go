@@ -35,7 +35,7 @@ type pendingSpan struct {
 	span  sdktrace.ReadOnlySpan
 	facts spanFacts
 	next  *pendingSpan // the one pushed before it
-	depth int
+	depth int          // spans on the intake with it, itself included
 }
 
 // receive leaves s, whose facts are f, on the intake, and stores the
