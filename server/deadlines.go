@@ -1,7 +1,6 @@
 package server
 
 import (
-	"container/heap"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -37,18 +36,27 @@ func (qs *deadlineQueues) stop() {
 
 // deadlineQueue runs deadlines of a server's requests
 // (Request.SetDeadline; see deadlineQueues) from one timer, armed for the
-// earliest of them, instead of a timer per request: a request that has a deadline costs a
-// place in a heap while it runs, and a request that ends in time takes its
-// place back without touching the timer. With one timeout for every request
-// (middleware.Timeout), each new deadline is the latest, and the timer fires
-// about once per timeout, finding the requests it was armed for long gone.
+// earliest of them, instead of a timer per request: a request that has a
+// deadline costs a place in the queue while it runs, and a request that
+// ends in time takes its place back without touching the timer.
+//
+// The queue is a list in deadline order, linked through the requests
+// themselves. With one timeout for every request (middleware.Timeout),
+// each new deadline is the latest, and goes at the tail at once; a request
+// leaves from wherever it is, also at once. The timer fires about once per
+// timeout, finding the requests it was armed for long gone. (A deadline
+// earlier than the tail's, from a shorter timeout for some requests, walks
+// back from the tail to its place.) Both ends are a few lines of code run
+// by every request, where a heap's sift ran container/heap's, through an
+// interface, on every request's way in and out.
 //
 // Lock order: an inflight's mu, then the queue's.
 type deadlineQueue struct {
-	mu    sync.Mutex
-	queue deadlineHeap
-	timer *time.Timer // made by the first deadline
-	armed time.Time   // when timer fires; zero when it is not armed
+	mu         sync.Mutex
+	head, tail *inflight   // in expiresAt order, through inflight.prev and next
+	n          int         // requests queued
+	timer      *time.Timer // made by the first deadline
+	armed      time.Time   // when timer fires; zero when it is not armed
 }
 
 // add queues inf to expire at t, or moves it to t if it is queued; inf.mu
@@ -56,12 +64,27 @@ type deadlineQueue struct {
 func (q *deadlineQueue) add(inf *inflight, t time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	inf.expiresAt = t
-	if inf.slot == 0 {
-		heap.Push(&q.queue, inf)
-	} else {
-		heap.Fix(&q.queue, inf.slot-1)
+	if inf.queued {
+		q.unlinkLocked(inf)
 	}
+	inf.expiresAt = t
+	after := q.tail // the last request due no later than t
+	for after != nil && after.expiresAt.After(t) {
+		after = after.prev
+	}
+	inf.prev = after
+	if after == nil {
+		inf.next, q.head = q.head, inf
+	} else {
+		inf.next, after.next = after.next, inf
+	}
+	if inf.next == nil {
+		q.tail = inf
+	} else {
+		inf.next.prev = inf
+	}
+	inf.queued = true
+	q.n++
 	q.armLocked()
 }
 
@@ -69,18 +92,34 @@ func (q *deadlineQueue) add(inf *inflight, t time.Time) {
 func (q *deadlineQueue) remove(inf *inflight) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if inf.slot != 0 { // fire may have taken it already
-		heap.Remove(&q.queue, inf.slot-1)
+	if inf.queued { // fire may have taken it already
+		q.unlinkLocked(inf)
 	}
+}
+
+// unlinkLocked takes the queued inf out of the list; q.mu is held.
+func (q *deadlineQueue) unlinkLocked(inf *inflight) {
+	if inf.prev == nil {
+		q.head = inf.next
+	} else {
+		inf.prev.next = inf.next
+	}
+	if inf.next == nil {
+		q.tail = inf.prev
+	} else {
+		inf.next.prev = inf.prev
+	}
+	inf.prev, inf.next, inf.queued = nil, nil, false
+	q.n--
 }
 
 // armLocked makes the timer fire at the earliest deadline, unless it fires
 // earlier already (it then re-arms itself).
 func (q *deadlineQueue) armLocked() {
-	if len(q.queue) == 0 {
+	if q.head == nil {
 		return
 	}
-	at := q.queue[0].expiresAt
+	at := q.head.expiresAt
 	if !q.armed.IsZero() && !at.Before(q.armed) {
 		return
 	}
@@ -99,8 +138,10 @@ func (q *deadlineQueue) fire() {
 	var due []*inflight
 	q.mu.Lock()
 	q.armed = time.Time{}
-	for len(q.queue) > 0 && !q.queue[0].expiresAt.After(now) {
-		due = append(due, heap.Pop(&q.queue).(*inflight))
+	for q.head != nil && !q.head.expiresAt.After(now) {
+		inf := q.head
+		q.unlinkLocked(inf)
+		due = append(due, inf)
 	}
 	q.armLocked()
 	q.mu.Unlock()
@@ -118,32 +159,4 @@ func (q *deadlineQueue) stop() {
 		q.timer.Stop()
 	}
 	q.armed = time.Time{}
-}
-
-// deadlineHeap is a min-heap of requests by expiresAt (container/heap).
-// A request's slot is its index in it plus one, 0 when it is not in it;
-// both fields are guarded by the queue's mu.
-type deadlineHeap []*inflight
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].expiresAt.Before(h[j].expiresAt) }
-
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].slot, h[j].slot = i+1, j+1
-}
-
-func (h *deadlineHeap) Push(x any) {
-	inf := x.(*inflight)
-	*h = append(*h, inf)
-	inf.slot = len(*h)
-}
-
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	inf := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	inf.slot = 0
-	return inf
 }

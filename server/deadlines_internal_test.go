@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -58,7 +59,9 @@ func TestDeadlineQueue(t *testing.T) {
 		for i := range srv.deadlines {
 			q := &srv.deadlines[i]
 			q.mu.Lock()
-			assert.Empty(t, q.queue)
+			assert.Zero(t, q.n)
+			assert.Nil(t, q.head)
+			assert.Nil(t, q.tail)
 			assert.True(t, q.armed.IsZero(), "nothing left to fire for")
 			q.mu.Unlock()
 		}
@@ -97,10 +100,10 @@ func TestDeadlinesSpreadOverQueues(t *testing.T) {
 			for i := range srv.deadlines {
 				q := &srv.deadlines[i]
 				q.mu.Lock()
-				if len(q.queue) > 0 {
+				if q.n > 0 {
 					used++
 				}
-				total += len(q.queue)
+				total += q.n
 				q.mu.Unlock()
 			}
 			return used, total
@@ -114,5 +117,55 @@ func TestDeadlinesSpreadOverQueues(t *testing.T) {
 		_, total = queued()
 		assert.Zero(t, total, "requests left in a queue")
 		srv.deadlines.stop()
+	})
+}
+
+// TestDeadlineQueueOrder checks the queue's list after deadlines set in
+// any order, moved earlier, and requests leaving from anywhere in it: in
+// deadline order both ways, every queued request in it once, its count
+// right.
+func TestDeadlineQueueOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q deadlineQueue
+		base := time.Now().Add(time.Hour)
+		rng := rand.New(rand.NewPCG(1, 2))
+		infs := make([]*inflight, 300)
+		for i := range infs {
+			infs[i] = &inflight{}
+			q.add(infs[i], base.Add(time.Duration(rng.IntN(100))*time.Second))
+		}
+		for _, inf := range infs[:50] { // moved earlier
+			q.add(inf, inf.expiresAt.Add(-time.Duration(rng.IntN(50))*time.Second))
+		}
+		queued := map[*inflight]bool{}
+		for _, inf := range infs {
+			queued[inf] = true
+		}
+		for _, i := range rng.Perm(len(infs))[:150] {
+			q.remove(infs[i])
+			delete(queued, infs[i])
+			q.remove(infs[i]) // twice: a no-op
+		}
+
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		require.Equal(t, len(queued), q.n)
+		seen := 0
+		var prev *inflight
+		for inf := q.head; inf != nil; inf = inf.next {
+			require.True(t, queued[inf], "a request that left, or never came, is in the list")
+			require.Same(t, prev, inf.prev, "back link")
+			if prev != nil {
+				require.False(t, inf.expiresAt.Before(prev.expiresAt), "out of deadline order")
+			}
+			prev = inf
+			seen++
+		}
+		assert.Same(t, prev, q.tail)
+		assert.Equal(t, len(queued), seen, "requests in the list")
+		assert.False(t, q.armed.IsZero() || q.armed.After(q.head.expiresAt), "the timer fires no later than the head's deadline")
+		if q.timer != nil {
+			q.timer.Stop()
+		}
 	})
 }

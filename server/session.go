@@ -117,10 +117,11 @@ type inflight struct {
 	timedOut atomic.Bool
 
 	// The deadline queue it is in once it has a deadline (guarded by mu),
-	// and its place there, guarded by the queue's lock (see deadlineHeap).
-	deadlines *deadlineQueue
-	expiresAt time.Time
-	slot      int
+	// and its place there, guarded by the queue's lock (see deadlineQueue).
+	deadlines  *deadlineQueue
+	expiresAt  time.Time
+	prev, next *inflight // neighbours in the queue
+	queued     bool      // in the queue
 }
 
 // setDeadline arms (or moves earlier) the request's deadline: at t, its
