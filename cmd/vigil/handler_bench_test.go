@@ -5,10 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strconv"
 	"testing"
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/internal/benchservice"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -57,7 +57,7 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	w := &benchWriter{header: http.Header{}}
+	w := benchservice.NewRecorder()
 	var body bytes.Reader
 	post := func(payload []byte) {
 		// Each request has a context of its own, as net/http gives it.
@@ -65,67 +65,29 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 		body.Reset(payload)
 		r := req.WithContext(rctx)
 		r.Body, r.ContentLength = io.NopCloser(&body), int64(len(payload))
-		w.reset()
+		w.Reset()
 		h.ServeHTTP(w, r)
 		cancel()
-		if w.status != http.StatusOK && w.status != http.StatusAccepted {
-			b.Fatalf("status %d: %s", w.status, w.body.String())
+		if w.Status() != http.StatusOK && w.Status() != http.StatusAccepted {
+			b.Fatalf("status %d: %s", w.Status(), w.Body())
 		}
 	}
-	meta := ""
-	if stateless {
-		req.Header.Set("MCP-Protocol-Version", protocol.Version20260728)
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "echo")
-		meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	} else {
+	if !stateless {
 		post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocol.Version20250618 + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
-		req.Header.Set("Mcp-Session-Id", w.Header().Get("Mcp-Session-Id"))
-		req.Header.Set("MCP-Protocol-Version", protocol.Version20250618)
+		benchservice.SetEchoHeaders(req.Header, false, w.Header().Get("Mcp-Session-Id"))
 		post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	} else {
+		benchservice.SetEchoHeaders(req.Header, true, "")
 	}
-	want := []byte(`"text":"hello"`)
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
 	for b.Loop() {
 		id++
-		payload = append(payload[:0], `{"jsonrpc":"2.0","id":`...)
-		payload = strconv.AppendInt(payload, int64(id), 10)
-		payload = append(payload, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}`+meta+`}}`...)
+		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
 		post(payload)
-		if !bytes.Contains(w.body.Bytes(), want) {
-			b.Fatalf("answer: %s", w.body.String())
+		if !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
+			b.Fatalf("answer: %s", w.Body())
 		}
 	}
 }
-
-// benchWriter is an http.ResponseWriter that keeps the last response.
-type benchWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *benchWriter) reset() {
-	clear(w.header)
-	w.status = 0
-	w.body.Reset()
-}
-
-func (w *benchWriter) Header() http.Header { return w.header }
-
-func (w *benchWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *benchWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.body.Write(p)
-}
-
-func (*benchWriter) Flush() {}

@@ -30,7 +30,7 @@ const (
 )
 
 // meta2026 is the _meta every 2026-07-28 request carries.
-const meta2026 = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+const meta2026 = benchservice.Meta2026
 
 // want is in every echo answer, the floor's and vigil's, of either era.
 var want = []byte(`"content":[{"type":"text","text":"hello"}]`)
