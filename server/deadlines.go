@@ -54,7 +54,6 @@ func (qs *deadlineQueues) stop() {
 type deadlineQueue struct {
 	mu         sync.Mutex
 	head, tail *inflight   // in expiresAt order, through inflight.prev and next
-	n          int         // requests queued
 	timer      *time.Timer // made by the first deadline
 	armed      time.Time   // when timer fires; zero when it is not armed
 }
@@ -84,7 +83,6 @@ func (q *deadlineQueue) add(inf *inflight, t time.Time) {
 		inf.next.prev = inf
 	}
 	inf.queued = true
-	q.n++
 	q.armLocked()
 }
 
@@ -110,7 +108,6 @@ func (q *deadlineQueue) unlinkLocked(inf *inflight) {
 		inf.next.prev = inf.prev
 	}
 	inf.prev, inf.next, inf.queued = nil, nil, false
-	q.n--
 }
 
 // armLocked makes the timer fire at the earliest deadline, unless it fires

@@ -48,7 +48,6 @@ func (sh *sessionShards) snapshot() []*Session {
 // shard's mu guards it and every link in it.
 type sessionList struct {
 	head *Session
-	n    int
 }
 
 // sessionLink is a session's place in its sessionList.
@@ -64,7 +63,6 @@ func (l *sessionList) add(ss *Session) {
 		l.head.link.prev = ss
 	}
 	l.head = ss
-	l.n++
 }
 
 // remove takes ss out of l; it does nothing when ss is not in it.
@@ -81,11 +79,7 @@ func (l *sessionList) remove(ss *Session) {
 		next.link.prev = ss.link.prev
 	}
 	ss.link = sessionLink{}
-	l.n--
 }
-
-// len returns the number of sessions in l.
-func (l *sessionList) len() int { return l.n }
 
 // all yields the sessions of l, newest first. The yield function must not
 // change l.

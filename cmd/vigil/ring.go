@@ -41,7 +41,7 @@ const (
 // that exporting allocates nothing once the ring is in a steady state.
 type spanRing struct {
 	mu       sync.Mutex                  // taken through lock and unlock (ring_intake.go)
-	intake   atomic.Pointer[pendingSpan] // spans that ended while mu was held
+	intake   atomic.Pointer[pendingSpan] // ended spans not stored yet (ring_intake.go)
 	lim      ringLimits
 	traces   map[trace.TraceID]*ringTrace // every trace kept
 	free     []*ringTrace                 // forgotten, for reuse

@@ -65,13 +65,14 @@ func (r *spanRing) lock() {
 }
 
 // unlock stores the spans left on the intake and unlocks the ring; then,
-// if more were left meanwhile and the lock is free again, it does the same
-// for them.
+// if a full batch was left meanwhile (its pusher found the lock held) and
+// the lock is free again, it does the same for it. A partial batch waits
+// for the next reader or batch.
 func (r *spanRing) unlock() {
 	for {
 		r.drainLocked()
 		r.mu.Unlock()
-		if r.intake.Load() == nil || !r.mu.TryLock() {
+		if top := r.intake.Load(); top == nil || top.depth < ringIntakeBatch || !r.mu.TryLock() {
 			return
 		}
 	}
