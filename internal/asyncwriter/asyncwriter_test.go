@@ -156,11 +156,59 @@ func TestConcurrentWritesStayWhole(t *testing.T) {
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	assert.Equal(t, writers*each, len(got)+int(w.Dropped()), "every line written or counted as dropped")
 	seen := map[string]bool{}
+	last := make([]int, writers)
+	for g := range last {
+		last[g] = -1
+	}
 	for _, l := range got {
 		var g, i int
 		_, err := fmt.Sscanf(l, "writer %d line %d", &g, &i)
 		require.NoError(t, err, "line %q", l)
 		assert.False(t, seen[l], "line %q twice", l)
 		seen[l] = true
+		assert.Greater(t, i, last[g], "writer %d's lines out of order", g)
+		last[g] = i
+	}
+}
+
+// TestWritesRacingCloseAreKeptInOrder closes the writer while goroutines
+// write: each goroutine's lines all arrive, in the order written, whether
+// they were buffered before Close took the buffer or written through
+// after it.
+func TestWritesRacingCloseAreKeptInOrder(t *testing.T) {
+	t.Parallel()
+	watchdog := time.AfterFunc(30*time.Second, func() { panic("TestWritesRacingCloseAreKeptInOrder hung") })
+	defer watchdog.Stop()
+	out := &sink{}
+	w := asyncwriter.New(out, asyncwriter.WithFlushInterval(time.Hour))
+	const writers, each = 4, 400
+	started := make(chan struct{}, writers)
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if i == each/4 {
+					started <- struct{}{}
+				}
+				_, _ = fmt.Fprintf(w, "writer %d line %d\n", g, i)
+			}
+		})
+	}
+	for range writers {
+		<-started // every writer is a quarter through
+	}
+	require.NoError(t, w.Close())
+	wg.Wait()
+	require.Zero(t, w.Dropped())
+	next := make([]int, writers)
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var g, i int
+		_, err := fmt.Sscanf(l, "writer %d line %d", &g, &i)
+		require.NoError(t, err, "line %q", l)
+		require.Equal(t, next[g], i, "writer %d: a line lost or out of order", g)
+		next[g]++
+	}
+	for g := range writers {
+		assert.Equal(t, each, next[g], "writer %d's lines", g)
 	}
 }
