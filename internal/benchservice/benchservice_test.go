@@ -57,12 +57,13 @@ func TestMedian(t *testing.T) {
 }
 
 // TestSummarize checks the median of the rounds' rates, the pooled
-// percentiles and the CPU time per request.
+// percentiles and the CPU time per request, the server's and the load
+// generator's.
 func TestSummarize(t *testing.T) {
 	t.Parallel()
 	s := benchservice.Summarize([]benchservice.Round{
-		{Latencies: ms(1, 2), Elapsed: time.Second, CPU: 30 * time.Millisecond},
-		{Latencies: ms(3, 4, 5, 6), Elapsed: time.Second, CPU: 20 * time.Millisecond},
+		{Latencies: ms(1, 2), Elapsed: time.Second, CPU: 30 * time.Millisecond, LoadCPU: 9 * time.Millisecond},
+		{Latencies: ms(3, 4, 5, 6), Elapsed: time.Second, CPU: 20 * time.Millisecond, LoadCPU: 18 * time.Millisecond},
 		{Latencies: ms(7, 8, 9), Elapsed: time.Second, CPU: 40 * time.Millisecond},
 	})
 	assert.Equal(t, []float64{2, 4, 3}, s.Rates)
@@ -71,6 +72,7 @@ func TestSummarize(t *testing.T) {
 	assert.Equal(t, 5*time.Millisecond, s.P50)
 	assert.Equal(t, 9*time.Millisecond, s.P99)
 	assert.Equal(t, 10*time.Millisecond, s.CPUPerReq)
+	assert.Equal(t, 3*time.Millisecond, s.LoadCPUPerReq)
 }
 
 // TestParseVMRSS reads the kB figure and rejects a file without one.
@@ -105,8 +107,8 @@ func TestFormats(t *testing.T) {
 // ratios.
 func TestWriteWorkload(t *testing.T) {
 	t.Parallel()
-	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, Requests: 3000}
-	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, Requests: 1000}
+	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, LoadCPUPerReq: 20 * time.Microsecond, Requests: 3000}
+	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, LoadCPUPerReq: 25 * time.Microsecond, Requests: 1000}
 	var b strings.Builder
 	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil+jwt"}, floor, vigil))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -114,8 +116,9 @@ func TestWriteWorkload(t *testing.T) {
 	assert.Equal(t, "title", lines[0])
 	assert.Contains(t, lines[2], "2,000")
 	assert.Contains(t, lines[2], "1,000  2,000")
+	assert.Contains(t, lines[2], "20.0 µs")
 	assert.Contains(t, lines[3], "vigil+jwt")
-	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×`, lines[4])
+	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×\s+1\.25×`, lines[4])
 	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)`, lines[5])
 }
 

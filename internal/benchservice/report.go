@@ -11,7 +11,8 @@ import (
 )
 
 // WriteWorkload writes the table of one workload: per server, the median
-// req/s and each round's, p50 and p99 latency and CPU time per request;
+// req/s and each round's, p50 and p99 latency, CPU time per request and
+// the load generator's CPU time per request;
 // then vigil's figures over the floor's, and the median and range of the
 // per-round req/s ratios (PairedRatios). names are the two servers' names,
 // the floor's first.
@@ -20,7 +21,7 @@ func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summ
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	_, _ = fmt.Fprintf(tw, "\tserver\treq/s\tp50\tp99\tCPU/req\trequests\t\tround req/s\t\n")
+	_, _ = fmt.Fprintf(tw, "\tserver\treq/s\tp50\tp99\tCPU/req\tload CPU/req\trequests\t\tround req/s\t\n")
 	for _, row := range []struct {
 		name string
 		s    Summary
@@ -29,15 +30,16 @@ func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summ
 		for i, r := range row.s.Rates {
 			rates[i] = Thousands(int64(r + 0.5))
 		}
-		_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t%s\t\t%s\t\n", row.name,
+		_, _ = fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t%s\t\n", row.name,
 			Thousands(int64(row.s.Rate+0.5)), Millis(row.s.P50), Millis(row.s.P99),
-			Micros(row.s.CPUPerReq), Thousands(int64(row.s.Requests)), strings.Join(rates, "  "))
+			Micros(row.s.CPUPerReq), Micros(row.s.LoadCPUPerReq), Thousands(int64(row.s.Requests)), strings.Join(rates, "  "))
 	}
-	_, _ = fmt.Fprintf(tw, "\t%s/%s\t%s\t%s\t%s\t%s\t\n", names[1], names[0],
+	_, _ = fmt.Fprintf(tw, "\t%s/%s\t%s\t%s\t%s\t%s\t%s\t\n", names[1], names[0],
 		Ratio(vigil.Rate, floor.Rate), Ratio(float64(vigil.P50), float64(floor.P50)),
-		Ratio(float64(vigil.P99), float64(floor.P99)), Ratio(float64(vigil.CPUPerReq), float64(floor.CPUPerReq)))
+		Ratio(float64(vigil.P99), float64(floor.P99)), Ratio(float64(vigil.CPUPerReq), float64(floor.CPUPerReq)),
+		Ratio(float64(vigil.LoadCPUPerReq), float64(floor.LoadCPUPerReq)))
 	if paired := PairedRatios(floor.Rates, vigil.Rates); len(paired) > 0 {
-		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)\t\n",
+		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)\t\n",
 			Median(paired), len(paired), slices.Min(paired), slices.Max(paired))
 	}
 	return tw.Flush()

@@ -50,6 +50,7 @@ type Round struct {
 	Latencies []time.Duration // of each request that succeeded, sorted
 	Elapsed   time.Duration   // wall time of the round
 	CPU       time.Duration   // the server process's utime+stime over the round
+	LoadCPU   time.Duration   // the load generator's own utime+stime over the round
 }
 
 // Rate returns the round's requests per second.
@@ -66,20 +67,25 @@ type Summary struct {
 	Rate      float64       // their median
 	P50, P99  time.Duration // over every request of every round
 	CPUPerReq time.Duration // the server's CPU time over all rounds, per request
-	Requests  int           // over all rounds
+	// LoadCPUPerReq is the load generator's CPU time per request: on a
+	// machine the two share, a slower server also costs its clients more
+	// (they wait, park and are woken more often per request).
+	LoadCPUPerReq time.Duration
+	Requests      int // over all rounds
 }
 
 // Summarize returns the figures of rounds: the median of their req/s, the
 // latency percentiles of their requests pooled, and the server's CPU time
-// per request over them all.
+// per request over them all, and the load generator's.
 func Summarize(rounds []Round) Summary {
 	var s Summary
 	var all []time.Duration
-	var cpu time.Duration
+	var cpu, load time.Duration
 	for _, r := range rounds {
 		s.Rates = append(s.Rates, r.Rate())
 		all = append(all, r.Latencies...)
 		cpu += r.CPU
+		load += r.LoadCPU
 	}
 	slices.Sort(all)
 	s.Rate = Median(s.Rates)
@@ -88,6 +94,7 @@ func Summarize(rounds []Round) Summary {
 	s.Requests = len(all)
 	if len(all) > 0 {
 		s.CPUPerReq = cpu / time.Duration(len(all))
+		s.LoadCPUPerReq = load / time.Duration(len(all))
 	}
 	return s
 }

@@ -10,8 +10,11 @@
 // requests. After a warm-up of each server, it runs -rounds rounds of
 // -round per server, interleaved (floor, vigil, floor, vigil, ...) so that
 // other load on the machine slows both alike, and prints per server the
-// median req/s, the p50 and p99 latency over all requests, and the server
-// process's CPU time (utime+stime from /proc/<pid>/stat) per request.
+// median req/s, the p50 and p99 latency over all requests, the server
+// process's CPU time (utime+stime from /proc/<pid>/stat) per request and
+// its own while it loaded that server: on a machine the two share, the
+// clients of a slower server wait, park and are woken more often per
+// request, so the throughput ratio follows the sum of both.
 // With -debug-refresh 2s it also GETs vigil's /debug/vigil every 2 s
 // during vigil's rounds, as a browser with the page open does, and reports
 // those GETs: what vigil loses to an open debug page is then the

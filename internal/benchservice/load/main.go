@@ -209,6 +209,7 @@ func throughput(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
 	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
+	_, _ = fmt.Fprintf(w, "load CPU/req the load generator's own, the same way: a slower server costs its clients more per request\n")
 	if cfg.debugRefresh > 0 {
 		_, _ = fmt.Fprintf(w, "debug page   during %s's rounds, GET %s every %s (a browser with the page open)\n", cfg.vigilName, debugURL(cfg.vigilURL), cfg.debugRefresh)
 	}
@@ -265,10 +266,12 @@ func throughput(w io.Writer, cfg config) error {
 					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
 				}
 				cpu0, ok0 := streamabletest.CPUOf(t.pid)
+				load0, _ := streamabletest.CPUOf(os.Getpid())
 				start := time.Now()
 				lat, err := t.runFor(cfg.clients, cfg.round, want, newReq(t))
 				elapsed := time.Since(start)
 				cpu1, ok1 := streamabletest.CPUOf(t.pid)
+				load1, _ := streamabletest.CPUOf(os.Getpid())
 				if stopPage != nil {
 					page.add(stopPage())
 				}
@@ -278,7 +281,7 @@ func throughput(w io.Writer, cfg config) error {
 				if !ok0 || !ok1 {
 					return fmt.Errorf("%s: cannot read /proc/%d/stat", t.name, t.pid)
 				}
-				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0})
+				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0, LoadCPU: load1 - load0})
 			}
 		}
 		floor.closeIdle()
