@@ -56,9 +56,10 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 }
 
 // Logging returns middleware that writes one record, "request", per
-// request (notifications pass unlogged) when its outcome is sealed (see
-// [server.Request.OnDone]): after the response was written, or the
-// decision not to write one. The record carries
+// request (notifications pass unlogged) once its outcome is sealed (see
+// [server.Request.AfterDone]): after the response was written, or the
+// decision not to write one; with [server.WithOutcomeBatches], in the
+// request's batch. The record carries
 //
 //   - method, tool (tools/call) or prompt (prompts/get), request_id,
 //     session_id (left out for a stateless request), subject (the
@@ -114,7 +115,7 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 			if start.IsZero() {
 				start = time.Now()
 			}
-			req.OnDone(func(out server.Outcome) {
+			req.AfterDone(func(out server.Outcome) {
 				level := level(req, out)
 				if !logger.Enabled(ctx, level) {
 					return

@@ -14,10 +14,11 @@ import (
 )
 
 // RecordMetrics returns middleware that records every request in m: it counts the
-// request as started and in flight on its way in, and when the core seals
-// the request's outcome (see server.Request.OnDone: the response written, or
-// the decision not to write one) it counts the outcome, observes the duration
-// since receipt, ends the in-flight count and counts a cancellation.
+// request as started and in flight on its way in, and once the core sealed
+// the request's outcome (see server.Request.AfterDone: the response written,
+// or the decision not to write one; with server.WithOutcomeBatches, in the
+// request's batch) it counts the outcome, observes the duration since
+// receipt, ends the in-flight count and counts a cancellation.
 // Notifications pass through uncounted (the transport counters of [CountConns]
 // and [CountConn] count them as messages). With a nil m it returns the identity.
 //
@@ -65,7 +66,7 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 			}
 			m.RequestStarted(req.Method)
 			// One allocation: the closure holds what it uses by value.
-			req.OnDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
+			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
 			return next(ctx, req)
 		}
 	}

@@ -63,8 +63,9 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // 2025 session whose context came from the POST that opened it; over other
 // transports, the span in the context the session was served with.
 //
-// The span ends when the request's fate is sealed ([server.Request.OnDone]),
-// so it covers writing the response. Its status is Error exactly when
+// The span ends at the instant the request's fate is sealed
+// ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
+// in the request's batch), so it covers writing the response. Its status is Error exactly when
 // error.type is set: a JSON-RPC error (error.type is the code, such as
 // "-32602"; a panic is "-32603" with an exception event) or a tool result
 // with isError ("tool_error"). A cancellation is not an error: the status
@@ -89,7 +90,7 @@ func Tracing(opts ...Option) server.Middleware {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req)
 			// One allocation: the closure holds span and req by value.
-			req.OnDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+			req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 			return next(ctx, req)
 		}
 	}
@@ -147,7 +148,9 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		}
 		span.AddEvent(telemetry.EventResponseDropped, trace.WithAttributes(attrs...))
 	}
-	span.End()
+	// At the outcome's instant, which the log line and metrics share, and
+	// not whenever this runs (in a batch, see server.WithOutcomeBatches).
+	span.End(trace.WithTimestamp(out.EndTime()))
 }
 
 // setErrorStatus marks span failed with err's JSON-RPC code (also as the

@@ -575,3 +575,25 @@ func TestTracingClientCall(t *testing.T) {
 		})
 	}
 }
+
+// TestTracingBatchedSpanEndsAtTheOutcome checks that, with the outcomes
+// recorded in batches (server.WithOutcomeBatches), a request's span ends
+// when the batch runs, but with the request's end as its end time.
+func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour)).start(t.Context(), nil)
+		h.Initialize("", nil)
+		h.SendCallTool(2, "echo", nil)
+		h.RecvResponseTo(2)
+		synctest.Wait()
+		answered := time.Now()
+		for _, s := range h.rec.Ended() {
+			require.NotEqual(t, "tools/call echo", s.Name(), "the span ended before its batch ran")
+		}
+		time.Sleep(time.Minute)
+		h.srv.FlushOutcomes()
+		s := h.span("tools/call echo")
+		assert.Equal(t, answered, s.EndTime(), "the span ends at the request's end, not the batch's")
+		h.close()
+	})
+}

@@ -9,7 +9,8 @@
 //     [ErrClientCancel], [ErrShutdown] or [ErrHandlerTimeout]. The first
 //     cause wins. initialize is never cancelled.
 //   - Every request ends in exactly one outcome: a response written, or no
-//     response with a [protocol.DropReason] ([Outcome], [Request.OnDone]). A
+//     response with a [protocol.DropReason] ([Outcome], [Request.OnDone],
+//     [Request.AfterDone]). A
 //     cancelled request is never answered, and a cancel racing the handler's
 //     return never yields two answers for one id.
 //   - Writes that fail because this side closed ([transport.ErrClosed]) or

@@ -72,9 +72,19 @@ type Request struct {
 	inf     *inflight       // the request's place in its session while it runs; nil for a notification
 
 	done []func(Outcome)
-	// done's first callbacks need no allocation: Tracing, Metrics and
-	// Logging, and in cmd/vigil the debug page's stats and the audit log.
-	doneBuf [5]func(Outcome)
+	// done's first callbacks need no allocation: in cmd/vigil the audit
+	// log's.
+	doneBuf [2]func(Outcome)
+	after   []func(Outcome)
+	// after's first callbacks need no allocation: Tracing, Metrics and
+	// Logging, and in cmd/vigil the debug page's stats.
+	afterBuf [4]func(Outcome)
+	// The request's place among those waiting for their AfterDone
+	// functions to run (outcomeBatches): the next older one, how many
+	// wait with it, and its outcome.
+	afterNext  *Request
+	afterDepth int32
+	afterOut   Outcome
 
 	// call is the first tools/call view callTool makes of the request,
 	// held here rather than allocated; callHeld: it was handed out (a
@@ -146,6 +156,24 @@ func (req *Request) OnDone(f func(Outcome)) {
 		req.done = req.doneBuf[:0]
 	}
 	req.done = append(req.done, f)
+}
+
+// AfterDone registers f to run with the request's outcome after its
+// OnDone functions, for what only records the outcome (a span's end,
+// metrics, a log line) and need not run before the request's goroutine
+// moves on. Without [WithOutcomeBatches], f runs right after the OnDone
+// functions, on the same goroutine. With it, f may run later, in a batch
+// of requests, on a goroutine of the server's: in the order the requests
+// were sealed, at most the batch delay after this one was, and before
+// [Server.FlushOutcomes], [Server.Shutdown] or [Server.Close] returns. f
+// must then not block, nor call FlushOutcomes; a panic in f is logged,
+// not raised. f must use out.Ended, not the current time, as the
+// request's end.
+func (req *Request) AfterDone(f func(Outcome)) {
+	if req.after == nil {
+		req.after = req.afterBuf[:0]
+	}
+	req.after = append(req.after, f)
 }
 
 // Outcome is how a request ended: exactly one of "answered" (Dropped is

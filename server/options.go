@@ -37,6 +37,10 @@ type config struct {
 	toolAccess func(*Request, *Tool) bool
 	// callerKey, when set, names who sent a request (WithCallerKey).
 	callerKey func(*Request) string
+	// outcomeBatch and outcomeDelay batch the AfterDone functions
+	// (WithOutcomeBatches); a batch of 0 runs them at once.
+	outcomeBatch int
+	outcomeDelay time.Duration
 }
 
 func defaultConfig() config {
@@ -55,6 +59,33 @@ func defaultConfig() config {
 
 		listChangedDelay: 50 * time.Millisecond,
 	}
+}
+
+// DefaultOutcomeDelay is the longest a request's AfterDone functions wait
+// for their batch under [WithOutcomeBatches] when no delay is given.
+const DefaultOutcomeDelay = 20 * time.Millisecond
+
+// WithOutcomeBatches runs the requests' [Request.AfterDone] functions (with
+// Vigil's middleware: the end of each request's span, its metrics and its
+// log line) in batches of size requests, on a goroutine of the server's,
+// rather than on each request's way out: a batch runs once it holds size
+// requests, or delay after its first was sealed (d <= 0:
+// [DefaultOutcomeDelay]), or when [Server.FlushOutcomes] asks. The same
+// code then runs for a batch of requests in a row, which on a busy server
+// costs less than once per request, and a request's goroutine returns to
+// its connection sooner. What the functions record lags the requests by
+// up to delay: call FlushOutcomes before reading it where that matters (a
+// metrics scrape, a page of recent traces). [Server.Shutdown] and
+// [Server.Close] run what waits before they return. size <= 1, or no
+// option, runs the functions at once, on the goroutine that sealed the
+// request.
+func WithOutcomeBatches(size int, delay time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if delay <= 0 {
+			delay = DefaultOutcomeDelay
+		}
+		c.outcomeBatch, c.outcomeDelay = size, delay
+	})
 }
 
 // WithImplementation sets the name and version the server reports in

@@ -29,10 +29,11 @@ type Server struct {
 	methods    map[string]Handler // read-only after New
 	tools      toolRegistry
 	changes    debouncer
-	listeners  listenRegistry // open subscriptions/listen requests
-	bg         sync.WaitGroup // notifications in flight to sessions
-	stopFanout func()         // ends following the other replicas' broadcasts (fanout.go)
-	deadlines  deadlineQueues // the requests' own deadlines (Request.SetDeadline)
+	listeners  listenRegistry  // open subscriptions/listen requests
+	bg         sync.WaitGroup  // notifications in flight to sessions
+	stopFanout func()          // ends following the other replicas' broadcasts (fanout.go)
+	deadlines  deadlineQueues  // the requests' own deadlines (Request.SetDeadline)
+	outcomes   *outcomeBatches // the requests' AfterDone functions (WithOutcomeBatches); nil: at once
 
 	resources resourceRegistry
 	prompts   promptRegistry
@@ -67,6 +68,7 @@ func New(opts ...Option) *Server {
 		_, _ = rand.Read(cfg.stateKey) // crypto/rand.Read never fails
 	}
 	s := &Server{cfg: cfg, methods: make(map[string]Handler)}
+	s.outcomes = newOutcomeBatches(cfg.outcomeBatch, cfg.outcomeDelay, cfg.logger)
 	s.registerCore()
 	s.registerTools()
 	s.registerResources()
@@ -210,6 +212,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, ss := range sessions {
 		ss.drain()
 	}
+	defer s.outcomes.run() // what the last requests left to record
 	select {
 	case <-idle:
 		return s.drainTasks(ctx) // tasks.go
@@ -223,6 +226,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// FlushOutcomes runs the [Request.AfterDone] functions of every request
+// sealed so far that still wait for their batch ([WithOutcomeBatches]),
+// and returns once they ran: call it before reading what they record.
+// Without batches it does nothing.
+func (s *Server) FlushOutcomes() { s.outcomes.run() }
+
 // Close ends every session at once: handlers are cancelled with
 // [ErrShutdown] and connections closed. It does not wait for handlers,
 // except those of tasks: every task is cancelled with ErrShutdown and
@@ -235,6 +244,7 @@ func (s *Server) Close() error {
 	}
 	s.closeTasks() // tasks.go
 	s.deadlines.stop()
+	s.outcomes.stop()
 	if s.stopFanout != nil {
 		s.stopFanout()
 	}

@@ -912,6 +912,9 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason,
 	for _, f := range inf.req.done {
 		f(out)
 	}
+	if len(inf.req.after) > 0 {
+		ss.srv.outcomes.push(inf.req, out)
+	}
 }
 
 func writeClass(err error) protocol.DropReason {
@@ -991,6 +994,9 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 	}
 	for _, f := range req.done {
 		f(out)
+	}
+	if len(req.after) > 0 {
+		ss.srv.outcomes.push(req, out)
 	}
 }
 

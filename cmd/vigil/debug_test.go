@@ -34,7 +34,7 @@ func TestDebugPageSafeAndLinked(t *testing.T) {
 	}
 	events.stats.record("tools/call", `<img src=x onerror=alert(1)>`, true, slotToolError, time.Millisecond, now)
 	page := &debugPage{srv: server.New(), in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: now.Add(-time.Minute)}
-	ts := httptest.NewServer(newObservabilityMux(&instruments{exporter: "none"}, &atomic.Bool{}, page, nil))
+	ts := httptest.NewServer(newObservabilityMux(&instruments{exporter: "none"}, &atomic.Bool{}, page, nil, nil))
 	defer ts.Close()
 
 	get := func(path string, host string) (*http.Response, string) {

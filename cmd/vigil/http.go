@@ -100,7 +100,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if dbg != nil {
 		dbg.ready = readyNow
 	}
-	obs := newObservabilityMux(in, readyNow, dbg, cfg.allowedHosts)
+	obs := newObservabilityMux(in, readyNow, dbg, cfg.allowedHosts, srv.FlushOutcomes)
 	var servers []*http.Server
 	served := make(chan error, 2)
 	serve := func(h http.Handler, l net.Listener) {
@@ -329,11 +329,23 @@ func (m mcpFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not nil, /debug/vigil (and / redirecting to it) and the trace view
 // /debug/vigil/trace/{id}. The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
-// MCP endpoint does, against DNS rebinding.
-func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allowedHosts []string) *http.ServeMux {
+// MCP endpoint does, against DNS rebinding. flush, when not nil, runs
+// before the metrics and the debug pages are read: the server's
+// FlushOutcomes, so that they show every request answered so far (see
+// server.WithOutcomeBatches).
+func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allowedHosts []string, flush func()) *http.ServeMux {
 	guard := func(h http.Handler) http.Handler { return hostGuard(h, allowedHosts) }
+	fresh := func(h http.Handler) http.Handler {
+		if flush == nil {
+			return h
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			flush()
+			h.ServeHTTP(w, r)
+		})
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})))
+	mux.Handle("GET /metrics", guard(fresh(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -352,8 +364,8 @@ func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allow
 		_, _ = w.Write([]byte("ready\n"))
 	})
 	if dbg != nil {
-		mux.Handle("GET /debug/vigil", guard(dbg))
-		mux.Handle("GET /debug/vigil/trace/{id}", guard(traceHandler(in)))
+		mux.Handle("GET /debug/vigil", guard(fresh(dbg)))
+		mux.Handle("GET /debug/vigil/trace/{id}", guard(fresh(traceHandler(in))))
 		mux.Handle("GET /debug/vigil/style.css", guard(http.HandlerFunc(debugStyleHandler)))
 		mux.Handle("GET /debug/vigil/favicon.svg", guard(http.HandlerFunc(debugIconHandler)))
 		mux.Handle("GET /favicon.ico", guard(http.HandlerFunc(debugIconHandler))) // what a browser asks for a page without an icon link

@@ -436,6 +436,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	// Records the outcomes the last requests left waiting for their batch
+	// (server.WithOutcomeBatches), before the exporters and the log flush:
+	// a stdio session whose input ended stops without a Shutdown.
+	defer func() { _ = srv.Close() }()
 	if cfg.stdio {
 		return serveStdio(ctx, stop, srv, inst, logger, cfg)
 	}

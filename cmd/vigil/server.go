@@ -24,6 +24,10 @@ const toolSlotWait = time.Second
 // client, and the metrics and debug observers. The metrics are registered
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
+// outcomeBatch is how many requests' outcomes the server records at a
+// time (server.WithOutcomeBatches).
+const outcomeBatch = 32
+
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(in.tracer),
@@ -56,6 +60,10 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		server.WithLogger(logger),
 		server.WithMaxInFlight(cfg.maxInFlight),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
+		// Each request's span end, metrics, log line and debug counts run
+		// in batches, off its way out; /metrics and the debug page flush
+		// them first.
+		server.WithOutcomeBatches(outcomeBatch, 0),
 	)
 	if cfg.shared != nil {
 		opts = append(opts, cfg.shared.ServerOptions()...)

@@ -187,7 +187,7 @@ func (s *requestStats) Middleware() server.Middleware {
 			if req.IsNotification() {
 				return next(ctx, req)
 			}
-			req.OnDone(func(out server.Outcome) { s.recordRequest(req, out) })
+			req.AfterDone(func(out server.Outcome) { s.recordRequest(req, out) })
 			return next(ctx, req)
 		}
 	}

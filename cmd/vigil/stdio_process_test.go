@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,40 @@ func TestVanishedStdoutReaderDoesNotKill(t *testing.T) {
 		seen = append(seen, line)
 	}
 	require.NoError(t, cmd.Wait(), "exit status must be 0 (not killed by SIGPIPE); logs: %v", seen)
+}
+
+// When stdin ends, vigil logs every request it answered before it exits,
+// those still waiting for their batch of outcomes too
+// (server.WithOutcomeBatches): fewer than a batch here.
+func TestStdinCloseLogsEveryRequest(t *testing.T) {
+	cmd := exec.Command(vigilBin, "-stdio")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+	lines := bufio.NewReader(stdout)
+	send := func(s string) {
+		_, err := io.WriteString(stdin, s+"\n")
+		require.NoError(t, err)
+	}
+	send(initializeLine)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	const calls = 5
+	for i := range calls {
+		send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+2) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	}
+	for range calls + 1 {
+		line, err := lines.ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, line, `"result"`)
+	}
+	require.NoError(t, stdin.Close())
+	_, _ = io.Copy(io.Discard, lines)
+	require.NoError(t, cmd.Wait())
+	assert.Equal(t, 1, strings.Count(stderr.String(), "msg=request method=initialize "), stderr.String())
+	assert.Equal(t, calls, strings.Count(stderr.String(), "msg=request method=tools/call tool=echo "), stderr.String())
 }

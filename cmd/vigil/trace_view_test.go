@@ -36,7 +36,7 @@ func newTraceViewRig(t *testing.T) *traceViewRig {
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	in := &instruments{tracer: tp, ring: ring}
 	var ready atomic.Bool
-	return &traceViewRig{mux: newObservabilityMux(in, &ready, &debugPage{in: in}, nil), tracer: tp.Tracer("trace-view-test"), ring: ring}
+	return &traceViewRig{mux: newObservabilityMux(in, &ready, &debugPage{in: in}, nil, nil), tracer: tp.Tracer("trace-view-test"), ring: ring}
 }
 
 // get serves a GET of path from a loopback Host.
@@ -159,7 +159,7 @@ func TestTraceViewNotFound(t *testing.T) {
 
 	var ready atomic.Bool
 	noRing := &instruments{tracer: noop.NewTracerProvider()}
-	mux := newObservabilityMux(noRing, &ready, &debugPage{in: noRing}, nil)
+	mux := newObservabilityMux(noRing, &ready, &debugPage{in: noRing}, nil, nil)
 	req = httptest.NewRequest(http.MethodGet, "/debug/vigil/trace/"+s.SpanContext().TraceID().String(), nil)
 	req.Host = "localhost"
 	rec = httptest.NewRecorder()

@@ -1,0 +1,163 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// outcomeBatches runs the AfterDone functions of a server's requests off
+// the requests' path, in batches (see [WithOutcomeBatches]): a request
+// sealed with AfterDone functions is pushed on a lock-free list, and the
+// batch runs on a goroutine of its own once it holds size requests, or
+// delay after the first of it was pushed, or when a reader asks
+// ([Server.FlushOutcomes]). A request's telemetry at its end (its span's
+// end, metrics, log line) is code that every request runs once and then
+// not again until the next: run back to back for a batch of requests, it
+// is fetched into the instruction cache once for all of them, rather than
+// once for each, between a request's reading and its answer's writing.
+//
+// A nil *outcomeBatches runs AfterDone functions at once, on the goroutine
+// that sealed the request.
+type outcomeBatches struct {
+	size   int32
+	delay  time.Duration
+	logger *slog.Logger
+
+	// The sealed requests waiting, newest first, linked through
+	// Request.afterNext; stoppedBatches once the server closed.
+	top   atomic.Pointer[Request]
+	armed atomic.Bool // timer is set to run the waiting requests
+	timer *time.Timer
+
+	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
+	taken []*Request
+}
+
+// stoppedBatches marks the list of a closed server's outcomeBatches: a
+// request sealed after it runs its AfterDone functions itself.
+var stoppedBatches = &Request{}
+
+// maxWaitingBatches bounds the requests waiting, in batches: past it, the
+// request that pushes runs the waiting ones itself, so that functions
+// slower than the requests' arrival hold them back rather than pile them
+// up.
+const maxWaitingBatches = 8
+
+func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger) *outcomeBatches {
+	if size <= 1 {
+		return nil
+	}
+	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger}
+	q.timer = time.AfterFunc(time.Hour, q.run)
+	q.timer.Stop()
+	return q
+}
+
+// push hands req, sealed with out, to the batches.
+func (q *outcomeBatches) push(req *Request, out Outcome) {
+	if q == nil {
+		runAfterDone(req, out)
+		return
+	}
+	req.afterOut = out
+	var depth int32
+	for {
+		next := q.top.Load()
+		if next == stoppedBatches {
+			req.afterOut = Outcome{}
+			q.runOne(req, out)
+			return
+		}
+		depth = 1
+		if next != nil {
+			depth = next.afterDepth + 1
+		}
+		req.afterNext, req.afterDepth = next, depth
+		if q.top.CompareAndSwap(next, req) {
+			break
+		}
+	}
+	switch {
+	case depth >= q.size*maxWaitingBatches:
+		q.run()
+	case depth%q.size == 0:
+		go q.run()
+	case depth == 1 && !q.armed.Load() && q.armed.CompareAndSwap(false, true):
+		q.timer.Reset(q.delay)
+	}
+}
+
+// run runs the AfterDone functions of every request waiting, in the order
+// the requests were sealed.
+func (q *outcomeBatches) run() {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.armed.Store(false) // a request pushed from now on arms the timer again
+	var top *Request
+	for {
+		top = q.top.Load()
+		if top == nil || top == stoppedBatches {
+			return
+		}
+		if q.top.CompareAndSwap(top, nil) {
+			break
+		}
+	}
+	q.runTaken(top)
+}
+
+// stop runs the requests waiting and makes later ones run at once
+// (Server.Close).
+func (q *outcomeBatches) stop() {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.timer.Stop()
+	if top := q.top.Swap(stoppedBatches); top != stoppedBatches {
+		q.runTaken(top)
+	}
+}
+
+// runTaken runs the requests of the list top, oldest first; q.mu is held.
+func (q *outcomeBatches) runTaken(top *Request) {
+	taken := q.taken[:0]
+	for req := top; req != nil; req = req.afterNext {
+		taken = append(taken, req)
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		req := taken[i]
+		out := req.afterOut
+		req.afterNext, req.afterOut = nil, Outcome{}
+		q.runOne(req, out)
+	}
+	clear(taken)
+	if cap(taken) <= int(q.size)*maxWaitingBatches {
+		q.taken = taken[:0]
+	}
+}
+
+// runOne runs req's AfterDone functions; a panic in one is logged, and the
+// batch goes on.
+func (q *outcomeBatches) runOne(req *Request, out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			q.logger.Error("AfterDone function panicked", "method", req.Method, "id", req.ID.String(), "panic", fmt.Sprint(v))
+		}
+	}()
+	runAfterDone(req, out)
+}
+
+// runAfterDone calls req's AfterDone functions with out.
+func runAfterDone(req *Request, out Outcome) {
+	for _, f := range req.after {
+		f(out)
+	}
+}

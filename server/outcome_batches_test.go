@@ -1,0 +1,163 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// outcomeProbe is middleware that reports, for each tools/call, the
+// request's id when its AfterDone function runs, with the end time that
+// function saw.
+type outcomeProbe struct {
+	after  chan afterSeen
+	panics map[int64]bool // ids whose AfterDone function panics
+}
+
+type afterSeen struct {
+	id    int64
+	ended time.Time
+}
+
+func newOutcomeProbe() *outcomeProbe {
+	return &outcomeProbe{after: make(chan afterSeen, 16), panics: map[int64]bool{}}
+}
+
+func (p *outcomeProbe) middleware(next server.Handler) server.Handler {
+	return func(ctx context.Context, req *server.Request) (any, error) {
+		if req.Method != "tools/call" {
+			return next(ctx, req)
+		}
+		id, _ := strconv.ParseInt(req.ID.String(), 10, 64)
+		req.AfterDone(func(out server.Outcome) {
+			if p.panics[id] {
+				panic("scripted AfterDone panic")
+			}
+			p.after <- afterSeen{id: id, ended: out.Ended}
+		})
+		return next(ctx, req)
+	}
+}
+
+// call makes tools/call id and waits until the server is done with it
+// (in the synctest bubble: every goroutine blocked).
+func (p *outcomeProbe) call(h *harness, id int64) {
+	h.SendCallTool(id, "echo", `{}`)
+	h.RecvResult(id)
+	synctest.Wait()
+}
+
+// ran returns the ids whose AfterDone functions ran so far.
+func (p *outcomeProbe) ran() []int64 {
+	var ids []int64
+	for {
+		select {
+		case s := <-p.after:
+			ids = append(ids, s.id)
+		default:
+			return ids
+		}
+	}
+}
+
+func newProbedHarness(t *testing.T, p *outcomeProbe, opts ...server.Option) *harness {
+	h := newHarness(t, append(opts, server.WithMiddleware(p.middleware))...)
+	h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hi"), nil
+	})
+	h.start()
+	h.Initialize(protocol.Version20251125, nil)
+	return h
+}
+
+// TestAfterDoneRunsAtOnceWithoutBatches checks that, by default, a
+// request's AfterDone functions run when it is sealed, with the outcome's
+// end.
+func TestAfterDoneRunsAtOnceWithoutBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p)
+		start := time.Now()
+		time.Sleep(time.Second) // the bubble's clock: the end is the request's
+		p.call(h, 2)
+		got := <-p.after
+		assert.Equal(t, int64(2), got.id)
+		assert.True(t, got.ended.After(start))
+		p.call(h, 3)
+		assert.Equal(t, []int64{3}, p.ran())
+	})
+}
+
+// TestOutcomeBatchesRunFullBatchesInSealOrder checks that AfterDone
+// functions wait for a full batch, which then runs in the order the
+// requests were sealed, and that FlushOutcomes and Close run a partial one
+// before they return.
+func TestOutcomeBatchesRunFullBatchesInSealOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(3, time.Hour))
+		p.call(h, 2)
+		p.call(h, 3)
+		assert.Empty(t, p.ran(), "two of a batch of three: nothing runs yet")
+		p.call(h, 4) // the third: the batch runs, on a goroutine of the server's
+		assert.Equal(t, []int64{2, 3, 4}, p.ran())
+		p.call(h, 5)
+		assert.Empty(t, p.ran())
+		h.srv.FlushOutcomes()
+		assert.Equal(t, []int64{5}, p.ran(), "FlushOutcomes runs what waits before it returns")
+		p.call(h, 6)
+		assert.Empty(t, p.ran())
+		require.NoError(t, h.srv.Close())
+		assert.Equal(t, []int64{6}, p.ran(), "Close runs what waits before it returns")
+	})
+}
+
+// TestOutcomeBatchesRunAfterTheDelay checks that a batch that does not
+// fill runs once the delay after its first request has passed, with no
+// one asking, and that the function sees the request's end, not the
+// batch's.
+func TestOutcomeBatchesRunAfterTheDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(100, 20*time.Millisecond))
+		p.call(h, 2)
+		sealed := time.Now()
+		time.Sleep(19 * time.Millisecond)
+		synctest.Wait()
+		assert.Empty(t, p.ran(), "before the delay")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		got := <-p.after
+		assert.Equal(t, int64(2), got.id)
+		assert.Equal(t, sealed, got.ended, "the request's end, not the batch's")
+		p.call(h, 3) // a new batch arms the timer again
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, []int64{3}, p.ran())
+	})
+}
+
+// TestOutcomeBatchesLogAPanicAndGoOn checks that a panic in a batched
+// AfterDone function is logged as an error and the rest of the batch runs.
+func TestOutcomeBatchesLogAPanicAndGoOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		p.panics[2] = true
+		h := newProbedHarness(t, p, server.WithOutcomeBatches(10, time.Hour))
+		p.call(h, 2)
+		p.call(h, 3)
+		errorsBefore := h.logs.count(slog.LevelError)
+		h.srv.FlushOutcomes()
+		assert.Equal(t, []int64{3}, p.ran())
+		assert.Equal(t, errorsBefore+1, h.logs.count(slog.LevelError), "the panic is logged")
+	})
+}
