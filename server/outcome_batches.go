@@ -28,9 +28,10 @@ type outcomeBatches struct {
 
 	// The sealed requests waiting, newest first, linked through
 	// Request.afterNext; stoppedBatches once the server closed.
-	top   atomic.Pointer[Request]
-	armed atomic.Bool // timer is set to run the waiting requests
-	timer *time.Timer
+	top     atomic.Pointer[Request]
+	armed   atomic.Bool // timer is set to run the waiting requests
+	running atomic.Bool // a goroutine runs full batches (runFull)
+	timer   *time.Timer
 
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
 	taken []*Request
@@ -83,8 +84,8 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 	switch {
 	case depth >= q.size*maxWaitingBatches:
 		q.run()
-	case depth%q.size == 0:
-		go q.run()
+	case depth%q.size == 0 && !q.running.Load() && q.running.CompareAndSwap(false, true):
+		go q.runFull()
 	case depth == 1 && !q.armed.Load() && q.armed.CompareAndSwap(false, true):
 		q.timer.Reset(q.delay)
 	}
@@ -110,6 +111,23 @@ func (q *outcomeBatches) run() {
 		}
 	}
 	q.runTaken(top)
+}
+
+// runFull runs batches while a full one waits, then returns: one
+// goroutine at a time (running), so that batches that fill while one runs
+// wait for it in the list, rather than each in a goroutine of its own
+// parked on mu.
+func (q *outcomeBatches) runFull() {
+	for {
+		q.run()
+		q.running.Store(false)
+		// A pusher that filled a batch meanwhile found running set and
+		// left the batch to this goroutine.
+		top := q.top.Load()
+		if top == nil || top == stoppedBatches || top.afterDepth < q.size || !q.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
 }
 
 // stop runs the requests waiting and makes later ones run at once
