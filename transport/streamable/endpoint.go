@@ -67,7 +67,10 @@ type Endpoint struct {
 	drained     chan struct{}                // shared.go: closed by Drain
 	drainOnce   sync.Once
 
-	mu       sync.Mutex
+	// mu guards sessions and closed. Every request of a session looks it
+	// up, from every core: lookups share the lock (RLock), and only a
+	// session's filing and forgetting take it alone.
+	mu       sync.RWMutex
 	sessions map[string]*session
 	closed   bool
 	serving  sync.WaitGroup // 2025-era sessions being served (until Serve returns or done is called)
@@ -386,9 +389,9 @@ func (h *Endpoint) principalOf(r *http.Request) string {
 // difference), and the HTTP status: 404, or 503 when a shared session
 // cannot be loaded.
 func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.RejectReason, int) {
-	h.mu.Lock()
+	h.mu.RLock()
 	s := h.sessions[id]
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	if s == nil && h.cfg.cluster != nil {
 		var why protocol.RejectReason
 		var status int
