@@ -31,7 +31,9 @@ func ExampleWithOutcomeBatches() {
 	_ = client.WriteFrame(ctx, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
 	_, _ = client.Read(ctx)
 	_ = client.Close()
-	<-done // Serve returns once both requests were sealed
+	if err := <-done; err != nil { // Serve returns once both requests were sealed
+		fmt.Println(err)
+	}
 
 	fmt.Println("recorded before the flush:", recorded.Load())
 	srv.FlushOutcomes()

@@ -120,7 +120,7 @@ type inflight struct {
 	// and its place there, guarded by the queue's lock (see deadlineQueue).
 	deadlines  *deadlineQueue
 	expiresAt  time.Time
-	prev, next *inflight // neighbours in the queue
+	prev, next *inflight // neighbors in the queue
 	queued     bool      // in the queue
 }
 

@@ -41,11 +41,20 @@ func TestHeaderValueIsGet(t *testing.T) {
 // the header values it recognizes without parsing and for the others.
 func TestAcceptsPostAnswers(t *testing.T) {
 	for _, values := range [][]string{
-		{acceptBoth}, {acceptBothSwapped}, {"application/json,text/event-stream"},
-		{"application/json; q=0.9, text/event-stream"}, {"application/json", "text/event-stream"},
-		{"*/*"}, {"APPLICATION/JSON, TEXT/EVENT-STREAM"},
-		{"application/json"}, {"text/event-stream"}, {"application/json, text/html"}, {""}, nil,
-		{acceptBoth, "text/html"}, {"text/html", acceptBoth},
+		{acceptBoth},
+		{acceptBothSwapped},
+		{"application/json,text/event-stream"},
+		{"application/json; q=0.9, text/event-stream"},
+		{"application/json", "text/event-stream"},
+		{"*/*"},
+		{"APPLICATION/JSON, TEXT/EVENT-STREAM"},
+		{"application/json"},
+		{"text/event-stream"},
+		{"application/json, text/html"},
+		{""},
+		nil,
+		{acceptBoth, "text/html"},
+		{"text/html", acceptBoth},
 	} {
 		r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
 		if err != nil {

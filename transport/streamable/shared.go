@@ -52,7 +52,7 @@ type view struct {
 	cluster     Cluster
 	unsubscribe func()       // guarded by mu; see stopRelays
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
-	applyMu     sync.Mutex   // serialises the calls of update: the last applied is the newest (shared_state.go)
+	applyMu     sync.Mutex   // serializes the calls of update: the last applied is the newest (shared_state.go)
 
 	mu    sync.Mutex
 	tails map[string]chan struct{} // stream key → wake-up of the resumption carrying it here
@@ -537,8 +537,10 @@ func (rs *resumer) answerIfLost(ctx context.Context, key string) {
 	if first, err := leases.Claim(ctx, s.id, "lost:"+key); err != nil || !first {
 		return
 	}
-	lost := &transport.Response{ID: id, Error: &transport.Error{Code: int64(protocol.CodeServerBusy),
-		Message: "server instance lost: the replica serving the request (" + replica + ") is gone"}}
+	lost := &transport.Response{ID: id, Error: &transport.Error{
+		Code:    int64(protocol.CodeServerBusy),
+		Message: "server instance lost: the replica serving the request (" + replica + ") is gone",
+	}}
 	data, err := transport.AppendMessage(nil, lost)
 	if err != nil {
 		return

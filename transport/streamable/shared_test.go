@@ -446,7 +446,7 @@ func TestSharedRequestLost(t *testing.T) {
 	stores := map[string]*redisstore.Store{}
 	var lost atomic.Int64
 	var envs []*htEnv
-	var blocker = newHTBlocker()
+	blocker := newHTBlocker()
 	for _, name := range []string{"a", "b", "c"} {
 		st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica(name))
 		require.NoError(t, err)
