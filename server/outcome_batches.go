@@ -27,8 +27,9 @@ type outcomeBatches struct {
 	logger *slog.Logger
 
 	// The sealed requests waiting, newest first, linked through
-	// Request.afterNext; stoppedBatches once the server closed.
+	// Request.afterNext; stopped once the server closed.
 	top     atomic.Pointer[Request]
+	stopped *Request    // marks top of a closed server: a request sealed after it runs its AfterDone functions itself
 	armed   atomic.Bool // timer is set to run the waiting requests
 	running atomic.Bool // a goroutine runs full batches (runFull)
 	timer   *time.Timer
@@ -36,10 +37,6 @@ type outcomeBatches struct {
 	mu    sync.Mutex // one runner at a time, so that batches run in seal order; guards taken
 	taken []*Request
 }
-
-// stoppedBatches marks the list of a closed server's outcomeBatches: a
-// request sealed after it runs its AfterDone functions itself.
-var stoppedBatches = &Request{}
 
 // maxWaitingBatches bounds the requests waiting, in batches: past it, the
 // request that pushes runs the waiting ones itself, so that functions
@@ -51,7 +48,7 @@ func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger) *outc
 	if size <= 1 {
 		return nil
 	}
-	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger}
+	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, stopped: new(Request)}
 	q.timer = time.AfterFunc(time.Hour, q.run)
 	q.timer.Stop()
 	return q
@@ -67,7 +64,7 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 	var depth int32
 	for {
 		next := q.top.Load()
-		if next == stoppedBatches {
+		if next == q.stopped {
 			req.afterOut = Outcome{}
 			q.runOne(req, out)
 			return
@@ -103,7 +100,7 @@ func (q *outcomeBatches) run() {
 	var top *Request
 	for {
 		top = q.top.Load()
-		if top == nil || top == stoppedBatches {
+		if top == nil || top == q.stopped {
 			return
 		}
 		if q.top.CompareAndSwap(top, nil) {
@@ -124,7 +121,7 @@ func (q *outcomeBatches) runFull() {
 		// A pusher that filled a batch meanwhile found running set and
 		// left the batch to this goroutine.
 		top := q.top.Load()
-		if top == nil || top == stoppedBatches || top.afterDepth < q.size || !q.running.CompareAndSwap(false, true) {
+		if top == nil || top == q.stopped || top.afterDepth < q.size || !q.running.CompareAndSwap(false, true) {
 			return
 		}
 	}
@@ -139,7 +136,7 @@ func (q *outcomeBatches) stop() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.timer.Stop()
-	if top := q.top.Swap(stoppedBatches); top != stoppedBatches {
+	if top := q.top.Swap(q.stopped); top != q.stopped {
 		q.runTaken(top)
 	}
 }
