@@ -16,21 +16,39 @@ import (
 
 const initializeLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
 
-// With a 60 s sleep in flight, closing stdin makes vigil exit with status 0
-// within 500 ms, without answering the cancelled call.
-func TestStdinCloseExitsPromptlyWithCallInFlight(t *testing.T) {
+// stdioProcess is a vigil -stdio process: its stdin, its stdout's lines,
+// and send, which writes one line to stdin.
+type stdioProcess struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines *bufio.Reader
+	send  func(string)
+}
+
+// startStdio starts vigil -stdio, its stderr going to stderr (nil:
+// nowhere); the process is killed when the test ends, if it still runs.
+func startStdio(t *testing.T, stderr io.Writer) stdioProcess {
+	t.Helper()
 	cmd := exec.Command(vigilBin, "-stdio")
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	defer func() { _ = cmd.Process.Kill() }()
-	lines := bufio.NewReader(stdout)
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	send := func(s string) {
 		_, err := io.WriteString(stdin, s+"\n")
 		require.NoError(t, err)
 	}
+	return stdioProcess{cmd: cmd, stdin: stdin, lines: bufio.NewReader(stdout), send: send}
+}
+
+// With a 60 s sleep in flight, closing stdin makes vigil exit with status 0
+// within 500 ms, without answering the cancelled call.
+func TestStdinCloseExitsPromptlyWithCallInFlight(t *testing.T) {
+	p := startStdio(t, nil)
+	cmd, stdin, lines, send := p.cmd, p.stdin, p.lines, p.send
 
 	send(initializeLine)
 	line, err := lines.ReadString('\n')
@@ -114,20 +132,9 @@ func TestVanishedStdoutReaderDoesNotKill(t *testing.T) {
 // those still waiting for their batch of outcomes too
 // (server.WithOutcomeBatches): fewer than a batch here.
 func TestStdinCloseLogsEveryRequest(t *testing.T) {
-	cmd := exec.Command(vigilBin, "-stdio")
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
 	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Start())
-	defer func() { _ = cmd.Process.Kill() }()
-	lines := bufio.NewReader(stdout)
-	send := func(s string) {
-		_, err := io.WriteString(stdin, s+"\n")
-		require.NoError(t, err)
-	}
+	p := startStdio(t, &stderr)
+	cmd, stdin, lines, send := p.cmd, p.stdin, p.lines, p.send
 	send(initializeLine)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	const calls = 5
