@@ -65,14 +65,15 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 //
 // The span ends at the instant the request's fate is sealed
 // ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
-// in the request's batch), so it covers writing the response. Its status is Error exactly when
-// error.type is set: a JSON-RPC error (error.type is the code, such as
-// "-32602"; a panic is "-32603" with an exception event) or a tool result
-// with isError ("tool_error"). A cancellation is not an error: the status
-// stays Unset, the span gets the attribute vigil.cancel.cause and a
-// "cancelled" event. A handler timeout answered with -32001 is both an error
-// and a "cancelled" event with cause "timeout". A response that was not
-// written adds a "response_dropped" event with vigil.drop.reason.
+// in the request's batch), so it covers writing the response. Its status
+// is Error exactly when error.type is set: a JSON-RPC error (error.type is
+// the code, such as "-32602"; a panic is "-32603" with an exception event)
+// or a tool result with isError ("tool_error"). A cancellation is not an
+// error: the status stays Unset, the span gets the attribute
+// vigil.cancel.cause and a "cancelled" event. A handler timeout answered
+// with -32001 is both an error and a "cancelled" event with cause
+// "timeout". A response that was not written adds a "response_dropped"
+// event with vigil.drop.reason.
 //
 // Messages the core refuses before the chain runs (malformed, a duplicate
 // id, over a limit, before initialize) get no span; the server's Observer

@@ -69,7 +69,7 @@ const DefaultOutcomeDelay = 20 * time.Millisecond
 // Vigil's middleware: the end of each request's span, its metrics and its
 // log line) in batches of size requests, on a goroutine of the server's,
 // rather than on each request's way out: a batch runs once it holds size
-// requests, or delay after its first was sealed (d <= 0:
+// requests, or delay after its first was sealed (delay <= 0:
 // [DefaultOutcomeDelay]), or when [Server.FlushOutcomes] asks. The same
 // code then runs for a batch of requests in a row, which on a busy server
 // costs less than once per request, and a request's goroutine returns to

@@ -18,16 +18,16 @@ import (
 // slot before it is answered busy.
 const toolSlotWait = time.Second
 
+// outcomeBatch is how many requests' outcomes the server records at a
+// time (server.WithOutcomeBatches).
+const outcomeBatch = 32
+
 // newServer returns the MCP server with the demo tools, and its
 // instrumentation: the middleware chain (tracing, metrics, logging,
 // recovery, timeout, per-tool concurrency limit), traced calls to the
 // client, and the metrics and debug observers. The metrics are registered
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
-// outcomeBatch is how many requests' outcomes the server records at a
-// time (server.WithOutcomeBatches).
-const outcomeBatch = 32
-
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(in.tracer),
