@@ -54,30 +54,22 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 		streamable.WithIdleTimeout(cfg.idleTimeout))
 	b.Cleanup(func() { _ = h.Close() })
 
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	w := benchservice.NewRecorder()
-	var body bytes.Reader
-	post := func(payload []byte) {
-		// Each request has a context of its own, as net/http gives it.
-		rctx, cancel := context.WithCancel(ctx)
-		body.Reset(payload)
-		r := req.WithContext(rctx)
-		r.Body, r.ContentLength = io.NopCloser(&body), int64(len(payload))
-		w.Reset()
-		h.ServeHTTP(w, r)
-		cancel()
+	p := benchservice.NewPoster()
+	p.Header().Set("Content-Type", "application/json")
+	p.Header().Set("Accept", "application/json, text/event-stream")
+	post := func(payload []byte) *benchservice.Recorder {
+		w := p.Post(ctx, h, payload)
 		if w.Status() != http.StatusOK && w.Status() != http.StatusAccepted {
 			b.Fatalf("status %d: %s", w.Status(), w.Body())
 		}
+		return w
 	}
 	if !stateless {
-		post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocol.Version20250618 + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
-		benchservice.SetEchoHeaders(req.Header, false, w.Header().Get("Mcp-Session-Id"))
+		w := post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocol.Version20250618 + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
+		benchservice.SetEchoHeaders(p.Header(), false, w.Header().Get("Mcp-Session-Id"))
 		post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	} else {
-		benchservice.SetEchoHeaders(req.Header, true, "")
+		benchservice.SetEchoHeaders(p.Header(), true, "")
 	}
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
@@ -85,8 +77,7 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	for b.Loop() {
 		id++
 		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
-		post(payload)
-		if !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
+		if w := post(payload); !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
 			b.Fatalf("answer: %s", w.Body())
 		}
 		if id%outcomeBatch == 0 {

@@ -2,6 +2,8 @@ package benchservice
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -56,6 +58,40 @@ func (w *Recorder) Status() int { return w.status }
 
 // Body returns the response's body so far.
 func (w *Recorder) Body() []byte { return w.body.Bytes() }
+
+// Poster sends the handler benchmarks' POSTs: each one a copy of a
+// request with a body and a context of its own (as net/http gives it),
+// answered into one Recorder. Both benchmarks post through it, so that
+// each request costs the two handlers' benchmarks the same work around
+// the handler. It is not safe for concurrent use.
+type Poster struct {
+	req  *http.Request
+	body bytes.Reader
+	w    *Recorder
+}
+
+// NewPoster returns a Poster of POSTs to http://127.0.0.1:8080/mcp with
+// no header yet (see Header).
+func NewPoster() *Poster {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
+	return &Poster{req: req, w: NewRecorder()}
+}
+
+// Header returns the header every POST carries.
+func (p *Poster) Header() http.Header { return p.req.Header }
+
+// Post sends payload to h with a context of ctx's, cancelled once h
+// returns, and returns the answer, valid until the next Post.
+func (p *Poster) Post(ctx context.Context, h http.Handler, payload []byte) *Recorder {
+	rctx, cancel := context.WithCancel(ctx)
+	p.body.Reset(payload)
+	r := p.req.WithContext(rctx)
+	r.Body, r.ContentLength = io.NopCloser(&p.body), int64(len(payload))
+	p.w.Reset()
+	h.ServeHTTP(p.w, r)
+	cancel()
+	return p.w
+}
 
 // Meta2026 is the _meta of every 2026-07-28 request the benchmarks send.
 const Meta2026 = `{"` + protocol.MetaProtocolVersion + `":"` + protocol.Version20260728 + `","` + protocol.MetaClientCapabilities + `":{}}`

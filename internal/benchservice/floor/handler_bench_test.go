@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"testing"
 
@@ -22,25 +20,16 @@ func BenchmarkFloorHandler(b *testing.B) {
 }
 
 func benchFloorHandler(b *testing.B, stateless bool) {
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/mcp", nil)
-	benchservice.SetEchoHeaders(req.Header, stateless, "6PgkS4Va3i0SOSPYYzWZsA")
-	w := benchservice.NewRecorder()
-	var body bytes.Reader
+	p := benchservice.NewPoster()
+	benchservice.SetEchoHeaders(p.Header(), stateless, "6PgkS4Va3i0SOSPYYzWZsA")
+	h := http.HandlerFunc(handle)
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
 	for b.Loop() {
 		id++
 		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
-		// Each request has a context of its own, as net/http gives it
-		// (and cmd/vigil's benchmark does).
-		rctx, cancel := context.WithCancel(b.Context())
-		body.Reset(payload)
-		r := req.WithContext(rctx)
-		r.Body, r.ContentLength = io.NopCloser(&body), int64(len(payload))
-		w.Reset()
-		handle(w, r)
-		cancel()
+		w := p.Post(b.Context(), h, payload)
 		if w.Status() != http.StatusOK || !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
 			b.Fatalf("status %d: %s", w.Status(), w.Body())
 		}
