@@ -60,12 +60,10 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 		runAfterDone(req, out)
 		return
 	}
-	req.afterOut = out
 	var depth int32
 	for {
 		next := q.top.Load()
 		if next == q.stopped {
-			req.afterOut = Outcome{}
 			q.runOne(req, out)
 			return
 		}
@@ -73,7 +71,7 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 		if next != nil {
 			depth = next.afterDepth + 1
 		}
-		req.afterNext, req.afterDepth = next, depth
+		req.afterNext, req.afterDepth, req.afterOut = next, depth, out
 		if q.top.CompareAndSwap(next, req) {
 			break
 		}
