@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -183,16 +184,12 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 		ms.plain = st
 	} else {
 		targets := make(map[string]*spanStart, len(ms.byTarget)+1)
-		for k, v := range ms.byTarget {
-			targets[k] = v
-		}
+		maps.Copy(targets, ms.byTarget)
 		targets[key.target] = st
 		ms.byTarget = targets
 	}
 	m := make(map[string]*methodStarts, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
+	maps.Copy(m, old)
 	m[key.method] = &ms
 	c.byMethod.Store(&m)
 	c.n++

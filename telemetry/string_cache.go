@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -38,9 +39,7 @@ func (c *stringCache[V]) loadOrStore(k string, v V) (actual V, loaded bool) {
 		old = *m
 	}
 	m := make(map[string]V, len(old)+1)
-	for key, val := range old {
-		m[key] = val
-	}
+	maps.Copy(m, old)
 	m[k] = v
 	c.m.Store(&m)
 	return v, false
