@@ -204,12 +204,6 @@ func (ms *methodStarts) lookup(target string) *spanStart {
 	return ms.byTarget[target]
 }
 
-// size returns the number of starts cached.
-func (c *spanStarts) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
 
 func newSpanStart(key spanStartKey) *spanStart {
 	attrs := []attribute.KeyValue{telemetry.MCPMethodNameKey.String(key.method)}

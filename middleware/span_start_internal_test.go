@@ -82,3 +82,10 @@ func TestProtocolMetaOnly(t *testing.T) {
 		assert.Equal(t, tt.want, protocolMetaOnly(meta), "%v", tt.meta)
 	}
 }
+
+// size returns the number of starts cached.
+func (c *spanStarts) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
