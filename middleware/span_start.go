@@ -204,7 +204,6 @@ func (ms *methodStarts) lookup(target string) *spanStart {
 	return ms.byTarget[target]
 }
 
-
 func newSpanStart(key spanStartKey) *spanStart {
 	attrs := []attribute.KeyValue{telemetry.MCPMethodNameKey.String(key.method)}
 	name := key.method
