@@ -74,6 +74,7 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
+	cpu := benchservice.ProcessCPU()
 	for b.Loop() {
 		id++
 		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
@@ -87,4 +88,5 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 			srv.FlushOutcomes()
 		}
 	}
+	benchservice.ReportCPU(b, cpu)
 }

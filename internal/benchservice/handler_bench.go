@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"testing"
+	"time"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -126,4 +128,14 @@ func AppendEchoCall(b []byte, id int, stateless bool) []byte {
 		b = append(b, `,"_meta":`+Meta2026...)
 	}
 	return append(b, "}}"...)
+}
+
+// ReportCPU reports the process's CPU time per request since start (a
+// [ProcessCPU] reading taken before the loop) as "cpu-ns/op": with the
+// work of other goroutines counted, it is what a request costs the
+// machine, closer to the service benchmark's CPU per request than ns/op.
+func ReportCPU(b *testing.B, start time.Duration) {
+	if b.N > 0 {
+		b.ReportMetric(float64(ProcessCPU()-start)/float64(b.N), "cpu-ns/op")
+	}
 }

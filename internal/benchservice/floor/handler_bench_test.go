@@ -26,6 +26,7 @@ func benchFloorHandler(b *testing.B, stateless bool) {
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
+	cpu := benchservice.ProcessCPU()
 	for b.Loop() {
 		id++
 		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
@@ -34,4 +35,5 @@ func benchFloorHandler(b *testing.B, stateless bool) {
 			b.Fatalf("status %d: %s", w.Status(), w.Body())
 		}
 	}
+	benchservice.ReportCPU(b, cpu)
 }
