@@ -36,6 +36,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,11 @@ import (
 var version = "dev"
 
 func main() {
+	// vigil serves no heap profile, so the runtime's sampling of
+	// allocations (a stack walk every 512 KiB allocated, about every 90
+	// requests) would be work for no reader; it must be set before the
+	// program allocates much.
+	runtime.MemProfileRate = 0
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
