@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // TestDecorateFastMatchesSlow checks that decorate's fast path writes what
@@ -130,27 +132,41 @@ func TestPlainRound(t *testing.T) {
 }
 
 // readMeta reads _meta as json.Unmarshal into a map would, and its values
-// cannot be appended to in place (they alias the message).
+// cannot be appended to in place (they alias the message); from the
+// members the decoder kept (DecodeOwnedMessage, up to four) and from
+// _meta itself (DecodeMessage, or more members) alike.
 func TestReadMetaMatchesUnmarshal(t *testing.T) {
-	for _, raw := range []string{
-		`{}`,
-		` { } `,
-		`{"progressToken":1,"traceparent":"00-x","io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
-		`{"io.modelcontextprotocol/clientCapabilities":{"a":[1,{"b":"}"}]},"other":null}`,
-		`{"k":1,"k":2}`,
-		`{"\u0074raceparent":"esc","x\"y":true}`,
-	} {
-		var want map[string]json.RawMessage
-		require.NoError(t, json.Unmarshal([]byte(raw), &want), raw)
-		got, ok := readMeta([]byte(raw))
-		require.True(t, ok, raw)
-		require.Equal(t, want, got, raw)
-		for k, v := range got {
-			assert.Equal(t, len(v), cap(v), "value of %q has spare capacity", k)
-		}
+	decoders := map[string]func([]byte) (transport.Message, error){
+		"owned": transport.DecodeOwnedMessage, "copied": transport.DecodeMessage,
 	}
-	for _, raw := range []string{`"s"`, `[1]`, `1`} {
-		_, ok := readMeta([]byte(raw))
-		assert.False(t, ok, raw)
+	request := func(t *testing.T, decode func([]byte) (transport.Message, error), meta string) *transport.Request {
+		t.Helper()
+		msg, err := decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":` + meta + `}}`))
+		require.NoError(t, err, meta)
+		return msg.(*transport.Request)
+	}
+	for name, decode := range decoders {
+		for _, raw := range []string{
+			`{}`,
+			` { } `,
+			`{"progressToken":1,"traceparent":"00-x","io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+			`{"io.modelcontextprotocol/clientCapabilities":{"a":[1,{"b":"}"}]},"other":null}`,
+			`{"k":1,"k":2}`,
+			`{"\u0074raceparent":"esc","x\"y":true}`,
+			`{"a":1,"b":2,"c":3,"d":4,"e":5,"a":6}`,
+		} {
+			var want map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(raw), &want), raw)
+			got, ok := readMeta(request(t, decode, raw))
+			require.True(t, ok, "%s %s", name, raw)
+			require.Equal(t, want, got, "%s %s", name, raw)
+			for k, v := range got {
+				assert.Equal(t, len(v), cap(v), "value of %q has spare capacity", k)
+			}
+		}
+		for _, raw := range []string{`"s"`, `[1]`, `1`} {
+			_, ok := readMeta(request(t, decode, raw))
+			assert.False(t, ok, "%s %s", name, raw)
+		}
 	}
 }

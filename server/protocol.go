@@ -115,7 +115,7 @@ func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
 		}
 	}
 	if v.Meta != nil && string(v.Meta) != "null" {
-		if p.Meta, ok = readMeta(v.Meta); !ok {
+		if p.Meta, ok = readMeta(m); !ok {
 			return p, false
 		}
 	}
@@ -126,15 +126,16 @@ func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
 	return p, true
 }
 
-// readMeta reads the _meta object raw, valid JSON as part of a decoded
+// readMeta reads m's params._meta, valid JSON as part of a decoded
 // message, as json.Unmarshal into a map[string]json.RawMessage would (the
 // last of a repeated key wins, an empty object gives an empty map), but
-// with the values aliasing raw, as Params does, and the usual keys not
-// copied: no allocation beyond the map. ok is false when raw is not an
-// object.
-func readMeta(raw []byte) (meta map[string]json.RawMessage, ok bool) {
+// with the values aliasing Params and the usual keys not copied: no
+// allocation beyond the map. The members come from the decoder's pass
+// when it kept them (transport.Request.EachMeta). ok is false when _meta
+// is not an object.
+func readMeta(m *transport.Request) (meta map[string]json.RawMessage, ok bool) {
 	meta = make(map[string]json.RawMessage)
-	ok = transport.EachMember(raw, func(key, val []byte) {
+	ok = m.EachMeta(func(key, val []byte) {
 		meta[metaKey(key)] = val[:len(val):len(val)]
 	})
 	return meta, ok

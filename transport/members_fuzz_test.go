@@ -32,6 +32,11 @@ func FuzzSplitMembers(f *testing.F) {
 		`{ "id" : "x\"y" , "result" : [ "]" , 2 ] , "other": {"id": 5} }`,
 		`{"\u0069d":7,"id":8}`, `{}`, `{"ID":1}`, `{"error":{"code":-1,"message":"m"},"x":null}`,
 		`{"params":true,"result":false,"error":null,"jsonrpc":1e5}`,
+		`{"params":{"name":"t","_meta":{"a":1,"\u0062":[{}],"a":"x"},"arguments":{"_meta":{}}}}`,
+		`{"params":{"_meta":{"a":1,"b":2,"c":3,"d":4,"e":5}}}`,
+		`{"params":{"_meta":{"a":1}},"params":{"_meta":7}}`,
+		`{"params":{"_meta":{"a":1},"_meta":{"b":2}}}`,
+		`{"params":{"_meta":{"a":1}},"p\u0061rams":{"x":{"_meta":{"b":2}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -41,7 +46,8 @@ func FuzzSplitMembers(f *testing.F) {
 		}
 		// validMembers, which decodeMessage uses, is json.Valid and
 		// splitMembers in one pass.
-		vm, valid, isObject := validMembers(data)
+		var vm members
+		valid, isObject := validMembers(data, &vm, nil)
 		if valid != json.Valid(data) {
 			t.Fatalf("validMembers says valid %v of %q, json.Valid %v", valid, data, !valid)
 		}
@@ -51,6 +57,7 @@ func FuzzSplitMembers(f *testing.F) {
 		if sm, ok := splitMembers(data); isObject != ok || (ok && !sameMembers(vm, sm)) {
 			t.Fatalf("validMembers of %q: %q (object %v); splitMembers %q (object %v)", data, vm, isObject, sm, ok)
 		}
+		checkParamsSplit(t, data, vm)
 		var want map[string]json.RawMessage
 		if json.Unmarshal(data, &want) != nil || want == nil {
 			if _, ok := splitMembers(data); ok && bytes.HasPrefix(trimJSONSpace(data), []byte("{")) {
@@ -83,4 +90,52 @@ func sameMembers(a, b members) bool {
 		}
 	}
 	return true
+}
+
+// checkParamsSplit checks what validMembers took of params and its _meta
+// against splitParams and EachMember run on the members it found.
+func checkParamsSplit(t *testing.T, data []byte, m members) {
+	t.Helper()
+	var top members
+	var got paramsSplit
+	validMembers(data, &top, &got)
+	want := splitParams(m.params)
+	if want.state != splitObject {
+		if got.state != notSplit || got.meta.held {
+			t.Fatalf("params of %q is not an object, yet validMembers split it: %+v", data, got)
+		}
+		return
+	}
+	if got.state != splitObject || !sameParams(got.members, want.members) {
+		t.Fatalf("params of %q: validMembers %+v, splitParams %+v", data, got.members, want.members)
+	}
+	var all []rawMember
+	metaObject := want.members.Meta != nil && EachMember(want.members.Meta, func(key, val []byte) {
+		all = append(all, rawMember{key, val})
+	})
+	if wantHeld := metaObject && len(all) <= maxHeldMeta; got.meta.held != wantHeld {
+		t.Fatalf("_meta of %q (%d members, object %v): held %v", data, len(all), metaObject, got.meta.held)
+	}
+	if !got.meta.held {
+		return
+	}
+	held := got.meta.members[:got.meta.n]
+	if len(held) != len(all) {
+		t.Fatalf("_meta of %q: validMembers took %d members, EachMember finds %d", data, len(held), len(all))
+	}
+	for i := range all {
+		if !bytes.Equal(held[i].key, all[i].key) || !bytes.Equal(held[i].val, all[i].val) {
+			t.Fatalf("_meta of %q, member %d: validMembers %q: %q, EachMember %q: %q", data, i, held[i].key, held[i].val, all[i].key, all[i].val)
+		}
+	}
+}
+
+// sameParams reports whether a and b hold the same members of params.
+func sameParams(a, b ParamMembers) bool {
+	for _, pair := range [][2][]byte{{a.Name, b.Name}, {a.URI, b.URI}, {a.TaskID, b.TaskID}, {a.Meta, b.Meta}, {a.Arguments, b.Arguments}, {a.Task, b.Task}} {
+		if (pair[0] == nil) != (pair[1] == nil) || !bytes.Equal(pair[0], pair[1]) {
+			return false
+		}
+	}
+	return a.Others == b.Others
 }

@@ -198,7 +198,17 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		}
 		return b, nil
 	}
-	fields, valid, isObject := validMembers(data)
+	// One allocation for the members the validator takes and the Request
+	// most messages a server reads are. An owned message's params stay
+	// where they are: the members of params and of its _meta, taken in
+	// the same pass, are kept in the Request.
+	d := new(decoded)
+	var ps *paramsSplit
+	if !clone {
+		ps = &d.req.split
+	}
+	valid, isObject := validMembers(data, &d.top, ps)
+	fields := &d.top
 	if !valid {
 		var v any
 		return nil, &DecodeError{Code: protocol.CodeParseError, Err: json.Unmarshal(data, &v)}
@@ -246,7 +256,9 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		if len(params) > 0 && params[0] != '{' && params[0] != '[' {
 			return nil, invalid(id, "params must be an object or an array")
 		}
-		return &Request{ID: id, Method: method, Params: params}, nil
+		d.req.ID, d.req.Method, d.req.Params = id, method, params
+		d.top = members{} // read: not kept alive with the request
+		return &d.req, nil
 	}
 	switch {
 	case !hasResult && !hasError:
@@ -268,6 +280,13 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		return nil, invalid(id, "%w", err)
 	}
 	return &Response{ID: id, Error: e}, nil
+}
+
+// decoded is what decodeMessage fills: the top-level members of a message
+// and, when it is a request, the Request.
+type decoded struct {
+	req Request
+	top members
 }
 
 // decodeErrorObject decodes a JSON-RPC error object, which must have an

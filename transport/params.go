@@ -17,10 +17,43 @@ type ParamMembers struct {
 	Others bool
 }
 
-// paramsSplit is what [Request.Members] found, kept in the Request.
+// paramsSplit is what [Request.Members] found, kept in the Request, and
+// the members of params._meta, which the decoder may have split too.
 type paramsSplit struct {
 	members ParamMembers
 	state   splitState
+	meta    metaSplit
+}
+
+// maxHeldMeta is how many members of params._meta a decoded Request holds:
+// the 2026-07-28 protocol version and client capabilities, with room for
+// a client's info and a progress token. A _meta with more is read again
+// by each reader.
+const maxHeldMeta = 4
+
+// metaSplit holds the members of params._meta, in order, escapes decoded,
+// when held is true: the decoder, which checks every byte of a message
+// anyway, took them as it went (see validator), and the transport that
+// checks them against its headers and the server that reads them need
+// not pass over _meta again.
+type metaSplit struct {
+	held    bool
+	n       uint8
+	members [maxHeldMeta]rawMember
+}
+
+// rawMember is a JSON object's member: its name, decoded, and raw value.
+type rawMember struct{ key, val []byte }
+
+// add appends a member; past maxHeldMeta, what is held is not all of
+// _meta.
+func (m *metaSplit) add(key, val []byte) {
+	if int(m.n) == maxHeldMeta {
+		m.held = false
+		return
+	}
+	m.members[m.n] = rawMember{key, val}
+	m.n++
 }
 
 type splitState uint8
@@ -36,7 +69,8 @@ const (
 // JSON, as in a decoded Request. The first call splits Params and r keeps
 // what it found, which later calls return: the transport that reads a
 // member first spares the server a second pass over Params, so Params must
-// not change once Members was called. Like the rest of r, it is not safe
+// not change once Members was called. A Request from [DecodeOwnedMessage]
+// comes split: its params were split as the message was checked. Like the rest of r, it is not safe
 // for concurrent use: a request is read by one goroutine at a time, its
 // transport's and then its session's.
 func (r *Request) Members() (m ParamMembers, ok bool) {
@@ -52,29 +86,74 @@ func splitParams(params []byte) paramsSplit {
 		s.state = splitNone
 		return s
 	}
-	m := &s.members
-	if !EachMember(params, func(key, val []byte) {
-		switch string(key) {
-		case "name":
-			m.Name = val
-		case "uri":
-			m.URI = val
-		case "taskId":
-			m.TaskID = val
-		case "_meta":
-			m.Meta = val
-		case "arguments":
-			m.Arguments = val
-		case "task":
-			m.Task = val
-		default:
-			m.Others = true
-		}
-	}) {
+	if !EachMember(params, s.members.set) {
 		s.members = ParamMembers{}
 		s.state = splitNone
 		return s
 	}
 	s.state = splitObject
 	return s
+}
+
+// set takes val for the member of params named key.
+func (m *ParamMembers) set(key, val []byte) {
+	switch string(key) {
+	case "name":
+		m.Name = val
+	case "uri":
+		m.URI = val
+	case "taskId":
+		m.TaskID = val
+	case "_meta":
+		m.Meta = val
+	case "arguments":
+		m.Arguments = val
+	case "task":
+		m.Task = val
+	default:
+		m.Others = true
+	}
+}
+
+// EachMeta calls f with the name (decoded when written with escapes) and
+// raw value of each member of r's params._meta, in order, repeated
+// members included, as [EachMember] on [ParamMembers].Meta does; ok is
+// false when params or _meta is absent or not an object. A Request from
+// [DecodeOwnedMessage] holds the members of a small _meta, split as the
+// message was checked: there is no second pass over it.
+func (r *Request) EachMeta(f func(key, val []byte)) (ok bool) {
+	m, ok := r.Members()
+	if !ok || m.Meta == nil {
+		return false
+	}
+	if ms := &r.split.meta; ms.held {
+		for _, mm := range ms.members[:ms.n] {
+			f(mm.key, mm.val)
+		}
+		return true
+	}
+	return EachMember(m.Meta, f)
+}
+
+// MetaMember returns the raw value of the member key of r's params._meta
+// (the last one, if repeated), or nil when it is absent or when params or
+// _meta is absent or not an object.
+func (r *Request) MetaMember(key string) []byte {
+	m, ok := r.Members()
+	if !ok || m.Meta == nil {
+		return nil
+	}
+	if ms := &r.split.meta; ms.held {
+		for i := int(ms.n) - 1; i >= 0; i-- {
+			if string(ms.members[i].key) == key {
+				return ms.members[i].val
+			}
+		}
+		return nil
+	}
+	var v [1][]byte
+	if !SplitObjectInto(v[:], m.Meta, key) {
+		return nil
+	}
+	return v[0]
 }

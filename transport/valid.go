@@ -1,5 +1,7 @@
 package transport
 
+import "bytes"
+
 // validJSON reports whether data is one valid JSON value, exactly as
 // json.Valid does (the same grammar, bytes of 0x80 and above accepted in
 // strings as they are, at most 10,000 nested arrays and objects), without
@@ -11,16 +13,29 @@ func validJSON(data []byte) bool {
 	return ok && v.space(i) == len(data)
 }
 
-// validMembers is validJSON, and the top-level members of data when it is
-// an object, in one pass: they are taken as their values are checked (a
+// validMembers is validJSON, and, into m, the top-level members of data
+// when it is an object, in one pass: they are taken as their values are checked (a
 // name written with escapes decoded, the last of a repeated member
-// winning); isObject is false for another value.
-func validMembers(data []byte) (m members, valid, isObject bool) {
-	v := validator{data: data, top: &m}
+// winning); isObject is false for another value. When ps is not nil and
+// the member params is an object, ps gets its members (as splitParams
+// finds them), and those of its _meta when that is an object of at most
+// maxHeldMeta members; ps's state says whether it holds params' members.
+func validMembers(data []byte, m *members, ps *paramsSplit) (valid, isObject bool) {
+	v := validator{data: data, top: m, params: ps, paramsAt: -1, metaAt: -1}
 	start := v.space(0)
 	i, ok := v.value(start, 0)
 	valid = ok && v.space(i) == len(data)
-	return m, valid, valid && data[start] == '{'
+	isObject = valid && data[start] == '{'
+	if ps != nil {
+		// What was taken is of the last params and _meta, which may have
+		// been followed by others that are not objects.
+		if !isObject || m.params == nil || v.offset(m.params) != v.paramsAt {
+			*ps = paramsSplit{}
+		} else if ps.meta.held && (ps.members.Meta == nil || v.offset(ps.members.Meta) != v.metaAt) {
+			ps.meta = metaSplit{}
+		}
+	}
+	return valid, isObject
 }
 
 // ValidJSON reports whether data is one valid JSON value, as json.Valid
@@ -33,7 +48,17 @@ const maxNesting = 10000
 type validator struct {
 	data []byte
 	top  *members // when not nil, filled with the members of a top-level object
+
+	// When not nil, filled with the members of the top-level member
+	// params and of its _meta (see validMembers), whose '{' are at
+	// data[paramsAt] and data[metaAt] (-1: none yet).
+	params           *paramsSplit
+	paramsAt, metaAt int
 }
+
+// offset returns the index in v.data at which b, a sub-slice of it that
+// runs to its end of capacity, starts.
+func (v *validator) offset(b []byte) int { return cap(v.data) - cap(b) }
 
 func (v *validator) space(i int) int {
 	for i < len(v.data) {
@@ -90,6 +115,20 @@ func (v *validator) object(i, depth int) (int, bool) {
 	if i < len(d) && d[i] == '}' {
 		return i + 1, true
 	}
+	// Whose members are taken: the top-level object's, params', or its
+	// _meta's ('{' is at i-1).
+	role := roleNone
+	switch {
+	case depth == 1 && v.top != nil:
+		role = roleTop
+	case v.params == nil:
+	case depth == 2 && i-1 == v.paramsAt:
+		role = roleParams
+		v.params.members, v.params.state = ParamMembers{}, splitObject
+	case depth == 3 && i-1 == v.metaAt:
+		role = roleMeta
+		v.params.meta = metaSplit{held: true}
+	}
 	for {
 		if i >= len(d) || d[i] != '"' {
 			return i, false
@@ -105,11 +144,29 @@ func (v *validator) object(i, depth int) (int, bool) {
 			return i, false
 		}
 		valStart := v.space(i + 1)
+		var key []byte
+		if role != roleNone {
+			raw := d[keyStart:keyEnd]
+			key = memberName(raw, bytes.IndexByte(raw, '\\') >= 0)
+			if valStart < len(d) && d[valStart] == '{' && v.params != nil {
+				switch {
+				case role == roleTop && string(key) == "params":
+					v.paramsAt = valStart
+				case role == roleParams && string(key) == "_meta":
+					v.metaAt = valStart
+				}
+			}
+		}
 		if i, ok = v.value(valStart, depth); !ok {
 			return i, false
 		}
-		if depth == 1 && v.top != nil {
-			v.top.set(d[keyStart:keyEnd], d[valStart:i])
+		switch role {
+		case roleTop:
+			v.top.setDecoded(key, d[valStart:i])
+		case roleParams:
+			v.params.members.set(key, d[valStart:i])
+		case roleMeta:
+			v.params.meta.add(key, d[valStart:i])
 		}
 		i = v.space(i)
 		if i >= len(d) {
@@ -125,6 +182,14 @@ func (v *validator) object(i, depth int) (int, bool) {
 		}
 	}
 }
+
+// The objects whose members a validator takes.
+const (
+	roleNone   = iota
+	roleTop    // the message
+	roleParams // its params
+	roleMeta   // params._meta
+)
 
 // array checks an array whose '[' is just before data[i].
 func (v *validator) array(i, depth int) (int, bool) {

@@ -241,15 +241,7 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	return hasMeta(req, protocol.MetaProtocolVersion)
-}
-
-// hasMeta reports whether a request's params._meta has the member key,
-// allocating nothing.
-func hasMeta(req *transport.Request, key string) bool {
-	var v [1][]byte
-	m, ok := req.Members()
-	return ok && m.Meta != nil && transport.SplitObjectInto(v[:], m.Meta, key) && v[0] != nil
+	return req.MetaMember(protocol.MetaProtocolVersion) != nil
 }
 
 // sessionPost serves a POST of a 2025-era session.

@@ -30,16 +30,13 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 	// params split once, for these checks and the server (Members).
 	members, _ := req.Members()
 	field, value := routingMember(req.Method, members)
-	var meta [2][]byte
-	if members.Meta != nil && !transport.SplitObjectInto(meta[:], members.Meta, protocol.MetaProtocolVersion, protocol.MetaClientCapabilities) {
-		clear(meta[:])
-	}
-	if meta[0] == nil || meta[1] == nil {
+	version, caps := req.MetaMember(protocol.MetaProtocolVersion), req.MetaMember(protocol.MetaClientCapabilities)
+	if version == nil || caps == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
 		return
 	}
-	if !isString(meta[0], header) {
+	if !isString(version, header) {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
 		return
 	}
