@@ -57,15 +57,15 @@ func TestMedian(t *testing.T) {
 }
 
 // TestSummarize checks the median of the rounds' rates, the pooled
-// percentiles and the CPU time per request, the server's and the load
-// generator's.
+// percentiles, the CPU time per request, the server's and the load
+// generator's, and the share of the CPUs' time stolen.
 func TestSummarize(t *testing.T) {
 	t.Parallel()
 	s := benchservice.Summarize([]benchservice.Round{
-		{Latencies: ms(1, 2), Elapsed: time.Second, CPU: 30 * time.Millisecond, LoadCPU: 9 * time.Millisecond},
+		{Latencies: ms(1, 2), Elapsed: time.Second, CPU: 30 * time.Millisecond, LoadCPU: 9 * time.Millisecond, Steal: 60 * time.Millisecond},
 		{Latencies: ms(3, 4, 5, 6), Elapsed: time.Second, CPU: 20 * time.Millisecond, LoadCPU: 18 * time.Millisecond},
-		{Latencies: ms(7, 8, 9), Elapsed: time.Second, CPU: 40 * time.Millisecond},
-	})
+		{Latencies: ms(7, 8, 9), Elapsed: time.Second, CPU: 40 * time.Millisecond, Steal: 240 * time.Millisecond},
+	}, 2)
 	assert.Equal(t, []float64{2, 4, 3}, s.Rates)
 	assert.InDelta(t, 3.0, s.Rate, 0)
 	assert.Equal(t, 9, s.Requests)
@@ -73,6 +73,20 @@ func TestSummarize(t *testing.T) {
 	assert.Equal(t, 9*time.Millisecond, s.P99)
 	assert.Equal(t, 10*time.Millisecond, s.CPUPerReq)
 	assert.Equal(t, 3*time.Millisecond, s.LoadCPUPerReq)
+	assert.InDelta(t, 0.05, s.Steal, 1e-9, "300 ms stolen of 3 s on 2 CPUs")
+}
+
+// TestParseSteal reads the eighth figure of the cpu line, in ticks of
+// 10 ms, and rejects a file without one.
+func TestParseSteal(t *testing.T) {
+	t.Parallel()
+	d, ok := benchservice.ParseSteal([]byte("cpu  2872670 880 541226 3211467 74769 0 125092 412576 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"))
+	require.True(t, ok)
+	assert.Equal(t, 4125760*time.Millisecond, d)
+	_, ok = benchservice.ParseSteal([]byte("cpu0 1 2 3 4 5 6 7 8\nintr 5\n"))
+	assert.False(t, ok, "no cpu line")
+	_, ok = benchservice.ParseSteal([]byte("cpu  1 2 3 4\n"))
+	assert.False(t, ok, "a kernel without the steal figure")
 }
 
 // TestParseVMRSS reads the kB figure and rejects a file without one.
@@ -107,12 +121,12 @@ func TestFormats(t *testing.T) {
 // ratios.
 func TestWriteWorkload(t *testing.T) {
 	t.Parallel()
-	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, LoadCPUPerReq: 20 * time.Microsecond, Requests: 3000}
-	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, LoadCPUPerReq: 25 * time.Microsecond, Requests: 1000}
+	floor := benchservice.Summary{Rates: []float64{1000, 2000}, Rate: 2000, P50: time.Millisecond, P99: 2 * time.Millisecond, CPUPerReq: 10 * time.Microsecond, LoadCPUPerReq: 20 * time.Microsecond, Requests: 3000, Steal: 0.015}
+	vigil := benchservice.Summary{Rates: []float64{1000}, Rate: 1000, P50: 2 * time.Millisecond, P99: 6 * time.Millisecond, CPUPerReq: 30 * time.Microsecond, LoadCPUPerReq: 25 * time.Microsecond, Requests: 1000, Steal: 0.12}
 	var b strings.Builder
 	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil+jwt"}, floor, vigil))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	require.Len(t, lines, 6, b.String())
+	require.Len(t, lines, 7, b.String())
 	assert.Equal(t, "title", lines[0])
 	assert.Contains(t, lines[2], "2,000")
 	assert.Contains(t, lines[2], "1,000  2,000")
@@ -120,6 +134,7 @@ func TestWriteWorkload(t *testing.T) {
 	assert.Contains(t, lines[3], "vigil+jwt")
 	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×\s+1\.25×`, lines[4])
 	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)`, lines[5])
+	assert.Regexp(t, `^steal\s+1\.5% of the CPUs' time in floor's rounds, 12\.0% in vigil\+jwt's`, lines[6])
 }
 
 // TestPairedRatios pairs round i of one server with round i of the other,

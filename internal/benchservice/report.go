@@ -13,9 +13,10 @@ import (
 // WriteWorkload writes the table of one workload: per server, the median
 // req/s and each round's, p50 and p99 latency, CPU time per request and
 // the load generator's CPU time per request;
-// then vigil's figures over the floor's, and the median and range of the
-// per-round req/s ratios (PairedRatios). names are the two servers' names,
-// the floor's first.
+// then vigil's figures over the floor's, the median and range of the
+// per-round req/s ratios (PairedRatios), and the machine's steal time
+// during each server's rounds. names are the two servers' names, the
+// floor's first.
 func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summary) error {
 	if _, err := fmt.Fprintf(w, "%s\n", title); err != nil {
 		return err
@@ -42,7 +43,12 @@ func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summ
 		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)\t\n",
 			Median(paired), len(paired), slices.Min(paired), slices.Max(paired))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "steal        %.1f%% of the CPUs' time in %s's rounds, %.1f%% in %s's: taken by the hypervisor for other guests; over a few percent, the ratios are noise\n",
+		100*floor.Steal, names[0], 100*vigil.Steal, names[1])
+	return err
 }
 
 // Thousands formats n in decimal with commas between groups of three

@@ -51,6 +51,7 @@ type Round struct {
 	Elapsed   time.Duration   // wall time of the round
 	CPU       time.Duration   // the server process's utime+stime over the round
 	LoadCPU   time.Duration   // the load generator's own utime+stime over the round
+	Steal     time.Duration   // the machine's steal time over the round (MachineSteal), all CPUs
 }
 
 // Rate returns the round's requests per second.
@@ -72,20 +73,30 @@ type Summary struct {
 	// (they wait, park and are woken more often per request).
 	LoadCPUPerReq time.Duration
 	Requests      int // over all rounds
+	// Steal is the share of the machine's CPU time, over the rounds, that
+	// the hypervisor gave to other guests (see MachineSteal), given the
+	// number of CPUs to Summarize.
+	Steal float64
 }
 
 // Summarize returns the figures of rounds: the median of their req/s, the
-// latency percentiles of their requests pooled, and the server's CPU time
-// per request over them all, and the load generator's.
-func Summarize(rounds []Round) Summary {
+// latency percentiles of their requests pooled, the server's CPU time per
+// request over them all, the load generator's, and the share of the cpus
+// CPUs' time stolen.
+func Summarize(rounds []Round, cpus int) Summary {
 	var s Summary
 	var all []time.Duration
-	var cpu, load time.Duration
+	var cpu, load, steal, elapsed time.Duration
 	for _, r := range rounds {
 		s.Rates = append(s.Rates, r.Rate())
 		all = append(all, r.Latencies...)
 		cpu += r.CPU
 		load += r.LoadCPU
+		steal += r.Steal
+		elapsed += r.Elapsed
+	}
+	if elapsed > 0 && cpus > 0 {
+		s.Steal = float64(steal) / (float64(elapsed) * float64(cpus))
 	}
 	slices.Sort(all)
 	s.Rate = Median(s.Rates)

@@ -210,6 +210,7 @@ func throughput(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
 	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
 	_, _ = fmt.Fprintf(w, "load CPU/req the load generator's own, the same way: a slower server costs its clients more per request\n")
+	_, _ = fmt.Fprintf(w, "steal        the machine's steal time (/proc/stat) during each server's rounds, over its CPUs' time\n")
 	if cfg.debugRefresh > 0 {
 		_, _ = fmt.Fprintf(w, "debug page   during %s's rounds, GET %s every %s (a browser with the page open)\n", cfg.vigilName, debugURL(cfg.vigilURL), cfg.debugRefresh)
 	}
@@ -267,11 +268,13 @@ func throughput(w io.Writer, cfg config) error {
 				}
 				cpu0, ok0 := streamabletest.CPUOf(t.pid)
 				load0, _ := streamabletest.CPUOf(os.Getpid())
+				steal0, _ := benchservice.MachineSteal()
 				start := time.Now()
 				lat, err := t.runFor(cfg.clients, cfg.round, want, newReq(t))
 				elapsed := time.Since(start)
 				cpu1, ok1 := streamabletest.CPUOf(t.pid)
 				load1, _ := streamabletest.CPUOf(os.Getpid())
+				steal1, _ := benchservice.MachineSteal()
 				if stopPage != nil {
 					page.add(stopPage())
 				}
@@ -281,12 +284,12 @@ func throughput(w io.Writer, cfg config) error {
 				if !ok0 || !ok1 {
 					return fmt.Errorf("%s: cannot read /proc/%d/stat", t.name, t.pid)
 				}
-				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0, LoadCPU: load1 - load0})
+				t.rounds = append(t.rounds, benchservice.Round{Latencies: lat, Elapsed: elapsed, CPU: cpu1 - cpu0, LoadCPU: load1 - load0, Steal: steal1 - steal0})
 			}
 		}
 		floor.closeIdle()
 		vigil.closeIdle()
-		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds), benchservice.Summarize(vigil.rounds)); err != nil {
+		if err := benchservice.WriteWorkload(w, title, [2]string{floor.name, vigil.name}, benchservice.Summarize(floor.rounds, runtime.NumCPU()), benchservice.Summarize(vigil.rounds, runtime.NumCPU())); err != nil {
 			return err
 		}
 		if cfg.debugRefresh > 0 {
