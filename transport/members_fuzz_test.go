@@ -36,6 +36,7 @@ func FuzzSplitMembers(f *testing.F) {
 		`{"params":{"_meta":{"a":1,"b":2,"c":3,"d":4,"e":5}}}`,
 		`{"params":{"_meta":{"a":1}},"params":{"_meta":7}}`,
 		`{"params":{"_meta":{"a":1},"_meta":{"b":2}}}`,
+		`{"params":{}}`, `{"params":{"_meta":{}}}`, `{"params": { "_meta" : { "a" : 1 } } }`,
 		`{"params":{"_meta":{"a":1}},"p\u0061rams":{"x":{"_meta":{"b":2}}}}`,
 	} {
 		f.Add([]byte(s))

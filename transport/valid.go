@@ -110,13 +110,8 @@ func (v *validator) object(i, depth int) (int, bool) {
 	if depth > maxNesting {
 		return i, false
 	}
-	d := v.data
-	i = v.space(i)
-	if i < len(d) && d[i] == '}' {
-		return i + 1, true
-	}
 	// Whose members are taken: the top-level object's, params', or its
-	// _meta's ('{' is at i-1).
+	// _meta's ('{' is at i-1). An empty one is taken too.
 	role := roleNone
 	switch {
 	case depth == 1 && v.top != nil:
@@ -128,6 +123,11 @@ func (v *validator) object(i, depth int) (int, bool) {
 	case depth == 3 && i-1 == v.metaAt:
 		role = roleMeta
 		v.params.meta = metaSplit{held: true}
+	}
+	d := v.data
+	i = v.space(i)
+	if i < len(d) && d[i] == '}' {
+		return i + 1, true
 	}
 	for {
 		if i >= len(d) || d[i] != '"' {
