@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"math/bits"
@@ -11,11 +10,6 @@ import (
 // as sub-slices of the frame. A nil field means the member is absent.
 type members struct {
 	jsonrpc, id, method, params, result, error []byte
-}
-
-// set takes val for the member whose name, quotes included, is rawKey.
-func (m *members) set(rawKey, val []byte) {
-	m.setDecoded(memberName(rawKey, bytes.IndexByte(rawKey, '\\') >= 0), val)
 }
 
 // memberName returns the name a JSON string, quotes included, holds:
