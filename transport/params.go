@@ -70,9 +70,9 @@ const (
 // what it found, which later calls return: the transport that reads a
 // member first spares the server a second pass over Params, so Params must
 // not change once Members was called. A Request from [DecodeOwnedMessage]
-// comes split: its params were split as the message was checked. Like the rest of r, it is not safe
-// for concurrent use: a request is read by one goroutine at a time, its
-// transport's and then its session's.
+// comes split: its params were split as the message was checked. Like the
+// rest of r, it is not safe for concurrent use: a request is read by one
+// goroutine at a time, its transport's and then its session's.
 func (r *Request) Members() (m ParamMembers, ok bool) {
 	if r.split.state == notSplit {
 		r.split = splitParams(r.Params)

@@ -14,12 +14,13 @@ func validJSON(data []byte) bool {
 }
 
 // validMembers is validJSON, and, into m, the top-level members of data
-// when it is an object, in one pass: they are taken as their values are checked (a
-// name written with escapes decoded, the last of a repeated member
-// winning); isObject is false for another value. When ps is not nil and
-// the member params is an object, ps gets its members (as splitParams
-// finds them), and those of its _meta when that is an object of at most
-// maxHeldMeta members; ps's state says whether it holds params' members.
+// when it is an object, in one pass: they are taken as their values are
+// checked (a name written with escapes decoded, the last of a repeated
+// member winning); isObject is false for another value. When ps is not
+// nil and the member params is an object, ps gets its members (as
+// splitParams finds them), and those of its _meta when that is an object
+// of at most maxHeldMeta members; ps's state says whether it holds
+// params' members.
 func validMembers(data []byte, m *members, ps *paramsSplit) (valid, isObject bool) {
 	v := validator{data: data, top: m, params: ps, paramsAt: -1, metaAt: -1}
 	start := v.space(0)
