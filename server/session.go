@@ -899,7 +899,8 @@ func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
 	ss.seal(inf, out, writeClass(werr), werr)
 }
 
-// seal reports a request's outcome to the Observer and to OnDone callbacks.
+// seal reports a request's outcome to the Observer and to its OnDone and
+// AfterDone functions.
 func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason, werr error) {
 	out.Dropped, out.WriteErr, out.Ended = dropped, werr, time.Now()
 	if dropped != protocol.DropNone {
@@ -909,11 +910,18 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason,
 			inf.batch.skip()
 		}
 	}
-	for _, f := range inf.req.done {
+	ss.srv.recordOutcome(inf.req, out)
+}
+
+// recordOutcome runs req's OnDone functions with its sealed outcome out,
+// then hands its AfterDone functions to the batches (run at once without
+// them).
+func (s *Server) recordOutcome(req *Request, out Outcome) {
+	for _, f := range req.done {
 		f(out)
 	}
-	if len(inf.req.after) > 0 {
-		ss.srv.outcomes.push(inf.req, out)
+	if len(req.after) > 0 {
+		s.outcomes.push(req, out)
 	}
 }
 
@@ -992,12 +1000,7 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 	if err == nil {
 		out.Result = res
 	}
-	for _, f := range req.done {
-		f(out)
-	}
-	if len(req.after) > 0 {
-		ss.srv.outcomes.push(req, out)
-	}
+	ss.srv.recordOutcome(req, out)
 }
 
 // cancelRequest acts on notifications/cancelled. Unknown, finished and
