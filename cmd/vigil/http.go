@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -207,9 +205,8 @@ func resourceURI(cfg config, addr net.Addr) string {
 
 // newHTTPServer returns the http.Server of h with vigil's connection
 // hygiene: headers within 10s, a request body within cfg.bodyReadTimeout
-// of the request's start (ReadTimeout, lifted by bodyDeadline once the
-// body is read), keep-alive connections closed after cfg.httpIdleTimeout
-// of idleness (0: never). There is no WriteTimeout, which would cut SSE
+// of the request's start (ReadTimeout), keep-alive connections closed
+// after cfg.httpIdleTimeout of idleness (0: never). There is no WriteTimeout, which would cut SSE
 // streams. With authorization, each connection remembers the last token
 // verified on it (auth.ConnContext).
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
@@ -217,8 +214,15 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 	if idle == 0 {
 		idle = -1 // no limit; 0 would mean ReadTimeout's
 	}
+	// ReadTimeout's deadline does not outlive the body: net/http lifts it
+	// when the handler has read the body to its end (or at once for a
+	// request without one), as it starts reading the connection in the
+	// background to notice the client going away. A deadline left there
+	// would cancel the request, ending an SSE stream or a long tool call
+	// (TestSSEOutlivesBodyReadTimeout); one left on a body cut short
+	// makes net/http close the connection after the answer.
 	hs := &http.Server{
-		Handler:           bodyDeadline(h, cfg.bodyReadTimeout),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       cfg.bodyReadTimeout,
 		IdleTimeout:       idle,
@@ -230,56 +234,6 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		hs.ConnContext = auth.ConnContext
 	}
 	return hs
-}
-
-// bodyDeadline lifts the read deadline that the server's ReadTimeout d set
-// on the connection for each request once the request's body has been read
-// to its end, or at once for a request without a body, so that a client
-// that sends headers and then trickles, or stops, is disconnected, and
-// nothing else is cut short. d <= 0 (no ReadTimeout) returns next.
-//
-// The deadline must not outlive the body: net/http then reads the
-// connection in the background while the handler runs, to notice the
-// client going away, and a deadline firing there would cancel the
-// request, ending an SSE stream (a GET /mcp, or a POST answered with one)
-// or a long tool call. Setting the deadline through ReadTimeout rather
-// than here costs nothing: net/http sets the connection's read deadline
-// after the headers in any case (to none without ReadTimeout).
-func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
-	if d <= 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-			next.ServeHTTP(w, r)
-			return
-		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, w: w}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts the read deadline once its body has been read to its
-// end. When the deadline cut the body short it leaves the deadline in
-// place: after the handler answers, net/http's attempt to read the rest of
-// the body fails at once and it closes the connection (lifted, that read
-// would wait for the trickling client).
-type deadlineBody struct {
-	io.ReadCloser
-	w    http.ResponseWriter
-	done bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			_ = http.NewResponseController(b.w).SetReadDeadline(time.Time{})
-		}
-	}
-	return n, err
 }
 
 // adminPaths lists what the observability mux serves, for the log.
