@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // addDemoTools registers the demo tools with srv, each with the scopes
@@ -81,14 +82,20 @@ func registerDemoTools(srv *server.Server, scopes map[string][]string) error {
 	)
 }
 
+// echo returns its text. It reads the one argument it takes in place
+// (transport.SplitObjectInto, which wants valid JSON: the arguments of a
+// decoded message are, checked again here at a fraction of the cost):
+// json.Unmarshal, which decodes through reflection, cost 4,700
+// instructions, more than the rest of the tool call, and 8% of a whole
+// stateless request.
 func echo(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-	var in struct {
-		Text *string `json:"text"`
+	var raw [1][]byte
+	if transport.ValidJSON(req.Arguments) && transport.SplitObjectInto(raw[:], req.Arguments, "text") {
+		if text, ok := transport.DecodeString(raw[0]); ok {
+			return server.Text(text), nil
+		}
 	}
-	if err := json.Unmarshal(req.Arguments, &in); err != nil || in.Text == nil {
-		return nil, errors.New(`echo needs {"text": string}`)
-	}
-	return server.Text(*in.Text), nil
+	return nil, errors.New(`echo needs {"text": string}`)
 }
 
 func sleep(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {

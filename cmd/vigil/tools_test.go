@@ -120,6 +120,50 @@ func TestCountdownArguments(t *testing.T) {
 	}
 }
 
+// echo returns its text argument, decoded, and refuses anything else with
+// the same message: the arguments it reads in place must give what
+// json.Unmarshal would.
+func TestEchoArguments(t *testing.T) {
+	const refused = `{"content":[{"type":"text","text":"echo needs {\"text\": string}"}],"isError":true}`
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{"text", `{"text":"hello"}`, `{"content":[{"type":"text","text":"hello"}]}`},
+		{"escapes", `{"text":"a\"b\u00e9\n"}`, `{"content":[{"type":"text","text":"a\"b\u00e9\n"}]}`},
+		{"spaces", `{ "other" : [1, {"text":"no"}] , "text" : "" }`, `{"content":[{"type":"text","text":""}]}`},
+		{"repeated, last wins", `{"text":"first","text":"last"}`, `{"content":[{"type":"text","text":"last"}]}`},
+		{"escaped name", `{"te\u0078t":"x"}`, `{"content":[{"type":"text","text":"x"}]}`},
+		{"missing", `{}`, refused},
+		{"null", `{"text":null}`, refused},
+		{"a number", `{"text":5}`, refused},
+		{"an object", `{"text":{"text":"x"}}`, refused},
+	}
+	client := demoSession(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := transport.Int64ID(int64(10 + i))
+			demoWrite(t, client, &transport.Request{
+				ID: id, Method: "tools/call",
+				Params: json.RawMessage(`{"name":"echo","arguments":` + tt.args + `}`),
+			})
+			resp, ok := demoRead(t, client).(*transport.Response)
+			require.True(t, ok)
+			assert.Equal(t, id, resp.ID)
+			require.Nil(t, resp.Error)
+			assert.JSONEq(t, tt.want, string(resp.Result))
+		})
+	}
+	// Arguments that are not an object (the server refuses those before
+	// the tool), or not JSON at all (no decoded message has them), are
+	// refused, not read past their end.
+	for _, args := range []string{`["text"]`, `"text"`, ``, `{"text`, `{"text":"x"`, `{"text":}`} {
+		_, err := echo(t.Context(), &server.CallToolRequest{Arguments: json.RawMessage(args)})
+		assert.EqualError(t, err, `echo needs {"text": string}`, "%q", args)
+	}
+}
+
 // The demo tools are listed, by name, countdown with its input schema.
 func TestDemoToolsListed(t *testing.T) {
 	client := demoSession(t)
