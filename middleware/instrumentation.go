@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -60,6 +61,11 @@ type Instrumentation struct {
 // then the application's own middleware, which server.WithMiddleware
 // appends after [Instrumentation.ServerOptions]. NewInstrumentation() with
 // no options gives a server Recover and nothing else.
+//
+// When tracing, metrics and logging are all on, the first three run as one
+// middleware, which records exactly what they do apart with one AfterDone
+// function and one closure per request, not three;
+// [Instrumentation.Middleware] returns it as one entry.
 func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 	cfg := newConfig(opts)
 	inst := &Instrumentation{}
@@ -71,14 +77,21 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 		inst.metrics = m
 	}
 	if cfg.provider != nil {
-		inst.chain = append(inst.chain, Tracing(opts...))
 		inst.calls = TracingCalls(opts...)
 	}
-	if inst.metrics != nil {
-		inst.chain = append(inst.chain, RecordMetrics(inst.metrics))
-	}
-	if cfg.logger != nil {
-		inst.chain = append(inst.chain, Logging(cfg.logger, opts...))
+	switch {
+	case cfg.provider != nil && inst.metrics != nil && cfg.logger != nil:
+		inst.chain = append(inst.chain, recordRequests(newServerSpanStarter(opts), inst.metrics, newRequestLogger(cfg.logger, opts)))
+	default:
+		if cfg.provider != nil {
+			inst.chain = append(inst.chain, Tracing(opts...))
+		}
+		if inst.metrics != nil {
+			inst.chain = append(inst.chain, RecordMetrics(inst.metrics))
+		}
+		if cfg.logger != nil {
+			inst.chain = append(inst.chain, Logging(cfg.logger, opts...))
+		}
 	}
 	if cfg.audit != nil {
 		inst.chain = append(inst.chain, Audit(cfg.audit, opts...))
@@ -103,6 +116,31 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 		inst.observer = server.Observers(obs...)
 	}
 	return inst, nil
+}
+
+// recordRequests is [Tracing], [RecordMetrics] and [Logging], in that
+// order, as one middleware: what each does on a request's way in, and one
+// AfterDone function that ends the span, records the metrics and writes
+// the log line, in that order too. The three apart cost a request three
+// closures to allocate (what each keeps until the outcome) and three
+// layers of the chain; together, one and one.
+func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger) server.Middleware {
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			ctx, span := st.start(ctx, req)
+			if req.IsNotification() { // traced only, as by the three apart
+				req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+				return next(ctx, req)
+			}
+			start, traceID := recordStart(ctx, m, req)
+			req.AfterDone(func(out server.Outcome) {
+				endServerSpan(span, req, out)
+				recordEnd(m, req, start, traceID, out)
+				l.log(ctx, req, out, start)
+			})
+			return next(ctx, req)
+		}
+	}
 }
 
 // ServerOptions returns the options that instrument a server, for

@@ -31,7 +31,7 @@ import (
 
 // TestNewInstrumentationSelects checks which middleware NewInstrumentation
 // chains for its options: Recover always, the others when their option is
-// set.
+// set, tracing, metrics and logging as one when all three are.
 func TestNewInstrumentationSelects(t *testing.T) {
 	t.Parallel()
 	tp := sdktrace.NewTracerProvider()
@@ -55,12 +55,16 @@ func TestNewInstrumentationSelects(t *testing.T) {
 		{name: "LimitFor", opts: func() []middleware.Option {
 			return []middleware.Option{middleware.WithLimitFor(func(string) int { return 1 })}
 		}, want: 2},
+		{name: "tracing and metrics", opts: func() []middleware.Option {
+			return []middleware.Option{middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry())}
+		}, want: 3},
+		// Tracing, metrics and logging together are one middleware.
 		{name: "all", opts: func() []middleware.Option {
 			return []middleware.Option{
 				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(discard),
 				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
 			}
-		}, want: 6},
+		}, want: 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,6 +244,99 @@ func TestInstrumentationOrder(t *testing.T) {
 			`tools/call panic Error "internal error" exception`,
 		}, ended)
 	})
+}
+
+// NewInstrumentation runs Tracing, RecordMetrics and Logging as one
+// middleware; what it records must be what the three apart record: the
+// same log lines, spans (names, attributes, status, events) and series,
+// for an answer, a tool error, a JSON-RPC error, a recovered panic, a
+// client cancel and a notification.
+func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
+	t.Parallel()
+	type records struct {
+		lines, spans []string
+		series       map[string]float64
+	}
+	run := func(t *testing.T, together bool) records {
+		var rec records
+		synctest.Test(t, func(t *testing.T) {
+			spans := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			logs := newCapture(slog.LevelDebug)
+			logger := slog.New(logs)
+			reg := prometheus.NewRegistry()
+			var opts []server.Option
+			var m *telemetry.Metrics
+			if together {
+				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithLogger(logger))
+				require.NoError(t, err)
+				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
+				opts, m = inst.ServerOptions(), inst.Metrics()
+			} else {
+				m = telemetry.NewMetrics()
+				reg.MustRegister(m)
+				opts = []server.Option{
+					server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp)), middleware.RecordMetrics(m),
+						middleware.Logging(logger), middleware.Recover(logger)),
+					server.WithObserver(middleware.MetricsObserver(m)),
+				}
+			}
+			srv := server.New(opts...)
+			addTools(t, srv)
+			r := (&rig{t: t, m: m, srv: srv}).start(nil)
+			r.Initialize("", nil)
+			synctest.Wait()
+			sid := sessionID(t, srv)
+			r.SendCallTool(2, "echo", nil)
+			r.RecvResponseTo(2)
+			r.SendCallTool(3, "fail", nil)
+			r.RecvResponseTo(3)
+			r.SendCallTool(4, "nope", nil)
+			r.RecvResponseTo(4)
+			r.SendCallTool(5, "panic", nil)
+			r.RecvResponseTo(5)
+			r.SendCallTool(6, "block", nil)
+			synctest.Wait()
+			r.Cancel(6, "changed my mind")
+			synctest.Wait()
+			r.close()
+
+			rec.lines = logs.lines(sid, "SID")
+			for i, l := range rec.lines {
+				if cut := strings.Index(l, " stack="); cut >= 0 {
+					rec.lines[i] = l[:cut] // the stack varies
+				}
+			}
+			for _, sp := range spans.Ended() {
+				line := fmt.Sprintf("%s %s %q", sp.Name(), sp.Status().Code, sp.Status().Description)
+				for _, a := range sp.Attributes() {
+					v := a.Value.Emit()
+					if a.Key == telemetry.MCPSessionIDKey {
+						v = "SID"
+					}
+					line += fmt.Sprintf(" %s=%s", a.Key, v)
+				}
+				for _, e := range sp.Events() {
+					line += " " + e.Name
+				}
+				rec.spans = append(rec.spans, line)
+			}
+			slices.Sort(rec.spans)
+			rec.series = series(t, m)
+			for k := range rec.series {
+				if strings.Contains(k, "_sum{") {
+					delete(rec.series, k) // durations: fake time, but the bucket counts say enough
+				}
+			}
+		})
+		return rec
+	}
+	apart, together := run(t, false), run(t, true)
+	require.Len(t, apart.lines, 7, "initialize, five calls, the panic's own line")
+	require.Len(t, apart.spans, 8, "initialize, five calls, two notifications (initialized, cancelled)")
+	assert.Equal(t, apart.lines, together.lines)
+	assert.Equal(t, apart.spans, together.spans)
+	assert.Equal(t, apart.series, together.series)
 }
 
 // TestInstrumentationOptions checks that WithMetricsOptions reaches the

@@ -90,48 +90,72 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 	if logger == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	level := newConfig(opts).logLevel
-	if level == nil {
-		level = DefaultLogLevel
-	}
-	// With the handler of LogHandler, the record is built with its ids
-	// already added: the same record, without copying it in Handle; when
-	// LogHandler wraps a TextLineHandler, it is handed the attributes in
-	// text, with no record at all.
-	lh, direct := logger.Handler().(logHandler)
-	var text TextLineHandler
-	var lines *sync.Pool // of *[]byte, the attributes of a line
-	if direct {
-		if text, _ = lh.next.(TextLineHandler); text != nil {
-			lines = &sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-		}
-	}
+	l := newRequestLogger(logger, opts)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.IsNotification() {
 				return next(ctx, req)
 			}
-			start := req.Received
-			if start.IsZero() {
-				start = time.Now()
-			}
-			req.AfterDone(func(out server.Outcome) {
-				level := level(req, out)
-				if !logger.Enabled(ctx, level) {
-					return
-				}
-				switch {
-				case text != nil:
-					logRequestText(ctx, text, lines, level, req, out, start)
-					return
-				case direct:
-					logRequestTo(ctx, lh, level, req, out, start)
-					return
-				}
-				logRequest(ctx, logger, level, req, out, out.EndTime().Sub(start))
-			})
+			start := requestStart(req)
+			req.AfterDone(func(out server.Outcome) { l.log(ctx, req, out, start) })
 			return next(ctx, req)
 		}
+	}
+}
+
+// requestStart is when req's duration starts: when the core read it, or
+// now for a request made without one.
+func requestStart(req *server.Request) time.Time {
+	if req.Received.IsZero() {
+		return time.Now()
+	}
+	return req.Received
+}
+
+// requestLogger writes the records of [Logging] with one logger.
+type requestLogger struct {
+	logger *slog.Logger
+	level  func(*server.Request, server.Outcome) slog.Level
+	// With the handler of LogHandler (direct), the record is built with
+	// its ids already added: the same record, without copying it in
+	// Handle; when LogHandler wraps a TextLineHandler, it is handed the
+	// attributes in text, with no record at all.
+	lh     logHandler
+	direct bool
+	text   TextLineHandler
+	lines  *sync.Pool // of *[]byte, the attributes of a line; with text
+}
+
+// newRequestLogger returns the requestLogger of logger, not nil, with
+// the level of opts ([WithLogLevel]).
+func newRequestLogger(logger *slog.Logger, opts []Option) *requestLogger {
+	l := &requestLogger{logger: logger, level: newConfig(opts).logLevel}
+	if l.level == nil {
+		l.level = DefaultLogLevel
+	}
+	l.lh, l.direct = logger.Handler().(logHandler)
+	if l.direct {
+		if l.text, _ = l.lh.next.(TextLineHandler); l.text != nil {
+			l.lines = &sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+		}
+	}
+	return l
+}
+
+// log writes the record of req, which ended with out and started at
+// start, with ctx, the context the chain gave the request.
+func (l *requestLogger) log(ctx context.Context, req *server.Request, out server.Outcome, start time.Time) {
+	level := l.level(req, out)
+	if !l.logger.Enabled(ctx, level) {
+		return
+	}
+	switch {
+	case l.text != nil:
+		logRequestText(ctx, l.text, l.lines, level, req, out, start)
+	case l.direct:
+		logRequestTo(ctx, l.lh, level, req, out, start)
+	default:
+		logRequest(ctx, l.logger, level, req, out, out.EndTime().Sub(start))
 	}
 }
 

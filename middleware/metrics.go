@@ -56,20 +56,24 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 			if req.IsNotification() {
 				return next(ctx, req)
 			}
-			start := req.Received
-			if start.IsZero() {
-				start = time.Now()
-			}
-			var traceID trace.TraceID // encoded only if it becomes an exemplar
-			if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-				traceID = sc.TraceID()
-			}
-			m.RequestStarted(req.Method)
+			start, traceID := recordStart(ctx, m, req)
 			// One allocation: the closure holds what it uses by value.
 			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
 			return next(ctx, req)
 		}
 	}
+}
+
+// recordStart records req, in ctx, as started in m, and returns when it
+// started and the trace id that may become the exemplar of its end (zero
+// when its span is not sampled).
+func recordStart(ctx context.Context, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
+	var traceID trace.TraceID // encoded only if it becomes an exemplar
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		traceID = sc.TraceID()
+	}
+	m.RequestStarted(req.Method)
+	return requestStart(req), traceID
 }
 
 // recordEnd records how req ended, in m.

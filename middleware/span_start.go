@@ -35,10 +35,12 @@ type spanStarter struct {
 	attrs  *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
 }
 
-func newSpanStarter(tracer trace.Tracer, prop propagation.TextMapPropagator) spanStarter {
+// newServerSpanStarter returns the spanStarter of [Tracing] with opts.
+func newServerSpanStarter(opts []Option) spanStarter {
+	cfg := newTracingConfig(opts)
 	return spanStarter{
-		tracer: tracer,
-		prop:   prop,
+		tracer: cfg.tracer(),
+		prop:   cfg.propagator,
 		starts: &spanStarts{},
 		attrs:  &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
 	}

@@ -84,9 +84,7 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // use. Add [TracingCalls] with the same options to trace the server's
 // requests to the client; [NewInstrumentation] does both.
 func Tracing(opts ...Option) server.Middleware {
-	cfg := newTracingConfig(opts)
-	tracer := cfg.tracer()
-	st := newSpanStarter(tracer, cfg.propagator)
+	st := newServerSpanStarter(opts)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req)
