@@ -123,7 +123,7 @@ type requestLogger struct {
 	lh     logHandler
 	direct bool
 	text   TextLineHandler
-	lines  *sync.Pool // of *[]byte, the attributes of a line; with text
+	lines  *sync.Pool // of *textFields, the attributes of a line; with text
 }
 
 // newRequestLogger returns the requestLogger of logger, not nil, with
@@ -136,7 +136,7 @@ func newRequestLogger(logger *slog.Logger, opts []Option) *requestLogger {
 	l.lh, l.direct = logger.Handler().(logHandler)
 	if l.direct {
 		if l.text, _ = l.lh.next.(TextLineHandler); l.text != nil {
-			l.lines = &sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+			l.lines = &sync.Pool{New: func() any { return &textFields{b: make([]byte, 0, 256)} }}
 		}
 	}
 	return l
@@ -202,12 +202,15 @@ type TextLineHandler interface {
 // logRequestText writes the record that logRequestTo would pass to h's
 // Handle through HandleTextLine: its fields written in text as they are
 // read (no slog.Attr is made), the trace ids straight from the span
-// context. lines holds the buffers.
+// context. lines holds the buffers, as *textFields.
 func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
-	bp := lines.Get().(*[]byte)
-	text := textFields{b: (*bp)[:0]}
-	requestFields(&text, req, out, now.Sub(start))
+	// The pool holds textFields, not their buffers: handed to requestFields
+	// as a fieldSink, a textFields made here would escape, an allocation
+	// per line.
+	text := lines.Get().(*textFields)
+	text.b = text.b[:0]
+	requestFields(text, req, out, now.Sub(start))
 	b := text.b
 	// As appendIDs, for a record that carries request_id and, in a
 	// session, session_id: the trace ids only.
@@ -220,8 +223,8 @@ func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, le
 	}
 	_ = h.HandleTextLine(ctx, now, level, "request", b) // as Logger.LogAttrs, which drops the error
 	if cap(b) <= 4<<10 {
-		*bp = b
-		lines.Put(bp)
+		text.b = b
+		lines.Put(text)
 	}
 }
 
