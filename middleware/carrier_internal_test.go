@@ -14,7 +14,9 @@ import (
 // client call's Meta holds; the _meta of a request is read-only.
 func TestCarriers(t *testing.T) {
 	t.Parallel()
-	meta := metaCarrier{"traceparent": json.RawMessage(`"00-abc-def-01"`), "n": json.RawMessage(`1`)}
+	m, ok := server.ParseRequestMeta(json.RawMessage(`{"traceparent":"00-abc-def-01","n":1}`))
+	assert.True(t, ok)
+	meta := metaCarrier{&m}
 	assert.Equal(t, "00-abc-def-01", meta.Get("traceparent"))
 	assert.Empty(t, meta.Get("n"), "not a string")
 	assert.Empty(t, meta.Get("missing"))

@@ -101,7 +101,7 @@ func (b *chaosBoard) expect(n int) <-chan struct{} {
 func (b *chaosBoard) middleware(next server.Handler) server.Handler {
 	return func(ctx context.Context, req *server.Request) (any, error) {
 		var key string
-		if raw, ok := req.Meta[chaosKeyMeta]; ok {
+		if raw, ok := req.Meta.Get(chaosKeyMeta); ok {
 			_ = json.Unmarshal(raw, &key)
 		}
 		req.OnDone(func(server.Outcome) {
@@ -184,7 +184,8 @@ func newChaosServer(t *testing.T) *chaosServer {
 	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(cs.board.middleware))...)
 	wait := func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		var key string
-		_ = json.Unmarshal(req.Request.Meta[chaosKeyMeta], &key)
+		raw, _ := req.Request.Meta.Get(chaosKeyMeta)
+		_ = json.Unmarshal(raw, &key)
 		cs.board.fire(cs.board.started, key)
 		<-ctx.Done()
 		return server.Text("too late"), nil

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"strings"
 	"sync"
@@ -57,8 +56,8 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 	if ambient.IsValid() && !ambient.Equal(trace.SpanContextFromContext(ctx)) {
 		pctx = trace.ContextWithSpanContext(ctx, ambient)
 	}
-	if !protocolMetaOnly(req.Meta) { // else nothing to extract: spare the propagators
-		pctx = s.prop.Extract(pctx, metaCarrier(req.Meta))
+	if !protocolMetaOnly(&req.Meta) { // else nothing to extract: spare the propagators
+		pctx = s.prop.Extract(pctx, metaCarrier{&req.Meta})
 		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
 		}
@@ -86,8 +85,8 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 // reads those, so extracting from such a _meta would only run every
 // propagator to find nothing. Any other key (traceparent, baggage, or a
 // custom propagator's) is extracted from.
-func protocolMetaOnly(meta map[string]json.RawMessage) bool {
-	for k := range meta {
+func protocolMetaOnly(meta *server.RequestMeta) bool {
+	for k := range meta.All() {
 		if k != protocol.MetaProgressToken && !strings.HasPrefix(k, protocol.MetaPrefix) {
 			return false
 		}

@@ -3,6 +3,7 @@ package middleware
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,14 +73,13 @@ func TestProtocolMetaOnly(t *testing.T) {
 		{meta: []string{"io.modelcontextprotocol"}, want: false},       // not under the prefix
 	}
 	for _, tt := range tests {
-		meta := map[string]json.RawMessage{}
-		for _, k := range tt.meta {
-			meta[k] = json.RawMessage(`"x"`)
+		members := make([]string, len(tt.meta))
+		for i, k := range tt.meta {
+			members[i] = strconv.Quote(k) + `:"x"`
 		}
-		if tt.meta == nil {
-			meta = nil
-		}
-		assert.Equal(t, tt.want, protocolMetaOnly(meta), "%v", tt.meta)
+		meta, ok := server.ParseRequestMeta(json.RawMessage(`{` + strings.Join(members, ",") + `}`))
+		assert.True(t, ok)
+		assert.Equal(t, tt.want, protocolMetaOnly(&meta), "%v", tt.meta)
 	}
 }
 

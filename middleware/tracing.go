@@ -180,10 +180,10 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 
 // metaCarrier reads propagation fields from a request's params._meta. Only
 // string values count. It is read-only.
-type metaCarrier map[string]json.RawMessage
+type metaCarrier struct{ meta *server.RequestMeta }
 
 func (m metaCarrier) Get(key string) string {
-	raw, ok := m[key]
+	raw, ok := m.meta.Get(key)
 	if !ok {
 		return ""
 	}
@@ -197,8 +197,8 @@ func (m metaCarrier) Get(key string) string {
 func (metaCarrier) Set(string, string) {}
 
 func (m metaCarrier) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	keys := make([]string, 0, m.meta.Len())
+	for k := range m.meta.All() {
 		keys = append(keys, k)
 	}
 	return keys

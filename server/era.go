@@ -75,7 +75,7 @@ type era interface {
 // session it arrived on.
 func (ss *Session) eraOf(req *Request, fresh bool, stateless *statelessEra) era {
 	if fresh {
-		if raw, ok := req.Meta[protocol.MetaProtocolVersion]; ok {
+		if raw, ok := req.Meta.Get(protocol.MetaProtocolVersion); ok {
 			if stateless == nil {
 				stateless = new(statelessEra)
 			}

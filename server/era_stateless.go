@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -50,12 +49,12 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		req.admitErr = err
 		return e
 	}
-	rawCaps, ok := req.Meta[protocol.MetaClientCapabilities]
+	rawCaps, ok := req.Meta.Get(protocol.MetaClientCapabilities)
 	if !ok || (!isEmptyObject(rawCaps) && json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil) {
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
 		return e
 	}
-	if rawInfo, ok := req.Meta[protocol.MetaClientInfo]; ok {
+	if rawInfo, ok := req.Meta.Get(protocol.MetaClientInfo); ok {
 		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
 	}
 	if slices.Contains(removedIn2026, req.Method) {
@@ -407,9 +406,7 @@ func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task)
 	r := *req
 	r.done = nil // the request's callbacks (and doneBuf) stay its own
 	r.call, r.callHeld = CallToolRequest{}, false
-	r.Meta = maps.Clone(req.Meta)
-	delete(r.Meta, protocol.MetaProgressToken)
-	delete(r.Meta, protocol.MetaLogLevel)
+	r.Meta = req.Meta.without(protocol.MetaProgressToken, protocol.MetaLogLevel)
 	base = context.WithValue(base, requestKey{}, &r)
 	return context.WithValue(base, progressKey{}, (*progressState)(nil))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,16 +158,27 @@ func TestReadMetaMatchesUnmarshal(t *testing.T) {
 		} {
 			var want map[string]json.RawMessage
 			require.NoError(t, json.Unmarshal([]byte(raw), &want), raw)
-			got, ok := readMeta(request(t, decode, raw))
-			require.True(t, ok, "%s %s", name, raw)
+			var meta RequestMeta
+			require.True(t, readMeta(request(t, decode, raw), &meta), "%s %s", name, raw)
+			got := maps.Collect(meta.All())
+			if len(want) == 0 {
+				want = nil // maps.Collect of no members
+				got = nil
+			}
 			require.Equal(t, want, got, "%s %s", name, raw)
+			assert.Equal(t, len(want), meta.Len(), "%s %s", name, raw)
 			for k, v := range got {
 				assert.Equal(t, len(v), cap(v), "value of %q has spare capacity", k)
+				g, ok := meta.Get(k)
+				assert.True(t, ok, "%s %s: Get(%q)", name, raw, k)
+				assert.Equal(t, v, g, "%s %s: Get(%q)", name, raw, k)
 			}
+			_, ok := meta.Get("absent")
+			assert.False(t, ok)
 		}
 		for _, raw := range []string{`"s"`, `[1]`, `1`} {
-			_, ok := readMeta(request(t, decode, raw))
-			assert.False(t, ok, "%s %s", name, raw)
+			var meta RequestMeta
+			assert.False(t, readMeta(request(t, decode, raw), &meta), "%s %s", name, raw)
 		}
 	}
 }

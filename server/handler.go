@@ -48,9 +48,9 @@ type Request struct {
 	// URI is the resource URI of resources/read, resources/subscribe and
 	// resources/unsubscribe; empty otherwise.
 	URI string
-	// Meta is the request's params._meta, by key, raw (progressToken,
-	// traceparent, ...); nil when absent.
-	Meta map[string]json.RawMessage
+	// Meta is the request's params._meta, by name, raw (progressToken,
+	// traceparent, ...): req.Meta.Get(name). Empty when absent.
+	Meta RequestMeta
 	// Protocol is the protocol version that governs the request: the
 	// session's negotiated version ("" before initialize), or for a
 	// stateless request the version in its _meta.

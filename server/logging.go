@@ -210,7 +210,7 @@ func perRequestLogLevel(req *Request) bool { return req.Protocol >= protocol.Ver
 // metaLogLevel reads req's _meta log level: sevOff when absent; ok is false
 // when present but not a LoggingLevel.
 func metaLogLevel(req *Request) (sev logSeverity, ok bool) {
-	raw, present := req.Meta[protocol.MetaLogLevel]
+	raw, present := req.Meta.Get(protocol.MetaLogLevel)
 	if !present {
 		return sevOff, true
 	}

@@ -55,7 +55,7 @@ func (s *Server) beginRequest(ctx context.Context, req *Request) (_ context.Cont
 	if err := checkLogLevelMeta(req); err != nil {
 		return ctx, release, err
 	}
-	raw, ok := req.Meta[protocol.MetaProgressToken]
+	raw, ok := req.Meta.Get(protocol.MetaProgressToken)
 	raw = bytes.TrimSpace(raw)
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return ctx, release, nil

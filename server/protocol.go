@@ -96,10 +96,11 @@ type cancelledParams struct {
 
 // readRequestParams reads the members of m's params the core needs for
 // every request, from the (already validated) object split in place
-// ([transport.Request.Members]) rather than decoded by reflection. ok is
-// false when params is not an object or a member has the wrong type (the
-// method's handler then reports it).
-func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
+// ([transport.Request.Members]) rather than decoded by reflection, _meta
+// into meta (in place: a RequestMeta is large). ok is false when params is
+// not an object or a member has the wrong type (the method's handler then
+// reports it); meta is then left empty.
+func readRequestParams(m *transport.Request, meta *RequestMeta) (p requestParams, ok bool) {
 	v, ok := m.Members() // shared with the transport, which may have split params already
 	if !ok {
 		return p, false
@@ -115,7 +116,8 @@ func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
 		}
 	}
 	if v.Meta != nil && string(v.Meta) != "null" {
-		if p.Meta, ok = readMeta(m); !ok {
+		if ok = readMeta(m, meta); !ok {
+			*meta = RequestMeta{}
 			return p, false
 		}
 	}
@@ -127,18 +129,16 @@ func readRequestParams(m *transport.Request) (p requestParams, ok bool) {
 }
 
 // readMeta reads m's params._meta, valid JSON as part of a decoded
-// message, as json.Unmarshal into a map[string]json.RawMessage would (the
-// last of a repeated key wins, an empty object gives an empty map), but
-// with the values aliasing Params and the usual keys not copied: no
-// allocation beyond the map. The members come from the decoder's pass
-// when it kept them (transport.Request.EachMeta). ok is false when _meta
-// is not an object.
-func readMeta(m *transport.Request) (meta map[string]json.RawMessage, ok bool) {
-	meta = make(map[string]json.RawMessage)
-	ok = m.EachMeta(func(key, val []byte) {
-		meta[metaKey(key)] = val[:len(val):len(val)]
+// message, into meta, as json.Unmarshal into a map[string]json.RawMessage
+// would read it (the last of a repeated name wins), but with the values
+// aliasing Params and the usual names not copied: no allocation for up to
+// heldMetaMembers members. The members come from the decoder's pass when
+// it kept them (transport.Request.EachMeta). ok is false when _meta is
+// not an object.
+func readMeta(m *transport.Request, meta *RequestMeta) (ok bool) {
+	return m.EachMeta(func(key, val []byte) {
+		meta.set(metaKey(key), val[:len(val):len(val)])
 	})
-	return meta, ok
 }
 
 // metaKey returns key as a string, the constant one for the keys most
@@ -166,12 +166,11 @@ func metaKey(key []byte) string {
 }
 
 // requestParams holds the members of params the core reads for every
-// request (filled by readRequestParams): the target's name or URI, _meta,
-// and the raw arguments and task of tools/call.
+// request (filled by readRequestParams): the target's name or URI and the
+// raw arguments and task of tools/call.
 type requestParams struct {
 	Name      string
 	URI       string
-	Meta      map[string]json.RawMessage
 	Arguments json.RawMessage
 	Task      json.RawMessage
 	// Round says params has a member of a retried round, inputResponses

@@ -22,7 +22,8 @@ func TestReadRequestParamsRound(t *testing.T) {
 		{`{"name":"echo","input\u0052esponses":{}}`, true},          // an escaped name, decoded
 		{`{}`, false},
 	} {
-		p, ok := readRequestParams(&transport.Request{Method: "tools/call", Params: []byte(c.params)})
+		var meta RequestMeta
+		p, ok := readRequestParams(&transport.Request{Method: "tools/call", Params: []byte(c.params)}, &meta)
 		if !ok {
 			t.Fatalf("%s: not read", c.params)
 		}

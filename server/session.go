@@ -627,9 +627,11 @@ func (ss *Session) newRequest(m *transport.Request) *Request {
 // initRequest fills req, a zero Request, for m; a stateless request's era
 // is held in stateless when it is not nil.
 func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *statelessEra) {
-	*req = Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, Received: time.Now()}
-	if p, ok := readRequestParams(m); ok {
-		req.Meta, req.parsed, req.args, req.task, req.round = p.Meta, true, p.Arguments, p.Task, p.Round
+	// Field by field: req is zero, and a Request literal would be built
+	// whole and copied.
+	req.ID, req.Method, req.Params, req.Session, req.Received = m.ID, m.Method, m.Params, ss, time.Now()
+	if p, ok := readRequestParams(m, &req.Meta); ok {
+		req.parsed, req.args, req.task, req.round = true, p.Arguments, p.Task, p.Round
 		switch m.Method {
 		case "tools/call", "prompts/get":
 			req.Name = p.Name

@@ -26,7 +26,8 @@ const (
 
 func metaString(req *server.Request, key string) string {
 	var s string
-	_ = json.Unmarshal(req.Meta[key], &s)
+	raw, _ := req.Meta.Get(key)
+	_ = json.Unmarshal(raw, &s)
 	return s
 }
 

@@ -161,7 +161,8 @@ func toolWithProgress(ctx context.Context, req *server.CallToolRequest) (*server
 			return nil, err
 		}
 	}
-	return server.Text(progressTokenText(req.Request.Meta["progressToken"])), nil
+	token, _ := req.Request.Meta.Get("progressToken")
+	return server.Text(progressTokenText(token)), nil
 }
 
 // progressTokenText renders a progress token as JavaScript's String() would:

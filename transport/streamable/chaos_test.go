@@ -517,7 +517,7 @@ func chaosNextEvent(br *bufio.Reader) (string, error) {
 // cause and returns a result the core must drop.
 func chaosBlock(started chan<- struct{}, causes chan<- error) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		if _, ok := req.Request.Meta["progressToken"]; ok {
+		if _, ok := req.Request.Meta.Get("progressToken"); ok {
 			if err := server.ReportProgress(ctx, 1, 0, "started"); err != nil {
 				return nil, err
 			}
