@@ -287,14 +287,15 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 			r.Initialize("", nil)
 			synctest.Wait()
 			sid := sessionID(t, srv)
-			r.SendCallTool(2, "echo", nil)
-			r.RecvResponseTo(2)
-			r.SendCallTool(3, "fail", nil)
-			r.RecvResponseTo(3)
-			r.SendCallTool(4, "nope", nil)
-			r.RecvResponseTo(4)
-			r.SendCallTool(5, "panic", nil)
-			r.RecvResponseTo(5)
+			// Each call's record is written after its answer: wait for it,
+			// for the records' order.
+			for id, tool := range []string{2: "echo", 3: "fail", 4: "nope", 5: "panic"} {
+				if tool != "" {
+					r.SendCallTool(int64(id), tool, nil)
+					r.RecvResponseTo(int64(id))
+					synctest.Wait()
+				}
+			}
 			r.SendCallTool(6, "block", nil)
 			synctest.Wait()
 			r.Cancel(6, "changed my mind")
