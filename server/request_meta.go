@@ -16,7 +16,7 @@ import (
 // It is read in place: the values alias the request's Params, and the
 // first members are held in the RequestMeta itself, so that a request's
 // _meta costs no map and no allocation (every 2026-07-28 request has
-// one). Use a *RequestMeta (req.Meta.Get): a RequestMeta is a few hundred
+// one). Use a *RequestMeta (req.Meta.Get): a RequestMeta is over a hundred
 // bytes.
 type RequestMeta struct {
 	held [heldMetaMembers]metaMember // the first members, in order

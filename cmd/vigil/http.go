@@ -206,9 +206,9 @@ func resourceURI(cfg config, addr net.Addr) string {
 // newHTTPServer returns the http.Server of h with vigil's connection
 // hygiene: headers within 10s, a request body within cfg.bodyReadTimeout
 // of the request's start (ReadTimeout), keep-alive connections closed
-// after cfg.httpIdleTimeout of idleness (0: never). There is no WriteTimeout, which would cut SSE
-// streams. With authorization, each connection remembers the last token
-// verified on it (auth.ConnContext).
+// after cfg.httpIdleTimeout of idleness (0: never). There is no
+// WriteTimeout, which would cut SSE streams. With authorization, each
+// connection remembers the last token verified on it (auth.ConnContext).
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
 	idle := cfg.httpIdleTimeout
 	if idle == 0 {
