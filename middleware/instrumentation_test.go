@@ -311,7 +311,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 			for _, sp := range spans.Ended() {
 				line := fmt.Sprintf("%s %s %q", sp.Name(), sp.Status().Code, sp.Status().Description)
 				for _, a := range sp.Attributes() {
-					v := a.Value.Emit()
+					v := a.Value.String()
 					if a.Key == telemetry.MCPSessionIDKey {
 						v = "SID"
 					}

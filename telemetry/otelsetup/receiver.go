@@ -80,14 +80,13 @@ func (r *ReceivedSpan) count(watched []attribute.Key, kvs []attribute.KeyValue) 
 	n, size, opaque := 0, int64(0), false
 	for j := range kvs {
 		kv := &kvs[j]
-		t := kv.Value.Type()
-		if len(kv.Key) == 0 || t == attribute.INVALID {
+		if len(kv.Key) == 0 {
 			continue // the SDK drops it (KeyValue.Valid)
 		}
 		n++
 		size += int64(len(kv.Key))
 		var str string
-		switch t {
+		switch kv.Value.Type() {
 		case attribute.STRING:
 			str = kv.Value.AsString()
 			size += int64(len(str))

@@ -250,6 +250,16 @@ func TestReceivedSpanAttributes(t *testing.T) {
 	assert.True(t, r.seen[1].AttrOpaque)
 	assert.True(t, r.seen[1].Counted, "started with no option")
 
+	// A key with an empty value is an attribute the SDK keeps: counted,
+	// and of a kind whose size is not counted.
+	_, empty := tp.Tracer("t").Start(t.Context(), "empty")
+	empty.SetAttributes(attribute.KeyValue{Key: "empty"})
+	empty.End()
+	require.Len(t, r.seen, 3)
+	assert.Len(t, r.seen[2].Span.Attributes(), 1)
+	assert.Equal(t, 1, r.seen[2].AttrCount)
+	assert.True(t, r.seen[2].AttrOpaque)
+
 	// Started with attributes, the span is not counted; with links or a
 	// new root, it is.
 	for _, c := range []struct {
