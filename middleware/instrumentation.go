@@ -39,6 +39,8 @@ type Instrumentation struct {
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
 //     [WithLimitWait]).
 //   - [WithObservers]: more observers next to the metrics observer.
+//   - [WithRequestRecorders]: functions called with each request's
+//     outcome, first in the chain.
 //   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
@@ -81,8 +83,11 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 	}
 	switch {
 	case cfg.provider != nil && inst.metrics != nil && cfg.logger != nil:
-		inst.chain = append(inst.chain, recordRequests(newServerSpanStarter(opts), inst.metrics, newRequestLogger(cfg.logger, opts)))
+		inst.chain = append(inst.chain, recordRequests(newServerSpanStarter(opts), inst.metrics, newRequestLogger(cfg.logger, opts), cfg.recorders))
 	default:
+		if len(cfg.recorders) > 0 {
+			inst.chain = append(inst.chain, recordOutcomes(cfg.recorders))
+		}
 		if cfg.provider != nil {
 			inst.chain = append(inst.chain, Tracing(opts...))
 		}
@@ -121,10 +126,11 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 // recordRequests is [Tracing], [RecordMetrics] and [Logging], in that
 // order, as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
-// the log line, in that order too. The three apart cost a request three
-// closures to allocate (what each keeps until the outcome) and three
-// layers of the chain; together, one and one.
-func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger) server.Middleware {
+// the log line, in that order too, then calls the recorders
+// ([WithRequestRecorders]). The three apart cost a request three closures
+// to allocate (what each keeps until the outcome) and three layers of the
+// chain; together, one and one.
+func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome)) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req)
@@ -137,7 +143,28 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger) serv
 				endServerSpan(span, req, out)
 				recordEnd(m, req, start, traceID, out)
 				l.log(ctx, req, out, start)
+				for _, f := range recorders {
+					f(req, out)
+				}
 			})
+			return next(ctx, req)
+		}
+	}
+}
+
+// recordOutcomes is the middleware of [WithRequestRecorders] when tracing,
+// metrics and logging are not all on: it calls them with each request's
+// outcome, from an AfterDone function of its own.
+func recordOutcomes(recorders []func(*server.Request, server.Outcome)) server.Middleware {
+	return func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			if !req.IsNotification() {
+				req.AfterDone(func(out server.Outcome) {
+					for _, f := range recorders {
+						f(req, out)
+					}
+				})
+			}
 			return next(ctx, req)
 		}
 	}

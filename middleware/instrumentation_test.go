@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -338,6 +339,53 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 	assert.Equal(t, apart.lines, together.lines)
 	assert.Equal(t, apart.spans, together.spans)
 	assert.Equal(t, apart.series, together.series)
+}
+
+// The functions of WithRequestRecorders see every request's outcome, the
+// ones the chain answers itself (a panic) too, and no notification's;
+// with tracing, metrics and logging on, from their AfterDone function,
+// with no layer of their own, and otherwise from a middleware first in
+// the chain.
+func TestInstrumentationRequestRecorders(t *testing.T) {
+	t.Parallel()
+	for _, all := range []bool{true, false} {
+		t.Run(fmt.Sprint("all=", all), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var seen []string
+				record := func(req *server.Request, out server.Outcome) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
+				}
+				opts := []middleware.Option{middleware.WithRequestRecorders(nil, record), middleware.WithTimeout(time.Second)}
+				wantLayers := 3 // the recorders, Recover, Timeout
+				if all {
+					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),
+						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(slog.New(slog.DiscardHandler)))
+					wantLayers = 3 // the three as one with the recorders, Recover, Timeout
+				}
+				inst, err := middleware.NewInstrumentation(opts...)
+				require.NoError(t, err)
+				assert.Len(t, inst.Middleware(), wantLayers)
+				srv := server.New(inst.ServerOptions()...)
+				addTools(t, srv)
+				r := (&rig{t: t, m: inst.Metrics(), srv: srv}).start(nil)
+				r.Initialize("", nil)
+				synctest.Wait()
+				r.SendCallTool(2, "echo", nil)
+				r.RecvResponseTo(2)
+				synctest.Wait()
+				r.SendCallTool(3, "panic", nil)
+				r.RecvResponseTo(3)
+				synctest.Wait()
+				r.close()
+				mu.Lock()
+				defer mu.Unlock()
+				assert.Equal(t, []string{"initialize  err=false", "tools/call echo err=false", "tools/call panic err=true"}, seen)
+			})
+		})
+	}
 }
 
 // TestInstrumentationOptions checks that WithMetricsOptions reaches the

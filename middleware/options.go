@@ -35,6 +35,7 @@ type config struct {
 	metricsOptions []telemetry.MetricsOption
 	logger         *slog.Logger
 	observers      []server.Observer
+	recorders      []func(*server.Request, server.Outcome)
 	timeout        time.Duration
 	limit          int
 	// Logging, NewInstrumentation.
@@ -171,6 +172,24 @@ func WithLimitWait(d time.Duration) Option {
 // it. Calling it again adds more; nil entries are skipped.
 func WithObservers(obs ...server.Observer) Option {
 	return optionFunc(func(c *config) { c.observers = append(c.observers, obs...) })
+}
+
+// WithRequestRecorders adds functions that [NewInstrumentation] calls with
+// each request's outcome (not a notification's): first in the chain, so
+// that they see the requests it refuses too (busy, timed out, panicked),
+// and from the same AfterDone function as the span's end, the metrics and
+// the log line, after them (with server.WithOutcomeBatches, in the
+// request's batch): no closure and no layer of the chain of their own.
+// They must not block, and must take the request's end from out.EndTime.
+// Calling it again adds more; nil entries are skipped.
+func WithRequestRecorders(fs ...func(*server.Request, server.Outcome)) Option {
+	return optionFunc(func(c *config) {
+		for _, f := range fs {
+			if f != nil {
+				c.recorders = append(c.recorders, f)
+			}
+		}
+	})
 }
 
 // WithAuditLog makes [NewInstrumentation] add [Audit] writing to w, right

@@ -38,6 +38,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
 		middleware.WithLimitWait(toolSlotWait),
 		middleware.WithObservers(events),
+		// The debug page's counts, first in the chain: they see every
+		// request, those the chain refuses too.
+		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
 		middleware.WithAuditLog(audit),
 	)
 	if err != nil {
@@ -48,13 +51,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err := in.pushed.Register(inst.Metrics()); err != nil {
 		return nil, nil, err
 	}
-	var opts []server.Option
-	if cfg.debug && !cfg.stdio {
-		// Outermost: the debug page's counts see every request, those
-		// the chain refuses too.
-		opts = append(opts, server.WithMiddleware(events.stats.Middleware()))
-	}
-	opts = append(opts, inst.ServerOptions()...)
+	opts := inst.ServerOptions()
 	opts = append(opts,
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
@@ -81,6 +78,15 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		return nil, nil, err
 	}
 	return srv, inst, nil
+}
+
+// statsRecorder returns what feeds the debug page's counts with each
+// request's outcome, or nil when there is no page (-debug=false, -stdio).
+func statsRecorder(cfg config, events *eventLog) func(*server.Request, server.Outcome) {
+	if !cfg.debug || cfg.stdio {
+		return nil
+	}
+	return events.stats.recordRequest
 }
 
 // serveStdio serves one session on standard input and output until the

@@ -88,6 +88,12 @@ func TestServiceZeroConfig(t *testing.T) {
 	} {
 		assert.Equal(t, v, span.Attributes[k], k)
 	}
+	// The call's counts on the page (the instrumentation's request
+	// recorder feeds them; the snapshot flushes the outcome batches).
+	echoRow := slices.IndexFunc(snap.Stats, func(r keyRow) bool { return r.Key == "tools/call echo" })
+	require.GreaterOrEqual(t, echoRow, 0, "tools/call echo among %v", snap.Stats)
+	assert.Equal(t, uint64(1), snap.Stats[echoRow].Total.Requests)
+	assert.Equal(t, uint64(1), snap.Stats[echoRow].Total.OK)
 	page := svcGet(t, hc, svc.base+"/debug/vigil", http.StatusOK)
 	assert.Contains(t, page, `<meta http-equiv="refresh" content="2">`)
 	assert.Contains(t, page, "tools/call echo")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"math"
 	"math/bits"
 	"sort"
@@ -178,21 +177,10 @@ func newKeyStats(key string) *keyStats {
 	return &keyStats{key: key, recent: statRing{width: statsKeySlot, buckets: make([]statBucket, statsKeySlots)}}
 }
 
-// Middleware returns the middleware that feeds s: once per request (not
-// notifications), when its outcome is sealed. Put it outermost, so that it
-// sees the requests that the chain refuses (busy, timeouts) too.
-func (s *requestStats) Middleware() server.Middleware {
-	return func(next server.Handler) server.Handler {
-		return func(ctx context.Context, req *server.Request) (any, error) {
-			if req.IsNotification() {
-				return next(ctx, req)
-			}
-			req.AfterDone(func(out server.Outcome) { s.recordRequest(req, out) })
-			return next(ctx, req)
-		}
-	}
-}
-
+// recordRequest counts req, a request (not a notification) that ended
+// with out: a recorder of the instrumentation
+// (middleware.WithRequestRecorders), which calls it for every request,
+// those the chain refuses (busy, timeouts) too.
 func (s *requestStats) recordRequest(req *server.Request, out server.Outcome) {
 	now := out.EndTime()
 	start := req.Received
