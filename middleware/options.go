@@ -175,13 +175,15 @@ func WithObservers(obs ...server.Observer) Option {
 }
 
 // WithRequestRecorders adds functions that [NewInstrumentation] calls with
-// each request's outcome (not a notification's): first in the chain, so
-// that they see the requests it refuses too (busy, timed out, panicked),
-// and from the same AfterDone function as the span's end, the metrics and
-// the log line, after them (with server.WithOutcomeBatches, in the
-// request's batch): no closure and no layer of the chain of their own.
-// They must not block, and must take the request's end from out.EndTime.
-// Calling it again adds more; nil entries are skipped.
+// each request's outcome (not a notification's), from the first
+// middleware of its chain, so that they see the requests the chain
+// refuses too (busy, timed out, panicked), in an AfterDone function (with
+// server.WithOutcomeBatches, in the request's batch). With tracing,
+// metrics and logging all on, it is theirs: the recorders run after the
+// span's end, the metrics and the log line, with no closure and no layer
+// of the chain of their own. They must not block, and must take the
+// request's end from out.EndTime. Calling it again adds more; nil entries
+// are skipped.
 func WithRequestRecorders(fs ...func(*server.Request, server.Outcome)) Option {
 	return optionFunc(func(c *config) {
 		for _, f := range fs {
