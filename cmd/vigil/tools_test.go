@@ -106,16 +106,7 @@ func TestCountdownArguments(t *testing.T) {
 	client := demoSession(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := transport.Int64ID(int64(10 + i))
-			demoWrite(t, client, &transport.Request{
-				ID: id, Method: "tools/call",
-				Params: json.RawMessage(`{"name":"countdown","arguments":` + tt.args + `}`),
-			})
-			resp, ok := demoRead(t, client).(*transport.Response)
-			require.True(t, ok)
-			assert.Equal(t, id, resp.ID)
-			require.Nil(t, resp.Error)
-			assert.JSONEq(t, tt.want, string(resp.Result))
+			assert.JSONEq(t, tt.want, string(demoCall(t, client, int64(10+i), "countdown", tt.args)))
 		})
 	}
 }
@@ -143,16 +134,7 @@ func TestEchoArguments(t *testing.T) {
 	client := demoSession(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := transport.Int64ID(int64(10 + i))
-			demoWrite(t, client, &transport.Request{
-				ID: id, Method: "tools/call",
-				Params: json.RawMessage(`{"name":"echo","arguments":` + tt.args + `}`),
-			})
-			resp, ok := demoRead(t, client).(*transport.Response)
-			require.True(t, ok)
-			assert.Equal(t, id, resp.ID)
-			require.Nil(t, resp.Error)
-			assert.JSONEq(t, tt.want, string(resp.Result))
+			assert.JSONEq(t, tt.want, string(demoCall(t, client, int64(10+i), "echo", tt.args)))
 		})
 	}
 	// Arguments that are not an object (the server refuses those before

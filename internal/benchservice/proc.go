@@ -24,23 +24,27 @@ func RSSOf(pid int) (int64, bool) {
 // ParseVMRSS returns the VmRSS of a /proc/<pid>/status file's contents in
 // bytes (the file gives kB); false if there is no such line.
 func ParseVMRSS(status []byte) (int64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, false
-		}
-		kb, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return kb << 10, true
+	f, ok := lineFields(status, "VmRSS:")
+	if !ok || len(f) != 2 || f[1] != "kB" {
+		return 0, false
 	}
-	return 0, false
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return kb << 10, true
+}
+
+// lineFields returns the fields after prefix on the first line of content
+// that starts with it; false if none does.
+func lineFields(content []byte, prefix string) ([]string, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(content))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return strings.Fields(rest), true
+		}
+	}
+	return nil, false
 }
 
 // ProcessCPU returns the CPU time, user and system, the calling process
@@ -72,21 +76,13 @@ func MachineSteal() (time.Duration, bool) {
 // eighth figure of its "cpu" line, in USER_HZ ticks (100 a second on
 // Linux); false if there is none.
 func ParseSteal(stat []byte) (time.Duration, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(stat))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "cpu ")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 8 {
-			return 0, false
-		}
-		ticks, err := strconv.ParseInt(f[7], 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return time.Duration(ticks) * (time.Second / 100), true
+	f, ok := lineFields(stat, "cpu ")
+	if !ok || len(f) < 8 {
+		return 0, false
 	}
-	return 0, false
+	ticks, err := strconv.ParseInt(f[7], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ticks) * (time.Second / 100), true
 }
