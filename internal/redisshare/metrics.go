@@ -30,7 +30,7 @@ type metrics struct {
 }
 
 var (
-	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen}
+	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen, streamable.RelayEndSeen}
 	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 )

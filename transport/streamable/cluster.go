@@ -40,9 +40,11 @@ type Cluster interface {
 	// Touch restarts the idle clock of a session's record: a record that
 	// is not touched for the idle timeout expires.
 	Touch(ctx context.Context, id string) error
-	// Delete removes a session's record and publishes a RelayEnd to the
-	// session's replicas.
-	Delete(ctx context.Context, id string) error
+	// Delete removes a session's record, publishes a RelayEnd to the
+	// session's replicas, and returns how many replicas other than this
+	// one were subscribed to the session then. Each of them answers with a
+	// RelayEndSeen once it dropped its view.
+	Delete(ctx context.Context, id string) (others int, err error)
 	// Publish sends r to every replica subscribed to the session, this
 	// one included (r.From tells them apart). A replica subscribed after
 	// Publish returned may miss it.
@@ -89,7 +91,7 @@ const (
 	RelayEvent
 	// RelayState carries the state a replica stored (Data).
 	RelayState
-	// RelayEnd says the session ended: deleted by its client, or expired.
+	// RelayEnd says the session ended: its client deleted it.
 	RelayEnd
 	// RelayForward carries a request forwarded to one replica (see
 	// Forwarder); Data is the implementation's.
@@ -102,6 +104,9 @@ const (
 	// RelayStateSeen says that its sender applied a state another replica
 	// stored: Data is the SHA-256 of the state.
 	RelayStateSeen
+	// RelayEndSeen says that its sender dropped its view of a session
+	// another replica deleted (RelayEnd). Data is empty.
+	RelayEndSeen
 )
 
 // String returns the kind's name, as metrics label it.
@@ -125,6 +130,8 @@ func (k RelayKind) String() string {
 		return "broadcast"
 	case RelayStateSeen:
 		return "state_seen"
+	case RelayEndSeen:
+		return "end_seen"
 	}
 	return "unknown"
 }

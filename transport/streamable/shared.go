@@ -63,7 +63,8 @@ type view struct {
 	fresh     bool                           // state came by relay after SharedState read it
 	relayed   bool                           // a state came by relay since the view followed the session
 	update    func(state []byte)             // the server's, once it serves the view
-	stateWait []*stateSeen                   // StoreStates waiting for the other replicas
+	stateWait []*seenWait                    // StoreStates waiting for the other replicas
+	endWait   []*seenWait                    // DELETEs waiting for the other replicas (shared_end.go)
 	ownStates map[[sha256.Size]byte]ownState // states stored here whose relay has not come back
 }
 
@@ -272,12 +273,6 @@ func (s *session) touchShared(ctx context.Context) {
 	}
 }
 
-// endShared ends a shared session everywhere: its record goes, and the
-// other replicas' views end.
-func (h *Endpoint) endShared(ctx context.Context, s *session) error {
-	return h.cfg.cluster.Delete(context.WithoutCancel(ctx), s.id)
-}
-
 // publish sends a relay of kind to the session's other replicas.
 func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) error {
 	v := s.view
@@ -341,12 +336,9 @@ func (s *session) relay(r Relay) {
 	case RelayStateSeen:
 		v.stateSeenBy(r.From, r.Data)
 	case RelayEnd:
-		s.h.mu.Lock()
-		if s.h.sessions[s.id] == s {
-			delete(s.h.sessions, s.id)
-		}
-		s.h.mu.Unlock()
-		s.terminate(errDeleted)
+		s.endRelayed() // shared_end.go
+	case RelayEndSeen:
+		v.endSeenBy(r.From)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"slices"
 	"time"
 )
 
@@ -34,11 +35,12 @@ type relayedKey struct{}
 // is logged, and the state holds everywhere else.
 const stateSeenWait = 2 * time.Second
 
-// stateSeen is a StoreState waiting for the replicas it reached to apply
-// its state.
-type stateSeen struct {
-	digest [sha256.Size]byte
-	need   int // replicas to hear from; -1 until the cluster said
+// seenWait is a StoreState waiting for the replicas it reached to apply
+// its state, or a DELETE waiting for them to drop their views
+// (shared_end.go).
+type seenWait struct {
+	digest [sha256.Size]byte // the state's; zero for a DELETE
+	need   int               // replicas to hear from; -1 until the cluster said
 	seen   map[string]bool
 	done   chan struct{}
 	closed bool
@@ -76,7 +78,7 @@ func (c sharedConn) SetStateUpdate(update func(state []byte)) {
 func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	v := c.view
 	w := v.awaitSeen(state)
-	defer v.dropSeen(w)
+	defer v.dropSeen(&v.stateWait, w)
 	v.mu.Lock()
 	if v.ownStates == nil {
 		v.ownStates = make(map[[sha256.Size]byte]ownState)
@@ -198,29 +200,32 @@ func (v *view) stateSeenBy(replica string, digest []byte) {
 
 // awaitSeen registers a StoreState of state before the cluster publishes
 // it: an answer may come before the cluster returns.
-func (v *view) awaitSeen(state []byte) *stateSeen {
-	w := &stateSeen{digest: sha256.Sum256(state), need: -1, seen: make(map[string]bool), done: make(chan struct{})}
+func (v *view) awaitSeen(state []byte) *seenWait {
+	w := newSeenWait(sha256.Sum256(state))
 	v.mu.Lock()
 	v.stateWait = append(v.stateWait, w)
 	v.mu.Unlock()
 	return w
 }
 
-// dropSeen ends the wait w.
-func (v *view) dropSeen(w *stateSeen) {
+// dropSeen ends the wait w, one of *waits.
+func (v *view) dropSeen(waits *[]*seenWait, w *seenWait) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for i, x := range v.stateWait {
-		if x == w {
-			v.stateWait = append(v.stateWait[:i], v.stateWait[i+1:]...)
-			break
-		}
+	if i := slices.Index(*waits, w); i >= 0 {
+		*waits = slices.Delete(*waits, i, i+1)
 	}
+}
+
+// newSeenWait returns a wait for answers about digest, before the cluster
+// said how many to wait for.
+func newSeenWait(digest [sha256.Size]byte) *seenWait {
+	return &seenWait{digest: digest, need: -1, seen: make(map[string]bool), done: make(chan struct{})}
 }
 
 // check ends the wait once every replica reached answered; under the
 // view's mu.
-func (w *stateSeen) check() {
+func (w *seenWait) check() {
 	if !w.closed && w.need >= 0 && len(w.seen) >= w.need {
 		w.closed = true
 		close(w.done)

@@ -31,6 +31,10 @@ func (c *stateCluster) StoreState(context.Context, string, []byte) (int, error) 
 	return c.others, nil
 }
 
+func (c *stateCluster) Delete(context.Context, string) (int, error) {
+	return c.others, nil
+}
+
 func (c *stateCluster) Publish(_ context.Context, _ string, r Relay) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,5 +171,56 @@ func TestOwnStateOutranksEarlierRelays(t *testing.T) {
 		time.Sleep(stateSeenWait + time.Millisecond) // its relay is lost
 		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`later`)})
 		assert.Equal(t, []string{"newer", "later"}, applied)
+	})
+}
+
+// TestDeleteWaitsForReplicas: a shared session's DELETE returns once every
+// replica the end reached answered that it dropped its view; without
+// answers it gives up after stateSeenWait and says so. A replica the end
+// reaches drops its view and answers.
+func TestDeleteWaitsForReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := &stateCluster{others: 2}
+		s := stateSession(c, &logs)
+		ctx := context.Background()
+
+		deleted := make(chan time.Duration, 1)
+		start := time.Now()
+		go func() {
+			_ = s.h.endShared(ctx, s)
+			deleted <- time.Since(start)
+		}()
+		synctest.Wait() // durably blocked: waiting for the replicas
+		s.relay(Relay{Kind: RelayEndSeen, From: "b"})
+		s.relay(Relay{Kind: RelayEndSeen, From: "b"}) // the same replica twice counts once
+		s.relay(Relay{Kind: RelayEndSeen, From: "a"}) // this replica's own does not count
+		synctest.Wait()
+		select {
+		case <-deleted:
+			t.Fatal("the DELETE returned before every replica answered")
+		default:
+		}
+		s.relay(Relay{Kind: RelayEndSeen, From: "c"})
+		assert.Zero(t, <-deleted, "returned as the last replica answered")
+		assert.Empty(t, logs.String())
+
+		start = time.Now()
+		require.NoError(t, s.h.endShared(ctx, s))
+		assert.Equal(t, stateSeenWait, time.Since(start), "no answer: it gives up after stateSeenWait")
+		assert.Contains(t, logs.String(), "did not confirm its end")
+		s.view.mu.Lock()
+		assert.Empty(t, s.view.endWait, "every wait was dropped")
+		s.view.mu.Unlock()
+
+		other := stateSession(c, &logs)
+		other.h.sessions = map[string]*session{other.id: other}
+		other.relay(Relay{Kind: RelayEnd, From: "b"})
+		assert.Empty(t, other.h.sessions, "the view is dropped")
+		require.ErrorIs(t, other.endErr, errDeleted)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		require.NotEmpty(t, c.published)
+		assert.Equal(t, Relay{Kind: RelayEndSeen, From: "a"}, c.published[len(c.published)-1], "and the end is answered")
 	})
 }

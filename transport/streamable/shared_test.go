@@ -144,18 +144,48 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 		if rs.cluster != nil {
 			assert.Equal(t, 0, rs.cluster.Sessions())
 		}
-		// The replica that got the DELETE refuses the session at once; the
-		// others once the end, relayed through the cluster, reaches them.
-		r := b.do(http.MethodPost, htCallBody("30", "echo", `{"text":"x"}`), htSession(sid))
-		htRPCError(t, r, http.StatusNotFound, -32600)
-		for _, e := range rs.envs {
-			require.Eventually(t, func() bool {
-				return e.do(http.MethodPost, htCallBody("31", "echo", `{"text":"x"}`), htSession(sid)).status == http.StatusNotFound
-			}, 10*time.Second, time.Millisecond, "every replica refuses the deleted session")
-			r := e.do(http.MethodPost, htCallBody("32", "echo", `{"text":"x"}`), htSession(sid))
+		// Every replica refuses the session at once: the DELETE was
+		// answered once the others had dropped their views.
+		for i, e := range []*htEnv{a, c, b} {
+			r := e.do(http.MethodPost, htCallBody("3"+string(rune('0'+i)), "echo", `{"text":"x"}`), htSession(sid))
 			htRPCError(t, r, http.StatusNotFound, -32600)
 		}
+		if rs.cluster != nil {
+			assert.Equal(t, 2, rs.cluster.Relayed(streamable.RelayEndSeen), "a and c answered the end")
+		}
 	})
+}
+
+// TestSharedDeleteReadYourWrites: a replica answers a DELETE only once
+// every other replica holding a view of the session dropped it, so that
+// the client's next request, wherever it lands, is refused. Here a's
+// relays are late: b holds its answer until they arrive.
+func TestSharedDeleteReadYourWrites(t *testing.T) {
+	rs := newSHReplicas(t, shMemory(), 2)
+	a, b := rs.envs[0], rs.envs[1]
+	sid := a.initialize(`{}`)
+	_, msgs := b.call(sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	require.Nil(t, msgs[0].Error, "b holds a view too")
+	held, release := rs.cluster.HoldRelays("a")
+	defer release()
+
+	deleted := make(chan htReply, 1)
+	go func() { deleted <- b.do(http.MethodDelete, "", htSession(sid)) }()
+	for rel := range held {
+		if rel.Kind == streamable.RelayEnd {
+			break
+		}
+	}
+	select {
+	case r := <-deleted:
+		t.Fatalf("b answered the DELETE (%d) before a dropped its view", r.status)
+	default:
+	}
+	release()
+	r := <-deleted
+	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+	r = a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
+	htRPCError(t, r, http.StatusNotFound, -32600)
 }
 
 // TestSharedElicitationAnsweredElsewhere: a handler on replica a asks the

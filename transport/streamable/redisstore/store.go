@@ -183,13 +183,20 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(streamable.RelayState)
 	}
-	others = n - 1
+	return s.othersOf(id, n-1), nil
+}
+
+// othersOf returns how many of the reached replicas a relay of the
+// session id reached are not this one: each Store has one subscribed
+// connection, so Redis counts replicas, this one among them when it
+// follows the session.
+func (s *Store) othersOf(id string, reached int) int {
 	s.mu.Lock()
 	if s.active[s.channel(id)] {
-		others--
+		reached--
 	}
 	s.mu.Unlock()
-	return max(others, 0), nil
+	return max(reached, 0)
 }
 
 // Touch restarts a session's idle clock.
@@ -205,21 +212,26 @@ func (s *Store) Touch(ctx context.Context, id string) (err error) {
 	return nil
 }
 
-// Delete removes a session's record and events and publishes its end.
-func (s *Store) Delete(ctx context.Context, id string) (err error) {
+// Delete removes a session's record and events, publishes its end, and
+// returns how many other replicas it reached (see StoreState).
+func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	defer s.observe("delete", time.Now(), &err)
 	if err := s.Forget(ctx, id); err != nil {
-		return err
+		return 0, err
 	}
+	var reached *redis.IntCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.recordKey(id))
-		p.Publish(ctx, s.channel(id), encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica}))
+		reached = p.Publish(ctx, s.channel(id), encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica}))
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("redisstore: delete session: %w", err)
+		return 0, fmt.Errorf("redisstore: delete session: %w", err)
 	}
-	return nil
+	if s.cfg.relayed != nil {
+		s.cfg.relayed(streamable.RelayEnd)
+	}
+	return s.othersOf(id, int(reached.Val())), nil
 }
 
 // Publish sends r to the session's replicas.

@@ -193,14 +193,21 @@ func (r *replica) StoreState(_ context.Context, id string, state []byte) (int, e
 	}
 	rec.State = append([]byte(nil), state...)
 	c.records[id] = rec
+	others := r.othersLocked(id)
+	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
+	return others, nil
+}
+
+// othersLocked returns how many replicas other than r follow the session
+// id; under c.mu.
+func (r *replica) othersLocked(id string) int {
 	others := make(map[string]bool)
-	for sub := range c.subs[id] {
+	for sub := range r.c.subs[id] {
 		if sub.replica != r.name {
 			others[sub.replica] = true
 		}
 	}
-	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
-	return len(others), nil
+	return len(others)
 }
 
 func (r *replica) Touch(_ context.Context, id string) error {
@@ -216,16 +223,17 @@ func (r *replica) Touch(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *replica) Delete(ctx context.Context, id string) error {
+func (r *replica) Delete(_ context.Context, id string) (int, error) {
 	c := r.c
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.down {
-		c.mu.Unlock()
-		return errDown
+		return 0, errDown
 	}
 	delete(c.records, id)
-	c.mu.Unlock()
-	return r.Publish(ctx, id, streamable.Relay{Kind: streamable.RelayEnd, From: r.name})
+	others := r.othersLocked(id)
+	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayEnd, From: r.name})
+	return others, nil
 }
 
 func (r *replica) Publish(_ context.Context, id string, rel streamable.Relay) error {

@@ -1,0 +1,73 @@
+package streamable
+
+import (
+	"context"
+	"crypto/sha256"
+	"time"
+)
+
+// Deleting a shared session is read-your-writes too: when a replica
+// answers the client's DELETE, every other replica that held a view of the
+// session has dropped it, so that the client's next request naming the
+// session is refused (404) wherever the load balancer sends it, and not
+// served by a replica the end has not reached yet. The deleting replica
+// removes the record and publishes the end (Cluster.Delete says how many
+// other replicas it reached); each of them drops its view and answers with
+// a RelayEndSeen; the DELETE waits for those answers, up to stateSeenWait.
+// A replica without a view loads the record, which is gone.
+
+// endShared ends a shared session everywhere: its record goes, and it
+// returns once every other replica's view of it ended, or after
+// stateSeenWait (logged), or when ctx is done.
+func (h *Endpoint) endShared(ctx context.Context, s *session) error {
+	v := s.view
+	w := newSeenWait([sha256.Size]byte{})
+	v.mu.Lock()
+	v.endWait = append(v.endWait, w) // before Delete: an answer may come before it returns
+	v.mu.Unlock()
+	defer v.dropSeen(&v.endWait, w)
+	others, err := v.cluster.Delete(context.WithoutCancel(ctx), s.id)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	w.need = others
+	w.check()
+	v.mu.Unlock()
+	timer := time.NewTimer(stateSeenWait)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+	case <-timer.C:
+		v.mu.Lock()
+		got := len(w.seen)
+		v.mu.Unlock()
+		h.cfg.logger.Warn("streamable: replicas of a deleted shared session did not confirm its end in time; they may serve it a little longer",
+			"session", s.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// endRelayed ends this replica's view of a session another replica
+// deleted, and tells the other replicas so.
+func (s *session) endRelayed() {
+	h := s.h
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id) // from now on the id is loaded, and found gone
+	}
+	h.mu.Unlock()
+	s.terminate(errDeleted)
+	_ = s.publish(context.Background(), RelayEndSeen, nil)
+}
+
+// endSeenBy records that replica dropped its view of the session.
+func (v *view) endSeenBy(replica string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, w := range v.endWait {
+		w.seen[replica] = true
+		w.check()
+	}
+}
