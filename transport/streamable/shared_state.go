@@ -31,8 +31,9 @@ import (
 type relayedKey struct{}
 
 // stateSeenWait bounds how long StoreState waits for the other replicas
-// to apply a state; one that does not answer in time (stalled, or leaving)
-// is logged, and the state holds everywhere else.
+// to apply a state, and a DELETE for them to drop their views
+// (shared_end.go); one that does not answer in time (stalled, or leaving)
+// is logged, and the state (or the end) holds everywhere else.
 const stateSeenWait = 2 * time.Second
 
 // seenWait is a StoreState waiting for the replicas it reached to apply
