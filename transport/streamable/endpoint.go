@@ -401,7 +401,9 @@ func (h *Endpoint) lookup(id string, r *http.Request) (*session, protocol.Reject
 		if !s.whenReady(r) { // shared.go
 			return nil, protocol.RejectOther, http.StatusServiceUnavailable
 		}
-		s.touchShared(r.Context())
+		if !s.touchShared(r.Context()) {
+			return nil, protocol.RejectUnknownSession, http.StatusNotFound
+		}
 	}
 	return s, 0, 0
 }

@@ -259,18 +259,28 @@ func (s *session) busy() bool {
 }
 
 // touchShared restarts the idle clock of the session's record, at most
-// once a tenth of the idle timeout.
-func (s *session) touchShared(ctx context.Context) {
+// once a tenth of the idle timeout, and reports whether the record is
+// still there. When the cluster says it is gone (the session was deleted
+// while this replica missed the end's relay, its subscription down, or
+// it expired), the view ends here too (shared_end.go).
+func (s *session) touchShared(ctx context.Context) bool {
 	v := s.view
 	d := s.h.cfg.idleTimeout / 10
 	now := time.Now().UnixNano()
 	last := v.touched.Load()
 	if d <= 0 || now-last < int64(d) || !v.touched.CompareAndSwap(last, now) {
-		return
+		return true
 	}
-	if err := v.cluster.Touch(context.WithoutCancel(ctx), s.id); err != nil {
+	err := v.cluster.Touch(context.WithoutCancel(ctx), s.id)
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		s.h.cfg.logger.Info("streamable: a shared session's record is gone; its view here ends", "session", s.id)
+		s.endView(errSessionGone)
+		return false
+	case err != nil:
 		s.h.cfg.logger.Warn("streamable: cannot renew a shared session", "session", s.id, "error", err)
 	}
+	return true
 }
 
 // publish sends a relay of kind to the session's other replicas.

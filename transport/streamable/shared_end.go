@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"time"
 )
 
@@ -14,7 +15,10 @@ import (
 // removes the record and publishes the end (Cluster.Delete says how many
 // other replicas it reached); each of them drops its view and answers with
 // a RelayEndSeen; the DELETE waits for those answers, up to stateSeenWait.
-// A replica without a view loads the record, which is gone.
+// A replica without a view loads the record, which is gone. One whose
+// subscription was down when the end was published (Redis did not count
+// it) finds the record gone at its next renewal (touchShared), at most a
+// tenth of the idle timeout later, and ends its view then.
 
 // endShared ends a shared session everywhere: its record goes, and it
 // returns once every other replica's view of it ended, or after
@@ -52,15 +56,23 @@ func (h *Endpoint) endShared(ctx context.Context, s *session) error {
 // endRelayed ends this replica's view of a session another replica
 // deleted, and tells the other replicas so.
 func (s *session) endRelayed() {
+	s.endView(errDeleted)
+	_ = s.publish(context.Background(), RelayEndSeen, nil)
+}
+
+// endView ends this replica's view of a session that ended with err
+// elsewhere: from now on its id is loaded, and found gone.
+func (s *session) endView(err error) {
 	h := s.h
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
-		delete(h.sessions, s.id) // from now on the id is loaded, and found gone
+		delete(h.sessions, s.id)
 	}
 	h.mu.Unlock()
-	s.terminate(errDeleted)
-	_ = s.publish(context.Background(), RelayEndSeen, nil)
+	s.terminate(err)
 }
+
+var errSessionGone = errors.New("streamable: the shared session's record is gone (deleted or expired)")
 
 // endSeenBy records that replica dropped its view of the session.
 func (v *view) endSeenBy(replica string) {

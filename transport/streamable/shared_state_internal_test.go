@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // stateCluster is a Cluster whose StoreState reaches others replicas,
@@ -19,7 +25,9 @@ import (
 // records the relays.
 type stateCluster struct {
 	Cluster
-	others int
+	others   int
+	touchErr error // what Touch returns
+	touches  int
 
 	mu        sync.Mutex
 	published []Relay
@@ -33,6 +41,13 @@ func (c *stateCluster) StoreState(context.Context, string, []byte) (int, error) 
 
 func (c *stateCluster) Delete(context.Context, string) (int, error) {
 	return c.others, nil
+}
+
+func (c *stateCluster) Touch(context.Context, string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.touches++
+	return c.touchErr
 }
 
 func (c *stateCluster) Publish(_ context.Context, _ string, r Relay) error {
@@ -222,5 +237,42 @@ func TestDeleteWaitsForReplicas(t *testing.T) {
 		defer c.mu.Unlock()
 		require.NotEmpty(t, c.published)
 		assert.Equal(t, Relay{Kind: RelayEndSeen, From: "a"}, c.published[len(c.published)-1], "and the end is answered")
+	})
+}
+
+// TestRenewalFindsRecordGone: a view whose renewal finds the session's
+// record gone (deleted while this replica missed the end's relay, or
+// expired) ends, and the request that looked the session up is refused
+// with 404; a renewal that fails otherwise keeps the view, and none is
+// tried within a tenth of the idle timeout of the last.
+func TestRenewalFindsRecordGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		c := &stateCluster{touchErr: fmt.Errorf("streamabletest: %w", ErrUnknownSession)}
+		s := stateSession(c, &logs)
+		s.h.cfg.idleTimeout = 10 * time.Second
+		s.h.sessions = map[string]*session{s.id: s}
+		close(s.view.ready)
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+
+		got, _, _ := s.h.lookup(s.id, r)
+		assert.Same(t, s, got, "renewed less than a second ago: not asked")
+		assert.Zero(t, c.touches)
+
+		time.Sleep(time.Second)
+		c.touchErr = errors.New("connection refused")
+		got, _, _ = s.h.lookup(s.id, r)
+		assert.Same(t, s, got, "the cluster cannot tell: the view stays")
+		assert.Equal(t, 1, c.touches)
+		assert.Contains(t, logs.String(), "cannot renew")
+
+		time.Sleep(time.Second)
+		c.touchErr = fmt.Errorf("streamabletest: %w", ErrUnknownSession)
+		got, why, status := s.h.lookup(s.id, r)
+		assert.Nil(t, got)
+		assert.Equal(t, protocol.RejectUnknownSession, why)
+		assert.Equal(t, http.StatusNotFound, status)
+		assert.Empty(t, s.h.sessions, "the view is dropped")
+		require.ErrorIs(t, s.endErr, errSessionGone)
 	})
 }
