@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -255,4 +256,53 @@ func TestLoggingSubject(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With tracing, metrics and logging as one (NewInstrumentation), which
+// reads the principal and the span's context once for all three, the log
+// line of an authorized request carries its subject and the ids of its
+// span, and the span its user.
+func TestInstrumentationSubjectAndTraceIDs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		var out lockedBuffer
+		inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithLogger(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
+		require.NoError(t, err)
+		srv := server.New(inst.ServerOptions()...)
+		addTools(t, srv)
+		r := (&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil)
+		r.Initialize("", nil)
+		r.SendCallTool(2, "echo", nil)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.close()
+
+		var line string
+		for l := range strings.SplitSeq(out.String(), "\n") {
+			if strings.Contains(l, "tool=echo") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, out.String())
+		assert.Contains(t, line, " subject=alice ")
+		var span sdktrace.ReadOnlySpan
+		for _, s := range spans.Ended() {
+			if strings.HasPrefix(s.Name(), "tools/call") {
+				span = s
+			}
+		}
+		require.NotNil(t, span)
+		sc := span.SpanContext()
+		assert.Contains(t, line, " trace_id="+sc.TraceID().String()+" span_id="+sc.SpanID().String())
+		var user string
+		for _, a := range span.Attributes() {
+			if a.Key == "user.id" {
+				user = a.Value.AsString()
+			}
+		}
+		assert.Equal(t, "alice", user)
+	})
 }

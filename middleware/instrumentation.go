@@ -133,16 +133,19 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome)) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			ctx, span := st.start(ctx, req)
+			// Read once for the span, the exemplar and the log line.
+			scope := requestScope{principal: principalOf(req)}
+			ctx, span := st.start(ctx, req, scope.principal)
 			if req.IsNotification() { // traced only, as by the three apart
 				req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 				return next(ctx, req)
 			}
-			start, traceID := recordStart(ctx, m, req)
+			scope.span = span.SpanContext()
+			start, traceID := recordStart(scope.span, m, req)
 			req.AfterDone(func(out server.Outcome) {
 				endServerSpan(span, req, out)
 				recordEnd(m, req, start, traceID, out)
-				l.log(ctx, req, out, start)
+				l.log(ctx, &scope, req, out, start)
 				for _, f := range recorders {
 					f(req, out)
 				}

@@ -97,7 +97,7 @@ func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
 				return next(ctx, req)
 			}
 			start := requestStart(req)
-			req.AfterDone(func(out server.Outcome) { l.log(ctx, req, out, start) })
+			req.AfterDone(func(out server.Outcome) { l.log(ctx, nil, req, out, start) })
 			return next(ctx, req)
 		}
 	}
@@ -143,26 +143,30 @@ func newRequestLogger(logger *slog.Logger, opts []Option) *requestLogger {
 }
 
 // log writes the record of req, which ended with out and started at
-// start, with ctx, the context the chain gave the request.
-func (l *requestLogger) log(ctx context.Context, req *server.Request, out server.Outcome, start time.Time) {
+// start, with ctx, the context the chain gave the request; scope is what
+// the caller read of ctx already, nil when it read nothing.
+func (l *requestLogger) log(ctx context.Context, scope *requestScope, req *server.Request, out server.Outcome, start time.Time) {
 	level := l.level(req, out)
 	if !l.logger.Enabled(ctx, level) {
 		return
 	}
+	if scope == nil {
+		scope = &requestScope{principal: principalOf(req), span: trace.SpanContextFromContext(ctx)}
+	}
 	switch {
 	case l.text != nil:
-		logRequestText(ctx, l.text, l.lines, level, req, out, start)
+		logRequestText(ctx, scope, l.text, l.lines, level, req, out, start)
 	case l.direct:
-		logRequestTo(ctx, l.lh, level, req, out, start)
+		logRequestTo(ctx, scope.principal, l.lh, level, req, out, start)
 	default:
-		logRequest(ctx, l.logger, level, req, out, out.EndTime().Sub(start))
+		logRequest(ctx, scope.principal, l.logger, level, req, out, out.EndTime().Sub(start))
 	}
 }
 
 // logRequest logs the record of [Logging] through logger.
-func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
+func logRequest(ctx context.Context, p *auth.Principal, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
 	var buf [11]slog.Attr
-	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, out, d)...)
+	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, p, out, d)...)
 }
 
 // logRequestTo writes the record that logRequest would pass to h, as
@@ -171,11 +175,11 @@ func logRequest(ctx context.Context, logger *slog.Logger, level slog.Level, req 
 // record has no pc: its source would be this function, for every request,
 // which tells a reader nothing (and finding it costs more than formatting
 // the line's duration). The caller has checked that h is enabled at level.
-func logRequestTo(ctx context.Context, h logHandler, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
+func logRequestTo(ctx context.Context, p *auth.Principal, h logHandler, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
 	r := slog.NewRecord(now, level, "request", 0)
 	var buf [15]slog.Attr
-	attrs := requestAttrs(buf[:0], req, out, now.Sub(start))
+	attrs := requestAttrs(buf[:0], req, p, out, now.Sub(start))
 	// The record carries request_id, and session_id for a request in a
 	// session: what logHandler.Handle would find with recordHas.
 	attrs = appendIDs(ctx, attrs, req.InSession(), true)
@@ -202,19 +206,19 @@ type TextLineHandler interface {
 // logRequestText writes the record that logRequestTo would pass to h's
 // Handle through HandleTextLine: its fields written in text as they are
 // read (no slog.Attr is made), the trace ids straight from the span
-// context. lines holds the buffers, as *textFields.
-func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
+// context scope holds. lines holds the buffers, as *textFields.
+func logRequestText(ctx context.Context, scope *requestScope, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
 	// The pool holds textFields, not their buffers: handed to requestFields
 	// as a fieldSink, a textFields made here would escape, an allocation
 	// per line.
 	text := lines.Get().(*textFields)
 	text.b = text.b[:0]
-	requestFields(text, req, out, now.Sub(start))
+	requestFields(text, req, scope.principal, out, now.Sub(start))
 	b := text.b
 	// As appendIDs, for a record that carries request_id and, in a
 	// session, session_id: the trace ids only.
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := scope.span; sc.IsValid() {
 		tid, sid := sc.TraceID(), sc.SpanID()
 		b = append(b, " "+LogTraceID+"="...)
 		b = hex.AppendEncode(b, tid[:])
@@ -228,10 +232,11 @@ func logRequestText(ctx context.Context, h TextLineHandler, lines *sync.Pool, le
 	}
 }
 
-// requestAttrs appends the attributes of the record of [Logging] to attrs.
-func requestAttrs(attrs []slog.Attr, req *server.Request, out server.Outcome, d time.Duration) []slog.Attr {
+// requestAttrs appends the attributes of the record of [Logging] to attrs;
+// p is req's principal, nil without one.
+func requestAttrs(attrs []slog.Attr, req *server.Request, p *auth.Principal, out server.Outcome, d time.Duration) []slog.Attr {
 	f := attrFields{attrs: attrs}
-	requestFields(&f, req, out, d)
+	requestFields(&f, req, p, out, d)
 	return f.attrs
 }
 
@@ -247,8 +252,9 @@ type fieldSink interface {
 
 // requestFields hands the fields of the record of [Logging] to f, in
 // order: the one definition of the record, which requestAttrs makes
-// attributes of and logRequestText writes in text.
-func requestFields(f fieldSink, req *server.Request, out server.Outcome, d time.Duration) {
+// attributes of and logRequestText writes in text. p is req's principal,
+// nil without one.
+func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out server.Outcome, d time.Duration) {
 	f.str(LogMethod, req.Method)
 	switch req.Method {
 	case "tools/call":
@@ -260,7 +266,7 @@ func requestFields(f fieldSink, req *server.Request, out server.Outcome, d time.
 	if req.InSession() {
 		f.str(LogSessionID, req.Session.ID())
 	}
-	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+	if p != nil {
 		f.str(LogSubject, p.Subject)
 	}
 	f.dur(LogDuration, d)

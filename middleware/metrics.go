@@ -56,7 +56,7 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 			if req.IsNotification() {
 				return next(ctx, req)
 			}
-			start, traceID := recordStart(ctx, m, req)
+			start, traceID := recordStart(trace.SpanContextFromContext(ctx), m, req)
 			// One allocation: the closure holds what it uses by value.
 			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
 			return next(ctx, req)
@@ -67,9 +67,9 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 // recordStart records req, in ctx, as started in m, and returns when it
 // started and the trace id that may become the exemplar of its end (zero
 // when its span is not sampled).
-func recordStart(ctx context.Context, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
+func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
 	var traceID trace.TraceID // encoded only if it becomes an exemplar
-	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+	if sc.IsSampled() {
 		traceID = sc.TraceID()
 	}
 	m.RequestStarted(req.Method)

@@ -45,7 +45,9 @@ func newServerSpanStarter(opts []Option) spanStarter {
 	}
 }
 
-func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Context, trace.Span) {
+// start starts req's span in ctx; principal is req's (principalOf), nil
+// without one.
+func (s spanStarter) start(ctx context.Context, req *server.Request, principal *auth.Principal) (context.Context, trace.Span) {
 	st := s.starts.get(req)
 	opts := st.opts
 	pctx := ctx
@@ -69,7 +71,7 @@ func (s spanStarter) start(ctx context.Context, req *server.Request) (context.Co
 		attrs = append(attrs, st.attrs...)
 		// The transport is read from ctx: the same value as in sctx, one
 		// context (the span's) closer.
-		attrs = recordedAttributes(ctx, req, attrs)
+		attrs = recordedAttributes(ctx, req, principal, attrs)
 		span.SetAttributes(attrs...) // copied by the span
 		clear(attrs)
 		*buf = attrs
@@ -95,8 +97,9 @@ func protocolMetaOnly(meta *server.RequestMeta) bool {
 }
 
 // recordedAttributes appends the attributes of req's span that depend on
-// more than its method and target to attrs.
-func recordedAttributes(ctx context.Context, req *server.Request, attrs []attribute.KeyValue) []attribute.KeyValue {
+// more than its method and target to attrs; p is req's principal, nil
+// without one.
+func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Principal, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if !req.IsNotification() {
 		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
 	}
@@ -109,7 +112,7 @@ func recordedAttributes(ctx context.Context, req *server.Request, attrs []attrib
 	if req.URI != "" {
 		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
 	}
-	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+	if p != nil {
 		attrs = append(attrs, semconv.UserID(p.Subject))
 		if p.ClientID != "" {
 			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))

@@ -87,7 +87,7 @@ func Tracing(opts ...Option) server.Middleware {
 	st := newServerSpanStarter(opts)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			ctx, span := st.start(ctx, req)
+			ctx, span := st.start(ctx, req, principalOf(req))
 			// One allocation: the closure holds span and req by value.
 			req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 			return next(ctx, req)
