@@ -145,6 +145,7 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, reco
 			req.AfterDone(func(out server.Outcome) {
 				endServerSpan(span, req, out)
 				recordEnd(m, req, start, traceID, out)
+				scope := scope // a copy on this goroutine's stack, the closure's by value
 				l.log(ctx, &scope, req, out, start)
 				for _, f := range recorders {
 					f(req, out)
