@@ -64,9 +64,9 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 	}
 }
 
-// recordStart records req, in ctx, as started in m, and returns when it
-// started and the trace id that may become the exemplar of its end (zero
-// when its span is not sampled).
+// recordStart records req as started in m, and returns when it started and
+// the trace id of sc, its span's context, that may become the exemplar of
+// its end (zero when the span is not sampled).
 func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
 	var traceID trace.TraceID // encoded only if it becomes an exemplar
 	if sc.IsSampled() {
