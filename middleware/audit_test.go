@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -183,31 +184,15 @@ func TestTracingPrincipalAttributes(t *testing.T) {
 				if tt.p != nil {
 					ctx = auth.ContextWithPrincipal(ctx, tt.p)
 				}
-				r := newRig(t, []server.Middleware{middleware.Tracing(middleware.WithTracerProvider(tp))}).startCtx(ctx, nil)
-				r.Initialize("", nil)
-				r.SendCallTool(2, "echo", nil)
-				require.Nil(t, r.RecvResponseTo(2).Error)
-				synctest.Wait()
-				r.close()
-				var found bool
-				for _, s := range rec.Ended() {
-					if s.Name() != "tools/call echo" {
-						continue
-					}
-					found = true
-					attrs := map[string]string{}
-					for _, kv := range s.Attributes() {
-						attrs[string(kv.Key)] = kv.Value.String()
-					}
-					if tt.p != nil {
-						assert.Equal(t, "alice", attrs["user.id"])
-						assert.Equal(t, "claude-desktop", attrs["vigil.oauth.client_id"])
-					} else {
-						assert.NotContains(t, attrs, "user.id")
-						assert.NotContains(t, attrs, "vigil.oauth.client_id")
-					}
+				newRig(t, []server.Middleware{middleware.Tracing(middleware.WithTracerProvider(tp))}).startCtx(ctx, nil).callEcho()
+				_, attrs := echoSpan(t, rec)
+				if tt.p != nil {
+					assert.Equal(t, "alice", attrs["user.id"])
+					assert.Equal(t, "claude-desktop", attrs["vigil.oauth.client_id"])
+				} else {
+					assert.NotContains(t, attrs, "user.id")
+					assert.NotContains(t, attrs, "vigil.oauth.client_id")
 				}
-				require.True(t, found)
 			})
 		})
 	}
@@ -235,19 +220,8 @@ func TestLoggingSubject(t *testing.T) {
 				if tt.p != nil {
 					ctx = auth.ContextWithPrincipal(ctx, tt.p)
 				}
-				r := newRig(t, []server.Middleware{middleware.Logging(slog.New(tt.handler(&out)))}).startCtx(ctx, nil)
-				r.Initialize("", nil)
-				r.SendCallTool(2, "echo", nil)
-				require.Nil(t, r.RecvResponseTo(2).Error)
-				synctest.Wait()
-				r.close()
-				var line string
-				for l := range strings.SplitSeq(out.String(), "\n") {
-					if strings.Contains(l, "tool=echo") {
-						line = l
-					}
-				}
-				require.NotEmpty(t, line, out.String())
+				newRig(t, []server.Middleware{middleware.Logging(slog.New(tt.handler(&out)))}).startCtx(ctx, nil).callEcho()
+				line := echoLine(t, out.String())
 				if tt.p != nil {
 					assert.Contains(t, line, " subject=alice ")
 				} else {
@@ -273,36 +247,52 @@ func TestInstrumentationSubjectAndTraceIDs(t *testing.T) {
 		require.NoError(t, err)
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
-		r := (&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil)
-		r.Initialize("", nil)
-		r.SendCallTool(2, "echo", nil)
-		require.Nil(t, r.RecvResponseTo(2).Error)
-		synctest.Wait()
-		r.close()
+		(&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil).callEcho()
 
-		var line string
-		for l := range strings.SplitSeq(out.String(), "\n") {
-			if strings.Contains(l, "tool=echo") {
-				line = l
-			}
-		}
-		require.NotEmpty(t, line, out.String())
+		line := echoLine(t, out.String())
 		assert.Contains(t, line, " subject=alice ")
-		var span sdktrace.ReadOnlySpan
-		for _, s := range spans.Ended() {
-			if strings.HasPrefix(s.Name(), "tools/call") {
-				span = s
-			}
-		}
-		require.NotNil(t, span)
-		sc := span.SpanContext()
+		sc, attrs := echoSpan(t, spans)
 		assert.Contains(t, line, " trace_id="+sc.TraceID().String()+" span_id="+sc.SpanID().String())
-		var user string
-		for _, a := range span.Attributes() {
-			if a.Key == "user.id" {
-				user = a.Value.AsString()
-			}
-		}
-		assert.Equal(t, "alice", user)
+		assert.Equal(t, "alice", attrs["user.id"])
 	})
+}
+
+// callEcho initializes r's session, calls echo once and closes r, once
+// the call's records are written. Call it inside a synctest bubble.
+func (r *rig) callEcho() {
+	r.Initialize("", nil)
+	r.SendCallTool(2, "echo", nil)
+	require.Nil(r.t, r.RecvResponseTo(2).Error)
+	synctest.Wait()
+	r.close()
+}
+
+// echoLine returns the log line of the echo call in out.
+func echoLine(t *testing.T, out string) string {
+	t.Helper()
+	var line string
+	for l := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(l, "tool=echo") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, out)
+	return line
+}
+
+// echoSpan returns the context and attributes of the echo call's span
+// among rec's.
+func echoSpan(t *testing.T, rec *tracetest.SpanRecorder) (trace.SpanContext, map[string]string) {
+	t.Helper()
+	for _, s := range rec.Ended() {
+		if s.Name() == "tools/call echo" {
+			attrs := map[string]string{}
+			for _, kv := range s.Attributes() {
+				attrs[string(kv.Key)] = kv.Value.String()
+			}
+			return s.SpanContext(), attrs
+		}
+	}
+	require.FailNow(t, "no span of the echo call")
+	return trace.SpanContext{}, nil
 }

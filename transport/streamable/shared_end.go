@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"time"
 )
 
 // Deleting a shared session is read-your-writes too: when a replica
@@ -25,30 +24,15 @@ import (
 // stateSeenWait (logged), or when ctx is done.
 func (h *Endpoint) endShared(ctx context.Context, s *session) error {
 	v := s.view
-	w := newSeenWait([sha256.Size]byte{})
-	v.mu.Lock()
-	v.endWait = append(v.endWait, w) // before Delete: an answer may come before it returns
-	v.mu.Unlock()
+	w := v.awaitSeen(&v.endWait, [sha256.Size]byte{})
 	defer v.dropSeen(&v.endWait, w)
 	others, err := v.cluster.Delete(context.WithoutCancel(ctx), s.id)
 	if err != nil {
 		return err
 	}
-	v.mu.Lock()
-	w.need = others
-	w.check()
-	v.mu.Unlock()
-	timer := time.NewTimer(stateSeenWait)
-	defer timer.Stop()
-	select {
-	case <-w.done:
-	case <-timer.C:
-		v.mu.Lock()
-		got := len(w.seen)
-		v.mu.Unlock()
+	if late, got := v.waitSeen(ctx, w, others, nil); late {
 		h.cfg.logger.Warn("streamable: replicas of a deleted shared session did not confirm its end in time; they may serve it a little longer",
 			"session", s.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
-	case <-ctx.Done():
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func (c sharedConn) SetStateUpdate(update func(state []byte)) {
 // stateSeenWait.
 func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	v := c.view
-	w := v.awaitSeen(state)
+	w := v.awaitSeen(&v.stateWait, sha256.Sum256(state))
 	defer v.dropSeen(&v.stateWait, w)
 	v.mu.Lock()
 	if v.ownStates == nil {
@@ -94,24 +94,13 @@ func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	}
 	v.mu.Lock()
 	v.state = bytes.Clone(state)
-	w.need = others
-	w.check()
 	v.mu.Unlock()
 	if ctx.Value(relayedKey{}) != nil {
 		return nil
 	}
-	timer := time.NewTimer(stateSeenWait)
-	defer timer.Stop()
-	select {
-	case <-w.done:
-	case <-timer.C:
-		v.mu.Lock()
-		got := len(w.seen)
-		v.mu.Unlock()
+	if late, got := v.waitSeen(ctx, w, others, c.done); late {
 		c.h.cfg.logger.Warn("streamable: replicas of a shared session did not confirm its new state in time; they may serve the old one",
 			"session", c.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
-	case <-ctx.Done():
-	case <-c.done:
 	}
 	return nil
 }
@@ -199,14 +188,38 @@ func (v *view) stateSeenBy(replica string, digest []byte) {
 	}
 }
 
-// awaitSeen registers a StoreState of state before the cluster publishes
-// it: an answer may come before the cluster returns.
-func (v *view) awaitSeen(state []byte) *seenWait {
-	w := newSeenWait(sha256.Sum256(state))
+// awaitSeen registers, in *waits, a wait for the other replicas' answers
+// about digest, before the cluster publishes what they answer: an answer
+// may come before the cluster returns.
+func (v *view) awaitSeen(waits *[]*seenWait, digest [sha256.Size]byte) *seenWait {
+	w := &seenWait{digest: digest, need: -1, seen: make(map[string]bool), done: make(chan struct{})}
 	v.mu.Lock()
-	v.stateWait = append(v.stateWait, w)
+	*waits = append(*waits, w)
 	v.mu.Unlock()
 	return w
+}
+
+// waitSeen waits for need replicas to answer w (need is what the cluster
+// said it reached), up to stateSeenWait, or until ctx or stop is done. late
+// reports that it gave up after stateSeenWait, answered how many had
+// answered then.
+func (v *view) waitSeen(ctx context.Context, w *seenWait, need int, stop <-chan struct{}) (late bool, answered int) {
+	v.mu.Lock()
+	w.need = need
+	w.check()
+	v.mu.Unlock()
+	timer := time.NewTimer(stateSeenWait)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+	case <-timer.C:
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return true, len(w.seen)
+	case <-ctx.Done():
+	case <-stop:
+	}
+	return false, 0
 }
 
 // dropSeen ends the wait w, one of *waits.
@@ -216,12 +229,6 @@ func (v *view) dropSeen(waits *[]*seenWait, w *seenWait) {
 	if i := slices.Index(*waits, w); i >= 0 {
 		*waits = slices.Delete(*waits, i, i+1)
 	}
-}
-
-// newSeenWait returns a wait for answers about digest, before the cluster
-// said how many to wait for.
-func newSeenWait(digest [sha256.Size]byte) *seenWait {
-	return &seenWait{digest: digest, need: -1, seen: make(map[string]bool), done: make(chan struct{})}
 }
 
 // check ends the wait once every replica reached answered; under the

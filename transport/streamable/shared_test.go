@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -161,6 +160,19 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 // the client's next request, wherever it lands, is refused. Here a's
 // relays are late: b holds its answer until they arrive.
 func TestSharedDeleteReadYourWrites(t *testing.T) {
+	a, sid, r := shAnsweredAfterRelay(t, http.MethodDelete, "", streamable.RelayEnd)
+	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
+	r = a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
+	htRPCError(t, r, http.StatusNotFound, -32600)
+}
+
+// shAnsweredAfterRelay starts replicas a and b of a session that both hold
+// a view of, posts method and body for the session to b while a's relays
+// are held back, and fails unless b's answer waits for a relay of kind to
+// reach a; then it lets a's relays go, and returns a, the session and b's
+// answer.
+func shAnsweredAfterRelay(t *testing.T, method, body string, kind streamable.RelayKind) (*htEnv, string, htReply) {
+	t.Helper()
 	rs := newSHReplicas(t, shMemory(), 2)
 	a, b := rs.envs[0], rs.envs[1]
 	sid := a.initialize(`{}`)
@@ -169,23 +181,20 @@ func TestSharedDeleteReadYourWrites(t *testing.T) {
 	held, release := rs.cluster.HoldRelays("a")
 	defer release()
 
-	deleted := make(chan htReply, 1)
-	go func() { deleted <- b.do(http.MethodDelete, "", htSession(sid)) }()
+	answered := make(chan htReply, 1)
+	go func() { answered <- b.do(method, body, htSession(sid)) }()
 	for rel := range held {
-		if rel.Kind == streamable.RelayEnd {
+		if rel.Kind == kind {
 			break
 		}
 	}
 	select {
-	case r := <-deleted:
-		t.Fatalf("b answered the DELETE (%d) before a dropped its view", r.status)
+	case r := <-answered:
+		t.Fatalf("b answered (%d) before a's relays came", r.status)
 	default:
 	}
 	release()
-	r := <-deleted
-	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
-	r = a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
-	htRPCError(t, r, http.StatusNotFound, -32600)
+	return a, sid, <-answered
 }
 
 // TestSharedElicitationAnsweredElsewhere: a handler on replica a asks the
@@ -335,36 +344,9 @@ func TestSharedStateFollows(t *testing.T) {
 // lands, sees the change. Here a's relays are late: b holds its answer
 // until they arrive.
 func TestSharedStateReadYourWrites(t *testing.T) {
-	rs := newSHReplicas(t, shMemory(), 2)
-	a, b := rs.envs[0], rs.envs[1]
-	sid := a.initialize(`{}`)
-	_, msgs := b.call(sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	require.Nil(t, msgs[0].Error, "b holds a view too")
-	held, release := rs.cluster.HoldRelays("a")
-	defer release()
-
-	answered := make(chan error, 1)
-	go func() {
-		resp, err := b.client.Do(b.request(t.Context(), http.MethodPost,
-			`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, htSession(sid)))
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}
-		answered <- err
-	}()
-	for rel := range held {
-		if rel.Kind == streamable.RelayState {
-			break
-		}
-	}
-	select {
-	case err := <-answered:
-		t.Fatalf("b answered (err %v) before a applied the state", err)
-	default:
-	}
-	release()
-	require.NoError(t, <-answered)
+	a, sid, r := shAnsweredAfterRelay(t, http.MethodPost,
+		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, streamable.RelayState)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var subs []string
 	for _, ss := range a.srv.Sessions() {
 		if ss.ID() == sid {
