@@ -47,7 +47,9 @@ func ExampleWithRequestRecorders() {
 		_, _ = client.Read(context.Background())
 	}
 	_ = client.Close()
-	<-served // every request's outcome is recorded by now
+	if err := <-served; err != nil { // every request's outcome is recorded by now
+		fmt.Println(err)
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
