@@ -301,6 +301,7 @@ func (f *attrFields) str(key, value string) { f.attrs = append(f.attrs, slog.Str
 func (f *attrFields) id(key string, id transport.ID) {
 	f.attrs = append(f.attrs, slog.String(key, id.String()))
 }
+
 func (f *attrFields) dur(key string, d time.Duration) {
 	f.attrs = append(f.attrs, slog.Duration(key, d))
 }

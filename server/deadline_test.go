@@ -61,7 +61,7 @@ func TestSetDeadline(t *testing.T) {
 		assert.True(t, got.hasDL)
 		assert.Equal(t, t0.Add(2*time.Second), got.deadline)
 		assert.Equal(t, 2*time.Second, got.at)
-		assert.ErrorIs(t, got.err, context.DeadlineExceeded)
+		require.ErrorIs(t, got.err, context.DeadlineExceeded)
 		assert.Same(t, server.ErrHandlerTimeout, got.cause)
 
 		// The session goes on; a request in time is answered as usual, and
@@ -77,7 +77,7 @@ func TestSetDeadline(t *testing.T) {
 		require.Nil(t, resp.Error)
 		got = <-seen
 		assert.Equal(t, t0.Add(2*time.Second), got.deadline)
-		assert.NoError(t, got.err)
+		require.NoError(t, got.err)
 		h.obs.mu.Lock()
 		assert.Empty(t, h.obs.cancelled)
 		h.obs.mu.Unlock()
@@ -107,10 +107,11 @@ func TestSetDeadlineClientCancelFirst(t *testing.T) {
 		h.SendCallTool(2, "block", nil)
 		time.Sleep(time.Second)
 		h.Notify("notifications/cancelled", map[string]any{"requestId": 2})
-		assert.ErrorIs(t, <-causes, server.ErrClientCancel)
+		require.ErrorIs(t, <-causes, server.ErrClientCancel)
 		synctest.Wait()
 		h.obs.mu.Lock()
-		assert.ErrorIs(t, h.obs.cancelled["2"], server.ErrClientCancel)
+		reported := h.obs.cancelled["2"]
 		h.obs.mu.Unlock()
+		require.ErrorIs(t, reported, server.ErrClientCancel)
 	})
 }

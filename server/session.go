@@ -496,7 +496,7 @@ func (ss *Session) stop(readErr error) error {
 	// ErrTransportClose is neither; a stateless request's session ends
 	// so, and errors.Is on the two-error chain costs it three walks.
 	inner := cause
-	if cause == error(&ss.closeErr) {
+	if cause == error(&ss.closeErr) { //nolint:errorlint // identity: the cause is this session's own closeErr, not one wrapping it
 		inner = readErr
 	}
 	switch {

@@ -102,6 +102,6 @@ func TestSessionShards(t *testing.T) {
 	default:
 	}
 	srv.untrack(sessions[len(sessions)-1])
-	assert.NoError(t, <-done)
+	require.NoError(t, <-done)
 	assert.Empty(t, srv.Sessions())
 }

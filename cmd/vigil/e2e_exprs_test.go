@@ -602,8 +602,10 @@ func namesSharedModeMetric(q string) bool {
 // sharedModeMetric reports whether name is one of the metrics vigil exposes
 // only with -redis.
 func sharedModeMetric(name string) bool {
-	for _, m := range []string{redisshare.MetricRedisOperationDuration, redisshare.MetricRedisErrors,
-		redisshare.MetricRelays, redisshare.MetricRedisUp, redisshare.MetricRequestsLost} {
+	for _, m := range []string{
+		redisshare.MetricRedisOperationDuration, redisshare.MetricRedisErrors,
+		redisshare.MetricRelays, redisshare.MetricRedisUp, redisshare.MetricRequestsLost,
+	} {
 		if name == m || strings.HasPrefix(name, m+"_") {
 			return true
 		}

@@ -182,12 +182,16 @@ func pollPeer(what string, timeout time.Duration, p *peerProcess, f func() error
 			select {
 			case werr := <-p.exited:
 				p.exited <- werr
-				return fmt.Errorf("%s: %s %w: %v (last error: %v)", what, p.name, errPeerExited, werr, err)
+				status := "exit status 0"
+				if werr != nil {
+					status = werr.Error()
+				}
+				return fmt.Errorf("%s: %s %w: %s (last error: %w)", what, p.name, errPeerExited, status, err)
 			default:
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %v: %v", what, timeout, err)
+			return fmt.Errorf("%s: not within %v: %w", what, timeout, err)
 		}
 		time.Sleep(interval)
 	}

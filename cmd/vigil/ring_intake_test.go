@@ -76,7 +76,7 @@ func TestSpanRingIntakeUnderContention(t *testing.T) {
 	close(readers)
 	rwg.Wait()
 
-	assert.Equal(t, goroutines*perGoroutine, len(ring.list(traceFilter{Class: classRecent})), "traces stored")
+	assert.Len(t, ring.list(traceFilter{Class: classRecent}), goroutines*perGoroutine, "traces stored")
 	assert.Nil(t, ring.intake.Load(), "spans left on the intake after a reader")
 	checkRing(t, ring)
 }

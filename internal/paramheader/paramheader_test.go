@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
@@ -74,7 +75,7 @@ func TestCarrier(t *testing.T) {
 	boom := errors.New("boom")
 	cancel(boom)
 	<-fired
-	assert.ErrorIs(t, c.Err(), context.Canceled)
+	require.ErrorIs(t, c.Err(), context.Canceled)
 	assert.Equal(t, boom, context.Cause(c))
 	assert.NoError(t, detached.Err(), "WithoutCancel still detaches")
 }

@@ -232,7 +232,7 @@ func (c *spanContext) Value(key any) any {
 func (s *receivedSpan) End(opts ...trace.SpanEndOption) {
 	if v := recover(); v != nil {
 		defer panic(v)
-		s.Span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(
+		s.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(
 			semconv.ExceptionType(typeName(v)),
 			semconv.ExceptionMessage(fmt.Sprint(v)),
 		))

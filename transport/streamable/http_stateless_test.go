@@ -346,6 +346,6 @@ func TestHTTPStatelessDeadline(t *testing.T) {
 	assert.Equal(t, int64(-32001), msg.Error.Code)
 	s := <-got
 	assert.True(t, s.hasDL)
-	assert.ErrorIs(t, s.err, context.DeadlineExceeded)
+	require.ErrorIs(t, s.err, context.DeadlineExceeded)
 	assert.Same(t, server.ErrHandlerTimeout, s.cause)
 }

@@ -99,18 +99,15 @@ func TestSharedTaskElsewhere(t *testing.T) {
 		}
 		assert.Equal(t, "working", get(b.env, 2).Status, "tasks/get on b, forwarded to a")
 
-		result := make(chan []htMsg, 1)
+		result := make(chan htReply, 1)
 		go func() {
-			resp := b.env.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":%q}}`, id), htSession(sid))
-			if resp.status != http.StatusOK {
-				result <- nil
-				return
-			}
-			result <- resp.messages(t)
+			result <- b.env.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":%q}}`, id), htSession(sid))
 		}()
 		close(release)
 		assert.Equal(t, "released", <-a.ended)
-		msgs = <-result
+		resp := <-result
+		require.Equal(t, http.StatusOK, resp.status, "tasks/result on b")
+		msgs = resp.messages(t)
 		require.NotEmpty(t, msgs, "tasks/result on b, forwarded to a")
 		last := msgs[len(msgs)-1]
 		require.Nil(t, last.Error, "%s", last.Error)

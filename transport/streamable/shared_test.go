@@ -256,7 +256,7 @@ func sharedCancelAndDelete(t *testing.T, rs *shReplicas) {
 	r := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`, htSession(sid))
 	require.Equal(t, http.StatusAccepted, r.status)
 	cause := <-rs.blocker.cause
-	assert.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
+	require.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
 	<-done
 
 	go func() {

@@ -138,10 +138,10 @@ func start(t testing.TB, bin string, upstreams []string) (p *Proxy, taken bool, 
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
-		case <-exited:
+		case <-exited: //nolint:errcheck // stopped by us: how it exited does not matter
 		case <-time.After(5 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed by us
 		}
 	})
 	if err := p.wait(cmd.Process.Pid, exited); err != nil {
@@ -159,7 +159,7 @@ func (p *Proxy) wait(pid int, exited <-chan error) error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited: %v", err)
+			return fmt.Errorf("exited: %w", err)
 		default:
 		}
 		written, _ := os.ReadFile(filepath.Join(p.dir, "nginx.pid"))

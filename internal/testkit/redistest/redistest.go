@@ -85,7 +85,7 @@ func (s *Server) start() error {
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("exited before answering: %v", err)
+			return fmt.Errorf("exited before answering: %w", err)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -100,7 +100,7 @@ func (s *Server) start() error {
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed by us: the error returned says why
 			return fmt.Errorf("no PONG within 10s: %w", err)
 		}
 		time.Sleep(10 * time.Millisecond) // waiting for a process to listen: no event to wait on
@@ -108,7 +108,10 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	s.cmd = cmd
 	s.mu.Unlock()
-	go func() { <-exited; s.exited(cmd) }()
+	go func() {
+		<-exited //nolint:errcheck // the server's end is what matters, not its exit status
+		s.exited(cmd)
+	}()
 	return nil
 }
 

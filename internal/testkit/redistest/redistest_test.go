@@ -24,7 +24,7 @@ func TestStartStopRestart(t *testing.T) {
 	s.Stop()
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	assert.Error(t, c.Ping(short).Err(), "stopped: no answer")
+	require.Error(t, c.Ping(short).Err(), "stopped: no answer")
 
 	s.Restart()
 	require.NoError(t, c.Ping(ctx).Err(), "restarted on the same port")
