@@ -1,6 +1,8 @@
 package benchservice_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,65 @@ func TestMedian(t *testing.T) {
 	assert.Equal(t, []float64{3, 1, 2}, xs)
 	assert.InDelta(t, 2.5, benchservice.Median([]float64{4, 1, 3, 2}), 0)
 	assert.InDelta(t, 0.0, benchservice.Median(nil), 0)
+}
+
+// TestMedianInterval checks the order statistics the interval takes for a
+// few counts (x(4) and x(12) of 15, x(14) and x(27) of 40 at 95%), the
+// counts too small for a confidence, and that the input stays as it was.
+func TestMedianInterval(t *testing.T) {
+	t.Parallel()
+	ranks := func(n int) []float64 { // n, n-1, ..., 1: unsorted on purpose
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(n - i)
+		}
+		return xs
+	}
+	for _, tc := range []struct {
+		n      int
+		conf   float64
+		lo, hi float64
+		ok     bool
+	}{
+		{n: 0, conf: 0.95},
+		{n: 5, conf: 0.95}, // even min-max covers only 1-2/32 < 95%
+		{n: 6, conf: 0.95, lo: 1, hi: 6, ok: true},
+		{n: 15, conf: 0.95, lo: 4, hi: 12, ok: true},
+		{n: 15, conf: 0.5, lo: 6, hi: 10, ok: true},
+		{n: 40, conf: 0.95, lo: 14, hi: 27, ok: true},
+		{n: 15, conf: 0},
+		{n: 15, conf: 1},
+	} {
+		xs := ranks(tc.n)
+		lo, hi, ok := benchservice.MedianInterval(xs, tc.conf)
+		assert.Equal(t, tc.ok, ok, "n=%d conf=%v", tc.n, tc.conf)
+		assert.InDelta(t, tc.lo, lo, 0, "n=%d conf=%v", tc.n, tc.conf)
+		assert.InDelta(t, tc.hi, hi, 0, "n=%d conf=%v", tc.n, tc.conf)
+		assert.Equal(t, ranks(tc.n), xs, "input modified")
+	}
+}
+
+// TestMedianIntervalCovers draws samples of 15 from a skewed distribution
+// whose median is known (exponential: ln 2) and checks that the 95%
+// interval covers it about as often as it promises (96.5% for 15), not
+// much more (an interval too wide) nor less.
+func TestMedianIntervalCovers(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const trials = 4000
+	covered := 0
+	for range trials {
+		xs := make([]float64, 15)
+		for i := range xs {
+			xs[i] = rng.ExpFloat64()
+		}
+		lo, hi, ok := benchservice.MedianInterval(xs, 0.95)
+		require.True(t, ok)
+		if lo <= math.Ln2 && math.Ln2 <= hi {
+			covered++
+		}
+	}
+	assert.InDelta(t, 0.965, float64(covered)/trials, 0.015, "covered %d of %d", covered, trials)
 }
 
 // TestSummarize checks the median of the rounds' rates, the pooled
@@ -133,8 +194,17 @@ func TestWriteWorkload(t *testing.T) {
 	assert.Contains(t, lines[2], "20.0 µs")
 	assert.Contains(t, lines[3], "vigil+jwt")
 	assert.Regexp(t, `vigil\+jwt/floor\s+0\.50×\s+2\.00×\s+3\.00×\s+3\.00×\s+1\.25×`, lines[4])
-	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)`, lines[5])
+	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)\s*$`, lines[5], "no interval from one round")
 	assert.Regexp(t, `^steal\s+1\.5% of the CPUs' time in floor's rounds, 12\.0% in vigil\+jwt's`, lines[6])
+
+	// Six rounds or more: the paired line gives the interval of its median.
+	floor.Rates = []float64{100, 100, 100, 100, 100, 100, 100}
+	vigil.Rates = []float64{90, 80, 85, 70, 95, 88, 60}
+	b.Reset()
+	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil"}, floor, vigil))
+	lines = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	require.Len(t, lines, 7, b.String())
+	assert.Regexp(t, `paired\s+0\.85×\s+median of the 7 round ratios \(0\.60-0\.95\); 95% confidence interval of the median 0\.60-0\.95`, lines[5])
 }
 
 // TestPairedRatios pairs round i of one server with round i of the other,

@@ -10,11 +10,17 @@ import (
 	"time"
 )
 
+// pairedConfidence is the confidence of the interval WriteWorkload gives
+// for the median of the paired ratios.
+const pairedConfidence = 0.95
+
 // WriteWorkload writes the table of one workload: per server, the median
 // req/s and each round's, p50 and p99 latency, CPU time per request and
 // the load generator's CPU time per request;
 // then vigil's figures over the floor's, the median and range of the
-// per-round req/s ratios (PairedRatios), and the machine's steal time
+// per-round req/s ratios (PairedRatios) with a 95% confidence interval of
+// their median (MedianInterval): how far one run's figure may be from what
+// more rounds would settle on, and the machine's steal time
 // during each server's rounds. names are the two servers' names, the
 // floor's first.
 func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summary) error {
@@ -40,8 +46,12 @@ func WriteWorkload(w io.Writer, title string, names [2]string, floor, vigil Summ
 		Ratio(float64(vigil.P99), float64(floor.P99)), Ratio(float64(vigil.CPUPerReq), float64(floor.CPUPerReq)),
 		Ratio(float64(vigil.LoadCPUPerReq), float64(floor.LoadCPUPerReq)))
 	if paired := PairedRatios(floor.Rates, vigil.Rates); len(paired) > 0 {
-		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)\t\n",
-			Median(paired), len(paired), slices.Min(paired), slices.Max(paired))
+		interval := ""
+		if lo, hi, ok := MedianInterval(paired, pairedConfidence); ok {
+			interval = fmt.Sprintf("; %.0f%% confidence interval of the median %.2f-%.2f", 100*pairedConfidence, lo, hi)
+		}
+		_, _ = fmt.Fprintf(tw, "\tpaired\t%.2f×\t\t\t\t\t\t\tmedian of the %d round ratios (%.2f-%.2f)%s\t\n",
+			Median(paired), len(paired), slices.Min(paired), slices.Max(paired), interval)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

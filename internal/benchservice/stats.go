@@ -1,6 +1,7 @@
 package benchservice
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -28,6 +29,43 @@ func Median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// MedianInterval returns a confidence interval for the median of the
+// distribution that xs are independent draws from: the order statistics
+// x(k) and x(n+1-k) of the n values, with k the largest rank for which
+// the chance that fewer than k draws fall below the median is at most
+// (1-confidence)/2 (a Binomial(n, 1/2) tail). It assumes nothing of the
+// distribution, and covers the median with at least the confidence asked.
+// ok is false when xs are too few for that confidence (fewer than 6 for
+// 0.95), or confidence is not strictly between 0 and 1.
+func MedianInterval(xs []float64, confidence float64) (lo, hi float64, ok bool) {
+	n := len(xs)
+	if n == 0 || !(confidence > 0 && confidence < 1) {
+		return 0, 0, false
+	}
+	tail := (1 - confidence) / 2
+	k, cdf := 0, 0.0 // cdf: P(Binomial(n, 1/2) <= k-1)
+	for ; k < n; k++ {
+		next := cdf + math.Exp(logChoose(n, k)-float64(n)*math.Ln2)
+		if next > tail {
+			break
+		}
+		cdf = next
+	}
+	if k < 1 {
+		return 0, 0, false
+	}
+	s := slices.Sorted(slices.Values(xs))
+	return s[k-1], s[n-k], true
+}
+
+// logChoose returns the natural logarithm of n choose k.
+func logChoose(n, k int) float64 {
+	a, _ := math.Lgamma(float64(n + 1))
+	b, _ := math.Lgamma(float64(k + 1))
+	c, _ := math.Lgamma(float64(n - k + 1))
+	return a - b - c
 }
 
 // PairedRatios returns b[i]/a[i] for each round i that both have with a
