@@ -197,14 +197,20 @@ func TestWriteWorkload(t *testing.T) {
 	assert.Regexp(t, `paired\s+1\.00×\s+median of the 1 round ratios \(1\.00-1\.00\)\s*$`, lines[5], "no interval from one round")
 	assert.Regexp(t, `^steal\s+1\.5% of the CPUs' time in floor's rounds, 12\.0% in vigil\+jwt's`, lines[6])
 
-	// Six rounds or more: the paired line gives the interval of its median.
-	floor.Rates = []float64{100, 100, 100, 100, 100, 100, 100}
-	vigil.Rates = []float64{90, 80, 85, 70, 95, 88, 60}
+	// Six rounds or more: the paired line gives the interval of its median,
+	// the 4th and 12th of fifteen ratios (0.56 and 0.88 here), not their
+	// range.
+	floor.Rates = make([]float64, 15)
+	vigil.Rates = make([]float64, 15)
+	for i := range floor.Rates {
+		floor.Rates[i] = 100
+		vigil.Rates[i] = float64(100 - 4*i) // 100, 96, ..., 44
+	}
 	b.Reset()
 	require.NoError(t, benchservice.WriteWorkload(&b, "title", [2]string{"floor", "vigil"}, floor, vigil))
 	lines = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	require.Len(t, lines, 7, b.String())
-	assert.Regexp(t, `paired\s+0\.85×\s+median of the 7 round ratios \(0\.60-0\.95\); 95% confidence interval of the median 0\.60-0\.95`, lines[5])
+	assert.Regexp(t, `paired\s+0\.72×\s+median of the 15 round ratios \(0\.44-1\.00\); 95% confidence interval of the median 0\.56-0\.88`, lines[5])
 }
 
 // TestPairedRatios pairs round i of one server with round i of the other,
