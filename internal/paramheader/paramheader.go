@@ -1,8 +1,3 @@
-// Package paramheader checks the Mcp-Param-* headers of a 2026-07-28
-// tools/call (SEP-2243) against the arguments they mirror. The Streamable
-// HTTP transport puts a request's headers on the context it serves the
-// request with (a [Carrier]); the server, which knows the tools' input
-// schemas, checks them at admission ([Check]).
 package paramheader
 
 import (
@@ -52,7 +47,7 @@ type Mirror struct {
 }
 
 // Mirrors lists, sorted by argument name, the properties of an input
-// schema that carry "x-mcp-header": what [CheckMirrors] checks. A server
+// schema that carry "x-mcp-header": what [Check] checks. A server
 // computes them once per tool. It returns nil for a schema without any,
 // or one that is not valid.
 func Mirrors(inputSchema json.RawMessage) []Mirror {

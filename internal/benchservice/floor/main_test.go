@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// post sends body to the floor's handler with the given headers and
+// returns the recorded response.
+func post(t *testing.T, method, body string, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequestWithContext(t.Context(), method, "/mcp", strings.NewReader(body))
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	w := httptest.NewRecorder()
+	handle(w, r)
+	return w
+}
+
+func TestHandleAnswersAsVigil(t *testing.T) {
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a \"quoted\" word"}}}`
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   string
+	}{
+		{
+			name:   "2025 session",
+			header: map[string]string{"Mcp-Session-Id": "s1"},
+			want:   `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a \"quoted\" word"}]}}`,
+		},
+		{
+			name:   "2026-07-28 stateless",
+			header: map[string]string{"MCP-Protocol-Version": protocol.Version20260728},
+			want:   `{"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"vigil","version":"dev"}},"content":[{"type":"text","text":"a \"quoted\" word"}],"resultType":"complete"}}`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := post(t, http.MethodPost, call, tc.header)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			assert.Equal(t, tc.want, w.Body.String())
+			assert.Equal(t, tc.header["Mcp-Session-Id"], w.Header().Get("Mcp-Session-Id"))
+		})
+	}
+}
+
+func TestHandleInitializeGivesASession(t *testing.T) {
+	w := post(t, http.MethodPost, `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	var res struct {
+		ID     string `json:"id"`
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &res))
+	assert.Equal(t, "a", res.ID)
+	assert.Equal(t, "2025-06-18", res.Result.ProtocolVersion)
+	assert.Len(t, w.Header().Get("Mcp-Session-Id"), 22, "16 random bytes in unpadded base64")
+	other := post(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, nil)
+	assert.NotEqual(t, w.Header().Get("Mcp-Session-Id"), other.Header().Get("Mcp-Session-Id"))
+}
+
+func TestHandleRefusesWhatItDoesNotServe(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, body string
+		want               int
+	}{
+		{"GET", http.MethodGet, "", http.StatusMethodNotAllowed},
+		{"not JSON", http.MethodPost, "{", http.StatusBadRequest},
+		{"not JSON-RPC 2.0", http.MethodPost, `{"jsonrpc":"1.0","id":1,"method":"ping"}`, http.StatusBadRequest},
+		{"another method", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, http.StatusBadRequest},
+		{"another tool", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"text":"x"}}}`, http.StatusBadRequest},
+		{"echo without text", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, http.StatusBadRequest},
+		{"a notification", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusAccepted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, post(t, tc.method, tc.body, nil).Code)
+		})
+	}
+}
+
+func TestServeRefusesANonLoopbackAddress(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "localhost:0", "nonsense"} {
+		err := serve(addr)
+		require.Error(t, err, addr)
+	}
+}
