@@ -1,0 +1,41 @@
+package redisstore_test
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
+)
+
+// Each replica of a service opens its own Store on the same Redis and
+// gives it to its endpoint as the cluster and the event store: any replica
+// then serves any request of any 2025-era session, and resumes any
+// stream. (Not run: it needs a Redis at localhost:6379.)
+func Example() {
+	if err := serveShared(context.Background(), "localhost:6379"); err != nil {
+		log.Print(err)
+	}
+}
+
+// serveShared serves one replica of a service whose sessions live on the
+// Redis at addr.
+func serveShared(ctx context.Context, addr string) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = rdb.Close() }()
+	store, err := redisstore.New(ctx, rdb) // a random replica name; WithReplica names it
+	if err != nil {
+		return err
+	}
+	defer func() { _ = store.Close() }()
+
+	srv := server.New(server.WithImplementation("example", "1.0"))
+	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
+	hs := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return hs.ListenAndServe()
+}

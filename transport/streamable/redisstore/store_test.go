@@ -1,0 +1,181 @@
+package redisstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newStore returns a Store on a fresh redis-server, closed when t ends,
+// and a client of that server for looking at the keys.
+func newStore(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, *redis.Client) {
+	t.Helper()
+	rdb := redistest.Start(t).Client(t)
+	st, err := redisstore.New(t.Context(), rdb, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, st.Close()) })
+	return st, rdb
+}
+
+func TestSessionRecordLifecycle(t *testing.T) {
+	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Minute))
+	ctx := t.Context()
+
+	require.NoError(t, st.Create(ctx, "s1", streamable.SessionRecord{Principal: "alice"}))
+	require.Error(t, st.Create(ctx, "s1", streamable.SessionRecord{Principal: "mallory"}), "an id is created once")
+	rec, err := st.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Equal(t, streamable.SessionRecord{Principal: "alice"}, rec, "the first creator keeps the id")
+
+	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
+	assert.Greater(t, ttl, 50*time.Second, "the record expires after the idle timeout")
+	assert.LessOrEqual(t, ttl, time.Minute)
+	require.NoError(t, rdb.PExpire(ctx, "t:{s1}:s", time.Second).Err())
+	require.NoError(t, st.Touch(ctx, "s1"))
+	assert.Greater(t, rdb.PTTL(ctx, "t:{s1}:s").Val(), 50*time.Second, "Touch restarts the idle clock")
+
+	_, err = st.StoreState(ctx, "s1", []byte(`{"v":1}`))
+	require.NoError(t, err)
+	rec, err = st.Load(ctx, "s1")
+	require.NoError(t, err)
+	assert.Equal(t, `{"v":1}`, string(rec.State))
+
+	_, err = st.Delete(ctx, "s1")
+	require.NoError(t, err)
+	_, err = st.Load(ctx, "s1")
+	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.ErrorIs(t, st.Touch(ctx, "s1"), streamable.ErrUnknownSession)
+	_, err = st.StoreState(ctx, "s1", []byte(`{"v":2}`))
+	require.ErrorIs(t, err, streamable.ErrUnknownSession, "a deleted record is never recreated by its state")
+	assert.Zero(t, rdb.Exists(ctx, "t:{s1}:s").Val())
+}
+
+func TestPrefixesKeepStoresApart(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithPrefix("a:"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, a.Close()) }()
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithPrefix("b:"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, b.Close()) }()
+
+	require.NoError(t, a.Create(t.Context(), "s", streamable.SessionRecord{Principal: "p"}))
+	_, err = b.Load(t.Context(), "s")
+	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.NoError(t, b.Create(t.Context(), "s", streamable.SessionRecord{Principal: "q"}), "the same id under another prefix")
+}
+
+func TestEventsReplayAndForget(t *testing.T) {
+	st, rdb := newStore(t, redisstore.WithPrefix("t:"))
+	ctx := t.Context()
+
+	var ids []string
+	for _, d := range []string{"one", "two", "three"} {
+		id, err := st.Append(ctx, "s1", "post-7", []byte(d))
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	_, err := st.Append(ctx, "s1", "bad~key", []byte("x"))
+	require.Error(t, err, "'~' separates the stream from the entry in an event id")
+
+	stream, events, err := st.Replay(ctx, "s1", ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, "post-7", stream)
+	require.Len(t, events, 2)
+	assert.Equal(t, ids[1], events[0].ID)
+	assert.Equal(t, "two", string(events[0].Data))
+	assert.Equal(t, "three", string(events[1].Data))
+
+	_, events, err = st.Replay(ctx, "s1", ids[2])
+	require.NoError(t, err)
+	assert.Empty(t, events, "nothing after the last event")
+
+	for _, bad := range []string{"no-tilde", "post-8~0-1"} {
+		_, _, err = st.Replay(ctx, "s1", bad)
+		require.ErrorIs(t, err, streamable.ErrUnknownEvent, bad)
+	}
+
+	require.NoError(t, st.Forget(ctx, "s1"))
+	_, _, err = st.Replay(ctx, "s1", ids[0])
+	require.ErrorIs(t, err, streamable.ErrUnknownEvent)
+	assert.Empty(t, rdb.Keys(ctx, "t:{s1}:e*").Val(), "every event key is gone")
+}
+
+func TestRelaysReachSubscribersOnly(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica("a"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, a.Close()) }()
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica("b"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, b.Close()) }()
+	ctx := t.Context()
+
+	got := make(chan streamable.Relay, 4)
+	cancel, err := b.Subscribe(ctx, "s1", func(r streamable.Relay) { got <- r })
+	require.NoError(t, err)
+
+	require.NoError(t, a.Create(ctx, "s1", streamable.SessionRecord{}))
+	require.NoError(t, a.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}))
+	r := <-got
+	assert.Equal(t, streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}, r)
+
+	others, err := a.StoreState(ctx, "s1", []byte("st"))
+	require.NoError(t, err)
+	assert.Equal(t, 1, others, "b follows the session; a does not count itself")
+	r = <-got
+	assert.Equal(t, streamable.RelayState, r.Kind)
+	assert.Equal(t, "st", string(r.Data))
+
+	cancel()
+	others, err = a.Delete(ctx, "s1")
+	require.NoError(t, err)
+	assert.Zero(t, others, "nobody follows the session any more")
+	select {
+	case r := <-got:
+		t.Fatalf("a relay after cancel: %+v", r)
+	default:
+	}
+}
+
+func TestLeasesAndClaims(t *testing.T) {
+	st, _ := newStore(t, redisstore.WithReplica("r1"))
+	ctx := t.Context()
+
+	alive, err := st.Alive(ctx, "r1")
+	require.NoError(t, err)
+	assert.False(t, alive, "no lease before the first renewal")
+	require.NoError(t, st.RenewLease(ctx, time.Minute))
+	alive, err = st.Alive(ctx, "r1")
+	require.NoError(t, err)
+	assert.True(t, alive)
+	require.NoError(t, st.ReleaseLease(ctx))
+	alive, err = st.Alive(ctx, "r1")
+	require.NoError(t, err)
+	assert.False(t, alive)
+
+	first, err := st.Claim(ctx, "s1", "answer-4")
+	require.NoError(t, err)
+	assert.True(t, first)
+	first, err = st.Claim(ctx, "s1", "answer-4")
+	require.NoError(t, err)
+	assert.False(t, first, "a name is claimed once")
+}
+
+func TestNewRefusesBadReplicaNames(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	for _, name := range []string{"a.b", "a~b", "a b", "é"} {
+		_, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica(name))
+		require.Error(t, err, name)
+	}
+}
