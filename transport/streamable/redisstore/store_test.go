@@ -137,13 +137,21 @@ func TestRelaysReachSubscribersOnly(t *testing.T) {
 	assert.Equal(t, streamable.RelayState, r.Kind)
 	assert.Equal(t, "st", string(r.Data))
 
-	cancel()
-	others, err = a.Delete(ctx, "s1")
+	// After cancel nothing of s1 reaches b. A relay of s2, which b still
+	// follows, published after s1's on the same connection, is the
+	// barrier: b's one connection receives them in that order.
+	barrier := make(chan streamable.Relay, 1)
+	cancel2, err := b.Subscribe(ctx, "s2", func(r streamable.Relay) { barrier <- r })
 	require.NoError(t, err)
-	assert.Zero(t, others, "nobody follows the session any more")
+	defer cancel2()
+	cancel()
+	_, err = a.Delete(ctx, "s1")
+	require.NoError(t, err)
+	require.NoError(t, a.Publish(ctx, "s2", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte("after")}))
+	assert.Equal(t, "after", string((<-barrier).Data))
 	select {
 	case r := <-got:
-		t.Fatalf("a relay after cancel: %+v", r)
+		t.Fatalf("a relay of s1 after cancel: %+v", r)
 	default:
 	}
 }
