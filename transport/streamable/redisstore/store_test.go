@@ -138,8 +138,9 @@ func TestRelaysReachSubscribersOnly(t *testing.T) {
 	assert.Equal(t, "st", string(r.Data))
 
 	// After cancel nothing of s1 reaches b. A relay of s2, which b still
-	// follows, published after s1's on the same connection, is the
-	// barrier: b's one connection receives them in that order.
+	// follows, published once Delete's publish of s1 has returned, is the
+	// barrier: Redis handled the two publishes in that order, and b's one
+	// subscriber connection receives them so.
 	barrier := make(chan streamable.Relay, 1)
 	cancel2, err := b.Subscribe(ctx, "s2", func(r streamable.Relay) { barrier <- r })
 	require.NoError(t, err)
