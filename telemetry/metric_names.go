@@ -26,6 +26,7 @@ const (
 	MetricMessagesSent         = "mcp_server_sent_messages_total"
 	MetricBytesReceived        = "mcp_server_received_bytes_total"
 	MetricBytesSent            = "mcp_server_sent_bytes_total"
+	MetricQuotaRefusals        = "mcp_server_quota_refusals_total"
 	// MetricLogLinesDropped is not part of [Metrics]: see
 	// [NewLogLinesDropped].
 	MetricLogLinesDropped = "mcp_server_log_lines_dropped_total"
@@ -51,6 +52,7 @@ const (
 	LabelTransport = "transport"
 	LabelClass     = "class"
 	LabelKind      = "kind"
+	LabelQuota     = "quota"
 )
 
 // Values of the outcome label of [MetricRequestsFinished]. They partition
@@ -146,6 +148,10 @@ func defaultKinds() []string {
 // handler.
 func defaultRejectReasons() []string { return labels(protocol.RejectReasons()) }
 
+// defaultQuotas are the per-caller quotas a request or session is refused
+// by.
+func defaultQuotas() []string { return labels(protocol.Quotas()) }
+
 // defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
 // and MCP codes a Vigil server answers with, and the named types.
 func defaultErrorTypes() []string {
@@ -199,6 +205,7 @@ func OTelInstruments() map[string]OTelInstrument {
 		MetricMessagesSent:         {Name: "mcp.server.sent_messages", Unit: "{message}"},
 		MetricBytesReceived:        {Name: "mcp.server.received_bytes", Unit: "By"},
 		MetricBytesSent:            {Name: "mcp.server.sent_bytes", Unit: "By"},
+		MetricQuotaRefusals:        {Name: "mcp.server.quota_refusals", Unit: "{refusal}"},
 		MetricLogLinesDropped:      {Name: "mcp.server.log_lines.dropped", Unit: "{line}"},
 	}
 }

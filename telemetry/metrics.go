@@ -39,6 +39,7 @@ type Metrics struct {
 	outcomes      metricsLabelSet
 	kinds         metricsLabelSet
 	rejects       metricsLabelSet
+	quotas        metricsLabelSet
 	errorTypes    metricsLabelSet
 
 	toolsMu sync.Mutex // serializes SetToolNames
@@ -60,6 +61,7 @@ type Metrics struct {
 	writeErrors     *prometheus.CounterVec
 	clientFailed    *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
+	quotaRefused    *prometheus.CounterVec
 	msgIn, msgOut   *prometheus.CounterVec
 	bytesIn         *prometheus.CounterVec
 	bytesOut        *prometheus.CounterVec
@@ -97,6 +99,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		outcomes:      newMetricsLabelSet(defaultOutcomes()),
 		kinds:         newMetricsLabelSet(defaultKinds()),
 		rejects:       newMetricsLabelSet(defaultRejectReasons()),
+		quotas:        newMetricsLabelSet(defaultQuotas()),
 		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
 		buckets:       DurationBuckets(),
 		exemplarEvery: cfg.exemplarEvery,
@@ -176,6 +179,11 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"unknown_session (HTTP: unknown or ended session id), "+
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), other.",
 		LabelReason)
+	m.quotaRefused = counter(MetricQuotaRefusals,
+		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
+			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
+			"rate (its request rate), tool_rate (its rate for one tool), other.",
+		LabelQuota)
 	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
 	const transports = "transport: stdio, streamable_http, memory, or other. "
 	m.msgIn = counter(MetricMessagesReceived, "MCP messages read from the transport. "+transports+kinds, LabelTransport, LabelKind)
@@ -186,7 +194,7 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
 	m.all = []prometheus.Collector{
 		m.duration, m.started, m.finished, m.inFlight, m.sessions, m.sessionDuration,
-		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
+		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.quotaRefused, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
 	}
 }
 
@@ -227,6 +235,9 @@ func (m *Metrics) precreate() {
 	}
 	for _, method := range m.clientMethods.values {
 		m.clientFailed.WithLabelValues(method)
+	}
+	for _, q := range m.quotas.values {
+		m.quotaRefused.WithLabelValues(q)
 	}
 	for _, r := range m.rejects.values {
 		m.rejected.WithLabelValues(r)

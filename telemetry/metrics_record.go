@@ -194,6 +194,16 @@ func (m *Metrics) MessageRejected(reason string) {
 	m.rejected.WithLabelValues(m.rejects.bound(reason, LabelOther)).Inc()
 }
 
+// QuotaRefused counts a request or session refused because its caller was
+// over a quota (one of the protocol.Quota labels; anything else is
+// [LabelOther]).
+func (m *Metrics) QuotaRefused(quota string) {
+	if m == nil {
+		return
+	}
+	m.quotaRefused.WithLabelValues(m.quotas.bound(quota, LabelOther)).Inc()
+}
+
 // MessageReceived counts a message read from transport, of kind (one of the
 // Kind constants) and encoded size in bytes (0 when unknown). A caller that
 // counts many messages of one transport can resolve its series once with

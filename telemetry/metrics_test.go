@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
@@ -44,6 +45,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{telemetry.MetricMessagesSent, 4 * 5},
 		{telemetry.MetricBytesReceived, 4},
 		{telemetry.MetricBytesSent, 4},
+		{telemetry.MetricQuotaRefusals, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +74,36 @@ mcp_server_messages_rejected_total{reason="unknown_response"} 0
 mcp_server_messages_rejected_total{reason="unknown_session"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), telemetry.MetricMessagesRejected))
+}
+
+// TestQuotaRefused counts refusals by quota, and an unknown quota as other.
+func TestQuotaRefused(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	m.QuotaRefused("sessions")
+	m.QuotaRefused("sessions")
+	m.QuotaRefused("tool_rate")
+	m.QuotaRefused("made-up")
+	var nilMetrics *telemetry.Metrics
+	nilMetrics.QuotaRefused("sessions") // no panic
+	const want = `
+mcp_server_quota_refusals_total{quota="in_flight"} 0
+mcp_server_quota_refusals_total{quota="other"} 1
+mcp_server_quota_refusals_total{quota="rate"} 0
+mcp_server_quota_refusals_total{quota="sessions"} 2
+mcp_server_quota_refusals_total{quota="tasks"} 0
+mcp_server_quota_refusals_total{quota="tool_rate"} 1
+mcp_server_quota_refusals_total{quota="tool_share"} 0
+`
+	var got strings.Builder
+	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, telemetry.MetricQuotaRefusals)
+	require.NoError(t, err)
+	for line := range strings.Lines(string(n)) {
+		if !strings.HasPrefix(line, "#") {
+			got.WriteString(line)
+		}
+	}
+	assert.Equal(t, strings.TrimPrefix(want, "\n"), got.String())
 }
 
 // TestMetricsLint runs promlint over the collector, with and without native

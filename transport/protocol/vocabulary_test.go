@@ -81,3 +81,18 @@ func TestOutcomeLabels(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"C":"timeout","D":"peer_gone","R":"duplicate_id"}`, string(b))
 }
+
+// TestQuotaLabels pins the quota labels, their order, the catch-all and
+// their JSON form.
+func TestQuotaLabels(t *testing.T) {
+	t.Parallel()
+	var got []string
+	for _, q := range protocol.Quotas() {
+		got = append(got, q.String())
+	}
+	assert.Equal(t, []string{"sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "other"}, got)
+	assert.Equal(t, "other", protocol.Quota(200).String())
+	b, err := json.Marshal(struct{ Q protocol.Quota }{protocol.QuotaToolShare})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"Q":"tool_share"}`, string(b))
+}
