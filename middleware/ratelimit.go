@@ -36,6 +36,9 @@ const (
 	// full buckets (idle callers, indistinguishable from new ones) go
 	// first, then arbitrary ones: an evicted caller gets one burst anew.
 	maxRateBuckets = 1 << 16
+	// redisTimeout bounds a shared decision's wait for Redis; past it the
+	// bucket in memory decides.
+	redisTimeout = 500 * time.Millisecond
 	// redisRetry is how long the limiter decides in memory alone after
 	// Redis failed, before it asks Redis again.
 	redisRetry = time.Second
@@ -310,7 +313,9 @@ func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (boo
 	if l.shared == nil || now.UnixNano() < l.redisDownUntil.Load() {
 		return true, 0
 	}
-	res, err := l.shared.Allow(ctx, redisKey(key), s.redisLimit())
+	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	res, err := l.shared.Allow(rctx, redisKey(key), s.redisLimit())
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			l.fallback(now, err)
