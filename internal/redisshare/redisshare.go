@@ -111,6 +111,10 @@ func (s *Shared) ServerOptions() []server.Option {
 	return []server.Option{server.WithTaskIDPrefix(s.Store.Replica() + "."), server.WithFanout(s.Store)}
 }
 
+// Client returns the replica's Redis client, for the limits shared with
+// the other replicas (rate limits, session counts).
+func (s *Shared) Client() redis.UniversalClient { return s.client }
+
 // Ready reports whether Redis answered the replica's last lease renewal:
 // /readyz is 503 while it does not.
 func (s *Shared) Ready() bool { return s.up.Load() }
