@@ -52,6 +52,8 @@ type Shared struct {
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+
+	idleTimeout time.Duration // the sessions' (SessionCounter's TTL)
 }
 
 // Open connects to Redis, takes the replica's lease and starts renewing
@@ -69,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shared{client: redis.NewClient(opt), logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
 			_ = s.client.Close()
