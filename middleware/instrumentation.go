@@ -111,10 +111,7 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 	if cfg.timeout > 0 || cfg.timeoutFor != nil {
 		inst.chain = append(inst.chain, Timeout(cfg.timeout, opts...))
 	}
-	rl, err := newRateLimiter(cfg, inst.metrics)
-	if err != nil {
-		return nil, err
-	}
+	rl := newRateLimiter(cfg, inst.metrics)
 	inst.rateLimiter = rl
 	if mw := rl.middleware(); mw != nil { // before a call waits for a slot
 		inst.chain = append(inst.chain, mw)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
@@ -25,10 +24,6 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
-
-// metricRateLimitFallbacks counts the rate-limit decisions taken in memory
-// because the shared limiter's Redis did not answer.
-const metricRateLimitFallbacks = "mcp_server_ratelimit_fallbacks_total"
 
 // Tuning of the rate limiter.
 const (
@@ -86,6 +81,7 @@ type rateLimitConfig struct {
 	principal rateSpec
 	tools     map[string]rateSpec
 	redis     redis.UniversalClient
+	fallback  func() // counts a decision taken without Redis; may be nil
 }
 
 // rateLimitOption returns an Option that edits the rate-limit config,
@@ -130,11 +126,12 @@ func WithToolRateLimit(tool string, perSecond float64, burst int) Option {
 // WithRateLimitRedis shares the rate limits of [WithRateLimit] and
 // [WithToolRateLimit] with every replica on client (GCRA, one round trip
 // per request under its limit), so that N replicas do not give a principal
-// N times its rate. When Redis fails, each replica decides alone from its
-// own buckets (at worst N times the rate, never unlimited) and counts
-// mcp_server_ratelimit_fallbacks_total.
-func WithRateLimitRedis(client redis.UniversalClient) Option {
-	return rateLimitOption(func(c *rateLimitConfig) { c.redis = client })
+// N times its rate. When Redis fails or takes over half a second, each
+// replica decides alone from its own buckets (at worst N times the rate,
+// never unlimited) for a second, calls fallback (nil: none) for each such
+// decision, and logs a warning at most every 30 seconds.
+func WithRateLimitRedis(client redis.UniversalClient, fallback func()) Option {
+	return rateLimitOption(func(c *rateLimitConfig) { c.redis, c.fallback = client, fallback })
 }
 
 // RateLimiter applies the rate limits of [WithRateLimit] and
@@ -149,7 +146,7 @@ type RateLimiter struct {
 	local     bucketTable
 	shared    *redis_rate.Limiter // nil: in memory only
 	metrics   *telemetry.Metrics
-	fallbacks prometheus.Counter // nil without a registerer
+	fallbacks func()              // nil: not counted
 	logger    *slog.Logger
 	now       func() time.Time
 
@@ -158,29 +155,20 @@ type RateLimiter struct {
 }
 
 // newRateLimiter returns the limiter of c, nil when it limits nothing.
-func newRateLimiter(c config, m *telemetry.Metrics) (*RateLimiter, error) {
+func newRateLimiter(c config, m *telemetry.Metrics) *RateLimiter {
 	rc := c.rateLimit
 	if rc == nil || (!rc.principal.on() && len(rc.tools) == 0) {
-		return nil, nil
+		return nil
 	}
-	l := &RateLimiter{principal: rc.principal, tools: rc.tools, metrics: m, logger: c.logger, now: time.Now}
+	l := &RateLimiter{principal: rc.principal, tools: rc.tools, metrics: m, fallbacks: rc.fallback, logger: c.logger, now: time.Now}
 	l.local.max = maxRateBuckets
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
 	}
 	if rc.redis != nil {
 		l.shared = redis_rate.NewLimiter(rc.redis)
-		if c.registerer != nil {
-			l.fallbacks = prometheus.NewCounter(prometheus.CounterOpts{
-				Name: metricRateLimitFallbacks,
-				Help: "Rate-limit decisions taken by one replica alone because the shared limiter's Redis did not answer.",
-			})
-			if err := c.registerer.Register(l.fallbacks); err != nil {
-				return nil, fmt.Errorf("middleware: registering %s: %w", metricRateLimitFallbacks, err)
-			}
-		}
 	}
-	return l, nil
+	return l
 }
 
 // clientAddrKey is the context key of the client address that Handler
@@ -333,7 +321,7 @@ func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (boo
 func (l *RateLimiter) fallback(now time.Time, err error) {
 	l.redisDownUntil.Store(now.Add(redisRetry).UnixNano())
 	if l.fallbacks != nil {
-		l.fallbacks.Inc()
+		l.fallbacks()
 	}
 	next := l.nextLog.Load()
 	if now.UnixNano() >= next && l.nextLog.CompareAndSwap(next, now.Add(fallbackLogEvery).UnixNano()) {

@@ -117,6 +117,14 @@ func (s *Shared) ServerOptions() []server.Option {
 // the other replicas (rate limits, session counts).
 func (s *Shared) Client() redis.UniversalClient { return s.client }
 
+// RateLimitFallback counts a rate-limit decision taken without Redis
+// (middleware.WithRateLimitRedis's hook).
+func (s *Shared) RateLimitFallback() {
+	if s.metrics != nil {
+		s.metrics.fallback.Inc()
+	}
+}
+
 // Ready reports whether Redis answered the replica's last lease renewal:
 // /readyz is 503 while it does not.
 func (s *Shared) Ready() bool { return s.up.Load() }
