@@ -146,7 +146,7 @@ type RateLimiter struct {
 	local     bucketTable
 	shared    *redis_rate.Limiter // nil: in memory only
 	metrics   *telemetry.Metrics
-	fallbacks func()              // nil: not counted
+	fallbacks func() // nil: not counted
 	logger    *slog.Logger
 	now       func() time.Time
 
