@@ -267,3 +267,21 @@ func TestRateLimitRedisShared(t *testing.T) {
 	assert.Positive(t, fallbacks[0].Load(), "each replica counted its fallback")
 	assert.Positive(t, fallbacks[1].Load())
 }
+
+// BenchmarkRateLimitHandler is the principal rate's cost on a request under
+// its limit, in memory: a bucket lookup and a token taken.
+func BenchmarkRateLimitHandler(b *testing.B) {
+	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(1e9, 1e9))
+	require.NoError(b, err)
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	h := inst.RateLimiter().Handler(next)
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.RemoteAddr = "192.0.2.1:1234"
+	var w httptest.ResponseRecorder
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.ServeHTTP(&w, r)
+		}
+	})
+}
