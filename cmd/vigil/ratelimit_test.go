@@ -29,14 +29,21 @@ func TestRateLimitFlags(t *testing.T) {
 	assert.Empty(t, rateLimitOptions(cfg), "no limits by default")
 
 	for _, args := range [][]string{
-		{"-rate-limit", "-1"}, {"-rate-limit", "NaN"}, {"-rate-limit", "+Inf"}, {"-rate-burst", "-1"},
-		{"-tool-rate-limits", "echo"}, {"-tool-rate-limits", "echo=0"}, {"-tool-rate-limits", "echo=x"},
-		{"-tool-rate-limits", "echo=1/0"}, {"-tool-rate-limits", "echo=1/1.5"}, {"-tool-rate-limits", "echo=1,echo=2"},
+		{"-rate-limit", "-1"},
+		{"-rate-limit", "NaN"},
+		{"-rate-limit", "+Inf"},
+		{"-rate-burst", "-1"},
+		{"-tool-rate-limits", "echo"},
+		{"-tool-rate-limits", "echo=0"},
+		{"-tool-rate-limits", "echo=x"},
+		{"-tool-rate-limits", "echo=1/0"},
+		{"-tool-rate-limits", "echo=1/1.5"},
+		{"-tool-rate-limits", "echo=1,echo=2"},
 		{"-tool-rate-limits", "=1"},
 	} {
 		_, err := parseConfig(args, func(string) string { return "" }, io.Discard)
-		assert.Error(t, err, "%q", args)
+		require.Error(t, err, "%q", args)
 	}
-	assert.ErrorContains(t, checkToolRates([]string{"echo", "slow"}, map[string]toolRate{"echo": {rate: 1}, "nope": {rate: 1}}), `unknown tools ["nope"]`)
+	require.ErrorContains(t, checkToolRates([]string{"echo", "slow"}, map[string]toolRate{"echo": {rate: 1}, "nope": {rate: 1}}), `unknown tools ["nope"]`)
 	assert.NoError(t, checkToolRates([]string{"echo"}, map[string]toolRate{"echo": {rate: 1}}))
 }

@@ -51,18 +51,18 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) - now)
 `)
 
-// SessionCounter returns the counter of at most max sessions per principal
-// (max > 0); entries expire after the sessions' idle timeout (24 hours
+// SessionCounter returns the counter of at most limit sessions per
+// principal (limit > 0); entries expire after the sessions' idle timeout (24 hours
 // when they never idle out).
-func (s *Shared) SessionCounter(max int) *SessionCounter {
-	return newSessionCounter(s.client, max, s.idleTimeout)
+func (s *Shared) SessionCounter(limit int) *SessionCounter {
+	return newSessionCounter(s.client, limit, s.idleTimeout)
 }
 
-func newSessionCounter(client redis.UniversalClient, max int, ttl time.Duration) *SessionCounter {
+func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration) *SessionCounter {
 	if ttl <= 0 {
 		ttl = defaultSessionTTL
 	}
-	return &SessionCounter{client: client, max: max, ttl: ttl}
+	return &SessionCounter{client: client, max: limit, ttl: ttl}
 }
 
 // Acquire counts sessionID as one of principal's sessions, unless the
