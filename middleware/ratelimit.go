@@ -39,9 +39,9 @@ const (
 	redisRetry = time.Second
 	// fallbackLogEvery spaces the warnings of a Redis outage.
 	fallbackLogEvery = 30 * time.Second
-	// maxRedisKey is the longest principal key put in a Redis key as is;
-	// a longer one is hashed.
-	maxRedisKey = 128
+	// maxKey is the longest principal key a bucket is named by as is; a
+	// longer one is hashed.
+	maxKey = 128
 	// redisKeyPrefix starts the limiter's keys (after redis_rate's own
 	// "rate:").
 	redisKeyPrefix = "vigil:"
@@ -200,7 +200,7 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 			}
 		}
 		if l.principal.on() {
-			if ok, retry := l.allow(r.Context(), bucketKey{principal: key}, l.principal); !ok {
+			if ok, retry := l.allow(r.Context(), bucketKey{principal: boundKey(key)}, l.principal); !ok {
 				l.metrics.QuotaRefused(protocol.QuotaRate.String())
 				refuseRate(w, l.principal, retry)
 				return
@@ -224,7 +224,7 @@ func (l *RateLimiter) middleware() server.Middleware {
 			if !ok {
 				return next(ctx, req)
 			}
-			if ok, retry := l.allow(ctx, bucketKey{principal: rateKeyOf(req), tool: req.Name}, spec); !ok {
+			if ok, retry := l.allow(ctx, bucketKey{principal: boundKey(rateKeyOf(req)), tool: req.Name}, spec); !ok {
 				l.metrics.QuotaRefused(protocol.QuotaToolRate.String())
 				secs := retrySeconds(retry)
 				data, _ := json.Marshal(quotaData{Quota: protocol.QuotaToolRate, RetryAfterSeconds: secs})
@@ -329,17 +329,22 @@ func (l *RateLimiter) fallback(now time.Time, err error) {
 	}
 }
 
-// redisKey is key's name in Redis; a long principal is hashed.
+// boundKey returns principal as a bucket's key: as is up to maxKey
+// bytes, else its hash, so that no key in memory or in Redis is longer.
+func boundKey(principal string) string {
+	if len(principal) <= maxKey {
+		return principal
+	}
+	sum := sha256.Sum256([]byte(principal))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// redisKey is key's name in Redis.
 func redisKey(k bucketKey) string {
-	p := k.principal
-	if len(p) > maxRedisKey {
-		sum := sha256.Sum256([]byte(p))
-		p = "sha256:" + hex.EncodeToString(sum[:])
-	}
 	if k.tool == "" {
-		return redisKeyPrefix + "p:" + p
+		return redisKeyPrefix + "p:" + k.principal
 	}
-	return redisKeyPrefix + "t:" + k.tool + "\x00" + p
+	return redisKeyPrefix + "t:" + k.tool + "\x00" + k.principal
 }
 
 // bucketKey names a bucket: a principal's, or a principal's for one tool.

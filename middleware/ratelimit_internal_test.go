@@ -70,12 +70,14 @@ func TestRateBucketsBounded(t *testing.T) {
 	assert.Same(t, debtor, tb2.get(bucketKey{principal: "debtor"}, s, now), "the debtor's bucket was kept")
 }
 
-// TestRateLimitRedisKeysBounded: a long principal is hashed in its Redis
-// key, a short one kept.
-func TestRateLimitRedisKeysBounded(t *testing.T) {
+// TestRateLimitKeysBounded: a long principal is hashed in its bucket's
+// key, a short one kept; two long ones stay apart.
+func TestRateLimitKeysBounded(t *testing.T) {
 	t.Parallel()
 	long := string(make([]byte, 10_000))
-	assert.Len(t, redisKey(bucketKey{principal: long}), len(redisKeyPrefix+"p:sha256:")+64)
+	assert.Len(t, boundKey(long), len("sha256:")+64)
+	assert.NotEqual(t, boundKey(long), boundKey(long+"x"))
+	assert.Equal(t, "192.0.2.1", boundKey("192.0.2.1"))
 	assert.Equal(t, redisKeyPrefix+"t:echo\x00192.0.2.1", redisKey(bucketKey{principal: "192.0.2.1", tool: "echo"}))
 }
 
