@@ -17,6 +17,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -284,4 +285,29 @@ func BenchmarkRateLimitHandler(b *testing.B) {
 			h.ServeHTTP(&w, r)
 		}
 	})
+}
+
+// TestRateLimitHandlerAuthenticated: behind an authorization guard, the
+// principal is the authenticated one, not the address: two principals on
+// one address have a bucket each.
+func TestRateLimitHandlerAuthenticated(t *testing.T) {
+	t.Parallel()
+	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(slowRate, 2))
+	require.NoError(t, err)
+	var served int
+	h := inst.RateLimiter().Handler(okHandler(&served))
+	as := func(sub string) http.Handler { // stands in for the guard
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := &auth.Principal{Issuer: "https://as.example.com", Subject: sub}
+			h.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
+		})
+	}
+	for _, sub := range []string{"alice", "bob"} {
+		for i := range 2 {
+			require.Equal(t, http.StatusOK, post(as(sub), "192.0.2.1:1").Code, "%s's request %d", sub, i)
+		}
+		require.Equal(t, http.StatusTooManyRequests, post(as(sub), "192.0.2.1:1").Code, "%s's third", sub)
+	}
+	assert.Equal(t, http.StatusOK, post(h, "192.0.2.1:1").Code, "the address alone is a principal of its own")
+	assert.Equal(t, 5, served)
 }
