@@ -20,7 +20,11 @@
 // context with server.ErrHandlerTimeout, answered -32001;
 // [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
 // writes one JSON line per tools/call (who, which tool, how it ended, the
-// argument names).
+// argument names). [WithRateLimit] and [WithToolRateLimit] (token buckets
+// per principal, in memory or shared on Redis with [WithRateLimitRedis])
+// give an [Instrumentation.RateLimiter]: its Handler refuses an HTTP
+// request over its principal's rate with 429, and the chain a tools/call
+// over its tool's rate with -32000.
 // [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
 // to the client, their context injected into _meta); [MetricsObserver] is a
 // server.Observer (sessions, dropped responses, failed writes, rejected

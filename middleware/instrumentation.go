@@ -19,6 +19,8 @@ type Instrumentation struct {
 	chain    []server.Middleware   // in the documented order; no nil entries
 	calls    server.CallMiddleware // nil without tracing
 	observer server.Observer       // nil when there is nothing to observe
+
+	rateLimiter *RateLimiter // nil without rate limits
 }
 
 // NewInstrumentation builds the instrumentation opts describe. What each
@@ -38,6 +40,10 @@ type Instrumentation struct {
 //   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
 //     [WithLimitWait]).
+//   - [WithRateLimit], [WithToolRateLimit] (with [WithRateLimitRedis]):
+//     an [Instrumentation.RateLimiter], whose tool rates run in the chain
+//     between Timeout and ConcurrencyLimit (a call over its rate never
+//     waits for a slot).
 //   - [WithObservers]: more observers next to the metrics observer.
 //   - [WithRequestRecorders]: functions called with each request's
 //     outcome, first in the chain.
@@ -104,6 +110,11 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 	inst.chain = append(inst.chain, Recover(cfg.logger))
 	if cfg.timeout > 0 || cfg.timeoutFor != nil {
 		inst.chain = append(inst.chain, Timeout(cfg.timeout, opts...))
+	}
+	rl := newRateLimiter(cfg, inst.metrics)
+	inst.rateLimiter = rl
+	if mw := rl.middleware(); mw != nil { // before a call waits for a slot
+		inst.chain = append(inst.chain, mw)
 	}
 	if cfg.limit > 0 || cfg.limitFor != nil {
 		inst.chain = append(inst.chain, ConcurrencyLimit(cfg.limit, opts...))
@@ -223,6 +234,16 @@ func (i *Instrumentation) ConnServer(srv ConnServer, transportName string) ConnS
 		m.PrecreateTools(t.ToolNames())
 	}
 	return CountConns(srv, m, transportName)
+}
+
+// RateLimiter returns the rate limiter of [WithRateLimit] and
+// [WithToolRateLimit], whose Handler the HTTP endpoint goes behind; nil
+// without rate limits (a nil *RateLimiter's Handler returns its argument).
+func (i *Instrumentation) RateLimiter() *RateLimiter {
+	if i == nil {
+		return nil
+	}
+	return i.rateLimiter
 }
 
 // Metrics returns the collector [NewInstrumentation] registered, for the

@@ -48,6 +48,9 @@ type config struct {
 	// NewInstrumentation (audit), Audit (auditValues).
 	audit       io.Writer
 	auditValues map[string]bool
+	// NewInstrumentation (rate limits): WithRateLimit, WithToolRateLimit,
+	// WithRateLimitRedis; nil: none.
+	rateLimit *rateLimitConfig
 }
 
 func newConfig(opts []Option) config {

@@ -200,7 +200,8 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET", "-allow-unauthenticated",
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
-		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
+		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
+		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
 		assert.Contains(t, usage, want)
 	}
@@ -210,7 +211,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 26, flags, "every flag is listed")
+	assert.Equal(t, 29, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -85,6 +85,16 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		mcp, public = authz.rs.Handler(endpoint), authz.public()
 		endpoint.SetForwardHandler(mcp) // a forwarded task request is authorized here too
 	}
+	if rl := inst.RateLimiter(); rl != nil {
+		// The principal's rate, behind the guard that names it (a
+		// forwarded request was counted on the replica it reached first).
+		// The guard in front of the endpoint itself (above) stays the one
+		// that checks tool scopes per message.
+		mcp = rl.Handler(endpoint)
+		if authz != nil {
+			mcp = authz.rs.Handler(mcp)
+		}
+	}
 
 	var ready atomic.Bool
 	var dbg *debugPage

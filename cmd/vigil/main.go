@@ -78,6 +78,12 @@ type config struct {
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
 
+	// Rate limits (token buckets; shared on Redis with -redis): each
+	// principal's requests, and its calls of some tools. 0: none.
+	rateLimit      float64
+	rateBurst      int
+	toolRateLimits map[string]toolRate
+
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 }
@@ -95,7 +101,7 @@ const envPrefix = "VIGIL_"
 // counts as unset. -h prints the usage to out and returns flag.ErrHelp.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	var cfg config
-	var allowedHosts, authScopes, authToolScopes string
+	var allowedHosts, authScopes, authToolScopes, toolRates string
 	fs := flag.NewFlagSet("vigil", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8080", "`address` the HTTP server listens on: MCP at /mcp, and /metrics, /healthz, /readyz, /debug/vigil unless -admin-http")
@@ -124,6 +130,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
+	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")
+	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -175,6 +184,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, err
 	}
 	cfg.authToolScopes = toolScopes
+	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
+		return config{}, err
+	}
 	for _, u := range []struct{ flag, v string }{{"-auth-issuer", cfg.authIssuer}, {"-auth-resource", cfg.authResource}} {
 		if u.v == "" {
 			continue
@@ -205,6 +217,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
+	case !(cfg.rateLimit >= 0 && cfg.rateLimit <= maxRate) || cfg.rateBurst < 0:
+		return config{}, fmt.Errorf("-rate-limit must be from 0 to %g, and -rate-burst not negative", float64(maxRate))
 	}
 	return cfg, nil
 }

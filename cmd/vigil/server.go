@@ -29,7 +29,7 @@ const outcomeBatch = 32
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
-	inst, err := middleware.NewInstrumentation(
+	instOpts := []middleware.Option{
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
 		middleware.WithRegisterer(in.registry),
@@ -42,7 +42,8 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// request, those the chain refuses too.
 		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
 		middleware.WithAuditLog(audit),
-	)
+	}
+	inst, err := middleware.NewInstrumentation(append(instOpts, rateLimitOptions(cfg)...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,6 +76,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	}
 	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
+		return nil, nil, err
+	}
+	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
 		return nil, nil, err
 	}
 	return srv, inst, nil

@@ -18,6 +18,7 @@ const (
 	MetricRelays                 = "mcp_server_relays_total"
 	MetricRedisUp                = "mcp_server_redis_up"
 	MetricRequestsLost           = "mcp_server_requests_lost_total"
+	MetricRateLimitFallbacks     = "mcp_server_ratelimit_fallbacks_total"
 )
 
 // metrics are the shared mode's collectors.
@@ -27,6 +28,7 @@ type metrics struct {
 	relays   *prometheus.CounterVec
 	up       prometheus.Gauge
 	lost     prometheus.Counter
+	fallback prometheus.Counter
 }
 
 var (
@@ -66,6 +68,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricRequestsLost,
 			Help: "Requests of shared sessions whose replica was gone (its lease expired), answered here with a -32000 \"server instance lost\" error on the client's resumed stream.",
 		}),
+		fallback: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricRateLimitFallbacks,
+			Help: "Rate-limit decisions this replica took alone, from its own token buckets, because Redis did not answer (the limits then hold per replica, not over all of them).",
+		}),
 	}
 	for _, op := range operations {
 		m.duration.WithLabelValues(op)
@@ -76,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, k := range relayKinds {
 		m.relays.WithLabelValues(k.String())
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost} {
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost, m.fallback} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

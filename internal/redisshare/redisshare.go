@@ -52,6 +52,8 @@ type Shared struct {
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+
+	idleTimeout time.Duration // the sessions' (SessionCounter's TTL)
 }
 
 // Open connects to Redis, takes the replica's lease and starts renewing
@@ -69,7 +71,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shared{client: redis.NewClient(opt), logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
 			_ = s.client.Close()
@@ -109,6 +111,18 @@ func (s *Shared) Options() []streamable.Option {
 // it, and the list changes and resource updates broadcast to the others.
 func (s *Shared) ServerOptions() []server.Option {
 	return []server.Option{server.WithTaskIDPrefix(s.Store.Replica() + "."), server.WithFanout(s.Store)}
+}
+
+// Client returns the replica's Redis client, for the limits shared with
+// the other replicas (rate limits, session counts).
+func (s *Shared) Client() redis.UniversalClient { return s.client }
+
+// RateLimitFallback counts a rate-limit decision taken without Redis
+// (middleware.WithRateLimitRedis's hook).
+func (s *Shared) RateLimitFallback() {
+	if s.metrics != nil {
+		s.metrics.fallback.Inc()
+	}
 }
 
 // Ready reports whether Redis answered the replica's last lease renewal:
