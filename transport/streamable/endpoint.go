@@ -56,7 +56,8 @@ type Endpoint struct {
 	srv    Server
 	attach Attacher // srv, when it is one
 	cfg    config
-	expiry *expiry // ends idle sessions; nil when they never expire
+	expiry *expiry     // ends idle sessions; nil when they never expire
+	quotas *quotaState // quota.go
 
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
@@ -84,7 +85,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{})}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
@@ -221,6 +222,16 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req, ok := msg.(*transport.Request); ok && !req.IsNotification() {
+		// Every request counts against its caller's in-flight quota while
+		// its POST lasts, in a session or stateless.
+		hold, admitted := h.quotas.inFlight.Acquire(h.callerOf(r))
+		if !admitted {
+			h.refuseQuota(w, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
+			return
+		}
+		defer hold.Release()
+	}
 	if h.isStateless(r, msg) {
 		h.stateless(w, r, msg)
 		return
@@ -259,6 +270,10 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
 		var status int
 		if s, status = h.newSession(r); s == nil {
+			if status == http.StatusTooManyRequests {
+				h.refuseQuota(w, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
+				return
+			}
 			w.Header().Set("Retry-After", "1")
 			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
 			return
@@ -304,9 +319,15 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 // server serve it; it returns nil and the HTTP status to refuse r with when
 // it cannot.
 func (h *Endpoint) newSession(r *http.Request) (*session, int) {
+	caller := h.callerOf(r)
+	release, ok := h.admitSession(r.Context(), caller)
+	if !ok {
+		return nil, http.StatusTooManyRequests
+	}
 	h.mu.Lock()
 	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
 		h.mu.Unlock()
+		release()
 		return nil, http.StatusServiceUnavailable
 	}
 	var v *view
@@ -314,6 +335,7 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		v = newView(h.cfg.cluster, nil) // shared.go
 	}
 	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil, v)
+	s.caller, s.release = caller, release
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx
