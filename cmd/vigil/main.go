@@ -80,6 +80,13 @@ type config struct {
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
+
+	// Quotas per caller (quota.go): the principal, or the client's IP.
+	quotaSessions  int     // -quota-sessions: concurrent sessions (0: none)
+	quotaEvictIdle bool    // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
+	quotaInFlight  int     // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaTasks     int     // -quota-tasks: tasks held (0: none)
+	quotaToolShare float64 // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
 }
 
 // authEnabled reports whether requests to /mcp need a bearer token.
@@ -124,6 +131,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
+	addQuotaFlags(fs, &cfg)
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -205,6 +213,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
+	}
+	if err := checkQuotas(cfg); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }

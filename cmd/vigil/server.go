@@ -29,7 +29,8 @@ const outcomeBatch = 32
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
-	inst, err := middleware.NewInstrumentation(
+	quotaMW, quotaSrv := quotaOptions(cfg)
+	inst, err := middleware.NewInstrumentation(append([]middleware.Option{
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
 		middleware.WithRegisterer(in.registry),
@@ -42,7 +43,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// request, those the chain refuses too.
 		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
 		middleware.WithAuditLog(audit),
-	)
+	}, quotaMW...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,6 +63,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// them first.
 		server.WithOutcomeBatches(outcomeBatch, 0),
 	)
+	opts = append(opts, quotaSrv...)
 	if cfg.shared != nil {
 		opts = append(opts, cfg.shared.ServerOptions()...)
 	}

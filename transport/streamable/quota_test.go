@@ -134,7 +134,7 @@ func TestQuotaSessionsEvictIdle(t *testing.T) {
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 
 	s1, s2 := openIdle(t, h), openIdle(t, h) // from 192.0.2.1 (httptest's default address)
-	pingIdle(t, h, s1)                         // s2 is now idle the longest
+	pingIdle(t, h, s1)                       // s2 is now idle the longest
 	s3 := openIdle(t, h)
 	assert.Equal(t, 1, got.get(protocol.QuotaSessions))
 	w := idlePost(h, s2, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
