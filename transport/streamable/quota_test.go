@@ -224,3 +224,28 @@ func TestQuotaInFlightConcurrent(t *testing.T) {
 	wg.Wait()
 	assert.Zero(t, refused.Load())
 }
+
+// BenchmarkQuotaPing measures what the quotas add to a session's request
+// served in process: compare the "default" and "none" runs.
+func BenchmarkQuotaPing(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		q    streamable.Quotas
+	}{
+		{"default", streamable.Quotas{}},
+		{"none", streamable.Quotas{Sessions: -1, InFlight: -1}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := htServer(b)
+			h := streamable.New(srv, streamable.WithQuotas(tc.q))
+			b.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+			sid := openIdle(b, h)
+			b.ReportAllocs()
+			for b.Loop() {
+				if w := idlePost(h, sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); w.Code != http.StatusOK {
+					b.Fatalf("ping: %d", w.Code)
+				}
+			}
+		})
+	}
+}
