@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -76,7 +75,7 @@ func TestQuotaRefusal(t *testing.T) {
 		assert.Equal(t, protocol.CodeServerBusy, e.Code)
 		assert.JSONEq(t, tc.data, string(e.Data))
 		var qe *server.QuotaError
-		require.True(t, errors.As(e, &qe))
+		require.ErrorAs(t, e, &qe)
 		assert.Equal(t, tc.q, qe.Quota)
 		assert.Equal(t, "quota exceeded: "+tc.q.String(), e.Message)
 	}

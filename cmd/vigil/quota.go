@@ -71,10 +71,14 @@ func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
 }
 
 // quotaOptions returns the options of the quotas the server and its
-// middleware keep: tasks and the tool share.
+// middleware keep: tasks and the tool share; none with -stdio, whose one
+// client is the only caller.
 func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
 	var mw []middleware.Option
 	var srv []server.Option
+	if cfg.stdio {
+		return nil, nil
+	}
 	if cfg.quotaToolShare > 0 && cfg.quotaToolShare < 1 {
 		mw = append(mw, middleware.WithToolShare(cfg.quotaToolShare, callerOf))
 	}
@@ -85,8 +89,7 @@ func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
 }
 
 // callerOf names the caller a request counts against: its principal, or
-// the IP address of the client's connection (clientConnContext); "" on
-// stdio, whose one client is the only caller.
+// the IP address of the client's connection (clientConnContext).
 func callerOf(req *server.Request) string {
 	ctx := req.ArrivalContext()
 	if k := auth.CallerKey(req); k != "" {

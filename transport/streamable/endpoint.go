@@ -227,7 +227,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 		// its POST lasts, in a session or stateless.
 		hold, admitted := h.quotas.inFlight.Acquire(h.callerOf(r))
 		if !admitted {
-			h.refuseQuota(w, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
+			h.refuseQuota(w, r, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
 			return
 		}
 		defer hold.Release()
@@ -271,7 +271,7 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 		var status int
 		if s, status = h.newSession(r); s == nil {
 			if status == http.StatusTooManyRequests {
-				h.refuseQuota(w, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
+				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
 				return
 			}
 			w.Header().Set("Retry-After", "1")

@@ -117,14 +117,14 @@ func clientIP(addr string) string {
 
 // refuseQuota answers a request refused by quota q with 429, Retry-After
 // and a JSON-RPC error whose data names the quota, and counts it.
-func (h *Endpoint) refuseQuota(w http.ResponseWriter, id transport.ID, q protocol.Quota, why protocol.RejectReason, retry int) {
+func (h *Endpoint) refuseQuota(w http.ResponseWriter, r *http.Request, id transport.ID, q protocol.Quota, why protocol.RejectReason, retry int) {
 	if f := h.cfg.quotas.OnRefuse; f != nil {
 		f(q)
 	}
 	if h.cfg.onReject != nil {
 		h.cfg.onReject(why)
 	}
-	h.cfg.logger.Debug("streamable: refused by a quota", "quota", q)
+	h.cfg.logger.Debug("streamable: refused by a quota", "quota", q, "caller", h.callerOf(r))
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	data := `{"quota":"` + q.String() + `","retryAfterSeconds":` + strconv.Itoa(retry) + `}`
 	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{
