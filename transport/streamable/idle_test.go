@@ -198,7 +198,7 @@ func benchIdle(b *testing.B, opts ...streamable.Option) {
 	for range b.N {
 		b.StopTimer()
 		srv := server.New()
-		h := streamable.New(srv, append(opts, streamable.WithMaxSessions(n+1))...)
+		h := streamable.New(srv, append(opts, streamable.WithMaxSessions(n+1), streamable.WithQuotas(streamable.Quotas{Sessions: -1}))...)
 		openIdle(b, h) // warm up
 		before := idleMem()
 		g0 := runtime.NumGoroutine()
