@@ -79,7 +79,8 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 			htWatchdog(t)
 			const n = 1000
 			srv := server.New()
-			h := streamable.New(srv, append(tc.opts, streamable.WithIdleTimeout(time.Hour))...)
+			// n+1 sessions of one caller: over its default session quota.
+			h := streamable.New(srv, append(tc.opts, streamable.WithIdleTimeout(time.Hour), streamable.WithQuotas(streamable.Quotas{Sessions: -1}))...)
 			ts := httptest.NewServer(h)
 			client := ts.Client()
 			t.Cleanup(func() {
