@@ -319,8 +319,8 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 // server serve it; it returns nil and the HTTP status to refuse r with when
 // it cannot.
 func (h *Endpoint) newSession(r *http.Request) (*session, int) {
-	caller := h.callerOf(r)
-	release, ok := h.admitSession(r.Context(), caller)
+	caller, id := h.callerOf(r), newSessionID()
+	release, ok := h.admitSession(r.Context(), caller, id)
 	if !ok {
 		return nil, http.StatusTooManyRequests
 	}
@@ -334,8 +334,11 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	if h.cfg.cluster != nil {
 		v = newView(h.cfg.cluster, nil) // shared.go
 	}
-	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil, v)
-	s.caller, s.release = caller, release
+	s := newSession(h, id, h.principalOf(r), h.attach != nil, v)
+	s.caller = caller
+	if v == nil {
+		s.release = release // a shared session's end is the cluster's
+	}
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx
@@ -347,6 +350,7 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	if h.cfg.cluster != nil {
 		if err := h.create(r.Context(), s); err != nil { // shared.go
 			h.cfg.logger.Warn("streamable: cannot create a shared session", "error", err)
+			release()
 			h.evict(s)
 			close(s.view.ready)
 			h.serving.Done()
@@ -464,6 +468,7 @@ func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 			h.reject(w, http.StatusServiceUnavailable, transport.ID{}, protocol.CodeServerBusy, protocol.RejectOther, "the session cannot be deleted now; retry")
 			return
 		}
+		h.releaseShared(r, s)
 	}
 	h.mu.Lock()
 	delete(h.sessions, s.id) // from now on the id answers 404

@@ -21,8 +21,8 @@ type Quotas struct {
 	// (DefaultSessionsPerCaller). Over it, an initialize is refused with 429
 	// and Retry-After, or, with EvictIdle, the caller's session idle the
 	// longest (with no request in flight) ends as the idle timeout ends
-	// sessions, to make room. Without a Cluster only: shared sessions are
-	// counted by SessionCounter when one is set.
+	// sessions, to make room. With a Cluster, only a SessionCounter
+	// counts them (none by default).
 	Sessions  int
 	EvictIdle bool
 	// InFlight limits the requests one caller has in flight over HTTP, over
@@ -39,13 +39,19 @@ type Quotas struct {
 }
 
 // SessionCounter counts each caller's concurrent sessions against a
-// limit. Acquire counts one more session of caller and reports true, or
-// reports false when caller holds limit already (an error: the count is
-// unavailable, and the session is refused); Release counts one less, once
-// for every true Acquire. It must be safe for concurrent use.
+// limit, such as a count that replicas share. Acquire counts session, a
+// new session of caller, and reports true, or reports false when caller
+// holds limit already (with an error: the count is unavailable, and the
+// session is refused). Release counts session out: without a Cluster when
+// it ends, however it ends; with a Cluster when a client deletes it (a
+// shared session that expires idle ends in the cluster, not on a replica:
+// the counter must let its sessions expire after the idle timeout itself).
+// caller is then the deleting request's, which may differ in address from
+// the creating one's without a principal. It must be safe for concurrent
+// use.
 type SessionCounter interface {
-	Acquire(ctx context.Context, caller string, limit int) (bool, error)
-	Release(caller string)
+	Acquire(ctx context.Context, caller, session string, limit int) (bool, error)
+	Release(caller, session string)
 }
 
 // The default quotas.
@@ -135,22 +141,24 @@ func (h *Endpoint) refuseQuota(w http.ResponseWriter, r *http.Request, id transp
 	_, _ = w.Write(body)
 }
 
-// admitSession counts a new session of caller, evicting the caller's
-// longest-idle session when the quotas say so; false: refused.
-func (h *Endpoint) admitSession(ctx context.Context, caller string) (release func(), ok bool) {
+// admitSession counts session, a new session of caller, evicting the
+// caller's longest-idle session when the quotas say so; false: refused.
+// release gives its place back; the session calls it when it ends, but
+// for a shared one, whose end is the cluster's (see SessionCounter).
+func (h *Endpoint) admitSession(ctx context.Context, caller, session string) (release func(), ok bool) {
 	qs := h.quotas
 	if qs.sessions == 0 || h.cfg.cluster != nil && qs.q.SessionCounter == nil {
 		return func() {}, true
 	}
 	if c := qs.q.SessionCounter; c != nil {
-		ok, err := c.Acquire(ctx, caller, qs.sessions)
+		ok, err := c.Acquire(ctx, caller, session, qs.sessions)
 		if err != nil {
 			h.cfg.logger.Warn("streamable: cannot count the caller's sessions", "error", err)
 		}
 		if err != nil || !ok {
 			return nil, false
 		}
-		return func() { c.Release(caller) }, true
+		return func() { c.Release(caller, session) }, true
 	}
 	for range 2 {
 		qs.mu.Lock()
@@ -175,6 +183,14 @@ func (h *Endpoint) admitSession(ctx context.Context, caller string) (release fun
 		h.expire(idle) // releases its count before it returns
 	}
 	return nil, false
+}
+
+// releaseShared counts a shared session out of its caller's sessions
+// when a client deletes it (r), with a SessionCounter.
+func (h *Endpoint) releaseShared(r *http.Request, s *session) {
+	if c := h.quotas.q.SessionCounter; c != nil && h.quotas.sessions > 0 {
+		c.Release(h.callerOf(r), s.id)
+	}
 }
 
 func (qs *quotaState) release(caller string) {

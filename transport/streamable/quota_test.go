@@ -3,6 +3,7 @@ package streamable_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -248,4 +249,64 @@ func BenchmarkQuotaPing(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fakeCounter is a SessionCounter that records its calls.
+type fakeCounter struct {
+	mu       sync.Mutex
+	held     map[string]int
+	fail     bool
+	released []string
+}
+
+func (c *fakeCounter) Acquire(_ context.Context, caller, session string, limit int) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail {
+		return false, errors.New("counter down")
+	}
+	if session == "" || c.held[caller] >= limit {
+		return false, nil
+	}
+	c.held[caller]++
+	return true, nil
+}
+
+func (c *fakeCounter) Release(caller, session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[caller]--
+	c.released = append(c.released, caller+" "+session)
+}
+
+// A SessionCounter replaces the Endpoint's own count: it is asked with the
+// caller, the new session's id and the limit, its refusal and its errors
+// refuse the initialize, and a session's end releases it.
+func TestQuotaSessionCounter(t *testing.T) {
+	srv := htServer(t)
+	c := &fakeCounter{held: map[string]int{}}
+	var got refusals
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 1, SessionCounter: c, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	w := quotaInit(t, h, "192.0.2.1")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	sid := w.Header().Get("Mcp-Session-Id")
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.1"), protocol.QuotaSessions, "10")
+	c.mu.Lock()
+	c.fail = true
+	c.mu.Unlock()
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.2"), protocol.QuotaSessions, "10")
+	assert.Equal(t, 2, got.get(protocol.QuotaSessions))
+
+	del := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+	del.RemoteAddr = "192.0.2.1:1"
+	del.Header.Set("Mcp-Session-Id", sid)
+	dw := httptest.NewRecorder()
+	h.ServeHTTP(dw, del)
+	require.Equal(t, http.StatusNoContent, dw.Code)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, []string{"192.0.2.1 " + sid}, c.released)
+	assert.Zero(t, c.held["192.0.2.1"])
 }
