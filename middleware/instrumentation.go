@@ -37,7 +37,7 @@ type Instrumentation struct {
 //   - [Recover] is always in.
 //   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
-//     [WithLimitWait]).
+//     [WithLimitWait] and [WithToolShare]).
 //   - [WithObservers]: more observers next to the metrics observer.
 //   - [WithRequestRecorders]: functions called with each request's
 //     outcome, first in the chain.

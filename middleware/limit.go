@@ -28,8 +28,9 @@ type limitConfig struct {
 // below returns; for a task-augmented call that is when the task is
 // created, not when it finishes.
 //
-// It reads [WithLimitFor] and [WithLimitWait]. n <= 0 means no default
-// limit: without WithLimitFor the middleware is the identity. Memory is
+// It reads [WithLimitFor], [WithLimitWait] and [WithToolShare]. n <= 0
+// means no default limit: without WithLimitFor the middleware is the
+// identity (and has no share to keep). Memory is
 // bounded by the calls in flight and the server's tools: the semaphore of
 // a tool registered with the session's server is kept once made (up to
 // 1024 of them), and that of any other name exists only while
