@@ -39,7 +39,7 @@ type Instrumentation struct {
 //   - [Recover] is always in.
 //   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
-//     [WithLimitWait]).
+//     [WithLimitWait] and [WithToolShare]).
 //   - [WithRateLimit], [WithToolRateLimit] (with [WithRateLimitRedis]):
 //     an [Instrumentation.RateLimiter], whose tool rates run in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never

@@ -2,10 +2,12 @@ package middleware
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -14,6 +16,8 @@ import (
 type limitConfig struct {
 	wait    time.Duration
 	forTool func(tool string) int
+	shareOf func(*server.Request) string // WithToolShare
+	share   float64
 }
 
 // ConcurrencyLimit returns middleware that lets at most n calls of each
@@ -24,8 +28,9 @@ type limitConfig struct {
 // below returns; for a task-augmented call that is when the task is
 // created, not when it finishes.
 //
-// It reads [WithLimitFor] and [WithLimitWait]. n <= 0 means no default
-// limit: without WithLimitFor the middleware is the identity. Memory is
+// It reads [WithLimitFor], [WithLimitWait] and [WithToolShare]. n <= 0
+// means no default limit: without WithLimitFor the middleware is the
+// identity (and has no share to keep). Memory is
 // bounded by the calls in flight and the server's tools: the semaphore of
 // a tool registered with the session's server is kept once made (up to
 // 1024 of them), and that of any other name exists only while
@@ -40,7 +45,7 @@ type limitConfig struct {
 // -32000.
 func ConcurrencyLimit(n int, opts ...Option) server.Middleware {
 	c := newConfig(opts)
-	cfg := limitConfig{wait: c.limitWait, forTool: c.limitFor}
+	cfg := limitConfig{wait: c.limitWait, forTool: c.limitFor, shareOf: c.shareOf, share: c.share}
 	if n <= 0 && cfg.forTool == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
@@ -50,12 +55,12 @@ func ConcurrencyLimit(n int, opts ...Option) server.Middleware {
 			if req.Method != "tools/call" || req.IsNotification() {
 				return next(ctx, req)
 			}
-			s, err := l.acquire(ctx, req.Name, req.Session)
+			s, hold, err := l.acquireAs(ctx, req.Name, req.Session, req)
 			if err != nil {
 				return nil, err
 			}
 			if s != nil {
-				defer l.release(req.Name, s)
+				defer l.releaseHold(req.Name, s, hold)
 			}
 			return next(ctx, req)
 		}
@@ -98,12 +103,22 @@ type toolSem struct {
 	mu      sync.Mutex // guards waiters
 	waiters []chan struct{}
 
+	callers *quota.Counter // the slots each caller holds (WithToolShare); nil: no share
+
 	refs int // for a semaphore not pinned: the calls holding or waiting for a slot; guarded by limiter.mu
 }
 
 // acquire takes a slot for tool, or returns why not; nil and no error
 // means tool has no limit. Give the slot back with release.
 func (l *limiter) acquire(ctx context.Context, tool string, sess *server.Session) (*toolSem, error) {
+	s, _, err := l.acquireAs(ctx, tool, sess, nil)
+	return s, err
+}
+
+// acquireAs is acquire for the call req (nil: none), which also takes a
+// place in its caller's share of the slots (WithToolShare). Give both back
+// with releaseHold.
+func (l *limiter) acquireAs(ctx context.Context, tool string, sess *server.Session, req *server.Request) (*toolSem, quota.Hold, error) {
 	s := l.pinnedSem(tool)
 	if s == nil {
 		limit := l.n
@@ -113,15 +128,24 @@ func (l *limiter) acquire(ctx context.Context, tool string, sess *server.Session
 			}
 		}
 		if limit <= 0 {
-			return nil, nil
+			return nil, quota.Hold{}, nil
 		}
 		s = l.ref(tool, limit, sess != nil && tool != "" && sess.Server().HasTool(tool))
 	}
-	if err := l.take(ctx, s, tool); err != nil {
-		l.unref(tool, s)
-		return nil, err
+	var hold quota.Hold
+	if s.callers != nil && req != nil {
+		var ok bool
+		if hold, ok = s.callers.Acquire(l.cfg.shareOf(req)); !ok {
+			l.unref(tool, s)
+			return nil, hold, server.QuotaRefusal(protocol.QuotaToolShare, time.Second)
+		}
 	}
-	return s, nil
+	if err := l.take(ctx, s, tool); err != nil {
+		hold.Release()
+		l.unref(tool, s)
+		return nil, quota.Hold{}, err
+	}
+	return s, hold, nil
 }
 
 // pinnedSem returns the pinned semaphore of tool, nil if there is none.
@@ -146,6 +170,9 @@ func (l *limiter) ref(tool string, limit int, registered bool) *toolSem {
 		return s
 	}
 	s := &toolSem{limit: int64(limit)}
+	if l.cfg.shareOf != nil {
+		s.callers = quota.New(max(1, int(math.Ceil(float64(limit)*l.cfg.share))))
+	}
 	var old map[string]*toolSem
 	if m := l.pinned.Load(); m != nil {
 		old = *m
@@ -180,7 +207,11 @@ func (l *limiter) unref(tool string, s *toolSem) {
 }
 
 // release gives back a slot taken by acquire.
-func (l *limiter) release(tool string, s *toolSem) {
+func (l *limiter) release(tool string, s *toolSem) { l.releaseHold(tool, s, quota.Hold{}) }
+
+// releaseHold gives back a slot and share taken by acquireAs.
+func (l *limiter) releaseHold(tool string, s *toolSem, hold quota.Hold) {
+	hold.Release()
 	s.inUse.Add(-1)
 	if s.waiting.Load() > 0 {
 		s.wakeOne()

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -79,6 +80,11 @@ func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request
 // recordEnd records how req ended, in m.
 func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
+	if out.Err != nil {
+		if q, ok := errors.AsType[*server.QuotaError](out.Err); ok {
+			m.QuotaRefused(q.Quota.String())
+		}
+	}
 	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}

@@ -45,6 +45,8 @@ type config struct {
 	// ConcurrencyLimit, NewInstrumentation.
 	limitFor  func(tool string) int
 	limitWait time.Duration
+	shareOf   func(*server.Request) string // the caller of a call (WithToolShare); nil: no share
+	share     float64
 	// NewInstrumentation (audit), Audit (auditValues).
 	audit       io.Writer
 	auditValues map[string]bool
@@ -167,6 +169,25 @@ func WithLimitFor(f func(tool string) int) Option {
 // means reject at once, the default.
 func WithLimitWait(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.limitWait = d })
+}
+
+// WithToolShare gives each caller at most share (0 < share < 1) of each
+// tool's slots, for [ConcurrencyLimit] and [NewInstrumentation]: a call
+// whose caller holds its share already is refused at once, without
+// waiting, with server.QuotaRefusal(protocol.QuotaToolShare), so that
+// one caller's calls never take the slots another caller's call needs.
+// A tool's share is rounded up, and at least one slot. key names the
+// caller of a request (such as its principal, or its client's address)
+// and must be fast and safe for concurrent use. A nil key, or a share
+// out of range, means no share (the default).
+func WithToolShare(share float64, key func(req *server.Request) string) Option {
+	return optionFunc(func(c *config) {
+		if key == nil || !(share > 0 && share < 1) {
+			c.shareOf, c.share = nil, 0
+			return
+		}
+		c.shareOf, c.share = key, share
+	})
 }
 
 // WithObservers adds observers that [NewInstrumentation] combines with its

@@ -45,6 +45,9 @@ type taskConfig struct {
 	poll time.Duration // the poll interval suggested to clients
 
 	idPrefix string // before every task id (WithTaskIDPrefix)
+
+	perCaller int                   // tasks one caller may hold (WithTaskQuota); 0: no quota
+	quotaKey  func(*Request) string // the caller of a request, for perCaller
 }
 
 func defaultTaskConfig() taskConfig {
@@ -64,6 +67,8 @@ type task struct {
 	id      string
 	owner   *Session // the 2025 session that created it; nil for a 2026-07-28 task
 	caller  string   // the key of the request that created it (WithCallerKey)
+	quota   string   // the caller its WithTaskQuota counts it against
+	counted bool     // counted in taskStore.byQuota; guarded by the store's mu
 	tool    *Tool    // the tool it runs, as registered when it was created; nil if unknown
 	created time.Time
 	ttl     time.Duration // 0: unlimited
@@ -109,17 +114,26 @@ type taskStore struct {
 	live   int           // tasks whose handler has not returned (or not started)
 	idle   chan struct{} // closed when live drops to 0; nil unless someone waits
 	closed bool          // Close ran: no new tasks
+	// byQuota counts the stored tasks of each caller that holds one, when
+	// there is a task quota (WithTaskQuota).
+	byQuota map[string]int
 }
 
 // add stores a new task that counts as live until release. It fails with
 // [protocol.CodeServerBusy] when the store is full of running tasks or closed.
-func (ts *taskStore) add(t *task, limit int) error {
+// With perCaller > 0, a caller (t.quota) holding that many tasks makes
+// room by deleting its own finished task updated longest ago, or is
+// refused with QuotaRefusal(QuotaTasks).
+func (ts *taskStore) add(t *task, limit, perCaller int) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.closed {
 		return Errorf(protocol.CodeServerBusy, "server is shutting down")
 	}
-	if len(ts.byID) >= limit && !ts.evictLocked() {
+	if perCaller > 0 && ts.byQuota[t.quota] >= perCaller && !ts.evictLocked(t.quota, true) {
+		return QuotaRefusal(protocol.QuotaTasks, taskRetry)
+	}
+	if len(ts.byID) >= limit && !ts.evictLocked("", false) {
 		return Errorf(protocol.CodeServerBusy, "too many tasks: try again once some have finished")
 	}
 	if ts.byID == nil {
@@ -127,15 +141,25 @@ func (ts *taskStore) add(t *task, limit int) error {
 	}
 	ts.byID[t.id] = t
 	ts.live++
+	if perCaller > 0 {
+		if ts.byQuota == nil {
+			ts.byQuota = make(map[string]int)
+		}
+		ts.byQuota[t.quota]++
+		t.counted = true
+	}
 	return nil
 }
 
-// evictLocked deletes the finished task updated longest ago; it reports
-// whether there was one.
-func (ts *taskStore) evictLocked() bool {
+// evictLocked deletes the finished task updated longest ago (of caller
+// only, when mine); it reports whether there was one.
+func (ts *taskStore) evictLocked(caller string, mine bool) bool {
 	var oldest *task
 	var at time.Time
 	for _, t := range ts.byID {
+		if mine && (!t.counted || t.quota != caller) {
+			continue
+		}
 		t.mu.Lock()
 		terminal, updated := t.status.terminal(), t.updated
 		t.mu.Unlock()
@@ -169,6 +193,13 @@ func (ts *taskStore) removeLocked(t *task) bool {
 		return false
 	}
 	delete(ts.byID, t.id)
+	if t.counted {
+		if n := ts.byQuota[t.quota] - 1; n > 0 {
+			ts.byQuota[t.quota] = n
+		} else {
+			delete(ts.byQuota, t.quota)
+		}
+	}
 	if t.timer != nil {
 		t.timer.Stop()
 	}

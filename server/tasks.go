@@ -220,6 +220,9 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 		status: statusWorking, done: make(chan struct{}),
 		caller: s.callerKey(req),
 	}
+	if s.cfg.tasks.perCaller > 0 {
+		t.quota = s.cfg.tasks.quotaKey(req)
+	}
 	if rt := s.tools.lookup(req.Name); rt != nil {
 		t.tool = &rt.tool
 	}
@@ -229,7 +232,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 	// The era sets the owner, and what the task sees of the request.
 	base = req.era.taskContext(ctx, base, req, t)
 	t.ctx, t.cancel = context.WithCancelCause(context.WithValue(base, taskKey{}, t))
-	if err := s.tasks.add(t, s.cfg.tasks.max); err != nil {
+	if err := s.tasks.add(t, s.cfg.tasks.max, s.cfg.tasks.perCaller); err != nil {
 		t.cancel(err)
 		return nil, err
 	}

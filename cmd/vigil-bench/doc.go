@@ -15,7 +15,7 @@
 // that of package internal/benchservice for what is measured.
 //
 // With -idle N, it starts vigil alone with -max-sessions raised above N
-// and has the load generator open N idle sessions and report vigil's
+// (and no -quota-sessions: the load generator is one caller) and has the load generator open N idle sessions and report vigil's
 // memory per session. With -auth (make bench-auth), it measures what
 // authorization costs instead: the same vigil twice, one with
 // -auth-issuer pointing at a minimal issuer it serves itself (RFC 8414

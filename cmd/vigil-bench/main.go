@@ -131,7 +131,8 @@ func run(ctx context.Context, cfg config, dir string) (err error) {
 	}
 	vigilArgs := []string{"-http", "127.0.0.1:0"}
 	if cfg.idle > 0 {
-		vigilArgs = append(vigilArgs, "-max-sessions", strconv.Itoa(cfg.idle+64))
+		// One load generator is one caller: no per-caller session quota.
+		vigilArgs = append(vigilArgs, "-max-sessions", strconv.Itoa(cfg.idle+64), "-quota-sessions", "0")
 	}
 	var redisMemory func() (int64, error)
 	if cfg.redis { // -idle -redis: the sessions live in Redis

@@ -36,6 +36,10 @@ func defaultConfig() config {
 		gcHeadroomMiB:   32,
 		httpIdleTimeout: 2 * time.Minute,
 		bodyReadTimeout: 30 * time.Second,
+		quotaSessions:   1000,
+		quotaInFlight:   512,
+		quotaTasks:      100,
+		quotaToolShare:  0.5,
 	}
 }
 
@@ -77,6 +81,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
+				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
 			},
 		},
 		{
@@ -100,8 +105,28 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
+				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
 			},
 		},
+		{
+			name: "quotas by flag",
+			args: []string{"-quota-sessions", "3", "-quota-evict-idle", "-quota-in-flight", "0", "-quota-tasks", "7", "-quota-tool-share", "0.25"},
+			want: with(func(c *config) {
+				c.quotaSessions, c.quotaEvictIdle, c.quotaInFlight, c.quotaTasks, c.quotaToolShare = 3, true, 0, 7, 0.25
+			}),
+		},
+		{
+			name: "quotas by environment",
+			env: map[string]string{
+				"VIGIL_QUOTA_SESSIONS": "4", "VIGIL_QUOTA_EVICT_IDLE": "true", "VIGIL_QUOTA_IN_FLIGHT": "9",
+				"VIGIL_QUOTA_TASKS": "0", "VIGIL_QUOTA_TOOL_SHARE": "1",
+			},
+			want: with(func(c *config) {
+				c.quotaSessions, c.quotaEvictIdle, c.quotaInFlight, c.quotaTasks, c.quotaToolShare = 4, true, 9, 0, 1
+			}),
+		},
+		{name: "negative quota", args: []string{"-quota-tasks", "-1"}, wantErr: "-quota-sessions, -quota-in-flight and -quota-tasks must not be negative"},
+		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
 		{
 			name: "shared sessions",
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2"},
@@ -201,7 +226,9 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
-		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
+		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
+		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)",
+		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
 		assert.Contains(t, usage, want)
 	}
@@ -211,7 +238,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 29, flags, "every flag is listed")
+	assert.Equal(t, 34, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -534,6 +534,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricBytesReceived:        "counter",
 	telemetry.MetricBytesSent:            "counter",
 	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
+	telemetry.MetricQuotaRefusals:        "counter",
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_
@@ -638,6 +639,7 @@ func assertGroundTruth(ctx context.Context, t *testing.T, prom *prometheusPeer, 
 	assert.Equal(t, map[string]float64{"transport_close": sessions},
 		nonZero(sumBy(telemetry.LabelCause, telemetry.MetricSessionDuration+`_count`)), "ended sessions by cause (all deleted)")
 	assert.Equal(t, map[string]float64{}, nonZero(sumBy(telemetry.LabelReason, telemetry.MetricMessagesRejected)), "rejected messages")
+	assert.Equal(t, map[string]float64{}, nonZero(sumBy(telemetry.LabelQuota, telemetry.MetricQuotaRefusals)), "quota refusals: the load stays within the default quotas")
 }
 
 // assertExemplars checks that the duration histogram and the outcome

@@ -59,6 +59,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		streamable.WithMaxSessions(cfg.maxSessions),
 		streamable.WithMaxInFlight(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
+		endpointQuotas(cfg, inst.Metrics()),
 	}
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
@@ -238,10 +239,13 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	hs.ConnContext = clientConnContext // the caller of the quotas (quota.go)
 	if cfg.authEnabled() {
 		// A keep-alive client's token, the same with each request, is
 		// then recognized by comparison, not hashed and looked up.
-		hs.ConnContext = auth.ConnContext
+		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return auth.ConnContext(clientConnContext(ctx, c), c)
+		}
 	}
 	return hs
 }

@@ -84,14 +84,30 @@ func TestServiceAdminListener(t *testing.T) {
 	assert.NotContains(t, line, "subject", "no authorization")
 }
 
-// With authorization, each connection gets a memo of its last verified
-// token (auth.ConnContext); without, connections carry nothing.
+// Each connection's context carries its client's IP, the caller of the
+// quotas; with authorization also a memo of its last verified token
+// (auth.ConnContext).
 func TestNewHTTPServerConnMemo(t *testing.T) {
+	client, srv := net.Pipe()
+	defer func() { _ = client.Close(); _ = srv.Close() }()
+	conn := &remoteConn{Conn: srv, remote: &net.TCPAddr{IP: net.ParseIP("127.0.0.2"), Port: 4242}}
 	cfg := defaultConfig()
-	assert.Nil(t, newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler)).ConnContext)
-	cfg.authIssuer = "https://as.example.com"
-	assert.NotNil(t, newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler)).ConnContext)
+	for _, issuer := range []string{"", "https://as.example.com"} {
+		cfg.authIssuer = issuer
+		hs := newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler))
+		require.NotNil(t, hs.ConnContext)
+		ctx := hs.ConnContext(t.Context(), conn)
+		assert.Equal(t, "127.0.0.2", ctx.Value(clientIPKey{}), "auth %q", issuer)
+	}
 }
+
+// remoteConn is a net.Conn with the remote address given.
+type remoteConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c *remoteConn) RemoteAddr() net.Addr { return c.remote }
 
 // hygieneServer serves h as vigil does (newHTTPServer) with the given
 // timeouts on a loopback port, and returns its address; it is closed at

@@ -86,6 +86,13 @@ type config struct {
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
+
+	// Quotas per caller (quota.go): the principal, or the client's IP.
+	quotaSessions  int     // -quota-sessions: concurrent sessions (0: none)
+	quotaEvictIdle bool    // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
+	quotaInFlight  int     // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaTasks     int     // -quota-tasks: tasks held (0: none)
+	quotaToolShare float64 // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
 }
 
 // authEnabled reports whether requests to /mcp need a bearer token.
@@ -133,6 +140,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
 	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
+	addQuotaFlags(fs, &cfg)
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -219,6 +227,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
 	case !(cfg.rateLimit >= 0 && cfg.rateLimit <= maxRate) || cfg.rateBurst < 0:
 		return config{}, fmt.Errorf("-rate-limit must be from 0 to %g, and -rate-burst not negative", float64(maxRate))
+	}
+	if err := checkQuotas(cfg); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }

@@ -29,6 +29,7 @@ const outcomeBatch = 32
 // with in.registry; hand each transport inst.ConnServer(srv, ...).
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
+	quotaMW, quotaSrv := quotaOptions(cfg)
 	instOpts := []middleware.Option{
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
@@ -43,6 +44,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
 		middleware.WithAuditLog(audit),
 	}
+	instOpts = append(instOpts, quotaMW...)
 	inst, err := middleware.NewInstrumentation(append(instOpts, rateLimitOptions(cfg)...)...)
 	if err != nil {
 		return nil, nil, err
@@ -63,6 +65,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// them first.
 		server.WithOutcomeBatches(outcomeBatch, 0),
 	)
+	opts = append(opts, quotaSrv...)
 	if cfg.shared != nil {
 		opts = append(opts, cfg.shared.ServerOptions()...)
 	}

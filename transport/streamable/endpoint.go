@@ -56,7 +56,8 @@ type Endpoint struct {
 	srv    Server
 	attach Attacher // srv, when it is one
 	cfg    config
-	expiry *expiry // ends idle sessions; nil when they never expire
+	expiry *expiry     // ends idle sessions; nil when they never expire
+	quotas *quotaState // quota.go
 
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
@@ -84,7 +85,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{})}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
@@ -221,6 +222,16 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if req, ok := msg.(*transport.Request); ok && !req.IsNotification() {
+		// Every request counts against its caller's in-flight quota while
+		// its POST lasts, in a session or stateless.
+		hold, admitted := h.quotas.inFlight.Acquire(h.callerOf(r))
+		if !admitted {
+			h.refuseQuota(w, r, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
+			return
+		}
+		defer hold.Release()
+	}
 	if h.isStateless(r, msg) {
 		h.stateless(w, r, msg)
 		return
@@ -259,6 +270,10 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
 		var status int
 		if s, status = h.newSession(r); s == nil {
+			if status == http.StatusTooManyRequests {
+				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
+				return
+			}
 			w.Header().Set("Retry-After", "1")
 			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
 			return
@@ -304,16 +319,26 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 // server serve it; it returns nil and the HTTP status to refuse r with when
 // it cannot.
 func (h *Endpoint) newSession(r *http.Request) (*session, int) {
+	caller, id := h.callerOf(r), newSessionID()
+	release, ok := h.admitSession(r.Context(), caller, id)
+	if !ok {
+		return nil, http.StatusTooManyRequests
+	}
 	h.mu.Lock()
 	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
 		h.mu.Unlock()
+		release()
 		return nil, http.StatusServiceUnavailable
 	}
 	var v *view
 	if h.cfg.cluster != nil {
 		v = newView(h.cfg.cluster, nil) // shared.go
 	}
-	s := newSession(h, newSessionID(), h.principalOf(r), h.attach != nil, v)
+	s := newSession(h, id, h.principalOf(r), h.attach != nil, v)
+	s.caller = caller
+	if v == nil {
+		s.release = release // a shared session's end is the cluster's
+	}
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
 	if s.res != nil {
 		s.res.ctx = ctx
@@ -325,6 +350,7 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 	if h.cfg.cluster != nil {
 		if err := h.create(r.Context(), s); err != nil { // shared.go
 			h.cfg.logger.Warn("streamable: cannot create a shared session", "error", err)
+			release()
 			h.evict(s)
 			close(s.view.ready)
 			h.serving.Done()
@@ -442,6 +468,7 @@ func (h *Endpoint) delete(w http.ResponseWriter, r *http.Request) {
 			h.reject(w, http.StatusServiceUnavailable, transport.ID{}, protocol.CodeServerBusy, protocol.RejectOther, "the session cannot be deleted now; retry")
 			return
 		}
+		h.releaseShared(r, s)
 	}
 	h.mu.Lock()
 	delete(h.sessions, s.id) // from now on the id answers 404

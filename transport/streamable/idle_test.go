@@ -79,7 +79,8 @@ func TestIdleSessionsHoldNoGoroutines(t *testing.T) {
 			htWatchdog(t)
 			const n = 1000
 			srv := server.New()
-			h := streamable.New(srv, append(tc.opts, streamable.WithIdleTimeout(time.Hour))...)
+			// n+1 sessions of one caller: over its default session quota.
+			h := streamable.New(srv, append(tc.opts, streamable.WithIdleTimeout(time.Hour), streamable.WithQuotas(streamable.Quotas{Sessions: -1}))...)
 			ts := httptest.NewServer(h)
 			client := ts.Client()
 			t.Cleanup(func() {
@@ -198,7 +199,7 @@ func benchIdle(b *testing.B, opts ...streamable.Option) {
 	for range b.N {
 		b.StopTimer()
 		srv := server.New()
-		h := streamable.New(srv, append(opts, streamable.WithMaxSessions(n+1))...)
+		h := streamable.New(srv, append(opts, streamable.WithMaxSessions(n+1), streamable.WithQuotas(streamable.Quotas{Sessions: -1}))...)
 		openIdle(b, h) // warm up
 		before := idleMem()
 		g0 := runtime.NumGoroutine()

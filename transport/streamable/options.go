@@ -48,6 +48,7 @@ type config struct {
 	cluster       Cluster       // shared.go: nil when sessions are this Endpoint's alone
 	viewIdle      time.Duration // shared.go: how long a replica keeps an idle session's view
 	onLost        func()        // shared.go: a request whose replica is gone was answered here
+	quotas        Quotas        // quota.go
 }
 
 func defaultConfig() config {

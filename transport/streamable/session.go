@@ -24,6 +24,8 @@ type session struct {
 	id        string
 	idHeader  []string // {id}: the Mcp-Session-Id header's value, shared by its responses and never modified
 	principal string
+	caller    string                 // whom the quotas count it against (quota.go)
+	release   func()                 // gives back its place in the caller's session quota; nil when none
 	inbox     chan transport.Message // to Serve's read loop; nil for an attached session
 	done      chan struct{}
 	once      sync.Once
@@ -134,6 +136,9 @@ func (s *session) terminate(err error) {
 		s.onEnd = nil
 		s.mu.Unlock()
 		s.h.expiry.remove(s)
+		if s.release != nil {
+			s.release()
+		}
 		if v := s.view; v != nil {
 			v.stopRelays()
 		}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// The quotas' defaults, so that no caller can take what the others need
+// with no flag given (docs/limits.md justifies each):
+//   - sessions: a tenth of -max-sessions' 10,000, so that ten callers are
+//     needed to fill the server, far above the few sessions a client holds;
+//   - in flight: twice -max-in-flight's per-session 256, far above the
+//     load a client drives (vigil-bench: 32 clients), a tiny share of what
+//     the server runs at once;
+//   - tasks: a tenth of the store's 1,000;
+//   - tool share: half of each tool's -tool-concurrency slots, so that
+//     another caller's call of the tool is admitted at once.
+const (
+	defaultQuotaSessions  = 1000
+	defaultQuotaInFlight  = 512
+	defaultQuotaTasks     = 100
+	defaultQuotaToolShare = 0.5
+)
+
+// addQuotaFlags defines the quota flags on fs.
+func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
+	fs.IntVar(&cfg.quotaSessions, "quota-sessions", defaultQuotaSessions, "most concurrent HTTP sessions of one caller (the principal, or the client's IP without authorization); more initializes get 429 with Retry-After, unless -quota-evict-idle (0: no quota)")
+	fs.BoolVar(&cfg.quotaEvictIdle, "quota-evict-idle", false, "at -quota-sessions, end the caller's session idle the longest (none with a request in flight) to make room, instead of refusing the initialize")
+	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
+	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
+	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
+}
+
+// checkQuotas refuses quota flags out of range.
+func checkQuotas(cfg config) error {
+	switch {
+	case cfg.quotaSessions < 0 || cfg.quotaInFlight < 0 || cfg.quotaTasks < 0:
+		return errors.New("-quota-sessions, -quota-in-flight and -quota-tasks must not be negative")
+	case !(cfg.quotaToolShare >= 0 && cfg.quotaToolShare <= 1):
+		return errors.New("-quota-tool-share must be a fraction from 0 to 1")
+	}
+	return nil
+}
+
+// noQuota turns a flag's 0 (no quota) into the library's "no limit".
+func noQuota(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// endpointQuotas returns the MCP endpoint's quotas, whose refusals m
+// counts.
+func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
+	return streamable.WithQuotas(streamable.Quotas{
+		Sessions:  noQuota(cfg.quotaSessions),
+		EvictIdle: cfg.quotaEvictIdle,
+		InFlight:  noQuota(cfg.quotaInFlight),
+		OnRefuse:  func(q protocol.Quota) { m.QuotaRefused(q.String()) },
+	})
+}
+
+// quotaOptions returns the options of the quotas the server and its
+// middleware keep: tasks and the tool share; none with -stdio, whose one
+// client is the only caller.
+func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
+	var mw []middleware.Option
+	var srv []server.Option
+	if cfg.stdio {
+		return nil, nil
+	}
+	if cfg.quotaToolShare > 0 && cfg.quotaToolShare < 1 {
+		mw = append(mw, middleware.WithToolShare(cfg.quotaToolShare, callerOf))
+	}
+	if cfg.quotaTasks > 0 {
+		srv = append(srv, server.WithTaskQuota(cfg.quotaTasks, callerOf))
+	}
+	return mw, srv
+}
+
+// callerOf names the caller a request counts against: its principal, or
+// the IP address of the client's connection (clientConnContext).
+func callerOf(req *server.Request) string {
+	ctx := req.ArrivalContext()
+	if k := auth.CallerKey(req); k != "" {
+		return k
+	}
+	ip, _ := ctx.Value(clientIPKey{}).(string)
+	return ip
+}
+
+type clientIPKey struct{}
+
+// clientConnContext puts the IP address of c's client in ctx, once per
+// connection, for callerOf.
+func clientConnContext(ctx context.Context, c net.Conn) context.Context {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		host = c.RemoteAddr().String()
+	}
+	return context.WithValue(ctx, clientIPKey{}, host)
+}

@@ -1,0 +1,237 @@
+package streamable
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/internal/quota"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// Quotas are an Endpoint's limits per caller, so that no caller can take
+// what the others need: the caller is the principal (see [WithPrincipal])
+// or, without one, the client's IP address. A zero field keeps its
+// default; a negative one means no limit.
+type Quotas struct {
+	// Sessions limits the concurrent 2025-era sessions of one caller
+	// (DefaultSessionsPerCaller). Over it, an initialize is refused with 429
+	// and Retry-After, or, with EvictIdle, the caller's session idle the
+	// longest (with no request in flight) ends as the idle timeout ends
+	// sessions, to make room. With a Cluster, only a SessionCounter
+	// counts them (none by default).
+	Sessions  int
+	EvictIdle bool
+	// InFlight limits the requests one caller has in flight over HTTP, over
+	// all of its sessions and its stateless requests (DefaultInFlightPerCaller);
+	// more are refused with 429 and Retry-After.
+	InFlight int
+	// SessionCounter, when set, counts the sessions instead of this
+	// Endpoint's own table (for a count shared by replicas); EvictIdle then
+	// has no effect.
+	SessionCounter SessionCounter
+	// OnRefuse, when set, is called for every refusal (and eviction) by a
+	// quota, with its quota; it must be fast and safe for concurrent use.
+	OnRefuse func(q protocol.Quota)
+}
+
+// SessionCounter counts each caller's concurrent sessions against a
+// limit, such as a count that replicas share. Acquire counts session, a
+// new session of caller, and reports true, or reports false when caller
+// holds limit already (with an error: the count is unavailable, and the
+// session is refused). Release counts session out: without a Cluster when
+// it ends, however it ends; with a Cluster when a client deletes it (a
+// shared session that expires idle ends in the cluster, not on a replica:
+// the counter must let its sessions expire after the idle timeout itself).
+// caller is then the deleting request's, which may differ in address from
+// the creating one's without a principal. It must be safe for concurrent
+// use.
+type SessionCounter interface {
+	Acquire(ctx context.Context, caller, session string, limit int) (bool, error)
+	Release(caller, session string)
+}
+
+// The default quotas.
+const (
+	// DefaultSessionsPerCaller is a tenth of the default session limit, so
+	// that no fewer than ten callers can fill the Endpoint.
+	DefaultSessionsPerCaller = 1000
+	// DefaultInFlightPerCaller is twice the default per-session limit.
+	DefaultInFlightPerCaller = 512
+)
+
+// Retry-After of quota refusals, in seconds: a request ends within
+// seconds, a session lasts minutes.
+const (
+	retryInFlight = 1
+	retrySessions = 10
+)
+
+// WithQuotas sets the per-caller quotas (see [Quotas]); without it the
+// defaults apply.
+func WithQuotas(q Quotas) Option {
+	return optionFunc(func(c *config) { c.quotas = q })
+}
+
+// quotaState is an Endpoint's per-caller accounting.
+type quotaState struct {
+	q        Quotas
+	inFlight *quota.Counter // nil: no limit
+	sessions int            // limit; 0: none
+	// bySession counts the sessions of each caller that holds one, without
+	// a SessionCounter. mu is never held with Endpoint.mu.
+	mu        sync.Mutex
+	bySession map[string]int
+}
+
+func newQuotaState(q Quotas) *quotaState {
+	qs := &quotaState{q: q, bySession: make(map[string]int)}
+	switch {
+	case q.InFlight == 0:
+		qs.inFlight = quota.New(DefaultInFlightPerCaller)
+	case q.InFlight > 0:
+		qs.inFlight = quota.New(q.InFlight)
+	}
+	switch {
+	case q.Sessions == 0:
+		qs.sessions = DefaultSessionsPerCaller
+	case q.Sessions > 0:
+		qs.sessions = q.Sessions
+	}
+	return qs
+}
+
+// callerOf returns the caller r's quotas count against: its principal, or
+// its client's IP address.
+func (h *Endpoint) callerOf(r *http.Request) string {
+	if p := h.principalOf(r); p != "" {
+		return p
+	}
+	return clientIP(r.RemoteAddr)
+}
+
+// clientIP returns the host of a host:port address, without brackets.
+func clientIP(addr string) string {
+	if i := strings.LastIndexByte(addr, ':'); i >= 0 && !strings.HasSuffix(addr, "]") {
+		addr = addr[:i]
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+}
+
+// refuseQuota answers a request refused by quota q with 429, Retry-After
+// and a JSON-RPC error whose data names the quota, and counts it.
+func (h *Endpoint) refuseQuota(w http.ResponseWriter, r *http.Request, id transport.ID, q protocol.Quota, why protocol.RejectReason, retry int) {
+	if f := h.cfg.quotas.OnRefuse; f != nil {
+		f(q)
+	}
+	if h.cfg.onReject != nil {
+		h.cfg.onReject(why)
+	}
+	h.cfg.logger.Debug("streamable: refused by a quota", "quota", q, "caller", h.callerOf(r))
+	w.Header().Set("Retry-After", strconv.Itoa(retry))
+	data := `{"quota":"` + q.String() + `","retryAfterSeconds":` + strconv.Itoa(retry) + `}`
+	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{
+		Code: int64(protocol.CodeServerBusy), Message: "quota exceeded: " + q.String(), Data: []byte(data),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(body)
+}
+
+// admitSession counts session, a new session of caller, evicting the
+// caller's longest-idle session when the quotas say so; false: refused.
+// release gives its place back; the session calls it when it ends, but
+// for a shared one, whose end is the cluster's (see SessionCounter).
+func (h *Endpoint) admitSession(ctx context.Context, caller, session string) (release func(), ok bool) {
+	qs := h.quotas
+	if qs.sessions == 0 || h.cfg.cluster != nil && qs.q.SessionCounter == nil {
+		return func() {}, true
+	}
+	if c := qs.q.SessionCounter; c != nil {
+		ok, err := c.Acquire(ctx, caller, session, qs.sessions)
+		if err != nil {
+			h.cfg.logger.Warn("streamable: cannot count the caller's sessions", "error", err)
+		}
+		if err != nil || !ok {
+			return nil, false
+		}
+		return func() { c.Release(caller, session) }, true
+	}
+	for range 2 {
+		qs.mu.Lock()
+		if qs.bySession[caller] < qs.sessions {
+			qs.bySession[caller]++
+			qs.mu.Unlock()
+			return func() { qs.release(caller) }, true
+		}
+		qs.mu.Unlock()
+		if !qs.q.EvictIdle {
+			return nil, false
+		}
+		h.mu.RLock()
+		idle := h.idlestLocked(caller)
+		h.mu.RUnlock()
+		if idle == nil {
+			return nil, false
+		}
+		if f := qs.q.OnRefuse; f != nil {
+			f(protocol.QuotaSessions)
+		}
+		h.expire(idle) // releases its count before it returns
+	}
+	return nil, false
+}
+
+// releaseShared counts a shared session out of its caller's sessions
+// when a client deletes it (r), with a SessionCounter.
+func (h *Endpoint) releaseShared(r *http.Request, s *session) {
+	if c := h.quotas.q.SessionCounter; c != nil && h.quotas.sessions > 0 {
+		c.Release(h.callerOf(r), s.id)
+	}
+}
+
+func (qs *quotaState) release(caller string) {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	if n := qs.bySession[caller] - 1; n > 0 {
+		qs.bySession[caller] = n
+	} else {
+		delete(qs.bySession, caller)
+	}
+}
+
+// idlestLocked returns caller's session idle the longest with no request
+// in flight, nil if there is none; h.mu is held (to read).
+func (h *Endpoint) idlestLocked(caller string) *session {
+	var best *session
+	var due int64
+	for _, s := range h.sessions {
+		if s.caller != caller || s.working() {
+			continue
+		}
+		if d := s.deadline.Load(); best == nil || d < due {
+			best, due = s, d
+		}
+	}
+	return best
+}
+
+// working reports whether s has a request in flight.
+func (s *session) working() bool {
+	if s.res != nil {
+		return s.res.working()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.streams) > 0
+}
+
+// working reports whether a request of the session is not done yet.
+func (rs *resumer) working() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.byReq) > 0
+}

@@ -1,0 +1,312 @@
+package streamable_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// quotaPost serves one POST of the caller at ip on h in process.
+func quotaPost(h http.Handler, ip, sid, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	r.RemoteAddr = ip + ":40000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		r.Header.Set("Mcp-Session-Id", sid)
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// quotaRefusal checks that w is a 429 refusal by quota q with Retry-After
+// retry and the quota in the error's data.
+func quotaRefusal(t *testing.T, w *httptest.ResponseRecorder, q protocol.Quota, retry string) {
+	t.Helper()
+	require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())
+	assert.Equal(t, retry, w.Header().Get("Retry-After"))
+	var resp struct {
+		Error struct {
+			Code int64
+			Data struct {
+				Quota             string
+				RetryAfterSeconds int
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp))
+	assert.Equal(t, int64(protocol.CodeServerBusy), resp.Error.Code)
+	assert.Equal(t, q.String(), resp.Error.Data.Quota)
+	assert.Equal(t, retry, itoa(resp.Error.Data.RetryAfterSeconds))
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// refusals counts the quota refusals an Endpoint reports.
+type refusals struct {
+	mu sync.Mutex
+	n  map[protocol.Quota]int
+}
+
+func (r *refusals) add(q protocol.Quota) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = make(map[protocol.Quota]int)
+	}
+	r.n[q]++
+}
+
+func (r *refusals) get(q protocol.Quota) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[q]
+}
+
+func quotaInit(t *testing.T, h http.Handler, ip string) *httptest.ResponseRecorder {
+	t.Helper()
+	return quotaPost(h, ip, "", idleInit)
+}
+
+// One caller's sessions are limited; another caller's are not affected,
+// and a session the first deletes gives its place back.
+func TestQuotaSessionsPerCaller(t *testing.T) {
+	srv := htServer(t)
+	var got refusals
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 3, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	var sids []string
+	for range 3 {
+		w := quotaInit(t, h, "192.0.2.1")
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		sids = append(sids, w.Header().Get("Mcp-Session-Id"))
+	}
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.1"), protocol.QuotaSessions, "10")
+	assert.Equal(t, 1, got.get(protocol.QuotaSessions))
+
+	w := quotaInit(t, h, "192.0.2.2")
+	require.Equal(t, http.StatusOK, w.Code, "another caller is not limited by the first: %s", w.Body)
+
+	del := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+	del.RemoteAddr = "192.0.2.1:1"
+	del.Header.Set("Mcp-Session-Id", sids[0])
+	dw := httptest.NewRecorder()
+	h.ServeHTTP(dw, del)
+	require.Equal(t, http.StatusNoContent, dw.Code)
+	w = quotaInit(t, h, "192.0.2.1")
+	require.Equal(t, http.StatusOK, w.Code, "a deleted session gives its place back: %s", w.Body)
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.1"), protocol.QuotaSessions, "10")
+	assert.Equal(t, 2, got.get(protocol.QuotaSessions))
+}
+
+// With EvictIdle, a caller at its limit opens a new session by ending its
+// session idle the longest; a session with a request in flight is never
+// evicted, and when all are busy the initialize is refused.
+func TestQuotaSessionsEvictIdle(t *testing.T) {
+	srv := htServer(t)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	require.NoError(t, srv.AddTool(server.Tool{Name: "hold"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return server.Text("held"), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}))
+	var got refusals
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 2, EvictIdle: true, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	s1, s2 := openIdle(t, h), openIdle(t, h) // from 192.0.2.1 (httptest's default address)
+	pingIdle(t, h, s1)                       // s2 is now idle the longest
+	s3 := openIdle(t, h)
+	assert.Equal(t, 1, got.get(protocol.QuotaSessions))
+	w := idlePost(h, s2, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	assert.Equal(t, http.StatusNotFound, w.Code, "the idlest session was evicted")
+	pingIdle(t, h, s1)
+	pingIdle(t, h, s3)
+
+	// Both sessions busy: nothing to evict.
+	var wg sync.WaitGroup
+	for _, sid := range []string{s1, s3} {
+		wg.Go(func() {
+			w := idlePost(h, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+			assert.Equal(t, http.StatusOK, w.Code)
+		})
+		<-started
+	}
+	quotaRefusal(t, idlePost(h, "", idleInit), protocol.QuotaSessions, "10")
+	close(release)
+	wg.Wait()
+}
+
+// A caller's requests in flight are limited over all its sessions and its
+// stateless requests; another caller is served meanwhile, and the caller
+// is served again once its requests end.
+func TestQuotaInFlightPerCaller(t *testing.T) {
+	srv := htServer(t)
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	require.NoError(t, srv.AddTool(server.Tool{Name: "hold"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return server.Text("held"), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}))
+	var got refusals
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{InFlight: 2, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	a1 := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
+	a2 := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
+	b := quotaInit(t, h, "192.0.2.2").Header().Get("Mcp-Session-Id")
+	var wg sync.WaitGroup
+	for _, sid := range []string{a1, a2} {
+		wg.Go(func() {
+			w := quotaPost(h, "192.0.2.1", sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+			assert.Equal(t, http.StatusOK, w.Code)
+		})
+		<-started
+	}
+	quotaRefusal(t, quotaPost(h, "192.0.2.1", a1, `{"jsonrpc":"2.0","id":3,"method":"ping"}`), protocol.QuotaInFlight, "1")
+	stateless := `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	quotaRefusal(t, quotaPost(h, "192.0.2.1", "", stateless), protocol.QuotaInFlight, "1")
+	assert.Equal(t, 2, got.get(protocol.QuotaInFlight))
+	w := quotaPost(h, "192.0.2.2", b, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	assert.Equal(t, http.StatusOK, w.Code, "another caller is served: %s", w.Body)
+	// Notifications are not requests in flight.
+	w = quotaPost(h, "192.0.2.1", a1, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	assert.Equal(t, http.StatusAccepted, w.Code)
+
+	close(release)
+	wg.Wait()
+	w = quotaPost(h, "192.0.2.1", a1, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	assert.Equal(t, http.StatusOK, w.Code, "served again once its requests ended: %s", w.Body)
+}
+
+// The in-flight quota holds under concurrency: of many callers' requests
+// racing, none is refused below its caller's limit, and all are served.
+func TestQuotaInFlightConcurrent(t *testing.T) {
+	srv := htServer(t)
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{InFlight: 1000}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+	sid := openIdle(t, h)
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			for j := range 10 {
+				w := idlePost(h, sid, `{"jsonrpc":"2.0","id":"`+itoa(i*100+j)+`","method":"ping"}`)
+				if w.Code != http.StatusOK {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, refused.Load())
+}
+
+// BenchmarkQuotaPing measures what the quotas add to a session's request
+// served in process: compare the "default" and "none" runs.
+func BenchmarkQuotaPing(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		q    streamable.Quotas
+	}{
+		{"default", streamable.Quotas{}},
+		{"none", streamable.Quotas{Sessions: -1, InFlight: -1}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := htServer(b)
+			h := streamable.New(srv, streamable.WithQuotas(tc.q))
+			b.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+			sid := openIdle(b, h)
+			b.ReportAllocs()
+			for b.Loop() {
+				if w := idlePost(h, sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); w.Code != http.StatusOK {
+					b.Fatalf("ping: %d", w.Code)
+				}
+			}
+		})
+	}
+}
+
+// fakeCounter is a SessionCounter that records its calls.
+type fakeCounter struct {
+	mu       sync.Mutex
+	held     map[string]int
+	fail     bool
+	released []string
+}
+
+func (c *fakeCounter) Acquire(_ context.Context, caller, session string, limit int) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fail {
+		return false, errors.New("counter down")
+	}
+	if session == "" || c.held[caller] >= limit {
+		return false, nil
+	}
+	c.held[caller]++
+	return true, nil
+}
+
+func (c *fakeCounter) Release(caller, session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held[caller]--
+	c.released = append(c.released, caller+" "+session)
+}
+
+// A SessionCounter replaces the Endpoint's own count: it is asked with the
+// caller, the new session's id and the limit, its refusal and its errors
+// refuse the initialize, and a session's end releases it.
+func TestQuotaSessionCounter(t *testing.T) {
+	srv := htServer(t)
+	c := &fakeCounter{held: map[string]int{}}
+	var got refusals
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 1, SessionCounter: c, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	w := quotaInit(t, h, "192.0.2.1")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	sid := w.Header().Get("Mcp-Session-Id")
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.1"), protocol.QuotaSessions, "10")
+	c.mu.Lock()
+	c.fail = true
+	c.mu.Unlock()
+	quotaRefusal(t, quotaInit(t, h, "192.0.2.2"), protocol.QuotaSessions, "10")
+	assert.Equal(t, 2, got.get(protocol.QuotaSessions))
+
+	del := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
+	del.RemoteAddr = "192.0.2.1:1"
+	del.Header.Set("Mcp-Session-Id", sid)
+	dw := httptest.NewRecorder()
+	h.ServeHTTP(dw, del)
+	require.Equal(t, http.StatusNoContent, dw.Code)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.Equal(t, []string{"192.0.2.1 " + sid}, c.released)
+	assert.Zero(t, c.held["192.0.2.1"])
+}
