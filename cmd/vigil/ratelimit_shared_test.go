@@ -163,3 +163,63 @@ func TestRateLimitsSharedReplicas(t *testing.T) {
 	}
 	assert.Positive(t, fallbacks, "the decisions without Redis are counted")
 }
+
+// TestSessionQuotaSharedReplicas runs the shipped vigil as three replicas
+// with -redis and -quota-sessions 4 behind a real nginx doing round robin:
+// one caller (the proxy's address) opens four sessions over the three
+// replicas, not twelve; the fifth is refused 429 with Retry-After and
+// counted; deleting one of its sessions makes room on any replica.
+func TestSessionQuotaSharedReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three replicas: skipped with -short")
+	}
+	const quota, replicas = 4, 3
+	rs := redistest.Start(t)
+	var addrs []string
+	for range replicas {
+		addrs = append(addrs, startRLReplica(t, rs.URL(), "-quota-sessions", strconv.Itoa(quota)))
+	}
+	proxy := nginxtest.Start(t, addrs...)
+	c := &chClient{t: t, url: proxy.URL() + "/mcp", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	open := func() (int, string, string) {
+		resp, err := c.post(t.Context(), "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"quota","version":"1"}}}`)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+			assert.Contains(t, string(b), `"quota":"sessions"`)
+		}
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	var sids []string
+	refused := 0
+	for range 3 * quota {
+		status, sid, body := open()
+		switch status {
+		case http.StatusOK:
+			sids = append(sids, sid)
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Fatalf("initialize: %d %s", status, body)
+		}
+	}
+	assert.Len(t, sids, quota, "one quota over %d replicas", replicas)
+	var refusals int64
+	for _, a := range addrs {
+		refusals += scrapeSum(t, a, "mcp_server_quota_refusals_total")
+	}
+	assert.Equal(t, int64(refused), refusals, "every refusal counted once")
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, c.url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Mcp-Session-Id", sids[0])
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := c.http.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	status, _, body := open()
+	assert.Equal(t, http.StatusOK, status, "a deleted session makes room: %s", body)
+}

@@ -193,6 +193,24 @@ func (h *Endpoint) releaseShared(r *http.Request, s *session) {
 	}
 }
 
+// refreshShared keeps a shared session in use counted in its caller's
+// sessions, as SessionCounter asks (Acquire of a counted session renews
+// it). The caller is the creating request's, or on another replica the
+// session's principal; an unauthenticated session seen only there is not
+// renewed, and leaves the count after the idle timeout.
+func (h *Endpoint) refreshShared(ctx context.Context, s *session) {
+	c, caller := h.quotas.q.SessionCounter, s.caller
+	if caller == "" {
+		caller = s.principal
+	}
+	if c == nil || h.quotas.sessions <= 0 || caller == "" {
+		return
+	}
+	if _, err := c.Acquire(context.WithoutCancel(ctx), caller, s.id, h.quotas.sessions); err != nil {
+		h.cfg.logger.Warn("streamable: cannot renew a session's count", "session", s.id, "error", err)
+	}
+}
+
 func (qs *quotaState) release(caller string) {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()

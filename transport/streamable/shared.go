@@ -279,6 +279,8 @@ func (s *session) touchShared(ctx context.Context) bool {
 		return false
 	case err != nil:
 		s.h.cfg.logger.Warn("streamable: cannot renew a shared session", "session", s.id, "error", err)
+	default:
+		s.h.refreshShared(ctx, s)
 	}
 	return true
 }
