@@ -1,7 +1,9 @@
 package streamable
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -252,4 +254,22 @@ func (rs *resumer) working() bool {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	return len(rs.byReq) > 0
+}
+
+// quotaRetryAfter reports whether e refuses a request by a per-caller
+// quota (busy, with data {"quota", "retryAfterSeconds"}, as the server's
+// QuotaRefusal answers) and its Retry-After: a stateless request so
+// refused is answered 429, as the endpoint's own quota refusals are.
+func quotaRetryAfter(e *transport.Error) (string, bool) {
+	if protocol.Code(e.Code) != protocol.CodeServerBusy || !bytes.Contains(e.Data, []byte(`"quota"`)) {
+		return "", false
+	}
+	var d struct {
+		Quota      string `json:"quota"`
+		RetryAfter int64  `json:"retryAfterSeconds"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil || d.Quota == "" {
+		return "", false
+	}
+	return strconv.FormatInt(max(d.RetryAfter, 1), 10), true
 }

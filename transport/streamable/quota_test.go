@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -309,4 +310,34 @@ func TestQuotaSessionCounter(t *testing.T) {
 	defer c.mu.Unlock()
 	assert.Equal(t, []string{"192.0.2.1 " + sid}, c.released)
 	assert.Zero(t, c.held["192.0.2.1"])
+}
+
+// A stateless request that the server refuses by a quota (a handler's
+// QuotaRefusal, as the tool rate and the tool share answer) is answered
+// 429 with Retry-After, as the endpoint's own refusals are; in a 2025
+// session the refusal is an ordinary JSON-RPC answer.
+func TestQuotaRefusalStateless429(t *testing.T) {
+	srv := htServer(t)
+	require.NoError(t, srv.AddTool(server.Tool{Name: "limited"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return nil, server.QuotaRefusal(protocol.QuotaToolRate, 2500*time.Millisecond)
+	}))
+	h := streamable.New(srv)
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"limited","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(call))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	r.Header.Set("Mcp-Method", "tools/call")
+	r.Header.Set("Mcp-Name", "limited")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	quotaRefusal(t, w, protocol.QuotaToolRate, "3")
+
+	sid := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
+	w = quotaPost(h, "192.0.2.1", sid, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"limited","arguments":{}}}`)
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, w.Header().Get("Retry-After"))
+	assert.Contains(t, w.Body.String(), `"quota":"tool_rate"`)
 }

@@ -132,6 +132,10 @@ func (st *stream) deliver(m transport.Message) error {
 			status := http.StatusOK
 			if resp.Error != nil && st.status != nil {
 				status = st.status(resp.Error.Code)
+				if retry, ok := quotaRetryAfter(resp.Error); ok {
+					st.w.Header().Set("Retry-After", retry)
+					status = http.StatusTooManyRequests
+				}
 			}
 			st.w.WriteHeader(status)
 			_, err := st.w.Write(data)
