@@ -56,7 +56,8 @@ type Endpoint struct {
 	srv    Server
 	attach Attacher // srv, when it is one
 	cfg    config
-	expiry *expiry // ends idle sessions; nil when they never expire
+	limit  writeLimit // stream.go: bounds every SSE write
+	expiry *expiry    // ends idle sessions; nil when they never expire
 
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
@@ -86,6 +87,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{})}
 	h.attach, _ = srv.(Attacher)
+	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
 		h.expiry = newExpiry(cfg.viewIdle, h.expireView)

@@ -102,7 +102,7 @@ func (rs *resumer) retry() time.Duration {
 // request: its stream stays open for a resumption.
 func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
 	s := rs.s
-	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
 	ls := &logical{req: req.ID, conn: st}
 	rs.mu.Lock()
 	switch {
@@ -337,7 +337,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	rs.mu.Unlock()
 	defer rs.leaveStandalone()
 
-	st := newStream(w, ResponseSSE, nil, rs.s.idHeader)
+	st := newStream(w, ResponseSSE, nil, rs.s.idHeader, &rs.s.h.limit)
 	ls.mu.Lock()
 	ls.conn = st
 	rs.primeLocked(r.Context(), ls)
@@ -418,7 +418,7 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 			return
 		}
 	}
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	if ls == nil {
 		// The stream is over (answered, given up or replaced): replay
 		// what is left of it and end.

@@ -335,7 +335,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.res.serveRequest(w, r, req)
 		return
 	}
-	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
 	terminated := st.terminated(req.ID)
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
@@ -395,7 +395,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.res.serveGet(w, r)
 		return
 	}
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()

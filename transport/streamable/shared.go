@@ -467,7 +467,7 @@ func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID stri
 	s := rs.s
 	wake, done := s.view.watchTail(key)
 	defer done()
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	defer st.shutDown(nil)
 	last := lastOf(events, lastID)
 	if st.replay(events) != nil || answers(events) {
