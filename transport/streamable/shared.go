@@ -463,7 +463,9 @@ const tailPoll = time.Second
 // When the replica is gone (its lease expired), the request is answered
 // here with a "server instance lost" error, stored as the stream's last
 // event, and counted, by whichever replica claims it first.
-func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event) {
+// c is the GET's admission (see admit): a newer resumption of the same
+// stream ends this one.
+func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event, c *carrier) {
 	s := rs.s
 	wake, done := s.view.watchTail(key)
 	defer done()
@@ -484,6 +486,8 @@ func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID stri
 				rs.answerIfLost(r.Context(), key)
 			case <-r.Context().Done():
 				return
+			case <-c.stop:
+				return // a newer resumption of the stream carries it
 			case <-s.done:
 				return
 			case <-s.h.drained:
