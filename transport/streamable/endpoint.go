@@ -90,7 +90,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
-		h.expiry = newExpiry(cfg.viewIdle, h.expireView)
+		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)
 		if f, ok := cfg.cluster.(Forwarder); ok {
 			stop, err := f.HandleForwarded(h.serveForwarded)
 			if err != nil {
@@ -100,7 +100,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 			}
 		}
 	} else {
-		h.expiry = newExpiry(cfg.idleTimeout, h.expire)
+		h.expiry = newExpiry(cfg.idleTimeout, cfg.initTimeout, h.expire)
 	}
 	return h
 }
@@ -278,6 +278,9 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 			return
 		}
 	}
+	if isRequest && req.Method == "notifications/initialized" && !s.initialized.Swap(true) && s.view != nil {
+		s.renewShared(r.Context()) // the record lives for the idle timeout from now on (shared.go)
+	}
 	s.touch()
 	if isRequest && req.Method == "notifications/cancelled" {
 		s.markCancelled(req)
@@ -366,6 +369,9 @@ func (h *Endpoint) expire(s *session) {
 		delete(h.sessions, s.id)
 	}
 	h.mu.Unlock()
+	if !s.initialized.Load() && h.cfg.onCut != nil {
+		h.cfg.onCut(CutInitTimeout)
+	}
 	s.terminate(errIdle)
 }
 

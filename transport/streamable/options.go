@@ -51,6 +51,8 @@ type config struct {
 	writeTimeout  time.Duration // stream.go: bound of one SSE write
 	onCut         func(StreamCut)
 	maxResumes    int // resume.go: concurrent resumptions and GET streams per session
+	maxState      int           // shared_state.go: largest shared state stored
+	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
 }
 
 func defaultConfig() config {
@@ -62,6 +64,8 @@ func defaultConfig() config {
 		idleTimeout:  30 * time.Minute,
 		writeTimeout: DefaultWriteTimeout,
 		maxResumes:   DefaultMaxResumptions,
+		maxState:     DefaultMaxStateBytes,
+		initTimeout:  DefaultInitTimeout,
 	}
 }
 
@@ -258,6 +262,43 @@ func WithMaxResumptions(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxResumes = n
+		}
+	})
+}
+
+// DefaultMaxStateBytes is the largest shared session state stored by
+// default (see [WithMaxStateBytes]): room for an initialize's parameters at
+// their cap, and the session's subscriptions.
+const DefaultMaxStateBytes = 256 << 10
+
+// WithMaxStateBytes caps the state of a shared session ([WithCluster])
+// the Endpoint stores in the cluster to n bytes ([DefaultMaxStateBytes] by
+// default, or when n <= 0): a larger state is not stored, the session ends
+// everywhere (its next request is answered 404, so that the client starts
+// a new one), and the cut is counted ([CutStateTooLarge]).
+func WithMaxStateBytes(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxState = n
+		}
+	})
+}
+
+// DefaultInitTimeout is how long a session may stay idle before its client
+// finished initialize, by default (see [WithInitTimeout]).
+const DefaultInitTimeout = time.Minute
+
+// WithInitTimeout ends a 2025-era session whose client has not posted
+// notifications/initialized and that has seen no request for d
+// ([DefaultInitTimeout] by default, or when d <= 0; never longer than the
+// idle timeout), so that sessions opened and abandoned cost little for
+// long. The end is counted ([CutInitTimeout]). In shared mode the
+// cluster's record expires on its own terms (see redisstore's
+// WithInitTimeout); the Endpoint renews it once the client initialized.
+func WithInitTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.initTimeout = d
 		}
 	})
 }

@@ -45,6 +45,10 @@ type session struct {
 	slot     int
 
 	dispatch atomic.Pointer[transport.Dispatcher] // set by the server (transport.Inline)
+
+	// initialized: the client posted notifications/initialized here; until
+	// then the session expires after the init timeout (expiry.go).
+	initialized atomic.Bool
 }
 
 var (

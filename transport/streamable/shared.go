@@ -283,6 +283,17 @@ func (s *session) touchShared(ctx context.Context) bool {
 	return true
 }
 
+// renewShared restarts the idle clock of the session's record at once: a
+// record lives for the init timeout only until its client initialized
+// (see redisstore's WithInitTimeout).
+func (s *session) renewShared(ctx context.Context) {
+	v := s.view
+	v.touched.Store(time.Now().UnixNano())
+	if err := v.cluster.Touch(context.WithoutCancel(ctx), s.id); err != nil && !errors.Is(err, ErrUnknownSession) {
+		s.h.cfg.logger.Warn("streamable: cannot renew a shared session", "session", s.id, "error", err)
+	}
+}
+
 // publish sends a relay of kind to the session's other replicas.
 func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) error {
 	v := s.view

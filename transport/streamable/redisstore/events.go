@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,27 +12,67 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
+// appendEvent stores an event and trims the session's events to their
+// bounds, keeping the byte count right, in one round trip; it returns the
+// event's entry id. KEYS: the stream's events, the session's stream set,
+// its byte count. ARGV: data, its counted size, the TTL in ms, the most
+// events per stream, the most bytes per session, the stream's key, the
+// prefix of the session's events keys. The oldest events of the stream go
+// first (its newest stays), then those of the other streams, whose emptied
+// keys are deleted. The keys other than KEYS are the session's own, in
+// its hash slot.
+var appendEvent = redis.NewScript(`
+local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1])
+local total = redis.call('INCRBY', KEYS[3], ARGV[2])
+local maxEvents, budget = tonumber(ARGV[4]), tonumber(ARGV[5])
+local function dropOldest(key)
+  local e = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
+  if #e == 0 then return false end
+  redis.call('XDEL', key, e[1][1])
+  total = total - string.len(e[1][2][2] or '') - 64
+  return true
+end
+while redis.call('XLEN', KEYS[1]) > maxEvents do dropOldest(KEYS[1]) end
+while total > budget and redis.call('XLEN', KEYS[1]) > 1 do dropOldest(KEYS[1]) end
+redis.call('SADD', KEYS[2], ARGV[6])
+if total > budget then
+  for _, st in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    if st ~= ARGV[6] then
+      local key = ARGV[7] .. st
+      while total > budget and dropOldest(key) do end
+      if redis.call('XLEN', key) == 0 then
+        redis.call('DEL', key)
+        redis.call('SREM', KEYS[2], st)
+      end
+      if total <= budget then break end
+    end
+  end
+end
+redis.call('SET', KEYS[3], math.max(total, 0), 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return id`)
+
 // Append stores the next event of a stream on a Redis stream, trimmed to
-// about MaxEvents, in one round trip, and returns its id: the stream's key,
-// '~' and the Redis entry id.
+// MaxEvents and the session's events to their byte bound (see
+// [WithMaxSessionEventBytes]), in one round trip, and returns its id: the
+// stream's key, '~' and the Redis entry id.
 func (s *Store) Append(ctx context.Context, session, stream string, data []byte) (id string, err error) {
 	defer s.observe("append", time.Now(), &err)
 	if !visible(stream) || strings.Contains(stream, "~") {
 		return "", fmt.Errorf("redisstore: append: stream key %q: want visible ASCII without '~'", stream)
 	}
-	key, streams := s.eventsKey(session, stream), s.streamsKey(session)
-	var add *redis.StringCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: s.cfg.maxEvents, Approx: true, Values: []string{"d", string(data)}})
-		p.PExpire(ctx, key, s.ttl())
-		p.SAdd(ctx, streams, stream)
-		p.PExpire(ctx, streams, s.ttl())
-		return nil
-	})
+	size := int64(len(data)) + EventOverhead
+	if size > s.cfg.maxBytes {
+		return "", fmt.Errorf("redisstore: append: an event of %d bytes is larger than a session's events may be (%d)", len(data), s.cfg.maxBytes)
+	}
+	keys := []string{s.eventsKey(session, stream), s.streamsKey(session), s.bytesKey(session)}
+	xid, err := appendEvent.Run(ctx, s.rdb, keys, data, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
+		stream, s.eventsKey(session, "")).Text()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append: %w", err)
 	}
-	return stream + "~" + add.Val(), nil
+	return stream + "~" + xid, nil
 }
 
 // Replay returns the stream lastID belongs to and its events after
@@ -43,19 +84,25 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
 	}
 	key := s.eventsKey(session, stream)
-	entries, err := s.rdb.XRange(ctx, key, "("+xid, "+").Result()
+	var rng *redis.XMessageSliceCmd
+	var info *redis.XInfoStreamCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		rng = p.XRange(ctx, key, "("+xid, "+")
+		info = p.XInfoStream(ctx, key)
+		return nil
+	})
+	if err != nil && rng.Err() == nil && info.Err() != nil && strings.Contains(info.Err().Error(), "no such key") {
+		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
+	}
 	if err != nil {
 		return "", nil, fmt.Errorf("redisstore: replay: %w", err)
 	}
-	if len(entries) == 0 {
-		n, err := s.rdb.Exists(ctx, key).Result()
-		if err != nil {
-			return "", nil, fmt.Errorf("redisstore: replay: %w", err)
-		}
-		if n == 0 {
-			return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
-		}
+	if entryBefore(xid, info.Val().MaxDeletedEntryID) {
+		// An event after lastID was trimmed: the client cannot resume
+		// from there without a gap.
+		return "", nil, fmt.Errorf("redisstore: replay %q: events after it were trimmed: %w", lastID, streamable.ErrUnknownEvent)
 	}
+	entries := rng.Val()
 	events = make([]streamable.Event, 0, len(entries))
 	for _, e := range entries {
 		d, _ := e.Values["d"].(string)
@@ -76,7 +123,7 @@ func (s *Store) Forget(ctx context.Context, session string) (err error) {
 	if err != nil {
 		return fmt.Errorf("redisstore: forget: %w", err)
 	}
-	del := []string{streams}
+	del := []string{streams, s.bytesKey(session)}
 	for _, st := range keys {
 		del = append(del, s.eventsKey(session, st))
 	}
@@ -99,6 +146,18 @@ func parseEventID(id string) (stream, xid string, ok bool) {
 		return "", "", false
 	}
 	return stream, xid, true
+}
+
+// entryBefore reports whether Redis entry id a comes before b; a
+// malformed or zero b is before everything.
+func entryBefore(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	an, _ := strconv.ParseUint(am, 10, 64)
+	aseq, _ := strconv.ParseUint(as, 10, 64)
+	bn, _ := strconv.ParseUint(bm, 10, 64)
+	bseq, _ := strconv.ParseUint(bs, 10, 64)
+	return an < bn || (an == bn && aseq < bseq)
 }
 
 func digits(s string) bool {
