@@ -22,6 +22,8 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -80,6 +82,13 @@ type config struct {
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
+
+	// Slow readers and what a session may keep (transport/streamable).
+	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
+	maxResumptions   int           // -max-resumptions: GET streams one session has open at once
+	initTimeout      time.Duration // -init-timeout: idle timeout of a session not yet initialized
+	maxSessionState  int           // -max-session-state: bytes of a shared session's state
+	maxSessionEvents int64         // -max-session-events: bytes of a shared session's stored events
 }
 
 // authEnabled reports whether requests to /mcp need a bearer token.
@@ -124,6 +133,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
+	fs.DurationVar(&cfg.sseWriteTimeout, "sse-write-timeout", streamable.DefaultWriteTimeout, "end an SSE stream whose client does not take one event within this; the session lives on")
+	fs.IntVar(&cfg.maxResumptions, "max-resumptions", streamable.DefaultMaxResumptions, "most GET streams (the standalone stream and resumptions) one HTTP session has open at once; more get 429")
+	fs.DurationVar(&cfg.initTimeout, "init-timeout", streamable.DefaultInitTimeout, "end an HTTP session whose client has not finished initialize and that has seen no request for this long")
+	fs.IntVar(&cfg.maxSessionState, "max-session-state", streamable.DefaultMaxStateBytes, "largest state of a shared session (-redis) stored, in `bytes`; a session over it ends")
+	fs.Int64Var(&cfg.maxSessionEvents, "max-session-events", redisstore.DefaultMaxSessionEventBytes, "most `bytes` of stored SSE events of one shared session (-redis), for resumption; the oldest go first")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -205,6 +219,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
+	case cfg.sseWriteTimeout <= 0 || cfg.initTimeout <= 0 || cfg.maxResumptions <= 0 || cfg.maxSessionState <= 0 || cfg.maxSessionEvents <= 0:
+		return config{}, errors.New("-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive")
 	}
 	return cfg, nil
 }
@@ -406,7 +422,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if cfg.redisURL != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
-		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, Logger: logger, Registerer: in.registry})
+		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout,
+			InitTimeout: cfg.initTimeout, MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry})
 		if err != nil {
 			return err
 		}

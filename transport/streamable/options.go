@@ -50,7 +50,7 @@ type config struct {
 	onLost        func()        // shared.go: a request whose replica is gone was answered here
 	writeTimeout  time.Duration // stream.go: bound of one SSE write
 	onCut         func(StreamCut)
-	maxResumes    int // resume.go: concurrent resumptions and GET streams per session
+	maxResumes    int           // resume.go: concurrent resumptions and GET streams per session
 	maxState      int           // shared_state.go: largest shared state stored
 	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
 }

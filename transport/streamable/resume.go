@@ -54,7 +54,7 @@ func (rs *resumer) admit(key string) *carrier {
 	defer rs.mu.Unlock()
 	if old := rs.carriers[key]; old != nil {
 		close(old.stop)
-	} else if len(rs.carriers) >= rs.s.h.cfg.maxResumes {
+	} else if rs.full() {
 		return nil
 	}
 	if rs.carriers == nil {
@@ -63,6 +63,12 @@ func (rs *resumer) admit(key string) *carrier {
 	c := &carrier{stop: make(chan struct{})}
 	rs.carriers[key] = c
 	return c
+}
+
+// full reports whether the session has its most GETs open; rs.mu is held.
+func (rs *resumer) full() bool {
+	limit := rs.s.h.cfg.maxResumes
+	return limit > 0 && len(rs.carriers) >= limit
 }
 
 // release forgets the GET c carrying stream key.
@@ -371,7 +377,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		rs.s.h.reject(w, http.StatusConflict, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, "a GET stream is already open for this session")
 		return
 	}
-	if len(rs.carriers) >= rs.s.h.cfg.maxResumes {
+	if rs.full() {
 		rs.mu.Unlock()
 		rs.refuseResume(w)
 		return

@@ -80,7 +80,7 @@ func (c sharedConn) SetStateUpdate(update func(state []byte)) {
 // stateSeenWait.
 func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	v := c.view
-	if len(state) > c.h.cfg.maxState {
+	if limit := c.h.cfg.maxState; limit > 0 && len(state) > limit {
 		return c.stateTooLarge(ctx, len(state))
 	}
 	w := v.awaitSeen(&v.stateWait, sha256.Sum256(state))
