@@ -15,8 +15,9 @@ import (
 )
 
 // storedEventBytes sums the events kept for session s1 under prefix t:,
-// as the store counts them (data + EventOverhead), from Redis itself.
-func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int) {
+// as the store counts them (data + EventOverhead, and each stream key),
+// from Redis itself; real is what Redis says it uses for them.
+func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int, real int64) {
 	t.Helper()
 	ctx := t.Context()
 	keys, err := rdb.Keys(ctx, "t:{s1}:e:*").Result()
@@ -29,9 +30,14 @@ func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int
 			total += int64(len(d)) + redisstore.EventOverhead
 		}
 		streams++
+		total += streamKeyCost + 2*int64(len(k))
+		real += rdb.MemoryUsage(ctx, k, 0).Val()
 	}
-	return total, streams
+	return total, streams, real
 }
+
+// streamKeyCost is redisstore's count for one stream key besides its name.
+const streamKeyCost = 4800
 
 // A session's events are bounded in bytes over all its streams: the
 // stream appended to loses its oldest events first, then the other
@@ -39,49 +45,52 @@ func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int
 // stored; a resumption from a trimmed position is refused rather than
 // replayed with a gap; an event larger than the bound is not stored.
 func TestSessionEventBytesBounded(t *testing.T) {
-	const budget = 1000
+	const budget = 16 << 10
 	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithMaxSessionEventBytes(budget))
 	ctx := t.Context()
 	data := func(n int, c string) []byte { return []byte(strings.Repeat(c, n)) }
 
 	var a []string
-	for i := range 4 {
-		id, err := st.Append(ctx, "s1", "a", data(300, strconv.Itoa(i)))
+	for i := range 5 {
+		id, err := st.Append(ctx, "s1", "a", data(3000, strconv.Itoa(i)))
 		require.NoError(t, err)
 		a = append(a, id)
 	}
-	total, _ := storedEventBytes(t, rdb)
+	total, _, _ := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val(), "the count is what is stored")
 	_, _, err := st.Replay(ctx, "s1", a[0])
 	require.ErrorIs(t, err, streamable.ErrUnknownEvent, "the event after a[0] was trimmed: no resumption with a gap")
 	_, events, err := st.Replay(ctx, "s1", a[1])
 	require.NoError(t, err, "nothing after a[1] was trimmed")
-	require.Len(t, events, 2)
-	assert.Equal(t, data(300, "2"), events[0].Data)
-	assert.Equal(t, data(300, "3"), events[1].Data)
+	require.Len(t, events, 3)
+	assert.Equal(t, data(3000, "2"), events[0].Data)
+	assert.Equal(t, data(3000, "4"), events[2].Data)
 
 	// Another stream's event pushes a's out, all of them: its key goes.
-	_, err = st.Append(ctx, "s1", "b", data(900, "b"))
+	_, err = st.Append(ctx, "s1", "b", data(8000, "b"))
 	require.NoError(t, err)
-	total, streams := storedEventBytes(t, rdb)
+	total, streams, _ := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
 	assert.Equal(t, 1, streams)
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
-	_, _, err = st.Replay(ctx, "s1", a[3])
+	_, _, err = st.Replay(ctx, "s1", a[4])
 	require.ErrorIs(t, err, streamable.ErrUnknownEvent)
 	assert.Equal(t, []string{"b"}, rdb.SMembers(ctx, "t:{s1}:es").Val())
 
 	_, err = st.Append(ctx, "s1", "c", data(budget, "x"))
 	require.Error(t, err, "an event over the bound alone is not stored")
 
-	// A flood over many streams stays within the bound.
-	for i := range 200 {
-		_, err := st.Append(ctx, "s1", "f"+strconv.Itoa(i%17), data(10+i, "y"))
+	// A flood over many streams stays within the bound, and so does what
+	// Redis uses for it.
+	for i := range 400 {
+		_, err := st.Append(ctx, "s1", "f"+strconv.Itoa(i%37), data(10+i*7, "y"))
 		require.NoError(t, err)
 	}
-	total, _ = storedEventBytes(t, rdb)
+	total, _, real := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
+	assert.LessOrEqual(t, real, int64(budget), "Redis's own count of the session's streams")
+	t.Logf("counted %d bytes, Redis says %d", total, real)
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
 
 	require.NoError(t, st.Forget(ctx, "s1"))

@@ -17,24 +17,30 @@ import (
 // event's entry id. KEYS: the stream's events, the session's stream set,
 // its byte count. ARGV: data, its counted size, the TTL in ms, the most
 // events per stream, the most bytes per session, the stream's key, the
-// prefix of the session's events keys. The oldest events of the stream go
-// first (its newest stays), then those of the other streams, whose emptied
-// keys are deleted. The keys other than KEYS are the session's own, in
-// its hash slot.
+// prefix of the session's events keys, the size counted for a stream key
+// besides twice its name. The oldest events of the stream go first (its
+// newest stays), then those of the other streams, whose emptied keys are
+// deleted. When streams expired on their own, their bytes are counted
+// until the stream appended to is the session's last: then its bytes are
+// counted again. The keys other than KEYS are the session's own, in its
+// hash slot.
 var appendEvent = redis.NewScript(`
+local keyCost, overhead = tonumber(ARGV[8]), tonumber(ARGV[9])
+local function cost(key) return keyCost + 2 * string.len(key) end
+local total = tonumber(redis.call('GET', KEYS[3]) or '0') + tonumber(ARGV[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then total = total + cost(KEYS[1]) end
 local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1])
-local total = redis.call('INCRBY', KEYS[3], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[6])
 local maxEvents, budget = tonumber(ARGV[4]), tonumber(ARGV[5])
 local function dropOldest(key)
   local e = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
   if #e == 0 then return false end
   redis.call('XDEL', key, e[1][1])
-  total = total - string.len(e[1][2][2] or '') - 64
+  total = total - string.len(e[1][2][2] or '') - overhead
   return true
 end
 while redis.call('XLEN', KEYS[1]) > maxEvents do dropOldest(KEYS[1]) end
 while total > budget and redis.call('XLEN', KEYS[1]) > 1 do dropOldest(KEYS[1]) end
-redis.call('SADD', KEYS[2], ARGV[6])
 if total > budget then
   for _, st in ipairs(redis.call('SMEMBERS', KEYS[2])) do
     if st ~= ARGV[6] then
@@ -43,15 +49,26 @@ if total > budget then
       if redis.call('XLEN', key) == 0 then
         redis.call('DEL', key)
         redis.call('SREM', KEYS[2], st)
+        total = total - cost(key)
       end
       if total <= budget then break end
     end
+  end
+end
+if total > budget and redis.call('SCARD', KEYS[2]) == 1 then
+  total = cost(KEYS[1])
+  for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+    total = total + string.len(e[2][2] or '') + overhead
   end
 end
 redis.call('SET', KEYS[3], math.max(total, 0), 'PX', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return id`)
+
+// streamKeyCost is the size counted for a stream key besides twice its
+// name: about what Redis allocates for a stream with its first entry.
+const streamKeyCost = 4800
 
 // Append stores the next event of a stream on a Redis stream, trimmed to
 // MaxEvents and the session's events to their byte bound (see
@@ -62,13 +79,14 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 	if !visible(stream) || strings.Contains(stream, "~") {
 		return "", fmt.Errorf("redisstore: append: stream key %q: want visible ASCII without '~'", stream)
 	}
+	key := s.eventsKey(session, stream)
 	size := int64(len(data)) + EventOverhead
-	if size > s.cfg.maxBytes {
+	if size+streamKeyCost+2*int64(len(key)) > s.cfg.maxBytes {
 		return "", fmt.Errorf("redisstore: append: an event of %d bytes is larger than a session's events may be (%d)", len(data), s.cfg.maxBytes)
 	}
-	keys := []string{s.eventsKey(session, stream), s.streamsKey(session), s.bytesKey(session)}
+	keys := []string{key, s.streamsKey(session), s.bytesKey(session)}
 	xid, err := appendEvent.Run(ctx, s.rdb, keys, data, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
-		stream, s.eventsKey(session, "")).Text()
+		stream, s.eventsKey(session, ""), streamKeyCost, EventOverhead).Text()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append: %w", err)
 	}

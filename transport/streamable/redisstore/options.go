@@ -92,7 +92,8 @@ const EventOverhead = 64
 
 // WithMaxSessionEventBytes bounds the events kept for one session, over
 // all its streams, to n bytes ([DefaultMaxSessionEventBytes] by default),
-// each counted as its data plus [EventOverhead]: beyond it the oldest
+// each event counted as its data plus [EventOverhead], and each stream as
+// what Redis allocates for one (about 5 KiB): beyond it the oldest
 // events of the stream appended to go first (its newest is always kept),
 // then those of the session's other streams. A resumption from a trimmed
 // event is refused (the client cannot resume from there); an event larger
