@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,25 +101,19 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
 	}
 	key := s.eventsKey(session, stream)
-	var rng *redis.XMessageSliceCmd
-	var info *redis.XInfoStreamCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		rng = p.XRange(ctx, key, "("+xid, "+")
-		info = p.XInfoStream(ctx, key)
-		return nil
-	})
-	if err != nil && rng.Err() == nil && info.Err() != nil && strings.Contains(info.Err().Error(), "no such key") {
-		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
-	}
+	entries, err := s.rdb.XRange(ctx, key, "("+xid, "+").Result()
 	if err != nil {
 		return "", nil, fmt.Errorf("redisstore: replay: %w", err)
 	}
-	if entryBefore(xid, info.Val().MaxDeletedEntryID) {
-		// An event after lastID was trimmed: the client cannot resume
-		// from there without a gap.
-		return "", nil, fmt.Errorf("redisstore: replay %q: events after it were trimmed: %w", lastID, streamable.ErrUnknownEvent)
+	if len(entries) == 0 {
+		n, err := s.rdb.Exists(ctx, key).Result()
+		if err != nil {
+			return "", nil, fmt.Errorf("redisstore: replay: %w", err)
+		}
+		if n == 0 {
+			return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
+		}
 	}
-	entries := rng.Val()
 	events = make([]streamable.Event, 0, len(entries))
 	for _, e := range entries {
 		d, _ := e.Values["d"].(string)
@@ -164,18 +157,6 @@ func parseEventID(id string) (stream, xid string, ok bool) {
 		return "", "", false
 	}
 	return stream, xid, true
-}
-
-// entryBefore reports whether Redis entry id a comes before b; a
-// malformed or zero b is before everything.
-func entryBefore(a, b string) bool {
-	am, as, _ := strings.Cut(a, "-")
-	bm, bs, _ := strings.Cut(b, "-")
-	an, _ := strconv.ParseUint(am, 10, 64)
-	aseq, _ := strconv.ParseUint(as, 10, 64)
-	bn, _ := strconv.ParseUint(bm, 10, 64)
-	bseq, _ := strconv.ParseUint(bs, 10, 64)
-	return an < bn || (an == bn && aseq < bseq)
 }
 
 func digits(s string) bool {

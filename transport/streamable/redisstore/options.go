@@ -95,9 +95,12 @@ const EventOverhead = 64
 // each event counted as its data plus [EventOverhead], and each stream as
 // what Redis allocates for one (about 5 KiB): beyond it the oldest
 // events of the stream appended to go first (its newest is always kept),
-// then those of the session's other streams. A resumption from a trimmed
-// event is refused (the client cannot resume from there); an event larger
-// than n alone is not stored (its stream goes on without ids).
+// then those of the session's other streams, whose emptied keys go. A
+// resumption replays what is left of its stream (as
+// [streamable.EventStore] allows: its newest event, the response once
+// there is one, is the last to go) and a stream with nothing left is
+// unknown. An event larger than n alone is not stored (its stream goes on
+// without ids).
 func WithMaxSessionEventBytes(n int64) Option {
 	return func(c *config) {
 		if n > 0 {
