@@ -33,10 +33,10 @@ type MemoryEventStore struct {
 	mu       sync.Mutex
 	sessions map[string]map[string]*memStream
 	bySess   map[string]*memSession // what each session's events add up to
-	order    []memRef // every kept event (and some dropped ones), oldest first
-	live     int      // events kept
-	total    int64    // their size
-	seq      uint64   // last sequence number issued
+	order    []memRef               // every kept event (and some dropped ones), oldest first
+	live     int                    // events kept
+	total    int64                  // their size
+	seq      uint64                 // last sequence number issued
 }
 
 var _ EventStore = (*MemoryEventStore)(nil)
