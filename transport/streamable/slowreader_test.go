@@ -165,3 +165,25 @@ func TestWriteTimeoutIsPerWrite(t *testing.T) {
 	default:
 	}
 }
+
+// A large JSON answer to a client that does not read is bounded by the
+// write timeout too: the write fails, is counted, and the session goes on.
+func TestSlowReaderOfJSONAnswerCut(t *testing.T) {
+	srv := server.New()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "big", Description: "big"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text(strings.Repeat("x", 8<<20)), nil
+	}))
+	cuts, hook := cutRecorder()
+	e := newRSEnv(t, srv, hook, streamable.WithWriteTimeout(200*time.Millisecond), streamable.WithResponseMode(streamable.ResponseJSON))
+	sid := e.initialize()
+
+	conn := dialStalled(t, e.ts.URL)
+	postRaw(t, conn, strings.TrimPrefix(e.ts.URL, "http://"), sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
+	select {
+	case c := <-cuts:
+		assert.Equal(t, streamable.CutWriteTimeout, c)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the unread answer was not cut")
+	}
+	e.ping(sid)
+}

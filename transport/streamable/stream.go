@@ -173,11 +173,15 @@ func (st *stream) deliver(m transport.Message) error {
 			if resp.Error != nil && st.status != nil {
 				status = st.status(resp.Error.Code)
 			}
+			// The deadline covers the answer's flush once the handler
+			// returns, too: a client that does not read a large answer
+			// cannot pin the connection.
+			st.armLocked()
 			st.w.WriteHeader(status)
 			_, err := st.w.Write(data)
 			st.state = answeredJSON
 			st.finish()
-			return wrapStream(err)
+			return wrapStream(st.failedLocked(err))
 		}
 		if err := st.startSSE(); err != nil {
 			return wrapStream(err)
