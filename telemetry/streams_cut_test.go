@@ -33,7 +33,7 @@ mcp_server_streams_cut_total{reason="write_timeout"} 2
 	require.NoError(t, err)
 	assert.Equal(t, 4, n)
 	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), telemetry.MetricStreamsCut)
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	assert.Empty(t, problems)

@@ -422,8 +422,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if cfg.redisURL != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
-		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout,
-			InitTimeout: cfg.initTimeout, MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry})
+		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
+			URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
+			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
+		})
 		if err != nil {
 			return err
 		}

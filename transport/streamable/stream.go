@@ -358,7 +358,7 @@ func (st *stream) writeLocked(write func() error, final bool) error {
 	if err == nil {
 		err = st.flush()
 	}
-	st.failedLocked(err)
+	err = st.failedLocked(err)
 	if err != nil || final {
 		st.finish()
 	}

@@ -16,8 +16,8 @@ import (
 
 // storedEventBytes sums the events kept for session s1 under prefix t:,
 // as the store counts them (data + EventOverhead, and each stream key),
-// from Redis itself; real is what Redis says it uses for them.
-func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int, real int64) {
+// from Redis itself; used is what Redis says it uses for them.
+func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int, used int64) {
 	t.Helper()
 	ctx := t.Context()
 	keys, err := rdb.Keys(ctx, "t:{s1}:e:*").Result()
@@ -31,9 +31,9 @@ func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int
 		}
 		streams++
 		total += streamKeyCost + 2*int64(len(k))
-		real += rdb.MemoryUsage(ctx, k, 0).Val()
+		used += rdb.MemoryUsage(ctx, k, 0).Val()
 	}
-	return total, streams, real
+	return total, streams, used
 }
 
 // streamKeyCost is redisstore's count for one stream key besides its name.
@@ -89,10 +89,10 @@ func TestSessionEventBytesBounded(t *testing.T) {
 		_, err := st.Append(ctx, "s1", "f"+strconv.Itoa(i%37), data(10+i*7, "y"))
 		require.NoError(t, err)
 	}
-	total, _, real := storedEventBytes(t, rdb)
+	total, _, used := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
-	assert.LessOrEqual(t, real, int64(budget), "Redis's own count of the session's streams")
-	t.Logf("counted %d bytes, Redis says %d", total, real)
+	assert.LessOrEqual(t, used, int64(budget), "Redis's own count of the session's streams")
+	t.Logf("counted %d bytes, Redis says %d", total, used)
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
 
 	require.NoError(t, st.Forget(ctx, "s1"))

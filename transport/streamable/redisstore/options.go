@@ -23,8 +23,10 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: streamable.DefaultInitTimeout,
-		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler)}
+	return config{
+		prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: streamable.DefaultInitTimeout,
+		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler),
+	}
 }
 
 // WithPrefix puts every key and channel under prefix ("vigil:" by default),
