@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
@@ -39,23 +41,53 @@ func (e *rsEnv) pingStatus(sid string) int {
 
 // A session whose client never posts notifications/initialized expires
 // after the init timeout, counted, while an initialized one lives on for
-// the idle timeout.
+// the idle timeout, or for ever when idle sessions never expire.
 func TestUninitializedSessionExpiresFast(t *testing.T) {
-	cuts, hook := cutRecorder()
-	e := newRSEnv(t, server.New(), hook, streamable.WithIdleTimeout(time.Hour), streamable.WithInitTimeout(time.Second))
-	ready := e.initialize()
-	status, body, abandoned := e.initializeOnly("abandoned")
-	require.Equal(t, http.StatusOK, status, body)
-	require.NotEmpty(t, abandoned)
+	for _, idle := range []time.Duration{time.Hour, 0} {
+		t.Run("idle="+idle.String(), func(t *testing.T) {
+			cuts, hook := cutRecorder()
+			e := newRSEnv(t, server.New(), hook, streamable.WithIdleTimeout(idle), streamable.WithInitTimeout(time.Second))
+			ready := e.initialize()
+			status, body, abandoned := e.initializeOnly("abandoned")
+			require.Equal(t, http.StatusOK, status, body)
+			require.NotEmpty(t, abandoned)
 
-	select {
-	case c := <-cuts:
-		assert.Equal(t, streamable.CutInitTimeout, c)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the session that never initialized did not expire")
+			select {
+			case c := <-cuts:
+				assert.Equal(t, streamable.CutInitTimeout, c)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the session that never initialized did not expire")
+			}
+			assert.Equal(t, http.StatusNotFound, e.pingStatus(abandoned))
+			e.ping(ready)
+		})
 	}
-	assert.Equal(t, http.StatusNotFound, e.pingStatus(abandoned))
-	e.ping(ready)
+}
+
+// In shared mode the record of a session lives for the init timeout in
+// Redis until its client initialized, on any replica; then for the idle
+// timeout.
+func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
+	redis := redistest.Start(t)
+	rdb := redis.Client(t)
+	store := func(name string) *redisstore.Store {
+		st, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica(name),
+			redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	a := newRSEnv(t, server.New(), streamable.WithCluster(store("a"), 0), streamable.WithIdleTimeout(time.Hour))
+	b := newRSEnv(t, server.New(), streamable.WithCluster(store("b"), 0), streamable.WithIdleTimeout(time.Hour))
+	status, body, sid := a.initializeOnly("c")
+	require.Equal(t, http.StatusOK, status, body)
+	key := "vigil:{" + sid + "}:s"
+	assert.LessOrEqual(t, rdb.PTTL(t.Context(), key).Val(), time.Minute, "not initialized yet")
+	n := b.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, rsSession(sid))
+	_ = n.Body.Close()
+	require.Equal(t, http.StatusAccepted, n.StatusCode)
+	assert.Greater(t, rdb.PTTL(t.Context(), key).Val(), 59*time.Minute, "initialized on another replica: the idle timeout")
+	a.ping(sid)
 }
 
 // A shared session whose state is over the cap is not stored: the session

@@ -27,10 +27,14 @@ type expiry struct {
 
 // newExpiry returns the expiry of sessions idle for d, or for init (when
 // shorter) until they are initialized, which calls expire for each, or nil
-// when d <= 0 (sessions never expire).
+// when neither is > 0 (sessions never expire). With d <= 0, only sessions
+// not initialized expire.
 func newExpiry(d, init time.Duration, expire func(*session)) *expiry {
-	if d <= 0 {
+	switch {
+	case d <= 0 && init <= 0:
 		return nil
+	case d <= 0:
+		d = 1 << 62 // initialized sessions never expire; the others do
 	}
 	if init <= 0 || init > d {
 		init = d

@@ -291,8 +291,8 @@ const DefaultInitTimeout = time.Minute
 // WithInitTimeout ends a 2025-era session whose client has not posted
 // notifications/initialized and that has seen no request for d
 // ([DefaultInitTimeout] by default, or when d <= 0; never longer than the
-// idle timeout), so that sessions opened and abandoned cost little for
-// long. The end is counted ([CutInitTimeout]). In shared mode the
+// idle timeout, and in force when idle sessions never expire), so that
+// sessions opened and abandoned cost little for long. The end is counted ([CutInitTimeout]). In shared mode the
 // cluster's record expires on its own terms (see redisstore's
 // WithInitTimeout); the Endpoint renews it once the client initialized.
 func WithInitTimeout(d time.Duration) Option {
