@@ -235,6 +235,7 @@ func (st *stream) shutDown(fallback *transport.Response) {
 		// This answer may come while a handler still runs on the request's
 		// goroutine: the connection must not carry the client's next request.
 		st.w.Header().Set("Connection", "close")
+		st.armLocked()
 		st.w.WriteHeader(http.StatusOK)
 		_, _ = st.w.Write(data)
 		_ = st.flush() // the handler may run on: the client need not wait
@@ -261,6 +262,7 @@ func (st *stream) refuse(status int, retryAfter string, resp *transport.Response
 		st.w.Header().Set("Retry-After", retryAfter)
 	}
 	st.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	st.armLocked()
 	st.w.WriteHeader(status)
 	_, _ = st.w.Write(data)
 	st.state = answeredJSON
