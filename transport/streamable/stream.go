@@ -73,10 +73,23 @@ func (st *stream) armLocked() {
 	if st.limit == nil || st.limit.timeout <= 0 {
 		return
 	}
-	if st.rc == nil {
-		st.rc = http.NewResponseController(st.w)
+	setWriteDeadline(st.w, time.Now().Add(st.limit.timeout))
+}
+
+// setWriteDeadline sets the write deadline of w's connection, as
+// http.ResponseController does (through Unwrap), without allocating one.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = x.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
 	}
-	_ = st.rc.SetWriteDeadline(time.Now().Add(st.limit.timeout))
 }
 
 // failedLocked counts a write error that is a timeout, once per stream,
