@@ -30,6 +30,8 @@ const (
 	// MetricLogLinesDropped is not part of [Metrics]: see
 	// [NewLogLinesDropped].
 	MetricLogLinesDropped = "mcp_server_log_lines_dropped_total"
+	// MetricStreamsCut is not part of [Metrics]: see [NewStreamsCut].
+	MetricStreamsCut = "mcp_server_streams_cut_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known
@@ -207,6 +209,7 @@ func OTelInstruments() map[string]OTelInstrument {
 		MetricBytesSent:            {Name: "mcp.server.sent_bytes", Unit: "By"},
 		MetricQuotaRefusals:        {Name: "mcp.server.quota_refusals", Unit: "{refusal}"},
 		MetricLogLinesDropped:      {Name: "mcp.server.log_lines.dropped", Unit: "{line}"},
+		MetricStreamsCut:           {Name: "mcp.server.streams.cut", Unit: "{cut}"},
 	}
 }
 

@@ -40,6 +40,12 @@ func defaultConfig() config {
 		quotaInFlight:   512,
 		quotaTasks:      100,
 		quotaToolShare:  0.5,
+
+		sseWriteTimeout:  10 * time.Second,
+		maxResumptions:   4,
+		initTimeout:      time.Minute,
+		maxSessionState:  256 << 10,
+		maxSessionEvents: 1 << 20,
 	}
 }
 
@@ -70,9 +76,12 @@ func TestParseConfig(t *testing.T) {
 				"-http-idle-timeout", "5s", "-body-read-timeout", "0", "-audit-log", "/var/log/vigil-audit.jsonl",
 				"-auth-issuer", "https://auth.example.com/realms/x", "-auth-resource", "https://mcp.example.com/mcp",
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
-				"-allow-unauthenticated",
+				"-allow-unauthenticated", "-sse-write-timeout", "3s", "-max-resumptions", "2", "-init-timeout", "20s",
+				"-max-session-state", "4096", "-max-session-events", "8192",
 			},
 			want: config{
+				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
+				maxSessionState: 4096, maxSessionEvents: 8192,
 				httpAddr: ":9090", stdio: true, grace: 3 * time.Second, logLevel: slog.LevelDebug, logFormat: "json",
 				maxFrame: 1024, maxBody: 2048, maxSessions: 5, maxInFlight: 7,
 				allowedHosts:    []string{"mcp.example.com", "vigil.internal:8080"},
@@ -96,8 +105,12 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_AUTH_ISSUER": "https://issuer.example", "VIGIL_AUTH_RESOURCE": "https://m.example/mcp",
 				"VIGIL_AUTH_SCOPES": "a", "VIGIL_AUTH_TOOL_SCOPES": "echo=b", "VIGIL_ALLOW_UNAUTHENTICATED": "true",
 				"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t",
+				"VIGIL_SSE_WRITE_TIMEOUT": "4s", "VIGIL_MAX_RESUMPTIONS": "8", "VIGIL_INIT_TIMEOUT": "30s",
+				"VIGIL_MAX_SESSION_STATE": "1000", "VIGIL_MAX_SESSION_EVENTS": "2000",
 			},
 			want: config{
+				sseWriteTimeout: 4 * time.Second, maxResumptions: 8, initTimeout: 30 * time.Second,
+				maxSessionState: 1000, maxSessionEvents: 2000,
 				httpAddr: "0.0.0.0:80", stdio: true, grace: time.Minute, logLevel: slog.LevelWarn, logFormat: "json",
 				maxFrame: 10, maxBody: 20, maxSessions: 30, maxInFlight: 40, idleTimeout: 5 * time.Minute,
 				allowedHosts: []string{"a.example"}, requestTimeout: 2 * time.Second, toolConcurrency: 3, traceRing: 9,
@@ -190,6 +203,8 @@ func TestParseConfig(t *testing.T) {
 		},
 		{name: "redis with stdio", args: []string{"-stdio", "-redis", "redis://127.0.0.1:6379/0"}, wantErr: "-redis shares HTTP sessions"},
 		{name: "negative GC headroom", args: []string{"-gc-headroom", "-1"}, wantErr: "must not be negative"},
+		{name: "zero SSE write timeout", args: []string{"-sse-write-timeout", "0"}, wantErr: "-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive"},
+		{name: "zero session events", env: map[string]string{"VIGIL_MAX_SESSION_EVENTS": "0"}, wantErr: "must be positive"},
 		{name: "audit to stdout with stdio", args: []string{"-stdio", "-audit-log", "-"}, wantErr: "standard output carries MCP"},
 		{name: "admin with stdio", args: []string{"-stdio", "-admin-http", ":9090"}, wantErr: "-admin-http"},
 	}
@@ -228,7 +243,9 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
 		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
 		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)",
-		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
+		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)",
+		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
+		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
 		assert.Contains(t, usage, want)
 	}
@@ -238,7 +255,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 34, flags, "every flag is listed")
+	assert.Equal(t, 39, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -535,6 +535,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricBytesSent:            "counter",
 	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
 	telemetry.MetricQuotaRefusals:        "counter",
+	telemetry.MetricStreamsCut:           "counter", // registered by cmd/vigil
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_

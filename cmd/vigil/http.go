@@ -60,7 +60,16 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		streamable.WithMaxInFlight(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
 		endpointQuotas(cfg, inst.Metrics()),
+		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
+		streamable.WithMaxResumptions(cfg.maxResumptions),
+		streamable.WithInitTimeout(cfg.initTimeout),
+		streamable.WithMaxStateBytes(cfg.maxSessionState),
 	}
+	cuts := telemetry.NewStreamsCut()
+	if err := in.register(cuts); err != nil {
+		return err
+	}
+	opts = append(opts, streamable.WithStreamCutHook(func(c streamable.StreamCut) { cuts.Cut(c.String()) }))
 	if len(cfg.allowedHosts) > 0 {
 		opts = append(opts, streamable.WithAllowedHosts(cfg.allowedHosts...))
 	}

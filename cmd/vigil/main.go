@@ -22,6 +22,8 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -93,6 +95,12 @@ type config struct {
 	quotaInFlight  int     // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
 	quotaTasks     int     // -quota-tasks: tasks held (0: none)
 	quotaToolShare float64 // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
+	// Slow readers and what a session may keep (transport/streamable).
+	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
+	maxResumptions   int           // -max-resumptions: GET streams one session has open at once
+	initTimeout      time.Duration // -init-timeout: idle timeout of a session not yet initialized
+	maxSessionState  int           // -max-session-state: bytes of a shared session's state
+	maxSessionEvents int64         // -max-session-events: bytes of a shared session's stored events
 }
 
 // authEnabled reports whether requests to /mcp need a bearer token.
@@ -141,6 +149,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)
+	fs.DurationVar(&cfg.sseWriteTimeout, "sse-write-timeout", streamable.DefaultWriteTimeout, "end an SSE stream whose client does not take one event within this; the session lives on")
+	fs.IntVar(&cfg.maxResumptions, "max-resumptions", streamable.DefaultMaxResumptions, "most GET streams (the standalone stream and resumptions) one HTTP session has open at once; more get 429")
+	fs.DurationVar(&cfg.initTimeout, "init-timeout", streamable.DefaultInitTimeout, "end an HTTP session whose client has not finished initialize and that has seen no request for this long")
+	fs.IntVar(&cfg.maxSessionState, "max-session-state", streamable.DefaultMaxStateBytes, "largest state of a shared session (-redis) stored, in `bytes`; a session over it ends")
+	fs.Int64Var(&cfg.maxSessionEvents, "max-session-events", redisstore.DefaultMaxSessionEventBytes, "most `bytes` of stored SSE events of one shared session (-redis), for resumption; the oldest go first")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -227,6 +240,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
 	case !(cfg.rateLimit >= 0 && cfg.rateLimit <= maxRate) || cfg.rateBurst < 0:
 		return config{}, fmt.Errorf("-rate-limit must be from 0 to %g, and -rate-burst not negative", float64(maxRate))
+	case cfg.sseWriteTimeout <= 0 || cfg.initTimeout <= 0 || cfg.maxResumptions <= 0 || cfg.maxSessionState <= 0 || cfg.maxSessionEvents <= 0:
+		return config{}, errors.New("-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive")
 	}
 	if err := checkQuotas(cfg); err != nil {
 		return config{}, err
@@ -431,7 +446,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if cfg.redisURL != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
-		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, Logger: logger, Registerer: in.registry})
+		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
+			URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
+			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
+		})
 		if err != nil {
 			return err
 		}

@@ -61,6 +61,7 @@ func newCatalog(t *testing.T) *catalog {
 	})
 	require.NoError(t, err)
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
+	reg.MustRegister(telemetry.NewStreamsCut())         // vigil's Streamable HTTP endpoint
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

@@ -29,6 +29,12 @@ type Config struct {
 	// IdleTimeout is the sessions' idle timeout: their records expire in
 	// Redis after it.
 	IdleTimeout time.Duration
+	// InitTimeout is how long a session's record lives until its client
+	// initialized (0: redisstore's default).
+	InitTimeout time.Duration
+	// MaxSessionEventBytes bounds the stored SSE events of one session (0:
+	// redisstore's default).
+	MaxSessionEventBytes int64
 	// Logger gets the shared mode's messages; it never logs the URL's
 	// password.
 	Logger *slog.Logger
@@ -81,6 +87,8 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	opts := []redisstore.Option{
 		redisstore.WithReplica(replicaName()),
 		redisstore.WithIdleTimeout(cfg.IdleTimeout),
+		redisstore.WithInitTimeout(cfg.InitTimeout),
+		redisstore.WithMaxSessionEventBytes(cfg.MaxSessionEventBytes),
 		redisstore.WithLogger(logger),
 	}
 	if m := s.metrics; m != nil {

@@ -37,6 +37,15 @@
 // before any event, and a stream whose request the client cancelled, keep
 // the "cancel" policy.
 //
+// Slow readers and abandoned sessions: every SSE write, and the writing
+// of a JSON answer, must complete within the write timeout
+// ([WithWriteTimeout]), or the stream ends (the session lives on); a
+// session has at most a few GET streams open at once
+// ([WithMaxResumptions]); one whose client never finishes initialize
+// expires after the init timeout ([WithInitTimeout]); a shared session's
+// state is capped ([WithMaxStateBytes]). These cuts are reported to
+// [WithStreamCutHook].
+//
 // Every message of a session is routed to its stream by one function
 // (route in session.go), whether the session is resumable or not; the
 // stream methods are in stream.go. Refusals are reported to

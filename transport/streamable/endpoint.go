@@ -56,6 +56,7 @@ type Endpoint struct {
 	srv    Server
 	attach Attacher // srv, when it is one
 	cfg    config
+	limit  writeLimit  // stream.go: bounds every SSE write
 	expiry *expiry     // ends idle sessions; nil when they never expire
 	quotas *quotaState // quota.go
 
@@ -87,9 +88,10 @@ func New(srv Server, opts ...Option) *Endpoint {
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)
+	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
-		h.expiry = newExpiry(cfg.viewIdle, h.expireView)
+		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)
 		if f, ok := cfg.cluster.(Forwarder); ok {
 			stop, err := f.HandleForwarded(h.serveForwarded)
 			if err != nil {
@@ -99,7 +101,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 			}
 		}
 	} else {
-		h.expiry = newExpiry(cfg.idleTimeout, h.expire)
+		h.expiry = newExpiry(cfg.idleTimeout, cfg.initTimeout, h.expire)
 	}
 	return h
 }
@@ -291,6 +293,9 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 			return
 		}
 	}
+	if isRequest && req.Method == "notifications/initialized" && !s.initialized.Swap(true) && s.view != nil {
+		s.renewShared(r.Context()) // the record lives for the idle timeout from now on (shared.go)
+	}
 	s.touch()
 	if isRequest && req.Method == "notifications/cancelled" {
 		s.markCancelled(req)
@@ -390,6 +395,9 @@ func (h *Endpoint) expire(s *session) {
 		delete(h.sessions, s.id)
 	}
 	h.mu.Unlock()
+	if !s.initialized.Load() && h.cfg.onCut != nil {
+		h.cfg.onCut(CutInitTimeout)
+	}
 	s.terminate(errIdle)
 }
 

@@ -15,6 +15,7 @@ import (
 // files the session again under the new deadline.
 type expiry struct {
 	d      time.Duration
+	init   time.Duration  // the idle timeout of a session not initialized yet (at most d)
 	base   time.Time      // deadlines are monotonic durations since base
 	expire func(*session) // ends an expired session; called without mu
 
@@ -24,13 +25,29 @@ type expiry struct {
 	closed bool
 }
 
-// newExpiry returns the expiry of sessions idle for d, which calls expire
-// for each, or nil when d <= 0 (sessions never expire).
-func newExpiry(d time.Duration, expire func(*session)) *expiry {
-	if d <= 0 {
+// newExpiry returns the expiry of sessions idle for d, or for init (when
+// shorter) until they are initialized, which calls expire for each, or nil
+// when neither is > 0 (sessions never expire). With d <= 0, only sessions
+// not initialized expire.
+func newExpiry(d, init time.Duration, expire func(*session)) *expiry {
+	switch {
+	case d <= 0 && init <= 0:
 		return nil
+	case d <= 0:
+		d = 1 << 62 // initialized sessions never expire; the others do
 	}
-	return &expiry{d: d, base: time.Now(), expire: expire}
+	if init <= 0 || init > d {
+		init = d
+	}
+	return &expiry{d: d, init: init, base: time.Now(), expire: expire}
+}
+
+// timeout returns the idle timeout of s now.
+func (e *expiry) timeout(s *session) time.Duration {
+	if s.initialized.Load() {
+		return e.d
+	}
+	return e.init
 }
 
 func (e *expiry) now() int64 { return int64(time.Since(e.base)) }
@@ -40,7 +57,8 @@ func (e *expiry) add(s *session) {
 	if e == nil {
 		return
 	}
-	due := e.now() + int64(e.d)
+	d := e.timeout(s)
+	due := e.now() + int64(d)
 	s.deadline.Store(due)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -51,16 +69,16 @@ func (e *expiry) add(s *session) {
 	heap.Push(&e.heap, s)
 	switch {
 	case e.timer == nil:
-		e.timer = time.AfterFunc(e.d, e.fire)
-	case s.slot == 0: // the heap was empty: nothing was due before
-		e.timer.Reset(e.d)
+		e.timer = time.AfterFunc(d, e.fire)
+	case s.slot == 0: // the heap was empty, or s is due first
+		e.timer.Reset(d)
 	}
 }
 
 // touch restarts the idle clock of s.
 func (e *expiry) touch(s *session) {
 	if e != nil {
-		s.deadline.Store(e.now() + int64(e.d))
+		s.deadline.Store(e.now() + int64(e.timeout(s)))
 	}
 }
 

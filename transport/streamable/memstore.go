@@ -14,8 +14,9 @@ const MemoryEventOverhead = 64
 
 // Default bounds of a [MemoryEventStore].
 const (
-	DefaultMaxStreamBytes = 1 << 20
-	DefaultMaxBytes       = 64 << 20
+	DefaultMaxStreamBytes  = 1 << 20
+	DefaultMaxSessionBytes = 4 << 20
+	DefaultMaxBytes        = 64 << 20
 )
 
 // MemoryEventStore is an [EventStore] in memory, bounded by
@@ -25,15 +26,17 @@ const (
 // ids of it become unknown. It is safe for concurrent use; the zero value
 // is not usable.
 type MemoryEventStore struct {
-	maxStream int64
-	maxTotal  int64
+	maxStream  int64
+	maxTotal   int64
+	maxSession int64
 
 	mu       sync.Mutex
 	sessions map[string]map[string]*memStream
-	order    []memRef // every kept event (and some dropped ones), oldest first
-	live     int      // events kept
-	total    int64    // their size
-	seq      uint64   // last sequence number issued
+	bySess   map[string]*memSession // what each session's events add up to
+	order    []memRef               // every kept event (and some dropped ones), oldest first
+	live     int                    // events kept
+	total    int64                  // their size
+	seq      uint64                 // last sequence number issued
 }
 
 var _ EventStore = (*MemoryEventStore)(nil)
@@ -53,6 +56,14 @@ type memEvent struct {
 	size int64
 }
 
+// memSession is the size of a session's events, and their order, oldest
+// first (with stale refs, as the store's).
+type memSession struct {
+	size  int64
+	live  int
+	order []memRef
+}
+
 // memRef names one event in the store-wide order. It is stale once the
 // event was dropped by its stream's cap or with its session.
 type memRef struct {
@@ -69,11 +80,17 @@ type memRef struct {
 //   - maxStreamBytes caps the size of the events kept for one stream
 //     ([DefaultMaxStreamBytes] when <= 0); beyond it the stream's oldest
 //     events are dropped. A stream always keeps its newest event.
+//
+// The events of one session, over all its streams, are capped too
+// ([DefaultMaxSessionBytes]; see [MemoryEventStore.SetMaxSessionBytes]),
+// so that one session's flood drops its own events before the others'.
 func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 	s := &MemoryEventStore{
-		maxStream: maxStreamBytes,
-		maxTotal:  maxBytes,
-		sessions:  make(map[string]map[string]*memStream),
+		maxStream:  maxStreamBytes,
+		maxTotal:   maxBytes,
+		maxSession: DefaultMaxSessionBytes,
+		sessions:   make(map[string]map[string]*memStream),
+		bySess:     make(map[string]*memSession),
 	}
 	if s.maxStream <= 0 {
 		s.maxStream = DefaultMaxStreamBytes
@@ -82,6 +99,20 @@ func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 		s.maxTotal = DefaultMaxBytes
 	}
 	return s
+}
+
+// SetMaxSessionBytes caps the size of the events kept for one session,
+// over all its streams, to n ([DefaultMaxSessionBytes] when n <= 0):
+// beyond it the oldest events of the stream appended to are dropped, then
+// the session's oldest ones whatever their stream. It applies to the
+// events appended from then on.
+func (s *MemoryEventStore) SetMaxSessionBytes(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= 0 {
+		n = DefaultMaxSessionBytes
+	}
+	s.maxSession = n
 }
 
 // Append implements [EventStore].
@@ -104,11 +135,20 @@ func (s *MemoryEventStore) Append(_ context.Context, session, stream string, dat
 	st.events = append(st.events, ev)
 	st.size += ev.size
 	s.total += ev.size
+	ms := s.bySess[session]
+	if ms == nil {
+		ms = new(memSession)
+		s.bySess[session] = ms
+	}
+	ms.size += ev.size
+	ms.live++
+	ms.order = append(ms.order, memRef{st: st, seq: ev.seq})
 	s.live++
 	s.order = append(s.order, memRef{st: st, seq: ev.seq})
 	for st.size > s.maxStream && len(st.events) > 1 {
 		s.dropOldest(st)
 	}
+	s.trimSession(ms, st)
 	s.trim()
 	return memEventID(stream, ev.seq), nil
 }
@@ -136,6 +176,41 @@ func (s *MemoryEventStore) trim() {
 	}
 }
 
+// stale reports whether the event ref names was dropped.
+func (ref memRef) stale() bool {
+	return ref.st.gone || len(ref.st.events) == 0 || ref.seq < ref.st.events[0].seq
+}
+
+// trimSession drops events of the session ms until it fits its cap: the
+// oldest of st, the stream appended to, first (it keeps its newest), then
+// the session's oldest; and compacts the session's order when stale refs
+// make up most of it; s.mu is held.
+func (s *MemoryEventStore) trimSession(ms *memSession, st *memStream) {
+	for ms.size > s.maxSession && len(st.events) > 1 {
+		s.dropOldest(st)
+	}
+	for ms.size > s.maxSession && len(ms.order) > 0 {
+		ref := ms.order[0]
+		if !ref.stale() && ref.st == st {
+			break // st's newest event, the session's last one
+		}
+		ms.order[0] = memRef{}
+		ms.order = ms.order[1:]
+		if !ref.stale() {
+			s.dropOldest(ref.st)
+		}
+	}
+	if stale := len(ms.order) - ms.live; stale > 64 && stale > ms.live {
+		kept := make([]memRef, 0, ms.live)
+		for _, ref := range ms.order {
+			if !ref.stale() {
+				kept = append(kept, ref)
+			}
+		}
+		ms.order = kept
+	}
+}
+
 // dropOldest drops the oldest event of st, and st itself once empty; s.mu
 // is held.
 func (s *MemoryEventStore) dropOldest(st *memStream) {
@@ -144,6 +219,12 @@ func (s *MemoryEventStore) dropOldest(st *memStream) {
 	st.events = st.events[1:]
 	st.size -= ev.size
 	s.total -= ev.size
+	if ms := s.bySess[st.session]; ms != nil {
+		ms.size -= ev.size
+		if ms.live--; ms.live == 0 {
+			delete(s.bySess, st.session)
+		}
+	}
 	s.live--
 	if len(st.events) == 0 {
 		st.gone = true
@@ -186,6 +267,7 @@ func (s *MemoryEventStore) Forget(_ context.Context, session string) error {
 		s.live -= len(st.events)
 	}
 	delete(s.sessions, session)
+	delete(s.bySess, session)
 	s.trim()
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -261,4 +262,48 @@ func TestMemoryEventStoreStaysBounded(t *testing.T) {
 		require.LessOrEqual(t, bytes, int64(10*size))
 		require.LessOrEqual(t, events, 10)
 	}
+}
+
+// One session's events are capped over all its streams: the stream
+// appended to drops its own oldest events first, then the session's oldest
+// go whatever their stream, never another session's; the stream appended
+// to keeps its newest event.
+func TestMemoryEventStoreSessionCap(t *testing.T) {
+	const size = streamable.MemoryEventOverhead + 1
+	s := streamable.NewMemoryEventStore(0, 0)
+	s.SetMaxSessionBytes(4 * size)
+	other := rsAppend(t, s, "B", "1", "b")
+	a1 := rsAppend(t, s, "A", "1", "1")
+	a2 := rsAppend(t, s, "A", "2", "2")
+	rsAppend(t, s, "A", "1", "3")
+	for i := range 10 {
+		rsAppend(t, s, "A", "3", strconv.Itoa(i)) // stream 3 drops its own oldest
+	}
+	_, got := rsReplay(t, s, "A", a1)
+	assert.Equal(t, []string{"1_4=3"}, got, "stream 1 kept its events")
+	_, got = rsReplay(t, s, "A", a2)
+	assert.Equal(t, []string{}, got, "stream 2 kept its event")
+
+	// A large event pushes the session's oldest events out: 1_2, then
+	// stream 2's only one.
+	rsAppend(t, s, "A", "3", strings.Repeat("x", 2*size))
+	_, _, err := s.Replay(context.Background(), "A", a2)
+	require.ErrorIs(t, err, streamable.ErrUnknownEvent, "stream 2 was pushed out by its session's flood")
+	_, got = rsReplay(t, s, "A", a1)
+	assert.Equal(t, []string{"1_4=3"}, got)
+	_, got = rsReplay(t, s, "B", other)
+	assert.Equal(t, []string{}, got, "another session's stream is still known")
+	events, _ := s.Size()
+	assert.Equal(t, 1+2, events)
+
+	// Many small streams, then one event larger than the cap: the session
+	// keeps that one event.
+	for i := range 200 {
+		rsAppend(t, s, "C", strconv.Itoa(i+10), "")
+	}
+	events, _ = s.Size()
+	assert.Equal(t, 1+2+4, events)
+	rsAppend(t, s, "C", "9", strings.Repeat("x", 4*size))
+	events, _ = s.Size()
+	assert.Equal(t, 1+2+1, events)
 }

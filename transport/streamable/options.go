@@ -49,15 +49,24 @@ type config struct {
 	viewIdle      time.Duration // shared.go: how long a replica keeps an idle session's view
 	onLost        func()        // shared.go: a request whose replica is gone was answered here
 	quotas        Quotas        // quota.go
+	writeTimeout  time.Duration // stream.go: bound of one SSE write
+	onCut         func(StreamCut)
+	maxResumes    int           // resume.go: concurrent resumptions and GET streams per session
+	maxState      int           // shared_state.go: largest shared state stored
+	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
 }
 
 func defaultConfig() config {
 	return config{
-		logger:      slog.New(slog.DiscardHandler),
-		maxBody:     4 << 20,
-		maxSessions: 10000,
-		maxInFlight: 256,
-		idleTimeout: 30 * time.Minute,
+		logger:       slog.New(slog.DiscardHandler),
+		maxBody:      4 << 20,
+		maxSessions:  10000,
+		maxInFlight:  256,
+		idleTimeout:  30 * time.Minute,
+		writeTimeout: DefaultWriteTimeout,
+		maxResumes:   DefaultMaxResumptions,
+		maxState:     DefaultMaxStateBytes,
+		initTimeout:  DefaultInitTimeout,
 	}
 }
 
@@ -180,4 +189,117 @@ const defaultRetry = time.Second
 // stream: the count of requests a replica's death cost.
 func WithRequestLostHook(lost func()) Option {
 	return optionFunc(func(c *config) { c.onLost = lost })
+}
+
+// DefaultWriteTimeout is the bound of one SSE write by default (see
+// [WithWriteTimeout]): long enough for a client on a slow link to take one
+// event, short enough that a client that stopped reading soon frees what
+// its stream holds.
+const DefaultWriteTimeout = 10 * time.Second
+
+// WithWriteTimeout bounds each write of an SSE event (and its flush), and
+// the writing of a JSON answer, to d ([DefaultWriteTimeout] by default, or
+// when d <= 0): a client that stops reading (its TCP window at zero)
+// cannot pin the stream, its goroutine and its lock. When a write does not complete in time the stream ends and
+// is counted (see [WithStreamCutHook]); the session lives on, and a
+// resumable stream's events stay stored for a resumption.
+func WithWriteTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.writeTimeout = d
+		}
+	})
+}
+
+// StreamCut says why the Endpoint cut a stream or a session off by itself.
+// Its String is the reason label telemetry counts it under.
+type StreamCut uint8
+
+// The reasons for a cut.
+const (
+	// CutWriteTimeout: an SSE write did not complete within the write
+	// timeout; the stream ended, the session lives on.
+	CutWriteTimeout StreamCut = iota + 1
+	// CutStateTooLarge: a shared session's state was larger than the cap
+	// ([WithMaxStateBytes]); it was not stored, and the session ended.
+	CutStateTooLarge
+	// CutInitTimeout: a session did not finish initialize (no
+	// notifications/initialized) in time ([WithInitTimeout]); it ended.
+	CutInitTimeout
+)
+
+// String returns the label: write_timeout, state_too_large, init_timeout.
+func (c StreamCut) String() string {
+	switch c {
+	case CutWriteTimeout:
+		return "write_timeout"
+	case CutStateTooLarge:
+		return "state_too_large"
+	case CutInitTimeout:
+		return "init_timeout"
+	}
+	return "other"
+}
+
+// WithStreamCutHook calls f each time the Endpoint cuts a stream or a
+// session off by itself, with the reason. f must be fast and safe for
+// concurrent use.
+func WithStreamCutHook(f func(StreamCut)) Option {
+	return optionFunc(func(c *config) { c.onCut = f })
+}
+
+// DefaultMaxResumptions is how many resumptions and GET streams one
+// session may have open at once by default (see [WithMaxResumptions]).
+const DefaultMaxResumptions = 4
+
+// WithMaxResumptions bounds the GET streams one 2025-era session has open
+// at once on this Endpoint, resumptions (Last-Event-ID) and the standalone
+// stream alike, to n ([DefaultMaxResumptions] by default, or when n <= 0).
+// A resumption of a stream already being carried takes it over and does
+// not count twice; one more is refused with 429 and Retry-After (counted
+// as in_flight_limit), rather than ending another stream the client is
+// still reading.
+func WithMaxResumptions(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxResumes = n
+		}
+	})
+}
+
+// DefaultMaxStateBytes is the largest shared session state stored by
+// default (see [WithMaxStateBytes]): room for an initialize's parameters at
+// their cap, and the session's subscriptions.
+const DefaultMaxStateBytes = 256 << 10
+
+// WithMaxStateBytes caps the state of a shared session ([WithCluster])
+// the Endpoint stores in the cluster to n bytes ([DefaultMaxStateBytes] by
+// default, or when n <= 0): a larger state is not stored, the session ends
+// everywhere (its next request is answered 404, so that the client starts
+// a new one), and the cut is counted ([CutStateTooLarge]).
+func WithMaxStateBytes(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxState = n
+		}
+	})
+}
+
+// DefaultInitTimeout is how long a session may stay idle before its client
+// finished initialize, by default (see [WithInitTimeout]).
+const DefaultInitTimeout = time.Minute
+
+// WithInitTimeout ends a 2025-era session whose client has not posted
+// notifications/initialized and that has seen no request for d
+// ([DefaultInitTimeout] by default, or when d <= 0; never longer than the
+// idle timeout, and in force when idle sessions never expire), so that
+// sessions opened and abandoned cost little for long. The end is counted ([CutInitTimeout]). In shared mode the
+// cluster's record expires on its own terms (see redisstore's
+// WithInitTimeout); the Endpoint renews it once the client initialized.
+func WithInitTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.initTimeout = d
+		}
+	})
 }

@@ -38,6 +38,56 @@ type resumer struct {
 	standalone *logical                  // the current standalone stream; nil before the first GET
 	getServing int                       // HTTP handlers carrying the standalone stream
 	keys       uint64                    // last stream key issued
+	carriers   map[string]*carrier       // stream key → the GET carrying it here; nil when none
+}
+
+// carrier is a GET carrying a stream here (a resumption, or the
+// standalone stream): stop is closed when a newer GET of the same stream
+// takes it over.
+type carrier struct{ stop chan struct{} }
+
+// admit registers a GET carrying stream key: one of the same stream is
+// taken over (its stop closed) and not counted twice; beyond the cap of
+// concurrent GETs per session, admit refuses (nil).
+func (rs *resumer) admit(key string) *carrier {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if old := rs.carriers[key]; old != nil {
+		close(old.stop)
+	} else if rs.full() {
+		return nil
+	}
+	if rs.carriers == nil {
+		rs.carriers = make(map[string]*carrier, 1)
+	}
+	c := &carrier{stop: make(chan struct{})}
+	rs.carriers[key] = c
+	return c
+}
+
+// full reports whether the session has its most GETs open; rs.mu is held.
+func (rs *resumer) full() bool {
+	limit := rs.s.h.cfg.maxResumes
+	return limit > 0 && len(rs.carriers) >= limit
+}
+
+// release forgets the GET c carrying stream key.
+func (rs *resumer) release(key string, c *carrier) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.carriers[key] == c {
+		delete(rs.carriers, key)
+		if len(rs.carriers) == 0 {
+			rs.carriers = nil
+		}
+	}
+}
+
+// refuseResume answers a GET over the cap of concurrent GETs per session.
+func (rs *resumer) refuseResume(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(rs.retry().Round(time.Second)/time.Second))))
+	rs.s.h.reject(w, http.StatusTooManyRequests, transport.ID{}, protocol.CodeServerBusy, protocol.RejectInFlightLimit,
+		"too many streams of this session open at once (GET and resumptions); retry once one ended")
 }
 
 // logical is one resumable stream: a request's, or the standalone stream.
@@ -102,7 +152,7 @@ func (rs *resumer) retry() time.Duration {
 // request: its stream stays open for a resumption.
 func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
 	s := rs.s
-	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
 	ls := &logical{req: req.ID, conn: st}
 	rs.mu.Lock()
 	switch {
@@ -327,6 +377,11 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		rs.s.h.reject(w, http.StatusConflict, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, "a GET stream is already open for this session")
 		return
 	}
+	if rs.full() {
+		rs.mu.Unlock()
+		rs.refuseResume(w)
+		return
+	}
 	rs.getServing++
 	ls := &logical{key: rs.newKeyLocked(keyStandalone, transport.ID{})}
 	if old := rs.standalone; old != nil && rs.byKey[old.key] == old {
@@ -336,8 +391,14 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 	rs.fileLocked(ls)
 	rs.mu.Unlock()
 	defer rs.leaveStandalone()
+	c := rs.admit(ls.key) // a new key: admitted unless GETs came meanwhile
+	if c == nil {
+		rs.refuseResume(w)
+		return
+	}
+	defer rs.release(ls.key, c)
 
-	st := newStream(w, ResponseSSE, nil, rs.s.idHeader)
+	st := newStream(w, ResponseSSE, nil, rs.s.idHeader, &rs.s.h.limit)
 	ls.mu.Lock()
 	ls.conn = st
 	rs.primeLocked(r.Context(), ls)
@@ -345,7 +406,7 @@ func (rs *resumer) serveGet(w http.ResponseWriter, r *http.Request) {
 		_ = st.open()
 	}
 	ls.mu.Unlock()
-	rs.carry(r, ls, st)
+	rs.carry(r, ls, st, c)
 }
 
 // adoptStandalone makes the standalone stream key, which another replica
@@ -393,6 +454,12 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 		return
 	}
 	s.touch()
+	c := rs.admit(key)
+	if c == nil {
+		rs.refuseResume(w)
+		return
+	}
+	defer rs.release(key, c)
 	rs.mu.Lock()
 	ls := rs.byKey[key]
 	standalone := ls != nil && !ls.req.IsValid()
@@ -414,11 +481,11 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 			}
 			defer rs.leaveStandalone()
 		} else {
-			rs.tail(w, r, key, lastID, events)
+			rs.tail(w, r, key, lastID, events, c)
 			return
 		}
 	}
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	if ls == nil {
 		// The stream is over (answered, given up or replaced): replay
 		// what is left of it and end.
@@ -449,13 +516,13 @@ func (rs *resumer) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	if old != nil {
 		old.end() // taken over
 	}
-	rs.carry(r, ls, st)
+	rs.carry(r, ls, st, c)
 }
 
 // carry keeps the HTTP response st of ls open until it is over (the
 // response was written, or the stream taken over), the client leaves or
-// the session ends.
-func (rs *resumer) carry(r *http.Request, ls *logical, st *stream) {
+// the session ends. c is the GET's admission (see admit).
+func (rs *resumer) carry(r *http.Request, ls *logical, st *stream, c *carrier) {
 	var tick <-chan time.Time
 	if d := rs.s.h.cfg.keepAlive; d > 0 && !ls.req.IsValid() {
 		t := time.NewTicker(d)
@@ -466,6 +533,8 @@ func (rs *resumer) carry(r *http.Request, ls *logical, st *stream) {
 	for {
 		select {
 		case <-st.written():
+			return
+		case <-c.stop: // taken over: resume ended st already
 			return
 		case <-r.Context().Done():
 			rs.detach(ls, st)

@@ -47,6 +47,10 @@ type session struct {
 	slot     int
 
 	dispatch atomic.Pointer[transport.Dispatcher] // set by the server (transport.Inline)
+
+	// initialized: the client posted notifications/initialized here; until
+	// then the session expires after the init timeout (expiry.go).
+	initialized atomic.Bool
 }
 
 var (
@@ -340,7 +344,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.res.serveRequest(w, r, req)
 		return
 	}
-	st := newStream(w, s.h.cfg.mode, nil, s.idHeader)
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
 	terminated := st.terminated(req.ID)
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
@@ -400,7 +404,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.res.serveGet(w, r)
 		return
 	}
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()

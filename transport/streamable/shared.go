@@ -285,6 +285,17 @@ func (s *session) touchShared(ctx context.Context) bool {
 	return true
 }
 
+// renewShared restarts the idle clock of the session's record at once: a
+// record lives for the init timeout only until its client initialized
+// (see redisstore's WithInitTimeout).
+func (s *session) renewShared(ctx context.Context) {
+	v := s.view
+	v.touched.Store(time.Now().UnixNano())
+	if err := v.cluster.Touch(context.WithoutCancel(ctx), s.id); err != nil && !errors.Is(err, ErrUnknownSession) {
+		s.h.cfg.logger.Warn("streamable: cannot renew a shared session", "session", s.id, "error", err)
+	}
+}
+
 // publish sends a relay of kind to the session's other replicas.
 func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) error {
 	v := s.view
@@ -465,11 +476,13 @@ const tailPoll = time.Second
 // When the replica is gone (its lease expired), the request is answered
 // here with a "server instance lost" error, stored as the stream's last
 // event, and counted, by whichever replica claims it first.
-func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event) {
+// c is the GET's admission (see admit): a newer resumption of the same
+// stream ends this one.
+func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID string, events []Event, c *carrier) {
 	s := rs.s
 	wake, done := s.view.watchTail(key)
 	defer done()
-	st := newStream(w, ResponseSSE, nil, s.idHeader)
+	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	defer st.shutDown(nil)
 	last := lastOf(events, lastID)
 	if st.replay(events) != nil || answers(events) {
@@ -486,6 +499,8 @@ func (rs *resumer) tail(w http.ResponseWriter, r *http.Request, key, lastID stri
 				rs.answerIfLost(r.Context(), key)
 			case <-r.Context().Done():
 				return
+			case <-c.stop:
+				return // a newer resumption of the stream carries it
 			case <-s.done:
 				return
 			case <-s.h.drained:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -78,6 +80,9 @@ func (c sharedConn) SetStateUpdate(update func(state []byte)) {
 // stateSeenWait.
 func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	v := c.view
+	if limit := c.h.cfg.maxState; limit > 0 && len(state) > limit {
+		return c.stateTooLarge(ctx, len(state))
+	}
 	w := v.awaitSeen(&v.stateWait, sha256.Sum256(state))
 	defer v.dropSeen(&v.stateWait, w)
 	v.mu.Lock()
@@ -103,6 +108,26 @@ func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 			"session", c.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
 	}
 	return nil
+}
+
+// errStateTooLarge ends a shared session whose state is over the cap.
+var errStateTooLarge = errors.New("streamable: the shared session's state is larger than the cap (WithMaxStateBytes)")
+
+// stateTooLarge ends the session everywhere rather than store a state of
+// size bytes, over the cap: a session no other replica could serve as it
+// is would fail there in ways the client cannot understand, while a 404
+// tells it to start again.
+func (c sharedConn) stateTooLarge(ctx context.Context, size int) error {
+	c.h.cfg.logger.Warn("streamable: a shared session's state is too large to store; the session ends",
+		"session", c.id, "bytes", size, "max", c.h.cfg.maxState)
+	if c.h.cfg.onCut != nil {
+		c.h.cfg.onCut(CutStateTooLarge)
+	}
+	if _, err := c.view.cluster.Delete(context.WithoutCancel(ctx), c.id); err != nil {
+		c.h.cfg.logger.Warn("streamable: cannot delete a shared session", "session", c.id, "error", err)
+	}
+	c.endView(errStateTooLarge)
+	return fmt.Errorf("%w: %d bytes, at most %d", errStateTooLarge, size, c.h.cfg.maxState)
 }
 
 // followState takes state, the record's as read once the view follows the

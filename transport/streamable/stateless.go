@@ -46,6 +46,7 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 	}
 	conn := &oneShot{req: req, r: r}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
+	conn.st.limit = &h.limit
 	// The server checks the Mcp-Param-* headers against the tool's schema:
 	// both the session's context and the request's arrival carry them.
 	conn.arrival = paramheader.Carrier{Context: r.Context(), Header: r.Header}

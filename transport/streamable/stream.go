@@ -2,7 +2,9 @@ package streamable
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ type stream struct {
 	mode     ResponseMode
 	status   func(code int64) int // HTTP status of a JSON error answer
 	sessHdr  []string             // Mcp-Session-Id to send, if any
+	limit    *writeLimit          // the Endpoint's bound on SSE writes; nil: none
 	mu       sync.Mutex
 	state    streamState
 	shut     bool                // the HTTP handler returned: write nothing more
@@ -29,6 +32,7 @@ type stream struct {
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
 	cancelled bool
+	cut       bool // an SSE write timed out: counted once
 
 	// The answer for when the session ends first (see terminated), held
 	// here rather than allocated apart.
@@ -45,11 +49,59 @@ const (
 )
 
 // newStream returns a stream writing to w; sessHdr is the Mcp-Session-Id
-// header's value (shared, never modified), nil for none.
-func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string) *stream {
+// header's value (shared, never modified), nil for none; limit bounds its
+// SSE writes (nil: no bound).
+func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int, sessHdr []string, limit *writeLimit) *stream {
 	st := new(stream)
 	st.init(w, mode, status, sessHdr)
+	st.limit = limit
 	return st
+}
+
+// writeLimit is an Endpoint's bound on each SSE write, shared by its
+// streams: a write (or flush) that cannot complete within timeout, because
+// the client stopped reading, fails, and the stream ends; cut counts it.
+type writeLimit struct {
+	timeout time.Duration // <= 0: no bound
+	cut     func(StreamCut)
+}
+
+// armLocked gives the next SSE write the write timeout; st.mu is held. A
+// ResponseWriter that has no deadlines (a test recorder) is written as
+// it is.
+func (st *stream) armLocked() {
+	if st.limit == nil || st.limit.timeout <= 0 {
+		return
+	}
+	setWriteDeadline(st.w, time.Now().Add(st.limit.timeout))
+}
+
+// setWriteDeadline sets the write deadline of w's connection, as
+// http.ResponseController does (through Unwrap), without allocating one.
+func setWriteDeadline(w http.ResponseWriter, t time.Time) {
+	for {
+		switch x := w.(type) {
+		case interface{ SetWriteDeadline(time.Time) error }:
+			_ = x.SetWriteDeadline(t)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// failedLocked counts a write error that is a timeout, once per stream,
+// and returns err; st.mu is held.
+func (st *stream) failedLocked(err error) error {
+	if err != nil && !st.cut && st.limit != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		st.cut = true
+		if st.limit.cut != nil {
+			st.limit.cut(CutWriteTimeout)
+		}
+	}
+	return err
 }
 
 // init sets up st, a zero stream held in another value (see oneShot), as
@@ -107,7 +159,8 @@ func (st *stream) startSSE() error {
 	st.headers(true)
 	st.w.WriteHeader(http.StatusOK)
 	st.state = streaming
-	return st.flush()
+	st.armLocked()
+	return st.failedLocked(st.flush())
 }
 
 // deliver writes one message. A response ends the stream's purpose.
@@ -137,21 +190,26 @@ func (st *stream) deliver(m transport.Message) error {
 					status = http.StatusTooManyRequests
 				}
 			}
+			// The deadline covers the answer's flush once the handler
+			// returns, too: a client that does not read a large answer
+			// cannot pin the connection.
+			st.armLocked()
 			st.w.WriteHeader(status)
 			_, err := st.w.Write(data)
 			st.state = answeredJSON
 			st.finish()
-			return wrapStream(err)
+			return wrapStream(st.failedLocked(err))
 		}
 		if err := st.startSSE(); err != nil {
 			return wrapStream(err)
 		}
 	}
+	st.armLocked()
 	if err := writeEvent(st.w, "", data); err != nil {
-		return wrapStream(err)
+		return wrapStream(st.failedLocked(err))
 	}
 	if err := st.flush(); err != nil {
-		return wrapStream(err)
+		return wrapStream(st.failedLocked(err))
 	}
 	if isResp {
 		st.finish()
@@ -194,10 +252,14 @@ func (st *stream) shutDown(fallback *transport.Response) {
 		// This answer may come while a handler still runs on the request's
 		// goroutine: the connection must not carry the client's next request.
 		st.w.Header().Set("Connection", "close")
+		st.armLocked()
 		st.w.WriteHeader(http.StatusOK)
 		_, _ = st.w.Write(data)
 		_ = st.flush() // the handler may run on: the client need not wait
 		st.state = answeredJSON
+	}
+	if st.state == streaming {
+		st.armLocked() // the end of the response, written once the handler returns
 	}
 	st.shut = true
 }
@@ -217,6 +279,7 @@ func (st *stream) refuse(status int, retryAfter string, resp *transport.Response
 		st.w.Header().Set("Retry-After", retryAfter)
 	}
 	st.w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	st.armLocked()
 	st.w.WriteHeader(status)
 	_, _ = st.w.Write(data)
 	st.state = answeredJSON
@@ -309,10 +372,12 @@ func (st *stream) writeLocked(write func() error, final bool) error {
 			return wrapStream(err)
 		}
 	}
+	st.armLocked()
 	err := write()
 	if err == nil {
 		err = st.flush()
 	}
+	err = st.failedLocked(err)
 	if err != nil || final {
 		st.finish()
 	}
@@ -341,8 +406,9 @@ func (st *stream) comment(text string) error {
 	if st.shut {
 		return transport.ErrStreamGone
 	}
+	st.armLocked()
 	if _, err := st.w.Write([]byte(": " + text + "\n\n")); err != nil {
-		return err
+		return st.failedLocked(err)
 	}
-	return st.flush()
+	return st.failedLocked(st.flush())
 }

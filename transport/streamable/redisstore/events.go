@@ -11,27 +11,85 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
+// appendEvent stores an event and trims the session's events to their
+// bounds, keeping the byte count right, in one round trip; it returns the
+// event's entry id. KEYS: the stream's events, the session's stream set,
+// its byte count. ARGV: data, its counted size, the TTL in ms, the most
+// events per stream, the most bytes per session, the stream's key, the
+// prefix of the session's events keys, the size counted for a stream key
+// besides twice its name. The oldest events of the stream go first (its
+// newest stays), then those of the other streams, whose emptied keys are
+// deleted. When streams expired on their own, their bytes are counted
+// until the stream appended to is the session's last: then its bytes are
+// counted again. The keys other than KEYS are the session's own, in its
+// hash slot.
+var appendEvent = redis.NewScript(`
+local keyCost, overhead = tonumber(ARGV[8]), tonumber(ARGV[9])
+local function cost(key) return keyCost + 2 * string.len(key) end
+local total = tonumber(redis.call('GET', KEYS[3]) or '0') + tonumber(ARGV[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then total = total + cost(KEYS[1]) end
+local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1])
+redis.call('SADD', KEYS[2], ARGV[6])
+local maxEvents, budget = tonumber(ARGV[4]), tonumber(ARGV[5])
+local function dropOldest(key)
+  local e = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)
+  if #e == 0 then return false end
+  redis.call('XDEL', key, e[1][1])
+  total = total - string.len(e[1][2][2] or '') - overhead
+  return true
+end
+while redis.call('XLEN', KEYS[1]) > maxEvents do dropOldest(KEYS[1]) end
+while total > budget and redis.call('XLEN', KEYS[1]) > 1 do dropOldest(KEYS[1]) end
+if total > budget then
+  for _, st in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    if st ~= ARGV[6] then
+      local key = ARGV[7] .. st
+      while total > budget and dropOldest(key) do end
+      if redis.call('XLEN', key) == 0 then
+        redis.call('DEL', key)
+        redis.call('SREM', KEYS[2], st)
+        total = total - cost(key)
+      end
+      if total <= budget then break end
+    end
+  end
+end
+if total > budget and redis.call('SCARD', KEYS[2]) == 1 then
+  total = cost(KEYS[1])
+  for _, e in ipairs(redis.call('XRANGE', KEYS[1], '-', '+')) do
+    total = total + string.len(e[2][2] or '') + overhead
+  end
+end
+redis.call('SET', KEYS[3], math.max(total, 0), 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return id`)
+
+// streamKeyCost is the size counted for a stream key besides twice its
+// name: about what Redis allocates for a stream with its first entry.
+const streamKeyCost = 4800
+
 // Append stores the next event of a stream on a Redis stream, trimmed to
-// about MaxEvents, in one round trip, and returns its id: the stream's key,
-// '~' and the Redis entry id.
+// MaxEvents and the session's events to their byte bound (see
+// [WithMaxSessionEventBytes]), in one round trip, and returns its id: the
+// stream's key, '~' and the Redis entry id.
 func (s *Store) Append(ctx context.Context, session, stream string, data []byte) (id string, err error) {
 	defer s.observe("append", time.Now(), &err)
 	if !visible(stream) || strings.Contains(stream, "~") {
 		return "", fmt.Errorf("redisstore: append: stream key %q: want visible ASCII without '~'", stream)
 	}
-	key, streams := s.eventsKey(session, stream), s.streamsKey(session)
-	var add *redis.StringCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: s.cfg.maxEvents, Approx: true, Values: []string{"d", string(data)}})
-		p.PExpire(ctx, key, s.ttl())
-		p.SAdd(ctx, streams, stream)
-		p.PExpire(ctx, streams, s.ttl())
-		return nil
-	})
+	key := s.eventsKey(session, stream)
+	size := int64(len(data)) + EventOverhead
+	if size+streamKeyCost+2*int64(len(key)) > s.cfg.maxBytes {
+		return "", fmt.Errorf("redisstore: append: an event of %d bytes is larger than a session's events may be (%d)", len(data), s.cfg.maxBytes)
+	}
+	keys := []string{key, s.streamsKey(session), s.bytesKey(session)}
+	xid, err := appendEvent.Run(ctx, s.rdb, keys, data, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
+		stream, s.eventsKey(session, ""), streamKeyCost, EventOverhead).Text()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append: %w", err)
 	}
-	return stream + "~" + add.Val(), nil
+	return stream + "~" + xid, nil
 }
 
 // Replay returns the stream lastID belongs to and its events after
@@ -76,7 +134,7 @@ func (s *Store) Forget(ctx context.Context, session string) (err error) {
 	if err != nil {
 		return fmt.Errorf("redisstore: forget: %w", err)
 	}
-	del := []string{streams}
+	del := []string{streams, s.bytesKey(session)}
 	for _, st := range keys {
 		del = append(del, s.eventsKey(session, st))
 	}

@@ -15,13 +15,18 @@ type config struct {
 	replica   string
 	idle      time.Duration
 	maxEvents int64
+	init      time.Duration // a new record's life until its first Touch
+	maxBytes  int64         // events kept per session, in bytes
 	logger    *slog.Logger
 	observer  func(op string, d time.Duration, err error)
 	relayed   func(kind streamable.RelayKind)
 }
 
 func defaultConfig() config {
-	return config{prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, logger: slog.New(slog.DiscardHandler)}
+	return config{
+		prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: streamable.DefaultInitTimeout,
+		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler),
+	}
 }
 
 // WithPrefix puts every key and channel under prefix ("vigil:" by default),
@@ -66,4 +71,42 @@ func WithObserver(observe func(op string, d time.Duration, err error)) Option {
 // WithRelayCounter has count called for every relay the Store publishes.
 func WithRelayCounter(count func(kind streamable.RelayKind)) Option {
 	return func(c *config) { c.relayed = count }
+}
+
+// WithInitTimeout sets how long a new session's record lives until its
+// first Touch ([streamable.DefaultInitTimeout] by default, never longer than
+// the idle timeout): the Endpoint touches it once the client initialized,
+// so that a session opened and abandoned leaves Redis soon.
+func WithInitTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.init = d
+		}
+	}
+}
+
+// DefaultMaxSessionEventBytes is the size of the events kept for one
+// session by default (see [WithMaxSessionEventBytes]).
+const DefaultMaxSessionEventBytes = 1 << 20
+
+// EventOverhead is the size counted for a stored event besides its data.
+const EventOverhead = 64
+
+// WithMaxSessionEventBytes bounds the events kept for one session, over
+// all its streams, to n bytes ([DefaultMaxSessionEventBytes] by default),
+// each event counted as its data plus [EventOverhead], and each stream as
+// what Redis allocates for one (about 5 KiB): beyond it the oldest
+// events of the stream appended to go first (its newest is always kept),
+// then those of the session's other streams, whose emptied keys go. A
+// resumption replays what is left of its stream (as
+// [streamable.EventStore] allows: its newest event, the response once
+// there is one, is the last to go) and a stream with nothing left is
+// unknown. An event larger than n alone is not stored (its stream goes on
+// without ids).
+func WithMaxSessionEventBytes(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxBytes = n
+		}
+	}
 }

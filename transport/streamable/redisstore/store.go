@@ -28,8 +28,11 @@ import (
 //   - {prefix}{id}:s, a hash: the session's record (principal, state),
 //     expiring after the idle timeout unless touched;
 //   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events,
-//     trimmed to about MaxEvents, expiring with the session;
+//     trimmed to MaxEvents and to the session's event bytes, expiring
+//     with the session;
 //   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
+//   - {prefix}{id}:eb, a string: the size of the session's events, which
+//     WithMaxSessionEventBytes bounds;
 //   - the channel {prefix}{id}:r carries the session's relays.
 //
 // Its methods are safe for concurrent use.
@@ -106,6 +109,7 @@ func (s *Store) recordKey(id string) string     { return s.cfg.prefix + "{" + id
 func (s *Store) channel(id string) string       { return s.cfg.prefix + "{" + id + "}:r" }
 func (s *Store) streamsKey(id string) string    { return s.cfg.prefix + "{" + id + "}:es" }
 func (s *Store) eventsKey(id, st string) string { return s.cfg.prefix + "{" + id + "}:e:" + st }
+func (s *Store) bytesKey(id string) string      { return s.cfg.prefix + "{" + id + "}:eb" }
 func (s *Store) ttl() time.Duration             { return s.cfg.idle }
 
 // observe reports an operation that started at start and failed with
@@ -126,7 +130,7 @@ func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRec
 		if rec.State != nil {
 			p.HSet(ctx, key, "st", rec.State)
 		}
-		p.PExpire(ctx, key, s.ttl())
+		p.PExpire(ctx, key, min(s.cfg.init, s.ttl())) // until the client initialized (Touch)
 		return nil
 	})
 	if err != nil {
@@ -158,13 +162,14 @@ func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionReco
 }
 
 // storeState sets the state of an existing record (never recreating a
-// deleted one), renews it and publishes the relay, in one round trip; it
-// returns 0 for no record, else 1 + the replicas the relay reached.
+// deleted one) and publishes the relay, in one round trip; it returns 0
+// for no record, else 1 + the replicas the relay reached. It does not
+// renew the record: Touch does, so that a session whose client never
+// initialized expires after the init timeout.
 var storeState = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'st', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1 + redis.call('PUBLISH', KEYS[2], ARGV[3])`)
+return 1 + redis.call('PUBLISH', KEYS[2], ARGV[2])`)
 
 // StoreState replaces a session's state, publishes it to the session's
 // replicas, and returns how many other replicas it reached: each Store
@@ -173,7 +178,7 @@ return 1 + redis.call('PUBLISH', KEYS[2], ARGV[3])`)
 func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others int, err error) {
 	defer s.observe("store_state", time.Now(), &err)
 	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state})
-	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, s.ttl().Milliseconds(), relay).Int()
+	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, relay).Int()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}

@@ -1,0 +1,43 @@
+package telemetry
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Values of the reason label of [MetricStreamsCut], the names a Streamable
+// HTTP endpoint gives its cuts (see streamable.StreamCut).
+const (
+	CutWriteTimeout  = "write_timeout"
+	CutStateTooLarge = "state_too_large"
+	CutInitTimeout   = "init_timeout"
+)
+
+// StreamsCut is the counter [MetricStreamsCut]: the streams and sessions
+// an HTTP endpoint cut off by itself, by reason. Register it with the
+// registry of [Metrics]. Its series exist from the start, at zero.
+type StreamsCut struct {
+	*prometheus.CounterVec
+	known metricsLabelSet
+}
+
+// NewStreamsCut returns the counter, its series at zero.
+func NewStreamsCut() *StreamsCut {
+	c := &StreamsCut{
+		CounterVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricStreamsCut,
+			Help: "Streams and sessions the Streamable HTTP endpoint cut off by itself. reason: write_timeout (an SSE write did not complete " +
+				"within -sse-write-timeout: the client stopped reading; the stream ended, the session lives on), state_too_large " +
+				"(a shared session's state over its cap: not stored, the session ended), init_timeout (a session whose client " +
+				"never finished initialize expired after -init-timeout), other.",
+		}, []string{LabelReason}),
+		known: newMetricsLabelSet([]string{CutWriteTimeout, CutStateTooLarge, CutInitTimeout, LabelOther}),
+	}
+	for _, r := range c.known.values {
+		c.WithLabelValues(r)
+	}
+	return c
+}
+
+// Cut counts one cut; a reason outside the known ones counts as
+// [LabelOther].
+func (c *StreamsCut) Cut(reason string) {
+	c.WithLabelValues(c.known.bound(reason, LabelOther)).Inc()
+}

@@ -1,0 +1,56 @@
+package telemetry_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// TestStreamsCut counts cuts by reason, every known series at zero from
+// the start, and an unknown reason as other; promlint finds nothing.
+func TestStreamsCut(t *testing.T) {
+	t.Parallel()
+	c := telemetry.NewStreamsCut()
+	c.Cut(telemetry.CutWriteTimeout)
+	c.Cut(telemetry.CutWriteTimeout)
+	c.Cut(telemetry.CutInitTimeout)
+	c.Cut("made-up")
+	const want = `
+# HELP mcp_server_streams_cut_total x
+# TYPE mcp_server_streams_cut_total counter
+mcp_server_streams_cut_total{reason="init_timeout"} 1
+mcp_server_streams_cut_total{reason="other"} 1
+mcp_server_streams_cut_total{reason="state_too_large"} 0
+mcp_server_streams_cut_total{reason="write_timeout"} 2
+`
+	n, err := testutil.GatherAndCount(registryOf(t, c), telemetry.MetricStreamsCut)
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), telemetry.MetricStreamsCut)
+	require.NoError(t, err)
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+func registryOf(t *testing.T, c *telemetry.StreamsCut) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(c))
+	return reg
+}
+
+// helpOf returns the counter's help text.
+func helpOf(t *testing.T, c *telemetry.StreamsCut) string {
+	t.Helper()
+	mfs, err := registryOf(t, c).Gather()
+	require.NoError(t, err)
+	require.Len(t, mfs, 1)
+	return mfs[0].GetHelp()
+}

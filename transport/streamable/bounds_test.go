@@ -1,0 +1,115 @@
+package streamable_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
+	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
+)
+
+// initializeOnly posts an initialize with clientInfo.name name and
+// returns the answer's status, body and session id; it does not post
+// notifications/initialized.
+func (e *rsEnv) initializeOnly(name string) (int, string, string) {
+	e.t.Helper()
+	resp := e.do(e.t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+rsVersion+
+		`","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}}`, nil)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	_ = resp.Body.Close()
+	return resp.StatusCode, string(body), resp.Header.Get("Mcp-Session-Id")
+}
+
+// pingStatus posts a ping on the session and returns the HTTP status.
+func (e *rsEnv) pingStatus(sid string) int {
+	e.t.Helper()
+	resp := e.do(e.t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":"p","method":"ping"}`, rsSession(sid))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A session whose client never posts notifications/initialized expires
+// after the init timeout, counted, while an initialized one lives on for
+// the idle timeout, or for ever when idle sessions never expire.
+func TestUninitializedSessionExpiresFast(t *testing.T) {
+	for _, idle := range []time.Duration{time.Hour, 0} {
+		t.Run("idle="+idle.String(), func(t *testing.T) {
+			cuts, hook := cutRecorder()
+			e := newRSEnv(t, server.New(), hook, streamable.WithIdleTimeout(idle), streamable.WithInitTimeout(time.Second))
+			ready := e.initialize()
+			status, body, abandoned := e.initializeOnly("abandoned")
+			require.Equal(t, http.StatusOK, status, body)
+			require.NotEmpty(t, abandoned)
+
+			select {
+			case c := <-cuts:
+				assert.Equal(t, streamable.CutInitTimeout, c)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the session that never initialized did not expire")
+			}
+			assert.Equal(t, http.StatusNotFound, e.pingStatus(abandoned))
+			e.ping(ready)
+		})
+	}
+}
+
+// In shared mode the record of a session lives for the init timeout in
+// Redis until its client initialized, on any replica; then for the idle
+// timeout.
+func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
+	redis := redistest.Start(t)
+	rdb := redis.Client(t)
+	store := func(name string) *redisstore.Store {
+		st, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica(name),
+			redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	a := newRSEnv(t, server.New(), streamable.WithCluster(store("a"), 0), streamable.WithIdleTimeout(time.Hour))
+	b := newRSEnv(t, server.New(), streamable.WithCluster(store("b"), 0), streamable.WithIdleTimeout(time.Hour))
+	status, body, sid := a.initializeOnly("c")
+	require.Equal(t, http.StatusOK, status, body)
+	key := "vigil:{" + sid + "}:s"
+	assert.LessOrEqual(t, rdb.PTTL(t.Context(), key).Val(), time.Minute, "not initialized yet")
+	n := b.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, rsSession(sid))
+	_ = n.Body.Close()
+	require.Equal(t, http.StatusAccepted, n.StatusCode)
+	assert.Greater(t, rdb.PTTL(t.Context(), key).Val(), 59*time.Minute, "initialized on another replica: the idle timeout")
+	a.ping(sid)
+}
+
+// A shared session whose state is over the cap is not stored: the session
+// ends everywhere (its id is unknown from then on), the cut is counted,
+// and sessions under the cap are served.
+func TestSharedStateOverCapEndsSession(t *testing.T) {
+	cluster := streamabletest.NewCluster()
+	cuts, hook := cutRecorder()
+	e := newRSEnv(t, server.New(), hook, streamable.WithCluster(cluster.Replica("a"), 0), streamable.WithMaxStateBytes(1024))
+
+	_, _, sid := e.initializeOnly(strings.Repeat("n", 4096))
+	select {
+	case c := <-cuts:
+		assert.Equal(t, streamable.CutStateTooLarge, c)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the state over the cap was not refused")
+	}
+	if sid != "" {
+		assert.Equal(t, http.StatusNotFound, e.pingStatus(sid), "the session ended")
+	}
+
+	ok := e.initialize()
+	e.ping(ok)
+	assert.Equal(t, 1, cluster.Sessions(), "only the session under the cap is in the cluster")
+}
