@@ -174,7 +174,9 @@ func TestSubscriptionsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://{name}", Name: "any"},
-			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) { return nil, nil }))
+			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+				return nil, nil
+			}))
 		h.start()
 		h.Initialize(protocol.Version20251125, nil)
 		id := int64(10)
