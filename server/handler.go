@@ -91,6 +91,10 @@ type Request struct {
 	// second call gets one of its own).
 	call     CallToolRequest
 	callHeld bool
+
+	// maxResult bounds the encoded result of a tools/call (set by
+	// callTool; 0: none); tooLarge is the size of a result over it.
+	maxResult, tooLarge int
 }
 
 // SetDeadline bounds the request's time: at t its handler's context is
@@ -194,6 +198,10 @@ type Outcome struct {
 	Dropped protocol.DropReason
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
+	// ResultTooLarge is the encoded size of a tools/call result over its
+	// bound ([WithMaxResultBytes], [Tool.MaxResultBytes]), which was
+	// answered instead with the tool error result in Result; 0 otherwise.
+	ResultTooLarge int
 	// Ended is when the request ended: when its response was written or
 	// dropped, or, for a notification, when its chain returned. Every
 	// OnDone function sees the same instant, so that the log line, the

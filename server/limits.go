@@ -1,9 +1,11 @@
 package server
 
 import (
+	"fmt"
 	"slices"
 	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -176,4 +178,23 @@ func overBound(method string, p requestParams) *Error {
 		return Errorf(protocol.CodeInvalidParams, "%s: uri over %d bytes", method, maxURI)
 	}
 	return nil
+}
+
+// boundResult replaces the encoded tools/call result in resp by a tool
+// error when it is over req's bound, noting its size in req.tooLarge: the
+// result is encoded once, and only one over the bound is encoded twice.
+func (ss *Session) boundResult(resp *transport.Response, req *Request) {
+	if req.maxResult <= 0 || len(resp.Result) <= req.maxResult || req.tooLarge > 0 {
+		return
+	}
+	req.tooLarge = len(resp.Result)
+	*resp = transport.Response{}
+	ss.buildResponse(resp, req, resultTooLarge(req.tooLarge, req.maxResult), nil)
+}
+
+// resultTooLarge is the tool error result that answers a call whose result
+// of size bytes is over limit.
+func resultTooLarge(size, limit int) *CallToolResult {
+	text := fmt.Sprintf("result too large: %d bytes encoded, over the limit of %d bytes", size, limit)
+	return &CallToolResult{Content: []Content{&TextContent{Text: text}}, IsError: true}
 }

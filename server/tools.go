@@ -34,6 +34,10 @@ type Tool struct {
 	// Scopes are the OAuth scopes a caller needs to call the tool (see
 	// package middleware/auth and [WithToolAccess]). They are not sent.
 	Scopes []string `json:"-"`
+	// MaxResultBytes, when positive, bounds the encoded result of a call
+	// instead of the server's [WithMaxResultBytes]; negative sets no
+	// bound. It is not sent.
+	MaxResultBytes int `json:"-"`
 }
 
 // ToolAnnotations are hints about a tool's behavior. Clients must treat
@@ -319,6 +323,10 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	rt := s.lookupFor(req, name)
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
+	}
+	req.maxResult = s.cfg.maxResultBytes
+	if n := rt.tool.MaxResultBytes; n != 0 {
+		req.maxResult = n
 	}
 	var call *CallToolRequest
 	if !req.callHeld {
