@@ -98,6 +98,9 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 		Ended:          end,
 		Trace:          traceID,
 	})
+	if out.ResultTooLarge > 0 {
+		m.ResultTooLarge(tool, registered)
+	}
 }
 
 // classifyOutcome returns a request's outcome and error type, in the
