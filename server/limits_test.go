@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"unicode/utf8"
@@ -123,10 +124,13 @@ func TestNameBombRefusedAtAdmission(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
 				var seen []string // names the middleware saw
 				h := newHarness(t, server.WithMiddleware(func(next server.Handler) server.Handler {
 					return func(ctx context.Context, req *server.Request) (any, error) {
+						mu.Lock()
 						seen = append(seen, req.Method+" "+req.Name+req.URI)
+						mu.Unlock()
 						return next(ctx, req)
 					}
 				}))
@@ -137,7 +141,6 @@ func TestNameBombRefusedAtAdmission(t *testing.T) {
 				})
 				h.start()
 				h.Initialize(protocol.Version20251125, nil)
-				seen = nil
 				h.SendFrame([]byte(tc.frame))
 				resp := h.RecvResponse()
 				require.Equal(t, tc.wantID, resp.ID)
@@ -145,9 +148,11 @@ func TestNameBombRefusedAtAdmission(t *testing.T) {
 				assert.Equal(t, int64(tc.wantCode), resp.Error.Code)
 				assert.Less(t, len(resp.Error.Message), 200, "the answer does not echo the bytes")
 				assert.Zero(t, ran)
+				mu.Lock()
 				for _, s := range seen {
 					assert.Less(t, len(s), 300, "the middleware saw a long name")
 				}
+				mu.Unlock()
 				h.obs.mu.Lock()
 				rejected := append([]protocol.Code(nil), h.obs.rejected...)
 				h.obs.mu.Unlock()
