@@ -198,3 +198,11 @@ func resultTooLarge(size, limit int) *CallToolResult {
 	text := fmt.Sprintf("result too large: %d bytes encoded, over the limit of %d bytes", size, limit)
 	return &CallToolResult{Content: []Content{&TextContent{Text: text}}, IsError: true}
 }
+
+// maxResult returns the bound on t's result: its tool's, else def.
+func (t *task) maxResult(def int) int {
+	if t.tool != nil && t.tool.MaxResultBytes != 0 {
+		return t.tool.MaxResultBytes
+	}
+	return def
+}

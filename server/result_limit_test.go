@@ -81,3 +81,31 @@ func TestResultTooLarge(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A task's result, kept for the task's life, is bounded as a call's
+// answer is.
+func TestTaskResultTooLarge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		tool := taskTool("big", server.TaskSupportOptional)
+		tool.MaxResultBytes = 100
+		require.NoError(t, h.srv.AddTool(tool, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text(strings.Repeat("x", 1000)), nil
+		}))
+		h.start()
+		h.Initialize(protocol.Version20251125, nil)
+		h.Request(3, "tools/call", map[string]any{"name": "big", "task": map[string]any{"ttl": 60000}})
+		created, _ := h.resultOf(3)
+		id := decodeTask(t, created).Task.TaskID
+		require.NotEmpty(t, id)
+		h.Request(4, "tasks/result", map[string]any{"taskId": id})
+		res, _ := h.resultOf(4)
+		text, isErr := toolText(t, res)
+		assert.True(t, isErr)
+		assert.Contains(t, text, "result too large")
+		assert.Contains(t, text, "limit of 100 bytes")
+		assert.Less(t, len(res), 1000)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
