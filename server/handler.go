@@ -84,6 +84,9 @@ type Request struct {
 	// wait with it, and its outcome.
 	afterNext  *Request
 	afterDepth int32
+	// maxResult bounds the encoded result of a tools/call (set by
+	// callTool; 0: none), in the room afterDepth leaves.
+	maxResult int32
 	afterOut   Outcome
 
 	// call is the first tools/call view callTool makes of the request,
@@ -91,10 +94,6 @@ type Request struct {
 	// second call gets one of its own).
 	call     CallToolRequest
 	callHeld bool
-
-	// maxResult bounds the encoded result of a tools/call (set by
-	// callTool; 0: none); tooLarge is the size of a result over it.
-	maxResult, tooLarge int
 }
 
 // SetDeadline bounds the request's time: at t its handler's context is

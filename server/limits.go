@@ -181,15 +181,19 @@ func overBound(method string, p requestParams) *Error {
 }
 
 // boundResult replaces the encoded tools/call result in resp by a tool
-// error when it is over req's bound, noting its size in req.tooLarge: the
-// result is encoded once, and only one over the bound is encoded twice.
-func (ss *Session) boundResult(resp *transport.Response, req *Request) {
-	if req.maxResult <= 0 || len(resp.Result) <= req.maxResult || req.tooLarge > 0 {
-		return
+// error when it is over req's bound, and returns that error and the size
+// of the result it replaced (0: none): the result is encoded once, and
+// only one over the bound is encoded twice.
+func (ss *Session) boundResult(resp *transport.Response, req *Request) (*CallToolResult, int) {
+	limit := int(req.maxResult)
+	if limit <= 0 || len(resp.Result) <= limit {
+		return nil, 0
 	}
-	req.tooLarge = len(resp.Result)
+	size := len(resp.Result)
+	res := resultTooLarge(size, limit)
 	*resp = transport.Response{}
-	ss.buildResponse(resp, req, resultTooLarge(req.tooLarge, req.maxResult), nil)
+	ss.buildResponse(resp, req, res, nil)
+	return res, size
 }
 
 // resultTooLarge is the tool error result that answers a call whose result
@@ -197,6 +201,14 @@ func (ss *Session) boundResult(resp *transport.Response, req *Request) {
 func resultTooLarge(size, limit int) *CallToolResult {
 	text := fmt.Sprintf("result too large: %d bytes encoded, over the limit of %d bytes", size, limit)
 	return &CallToolResult{Content: []Content{&TextContent{Text: text}}, IsError: true}
+}
+
+// maxResult returns the bound on the results of rt: its own, else def.
+func (rt *registeredTool) maxResult(def int) int {
+	if rt.tool.MaxResultBytes != 0 {
+		return rt.tool.MaxResultBytes
+	}
+	return def
 }
 
 // maxResult returns the bound on t's result: its tool's, else def.

@@ -826,8 +826,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
-		if n := inf.req.tooLarge; n > 0 {
-			out.Result, out.ResultTooLarge = resultTooLarge(n, inf.req.maxResult), n
+		if r, n := ss.boundResult(resp, inf.req); n > 0 {
+			out.Result, out.ResultTooLarge = r, n
 		}
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
@@ -876,7 +876,6 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 	var raw []byte
 	var merr error
 	if r, ok := res.(*CallToolResult); ok {
-		defer ss.boundResult(resp, req)
 		if e, stateless := req.era.(*statelessEra); stateless {
 			if raw, ok := e.appendToolResult(r); ok { // decorated as it is encoded
 				resp.Result = raw

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -324,10 +325,7 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}
-	req.maxResult = s.cfg.maxResultBytes
-	if n := rt.tool.MaxResultBytes; n != 0 {
-		req.maxResult = n
-	}
+	req.maxResult = int32(min(max(rt.maxResult(s.cfg.maxResultBytes), 0), math.MaxInt32))
 	var call *CallToolRequest
 	if !req.callHeld {
 		req.callHeld = true
