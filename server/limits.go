@@ -180,20 +180,23 @@ func overBound(method string, p requestParams) *Error {
 	return nil
 }
 
-// boundResult replaces the encoded tools/call result in resp by a tool
-// error when it is over req's bound, and returns that error and the size
-// of the result it replaced (0: none): the result is encoded once, and
-// only one over the bound is encoded twice.
-func (ss *Session) boundResult(resp *transport.Response, req *Request) (*CallToolResult, int) {
+// boundResult replaces resp, the answer to req with res, by a tool error
+// when res is a tool's result whose encoding is over req's bound, and
+// returns that error and the size of the result it replaced (0: none): the
+// result is encoded once, and only one over the bound is encoded twice.
+func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) (*CallToolResult, int) {
 	limit := int(req.maxResult)
 	if limit <= 0 || len(resp.Result) <= limit {
 		return nil, 0
 	}
+	if _, ok := res.(*CallToolResult); !ok {
+		return nil, 0 // such as the task a call created
+	}
 	size := len(resp.Result)
-	res := resultTooLarge(size, limit)
+	r := resultTooLarge(size, limit)
 	*resp = transport.Response{}
-	ss.buildResponse(resp, req, res, nil)
-	return res, size
+	ss.buildResponse(resp, req, r, nil)
+	return r, size
 }
 
 // resultTooLarge is the tool error result that answers a call whose result

@@ -826,7 +826,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
-		if r, n := ss.boundResult(resp, inf.req); n > 0 {
+		if r, n := ss.boundResult(resp, inf.req, res); n > 0 {
 			out.Result, out.ResultTooLarge = r, n
 		}
 		if inf.batch != nil {
