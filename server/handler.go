@@ -84,9 +84,7 @@ type Request struct {
 	// wait with it, and its outcome.
 	afterNext  *Request
 	afterDepth int32
-	// maxResult bounds the encoded result of a tools/call (set by
-	// callTool; 0: none), in the room afterDepth leaves.
-	maxResult int32
+	maxResult  int32 // bounds a tools/call's encoded result (callTool; 0: none), in afterDepth's padding
 	afterOut   Outcome
 
 	// call is the first tools/call view callTool makes of the request,
