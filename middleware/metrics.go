@@ -98,7 +98,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 		Ended:          end,
 		Trace:          traceID,
 	})
-	if out.ResultTooLarge > 0 {
+	if out.ResultTooLarge {
 		m.ResultTooLarge(tool, registered)
 	}
 }

@@ -193,12 +193,12 @@ type Outcome struct {
 	Cause error
 	// Dropped is why no response was written; empty when one was.
 	Dropped protocol.DropReason
+	// ResultTooLarge reports that the tool's result was over its bound
+	// ([WithMaxResultBytes], [Tool.MaxResultBytes]) and was answered
+	// instead with the tool error now in Result.
+	ResultTooLarge bool
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
-	// ResultTooLarge is the encoded size of a tools/call result over its
-	// bound ([WithMaxResultBytes], [Tool.MaxResultBytes]), which was
-	// answered instead with the tool error result in Result; 0 otherwise.
-	ResultTooLarge int
 	// Ended is when the request ended: when its response was written or
 	// dropped, or, for a notification, when its chain returned. Every
 	// OnDone function sees the same instant, so that the log line, the

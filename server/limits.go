@@ -182,21 +182,20 @@ func overBound(method string, p requestParams) *Error {
 
 // boundResult replaces resp, the answer to req with res, by a tool error
 // when res is a tool's result whose encoding is over req's bound, and
-// returns that error and the size of the result it replaced (0: none): the
-// result is encoded once, and only one over the bound is encoded twice.
-func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) (*CallToolResult, int) {
+// returns that error (nil: none): the result is encoded once, and only
+// one over the bound is encoded twice.
+func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) *CallToolResult {
 	limit := int(req.maxResult)
 	if limit <= 0 || len(resp.Result) <= limit {
-		return nil, 0
+		return nil
 	}
 	if _, ok := res.(*CallToolResult); !ok {
-		return nil, 0 // such as the task a call created
+		return nil // such as the task a call created
 	}
-	size := len(resp.Result)
-	r := resultTooLarge(size, limit)
+	r := resultTooLarge(len(resp.Result), limit)
 	*resp = transport.Response{}
 	ss.buildResponse(resp, req, r, nil)
-	return r, size
+	return r
 }
 
 // resultTooLarge is the tool error result that answers a call whose result

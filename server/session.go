@@ -826,8 +826,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
-		if r, n := ss.boundResult(resp, inf.req, res); n > 0 {
-			out.Result, out.ResultTooLarge = r, n
+		if r := ss.boundResult(resp, inf.req, res); r != nil {
+			out.Result, out.ResultTooLarge = r, true
 		}
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
