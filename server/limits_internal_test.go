@@ -84,8 +84,8 @@ func TestBoundedCapabilities(t *testing.T) {
 	for _, v := range got {
 		assert.GreaterOrEqual(t, jsonSizeWithin(v, maxCapabilityValue), 0)
 	}
-	assert.Less(t, jsonSizeWithin(map[string]any{"a": strings.Repeat("x", 250)}, maxCapabilityValue), 0, "the key and quotes count")
-	assert.Less(t, jsonSizeWithin(struct{}{}, maxCapabilityValue), 0, "a type decoding never makes is not kept")
+	assert.Negative(t, jsonSizeWithin(map[string]any{"a": strings.Repeat("x", 250)}, maxCapabilityValue), "the key and quotes count")
+	assert.Negative(t, jsonSizeWithin(struct{}{}, maxCapabilityValue), "a type decoding never makes is not kept")
 }
 
 // truncateUTF8 cuts on a rune boundary, never over n.
@@ -93,6 +93,6 @@ func TestTruncateUTF8(t *testing.T) {
 	assert.Equal(t, "abc", truncateUTF8("abc", 3))
 	assert.Equal(t, "ab", truncateUTF8("abc", 2))
 	assert.Equal(t, "a", truncateUTF8("aé", 2), "é is two bytes")
-	assert.Equal(t, "", truncateUTF8("€", 2))
+	assert.Empty(t, truncateUTF8("€", 2))
 	assert.Equal(t, "€", truncateUTF8("€€", 5))
 }
