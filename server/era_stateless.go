@@ -42,8 +42,9 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		}
 		version = decoded
 	}
-	req.Protocol = version
+	req.Protocol = truncateUTF8(version, maxClientText) // a valid one is short; an invalid one is echoed
 	if version != protocol.Version20260728 {
+		version = req.Protocol
 		err := Errorf(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
 		err.Data, _ = json.Marshal(map[string]any{"supported": protocol.Versions(), "requested": version})
 		req.admitErr = err

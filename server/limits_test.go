@@ -249,6 +249,18 @@ func TestClientTextsBounded(t *testing.T) {
 		e := h.RecvError(3)
 		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
 		assert.Less(t, len(e.Message), 200)
+
+		// A stateless request naming a long protocol version.
+		meta := meta2026(nil)
+		meta[protocol.MetaProtocolVersion] = strings.Repeat("v", 1<<20)
+		h2 := newHarness(t).start()
+		h2.Request(4, "tools/list", map[string]any{"_meta": meta})
+		e = h2.RecvError(4)
+		assert.Equal(t, int64(protocol.CodeUnsupportedProtocolVersion), e.Code)
+		assert.Less(t, len(e.Message), 400)
+		assert.Less(t, len(e.Data), 600)
+		require.NoError(t, h2.Close())
+		require.NoError(t, h2.Wait())
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 	})

@@ -162,3 +162,18 @@ func checkKept(t *testing.T, srv *server.Server) {
 		}
 	}
 }
+
+// A long MCP-Protocol-Version header is refused without being echoed
+// whole.
+func TestLongVersionHeaderNotEchoed(t *testing.T) {
+	srv := htServer(t)
+	h := streamable.New(srv)
+	t.Cleanup(func() {
+		_ = h.Close()
+		_ = srv.Close()
+	})
+	rec := htFuzzPost(t.Context(), h, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), "application/json", strings.Repeat("v", 100<<10), "", "")
+	require.Equal(t, http.StatusBadRequest, rec.Code)
+	require.Contains(t, rec.Body.String(), "unsupported MCP-Protocol-Version")
+	require.Less(t, rec.Body.Len(), 512)
+}
