@@ -106,6 +106,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./transport
 	@echo "==> fuzz: FuzzPOST (120000 inputs, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=120000x ./transport/streamable
+	@echo "==> fuzz: FuzzPOSTMemory (500 inputs, initialize and name bombs of megabytes: the heap the server keeps stays within budget)"
+	$(GO) test -run='^$$' -fuzz='^FuzzPOSTMemory$$' -fuzztime=500x ./transport/streamable
 	@echo "==> fuzz: FuzzTextHandlerQuoting (50000 inputs, differential against log/slog's TextHandler)"
 	$(GO) test -run='^$$' -fuzz='^FuzzTextHandlerQuoting$$' -fuzztime=50000x ./cmd/vigil
 	@echo "==> fuzz: FuzzBearerToken (100000 inputs, the Authorization header of the auth guard)"

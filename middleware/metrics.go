@@ -104,6 +104,9 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 		Ended:          end,
 		Trace:          traceID,
 	})
+	if out.ResultTooLarge {
+		m.ResultTooLarge(tool, registered)
+	}
 }
 
 // classifyOutcome returns a request's outcome and error type, in the

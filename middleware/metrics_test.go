@@ -87,6 +87,20 @@ func TestMetricsScenarios(t *testing.T) {
 			}),
 		},
 		{
+			name: "a result over its bound is a tool error, counted",
+			opts: []server.Option{server.WithMaxResultBytes(10)},
+			run: func(t *testing.T, r *rig) {
+				r.Initialize("", nil)
+				r.SendCallTool(2, "echo", nil)
+				require.Contains(t, string(r.RecvResult(2)), "result too large")
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "ok"): 1, durCount("tool_error", "echo", "tools/call"): 1,
+				`mcp_server_results_too_large_total{gen_ai_tool_name="echo"}`: 1,
+			}),
+		},
+		{
 			name: "duration runs from receipt to the written response",
 			run: func(t *testing.T, r *rig) {
 				r.Initialize("", nil)

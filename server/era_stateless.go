@@ -42,8 +42,9 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		}
 		version = decoded
 	}
-	req.Protocol = version
+	req.Protocol = truncateUTF8(version, maxClientText) // a valid one is short; an invalid one is echoed
 	if version != protocol.Version20260728 {
+		version = req.Protocol
 		err := Errorf(protocol.CodeUnsupportedProtocolVersion, "unsupported protocol version %q", version)
 		err.Data, _ = json.Marshal(map[string]any{"supported": protocol.Versions(), "requested": version})
 		req.admitErr = err
@@ -54,8 +55,10 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
 		return e
 	}
+	req.ClientCapabilities = req.ClientCapabilities.bounded()
 	if rawInfo, ok := req.Meta.Get(protocol.MetaClientInfo); ok {
 		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
+		req.ClientInfo = req.ClientInfo.bounded()
 	}
 	if slices.Contains(removedIn2026, req.Method) {
 		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)

@@ -84,6 +84,7 @@ type Request struct {
 	// wait with it, and its outcome.
 	afterNext  *Request
 	afterDepth int32
+	maxResult  int32 // bounds a tools/call's encoded result (callTool; 0: none), in afterDepth's padding
 	afterOut   Outcome
 
 	// call is the first tools/call view callTool makes of the request,
@@ -192,6 +193,10 @@ type Outcome struct {
 	Cause error
 	// Dropped is why no response was written; empty when one was.
 	Dropped protocol.DropReason
+	// ResultTooLarge reports that the tool's result was over its bound
+	// ([WithMaxResultBytes], [Tool.MaxResultBytes]) and was answered
+	// instead with the tool error now in Result.
+	ResultTooLarge bool
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
 	// Ended is when the request ended: when its response was written or

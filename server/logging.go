@@ -196,7 +196,8 @@ func (s *Server) setLogLevel(_ context.Context, req *Request) (any, error) {
 	}
 	sev, ok := parseLogLevel(*p.Level)
 	if !ok {
-		return nil, Errorf(protocol.CodeInvalidParams, "invalid log level %q: want debug, info, notice, warning, error, critical, alert or emergency", *p.Level)
+		return nil, Errorf(protocol.CodeInvalidParams, "invalid log level %q: want debug, info, notice, warning, error, critical, alert or emergency",
+			truncateUTF8(*p.Level, len("emergency")+1))
 	}
 	req.Session.logging.setLevel(sev)
 	req.Session.storeShared(req.ArrivalContext())

@@ -41,6 +41,9 @@ type config struct {
 	// (WithOutcomeBatches); a batch of 0 runs them at once.
 	outcomeBatch int
 	outcomeDelay time.Duration
+
+	// maxResultBytes bounds a tools/call result (limits.go); <= 0: none.
+	maxResultBytes int
 }
 
 func defaultConfig() config {
@@ -58,6 +61,8 @@ func defaultConfig() config {
 		tasks:        defaultTaskConfig(),
 
 		listChangedDelay: 50 * time.Millisecond,
+
+		maxResultBytes: DefaultMaxResultBytes,
 	}
 }
 

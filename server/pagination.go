@@ -22,6 +22,9 @@ const cursorPrefix = "v1:"
 // stayed. A cursor that does not decode is protocol.CodeInvalidParams.
 func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]T, string, error) {
 	start := 0
+	if len(cursor) > maxCursor {
+		return nil, "", Errorf(protocol.CodeInvalidParams, "invalid cursor: over %d bytes", maxCursor)
+	}
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		last, ok := strings.CutPrefix(string(raw), cursorPrefix)

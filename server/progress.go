@@ -60,6 +60,9 @@ func (s *Server) beginRequest(ctx context.Context, req *Request) (_ context.Cont
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return ctx, release, nil
 	}
+	if len(raw) > maxProgressToken {
+		return ctx, release, Errorf(protocol.CodeInvalidParams, "invalid progressToken: over %d bytes", maxProgressToken)
+	}
 	key, ok := progressKeyOf(raw)
 	if !ok {
 		return ctx, release, Errorf(protocol.CodeInvalidParams, "invalid progressToken: want a string or an integer")

@@ -325,16 +325,32 @@ func (rr *resourceRegistry) hasCompleters() bool {
 	return slices.ContainsFunc(rr.templates, func(t *registeredTemplate) bool { return len(t.tmpl.Complete) > 0 })
 }
 
-func (rr *resourceRegistry) subscribe(ss *Session, uri string) {
+// subscribe subscribes ss to uri; it fails when ss holds as many
+// subscriptions, or URI bytes, as a session may (maxSubscriptions).
+func (rr *resourceRegistry) subscribe(ss *Session, uri string) error {
 	rr.subMu.Lock()
 	defer rr.subMu.Unlock()
 	if rr.subs == nil {
 		rr.subs = make(map[*Session]map[string]struct{})
 	}
-	if rr.subs[ss] == nil {
-		rr.subs[ss] = make(map[string]struct{})
+	set := rr.subs[ss]
+	if _, ok := set[uri]; ok {
+		return nil
 	}
-	rr.subs[ss][uri] = struct{}{}
+	bytes := len(uri)
+	for u := range set {
+		bytes += len(u)
+	}
+	if len(set) >= maxSubscriptions || bytes > maxSubscriptionBytes {
+		return Errorf(protocol.CodeInvalidParams, "resources/subscribe: a session may hold %d subscriptions of %d URI bytes in all: unsubscribe first",
+			maxSubscriptions, maxSubscriptionBytes)
+	}
+	if set == nil {
+		set = make(map[string]struct{})
+		rr.subs[ss] = set
+	}
+	set[uri] = struct{}{}
+	return nil
 }
 
 func (rr *resourceRegistry) unsubscribe(ss *Session, uri string) {
@@ -498,7 +514,9 @@ func (s *Server) subscribeResource(_ context.Context, req *Request) (any, error)
 	if r, t, _ := s.resources.resolve(uri); r == nil && t == nil {
 		return nil, resourceNotFound(req, uri)
 	}
-	s.resources.subscribe(req.Session, uri)
+	if err := s.resources.subscribe(req.Session, uri); err != nil {
+		return nil, err
+	}
 	req.Session.storeShared(req.ArrivalContext())
 	return struct{}{}, nil
 }

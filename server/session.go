@@ -638,6 +638,10 @@ func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *st
 		case "resources/read", "resources/subscribe", "resources/unsubscribe":
 			req.URI = p.URI
 		}
+		if err := overBound(m.Method, p); err != nil {
+			// Refused at admission: no table, span or log sees the name.
+			req.Name, req.URI, req.admitErr = "", "", err
+		}
 	}
 	ss.mu.Lock()
 	req.Protocol, req.ClientCapabilities, req.ClientInfo = ss.st.version, ss.st.caps, ss.st.client
@@ -822,6 +826,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
+		if r := ss.boundResult(resp, inf.req, res); r != nil {
+			out.Result, out.ResultTooLarge = r, true
+		}
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
 		} else {
@@ -1022,20 +1029,23 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 	}
 	cause := ErrClientCancel
 	if p.Reason != "" {
-		cause = fmt.Errorf("%w: %s", ErrClientCancel, p.Reason)
+		cause = fmt.Errorf("%w: %s", ErrClientCancel, truncateUTF8(p.Reason, maxClientText))
 	}
 	inf.cancel(cause)
 }
 
 // initialize is the built-in handler of the initialize request.
 func (ss *Session) initialize(req *Request) (any, error) {
+	if len(req.Params) > maxInitializeParams {
+		return nil, Errorf(protocol.CodeInvalidParams, "initialize params over %d bytes", maxInitializeParams)
+	}
 	var p initializeParams
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.ProtocolVersion == "" {
 		return nil, Errorf(protocol.CodeInvalidParams, "invalid initialize params: protocolVersion, capabilities and clientInfo are required")
 	}
 	version := negotiate(p.ProtocolVersion)
 	ss.mu.Lock()
-	ss.st.phase, ss.st.version, ss.st.client, ss.st.caps = phaseInitialized, version, p.ClientInfo, p.Capabilities
+	ss.st.phase, ss.st.version, ss.st.client, ss.st.caps = phaseInitialized, version, p.ClientInfo.bounded(), p.Capabilities.bounded()
 	ss.mu.Unlock()
 	ss.storeShared(req.ArrivalContext())
 	cfg := &ss.srv.cfg

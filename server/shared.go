@@ -49,7 +49,8 @@ func (ss *Session) applyShared(state []byte) {
 		if st.Ready {
 			ss.st.phase = phaseReady
 		}
-		ss.st.version, ss.st.client, ss.st.caps = st.Version, st.Client, st.Caps
+		// Bounded again: the record may come from an older replica.
+		ss.st.version, ss.st.client, ss.st.caps = truncateUTF8(st.Version, maxClientInfoString), st.Client.bounded(), st.Caps.bounded()
 	}
 	ss.mu.Unlock()
 	if sev, ok := parseLogLevel(st.LogLevel); ok {
@@ -105,9 +106,15 @@ func (rr *resourceRegistry) setSubscriptions(ss *Session, uris []string) {
 	if rr.subs == nil {
 		rr.subs = make(map[*Session]map[string]struct{})
 	}
-	set := make(map[string]struct{}, len(uris))
+	set := make(map[string]struct{}, min(len(uris), maxSubscriptions))
+	bytes := 0
 	for _, u := range slices.Compact(slices.Sorted(slices.Values(uris))) {
-		set[u] = struct{}{}
+		// Bounded as resources/subscribe bounds them: the record may come
+		// from an older replica.
+		if len(u) > maxURI || len(set) == maxSubscriptions || bytes+len(u) > maxSubscriptionBytes {
+			continue
+		}
+		set[u], bytes = struct{}{}, bytes+len(u)
 	}
 	rr.subs[ss] = set
 }

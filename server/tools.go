@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,10 @@ type Tool struct {
 	// Scopes are the OAuth scopes a caller needs to call the tool (see
 	// package middleware/auth and [WithToolAccess]). They are not sent.
 	Scopes []string `json:"-"`
+	// MaxResultBytes, when positive, bounds the encoded result of a call
+	// instead of the server's [WithMaxResultBytes]; negative sets no
+	// bound. It is not sent.
+	MaxResultBytes int `json:"-"`
 }
 
 // ToolAnnotations are hints about a tool's behavior. Clients must treat
@@ -320,6 +325,7 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}
+	req.maxResult = int32(min(max(rt.maxResult(s.cfg.maxResultBytes), 0), math.MaxInt32))
 	var call *CallToolRequest
 	if !req.callHeld {
 		req.callHeld = true

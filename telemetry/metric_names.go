@@ -26,6 +26,7 @@ const (
 	MetricMessagesSent         = "mcp_server_sent_messages_total"
 	MetricBytesReceived        = "mcp_server_received_bytes_total"
 	MetricBytesSent            = "mcp_server_sent_bytes_total"
+	MetricResultsTooLarge      = "mcp_server_results_too_large_total"
 	MetricQuotaRefusals        = "mcp_server_quota_refusals_total"
 	// MetricLogLinesDropped is not part of [Metrics]: see
 	// [NewLogLinesDropped].
@@ -207,6 +208,7 @@ func OTelInstruments() map[string]OTelInstrument {
 		MetricMessagesSent:         {Name: "mcp.server.sent_messages", Unit: "{message}"},
 		MetricBytesReceived:        {Name: "mcp.server.received_bytes", Unit: "By"},
 		MetricBytesSent:            {Name: "mcp.server.sent_bytes", Unit: "By"},
+		MetricResultsTooLarge:      {Name: "mcp.server.results_too_large", Unit: "{result}"},
 		MetricQuotaRefusals:        {Name: "mcp.server.quota_refusals", Unit: "{refusal}"},
 		MetricLogLinesDropped:      {Name: "mcp.server.log_lines.dropped", Unit: "{line}"},
 		MetricStreamsCut:           {Name: "mcp.server.streams.cut", Unit: "{cut}"},

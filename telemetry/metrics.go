@@ -61,6 +61,7 @@ type Metrics struct {
 	writeErrors     *prometheus.CounterVec
 	clientFailed    *prometheus.CounterVec
 	rejected        *prometheus.CounterVec
+	tooLarge        *prometheus.CounterVec
 	quotaRefused    *prometheus.CounterVec
 	msgIn, msgOut   *prometheus.CounterVec
 	bytesIn         *prometheus.CounterVec
@@ -179,6 +180,10 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"unknown_session (HTTP: unknown or ended session id), "+
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), other.",
 		LabelReason)
+	m.tooLarge = counter(MetricResultsTooLarge,
+		"tools/call results over their size bound, answered as a tool error instead (also counted as tool_error in the duration). "+
+			"gen_ai_tool_name: the tool if registered, other if not.",
+		LabelTool)
 	m.quotaRefused = counter(MetricQuotaRefusals,
 		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
 			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
@@ -194,7 +199,7 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
 	m.all = []prometheus.Collector{
 		m.duration, m.started, m.finished, m.inFlight, m.sessions, m.sessionDuration,
-		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.quotaRefused, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
+		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.tooLarge, m.quotaRefused, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
 	}
 }
 
@@ -216,6 +221,7 @@ func (m *Metrics) precreate() {
 		}
 	}
 	m.duration.WithLabelValues("tools/call", LabelOther, "")
+	m.tooLarge.WithLabelValues(LabelOther)
 	for _, t := range m.transports.values {
 		m.sessions.WithLabelValues(t)
 		for _, c := range m.causes.values {
@@ -297,6 +303,7 @@ func (m *Metrics) PrecreateTools(names []string) {
 func (m *Metrics) precreateTools(names []string) {
 	for _, n := range names {
 		m.duration.WithLabelValues("tools/call", n, "")
+		m.tooLarge.WithLabelValues(n)
 	}
 }
 

@@ -77,10 +77,7 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	ms := m.method(e.Method)
 	tool := ""
 	if ms.name == "tools/call" && e.Tool != "" {
-		tool = m.tools.Load().bound(e.Tool, LabelOther)
-		if tool == LabelOther && e.ToolRegistered && m.admitRegistered(e.Tool) {
-			tool = e.Tool
-		}
+		tool = m.toolLabel(e.Tool, e.ToolRegistered)
 	}
 	var s *endSeries
 	if e.Outcome == OutcomeOK && e.ErrorType == "" {
@@ -192,6 +189,26 @@ func (m *Metrics) MessageRejected(reason string) {
 		return
 	}
 	m.rejected.WithLabelValues(m.rejects.bound(reason, LabelOther)).Inc()
+}
+
+// toolLabel returns the gen_ai_tool_name of tool, registered as
+// [RequestEnd.ToolRegistered] says.
+func (m *Metrics) toolLabel(tool string, registered bool) string {
+	label := m.tools.Load().bound(tool, LabelOther)
+	if label == LabelOther && registered && m.admitRegistered(tool) {
+		label = tool
+	}
+	return label
+}
+
+// ResultTooLarge counts a tools/call result of tool over its size bound,
+// answered as a tool error instead; registered is as in
+// [RequestEnd.ToolRegistered].
+func (m *Metrics) ResultTooLarge(tool string, registered bool) {
+	if m == nil {
+		return
+	}
+	m.tooLarge.WithLabelValues(m.toolLabel(tool, registered)).Inc()
 }
 
 // QuotaRefused counts a request or session refused because its caller was

@@ -45,6 +45,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{telemetry.MetricMessagesSent, 4 * 5},
 		{telemetry.MetricBytesReceived, 4},
 		{telemetry.MetricBytesSent, 4},
+		{telemetry.MetricResultsTooLarge, 1}, // other; tools at SetToolNames or PrecreateTools
 		{telemetry.MetricQuotaRefusals, 7},
 	}
 	for _, tt := range tests {

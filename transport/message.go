@@ -89,6 +89,8 @@ func (e *DecodeError) Reason() protocol.RejectReason {
 	return protocol.RejectInvalidRequest
 }
 
+var errLongID = fmt.Errorf("a string id must be at most %d bytes", maxIDBytes)
+
 var (
 	null      = []byte("null")
 	version20 = []byte(`"2.0"`)
@@ -169,8 +171,10 @@ func trimJSONSpace(b []byte) []byte {
 // error; valid JSON that is not a JSON-RPC 2.0 message (not an object, a
 // wrong or missing "jsonrpc", a null or non-scalar request id, a response
 // without an id, both result and error, an error object without an integer
-// code and a string message, params that are not structured, an empty batch)
-// is an invalid request, carrying the message's id when it could be read.
+// code and a string message, params that are not structured, an empty batch,
+// a method over 128 bytes, a string id over 256 bytes, which is answered with
+// id null) is an invalid request, carrying the message's id when it could be
+// read.
 // Member names are matched exactly (JSON-RPC is case-sensitive).
 func DecodeMessage(data []byte) (Message, error) { return decodeMessage(data, true) }
 
@@ -225,6 +229,9 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		idErr = errors.New("id must not be null")
 	default:
 		idErr = id.UnmarshalJSON(rawID)
+		if idErr == nil && id.kind == idString && len(id.str) > maxIDBytes {
+			id, idErr = ID{}, errLongID
+		}
 	}
 	if !bytes.Equal(fields.jsonrpc, version20) && !isString(fields.jsonrpc, "2.0") {
 		return nil, invalid(id, `"jsonrpc" must be "2.0"`)
@@ -242,6 +249,9 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		}
 		if method == "" {
 			return nil, invalid(id, "method must not be empty")
+		}
+		if len(method) > maxMethodBytes {
+			return nil, invalid(id, "method longer than %d bytes", maxMethodBytes)
 		}
 		if hasResult || hasError {
 			return nil, invalid(id, "a request must not carry result or error")

@@ -31,6 +31,7 @@ func defaultConfig() config {
 		idleTimeout:     30 * time.Minute,
 		requestTimeout:  time.Minute,
 		toolConcurrency: 256,
+		maxResultBytes:  4 << 20,
 		traceRing:       100,
 		debug:           true,
 		gcHeadroomMiB:   32,
@@ -77,13 +78,13 @@ func TestParseConfig(t *testing.T) {
 				"-auth-issuer", "https://auth.example.com/realms/x", "-auth-resource", "https://mcp.example.com/mcp",
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
 				"-allow-unauthenticated", "-sse-write-timeout", "3s", "-max-resumptions", "2", "-init-timeout", "20s",
-				"-max-session-state", "4096", "-max-session-events", "8192",
+				"-max-session-state", "4096", "-max-session-events", "8192", "-max-result-bytes", "1000",
 			},
 			want: config{
 				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
 				maxSessionState: 4096, maxSessionEvents: 8192,
 				httpAddr: ":9090", stdio: true, grace: 3 * time.Second, logLevel: slog.LevelDebug, logFormat: "json",
-				maxFrame: 1024, maxBody: 2048, maxSessions: 5, maxInFlight: 7,
+				maxFrame: 1024, maxBody: 2048, maxSessions: 5, maxInFlight: 7, maxResultBytes: 1000,
 				allowedHosts:    []string{"mcp.example.com", "vigil.internal:8080"},
 				httpIdleTimeout: 5 * time.Second, auditLog: "/var/log/vigil-audit.jsonl", gcHeadroomMiB: 64,
 				authIssuer: "https://auth.example.com/realms/x", authResource: "https://mcp.example.com/mcp",
@@ -106,13 +107,13 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_AUTH_SCOPES": "a", "VIGIL_AUTH_TOOL_SCOPES": "echo=b", "VIGIL_ALLOW_UNAUTHENTICATED": "true",
 				"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t",
 				"VIGIL_SSE_WRITE_TIMEOUT": "4s", "VIGIL_MAX_RESUMPTIONS": "8", "VIGIL_INIT_TIMEOUT": "30s",
-				"VIGIL_MAX_SESSION_STATE": "1000", "VIGIL_MAX_SESSION_EVENTS": "2000",
+				"VIGIL_MAX_SESSION_STATE": "1000", "VIGIL_MAX_SESSION_EVENTS": "2000", "VIGIL_MAX_RESULT_BYTES": "2000",
 			},
 			want: config{
 				sseWriteTimeout: 4 * time.Second, maxResumptions: 8, initTimeout: 30 * time.Second,
 				maxSessionState: 1000, maxSessionEvents: 2000,
 				httpAddr: "0.0.0.0:80", stdio: true, grace: time.Minute, logLevel: slog.LevelWarn, logFormat: "json",
-				maxFrame: 10, maxBody: 20, maxSessions: 30, maxInFlight: 40, idleTimeout: 5 * time.Minute,
+				maxFrame: 10, maxBody: 20, maxSessions: 30, maxInFlight: 40, idleTimeout: 5 * time.Minute, maxResultBytes: 2000,
 				allowedHosts: []string{"a.example"}, requestTimeout: 2 * time.Second, toolConcurrency: 3, traceRing: 9,
 				httpIdleTimeout: time.Second, bodyReadTimeout: 2 * time.Second, auditLog: "audit.jsonl",
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
@@ -205,6 +206,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative GC headroom", args: []string{"-gc-headroom", "-1"}, wantErr: "must not be negative"},
 		{name: "zero SSE write timeout", args: []string{"-sse-write-timeout", "0"}, wantErr: "-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive"},
 		{name: "zero session events", env: map[string]string{"VIGIL_MAX_SESSION_EVENTS": "0"}, wantErr: "must be positive"},
+		{name: "negative result bound", args: []string{"-max-result-bytes", "-1"}, wantErr: "-max-result-bytes must not be negative"},
+		{
+			name: "result bound", env: map[string]string{"VIGIL_MAX_RESULT_BYTES": "0"},
+			want: with(func(c *config) { c.maxResultBytes = 0 }),
+		},
 		{name: "audit to stdout with stdio", args: []string{"-stdio", "-audit-log", "-"}, wantErr: "standard output carries MCP"},
 		{name: "admin with stdio", args: []string{"-stdio", "-admin-http", ":9090"}, wantErr: "-admin-http"},
 	}
@@ -233,7 +239,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"-http address", "(env VIGIL_HTTP_ADDR)", "(env VIGIL_STDIO)", "(env VIGIL_SHUTDOWN_GRACE)", "(env VIGIL_LOG_LEVEL)",
 		"(env VIGIL_LOG_FORMAT)", "(env VIGIL_MAX_FRAME)", "(env VIGIL_MAX_BODY)", "(env VIGIL_MAX_SESSIONS)",
 		"(env VIGIL_MAX_IN_FLIGHT)", "(env VIGIL_IDLE_TIMEOUT)", "(env VIGIL_ALLOWED_HOSTS)", "(env VIGIL_REQUEST_TIMEOUT)",
-		"(env VIGIL_TOOL_CONCURRENCY)", "(env VIGIL_TRACE_RING)", "(env VIGIL_DEBUG)",
+		"(env VIGIL_TOOL_CONCURRENCY)", "(env VIGIL_MAX_RESULT_BYTES)", "(env VIGIL_TRACE_RING)", "(env VIGIL_DEBUG)",
 		"(env VIGIL_HTTP_IDLE_TIMEOUT)", "(env VIGIL_BODY_READ_TIMEOUT)", "-auth-issuer URL", "(env VIGIL_AUTH_ISSUER)",
 		"-auth-resource URI", "(env VIGIL_AUTH_RESOURCE)", "(env VIGIL_AUTH_SCOPES)", "(env VIGIL_AUTH_TOOL_SCOPES)",
 		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
@@ -255,7 +261,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 39, flags, "every flag is listed")
+	assert.Equal(t, 40, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

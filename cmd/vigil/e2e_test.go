@@ -529,6 +529,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricTransportWriteErrors: "counter",
 	telemetry.MetricClientRequestsFailed: "counter",
 	telemetry.MetricMessagesRejected:     "counter",
+	telemetry.MetricResultsTooLarge:      "counter",
 	telemetry.MetricMessagesReceived:     "counter",
 	telemetry.MetricMessagesSent:         "counter",
 	telemetry.MetricBytesReceived:        "counter",

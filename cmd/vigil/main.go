@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -59,6 +60,7 @@ type config struct {
 	allowedHosts    []string
 	requestTimeout  time.Duration
 	toolConcurrency int
+	maxResultBytes  int // -max-result-bytes: a larger tools/call result is a tool error (0: no limit)
 	traceRing       int
 	debug           bool
 	gcHeadroomMiB   int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
@@ -132,6 +134,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&allowedHosts, "allowed-hosts", "", "comma-separated Host `names` accepted besides loopback names (DNS rebinding protection)")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
+	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded tools/call result, in `bytes`; a larger one is answered as a tool error saying so (0: no limit)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
 	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "keep the garbage collector's heap goal at least this many `MiB` above the live heap, so that a small heap under load is not collected many times a second (RSS may grow by this much; 0: GOGC alone)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
@@ -242,6 +245,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, fmt.Errorf("-rate-limit must be from 0 to %g, and -rate-burst not negative", float64(maxRate))
 	case cfg.sseWriteTimeout <= 0 || cfg.initTimeout <= 0 || cfg.maxResumptions <= 0 || cfg.maxSessionState <= 0 || cfg.maxSessionEvents <= 0:
 		return config{}, errors.New("-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive")
+	case cfg.maxResultBytes < 0:
+		return config{}, errors.New("-max-result-bytes must not be negative")
 	}
 	if err := checkQuotas(cfg); err != nil {
 		return config{}, err

@@ -59,6 +59,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
 		server.WithMaxInFlight(cfg.maxInFlight),
+		server.WithMaxResultBytes(cfg.maxResultBytes),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 		// Each request's span end, metrics, log line and debug counts run
 		// in batches, off its way out; /metrics and the debug page flush

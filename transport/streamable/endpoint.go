@@ -265,7 +265,7 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 		reqID = req.ID
 	}
 	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
-		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v[:min(len(v), 64)])) // not echoed whole
 		return
 	}
 	var s *session
