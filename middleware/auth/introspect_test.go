@@ -271,7 +271,7 @@ func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, calls, in.calls.Load(), "the active token is still cached")
 	assert.Equal(t, 1, v.cache.len(), "refusals are not in the cache of active tokens")
-	assert.LessOrEqual(t, v.refused.len(), size/refusedCacheShare, "the refusals' cache is bounded")
+	assert.LessOrEqual(t, v.refused.len(), size, "the refusals' cache is bounded")
 	assert.Positive(t, v.refused.len())
 }
 
