@@ -143,7 +143,7 @@ func TestIntrospectionFloodManyAddresses(t *testing.T) {
 		_, err := v.Verify(user, floodValid)
 		require.Equal(t, ReasonVerifierBusy, ReasonOf(err), "the budget is spent: %v", err)
 
-		close(as.release) // the authorization server answers the flood
+		close(as.release)       // the authorization server answers the flood
 		time.Sleep(time.Second) // the client waits out Retry-After (fake time)
 		p, err := v.Verify(user, floodValid)
 		require.NoError(t, err, "the valid token, retried")
