@@ -226,7 +226,7 @@ func TestBlockWaitsThenDropsAndCounts(t *testing.T) {
 			_, _ = w.Write(line)
 		}
 		synctest.Wait() // half full: the goroutine flushes, and blocks in the destination
-		for range 4 { // fills the emptied buffer
+		for range 4 {   // fills the emptied buffer
 			_, _ = w.Write(line)
 		}
 		start := time.Now()
