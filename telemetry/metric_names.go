@@ -30,6 +30,9 @@ const (
 	// MetricLogLinesDropped is not part of [Metrics]: see
 	// [NewLogLinesDropped].
 	MetricLogLinesDropped = "mcp_server_log_lines_dropped_total"
+	// MetricAuditLinesDropped is not part of [Metrics]: see
+	// [NewAuditLinesDropped].
+	MetricAuditLinesDropped = "mcp_server_audit_lines_dropped_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known
@@ -187,7 +190,8 @@ type OTelInstrument struct {
 }
 
 // OTelInstruments returns the OTLP name of each metric of this package, by
-// Prometheus name (the Metric constants, [MetricLogLinesDropped] included).
+// Prometheus name (the Metric constants, [MetricLogLinesDropped] and
+// [MetricAuditLinesDropped] included).
 func OTelInstruments() map[string]OTelInstrument {
 	return map[string]OTelInstrument{
 		MetricOperationDuration:    {Name: "mcp.server.operation.duration", Unit: "s"},
@@ -207,6 +211,7 @@ func OTelInstruments() map[string]OTelInstrument {
 		MetricBytesSent:            {Name: "mcp.server.sent_bytes", Unit: "By"},
 		MetricQuotaRefusals:        {Name: "mcp.server.quota_refusals", Unit: "{refusal}"},
 		MetricLogLinesDropped:      {Name: "mcp.server.log_lines.dropped", Unit: "{line}"},
+		MetricAuditLinesDropped:    {Name: "mcp.server.audit_lines.dropped", Unit: "{line}"},
 	}
 }
 

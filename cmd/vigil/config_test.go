@@ -19,7 +19,7 @@ import (
 
 // defaultConfig is the configuration with no flags and no environment.
 func defaultConfig() config {
-	return config{
+	c := config{
 		httpAddr:        "127.0.0.1:8080",
 		grace:           10 * time.Second,
 		logLevel:        slog.LevelInfo,
@@ -37,6 +37,8 @@ func defaultConfig() config {
 		httpIdleTimeout: 2 * time.Minute,
 		bodyReadTimeout: 30 * time.Second,
 	}
+	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
+	return c
 }
 
 func TestParseConfig(t *testing.T) {
@@ -67,6 +69,7 @@ func TestParseConfig(t *testing.T) {
 				"-auth-issuer", "https://auth.example.com/realms/x", "-auth-resource", "https://mcp.example.com/mcp",
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
 				"-allow-unauthenticated",
+				"-audit-block", "0",
 			},
 			want: config{
 				httpAddr: ":9090", stdio: true, grace: 3 * time.Second, logLevel: slog.LevelDebug, logFormat: "json",
@@ -77,6 +80,8 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
+
+				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 			},
 		},
 		{
@@ -91,6 +96,7 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_AUTH_ISSUER": "https://issuer.example", "VIGIL_AUTH_RESOURCE": "https://m.example/mcp",
 				"VIGIL_AUTH_SCOPES": "a", "VIGIL_AUTH_TOOL_SCOPES": "echo=b", "VIGIL_ALLOW_UNAUTHENTICATED": "true",
 				"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t",
+				"VIGIL_AUTH_CACHE_TTL": "0", "VIGIL_AUTH_INTROSPECTION_RATE": "50", "VIGIL_AUDIT_BLOCK": "1s",
 			},
 			want: config{
 				httpAddr: "0.0.0.0:80", stdio: true, grace: time.Minute, logLevel: slog.LevelWarn, logFormat: "json",
@@ -100,6 +106,8 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
+
+				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second,
 			},
 		},
 		{
@@ -135,6 +143,14 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative ring", env: map[string]string{"VIGIL_TRACE_RING": "-1"}, wantErr: "must not be negative"},
 		{name: "negative body read timeout", args: []string{"-body-read-timeout", "-1s"}, wantErr: "must not be negative"},
 		{name: "negative http idle timeout", args: []string{"-http-idle-timeout", "-1s"}, wantErr: "must not be negative"},
+		{name: "cache ttl without introspection", args: issuer("-auth-cache-ttl", "1m"), wantErr: "-auth-cache-ttl and -auth-introspection-rate apply to introspected tokens"},
+		{name: "rate without introspection", env: map[string]string{"VIGIL_AUTH_INTROSPECTION_RATE": "5"}, wantErr: "apply to introspected tokens"},
+		{name: "negative audit block", args: []string{"-audit-block", "-1ms"}, wantErr: "must not be negative"},
+		{
+			name: "zero introspection rate", args: issuer("-auth-introspection-rate", "0"),
+			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s"},
+			wantErr: "-auth-introspection-rate must be a positive number",
+		},
 		{name: "tool scopes without =", args: issuer("-auth-tool-scopes", "echo"), wantErr: `-auth-tool-scopes: "echo": want tool=scope+scope`},
 		{name: "tool scopes without scope", args: issuer("-auth-tool-scopes", "echo="), wantErr: `"echo=": want tool=scope+scope`},
 		{name: "tool scopes without tool", args: issuer("-auth-tool-scopes", "=a"), wantErr: `"=a": want tool=scope+scope`},
@@ -210,7 +226,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 26, flags, "every flag is listed")
+	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 29, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

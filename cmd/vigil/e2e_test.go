@@ -534,6 +534,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricBytesReceived:        "counter",
 	telemetry.MetricBytesSent:            "counter",
 	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
+	telemetry.MetricAuditLinesDropped:    "counter", // registered by cmd/vigil
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
@@ -74,6 +76,10 @@ type config struct {
 	allowUnauthenticated  bool                // serve without authorization on a non-loopback address
 	introspectionClientID string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_ID only
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
+	authCacheTTL          time.Duration       // -auth-cache-ttl: how long an introspected active token is trusted (0: not cached)
+	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
+
+	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
@@ -124,6 +130,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
+	fs.DurationVar(&cfg.auditBlock, "audit-block", 100*time.Millisecond, "how long a tool call's audit line may wait for room when the audit log's buffer is full (its destination stalls), before it is dropped and counted in mcp_server_audit_lines_dropped_total (0: drop at once)")
+	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", auth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
+	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -169,6 +178,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.introspectionClientID != "" && cfg.authIssuer == "" {
 		return config{}, fmt.Errorf("token introspection (%sAUTH_INTROSPECTION_CLIENT_ID) needs -auth-issuer, whose metadata names the introspection endpoint", envPrefix)
 	}
+	introspectionFlags := false
+	fs.Visit(func(f *flag.Flag) { // given, in args or the environment
+		introspectionFlags = introspectionFlags || f.Name == "auth-cache-ttl" || f.Name == "auth-introspection-rate"
+	})
+	if introspectionFlags && cfg.introspectionClientID == "" {
+		return config{}, fmt.Errorf("-auth-cache-ttl and -auth-introspection-rate apply to introspected tokens (%sAUTH_INTROSPECTION_*): a JWT holds until its exp", envPrefix)
+	}
 	cfg.authScopes = splitList(authScopes)
 	toolScopes, err := parseToolScopes(authToolScopes)
 	if err != nil {
@@ -205,6 +221,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:
 		return config{}, errors.New("-tool-concurrency, -trace-ring and -gc-headroom must not be negative")
+	case cfg.auditBlock < 0 || cfg.authCacheTTL < 0:
+		return config{}, errors.New("-audit-block and -auth-cache-ttl must not be negative")
+	case !(cfg.authIntrospectRate > 0) || math.IsInf(cfg.authIntrospectRate, 0):
+		return config{}, errors.New("-auth-introspection-rate must be a positive number")
 	}
 	return cfg, nil
 }
@@ -366,7 +386,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if warning != "" {
 		logger.Warn(warning, "addr", cfg.httpAddr)
 	}
-	audit, closeAudit, err := openAuditLog(cfg.auditLog, logger)
+	audit, closeAudit, err := openAuditLog(cfg.auditLog, cfg.auditBlock, logger)
 	if err != nil {
 		return err
 	}
@@ -393,6 +413,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
+	auditDropped := func() uint64 { return 0 }
+	if audit != nil {
+		auditDropped = audit.Dropped
+	}
+	if err := in.register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
+		return err
+	}
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -413,7 +440,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer func() { _ = cfg.shared.Close() }()
 	}
 	events := newEventLog()
-	srv, inst, err := newServer(cfg, logger, in, events, audit)
+	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
+	if audit != nil {
+		auditOut = audit
+	}
+	srv, inst, err := newServer(cfg, logger, in, events, auditOut)
 	if err != nil {
 		return err
 	}
@@ -430,9 +461,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
 // output for "-", else the file, appended to (created 0600). Lines are
 // written in the background (asyncwriter), so that no call waits on the
-// file; a line that finds the buffer full is dropped, and closeLog, which
-// writes what is left and closes the file, logs how many were.
-func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(), err error) {
+// file; a line that finds the buffer full waits up to block for room, then
+// is dropped and counted (mcp_server_audit_lines_dropped_total), and
+// closeLog, which writes what is left and closes the file, logs how many
+// were.
+func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asyncwriter.Writer, closeLog func(), err error) {
 	var out io.Writer = os.Stdout
 	closeOut := func() {}
 	switch path {
@@ -446,7 +479,7 @@ func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(
 		}
 		out, closeOut = f, func() { _ = f.Close() }
 	}
-	aw := asyncwriter.New(out)
+	aw := asyncwriter.New(out, asyncwriter.WithBlock(block))
 	return aw, func() {
 		_ = aw.Close()
 		closeOut()
