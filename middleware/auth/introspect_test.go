@@ -258,7 +258,10 @@ func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
 	in := vtNewIntrospector(t)
 	clock := vtNewClock()
 	const size = 160
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.CacheSize = size })
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) {
+		c.CacheSize = size
+		c.MissRate = -1 // every junk token is introspected, at once
+	})
 	in.set("good", in.active(clock.Now()))
 	_, err := v.Verify(t.Context(), "good")
 	require.NoError(t, err)
