@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -14,7 +15,13 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// AuditRecord is one line of the audit log [Audit] writes, as JSON.
+// AuditRecord is one line of the audit log [Audit] writes, as JSON. What
+// the client chose is bounded, so that a line is at most 16 KiB whatever
+// the call: the tool name to 128 bytes and the request id to 256, at most
+// 64 argument names of at most 128 bytes each (MoreArguments counts the
+// rest), argument values to 4 KiB of JSON (else left out); a line still
+// over its bound loses its values, then argument names. Truncated says
+// that something was cut.
 type AuditRecord struct {
 	Time      time.Time `json:"time"`                 // when the outcome was sealed (RFC 3339, nanoseconds)
 	Subject   string    `json:"subject,omitempty"`    // the principal's subject; absent without authorization
@@ -34,8 +41,20 @@ type AuditRecord struct {
 	// values, which are in ArgumentValues only for the tools of
 	// [WithAuditArgumentValues].
 	Arguments      []string        `json:"arguments"`
+	MoreArguments  int             `json:"more_arguments,omitempty"` // argument names left out of Arguments
 	ArgumentValues json.RawMessage `json:"argument_values,omitempty"`
+	Truncated      bool            `json:"truncated,omitempty"` // a client-chosen field was cut to its bound
 }
+
+// Bounds of an [AuditRecord], in bytes but for auditMaxArgs.
+const (
+	auditMaxTool    = 128 // the MCP limit of a tool name
+	auditMaxID      = 256
+	auditMaxArgs    = 64
+	auditMaxArgName = 128
+	auditMaxValues  = 4 << 10
+	auditMaxLine    = 16 << 10
+)
 
 // Audit returns middleware that writes one [AuditRecord], as a line of JSON
 // in a single Write, to w for each tools/call when its outcome is sealed
@@ -67,14 +86,16 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 			}
 			req.OnDone(func(out server.Outcome) {
 				now := out.EndTime()
-				rec := AuditRecord{Time: now, RequestID: req.ID.String(), Tool: req.Name, Duration: now.Sub(start).Seconds()}
+				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
+				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
+				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
 				if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
 					rec.Subject, rec.ClientID = p.Subject, p.ClientID
 				}
 				if req.InSession() {
 					rec.SessionID = req.Session.ID()
 				}
-				rec.Arguments, rec.ArgumentValues = auditArguments(req.Params, values[req.Name])
+				auditArguments(&rec, req.Params, values[req.Name])
 				outcome, errType := classifyOutcome(out)
 				rec.Outcome = outcome
 				switch outcome {
@@ -91,7 +112,7 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 				case telemetry.OutcomeOK:
 					rec.ToolError = errType == telemetry.ErrorTypeTool
 				}
-				line, err := json.Marshal(&rec)
+				line, err := marshalAudit(&rec)
 				if err != nil {
 					return
 				}
@@ -102,25 +123,86 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 	}
 }
 
-// auditArguments returns the sorted names of the arguments of a tools/call
-// with params, never nil, and with withValues their object as sent. It
-// reads params as the core and the tool do: member names matched exactly,
-// the last "arguments" winning (encoding/json would also take a later
-// "ARGUMENTS", and record other arguments than the tool receives).
-func auditArguments(params json.RawMessage, withValues bool) ([]string, json.RawMessage) {
-	names := []string{}
+// auditArguments sets the arguments of rec, a tools/call with params:
+// their sorted names, never nil, within their bounds, and with withValues
+// their object as sent, if small enough. It reads params as the core and
+// the tool do: member names matched exactly, the last "arguments" winning
+// (encoding/json would also take a later "ARGUMENTS", and record other
+// arguments than the tool receives).
+func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
+	rec.Arguments = []string{}
 	var v [1][]byte
 	if !transport.SplitObjectInto(v[:], params, "arguments") {
-		return names, nil
+		return
 	}
 	args := v[0]
-	if !transport.EachMember(args, func(key, _ []byte) { names = append(names, string(key)) }) {
-		return names, nil // absent, null, or not an object
+	names := rec.Arguments
+	if !transport.EachMember(args, func(key, _ []byte) {
+		if len(key) > auditMaxArgName {
+			key = truncateBytes(key, auditMaxArgName)
+			rec.Truncated = true
+		}
+		names = append(names, string(key))
+	}) {
+		return // absent, null, or not an object
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	if !withValues {
-		return names, nil
+	if len(names) > auditMaxArgs {
+		rec.MoreArguments = len(names) - auditMaxArgs
+		names = slices.Clip(names[:auditMaxArgs])
 	}
-	return names, json.RawMessage(args)
+	rec.Arguments = names
+	if !withValues {
+		return
+	}
+	if len(args) > auditMaxValues {
+		rec.Truncated = true
+		return
+	}
+	rec.ArgumentValues = json.RawMessage(args)
+}
+
+// marshalAudit encodes rec within auditMaxLine, dropping its argument
+// values, then argument names, when escaping made it larger.
+func marshalAudit(rec *AuditRecord) ([]byte, error) {
+	for {
+		line, err := json.Marshal(rec)
+		if err != nil || len(line) < auditMaxLine {
+			return line, err
+		}
+		rec.Truncated = true
+		switch n := len(rec.Arguments); {
+		case rec.ArgumentValues != nil:
+			rec.ArgumentValues = nil
+		case n > 0:
+			rec.MoreArguments += n - n/2
+			rec.Arguments = rec.Arguments[:n/2]
+		default:
+			return line, nil // the principal's fields, which its token bounds
+		}
+	}
+}
+
+// truncate returns s cut to at most n bytes, at a character boundary,
+// setting *cut when it was.
+func truncate(s string, n int, cut *bool) string {
+	if len(s) <= n {
+		return s
+	}
+	*cut = true
+	return truncateBytes(s, n)
+}
+
+// truncateBytes returns b cut to at most n bytes, not inside a UTF-8
+// sequence.
+func truncateBytes[T string | []byte](b T, n int) T {
+	if len(b) <= n {
+		return b
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return b[:i]
 }

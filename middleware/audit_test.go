@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // auditLines decodes the audit log's lines; each must be one JSON object.
@@ -295,4 +297,61 @@ func echoSpan(t *testing.T, rec *tracetest.SpanRecorder) (trace.SpanContext, map
 	}
 	require.FailNow(t, "no span of the echo call")
 	return trace.SpanContext{}, nil
+}
+
+// A hostile tools/call cannot make a long audit line: 1,000 argument names
+// of 200 bytes, each escaped six times over (control characters), with values
+// opted in; a 1 MiB tool name; a 1 MiB request id. Each line stays under
+// 16 KiB and says what was cut; a plain call's line is whole.
+func TestAuditLineBounded(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		r := newRig(t, []server.Middleware{middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))}).start(nil)
+		r.Initialize("", nil)
+		args := make(map[string]any, 1000)
+		for i := range 1000 {
+			args[fmt.Sprintf("%05d%s", i, strings.Repeat("\x01", 200))] = i
+		}
+		r.SendCallTool(2, "echo", args)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		synctest.Wait()
+		r.SendCallTool(3, strings.Repeat("é", 1<<19), map[string]any{"a": 1}) // 1 MiB
+		r.RecvResponseTo(3)                                                   // an error: no such tool
+		synctest.Wait()
+		// A long id may be refused before the middleware: then it has no line.
+		r.RequestID(transport.StringID(strings.Repeat("i", 1<<20)), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"a": 1}})
+		r.Recv()
+		synctest.Wait()
+		r.SendCallTool(4, "echo", map[string]any{"text": "hello"})
+		require.Nil(t, r.RecvResponseTo(4).Error)
+		synctest.Wait()
+		r.close()
+
+		raw := out.String()
+		for i, line := range strings.SplitAfter(raw, "\n") {
+			assert.Less(t, len(line), 16<<10, "line %d", i)
+		}
+		lines := auditLines(t, raw)
+		require.GreaterOrEqual(t, len(lines), 3, "the calls of echo and of the long name")
+		first := lines[0]
+		assert.Equal(t, true, first["truncated"])
+		assert.NotContains(t, first, "argument_values", "values over their bound are left out")
+		names := first["arguments"].([]any)
+		require.NotEmpty(t, names)
+		assert.LessOrEqual(t, len(names), 64)
+		assert.EqualValues(t, 1000-len(names), first["more_arguments"], "every name is listed or counted")
+		assert.Equal(t, "00000"+strings.Repeat("\x01", 123), names[0], "the first names, sorted, cut to 128 bytes")
+		long := lines[1]
+		assert.Equal(t, true, long["truncated"])
+		assert.Equal(t, strings.Repeat("é", 64), long["tool"], "cut to 128 bytes")
+		if len(lines) == 4 {
+			assert.Equal(t, strings.Repeat("i", 256), lines[2]["request_id"])
+			assert.Equal(t, true, lines[2]["truncated"])
+		}
+		last := lines[len(lines)-1]
+		assert.NotContains(t, last, "truncated")
+		assert.NotContains(t, last, "more_arguments")
+		assert.Equal(t, map[string]any{"text": "hello"}, last["argument_values"])
+	})
 }

@@ -26,3 +26,18 @@ mcp_server_log_lines_dropped_total `
 	require.NoError(t, err)
 	assert.Empty(t, problems)
 }
+
+func TestNewAuditLinesDropped(t *testing.T) {
+	t.Parallel()
+	var dropped atomic.Uint64
+	c := telemetry.NewAuditLinesDropped(dropped.Load)
+	const want = `# HELP mcp_server_audit_lines_dropped_total Audit log lines (tool calls) dropped, not written, because the audit log's buffer stayed full (its destination was slower than the calls).
+# TYPE mcp_server_audit_lines_dropped_total counter
+mcp_server_audit_lines_dropped_total `
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want+"0\n")))
+	dropped.Add(2)
+	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want+"2\n")))
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}

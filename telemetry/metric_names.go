@@ -33,6 +33,9 @@ const (
 	MetricLogLinesDropped = "mcp_server_log_lines_dropped_total"
 	// MetricStreamsCut is not part of [Metrics]: see [NewStreamsCut].
 	MetricStreamsCut = "mcp_server_streams_cut_total"
+	// MetricAuditLinesDropped is not part of [Metrics]: see
+	// [NewAuditLinesDropped].
+	MetricAuditLinesDropped = "mcp_server_audit_lines_dropped_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known
@@ -190,7 +193,8 @@ type OTelInstrument struct {
 }
 
 // OTelInstruments returns the OTLP name of each metric of this package, by
-// Prometheus name (the Metric constants, [MetricLogLinesDropped] included).
+// Prometheus name (the Metric constants, [MetricLogLinesDropped] and
+// [MetricAuditLinesDropped] included).
 func OTelInstruments() map[string]OTelInstrument {
 	return map[string]OTelInstrument{
 		MetricOperationDuration:    {Name: "mcp.server.operation.duration", Unit: "s"},
@@ -212,6 +216,7 @@ func OTelInstruments() map[string]OTelInstrument {
 		MetricQuotaRefusals:        {Name: "mcp.server.quota_refusals", Unit: "{refusal}"},
 		MetricLogLinesDropped:      {Name: "mcp.server.log_lines.dropped", Unit: "{line}"},
 		MetricStreamsCut:           {Name: "mcp.server.streams.cut", Unit: "{cut}"},
+		MetricAuditLinesDropped:    {Name: "mcp.server.audit_lines.dropped", Unit: "{line}"},
 	}
 }
 

@@ -44,6 +44,8 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 			Audiences:    []string{resource},
 			HTTPClient:   client,
 			Logger:       logger,
+			CacheTTL:     introspectionCacheTTL(cfg.authCacheTTL),
+			MissRate:     cfg.authIntrospectRate,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("-auth-issuer %s: introspection: %w", cfg.authIssuer, err)
@@ -86,6 +88,15 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 	logger.Info("authorization", "issuer", cfg.authIssuer, "resource", resource, "verifier", mode,
 		"scopes", cfg.authScopes, "metadata", rs.MetadataURL())
 	return &authorization{rs: rs, close: release}, nil
+}
+
+// introspectionCacheTTL is the IntrospectionConfig.CacheTTL of
+// -auth-cache-ttl d, where 0 means no cache.
+func introspectionCacheTTL(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // public returns the paths the resource server serves next to /mcp: its

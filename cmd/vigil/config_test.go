@@ -19,7 +19,7 @@ import (
 
 // defaultConfig is the configuration with no flags and no environment.
 func defaultConfig() config {
-	return config{
+	c := config{
 		httpAddr:        "127.0.0.1:8080",
 		grace:           10 * time.Second,
 		logLevel:        slog.LevelInfo,
@@ -48,6 +48,8 @@ func defaultConfig() config {
 		maxSessionState:  256 << 10,
 		maxSessionEvents: 1 << 20,
 	}
+	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
+	return c
 }
 
 func TestParseConfig(t *testing.T) {
@@ -79,6 +81,7 @@ func TestParseConfig(t *testing.T) {
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
 				"-allow-unauthenticated", "-sse-write-timeout", "3s", "-max-resumptions", "2", "-init-timeout", "20s",
 				"-max-session-state", "4096", "-max-session-events", "8192", "-max-result-bytes", "1000",
+				"-audit-block", "0",
 			},
 			want: config{
 				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
@@ -92,6 +95,7 @@ func TestParseConfig(t *testing.T) {
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
 				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
+				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 			},
 		},
 		{
@@ -108,6 +112,7 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t",
 				"VIGIL_SSE_WRITE_TIMEOUT": "4s", "VIGIL_MAX_RESUMPTIONS": "8", "VIGIL_INIT_TIMEOUT": "30s",
 				"VIGIL_MAX_SESSION_STATE": "1000", "VIGIL_MAX_SESSION_EVENTS": "2000", "VIGIL_MAX_RESULT_BYTES": "2000",
+				"VIGIL_AUTH_CACHE_TTL": "0", "VIGIL_AUTH_INTROSPECTION_RATE": "50", "VIGIL_AUDIT_BLOCK": "1s",
 			},
 			want: config{
 				sseWriteTimeout: 4 * time.Second, maxResumptions: 8, initTimeout: 30 * time.Second,
@@ -120,6 +125,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
+				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second,
 			},
 		},
 		{
@@ -174,6 +180,14 @@ func TestParseConfig(t *testing.T) {
 		{name: "negative ring", env: map[string]string{"VIGIL_TRACE_RING": "-1"}, wantErr: "must not be negative"},
 		{name: "negative body read timeout", args: []string{"-body-read-timeout", "-1s"}, wantErr: "must not be negative"},
 		{name: "negative http idle timeout", args: []string{"-http-idle-timeout", "-1s"}, wantErr: "must not be negative"},
+		{name: "cache ttl without introspection", args: issuer("-auth-cache-ttl", "1m"), wantErr: "-auth-cache-ttl and -auth-introspection-rate apply to introspected tokens"},
+		{name: "rate without introspection", env: map[string]string{"VIGIL_AUTH_INTROSPECTION_RATE": "5"}, wantErr: "apply to introspected tokens"},
+		{name: "negative audit block", args: []string{"-audit-block", "-1ms"}, wantErr: "must not be negative"},
+		{
+			name: "zero introspection rate", args: issuer("-auth-introspection-rate", "0"),
+			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s"},
+			wantErr: "-auth-introspection-rate must be a positive number",
+		},
 		{name: "tool scopes without =", args: issuer("-auth-tool-scopes", "echo"), wantErr: `-auth-tool-scopes: "echo": want tool=scope+scope`},
 		{name: "tool scopes without scope", args: issuer("-auth-tool-scopes", "echo="), wantErr: `"echo=": want tool=scope+scope`},
 		{name: "tool scopes without tool", args: issuer("-auth-tool-scopes", "=a"), wantErr: `"=a": want tool=scope+scope`},
@@ -261,7 +275,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	assert.Equal(t, 40, flags, "every flag is listed")
+	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 43, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

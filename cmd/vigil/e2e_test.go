@@ -537,6 +537,7 @@ var e2eMetricTypes = map[string]string{
 	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
 	telemetry.MetricQuotaRefusals:        "counter",
 	telemetry.MetricStreamsCut:           "counter", // registered by cmd/vigil
+	telemetry.MetricAuditLinesDropped:    "counter", // registered by cmd/vigil
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -78,6 +80,10 @@ type config struct {
 	allowUnauthenticated  bool                // serve without authorization on a non-loopback address
 	introspectionClientID string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_ID only
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
+	authCacheTTL          time.Duration       // -auth-cache-ttl: how long an introspected active token is trusted (0: not cached)
+	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
+
+	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
@@ -157,6 +163,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.initTimeout, "init-timeout", streamable.DefaultInitTimeout, "end an HTTP session whose client has not finished initialize and that has seen no request for this long")
 	fs.IntVar(&cfg.maxSessionState, "max-session-state", streamable.DefaultMaxStateBytes, "largest state of a shared session (-redis) stored, in `bytes`; a session over it ends")
 	fs.Int64Var(&cfg.maxSessionEvents, "max-session-events", redisstore.DefaultMaxSessionEventBytes, "most `bytes` of stored SSE events of one shared session (-redis), for resumption; the oldest go first")
+	fs.DurationVar(&cfg.auditBlock, "audit-block", 100*time.Millisecond, "how long a tool call's audit line may wait for room when the audit log's buffer is full (its destination stalls), before it is dropped and counted in mcp_server_audit_lines_dropped_total (0: drop at once)")
+	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", auth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
+	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -201,6 +210,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.introspectionClientID != "" && cfg.authIssuer == "" {
 		return config{}, fmt.Errorf("token introspection (%sAUTH_INTROSPECTION_CLIENT_ID) needs -auth-issuer, whose metadata names the introspection endpoint", envPrefix)
+	}
+	introspectionFlags := false
+	fs.Visit(func(f *flag.Flag) { // given, in args or the environment
+		introspectionFlags = introspectionFlags || f.Name == "auth-cache-ttl" || f.Name == "auth-introspection-rate"
+	})
+	if introspectionFlags && cfg.introspectionClientID == "" {
+		return config{}, fmt.Errorf("-auth-cache-ttl and -auth-introspection-rate apply to introspected tokens (%sAUTH_INTROSPECTION_*): a JWT holds until its exp", envPrefix)
 	}
 	cfg.authScopes = splitList(authScopes)
 	toolScopes, err := parseToolScopes(authToolScopes)
@@ -247,6 +263,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, errors.New("-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive")
 	case cfg.maxResultBytes < 0:
 		return config{}, errors.New("-max-result-bytes must not be negative")
+	case cfg.auditBlock < 0 || cfg.authCacheTTL < 0:
+		return config{}, errors.New("-audit-block and -auth-cache-ttl must not be negative")
+	case !(cfg.authIntrospectRate > 0) || math.IsInf(cfg.authIntrospectRate, 0):
+		return config{}, errors.New("-auth-introspection-rate must be a positive number")
 	}
 	if err := checkQuotas(cfg); err != nil {
 		return config{}, err
@@ -411,7 +431,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if warning != "" {
 		logger.Warn(warning, "addr", cfg.httpAddr)
 	}
-	audit, closeAudit, err := openAuditLog(cfg.auditLog, logger)
+	audit, closeAudit, err := openAuditLog(cfg.auditLog, cfg.auditBlock, logger)
 	if err != nil {
 		return err
 	}
@@ -438,6 +458,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
+	auditDropped := func() uint64 { return 0 }
+	if audit != nil {
+		auditDropped = audit.Dropped
+	}
+	if err := in.register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
+		return err
+	}
 	defer func() {
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -461,7 +488,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer func() { _ = cfg.shared.Close() }()
 	}
 	events := newEventLog()
-	srv, inst, err := newServer(cfg, logger, in, events, audit)
+	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
+	if audit != nil {
+		auditOut = audit
+	}
+	srv, inst, err := newServer(cfg, logger, in, events, auditOut)
 	if err != nil {
 		return err
 	}
@@ -478,9 +509,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
 // output for "-", else the file, appended to (created 0600). Lines are
 // written in the background (asyncwriter), so that no call waits on the
-// file; a line that finds the buffer full is dropped, and closeLog, which
-// writes what is left and closes the file, logs how many were.
-func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(), err error) {
+// file; a line that finds the buffer full waits up to block for room, then
+// is dropped and counted (mcp_server_audit_lines_dropped_total), and
+// closeLog, which writes what is left and closes the file, logs how many
+// were.
+func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asyncwriter.Writer, closeLog func(), err error) {
 	var out io.Writer = os.Stdout
 	closeOut := func() {}
 	switch path {
@@ -494,7 +527,7 @@ func openAuditLog(path string, logger *slog.Logger) (w io.Writer, closeLog func(
 		}
 		out, closeOut = f, func() { _ = f.Close() }
 	}
-	aw := asyncwriter.New(out)
+	aw := asyncwriter.New(out, asyncwriter.WithBlock(block))
 	return aw, func() {
 		_ = aw.Close()
 		closeOut()

@@ -24,6 +24,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	size     int
 	interval time.Duration
+	block    time.Duration
 }
 
 // WithBufferSize sets how many bytes the buffer holds; n <= 0, or no
@@ -38,11 +39,22 @@ func WithFlushInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.interval = d })
 }
 
+// WithBlock makes a Write that finds the buffer full wait up to d for the
+// destination to take what is buffered, and drop its lines (counted by
+// [Writer.Dropped]) only then: a writer that must not lose lines to a
+// short stall of its destination trades a bounded wait of its callers for
+// them. d <= 0, or no option, drops at once. A Write larger than the
+// buffer is dropped at once.
+func WithBlock(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.block = d })
+}
+
 // Writer buffers what is written to it and writes it to its destination
 // from a goroutine of its own: at least every flush interval, and as soon as
-// the buffer is half full. A Write never waits for the destination: it
-// copies p into the buffer, or, when the buffer cannot take all of p, drops
-// p whole and counts its lines ([Writer.Dropped]). Each Write is kept whole
+// the buffer is half full. A Write never waits for the destination (but
+// see [WithBlock]): it copies p into the buffer, or, when the buffer cannot
+// take all of p, drops p whole and counts its lines ([Writer.Dropped]).
+// Each Write is kept whole
 // and in order, so a writer that writes one record per call (a
 // [log/slog.Handler]) never has a record cut or interleaved. Errors of the
 // destination are ignored: there is no one to report them to.
@@ -55,11 +67,14 @@ type Writer struct {
 	out      io.Writer
 	size     int
 	interval time.Duration
+	block    time.Duration
 
-	mu     sync.Mutex // guards buf, kicked and closed
-	buf    []byte
-	kicked bool // a flush was asked for since the last one
-	closed bool
+	mu      sync.Mutex // guards buf, kicked, closed, waiters and drained
+	buf     []byte
+	kicked  bool // a flush was asked for since the last one
+	closed  bool
+	waiters int           // Writes waiting for room (WithBlock)
+	drained chan struct{} // closed when the buffer is taken, while waiters > 0
 
 	outMu sync.Mutex // serializes writes to out; guards spare
 	spare []byte
@@ -90,6 +105,8 @@ func New(out io.Writer, opts ...Option) *Writer {
 		out:      out,
 		size:     cfg.size,
 		interval: cfg.interval,
+		block:    cfg.block,
+		drained:  make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -99,22 +116,51 @@ func New(out io.Writer, opts ...Option) *Writer {
 }
 
 // Write buffers p, or drops it when the buffer cannot take it whole (then
-// [Writer.Dropped] grows by its number of lines). It returns len(p) and no
-// error in both cases, never waiting for the destination. After
-// [Writer.Close] it writes p to the destination at once and returns what
-// the destination returns.
+// [Writer.Dropped] grows by its number of lines), after waiting for room as
+// long as [WithBlock] allows. It returns len(p) and no error in both cases,
+// never waiting for the destination otherwise. After [Writer.Close] it
+// writes p to the destination at once and returns what the destination
+// returns.
 func (w *Writer) Write(p []byte) (int, error) {
+	var timer *time.Timer
 	w.mu.Lock()
+	for !w.closed && len(w.buf)+len(p) > w.size {
+		if w.block <= 0 || len(p) > w.size {
+			w.mu.Unlock()
+			w.dropped.Add(lines(p))
+			return len(p), nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(w.block)
+			defer timer.Stop()
+		}
+		drained := w.drained
+		w.waiters++
+		w.kicked = true
+		w.mu.Unlock()
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+		timedOut := false
+		select {
+		case <-drained:
+		case <-timer.C:
+			timedOut = true
+		}
+		w.mu.Lock()
+		w.waiters--
+		if timedOut && !w.closed && len(w.buf)+len(p) > w.size {
+			w.mu.Unlock()
+			w.dropped.Add(lines(p))
+			return len(p), nil
+		}
+	}
 	if w.closed {
 		w.mu.Unlock()
 		w.outMu.Lock() // after Close's final flush, which holds it
 		defer w.outMu.Unlock()
 		return w.out.Write(p)
-	}
-	if len(w.buf)+len(p) > w.size {
-		w.mu.Unlock()
-		w.dropped.Add(lines(p))
-		return len(p), nil
 	}
 	w.buf = append(w.buf, p...)
 	kick := !w.kicked && len(w.buf) >= w.size/2
@@ -174,6 +220,10 @@ func (w *Writer) flush(closing bool) error {
 	w.kicked = false
 	if closing {
 		w.closed = true
+	}
+	if w.waiters > 0 {
+		close(w.drained)
+		w.drained = make(chan struct{})
 	}
 	w.mu.Unlock()
 	var err error

@@ -212,3 +212,90 @@ func TestWritesRacingCloseAreKeptInOrder(t *testing.T) {
 		assert.Equal(t, each, next[g], "writer %d's lines", g)
 	}
 }
+
+// With WithBlock, a Write that finds the buffer full while the destination
+// is stalled waits exactly the block time, then drops its line and counts
+// it: every line is either written or counted.
+func TestBlockWaitsThenDropsAndCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{gate: make(chan struct{})}
+		w := asyncwriter.New(out, asyncwriter.WithBufferSize(64), asyncwriter.WithFlushInterval(time.Hour),
+			asyncwriter.WithBlock(100*time.Millisecond))
+		line := []byte(strings.Repeat("x", 15) + "\n") // 16 bytes
+		for range 2 {
+			_, _ = w.Write(line)
+		}
+		synctest.Wait() // half full: the goroutine flushes, and blocks in the destination
+		for range 4 {   // fills the emptied buffer
+			_, _ = w.Write(line)
+		}
+		start := time.Now()
+		n, err := w.Write(line) // no room, and none comes: waits, then drops
+		require.NoError(t, err)
+		assert.Equal(t, len(line), n)
+		assert.Equal(t, 100*time.Millisecond, time.Since(start), "waited the block time")
+		assert.Equal(t, uint64(1), w.Dropped())
+		start = time.Now()
+		_, _ = w.Write(make([]byte, 65)) // larger than the buffer: dropped at once
+		assert.Zero(t, time.Since(start))
+		assert.Equal(t, uint64(2), w.Dropped())
+		close(out.gate)
+		require.NoError(t, w.Close())
+		assert.Equal(t, strings.Repeat(string(line), 6), out.String(), "every line not dropped, whole and in order")
+	})
+}
+
+// With WithBlock, a stall of the destination shorter than the block time
+// loses nothing: the Write waits until the buffer is taken.
+func TestBlockWaitsOutAShortStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{gate: make(chan struct{})}
+		w := asyncwriter.New(out, asyncwriter.WithBufferSize(64), asyncwriter.WithFlushInterval(time.Hour),
+			asyncwriter.WithBlock(100*time.Millisecond))
+		var want strings.Builder
+		for i := range 6 {
+			line := fmt.Sprintf("line %010d\n", i) // 16 bytes
+			_, _ = w.Write([]byte(line))
+			want.WriteString(line)
+			if i == 1 {
+				synctest.Wait() // the goroutine flushes, and blocks in the destination
+			}
+		}
+		stall := time.AfterFunc(40*time.Millisecond, func() { close(out.gate) })
+		defer stall.Stop()
+		start := time.Now()
+		_, _ = w.Write([]byte("line 0000000006\n"))
+		want.WriteString("line 0000000006\n")
+		assert.Equal(t, 40*time.Millisecond, time.Since(start), "waited for the destination")
+		assert.Zero(t, w.Dropped())
+		require.NoError(t, w.Close())
+		assert.Equal(t, want.String(), out.String())
+	})
+}
+
+// A Write waiting for room when Close is called is written through, after
+// what was buffered.
+func TestBlockedWriteRacingClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &sink{gate: make(chan struct{})}
+		w := asyncwriter.New(out, asyncwriter.WithBufferSize(32), asyncwriter.WithFlushInterval(time.Hour),
+			asyncwriter.WithBlock(time.Hour))
+		_, _ = w.Write([]byte("first line ....\n")) // half full: flushed, blocks in the destination
+		synctest.Wait()
+		_, _ = w.Write([]byte("second line ...\n"))
+		_, _ = w.Write([]byte("third line ....\n")) // fills the emptied buffer
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = w.Write([]byte("fourth line ...\n")) // waits for room
+		}()
+		synctest.Wait()
+		closed := make(chan error)
+		go func() { closed <- w.Close() }()
+		close(out.gate)
+		require.NoError(t, <-closed)
+		<-done
+		assert.Zero(t, w.Dropped())
+		assert.Equal(t, "first line ....\nsecond line ...\nthird line ....\nfourth line ...\n", out.String())
+	})
+}

@@ -22,14 +22,30 @@ import (
 // shared by several clients (behind a proxy) gains nothing a client did
 // not prove. Without ConnContext every verification goes through the
 // cache, as it does for a verifier whose cache is disabled.
-func ConnContext(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, connMemoKey{}, new(connMemo))
+//
+// The memo also keeps the client's address, so that an
+// [IntrospectionVerifier] can keep one address from taking every call to
+// the authorization server (see IntrospectionConfig.MaxConcurrentMisses).
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connMemoKey{}, &connMemo{source: sourceOf(c)})
 }
 
 type connMemoKey struct{}
 
-// connMemo is a connection's memo: its last verdict, replaced whole.
-type connMemo struct{ last atomic.Pointer[memoEntry] }
+// connMemo is a connection's memo: its last verdict, replaced whole, and
+// its client's address as a missGuard source.
+type connMemo struct {
+	last   atomic.Pointer[memoEntry]
+	source string
+}
+
+// addr returns the memo's missGuard source; "" for a nil m.
+func (m *connMemo) addr() string {
+	if m == nil {
+		return ""
+	}
+	return m.source
+}
 
 // memoEntry is a positive verdict for token by the verifier whose cache is
 // cache, valid before until under key-set generation gen.

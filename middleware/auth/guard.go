@@ -28,8 +28,12 @@ const DefaultMaxBodyBytes = 4 << 20
 const MetricAuthFailures = "mcp_server_auth_failures_total"
 
 // retryAfterSeconds is the Retry-After of a 503 when the verifier cannot
-// decide.
-const retryAfterSeconds = "5"
+// decide; retryBusySeconds, when it would not ask now (its budget of new
+// tokens refills within a second).
+const (
+	retryAfterSeconds = "5"
+	retryBusySeconds  = "1"
+)
 
 // Config configures a [ResourceServer].
 type Config struct {
@@ -155,7 +159,8 @@ func New(cfg Config) (*ResourceServer, error) {
 			Help: "Requests the OAuth resource server refused, each counted once. reason: missing_token (401), " +
 				"invalid_token (401, or 400 for a malformed request), expired, wrong_audience, wrong_issuer, unknown_key (401), " +
 				"insufficient_scope (403), session_principal_mismatch (404: a session id of another principal), " +
-				"verifier_error (503: the verifier could not decide).",
+				"verifier_error (503: the verifier could not decide), " +
+				"verifier_busy (503: too many new tokens to introspect; none sent to the authorization server).",
 		}, []string{"reason"})
 		for _, r := range Reasons() {
 			rs.failures.WithLabelValues(r.String())
@@ -249,7 +254,8 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 //   - 401 without an error code when there is no bearer token
 //     (missing_token), and 401 error="invalid_token" for a malformed,
 //     oversized or refused token (with the verifier's reason);
-//   - 503 with Retry-After when the verifier cannot decide (verifier_error);
+//   - 503 with Retry-After when the verifier cannot decide (verifier_error)
+//     or would not ask now (verifier_busy, Retry-After 1);
 //   - 403 error="insufficient_scope" naming every scope the operation needs
 //     (Config.Scopes plus those of each tool a tools/call names, batches
 //     included) when the principal lacks one;
@@ -486,6 +492,10 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		status, ch.Error, ch.Scopes, ch.Description = http.StatusForbidden, "insufficient_scope", needed, desc
 	case reason == ReasonVerifierError:
 		status, code, desc = http.StatusServiceUnavailable, protocol.CodeServerBusy, "cannot verify the token now: try again later"
+	case reason == ReasonVerifierBusy:
+		// Not 401: the token may be fine, and a client told so would fetch
+		// a new one, adding to the load. Not 429: the budget is everyone's.
+		status, code = http.StatusServiceUnavailable, protocol.CodeServerBusy
 	default:
 		ch.Error, ch.Description = "invalid_token", desc
 	}
@@ -500,7 +510,11 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	}
 	rs.logger.LogAttrs(r.Context(), level, "auth: request refused", attrs...)
 	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		retry := retryAfterSeconds
+		if reason == ReasonVerifierBusy {
+			retry = retryBusySeconds
+		}
+		w.Header().Set("Retry-After", retry)
 	} else {
 		w.Header().Set("WWW-Authenticate", ch.String())
 	}

@@ -53,16 +53,35 @@ type IntrospectionConfig struct {
 	Claims []string
 	// CacheSize bounds the cache of active tokens; 0 means
 	// [DefaultCacheSize], a negative value disables caching. Refused tokens
-	// are remembered apart, in a cache a tenth of that size, so that a flood
+	// are remembered apart, in a cache of the same size, so that a flood
 	// of made-up tokens never evicts an active one.
 	CacheSize int
 	// CacheTTL bounds how long an active token is cached (never past its
-	// exp); 0 means [DefaultCacheTTL].
+	// exp), and so how long a revoked token keeps working; 0 means
+	// [DefaultCacheTTL], a negative value caches no active token (every
+	// request is introspected, within MissRate).
 	CacheTTL time.Duration
 	// NegativeCacheTTL is how long a refused token is remembered; 0 means
 	// [DefaultNegativeCacheTTL]. A failure to reach the endpoint is never
 	// cached.
 	NegativeCacheTTL time.Duration
+	// MissRate is how many calls per second the verifier makes for tokens
+	// in neither cache, with bursts of MissBurst: a token bucket shared by
+	// every caller, so that a flood of made-up tokens cannot turn this
+	// server into an amplifier against the authorization server. 0 means
+	// 20, a negative value no limit. MissBurst 0 means 2 s of MissRate.
+	MissRate  float64
+	MissBurst int
+	// MaxConcurrentMisses bounds the calls in progress at once; 0 means 8,
+	// a negative value no bound. One client address (known through
+	// [ConnContext]) may hold half of them, waiting or in progress; its
+	// next new tokens are refused at once. Behind a proxy all clients are
+	// one address.
+	MaxConcurrentMisses int
+	// MissWait is how long a new token waits, in arrival order, for the
+	// bucket and a free call before it is refused as [ReasonVerifierBusy]
+	// (503); 0 means 1 s, a negative value no wait.
+	MissWait time.Duration
 	// Now is the clock; nil means time.Now. For tests.
 	Now func() time.Time
 }
@@ -71,8 +90,10 @@ type IntrospectionConfig struct {
 // authorization server (RFC 7662). Concurrent Verify calls for one token
 // make one call to the endpoint; answers are cached by the token's
 // SHA-256: an active token until min(exp, CacheTTL), a refused one for
-// NegativeCacheTTL, each kind in its own bounded cache. It is safe for concurrent use and holds no goroutine
-// of its own. The returned principals are shared and must not be modified.
+// NegativeCacheTTL, each kind in its own bounded cache. The calls for
+// tokens in neither cache are rate-limited and bounded (MissRate and
+// after). It is safe for concurrent use and holds no goroutine of its own.
+// The returned principals are shared and must not be modified.
 type IntrospectionVerifier struct {
 	cfg      IntrospectionConfig
 	client   *http.Client
@@ -84,13 +105,10 @@ type IntrospectionVerifier struct {
 	cache    *verdictCache // active tokens
 	refused  *verdictCache // refused tokens: apart, so that they never evict active ones
 	flight   singleflight.Group
+	misses   *missGuard // nil: unbounded
 	mu       sync.Mutex
 	endpoint string // guarded by mu; empty until discovered
 }
-
-// refusedCacheShare is how many times smaller the cache of refused tokens
-// is than the cache of active ones.
-const refusedCacheShare = 10
 
 // cached returns the verdict remembered for k, if any, and until when it
 // holds.
@@ -137,7 +155,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	case v.leeway < 0:
 		v.leeway = 0
 	}
-	if v.ttl = cfg.CacheTTL; v.ttl <= 0 {
+	if v.ttl = cfg.CacheTTL; v.ttl == 0 {
 		v.ttl = DefaultCacheTTL
 	}
 	if v.negTTL = cfg.NegativeCacheTTL; v.negTTL <= 0 {
@@ -147,10 +165,11 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if size == 0 {
 		size = DefaultCacheSize
 	}
-	v.cache = newVerdictCache(size)
-	if size > 0 {
-		v.refused = newVerdictCache(max(size/refusedCacheShare, 1))
+	if v.ttl > 0 {
+		v.cache = newVerdictCache(size)
 	}
+	v.refused = newVerdictCache(size)
+	v.misses = newMissGuard(&v.cfg)
 	return v, nil
 }
 
@@ -177,6 +196,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 	if err := CheckTokenSyntax(token); err != nil {
 		return nil, err // never sent to the authorization server
 	}
+	source := memo.addr()
 	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
 		// A flight that ended between our cache miss and this one left
 		// its answer in the cache.
@@ -187,7 +207,13 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 			return p, nil
 		}
 		// Shared by every caller: not canceled by the first one's ctx.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultHTTPTimeout)
+		fctx := context.WithoutCancel(ctx)
+		release, err := v.misses.acquire(fctx, source)
+		if err != nil {
+			return nil, err // not cached: the token is not at fault
+		}
+		defer release()
+		cctx, cancel := context.WithTimeout(fctx, defaultHTTPTimeout)
 		defer cancel()
 		p, err := v.introspect(cctx, token)
 		now := v.now()
@@ -195,7 +221,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*Prin
 		switch {
 		case err == nil:
 			v.cache.put(&k, p, nil, now, minTime(p.Expiry, now.Add(v.ttl)), 0)
-		case errors.As(err, &e) && e.Reason != ReasonVerifierError:
+		case errors.As(err, &e) && e.Reason != ReasonVerifierError && e.Reason != ReasonVerifierBusy:
 			v.refused.put(&k, nil, e, now, now.Add(v.negTTL), 0)
 		}
 		return p, err

@@ -11,7 +11,8 @@ import (
 // Verifier checks a bearer token and returns the principal it speaks for.
 // An error is an [*Error] whose Reason says why the token was refused; a
 // Reason of [ReasonVerifierError] means the verifier could not decide (the
-// authorization server is unreachable), which is answered 503, not 401.
+// authorization server is unreachable), and [ReasonVerifierBusy] that it
+// would not ask now; both are answered 503, not 401.
 // Implementations are safe for concurrent use. The token has passed
 // [BearerToken]'s structural checks; its characters are the verifier's to
 // check with [CheckTokenSyntax] (after a cache, if it has one).
@@ -34,12 +35,13 @@ const (
 	ReasonInsufficientScope                      // valid token, scope missing (403)
 	ReasonSessionPrincipalMismatch               // a session id presented by another principal (404)
 	ReasonVerifierError                          // the verifier could not decide (503)
+	ReasonVerifierBusy                           // the verifier would not ask now: too many new tokens (503)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"missing_token", "invalid_token", "expired", "wrong_audience", "wrong_issuer",
-	"unknown_key", "insufficient_scope", "", "verifier_error",
+	"unknown_key", "insufficient_scope", "", "verifier_error", "verifier_busy",
 }
 
 // String returns the reason's metric label, such as "wrong_audience".
