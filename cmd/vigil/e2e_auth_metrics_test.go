@@ -152,7 +152,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 			surge = ops
 		}
 	}
-	require.Len(t, checks, 2+3, "VigilAuthFailuresSurge (2 operands) and VigilAuthVerifierErrors (1)")
+	require.Len(t, checks, 3+2+2, "VigilAuthFailuresSurge (2 operands), VigilAuthVerifierErrors (1) and VigilAuthIntrospectionThrottled (1)")
 	waitExprs(ctx, t, prom, checks, 30*time.Second)
 	require.Len(t, surge, 2)
 	var refusedTokens float64

@@ -1,6 +1,7 @@
 package streamable_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -21,9 +22,14 @@ import (
 // returns the answer's status, body and session id; it does not post
 // notifications/initialized.
 func (e *rsEnv) initializeOnly(name string) (int, string, string) {
+	return e.initializeWith(name, "{}")
+}
+
+// initializeWith is initializeOnly with the client's capabilities, caps.
+func (e *rsEnv) initializeWith(name, caps string) (int, string, string) {
 	e.t.Helper()
 	resp := e.do(e.t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+rsVersion+
-		`","capabilities":{},"clientInfo":{"name":"`+name+`","version":"1"}}}`, nil)
+		`","capabilities":`+caps+`,"clientInfo":{"name":"`+name+`","version":"1"}}}`, nil)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(e.t, err)
 	_ = resp.Body.Close()
@@ -98,7 +104,14 @@ func TestSharedStateOverCapEndsSession(t *testing.T) {
 	cuts, hook := cutRecorder()
 	e := newRSEnv(t, server.New(), hook, streamable.WithCluster(cluster.Replica("a"), 0), streamable.WithMaxStateBytes(1024))
 
-	_, _, sid := e.initializeOnly(strings.Repeat("n", 4096))
+	// The server keeps what it is sent only bounded (clientInfo strings cut
+	// to 256 B; 16 experimental capabilities of at most 256 B each): sixteen
+	// of 200 B keep the state over this test's cap of 1 KiB.
+	var exp []string
+	for i := range 16 {
+		exp = append(exp, fmt.Sprintf(`"x%02d":{"v":"%s"}`, i, strings.Repeat("n", 200)))
+	}
+	_, _, sid := e.initializeWith("n", `{"experimental":{`+strings.Join(exp, ",")+`}}`)
 	select {
 	case c := <-cuts:
 		assert.Equal(t, streamable.CutStateTooLarge, c)

@@ -169,7 +169,7 @@ func TestWriteTimeoutIsPerWrite(t *testing.T) {
 // A large JSON answer to a client that does not read is bounded by the
 // write timeout too: the write fails, is counted, and the session goes on.
 func TestSlowReaderOfJSONAnswerCut(t *testing.T) {
-	srv := server.New()
+	srv := server.New(server.WithMaxResultBytes(0)) // an answer larger than the socket buffers
 	require.NoError(t, srv.AddTool(server.Tool{Name: "big", Description: "big"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text(strings.Repeat("x", 8<<20)), nil
 	}))
