@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
@@ -52,7 +53,8 @@ type spanRing struct {
 	classes  [ringOutcomeClasses]traceFIFO
 	keys     []keyStore // at most ringMaxKeys+1
 	keyIndex map[string]int
-	lastKey  int // the key last looked up, or -1
+	lastKey  int                           // the key last looked up, or -1
+	server   atomic.Pointer[server.Server] // whose names may be keys (keyByServer); nil: any
 }
 
 var (
@@ -310,9 +312,9 @@ func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
 		for _, kv := range t.root.Attributes() {
 			switch kv.Key {
 			case "mcp.session.id":
-				k.session = kv.Value.String()
+				k.session = cutString(kv.Value.String())
 			case "jsonrpc.request.id":
-				k.request = kv.Value.String()
+				k.request = cutString(kv.Value.String())
 			}
 		}
 	}

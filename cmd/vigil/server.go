@@ -77,6 +77,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
 		return nil, nil, err
 	}
+	if in.ring != nil {
+		in.ring.keyByServer(srv) // the debug page's keys are names srv knows
+	}
 	return srv, inst, nil
 }
 
