@@ -702,11 +702,13 @@ func (lim ringLimits) maxSlots() int64 {
 }
 
 // bound is the worst-case estimate of a ring's memory: its span budget
-// (exceeded by at most one span while a trace is added), the bookkeeping
-// of the most traces its stores can hold (a freed trace is reused, so
-// there are never more), and that of the most keys.
+// (exceeded by at most one span while a trace is added), the spans of a
+// batch waiting on the intake (each compacted to ringSpanMaxBytes at
+// most), the bookkeeping of the most traces its stores can hold (a freed
+// trace is reused, so there are never more), and that of the most keys.
 func (lim ringLimits) bound() int64 {
-	return lim.MaxBytes + ringSpanMaxBytes + lim.maxSlots()*ringSlotBytes + (ringMaxKeys+1)*ringKeySlotBytes
+	return lim.MaxBytes + ringSpanMaxBytes + ringIntakeBatch*ringSpanMaxBytes +
+		lim.maxSlots()*ringSlotBytes + (ringMaxKeys+1)*ringKeySlotBytes
 }
 
 // memory returns the ring's estimated memory now and at worst.

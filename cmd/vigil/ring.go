@@ -157,7 +157,14 @@ func (r *spanRing) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
 	} else {
 		f.read(rs.Span) // started with attributes the provider did not see
 	}
-	r.receive(rs.Span, &f)
+	s := rs.Span
+	if f.compact {
+		// Before the intake, where up to a batch of spans waits
+		// (ring_intake.go): an oversized span waits compacted.
+		s = compactSpan(s)
+		f.read(s)
+	}
+	r.receive(s, &f)
 }
 
 // The attribute keys the ring watches (WatchedAttributes), by index.
