@@ -67,7 +67,7 @@ func TestHostileDebugBound(t *testing.T) {
 		sessions     = 12
 		junkPerKind  = 50       // per session: methods, tool names
 		cancels      = 12       // per session
-		nameBytes    = 64 << 10 // each made-up method, tool name, reason, client name
+		nameBytes    = 32 << 10 // each made-up method, tool name, reason, client name
 		idBytes      = 4 << 10
 		maxKeptBytes = ringAttrValueMaxLen + len("…")
 	)
