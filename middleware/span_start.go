@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -101,7 +102,7 @@ func protocolMetaOnly(meta *server.RequestMeta) bool {
 // without one.
 func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Principal, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if !req.IsNotification() {
-		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(req.ID.String()))
+		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(cutName(req.ID.String(), maxSpanIDLen)))
 	}
 	if req.InSession() {
 		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
@@ -132,10 +133,19 @@ type spanStart struct {
 // prompt of prompts/get, empty otherwise.
 type spanStartKey struct{ method, target string }
 
-// maxSpanStarts bounds the spanStarts cache: method and target names come
-// from clients, and a client sending ever new ones must not grow it without
-// end. Beyond it, starts are built for each request.
+// maxSpanStarts bounds the spanStarts cache. Only names the session's
+// server knows are cached (a method of its table, a registered tool or
+// prompt), so that a client sending ever new names neither grows it nor
+// takes the place of a real one; the starts of other names are built for
+// each request, their names cut at maxSpanNameLen bytes.
 const maxSpanStarts = 1024
+
+// Caps on client-chosen text in a span: a method or target the server does
+// not know (the spec's tool names have at most 128 bytes), and a JSON-RPC id.
+const (
+	maxSpanNameLen = 128
+	maxSpanIDLen   = 256
+)
 
 // spanStarts caches a spanStart per spanStartKey: read without locking,
 // copied on write (new names are rare once a server has seen its tools).
@@ -166,6 +176,10 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 				return st
 			}
 		}
+	}
+	if !knownStart(req, key) {
+		key.method, key.target = cutName(key.method, maxSpanNameLen), cutName(key.target, maxSpanNameLen)
+		return newSpanStart(key)
 	}
 	st := newSpanStart(key)
 	c.mu.Lock()
@@ -198,6 +212,38 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 	c.byMethod.Store(&m)
 	c.n++
 	return st
+}
+
+// knownStart reports whether req's session's server knows key's method and
+// target: what the cache may hold.
+func knownStart(req *server.Request, key spanStartKey) bool {
+	if req.Session == nil {
+		return false
+	}
+	srv := req.Session.Server()
+	if !srv.HasMethod(key.method) {
+		return false
+	}
+	switch {
+	case key.target == "":
+		return true
+	case key.method == "tools/call":
+		return srv.HasTool(key.target)
+	}
+	return srv.HasPrompt(key.target)
+}
+
+// cutName returns s, or, when it is longer than n bytes, its first n at
+// most, cut on a rune boundary, marked with "…".
+func cutName(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // lookup returns the cached start of target ("" for none), or nil.

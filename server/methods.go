@@ -16,6 +16,12 @@ func (s *Server) handle(method string, h Handler) {
 	s.methods[method] = h
 }
 
+// HasMethod reports whether the server has a handler for method (in some
+// protocol version): the names a table keyed by method may hold, any other
+// being a name a client made up. The method table is fixed by New, so it
+// is safe for concurrent use and costs one map lookup.
+func (s *Server) HasMethod(method string) bool { return s.methods[method] != nil }
+
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 	if h := s.methods[req.Method]; h != nil && req.era.offers(req.Method) {

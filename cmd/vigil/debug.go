@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -40,6 +41,9 @@ type debugPage struct {
 	events  *eventLog
 	ready   readiness
 	started time.Time
+	// sessions is the most live sessions (-max-sessions): the event log
+	// keeps an entry per live session, which its bound counts.
+	sessions int
 }
 
 // debugSnapshot is what /debug/vigil shows.
@@ -140,7 +144,7 @@ type attention struct {
 type debugMemory struct {
 	StatsBound  int64 `json:"stats_bound_bytes"`
 	StatsInUse  int64 `json:"stats_in_use_bytes"`
-	EventsBound int64 `json:"event_log_bound_bytes"` // an estimate: recentEvents of each kind
+	EventsBound int64 `json:"event_log_bound_bytes"` // recentEvents of each kind, and an entry per live session (eventsBoundBytes)
 	// RingBound is the trace ring's bound and RingInUse its current
 	// estimate (spanRing.memory); 0 when spans go to an exporter.
 	RingBound  int64 `json:"trace_ring_bound_bytes"`
@@ -201,7 +205,7 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debu
 	for _, s := range p.srv.Sessions() {
 		pending := s.Pending()
 		ds := debugSession{
-			ID:        s.ID(),
+			ID:        cutString(s.ID()),
 			Transport: p.events.transportOf(s),
 			Protocol:  s.ProtocolVersion(),
 			Started:   s.Started(),
@@ -220,7 +224,7 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debu
 			ds.Transport = telemetry.TransportStreamableHTTP
 		}
 		if ci := s.ClientInfo(); ci.Name != "" {
-			ds.Client = strings.TrimSpace(ci.Name + " " + ci.Version)
+			ds.Client = strings.TrimSpace(cutString(ci.Name) + " " + cutString(ci.Version))
 		}
 		if ds.Protocol == "" && len(pending) == 0 {
 			continue // a session starting, or a stateless request finishing
@@ -235,9 +239,10 @@ func (p *debugPage) snapshot(now time.Time, f debugFilter, withTraces bool) debu
 				dir = "outgoing"
 			}
 			dr := debugRequest{
-				SessionID: ds.ID, Direction: dir, ID: pr.ID.String(), Method: pr.Method, Name: pr.Name, Key: keyOf(pr.Method, pr.Name),
+				SessionID: ds.ID, Direction: dir, ID: cutString(pr.ID.String()), Method: cutString(pr.Method), Name: cutString(pr.Name),
 				Started: pr.Started, AgeMS: millis(now.Sub(pr.Started)), principalView: ds.principalView,
 			}
+			dr.Key = keyOf(dr.Method, dr.Name)
 			if f.Key != "" && dr.Key != f.Key {
 				continue
 			}
@@ -557,12 +562,30 @@ func summarize(links []traceLink, outcome string) []traceGroup {
 	return out
 }
 
-// eventBytesEstimate is a generous estimate of one remembered event
-// (struct, strings of ids, names and causes).
-const eventBytesEstimate = 1024
+// Bounds of the event log. Each text an event keeps is cut (cutString), so
+// an event holds at most its struct and eventTextBytes per text.
+const (
+	// eventTextBytes is a cut text: ringAttrValueMaxLen bytes and the
+	// marker, rounded up to its allocation.
+	eventTextBytes = 320
+	// eventSessionBytes is what a live session costs the event log: its
+	// entries in the two maps (with room for their growth) and the two
+	// texts of its principal.
+	eventSessionBytes = 256 + 2*eventTextBytes
+)
+
+// eventsBoundBytes is the most memory an eventLog holds with at most
+// sessions live sessions: three rings of recentEvents events, each with
+// its texts (cancelEvent 7, dropEvent 6, endedSession 5; reasons and
+// transports are constants), and the entries of the live sessions.
+func eventsBoundBytes(sessions int) int64 {
+	ring := func(size uintptr, texts int64) int64 { return recentEvents * (int64(size) + texts*eventTextBytes) }
+	return ring(unsafe.Sizeof(cancelEvent{}), 7) + ring(unsafe.Sizeof(dropEvent{}), 6) + ring(unsafe.Sizeof(endedSession{}), 5) +
+		int64(unsafe.Sizeof(eventLog{})) + int64(max(sessions, 0))*eventSessionBytes
+}
 
 func (p *debugPage) memory() debugMemory {
-	m := debugMemory{EventsBound: 3 * recentEvents * eventBytesEstimate, RingTraces: 0}
+	m := debugMemory{EventsBound: eventsBoundBytes(p.sessions + 1)} // +1: a stdio session
 	if st := p.events.stats; st != nil {
 		m.StatsBound, m.StatsInUse = statsBoundBytes(), st.statsInUseBytes()
 	}

@@ -377,7 +377,7 @@ memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{e
 </section>
 
 <footer id="memory">Memory bound of this page's data: {{bytes .Memory.Total}} —
-request stats {{bytes .Memory.StatsBound}} (in use {{bytes .Memory.StatsInUse}}), event log ≈ {{bytes .Memory.EventsBound}},
+request stats {{bytes .Memory.StatsBound}} (in use {{bytes .Memory.StatsInUse}}), event log {{bytes .Memory.EventsBound}},
 trace ring {{if .Memory.RingBound}}{{bytes .Memory.RingBound}}{{else}}not stated{{end}} ({{.Memory.RingTraces}} traces).
 Read-only; no script.</footer>
 </body>

@@ -51,7 +51,7 @@ func principalOf(req *server.Request) principalView {
 	if !ok {
 		return principalView{}
 	}
-	return principalView{Subject: p.Subject, ClientID: p.ClientID}
+	return principalView{Subject: cutString(p.Subject), ClientID: cutString(p.ClientID)}
 }
 
 // cancelEvent is a request whose handler was cancelled.
@@ -120,13 +120,13 @@ func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause erro
 	}
 	e := endedSession{
 		Time:       time.Now(),
-		SessionID:  s.ID(),
-		Protocol:   protocol,
+		SessionID:  cutString(s.ID()),
+		Protocol:   cutString(protocol),
 		DurationMS: millis(time.Since(s.Started())),
 		Reason:     server.ReasonOfCause(cause).String(),
 	}
 	if cause != nil {
-		e.Cause = cause.Error()
+		e.Cause = cutString(cause.Error())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -141,16 +141,16 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 	e := cancelEvent{
 		Time:      time.Now(),
 		SessionID: sessionIDOf(req),
-		RequestID: req.ID.String(),
-		Method:    req.Method,
-		Name:      req.Name,
+		RequestID: cutString(req.ID.String()),
+		Method:    cutString(req.Method),
+		Name:      cutString(req.Name),
 		Reason:    server.ReasonOfCause(cause).String(),
 		Stateless: !req.InSession(),
 
 		principalView: principalOf(req),
 	}
 	if cause != nil {
-		e.Cause = cause.Error()
+		e.Cause = cutString(cause.Error())
 	}
 	if !req.Received.IsZero() {
 		e.RanFor = millis(e.Time.Sub(req.Received))
@@ -164,9 +164,9 @@ func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reaso
 	e := dropEvent{
 		Time:      time.Now(),
 		SessionID: sessionIDOf(req),
-		RequestID: req.ID.String(),
-		Method:    req.Method,
-		Name:      req.Name,
+		RequestID: cutString(req.ID.String()),
+		Method:    cutString(req.Method),
+		Name:      cutString(req.Name),
 		Reason:    reason.String(),
 
 		principalView: principalOf(req),
@@ -226,7 +226,7 @@ func sessionIDOf(req *server.Request) string {
 	if req.Session == nil {
 		return ""
 	}
-	return req.Session.ID()
+	return cutString(req.Session.ID())
 }
 
 // recent is a bounded ring of the last n values added. It is not safe for

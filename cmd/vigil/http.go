@@ -109,7 +109,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	var ready atomic.Bool
 	var dbg *debugPage
 	if cfg.debug {
-		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now()}
+		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now(), sessions: cfg.maxSessions}
 	}
 	readyNow := &serviceReadiness{serving: &ready}
 	if shared != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
@@ -34,7 +36,8 @@ import (
 //
 // The key of a trace is its root span's name, "{mcp.method.name} {target}"
 // (such as "tools/call echo"); at most ringMaxKeys distinct keys are
-// tracked, later ones count under ringOtherKey. Besides the counts, the
+// tracked, names the server does not know (spanRing.knows) and later ones
+// count under ringOtherKey. Besides the counts, the
 // estimated size of the kept spans is bounded by ringLimits.MaxBytes: past
 // it, the oldest routine traces go first, then the oldest pending ones,
 // then the oldest of the others. A span that arrives for a trace already
@@ -275,6 +278,7 @@ func (r *spanRing) classify(t *ringTrace, root sdktrace.ReadOnlySpan, f *spanFac
 	t.done = true
 	t.key = r.keyOf(root.Name())
 	t.outcome, t.detail = outcomeOf(f, t.spans)
+	t.detail = cutString(t.detail)
 	t.start, t.dur, t.root = root.StartTime(), root.EndTime().Sub(root.StartTime()), root
 	r.seq++
 	t.seq = r.seq
@@ -302,7 +306,7 @@ func (r *spanRing) reclassify(t *ringTrace, f *spanFacts) {
 	}
 	if o, detail := outcomeOf(f, nil); o != outcomeOK {
 		t.refs++
-		t.outcome, t.detail = o, detail
+		t.outcome, t.detail = o, cutString(detail)
 		r.keepFailed(t)
 		r.unref(t)
 	}
@@ -366,16 +370,44 @@ func (r *spanRing) keyOf(name string) int {
 		r.lastKey = i
 		return i
 	}
-	if len(name) > ringKeyMaxLen || len(r.keys) >= ringMaxKeys {
+	if len(name) > ringKeyMaxLen || len(r.keys) >= ringMaxKeys || !r.knows(name) {
 		name = ringOtherKey
 		if i, ok := r.keyIndex[name]; ok {
 			return i
 		}
 	}
+	name = strings.Clone(name) // not a part of a span's memory
 	r.keys = append(r.keys, keyStore{name: name})
 	r.keyIndex[name] = len(r.keys) - 1
 	return len(r.keys) - 1
 }
+
+// knows reports whether name, a root span's "{method} {target}", may be a
+// key: whether the server set by keyByServer has that method, tool or
+// prompt (every name does until one is set). Names a client made up count
+// under ringOtherKey, so that they never take the place of a real one.
+func (r *spanRing) knows(name string) bool {
+	srv := r.server.Load()
+	if srv == nil {
+		return true
+	}
+	method, target, _ := strings.Cut(name, " ")
+	switch {
+	case !srv.HasMethod(method):
+		return false
+	case target == "":
+		return true
+	case method == "tools/call":
+		return srv.HasTool(target)
+	case method == "prompts/get":
+		return srv.HasPrompt(target)
+	}
+	return false
+}
+
+// keyByServer makes srv's methods, tools and prompts the only keys of r
+// besides ringOtherKey (see knows).
+func (r *spanRing) keyByServer(srv *server.Server) { r.server.Store(srv) }
 
 // shed forgets traces until the kept spans fit in r.lim.MaxBytes: the
 // oldest routine ones first, then the oldest pending ones, then the
@@ -670,11 +702,13 @@ func (lim ringLimits) maxSlots() int64 {
 }
 
 // bound is the worst-case estimate of a ring's memory: its span budget
-// (exceeded by at most one span while a trace is added), the bookkeeping
-// of the most traces its stores can hold (a freed trace is reused, so
-// there are never more), and that of the most keys.
+// (exceeded by at most one span while a trace is added), the spans of a
+// batch waiting on the intake (each compacted to ringSpanMaxBytes at
+// most), the bookkeeping of the most traces its stores can hold (a freed
+// trace is reused, so there are never more), and that of the most keys.
 func (lim ringLimits) bound() int64 {
-	return lim.MaxBytes + ringSpanMaxBytes + lim.maxSlots()*ringSlotBytes + (ringMaxKeys+1)*ringKeySlotBytes
+	return lim.MaxBytes + ringSpanMaxBytes + ringIntakeBatch*ringSpanMaxBytes +
+		lim.maxSlots()*ringSlotBytes + (ringMaxKeys+1)*ringKeySlotBytes
 }
 
 // memory returns the ring's estimated memory now and at worst.

@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
@@ -52,7 +53,8 @@ type spanRing struct {
 	classes  [ringOutcomeClasses]traceFIFO
 	keys     []keyStore // at most ringMaxKeys+1
 	keyIndex map[string]int
-	lastKey  int // the key last looked up, or -1
+	lastKey  int                           // the key last looked up, or -1
+	server   atomic.Pointer[server.Server] // whose names may be keys (keyByServer); nil: any
 }
 
 var (
@@ -155,7 +157,14 @@ func (r *spanRing) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
 	} else {
 		f.read(rs.Span) // started with attributes the provider did not see
 	}
-	r.receive(rs.Span, &f)
+	s := rs.Span
+	if f.compact {
+		// Before the intake, where up to a batch of spans waits
+		// (ring_intake.go): an oversized span waits compacted.
+		s = compactSpan(s)
+		f.read(s)
+	}
+	r.receive(s, &f)
 }
 
 // The attribute keys the ring watches (WatchedAttributes), by index.
@@ -310,9 +319,9 @@ func (r *spanRing) keptLocked(t *ringTrace) keptTrace {
 		for _, kv := range t.root.Attributes() {
 			switch kv.Key {
 			case "mcp.session.id":
-				k.session = kv.Value.String()
+				k.session = cutString(kv.Value.String())
 			case "jsonrpc.request.id":
-				k.request = kv.Value.String()
+				k.request = cutString(kv.Value.String())
 			}
 		}
 	}

@@ -85,6 +85,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
 		return nil, nil, err
 	}
+	if in.ring != nil {
+		in.ring.keyByServer(srv) // the debug page's keys are names srv knows
+	}
 	return srv, inst, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,8 +15,9 @@ import (
 )
 
 // Sizes of the per-method/tool statistics of /debug/vigil. Everything is
-// allocated up front per key (at most statsMaxKeys of them, then "other"),
-// so the memory is bounded by statsBoundBytes.
+// allocated up front per key (at most statsMaxKeys of them, then "other";
+// only names the server knows are keys), so the memory is bounded by
+// statsBoundBytes.
 const (
 	statsMaxKeys     = 256           // method/tool keys, besides "other"
 	statsHistBuckets = 56            // log-spaced latency buckets (two per octave, 1 µs .. 275 s)
@@ -180,35 +182,65 @@ func newKeyStats(key string) *keyStats {
 // recordRequest counts req, a request (not a notification) that ended
 // with out: a recorder of the instrumentation
 // (middleware.WithRequestRecorders), which calls it for every request,
-// those the chain refuses (busy, timeouts) too.
+// those the chain refuses (busy, timeouts) too. A request counts under its
+// name only if its session's server knows it (a method of its table, a
+// registered tool): names a client made up count as "other", so that they
+// never take the place of a real one.
 func (s *requestStats) recordRequest(req *server.Request, out server.Outcome) {
 	now := out.EndTime()
 	start := req.Received
 	if start.IsZero() {
 		start = now
 	}
-	tool, known := "", true
-	if req.Method == "tools/call" {
-		tool = req.Name
-		known = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
+	var srv *server.Server
+	if req.Session != nil {
+		srv = req.Session.Server()
 	}
-	s.record(req.Method, tool, known, statsOutcomeOf(out), now.Sub(start), now)
+	k := statsKey{method: req.Method}
+	known := srv != nil
+	if k.method == "tools/call" {
+		k.tool = req.Name
+		known = known && k.tool != "" && srv.HasTool(k.tool)
+	}
+	ks := s.other
+	if known {
+		ks = s.lookupKnown(k, srv)
+	}
+	s.add(ks, statsOutcomeOf(out), now.Sub(start), now)
 }
 
 // record counts one request of method (and tool, for a tools/call; known:
-// the tool is registered, else it counts as "other") that ended in slot
+// the server knows them, else it counts as "other") that ended in slot
 // after d, at now.
 func (s *requestStats) record(method, tool string, known bool, slot statSlot, d time.Duration, now time.Time) {
 	ks := s.other
 	if known {
 		ks = s.lookup(statsKey{method, tool})
 	}
+	s.add(ks, slot, d, now)
+}
+
+// add counts one request of ks that ended in slot after d, at now.
+func (s *requestStats) add(ks *keyStats, slot statSlot, d time.Duration, now time.Time) {
 	ns := max(int64(d), 0)
 	h := histIndex(ns)
 	unix := now.Unix()
 	ks.total.add(slot, ns, h)
 	ks.recent.add(unix, slot, ns, h)
 	s.global.add(unix, slot, ns, h)
+}
+
+// lookupKnown returns k's stats when k is counted already, else, if srv
+// has k's method, those lookup adds (so that the method table is asked
+// only on a key's first request).
+func (s *requestStats) lookupKnown(k statsKey, srv *server.Server) *keyStats {
+	if ks, ok := (*s.keys.Load())[k]; ok {
+		return ks
+	}
+	if !srv.HasMethod(k.method) {
+		return s.other
+	}
+	return s.lookup(k)
 }
 
 func (s *requestStats) lookup(k statsKey) *keyStats {
@@ -224,6 +256,7 @@ func (s *requestStats) lookup(k statsKey) *keyStats {
 	if s.nkeys >= statsMaxKeys {
 		return s.other
 	}
+	k = statsKey{strings.Clone(k.method), strings.Clone(k.tool)} // not a part of a request's memory
 	name := k.method
 	if k.tool != "" {
 		name = statsToolPrefix + k.tool
@@ -270,12 +303,18 @@ func histBounds(i int) (lo, hi float64) {
 	return lo, hi
 }
 
+// statsKeyExtraBytes bounds what a key holds besides its keyStats and
+// ring: its map entry (room for growth included), the strings of its
+// statsKey and its name. Keys are names the server knows: a method of its
+// table, or a tool, whose name has at most 128 bytes.
+const statsKeyExtraBytes = 512
+
 // statsBoundBytes is the most memory requestStats holds: its global ring,
 // and statsMaxKeys+1 keys, each its total and last-minute ring, and the
 // map entries.
 func statsBoundBytes() int64 {
 	bucket := int64(unsafe.Sizeof(statBucket{}))
-	perKey := int64(unsafe.Sizeof(keyStats{})) + bucket*statsKeySlots + 64 /* map entry, key string */
+	perKey := int64(unsafe.Sizeof(keyStats{})) + bucket*statsKeySlots + statsKeyExtraBytes
 	return bucket*statsSeconds + perKey*(statsMaxKeys+1) + int64(unsafe.Sizeof(requestStats{}))
 }
 
@@ -283,7 +322,7 @@ func statsBoundBytes() int64 {
 // seen).
 func (s *requestStats) statsInUseBytes() int64 {
 	bucket := int64(unsafe.Sizeof(statBucket{}))
-	perKey := int64(unsafe.Sizeof(keyStats{})) + bucket*statsKeySlots + 64
+	perKey := int64(unsafe.Sizeof(keyStats{})) + bucket*statsKeySlots + statsKeyExtraBytes
 	return bucket*statsSeconds + perKey*int64(len(*s.keys.Load())+1) + int64(unsafe.Sizeof(requestStats{}))
 }
 

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+)
+
+// hostileText returns a text of about n bytes unique to i, of two-byte
+// runes after its prefix, so that a cut at a fixed byte count may fall
+// inside one.
+func hostileText(i, n int) string {
+	p := "x" + strconv.Itoa(i) + "-"
+	return p + strings.Repeat("é", max(n-len(p), 0)/2)
+}
+
+// retainedHeap is the live heap after two collections (sync.Pool caches
+// go in two).
+func retainedHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestHostileDebugBound replays the name bomb on the debug page's
+// structures, through the real chain (tracing into the ring, the stats
+// recorder, the event log): thousands of unique long methods, tool names,
+// JSON-RPC ids, cancel reasons and client names. Then no made-up name is
+// a key of the stats or of the ring, a real tool is still counted by name,
+// every text kept is cut on a rune boundary, and what the heap retained,
+// the in-use figures and the page's JSON all stay within the bound the
+// page prints.
+func TestHostileDebugBound(t *testing.T) {
+	ctx := t.Context()
+	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	logger := newLogger(cfg, io.Discard)
+	in, err := newInstruments(ctx, cfg.traceRing)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = in.shutdown(context.Background()) })
+	require.NotNil(t, in.ring, "no OTEL_* exporter: spans go to the ring")
+	events := newEventLog()
+	srv, inst, err := newServer(cfg, logger, in, events, nil)
+	require.NoError(t, err)
+	conns := inst.ConnServer(srv, telemetry.TransportMemory)
+	page := &debugPage{srv: srv, in: in, events: events, ready: &atomic.Bool{}, started: time.Now(), sessions: cfg.maxSessions}
+
+	const (
+		sessions     = 12
+		junkPerKind  = 50       // per session: methods, tool names
+		cancels      = 12       // per session
+		nameBytes    = 32 << 10 // each made-up method, tool name, reason, client name
+		idBytes      = 4 << 10
+		maxKeptBytes = ringAttrValueMaxLen + len("…")
+	)
+	// session runs one session; hostile sends the bomb, else one call of
+	// echo only.
+	session := func(n int, hostile bool) {
+		client, conn := memory.NewPair()
+		served := make(chan error, 1)
+		go func() { served <- conns.Serve(ctx, conn) }()
+		write := func(m transport.Message) { require.NoError(t, client.Write(ctx, m)) }
+		call := func(id transport.ID, method string, params any) *transport.Response {
+			p, err := json.Marshal(params)
+			require.NoError(t, err)
+			write(&transport.Request{ID: id, Method: method, Params: p})
+			m, err := client.Read(ctx)
+			require.NoError(t, err)
+			resp, ok := m.(*transport.Response)
+			require.True(t, ok, "%T", m)
+			return resp
+		}
+		name := "t"
+		if hostile {
+			name = hostileText(n, nameBytes)
+		}
+		resp := call(transport.Int64ID(0), "initialize", map[string]any{
+			"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": name, "version": name},
+		})
+		require.Nil(t, resp.Error)
+		write(&transport.Request{Method: "notifications/initialized"})
+		require.Nil(t, call(transport.Int64ID(1), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}).Error)
+		if hostile {
+			for i := range junkPerKind {
+				k := n*junkPerKind + i
+				id := transport.StringID(hostileText(k, idBytes))
+				resp := call(id, hostileText(k, nameBytes), map[string]any{})
+				require.NotNil(t, resp.Error)
+				assert.Equal(t, int64(-32601), resp.Error.Code)
+				resp = call(id, "tools/call", map[string]any{"name": hostileText(k, nameBytes), "arguments": map[string]any{}})
+				require.True(t, resp.Error != nil || strings.Contains(string(resp.Result), `"isError":true`), "%s", resp.Result)
+			}
+			for i := range cancels {
+				id := transport.StringID(hostileText(n*cancels+i, idBytes))
+				p, _ := json.Marshal(map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 60000}})
+				write(&transport.Request{ID: id, Method: "tools/call", Params: p})
+				p, _ = json.Marshal(map[string]any{"requestId": id, "reason": hostileText(i, nameBytes)})
+				write(&transport.Request{Method: "notifications/cancelled", Params: p})
+			}
+			require.Nil(t, call(transport.Int64ID(2), "ping", map[string]any{}).Error)
+		}
+		require.NoError(t, client.Close())
+		require.NoError(t, ignoreClosed(<-served))
+	}
+	snapshot := func() (debugSnapshot, []byte) {
+		srv.FlushOutcomes()
+		rec := httptest.NewRecorder()
+		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json&series=1", nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		var snap debugSnapshot
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &snap))
+		return snap, rec.Body.Bytes()
+	}
+
+	session(-1, false) // the structures' first allocations
+	snapshot()
+	before := retainedHeap()
+	for n := range sessions {
+		session(n, true)
+	}
+	session(-2, false)
+	snap, body := snapshot()
+	grown := retainedHeap() - before
+
+	bound := snap.Memory.Total
+	t.Logf("retained %d B, page JSON %d B, printed bound %d B", grown, len(body), bound)
+	assert.LessOrEqual(t, grown, bound, "the heap retained more than the printed bound")
+	assert.LessOrEqual(t, int64(len(body)), bound, "the JSON body is larger than the printed bound")
+	assert.Less(t, len(body), 16<<20)
+	assert.LessOrEqual(t, snap.Memory.StatsInUse, snap.Memory.StatsBound)
+	assert.LessOrEqual(t, snap.Memory.RingInUse, snap.Memory.RingBound)
+	assert.Equal(t, statsBoundBytes()+eventsBoundBytes(cfg.maxSessions+1)+in.ring.memory().Bound, bound)
+
+	// Only names the server knows are keys; a real tool keeps its row.
+	var keys []string
+	for _, row := range snap.Stats {
+		keys = append(keys, row.Key)
+		method, tool, _ := strings.Cut(row.Key, " ")
+		assert.True(t, row.Key == statsOtherKey || srv.HasMethod(method) && (tool == "" || srv.HasTool(tool)), "stats key %.40q", row.Key)
+	}
+	assert.Contains(t, keys, "tools/call echo")
+	assert.Contains(t, keys, statsOtherKey)
+	for _, row := range snap.Stats {
+		if row.Key == "tools/call echo" {
+			assert.Equal(t, uint64(sessions+2), row.Total.Requests, "every echo counted by name")
+		}
+	}
+	for _, k := range in.ring.keyNames() {
+		method, tool, _ := strings.Cut(k, " ")
+		assert.True(t, k == ringOtherKey || srv.HasMethod(method) && (tool == "" || srv.HasTool(tool)), "ring key %.40q", k)
+	}
+
+	// Every text the page kept or shows is cut.
+	require.NotEmpty(t, snap.Cancellations)
+	require.NotEmpty(t, snap.Drops)
+	require.NotEmpty(t, snap.EndedSessions)
+	var texts []string
+	for _, e := range snap.Cancellations {
+		texts = append(texts, e.SessionID, e.RequestID, e.Method, e.Name, e.Cause)
+	}
+	for _, e := range snap.Drops {
+		texts = append(texts, e.SessionID, e.RequestID, e.Method, e.Name)
+	}
+	for _, e := range snap.EndedSessions {
+		texts = append(texts, e.SessionID, e.Cause, e.Protocol)
+	}
+	for _, a := range snap.Attention {
+		texts = append(texts, a.Key, a.RequestID, a.Reason)
+	}
+	for _, tv := range snap.Traces {
+		texts = append(texts, tv.Key, tv.Detail)
+	}
+	for _, s := range texts {
+		require.LessOrEqual(t, len(s), maxKeptBytes, "%.40q", s)
+		require.True(t, utf8.ValidString(s), "%.40q", s)
+	}
+	assert.True(t, strings.HasSuffix(snap.Cancellations[0].RequestID, "…"), "a long id is cut, and says so")
+}
