@@ -209,36 +209,27 @@ func TestHostileNameBomb(t *testing.T) {
 	c := r0Client(t, r.hc, r.svc.base, "attacker")
 	const methods, methodBytes = 300, 1 << 20
 	for i := range methods {
-		res, err := c.rpc(strconv.Itoa(i), hostileName("method", i, methodBytes), `{}`)
-		require.NoError(t, err)
-		require.NotNil(t, res.Error)
-		// Method not found, or refused at entry as too long.
-		require.Contains(t, []int64{-32601, -32600}, res.Error.Code)
+		// Refused at entry as too long (-32600, HTTP 400), or method not found.
+		code := refusedCode(t, c, strconv.Itoa(i), hostileName("method", i, methodBytes), `{}`)
+		require.Contains(t, []int64{-32601, -32600}, code)
 	}
 	r.checkRSS("1 MB methods")
 	r.checkPage("1 MB methods")
 
 	const tools, toolBytes = 300, 64 << 10
 	for i := range tools {
-		res, err := c.rpc(strconv.Itoa(i), "tools/call", `{"name":"`+hostileName("tool", i, toolBytes)+`","arguments":{}}`)
-		require.NoError(t, err)
-		require.True(t, res.Error != nil || strings.Contains(string(res.Result), `"isError":true`), "an unknown tool: %s", res.Result)
+		// Over the spec's 128 bytes: -32602 before lookup.
+		code := refusedCode(t, c, strconv.Itoa(i), "tools/call", `{"name":"`+hostileName("tool", i, toolBytes)+`","arguments":{}}`)
+		require.Equal(t, int64(-32602), code)
 	}
 	r.checkRSS("64 KB tool names")
 	r.checkPage("64 KB tool names")
 
 	const ids, idBytes = 300, 64 << 10
 	for i := range ids {
-		res, err := c.rpc(`"`+hostileName("id", i, idBytes)+`"`, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
-		if err == nil && res.Error == nil {
-			r.echoes++
-			continue
-		}
-		// Refusing a long id at entry is as good: the bounds of issue 41
-		// may answer it with an error.
-		if err == nil {
-			assert.Equal(t, int64(-32600), res.Error.Code, res.Error.Message)
-		}
+		// Over 256 bytes: -32600 at entry, answered with id null.
+		code := refusedCode(t, c, `"`+hostileName("id", i, idBytes)+`"`, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+		require.Equal(t, int64(-32600), code)
 	}
 	r.checkRSS("64 KB ids")
 	r.checkPage("64 KB ids")
@@ -265,4 +256,27 @@ func TestHostileInitializeBomb(t *testing.T) {
 	}
 	r.checkRSS("initialize bomb")
 	r.checkPage("initialize bomb")
+}
+
+// refusedCode posts a request that must be refused and returns its JSON-RPC
+// error code, whether it was answered in a 200 (after admission) or with an
+// HTTP error status (at entry, before the session sees it).
+func refusedCode(t *testing.T, c *svcClient, id, method, params string) int64 {
+	t.Helper()
+	resp, err := c.post(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var m svcMessage
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		require.NoError(t, err)
+		_, data, ok := strings.Cut(string(b), "data: ")
+		require.True(t, ok, "no event in %.200s", b)
+		data, _, _ = strings.Cut(data, "\n")
+		require.NoError(t, json.Unmarshal([]byte(data), &m))
+	} else {
+		require.NoError(t, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&m), "status %d", resp.StatusCode)
+	}
+	require.NotNil(t, m.Error, "status %d: not refused", resp.StatusCode)
+	return m.Error.Code
 }

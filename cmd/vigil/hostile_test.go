@@ -42,8 +42,9 @@ func retainedHeap() int64 {
 
 // TestHostileDebugBound replays the name bomb on the debug page's
 // structures, through the real chain (tracing into the ring, the stats
-// recorder, the event log): thousands of unique long methods, tool names,
-// JSON-RPC ids, cancel reasons and client names. Then no made-up name is
+// recorder, the event log): thousands of unique methods, tool names and
+// JSON-RPC ids as long as the core admits, and long cancel reasons and
+// client names, which the core cuts. Then no made-up name is
 // a key of the stats or of the ring, a real tool is still counted by name,
 // every text kept is cut on a rune boundary, and what the heap retained,
 // the in-use figures and the page's JSON all stay within the bound the
@@ -67,8 +68,9 @@ func TestHostileDebugBound(t *testing.T) {
 		sessions     = 12
 		junkPerKind  = 50       // per session: methods, tool names
 		cancels      = 12       // per session
-		nameBytes    = 32 << 10 // each made-up method, tool name, reason, client name
-		idBytes      = 4 << 10
+		nameBytes    = 128     // each made-up method and tool name: the most the core admits
+		idBytes      = 256     // each made-up id: likewise
+		textBytes    = 8 << 10 // each cancel reason, client name and version (the core cuts them)
 		maxKeptBytes = ringAttrValueMaxLen + len("…")
 	)
 	// session runs one session; hostile sends the bomb, else one call of
@@ -90,7 +92,7 @@ func TestHostileDebugBound(t *testing.T) {
 		}
 		name := "t"
 		if hostile {
-			name = hostileText(n, nameBytes)
+			name = hostileText(n, textBytes)
 		}
 		resp := call(transport.Int64ID(0), "initialize", map[string]any{
 			"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
@@ -113,7 +115,7 @@ func TestHostileDebugBound(t *testing.T) {
 				id := transport.StringID(hostileText(n*cancels+i, idBytes))
 				p, _ := json.Marshal(map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 60000}})
 				write(&transport.Request{ID: id, Method: "tools/call", Params: p})
-				p, _ = json.Marshal(map[string]any{"requestId": id, "reason": hostileText(i, nameBytes)})
+				p, _ = json.Marshal(map[string]any{"requestId": id, "reason": hostileText(i, textBytes)})
 				write(&transport.Request{Method: "notifications/cancelled", Params: p})
 			}
 			require.Nil(t, call(transport.Int64ID(2), "ping", map[string]any{}).Error)
@@ -193,5 +195,7 @@ func TestHostileDebugBound(t *testing.T) {
 		require.LessOrEqual(t, len(s), maxKeptBytes, "%.40q", s)
 		require.True(t, utf8.ValidString(s), "%.40q", s)
 	}
-	assert.True(t, strings.HasSuffix(snap.Cancellations[0].RequestID, "…"), "a long id is cut, and says so")
+	// The longest id the core admits is kept whole; longer texts are cut.
+	id := snap.Cancellations[0].RequestID
+	assert.True(t, len(id) >= idBytes-8 && !strings.HasSuffix(id, "…"), "an admitted id is kept whole: %d B", len(id))
 }
