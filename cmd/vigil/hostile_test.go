@@ -66,8 +66,8 @@ func TestHostileDebugBound(t *testing.T) {
 
 	const (
 		sessions     = 12
-		junkPerKind  = 50       // per session: methods, tool names
-		cancels      = 12       // per session
+		junkPerKind  = 50      // per session: methods, tool names
+		cancels      = 12      // per session
 		nameBytes    = 128     // each made-up method and tool name: the most the core admits
 		idBytes      = 256     // each made-up id: likewise
 		textBytes    = 8 << 10 // each cancel reason, client name and version (the core cuts them)
