@@ -58,6 +58,10 @@ func newStream(w http.ResponseWriter, mode ResponseMode, status func(int64) int,
 	return st
 }
 
+// smallAnswer is the largest JSON answer written without the write
+// timeout: less than the smallest send buffer of a TCP socket.
+const smallAnswer = 4 << 10
+
 // writeLimit is an Endpoint's bound on each SSE write, shared by its
 // streams: a write (or flush) that cannot complete within timeout, because
 // the client stopped reading, fails, and the stream ends; cut counts it.
@@ -192,8 +196,12 @@ func (st *stream) deliver(m transport.Message) error {
 			}
 			// The deadline covers the answer's flush once the handler
 			// returns, too: a client that does not read a large answer
-			// cannot pin the connection.
-			st.armLocked()
+			// cannot pin the connection. A small one fits the socket's
+			// buffer; unread, it pins at most the client's own request
+			// (within its quotas), so it costs no timer.
+			if len(data) > smallAnswer {
+				st.armLocked()
+			}
 			st.w.WriteHeader(status)
 			_, err := st.w.Write(data)
 			st.state = answeredJSON
