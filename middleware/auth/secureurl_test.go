@@ -40,7 +40,7 @@ func TestCheckTransport(t *testing.T) {
 	} {
 		err := checkTransport("issuer", tc.url, tc.allowHTTP)
 		if tc.ok {
-			assert.NoError(t, err, tc.url)
+			require.NoError(t, err, tc.url)
 			continue
 		}
 		if assert.Error(t, err, tc.url) {
