@@ -34,18 +34,22 @@ type authorization struct {
 // metadata and keys now: an issuer that cannot be reached fails the start.
 func newAuthorization(ctx context.Context, cfg config, resource string, srv *server.Server, registry prometheus.Registerer, logger *slog.Logger) (*authorization, error) {
 	client := &http.Client{Timeout: authHTTPTimeout}
+	if cfg.authInsecureHTTP {
+		logger.Warn("the authorization server may be reached over plain http (-auth-insecure-http): anyone on the path can swap its keys and mint any token", "issuer", cfg.authIssuer)
+	}
 	var verifier auth.Verifier
 	release := func() {}
 	if cfg.introspectionClientID != "" {
 		v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{
-			Issuer:       cfg.authIssuer,
-			ClientID:     cfg.introspectionClientID,
-			ClientSecret: cfg.introspectionSecret,
-			Audiences:    []string{resource},
-			HTTPClient:   client,
-			Logger:       logger,
-			CacheTTL:     introspectionCacheTTL(cfg.authCacheTTL),
-			MissRate:     cfg.authIntrospectRate,
+			Issuer:            cfg.authIssuer,
+			ClientID:          cfg.introspectionClientID,
+			ClientSecret:      cfg.introspectionSecret,
+			Audiences:         []string{resource},
+			HTTPClient:        client,
+			Logger:            logger,
+			CacheTTL:          introspectionCacheTTL(cfg.authCacheTTL),
+			AllowInsecureHTTP: cfg.authInsecureHTTP,
+			MissRate:          cfg.authIntrospectRate,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("-auth-issuer %s: introspection: %w", cfg.authIssuer, err)
@@ -55,10 +59,11 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		dctx, cancel := context.WithTimeout(ctx, authHTTPTimeout)
 		defer cancel()
 		v, err := auth.NewJWTVerifier(dctx, auth.JWTConfig{
-			Issuer:     cfg.authIssuer,
-			Audiences:  []string{resource},
-			HTTPClient: client,
-			Logger:     logger,
+			Issuer:            cfg.authIssuer,
+			Audiences:         []string{resource},
+			HTTPClient:        client,
+			Logger:            logger,
+			AllowInsecureHTTP: cfg.authInsecureHTTP,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("-auth-issuer %s: %w", cfg.authIssuer, err)

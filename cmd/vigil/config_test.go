@@ -227,6 +227,29 @@ func TestParseConfig(t *testing.T) {
 		},
 		{name: "audit to stdout with stdio", args: []string{"-stdio", "-audit-log", "-"}, wantErr: "standard output carries MCP"},
 		{name: "admin with stdio", args: []string{"-stdio", "-admin-http", ":9090"}, wantErr: "-admin-http"},
+		{
+			name: "issuer over plain http", args: []string{"-auth-issuer", "http://auth.example.com/realms/x"},
+			wantErr: `-auth-issuer "http://auth.example.com/realms/x" is plain http on a non-loopback host`,
+		},
+		{name: "issuer over http, LAN address", env: map[string]string{"VIGIL_AUTH_ISSUER": "http://10.1.2.3:8080"}, wantErr: "-auth-insecure-http"},
+		{name: "insecure http without issuer", args: []string{"-auth-insecure-http"}, wantErr: "-auth-insecure-http needs -auth-issuer"},
+		{
+			name: "issuer over http, loopback", args: []string{"-auth-issuer", "http://127.0.0.1:8081"},
+			want: with(func(c *config) { c.authIssuer = "http://127.0.0.1:8081" }),
+		},
+		{
+			name: "issuer over http, localhost", args: []string{"-auth-issuer", "http://localhost:8081/realms/x"},
+			want: with(func(c *config) { c.authIssuer = "http://localhost:8081/realms/x" }),
+		},
+		{
+			name: "issuer over http, -auth-insecure-http", args: []string{"-auth-issuer", "http://auth.lab:8080", "-auth-insecure-http"},
+			want: with(func(c *config) { c.authIssuer, c.authInsecureHTTP = "http://auth.lab:8080", true }),
+		},
+		{
+			name: "issuer over http, VIGIL_AUTH_INSECURE_HTTP",
+			env:  map[string]string{"VIGIL_AUTH_ISSUER": "http://auth.lab", "VIGIL_AUTH_INSECURE_HTTP": "true"},
+			want: with(func(c *config) { c.authIssuer, c.authInsecureHTTP = "http://auth.lab", true }),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +279,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"(env VIGIL_TOOL_CONCURRENCY)", "(env VIGIL_MAX_RESULT_BYTES)", "(env VIGIL_TRACE_RING)", "(env VIGIL_DEBUG)",
 		"(env VIGIL_HTTP_IDLE_TIMEOUT)", "(env VIGIL_BODY_READ_TIMEOUT)", "-auth-issuer URL", "(env VIGIL_AUTH_ISSUER)",
 		"-auth-resource URI", "(env VIGIL_AUTH_RESOURCE)", "(env VIGIL_AUTH_SCOPES)", "(env VIGIL_AUTH_TOOL_SCOPES)",
-		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
+		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "(env VIGIL_AUTH_INSECURE_HTTP)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET", "-allow-unauthenticated",
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
@@ -278,7 +301,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 43, flags, "every flag is listed")
+	assert.Equal(t, 44, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -82,6 +82,7 @@ type config struct {
 	introspectionSecret   string              // from VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET only: never printed
 	authCacheTTL          time.Duration       // -auth-cache-ttl: how long an introspected active token is trusted (0: not cached)
 	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
+	authInsecureHTTP      bool                // -auth-insecure-http: the authorization server over plain http on any host (tests, labs)
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
@@ -166,6 +167,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.auditBlock, "audit-block", 100*time.Millisecond, "how long a tool call's audit line may wait for room when the audit log's buffer is full (its destination stalls), before it is dropped and counted in mcp_server_audit_lines_dropped_total (0: drop at once)")
 	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", auth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
+	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -234,6 +236,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		if err := checkURL(u.v); err != nil {
 			return config{}, fmt.Errorf("%s %q: %w", u.flag, u.v, err)
 		}
+	}
+	if err := checkIssuerTransport(cfg.authIssuer, cfg.authInsecureHTTP); err != nil {
+		return config{}, err
+	}
+	if cfg.authInsecureHTTP && !cfg.authEnabled() {
+		return config{}, errors.New("-auth-insecure-http needs -auth-issuer")
 	}
 	if (cfg.authResource != "" || len(cfg.authScopes) > 0 || len(cfg.authToolScopes) > 0) && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-resource, -auth-scopes and -auth-tool-scopes need -auth-issuer")
@@ -333,6 +341,17 @@ func checkURL(s string) error {
 		return errors.New("a fragment is not allowed")
 	}
 	return nil
+}
+
+// checkIssuerTransport refuses an -auth-issuer over plain http on a
+// non-loopback host unless insecure (-auth-insecure-http); middleware/auth
+// checks the same of the jwks_uri and introspection_endpoint it discovers.
+func checkIssuerTransport(issuer string, insecure bool) error {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Scheme != "http" || insecure || isLoopbackAddr(u.Hostname()) {
+		return nil // "" or https; checkURL has refused the rest
+	}
+	return fmt.Errorf("-auth-issuer %q is plain http on a non-loopback host: anyone on the path could swap its keys and mint any token, or read the introspection client secret; use https, or -auth-insecure-http for a test or lab", issuer)
 }
 
 func usage(fs *flag.FlagSet) {

@@ -51,8 +51,15 @@ var ErrIssuerMismatch = errors.New("auth: discovered issuer differs from the con
 //
 // client nil uses a client with a 10 s timeout; ctx bounds the whole
 // search. Bodies over 1 MiB, answers other than 200 and non-JSON answers
-// are refused.
+// are refused. The issuer, and any redirect, must be https unless its host
+// is loopback (localhost, 127.0.0.0/8, ::1); the caller checks the
+// endpoints it then uses from the document.
 func Discover(ctx context.Context, client *http.Client, issuer string) (*ServerMetadata, error) {
+	return discover(ctx, client, issuer, false)
+}
+
+// discover is [Discover], allowing plain http anywhere when allowHTTP.
+func discover(ctx context.Context, client *http.Client, issuer string, allowHTTP bool) (*ServerMetadata, error) {
 	u, err := url.Parse(issuer)
 	if err != nil {
 		return nil, fmt.Errorf("auth: discover: issuer: %w", err)
@@ -60,9 +67,10 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*ServerM
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("auth: discover: issuer %q is not an http(s) URL without query or fragment", issuer)
 	}
-	if client == nil {
-		client = &http.Client{Timeout: defaultHTTPTimeout}
+	if err := checkTransport("discover: issuer", issuer, allowHTTP); err != nil {
+		return nil, err
 	}
+	client = guardRedirects(client, allowHTTP)
 	oauth := *u
 	oauth.Path = "/.well-known/oauth-authorization-server" + strings.TrimSuffix(u.Path, "/")
 	oauth.RawPath = ""

@@ -43,6 +43,12 @@ type IntrospectionConfig struct {
 	// HTTPClient calls the endpoint; nil means a client with a 10 s
 	// timeout.
 	HTTPClient *http.Client
+	// AllowInsecureHTTP accepts an endpoint, issuer (for discovery) or
+	// redirect over plain http on any host. Otherwise they must be https,
+	// except on loopback hosts (localhost, 127.0.0.0/8, ::1): on plain
+	// http, anyone on the path reads ClientSecret and forges the answers.
+	// For tests and labs.
+	AllowInsecureHTTP bool
 	// Logger receives the endpoint's failures; nil discards them.
 	Logger *slog.Logger
 	// Leeway is the clock skew allowed on exp and nbf; 0 means
@@ -130,6 +136,11 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, errors.New("auth: IntrospectionConfig.Endpoint is not an http(s) URL")
 		}
+		if err := checkTransport("IntrospectionConfig.Endpoint", cfg.Endpoint, cfg.AllowInsecureHTTP); err != nil {
+			return nil, err
+		}
+	} else if err := checkTransport("IntrospectionConfig.Issuer", cfg.Issuer, cfg.AllowInsecureHTTP); err != nil {
+		return nil, err // the endpoint is discovered from it
 	}
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
 		return nil, errors.New("auth: IntrospectionConfig.Audiences needs at least one non-empty resource URI")
@@ -137,10 +148,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	v := &IntrospectionVerifier{cfg: cfg, endpoint: cfg.Endpoint}
 	v.cfg.Audiences = slices.Clone(cfg.Audiences)
 	v.cfg.Claims = slices.Clone(cfg.Claims)
-	v.client = cfg.HTTPClient
-	if v.client == nil {
-		v.client = &http.Client{Timeout: defaultHTTPTimeout}
-	}
+	v.client = guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
 	v.log = cfg.Logger
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
@@ -378,12 +386,15 @@ func (v *IntrospectionVerifier) endpointURL(ctx context.Context) (string, error)
 		return ep, nil
 	}
 	r, err, _ := v.flight.Do("\x00discover", func() (any, error) {
-		md, err := Discover(ctx, v.client, v.cfg.Issuer)
+		md, err := discover(ctx, v.client, v.cfg.Issuer, v.cfg.AllowInsecureHTTP)
 		if err != nil {
 			return "", err
 		}
 		if md.IntrospectionEndpoint == "" {
 			return "", fmt.Errorf("auth: the metadata of %q has no introspection_endpoint", v.cfg.Issuer)
+		}
+		if err := checkTransport("introspection_endpoint", md.IntrospectionEndpoint, v.cfg.AllowInsecureHTTP); err != nil {
+			return "", err
 		}
 		v.mu.Lock()
 		v.endpoint = md.IntrospectionEndpoint

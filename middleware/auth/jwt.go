@@ -62,6 +62,11 @@ type JWTConfig struct {
 	// HTTPClient fetches the metadata and the key set; nil means a client
 	// with a 10 s timeout.
 	HTTPClient *http.Client
+	// AllowInsecureHTTP accepts an issuer, jwks_uri or redirect over plain
+	// http on any host. Otherwise they must be https, except on loopback
+	// hosts (localhost, 127.0.0.0/8, ::1): on plain http, anyone on the
+	// path could swap the key set and mint any token. For tests and labs.
+	AllowInsecureHTTP bool
 	// Logger receives key-set refresh failures; nil discards them.
 	Logger *slog.Logger
 	// RefreshInterval is how often the key set is refetched in the
@@ -153,13 +158,10 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{Timeout: defaultHTTPTimeout}
-	}
+	client := guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
 	jwksURI := cfg.JWKSURI
 	if jwksURI == "" {
-		md, err := Discover(ctx, client, cfg.Issuer)
+		md, err := discover(ctx, client, cfg.Issuer, cfg.AllowInsecureHTTP)
 		if err != nil {
 			return nil, err
 		}
@@ -167,6 +169,9 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 			return nil, fmt.Errorf("auth: the metadata of %q has no jwks_uri", cfg.Issuer)
 		}
 		jwksURI = md.JWKSURI
+	}
+	if err := checkTransport("jwks_uri", jwksURI, cfg.AllowInsecureHTTP); err != nil {
+		return nil, err
 	}
 
 	// The background refresh outlives ctx (a startup timeout) and ends at
