@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (redis://host:port/db; default $VIGIL_REDIS_URL)")
+	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,6 +77,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *useStdio == (*addr != "") {
 		fs.Usage()
 		return errNoTransport
+	}
+	if *addr != "" && !*allowPublic && !isLoopbackAddr(*addr) {
+		// Test fixtures with no authentication: not for a shared network.
+		return fmt.Errorf("-http %s is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway", *addr)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -215,4 +221,19 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, add
 		return err
 	}
 	return nil
+}
+
+// isLoopbackAddr reports whether the listen address addr is on a loopback
+// host (localhost, 127.0.0.0/8, ::1); an empty host is every interface.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

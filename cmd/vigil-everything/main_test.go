@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,9 @@ func TestRunFlags(t *testing.T) {
 		{name: "bad log level", args: []string{"-stdio", "-log-level", "loud"}, wantMsg: `-log-level: slog: level string "loud": unknown name`},
 		{name: "unknown flag", args: []string{"-sse", ":8080"}, wantMsg: "flag provided but not defined: -sse", stderr: "Usage:"},
 		{name: "both transports", args: []string{"-stdio", "-http", "127.0.0.1:0"}, wantErr: errNoTransport, stderr: "Usage:"},
+		{name: "every interface", args: []string{"-http", ":0"}, wantMsg: "-http :0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
+		{name: "wildcard address", args: []string{"-http", "0.0.0.0:0"}, wantMsg: "-http 0.0.0.0:0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
+		{name: "named host", args: []string{"-http", "example.com:0"}, wantMsg: "-http example.com:0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,4 +176,18 @@ func TestBinaryServesStdio(t *testing.T) {
 func watchdog(t testing.TB) {
 	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
 	t.Cleanup(func() { timer.Stop() })
+}
+
+// With -allow-public the fixtures serve on every interface.
+func TestRunAllowPublic(t *testing.T) {
+	u := startHTTPWith(t, nil, "-http", "0.0.0.0:0", "-allow-public")
+	u = strings.NewReplacer("0.0.0.0", "127.0.0.1", "[::]", "127.0.0.1").Replace(u)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, u, strings.NewReader(initializeLine))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, u)
 }

@@ -152,6 +152,9 @@ func TestParseConfig(t *testing.T) {
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2"},
 			want: with(func(c *config) { c.redisURL = "redis://:pw@redis:6379/2" }),
 		},
+		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead"},
+		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass the URL in VIGIL_REDIS_URL instead"},
+		{name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, want: with(func(c *config) { c.redisURL = "redis://redis:6379/2" })},
 		{
 			name: "a flag wins over the environment",
 			args: []string{"-http", "127.0.0.1:1", "-stdio=false"},

@@ -152,7 +152,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&authScopes, "auth-scopes", "", "comma-separated `scopes` every request to /mcp needs")
 	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
-	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; prefer the environment variable for a password")
+	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; a password is refused here: give it in the environment variable")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
@@ -192,11 +192,20 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err := errors.Join(errs...); err != nil {
 		return config{}, err
 	}
+	fromEnv := cfg.redisURL
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if cfg.redisURL != fromEnv {
+		// Argv is readable by every local user (ps, /proc): no secret there.
+		if u, err := url.Parse(cfg.redisURL); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead")
+			}
+		}
 	}
 	if v := getenv(envPrefix + "REQUEST_STATE_KEY"); v != "" {
 		key, err := base64.StdEncoding.DecodeString(v)

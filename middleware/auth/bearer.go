@@ -33,10 +33,8 @@ var ErrInvalidRequest = errors.New("auth: invalid request")
 // [ReasonInvalidToken] wrapping [ErrInvalidRequest]. It does not read the
 // body: see [ResourceServer.Handler] for form-encoded bodies.
 func BearerToken(r *http.Request) (string, error) {
-	if r.URL != nil && strings.Contains(r.URL.RawQuery, "access_token") {
-		if q, err := url.ParseQuery(r.URL.RawQuery); err != nil || q.Has("access_token") {
-			return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
-		}
+	if r.URL != nil && queryHasAccessToken(r.URL.RawQuery) {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
 	}
 	values := r.Header.Values("Authorization")
 	switch len(values) {
@@ -47,6 +45,32 @@ func BearerToken(r *http.Request) (string, error) {
 		return "", &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: ErrInvalidRequest}
 	}
 	return parseBearer(values[0])
+}
+
+// queryHasAccessToken reports whether a parameter of the raw query is named
+// access_token once its name is percent-decoded (access%5Ftoken too), the
+// name compared exactly as RFC 6750 §2.3 spells it. A query without
+// "access_token" or a '%' is not parsed.
+func queryHasAccessToken(raw string) bool {
+	if !strings.Contains(raw, "access_token") && !strings.Contains(raw, "%") {
+		return false
+	}
+	for raw != "" {
+		var pair string
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			pair, raw = raw, ""
+		}
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if name == "access_token" {
+			return true
+		}
+	}
+	return false
 }
 
 // parseBearer extracts the token of one Authorization header value.

@@ -500,9 +500,12 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		ch.Error, ch.Description = "invalid_token", desc
 	}
 	rs.CountFailure(reason)
-	level := slog.LevelInfo
-	if reason == ReasonMissingToken {
-		level = slog.LevelDebug
+	// Refusals a client causes are counted above and logged at Debug: at
+	// Info a flood of bad tokens would push the request lines out. A
+	// verifier error, the server's own trouble, stays at Info.
+	level := slog.LevelDebug
+	if reason == ReasonVerifierError {
+		level = slog.LevelInfo
 	}
 	attrs := []slog.Attr{slog.String("reason", reason.String()), slog.Int("status", status), slog.String("description", desc)}
 	if reason == ReasonVerifierError && err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -612,4 +613,46 @@ func vecOf(t *testing.T, reg *prometheus.Registry) *prometheus.CounterVec {
 		vec.WithLabelValues(m.GetLabel()[0].GetValue()).Add(m.GetCounter().GetValue())
 	}
 	return vec
+}
+
+// A token in the query is refused however its parameter name is encoded.
+func TestHandlerRefusesEncodedQueryToken(t *testing.T) {
+	t.Parallel()
+	e := newGuard(t)
+	for _, q := range []string{"access%5Ftoken=reader", "access%5ftoken=reader", "%61ccess_token=reader", "x=1&access%5Ftoken=reader", "x=1;access_token=reader"} {
+		r := post(pingBody, bearer("reader"))
+		r.URL.RawQuery = q
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusBadRequest, w.Code, q)
+		assert.Contains(t, w.Header().Get("WWW-Authenticate"), "invalid_request", q)
+	}
+	for _, q := range []string{"ACCESS_TOKEN=reader", "access%5Ftokens=reader", "x=access_token", "x=%zz"} {
+		r := post(pingBody, bearer("reader"))
+		r.URL.RawQuery = q
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusOK, w.Code, "%s: not an access_token parameter", q)
+	}
+}
+
+// Refusals a client causes are logged at Debug only, so that a flood of bad
+// tokens cannot push the request lines out of an Info log; each is counted.
+func TestHandlerRefusalsNotAtInfo(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	e := newGuard(t, func(c *auth.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	for _, tok := range []string{"expired", "nope", "audience"} {
+		e.h.ServeHTTP(httptest.NewRecorder(), post(pingBody, bearer(tok)))
+	}
+	e.h.ServeHTTP(httptest.NewRecorder(), post(callBody("deploy"), bearer("reader")))
+	assert.NotContains(t, logs.String(), "request refused")
+	f := e.failures(t)
+	for _, reason := range []string{"expired", "invalid_token", "insufficient_scope"} {
+		assert.InDelta(t, 1, f[reason], 0, reason)
+	}
+	e.h.ServeHTTP(httptest.NewRecorder(), post(pingBody, bearer("down")))
+	assert.Contains(t, logs.String(), "reason=verifier_error", "the server's own trouble stays at Info")
 }
