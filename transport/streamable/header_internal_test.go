@@ -98,7 +98,10 @@ func TestHostAllowedRemembersNamesOnly(t *testing.T) {
 		{"127.0.0.1", "localhost:8080", "", true},
 		{"127.0.0.1", "localhost:8080", "http://localhost:3000", true},
 		{"127.0.0.1", "localhost:8080", "http://evil.example", false},
-		{"10.0.0.1", "localhost:8080", "http://evil.example", true},
+		{"10.0.0.1", "localhost:8080", "http://evil.example", false},      // Origin is checked on every listener
+		{"10.0.0.1", "mcp.example:8080", "http://mcp.example:8080", true}, // same origin
+		{"10.0.0.1", "mcp.example:8080", "http://MCP.example:8080", true},
+		{"10.0.0.1", "mcp.example:8080", "http://mcp.example:9090", false},
 		{"127.0.0.1", "localhost:8080", "http://evil.example", false},
 		{"127.0.0.1", "localhost:8080", "http://localhost:3000", true},
 	} {

@@ -28,7 +28,18 @@ func (h *Endpoint) originAllowed(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return h.nameAllowed(r, u.Host, &h.namedOrigin)
+	if strings.EqualFold(u.Host, r.Host) {
+		return true // the page is served from this very host (the Host check guards that)
+	}
+	if known := h.namedOrigin.Load(); known != nil && *known == u.Host {
+		return true
+	}
+	if h.allowedByName(u.Host) {
+		remembered := u.Host // on the heap only here
+		h.namedOrigin.Store(&remembered)
+		return true
+	}
+	return false // on every listener: the spec's MUST, whatever the address
 }
 
 // nameAllowed decides for a host or host:port. A host allowed by its name
