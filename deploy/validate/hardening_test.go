@@ -21,7 +21,7 @@ import (
 )
 
 // The labels the admin port's NetworkPolicy peer must match, and a
-// neighbour in the same namespace it must not.
+// neighbor in the same namespace it must not.
 var (
 	monitoringNamespace = k8slabels.Set{"kubernetes.io/metadata.name": "monitoring"}
 	prometheusPod       = k8slabels.Set{"app.kubernetes.io/name": "prometheus"}
