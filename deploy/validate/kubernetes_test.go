@@ -325,9 +325,10 @@ func TestKubernetesManifests(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, sel.Matches(podLabels))
 		require.NotEmpty(t, np.Spec.Ingress)
-		monitoring := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"},
-		}}
+		monitoring := networkingv1.NetworkPolicyPeer{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: monitoringNamespace},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: prometheusPod},
+		}
 		httpAllowed, adminAllowed := false, false
 		for _, rule := range np.Spec.Ingress {
 			require.NotEmpty(t, rule.Ports, "an ingress rule without ports admits every port")
@@ -336,10 +337,10 @@ func TestKubernetesManifests(t *testing.T) {
 				switch {
 				case p.Port.StrVal == "http" || p.Port.IntVal == vigilPort:
 					httpAllowed = true
-					assert.NotContains(t, rule.From, monitoring, "the MCP port is for clients, not the monitoring namespace")
+					assert.NotContains(t, rule.From, monitoring, "the MCP port is for clients, not Prometheus")
 				case p.Port.StrVal == "admin" || p.Port.IntVal == adminPort:
 					adminAllowed = true
-					assert.Equal(t, []networkingv1.NetworkPolicyPeer{monitoring}, rule.From, "the admin port is for the monitoring namespace only")
+					assert.Equal(t, []networkingv1.NetworkPolicyPeer{monitoring}, rule.From, "the admin port is for Prometheus's pods only")
 				default:
 					t.Errorf("ingress admits port %s", p.Port)
 				}
