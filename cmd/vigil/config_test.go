@@ -356,6 +356,7 @@ func TestCheckExposure(t *testing.T) {
 		admin                string
 		allowUnauthenticated bool
 		stdio                bool
+		hosts                []string
 		wantErr, wantWarning string
 	}{
 		{name: "loopback v4", addr: "127.0.0.1:8080"},
@@ -368,7 +369,9 @@ func TestCheckExposure(t *testing.T) {
 		{name: "all v6", addr: "[::]:8080", wantErr: "-auth-issuer URL"},
 		{name: "LAN address", addr: "192.168.1.10:8080", wantErr: "is not a loopback address"},
 		{name: "host name", addr: "mcp.internal:8080", wantErr: "is not a loopback address"},
-		{name: "allowed", addr: "0.0.0.0:8080", allowUnauthenticated: true, wantWarning: "without authorization"},
+		{name: "allowed", addr: "0.0.0.0:8080", allowUnauthenticated: true, hosts: []string{"mcp.example"}, admin: "127.0.0.1:9090", wantWarning: "without authorization"},
+		{name: "unauthenticated without allowed hosts", addr: "0.0.0.0:8080", allowUnauthenticated: true, admin: "127.0.0.1:9090", wantErr: "add -allowed-hosts NAMES"},
+		{name: "unauthenticated without an admin listener", addr: "192.168.1.10:8080", allowUnauthenticated: true, hosts: []string{"mcp.example"}, wantErr: "add -admin-http ADDR"},
 		{name: "allowed on loopback", addr: "127.0.0.1:8080", allowUnauthenticated: true},
 		{name: "stdio", addr: "0.0.0.0:8080", stdio: true},
 		{name: "auth with resource", addr: "0.0.0.0:8080", issuer: auth, resource: resource, admin: ":9090"},
@@ -384,7 +387,7 @@ func TestCheckExposure(t *testing.T) {
 			t.Parallel()
 			cfg := defaultConfig()
 			cfg.httpAddr, cfg.authIssuer, cfg.authResource, cfg.adminAddr = tt.addr, tt.issuer, tt.resource, tt.admin
-			cfg.allowUnauthenticated, cfg.stdio = tt.allowUnauthenticated, tt.stdio
+			cfg.allowUnauthenticated, cfg.stdio, cfg.allowedHosts = tt.allowUnauthenticated, tt.stdio, tt.hosts
 			warning, err := checkExposure(cfg)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

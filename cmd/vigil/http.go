@@ -377,6 +377,14 @@ func checkExposure(cfg config) (warning string, err error) {
 	if !cfg.allowUnauthenticated {
 		return "", fmt.Errorf("-http %s is not a loopback address, and /mcp would be open to anyone who can reach it: add -auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated", cfg.httpAddr)
 	}
+	if len(cfg.allowedHosts) == 0 {
+		return "", fmt.Errorf("-http %s is not a loopback address and /mcp has no authorization: add -allowed-hosts NAMES (the host names clients use), so that a web page cannot reach it by DNS rebinding", cfg.httpAddr)
+	}
+	if cfg.adminAddr == "" {
+		// The page lists session ids, which are the only credential of an
+		// unauthenticated session.
+		return "", fmt.Errorf("-http %s is not a loopback address, and /debug/vigil would list its session ids (their only credential without authorization) to anyone: add -admin-http ADDR to serve /metrics, /healthz, /readyz and /debug/vigil on a listener of their own", cfg.httpAddr)
+	}
 	return "serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)", nil
 }
 

@@ -290,16 +290,35 @@ func TestSSEOutlivesBodyReadTimeout(t *testing.T) {
 	}
 }
 
-// -allow-unauthenticated lets vigil serve on every address, with a
-// warning in its log.
+// -allow-unauthenticated (with -allowed-hosts and -admin-http) lets vigil
+// serve on every address, with a warning in its log. On that listener the
+// admin paths are absent, and an Origin other than the request's host is
+// refused, as on loopback.
 func TestServiceAllowUnauthenticatedWarns(t *testing.T) {
-	svc := startService(t, "-http", "0.0.0.0:0", "-allow-unauthenticated")
+	svc := startService(t, "-http", "0.0.0.0:0", "-allow-unauthenticated", "-allowed-hosts", "mcp.example", "-admin-http", "127.0.0.1:0")
 	assert.Contains(t, svc.logs.String(), `level=WARN msg="serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)" addr=0.0.0.0:0`)
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	_, port, err := net.SplitHostPort(strings.TrimPrefix(svc.base, "http://"))
 	require.NoError(t, err)
-	svcGet(t, hc, "http://127.0.0.1:"+port+"/healthz", http.StatusOK)
+	svcGet(t, hc, "http://127.0.0.1:"+port+"/debug/vigil", http.StatusNotFound)
+	initialize := func(origin string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1:"+port+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"o","version":"1"}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, initialize(""))
+	assert.Equal(t, http.StatusOK, initialize("http://127.0.0.1:"+port))
+	assert.Equal(t, http.StatusForbidden, initialize("http://evil.example"), "a foreign Origin on a non-loopback listener")
 }
 
 // An issuer that cannot be reached fails the start of a JWT-verifying
