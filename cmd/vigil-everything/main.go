@@ -12,10 +12,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fs.Usage()
 		return errNoTransport
 	}
-	if *addr != "" && !*allowPublic && !isLoopbackAddr(*addr) {
+	if *addr != "" && !*allowPublic && !loopback.ListenAddr(*addr) {
 		// Test fixtures with no authentication: not for a shared network.
 		return fmt.Errorf("-http %s is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway", *addr)
 	}
@@ -221,19 +221,4 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, add
 		return err
 	}
 	return nil
-}
-
-// isLoopbackAddr reports whether the listen address addr is on a loopback
-// host (localhost, 127.0.0.0/8, ::1); an empty host is every interface.
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -132,7 +133,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		obsBase = "http://" + adminLn.Addr().String()
 		// Logged before "serving MCP", which tests wait for.
 		logger.Info("serving admin endpoints", "url", obsBase, "paths", adminPaths(dbg != nil),
-			"loopback_only", isLoopbackAddr(cfg.adminAddr))
+			"loopback_only", loopback.ListenAddr(cfg.adminAddr))
 		serve(newMux(mcp, public, nil), ln)
 		serve(obs, adminLn)
 	} else {
@@ -364,14 +365,14 @@ func checkExposure(cfg config) (warning string, err error) {
 		if cfg.authResource == "" && isWildcardAddr(cfg.httpAddr) {
 			return "", fmt.Errorf("-http %s listens on every address, so vigil cannot know the URL clients use: add -auth-resource URL (the canonical https URL of /mcp that tokens must name)", cfg.httpAddr)
 		}
-		if cfg.adminAddr == "" && !isLoopbackAddr(cfg.httpAddr) {
+		if cfg.adminAddr == "" && !loopback.ListenAddr(cfg.httpAddr) {
 			// /metrics and /debug/vigil name sessions, subjects and tools:
 			// beside a protected /mcp they would be its open back door.
 			return "", fmt.Errorf("-http %s is not a loopback address, and /metrics, /healthz, /readyz and /debug/vigil would be served there without authorization beside the protected /mcp: add -admin-http ADDR to serve them on a listener of their own (127.0.0.1:9090, or :9090 for a cluster network that only monitoring reaches)", cfg.httpAddr)
 		}
 		return "", nil
 	}
-	if isLoopbackAddr(cfg.httpAddr) {
+	if loopback.ListenAddr(cfg.httpAddr) {
 		return "", nil
 	}
 	if !cfg.allowUnauthenticated {
@@ -386,21 +387,6 @@ func checkExposure(cfg config) (warning string, err error) {
 		return "", fmt.Errorf("-http %s is not a loopback address, and /debug/vigil would list its session ids (their only credential without authorization) to anyone: add -admin-http ADDR to serve /metrics, /healthz, /readyz and /debug/vigil on a listener of their own", cfg.httpAddr)
 	}
 	return "serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)", nil
-}
-
-// isLoopbackAddr reports whether the host of the listen address addr is a
-// loopback IP or "localhost"; an empty host (every address) is not.
-func isLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // isWildcardAddr reports whether the listen address addr has an empty or

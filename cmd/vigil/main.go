@@ -19,6 +19,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -357,7 +358,7 @@ func checkURL(s string) error {
 // checks the same of the jwks_uri and introspection_endpoint it discovers.
 func checkIssuerTransport(issuer string, insecure bool) error {
 	u, err := url.Parse(issuer)
-	if err != nil || u.Scheme != "http" || insecure || isLoopbackAddr(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || insecure || loopback.ListenAddr(u.Hostname()) {
 		return nil // "" or https; checkURL has refused the rest
 	}
 	return fmt.Errorf("-auth-issuer %q is plain http on a non-loopback host: anyone on the path could swap its keys and mint any token, or read the introspection client secret; use https, or -auth-insecure-http for a test or lab", issuer)

@@ -1,0 +1,4 @@
+// Package loopback tells whether a listen address is on loopback, for the
+// commands' exposure checks (a public listener needs more than a loopback
+// one).
+package loopback
