@@ -2,7 +2,6 @@ package seal
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +109,7 @@ func TestStampRoundTripAndTamper(t *testing.T) {
 		bad := bytes.Clone(msg)
 		bad[i] ^= 0x80
 		_, _, err = k.Unstamp(bad, []byte("chan"))
-		require.True(t, errors.Is(err, ErrInvalid), "byte %d flipped", i)
+		require.ErrorIs(t, err, ErrInvalid, "byte %d flipped", i)
 	}
 	_, _, err = k.Unstamp(msg[:StampOverhead-1], []byte("chan"))
 	require.ErrorIs(t, err, ErrInvalid)
