@@ -63,12 +63,13 @@ type Config struct {
 	// HideTools, for tool names that are secret, answers a tools/call of a
 	// tool whose scopes the principal lacks exactly as a call of an unknown
 	// tool: the guard refuses only a lack of Scopes and lets such a call on
-	// to the server, whose tool access check must then be [ToolAccess]
-	// (server.WithToolAccess, which tools/list needs anyway to hide them).
-	// The call is still counted as insufficient_scope. By default the
-	// guard answers it 403 insufficient_scope naming the scopes it needs,
-	// the step-up clients follow: tools/list filtering is then a
-	// convenience, not secrecy.
+	// to the server, whose tool access check must refuse it, as
+	// server.WithToolAccess([ToolAccess]) does (tools/list needs it anyway
+	// to hide the names); a server without one would run the call. The
+	// call is still counted as insufficient_scope. By default the guard
+	// answers it 403 insufficient_scope naming the scopes it needs, the
+	// step-up clients follow: tools/list filtering is then a convenience,
+	// not secrecy.
 	HideTools bool
 	// ResourceName is the metadata's human-readable resource_name.
 	ResourceName string
