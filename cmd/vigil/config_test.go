@@ -253,6 +253,30 @@ func TestParseConfig(t *testing.T) {
 			env:  map[string]string{"VIGIL_AUTH_ISSUER": "http://auth.lab", "VIGIL_AUTH_INSECURE_HTTP": "true"},
 			want: with(func(c *config) { c.authIssuer, c.authInsecureHTTP = "http://auth.lab", true }),
 		},
+		{name: "hide tools without issuer", args: []string{"-auth-hide-tools"}, wantErr: "-auth-hide-tools needs -auth-issuer"},
+		{
+			name: "hide tools", args: []string{"-auth-issuer", "https://auth.example.com", "-auth-hide-tools"},
+			want: with(func(c *config) { c.authIssuer, c.authHideTools = "https://auth.example.com", true }),
+		},
+		{
+			name: "hide tools, VIGIL_AUTH_HIDE_TOOLS",
+			env:  map[string]string{"VIGIL_AUTH_ISSUER": "https://auth.example.com", "VIGIL_AUTH_HIDE_TOOLS": "true"},
+			want: with(func(c *config) { c.authIssuer, c.authHideTools = "https://auth.example.com", true }),
+		},
+		{
+			name: "hide tools, a rate limit on an unscoped tool",
+			args: []string{"-auth-issuer", "https://auth.example.com", "-auth-hide-tools", "-auth-tool-scopes", "sleep=s", "-tool-rate-limits", "echo=5"},
+			want: with(func(c *config) {
+				c.authIssuer, c.authHideTools = "https://auth.example.com", true
+				c.authToolScopes = map[string][]string{"sleep": {"s"}}
+				c.toolRateLimits = map[string]toolRate{"echo": {rate: 5}}
+			}),
+		},
+		{
+			name:    "hide tools, a rate limit on a scoped tool",
+			args:    []string{"-auth-issuer", "https://auth.example.com", "-auth-hide-tools", "-auth-tool-scopes", "sleep=s,echo=e", "-tool-rate-limits", "echo=5,sleep=1,countdown=2"},
+			wantErr: `-tool-rate-limits on ["echo" "sleep"], which need -auth-tool-scopes, would tell a caller`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,10 +325,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)"} {
+	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 44, flags, "every flag is listed")
+	assert.Equal(t, 45, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

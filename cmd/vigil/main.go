@@ -84,6 +84,7 @@ type config struct {
 	authCacheTTL          time.Duration       // -auth-cache-ttl: how long an introspected active token is trusted (0: not cached)
 	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
 	authInsecureHTTP      bool                // -auth-insecure-http: the authorization server over plain http on any host (tests, labs)
+	authHideTools         bool                // -auth-hide-tools: a call of a tool the caller may not call is answered as one of an unknown tool
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
@@ -169,6 +170,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", auth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
+	fs.BoolVar(&cfg.authHideTools, "auth-hide-tools", false, "answer a call of a tool whose -auth-tool-scopes the caller lacks exactly as a call of an unknown tool, for tool names that are secret; by default it gets 403 insufficient_scope naming the scopes, the step-up clients follow, and tools/list filtering hides nothing from a caller that guesses a name")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -252,6 +254,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.authInsecureHTTP && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-insecure-http needs -auth-issuer")
+	}
+	if err := checkHideTools(cfg); err != nil {
+		return config{}, err
 	}
 	if (cfg.authResource != "" || len(cfg.authScopes) > 0 || len(cfg.authToolScopes) > 0) && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-resource, -auth-scopes and -auth-tool-scopes need -auth-issuer")

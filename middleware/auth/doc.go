@@ -4,7 +4,8 @@
 // with RFC 6750 WWW-Authenticate headers, accepts only bearer tokens issued
 // for its own resource URI (RFC 8707 audience) in the Authorization header,
 // and answers a missing scope with 403 insufficient_scope so that a client
-// can step up.
+// can step up (or, with Config.HideTools, a call of a tool the caller may
+// not call as a call of an unknown tool, for tool names that are secret).
 //
 // A [Verifier] turns a bearer token into a [Principal]: [NewJWTVerifier]
 // checks JWT access tokens against the authorization server's JWKS (found

@@ -30,7 +30,7 @@ type e2e struct {
 	reg *prometheus.Registry
 }
 
-func newE2E(t *testing.T) *e2e {
+func newE2E(t *testing.T, mutate ...func(*auth.Config)) *e2e {
 	t.Helper()
 	srv := server.New(
 		server.WithListChangedDelay(0),
@@ -50,18 +50,23 @@ func newE2E(t *testing.T) *e2e {
 	reg := prometheus.NewPedanticRegistry()
 	x := &auth.Principal{Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp"}}
 	x2 := *x // a refreshed token of the same principal
-	rs, err := auth.New(auth.Config{
+	cfg := auth.Config{
 		Resource:             "http://127.0.0.1/mcp",
 		AuthorizationServers: []string{"https://as.example.com"},
 		Verifier: &fakeVerifier{principals: map[string]*auth.Principal{
 			"x1": x, "x2": &x2,
-			"y": {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"mcp", "deploy"}},
+			"y":      {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"mcp", "deploy"}},
+			"no-mcp": {Issuer: "https://as.example.com", Subject: "carol", Scopes: []string{"deploy"}},
 		}},
 		Scopes:        []string{"mcp"},
 		ToolScopes:    srv.ToolScopes,
 		AllToolScopes: srv.AllToolScopes,
 		Registerer:    reg,
-	})
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	rs, err := auth.New(cfg)
 	require.NoError(t, err)
 
 	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))

@@ -57,8 +57,20 @@ type Config struct {
 	// ToolScopes set: the body of every POST is read.
 	AllToolScopes func() []string
 	// ScopesSupported are the scopes the metadata advertises; nil: Scopes
-	// and, when AllToolScopes is set, the tool scopes known at New.
+	// and, when AllToolScopes is set and HideTools is not, the tool scopes
+	// known at New.
 	ScopesSupported []string
+	// HideTools, for tool names that are secret, answers a tools/call of a
+	// tool whose scopes the principal lacks exactly as a call of an unknown
+	// tool: the guard refuses only a lack of Scopes and lets such a call on
+	// to the server, whose tool access check must refuse it, as
+	// server.WithToolAccess([ToolAccess]) does (tools/list needs it anyway
+	// to hide the names); a server without one would run the call. The
+	// call is still counted as insufficient_scope. By default the guard
+	// answers it 403 insufficient_scope naming the scopes it needs, the
+	// step-up clients follow: tools/list filtering is then a convenience,
+	// not secrecy.
+	HideTools bool
 	// ResourceName is the metadata's human-readable resource_name.
 	ResourceName string
 	// ResourceDocumentation is the metadata's resource_documentation URL.
@@ -133,7 +145,7 @@ func New(cfg Config) (*ResourceServer, error) {
 	supported := cfg.ScopesSupported
 	if supported == nil {
 		supported = slices.Clone(cfg.Scopes)
-		if cfg.AllToolScopes != nil {
+		if cfg.AllToolScopes != nil && !cfg.HideTools {
 			for _, s := range cfg.AllToolScopes() {
 				if !slices.Contains(supported, s) {
 					supported = append(supported, s)
@@ -158,7 +170,7 @@ func New(cfg Config) (*ResourceServer, error) {
 			Name: MetricAuthFailures,
 			Help: "Requests the OAuth resource server refused, each counted once. reason: missing_token (401), " +
 				"invalid_token (401, or 400 for a malformed request), expired, wrong_audience, wrong_issuer, unknown_key (401), " +
-				"insufficient_scope (403), session_principal_mismatch (404: a session id of another principal), " +
+				"insufficient_scope (403; with HideTools, a tools/call answered as an unknown tool), session_principal_mismatch (404: a session id of another principal), " +
 				"verifier_error (503: the verifier could not decide), " +
 				"verifier_busy (503: too many new tokens to introspect; none sent to the authorization server).",
 		}, []string{"reason"})
@@ -258,7 +270,8 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 //     or would not ask now (verifier_busy, Retry-After 1);
 //   - 403 error="insufficient_scope" naming every scope the operation needs
 //     (Config.Scopes plus those of each tool a tools/call names, batches
-//     included) when the principal lacks one;
+//     included) when the principal lacks one; with Config.HideTools, only
+//     for a lack of Config.Scopes, which it then names alone;
 //   - 413 when a body that must be read to find its tools is over
 //     Config.MaxBodyBytes (not an authorization failure: not counted).
 //
@@ -298,6 +311,13 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 			rs.refuse(w, r, err, nil)
 			return
 		}
+		if rs.cfg.HideTools {
+			// The challenge names no tool scope, and no body is read for one.
+			if missing := p.Missing(rs.globalScopes); len(missing) > 0 {
+				rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, rs.globalScopes)
+				return
+			}
+		}
 		// A principal that lacks a scope every request needs is refused
 		// here, with every scope the request needs, its tools' too: the
 		// body is read for them, as without the endpoint's check.
@@ -313,8 +333,11 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 			return
 		}
 		if missing := p.Missing(needed); len(missing) > 0 {
-			rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
-			return
+			if !rs.cfg.HideTools {
+				rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
+				return
+			}
+			rs.hideTool(r, missing)
 		}
 		next.ServeHTTP(w, r.WithContext(ContextWithPrincipal(r.Context(), p)))
 	})
@@ -360,9 +383,10 @@ func (rs *ResourceServer) needs(r *http.Request, p *Principal, endpointChecks bo
 
 // guardMessage is the MessageGuard of an Endpoint behind Handler: it
 // refuses a 2025 tools/call whose principal lacks a scope of its tool with
-// the 403 Handler answers (a 2026-07-28 request's tool was checked by its
-// Mcp-Name header, which the Endpoint holds to the body). A message with
-// no principal in its context did not pass Handler: it is refused.
+// the 403 Handler answers, or with Config.HideTools counts it and lets it
+// on (a 2026-07-28 request's tool was checked by its Mcp-Name header,
+// which the Endpoint holds to the body). A message with no principal in
+// its context did not pass Handler: it is refused.
 func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, msg transport.Message) bool {
 	if r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
 		return true
@@ -374,6 +398,9 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 			tools = append(tools, name)
 		}
 	case transport.Batch: // refused by the Endpoint next, but not before a 403 it earns
+		if rs.cfg.HideTools {
+			return true // as a batch of unknown tools is: the refusal is the Endpoint's
+		}
 		for _, raw := range m {
 			if name, ok := calledTool(raw); ok {
 				tools = append(tools, name)
@@ -393,10 +420,23 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 		needed = rs.withToolScopes(needed, name)
 	}
 	if missing := p.Missing(needed); len(missing) > 0 {
+		if rs.cfg.HideTools {
+			rs.hideTool(r, missing)
+			return true
+		}
 		rs.refuse(w, r, &Error{Reason: ReasonInsufficientScope, Description: "missing scope: " + strings.Join(missing, " ")}, needed)
 		return false
 	}
 	return true
+}
+
+// hideTool counts a request that calls a tool whose scopes its principal
+// lacks, which Config.HideTools lets on to the server to be answered as a
+// call of an unknown tool (ToolAccess refuses it there).
+func (rs *ResourceServer) hideTool(r *http.Request, missing []string) {
+	rs.CountFailure(ReasonInsufficientScope)
+	rs.logger.LogAttrs(r.Context(), slog.LevelDebug, "auth: tool hidden: answered as an unknown tool",
+		slog.String("reason", ReasonInsufficientScope.String()), slog.String("missing", strings.Join(missing, " ")))
 }
 
 // toolOf returns the tool a tools/call request names.
