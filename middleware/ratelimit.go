@@ -248,8 +248,8 @@ type quotaData struct {
 // rateKeyOf returns the key of req's principal: the authenticated one,
 // else the client address Handler noted, else "" (stdio, forwarded).
 func rateKeyOf(req *server.Request) string {
-	if k := auth.CallerKey(req); k != "" {
-		return k
+	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+		return p.Key()
 	}
 	if a, ok := req.ArrivalContext().Value(clientAddrKey{}).(string); ok {
 		return a

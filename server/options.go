@@ -292,8 +292,8 @@ func WithTaskPollInterval(d time.Duration) Option {
 // before pagination, so pages stay full and cursors valid), and a
 // tools/call of a tool it refuses is answered exactly as a call of an
 // unknown tool. allow must be safe for concurrent use and must not modify
-// the tool. Package middleware/auth's ResourceServer.ToolAccess checks the
-// caller's scopes against [Tool.Scopes]; for Streamable HTTP its HTTP guard
+// the tool. Package middleware/auth's ToolAccess checks the caller's
+// scopes against [Tool.Scopes], failing closed; for Streamable HTTP its HTTP guard
 // already answers a missing scope with 403, and this filter covers
 // tools/list and transports without HTTP. A nil allow shows every tool.
 // A filtered tools/list differs per caller: keep the cache scope of

@@ -118,8 +118,8 @@ func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
 // the IP address of the client's connection (clientConnContext).
 func callerOf(req *server.Request) string {
 	ctx := req.ArrivalContext()
-	if k := auth.CallerKey(req); k != "" {
-		return k
+	if p, ok := auth.PrincipalFrom(ctx); ok {
+		return p.Key()
 	}
 	ip, _ := ctx.Value(clientIPKey{}).(string)
 	return ip

@@ -70,12 +70,14 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if cfg.shared != nil {
 		opts = append(opts, cfg.shared.ServerOptions()...)
 	}
-	if cfg.authEnabled() {
+	if cfg.authEnabled() && !cfg.stdio {
 		// tools/list shows a principal only the tools its scopes allow, a
 		// task answers only its creator, and the debug page learns who
 		// opened each session. (The demo tools do not read the caller, so
 		// auth.Middleware, which puts it in handlers' contexts, is left
-		// out: it would cost a context per request for nobody.)
+		// out: it would cost a context per request for nobody.) Both fail
+		// closed without a verified principal: not for stdio, whose client
+		// holds no token (the guard is HTTP's).
 		opts = append(opts, server.WithMiddleware(events.Middleware()), server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 	}
 	srv := server.New(opts...)
@@ -103,6 +105,9 @@ func statsRecorder(cfg config, events *eventLog) func(*server.Request, server.Ou
 // serveStdio serves one session on standard input and output until the
 // input ends or ctx is done; then it drains for the grace.
 func serveStdio(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, logger *slog.Logger, cfg config) error {
+	if cfg.authEnabled() {
+		logger.Warn("-auth-issuer guards HTTP requests only: the stdio client, the process that started vigil, is asked for no token and may use every tool")
+	}
 	conns := inst.ConnServer(srv, telemetry.TransportStdio)
 	served := make(chan error, 1)
 	go func() { served <- conns.Serve(context.Background(), stdio.Std(stdio.WithMaxFrameSize(cfg.maxFrame))) }()

@@ -25,11 +25,12 @@ type stdioProcess struct {
 	send  func(string)
 }
 
-// startStdio starts vigil -stdio, its stderr going to stderr (nil:
-// nowhere); the process is killed when the test ends, if it still runs.
-func startStdio(t *testing.T, stderr io.Writer) stdioProcess {
+// startStdio starts vigil -stdio with args, its stderr going to stderr
+// (nil: nowhere); the process is killed when the test ends, if it still
+// runs.
+func startStdio(t *testing.T, stderr io.Writer, args ...string) stdioProcess {
 	t.Helper()
-	cmd := exec.Command(vigilBin, "-stdio")
+	cmd := exec.Command(vigilBin, append([]string{"-stdio"}, args...)...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -151,4 +152,28 @@ func TestStdinCloseLogsEveryRequest(t *testing.T) {
 	require.NoError(t, cmd.Wait())
 	assert.Equal(t, 1, strings.Count(stderr.String(), "msg=request method=initialize "), stderr.String())
 	assert.Equal(t, calls, strings.Count(stderr.String(), "msg=request method=tools/call tool=echo "), stderr.String())
+}
+
+// -auth-issuer guards HTTP only: with -stdio the client (which holds no
+// token) still sees and calls every tool, as without it, and vigil warns
+// at start. (The fail-closed tool access is not installed there.)
+func TestStdioWithAuthIssuer(t *testing.T) {
+	var stderr strings.Builder
+	p := startStdio(t, &stderr, "-auth-issuer", "https://as.example.com", "-auth-tool-scopes", "echo=admin")
+	p.send(initializeLine)
+	line, err := p.lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, `"id":1,"result"`)
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	line, err = p.lines.ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, `"name":"echo"`, "the scoped tool is listed")
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`)
+	line, err = p.lines.ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, line, `"id":3,"result"`)
+	require.NoError(t, p.stdin.Close())
+	require.NoError(t, p.cmd.Wait()) // stderr is all copied once Wait returns
+	assert.Contains(t, stderr.String(), "-auth-issuer guards HTTP requests only")
 }

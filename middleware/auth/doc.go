@@ -23,7 +23,9 @@
 // [Middleware] (server.WithMiddleware) puts the principal into handlers'
 // contexts, [ToolAccess] (server.WithToolAccess) shows and lets a principal
 // call only the tools whose server.Tool.Scopes it holds, [CallerKey]
-// (server.WithCallerKey) binds each task to the principal that created it,
+// (server.WithCallerKey) binds each task to the principal that created it
+// (both read the principal of the request at hand, and fail closed on a
+// request without one),
 // and [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session
 // to the principal that opened it.
 //

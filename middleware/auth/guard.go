@@ -236,27 +236,34 @@ func SessionPrincipal(r *http.Request) string { return keyFrom(r.Context()) }
 
 // Middleware returns a server middleware that puts the principal of each
 // request's arrival context (where [ResourceServer.Handler] put it) into
-// the handler's context, so that handlers can call [PrincipalFrom].
+// the handler's context, so that handlers can call [PrincipalFrom]. A
+// request whose arrival context has none gets none either, not the one of
+// the request that opened its session, whose context the session's is.
 func Middleware() server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
 				ctx = ContextWithPrincipal(ctx, p)
+			} else if _, stale := PrincipalFrom(ctx); stale {
+				ctx = ContextWithPrincipal(ctx, nil)
 			}
 			return next(ctx, req)
 		}
 	}
 }
 
-// ToolAccess reports whether req's principal holds the scopes t needs
-// (t.Scopes): give it to server.WithToolAccess, so that tools/list shows a
-// principal only the tools it may call. The scopes every request needs are
-// the guard's to check ([ResourceServer.Handler] refuses a request without
-// them before it reaches the server). A request without a principal (a
-// transport the guard does not protect, such as stdio) may use every tool.
+// ToolAccess reports whether req's principal, the one [ResourceServer.Handler]
+// verified for this very request, holds the scopes t needs (t.Scopes): give
+// it to server.WithToolAccess on a server behind a ResourceServer, so that
+// tools/list shows a principal only the tools it may call, and a task's
+// result only a principal that may call its tool. The scopes every request
+// needs are the guard's to check. It fails closed: a request without a
+// principal (one that did not pass the guard: another transport such as
+// stdio, a misconfigured chain, a forged relay) sees no tool and calls
+// none, whatever its scopes.
 func ToolAccess(req *server.Request, t *server.Tool) bool {
 	p, ok := PrincipalFrom(req.ArrivalContext())
-	return !ok || p.HasScopes(t.Scopes...)
+	return ok && p.HasScopes(t.Scopes...)
 }
 
 // Handler protects next, the MCP endpoint. It answers:

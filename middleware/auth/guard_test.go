@@ -479,11 +479,29 @@ func TestRejectHookAndCountFailure(t *testing.T) {
 	assert.Equal(t, protocol.RejectSessionPrincipal.String(), auth.ReasonSessionPrincipalMismatch.String())
 }
 
-// A request without a principal (stdio, where the guard does not run) may
-// use every tool.
+// ToolAccess and CallerKey fail closed: a request without a principal (one
+// that did not pass the guard: a forged relay, a misconfigured chain,
+// stdio) sees no tool, scoped or not, and its caller key is neither a
+// principal's nor the anonymous "" of a server without authorization.
+// Middleware gives its handler no principal either, not the session's.
 func TestToolAccessWithoutPrincipal(t *testing.T) {
 	t.Parallel()
-	assert.True(t, auth.ToolAccess(&server.Request{}, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
+	none := &server.Request{}
+	assert.False(t, auth.ToolAccess(none, &server.Tool{Name: "deploy", Scopes: []string{"deploy"}}))
+	assert.False(t, auth.ToolAccess(none, &server.Tool{Name: "echo"}))
+	key := auth.CallerKey(none)
+	assert.NotEmpty(t, key)
+	for _, p := range newVerifier().principals {
+		assert.NotEqual(t, p.Key(), key)
+	}
+	stale := auth.ContextWithPrincipal(t.Context(), newVerifier().principals["deployer"])
+	var saw *auth.Principal
+	_, err := auth.Middleware()(func(ctx context.Context, _ *server.Request) (any, error) {
+		saw, _ = auth.PrincipalFrom(ctx)
+		return nil, nil
+	})(stale, none)
+	require.NoError(t, err)
+	assert.Nil(t, saw, "the handler sees the principal of the session's context")
 	assert.Empty(t, auth.SessionPrincipal(httptest.NewRequest(http.MethodPost, testResource, nil)))
 	r := httptest.NewRequest(http.MethodPost, testResource, nil)
 	p := newVerifier().principals["reader"]

@@ -78,7 +78,11 @@ func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 }
 
 // PrincipalFrom returns the principal of the request ctx belongs to, and
-// whether there is one (there is none when authorization is off).
+// whether there is one (there is none when authorization is off). In a
+// handler, ctx has the request's principal only with [Middleware]: a 2025
+// session's handler context derives from the session's, which carries the
+// principal of the request that opened the session (or made a replica's
+// view of it), not necessarily the current one.
 func PrincipalFrom(ctx context.Context) (*Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(*Principal)
 	return p, ok && p != nil

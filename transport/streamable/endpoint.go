@@ -345,9 +345,6 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 		s.release = release // a shared session's end is the cluster's
 	}
 	ctx := withSession(context.WithoutCancel(r.Context()), s) // withSession: resume.go
-	if s.res != nil {
-		s.res.ctx = ctx
-	}
 	h.sessions[s.id] = s
 	h.serving.Add(1) // under mu: Close waits for it
 	h.mu.Unlock()

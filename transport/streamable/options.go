@@ -54,6 +54,10 @@ type config struct {
 	maxResumes    int           // resume.go: concurrent resumptions and GET streams per session
 	maxState      int           // shared_state.go: largest shared state stored
 	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
+
+	// shared.go: called for each relay refused, with its reason
+	// (WithRelayRefusedHook).
+	onRelayRefuse func(reason string)
 }
 
 func defaultConfig() config {
@@ -189,6 +193,16 @@ const defaultRetry = time.Second
 // stream: the count of requests a replica's death cost.
 func WithRequestLostHook(lost func()) Option {
 	return optionFunc(func(c *config) { c.onLost = lost })
+}
+
+// WithRelayRefusedHook has refused called with its reason each time this
+// replica refuses a relay of a shared session (see [Cluster]) instead of
+// acting on it. The reason is "request": a [RelayClient] that is a request
+// rather than a response or a notification, which no replica sends (a
+// request runs only on the replica its client posted it to, with its own
+// principal). refused must be fast and safe for concurrent use.
+func WithRelayRefusedHook(refused func(reason string)) Option {
+	return optionFunc(func(c *config) { c.onRelayRefuse = refused })
 }
 
 // DefaultWriteTimeout is the bound of one SSE write by default (see

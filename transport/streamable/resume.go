@@ -29,8 +29,7 @@ const headerLastEventID = "Last-Event-ID"
 type resumer struct {
 	s     *session
 	store EventStore
-	ctx   context.Context // the session's, given to its server: the requests' stream (handOff)
-	ended atomic.Bool     // the session ended: its events are forgotten
+	ended atomic.Bool // the session ended: its events are forgotten
 
 	mu         sync.Mutex
 	byReq      map[transport.ID]*logical // request streams not done yet; nil when none

@@ -315,7 +315,9 @@ func (s *session) Close() error {
 // its POST when its stream is resumed, or an Abandoned. It goes through the
 // read loop or, for an attached session, through dispatch: a request on a
 // goroutine of its own, with a stream that is never done, and an Abandoned
-// on the caller's goroutine.
+// on the caller's goroutine. The stream is ctx without its cancellation:
+// the request's arrival context is its own POST's, with its principal, not
+// the one of the request that made the session.
 func (s *session) handOff(ctx context.Context, m transport.Message) error {
 	if !s.attached() {
 		return s.push(ctx, m)
@@ -326,8 +328,9 @@ func (s *session) handOff(ctx context.Context, m transport.Message) error {
 	default:
 	}
 	if req, ok := m.(*transport.Request); ok && s.res != nil {
+		stream := context.WithoutCancel(ctx)
 		go func() {
-			s.deliverInline(s.res.ctx, req)
+			s.deliverInline(stream, req)
 			s.res.handled(req.ID) // resume.go
 		}()
 		return nil

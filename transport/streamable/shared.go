@@ -176,9 +176,6 @@ func (h *Endpoint) loadView(id string, r *http.Request) (*session, protocol.Reje
 	}
 	s := newSession(h, id, rec.Principal, h.attach != nil, newView(h.cfg.cluster, rec.State))
 	ctx := withSession(context.WithoutCancel(r.Context()), s)
-	if s.res != nil {
-		s.res.ctx = ctx
-	}
 	h.sessions[id] = s
 	h.serving.Add(1)
 	h.mu.Unlock()
@@ -307,8 +304,12 @@ func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) erro
 }
 
 // relayClient passes a message the client posted here on to the replicas
-// that may wait for it.
+// that may wait for it: a response or a notification, never a request,
+// which runs here (see clientRelayable).
 func (s *session) relayClient(ctx context.Context, m transport.Message) error {
+	if !clientRelayable(m) {
+		return errors.New("streamable: a request is never relayed")
+	}
 	data, err := transport.AppendMessage(nil, m)
 	if err != nil {
 		return err
@@ -329,6 +330,12 @@ func (s *session) relay(r Relay) {
 	case RelayClient:
 		m, err := transport.DecodeMessage(r.Data)
 		if err != nil {
+			return
+		}
+		if !clientRelayable(m) {
+			// No replica relays a request: one here would run in the
+			// session with no principal of its own (forged, or a bug).
+			s.h.relayRefused(relayRefusedRequest)
 			return
 		}
 		if req, ok := m.(*transport.Request); ok && req.Method == "notifications/cancelled" {
@@ -362,6 +369,30 @@ func (s *session) relay(r Relay) {
 		s.endRelayed() // shared_end.go
 	case RelayEndSeen:
 		v.endSeenBy(r.From)
+	}
+}
+
+// relayRefusedRequest is the WithRelayRefusedHook reason of a RelayClient
+// that is not a response or a notification.
+const relayRefusedRequest = "request"
+
+// clientRelayable reports whether m may travel as a RelayClient: a response
+// (the client's answer to a server request) or a notification. A request,
+// or a batch that may hold one, is not.
+func clientRelayable(m transport.Message) bool {
+	switch m := m.(type) {
+	case *transport.Response:
+		return true
+	case *transport.Request:
+		return m.IsNotification()
+	}
+	return false
+}
+
+// relayRefused counts a relay refused for reason (WithRelayRefusedHook).
+func (h *Endpoint) relayRefused(reason string) {
+	if f := h.cfg.onRelayRefuse; f != nil {
+		f(reason)
 	}
 }
 
@@ -623,7 +654,7 @@ func (rs *resumer) handBack(standaloneOnly bool) {
 		ls.mu.Lock()
 		conn := ls.conn
 		if conn != nil && !ls.primed {
-			rs.primeLocked(rs.ctx, ls) // an id to resume from
+			rs.primeLocked(context.Background(), ls) // an id to resume from
 		}
 		if conn != nil && ls.primed {
 			ls.conn = nil
