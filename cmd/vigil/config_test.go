@@ -326,6 +326,31 @@ func TestRequestStateKeyFromEnvironment(t *testing.T) {
 	require.Error(t, err)
 }
 
+// Without a request state key of its own, vigil seals requestState under
+// the cluster key, which every replica shares already.
+func TestRequestStateKeyFromClusterKey(t *testing.T) {
+	cluster := "c2VjcmV0LWNsdXN0ZXIta2V5LW9mLWF0LWxlYXN0LTMyLWJ5dGVz"
+	env := map[string]string{"VIGIL_CLUSTER_KEY": cluster}
+	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []byte(cluster), cfg.stateKey)
+
+	own := make([]byte, 32)
+	env["VIGIL_REQUEST_STATE_KEY"] = base64.StdEncoding.EncodeToString(own)
+	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, own, cfg.stateKey, "an explicit request state key wins")
+
+	delete(env, "VIGIL_REQUEST_STATE_KEY")
+	env["VIGIL_CLUSTER_KEY"] = "too short"
+	_, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.ErrorContains(t, err, "VIGIL_CLUSTER_KEY must be at least 32 bytes")
+
+	cfg, err = parseConfig(nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.Nil(t, cfg.stateKey, "neither: a random key per process")
+}
+
 // The introspection secret is read from the environment only, and never
 // shows in the usage, whatever the environment holds.
 func TestIntrospectionSecretNotPrinted(t *testing.T) {

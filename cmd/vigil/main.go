@@ -214,6 +214,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return config{}, fmt.Errorf("%sREQUEST_STATE_KEY must be the base64 of at least 32 bytes", envPrefix)
 		}
 		cfg.stateKey = key
+	} else if v := getenv(envPrefix + "CLUSTER_KEY"); v != "" {
+		// The replicas' shared secret seals requestState too: the seal's
+		// associated data names the purpose, which keeps the uses apart.
+		if len(v) < 32 {
+			return config{}, fmt.Errorf("%sCLUSTER_KEY must be at least 32 bytes", envPrefix)
+		}
+		cfg.stateKey = []byte(v)
 	}
 	cfg.introspectionClientID = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_ID")
 	cfg.introspectionSecret = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_SECRET")
@@ -420,11 +427,12 @@ Trace context (W3C traceparent, tracestate, baggage) is read from and
 written to each request's params._meta.
 
 Secrets (environment only):
-  VIGIL_REQUEST_STATE_KEY        base64 of >= 32 bytes that sign the
+  VIGIL_REQUEST_STATE_KEY        base64 of >= 32 bytes that seal the
                                  requestState of 2026-07-28 input-required
                                  results; every replica behind one load
-                                 balancer needs the same key (default: a
-                                 random key per process)
+                                 balancer needs the same key (default:
+                                 VIGIL_CLUSTER_KEY when set, else a random
+                                 key per process)
   VIGIL_AUTH_INTROSPECTION_CLIENT_ID
   VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
                                  both or neither: verify tokens by asking
