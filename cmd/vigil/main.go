@@ -87,6 +87,8 @@ type config struct {
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
+	traceClientContext string // -trace-client-context: "trust", "link", or "" for link on an authenticated public listener
+
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
 
@@ -116,6 +118,16 @@ type config struct {
 // authEnabled reports whether requests to /mcp need a bearer token.
 // (parseConfig refuses the introspection pair without -auth-issuer.)
 func (c config) authEnabled() bool { return c.authIssuer != "" }
+
+// untrustedTraceContext reports whether a client's trace context is only
+// a link (-trace-client-context): by default, for authenticated clients of
+// a public listener, who are not part of the operator's tracing.
+func (c config) untrustedTraceContext() bool {
+	if c.traceClientContext != "" {
+		return c.traceClientContext == "link"
+	}
+	return c.authEnabled() && !c.stdio && !loopback.ListenAddr(c.httpAddr)
+}
 
 // envPrefix starts the name of every VIGIL_* variable.
 const envPrefix = "VIGIL_"
@@ -169,6 +181,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", auth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
+	fs.StringVar(&cfg.traceClientContext, "trace-client-context", "", "`mode` for the trace context (traceparent, baggage) in a request's _meta: trust (the request's span is its child, the client's baggage reaches handlers) or link (a trace of the server's, linked to the client's span; baggage dropped); default: link when -http is not loopback and -auth-issuer is set, else trust")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -207,6 +220,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 				return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead")
 			}
 		}
+	}
+	switch cfg.traceClientContext {
+	case "", "trust", "link":
+	default:
+		return config{}, fmt.Errorf("-trace-client-context %q: want trust or link", cfg.traceClientContext)
 	}
 	if v := getenv(envPrefix + "REQUEST_STATE_KEY"); v != "" {
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -424,7 +442,8 @@ OpenTelemetry (standard variables):
   OTEL_SDK_DISABLED              true: no tracing, no metrics push
   OTEL_BSP_*                     batch span processor settings
 Trace context (W3C traceparent, tracestate, baggage) is read from and
-written to each request's params._meta.
+written to each request's params._meta; see -trace-client-context for
+whether a client's is trusted.
 
 Secrets (environment only):
   VIGIL_REQUEST_STATE_KEY        base64 of >= 32 bytes that seal the
