@@ -14,7 +14,7 @@
 // The parts are usable alone. Each of these returns a server.Middleware:
 // [Tracing] gives every request and notification a SERVER span per the
 // OpenTelemetry MCP conventions, parented on the traceparent in
-// params._meta; [RecordMetrics] records every request in a
+// params._meta (or linked to it: [WithUntrustedTraceContext]); [RecordMetrics] records every request in a
 // telemetry.Metrics; [Logging] writes one record per request; [Recover]
 // turns a panic into a -32603 answer; [Timeout] cancels the handler's
 // context with server.ErrHandlerTimeout, answered -32001;

@@ -27,8 +27,9 @@ type Instrumentation struct {
 // option adds, and what its absence means:
 //
 //   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
-//     [WithPropagators] (nil: the global propagator). Without a provider,
-//     no spans at all (the global provider is not used).
+//     [WithPropagators] (nil: the global propagator) and
+//     [WithUntrustedTraceContext]. Without a provider, no spans at all
+//     (the global provider is not used).
 //   - [WithRegisterer]: a telemetry.Metrics (built with
 //     [WithMetricsOptions]) registered with it, recorded by
 //     [RecordMetrics] and [MetricsObserver]; the error is the

@@ -30,6 +30,8 @@ type config struct {
 	// Tracing, TracingCalls, NewInstrumentation.
 	provider   trace.TracerProvider
 	propagator propagation.TextMapPropagator
+	// Tracing, NewInstrumentation: WithUntrustedTraceContext.
+	untrustedTrace bool
 	// NewInstrumentation.
 	registerer     prometheus.Registerer
 	metricsOptions []telemetry.MetricsOption
@@ -84,6 +86,20 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // propagation.Baggage{}).
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagator = p })
+}
+
+// WithUntrustedTraceContext makes [Tracing] and [NewInstrumentation]
+// distrust the trace context in a request's params._meta, for servers whose
+// clients are not part of the operator's tracing: a request's span is not
+// its child but starts a trace of its own (or stays the child of the span
+// the request arrived in, which is the server's) with a link to the
+// client's span context, so that the server's sampler decides and the
+// client picks neither the trace id nor sampling; and no baggage, neither
+// the client's nor any already in the context, reaches the handlers. An
+// HTTP server span around the endpoint (otelhttp) should ignore the
+// traceparent header too: otelhttp.WithPublicEndpoint.
+func WithUntrustedTraceContext() Option {
+	return optionFunc(func(c *config) { c.untrustedTrace = true })
 }
 
 // WithRegisterer makes [NewInstrumentation] create a telemetry.Metrics

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -31,18 +32,22 @@ import (
 type spanStarter struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
-	starts *spanStarts
-	attrs  *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
+	// untrusted: the client's context is a link, never the parent, and
+	// baggage is dropped (WithUntrustedTraceContext).
+	untrusted bool
+	starts    *spanStarts
+	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
 }
 
 // newServerSpanStarter returns the spanStarter of [Tracing] with opts.
 func newServerSpanStarter(opts []Option) spanStarter {
 	cfg := newTracingConfig(opts)
 	return spanStarter{
-		tracer: cfg.tracer(),
-		prop:   cfg.propagator,
-		starts: &spanStarts{},
-		attrs:  &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
+		tracer:    cfg.tracer(),
+		prop:      cfg.propagator,
+		untrusted: newConfig(opts).untrustedTrace,
+		starts:    &spanStarts{},
+		attrs:     &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
 	}
 }
 
@@ -59,7 +64,10 @@ func (s spanStarter) start(ctx context.Context, req *server.Request, principal *
 	if ambient.IsValid() && !ambient.Equal(trace.SpanContextFromContext(ctx)) {
 		pctx = trace.ContextWithSpanContext(ctx, ambient)
 	}
-	if !protocolMetaOnly(&req.Meta) { // else nothing to extract: spare the propagators
+	switch {
+	case s.untrusted:
+		pctx, opts = s.untrustedParent(pctx, req, opts)
+	case !protocolMetaOnly(&req.Meta): // else nothing to extract: spare the propagators
 		pctx = s.prop.Extract(pctx, metaCarrier{&req.Meta})
 		if remote := trace.SpanContextFromContext(pctx); remote.IsValid() && !remote.Equal(ambient) && ambient.IsValid() {
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
@@ -79,6 +87,22 @@ func (s spanStarter) start(ctx context.Context, req *server.Request, principal *
 		s.attrs.Put(buf)
 	}
 	return sctx, span
+}
+
+// untrustedParent returns the context and options a span starts with
+// under WithUntrustedTraceContext: pctx, which holds the server's own span
+// if any, without baggage, and the client's context in _meta as a link.
+func (s spanStarter) untrustedParent(pctx context.Context, req *server.Request, opts []trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
+	if !protocolMetaOnly(&req.Meta) {
+		// Extracted apart from pctx: the client's baggage stays out of it.
+		if remote := trace.SpanContextFromContext(s.prop.Extract(context.Background(), metaCarrier{&req.Meta})); remote.IsValid() {
+			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: remote}))
+		}
+	}
+	if baggage.FromContext(pctx).Len() > 0 {
+		pctx = baggage.ContextWithoutBaggage(pctx)
+	}
+	return pctx, opts
 }
 
 // protocolMetaOnly reports whether every key of meta (none included) is

@@ -57,7 +57,7 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // The parent is the context in the request's params._meta (traceparent,
 // tracestate, baggage), read with the configured propagator; the ambient
 // span is then a link. Without one in _meta, the ambient span is the
-// parent. The ambient span is the one in the context the message arrived
+// parent, as it always is with [WithUntrustedTraceContext]. The ambient span is the one in the context the message arrived
 // with ([server.Request.ArrivalContext]): over Streamable HTTP, the span of
 // the very POST that carried it (an otelhttp server span, say), even in a
 // 2025 session whose context came from the POST that opened it; over other

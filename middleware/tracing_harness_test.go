@@ -41,9 +41,15 @@ func traceTestPropagator() propagation.TextMapPropagator {
 
 // newTraced builds the server: Tracing outermost, then extra middleware.
 func newTraced(t testing.TB, extra []server.Middleware, opts ...server.Option) *traced {
+	return newTracedWith(t, nil, nil, extra, opts...)
+}
+
+// newTracedWith is newTraced with more options for the tracer provider
+// (sampler) and for Tracing and TracingCalls.
+func newTracedWith(t testing.TB, tpOpts []sdktrace.TracerProviderOption, mwOpts []middleware.Option, extra []server.Middleware, opts ...server.Option) *traced {
 	h := &traced{t: t, rec: tracetest.NewSpanRecorder(), release: make(chan struct{})}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.rec))
-	topts := []middleware.Option{middleware.WithTracerProvider(tp), middleware.WithPropagators(traceTestPropagator())}
+	tp := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(h.rec)}, tpOpts...)...)
+	topts := append([]middleware.Option{middleware.WithTracerProvider(tp), middleware.WithPropagators(traceTestPropagator())}, mwOpts...)
 	mw := append([]server.Middleware{middleware.Tracing(topts...)}, extra...)
 	opts = append([]server.Option{
 		server.WithMiddleware(mw...),

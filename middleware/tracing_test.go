@@ -251,6 +251,100 @@ func TestTracingParent(t *testing.T) {
 	}
 }
 
+// With WithUntrustedTraceContext, the client's context in _meta is only a
+// link: the span is a root (or the ambient span's child) in a trace of the
+// server's, the server's sampler decides, and no baggage reaches handlers.
+func TestTracingUntrustedTraceContext(t *testing.T) {
+	clientMeta := map[string]any{"traceparent": traceparentOf(remoteSC), "tracestate": "vendor=opaque", "baggage": "user=alice"}
+	tests := []struct {
+		name       string
+		ambient    bool
+		bag        string // baggage already in the Serve context
+		meta       map[string]any
+		wantParent trace.SpanContext // zero: a root span
+		wantLinks  []trace.SpanContext
+	}{
+		{name: "a new root linked to the client's span", meta: clientMeta, wantLinks: []trace.SpanContext{remoteSC}},
+		{name: "the ambient span stays the parent", ambient: true, meta: clientMeta, wantParent: ambientSC, wantLinks: []trace.SpanContext{remoteSC}},
+		{name: "baggage alone is dropped", meta: map[string]any{"progressToken": "p1", "baggage": "user=alice"}},
+		{name: "baggage in the context is dropped too", bag: "user=bob"},
+		{name: "a malformed traceparent is no link", meta: map[string]any{"traceparent": "00-nope"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				if tt.ambient {
+					ctx = trace.ContextWithSpanContext(ctx, ambientSC)
+				}
+				if tt.bag != "" {
+					b, err := baggage.Parse(tt.bag)
+					require.NoError(t, err)
+					ctx = baggage.ContextWithBaggage(ctx, b)
+				}
+				h := newTracedWith(t, nil, []middleware.Option{middleware.WithUntrustedTraceContext()}, nil).start(ctx, nil)
+				h.Initialize("", nil)
+				p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
+				if tt.meta != nil {
+					p["_meta"] = tt.meta
+				}
+				h.Request(2, "tools/call", p)
+				text, _ := toolResultText(t, h.RecvResponseTo(2))
+				synctest.Wait()
+				h.close()
+
+				s := h.span("tools/call baggage")
+				if tt.wantParent.IsValid() {
+					assert.Equal(t, tt.wantParent.SpanID(), s.Parent().SpanID())
+					assert.Equal(t, tt.wantParent.TraceID(), s.SpanContext().TraceID())
+				} else {
+					assert.False(t, s.Parent().IsValid(), "parent %v", s.Parent())
+				}
+				assert.NotEqual(t, remoteSC.TraceID(), s.SpanContext().TraceID(), "the client picks no trace id")
+				assert.Empty(t, s.SpanContext().TraceState().String(), "nor the trace state")
+				var links []trace.SpanContext
+				for _, l := range s.Links() {
+					links = append(links, l.SpanContext.WithTraceState(trace.TraceState{}))
+				}
+				assert.Equal(t, tt.wantLinks, links)
+				assert.Empty(t, text, "no baggage seen by the handler")
+			})
+		})
+	}
+}
+
+// A sampled traceparent from the client forces sampling under a
+// parent-based sampler, unless the context is untrusted: then the root
+// sampler decides.
+func TestTracingUntrustedTraceContextSampling(t *testing.T) {
+	for _, untrusted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("untrusted=%v", untrusted), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mw []middleware.Option
+				if untrusted {
+					mw = append(mw, middleware.WithUntrustedTraceContext())
+				}
+				sampler := sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample()))
+				h := newTracedWith(t, []sdktrace.TracerProviderOption{sampler}, mw, nil).start(t.Context(), nil)
+				h.Initialize("", nil)
+				h.Request(2, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}, "_meta": map[string]any{"traceparent": traceparentOf(remoteSC)}})
+				h.RecvResponseTo(2)
+				synctest.Wait()
+				h.close()
+				var names []string
+				for _, s := range h.rec.Ended() {
+					names = append(names, s.Name())
+				}
+				if untrusted {
+					assert.NotContains(t, names, "tools/call echo", "the server's sampler said never")
+				} else {
+					assert.Contains(t, names, "tools/call echo", "the client's sampled flag decided")
+				}
+			})
+		})
+	}
+}
+
 // toolResultText returns the text of a single-text tools/call result.
 func toolResultText(t *testing.T, resp *transport.Response) (string, bool) {
 	t.Helper()

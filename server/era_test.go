@@ -2,9 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -137,8 +137,8 @@ func TestMultiRoundTripElicitation(t *testing.T) {
 		assert.Equal(t, "hello, Ada (accept)", done.Content[0].Text)
 
 		// A tampered state is refused, whichever part is altered.
-		payload, sig, _ := strings.Cut(r.RequestState, ".")
-		for i, bad := range []string{flip(payload) + "." + sig, payload + "." + flip(sig), "garbage", ""} {
+		st := r.RequestState
+		for i, bad := range []string{flip(st), flip(st[:8]) + st[8:], st[:len(st)-8] + flip(st[len(st)-8:]), st[:len(st)-1], st + "AA", "garbage", ""} {
 			id := int64(10 + i)
 			call(id, map[string]any{"inputResponses": answers, "requestState": bad})
 			assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(id).Code, "state %q", bad)
@@ -250,6 +250,112 @@ func TestSameHandlerInSessionEra(t *testing.T) {
 		h.Send(&transport.Response{ID: out.ID, Result: json.RawMessage(`{"action":"accept","content":{"name":"Grace"}}`)})
 		text, _ := toolText(t, h.RecvResult(2))
 		assert.Equal(t, "hello, Grace (accept)", text)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// A requestState is bound to the caller it was issued to: replayed by
+// another caller (another key of WithCallerKey), it is refused as invalid,
+// while its own caller retries with it.
+func TestRequestStateBoundToCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, server.WithCallerKey(func(req *server.Request) string { return req.ClientInfo.Name }))
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		as := func(caller string) map[string]any {
+			m := meta2026(caps)
+			m[protocol.MetaClientInfo] = map[string]any{"name": caller, "version": "1"}
+			return m
+		}
+		h.Request(1, "tools/call", map[string]any{"name": "greet", "_meta": as("alice")})
+		state := decodeResult(t, h.RecvResult(1)).RequestState
+		retry := func(id int64, caller string) {
+			h.Request(id, "tools/call", map[string]any{
+				"name": "greet", "_meta": as(caller), "requestState": state,
+				"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}},
+			})
+		}
+		for i, other := range []string{"mallory", "", "alice\x00", "alic"} {
+			retry(int64(10+i), other)
+			e := h.RecvError(int64(10 + i))
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code, "caller %q", other)
+			assert.Contains(t, e.Message, "invalid requestState")
+		}
+		retry(2, "alice")
+		assert.Equal(t, "hello, Ada (accept)", decodeResult(t, h.RecvResult(2)).Content[0].Text)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// The answers a requestState carries are sealed: neither the token nor its
+// base64 decoding holds them in clear.
+func TestRequestStateIsSealed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("plan", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			var who, what struct {
+				Content map[string]any `json:"content"`
+			}
+			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "who?"}, &who); err != nil {
+				return nil, err
+			}
+			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "what?"}, &what); err != nil {
+				return nil, err
+			}
+			return server.Text(fmt.Sprintf("%v will %v", who.Content["v"], what.Content["v"])), nil
+		})
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		const marker = "secret-answer-7f3a"
+		h.Request(1, "tools/call", map[string]any{"name": "plan", "_meta": meta2026(caps)})
+		r1 := decodeResult(t, h.RecvResult(1))
+		h.Request(2, "tools/call", map[string]any{
+			"name": "plan", "_meta": meta2026(caps), "requestState": r1.RequestState,
+			"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"v": marker}}},
+		})
+		r2 := decodeResult(t, h.RecvResult(2))
+		require.Equal(t, "input_required", r2.ResultType)
+		raw, err := base64.RawURLEncoding.DecodeString(r2.RequestState)
+		require.NoError(t, err, "a requestState is base64url")
+		assert.NotContains(t, string(raw), marker)
+		assert.NotContains(t, string(raw), "elicitation-create", "nor the keys of the answers")
+		assert.NotContains(t, r2.RequestState, base64.RawURLEncoding.EncodeToString([]byte(marker))[:16])
+
+		// The sealed answer still reaches the handler on the last round.
+		h.Request(3, "tools/call", map[string]any{
+			"name": "plan", "_meta": meta2026(caps), "requestState": r2.RequestState,
+			"inputResponses": map[string]any{"elicitation-create-1": map[string]any{"action": "accept", "content": map[string]any{"v": "compute"}}},
+		})
+		assert.Equal(t, marker+" will compute", decodeResult(t, h.RecvResult(3)).Content[0].Text)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// By default a requestState is good for 10 minutes.
+func TestRequestStateDefaultTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		h.Request(1, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+		state := decodeResult(t, h.RecvResult(1)).RequestState
+		retry := func(id int64) {
+			h.Request(id, "tools/call", map[string]any{
+				"name": "greet", "_meta": meta2026(caps), "requestState": state,
+				"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "decline"}},
+			})
+		}
+		time.Sleep(9 * time.Minute) // fake time
+		retry(2)
+		assert.Equal(t, "complete", decodeResult(t, h.RecvResult(2)).ResultType)
+		time.Sleep(2 * time.Minute) // fake time: 11 minutes after it was issued
+		retry(3)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(3).Code)
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 	})

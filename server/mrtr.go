@@ -3,9 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +20,7 @@ import (
 // Multi round-trip requests (2026-07-28). A stateless request cannot wait
 // for the client: a handler that needs input (an elicitation, a sampling
 // call, the roots) stops, and the client gets an input-required result
-// listing what to ask, plus a signed requestState. The client answers and
+// listing what to ask, plus a sealed requestState. The client answers and
 // retries the request with inputResponses and the requestState; the handler
 // runs again from the start, and this time its calls return the answers.
 // The same handler code therefore works in a 2025 session (where the calls
@@ -36,6 +36,7 @@ type mrtrRound struct {
 	asked   map[string]inputRequest    // asked during this run, unanswered
 	calls   map[string]int             // calls so far, by method, for keys; made on first use
 	binding string                     // what the request state is bound to; "" until needed (see bound)
+	req     *Request                   // the request of this run, whose caller the state is bound to
 
 	// What binding is made of, when it was not needed at admission.
 	method, name, uri string
@@ -70,9 +71,10 @@ func (e *inputRequired) Error() string {
 
 func (e *inputRequired) Unwrap() error { return errInterrupt }
 
-// requestState is what a signed requestState carries.
+// requestState is what a sealed requestState carries. What it is bound
+// to (the caller's key and the request's binding) is authenticated with it
+// but not stored in it: see stateAD.
 type requestState struct {
-	Binding string                     `json:"b"`
 	Answers map[string]json.RawMessage `json:"a,omitempty"`
 	Pending []string                   `json:"p"`
 	Expires int64                      `json:"e"`
@@ -93,7 +95,7 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 	if plain {
 		// Neither answers nor state: a first round, the common case. The
 		// binding waits until a question needs it.
-		*first = mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params}
+		*first = mrtrRound{method: req.Method, name: req.Name, uri: req.URI, params: req.Params, req: req}
 		return first, nil
 	}
 	var p struct {
@@ -104,7 +106,7 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, nil // the method's own handler reports malformed params
 	}
-	round := &mrtrRound{answers: map[string]json.RawMessage{}, binding: binding(req.Method, req.Name, req.URI, p.Arguments)}
+	round := &mrtrRound{answers: map[string]json.RawMessage{}, binding: binding(req.Method, req.Name, req.URI, p.Arguments), req: req}
 	if p.RequestState == nil {
 		// A retry without state (none was issued, or a client that keeps
 		// none): the answers stand on their own. They are the client's own
@@ -114,9 +116,9 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 		}
 		return round, nil
 	}
-	st, err := s.openState(*p.RequestState)
-	if err != nil || st.Binding != round.binding {
-		return round, Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request")
+	st, err := s.openState(*p.RequestState, s.callerKey(req), round.binding)
+	if err != nil {
+		return round, Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request or caller")
 	}
 	for k, v := range st.Answers {
 		round.answers[k] = v
@@ -203,11 +205,11 @@ func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) 
 func (s *Server) inputRequiredResult(r *mrtrRound) (any, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := requestState{Binding: r.bound(), Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
+	st := requestState{Answers: r.answers, Expires: time.Now().Add(s.cfg.stateTTL).Unix()}
 	for k := range r.asked {
 		st.Pending = append(st.Pending, k)
 	}
-	token, err := s.sealState(st)
+	token, err := s.sealState(st, s.callerKey(r.req), r.bound())
 	if err != nil {
 		return nil, err
 	}
@@ -218,37 +220,49 @@ func (s *Server) inputRequiredResult(r *mrtrRound) (any, error) {
 	}{"input_required", r.asked, token}, nil
 }
 
-// sealState encodes and signs a request state: payload "." HMAC-SHA256.
-func (s *Server) sealState(st requestState) (string, error) {
+// maxStateBytes bounds a requestState a client sends back: what a server
+// seals is its answers so far, which the request size bounds already.
+const maxStateBytes = 1 << 20
+
+// stateAD is what a requestState is bound to, authenticated by the seal
+// but not stored: its purpose, the caller's key (length-prefixed, so that
+// no caller key and binding pair reads as another) and the binding.
+func stateAD(caller, binding string) []byte {
+	ad := make([]byte, 0, len("requestState")+binary.MaxVarintLen64+len(caller)+len(binding))
+	ad = append(ad, "requestState"...)
+	ad = binary.AppendUvarint(ad, uint64(len(caller)))
+	ad = append(ad, caller...)
+	return append(ad, binding...)
+}
+
+// sealState encodes a request state and seals it (AES-GCM) to the caller
+// and the binding: base64url of the nonce, the ciphertext and its tag.
+func (s *Server) sealState(st requestState, caller, binding string) (string, error) {
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return "", err
 	}
-	mac := hmac.New(sha256.New, s.cfg.stateKey)
-	mac.Write(payload)
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString(payload) + "." + enc.EncodeToString(mac.Sum(nil)), nil
+	return base64.RawURLEncoding.EncodeToString(s.stateKeys.Seal(nil, payload, stateAD(caller, binding))), nil
 }
 
 var errBadState = errors.New("mcp: bad requestState")
 
-// openState verifies and decodes a request state.
-func (s *Server) openState(token string) (requestState, error) {
+// openState opens a request state sealed to caller and binding, and
+// checks that it has not expired.
+func (s *Server) openState(token, caller, binding string) (requestState, error) {
 	var st requestState
-	enc := base64.RawURLEncoding
-	p, m, ok := strings.Cut(token, ".")
-	payload, err1 := enc.DecodeString(p)
-	sig, err2 := enc.DecodeString(m)
-	if !ok || err1 != nil || err2 != nil {
+	if len(token) > maxStateBytes {
 		return st, errBadState
 	}
-	mac := hmac.New(sha256.New, s.cfg.stateKey)
-	mac.Write(payload)
-	if !hmac.Equal(sig, mac.Sum(nil)) {
+	sealed, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
 		return st, errBadState
 	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if err := dec.Decode(&st); err != nil || time.Now().Unix() > st.Expires {
+	payload, err := s.stateKeys.Open(nil, sealed, stateAD(caller, binding))
+	if err != nil {
+		return st, errBadState
+	}
+	if err := json.Unmarshal(payload, &st); err != nil || time.Now().Unix() > st.Expires {
 		return st, errBadState
 	}
 	return st, nil

@@ -3,6 +3,8 @@ package server
 import (
 	"log/slog"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/seal"
 )
 
 // Option configures a [Server].
@@ -23,7 +25,7 @@ type config struct {
 	callTimeout  time.Duration
 	pageSize     int
 	notify       notifyConfig  // log and progress notifications (logging.go)
-	stateKey     []byte        // signs requestState; random per Server by default
+	stateKey     []byte        // seals requestState; random per Server by default
 	stateTTL     time.Duration // how long a requestState stays valid
 	cacheTTL     time.Duration // ttlMs of cacheable 2026 results
 	cacheScope   string        // cacheScope of cacheable 2026 results
@@ -56,7 +58,7 @@ func defaultConfig() config {
 		callTimeout:  60 * time.Second,
 		pageSize:     DefaultPageSize,
 		notify:       defaultNotifyConfig(),
-		stateTTL:     time.Hour,
+		stateTTL:     10 * time.Minute,
 		cacheScope:   "private",
 		tasks:        defaultTaskConfig(),
 
@@ -171,21 +173,25 @@ func WithListChangedDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.listChangedDelay = max(d, 0) })
 }
 
-// WithRequestStateKey sets the key that signs the requestState of
-// 2026-07-28 input-required results (HMAC-SHA256). Replicas behind one load
-// balancer must share it, since a retry may reach any of them; by default
-// each Server makes a random key of its own. Keys shorter than 32 bytes are
-// refused by keeping the default.
+// WithRequestStateKey sets the key that seals the requestState of
+// 2026-07-28 input-required results (AES-256-GCM, under a key derived from
+// key): the client can neither read nor alter the answers it carries, and
+// a state is bound to the request and to the caller ([WithCallerKey]) it
+// was issued to. Replicas behind one load balancer must share the key,
+// since a retry may reach any of them; by default each Server makes a
+// random key of its own. Keys shorter than 32 bytes are refused by keeping
+// the default.
 func WithRequestStateKey(key []byte) Option {
 	return optionFunc(func(c *config) {
-		if len(key) >= 32 {
+		if len(key) >= seal.MinKeyBytes {
 			c.stateKey = append([]byte(nil), key...)
 		}
 	})
 }
 
-// WithRequestStateTTL sets how long a requestState stays valid (one hour by
-// default): a retry after that is refused with protocol.CodeInvalidParams.
+// WithRequestStateTTL sets how long a requestState stays valid (10
+// minutes by default): a retry after that is refused with
+// protocol.CodeInvalidParams, and the client starts the request again.
 func WithRequestStateTTL(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -313,6 +319,7 @@ func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 // addition, with [WithToolAccess], tasks/get, tasks/result and
 // tasks/update check the request's access to the task's tool again, so
 // that a token that may not call the tool cannot read its result either.
+// A requestState is bound to the key of the caller it was issued to.
 // Package middleware/auth's CallerKey is the principal's key. key must be
 // safe for concurrent use and fast; a nil key (the default) gives every
 // request the key "".

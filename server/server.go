@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -25,6 +26,7 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // are safe for concurrent use.
 type Server struct {
 	cfg        config
+	stateKeys  *seal.Keys         // seal requestState, under cfg.stateKey
 	handler    Handler            // the middleware chain around route
 	methods    map[string]Handler // read-only after New
 	tools      toolRegistry
@@ -67,7 +69,11 @@ func New(opts ...Option) *Server {
 		cfg.stateKey = make([]byte, 32)
 		_, _ = rand.Read(cfg.stateKey) // crypto/rand.Read never fails
 	}
-	s := &Server{cfg: cfg, methods: make(map[string]Handler)}
+	keys, err := seal.New(cfg.stateKey, nil)
+	if err != nil {
+		panic(err) // unreachable: stateKey has at least seal.MinKeyBytes
+	}
+	s := &Server{cfg: cfg, methods: make(map[string]Handler), stateKeys: keys}
 	s.outcomes = newOutcomeBatches(cfg.outcomeBatch, cfg.outcomeDelay, cfg.logger)
 	s.registerCore()
 	s.registerTools()

@@ -313,7 +313,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
 		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
 		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)",
-		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)",
+		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
@@ -328,7 +328,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 45, flags, "every flag is listed")
+	assert.Equal(t, 46, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
@@ -348,6 +348,31 @@ func TestRequestStateKeyFromEnvironment(t *testing.T) {
 	env["VIGIL_REQUEST_STATE_KEY"] = "not base64!"
 	_, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	require.Error(t, err)
+}
+
+// Without a request state key of its own, vigil seals requestState under
+// the cluster key, which every replica shares already.
+func TestRequestStateKeyFromClusterKey(t *testing.T) {
+	cluster := "c2VjcmV0LWNsdXN0ZXIta2V5LW9mLWF0LWxlYXN0LTMyLWJ5dGVz"
+	env := map[string]string{"VIGIL_CLUSTER_KEY": cluster}
+	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []byte(cluster), cfg.stateKey)
+
+	own := make([]byte, 32)
+	env["VIGIL_REQUEST_STATE_KEY"] = base64.StdEncoding.EncodeToString(own)
+	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, own, cfg.stateKey, "an explicit request state key wins")
+
+	delete(env, "VIGIL_REQUEST_STATE_KEY")
+	env["VIGIL_CLUSTER_KEY"] = "too short"
+	_, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	require.ErrorContains(t, err, "VIGIL_CLUSTER_KEY must be at least 32 bytes")
+
+	cfg, err = parseConfig(nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	assert.Nil(t, cfg.stateKey, "neither: a random key per process")
 }
 
 // The introspection secret is read from the environment only, and never

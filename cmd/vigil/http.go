@@ -134,6 +134,9 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		// Logged before "serving MCP", which tests wait for.
 		logger.Info("serving admin endpoints", "url", obsBase, "paths", adminPaths(dbg != nil),
 			"loopback_only", loopback.ListenAddr(cfg.adminAddr))
+		if !loopback.ListenAddr(cfg.adminAddr) {
+			logger.Warn(adminExposedWarning, "addr", adminLn.Addr().String())
+		}
 		serve(newMux(mcp, public, nil), ln)
 		serve(obs, adminLn)
 	} else {
@@ -351,6 +354,12 @@ func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allow
 	}
 	return mux
 }
+
+// adminExposedWarning is logged when -admin-http is not loopback.
+const adminExposedWarning = "the admin listener is reachable beyond this host, with no authorization: " +
+	"/metrics, and /debug/vigil, which lists session ids (an unauthenticated session's only credential) " +
+	"and the ids of requests waiting for a client's answer; firewall it, or restrict it with a NetworkPolicy, " +
+	"to the monitoring that scrapes it"
 
 // checkExposure refuses to serve /mcp without authorization on a listen
 // address other than loopback unless -allow-unauthenticated says so, and

@@ -27,6 +27,19 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
+// An admin listener beyond loopback is served, with a warning that says
+// what it exposes and that it must be firewalled.
+func TestServiceAdminListenerExposedWarns(t *testing.T) {
+	svc := startService(t, "-http", "127.0.0.1:0", "-admin-http", "0.0.0.0:0")
+	logs := svc.logs.String()
+	m := regexp.MustCompile(`level=WARN msg="` + regexp.QuoteMeta(adminExposedWarning) + `" addr=(\S+)`).FindStringSubmatch(logs)
+	require.NotNil(t, m, "the warning, before the MCP URL:\n%s", logs)
+	assert.Contains(t, logs, `msg="serving admin endpoints" url=http://`+m[1]+" ", "it names the listener")
+	assert.Contains(t, logs, "loopback_only=false")
+	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
+}
+
 // With -admin-http, the observability endpoints are served on the admin
 // listener only, and the MCP listener serves only /mcp; SIGTERM stops both.
 // The -audit-log file gets the tools/call, flushed at exit.
@@ -37,6 +50,7 @@ func TestServiceAdminListener(t *testing.T) {
 	require.NotNil(t, m, "the admin URL is logged before the MCP URL:\n%s", svc.logs.String())
 	admin := m[1]
 	require.NotEqual(t, svc.base, admin)
+	assert.NotContains(t, svc.logs.String(), adminExposedWarning, "a loopback admin listener is no warning")
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 

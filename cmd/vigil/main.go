@@ -88,6 +88,8 @@ type config struct {
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
+	traceClientContext string // -trace-client-context: "trust", "link", or "" for link on an authenticated public listener
+
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
 
@@ -117,6 +119,16 @@ type config struct {
 // authEnabled reports whether requests to /mcp need a bearer token.
 // (parseConfig refuses the introspection pair without -auth-issuer.)
 func (c config) authEnabled() bool { return c.authIssuer != "" }
+
+// untrustedTraceContext reports whether a client's trace context is only
+// a link (-trace-client-context): by default, for authenticated clients of
+// a public listener, who are not part of the operator's tracing.
+func (c config) untrustedTraceContext() bool {
+	if c.traceClientContext != "" {
+		return c.traceClientContext == "link"
+	}
+	return c.authEnabled() && !c.stdio && !loopback.ListenAddr(c.httpAddr)
+}
 
 // envPrefix starts the name of every VIGIL_* variable.
 const envPrefix = "VIGIL_"
@@ -171,6 +183,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
 	fs.BoolVar(&cfg.authHideTools, "auth-hide-tools", false, "answer a call of a tool whose -auth-tool-scopes the caller lacks exactly as a call of an unknown tool, for tool names that are secret; by default it gets 403 insufficient_scope naming the scopes, the step-up clients follow, and tools/list filtering hides nothing from a caller that guesses a name")
+	fs.StringVar(&cfg.traceClientContext, "trace-client-context", "", "`mode` for the trace context (traceparent, baggage) in a request's _meta: trust (the request's span is its child, the client's baggage reaches handlers) or link (a trace of the server's, linked to the client's span; baggage dropped); default: link when -http is not loopback and -auth-issuer is set, else trust")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {
 		name, ok := env[f.Name]
@@ -210,12 +223,24 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			}
 		}
 	}
+	switch cfg.traceClientContext {
+	case "", "trust", "link":
+	default:
+		return config{}, fmt.Errorf("-trace-client-context %q: want trust or link", cfg.traceClientContext)
+	}
 	if v := getenv(envPrefix + "REQUEST_STATE_KEY"); v != "" {
 		key, err := base64.StdEncoding.DecodeString(v)
 		if err != nil || len(key) < 32 {
 			return config{}, fmt.Errorf("%sREQUEST_STATE_KEY must be the base64 of at least 32 bytes", envPrefix)
 		}
 		cfg.stateKey = key
+	} else if v := getenv(envPrefix + "CLUSTER_KEY"); v != "" {
+		// The replicas' shared secret seals requestState too: the seal's
+		// associated data names the purpose, which keeps the uses apart.
+		if len(v) < 32 {
+			return config{}, fmt.Errorf("%sCLUSTER_KEY must be at least 32 bytes", envPrefix)
+		}
+		cfg.stateKey = []byte(v)
 	}
 	cfg.introspectionClientID = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_ID")
 	cfg.introspectionSecret = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_SECRET")
@@ -422,14 +447,16 @@ OpenTelemetry (standard variables):
   OTEL_SDK_DISABLED              true: no tracing, no metrics push
   OTEL_BSP_*                     batch span processor settings
 Trace context (W3C traceparent, tracestate, baggage) is read from and
-written to each request's params._meta.
+written to each request's params._meta; see -trace-client-context for
+whether a client's is trusted.
 
 Secrets (environment only):
-  VIGIL_REQUEST_STATE_KEY        base64 of >= 32 bytes that sign the
+  VIGIL_REQUEST_STATE_KEY        base64 of >= 32 bytes that seal the
                                  requestState of 2026-07-28 input-required
                                  results; every replica behind one load
-                                 balancer needs the same key (default: a
-                                 random key per process)
+                                 balancer needs the same key (default:
+                                 VIGIL_CLUSTER_KEY when set, else a random
+                                 key per process)
   VIGIL_AUTH_INTROSPECTION_CLIENT_ID
   VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
                                  both or neither: verify tokens by asking

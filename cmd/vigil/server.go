@@ -44,6 +44,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
 		middleware.WithAuditLog(audit),
 	}
+	if cfg.untrustedTraceContext() {
+		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
+	}
 	instOpts = append(instOpts, quotaMW...)
 	inst, err := middleware.NewInstrumentation(append(instOpts, rateLimitOptions(cfg)...)...)
 	if err != nil {

@@ -77,23 +77,19 @@ var goDirectiveRE = regexp.MustCompile(`(?m)^go (\d+\.\d+)(\.\d+)?$`)
 func TestDockerfile(t *testing.T) {
 	ins := parseDockerfile(t, readRepoFile(t, dockerfile))
 	var froms []string
-	args := map[string]string{}
 	for _, in := range ins {
-		switch in.cmd {
-		case "FROM":
+		if in.cmd == "FROM" {
 			froms = append(froms, in.args)
-		case "ARG":
-			if k, v, ok := strings.Cut(in.args, "="); ok {
-				args[k] = v
-			}
 		}
 	}
 	require.Len(t, froms, 2, "a builder stage and the final stage")
 
 	m := goDirectiveRE.FindSubmatch(readRepoFile(t, "go.mod"))
 	require.NotNil(t, m, "go.mod has no go directive")
-	assert.Equal(t, "golang:${GO_VERSION} AS build", froms[0])
-	assert.Equal(t, string(m[1]), args["GO_VERSION"], "the builder's Go is go.mod's")
+	builder := regexp.MustCompile(`^golang:(\d+\.\d+)(?:\.\d+)?@sha256:[0-9a-f]{64} AS build$`).FindStringSubmatch(froms[0])
+	if assert.NotNil(t, builder, "the builder is golang:VERSION@sha256:DIGEST AS build: %s", froms[0]) {
+		assert.Equal(t, string(m[1]), builder[1], "the builder's Go is go.mod's")
+	}
 
 	final := strings.Fields(froms[1])[0]
 	assert.True(t, final == "scratch" || strings.HasPrefix(final, "gcr.io/distroless/static"), "final base %s", final)
