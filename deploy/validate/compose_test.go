@@ -135,7 +135,7 @@ func TestComposeServices(t *testing.T) {
 	assert.Contains(t, prom.Command, "--config.file="+configTarget)
 
 	jaeger := composeService(t, p, "jaeger")
-	assert.Equal(t, "jaegertracing/jaeger:2.13.0", jaeger.Image)
+	assert.True(t, strings.HasPrefix(jaeger.Image, "jaegertracing/jaeger:2."), jaeger.Image)
 	for _, port := range []uint32{4318, 16686} {
 		assert.True(t, slices.ContainsFunc(jaeger.Ports, func(pc types.ServicePortConfig) bool { return pc.Target == port }),
 			"jaeger publishes port %d", port)

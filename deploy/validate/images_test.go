@@ -11,14 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// unpinnedImages are the images allowed a tag without a digest, each with
-// why: no digest of it could be confirmed when the others were pinned.
-var unpinnedImages = map[string]string{
-	// The dev stack's trace viewer only; no published digest of 2.13.0 was
-	// found to check one against. Pin it at the next refresh (deploy/README.md).
-	"jaegertracing/jaeger:2.13.0": "no confirmed digest",
-}
-
 // pinnedRE is an image reference with a tag and a digest: the tag says
 // which version it is, the digest is what is pulled.
 var pinnedRE = regexp.MustCompile(`^[a-z0-9][a-z0-9./_-]*(?::[0-9]+)?(?:/[a-z0-9./_-]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]*@sha256:[0-9a-f]{64}$`)
@@ -37,8 +29,6 @@ func localImage(ref string) bool {
 func checkPinned(ref string) string {
 	switch {
 	case localImage(ref):
-		return ""
-	case unpinnedImages[ref] != "":
 		return ""
 	case !pinnedRE.MatchString(ref):
 		return "not pinned as IMAGE:TAG@sha256:DIGEST"
