@@ -60,13 +60,14 @@ type Endpoint struct {
 	expiry *expiry     // ends idle sessions; nil when they never expire
 	quotas *quotaState // quota.go
 
-	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
-	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
-	stopForward func()                       // forward.go: ends HandleForwarded
-	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
-	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
-	namedOrigin atomic.Pointer[string]       // security.go: the last Origin host allowed by its name
-	drained     chan struct{}                // shared.go: closed by Drain
+	forwardTo   atomic.Pointer[http.Handler]        // forward.go: serves forwarded requests; nil: the Endpoint
+	principals  atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
+	guard       atomic.Pointer[MessageGuard]        // guard.go: checks each decoded message; nil: none
+	stopForward func()                              // forward.go: ends HandleForwarded
+	draining    atomic.Bool                         // shared.go: Drain was called; nothing is admitted
+	namedHost   atomic.Pointer[string]              // security.go: the last Host allowed by its name
+	namedOrigin atomic.Pointer[string]              // security.go: the last Origin host allowed by its name
+	drained     chan struct{}                       // shared.go: closed by Drain
 	drainOnce   sync.Once
 
 	// mu guards sessions and closed. Every request of a session looks it
@@ -108,7 +109,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
 func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.hostAllowed(r) || !h.originAllowed(r) {
+	if (!h.hostAllowed(r) || !h.originAllowed(r)) && !isForwarded(r) {
 		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
 		return
 	}
