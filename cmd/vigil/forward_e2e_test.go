@@ -216,13 +216,13 @@ func TestSharedTaskForwardedAuthorized(t *testing.T) {
 			from = b
 		}
 		id := to.replica + ".no-such-task"
+		stateless := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": id}
 		for _, era := range []struct {
 			name, body string
 			hdr        map[string]string
 		}{
 			{"2025 session", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":%q}}`, id), session},
-			{"2026-07-28", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, id, meta),
-				map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tasks/get", "Mcp-Name": id}},
+			{"2026-07-28", fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, id, meta), stateless},
 		} {
 			// As the task's replica answers it itself (vigil's tools run no
 			// tasks: it does not serve tasks/get, which is all this needs).
