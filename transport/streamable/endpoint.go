@@ -60,15 +60,16 @@ type Endpoint struct {
 	expiry *expiry     // ends idle sessions; nil when they never expire
 	quotas *quotaState // quota.go
 
-	forwardTo   atomic.Pointer[http.Handler]        // forward.go: serves forwarded requests; nil: the Endpoint
-	principals  atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
-	guard       atomic.Pointer[MessageGuard]        // guard.go: checks each decoded message; nil: none
-	stopForward func()                              // forward.go: ends HandleForwarded
-	draining    atomic.Bool                         // shared.go: Drain was called; nothing is admitted
-	namedHost   atomic.Pointer[string]              // security.go: the last Host allowed by its name
-	namedOrigin atomic.Pointer[string]              // security.go: the last Origin host allowed by its name
-	drained     chan struct{}                       // shared.go: closed by Drain
+	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
+	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
+	stopForward func()                       // forward.go: ends HandleForwarded
+	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
+	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
+	namedOrigin atomic.Pointer[string]       // security.go: the last Origin host allowed by its name
+	drained     chan struct{}                // shared.go: closed by Drain
 	drainOnce   sync.Once
+
+	principals atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
 
 	// mu guards sessions and closed. Every request of a session looks it
 	// up, from every core: lookups share the lock (RLock), and only a
