@@ -291,29 +291,21 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 // checked by the Endpoint on the message it decodes (its MessageGuard),
 // with the same 403, rather than by reading and parsing the body here once
 // more; the Endpoint then refuses, after its own checks, what it would
-// refuse anyway (a bad Content-Type, a body over its limit).
+// refuse anyway (a bad Content-Type, a body over its limit). And a request
+// it forwards to another replica carries an assertion of its principal,
+// not its token: there, this guard (its SetForwardHandler) authorizes it
+// by the assertion, every scope checked, and refuses it without one.
 func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 	endpointChecks := false
-	if ep, ok := next.(*streamable.Endpoint); ok && rs.cfg.ToolScopes != nil {
-		ep.SetMessageGuard(rs.guardMessage)
-		endpointChecks = true
+	if ep, ok := next.(*streamable.Endpoint); ok {
+		ep.SetPrincipalForwarding(rs.assertPrincipal, rs.restorePrincipal) // forward.go
+		if rs.cfg.ToolScopes != nil {
+			ep.SetMessageGuard(rs.guardMessage)
+			endpointChecks = true
+		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, err := BearerToken(r)
-		if isForm(r) {
-			// MCP messages are JSON: a form body is where RFC 6750 §2.2
-			// would carry a token, which is accepted only in the header. It
-			// is refused unread, so that it costs no memory.
-			err = &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
-		}
-		if err != nil {
-			rs.refuse(w, r, err, nil)
-			return
-		}
-		p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
-		if err == nil && p == nil {
-			err = &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
-		}
+		p, err := rs.authenticate(r)
 		if err != nil {
 			rs.refuse(w, r, err, nil)
 			return
@@ -348,6 +340,34 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(ContextWithPrincipal(r.Context(), p)))
 	})
+}
+
+// authenticate returns the principal of r's bearer token, verified; for a
+// request another replica forwarded, which carries no token, the principal
+// its assertion names (see restorePrincipal), whose token that replica
+// verified.
+func (rs *ResourceServer) authenticate(r *http.Request) (*Principal, error) {
+	tok, err := BearerToken(r)
+	switch {
+	case isForm(r):
+		// MCP messages are JSON: a form body is where RFC 6750 §2.2
+		// would carry a token, which is accepted only in the header. It
+		// is refused unread, so that it costs no memory.
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
+	case err == nil:
+	case ReasonOf(err) == ReasonMissingToken:
+		if a, ok := assertedFrom(r.Context()); ok {
+			return a.p, a.err
+		}
+		return nil, err
+	default:
+		return nil, err
+	}
+	p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
+	if err == nil && p == nil {
+		err = &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
+	}
+	return p, err
 }
 
 // needs returns every scope r needs: Config.Scopes, and for a POST whose

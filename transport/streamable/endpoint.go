@@ -69,6 +69,8 @@ type Endpoint struct {
 	drained     chan struct{}                // shared.go: closed by Drain
 	drainOnce   sync.Once
 
+	principals atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
+
 	// mu guards sessions and closed. Every request of a session looks it
 	// up, from every core: lookups share the lock (RLock), and only a
 	// session's filing and forgetting take it alone.
@@ -108,7 +110,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 
 // ServeHTTP serves POST, GET and DELETE on the endpoint.
 func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.hostAllowed(r) || !h.originAllowed(r) {
+	if (!h.hostAllowed(r) || !h.originAllowed(r)) && !isForwarded(r) {
 		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
 		return
 	}

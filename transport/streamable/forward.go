@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 // answered as that replica answers them: a 2026-07-28 task's tasks/get,
 // tasks/update and tasks/cancel, and a 2025 session's tasks/get,
 // tasks/result and tasks/cancel (the session's view on the task's replica
-// is held while the task runs, see transport.Shared's Hold).
+// is held while the task runs, see transport.Shared's Hold). A forwarded
+// request carries no credentials, and no header the Endpoint does not read:
+// its principal travels as an assertion (see SetPrincipalForwarding).
 
 // forwardTimeout bounds the wait for a forwarded request's answer, but
 // for tasks/result, which waits for the task: its wait ends when the
@@ -31,12 +34,51 @@ const (
 	forwardAliveEvery = 2 * time.Second
 )
 
-// forwarded is a forwarded HTTP request, or its answer.
+// maxRemoteAddr bounds the client address a forwarded request names (an
+// IPv6 address with a zone and a port is shorter).
+const maxRemoteAddr = 128
+
+// forwarded is a forwarded HTTP request, or its answer. A request carries
+// no credentials (see forwardedHeader): its principal travels as the
+// assertion of SetPrincipalForwarding, and Remote is its client's address
+// (the caller of its quotas when it has no principal).
 type forwarded struct {
-	Host   string              `json:"host,omitempty"`
-	Status int                 `json:"status,omitempty"`
-	Header map[string][]string `json:"header"`
-	Body   []byte              `json:"body"`
+	Host      string              `json:"host,omitempty"`
+	Remote    string              `json:"remote,omitempty"`
+	Status    int                 `json:"status,omitempty"`
+	Header    map[string][]string `json:"header"`
+	Body      []byte              `json:"body"`
+	Assertion []byte              `json:"assertion,omitempty"`
+}
+
+// principalForwarding is what SetPrincipalForwarding sets.
+type principalForwarding struct {
+	assert  func(r *http.Request) []byte
+	restore func(ctx context.Context, assertion []byte) context.Context
+}
+
+// forwardedKey marks the context of a request another replica forwarded,
+// which passed the Host and Origin checks there.
+type forwardedKey struct{}
+
+// isForwarded reports whether r is a request another replica forwarded.
+func isForwarded(r *http.Request) bool { return r.Context().Value(forwardedKey{}) != nil }
+
+// forwardedHeader returns the headers of a forwarded request that serve it:
+// those the Endpoint reads (the Mcp-* headers among them) and the trace
+// context. Never Authorization, Cookie or anything else a client sent: a
+// request forwarded through the cluster must not hand its credentials to
+// whoever reads the cluster's messages.
+func forwardedHeader(in http.Header) map[string][]string {
+	out := make(map[string][]string, len(in))
+	for k, vs := range in {
+		switch ck := http.CanonicalHeaderKey(k); {
+		case ck == headerContentType, ck == headerAccept, ck == "Last-Event-Id",
+			ck == "Traceparent", ck == "Tracestate", strings.HasPrefix(ck, "Mcp-"):
+			out[ck] = slices.Clone(vs)
+		}
+	}
+	return out
 }
 
 // taskReplica returns the replica that runs the task a task
@@ -68,7 +110,10 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 // its answer; when the replica does not answer, the task is lost with it.
 func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transport.Request, body []byte, replica string) {
 	fw := h.cfg.cluster.(Forwarder)
-	out := forwarded{Host: r.Host, Header: map[string][]string(r.Header.Clone()), Body: body}
+	out := forwarded{Host: r.Host, Remote: r.RemoteAddr, Header: forwardedHeader(r.Header), Body: body}
+	if pf := h.principals.Load(); pf != nil && pf.assert != nil {
+		out.Assertion = pf.assert(r)
+	}
 	data, err := json.Marshal(out)
 	if err != nil {
 		h.reject(w, http.StatusInternalServerError, req.ID, protocol.CodeInternal, protocol.RejectOther, "cannot forward the request")
@@ -119,16 +164,24 @@ func watchReplica(ctx context.Context, cancel context.CancelFunc, leases Leases,
 
 // serveForwarded answers a request another replica forwarded: it is served
 // by the handler of the MCP endpoint (see SetForwardHandler), as if the
-// load balancer had sent it here.
+// load balancer had sent it here, but for the Host and Origin checks, which
+// it passed on that replica, and its credentials: its principal is the one
+// its assertion names, if any (see SetPrincipalForwarding).
 func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 	var in forwarded
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil
 	}
+	ctx = context.WithValue(ctx, forwardedKey{}, true)
+	if pf := h.principals.Load(); pf != nil && pf.restore != nil {
+		ctx = pf.restore(ctx, in.Assertion)
+	}
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(in.Body))
-	r.Header = http.Header(in.Header)
+	r.Header = forwardedHeader(in.Header)
 	r.Host = in.Host
-	r.RemoteAddr = "127.0.0.1:0" // forwarded by a replica over the cluster
+	if in.Remote != "" && len(in.Remote) <= maxRemoteAddr {
+		r.RemoteAddr = in.Remote
+	}
 	rec := httptest.NewRecorder()
 	target := http.Handler(h)
 	if p := h.forwardTo.Load(); p != nil {
@@ -146,3 +199,15 @@ func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 // every check a request from the load balancer passes. It matters only
 // with a [Forwarder] cluster.
 func (h *Endpoint) SetForwardHandler(handler http.Handler) { h.forwardTo.Store(&handler) }
+
+// SetPrincipalForwarding makes a request h forwards to another replica
+// carry assert(r), an assertion of the principal r was authorized as (nil:
+// none), since it carries no credentials; and makes the replica it reaches
+// put the assertion into the request's context with restore (called with
+// nil when there is none) before the handler of SetForwardHandler serves
+// it. An authorization guard in front of h sets it, so that it authorizes
+// a forwarded request by its assertion; the cluster must authenticate what
+// it carries. Call it before h serves.
+func (h *Endpoint) SetPrincipalForwarding(assert func(r *http.Request) []byte, restore func(ctx context.Context, assertion []byte) context.Context) {
+	h.principals.Store(&principalForwarding{assert: assert, restore: restore})
+}

@@ -117,7 +117,7 @@ type replica struct {
 var _ streamable.Forwarder = (*replica)(nil)
 
 // Forward calls the handler replica registered with HandleForwarded, on
-// this goroutine; it fails when there is none (the replica is gone) or the
+// this goroutine, with a context that ends with ctx; it fails when there is none (the replica is gone) or the
 // cluster is down.
 func (r *replica) Forward(ctx context.Context, to string, req []byte) ([]byte, error) {
 	r.c.mu.Lock()
@@ -130,7 +130,12 @@ func (r *replica) Forward(ctx context.Context, to string, req []byte) ([]byte, e
 	case handle == nil:
 		return nil, fmt.Errorf("streamabletest: forward to replica %s: no answer", to)
 	}
-	return handle(ctx, req), nil
+	// As over a network: the handler gets none of ctx's values (the
+	// caller's principal, its listener's address), only its end.
+	hctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	return handle(hctx, req), nil
 }
 
 // HandleForwarded registers handle as the replica's, until stop.
