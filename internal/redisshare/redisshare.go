@@ -234,7 +234,7 @@ func secureTransport(opt *redis.Options, cfg Config) error {
 		switch {
 		case cfg.CAFile != "":
 			return errors.New("a CA file (-redis-ca) is for TLS: use a rediss:// URL")
-		case !cfg.AllowPlaintext && !loopback.ListenAddr(host):
+		case !cfg.AllowPlaintext && opt.Network != "unix" && !loopback.ListenAddr(host):
 			return errors.New("redis:// has no TLS, so anyone on the path to a Redis that is not on loopback reads the sessions and the password: use rediss://, or pass -redis-insecure-plaintext")
 		}
 		return nil

@@ -117,13 +117,18 @@ func TestOpenTLS(t *testing.T) {
 	}
 }
 
-// TestOpenPlaintext: redis:// stays allowed on loopback, and elsewhere
-// with AllowPlaintext (this one then fails to connect, not on the check).
+// TestOpenPlaintext: redis:// stays allowed on loopback and on a Unix
+// socket, and elsewhere with AllowPlaintext (this one then fails to connect, not on the check).
 func TestOpenPlaintext(t *testing.T) {
 	rs := redistest.Start(t)
 	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0", IdleTimeout: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+
+	// A Unix socket is local too: refused for its absence, not for plain text.
+	_, err = redisshare.Open(t.Context(), redisshare.Config{URL: "unix://" + t.TempDir() + "/absent.sock"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "has no TLS")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
