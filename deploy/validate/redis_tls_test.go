@@ -377,10 +377,10 @@ func TestRedisTLSScript(t *testing.T) {
 	roots.AddCert(ca)
 	for _, host := range []string{"redis", "vigil-redis"} {
 		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host})
-		assert.NoError(t, err, host)
+		require.NoError(t, err, host)
 	}
 	_, err = leaf.Verify(x509.VerifyOptions{Roots: x509.NewCertPool(), DNSName: "redis"})
-	assert.Error(t, err, "only its own CA")
+	require.Error(t, err, "only its own CA")
 	assert.Equal(t, x509.ECDSA, leaf.PublicKeyAlgorithm)
 	for _, name := range []string{"ca.key", "tls.key", "redis-password"} {
 		fi, err := os.Stat(filepath.Join(dir, name))

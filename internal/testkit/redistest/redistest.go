@@ -88,8 +88,10 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
-	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", ""}
+	args := []string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", "",
+	}
 	if f := s.tls; f != nil {
 		args = append(args, f.serverArgs(s.port)...)
 	}

@@ -61,19 +61,19 @@ func TestStartTLS(t *testing.T) {
 	wrong.Password = "not-" + s.Password()
 	wc := redis.NewClient(&wrong)
 	defer func() { _ = wc.Close() }()
-	assert.ErrorContains(t, wc.Ping(ctx).Err(), "WRONGPASS")
+	require.ErrorContains(t, wc.Ping(ctx).Err(), "WRONGPASS")
 
 	opt.Password = s.Password()
 	c := redis.NewClient(opt)
 	defer func() { _ = c.Close() }()
 	require.NoError(t, c.Set(ctx, "vigil:{x}:s", "v", 0).Err())
-	assert.ErrorContains(t, c.Set(ctx, "other", "v", 0).Err(), "NOPERM", "only vigil's keys")
-	assert.ErrorContains(t, c.Do(ctx, "flushall").Err(), "NOPERM", "only vigil's commands")
-	assert.ErrorContains(t, c.Publish(ctx, "other", "m").Err(), "NOPERM", "only vigil's channels")
+	require.ErrorContains(t, c.Set(ctx, "other", "v", 0).Err(), "NOPERM", "only vigil's keys")
+	require.ErrorContains(t, c.Do(ctx, "flushall").Err(), "NOPERM", "only vigil's commands")
+	require.ErrorContains(t, c.Publish(ctx, "other", "m").Err(), "NOPERM", "only vigil's channels")
 
 	plain := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
 	defer func() { _ = plain.Close() }()
-	assert.Error(t, plain.Ping(ctx).Err(), "no plain TCP")
+	require.Error(t, plain.Ping(ctx).Err(), "no plain TCP")
 
 	anon := *opt
 	anon.Username, anon.Password = "", ""
