@@ -119,6 +119,9 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	}
 	if s.Store, err = redisstore.New(ctx, s.client, opts...); err != nil {
 		_ = s.client.Close()
+		if errors.As(err, new(x509.UnknownAuthorityError)) {
+			err = fmt.Errorf("%w (if Redis's CA is a private one, give it with -redis-ca)", err)
+		}
 		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
 	}
 	s.renew(ctx)

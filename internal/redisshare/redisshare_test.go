@@ -98,7 +98,7 @@ func TestOpenTLS(t *testing.T) {
 		"wrong password":  {func(c *redisshare.Config) { c.Password += "x" }, "WRONGPASS"},
 		"no password":     {func(c *redisshare.Config) { c.Password = "" }, "NOAUTH"},
 		"untrusted CA":    {func(c *redisshare.Config) { c.CAFile = other.CAFile() }, "certificate signed by unknown authority"},
-		"system CAs":      {func(c *redisshare.Config) { c.CAFile = "" }, "certificate signed by unknown authority"},
+		"system CAs":      {func(c *redisshare.Config) { c.CAFile = "" }, "certificate signed by unknown authority (if Redis's CA is a private one, give it with -redis-ca)"},
 		"skip_verify":     {func(c *redisshare.Config) { c.URL += "?skip_verify=true" }, "skip_verify would accept any server certificate"},
 		"CA without TLS":  {func(c *redisshare.Config) { c.URL = "redis://127.0.0.1:1/0" }, "-redis-ca) is for TLS"},
 		"CA file absent":  {func(c *redisshare.Config) { c.CAFile += ".absent" }, "-redis-ca: open"},
