@@ -81,9 +81,9 @@ auth: interop-deps oidc-deps conformance-deps
 	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
 	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
-## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis, verbosely (totals in the log).
+## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it), verbosely (totals in the log).
 conformance: system-deps conformance-deps
-	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx)"
+	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis)"
 	CI=true $(GO) test -count=1 -run '^TestConformance(Shared)?$$' -v ./cmd/vigil-everything
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.

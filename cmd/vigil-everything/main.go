@@ -66,7 +66,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
-	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (redis://host:port/db; default $VIGIL_REDIS_URL)")
+	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis:// only on loopback; default $VIGIL_REDIS_URL)")
+	redisCA := fs.String("redis-ca", os.Getenv("VIGIL_REDIS_CA"), "PEM `file` of the certificate authorities that Redis's certificate must chain to, instead of the system's (default $VIGIL_REDIS_CA)")
+	redisPlaintext := fs.Bool("redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,7 +104,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
 		var err error
-		if shared, err = redisshare.Open(ctx, redisshare.Config{URL: *redisURL, IdleTimeout: 30 * time.Minute, Logger: logger}); err != nil {
+		if shared, err = redisshare.Open(ctx, redisshare.Config{
+			URL: *redisURL, Password: os.Getenv("VIGIL_REDIS_PASSWORD"), CAFile: *redisCA, AllowPlaintext: *redisPlaintext,
+			IdleTimeout: 30 * time.Minute, Logger: logger,
+		}); err != nil {
 			return err
 		}
 		defer func() { _ = shared.Close() }()

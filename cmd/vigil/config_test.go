@@ -152,8 +152,23 @@ func TestParseConfig(t *testing.T) {
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2"},
 			want: with(func(c *config) { c.redisURL = "redis://:pw@redis:6379/2" }),
 		},
-		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead"},
-		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass the URL in VIGIL_REDIS_URL instead"},
+		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead"},
+		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
+		{
+			name: "redis with TLS, a CA and an ACL user",
+			args: []string{"-redis", "rediss://vigil@redis:6379/0", "-redis-ca", "/etc/vigil/redis-ca.pem"},
+			env:  map[string]string{"VIGIL_REDIS_PASSWORD": "pw"},
+			want: with(func(c *config) {
+				c.redisURL, c.redisCA, c.redisPassword = "rediss://vigil@redis:6379/0", "/etc/vigil/redis-ca.pem", "pw"
+			}),
+		},
+		{
+			name: "redis plaintext, knowingly",
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/0", "VIGIL_REDIS_INSECURE_PLAINTEXT": "true"},
+			want: with(func(c *config) { c.redisURL, c.redisPlaintext = "redis://redis:6379/0", true }),
+		},
+		{name: "redis password without redis", env: map[string]string{"VIGIL_REDIS_PASSWORD": "pw"}, wantErr: "-redis-ca, -redis-insecure-plaintext and VIGIL_REDIS_PASSWORD need -redis"},
+		{name: "redis CA without redis", args: []string{"-redis-ca", "ca.pem"}, wantErr: "need -redis"},
 		{name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, want: with(func(c *config) { c.redisURL = "redis://redis:6379/2" })},
 		{
 			name: "a flag wins over the environment",
@@ -328,7 +343,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 46, flags, "every flag is listed")
+	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 48, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -92,6 +92,10 @@ type config struct {
 
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
+	// Redis's transport and credentials (redisshare.Config).
+	redisCA        string // -redis-ca: PEM file of the CAs of Redis's certificate; "": the system's
+	redisPlaintext bool   // -redis-insecure-plaintext: redis:// to a Redis that is not on loopback
+	redisPassword  string // from VIGIL_REDIS_PASSWORD only: never printed
 
 	// Rate limits (token buckets; shared on Redis with -redis): each
 	// principal's requests, and its calls of some tools. 0: none.
@@ -166,7 +170,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&authScopes, "auth-scopes", "", "comma-separated `scopes` every request to /mcp needs")
 	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
-	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (redis://[:password@]host:port/db; rediss:// for TLS): any replica then serves any session, with no session affinity; a password is refused here: give it in the environment variable")
+	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS; redis:// only on loopback): any replica then serves any session, with no session affinity; a password is refused here: give it in VIGIL_REDIS_PASSWORD")
+	fs.StringVar(&cfg.redisCA, "redis-ca", "", "PEM `file` of the certificate authorities that Redis's certificate (rediss://) must chain to, instead of the system's")
+	fs.BoolVar(&cfg.redisPlaintext, "redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback, where anyone on the path reads the sessions and the password and can rewrite them: for tests and labs only")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
@@ -219,7 +225,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		// Argv is readable by every local user (ps, /proc): no secret there.
 		if u, err := url.Parse(cfg.redisURL); err == nil && u.User != nil {
 			if _, ok := u.User.Password(); ok {
-				return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead")
+				return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead")
 			}
 		}
 	}
@@ -227,6 +233,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	case "", "trust", "link":
 	default:
 		return config{}, fmt.Errorf("-trace-client-context %q: want trust or link", cfg.traceClientContext)
+	}
+	cfg.redisPassword = getenv(envPrefix + "REDIS_PASSWORD")
+	if (cfg.redisPassword != "" || cfg.redisCA != "" || cfg.redisPlaintext) && cfg.redisURL == "" {
+		return config{}, fmt.Errorf("-redis-ca, -redis-insecure-plaintext and %sREDIS_PASSWORD need -redis", envPrefix)
 	}
 	if v := getenv(envPrefix + "REQUEST_STATE_KEY"); v != "" {
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -457,6 +467,9 @@ Secrets (environment only):
                                  balancer needs the same key (default:
                                  VIGIL_CLUSTER_KEY when set, else a random
                                  key per process)
+  VIGIL_REDIS_PASSWORD           password of -redis's user (an ACL user named
+                                 in the URL: rediss://vigil@host:6379/0),
+                                 instead of a password in VIGIL_REDIS_URL
   VIGIL_AUTH_INTROSPECTION_CLIENT_ID
   VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
                                  both or neither: verify tokens by asking
@@ -540,7 +553,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
 		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
-			URL: cfg.redisURL, IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
+			URL: cfg.redisURL, Password: cfg.redisPassword, CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext,
+			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
 			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
 		})
 		if err != nil {

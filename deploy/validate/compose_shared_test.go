@@ -17,7 +17,8 @@ const (
 )
 
 // loadSharedCompose loads deploy/compose.shared.yaml as docker compose
-// would, with VIGIL_REQUEST_STATE_KEY set as its header says.
+// would, with VIGIL_REQUEST_STATE_KEY and VIGIL_REDIS_PASSWORD set as its
+// header says.
 func loadSharedCompose(t *testing.T) *types.Project {
 	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
@@ -25,7 +26,7 @@ func loadSharedCompose(t *testing.T) *types.Project {
 		cli.WithName("vigil-shared"),
 		cli.WithResolvedPaths(true),
 		cli.WithInterpolation(true),
-		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}),
+		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword}),
 	)
 	require.NoError(t, err)
 	p, err := opts.LoadProject(t.Context())
@@ -46,7 +47,7 @@ func TestComposeShared(t *testing.T) {
 		assert.Equal(t, "deploy/Dockerfile", s.Build.Dockerfile)
 		env := s.Environment
 		require.NotNil(t, env["VIGIL_REDIS_URL"], name)
-		assert.Equal(t, "redis://redis:6379/0", *env["VIGIL_REDIS_URL"], name)
+		assert.Equal(t, "rediss://vigil@redis:6379/0", *env["VIGIL_REDIS_URL"], name)
 		require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"], name)
 		if key == "" {
 			key = *env["VIGIL_REQUEST_STATE_KEY"]
@@ -63,7 +64,7 @@ func TestComposeShared(t *testing.T) {
 	// share the 2026-07-28 requests' state).
 	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
 		cli.WithWorkingDirectory(repoPath(t, "deploy")), cli.WithName("vigil-shared"), cli.WithInterpolation(true),
-		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY="}))
+		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword}))
 	require.NoError(t, err)
 	_, err = opts.LoadProject(t.Context())
 	assert.ErrorContains(t, err, "VIGIL_REQUEST_STATE_KEY")

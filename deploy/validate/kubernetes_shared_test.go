@@ -61,7 +61,7 @@ func TestKubernetesSharedOverlay(t *testing.T) {
 	require.Contains(t, env, "VIGIL_REDIS_URL")
 	redisSvc := services["vigil-redis"]
 	require.NotNil(t, redisSvc)
-	assert.Equal(t, "redis://"+redisSvc.Name+":6379/0", env["VIGIL_REDIS_URL"].Value)
+	assert.Equal(t, "rediss://vigil@"+redisSvc.Name+":6379/0", env["VIGIL_REDIS_URL"].Value)
 	require.Contains(t, env, "VIGIL_REQUEST_STATE_KEY")
 	require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"].ValueFrom)
 	require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"].ValueFrom.SecretKeyRef, "the key comes from a Secret")

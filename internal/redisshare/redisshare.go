@@ -3,6 +3,7 @@ package redisshare
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
@@ -24,8 +27,20 @@ import (
 
 // Config is what Open needs.
 type Config struct {
-	// URL is redis://[user:password@]host:port/db (or rediss:// for TLS).
+	// URL is rediss://[user[:password]@]host:port/db (TLS, at least 1.2),
+	// or redis:// without TLS, which Open refuses for a host that is not
+	// loopback unless AllowPlaintext. Its skip_verify parameter is refused.
 	URL string
+	// Password is the password of the URL's user (an ACL user, or the
+	// default user when the URL names none); it replaces the URL's own.
+	Password string
+	// CAFile is a PEM file of the certificate authorities that the Redis
+	// server's certificate must chain to, instead of the system's; it
+	// needs a rediss:// URL.
+	CAFile string
+	// AllowPlaintext allows a redis:// URL to a host that is not loopback,
+	// where anyone on the path reads the sessions and the password.
+	AllowPlaintext bool
 	// IdleTimeout is the sessions' idle timeout: their records expire in
 	// Redis after it.
 	IdleTimeout time.Duration
@@ -70,9 +85,17 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-redis: %w", errors.New(strings.ReplaceAll(err.Error(), cfg.URL, "URL")))
 	}
+	if err := secureTransport(opt, cfg); err != nil {
+		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
+	}
 	// Fail fast while Redis is away: a request waits at most this long.
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
 	opt.MaxRetries = 1
+	// Only what the shared mode needs, which the ACL user of a shared
+	// deployment may run (deploy/): no CLIENT SETINFO, no CLIENT
+	// MAINT_NOTIFICATIONS.
+	opt.DisableIdentity = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -96,6 +119,9 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	}
 	if s.Store, err = redisstore.New(ctx, s.client, opts...); err != nil {
 		_ = s.client.Close()
+		if errors.As(err, new(x509.UnknownAuthorityError)) {
+			err = fmt.Errorf("%w (if Redis's CA is a private one, give it with -redis-ca)", err)
+		}
 		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
 	}
 	s.renew(ctx)
@@ -198,6 +224,40 @@ func replicaName() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return host + "-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// secureTransport applies cfg's password and CA to opt, and refuses a
+// connection that anyone on the path could read or impersonate.
+func secureTransport(opt *redis.Options, cfg Config) error {
+	if cfg.Password != "" {
+		opt.Password = cfg.Password
+	}
+	if opt.TLSConfig == nil {
+		host, _, _ := net.SplitHostPort(opt.Addr)
+		switch {
+		case cfg.CAFile != "":
+			return errors.New("a CA file (-redis-ca) is for TLS: use a rediss:// URL")
+		case !cfg.AllowPlaintext && opt.Network != "unix" && !loopback.ListenAddr(host):
+			return errors.New("redis:// has no TLS, so anyone on the path to a Redis that is not on loopback reads the sessions and the password: use rediss://, or pass -redis-insecure-plaintext")
+		}
+		return nil
+	}
+	if opt.TLSConfig.InsecureSkipVerify {
+		return errors.New("skip_verify would accept any server certificate: give the server's CA with -redis-ca instead")
+	}
+	if cfg.CAFile == "" {
+		return nil
+	}
+	pem, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return fmt.Errorf("-redis-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("-redis-ca %s: no PEM certificate in it", cfg.CAFile)
+	}
+	opt.TLSConfig.RootCAs = pool
+	return nil
 }
 
 // redactedAddr is where the client connects, without credentials.

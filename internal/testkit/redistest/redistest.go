@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -22,6 +23,7 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	tls  *tlsFiles // nil: plain TCP, the default user with no password
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -29,6 +31,21 @@ type Server struct {
 
 // Start starts redis-server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, false)
+}
+
+// StartTLS starts redis-server for t as a shared deployment runs it, and
+// stops it when t ends: TLS only (no plain port) with a certificate of a
+// CA made for t (CAFile), the default user off, and the ACL user "vigil"
+// (Password) limited to the commands, keys and channels Vigil uses. URL
+// names that user without its password. Client is an administrator's.
+func StartTLS(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, withTLS bool) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -38,6 +55,11 @@ func Start(t testing.TB) *Server {
 		t.Skip("redis-server is not installed; make test installs it")
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	if withTLS {
+		if s.tls, err = writeTLSFiles(s.dir); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var lastErr error
 	for range 5 {
 		if s.port, err = freePort(); err != nil {
@@ -66,15 +88,23 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", "")
+	args := []string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", "",
+	}
+	if f := s.tls; f != nil {
+		args = append(args, f.serverArgs(s.port)...)
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	opt := s.adminOptions()
+	opt.MaxRetries, opt.DialTimeout = -1, 200*time.Millisecond
+	c := redis.NewClient(opt)
 	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -122,20 +152,38 @@ func (s *Server) exited(cmd *exec.Cmd) {
 // Addr returns host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL returns redis://host:port/0.
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+// URL returns redis://host:port/0, or with StartTLS
+// rediss://vigil@host:port/0.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "rediss://" + vigilUser + "@" + s.Addr() + "/0"
+	}
+	return "redis://" + s.Addr() + "/0"
+}
 
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	c := redis.NewClient(s.adminOptions())
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// adminOptions are the options of a client that may run any command.
+func (s *Server) adminOptions() *redis.Options {
+	opt := &redis.Options{Addr: s.Addr()}
+	if f := s.tls; f != nil {
+		opt.Username, opt.Password = adminUser, f.adminPassword
+		opt.TLSConfig = &tls.Config{RootCAs: f.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	}
+	return opt
 }
 
 // Stop stops the server as an operator restarting Redis does: it saves its
 // data (SHUTDOWN SAVE), which Restart loads again, and exits.
 func (s *Server) Stop() {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	opt := s.adminOptions()
+	opt.MaxRetries = -1
+	c := redis.NewClient(opt)
 	_ = c.ShutdownSave(context.Background()).Err() // the connection ends with the server
 	_ = c.Close()
 	s.signal(false)
