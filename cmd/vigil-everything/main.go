@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
-	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (redis://host:port/db; default $VIGIL_REDIS_URL)")
+	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (redis://host:port/db; default $VIGIL_REDIS_URL), with the replicas' cluster key in $VIGIL_CLUSTER_KEY (and the old one in $VIGIL_CLUSTER_KEY_PREVIOUS during a rotation)")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -101,8 +102,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *redisURL != "" && *addr != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
+		// What the replicas hand to Redis is signed and sealed with the
+		// cluster key, the same on each: from the environment only.
+		var keys [2][]byte
+		for i, name := range []string{"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS"} {
+			if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+				key, err := base64.StdEncoding.DecodeString(v)
+				if err != nil || len(key) < 32 {
+					return fmt.Errorf("%s must be the base64 of at least 32 random bytes (openssl rand -base64 48)", name)
+				}
+				keys[i] = key
+			}
+		}
+		if keys[0] == nil {
+			return errors.New("-redis needs VIGIL_CLUSTER_KEY, the base64 of at least 32 random bytes shared by every replica (openssl rand -base64 48)")
+		}
 		var err error
-		if shared, err = redisshare.Open(ctx, redisshare.Config{URL: *redisURL, IdleTimeout: 30 * time.Minute, Logger: logger}); err != nil {
+		if shared, err = redisshare.Open(ctx, redisshare.Config{
+			URL: *redisURL, IdleTimeout: 30 * time.Minute, Logger: logger, ClusterKey: keys[0], PreviousClusterKey: keys[1],
+		}); err != nil {
 			return err
 		}
 		defer func() { _ = shared.Close() }()

@@ -16,7 +16,7 @@ import (
 )
 
 // startShared starts n vigil-everything -redis replicas on one real
-// redis-server, sharing VIGIL_REQUEST_STATE_KEY as replicas behind one
+// redis-server, sharing VIGIL_REQUEST_STATE_KEY and VIGIL_CLUSTER_KEY as replicas behind one
 // load balancer must, behind a real nginx doing round robin with no
 // session affinity, and returns the MCP URL of the proxy.
 func startShared(t *testing.T, n int) string {
@@ -24,7 +24,7 @@ func startShared(t *testing.T, n int) string {
 	redis := redistest.Start(t)
 	var key [32]byte
 	_, _ = rand.Read(key[:])
-	env := []string{"VIGIL_REQUEST_STATE_KEY=" + base64.StdEncoding.EncodeToString(key[:])}
+	env := []string{"VIGIL_REQUEST_STATE_KEY=" + base64.StdEncoding.EncodeToString(key[:]), "VIGIL_CLUSTER_KEY=" + base64.StdEncoding.EncodeToString(redistest.ClusterKey())}
 	var upstreams []string
 	for range n {
 		u := startHTTPWith(t, env, "-http", "127.0.0.1:0", "-redis", redis.URL())

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -149,12 +150,35 @@ func TestParseConfig(t *testing.T) {
 		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
 		{
 			name: "shared sessions",
-			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2"},
-			want: with(func(c *config) { c.redisURL = "redis://:pw@redis:6379/2" }),
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) { c.redisURL, c.clusterKey = "redis://:pw@redis:6379/2", testClusterKey }),
+		},
+		{
+			name: "shared sessions during a rotation",
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64 + "\n", "VIGIL_CLUSTER_KEY_PREVIOUS": base64.StdEncoding.EncodeToString(make([]byte, 40))},
+			want: with(func(c *config) {
+				c.redisURL, c.clusterKey, c.clusterKeyPrev = "redis://redis:6379/2", testClusterKey, make([]byte, 40)
+			}),
+		},
+		{name: "redis without a cluster key", args: []string{"-redis", "redis://redis:6379/2"}, wantErr: "-redis needs VIGIL_CLUSTER_KEY"},
+		{
+			name: "short cluster key", args: []string{"-redis", "redis://redis:6379/2"},
+			env: map[string]string{"VIGIL_CLUSTER_KEY": base64.StdEncoding.EncodeToString(make([]byte, 31))}, wantErr: "VIGIL_CLUSTER_KEY must be the base64 of at least 32 random bytes",
+		},
+		{
+			name: "cluster key not base64", args: []string{"-redis", "redis://redis:6379/2"},
+			env: map[string]string{"VIGIL_CLUSTER_KEY": "a passphrase, not a key!!!!!!!!!!!!!!!!!!!!!!!!!"}, wantErr: "VIGIL_CLUSTER_KEY must be the base64",
+		},
+		{
+			name: "previous cluster key alone",
+			env:  map[string]string{"VIGIL_CLUSTER_KEY_PREVIOUS": testClusterKeyB64}, wantErr: "VIGIL_CLUSTER_KEY_PREVIOUS is the key a rotation replaces",
 		},
 		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass the URL in VIGIL_REDIS_URL instead"},
 		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass the URL in VIGIL_REDIS_URL instead"},
-		{name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, want: with(func(c *config) { c.redisURL = "redis://redis:6379/2" })},
+		{
+			name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, env: map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) { c.redisURL, c.clusterKey = "redis://redis:6379/2", testClusterKey }),
+		},
 		{
 			name: "a flag wins over the environment",
 			args: []string{"-http", "127.0.0.1:1", "-stdio=false"},
@@ -284,6 +308,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"-auth-resource URI", "(env VIGIL_AUTH_RESOURCE)", "(env VIGIL_AUTH_SCOPES)", "(env VIGIL_AUTH_TOOL_SCOPES)",
 		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "(env VIGIL_AUTH_INSECURE_HTTP)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET", "-allow-unauthenticated",
+		"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS",
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
@@ -307,6 +332,13 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Equal(t, 44, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
+
+// testClusterKey is the cluster key of the shared-mode tests, and
+// testClusterKeyB64 its VIGIL_CLUSTER_KEY.
+var (
+	testClusterKey    = redistest.ClusterKey()
+	testClusterKeyB64 = base64.StdEncoding.EncodeToString(testClusterKey)
+)
 
 func TestRequestStateKeyFromEnvironment(t *testing.T) {
 	key := make([]byte, 32)
