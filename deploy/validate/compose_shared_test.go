@@ -75,7 +75,7 @@ func TestComposeShared(t *testing.T) {
 			cli.WithEnv(env))
 		require.NoError(t, err)
 		_, err = opts.LoadProject(t.Context())
-		assert.ErrorContains(t, err, missing)
+		require.ErrorContains(t, err, missing)
 	}
 
 	proxy := composeService(t, p, "proxy")
