@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,6 +20,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -323,7 +326,8 @@ func startVigil(ctx context.Context, bin string, args []string, logPath string) 
 }
 
 // defaultEnv is this process's environment without VIGIL_* and OTEL_*
-// variables, which would change vigil's defaults.
+// variables, which would change vigil's defaults, and with the cluster key
+// vigil -redis needs (a vigil that predates it ignores it).
 func defaultEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -331,8 +335,16 @@ func defaultEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "VIGIL_CLUSTER_KEY="+clusterKey())
 }
+
+// clusterKey is the cluster key of every vigil this run starts: random,
+// and the same for all, as the replicas of one service share theirs.
+var clusterKey = sync.OnceValue(func() string {
+	var key [48]byte
+	_, _ = rand.Read(key[:]) // crypto/rand.Read never fails
+	return base64.StdEncoding.EncodeToString(key[:])
+})
 
 // waitReady polls url until it answers 200, for up to 10 seconds.
 func waitReady(ctx context.Context, url string) error {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
-	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis:// only on loopback; default $VIGIL_REDIS_URL)")
+	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis:// only on loopback; default $VIGIL_REDIS_URL), with the replicas' cluster key in $VIGIL_CLUSTER_KEY (and the old one in $VIGIL_CLUSTER_KEY_PREVIOUS during a rotation)")
 	redisCA := fs.String("redis-ca", os.Getenv("VIGIL_REDIS_CA"), "PEM `file` of the certificate authorities that Redis's certificate must chain to, instead of the system's (default $VIGIL_REDIS_CA)")
 	redisPlaintext := fs.Bool("redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
@@ -103,10 +104,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *redisURL != "" && *addr != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
+		// What the replicas hand to Redis is signed and sealed with the
+		// cluster key, the same on each: from the environment only.
+		var keys [2][]byte
+		for i, name := range []string{"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS"} {
+			if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+				key, err := base64.StdEncoding.DecodeString(v)
+				if err != nil || len(key) < 32 {
+					return fmt.Errorf("%s must be the base64 of at least 32 random bytes (openssl rand -base64 48)", name)
+				}
+				keys[i] = key
+			}
+		}
+		if keys[0] == nil {
+			return errors.New("-redis needs VIGIL_CLUSTER_KEY, the base64 of at least 32 random bytes shared by every replica (openssl rand -base64 48)")
+		}
 		var err error
 		if shared, err = redisshare.Open(ctx, redisshare.Config{
 			URL: *redisURL, Password: os.Getenv("VIGIL_REDIS_PASSWORD"), CAFile: *redisCA, AllowPlaintext: *redisPlaintext,
-			IdleTimeout: 30 * time.Minute, Logger: logger,
+			IdleTimeout: 30 * time.Minute, Logger: logger, ClusterKey: keys[0], PreviousClusterKey: keys[1],
 		}); err != nil {
 			return err
 		}

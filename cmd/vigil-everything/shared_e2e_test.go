@@ -19,7 +19,7 @@ import (
 // startShared starts n vigil-everything -redis replicas on one real
 // redis-server as the shared deploy kits run it (TLS only, an ACL user
 // with a password: redistest.StartTLS), sharing VIGIL_REQUEST_STATE_KEY
-// as replicas behind one load balancer must, behind a real nginx doing
+// and VIGIL_CLUSTER_KEY as replicas behind one load balancer must, behind a real nginx doing
 // round robin with no session affinity, and returns the MCP URL of the
 // proxy. At the end, Redis's ACL log must be empty.
 func startShared(t *testing.T, n int) string {
@@ -35,6 +35,7 @@ func startShared(t *testing.T, n int) string {
 	_, _ = rand.Read(key[:])
 	env := []string{
 		"VIGIL_REQUEST_STATE_KEY=" + base64.StdEncoding.EncodeToString(key[:]),
+		"VIGIL_CLUSTER_KEY=" + base64.StdEncoding.EncodeToString(redistest.ClusterKey()),
 		"VIGIL_REDIS_URL=" + redis.URL(), "VIGIL_REDIS_PASSWORD=" + redis.Password(),
 	}
 	var upstreams []string

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -149,27 +150,52 @@ func TestParseConfig(t *testing.T) {
 		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
 		{
 			name: "shared sessions",
-			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2"},
-			want: with(func(c *config) { c.redisURL = "redis://:pw@redis:6379/2" }),
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) { c.redisURL, c.clusterKey, c.stateKey = "redis://:pw@redis:6379/2", testClusterKey, testClusterKey }),
+		},
+		{
+			name: "shared sessions during a rotation",
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64 + "\n", "VIGIL_CLUSTER_KEY_PREVIOUS": base64.StdEncoding.EncodeToString(make([]byte, 40))},
+			want: with(func(c *config) {
+				c.redisURL, c.clusterKey, c.clusterKeyPrev = "redis://redis:6379/2", testClusterKey, make([]byte, 40)
+				c.stateKey = testClusterKey
+			}),
+		},
+		{name: "redis without a cluster key", args: []string{"-redis", "redis://redis:6379/2"}, wantErr: "-redis needs VIGIL_CLUSTER_KEY"},
+		{
+			name: "short cluster key", args: []string{"-redis", "redis://redis:6379/2"},
+			env: map[string]string{"VIGIL_CLUSTER_KEY": base64.StdEncoding.EncodeToString(make([]byte, 31))}, wantErr: "VIGIL_CLUSTER_KEY must be the base64 of at least 32 random bytes",
+		},
+		{
+			name: "cluster key not base64", args: []string{"-redis", "redis://redis:6379/2"},
+			env: map[string]string{"VIGIL_CLUSTER_KEY": "a passphrase, not a key!!!!!!!!!!!!!!!!!!!!!!!!!"}, wantErr: "VIGIL_CLUSTER_KEY must be the base64",
+		},
+		{
+			name: "previous cluster key alone",
+			env:  map[string]string{"VIGIL_CLUSTER_KEY_PREVIOUS": testClusterKeyB64}, wantErr: "VIGIL_CLUSTER_KEY_PREVIOUS is the key a rotation replaces",
 		},
 		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead"},
 		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
 		{
 			name: "redis with TLS, a CA and an ACL user",
 			args: []string{"-redis", "rediss://vigil@redis:6379/0", "-redis-ca", "/etc/vigil/redis-ca.pem"},
-			env:  map[string]string{"VIGIL_REDIS_PASSWORD": "pw"},
+			env:  map[string]string{"VIGIL_REDIS_PASSWORD": "pw", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
 			want: with(func(c *config) {
 				c.redisURL, c.redisCA, c.redisPassword = "rediss://vigil@redis:6379/0", "/etc/vigil/redis-ca.pem", "pw"
+				c.clusterKey, c.stateKey = testClusterKey, testClusterKey
 			}),
 		},
 		{
 			name: "redis plaintext, knowingly",
-			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/0", "VIGIL_REDIS_INSECURE_PLAINTEXT": "true"},
-			want: with(func(c *config) { c.redisURL, c.redisPlaintext = "redis://redis:6379/0", true }),
+			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/0", "VIGIL_REDIS_INSECURE_PLAINTEXT": "true", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) { c.redisURL, c.redisPlaintext, c.clusterKey, c.stateKey = "redis://redis:6379/0", true, testClusterKey, testClusterKey }),
 		},
 		{name: "redis password without redis", env: map[string]string{"VIGIL_REDIS_PASSWORD": "pw"}, wantErr: "-redis-ca, -redis-insecure-plaintext and VIGIL_REDIS_PASSWORD need -redis"},
 		{name: "redis CA without redis", args: []string{"-redis-ca", "ca.pem"}, wantErr: "need -redis"},
-		{name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, want: with(func(c *config) { c.redisURL = "redis://redis:6379/2" })},
+		{
+			name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, env: map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) { c.redisURL, c.clusterKey, c.stateKey = "redis://redis:6379/2", testClusterKey, testClusterKey }),
+		},
 		{
 			name: "a flag wins over the environment",
 			args: []string{"-http", "127.0.0.1:1", "-stdio=false"},
@@ -323,6 +349,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"-auth-resource URI", "(env VIGIL_AUTH_RESOURCE)", "(env VIGIL_AUTH_SCOPES)", "(env VIGIL_AUTH_TOOL_SCOPES)",
 		"(env VIGIL_ALLOW_UNAUTHENTICATED)", "(env VIGIL_AUTH_INSECURE_HTTP)", "-admin-http address", "(env VIGIL_ADMIN_HTTP)", "(env VIGIL_AUDIT_LOG)",
 		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET", "-allow-unauthenticated",
+		"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS",
 		"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_TRACES_SAMPLER",
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
@@ -350,6 +377,13 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
+// testClusterKey is the cluster key of the shared-mode tests, and
+// testClusterKeyB64 its VIGIL_CLUSTER_KEY.
+var (
+	testClusterKey    = redistest.ClusterKey()
+	testClusterKeyB64 = base64.StdEncoding.EncodeToString(testClusterKey)
+)
+
 func TestRequestStateKeyFromEnvironment(t *testing.T) {
 	key := make([]byte, 32)
 	for i := range key {
@@ -371,11 +405,10 @@ func TestRequestStateKeyFromEnvironment(t *testing.T) {
 // Without a request state key of its own, vigil seals requestState under
 // the cluster key, which every replica shares already.
 func TestRequestStateKeyFromClusterKey(t *testing.T) {
-	cluster := "c2VjcmV0LWNsdXN0ZXIta2V5LW9mLWF0LWxlYXN0LTMyLWJ5dGVz"
-	env := map[string]string{"VIGIL_CLUSTER_KEY": cluster}
+	env := map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64}
 	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []byte(cluster), cfg.stateKey)
+	assert.Equal(t, testClusterKey, cfg.stateKey)
 
 	own := make([]byte, 32)
 	env["VIGIL_REQUEST_STATE_KEY"] = base64.StdEncoding.EncodeToString(own)
@@ -386,7 +419,7 @@ func TestRequestStateKeyFromClusterKey(t *testing.T) {
 	delete(env, "VIGIL_REQUEST_STATE_KEY")
 	env["VIGIL_CLUSTER_KEY"] = "too short"
 	_, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	require.ErrorContains(t, err, "VIGIL_CLUSTER_KEY must be at least 32 bytes")
+	require.ErrorContains(t, err, "VIGIL_CLUSTER_KEY must be the base64 of at least 32 random bytes")
 
 	cfg, err = parseConfig(nil, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)

@@ -605,7 +605,7 @@ func sharedModeMetric(name string) bool {
 	for _, m := range []string{
 		redisshare.MetricRedisOperationDuration, redisshare.MetricRedisErrors,
 		redisshare.MetricRelays, redisshare.MetricRedisUp, redisshare.MetricRequestsLost,
-		redisshare.MetricRateLimitFallbacks,
+		redisshare.MetricRateLimitFallbacks, redisshare.MetricRelaysRefused,
 	} {
 		if name == m || strings.HasPrefix(name, m+"_") {
 			return true

@@ -68,6 +68,8 @@ type config struct {
 	debug           bool
 	gcHeadroomMiB   int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
 	stateKey        []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
+	clusterKey      []byte // from VIGIL_CLUSTER_KEY only: what the replicas hand to Redis is signed and sealed with it
+	clusterKeyPrev  []byte // from VIGIL_CLUSTER_KEY_PREVIOUS only: still accepted during a rotation
 
 	// HTTP connection hygiene, on the MCP and the admin listener.
 	httpIdleTimeout time.Duration // keep-alive connections idle this long are closed
@@ -244,13 +246,26 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			return config{}, fmt.Errorf("%sREQUEST_STATE_KEY must be the base64 of at least 32 bytes", envPrefix)
 		}
 		cfg.stateKey = key
-	} else if v := getenv(envPrefix + "CLUSTER_KEY"); v != "" {
+	}
+	for _, k := range []struct {
+		name string
+		dst  *[]byte
+	}{{"CLUSTER_KEY", &cfg.clusterKey}, {"CLUSTER_KEY_PREVIOUS", &cfg.clusterKeyPrev}} {
+		if v := strings.TrimSpace(getenv(envPrefix + k.name)); v != "" {
+			key, err := base64.StdEncoding.DecodeString(v)
+			if err != nil || len(key) < 32 {
+				return config{}, fmt.Errorf("%s%s must be the base64 of at least 32 random bytes (openssl rand -base64 48)", envPrefix, k.name)
+			}
+			*k.dst = key
+		}
+	}
+	if cfg.clusterKeyPrev != nil && cfg.clusterKey == nil {
+		return config{}, fmt.Errorf("%sCLUSTER_KEY_PREVIOUS is the key a rotation replaces: it needs the new one in %sCLUSTER_KEY", envPrefix, envPrefix)
+	}
+	if cfg.stateKey == nil && cfg.clusterKey != nil {
 		// The replicas' shared secret seals requestState too: the seal's
 		// associated data names the purpose, which keeps the uses apart.
-		if len(v) < 32 {
-			return config{}, fmt.Errorf("%sCLUSTER_KEY must be at least 32 bytes", envPrefix)
-		}
-		cfg.stateKey = []byte(v)
+		cfg.stateKey = cfg.clusterKey
 	}
 	cfg.introspectionClientID = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_ID")
 	cfg.introspectionSecret = getenv(envPrefix + "AUTH_INTROSPECTION_CLIENT_SECRET")
@@ -298,6 +313,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.stdio && cfg.redisURL != "" {
 		return config{}, errors.New("-redis shares HTTP sessions between replicas; with -stdio there is one session, its own")
+	}
+	if cfg.redisURL != "" && cfg.clusterKey == nil {
+		return config{}, fmt.Errorf("-redis needs %sCLUSTER_KEY, the base64 of at least 32 random bytes shared by every replica (openssl rand -base64 48), from a Secret: without it whoever can write to Redis acts in any session", envPrefix)
 	}
 	if cfg.stdio && cfg.adminAddr != "" {
 		return config{}, errors.New("-admin-http serves the observability endpoints of the HTTP server; with -stdio there is none")
@@ -470,6 +488,14 @@ Secrets (environment only):
   VIGIL_REDIS_PASSWORD           password of -redis's user (an ACL user named
                                  in the URL: rediss://vigil@host:6379/0),
                                  instead of a password in VIGIL_REDIS_URL
+  VIGIL_CLUSTER_KEY              base64 of >= 32 random bytes (openssl rand
+                                 -base64 48), the same on every replica,
+                                 needed by -redis: relays are signed, and
+                                 session records and stored events
+                                 encrypted, with it, so that Redis cannot
+                                 forge, replay or read them
+  VIGIL_CLUSTER_KEY_PREVIOUS     during a rotation, the old key, still
+                                 accepted; VIGIL_CLUSTER_KEY is the new one
   VIGIL_AUTH_INTROSPECTION_CLIENT_ID
   VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
                                  both or neither: verify tokens by asking
@@ -556,6 +582,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			URL: cfg.redisURL, Password: cfg.redisPassword, CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext,
 			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
 			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
+			ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
 		})
 		if err != nil {
 			return err

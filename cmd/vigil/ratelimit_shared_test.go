@@ -33,7 +33,7 @@ func startRLReplica(t *testing.T, redisURL string, args ...string) string {
 	logf, err := os.Create(filepath.Join(t.TempDir(), "vigil.log"))
 	require.NoError(t, err)
 	cmd := exec.Command(vigilBin, append([]string{"-http", addr, "-redis", redisURL}, args...)...)
-	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	cmd.Stderr = logf
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})

@@ -67,7 +67,7 @@ func (r *chReplica) start() {
 	f, err := os.Create(logPath)
 	require.NoError(r.t, err)
 	cmd := exec.Command(vigilBin, "-http", r.addr(), "-shutdown-grace", "3s", "-redis", r.redis)
-	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	cmd.Stderr = f
 	require.NoError(r.t, cmd.Start())
 	r.cmd, r.wait, r.logs = cmd, make(chan error, 1), append(r.logs, logPath)

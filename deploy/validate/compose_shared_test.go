@@ -16,8 +16,11 @@ const (
 	nginxSharedFile   = "deploy/nginx/shared.conf"
 )
 
+// composeClusterKey is the VIGIL_CLUSTER_KEY the compose tests set.
+const composeClusterKey = "Y2x1c3RlciBrZXkgb2YgdGhlIGNvbXBvc2UgdGVzdHMsIDQ4IGJ5dGVzIGxvbmcuLi4u"
+
 // loadSharedCompose loads deploy/compose.shared.yaml as docker compose
-// would, with VIGIL_REQUEST_STATE_KEY and VIGIL_REDIS_PASSWORD set as its
+// would, with VIGIL_REQUEST_STATE_KEY, VIGIL_CLUSTER_KEY and VIGIL_REDIS_PASSWORD set as its
 // header says.
 func loadSharedCompose(t *testing.T) *types.Project {
 	t.Helper()
@@ -26,7 +29,7 @@ func loadSharedCompose(t *testing.T) *types.Project {
 		cli.WithName("vigil-shared"),
 		cli.WithResolvedPaths(true),
 		cli.WithInterpolation(true),
-		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword}),
+		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword, "VIGIL_CLUSTER_KEY=" + composeClusterKey}),
 	)
 	require.NoError(t, err)
 	p, err := opts.LoadProject(t.Context())
@@ -53,6 +56,8 @@ func TestComposeShared(t *testing.T) {
 			key = *env["VIGIL_REQUEST_STATE_KEY"]
 		}
 		assert.Equal(t, key, *env["VIGIL_REQUEST_STATE_KEY"], "%s: every replica has the same request-state key", name)
+		require.NotNil(t, env["VIGIL_CLUSTER_KEY"], name)
+		assert.Equal(t, composeClusterKey, *env["VIGIL_CLUSTER_KEY"], "%s: the cluster key comes from the environment (or deploy/.env), never the file", name)
 		assert.Contains(t, s.DependsOn, "redis", name)
 		assert.True(t, s.ReadOnly, name)
 		for _, port := range s.Ports {
@@ -60,14 +65,18 @@ func TestComposeShared(t *testing.T) {
 		}
 	}
 
-	// Without the key, compose refuses to start (the replicas would not
-	// share the 2026-07-28 requests' state).
-	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
-		cli.WithWorkingDirectory(repoPath(t, "deploy")), cli.WithName("vigil-shared"), cli.WithInterpolation(true),
-		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword}))
-	require.NoError(t, err)
-	_, err = opts.LoadProject(t.Context())
-	assert.ErrorContains(t, err, "VIGIL_REQUEST_STATE_KEY")
+	// Without either key, compose refuses to start (the replicas would not
+	// share the 2026-07-28 requests' state; vigil -redis needs the cluster
+	// key).
+	for _, missing := range []string{"VIGIL_REQUEST_STATE_KEY", "VIGIL_CLUSTER_KEY"} {
+		env := []string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_CLUSTER_KEY=" + composeClusterKey, "VIGIL_REDIS_PASSWORD=" + composeRedisPassword, missing + "="}
+		opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
+			cli.WithWorkingDirectory(repoPath(t, "deploy")), cli.WithName("vigil-shared"), cli.WithInterpolation(true),
+			cli.WithEnv(env))
+		require.NoError(t, err)
+		_, err = opts.LoadProject(t.Context())
+		require.ErrorContains(t, err, missing)
+	}
 
 	proxy := composeService(t, p, "proxy")
 	conf := mountSource(t, proxy, "/etc/nginx/conf.d/default.conf")

@@ -18,7 +18,7 @@ const kustomizeSharedDir = "deploy/k8s-shared"
 
 // TestKubernetesSharedOverlay builds deploy/k8s-shared, strict-decodes
 // every object, and checks the shared mode's wiring: every replica on the
-// Redis of the overlay with the request-state key of one Secret, no
+// Redis of the overlay with the request-state and cluster keys of one Secret, no
 // session affinity, Redis reachable from vigil's pods and only from them.
 func TestKubernetesSharedOverlay(t *testing.T) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), repoPath(t, kustomizeSharedDir))
@@ -66,6 +66,16 @@ func TestKubernetesSharedOverlay(t *testing.T) {
 	require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"].ValueFrom)
 	require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"].ValueFrom.SecretKeyRef, "the key comes from a Secret")
 	assert.Equal(t, "vigil-shared", env["VIGIL_REQUEST_STATE_KEY"].ValueFrom.SecretKeyRef.Name)
+	// The cluster key, and the previous one during a rotation, from the
+	// Secret only: never a value in the manifests.
+	for _, name := range []string{"VIGIL_CLUSTER_KEY", "VIGIL_CLUSTER_KEY_PREVIOUS"} {
+		require.Contains(t, env, name)
+		assert.Empty(t, env[name].Value, "%s is not inline", name)
+		require.NotNil(t, env[name].ValueFrom, name)
+		require.NotNil(t, env[name].ValueFrom.SecretKeyRef, "%s comes from a Secret", name)
+		assert.Equal(t, "vigil-shared", env[name].ValueFrom.SecretKeyRef.Name, name)
+	}
+	assert.Nil(t, env["VIGIL_CLUSTER_KEY"].ValueFrom.SecretKeyRef.Optional, "vigil -redis needs the cluster key")
 
 	svc := services["vigil"]
 	require.NotNil(t, svc)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // The shared mode's metric names.
@@ -19,6 +20,7 @@ const (
 	MetricRedisUp                = "mcp_server_redis_up"
 	MetricRequestsLost           = "mcp_server_requests_lost_total"
 	MetricRateLimitFallbacks     = "mcp_server_ratelimit_fallbacks_total"
+	MetricRelaysRefused          = "mcp_server_relays_refused_total"
 )
 
 // metrics are the shared mode's collectors.
@@ -29,12 +31,17 @@ type metrics struct {
 	up       prometheus.Gauge
 	lost     prometheus.Counter
 	fallback prometheus.Counter
+	refusals *prometheus.CounterVec
 }
 
 var (
 	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen, streamable.RelayEndSeen}
 	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim"}
 	errClasses = []string{"timeout", "unavailable", "other"}
+	// refusals are the reasons of mcp_server_relays_refused_total: the
+	// Store's, and "request", a client relay that is a request (the
+	// endpoint's).
+	refusals = []string{redisstore.RefusedUnsigned, redisstore.RefusedStale, redisstore.RefusedReplayed, redisstore.RefusedRecord, redisstore.RefusedEvent, "request"}
 )
 
 // RegisterMetrics registers the shared mode's collectors on reg, every
@@ -72,6 +79,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: MetricRateLimitFallbacks,
 			Help: "Rate-limit decisions this replica took alone, from its own token buckets, because Redis did not answer (the limits then hold per replica, not over all of them).",
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRelaysRefused,
+			Help: "What this replica refused from Redis, by reason: relays unsigned (not under the cluster key), stale, replayed, or requests relayed as a client's; session records and stored events that fail to open under the cluster key.",
+		}, []string{"reason"}),
 	}
 	for _, op := range operations {
 		m.duration.WithLabelValues(op)
@@ -82,7 +93,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, k := range relayKinds {
 		m.relays.WithLabelValues(k.String())
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost, m.fallback} {
+	for _, r := range refusals {
+		m.refusals.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost, m.fallback, m.refusals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -98,6 +112,9 @@ func (m *metrics) observe(op string, d time.Duration, err error) {
 }
 
 func (m *metrics) relayed(k streamable.RelayKind) { m.relays.WithLabelValues(k.String()).Inc() }
+
+// refused counts a refusal; the reasons are fixed (refusals).
+func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 func (m *metrics) setUp(up bool) {
 	if up {

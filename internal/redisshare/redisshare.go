@@ -55,6 +55,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer gets the metrics; nil for none.
 	Registerer prometheus.Registerer
+	// ClusterKey authenticates and encrypts what the replicas hand to
+	// Redis (redisstore.WithClusterKey): at least 32 random bytes, the same
+	// on every replica. PreviousClusterKey, during a rotation, is the key
+	// still accepted besides it.
+	ClusterKey, PreviousClusterKey []byte
 }
 
 // The replica's lease: renewed every leaseRenew, lost after leaseTTL.
@@ -113,9 +118,10 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		redisstore.WithInitTimeout(cfg.InitTimeout),
 		redisstore.WithMaxSessionEventBytes(cfg.MaxSessionEventBytes),
 		redisstore.WithLogger(logger),
+		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
 	}
 	if m := s.metrics; m != nil {
-		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed))
+		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed), redisstore.WithRefusalCounter(m.refused))
 	}
 	if s.Store, err = redisstore.New(ctx, s.client, opts...); err != nil {
 		_ = s.client.Close()
@@ -135,7 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 func (s *Shared) Options() []streamable.Option {
 	opts := []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
 	if m := s.metrics; m != nil {
-		opts = append(opts, streamable.WithRequestLostHook(m.lost.Inc))
+		opts = append(opts, streamable.WithRequestLostHook(m.lost.Inc), streamable.WithRelayRefusedHook(m.refused))
 	}
 	return opts
 }

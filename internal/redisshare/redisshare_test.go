@@ -26,7 +26,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
 	s, err := redisshare.Open(t.Context(), redisshare.Config{
-		URL: redis.URL(), IdleTimeout: time.Minute,
+		URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Registerer: reg,
 	})
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	assert.Contains(t, logs.String(), "replica="+s.Store.Replica())
 	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
 
-	observer, err := redisstore.New(t.Context(), redis.Client(t))
+	observer, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithClusterKey(redistest.ClusterKey(), nil))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, observer.Close()) }()
 	alive, err := observer.Alive(t.Context(), s.Store.Replica())
@@ -69,8 +69,9 @@ func TestOpenNeverShowsThePassword(t *testing.T) {
 	require.NoError(t, ln.Close())
 	var logs bytes.Buffer
 	_, err = redisshare.Open(t.Context(), redisshare.Config{
-		URL:    "redis://user:" + secret + "@" + addr + "/2",
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		URL:        "redis://user:" + secret + "@" + addr + "/2",
+		ClusterKey: redistest.ClusterKey(),
+		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), addr+"/2")

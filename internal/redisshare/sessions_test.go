@@ -19,7 +19,7 @@ func openReplicas(t *testing.T, rs *redistest.Server, n int) []*redisshare.Share
 	t.Helper()
 	var out []*redisshare.Shared
 	for range n {
-		s, err := redisshare.Open(t.Context(), redisshare.Config{URL: rs.URL(), IdleTimeout: time.Hour})
+		s, err := redisshare.Open(t.Context(), redisshare.Config{URL: rs.URL(), IdleTimeout: time.Hour, ClusterKey: redistest.ClusterKey()})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		out = append(out, s)

@@ -77,7 +77,7 @@ func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
 	redis := redistest.Start(t)
 	rdb := redis.Client(t)
 	store := func(name string) *redisstore.Store {
-		st, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica(name),
+		st, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name),
 			redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })

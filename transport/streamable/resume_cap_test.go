@@ -143,7 +143,7 @@ func TestResumptionsCappedPerSession(t *testing.T) {
 func TestSharedResumptionsCappedPerSession(t *testing.T) {
 	redis := redistest.Start(t)
 	store := func(name string) *redisstore.Store {
-		st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithReplica(name))
+		st, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
 		require.NoError(t, st.RenewLease(t.Context(), 0), "a live replica holds its lease")

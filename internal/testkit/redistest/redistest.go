@@ -224,3 +224,8 @@ func (s *Server) Restart() {
 		s.t.Fatalf("redis-server restart: %v", errors.Join(err))
 	}
 }
+
+// ClusterKey returns the cluster key of the tests (redisstore's
+// WithClusterKey, vigil's VIGIL_CLUSTER_KEY once base64-encoded): fixed
+// bytes, so that every replica of a test shares it.
+func ClusterKey() []byte { return []byte("vigil test cluster key, 32 bytes or more") }

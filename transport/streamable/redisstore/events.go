@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -69,7 +70,8 @@ return id`)
 // name: about what Redis allocates for a stream with its first entry.
 const streamKeyCost = 4800
 
-// Append stores the next event of a stream on a Redis stream, trimmed to
+// Append stores the next event of a stream, sealed under the cluster key
+// (bound to the session and stream), on a Redis stream, trimmed to
 // MaxEvents and the session's events to their byte bound (see
 // [WithMaxSessionEventBytes]), in one round trip, and returns its id: the
 // stream's key, '~' and the Redis entry id.
@@ -79,12 +81,13 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 		return "", fmt.Errorf("redisstore: append: stream key %q: want visible ASCII without '~'", stream)
 	}
 	key := s.eventsKey(session, stream)
-	size := int64(len(data)) + EventOverhead
+	size := int64(len(data)+seal.Overhead) + EventOverhead // as stored: sealed
 	if size+streamKeyCost+2*int64(len(key)) > s.cfg.maxBytes {
 		return "", fmt.Errorf("redisstore: append: an event of %d bytes is larger than a session's events may be (%d)", len(data), s.cfg.maxBytes)
 	}
+	sealed := s.keys.Seal(make([]byte, 0, len(data)+seal.Overhead), data, ad(domainEvent, session, stream))
 	keys := []string{key, s.streamsKey(session), s.bytesKey(session)}
-	xid, err := appendEvent.Run(ctx, s.rdb, keys, data, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
+	xid, err := appendEvent.Run(ctx, s.rdb, keys, sealed, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
 		stream, s.eventsKey(session, ""), streamKeyCost, EventOverhead).Text()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append: %w", err)
@@ -93,7 +96,8 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 }
 
 // Replay returns the stream lastID belongs to and its events after
-// lastID.
+// lastID: those that open under the cluster key (sealed for this session
+// and stream); the others are dropped and counted.
 func (s *Store) Replay(ctx context.Context, session, lastID string) (stream string, events []streamable.Event, err error) {
 	defer s.observe("replay", time.Now(), &err)
 	stream, xid, ok := parseEventID(lastID)
@@ -115,11 +119,17 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 		}
 	}
 	events = make([]streamable.Event, 0, len(entries))
+	evAD := ad(domainEvent, session, stream)
 	for _, e := range entries {
 		d, _ := e.Values["d"].(string)
+		data, err := s.keys.Open(nil, []byte(d), evAD)
+		if err != nil {
+			s.refuse(RefusedEvent, key)
+			continue
+		}
 		ev := streamable.Event{ID: stream + "~" + e.ID}
-		if d != "" {
-			ev.Data = []byte(d)
+		if len(data) > 0 {
+			ev.Data = data
 		}
 		events = append(events, ev)
 	}

@@ -2,8 +2,10 @@ package redisstore_test
 
 import (
 	"context"
+	"encoding/base64"
 	"log"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,7 +30,12 @@ func Example() {
 func serveShared(ctx context.Context, addr string) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer func() { _ = rdb.Close() }()
-	store, err := redisstore.New(ctx, rdb) // a random replica name; WithReplica names it
+	// The cluster key: the same random bytes on every replica, from a Secret.
+	key, err := base64.StdEncoding.DecodeString(os.Getenv("VIGIL_CLUSTER_KEY"))
+	if err != nil {
+		return err
+	}
+	store, err := redisstore.New(ctx, rdb, redisstore.WithClusterKey(key, nil)) // a random replica name; WithReplica names it
 	if err != nil {
 		return err
 	}

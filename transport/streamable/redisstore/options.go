@@ -20,6 +20,9 @@ type config struct {
 	logger    *slog.Logger
 	observer  func(op string, d time.Duration, err error)
 	relayed   func(kind streamable.RelayKind)
+	current   []byte // the cluster key
+	previous  []byte // the cluster key before a rotation, or nil
+	refused   func(reason string)
 }
 
 func defaultConfig() config {
@@ -109,4 +112,33 @@ func WithMaxSessionEventBytes(n int64) Option {
 			c.maxBytes = n
 		}
 	}
+}
+
+// WithClusterKey sets the cluster key, which [New] requires: random bytes
+// (at least 32, such as `openssl rand -base64 48`) shared by every replica
+// and by no one else. Every relay is stamped with it (an HMAC over the
+// channel, kind, sender, data, a timestamp and a nonce) and every session
+// record and stored event sealed (AES-256-GCM, bound to the session id and
+// field or stream), so that a Redis writer can drop or delay what Redis
+// holds but neither forge, alter, move, replay nor read it. During a
+// rotation give the new key as current and the old one as previous on
+// every replica, then, once all have it, the new one alone.
+func WithClusterKey(current, previous []byte) Option {
+	return func(c *config) { c.current, c.previous = current, previous }
+}
+
+// The reasons [WithRefusalCounter] counts.
+const (
+	RefusedUnsigned = "unsigned" // a relay without a valid stamp: forged, altered, malformed, another key's
+	RefusedStale    = "stale"    // a relay stamped too far from now (30 seconds), either way
+	RefusedReplayed = "replayed" // a relay already received
+	RefusedRecord   = "record"   // a session record that fails to open: the session is unknown
+	RefusedEvent    = "event"    // a stored event that fails to open: it is not replayed
+)
+
+// WithRefusalCounter has count called with the reason of everything the
+// Store refuses from Redis (the Refused* constants). The Store logs them at
+// Debug at most, so that a flood does not flood the logs.
+func WithRefusalCounter(count func(reason string)) Option {
+	return func(c *config) { c.refused = count }
 }

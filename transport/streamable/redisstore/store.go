@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -20,20 +22,20 @@ import (
 // [streamable.EventStore] every replica can resume from. Give each replica
 // its own Store on the same Redis:
 //
-//	store, err := redisstore.New(ctx, client)
+//	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
 //	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
 //
 // Keys, all under the prefix and with the session id as a hash tag (so a
 // Redis Cluster keeps a session's keys in one slot):
-//   - {prefix}{id}:s, a hash: the session's record (principal, state),
-//     expiring after the idle timeout unless touched;
-//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events,
+//   - {prefix}{id}:s, a hash: the session's record (principal, state,
+//     each sealed), expiring after the idle timeout unless touched;
+//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events (sealed),
 //     trimmed to MaxEvents and to the session's event bytes, expiring
 //     with the session;
 //   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
 //   - {prefix}{id}:eb, a string: the size of the session's events, which
 //     WithMaxSessionEventBytes bounds;
-//   - the channel {prefix}{id}:r carries the session's relays.
+//   - the channel {prefix}{id}:r carries the session's relays (stamped).
 //
 // Its methods are safe for concurrent use.
 type Store struct {
@@ -45,6 +47,9 @@ type Store struct {
 	loopDone chan struct{}
 
 	fwd forwarding // forward.go
+
+	keys   *seal.Keys   // the cluster key
+	replay *seal.Replay // the relays' stamps received
 
 	mu      sync.Mutex
 	subs    map[string]map[*subscription]struct{} // by channel
@@ -58,11 +63,19 @@ var (
 )
 
 // New returns the Store of one replica on rdb, which it does not close.
-// It checks that Redis answers.
+// It needs the cluster key ([WithClusterKey]): without one, whoever can
+// write to Redis could act in any session. It checks that Redis answers.
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if len(cfg.current) == 0 {
+		return nil, errors.New("redisstore: no cluster key: every replica needs the same secret key of at least 32 random bytes (such as `openssl rand -base64 48`), given to WithClusterKey")
+	}
+	keys, err := seal.New(cfg.current, cfg.previous)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: cluster key: %w", err)
 	}
 	replica := cfg.replica
 	if replica == "" {
@@ -77,7 +90,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	s := &Store{
-		rdb: rdb, cfg: cfg, replica: replica,
+		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),
 		closed: make(chan struct{}), loopDone: make(chan struct{}),
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
 	}
@@ -126,9 +139,9 @@ func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRec
 	key := s.recordKey(id)
 	var created *redis.BoolCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		created = p.HSetNX(ctx, key, "p", rec.Principal)
+		created = p.HSetNX(ctx, key, "p", s.sealField(id, "p", []byte(rec.Principal)))
 		if rec.State != nil {
-			p.HSet(ctx, key, "st", rec.State)
+			p.HSet(ctx, key, "st", s.sealField(id, "st", rec.State))
 		}
 		p.PExpire(ctx, key, min(s.cfg.init, s.ttl())) // until the client initialized (Touch)
 		return nil
@@ -143,20 +156,29 @@ func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRec
 }
 
 // Load returns a session's record, or an error wrapping
-// streamable.ErrUnknownSession.
+// streamable.ErrUnknownSession, also for a record whose fields fail to
+// open under the cluster key (forged, altered, or another session's).
 func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionRecord, err error) {
 	defer s.observe("load", time.Now(), &err)
 	m, err := s.rdb.HGetAll(ctx, s.recordKey(id)).Result()
 	if err != nil {
 		return rec, fmt.Errorf("redisstore: load session: %w", err)
 	}
-	p, ok := m["p"]
+	sealed, ok := m["p"]
 	if !ok {
 		return rec, fmt.Errorf("redisstore: session: %w", streamable.ErrUnknownSession)
 	}
-	rec.Principal = p
-	if st, ok := m["st"]; ok {
-		rec.State = []byte(st)
+	p, err := s.openField(id, "p", sealed)
+	if err != nil {
+		s.refuse(RefusedRecord, s.recordKey(id))
+		return rec, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
+	}
+	rec.Principal = string(p)
+	if sealed, ok := m["st"]; ok {
+		if rec.State, err = s.openField(id, "st", sealed); err != nil {
+			s.refuse(RefusedRecord, s.recordKey(id))
+			return streamable.SessionRecord{}, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
+		}
 	}
 	return rec, nil
 }
@@ -177,8 +199,9 @@ return 1 + redis.call('PUBLISH', KEYS[2], ARGV[2])`)
 // among them when it follows the session.
 func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others int, err error) {
 	defer s.observe("store_state", time.Now(), &err)
-	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state})
-	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), s.channel(id)}, state, relay).Int()
+	ch := s.channel(id)
+	relay := s.stamp(ch, encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state}))
+	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
@@ -227,7 +250,8 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	var reached *redis.IntCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.recordKey(id))
-		reached = p.Publish(ctx, s.channel(id), encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica}))
+		ch := s.channel(id)
+		reached = p.Publish(ctx, ch, s.stamp(ch, encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica})))
 		return nil
 	})
 	if err != nil {
@@ -242,7 +266,8 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 // Publish sends r to the session's replicas.
 func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err error) {
 	defer s.observe("publish", time.Now(), &err)
-	if err := s.rdb.Publish(ctx, s.channel(id), encodeRelay(r)).Err(); err != nil {
+	ch := s.channel(id)
+	if err := s.rdb.Publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
 		return fmt.Errorf("redisstore: publish: %w", err)
 	}
 	if s.cfg.relayed != nil {
@@ -251,21 +276,25 @@ func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err
 	return nil
 }
 
-// encodeRelay is a relay as published: its kind's byte, the sender, a
+// encodeRelay is a relay before its stamp: its kind's byte, the sender, a
 // newline, the data.
-func encodeRelay(r streamable.Relay) string {
-	return string(rune('0'+r.Kind)) + r.From + "\n" + string(r.Data)
+func encodeRelay(r streamable.Relay) []byte {
+	b := make([]byte, 0, 2+len(r.From)+len(r.Data))
+	b = append(b, byte('0'+r.Kind))
+	b = append(b, r.From...)
+	b = append(b, '\n')
+	return append(b, r.Data...)
 }
 
-func decodeRelay(payload string) (streamable.Relay, bool) {
+func decodeRelay(payload []byte) (streamable.Relay, bool) {
 	if len(payload) < 2 {
 		return streamable.Relay{}, false
 	}
-	head, data, ok := strings.Cut(payload[1:], "\n")
+	head, data, ok := bytes.Cut(payload[1:], []byte("\n"))
 	if !ok {
 		return streamable.Relay{}, false
 	}
-	return streamable.Relay{Kind: streamable.RelayKind(payload[0] - '0'), From: head, Data: []byte(data)}, true
+	return streamable.Relay{Kind: streamable.RelayKind(payload[0] - '0'), From: string(head), Data: data}, true
 }
 
 // Errors the store wraps.

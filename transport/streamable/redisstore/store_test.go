@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newStore(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, *redis.Client) {
 	t.Helper()
 	rdb := redistest.Start(t).Client(t)
-	st, err := redisstore.New(t.Context(), rdb, opts...)
+	st, err := redisstore.New(t.Context(), rdb, append([]redisstore.Option{redisstore.WithClusterKey(redistest.ClusterKey(), nil)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, st.Close()) })
 	return st, rdb
@@ -62,10 +62,10 @@ func TestSessionRecordLifecycle(t *testing.T) {
 
 func TestPrefixesKeepStoresApart(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	a, err := redisstore.New(t.Context(), rdb, redisstore.WithPrefix("a:"))
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithPrefix("a:"))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, a.Close()) }()
-	b, err := redisstore.New(t.Context(), rdb, redisstore.WithPrefix("b:"))
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithPrefix("b:"))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, b.Close()) }()
 
@@ -113,10 +113,10 @@ func TestEventsReplayAndForget(t *testing.T) {
 
 func TestRelaysReachSubscribersOnly(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	a, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica("a"))
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("a"))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, a.Close()) }()
-	b, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica("b"))
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("b"))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, b.Close()) }()
 	ctx := t.Context()
@@ -184,7 +184,7 @@ func TestLeasesAndClaims(t *testing.T) {
 func TestNewRefusesBadReplicaNames(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	for _, name := range []string{"a.b", "a~b", "a b", "é"} {
-		_, err := redisstore.New(t.Context(), rdb, redisstore.WithReplica(name))
+		_, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name))
 		require.Error(t, err, name)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -140,10 +141,25 @@ func (s *Store) confirmed(ch string) {
 	delete(s.waiting, ch)
 }
 
-// dispatch queues a relay for every subscription of ch.
+// dispatch queues a relay for every subscription of ch, once its stamp
+// is checked: signed for ch under the cluster key, fresh, and new.
 func (s *Store) dispatch(ch, payload string) {
-	r, ok := decodeRelay(payload)
+	body, st, err := s.keys.Unstamp([]byte(payload), ad(domainRelay, ch))
+	if err != nil {
+		s.refuse(RefusedUnsigned, ch)
+		return
+	}
+	if err := s.replay.Admit(time.Now(), st); err != nil {
+		reason := RefusedReplayed
+		if errors.Is(err, seal.ErrStale) {
+			reason = RefusedStale
+		}
+		s.refuse(reason, ch)
+		return
+	}
+	r, ok := decodeRelay(body)
 	if !ok {
+		s.refuse(RefusedUnsigned, ch)
 		return
 	}
 	s.mu.Lock()
