@@ -89,7 +89,7 @@ func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer) f
 	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
 	})
-	environ = append(environ, "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+	environ = append(environ, "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	logs := &urlWatcher{found: make(chan string, 1)}
 	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, "-http", "0.0.0.0:"+port, "-admin-http", "127.0.0.1:0",
 		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource)

@@ -24,7 +24,7 @@ import (
 func tlsRedisEnv(rs *redistest.Server) []string {
 	return append(os.Environ(),
 		"VIGIL_REDIS_URL="+rs.URL(), "VIGIL_REDIS_PASSWORD="+rs.Password(),
-		"VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+		"VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 }
 
 // startTLSReplica runs vigil on rs (StartTLS) with -redis-ca and args on
