@@ -31,7 +31,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.True(t, s.Ready(), "Redis answered the first renewal")
-	assert.Len(t, s.Options(), 3, "cluster, event store, lost-request hook")
+	assert.Len(t, s.Options(), 4, "cluster, event store, lost-request hook, relay-refused hook")
 	assert.Len(t, s.ServerOptions(), 2, "task id prefix, fanout")
 	assert.Contains(t, logs.String(), "replica="+s.Store.Replica())
 	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
@@ -85,7 +85,7 @@ func TestOpenNeverShowsThePassword(t *testing.T) {
 // not loopback are refused at start-up, each saying why.
 func TestOpenTLS(t *testing.T) {
 	rs := redistest.StartTLS(t)
-	cfg := redisshare.Config{URL: rs.URL(), Password: rs.Password(), CAFile: rs.CAFile(), IdleTimeout: time.Minute}
+	cfg := redisshare.Config{URL: rs.URL(), Password: rs.Password(), CAFile: rs.CAFile(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()}
 	s, err := redisshare.Open(t.Context(), cfg)
 	require.NoError(t, err)
 	assert.True(t, s.Ready())
@@ -122,7 +122,10 @@ func TestOpenTLS(t *testing.T) {
 // socket, and elsewhere with AllowPlaintext (this one then fails to connect, not on the check).
 func TestOpenPlaintext(t *testing.T) {
 	rs := redistest.Start(t)
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0", IdleTimeout: time.Minute})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{
+		URL:         "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0",
+		IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
+	})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
