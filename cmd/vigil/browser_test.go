@@ -282,7 +282,8 @@ func TestDebugPageInBrowser(t *testing.T) {
 }
 
 // writeScreenshot writes png to the test's artifact directory and, when
-// VIGIL_SCREENSHOT names a file, there (for the README's picture).
+// VIGIL_SCREENSHOT names a file, there (docs/debug-page.png, the picture
+// of docs/operations.md).
 func writeScreenshot(t *testing.T, png []byte) {
 	t.Helper()
 	require.NotEmpty(t, png)
