@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
+	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -646,11 +647,14 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 	}, nil
 }
 
+// The request lines of middleware.Logging take slogtext.Handler's direct path.
+var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
+
 // newLogger returns the process's logger, on stderr (a buffer in front of
 // it, in run), adding the trace,
 // span, session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
-	var h slog.Handler = newTextHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
+	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
