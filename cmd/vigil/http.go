@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -314,7 +313,7 @@ func (m mcpFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // count every request answered so far (see server.WithOutcomeBatches); the
 // page flushes them itself.
 func newObservabilityMux(in *instruments, ready readiness, page http.Handler, allowedHosts []string, flush func()) *http.ServeMux {
-	guard := func(h http.Handler) http.Handler { return hostGuard(h, allowedHosts) }
+	guard := func(h http.Handler) http.Handler { return loopback.HostGuard(h, allowedHosts) }
 	fresh := func(h http.Handler) http.Handler {
 		if flush == nil {
 			return h
@@ -414,45 +413,4 @@ func isWildcardAddr(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsUnspecified()
-}
-
-// hostGuard refuses, with 403, a request that arrived on a loopback address
-// with a Host that is neither a loopback name nor one of allowed: a web
-// page that rebinds its DNS name to 127.0.0.1 must not read the debug page
-// or the metrics.
-func hostGuard(next http.Handler, allowed []string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if onLoopback(r) && !hostAllowed(r.Host, allowed) {
-			http.Error(w, "forbidden Host", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func hostAllowed(hostport string, allowed []string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if host == "localhost" {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	return slices.ContainsFunc(allowed, func(a string) bool {
-		return strings.EqualFold(a, hostport) || strings.EqualFold(a, host)
-	})
-}
-
-// onLoopback reports whether r arrived on a loopback address.
-func onLoopback(r *http.Request) bool {
-	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return true // unknown: be strict
-	}
-	tcp, ok := addr.(*net.TCPAddr)
-	return !ok || tcp.IP.IsLoopback()
 }
