@@ -4,9 +4,9 @@ package debugpage
 // keeps unless [WithTraceRing] says otherwise.
 const DefaultTraceRing = 100
 
-// Option configures a [Recorder]: what it keeps. [Handler] takes a
+// RecorderOption configures a [Recorder]: what it keeps. [Handler] takes a
 // [HandlerOption] instead.
-type Option interface{ applyRecorder(*recorderConfig) }
+type RecorderOption interface{ applyRecorder(*recorderConfig) }
 
 type recorderOption func(*recorderConfig)
 
@@ -16,19 +16,19 @@ type recorderConfig struct {
 	limits ringLimits
 }
 
-// WithTraceRing sets how many routine (successful, not slow) traces the
+// WithTraceRing sets how many routine (successful) traces the
 // trace ring keeps, the newest, besides the slowest and the last failed,
 // cancelled and dropped ones of each method or tool, which it keeps
 // however much routine traffic follows them. Less than 1 counts as 1. The
 // default is [DefaultTraceRing].
-func WithTraceRing(traces int) Option {
+func WithTraceRing(traces int) RecorderOption {
 	return recorderOption(func(c *recorderConfig) { c.limits.Recent = traces })
 }
 
 // WithTraceRingBytes sets the byte budget of the trace ring: the most
 // its kept spans may hold, by its estimate; past it, the oldest routine
 // traces go first. The default is 16 MiB. A budget below 1 is ignored.
-func WithTraceRingBytes(n int64) Option {
+func WithTraceRingBytes(n int64) RecorderOption {
 	return recorderOption(func(c *recorderConfig) {
 		if n > 0 {
 			c.limits.MaxBytes = n
@@ -37,7 +37,8 @@ func WithTraceRingBytes(n int64) Option {
 }
 
 // HandlerOption configures the page [Handler] serves: what it tells about
-// the process around the server. [NewRecorder] takes an [Option] instead.
+// the process around the server. [NewRecorder] takes a [RecorderOption]
+// instead.
 type HandlerOption interface{ applyHandler(*handlerConfig) }
 
 type handlerOption func(*handlerConfig)

@@ -97,7 +97,7 @@ const debugHTML = `<!DOCTYPE html>
 </head>
 <body>
 <header>
-<h1>Vigil {{.Version}}</h1>
+<h1>Vigil{{with .Version}} {{.}}{{end}}</h1>
 <span class="status">{{clock .Now}} · up {{ms .UptimeMS}} ·
 {{if .Ready}}<span class="ok">ready</span>{{else}}<span class="warn">draining</span>{{end}} ·
 traces: {{.Exporter}} · {{with .MetricsURL}}<a href="{{.}}">{{.}}</a> · {{end}}<a id="json-link" href="{{link .Query "format" "json"}}">JSON</a> ·

@@ -10,9 +10,9 @@ import (
 
 // Recorder gathers what the live page shows, through the hooks it hands
 // to the server's chain: [Recorder.Observer], [Recorder.RecordRequest],
-// [Recorder.Middleware] and [Recorder.SpanReceiver]. One Recorder serves
-// one server. It is safe for concurrent use, and none of its hooks blocks
-// for long.
+// [Recorder.Middleware] and [Recorder.SpanReceiver]. Make one with
+// [NewRecorder]; one Recorder serves one server. It is safe for concurrent
+// use, and none of its hooks blocks for long.
 type Recorder struct {
 	started time.Time
 	events  *eventLog // its stats count every request
@@ -25,7 +25,7 @@ type Recorder struct {
 
 // NewRecorder returns a Recorder with the options opts. Its time of
 // creation is the start of the page's uptime and counts.
-func NewRecorder(opts ...Option) *Recorder {
+func NewRecorder(opts ...RecorderOption) *Recorder {
 	cfg := recorderConfig{limits: ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}}
 	for _, o := range opts {
 		if o != nil {
