@@ -109,7 +109,7 @@ fuzz:
 	@echo "==> fuzz: FuzzPOSTMemory (500 inputs, initialize and name bombs of megabytes: the heap the server keeps stays within budget)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOSTMemory$$' -fuzztime=500x ./transport/streamable
 	@echo "==> fuzz: FuzzTextHandlerQuoting (50000 inputs, differential against log/slog's TextHandler)"
-	$(GO) test -run='^$$' -fuzz='^FuzzTextHandlerQuoting$$' -fuzztime=50000x ./cmd/vigil
+	$(GO) test -run='^$$' -fuzz='^FuzzTextHandlerQuoting$$' -fuzztime=50000x ./internal/slogtext
 	@echo "==> fuzz: FuzzBearerToken (100000 inputs, the Authorization header of the auth guard)"
 	$(GO) test -run='^$$' -fuzz='^FuzzBearerToken$$' -fuzztime=100000x ./middleware/auth
 	@echo "==> fuzz: FuzzParseChallenge (120000 inputs, WWW-Authenticate challenges round-trip)"

@@ -151,7 +151,9 @@ func TestParseConfig(t *testing.T) {
 		{
 			name: "shared sessions",
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
-			want: with(func(c *config) { c.redisURL, c.clusterKey, c.stateKey = "redis://:pw@redis:6379/2", testClusterKey, testClusterKey }),
+			want: with(func(c *config) {
+				c.redisURL, c.clusterKey, c.stateKey = "redis://:pw@redis:6379/2", testClusterKey, testClusterKey
+			}),
 		},
 		{
 			name: "shared sessions during a rotation",
@@ -188,13 +190,17 @@ func TestParseConfig(t *testing.T) {
 		{
 			name: "redis plaintext, knowingly",
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://redis:6379/0", "VIGIL_REDIS_INSECURE_PLAINTEXT": "true", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
-			want: with(func(c *config) { c.redisURL, c.redisPlaintext, c.clusterKey, c.stateKey = "redis://redis:6379/0", true, testClusterKey, testClusterKey }),
+			want: with(func(c *config) {
+				c.redisURL, c.redisPlaintext, c.clusterKey, c.stateKey = "redis://redis:6379/0", true, testClusterKey, testClusterKey
+			}),
 		},
 		{name: "redis password without redis", env: map[string]string{"VIGIL_REDIS_PASSWORD": "pw"}, wantErr: "-redis-ca, -redis-insecure-plaintext and VIGIL_REDIS_PASSWORD need -redis"},
 		{name: "redis CA without redis", args: []string{"-redis-ca", "ca.pem"}, wantErr: "need -redis"},
 		{
 			name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, env: map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64},
-			want: with(func(c *config) { c.redisURL, c.clusterKey, c.stateKey = "redis://redis:6379/2", testClusterKey, testClusterKey }),
+			want: with(func(c *config) {
+				c.redisURL, c.clusterKey, c.stateKey = "redis://redis:6379/2", testClusterKey, testClusterKey
+			}),
 		},
 		{
 			name: "a flag wins over the environment",

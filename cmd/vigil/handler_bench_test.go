@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/benchservice"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -39,15 +40,17 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	logOut := asyncwriter.New(io.Discard)
 	b.Cleanup(func() { _ = logOut.Close() })
 	logger := newLogger(cfg, logOut)
-	in, err := newInstruments(ctx, cfg.traceRing)
+	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
+	in, err := newInstruments(ctx, page.SpanReceiver)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = in.shutdown(context.Background()) })
-	srv, inst, err := newServer(cfg, logger, in, newEventLog(), nil)
+	srv, inst, err := newServer(cfg, logger, in, page, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	debugpage.Handler(srv, page) // which keys the trace ring by srv's names, as in vigil
 	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
 		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxInFlight(cfg.maxInFlight),

@@ -185,7 +185,7 @@ func (r *hostileRig) checkPage(attack string) {
 	for _, g := range snap.TraceSummary {
 		assert.NotContains(r.t, g.Key, hostileMarker, "%s: a made-up name is a trace key", attack)
 	}
-	const maxText = ringAttrValueMaxLen + len("…")
+	const maxText = maxKeptText
 	for _, s := range snap.Sessions {
 		assert.LessOrEqual(r.t, len(s.Client), 2*maxText+1, attack)
 		assert.True(r.t, utf8.ValidString(s.Client))

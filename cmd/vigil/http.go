@@ -7,13 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -27,7 +27,7 @@ import (
 // there too or, with -admin-http, on cfg.adminAddr only, until ctx is
 // done; then it shuts down: /readyz turns 503, the MCP server drains for
 // the grace, the MCP endpoint closes, and the HTTP servers stop.
-func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, in *instruments, events *eventLog, logger *slog.Logger, cfg config) error {
+func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, in *instruments, rec *debugpage.Recorder, logger *slog.Logger, cfg config) error {
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return err
@@ -108,18 +108,16 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	}
 
 	var ready atomic.Bool
-	var dbg *debugPage
-	if cfg.debug {
-		dbg = &debugPage{srv: srv, in: in, events: events, ready: &ready, started: time.Now(), sessions: cfg.maxSessions}
-	}
 	readyNow := &serviceReadiness{serving: &ready}
 	if shared != nil {
 		readyNow.store = shared.Ready
 	}
-	if dbg != nil {
-		dbg.ready = readyNow
+	var page http.Handler // nil: no debug page (rec is nil)
+	if rec != nil {
+		page = debugpage.Handler(srv, rec, debugpage.WithVersion(version), debugpage.WithReadiness(readyNow.Load),
+			debugpage.WithMaxSessions(cfg.maxSessions), debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
 	}
-	obs := newObservabilityMux(in, readyNow, dbg, cfg.allowedHosts, srv.FlushOutcomes)
+	obs := newObservabilityMux(in, readyNow, page, cfg.allowedHosts, srv.FlushOutcomes)
 	var servers []*http.Server
 	served := make(chan error, 2)
 	serve := func(h http.Handler, l net.Listener) {
@@ -132,7 +130,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if adminLn != nil {
 		obsBase = "http://" + adminLn.Addr().String()
 		// Logged before "serving MCP", which tests wait for.
-		logger.Info("serving admin endpoints", "url", obsBase, "paths", adminPaths(dbg != nil),
+		logger.Info("serving admin endpoints", "url", obsBase, "paths", adminPaths(page != nil),
 			"loopback_only", loopback.ListenAddr(cfg.adminAddr))
 		if !loopback.ListenAddr(cfg.adminAddr) {
 			logger.Warn(adminExposedWarning, "addr", adminLn.Addr().String())
@@ -143,7 +141,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		serve(newMux(mcp, public, obs), ln)
 	}
 	logger.Info("serving MCP", "url", base+"/mcp")
-	if dbg != nil {
+	if page != nil {
 		logger.Info("observability", "metrics", obsBase+"/metrics", "debug", obsBase+"/debug/vigil")
 	} else {
 		logger.Info("observability", "metrics", obsBase+"/metrics")
@@ -306,16 +304,16 @@ func (m mcpFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mux.ServeHTTP(w, r)
 }
 
-// newObservabilityMux serves /metrics, /healthz, /readyz and, when dbg is
-// not nil, /debug/vigil (and / redirecting to it) and the trace view
-// /debug/vigil/trace/{id}. The metrics and debug
+// newObservabilityMux serves /metrics, /healthz, /readyz and, when page
+// (a debugpage.Handler) is not nil, /debug/vigil (and / redirecting to it)
+// and the trace views /debug/vigil/trace/{id}. The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
 // MCP endpoint does, against DNS rebinding. flush, when not nil, runs
-// before the metrics and the debug pages are read: the server's
-// FlushOutcomes, so that they show every request answered so far (see
-// server.WithOutcomeBatches).
-func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allowedHosts []string, flush func()) *http.ServeMux {
-	guard := func(h http.Handler) http.Handler { return hostGuard(h, allowedHosts) }
+// before the metrics are read: the server's FlushOutcomes, so that they
+// count every request answered so far (see server.WithOutcomeBatches); the
+// page flushes them itself.
+func newObservabilityMux(in *instruments, ready readiness, page http.Handler, allowedHosts []string, flush func()) *http.ServeMux {
+	guard := func(h http.Handler) http.Handler { return loopback.HostGuard(h, allowedHosts) }
 	fresh := func(h http.Handler) http.Handler {
 		if flush == nil {
 			return h
@@ -344,12 +342,17 @@ func newObservabilityMux(in *instruments, ready readiness, dbg *debugPage, allow
 		}
 		_, _ = w.Write([]byte("ready\n"))
 	})
-	if dbg != nil {
-		mux.Handle("GET /debug/vigil", guard(fresh(dbg)))
-		mux.Handle("GET /debug/vigil/trace/{id}", guard(fresh(traceHandler(in))))
-		mux.Handle("GET /debug/vigil/style.css", guard(http.HandlerFunc(debugStyleHandler)))
-		mux.Handle("GET /debug/vigil/favicon.svg", guard(http.HandlerFunc(debugIconHandler)))
-		mux.Handle("GET /favicon.ico", guard(http.HandlerFunc(debugIconHandler))) // what a browser asks for a page without an icon link
+	if page != nil {
+		live := guard(http.StripPrefix("/debug/vigil", page))
+		for _, p := range []string{"", "/trace/{id}", "/style.css", "/favicon.svg"} {
+			mux.Handle("GET /debug/vigil"+p, live)
+		}
+		// What a browser asks for a page without an icon link: the page's.
+		mux.Handle("GET /favicon.ico", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r = r.Clone(r.Context())
+			r.URL.Path, r.URL.RawPath = "/favicon.svg", ""
+			page.ServeHTTP(w, r)
+		})))
 		mux.Handle("GET /{$}", guard(http.RedirectHandler("/debug/vigil", http.StatusFound)))
 	}
 	return mux
@@ -410,45 +413,4 @@ func isWildcardAddr(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsUnspecified()
-}
-
-// hostGuard refuses, with 403, a request that arrived on a loopback address
-// with a Host that is neither a loopback name nor one of allowed: a web
-// page that rebinds its DNS name to 127.0.0.1 must not read the debug page
-// or the metrics.
-func hostGuard(next http.Handler, allowed []string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if onLoopback(r) && !hostAllowed(r.Host, allowed) {
-			http.Error(w, "forbidden Host", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func hostAllowed(hostport string, allowed []string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if host == "localhost" {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	return slices.ContainsFunc(allowed, func(a string) bool {
-		return strings.EqualFold(a, hostport) || strings.EqualFold(a, host)
-	})
-}
-
-// onLoopback reports whether r arrived on a loopback address.
-func onLoopback(r *http.Request) bool {
-	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return true // unknown: be strict
-	}
-	tcp, ok := addr.(*net.TCPAddr)
-	return !ok || tcp.IP.IsLoopback()
 }

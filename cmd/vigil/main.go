@@ -17,14 +17,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisshare"
+	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
@@ -162,7 +165,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
 	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded tools/call result, in `bytes`; a larger one is answered as a tool error saying so (0: no limit)")
-	fs.IntVar(&cfg.traceRing, "trace-ring", defaultRingTraces, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
+	fs.IntVar(&cfg.traceRing, "trace-ring", debugpage.DefaultTraceRing, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
 	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "keep the garbage collector's heap goal at least this many `MiB` above the live heap, so that a small heap under load is not collected many times a second (RSS may grow by this much; 0: GOGC alone)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
 	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", 2*time.Minute, "close a keep-alive HTTP connection idle for this long (MCP and admin listeners)")
@@ -547,11 +550,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// requests: a few MiB); see package gcheadroom.
 	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
 
-	ringTraces := cfg.traceRing
-	if cfg.stdio || !cfg.debug {
-		ringTraces = 0 // nobody could read them
+	// What /debug/vigil shows, and its trace ring, where spans go when
+	// OTEL_* names no exporter: none with -stdio, nobody could read them.
+	var page *debugpage.Recorder
+	var ring func() otelsetup.SpanReceiver
+	if cfg.debug && !cfg.stdio {
+		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
+		if cfg.traceRing > 0 {
+			ring = page.SpanReceiver
+		}
 	}
-	in, err := newInstruments(ctx, ringTraces)
+	in, err := newInstruments(ctx, ring)
 	if err != nil {
 		return err
 	}
@@ -589,12 +598,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		defer func() { _ = cfg.shared.Close() }()
 	}
-	events := newEventLog()
 	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
 	if audit != nil {
 		auditOut = audit
 	}
-	srv, inst, err := newServer(cfg, logger, in, events, auditOut)
+	srv, inst, err := newServer(cfg, logger, in, page, auditOut)
 	if err != nil {
 		return err
 	}
@@ -605,7 +613,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if cfg.stdio {
 		return serveStdio(ctx, stop, srv, inst, logger, cfg)
 	}
-	return serveHTTP(ctx, stop, srv, inst, in, events, logger, cfg)
+	return serveHTTP(ctx, stop, srv, inst, in, page, logger, cfg)
 }
 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
@@ -639,11 +647,14 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 	}, nil
 }
 
+// The request lines of middleware.Logging take slogtext.Handler's direct path.
+var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
+
 // newLogger returns the process's logger, on stderr (a buffer in front of
 // it, in run), adding the trace,
 // span, session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
-	var h slog.Handler = newTextHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
+	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}

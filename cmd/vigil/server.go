@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -25,10 +26,11 @@ const outcomeBatch = 32
 // newServer returns the MCP server with the demo tools, and its
 // instrumentation: the middleware chain (tracing, metrics, logging,
 // recovery, timeout, per-tool concurrency limit), traced calls to the
-// client, and the metrics and debug observers. The metrics are registered
-// with in.registry; hand each transport inst.ConnServer(srv, ...).
-// audit, when not nil, gets the audit log's lines (a non-blocking writer).
-func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
+// client, and the metrics observer and the hooks of page (the debug page's
+// recorder; nil: none). The metrics are registered with in.registry; hand
+// each transport inst.ConnServer(srv, ...). audit, when not nil, gets the
+// audit log's lines (a non-blocking writer).
+func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage.Recorder, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
 	instOpts := []middleware.Option{
 		middleware.WithTracerProvider(in.tracer),
@@ -38,11 +40,12 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		middleware.WithTimeout(cfg.requestTimeout),
 		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
 		middleware.WithLimitWait(toolSlotWait),
-		middleware.WithObservers(events),
+		middleware.WithAuditLog(audit),
+	}
+	if page != nil {
 		// The debug page's counts, first in the chain: they see every
 		// request, those the chain refuses too.
-		middleware.WithRequestRecorders(statsRecorder(cfg, events)),
-		middleware.WithAuditLog(audit),
+		instOpts = append(instOpts, middleware.WithObservers(page.Observer()), middleware.WithRequestRecorders(page.RecordRequest))
 	}
 	if cfg.untrustedTraceContext() {
 		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
@@ -81,7 +84,10 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 		// out: it would cost a context per request for nobody.) Both fail
 		// closed without a verified principal: not for stdio, whose client
 		// holds no token (the guard is HTTP's).
-		opts = append(opts, server.WithMiddleware(events.Middleware()), server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+		opts = append(opts, server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+		if page != nil {
+			opts = append(opts, server.WithMiddleware(page.Middleware()))
+		}
 	}
 	srv := server.New(opts...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
@@ -90,19 +96,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
 		return nil, nil, err
 	}
-	if in.ring != nil {
-		in.ring.keyByServer(srv) // the debug page's keys are names srv knows
-	}
 	return srv, inst, nil
-}
-
-// statsRecorder returns what feeds the debug page's counts with each
-// request's outcome, or nil when there is no page (-debug=false, -stdio).
-func statsRecorder(cfg config, events *eventLog) func(*server.Request, server.Outcome) {
-	if !cfg.debug || cfg.stdio {
-		return nil
-	}
-	return events.stats.recordRequest
 }
 
 // serveStdio serves one session on standard input and output until the

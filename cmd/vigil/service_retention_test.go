@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/debugpage"
 )
 
 // TestServiceTraceRetention: in the built vigil, a tool error and a
@@ -58,7 +60,7 @@ func TestServiceTraceRetention(t *testing.T) {
 	}
 
 	// A burst of successful calls, more than the routine traces kept.
-	for i := range defaultRingTraces + 50 {
+	for i := range debugpage.DefaultTraceRing + 50 {
 		m, err := c.rpc(fmt.Sprintf(`"ok-%d"`, i), "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`)
 		require.NoError(t, err)
 		require.Nil(t, m.Error)
@@ -86,7 +88,7 @@ func TestServiceTraceRetention(t *testing.T) {
 		}
 		last := slices.ContainsFunc(snap.Traces, func(tv traceView) bool {
 			return slices.ContainsFunc(tv.Spans, func(s spanRecord) bool {
-				return s.Attributes["jsonrpc.request.id"] == fmt.Sprintf("ok-%d", defaultRingTraces+49)
+				return s.Attributes["jsonrpc.request.id"] == fmt.Sprintf("ok-%d", debugpage.DefaultTraceRing+49)
 			})
 		})
 		if last {

@@ -30,9 +30,6 @@ type instruments struct {
 	pushed     *prometheus.Registry
 	tracer     trace.TracerProvider
 	propagator propagation.TextMapPropagator
-	// ring keeps recent spans for /debug/vigil when the environment
-	// configures no exporter; nil otherwise.
-	ring *spanRing
 	// exporter describes where spans go, for logs and the debug page.
 	exporter string
 	// metricsExporter is OTEL_METRICS_EXPORTER's choice: none, otlp or
@@ -44,13 +41,13 @@ type instruments struct {
 
 // newInstruments builds the instruments. Spans go where OTEL_* says
 // (otelsetup.TracerProvider); when it says nothing (no OTEL_TRACES_EXPORTER,
-// no OTLP endpoint) they go to an in-memory ring of ringTraces traces, or,
-// with ringTraces <= 0, nowhere (a no-op provider). Metrics are pushed
+// no OTLP endpoint) they go to the in-memory trace ring that ring returns,
+// or, with a nil ring, nowhere (a no-op provider). Metrics are pushed
 // where OTEL_METRICS_EXPORTER says (otelsetup.MeterProvider; unset means
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
 // whether they are pushed or not.
-func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
+func newInstruments(ctx context.Context, ring func() otelsetup.SpanReceiver) (*instruments, error) {
 	in := &instruments{
 		registry: prometheus.NewRegistry(),
 		pushed:   prometheus.NewRegistry(),
@@ -65,13 +62,13 @@ func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 		return nil, err
 	}
 
-	var ring *spanRing
+	ringUsed := false
 	fallback := func(context.Context) (sdktrace.SpanExporter, error) {
-		if ringTraces <= 0 {
+		if ring == nil {
 			return nil, nil // "none"
 		}
-		ring = newSpanRing(ringTraces)
-		return ring, nil
+		ringUsed = true
+		return ring(), nil
 	}
 	tp, shutdown, err := otelsetup.TracerProvider(ctx,
 		otelsetup.WithService("vigil", version),
@@ -88,12 +85,12 @@ func newInstruments(ctx context.Context, ringTraces int) (*instruments, error) {
 	if err != nil {
 		return nil, errors.Join(err, shutdown(ctx))
 	}
-	in.tracer, in.ring = tp, ring
+	in.tracer = tp
 	in.shutdown = func(ctx context.Context) error {
 		// Metrics last: the spans' flush may still be counted.
 		return errors.Join(shutdown(ctx), shutdownMetrics(ctx))
 	}
-	in.exporter = exporterName(ring != nil, tp)
+	in.exporter = exporterName(ringUsed, tp)
 	in.metricsExporter = otelsetup.MetricsExporter()
 	return in, nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
@@ -66,7 +67,7 @@ func TestTraceClientContextWiring(t *testing.T) {
 				registry: prometheus.NewRegistry(), pushed: prometheus.NewRegistry(), tracer: tp,
 				propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 			}
-			srv, inst, err := newServer(cfg, newLogger(cfg, io.Discard), in, newEventLog(), nil)
+			srv, inst, err := newServer(cfg, newLogger(cfg, io.Discard), in, debugpage.NewRecorder(), nil)
 			require.NoError(t, err)
 			ctx := t.Context()
 			peer, conn := memory.NewPair()

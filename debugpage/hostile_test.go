@@ -1,23 +1,27 @@
-package main
+package debugpage
 
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -40,29 +44,37 @@ func retainedHeap() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// TestHostileDebugBound replays the name bomb on the debug page's
-// structures, through the real chain (tracing into the ring, the stats
-// recorder, the event log): thousands of unique methods, tool names and
-// JSON-RPC ids as long as the core admits, and long cancel reasons and
-// client names, which the core cuts. Then no made-up name is
-// a key of the stats or of the ring, a real tool is still counted by name,
-// every text kept is cut on a rune boundary, and what the heap retained,
-// the in-use figures and the page's JSON all stay within the bound the
-// page prints.
+// TestHostileDebugBound replays the name bomb on the page's structures,
+// through a real chain (tracing into the ring, the stats recorder, the
+// event log) built from the public packages as a user's server is:
+// thousands of unique methods, tool names and JSON-RPC ids as long as the
+// core admits, and long cancel reasons and client names, which the core
+// cuts. Then no made-up name is a key of the stats or of the ring, a real
+// tool is still counted by name, every text kept is cut on a rune
+// boundary, and what the heap retained, the in-use figures and the page's
+// JSON all stay within the bound the page prints.
 func TestHostileDebugBound(t *testing.T) {
 	ctx := t.Context()
-	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
+	rec := NewRecorder()
+	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	t.Cleanup(func() { _ = shutdown(context.Background()) })
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithTracerProvider(tp),
+		middleware.WithRegisterer(prometheus.NewRegistry()),
+		middleware.WithLogger(slog.New(slog.DiscardHandler)),
+		middleware.WithTimeout(time.Minute),
+		middleware.WithConcurrencyLimit(256),
+		middleware.WithObservers(rec.Observer()),
+		middleware.WithRequestRecorders(rec.RecordRequest),
+	)
 	require.NoError(t, err)
-	logger := newLogger(cfg, io.Discard)
-	in, err := newInstruments(ctx, cfg.traceRing)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = in.shutdown(context.Background()) })
-	require.NotNil(t, in.ring, "no OTEL_* exporter: spans go to the ring")
-	events := newEventLog()
-	srv, inst, err := newServer(cfg, logger, in, events, nil)
-	require.NoError(t, err)
+	srv := server.New(append(inst.ServerOptions(), server.WithOutcomeBatches(32, 0))...)
+	require.NoError(t, addTestTools(srv))
 	conns := inst.ConnServer(srv, telemetry.TransportMemory)
-	page := &debugPage{srv: srv, in: in, events: events, ready: &atomic.Bool{}, started: time.Now(), sessions: cfg.maxSessions}
+	const maxSessions = defaultMaxSessions
+	page := mountPage(Handler(srv, rec, WithMaxSessions(maxSessions)))
+	ring := rec.traceRing()
+	require.NotNil(t, ring, "spans go to the ring")
 
 	const (
 		sessions     = 12
@@ -121,16 +133,18 @@ func TestHostileDebugBound(t *testing.T) {
 			require.Nil(t, call(transport.Int64ID(2), "ping", map[string]any{}).Error)
 		}
 		require.NoError(t, client.Close())
-		require.NoError(t, ignoreClosed(<-served))
+		if err := <-served; !errors.Is(err, server.ErrServerClosed) {
+			require.NoError(t, err)
+		}
 	}
 	snapshot := func() (debugSnapshot, []byte) {
 		srv.FlushOutcomes()
-		rec := httptest.NewRecorder()
-		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json&series=1", nil))
-		require.Equal(t, http.StatusOK, rec.Code)
+		w := httptest.NewRecorder()
+		page.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json&series=1", nil))
+		require.Equal(t, http.StatusOK, w.Code)
 		var snap debugSnapshot
-		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &snap))
-		return snap, rec.Body.Bytes()
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &snap))
+		return snap, w.Body.Bytes()
 	}
 
 	session(-1, false) // the structures' first allocations
@@ -150,7 +164,7 @@ func TestHostileDebugBound(t *testing.T) {
 	assert.Less(t, len(body), 16<<20)
 	assert.LessOrEqual(t, snap.Memory.StatsInUse, snap.Memory.StatsBound)
 	assert.LessOrEqual(t, snap.Memory.RingInUse, snap.Memory.RingBound)
-	assert.Equal(t, statsBoundBytes()+eventsBoundBytes(cfg.maxSessions+1)+in.ring.memory().Bound, bound)
+	assert.Equal(t, statsBoundBytes()+eventsBoundBytes(maxSessions+1)+ring.memory().Bound, bound)
 
 	// Only names the server knows are keys; a real tool keeps its row.
 	var keys []string
@@ -166,7 +180,7 @@ func TestHostileDebugBound(t *testing.T) {
 			assert.Equal(t, uint64(sessions+2), row.Total.Requests, "every echo counted by name")
 		}
 	}
-	for _, k := range in.ring.keyNames() {
+	for _, k := range ring.keyNames() {
 		method, tool, _ := strings.Cut(k, " ")
 		assert.True(t, k == ringOtherKey || srv.HasMethod(method) && (tool == "" || srv.HasTool(tool)), "ring key %.40q", k)
 	}

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -15,6 +15,13 @@ import (
 
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
+
+// newSpanRing returns a ring that keeps the last maxTraces (at least 1)
+// routine traces, and the others of the retention policy, within the
+// default byte budget.
+func newSpanRing(maxTraces int) *spanRing {
+	return newSpanRingLimits(ringLimits{Recent: maxTraces, MaxBytes: ringMaxBytes})
+}
 
 // ringProvider returns a tracer whose spans reach ring as they end, as
 // vigil's (otelsetup.WithSyncFallback with a SpanReceiver).

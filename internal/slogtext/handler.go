@@ -1,4 +1,4 @@
-package main
+package slogtext
 
 import (
 	"context"
@@ -9,29 +9,26 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
-	"github.com/vigil-mcp/vigil/internal/slogtext"
-	"github.com/vigil-mcp/vigil/middleware"
 )
 
-// textHandler writes what slog.TextHandler (no ReplaceAttr, no source)
+// Handler writes what slog.TextHandler (no ReplaceAttr, no source)
 // writes, byte for byte, but formats the records it can straight into a
 // pooled buffer: the time, level and message, and attributes of the plain
 // kinds (string, integers, float, bool, duration, time) under keys of
 // their own. A record with anything else (a group, an error or other
 // value of kind Any, a LogValuer, an empty key) goes to the TextHandler
 // itself, as does everything once WithAttrs or WithGroup was called. The
-// per-request log line of the middleware takes the direct path.
-type textHandler struct {
+// per-request log line of middleware.Logging takes the direct path
+// (HandleTextLine, as middleware.TextLineHandler).
+type Handler struct {
 	level slog.Leveler
 	out   io.Writer    // whose concurrent writes are each kept whole
 	text  slog.Handler // the TextHandler, writing to out
 	// stamp is the last second a record's time fell in, formatted: lines
 	// of one second format only their milliseconds.
 	stamp atomic.Pointer[secondStamp]
+	bufs  sync.Pool // *[]byte: the buffers of the direct path
 }
-
-// The request lines of middleware.Logging come to HandleTextLine.
-var _ middleware.TextLineHandler = (*textHandler)(nil)
 
 // lockedWriter serializes the writes of the direct path and the
 // TextHandler's, as one TextHandler does its own, for a writer that does
@@ -47,37 +44,40 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// newTextHandler returns the handler, writing to w, enabled from level.
-func newTextHandler(w io.Writer, level slog.Leveler) *textHandler {
+// NewHandler returns a Handler writing to w, enabled from level.
+func NewHandler(w io.Writer, level slog.Leveler) *Handler {
 	out := w
 	if _, ok := w.(*asyncwriter.Writer); !ok { // which keeps concurrent writes whole itself
 		out = &lockedWriter{w: w}
 	}
-	return &textHandler{level: level, out: out, text: slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})}
+	h := &Handler{level: level, out: out, text: slog.NewTextHandler(out, &slog.HandlerOptions{Level: level})}
+	h.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
+	return h
 }
 
-func (h *textHandler) Enabled(_ context.Context, l slog.Level) bool {
+// Enabled reports whether l is at least the handler's level.
+func (h *Handler) Enabled(_ context.Context, l slog.Level) bool {
 	return l >= h.level.Level()
 }
 
-func (h *textHandler) WithAttrs(as []slog.Attr) slog.Handler { return h.text.WithAttrs(as) }
+// WithAttrs returns the TextHandler's handler with as.
+func (h *Handler) WithAttrs(as []slog.Attr) slog.Handler { return h.text.WithAttrs(as) }
 
-func (h *textHandler) WithGroup(name string) slog.Handler { return h.text.WithGroup(name) }
+// WithGroup returns the TextHandler's handler with the group name.
+func (h *Handler) WithGroup(name string) slog.Handler { return h.text.WithGroup(name) }
 
-// textBufs holds the buffers of the direct path.
-var textBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
-	bp := textBufs.Get().(*[]byte)
+// Handle writes r as the TextHandler would.
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	bp := h.bufs.Get().(*[]byte)
 	b := h.appendPrefix((*bp)[:0], r.Time, r.Level, r.Message)
 	// One pass: a record with an attribute the direct path does not
 	// format goes to the TextHandler instead, the line begun discarded.
 	plain := true
 	r.Attrs(func(a slog.Attr) bool {
-		if plain = a.Key != "" && slogtext.PlainKind(a.Value.Kind()); !plain {
+		if plain = a.Key != "" && PlainKind(a.Value.Kind()); !plain {
 			return false
 		}
-		b = slogtext.AppendAttr(b, a)
+		b = AppendAttr(b, a)
 		return true
 	})
 	var err error
@@ -85,7 +85,7 @@ func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 		b = append(b, '\n')
 		_, err = h.out.Write(b)
 	}
-	putTextBuf(bp, b)
+	h.putBuf(bp, b)
 	if !plain {
 		return h.text.Handle(ctx, r)
 	}
@@ -95,40 +95,40 @@ func (h *textHandler) Handle(ctx context.Context, r slog.Record) error {
 // HandleTextLine writes the record of time t, level and msg whose
 // attributes attrs holds already in the TextHandler's form (see
 // middleware.TextLineHandler): the per-request line of middleware.Logging.
-func (h *textHandler) HandleTextLine(_ context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error {
-	bp := textBufs.Get().(*[]byte)
+func (h *Handler) HandleTextLine(_ context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error {
+	bp := h.bufs.Get().(*[]byte)
 	b := h.appendPrefix((*bp)[:0], t, level, msg)
 	b = append(b, attrs...)
 	b = append(b, '\n')
 	_, err := h.out.Write(b)
-	putTextBuf(bp, b)
+	h.putBuf(bp, b)
 	return err
 }
 
 // appendPrefix appends what starts every line: the time (none when zero),
 // the level and the message.
-func (h *textHandler) appendPrefix(b []byte, t time.Time, level slog.Level, msg string) []byte {
+func (h *Handler) appendPrefix(b []byte, t time.Time, level slog.Level, msg string) []byte {
 	if !t.IsZero() {
 		b = append(b, "time="...)
 		b = h.appendTime(b, t.Round(0))
 		b = append(b, ' ')
 	}
 	b = append(b, "level="...)
-	b = slogtext.AppendString(b, level.String())
+	b = AppendString(b, level.String())
 	b = append(b, " msg="...)
-	return slogtext.AppendString(b, msg)
+	return AppendString(b, msg)
 }
 
-// putTextBuf returns b, grown from *bp, to textBufs, unless it grew big.
-func putTextBuf(bp *[]byte, b []byte) {
+// putBuf returns b, grown from *bp, to the pool, unless it grew big.
+func (h *Handler) putBuf(bp *[]byte, b []byte) {
 	if cap(b) <= 16<<10 { // as slog's own buffers: big ones are not kept
 		*bp = b
-		textBufs.Put(bp)
+		h.bufs.Put(bp)
 	}
 }
 
 // secondStamp is a second of a location, formatted as
-// slogtext.AppendRFC3339Millis formats its times: what comes before the
+// AppendRFC3339Millis formats its times: what comes before the
 // milliseconds, and the zone.
 type secondStamp struct {
 	unix       int64
@@ -137,15 +137,15 @@ type secondStamp struct {
 }
 
 // appendTime appends t, without a monotonic reading, as
-// slogtext.AppendRFC3339Millis does, formatting only the milliseconds when
+// AppendRFC3339Millis does, formatting only the milliseconds when
 // t falls in the second of the last record.
-func (h *textHandler) appendTime(b []byte, t time.Time) []byte {
+func (h *Handler) appendTime(b []byte, t time.Time) []byte {
 	st := h.stamp.Load()
 	if st == nil || st.unix != t.Unix() || st.loc != t.Location() {
 		if y := t.Year(); y < 0 || y > 9999 { // a date of another width
-			return slogtext.AppendRFC3339Millis(b, t)
+			return AppendRFC3339Millis(b, t)
 		}
-		full := string(slogtext.AppendRFC3339Millis(nil, t))
+		full := string(AppendRFC3339Millis(nil, t))
 		const dateLen = len("2006-01-02T15:04:05")
 		st = &secondStamp{unix: t.Unix(), loc: t.Location(), date: full[:dateLen], zone: full[dateLen+len(".000"):]}
 		h.stamp.Store(st)

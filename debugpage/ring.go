@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"bytes"
@@ -22,14 +22,13 @@ import (
 
 // Defaults of the in-memory trace ring.
 const (
-	defaultRingTraces   = 100 // routine traces kept (-trace-ring)
 	ringSpansPerTrace   = 256 // spans kept per trace; more are counted, not kept
 	ringAttrValueMaxLen = 256 // longer attribute values are cut
 	ringSnapshotTraces  = 100 // traces in a snapshot, the newest
 )
 
 // spanRing is a span exporter that keeps, in memory, the traces worth
-// looking at on the /debug/vigil pages, within a fixed memory bound: per
+// looking at on the live page, within a fixed memory bound: per
 // method/tool, the slowest traces and the last errored, cancelled and
 // dropped ones, and, overall, the last routine ones (retention.go says
 // how). Each trace keeps at most ringSpansPerTrace spans. It is safe for
@@ -105,12 +104,6 @@ type traceView struct {
 	Detail   string   `json:"detail,omitempty"`
 	Classes  []string `json:"classes,omitempty"`
 	Complete bool     `json:"complete"` // its local root span has ended
-}
-
-// newSpanRing returns a ring that keeps the last maxTraces (at least 1)
-// routine traces, and the others of the retention policy.
-func newSpanRing(maxTraces int) *spanRing {
-	return newSpanRingLimits(ringLimits{Recent: maxTraces, MaxBytes: ringMaxBytes})
 }
 
 // newSpanRingLimits returns a ring with the limits lim.
@@ -197,7 +190,7 @@ type traceFilter struct {
 }
 
 // traceSummary is a kept trace, for a list linking to its view at
-// /debug/vigil/trace/{TraceID}.
+// /trace/{TraceID}.
 type traceSummary struct {
 	TraceID string `json:"trace_id"` // 32 hex digits
 	Key     string `json:"key"`      // its method/tool key ("" while pending)

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func ringBenchSpans(n int) []sdktrace.ReadOnlySpan {
 func BenchmarkSpanRingExport(b *testing.B) {
 	const batch = 512
 	spans := ringBenchSpans(4 * batch)
-	ring := newSpanRing(defaultRingTraces)
+	ring := newSpanRing(DefaultTraceRing)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -63,13 +63,13 @@ func BenchmarkSpanRingExport(b *testing.B) {
 // BenchmarkSpanRingSnapshot: rendering the debug page's traces from a full
 // ring.
 func BenchmarkSpanRingSnapshot(b *testing.B) {
-	ring := newSpanRing(defaultRingTraces)
-	if err := ring.ExportSpans(context.Background(), ringBenchSpans(defaultRingTraces)); err != nil {
+	ring := newSpanRing(DefaultTraceRing)
+	if err := ring.ExportSpans(context.Background(), ringBenchSpans(DefaultTraceRing)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(ring.snapshot()) != defaultRingTraces {
+		if len(ring.snapshot()) != DefaultTraceRing {
 			b.Fatal("traces lost")
 		}
 	}
@@ -129,7 +129,7 @@ func ringMixedSpans(n int) []sdktrace.ReadOnlySpan {
 func BenchmarkSpanRingExportMixed(b *testing.B) {
 	const batch = 512
 	spans := ringMixedSpans(8 * batch)
-	ring := newSpanRing(defaultRingTraces)
+	ring := newSpanRing(DefaultTraceRing)
 	ctx := context.Background()
 	for off := 0; off < len(spans); off += batch { // the steady state: every store full
 		_ = ring.ExportSpans(ctx, spans[off:min(off+batch, len(spans))])

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"math"
@@ -14,7 +14,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Sizes of the per-method/tool statistics of /debug/vigil. Everything is
+// Sizes of the per-method/tool statistics of the live page. Everything is
 // allocated up front per key (at most statsMaxKeys of them, then "other";
 // only names the server knows are keys), so the memory is bounded by
 // statsBoundBytes.
@@ -150,7 +150,7 @@ type keyStats struct {
 type statsKey struct{ method, tool string }
 
 // requestStats counts every request by method/tool, outcome and latency
-// for /debug/vigil: since start and over the last minute per key, and
+// for the live page: since start and over the last minute per key, and
 // over the last ten minutes, second by second, for all keys together. Its
 // memory is fixed per key and bounded (statsBoundBytes). record takes no
 // lock on its path but to add a new key or to start a new period of a

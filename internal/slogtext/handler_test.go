@@ -1,4 +1,4 @@
-package main
+package slogtext
 
 import (
 	"bytes"
@@ -13,11 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vigil-mcp/vigil/internal/slogtext"
 )
 
-// textHandler writes what slog.TextHandler writes, byte for byte, on its
+// Handler writes what slog.TextHandler writes, byte for byte, on its
 // direct path and when it hands the record over.
 func TestTextHandlerMatchesSlog(t *testing.T) {
 	at := time.Date(2026, 7, 28, 10, 4, 5, 123456789, time.FixedZone("X", 3600))
@@ -49,7 +47,7 @@ func TestTextHandlerMatchesSlog(t *testing.T) {
 		for _, rec := range records {
 			var want, got bytes.Buffer
 			ref := slog.NewTextHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
-			h := newTextHandler(&got, slog.LevelDebug)
+			h := NewHandler(&got, slog.LevelDebug)
 			r := slog.NewRecord(time.Time{}, rec.level, rec.msg, 0)
 			if withTime {
 				r.Time = at
@@ -64,8 +62,8 @@ func TestTextHandlerMatchesSlog(t *testing.T) {
 			var attrs []byte
 			plain := true
 			for _, a := range rec.attrs {
-				if plain = plain && a.Key != "" && slogtext.PlainKind(a.Value.Kind()); plain {
-					attrs = slogtext.AppendAttr(attrs, a)
+				if plain = plain && a.Key != "" && PlainKind(a.Value.Kind()); plain {
+					attrs = AppendAttr(attrs, a)
 				}
 			}
 			if plain {
@@ -79,10 +77,10 @@ func TestTextHandlerMatchesSlog(t *testing.T) {
 	// WithAttrs and WithGroup are the TextHandler's.
 	var want, got bytes.Buffer
 	slog.New(slog.NewTextHandler(&want, nil)).With("k", "v").WithGroup("g").Info("m", "a", 1)
-	slog.New(newTextHandler(&got, slog.LevelInfo)).With("k", "v").WithGroup("g").Info("m", "a", 1)
+	slog.New(NewHandler(&got, slog.LevelInfo)).With("k", "v").WithGroup("g").Info("m", "a", 1)
 	assert.Equal(t, trimTime(want.String()), trimTime(got.String()))
 
-	h := newTextHandler(&got, slog.LevelWarn)
+	h := NewHandler(&got, slog.LevelWarn)
 	assert.False(t, h.Enabled(context.Background(), slog.LevelInfo))
 	assert.True(t, h.Enabled(context.Background(), slog.LevelWarn))
 }
@@ -96,7 +94,7 @@ func trimTime(line string) string {
 }
 
 // BenchmarkRequestLine: the request record of middleware.Logging through
-// textHandler and, for comparison, slog.TextHandler, to io.Discard.
+// Handler and, for comparison, slog.TextHandler, to io.Discard.
 func BenchmarkRequestLine(b *testing.B) {
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 	r.AddAttrs(slog.String("method", "tools/call"), slog.String("tool", "echo"), slog.String("request_id", "42"),
@@ -106,7 +104,7 @@ func BenchmarkRequestLine(b *testing.B) {
 		name string
 		h    slog.Handler
 	}{
-		{"vigil", newTextHandler(io.Discard, slog.LevelInfo)},
+		{"vigil", NewHandler(io.Discard, slog.LevelInfo)},
 		{"slog", slog.NewTextHandler(io.Discard, nil)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -119,7 +117,7 @@ func BenchmarkRequestLine(b *testing.B) {
 }
 
 // FuzzTextHandlerQuoting: for any key and string value, the direct path
-// quotes exactly what slog.TextHandler quotes (slogtext.NeedsQuoting reads ASCII
+// quotes exactly what slog.TextHandler quotes (NeedsQuoting reads ASCII
 // eight bytes at a time; the seeds put each byte it looks for in every
 // position of a word, and past one).
 func FuzzTextHandlerQuoting(f *testing.F) {
@@ -137,7 +135,7 @@ func FuzzTextHandlerQuoting(f *testing.F) {
 		r.AddAttrs(slog.String(key, value))
 		var want, got bytes.Buffer
 		require.NoError(t, slog.NewTextHandler(&want, nil).Handle(context.Background(), r))
-		require.NoError(t, newTextHandler(&got, slog.LevelInfo).Handle(context.Background(), r))
+		require.NoError(t, NewHandler(&got, slog.LevelInfo).Handle(context.Background(), r))
 		if want.String() != got.String() {
 			t.Fatalf("key %q value %q:\nslog   %s\nvigil  %s", key, value, want.String(), got.String())
 		}
@@ -145,7 +143,7 @@ func FuzzTextHandlerQuoting(f *testing.F) {
 }
 
 // appendTime, which formats a second once, writes what
-// slogtext.AppendRFC3339Millis writes for any time: within one second and across
+// AppendRFC3339Millis writes for any time: within one second and across
 // seconds, zones and the years whose width differs.
 func TestAppendTimeMatchesRFC3339Millis(t *testing.T) {
 	zones := []*time.Location{time.UTC, time.Local, time.FixedZone("east", 5*3600+30*60), time.FixedZone("west", -7*3600)}
@@ -168,11 +166,11 @@ func TestAppendTimeMatchesRFC3339Millis(t *testing.T) {
 		base := time.Unix(rng.Int64N(1<<34)-1<<33, rng.Int64N(1e9))
 		times = append(times, base, base.Add(time.Duration(rng.Int64N(int64(time.Second)))))
 	}
-	h := newTextHandler(io.Discard, slog.LevelInfo)
+	h := NewHandler(io.Discard, slog.LevelInfo)
 	for _, at := range times {
 		for _, loc := range zones {
 			tt := at.In(loc)
-			want := string(slogtext.AppendRFC3339Millis(nil, tt))
+			want := string(AppendRFC3339Millis(nil, tt))
 			if got := string(h.appendTime(nil, tt)); got != want {
 				t.Fatalf("%v: appendTime %q, slogtext.AppendRFC3339Millis %q", tt, got, want)
 			}

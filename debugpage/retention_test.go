@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -120,10 +120,10 @@ func traceOf(t *testing.T, ring *spanRing, tid uint64) (traceView, bool) {
 }
 
 // One failed call, then 100,000 successful ones: the failure is still
-// kept, the routine traces are the last defaultRingTraces, and the ring's
+// kept, the routine traces are the last DefaultTraceRing, and the ring's
 // estimated memory stays under its bound all along.
 func TestSpanRingKeepsFailureAfterManySuccesses(t *testing.T) {
-	ring := newSpanRing(defaultRingTraces)
+	ring := newSpanRing(DefaultTraceRing)
 	t0 := time.Unix(1_700_000_000, 0)
 	export(t, ring, toolErrorCall(1, "echo", t0))
 	bound := ring.memory().Bound
@@ -150,10 +150,10 @@ func TestSpanRingKeepsFailureAfterManySuccesses(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, synthTraceID(1).String(), errs[0].TraceID)
 	recent := ring.list(traceFilter{Class: classRecent})
-	require.Len(t, recent, defaultRingTraces)
+	require.Len(t, recent, DefaultTraceRing)
 	assert.Equal(t, synthTraceID(calls+1).String(), recent[0].TraceID, "newest first")
 	m := ring.memory()
-	assert.LessOrEqual(t, m.Traces, defaultRingTraces+1+ringSlowPerKey, "the last routine ones, the failure, the slowest")
+	assert.LessOrEqual(t, m.Traces, DefaultTraceRing+1+ringSlowPerKey, "the last routine ones, the failure, the slowest")
 	assert.Less(t, m.Bound, int64(24<<20), "the bound printed on the page")
 	t.Logf("memory after %d calls: %d bytes (%d traces, %d spans); bound %d bytes", calls+1, m.Bytes, m.Traces, m.Spans, m.Bound)
 }

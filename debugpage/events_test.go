@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,7 +55,7 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		events := newEventLog()
 		srv := server.New(server.WithObserver(events))
-		require.NoError(t, addDemoTools(srv, nil))
+		require.NoError(t, addTestTools(srv))
 		client, conn := memory.NewPair()
 		served := make(chan error, 1)
 		go func() {
@@ -115,10 +114,11 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 func TestDebugPageShowsPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const subject, clientID = `<img src=x onerror=alert(1)>`, `client&co`
-		events := newEventLog()
-		srv := server.New(server.WithObserver(events), server.WithMiddleware(auth.Middleware(), events.Middleware()))
-		require.NoError(t, addDemoTools(srv, nil))
-		page := &debugPage{srv: srv, in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: time.Now()}
+		rec := NewRecorder()
+		events := rec.events
+		srv := server.New(server.WithObserver(rec.Observer()), server.WithMiddleware(auth.Middleware(), rec.Middleware()))
+		require.NoError(t, addTestTools(srv))
+		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
 		ctx := middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory)
 		ctx = auth.ContextWithPrincipal(ctx, &auth.Principal{Subject: subject, ClientID: clientID, Issuer: "https://as.example.com"})
@@ -137,10 +137,10 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		synctest.Wait()
 
 		get := func(query string) string {
-			rec := httptest.NewRecorder()
-			page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil"+query, nil))
-			require.Equal(t, http.StatusOK, rec.Code)
-			return rec.Body.String()
+			w := httptest.NewRecorder()
+			page.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/vigil"+query, nil))
+			require.Equal(t, http.StatusOK, w.Code)
+			return w.Body.String()
 		}
 		var snap debugSnapshot
 		require.NoError(t, json.Unmarshal([]byte(get("?format=json")), &snap))
@@ -185,10 +185,11 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 // Without authorization nothing is recorded and the page shows no principal.
 func TestDebugPageWithoutPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		events := newEventLog()
-		srv := server.New(server.WithObserver(events), server.WithMiddleware(events.Middleware()))
-		require.NoError(t, addDemoTools(srv, nil))
-		page := &debugPage{srv: srv, in: &instruments{exporter: "none"}, events: events, ready: &atomic.Bool{}, started: time.Now()}
+		rec := NewRecorder()
+		events := rec.events
+		srv := server.New(server.WithObserver(rec.Observer()), server.WithMiddleware(rec.Middleware()))
+		require.NoError(t, addTestTools(srv))
+		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(context.Background(), conn) }()
@@ -199,12 +200,12 @@ func TestDebugPageWithoutPrincipal(t *testing.T) {
 		_, err := client.Read(t.Context())
 		require.NoError(t, err)
 		synctest.Wait()
-		rec := httptest.NewRecorder()
-		page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json", nil))
-		assert.NotContains(t, rec.Body.String(), `"subject"`)
-		assert.NotContains(t, rec.Body.String(), `"client_id"`)
+		w := httptest.NewRecorder()
+		page.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json", nil))
+		assert.NotContains(t, w.Body.String(), `"subject"`)
+		assert.NotContains(t, w.Body.String(), `"client_id"`)
 		var snap debugSnapshot
-		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &snap))
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &snap))
 		require.Len(t, snap.Sessions, 1)
 		assert.Zero(t, snap.Sessions[0].principalView)
 		events.mu.Lock()

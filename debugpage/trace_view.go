@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"encoding/json"
@@ -14,58 +14,57 @@ import (
 // trace view links to.
 const traceViewSiblings = 20
 
-// traceHandler serves GET /debug/vigil/trace/{id}: the kept trace id (32
-// hex digits) as a waterfall of its span tree, each span with its timing
-// bar, status, attributes and events, and the trace's outcome with the
-// cancellation cause, drop reason or error; a server-to-client call
-// (elicitation, sampling) is the CLIENT child of its request's span.
-// ?format=json returns the traceView. An id the ring does not hold, or
-// every id when spans do not go to the ring, is 404. Spans still batched
-// are exported first. The page is read-only, escapes what it shows and
-// sets setDebugHeaders' strict Content-Security-Policy (no script, only the
-// page's own hashed style). It is safe for concurrent use.
-func traceHandler(in *instruments) http.Handler {
-	tmpl := template.Must(template.New("trace").Funcs(template.FuncMap{"ms": formatMS, "bytes": formatBytes}).Parse(traceViewHTML))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		setDebugHeaders(w)
-		if in == nil || in.ring == nil {
-			http.Error(w, "traces are not kept in memory: spans go to an exporter", http.StatusNotFound)
-			return
-		}
-		id, err := trace.TraceIDFromHex(r.PathValue("id"))
-		if err != nil {
-			http.Error(w, "no such trace: a trace id is 32 hex digits", http.StatusNotFound)
-			return
-		}
-		v, ok := in.ring.lookup(id)
-		if !ok {
-			http.Error(w, "no such trace (or no longer kept)", http.StatusNotFound)
-			return
-		}
-		if r.URL.Query().Get("format") == "json" {
-			w.Header().Set("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(v)
-			return
-		}
-		page := newTracePage(v)
-		page.Memory = in.ring.memory()
-		if v.Key != "" {
-			for _, s := range in.ring.list(traceFilter{Key: v.Key, Limit: traceViewSiblings + 1}) {
-				if s.TraceID != v.TraceID && len(page.Siblings) < traceViewSiblings {
-					page.Siblings = append(page.Siblings, s)
-				}
+// serveTrace serves the view of the kept trace id (32 hex digits), for
+// the page mounted at base: the waterfall of its span tree, or with
+// ?format=json the traceView. An id the ring does not hold, or every id
+// while there is no ring, is 404.
+func (p *debugPage) serveTrace(w http.ResponseWriter, r *http.Request, base, id string) {
+	setDebugHeaders(w)
+	ring := p.rec.traceRing()
+	if ring == nil {
+		http.Error(w, "traces are not kept in memory: spans go to an exporter", http.StatusNotFound)
+		return
+	}
+	tid, err := trace.TraceIDFromHex(id)
+	if err != nil {
+		http.Error(w, "no such trace: a trace id is 32 hex digits", http.StatusNotFound)
+		return
+	}
+	v, ok := ring.lookup(tid)
+	if !ok {
+		http.Error(w, "no such trace (or no longer kept)", http.StatusNotFound)
+		return
+	}
+	if r.URL.Query().Get("format") == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+		return
+	}
+	page := newTracePage(v)
+	page.Base = base
+	page.Memory = ring.memory()
+	if v.Key != "" {
+		for _, s := range ring.list(traceFilter{Key: v.Key, Limit: traceViewSiblings + 1}) {
+			if s.TraceID != v.TraceID && len(page.Siblings) < traceViewSiblings {
+				page.Siblings = append(page.Siblings, s)
 			}
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = tmpl.Execute(w, page)
-	})
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = p.traceView.Execute(w, page)
+}
+
+// newTraceTemplate parses the trace view's template (traceViewHTML).
+func newTraceTemplate() *template.Template {
+	return template.Must(template.New("trace").Funcs(template.FuncMap{"ms": formatMS, "bytes": formatBytes}).Parse(traceViewHTML))
 }
 
 // tracePage is what the trace view's template shows.
 type tracePage struct {
 	traceView
+	Base     string // where the page is mounted
 	Rows     []traceRow
 	Siblings []traceSummary // other kept traces of the same key
 	Memory   ringMemory     // of the whole ring
@@ -187,7 +186,7 @@ const traceViewHTML = `<!DOCTYPE html>
 <style>` + traceViewCSS + `</style>
 </head>
 <body>
-<div class="muted"><a href="/debug/vigil">← Vigil</a> · <a href="?format=json">JSON</a></div>
+<div class="muted"><a href="{{or .Base "/"}}">← Vigil</a> · <a href="?format=json">JSON</a></div>
 <h1>{{if .Key}}{{.Key}}{{else}}{{.Root}}{{end}}</h1>
 <div class="mono muted">trace {{.TraceID}}</div>
 <div class="outcome o-{{or .Outcome "ok"}}">
@@ -220,7 +219,7 @@ const traceViewHTML = `<!DOCTYPE html>
 <table>
 <tr><th>start</th><th>duration</th><th>outcome</th><th>kept as</th><th>trace</th></tr>
 {{range .Siblings}}<tr><td>{{.Start.Format "15:04:05.000"}}</td><td>{{ms .DurationMS}}</td><td>{{.Outcome}}{{if .Detail}}: {{.Detail}}{{end}}</td>
-<td>{{range $i, $c := .Classes}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td class="mono"><a href="/debug/vigil/trace/{{.TraceID}}">{{.TraceID}}</a></td></tr>
+<td>{{range $i, $c := .Classes}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td class="mono"><a href="{{$.Base}}/trace/{{.TraceID}}">{{.TraceID}}</a></td></tr>
 {{end}}</table>{{end}}
 <p class="muted">Trace ring: {{.Memory.Traces}} traces, {{.Memory.Spans}} spans, {{.Memory.Keys}} method/tool keys; about {{bytes .Memory.Bytes}} of memory, at most {{bytes .Memory.Bound}}.</p>
 </body>

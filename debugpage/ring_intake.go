@@ -1,30 +1,17 @@
-package main
+package debugpage
 
 import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Every span the binary ends reaches the ring, on every core, and the ring
-// stores it in batches: a span is pushed on the ring's intake (a lock-free
-// stack) and goes on, and the span that makes the intake ringIntakeBatch
-// deep stores the whole batch, if the lock is free; whoever holds the lock
-// stores what is on the intake before it lets go, and every reader takes
-// the lock (lock), so that no reader ever misses a span that has ended.
-//
-// Two costs made it so. Waiting for the lock: under load a waiter parks,
-// and once one has waited a millisecond Go's mutex hands the lock over to
-// the waiters one by one (a convoy), while the work done under it is well
-// under a microsecond. And the code: storing a span runs the ring's
-// retention (ringTrace, the FIFOs, the per-key stores, the trace map),
-// code the rest of a request does not run, which the processor's
-// instruction cache has dropped again by the next request; stored 64 at a
-// time it is fetched once per batch (make bench-footprint: about 130 fewer
-// L1 instruction-cache misses per request, 5% of them).
-//
-// No span is left behind: a span is pushed before its goroutine tries the
-// lock, and every holder looks at the intake after unlocking (unlock), so
-// that a full batch is stored by the pusher or a holder after it, and a
-// partial one by the next reader or batch.
+// Spans reach the ring in batches (the package doc says why): a span is
+// pushed on the intake, a lock-free stack, and the span that makes it
+// ringIntakeBatch deep stores the batch if the lock is free; whoever holds
+// the lock stores what is on the intake before it lets go (unlock), and
+// every reader takes the lock (lock). No span is left behind: a span is
+// pushed before its goroutine tries the lock, and every holder looks at
+// the intake after unlocking, so that a full batch is stored by the pusher
+// or a holder after it, and a partial one by the next reader or batch.
 
 // ringIntakeBatch is how many spans wait on the intake before one of them
 // stores them all.

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,13 +15,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
-// traceViewRig is the observability mux of a vigil whose spans go to a
-// ring, as vigil's do: each span handed to it as it ends.
+// traceViewRig is the page, mounted at /debug/vigil, of a server whose
+// spans go to the Recorder's ring, as vigil's do: each span handed to it
+// as it ends.
 type traceViewRig struct {
 	mux    http.Handler
 	tracer trace.Tracer
@@ -31,12 +31,14 @@ type traceViewRig struct {
 
 func newTraceViewRig(t *testing.T) *traceViewRig {
 	t.Helper()
-	ring := newSpanRing(10)
-	tp, shutdown := otelsetup.NewReceivingProvider(ring)
+	rec := NewRecorder(WithTraceRing(10))
+	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
-	in := &instruments{tracer: tp, ring: ring}
-	var ready atomic.Bool
-	return &traceViewRig{mux: newObservabilityMux(in, &ready, &debugPage{in: in}, nil, nil), tracer: tp.Tracer("trace-view-test"), ring: ring}
+	srv := server.New() // whose names are the ring's keys: confirm_action among them
+	require.NoError(t, srv.AddTool(server.Tool{Name: "confirm_action"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("confirmed"), nil
+	}))
+	return &traceViewRig{mux: mountPage(Handler(srv, rec)), tracer: tp.Tracer("trace-view-test"), ring: rec.traceRing()}
 }
 
 // get serves a GET of path from a loopback Host.
@@ -97,11 +99,11 @@ func TestTraceViewPage(t *testing.T) {
 	assert.Contains(t, body, "&lt;/td&gt;&lt;img src=x onerror=alert(1)&gt;")
 
 	assert.Contains(t, body, `Cancelled · cause <span class="cause">client_cancel</span>`)
-	server := strings.Index(body, "<td><b>tools/call confirm_action</b>")
-	client := strings.Index(body, `<td><span class="ind"></span><b>elicitation/create</b> <span class="muted">client</span>`)
-	require.NotEqual(t, -1, server, body)
-	require.NotEqual(t, -1, client, "the elicitation, indented once")
-	assert.Less(t, server, client, "the parent first")
+	serverRow := strings.Index(body, "<td><b>tools/call confirm_action</b>")
+	clientRow := strings.Index(body, `<td><span class="ind"></span><b>elicitation/create</b> <span class="muted">client</span>`)
+	require.NotEqual(t, -1, serverRow, body)
+	require.NotEqual(t, -1, clientRow, "the elicitation, indented once")
+	assert.Less(t, serverRow, clientRow, "the parent first")
 	assert.Equal(t, 2, strings.Count(body, "<svg class=\"bar\""), "one timing bar per span")
 	assert.Contains(t, body, "Trace ring: 1 traces, 2 spans, 1 method/tool keys; about ")
 	assert.Contains(t, body, " of memory, at most "+formatBytes(rig.ring.memory().Bound)+".")
@@ -133,7 +135,8 @@ func TestTraceViewJSON(t *testing.T) {
 }
 
 // Unknown and malformed ids are 404; so is every id when spans do not go
-// to the ring. A foreign Host is refused, as on /debug/vigil.
+// to the ring. (cmd/vigil's tests check that its host guard refuses a
+// foreign Host here too, as on /debug/vigil.)
 func TestTraceViewNotFound(t *testing.T) {
 	rig := newTraceViewRig(t)
 	_, s := rig.tracer.Start(context.Background(), "other")
@@ -151,18 +154,10 @@ func TestTraceViewNotFound(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusOK, rig.get("/debug/vigil/trace/"+s.SpanContext().TraceID().String()).Code)
 
+	mux := mountPage(Handler(server.New(), NewRecorder())) // its SpanReceiver never taken: no ring
 	req := httptest.NewRequest(http.MethodGet, "/debug/vigil/trace/"+s.SpanContext().TraceID().String(), nil)
-	req.Host = "rebound.example"
-	rec := httptest.NewRecorder()
-	rig.mux.ServeHTTP(rec, req)
-	assert.Equal(t, http.StatusForbidden, rec.Code)
-
-	var ready atomic.Bool
-	noRing := &instruments{tracer: noop.NewTracerProvider()}
-	mux := newObservabilityMux(noRing, &ready, &debugPage{in: noRing}, nil, nil)
-	req = httptest.NewRequest(http.MethodGet, "/debug/vigil/trace/"+s.SpanContext().TraceID().String(), nil)
 	req.Host = "localhost"
-	rec = httptest.NewRecorder()
+	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, req)
 	assert.Equal(t, http.StatusNotFound, rec.Code)
 }

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// debugStyles are the <style> blocks of the /debug/vigil pages, byte for
+// debugStyles are the <style> blocks of the page and its trace views, byte for
 // byte: the Content-Security-Policy allows exactly these (by hash), and no
 // other style, script or source. A page that adds a <style> block lists
 // its constant here; style="" attributes are not allowed (use classes, or
@@ -31,7 +31,7 @@ func debugCSP() string {
 	return b.String()
 }
 
-// setDebugHeaders sets the headers every /debug/vigil page response
+// setDebugHeaders sets the headers every response of the page
 // carries: the strict Content-Security-Policy (debugCSP), no caching, no
 // MIME sniffing, no referrer, no framing. Call it before writing the body,
 // for HTML and JSON alike.

@@ -1,4 +1,4 @@
-package main
+package debugpage
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // sessions the debug page remembers, each.
 const recentEvents = 50
 
-// eventLog is a server.Observer that remembers, for the /debug/vigil page,
+// eventLog is a server.Observer that remembers, for the live page,
 // the transport of each live session, the principal that opened it (with
 // -auth-issuer, recorded by its Middleware), and the most recent
 // cancellations (with their causes), dropped responses and ended sessions,

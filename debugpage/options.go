@@ -1,0 +1,90 @@
+package debugpage
+
+// DefaultTraceRing is how many routine traces a Recorder's trace ring
+// keeps unless [WithTraceRing] says otherwise.
+const DefaultTraceRing = 100
+
+// RecorderOption configures a [Recorder]: what it keeps. [Handler] takes a
+// [HandlerOption] instead.
+type RecorderOption interface{ applyRecorder(*recorderConfig) }
+
+type recorderOption func(*recorderConfig)
+
+func (f recorderOption) applyRecorder(c *recorderConfig) { f(c) }
+
+type recorderConfig struct {
+	limits ringLimits
+}
+
+// WithTraceRing sets how many routine (successful) traces the
+// trace ring keeps, the newest, besides the slowest and the last failed,
+// cancelled and dropped ones of each method or tool, which it keeps
+// however much routine traffic follows them. Less than 1 counts as 1. The
+// default is [DefaultTraceRing].
+func WithTraceRing(traces int) RecorderOption {
+	return recorderOption(func(c *recorderConfig) { c.limits.Recent = traces })
+}
+
+// WithTraceRingBytes sets the byte budget of the trace ring: the most
+// its kept spans may hold, by its estimate; past it, the oldest routine
+// traces go first. The default is 16 MiB. A budget below 1 is ignored.
+func WithTraceRingBytes(n int64) RecorderOption {
+	return recorderOption(func(c *recorderConfig) {
+		if n > 0 {
+			c.limits.MaxBytes = n
+		}
+	})
+}
+
+// HandlerOption configures the page [Handler] serves: what it tells about
+// the process around the server. [NewRecorder] takes a [RecorderOption]
+// instead.
+type HandlerOption interface{ applyHandler(*handlerConfig) }
+
+type handlerOption func(*handlerConfig)
+
+func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
+
+type handlerConfig struct {
+	version     string
+	ready       func() bool
+	maxSessions int
+	exporter    string // "": "in-memory ring" with the Recorder's ring, else "none"
+	metricsURL  string // "": no link
+}
+
+// defaultMaxSessions is the default of WithMaxSessions:
+// streamable.WithMaxSessions's default.
+const defaultMaxSessions = 10000
+
+// WithVersion sets the version the page's title and its JSON show.
+func WithVersion(version string) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.version = version })
+}
+
+// WithReadiness sets what the page asks whether the service is ready
+// (shown as ready or draining); ready is called on every page view. By
+// default the page shows ready.
+func WithReadiness(ready func() bool) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.ready = ready })
+}
+
+// WithMaxSessions sets the most sessions the server holds at once, which
+// bounds what the Recorder keeps per live session, for the memory bound
+// the page prints. The default, 10,000, is streamable.WithMaxSessions's.
+func WithMaxSessions(n int) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.maxSessions = n })
+}
+
+// WithTraceExporter names where the server's spans go, for the page's
+// header and its note on kept traces. By default it is "in-memory ring"
+// once the Recorder's SpanReceiver was taken, else "none".
+func WithTraceExporter(name string) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.exporter = name })
+}
+
+// WithMetricsLink makes the page's header link to url, where the server's
+// metrics are served (such as "/metrics"). By default there is no link.
+func WithMetricsLink(url string) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.metricsURL = url })
+}

@@ -1,0 +1,112 @@
+package debugpage
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// The ring's limits are the Recorder's options, or their defaults; the
+// ring is made by the first SpanReceiver call, once.
+func TestRecorderOptions(t *testing.T) {
+	rec := NewRecorder()
+	assert.Nil(t, rec.traceRing(), "no ring before SpanReceiver")
+	ring := rec.SpanReceiver()
+	assert.Same(t, ring, rec.SpanReceiver())
+	assert.Equal(t, ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}, rec.traceRing().lim)
+
+	rec = NewRecorder(WithTraceRing(7), WithTraceRingBytes(64<<10))
+	rec.SpanReceiver()
+	assert.Equal(t, ringLimits{Recent: 7, MaxBytes: 64 << 10}, rec.traceRing().lim)
+	rec = NewRecorder(WithTraceRing(0), WithTraceRingBytes(-1), nil)
+	rec.SpanReceiver()
+	assert.Equal(t, ringLimits{Recent: 1, MaxBytes: ringMaxBytes}, rec.traceRing().lim, "at least one trace; a budget below 1 ignored")
+}
+
+// What the page tells about the process comes from the Handler's
+// options: readiness, version, where spans go (by default, whether the
+// ring is in use), the sessions its memory bound counts, the metrics link.
+func TestHandlerOptions(t *testing.T) {
+	type view struct {
+		Version  string      `json:"version"`
+		Ready    bool        `json:"ready"`
+		Exporter string      `json:"trace_exporter"`
+		Kept     bool        `json:"traces_kept"`
+		Memory   debugMemory `json:"memory"`
+	}
+	get := func(h http.Handler, path string) (*httptest.ResponseRecorder, view) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		var v view
+		if strings.Contains(path, "format=json") {
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v))
+		}
+		return w, v
+	}
+
+	rec := NewRecorder()
+	page := mountPage(Handler(server.New(), rec))
+	_, v := get(page, "/debug/vigil?format=json")
+	assert.Equal(t, view{Ready: true, Exporter: "none", Memory: v.Memory}, v)
+	assert.Equal(t, eventsBoundBytes(defaultMaxSessions+1), v.Memory.EventsBound)
+	w, _ := get(page, "/debug/vigil")
+	assert.NotContains(t, w.Body.String(), "/metrics")
+	assert.Contains(t, w.Body.String(), "<h1>Vigil</h1>")
+	assert.Contains(t, w.Body.String(), `<span class="ok">ready</span>`)
+	rec.SpanReceiver()
+	_, v = get(page, "/debug/vigil?format=json")
+	assert.Equal(t, "in-memory ring", v.Exporter)
+	assert.True(t, v.Kept)
+	assert.Positive(t, v.Memory.RingBound)
+
+	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() bool { return false }),
+		WithTraceExporter("otlp"), WithMaxSessions(10), WithMetricsLink("/custom/metrics"), nil))
+	_, v = get(page, "/debug/vigil?format=json")
+	assert.Equal(t, view{Version: "1.2.3", Exporter: "otlp", Memory: v.Memory}, v)
+	assert.Equal(t, eventsBoundBytes(11), v.Memory.EventsBound)
+	w, _ = get(page, "/debug/vigil")
+	assert.Contains(t, w.Body.String(), "<h1>Vigil 1.2.3</h1>")
+	assert.Contains(t, w.Body.String(), `<span class="warn">draining</span>`)
+	assert.Contains(t, w.Body.String(), `<a href="/custom/metrics">/custom/metrics</a>`)
+	assert.Contains(t, w.Body.String(), "Spans go to otlp; they are not kept here.")
+}
+
+// The handler serves its paths relative to where it is mounted, its links
+// starting with the prefix stripped (none at the root), to GET and HEAD
+// only.
+func TestHandlerPaths(t *testing.T) {
+	h := Handler(server.New(), NewRecorder())
+	serve := func(method, path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		return w
+	}
+	page := serve(http.MethodGet, "/")
+	require.Equal(t, http.StatusOK, page.Code)
+	assert.Contains(t, page.Body.String(), `<link rel="stylesheet" href="/style.css">`)
+	assert.Contains(t, page.Body.String(), `href="?outcome=error"`)
+	assert.Equal(t, http.StatusOK, serve(http.MethodHead, "/").Code)
+	assert.Equal(t, http.StatusOK, serve(http.MethodGet, "/style.css").Code)
+	assert.Equal(t, "image/svg+xml", serve(http.MethodGet, "/favicon.svg").Header().Get("Content-Type"))
+	for _, path := range []string{"/other", "/trace/", "/trace/a/b", "/style.css/x"} {
+		assert.Equal(t, http.StatusNotFound, serve(http.MethodGet, path).Code, path)
+	}
+	post := serve(http.MethodPost, "/")
+	assert.Equal(t, http.StatusMethodNotAllowed, post.Code)
+	assert.Equal(t, "GET, HEAD", post.Header().Get("Allow"))
+
+	mux := http.NewServeMux()
+	mux.Handle("/admin/live/", http.StripPrefix("/admin/live", h))
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/admin/live/?refresh=0", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `<link rel="stylesheet" href="/admin/live/style.css">`)
+	assert.Contains(t, w.Body.String(), `href="/admin/live?outcome=error&amp;refresh=0"`)
+}

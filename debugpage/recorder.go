@@ -1,0 +1,94 @@
+package debugpage
+
+import (
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+)
+
+// Recorder gathers what the live page shows, through the hooks it hands
+// to the server's chain: [Recorder.Observer], [Recorder.RecordRequest],
+// [Recorder.Middleware] and [Recorder.SpanReceiver]. Make one with
+// [NewRecorder]; one Recorder serves one server. It is safe for concurrent
+// use, and none of its hooks blocks for long.
+type Recorder struct {
+	started time.Time
+	events  *eventLog // its stats count every request
+
+	mu     sync.Mutex
+	limits ringLimits
+	ring   *spanRing      // made by the first SpanReceiver call; nil before
+	srv    *server.Server // set by Handler: the ring's keys are its names
+}
+
+// NewRecorder returns a Recorder with the options opts. Its time of
+// creation is the start of the page's uptime and counts.
+func NewRecorder(opts ...RecorderOption) *Recorder {
+	cfg := recorderConfig{limits: ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}}
+	for _, o := range opts {
+		if o != nil {
+			o.applyRecorder(&cfg)
+		}
+	}
+	cfg.limits.Recent = max(cfg.limits.Recent, 1)
+	events := newEventLog()
+	return &Recorder{started: events.stats.started, events: events, limits: cfg.limits}
+}
+
+// Observer returns the server.Observer that remembers each live session's
+// transport and the recent cancellations, dropped responses and ended
+// sessions; pass it to middleware.WithObservers (or server.WithObserver).
+func (r *Recorder) Observer() server.Observer { return r.events }
+
+// RecordRequest counts req, a request that ended with out, by method or
+// tool, outcome and latency: the request recorder of
+// middleware.WithRequestRecorders, which calls it for every request, those
+// the chain refuses too. A name the request's server does not know counts
+// as "other".
+func (r *Recorder) RecordRequest(req *server.Request, out server.Outcome) {
+	r.events.stats.recordRequest(req, out)
+}
+
+// Middleware returns the server middleware that records the principal
+// that opened each session (auth.PrincipalFrom of its initialize's
+// arrival), for a server behind an OAuth resource server. Without a
+// principal it does nothing.
+func (r *Recorder) Middleware() server.Middleware { return r.events.Middleware() }
+
+// SpanReceiver returns the intake of the Recorder's trace ring, which
+// keeps the traces worth looking at within a fixed memory bound: an
+// sdktrace.SpanExporter (for sdktrace.WithSyncer, or the fallback of
+// otelsetup.WithFallbackExporter) that is also an otelsetup.SpanReceiver
+// (otelsetup.WithSyncFallback, otelsetup.NewReceivingProvider). The first
+// call makes the ring; until then the page keeps no trace and says so.
+func (r *Recorder) SpanReceiver() otelsetup.SpanReceiver {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ring == nil {
+		r.ring = newSpanRingLimits(r.limits)
+		if r.srv != nil {
+			r.ring.keyByServer(r.srv)
+		}
+	}
+	return r.ring
+}
+
+// traceRing returns the trace ring, nil while SpanReceiver was not called.
+func (r *Recorder) traceRing() *spanRing {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ring
+}
+
+// keyByServer makes srv's methods, tools and prompts the only keys of the
+// trace ring besides ringOtherKey, now and once it is made.
+func (r *Recorder) keyByServer(srv *server.Server) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.srv = srv
+	if r.ring != nil {
+		r.ring.keyByServer(srv)
+	}
+}
