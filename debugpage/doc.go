@@ -88,7 +88,7 @@
 // lock, so that no reader misses a span that has ended. No span waits for
 // the lock, which under load would hand it over waiter by waiter, and the
 // ring's code runs once per batch rather than once per request
-// (docs/live-page.md has the measurements).
+// (docs/perf/ROUNDS.md has the measurements).
 //
 // # Memory
 //
