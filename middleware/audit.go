@@ -70,11 +70,16 @@ const (
 // and audit log) and must be safe for concurrent use, writing each Write
 // whole. Write errors are ignored. A nil w makes Audit the identity. The
 // returned middleware is safe for concurrent use.
-func Audit(w io.Writer, opts ...Option) server.Middleware {
+func Audit(w io.Writer, opts ...AuditOption) server.Middleware {
+	return audit(w, configure(opts, AuditOption.applyAudit))
+}
+
+// audit is the middleware of [Audit] with cfg.
+func audit(w io.Writer, cfg auditConfig) server.Middleware {
 	if w == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	values := newConfig(opts).auditValues
+	values := cfg.values
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method != "tools/call" || req.IsNotification() {

@@ -30,7 +30,7 @@ const outcomeBatch = 32
 // audit, when not nil, gets the audit log's lines (a non-blocking writer).
 func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLog, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
-	instOpts := []middleware.Option{
+	instOpts := []middleware.InstrumentationOption{
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
 		middleware.WithRegisterer(in.registry),
