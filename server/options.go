@@ -7,7 +7,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/seal"
 )
 
-// Option configures a [Server].
+// Option configures a [Server]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

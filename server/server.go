@@ -63,7 +63,9 @@ type Server struct {
 func New(opts ...Option) *Server {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if cfg.stateKey == nil {
 		cfg.stateKey = make([]byte, 32)

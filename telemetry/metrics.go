@@ -88,7 +88,9 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {
-		o.applyMetrics(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	m := &Metrics{
 		methods:       newMetricsLabelSet(append(cfg.requestMethods, LabelOther)),

@@ -19,7 +19,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Option configures [TracerProvider], [SpanExporter] and [MeterProvider].
+// Option configures [TracerProvider], [SpanExporter] and [MeterProvider];
+// a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

@@ -8,7 +8,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Option configures a [Endpoint].
+// Option configures an [Endpoint]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

@@ -68,7 +68,9 @@ var (
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if len(cfg.current) == 0 {
 		return nil, errors.New("redisstore: no cluster key: every replica needs the same secret key of at least 32 random bytes (such as `openssl rand -base64 48`), given to WithClusterKey")
