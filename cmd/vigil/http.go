@@ -58,7 +58,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		streamable.WithLogger(logger),
 		streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions),
-		streamable.WithMaxInFlight(cfg.maxInFlight),
+		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
 		endpointQuotas(cfg, inst.Metrics()),
 		streamable.WithWriteTimeout(cfg.sseWriteTimeout),

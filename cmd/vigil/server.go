@@ -61,7 +61,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, events *eventLo
 	opts = append(opts,
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
-		server.WithMaxInFlight(cfg.maxInFlight),
+		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 		// Each request's span end, metrics, log line and debug counts run

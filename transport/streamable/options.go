@@ -109,9 +109,13 @@ func WithMaxSessions(n int) Option {
 	})
 }
 
-// WithMaxInFlight limits the requests one session has in flight over HTTP
-// (256 by default); more are refused with 429 and Retry-After.
-func WithMaxInFlight(n int) Option {
+// WithMaxRequestStreamsPerSession limits the requests of one 2025-era
+// session whose POSTs are open at once, each waiting on its response
+// stream (256 by default); more are refused with 429 and Retry-After.
+// n <= 0 keeps the default. (The server bounds the requests a session has
+// in flight apart, over any transport, with -32000:
+// server.WithMaxInFlightPerSession.)
+func WithMaxRequestStreamsPerSession(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxInFlight = n
