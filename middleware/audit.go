@@ -94,7 +94,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
-				if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+				if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
 					rec.Subject, rec.ClientID = p.Subject, p.ClientID
 				}
 				if req.InSession() {

@@ -248,7 +248,7 @@ type quotaData struct {
 // rateKeyOf returns the key of req's principal: the authenticated one,
 // else the client address Handler noted, else "" (stdio, forwarded).
 func rateKeyOf(req *server.Request) string {
-	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+	if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
 		return p.Key()
 	}
 	if a, ok := req.ArrivalContext().Value(clientAddrKey{}).(string); ok {

@@ -59,7 +59,7 @@ import (
 // _meta and sent on the stream of a waiting tasks/result when there is one;
 // the task is input_required while the client has not answered. In a
 // 2026-07-28 task the call blocks: the task becomes input_required and
-// lists the question in tasks/get under a key (see [WithInputKey]) until
+// lists the question in tasks/get under a key (see [ContextWithInputKey]) until
 // tasks/update brings the answer. Several questions asked concurrently are
 // several keys.
 
@@ -455,7 +455,7 @@ func (e *taskStarted) Unwrap() error { return errInterrupt }
 // it returns as is:
 //
 //	func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-//		answer, err := server.Elicit(server.WithInputKey(ctx, "user_name"), ask)
+//		answer, err := server.Elicit(server.ContextWithInputKey(ctx, "user_name"), ask)
 //		if err != nil {
 //			return nil, err // the input_required round, or a failure
 //		}
@@ -566,7 +566,7 @@ func (s *Server) askForTask(ctx context.Context, t *task, method string, params,
 	}
 }
 
-// addQuestion lists q under its key: the one ctx names ([WithInputKey]),
+// addQuestion lists q under its key: the one ctx names ([ContextWithInputKey]),
 // else one made of the method and how many such questions the task asked
 // before ("elicitation-create-0").
 func (t *task) addQuestion(ctx context.Context, q *question) (string, error) {

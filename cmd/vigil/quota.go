@@ -118,7 +118,7 @@ func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Opti
 // the IP address of the client's connection (clientConnContext).
 func callerOf(req *server.Request) string {
 	ctx := req.ArrivalContext()
-	if p, ok := auth.PrincipalFrom(ctx); ok {
+	if p, ok := auth.PrincipalFromContext(ctx); ok {
 		return p.Key()
 	}
 	ip, _ := ctx.Value(clientIPKey{}).(string)

@@ -228,7 +228,7 @@ func confirmAction(ctx context.Context, _ *server.CallToolRequest, in confirmIn)
 	if in.Action == "" {
 		return confirmOut{}, errors.New(`confirm_action needs a non-empty "action"`)
 	}
-	res, err := server.Elicit(server.WithInputKey(ctx, "confirm"), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message: "Do you want to allow this action? " + in.Action,
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
 			{Name: "confirm", Type: "boolean", Title: "Allow", Description: "Check to allow the action.", Required: true},

@@ -29,5 +29,5 @@
 // and [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session
 // to the principal that opened it.
 //
-// Handlers never see the token: they read the caller with [PrincipalFrom].
+// Handlers never see the token: they read the caller with [PrincipalFromContext].
 package auth

@@ -236,15 +236,15 @@ func SessionPrincipal(r *http.Request) string { return keyFrom(r.Context()) }
 
 // Middleware returns a server middleware that puts the principal of each
 // request's arrival context (where [ResourceServer.Handler] put it) into
-// the handler's context, so that handlers can call [PrincipalFrom]. A
+// the handler's context, so that handlers can call [PrincipalFromContext]. A
 // request whose arrival context has none gets none either, not the one of
 // the request that opened its session, whose context the session's is.
 func Middleware() server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
+			if p, ok := PrincipalFromContext(req.ArrivalContext()); ok {
 				ctx = ContextWithPrincipal(ctx, p)
-			} else if _, stale := PrincipalFrom(ctx); stale {
+			} else if _, stale := PrincipalFromContext(ctx); stale {
 				ctx = ContextWithPrincipal(ctx, nil)
 			}
 			return next(ctx, req)
@@ -262,7 +262,7 @@ func Middleware() server.Middleware {
 // stdio, a misconfigured chain, a forged relay) sees no tool and calls
 // none, whatever its scopes.
 func ToolAccess(req *server.Request, t *server.Tool) bool {
-	p, ok := PrincipalFrom(req.ArrivalContext())
+	p, ok := PrincipalFromContext(req.ArrivalContext())
 	return ok && p.HasScopes(t.Scopes...)
 }
 
@@ -285,7 +285,7 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 // 400, 401 and 403 carry a WWW-Authenticate challenge naming the metadata;
 // every refusal's body is a JSON-RPC error object with a null id (code
 // -32600, or -32000 for 503). Otherwise next serves the request with the
-// principal in its context ([PrincipalFrom]).
+// principal in its context ([PrincipalFromContext]).
 //
 // When next is a *streamable.Endpoint, the tools a 2025 POST calls are
 // checked by the Endpoint on the message it decodes (its MessageGuard),
@@ -437,7 +437,7 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 	if len(tools) == 0 {
 		return true
 	}
-	p, ok := PrincipalFrom(r.Context())
+	p, ok := PrincipalFromContext(r.Context())
 	if !ok {
 		rs.refuse(w, r, &Error{Reason: ReasonMissingToken}, nil)
 		return false
