@@ -44,19 +44,21 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 		inst.metrics = m
 	}
 	tracingOn := cfg.tracing.provider != nil // never the global provider
-	tc := cfg.tracing.withGlobals()
+	var spans spanStarter
 	if tracingOn {
+		tc := cfg.tracing.withGlobals() // the global propagator, if none
+		spans = newServerSpanStarter(tc)
 		inst.calls = tracingCalls(tc)
 	}
 	switch {
 	case tracingOn && inst.metrics != nil && cfg.logger != nil:
-		inst.chain = append(inst.chain, recordRequests(newServerSpanStarter(tc), inst.metrics, newRequestLogger(cfg.logger, cfg.logging), cfg.recorders))
+		inst.chain = append(inst.chain, recordRequests(spans, inst.metrics, newRequestLogger(cfg.logger, cfg.logging), cfg.recorders))
 	default:
 		if len(cfg.recorders) > 0 {
 			inst.chain = append(inst.chain, recordOutcomes(cfg.recorders))
 		}
 		if tracingOn {
-			inst.chain = append(inst.chain, tracing(newServerSpanStarter(tc)))
+			inst.chain = append(inst.chain, tracing(spans))
 		}
 		if inst.metrics != nil {
 			inst.chain = append(inst.chain, RecordMetrics(inst.metrics))
