@@ -292,7 +292,7 @@ func newMux(mcp http.Handler, public map[string]http.Handler, obs http.Handler) 
 // mcpFirst hands a request for exactly /mcp to mcp and any other to mux,
 // whose "/mcp" pattern routes the same requests to mcp: the MCP endpoint,
 // which takes nearly every request, is spared the mux's pattern matching
-// (about 2% of the shipped service's CPU under load).
+// (docs/performance-notes.md has its cost).
 type mcpFirst struct {
 	mcp http.Handler
 	mux *http.ServeMux
