@@ -266,35 +266,17 @@ func ToolAccess(req *server.Request, t *server.Tool) bool {
 	return ok && p.HasScopes(t.Scopes...)
 }
 
-// Handler protects next, the MCP endpoint. It answers:
-//
-//   - 400 error="invalid_request" for two Authorization headers or a token
-//     in the URL query or a form-encoded body (counted invalid_token);
-//   - 401 without an error code when there is no bearer token
-//     (missing_token), and 401 error="invalid_token" for a malformed,
-//     oversized or refused token (with the verifier's reason);
-//   - 503 with Retry-After when the verifier cannot decide (verifier_error)
-//     or would not ask now (verifier_busy, Retry-After 1);
-//   - 403 error="insufficient_scope" naming every scope the operation needs
-//     (Config.Scopes plus those of each tool a tools/call names, batches
-//     included) when the principal lacks one; with Config.HideTools, only
-//     for a lack of Config.Scopes, which it then names alone;
-//   - 413 when a body that must be read to find its tools is over
-//     Config.MaxBodyBytes (not an authorization failure: not counted).
-//
-// 400, 401 and 403 carry a WWW-Authenticate challenge naming the metadata;
-// every refusal's body is a JSON-RPC error object with a null id (code
-// -32600, or -32000 for 503). Otherwise next serves the request with the
-// principal in its context ([PrincipalFromContext]).
-//
-// When next is a *streamable.Endpoint, the tools a 2025 POST calls are
-// checked by the Endpoint on the message it decodes (its MessageGuard),
-// with the same 403, rather than by reading and parsing the body here once
-// more; the Endpoint then refuses, after its own checks, what it would
-// refuse anyway (a bad Content-Type, a body over its limit). And a request
-// it forwards to another replica carries an assertion of its principal,
-// not its token: there, this guard (its SetForwardHandler) authorizes it
-// by the assertion, every scope checked, and refuses it without one.
+// Handler protects next, the MCP endpoint: it answers a request without a
+// valid token or scope with 400, 401, 403, 413 or 503, as the package doc
+// lists, and otherwise has next serve it with the principal in its context
+// ([PrincipalFromContext]). 400, 401 and 403 carry a WWW-Authenticate
+// challenge naming the metadata; every refusal's body is a JSON-RPC error
+// object with a null id (code -32600, or -32000 for 503). When next is a
+// *streamable.Endpoint, the Endpoint checks the tools a 2025 POST calls on
+// the message it decodes (its MessageGuard), with the same 403, and a
+// request it forwards to another replica carries an assertion of its
+// principal, not its token, which this guard (its SetForwardHandler)
+// authorizes there, every scope checked.
 func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 	endpointChecks := false
 	if ep, ok := next.(*streamable.Endpoint); ok {

@@ -138,9 +138,11 @@ func WithAllowedHosts(hosts ...string) Option {
 	return optionFunc(func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) })
 }
 
-// WithOriginCheck replaces the Origin check. By default a request without
-// Origin is accepted, and one with Origin is accepted when the origin's host
-// is an allowed host (see WithAllowedHosts).
+// WithOriginCheck sets the check of a request's Origin header: allow
+// reports whether a request with that origin is accepted (a request
+// without Origin always is). By default one with Origin is accepted when
+// the origin's host is the request's Host or an allowed host (see
+// WithAllowedHosts).
 func WithOriginCheck(allow func(origin string, r *http.Request) bool) Option {
 	return optionFunc(func(c *config) { c.allowedOrigin = allow })
 }

@@ -108,7 +108,8 @@ const EventOverhead = 64
 // WithMaxSessionEventBytes bounds the events kept for one session, over
 // all its streams, to n bytes ([DefaultMaxSessionEventBytes] by default),
 // each event counted as its data plus [EventOverhead], and each stream as
-// what Redis allocates for one (about 5 KiB): beyond it the oldest
+// 4,800 bytes plus twice its key's name, near what Redis allocates for one
+// with its first entry: beyond it the oldest
 // events of the stream appended to go first (its newest is always kept),
 // then those of the session's other streams, whose emptied keys go. A
 // resumption replays what is left of its stream (as
