@@ -47,7 +47,7 @@ type principalView struct {
 // principalOf returns the principal of req's arrival (where the resource
 // server put it), the zero view without one (authorization off).
 func principalOf(req *server.Request) principalView {
-	p, ok := auth.PrincipalFrom(req.ArrivalContext())
+	p, ok := auth.PrincipalFromContext(req.ArrivalContext())
 	if !ok {
 		return principalView{}
 	}

@@ -52,7 +52,7 @@ func (r *Recorder) RecordRequest(req *server.Request, out server.Outcome) {
 }
 
 // Middleware returns the server middleware that records the principal
-// that opened each session (auth.PrincipalFrom of its initialize's
+// that opened each session (auth.PrincipalFromContext of its initialize's
 // arrival), for a server behind an OAuth resource server. Without a
 // principal it does nothing.
 func (r *Recorder) Middleware() server.Middleware { return r.events.Middleware() }

@@ -70,11 +70,16 @@ const (
 // and audit log) and must be safe for concurrent use, writing each Write
 // whole. Write errors are ignored. A nil w makes Audit the identity. The
 // returned middleware is safe for concurrent use.
-func Audit(w io.Writer, opts ...Option) server.Middleware {
+func Audit(w io.Writer, opts ...AuditOption) server.Middleware {
+	return audit(w, configure(opts, AuditOption.applyAudit))
+}
+
+// audit is the middleware of [Audit] with cfg.
+func audit(w io.Writer, cfg auditConfig) server.Middleware {
 	if w == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	values := newConfig(opts).auditValues
+	values := cfg.values
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method != "tools/call" || req.IsNotification() {
@@ -89,7 +94,7 @@ func Audit(w io.Writer, opts ...Option) server.Middleware {
 				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
-				if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+				if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
 					rec.Subject, rec.ClientID = p.Subject, p.ClientID
 				}
 				if req.InSession() {

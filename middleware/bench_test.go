@@ -256,7 +256,7 @@ func benchShipped(b *testing.B) (*server.Server, func(streamable.Server) streama
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := server.New(append(inst.ServerOptions(), server.WithLogger(logger), server.WithMaxInFlight(256))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithLogger(logger), server.WithMaxInFlightPerSession(256))...)
 	return srv, func(s streamable.Server) streamable.Server {
 		return inst.ConnServer(s, telemetry.TransportStreamableHTTP)
 	}

@@ -32,14 +32,187 @@
 // [LogHandler] adds the trace, span, session and request ids to log
 // records.
 //
-// The package has one [Option] type: every constructor reads the options
-// that concern it. The documented order of the chain, which
-// NewInstrumentation builds, is Tracing, Metrics, Logging, Audit (with
-// [WithAuditLog]), Recover, Timeout, ConcurrencyLimit, then the
-// application's middleware: the span
-// covers everything, the metrics see the trace id for exemplars and a
-// recovered panic, a timeout or a rejection as an error, and every request
-// is logged.
+// # Options
+//
+// Each constructor accepts only the options it reads, so that giving it
+// one it would ignore does not compile: [Tracing] takes [TracingOption]s,
+// [TracingCalls] [TracingCallsOption]s, [Logging] [LoggingOption]s,
+// [Timeout] [TimeoutOption]s, [ConcurrencyLimit] [ConcurrencyLimitOption]s
+// and [Audit] [AuditOption]s. [NewInstrumentation], which builds them all,
+// takes [InstrumentationOption]s, which every option of the package is:
+// each of those interfaces embeds it, so one With function works wherever
+// it is read and nowhere else. [WithTracerProvider] and [WithPropagators]
+// are read by both Tracing and TracingCalls, and are [TracerOption]s,
+// which are both. (The design is connect-go's, whose Option is both a
+// ClientOption and a HandlerOption.) Options that NewInstrumentation alone
+// reads, such as [WithTimeout], [WithConcurrencyLimit], [WithLogger] and
+// the rate limits, are plain InstrumentationOptions: the constructors take
+// their default or their writer as an argument.
+//
+// # What NewInstrumentation builds
+//
+// Each option adds its part, and without it the part is absent:
+//
+//   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
+//     [WithPropagators] (nil: the global propagator) and
+//     [WithUntrustedTraceContext]. Without a provider, no spans at all
+//     (the global provider is not used).
+//   - [WithRegisterer]: a telemetry.Metrics (built with
+//     [WithMetricsOptions]) registered with it, recorded by
+//     [RecordMetrics] and [MetricsObserver]. Without it, no metrics.
+//   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of
+//     [Recover]. Without it, no request log, and Recover discards.
+//   - [Recover] is always in.
+//   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
+//   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
+//     [WithLimitWait] and [WithToolShare]).
+//   - [WithRateLimit], [WithToolRateLimit] (with [WithRateLimitRedis]):
+//     an [Instrumentation.RateLimiter], whose tool rates run in the chain
+//     between Timeout and ConcurrencyLimit (a call over its rate never
+//     waits for a slot).
+//   - [WithObservers]: more observers next to the metrics observer.
+//   - [WithRequestRecorders]: functions called with each request's
+//     outcome, first in the chain.
+//   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
+//     after Logging, for the same reason: every tools/call gets its line.
+//
+// NewInstrumentation() with no options gives a server Recover and nothing
+// else.
+//
+// # The order of the chain
+//
+// The chain runs in this order, outermost first:
+//
+//  1. [Tracing]: the span covers everything below, and its context (trace
+//     id) reaches the rest;
+//  2. [RecordMetrics]: inside Tracing so that the trace id becomes the
+//     exemplar; outside everything that may fail a request, so that every
+//     request is counted, a panic, a timeout or a rejection as an error;
+//  3. [Logging]: inside Tracing, for the trace ids of the record; outside
+//     Recover, Timeout and ConcurrencyLimit, which may answer without the
+//     handler, so that every request gets its record;
+//  4. [Audit], for the same reasons as Logging;
+//  5. [Recover]: below Tracing, Metrics and Logging, so that they see a
+//     panic as a -32603 error return, and above the rest, which it covers;
+//  6. [Timeout]: its time limit covers the wait for a slot and the handler;
+//  7. the tool rates of the [RateLimiter], so that a call over its rate
+//     never waits for a slot;
+//  8. [ConcurrencyLimit]: innermost, so that a call waiting for a slot
+//     ([WithLimitWait]) runs out of time like a slow handler, and so that
+//     RecordMetrics counts a rejection as an error with error_type -32000;
+//
+// then the application's own middleware, which server.WithMiddleware
+// appends after [Instrumentation.ServerOptions].
+//
+// When tracing, metrics and logging are all on, the first three run as one
+// middleware, which records exactly what they do apart with one AfterDone
+// function and one closure per request, not three;
+// [Instrumentation.Middleware] returns it as one entry. The functions of
+// [WithRequestRecorders] are then theirs too: they run after the span's
+// end, the metrics and the log line, with no closure and no layer of the
+// chain of their own.
+//
+// # Spans
+//
+// The SERVER span of [Tracing] is named "{mcp.method.name} {target}" (the
+// tool or prompt name), with mcp.method.name, jsonrpc.request.id,
+// mcp.session.id, mcp.protocol.version, gen_ai.tool.name,
+// gen_ai.prompt.name, gen_ai.operation.name, mcp.resource.uri,
+// network.transport and, on failure, error.type and
+// rpc.response.status_code. When the request was authorized (an
+// [auth.Principal] in its arrival context), the span also gets user.id
+// (the principal's subject) and vigil.oauth.client_id (the OAuth client
+// its token was issued to).
+//
+// The parent is the context in the request's params._meta (traceparent,
+// tracestate, baggage), read with the configured propagator; the ambient
+// span is then a link. Without one in _meta, the ambient span is the
+// parent, as it always is with [WithUntrustedTraceContext]. The ambient
+// span is the one in the context the message arrived with
+// ([server.Request.ArrivalContext]): over Streamable HTTP, the span of the
+// very POST that carried it (an otelhttp server span, say), even in a 2025
+// session whose context came from the POST that opened it; over other
+// transports, the span in the context the session was served with.
+//
+// The span ends at the instant the request's fate is sealed
+// ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
+// in the request's batch), so it covers writing the response. Its status
+// is Error exactly when error.type is set: a JSON-RPC error (error.type is
+// the code, such as "-32602"; a panic is "-32603" with an exception event)
+// or a tool result with isError ("tool_error"). A cancellation is not an
+// error: the status stays Unset, the span gets the attribute
+// vigil.cancel.cause and a "cancelled" event. A handler timeout answered
+// with -32001 is both an error and a "cancelled" event with cause
+// "timeout". A response that was not written adds a "response_dropped"
+// event with vigil.drop.reason. Messages the core refuses before the chain
+// runs (malformed, a duplicate id, over a limit, before initialize) get no
+// span; the server's Observer sees them.
+//
+// The CLIENT spans of [TracingCalls] end with the client's answer: an
+// error answer sets error.type to its code and the status to Error; no
+// answer in time sets error.type "timeout"; a call abandoned because the
+// request or the session was cancelled keeps the status Unset and gets
+// vigil.cancel.cause and a "cancelled" event.
+//
+// [WithUntrustedTraceContext] is for servers whose clients are not part of
+// the operator's tracing: the client picks neither the trace id nor
+// sampling, and no baggage, neither the client's nor any already in the
+// context, reaches the handlers. An HTTP server span around the endpoint
+// (otelhttp) should ignore the traceparent header too:
+// otelhttp.WithPublicEndpoint.
+//
+// # The request log
+//
+// The record of [Logging] carries:
+//
+//   - method, tool (tools/call) or prompt (prompts/get), request_id,
+//     session_id (left out for a stateless request), subject (the
+//     [auth.Principal]'s, when the request was authorized) and duration
+//     (since the core read the request);
+//   - outcome: ok, error, cancelled or dropped, in the precedence of
+//     [RecordMetrics], so that logs and metrics agree;
+//   - for error: code (the JSON-RPC code answered) and error (the text of
+//     the error the chain returned, which the client may not have seen;
+//     cause "timeout" too for -32001);
+//   - for cancelled: cause (client_cancel, transport_close, shutdown,
+//     timeout, other) and reason (why no response was written);
+//   - for dropped: reason, and error (the write error) if there was one;
+//   - for ok: tool_error=true when a tool result has isError set.
+//
+// A [LogHandler] under the logger adds the trace and span ids, and does
+// not add request_id and session_id twice.
+//
+// # Metrics
+//
+// Besides its outcome, [RecordMetrics] counts a cancellation with cause
+// timeout when a timeout inside the chain ([server.ErrHandlerTimeout], say
+// from a Timeout middleware inside it, or a deadline) made the handler
+// answer with an error: that request's outcome is error (-32001 for
+// ErrHandlerTimeout). Dropped responses are counted by [MetricsObserver],
+// which sees drops the middleware cannot (requests read after the writer
+// broke).
+//
+// # Limits and timeouts
+//
+// The memory of [ConcurrencyLimit] is bounded by the calls in flight and
+// the server's tools: the semaphore of a tool registered with the
+// session's server is kept once made (up to 1024 of them), and that of any
+// other name exists only while calls of it run or wait, so unknown names
+// sent by a client cost nothing once answered. Taking and giving back a
+// slot of a registered tool takes no lock.
+//
+// [Timeout] sets the request context's own deadline
+// ([server.Request.SetDeadline]): no context, no timer and no goroutine per
+// request, since the server runs every request's deadline from one timer.
+//
+// The session core recovers a panic too, as a last resort, and reports it
+// to the Observer (HandlerPanicked) and to the server's logger; what
+// [Recover] adds is that the middleware outside it see the panic as an
+// ordinary error return, counted with outcome error and error_type -32603,
+// and ending its span with status Error and the panic as an exception
+// event.
+//
+// # Dependencies
 //
 // It imports server, transport and telemetry, middleware/auth (to read the
 // request's principal), the OpenTelemetry API (never the SDK) and the

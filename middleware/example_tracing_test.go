@@ -26,13 +26,11 @@ import (
 func ExampleTracing() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	opts := []middleware.Option{
-		middleware.WithTracerProvider(tp),
-		middleware.WithPropagators(propagation.TraceContext{}),
-	}
+	tracer := middleware.WithTracerProvider(tp)
+	propagators := middleware.WithPropagators(propagation.TraceContext{})
 	srv := server.New(
-		server.WithMiddleware(middleware.Tracing(opts...)),          // first: the span covers everything
-		server.WithCallMiddleware(middleware.TracingCalls(opts...)), // CLIENT spans for sampling, elicitation, roots
+		server.WithMiddleware(middleware.Tracing(tracer, propagators)),          // first: the span covers everything
+		server.WithCallMiddleware(middleware.TracingCalls(tracer, propagators)), // CLIENT spans for sampling, elicitation, roots
 	)
 	_ = srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil

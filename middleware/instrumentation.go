@@ -23,60 +23,18 @@ type Instrumentation struct {
 	rateLimiter *RateLimiter // nil without rate limits
 }
 
-// NewInstrumentation builds the instrumentation opts describe. What each
-// option adds, and what its absence means:
-//
-//   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
-//     [WithPropagators] (nil: the global propagator) and
-//     [WithUntrustedTraceContext]. Without a provider, no spans at all
-//     (the global provider is not used).
-//   - [WithRegisterer]: a telemetry.Metrics (built with
-//     [WithMetricsOptions]) registered with it, recorded by
-//     [RecordMetrics] and [MetricsObserver]; the error is the
-//     registerer's, such as a prometheus.AlreadyRegisteredError. Without
-//     it, no metrics.
-//   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of
-//     [Recover]. Without it, no request log, and Recover discards.
-//   - [Recover] is always in.
-//   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
-//   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
-//     [WithLimitWait] and [WithToolShare]).
-//   - [WithRateLimit], [WithToolRateLimit] (with [WithRateLimitRedis]):
-//     an [Instrumentation.RateLimiter], whose tool rates run in the chain
-//     between Timeout and ConcurrencyLimit (a call over its rate never
-//     waits for a slot).
-//   - [WithObservers]: more observers next to the metrics observer.
-//   - [WithRequestRecorders]: functions called with each request's
-//     outcome, first in the chain.
-//   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
-//     after Logging, for the same reason: every tools/call gets its line.
-//
-// The chain runs in this order, outermost first:
-//
-//  1. [Tracing]: the span covers everything below, and its context (trace
-//     id) reaches the rest;
-//  2. [RecordMetrics]: inside Tracing so that the trace id becomes the
-//     exemplar; outside everything that may fail a request, so that every
-//     request is counted, a panic, a timeout or a rejection as an error;
-//  3. [Logging]: inside Tracing, for the trace ids of the record; outside
-//     Recover, Timeout and ConcurrencyLimit, which may answer without the
-//     handler, so that every request gets its record;
-//  4. [Recover]: below Tracing, Metrics and Logging, so that they see a
-//     panic as a -32603 error return, and above the rest, which it covers;
-//  5. [Timeout]: its time limit covers the wait for a slot and the handler;
-//  6. [ConcurrencyLimit]: innermost, so that a call waiting for a slot
-//     ([WithLimitWait]) runs out of time like a slow handler;
-//
-// then the application's own middleware, which server.WithMiddleware
-// appends after [Instrumentation.ServerOptions]. NewInstrumentation() with
-// no options gives a server Recover and nothing else.
-//
-// When tracing, metrics and logging are all on, the first three run as one
-// middleware, which records exactly what they do apart with one AfterDone
-// function and one closure per request, not three;
-// [Instrumentation.Middleware] returns it as one entry.
-func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
-	cfg := newConfig(opts)
+// NewInstrumentation builds the instrumentation opts describe. Each part
+// is in only with its option: [WithTracerProvider], [Tracing] and
+// [TracingCalls]; [WithRegisterer], the metrics; [WithLogger], [Logging];
+// [WithAuditLog], [Audit]; [WithTimeout] or [WithTimeoutFor], [Timeout];
+// [WithConcurrencyLimit] or [WithLimitFor], [ConcurrencyLimit]; the rate
+// limits, an [Instrumentation.RateLimiter]. [Recover] is always in. The
+// chain runs, outermost first, Tracing, [RecordMetrics], Logging, Audit,
+// Recover, Timeout, the tool rates and ConcurrencyLimit, then the
+// application's own middleware; the package doc says why. The error is the
+// registerer's, such as a prometheus.AlreadyRegisteredError.
+func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error) {
+	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
 	if cfg.registerer != nil {
 		m := telemetry.NewMetrics(cfg.metricsOptions...)
@@ -85,40 +43,44 @@ func NewInstrumentation(opts ...Option) (*Instrumentation, error) {
 		}
 		inst.metrics = m
 	}
-	if cfg.provider != nil {
-		inst.calls = TracingCalls(opts...)
+	tracingOn := cfg.tracing.provider != nil // never the global provider
+	var spans spanStarter
+	if tracingOn {
+		tc := cfg.tracing.withGlobals() // the global propagator, if none
+		spans = newServerSpanStarter(tc)
+		inst.calls = tracingCalls(tc)
 	}
 	switch {
-	case cfg.provider != nil && inst.metrics != nil && cfg.logger != nil:
-		inst.chain = append(inst.chain, recordRequests(newServerSpanStarter(opts), inst.metrics, newRequestLogger(cfg.logger, opts), cfg.recorders))
+	case tracingOn && inst.metrics != nil && cfg.logger != nil:
+		inst.chain = append(inst.chain, recordRequests(spans, inst.metrics, newRequestLogger(cfg.logger, cfg.logging), cfg.recorders))
 	default:
 		if len(cfg.recorders) > 0 {
 			inst.chain = append(inst.chain, recordOutcomes(cfg.recorders))
 		}
-		if cfg.provider != nil {
-			inst.chain = append(inst.chain, Tracing(opts...))
+		if tracingOn {
+			inst.chain = append(inst.chain, tracing(spans))
 		}
 		if inst.metrics != nil {
 			inst.chain = append(inst.chain, RecordMetrics(inst.metrics))
 		}
 		if cfg.logger != nil {
-			inst.chain = append(inst.chain, Logging(cfg.logger, opts...))
+			inst.chain = append(inst.chain, logging(cfg.logger, cfg.logging))
 		}
 	}
-	if cfg.audit != nil {
-		inst.chain = append(inst.chain, Audit(cfg.audit, opts...))
+	if cfg.auditLog != nil {
+		inst.chain = append(inst.chain, audit(cfg.auditLog, cfg.audit))
 	}
 	inst.chain = append(inst.chain, Recover(cfg.logger))
-	if cfg.timeout > 0 || cfg.timeoutFor != nil {
-		inst.chain = append(inst.chain, Timeout(cfg.timeout, opts...))
+	if cfg.defaultTimeout > 0 || cfg.timeout.forRequest != nil {
+		inst.chain = append(inst.chain, timeout(cfg.defaultTimeout, cfg.timeout))
 	}
 	rl := newRateLimiter(cfg, inst.metrics)
 	inst.rateLimiter = rl
 	if mw := rl.middleware(); mw != nil { // before a call waits for a slot
 		inst.chain = append(inst.chain, mw)
 	}
-	if cfg.limit > 0 || cfg.limitFor != nil {
-		inst.chain = append(inst.chain, ConcurrencyLimit(cfg.limit, opts...))
+	if cfg.defaultLimit > 0 || cfg.limit.forTool != nil {
+		inst.chain = append(inst.chain, concurrencyLimit(cfg.defaultLimit, cfg.limit))
 	}
 	var obs []server.Observer
 	if inst.metrics != nil {
@@ -210,8 +172,9 @@ func (i *Instrumentation) ServerOptions() []server.Option {
 }
 
 // Middleware returns the chain of [Instrumentation.ServerOptions] alone, in
-// its order, for a caller that assembles server.WithMiddleware itself. It
-// returns a new slice on every call.
+// its order, for a caller that assembles server.WithMiddleware itself; with
+// tracing, metrics and logging all on, the three are one entry. It returns
+// a new slice on every call.
 func (i *Instrumentation) Middleware() []server.Middleware {
 	if i == nil {
 		return nil

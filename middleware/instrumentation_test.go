@@ -39,29 +39,37 @@ func TestNewInstrumentationSelects(t *testing.T) {
 	discard := slog.New(slog.DiscardHandler)
 	tests := []struct {
 		name string
-		opts func() []middleware.Option // a fresh registry each time
+		opts func() []middleware.InstrumentationOption // a fresh registry each time
 		want int
 	}{
-		{name: "zero: Recover only", opts: func() []middleware.Option { return nil }, want: 1},
-		{name: "tracing", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTracerProvider(tp)} }, want: 2},
-		{name: "metrics", opts: func() []middleware.Option {
-			return []middleware.Option{middleware.WithRegisterer(prometheus.NewRegistry())}
+		{name: "zero: Recover only", opts: func() []middleware.InstrumentationOption { return nil }, want: 1},
+		{name: "tracing", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithTracerProvider(tp)}
 		}, want: 2},
-		{name: "logging", opts: func() []middleware.Option { return []middleware.Option{middleware.WithLogger(discard)} }, want: 2},
-		{name: "timeout", opts: func() []middleware.Option { return []middleware.Option{middleware.WithTimeout(time.Second)} }, want: 2},
-		{name: "TimeoutFor", opts: func() []middleware.Option {
-			return []middleware.Option{middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 0 })}
+		{name: "metrics", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithRegisterer(prometheus.NewRegistry())}
 		}, want: 2},
-		{name: "limit", opts: func() []middleware.Option { return []middleware.Option{middleware.WithConcurrencyLimit(1)} }, want: 2},
-		{name: "LimitFor", opts: func() []middleware.Option {
-			return []middleware.Option{middleware.WithLimitFor(func(string) int { return 1 })}
+		{name: "logging", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithLogger(discard)}
 		}, want: 2},
-		{name: "tracing and metrics", opts: func() []middleware.Option {
-			return []middleware.Option{middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry())}
+		{name: "timeout", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
+		}, want: 2},
+		{name: "TimeoutFor", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 0 })}
+		}, want: 2},
+		{name: "limit", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithConcurrencyLimit(1)}
+		}, want: 2},
+		{name: "LimitFor", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithLimitFor(func(string) int { return 1 })}
+		}, want: 2},
+		{name: "tracing and metrics", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry())}
 		}, want: 3},
 		// Tracing, metrics and logging together are one middleware.
-		{name: "all", opts: func() []middleware.Option {
-			return []middleware.Option{
+		{name: "all", opts: func() []middleware.InstrumentationOption {
+			return []middleware.InstrumentationOption{
 				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(discard),
 				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
 			}
@@ -358,7 +366,7 @@ func TestInstrumentationRequestRecorders(t *testing.T) {
 					defer mu.Unlock()
 					seen = append(seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
 				}
-				opts := []middleware.Option{middleware.WithRequestRecorders(nil, record), middleware.WithTimeout(time.Second)}
+				opts := []middleware.InstrumentationOption{middleware.WithRequestRecorders(nil, record), middleware.WithTimeout(time.Second)}
 				wantLayers := 3 // the recorders, Recover, Timeout
 				if all {
 					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),

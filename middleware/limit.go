@@ -12,7 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// limitConfig is what ConcurrencyLimit uses of the options.
+// limitConfig is what the options of ConcurrencyLimit set.
 type limitConfig struct {
 	wait    time.Duration
 	forTool func(tool string) int
@@ -21,31 +21,23 @@ type limitConfig struct {
 }
 
 // ConcurrencyLimit returns middleware that lets at most n calls of each
-// tool run at once (tools/call only, by tool name; other methods pass).
-// A call over its tool's limit is answered [protocol.CodeServerBusy] (-32000,
-// "server busy: tool ... is at its concurrency limit") at once, or after
-// waiting up to [WithLimitWait] for a slot. A slot is held until the chain
-// below returns; for a task-augmented call that is when the task is
-// created, not when it finishes.
-//
-// It reads [WithLimitFor], [WithLimitWait] and [WithToolShare]. n <= 0
-// means no default limit: without WithLimitFor the middleware is the
-// identity (and has no share to keep). Memory is
-// bounded by the calls in flight and the server's tools: the semaphore of
-// a tool registered with the session's server is kept once made (up to
-// 1024 of them), and that of any other name exists only while
-// calls of it run or wait, so unknown names sent by a client cost nothing
-// once answered. Taking and giving back a slot of a registered tool takes
-// no lock. The returned middleware is safe for concurrent use; each call
-// of ConcurrencyLimit makes independent semaphores.
-//
-// Place it inside [Timeout] (see [NewInstrumentation]), so that the time a
-// call waits for a slot counts against its timeout, and inside
-// [RecordMetrics], which then counts rejections as errors with error_type
-// -32000.
-func ConcurrencyLimit(n int, opts ...Option) server.Middleware {
-	c := newConfig(opts)
-	cfg := limitConfig{wait: c.limitWait, forTool: c.limitFor, shareOf: c.shareOf, share: c.share}
+// tool run at once (tools/call only, by tool name; other methods pass). A
+// call over its tool's limit is answered [protocol.CodeServerBusy]
+// (-32000, "server busy: tool ... is at its concurrency limit") at once,
+// or after waiting up to [WithLimitWait] for a slot; a slot is held until
+// the chain below returns (for a task-augmented call, until its task is
+// created). n <= 0 means no default limit: without [WithLimitFor] the
+// middleware is the identity. Its memory is bounded by the calls in
+// flight and the server's tools, as the package doc details. Place it
+// inside [Timeout] and [RecordMetrics], as [NewInstrumentation] does. The
+// returned middleware is safe for concurrent use; each call of
+// ConcurrencyLimit makes independent semaphores.
+func ConcurrencyLimit(n int, opts ...ConcurrencyLimitOption) server.Middleware {
+	return concurrencyLimit(n, configure(opts, ConcurrencyLimitOption.applyConcurrencyLimit))
+}
+
+// concurrencyLimit is the middleware of [ConcurrencyLimit] with cfg.
+func concurrencyLimit(n int, cfg limitConfig) server.Middleware {
 	if n <= 0 && cfg.forTool == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}

@@ -56,41 +56,26 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 }
 
 // Logging returns middleware that writes one record, "request", per
-// request (notifications pass unlogged) once its outcome is sealed (see
-// [server.Request.AfterDone]): after the response was written, or the
-// decision not to write one; with [server.WithOutcomeBatches], in the
-// request's batch. The record carries
-//
-//   - method, tool (tools/call) or prompt (prompts/get), request_id,
-//     session_id (left out for a stateless request), subject (the
-//     [auth.Principal]'s, when the request was authorized) and duration
-//     (since the core read the request);
-//   - outcome: ok, error, cancelled or dropped, in the precedence of
-//     [RecordMetrics], so that logs and metrics agree;
-//   - for error: code (the JSON-RPC code answered) and error (the text of
-//     the error the chain returned, which the client may not have seen;
-//     cause "timeout" too for -32001);
-//   - for cancelled: cause (client_cancel, transport_close, shutdown,
-//     timeout, other) and reason (why no response was written);
-//   - for dropped: reason, and error (the write error) if there was one;
-//   - for ok: tool_error=true when a tool result has isError set.
-//
+// request (notifications pass unlogged) once its outcome is sealed
+// ([server.Request.AfterDone]), with the attributes the package doc lists
+// under the Log* keys, and an outcome that agrees with [RecordMetrics].
 // The level comes from [DefaultLogLevel] or [WithLogLevel]; nothing is
 // built for a level the logger does not enable. The record is logged with
 // the handler's context as Logging received it, so that a [LogHandler]
-// adds the trace and span ids (it does not add request_id and session_id
-// twice). A nil logger makes Logging the identity. The returned middleware
-// is safe for concurrent use.
-//
-// Place it inside [Tracing], for the trace ids, and outside the middleware
-// that may answer without calling the handler ([ConcurrencyLimit]) or cut
-// it short ([Timeout], [Recover]), so that every request is logged; the
-// order of [NewInstrumentation] puts it right after [RecordMetrics].
-func Logging(logger *slog.Logger, opts ...Option) server.Middleware {
+// adds the trace and span ids. A nil logger makes Logging the identity.
+// Place it inside [Tracing] and outside [Recover], [Timeout] and
+// [ConcurrencyLimit], as [NewInstrumentation] does, so that every request
+// is logged. The returned middleware is safe for concurrent use.
+func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
+	return logging(logger, configure(opts, LoggingOption.applyLogging))
+}
+
+// logging is the middleware of [Logging] with cfg.
+func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 	if logger == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
-	l := newRequestLogger(logger, opts)
+	l := newRequestLogger(logger, cfg)
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.IsNotification() {
@@ -127,9 +112,9 @@ type requestLogger struct {
 }
 
 // newRequestLogger returns the requestLogger of logger, not nil, with
-// the level of opts ([WithLogLevel]).
-func newRequestLogger(logger *slog.Logger, opts []Option) *requestLogger {
-	l := &requestLogger{logger: logger, level: newConfig(opts).logLevel}
+// the level of cfg ([WithLogLevel]).
+func newRequestLogger(logger *slog.Logger, cfg loggingConfig) *requestLogger {
+	l := &requestLogger{logger: logger, level: cfg.level}
 	if l.level == nil {
 		l.level = DefaultLogLevel
 	}

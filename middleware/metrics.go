@@ -14,40 +14,18 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// RecordMetrics returns middleware that records every request in m: it counts the
-// request as started and in flight on its way in, and once the core sealed
-// the request's outcome (see server.Request.AfterDone: the response written,
-// or the decision not to write one; with server.WithOutcomeBatches, in the
-// request's batch) it counts the outcome, observes the duration since
-// receipt, ends the in-flight count and counts a cancellation.
-// Notifications pass through uncounted (the transport counters of [CountConns]
-// and [CountConn] count them as messages). With a nil m it returns the identity.
-//
-// A tools/call is labeled with its tool name when the tool is registered
-// with the session's server when the request ends ([server.Server.HasTool],
-// the live registry, so tools added later count as themselves) or on m's
-// allow-list, and "other" otherwise.
-//
-// Each request ends in exactly one outcome, decided in this order:
-//
-//  1. cancelled: the request's context was cancelled before its handler
-//     returned (Outcome.Cause is set; the core then writes no response);
-//  2. dropped: the handler finished but its response could not be written
-//     (Outcome.Dropped is set without a Cause);
-//  3. error: answered with a JSON-RPC error (error_type is its code);
-//  4. ok: answered with a result; a tools/call result with isError set is
-//     ok, with error_type="tool_error" on the duration histogram.
-//
-// A cancellation is also counted, with cause timeout, when a timeout inside
-// the chain ([server.ErrHandlerTimeout], say from a Timeout middleware inside
-// this one, or a deadline) made the handler answer with an error: that
-// request's outcome is error (-32001 for ErrHandlerTimeout).
-// Dropped responses are counted by [MetricsObserver], which sees drops this
-// middleware cannot (requests read after the writer broke).
-//
-// Place it right inside Tracing and outside Recover and Timeout: the trace id
-// of a sampled span in the request's context becomes the exemplar of the
-// duration and the finished count.
+// RecordMetrics returns middleware that records every request in m: on its
+// way in, as started and in flight; once the core sealed its outcome
+// ([server.Request.AfterDone]), the outcome, the duration since receipt,
+// the end of the in-flight count and any cancellation. Each request ends
+// in exactly one outcome, in this precedence: cancelled (Outcome.Cause is
+// set), dropped (its response not written), error (a JSON-RPC error,
+// error_type its code), ok (a tool result with isError is ok, with
+// error_type "tool_error"). A tools/call is labeled with its tool when the
+// tool is registered ([server.Server.HasTool]) or on m's allow-list, else
+// "other". Notifications pass uncounted; a nil m makes it the identity.
+// Place it right inside [Tracing], whose trace id becomes the exemplar,
+// and outside [Recover] and [Timeout], as [NewInstrumentation] does.
 func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }

@@ -273,7 +273,7 @@ func TestMetricsScenarios(t *testing.T) {
 		},
 		{
 			name: "in-flight limit rejects",
-			opts: []server.Option{server.WithMaxInFlight(1)},
+			opts: []server.Option{server.WithMaxInFlightPerSession(1)},
 			run: func(t *testing.T, r *rig) {
 				r.Initialize("", nil)
 				r.SendCallTool(2, "block", nil)

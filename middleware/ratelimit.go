@@ -84,10 +84,10 @@ type rateLimitConfig struct {
 	fallback  func() // counts a decision taken without Redis; may be nil
 }
 
-// rateLimitOption returns an Option that edits the rate-limit config,
+// rateLimitOption returns an option that edits the rate-limit config,
 // making it first.
-func rateLimitOption(f func(*rateLimitConfig)) Option {
-	return optionFunc(func(c *config) {
+func rateLimitOption(f func(*rateLimitConfig)) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) {
 		if c.rateLimit == nil {
 			c.rateLimit = &rateLimitConfig{}
 		}
@@ -101,7 +101,7 @@ func rateLimitOption(f func(*rateLimitConfig)) Option {
 // principal is the authenticated one (package auth), else the client's IP
 // address. perSecond <= 0 means no limit, the default. [NewInstrumentation]
 // reads it and then makes an [Instrumentation.RateLimiter].
-func WithRateLimit(perSecond float64, burst int) Option {
+func WithRateLimit(perSecond float64, burst int) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) { c.principal = newRateSpec(perSecond, burst) })
 }
 
@@ -110,7 +110,7 @@ func WithRateLimit(perSecond float64, burst int) Option {
 // is answered -32000 with data {"quota":"tool_rate","retryAfterSeconds":N}.
 // Each call adds a tool (a later one replaces an earlier one of the same
 // tool); perSecond <= 0 removes the tool's limit.
-func WithToolRateLimit(tool string, perSecond float64, burst int) Option {
+func WithToolRateLimit(tool string, perSecond float64, burst int) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) {
 		if c.tools == nil {
 			c.tools = make(map[string]rateSpec)
@@ -130,7 +130,7 @@ func WithToolRateLimit(tool string, perSecond float64, burst int) Option {
 // replica decides alone from its own buckets (at worst N times the rate,
 // never unlimited) for a second, calls fallback (nil: none) for each such
 // decision, and logs a warning at most every 30 seconds.
-func WithRateLimitRedis(client redis.UniversalClient, fallback func()) Option {
+func WithRateLimitRedis(client redis.UniversalClient, fallback func()) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) { c.redis, c.fallback = client, fallback })
 }
 
@@ -155,7 +155,7 @@ type RateLimiter struct {
 }
 
 // newRateLimiter returns the limiter of c, nil when it limits nothing.
-func newRateLimiter(c config, m *telemetry.Metrics) *RateLimiter {
+func newRateLimiter(c instrumentationConfig, m *telemetry.Metrics) *RateLimiter {
 	rc := c.rateLimit
 	if rc == nil || (!rc.principal.on() && len(rc.tools) == 0) {
 		return nil
@@ -248,7 +248,7 @@ type quotaData struct {
 // rateKeyOf returns the key of req's principal: the authenticated one,
 // else the client address Handler noted, else "" (stdio, forwarded).
 func rateKeyOf(req *server.Request) string {
-	if p, ok := auth.PrincipalFrom(req.ArrivalContext()); ok {
+	if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
 		return p.Key()
 	}
 	if a, ok := req.ArrivalContext().Value(clientAddrKey{}).(string); ok {

@@ -16,7 +16,7 @@ func TestRateBucketsRefillAndRetryAfter(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_000_000, 0)
 	now := t0
-	l := newRateLimiter(newConfig([]Option{WithRateLimit(2, 4)}), nil)
+	l := newRateLimiter(configure([]InstrumentationOption{WithRateLimit(2, 4)}, InstrumentationOption.applyInstrumentation), nil)
 	l.now = func() time.Time { return now }
 	key := bucketKey{principal: "alice"}
 	for i := range 4 {

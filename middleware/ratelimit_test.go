@@ -133,9 +133,9 @@ func TestRateLimitOff(t *testing.T) {
 
 // newToolServer returns a server with the tools echo and other, and the
 // instrumentation opts make.
-func newToolServer(t *testing.T, opts ...middleware.Option) (*server.Server, *middleware.Instrumentation) {
+func newToolServer(t *testing.T, opts ...middleware.InstrumentationOption) (*server.Server, *middleware.Instrumentation) {
 	t.Helper()
-	inst, err := middleware.NewInstrumentation(append([]middleware.Option{middleware.WithRegisterer(prometheus.NewPedanticRegistry())}, opts...)...)
+	inst, err := middleware.NewInstrumentation(append([]middleware.InstrumentationOption{middleware.WithRegisterer(prometheus.NewPedanticRegistry())}, opts...)...)
 	require.NoError(t, err)
 	srv := server.New(inst.ServerOptions()...)
 	for _, name := range []string{"echo", "other"} {

@@ -23,22 +23,15 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Recover returns middleware that recovers a panic in the chain below it
 // and returns a [*PanicError] instead, which the core answers with
-// [protocol.CodeInternal] ("internal error", no detail). It logs the panic at
-// Error level with the method, the request id, the value and the stack to
-// logger, with the handler's context (so a [LogHandler] adds the trace and
-// span ids); a nil logger discards the record.
-//
-// The session core recovers a panic too, as a last resort, and reports it
-// to the Observer (HandlerPanicked) and to the server's logger. A panic
-// that Recover catches never reaches the core: the Observer is not told.
-// What Recover adds is that the middleware outside it see the panic as an
-// ordinary error return: place it inside [RecordMetrics] and [Tracing]
-// (see [NewInstrumentation]) so that the request is counted with outcome error and
-// error_type -32603, and its span ends with status Error and the panic as
-// an exception event.
-//
-// A handler that calls runtime.Goexit is not recovered. The returned
-// middleware is safe for concurrent use.
+// [protocol.CodeInternal] ("internal error", no detail). It logs the panic
+// at Error level with the method, the request id, the value and the stack
+// to logger, with the handler's context (so that a [LogHandler] adds the
+// trace and span ids); a nil logger discards the record. A panic it
+// catches never reaches the core, so the server's Observer is not told
+// (HandlerPanicked). Place it inside [RecordMetrics] and [Tracing], as
+// [NewInstrumentation] does, so that they see the panic as an error
+// return. A handler that calls runtime.Goexit is not recovered. The
+// returned middleware is safe for concurrent use.
 func Recover(logger *slog.Logger) server.Middleware {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

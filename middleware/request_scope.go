@@ -18,6 +18,6 @@ type requestScope struct {
 
 // principalOf returns the principal of req's arrival, nil without one.
 func principalOf(req *server.Request) *auth.Principal {
-	p, _ := auth.PrincipalFrom(req.ArrivalContext())
+	p, _ := auth.PrincipalFromContext(req.ArrivalContext())
 	return p
 }

@@ -39,13 +39,13 @@ type spanStarter struct {
 	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
 }
 
-// newServerSpanStarter returns the spanStarter of [Tracing] with opts.
-func newServerSpanStarter(opts []Option) spanStarter {
-	cfg := newTracingConfig(opts)
+// newServerSpanStarter returns the spanStarter of [Tracing] with cfg,
+// whose provider and propagator are set.
+func newServerSpanStarter(cfg tracingConfig) spanStarter {
 	return spanStarter{
 		tracer:    cfg.tracer(),
 		prop:      cfg.propagator,
-		untrusted: newConfig(opts).untrustedTrace,
+		untrusted: cfg.untrusted,
 		starts:    &spanStarts{},
 		attrs:     &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
 	}

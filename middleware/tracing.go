@@ -21,17 +21,17 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// tracingConfig is what Tracing and TracingCalls use of the options.
+// tracingConfig is what the options of Tracing and TracingCalls set.
 type tracingConfig struct {
-	provider   trace.TracerProvider
-	propagator propagation.TextMapPropagator
+	provider   trace.TracerProvider          // nil: the global one (NewInstrumentation: no tracing)
+	propagator propagation.TextMapPropagator // nil: the global one
+	untrusted  bool                          // WithUntrustedTraceContext; Tracing only
 }
 
-func newTracingConfig(opts []Option) tracingConfig {
-	cfg := newConfig(opts)
-	c := tracingConfig{provider: cfg.provider, propagator: cfg.propagator}
-	// Reading the globals (never setting them) is the OTel contrib norm for
-	// defaults: library code stays free of otel.Set*.
+// withGlobals returns c with the OTel globals in place of a nil provider
+// or propagator. Reading the globals (never setting them) is the OTel
+// contrib norm for defaults: library code stays free of otel.Set*.
+func (c tracingConfig) withGlobals() tracingConfig {
 	if c.provider == nil {
 		c.provider = otel.GetTracerProvider()
 	}
@@ -44,47 +44,26 @@ func newTracingConfig(opts []Option) tracingConfig {
 func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetry.ScopeName) }
 
 // Tracing returns middleware that gives every request and notification one
-// span of kind SERVER, named and attributed per the OpenTelemetry semantic
-// conventions for MCP: "{mcp.method.name} {target}" (the tool or prompt
-// name), with mcp.method.name, jsonrpc.request.id, mcp.session.id,
-// mcp.protocol.version, gen_ai.tool.name, gen_ai.prompt.name,
-// gen_ai.operation.name, mcp.resource.uri, network.transport and, on
-// failure, error.type and rpc.response.status_code. When the request was
-// authorized (an [auth.Principal] in its arrival context), the span also
-// gets user.id (the principal's subject) and vigil.oauth.client_id (the
-// OAuth client its token was issued to).
-//
-// The parent is the context in the request's params._meta (traceparent,
-// tracestate, baggage), read with the configured propagator; the ambient
-// span is then a link. Without one in _meta, the ambient span is the
-// parent, as it always is with [WithUntrustedTraceContext]. The ambient span is the one in the context the message arrived
-// with ([server.Request.ArrivalContext]): over Streamable HTTP, the span of
-// the very POST that carried it (an otelhttp server span, say), even in a
-// 2025 session whose context came from the POST that opened it; over other
-// transports, the span in the context the session was served with.
-//
-// The span ends at the instant the request's fate is sealed
-// ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
-// in the request's batch), so it covers writing the response. Its status
-// is Error exactly when error.type is set: a JSON-RPC error (error.type is
-// the code, such as "-32602"; a panic is "-32603" with an exception event)
-// or a tool result with isError ("tool_error"). A cancellation is not an
-// error: the status stays Unset, the span gets the attribute
-// vigil.cancel.cause and a "cancelled" event. A handler timeout answered
-// with -32001 is both an error and a "cancelled" event with cause
-// "timeout". A response that was not written adds a "response_dropped"
-// event with vigil.drop.reason.
-//
-// Messages the core refuses before the chain runs (malformed, a duplicate
-// id, over a limit, before initialize) get no span; the server's Observer
-// sees them.
-//
-// It reads [WithTracerProvider] and [WithPropagators]. Put Tracing first
-// (outermost) in the chain. The returned middleware is safe for concurrent
-// use. Add [TracingCalls] with the same options to trace the server's
-// requests to the client; [NewInstrumentation] does both.
-func Tracing(opts ...Option) server.Middleware {
-	st := newServerSpanStarter(opts)
+// span of kind SERVER per the OpenTelemetry semantic conventions for MCP,
+// named "{mcp.method.name} {target}" (the tool or prompt), with the
+// attributes the package doc lists. Its parent is the trace context in the
+// request's params._meta, read with the propagator of [WithPropagators],
+// else the span the message arrived in ([server.Request.ArrivalContext]),
+// which is then a link; with [WithUntrustedTraceContext], always the
+// latter. The span ends when the request's outcome is sealed
+// ([server.Request.AfterDone]), with status Error exactly when error.type
+// is set (a JSON-RPC error, or a tool result with isError); a cancellation
+// leaves it Unset and adds a "cancelled" event. Messages the core refuses
+// before the chain runs get no span. Put it first (outermost) in the
+// chain, with [TracingCalls] and the same [TracerOption]s beside it, as
+// [NewInstrumentation] does. The returned middleware is safe for
+// concurrent use.
+func Tracing(opts ...TracingOption) server.Middleware {
+	return tracing(newServerSpanStarter(configure(opts, TracingOption.applyTracing).withGlobals()))
+}
+
+// tracing is the middleware of [Tracing] with st.
+func tracing(st spanStarter) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req, principalOf(req))

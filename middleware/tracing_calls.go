@@ -21,21 +21,20 @@ import (
 // elicitation, roots, ping) a span of kind CLIENT named after the method,
 // the child of the span in the caller's context (the handler's SERVER
 // span), and injects that span's context into the request's params._meta
-// with the configured propagator (traceparent, tracestate, baggage), so
-// that the client's work joins the trace.
-//
-// The span carries mcp.method.name, jsonrpc.request.id, mcp.session.id,
-// mcp.protocol.version and network.transport. An error answer from the
-// client sets error.type to its code and the status to Error; no answer in
-// time sets error.type "timeout"; a call abandoned because the request or
-// the session was cancelled keeps the status Unset and gets
-// vigil.cancel.cause and a "cancelled" event, as in [Tracing].
-//
-// It reads [WithTracerProvider] and [WithPropagators]: pass the same
-// options as to Tracing. The returned middleware is safe for concurrent
-// use.
-func TracingCalls(opts ...Option) server.CallMiddleware {
-	cfg := newTracingConfig(opts)
+// with the propagator of [WithPropagators], so that the client's work
+// joins the trace. The span carries mcp.method.name, jsonrpc.request.id,
+// mcp.session.id, mcp.protocol.version and network.transport; its status
+// and error.type follow the client's answer, as in [Tracing], and a call
+// abandoned by a cancellation keeps the status Unset and gets a
+// "cancelled" event. Pass the same [TracerOption]s as to Tracing. The
+// returned middleware is safe for concurrent use.
+func TracingCalls(opts ...TracingCallsOption) server.CallMiddleware {
+	return tracingCalls(configure(opts, TracingCallsOption.applyTracingCalls).withGlobals())
+}
+
+// tracingCalls is the call middleware of [TracingCalls] with cfg, whose
+// provider and propagator are set.
+func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 	tracer := cfg.tracer()
 	return func(next server.CallFunc) server.CallFunc {
 		return func(ctx context.Context, c *server.ClientCall) error {

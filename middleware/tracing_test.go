@@ -282,7 +282,7 @@ func TestTracingUntrustedTraceContext(t *testing.T) {
 					require.NoError(t, err)
 					ctx = baggage.ContextWithBaggage(ctx, b)
 				}
-				h := newTracedWith(t, nil, []middleware.Option{middleware.WithUntrustedTraceContext()}, nil).start(ctx, nil)
+				h := newTracedWith(t, nil, []middleware.TracingOption{middleware.WithUntrustedTraceContext()}, nil).start(ctx, nil)
 				h.Initialize("", nil)
 				p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
 				if tt.meta != nil {
@@ -320,7 +320,7 @@ func TestTracingUntrustedTraceContextSampling(t *testing.T) {
 	for _, untrusted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("untrusted=%v", untrusted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var mw []middleware.Option
+				var mw []middleware.TracingOption
 				if untrusted {
 					mw = append(mw, middleware.WithUntrustedTraceContext())
 				}

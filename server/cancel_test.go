@@ -43,7 +43,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 			return next(ctx, req)
 		}
 	}
-	h := newHarness(t, server.WithMiddleware(record), server.WithMaxInFlight(0))
+	h := newHarness(t, server.WithMiddleware(record), server.WithMaxInFlightPerSession(0))
 	h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ok"), nil
 	})

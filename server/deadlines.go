@@ -41,14 +41,9 @@ func (qs *deadlineQueues) stop() {
 // ends in time takes its place back without touching the timer.
 //
 // The queue is a list in deadline order, linked through the requests
-// themselves. With one timeout for every request (middleware.Timeout),
-// each new deadline is the latest, and goes at the tail at once; a request
-// leaves from wherever it is, also at once. The timer fires about once per
-// timeout, finding the requests it was armed for long gone. (A deadline
-// earlier than the tail's, from a shorter timeout for some requests, walks
-// back from the tail to its place.) Both ends are a few lines of code run
-// by every request, where a heap's sift ran container/heap's, through an
-// interface, on every request's way in and out.
+// themselves (the package doc says why not a heap): a new deadline walks
+// back from the tail to its place, and a request leaves from wherever it
+// is, at once.
 //
 // Lock order: an inflight's mu, then the queue's.
 type deadlineQueue struct {

@@ -37,4 +37,114 @@
 // To test a server of your own, use the client of package server/mcptest.
 //
 // Start with [New], [Server.AddTool] and [Server.Serve], and the examples.
+//
+// # Typed tools
+//
+// [AddTypedTool] infers what [Server.AddTool] takes by hand.
+//
+// Input: unless t.InputSchema is set, the input schema is inferred from In
+// with [jsonschema.For]: In must be a struct or a map with string keys (or
+// a pointer to one); use struct{} for a tool without arguments. Struct
+// fields are required unless tagged omitempty or omitzero, a `jsonschema`
+// tag gives a field's description, and properties the struct lacks are
+// refused. For constraints inference cannot express (enums, patterns,
+// bounds), set t.InputSchema, an object schema; In may then also be an
+// interface such as any (decoded as by [encoding/json]). Before the handler
+// runs, the arguments are validated against the schema, then decoded into
+// In; arguments that fail either step are answered with a result with
+// IsError set whose text names the problem, as MCP asks, and the handler
+// is not called.
+//
+// Output, by Out's type:
+//   - a struct, or a pointer to one: the output schema is inferred from it
+//     (or taken from t.OutputSchema) and declared; the returned value,
+//     encoded, is the result's structuredContent and, as MCP recommends,
+//     also its one text content item. A value that does not conform to the
+//     schema (a nil pointer, a nil map in a field without omitempty, ...)
+//     is a bug in the server: it is logged, with the cause, on the server's
+//     logger, and the client gets a [protocol.CodeInternal] error.
+//   - *[CallToolResult]: the handler makes the result itself. If
+//     t.OutputSchema is set, the StructuredContent of a result without
+//     IsError is validated against it as above.
+//   - string: the result is one text item holding the string.
+//   - anything else (any, maps, slices, numbers, ...): the result is one
+//     text item holding the value encoded as JSON, without structured
+//     content; t.OutputSchema must not be set.
+//
+// t's other fields (title, description, icons, annotations, execution,
+// _meta) are listed as given.
+//
+// # Tasks
+//
+// A task is a tools/call that runs in the background. The client gets a
+// task id at once, polls tasks/get for the task's status and, once the
+// task is done, gets its result. Two wire formats share one engine:
+//
+//   - MCP 2025-11-25 tasks ("v1"), in an initialized session. The client
+//     asks for a task with params.task ({ttl?}) and gets {task: Task}; it
+//     reads the result with tasks/result, which blocks until the task is
+//     done, and has tasks/list and tasks/cancel. The session is told of
+//     status changes (notifications/tasks/status). Tasks belong to their
+//     session: no other session sees them, and they are cancelled, with
+//     the session's cause, when it ends.
+//   - The 2026-07-28 tasks extension ("v2", [ExtensionTasks]), for
+//     stateless requests. Task creation is server-directed: a client that
+//     declares the extension in a request's _meta
+//     clientCapabilities.extensions gets a task for every call of a tool
+//     with task support; tasks/get returns the status with the result, the
+//     error or the pending input requests inline; tasks/update answers
+//     those; tasks/cancel acknowledges. The tasks belong to no session,
+//     since each stateless request may come on a connection of its own;
+//     their ids are 128 random bits.
+//
+// A tool opts in with [Tool].Execution.TaskSupport: [TaskSupportOptional]
+// or [TaskSupportRequired] ([TaskSupportForbidden], the default, never
+// runs as a task). The server declares the tasks capability (2025) or the
+// extension (2026-07-28 server/discover) once such a tool is registered.
+//
+// The core starts the task before the handler runs, and the handler runs
+// with the task's context: it outlives the request, is cancelled with
+// [ErrClientCancel] by tasks/cancel, with [ErrShutdown] when the server
+// closes and with [ErrTaskExpired] when the task's TTL runs out, and it
+// is not subject to the request's middleware (a Timeout middleware bounds
+// the tools/call that created the task, not the task). A handler that must
+// first ask the client for input synchronously, by 2026-07-28
+// input_required rounds, sets [ToolExecution].Deferred and calls
+// [RunAsTask] once it is ready to continue in the background:
+//
+//	func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+//		answer, err := server.Elicit(server.ContextWithInputKey(ctx, "user_name"), ask)
+//		if err != nil {
+//			return nil, err // the input_required round, or a failure
+//		}
+//		return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) {
+//			return work(ctx, answer) // in the background, with the task's context
+//		})
+//	}
+//
+// Input inside a task goes through [CallClient] (and so [Elicit],
+// [CreateMessage] and [ListRoots]) as anywhere else. In a 2025 task it is
+// a server-to-client request on the session, tagged with the related-task
+// _meta and sent on the stream of a waiting tasks/result when there is one;
+// the task is input_required while the client has not answered. In a
+// 2026-07-28 task the call blocks: the task becomes input_required and
+// lists the question in tasks/get under a key (see [ContextWithInputKey])
+// until tasks/update brings the answer. Several questions asked
+// concurrently are several keys.
+//
+// # Deadlines
+//
+// A request's deadline ([Request.SetDeadline]) is its context's own: the
+// server runs every request's deadline from one timer, armed for the
+// earliest of them, with no context, timer or goroutine per request. The
+// deadlines wait in a list in deadline order, linked through the requests
+// themselves, rather than in a heap: with one timeout for every request
+// (middleware.Timeout), each new deadline is the latest and goes at the
+// tail at once, and a request leaves from wherever it is, also at once, so
+// the timer fires about once per timeout, finding the requests it was
+// armed for long gone. (A deadline earlier than the tail's, from a shorter
+// timeout for some requests, walks back from the tail to its place.) Both
+// ends are a few lines of code run by every request, where a heap's sift
+// ran container/heap's, through an interface, on every request's way in
+// and out.
 package server

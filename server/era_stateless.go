@@ -94,7 +94,7 @@ func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
 	if rt == nil || len(rt.mirrors) == 0 {
 		return ""
 	}
-	h, ok := paramheader.FromContext(ctx)
+	h, ok := paramheader.HeaderFromContext(ctx)
 	if !ok {
 		return ""
 	}

@@ -429,7 +429,7 @@ func TestInputKeyAndStatelessRetry(t *testing.T) {
 			var answer struct {
 				Content map[string]any `json:"content"`
 			}
-			if err := server.CallClient(server.WithInputKey(ctx, "user_name"), "elicitation/create", map[string]any{"message": "name?"}, &answer); err != nil {
+			if err := server.CallClient(server.ContextWithInputKey(ctx, "user_name"), "elicitation/create", map[string]any{"message": "name?"}, &answer); err != nil {
 				return nil, err
 			}
 			return server.Text(fmt.Sprintf("Hello, %v!", answer.Content["name"])), nil

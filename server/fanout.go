@@ -82,5 +82,5 @@ func (s *Server) notifyContext() context.Context {
 	if s.cfg.fanout == nil {
 		return context.Background()
 	}
-	return transport.WithBroadcast(context.Background())
+	return transport.ContextWithBroadcast(context.Background())
 }

@@ -15,8 +15,8 @@ import (
 // with a cause from this package, when the request can no longer be answered.
 type Handler func(ctx context.Context, req *Request) (result any, err error)
 
-// Middleware wraps a Handler. The returned Handler must be safe for
-// concurrent use.
+// Middleware returns a Handler that wraps its argument, the rest of the
+// chain; the Handler it returns must be safe for concurrent use.
 type Middleware func(Handler) Handler
 
 // Chain composes middleware so that mw[0] runs first (outermost). Nil entries
@@ -98,17 +98,13 @@ type Request struct {
 // cancelled with the cause [ErrHandlerTimeout] (its Err is then
 // [context.DeadlineExceeded], and its Deadline reports t), and once the
 // chain returns the request is answered [protocol.CodeRequestTimeout]
-// (-32001, "request timed out"), whatever the chain returned, since its
-// work was cut short. It does not answer before the chain returns:
-// handlers must watch their context. A request cancelled for another
-// reason first (a client cancel, a closed transport) keeps that cause and
-// is not answered, as usual.
-//
-// The deadline is the request context's own, with no context, no timer and
-// no goroutine of its own (the server runs every request's deadline from
-// one timer): middleware calls SetDeadline instead of deriving a
-// context with [context.WithDeadlineCause] (package middleware's Timeout does).
-// A later call can only move it earlier. It has no effect on a
+// (-32001, "request timed out") whatever the chain returned. It does not
+// answer before the chain returns: handlers must watch their context. A
+// request cancelled for another reason first keeps that cause and is not
+// answered. Middleware calls it (package middleware's Timeout does)
+// instead of deriving a context with [context.WithDeadlineCause]: the
+// deadline is the request context's own, with no timer or goroutine of
+// its own. A later call can only move it earlier. It has no effect on a
 // notification, nor once the chain has returned. It is safe for
 // concurrent use.
 func (req *Request) SetDeadline(t time.Time) {

@@ -293,14 +293,14 @@ func CallClient(ctx context.Context, method string, params, result any) error {
 
 type inputKeyKey struct{}
 
-// WithInputKey names the next question a handler asks the client through
-// ctx (CallClient, Elicit, CreateMessage, ListRoots). In a stateless
-// 2026-07-28 request the name is the key of the question in the
-// input_required result and of its answer in the retry's inputResponses;
-// without it, keys are derived from the method and the order of the calls
-// ("elicitation-create-0"). Give names when a client or a test expects
-// particular keys, or when the order of questions may vary between runs.
-// In a 2025 session the name is ignored.
-func WithInputKey(ctx context.Context, key string) context.Context {
+// ContextWithInputKey returns a copy of ctx that names key the next
+// question a handler asks the client through it (CallClient, Elicit,
+// CreateMessage, ListRoots). In a stateless 2026-07-28 request the name is
+// the key of the question in the input_required result and of its answer
+// in the retry's inputResponses; without it, keys are derived from the
+// method and the order of the calls ("elicitation-create-0"). Give names
+// when a client or a test expects particular keys, or when the order of
+// questions may vary between runs. In a 2025 session the name is ignored.
+func ContextWithInputKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, inputKeyKey{}, key)
 }

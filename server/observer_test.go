@@ -81,7 +81,7 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 	t.Parallel()
 	testkit.Watchdog(t)
 	var reasons reasonRecorder
-	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlight(2)).start()
+	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlightPerSession(2)).start()
 	block := make(chan struct{})
 	h.addTool("block", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		select {

@@ -7,7 +7,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/seal"
 )
 
-// Option configures a [Server].
+// Option configures a [Server]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -134,11 +134,14 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// WithMaxInFlight limits the requests one session may have in flight; more
-// are answered at once with [protocol.CodeServerBusy]. The read loop never waits for a
-// slot, so cancellations keep flowing. The default is 1024; n < 1 means no
-// limit.
-func WithMaxInFlight(n int) Option {
+// WithMaxInFlightPerSession limits the requests one session may have in
+// flight in the server, over any transport: received and not yet
+// answered. More are answered at once with [protocol.CodeServerBusy]
+// (-32000). The read loop never waits for a slot, so cancellations keep
+// flowing. The default is 1024; n < 1 means no limit. (The Streamable HTTP
+// endpoint bounds a session's open POSTs apart, with 429:
+// streamable.WithMaxRequestStreamsPerSession.)
+func WithMaxInFlightPerSession(n int) Option {
 	return optionFunc(func(c *config) { c.maxInFlight = n })
 }
 

@@ -177,12 +177,12 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 func related(ctx context.Context) context.Context {
 	if id, ok := taskRoute(ctx); ok { // a task outlives its request (tasks.go)
 		if id.IsValid() {
-			return transport.WithRelatedRequest(ctx, id)
+			return transport.ContextWithRelatedRequest(ctx, id)
 		}
 		return ctx
 	}
 	if req := RequestFromContext(ctx); req != nil && req.ID.IsValid() {
-		return transport.WithRelatedRequest(ctx, req.ID)
+		return transport.ContextWithRelatedRequest(ctx, req.ID)
 	}
 	return ctx
 }

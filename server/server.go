@@ -20,10 +20,10 @@ import (
 // because the server shut down or closed, and by Serve calls made after that.
 var ErrServerClosed = errors.New("mcp: server closed")
 
-// Server is an MCP server. One Server serves any number of sessions, each
-// through its own [Server.Serve] call, or set up by [Server.Attach] for a
-// transport that delivers messages on goroutines of its own. Its methods
-// are safe for concurrent use.
+// Server serves MCP sessions, any number of them, each through its own
+// [Server.Serve] call, or set up by [Server.Attach] for a transport that
+// delivers messages on goroutines of its own. Its methods are safe for
+// concurrent use.
 type Server struct {
 	cfg        config
 	stateKeys  *seal.Keys         // seal requestState, under cfg.stateKey
@@ -63,7 +63,9 @@ type Server struct {
 func New(opts ...Option) *Server {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if cfg.stateKey == nil {
 		cfg.stateKey = make([]byte, 32)

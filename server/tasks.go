@@ -17,51 +17,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Tasks: a tools/call that runs in the background. The client gets a task
-// id at once, polls tasks/get for the task's status and, once the task is
-// done, gets its result. Two wire formats share one engine (task_store.go):
-//
-//   - MCP 2025-11-25 tasks ("v1"), in an initialized session. The client
-//     asks for a task with params.task ({ttl?}) and gets {task: Task}; it
-//     reads the result with tasks/result, which blocks until the task is
-//     done, and has tasks/list and tasks/cancel. The session is told of
-//     status changes (notifications/tasks/status). Tasks belong to their
-//     session: no other session sees them, and they are cancelled, with
-//     the session's cause, when it ends.
-//   - The 2026-07-28 tasks extension ("v2", [ExtensionTasks]), for
-//     stateless requests. Task creation is server-directed: a client that
-//     declares the extension in a request's
-//     _meta clientCapabilities.extensions gets a task for every call of a
-//     tool with task support; tasks/get returns the status with the
-//     result, the error or the pending input requests inline;
-//     tasks/update answers those; tasks/cancel acknowledges. The tasks
-//     belong to no session, since each stateless request may come on a
-//     connection of its own; their ids are 128 random bits.
-//
-// A tool opts in with [Tool].Execution.TaskSupport: [TaskSupportOptional]
-// or [TaskSupportRequired] ([TaskSupportForbidden], the default, never
-// runs as a task). The server declares the tasks capability (2025) or the
-// extension (2026-07-28 server/discover) once such a tool is registered.
-//
-// The core starts the task before the handler runs, and the handler runs
-// with the task's context: it outlives the request, is cancelled with
-// [ErrClientCancel] by tasks/cancel, with [ErrShutdown] when the server
-// closes and with [ErrTaskExpired] when the task's TTL runs out, and it
-// is not subject to the request's middleware (a Timeout middleware bounds
-// the tools/call that created the task, not the task). A handler that must
-// first ask the client for input synchronously, by 2026-07-28
-// input_required rounds, sets [ToolExecution].Deferred and calls
-// [RunAsTask] once it is ready to continue in the background.
-//
-// Input inside a task goes through [CallClient] (and so [Elicit],
-// [CreateMessage] and [ListRoots]) as anywhere else. In a 2025 task it is
-// a server-to-client request on the session, tagged with the related-task
-// _meta and sent on the stream of a waiting tasks/result when there is one;
-// the task is input_required while the client has not answered. In a
-// 2026-07-28 task the call blocks: the task becomes input_required and
-// lists the question in tasks/get under a key (see [WithInputKey]) until
-// tasks/update brings the answer. Several questions asked concurrently are
-// several keys.
+// Tasks: a tools/call that runs in the background. The package doc
+// (Tasks) describes the two wire formats and the engine they share
+// (task_store.go).
 
 // ExtensionTasks is the identifier of the 2026-07-28 tasks extension, in
 // capabilities.extensions.
@@ -449,32 +407,19 @@ func (e *taskStarted) Error() string { return "mcp: the request continues as tas
 func (e *taskStarted) Unwrap() error { return errInterrupt }
 
 // RunAsTask runs fn as the task of the tools/call whose handler's context
-// ctx is, and is how a tool with [ToolExecution].Deferred set turns into a
-// task once it has done its synchronous part, typically after gathering
-// input from the client by 2026-07-28 input_required rounds. Return what
-// it returns as is:
-//
-//	func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-//		answer, err := server.Elicit(server.WithInputKey(ctx, "user_name"), ask)
-//		if err != nil {
-//			return nil, err // the input_required round, or a failure
-//		}
-//		return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) {
-//			return work(ctx, answer) // in the background, with the task's context
-//		})
-//	}
-//
-// When the call is to become a task (a Deferred tool with task support,
-// called by a client that declared [ExtensionTasks]), RunAsTask creates
-// the task, which starts fn on its own goroutine once the client has the
-// task's id, and returns an error that the core turns into the task's
-// creation result; the handler must return it unchanged. In every other
-// case fn runs at once, on the caller's goroutine, with ctx, and RunAsTask
-// returns what it returns: inside a task (the core created one before the
-// handler ran), for a call that stays synchronous (a client without the
-// extension, an optional tool), and for a second RunAsTask in one call.
-// So the same handler serves every era. A store full of running tasks
-// makes RunAsTask fail with [protocol.CodeServerBusy].
+// ctx is: it is how a tool with [ToolExecution].Deferred set turns into a
+// task once it has done its synchronous part, typically gathering input by
+// 2026-07-28 input_required rounds (the package doc shows such a handler).
+// Return what it returns as is. When the call is to become a task (a
+// Deferred tool with task support, called by a client that declared
+// [ExtensionTasks]), RunAsTask creates the task, which starts fn on its
+// own goroutine once the client has the task's id, and returns an error
+// that the core turns into the task's creation result. In every other case
+// (inside a task, a call that stays synchronous, a second RunAsTask in one
+// call) fn runs at once, on the caller's goroutine, with ctx, and RunAsTask
+// returns what it returns, so that the same handler serves every era. A
+// store full of running tasks makes RunAsTask fail with
+// [protocol.CodeServerBusy].
 func RunAsTask(ctx context.Context, fn func(ctx context.Context) (*CallToolResult, error)) (*CallToolResult, error) {
 	if fn == nil {
 		return nil, errors.New("mcp: RunAsTask: nil function")
@@ -566,7 +511,7 @@ func (s *Server) askForTask(ctx context.Context, t *task, method string, params,
 	}
 }
 
-// addQuestion lists q under its key: the one ctx names ([WithInputKey]),
+// addQuestion lists q under its key: the one ctx names ([ContextWithInputKey]),
 // else one made of the method and how many such questions the task asked
 // before ("elicitation-create-0").
 func (t *task) addQuestion(ctx context.Context, q *question) (string, error) {

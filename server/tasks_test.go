@@ -640,7 +640,7 @@ func TestTaskV1ListPages(t *testing.T) {
 }
 
 // routeConn records the request each message the server writes is related
-// to (transport.RelatedRequest), by method.
+// to (transport.RelatedRequestFromContext), by method.
 type routeConn struct {
 	transport.Conn
 	mu     sync.Mutex
@@ -649,7 +649,7 @@ type routeConn struct {
 
 func (c *routeConn) Write(ctx context.Context, m transport.Message) error {
 	if r, ok := m.(*transport.Request); ok && r.Method == "elicitation/create" {
-		id, _ := transport.RelatedRequest(ctx)
+		id, _ := transport.RelatedRequestFromContext(ctx)
 		c.mu.Lock()
 		c.routes = append(c.routes, id.String())
 		c.mu.Unlock()

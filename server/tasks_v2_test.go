@@ -275,7 +275,7 @@ func TestTaskV2Cancel(t *testing.T) {
 // confirmTool asks one question (key "confirm") and completes with the
 // answer.
 func confirmTool(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-	res, err := server.Elicit(server.WithInputKey(ctx, "confirm"), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message:         "Delete it?",
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "confirm", Type: "boolean", Required: true}}},
 	})
@@ -395,7 +395,7 @@ func TestTaskV2Input(t *testing.T) {
 // withTaskTool gathers a name by an input_required round, then continues
 // as a task (Deferred + RunAsTask).
 func withTaskTool(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-	res, err := server.Elicit(server.WithInputKey(ctx, "user_name"), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, "user_name"), &server.ElicitParams{
 		Message:         "What is your name?",
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
 	})

@@ -19,42 +19,18 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *CallToolReques
 
 // AddTypedTool registers a tool whose arguments are In and whose result is
 // made from Out, replacing any tool of the same name, and tells initialized
-// clients that the tool list changed. Schemas are inferred and compiled
-// once, here; AddTypedTool fails if they cannot be, for an invalid name or
-// for a nil handler.
-//
-// Input: unless t.InputSchema is set, the input schema is inferred from In
-// with [jsonschema.For]: In must be a struct or a map with string keys (or
-// a pointer to one); use struct{} for a tool without arguments. Struct
-// fields are required unless tagged omitempty or omitzero, a `jsonschema`
-// tag gives a field's description, and properties the struct lacks are
-// refused. For constraints inference cannot express (enums, patterns,
-// bounds), set t.InputSchema, an object schema; In may then also be an
-// interface such as any (decoded as by [encoding/json]). Before the handler
-// runs, the arguments are validated against the schema, then decoded into
-// In; arguments that fail either step are answered with a result with
-// IsError set whose text names the problem, as MCP asks, and the handler
-// is not called.
-//
-// Output, by Out's type:
-//   - a struct, or a pointer to one: the output schema is inferred from it
-//     (or taken from t.OutputSchema) and declared; the returned value,
-//     encoded, is the result's structuredContent and, as MCP recommends,
-//     also its one text content item. A value that does not conform to the
-//     schema (a nil pointer, a nil map in a field without omitempty, ...)
-//     is a bug in the server: it is logged, with the cause, on the server's
-//     logger, and the client gets a [protocol.CodeInternal] error.
-//   - *[CallToolResult]: the handler makes the result itself. If
-//     t.OutputSchema is set, the StructuredContent of a result without
-//     IsError is validated against it as above.
-//   - string: the result is one text item holding the string.
-//   - anything else (any, maps, slices, numbers, ...): the result is one
-//     text item holding the value encoded as JSON, without structured
-//     content; t.OutputSchema must not be set.
-//
-// t's other fields (title, description, icons, annotations, execution,
-// _meta) are listed as given. Like [Server.AddTool], AddTypedTool is safe
-// to call while the server serves.
+// clients that the tool list changed. The input schema is t.InputSchema,
+// else inferred from In ([jsonschema.For]: a struct or a map with string
+// keys; struct{} for no arguments); the arguments are validated against it
+// and decoded into In before the handler runs, and arguments that fail
+// either step are answered with a result with IsError set, the handler not
+// called. The result is made from Out as the package doc details: a struct
+// is the structuredContent (under an output schema) and its text,
+// *[CallToolResult] the result itself, a string one text item, anything
+// else one text item of its JSON. Schemas are compiled once, here;
+// AddTypedTool fails if they cannot be, for an invalid name or for a nil
+// handler. Like [Server.AddTool], it is safe to call while the server
+// serves.
 func AddTypedTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error {
 	if !ValidToolName(t.Name) {
 		return toolNameError(t.Name)

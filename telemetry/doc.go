@@ -43,6 +43,17 @@
 // apply to the SDK's own instruments, not to a producer's data, and do not
 // rename attribute keys.
 //
+// # The accounting law
+//
+// Every request counted by [Metrics.RequestStarted] must be ended by
+// exactly one [Metrics.RequestFinished], with one of the four outcomes.
+// Then, once [MetricRequestsInFlight] is zero, the started counter equals
+// the sum of [MetricRequestsFinished] over its outcomes, per method.
+// [MetricCancellations] and [MetricLateResponsesDropped] are event counters
+// and are not part of that partition. The recording methods take label
+// values as plain strings, so that this package depends on no Vigil
+// package; the middleware package feeds them from the server's types.
+//
 // Read ExampleNewMetrics first, then the middleware package's example, which
 // wires a server to a registry.
 package telemetry

@@ -15,20 +15,13 @@ import (
 // and traffic. Register it with a registry of your own
 // (prometheus.NewRegistry().MustRegister(m)); it never touches the default
 // registry. Every label is bounded: a value outside its known set becomes
-// [LabelOther] (or [ErrorTypeOther]), so no input can grow the series.
-// Every series of the known sets exists, at zero, from the start.
-//
-// The recording methods take label values as plain strings, so that this
-// package depends on no Vigil package; the middleware package feeds them from
-// the server's types. All methods are safe for concurrent use, and on a nil
-// *Metrics they do nothing.
-//
-// Accounting law: every request counted by [Metrics.RequestStarted] must be
-// ended by exactly one [Metrics.RequestFinished], with one of the four
-// outcomes. Then, once [MetricRequestsInFlight] is zero, the started counter
-// equals the sum of [MetricRequestsFinished] over its outcomes, per method.
-// [MetricCancellations] and [MetricLateResponsesDropped] are event counters
-// and are not part of that partition.
+// [LabelOther] (or [ErrorTypeOther]), so no input can grow the series, and
+// every series of the known sets exists, at zero, from the start. The
+// recording methods take label values as plain strings; all are safe for
+// concurrent use, and on a nil *Metrics they do nothing. Every request
+// counted by [Metrics.RequestStarted] must be ended by exactly one
+// [Metrics.RequestFinished]: the package doc states the accounting law
+// this keeps.
 type Metrics struct {
 	methods       metricsLabelSet
 	clientMethods metricsLabelSet
@@ -88,7 +81,9 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {
-		o.applyMetrics(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	m := &Metrics{
 		methods:       newMetricsLabelSet(append(cfg.requestMethods, LabelOther)),

@@ -5,12 +5,12 @@ import (
 	"time"
 )
 
-// MetricsOption configures [NewMetrics].
-type MetricsOption interface{ applyMetrics(*metricsConfig) }
+// MetricsOption configures [NewMetrics]; a nil MetricsOption is ignored.
+type MetricsOption interface{ apply(*metricsConfig) }
 
-type metricsOptionFunc func(*metricsConfig)
+type optionFunc func(*metricsConfig)
 
-func (f metricsOptionFunc) applyMetrics(c *metricsConfig) { f(c) }
+func (f optionFunc) apply(c *metricsConfig) { f(c) }
 
 type metricsConfig struct {
 	native         bool
@@ -41,7 +41,7 @@ func DurationBuckets() []float64 {
 // outside input; 0 means [DefaultMaxNativeBuckets]. Native histograms are
 // only exposed in the protobuf exposition format.
 func WithNativeHistograms(maxBuckets uint32) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) {
+	return optionFunc(func(c *metricsConfig) {
 		c.native = true
 		c.maxNative = maxBuckets
 		if c.maxNative == 0 {
@@ -53,20 +53,20 @@ func WithNativeHistograms(maxBuckets uint32) MetricsOption {
 // WithMethods adds request methods to the known set (the MCP client-to-server
 // methods by default). A method outside the set is labeled [LabelOther].
 func WithMethods(methods ...string) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) { c.requestMethods = appendNew(c.requestMethods, methods...) })
+	return optionFunc(func(c *metricsConfig) { c.requestMethods = appendNew(c.requestMethods, methods...) })
 }
 
 // WithClientMethods adds server-to-client request methods to the known set of
 // [MetricClientRequestsFailed] (roots/list, sampling/createMessage,
 // elicitation/create, ping and tasks/* by default).
 func WithClientMethods(methods ...string) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) { c.clientMethods = appendNew(c.clientMethods, methods...) })
+	return optionFunc(func(c *metricsConfig) { c.clientMethods = appendNew(c.clientMethods, methods...) })
 }
 
 // WithToolNames sets the initial tool-name allow-list; see
 // [Metrics.SetToolNames].
 func WithToolNames(names ...string) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) { c.tools = append([]string(nil), names...) })
+	return optionFunc(func(c *metricsConfig) { c.tools = append([]string(nil), names...) })
 }
 
 // DefaultExemplarInterval is how often, at most, a trace id becomes the
@@ -81,14 +81,14 @@ const DefaultExemplarInterval = time.Second
 // attaching one to every observation only costs time; d <= 0 does so
 // anyway. The default is [DefaultExemplarInterval].
 func WithExemplarInterval(d time.Duration) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) { c.exemplarEvery = d })
+	return optionFunc(func(c *metricsConfig) { c.exemplarEvery = d })
 }
 
 // WithErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
 // handler of this server may answer with) to the known set; others are
 // labeled [ErrorTypeOther].
 func WithErrorTypes(types ...string) MetricsOption {
-	return metricsOptionFunc(func(c *metricsConfig) { c.errorTypes = appendNew(c.errorTypes, types...) })
+	return optionFunc(func(c *metricsConfig) { c.errorTypes = appendNew(c.errorTypes, types...) })
 }
 
 // appendNew appends the values of add that dst lacks, in order.

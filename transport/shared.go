@@ -74,17 +74,18 @@ func SharedOf(c Conn) (Shared, bool) {
 
 type broadcastKey struct{}
 
-// WithBroadcast marks ctx as that of a message the server sends every
-// session and broadcasts to the other replicas (a list change, a
-// resource update): the transport of a shared session delivers it where
-// it can here, and relays it to no other replica, whose server sends it
-// itself.
-func WithBroadcast(ctx context.Context) context.Context {
+// ContextWithBroadcast returns a copy of ctx marked as that of a message
+// the server sends every session and broadcasts to the other replicas (a
+// list change, a resource update): the transport of a shared session
+// delivers it where it can here, and relays it to no other replica, whose
+// server sends it itself.
+func ContextWithBroadcast(ctx context.Context) context.Context {
 	return context.WithValue(ctx, broadcastKey{}, true)
 }
 
-// IsBroadcast reports whether ctx was marked by [WithBroadcast].
-func IsBroadcast(ctx context.Context) bool {
+// BroadcastFromContext reports whether ctx was marked by
+// [ContextWithBroadcast].
+func BroadcastFromContext(ctx context.Context) bool {
 	v, _ := ctx.Value(broadcastKey{}).(bool)
 	return v
 }

@@ -14,7 +14,7 @@ import (
 
 // The multi round-trip fixtures (SEP-2322). In a 2026-07-28 stateless
 // request each question to the client becomes an entry of an input_required
-// result, under the key the conformance suite expects (WithInputKey), and
+// result, under the key the conformance suite expects (ContextWithInputKey), and
 // the retry brings the answers; in a 2025 session the same handlers send
 // real server-to-client requests.
 
@@ -112,7 +112,7 @@ func askString(ctx context.Context, key, message, field string) (string, error) 
 // elicitField asks the user (elicitation/create, under key) for one field
 // and returns the accepted answer.
 func elicitField(ctx context.Context, key, message string, field server.ElicitProperty) (*server.ElicitResult, error) {
-	res, err := server.Elicit(server.WithInputKey(ctx, key), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, key), &server.ElicitParams{
 		Message:         message,
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{field}},
 	})
@@ -128,7 +128,7 @@ func elicitField(ctx context.Context, key, message string, field server.ElicitPr
 // sample asks the client's model (sampling/createMessage, under key) and
 // returns the text of its answer.
 func sample(ctx context.Context, key, prompt string, maxTokens int) (string, error) {
-	res, err := server.CreateMessage(server.WithInputKey(ctx, key), &server.CreateMessageParams{
+	res, err := server.CreateMessage(server.ContextWithInputKey(ctx, key), &server.CreateMessageParams{
 		Messages:  []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.TextContent{Text: prompt}}}},
 		MaxTokens: maxTokens,
 	})
@@ -146,7 +146,7 @@ func listRoots(ctx context.Context, key string) ([]server.Root, error) {
 		Roots []server.Root `json:"roots"`
 	}
 	var raw json.RawMessage
-	if err := server.CallClient(server.WithInputKey(ctx, key), "roots/list", struct{}{}, &raw); err != nil {
+	if err := server.CallClient(server.ContextWithInputKey(ctx, key), "roots/list", struct{}{}, &raw); err != nil {
 		return nil, answerError(ctx, err)
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.Roots == nil {

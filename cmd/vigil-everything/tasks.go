@@ -126,7 +126,7 @@ func failingJob(ctx context.Context, _ *server.CallToolRequest, _ noArgs) (*serv
 }
 
 func confirmDelete(ctx context.Context, _ *server.CallToolRequest, in confirmDeleteArgs) (*server.CallToolResult, error) {
-	res, err := server.Elicit(server.WithInputKey(ctx, "confirm"), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message: "Delete " + in.Filename + "?",
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
 			{Name: "confirm", Type: "boolean", Title: "Delete the file", Required: true},
@@ -156,7 +156,7 @@ func multiInput(ctx context.Context, _ *server.CallToolRequest, _ noArgs) (*serv
 	var wg sync.WaitGroup
 	for i, q := range questions {
 		wg.Go(func() {
-			answers[i], errs[i] = server.Elicit(server.WithInputKey(ctx, q.key), &server.ElicitParams{
+			answers[i], errs[i] = server.Elicit(server.ContextWithInputKey(ctx, q.key), &server.ElicitParams{
 				Message:         q.message,
 				RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{q.field}},
 			})

@@ -53,7 +53,7 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	debugpage.Handler(srv, page) // which keys the trace ring by srv's names, as in vigil
 	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
 		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
-		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxInFlight(cfg.maxInFlight),
+		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout))
 	b.Cleanup(func() { _ = h.Close() })
 

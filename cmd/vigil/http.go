@@ -58,7 +58,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		streamable.WithLogger(logger),
 		streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions),
-		streamable.WithMaxInFlight(cfg.maxInFlight),
+		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
 		endpointQuotas(cfg, inst.Metrics()),
 		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
@@ -290,7 +290,7 @@ func newMux(mcp http.Handler, public map[string]http.Handler, obs http.Handler) 
 // mcpFirst hands a request for exactly /mcp to mcp and any other to mux,
 // whose "/mcp" pattern routes the same requests to mcp: the MCP endpoint,
 // which takes nearly every request, is spared the mux's pattern matching
-// (about 2% of the shipped service's CPU under load).
+// (docs/perf/ROUNDS.md has its cost).
 type mcpFirst struct {
 	mcp http.Handler
 	mux *http.ServeMux

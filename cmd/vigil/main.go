@@ -38,9 +38,9 @@ var version = "dev"
 
 func main() {
 	// vigil serves no heap profile, so the runtime's sampling of
-	// allocations (a stack walk every 512 KiB allocated, about every 90
-	// requests) would be work for no reader; it must be set before the
-	// program allocates much.
+	// allocations (a stack walk every 512 KiB allocated; see
+	// docs/perf/ROUNDS.md) would be work for no reader; it must be
+	// set before the program allocates much.
 	runtime.MemProfileRate = 0
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

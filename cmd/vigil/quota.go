@@ -99,8 +99,8 @@ func (s sharedSessions) Release(caller, session string) {
 // quotaOptions returns the options of the quotas the server and its
 // middleware keep: tasks and the tool share; none with -stdio, whose one
 // client is the only caller.
-func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
-	var mw []middleware.Option
+func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Option) {
+	var mw []middleware.InstrumentationOption
 	var srv []server.Option
 	if cfg.stdio {
 		return nil, nil
@@ -118,7 +118,7 @@ func quotaOptions(cfg config) ([]middleware.Option, []server.Option) {
 // the IP address of the client's connection (clientConnContext).
 func callerOf(req *server.Request) string {
 	ctx := req.ArrivalContext()
-	if p, ok := auth.PrincipalFrom(ctx); ok {
+	if p, ok := auth.PrincipalFromContext(ctx); ok {
 		return p.Key()
 	}
 	ip, _ := ctx.Value(clientIPKey{}).(string)

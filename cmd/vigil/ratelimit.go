@@ -71,11 +71,11 @@ func checkToolRates(names []string, rates map[string]toolRate) error {
 
 // rateLimitOptions returns the instrumentation options of the rate
 // limits of cfg: none without limits; shared on Redis with -redis.
-func rateLimitOptions(cfg config) []middleware.Option {
+func rateLimitOptions(cfg config) []middleware.InstrumentationOption {
 	if cfg.rateLimit <= 0 && len(cfg.toolRateLimits) == 0 {
 		return nil
 	}
-	opts := []middleware.Option{middleware.WithRateLimit(cfg.rateLimit, cfg.rateBurst)}
+	opts := []middleware.InstrumentationOption{middleware.WithRateLimit(cfg.rateLimit, cfg.rateBurst)}
 	for tool, r := range cfg.toolRateLimits {
 		opts = append(opts, middleware.WithToolRateLimit(tool, r.rate, r.burst))
 	}

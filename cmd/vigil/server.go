@@ -32,7 +32,7 @@ const outcomeBatch = 32
 // audit log's lines (a non-blocking writer).
 func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage.Recorder, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
-	instOpts := []middleware.Option{
+	instOpts := []middleware.InstrumentationOption{
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
 		middleware.WithRegisterer(in.registry),
@@ -64,7 +64,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 	opts = append(opts,
 		server.WithImplementation("vigil", version),
 		server.WithLogger(logger),
-		server.WithMaxInFlight(cfg.maxInFlight),
+		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 		// Each request's span end, metrics, log line and debug counts run

@@ -84,10 +84,9 @@ func registerDemoTools(srv *server.Server, scopes map[string][]string) error {
 
 // echo returns its text. It reads the one argument it takes in place
 // (transport.SplitObjectInto, which wants valid JSON: the arguments of a
-// decoded message are, checked again here at a fraction of the cost):
-// json.Unmarshal, which decodes through reflection, cost 4,700
-// instructions, more than the rest of the tool call, and 8% of a whole
-// stateless request.
+// decoded message are, checked again here at a fraction of the cost), as
+// json.Unmarshal, which decodes through reflection, cost more than the
+// rest of the tool call (docs/perf/ROUNDS.md).
 func echo(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 	var raw [1][]byte
 	if transport.ValidJSON(req.Arguments) && transport.SplitObjectInto(raw[:], req.Arguments, "text") {
@@ -228,7 +227,7 @@ func confirmAction(ctx context.Context, _ *server.CallToolRequest, in confirmIn)
 	if in.Action == "" {
 		return confirmOut{}, errors.New(`confirm_action needs a non-empty "action"`)
 	}
-	res, err := server.Elicit(server.WithInputKey(ctx, "confirm"), &server.ElicitParams{
+	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message: "Do you want to allow this action? " + in.Action,
 		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
 			{Name: "confirm", Type: "boolean", Title: "Allow", Description: "Check to allow the action.", Required: true},

@@ -14,7 +14,7 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond // longest a line waits in the buffer
 )
 
-// Option configures [New].
+// Option configures [New]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

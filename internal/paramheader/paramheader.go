@@ -23,7 +23,7 @@ type Carrier struct {
 	Header http.Header
 }
 
-// Value returns the headers for FromContext, and c.Context's values
+// Value returns the headers for HeaderFromContext, and c.Context's values
 // otherwise.
 func (c *Carrier) Value(key any) any {
 	if key == (headerKey{}) {
@@ -32,9 +32,9 @@ func (c *Carrier) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// FromContext returns the headers of the Carrier ctx is or derives from,
-// if any.
-func FromContext(ctx context.Context) (http.Header, bool) {
+// HeaderFromContext returns the headers of the Carrier ctx is or derives
+// from, if any.
+func HeaderFromContext(ctx context.Context) (http.Header, bool) {
 	h, ok := ctx.Value(headerKey{}).(http.Header)
 	return h, ok
 }

@@ -47,10 +47,10 @@ func TestCheck(t *testing.T) {
 
 func TestContext(t *testing.T) {
 	t.Parallel()
-	_, ok := paramheader.FromContext(context.Background())
+	_, ok := paramheader.HeaderFromContext(context.Background())
 	assert.False(t, ok)
 	h := http.Header{"Mcp-Param-A": {"1"}}
-	got, ok := paramheader.FromContext(&paramheader.Carrier{Context: context.Background(), Header: h})
+	got, ok := paramheader.HeaderFromContext(&paramheader.Carrier{Context: context.Background(), Header: h})
 	assert.True(t, ok)
 	assert.Equal(t, h, got)
 }
@@ -65,7 +65,7 @@ func TestCarrier(t *testing.T) {
 	c := &paramheader.Carrier{Context: parent, Header: h}
 	detached := context.WithoutCancel(c)
 	for _, ctx := range []context.Context{c, detached} {
-		got, ok := paramheader.FromContext(ctx)
+		got, ok := paramheader.HeaderFromContext(ctx)
 		assert.True(t, ok)
 		assert.Equal(t, h, got)
 		assert.Equal(t, "v", ctx.Value(key{}))

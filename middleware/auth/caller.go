@@ -16,9 +16,9 @@ const noPrincipalKey = "-no-principal"
 // principal gets a key that is no principal's and not "", so that it
 // reaches no task of a principal nor of an anonymous caller (and with
 // [ToolAccess] it creates none). It is not a rate limit key: read the
-// principal with [PrincipalFrom] for that.
+// principal with [PrincipalFromContext] for that.
 func CallerKey(req *server.Request) string {
-	if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
+	if p, ok := PrincipalFromContext(req.ArrivalContext()); ok {
 		return p.Key()
 	}
 	return noPrincipalKey

@@ -8,24 +8,17 @@ import (
 )
 
 // ConnContext is an [net/http.Server.ConnContext] that gives each
-// connection a memo of the last token verified on it. A client on a
-// keep-alive connection sends the same token with every request (MCP
-// clients do); with the memo, the verifiers of this package recognize it
-// by comparing it with the one before, instead of hashing it and looking
-// the hash up in their cache. The verdict is the cache's, under the same
-// rules: it ends at the token's expiry, or earlier with the cache's TTL,
-// and with any change of the JWT verifier's key set.
-//
-// The memo holds one token per connection, the one its client presented
-// last and presents again with each request, in memory only and for as
-// long as the connection is open; it is compared in full, so a connection
-// shared by several clients (behind a proxy) gains nothing a client did
-// not prove. Without ConnContext every verification goes through the
-// cache, as it does for a verifier whose cache is disabled.
-//
-// The memo also keeps the client's address, so that an
-// [IntrospectionVerifier] can keep one address from taking every call to
-// the authorization server (see IntrospectionConfig.MaxConcurrentMisses).
+// connection a memo of the last token verified on it, so that the
+// verifiers of this package recognize a client's token by comparing it
+// with the one before, instead of hashing it and looking the hash up in
+// their cache. The verdict is the cache's, under the same rules: it ends
+// at the token's expiry, or earlier with the cache's TTL, and with any
+// change of the JWT verifier's key set. The memo also keeps the client's
+// address, so that an [IntrospectionVerifier] can keep one address from
+// taking every call to the authorization server
+// (IntrospectionConfig.MaxConcurrentMisses). Without ConnContext every
+// verification goes through the cache. The package doc says what the
+// memo holds.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connMemoKey{}, &connMemo{source: sourceOf(c)})
 }

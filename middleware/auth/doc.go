@@ -29,5 +29,43 @@
 // and [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session
 // to the principal that opened it.
 //
-// Handlers never see the token: they read the caller with [PrincipalFrom].
+// Handlers never see the token: they read the caller with
+// [PrincipalFromContext].
+//
+// # The guard's answers
+//
+// [ResourceServer.Handler] answers:
+//
+//   - 400 error="invalid_request" for two Authorization headers or a token
+//     in the URL query or a form-encoded body (counted invalid_token);
+//   - 401 without an error code when there is no bearer token
+//     (missing_token), and 401 error="invalid_token" for a malformed,
+//     oversized or refused token (with the verifier's reason);
+//   - 503 with Retry-After when the verifier cannot decide (verifier_error)
+//     or would not ask now (verifier_busy, Retry-After 1);
+//   - 403 error="insufficient_scope" naming every scope the operation needs
+//     (Config.Scopes plus those of each tool a tools/call names, batches
+//     included) when the principal lacks one; with Config.HideTools, only
+//     for a lack of Config.Scopes, which it then names alone;
+//   - 413 when a body that must be read to find its tools is over
+//     Config.MaxBodyBytes (not an authorization failure: not counted).
+//
+// When the MCP endpoint behind it is a *streamable.Endpoint, the tools a
+// 2025 POST calls are checked by the Endpoint on the message it decodes,
+// rather than by reading and parsing the body here once more; the Endpoint
+// then refuses, after its own checks, what it would refuse anyway (a bad
+// Content-Type, a body over its limit). A request it forwards to another
+// replica is authorized there by the assertion of its principal, and
+// refused without one.
+//
+// # The connection memo
+//
+// A client on a keep-alive connection sends the same token with every
+// request (MCP clients do). [ConnContext] gives each connection a memo of
+// one token, the one its client presented last and presents again with
+// each request, in memory only and for as long as the connection is open.
+// It is compared in full, so a connection shared by several clients
+// (behind a proxy) gains nothing a client did not prove. Without
+// ConnContext every verification goes through the cache, as it does for a
+// verifier whose cache is disabled.
 package auth

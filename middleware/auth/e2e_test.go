@@ -38,7 +38,7 @@ func newE2E(t *testing.T, mutate ...func(*auth.Config)) *e2e {
 		server.WithToolAccess(auth.ToolAccess),
 	)
 	whoami := func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		p, ok := auth.PrincipalFrom(ctx)
+		p, ok := auth.PrincipalFromContext(ctx)
 		if !ok {
 			return server.Text("nobody"), nil
 		}
@@ -261,7 +261,7 @@ func TestEndToEndTaskOfAnotherPrincipal(t *testing.T) {
 	srv := server.New(server.WithMiddleware(auth.Middleware()),
 		server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 	secret := func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		p, _ := auth.PrincipalFrom(ctx)
+		p, _ := auth.PrincipalFromContext(ctx)
 		return server.Text("SECRET of " + p.Subject), nil
 	}
 	require.NoError(t, srv.AddTool(server.Tool{

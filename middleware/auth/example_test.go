@@ -34,7 +34,7 @@ func ExampleNew() {
 	)
 	_ = srv.AddTool(server.Tool{Name: "deploy", Scopes: []string{"deploy"}},
 		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			p, _ := auth.PrincipalFrom(ctx)
+			p, _ := auth.PrincipalFromContext(ctx)
 			return server.Text("deployed by " + p.Subject), nil
 		})
 
@@ -90,7 +90,7 @@ func ExampleConnContext() {
 		panic(err)
 	}
 	h := rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := auth.PrincipalFrom(r.Context())
+		p, _ := auth.PrincipalFromContext(r.Context())
 		_, _ = fmt.Fprint(w, p.Subject)
 	}))
 	hs := httptest.NewUnstartedServer(h)

@@ -52,7 +52,7 @@ type assertedKey struct{}
 
 // assertPrincipal returns the assertion of r's principal, nil without one.
 func (rs *ResourceServer) assertPrincipal(r *http.Request) []byte {
-	p, ok := PrincipalFrom(r.Context())
+	p, ok := PrincipalFromContext(r.Context())
 	if !ok {
 		return nil
 	}

@@ -33,7 +33,7 @@ func newFWReplica(t *testing.T, c *streamabletest.Cluster, name string, guarded 
 		Name: "deploy", Scopes: []string{"deploy"},
 		Execution: &server.ToolExecution{TaskSupport: server.TaskSupportOptional},
 	}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		p, _ := auth.PrincipalFrom(ctx)
+		p, _ := auth.PrincipalFromContext(ctx)
 		return server.Text("SECRET of " + p.Subject), nil
 	}))
 	v := &fakeVerifier{principals: map[string]*auth.Principal{

@@ -236,15 +236,15 @@ func SessionPrincipal(r *http.Request) string { return keyFrom(r.Context()) }
 
 // Middleware returns a server middleware that puts the principal of each
 // request's arrival context (where [ResourceServer.Handler] put it) into
-// the handler's context, so that handlers can call [PrincipalFrom]. A
+// the handler's context, so that handlers can call [PrincipalFromContext]. A
 // request whose arrival context has none gets none either, not the one of
 // the request that opened its session, whose context the session's is.
 func Middleware() server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			if p, ok := PrincipalFrom(req.ArrivalContext()); ok {
+			if p, ok := PrincipalFromContext(req.ArrivalContext()); ok {
 				ctx = ContextWithPrincipal(ctx, p)
-			} else if _, stale := PrincipalFrom(ctx); stale {
+			} else if _, stale := PrincipalFromContext(ctx); stale {
 				ctx = ContextWithPrincipal(ctx, nil)
 			}
 			return next(ctx, req)
@@ -262,39 +262,21 @@ func Middleware() server.Middleware {
 // stdio, a misconfigured chain, a forged relay) sees no tool and calls
 // none, whatever its scopes.
 func ToolAccess(req *server.Request, t *server.Tool) bool {
-	p, ok := PrincipalFrom(req.ArrivalContext())
+	p, ok := PrincipalFromContext(req.ArrivalContext())
 	return ok && p.HasScopes(t.Scopes...)
 }
 
-// Handler protects next, the MCP endpoint. It answers:
-//
-//   - 400 error="invalid_request" for two Authorization headers or a token
-//     in the URL query or a form-encoded body (counted invalid_token);
-//   - 401 without an error code when there is no bearer token
-//     (missing_token), and 401 error="invalid_token" for a malformed,
-//     oversized or refused token (with the verifier's reason);
-//   - 503 with Retry-After when the verifier cannot decide (verifier_error)
-//     or would not ask now (verifier_busy, Retry-After 1);
-//   - 403 error="insufficient_scope" naming every scope the operation needs
-//     (Config.Scopes plus those of each tool a tools/call names, batches
-//     included) when the principal lacks one; with Config.HideTools, only
-//     for a lack of Config.Scopes, which it then names alone;
-//   - 413 when a body that must be read to find its tools is over
-//     Config.MaxBodyBytes (not an authorization failure: not counted).
-//
-// 400, 401 and 403 carry a WWW-Authenticate challenge naming the metadata;
-// every refusal's body is a JSON-RPC error object with a null id (code
-// -32600, or -32000 for 503). Otherwise next serves the request with the
-// principal in its context ([PrincipalFrom]).
-//
-// When next is a *streamable.Endpoint, the tools a 2025 POST calls are
-// checked by the Endpoint on the message it decodes (its MessageGuard),
-// with the same 403, rather than by reading and parsing the body here once
-// more; the Endpoint then refuses, after its own checks, what it would
-// refuse anyway (a bad Content-Type, a body over its limit). And a request
-// it forwards to another replica carries an assertion of its principal,
-// not its token: there, this guard (its SetForwardHandler) authorizes it
-// by the assertion, every scope checked, and refuses it without one.
+// Handler protects next, the MCP endpoint: it answers a request without a
+// valid token or scope with 400, 401, 403, 413 or 503, as the package doc
+// lists, and otherwise has next serve it with the principal in its context
+// ([PrincipalFromContext]). 400, 401 and 403 carry a WWW-Authenticate
+// challenge naming the metadata; every refusal's body is a JSON-RPC error
+// object with a null id (code -32600, or -32000 for 503). When next is a
+// *streamable.Endpoint, the Endpoint checks the tools a 2025 POST calls on
+// the message it decodes (its MessageGuard), with the same 403, and a
+// request it forwards to another replica carries an assertion of its
+// principal, not its token, which this guard (its SetForwardHandler)
+// authorizes there, every scope checked.
 func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
 	endpointChecks := false
 	if ep, ok := next.(*streamable.Endpoint); ok {
@@ -437,7 +419,7 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 	if len(tools) == 0 {
 		return true
 	}
-	p, ok := PrincipalFrom(r.Context())
+	p, ok := PrincipalFromContext(r.Context())
 	if !ok {
 		rs.refuse(w, r, &Error{Reason: ReasonMissingToken}, nil)
 		return false

@@ -79,7 +79,7 @@ func newGuard(t *testing.T, mutate ...func(*auth.Config)) *guardEnv {
 	e.rs = rs
 	e.h = rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.served.Add(1)
-		if p, ok := auth.PrincipalFrom(r.Context()); ok {
+		if p, ok := auth.PrincipalFromContext(r.Context()); ok {
 			e.seen.Store(p)
 		}
 		b, _ := io.ReadAll(r.Body)
@@ -497,7 +497,7 @@ func TestToolAccessWithoutPrincipal(t *testing.T) {
 	stale := auth.ContextWithPrincipal(t.Context(), newVerifier().principals["deployer"])
 	var saw *auth.Principal
 	_, err := auth.Middleware()(func(ctx context.Context, _ *server.Request) (any, error) {
-		saw, _ = auth.PrincipalFrom(ctx)
+		saw, _ = auth.PrincipalFromContext(ctx)
 		return nil, nil
 	})(stale, none)
 	require.NoError(t, err)

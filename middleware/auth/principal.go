@@ -8,7 +8,7 @@ import (
 )
 
 // Principal is who a verified token speaks for. Handlers read it with
-// [PrincipalFrom]; it holds no token, so that nothing can pass a client's
+// [PrincipalFromContext]; it holds no token, so that nothing can pass a client's
 // token on to another service (an upstream call needs its own token).
 type Principal struct {
 	Subject  string    // the token's sub
@@ -77,20 +77,20 @@ func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// PrincipalFrom returns the principal of the request ctx belongs to, and
-// whether there is one (there is none when authorization is off). In a
-// handler, ctx has the request's principal only with [Middleware]: a 2025
-// session's handler context derives from the session's, which carries the
-// principal of the request that opened the session (or made a replica's
-// view of it), not necessarily the current one.
-func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+// PrincipalFromContext returns the principal of the request ctx belongs
+// to, and whether there is one (there is none when authorization is off).
+// In a handler, ctx has the request's principal only with [Middleware]: a
+// 2025 session's handler context derives from the session's, which
+// carries the principal of the request that opened the session (or made a
+// replica's view of it), not necessarily the current one.
+func PrincipalFromContext(ctx context.Context) (*Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(*Principal)
 	return p, ok && p != nil
 }
 
 // keyFrom returns the key of ctx's principal, "" without one.
 func keyFrom(ctx context.Context) string {
-	if p, ok := PrincipalFrom(ctx); ok {
+	if p, ok := PrincipalFromContext(ctx); ok {
 		return p.Key()
 	}
 	return ""

@@ -34,7 +34,7 @@ func newScopedReplicas(t *testing.T, n int, cluster func(name string) streamable
 		srv := server.New(server.WithListChangedDelay(0), server.WithMiddleware(auth.Middleware()),
 			server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 		scopes := func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			p, ok := auth.PrincipalFrom(ctx)
+			p, ok := auth.PrincipalFromContext(ctx)
 			if !ok {
 				return server.Text("nobody"), nil
 			}

@@ -11,7 +11,7 @@ import (
 // for unless told otherwise ([WithProtocolVersion]).
 const DefaultProtocolVersion = protocol.Version20251125
 
-// Option configures a [Client].
+// Option configures a [Client]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)

@@ -13,5 +13,60 @@
 // (otel.SetTracerProvider, otel.SetMeterProvider, otel.SetTextMapPropagator)
 // is the caller's choice.
 //
+// # Traces
+//
+// [TracerProvider] picks its exporter from OTEL_TRACES_EXPORTER:
+//
+//   - OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER=none: a no-op provider
+//     (spans are not recorded, but contexts still propagate).
+//   - OTEL_TRACES_EXPORTER=otlp (the default): OTLP, over
+//     OTEL_EXPORTER_OTLP_PROTOCOL (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+//     "http/protobuf" (the default) or "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT
+//     and the other OTEL_EXPORTER_OTLP_* settings.
+//   - OTEL_TRACES_EXPORTER=console: human-readable JSON to standard error
+//     (see [WithConsoleWriter]).
+//   - Unset, with no OTLP endpoint: the fallback exporter, if given (see
+//     [WithFallbackExporter]).
+//   - Other names: those registered with autoexport.RegisterSpanExporter;
+//     an unknown name is an error. A list ("otlp,console") is not supported.
+//
+// The SDK reports an invalid OTEL_TRACES_SAMPLER through otel.Handle and
+// keeps the default sampler. Installing the provider as the global one,
+// and a propagator (otel.SetTracerProvider, otel.SetTextMapPropagator), is
+// cmd/'s choice.
+//
+// # Metrics
+//
+// [MeterProvider] picks its exporter from OTEL_METRICS_EXPORTER:
+//
+//   - OTEL_METRICS_EXPORTER unset, or none, or OTEL_SDK_DISABLED=true: a
+//     no-op provider and nothing is pushed. Unlike traces, the default is
+//     not otlp: the metrics of a Vigil server are served by its Prometheus
+//     registry, and pushing them too is a choice.
+//   - OTEL_METRICS_EXPORTER=otlp: OTLP, over OTEL_EXPORTER_OTLP_PROTOCOL (or
+//     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL) "http/protobuf" (the default) or
+//     "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT (or
+//     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) and the other
+//     OTEL_EXPORTER_OTLP_* settings.
+//   - OTEL_METRICS_EXPORTER=console: JSON to standard error (see
+//     [WithConsoleWriter]).
+//   - Any other value is an error (prometheus included: register the
+//     metrics with a Prometheus registry of your own and serve it).
+//
+// OTEL_METRIC_EXPORT_INTERVAL is in milliseconds, 60000 by default. The
+// exporters are those autoexport.NewMetricReader would pick, but the
+// periodic reader is built here: autoexport's takes its producers only
+// from a process-wide registry named by OTEL_METRICS_PRODUCERS.
+//
+// [MetricProducer] converts what its gatherer gathers at each export with
+// the OpenTelemetry Prometheus bridge (histograms with their buckets,
+// counters as cumulative sums, exemplars), then renames each family after
+// telemetry.OTelInstruments (mcp_server_operation_duration_seconds becomes
+// mcp.server.operation.duration, unit s) and its label keys after
+// telemetry.OTelAttributeKey (mcp_method_name becomes mcp.method.name).
+// An empty label value is left out (Prometheus reads it as absent;
+// error.type is absent on success), the gauges in flight and active
+// become UpDownCounters, and exemplar trace ids become their 16 bytes.
+//
 // Read ExampleTracerProvider first, then ExampleMetricProducer.
 package otelsetup

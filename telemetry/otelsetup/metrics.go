@@ -40,30 +40,13 @@ func WithMetricProducer(p sdkmetric.Producer) Option {
 // environment, exporting the metrics of its instruments and of its
 // producers ([WithMetricProducer]) periodically, and returns it with a
 // shutdown function that exports a last time and stops the exporter; call
-// it once, with a deadline, before the process exits.
-//
-//   - OTEL_METRICS_EXPORTER unset, or none, or OTEL_SDK_DISABLED=true: a
-//     no-op provider and nothing is pushed. Unlike traces, the default is
-//     not otlp: the metrics of a Vigil server are served by its Prometheus
-//     registry, and pushing them too is a choice.
-//   - OTEL_METRICS_EXPORTER=otlp: OTLP, over OTEL_EXPORTER_OTLP_PROTOCOL (or
-//     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL) "http/protobuf" (the default) or
-//     "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT (or
-//     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) and the other
-//     OTEL_EXPORTER_OTLP_* settings.
-//   - OTEL_METRICS_EXPORTER=console: JSON to standard error (see
-//     [WithConsoleWriter]).
-//   - Any other value is an error (prometheus included: register the
-//     metrics with a Prometheus registry of your own and serve it).
-//
-// OTEL_METRIC_EXPORT_INTERVAL (milliseconds, default 60000) and
-// OTEL_METRIC_EXPORT_TIMEOUT set the period. The resource is the one
-// [TracerProvider] builds (see [WithService]).
-//
-// The exporters are those autoexport.NewMetricReader would pick, but the
-// periodic reader is built here: autoexport's takes its producers only
-// from a process-wide registry named by OTEL_METRICS_PRODUCERS. Like
-// [TracerProvider], it sets no global (no otel.SetMeterProvider).
+// it once, with a deadline, before the process exits. OTEL_METRICS_EXPORTER
+// chooses the exporter, none by default (the package doc lists the
+// values: otlp, console, none; any other is an error);
+// OTEL_METRIC_EXPORT_INTERVAL and OTEL_METRIC_EXPORT_TIMEOUT set the
+// period. The resource is the one [TracerProvider] builds (see
+// [WithService]). Like TracerProvider, it sets no global (no
+// otel.SetMeterProvider).
 func MeterProvider(ctx context.Context, opts ...Option) (metric.MeterProvider, func(context.Context) error, error) {
 	cfg := newConfig(opts)
 	noShutdown := func(context.Context) error { return nil }
@@ -141,21 +124,14 @@ func metricExporter(ctx context.Context, cfg config) (sdkmetric.Exporter, error)
 // MetricProducer returns a producer of the metrics of the telemetry
 // package (a telemetry.Metrics, and telemetry.NewLogLinesDropped's
 // counter) that g gathers, named as OpenTelemetry names them, for
-// [WithMetricProducer]: the OpenTelemetry Prometheus bridge converts what g
-// gathers at each export (histograms with their buckets, counters as
-// cumulative sums, exemplars), then each family is renamed after
+// [WithMetricProducer]: each family is renamed after
 // telemetry.OTelInstruments (mcp_server_operation_duration_seconds becomes
-// mcp.server.operation.duration, unit s), its label keys after
-// telemetry.OTelAttributeKey (mcp_method_name becomes mcp.method.name), an
-// empty label value is left out (Prometheus reads it as absent; error.type
-// is absent on success), the gauges in flight and active become
-// UpDownCounters, and exemplar trace ids become their 16 bytes. Other
-// families of g (the Go and process collectors) are skipped. The scope is
-// telemetry.ScopeName.
-//
-// Recording costs nothing more: the metrics are read from the Prometheus
-// collectors only when an export runs, so /metrics and OTLP report the
-// same counts.
+// mcp.server.operation.duration, unit s) and its label keys after
+// telemetry.OTelAttributeKey, as the package doc details. Other families
+// of g (the Go and process collectors) are skipped. The scope is
+// telemetry.ScopeName. The metrics are read from the Prometheus collectors
+// only when an export runs, so that recording costs nothing more and
+// /metrics and OTLP report the same counts.
 func MetricProducer(g prometheus.Gatherer) sdkmetric.Producer {
 	p := &mcpProducer{
 		names: telemetry.OTelInstruments(),

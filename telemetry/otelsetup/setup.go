@@ -19,7 +19,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Option configures [TracerProvider], [SpanExporter] and [MeterProvider].
+// Option configures [TracerProvider], [SpanExporter] and [MeterProvider];
+// a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -90,31 +91,16 @@ func newConfig(opts []Option) config {
 // TracerProvider builds a tracer provider from the standard OTEL_*
 // environment and returns it with a shutdown function that flushes the
 // spans still buffered and stops the exporter; call it once, with a
-// deadline, before the process exits.
-//
-//   - OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER=none: a no-op provider
-//     (spans are not recorded, but contexts still propagate).
-//   - OTEL_TRACES_EXPORTER=otlp (the default): OTLP, over
-//     OTEL_EXPORTER_OTLP_PROTOCOL (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-//     "http/protobuf" (the default) or "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT
-//     and the other OTEL_EXPORTER_OTLP_* settings.
-//   - OTEL_TRACES_EXPORTER=console: human-readable JSON to standard error
-//     (see [WithConsoleWriter]).
-//   - Unset, with no OTLP endpoint: the fallback exporter, if given (see
-//     [WithFallbackExporter]).
-//   - Other names: those registered with autoexport.RegisterSpanExporter;
-//     an unknown name is an error. A list ("otlp,console") is not supported.
-//
-// The sampler comes from OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
-// (parentbased_always_on by default); the SDK reports an invalid one
-// through otel.Handle and keeps the default. The resource carries
-// service.name and service.version (see [WithService]), then
-// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, which win. Spans are
-// exported in batches (OTEL_BSP_* tune it).
-//
-// TracerProvider does not install the provider as the global one, nor a
-// propagator: that is cmd/'s choice (otel.SetTracerProvider,
-// otel.SetTextMapPropagator), or pass the provider to the middleware.
+// deadline, before the process exits. OTEL_TRACES_EXPORTER chooses the
+// exporter, otlp by default (the package doc lists the values), and
+// without an OTLP endpoint the fallback exporter of
+// [WithFallbackExporter], if given. The sampler comes from
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (parentbased_always_on by
+// default); the resource carries service.name and service.version (see
+// [WithService]), then OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES,
+// which win; spans are exported in batches (OTEL_BSP_* tune it). It
+// installs neither the provider as the global one nor a propagator: that
+// is cmd/'s choice, or pass the provider to the middleware.
 func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, func(context.Context) error, error) {
 	cfg := newConfig(opts)
 	noShutdown := func(context.Context) error { return nil }

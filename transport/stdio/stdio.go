@@ -18,7 +18,7 @@ import (
 // otherwise: 4 MiB.
 const DefaultMaxFrameSize = 4 << 20
 
-// Option configures a [Conn].
+// Option configures a [Conn]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -64,7 +64,9 @@ var _ transport.Conn = (*Conn)(nil)
 func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
 	cfg := config{maxFrame: DefaultMaxFrameSize}
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	c := &Conn{
 		r:       bufio.NewReaderSize(r, 64<<10),

@@ -10,17 +10,13 @@ import (
 // 2025-era sessions: any replica answers any POST, GET or DELETE of any
 // session. Configure one with [WithCluster]; package redisstore has one on
 // Redis. Without a Cluster, an Endpoint keeps its sessions in memory, and
-// only it can serve them.
-//
-// A Cluster keeps a record of each session, which the replicas load when
-// a session they do not hold comes to them, and carries [Relay] messages
-// between the replicas that hold a session at the moment: a client's
-// answer to a server request made on another replica, a cancellation, a
-// message for the standalone GET stream, a changed state, the end of the
-// session. A replica holds a session (its view of it) only while the
-// session is busy there, so that idle sessions cost the replicas nothing.
-//
-// Implementations must be safe for concurrent use.
+// only it can serve them. A Cluster keeps a record of each session, which
+// the replicas load when a session they do not hold comes to them, and
+// carries [Relay] messages between the replicas that hold a session at the
+// moment (a client's answer to a server request made on another replica,
+// a cancellation, a message for the standalone GET stream, a changed
+// state, the end of the session); a replica holds a session only while the
+// session is busy there. Implementations must be safe for concurrent use.
 type Cluster interface {
 	// Replica names this process among the replicas: visible ASCII with
 	// no '.', unique among them.

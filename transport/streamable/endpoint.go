@@ -86,7 +86,9 @@ var _ http.Handler = (*Endpoint)(nil)
 func New(srv Server, opts ...Option) *Endpoint {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)

@@ -340,10 +340,10 @@ func TestHTTPMaxSessions(t *testing.T) {
 	e.initialize(`{}`)
 }
 
-// With WithMaxInFlight(1) a second concurrent request on a session is
+// With WithMaxRequestStreamsPerSession(1) a second concurrent request on a session is
 // refused with 429 and Retry-After; another session is not affected.
 func TestHTTPMaxInFlight(t *testing.T) {
-	e := newHTEnv(t, nil, streamable.WithMaxInFlight(1))
+	e := newHTEnv(t, nil, streamable.WithMaxRequestStreamsPerSession(1))
 	b := newHTBlocker()
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "block"}, b.tool))
 	sid := e.initialize(`{}`)

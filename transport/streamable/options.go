@@ -8,7 +8,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Option configures a [Endpoint].
+// Option configures an [Endpoint]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
 type optionFunc func(*config)
@@ -109,9 +109,13 @@ func WithMaxSessions(n int) Option {
 	})
 }
 
-// WithMaxInFlight limits the requests one session has in flight over HTTP
-// (256 by default); more are refused with 429 and Retry-After.
-func WithMaxInFlight(n int) Option {
+// WithMaxRequestStreamsPerSession limits the requests of one 2025-era
+// session whose POSTs are open at once, each waiting on its response
+// stream (256 by default); more are refused with 429 and Retry-After.
+// n <= 0 keeps the default. (The server bounds the requests a session has
+// in flight apart, over any transport, with -32000:
+// server.WithMaxInFlightPerSession.)
+func WithMaxRequestStreamsPerSession(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxInFlight = n
@@ -134,9 +138,11 @@ func WithAllowedHosts(hosts ...string) Option {
 	return optionFunc(func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) })
 }
 
-// WithOriginCheck replaces the Origin check. By default a request without
-// Origin is accepted, and one with Origin is accepted when the origin's host
-// is an allowed host (see WithAllowedHosts).
+// WithOriginCheck sets the check of a request's Origin header: allow
+// reports whether a request with that origin is accepted (a request
+// without Origin always is). By default one with Origin is accepted when
+// the origin's host is the request's Host or an allowed host (see
+// WithAllowedHosts).
 func WithOriginCheck(allow func(origin string, r *http.Request) bool) Option {
 	return optionFunc(func(c *config) { c.allowedOrigin = allow })
 }

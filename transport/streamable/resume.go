@@ -247,7 +247,7 @@ func (rs *resumer) write(ctx context.Context, m transport.Message) error {
 		forStandalone(ctx, m, rs.s.h.cfg.mode, rs.byReq, standaloneLogical)
 	rs.mu.Unlock()
 	if standalone && (ls == nil || !ls.carried()) {
-		if transport.IsBroadcast(ctx) {
+		if transport.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return rs.s.relayStandalone(ctx, m) // another replica may carry it (shared.go)

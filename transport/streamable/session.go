@@ -237,7 +237,7 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	standalone := s.view != nil && target == nil && forStandalone(ctx, m, s.h.cfg.mode, s.streams, standaloneMark)
 	s.mu.Unlock()
 	if standalone {
-		if transport.IsBroadcast(ctx) {
+		if transport.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
@@ -261,7 +261,7 @@ func route[S comparable](ctx context.Context, m transport.Message, mode Response
 	case *transport.Response:
 		return byRequest[m.ID]
 	case *transport.Request:
-		id, related := transport.RelatedRequest(ctx)
+		id, related := transport.RelatedRequestFromContext(ctx)
 		if !related {
 			return standalone
 		}

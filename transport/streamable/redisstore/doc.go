@@ -23,4 +23,19 @@
 // Retry-After, refuses new sessions with 503, and lets the requests in
 // flight finish; once Redis answers again it serves them, without a
 // restart.
+//
+// # Keys
+//
+// A Store's keys are all under the prefix and with the session id as a
+// hash tag (so a Redis Cluster keeps a session's keys in one slot):
+//
+//   - {prefix}{id}:s, a hash: the session's record (principal, state,
+//     each sealed), expiring after the idle timeout unless touched;
+//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events (sealed),
+//     trimmed to MaxEvents and to the session's event bytes, expiring
+//     with the session;
+//   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
+//   - {prefix}{id}:eb, a string: the size of the session's events, which
+//     WithMaxSessionEventBytes bounds;
+//   - the channel {prefix}{id}:r carries the session's relays (stamped).
 package redisstore

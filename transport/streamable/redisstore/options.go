@@ -7,8 +7,12 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// Option configures a [Store].
-type Option func(*config)
+// Option configures a [Store]; a nil Option is ignored.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	prefix    string
@@ -34,46 +38,52 @@ func defaultConfig() config {
 
 // WithPrefix puts every key and channel under prefix ("vigil:" by default),
 // so that several services can share one Redis.
-func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+func WithPrefix(prefix string) Option {
+	return optionFunc(func(c *config) { c.prefix = prefix })
+}
 
 // WithReplica names the replica (random by default): visible ASCII without
 // '.' or '~', unique among the replicas.
-func WithReplica(name string) Option { return func(c *config) { c.replica = name } }
+func WithReplica(name string) Option {
+	return optionFunc(func(c *config) { c.replica = name })
+}
 
 // WithIdleTimeout sets how long a session's record and events live without
 // being touched (30 minutes by default); give the Endpoint's idle timeout.
 func WithIdleTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return optionFunc(func(c *config) {
 		if d > 0 {
 			c.idle = d
 		}
-	}
+	})
 }
 
 // WithMaxEvents bounds each resumable stream to about n events (1000 by
 // default); older ones are trimmed.
 func WithMaxEvents(n int64) Option {
-	return func(c *config) {
+	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxEvents = n
 		}
-	}
+	})
 }
 
 // WithLogger sets the logger of the Store's own messages.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l })
+}
 
 // WithObserver has observe called after every Redis operation with its
 // name (create, load, store_state, touch, delete, publish, subscribe,
 // append, replay, forget, lease, alive, claim), its duration and its
 // error, for metrics.
 func WithObserver(observe func(op string, d time.Duration, err error)) Option {
-	return func(c *config) { c.observer = observe }
+	return optionFunc(func(c *config) { c.observer = observe })
 }
 
 // WithRelayCounter has count called for every relay the Store publishes.
 func WithRelayCounter(count func(kind streamable.RelayKind)) Option {
-	return func(c *config) { c.relayed = count }
+	return optionFunc(func(c *config) { c.relayed = count })
 }
 
 // WithInitTimeout sets how long a new session's record lives until its
@@ -81,11 +91,11 @@ func WithRelayCounter(count func(kind streamable.RelayKind)) Option {
 // the idle timeout): the Endpoint touches it once the client initialized,
 // so that a session opened and abandoned leaves Redis soon.
 func WithInitTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return optionFunc(func(c *config) {
 		if d > 0 {
 			c.init = d
 		}
-	}
+	})
 }
 
 // DefaultMaxSessionEventBytes is the size of the events kept for one
@@ -98,7 +108,8 @@ const EventOverhead = 64
 // WithMaxSessionEventBytes bounds the events kept for one session, over
 // all its streams, to n bytes ([DefaultMaxSessionEventBytes] by default),
 // each event counted as its data plus [EventOverhead], and each stream as
-// what Redis allocates for one (about 5 KiB): beyond it the oldest
+// 4,800 bytes plus twice its key's name, near what Redis allocates for one
+// with its first entry: beyond it the oldest
 // events of the stream appended to go first (its newest is always kept),
 // then those of the session's other streams, whose emptied keys go. A
 // resumption replays what is left of its stream (as
@@ -107,11 +118,11 @@ const EventOverhead = 64
 // unknown. An event larger than n alone is not stored (its stream goes on
 // without ids).
 func WithMaxSessionEventBytes(n int64) Option {
-	return func(c *config) {
+	return optionFunc(func(c *config) {
 		if n > 0 {
 			c.maxBytes = n
 		}
-	}
+	})
 }
 
 // WithClusterKey sets the cluster key, which [New] requires: random bytes
@@ -124,7 +135,7 @@ func WithMaxSessionEventBytes(n int64) Option {
 // rotation give the new key as current and the old one as previous on
 // every replica, then, once all have it, the new one alone.
 func WithClusterKey(current, previous []byte) Option {
-	return func(c *config) { c.current, c.previous = current, previous }
+	return optionFunc(func(c *config) { c.current, c.previous = current, previous })
 }
 
 // The reasons [WithRefusalCounter] counts.
@@ -140,5 +151,5 @@ const (
 // Store refuses from Redis (the Refused* constants). The Store logs them at
 // Debug at most, so that a flood does not flood the logs.
 func WithRefusalCounter(count func(reason string)) Option {
-	return func(c *config) { c.refused = count }
+	return optionFunc(func(c *config) { c.refused = count })
 }

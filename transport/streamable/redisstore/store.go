@@ -25,19 +25,8 @@ import (
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
 //	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
 //
-// Keys, all under the prefix and with the session id as a hash tag (so a
-// Redis Cluster keeps a session's keys in one slot):
-//   - {prefix}{id}:s, a hash: the session's record (principal, state,
-//     each sealed), expiring after the idle timeout unless touched;
-//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events (sealed),
-//     trimmed to MaxEvents and to the session's event bytes, expiring
-//     with the session;
-//   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
-//   - {prefix}{id}:eb, a string: the size of the session's events, which
-//     WithMaxSessionEventBytes bounds;
-//   - the channel {prefix}{id}:r carries the session's relays (stamped).
-//
-// Its methods are safe for concurrent use.
+// Its keys are all under the prefix, with the session id as a hash tag, as
+// the package doc lists. Its methods are safe for concurrent use.
 type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
@@ -68,7 +57,9 @@ var (
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if len(cfg.current) == 0 {
 		return nil, errors.New("redisstore: no cluster key: every replica needs the same secret key of at least 32 random bytes (such as `openssl rand -base64 48`), given to WithClusterKey")

@@ -1,0 +1,118 @@
+package middleware_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// optionMisuses are calls that give a constructor an option it does not
+// read, each with the option type the compiler must say it is not.
+var optionMisuses = []struct{ call, notA string }{
+	{`middleware.Tracing(middleware.WithTimeout(time.Second))`, "TracingOption"},
+	{`middleware.Tracing(middleware.WithRateLimit(1, 1))`, "TracingOption"},
+	{`middleware.TracingCalls(middleware.WithUntrustedTraceContext())`, "TracingCallsOption"},
+	{`middleware.Logging(nil, middleware.WithAuditArgumentValues("t"))`, "LoggingOption"},
+	{`middleware.Timeout(time.Second, middleware.WithLimitWait(time.Second))`, "TimeoutOption"},
+	{`middleware.ConcurrencyLimit(1, middleware.WithTimeoutFor(nil))`, "ConcurrencyLimitOption"},
+	{`middleware.Audit(nil, middleware.WithLogLevel(nil))`, "AuditOption"},
+}
+
+// optionUses gives every constructor every option it reads, and
+// NewInstrumentation every option: they must compile.
+const optionUses = `package right
+
+import (
+	"time"
+
+	"github.com/vigil-mcp/vigil/middleware"
+)
+
+func uses() {
+	tracer, propagators := middleware.WithTracerProvider(nil), middleware.WithPropagators(nil)
+	_ = middleware.Tracing(tracer, propagators, middleware.WithUntrustedTraceContext())
+	_ = middleware.TracingCalls(tracer, propagators)
+	_ = middleware.Logging(nil, middleware.WithLogLevel(nil))
+	_ = middleware.Timeout(time.Second, middleware.WithTimeoutFor(nil))
+	_ = middleware.ConcurrencyLimit(1, middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil))
+	_ = middleware.Audit(nil, middleware.WithAuditArgumentValues("t"))
+	_, _ = middleware.NewInstrumentation(
+		tracer, propagators, middleware.WithUntrustedTraceContext(),
+		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(), middleware.WithObservers(), middleware.WithRequestRecorders(),
+		middleware.WithLogger(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
+		middleware.WithTimeout(time.Second), middleware.WithTimeoutFor(nil),
+		middleware.WithConcurrencyLimit(1), middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil),
+		middleware.WithRateLimit(1, 1), middleware.WithToolRateLimit("t", 1, 1), middleware.WithRateLimitRedis(nil, nil),
+	)
+}
+`
+
+// TestOptionsMisuseDoesNotCompile builds, in a module of its own that
+// requires this one through a replace directive, a package of the misuses
+// (wrong) and one of the right uses (right), with one go build: each
+// misuse must fail to compile, saying which option type the option is
+// not, and the right uses must compile.
+func TestOptionsMisuseDoesNotCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var misuses strings.Builder
+	misuses.WriteString("package wrong\n\nimport (\n\t\"time\"\n\n\t\"github.com/vigil-mcp/vigil/middleware\"\n)\n\nvar (\n\t_ = time.Second\n")
+	const firstLine = 11 // of the first misuse
+	for _, m := range optionMisuses {
+		fmt.Fprintf(&misuses, "\t_ = %s\n", m.call)
+	}
+	misuses.WriteString(")\n")
+	files := map[string]string{
+		"go.mod":         "module example.com/optioncheck\n\ngo 1.26.0\n\nrequire github.com/vigil-mcp/vigil v0.0.0\n\nreplace github.com/vigil-mcp/vigil => " + root + "\n",
+		"go.sum":         string(sum),
+		"wrong/wrong.go": misuses.String(),
+		"right/right.go": optionUses,
+	}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cmd := exec.CommandContext(t.Context(), goCmd, "build", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the misuses compiled:\n%s", misuses.String())
+	}
+	if strings.Contains(string(out), "right") {
+		t.Fatalf("the right uses do not compile:\n%s", out)
+	}
+	for i, m := range optionMisuses {
+		line := fmt.Sprintf(`wrong%cwrong\.go:%d:\d+: .*does not implement middleware\.%s \(missing method `, filepath.Separator, firstLine+i, m.notA)
+		if !regexp.MustCompile(line).Match(out) {
+			t.Errorf("%s: no error %q in:\n%s", m.call, line, out)
+		}
+	}
+	if n, want := strings.Count(string(out), "does not implement"), len(optionMisuses); n != want {
+		t.Errorf("%d errors, want %d:\n%s", n, want, out)
+	}
+}
