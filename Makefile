@@ -101,9 +101,9 @@ fuzz:
 	@echo "==> fuzz: FuzzDecodeMessage (50000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=50000x ./transport
 	@echo "==> fuzz: FuzzSplitMembers (100000 inputs, differential against encoding/json)"
-	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=100000x ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=100000x ./internal/jsonscan
 	@echo "==> fuzz: FuzzValidJSON (250000 inputs, differential against json.Valid)"
-	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./internal/jsonscan
 	@echo "==> fuzz: FuzzPOST (120000 inputs, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=120000x ./transport/streamable
 	@echo "==> fuzz: FuzzPOSTMemory (500 inputs, initialize and name bombs of megabytes: the heap the server keeps stays within budget)"

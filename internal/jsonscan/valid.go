@@ -1,65 +1,80 @@
-package transport
+package jsonscan
 
 import "bytes"
 
-// validJSON reports whether data is one valid JSON value, exactly as
-// json.Valid does (the same grammar, bytes of 0x80 and above accepted in
-// strings as they are, at most 10,000 nested arrays and objects), without
-// encoding/json's byte-at-a-time state machine: a few times faster on the
-// small messages of MCP.
-func validJSON(data []byte) bool {
+// Valid reports whether data is one valid JSON value, exactly as
+// json.Valid does: the same grammar, bytes of 0x80 and above accepted in
+// strings as they are, at most 10,000 nested arrays and objects.
+func Valid(data []byte) bool {
 	v := validator{data: data}
 	i, ok := v.value(v.space(0), 0)
 	return ok && v.space(i) == len(data)
 }
 
-// validMembers is validJSON, and, into m, the top-level members of data
-// when it is an object, in one pass: they are taken as their values are
-// checked (a name written with escapes decoded, the last of a repeated
-// member winning); isObject is false for another value. When ps is not
-// nil and the member params is an object, ps gets its members (as
-// splitParams finds them), and those of its _meta when that is an object
-// of at most maxHeldMeta members; ps's state says whether it holds
-// params' members.
-func validMembers(data []byte, m *members, ps *paramsSplit) (valid, isObject bool) {
-	v := validator{data: data, top: m, params: ps, paramsAt: -1, metaAt: -1}
-	start := v.space(0)
-	i, ok := v.value(start, 0)
-	valid = ok && v.space(i) == len(data)
-	isObject = valid && data[start] == '{'
-	if ps != nil {
-		// What was taken is of the last params and _meta, which may have
-		// been followed by others that are not objects.
-		if !isObject || m.params == nil || v.offset(m.params) != v.paramsAt {
-			*ps = paramsSplit{}
-		} else if ps.meta.held && (ps.members.Meta == nil || v.offset(ps.members.Meta) != v.metaAt) {
-			ps.meta = metaSplit{}
-		}
-	}
-	return valid, isObject
+// A Taker takes the members of the objects [ValidTaking] checks: the
+// top-level object, level 0, and at level n+1 the object that is the value
+// of the member path[n] of the object taken at level n.
+type Taker interface {
+	// Object says that an object of level starts: what an earlier one of
+	// that level gave (a repeated member's) is to be forgotten.
+	Object(level int)
+	// Member gives a member of the object of level, once its value is
+	// checked (the members of an object taken below it come first), in
+	// order: its name, decoded when written with escapes, and its raw
+	// value, sub-slices of the data checked (the name a copy when decoded).
+	Member(level int, key, val []byte)
 }
 
-// ValidJSON reports whether data is one valid JSON value, as json.Valid
-// does, faster.
-func ValidJSON(data []byte) bool { return validJSON(data) }
+// MaxPath is the longest path [ValidTaking] follows.
+const MaxPath = 3
+
+// ValidTaking is [Valid], and, in the same pass, hands t the members of the
+// top-level value when it is an object (level 0) and of the objects nested
+// in it along path, at most [MaxPath] member names (see [Taker]). taken is
+// how many levels t holds the members of as they stand: 0 when data is not
+// a valid object; else 1 plus the number of levels, down path, whose
+// object is the value of the last member of its name (a member repeated
+// after it, or a value that is not an object, leaves that level and those
+// below it untaken, whatever t was given).
+func ValidTaking(data []byte, t Taker, path ...string) (valid bool, taken int) {
+	if len(path) > MaxPath {
+		panic("jsonscan: a path longer than MaxPath")
+	}
+	v := validator{data: data, taker: t, pathLen: len(path)}
+	copy(v.path[:], path) // not path itself, which would then escape
+	for l := range v.at {
+		v.at[l], v.entered[l] = -1, -1
+	}
+	start := v.space(0)
+	i, ok := v.value(start, 0)
+	if !ok || v.space(i) != len(data) {
+		return false, 0
+	}
+	if data[start] != '{' {
+		return true, 0
+	}
+	taken = 1
+	for l := 1; l <= v.pathLen && v.at[l] >= 0 && v.at[l] == v.entered[l]; l++ {
+		taken++
+	}
+	return true, taken
+}
 
 // maxNesting is encoding/json's limit on nested arrays and objects.
 const maxNesting = 10000
 
 type validator struct {
 	data []byte
-	top  *members // when not nil, filled with the members of a top-level object
 
-	// When not nil, filled with the members of the top-level member
-	// params and of its _meta (see validMembers), whose '{' are at
-	// data[paramsAt] and data[metaAt] (-1: none yet).
-	params           *paramsSplit
-	paramsAt, metaAt int
+	// When taker is not nil, it is given the members of the objects along
+	// path[:pathLen]: at[l] is the index of the value of the last member
+	// path[l-1] of the object of level l-1, and entered[l] that of the '{'
+	// of the last object of level l (-1: none).
+	taker       Taker
+	path        [MaxPath]string
+	pathLen     int
+	at, entered [MaxPath + 1]int
 }
-
-// offset returns the index in v.data at which b, a sub-slice of it that
-// runs to its end of capacity, starts.
-func (v *validator) offset(b []byte) int { return cap(v.data) - cap(b) }
 
 func (v *validator) space(i int) int {
 	for i < len(v.data) {
@@ -106,24 +121,32 @@ func (v *validator) literal(i int, lit string) (int, bool) {
 	return i + len(lit), true
 }
 
+// level returns the level of the object whose '{' is at data[i], at
+// nesting depth, when its members are taken, and -1 when they are not.
+func (v *validator) level(i, depth int) int {
+	switch l := depth - 1; {
+	case v.taker == nil:
+		return -1
+	case l == 0:
+		return 0
+	case l <= v.pathLen && i == v.at[l]:
+		return l
+	}
+	return -1
+}
+
 // object checks an object whose '{' is just before data[i].
 func (v *validator) object(i, depth int) (int, bool) {
 	if depth > maxNesting {
 		return i, false
 	}
-	// Whose members are taken: the top-level object's, params', or its
-	// _meta's ('{' is at i-1). An empty one is taken too.
-	role := roleNone
-	switch {
-	case depth == 1 && v.top != nil:
-		role = roleTop
-	case v.params == nil:
-	case depth == 2 && i-1 == v.paramsAt:
-		role = roleParams
-		v.params.members, v.params.state = ParamMembers{}, splitObject
-	case depth == 3 && i-1 == v.metaAt:
-		role = roleMeta
-		v.params.meta = metaSplit{held: true}
+	level := v.level(i-1, depth)
+	if level >= 0 {
+		v.entered[level] = i - 1
+		if level < v.pathLen {
+			v.at[level+1] = -1
+		}
+		v.taker.Object(level)
 	}
 	d := v.data
 	i = v.space(i)
@@ -146,28 +169,18 @@ func (v *validator) object(i, depth int) (int, bool) {
 		}
 		valStart := v.space(i + 1)
 		var key []byte
-		if role != roleNone {
+		if level >= 0 {
 			raw := d[keyStart:keyEnd]
 			key = memberName(raw, bytes.IndexByte(raw, '\\') >= 0)
-			if valStart < len(d) && d[valStart] == '{' && v.params != nil {
-				switch {
-				case role == roleTop && string(key) == "params":
-					v.paramsAt = valStart
-				case role == roleParams && string(key) == "_meta":
-					v.metaAt = valStart
-				}
+			if level < v.pathLen && string(key) == v.path[level] {
+				v.at[level+1] = valStart
 			}
 		}
 		if i, ok = v.value(valStart, depth); !ok {
 			return i, false
 		}
-		switch role {
-		case roleTop:
-			v.top.setDecoded(key, d[valStart:i])
-		case roleParams:
-			v.params.members.set(key, d[valStart:i])
-		case roleMeta:
-			v.params.meta.add(key, d[valStart:i])
+		if level >= 0 {
+			v.taker.Member(level, key, d[valStart:i])
 		}
 		i = v.space(i)
 		if i >= len(d) {
@@ -183,14 +196,6 @@ func (v *validator) object(i, depth int) (int, bool) {
 		}
 	}
 }
-
-// The objects whose members a validator takes.
-const (
-	roleNone   = iota
-	roleTop    // the message
-	roleParams // its params
-	roleMeta   // params._meta
-)
 
 // array checks an array whose '[' is just before data[i].
 func (v *validator) array(i, depth int) (int, bool) {
@@ -257,10 +262,6 @@ func (v *validator) str(i int) (int, bool) {
 	}
 	return i, false
 }
-
-// quoteBackslashOrControl is zeros for the bytes of w that are '"', '\\'
-// or below 0x20.
-func quoteBackslashOrControl(w uint64) uint64 { return quoteOrBackslash(w) | below(w, 0x20) }
 
 func isHex(c byte) bool {
 	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')

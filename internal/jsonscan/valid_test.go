@@ -1,4 +1,4 @@
-package transport
+package jsonscan
 
 import (
 	"encoding/json"
@@ -20,11 +20,11 @@ var validCases = []string{
 	strings.Repeat(`{"a":`, 10001) + "1" + strings.Repeat("}", 10001),
 }
 
-// validJSON agrees with json.Valid.
-func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+// Valid agrees with json.Valid.
+func TestValidMatchesEncodingJSON(t *testing.T) {
 	for _, c := range validCases {
-		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
-			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", c, got, want)
+		if got, want := Valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("Valid(%.60q) = %v, json.Valid says %v", c, got, want)
 		}
 	}
 }
@@ -36,17 +36,17 @@ func FuzzValidJSON(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := validJSON(data), json.Valid(data); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", data, got, want)
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Fatalf("Valid(%q) = %v, json.Valid says %v", data, got, want)
 		}
 	})
 }
 
-func BenchmarkValidJSON(b *testing.B) {
+func BenchmarkValid(b *testing.B) {
 	msg := []byte(validCases[len(validCases)-5])
 	b.Run("vigil", func(b *testing.B) {
 		for b.Loop() {
-			validJSON(msg)
+			Valid(msg)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

@@ -1,4 +1,4 @@
-package transport
+package jsonscan
 
 import (
 	"encoding/json"
@@ -58,16 +58,16 @@ func TestSplitObjectEscapedNames(t *testing.T) {
 	}
 }
 
-// validJSON reads strings eight bytes at a time: a quote, backslash,
+// Valid reads strings eight bytes at a time: a quote, backslash,
 // escape or control character at every offset of a word is seen as
 // json.Valid sees it.
-func TestValidJSONStringsAtEveryOffset(t *testing.T) {
+func TestValidStringsAtEveryOffset(t *testing.T) {
 	for pad := range 17 {
 		filler := strings.Repeat("é", pad/2) + strings.Repeat("x", pad%2)
 		for _, sp := range []string{`\"`, `\\`, `\n`, `\u00e9`, `\u00`, `\x`, "\x01", "\x1f", "\t", "\x7f", "\xff", ` `, `"`, `\`} {
 			for _, doc := range []string{`"` + filler + sp + filler + `"`, `{"` + filler + sp + `":1}`, `["` + filler + `","` + sp + filler + `"]`} {
-				if got, want := validJSON([]byte(doc)), json.Valid([]byte(doc)); got != want {
-					t.Errorf("%q: validJSON %v, json.Valid %v", doc, got, want)
+				if got, want := Valid([]byte(doc)), json.Valid([]byte(doc)); got != want {
+					t.Errorf("%q: Valid %v, json.Valid %v", doc, got, want)
 				}
 			}
 		}
