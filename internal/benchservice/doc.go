@@ -14,7 +14,7 @@
 //     decodes the JSON-RPC request and answers what vigil answers for
 //     initialize and for tools/call echo, nothing else;
 //   - internal/benchservice/load, the load generator: drives both servers
-//     with the in-repo load generator transport/streamable/streamabletest
+//     with the in-repo load generator internal/loadgen
 //     in interleaved rounds and prints the report; or, in idle mode, opens
 //     many idle sessions on vigil and reports its memory per session.
 //

@@ -1,7 +1,7 @@
 // Command load is the load generator of Vigil's service benchmark (make
 // bench-service, make bench-idle), a process of its own so that the
 // servers' CPU time is theirs alone. cmd/vigil-bench starts it; it drives
-// servers already running, with transport/streamable/streamabletest.
+// servers already running, with internal/loadgen.
 //
 // By default it measures throughput: tools/call of echo, -clients
 // concurrent keep-alive clients, JSON responses, against the floor (-floor,

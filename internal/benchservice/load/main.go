@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // The protocol versions of the two workloads.
@@ -97,7 +97,7 @@ func echoBody(id int64, meta string) []byte {
 
 // statelessPost is the 2026-07-28 stateless tools/call echo request.
 func statelessPost(url string, id int64) *http.Request {
-	req := streamabletest.Post(url, echoBody(id, meta2026))
+	req := loadgen.Post(url, echoBody(id, meta2026))
 	req.Header.Set("MCP-Protocol-Version", version2026)
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "echo")
@@ -142,12 +142,12 @@ func (t *target) clientFor(i int) *http.Client {
 // when it has tokens.
 func (t *target) runFor(clients int, d time.Duration, want []byte, newReq func(int, int64) *http.Request) ([]time.Duration, error) {
 	if len(t.tokens) == 0 {
-		return streamabletest.RunFor(t.client, clients, d, want, newReq)
+		return loadgen.RunFor(t.client, clients, d, want, newReq)
 	}
 	for len(t.workers) < clients {
-		t.workers = append(t.workers, streamabletest.NewClient())
+		t.workers = append(t.workers, loadgen.NewClient())
 	}
-	return streamabletest.RunForEach(t.workers[:clients], d, want, newReq)
+	return loadgen.RunForEach(t.workers[:clients], d, want, newReq)
 }
 
 // closeIdle closes t's idle connections.
@@ -223,8 +223,8 @@ func throughput(w io.Writer, cfg config) error {
 		return err
 	}
 	for wl := range strings.SplitSeq(cfg.workloads, ",") {
-		floor := &target{name: cfg.floorName, url: cfg.floorURL, pid: cfg.floorPID, client: streamabletest.NewClient(), tokens: floorTokens}
-		vigil := &target{name: cfg.vigilName, url: cfg.vigilURL, pid: cfg.vigilPID, client: streamabletest.NewClient(), tokens: vigilTokens}
+		floor := &target{name: cfg.floorName, url: cfg.floorURL, pid: cfg.floorPID, client: loadgen.NewClient(), tokens: floorTokens}
+		vigil := &target{name: cfg.vigilName, url: cfg.vigilURL, pid: cfg.vigilPID, client: loadgen.NewClient(), tokens: vigilTokens}
 		var title string
 		var newReq func(t *target) func(w int, id int64) *http.Request
 		switch strings.TrimSpace(wl) {
@@ -232,7 +232,7 @@ func throughput(w io.Writer, cfg config) error {
 			title = fmt.Sprintf("%s sessions: tools/call echo, %d clients on %d sessions", version2025, cfg.clients, cfg.sessions)
 			for _, t := range []*target{floor, vigil} {
 				for i := range cfg.sessions {
-					sid, err := streamabletest.OpenSession(t.clientFor(i), t.url, version2025)
+					sid, err := loadgen.OpenSession(t.clientFor(i), t.url, version2025)
 					if err != nil {
 						return fmt.Errorf("%s: %w", t.name, err)
 					}
@@ -242,7 +242,7 @@ func throughput(w io.Writer, cfg config) error {
 			newReq = func(t *target) func(int, int64) *http.Request {
 				return func(w int, id int64) *http.Request {
 					s := w % len(t.sids)
-					return t.authorize(streamabletest.SessionPost(t.url, t.sids[s], version2025, echoBody(id, "")), s)
+					return t.authorize(loadgen.SessionPost(t.url, t.sids[s], version2025, echoBody(id, "")), s)
 				}
 			}
 		case "2026":
@@ -266,14 +266,14 @@ func throughput(w io.Writer, cfg config) error {
 				if t == vigil && cfg.debugRefresh > 0 {
 					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
 				}
-				cpu0, ok0 := streamabletest.CPUOf(t.pid)
-				load0, _ := streamabletest.CPUOf(os.Getpid())
+				cpu0, ok0 := loadgen.CPUOf(t.pid)
+				load0, _ := loadgen.CPUOf(os.Getpid())
 				steal0, _ := benchservice.MachineSteal()
 				start := time.Now()
 				lat, err := t.runFor(cfg.clients, cfg.round, want, newReq(t))
 				elapsed := time.Since(start)
-				cpu1, ok1 := streamabletest.CPUOf(t.pid)
-				load1, _ := streamabletest.CPUOf(os.Getpid())
+				cpu1, ok1 := loadgen.CPUOf(t.pid)
+				load1, _ := loadgen.CPUOf(os.Getpid())
 				steal1, _ := benchservice.MachineSteal()
 				if stopPage != nil {
 					page.add(stopPage())
@@ -398,7 +398,7 @@ func idle(w io.Writer, cfg config) error {
 	if cfg.clients <= 0 || cfg.sample < 0 {
 		return errors.New("-clients must be positive and -sample not negative")
 	}
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	defer client.CloseIdleConnections()
 	metricsURL := strings.TrimSuffix(cfg.vigilURL, "/mcp") + "/metrics"
 
@@ -409,12 +409,12 @@ func idle(w io.Writer, cfg config) error {
 
 	// Warm up: one session, echo calls, so that the baseline is a server
 	// that has served.
-	sid, err := streamabletest.OpenSession(client, cfg.vigilURL, version2025)
+	sid, err := loadgen.OpenSession(client, cfg.vigilURL, version2025)
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	if _, err := streamabletest.RunFor(client, cfg.clients, cfg.warmup, want, func(_ int, id int64) *http.Request {
-		return streamabletest.SessionPost(cfg.vigilURL, sid, version2025, echoBody(id, ""))
+	if _, err := loadgen.RunFor(client, cfg.clients, cfg.warmup, want, func(_ int, id int64) *http.Request {
+		return loadgen.SessionPost(cfg.vigilURL, sid, version2025, echoBody(id, ""))
 	}); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -527,7 +527,7 @@ func openSessions(client *http.Client, url string, n, workers int) ([]string, er
 	for w := range workers {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(n) && !failed.Load(); i = next.Add(1) - 1 {
-				sid, err := streamabletest.OpenSession(client, url, version2025)
+				sid, err := loadgen.OpenSession(client, url, version2025)
 				if err != nil {
 					errs[w] = fmt.Errorf("session %d: %w", i, err)
 					failed.Store(true)
@@ -556,7 +556,7 @@ func callEach(client *http.Client, url string, sids []string, workers int) (int,
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for i := next.Add(1) - 1; i < int64(len(sids)); i = next.Add(1) - 1 {
-				err := streamabletest.Do(client, streamabletest.SessionPost(url, sids[i], version2025, echoBody(i+1, "")), &buf, want)
+				err := loadgen.Do(client, loadgen.SessionPost(url, sids[i], version2025, echoBody(i+1, "")), &buf, want)
 				if err == nil {
 					ok.Add(1)
 					continue

@@ -1,4 +1,4 @@
-package streamabletest
+package loadgen
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package streamabletest_test
+package loadgen_test
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // TestOpenSession opens a session on a real server and pings in it; an
@@ -22,18 +22,18 @@ func TestOpenSession(t *testing.T) {
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	defer func() { _ = h.Close() }()
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	defer client.CloseIdleConnections()
 
-	sid, err := streamabletest.OpenSession(client, ts.URL, "2025-11-25")
+	sid, err := loadgen.OpenSession(client, ts.URL, "2025-11-25")
 	require.NoError(t, err)
 	assert.NotEmpty(t, sid)
 	var buf bytes.Buffer
-	ping := streamabletest.SessionPost(ts.URL, sid, "2025-11-25", []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	require.NoError(t, streamabletest.Do(client, ping, &buf, []byte(`"result":{}`)))
+	ping := loadgen.SessionPost(ts.URL, sid, "2025-11-25", []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.NoError(t, loadgen.Do(client, ping, &buf, []byte(`"result":{}`)))
 
 	notMCP := httptest.NewServer(http.NotFoundHandler())
 	defer notMCP.Close()
-	_, err = streamabletest.OpenSession(client, notMCP.URL, "2025-11-25")
+	_, err = loadgen.OpenSession(client, notMCP.URL, "2025-11-25")
 	require.ErrorContains(t, err, "initialize: 404 Not Found")
 }

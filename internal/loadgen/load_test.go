@@ -1,4 +1,4 @@
-package streamabletest_test
+package loadgen_test
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 )
 
 // echoServer answers each POST with its body; the request whose body is
@@ -28,7 +28,7 @@ func echoServer(t *testing.T, fail string) (*httptest.Server, *http.Client) {
 		}
 		_, _ = w.Write(body)
 	}))
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	t.Cleanup(ts.Close)
 	t.Cleanup(client.CloseIdleConnections)
 	return ts, client
@@ -43,12 +43,12 @@ func TestRunSendsEachRequestOnce(t *testing.T) {
 	const n, workers = 500, 8
 	var mu sync.Mutex
 	seen := map[int64]int{}
-	lat, err := streamabletest.Run(client, workers, n, []byte("id"), func(w int, i int64) *http.Request {
+	lat, err := loadgen.Run(client, workers, n, []byte("id"), func(w int, i int64) *http.Request {
 		mu.Lock()
 		seen[i]++
 		mu.Unlock()
 		require.Less(t, w, workers)
-		return streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
 	})
 	require.NoError(t, err)
 	assert.Len(t, seen, n)
@@ -67,11 +67,11 @@ func TestRunForStopsAtTheDeadline(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int64]int{}
 	start := time.Now()
-	lat, err := streamabletest.RunFor(client, 4, 100*time.Millisecond, []byte("id"), func(_ int, i int64) *http.Request {
+	lat, err := loadgen.RunFor(client, 4, 100*time.Millisecond, []byte("id"), func(_ int, i int64) *http.Request {
 		mu.Lock()
 		seen[i]++
 		mu.Unlock()
-		return streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
 	})
 	elapsed := time.Since(start)
 	require.NoError(t, err)
@@ -90,14 +90,14 @@ func TestRunForStopsAtTheDeadline(t *testing.T) {
 func TestRunReportsFailures(t *testing.T) {
 	t.Parallel()
 	ts, client := echoServer(t, "id 7")
-	lat, err := streamabletest.Run(client, 1, 10, []byte("id"), func(_ int, i int64) *http.Request {
-		return streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	lat, err := loadgen.Run(client, 1, 10, []byte("id"), func(_ int, i int64) *http.Request {
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
 	})
 	require.ErrorContains(t, err, "500 Internal Server Error: scripted failure")
 	assert.Len(t, lat, 6, "the one worker stops at its first failure")
 
-	_, err = streamabletest.Run(client, 2, 4, []byte("absent"), func(_ int, i int64) *http.Request {
-		return streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	_, err = loadgen.Run(client, 2, 4, []byte("absent"), func(_ int, i int64) *http.Request {
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
 	})
 	require.ErrorContains(t, err, "200 OK: id")
 }
@@ -105,7 +105,7 @@ func TestRunReportsFailures(t *testing.T) {
 // TestPostHeaders checks what Streamable HTTP requires of a POST.
 func TestPostHeaders(t *testing.T) {
 	t.Parallel()
-	req := streamabletest.Post("http://127.0.0.1/mcp", []byte(`{}`))
+	req := loadgen.Post("http://127.0.0.1/mcp", []byte(`{}`))
 	assert.Equal(t, http.MethodPost, req.Method)
 	assert.Equal(t, "application/json", req.Header.Get("Content-Type"))
 	assert.Equal(t, "application/json, text/event-stream", req.Header.Get("Accept"))
@@ -115,7 +115,7 @@ func TestPostHeaders(t *testing.T) {
 // there is one.
 func TestProcessCPUAdvances(t *testing.T) {
 	t.Parallel()
-	before, ok := streamabletest.ProcessCPU()
+	before, ok := loadgen.ProcessCPU()
 	if !ok {
 		t.Skip("no /proc/self/stat on this system")
 	}
@@ -123,7 +123,7 @@ func TestProcessCPUAdvances(t *testing.T) {
 	for deadline := time.Now().Add(100 * time.Millisecond); time.Now().Before(deadline); {
 		x++ // spin: at least one 10 ms tick of CPU
 	}
-	after, _ := streamabletest.ProcessCPU()
+	after, _ := loadgen.ProcessCPU()
 	assert.Greater(t, after, before, "after %d spins", x)
 }
 
@@ -132,11 +132,11 @@ func TestProcessCPUAdvances(t *testing.T) {
 func TestParseStatCPU(t *testing.T) {
 	t.Parallel()
 	line := []byte("4242 (vigil (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 1000 500\n")
-	cpu, ok := streamabletest.ParseStatCPU(line)
+	cpu, ok := loadgen.ParseStatCPU(line)
 	require.True(t, ok)
 	assert.Equal(t, 325*10*time.Millisecond, cpu)
 	for _, bad := range []string{"", "4242 vigil S 1", "4242 (vigil) S 1 2 3", "4242 (vigil) S 1 2 3 4 5 6 7 8 9 10 x 75"} {
-		_, ok := streamabletest.ParseStatCPU([]byte(bad))
+		_, ok := loadgen.ParseStatCPU([]byte(bad))
 		assert.False(t, ok, "%q", bad)
 	}
 }
@@ -145,12 +145,12 @@ func TestParseStatCPU(t *testing.T) {
 // reads its own, and fails for a process that does not exist.
 func TestCPUOfSelf(t *testing.T) {
 	t.Parallel()
-	if _, ok := streamabletest.ProcessCPU(); !ok {
+	if _, ok := loadgen.ProcessCPU(); !ok {
 		t.Skip("no /proc/self/stat on this system")
 	}
-	_, ok := streamabletest.CPUOf(os.Getpid())
+	_, ok := loadgen.CPUOf(os.Getpid())
 	assert.True(t, ok)
-	_, ok = streamabletest.CPUOf(-1)
+	_, ok = loadgen.CPUOf(-1)
 	assert.False(t, ok)
 }
 
@@ -159,11 +159,11 @@ func ExampleRun() {
 		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	}))
 	defer ts.Close()
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	defer client.CloseIdleConnections()
 
-	lat, err := streamabletest.Run(client, 4, 100, []byte(`"result"`), func(_ int, i int64) *http.Request {
-		return streamabletest.Post(ts.URL, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+	lat, err := loadgen.Run(client, 4, 100, []byte(`"result"`), func(_ int, i int64) *http.Request {
+		return loadgen.Post(ts.URL, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
 	})
 	fmt.Println(len(lat), err)
 	// Output: 100 <nil>
@@ -190,11 +190,11 @@ func TestRunForEachKeepsWorkersApart(t *testing.T) {
 	t.Cleanup(ts.Close)
 	clients := make([]*http.Client, 3)
 	for i := range clients {
-		clients[i] = streamabletest.NewClient()
+		clients[i] = loadgen.NewClient()
 		t.Cleanup(clients[i].CloseIdleConnections)
 	}
-	_, err := streamabletest.RunForEach(clients, 300*time.Millisecond, []byte("id"), func(w int, i int64) *http.Request {
-		req := streamabletest.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	_, err := loadgen.RunForEach(clients, 300*time.Millisecond, []byte("id"), func(w int, i int64) *http.Request {
+		req := loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
 		req.Header.Set("Worker", strconv.Itoa(w))
 		return req
 	})

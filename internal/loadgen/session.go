@@ -1,4 +1,4 @@
-package streamabletest
+package loadgen
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // in their headers (see [SessionPost]).
 func OpenSession(client *http.Client, url, protocolVersion string) (string, error) {
 	resp, err := client.Do(Post(url, fmt.Appendf(nil,
-		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"streamabletest","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"loadgen","version":"1"}}}`,
 		protocolVersion)))
 	if err != nil {
 		return "", err
