@@ -20,7 +20,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -34,7 +35,7 @@ func runRedis(ctx context.Context, cfg config, dir string) (err error) {
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
 		return err
 	}
-	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/internal/benchservice/load"); err != nil {
+	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/cmd/vigil-bench/load"); err != nil {
 		return err
 	}
 	redis, redisURL, err := startRedis(ctx, dir)
@@ -75,7 +76,7 @@ func runRedis(ctx context.Context, cfg config, dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	finished, _, err := benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total")
+	finished, _, err := benchkit.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total")
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package benchservice
+package benchkit
 
 import (
 	"bytes"

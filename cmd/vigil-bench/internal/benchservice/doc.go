@@ -10,13 +10,16 @@
 //     and timeout all on; its log to a file) and the floor on 127.0.0.1
 //     ports of the kernel's choosing, then runs the load generator against
 //     both and stops them;
-//   - internal/benchservice/floor, the floor: a plain net/http handler that
+//   - cmd/vigil-bench/floor, the floor: a plain net/http handler that
 //     decodes the JSON-RPC request and answers what vigil answers for
 //     initialize and for tools/call echo, nothing else;
-//   - internal/benchservice/load, the load generator: drives both servers
-//     with the in-repo load generator internal/loadgen
-//     in interleaved rounds and prints the report; or, in idle mode, opens
-//     many idle sessions on vigil and reports its memory per session.
+//   - cmd/vigil-bench/load, the load generator: drives both servers with
+//     the in-repo load generator internal/loadgen in interleaved rounds
+//     and prints the report; or, in idle mode, opens many idle sessions on
+//     vigil and reports its memory per session.
+//
+// What the in-process handler benchmarks of make bench-footprint share
+// with cmd/vigil's is in cmd/internal/benchkit.
 //
 // Nothing here starts a process under go test.
 package benchservice

@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Recorded is what the shipped vigil recorded of a benchmark, read after
@@ -33,25 +30,6 @@ func (r Recorded) String() string {
 	}
 	return fmt.Sprintf("metrics %s requests finished; log %s request lines + %s dropped; ring %d traces: %s",
 		Thousands(r.Finished), Thousands(r.LogLines), Thousands(r.LinesDropped), r.Traces, verdict)
-}
-
-// SumCounter returns the sum of the samples of the counter family name in
-// a Prometheus text exposition, and whether the family is there.
-func SumCounter(exposition io.Reader, name string) (int64, bool, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(exposition)
-	if err != nil {
-		return 0, false, err
-	}
-	f, ok := families[name]
-	if !ok {
-		return 0, false, nil
-	}
-	var sum float64
-	for _, m := range f.GetMetric() {
-		sum += m.GetCounter().GetValue()
-	}
-	return int64(sum), true, nil
 }
 
 // CountRecords counts the lines of a slog text log whose message is msg.

@@ -18,7 +18,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -30,7 +31,7 @@ const (
 )
 
 // meta2026 is the _meta every 2026-07-28 request carries.
-const meta2026 = benchservice.Meta2026
+const meta2026 = benchkit.Meta2026
 
 // want is in every echo answer, the floor's and vigil's, of either era.
 var want = []byte(`"content":[{"type":"text","text":"hello"}]`)

@@ -3,7 +3,7 @@ package benchservice_test
 import (
 	"fmt"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
 )
 
 // The paired figure of a run: each vigil round over the floor round just

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 )
 
 // BenchmarkFloorHandler serves tools/call echo through the floor's handler,
@@ -20,20 +20,20 @@ func BenchmarkFloorHandler(b *testing.B) {
 }
 
 func benchFloorHandler(b *testing.B, stateless bool) {
-	p := benchservice.NewPoster()
-	benchservice.SetEchoHeaders(p.Header(), stateless, "6PgkS4Va3i0SOSPYYzWZsA")
+	p := benchkit.NewPoster()
+	benchkit.SetEchoHeaders(p.Header(), stateless, "6PgkS4Va3i0SOSPYYzWZsA")
 	h := http.HandlerFunc(handle)
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
-	cpu := benchservice.ProcessCPU()
+	cpu := benchkit.ProcessCPU()
 	for b.Loop() {
 		id++
-		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
+		payload = benchkit.AppendEchoCall(payload[:0], id, stateless)
 		w := p.Post(b.Context(), h, payload)
-		if w.Status() != http.StatusOK || !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
+		if w.Status() != http.StatusOK || !bytes.Contains(w.Body(), benchkit.EchoAnswer) {
 			b.Fatalf("status %d: %s", w.Status(), w.Body())
 		}
 	}
-	benchservice.ReportCPU(b, cpu)
+	benchkit.ReportCPU(b, cpu)
 }
