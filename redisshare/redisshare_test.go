@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
@@ -33,13 +33,13 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	assert.True(t, s.Ready(), "Redis answered the first renewal")
 	assert.Len(t, s.Options(), 4, "cluster, event store, lost-request hook, relay-refused hook")
 	assert.Len(t, s.ServerOptions(), 2, "task id prefix, fanout")
-	assert.Contains(t, logs.String(), "replica="+s.Store.Replica())
+	assert.Contains(t, logs.String(), "replica="+s.Replica())
 	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
 
 	observer, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithClusterKey(redistest.ClusterKey(), nil))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, observer.Close()) }()
-	alive, err := observer.Alive(t.Context(), s.Store.Replica())
+	alive, err := observer.Alive(t.Context(), s.Replica())
 	require.NoError(t, err)
 	assert.True(t, alive, "the other replicas see this one alive")
 
@@ -49,7 +49,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "a second Close does nothing")
-	alive, err = observer.Alive(t.Context(), s.Store.Replica())
+	alive, err = observer.Alive(t.Context(), s.Replica())
 	require.NoError(t, err)
 	assert.False(t, alive, "a clean exit releases the lease")
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // SessionCounter counts each principal's sessions over every replica on
@@ -56,6 +58,31 @@ return math.max(1, tonumber(oldest[2]) - now)
 // when they never idle out).
 func (s *Shared) SessionCounter(limit int) *SessionCounter {
 	return newSessionCounter(s.client, limit, s.idleTimeout)
+}
+
+// SessionQuota returns the [streamable.SessionCounter] of the endpoint's
+// session quota ([streamable.Quotas]) that holds each caller to limit
+// sessions over every replica: a [SessionCounter] of limit. Give the
+// Quotas the same limit as Sessions.
+func (s *Shared) SessionQuota(limit int) streamable.SessionCounter {
+	return sessionQuota{s.SessionCounter(limit)}
+}
+
+// sessionQuota is a SessionCounter as the endpoint's session quota.
+type sessionQuota struct{ c *SessionCounter }
+
+// releaseTimeout bounds the Redis round trip that counts a session out.
+const releaseTimeout = 2 * time.Second
+
+func (q sessionQuota) Acquire(ctx context.Context, caller, session string, _ int) (bool, error) {
+	ok, _, err := q.c.Acquire(ctx, caller, session)
+	return ok, err
+}
+
+func (q sessionQuota) Release(caller, session string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_ = q.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
 func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration) *SessionCounter {

@@ -68,9 +68,10 @@ const (
 	leaseRenew = time.Second
 )
 
-// Shared is one replica's shared mode.
+// Shared is one replica's shared mode, from [Open] to [Shared.Close]. It
+// is safe for concurrent use.
 type Shared struct {
-	Store   *redisstore.Store
+	store   *redisstore.Store
 	client  *redis.Client
 	logger  *slog.Logger
 	metrics *metrics
@@ -83,8 +84,9 @@ type Shared struct {
 }
 
 // Open connects to Redis, takes the replica's lease and starts renewing
-// it. The replica is named after the host (a pod's name) and a random
-// suffix.
+// it until [Shared.Close]. The replica is named after the host (a pod's
+// name) and a random suffix. Open before the server, which broadcasts its
+// changes through the shared mode ([Shared.ServerOptions]).
 func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	opt, err := redis.ParseURL(cfg.URL)
 	if err != nil {
@@ -123,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if m := s.metrics; m != nil {
 		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed), redisstore.WithRefusalCounter(m.refused))
 	}
-	if s.Store, err = redisstore.New(ctx, s.client, opts...); err != nil {
+	if s.store, err = redisstore.New(ctx, s.client, opts...); err != nil {
 		_ = s.client.Close()
 		if errors.As(err, new(x509.UnknownAuthorityError)) {
 			err = fmt.Errorf("%w (if Redis's CA is a private one, give it with -redis-ca)", err)
@@ -132,29 +134,36 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	}
 	s.renew(ctx)
 	go s.leaseLoop()
-	logger.Info("shared sessions on Redis", "redis", redactedAddr(opt), "replica", s.Store.Replica())
+	logger.Info("shared sessions on Redis", "redis", redactedAddr(opt), "replica", s.store.Replica())
 	return s, nil
 }
 
+// Replica returns this replica's name among the service's replicas: the
+// host's name and a random suffix.
+func (s *Shared) Replica() string { return s.store.Replica() }
+
 // Options returns the endpoint options of the shared mode: the cluster,
-// and the event store every replica resumes from.
+// and the event store every replica resumes from, for [streamable.New]
+// (after an event store of its own, which they replace).
 func (s *Shared) Options() []streamable.Option {
-	opts := []streamable.Option{streamable.WithCluster(s.Store, 0), streamable.WithEventStore(s.Store)}
+	opts := []streamable.Option{streamable.WithCluster(s.store, 0), streamable.WithEventStore(s.store)}
 	if m := s.metrics; m != nil {
 		opts = append(opts, streamable.WithRequestLostHook(m.lost.Inc), streamable.WithRelayRefusedHook(m.refused))
 	}
 	return opts
 }
 
-// ServerOptions returns the server options of the shared mode: task ids
-// that name this replica, so that the others forward a task's requests to
-// it, and the list changes and resource updates broadcast to the others.
+// ServerOptions returns the server options of the shared mode, for
+// [server.New]: task ids that name this replica, so that the others
+// forward a task's requests to it, and the list changes and resource
+// updates broadcast to the others.
 func (s *Shared) ServerOptions() []server.Option {
-	return []server.Option{server.WithTaskIDPrefix(s.Store.Replica() + "."), server.WithFanout(s.Store)}
+	return []server.Option{server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store)}
 }
 
 // Client returns the replica's Redis client, for the limits shared with
-// the other replicas (rate limits, session counts).
+// the other replicas: middleware.WithRateLimitRedis(s.Client(),
+// s.RateLimitFallback).
 func (s *Shared) Client() redis.UniversalClient { return s.client }
 
 // RateLimitFallback counts a rate-limit decision taken without Redis
@@ -166,7 +175,8 @@ func (s *Shared) RateLimitFallback() {
 }
 
 // Ready reports whether Redis answered the replica's last lease renewal:
-// /readyz is 503 while it does not.
+// serve the replica's readiness check from it (vigil's /readyz is 503
+// while it does not).
 func (s *Shared) Ready() bool { return s.up.Load() }
 
 // Close releases the lease and closes the store and the client.
@@ -177,8 +187,8 @@ func (s *Shared) Close() error {
 		<-s.done
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = s.Store.ReleaseLease(ctx)
-		err = errors.Join(s.Store.Close(), s.client.Close())
+		_ = s.store.ReleaseLease(ctx)
+		err = errors.Join(s.store.Close(), s.client.Close())
 	})
 	return err
 }
@@ -187,7 +197,7 @@ func (s *Shared) Close() error {
 func (s *Shared) renew(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, leaseRenew)
 	defer cancel()
-	err := s.Store.RenewLease(ctx, leaseTTL)
+	err := s.store.RenewLease(ctx, leaseTTL)
 	was := s.up.Swap(err == nil)
 	switch {
 	case err != nil && was:

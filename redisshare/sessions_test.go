@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/redisshare"
 )
 
 // openReplicas opens n replicas' shared modes on rs.
@@ -118,4 +118,21 @@ func TestSessionCounterHeals(t *testing.T) {
 	ttl, err := rdb.PTTL(ctx, "vigil:sessions:carol").Result()
 	require.NoError(t, err)
 	assert.Greater(t, ttl, 59*time.Minute, "the set expires with its newest entry")
+}
+
+// TestSessionQuota: the endpoint's session quota counts on Redis, and a
+// release, which the endpoint makes without a context, frees a place.
+func TestSessionQuota(t *testing.T) {
+	rs := redistest.Start(t)
+	q := openReplicas(t, rs, 1)[0].SessionQuota(2)
+	ctx := t.Context()
+	for i, want := range []bool{true, true, false} {
+		ok, err := q.Acquire(ctx, "dave", "s"+string(rune('a'+i)), 2)
+		require.NoError(t, err)
+		assert.Equal(t, want, ok, "session %d", i)
+	}
+	q.Release("dave", "sa")
+	ok, err := q.Acquire(ctx, "dave", "sc", 2)
+	require.NoError(t, err)
+	assert.True(t, ok, "the release freed a place")
 }
