@@ -16,9 +16,9 @@ import (
 // aboveTheLeaves are the packages of the module, with those under them,
 // that no package under internal/ may depend on: internal/ holds leaf
 // helpers that the library's layers share, and a helper that needs the
-// server, the middleware, the HTTP endpoint or the Redis wiring belongs
-// beside what it serves instead.
-var aboveTheLeaves = []string{"server", "middleware", "transport/streamable", "redisshare", "cmd"}
+// server, the middleware, the HTTP endpoint, the Redis wiring or the live
+// page belongs beside what it serves instead.
+var aboveTheLeaves = []string{"server", "middleware", "transport/streamable", "redisshare", "debugpage", "cmd"}
 
 // A listedPackage is what go list -json says of a package.
 type listedPackage struct {
