@@ -80,7 +80,7 @@ type Shared struct {
 	done    chan struct{}
 	once    sync.Once
 
-	idleTimeout time.Duration // the sessions' (SessionCounter's TTL)
+	idleTimeout time.Duration // the sessions' (the session quota's TTL)
 }
 
 // Open connects to Redis, takes the replica's lease and starts renewing

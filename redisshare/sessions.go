@@ -14,13 +14,13 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// SessionCounter counts each principal's sessions over every replica on
+// sessionCounter counts each principal's sessions over every replica on
 // one Redis, so that a per-principal session quota holds however many
 // replicas there are: a sorted set per principal of its session ids,
 // scored by when each expires. A session a replica never released (the
 // replica died) expires after the TTL unless Acquired again, so the count
 // heals itself. It is safe for concurrent use.
-type SessionCounter struct {
+type sessionCounter struct {
 	client redis.UniversalClient
 	max    int
 	ttl    time.Duration
@@ -53,23 +53,26 @@ local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) - now)
 `)
 
-// SessionCounter returns the counter of at most limit sessions per
-// principal (limit > 0); entries expire after the sessions' idle timeout (24 hours
-// when they never idle out).
-func (s *Shared) SessionCounter(limit int) *SessionCounter {
+// sessionCounter returns the counter of at most limit sessions per
+// principal (limit > 0); entries expire after the sessions' idle timeout
+// (24 hours when they never idle out).
+func (s *Shared) sessionCounter(limit int) *sessionCounter {
 	return newSessionCounter(s.client, limit, s.idleTimeout)
 }
 
 // SessionQuota returns the [streamable.SessionCounter] of the endpoint's
 // session quota ([streamable.Quotas]) that holds each caller to limit
-// sessions over every replica: a [SessionCounter] of limit. Give the
-// Quotas the same limit as Sessions.
+// sessions over every replica: a sorted set per caller on Redis of its
+// session ids, scored by when each expires (after the sessions' idle
+// timeout, unless the endpoint acquires it again on the session's
+// activity), so that the sessions of a replica that died expire and the
+// count heals itself. Give the Quotas the same limit as Sessions.
 func (s *Shared) SessionQuota(limit int) streamable.SessionCounter {
-	return sessionQuota{s.SessionCounter(limit)}
+	return sessionQuota{s.sessionCounter(limit)}
 }
 
-// sessionQuota is a SessionCounter as the endpoint's session quota.
-type sessionQuota struct{ c *SessionCounter }
+// sessionQuota is a sessionCounter as the endpoint's session quota.
+type sessionQuota struct{ c *sessionCounter }
 
 // releaseTimeout bounds the Redis round trip that counts a session out.
 const releaseTimeout = 2 * time.Second
@@ -85,11 +88,11 @@ func (q sessionQuota) Release(caller, session string) {
 	_ = q.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
-func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration) *SessionCounter {
+func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration) *sessionCounter {
 	if ttl <= 0 {
 		ttl = defaultSessionTTL
 	}
-	return &SessionCounter{client: client, max: limit, ttl: ttl}
+	return &sessionCounter{client: client, max: limit, ttl: ttl}
 }
 
 // Acquire counts sessionID as one of principal's sessions, unless the
@@ -98,7 +101,7 @@ func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duratio
 // entry and is always ok: call it again on the session's activity (at
 // most every TTL/2 is enough) so that a live session does not expire. On
 // a Redis error ok is false: the caller decides in memory alone.
-func (c *SessionCounter) Acquire(ctx context.Context, principal, sessionID string) (ok bool, retryAfter time.Duration, err error) {
+func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID string) (ok bool, retryAfter time.Duration, err error) {
 	if sessionID == "" {
 		return false, 0, errors.New("redisshare: empty session id")
 	}
@@ -113,7 +116,7 @@ func (c *SessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 }
 
 // Release stops counting sessionID, at its end.
-func (c *SessionCounter) Release(ctx context.Context, principal, sessionID string) error {
+func (c *sessionCounter) Release(ctx context.Context, principal, sessionID string) error {
 	if err := c.client.ZRem(ctx, sessionKey(principal), sessionID).Err(); err != nil {
 		return fmt.Errorf("redisshare: releasing a session: %w", err)
 	}
@@ -121,8 +124,8 @@ func (c *SessionCounter) Release(ctx context.Context, principal, sessionID strin
 }
 
 // Count returns how many sessions principal holds (expired entries
-// excluded), for tests and the debug page.
-func (c *SessionCounter) Count(ctx context.Context, principal string) (int64, error) {
+// excluded), for tests.
+func (c *sessionCounter) Count(ctx context.Context, principal string) (int64, error) {
 	t, err := c.client.Time(ctx).Result()
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package redisshare_test
+package redisshare
 
 import (
 	"strings"
@@ -11,15 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
-	"github.com/vigil-mcp/vigil/redisshare"
 )
 
 // openReplicas opens n replicas' shared modes on rs.
-func openReplicas(t *testing.T, rs *redistest.Server, n int) []*redisshare.Shared {
+func openReplicas(t *testing.T, rs *redistest.Server, n int) []*Shared {
 	t.Helper()
-	var out []*redisshare.Shared
+	var out []*Shared
 	for range n {
-		s, err := redisshare.Open(t.Context(), redisshare.Config{URL: rs.URL(), IdleTimeout: time.Hour, ClusterKey: redistest.ClusterKey()})
+		s, err := Open(t.Context(), Config{URL: rs.URL(), IdleTimeout: time.Hour, ClusterKey: redistest.ClusterKey()})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		out = append(out, s)
@@ -32,9 +31,9 @@ func openReplicas(t *testing.T, rs *redistest.Server, n int) []*redisshare.Share
 // on any replica frees a place; acquiring a counted session again is ok.
 func TestSessionCounterAcrossReplicas(t *testing.T) {
 	rs := redistest.Start(t)
-	var counters []*redisshare.SessionCounter
+	var counters []*sessionCounter
 	for _, s := range openReplicas(t, rs, 3) {
-		counters = append(counters, s.SessionCounter(4))
+		counters = append(counters, s.sessionCounter(4))
 	}
 	ctx := t.Context()
 	admitted := 0
@@ -74,7 +73,7 @@ func TestSessionCounterAcrossReplicas(t *testing.T) {
 // the quota; a long principal is hashed into a short key.
 func TestSessionCounterHeals(t *testing.T) {
 	rs := redistest.Start(t)
-	c := openReplicas(t, rs, 1)[0].SessionCounter(3)
+	c := openReplicas(t, rs, 1)[0].sessionCounter(3)
 	rdb := rs.Client(t)
 	ctx := t.Context()
 	now, err := rdb.Time(ctx).Result()

@@ -37,13 +37,12 @@ const apiUpdateHint = "make api (VIGIL_API_UPDATE=1 go test -count=1 -run '^Test
 // of the module's but commands, internal/ and testdata) and compares each
 // listing with its checked-in copy, api/<path with dots>.txt: one line per
 // exported declaration, struct field, interface method and method, in
-// order of name, as the source writes them (a constant with its value; a
-// variable declared without a type by its name alone). A difference fails the test, which names each line added
-// or gone: a new, changed or removed exported name is a decision for the
-// review, not a side effect.
-//
-// After deciding, regenerate every listing with one command, and commit
-// api/ with the change:
+// order of name, as the source writes them (a constant with its value, a
+// variable declared without a type by its name). A difference fails and
+// names each line added or gone: a new, changed or removed exported name
+// is a decision for the review, not a side effect. Once decided,
+// regenerate every listing with one command and commit api/ with the
+// change:
 //
 //	make api
 //
