@@ -25,7 +25,7 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
@@ -101,9 +101,9 @@ fuzz:
 	@echo "==> fuzz: FuzzDecodeMessage (50000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=50000x ./transport
 	@echo "==> fuzz: FuzzSplitMembers (100000 inputs, differential against encoding/json)"
-	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=100000x ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzSplitMembers$$' -fuzztime=100000x ./internal/jsonscan
 	@echo "==> fuzz: FuzzValidJSON (250000 inputs, differential against json.Valid)"
-	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./transport
+	$(GO) test -run='^$$' -fuzz='^FuzzValidJSON$$' -fuzztime=250000x ./internal/jsonscan
 	@echo "==> fuzz: FuzzPOST (120000 inputs, the Streamable HTTP POST path)"
 	$(GO) test -run='^$$' -fuzz='^FuzzPOST$$' -fuzztime=120000x ./transport/streamable
 	@echo "==> fuzz: FuzzPOSTMemory (500 inputs, initialize and name bombs of megabytes: the heap the server keeps stays within budget)"
@@ -159,6 +159,11 @@ bench-redis:
 bench-hop:
 	@echo "==> bench-hop: cmd/vigil-bench -hop"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -hop $(BENCH_FLAGS)
+
+## api: regenerate api/, the exported API of every public package, which internal/housecheck's TestAPI compares with the code (a new or changed exported name is a decision: review it, then run this and commit api/).
+api:
+	@echo "==> api: VIGIL_API_UPDATE=1 go test -run '^TestAPI$$' ./internal/housecheck"
+	VIGIL_API_UPDATE=1 $(GO) test -count=1 -run '^TestAPI$$' ./internal/housecheck
 
 ## lint-install: install golangci-lint $(GOLANGCI_LINT_VERSION) if missing or a different version.
 lint-install:

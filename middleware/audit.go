@@ -8,10 +8,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -137,12 +137,12 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
 	rec.Arguments = []string{}
 	var v [1][]byte
-	if !transport.SplitObjectInto(v[:], params, "arguments") {
+	if !jsonscan.SplitObjectInto(v[:], params, "arguments") {
 		return
 	}
 	args := v[0]
 	names := rec.Arguments
-	if !transport.EachMember(args, func(key, _ []byte) {
+	if !jsonscan.EachMember(args, func(key, _ []byte) {
 		if len(key) > auditMaxArgName {
 			key = truncateBytes(key, auditMaxArgName)
 			rec.Truncated = true

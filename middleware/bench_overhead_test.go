@@ -8,11 +8,11 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // BenchmarkHTTPEchoOverhead measures the instrumentation's cost as one
@@ -72,15 +72,15 @@ func benchOverhead(b *testing.B, instrumented *server.Server, wrap func(streamab
 		}
 		for _, v := range order {
 			t, base := targets[v], ids.Add(n)-n // ids unique across rounds and servers
-			cpu0, _ := streamabletest.ProcessCPU()
+			cpu0, _ := loadgen.ProcessCPU()
 			start := time.Now()
-			if _, err := streamabletest.Run(t.client, benchWorkers, n, benchWant, func(w int, i int64) *http.Request {
+			if _, err := loadgen.Run(t.client, benchWorkers, n, benchWant, func(w int, i int64) *http.Request {
 				return t.request(w, base+i)
 			}); err != nil {
 				b.Fatal(err)
 			}
 			wall[v] += time.Since(start)
-			cpu1, _ := streamabletest.ProcessCPU()
+			cpu1, _ := loadgen.ProcessCPU()
 			cpu[v] += cpu1 - cpu0
 			done[v] += n
 		}

@@ -45,11 +45,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // benchWorkers is the number of concurrent clients.
@@ -100,7 +100,7 @@ func benchServe(b *testing.B, srv *server.Server, wrap func(streamable.Server) s
 	}
 	h := streamable.New(served)
 	ts := httptest.NewServer(h)
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	// Last in, first out: the client's connections, the sessions, the server.
 	b.Cleanup(ts.Close)
 	b.Cleanup(func() { _ = h.Close() })
@@ -111,7 +111,7 @@ func benchServe(b *testing.B, srv *server.Server, wrap func(streamable.Server) s
 // benchEcho runs the echo benchmark against srv: a session per worker.
 func benchEcho(b *testing.B, srv *server.Server, wrap func(streamable.Server) streamable.Server) {
 	t := newBenchTarget(b, srv, wrap)
-	streamabletest.Bench(b, t.client, benchWorkers, benchWant, t.request)
+	loadgen.Bench(b, t.client, benchWorkers, benchWant, t.request)
 }
 
 // benchTarget is a served server and, for each worker, a session on it.
@@ -125,7 +125,7 @@ func newBenchTarget(b *testing.B, srv *server.Server, wrap func(streamable.Serve
 	ts, client := benchServe(b, srv, wrap)
 	t := benchTarget{url: ts.URL, client: client, sids: make([]string, benchWorkers)}
 	for w := range t.sids {
-		sid, err := streamabletest.OpenSession(client, ts.URL, "2025-11-25")
+		sid, err := loadgen.OpenSession(client, ts.URL, "2025-11-25")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func newBenchTarget(b *testing.B, srv *server.Server, wrap func(streamable.Serve
 
 // request is worker w's echo call with id.
 func (t benchTarget) request(w int, id int64) *http.Request {
-	return streamabletest.SessionPost(t.url, t.sids[w], "2025-11-25", benchEchoBody(nil, id))
+	return loadgen.SessionPost(t.url, t.sids[w], "2025-11-25", benchEchoBody(nil, id))
 }
 
 // BenchmarkHTTPEchoNoMiddleware: the server without middleware.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -160,13 +160,13 @@ type member struct{ key, val []byte }
 // _meta of its own. ok is false for any other, which decorateSlow handles.
 func (e *statelessEra) decorateFast(method string, raw json.RawMessage) (json.RawMessage, bool) {
 	info := e.srv.serverInfoMeta
-	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !transport.ValidJSON(raw) {
+	if info == nil || len(raw) == 0 || raw[0] != '{' || !compactJSON(raw) || !jsonscan.Valid(raw) {
 		return nil, false
 	}
 	var buf [8]member
 	fields := buf[:0]
 	plain := true
-	transport.EachMember(raw, func(key, val []byte) {
+	jsonscan.EachMember(raw, func(key, val []byte) {
 		if !plainKey(key) {
 			plain = false
 			return
@@ -256,7 +256,7 @@ func (e *statelessEra) appendToolResult(r *CallToolResult) (json.RawMessage, boo
 		}
 		b = append(b, `{"type":"text","text":`...)
 		start := len(b)
-		b = transport.AppendJSONString(b, t.Text)
+		b = jsonscan.AppendString(b, t.Text)
 		if needsHTMLEscape(b[start:]) {
 			escaped := appendHTMLEscaped(nil, b[start:])
 			b = append(b[:start], escaped...)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -142,7 +142,7 @@ func plainRound(params json.RawMessage) bool {
 		return false
 	}
 	plain := true
-	ok := transport.EachMember(params, func(key, _ []byte) {
+	ok := jsonscan.EachMember(params, func(key, _ []byte) {
 		plain = plain && !isRoundKey(key)
 	})
 	return ok && plain

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -106,12 +107,12 @@ func readRequestParams(m *transport.Request, meta *RequestMeta) (p requestParams
 		return p, false
 	}
 	if v.Name != nil {
-		if p.Name, ok = transport.DecodeString(v.Name); !ok {
+		if p.Name, ok = jsonscan.DecodeString(v.Name); !ok {
 			return p, false
 		}
 	}
 	if v.URI != nil {
-		if p.URI, ok = transport.DecodeString(v.URI); !ok {
+		if p.URI, ok = jsonscan.DecodeString(v.URI); !ok {
 			return p, false
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"iter"
 
-	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
 // RequestMeta is a request's params._meta: its members by name, raw, such
@@ -78,10 +78,10 @@ func (m *RequestMeta) All() iter.Seq2[string, json.RawMessage] {
 // a request's: for a [Request] made by hand, as in a test of middleware.
 // ok is false when raw is not a JSON object.
 func ParseRequestMeta(raw json.RawMessage) (meta RequestMeta, ok bool) {
-	if !transport.ValidJSON(raw) {
+	if !jsonscan.Valid(raw) {
 		return meta, false
 	}
-	ok = transport.EachMember(raw, func(name, val []byte) {
+	ok = jsonscan.EachMember(raw, func(name, val []byte) {
 		meta.set(metaKey(name), val[:len(val):len(val)])
 	})
 	return meta, ok

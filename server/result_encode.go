@@ -3,7 +3,7 @@ package server
 import (
 	"encoding/json"
 
-	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
 // encodedSizeHint is about the length of r's JSON, for the buffer
@@ -38,7 +38,7 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 		}
 		if t, ok := c.(*TextContent); ok && t.Annotations == nil && t.Meta == nil {
 			b = append(b, `{"type":"text","text":`...)
-			b = transport.AppendJSONString(b, t.Text)
+			b = jsonscan.AppendString(b, t.Text)
 			b = append(b, '}')
 			continue
 		}

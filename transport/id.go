@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
 // ID is a JSON-RPC request id: a string or an integer. The zero ID is "no id":
@@ -74,7 +76,7 @@ func (id ID) appendJSON(b []byte) []byte {
 	case idInt:
 		return strconv.AppendInt(b, id.num, 10)
 	case idString:
-		return appendJSONString(b, id.str)
+		return jsonscan.AppendString(b, id.str)
 	default:
 		return append(b, "null"...)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -98,20 +99,8 @@ var (
 
 // isString reports whether raw is a JSON string equal to want.
 func isString(raw []byte, want string) bool {
-	s, ok := decodeString(raw)
+	s, ok := jsonscan.DecodeString(raw)
 	return ok && s == want
-}
-
-// decodeString decodes a JSON string value; ok is false for anything else.
-func decodeString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
-	}
-	var s string
-	return s, json.Unmarshal(raw, &s) == nil
 }
 
 // decodeMethod decodes a request's method: a JSON string. The names of
@@ -122,7 +111,7 @@ func decodeMethod(raw []byte) (string, bool) {
 			return m, true
 		}
 	}
-	return decodeString(raw)
+	return jsonscan.DecodeString(raw)
 }
 
 // knownMethods maps each method of the protocol to its name, so that
@@ -207,11 +196,7 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 	// where they are: the members of params and of its _meta, taken in
 	// the same pass, are kept in the Request.
 	d := new(decoded)
-	var ps *paramsSplit
-	if !clone {
-		ps = &d.req.split
-	}
-	valid, isObject := validMembers(data, &d.top, ps)
+	valid, isObject := d.check(data, !clone)
 	fields := &d.top
 	if !valid {
 		var v any
@@ -292,13 +277,6 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 	return &Response{ID: id, Error: e}, nil
 }
 
-// decoded is what decodeMessage fills: the top-level members of a message
-// and, when it is a request, the Request.
-type decoded struct {
-	req Request
-	top members
-}
-
 // decodeErrorObject decodes a JSON-RPC error object, which must have an
 // integer code and a string message.
 func decodeErrorObject(raw json.RawMessage) (*Error, error) {
@@ -332,7 +310,7 @@ func AppendMessage(b []byte, m Message) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `"method":`...)
-		b = appendJSONString(b, m.Method)
+		b = jsonscan.AppendString(b, m.Method)
 		if len(m.Params) > 0 {
 			b = append(b, `,"params":`...)
 			b = append(b, m.Params...)
@@ -370,7 +348,7 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 		b = append(b, `,"error":{"code":`...)
 		b = fmt.Appendf(b, "%d", r.Error.Code)
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, r.Error.Message)
+		b = jsonscan.AppendString(b, r.Error.Message)
 		if len(r.Error.Data) > 0 {
 			b = append(b, `,"data":`...)
 			b = append(b, r.Error.Data...)
@@ -387,51 +365,3 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 	b = append(b, r.Result...)
 	return append(b, '}'), nil
 }
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// AppendJSONString appends s to b as a JSON string (invalid UTF-8 becomes
-// U+FFFD), for encoders that build JSON by hand.
-func AppendJSONString(b []byte, s string) []byte { return appendJSONString(b, s) }

@@ -32,10 +32,17 @@ func FuzzDecodeMessage(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1.5,"result":1}`,
 		`[]`,
 		`5`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"t","_meta":{"a":1,"\u0062":[{}],"a":"x"},"arguments":{"_meta":{}}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1,"b":2,"c":3,"d":4,"e":5}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1}},"params":{"_meta":7}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1},"_meta":{"b":2}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1}},"params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a":1}},"p\u0061rams":{"x":{"_meta":{"b":2}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		checkOwnedSplit(t, data)
 		msg, err := transport.DecodeMessage(data)
 		if err != nil {
 			require.Nil(t, msg)
@@ -79,6 +86,31 @@ func FuzzDecodeMessage(f *testing.F) {
 		require.NoError(t, err, "input %q encoded as %q", data, enc)
 		assert.Equal(t, normalize(t, msg), normalize(t, back), "input %q encoded as %q", data, enc)
 	})
+}
+
+// checkOwnedSplit checks the members of params and of its _meta that
+// DecodeOwnedMessage takes as it checks the frame: a request it decodes
+// reads them as a Request of the same params that splits them afresh.
+func checkOwnedSplit(t *testing.T, data []byte) {
+	t.Helper()
+	msg, err := transport.DecodeOwnedMessage(bytes.Clone(data))
+	req, ok := msg.(*transport.Request)
+	if err != nil || !ok {
+		return
+	}
+	fresh := &transport.Request{Method: req.Method, Params: req.Params}
+	got, gotOK := req.Members()
+	want, wantOK := fresh.Members()
+	require.Equal(t, wantOK, gotOK, "params of %q", data)
+	require.Equal(t, want, got, "params of %q", data)
+	var gotMeta, wantMeta [][2]string
+	gotOK = req.EachMeta(func(k, v []byte) { gotMeta = append(gotMeta, [2]string{string(k), string(v)}) })
+	wantOK = fresh.EachMeta(func(k, v []byte) { wantMeta = append(wantMeta, [2]string{string(k), string(v)}) })
+	require.Equal(t, wantOK, gotOK, "_meta of %q", data)
+	require.Equal(t, wantMeta, gotMeta, "_meta of %q", data)
+	for _, m := range wantMeta {
+		require.Equal(t, fresh.MetaMember(m[0]), req.MetaMember(m[0]), "_meta member %q of %q", m[0], data)
+	}
 }
 
 // normalized is a message with its raw JSON fields compacted.

@@ -1,5 +1,7 @@
 package transport
 
+import "github.com/vigil-mcp/vigil/internal/jsonscan"
+
 // ParamMembers are the members of a request's params that more than one
 // layer reads: a transport, to check a request's headers against its body
 // (Streamable HTTP's 2026-07-28 Mcp-Name and _meta checks), and the server,
@@ -33,7 +35,7 @@ const maxHeldMeta = 4
 
 // metaSplit holds the members of params._meta, in order, escapes decoded,
 // when held is true: the decoder, which checks every byte of a message
-// anyway, took them as it went (see validator), and the transport that
+// anyway, took them as it went (see decoded.check), and the transport that
 // checks them against its headers and the server that reads them need
 // not pass over _meta again.
 type metaSplit struct {
@@ -86,7 +88,7 @@ func splitParams(params []byte) paramsSplit {
 		s.state = splitNone
 		return s
 	}
-	if !EachMember(params, s.members.set) {
+	if !jsonscan.EachMember(params, s.members.set) {
 		s.members = ParamMembers{}
 		s.state = splitNone
 		return s
@@ -117,7 +119,7 @@ func (m *ParamMembers) set(key, val []byte) {
 
 // EachMeta calls f with the name (decoded when written with escapes) and
 // raw value of each member of r's params._meta, in order, repeated
-// members included, as [EachMember] on [ParamMembers].Meta does; ok is
+// members included, as jsonscan.EachMember on [ParamMembers].Meta does; ok is
 // false when params or _meta is absent or not an object. A Request from
 // [DecodeOwnedMessage] holds the members of a small _meta, split as the
 // message was checked: there is no second pass over it.
@@ -132,7 +134,7 @@ func (r *Request) EachMeta(f func(key, val []byte)) (ok bool) {
 		}
 		return true
 	}
-	return EachMember(m.Meta, f)
+	return jsonscan.EachMember(m.Meta, f)
 }
 
 // MetaMember returns the raw value of the member key of r's params._meta
@@ -152,7 +154,7 @@ func (r *Request) MetaMember(key string) []byte {
 		return nil
 	}
 	var v [1][]byte
-	if !SplitObjectInto(v[:], m.Meta, key) {
+	if !jsonscan.SplitObjectInto(v[:], m.Meta, key) {
 		return nil
 	}
 	return v[0]

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
-// Members finds each member as SplitObjectInto does (escaped names decoded,
+// Members finds each member as jsonscan.SplitObjectInto does (escaped names decoded,
 // the last of a repeated member), says whether there are others, and
 // splits Params once.
 func TestRequestMembers(t *testing.T) {
@@ -34,7 +36,7 @@ func TestRequestMembers(t *testing.T) {
 		assert.Equal(t, c.others, m.Others, c.params)
 		want := make([][]byte, len(keys))
 		if c.ok {
-			assert.True(t, SplitObjectInto(want, []byte(c.params), keys...), c.params)
+			assert.True(t, jsonscan.SplitObjectInto(want, []byte(c.params), keys...), c.params)
 		}
 		got := [][]byte{m.Name, m.URI, m.TaskID, m.Meta, m.Arguments, m.Task}
 		assert.Equal(t, want, got, c.params)

@@ -1,8 +1,6 @@
 package transport
 
-import (
-	"unicode/utf8"
-)
+import "github.com/vigil-mcp/vigil/internal/jsonscan"
 
 // EncodedSize returns the length of AppendMessage's encoding of m, without
 // encoding it (0 for a message AppendMessage refuses). A Batch, which is
@@ -14,7 +12,7 @@ func EncodedSize(m Message) int {
 		if m == nil {
 			return 0
 		}
-		n := len(`{"jsonrpc":"2.0",`) + len(`"method":`) + jsonStringSize(m.Method) + len(`}`)
+		n := len(`{"jsonrpc":"2.0",`) + len(`"method":`) + jsonscan.StringSize(m.Method) + len(`}`)
 		if m.ID.IsValid() {
 			n += len(`"id":`) + idSize(m.ID) + len(`,`)
 		}
@@ -54,7 +52,7 @@ func responseSize(r *Response) int {
 	n := len(`{"jsonrpc":"2.0","id":`) + idSize(r.ID)
 	if r.Error != nil {
 		n += len(`,"error":{"code":`) + intSize(r.Error.Code) +
-			len(`,"message":`) + jsonStringSize(r.Error.Message) + len(`}}`)
+			len(`,"message":`) + jsonscan.StringSize(r.Error.Message) + len(`}}`)
 		if len(r.Error.Data) > 0 {
 			n += len(`,"data":`) + len(r.Error.Data)
 		}
@@ -71,7 +69,7 @@ func idSize(id ID) int {
 	case idInt:
 		return intSize(id.num)
 	case idString:
-		return jsonStringSize(id.str)
+		return jsonscan.StringSize(id.str)
 	default:
 		return len("null")
 	}
@@ -88,32 +86,4 @@ func intSize(n int64) int {
 		size++
 	}
 	return size
-}
-
-// jsonStringSize is len(appendJSONString(nil, s)), counted.
-func jsonStringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c >= 0x20 && c != '"' && c != '\\':
-				n++
-			case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
-				n += 2
-			default:
-				n += 6 // \u00XX
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			n += 6 // \ufffd
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n
 }

@@ -30,7 +30,7 @@ func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
 		return err
 	}
-	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/internal/benchservice/load"); err != nil {
+	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/cmd/vigil-bench/load"); err != nil {
 		return err
 	}
 	is, err := startIssuer(ctx)

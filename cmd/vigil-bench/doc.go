@@ -6,13 +6,14 @@
 // answers the same JSON-RPC. Run it from the module with make
 // bench-service, or make bench-idle for idle sessions.
 //
-// It builds cmd/vigil, internal/benchservice/floor and
-// internal/benchservice/load with go build into a temporary directory,
+// It builds cmd/vigil, cmd/vigil-bench/floor and cmd/vigil-bench/load
+// with go build into a temporary directory,
 // starts vigil and the floor as processes of their own on 127.0.0.1 ports
 // the kernel picks (vigil's log goes to a file, as a user would redirect
 // it), runs the load generator, a third process, against them, and stops
 // them. The load generator prints the report; see its documentation and
-// that of package internal/benchservice for what is measured.
+// that of package cmd/vigil-bench/internal/benchservice for what is
+// measured.
 //
 // With -idle N, it starts vigil alone with -max-sessions raised above N
 // (and no -quota-sessions: the load generator is one caller) and has the load generator open N idle sessions and report vigil's

@@ -47,14 +47,14 @@ func runFootprint(ctx context.Context, cfg config, dir string) error {
 	if err := goTestBinary(ctx, cfg.goCmd, cfg.vigilSrc, vigil, "./cmd/vigil"); err != nil {
 		return err
 	}
-	if err := goTestBinary(ctx, cfg.goCmd, "", floor, "./internal/benchservice/floor"); err != nil {
+	if err := goTestBinary(ctx, cfg.goCmd, "", floor, "./cmd/vigil-bench/floor"); err != nil {
 		return err
 	}
 	fmt.Printf("per request, in process, under cachegrind (%d - %d requests; GOGC=off, GOMAXPROCS=1)\n\n", footprintLong, footprintShort)
 	fmt.Printf("%-10s %-6s %14s %12s %12s %12s\n", "workload", "", footprintEvents[0].label, footprintEvents[1].label, footprintEvents[2].label, footprintEvents[3].label)
 	// Each runs in its package's directory, as go test runs it.
 	vigilDir := filepath.Join(cfg.vigilSrc, "cmd", "vigil")
-	floorDir := filepath.Join("internal", "benchservice", "floor")
+	floorDir := filepath.Join("cmd", "vigil-bench", "floor")
 	for _, w := range []string{"2025", "2026"} {
 		v, err := perRequest(ctx, vigilDir, vigil, "ServiceHandler/"+w+"$")
 		if err != nil {

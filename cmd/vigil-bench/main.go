@@ -24,7 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
 )
 
 // config is what the flags select.
@@ -112,8 +113,8 @@ func inTempDir(cfg config, f func(dir string) error) (err error) {
 func run(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil, the floor and the load generator into %s\n", dir)
 	pkgs := []string{
-		"github.com/vigil-mcp/vigil/internal/benchservice/floor",
-		"github.com/vigil-mcp/vigil/internal/benchservice/load",
+		"github.com/vigil-mcp/vigil/cmd/vigil-bench/floor",
+		"github.com/vigil-mcp/vigil/cmd/vigil-bench/load",
 	}
 	if cfg.vigilSrc == "" {
 		pkgs = append(pkgs, "github.com/vigil-mcp/vigil/cmd/vigil")
@@ -214,10 +215,10 @@ func checkRecorded(ctx context.Context, base string, vigil *exec.Cmd, logPath st
 	if err != nil {
 		return err
 	}
-	if rec.Finished, _, err = benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total"); err != nil {
+	if rec.Finished, _, err = benchkit.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total"); err != nil {
 		return fmt.Errorf("vigil /metrics: %w", err)
 	}
-	if rec.LinesDropped, _, err = benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_log_lines_dropped_total"); err != nil {
+	if rec.LinesDropped, _, err = benchkit.SumCounter(bytes.NewReader(metrics), "mcp_server_log_lines_dropped_total"); err != nil {
 		return fmt.Errorf("vigil /metrics: %w", err)
 	}
 	page, err := httpGet(ctx, base+"/debug/vigil?format=json")

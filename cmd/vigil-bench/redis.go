@@ -20,9 +20,10 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/transport/protocol"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // runRedis measures the shared mode: the same vigil binary in memory and
@@ -34,7 +35,7 @@ func runRedis(ctx context.Context, cfg config, dir string) (err error) {
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
 		return err
 	}
-	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/internal/benchservice/load"); err != nil {
+	if err := goBuild(ctx, cfg.goCmd, "", dir, "github.com/vigil-mcp/vigil/cmd/vigil-bench/load"); err != nil {
 		return err
 	}
 	redis, redisURL, err := startRedis(ctx, dir)
@@ -60,7 +61,7 @@ func runRedis(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Printf("vigil        %s (pid %d): vigil %s (sessions in memory)\n", memURL, mem.Process.Pid, strings.Join(memArgs, " "))
 	fmt.Printf("vigil+redis  %s (pid %d): vigil %s (one replica)\n", sharedURL, shared.Process.Pid, strings.Join(redisArgs, " "))
 	fmt.Printf("redis        %s (pid %d): Debian's redis-server, no persistence\n", redisURL, redis.Process.Pid)
-	redisCPU0, _ := streamabletest.CPUOf(redis.Process.Pid)
+	redisCPU0, _ := loadgen.CPUOf(redis.Process.Pid)
 	loadArgs := append([]string{
 		"-floor", memURL, "-floor-pid", strconv.Itoa(mem.Process.Pid), "-floor-name", "vigil",
 		"-vigil", sharedURL, "-vigil-pid", strconv.Itoa(shared.Process.Pid), "-vigil-name", "vigil+redis",
@@ -70,12 +71,12 @@ func runRedis(ctx context.Context, cfg config, dir string) (err error) {
 	if err := load.Run(); err != nil {
 		return fmt.Errorf("load generator: %w", err)
 	}
-	redisCPU1, _ := streamabletest.CPUOf(redis.Process.Pid)
+	redisCPU1, _ := loadgen.CPUOf(redis.Process.Pid)
 	metrics, err := httpGet(ctx, strings.TrimSuffix(sharedURL, "/mcp")+"/metrics")
 	if err != nil {
 		return err
 	}
-	finished, _, err := benchservice.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total")
+	finished, _, err := benchkit.SumCounter(bytes.NewReader(metrics), "mcp_server_requests_finished_total")
 	if err != nil {
 		return err
 	}

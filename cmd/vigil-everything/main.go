@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/loopback"
-	"github.com/vigil-mcp/vigil/internal/redisshare"
+	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 

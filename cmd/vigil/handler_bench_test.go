@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
-	"github.com/vigil-mcp/vigil/internal/benchservice"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -57,10 +57,10 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 		streamable.WithIdleTimeout(cfg.idleTimeout))
 	b.Cleanup(func() { _ = h.Close() })
 
-	p := benchservice.NewPoster()
+	p := benchkit.NewPoster()
 	p.Header().Set("Content-Type", "application/json")
 	p.Header().Set("Accept", "application/json, text/event-stream")
-	post := func(payload []byte) *benchservice.Recorder {
+	post := func(payload []byte) *benchkit.Recorder {
 		w := p.Post(ctx, h, payload)
 		if w.Status() != http.StatusOK && w.Status() != http.StatusAccepted {
 			b.Fatalf("status %d: %s", w.Status(), w.Body())
@@ -69,19 +69,19 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	}
 	if !stateless {
 		w := post([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + protocol.Version20250618 + `","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`))
-		benchservice.SetEchoHeaders(p.Header(), false, w.Header().Get("Mcp-Session-Id"))
+		benchkit.SetEchoHeaders(p.Header(), false, w.Header().Get("Mcp-Session-Id"))
 		post([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	} else {
-		benchservice.SetEchoHeaders(p.Header(), true, "")
+		benchkit.SetEchoHeaders(p.Header(), true, "")
 	}
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0
-	cpu := benchservice.ProcessCPU()
+	cpu := benchkit.ProcessCPU()
 	for b.Loop() {
 		id++
-		payload = benchservice.AppendEchoCall(payload[:0], id, stateless)
-		if w := post(payload); !bytes.Contains(w.Body(), benchservice.EchoAnswer) {
+		payload = benchkit.AppendEchoCall(payload[:0], id, stateless)
+		if w := post(payload); !bytes.Contains(w.Body(), benchkit.EchoAnswer) {
 			b.Fatalf("answer: %s", w.Body())
 		}
 		if id%outcomeBatch == 0 {
@@ -91,5 +91,5 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 			srv.FlushOutcomes()
 		}
 	}
-	benchservice.ReportCPU(b, cpu)
+	benchkit.ReportCPU(b, cpu)
 }

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"flag"
 	"net"
-	"time"
-
-	"github.com/vigil-mcp/vigil/internal/redisshare"
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -73,27 +70,9 @@ func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
 		OnRefuse:  func(q protocol.Quota) { m.QuotaRefused(q.String()) },
 	}
 	if cfg.shared != nil && cfg.quotaSessions > 0 {
-		q.SessionCounter = sharedSessions{cfg.shared.SessionCounter(cfg.quotaSessions)}
+		q.SessionCounter = cfg.shared.SessionQuota(cfg.quotaSessions)
 	}
 	return streamable.WithQuotas(q)
-}
-
-// sharedSessions counts each caller's sessions on Redis, over every
-// replica, as the endpoint's session quota.
-type sharedSessions struct{ c *redisshare.SessionCounter }
-
-// releaseTimeout bounds the Redis round trip that counts a session out.
-const releaseTimeout = 2 * time.Second
-
-func (s sharedSessions) Acquire(ctx context.Context, caller, session string, _ int) (bool, error) {
-	ok, _, err := s.c.Acquire(ctx, caller, session)
-	return ok, err
-}
-
-func (s sharedSessions) Release(caller, session string) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	_ = s.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
 // quotaOptions returns the options of the quotas the server and its

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/internal/testkit/nginxtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 )
@@ -59,7 +59,7 @@ func scrapeSum(t *testing.T, addr, name string) int64 {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }()
-	n, _, err := benchservice.SumCounter(resp.Body, name)
+	n, _, err := benchkit.SumCounter(resp.Body, name)
 	require.NoError(t, err)
 	return n
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/benchservice"
+	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/internal/testkit/nginxtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 )
@@ -105,7 +105,7 @@ func (r *chReplica) scrape(name string) int64 {
 	resp, err := http.Get("http://" + r.addr() + "/metrics")
 	require.NoError(r.t, err)
 	defer func() { _ = resp.Body.Close() }()
-	n, _, err := benchservice.SumCounter(resp.Body, name)
+	n, _, err := benchkit.SumCounter(resp.Body, name)
 	require.NoError(r.t, err)
 	return n
 }

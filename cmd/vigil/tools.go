@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // addDemoTools registers the demo tools with srv, each with the scopes
@@ -83,14 +83,14 @@ func registerDemoTools(srv *server.Server, scopes map[string][]string) error {
 }
 
 // echo returns its text. It reads the one argument it takes in place
-// (transport.SplitObjectInto, which wants valid JSON: the arguments of a
+// (jsonscan.SplitObjectInto, which wants valid JSON: the arguments of a
 // decoded message are, checked again here at a fraction of the cost), as
 // json.Unmarshal, which decodes through reflection, cost more than the
 // rest of the tool call (docs/perf/ROUNDS.md).
 func echo(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 	var raw [1][]byte
-	if transport.ValidJSON(req.Arguments) && transport.SplitObjectInto(raw[:], req.Arguments, "text") {
-		if text, ok := transport.DecodeString(raw[0]); ok {
+	if jsonscan.Valid(req.Arguments) && jsonscan.SplitObjectInto(raw[:], req.Arguments, "text") {
+		if text, ok := jsonscan.DecodeString(raw[0]); ok {
 			return server.Text(text), nil
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/redisshare"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/internal/wholebody"
 )
 
 // MaxTokenBytes is the longest bearer token the guard accepts. A longer
@@ -188,7 +188,7 @@ func readBody(r *http.Request, limit int64) ([]byte, bool, error) {
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, false, err
 		}
-		r.Body = streamable.NewBody(b, r.Body) // the Endpoint takes b, unread
+		r.Body = wholebody.New(b, r.Body) // the Endpoint takes b, unread
 		return b, false, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))

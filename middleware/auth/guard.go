@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -460,10 +461,10 @@ func toolOf(req *transport.Request) (string, bool) {
 // params, names.
 func paramsTool(params []byte) (string, bool) {
 	var name [1][]byte
-	if !transport.SplitObjectInto(name[:], params, "name") {
+	if !jsonscan.SplitObjectInto(name[:], params, "name") {
 		return "", false
 	}
-	tool, ok := transport.DecodeString(name[0])
+	tool, ok := jsonscan.DecodeString(name[0])
 	return tool, ok && tool != ""
 }
 
@@ -483,7 +484,7 @@ func (rs *ResourceServer) withToolScopes(needed []string, name string) []string 
 // and reads it (its validator and member splitter),
 // which allocates nothing: only its method and params.name are looked at.
 func calledTools(body []byte) []string {
-	if !transport.ValidJSON(body) {
+	if !jsonscan.Valid(body) {
 		return nil
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -510,10 +511,10 @@ func calledTools(body []byte) []string {
 // JSON.
 func calledTool(msg []byte) (string, bool) {
 	var members [2][]byte
-	if !transport.SplitObjectInto(members[:], msg, "method", "params") {
+	if !jsonscan.SplitObjectInto(members[:], msg, "method", "params") {
 		return "", false
 	}
-	if method, ok := transport.DecodeString(members[0]); !ok || method != "tools/call" {
+	if method, ok := jsonscan.DecodeString(members[0]); !ok || method != "tools/call" {
 		return "", false
 	}
 	return paramsTool(members[1])

@@ -9,7 +9,7 @@ package streamable_test
 //	go test -run '^$' -bench 'HTTPEcho' -benchtime=3s -count=3 ./transport/streamable/
 //
 // The load and what each benchmark reports (req/s, p99-µs, cpu-µs/op) are
-// those of streamabletest.Bench.
+// those of loadgen.Bench.
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/internal/loadgen"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // benchWorkers is the number of concurrent clients.
@@ -46,7 +46,7 @@ var benchWant = []byte(`"content":[{"type":"text","text":"hello"}]`)
 
 // benchClient is a keep-alive client whose connections close with b.
 func benchClient(b *testing.B) *http.Client {
-	client := streamabletest.NewClient()
+	client := loadgen.NewClient()
 	b.Cleanup(client.CloseIdleConnections)
 	return client
 }
@@ -84,14 +84,14 @@ func BenchmarkHTTPEchoVigil(b *testing.B) {
 	ts, client := benchVigil(b)
 	sids := make([]string, benchWorkers)
 	for w := range sids {
-		sid, err := streamabletest.OpenSession(client, ts.URL, "2025-11-25")
+		sid, err := loadgen.OpenSession(client, ts.URL, "2025-11-25")
 		if err != nil {
 			b.Fatal(err)
 		}
 		sids[w] = sid
 	}
-	streamabletest.Bench(b, client, benchWorkers, benchWant, func(w int, id int64) *http.Request {
-		return streamabletest.SessionPost(ts.URL, sids[w], "2025-11-25", benchEchoBody(nil, id, ""))
+	loadgen.Bench(b, client, benchWorkers, benchWant, func(w int, id int64) *http.Request {
+		return loadgen.SessionPost(ts.URL, sids[w], "2025-11-25", benchEchoBody(nil, id, ""))
 	})
 }
 
@@ -100,8 +100,8 @@ func BenchmarkHTTPEchoVigil(b *testing.B) {
 func BenchmarkHTTPEchoVigilStateless(b *testing.B) {
 	ts, client := benchVigil(b)
 	const meta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	streamabletest.Bench(b, client, benchWorkers, benchWant, func(_ int, id int64) *http.Request {
-		req := streamabletest.Post(ts.URL, benchEchoBody(nil, id, meta))
+	loadgen.Bench(b, client, benchWorkers, benchWant, func(_ int, id int64) *http.Request {
+		req := loadgen.Post(ts.URL, benchEchoBody(nil, id, meta))
 		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", "echo")
@@ -145,7 +145,7 @@ func BenchmarkHTTPEchoFloor(b *testing.B) {
 	client := benchClient(b)
 	b.Cleanup(ts.Close)
 	b.Cleanup(client.CloseIdleConnections)
-	streamabletest.Bench(b, client, benchWorkers, benchWant, func(_ int, id int64) *http.Request {
-		return streamabletest.Post(ts.URL, benchEchoBody(nil, id, ""))
+	loadgen.Bench(b, client, benchWorkers, benchWant, func(_ int, id int64) *http.Request {
+		return loadgen.Post(ts.URL, benchEchoBody(nil, id, ""))
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -171,10 +172,10 @@ const exactReadMax = 64 << 10
 // exact size when the request declares a short one (as clients do),
 // through http.MaxBytesReader otherwise, growing as bytes arrive, so that
 // a large declared length the client never sends costs no memory. A
-// [Body] that a handler in front read already is taken as it is.
+// wholebody.Body that a handler in front read already is taken as it is.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if b, ok := r.Body.(*Body); ok {
-		if data, unread := b.unread(); unread && int64(len(data)) <= limit {
+	if b, ok := r.Body.(*wholebody.Body); ok {
+		if data, unread := b.Unread(); unread && int64(len(data)) <= limit {
 			return data, nil
 		}
 	}

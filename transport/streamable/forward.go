@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -95,7 +96,7 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 		return "", false
 	}
 	v, _ := req.Members()
-	id, ok := transport.DecodeString(v.TaskID)
+	id, ok := jsonscan.DecodeString(v.TaskID)
 	if !ok {
 		return "", false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -455,7 +456,7 @@ func TestPOSTDeclaredLengthIsNotAllocated(t *testing.T) {
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated for a 4 MiB declared body")
 }
 
-// A Body read in front of the Endpoint is served as it is: the request is
+// A wholebody.Body read in front of the Endpoint is served as it is: the request is
 // answered from its data, its original body is never read again (it would
 // fail), and a Body someone already read from is read as a plain body.
 func TestPOSTTakesABodyReadInFront(t *testing.T) {
@@ -473,12 +474,12 @@ func TestPOSTTakesABodyReadInFront(t *testing.T) {
 	}
 	data := []byte(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"` + htVersion + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	closed := &closeCounter{}
-	w := post(streamable.NewBody(data, closed))
+	w := post(wholebody.New(data, closed))
 	assert.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), `"id":7`)
 	assert.NotEmpty(t, w.Header().Get("Mcp-Session-Id"))
 
-	partly := streamable.NewBody([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`), nil)
+	partly := wholebody.New([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`), nil)
 	var first [9]byte
 	_, err := partly.Read(first[:]) // someone read the start: the rest is not JSON
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -99,7 +100,7 @@ func isString(raw []byte, s string) bool {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1:len(raw)-1]) == s
 	}
-	v, ok := transport.DecodeString(raw)
+	v, ok := jsonscan.DecodeString(raw)
 	return ok && v == s
 }
 

@@ -24,6 +24,12 @@
 // flight finish; once Redis answers again it serves them, without a
 // restart.
 //
+// A service wires its replicas with package redisshare (what vigil -redis
+// does): it opens the Store with the replica's lease, gives it to the
+// endpoint and to the server (server.WithFanout, server.WithTaskIDPrefix),
+// and counts what it does in metrics. The Store alone is the part the
+// endpoint sees.
+//
 // # Keys
 //
 // A Store's keys are all under the prefix and with the session id as a

@@ -18,7 +18,8 @@ import (
 // Each replica of a service opens its own Store on the same Redis and
 // gives it to its endpoint as the cluster and the event store: any replica
 // then serves any request of any 2025-era session, and resumes any
-// stream. (Not run: it needs a Redis at localhost:6379.)
+// stream. A service does this, and the rest of the wiring, with package
+// redisshare. (Not run: it needs a Redis at localhost:6379.)
 func Example() {
 	if err := serveShared(context.Background(), "localhost:6379"); err != nil {
 		log.Print(err)

@@ -1,0 +1,75 @@
+package benchservice
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RSSOf returns the resident set size of process pid in bytes, from the
+// VmRSS line of /proc/<pid>/status; false outside Linux or if the process
+// is gone.
+func RSSOf(pid int) (int64, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	return ParseVMRSS(raw)
+}
+
+// ParseVMRSS returns the VmRSS of a /proc/<pid>/status file's contents in
+// bytes (the file gives kB); false if there is no such line.
+func ParseVMRSS(status []byte) (int64, bool) {
+	f, ok := lineFields(status, "VmRSS:")
+	if !ok || len(f) != 2 || f[1] != "kB" {
+		return 0, false
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return kb << 10, true
+}
+
+// lineFields returns the fields after prefix on the first line of content
+// that starts with it; false if none does.
+func lineFields(content []byte, prefix string) ([]string, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(content))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			return strings.Fields(rest), true
+		}
+	}
+	return nil, false
+}
+
+// MachineSteal returns the CPU time the hypervisor has given other guests
+// while this machine's CPUs wanted it ("steal", from /proc/stat), summed
+// over its CPUs since boot; false outside Linux or without the field. On
+// a shared virtual machine it is the noise of a benchmark's rounds: the
+// rounds it falls in run slower for reasons of no server's.
+func MachineSteal() (time.Duration, bool) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	return ParseSteal(raw)
+}
+
+// ParseSteal returns the steal time of a /proc/stat file's contents: the
+// eighth figure of its "cpu" line, in USER_HZ ticks (100 a second on
+// Linux); false if there is none.
+func ParseSteal(stat []byte) (time.Duration, bool) {
+	f, ok := lineFields(stat, "cpu ")
+	if !ok || len(f) < 8 {
+		return 0, false
+	}
+	ticks, err := strconv.ParseInt(f[7], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(ticks) * (time.Second / 100), true
+}

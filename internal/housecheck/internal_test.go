@@ -1,0 +1,107 @@
+package housecheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// aboveTheLeaves are the packages of the module, with those under them,
+// that no package under internal/ may depend on: internal/ holds leaf
+// helpers that the library's layers share, and a helper that needs the
+// server, the middleware, the HTTP endpoint, the Redis wiring or the live
+// page belongs beside what it serves instead.
+var aboveTheLeaves = []string{"server", "middleware", "transport/streamable", "redisshare", "debugpage", "cmd"}
+
+// A listedPackage is what go list -json says of a package.
+type listedPackage struct {
+	ImportPath string
+	Deps       []string // every package it imports, directly or not (test files aside)
+}
+
+// TestInternalIsLeaves checks, with go list, that no package under
+// internal/ depends, in its code (tests aside), on a package of
+// aboveTheLeaves.
+func TestInternalIsLeaves(t *testing.T) {
+	root := docsRoot(t)
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Deps", "./internal/...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	pkgs := decodeListed(t, out)
+	require.Greater(t, len(pkgs), 5, "go list must find the internal packages")
+	assert.Empty(t, internalProblems(pkgs))
+}
+
+// decodeListed decodes the stream of JSON objects go list -json prints.
+func decodeListed(t *testing.T, out []byte) []listedPackage {
+	t.Helper()
+	var pkgs []listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			return pkgs
+		}
+		require.NoError(t, err)
+		pkgs = append(pkgs, p)
+	}
+}
+
+// internalProblems returns, for each package of pkgs under the module's
+// internal/, the packages of aboveTheLeaves it depends on.
+func internalProblems(pkgs []listedPackage) []string {
+	var problems []string
+	for _, p := range pkgs {
+		if !strings.HasPrefix(p.ImportPath, modulePath+"/internal/") {
+			continue
+		}
+		for _, dep := range p.Deps {
+			rel, ok := strings.CutPrefix(dep, modulePath+"/")
+			if !ok {
+				continue
+			}
+			for _, above := range aboveTheLeaves {
+				if rel == above || strings.HasPrefix(rel, above+"/") {
+					problems = append(problems, p.ImportPath+" depends on "+dep+": internal/ holds leaf helpers only; move it beside what it serves")
+				}
+			}
+		}
+	}
+	return problems
+}
+
+// TestInternalProblemsCatch shows the rule failing on a helper that
+// depends on the server directly or through another package, and passing
+// the leaf vocabulary and packages outside internal/.
+func TestInternalProblemsCatch(t *testing.T) {
+	m := func(rel string) string { return modulePath + "/" + rel }
+	got := internalProblems([]listedPackage{
+		{ImportPath: m("internal/ok"), Deps: []string{"bytes", m("transport/protocol"), m("transport"), m("internal/seal")}},
+		{ImportPath: m("internal/direct"), Deps: []string{m("server")}},
+		{ImportPath: m("internal/through"), Deps: []string{m("transport/streamable/redisstore"), m("transport/streamable")}},
+		{ImportPath: m("internal/wiring"), Deps: []string{m("redisshare"), m("middleware/auth")}},
+		{ImportPath: m("server"), Deps: []string{m("transport/streamable")}},
+		{ImportPath: m("internal/serverless"), Deps: []string{m("serverless")}}, // a prefix of a name is not the package
+	})
+	require.Len(t, got, 5, "%q", got)
+	for i, want := range []string{
+		"internal/direct depends on " + m("server"),
+		"internal/through depends on " + m("transport/streamable/redisstore"),
+		"internal/through depends on " + m("transport/streamable") + ":",
+		"internal/wiring depends on " + m("redisshare"),
+		"internal/wiring depends on " + m("middleware/auth"),
+	} {
+		assert.Contains(t, got[i], want)
+	}
+}

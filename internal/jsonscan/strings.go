@@ -1,0 +1,94 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// DecodeString decodes a raw JSON string value; ok is false for anything
+// else (null included).
+func DecodeString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s to b as a JSON string, for encoders that build
+// JSON by hand: '"', '\\' and the control characters escaped, invalid
+// UTF-8 written as U+FFFD. [StringSize] is the length it appends.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// StringSize returns len(AppendString(nil, s)), counted without encoding.
+func StringSize(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\n', c == '\r', c == '\t':
+				n += 2
+			default:
+				n += 6 // \u00XX
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			n += 6 // \ufffd
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}

@@ -1,0 +1,139 @@
+package redisshare_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/redisshare"
+	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
+)
+
+func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
+	redis := redistest.Start(t)
+	var logs bytes.Buffer
+	reg := prometheus.NewRegistry()
+	s, err := redisshare.Open(t.Context(), redisshare.Config{
+		URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Registerer: reg,
+	})
+	require.NoError(t, err)
+	assert.True(t, s.Ready(), "Redis answered the first renewal")
+	assert.Len(t, s.Options(), 4, "cluster, event store, lost-request hook, relay-refused hook")
+	assert.Len(t, s.ServerOptions(), 2, "task id prefix, fanout")
+	assert.Contains(t, logs.String(), "replica="+s.Replica())
+	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
+
+	observer, err := redisstore.New(t.Context(), redis.Client(t), redisstore.WithClusterKey(redistest.ClusterKey(), nil))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, observer.Close()) }()
+	alive, err := observer.Alive(t.Context(), s.Replica())
+	require.NoError(t, err)
+	assert.True(t, alive, "the other replicas see this one alive")
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	assert.NotEmpty(t, families)
+
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "a second Close does nothing")
+	alive, err = observer.Alive(t.Context(), s.Replica())
+	require.NoError(t, err)
+	assert.False(t, alive, "a clean exit releases the lease")
+}
+
+func TestOpenNeverShowsThePassword(t *testing.T) {
+	const secret = "s3cr3t-Pa55"
+	// A URL that does not parse: the error names it without repeating it.
+	_, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis://user:" + secret + "@host:notaport/0"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), secret)
+
+	// A server that is not there: the error names the address, not the
+	// credentials.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	var logs bytes.Buffer
+	_, err = redisshare.Open(t.Context(), redisshare.Config{
+		URL:        "redis://user:" + secret + "@" + addr + "/2",
+		ClusterKey: redistest.ClusterKey(),
+		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), addr+"/2")
+	assert.NotContains(t, err.Error(), secret)
+	assert.NotContains(t, logs.String(), secret)
+}
+
+// TestOpenTLS: rediss:// with the server's CA and the ACL user's password
+// opens the shared mode; a wrong password, a CA that did not sign the
+// server's certificate, skip_verify, and plain redis:// to a host that is
+// not loopback are refused at start-up, each saying why.
+func TestOpenTLS(t *testing.T) {
+	rs := redistest.StartTLS(t)
+	cfg := redisshare.Config{URL: rs.URL(), Password: rs.Password(), CAFile: rs.CAFile(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()}
+	s, err := redisshare.Open(t.Context(), cfg)
+	require.NoError(t, err)
+	assert.True(t, s.Ready())
+	require.NoError(t, s.Close())
+
+	other := redistest.StartTLS(t) // another CA
+	for name, tc := range map[string]struct {
+		cfg  func(*redisshare.Config)
+		want string
+	}{
+		"wrong password":  {func(c *redisshare.Config) { c.Password += "x" }, "WRONGPASS"},
+		"no password":     {func(c *redisshare.Config) { c.Password = "" }, "NOAUTH"},
+		"untrusted CA":    {func(c *redisshare.Config) { c.CAFile = other.CAFile() }, "certificate signed by unknown authority"},
+		"system CAs":      {func(c *redisshare.Config) { c.CAFile = "" }, "certificate signed by unknown authority (if Redis's CA is a private one, give it with -redis-ca)"},
+		"skip_verify":     {func(c *redisshare.Config) { c.URL += "?skip_verify=true" }, "skip_verify would accept any server certificate"},
+		"CA without TLS":  {func(c *redisshare.Config) { c.URL = "redis://127.0.0.1:1/0" }, "-redis-ca) is for TLS"},
+		"CA file absent":  {func(c *redisshare.Config) { c.CAFile += ".absent" }, "-redis-ca: open"},
+		"CA file not PEM": {func(c *redisshare.Config) { c.CAFile = "redisshare.go" }, "no PEM certificate"},
+		"plaintext remote": {func(c *redisshare.Config) {
+			c.URL, c.CAFile = "redis://redis.example:6379/0", ""
+		}, "redis:// has no TLS"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cfg
+			tc.cfg(&c)
+			_, err := redisshare.Open(t.Context(), c)
+			require.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), rs.Password())
+		})
+	}
+}
+
+// TestOpenPlaintext: redis:// stays allowed on loopback and on a Unix
+// socket, and elsewhere with AllowPlaintext (this one then fails to connect, not on the check).
+func TestOpenPlaintext(t *testing.T) {
+	rs := redistest.Start(t)
+	s, err := redisshare.Open(t.Context(), redisshare.Config{
+		URL:         "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0",
+		IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// A Unix socket is local too: refused for its absence, not for plain text.
+	_, err = redisshare.Open(t.Context(), redisshare.Config{URL: "unix://" + t.TempDir() + "/absent.sock"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "has no TLS")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	_, err = redisshare.Open(ctx, redisshare.Config{URL: "redis://192.0.2.1:6379/0", AllowPlaintext: true})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "has no TLS")
+}
