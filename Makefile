@@ -15,6 +15,11 @@ GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
 INTEROP_DIR := cmd/vigil/testdata/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 
+# TypeScript SDK v2 client and ext-tasks harness (see
+# cmd/vigil-everything/clientv2_test.go).
+CLIENTV2_DIR := cmd/vigil-everything/testdata/clientv2
+CLIENTV2_STAMP := $(CLIENTV2_DIR)/node_modules/.installed
+
 # The real authorization server of the auth tests (oidc-provider, run with
 # the conformance step's Node 22; see cmd/vigil/oidc_provider_test.go).
 OIDC_DIR := cmd/vigil/testdata/oidc
@@ -25,16 +30,16 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps e2e-deps interop-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -44,6 +49,14 @@ interop-deps: $(INTEROP_STAMP)
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## clientv2-deps: install the TypeScript SDK v2 harness's npm dependencies (only when needed).
+clientv2-deps: $(CLIENTV2_STAMP)
+
+$(CLIENTV2_STAMP): $(CLIENTV2_DIR)/package-lock.json $(CLIENTV2_DIR)/package.json
+	@echo "==> npm ci --prefix $(CLIENTV2_DIR)"
+	npm ci --prefix $(CLIENTV2_DIR) --no-audit --no-fund
 	@touch $@
 
 ## oidc-deps: install the authorization server of the auth tests (only when needed).
@@ -70,9 +83,9 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 	npm ci --prefix $(CONFORMANCE_DIR) --no-audit --no-fund
 	@touch $@
 
-## interop: run the TypeScript SDK interop test on its own, verbosely; CI=true turns a skip into a failure.
-interop: interop-deps
-	@echo "==> interop: TypeScript SDK client against vigil -stdio"
+## interop: run the TypeScript SDK interop tests on their own, verbosely (v1 against vigil and vigil-everything; v2 with ext-tasks against vigil-everything over HTTP in both eras and stdio); CI=true turns a skip into a failure.
+interop: interop-deps clientv2-deps
+	@echo "==> interop: TypeScript SDK clients (v1; v2 and ext-tasks) against vigil and vigil-everything"
 	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
