@@ -27,9 +27,11 @@ func TestNotifyListenersSkipsCancelled(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			live, stop := context.WithCancel(ctx)
 			req := &Request{ID: transport.Int64ID(id), Method: "subscriptions/listen", Session: ss}
-			l := &listener{ctx: ctx, live: live, req: req, stop: stop,
+			l := &listener{
+				ctx: ctx, live: live, req: req, stop: stop,
 				filter: SubscriptionFilter{ToolsListChanged: true},
-				meta:   map[string]any{protocol.MetaSubscriptionID: req.ID}}
+				meta:   map[string]any{protocol.MetaSubscriptionID: req.ID},
+			}
 			srv.listeners.add(l)
 			return l, cancel
 		}
