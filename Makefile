@@ -15,6 +15,16 @@ GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
 INTEROP_DIR := cmd/vigil/testdata/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 
+# TypeScript SDK v2 client and ext-tasks harness (see
+# cmd/vigil-everything/clientv2_test.go).
+CLIENTV2_DIR := cmd/vigil-everything/testdata/clientv2
+CLIENTV2_STAMP := $(CLIENTV2_DIR)/node_modules/.installed
+
+# The MCP Inspector CLI, run with the conformance step's Node 22 (see
+# cmd/vigil-everything/inspector_test.go).
+INSPECTOR_DIR := cmd/vigil-everything/testdata/inspector
+INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
+
 # The real authorization server of the auth tests (oidc-provider, run with
 # the conformance step's Node 22; see cmd/vigil/oidc_provider_test.go).
 OIDC_DIR := cmd/vigil/testdata/oidc
@@ -25,16 +35,16 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps e2e-deps interop-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -44,6 +54,22 @@ interop-deps: $(INTEROP_STAMP)
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## clientv2-deps: install the TypeScript SDK v2 harness's npm dependencies (only when needed).
+clientv2-deps: $(CLIENTV2_STAMP)
+
+$(CLIENTV2_STAMP): $(CLIENTV2_DIR)/package-lock.json $(CLIENTV2_DIR)/package.json
+	@echo "==> npm ci --prefix $(CLIENTV2_DIR)"
+	npm ci --prefix $(CLIENTV2_DIR) --no-audit --no-fund
+	@touch $@
+
+## inspector-deps: install the MCP Inspector (only when needed); it runs on the conformance step's Node 22.
+inspector-deps: $(INSPECTOR_STAMP)
+
+$(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package-lock.json $(INSPECTOR_DIR)/package.json
+	@echo "==> npm ci --prefix $(INSPECTOR_DIR)"
+	npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund
 	@touch $@
 
 ## oidc-deps: install the authorization server of the auth tests (only when needed).
@@ -70,10 +96,10 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 	npm ci --prefix $(CONFORMANCE_DIR) --no-audit --no-fund
 	@touch $@
 
-## interop: run the TypeScript SDK interop test on its own, verbosely; CI=true turns a skip into a failure.
-interop: interop-deps
-	@echo "==> interop: TypeScript SDK client against vigil -stdio"
-	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+## interop: run the TypeScript SDK interop tests on their own, verbosely (v1 against vigil and vigil-everything; v2 with ext-tasks against vigil-everything over HTTP and stdio in both eras; the MCP Inspector CLI's tools/list --strict and --load in both eras); CI=true turns a skip into a failure.
+interop: interop-deps clientv2-deps inspector-deps conformance-deps
+	@echo "==> interop: TypeScript SDK clients (v1; v2 and ext-tasks) and the MCP Inspector CLI against vigil and vigil-everything"
+	CI=true $(GO) test -count=1 -run '^Test(Interop|InspectorCLI$$)' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
 ## and the TypeScript SDK's client-credentials flow against vigil; CI=true turns a skip into a failure.

@@ -26,6 +26,7 @@ type SubscriptionFilter struct {
 // listener is one open subscriptions/listen request.
 type listener struct {
 	ctx    context.Context // the listen request's: messages go to its stream
+	live   context.Context // ends when the stream does: the client cancels, or the server stops it
 	req    *Request
 	filter SubscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
@@ -97,7 +98,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	}
 	stopped, stop := context.WithCancel(ctx)
 	defer stop()
-	l := &listener{ctx: ctx, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
+	l := &listener{ctx: ctx, live: stopped, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {
@@ -122,10 +123,12 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 // notifyListeners sends a notification to every listen stream whose filter
 // accepts it and that subscribed before the change it reports (at
 // the change sequence changed; 0 for events that are news to every
-// stream); uri is set for notifications/resources/updated.
+// stream); uri is set for notifications/resources/updated. A stream that
+// has ended gets nothing more, even while its handler is still on its way
+// out of the registry.
 func (s *Server) notifyListeners(method string, uri string, changed uint64) {
 	for _, l := range s.listeners.snapshot() {
-		if changed != 0 && l.since > changed {
+		if l.live.Err() != nil || changed != 0 && l.since > changed {
 			continue
 		}
 		f := l.filter
@@ -147,6 +150,10 @@ func (s *Server) notifyListeners(method string, uri string, changed uint64) {
 		if uri != "" {
 			params["uri"] = uri
 		}
-		s.bg.Go(func() { _ = l.req.Session.Notify(l.ctx, method, params) })
+		s.bg.Go(func() {
+			if l.live.Err() == nil { // it may have ended since the snapshot
+				_ = l.req.Session.Notify(l.ctx, method, params)
+			}
+		})
 	}
 }

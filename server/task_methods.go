@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -218,6 +220,28 @@ type taskV2 struct {
 	InputRequests  map[string]inputRequestJSON `json:"inputRequests,omitempty"`
 }
 
+// typedTaskResult is a task's stored result as a 2026-07-28 result: every
+// result of that revision carries resultType, and a client checks the one
+// inside a completed task as it checks an immediate one. A result that
+// already names its type, or is not an object, is kept as it is.
+func typedTaskResult(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || raw[0] != '{' {
+		return raw
+	}
+	typed := false
+	jsonscan.EachMember(raw, func(key, _ []byte) { typed = typed || string(key) == "resultType" })
+	if typed {
+		return raw
+	}
+	rest := bytes.TrimLeft(raw[1:], " \t\r\n")
+	out := make([]byte, 0, len(raw)+len(`"resultType":"complete",`))
+	out = append(out, `{"resultType":"complete"`...)
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
 // taskTime formats a task's timestamp: ISO 8601 in UTC, to the
 // millisecond.
 func taskTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -257,7 +281,7 @@ func (v taskView) detailed2026() taskV2 {
 	d := v.base2026("complete")
 	switch v.status {
 	case statusCompleted:
-		d.Result = v.result
+		d.Result = typedTaskResult(v.result)
 	case statusFailed:
 		d.Error = v.err
 		if d.Error == nil {

@@ -88,7 +88,7 @@ func TestTaskV2Lifecycle(t *testing.T) {
 		close(g.release)
 		synctest.Wait()
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": id})
-		assert.JSONEq(t, fmt.Sprintf(`{"resultType":"complete","taskId":%q,"status":"completed","createdAt":%q,"lastUpdatedAt":%q,"ttlMs":3600000,"pollIntervalMs":1000,"result":{"content":[{"type":"text","text":"computed"}]},%s}`,
+		assert.JSONEq(t, fmt.Sprintf(`{"resultType":"complete","taskId":%q,"status":"completed","createdAt":%q,"lastUpdatedAt":%q,"ttlMs":3600000,"pollIntervalMs":1000,"result":{"resultType":"complete","content":[{"type":"text","text":"computed"}]},%s}`,
 			id, bubbleStart, bubbleStart, serverInfoMeta), string(h.RecvResult(3)))
 
 		for i := range 2 {
@@ -197,7 +197,7 @@ func TestTaskV2Outcomes(t *testing.T) {
 			func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 				return nil, errors.New("job failed")
 			},
-			"completed", `{"content":[{"type":"text","text":"job failed"}],"isError":true}`, "",
+			"completed", `{"resultType":"complete","content":[{"type":"text","text":"job failed"}],"isError":true}`, "",
 		},
 		{
 			"protocol error",
@@ -340,7 +340,7 @@ func TestTaskV2Input(t *testing.T) {
 		synctest.Wait()
 		got = get(4, one)
 		assert.Equal(t, "completed", got.Status)
-		assert.JSONEq(t, `{"content":[{"type":"text","text":"accept: confirm=true"}]}`, string(got.Result))
+		assert.JSONEq(t, `{"resultType":"complete","content":[{"type":"text","text":"accept: confirm=true"}]}`, string(got.Result))
 		assert.Nil(t, got.InputRequests)
 
 		h.v2(5, "tools/call", caps, map[string]any{"name": "pair"})
@@ -364,7 +364,7 @@ func TestTaskV2Input(t *testing.T) {
 		synctest.Wait()
 		got = get(10, two)
 		assert.Equal(t, "completed", got.Status)
-		assert.JSONEq(t, `{"content":[{"type":"text","text":"[partial-1 partial-2]"}]}`, string(got.Result))
+		assert.JSONEq(t, `{"resultType":"complete","content":[{"type":"text","text":"[partial-1 partial-2]"}]}`, string(got.Result))
 
 		// A task whose client lacks the capability fails with -32021.
 		h.v2(11, "tools/call", extCaps(nil), map[string]any{"name": "pair"})
@@ -441,7 +441,7 @@ func TestTaskV2AfterInputRound(t *testing.T) {
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": created.TaskID})
 		got := decodeTask(t, h.RecvResult(3))
 		assert.Equal(t, "completed", got.Status)
-		assert.JSONEq(t, `{"content":[{"type":"text","text":"Hello, Alice! (task true)"}]}`, string(got.Result))
+		assert.JSONEq(t, `{"resultType":"complete","content":[{"type":"text","text":"Hello, Alice! (task true)"}]}`, string(got.Result))
 
 		// Without the extension the same handler completes synchronously
 		// (optional), and RunAsTask runs in line.
