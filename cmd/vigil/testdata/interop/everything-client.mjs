@@ -244,6 +244,10 @@ async function main() {
       additionalProperties: false,
     },
   });
+  // This client declares no MCP Apps extension: the tool with a view is a
+  // plain tool for it, without _meta.ui.
+  assert.ok(byName.vigil_weather, 'vigil_weather is listed');
+  assert.equal(byName.vigil_weather._meta?.ui, undefined, 'no _meta.ui without the extension');
   step(`tools/list: ${tools.length} tools, sorted, each with a description`);
 
   const calls = [
@@ -333,9 +337,23 @@ async function main() {
         description: 'A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs',
         mimeType: 'text/plain',
       },
+      {
+        uri: 'ui://vigil-everything/weather',
+        name: 'weather-view',
+        title: 'Weather view',
+        description: 'The MCP Apps view of vigil_weather',
+        mimeType: 'text/html;profile=mcp-app',
+        size: 559,
+        _meta: { ui: { prefersBorder: true } },
+      },
     ],
   });
-  step('resources/list: 3 resources');
+  step('resources/list: 4 resources (one an MCP Apps view)');
+  const [view] = (await client.readResource({ uri: 'ui://vigil-everything/weather' })).contents;
+  assert.equal(view.mimeType, 'text/html;profile=mcp-app');
+  assert.deepEqual(view._meta, { ui: { prefersBorder: true } });
+  assert.match(view.text, /^<!doctype html>/);
+  step('resources/read ui://vigil-everything/weather: the view, with its MIME type and _meta.ui');
   assert.deepEqual(await client.listResourceTemplates(), {
     resourceTemplates: [
       {
