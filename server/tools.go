@@ -118,8 +118,8 @@ type toolRegistry struct {
 	listed []Tool                                     // sorted by name; rebuilt on change
 	// plain is listed as clients without ExtensionUI see it: the same
 	// slice while no tool has a view (see Tool.UI); rebuilt on change.
-	plain []Tool
-	scopes []string                                   // every scope some tool needs, sorted, unique; rebuilt on change
+	plain  []Tool
+	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
 }
 
 // all returns the tools by name, which the caller must not modify.
