@@ -84,6 +84,10 @@ type ToolUI struct {
 	RequireUI bool
 }
 
+// flatResourceURI is the deprecated _meta key of a tool's view (SEP-1865
+// before _meta.ui.resourceUri).
+const flatResourceURI = "ui/resourceUri"
+
 var viewPermissions = []string{"camera", "microphone", "geolocation", "clipboardWrite"}
 
 // AddView registers v as a resource with MIME type [ViewMIMEType] and
@@ -254,7 +258,8 @@ func (s *Server) hasView(uri string) bool {
 }
 
 // withUIMeta returns the tool as clients that declared [ExtensionUI] see
-// it: its _meta with ui set from t.UI.
+// it: its _meta with ui set from t.UI and, as ext-apps' registerAppTool
+// does for hosts that read only that, the deprecated flat "ui/resourceUri".
 func withUIMeta(t Tool) Tool {
 	ui := map[string]any{"resourceUri": t.UI.ResourceURI}
 	if len(t.UI.Visibility) > 0 {
@@ -265,6 +270,7 @@ func withUIMeta(t Tool) Tool {
 		meta = Meta{}
 	}
 	meta["ui"] = ui
+	meta[flatResourceURI] = t.UI.ResourceURI
 	t.Meta = meta
 	return t
 }

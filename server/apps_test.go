@@ -87,6 +87,7 @@ func checkWithUI(t *testing.T, call caller) {
 	require.ElementsMatch(t, []string{"dashboard", "plain", "refresh", "weather"}, slices.Collect(maps.Keys(tools)))
 	assert.JSONEq(t, `{"resourceUri":"ui://weather/dashboard"}`, string(tools["weather"].Meta["ui"]))
 	assert.JSONEq(t, `1`, string(tools["weather"].Meta["other"]), "the tool's own _meta stays")
+	assert.JSONEq(t, `"ui://weather/dashboard"`, string(tools["weather"].Meta["ui/resourceUri"]), "the deprecated flat key too")
 	assert.JSONEq(t, `{"resourceUri":"ui://weather/dashboard","visibility":["app"]}`, string(tools["refresh"].Meta["ui"]))
 	assert.Contains(t, tools, "dashboard")
 	assert.NotContains(t, tools["plain"].Meta, "ui")
@@ -128,6 +129,7 @@ func checkWithoutUI(t *testing.T, call caller) {
 	require.ElementsMatch(t, []string{"plain", "weather"}, slices.Collect(maps.Keys(tools)), "refresh (app-only) and dashboard (RequireUI) are hidden")
 	require.Contains(t, tools, "weather")
 	assert.NotContains(t, tools["weather"].Meta, "ui")
+	assert.NotContains(t, tools["weather"].Meta, "ui/resourceUri")
 	assert.JSONEq(t, `1`, string(tools["weather"].Meta["other"]))
 	assert.Contains(t, tools, "plain")
 
@@ -321,6 +323,7 @@ func TestViewValidation(t *testing.T) {
 		{"a plain resource", server.Tool{Name: "t", UI: &server.ToolUI{ResourceURI: "ui://app/plain"}}, "no view"},
 		{"unknown visibility", server.Tool{Name: "t", UI: &server.ToolUI{ResourceURI: "ui://app/view", Visibility: []string{"user"}}}, `visibility "user"`},
 		{"ui in _meta too", server.Tool{Name: "t", Meta: server.Meta{"ui": 1}, UI: &server.ToolUI{ResourceURI: "ui://app/view"}}, "not _meta.ui"},
+		{"flat key in _meta too", server.Tool{Name: "t", Meta: server.Meta{"ui/resourceUri": "ui://app/view"}, UI: &server.ToolUI{ResourceURI: "ui://app/view"}}, "ui/resourceUri"},
 	}
 	for _, tc := range tools {
 		t.Run(tc.name, func(t *testing.T) {

@@ -146,7 +146,8 @@
 // capabilities of initialize in a 2025 session, the request's own in a
 // 2026-07-28 stateless request ([ClientCapabilities.SupportsUI]: the
 // extension with [ViewMIMEType] among its mimeTypes). A client that
-// declared it sees _meta.ui (resourceUri, visibility) on the tool. Any
+// declared it sees _meta.ui (resourceUri, visibility) on the tool, and the
+// deprecated _meta["ui/resourceUri"] that older hosts read. Any
 // other client sees the tool as a plain tool, without _meta.ui, unless
 // [ToolUI].RequireUI is set or its visibility leaves out "model" (a tool
 // only the view calls): then tools/list leaves it out and tools/call

@@ -58,6 +58,6 @@ func ExampleServer_AddView() {
 	}
 	// Output:
 	// {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}},"serverInfo":{"name":"vigil","version":"dev"}}}
-	// {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"clock","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://clock/face"}}}]}}
+	// {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"clock","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://clock/face"},"ui/resourceUri":"ui://clock/face"}}]}}
 	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"ui://clock/face","mimeType":"text/html;profile=mcp-app","text":"\u003c!doctype html\u003e\u003coutput id=\"t\"\u003e\u003c/output\u003e","_meta":{"ui":{"csp":{"connectDomains":["https://time.example.com"]}}}}]}}
 }

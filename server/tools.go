@@ -169,6 +169,9 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 		if _, ok := t.Meta["ui"]; ok {
 			return fmt.Errorf("mcp: tool %q: set UI, not _meta.ui", t.Name)
 		}
+		if _, ok := t.Meta[flatResourceURI]; ok {
+			return fmt.Errorf("mcp: tool %q: set UI, not _meta[%q]", t.Name, flatResourceURI)
+		}
 		ui := *t.UI
 		ui.Visibility = slices.Clone(ui.Visibility)
 		if err := ui.validate(s); err != nil {

@@ -37,7 +37,7 @@ func TestWeatherView(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := startFixtures(t, e, uiCaps)
-				assert.JSONEq(t, `{"ui":{"resourceUri":"ui://vigil-everything/weather"}}`, string(weatherMeta(c)))
+				assert.JSONEq(t, `{"ui":{"resourceUri":"ui://vigil-everything/weather"},"ui/resourceUri":"ui://vigil-everything/weather"}`, string(weatherMeta(c)))
 				var read struct {
 					Contents []struct {
 						MIMEType string          `json:"mimeType"`
