@@ -41,7 +41,10 @@ func appsServer(t *testing.T) *server.Server {
 		URI: dashboardURI, Name: "dashboard", Title: "Weather dashboard",
 		FS: fstest.MapFS{"ui/dashboard.html": {Data: []byte("<!doctype html><p>sunny</p>")}}, Path: "ui/dashboard.html",
 		UI: server.ViewUI{
-			CSP:           &server.ViewCSP{ConnectDomains: []string{"https://api.example.com"}, ResourceDomains: []string{"https://*.cdn.example.com:8443"}},
+			CSP: &server.ViewCSP{
+				ConnectDomains: []string{"https://api.example.com", "wss://live.example.com"}, ResourceDomains: []string{"https://*.cdn.example.com:8443"},
+				FrameDomains: []string{"https://player.example.com"}, BaseURIDomains: []string{"https://cdn.example.com"},
+			},
 			Permissions:   []string{"camera", "clipboardWrite"},
 			Domain:        "weather.sandbox.example.com",
 			PrefersBorder: &border,
@@ -109,7 +112,8 @@ func checkWithUI(t *testing.T, call caller) {
 	assert.Equal(t, "text/html;profile=mcp-app", c.MIMEType)
 	assert.Equal(t, "<!doctype html><p>sunny</p>", c.Text)
 	assert.JSONEq(t, `{
-		"csp":{"connectDomains":["https://api.example.com"],"resourceDomains":["https://*.cdn.example.com:8443"]},
+		"csp":{"connectDomains":["https://api.example.com","wss://live.example.com"],"resourceDomains":["https://*.cdn.example.com:8443"],
+			"frameDomains":["https://player.example.com"],"baseUriDomains":["https://cdn.example.com"]},
 		"permissions":{"camera":{},"clipboardWrite":{}},
 		"domain":"weather.sandbox.example.com",
 		"prefersBorder":true}`, string(c.Meta["ui"]))
