@@ -323,6 +323,17 @@ func (s *Server) withUIExtension(caps *Capabilities) {
 	caps.Extensions = ext
 }
 
+// withTextFallback wraps the handler of a tool with a view in textFallback.
+func withTextFallback(h ToolHandler) ToolHandler {
+	return func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		res, err := h(ctx, req)
+		if err == nil && res != nil {
+			textFallback(res)
+		}
+		return res, err
+	}
+}
+
 // textFallback gives a successful result of a tool with a view a text
 // content when it has none: MCP Apps asks every such result to be
 // meaningful without the view. The text is the structured content's JSON.

@@ -370,3 +370,30 @@ func TestToolUIIsCopied(t *testing.T) {
 	assert.Contains(t, string(raw), "https://a.example.com")
 	assert.NotContains(t, string(raw), "evil")
 }
+
+// TestViewToolAsTask: the text fallback also holds for a call run as a
+// (2025) task, whose result comes from tasks/result.
+func TestViewToolAsTask(t *testing.T) {
+	testkit.Watchdog(t)
+	srv := server.New()
+	require.NoError(t, srv.AddView(server.View{URI: "ui://app/view", Name: "view", HTML: []byte("<p>")}))
+	require.NoError(t, srv.AddTool(server.Tool{
+		Name: "slow", UI: &server.ToolUI{ResourceURI: "ui://app/view"},
+		Execution: &server.ToolExecution{TaskSupport: server.TaskSupportOptional},
+	}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return &server.CallToolResult{StructuredContent: map[string]int{"n": 1}}, nil
+	}))
+	c := mcptest.Connect(t, srv)
+	raw, rpcErr := c.Call("tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+	require.Nil(t, rpcErr)
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &created), "%s", raw)
+	require.NotEmpty(t, created.Task.TaskID, "%s", raw)
+	raw, rpcErr = c.Call("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	require.Nil(t, rpcErr)
+	assert.Contains(t, string(raw), `"content":[{"type":"text","text":"{\"n\":1}"}]`)
+}

@@ -178,6 +178,7 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 			return fmt.Errorf("mcp: tool %q: %w", t.Name, err)
 		}
 		t.UI = &ui
+		h = withTextFallback(h) // apps.go; also for calls run as tasks
 	}
 	s.tools.set(t.Name, &registeredTool{tool: t, handler: h, mirrors: paramheader.Mirrors(t.InputSchema)})
 	s.listChanged("tools")
@@ -381,9 +382,6 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	res, err := rt.handler(ctx, call)
 	if res, err = toolOutcome(ctx, res, err); err != nil {
 		return nil, err
-	}
-	if rt.tool.UI != nil {
-		textFallback(res) // apps.go
 	}
 	return res, nil
 }
