@@ -181,7 +181,7 @@ func validViewURI(uri string) error {
 	switch {
 	case err != nil:
 		return errors.New("not a URI")
-	case u.Scheme != "ui" || u.Opaque != "":
+	case !strings.HasPrefix(uri, "ui://") || u.Opaque != "":
 		return errors.New("the URI must start with ui://")
 	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(uri, " ?#"):
 		return errors.New("the URI must be ui://host[/path], without user, query or fragment")

@@ -168,8 +168,8 @@ func pipeCaller(c *mcptest.Client) caller {
 }
 
 // TestViewsInSessions: the capability, listing, reading and fallback in
-// 2025 sessions, with and without the extension (a wrong MIME type counts
-// as without).
+// 2025 sessions, with and without the extension (a wrong MIME type, or a
+// malformed declaration, counts as without).
 func TestViewsInSessions(t *testing.T) {
 	testkit.Watchdog(t)
 	srv := appsServer(t)
@@ -182,6 +182,10 @@ func TestViewsInSessions(t *testing.T) {
 	checkWithoutUI(t, pipeCaller(mcptest.Connect(t, srv)))
 	other := map[string]any{"extensions": map[string]any{server.ExtensionUI: map[string]any{"mimeTypes": []string{"text/html"}}}}
 	checkWithoutUI(t, pipeCaller(mcptest.Connect(t, srv, mcptest.WithCapabilities(other))))
+	for _, odd := range []any{true, "yes", map[string]any{"mimeTypes": "text/html;profile=mcp-app"}, map[string]any{"mimeTypes": []any{1, nil}}} {
+		caps := map[string]any{"extensions": map[string]any{server.ExtensionUI: odd}}
+		checkWithoutUI(t, pipeCaller(mcptest.Connect(t, srv, mcptest.WithCapabilities(caps))))
+	}
 	spaced := map[string]any{"extensions": map[string]any{server.ExtensionUI: map[string]any{"mimeTypes": []string{"Text/HTML; profile=mcp-app"}}}}
 	checkWithUI(t, pipeCaller(mcptest.Connect(t, srv, mcptest.WithCapabilities(spaced))))
 }
@@ -283,6 +287,7 @@ func TestViewValidation(t *testing.T) {
 	}{
 		{"not ui scheme", func(v *server.View) { v.URI = "https://app/view" }, "must start with ui://"},
 		{"opaque", func(v *server.View) { v.URI = "ui:view" }, "must start with ui://"},
+		{"upper-case scheme", func(v *server.View) { v.URI = "UI://app/view" }, "must start with ui://"},
 		{"no host", func(v *server.View) { v.URI = "ui:///view" }, "ui://host[/path]"},
 		{"query", func(v *server.View) { v.URI = "ui://app/view?x=1" }, "ui://host[/path]"},
 		{"fragment", func(v *server.View) { v.URI = "ui://app/view#x" }, "ui://host[/path]"},
