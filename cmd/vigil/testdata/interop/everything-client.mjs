@@ -8,7 +8,8 @@
 // failure, a tool error), resources (read, template, subscribe and an update
 // notification), prompts, completion, logging at a chosen level, progress,
 // sampling, elicitation and roots round trips (this script answers them),
-// and list_changed. Every step asserts the exact result. Prints one line per
+// list_changed, and the MCP Apps metadata a host that declares the extension
+// sees. Every step asserts the exact result. Prints one line per
 // step and exits non-zero on the first failure.
 
 import assert from 'node:assert/strict';
@@ -98,9 +99,11 @@ async function main() {
   const target = process.argv[2];
   assert.ok(target, 'usage: node everything-client.mjs <path-to-vigil-everything-binary | http://HOST:PORT/mcp>');
 
-  const transport = /^https?:\/\//.test(target)
-    ? new StreamableHTTPClientTransport(new URL(target))
-    : new StdioClientTransport({ command: target, args: ['-stdio'], stderr: 'inherit' });
+  const newTransport = () =>
+    /^https?:\/\//.test(target)
+      ? new StreamableHTTPClientTransport(new URL(target))
+      : new StdioClientTransport({ command: target, args: ['-stdio'], stderr: 'inherit' });
+  const transport = newTransport();
   const client = new Client(
     { name: 'vigil-everything-interop', version: '0.0.0' },
     { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
@@ -672,6 +675,25 @@ async function main() {
 
   await client.close();
   step('closed');
+
+  // MCP Apps: a host that declares io.modelcontextprotocol/ui (in a session
+  // of its own) sees the server's extension and vigil_weather's view in
+  // _meta.ui, which the client above, declaring nothing, did not.
+  const UI = 'io.modelcontextprotocol/ui';
+  const VIEW = 'ui://vigil-everything/weather';
+  const host = new Client(
+    { name: 'vigil-everything-interop-host', version: '0.0.0' },
+    { capabilities: { extensions: { [UI]: { mimeTypes: ['text/html;profile=mcp-app'] } } } },
+  );
+  await host.connect(newTransport());
+  assert.deepEqual(host.getServerCapabilities().extensions?.[UI], { mimeTypes: ['text/html;profile=mcp-app'] });
+  const hostTools = Object.fromEntries((await host.listTools()).tools.map((t) => [t.name, t]));
+  assert.deepEqual(hostTools.vigil_weather._meta, { ui: { resourceUri: VIEW }, 'ui/resourceUri': VIEW });
+  const weather = await host.callTool({ name: 'vigil_weather', arguments: { city: 'Lyon' } });
+  assert.deepEqual(weather.structuredContent, { city: 'Lyon', sky: 'sunny', celsius: 21 });
+  assert.equal(weather.content[0].type, 'text', 'text for the model beside the view');
+  await host.close();
+  step(`MCP Apps host: extension declared both ways; vigil_weather names ${VIEW}`);
   step('OK');
 }
 
