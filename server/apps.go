@@ -46,17 +46,17 @@ type View struct {
 // sandbox; [Server.AddView] rejects an unknown permission or a domain that
 // is not an origin.
 type ViewUI struct {
-	CSP *ViewCSP `json:"csp,omitempty"`
+	CSP *ViewCSP
 	// Permissions are the browser features the view asks for: "camera",
 	// "microphone", "geolocation" and "clipboardWrite". The wire form is
 	// an object with an empty object for each.
-	Permissions []string `json:"-"`
+	Permissions []string
 	// Domain is a dedicated sandbox origin (a host name), in the format of
 	// the client's documentation; empty leaves the choice to the client.
-	Domain string `json:"domain,omitempty"`
+	Domain string
 	// PrefersBorder asks for (true) or against (false) a visible border;
 	// nil leaves the choice to the client.
-	PrefersBorder *bool `json:"prefersBorder,omitempty"`
+	PrefersBorder *bool
 }
 
 // ViewCSP are the origins a view may reach beyond its own, each a scheme
