@@ -88,7 +88,17 @@ type ToolUI struct {
 // before _meta.ui.resourceUri).
 const flatResourceURI = "ui/resourceUri"
 
-var viewPermissions = []string{"camera", "microphone", "geolocation", "clipboardWrite"}
+// viewPermissions are the permission names SEP-1865 defines.
+const viewPermissions = "camera, microphone, geolocation, clipboardWrite"
+
+// knownPermission reports whether p is one of viewPermissions.
+func knownPermission(p string) bool {
+	switch p {
+	case "camera", "microphone", "geolocation", "clipboardWrite":
+		return true
+	}
+	return false
+}
 
 // AddView registers v as a resource with MIME type [ViewMIMEType] and
 // v.UI as its _meta.ui, replacing any resource of the same URI, and makes
@@ -135,13 +145,17 @@ func (s *Server) AddView(v View) error {
 func (u ViewUI) meta() (Meta, error) {
 	ui := map[string]any{}
 	if c := u.CSP; c != nil {
-		for name, domains := range map[string][]string{
-			"connectDomains": c.ConnectDomains, "resourceDomains": c.ResourceDomains,
-			"frameDomains": c.FrameDomains, "baseUriDomains": c.BaseURIDomains,
-		} {
-			for _, d := range domains {
+		lists := []struct {
+			name    string
+			domains []string
+		}{
+			{"connectDomains", c.ConnectDomains}, {"resourceDomains", c.ResourceDomains},
+			{"frameDomains", c.FrameDomains}, {"baseUriDomains", c.BaseURIDomains},
+		}
+		for _, l := range lists {
+			for _, d := range l.domains {
 				if err := validOrigin(d); err != nil {
-					return nil, fmt.Errorf("csp %s: %q: %w", name, d, err)
+					return nil, fmt.Errorf("csp %s: %q: %w", l.name, d, err)
 				}
 			}
 		}
@@ -153,8 +167,8 @@ func (u ViewUI) meta() (Meta, error) {
 	if len(u.Permissions) > 0 {
 		perms := make(map[string]any, len(u.Permissions))
 		for _, p := range u.Permissions {
-			if !slices.Contains(viewPermissions, p) {
-				return nil, fmt.Errorf("unknown permission %q (known: %s)", p, strings.Join(viewPermissions, ", "))
+			if !knownPermission(p) {
+				return nil, fmt.Errorf("unknown permission %q (known: %s)", p, viewPermissions)
 			}
 			perms[p] = struct{}{}
 		}
