@@ -149,8 +149,10 @@ func (u ViewUI) meta() (Meta, error) {
 			name    string
 			domains []string
 		}{
-			{"connectDomains", c.ConnectDomains}, {"resourceDomains", c.ResourceDomains},
-			{"frameDomains", c.FrameDomains}, {"baseUriDomains", c.BaseURIDomains},
+			{"connectDomains", c.ConnectDomains},
+			{"resourceDomains", c.ResourceDomains},
+			{"frameDomains", c.FrameDomains},
+			{"baseUriDomains", c.BaseURIDomains},
 		}
 		for _, l := range lists {
 			for _, d := range l.domains {
