@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing/fstest"
 
@@ -60,4 +61,26 @@ func ExampleServer_AddView() {
 	// {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}},"serverInfo":{"name":"vigil","version":"dev"}}}
 	// {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"clock","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://clock/face"},"ui/resourceUri":"ui://clock/face"}}]}}
 	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"ui://clock/face","mimeType":"text/html;profile=mcp-app","text":"\u003c!doctype html\u003e\u003coutput id=\"t\"\u003e\u003c/output\u003e","_meta":{"ui":{"csp":{"connectDomains":["https://time.example.com"]}}}}]}}
+}
+
+// A tool's handler may shape its text by what the client declared: in a
+// handler, req.Request.ClientCapabilities is that of the session (2025) or
+// of the request itself (2026-07-28).
+func ExampleClientCapabilities_SupportsUI() {
+	for _, declared := range []string{
+		`{}`,
+		`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`,
+		`{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/uri-list"]}}}`,
+	} {
+		var caps server.ClientCapabilities
+		if err := json.Unmarshal([]byte(declared), &caps); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(caps.SupportsUI())
+	}
+	// Output:
+	// false
+	// true
+	// false
 }
