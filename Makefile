@@ -30,21 +30,26 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 OIDC_DIR := cmd/vigil/testdata/oidc
 OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 
+# The MCP Apps extension's own package, whose JSON Schema the server's
+# apps test checks Vigil's wire format against (see server/apps_schema_test.go).
+APPS_DIR := server/testdata/apps
+APPS_STAMP := $(APPS_DIR)/node_modules/.installed
+
 # The official MCP conformance suites and Node 22, which they need
 # (see cmd/vigil-everything/conformance_test.go).
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -70,6 +75,14 @@ inspector-deps: $(INSPECTOR_STAMP)
 $(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package-lock.json $(INSPECTOR_DIR)/package.json
 	@echo "==> npm ci --prefix $(INSPECTOR_DIR)"
 	npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund
+	@touch $@
+
+## apps-deps: install the MCP Apps extension's package (its JSON Schema) for the server's apps test (only when needed).
+apps-deps: $(APPS_STAMP)
+
+$(APPS_STAMP): $(APPS_DIR)/package-lock.json $(APPS_DIR)/package.json
+	@echo "==> npm ci --prefix $(APPS_DIR)"
+	npm ci --prefix $(APPS_DIR) --no-audit --no-fund
 	@touch $@
 
 ## oidc-deps: install the authorization server of the auth tests (only when needed).

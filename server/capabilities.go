@@ -12,5 +12,6 @@ func (s *Server) capabilities() Capabilities {
 	caps.Completions = s.completionsCapability()
 	caps.Logging = s.loggingCapability()
 	caps.Tasks = s.tasksCapability()
+	s.withUIExtension(&caps) // apps.go
 	return caps
 }

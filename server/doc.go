@@ -132,6 +132,31 @@
 // until tasks/update brings the answer. Several questions asked
 // concurrently are several keys.
 //
+// # MCP Apps
+//
+// The MCP Apps extension ([ExtensionUI], SEP-1865) lets a tool name an
+// HTML view the client renders in a sandboxed iframe. [Server.AddView]
+// serves the page as a ui:// resource with MIME type [ViewMIMEType] and
+// its [ViewUI] as _meta.ui (CSP domain allowlists, sandbox permissions, a
+// dedicated domain, a border preference), checked when it is registered;
+// the server then declares the extension, in initialize and in
+// server/discover. [Tool].UI links a tool to a registered view.
+//
+// The fallback follows what each request's client declared: the
+// capabilities of initialize in a 2025 session, the request's own in a
+// 2026-07-28 stateless request ([ClientCapabilities.SupportsUI]: the
+// extension with [ViewMIMEType] among its mimeTypes). A client that
+// declared it sees _meta.ui (resourceUri, visibility) on the tool, and the
+// deprecated _meta["ui/resourceUri"] that older hosts read. Any
+// other client sees the tool as a plain tool, without _meta.ui, unless
+// [ToolUI].RequireUI is set or its visibility leaves out "model" (a tool
+// only the view calls): then tools/list leaves it out and tools/call
+// answers as for an unknown tool. Since a view's tool must answer
+// meaningfully without the view, a successful result of such a tool with
+// structured content and no content gets the structured content's JSON as
+// text; a handler may also shape its text by SupportsUI. The host-to-view
+// ui/* protocol is the client's business, not the server's.
+//
 // # Deadlines
 //
 // A request's deadline ([Request.SetDeadline]) is its context's own: the

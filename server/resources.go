@@ -104,6 +104,7 @@ type resourceRegistry struct {
 	templates []*registeredTemplate // in the order added, the order they are tried; replaced, never modified, on change
 	listed    []Resource            // sorted by URI; replaced, never modified, on change
 	listedT   []ResourceTemplate    // sorted by URITemplate; likewise
+	views     bool                  // some resource is an MCP Apps view (ViewMIMEType)
 
 	subMu sync.Mutex
 	subs  map[*Session]map[string]struct{} // URIs each session subscribed to
@@ -251,8 +252,10 @@ func (s *Server) resourceUpdatedHere(uri string) {
 // relistLocked rebuilds the sorted lists; rr.mu is held for writing.
 func (rr *resourceRegistry) relistLocked() {
 	rr.listed = make([]Resource, 0, len(rr.byURI))
+	rr.views = false
 	for _, r := range rr.byURI {
 		rr.listed = append(rr.listed, r.res)
+		rr.views = rr.views || r.res.MIMEType == ViewMIMEType
 	}
 	slices.SortFunc(rr.listed, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
 	rr.listedT = make([]ResourceTemplate, 0, len(rr.templates))

@@ -39,6 +39,10 @@ type Tool struct {
 	// instead of the server's [WithMaxResultBytes]; negative sets no
 	// bound. It is not sent.
 	MaxResultBytes int `json:"-"`
+	// UI, when set, links the tool to an MCP Apps view: clients that
+	// declared [ExtensionUI] see it as _meta.ui; others see a plain tool,
+	// or none (see [ToolUI]).
+	UI *ToolUI `json:"-"`
 }
 
 // ToolAnnotations are hints about a tool's behavior. Clients must treat
@@ -112,7 +116,10 @@ type toolRegistry struct {
 	mu     sync.RWMutex
 	byName atomic.Pointer[map[string]*registeredTool] // read-only once stored
 	listed []Tool                                     // sorted by name; rebuilt on change
-	scopes []string                                   // every scope some tool needs, sorted, unique; rebuilt on change
+	// plain is listed as clients without ExtensionUI see it: the same
+	// slice while no tool has a view (see Tool.UI); rebuilt on change.
+	plain  []Tool
+	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
 }
 
 // all returns the tools by name, which the caller must not modify.
@@ -157,6 +164,21 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	}
 	if len(t.OutputSchema) > 0 && !isJSONObject(t.OutputSchema) {
 		return fmt.Errorf("mcp: tool %q: output schema must be a JSON object", t.Name)
+	}
+	if t.UI != nil {
+		if _, ok := t.Meta["ui"]; ok {
+			return fmt.Errorf("mcp: tool %q: set UI, not _meta.ui", t.Name)
+		}
+		if _, ok := t.Meta[flatResourceURI]; ok {
+			return fmt.Errorf("mcp: tool %q: set UI, not _meta[%q]", t.Name, flatResourceURI)
+		}
+		ui := *t.UI
+		ui.Visibility = slices.Clone(ui.Visibility)
+		if err := ui.validate(s); err != nil {
+			return fmt.Errorf("mcp: tool %q: %w", t.Name, err)
+		}
+		t.UI = &ui
+		h = withTextFallback(h) // apps.go; also for calls run as tasks
 	}
 	s.tools.set(t.Name, &registeredTool{tool: t, handler: h, mirrors: paramheader.Mirrors(t.InputSchema)})
 	s.listChanged("tools")
@@ -205,10 +227,24 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	}
 	r.byName.Store(&byName)
 	r.listed = make([]Tool, 0, len(byName))
+	views := false
 	for _, rt := range byName {
-		r.listed = append(r.listed, rt.tool)
+		if rt.tool.UI != nil {
+			r.listed, views = append(r.listed, withUIMeta(rt.tool)), true
+		} else {
+			r.listed = append(r.listed, rt.tool)
+		}
 	}
 	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	r.plain = r.listed
+	if views {
+		r.plain = make([]Tool, 0, len(r.listed))
+		for _, t := range r.listed {
+			if !t.UI.hiddenWithoutUI() {
+				r.plain = append(r.plain, byName[t.Name].tool) // without _meta.ui
+			}
+		}
+	}
 	var scopes []string
 	for _, rt := range byName {
 		scopes = append(scopes, rt.tool.Scopes...)
@@ -252,6 +288,9 @@ func (s *Server) AllToolScopes() []string {
 // the server's tool access check (WithToolAccess) refuses it to req.
 func (s *Server) lookupFor(req *Request, name string) *registeredTool {
 	rt := s.tools.lookup(name)
+	if rt != nil && rt.tool.UI.hiddenWithoutUI() && !req.ClientCapabilities.SupportsUI() {
+		return nil
+	}
 	if rt == nil || s.cfg.toolAccess == nil || s.cfg.toolAccess(req, &rt.tool) {
 		return rt
 	}
@@ -280,11 +319,14 @@ func (s *Server) registerTools() {
 
 func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	listed := &s.tools.listed
+	if !req.ClientCapabilities.SupportsUI() {
+		listed = &s.tools.plain
+	}
 	if access := s.cfg.toolAccess; access != nil {
 		// Filter before paginating, so that pages stay full and a cursor
 		// (the last name of its page) stays valid.
 		s.tools.mu.RLock()
-		all := s.tools.listed
+		all := *listed
 		s.tools.mu.RUnlock()
 		visible := make([]Tool, 0, len(all))
 		for i := range all {

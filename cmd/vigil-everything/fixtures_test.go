@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -758,12 +759,18 @@ func TestInputRequiredSession(t *testing.T) {
 	}
 }
 
-const (
-	resourceList = `{"resources":[` +
+// resourceList is resources/list; the view's size is its page's.
+func resourceList() string {
+	return `{"resources":[` +
 		`{"uri":"test://static-binary","name":"static-binary","title":"Static Binary Resource","description":"A static binary resource (image) for testing","mimeType":"image/png"},` +
 		`{"uri":"test://static-text","name":"static-text","title":"Static Text Resource","description":"A static text resource for testing","mimeType":"text/plain"},` +
 		`{"uri":"test://watched-resource","name":"watched-resource","title":"Watched Resource",` +
-		`"description":"A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs","mimeType":"text/plain"}]}`
+		`"description":"A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs","mimeType":"text/plain"},` +
+		`{"uri":"ui://vigil-everything/weather","name":"weather-view","title":"Weather view","description":"The MCP Apps view of vigil_weather",` +
+		`"mimeType":"text/html;profile=mcp-app","size":` + strconv.Itoa(len(weatherView)) + `,"_meta":{"ui":{"prefersBorder":true}}}]}`
+}
+
+const (
 	templateList = `{"resourceTemplates":[{"uriTemplate":"test://template/{id}/data","name":"template","title":"Resource Template",` +
 		`"description":"A resource template with parameter substitution","mimeType":"application/json"}]}`
 )
@@ -773,7 +780,7 @@ func TestResources(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				c := startFixtures(t, e, nil)
-				assert.JSONEq(t, c.want("resources/list", resourceList), string(c.call("resources/list", nil)))
+				assert.JSONEq(t, c.want("resources/list", resourceList()), string(c.call("resources/list", nil)))
 				assert.JSONEq(t, c.want("resources/templates/list", templateList), string(c.call("resources/templates/list", nil)))
 				for uri, want := range map[string]string{
 					"test://static-text":       `{"contents":[{"uri":"test://static-text","mimeType":"text/plain","text":"This is the content of the static text resource."}]}`,

@@ -8,7 +8,8 @@
 // failure, a tool error), resources (read, template, subscribe and an update
 // notification), prompts, completion, logging at a chosen level, progress,
 // sampling, elicitation and roots round trips (this script answers them),
-// and list_changed. Every step asserts the exact result. Prints one line per
+// list_changed, and the MCP Apps metadata a host that declares the extension
+// sees. Every step asserts the exact result. Prints one line per
 // step and exits non-zero on the first failure.
 
 import assert from 'node:assert/strict';
@@ -98,9 +99,11 @@ async function main() {
   const target = process.argv[2];
   assert.ok(target, 'usage: node everything-client.mjs <path-to-vigil-everything-binary | http://HOST:PORT/mcp>');
 
-  const transport = /^https?:\/\//.test(target)
-    ? new StreamableHTTPClientTransport(new URL(target))
-    : new StdioClientTransport({ command: target, args: ['-stdio'], stderr: 'inherit' });
+  const newTransport = () =>
+    /^https?:\/\//.test(target)
+      ? new StreamableHTTPClientTransport(new URL(target))
+      : new StdioClientTransport({ command: target, args: ['-stdio'], stderr: 'inherit' });
+  const transport = newTransport();
   const client = new Client(
     { name: 'vigil-everything-interop', version: '0.0.0' },
     { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
@@ -244,6 +247,10 @@ async function main() {
       additionalProperties: false,
     },
   });
+  // This client declares no MCP Apps extension: the tool with a view is a
+  // plain tool for it, without _meta.ui.
+  assert.ok(byName.vigil_weather, 'vigil_weather is listed');
+  assert.equal(byName.vigil_weather._meta?.ui, undefined, 'no _meta.ui without the extension');
   step(`tools/list: ${tools.length} tools, sorted, each with a description`);
 
   const calls = [
@@ -333,9 +340,23 @@ async function main() {
         description: 'A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs',
         mimeType: 'text/plain',
       },
+      {
+        uri: 'ui://vigil-everything/weather',
+        name: 'weather-view',
+        title: 'Weather view',
+        description: 'The MCP Apps view of vigil_weather',
+        mimeType: 'text/html;profile=mcp-app',
+        size: 559,
+        _meta: { ui: { prefersBorder: true } },
+      },
     ],
   });
-  step('resources/list: 3 resources');
+  step('resources/list: 4 resources (one an MCP Apps view)');
+  const [view] = (await client.readResource({ uri: 'ui://vigil-everything/weather' })).contents;
+  assert.equal(view.mimeType, 'text/html;profile=mcp-app');
+  assert.deepEqual(view._meta, { ui: { prefersBorder: true } });
+  assert.match(view.text, /^<!doctype html>/);
+  step('resources/read ui://vigil-everything/weather: the view, with its MIME type and _meta.ui');
   assert.deepEqual(await client.listResourceTemplates(), {
     resourceTemplates: [
       {
@@ -654,6 +675,25 @@ async function main() {
 
   await client.close();
   step('closed');
+
+  // MCP Apps: a host that declares io.modelcontextprotocol/ui (in a session
+  // of its own) sees the server's extension and vigil_weather's view in
+  // _meta.ui, which the client above, declaring nothing, did not.
+  const UI = 'io.modelcontextprotocol/ui';
+  const VIEW = 'ui://vigil-everything/weather';
+  const host = new Client(
+    { name: 'vigil-everything-interop-host', version: '0.0.0' },
+    { capabilities: { extensions: { [UI]: { mimeTypes: ['text/html;profile=mcp-app'] } } } },
+  );
+  await host.connect(newTransport());
+  assert.deepEqual(host.getServerCapabilities().extensions?.[UI], { mimeTypes: ['text/html;profile=mcp-app'] });
+  const hostTools = Object.fromEntries((await host.listTools()).tools.map((t) => [t.name, t]));
+  assert.deepEqual(hostTools.vigil_weather._meta, { ui: { resourceUri: VIEW }, 'ui/resourceUri': VIEW });
+  const weather = await host.callTool({ name: 'vigil_weather', arguments: { city: 'Lyon' } });
+  assert.deepEqual(weather.structuredContent, { city: 'Lyon', sky: 'sunny', celsius: 21 });
+  assert.equal(weather.content[0].type, 'text', 'text for the model beside the view');
+  await host.close();
+  step(`MCP Apps host: extension declared both ways; vigil_weather names ${VIEW}`);
   step('OK');
 }
 
