@@ -8,7 +8,7 @@
 // The checks are a list of features, one module per area under checks/
 // (core.mjs: tools, errors, logging, progress, sampling, elicitation, roots,
 // resources, templates, subscriptions, prompts, completion, cancellation,
-// tasks). Every module in checks/ is loaded: to check a new feature, add a
+// tasks; apps.mjs: MCP Apps views). Every module in checks/ is loaded: to check a new feature, add a
 // module whose default export is an array of checks (see checks/core.mjs for
 // the shape), and it runs in every transport and era it says it applies to.
 // Each check asserts exact results; the script prints one line per step and
@@ -102,9 +102,9 @@ function answerElicitation(params) {
   }
 }
 
-function newClient() {
+function newClient(caps = capabilities) {
   const client = new Client(info, {
-    capabilities,
+    capabilities: caps,
     versionNegotiation: era === 'modern' ? { mode: { pin: MODERN } } : { mode: 'legacy' },
   });
   client.setRequestHandler('sampling/createMessage', (req) => {
@@ -276,7 +276,14 @@ async function main() {
 
   const ctx = {
     client, era, kind, target, step, plain, asked, sent, received, notified, waitFor, deferred,
-    taskSession, serverInfo: SERVER_INFO,
+    taskSession, serverInfo: SERVER_INFO, capabilities,
+    // Another client of the same server, with capabilities of its own, on a
+    // transport of its own (a new session over HTTP, a new process over stdio).
+    connectOther: async (caps) => {
+      const other = newClient(caps);
+      await other.connect(newTransport());
+      return other;
+    },
   };
   let ran = 0;
   for (const check of checks) {
