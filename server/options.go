@@ -62,7 +62,7 @@ func defaultConfig() config {
 		cacheScope:   "private",
 		tasks:        defaultTaskConfig(),
 
-		listChangedDelay: 50 * time.Millisecond,
+		listChangedDelay: DefaultListChangedDelay,
 
 		maxResultBytes: DefaultMaxResultBytes,
 	}
@@ -169,9 +169,14 @@ func WithPageSize(n int) Option {
 	})
 }
 
+// DefaultListChangedDelay is how long a server waits, by default, after a
+// change to its tools, resources or prompts before it sends list_changed.
+const DefaultListChangedDelay = 50 * time.Millisecond
+
 // WithListChangedDelay sets how long the server waits after a change to its
 // tools, resources or prompts before it sends list_changed, coalescing every
-// change in that window into one notification (50 ms by default).
+// change in that window into one notification (DefaultListChangedDelay by
+// default; 0 sends one notification per change, at once).
 func WithListChangedDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.listChangedDelay = max(d, 0) })
 }

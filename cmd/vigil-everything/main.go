@@ -70,12 +70,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis:// only on loopback; default $VIGIL_REDIS_URL), with the replicas' cluster key in $VIGIL_CLUSTER_KEY (and the old one in $VIGIL_CLUSTER_KEY_PREVIOUS during a rotation)")
 	redisCA := fs.String("redis-ca", os.Getenv("VIGIL_REDIS_CA"), "PEM `file` of the certificate authorities that Redis's certificate must chain to, instead of the system's (default $VIGIL_REDIS_CA)")
 	redisPlaintext := fs.Bool("redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback")
+	maxSessions := fs.Int("max-sessions", 10000, "with -http: most concurrent 2025-era sessions; more initializes get 503")
+	listChangedDelay := fs.Duration("list-changed-delay", server.DefaultListChangedDelay, "how long the server waits after a change to its tools, resources or prompts before it sends list_changed, coalescing the changes in between (0: at once)")
+	resumable := fs.Bool("resumable", true, "with -http: keep each session's SSE events in memory so that a client resumes a stream with Last-Event-ID (false: no event store, as the shipped vigil)")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if *maxSessions <= 0 || *listChangedDelay < 0 {
+		return errors.New("-max-sessions must be positive and -list-changed-delay not negative")
 	}
 	if *useStdio == (*addr != "") {
 		fs.Usage()
@@ -91,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	var opts []server.Option
+	opts := []server.Option{server.WithListChangedDelay(*listChangedDelay)}
 	if v := os.Getenv("VIGIL_REQUEST_STATE_KEY"); v != "" {
 		// Replicas behind one load balancer sign requestState with one key.
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -134,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, *addr, *grace, shared)
+		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable}, shared)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -202,10 +208,22 @@ func newServer(logger *slog.Logger, opts ...server.Option) (*server.Server, erro
 	return s, nil
 }
 
+// httpConfig is what serveHTTP takes from the flags.
+type httpConfig struct {
+	addr        string
+	grace       time.Duration
+	maxSessions int
+	resumable   bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+}
+
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
 // drains in-flight requests for up to grace.
-func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, addr string, grace time.Duration, shared *redisshare.Shared) error {
-	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0))}
+func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg httpConfig, shared *redisshare.Shared) error {
+	addr, grace := cfg.addr, cfg.grace
+	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions)}
+	if cfg.resumable {
+		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
+	}
 	if shared != nil {
 		opts = append(opts, shared.Options()...) // its event store replaces the memory one
 	}

@@ -53,26 +53,27 @@ func main() {
 
 // config is what flags and the environment select.
 type config struct {
-	httpAddr        string
-	stdio           bool
-	grace           time.Duration
-	logLevel        slog.Level
-	logFormat       string
-	maxFrame        int
-	maxBody         int64
-	maxSessions     int
-	maxInFlight     int
-	idleTimeout     time.Duration
-	allowedHosts    []string
-	requestTimeout  time.Duration
-	toolConcurrency int
-	maxResultBytes  int // -max-result-bytes: a larger tools/call result is a tool error (0: no limit)
-	traceRing       int
-	debug           bool
-	gcHeadroomMiB   int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
-	stateKey        []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
-	clusterKey      []byte // from VIGIL_CLUSTER_KEY only: what the replicas hand to Redis is signed and sealed with it
-	clusterKeyPrev  []byte // from VIGIL_CLUSTER_KEY_PREVIOUS only: still accepted during a rotation
+	httpAddr         string
+	stdio            bool
+	grace            time.Duration
+	logLevel         slog.Level
+	logFormat        string
+	maxFrame         int
+	maxBody          int64
+	maxSessions      int
+	listChangedDelay time.Duration
+	maxInFlight      int
+	idleTimeout      time.Duration
+	allowedHosts     []string
+	requestTimeout   time.Duration
+	toolConcurrency  int
+	maxResultBytes   int // -max-result-bytes: a larger tools/call result is a tool error (0: no limit)
+	traceRing        int
+	debug            bool
+	gcHeadroomMiB    int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
+	stateKey         []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
+	clusterKey       []byte // from VIGIL_CLUSTER_KEY only: what the replicas hand to Redis is signed and sealed with it
+	clusterKeyPrev   []byte // from VIGIL_CLUSTER_KEY_PREVIOUS only: still accepted during a rotation
 
 	// HTTP connection hygiene, on the MCP and the admin listener.
 	httpIdleTimeout time.Duration // keep-alive connections idle this long are closed
@@ -164,6 +165,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&allowedHosts, "allowed-hosts", "", "comma-separated Host `names` accepted besides loopback names (DNS rebinding protection)")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
+	fs.DurationVar(&cfg.listChangedDelay, "list-changed-delay", server.DefaultListChangedDelay, "how long vigil waits after a change to its tools, resources or prompts before it sends list_changed to every session, coalescing the changes in between into one notification (0: one per change, at once)")
 	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded tools/call result, in `bytes`; a larger one is answered as a tool error saying so (0: no limit)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", debugpage.DefaultTraceRing, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
 	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "keep the garbage collector's heap goal at least this many `MiB` above the live heap, so that a small heap under load is not collected many times a second (RSS may grow by this much; 0: GOGC alone)")
@@ -330,8 +332,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	switch {
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)
-	case cfg.grace < 0, cfg.requestTimeout < 0, cfg.idleTimeout < 0, cfg.httpIdleTimeout < 0, cfg.bodyReadTimeout < 0:
-		return config{}, errors.New("-shutdown-grace, -request-timeout, -idle-timeout, -http-idle-timeout and -body-read-timeout must not be negative")
+	case cfg.grace < 0, cfg.requestTimeout < 0, cfg.idleTimeout < 0, cfg.httpIdleTimeout < 0, cfg.bodyReadTimeout < 0, cfg.listChangedDelay < 0:
+		return config{}, errors.New("-shutdown-grace, -request-timeout, -idle-timeout, -http-idle-timeout, -body-read-timeout and -list-changed-delay must not be negative")
 	case cfg.maxFrame <= 0 || cfg.maxBody <= 0 || cfg.maxSessions <= 0 || cfg.maxInFlight <= 0:
 		return config{}, errors.New("-max-frame, -max-body, -max-sessions and -max-in-flight must be positive")
 	case cfg.toolConcurrency < 0 || cfg.traceRing < 0 || cfg.gcHeadroomMiB < 0:

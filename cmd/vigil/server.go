@@ -66,6 +66,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 		server.WithLogger(logger),
 		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
+		server.WithListChangedDelay(cfg.listChangedDelay),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
 		// Each request's span end, metrics, log line and debug counts run
 		// in batches, off its way out; /metrics and the debug page flush
