@@ -143,7 +143,7 @@ func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Princi
 			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))
 		}
 	}
-	return appendNetwork(ctx, attrs)
+	return appendPeer(req.ArrivalContext(), appendNetwork(ctx, attrs))
 }
 
 // spanStart is how every span of one (method, target) starts.
