@@ -45,7 +45,7 @@ func ExamplePeerConnContext() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case "client.address", "network.protocol.version":
-				fmt.Printf("%s %s=%s\n", s.Name(), kv.Key, kv.Value.Emit())
+				fmt.Printf("%s %s=%s\n", s.Name(), kv.Key, kv.Value.String())
 			}
 		}
 	}

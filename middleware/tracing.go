@@ -26,6 +26,7 @@ type tracingConfig struct {
 	provider   trace.TracerProvider          // nil: the global one (NewInstrumentation: no tracing)
 	propagator propagation.TextMapPropagator // nil: the global one
 	untrusted  bool                          // WithUntrustedTraceContext; Tracing only
+	capture    Redactor                      // WithContentCapture; nil: off; Tracing only
 }
 
 // withGlobals returns c with the OTel globals in place of a nil provider
@@ -66,8 +67,14 @@ func tracing(st spanStarter) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req, principalOf(req))
-			// One allocation: the closure holds span and req by value.
-			req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+			capture := st.capture
+			// One allocation: the closure holds what it uses by value.
+			req.AfterDone(func(out server.Outcome) {
+				if capture != nil {
+					captureContent(capture, span, req, out)
+				}
+				endServerSpan(span, req, out)
+			})
 			return next(ctx, req)
 		}
 	}
