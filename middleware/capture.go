@@ -165,11 +165,17 @@ func opaqueToken(s string) bool {
 }
 
 // captureContent records the content of req and its outcome on span
-// through r ([WithContentCapture]).
+// through r ([WithContentCapture]). A Redactor that panics records nothing
+// more, and the span says so with a "content_capture_failed" event.
 func captureContent(r Redactor, span trace.Span, req *server.Request, out server.Outcome) {
 	if !span.IsRecording() {
 		return
 	}
+	defer func() {
+		if recover() != nil {
+			span.AddEvent("content_capture_failed")
+		}
+	}()
 	switch req.Method {
 	case "tools/call":
 		var p struct {

@@ -100,3 +100,19 @@ func TestDefaultRedactor(t *testing.T) {
 	require.NotNil(t, middleware.DefaultRedactor(0))
 	assert.Len(t, middleware.DefaultRedactor(0)("", []byte(`"`+strings.Repeat("a", 10000)+`"`)), 4096+len("…"))
 }
+
+// A Redactor that panics costs the span its content, not the server.
+func TestContentCaptureRedactorPanics(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		boom := func(string, []byte) string { panic("redactor bug") }
+		h := newTracedWith(t, nil, []middleware.TracingOption{middleware.WithContentCapture(boom)}, nil).start(t.Context(), nil)
+		h.Initialize("", nil)
+		h.SendCallTool(2, "echo", map[string]any{"city": "Paris"})
+		require.Nil(t, h.RecvResponseTo(2).Error)
+		h.close()
+		s := h.span("tools/call echo")
+		assert.NotContains(t, spanAttrs(s), "gen_ai.tool.call.arguments")
+		assert.Equal(t, []string{"content_capture_failed"}, spanEvents(s))
+	})
+}
