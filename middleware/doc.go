@@ -118,11 +118,14 @@
 // tool or prompt name), with mcp.method.name, jsonrpc.request.id,
 // mcp.session.id, mcp.protocol.version, gen_ai.tool.name,
 // gen_ai.prompt.name, gen_ai.operation.name, mcp.resource.uri,
-// network.transport and, on failure, error.type and
-// rpc.response.status_code. When the request was authorized (an
-// [auth.Principal] in its arrival context), the span also gets user.id
-// (the principal's subject) and vigil.oauth.client_id (the OAuth client
-// its token was issued to).
+// network.transport (and network.protocol.name), rpc.response.status_code
+// for an error response and, on failure, error.type. Over HTTP, with
+// [PeerConnContext] as the http.Server's ConnContext, it also gets
+// client.address and client.port (the connection's remote address, never
+// X-Forwarded-For) and network.protocol.version. When the request was
+// authorized (an [auth.Principal] in its arrival context), the span also
+// gets user.id (the principal's subject) and vigil.oauth.client_id (the
+// OAuth client its token was issued to).
 //
 // The parent is the context in the request's params._meta (traceparent,
 // tracestate, baggage), read with the configured propagator; the ambient
@@ -138,10 +141,13 @@
 // ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
 // in the request's batch), so it covers writing the response. Its status
 // is Error exactly when error.type is set: a JSON-RPC error (error.type is
-// the code, such as "-32602"; a panic is "-32603" with an exception event)
-// or a tool result with isError ("tool_error"). A cancellation is not an
-// error: the status stays Unset, the span gets the attribute
-// vigil.cancel.cause and a "cancelled" event. A handler timeout answered
+// the code, such as "-32603"; a panic is "-32603" with an exception event)
+// or a tool result with isError ("tool_error"). As the OpenTelemetry MCP
+// conventions say, a caller's fault is no error: -32700, -32600, -32601,
+// -32602 and -32002 leave the status Unset and set no error.type, only
+// rpc.response.status_code (and no error_type on the duration metric). A
+// cancellation is not an error: the status stays Unset, the span gets the
+// attribute vigil.cancel.cause and a "cancelled" event. A handler timeout answered
 // with -32001 is both an error and a "cancelled" event with cause
 // "timeout". A response that was not written adds a "response_dropped"
 // event with vigil.drop.reason. Messages the core refuses before the chain

@@ -114,11 +114,15 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, reco
 				req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 				return next(ctx, req)
 			}
+			capture := st.capture
 			scope.span = span.SpanContext()
 			start, traceID := recordStart(scope.span, m, req)
 			req.AfterDone(func(out server.Outcome) {
+				if capture != nil {
+					captureContent(capture, span, req, out)
+				}
 				endServerSpan(span, req, out)
-				recordEnd(m, req, start, traceID, out)
+				recordEnd(m, req, transportOf(ctx), start, traceID, out)
 				scope := scope // a copy on this goroutine's stack, the closure's by value
 				l.log(ctx, &scope, req, out, start)
 				for _, f := range recorders {

@@ -157,7 +157,7 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		want := map[string]float64{
 			durCount("", "late", "tools/call"):        1,
 			durCount("", "echo", "tools/call"):        1,
-			durCount("-32602", "other", "tools/call"): 2,
+			durFault("-32602", "other", "tools/call"): 2,
 		}
 		assert.Equal(t, want, pick(series(t, m), slices.Collect(maps.Keys(want))...))
 	})

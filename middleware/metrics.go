@@ -16,16 +16,17 @@ import (
 
 // RecordMetrics returns middleware that records every request in m: on its
 // way in, as started and in flight; once the core sealed its outcome
-// ([server.Request.AfterDone]), the outcome, the duration since receipt,
-// the end of the in-flight count and any cancellation. Each request ends
-// in exactly one outcome, in this precedence: cancelled (Outcome.Cause is
-// set), dropped (its response not written), error (a JSON-RPC error,
-// error_type its code), ok (a tool result with isError is ok, with
-// error_type "tool_error"). A tools/call is labeled with its tool when the
-// tool is registered ([server.Server.HasTool]) or on m's allow-list, else
-// "other". Notifications pass uncounted; a nil m makes it the identity.
-// Place it right inside [Tracing], whose trace id becomes the exemplar,
-// and outside [Recover] and [Timeout], as [NewInstrumentation] does.
+// ([server.Request.AfterDone]), the outcome, the duration since receipt
+// (labeled with the protocol version, network and any JSON-RPC code as
+// rpc_response_status_code), the end of the in-flight count and any
+// cancellation. Outcomes, in precedence: cancelled, dropped, error (a
+// JSON-RPC error; error_type its code, but none for a caller's fault:
+// -32700, -32600, -32601, -32602, -32002), ok (a tool result with isError
+// has error_type "tool_error"). A tools/call is labeled with its tool when
+// registered ([server.Server.HasTool]) or on m's allow-list, else "other".
+// Notifications pass uncounted; a nil m makes it the identity. Place it
+// right inside [Tracing], whose trace id becomes the exemplar, and outside
+// [Recover] and [Timeout], as [NewInstrumentation] does.
 func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }
@@ -36,8 +37,9 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 				return next(ctx, req)
 			}
 			start, traceID := recordStart(trace.SpanContextFromContext(ctx), m, req)
+			transport := transportOf(ctx)
 			// One allocation: the closure holds what it uses by value.
-			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, start, traceID, out) })
+			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, transport, start, traceID, out) })
 			return next(ctx, req)
 		}
 	}
@@ -55,9 +57,16 @@ func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request
 	return requestStart(req), traceID
 }
 
-// recordEnd records how req ended, in m.
-func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, traceID trace.TraceID, out server.Outcome) {
+// recordEnd records how req, which came on transport, ended, in m.
+func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
+	var status string
+	if outcome == telemetry.OutcomeError {
+		status = errType
+		if callerFault(server.CodeOf(out.Err)) {
+			errType = ""
+		}
+	}
 	if out.Err != nil {
 		if q, ok := errors.AsType[*server.QuotaError](out.Err); ok {
 			m.QuotaRefused(q.Quota.String())
@@ -73,18 +82,46 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, start time.Time, trace
 	}
 	end := out.EndTime()
 	m.RequestFinished(telemetry.RequestEnd{
-		Method:         req.Method,
-		Tool:           tool,
-		ToolRegistered: registered,
-		Outcome:        outcome,
-		ErrorType:      errType,
-		Duration:       end.Sub(start),
-		Ended:          end,
-		Trace:          traceID,
+		Method:          req.Method,
+		Tool:            tool,
+		ToolRegistered:  registered,
+		Outcome:         outcome,
+		ErrorType:       errType,
+		StatusCode:      status,
+		ProtocolVersion: protocolOf(req),
+		Transport:       transport,
+		Duration:        end.Sub(start),
+		Ended:           end,
+		Trace:           traceID,
 	})
 	if out.ResultTooLarge {
 		m.ResultTooLarge(tool, registered)
 	}
+}
+
+// callerFault reports whether a JSON-RPC error code is the caller's fault
+// by the OpenTelemetry MCP conventions: -32700 (parse error), -32600
+// (invalid request), -32601 (method not found), -32602 (invalid params)
+// and -32002 (resource not found). A request answered with one did not
+// fail on the server: its span keeps status Unset and has no error.type,
+// and its duration no error_type; the code stays visible as
+// rpc.response.status_code.
+func callerFault(code protocol.Code) bool {
+	switch code {
+	case protocol.CodeParseError, protocol.CodeInvalidRequest, protocol.CodeMethodNotFound,
+		protocol.CodeInvalidParams, protocol.CodeResourceNotFound:
+		return true
+	}
+	return false
+}
+
+// protocolOf returns the protocol version of req: its own, or for
+// initialize the one it negotiated.
+func protocolOf(req *server.Request) string {
+	if req.Protocol == "" && req.Method == "initialize" && req.Session != nil {
+		return req.Session.ProtocolVersion()
+	}
+	return req.Protocol
 }
 
 // classifyOutcome returns a request's outcome and error type, in the

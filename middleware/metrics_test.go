@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,12 +30,28 @@ func finished(method, outcome string) string {
 	return `mcp_server_requests_finished_total{mcp_method_name="` + method + `",outcome="` + outcome + `"}`
 }
 
+// durCount is the key of a duration count in series; an errType that is a
+// JSON-RPC code (a server error) is also the status code.
 func durCount(errType, tool, method string) string {
-	return `mcp_server_operation_duration_seconds_count{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
+	return `mcp_server_operation_duration_seconds_count` + durLabels(errType, tool, method)
 }
 
 func durSum(errType, tool, method string) string {
-	return `mcp_server_operation_duration_seconds_sum{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
+	return `mcp_server_operation_duration_seconds_sum` + durLabels(errType, tool, method)
+}
+
+func durLabels(errType, tool, method string) string {
+	status := ""
+	if strings.HasPrefix(errType, "-3") {
+		status = `,rpc_response_status_code="` + errType + `"`
+	}
+	return `{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"` + status + `}`
+}
+
+// durFault is the key of the duration count of a caller's fault: no
+// error_type, the code as the status code.
+func durFault(code, tool, method string) string {
+	return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `",rpc_response_status_code="` + code + `"}`
 }
 
 func cancellations(method, cause string) string {
@@ -125,7 +142,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "error"): 1, durCount("-32602", "other", "tools/call"): 1,
+				startedCall: 1, finished("tools/call", "error"): 1, durFault("-32602", "other", "tools/call"): 1,
 			}),
 		},
 		{
@@ -141,7 +158,7 @@ func TestMetricsScenarios(t *testing.T) {
 			want: with(initialized(), map[string]float64{
 				`mcp_server_requests_started_total{mcp_method_name="other"}`: 1,
 				finished("other", "error"):                                   1,
-				durCount("-32601", "", "other"):                              1,
+				durFault("-32601", "", "other"):                              1,
 			}),
 		},
 		{
@@ -337,4 +354,36 @@ func TestMetricsScenarios(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The duration of a request carries the semantic conventions' labels: its
+// protocol version, its network (a pipe for the memory transport) and, for
+// an error response, its code as rpc_response_status_code; a caller's
+// fault (-32602) has no error_type, a server error (-32603) keeps its own.
+func TestMetricsSemconvLabels(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, nil).start(nil)
+		r.Initialize("", nil)
+		r.SendCallTool(2, "echo", nil)
+		require.Nil(t, r.RecvResponseTo(2).Error)
+		r.SendCallTool(3, "nope", nil)
+		require.Equal(t, int64(protocol.CodeInvalidParams), r.RecvResponseTo(3).Error.Code)
+		r.SendCallTool(4, "panic", nil)
+		require.Equal(t, int64(protocol.CodeInternal), r.RecvResponseTo(4).Error.Code)
+		r.close()
+
+		got := allSeries(t, r.m)
+		const tail = `mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",`
+		for key, n := range map[string]float64{
+			`{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",` + tail + `rpc_response_status_code=""}`:                  1,
+			`{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",` + tail + `rpc_response_status_code=""}`:              1,
+			`{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",` + tail + `rpc_response_status_code="-32602"}`:       1,
+			`{error_type="-32603",gen_ai_tool_name="panic",mcp_method_name="tools/call",` + tail + `rpc_response_status_code="-32603"}`: 1,
+		} {
+			assert.InDelta(t, n, got["mcp_server_operation_duration_seconds_count"+key], 0, key)
+		}
+		assert.InDelta(t, 1, got[`mcp_server_session_duration_seconds_count{cause="transport_close",error_type="",transport="memory"}`], 0,
+			"a session its client closed did not end in error")
+	})
 }

@@ -106,8 +106,20 @@ func (r *rig) close() {
 
 // series returns every series of the collector whose value is not zero, as
 // `name{label="value",...}` → value; a histogram contributes its _count and
-// _sum. Families whose name contains one of skip are left out.
+// _sum. Families whose name contains one of skip are left out. The
+// semantic conventions' protocol version and network labels, and empty
+// status code and session error_type labels, are left out too (series of
+// the same other labels add up): allSeries keeps them.
 func series(t testing.TB, c prometheus.Collector, skip ...string) map[string]float64 {
+	return gatherSeries(t, c, true, skip...)
+}
+
+// allSeries is series with every label.
+func allSeries(t testing.TB, c prometheus.Collector) map[string]float64 {
+	return gatherSeries(t, c, false)
+}
+
+func gatherSeries(t testing.TB, c prometheus.Collector, collapse bool, skip ...string) map[string]float64 {
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(c))
 	mfs, err := reg.Gather()
@@ -121,7 +133,7 @@ families:
 			}
 		}
 		for _, m := range mf.GetMetric() {
-			key := labelString(m.GetLabel())
+			key := labelString(m.GetLabel(), collapse)
 			switch mf.GetType() {
 			case dto.MetricType_COUNTER:
 				put(out, mf.GetName()+key, m.GetCounter().GetValue())
@@ -140,14 +152,20 @@ families:
 
 func put(out map[string]float64, key string, v float64) {
 	if v != 0 {
-		out[key] = v
+		out[key] += v
 	}
 }
 
-func labelString(labels []*dto.LabelPair) string {
-	parts := make([]string, len(labels))
-	for i, l := range labels {
-		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+func labelString(labels []*dto.LabelPair, collapse bool) string {
+	parts := make([]string, 0, len(labels))
+	for _, l := range labels {
+		switch name := l.GetName(); {
+		case collapse && (name == telemetry.LabelProtocolVersion || name == telemetry.LabelNetTransport || name == telemetry.LabelNetProtocol):
+			continue
+		case collapse && l.GetValue() == "" && (name == telemetry.LabelStatusCode || name == telemetry.LabelErrorType && hasLabel(labels, telemetry.LabelCause)):
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 	}
 	sort.Strings(parts)
 	return "{" + strings.Join(parts, ",") + "}"
@@ -181,4 +199,13 @@ func timeoutMiddleware(d time.Duration) server.Middleware {
 			return res, err
 		}
 	}
+}
+
+func hasLabel(labels []*dto.LabelPair, name string) bool {
+	for _, l := range labels {
+		if l.GetName() == name {
+			return true
+		}
+	}
+	return false
 }

@@ -35,6 +35,7 @@ type spanStarter struct {
 	// untrusted: the client's context is a link, never the parent, and
 	// baggage is dropped (WithUntrustedTraceContext).
 	untrusted bool
+	capture   Redactor // WithContentCapture; nil: off
 	starts    *spanStarts
 	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
 }
@@ -46,6 +47,7 @@ func newServerSpanStarter(cfg tracingConfig) spanStarter {
 		tracer:    cfg.tracer(),
 		prop:      cfg.propagator,
 		untrusted: cfg.untrusted,
+		capture:   cfg.capture,
 		starts:    &spanStarts{},
 		attrs:     &sync.Pool{New: func() any { return new([]attribute.KeyValue) }},
 	}
@@ -143,7 +145,7 @@ func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Princi
 			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))
 		}
 	}
-	return appendNetwork(ctx, attrs)
+	return appendPeer(req.ArrivalContext(), appendNetwork(ctx, attrs))
 }
 
 // spanStart is how every span of one (method, target) starts.

@@ -26,6 +26,7 @@ type tracingConfig struct {
 	provider   trace.TracerProvider          // nil: the global one (NewInstrumentation: no tracing)
 	propagator propagation.TextMapPropagator // nil: the global one
 	untrusted  bool                          // WithUntrustedTraceContext; Tracing only
+	capture    Redactor                      // WithContentCapture; nil: off; Tracing only
 }
 
 // withGlobals returns c with the OTel globals in place of a nil provider
@@ -52,12 +53,11 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // which is then a link; with [WithUntrustedTraceContext], always the
 // latter. The span ends when the request's outcome is sealed
 // ([server.Request.AfterDone]), with status Error exactly when error.type
-// is set (a JSON-RPC error, or a tool result with isError); a cancellation
-// leaves it Unset and adds a "cancelled" event. Messages the core refuses
-// before the chain runs get no span. Put it first (outermost) in the
-// chain, with [TracingCalls] and the same [TracerOption]s beside it, as
-// [NewInstrumentation] does. The returned middleware is safe for
-// concurrent use.
+// is set (a JSON-RPC error but a caller's fault, see [RecordMetrics], or a
+// tool result with isError); a cancellation leaves it Unset and adds a
+// "cancelled" event. Messages refused before the chain get no span. Put
+// it first (outermost), with [TracingCalls] and the same [TracerOption]s
+// beside it, as [NewInstrumentation] does. It is safe for concurrent use.
 func Tracing(opts ...TracingOption) server.Middleware {
 	return tracing(newServerSpanStarter(configure(opts, TracingOption.applyTracing).withGlobals()))
 }
@@ -67,8 +67,14 @@ func tracing(st spanStarter) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			ctx, span := st.start(ctx, req, principalOf(req))
-			// One allocation: the closure holds span and req by value.
-			req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+			capture := st.capture
+			// One allocation: the closure holds what it uses by value.
+			req.AfterDone(func(out server.Outcome) {
+				if capture != nil {
+					captureContent(capture, span, req, out)
+				}
+				endServerSpan(span, req, out)
+			})
 			return next(ctx, req)
 		}
 	}
@@ -134,14 +140,18 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 // setErrorStatus marks span failed with err's JSON-RPC code (also as the
 // response's status code when answered), and the message the client sees as
 // the description. An internal error (a bug, a panic) also gets an exception
-// event with what the client does not see.
+// event with what the client does not see. A caller's fault only gets its
+// status code: the server did not fail.
 func setErrorStatus(span trace.Span, err error, answered bool) {
 	code := server.CodeOf(err)
 	s := strconv.FormatInt(int64(code), 10)
-	span.SetAttributes(semconv.ErrorTypeKey.String(s))
 	if answered { // a notification's failure has no response, so no status code
 		span.SetAttributes(telemetry.RPCResponseStatusCodeKey.String(s))
 	}
+	if callerFault(code) {
+		return
+	}
+	span.SetAttributes(semconv.ErrorTypeKey.String(s))
 	e, isErr := errors.AsType[*server.Error](err)
 	switch {
 	case isErr && e != nil:

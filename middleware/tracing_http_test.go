@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,4 +92,64 @@ func TestTracingAmbientSpanIsThePOSTs(t *testing.T) {
 	require.Len(t, withMeta.Links(), 1)
 	assert.Equal(t, httpSpans[3].SpanID(), withMeta.Links()[0].SpanContext.SpanID(), "and the POST's span a link")
 	assert.Equal(t, sid, spanAttrs(plain)["mcp.session.id"])
+}
+
+// TestTracingHTTPPeer checks that, with PeerConnContext as the HTTP
+// server's ConnContext, the span of a message sent over Streamable HTTP
+// names the client by its connection (client.address, client.port, never
+// the X-Forwarded-For the client wrote) and the HTTP version, and that a
+// server without it records no client address.
+func TestTracingHTTPPeer(t *testing.T) {
+	t.Parallel()
+	for _, withPeer := range []bool{true, false} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		srv := server.New(server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp))))
+		require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("ok"), nil
+		}))
+		mcp := streamable.New(srv)
+		ts := httptest.NewUnstartedServer(mcp)
+		if withPeer {
+			ts.Config.ConnContext = middleware.PeerConnContext
+		}
+		ts.Start()
+		var clientPort string
+		client := ts.Client()
+		client.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				_, clientPort, _ = net.SplitHostPort(c.LocalAddr().String())
+			}
+			return c, err
+		}
+		req, err := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		ts.Close()
+		_ = mcp.Close()
+
+		spans := rec.Ended()
+		require.Len(t, spans, 1)
+		attrs := spanAttrs(spans[0])
+		assert.Equal(t, "tcp", attrs["network.transport"])
+		assert.Equal(t, "http", attrs["network.protocol.name"])
+		if !withPeer {
+			assert.NotContains(t, attrs, "client.address")
+			assert.NotContains(t, attrs, "network.protocol.version")
+			continue
+		}
+		assert.Equal(t, "127.0.0.1", attrs["client.address"], "the connection's address, not X-Forwarded-For")
+		assert.Equal(t, clientPort, attrs["client.port"])
+		assert.NotEmpty(t, clientPort)
+		assert.Equal(t, "1.1", attrs["network.protocol.version"])
+	}
 }

@@ -387,22 +387,33 @@ func TestTracingOutcomes(t *testing.T) {
 			want: want{status: codes.Unset},
 		},
 		{
-			name: "JSON-RPC error",
+			// A caller's fault (-32602 here) is no server error: status
+			// Unset, no error.type, the code as rpc.response.status_code.
+			name: "caller fault: invalid params",
 			span: "tools/call nope",
 			run: func(t *testing.T, h *traced) {
 				h.SendCallTool(2, "nope", nil)
 				assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvResponseTo(2).Error.Code)
 			},
-			want: want{status: codes.Error, desc: `unknown tool: "nope"`, errorType: "-32602", rpcCode: "-32602"},
+			want: want{status: codes.Unset, rpcCode: "-32602"},
 		},
 		{
-			name: "method not found",
+			name: "caller fault: method not found",
 			span: "bogus/method",
 			run: func(t *testing.T, h *traced) {
 				h.Request(2, "bogus/method", nil)
 				assert.Equal(t, int64(protocol.CodeMethodNotFound), h.RecvResponseTo(2).Error.Code)
 			},
-			want: want{status: codes.Error, desc: "method not found: bogus/method", errorType: "-32601", rpcCode: "-32601"},
+			want: want{status: codes.Unset, rpcCode: "-32601"},
+		},
+		{
+			name: "caller fault: resource not found",
+			span: "resources/read",
+			run: func(t *testing.T, h *traced) {
+				h.Request(2, "resources/read", map[string]any{"uri": "file:///nope.txt"})
+				assert.Equal(t, int64(protocol.CodeResourceNotFound), h.RecvResponseTo(2).Error.Code)
+			},
+			want: want{status: codes.Unset, rpcCode: "-32002"},
 		},
 		{
 			name: "tool error",

@@ -1,6 +1,11 @@
 package middleware
 
-import "context"
+import (
+	"context"
+	"net/http"
+
+	"github.com/vigil-mcp/vigil/telemetry"
+)
 
 type transportKey struct{}
 
@@ -18,4 +23,17 @@ func ContextWithTransport(ctx context.Context, name string) context.Context {
 func TransportFromContext(ctx context.Context) string {
 	name, _ := ctx.Value(transportKey{}).(string)
 	return name
+}
+
+// transportOf returns the transport of a request's context: the name set
+// by [ContextWithTransport], else Streamable HTTP for a context of an HTTP
+// server's, else "".
+func transportOf(ctx context.Context) string {
+	if name := TransportFromContext(ctx); name != "" {
+		return name
+	}
+	if ctx.Value(http.LocalAddrContextKey) != nil {
+		return telemetry.TransportStreamableHTTP
+	}
+	return ""
 }

@@ -27,7 +27,10 @@ func ExampleNewMetrics() {
 		Tool:     "get_weather",
 		Outcome:  telemetry.OutcomeOK,
 		Duration: 150 * time.Millisecond,
-		TraceID:  "4bf92f3577b34da6a3ce929d0e0e4736", // exposed as an exemplar with OpenMetrics
+		// The semantic conventions' protocol version and network labels.
+		ProtocolVersion: "2025-11-25",
+		Transport:       telemetry.TransportStreamableHTTP,
+		TraceID:         "4bf92f3577b34da6a3ce929d0e0e4736", // exposed as an exemplar with OpenMetrics
 	})
 
 	text, _ := testutil.CollectAndFormat(m, expfmt.TypeTextPlain,
@@ -38,8 +41,8 @@ func ExampleNewMetrics() {
 		}
 	}
 	// Output:
-	// mcp_server_operation_duration_seconds_sum{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call"} 0.15
-	// mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call"} 1
+	// mcp_server_operation_duration_seconds_sum{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code=""} 0.15
+	// mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code=""} 1
 	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"} 1
 	// mcp_server_requests_started_total{mcp_method_name="tools/call"} 1
 }

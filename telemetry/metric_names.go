@@ -45,20 +45,25 @@ const LabelOther = "other"
 // ExemplarTraceID is the exemplar label that carries the trace id.
 const ExemplarTraceID = "trace_id"
 
-// Prometheus label names. The first three are the OpenTelemetry attributes
-// mcp.method.name, gen_ai.tool.name and error.type as the OTel Prometheus
-// exporter spells them.
+// Prometheus label names. The first seven are the OpenTelemetry attributes
+// mcp.method.name, gen_ai.tool.name, error.type, rpc.response.status_code,
+// mcp.protocol.version, network.transport and network.protocol.name as the
+// OTel Prometheus exporter spells them.
 const (
-	LabelMethod    = "mcp_method_name"
-	LabelTool      = "gen_ai_tool_name"
-	LabelErrorType = "error_type"
-	LabelOutcome   = "outcome"
-	LabelCause     = "cause"
-	LabelReason    = "reason"
-	LabelTransport = "transport"
-	LabelClass     = "class"
-	LabelKind      = "kind"
-	LabelQuota     = "quota"
+	LabelMethod          = "mcp_method_name"
+	LabelTool            = "gen_ai_tool_name"
+	LabelErrorType       = "error_type"
+	LabelStatusCode      = "rpc_response_status_code"
+	LabelProtocolVersion = "mcp_protocol_version"
+	LabelNetTransport    = "network_transport"
+	LabelNetProtocol     = "network_protocol_name"
+	LabelOutcome         = "outcome"
+	LabelCause           = "cause"
+	LabelReason          = "reason"
+	LabelTransport       = "transport"
+	LabelClass           = "class"
+	LabelKind            = "kind"
+	LabelQuota           = "quota"
 )
 
 // Values of the outcome label of [MetricRequestsFinished]. They partition
@@ -90,6 +95,15 @@ const (
 	ErrorTypeCancelled = "cancelled"  // see OutcomeCancelled
 	ErrorTypeDropped   = "dropped"    // see OutcomeDropped
 	ErrorTypeOther     = "_OTHER"     // a JSON-RPC code outside the known set
+)
+
+// Values of the network_transport and network_protocol_name labels (and
+// attributes), as the MCP semantic conventions record each transport:
+// stdio is a pipe, Streamable HTTP is HTTP over TCP.
+const (
+	netTransportPipe = "pipe"
+	netTransportTCP  = "tcp"
+	netProtocolHTTP  = "http"
 )
 
 // Values of the transport label.
@@ -221,10 +235,9 @@ func OTelInstruments() map[string]OTelInstrument {
 }
 
 // OTelAttributeKey returns the OpenTelemetry attribute key of a label of
-// this package's metrics: the semantic-convention keys mcp.method.name,
-// gen_ai.tool.name and error.type for [LabelMethod], [LabelTool] and
-// [LabelErrorType]; every other label (cause, reason, outcome, transport,
-// class, kind) keeps its name, which the semantic conventions do not
+// this package's metrics: the semantic-convention key for each label named
+// after one ([LabelMethod] to [LabelNetProtocol]); every other label
+// (cause, reason, outcome, transport, class, kind) keeps its name, which the semantic conventions do not
 // define and a Prometheus exporter renders unchanged.
 func OTelAttributeKey(label string) string {
 	switch label {
@@ -234,6 +247,14 @@ func OTelAttributeKey(label string) string {
 		return string(GenAIToolNameKey)
 	case LabelErrorType:
 		return "error.type"
+	case LabelStatusCode:
+		return string(RPCResponseStatusCodeKey)
+	case LabelProtocolVersion:
+		return string(MCPProtocolVersionKey)
+	case LabelNetTransport:
+		return "network.transport"
+	case LabelNetProtocol:
+		return "network.protocol.name"
 	}
 	return label
 }

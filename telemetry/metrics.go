@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Metrics is the Prometheus collector of an MCP server: request durations,
@@ -34,6 +36,7 @@ type Metrics struct {
 	rejects       metricsLabelSet
 	quotas        metricsLabelSet
 	errorTypes    metricsLabelSet
+	statusCodes   metricsLabelSet
 
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
@@ -97,6 +100,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		rejects:       newMetricsLabelSet(defaultRejectReasons()),
 		quotas:        newMetricsLabelSet(defaultQuotas()),
 		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
+		statusCodes:   newMetricsLabelSet(append(labels(protocol.Codes()), "")),
 		buckets:       DurationBuckets(),
 		exemplarEvery: cfg.exemplarEvery,
 	}
@@ -127,8 +131,10 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 	m.duration = histogram(MetricOperationDuration,
 		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration). "+
 			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
-			`error_type: empty on success, the JSON-RPC error code (e.g. "-32602"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code.`,
-		LabelMethod, LabelTool, LabelErrorType)
+			`error_type: empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
+			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise. mcp_protocol_version: the request's protocol version, other when unknown. `+
+			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP.`,
+		LabelMethod, LabelTool, LabelErrorType, LabelStatusCode, LabelProtocolVersion, LabelNetTransport, LabelNetProtocol)
 	m.started = counter(MetricRequestsStarted,
 		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
 			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over outcome.",
@@ -146,8 +152,9 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		LabelTransport)
 	m.sessionDuration = histogram(MetricSessionDuration,
 		"Duration of ended MCP sessions (semconv mcp.server.session.duration). transport: stdio, streamable_http, memory, or other. "+
-			"cause: what ended the session: transport_close (end of input, peer gone, transport closed), shutdown, timeout, other (e.g. the caller's context).",
-		LabelTransport, LabelCause)
+			"cause: what ended the session: transport_close (end of input, peer gone, transport closed), shutdown, timeout, other (e.g. the caller's context). "+
+			"error_type: set when the session ended in error: timeout, or _OTHER for cause other.",
+		LabelTransport, LabelCause, LabelErrorType)
 	m.cancellations = counter(MetricCancellations,
 		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
 			"cause: client_cancel (notifications/cancelled), transport_close (the connection ended or a write failed; includes a Streamable HTTP stream close that abandons the request), "+
@@ -204,7 +211,7 @@ func (m *Metrics) precreate() {
 	for _, method := range m.methods.values {
 		m.started.WithLabelValues(method)
 		m.inFlight.WithLabelValues(method)
-		m.duration.WithLabelValues(method, "", "")
+		m.duration.WithLabelValues(method, "", "", "", "", "", "")
 		for _, o := range m.outcomes.values {
 			m.finished.WithLabelValues(method, o)
 		}
@@ -215,13 +222,13 @@ func (m *Metrics) precreate() {
 			m.drops.WithLabelValues(method, r)
 		}
 	}
-	m.duration.WithLabelValues("tools/call", LabelOther, "")
+	m.duration.WithLabelValues("tools/call", LabelOther, "", "", "", "", "")
 	m.tooLarge.WithLabelValues(LabelOther)
 	for _, t := range m.transports.values {
 		m.sessions.WithLabelValues(t)
 		for _, c := range m.causes.values {
 			if c != "client_cancel" { // a session is never cancelled by the client
-				m.sessionDuration.WithLabelValues(t, c)
+				m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
 			}
 		}
 		for _, c := range m.classes.values {
@@ -297,7 +304,7 @@ func (m *Metrics) PrecreateTools(names []string) {
 
 func (m *Metrics) precreateTools(names []string) {
 	for _, n := range names {
-		m.duration.WithLabelValues("tools/call", n, "")
+		m.duration.WithLabelValues("tools/call", n, "", "", "", "", "")
 		m.tooLarge.WithLabelValues(n)
 	}
 }

@@ -27,8 +27,22 @@ type RequestEnd struct {
 	// [OutcomeDropped]; any other value is counted as [LabelOther].
 	Outcome string
 	// ErrorType is "" on success, a JSON-RPC code in decimal, or one of the
-	// ErrorType constants; an unknown value is labeled [ErrorTypeOther].
+	// ErrorType constants; an unknown value is labeled [ErrorTypeOther]. A
+	// caller's fault (-32602, ...) answered as an error leaves it "": the
+	// semantic conventions say such a request did not fail on the server.
 	ErrorType string
+	// StatusCode is the JSON-RPC code of an error response in decimal, ""
+	// when the response is a result or none was written; a code outside the
+	// known set is labeled [ErrorTypeOther].
+	StatusCode string
+	// ProtocolVersion is the MCP protocol version of the request; outside
+	// the known versions it is labeled [LabelOther], and "" when unknown.
+	ProtocolVersion string
+	// Transport is the transport the request came on (a Transport
+	// constant), labeled as network_transport and network_protocol_name:
+	// pipe for stdio and memory, tcp over http for Streamable HTTP; both
+	// are empty for any other value.
+	Transport string
 	// Duration runs from the request's receipt until its outcome was
 	// sealed (the response written, or the decision not to write one).
 	Duration time.Duration
@@ -79,13 +93,20 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	if ms.name == "tools/call" && e.Tool != "" {
 		tool = m.toolLabel(e.Tool, e.ToolRegistered)
 	}
+	version, net := versionIndex(e.ProtocolVersion), netIndex(e.Transport)
 	var s *endSeries
-	if e.Outcome == OutcomeOK && e.ErrorType == "" {
-		s = m.okEnd(ms, tool)
+	if e.Outcome == OutcomeOK && e.ErrorType == "" && e.StatusCode == "" {
+		s = m.okEnd(ms, tool, version, net)
 	} else {
-		outcome := m.outcomes.bound(e.Outcome, LabelOther)
-		errType := m.errorTypes.bound(e.ErrorType, ErrorTypeOther)
-		s = m.end(endKey{method: ms.name, tool: tool, outcome: outcome, errType: errType})
+		s = m.end(endKey{
+			method:  ms.name,
+			tool:    tool,
+			outcome: m.outcomes.bound(e.Outcome, LabelOther),
+			errType: m.errorTypes.bound(e.ErrorType, ErrorTypeOther),
+			status:  m.statusCodes.bound(e.StatusCode, ErrorTypeOther),
+			version: version,
+			net:     net,
+		})
 	}
 	seconds := e.Duration.Seconds()
 	// A given TraceID is checked; Trace always encodes to a valid one.
@@ -153,7 +174,10 @@ func (m *Metrics) SessionStarted(transport string) {
 
 // SessionEnded removes a session that [Metrics.SessionStarted] added and
 // observes its duration with the cause that ended it (transport_close,
-// shutdown, timeout; anything else is [LabelOther]).
+// shutdown, timeout; anything else is [LabelOther]), and with the
+// error_type of a session that ended in error: the cause itself for a
+// timeout, [ErrorTypeOther] for other; empty for a transport close or a
+// shutdown, the ends of a session's normal life.
 func (m *Metrics) SessionEnded(transport, cause string, d time.Duration) {
 	if m == nil {
 		return

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The recording methods run for every request and message, so the series
@@ -22,11 +24,76 @@ type methodSeries struct {
 	cancellations map[string]prometheus.Counter // by known cause
 	drops         map[string]prometheus.Counter // by known reason
 	// The end series of outcome ok without an error type, which spare a
-	// successful request the outcome and error type lookups and the hash
-	// of a four-label key: without a tool label, and by tool label (bounded
-	// as the tool labels are).
-	ok      atomic.Pointer[endSeries]
-	okTools stringCache[*endSeries] // by tool label
+	// successful request the label lookups and the hash of an endKey:
+	// without a tool label, and by tool label (bounded as the tool labels
+	// are), each by protocol version and network (see okGrid).
+	ok      okGrid
+	okTools stringCache[*okGrid] // by tool label
+}
+
+// okGrid holds the ok end series of one method and tool by
+// versionIndex and netIndex, created on first use.
+type okGrid [numVersions][numNets]atomic.Pointer[endSeries]
+
+// numVersions counts the mcp_protocol_version labels: "", the five
+// protocol versions Vigil serves (protocol.Versions), and other.
+const numVersions = 7
+
+// versionIndex returns the index of v's mcp_protocol_version label.
+func versionIndex(v string) int {
+	switch v {
+	case "":
+		return 0
+	case protocol.Version20260728:
+		return 1
+	case protocol.Version20251125:
+		return 2
+	case protocol.Version20250618:
+		return 3
+	case protocol.Version20250326:
+		return 4
+	case protocol.Version20241105:
+		return 5
+	}
+	return numVersions - 1
+}
+
+// versionLabel returns the mcp_protocol_version label of a versionIndex.
+func versionLabel(i int) string {
+	switch i {
+	case 0:
+		return ""
+	case numVersions - 1:
+		return LabelOther
+	}
+	return protocol.Versions()[i-1] // in versionIndex's order; once per series
+}
+
+// numNets counts the networks a request is labeled with: none, a pipe,
+// HTTP over TCP.
+const numNets = 3
+
+// netIndex returns the index of the network of a Transport constant.
+func netIndex(transport string) int {
+	switch transport {
+	case TransportStdio, TransportMemory:
+		return 1
+	case TransportStreamableHTTP:
+		return 2
+	}
+	return 0
+}
+
+// netLabels returns the network_transport and network_protocol_name
+// labels of a netIndex.
+func netLabels(i int) (transport, protocolName string) {
+	switch i {
+	case 1:
+		return netTransportPipe, ""
+	case 2:
+		return netTransportTCP, netProtocolHTTP
+	}
+	return "", ""
 }
 
 // Traffic is the traffic series of one transport, resolved once (see
@@ -51,8 +118,21 @@ func (t *Traffic) sessionEnd(cause string) prometheus.Observer {
 	if o, ok := t.sessionEnds.load(cause); ok {
 		return o
 	}
-	o, _ := t.sessionEnds.loadOrStore(cause, t.m.sessionDuration.WithLabelValues(t.transport, cause))
+	o, _ := t.sessionEnds.loadOrStore(cause, t.m.sessionDuration.WithLabelValues(t.transport, cause, sessionErrorType(cause)))
 	return o
+}
+
+// sessionErrorType returns the error_type of a session that ended for
+// cause, a bounded cause label: "" when the session ended as sessions do
+// (its transport closed, or the server shut down).
+func sessionErrorType(cause string) string {
+	switch cause {
+	case "transport_close", "shutdown":
+		return ""
+	case "timeout":
+		return ErrorTypeTimeout
+	}
+	return ErrorTypeOther
 }
 
 // numKinds is the number of known message kinds (the Kind constants).
@@ -75,8 +155,12 @@ func kindIndex(kind string) int {
 	return -1
 }
 
-// endKey is the labels a request ends with, already bounded.
-type endKey struct{ method, tool, outcome, errType string }
+// endKey is the labels a request ends with, already bounded; version and
+// net are a versionIndex and a netIndex.
+type endKey struct {
+	method, tool, outcome, errType, status string
+	version, net                           int
+}
 
 // endSeries are the series of one endKey, created on first use.
 type endSeries struct {
@@ -135,20 +219,24 @@ func (m *Metrics) method(method string) *methodSeries {
 }
 
 // okEnd returns the end series of a request of s's method with tool label
-// tool, outcome ok and no error type, creating them on first use.
-func (m *Metrics) okEnd(s *methodSeries, tool string) *endSeries {
-	if tool == "" {
-		if e := s.ok.Load(); e != nil {
-			return e
+// tool, outcome ok, no error type nor status code, and the protocol
+// version and network of indexes version and net, creating them on first
+// use.
+func (m *Metrics) okEnd(s *methodSeries, tool string, version, net int) *endSeries {
+	grid := &s.ok
+	if tool != "" {
+		g, ok := s.okTools.load(tool)
+		if !ok {
+			g, _ = s.okTools.loadOrStore(tool, new(okGrid))
 		}
-		e := m.end(endKey{method: s.name, outcome: OutcomeOK})
-		s.ok.Store(e) // m.end returns one *endSeries per key
+		grid = g
+	}
+	p := &grid[version][net]
+	if e := p.Load(); e != nil {
 		return e
 	}
-	if e, ok := s.okTools.load(tool); ok {
-		return e
-	}
-	e, _ := s.okTools.loadOrStore(tool, m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK}))
+	e := m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK, version: version, net: net})
+	p.Store(e) // m.end returns one *endSeries per key
 	return e
 }
 
@@ -157,9 +245,10 @@ func (m *Metrics) end(k endKey) *endSeries {
 	if s, ok := m.ends.Load(k); ok {
 		return s.(*endSeries)
 	}
+	transport, protocolName := netLabels(k.net)
 	s := &endSeries{
 		finished:       m.finished.WithLabelValues(k.method, k.outcome),
-		duration:       m.duration.WithLabelValues(k.method, k.tool, k.errType),
+		duration:       m.duration.WithLabelValues(k.method, k.tool, k.errType, k.status, versionLabel(k.version), transport, protocolName),
 		bucketExemplar: make([]atomic.Int64, len(m.buckets)+1),
 	}
 	got, _ := m.ends.LoadOrStore(k, s)

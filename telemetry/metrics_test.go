@@ -156,7 +156,7 @@ func TestLabelsAreBounded(t *testing.T) {
 	m := telemetry.NewMetrics(telemetry.WithToolNames("known"))
 	bad := "\xff\xfe"
 	m.RequestStarted(bad)
-	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1"})
+	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
 	m.RequestStarted("tools/call")
 	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: telemetry.OutcomeOK, TraceID: bad})
 	m.RequestStarted("tools/call")
@@ -170,20 +170,20 @@ func TestLabelsAreBounded(t *testing.T) {
 	m.MessageRejected(bad)
 
 	assert.Equal(t, map[string]float64{
-		`mcp_server_requests_started_total{mcp_method_name="other"}`:                                                       1,
-		`mcp_server_requests_finished_total{mcp_method_name="other",outcome="other"}`:                                      1,
-		`mcp_server_operation_duration_seconds_count{error_type="_OTHER",gen_ai_tool_name="",mcp_method_name="other"}`:     1,
-		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                                  2,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:                                    2,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="known",mcp_method_name="tools/call"}`: 1,
-		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                                                        1,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`:                                          1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping"}`:            1,
-		`mcp_server_cancellations_total{cause="other",mcp_method_name="other"}`:                                            1,
-		`mcp_server_session_duration_seconds_count{cause="other",transport="other"}`:                                       1,
-		`mcp_server_pending_client_requests_failed_total{mcp_method_name="other"}`:                                         1,
-		`mcp_server_messages_rejected_total{reason="other"}`:                                                               1,
+		`mcp_server_requests_started_total{mcp_method_name="other"}`:                  1,
+		`mcp_server_requests_finished_total{mcp_method_name="other",outcome="other"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="_OTHER",gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code="_OTHER"}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:               2,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`: 2,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="known",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:               1,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_cancellations_total{cause="other",mcp_method_name="other"}`:                          1,
+		`mcp_server_session_duration_seconds_count{cause="other",error_type="_OTHER",transport="other"}`: 1,
+		`mcp_server_pending_client_requests_failed_total{mcp_method_name="other"}`:                       1,
+		`mcp_server_messages_rejected_total{reason="other"}`:                                             1,
 	}, nonZero(t, m))
 	assert.Empty(t, exemplars(t, m), "invalid trace ids make no exemplar")
 }
@@ -194,7 +194,7 @@ func TestSetToolNames(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	m.SetToolNames([]string{"a"})
-	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call"}`
+	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
 	assert.Equal(t, 23, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
 
 	var wg sync.WaitGroup
@@ -226,7 +226,7 @@ func TestExemplars(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 }
@@ -243,7 +243,7 @@ func TestExemplarFromTrace(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
@@ -251,7 +251,7 @@ func TestExemplarFromTrace(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id, TraceID: "0af7651916cd43dd8448eb211c80319c"})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping"} le=0.05 trace_id=0af7651916cd43dd8448eb211c80319c 0.03`,
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=0af7651916cd43dd8448eb211c80319c 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=0af7651916cd43dd8448eb211c80319c 1`,
 	}, exemplars(t, m))
 
@@ -279,7 +279,7 @@ func TestNativeHistograms(t *testing.T) {
 			m := telemetry.NewMetrics(tt.opts...)
 			m.SessionStarted(telemetry.TransportStdio)
 			m.SessionEnded(telemetry.TransportStdio, "shutdown", 3*time.Second)
-			h := histogram(t, m, telemetry.MetricSessionDuration, `cause="shutdown",transport="stdio"`)
+			h := histogram(t, m, telemetry.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
 			require.Len(t, h.GetBucket(), len(telemetry.DurationBuckets()))
 			for i, b := range h.GetBucket() {
 				assert.InDelta(t, telemetry.DurationBuckets()[i], b.GetUpperBound(), 0)
@@ -406,7 +406,7 @@ func TestToolRegistered(t *testing.T) {
 		m.RequestFinished(e)
 	}
 	dur := func(tool string) string {
-		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call"}`
+		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
 	}
 	got := nonZero(t, m)
 	assert.InDelta(t, 1, got[dur("live")], 0)
@@ -466,17 +466,17 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK})
 	assert.Equal(t, map[string]float64{
-		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                                            6,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:                                              5,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"}`:                                           1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call"}`:           1,
-		`mcp_server_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="other",mcp_method_name="tools/call"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="-32602",gen_ai_tool_name="other",mcp_method_name="tools/call"}`:     1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call"}`:               2,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call"}`:                1,
-		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                                                                  1,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`:                                                    1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping"}`:                      1,
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                  6,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:    5,
+		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:           1,
+		`mcp_server_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="-32602",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:     1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:               2,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:                1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:               1,
+		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
 	}, nonZero(t, m))
 }
 
@@ -496,10 +496,41 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
 	got := nonZero(t, m)
 	key := func(tool string) string {
-		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call"}`
+		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
 	}
 	assert.InDelta(t, 2, got[key("t0")], 0, "a name already labeled keeps its label")
 	assert.InDelta(t, 1, got[key(fmt.Sprintf("t%d", bound-1))], 0, "the last name within the bound")
 	assert.NotContains(t, got, key(fmt.Sprintf("t%d", bound)), "the first name past the bound")
 	assert.InDelta(t, 11, got[key("other")], 0, "10 past the bound and one invalid name")
+}
+
+// The duration histogram carries the semantic conventions' protocol
+// version, network and status code labels, each bounded; a caller's fault
+// is an error response with a status code and no error type; a session
+// ends with an error type only when it ended in error.
+func TestSemconvLabels(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	for _, v := range protocol.Versions() {
+		m.RequestStarted("ping")
+		m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: v, Transport: telemetry.TransportStdio})
+	}
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{
+		Method: "tools/call", Outcome: telemetry.OutcomeError, StatusCode: "-32602",
+		ProtocolVersion: "2025-11-25", Transport: telemetry.TransportStreamableHTTP,
+	})
+	m.RequestStarted("ping")
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
+	m.SessionEnded(telemetry.TransportStdio, "timeout", time.Second)
+	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Second)
+
+	got := nonZero(t, m)
+	for _, v := range protocol.Versions() {
+		assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="`+v+`",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""}`)
+	}
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code="-32602"}`)
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code=""}`)
+	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="timeout",error_type="timeout",transport="stdio"}`)
+	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="transport_close",error_type="",transport="stdio"}`)
 }

@@ -83,7 +83,7 @@ func TestParseConfig(t *testing.T) {
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
 				"-allow-unauthenticated", "-sse-write-timeout", "3s", "-max-resumptions", "2", "-init-timeout", "20s",
 				"-max-session-state", "4096", "-max-session-events", "8192", "-max-result-bytes", "1000",
-				"-audit-block", "0",
+				"-audit-block", "0", "-trace-content",
 			},
 			want: config{
 				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
@@ -98,6 +98,7 @@ func TestParseConfig(t *testing.T) {
 				allowUnauthenticated: true,
 				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
+				traceContent: true,
 			},
 		},
 		{
@@ -363,7 +364,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
 		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
 		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)",
-		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)",
+		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)", "(env VIGIL_TRACE_CONTENT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
@@ -381,7 +382,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 48, flags, "every flag is listed")
+	assert.Equal(t, 49, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -126,8 +126,10 @@ func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer
 		"sleep/" + telemetry.ErrorTypeCancelled: otlpCancelled,
 	}, got, "tools/call durations by gen_ai_tool_name and error_type")
 
-	res, err = prom.query(ctx, telemetry.MetricOperationDuration+`_bucket{`+telemetry.LabelMethod+`="tools/call",`+
-		telemetry.LabelTool+`="echo",`+telemetry.LabelErrorType+`=""}`)
+	// Summed by le: the echo series precreated at zero, without protocol
+	// version and network, sits beside the one the calls were counted in.
+	res, err = prom.query(ctx, `sum by (le) (`+telemetry.MetricOperationDuration+`_bucket{`+telemetry.LabelMethod+`="tools/call",`+
+		telemetry.LabelTool+`="echo",`+telemetry.LabelErrorType+`=""})`)
 	require.NoError(t, err)
 	bounds := map[float64]float64{} // by le ("1" or "1.0", as the exposition format writes it)
 	for _, s := range res {
@@ -253,12 +255,19 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 	for _, dp := range dur.GetHistogram().GetDataPoints() {
 		a := pointAttrs(dp.GetAttributes())
 		for k, v := range a {
-			assert.Contains(t, []string{"mcp.method.name", "gen_ai.tool.name", "error.type"}, k, "attribute key of %v", a)
+			assert.Contains(t, []string{
+				"mcp.method.name", "gen_ai.tool.name", "error.type", "rpc.response.status_code",
+				"mcp.protocol.version", "network.transport", "network.protocol.name",
+			}, k, "attribute key of %v", a)
 			assert.NotEmpty(t, v, "attribute %s of %v", k, a)
 		}
 		assert.Equal(t, telemetry.DurationBuckets(), dp.GetExplicitBounds(), "bounds of %v", a)
 		if a["mcp.method.name"] == "tools/call" && dp.GetCount() > 0 {
 			counts[a["gen_ai.tool.name"]+"/"+a["error.type"]] = dp.GetCount()
+			// The semconv protocol version and network of a Streamable HTTP call.
+			assert.NotEmpty(t, a["mcp.protocol.version"], "mcp.protocol.version of %v", a)
+			assert.Equal(t, "tcp", a["network.transport"], "network.transport of %v", a)
+			assert.Equal(t, "http", a["network.protocol.name"], "network.protocol.name of %v", a)
 		}
 	}
 	assert.Equal(t, map[string]uint64{

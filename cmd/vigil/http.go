@@ -250,12 +250,16 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	hs.ConnContext = clientConnContext // the caller of the quotas (quota.go)
+	// The caller of the quotas (quota.go), and client.address and
+	// client.port on spans (middleware.PeerConnContext).
+	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return middleware.PeerConnContext(clientConnContext(ctx, c), c)
+	}
 	if cfg.authEnabled() {
 		// A keep-alive client's token, the same with each request, is
 		// then recognized by comparison, not hashed and looked up.
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return auth.ConnContext(clientConnContext(ctx, c), c)
+			return auth.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c)
 		}
 	}
 	return hs

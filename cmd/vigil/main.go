@@ -95,6 +95,7 @@ type config struct {
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
 	traceClientContext string // -trace-client-context: "trust", "link", or "" for link on an authenticated public listener
+	traceContent       bool   // -trace-content: tool arguments and results, prompt variables on spans, redacted
 
 	redisURL string             // -redis: share the 2025 sessions with the other replicas on this Redis; "": in memory
 	shared   *redisshare.Shared // the shared mode, opened by run when redisURL is set (not a flag)
@@ -196,6 +197,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
 	fs.BoolVar(&cfg.authHideTools, "auth-hide-tools", false, "answer a call of a tool whose -auth-tool-scopes the caller lacks exactly as a call of an unknown tool, for tool names that are secret; by default it gets 403 insufficient_scope naming the scopes, the step-up clients follow, and tools/list filtering hides nothing from a caller that guesses a name")
+	fs.BoolVar(&cfg.traceContent, "trace-content", false, "record tool call arguments and results (gen_ai.tool.call.arguments, gen_ai.tool.call.result) and prompt variables (gen_ai.prompt.variable.<name>) on spans, secrets masked by the default redactor (keys like password, token, secret, authorization, api_key; bearer tokens and keys) and each value cut at 4 KiB; they may still hold personal data")
 	fs.StringVar(&cfg.traceClientContext, "trace-client-context", "", "`mode` for the trace context (traceparent, baggage) in a request's _meta: trust (the request's span is its child, the client's baggage reaches handlers) or link (a trace of the server's, linked to the client's span; baggage dropped); default: link when -http is not loopback and -auth-issuer is set, else trust")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
 	fs.VisitAll(func(f *flag.Flag) {

@@ -50,6 +50,9 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 	if cfg.untrustedTraceContext() {
 		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
 	}
+	if cfg.traceContent {
+		instOpts = append(instOpts, middleware.WithContentCapture(nil))
+	}
 	instOpts = append(instOpts, quotaMW...)
 	inst, err := middleware.NewInstrumentation(append(instOpts, rateLimitOptions(cfg)...)...)
 	if err != nil {

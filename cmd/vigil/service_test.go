@@ -85,9 +85,12 @@ func TestServiceZeroConfig(t *testing.T) {
 	for k, v := range map[string]string{
 		"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool",
 		"mcp.protocol.version": "2025-11-25", "mcp.session.id": sess.ID, "network.transport": "tcp",
+		// The client's connection (middleware.PeerConnContext) and HTTP version.
+		"network.protocol.name": "http", "network.protocol.version": "1.1", "client.address": "127.0.0.1",
 	} {
 		assert.Equal(t, v, span.Attributes[k], k)
 	}
+	assert.NotEmpty(t, span.Attributes["client.port"])
 	// The call's counts on the page (the instrumentation's request
 	// recorder feeds them; the snapshot flushes the outcome batches).
 	echoRow := slices.IndexFunc(snap.Stats, func(r keyRow) bool { return r.Key == "tools/call echo" })
@@ -105,7 +108,10 @@ func TestServiceZeroConfig(t *testing.T) {
 	assert.InDelta(t, 1.0, finished.GetCounter().GetValue(), 1e-9)
 	started := svcSample(t, families, "mcp_server_requests_started_total", map[string]string{"mcp_method_name": "tools/call"})
 	assert.InDelta(t, 1.0, started.GetCounter().GetValue(), 1e-9)
-	duration := svcSample(t, families, "mcp_server_operation_duration_seconds", map[string]string{"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo", "error_type": ""})
+	duration := svcSample(t, families, "mcp_server_operation_duration_seconds", map[string]string{
+		"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo", "error_type": "", "rpc_response_status_code": "",
+		"mcp_protocol_version": "2025-11-25", "network_transport": "tcp", "network_protocol_name": "http",
+	})
 	assert.Equal(t, uint64(1), duration.GetHistogram().GetSampleCount())
 	sessions := svcSample(t, families, "mcp_server_sessions_active", map[string]string{"transport": "streamable_http"})
 	assert.InDelta(t, 1.0, sessions.GetGauge().GetValue(), 1e-9)

@@ -403,6 +403,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 		{telemetry.MetricOperationDuration + "_bucket", telemetry.LabelTool},
 		{telemetry.MetricOperationDuration + "_count", telemetry.LabelTool},
 		{telemetry.MetricOperationDuration + "_count", telemetry.LabelErrorType},
+		{telemetry.MetricOperationDuration + "_count", telemetry.LabelStatusCode},
 		{telemetry.MetricCancellations, telemetry.LabelCause},
 		{telemetry.MetricLateResponsesDropped, telemetry.LabelReason},
 		{telemetry.MetricTransportWriteErrors, telemetry.LabelClass},

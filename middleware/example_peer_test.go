@@ -1,0 +1,55 @@
+package middleware_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// ExamplePeerConnContext serves Streamable HTTP from an http.Server whose
+// ConnContext is PeerConnContext: each span then names the client by its
+// connection's address, whatever X-Forwarded-For says.
+func ExamplePeerConnContext() {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	srv := server.New(server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp))))
+	mcp := streamable.New(srv)
+	defer func() { _ = mcp.Close() }()
+
+	ts := httptest.NewUnstartedServer(mcp)
+	ts.Config.ConnContext = middleware.PeerConnContext // the one line that matters
+	ts.Start()
+	defer ts.Close()
+
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9") // not believed
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = resp.Body.Close()
+
+	for _, s := range rec.Ended() {
+		for _, kv := range s.Attributes() {
+			switch kv.Key {
+			case "client.address", "network.protocol.version":
+				fmt.Printf("%s %s=%s\n", s.Name(), kv.Key, kv.Value.String())
+			}
+		}
+	}
+	// Output:
+	// initialize client.address=127.0.0.1
+	// initialize network.protocol.version=1.1
+}
