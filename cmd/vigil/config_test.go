@@ -382,7 +382,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 49, flags, "every flag is listed")
+	assert.Equal(t, 50, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
