@@ -12,5 +12,6 @@ func (s *Server) capabilities() Capabilities {
 	caps.Completions = s.completionsCapability()
 	caps.Logging = s.loggingCapability()
 	caps.Tasks = s.tasksCapability()
+	s.withSkillsExtension(&caps) // skills_methods.go
 	return caps
 }
