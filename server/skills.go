@@ -508,14 +508,81 @@ func parseFrontmatter(data []byte) (map[string]any, error) {
 		}
 		block = rest[:end]
 	}
-	var front map[string]any
-	if err := yaml.Unmarshal([]byte(block), &front); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(block), &doc); err != nil {
 		return nil, fmt.Errorf("frontmatter: %w", err)
 	}
-	if front == nil {
+	if len(doc.Content) == 0 {
 		return nil, errors.New("the frontmatter is empty")
 	}
+	budget := maxFrontmatterNodes
+	v, err := yamlValue(doc.Content[0], &budget)
+	if err != nil {
+		return nil, fmt.Errorf("frontmatter: %w", err)
+	}
+	front, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("frontmatter: not a mapping")
+	}
 	return front, nil
+}
+
+// maxFrontmatterNodes bounds the values a frontmatter expands to, aliases
+// included (a "billion laughs" document expands exponentially).
+const maxFrontmatterNodes = 10000
+
+// yamlValue converts a YAML node to the value JSON gives it, as a YAML 1.2
+// reader (the hosts') sees it: a timestamp stays the string written, keys
+// are strings. It spends one of *budget per node.
+func yamlValue(n *yaml.Node, budget *int) (any, error) {
+	if *budget--; *budget < 0 {
+		return nil, fmt.Errorf("over %d values (aliases included)", maxFrontmatterNodes)
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return yamlValue(n.Alias, budget)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.AliasNode {
+				k = k.Alias
+			}
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+				return nil, fmt.Errorf("line %d: keys must be plain scalars", k.Line)
+			}
+			if _, dup := m[k.Value]; dup {
+				return nil, fmt.Errorf("line %d: key %q twice", k.Line, k.Value)
+			}
+			v, err := yamlValue(n.Content[i+1], budget)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := yamlValue(c, budget)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool", "!!null":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return nil, err
+			}
+			return v, nil
+		}
+		return n.Value, nil // strings, and timestamps as written
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }
 
 // checkFrontmatter applies the Agent Skills specification's rules to the

@@ -23,7 +23,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-const refundsMD = "---\nname: refunds\ndescription: Process customer refund requests per company policy\nlicense: Apache-2.0\nmetadata:\n  version: \"2.1\"\n  io.modelcontextprotocol/x: y\ncustom-field: [1, two]\n---\n\n# Refunds\n\nSee `examples/email.md`.\n"
+const refundsMD = "---\nname: refunds\ndescription: Process customer refund requests per company policy\nlicense: Apache-2.0\nmetadata:\n  version: \"2.1\"\n  io.modelcontextprotocol/x: y\ncustom-field: [1, two]\nupdated: 2024-01-01\n---\n\n# Refunds\n\nSee `examples/email.md`.\n"
 
 // skillFS is a tree of skills: a nested prefix, a skill nested in another,
 // a binary file and a file whose name needs escaping.
@@ -124,7 +124,9 @@ func TestSkillRules(t *testing.T) {
 		{"compatibility over 500", server.Skill{Path: "pdf", FS: md(ok + "compatibility: " + strings.Repeat("c", 501) + "\n")}, "compatibility"},
 		{"license not a string", server.Skill{Path: "pdf", FS: md(ok + "license: [MIT]\n")}, "license"},
 		{"metadata not strings", server.Skill{Path: "pdf", FS: md(ok + "metadata: {a: [1]}\n")}, "metadata"},
-		{"frontmatter without a JSON form", server.Skill{Path: "pdf", FS: md(ok + "odd: {1: a}\n")}, "JSON"},
+		{"frontmatter without a JSON form", server.Skill{Path: "pdf", FS: md(ok + "odd: .inf\n")}, "JSON"},
+		{"duplicate key", server.Skill{Path: "pdf", FS: md(ok + "license: a\nlicense: b\n")}, "twice"},
+		{"alias bomb", server.Skill{Path: "pdf", FS: md(ok + "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n")}, "aliases included"},
 		{"empty path", server.Skill{FS: md(ok)}, "1 to 512 bytes"},
 		{"dot-dot segment", server.Skill{Path: "../pdf", FS: md(ok)}, "segment"},
 		{"empty segment", server.Skill{Path: "acme//pdf", FS: md(ok)}, "segment"},
@@ -228,7 +230,7 @@ func TestSkillsSessionEra(t *testing.T) {
 		// The frontmatter verbatim, every field.
 		assert.Equal(t, map[string]any{
 			"name": "refunds", "description": "Process customer refund requests per company policy", "license": "Apache-2.0",
-			"metadata": map[string]any{"version": "2.1", "io.modelcontextprotocol/x": "y"}, "custom-field": []any{1.0, "two"},
+			"metadata": map[string]any{"version": "2.1", "io.modelcontextprotocol/x": "y"}, "custom-field": []any{1.0, "two"}, "updated": "2024-01-01",
 		}, entries[0].Frontmatter)
 
 		// The manifest is complete, and every file reads back with its digest and size.
