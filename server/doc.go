@@ -149,8 +149,10 @@
 // same bytes, so they always match the entry.
 //
 // Each file is the resource skill://<path>/<file> (its MIME type from its
-// extension; text when it is UTF-8 of a textual type, else a blob), listed
-// in resources/list unless the skill is [Skill].Unlisted. skills/list
+// extension; text when it is UTF-8 of a textual type, else a blob), read
+// by resources/read; resources/list shows each listed skill's SKILL.md
+// (named and described by its frontmatter), as the reference server does,
+// and no skill of [Skill].Unlisted. skills/list
 // pages through the listed skills' entries (the frontmatter as JSON, the
 // complete manifest of files with sha256 digests and sizes, or "dynamic");
 // skills/get answers for every skill served, listed or not, and -32602

@@ -237,18 +237,14 @@ func indexSkills(byPath map[string]*skill) *skillSet {
 		}
 		if sk.gen != nil {
 			set.dynamic = append(set.dynamic, sk)
-			addChild(root, sk.skillMD)
-			if sk.listed {
-				set.resources = append(set.resources, sk.skillMD)
-			}
+		}
+		if sk.listed {
+			set.resources = append(set.resources, sk.skillMD)
 		}
 		for _, f := range sk.files {
 			set.files[f.res.URI] = f
 			set.handlers[f.res.URI] = &registeredResource{res: f.res, handler: f.read}
 			addChild(joinURI(root, path.Dir(f.rel)), f.res)
-			if sk.listed {
-				set.resources = append(set.resources, f.res)
-			}
 		}
 		if sk.listed { // a listed skill's prefix directories lead to it
 			segs := strings.Split(sk.path, "/")
@@ -257,6 +253,14 @@ func indexSkills(byPath map[string]*skill) *skillSet {
 				child := parent + "/" + segs[i]
 				addChild(parent, Resource{URI: child, Name: segs[i], MIMEType: mimeDirectory})
 			}
+		}
+	}
+	// A nested skill's SKILL.md is also a file of the enclosing skill: it
+	// is described as its own skill's SKILL.md, whichever came first.
+	for _, sk := range byPath {
+		addChild(skillScheme+sk.path, sk.skillMD)
+		if f := set.files[sk.uri]; f != nil {
+			set.handlers[sk.uri] = &registeredResource{res: sk.skillMD, handler: f.read}
 		}
 	}
 	for dir, kids := range children {
@@ -270,7 +274,6 @@ func indexSkills(byPath map[string]*skill) *skillSet {
 	slices.SortFunc(set.listed, func(a, b *skill) int { return strings.Compare(a.uri, b.uri) })
 	slices.SortFunc(set.dynamic, func(a, b *skill) int { return len(b.path) - len(a.path) })
 	slices.SortFunc(set.resources, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
-	set.resources = slices.CompactFunc(set.resources, func(a, b Resource) bool { return a.URI == b.URI }) // nested skills share files
 	return set
 }
 

@@ -297,22 +297,23 @@ func TestSkillsSessionEra(t *testing.T) {
 		for id := int64(300); ; id++ {
 			var page struct {
 				Resources []struct {
-					URI string `json:"uri"`
+					URI  string `json:"uri"`
+					Name string `json:"name"`
 				} `json:"resources"`
 				NextCursor string `json:"nextCursor"`
 			}
 			require.NoError(t, json.Unmarshal(h.featureCall(id, "resources/list", map[string]any{"cursor": cursor}), &page))
 			for _, r := range page.Resources {
-				listed = append(listed, r.URI)
+				listed = append(listed, r.URI+" "+r.Name)
 			}
 			if cursor = page.NextCursor; cursor == "" {
 				break
 			}
 		}
-		assert.Contains(t, listed, "skill://acme/billing/refunds/logo.png")
-		assert.Contains(t, listed, "skill://reports/daily/SKILL.md")
-		assert.NotContains(t, listed, "skill://hidden/secret-sauce/SKILL.md")
-		assert.Len(t, listed, 8, "5 + 2 + the dynamic SKILL.md; the nested skill's file once")
+		assert.Equal(t, []string{
+			"skill://acme/billing/refunds/SKILL.md refunds", "skill://git-workflow/SKILL.md git-workflow",
+			"skill://git-workflow/inner/SKILL.md inner", "skill://reports/daily/SKILL.md daily",
+		}, listed, "each listed skill's SKILL.md, named by its frontmatter; the other files are read by URI")
 		h.finish()
 	})
 }
@@ -352,6 +353,17 @@ func TestSkillsDirectoryRead(t *testing.T) {
 		assert.Equal(t, []string{
 			"skill://git-workflow/SKILL.md text/markdown", "skill://git-workflow/inner inode/directory",
 		}, dir(6, "skill://git-workflow"))
+		for range 20 { // the nested SKILL.md is its own skill's, whatever the map order
+			var r struct {
+				Resources []struct {
+					Name string `json:"name"`
+				} `json:"resources"`
+			}
+			require.NoError(t, json.Unmarshal(h.featureCall(9, "resources/directory/read", map[string]any{"uri": "skill://git-workflow/inner"}), &r))
+			require.Len(t, r.Resources, 1)
+			assert.Equal(t, "inner", r.Resources[0].Name)
+			require.NoError(t, h.srv.AddSkill(server.Skill{Path: "zz", FS: fstest.MapFS{"SKILL.md": {Data: []byte("---\nname: zz\ndescription: d\n---\n")}}})) // re-index
+		}
 
 		e := h.featureError(7, "resources/directory/read", map[string]any{"uri": "skill://acme/billing/refunds/SKILL.md"})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
