@@ -4,7 +4,9 @@
 // the suite expects, in both protocol eras (2025-11-25 sessions and
 // 2026-07-28 stateless requests). A few vigil_* tools add what the
 // TypeScript SDK interop test needs besides (structured output, roots, a
-// resource update, log levels).
+// resource update, log levels). It also serves a sample skill set
+// (the skills extension, embedded from testdata/skills) and an unlisted
+// dynamic skill, skill://reports/daily/SKILL.md.
 //
 // Usage:
 //

@@ -194,6 +194,7 @@ func newServer(logger *slog.Logger, opts ...server.Option) (*server.Server, erro
 		addExtras(s),
 		addTaskFixtures(s),
 		addReconnection(s),
+		addSkills(s),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("registering the fixtures: %w", err)

@@ -318,6 +318,21 @@ async function main() {
   };
   assert.deepEqual(await client.listResources(), {
     resources: [
+      // The sample skills' SKILL.md (the skills extension).
+      {
+        uri: 'skill://acme/billing/refunds/SKILL.md',
+        name: 'refunds',
+        description: 'Process customer refund requests per company policy',
+        mimeType: 'text/markdown',
+        size: 278,
+      },
+      {
+        uri: 'skill://pdf-processing/SKILL.md',
+        name: 'pdf-processing',
+        description: 'Extract, fill, and assemble PDF documents',
+        mimeType: 'text/markdown',
+        size: 198,
+      },
       {
         uri: 'test://static-binary',
         name: 'static-binary',
@@ -335,7 +350,7 @@ async function main() {
       },
     ],
   });
-  step('resources/list: 3 resources');
+  step('resources/list: 3 resources and 2 skills');
   assert.deepEqual(await client.listResourceTemplates(), {
     resourceTemplates: [
       {
