@@ -15,6 +15,11 @@ GOLANGCI_LINT := $(GOPATH_BIN)/golangci-lint
 INTEROP_DIR := cmd/vigil/testdata/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 
+# The MCP Inspector CLI, for the skills checks (cmd/vigil/inspector_test.go,
+# cmd/vigil-everything/inspector_test.go); it runs on the conformance step's Node 22.
+INSPECTOR_DIR := cmd/vigil/testdata/inspector
+INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
+
 # The real authorization server of the auth tests (oidc-provider, run with
 # the conformance step's Node 22; see cmd/vigil/oidc_provider_test.go).
 OIDC_DIR := cmd/vigil/testdata/oidc
@@ -25,16 +30,16 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps inspector-deps oidc-deps conformance-deps interop inspector auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps inspector-deps oidc-deps conformance-deps vet unit interop inspector conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
-unit: system-deps e2e-deps interop-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps inspector-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -44,6 +49,14 @@ interop-deps: $(INTEROP_STAMP)
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	@echo "==> npm ci --prefix $(INTEROP_DIR)"
 	npm ci --prefix $(INTEROP_DIR) --no-audit --no-fund
+	@touch $@
+
+## inspector-deps: install the MCP Inspector CLI (only when needed).
+inspector-deps: $(INSPECTOR_STAMP)
+
+$(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package-lock.json $(INSPECTOR_DIR)/package.json
+	@echo "==> npm ci --prefix $(INSPECTOR_DIR)"
+	npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund
 	@touch $@
 
 ## oidc-deps: install the authorization server of the auth tests (only when needed).
@@ -74,6 +87,11 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 interop: interop-deps
 	@echo "==> interop: TypeScript SDK client against vigil -stdio"
 	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+
+## inspector: the MCP Inspector CLI's skills checks (--verify --require-digests, both eras) against vigil -skills and vigil-everything, verbosely; CI=true turns a skip into a failure.
+inspector: inspector-deps conformance-deps
+	@echo "==> inspector: @modelcontextprotocol/inspector 2.12.0 skills/list and skills/get --verify"
+	CI=true $(GO) test -count=1 -run '^TestInspector' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
 ## and the TypeScript SDK's client-credentials flow against vigil; CI=true turns a skip into a failure.
