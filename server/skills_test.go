@@ -497,3 +497,69 @@ func TestAddSkillsAtomic(t *testing.T) {
 	_, err = srv.AddSkills(fstest.MapFS{"SKILL.md": {Data: []byte("---\nname: x\ndescription: d\n---\n")}})
 	require.ErrorContains(t, err, "at the root")
 }
+
+// In 2026-07-28, a subscriptions/listen stream that asked for resource
+// list changes hears of a skill added or removed.
+func TestSkillsListChangedStateless(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := skillsServer(t, server.WithListChangedDelay(10*time.Millisecond)).start()
+		h.Request(7, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"resourcesListChanged": true}})
+		ack := h.notification()
+		assert.JSONEq(t, `{"notifications":{"resourcesListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(ack.Params))
+		assert.Equal(t, 1, h.srv.RemoveSkills("git-workflow/inner"))
+		n := h.notification()
+		assert.Equal(t, "notifications/resources/list_changed", n.Method)
+		assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, string(n.Params))
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// Skills change while clients read them: every read sees one whole
+// registration or the other (run with -race).
+func TestSkillsConcurrentChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := skillsServer(t).start()
+		h.Initialize(protocol.Version20251125, nil)
+		release := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			<-release
+			for i := range 20 {
+				desc := fmt.Sprintf("v%d", i)
+				_ = h.srv.AddSkill(server.Skill{Path: "git-workflow", FS: fstest.MapFS{
+					"SKILL.md": {Data: []byte("---\nname: git-workflow\ndescription: " + desc + "\n---\n")},
+				}})
+			}
+		}()
+		close(release)
+		for i := range 20 {
+			var got struct {
+				Skill skillEntry `json:"skill"`
+			}
+			require.NoError(t, json.Unmarshal(h.featureCall(int64(i+1), "skills/get", map[string]any{"uri": "skill://git-workflow/SKILL.md"}), &got))
+			want := 1 // a replacement: SKILL.md alone
+			if got.Skill.Frontmatter["description"] == "Branch and commit conventions" {
+				want = 2 // the original, with its nested skill's SKILL.md
+			}
+			assert.Len(t, got.Skill.files(t), want, "the manifest and the frontmatter are of one registration")
+		}
+		<-done
+		h.finish()
+	})
+}
+
+// FuzzSkillFrontmatter: no SKILL.md makes registration panic or hang.
+func FuzzSkillFrontmatter(f *testing.F) {
+	f.Add([]byte(refundsMD))
+	f.Add([]byte("---\nname: x\ndescription: d\n---\n"))
+	f.Add([]byte("---\na: &a [1]\nb: [*a, *a]\n---\n"))
+	f.Add([]byte("---\r\n---\r\n"))
+	f.Fuzz(func(t *testing.T, md []byte) {
+		srv := server.New()
+		if err := srv.AddSkill(server.Skill{Path: "x", FS: fstest.MapFS{"SKILL.md": {Data: md}}}); err == nil {
+			assert.Equal(t, 1, srv.RemoveSkills("x"), "registered whole")
+		}
+	})
+}
