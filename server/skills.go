@@ -56,7 +56,8 @@ type Skill struct {
 	Frontmatter string
 	// Generate makes a dynamic skill: it returns SKILL.md's body for file
 	// "SKILL.md" and the content of any other file, or ErrResourceNotFound.
-	// Its entry lists its resources as "dynamic".
+	// Its entry lists its resources as "dynamic"; a directory read of its
+	// root lists SKILL.md alone.
 	Generate func(ctx context.Context, file string) ([]byte, error)
 	// Unlisted leaves the skill out of skills/list and resources/list;
 	// skills/get, resources/read and resources/directory/read still serve it.
@@ -659,8 +660,12 @@ func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
 		}
 		total += len(data)
 		size := int64(len(data))
+		uri := joinURI(root, p)
+		if len(uri) > maxURI {
+			return fmt.Errorf("%s: its URI is over %d bytes, more than a client may send", p, maxURI)
+		}
 		files = append(files, &skillFile{
-			res:  Resource{URI: joinURI(root, p), Name: path.Base(p), MIMEType: mimeTypeOf(p), Size: &size},
+			res:  Resource{URI: uri, Name: path.Base(p), MIMEType: mimeTypeOf(p), Size: &size},
 			rel:  p,
 			data: data,
 		})

@@ -138,6 +138,7 @@ func TestSkillRules(t *testing.T) {
 		{"symbolic link", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], "l": {Mode: fs.ModeSymlink}}}, "not a regular file"},
 		{"512 files", server.Skill{Path: "pdf", FS: func() fstest.MapFS { m := maps.Clone(many); delete(m, "f/511.txt"); return m }()}, ""},
 		{"over 512 files", server.Skill{Path: "pdf", FS: many}, "over 512 files"},
+		{"file URI over 2048 bytes", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], strings.Repeat("d/", 1100) + "f": {Data: []byte("x")}}}, "over 2048 bytes"},
 		{"over 16 MiB", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], "big.bin": {Data: make([]byte, 16<<20)}}}, "over 16777216 bytes"},
 	}
 	for _, tt := range tests {
