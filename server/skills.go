@@ -93,7 +93,7 @@ type skillSet struct {
 	dynamic   []*skill              // dynamic skills, longest path first
 	listed    []*skill              // sorted by URI
 	dirs      map[string][]Resource // directory URI → direct children, sorted by URI
-	resources []Resource            // the listed skills' files, sorted by URI
+	resources []Resource            // the listed skills' SKILL.md, sorted by URI
 	handlers  map[string]*registeredResource
 }
 
@@ -129,6 +129,7 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: skills: %w", err)
 	}
+	slices.Sort(dirs) // WalkDir's order is not the paths' ("a/b" before "a-c")
 	built := make([]*skill, 0, len(dirs))
 	for _, dir := range dirs {
 		if dir == "." {
@@ -145,7 +146,7 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 		built = append(built, sk)
 	}
 	s.replaceSkills(nil, built...)
-	return dirs, nil // WalkDir walks in lexical order
+	return dirs, nil
 }
 
 // RemoveSkills unregisters the skills at the given paths and tells

@@ -497,6 +497,13 @@ func TestAddSkillsAtomic(t *testing.T) {
 
 	_, err = srv.AddSkills(fstest.MapFS{"SKILL.md": {Data: []byte("---\nname: x\ndescription: d\n---\n")}})
 	require.ErrorContains(t, err, "at the root")
+
+	paths, err := srv.AddSkills(fstest.MapFS{
+		"a/b/SKILL.md": {Data: []byte("---\nname: b\ndescription: d\n---\n")},
+		"a-c/SKILL.md": {Data: []byte("---\nname: a-c\ndescription: d\n---\n")},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-c", "a/b"}, paths, "sorted as strings")
 }
 
 // In 2026-07-28, a subscriptions/listen stream that asked for resource
