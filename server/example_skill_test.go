@@ -58,3 +58,28 @@ func ExampleServer_AddSkill_dynamic() {
 	// {"jsonrpc":"2.0","id":1,"result":{"skills":[{"uri":"skill://reports/daily/SKILL.md","frontmatter":{"description":"Today's report","name":"daily"},"resources":"dynamic"}],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}
 	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"skill://reports/daily/SKILL.md","mimeType":"text/markdown","text":"---\nname: daily\ndescription: Today's report\n---\nRead today's figures.\n"}]}}
 }
+
+// AddSkills serves every directory of an FS that holds a SKILL.md, at its
+// path; RemoveSkills takes skills away again. resources/directory/read
+// lists a skill's files and directories.
+func ExampleServer_AddSkills() {
+	srv := server.New()
+	paths, err := srv.AddSkills(fstest.MapFS{
+		"acme/billing/refunds/SKILL.md": {Data: []byte("---\nname: refunds\ndescription: Refund per policy\n---\n")},
+		"git-workflow/SKILL.md":         {Data: []byte("---\nname: git-workflow\ndescription: Our Git conventions\n---\n")},
+		"git-workflow/notes.txt":        {Data: []byte("rebase, never merge\n")},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(paths)
+	fmt.Println(srv.RemoveSkills("acme/billing/refunds"))
+	exampleSession(srv,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/directory/read","params":{"uri":"skill://git-workflow"}}`,
+	)
+	// Output:
+	// [acme/billing/refunds git-workflow]
+	// 1
+	// {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":[{"uri":"skill://git-workflow/SKILL.md","name":"git-workflow","description":"Our Git conventions","mimeType":"text/markdown","size":60},{"uri":"skill://git-workflow/notes.txt","name":"notes.txt","mimeType":"text/plain","size":20}]}}
+}
