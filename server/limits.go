@@ -40,9 +40,9 @@ const (
 	maxToolName = 128
 	// maxPromptName bounds the name of prompts/get (-32602 over it).
 	maxPromptName = 1024
-	// maxURI bounds the uri of resources/read, subscribe, unsubscribe and
-	// directory/read and of skills/get
-	// (-32602 over it), and so each subscription a session keeps.
+	// maxURI bounds the uri of resources/read, subscribe, unsubscribe,
+	// resources/directory/read and skills/get (-32602 over it), and so
+	// each subscription a session keeps.
 	maxURI = 2048
 	// maxSubscriptions and maxSubscriptionBytes bound the subscriptions
 	// of one session, in number and in URI bytes (-32602 over either).
