@@ -20,9 +20,9 @@ INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.installed
 CLIENTV2_DIR := cmd/vigil-everything/testdata/clientv2
 CLIENTV2_STAMP := $(CLIENTV2_DIR)/node_modules/.installed
 
-# The MCP Inspector CLI, run with the conformance step's Node 22 (see
-# cmd/vigil-everything/inspector_test.go).
-INSPECTOR_DIR := cmd/vigil-everything/testdata/inspector
+# The MCP Inspector CLI (cmd/vigil/inspector_test.go,
+# cmd/vigil-everything/inspector_test.go); it runs on the conformance step's Node 22.
+INSPECTOR_DIR := cmd/vigil/testdata/inspector
 INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 
 # The real authorization server of the auth tests (oidc-provider, run with
@@ -40,10 +40,10 @@ APPS_STAMP := $(APPS_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop inspector auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps vet unit interop conformance deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps vet unit interop inspector conformance deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
@@ -109,10 +109,15 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 	npm ci --prefix $(CONFORMANCE_DIR) --no-audit --no-fund
 	@touch $@
 
-## interop: run the TypeScript SDK interop tests on their own, verbosely (v1 against vigil and vigil-everything; v2 with ext-tasks against vigil-everything over HTTP and stdio in both eras; the MCP Inspector CLI's tools/list --strict and --load in both eras); CI=true turns a skip into a failure.
-interop: interop-deps clientv2-deps inspector-deps conformance-deps
-	@echo "==> interop: TypeScript SDK clients (v1; v2 and ext-tasks) and the MCP Inspector CLI against vigil and vigil-everything"
-	CI=true $(GO) test -count=1 -run '^Test(Interop|InspectorCLI$$)' -v ./cmd/vigil ./cmd/vigil-everything
+## interop: run the TypeScript SDK interop tests on their own, verbosely (v1 against vigil and vigil-everything; v2 with ext-tasks against vigil-everything over HTTP and stdio in both eras); CI=true turns a skip into a failure.
+interop: interop-deps clientv2-deps conformance-deps
+	@echo "==> interop: TypeScript SDK clients (v1; v2 and ext-tasks) against vigil and vigil-everything"
+	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+
+## inspector: the MCP Inspector CLI against vigil and vigil-everything, verbosely: tools/list --strict and a --load run in both eras, and the skills checks (skills/list, skills/get --verify --require-digests, both eras); CI=true turns a skip into a failure.
+inspector: inspector-deps conformance-deps
+	@echo "==> inspector: @modelcontextprotocol/inspector 2.12.0 (tools/list --strict, --load, skills --verify)"
+	CI=true $(GO) test -count=1 -run '^TestInspector' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
 ## and the TypeScript SDK's client-credentials flow against vigil; CI=true turns a skip into a failure.

@@ -12,6 +12,7 @@ func (s *Server) capabilities() Capabilities {
 	caps.Completions = s.completionsCapability()
 	caps.Logging = s.loggingCapability()
 	caps.Tasks = s.tasksCapability()
-	s.withUIExtension(&caps) // apps.go
+	s.withUIExtension(&caps)     // apps.go
+	s.withSkillsExtension(&caps) // skills_methods.go
 	return caps
 }

@@ -156,6 +156,38 @@
 // structured content and no content gets the structured content's JSON as
 // text; a handler may also shape its text by SupportsUI. The host-to-view
 // ui/* protocol is the client's business, not the server's.
+// # Skills
+//
+// The skills extension ([ExtensionSkills], SEP-2640) serves Agent Skills:
+// a directory holding a SKILL.md, whose YAML frontmatter has at least a
+// name and a description, and supporting files. [Server.AddSkill]
+// registers one skill ([Skill]) from an [io/fs.FS] or, dynamic, from a
+// function; [Server.AddSkills] registers every directory of an FS that
+// holds a SKILL.md, at its path in the FS, nested ones too. Registration
+// applies the Agent Skills rules (the name: 1 to 64 lowercase letters,
+// digits and hyphens, equal to the path's last segment; the description:
+// 1 to 1024 characters; compatibility, license, allowed-tools and
+// metadata typed as specified; other fields pass through) and the
+// extension's limits (512 files and 16 MiB per skill), and reads each
+// file once: its digest and size are computed then, and reads serve the
+// same bytes, so they always match the entry.
+//
+// Each file is the resource skill://<path>/<file> (its MIME type from its
+// extension; text when it is UTF-8 of a textual type, else a blob), read
+// by resources/read; resources/list shows each listed skill's SKILL.md
+// (named and described by its frontmatter), as the reference server does,
+// and no skill of [Skill].Unlisted. skills/list
+// pages through the listed skills' entries (the frontmatter as JSON, the
+// complete manifest of files with sha256 digests and sizes, or "dynamic");
+// skills/get answers for every skill served, listed or not, and -32602
+// for a URI that names no skill's SKILL.md; resources/directory/read lists
+// the direct children of a skill's directory, or of a prefix leading to a
+// listed skill, and is -32602 for anything else. The server declares the
+// extension, with directoryRead, and the resources capability, once a skill
+// is registered, in both protocol eras; the three methods' results carry
+// resultType, ttlMs and cacheScope in both. A change to the skills is a
+// change to the resource list: notifications/resources/list_changed (the
+// extension defines no notification of its own).
 //
 // # Deadlines
 //

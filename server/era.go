@@ -12,6 +12,7 @@ import (
 var cacheable = map[string]bool{
 	"server/discover": true, "tools/list": true, "prompts/list": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+	"skills/list": true, "skills/get": true,
 }
 
 // removedIn2026 lists the methods a stateless request may not call.

@@ -12,6 +12,8 @@ import "strings"
 func (s *Server) declares(method string) bool {
 	// Each case asks only what capabilities() would ask for its member.
 	switch {
+	case strings.HasPrefix(method, "skills/") || method == "resources/directory/read":
+		return s.resources.hasSkills()
 	case strings.HasPrefix(method, "tools/"):
 		return s.tools.hasTools()
 	case strings.HasPrefix(method, "prompts/"):

@@ -40,8 +40,9 @@ const (
 	maxToolName = 128
 	// maxPromptName bounds the name of prompts/get (-32602 over it).
 	maxPromptName = 1024
-	// maxURI bounds the uri of resources/read, subscribe and unsubscribe
-	// (-32602 over it), and so each subscription a session keeps.
+	// maxURI bounds the uri of resources/read, subscribe, unsubscribe,
+	// resources/directory/read and skills/get (-32602 over it), and so
+	// each subscription a session keeps.
 	maxURI = 2048
 	// maxSubscriptions and maxSubscriptionBytes bound the subscriptions
 	// of one session, in number and in URI bytes (-32602 over either).
@@ -174,7 +175,8 @@ func overBound(method string, p requestParams) *Error {
 		return Errorf(protocol.CodeInvalidParams, "tools/call: tool name over %d bytes", maxToolName)
 	case method == "prompts/get" && len(p.Name) > maxPromptName:
 		return Errorf(protocol.CodeInvalidParams, "prompts/get: prompt name over %d bytes", maxPromptName)
-	case len(p.URI) > maxURI && (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe"):
+	case len(p.URI) > maxURI && (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe" ||
+		method == "skills/get" || method == "resources/directory/read"):
 		return Errorf(protocol.CodeInvalidParams, "%s: uri over %d bytes", method, maxURI)
 	}
 	return nil

@@ -105,6 +105,7 @@ type resourceRegistry struct {
 	listed    []Resource            // sorted by URI; replaced, never modified, on change
 	listedT   []ResourceTemplate    // sorted by URITemplate; likewise
 	views     bool                  // some resource is an MCP Apps view (ViewMIMEType)
+	skills    *skillSet             // nil until a skill is registered; replaced, never modified (skills.go)
 
 	subMu sync.Mutex
 	subs  map[*Session]map[string]struct{} // URIs each session subscribed to
@@ -257,6 +258,13 @@ func (rr *resourceRegistry) relistLocked() {
 		rr.listed = append(rr.listed, r.res)
 		rr.views = rr.views || r.res.MIMEType == ViewMIMEType
 	}
+	if rr.skills != nil {
+		for _, r := range rr.skills.resources {
+			if rr.byURI[r.URI] == nil { // a fixed resource of the same URI serves it
+				rr.listed = append(rr.listed, r)
+			}
+		}
+	}
 	slices.SortFunc(rr.listed, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
 	rr.listedT = make([]ResourceTemplate, 0, len(rr.templates))
 	for _, t := range rr.templates {
@@ -271,7 +279,11 @@ func (rr *resourceRegistry) resolve(uri string) (*registeredResource, *registere
 	rr.mu.RLock()
 	r := rr.byURI[uri]
 	templates := rr.templates
+	skills := rr.skills
 	rr.mu.RUnlock()
+	if r == nil && skills != nil {
+		r = skills.resolve(uri)
+	}
 	if r != nil {
 		return r, nil, nil
 	}
@@ -318,7 +330,7 @@ func matchTemplate(t *uritemplate.Template, uri string) map[string]string {
 func (rr *resourceRegistry) hasAny() bool {
 	rr.mu.RLock()
 	defer rr.mu.RUnlock()
-	return len(rr.byURI) > 0 || len(rr.templates) > 0
+	return len(rr.byURI) > 0 || len(rr.templates) > 0 || rr.skills != nil && len(rr.skills.byPath) > 0
 }
 
 // hasCompleters reports whether any template has a completer.
@@ -398,6 +410,9 @@ func (s *Server) registerResources() {
 	s.handle("resources/read", s.readResource)
 	s.handle("resources/subscribe", s.subscribeResource)
 	s.handle("resources/unsubscribe", s.unsubscribeResource)
+	s.handle("resources/directory/read", s.readDirectory) // skills_methods.go
+	s.handle("skills/list", s.listSkills)
+	s.handle("skills/get", s.getSkill)
 }
 
 // resourcesCapability is the declared resources capability, or nil.

@@ -4,8 +4,10 @@
 // the suite expects, in both protocol eras (2025-11-25 sessions and
 // 2026-07-28 stateless requests). A few vigil_* tools add what the
 // TypeScript SDK interop test needs besides (structured output, roots, a
-// resource update, log levels), and vigil_weather, a tool with an MCP Apps
-// view (ui://vigil-everything/weather).
+// resource update, log levels), vigil_weather, a tool with an MCP Apps
+// view (ui://vigil-everything/weather), a sample skill set (the skills
+// extension, embedded from testdata/skills) and an unlisted dynamic skill,
+// skill://reports/daily/SKILL.md.
 //
 // Usage:
 //

@@ -762,6 +762,8 @@ func TestInputRequiredSession(t *testing.T) {
 // resourceList is resources/list; the view's size is its page's.
 func resourceList() string {
 	return `{"resources":[` +
+		`{"uri":"skill://acme/billing/refunds/SKILL.md","name":"refunds","description":"Process customer refund requests per company policy","mimeType":"text/markdown","size":278},` +
+		`{"uri":"skill://pdf-processing/SKILL.md","name":"pdf-processing","description":"Extract, fill, and assemble PDF documents","mimeType":"text/markdown","size":198},` +
 		`{"uri":"test://static-binary","name":"static-binary","title":"Static Binary Resource","description":"A static binary resource (image) for testing","mimeType":"image/png"},` +
 		`{"uri":"test://static-text","name":"static-text","title":"Static Text Resource","description":"A static text resource for testing","mimeType":"text/plain"},` +
 		`{"uri":"test://watched-resource","name":"watched-resource","title":"Watched Resource",` +

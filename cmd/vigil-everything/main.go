@@ -201,6 +201,7 @@ func newServer(logger *slog.Logger, opts ...server.Option) (*server.Server, erro
 		addTaskFixtures(s),
 		addReconnection(s),
 		addApps(s),
+		addSkills(s),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("registering the fixtures: %w", err)

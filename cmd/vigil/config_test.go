@@ -83,7 +83,7 @@ func TestParseConfig(t *testing.T) {
 				"-auth-scopes", "mcp:read, mcp:call", "-auth-tool-scopes", "sleep=mcp:slow+mcp:admin,echo=mcp:echo",
 				"-allow-unauthenticated", "-sse-write-timeout", "3s", "-max-resumptions", "2", "-init-timeout", "20s",
 				"-max-session-state", "4096", "-max-session-events", "8192", "-max-result-bytes", "1000",
-				"-audit-block", "0", "-trace-content",
+				"-audit-block", "0", "-trace-content", "-skills", "/srv/skills",
 			},
 			want: config{
 				sseWriteTimeout: 3 * time.Second, maxResumptions: 2, initTimeout: 20 * time.Second,
@@ -98,7 +98,7 @@ func TestParseConfig(t *testing.T) {
 				allowUnauthenticated: true,
 				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
-				traceContent: true,
+				traceContent: true, skillsDir: "/srv/skills",
 			},
 		},
 		{
@@ -116,6 +116,7 @@ func TestParseConfig(t *testing.T) {
 				"VIGIL_SSE_WRITE_TIMEOUT": "4s", "VIGIL_MAX_RESUMPTIONS": "8", "VIGIL_INIT_TIMEOUT": "30s",
 				"VIGIL_MAX_SESSION_STATE": "1000", "VIGIL_MAX_SESSION_EVENTS": "2000", "VIGIL_MAX_RESULT_BYTES": "2000",
 				"VIGIL_AUTH_CACHE_TTL": "0", "VIGIL_AUTH_INTROSPECTION_RATE": "50", "VIGIL_AUDIT_BLOCK": "1s", "VIGIL_LIST_CHANGED_DELAY": "0s",
+				"VIGIL_SKILLS": "skills",
 			},
 			want: config{
 				sseWriteTimeout: 4 * time.Second, maxResumptions: 8, initTimeout: 30 * time.Second,
@@ -128,7 +129,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
-				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second,
+				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 			},
 		},
 		{
@@ -382,7 +383,9 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 50, flags, "every flag is listed")
+	assert.Contains(t, usage, "-skills directory")
+	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
+	assert.Equal(t, 51, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -18,6 +18,7 @@
 // -auth-issuer turns OAuth authorization on or -allow-unauthenticated says
 // to serve /mcp open. -admin-http moves the observability endpoints to a
 // listener of their own, and -audit-log writes one JSON line per tool call.
+// -skills serves a directory of Agent Skills (the skills extension).
 //
 // Configuration is by flags, each with an environment variable as its
 // default, and the standard OTEL_* variables; run vigil -h for the list.

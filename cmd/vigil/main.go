@@ -112,6 +112,7 @@ type config struct {
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
+	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
 	// Quotas per caller (quota.go): the principal, or the client's IP.
 	quotaSessions  int     // -quota-sessions: concurrent sessions (0: none)
@@ -182,6 +183,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.redisCA, "redis-ca", "", "PEM `file` of the certificate authorities that Redis's certificate (rediss://) must chain to, instead of the system's")
 	fs.BoolVar(&cfg.redisPlaintext, "redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback, where anyone on the path reads the sessions and the password and can rewrite them: for tests and labs only")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
+	fs.StringVar(&cfg.skillsDir, "skills", "", "`directory` of Agent Skills to serve (the skills extension): every subdirectory holding a SKILL.md is a skill at its path (acme/billing/refunds), its files read once at start")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
 	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")

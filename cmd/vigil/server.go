@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/vigil-mcp/vigil/debugpage"
@@ -99,6 +101,16 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 	}
 	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
 		return nil, nil, err
+	}
+	if cfg.skillsDir != "" {
+		paths, err := srv.AddSkills(os.DirFS(cfg.skillsDir))
+		if err != nil {
+			return nil, nil, fmt.Errorf("-skills %s: %w", cfg.skillsDir, err)
+		}
+		if len(paths) == 0 {
+			return nil, nil, fmt.Errorf("-skills %s: no SKILL.md in it", cfg.skillsDir)
+		}
+		logger.Info("serving skills", "dir", cfg.skillsDir, "skills", paths)
 	}
 	return srv, inst, nil
 }

@@ -300,6 +300,9 @@ type svcClient struct {
 	hc      *http.Client
 	url     string
 	session string
+	// modern sends each request stateless, in protocol version 2026-07-28:
+	// its _meta and routing headers added, no session.
+	modern bool
 }
 
 // svcMessage is a JSON-RPC response.
@@ -314,12 +317,19 @@ type svcMessage struct {
 }
 
 func (c *svcClient) post(body string) (*http.Response, error) {
+	return c.postHeaders(body, nil)
+}
+
+func (c *svcClient) postHeaders(body string, header map[string]string) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
@@ -330,13 +340,34 @@ func (c *svcClient) post(body string) (*http.Response, error) {
 // rpc sends request id (JSON) and returns its response, read from a JSON
 // body or an SSE stream. An initialize sets the session id.
 func (c *svcClient) rpc(id, method, params string) (svcMessage, error) {
-	resp, err := c.post(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":` + params + `}`)
+	var header map[string]string
+	if c.modern {
+		var p map[string]any
+		if err := json.Unmarshal([]byte(params), &p); err != nil {
+			return svcMessage{}, err
+		}
+		p["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo": map[string]any{"name": "vigil-test", "version": "1"},
+		}
+		b, _ := json.Marshal(p) // decoded from JSON: encodes
+		params = string(b)
+		header = map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+		if uri, ok := p["uri"].(string); ok && method == "resources/read" {
+			header["Mcp-Name"] = uri
+		}
+	}
+	resp, err := c.postHeaders(`{"jsonrpc":"2.0","id":`+id+`,"method":"`+method+`","params":`+params+`}`, header)
 	if err != nil {
 		return svcMessage{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
+		var m svcMessage
+		if c.modern && json.Unmarshal(b, &m) == nil && m.Error != nil {
+			return m, nil // 2026-07-28 answers some errors with an HTTP error status
+		}
 		return svcMessage{}, fmt.Errorf("%s: %s: %s", method, resp.Status, b)
 	}
 	if method == "initialize" {

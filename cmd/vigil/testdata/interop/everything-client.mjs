@@ -325,6 +325,21 @@ async function main() {
   };
   assert.deepEqual(await client.listResources(), {
     resources: [
+      // The sample skills' SKILL.md (the skills extension).
+      {
+        uri: 'skill://acme/billing/refunds/SKILL.md',
+        name: 'refunds',
+        description: 'Process customer refund requests per company policy',
+        mimeType: 'text/markdown',
+        size: 278,
+      },
+      {
+        uri: 'skill://pdf-processing/SKILL.md',
+        name: 'pdf-processing',
+        description: 'Extract, fill, and assemble PDF documents',
+        mimeType: 'text/markdown',
+        size: 198,
+      },
       {
         uri: 'test://static-binary',
         name: 'static-binary',
@@ -351,7 +366,7 @@ async function main() {
       },
     ],
   });
-  step('resources/list: 4 resources (one an MCP Apps view)');
+  step('resources/list: 4 resources (one an MCP Apps view) and 2 skills');
   const [view] = (await client.readResource({ uri: 'ui://vigil-everything/weather' })).contents;
   assert.equal(view.mimeType, 'text/html;profile=mcp-app');
   assert.deepEqual(view._meta, { ui: { prefersBorder: true } });

@@ -1,0 +1,3 @@
+import sys
+
+print(round(float(sys.argv[1]) * 0.95, 2))
