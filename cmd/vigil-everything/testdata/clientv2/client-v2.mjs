@@ -8,7 +8,7 @@
 // The checks are a list of features, one module per area under checks/
 // (core.mjs: tools, errors, logging, progress, sampling, elicitation, roots,
 // resources, templates, subscriptions, prompts, completion, cancellation,
-// tasks; apps.mjs: MCP Apps views). Every module in checks/ is loaded: to check a new feature, add a
+// tasks; apps.mjs: MCP Apps views; skills.mjs: the skills extension). Every module in checks/ is loaded: to check a new feature, add a
 // module whose default export is an array of checks (see checks/core.mjs for
 // the shape), and it runs in every transport and era it says it applies to.
 // Each check asserts exact results; the script prints one line per step and
