@@ -132,6 +132,7 @@ func defaultRequestMethods() []string {
 		"resources/subscribe", "resources/unsubscribe",
 		"logging/setLevel", "completion/complete",
 		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update",
+		"skills/list", "skills/get", "resources/directory/read",
 	}
 }
 

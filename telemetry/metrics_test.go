@@ -25,7 +25,7 @@ import (
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
-	const methods = 21 // 20 MCP request methods + other
+	const methods = 24 // 23 MCP request methods + other
 	tests := []struct {
 		name string
 		want int
@@ -195,7 +195,7 @@ func TestSetToolNames(t *testing.T) {
 	m := telemetry.NewMetrics()
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 23, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
+	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -394,7 +394,7 @@ func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	m.PrecreateTools([]string{"pre", "\xff"})
-	assert.Equal(t, 23, testutil.CollectAndCount(m, telemetry.MetricOperationDuration), "one series more than the 22 of NewMetrics, for pre")
+	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration), "one series more than the 25 of NewMetrics, for pre")
 	for _, e := range []telemetry.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
