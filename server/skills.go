@@ -49,7 +49,8 @@ type Skill struct {
 	Path string
 	// FS is the skill's directory: SKILL.md at its root. Every file under
 	// it is read, digested and kept at registration; later changes to FS
-	// are not seen.
+	// are not seen. Files and directories whose names begin with a dot
+	// (.git, .env, .DS_Store) are not served.
 	FS fs.FS
 	// Frontmatter is the YAML frontmatter of a dynamic skill (without the
 	// "---" lines); the SKILL.md served is it, fenced, then Generate's body.
@@ -120,6 +121,9 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if hidden(p) {
+			return skipHidden(d)
 		}
 		if !d.IsDir() && path.Base(p) == skillMD {
 			dirs = append(dirs, path.Dir(p))
@@ -645,6 +649,9 @@ func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
 		if err != nil {
 			return err
 		}
+		if hidden(p) {
+			return skipHidden(d)
+		}
 		if d.IsDir() {
 			dirs = append(dirs, strings.TrimPrefix(p, "."))
 			return nil
@@ -677,6 +684,21 @@ func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
 	}
 	slices.SortFunc(files, func(a, b *skillFile) int { return strings.Compare(a.res.URI, b.res.URI) })
 	return files, dirs, nil
+}
+
+// hidden reports whether p, a path of fs.WalkDir, names a file or directory
+// whose name begins with a dot (the walk's root "." is not hidden).
+func hidden(p string) bool {
+	return p != "." && strings.HasPrefix(path.Base(p), ".")
+}
+
+// skipHidden is what a walk returns for a hidden entry d: skip it, and all
+// under it when it is a directory.
+func skipHidden(d fs.DirEntry) error {
+	if d.IsDir() {
+		return fs.SkipDir
+	}
+	return nil
 }
 
 // readBounded reads the file p of fsys, failing when it holds over max

@@ -506,6 +506,44 @@ func TestAddSkillsAtomic(t *testing.T) {
 	assert.Equal(t, []string{"a-c", "a/b"}, paths, "sorted as strings")
 }
 
+// Hidden files and directories (.git, .env) are neither served nor listed
+// in a manifest, and no skill is found inside a hidden directory.
+func TestSkillsHiddenFilesNotServed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		front := []byte("---\nname: pdf\ndescription: d\n---\nbody\n")
+		paths, err := h.srv.AddSkills(fstest.MapFS{
+			"tools/pdf/SKILL.md":         {Data: front},
+			"tools/pdf/forms.md":         {Data: []byte("forms")},
+			"tools/pdf/.env":             {Data: []byte("API_KEY=secret")},
+			"tools/pdf/.git/config":      {Data: []byte("[remote]")},
+			"tools/pdf/sub/.DS_Store":    {Data: []byte{0}},
+			".cache/old/pdf/SKILL.md":    {Data: front},
+			"tools/.hidden/pdf/SKILL.md": {Data: front},
+		})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"tools/pdf"}, paths, "no skill found inside a hidden directory")
+
+		h.start().Initialize(protocol.Version20251125, nil)
+		var got struct {
+			Skill struct {
+				Resources []struct {
+					URI string `json:"uri"`
+				} `json:"resources"`
+			} `json:"skill"`
+		}
+		require.NoError(t, json.Unmarshal(h.featureCall(2, "skills/get", map[string]any{"uri": "skill://tools/pdf/SKILL.md"}), &got))
+		var uris []string
+		for _, r := range got.Skill.Resources {
+			uris = append(uris, r.URI)
+		}
+		assert.Equal(t, []string{"skill://tools/pdf/SKILL.md", "skill://tools/pdf/forms.md"}, uris, "the manifest holds no hidden file")
+		for id, uri := range []string{"skill://tools/pdf/.env", "skill://tools/pdf/.git/config", "skill://tools/pdf/sub/.DS_Store"} {
+			assert.NotZero(t, h.featureError(int64(10+id), "resources/read", map[string]any{"uri": uri}).Code, "%s is not served", uri)
+		}
+	})
+}
+
 // In 2026-07-28, a subscriptions/listen stream that asked for resource
 // list changes hears of a skill added or removed.
 func TestSkillsListChangedStateless(t *testing.T) {
