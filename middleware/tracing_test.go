@@ -219,18 +219,7 @@ func TestTracingParent(t *testing.T) {
 				if tt.ambient {
 					ctx = trace.ContextWithSpanContext(ctx, ambientSC)
 				}
-				h := newTraced(t, nil).start(ctx, nil)
-				h.Initialize("", nil)
-				p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
-				if tt.meta != nil {
-					p["_meta"] = tt.meta
-				}
-				h.Request(2, "tools/call", p)
-				text, _ := toolResultText(t, h.RecvResponseTo(2))
-				synctest.Wait()
-				h.close()
-
-				s := h.span("tools/call baggage")
+				s, text := callBaggage(ctx, t, nil, tt.meta)
 				if tt.wantParent.IsValid() {
 					assert.Equal(t, tt.wantParent.TraceID(), s.Parent().TraceID())
 					assert.Equal(t, tt.wantParent.SpanID(), s.Parent().SpanID())
@@ -249,6 +238,24 @@ func TestTracingParent(t *testing.T) {
 			})
 		})
 	}
+}
+
+// callBaggage serves one session from ctx, traced with opts, and calls the
+// baggage tool with meta as the request's _meta (nil: none); it returns
+// the call's span and the baggage the handler saw.
+func callBaggage(ctx context.Context, t *testing.T, opts []middleware.TracingOption, meta map[string]any) (sdktrace.ReadOnlySpan, string) {
+	t.Helper()
+	h := newTracedWith(t, nil, opts, nil).start(ctx, nil)
+	h.Initialize("", nil)
+	p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
+	if meta != nil {
+		p["_meta"] = meta
+	}
+	h.Request(2, "tools/call", p)
+	text, _ := toolResultText(t, h.RecvResponseTo(2))
+	synctest.Wait()
+	h.close()
+	return h.span("tools/call baggage"), text
 }
 
 // With WithUntrustedTraceContext, the client's context in _meta is only a
@@ -282,18 +289,7 @@ func TestTracingUntrustedTraceContext(t *testing.T) {
 					require.NoError(t, err)
 					ctx = baggage.ContextWithBaggage(ctx, b)
 				}
-				h := newTracedWith(t, nil, []middleware.TracingOption{middleware.WithUntrustedTraceContext()}, nil).start(ctx, nil)
-				h.Initialize("", nil)
-				p := map[string]any{"name": "baggage", "arguments": map[string]any{}}
-				if tt.meta != nil {
-					p["_meta"] = tt.meta
-				}
-				h.Request(2, "tools/call", p)
-				text, _ := toolResultText(t, h.RecvResponseTo(2))
-				synctest.Wait()
-				h.close()
-
-				s := h.span("tools/call baggage")
+				s, text := callBaggage(ctx, t, []middleware.TracingOption{middleware.WithUntrustedTraceContext()}, tt.meta)
 				if tt.wantParent.IsValid() {
 					assert.Equal(t, tt.wantParent.SpanID(), s.Parent().SpanID())
 					assert.Equal(t, tt.wantParent.TraceID(), s.SpanContext().TraceID())
