@@ -130,6 +130,17 @@ func checkPrometheusPeer(peer networkingv1.NetworkPolicyPeer) error {
 	return nil
 }
 
+// firstPortOn returns a mutation that publishes service's first port on
+// the host address ip ("" for every interface).
+func firstPortOn(service, ip string) func(*types.Project) {
+	return func(p *types.Project) {
+		s := p.Services[service]
+		s.Ports = slices.Clone(s.Ports)
+		s.Ports[0].HostIP = ip
+		p.Services[service] = s
+	}
+}
+
 // TestComposeHardening checks both compose files, then shows that each
 // check fails on a manifest mutated to break it.
 func TestComposeHardening(t *testing.T) {
@@ -147,24 +158,9 @@ func TestComposeHardening(t *testing.T) {
 		mutate  func(*types.Project)
 		wantErr string
 	}{
-		{"a port on all interfaces", loadCompose, func(p *types.Project) {
-			s := p.Services["jaeger"]
-			s.Ports = slices.Clone(s.Ports)
-			s.Ports[0].HostIP = ""
-			p.Services["jaeger"] = s
-		}, "service jaeger publishes port"},
-		{"a port on a LAN address", loadCompose, func(p *types.Project) {
-			s := p.Services["grafana"]
-			s.Ports = slices.Clone(s.Ports)
-			s.Ports[0].HostIP = "192.168.1.10"
-			p.Services["grafana"] = s
-		}, "service grafana publishes port 3000"},
-		{"a shared replica on all interfaces", loadSharedCompose, func(p *types.Project) {
-			s := p.Services["proxy"]
-			s.Ports = slices.Clone(s.Ports)
-			s.Ports[0].HostIP = "0.0.0.0"
-			p.Services["proxy"] = s
-		}, "service proxy publishes port 8080"},
+		{"a port on all interfaces", loadCompose, firstPortOn("jaeger", ""), "service jaeger publishes port"},
+		{"a port on a LAN address", loadCompose, firstPortOn("grafana", "192.168.1.10"), "service grafana publishes port 3000"},
+		{"a shared replica on all interfaces", loadSharedCompose, firstPortOn("proxy", "0.0.0.0"), "service proxy publishes port 8080"},
 		{"Redis published", loadSharedCompose, func(p *types.Project) {
 			s := p.Services["redis"]
 			s.Ports = append(slices.Clone(s.Ports), types.ServicePortConfig{Target: 6379, Published: "6379", Protocol: "tcp"})
