@@ -173,23 +173,27 @@ func flip(s string) string {
 	return string(b)
 }
 
+// askWhoAndWhat asks the client two questions, one round each, and answers
+// with both replies.
+func askWhoAndWhat(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+	var who, what struct {
+		Content map[string]any `json:"content"`
+	}
+	if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "who?"}, &who); err != nil {
+		return nil, err
+	}
+	if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "what?"}, &what); err != nil {
+		return nil, err
+	}
+	return server.Text(fmt.Sprintf("%v will %v", who.Content["v"], what.Content["v"])), nil
+}
+
 // Two calls to the client in one handler take two rounds; the state carries
 // the first answer, so the last retry only answers the second question.
 func TestMultiRoundTripTwoQuestions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
-		h.addTool("plan", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			var who, what struct {
-				Content map[string]any `json:"content"`
-			}
-			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "who?"}, &who); err != nil {
-				return nil, err
-			}
-			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "what?"}, &what); err != nil {
-				return nil, err
-			}
-			return server.Text(fmt.Sprintf("%v will %v", who.Content["v"], what.Content["v"])), nil
-		})
+		h.addTool("plan", askWhoAndWhat)
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
 		h.Request(1, "tools/call", map[string]any{"name": "plan", "_meta": meta2026(caps)})
@@ -295,18 +299,7 @@ func TestRequestStateBoundToCaller(t *testing.T) {
 func TestRequestStateIsSealed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
-		h.addTool("plan", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			var who, what struct {
-				Content map[string]any `json:"content"`
-			}
-			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "who?"}, &who); err != nil {
-				return nil, err
-			}
-			if err := server.CallClient(ctx, "elicitation/create", map[string]any{"message": "what?"}, &what); err != nil {
-				return nil, err
-			}
-			return server.Text(fmt.Sprintf("%v will %v", who.Content["v"], what.Content["v"])), nil
-		})
+		h.addTool("plan", askWhoAndWhat)
 		h.start()
 		caps := map[string]any{"elicitation": map[string]any{}}
 		const marker = "secret-answer-7f3a"
