@@ -97,9 +97,14 @@ type e2eReply struct {
 	}
 }
 
-// post sends body as token with the extra headers, and decodes the answer:
-// a JSON message or the last message of an SSE stream.
-func (e *e2e) post(token, body string, hdr map[string]string) e2eReply {
+// rawReply is an answer as a client sees it, byte for byte.
+type rawReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (e *e2e) raw(token, body string, hdr map[string]string) rawReply {
 	e.t.Helper()
 	r, err := http.NewRequestWithContext(e.t.Context(), http.MethodPost, e.url+"/mcp", strings.NewReader(body))
 	require.NoError(e.t, err)
@@ -112,10 +117,21 @@ func (e *e2e) post(token, body string, hdr map[string]string) e2eReply {
 	resp, err := http.DefaultClient.Do(r)
 	require.NoError(e.t, err)
 	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	require.NoError(e.t, err)
-	out := e2eReply{status: resp.StatusCode, header: resp.Header}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	h := resp.Header.Clone()
+	h.Del("Date")
+	return rawReply{status: resp.StatusCode, header: h, body: b}
+}
+
+// post sends body as token with the extra headers, and decodes the answer:
+// a JSON message or the last message of an SSE stream.
+func (e *e2e) post(token, body string, hdr map[string]string) e2eReply {
+	e.t.Helper()
+	reply := e.raw(token, body, hdr)
+	raw := reply.body
+	out := e2eReply{status: reply.status, header: reply.header}
+	if strings.HasPrefix(reply.header.Get("Content-Type"), "text/event-stream") {
 		var last []byte
 		sc := bufio.NewScanner(bytes.NewReader(raw))
 		for sc.Scan() {

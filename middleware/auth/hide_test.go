@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,33 +14,6 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
-
-// rawReply is an answer as a client sees it, byte for byte.
-type rawReply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (e *e2e) raw(token, body string, hdr map[string]string) rawReply {
-	e.t.Helper()
-	r, err := http.NewRequestWithContext(e.t.Context(), http.MethodPost, e.url+"/mcp", strings.NewReader(body))
-	require.NoError(e.t, err)
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Authorization", "Bearer "+token)
-	for k, v := range hdr {
-		r.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(r)
-	require.NoError(e.t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(e.t, err)
-	h := resp.Header.Clone()
-	h.Del("Date")
-	return rawReply{status: resp.StatusCode, header: h, body: b}
-}
 
 // hiddenName and unknownName are a tool the callers below may not call and
 // a name no tool has, of the same length.
