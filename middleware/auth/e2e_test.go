@@ -124,6 +124,16 @@ func (e *e2e) raw(token, body string, hdr map[string]string) rawReply {
 	return rawReply{status: resp.StatusCode, header: h, body: b}
 }
 
+// tasksMeta2026 is the _meta member of a 2026-07-28 request from a client
+// that supports tasks.
+const tasksMeta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocol.Version20260728 +
+	`","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+// headers2026 are the routing headers of a 2026-07-28 request.
+func headers2026(method, name string) map[string]string {
+	return map[string]string{"MCP-Protocol-Version": protocol.Version20260728, "Mcp-Method": method, "Mcp-Name": name}
+}
+
 // post sends body as token with the extra headers, and decodes the answer:
 // a JSON message or the last message of an SSE stream.
 func (e *e2e) post(token, body string, hdr map[string]string) e2eReply {
@@ -302,11 +312,7 @@ func TestEndToEndTaskOfAnotherPrincipal(t *testing.T) {
 		_ = srv.Close()
 	})
 	e := &e2e{t: t, url: ts.URL}
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocol.Version20260728 +
-		`","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
-	hdr := func(method, name string) map[string]string {
-		return map[string]string{"MCP-Protocol-Version": protocol.Version20260728, "Mcp-Method": method, "Mcp-Name": name}
-	}
+	meta, hdr := tasksMeta2026, headers2026
 	c := e.post("bob", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy",`+meta+`}}`, hdr("tools/call", "deploy"))
 	require.Equal(t, http.StatusOK, c.status)
 	require.Nil(t, c.msg.Error)

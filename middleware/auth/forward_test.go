@@ -85,11 +85,7 @@ func TestForwardedTaskRequestsCarryThePrincipal(t *testing.T) {
 	d := newFWReplica(t, cluster, "d", false, nil)
 	e := newFWReplica(t, cluster, "e", true, func(cfg *auth.Config) { cfg.Resource = "https://other.example.com/mcp" })
 
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + protocol.Version20260728 +
-		`","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
-	hdr := func(method, name string) map[string]string {
-		return map[string]string{"MCP-Protocol-Version": protocol.Version20260728, "Mcp-Method": method, "Mcp-Name": name}
-	}
+	meta, hdr := tasksMeta2026, headers2026
 	created := a.post("bob", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy",`+meta+`}}`, hdr("tools/call", "deploy"))
 	require.Equal(t, http.StatusOK, created.status)
 	require.Nil(t, created.msg.Error)
