@@ -24,6 +24,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { rounds } from '../../../vigil-everything/testdata/rounds.mjs';
 
 const TIMEOUT_MS = 30_000;
 
@@ -533,148 +534,7 @@ async function main() {
   assert.ok(progress.length >= 2, `onprogress saw ${progress.length} notifications`);
   step(`test_tool_with_progress: 0, 50, 100 of 100 for token ${token}`);
 
-  // Sampling, elicitation and roots round trips.
-  const rounds = [
-    [
-      'test_sampling',
-      { prompt: 'What is the capital of France?' },
-      text('LLM response: Paris'),
-      [
-        {
-          method: 'sampling/createMessage',
-          params: { messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 },
-        },
-      ],
-    ],
-    [
-      'test_elicitation',
-      { message: 'Please provide your information' },
-      text('User response: action=accept, content={"email":"ada@example.com","username":"ada"}'),
-      [
-        {
-          method: 'elicitation/create',
-          params: {
-            message: 'Please provide your information',
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                username: { type: 'string', description: "User's response" },
-                email: { type: 'string', description: "User's email address" },
-              },
-              required: ['username', 'email'],
-            },
-          },
-        },
-      ],
-    ],
-    [
-      'test_elicitation_sep1330_enums',
-      {},
-      text(
-        'Elicitation completed: action=accept, content={"legacyEnum":"opt1","titledMulti":["value2"],"titledSingle":"value3","untitledMulti":["option1","option3"],"untitledSingle":"option2"}',
-      ),
-      [
-        {
-          method: 'elicitation/create',
-          params: {
-            message: 'Please select options from the enum fields',
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
-                titledSingle: {
-                  type: 'string',
-                  description: 'Select one option with titles',
-                  oneOf: [
-                    { const: 'value1', title: 'First Option' },
-                    { const: 'value2', title: 'Second Option' },
-                    { const: 'value3', title: 'Third Option' },
-                  ],
-                },
-                legacyEnum: {
-                  type: 'string',
-                  description: 'Select one option (legacy)',
-                  enum: ['opt1', 'opt2', 'opt3'],
-                  enumNames: ['Option One', 'Option Two', 'Option Three'],
-                },
-                untitledMulti: {
-                  type: 'array',
-                  description: 'Select multiple options',
-                  minItems: 1,
-                  maxItems: 3,
-                  items: { type: 'string', enum: ['option1', 'option2', 'option3'] },
-                },
-                titledMulti: {
-                  type: 'array',
-                  description: 'Select multiple options with titles',
-                  minItems: 1,
-                  maxItems: 3,
-                  items: {
-                    anyOf: [
-                      { const: 'value1', title: 'First Choice' },
-                      { const: 'value2', title: 'Second Choice' },
-                      { const: 'value3', title: 'Third Choice' },
-                    ],
-                  },
-                },
-              },
-            },
-          },
-        },
-      ],
-    ],
-    [
-      'test_elicitation_sep1034_defaults',
-      {},
-      text('Elicitation completed: action=decline, content={}'),
-      [
-        {
-          method: 'elicitation/create',
-          params: {
-            message: 'Please review and update the form fields with defaults',
-            requestedSchema: {
-              type: 'object',
-              properties: {
-                name: { type: 'string', description: 'User name', default: 'John Doe' },
-                age: { type: 'integer', description: 'User age', default: 30 },
-                score: { type: 'number', description: 'User score', default: 95.5 },
-                status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
-                verified: { type: 'boolean', description: 'Verification status', default: true },
-              },
-            },
-          },
-        },
-      ],
-    ],
-    [
-      'vigil_roots',
-      {},
-      {
-        content: [{ type: 'text', text: '{"roots":[{"uri":"file:///interop/root","name":"Interop Root"}]}' }],
-        structuredContent: { roots: [{ uri: 'file:///interop/root', name: 'Interop Root' }] },
-      },
-      [{ method: 'roots/list', params: undefined }],
-    ],
-    [
-      'test_input_required_result_multiple_inputs',
-      {},
-      text('Name: Ada; Greeting: Hello there!; Roots: 1'),
-      [
-        {
-          method: 'elicitation/create',
-          params: {
-            message: 'What is your name?',
-            requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-          },
-        },
-        {
-          method: 'sampling/createMessage',
-          params: { messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 },
-        },
-        { method: 'roots/list', params: {} },
-      ],
-    ],
-  ];
+  // Sampling, elicitation and roots round trips (the rounds are vigil-everything's, shared with the v2 harness).
   for (const [name, args, want, wantAsked] of rounds) {
     asked.length = 0;
     const res = await client.callTool({ name, arguments: args });
