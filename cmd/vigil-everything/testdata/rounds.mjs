@@ -5,7 +5,8 @@
 // what the tool asked the client], the clients answering with the fixed
 // values both harnesses give. In the 2025 era the tools ask by
 // server-to-client requests; in 2026-07-28 by input_required results, which
-// the SDKs fulfil through the same handlers and retries.
+// the SDKs fulfil through the same handlers and retries. answerElicitation
+// and answerSampling are those fixed answers.
 
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
@@ -150,3 +151,38 @@ export const rounds = [
     ],
   ],
 ];
+
+// answerElicitation is the client's answer to an elicitation/create with
+// params: accept, with fixed content, for the questions the fixtures ask;
+// decline for any other.
+export function answerElicitation(params) {
+  switch (params.message) {
+    case 'Please provide your information':
+      return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
+    case 'Please select options from the enum fields':
+      return {
+        action: 'accept',
+        content: {
+          untitledSingle: 'option2',
+          titledSingle: 'value3',
+          legacyEnum: 'opt1',
+          untitledMulti: ['option1', 'option3'],
+          titledMulti: ['value2'],
+        },
+      };
+    case 'What is your name?':
+      return { action: 'accept', content: { name: 'Ada' } };
+    case 'Delete a.txt?':
+      return { action: 'accept', content: { confirm: true } };
+    default:
+      return { action: 'decline' };
+  }
+}
+
+// answerSampling is the client's answer to a sampling/createMessage with
+// params.
+export function answerSampling(params) {
+  const prompt = params.messages[0].content.text;
+  const reply = prompt === 'Generate a greeting' ? 'Hello there!' : 'Paris';
+  return { role: 'assistant', content: { type: 'text', text: reply }, model: 'interop-model', stopReason: 'endTurn' };
+}

@@ -19,6 +19,7 @@ import { readdir } from 'node:fs/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
+import { answerElicitation, answerSampling } from '../rounds.mjs';
 
 const TIMEOUT_MS = 90_000;
 const MODERN = '2026-07-28';
@@ -78,30 +79,6 @@ const capabilities = { sampling: {}, elicitation: {}, roots: { listChanged: true
 
 // The server's questions, answered with fixed values and recorded.
 const asked = [];
-function answerElicitation(params) {
-  switch (params.message) {
-    case 'Please provide your information':
-      return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
-    case 'Please select options from the enum fields':
-      return {
-        action: 'accept',
-        content: {
-          untitledSingle: 'option2',
-          titledSingle: 'value3',
-          legacyEnum: 'opt1',
-          untitledMulti: ['option1', 'option3'],
-          titledMulti: ['value2'],
-        },
-      };
-    case 'What is your name?':
-      return { action: 'accept', content: { name: 'Ada' } };
-    case 'Delete a.txt?':
-      return { action: 'accept', content: { confirm: true } };
-    default:
-      return { action: 'decline' };
-  }
-}
-
 function newClient(caps = capabilities) {
   const client = new Client(info, {
     capabilities: caps,
@@ -109,9 +86,7 @@ function newClient(caps = capabilities) {
   });
   client.setRequestHandler('sampling/createMessage', (req) => {
     asked.push({ method: req.method, params: req.params });
-    const prompt = req.params.messages[0].content.text;
-    const reply = prompt === 'Generate a greeting' ? 'Hello there!' : 'Paris';
-    return { role: 'assistant', content: { type: 'text', text: reply }, model: 'interop-model', stopReason: 'endTurn' };
+    return answerSampling(req.params);
   });
   client.setRequestHandler('elicitation/create', (req) => {
     asked.push({ method: req.method, params: req.params });

@@ -24,7 +24,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { rounds } from '../../../vigil-everything/testdata/rounds.mjs';
+import { answerElicitation, answerSampling, rounds } from '../../../vigil-everything/testdata/rounds.mjs';
 
 const TIMEOUT_MS = 30_000;
 
@@ -114,31 +114,11 @@ async function main() {
   const asked = [];
   client.setRequestHandler(CreateMessageRequestSchema, (req) => {
     asked.push({ method: req.method, params: req.params });
-    const prompt = req.params.messages[0].content.text;
-    const reply = prompt === 'Generate a greeting' ? 'Hello there!' : 'Paris';
-    return { role: 'assistant', content: { type: 'text', text: reply }, model: 'interop-model', stopReason: 'endTurn' };
+    return answerSampling(req.params);
   });
   client.setRequestHandler(ElicitRequestSchema, (req) => {
     asked.push({ method: req.method, params: req.params });
-    switch (req.params.message) {
-      case 'Please provide your information':
-        return { action: 'accept', content: { username: 'ada', email: 'ada@example.com' } };
-      case 'Please select options from the enum fields':
-        return {
-          action: 'accept',
-          content: {
-            untitledSingle: 'option2',
-            titledSingle: 'value3',
-            legacyEnum: 'opt1',
-            untitledMulti: ['option1', 'option3'],
-            titledMulti: ['value2'],
-          },
-        };
-      case 'What is your name?':
-        return { action: 'accept', content: { name: 'Ada' } };
-      default:
-        return { action: 'decline' };
-    }
+    return answerElicitation(req.params);
   });
   client.setRequestHandler(ListRootsRequestSchema, (req) => {
     asked.push({ method: req.method, params: req.params });
