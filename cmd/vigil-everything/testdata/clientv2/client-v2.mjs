@@ -19,7 +19,7 @@ import { readdir } from 'node:fs/promises';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
-import { answerElicitation, answerSampling } from '../rounds.mjs';
+import { answerElicitation, answerSampling } from '../fixtures.mjs';
 
 const TIMEOUT_MS = 90_000;
 const MODERN = '2026-07-28';

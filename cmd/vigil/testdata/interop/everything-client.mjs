@@ -24,7 +24,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { answerElicitation, answerSampling, rounds } from '../../../vigil-everything/testdata/rounds.mjs';
+import { answerElicitation, answerSampling, calls, gets, PNG, rounds, text } from '../../../vigil-everything/testdata/fixtures.mjs';
 
 const TIMEOUT_MS = 30_000;
 
@@ -52,11 +52,7 @@ function deferred(what) {
   return { promise, resolve };
 }
 
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
-const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 
-const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
 // The tools the conformance suite calls by name, plus Vigil's own.
 const EXPECTED_TOOLS = [
@@ -234,62 +230,6 @@ async function main() {
   assert.equal(byName.vigil_weather._meta?.ui, undefined, 'no _meta.ui without the extension');
   step(`tools/list: ${tools.length} tools, sorted, each with a description`);
 
-  const calls = [
-    ['about', {}, text('vigil-everything dev: the Vigil MCP conformance fixture server')],
-    ['test_simple_text', undefined, text('This is a simple text response for testing.')],
-    ['test_image_content', {}, { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }],
-    ['test_audio_content', {}, { content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] }],
-    [
-      'test_embedded_resource',
-      {},
-      {
-        content: [
-          {
-            type: 'resource',
-            resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
-          },
-        ],
-      },
-    ],
-    [
-      'test_multiple_content_types',
-      {},
-      {
-        content: [
-          { type: 'text', text: 'Multiple content types test:' },
-          { type: 'image', data: PNG, mimeType: 'image/png' },
-          {
-            type: 'resource',
-            resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
-          },
-        ],
-      },
-    ],
-    [
-      'test_error_handling',
-      {},
-      { content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true },
-    ],
-    [
-      'vigil_structured',
-      { a: 6, b: 7 },
-      { content: [{ type: 'text', text: '{"sum":13,"product":42}' }], structuredContent: { sum: 13, product: 42 } },
-    ],
-    [
-      'vigil_structured',
-      { a: 'six', b: 7 },
-      {
-        content: [
-          {
-            type: 'text',
-            text: 'invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: six has type "string", want "integer"',
-          },
-        ],
-        isError: true,
-      },
-    ],
-    ['vigil_region', { region: 'eu-west' }, text('Region: eu-west')],
-  ];
   for (const [name, args, want] of calls) {
     const got = await client.callTool(args === undefined ? { name } : { name, arguments: args });
     assert.deepEqual(got, want, `tools/call ${name} ${JSON.stringify(args)}`);
@@ -420,36 +360,6 @@ async function main() {
     },
   );
   step(`prompts/list: ${prompts.map((p) => p.name).join(', ')}`);
-  const gets = [
-    ['test_simple_prompt', undefined, [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }]],
-    [
-      'test_prompt_with_arguments',
-      { arg1: 'one', arg2: 'two' },
-      [{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='one', arg2='two'" } }],
-    ],
-    [
-      'test_prompt_with_embedded_resource',
-      { resourceUri: 'test://example-resource' },
-      [
-        {
-          role: 'user',
-          content: {
-            type: 'resource',
-            resource: { uri: 'test://example-resource', mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
-          },
-        },
-        { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
-      ],
-    ],
-    [
-      'test_prompt_with_image',
-      undefined,
-      [
-        { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
-        { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
-      ],
-    ],
-  ];
   for (const [name, args, messages] of gets) {
     const got = await client.getPrompt(args === undefined ? { name } : { name, arguments: args });
     assert.deepEqual(got, { messages }, `prompts/get ${name}`);

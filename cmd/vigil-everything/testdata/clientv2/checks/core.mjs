@@ -7,13 +7,9 @@
 
 import assert from 'node:assert/strict';
 import { resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
-import { rounds } from '../../rounds.mjs';
+import { calls, gets, PNG, rounds, text } from '../../fixtures.mjs';
 
-const PNG =
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
-const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 
-const text = (t) => ({ content: [{ type: 'text', text: t }] });
 
 // The tools the conformance suite calls by name, plus Vigil's own.
 const EXPECTED_TOOLS = [
@@ -59,95 +55,7 @@ const EXPECTED_TOOLS = [
 ];
 
 
-// Tool calls with their exact results: every content type, structured
-// output, a validation failure and a tool error.
-const calls = [
-  ['about', {}, text('vigil-everything dev: the Vigil MCP conformance fixture server')],
-  ['test_simple_text', undefined, text('This is a simple text response for testing.')],
-  ['test_image_content', {}, { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }],
-  ['test_audio_content', {}, { content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] }],
-  [
-    'test_embedded_resource',
-    {},
-    {
-      content: [
-        {
-          type: 'resource',
-          resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
-        },
-      ],
-    },
-  ],
-  [
-    'test_multiple_content_types',
-    {},
-    {
-      content: [
-        { type: 'text', text: 'Multiple content types test:' },
-        { type: 'image', data: PNG, mimeType: 'image/png' },
-        {
-          type: 'resource',
-          resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
-        },
-      ],
-    },
-  ],
-  [
-    'test_error_handling',
-    {},
-    { content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true },
-  ],
-  [
-    'vigil_structured',
-    { a: 6, b: 7 },
-    { content: [{ type: 'text', text: '{"sum":13,"product":42}' }], structuredContent: { sum: 13, product: 42 } },
-  ],
-  [
-    'vigil_structured',
-    { a: 'six', b: 7 },
-    {
-      content: [
-        {
-          type: 'text',
-          text: 'invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: six has type "string", want "integer"',
-        },
-      ],
-      isError: true,
-    },
-  ],
-  ['vigil_region', { region: 'eu-west' }, text('Region: eu-west')],
-];
 
-const gets = [
-  ['test_simple_prompt', undefined, [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }]],
-  [
-    'test_prompt_with_arguments',
-    { arg1: 'one', arg2: 'two' },
-    [{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='one', arg2='two'" } }],
-  ],
-  [
-    'test_prompt_with_embedded_resource',
-    { resourceUri: 'test://example-resource' },
-    [
-      {
-        role: 'user',
-        content: {
-          type: 'resource',
-          resource: { uri: 'test://example-resource', mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
-        },
-      },
-      { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
-    ],
-  ],
-  [
-    'test_prompt_with_image',
-    undefined,
-    [
-      { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
-      { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
-    ],
-  ],
-];
 
 // logged calls a tool with logging at level: logging/setLevel in a 2025
 // session, the request's _meta in 2026-07-28 (which has no setLevel).

@@ -1,14 +1,111 @@
-// The vigil-everything tools that ask the client (sampling, elicitation,
-// roots), shared by the TypeScript SDK v1 harness
+// What vigil-everything's fixtures answer, and what a client answers them,
+// shared by the TypeScript SDK v1 harness
 // (cmd/vigil/testdata/interop/everything-client.mjs) and the v2 one
-// (clientv2/checks/core.mjs): each round is [tool, arguments, the result,
-// what the tool asked the client], the clients answering with the fixed
-// values both harnesses give. In the 2025 era the tools ask by
-// server-to-client requests; in 2026-07-28 by input_required results, which
-// the SDKs fulfil through the same handlers and retries. answerElicitation
-// and answerSampling are those fixed answers.
+// (clientv2/checks/core.mjs).
+//
+// calls are tool calls with their exact results, gets prompts with theirs,
+// and rounds the tools that ask the client (sampling, elicitation, roots):
+// [tool, arguments, the result, what the tool asked the client], the client
+// answering with answerElicitation and answerSampling. In the 2025 era the
+// tools ask by server-to-client requests; in 2026-07-28 by input_required
+// results, which the SDKs fulfil through the same handlers and retries.
 
-const text = (t) => ({ content: [{ type: 'text', text: t }] });
+export const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+export const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
+
+// text is a tool result of one text content.
+export const text = (t) => ({ content: [{ type: 'text', text: t }] });
+
+// Tool calls with their exact results: every content type, structured
+// output, a validation failure and a tool error.
+export const calls = [
+  ['about', {}, text('vigil-everything dev: the Vigil MCP conformance fixture server')],
+  ['test_simple_text', undefined, text('This is a simple text response for testing.')],
+  ['test_image_content', {}, { content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }],
+  ['test_audio_content', {}, { content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] }],
+  [
+    'test_embedded_resource',
+    {},
+    {
+      content: [
+        {
+          type: 'resource',
+          resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' },
+        },
+      ],
+    },
+  ],
+  [
+    'test_multiple_content_types',
+    {},
+    {
+      content: [
+        { type: 'text', text: 'Multiple content types test:' },
+        { type: 'image', data: PNG, mimeType: 'image/png' },
+        {
+          type: 'resource',
+          resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: '{"test":"data","value":123}' },
+        },
+      ],
+    },
+  ],
+  [
+    'test_error_handling',
+    {},
+    { content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }], isError: true },
+  ],
+  [
+    'vigil_structured',
+    { a: 6, b: 7 },
+    { content: [{ type: 'text', text: '{"sum":13,"product":42}' }], structuredContent: { sum: 13, product: 42 } },
+  ],
+  [
+    'vigil_structured',
+    { a: 'six', b: 7 },
+    {
+      content: [
+        {
+          type: 'text',
+          text: 'invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: six has type "string", want "integer"',
+        },
+      ],
+      isError: true,
+    },
+  ],
+  ['vigil_region', { region: 'eu-west' }, text('Region: eu-west')],
+];
+
+export const gets = [
+  ['test_simple_prompt', undefined, [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }]],
+  [
+    'test_prompt_with_arguments',
+    { arg1: 'one', arg2: 'two' },
+    [{ role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='one', arg2='two'" } }],
+  ],
+  [
+    'test_prompt_with_embedded_resource',
+    { resourceUri: 'test://example-resource' },
+    [
+      {
+        role: 'user',
+        content: {
+          type: 'resource',
+          resource: { uri: 'test://example-resource', mimeType: 'text/plain', text: 'Embedded resource content for testing.' },
+        },
+      },
+      { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
+    ],
+  ],
+  [
+    'test_prompt_with_image',
+    undefined,
+    [
+      { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
+      { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
+    ],
+  ],
+];
 
 export const rounds = [
   [
