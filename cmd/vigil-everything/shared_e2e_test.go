@@ -65,7 +65,7 @@ func TestConformanceShared(t *testing.T) {
 // sampling, elicitation and roots round trips), each of its requests
 // landing on whichever replica nginx picks.
 func TestInteropTypeScriptShared(t *testing.T) {
-	node := requireInteropPrereqs(t)
+	node := requireNodeHarness(t, interopDir)
 	url := startShared(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
