@@ -2,12 +2,12 @@ package middleware_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // optionMisuses are calls that give a constructor an option it does not
@@ -60,16 +60,7 @@ func TestOptionsMisuseDoesNotCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go build")
 	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
 	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,26 +71,10 @@ func TestOptionsMisuseDoesNotCompile(t *testing.T) {
 		fmt.Fprintf(&misuses, "\t_ = %s\n", m.call)
 	}
 	misuses.WriteString(")\n")
-	files := map[string]string{
-		"go.mod":         "module example.com/optioncheck\n\ngo 1.26.0\n\nrequire github.com/vigil-mcp/vigil v0.0.0\n\nreplace github.com/vigil-mcp/vigil => " + root + "\n",
-		"go.sum":         string(sum),
+	out, err := testkit.GoInModule(t, root, map[string]string{
 		"wrong/wrong.go": misuses.String(),
 		"right/right.go": optionUses,
-	}
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	cmd := exec.CommandContext(t.Context(), goCmd, "build", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
-	out, err := cmd.CombinedOutput()
+	}, "build", "./...")
 	if err == nil {
 		t.Fatalf("the misuses compiled:\n%s", misuses.String())
 	}

@@ -2,11 +2,12 @@ package housecheck
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // snippetImports are the packages the README's quick start uses. A
@@ -35,10 +36,6 @@ func TestReadmeQuickStartCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go vet")
 	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command:", err)
-	}
 	root := docsRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -47,10 +44,6 @@ func TestReadmeQuickStartCompiles(t *testing.T) {
 	m := goBlock.FindSubmatch(readme)
 	if m == nil {
 		t.Fatal("README.md has no Go code block: the quick start is gone")
-	}
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	var src strings.Builder
 	src.WriteString("package quickstart\n\nimport (\n")
@@ -65,25 +58,8 @@ func TestReadmeQuickStartCompiles(t *testing.T) {
 	}
 	src.Write(m[1])
 
-	dir := t.TempDir()
-	files := map[string]string{
-		"go.mod":                   "module example.com/quickstart\n\ngo 1.26.0\n\nrequire github.com/vigil-mcp/vigil v0.0.0\n\nreplace github.com/vigil-mcp/vigil => " + root + "\n",
-		"go.sum":                   string(sum),
-		"quickstart/quickstart.go": src.String(),
-	}
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.CommandContext(t.Context(), goCmd, "vet", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off", "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := testkit.GoInModule(t, root, map[string]string{"quickstart/quickstart.go": src.String()}, "vet", "./...")
+	if err != nil {
 		t.Fatalf("the README's quick start does not build: %v\n%s\n--- the program:\n%s", err, out, src.String())
 	}
 }
