@@ -14,6 +14,56 @@ export const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 export const WAV = 'UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=';
 
+// JSON_SCHEMA_TOOL and STRUCTURED_TOOL are two tools as tools/list gives
+// them: JSON Schema 2020-12 features, and an output schema.
+export const JSON_SCHEMA_TOOL = {
+  name: 'json_schema_2020_12_tool',
+  description: 'Tool with JSON Schema 2020-12 features',
+  inputSchema: {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    $defs: {
+      address: {
+        $anchor: 'addressDef',
+        type: 'object',
+        properties: { street: { type: 'string' }, city: { type: 'string' } },
+      },
+    },
+    properties: {
+      name: { type: 'string' },
+      address: { $ref: '#/$defs/address' },
+      contactMethod: { type: 'string', enum: ['phone', 'email'] },
+      phone: { type: 'string' },
+      email: { type: 'string' },
+    },
+    allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+    if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+    then: { required: ['phone'] },
+    else: { required: ['email'] },
+    additionalProperties: false,
+  },
+};
+
+export const STRUCTURED_TOOL = {
+  name: 'vigil_structured',
+  description: 'Adds and multiplies two integers; the result is structured content (with an output schema).',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      a: { type: 'integer', description: 'the first operand' },
+      b: { type: 'integer', description: 'the second operand' },
+    },
+    required: ['a', 'b'],
+    additionalProperties: false,
+  },
+  outputSchema: {
+    type: 'object',
+    properties: { sum: { type: 'integer' }, product: { type: 'integer' } },
+    required: ['sum', 'product'],
+    additionalProperties: false,
+  },
+};
+
 // text is a tool result of one text content.
 export const text = (t) => ({ content: [{ type: 'text', text: t }] });
 

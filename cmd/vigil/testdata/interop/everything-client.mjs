@@ -24,7 +24,7 @@ import {
   ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { answerElicitation, answerSampling, calls, gets, PNG, rounds, text } from '../../../vigil-everything/testdata/fixtures.mjs';
+import { answerElicitation, answerSampling, calls, gets, JSON_SCHEMA_TOOL, PNG, rounds, STRUCTURED_TOOL, text } from '../../../vigil-everything/testdata/fixtures.mjs';
 
 const TIMEOUT_MS = 30_000;
 
@@ -178,52 +178,8 @@ async function main() {
     assert.ok(tool.description, `tool ${tool.name} has a description`);
   }
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-  assert.deepEqual(byName.json_schema_2020_12_tool, {
-    name: 'json_schema_2020_12_tool',
-    description: 'Tool with JSON Schema 2020-12 features',
-    inputSchema: {
-      $schema: 'https://json-schema.org/draft/2020-12/schema',
-      type: 'object',
-      $defs: {
-        address: {
-          $anchor: 'addressDef',
-          type: 'object',
-          properties: { street: { type: 'string' }, city: { type: 'string' } },
-        },
-      },
-      properties: {
-        name: { type: 'string' },
-        address: { $ref: '#/$defs/address' },
-        contactMethod: { type: 'string', enum: ['phone', 'email'] },
-        phone: { type: 'string' },
-        email: { type: 'string' },
-      },
-      allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
-      if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
-      then: { required: ['phone'] },
-      else: { required: ['email'] },
-      additionalProperties: false,
-    },
-  });
-  assert.deepEqual(byName.vigil_structured, {
-    name: 'vigil_structured',
-    description: 'Adds and multiplies two integers; the result is structured content (with an output schema).',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        a: { type: 'integer', description: 'the first operand' },
-        b: { type: 'integer', description: 'the second operand' },
-      },
-      required: ['a', 'b'],
-      additionalProperties: false,
-    },
-    outputSchema: {
-      type: 'object',
-      properties: { sum: { type: 'integer' }, product: { type: 'integer' } },
-      required: ['sum', 'product'],
-      additionalProperties: false,
-    },
-  });
+  assert.deepEqual(byName.json_schema_2020_12_tool, JSON_SCHEMA_TOOL);
+  assert.deepEqual(byName.vigil_structured, STRUCTURED_TOOL);
   // This client declares no MCP Apps extension: the tool with a view is a
   // plain tool for it, without _meta.ui.
   assert.ok(byName.vigil_weather, 'vigil_weather is listed');

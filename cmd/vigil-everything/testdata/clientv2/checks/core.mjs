@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
-import { calls, gets, PNG, rounds, text } from '../../fixtures.mjs';
+import { calls, gets, JSON_SCHEMA_TOOL, PNG, rounds, STRUCTURED_TOOL, text } from '../../fixtures.mjs';
 
 
 
@@ -113,52 +113,8 @@ export default [
         assert.ok(tool.description, `tool ${tool.name} has a description`);
       }
       const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-      assert.deepEqual(byName.json_schema_2020_12_tool, {
-        name: 'json_schema_2020_12_tool',
-        description: 'Tool with JSON Schema 2020-12 features',
-        inputSchema: {
-          $schema: 'https://json-schema.org/draft/2020-12/schema',
-          type: 'object',
-          $defs: {
-            address: {
-              $anchor: 'addressDef',
-              type: 'object',
-              properties: { street: { type: 'string' }, city: { type: 'string' } },
-            },
-          },
-          properties: {
-            name: { type: 'string' },
-            address: { $ref: '#/$defs/address' },
-            contactMethod: { type: 'string', enum: ['phone', 'email'] },
-            phone: { type: 'string' },
-            email: { type: 'string' },
-          },
-          allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
-          if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
-          then: { required: ['phone'] },
-          else: { required: ['email'] },
-          additionalProperties: false,
-        },
-      });
-      assert.deepEqual(byName.vigil_structured, {
-        name: 'vigil_structured',
-        description: 'Adds and multiplies two integers; the result is structured content (with an output schema).',
-        inputSchema: {
-          type: 'object',
-          properties: {
-            a: { type: 'integer', description: 'the first operand' },
-            b: { type: 'integer', description: 'the second operand' },
-          },
-          required: ['a', 'b'],
-          additionalProperties: false,
-        },
-        outputSchema: {
-          type: 'object',
-          properties: { sum: { type: 'integer' }, product: { type: 'integer' } },
-          required: ['sum', 'product'],
-          additionalProperties: false,
-        },
-      });
+      assert.deepEqual(byName.json_schema_2020_12_tool, JSON_SCHEMA_TOOL);
+      assert.deepEqual(byName.vigil_structured, STRUCTURED_TOOL);
       if (era === 'legacy') {
         // The 2026-07-28 SDK keeps no execution member: there the server
         // alone decides whether a call becomes a task.
