@@ -5,20 +5,47 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // notifySessions sends a notification to every initialized session that
-// match accepts (nil: all), each on its own goroutine so that one slow
-// client does not hold back the others. It never blocks the caller.
+// match accepts (nil: all). It never blocks the caller.
+//
+// The notification is encoded once and the same message is written to
+// every session, by a bounded set of writers (one per fanoutShare
+// sessions): a write to a Streamable HTTP GET stream only queues it for
+// the stream's own goroutine, and a transport whose writes can block (a
+// slow stdio peer, a remote event store) holds back only its share.
 func (s *Server) notifySessions(method string, params any, match func(*Session) bool) {
-	for _, ss := range s.Sessions() {
-		if !ss.initialized() || (match != nil && !match(ss)) {
-			continue
-		}
-		ctx := s.notifyContext() // fanout.go
-		s.bg.Go(func() { _ = ss.Notify(ctx, method, params) })
+	ctx := s.notifyContext() // fanout.go
+	raw, err := encodeParams(ctx, method, params)
+	if err != nil {
+		s.cfg.logger.Warn("cannot encode a notification to every session", "method", method, "error", err)
+		return
+	}
+	msg := &transport.Request{Method: method, Params: raw}
+	if err := msg.Freeze(); err != nil {
+		s.cfg.logger.Warn("cannot encode a notification to every session", "method", method, "error", err)
+		return
+	}
+	all := s.Sessions()
+	for len(all) > 0 {
+		share := all[:min(len(all), fanoutShare)]
+		all = all[len(share):]
+		s.bg.Go(func() {
+			for _, ss := range share {
+				if ss.initialized() && (match == nil || match(ss)) {
+					_ = ss.sendNotification(ctx, msg)
+				}
+			}
+		})
 	}
 }
+
+// fanoutShare is how many sessions each writer of a notification to every
+// session serves.
+const fanoutShare = 512
 
 // debouncer coalesces bursts of list changes into one notification per
 // list, sent after the configured delay.

@@ -163,13 +163,18 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if err != nil {
 		return err
 	}
+	return ss.sendNotification(related(ctx), &transport.Request{Method: method, Params: raw})
+}
+
+// sendNotification writes n, unless the session is closed or broken.
+func (ss *Session) sendNotification(ctx context.Context, n *transport.Request) error {
 	ss.mu.Lock()
 	closed := ss.st.closed || ss.st.broken != protocol.DropNone
 	ss.mu.Unlock()
 	if closed {
 		return ss.closedError()
 	}
-	return ss.write(related(ctx), &transport.Request{Method: method, Params: raw})
+	return ss.write(ctx, n)
 }
 
 // related marks ctx with the id of the request it belongs to, if any, so

@@ -947,7 +947,9 @@ func writeClass(err error) protocol.DropReason {
 // since none of them can be answered. The read loop goes on, so that the
 // session still ends at the end of its input.
 func (ss *Session) write(ctx context.Context, msg transport.Message) error {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx) // a context that is never done costs nothing
+	}
 	// An inline Conn writes into the response of the request at hand, which
 	// its own server bounds; others may block on a peer that stopped reading.
 	if d := ss.srv.cfg.writeTimeout; d > 0 && !ss.inline {

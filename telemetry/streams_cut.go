@@ -8,6 +8,7 @@ const (
 	CutWriteTimeout  = "write_timeout"
 	CutStateTooLarge = "state_too_large"
 	CutInitTimeout   = "init_timeout"
+	CutBacklog       = "backlog"
 )
 
 // StreamsCut is the counter [MetricStreamsCut]: the streams and sessions
@@ -26,9 +27,10 @@ func NewStreamsCut() *StreamsCut {
 			Help: "Streams and sessions the Streamable HTTP endpoint cut off by itself. reason: write_timeout (an SSE write did not complete " +
 				"within -sse-write-timeout: the client stopped reading; the stream ended, the session lives on), state_too_large " +
 				"(a shared session's state over its cap: not stored, the session ended), init_timeout (a session whose client " +
-				"never finished initialize expired after -init-timeout), other.",
+				"never finished initialize expired after -init-timeout), backlog (a GET stream whose client did not take its events as " +
+				"fast as they came, past the stream's bound: the stream ended, the session lives on), other.",
 		}, []string{LabelReason}),
-		known: newMetricsLabelSet([]string{CutWriteTimeout, CutStateTooLarge, CutInitTimeout, LabelOther}),
+		known: newMetricsLabelSet([]string{CutWriteTimeout, CutStateTooLarge, CutInitTimeout, CutBacklog, LabelOther}),
 	}
 	for _, r := range c.known.values {
 		c.WithLabelValues(r)

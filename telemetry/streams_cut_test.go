@@ -20,10 +20,12 @@ func TestStreamsCut(t *testing.T) {
 	c.Cut(telemetry.CutWriteTimeout)
 	c.Cut(telemetry.CutWriteTimeout)
 	c.Cut(telemetry.CutInitTimeout)
+	c.Cut(telemetry.CutBacklog)
 	c.Cut("made-up")
 	const want = `
 # HELP mcp_server_streams_cut_total x
 # TYPE mcp_server_streams_cut_total counter
+mcp_server_streams_cut_total{reason="backlog"} 1
 mcp_server_streams_cut_total{reason="init_timeout"} 1
 mcp_server_streams_cut_total{reason="other"} 1
 mcp_server_streams_cut_total{reason="state_too_large"} 0
@@ -31,7 +33,7 @@ mcp_server_streams_cut_total{reason="write_timeout"} 2
 `
 	n, err := testutil.GatherAndCount(registryOf(t, c), telemetry.MetricStreamsCut)
 	require.NoError(t, err)
-	assert.Equal(t, 4, n)
+	assert.Equal(t, 5, n)
 	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), telemetry.MetricStreamsCut)
 	require.NoError(t, err)
 	problems, err := testutil.CollectAndLint(c)

@@ -33,10 +33,22 @@ type Request struct {
 	Params json.RawMessage // nil when absent; otherwise an object or an array
 
 	split paramsSplit // see Members
+	wire  []byte      // see Freeze
 }
 
 // IsNotification reports whether r has no id.
 func (r *Request) IsNotification() bool { return !r.ID.IsValid() }
+
+// Freeze encodes r once, for a message written to many peers (a
+// notification to every session): [AppendMessage] then copies that
+// encoding instead of encoding r again. r must not be modified afterwards.
+func (r *Request) Freeze() error {
+	wire, err := AppendMessage(nil, r)
+	if err == nil {
+		r.wire = wire
+	}
+	return err
+}
 
 // Response is a JSON-RPC response. Exactly one of Result and Error is set.
 type Response struct {
@@ -302,6 +314,9 @@ func AppendMessage(b []byte, m Message) ([]byte, error) {
 	case *Request:
 		if m == nil {
 			return b, errors.New("transport: nil request")
+		}
+		if m.wire != nil {
+			return append(b, m.wire...), nil
 		}
 		b = append(b, `{"jsonrpc":"2.0",`...)
 		if m.ID.IsValid() {

@@ -12,6 +12,9 @@ func EncodedSize(m Message) int {
 		if m == nil {
 			return 0
 		}
+		if m.wire != nil {
+			return len(m.wire)
+		}
 		n := len(`{"jsonrpc":"2.0",`) + len(`"method":`) + jsonscan.StringSize(m.Method) + len(`}`)
 		if m.ID.IsValid() {
 			n += len(`"id":`) + idSize(m.ID) + len(`,`)

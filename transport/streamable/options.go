@@ -246,9 +246,14 @@ const (
 	// CutInitTimeout: a session did not finish initialize (no
 	// notifications/initialized) in time ([WithInitTimeout]); it ended.
 	CutInitTimeout
+	// CutBacklog: the client of a standalone GET stream did not take its
+	// events as fast as they came, and the events waiting for it
+	// exceeded the stream's bound; the stream ended, the session lives on.
+	CutBacklog
 )
 
-// String returns the label: write_timeout, state_too_large, init_timeout.
+// String returns the label: write_timeout, state_too_large, init_timeout,
+// backlog.
 func (c StreamCut) String() string {
 	switch c {
 	case CutWriteTimeout:
@@ -257,6 +262,8 @@ func (c StreamCut) String() string {
 		return "state_too_large"
 	case CutInitTimeout:
 		return "init_timeout"
+	case CutBacklog:
+		return "backlog"
 	}
 	return "other"
 }

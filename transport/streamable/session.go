@@ -408,6 +408,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
+	st.out = newOutbox()
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()
@@ -425,6 +426,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 			s.get = nil
 		}
 		s.mu.Unlock()
+		st.out.close()
 		st.shutDown(nil)
 	}()
 	if err != nil {
@@ -442,6 +444,10 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.done:
 			return
+		case <-st.out.wake:
+			if st.writeQueued() != nil {
+				return
+			}
 		case <-tick:
 			if st.comment("keep-alive") != nil {
 				return

@@ -34,6 +34,12 @@ type stream struct {
 	cancelled bool
 	cut       bool // an SSE write timed out: counted once
 
+	// A standalone GET stream's queue (outbox.go): deliver queues there,
+	// and the stream's own goroutine writes (writeQueued), encoding each
+	// event into buf, kept for the next.
+	out *outbox
+	buf []byte
+
 	// The answer for when the session ends first (see terminated), held
 	// here rather than allocated apart.
 	termResp transport.Response
@@ -167,8 +173,12 @@ func (st *stream) startSSE() error {
 	return st.failedLocked(st.flush())
 }
 
-// deliver writes one message. A response ends the stream's purpose.
+// deliver writes one message, or queues it on a standalone GET stream for
+// the stream's goroutine to write. A response ends the stream's purpose.
 func (st *stream) deliver(m transport.Message) error {
+	if st.out != nil {
+		return st.out.post(m)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.shut || st.state == answeredJSON || (st.client != nil && st.client.Err() != nil) {
@@ -405,6 +415,44 @@ func (st *stream) markCancelled() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.cancelled = true
+}
+
+// writeQueued writes the messages queued on a standalone GET stream, one
+// flush for the lot; it fails, and the stream is to end, when a write
+// fails or when the queue overflowed (counted as CutBacklog).
+func (st *stream) writeQueued() error {
+	batch, over := st.out.take()
+	defer st.out.done(batch)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if over {
+		if !st.cut && st.limit != nil && st.limit.cut != nil {
+			st.cut = true
+			st.limit.cut(CutBacklog)
+		}
+		return errBacklog
+	}
+	if st.shut {
+		return transport.ErrStreamGone
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	st.armLocked()
+	for _, m := range batch {
+		b, err := transport.AppendMessage(append(st.buf[:0], "event: message\ndata: "...), m)
+		if err != nil {
+			continue // never for what a server writes: skip it, as deliver would refuse it
+		}
+		b = append(b, "\n\n"...)
+		if cap(b) <= smallAnswer {
+			st.buf = b // kept for the next event; a larger one is not held
+		}
+		if _, err := st.w.Write(b); err != nil {
+			return st.failedLocked(err)
+		}
+	}
+	return st.failedLocked(st.flush())
 }
 
 // comment writes an SSE comment line.
