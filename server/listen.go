@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 
@@ -30,9 +31,27 @@ type listener struct {
 	req    *Request
 	filter SubscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
-	stop   context.CancelFunc
-	since  uint64 // the change sequence when it subscribed: earlier changes are not its news
+	stop   context.CancelCauseFunc
+	since  uint64           // the change sequence when it subscribed: earlier changes are not its news
+	events chan listenEvent // what notifyListeners found for it, written by its own handler
 }
+
+// listenEvent is a notification for a listen stream: its method, and the
+// resource of notifications/resources/updated.
+type listenEvent struct{ method, uri string }
+
+// listenParams are the params of a notification on a listen stream.
+type listenParams struct {
+	Meta map[string]any `json:"_meta"`
+	URI  string         `json:"uri,omitempty"`
+}
+
+// listenBacklog bounds the notifications waiting for a listen stream's
+// handler to write them: past it, the client is not keeping up, and the
+// stream ends with errListenBacklog.
+const listenBacklog = 64
+
+var errListenBacklog = errors.New("the client did not take its notifications as fast as they came: listen again")
 
 type listenRegistry struct {
 	mu   sync.Mutex
@@ -67,7 +86,7 @@ func (lr *listenRegistry) snapshot() []*listener {
 // stopAll ends every listen stream gracefully (Server.Shutdown).
 func (lr *listenRegistry) stopAll() {
 	for _, l := range lr.snapshot() {
-		l.stop()
+		l.stop(nil)
 	}
 }
 
@@ -96,9 +115,12 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	if caps.Resources != nil {
 		honored.ResourceSubscriptions = slices.Clone(want.ResourceSubscriptions)
 	}
-	stopped, stop := context.WithCancel(ctx)
-	defer stop()
-	l := &listener{ctx: ctx, live: stopped, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID}, stop: stop, since: s.changes.seq.Add(1)}
+	stopped, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	l := &listener{
+		ctx: ctx, live: stopped, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID},
+		stop: stop, since: s.changes.seq.Add(1), events: make(chan listenEvent, listenBacklog),
+	}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {
@@ -108,9 +130,26 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	if err := req.Session.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
 		return nil, err
 	}
-	<-stopped.Done()
+	// This handler writes its stream's notifications itself: a
+	// notification to every listener costs no goroutine, and a client that
+	// does not read holds back no other.
+	for stopped.Err() == nil {
+		select {
+		case ev := <-l.events:
+			if stopped.Err() != nil {
+				break
+			}
+			if err := req.Session.Notify(ctx, ev.method, listenParams{Meta: l.meta, URI: ev.uri}); err != nil {
+				return nil, err
+			}
+		case <-stopped.Done():
+		}
+	}
 	if ctx.Err() != nil { // the client ended it, or the connection is gone
 		return nil, context.Cause(ctx)
+	}
+	if errors.Is(context.Cause(stopped), errListenBacklog) {
+		return nil, Errorf(protocol.CodeServerBusy, "subscriptions/listen: %v", errListenBacklog)
 	}
 	// The server ends the stream (it is shutting down): the graceful
 	// teardown, answered with the listen result.
@@ -146,14 +185,10 @@ func (s *Server) notifyListeners(method string, uri string, changed uint64) {
 		if !ok {
 			continue
 		}
-		params := map[string]any{"_meta": l.meta}
-		if uri != "" {
-			params["uri"] = uri
+		select {
+		case l.events <- listenEvent{method, uri}: // its handler writes it
+		default:
+			l.stop(errListenBacklog)
 		}
-		s.bg.Go(func() {
-			if l.live.Err() == nil { // it may have ended since the snapshot
-				_ = l.req.Session.Notify(l.ctx, method, params)
-			}
-		})
 	}
 }

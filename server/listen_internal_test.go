@@ -2,72 +2,70 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
-	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // A listen stream the client has cancelled gets no notification, even in
 // the window before its handler has left the registry; a live stream on
-// the same session still gets it.
+// the same session still gets it, queued for its handler to write, in
+// the form the wire carries.
 func TestNotifyListenersSkipsCancelled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := New()
-		client, conn := memory.NewPair()
-		ss := newSession(t.Context(), srv, conn)
-		t.Cleanup(func() { _ = client.Close(); _ = conn.Close() })
-
-		listen := func(id int64) (*listener, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(t.Context())
-			live, stop := context.WithCancel(ctx)
-			req := &Request{ID: transport.Int64ID(id), Method: "subscriptions/listen", Session: ss}
-			l := &listener{
-				ctx: ctx, live: live, req: req, stop: stop,
-				filter: SubscriptionFilter{ToolsListChanged: true},
-				meta:   map[string]any{protocol.MetaSubscriptionID: req.ID},
-			}
-			srv.listeners.add(l)
-			return l, cancel
+	srv := New()
+	listen := func(id int64) (*listener, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(t.Context())
+		live, stop := context.WithCancelCause(ctx)
+		req := &Request{ID: transport.Int64ID(id), Method: "subscriptions/listen"}
+		l := &listener{
+			ctx: ctx, live: live, req: req, stop: stop, events: make(chan listenEvent, listenBacklog),
+			filter: SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}},
+			meta:   map[string]any{protocol.MetaSubscriptionID: req.ID},
 		}
-		_, cancelGone := listen(1)
-		_, cancelLive := listen(2)
-		defer cancelLive()
-		cancelGone() // cancelled; its handler has not removed it yet
+		srv.listeners.add(l)
+		return l, cancel
+	}
+	gone, cancelGone := listen(1)
+	live, cancelLive := listen(2)
+	defer cancelLive()
+	cancelGone() // cancelled; its handler has not removed it yet
 
-		got := make(chan transport.Message, 4)
-		readCtx, stopReading := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				m, err := client.Read(readCtx)
-				if err != nil {
-					return
-				}
-				got <- m
-			}
-		}()
+	srv.notifyListeners("notifications/tools/list_changed", "", 0)
+	srv.notifyListeners("notifications/resources/updated", "file:///a", 0)
+	srv.notifyListeners("notifications/resources/updated", "file:///b", 0)
+	assert.Empty(t, gone.events, "a cancelled stream gets nothing")
+	require.Len(t, live.events, 2)
+	assert.Equal(t, listenEvent{"notifications/tools/list_changed", ""}, <-live.events)
+	assert.Equal(t, listenEvent{"notifications/resources/updated", "file:///a"}, <-live.events)
+	raw, err := json.Marshal(listenParams{Meta: live.meta, URI: "file:///a"})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"uri":"file:///a"}`, string(raw))
+}
+
+// A listen stream whose handler does not get its notifications written as
+// fast as they come (its client does not read) ends once listenBacklog are
+// waiting, with errListenBacklog as the cause; the others are untouched.
+func TestNotifyListenersBacklogEndsTheStream(t *testing.T) {
+	srv := New()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	live, stop := context.WithCancelCause(ctx)
+	l := &listener{
+		ctx: ctx, live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
+		filter: SubscriptionFilter{ToolsListChanged: true}, req: &Request{ID: transport.Int64ID(1)},
+	}
+	srv.listeners.add(l)
+	for range listenBacklog {
 		srv.notifyListeners("notifications/tools/list_changed", "", 0)
-		srv.bg.Wait()
-		synctest.Wait()
-		stopReading()
-		<-done
-		close(got)
-
-		var ids []string
-		for m := range got {
-			n, ok := m.(*transport.Request)
-			require.True(t, ok)
-			assert.Equal(t, "notifications/tools/list_changed", n.Method)
-			ids = append(ids, string(n.Params))
-		}
-		assert.Equal(t, []string{`{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}`}, ids,
-			"only the live stream is notified")
-	})
+	}
+	require.NoError(t, live.Err(), "a full queue is not yet over")
+	srv.notifyListeners("notifications/tools/list_changed", "", 0)
+	require.Error(t, live.Err())
+	assert.ErrorIs(t, context.Cause(live), errListenBacklog)
+	assert.NoError(t, ctx.Err(), "the request itself is not cancelled: its handler answers")
 }
