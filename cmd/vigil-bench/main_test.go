@@ -84,15 +84,15 @@ func TestBenchScaleReports(t *testing.T) {
 		`^delivered\s+floor: every stream got every fan-out, once$`,
 		`^delivered\s+vigil: every stream got every fan-out, once$`,
 		// overload: mode, clients, server, goodput, p99, refused/s, Retry-After, failed, of peak
-		`^\s+honour\s+2\s+floor\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+100%$`,
-		`^\s+honour\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
+		`^\s+honor\s+2\s+floor\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+100%$`,
+		`^\s+honor\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
 		`^\s+ignore\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
 		`^\s+vigil/floor\s+` + num + `×\s+` + num + `×\s*$`,
 		// payload: server, calls/s, p99, failed, RSS at start, peak, bound, within
 		`^\s+floor\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
 		`^\s+vigil\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
 	} {
-		assert.Regexp(t, regexp.MustCompile(`(?m)`+row), report)
+		assert.Regexp(t, `(?m)`+row, report)
 	}
 	assert.NotContains(t, report, "first failure")
 	_, summary, ok := strings.Cut(report, "\nacceptance ")
@@ -108,8 +108,8 @@ func TestBenchScaleReports(t *testing.T) {
 		"fan-out to 20 streams: time until the last client has it",
 		"RSS per session + stream at 20:",
 		"RSS per session + stream at 20 after 2 fan-outs:",
-		"overload at 8 clients honouring Retry-After: goodput",
-		"overload at 8 clients honouring Retry-After: p99 of admitted requests",
+		"overload at 8 clients honoring Retry-After: goodput",
+		"overload at 8 clients honoring Retry-After: p99 of admitted requests",
 		"overload: ",
 		"overload at 2 clients: nothing shed",
 		"overload at 8 clients ignoring Retry-After: goodput",

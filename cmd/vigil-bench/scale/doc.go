@@ -18,7 +18,7 @@
 // again after them. Each stream must get each fan-out exactly once.
 //
 // overload: tools/call echo at each of -clients concurrent clients
-// (sessions: one per 8 clients), for -round each, honouring Retry-After
+// (sessions: one per 8 clients), for -round each, honoring Retry-After
 // on 503 and 429 (a refused client waits that long before its next
 // request) and then ignoring it (it retries at once): goodput (answers
 // with the echo per second), the p99 latency of those answers, refusals

@@ -43,14 +43,14 @@ func TestParseClients(t *testing.T) {
 	require.NoError(t, cfg.parseClients("32, 512,2048"))
 	assert.Equal(t, []int{32, 512, 2048}, cfg.clients)
 	for _, bad := range []string{"", "32,", "0", "x", "-4"} {
-		assert.Error(t, (&config{}).parseClients(bad), "%q", bad)
+		require.Error(t, (&config{}).parseClients(bad), "%q", bad)
 	}
 	assert.Equal(t, "32, 512 and 2,048", joinInts([]int{32, 512, 2048}))
 	assert.Equal(t, "8", joinInts([]int{8}))
 }
 
 // TestOverloadClientRefusals runs a client against a server that refuses
-// every request with 503 and Retry-After: 1. Honouring it, the client
+// every request with 503 and Retry-After: 1. Honoring it, the client
 // waits until the deadline after its first refusal; ignoring it, it
 // retries at once, many times; each refusal is counted with its header.
 func TestOverloadClientRefusals(t *testing.T) {
@@ -64,7 +64,7 @@ func TestOverloadClientRefusals(t *testing.T) {
 	defer srv.Client().CloseIdleConnections()
 
 	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Now().Add(300*time.Millisecond))
-	assert.Equal(t, int64(1), r.refused, "a client honouring Retry-After: 1 sends once in 300ms")
+	assert.Equal(t, int64(1), r.refused, "a client honoring Retry-After: 1 sends once in 300ms")
 	assert.Equal(t, int64(1), r.withRetry)
 	assert.Equal(t, int64(1), requests.Load())
 
@@ -80,7 +80,7 @@ func TestOverloadClientRefusals(t *testing.T) {
 // a refusal without Retry-After is counted as such.
 func TestOverloadClientCounts(t *testing.T) {
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		switch n.Add(1) % 4 {
 		case 0:
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{` + echoAnswer + `}}`))

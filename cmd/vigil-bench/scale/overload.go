@@ -25,9 +25,9 @@ const echoAnswer = `"content":[{"type":"text","text":"hello"}]`
 
 // The acceptance thresholds of the overload phase.
 const (
-	minGoodputHonoured = 0.8                    // of the peak, honouring Retry-After
-	minGoodputIgnored  = 0.5                    // of the peak, ignoring it
-	maxAdmittedP99     = 100 * time.Millisecond // of the admitted requests
+	minGoodputHonored = 0.8                    // of the peak, honoring Retry-After
+	minGoodputIgnored = 0.5                    // of the peak, ignoring it
+	maxAdmittedP99    = 100 * time.Millisecond // of the admitted requests
 )
 
 // overloadRound is what one round at one concurrency measured.
@@ -58,21 +58,21 @@ func (r overloadRound) retryColumn() string {
 	return fmt.Sprintf("%d of %d", r.withRetry, r.refused)
 }
 
-// mode is a client's behaviour on a refusal: it honours Retry-After or
+// mode is a client's behavior on a refusal: it honors Retry-After or
 // ignores it.
 type mode struct {
-	name   string
-	honour bool
+	name  string
+	honor bool
 }
 
-// modes are the two behaviours, in the order the phase runs them.
-func modes() []mode { return []mode{{"honour", true}, {"ignore", false}} }
+// modes are the two behaviors, in the order the phase runs them.
+func modes() []mode { return []mode{{"honor", true}, {"ignore", false}} }
 
 // overload runs the overload phase and writes its report to w.
 func overload(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "\noverload     tools/call echo {\"text\":\"hello\"} at %s concurrent clients, keep-alive, %s sessions\n", joinInts(cfg.clients), version)
 	_, _ = fmt.Fprintf(w, "             (one per %d clients); %s per round, interleaved floor, vigil; a %s warm-up each first\n", clientsPerSession, cfg.round, warmup(cfg))
-	_, _ = fmt.Fprintf(w, "modes        honour: a client refused (503, 429) waits Retry-After before its next request;\n")
+	_, _ = fmt.Fprintf(w, "modes        honor: a client refused (503, 429) waits Retry-After before its next request;\n")
 	_, _ = fmt.Fprintf(w, "             ignore: it retries at once\n")
 	_, _ = fmt.Fprintf(w, "goodput      answers with the echo per second; p99 over those answers (admitted requests only)\n")
 	_, _ = fmt.Fprintf(w, "of peak      goodput over the same server's at %d clients in the same mode\n", cfg.clients[0])
@@ -97,7 +97,7 @@ func overload(w io.Writer, cfg config) error {
 	for _, c := range cfg.clients {
 		for _, m := range modes() {
 			for _, t := range []target{cfg.floor, cfg.vigil} {
-				results[key(m.name, c, t.name)] = runOverload(t, sids[t.name], c, m.honour, cfg.round)
+				results[key(m.name, c, t.name)] = runOverload(t, sids[t.name], c, m.honor, cfg.round)
 			}
 		}
 	}
@@ -125,12 +125,12 @@ func overload(w io.Writer, cfg config) error {
 		}
 	}
 	low, high := cfg.clients[0], cfg.clients[len(cfg.clients)-1]
-	peak := results[key("honour", low, "vigil")].goodput()
-	honoured, ignored := results[key("honour", high, "vigil")], results[key("ignore", high, "vigil")]
-	verdict(w, honoured.goodput() >= minGoodputHonoured*peak, "overload at %s clients honouring Retry-After: goodput %.0f%% of the %s-client peak (≥ %.0f%%)",
-		benchservice.Thousands(int64(high)), 100*honoured.goodput()/peak, benchservice.Thousands(int64(low)), 100*minGoodputHonoured)
-	verdict(w, honoured.p99() <= maxAdmittedP99, "overload at %s clients honouring Retry-After: p99 of admitted requests %s (≤ %s)",
-		benchservice.Thousands(int64(high)), benchservice.Millis(honoured.p99()), benchservice.Millis(maxAdmittedP99))
+	peak := results[key("honor", low, "vigil")].goodput()
+	honored, ignored := results[key("honor", high, "vigil")], results[key("ignore", high, "vigil")]
+	verdict(w, honored.goodput() >= minGoodputHonored*peak, "overload at %s clients honoring Retry-After: goodput %.0f%% of the %s-client peak (≥ %.0f%%)",
+		benchservice.Thousands(int64(high)), 100*honored.goodput()/peak, benchservice.Thousands(int64(low)), 100*minGoodputHonored)
+	verdict(w, honored.p99() <= maxAdmittedP99, "overload at %s clients honoring Retry-After: p99 of admitted requests %s (≤ %s)",
+		benchservice.Thousands(int64(high)), benchservice.Millis(honored.p99()), benchservice.Millis(maxAdmittedP99))
 	var refused, withRetry, shedLow int64
 	for k, r := range results {
 		if strings.HasSuffix(k, "/vigil") {
@@ -153,7 +153,7 @@ func warmup(cfg config) time.Duration { return min(cfg.round, time.Second) }
 
 // runOverload runs clients concurrent clients on t for d, client i in
 // session sids[i%len], each on a keep-alive connection of its own.
-func runOverload(t target, sids []string, clients int, honour bool, d time.Duration) overloadRound {
+func runOverload(t target, sids []string, clients int, honor bool, d time.Duration) overloadRound {
 	transport := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
@@ -162,7 +162,7 @@ func runOverload(t target, sids []string, clients int, honour bool, d time.Durat
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
 	for c := range clients {
-		wg.Go(func() { rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honour, deadline) })
+		wg.Go(func() { rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honor, deadline) })
 	}
 	wg.Wait()
 	total := overloadRound{elapsed: time.Since(start)}
@@ -183,7 +183,7 @@ func runOverload(t target, sids []string, clients int, honour bool, d time.Durat
 // overloadClient sends echo calls in session sid until deadline, one at a
 // time, and counts how they were answered. Its request ids count up from
 // firstID + 1: clients sharing a session need ids of their own.
-func overloadClient(client *http.Client, url, sid string, firstID int64, honour bool, deadline time.Time) overloadRound {
+func overloadClient(client *http.Client, url, sid string, firstID int64, honor bool, deadline time.Time) overloadRound {
 	var r overloadRound
 	var body bytes.Buffer
 	want := []byte(echoAnswer)
@@ -206,7 +206,7 @@ func overloadClient(client *http.Client, url, sid string, firstID int64, honour 
 			if ok {
 				r.withRetry++
 			}
-			if honour && wait > 0 {
+			if honor && wait > 0 {
 				time.Sleep(min(wait, time.Until(deadline)))
 			}
 		case resp.StatusCode == http.StatusOK && bytes.Contains(body.Bytes(), want):
