@@ -31,7 +31,8 @@ type payloadResult struct {
 
 func (r payloadResult) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
 
-// bound is the most RSS the issue allows: start + 2 × payload × clients + 16 MiB.
+// bound is the most RSS the issue allows: the start, two copies of each
+// payload in flight and payloadSlack.
 func (r payloadResult) bound(cfg config) int64 {
 	return r.start + 2*int64(cfg.payloadBytes)*int64(cfg.payloadClients) + payloadSlack
 }
