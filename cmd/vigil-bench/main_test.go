@@ -74,7 +74,7 @@ func TestBenchScaleReports(t *testing.T) {
 	num := `[\d,.]+`
 	for _, row := range []string{
 		`^files\s+RLIMIT_NOFILE raised to \d+`,
-		`^streams\s+vigil is cmd/vigil-everything .*-quota-sessions 0 -resumable=false -list-changed-delay 0`,
+		`^streams\s+vigil is cmd/vigil-everything .*-resumable=false -list-changed-delay 0`,
 		`^overload,\s+vigil is cmd/vigil .*-quota-in-flight 0`,
 		// streams: floor, vigil, vigil/floor
 		`^\s+RSS per session\+stream\s+-?` + num + ` KiB\s+-?` + num + ` KiB\s+(-|-?` + num + `×)$`,

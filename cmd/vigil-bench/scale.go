@@ -60,12 +60,13 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 			return err
 		}
 	}
-	// One load generator stands for all the clients: the per-caller
-	// quotas (sessions, in flight, tool share) would refuse it as one
-	// caller, so they are off. vigil-everything's -max-sessions is raised
-	// above the sessions, and list_changed goes out at once, with no event
-	// store, as from vigil.
-	streamsArgs := []string{"-http", "127.0.0.1:0", "-max-sessions", strconv.Itoa(sc.sessions + 64), "-quota-sessions", "0", "-resumable=false", "-list-changed-delay", "0"}
+	// One load generator stands for all the clients. The streams come from
+	// many loopback addresses, under vigil-everything's per-caller session
+	// quota; its -max-sessions is raised above them, and list_changed goes
+	// out at once, with no event store, as from vigil. cmd/vigil's
+	// per-caller quotas (sessions, in flight, tool share) would refuse the
+	// overload clients as one caller, so they are off.
+	streamsArgs := []string{"-http", "127.0.0.1:0", "-max-sessions", strconv.Itoa(sc.sessions + 64), "-resumable=false", "-list-changed-delay", "0"}
 	vigilArgs := []string{"-http", "127.0.0.1:0", "-quota-sessions", "0", "-quota-in-flight", "0", "-quota-tool-share", "0"}
 	fmt.Printf("vigil-bench -scale  %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("machine      %s/%s, %d CPUs%s, %s; the load runs on the same CPUs\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
@@ -74,7 +75,8 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 	fmt.Printf("             (test_trigger_tool_change sends list_changed on the shipped service's path)\n")
 	fmt.Printf("overload,    vigil is cmd/vigil %s, defaults otherwise\n", strings.Join(vigilArgs, " "))
 	fmt.Printf("payload      (-max-body and -max-result-bytes, 4 MiB, admit the payload as they are)\n")
-	fmt.Printf("quotas       off: one load generator stands for many callers, which the per-caller quotas would refuse as one\n")
+	fmt.Printf("quotas       off on vigil: one load generator stands for many callers, which its per-caller quotas\n")
+	fmt.Printf("             would refuse as one (the streams phase spreads its sessions over loopback addresses)\n")
 	fmt.Printf("floor        cmd/vigil-bench/floor: plain net/http; each GET stream waits on a broadcast\n")
 	fmt.Printf("servers      started afresh for each phase, vigil's and the floor's logs in %s\n", dir)
 

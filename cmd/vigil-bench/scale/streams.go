@@ -21,6 +21,19 @@ import (
 // openers is how many sessions and streams are opened at once.
 const openers = 16
 
+// sessionsPerAddress is how many sessions and streams come from one
+// loopback source address, well under the per-caller session quota (the
+// caller is the client's address): so that one load generator stands for
+// many clients on any server, whatever its flags.
+const sessionsPerAddress = 500
+
+// sourceAddr returns the loopback address session i comes from: 127.1.0.1
+// for the first sessionsPerAddress, then 127.1.0.2, and so on.
+func sourceAddr(i int) *net.TCPAddr {
+	a := i/sessionsPerAddress + 1
+	return &net.TCPAddr{IP: net.IPv4(127, 1, byte(a>>8), byte(a))}
+}
+
 // fanoutTimeout is how long one fan-out may take before the phase fails.
 const fanoutTimeout = time.Minute
 
@@ -43,6 +56,8 @@ func streams(w io.Writer, cfg config) error {
 	n := cfg.sessions
 	_, _ = fmt.Fprintf(w, "\nstreams      %s sessions (%s), each with its standalone GET SSE stream open; %d fan-outs of\n", benchservice.Thousands(int64(n)), version, cfg.fanouts)
 	_, _ = fmt.Fprintf(w, "             notifications/tools/list_changed (tools/call test_trigger_tool_change from one more session)\n")
+	_, _ = fmt.Fprintf(w, "sources      %d sessions and streams from each loopback address from 127.1.0.1 up, under the\n", sessionsPerAddress)
+	_, _ = fmt.Fprintf(w, "             per-caller session quota, as from many clients\n")
 	_, _ = fmt.Fprintf(w, "RSS          VmRSS growth / sessions, %s after opening them and after the fan-outs\n", cfg.settle)
 	_, _ = fmt.Fprintf(w, "fan-out      from the call sent until the last stream has the event: median (min-max) of the fan-outs\n")
 	_, _ = fmt.Fprintf(w, "CPU          the server's utime+stime over the fan-outs / (sessions × fan-outs)\n")
@@ -104,7 +119,7 @@ func measureStreams(t target, cfg config) (streamsResult, error) {
 		return r, fmt.Errorf("cannot read /proc/%d/status", t.pid)
 	}
 	start := time.Now()
-	set, err := openStreams(client, t.url, cfg.sessions)
+	set, err := openStreams(t.url, cfg.sessions)
 	r.opening = time.Since(start)
 	defer set.close()
 	if err != nil {
@@ -154,21 +169,31 @@ type streamSet struct {
 }
 
 // openStreams opens n sessions at mcpURL, each with its standalone GET
-// stream, openers at a time; on failure it returns the error with the
-// streams it opened, which the caller closes.
-func openStreams(client *http.Client, mcpURL string, n int) (*streamSet, error) {
+// stream, openers at a time, session i from sourceAddr(i); on failure it
+// returns the error with the streams it opened, which the caller closes.
+func openStreams(mcpURL string, n int) (*streamSet, error) {
 	s := &streamSet{n: int64(n), seen: make([]atomic.Int64, n), done: make(chan time.Time, 1)}
 	u, err := url.Parse(mcpURL)
 	if err != nil {
 		return s, err
 	}
+	clients := make([]*http.Client, (n+sessionsPerAddress-1)/sessionsPerAddress)
+	for a := range clients {
+		dialer := &net.Dialer{LocalAddr: sourceAddr(a * sessionsPerAddress)}
+		clients[a] = &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: openers}}
+	}
+	defer func() {
+		for _, c := range clients {
+			c.CloseIdleConnections()
+		}
+	}()
 	var next atomic.Int64
 	errs := make([]error, openers)
 	var wg sync.WaitGroup
 	for o := range openers {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				sid, err := loadgen.OpenSession(client, mcpURL, version)
+				sid, err := loadgen.OpenSession(clients[int(i)/sessionsPerAddress], mcpURL, version)
 				if err == nil {
 					err = s.open(int(i), u, sid)
 				}
@@ -188,7 +213,7 @@ func openStreams(client *http.Client, mcpURL string, n int) (*streamSet, error) 
 // connection of its own, and starts its reader once the server has
 // answered 200 with an event stream.
 func (s *streamSet) open(i int, u *url.URL, sid string) error {
-	conn, err := net.Dial("tcp", u.Host)
+	conn, err := (&net.Dialer{LocalAddr: sourceAddr(i)}).Dial("tcp", u.Host)
 	if err != nil {
 		return err
 	}
