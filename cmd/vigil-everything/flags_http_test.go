@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // mcpPost posts body to url on session sid ("" for none) and returns the
@@ -75,36 +72,5 @@ func TestHTTPFlagsMeasurableLikeTheService(t *testing.T) {
 		resp, _ := mcpPost(t, url, "", initializeBody)
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a second session over -max-sessions 1")
 		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
-	})
-}
-
-// TestHTTPQuotaSessions: a caller (one address) holds at most
-// -quota-sessions sessions, 1,000 by default, as in vigil; with 0 it holds
-// as many as -max-sessions allows, so that one load generator can stand for
-// 10,000 clients (make bench-scale).
-func TestHTTPQuotaSessions(t *testing.T) {
-	open := func(t *testing.T, url string, n int) *http.Response {
-		t.Helper()
-		for i := range n {
-			resp, _ := mcpPost(t, url, "", initializeBody)
-			if resp.StatusCode != http.StatusOK {
-				return resp
-			}
-			require.NotEmpty(t, resp.Header.Get("Mcp-Session-Id"), "session %d", i)
-		}
-		return nil
-	}
-	t.Run("one", func(t *testing.T) {
-		refused := open(t, startHTTPWith(t, nil, "-http", "127.0.0.1:0", "-quota-sessions", "1"), 2)
-		require.NotNil(t, refused, "a second session over -quota-sessions 1")
-		assert.Equal(t, http.StatusTooManyRequests, refused.StatusCode)
-		assert.NotEmpty(t, refused.Header.Get("Retry-After"))
-	})
-	t.Run("none", func(t *testing.T) {
-		const n = streamable.DefaultSessionsPerCaller + 1
-		url := startHTTPWith(t, nil, "-http", "127.0.0.1:0", "-quota-sessions", "0", "-max-sessions", strconv.Itoa(n))
-		if refused := open(t, url, n); refused != nil {
-			t.Fatalf("-quota-sessions 0: refused with %s", refused.Status)
-		}
 	})
 }

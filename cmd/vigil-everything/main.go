@@ -72,7 +72,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	redisPlaintext := fs.Bool("redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback")
 	maxSessions := fs.Int("max-sessions", 10000, "with -http: most concurrent 2025-era sessions; more initializes get 503")
 	listChangedDelay := fs.Duration("list-changed-delay", server.DefaultListChangedDelay, "how long the server waits after a change to its tools, resources or prompts before it sends list_changed, coalescing the changes in between (0: at once)")
-	quotaSessions := fs.Int("quota-sessions", streamable.DefaultSessionsPerCaller, "with -http: most concurrent 2025-era sessions of one caller (the client's IP address); more initializes get 429 (0: no quota, for a load generator that stands for many clients)")
 	resumable := fs.Bool("resumable", true, "with -http: keep each session's SSE events in memory so that a client resumes a stream with Last-Event-ID (false: no event store, as the shipped vigil)")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
@@ -81,8 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if *maxSessions <= 0 || *listChangedDelay < 0 || *quotaSessions < 0 {
-		return errors.New("-max-sessions must be positive, -list-changed-delay and -quota-sessions not negative")
+	if *maxSessions <= 0 || *listChangedDelay < 0 {
+		return errors.New("-max-sessions must be positive and -list-changed-delay not negative")
 	}
 	if *useStdio == (*addr != "") {
 		fs.Usage()
@@ -141,7 +140,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, quotaSessions: *quotaSessions, resumable: *resumable}, shared)
+		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable}, shared)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -212,11 +211,10 @@ func newServer(logger *slog.Logger, opts ...server.Option) (*server.Server, erro
 
 // httpConfig is what serveHTTP takes from the flags.
 type httpConfig struct {
-	addr          string
-	grace         time.Duration
-	maxSessions   int
-	quotaSessions int  // a caller's sessions; 0: no quota
-	resumable     bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+	addr        string
+	grace       time.Duration
+	maxSessions int
+	resumable   bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
 }
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
@@ -224,11 +222,6 @@ type httpConfig struct {
 func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg httpConfig, shared *redisshare.Shared) error {
 	addr, grace := cfg.addr, cfg.grace
 	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions)}
-	if cfg.quotaSessions == 0 {
-		opts = append(opts, streamable.WithQuotas(streamable.Quotas{Sessions: -1})) // no limit
-	} else {
-		opts = append(opts, streamable.WithQuotas(streamable.Quotas{Sessions: cfg.quotaSessions}))
-	}
 	if cfg.resumable {
 		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	}
