@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,4 +142,53 @@ func TestVerdict(t *testing.T) {
 	verdict(&b, true, "a %d", 1)
 	verdict(&b, false, "b")
 	assert.Equal(t, "PASS  a 1\nFAIL  b\n", b.String())
+}
+
+// TestOpenStreams opens one session more than an address carries against
+// a server that answers like the floor: the sessions come from two
+// loopback addresses, each stream is read through net/http's chunked
+// encoding, and done signals once every stream has the fan-out's event.
+func TestOpenStreams(t *testing.T) {
+	const n = sessionsPerAddress + 1
+	fire := make(chan struct{})
+	var mu sync.Mutex
+	initFrom := make(map[string]int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		switch {
+		case r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select {
+			case <-fire:
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = io.WriteString(w, ": ping\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case strings.Contains(r.Header.Get("Mcp-Session-Id"), "s"):
+			w.WriteHeader(http.StatusAccepted) // notifications/initialized
+		default:
+			mu.Lock()
+			initFrom[host]++
+			mu.Unlock()
+			w.Header().Set("Mcp-Session-Id", "s")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+		}
+	}))
+	defer srv.Close()
+	set, err := openStreams(srv.URL+"/mcp", n)
+	defer set.close()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"127.1.0.1": sessionsPerAddress, "127.1.0.2": 1}, initFrom)
+	set.expect(1)
+	close(fire)
+	select {
+	case <-set.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d of %d streams have the event", set.reached(1), n)
+	}
+	assert.Zero(t, set.short(1))
 }
