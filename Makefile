@@ -40,7 +40,7 @@ APPS_STAMP := $(APPS_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop inspector auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop inspector auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
 
 ## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps vet unit interop inspector conformance deploy-validate fuzz
@@ -169,9 +169,11 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 # bench-service and bench-idle: flags for cmd/vigil-bench (e.g. BENCH_FLAGS='-round 1s -rounds 1')
-# and the number of idle sessions (make bench-idle IDLE_SESSIONS=100000).
+# and the number of idle sessions (make bench-idle IDLE_SESSIONS=100000); bench-scale: the sessions
+# with streams (make bench-scale SCALE_SESSIONS=2000 BENCH_FLAGS='-scale-phases streams').
 BENCH_FLAGS ?=
 IDLE_SESSIONS ?= 10000
+SCALE_SESSIONS ?= 10000
 
 ## bench-service: the shipped cmd/vigil (tracing, metrics, logs, limits on) against a plain net/http floor, each its own process, driven by a third; run by hand.
 bench-service:
@@ -203,6 +205,11 @@ bench-redis:
 bench-hop:
 	@echo "==> bench-hop: cmd/vigil-bench -hop"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -hop $(BENCH_FLAGS)
+
+## bench-scale: SCALE_SESSIONS 2025 sessions with open GET streams and 20 list_changed fan-outs (vigil-everything against the floor), overload at 32, 512 and 2,048 clients and a 1 MiB echo (the shipped vigil against the floor), printed as ratios with the PASS/FAIL of issue 45's acceptance; raises its file-descriptor limit; run by hand.
+bench-scale:
+	@echo "==> bench-scale: cmd/vigil-bench -scale -scale-sessions $(SCALE_SESSIONS) (a few minutes)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -scale -scale-sessions $(SCALE_SESSIONS) $(BENCH_FLAGS)
 
 ## api: regenerate api/, the exported API of every public package, which internal/housecheck's TestAPI compares with the code (a new or changed exported name is a decision: review it, then run this and commit api/).
 api:

@@ -26,6 +26,15 @@
 // BenchmarkServiceHandler and the floor's BenchmarkFloorHandler under
 // valgrind's cachegrind and reports, per request, the instructions, the
 // L1 instruction- and data-cache misses and the mispredicted branches of
-// each handler, counts that are the same from run to run. VIGIL_* and OTEL_* variables are removed from
-// vigil's environment, so that it runs with its defaults.
+// each handler, counts that are the same from run to run. With -scale
+// (make bench-scale), it raises its file-descriptor limit to the hard
+// limit (inherited by what it starts), builds cmd/vigil,
+// cmd/vigil-everything and cmd/vigil-bench/scale too, and runs each phase
+// of -scale-phases against a fresh vigil and floor: streams and fan-out on
+// vigil-everything (-resumable=false -list-changed-delay 0), overload and
+// a large echo on vigil, with the per-caller quotas off, since one load
+// generator stands for every client; the scale program prints the tables,
+// and vigil-bench repeats their PASS and FAIL lines at the end. VIGIL_*
+// and OTEL_* variables are removed from vigil's environment, so that it
+// runs with its defaults.
 package main

@@ -35,11 +35,13 @@ type config struct {
 	vigilLog  string
 	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
 	idle      int
-	auth      bool     // vigil with JWT auth against vigil without, instead of vigil against the floor
-	redis     bool     // vigil -redis against vigil in memory, instead of vigil against the floor
-	hop       bool     // the latency of a hop between two vigil -redis replicas
-	hopTries  int      // samples of each -hop measurement
-	footprint bool     // the handlers' instructions and cache misses under cachegrind
+	auth      bool // vigil with JWT auth against vigil without, instead of vigil against the floor
+	redis     bool // vigil -redis against vigil in memory, instead of vigil against the floor
+	hop       bool // the latency of a hop between two vigil -redis replicas
+	hopTries  int  // samples of each -hop measurement
+	footprint bool // the handlers' instructions and cache misses under cachegrind
+	scaleRun  bool // the scale benchmark: streams and fan-out, overload, large payloads
+	scale     scaleConfig
 	clients   int      // concurrent clients (and tokens, with auth)
 	loadFlags []string // passed on to the load generator
 }
@@ -57,6 +59,14 @@ func main() {
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.BoolVar(&cfg.footprint, "footprint", false, "measure what one request costs vigil's handler and the floor's in process, under cachegrind: instructions, L1 instruction- and data-cache misses, mispredicted branches (needs valgrind)")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
+	flag.BoolVar(&cfg.scaleRun, "scale", false, "run the scale benchmark (make bench-scale): sessions with open GET streams and list_changed fan-outs on cmd/vigil-everything, overload and a large echo on cmd/vigil, each against the floor")
+	flag.IntVar(&cfg.scale.sessions, "scale-sessions", 10000, "with -scale: sessions, each with its standalone GET stream (lowered if the file-descriptor limit cannot hold them)")
+	flag.IntVar(&cfg.scale.fanouts, "fanouts", 20, "with -scale: list_changed fan-outs to every stream")
+	flag.StringVar(&cfg.scale.phases, "scale-phases", "streams,overload,payload", "with -scale: comma-separated phases to run: streams, overload, payload")
+	flag.StringVar(&cfg.scale.clients, "overload-clients", "32,512,2048", "with -scale: comma-separated concurrency levels of the overload phase, the first the peak the others are compared with")
+	flag.DurationVar(&cfg.scale.round, "scale-round", 5*time.Second, "with -scale: length of each overload round and of each server's payload round")
+	flag.DurationVar(&cfg.scale.settle, "scale-settle", 2*time.Second, "with -scale: wait before each RSS reading of the streams phase")
+	flag.IntVar(&cfg.scale.payloadBytes, "payload-bytes", 1<<20, "with -scale: `bytes` of the payload phase's echo text")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 15, "timed rounds per server and workload")
 	round := flag.Duration("round", time.Second, "length of a round")
@@ -82,6 +92,8 @@ func main() {
 		run = runHop
 	case cfg.footprint:
 		run = runFootprint
+	case cfg.scaleRun:
+		run = runScale
 	}
 	err := inTempDir(cfg, func(dir string) error { return run(ctx, cfg, dir) })
 	stop()
@@ -277,6 +289,21 @@ var serving = regexp.MustCompile(`msg="serving MCP" url=(http://127\.0\.0\.1:[0-
 // startVigil starts vigil with args, its standard error appended to
 // logPath, and waits until its log gives its URL and /readyz answers 200.
 func startVigil(ctx context.Context, bin string, args []string, logPath string) (*exec.Cmd, string, error) {
+	cmd, url, err := startLogged(ctx, bin, args, logPath)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := waitReady(ctx, strings.TrimSuffix(url, "/mcp")+"/readyz"); err != nil {
+		_ = stopProcess(cmd, "vigil")
+		return nil, "", err
+	}
+	return cmd, url, nil
+}
+
+// startLogged starts bin (vigil or vigil-everything) with args, its
+// standard error appended to logPath, and waits until its log gives the
+// URL it serves MCP at.
+func startLogged(ctx context.Context, bin string, args []string, logPath string) (*exec.Cmd, string, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, "", err
@@ -316,12 +343,8 @@ func startVigil(ctx context.Context, bin string, args []string, logPath string) 
 		}
 	}
 	if url == "" {
-		_ = stopProcess(cmd, "vigil")
-		return nil, "", fmt.Errorf("vigil did not log its URL (see %s)", logPath)
-	}
-	if err := waitReady(ctx, strings.TrimSuffix(url, "/mcp")+"/readyz"); err != nil {
-		_ = stopProcess(cmd, "vigil")
-		return nil, "", err
+		_ = stopProcess(cmd, filepath.Base(bin))
+		return nil, "", fmt.Errorf("%s did not log its URL (see %s)", filepath.Base(bin), logPath)
 	}
 	return cmd, url, nil
 }

@@ -50,6 +50,81 @@ func TestBenchServiceReports(t *testing.T) {
 	assert.Regexp(t, `(?m)^recorded\s+metrics [\d,]+ requests finished; log [\d,]+ request lines \+ 0 dropped; ring \d+ traces: every request recorded$`, report)
 }
 
+// TestBenchScaleReports runs make bench-scale's three phases tiny (20
+// sessions with streams, 2 fan-outs, overload at 2 and 8 clients for
+// 300 ms, a 64 KiB echo) and checks that every table is there with its
+// figures, that every stream got every fan-out on both servers, that no
+// overload request failed, and that the run ends with a PASS or FAIL line
+// per acceptance item (which way they go at this size is noise).
+func TestBenchScaleReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs five binaries")
+	}
+	goCmd := "go"
+	if goroot := os.Getenv("GOROOT"); goroot != "" {
+		goCmd = goroot + "/bin/go"
+	}
+	cmd := exec.CommandContext(t.Context(), goCmd, "run", ".", "-go", goCmd, "-scale",
+		"-scale-sessions", "20", "-fanouts", "2", "-scale-settle", "0s", "-scale-round", "300ms",
+		"-overload-clients", "2,8", "-payload-bytes", "65536")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	report := string(out)
+
+	num := `[\d,.]+`
+	for _, row := range []string{
+		`^files\s+RLIMIT_NOFILE raised to \d+`,
+		`^streams\s+vigil is cmd/vigil-everything .*-resumable=false -list-changed-delay 0`,
+		`^overload,\s+vigil is cmd/vigil .*-quota-in-flight 0`,
+		// streams: floor, vigil, vigil/floor
+		`^\s+RSS per session\+stream\s+-?` + num + ` KiB\s+-?` + num + ` KiB\s+(-|-?` + num + `×)$`,
+		`^\s+after 2 fan-outs\s+-?` + num + ` KiB\s+-?` + num + ` KiB\s+(-|-?` + num + `×)$`,
+		`^\s+fan-out time\s+` + num + ` ms\s+` + num + ` ms\s+` + num + `×\s*$`,
+		`^\s+CPU per notified session\s+` + num + ` µs\s+` + num + ` µs\s+(-|` + num + `×)$`,
+		`^delivered\s+floor: every stream got every fan-out, once$`,
+		`^delivered\s+vigil: every stream got every fan-out, once$`,
+		// overload: mode, clients, server, goodput, p99, refused/s, Retry-After, failed, of peak
+		`^\s+honor\s+2\s+floor\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+100%$`,
+		`^\s+honor\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
+		`^\s+ignore\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
+		`^\s+vigil/floor\s+` + num + `×\s+` + num + `×\s*$`,
+		// payload: server, calls/s, p99, failed, RSS at start, peak, bound, within
+		`^\s+floor\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
+		`^\s+vigil\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
+	} {
+		assert.Regexp(t, `(?m)`+row, report)
+	}
+	assert.NotContains(t, report, "first failure")
+	_, summary, ok := strings.Cut(report, "\nacceptance ")
+	require.True(t, ok, "no acceptance summary:\n%s", report)
+	verdicts := regexp.MustCompile(`(?m)^(PASS|FAIL)  (.*)$`).FindAllStringSubmatch(summary, -1)
+	var items []string
+	for _, v := range verdicts {
+		items = append(items, v[2])
+	}
+	require.Len(t, items, 11, "%s", summary)
+	for i, want := range []string{
+		"fan-out to 20 streams: server CPU per notified session",
+		"fan-out to 20 streams: time until the last client has it",
+		"RSS per session + stream at 20:",
+		"RSS per session + stream at 20 after 2 fan-outs:",
+		"overload at 8 clients honoring Retry-After: goodput",
+		"overload at 8 clients honoring Retry-After: p99 of admitted requests",
+		"overload: ",
+		"overload at 2 clients: nothing shed",
+		"overload at 8 clients ignoring Retry-After: goodput",
+		"65,536-byte echo at 8 clients: peak RSS",
+		"65,536-byte echo at 8 clients: calls/s",
+	} {
+		assert.True(t, strings.HasPrefix(items[i], want), "item %d: %q, want %q...", i, items[i], want)
+	}
+}
+
+func TestVerdictLines(t *testing.T) {
+	report := "table\nPASS  a: 1×\n  PASS  indented\nFAIL  b\nFAILED\n"
+	assert.Equal(t, []string{"PASS  a: 1×", "FAIL  b"}, verdictLines([]byte(report)))
+}
+
 func TestCachegrindTotal(t *testing.T) {
 	summary := "==123== I   refs:      58,205,113\n==123== I1  misses:     5,816,672\n==123== Mispred rate:  1.2%\n"
 	v, ok := cachegrindTotal(summary, "I1  misses")

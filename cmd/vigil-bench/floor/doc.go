@@ -7,8 +7,12 @@
 // header (so that the same client opens a "session" on it),
 // notifications with 202, and tools/call of echo with vigil's result: the
 // 2025 form, or the 2026-07-28 form (resultType and _meta) when the
-// request's MCP-Protocol-Version header says 2026-07-28. Anything else is
-// 400.
+// request's MCP-Protocol-Version header says 2026-07-28. For make
+// bench-scale, it answers a GET with an SSE stream it holds open, and a
+// tools/call of test_trigger_tool_change writes one
+// notifications/tools/list_changed event, encoded once, to every open
+// stream (each GET's handler waits on a broadcast, writes, flushes).
+// Anything else is 400.
 //
 // It listens on -addr, a loopback address only, and prints
 // "listening http://host:port/mcp" on standard output once it does.

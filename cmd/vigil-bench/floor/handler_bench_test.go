@@ -22,7 +22,7 @@ func BenchmarkFloorHandler(b *testing.B) {
 func benchFloorHandler(b *testing.B, stateless bool) {
 	p := benchkit.NewPoster()
 	benchkit.SetEchoHeaders(p.Header(), stateless, "6PgkS4Va3i0SOSPYYzWZsA")
-	h := http.HandlerFunc(handle)
+	h := newFloor()
 	payload := make([]byte, 0, 256)
 	b.ReportAllocs()
 	id := 0

@@ -39,7 +39,7 @@ func serve(addr string) error {
 		return err
 	}
 	_, _ = fmt.Fprintf(os.Stdout, "listening http://%s/mcp\n", ln.Addr())
-	hs := &http.Server{Handler: http.HandlerFunc(handle), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: newFloor(), ReadHeaderTimeout: 10 * time.Second}
 	return hs.Serve(ln)
 }
 
@@ -57,13 +57,21 @@ type request struct {
 	} `json:"params"`
 }
 
-// handle answers one POST as vigil would, for the methods the benchmark
-// sends.
-func handle(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
+// ServeHTTP answers a GET with a stream of list_changed events and a POST
+// as vigil would, for the methods the benchmarks send.
+func (f *floor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		f.stream(w, r)
+	case http.MethodPost:
+		f.post(w, r)
+	default:
+		http.Error(w, "GET or POST only", http.StatusMethodNotAllowed)
 	}
+}
+
+// post answers one POST as vigil would.
+func (f *floor) post(w http.ResponseWriter, r *http.Request) {
 	var req request
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.JSONRPC != "2.0" {
 		http.Error(w, "not a JSON-RPC message", http.StatusBadRequest)
@@ -102,8 +110,11 @@ func handle(w http.ResponseWriter, r *http.Request) {
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 			w.Header().Set("Mcp-Session-Id", sid)
 		}
+	case req.Method == "tools/call" && req.Params.Name == triggerTool:
+		f.changed.broadcast()
+		out = append(out, `,"result":{"content":[{"type":"text","text":"The tool list changed"}]}}`...)
 	default:
-		http.Error(w, "the floor answers initialize and tools/call echo only", http.StatusBadRequest)
+		http.Error(w, "the floor answers initialize, tools/call echo and "+triggerTool+" only", http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

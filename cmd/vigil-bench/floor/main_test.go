@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,7 +27,7 @@ func post(t *testing.T, method, body string, header map[string]string) *httptest
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
-	handle(w, r)
+	newFloor().ServeHTTP(w, r)
 	return w
 }
 
@@ -79,7 +81,7 @@ func TestHandleRefusesWhatItDoesNotServe(t *testing.T) {
 		name, method, body string
 		want               int
 	}{
-		{"GET", http.MethodGet, "", http.StatusMethodNotAllowed},
+		{"PUT", http.MethodPut, "", http.StatusMethodNotAllowed},
 		{"not JSON", http.MethodPost, "{", http.StatusBadRequest},
 		{"not JSON-RPC 2.0", http.MethodPost, `{"jsonrpc":"1.0","id":1,"method":"ping"}`, http.StatusBadRequest},
 		{"another method", http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, http.StatusBadRequest},
@@ -97,5 +99,44 @@ func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "localhost:0", "nonsense"} {
 		err := serve(addr)
 		require.Error(t, err, addr)
+	}
+}
+
+// TestStreamsGetEveryListChanged opens three GET streams on a real server
+// (the handler must flush through net/http), calls the trigger tool twice
+// and checks that each stream gets exactly one list_changed event per call,
+// the one vigil writes.
+func TestStreamsGetEveryListChanged(t *testing.T) {
+	srv := httptest.NewServer(newFloor())
+	defer srv.Close()
+	var streams []*bufio.Reader
+	for range 3 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/mcp", nil)
+		require.NoError(t, err)
+		resp, err := srv.Client().Do(req) // the headers arrive once the stream waits for broadcasts
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		streams = append(streams, bufio.NewReader(resp.Body))
+	}
+	const trigger = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{}}}`
+	for range 2 {
+		resp, err := srv.Client().Post(srv.URL+"/mcp", "application/json", strings.NewReader(trigger))
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"The tool list changed"}]}}`, string(body))
+		for i, br := range streams {
+			var event string
+			for range 3 { // event:, data: and the blank line
+				line, err := br.ReadString('\n')
+				require.NoError(t, err, "stream %d", i)
+				event += line
+			}
+			assert.Equal(t, listChanged, event, "stream %d", i)
+		}
 	}
 }

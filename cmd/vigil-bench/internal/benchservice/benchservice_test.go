@@ -3,6 +3,9 @@ package benchservice_test
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +164,36 @@ func TestParseVMRSS(t *testing.T) {
 		_, ok := benchservice.ParseVMRSS([]byte(bad))
 		assert.False(t, ok, "%q", bad)
 	}
+}
+
+// TestPeakRSS touches 64 MiB, gives it back to the kernel, and checks that
+// the peak still counts it until ResetPeakRSS brings it down to the
+// current size.
+func TestPeakRSS(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	pid := os.Getpid()
+	touch(64 << 20)
+	debug.FreeOSMemory()
+	before, ok := benchservice.PeakRSSOf(pid)
+	require.True(t, ok)
+	rss, ok := benchservice.RSSOf(pid)
+	require.True(t, ok)
+	require.Greater(t, before-rss, int64(32<<20), "the 64 MiB are in the peak, not in the current size")
+	require.NoError(t, benchservice.ResetPeakRSS(pid))
+	after, ok := benchservice.PeakRSSOf(pid)
+	require.True(t, ok)
+	assert.Less(t, after, before-32<<20)
+}
+
+// touch allocates n bytes and writes to each page of them.
+func touch(n int) {
+	big := make([]byte, n)
+	for i := 0; i < len(big); i += 4096 {
+		big[i] = 1
+	}
+	runtime.KeepAlive(big)
 }
 
 // TestFormats checks the number formats of the report.

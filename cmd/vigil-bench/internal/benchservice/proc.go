@@ -22,8 +22,30 @@ func RSSOf(pid int) (int64, bool) {
 
 // ParseVMRSS returns the VmRSS of a /proc/<pid>/status file's contents in
 // bytes (the file gives kB); false if there is no such line.
-func ParseVMRSS(status []byte) (int64, bool) {
-	f, ok := lineFields(status, "VmRSS:")
+func ParseVMRSS(status []byte) (int64, bool) { return statusBytes(status, "VmRSS:") }
+
+// PeakRSSOf returns the peak resident set size of process pid in bytes,
+// from the VmHWM line of /proc/<pid>/status, since it started or since
+// [ResetPeakRSS]; false outside Linux or if the process is gone.
+func PeakRSSOf(pid int) (int64, bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	return statusBytes(raw, "VmHWM:")
+}
+
+// ResetPeakRSS sets the peak resident set size of process pid (VmHWM) to
+// its current one, by writing 5 to /proc/<pid>/clear_refs, which a process
+// may do for its own children.
+func ResetPeakRSS(pid int) error {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
+}
+
+// statusBytes returns the value of the /proc/<pid>/status line that starts
+// with prefix in bytes (the file gives kB); false if there is no such line.
+func statusBytes(status []byte, prefix string) (int64, bool) {
+	f, ok := lineFields(status, prefix)
 	if !ok || len(f) != 2 || f[1] != "kB" {
 		return 0, false
 	}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{"", 0, false},
+		{"1", time.Second, true},
+		{"0", 0, true},
+		{"Wed, 25 Nov 2026 12:00:03 GMT", 3 * time.Second, true},
+		{"Wed, 25 Nov 2026 11:59:00 GMT", 0, true}, // a date past: at once
+		{"-1", 0, false},
+		{"soon", 0, false},
+	} {
+		got, ok := retryAfter(tc.header, now)
+		assert.Equal(t, tc.ok, ok, "%q", tc.header)
+		assert.Equal(t, tc.want, got, "%q", tc.header)
+	}
+}
+
+func TestParseClients(t *testing.T) {
+	var cfg config
+	require.NoError(t, cfg.parseClients("32, 512,2048"))
+	assert.Equal(t, []int{32, 512, 2048}, cfg.clients)
+	for _, bad := range []string{"", "32,", "0", "x", "-4"} {
+		require.Error(t, (&config{}).parseClients(bad), "%q", bad)
+	}
+	assert.Equal(t, "32, 512 and 2,048", joinInts([]int{32, 512, 2048}))
+	assert.Equal(t, "8", joinInts([]int{8}))
+}
+
+// TestOverloadClientRefusals runs a client against a server that refuses
+// every request with 503 and Retry-After: 1. Honoring it, the client
+// waits until the deadline after its first refusal; ignoring it, it
+// retries at once, many times; each refusal is counted with its header.
+func TestOverloadClientRefusals(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+
+	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Now().Add(300*time.Millisecond))
+	assert.Equal(t, int64(1), r.refused, "a client honoring Retry-After: 1 sends once in 300ms")
+	assert.Equal(t, int64(1), r.withRetry)
+	assert.Equal(t, int64(1), requests.Load())
+
+	r = overloadClient(srv.Client(), srv.URL, "s", 0, false, time.Now().Add(300*time.Millisecond))
+	assert.Greater(t, r.refused, int64(1), "a client ignoring Retry-After retries at once")
+	assert.Equal(t, r.refused, r.withRetry)
+	assert.Zero(t, r.ok)
+	assert.Zero(t, r.failed)
+}
+
+// TestOverloadClientCounts checks that only an answer with the echo is
+// goodput: a JSON-RPC error in a 200 and another status are failures, and
+// a refusal without Retry-After is counted as such.
+func TestOverloadClientCounts(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		switch n.Add(1) % 4 {
+		case 0:
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{` + echoAnswer + `}}`))
+		case 1:
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"busy"}}`))
+		case 2:
+			http.Error(w, "no", http.StatusTooManyRequests) // no Retry-After
+		case 3:
+			http.Error(w, "bad", http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Now().Add(100*time.Millisecond))
+	total := n.Load()
+	require.Greater(t, total, int64(8))
+	assert.Equal(t, total, r.ok+r.failed+r.refused)
+	assert.InDelta(t, float64(total)/4, float64(r.ok), 1)
+	assert.InDelta(t, float64(total)/4, float64(r.refused), 1)
+	assert.Zero(t, r.withRetry)
+	assert.Len(t, r.latencies, int(r.ok))
+	assert.Contains(t, r.firstFail, "busy")
+}
+
+// TestStreamSetCounts feeds two streams their events: the signal on done
+// comes with the last stream's event of the fan-out, not before, and a
+// stream with a duplicate or a missing event is short.
+func TestStreamSetCounts(t *testing.T) {
+	s := &streamSet{n: 2, seen: make([]atomic.Int64, 2), done: make(chan time.Time, 1)}
+	event := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"
+	other := ": ping\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"
+	s.expect(1)
+	s.read(0, bufio.NewReader(strings.NewReader(other+event)))
+	select {
+	case <-s.done:
+		t.Fatal("done before the second stream has the event")
+	default:
+	}
+	assert.Equal(t, 1, s.reached(1))
+	s.read(1, bufio.NewReader(strings.NewReader(event)))
+	select {
+	case <-s.done:
+	default:
+		t.Fatal("no done once every stream has the event")
+	}
+	assert.Zero(t, s.short(1))
+	assert.Equal(t, int64(2), s.ended.Load())
+
+	s.expect(2)
+	s.read(0, bufio.NewReader(strings.NewReader(event+event)))
+	assert.Equal(t, 2, s.short(2), "one stream has 3 events, the other 1")
+}
+
+func TestVerdict(t *testing.T) {
+	var b bytes.Buffer
+	verdict(&b, true, "a %d", 1)
+	verdict(&b, false, "b")
+	assert.Equal(t, "PASS  a 1\nFAIL  b\n", b.String())
+}
+
+// TestOpenStreams opens one session more than an address carries against
+// a server that answers like the floor: the sessions come from two
+// loopback addresses, each stream is read through net/http's chunked
+// encoding, and done signals once every stream has the fan-out's event.
+func TestOpenStreams(t *testing.T) {
+	const n = sessionsPerAddress + 1
+	fire := make(chan struct{})
+	var mu sync.Mutex
+	initFrom := make(map[string]int)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		switch {
+		case r.Method == http.MethodGet:
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select {
+			case <-fire:
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = io.WriteString(w, ": ping\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case strings.Contains(r.Header.Get("Mcp-Session-Id"), "s"):
+			w.WriteHeader(http.StatusAccepted) // notifications/initialized
+		default:
+			mu.Lock()
+			initFrom[host]++
+			mu.Unlock()
+			w.Header().Set("Mcp-Session-Id", "s")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+		}
+	}))
+	defer srv.Close()
+	set, err := openStreams(srv.URL+"/mcp", n)
+	defer set.close()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"127.1.0.1": sessionsPerAddress, "127.1.0.2": 1}, initFrom)
+	set.expect(1)
+	close(fire)
+	select {
+	case <-set.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d of %d streams have the event", set.reached(1), n)
+	}
+	assert.Zero(t, set.short(1))
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
+	"github.com/vigil-mcp/vigil/internal/loadgen"
+)
+
+// clientsPerSession is how many overload clients share a session: far
+// below the per-session in-flight limit.
+const clientsPerSession = 8
+
+// echoAnswer is in every successful echo answer of the overload phase.
+const echoAnswer = `"content":[{"type":"text","text":"hello"}]`
+
+// The acceptance thresholds of the overload phase.
+const (
+	minGoodputHonored = 0.8                    // of the peak, honoring Retry-After
+	minGoodputIgnored = 0.5                    // of the peak, ignoring it
+	maxAdmittedP99    = 100 * time.Millisecond // of the admitted requests
+)
+
+// overloadRound is what one round at one concurrency measured.
+type overloadRound struct {
+	ok        int64
+	latencies []time.Duration // of the answers with the echo, sorted
+	refused   int64           // 503 and 429
+	withRetry int64           // refusals that carried Retry-After
+	failed    int64           // anything else: other statuses, JSON-RPC errors, transport errors
+	firstFail string
+	elapsed   time.Duration
+}
+
+func (r overloadRound) goodput() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+
+func (r overloadRound) p99() time.Duration { return benchservice.Percentile(r.latencies, 0.99) }
+
+// retryColumn says whether the refusals carried Retry-After.
+func (r overloadRound) retryColumn() string {
+	switch {
+	case r.refused == 0:
+		return "-"
+	case r.withRetry == r.refused:
+		return "all"
+	case r.withRetry == 0:
+		return "none"
+	}
+	return fmt.Sprintf("%d of %d", r.withRetry, r.refused)
+}
+
+// mode is a client's behavior on a refusal: it honors Retry-After or
+// ignores it.
+type mode struct {
+	name  string
+	honor bool
+}
+
+// modes are the two behaviors, in the order the phase runs them.
+func modes() []mode { return []mode{{"honor", true}, {"ignore", false}} }
+
+// overload runs the overload phase and writes its report to w.
+func overload(w io.Writer, cfg config) error {
+	_, _ = fmt.Fprintf(w, "\noverload     tools/call echo {\"text\":\"hello\"} at %s concurrent clients, keep-alive, %s sessions\n", joinInts(cfg.clients), version)
+	_, _ = fmt.Fprintf(w, "             (one per %d clients); %s per round, interleaved floor, vigil; a %s warm-up each first\n", clientsPerSession, cfg.round, warmup(cfg))
+	_, _ = fmt.Fprintf(w, "modes        honor: a client refused (503, 429) waits Retry-After before its next request;\n")
+	_, _ = fmt.Fprintf(w, "             ignore: it retries at once\n")
+	_, _ = fmt.Fprintf(w, "goodput      answers with the echo per second; p99 over those answers (admitted requests only)\n")
+	_, _ = fmt.Fprintf(w, "of peak      goodput over the same server's at %d clients in the same mode\n", cfg.clients[0])
+	nsess := (slices.Max(cfg.clients) + clientsPerSession - 1) / clientsPerSession
+	sids := make(map[string][]string)
+	for _, t := range []target{cfg.floor, cfg.vigil} {
+		client := loadgen.NewClient()
+		for range nsess {
+			sid, err := loadgen.OpenSession(client, t.url, version)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			sids[t.name] = append(sids[t.name], sid)
+		}
+		client.CloseIdleConnections()
+		runOverload(t, sids[t.name], cfg.clients[0], true, warmup(cfg))
+	}
+	results := make(map[string]overloadRound) // by mode, clients, server
+	key := func(mode string, clients int, server string) string {
+		return fmt.Sprintf("%s/%d/%s", mode, clients, server)
+	}
+	for _, c := range cfg.clients {
+		for _, m := range modes() {
+			for _, t := range []target{cfg.floor, cfg.vigil} {
+				results[key(m.name, c, t.name)] = runOverload(t, sids[t.name], c, m.honor, cfg.round)
+			}
+		}
+	}
+	tw := newTable(w)
+	_, _ = fmt.Fprintf(tw, "mode\tclients\tserver\tgoodput/s\tp99\trefused/s\tRetry-After\tfailed\tof peak\t\n")
+	for _, m := range modes() {
+		for _, c := range cfg.clients {
+			var row [2]overloadRound
+			for i, t := range []target{cfg.floor, cfg.vigil} {
+				r, peak := results[key(m.name, c, t.name)], results[key(m.name, cfg.clients[0], t.name)]
+				row[i] = r
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%d\t%.0f%%\t\n", m.name, benchservice.Thousands(int64(c)), t.name,
+					benchservice.Thousands(int64(r.goodput())), benchservice.Millis(r.p99()), float64(r.refused)/r.elapsed.Seconds(),
+					r.retryColumn(), r.failed, 100*r.goodput()/peak.goodput())
+			}
+			_, _ = fmt.Fprintf(tw, "\t\tvigil/floor\t%s\t%s\t\t\t\t\t\n", benchservice.Ratio(row[1].goodput(), row[0].goodput()), benchservice.Ratio(float64(row[1].p99()), float64(row[0].p99())))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(results)) {
+		if r := results[k]; r.firstFail != "" {
+			_, _ = fmt.Fprintf(w, "first failure %s: %s\n", k, r.firstFail)
+		}
+	}
+	low, high := cfg.clients[0], cfg.clients[len(cfg.clients)-1]
+	peak := results[key("honor", low, "vigil")].goodput()
+	honored, ignored := results[key("honor", high, "vigil")], results[key("ignore", high, "vigil")]
+	verdict(w, honored.goodput() >= minGoodputHonored*peak, "overload at %s clients honoring Retry-After: goodput %.0f%% of the %s-client peak (≥ %.0f%%)",
+		benchservice.Thousands(int64(high)), 100*honored.goodput()/peak, benchservice.Thousands(int64(low)), 100*minGoodputHonored)
+	verdict(w, honored.p99() <= maxAdmittedP99, "overload at %s clients honoring Retry-After: p99 of admitted requests %s (≤ %s)",
+		benchservice.Thousands(int64(high)), benchservice.Millis(honored.p99()), benchservice.Millis(maxAdmittedP99))
+	var refused, withRetry, shedLow int64
+	for k, r := range results {
+		if strings.HasSuffix(k, "/vigil") {
+			refused += r.refused
+			withRetry += r.withRetry
+		}
+	}
+	for _, m := range modes() {
+		shedLow += results[key(m.name, low, "vigil")].refused
+	}
+	verdict(w, withRetry == refused, "overload: %d refusals counted, %d answered with Retry-After", refused, withRetry)
+	verdict(w, shedLow == 0, "overload at %s clients: nothing shed (%d refusals)", benchservice.Thousands(int64(low)), shedLow)
+	verdict(w, ignored.goodput() >= minGoodputIgnored*peak, "overload at %s clients ignoring Retry-After: goodput %.0f%% of the peak (≥ %.0f%%)",
+		benchservice.Thousands(int64(high)), 100*ignored.goodput()/peak, 100*minGoodputIgnored)
+	return nil
+}
+
+// warmup is the length of each server's warm-up.
+func warmup(cfg config) time.Duration { return min(cfg.round, time.Second) }
+
+// runOverload runs clients concurrent clients on t for d, client i in
+// session sids[i%len], each on a keep-alive connection of its own.
+func runOverload(t target, sids []string, clients int, honor bool, d time.Duration) overloadRound {
+	transport := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+	rounds := make([]overloadRound, clients)
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() { rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honor, deadline) })
+	}
+	wg.Wait()
+	total := overloadRound{elapsed: time.Since(start)}
+	for _, r := range rounds {
+		total.ok += r.ok
+		total.latencies = append(total.latencies, r.latencies...)
+		total.refused += r.refused
+		total.withRetry += r.withRetry
+		total.failed += r.failed
+		if total.firstFail == "" {
+			total.firstFail = r.firstFail
+		}
+	}
+	slices.Sort(total.latencies)
+	return total
+}
+
+// overloadClient sends echo calls in session sid until deadline, one at a
+// time, and counts how they were answered. Its request ids count up from
+// firstID + 1: clients sharing a session need ids of their own.
+func overloadClient(client *http.Client, url, sid string, firstID int64, honor bool, deadline time.Time) overloadRound {
+	var r overloadRound
+	var body bytes.Buffer
+	want := []byte(echoAnswer)
+	for id := firstID + 1; time.Now().Before(deadline); id++ {
+		start := time.Now()
+		resp, err := client.Do(loadgen.SessionPost(url, sid, version, echoCall(id)))
+		if err != nil {
+			r.fail(err.Error())
+			continue
+		}
+		body.Reset()
+		_, err = body.ReadFrom(resp.Body)
+		_ = resp.Body.Close()
+		switch {
+		case err != nil:
+			r.fail(err.Error())
+		case resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests:
+			r.refused++
+			wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+			if ok {
+				r.withRetry++
+			}
+			if honor && wait > 0 {
+				time.Sleep(min(wait, time.Until(deadline)))
+			}
+		case resp.StatusCode == http.StatusOK && bytes.Contains(body.Bytes(), want):
+			r.ok++
+			r.latencies = append(r.latencies, time.Since(start))
+		default:
+			r.fail(fmt.Sprintf("%s: %.200s", resp.Status, body.Bytes()))
+		}
+	}
+	return r
+}
+
+func (r *overloadRound) fail(what string) {
+	r.failed++
+	if r.firstFail == "" {
+		r.firstFail = what
+	}
+}
+
+// echoCall is the tools/call echo request with the given id.
+func echoCall(id int64) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`...)
+}
+
+// retryAfter reads a Retry-After header (RFC 9110: delay-seconds or an
+// HTTP-date) as a wait from now; false if it is missing or malformed.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(s) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// joinInts formats ns as "32, 512 and 2,048".
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = benchservice.Thousands(int64(n))
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
