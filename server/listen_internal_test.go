@@ -66,6 +66,6 @@ func TestNotifyListenersBacklogEndsTheStream(t *testing.T) {
 	require.NoError(t, live.Err(), "a full queue is not yet over")
 	srv.notifyListeners("notifications/tools/list_changed", "", 0)
 	require.Error(t, live.Err())
-	assert.ErrorIs(t, context.Cause(live), errListenBacklog)
+	require.ErrorIs(t, context.Cause(live), errListenBacklog)
 	assert.NoError(t, ctx.Err(), "the request itself is not cancelled: its handler answers")
 }

@@ -103,12 +103,17 @@ func TestFanoutSlowClientHoldsNobodyBack(t *testing.T) {
 	<-opened
 	<-opened
 
-	const sent = 2000 // over the slow stream's bound
-	for range sent {
-		s.notifySessions("notifications/tools/list_changed", nil, nil)
-	}
-	for range sent {
-		<-fastEvents // all of them, while the slow stream's write still blocks
+	// Over the slow stream's bound, in rounds the fast client takes in
+	// full before the next (it must not fall behind itself), while the
+	// slow stream's write still blocks.
+	const rounds, perRound = 20, 100
+	for range rounds {
+		for range perRound {
+			s.notifySessions("notifications/tools/list_changed", nil, nil)
+		}
+		for range perRound {
+			<-fastEvents
+		}
 	}
 	close(release)
 	<-slowDone // cut: its handler returned
