@@ -1,12 +1,13 @@
 package server
 
 import (
-	"slices"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // notifySessions sends a notification to every initialized session that
@@ -35,8 +36,8 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 		all = all[len(share):]
 		s.bg.Go(func() {
 			for _, ss := range share {
-				if ss.initialized() && (match == nil || match(ss)) {
-					_ = ss.sendNotification(ctx, msg)
+				if match == nil || match(ss) {
+					_ = ss.broadcast(ctx, msg)
 				}
 			}
 		})
@@ -58,7 +59,7 @@ type debouncer struct {
 
 // listChanged schedules notifications/<list>/list_changed ("tools",
 // "resources" or "prompts") for every initialized session, unless one is
-// already scheduled. With no initialized session there is nobody whose view
+// already scheduled. With no session and no listen stream there is nobody whose view
 // is stale, and nothing is scheduled.
 func (s *Server) listChanged(list string) {
 	s.broadcast(broadcastEvent{List: list}) // to the other replicas (fanout.go)
@@ -67,7 +68,7 @@ func (s *Server) listChanged(list string) {
 
 // listChangedHere is listChanged for this replica's clients only.
 func (s *Server) listChangedHere(list string) {
-	if !s.listeners.any() && !slices.ContainsFunc(s.Sessions(), (*Session).initialized) {
+	if s.sessions.empty() && !s.listeners.any() {
 		return
 	}
 	d := &s.changes
@@ -93,4 +94,16 @@ func (s *Server) listChangedHere(list string) {
 		s.notifySessions(method, nil, nil)
 		s.notifyListeners(method, "", changed)
 	})
+}
+
+// broadcast writes n, a notification to every session, if the session is
+// initialized and neither closed nor broken.
+func (ss *Session) broadcast(ctx context.Context, n *transport.Request) error {
+	ss.mu.Lock()
+	ready := ss.st.phase != phaseNew && !ss.st.closed && ss.st.broken == protocol.DropNone
+	ss.mu.Unlock()
+	if !ready {
+		return nil
+	}
+	return ss.write(ctx, n)
 }

@@ -439,13 +439,6 @@ func (ss *Session) ClientCapabilities() ClientCapabilities {
 	return ss.st.caps
 }
 
-// initialized reports whether the client completed initialize.
-func (ss *Session) initialized() bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.st.phase != phaseNew && !ss.st.closed
-}
-
 // serve is the read loop. It runs on Serve's goroutine.
 func (ss *Session) serve() error {
 	ss.start()

@@ -27,9 +27,17 @@ func pickSessionShard() uint8 {
 	return uint8(rand.N(sessionShardCount)) // math/rand/v2's per-thread source: no lock
 }
 
-// snapshot returns the sessions in every list.
+// snapshot returns the sessions in every list, in one allocation (unless
+// sessions come in while it counts).
 func (sh *sessionShards) snapshot() []*Session {
-	var out []*Session
+	n := 0
+	for i := range sh {
+		l := &sh[i]
+		l.mu.Lock()
+		n += l.list.n
+		l.mu.Unlock()
+	}
+	out := make([]*Session, 0, n)
 	for i := range sh {
 		l := &sh[i]
 		l.mu.Lock()
@@ -41,6 +49,20 @@ func (sh *sessionShards) snapshot() []*Session {
 	return out
 }
 
+// empty reports whether no list holds a session.
+func (sh *sessionShards) empty() bool {
+	for i := range sh {
+		l := &sh[i]
+		l.mu.Lock()
+		n := l.list.n
+		l.mu.Unlock()
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // sessionList is a set of the sessions a server serves (one of its
 // sessionShards): a doubly linked list threaded through the sessions
 // themselves (Session.link), so that adding and removing one, which every
@@ -48,6 +70,7 @@ func (sh *sessionShards) snapshot() []*Session {
 // shard's mu guards it and every link in it.
 type sessionList struct {
 	head *Session
+	n    int // how many
 }
 
 // sessionLink is a session's place in its sessionList.
@@ -63,6 +86,7 @@ func (l *sessionList) add(ss *Session) {
 		l.head.link.prev = ss
 	}
 	l.head = ss
+	l.n++
 }
 
 // remove takes ss out of l; it does nothing when ss is not in it.
@@ -79,6 +103,7 @@ func (l *sessionList) remove(ss *Session) {
 		next.link.prev = ss.link.prev
 	}
 	ss.link = sessionLink{}
+	l.n--
 }
 
 // all yields the sessions of l, newest first. The yield function must not

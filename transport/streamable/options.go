@@ -220,8 +220,10 @@ const DefaultWriteTimeout = 10 * time.Second
 // WithWriteTimeout bounds each write of an SSE event (and its flush), and
 // the writing of a JSON answer, to d ([DefaultWriteTimeout] by default, or
 // when d <= 0): a client that stops reading (its TCP window at zero)
-// cannot pin the stream, its goroutine and its lock. When a write does not complete in time the stream ends and
-// is counted (see [WithStreamCutHook]); the session lives on, and a
+// cannot pin the stream, its goroutine and its lock. A write gets at
+// least d and at most one and a half times d (a stream's deadline is
+// renewed only once less than d of it remains, not at every event).
+// When a write does not complete in time the stream ends and is counted (see [WithStreamCutHook]); the session lives on, and a
 // resumable stream's events stay stored for a resumption.
 func WithWriteTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {

@@ -31,8 +31,9 @@ type stream struct {
 	// cancelled: the client sent notifications/cancelled for the request,
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
-	cancelled bool
-	cut       bool // an SSE write timed out: counted once
+	cancelled  bool
+	cut        bool  // an SSE write timed out: counted once
+	armedUntil int64 // the write deadline set last, in Unix nanoseconds (see armLocked)
 
 	// A standalone GET stream's queue (outbox.go): deliver queues there,
 	// and the stream's own goroutine writes (writeQueued), encoding each
@@ -76,14 +77,23 @@ type writeLimit struct {
 	cut     func(StreamCut)
 }
 
-// armLocked gives the next SSE write the write timeout; st.mu is held. A
-// ResponseWriter that has no deadlines (a test recorder) is written as
-// it is.
+// armLocked gives the next write the write timeout; st.mu is held. A
+// deadline is kept while at least the timeout remains of it, so that a
+// stream of events changes it (a timer update) at most once per half
+// timeout: each write gets between the timeout and one and a half times
+// it. A ResponseWriter that has no deadlines (a test recorder) is
+// written as it is.
 func (st *stream) armLocked() {
 	if st.limit == nil || st.limit.timeout <= 0 {
 		return
 	}
-	setWriteDeadline(st.w, time.Now().Add(st.limit.timeout))
+	now := time.Now()
+	if st.armedUntil-now.UnixNano() >= int64(st.limit.timeout) {
+		return
+	}
+	until := now.Add(st.limit.timeout + st.limit.timeout/2)
+	st.armedUntil = until.UnixNano()
+	setWriteDeadline(st.w, until)
 }
 
 // setWriteDeadline sets the write deadline of w's connection, as
