@@ -241,21 +241,22 @@ func runInProcess(tb testing.TB, args ...string) string {
 // "serving MCP" line and drops the rest, so that the log costs no memory
 // that grows with the requests.
 type firstURL struct {
+	found chan string // gets the URL, once
 	mu    sync.Mutex
 	head  []byte
-	found chan string
+	sent  bool
 }
 
 func (w *firstURL) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.found == nil {
+	if w.sent {
 		return len(p), nil
 	}
 	w.head = append(w.head, p...)
 	if m := servingLine.FindSubmatch(w.head); m != nil {
 		w.found <- string(m[1])
-		w.found, w.head = nil, nil
+		w.sent, w.head = true, nil
 	}
 	return len(p), nil
 }

