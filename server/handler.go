@@ -92,6 +92,9 @@ type Request struct {
 	// second call gets one of its own).
 	call     CallToolRequest
 	callHeld bool
+	// heavy: its params and result together are at least heavyOutcome
+	// bytes, so its outcome does not wait for a batch (outcomeBatches).
+	heavy bool
 }
 
 // SetDeadline bounds the request's time: at t its handler's context is

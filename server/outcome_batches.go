@@ -38,6 +38,13 @@ type outcomeBatches struct {
 	taken []*Request
 }
 
+// heavyOutcome is the length of a request's params and result together
+// from which its outcome runs at once, with those waiting before it,
+// rather than waiting for its batch: a large payload (its body, its
+// result) is then garbage as soon as it is answered, not held for up to
+// the batch's delay, with every other large one answered meanwhile.
+const heavyOutcome = 64 << 10
+
 // maxWaitingBatches bounds the requests waiting, in batches: past it, the
 // request that pushes runs the waiting ones itself, so that functions
 // slower than the requests' arrival hold them back rather than pile them
@@ -77,7 +84,7 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 		}
 	}
 	switch {
-	case depth >= q.size*maxWaitingBatches:
+	case depth >= q.size*maxWaitingBatches || req.heavy:
 		q.run()
 	case depth%q.size == 0 && !q.running.Load() && q.running.CompareAndSwap(false, true):
 		go q.runFull()

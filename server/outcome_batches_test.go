@@ -3,15 +3,21 @@ package server_test
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -159,5 +165,74 @@ func TestOutcomeBatchesLogAPanicAndGoOn(t *testing.T) {
 		h.srv.FlushOutcomes()
 		assert.Equal(t, []int64{3}, p.ran())
 		assert.Equal(t, errorsBefore+1, h.logs.count(slog.LevelError), "the panic is logged")
+	})
+}
+
+// resultWatcher is a server's Conn that keeps a weak pointer to the
+// encoded result of each response it writes, by id.
+type resultWatcher struct {
+	transport.Conn
+	mu      sync.Mutex
+	results map[string]weak.Pointer[byte]
+}
+
+func (c *resultWatcher) Write(ctx context.Context, m transport.Message) error {
+	if resp, ok := m.(*transport.Response); ok && len(resp.Result) > 0 {
+		c.mu.Lock()
+		c.results[resp.ID.String()] = weak.Make(&resp.Result[0])
+		c.mu.Unlock()
+	}
+	return c.Conn.Write(ctx, m)
+}
+
+// kept reports whether the encoded result of response id is still
+// reachable after a collection.
+func (c *resultWatcher) kept(id string) bool {
+	runtime.GC()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.results[id].Value() != nil
+}
+
+// TestOutcomeBatchesRunAHeavyRequestAtOnce checks that a request whose
+// result is large (64 KiB or more with its params) has its AfterDone
+// functions run once it is answered, after those of the requests waiting
+// before it, and that neither its result nor its encoding is kept from
+// then on: a large payload is garbage once answered, not held for up to
+// the batch's delay. A small request waits for its batch, before and
+// after the heavy one.
+func TestOutcomeBatchesRunAHeavyRequestAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newOutcomeProbe()
+		h := newHarness(t, server.WithOutcomeBatches(10, time.Hour), server.WithMiddleware(p.middleware))
+		h.addTool("echo", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text("hi"), nil
+		})
+		var big weak.Pointer[server.CallToolResult]
+		h.addTool("big", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			r := server.Text(strings.Repeat("x", 64<<10))
+			big = weak.Make(r)
+			return r, nil
+		})
+		conn := &resultWatcher{results: map[string]weak.Pointer[byte]{}}
+		h.Client = mcptest.Pipe(t, h.srv, mcptest.WithServerConn(func(end transport.Conn) transport.Conn {
+			conn.Conn = end
+			return conn
+		}))
+		h.Initialize(protocol.Version20251125, nil)
+
+		p.call(h, 2)
+		assert.Empty(t, p.ran(), "a small request waits for its batch")
+		h.SendCallTool(3, "big", `{}`)
+		h.RecvResult(3)
+		synctest.Wait()
+		assert.Equal(t, []int64{2, 3}, p.ran(), "the heavy request runs the batch, in seal order")
+		runtime.GC()
+		assert.Nil(t, big.Value(), "the tool's result, once its outcome ran")
+		assert.False(t, conn.kept("3"), "the encoded result, once written (the Conn keeps a weak pointer only)")
+		p.call(h, 4)
+		assert.Empty(t, p.ran(), "a small request waits for its batch again")
+		h.srv.FlushOutcomes()
+		assert.Equal(t, []int64{4}, p.ran())
 	})
 }

@@ -822,6 +822,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		if r := ss.boundResult(resp, inf.req, res); r != nil {
 			out.Result, out.ResultTooLarge = r, true
 		}
+		inf.req.heavy = len(inf.req.Params)+len(resp.Result) >= heavyOutcome
 		if inf.batch != nil {
 			inf.batch.add(resp, func(werr error) { ss.sealWrite(inf, out, werr) })
 		} else {

@@ -68,8 +68,8 @@ func newHostileRig(t *testing.T) *hostileRig {
 	r.echo()
 	r.page() // the page's structures allocated
 	// Benign load first, so that the attack is measured against vigil
-	// under load rather than idle: the heap goal then stays -gc-headroom
-	// (32 MiB) above the live heap, and RSS follows it.
+	// under load rather than idle: the heap goal then is -gc-headroom
+	// (32 MiB, live heap included), and RSS follows it.
 	warm := `{"name":"echo","arguments":{"text":"` + strings.Repeat("w", 64<<10) + `"}}`
 	for i := range 600 {
 		res, err := r.benign.rpc(strconv.Itoa(i), "tools/call", warm)

@@ -70,7 +70,7 @@ type config struct {
 	maxResultBytes   int // -max-result-bytes: a larger tools/call result is a tool error (0: no limit)
 	traceRing        int
 	debug            bool
-	gcHeadroomMiB    int    // -gc-headroom: the heap goal stays this far above the live heap (0: GOGC alone)
+	gcHeadroomMiB    int    // -gc-headroom: the least heap goal, live heap included (0: GOGC alone)
 	stateKey         []byte // from VIGIL_REQUEST_STATE_KEY only: a secret is no flag
 	clusterKey       []byte // from VIGIL_CLUSTER_KEY only: what the replicas hand to Redis is signed and sealed with it
 	clusterKeyPrev   []byte // from VIGIL_CLUSTER_KEY_PREVIOUS only: still accepted during a rotation
@@ -170,7 +170,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.listChangedDelay, "list-changed-delay", server.DefaultListChangedDelay, "how long vigil waits after a change to its tools, resources or prompts before it sends list_changed to every session, coalescing the changes in between into one notification (0: one per change, at once)")
 	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded tools/call result, in `bytes`; a larger one is answered as a tool error saying so (0: no limit)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", debugpage.DefaultTraceRing, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
-	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "keep the garbage collector's heap goal at least this many `MiB` above the live heap, so that a small heap under load is not collected many times a second (RSS may grow by this much; 0: GOGC alone)")
+	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", 32, "let the heap grow to this many `MiB` in all (live heap included) before the garbage collector runs, so that a small heap under load is not collected many times a second; a larger live heap gets GOGC's goal, and the memory limit holds the heap to that goal (RSS may grow by this much; 0: GOGC alone)")
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
 	fs.DurationVar(&cfg.httpIdleTimeout, "http-idle-timeout", 2*time.Minute, "close a keep-alive HTTP connection idle for this long (MCP and admin listeners)")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", 30*time.Second, "close an HTTP connection whose request body does not arrive within this (0: no limit)")

@@ -12,9 +12,9 @@ func Example() {
 	tuner := gcheadroom.Start(32 << 20)
 	defer tuner.Stop()
 
-	fmt.Println(gcheadroom.PercentFor(4<<20, 32<<20, 100))   // 4 MiB live: goal 36 MiB
+	fmt.Println(gcheadroom.PercentFor(4<<20, 32<<20, 100))   // 4 MiB live: goal 32 MiB
 	fmt.Println(gcheadroom.PercentFor(512<<20, 32<<20, 100)) // 512 MiB live: GOGC's own 100
 	// Output:
-	// 800
+	// 700
 	// 100
 }

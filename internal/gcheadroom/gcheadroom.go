@@ -7,30 +7,45 @@ import (
 	"sync/atomic"
 )
 
-// liveHeap is the runtime/metrics name of the heap the last collection
-// marked live.
-const liveHeap = "/gc/heap/live:bytes"
+// The runtime/metrics the tuner reads after each collection: the heap
+// the collection marked live, and the memory the runtime holds, by class.
+var sampled = [...]string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/released:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+}
 
-// Tuner adjusts GOGC after every collection; see [Start].
+// Tuner adjusts GOGC and the memory limit after every collection; see
+// [Start].
 type Tuner struct {
 	headroom uint64
-	base     int // the GOGC percent to go back to, and the least one set
+	base     int   // the GOGC percent to go back to, and the least one set
+	limit    int64 // the memory limit to go back to (GOMEMLIMIT), and the most one set
 	stopped  atomic.Bool
 	percent  atomic.Int64 // the GOGC percent set last
 	sample   []metrics.Sample
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
-// goal is at least headroom bytes above the live heap, and never below
-// base (GOGC's value now, when it is positive). It returns nil, changing
-// nothing, when headroom is 0 or the collector is off (GOGC=off).
+// goal is at least headroom bytes in all (live heap included), and never
+// below base (GOGC's value now, when it is positive); and the memory limit
+// so that the heap does not outgrow that goal before the next collection
+// re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
+// It returns nil, changing nothing, when headroom is 0 or the collector
+// is off (GOGC=off).
 func Start(headroom uint64) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
 		return nil
 	}
-	t := &Tuner{headroom: headroom, base: base, sample: []metrics.Sample{{Name: liveHeap}}}
+	t := &Tuner{headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1), sample: make([]metrics.Sample, len(sampled))}
+	for i, name := range sampled {
+		t.sample[i].Name = name
+	}
 	t.percent.Store(int64(base))
 	t.arm()
 	return t
@@ -45,6 +60,7 @@ func (t *Tuner) Stop() {
 		return
 	}
 	debug.SetGCPercent(t.base)
+	debug.SetMemoryLimit(t.limit)
 }
 
 // arm has the next collection call tune: a new sentinel, unreachable at
@@ -60,20 +76,46 @@ type sentinel struct{ t *Tuner }
 
 func (s *sentinel) collected() { s.t.tune() }
 
-// tune sets GOGC from the live heap of the collection that just ended,
-// and arms the next one.
+// tune sets GOGC and the memory limit from the collection that just
+// ended, and arms the next one.
 func (t *Tuner) tune() {
 	if t.stopped.Load() {
 		return
 	}
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		if p := PercentFor(t.sample[0].Value.Uint64(), t.headroom, t.base); int64(p) != t.percent.Load() {
-			t.percent.Store(int64(p))
-			debug.SetGCPercent(p)
+	var v [len(sampled)]uint64
+	for i, s := range t.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			t.arm()
+			return
 		}
+		v[i] = s.Value.Uint64()
 	}
+	live := v[0]
+	if p := PercentFor(live, t.headroom, t.base); int64(p) != t.percent.Load() {
+		t.percent.Store(int64(p))
+		debug.SetGCPercent(p)
+	}
+	heap := v[2] + v[3] + v[4] + v[5]
+	debug.SetMemoryLimit(LimitFor(live, t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
 	t.arm()
+}
+
+// LimitFor returns the memory limit that keeps the heap of live bytes
+// within the goal the tuner wants for it, max(headroom, live×(1+base/100)),
+// plus an eighth for the pages the runtime keeps free: the runtime's
+// memory besides the heap (nonHeap: stacks, metadata) counted, never above
+// ceiling. GOGC alone sets the goal from the live heap of the collection
+// before, and the tuner's GOGC was set for that one: a live heap that
+// doubles meanwhile would double the goal past what the tuner wanted
+// (with a large payload per request in flight, it does).
+func LimitFor(live, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
+	goal := max(headroom, live+live*uint64(base)/100)
+	limit := nonHeap + goal + goal/8
+	if limit > uint64(ceiling) {
+		return ceiling
+	}
+	return int64(limit)
 }
 
 // maxPercent bounds GOGC when the live heap is tiny, so that the goal of
@@ -81,14 +123,18 @@ func (t *Tuner) tune() {
 const maxPercent = 1 << 20
 
 // PercentFor returns the GOGC percent that puts the heap goal of a live
-// heap of live bytes at least headroom bytes above it, and never below
-// base: max(base, ⌈headroom×100/live⌉), rounded up to a multiple of 25 so
-// that small changes of the live heap do not reset GOGC each collection.
+// heap of live bytes at headroom bytes at least, live heap included, and
+// never below base: max(base, ⌈(headroom−live)×100/live⌉), rounded up to
+// a multiple of 25 so that small changes of the live heap do not reset
+// GOGC each collection. A live heap of headroom/2 or more gets base.
 func PercentFor(live, headroom uint64, base int) int {
 	if live == 0 {
 		return maxPercent
 	}
-	p := (headroom*100 + live - 1) / live
+	if live >= headroom {
+		return base
+	}
+	p := ((headroom-live)*100 + live - 1) / live
 	p = (p + 24) / 25 * 25
 	if p > maxPercent {
 		return maxPercent

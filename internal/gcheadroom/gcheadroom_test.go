@@ -1,6 +1,7 @@
 package gcheadroom_test
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -23,10 +24,11 @@ func TestPercentFor(t *testing.T) {
 		base     int
 		want     int
 	}{
-		{"small live heap: goal is live+headroom", 4 * MiB, 32 * MiB, 100, 800},
-		{"rounded up to a multiple of 25", 3 * MiB, 32 * MiB, 100, 1075},
+		{"small live heap: the goal is headroom in all", 4 * MiB, 32 * MiB, 100, 700},
+		{"rounded up to a multiple of 25", 3 * MiB, 32 * MiB, 100, 975},
 		{"large live heap: base wins", 64 * MiB, 32 * MiB, 100, 100},
-		{"at the crossover: base", 32 * MiB, 32 * MiB, 100, 100},
+		{"at the crossover: base", 16 * MiB, 32 * MiB, 100, 100},
+		{"a live heap over the headroom: base", 40 * MiB, 32 * MiB, 100, 100},
 		{"a higher base is kept", 8 * MiB, 32 * MiB, 500, 500},
 		{"empty heap: bounded", 0, 32 * MiB, 100, 1 << 20},
 		{"one byte live: bounded", 1, 32 * MiB, 100, 1 << 20},
@@ -37,17 +39,34 @@ func TestPercentFor(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 			if tt.live > 0 && got < 1<<20 {
 				goal := tt.live + tt.live*uint64(got)/100
-				assert.GreaterOrEqual(t, goal, tt.live+tt.headroom, "goal below live+headroom")
+				assert.GreaterOrEqual(t, goal, tt.headroom, "goal below the headroom")
+				assert.Less(t, goal, max(tt.headroom, tt.live+tt.live*uint64(tt.base)/100)+tt.live/4+1,
+					"goal above the headroom by more than the rounding to 25")
 			}
 		})
 	}
 }
 
+// LimitFor caps the runtime's memory at the goal the tuner wants, an
+// eighth more, and the memory besides the heap: a live heap that grows
+// between two collections cannot take the goal along (GOGC's goal is
+// proportional to the live heap it was set for).
+func TestLimitFor(t *testing.T) {
+	const MiB = 1 << 20
+	assert.Equal(t, int64(8*MiB+36*MiB), gcheadroom.LimitFor(4*MiB, 32*MiB, 100, 8*MiB, math.MaxInt64), "small live heap: the headroom")
+	assert.Equal(t, int64(8*MiB+90*MiB), gcheadroom.LimitFor(40*MiB, 32*MiB, 100, 8*MiB, math.MaxInt64), "large: twice the live heap (GOGC=100)")
+	assert.Equal(t, int64(8*MiB+135*MiB), gcheadroom.LimitFor(40*MiB, 32*MiB, 200, 8*MiB, math.MaxInt64), "GOGC=200: three times")
+	assert.Equal(t, int64(20*MiB), gcheadroom.LimitFor(40*MiB, 32*MiB, 100, 8*MiB, 20*MiB), "never above GOMEMLIMIT")
+}
+
 // TestStartTunesAfterCollections checks the whole loop: a collection with a
-// small live heap raises GOGC, and Stop puts the old value back.
+// small live heap raises GOGC and sets a memory limit below GOMEMLIMIT's,
+// and Stop puts the old values back.
 func TestStartTunesAfterCollections(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(old) })
+	oldLimit := debug.SetMemoryLimit(1 << 40)
+	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
 
 	assert.Nil(t, gcheadroom.Start(0), "no headroom: no tuner")
 
@@ -63,9 +82,13 @@ func TestStartTunesAfterCollections(t *testing.T) {
 	require.Greater(t, tuner.Percent(), 100, "GOGC not raised for a small live heap")
 	now := debug.SetGCPercent(tuner.Percent())
 	assert.Equal(t, tuner.Percent(), now, "the runtime's GOGC is the tuner's")
+	limit := debug.SetMemoryLimit(-1)
+	assert.Less(t, limit, int64(1<<40), "a memory limit below GOMEMLIMIT's")
+	assert.Greater(t, limit, int64(256<<20), "the limit holds the headroom")
 
 	tuner.Stop()
 	assert.Equal(t, 100, debug.SetGCPercent(100), "Stop restores GOGC")
+	assert.Equal(t, int64(1<<40), debug.SetMemoryLimit(-1), "Stop restores the memory limit")
 	runtime.GC()
 	runtime.GC()
 	assert.Equal(t, 100, debug.SetGCPercent(100), "no tuning after Stop")

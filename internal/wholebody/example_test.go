@@ -22,3 +22,16 @@ func ExampleNew() {
 	// Output:
 	// true {"jsonrpc":"2.0","id":1,"method":"ping"}
 }
+
+func ExampleReadDeclared() {
+	r := httptest.NewRequest("POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	body, err := wholebody.ReadDeclared(r.Body, r.ContentLength) // one buffer of the declared length
+	fmt.Println(len(body), cap(body), err)
+
+	short := httptest.NewRequest("POST", "/mcp", strings.NewReader(`{"jsonrpc"`))
+	_, err = wholebody.ReadDeclared(short.Body, 100) // declares more than it sends
+	fmt.Println(err)
+	// Output:
+	// 40 40 <nil>
+	// unexpected EOF
+}

@@ -165,26 +165,20 @@ func (h *Endpoint) Close() error {
 
 var errHandlerClosed = errors.New("streamable: handler closed")
 
-// exactReadMax is the longest declared body readBody allocates at once.
-const exactReadMax = 64 << 10
-
-// readBody reads r's body, of at most limit bytes: into a buffer of its
-// exact size when the request declares a short one (as clients do),
-// through http.MaxBytesReader otherwise, growing as bytes arrive, so that
-// a large declared length the client never sends costs no memory. A
-// wholebody.Body that a handler in front read already is taken as it is.
+// readBody reads r's body, of at most limit bytes: when the request
+// declares its length (as clients do), into one buffer of that length,
+// which a client that sends less than it declared does not get at once
+// (wholebody.ReadDeclared); otherwise through http.MaxBytesReader, growing
+// as bytes arrive. A wholebody.Body that a handler in front read already
+// is taken as it is.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if b, ok := r.Body.(*wholebody.Body); ok {
 		if data, unread := b.Unread(); unread && int64(len(data)) <= limit {
 			return data, nil
 		}
 	}
-	if n := r.ContentLength; n >= 0 && n <= min(limit, exactReadMax) {
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, err
-		}
-		return body, nil // the server reads no more than the declared size
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		return wholebody.ReadDeclared(r.Body, n) // the server reads no more than the declared size
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }

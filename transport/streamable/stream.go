@@ -195,6 +195,9 @@ func (st *stream) deliver(m transport.Message) error {
 		return transport.ErrStreamGone
 	}
 	resp, isResp := m.(*transport.Response)
+	if st.state == undecided && isResp && st.mode != ResponseSSE {
+		return st.answerJSON(resp)
+	}
 	var buf []byte
 	if isResp && resp.Error == nil {
 		buf = make([]byte, 0, len(resp.Result)+responseOverhead) // one allocation, not several
@@ -204,30 +207,6 @@ func (st *stream) deliver(m transport.Message) error {
 		return err
 	}
 	if st.state == undecided {
-		if isResp && st.mode != ResponseSSE {
-			st.headers(false)
-			status := http.StatusOK
-			if resp.Error != nil && st.status != nil {
-				status = st.status(resp.Error.Code)
-				if retry, ok := quotaRetryAfter(resp.Error); ok {
-					st.w.Header().Set("Retry-After", retry)
-					status = http.StatusTooManyRequests
-				}
-			}
-			// The deadline covers the answer's flush once the handler
-			// returns, too: a client that does not read a large answer
-			// cannot pin the connection. A small one fits the socket's
-			// buffer; unread, it pins at most the client's own request
-			// (within its quotas), so it costs no timer.
-			if len(data) > smallAnswer {
-				st.armLocked()
-			}
-			st.w.WriteHeader(status)
-			_, err := st.w.Write(data)
-			st.state = answeredJSON
-			st.finish()
-			return wrapStream(st.failedLocked(err))
-		}
 		if err := st.startSSE(); err != nil {
 			return wrapStream(err)
 		}
@@ -244,6 +223,72 @@ func (st *stream) deliver(m transport.Message) error {
 	}
 	return nil
 }
+
+// largeAnswer is the shortest result that answerJSON writes where it is,
+// around its envelope, rather than copied into the envelope first.
+const largeAnswer = 16 << 10
+
+// answerJSON writes resp as the JSON answer; st.mu is held and nothing
+// was written yet. A large result is written as it is, between its
+// envelope's head and its closing brace, with a Content-Length: the
+// answer costs no copy of the result, and net/http writes it on
+// through its buffers without gathering it.
+func (st *stream) answerJSON(resp *transport.Response) error {
+	var data, result []byte
+	var err error
+	if resp.Error == nil && len(resp.Result) >= largeAnswer {
+		// The envelope as AppendMessage writes it, up to the result (a
+		// one-byte stand-in, cut off with its brace).
+		data, err = transport.AppendMessage(make([]byte, 0, responseOverhead), &transport.Response{ID: resp.ID, Result: resultStandIn})
+		data, result = data[:len(data)-len(resultStandIn)-1], resp.Result
+	} else {
+		var buf []byte
+		if resp.Error == nil {
+			buf = make([]byte, 0, len(resp.Result)+responseOverhead) // one allocation, not several
+		}
+		data, err = transport.AppendMessage(buf, resp)
+	}
+	if err != nil {
+		return err
+	}
+	st.headers(false)
+	status := http.StatusOK
+	if resp.Error != nil && st.status != nil {
+		status = st.status(resp.Error.Code)
+		if retry, ok := quotaRetryAfter(resp.Error); ok {
+			st.w.Header().Set("Retry-After", retry)
+			status = http.StatusTooManyRequests
+		}
+	}
+	// The deadline covers the answer's flush once the handler returns,
+	// too: a client that does not read a large answer cannot pin the
+	// connection. A small one fits the socket's buffer; unread, it pins
+	// at most the client's own request (within its quotas), so it costs
+	// no timer.
+	if len(data)+len(result) > smallAnswer {
+		st.armLocked()
+	}
+	if result != nil {
+		st.w.Header()["Content-Length"] = []string{strconv.Itoa(len(data) + len(result) + 1)}
+	}
+	st.w.WriteHeader(status)
+	_, err = st.w.Write(data)
+	if result != nil && err == nil {
+		if _, err = st.w.Write(result); err == nil {
+			_, err = st.w.Write(closingBrace)
+		}
+	}
+	st.state = answeredJSON
+	st.finish()
+	return wrapStream(st.failedLocked(err))
+}
+
+// resultStandIn and closingBrace are the pieces of answerJSON's envelope
+// around a large result, shared and never modified.
+var (
+	resultStandIn = []byte("0")
+	closingBrace  = []byte("}")
+)
 
 // finish marks the response as written; st.mu is held.
 func (st *stream) finish() { st.final.fire() }
