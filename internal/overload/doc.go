@@ -25,7 +25,7 @@
 // The share never goes below a floor (a half by default): a refusal of a
 // cheap request costs about what serving it costs, so when clients ignore
 // Retry-After, refusing more cannot lower the latency and only loses
-// goodput; clients that honour it need only a few percent refused.
+// goodput; clients that honor it need only a few percent refused.
 //
 // The latency is sampled lazily, by the request that finds the interval
 // over (one atomic load per request otherwise): there is no goroutine to

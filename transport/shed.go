@@ -1,0 +1,28 @@
+package transport
+
+import (
+	"time"
+
+	"github.com/vigil-mcp/vigil/internal/overload"
+)
+
+// Shedder decides whether the process refuses a request at once because
+// it is overloaded. Shed reports true for a request to refuse; it must be
+// fast and safe for concurrent use. Transports ask it only for requests
+// other than initialize and ping: notifications (notifications/cancelled
+// among them) and responses to the server's own requests are never shed.
+type Shedder interface {
+	Shed() bool
+}
+
+// NewShedder returns a Shedder that sheds a share of the requests while
+// the Go scheduler is saturated: while the 90th percentile of the time
+// runnable goroutines waited for a CPU (runtime/metrics
+// /sched/latencies:seconds, sampled every 100 ms) is above target, the
+// share admitted shrinks by target/latency (down to a half); below it, it
+// grows back by 5% per interval until nothing is shed. Handlers that
+// sleep or wait add no scheduling latency, so they are never shed. It
+// starts no goroutine. target must be positive.
+func NewShedder(target time.Duration) Shedder {
+	return overload.New(overload.Config{Target: target})
+}
