@@ -22,7 +22,11 @@ type Shedder interface {
 // share admitted shrinks by target/latency (down to a half); below it, it
 // grows back by 5% per interval until nothing is shed. Handlers that
 // sleep or wait add no scheduling latency, so they are never shed. It
-// starts no goroutine. target must be positive.
+// starts no goroutine. For target <= 0 it returns nil, which the
+// transports' WithShedder options take as "shed nothing".
 func NewShedder(target time.Duration) Shedder {
+	if target <= 0 {
+		return nil
+	}
 	return overload.New(overload.Config{Target: target})
 }
