@@ -19,8 +19,8 @@ type Shedder interface {
 // the Go scheduler is saturated: while the 90th percentile of the time
 // runnable goroutines waited for a CPU (runtime/metrics
 // /sched/latencies:seconds, sampled every 100 ms) is above target, the
-// share admitted shrinks by target/latency (down to a half); below it, it
-// grows back by 5% per interval until nothing is shed. Handlers that
+// share admitted shrinks by a tenth per interval (down to a half); below
+// it, it grows back by 5% per interval until nothing is shed. Handlers that
 // sleep or wait add no scheduling latency, so they are never shed. It
 // starts no goroutine. For target <= 0 it returns nil, which the
 // transports' WithShedder options take as "shed nothing".

@@ -13,9 +13,12 @@
 //
 // The actuator is the share of requests admitted, adjusted AIMD: every
 // interval (100 ms), while the 90th percentile of the scheduling latency
-// of that interval is above the target, the share is multiplied by
-// target/latency (between 0.5 and 0.9); while it is at or below, the
-// share grows by 0.05 per interval back to 1, where nothing is shed.
+// of that interval is above the target, the share is multiplied by 0.9
+// (the backoff ratio of Netflix's concurrency-limits AIMD); while it is at
+// or below, the share grows by 0.05 per interval back to 1, where nothing
+// is shed. A steeper decrease (halving) sends half the clients away at
+// once, and they all come back together after Retry-After: the load then
+// swings between overload and idle at the Retry-After's period.
 // A limit on requests in flight would not do: a cheap request's handler
 // runs within one scheduling turn of its connection's goroutine, so the
 // count in flight stays near GOMAXPROCS however long requests wait before

@@ -13,9 +13,10 @@ import (
 const (
 	DefaultInterval = 100 * time.Millisecond
 	DefaultMinAdmit = 0.5
-	// Step is the share of requests the admitted share grows by in each
-	// interval under the target.
-	Step = 0.05
+	// Backoff multiplies the share admitted in each interval over the
+	// target; Step is added to it in each interval at or under it.
+	Backoff = 0.9
+	Step    = 0.05
 )
 
 // full is the admission threshold at which every request is admitted: a
@@ -110,8 +111,7 @@ func (l *Limiter) update(now time.Duration) {
 	l.last = now
 	p90 := l.cfg.Sample()
 	if p90 > l.cfg.Target {
-		factor := min(max(float64(l.cfg.Target)/float64(p90), 0.5), 0.9)
-		l.share = max(l.share*factor, l.cfg.MinAdmit)
+		l.share = max(l.share*Backoff, l.cfg.MinAdmit)
 	} else {
 		l.share = min(l.share+Step*intervals, 1)
 	}

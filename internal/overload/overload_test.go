@@ -61,18 +61,22 @@ func TestCalmShedsNothing(t *testing.T) {
 func TestOverloadShedsItsShareDownToTheFloor(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
-	// Just over the target: the gentlest decrease, by a tenth.
-	f.interval(l, target+target/20, 1)
-	assert.InDelta(t, 0.9, l.Share(), 1e-9)
-	// Far over it: halved, never below the floor.
+	// However far over the target, the share shrinks by a tenth per
+	// interval, never below the floor.
+	want := 1.0
+	for i := range 6 {
+		f.interval(l, target+time.Duration(i+1)*target, 1)
+		want *= Backoff
+		assert.InDelta(t, want, l.Share(), 1e-9, "interval %d", i)
+	}
+	require.Greater(t, l.Share(), DefaultMinAdmit)
 	f.interval(l, 10*target, 1)
-	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "0.9^7 < 0.5: at the floor")
 	for range 10 {
 		f.interval(l, 10*target, 1)
 	}
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the floor holds however long the overload lasts")
 	// The share refused is the share shed: 64 random values spread evenly.
-	f.latency.Store(int64(10 * target))
 	shed := 0
 	for range 6400 {
 		if l.Shed() {
@@ -82,17 +86,17 @@ func TestOverloadShedsItsShareDownToTheFloor(t *testing.T) {
 	assert.InDelta(t, 3200, shed, 100)
 }
 
-func TestProportionalDecrease(t *testing.T) {
-	t.Parallel()
-	f, l := newFake(t)
-	f.interval(l, target*5/4, 1) // target/latency = 0.8
-	assert.InDelta(t, 0.8, l.Share(), 1e-9)
+// overloadFor drives l to its floor with intervals far over the target.
+func overloadFor(f *fake, l *Limiter) {
+	for range 7 {
+		f.interval(l, 10*target, 1)
+	}
 }
 
 func TestRecoveryIsAdditive(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
-	f.interval(l, 10*target, 1)
+	overloadFor(f, l)
 	require.InDelta(t, 0.5, l.Share(), 1e-9)
 	for i := 1; i <= 9; i++ {
 		assert.Positive(t, f.interval(l, target/2, 640), "interval %d: still shedding", i)
@@ -107,7 +111,7 @@ func TestRecoveryIsAdditive(t *testing.T) {
 func TestRecoveryAfterIdle(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
-	f.interval(l, 10*target, 1)
+	overloadFor(f, l)
 	require.InDelta(t, 0.5, l.Share(), 1e-9)
 	f.now.Add(int64(20 * DefaultInterval))
 	assert.Zero(t, f.interval(l, 0, 640))
@@ -136,7 +140,7 @@ func TestOneSamplePerInterval(t *testing.T) {
 		wg.Wait()
 	}
 	assert.Equal(t, int64(5), f.samples.Load())
-	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	assert.InDelta(t, Backoff*Backoff*Backoff*Backoff*Backoff, l.Share(), 1e-9, "one decrease per interval")
 }
 
 func TestConfigDefaults(t *testing.T) {
