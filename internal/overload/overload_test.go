@@ -179,3 +179,16 @@ func TestSchedSampler(t *testing.T) {
 	assert.GreaterOrEqual(t, s.p90(), time.Duration(0))
 	assert.Less(t, s.p90(), time.Minute)
 }
+
+// BenchmarkShed is the cost a request pays to be admitted by a calm
+// Limiter on the runtime's clock and sampler.
+func BenchmarkShed(b *testing.B) {
+	l := New(Config{Target: time.Hour})
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if l.Shed() {
+				b.Fatal("a calm Limiter shed")
+			}
+		}
+	})
+}
