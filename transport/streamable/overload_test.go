@@ -170,3 +170,29 @@ func TestShedSparesWaitingHandlers(t *testing.T) {
 	}
 	assert.Zero(t, rejects.get(protocol.RejectOverloaded))
 }
+
+// The quotas come first: a caller over its in-flight quota gets the
+// quota's 429 even while the process sheds, and the Shedder is asked only
+// about what the quotas admitted.
+func TestShedAfterTheQuotas(t *testing.T) {
+	var shed switchShedder
+	var rejects rejectLog
+	e := newHTEnv(t, nil, streamable.WithShedder(&shed), streamable.WithRejectHook(rejects.add),
+		streamable.WithQuotas(streamable.Quotas{InFlight: 1}))
+	block := newHTBlocker()
+	require.NoError(t, e.srv.AddTool(server.Tool{Name: "block"}, block.tool))
+	sid := e.initialize(`{}`)
+	held := e.htBackground(sid, htCallBody("1", "block", `{}`))
+	<-block.started
+
+	shed.on.Store(true)
+	asked := shed.asked.Load()
+	r := e.do(http.MethodPost, htCallBody("2", "block", `{}`), htSession(sid))
+	assert.Equal(t, http.StatusTooManyRequests, r.status, "%s", r.body)
+	assert.Equal(t, asked, shed.asked.Load(), "the Shedder was asked about a request the quota refused")
+	assert.Equal(t, 1, rejects.get(protocol.RejectInFlightLimit))
+	assert.Zero(t, rejects.get(protocol.RejectOverloaded))
+
+	require.Equal(t, http.StatusNoContent, e.do(http.MethodDelete, "", htSession(sid)).status)
+	<-held
+}
