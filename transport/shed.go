@@ -9,7 +9,7 @@ import (
 // Shedder decides whether the process refuses a request at once because
 // it is overloaded. Shed reports true for a request to refuse; it must be
 // fast and safe for concurrent use. Transports ask it only for requests
-// other than initialize and ping: notifications (notifications/cancelled
+// other than initialize, server/discover and ping: notifications (notifications/cancelled
 // among them) and responses to the server's own requests are never shed.
 type Shedder interface {
 	Shed() bool

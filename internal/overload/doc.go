@@ -19,6 +19,7 @@
 // is shed. A steeper decrease (halving) sends half the clients away at
 // once, and they all come back together after Retry-After: the load then
 // swings between overload and idle at the Retry-After's period.
+//
 // A limit on requests in flight would not do: a cheap request's handler
 // runs within one scheduling turn of its connection's goroutine, so the
 // count in flight stays near GOMAXPROCS however long requests wait before
@@ -31,6 +32,6 @@
 // goodput; clients that honor it need only a few percent refused.
 //
 // The latency is sampled lazily, by the request that finds the interval
-// over (one atomic load per request otherwise): there is no goroutine to
+// over (otherwise a request costs a clock read and two atomic loads): there is no goroutine to
 // stop. Tests inject the clock, the latency sampler and the random source.
 package overload
