@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/seal"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Option configures a [Server]; a nil Option is ignored.
@@ -21,6 +22,7 @@ type config struct {
 	observer     Observer
 	logger       *slog.Logger
 	maxInFlight  int
+	shedder      transport.Shedder // session.go: nil sheds nothing
 	writeTimeout time.Duration
 	callTimeout  time.Duration
 	pageSize     int
@@ -143,6 +145,19 @@ func WithLogger(l *slog.Logger) Option {
 // streamable.WithMaxRequestStreamsPerSession.)
 func WithMaxInFlightPerSession(n int) Option {
 	return optionFunc(func(c *config) { c.maxInFlight = n })
+}
+
+// WithShedder has every session ask s about each request other than
+// initialize, server/discover and ping before admitting it: one s sheds
+// is answered at once with [protocol.CodeServerBusy] (data
+// {"retryAfterSeconds":1}) and reported to the Observer's MessageRejected
+// as [protocol.RejectOverloaded], with no span and no handler. It is for
+// transports without admission of their own, such as stdio: the
+// Streamable HTTP endpoint sheds before the server with 503
+// (streamable.WithShedder), and giving s to both asks it twice. nil (the
+// default) sheds nothing; see [transport.NewShedder].
+func WithShedder(s transport.Shedder) Option {
+	return optionFunc(func(c *config) { c.shedder = s })
 }
 
 // WithWriteTimeout bounds how long writing one message may wait for the

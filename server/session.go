@@ -655,6 +655,11 @@ type inlineOrigin struct {
 // it came inline. initialize always runs on the caller's, so that the
 // requests after it see the negotiated state.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
+	if ss.shed(m) {
+		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(overloadedData)}
+		ss.rejectWith(batch, m.ID, e, protocol.RejectOverloaded)
+		return
+	}
 	held := new(inflight) // the request's, if admitted
 	req := &held.request
 	ss.initRequest(req, m, &held.stateless)
@@ -712,6 +717,22 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		batch.skip()
 	default:
 		ss.reject(batch, req.ID, code, reason, why)
+	}
+}
+
+// overloadedData is the data of the busy error a request shed as
+// overloaded is answered with (see WithShedder).
+const overloadedData = `{"retryAfterSeconds":1}`
+
+// shed reports whether the server's Shedder sheds m, which is never
+// initialize, server/discover or ping: refusing those makes clients
+// reconnect, which costs more.
+func (ss *Session) shed(m *transport.Request) bool {
+	switch sh := ss.srv.cfg.shedder; {
+	case sh == nil, m.Method == "initialize", m.Method == "server/discover", m.Method == "ping":
+		return false
+	default:
+		return sh.Shed()
 	}
 }
 

@@ -180,7 +180,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"protocol_mismatch (a stateless request refused by the protocol version rules), "+
 			"forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), "+
 			"unknown_session (HTTP: unknown or ended session id), "+
-			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), other.",
+			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
+			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), other.",
 		LabelReason)
 	m.tooLarge = counter(MetricResultsTooLarge,
 		"tools/call results over their size bound, answered as a tool error instead (also counted as tool_error in the duration). "+

@@ -40,7 +40,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel for sessions
 		{telemetry.MetricTransportWriteErrors, 4 * 2},
 		{telemetry.MetricClientRequestsFailed, 9},
-		{telemetry.MetricMessagesRejected, 15},
+		{telemetry.MetricMessagesRejected, 16},
 		{telemetry.MetricMessagesReceived, 4 * 5},
 		{telemetry.MetricMessagesSent, 4 * 5},
 		{telemetry.MetricBytesReceived, 4},
@@ -56,7 +56,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}
 
 	const rejected = `
-# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), other.
+# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), other.
 # TYPE mcp_server_messages_rejected_total counter
 mcp_server_messages_rejected_total{reason="duplicate_id"} 0
 mcp_server_messages_rejected_total{reason="forbidden"} 0
@@ -66,6 +66,7 @@ mcp_server_messages_rejected_total{reason="invalid_params"} 0
 mcp_server_messages_rejected_total{reason="invalid_request"} 0
 mcp_server_messages_rejected_total{reason="lifecycle"} 0
 mcp_server_messages_rejected_total{reason="other"} 0
+mcp_server_messages_rejected_total{reason="overloaded"} 0
 mcp_server_messages_rejected_total{reason="parse_error"} 0
 mcp_server_messages_rejected_total{reason="protocol_mismatch"} 0
 mcp_server_messages_rejected_total{reason="session_limit"} 0

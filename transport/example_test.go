@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -57,4 +58,12 @@ func ExampleAppendMessage() {
 	// {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}
 	// {"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"no \"such\" method"}}
 	// {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}
+}
+
+// A Shedder from NewShedder admits every request until the Go scheduler
+// is saturated; a transport asks it before each request it may shed.
+func ExampleNewShedder() {
+	shed := transport.NewShedder(5 * time.Millisecond)
+	fmt.Println("shed:", shed.Shed())
+	// Output: shed: false
 }

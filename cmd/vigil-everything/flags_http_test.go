@@ -67,7 +67,7 @@ func TestHTTPFlagsMeasurableLikeTheService(t *testing.T) {
 		assert.NotEmpty(t, eventIDs(progress(t, startHTTP(t))), "events with ids to resume from")
 	})
 	t.Run("max-sessions and resumable=false", func(t *testing.T) {
-		url := startHTTPWith(t, nil, "-http", "127.0.0.1:0", "-max-sessions", "1", "-resumable=false", "-list-changed-delay", "0")
+		url := startHTTPWith(t, nil, "-http", "127.0.0.1:0", "-max-sessions", "1", "-resumable=false", "-list-changed-delay", "0", "-overload-target", "0")
 		assert.Empty(t, eventIDs(progress(t, url)), "no event store: no event ids")
 		resp, _ := mcpPost(t, url, "", initializeBody)
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a second session over -max-sessions 1")

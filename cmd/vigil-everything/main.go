@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -73,6 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxSessions := fs.Int("max-sessions", 10000, "with -http: most concurrent 2025-era sessions; more initializes get 503")
 	listChangedDelay := fs.Duration("list-changed-delay", server.DefaultListChangedDelay, "how long the server waits after a change to its tools, resources or prompts before it sends list_changed, coalescing the changes in between (0: at once)")
 	resumable := fs.Bool("resumable", true, "with -http: keep each session's SSE events in memory so that a client resumes a stream with Last-Event-ID (false: no event store, as the shipped vigil)")
+	overloadTarget := fs.Duration("overload-target", 5*time.Millisecond, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while the Go scheduler's 90th-percentile latency is over this, as the shipped vigil (0: never shed)")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,7 +99,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	shedder := transport.NewShedder(*overloadTarget) // nil for 0: sheds nothing
 	opts := []server.Option{server.WithListChangedDelay(*listChangedDelay)}
+	if *useStdio {
+		opts = append(opts, server.WithShedder(shedder)) // over HTTP the endpoint sheds, with 503
+	}
 	if v := os.Getenv("VIGIL_REQUEST_STATE_KEY"); v != "" {
 		// Replicas behind one load balancer sign requestState with one key.
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -140,7 +146,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable}, shared)
+		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable, shedder: shedder}, shared)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -214,14 +220,15 @@ type httpConfig struct {
 	addr        string
 	grace       time.Duration
 	maxSessions int
-	resumable   bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+	resumable   bool              // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
+	shedder     transport.Shedder // -overload-target; nil: none
 }
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
 // drains in-flight requests for up to grace.
 func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg httpConfig, shared *redisshare.Shared) error {
 	addr, grace := cfg.addr, cfg.grace
-	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions)}
+	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions), streamable.WithShedder(cfg.shedder)}
 	if cfg.resumable {
 		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	}

@@ -43,6 +43,7 @@ func defaultConfig() config {
 		quotaInFlight:    512,
 		quotaTasks:       100,
 		quotaToolShare:   0.5,
+		overloadTarget:   5 * time.Millisecond,
 
 		sseWriteTimeout:  10 * time.Second,
 		maxResumptions:   4,
@@ -96,7 +97,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
-				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
+				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: 5 * time.Millisecond,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
 			},
@@ -128,7 +129,7 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
-				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5,
+				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: 5 * time.Millisecond,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 			},
 		},
@@ -148,6 +149,11 @@ func TestParseConfig(t *testing.T) {
 			want: with(func(c *config) {
 				c.quotaSessions, c.quotaEvictIdle, c.quotaInFlight, c.quotaTasks, c.quotaToolShare = 4, true, 9, 0, 1
 			}),
+		},
+		{name: "overload shedding off", args: []string{"-overload-target", "0"}, want: with(func(c *config) { c.overloadTarget = 0 })},
+		{
+			name: "overload target by environment", env: map[string]string{"VIGIL_OVERLOAD_TARGET": "20ms"},
+			want: with(func(c *config) { c.overloadTarget = 20 * time.Millisecond }),
 		},
 		{name: "negative quota", args: []string{"-quota-tasks", "-1"}, wantErr: "-quota-sessions, -quota-in-flight and -quota-tasks must not be negative"},
 		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
@@ -364,7 +370,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
 		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
-		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)",
+		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)", "(env VIGIL_OVERLOAD_TARGET)",
 		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)", "(env VIGIL_TRACE_CONTENT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
@@ -385,7 +391,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	}
 	assert.Contains(t, usage, "-skills directory")
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
-	assert.Equal(t, 51, flags, "every flag is listed")
+	assert.Equal(t, 52, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

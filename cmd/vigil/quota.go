@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"net"
+	"time"
 
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -37,6 +40,7 @@ func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
 	fs.BoolVar(&cfg.quotaEvictIdle, "quota-evict-idle", false, "at -quota-sessions, end the caller's session idle the longest (none with a request in flight) to make room, instead of refusing the initialize")
 	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
 	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
+	fs.DurationVar(&cfg.overloadTarget, "overload-target", 5*time.Millisecond, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while the Go scheduler's 90th-percentile latency is over this: CPU saturation, never slow handlers (0: never shed)")
 	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
 }
 
@@ -52,12 +56,7 @@ func checkQuotas(cfg config) error {
 }
 
 // noQuota turns a flag's 0 (no quota) into the library's "no limit".
-func noQuota(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
+func noQuota(n int) int { return cmp.Or(n, -1) }
 
 // endpointQuotas returns the MCP endpoint's quotas, whose refusals m
 // counts.
@@ -76,13 +75,13 @@ func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
 }
 
 // quotaOptions returns the options of the quotas the server and its
-// middleware keep: tasks and the tool share; none with -stdio, whose one
-// client is the only caller.
+// middleware keep: tasks and the tool share; with -stdio, whose one client
+// is the only caller, only the shedding of -overload-target.
 func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Option) {
 	var mw []middleware.InstrumentationOption
 	var srv []server.Option
 	if cfg.stdio {
-		return nil, nil
+		return nil, []server.Option{server.WithShedder(transport.NewShedder(cfg.overloadTarget))}
 	}
 	if cfg.quotaToolShare > 0 && cfg.quotaToolShare < 1 {
 		mw = append(mw, middleware.WithToolShare(cfg.quotaToolShare, callerOf))

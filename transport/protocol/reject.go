@@ -47,6 +47,10 @@ const (
 	// other than the one that opened the session (404, answered exactly as
 	// an unknown session, so that nothing leaks).
 	RejectSessionPrincipal
+	// RejectOverloaded: the process is overloaded and sheds this request
+	// at once, before any handler (HTTP 503 with Retry-After, or the busy
+	// error); initialize, notifications and responses are never shed.
+	RejectOverloaded
 )
 
 var rejectReasons = [...]struct{ label, message string }{
@@ -65,6 +69,7 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectSessionLimit:     {"session_limit", "cannot start a session now"},
 	RejectUnknownSession:   {"unknown_session", "unknown or terminated session"},
 	RejectSessionPrincipal: {"session_principal_mismatch", "unknown or terminated session"},
+	RejectOverloaded:       {"overloaded", "server overloaded: retry later"},
 }
 
 // RejectReasons lists every reject reason, in a stable order (for
@@ -74,7 +79,7 @@ func RejectReasons() []RejectReason {
 		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
 		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
 		RejectUnknownResponse, RejectProtocolMismatch, RejectForbidden, RejectSessionLimit,
-		RejectUnknownSession, RejectSessionPrincipal, RejectOther,
+		RejectUnknownSession, RejectSessionPrincipal, RejectOverloaded, RejectOther,
 	}
 }
 

@@ -232,12 +232,47 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer hold.Release()
+		if h.shed(w, req) {
+			return
+		}
 	}
 	if h.isStateless(r, msg) {
 		h.stateless(w, r, msg)
 		return
 	}
 	h.sessionPost(w, r, msg)
+}
+
+// retryOverloaded is the Retry-After of a request shed as overloaded, in
+// seconds, and the data of its busy error.
+const (
+	retryOverloaded     = "1"
+	retryOverloadedData = `{"retryAfterSeconds":1}`
+)
+
+// shed answers req at once with 503 and reports true when the Endpoint's
+// Shedder sheds it, before any session, span or handler sees it. The
+// requests that open or check a connection (initialize, server/discover,
+// ping) are never shed: refusing them makes clients reconnect, which costs
+// more.
+func (h *Endpoint) shed(w http.ResponseWriter, req *transport.Request) bool {
+	switch {
+	case h.cfg.shedder == nil, req.Method == "initialize", req.Method == "server/discover", req.Method == "ping":
+		return false
+	case !h.cfg.shedder.Shed():
+		return false
+	}
+	if h.cfg.onReject != nil {
+		h.cfg.onReject(protocol.RejectOverloaded)
+	}
+	w.Header().Set("Retry-After", retryOverloaded)
+	body, _ := transport.AppendMessage(nil, &transport.Response{ID: req.ID, Error: &transport.Error{
+		Code: int64(protocol.CodeServerBusy), Message: protocol.RejectOverloaded.Message(), Data: []byte(retryOverloadedData),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(body)
+	return true
 }
 
 // isStateless reports whether a POST belongs to the 2026-07-28 era: by its

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -54,6 +55,10 @@ type config struct {
 	maxResumes    int           // resume.go: concurrent resumptions and GET streams per session
 	maxState      int           // shared_state.go: largest shared state stored
 	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
+
+	// endpoint.go: sheds requests under overload (WithShedder); nil:
+	// none.
+	shedder transport.Shedder
 
 	// shared.go: called for each relay refused, with its reason
 	// (WithRelayRefusedHook).
@@ -169,6 +174,17 @@ func WithKeepAlive(d time.Duration) Option {
 // concurrent use.
 func WithRejectHook(f func(reason protocol.RejectReason)) Option {
 	return optionFunc(func(c *config) { c.onReject = f })
+}
+
+// WithShedder has the Endpoint ask s about every request other than
+// initialize, server/discover and ping that the per-caller quotas
+// admitted, before the request reaches a session: one s sheds is
+// answered at once with 503, Retry-After and the busy JSON-RPC error, and
+// counted as [protocol.RejectOverloaded] through the reject hook.
+// Notifications and responses are never shed. nil (the default) sheds nothing; see
+// [transport.NewShedder].
+func WithShedder(s transport.Shedder) Option {
+	return optionFunc(func(c *config) { c.shedder = s })
 }
 
 // WithEventStore makes the 2025-era streams resumable, storing their events
