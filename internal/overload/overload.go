@@ -131,6 +131,13 @@ type schedSampler struct {
 
 const schedLatencies = "/sched/latencies:seconds"
 
+// minScheduled is how many goroutines must have been scheduled in an
+// interval for its latency to mean overload: a process that schedules
+// fewer is not loaded, whatever delays the operating system gives its
+// few wake-ups (a busy test machine, a noisy neighbour), and sheds
+// nothing.
+const minScheduled = 1000
+
 func newSchedSampler() *schedSampler {
 	r := &schedSampler{s: []metrics.Sample{{Name: schedLatencies}}}
 	r.p90() // the first read is the baseline
@@ -138,8 +145,8 @@ func newSchedSampler() *schedSampler {
 }
 
 // p90 returns the 90th percentile of the latencies counted since the last
-// call, rounded up to its bucket's upper bound; 0 when none were counted
-// or the runtime lacks the metric.
+// call, rounded up to its bucket's upper bound; 0 when fewer than
+// minScheduled were counted or the runtime lacks the metric.
 func (r *schedSampler) p90() time.Duration {
 	metrics.Read(r.s)
 	if r.s[0].Value.Kind() != metrics.KindFloat64Histogram {
@@ -155,7 +162,7 @@ func (r *schedSampler) p90() time.Duration {
 		total += c - r.prev[i]
 	}
 	var p90 time.Duration
-	if total > 0 {
+	if total >= minScheduled {
 		p90 = quantile(h.Counts, r.prev, h.Buckets, total)
 	}
 	copy(r.prev, h.Counts)

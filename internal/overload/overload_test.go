@@ -192,3 +192,30 @@ func BenchmarkShed(b *testing.B) {
 		}
 	})
 }
+
+// TestSchedSamplerNeedsLoad: an interval in which few goroutines were
+// scheduled says nothing (0, never overloaded), however long they waited;
+// one with many gives their 90th percentile.
+func TestSchedSamplerNeedsLoad(t *testing.T) {
+	pingPong := func(n int) {
+		ping, pong := make(chan struct{}), make(chan struct{})
+		go func() {
+			for range ping {
+				pong <- struct{}{}
+			}
+			close(pong)
+		}()
+		for range n {
+			ping <- struct{}{}
+			<-pong
+		}
+		close(ping)
+		<-pong
+	}
+	s := newSchedSampler()
+	s.p90()
+	pingPong(10)
+	assert.Equal(t, time.Duration(0), s.p90(), "a few wake-ups are no load")
+	pingPong(10 * minScheduled)
+	assert.Positive(t, s.p90(), "many are")
+}
