@@ -134,7 +134,7 @@ const schedLatencies = "/sched/latencies:seconds"
 // minScheduled is how many goroutines must have been scheduled in an
 // interval for its latency to mean overload: a process that schedules
 // fewer is not loaded, whatever delays the operating system gives its
-// few wake-ups (a busy test machine, a noisy neighbour), and sheds
+// few wake-ups (a busy test machine, a noisy neighbor), and sheds
 // nothing.
 const minScheduled = 1000
 
