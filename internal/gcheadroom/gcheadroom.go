@@ -16,6 +16,8 @@ var sampled = [...]string{
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
 }
 
 // Tuner adjusts GOGC and the memory limit after every collection; see
@@ -97,20 +99,22 @@ func (t *Tuner) tune() {
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, v[6]+v[7], t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
 	t.arm()
 }
 
 // LimitFor returns the memory limit that keeps the heap of live bytes
-// within the goal the tuner wants for it, max(headroom, live×(1+base/100)),
-// plus an eighth for the pages the runtime keeps free: the runtime's
-// memory besides the heap (nonHeap: stacks, metadata) counted, never above
-// ceiling. GOGC alone sets the goal from the live heap of the collection
+// within the goal the tuner wants for it, max(headroom, live +
+// (live+roots)×base/100) as GOGC's own goal counts the goroutine stacks
+// and globals (roots), plus an eighth for the pages the runtime keeps
+// free: the runtime's memory besides the heap (nonHeap: stacks, metadata)
+// counted, never above ceiling. Leaving roots out would collect the more
+// often the more goroutines there are, each collection scanning them all. GOGC alone sets the goal from the live heap of the collection
 // before, and the tuner's GOGC was set for that one: a live heap that
 // doubles meanwhile would double the goal past what the tuner wanted
 // (with a large payload per request in flight, it does).
-func LimitFor(live, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
-	goal := max(headroom, live+live*uint64(base)/100)
+func LimitFor(live, roots, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
+	goal := max(headroom, live+(live+roots)*uint64(base)/100)
 	limit := nonHeap + goal + goal/8
 	if limit > uint64(ceiling) {
 		return ceiling
