@@ -13,7 +13,8 @@
 //
 // The actuator is the share of requests admitted, adjusted AIMD: every
 // interval (100 ms), while the 90th percentile of the scheduling latency
-// of that interval is above the target, the share is multiplied by 0.9
+// of that interval is above the target (and was for Sustain intervals in
+// a row: a shorter burst is not an overload), the share is multiplied by 0.9
 // (the backoff ratio of Netflix's concurrency-limits AIMD); while it is at
 // or below, the share grows by 0.05 per interval back to 1, where nothing
 // is shed. A steeper decrease (halving) sends half the clients away at

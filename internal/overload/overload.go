@@ -14,9 +14,13 @@ const (
 	DefaultInterval = 100 * time.Millisecond
 	DefaultMinAdmit = 0.5
 	// Backoff multiplies the share admitted in each interval over the
-	// target; Step is added to it in each interval at or under it.
+	// target, once Sustain intervals in a row were; Step is added to it
+	// in each interval at or under it. A burst shorter than Sustain
+	// intervals (a notification to ten thousand streams wakes as many
+	// goroutines at once) is not an overload.
 	Backoff = 0.9
 	Step    = 0.05
+	Sustain = 3
 )
 
 // full is the admission threshold at which every request is admitted: a
@@ -51,6 +55,7 @@ type Limiter struct {
 	mu        sync.Mutex    // one update at a time; guards share and last
 	share     float64       // the share admitted, in [MinAdmit, 1]
 	last      time.Duration // Now() of the last sample
+	over      int           // intervals over the target in a row
 }
 
 // New returns a Limiter that admits every request until it samples an
@@ -110,10 +115,15 @@ func (l *Limiter) update(now time.Duration) {
 	intervals := max(float64(now-l.last)/float64(l.cfg.Interval), 1)
 	l.last = now
 	p90 := l.cfg.Sample()
-	if p90 > l.cfg.Target {
-		l.share = max(l.share*Backoff, l.cfg.MinAdmit)
-	} else {
+	switch {
+	case p90 <= l.cfg.Target:
+		l.over = 0
 		l.share = min(l.share+Step*intervals, 1)
+	case l.over+1 < Sustain:
+		l.over++ // a burst, so far
+	default:
+		l.over = Sustain
+		l.share = max(l.share*Backoff, l.cfg.MinAdmit)
 	}
 	if l.share >= 1 {
 		l.threshold.Store(full)

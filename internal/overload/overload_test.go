@@ -61,8 +61,12 @@ func TestCalmShedsNothing(t *testing.T) {
 func TestOverloadShedsItsShareDownToTheFloor(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
-	// However far over the target, the share shrinks by a tenth per
-	// interval, never below the floor.
+	// The first intervals over the target may be a burst: nothing shed.
+	for i := range Sustain - 1 {
+		assert.Zero(t, f.interval(l, 10*target, 640), "interval %d: a burst so far", i)
+	}
+	// Then, however far over the target, the share shrinks by a tenth
+	// per interval, never below the floor.
 	want := 1.0
 	for i := range 6 {
 		f.interval(l, target+time.Duration(i+1)*target, 1)
@@ -88,9 +92,23 @@ func TestOverloadShedsItsShareDownToTheFloor(t *testing.T) {
 
 // overloadFor drives l to its floor with intervals far over the target.
 func overloadFor(f *fake, l *Limiter) {
-	for range 7 {
+	for range Sustain - 1 + 7 {
 		f.interval(l, 10*target, 1)
 	}
+}
+
+// Bursts over the target shorter than Sustain intervals, however often
+// and however far over, shed nothing.
+func TestBurstsShedNothing(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	for range 20 {
+		for range Sustain - 1 {
+			assert.Zero(t, f.interval(l, 100*target, 640))
+		}
+		assert.Zero(t, f.interval(l, target/2, 640))
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
 func TestRecoveryIsAdditive(t *testing.T) {
@@ -140,7 +158,7 @@ func TestOneSamplePerInterval(t *testing.T) {
 		wg.Wait()
 	}
 	assert.Equal(t, int64(5), f.samples.Load())
-	assert.InDelta(t, Backoff*Backoff*Backoff*Backoff*Backoff, l.Share(), 1e-9, "one decrease per interval")
+	assert.InDelta(t, math.Pow(Backoff, 5-(Sustain-1)), l.Share(), 1e-9, "one decrease per interval")
 }
 
 func TestConfigDefaults(t *testing.T) {
