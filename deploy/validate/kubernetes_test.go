@@ -2,6 +2,8 @@ package validate
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -456,9 +458,18 @@ var flagDefRE = regexp.MustCompile(`fs\.[A-Za-z0-9]+\([^,]+, "([a-z][a-z0-9-]*)"
 func vigilFlags(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	for _, m := range flagDefRE.FindAllStringSubmatch(string(readRepoFile(t, "cmd/vigil/main.go")), -1) {
-		out[m[1]] = true
+	files, err := filepath.Glob(repoPath(t, "cmd/vigil/*.go"))
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range flagDefRE.FindAllStringSubmatch(string(src), -1) {
+			out[m[1]] = true
+		}
 	}
-	require.NotEmpty(t, out, "no flag definitions found in cmd/vigil/main.go")
+	require.NotEmpty(t, out, "no flag definitions found in cmd/vigil")
 	return out
 }
