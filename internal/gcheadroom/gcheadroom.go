@@ -16,7 +16,7 @@ var sampled = [...]string{
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
-	"/gc/scan/stack:bytes",
+	"/memory/classes/heap/stacks:bytes",
 	"/gc/scan/globals:bytes",
 }
 
@@ -105,11 +105,15 @@ func (t *Tuner) tune() {
 
 // LimitFor returns the memory limit that keeps the heap of live bytes
 // within the goal the tuner wants for it, max(headroom, live +
-// (live+roots)×base/100) as GOGC's own goal counts the goroutine stacks
-// and globals (roots), plus an eighth for the pages the runtime keeps
-// free: the runtime's memory besides the heap (nonHeap: stacks, metadata)
-// counted, never above ceiling. Leaving roots out would collect the more
-// often the more goroutines there are, each collection scanning them all. GOGC alone sets the goal from the live heap of the collection
+// (live+roots)×base/100), where roots are the goroutine stacks (the
+// memory they hold, not only the part GOGC's own goal counts, which is
+// what was in use when they were scanned) and the globals, plus an eighth
+// for the pages the runtime keeps free: the runtime's memory besides the
+// heap (nonHeap: stacks, metadata) counted, never above ceiling. With
+// thousands of connections each collection costs in proportion to them:
+// it scans every stack and shrinks those little used between requests,
+// which their next request grows again; a goal that ignored them would
+// collect the more often the more connections there are. GOGC alone sets the goal from the live heap of the collection
 // before, and the tuner's GOGC was set for that one: a live heap that
 // doubles meanwhile would double the goal past what the tuner wanted
 // (with a large payload per request in flight, it does).
