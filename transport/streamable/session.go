@@ -138,6 +138,9 @@ func (s *session) terminate(err error) {
 		close(s.done)
 		end := s.onEnd
 		s.onEnd = nil
+		if s.get != nil {
+			s.get.out.signal() // its goroutine sees the end (serveGet)
+		}
 		s.mu.Unlock()
 		s.h.expiry.remove(s)
 		if s.release != nil {
@@ -438,20 +441,26 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		tick = t.C
 	}
+	// One channel wakes the stream's goroutine for everything: its queue,
+	// the client's departure and the session's end (terminate), so that
+	// an event costs a receive on one channel, not a select over four.
+	stop := context.AfterFunc(r.Context(), st.out.signal)
+	defer stop()
 	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		case <-st.out.wake:
-			if st.writeQueued() != nil {
-				return
+		if tick == nil {
+			<-st.out.wake
+		} else {
+			select {
+			case <-st.out.wake:
+			case <-tick:
+				if st.comment("keep-alive") != nil {
+					return
+				}
+				continue
 			}
-		case <-tick:
-			if st.comment("keep-alive") != nil {
-				return
-			}
+		}
+		if r.Context().Err() != nil || s.ended() || st.writeQueued() != nil {
+			return
 		}
 	}
 }
