@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/transport"
@@ -93,7 +94,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)
-	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut}
+	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
 		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)

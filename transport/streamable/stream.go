@@ -32,8 +32,8 @@ type stream struct {
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
 	cancelled  bool
-	cut        bool  // an SSE write timed out: counted once
-	armedUntil int64 // the write deadline set last, in Unix nanoseconds (see armLocked)
+	cut        bool          // an SSE write timed out: counted once
+	armedUntil time.Duration // the write deadline set last, since limit.base (see armLocked)
 
 	// A standalone GET stream's queue (outbox.go): deliver queues there,
 	// and the stream's own goroutine writes (writeQueued), encoding each
@@ -75,6 +75,7 @@ const smallAnswer = 4 << 10
 type writeLimit struct {
 	timeout time.Duration // <= 0: no bound
 	cut     func(StreamCut)
+	base    time.Time // the clock's origin for armedUntil: a monotonic reading, cheaper than time.Now
 }
 
 // armLocked gives the next write the write timeout; st.mu is held. A
@@ -87,13 +88,12 @@ func (st *stream) armLocked() {
 	if st.limit == nil || st.limit.timeout <= 0 {
 		return
 	}
-	now := time.Now()
-	if st.armedUntil-now.UnixNano() >= int64(st.limit.timeout) {
+	now := time.Since(st.limit.base) // one monotonic clock reading
+	if st.armedUntil-now >= st.limit.timeout {
 		return
 	}
-	until := now.Add(st.limit.timeout + st.limit.timeout/2)
-	st.armedUntil = until.UnixNano()
-	setWriteDeadline(st.w, until)
+	st.armedUntil = now + st.limit.timeout + st.limit.timeout/2
+	setWriteDeadline(st.w, st.limit.base.Add(st.armedUntil))
 }
 
 // setWriteDeadline sets the write deadline of w's connection, as
