@@ -62,7 +62,9 @@ func TestCloseUnblocksBlockedRead(t *testing.T) {
 	require.Error(t, second.err)
 	assert.Nil(t, second.msg)
 	require.ErrorIs(t, second.err, transport.ErrClosed)
-	require.ErrorIs(t, second.err, os.ErrClosed)
+	// os.ErrClosed too when the Read was blocked in the pipe when Close
+	// came; a Read that begins after Close fails without touching the pipe.
+	// Which of the two it was is the scheduler's choice.
 	require.NotErrorIs(t, second.err, transport.ErrPeerGone)
 
 	// Sticky, and Close closed the read end.
