@@ -37,7 +37,7 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 		s.bg.Go(func() {
 			for _, ss := range share {
 				if match == nil || match(ss) {
-					_ = ss.broadcast(ctx, msg)
+					_ = ss.sendShared(ctx, msg)
 				}
 			}
 		})
@@ -96,9 +96,9 @@ func (s *Server) listChangedHere(list string) {
 	})
 }
 
-// broadcast writes n, a notification to every session, if the session is
+// sendShared writes n, a notification to every session, if the session is
 // initialized and neither closed nor broken.
-func (ss *Session) broadcast(ctx context.Context, n *transport.Request) error {
+func (ss *Session) sendShared(ctx context.Context, n *transport.Request) error {
 	ss.mu.Lock()
 	ready := ss.st.phase != phaseNew && !ss.st.closed && ss.st.broken == protocol.DropNone
 	ss.mu.Unlock()

@@ -25,29 +25,7 @@ import (
 // buffer per session would cost thousands.
 func TestFanoutCostsNothingPerSession(t *testing.T) {
 	const sessions = 1000
-	s := New(WithListChangedDelay(0))
-	require.NoError(t, s.AddTool(Tool{Name: "t"}, func(context.Context, *CallToolRequest) (*CallToolResult, error) {
-		return &CallToolResult{}, nil
-	}))
-	h := streamable.New(s, streamable.WithQuotas(streamable.Quotas{Sessions: -1}))
-	t.Cleanup(func() { _ = h.Close() })
-
-	events := make(chan struct{}, sessions)
-	opened := make(chan struct{}, sessions)
-	ctx, stop := context.WithCancel(t.Context())
-	var streams sync.WaitGroup
-	t.Cleanup(streams.Wait)
-	t.Cleanup(stop)
-	for range sessions {
-		id := openSession(t, h)
-		r := fanoutRequest(ctx, http.MethodGet, id, "")
-		w := &sseSink{header: http.Header{}, opened: opened, events: events}
-		streams.Go(func() { h.ServeHTTP(w, r) })
-	}
-	for range sessions {
-		<-opened
-	}
-
+	s, events := openStreams(t, sessions)
 	fanout := func() {
 		s.listChanged("tools")
 		for range sessions {
@@ -125,6 +103,32 @@ func TestFanoutSlowClientHoldsNobodyBack(t *testing.T) {
 	assert.Equal(t, http.StatusOK, w.Code, "the slow client's session lives on: %s", w.Body)
 }
 
+// openStreams starts a server without list_changed debounce behind a
+// Streamable HTTP endpoint, opens n sessions with their GET streams open
+// (each writing to an sseSink) and returns the server and the channel
+// that gets every list_changed event the streams write.
+func openStreams(tb testing.TB, n int) (*Server, <-chan struct{}) {
+	tb.Helper()
+	s := New(WithListChangedDelay(0))
+	h := streamable.New(s, streamable.WithQuotas(streamable.Quotas{Sessions: -1}))
+	tb.Cleanup(func() { _ = h.Close() })
+	events := make(chan struct{}, n)
+	opened := make(chan struct{}, n)
+	ctx, stop := context.WithCancel(tb.Context())
+	var streams sync.WaitGroup
+	tb.Cleanup(streams.Wait)
+	tb.Cleanup(stop)
+	for range n {
+		r := fanoutRequest(ctx, http.MethodGet, openSession(tb, h), "")
+		w := &sseSink{header: http.Header{}, opened: opened, events: events}
+		streams.Go(func() { h.ServeHTTP(w, r) })
+	}
+	for range n {
+		<-opened
+	}
+	return s, events
+}
+
 // openSession initializes a 2025-06-18 session on h and returns its id.
 func openSession(t testing.TB, h http.Handler) string {
 	t.Helper()
@@ -187,24 +191,7 @@ func (w *sseSink) Write(p []byte) (int, error) {
 // per notified session to what net/http and the kernel cost.
 func BenchmarkFanout(b *testing.B) {
 	const sessions = 1000
-	s := New(WithListChangedDelay(0))
-	h := streamable.New(s, streamable.WithQuotas(streamable.Quotas{Sessions: -1}))
-	b.Cleanup(func() { _ = h.Close() })
-	events := make(chan struct{}, sessions)
-	opened := make(chan struct{}, sessions)
-	ctx, stop := context.WithCancel(b.Context())
-	var streams sync.WaitGroup
-	b.Cleanup(streams.Wait)
-	b.Cleanup(stop)
-	for range sessions {
-		id := openSession(b, h)
-		r := fanoutRequest(ctx, http.MethodGet, id, "")
-		w := &sseSink{header: http.Header{}, opened: opened, events: events}
-		streams.Go(func() { h.ServeHTTP(w, r) })
-	}
-	for range sessions {
-		<-opened
-	}
+	s, events := openStreams(b, sessions)
 	b.ReportAllocs()
 	for b.Loop() {
 		s.listChanged("tools")

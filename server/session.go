@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -656,7 +657,7 @@ type inlineOrigin struct {
 // requests after it see the negotiated state.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
 	if ss.shed(m) {
-		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(overloadedData)}
+		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(overload.RetryAfterData)}
 		ss.rejectWith(batch, m.ID, e, protocol.RejectOverloaded)
 		return
 	}
@@ -720,20 +721,11 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	}
 }
 
-// overloadedData is the data of the busy error a request shed as
-// overloaded is answered with (see WithShedder).
-const overloadedData = `{"retryAfterSeconds":1}`
-
-// shed reports whether the server's Shedder sheds m, which is never
-// initialize, server/discover or ping: refusing those makes clients
-// reconnect, which costs more.
+// shed reports whether the server's Shedder sheds m (never one that
+// overload.Exempt spares).
 func (ss *Session) shed(m *transport.Request) bool {
-	switch sh := ss.srv.cfg.shedder; {
-	case sh == nil, m.Method == "initialize", m.Method == "server/discover", m.Method == "ping":
-		return false
-	default:
-		return sh.Shed()
-	}
+	sh := ss.srv.cfg.shedder
+	return sh != nil && !overload.Exempt(m.Method) && sh.Shed()
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

@@ -196,3 +196,17 @@ func quantile(counts, prev []uint64, buckets []float64, total uint64) time.Durat
 	}
 	return 0
 }
+
+// Exempt reports whether a request of method is never shed: initialize,
+// server/discover and ping open or check a connection, and refusing them
+// makes clients reconnect, which costs more than serving them.
+func Exempt(method string) bool {
+	return method == "initialize" || method == "server/discover" || method == "ping"
+}
+
+// RetryAfter is how long, in seconds, a shed request's client is told to
+// wait (Retry-After), and RetryAfterData the data of its busy error.
+const (
+	RetryAfter     = 1
+	RetryAfterData = `{"retryAfterSeconds":1}`
+)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -244,35 +245,17 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	h.sessionPost(w, r, msg)
 }
 
-// retryOverloaded is the Retry-After of a request shed as overloaded, in
-// seconds, and the data of its busy error.
-const (
-	retryOverloaded     = "1"
-	retryOverloadedData = `{"retryAfterSeconds":1}`
-)
-
 // shed answers req at once with 503 and reports true when the Endpoint's
-// Shedder sheds it, before any session, span or handler sees it. The
-// requests that open or check a connection (initialize, server/discover,
-// ping) are never shed: refusing them makes clients reconnect, which costs
-// more.
+// Shedder sheds it, before any session, span or handler sees it (never a
+// request overload.Exempt spares).
 func (h *Endpoint) shed(w http.ResponseWriter, req *transport.Request) bool {
-	switch {
-	case h.cfg.shedder == nil, req.Method == "initialize", req.Method == "server/discover", req.Method == "ping":
-		return false
-	case !h.cfg.shedder.Shed():
+	if sh := h.cfg.shedder; sh == nil || overload.Exempt(req.Method) || !sh.Shed() {
 		return false
 	}
 	if h.cfg.onReject != nil {
 		h.cfg.onReject(protocol.RejectOverloaded)
 	}
-	w.Header().Set("Retry-After", retryOverloaded)
-	body, _ := transport.AppendMessage(nil, &transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeServerBusy), Message: protocol.RejectOverloaded.Message(), Data: []byte(retryOverloadedData),
-	}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(body)
+	writeBusy(w, http.StatusServiceUnavailable, req.ID, protocol.RejectOverloaded.Message(), overload.RetryAfterData, overload.RetryAfter)
 	return true
 }
 
@@ -622,6 +605,18 @@ func (h *Endpoint) reject(w http.ResponseWriter, status int, id transport.ID, co
 }
 
 // writeError answers with a JSON-RPC error body.
+// writeBusy answers id with status, Retry-After and the busy error with
+// msg and data (a JSON object).
+func writeBusy(w http.ResponseWriter, status int, id transport.ID, msg, data string, retryAfter int) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{
+		Code: int64(protocol.CodeServerBusy), Message: msg, Data: []byte(data),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
 func writeError(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, msg string) {
 	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{Code: int64(code), Message: msg}})
 	w.Header().Set("Content-Type", "application/json")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,34 +25,13 @@ type switchShedder struct {
 
 func (s *switchShedder) Shed() bool { s.asked.Add(1); return s.on.Load() }
 
-// rejectLog counts the reasons an Endpoint's reject hook reports.
-type rejectLog struct {
-	mu sync.Mutex
-	n  map[protocol.RejectReason]int
-}
-
-func (l *rejectLog) add(r protocol.RejectReason) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n == nil {
-		l.n = make(map[protocol.RejectReason]int)
-	}
-	l.n[r]++
-}
-
-func (l *rejectLog) get(r protocol.RejectReason) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n[r]
-}
-
 // While the process is overloaded, a request is answered at once with
 // 503, Retry-After and the busy error, counted as overloaded, and never
 // reaches a handler; initialize, ping, notifications/cancelled and the
 // answer to the server's own elicitation still get through.
 func TestShedRequestsNeverReachAHandler(t *testing.T) {
 	var shed switchShedder
-	var rejects rejectLog
+	var rejects tally[protocol.RejectReason]
 	e := newHTEnv(t, nil, streamable.WithShedder(&shed), streamable.WithRejectHook(rejects.add))
 	var calls atomic.Int64
 	block := newHTBlocker()
@@ -141,7 +119,7 @@ func TestShedRequestsNeverReachAHandler(t *testing.T) {
 func TestShedSparesWaitingHandlers(t *testing.T) {
 	const n = 300 // more than 4×GOMAXPROCS, and than the per-session limit
 	calm := overload.New(overload.Config{Target: time.Millisecond, Sample: func() time.Duration { return time.Millisecond }})
-	var rejects rejectLog
+	var rejects tally[protocol.RejectReason]
 	e := newHTEnv(t, nil, streamable.WithShedder(calm), streamable.WithRejectHook(rejects.add))
 	started, release := make(chan struct{}, n), make(chan struct{})
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "wait"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -176,7 +154,7 @@ func TestShedSparesWaitingHandlers(t *testing.T) {
 // about what the quotas admitted.
 func TestShedAfterTheQuotas(t *testing.T) {
 	var shed switchShedder
-	var rejects rejectLog
+	var rejects tally[protocol.RejectReason]
 	e := newHTEnv(t, nil, streamable.WithShedder(&shed), streamable.WithRejectHook(rejects.add),
 		streamable.WithQuotas(streamable.Quotas{InFlight: 1}))
 	block := newHTBlocker()

@@ -133,14 +133,8 @@ func (h *Endpoint) refuseQuota(w http.ResponseWriter, r *http.Request, id transp
 		h.cfg.onReject(why)
 	}
 	h.cfg.logger.Debug("streamable: refused by a quota", "quota", q, "caller", h.callerOf(r))
-	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	data := `{"quota":"` + q.String() + `","retryAfterSeconds":` + strconv.Itoa(retry) + `}`
-	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{
-		Code: int64(protocol.CodeServerBusy), Message: "quota exceeded: " + q.String(), Data: []byte(data),
-	}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(body)
+	writeBusy(w, http.StatusTooManyRequests, id, "quota exceeded: "+q.String(), data, retry)
 }
 
 // admitSession counts session, a new session of caller, evicting the

@@ -58,25 +58,26 @@ func quotaRefusal(t *testing.T, w *httptest.ResponseRecorder, q protocol.Quota, 
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// refusals counts the quota refusals an Endpoint reports.
-type refusals struct {
+// tally counts what an Endpoint's hooks report (quota refusals, reject
+// reasons), safely from any goroutine.
+type tally[K comparable] struct {
 	mu sync.Mutex
-	n  map[protocol.Quota]int
+	n  map[K]int
 }
 
-func (r *refusals) add(q protocol.Quota) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.n == nil {
-		r.n = make(map[protocol.Quota]int)
+func (c *tally[K]) add(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = make(map[K]int)
 	}
-	r.n[q]++
+	c.n[k]++
 }
 
-func (r *refusals) get(q protocol.Quota) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n[q]
+func (c *tally[K]) get(k K) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[k]
 }
 
 func quotaInit(t *testing.T, h http.Handler, ip string) *httptest.ResponseRecorder {
@@ -88,7 +89,7 @@ func quotaInit(t *testing.T, h http.Handler, ip string) *httptest.ResponseRecord
 // and a session the first deletes gives its place back.
 func TestQuotaSessionsPerCaller(t *testing.T) {
 	srv := htServer(t)
-	var got refusals
+	var got tally[protocol.Quota]
 	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 3, OnRefuse: got.add}))
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 
@@ -131,7 +132,7 @@ func TestQuotaSessionsEvictIdle(t *testing.T) {
 			return nil, context.Cause(ctx)
 		}
 	}))
-	var got refusals
+	var got tally[protocol.Quota]
 	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 2, EvictIdle: true, OnRefuse: got.add}))
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 
@@ -173,7 +174,7 @@ func TestQuotaInFlightPerCaller(t *testing.T) {
 			return nil, context.Cause(ctx)
 		}
 	}))
-	var got refusals
+	var got tally[protocol.Quota]
 	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{InFlight: 2, OnRefuse: got.add}))
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 
@@ -286,7 +287,7 @@ func (c *fakeCounter) Release(caller, session string) {
 func TestQuotaSessionCounter(t *testing.T) {
 	srv := htServer(t)
 	c := &fakeCounter{held: map[string]int{}}
-	var got refusals
+	var got tally[protocol.Quota]
 	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 1, SessionCounter: c, OnRefuse: got.add}))
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 

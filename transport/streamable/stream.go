@@ -115,13 +115,20 @@ func setWriteDeadline(w http.ResponseWriter, t time.Time) {
 // failedLocked counts a write error that is a timeout, once per stream,
 // and returns err; st.mu is held.
 func (st *stream) failedLocked(err error) error {
-	if err != nil && !st.cut && st.limit != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		st.cut = true
-		if st.limit.cut != nil {
-			st.limit.cut(CutWriteTimeout)
-		}
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		st.cutLocked(CutWriteTimeout)
 	}
 	return err
+}
+
+// cutLocked counts the stream's cut, once, with its reason; st.mu is held.
+func (st *stream) cutLocked(why StreamCut) {
+	if !st.cut && st.limit != nil {
+		st.cut = true
+		if st.limit.cut != nil {
+			st.limit.cut(why)
+		}
+	}
 }
 
 // init sets up st, a zero stream held in another value (see oneShot), as
@@ -481,10 +488,7 @@ func (st *stream) writeQueued() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if over {
-		if !st.cut && st.limit != nil && st.limit.cut != nil {
-			st.cut = true
-			st.limit.cut(CutBacklog)
-		}
+		st.cutLocked(CutBacklog)
 		return errBacklog
 	}
 	if st.shut {
@@ -495,11 +499,11 @@ func (st *stream) writeQueued() error {
 	}
 	st.armLocked()
 	for _, m := range batch {
-		b, err := transport.AppendMessage(append(st.buf[:0], "event: message\ndata: "...), m)
+		b, err := transport.AppendMessage(appendEventHead(st.buf[:0], ""), m)
 		if err != nil {
 			continue // never for what a server writes: skip it, as deliver would refuse it
 		}
-		b = append(b, "\n\n"...)
+		b = append(b, eventTail...)
 		if cap(b) <= smallAnswer {
 			st.buf = b // kept for the next event; a larger one is not held
 		}
