@@ -15,6 +15,10 @@
 // that of package cmd/vigil-bench/internal/benchservice for what is
 // measured.
 //
+// With -against DIR, the baseline is not the floor but cmd/vigil built
+// from the checkout in DIR (the parent commit), with the same flags, so
+// that one run compares two commits with their rounds interleaved.
+//
 // With -idle N, it starts vigil alone with -max-sessions raised above N
 // (and no -quota-sessions: the load generator is one caller) and has the load generator open N idle sessions and report vigil's
 // memory per session. With -auth (make bench-auth), it measures what

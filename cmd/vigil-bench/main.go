@@ -34,6 +34,7 @@ type config struct {
 	keep      bool
 	vigilLog  string
 	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
+	against   string // a checkout whose cmd/vigil is the baseline instead of the floor; "" for the floor
 	idle      int
 	auth      bool // vigil with JWT auth against vigil without, instead of vigil against the floor
 	redis     bool // vigil -redis against vigil in memory, instead of vigil against the floor
@@ -52,6 +53,7 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the temporary directory (binaries, vigil.log)")
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
+	flag.StringVar(&cfg.against, "against", "", "measure vigil against cmd/vigil built from the checkout in `dir` (the parent commit), both with the same flags under the same load, instead of against the floor")
 	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
 	flag.BoolVar(&cfg.auth, "auth", false, "measure authorization: vigil with -auth-issuer (a cached valid JWT per client) against the same vigil without auth, instead of vigil against the floor")
 	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
@@ -170,7 +172,16 @@ func run(ctx context.Context, cfg config, dir string) (err error) {
 	loadArgs := append([]string{"-vigil", vigilURL, "-vigil-pid", strconv.Itoa(vigil.Process.Pid)}, cfg.loadFlags...)
 
 	var floorDesc string
-	if cfg.idle == 0 {
+	switch {
+	case cfg.idle == 0 && cfg.against != "":
+		base, err := startAgainst(ctx, cfg, dir, vigilArgs)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopProcess(base.cmd, "vigil from "+cfg.against)) }()
+		loadArgs = append(loadArgs, "-floor", base.url, "-floor-pid", strconv.Itoa(base.cmd.Process.Pid), "-floor-name", "against")
+		floorDesc = fmt.Sprintf("%s (pid %d): cmd/vigil built from %s, the same flags (the \"against\" rows)", base.url, base.cmd.Process.Pid, cfg.against)
+	case cfg.idle == 0:
 		floor, floorURL, err := startFloor(ctx, filepath.Join(dir, "floor"))
 		if err != nil {
 			return err
