@@ -66,12 +66,12 @@ func TestOverloadClientRefusals(t *testing.T) {
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
 
-	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Now().Add(300*time.Millisecond))
+	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Time{}, time.Now().Add(300*time.Millisecond))
 	assert.Equal(t, int64(1), r.refused, "a client honoring Retry-After: 1 sends once in 300ms")
 	assert.Equal(t, int64(1), r.withRetry)
 	assert.Equal(t, int64(1), requests.Load())
 
-	r = overloadClient(srv.Client(), srv.URL, "s", 0, false, time.Now().Add(300*time.Millisecond))
+	r = overloadClient(srv.Client(), srv.URL, "s", 0, false, time.Time{}, time.Now().Add(300*time.Millisecond))
 	assert.Greater(t, r.refused, int64(1), "a client ignoring Retry-After retries at once")
 	assert.Equal(t, r.refused, r.withRetry)
 	assert.Zero(t, r.ok)
@@ -97,7 +97,7 @@ func TestOverloadClientCounts(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
-	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Now().Add(100*time.Millisecond))
+	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Time{}, time.Now().Add(100*time.Millisecond))
 	total := n.Load()
 	require.Greater(t, total, int64(8))
 	assert.Equal(t, total, r.ok+r.failed+r.refused)
@@ -106,6 +106,28 @@ func TestOverloadClientCounts(t *testing.T) {
 	assert.Zero(t, r.withRetry)
 	assert.Len(t, r.latencies, int(r.ok))
 	assert.Contains(t, r.firstFail, "busy")
+}
+
+// TestOverloadClientRamp: answers to calls sent before from (the round's
+// ramp) are neither goodput nor latencies, while refusals are counted
+// from the start.
+func TestOverloadClientRamp(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1)%2 == 0 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{` + echoAnswer + `}}`))
+	}))
+	defer srv.Close()
+	defer srv.Client().CloseIdleConnections()
+	deadline := time.Now().Add(100 * time.Millisecond)
+	r := overloadClient(srv.Client(), srv.URL, "s", 0, false, deadline, deadline)
+	require.Greater(t, n.Load(), int64(4))
+	assert.Zero(t, r.ok, "every call was sent in the ramp")
+	assert.Empty(t, r.latencies)
+	assert.InDelta(t, float64(n.Load())/2, float64(r.refused), 1)
 }
 
 // TestStreamSetCounts feeds two streams their events: the signal on done

@@ -38,10 +38,11 @@ type overloadRound struct {
 	withRetry int64           // refusals that carried Retry-After
 	failed    int64           // anything else: other statuses, JSON-RPC errors, transport errors
 	firstFail string
-	elapsed   time.Duration
+	elapsed   time.Duration // the whole round, ramp included: refusals are counted over it
+	measured  time.Duration // after the ramp: answers and latencies are counted over it
 }
 
-func (r overloadRound) goodput() float64 { return float64(r.ok) / r.elapsed.Seconds() }
+func (r overloadRound) goodput() float64 { return float64(r.ok) / r.measured.Seconds() }
 
 func (r overloadRound) p99() time.Duration { return benchservice.Percentile(r.latencies, 0.99) }
 
@@ -72,6 +73,7 @@ func modes() []mode { return []mode{{"honor", true}, {"ignore", false}} }
 func overload(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "\noverload     tools/call echo {\"text\":\"hello\"} at %s concurrent clients, keep-alive, %s sessions\n", joinInts(cfg.clients), version)
 	_, _ = fmt.Fprintf(w, "             (one per %d clients); %s per round, interleaved floor, vigil; a %s warm-up each first\n", clientsPerSession, cfg.round, warmup(cfg))
+	_, _ = fmt.Fprintf(w, "ramp         each round's first %s (every client connecting at once) is not measured: goodput and p99\n             are the steady state after it; refusals are counted over the whole round\n", rampOf(cfg.round))
 	_, _ = fmt.Fprintf(w, "modes        honor: a client refused (503, 429) waits Retry-After before its next request;\n")
 	_, _ = fmt.Fprintf(w, "             ignore: it retries at once\n")
 	_, _ = fmt.Fprintf(w, "goodput      answers with the echo per second; p99 over those answers (admitted requests only)\n")
@@ -151,21 +153,30 @@ func overload(w io.Writer, cfg config) error {
 // warmup is the length of each server's warm-up.
 func warmup(cfg config) time.Duration { return min(cfg.round, time.Second) }
 
+// rampOf is the start of a round of length d whose answers are not
+// measured: every client opens its connection then, all at once, and the
+// server's shedding has yet to find its level; the round's figures are
+// those of the steady state after it. Refusals are counted throughout.
+func rampOf(d time.Duration) time.Duration { return min(d/5, time.Second) }
+
 // runOverload runs clients concurrent clients on t for d, client i in
-// session sids[i%len], each on a keep-alive connection of its own.
+// session sids[i%len], each on a keep-alive connection of its own; the
+// answers of the first rampOf(d) are not measured.
 func runOverload(t target, sids []string, clients int, honor bool, d time.Duration) overloadRound {
 	transport := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
 	rounds := make([]overloadRound, clients)
 	start := time.Now()
-	deadline := start.Add(d)
+	from, deadline := start.Add(rampOf(d)), start.Add(d)
 	var wg sync.WaitGroup
 	for c := range clients {
-		wg.Go(func() { rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honor, deadline) })
+		wg.Go(func() {
+			rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honor, from, deadline)
+		})
 	}
 	wg.Wait()
-	total := overloadRound{elapsed: time.Since(start)}
+	total := overloadRound{elapsed: time.Since(start), measured: time.Since(from)}
 	for _, r := range rounds {
 		total.ok += r.ok
 		total.latencies = append(total.latencies, r.latencies...)
@@ -181,9 +192,11 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 }
 
 // overloadClient sends echo calls in session sid until deadline, one at a
-// time, and counts how they were answered. Its request ids count up from
-// firstID + 1: clients sharing a session need ids of their own.
-func overloadClient(client *http.Client, url, sid string, firstID int64, honor bool, deadline time.Time) overloadRound {
+// time, and counts how they were answered: answers and their latencies
+// only for calls sent from from on, refusals and failures all. Its
+// request ids count up from firstID + 1: clients sharing a session need
+// ids of their own.
+func overloadClient(client *http.Client, url, sid string, firstID int64, honor bool, from, deadline time.Time) overloadRound {
 	var r overloadRound
 	var body bytes.Buffer
 	want := []byte(echoAnswer)
@@ -210,6 +223,9 @@ func overloadClient(client *http.Client, url, sid string, firstID int64, honor b
 				time.Sleep(min(wait, time.Until(deadline)))
 			}
 		case resp.StatusCode == http.StatusOK && bytes.Contains(body.Bytes(), want):
+			if start.Before(from) {
+				continue // the ramp
+			}
 			r.ok++
 			r.latencies = append(r.latencies, time.Since(start))
 		default:
