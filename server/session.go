@@ -657,7 +657,8 @@ type inlineOrigin struct {
 // requests after it see the negotiated state.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
 	if ss.shed(m) {
-		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(overload.RetryAfterData)}
+		_, data := overload.RetryAfter()
+		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(data)}
 		ss.rejectWith(batch, m.ID, e, protocol.RejectOverloaded)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -138,7 +139,11 @@ func TestStdioShedRequestsGetTheBusyError(t *testing.T) {
 	require.NotNil(t, busy.Error)
 	assert.Equal(t, int64(protocol.CodeServerBusy), busy.Error.Code)
 	assert.Equal(t, protocol.RejectOverloaded.Message(), busy.Error.Message)
-	assert.JSONEq(t, `{"retryAfterSeconds":1}`, string(busy.Error.Data))
+	var wait struct {
+		Seconds int `json:"retryAfterSeconds"`
+	}
+	require.NoError(t, json.Unmarshal(busy.Error.Data, &wait))
+	assert.True(t, wait.Seconds >= 1 && wait.Seconds <= overload.MaxRetryAfter, "retry after %d s", wait.Seconds)
 	assert.Equal(t, 1, obs.get(protocol.RejectOverloaded))
 	assert.Equal(t, int64(2), calls.Load(), "a shed request reached a handler")
 	asked := shed.asked.Load()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // defaultConfig is the configuration with no flags and no environment.
@@ -43,7 +44,7 @@ func defaultConfig() config {
 		quotaInFlight:    512,
 		quotaTasks:       100,
 		quotaToolShare:   0.5,
-		overloadTarget:   5 * time.Millisecond,
+		overloadTarget:   transport.DefaultShedTarget,
 
 		sseWriteTimeout:  10 * time.Second,
 		maxResumptions:   4,
@@ -97,7 +98,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
-				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: 5 * time.Millisecond,
+				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
 			},
@@ -129,7 +130,7 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
-				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: 5 * time.Millisecond,
+				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 			},
 		},

@@ -11,15 +11,19 @@
 // server owns, while here the queue is the runtime's run queue, before a
 // request is even read.
 //
-// The actuator is the share of requests admitted, adjusted AIMD: every
-// interval (100 ms), while the 90th percentile of the scheduling latency
-// of that interval is above the target (and was for Sustain intervals in
-// a row: a shorter burst is not an overload), the share is multiplied by 0.9
-// (the backoff ratio of Netflix's concurrency-limits AIMD); while it is at
-// or below, the share grows by 0.05 per interval back to 1, where nothing
-// is shed. A steeper decrease (halving) sends half the clients away at
-// once, and they all come back together after Retry-After: the load then
-// swings between overload and idle at the Retry-After's period.
+// The actuator is the share of requests refused, in proportion to how
+// far the latency is over the target: none at the target, the most the
+// Limiter may refuse (a tenth by default) at Span times the target over
+// it. The latency it follows is the median of the last Window intervals
+// (100 ms each), so that a single burst is not an overload. A client that
+// honors Retry-After stays away for it: refusals turn clients away for
+// seconds, and the effect of a share refused now is seen for seconds.
+// A controller that kept lowering the share while the latency stayed
+// high (AIMD) would send nearly every client away before the first of
+// them had left, and the process would swing between overload and idle;
+// a share that follows the latency settles where just enough clients
+// wait. Retry-After itself is 1 to 3 seconds at random, so that the
+// clients sent away together do not come back together.
 //
 // A limit on requests in flight would not do: a cheap request's handler
 // runs within one scheduling turn of its connection's goroutine, so the
@@ -27,10 +31,11 @@
 // they are read; refusing a share instead sends that share of the clients
 // away (Retry-After), which is what empties the run queue.
 //
-// The share never goes below a floor (a half by default): a refusal of a
-// cheap request costs about what serving it costs, so when clients ignore
-// Retry-After, refusing more cannot lower the latency and only loses
-// goodput; clients that honor it need only a few percent refused.
+// The share refused is at most a tenth by default (MinAdmit 0.9): a
+// refusal of a cheap request costs about what serving it costs, so when
+// clients ignore Retry-After, refusing more cannot lower the latency and
+// only loses goodput; clients that honor it need only a few percent
+// refused to keep most of them away.
 //
 // The latency is sampled lazily, by the request that finds the interval
 // over (otherwise a request costs a clock read and two atomic loads): there is no goroutine to

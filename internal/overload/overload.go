@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,15 +13,18 @@ import (
 // The defaults of a [Config]'s zero fields.
 const (
 	DefaultInterval = 100 * time.Millisecond
-	DefaultMinAdmit = 0.5
-	// Backoff multiplies the share admitted in each interval over the
-	// target, once Sustain intervals in a row were; Step is added to it
-	// in each interval at or under it. A burst shorter than Sustain
-	// intervals (a notification to ten thousand streams wakes as many
-	// goroutines at once) is not an overload.
-	Backoff = 0.9
-	Step    = 0.05
-	Sustain = 3
+	DefaultMinAdmit = 0.9
+)
+
+// Window and Span shape the response to the latency. The share follows
+// the median of the last Window samples, so that one interval's burst (a
+// notification to ten thousand streams wakes as many goroutines at once)
+// is not an overload. At that median's target the Limiter sheds nothing;
+// at Span times the target over it, all it may (1 - MinAdmit); in
+// between, in proportion.
+const (
+	Window = 3
+	Span   = 2
 )
 
 // full is the admission threshold at which every request is admitted: a
@@ -50,12 +54,12 @@ type Config struct {
 // the package documentation). It is safe for concurrent use.
 type Limiter struct {
 	cfg       Config
-	threshold atomic.Uint64 // admit when Rand() < threshold; full: admit all
-	due       atomic.Int64  // Now() at which the next sample is due
-	mu        sync.Mutex    // one update at a time; guards share and last
-	share     float64       // the share admitted, in [MinAdmit, 1]
-	last      time.Duration // Now() of the last sample
-	over      int           // intervals over the target in a row
+	threshold atomic.Uint64         // admit when Rand() < threshold; full: admit all
+	due       atomic.Int64          // Now() at which the next sample is due
+	mu        sync.Mutex            // one update at a time; guards the fields below
+	share     float64               // the share admitted, in [MinAdmit, 1]
+	last      time.Duration         // Now() of the last sample
+	recent    [Window]time.Duration // the last samples, the latest first
 }
 
 // New returns a Limiter that admits every request until it samples an
@@ -106,30 +110,32 @@ func (l *Limiter) Share() float64 {
 	return l.share
 }
 
-// update samples the latency and adjusts the share admitted.
+// update samples the latency and sets the share admitted from the median
+// of the recent samples.
 func (l *Limiter) update(now time.Duration) {
 	if !l.mu.TryLock() {
 		return // a slow update still runs: this interval is its
 	}
 	defer l.mu.Unlock()
-	intervals := max(float64(now-l.last)/float64(l.cfg.Interval), 1)
-	l.last = now
-	p90 := l.cfg.Sample()
-	switch {
-	case p90 <= l.cfg.Target:
-		l.over = 0
-		l.share = min(l.share+Step*intervals, 1)
-	case l.over+1 < Sustain:
-		l.over++ // a burst, so far
-	default:
-		l.over = Sustain
-		l.share = max(l.share*Backoff, l.cfg.MinAdmit)
+	if now-l.last > Window*l.cfg.Interval {
+		l.recent = [Window]time.Duration{} // no request to sample for a while: calm
 	}
+	l.last = now
+	copy(l.recent[1:], l.recent[:])
+	l.recent[0] = l.cfg.Sample()
+	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
+	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
 	if l.share >= 1 {
 		l.threshold.Store(full)
 		return
 	}
 	l.threshold.Store(uint64(l.share * float64(full)))
+}
+
+// median returns the median of the samples.
+func median(samples [Window]time.Duration) time.Duration {
+	slices.Sort(samples[:])
+	return samples[Window/2]
 }
 
 // schedSampler reads the runtime's scheduling latency histogram and
@@ -204,9 +210,22 @@ func Exempt(method string) bool {
 	return method == "initialize" || method == "server/discover" || method == "ping"
 }
 
-// RetryAfter is how long, in seconds, a shed request's client is told to
-// wait (Retry-After), and RetryAfterData the data of its busy error.
-const (
-	RetryAfter     = 1
-	RetryAfterData = `{"retryAfterSeconds":1}`
-)
+// MaxRetryAfter is the longest wait, in seconds, a shed request's client
+// is told (see [RetryAfter]).
+const MaxRetryAfter = 3
+
+// RetryAfter returns how long, in seconds, a shed request's client is told
+// to wait (Retry-After), from 1 to MaxRetryAfter at random, and the data
+// of its busy error, which says the same: the clients one overload sends
+// away come back spread over those seconds, not all in the same one, to
+// overload the process again together.
+func RetryAfter() (seconds int, data string) {
+	switch rand.IntN(MaxRetryAfter) {
+	case 0:
+		return 1, `{"retryAfterSeconds":1}`
+	case 1:
+		return 2, `{"retryAfterSeconds":2}`
+	default:
+		return 3, `{"retryAfterSeconds":3}`
+	}
+}

@@ -1,6 +1,7 @@
 package overload
 
 import (
+	"encoding/json"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -58,81 +59,88 @@ func TestCalmShedsNothing(t *testing.T) {
 	assert.Equal(t, int64(50), f.samples.Load(), "one sample per interval, however many requests")
 }
 
-func TestOverloadShedsItsShareDownToTheFloor(t *testing.T) {
-	t.Parallel()
-	f, l := newFake(t)
-	// The first intervals over the target may be a burst: nothing shed.
-	for i := range Sustain - 1 {
-		assert.Zero(t, f.interval(l, 10*target, 640), "interval %d: a burst so far", i)
-	}
-	// Then, however far over the target, the share shrinks by a tenth
-	// per interval, never below the floor.
-	want := 1.0
-	for i := range 6 {
-		f.interval(l, target+time.Duration(i+1)*target, 1)
-		want *= Backoff
-		assert.InDelta(t, want, l.Share(), 1e-9, "interval %d", i)
-	}
-	require.Greater(t, l.Share(), DefaultMinAdmit)
-	f.interval(l, 10*target, 1)
-	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "0.9^7 < 0.5: at the floor")
-	for range 10 {
-		f.interval(l, 10*target, 1)
-	}
-	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the floor holds however long the overload lasts")
-	// The share refused is the share shed: 64 random values spread evenly.
+// shedOf counts how many of n requests l sheds now, in this interval.
+func shedOf(l *Limiter, n int) int {
 	shed := 0
-	for range 6400 {
+	for range n {
 		if l.Shed() {
 			shed++
 		}
 	}
-	assert.InDelta(t, 3200, shed, 100)
+	return shed
 }
 
-// overloadFor drives l to its floor with intervals far over the target.
+// The share refused follows the latency's excess over the target, in
+// proportion, up to the most the Limiter may refuse, and refusals are
+// that share of the requests.
+func TestShareFollowsTheExcess(t *testing.T) {
+	t.Parallel()
+	maxShed := 1 - DefaultMinAdmit
+	for _, tc := range []struct {
+		latency time.Duration
+		shed    float64 // the share refused
+	}{
+		{target, 0},
+		{target + Span*target/2, maxShed / 2},
+		{target + Span*target, maxShed},
+		{100 * target, maxShed},
+	} {
+		f, l := newFake(t)
+		for range Window {
+			f.interval(l, tc.latency, 1)
+		}
+		assert.InDelta(t, 1-tc.shed, l.Share(), 1e-9, "latency %v", tc.latency)
+		assert.InDelta(t, tc.shed*6400, float64(shedOf(l, 6400)), 100, "latency %v", tc.latency)
+	}
+}
+
+// overloadFor drives l to the most it sheds with intervals far over the
+// target.
 func overloadFor(f *fake, l *Limiter) {
-	for range Sustain - 1 + 7 {
+	for range Window {
 		f.interval(l, 10*target, 1)
 	}
 }
 
-// Bursts over the target shorter than Sustain intervals, however often
-// and however far over, shed nothing.
+// A burst over the target shorter than a majority of the window, however
+// often and however far over, sheds nothing.
 func TestBurstsShedNothing(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	for range 20 {
-		for range Sustain - 1 {
+		for range Window / 2 {
 			assert.Zero(t, f.interval(l, 100*target, 640))
 		}
-		assert.Zero(t, f.interval(l, target/2, 640))
+		for range Window - Window/2 {
+			assert.Zero(t, f.interval(l, target/2, 640))
+		}
 	}
 	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
-func TestRecoveryIsAdditive(t *testing.T) {
+// Once a majority of the window is back under the target, nothing is
+// shed: the share does not linger where the overload left it.
+func TestRecoveryFollowsTheLatency(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	overloadFor(f, l)
-	require.InDelta(t, 0.5, l.Share(), 1e-9)
-	for i := 1; i <= 9; i++ {
-		assert.Positive(t, f.interval(l, target/2, 640), "interval %d: still shedding", i)
-		assert.InDelta(t, 0.5+Step*float64(i), l.Share(), 1e-9)
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	for range Window / 2 {
+		assert.Positive(t, f.interval(l, target/2, 640), "the median is still over")
 	}
 	assert.Zero(t, f.interval(l, target/2, 640), "back to admitting all")
 	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
-// After a quiet spell with no request to sample, the first sample counts
-// every interval that passed.
+// After a quiet spell with no request to sample, the window holds only
+// what came after it.
 func TestRecoveryAfterIdle(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	overloadFor(f, l)
-	require.InDelta(t, 0.5, l.Share(), 1e-9)
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
 	f.now.Add(int64(20 * DefaultInterval))
-	assert.Zero(t, f.interval(l, 0, 640))
+	assert.Zero(t, f.interval(l, 10*target, 640), "one interval over after the quiet one is a burst")
 	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
@@ -158,7 +166,7 @@ func TestOneSamplePerInterval(t *testing.T) {
 		wg.Wait()
 	}
 	assert.Equal(t, int64(5), f.samples.Load())
-	assert.InDelta(t, math.Pow(Backoff, 5-(Sustain-1)), l.Share(), 1e-9, "one decrease per interval")
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -236,4 +244,23 @@ func TestSchedSamplerNeedsLoad(t *testing.T) {
 	assert.Equal(t, time.Duration(0), s.p90(), "a few wake-ups are no load")
 	pingPong(10 * minScheduled)
 	assert.Positive(t, s.p90(), "many are")
+}
+
+// RetryAfter spreads its clients over 1 to MaxRetryAfter seconds, and its
+// data says the same wait as its header.
+func TestRetryAfterSpreads(t *testing.T) {
+	t.Parallel()
+	seen := make(map[int]int)
+	for range 300 {
+		seconds, data := RetryAfter()
+		require.GreaterOrEqual(t, seconds, 1)
+		require.LessOrEqual(t, seconds, MaxRetryAfter)
+		var d struct {
+			RetryAfter int `json:"retryAfterSeconds"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(data), &d))
+		require.Equal(t, seconds, d.RetryAfter)
+		seen[seconds]++
+	}
+	assert.Len(t, seen, MaxRetryAfter, "every wait is used")
 }

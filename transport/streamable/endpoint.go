@@ -255,7 +255,8 @@ func (h *Endpoint) shed(w http.ResponseWriter, req *transport.Request) bool {
 	if h.cfg.onReject != nil {
 		h.cfg.onReject(protocol.RejectOverloaded)
 	}
-	writeBusy(w, http.StatusServiceUnavailable, req.ID, protocol.RejectOverloaded.Message(), overload.RetryAfterData, overload.RetryAfter)
+	seconds, data := overload.RetryAfter()
+	writeBusy(w, http.StatusServiceUnavailable, req.ID, protocol.RejectOverloaded.Message(), data, seconds)
 	return true
 }
 

@@ -1,9 +1,11 @@
 package streamable_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 
 	"github.com/vigil-mcp/vigil/server"
@@ -43,10 +45,27 @@ func ExampleWithShedder() {
 	sid := w.Header().Get("Mcp-Session-Id")
 	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	w = post(sid, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	fmt.Println("tools/list:", w.Code, "Retry-After", w.Header().Get("Retry-After"))
-	fmt.Print(w.Body.String())
+	var answer struct {
+		Error struct {
+			Code    int
+			Message string
+			Data    struct {
+				RetryAfterSeconds int
+			}
+		}
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &answer); err != nil {
+		fmt.Println(err)
+		return
+	}
+	e := answer.Error
+	fmt.Println("tools/list:", w.Code, e.Code, e.Message)
+	// The wait is 1 to 3 seconds at random, so that clients sent away
+	// together come back apart; the header and the error say the same.
+	wait := strconv.Itoa(e.Data.RetryAfterSeconds)
+	fmt.Println("Retry-After agrees:", w.Header().Get("Retry-After") == wait, "1 to 3 s:", e.Data.RetryAfterSeconds >= 1 && e.Data.RetryAfterSeconds <= 3)
 	// Output:
 	// initialize: 200
-	// tools/list: 503 Retry-After 1
-	// {"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"server overloaded: retry later","data":{"retryAfterSeconds":1}}}
+	// tools/list: 503 -32000 server overloaded: retry later
+	// Retry-After agrees: true 1 to 3 s: true
 }
