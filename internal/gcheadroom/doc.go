@@ -8,8 +8,10 @@
 // A service whose live heap is a few MiB but that allocates per request
 // collects many times a second under GOGC=100 (a 4 MiB live heap has an
 // 8 MiB goal), and spends a large share of its CPU marking and sweeping.
-// With a headroom of H the goal is max(live×(1+GOGC/100), H): the runtime's
-// own minimum heap (4 MiB) raised to H. GOGC set for one collection's live
+// With a headroom of H the goal is at least H: the runtime's own minimum
+// heap (4 MiB) raised to H; past it, the room for garbage is proportional
+// to what a collection scans (see LimitFor), so that payload bytes, which
+// it never scans, do not double. GOGC set for one collection's live
 // heap applies to the next one's: a live heap that doubles in between (a
 // few requests with a large payload each) would double the goal, so the
 // memory limit, set from the goal wanted, bounds it (never above

@@ -18,6 +18,7 @@ var sampled = [...]string{
 	"/memory/classes/heap/unused:bytes",
 	"/memory/classes/heap/stacks:bytes",
 	"/gc/scan/globals:bytes",
+	"/gc/scan/heap:bytes",
 }
 
 // Tuner adjusts GOGC and the memory limit after every collection; see
@@ -99,26 +100,26 @@ func (t *Tuner) tune() {
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, v[6]+v[7], t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
 	t.arm()
 }
 
 // LimitFor returns the memory limit that keeps the heap of live bytes
-// within the goal the tuner wants for it, max(headroom, live +
-// (live+roots)×base/100), where roots are the goroutine stacks (the
-// memory they hold, not only the part GOGC's own goal counts, which is
-// what was in use when they were scanned) and the globals, plus an eighth
-// for the pages the runtime keeps free: the runtime's memory besides the
-// heap (nonHeap: stacks, metadata) counted, never above ceiling. With
-// thousands of connections each collection costs in proportion to them:
-// it scans every stack and shrinks those little used between requests,
-// which their next request grows again; a goal that ignored them would
-// collect the more often the more connections there are. GOGC alone sets the goal from the live heap of the collection
-// before, and the tuner's GOGC was set for that one: a live heap that
-// doubles meanwhile would double the goal past what the tuner wanted
-// (with a large payload per request in flight, it does).
-func LimitFor(live, roots, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
-	goal := max(headroom, live+(live+roots)*uint64(base)/100)
+// within the goal the tuner wants for it, plus an eighth for the pages the
+// runtime keeps free and the runtime's memory besides the heap (nonHeap:
+// stacks, metadata), never above ceiling. The goal is max(headroom, live +
+// max((scan+roots)×base/100, headroom/4)): the room for garbage between
+// two collections is proportional to what a collection costs, the
+// scannable part of the live heap (scan) and the roots (the goroutine
+// stacks, the memory they hold, and the globals), not to the live heap
+// alone. A collection never scans a payload's bytes (a []byte has no
+// pointers): large payloads in flight then cost their own size and little
+// garbage, not twice; thousands of connections' stacks give as much more
+// room as they cost, instead of more collections. The room is a quarter
+// of the headroom at least, so that a heap of payloads alone is not
+// collected every few allocations.
+func LimitFor(live, scan, roots, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
+	goal := max(headroom, live+max((scan+roots)*uint64(base)/100, headroom/4))
 	limit := nonHeap + goal + goal/8
 	if limit > uint64(ceiling) {
 		return ceiling

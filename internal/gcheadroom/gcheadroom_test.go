@@ -53,13 +53,17 @@ func TestPercentFor(t *testing.T) {
 // proportional to the live heap it was set for).
 func TestLimitFor(t *testing.T) {
 	const MiB = 1 << 20
-	assert.Equal(t, int64(8*MiB+36*MiB), gcheadroom.LimitFor(4*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "small live heap: the headroom")
-	assert.Equal(t, int64(8*MiB+90*MiB), gcheadroom.LimitFor(40*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "large: twice the live heap (GOGC=100)")
-	assert.Equal(t, int64(8*MiB+135*MiB), gcheadroom.LimitFor(40*MiB, 0, 32*MiB, 200, 8*MiB, math.MaxInt64), "GOGC=200: three times")
-	assert.Equal(t, int64(20*MiB), gcheadroom.LimitFor(40*MiB, 0, 32*MiB, 100, 8*MiB, 20*MiB), "never above GOMEMLIMIT")
+	assert.Equal(t, int64(8*MiB+36*MiB), gcheadroom.LimitFor(4*MiB, 4*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "small live heap: the headroom")
+	assert.Equal(t, int64(8*MiB+90*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "large and all scanned: twice the live heap (GOGC=100)")
+	assert.Equal(t, int64(8*MiB+135*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 200, 8*MiB, math.MaxInt64), "GOGC=200: three times")
+	assert.Equal(t, int64(20*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 100, 8*MiB, 20*MiB), "never above GOMEMLIMIT")
+	// Payloads in flight: 40 MiB live of which 10 MiB has pointers. The
+	// room is what a collection scans, not the payloads' bytes.
+	assert.Equal(t, int64(8*MiB+(50*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 10*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "payloads are not scanned")
+	assert.Equal(t, int64(8*MiB+(48*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 1*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "the room is a quarter of the headroom at least")
 	// 2,048 goroutines with 32 KiB stacks: the goal counts them, as
 	// GOGC's own does, or the more goroutines the more collections.
-	assert.Equal(t, int64(72*MiB+(10*MiB+74*MiB)*9/8), gcheadroom.LimitFor(10*MiB, 64*MiB, 32*MiB, 100, 72*MiB, math.MaxInt64), "stacks and globals count")
+	assert.Equal(t, int64(72*MiB+(10*MiB+74*MiB)*9/8), gcheadroom.LimitFor(10*MiB, 10*MiB, 64*MiB, 32*MiB, 100, 72*MiB, math.MaxInt64), "stacks and globals count")
 }
 
 // TestStartTunesAfterCollections checks the whole loop: a collection with a
