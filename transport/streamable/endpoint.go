@@ -74,6 +74,10 @@ type Endpoint struct {
 
 	principals atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
 
+	// streamTables holds the request-stream tables of sessions with no
+	// POST in flight (session.go), so that an idle session holds none.
+	streamTables sync.Pool
+
 	// mu guards sessions and closed. Every request of a session looks it
 	// up, from every core: lookups share the lock (RLock), and only a
 	// session's filing and forgetting take it alone.
@@ -95,6 +99,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
 	h.attach, _ = srv.(Attacher)
+	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.

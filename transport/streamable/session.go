@@ -366,14 +366,20 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		return
 	}
 	if s.streams == nil {
-		s.streams = make(map[transport.ID]*stream, 1)
+		s.streams = s.h.streamTables.Get().(map[transport.ID]*stream)
 	}
 	s.streams[req.ID] = st
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		if s.streams[req.ID] == st {
-			delete(s.streams, req.ID) // the table stays for the next request
+			delete(s.streams, req.ID)
+			if len(s.streams) == 0 {
+				// An idle session holds no table: the next request of any
+				// session takes this one back.
+				s.h.streamTables.Put(s.streams)
+				s.streams = nil
+			}
 		}
 		s.mu.Unlock()
 	}()
