@@ -18,6 +18,7 @@
 // With -against DIR, the baseline is not the floor but cmd/vigil built
 // from the checkout in DIR (the parent commit), with the same flags, so
 // that one run compares two commits with their rounds interleaved.
+// -vigil-arg adds an argument to vigil's (repeatable).
 //
 // With -idle N, it starts vigil alone with -max-sessions raised above N
 // (and no -quota-sessions: the load generator is one caller) and has the load generator open N idle sessions and report vigil's

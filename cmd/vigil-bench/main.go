@@ -35,6 +35,7 @@ type config struct {
 	vigilLog  string
 	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
 	against   string // a checkout whose cmd/vigil is the baseline instead of the floor; "" for the floor
+	vigilArgs []string // -vigil-arg: more arguments for vigil (and the -against vigil)
 	idle      int
 	auth      bool // vigil with JWT auth against vigil without, instead of vigil against the floor
 	redis     bool // vigil -redis against vigil in memory, instead of vigil against the floor
@@ -54,6 +55,10 @@ func main() {
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.StringVar(&cfg.against, "against", "", "measure vigil against cmd/vigil built from the checkout in `dir` (the parent commit), both with the same flags under the same load, instead of against the floor")
+	flag.Func("vigil-arg", "one more `argument` for cmd/vigil in bench-service (and the -against vigil), such as -vigil-arg=-overload-target=0; repeatable", func(v string) error {
+		cfg.vigilArgs = append(cfg.vigilArgs, v)
+		return nil
+	})
 	flag.IntVar(&cfg.idle, "idle", 0, "open this many idle sessions instead of measuring throughput (0: throughput)")
 	flag.BoolVar(&cfg.auth, "auth", false, "measure authorization: vigil with -auth-issuer (a cached valid JWT per client) against the same vigil without auth, instead of vigil against the floor")
 	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
@@ -147,7 +152,7 @@ func run(ctx context.Context, cfg config, dir string) (err error) {
 	if logPath == "" {
 		logPath = filepath.Join(dir, "vigil.log")
 	}
-	vigilArgs := []string{"-http", "127.0.0.1:0"}
+	vigilArgs := append([]string{"-http", "127.0.0.1:0"}, cfg.vigilArgs...)
 	if cfg.idle > 0 {
 		// One load generator is one caller: no per-caller session quota.
 		vigilArgs = append(vigilArgs, "-max-sessions", strconv.Itoa(cfg.idle+64), "-quota-sessions", "0")

@@ -26,7 +26,10 @@ func TestBenchServiceReports(t *testing.T) {
 	if goroot := os.Getenv("GOROOT"); goroot != "" {
 		goCmd = goroot + "/bin/go"
 	}
-	cmd := exec.CommandContext(t.Context(), goCmd, "run", ".", "-go", goCmd,
+	// Shedding off: this test shares the machine's cores with the other
+	// packages' tests, and a request vigil sheds fails the load generator;
+	// what it checks is the report, not the service under overload.
+	cmd := exec.CommandContext(t.Context(), goCmd, "run", ".", "-go", goCmd, "-vigil-arg=-overload-target=0",
 		"-rounds", "2", "-round", "200ms", "-warmup", "100ms", "-clients", "4", "-sessions", "2")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
