@@ -33,8 +33,8 @@ type config struct {
 	goCmd     string
 	keep      bool
 	vigilLog  string
-	vigilSrc  string // a checkout to build cmd/vigil from; "" for this one
-	against   string // a checkout whose cmd/vigil is the baseline instead of the floor; "" for the floor
+	vigilSrc  string   // a checkout to build cmd/vigil from; "" for this one
+	against   string   // a checkout whose cmd/vigil is the baseline instead of the floor; "" for the floor
 	vigilArgs []string // -vigil-arg: more arguments for vigil (and the -against vigil)
 	idle      int
 	auth      bool // vigil with JWT auth against vigil without, instead of vigil against the floor
