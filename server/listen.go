@@ -26,9 +26,7 @@ type SubscriptionFilter struct {
 
 // listener is one open subscriptions/listen request.
 type listener struct {
-	ctx    context.Context // the listen request's: messages go to its stream
 	live   context.Context // ends when the stream does: the client cancels, or the server stops it
-	req    *Request
 	filter SubscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
 	stop   context.CancelCauseFunc
@@ -118,7 +116,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	stopped, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	l := &listener{
-		ctx: ctx, live: stopped, req: req, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID},
+		live: stopped, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID},
 		stop: stop, since: s.changes.seq.Add(1), events: make(chan listenEvent, listenBacklog),
 	}
 	s.listeners.add(l)
@@ -136,11 +134,10 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	for stopped.Err() == nil {
 		select {
 		case ev := <-l.events:
-			if stopped.Err() != nil {
-				break
-			}
-			if err := req.Session.Notify(ctx, ev.method, listenParams{Meta: l.meta, URI: ev.uri}); err != nil {
-				return nil, err
+			if stopped.Err() == nil { // not if it ended meanwhile
+				if err := req.Session.Notify(ctx, ev.method, listenParams{Meta: l.meta, URI: ev.uri}); err != nil {
+					return nil, err
+				}
 			}
 		case <-stopped.Done():
 		}

@@ -21,11 +21,10 @@ func TestNotifyListenersSkipsCancelled(t *testing.T) {
 	listen := func(id int64) (*listener, context.CancelFunc) {
 		ctx, cancel := context.WithCancel(t.Context())
 		live, stop := context.WithCancelCause(ctx)
-		req := &Request{ID: transport.Int64ID(id), Method: "subscriptions/listen"}
 		l := &listener{
-			ctx: ctx, live: live, req: req, stop: stop, events: make(chan listenEvent, listenBacklog),
+			live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
 			filter: SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}},
-			meta:   map[string]any{protocol.MetaSubscriptionID: req.ID},
+			meta:   map[string]any{protocol.MetaSubscriptionID: transport.Int64ID(id)},
 		}
 		srv.listeners.add(l)
 		return l, cancel
@@ -56,8 +55,8 @@ func TestNotifyListenersBacklogEndsTheStream(t *testing.T) {
 	defer cancel()
 	live, stop := context.WithCancelCause(ctx)
 	l := &listener{
-		ctx: ctx, live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
-		filter: SubscriptionFilter{ToolsListChanged: true}, req: &Request{ID: transport.Int64ID(1)},
+		live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
+		filter: SubscriptionFilter{ToolsListChanged: true},
 	}
 	srv.listeners.add(l)
 	for range listenBacklog {

@@ -150,7 +150,7 @@ func WithMaxInFlightPerSession(n int) Option {
 // WithShedder has every session ask s about each request other than
 // initialize, server/discover and ping before admitting it: one s sheds
 // is answered at once with [protocol.CodeServerBusy] (data
-// {"retryAfterSeconds":1}) and reported to the Observer's MessageRejected
+// {"retryAfterSeconds":N}, 1 to 3 at random) and reported to the Observer's MessageRejected
 // as [protocol.RejectOverloaded], with no span and no handler. It is for
 // transports without admission of their own, such as stdio: the
 // Streamable HTTP endpoint sheds before the server with 503

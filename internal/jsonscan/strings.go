@@ -10,11 +10,11 @@ import (
 // DecodeString decodes a raw JSON string value; ok is false for anything
 // else (null included).
 func DecodeString(raw []byte) (string, bool) {
+	if b, ok := plainString(raw); ok {
+		return string(b), true
+	}
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil
@@ -25,10 +25,20 @@ func DecodeString(raw []byte) (string, bool) {
 // shares raw's bytes instead of copying them (and keeps them reachable
 // while it is), so a large argument costs no second copy.
 func DecodeStringInPlace(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
-		return DecodeString(raw)
+	if b, ok := plainString(raw); ok {
+		return unsafe.String(unsafe.SliceData(b), len(b)), true
 	}
-	return unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2), true
+	return DecodeString(raw)
+}
+
+// plainString returns the bytes between the quotes of raw, a JSON string
+// value without escapes, which are its value; ok is false for anything
+// else.
+func plainString(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return nil, false
+	}
+	return raw[1 : len(raw)-1], true
 }
 
 const hexDigits = "0123456789abcdef"

@@ -40,13 +40,7 @@ func newFake(t *testing.T) (*fake, *Limiter) {
 func (f *fake) interval(l *Limiter, latency time.Duration, n int) int {
 	f.latency.Store(int64(latency))
 	f.now.Add(int64(DefaultInterval))
-	shed := 0
-	for range n {
-		if l.Shed() {
-			shed++
-		}
-	}
-	return shed
+	return shedOf(l, n)
 }
 
 func TestCalmShedsNothing(t *testing.T) {

@@ -610,7 +610,6 @@ func (h *Endpoint) reject(w http.ResponseWriter, status int, id transport.ID, co
 	writeError(w, status, id, code, msg)
 }
 
-// writeError answers with a JSON-RPC error body.
 // writeBusy answers id with status, Retry-After and the busy error with
 // msg and data (a JSON object).
 func writeBusy(w http.ResponseWriter, status int, id transport.ID, msg, data string, retryAfter int) {
@@ -623,6 +622,7 @@ func writeBusy(w http.ResponseWriter, status int, id transport.ID, msg, data str
 	_, _ = w.Write(body)
 }
 
+// writeError answers with a JSON-RPC error body.
 func writeError(w http.ResponseWriter, status int, id transport.ID, code protocol.Code, msg string) {
 	body, _ := transport.AppendMessage(nil, &transport.Response{ID: id, Error: &transport.Error{Code: int64(code), Message: msg}})
 	w.Header().Set("Content-Type", "application/json")

@@ -3,6 +3,7 @@ package streamable
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -246,7 +247,7 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	if resp.Error == nil && len(resp.Result) >= largeAnswer {
 		// The envelope as AppendMessage writes it, up to the result (a
 		// one-byte stand-in, cut off with its brace).
-		data, err = transport.AppendMessage(make([]byte, 0, responseOverhead), &transport.Response{ID: resp.ID, Result: resultStandIn})
+		data, err = transport.AppendMessage(make([]byte, 0, responseOverhead), &transport.Response{ID: resp.ID, Result: []byte(resultStandIn)})
 		data, result = data[:len(data)-len(resultStandIn)-1], resp.Result
 	} else {
 		var buf []byte
@@ -282,7 +283,7 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	_, err = st.w.Write(data)
 	if result != nil && err == nil {
 		if _, err = st.w.Write(result); err == nil {
-			_, err = st.w.Write(closingBrace)
+			_, err = io.WriteString(st.w, "}")
 		}
 	}
 	st.state = answeredJSON
@@ -290,12 +291,8 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	return wrapStream(st.failedLocked(err))
 }
 
-// resultStandIn and closingBrace are the pieces of answerJSON's envelope
-// around a large result, shared and never modified.
-var (
-	resultStandIn = []byte("0")
-	closingBrace  = []byte("}")
-)
+// resultStandIn stands for a large result in answerJSON's envelope.
+const resultStandIn = "0"
 
 // finish marks the response as written; st.mu is held.
 func (st *stream) finish() { st.final.fire() }
