@@ -1,20 +1,21 @@
 // Package gcheadroom keeps the garbage collector from running often while
 // the live heap is small, without letting large payloads in flight grow
 // the heap past what GOGC alone would: after each collection it sets GOGC
-// so that the heap goal is at least a fixed headroom in all (live heap
+// so that the heap goal is at least a headroom in all (live heap
 // included), and the memory limit so that the heap stays within that goal
 // until the next collection re-tunes.
 //
 // A service whose live heap is a few MiB but that allocates per request
 // collects many times a second under GOGC=100 (a 4 MiB live heap has an
 // 8 MiB goal), and spends a large share of its CPU marking and sweeping.
-// With a headroom of H the goal is at least H: the runtime's own minimum
-// heap (4 MiB) raised to H; past it, the room for garbage is proportional
-// to what a collection scans (see LimitFor), so that payload bytes, which
-// it never scans, do not double. GOGC set for one collection's live
-// heap applies to the next one's: a live heap that doubles in between (a
-// few requests with a large payload each) would double the goal, so the
-// memory limit, set from the goal wanted, bounds it (never above
-// GOMEMLIMIT). The package changes process-wide runtime settings, so only
-// a main package should use it, once.
+// The headroom is what a quarter second of small allocations takes, up to
+// a fixed H (see HeadroomFor): a busy service collects about four times a
+// second; one at rest, or moving large payloads, holds no more than it
+// needs. Past it, the room for garbage is proportional to what a
+// collection scans (see LimitFor), so that payload bytes, which it never
+// scans, do not double. GOGC set for one collection's live heap applies to
+// the next one's: a live heap that doubles in between would double the
+// goal, so the memory limit, set from the goal wanted, bounds it (never
+// above GOMEMLIMIT). Only a main package should use it, once: it changes
+// process-wide runtime settings.
 package gcheadroom

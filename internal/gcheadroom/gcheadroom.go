@@ -1,10 +1,12 @@
 package gcheadroom
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
+	"time"
 )
 
 // The runtime/metrics the tuner reads after each collection: the heap
@@ -21,6 +23,11 @@ var sampled = [...]string{
 	"/gc/scan/heap:bytes",
 }
 
+// bySize is the runtime/metrics histogram of the objects allocated, by
+// size: every bucket up to 32 KiB is one size class, the last one holds the
+// large objects.
+const bySize = "/gc/heap/allocs-by-size:bytes"
+
 // Tuner adjusts GOGC and the memory limit after every collection; see
 // [Start].
 type Tuner struct {
@@ -30,10 +37,14 @@ type Tuner struct {
 	stopped  atomic.Bool
 	percent  atomic.Int64 // the GOGC percent set last
 	sample   []metrics.Sample
+	sizes    []metrics.Sample // bySize
+	small    uint64           // bytes allocated in small objects, up to the last tuning
+	tuned    time.Time        // the last tuning
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
-// goal is at least headroom bytes in all (live heap included), and never
+// goal is at least the headroom the small allocations earn (see
+// [HeadroomFor]), up to headroom bytes in all (live heap included), and never
 // below base (GOGC's value now, when it is positive); and the memory limit
 // so that the heap does not outgrow that goal before the next collection
 // re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
@@ -45,10 +56,14 @@ func Start(headroom uint64) *Tuner {
 	if headroom == 0 || base < 0 {
 		return nil
 	}
-	t := &Tuner{headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1), sample: make([]metrics.Sample, len(sampled))}
+	t := &Tuner{
+		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
+		sample: make([]metrics.Sample, len(sampled)), sizes: []metrics.Sample{{Name: bySize}}, tuned: time.Now(),
+	}
 	for i, name := range sampled {
 		t.sample[i].Name = name
 	}
+	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))
 	t.arm()
 	return t
@@ -94,32 +109,86 @@ func (t *Tuner) tune() {
 		}
 		v[i] = s.Value.Uint64()
 	}
+	small, ok := smallBytes(t.sizes)
+	if !ok {
+		t.arm()
+		return
+	}
+	now := time.Now()
+	headroom := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
+	t.small, t.tuned = small, now
 	live := v[0]
-	if p := PercentFor(live, t.headroom, t.base); int64(p) != t.percent.Load() {
+	if p := PercentFor(live, headroom, t.base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))
 		debug.SetGCPercent(p)
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
-	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], t.headroom, t.base, v[1]-min(heap, v[1]), t.limit))
+	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, t.headroom/4, t.base, v[1]-min(heap, v[1]), t.limit))
 	t.arm()
 }
+
+// smallBytes reads the bytes allocated so far in small objects from the
+// bySize histogram: each bucket's count times its size class (the bucket's
+// upper bound, exclusive); the last bucket, unbounded, holds the large
+// objects.
+func smallBytes(sizes []metrics.Sample) (uint64, bool) {
+	metrics.Read(sizes)
+	if sizes[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0, false
+	}
+	h := sizes[0].Value.Float64Histogram()
+	var small uint64
+	for i, n := range h.Counts {
+		if hi := h.Buckets[i+1]; !math.IsInf(hi, 1) {
+			small += n * uint64(math.Ceil(hi)-1)
+		}
+	}
+	return small, true
+}
+
+// HeadroomFor returns the part of headroom that the small allocations
+// since the last collection earn: the bytes that the same rate of small
+// objects (up to 32 KiB: small bytes over elapsed) allocates in
+// smallGarbageSpan, up to headroom; all of it when elapsed is not
+// positive. The headroom spares a small heap the many collections a
+// second that many small allocations (requests' garbage) would cost, and
+// scales with them: a service at rest, or moving large payloads (few
+// allocations of many bytes each, whose garbage gets the room of
+// [LimitFor]), holds the heap it needs and that room, not the whole
+// headroom besides; and the heap of a service that starts to move them
+// grows by that room, not by the headroom, before the tuner sees them.
+func HeadroomFor(headroom, small uint64, elapsed time.Duration) uint64 {
+	if elapsed <= 0 {
+		return headroom
+	}
+	earned := float64(small) * float64(smallGarbageSpan) / float64(elapsed)
+	if earned >= float64(headroom) {
+		return headroom
+	}
+	return uint64(earned)
+}
+
+// smallGarbageSpan is how long the small garbage the headroom holds takes
+// to allocate, at most: with a headroom of its own, a load collects about
+// four times a second at most because of its small allocations.
+const smallGarbageSpan = 250 * time.Millisecond
 
 // LimitFor returns the memory limit that keeps the heap of live bytes
 // within the goal the tuner wants for it, plus an eighth for the pages the
 // runtime keeps free and the runtime's memory besides the heap (nonHeap:
 // stacks, metadata), never above ceiling. The goal is max(headroom, live +
-// max((scan+roots)×base/100, headroom/4)): the room for garbage between
+// max((scan+roots)×base/100, room)): the room for garbage between
 // two collections is proportional to what a collection costs, the
 // scannable part of the live heap (scan) and the roots (the goroutine
 // stacks, the memory they hold, and the globals), not to the live heap
 // alone. A collection never scans a payload's bytes (a []byte has no
 // pointers): large payloads in flight then cost their own size and little
 // garbage, not twice; thousands of connections' stacks give as much more
-// room as they cost, instead of more collections. The room is a quarter
-// of the headroom at least, so that a heap of payloads alone is not
-// collected every few allocations.
-func LimitFor(live, scan, roots, headroom uint64, base int, nonHeap uint64, ceiling int64) int64 {
-	goal := max(headroom, live+max((scan+roots)*uint64(base)/100, headroom/4))
+// room as they cost, instead of more collections. The room is room at
+// least (the tuner's is a quarter of the configured headroom), so that a
+// heap of payloads alone is not collected every few allocations.
+func LimitFor(live, scan, roots, headroom, room uint64, base int, nonHeap uint64, ceiling int64) int64 {
+	goal := max(headroom, live+max((scan+roots)*uint64(base)/100, room))
 	limit := nonHeap + goal + goal/8
 	if limit > uint64(ceiling) {
 		return ceiling

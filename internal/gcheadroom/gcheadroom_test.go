@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,17 +54,29 @@ func TestPercentFor(t *testing.T) {
 // proportional to the live heap it was set for).
 func TestLimitFor(t *testing.T) {
 	const MiB = 1 << 20
-	assert.Equal(t, int64(8*MiB+36*MiB), gcheadroom.LimitFor(4*MiB, 4*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "small live heap: the headroom")
-	assert.Equal(t, int64(8*MiB+90*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "large and all scanned: twice the live heap (GOGC=100)")
-	assert.Equal(t, int64(8*MiB+135*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 200, 8*MiB, math.MaxInt64), "GOGC=200: three times")
-	assert.Equal(t, int64(20*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 100, 8*MiB, 20*MiB), "never above GOMEMLIMIT")
+	assert.Equal(t, int64(8*MiB+36*MiB), gcheadroom.LimitFor(4*MiB, 4*MiB, 0, 32*MiB, 8*MiB, 100, 8*MiB, math.MaxInt64), "small live heap: the headroom")
+	assert.Equal(t, int64(8*MiB+90*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 8*MiB, 100, 8*MiB, math.MaxInt64), "large and all scanned: twice the live heap (GOGC=100)")
+	assert.Equal(t, int64(8*MiB+135*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 8*MiB, 200, 8*MiB, math.MaxInt64), "GOGC=200: three times")
+	assert.Equal(t, int64(20*MiB), gcheadroom.LimitFor(40*MiB, 40*MiB, 0, 32*MiB, 8*MiB, 100, 8*MiB, 20*MiB), "never above GOMEMLIMIT")
 	// Payloads in flight: 40 MiB live of which 10 MiB has pointers. The
 	// room is what a collection scans, not the payloads' bytes.
-	assert.Equal(t, int64(8*MiB+(50*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 10*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "payloads are not scanned")
-	assert.Equal(t, int64(8*MiB+(48*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 1*MiB, 0, 32*MiB, 100, 8*MiB, math.MaxInt64), "the room is a quarter of the headroom at least")
+	assert.Equal(t, int64(8*MiB+(50*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 10*MiB, 0, 32*MiB, 8*MiB, 100, 8*MiB, math.MaxInt64), "payloads are not scanned")
+	assert.Equal(t, int64(8*MiB+(48*MiB)*9/8), gcheadroom.LimitFor(40*MiB, 1*MiB, 0, 32*MiB, 8*MiB, 100, 8*MiB, math.MaxInt64), "the room is a quarter of the headroom at least")
 	// 2,048 goroutines with 32 KiB stacks: the goal counts them, as
 	// GOGC's own does, or the more goroutines the more collections.
-	assert.Equal(t, int64(72*MiB+(10*MiB+74*MiB)*9/8), gcheadroom.LimitFor(10*MiB, 10*MiB, 64*MiB, 32*MiB, 100, 72*MiB, math.MaxInt64), "stacks and globals count")
+	assert.Equal(t, int64(72*MiB+(10*MiB+74*MiB)*9/8), gcheadroom.LimitFor(10*MiB, 10*MiB, 64*MiB, 32*MiB, 8*MiB, 100, 72*MiB, math.MaxInt64), "stacks and globals count")
+}
+
+func TestHeadroomFor(t *testing.T) {
+	const MiB = 1 << 20
+	assert.Equal(t, uint64(32*MiB), gcheadroom.HeadroomFor(32*MiB, 0, 0), "no time elapsed: all of it")
+	assert.Equal(t, uint64(32*MiB), gcheadroom.HeadroomFor(32*MiB, 200*MiB, time.Second), "200 MiB/s of small objects: all of it")
+	assert.Equal(t, uint64(8*MiB), gcheadroom.HeadroomFor(32*MiB, 32*MiB, time.Second), "32 MiB/s: a quarter second's worth")
+	assert.Equal(t, uint64(0), gcheadroom.HeadroomFor(32*MiB, 0, 2*time.Minute), "at rest: none")
+	// 1 MiB payloads at 1.5 GB/s with 12 MB/s of small garbage (echo's
+	// 40k requests a second allocate 200 MB/s of small objects): the
+	// headroom no longer lets the payloads' garbage grow the heap to it.
+	assert.Equal(t, uint64(3*MiB), gcheadroom.HeadroomFor(32*MiB, 12*MiB, time.Second))
 }
 
 // TestStartTunesAfterCollections checks the whole loop: a collection with a
@@ -83,6 +96,9 @@ func TestStartTunesAfterCollections(t *testing.T) {
 	// The finalizer runs on the finalizer goroutine after a collection;
 	// a few collections make sure one has run it (no timing involved).
 	for i := 0; i < 100 && tuner.Percent() == 100; i++ {
+		for range 1 << 16 {
+			garbage = make([]byte, 1024) // 64 MiB of small objects: requests' garbage
+		}
 		runtime.GC()
 		runtime.Gosched()
 	}
@@ -100,6 +116,35 @@ func TestStartTunesAfterCollections(t *testing.T) {
 	runtime.GC()
 	assert.Equal(t, 100, debug.SetGCPercent(100), "no tuning after Stop")
 }
+
+// TestStartGivesPayloadsNoHeadroom checks that collections after
+// allocations of large objects alone set a memory limit far below the
+// headroom: the payloads' garbage gets a quarter of it, not all of it.
+func TestStartGivesPayloadsNoHeadroom(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	oldLimit := debug.SetMemoryLimit(1 << 40)
+	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+
+	const headroom = 1 << 30 // far above this test binary's live heap and stacks
+	tuner := gcheadroom.Start(headroom)
+	require.NotNil(t, tuner)
+	defer tuner.Stop()
+	limit := func() int64 { l := debug.SetMemoryLimit(-1); return l }
+	for i := 0; i < 100 && limit() > headroom/2; i++ {
+		for range 64 {
+			payload = make([]byte, 1<<20) // 64 MiB of large objects between collections
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	assert.Less(t, limit(), int64(headroom/2), "payloads' garbage still gets the headroom")
+	assert.Greater(t, limit(), int64(headroom/4), "less than the room of a quarter of the headroom")
+}
+
+// payload and garbage keep the tests' allocations from being optimized
+// away.
+var payload, garbage []byte
 
 func TestStartWithCollectorOff(t *testing.T) {
 	old := debug.SetGCPercent(-1)
