@@ -161,6 +161,44 @@ func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {
 	return c.Conn.Write(ctx, msg)
 }
 
+// Multicast returns the counted Conn's multicast group, counting what it
+// sends as this Conn's writes are counted (see transport.MulticastMember);
+// nil when the counted Conn has none.
+func (c *countingConn) Multicast() transport.Multicast {
+	m, ok := c.Conn.(transport.MulticastMember)
+	if !ok {
+		return nil
+	}
+	g := m.Multicast()
+	if g == nil {
+		return nil
+	}
+	return countedMulticast{g: g, t: c.t} // a value: the group's Conns return equal ones
+}
+
+// JoinMulticast joins the counted Conn to its group.
+func (c *countingConn) JoinMulticast() {
+	if m, ok := c.Conn.(transport.MulticastMember); ok {
+		m.JoinMulticast()
+	}
+}
+
+// countedMulticast counts each notification a multicast group sends, once
+// per session it goes to.
+type countedMulticast struct {
+	g transport.Multicast
+	t *telemetry.Traffic
+}
+
+func (m countedMulticast) Send(ctx context.Context, n *transport.Request) int {
+	sent := m.g.Send(ctx, n)
+	kind, size := messageKind(n), transport.EncodedSize(n)
+	for range sent {
+		m.t.Sent(kind, size)
+	}
+	return sent
+}
+
 // messageKind returns the kind label of msg, or "" for an event that is not
 // a message on the wire (transport.Abandoned).
 func messageKind(msg transport.Message) string {

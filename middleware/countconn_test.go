@@ -190,3 +190,58 @@ func TestCountConnsKeepsAttach(t *testing.T) {
 	under.end(transport.ErrPeerGone)
 	assert.ErrorIs(t, ended, transport.ErrPeerGone)
 }
+
+// memberConn is a transport.MulticastMember Conn of group.
+type memberConn struct {
+	drivenConn
+	group  transport.Multicast
+	joined bool
+}
+
+func (c *memberConn) Multicast() transport.Multicast { return c.group }
+func (c *memberConn) JoinMulticast()                 { c.joined = true }
+
+// fakeGroup is a transport.Multicast of members sessions.
+type fakeGroup struct {
+	members int
+	sent    []*transport.Request
+}
+
+func (g *fakeGroup) Send(_ context.Context, n *transport.Request) int {
+	g.sent = append(g.sent, n)
+	return g.members
+}
+
+// TestCountConnKeepsMulticast checks that CountConn over a
+// transport.MulticastMember passes the group on (hiding it would cost a
+// notification to every Streamable HTTP session a write per session), the
+// same group for every Conn of it, counting each notification it sends
+// once per session it goes to, and the join.
+func TestCountConnKeepsMulticast(t *testing.T) {
+	t.Parallel()
+	m := telemetry.NewMetrics()
+	group := &fakeGroup{members: 3}
+	_, end := memory.NewPair()
+	defer func() { _ = end.Close() }()
+	one := &memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}, group: group}
+	two := &memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}, group: group}
+	a, ok := middleware.CountConn(one, m, telemetry.TransportStreamableHTTP).(transport.MulticastMember)
+	require.True(t, ok, "CountConn hides transport.MulticastMember")
+	b := middleware.CountConn(two, m, telemetry.TransportStreamableHTTP).(transport.MulticastMember)
+	require.NotNil(t, a.Multicast())
+	assert.Equal(t, a.Multicast(), b.Multicast(), "two Conns of one group give equal groups")
+
+	a.JoinMulticast()
+	assert.True(t, one.joined)
+	n := &transport.Request{Method: "notifications/tools/list_changed"}
+	require.NoError(t, n.Freeze())
+	assert.Equal(t, 3, a.Multicast().Send(context.Background(), n))
+	assert.Equal(t, []*transport.Request{n}, group.sent)
+	assert.Equal(t, map[string]float64{
+		`mcp_server_sent_messages_total{kind="notification",transport="streamable_http"}`: 3,
+		`mcp_server_sent_bytes_total{transport="streamable_http"}`:                        3 * encodedLen(t, n),
+	}, series(t, m))
+
+	none := middleware.CountConn(&memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}}, m, "stdio").(transport.MulticastMember)
+	assert.Nil(t, none.Multicast(), "no group under it: none")
+}

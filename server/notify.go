@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,11 +14,14 @@ import (
 // notifySessions sends a notification to every initialized session that
 // match accepts (nil: all). It never blocks the caller.
 //
-// The notification is encoded once and the same message is written to
-// every session, by a bounded set of writers (one per fanoutShare
-// sessions): a write to a Streamable HTTP GET stream only queues it for
-// the stream's own goroutine, and a transport whose writes can block (a
-// slow stdio peer, a remote event store) holds back only its share.
+// The notification is encoded once. For every session (match nil), it
+// goes once to each multicast group the sessions joined (a Streamable HTTP
+// Endpoint: one log entry and one wake for all its GET streams), and to
+// the sessions of no group as to the others: the same message is written
+// to every session, by a bounded set of writers (one per fanoutShare
+// sessions). A write to a Streamable HTTP GET stream only queues it for the
+// stream's own goroutine, and a transport whose writes can block (a slow
+// stdio peer, a remote event store) holds back only its share.
 func (s *Server) notifySessions(method string, params any, match func(*Session) bool) {
 	ctx := s.notifyContext() // fanout.go
 	raw, err := encodeParams(ctx, method, params)
@@ -30,18 +34,58 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 		s.cfg.logger.Warn("cannot encode a notification to every session", "method", method, "error", err)
 		return
 	}
+	if match == nil {
+		for _, g := range s.multicasts.all() {
+			g.Send(ctx, msg)
+		}
+		if s.solo.Load() == 0 {
+			return // every session is in a group
+		}
+	}
 	all := s.Sessions()
 	for len(all) > 0 {
 		share := all[:min(len(all), fanoutShare)]
 		all = all[len(share):]
 		s.bg.Go(func() {
 			for _, ss := range share {
-				if match == nil || match(ss) {
+				if match == nil && ss.group == nil || match != nil && match(ss) {
 					_ = ss.sendShared(ctx, msg)
 				}
 			}
 		})
 	}
+}
+
+// multicasts are the groups (transport.Multicast) the server's sessions
+// joined: a handful (a Streamable HTTP Endpoint each), kept for the
+// server's life.
+type multicasts struct {
+	mu     sync.Mutex
+	groups []transport.Multicast
+}
+
+func (m *multicasts) add(g transport.Multicast) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.groups, g) {
+		m.groups = append(m.groups, g)
+	}
+}
+
+func (m *multicasts) all() []transport.Multicast {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups[:len(m.groups):len(m.groups)]
+}
+
+// joinMulticast has the session take its group's notifications for every
+// session, now that it is initialized.
+func (ss *Session) joinMulticast() {
+	if ss.group == nil {
+		return
+	}
+	ss.srv.multicasts.add(ss.group) // first: a notification sent from now on goes to the group
+	ss.conn.(transport.MulticastMember).JoinMulticast()
 }
 
 // fanoutShare is how many sessions each writer of a notification to every

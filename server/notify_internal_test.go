@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -44,6 +46,41 @@ func TestFanoutCostsNothingPerSession(t *testing.T) {
 	perFanout := float64(after.Mallocs-before.Mallocs) / rounds
 	t.Logf("allocations per fan-out to %d sessions: %.1f", sessions, perFanout)
 	assert.Less(t, perFanout, float64(sessions)/20, "a fan-out allocates per session")
+}
+
+// TestFanoutReachesGroupsAndTheRest: list_changed goes once to every
+// session, whether its transport multicasts (Streamable HTTP GET streams)
+// or not (a memory pipe), and a Streamable HTTP endpoint's sessions take
+// no writer of their own once no session is outside a group.
+func TestFanoutReachesGroupsAndTheRest(t *testing.T) {
+	const streams = 3
+	s, events := openStreams(t, streams)
+	assert.Equal(t, int64(0), s.solo.Load(), "every Streamable HTTP session is in the endpoint's group")
+	require.Len(t, s.multicasts.all(), 1, "one group: the endpoint's")
+
+	client, conn := memory.NewPair()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(t.Context(), conn) }()
+	require.NoError(t, client.WriteFrame(t.Context(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)))
+	_, err := client.Read(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s.solo.Load(), "a memory pipe is in no group")
+
+	for round := range 2 {
+		s.listChanged("tools")
+		for range streams {
+			<-events
+		}
+		m, err := client.Read(t.Context())
+		require.NoError(t, err, "round %d", round)
+		n, ok := m.(*transport.Request)
+		require.True(t, ok, "round %d: %#v", round, m)
+		assert.Equal(t, "notifications/tools/list_changed", n.Method)
+	}
+	assert.Empty(t, events, "a GET stream got an event twice")
+	require.NoError(t, client.Close())
+	require.NoError(t, <-served)
+	assert.Equal(t, int64(0), s.solo.Load())
 }
 
 // TestFanoutSlowClientHoldsNobodyBack: a client whose GET stream takes

@@ -51,11 +51,13 @@ type Server struct {
 	// cannot be encoded.
 	cacheTTL, cacheScope json.RawMessage
 
-	sessions sessionShards
-	live     atomic.Int64  // sessions in sessions
-	refusing atomic.Bool   // Shutdown or Close began: track refuses new sessions
-	mu       sync.Mutex    // guards idle
-	idle     chan struct{} // closed when draining and the last session ended
+	sessions   sessionShards
+	live       atomic.Int64  // sessions in sessions
+	multicasts multicasts    // notify.go: the groups sessions joined
+	solo       atomic.Int64  // sessions in sessions that have no group (notify.go)
+	refusing   atomic.Bool   // Shutdown or Close began: track refuses new sessions
+	mu         sync.Mutex    // guards idle
+	idle       chan struct{} // closed when draining and the last session ended
 }
 
 // New returns a Server configured by opts. New() with no options is a
@@ -157,6 +159,9 @@ func (s *Server) track(ss *Session) bool {
 	}
 	l.list.add(ss)
 	s.live.Add(1)
+	if ss.group == nil {
+		s.solo.Add(1)
+	}
 	return true
 }
 
@@ -166,6 +171,9 @@ func (s *Server) untrack(ss *Session) {
 	in := ss.link.in
 	l.list.remove(ss)
 	l.mu.Unlock()
+	if in && ss.group == nil {
+		s.solo.Add(-1)
+	}
 	if in && s.live.Add(-1) == 0 && s.refusing.Load() {
 		s.mu.Lock()
 		if s.idle != nil && s.live.Load() == 0 {

@@ -45,11 +45,12 @@ type Session struct {
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
-	inline   bool             // the Conn delivers messages on goroutines of its own
-	single   bool             // the Conn carries one request (transport.Single): no session but the request's
-	shared   transport.Shared // the conn, when its session is shared by replicas (shared.go); else nil
-	logging  sessionLogging   // logging/setLevel and the log rate limit (logging.go)
-	progress progressTable    // progress tokens in flight (progress.go)
+	inline   bool                // the Conn delivers messages on goroutines of its own
+	single   bool                // the Conn carries one request (transport.Single): no session but the request's
+	shared   transport.Shared    // the conn, when its session is shared by replicas (shared.go); else nil
+	group    transport.Multicast // the conn's multicast group (notify.go); nil: none
+	logging  sessionLogging      // logging/setLevel and the log rate limit (logging.go)
+	progress progressTable       // progress tokens in flight (progress.go)
 
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState
@@ -309,6 +310,9 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		obs:       s.cfg.observer,
 		single:    transport.IsSingle(conn),
 		shard:     pickSessionShard(),
+	}
+	if m, ok := conn.(transport.MulticastMember); ok && !ss.single {
+		ss.group = m.Multicast()
 	}
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
@@ -1057,6 +1061,7 @@ func (ss *Session) initialize(req *Request) (any, error) {
 	ss.mu.Lock()
 	ss.st.phase, ss.st.version, ss.st.client, ss.st.caps = phaseInitialized, version, p.ClientInfo.bounded(), p.Capabilities.bounded()
 	ss.mu.Unlock()
+	ss.joinMulticast() // notify.go
 	ss.storeShared(req.ArrivalContext())
 	cfg := &ss.srv.cfg
 	return &initializeResult{

@@ -74,6 +74,8 @@ type Endpoint struct {
 
 	principals atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
 
+	cast *multicast // multicast.go: notifications for every plain session's GET stream
+
 	// streamTables holds the request-stream tables of sessions with no
 	// POST in flight (session.go), so that an idle session holds none.
 	streamTables sync.Pool
@@ -97,7 +99,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 			o.apply(&cfg)
 		}
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas)}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast()}
 	h.attach, _ = srv.(Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}

@@ -51,13 +51,40 @@ type session struct {
 	// initialized: the client posted notifications/initialized here; until
 	// then the session expires after the init timeout (expiry.go).
 	initialized atomic.Bool
+
+	// joined: the server has it take the Endpoint's multicasts
+	// (multicast.go), from JoinMulticast until the session ends.
+	joined atomic.Bool
 }
 
 var (
-	_ transport.Conn   = (*session)(nil)
-	_ transport.Inline = (*session)(nil)
-	_ transport.Driven = (*session)(nil)
+	_ transport.Conn            = (*session)(nil)
+	_ transport.Inline          = (*session)(nil)
+	_ transport.Driven          = (*session)(nil)
+	_ transport.MulticastMember = (*session)(nil)
 )
+
+// Multicast returns the Endpoint's multicast; nil for a resumable or
+// shared session, whose events the event store or the cluster carry (see
+// transport.MulticastMember).
+func (s *session) Multicast() transport.Multicast {
+	if s.res != nil || s.view != nil {
+		return nil
+	}
+	return s.h.cast
+}
+
+// JoinMulticast has the session's standalone GET stream write the
+// Endpoint's multicasts from now on (see transport.MulticastMember).
+func (s *session) JoinMulticast() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended() || s.joined.Load() || s.Multicast() == nil {
+		return
+	}
+	s.joined.Store(true)
+	s.h.cast.joined.Add(1)
+}
 
 // SessionID returns the Mcp-Session-Id of s: see transport.SessionIDer.
 func (s *session) SessionID() string { return s.id }
@@ -136,6 +163,9 @@ func (s *session) terminate(err error) {
 		s.mu.Lock()
 		s.endErr = err
 		close(s.done)
+		if s.joined.Load() {
+			s.h.cast.joined.Add(-1)
+		}
 		end := s.onEnd
 		s.onEnd = nil
 		if s.get != nil {
@@ -418,6 +448,8 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
 	st.out = newOutbox()
+	// Before the headers: a client that has them gets every later multicast.
+	bell, seen := s.h.cast.listen()
 	s.mu.Lock()
 	if s.get != nil {
 		s.mu.Unlock()
@@ -447,25 +479,28 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		tick = t.C
 	}
-	// One channel wakes the stream's goroutine for everything: its queue,
-	// the client's departure and the session's end (terminate), so that
-	// an event costs a receive on one channel, not a select over four.
-	stop := context.AfterFunc(r.Context(), st.out.signal)
-	defer stop()
+	// The stream's goroutine wakes for its own queue (and the session's
+	// end: terminate signals it), for the Endpoint's multicasts and for the
+	// client's departure. The client's context is watched here, not with a
+	// context.AfterFunc, which would cost the request's context a table of
+	// children per stream.
+	done := r.Context().Done()
 	for {
-		if tick == nil {
-			<-st.out.wake
-		} else {
-			select {
-			case <-st.out.wake:
-			case <-tick:
-				if st.comment("keep-alive") != nil {
-					return
-				}
-				continue
+		select {
+		case <-st.out.wake:
+			if s.ended() || st.writeQueued() != nil {
+				return
 			}
-		}
-		if r.Context().Err() != nil || s.ended() || st.writeQueued() != nil {
+		case <-bell:
+			var err error
+			if bell, seen, err = st.writeCast(s.h.cast, seen, s.joined.Load()); err != nil {
+				return
+			}
+		case <-tick:
+			if st.comment("keep-alive") != nil {
+				return
+			}
+		case <-done:
 			return
 		}
 	}
