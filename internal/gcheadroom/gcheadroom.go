@@ -39,6 +39,7 @@ type Tuner struct {
 	sample   []metrics.Sample
 	sizes    []metrics.Sample // bySize
 	small    uint64           // bytes allocated in small objects, up to the last tuning
+	now      func() time.Time // the clock: time.Now
 	tuned    time.Time        // the last tuning
 }
 
@@ -50,7 +51,10 @@ type Tuner struct {
 // re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
 // It returns nil, changing nothing, when headroom is 0 or the collector
 // is off (GOGC=off).
-func Start(headroom uint64) *Tuner {
+func Start(headroom uint64) *Tuner { return start(headroom, time.Now) }
+
+// start is Start with the clock the small allocations' rate is timed by.
+func start(headroom uint64, now func() time.Time) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
@@ -58,7 +62,7 @@ func Start(headroom uint64) *Tuner {
 	}
 	t := &Tuner{
 		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
-		sample: make([]metrics.Sample, len(sampled)), sizes: []metrics.Sample{{Name: bySize}}, tuned: time.Now(),
+		sample: make([]metrics.Sample, len(sampled)), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
 	}
 	for i, name := range sampled {
 		t.sample[i].Name = name
@@ -114,7 +118,7 @@ func (t *Tuner) tune() {
 		t.arm()
 		return
 	}
-	now := time.Now()
+	now := t.now()
 	headroom := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
 	t.small, t.tuned = small, now
 	live := v[0]

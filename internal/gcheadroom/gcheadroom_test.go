@@ -90,7 +90,9 @@ func TestStartTunesAfterCollections(t *testing.T) {
 
 	assert.Nil(t, gcheadroom.Start(0), "no headroom: no tuner")
 
-	tuner := gcheadroom.Start(256 << 20) // far above this test binary's live heap
+	// A millisecond between collections: the 64 MiB of small objects
+	// allocated in between earn the whole headroom.
+	tuner := gcheadroom.StartTicking(256<<20, time.Millisecond) // far above this test binary's live heap
 	require.NotNil(t, tuner)
 	defer tuner.Stop()
 	// The finalizer runs on the finalizer goroutine after a collection;
@@ -127,7 +129,9 @@ func TestStartGivesPayloadsNoHeadroom(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
 
 	const headroom = 1 << 30 // far above this test binary's live heap and stacks
-	tuner := gcheadroom.Start(headroom)
+	// A second between collections: the test binary's own small
+	// allocations earn next to nothing.
+	tuner := gcheadroom.StartTicking(headroom, time.Second)
 	require.NotNil(t, tuner)
 	defer tuner.Stop()
 	limit := func() int64 { l := debug.SetMemoryLimit(-1); return l }

@@ -2,6 +2,7 @@ package streamable
 
 import (
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/vigil-mcp/vigil/transport"
@@ -33,7 +34,24 @@ const (
 	maxOutboxBytes    = 4 << 20
 )
 
-func newOutbox() *outbox { return &outbox{wake: make(chan struct{}, 1)} }
+// standalone is a standalone GET stream and its queue, allocated together:
+// one object that lives as long as the stream, apart from the size class
+// of the POST streams, which are garbage a request later.
+type standalone struct {
+	stream
+	queue outbox
+}
+
+// newStandalone returns a standalone GET stream writing to w, with its
+// queue.
+func newStandalone(w http.ResponseWriter, sessHdr []string, limit *writeLimit) *stream {
+	sa := new(standalone)
+	sa.init(w, ResponseSSE, nil, sessHdr)
+	sa.limit = limit
+	sa.queue.wake = make(chan struct{}, 1)
+	sa.out = &sa.queue
+	return &sa.stream
+}
 
 // post queues m and wakes the writer. It fails with ErrStreamGone once the
 // writer left; past the bound it marks the outbox over (the writer cuts

@@ -19,8 +19,7 @@ func queuedStream(t *testing.T) (*stream, *httptest.ResponseRecorder, *[]StreamC
 	t.Helper()
 	var cuts []StreamCut
 	w := httptest.NewRecorder()
-	st := newStream(w, ResponseSSE, nil, nil, &writeLimit{cut: func(c StreamCut) { cuts = append(cuts, c) }})
-	st.out = newOutbox()
+	st := newStandalone(w, nil, &writeLimit{cut: func(c StreamCut) { cuts = append(cuts, c) }})
 	st.mu.Lock()
 	require.NoError(t, st.startSSE())
 	st.mu.Unlock()

@@ -446,8 +446,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.res.serveGet(w, r)
 		return
 	}
-	st := newStream(w, ResponseSSE, nil, s.idHeader, &s.h.limit)
-	st.out = newOutbox()
+	st := newStandalone(w, s.idHeader, &s.h.limit)
 	// Before the headers: a client that has them gets every later multicast.
 	bell, seen := s.h.cast.listen()
 	s.mu.Lock()
