@@ -121,15 +121,13 @@ func defaultNotifyConfig() notifyConfig {
 }
 
 // sessionLogging is a session's client-logging state. The zero value is
-// ready: no level set, and a rate limiter configured on first use.
+// ready: no level set, and a full rate limiter.
 type sessionLogging struct {
-	limitOnce sync.Once
-	limit     tokenBucket
-
 	mu       sync.Mutex
 	set      bool        // logging/setLevel was received
 	level    logSeverity // the level it set
 	dropping bool        // the current drop streak was logged
+	limit    tokenBucket // the rate limit of the server's configuration
 
 	dropped atomic.Int64
 }
@@ -159,9 +157,9 @@ func (l *sessionLogging) setLevel(s logSeverity) {
 // the first of a streak is logged at debug level on the server's logger.
 func (ss *Session) allowLog(cfg *notifyConfig) bool {
 	l := &ss.logging
-	l.limitOnce.Do(func() { l.limit.setLimit(cfg.logRate, cfg.logBurst) })
-	ok := l.limit.allow(time.Now())
+	now := time.Now()
 	l.mu.Lock()
+	ok := l.limit.allow(now, cfg.logRate, cfg.logBurst)
 	first := !ok && !l.dropping
 	l.dropping = !ok
 	l.mu.Unlock()
