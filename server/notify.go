@@ -39,7 +39,7 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 			g.Send(ctx, msg)
 		}
 		if s.solo.Load() == 0 {
-			return // every session is in a group
+			return // every session is in a group (a single request's takes none of these)
 		}
 	}
 	all := s.Sessions()

@@ -54,7 +54,7 @@ type Server struct {
 	sessions   sessionShards
 	live       atomic.Int64  // sessions in sessions
 	multicasts multicasts    // notify.go: the groups sessions joined
-	solo       atomic.Int64  // sessions in sessions that have no group (notify.go)
+	solo       atomic.Int64  // sessions in sessions that have no group, but for single-request ones (notify.go)
 	refusing   atomic.Bool   // Shutdown or Close began: track refuses new sessions
 	mu         sync.Mutex    // guards idle
 	idle       chan struct{} // closed when draining and the last session ended
@@ -159,7 +159,7 @@ func (s *Server) track(ss *Session) bool {
 	}
 	l.list.add(ss)
 	s.live.Add(1)
-	if ss.group == nil {
+	if ss.group == nil && !ss.single {
 		s.solo.Add(1)
 	}
 	return true
@@ -171,7 +171,7 @@ func (s *Server) untrack(ss *Session) {
 	in := ss.link.in
 	l.list.remove(ss)
 	l.mu.Unlock()
-	if in && ss.group == nil {
+	if in && ss.group == nil && !ss.single {
 		s.solo.Add(-1)
 	}
 	if in && s.live.Add(-1) == 0 && s.refusing.Load() {

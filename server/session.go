@@ -311,8 +311,10 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		single:    transport.IsSingle(conn),
 		shard:     pickSessionShard(),
 	}
-	if m, ok := conn.(transport.MulticastMember); ok && !ss.single {
-		ss.group = m.Multicast()
+	if !ss.single {
+		if m, ok := conn.(transport.MulticastMember); ok {
+			ss.group = m.Multicast()
+		}
 	}
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
