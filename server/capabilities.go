@@ -1,5 +1,10 @@
 package server
 
+import (
+	"encoding/json"
+	"sync/atomic"
+)
+
 // capabilities is what the server declares: each feature that has
 // something registered, with list_changed where the server sends it.
 func (s *Server) capabilities() Capabilities {
@@ -15,4 +20,58 @@ func (s *Server) capabilities() Capabilities {
 	s.withUIExtension(&caps)     // apps.go
 	s.withSkillsExtension(&caps) // skills_methods.go
 	return caps
+}
+
+// capabilitiesKey is what capabilities depends on: what is registered.
+type capabilitiesKey struct {
+	tools, resources, prompts, completions, tasks, views, skills bool
+}
+
+func (s *Server) capabilitiesKey() capabilitiesKey {
+	s.resources.mu.RLock()
+	views := s.resources.views
+	s.resources.mu.RUnlock()
+	return capabilitiesKey{
+		tools:       s.tools.hasTools(),
+		resources:   s.resources.hasAny(),
+		prompts:     s.prompts.hasAny(),
+		completions: s.prompts.hasCompleters() || s.resources.hasCompleters(),
+		tasks:       s.tasksEnabled(),
+		views:       views,
+		skills:      s.resources.hasSkills(),
+	}
+}
+
+// encodedCapabilities is capabilities encoded, with the key it was
+// encoded for.
+type encodedCapabilities struct {
+	key  capabilitiesKey
+	json json.RawMessage
+}
+
+// capabilitiesCache holds the capabilities of the last initialize,
+// encoded: every session's initialize answers with the same ones until
+// something registered changes them, and building and encoding them
+// (maps, for tasks and extensions) cost each session's opening about
+// 0.8 KiB of garbage.
+type capabilitiesCache struct {
+	last atomic.Pointer[encodedCapabilities]
+}
+
+// encodedCapabilities returns capabilities, JSON-encoded, from the cache
+// when what they depend on has not changed since they were encoded.
+func (s *Server) encodedCapabilities() json.RawMessage {
+	key := s.capabilitiesKey()
+	if c := s.capsCache.last.Load(); c != nil && c.key == key {
+		return c.json
+	}
+	data, err := json.Marshal(s.capabilities())
+	if err != nil { // maps of strings and structs: never
+		s.cfg.logger.Error("cannot encode the server's capabilities", "error", err)
+		return json.RawMessage(`{}`)
+	}
+	if s.capabilitiesKey() == key { // else something was registered meanwhile: do not keep it
+		s.capsCache.last.Store(&encodedCapabilities{key: key, json: data})
+	}
+	return data
 }

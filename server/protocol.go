@@ -84,10 +84,10 @@ type initializeParams struct {
 }
 
 type initializeResult struct {
-	ProtocolVersion string         `json:"protocolVersion"`
-	Capabilities    Capabilities   `json:"capabilities"`
-	ServerInfo      Implementation `json:"serverInfo"`
-	Instructions    string         `json:"instructions,omitempty"`
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"` // Capabilities, encoded (capabilities.go)
+	ServerInfo      Implementation  `json:"serverInfo"`
+	Instructions    string          `json:"instructions,omitempty"`
 }
 
 type cancelledParams struct {

@@ -30,6 +30,7 @@ type Server struct {
 	handler    Handler            // the middleware chain around route
 	methods    map[string]Handler // read-only after New
 	tools      toolRegistry
+	capsCache  capabilitiesCache // capabilities.go: the initialize result's, encoded
 	changes    debouncer
 	listeners  listenRegistry  // open subscriptions/listen requests
 	bg         sync.WaitGroup  // notifications in flight to sessions

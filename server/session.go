@@ -1068,7 +1068,7 @@ func (ss *Session) initialize(req *Request) (any, error) {
 	cfg := &ss.srv.cfg
 	return &initializeResult{
 		ProtocolVersion: version,
-		Capabilities:    ss.srv.capabilities(),
+		Capabilities:    ss.srv.encodedCapabilities(),
 		ServerInfo:      cfg.impl,
 		Instructions:    cfg.instructions,
 	}, nil
