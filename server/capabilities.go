@@ -52,8 +52,8 @@ type encodedCapabilities struct {
 // capabilitiesCache holds the capabilities of the last initialize,
 // encoded: every session's initialize answers with the same ones until
 // something registered changes them, and building and encoding them
-// (maps, for tasks and extensions) cost each session's opening about
-// 0.8 KiB of garbage.
+// (maps, for tasks and extensions) left garbage in each session's
+// opening.
 type capabilitiesCache struct {
 	last atomic.Pointer[encodedCapabilities]
 }
