@@ -13,3 +13,9 @@ func StartTicking(headroom uint64, step time.Duration) *Tuner {
 	origin := time.Now()
 	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) })
 }
+
+// StartClock is Start with the clock now.
+func StartClock(headroom uint64, now func() time.Time) *Tuner { return start(headroom, now) }
+
+// Tunes returns how many times t has tuned.
+func (t *Tuner) Tunes() int64 { return t.tunes.Load() }

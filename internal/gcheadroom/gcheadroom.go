@@ -41,6 +41,8 @@ type Tuner struct {
 	small    uint64           // bytes allocated in small objects, up to the last tuning
 	now      func() time.Time // the clock: time.Now
 	tuned    time.Time        // the last tuning
+	earned   uint64           // the headroom the interval before the last tuning earned (HeadroomFor)
+	tunes    atomic.Int64     // tunings so far
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
@@ -119,8 +121,12 @@ func (t *Tuner) tune() {
 		return
 	}
 	now := t.now()
-	headroom := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
-	t.small, t.tuned = small, now
+	earned := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
+	// The larger of what this interval and the one before earned: the
+	// first collection after a pause in the load counts the pause in its
+	// interval, and would take the headroom away for one collection.
+	headroom := max(earned, t.earned)
+	t.small, t.tuned, t.earned = small, now, earned
 	live := v[0]
 	if p := PercentFor(live, headroom, t.base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))
@@ -128,6 +134,7 @@ func (t *Tuner) tune() {
 	}
 	heap := v[2] + v[3] + v[4] + v[5]
 	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, t.headroom/4, t.base, v[1]-min(heap, v[1]), t.limit))
+	t.tunes.Add(1)
 	t.arm()
 }
 

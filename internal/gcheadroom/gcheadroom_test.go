@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,6 +145,46 @@ func TestStartGivesPayloadsNoHeadroom(t *testing.T) {
 	}
 	assert.Less(t, limit(), int64(headroom/2), "payloads' garbage still gets the headroom")
 	assert.Greater(t, limit(), int64(headroom/4), "less than the room of a quarter of the headroom")
+}
+
+// TestStartKeepsTheHeadroomOverAPause: the first collection after a pause
+// in the load, whose interval counts the pause, keeps the headroom the
+// load before it earned; a second quiet interval gives it up.
+func TestStartKeepsTheHeadroomOverAPause(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	oldLimit := debug.SetMemoryLimit(1 << 40)
+	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+
+	const headroom = 256 << 20 // far above this test binary's live heap and stacks
+	var clock atomic.Int64
+	origin := time.Now()
+	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) })
+	require.NotNil(t, tuner)
+	defer tuner.Stop()
+	// collect allocates garbageMiB of small objects, moves the clock by
+	// advance and waits for the tuning of a collection after that.
+	collect := func(advance time.Duration, garbageMiB int) {
+		t.Helper()
+		for range garbageMiB << 10 {
+			garbage = make([]byte, 1024)
+		}
+		clock.Add(int64(advance))
+		n := tuner.Tunes()
+		for i := 0; i < 100 && tuner.Tunes() == n; i++ {
+			runtime.GC()
+			runtime.Gosched()
+		}
+		require.Greater(t, tuner.Tunes(), n, "no tuning after a collection")
+	}
+	limit := func() int64 { return debug.SetMemoryLimit(-1) }
+
+	collect(time.Millisecond, 64) // a busy millisecond earns it all
+	assert.Greater(t, limit(), int64(headroom), "the load's headroom")
+	collect(10*time.Second, 0)
+	assert.Greater(t, limit(), int64(headroom), "the first interval with a pause keeps it")
+	collect(10*time.Second, 0)
+	assert.Less(t, limit(), int64(headroom/2), "a second quiet interval gives it up")
 }
 
 // payload and garbage keep the tests' allocations from being optimized
