@@ -323,14 +323,8 @@ func isViewMIMEType(s string) bool {
 	return err == nil && mt == "text/html" && len(params) == 1 && params["profile"] == "mcp-app"
 }
 
-// withUIExtension declares [ExtensionUI] in caps when a view is registered.
-func (s *Server) withUIExtension(caps *Capabilities) {
-	s.resources.mu.RLock()
-	views := s.resources.views
-	s.resources.mu.RUnlock()
-	if !views {
-		return
-	}
+// withUIExtension declares [ExtensionUI] in caps (a view is registered).
+func withUIExtension(caps *Capabilities) {
 	ext := maps.Clone(caps.Extensions)
 	if ext == nil {
 		ext = map[string]any{}

@@ -7,20 +7,7 @@ import (
 
 // capabilities is what the server declares: each feature that has
 // something registered, with list_changed where the server sends it.
-func (s *Server) capabilities() Capabilities {
-	var caps Capabilities
-	if s.tools.hasTools() {
-		caps.Tools = &ListChangedCapability{ListChanged: true}
-	}
-	caps.Resources = s.resourcesCapability()
-	caps.Prompts = s.promptsCapability()
-	caps.Completions = s.completionsCapability()
-	caps.Logging = s.loggingCapability()
-	caps.Tasks = s.tasksCapability()
-	s.withUIExtension(&caps)     // apps.go
-	s.withSkillsExtension(&caps) // skills_methods.go
-	return caps
-}
+func (s *Server) capabilities() Capabilities { return s.capabilitiesKey().capabilities() }
 
 // capabilitiesKey is what capabilities depends on: what is registered.
 type capabilitiesKey struct {
@@ -35,11 +22,39 @@ func (s *Server) capabilitiesKey() capabilitiesKey {
 		tools:       s.tools.hasTools(),
 		resources:   s.resources.hasAny(),
 		prompts:     s.prompts.hasAny(),
-		completions: s.prompts.hasCompleters() || s.resources.hasCompleters(),
+		completions: s.hasCompleters(),
 		tasks:       s.tasksEnabled(),
 		views:       views,
 		skills:      s.resources.hasSkills(),
 	}
+}
+
+// capabilities is what a server with k registered declares. Logging is
+// always declared: any handler may log through Logger.
+func (k capabilitiesKey) capabilities() Capabilities {
+	caps := Capabilities{Logging: &struct{}{}}
+	if k.tools {
+		caps.Tools = &ListChangedCapability{ListChanged: true}
+	}
+	if k.resources {
+		caps.Resources = &ResourcesCapability{Subscribe: true, ListChanged: true}
+	}
+	if k.prompts {
+		caps.Prompts = &ListChangedCapability{ListChanged: true}
+	}
+	if k.completions {
+		caps.Completions = &struct{}{}
+	}
+	if k.tasks {
+		caps.Tasks = tasksCapability()
+	}
+	if k.views {
+		withUIExtension(&caps) // apps.go
+	}
+	if k.skills {
+		withSkillsExtension(&caps) // skills_methods.go
+	}
+	return caps
 }
 
 // encodedCapabilities is capabilities encoded, with the key it was
@@ -65,13 +80,11 @@ func (s *Server) encodedCapabilities() json.RawMessage {
 	if c := s.capsCache.last.Load(); c != nil && c.key == key {
 		return c.json
 	}
-	data, err := json.Marshal(s.capabilities())
+	data, err := json.Marshal(key.capabilities())
 	if err != nil { // maps of strings and structs: never
 		s.cfg.logger.Error("cannot encode the server's capabilities", "error", err)
 		return json.RawMessage(`{}`)
 	}
-	if s.capabilitiesKey() == key { // else something was registered meanwhile: do not keep it
-		s.capsCache.last.Store(&encodedCapabilities{key: key, json: data})
-	}
+	s.capsCache.last.Store(&encodedCapabilities{key: key, json: data})
 	return data
 }

@@ -49,13 +49,10 @@ func (s *Server) registerCompletion() {
 	s.handle("completion/complete", s.complete)
 }
 
-// completionsCapability is the declared completions capability, or nil:
-// declared when a prompt argument or a template variable has a completer.
-func (s *Server) completionsCapability() *struct{} {
-	if !s.prompts.hasCompleters() && !s.resources.hasCompleters() {
-		return nil
-	}
-	return &struct{}{}
+// hasCompleters reports whether a prompt argument or a template variable
+// has a completer: then completions are declared.
+func (s *Server) hasCompleters() bool {
+	return s.prompts.hasCompleters() || s.resources.hasCompleters()
 }
 
 type completeParams struct {

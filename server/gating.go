@@ -10,18 +10,18 @@ import "strings"
 // initialize era keep the lenient behavior: an empty list, or a not-found
 // error for a name (see era.offers).
 func (s *Server) declares(method string) bool {
-	// Each case asks only what capabilities() would ask for its member.
+	// Each case asks only what capabilitiesKey asks for its member.
 	switch {
 	case strings.HasPrefix(method, "skills/") || method == "resources/directory/read":
 		return s.resources.hasSkills()
 	case strings.HasPrefix(method, "tools/"):
 		return s.tools.hasTools()
 	case strings.HasPrefix(method, "prompts/"):
-		return s.promptsCapability() != nil
+		return s.prompts.hasAny()
 	case strings.HasPrefix(method, "resources/"):
-		return s.resourcesCapability() != nil
+		return s.resources.hasAny()
 	case method == "completion/complete":
-		return s.completionsCapability() != nil
+		return s.hasCompleters()
 	}
 	return true
 }

@@ -177,10 +177,6 @@ func (s *Server) registerLogging() {
 	s.handle("logging/setLevel", s.setLogLevel)
 }
 
-// loggingCapability is the declared logging capability: always, since any
-// handler may log through Logger.
-func (s *Server) loggingCapability() *struct{} { return &struct{}{} }
-
 // setLogLevel answers logging/setLevel with exactly {}.
 func (s *Server) setLogLevel(_ context.Context, req *Request) (any, error) {
 	if perRequestLogLevel(req) {

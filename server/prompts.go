@@ -175,14 +175,6 @@ func (s *Server) registerPrompts() {
 	s.handle("prompts/get", s.getPrompt)
 }
 
-// promptsCapability is the declared prompts capability, or nil.
-func (s *Server) promptsCapability() *ListChangedCapability {
-	if !s.prompts.hasAny() {
-		return nil
-	}
-	return &ListChangedCapability{ListChanged: true}
-}
-
 func (s *Server) listPrompts(_ context.Context, req *Request) (any, error) {
 	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed, func(p Prompt) string { return p.Name })
 	if err != nil {

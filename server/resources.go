@@ -415,14 +415,6 @@ func (s *Server) registerResources() {
 	s.handle("skills/get", s.getSkill)
 }
 
-// resourcesCapability is the declared resources capability, or nil.
-func (s *Server) resourcesCapability() *ResourcesCapability {
-	if !s.resources.hasAny() {
-		return nil
-	}
-	return &ResourcesCapability{Subscribe: true, ListChanged: true}
-}
-
 // decodeListParams reads the params of a paginated list request.
 func decodeListParams(req *Request) (listParams, error) {
 	var p listParams

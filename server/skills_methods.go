@@ -15,11 +15,8 @@ import (
 // it requires, and a 2025 client ignores members it does not know.
 
 // withSkillsExtension declares the skills extension, with
-// resources/directory/read, when a skill is registered.
-func (s *Server) withSkillsExtension(caps *Capabilities) {
-	if !s.resources.hasSkills() {
-		return
-	}
+// resources/directory/read (a skill is registered).
+func withSkillsExtension(caps *Capabilities) {
 	ext := maps.Clone(caps.Extensions)
 	if ext == nil {
 		ext = map[string]any{}

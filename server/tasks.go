@@ -71,11 +71,9 @@ func (s *Server) tasksEnabled() bool {
 	return false
 }
 
-// tasksCapability is the 2025-11-25 server capability, nil without tasks.
-func (s *Server) tasksCapability() map[string]any {
-	if !s.tasksEnabled() {
-		return nil
-	}
+// tasksCapability is the 2025-11-25 server capability (a tool supports
+// tasks).
+func tasksCapability() map[string]any {
 	empty := map[string]any{}
 	return map[string]any{"list": empty, "cancel": empty, "requests": map[string]any{"tools": map[string]any{"call": empty}}}
 }

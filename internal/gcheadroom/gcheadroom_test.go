@@ -84,10 +84,7 @@ func TestHeadroomFor(t *testing.T) {
 // small live heap raises GOGC and sets a memory limit below GOMEMLIMIT's,
 // and Stop puts the old values back.
 func TestStartTunesAfterCollections(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-	oldLimit := debug.SetMemoryLimit(1 << 40)
-	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+	setGC(t)
 
 	assert.Nil(t, gcheadroom.Start(0), "no headroom: no tuner")
 
@@ -124,10 +121,7 @@ func TestStartTunesAfterCollections(t *testing.T) {
 // allocations of large objects alone set a memory limit far below the
 // headroom: the payloads' garbage gets a quarter of it, not all of it.
 func TestStartGivesPayloadsNoHeadroom(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-	oldLimit := debug.SetMemoryLimit(1 << 40)
-	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+	setGC(t)
 
 	const headroom = 1 << 30 // far above this test binary's live heap and stacks
 	// A second between collections: the test binary's own small
@@ -151,10 +145,7 @@ func TestStartGivesPayloadsNoHeadroom(t *testing.T) {
 // in the load, whose interval counts the pause, keeps the headroom the
 // load before it earned; a second quiet interval gives it up.
 func TestStartKeepsTheHeadroomOverAPause(t *testing.T) {
-	old := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
-	oldLimit := debug.SetMemoryLimit(1 << 40)
-	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
+	setGC(t)
 
 	const headroom = 256 << 20 // far above this test binary's live heap and stacks
 	var clock atomic.Int64
@@ -185,6 +176,16 @@ func TestStartKeepsTheHeadroomOverAPause(t *testing.T) {
 	assert.Greater(t, limit(), int64(headroom), "the first interval with a pause keeps it")
 	collect(10*time.Second, 0)
 	assert.Less(t, limit(), int64(headroom/2), "a second quiet interval gives it up")
+}
+
+// setGC sets GOGC to 100 and the memory limit to 1 TiB for the test, and
+// puts back the values before it at its end.
+func setGC(t *testing.T) {
+	t.Helper()
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	oldLimit := debug.SetMemoryLimit(1 << 40)
+	t.Cleanup(func() { debug.SetMemoryLimit(oldLimit) })
 }
 
 // payload and garbage keep the tests' allocations from being optimized
