@@ -192,10 +192,7 @@ type countedMulticast struct {
 
 func (m countedMulticast) Send(ctx context.Context, n *transport.Request) int {
 	sent := m.g.Send(ctx, n)
-	kind, size := messageKind(n), transport.EncodedSize(n)
-	for range sent {
-		m.t.Sent(kind, size)
-	}
+	m.t.SentN(messageKind(n), transport.EncodedSize(n), sent)
 	return sent
 }
 

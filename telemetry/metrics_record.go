@@ -292,17 +292,22 @@ func (t *Traffic) Received(kind string, size int) {
 
 // Sent counts a message written (or attempted) to t's transport, as
 // [Metrics.MessageSent] does.
-func (t *Traffic) Sent(kind string, size int) {
-	if t == nil {
+func (t *Traffic) Sent(kind string, size int) { t.SentN(kind, size, 1) }
+
+// SentN counts n messages of the same kind and size written (or
+// attempted) to t's transport, as n calls of [Traffic.Sent] do, in one
+// addition each: a notification a transport multicast to n sessions.
+func (t *Traffic) SentN(kind string, size, n int) {
+	if t == nil || n <= 0 {
 		return
 	}
 	if i := kindIndex(kind); i >= 0 {
-		t.out[i].Inc()
+		t.out[i].Add(float64(n))
 	} else {
-		t.m.msgOut.WithLabelValues(t.transport, LabelOther).Inc()
+		t.m.msgOut.WithLabelValues(t.transport, LabelOther).Add(float64(n))
 	}
 	if size > 0 {
-		t.bytesOut.Add(float64(size))
+		t.bytesOut.Add(float64(size) * float64(n))
 	}
 }
 

@@ -416,8 +416,8 @@ func TestToolRegistered(t *testing.T) {
 }
 
 // Traffic counts as MessageReceived and MessageSent do: an unknown
-// transport as other, an unknown kind as other, and a nil Traffic (of nil
-// Metrics) nothing.
+// transport as other, an unknown kind as other, SentN as n messages, and a
+// nil Traffic (of nil Metrics) nothing.
 func TestTraffic(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
@@ -426,17 +426,20 @@ func TestTraffic(t *testing.T) {
 	http.Received(telemetry.KindInvalid, 0)
 	http.Sent(telemetry.KindResponse, 50)
 	http.Sent("weird", 7)
+	http.SentN(telemetry.KindNotification, 20, 3) // a notification multicast to three sessions
+	http.SentN(telemetry.KindNotification, 20, 0)
 	m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 10)
 	m.Traffic("carrier-pigeon").Received(telemetry.KindBatch, 3)
 	assert.Equal(t, map[string]float64{
-		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`: 2,
-		`mcp_server_received_messages_total{kind="invalid",transport="streamable_http"}`: 1,
-		`mcp_server_sent_messages_total{kind="response",transport="streamable_http"}`:    1,
-		`mcp_server_sent_messages_total{kind="other",transport="streamable_http"}`:       1,
-		`mcp_server_received_bytes_total{transport="streamable_http"}`:                   110,
-		`mcp_server_sent_bytes_total{transport="streamable_http"}`:                       57,
-		`mcp_server_received_messages_total{kind="batch",transport="other"}`:             1,
-		`mcp_server_received_bytes_total{transport="other"}`:                             3,
+		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`:  2,
+		`mcp_server_received_messages_total{kind="invalid",transport="streamable_http"}`:  1,
+		`mcp_server_sent_messages_total{kind="response",transport="streamable_http"}`:     1,
+		`mcp_server_sent_messages_total{kind="other",transport="streamable_http"}`:        1,
+		`mcp_server_sent_messages_total{kind="notification",transport="streamable_http"}`: 3,
+		`mcp_server_received_bytes_total{transport="streamable_http"}`:                    110,
+		`mcp_server_sent_bytes_total{transport="streamable_http"}`:                        117,
+		`mcp_server_received_messages_total{kind="batch",transport="other"}`:              1,
+		`mcp_server_received_bytes_total{transport="other"}`:                              3,
 	}, nonZero(t, m))
 
 	var nilMetrics *telemetry.Metrics
