@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
@@ -75,6 +76,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	listChangedDelay := fs.Duration("list-changed-delay", server.DefaultListChangedDelay, "how long the server waits after a change to its tools, resources or prompts before it sends list_changed, coalescing the changes in between (0: at once)")
 	resumable := fs.Bool("resumable", true, "with -http: keep each session's SSE events in memory so that a client resumes a stream with Last-Event-ID (false: no event store, as the shipped vigil)")
 	overloadTarget := fs.Duration("overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while the Go scheduler's 90th-percentile latency is over this, as the shipped vigil (0: never shed)")
+	gcHeadroom := fs.Int("gc-headroom", gcheadroom.DefaultHeadroomMiB, gcheadroom.FlagUsage+", as the shipped vigil")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,8 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if *maxSessions <= 0 || *listChangedDelay < 0 {
-		return errors.New("-max-sessions must be positive and -list-changed-delay not negative")
+	if *maxSessions <= 0 || *listChangedDelay < 0 || *gcHeadroom < 0 {
+		return errors.New("-max-sessions must be positive, -list-changed-delay and -gc-headroom not negative")
 	}
 	if *useStdio == (*addr != "") {
 		fs.Usage()
@@ -98,6 +100,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	// The shipped vigil's collector: a small heap under load collected
+	// less often, the garbage of a burst returned at rest.
+	defer gcheadroom.Start(uint64(*gcHeadroom) << 20).Stop()
 
 	shedder := transport.NewShedder(*overloadTarget) // nil for 0: sheds nothing
 	opts := []server.Option{server.WithListChangedDelay(*listChangedDelay)}

@@ -75,8 +75,9 @@ func TestRunFlags(t *testing.T) {
 		{name: "both transports", args: []string{"-stdio", "-http", "127.0.0.1:0"}, wantErr: errNoTransport, stderr: "Usage:"},
 		{name: "every interface", args: []string{"-http", ":0"}, wantMsg: "-http :0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
 		{name: "wildcard address", args: []string{"-http", "0.0.0.0:0"}, wantMsg: "-http 0.0.0.0:0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
-		{name: "no sessions", args: []string{"-http", "127.0.0.1:0", "-max-sessions", "0"}, wantMsg: "-max-sessions must be positive and -list-changed-delay not negative"},
-		{name: "negative list-changed delay", args: []string{"-stdio", "-list-changed-delay", "-1s"}, wantMsg: "-max-sessions must be positive and -list-changed-delay not negative"},
+		{name: "no sessions", args: []string{"-http", "127.0.0.1:0", "-max-sessions", "0"}, wantMsg: "-max-sessions must be positive, -list-changed-delay and -gc-headroom not negative"},
+		{name: "negative list-changed delay", args: []string{"-stdio", "-list-changed-delay", "-1s"}, wantMsg: "-max-sessions must be positive, -list-changed-delay and -gc-headroom not negative"},
+		{name: "negative GC headroom", args: []string{"-stdio", "-gc-headroom", "-1"}, wantMsg: "-max-sessions must be positive, -list-changed-delay and -gc-headroom not negative"},
 		{name: "named host", args: []string{"-http", "example.com:0"}, wantMsg: "-http example.com:0 is not a loopback address: the fixtures have no authentication; pass -allow-public to serve them there anyway"},
 	}
 	for _, tc := range tests {

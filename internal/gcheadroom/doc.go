@@ -16,6 +16,15 @@
 // scans, do not double. GOGC set for one collection's live heap applies to
 // the next one's: a live heap that doubles in between would double the
 // goal, so the memory limit, set from the goal wanted, bounds it (never
-// above GOMEMLIMIT). Only a main package should use it, once: it changes
-// process-wide runtime settings.
+// above GOMEMLIMIT).
+//
+// A process that goes quiet after a burst, such as thousands of sessions
+// opened at once, holds the burst's garbage and the pages its last
+// collection freed until the next collection, which at rest comes minutes
+// later: under GOGC=100, up to its live heap again. So the tuner also
+// looks for rest every RestInterval, and a process at rest whose heap is
+// over the headroom, with spare memory worth a collection, collects and
+// returns that memory to the operating system (see ReleaseAtRest). Only a
+// main package should use it, once: it changes process-wide runtime
+// settings.
 package gcheadroom

@@ -11,11 +11,18 @@ import (
 func StartTicking(headroom uint64, step time.Duration) *Tuner {
 	var ticks atomic.Int64
 	origin := time.Now()
-	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) })
+	return start(headroom, func() time.Time { return origin.Add(time.Duration(ticks.Add(1)) * step) }, nil)
 }
 
-// StartClock is Start with the clock now.
-func StartClock(headroom uint64, now func() time.Time) *Tuner { return start(headroom, now) }
+// StartClock is Start with the clock now, and the rest watch looking for
+// rest at each of ticks instead of every RestInterval (nil: no rest
+// watch).
+func StartClock(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner {
+	return start(headroom, now, ticks)
+}
+
+// Releases returns how many times t has released the garbage at rest.
+func (t *Tuner) Releases() int64 { return t.releases.Load() }
 
 // Tunes returns how many times t has tuned.
 func (t *Tuner) Tunes() int64 { return t.tunes.Load() }

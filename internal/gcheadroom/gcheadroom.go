@@ -9,6 +9,18 @@ import (
 	"time"
 )
 
+// DefaultHeadroomMiB is the headroom, in MiB, that the shipped binaries
+// start the tuner with unless told otherwise (-gc-headroom).
+const DefaultHeadroomMiB = 32
+
+// FlagUsage is the usage of the shipped binaries' -gc-headroom flag, the
+// headroom in MiB.
+const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap included) before the garbage collector runs, " +
+	"so that a small heap under load is not collected many times a second: as much as a quarter second of small allocations takes " +
+	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
+	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), garbage past both this and an eighth " +
+	"of the live heap is collected and its memory returned to the system (0: GOGC alone)"
+
 // The runtime/metrics the tuner reads after each collection: the heap
 // the collection marked live, and the memory the runtime holds, by class.
 var sampled = [...]string{
@@ -43,6 +55,11 @@ type Tuner struct {
 	tuned    time.Time        // the last tuning
 	earned   uint64           // the headroom the interval before the last tuning earned (HeadroomFor)
 	tunes    atomic.Int64     // tunings so far
+	resting  atomic.Bool      // the next tuning follows a release's collection (rest.go)
+	releases atomic.Int64     // releases so far
+	ticker   *time.Ticker     // the rest watch's; nil: none
+	stop     chan struct{}    // closed by Stop: the rest watch returns
+	watched  chan struct{}    // closed when the rest watch has returned
 }
 
 // Start makes every collection from now on set GOGC so that the next heap
@@ -51,12 +68,24 @@ type Tuner struct {
 // below base (GOGC's value now, when it is positive); and the memory limit
 // so that the heap does not outgrow that goal before the next collection
 // re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
-// It returns nil, changing nothing, when headroom is 0 or the collector
-// is off (GOGC=off).
-func Start(headroom uint64) *Tuner { return start(headroom, time.Now) }
+// Every [RestInterval] it also looks for rest, and when the process has
+// gone quiet holding more garbage than the headroom, collects and gives
+// the memory back (see [ReleaseAtRest]). It returns nil, changing
+// nothing, when headroom is 0 or the collector is off (GOGC=off).
+func Start(headroom uint64) *Tuner {
+	ticker := time.NewTicker(RestInterval)
+	t := start(headroom, time.Now, ticker.C)
+	if t == nil {
+		ticker.Stop()
+		return nil
+	}
+	t.ticker = ticker
+	return t
+}
 
-// start is Start with the clock the small allocations' rate is timed by.
-func start(headroom uint64, now func() time.Time) *Tuner {
+// start is Start with the clock the small allocations' rate is timed by,
+// and the ticks the rest watch looks for rest at (nil: no rest watch).
+func start(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
 	if headroom == 0 || base < 0 {
@@ -72,16 +101,28 @@ func start(headroom uint64, now func() time.Time) *Tuner {
 	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))
 	t.arm()
+	if ticks != nil {
+		t.stop, t.watched = make(chan struct{}), make(chan struct{})
+		go t.watchRest(ticks, t.stop, t.watched)
+	}
 	return t
 }
 
 // Percent returns the GOGC percent the tuner set last.
 func (t *Tuner) Percent() int { return int(t.percent.Load()) }
 
-// Stop ends the tuning and restores GOGC to its value before Start.
+// Stop ends the tuning and the rest watch, and restores GOGC and the
+// memory limit to their values before Start.
 func (t *Tuner) Stop() {
 	if t == nil || t.stopped.Swap(true) {
 		return
+	}
+	if t.stop != nil {
+		close(t.stop)
+		<-t.watched
+	}
+	if t.ticker != nil {
+		t.ticker.Stop()
 	}
 	debug.SetGCPercent(t.base)
 	debug.SetMemoryLimit(t.limit)
@@ -115,18 +156,24 @@ func (t *Tuner) tune() {
 		}
 		v[i] = s.Value.Uint64()
 	}
-	small, ok := smallBytes(t.sizes)
-	if !ok {
-		t.arm()
-		return
+	// A release's collection (rest.go) ends no interval of the load's:
+	// the headroom stays what the load earned, and the next collection's
+	// interval starts where the last one before the release ended.
+	headroom := t.earned
+	if !t.resting.Swap(false) {
+		small, ok := smallBytes(t.sizes)
+		if !ok {
+			t.arm()
+			return
+		}
+		now := t.now()
+		earned := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
+		// The larger of what this interval and the one before earned: the
+		// first collection after a pause in the load counts the pause in its
+		// interval, and would take the headroom away for one collection.
+		headroom = max(earned, t.earned)
+		t.small, t.tuned, t.earned = small, now, earned
 	}
-	now := t.now()
-	earned := HeadroomFor(t.headroom, small-min(t.small, small), now.Sub(t.tuned))
-	// The larger of what this interval and the one before earned: the
-	// first collection after a pause in the load counts the pause in its
-	// interval, and would take the headroom away for one collection.
-	headroom := max(earned, t.earned)
-	t.small, t.tuned, t.earned = small, now, earned
 	live := v[0]
 	if p := PercentFor(live, headroom, t.base); int64(p) != t.percent.Load() {
 		t.percent.Store(int64(p))

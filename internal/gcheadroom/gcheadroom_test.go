@@ -150,7 +150,7 @@ func TestStartKeepsTheHeadroomOverAPause(t *testing.T) {
 	const headroom = 256 << 20 // far above this test binary's live heap and stacks
 	var clock atomic.Int64
 	origin := time.Now()
-	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) })
+	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) }, nil)
 	require.NotNil(t, tuner)
 	defer tuner.Stop()
 	// collect allocates garbageMiB of small objects, moves the clock by

@@ -1,0 +1,94 @@
+package gcheadroom
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// RestInterval is how often the tuner looks for rest: a process that
+// allocated less than RestAllocs in one interval is at rest.
+const RestInterval = 500 * time.Millisecond
+
+// RestAllocs is the most a process at rest allocates in a RestInterval:
+// half a MiB a second, a trickle of requests or a scrape, not a load.
+const RestAllocs = 256 << 10
+
+// The runtime/metrics the rest watch reads each interval: the bytes
+// allocated so far, what the last collection marked live, what the heap's
+// objects, live and dead, occupy now, and the heap's free pages that the
+// runtime holds on to.
+var restSampled = [...]string{
+	"/gc/heap/allocs:bytes",
+	"/gc/heap/live:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+}
+
+// ReleaseAtRest reports whether a process that allocated allocated bytes
+// in the last RestInterval, and whose heap holds spare bytes besides the
+// live bytes its last collection marked (objects allocated since, and free
+// pages it keeps), should collect now and give the memory freed back to
+// the operating system: it is at rest (under RestAllocs); its heap, live
+// and spare, is over the headroom, within which the spare memory is the
+// room the tuner grants on purpose; and the spare bytes are worth a
+// collection, whose cost grows with the live heap: more than a sixteenth
+// of it, and more than MinRelease. Under load the collector's pacing
+// decides (see the package doc for why rest differs). spare counts what
+// was allocated since the last collection and is still live too: a
+// release that finds less to free costs one collection.
+func ReleaseAtRest(allocated, spare, live, headroom uint64) bool {
+	return allocated < RestAllocs && live+spare > headroom && spare > max(live/16, MinRelease)
+}
+
+// MinRelease is the least spare memory that a release at rest gives back.
+const MinRelease = 4 << 20
+
+// watchRest reads the allocations at each tick until stop is closed, and
+// releases the garbage (see [ReleaseAtRest]) when the process is at rest.
+// It closes done when it returns.
+func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	sample := make([]metrics.Sample, len(restSampled))
+	for i, name := range restSampled {
+		sample[i].Name = name
+	}
+	// read returns the bytes allocated so far, the live heap, and the
+	// spare bytes besides it (see ReleaseAtRest).
+	read := func() (allocs, live, spare uint64, ok bool) {
+		metrics.Read(sample)
+		for _, s := range sample {
+			if s.Value.Kind() != metrics.KindUint64 {
+				return 0, 0, 0, false
+			}
+		}
+		live, objects := sample[1].Value.Uint64(), sample[2].Value.Uint64()
+		return sample[0].Value.Uint64(), live, objects - min(live, objects) + sample[3].Value.Uint64(), true
+	}
+	last, _, _, _ := read()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticks:
+		}
+		allocs, live, spare, ok := read()
+		if !ok {
+			continue
+		}
+		if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {
+			t.release()
+			allocs, _, _, _ = read() // what the release allocated is not the next interval's
+		}
+		last = allocs
+	}
+}
+
+// release collects and returns the memory freed to the operating system.
+// The collection is not an interval of the load's: its tuning keeps the
+// headroom the load earned and the interval it is measured over.
+func (t *Tuner) release() {
+	t.resting.Store(true)
+	debug.FreeOSMemory()
+	t.releases.Add(1)
+}

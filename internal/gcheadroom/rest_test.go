@@ -1,0 +1,152 @@
+package gcheadroom_test
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+)
+
+func TestReleaseAtRest(t *testing.T) {
+	const MiB = 1 << 20
+	tests := []struct {
+		name                             string
+		allocated, spare, live, headroom uint64
+		want                             bool
+	}{
+		{"quiet after a burst: release", 0, 100 * MiB, 170 * MiB, 32 * MiB, true},
+		{"a trickle is rest", gcheadroom.RestAllocs - 1, 100 * MiB, 170 * MiB, 32 * MiB, true},
+		{"under load: the pacing decides", gcheadroom.RestAllocs, 100 * MiB, 170 * MiB, 32 * MiB, false},
+		{"a heap within the headroom is its room", 0, 28 * MiB, 4 * MiB, 32 * MiB, false},
+		{"past the headroom: release", 0, 29 * MiB, 4 * MiB, 32 * MiB, true},
+		{"a sixteenth of a large live heap or less: not worth a collection", 0, 32 * MiB, 512 * MiB, 32 * MiB, false},
+		{"more than a sixteenth of it", 0, 33 * MiB, 512 * MiB, 32 * MiB, true},
+		{"no headroom: past a sixteenth of the live heap", 0, 5 * MiB, 64 * MiB, 0, true},
+		{"no headroom: MinRelease at least", 0, gcheadroom.MinRelease, 1 * MiB, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, gcheadroom.ReleaseAtRest(tt.allocated, tt.spare, tt.live, tt.headroom))
+		})
+	}
+}
+
+// TestStartReleasesTheGarbageAtRest: garbage past the headroom is kept
+// while the process allocates, and collected and returned to the
+// operating system at the first interval of rest, once.
+func TestStartReleasesTheGarbageAtRest(t *testing.T) {
+	setGC(t)
+
+	const headroom = 16 << 20
+	ticks := make(chan time.Time) // unbuffered: a send returns once the watch took the tick before it
+	tuner := gcheadroom.StartClock(headroom, time.Now, ticks)
+	require.NotNil(t, tuner)
+	defer tuner.Stop()
+	// tick has the watch look for rest, and returns once it has: the watch
+	// takes the next tick only after it has handled this one.
+	tick := func() { ticks <- time.Now(); ticks <- time.Now() }
+
+	// 64 MiB of small objects turned garbage, with the collector off so
+	// that they stay in the heap.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 40)
+	for range 64 << 10 {
+		garbage = make([]byte, 1024)
+	}
+	garbage = nil
+	tick() // the interval of the allocations: not rest
+	assert.Zero(t, tuner.Releases(), "released while allocating")
+
+	before, n := readHeap(), tuner.Tunes()
+	tick() // an interval with next to no allocation: rest
+	require.Equal(t, int64(1), tuner.Releases(), "no release at rest")
+	after := readHeap()
+	assert.Less(t, after.objects, before.objects-48<<20, "the garbage was not collected")
+	assert.Greater(t, after.released, before.released+48<<20, "the freed memory was not returned to the operating system")
+	waitTune(t, tuner, n)
+
+	tick()
+	tick()
+	assert.Equal(t, int64(1), tuner.Releases(), "released again with nothing to release")
+}
+
+// TestReleaseKeepsTheHeadroom: a release's collection is not an interval of
+// the load's, so the first collection after it keeps the headroom the
+// load before it earned, as the first collection after a pause does.
+func TestReleaseKeepsTheHeadroom(t *testing.T) {
+	setGC(t)
+
+	const headroom = 64 << 20 // above this test binary's live heap and stacks
+	var clock atomic.Int64
+	origin := time.Now()
+	ticks := make(chan time.Time)
+	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) }, ticks)
+	require.NotNil(t, tuner)
+	defer tuner.Stop()
+	tick := func() { ticks <- time.Now(); ticks <- time.Now() }
+	limit := func() int64 { return debug.SetMemoryLimit(-1) }
+	collect := func(advance time.Duration, garbageMiB int) {
+		t.Helper()
+		for range garbageMiB << 10 {
+			garbage = make([]byte, 1024)
+		}
+		clock.Add(int64(advance))
+		n := tuner.Tunes()
+		for i := 0; i < 100 && tuner.Tunes() == n; i++ {
+			runtime.GC()
+			runtime.Gosched()
+		}
+		require.Greater(t, tuner.Tunes(), n, "no tuning after a collection")
+	}
+
+	collect(time.Millisecond, 64) // a busy millisecond earns it all
+	require.Greater(t, limit(), int64(headroom), "the load's headroom")
+
+	// A burst that leaves more garbage than the headroom, then rest.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 40)
+	for range 96 << 10 {
+		garbage = make([]byte, 1024)
+	}
+	garbage = nil
+	clock.Add(int64(10 * time.Second))
+	tick()
+	n := tuner.Tunes()
+	tick()
+	require.Equal(t, int64(1), tuner.Releases(), "no release at rest")
+	waitTune(t, tuner, n)
+	assert.Greater(t, limit(), int64(headroom), "the release's tuning kept the headroom")
+
+	collect(10*time.Second, 0)
+	assert.Greater(t, limit(), int64(headroom), "the first collection after the release keeps it")
+	collect(10*time.Second, 0)
+	assert.Less(t, limit(), int64(headroom/2), "a second quiet interval gives it up")
+}
+
+// waitTune waits for the tuning after the collection that released, which
+// runs on the finalizer goroutine, without collecting again: a collection
+// of its own would be an interval of the load's.
+func waitTune(t *testing.T, tuner *gcheadroom.Tuner, n int64) {
+	t.Helper()
+	for i := 0; i < 1e6 && tuner.Tunes() == n; i++ {
+		runtime.Gosched()
+	}
+	require.Greater(t, tuner.Tunes(), n, "no tuning after the release's collection")
+}
+
+// heap is what the heap occupies in objects, live and dead, and what it
+// has returned to the operating system.
+type heap struct{ objects, released uint64 }
+
+func readHeap() heap {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return heap{objects: s[0].Value.Uint64(), released: s[1].Value.Uint64()}
+}
