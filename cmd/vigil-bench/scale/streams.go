@@ -45,6 +45,7 @@ const trigger = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":
 // streamsResult is what the streams phase measured on one server.
 type streamsResult struct {
 	rss0, rss1, rss2 int64           // before opening, after opening, after the fan-outs
+	peak1            int64           // VmHWM after opening: the most the opening held at once
 	fanouts          []time.Duration // each fan-out's time, sorted
 	cpu              time.Duration   // the server's CPU time over the fan-outs
 	opening          time.Duration
@@ -79,6 +80,7 @@ func streams(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(tw, "\tRSS per session+stream\t%s\t%s\t%s\t\n", kib(per(floor, floor.rss1)), kib(per(vigil, vigil.rss1)), benchservice.Ratio(per(vigil, vigil.rss1), per(floor, floor.rss1)))
 	_, _ = fmt.Fprintf(tw, "\tafter %d fan-outs\t%s\t%s\t%s\t\n", cfg.fanouts, kib(per(floor, floor.rss2)), kib(per(vigil, vigil.rss2)), benchservice.Ratio(per(vigil, vigil.rss2), per(floor, floor.rss2)))
 	_, _ = fmt.Fprintf(tw, "\tVmRSS after opening\t%s\t%s\t\t\n", benchservice.MiB(floor.rss1), benchservice.MiB(vigil.rss1))
+	_, _ = fmt.Fprintf(tw, "\tpeak while opening (VmHWM)\t%s\t%s\t\t\n", benchservice.MiB(floor.peak1), benchservice.MiB(vigil.peak1))
 	_, _ = fmt.Fprintf(tw, "\tfan-out time\t%s\t%s\t%s\t\n", benchservice.Millis(median(floor)), benchservice.Millis(median(vigil)), benchservice.Ratio(float64(median(vigil)), float64(median(floor))))
 	_, _ = fmt.Fprintf(tw, "\tmin-max\t%s-%s\t%s-%s\t\t\n", benchservice.Millis(floor.fanouts[0]), benchservice.Millis(slices.Max(floor.fanouts)), benchservice.Millis(vigil.fanouts[0]), benchservice.Millis(slices.Max(vigil.fanouts)))
 	_, _ = fmt.Fprintf(tw, "\tCPU per notified session\t%s\t%s\t%s\t\n", benchservice.Micros(time.Duration(cpuPer(floor))), benchservice.Micros(time.Duration(cpuPer(vigil))), benchservice.Ratio(cpuPer(vigil), cpuPer(floor)))
@@ -128,6 +130,7 @@ func measureStreams(t target, cfg config) (streamsResult, error) {
 	}
 	time.Sleep(cfg.settle) // let the opening's garbage be collected
 	r.rss1, _ = benchservice.RSSOf(t.pid)
+	r.peak1, _ = benchservice.PeakRSSOf(t.pid) // the server started afresh for this phase
 	cpu0, _ := loadgen.CPUOf(t.pid)
 	var body bytes.Buffer
 	for round := 1; round <= cfg.fanouts; round++ {
