@@ -18,8 +18,8 @@ const DefaultHeadroomMiB = 32
 const FlagUsage = "let the heap grow to up to this many `MiB` in all (live heap included) before the garbage collector runs, " +
 	"so that a small heap under load is not collected many times a second: as much as a quarter second of small allocations takes " +
 	"(large payloads and a server at rest earn none); a larger live heap gets GOGC's goal, and the memory limit holds the heap " +
-	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), garbage past both this and an eighth " +
-	"of the live heap is collected and its memory returned to the system (0: GOGC alone)"
+	"to that goal (RSS may grow by this much); at rest (under half a MiB allocated a second), a heap over this holding garbage " +
+	"and free pages of more than a sixteenth of the live heap is collected and the memory returned to the system (0: GOGC alone)"
 
 // The runtime/metrics the tuner reads after each collection: the heap
 // the collection marked live, and the memory the runtime holds, by class.
@@ -69,8 +69,8 @@ type Tuner struct {
 // so that the heap does not outgrow that goal before the next collection
 // re-tunes (see [LimitFor]), never above the limit set before (GOMEMLIMIT).
 // Every [RestInterval] it also looks for rest, and when the process has
-// gone quiet holding more garbage than the headroom, collects and gives
-// the memory back (see [ReleaseAtRest]). It returns nil, changing
+// gone quiet with a heap over the headroom and spare memory worth a
+// collection, collects and gives the memory back (see [ReleaseAtRest]). It returns nil, changing
 // nothing, when headroom is 0 or the collector is off (GOGC=off).
 func Start(headroom uint64) *Tuner {
 	ticker := time.NewTicker(RestInterval)
@@ -93,10 +93,7 @@ func start(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner
 	}
 	t := &Tuner{
 		headroom: headroom, base: base, limit: debug.SetMemoryLimit(-1),
-		sample: make([]metrics.Sample, len(sampled)), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
-	}
-	for i, name := range sampled {
-		t.sample[i].Name = name
+		sample: samples(sampled[:]), sizes: []metrics.Sample{{Name: bySize}}, now: now, tuned: now(),
 	}
 	t.small, _ = smallBytes(t.sizes)
 	t.percent.Store(int64(base))
@@ -147,14 +144,10 @@ func (t *Tuner) tune() {
 	if t.stopped.Load() {
 		return
 	}
-	metrics.Read(t.sample)
 	var v [len(sampled)]uint64
-	for i, s := range t.sample {
-		if s.Value.Kind() != metrics.KindUint64 {
-			t.arm()
-			return
-		}
-		v[i] = s.Value.Uint64()
+	if !readUint64s(t.sample, v[:]) {
+		t.arm()
+		return
 	}
 	// A release's collection (rest.go) ends no interval of the load's:
 	// the headroom stays what the load earned, and the next collection's
@@ -183,6 +176,28 @@ func (t *Tuner) tune() {
 	debug.SetMemoryLimit(LimitFor(live, min(v[8], live), v[6]+v[7], headroom, t.headroom/4, t.base, v[1]-min(heap, v[1]), t.limit))
 	t.tunes.Add(1)
 	t.arm()
+}
+
+// samples returns the runtime/metrics samples of names.
+func samples(names []string) []metrics.Sample {
+	s := make([]metrics.Sample, len(names))
+	for i, name := range names {
+		s[i].Name = name
+	}
+	return s
+}
+
+// readUint64s reads the samples into v, one value each, and reports
+// whether every one is a uint64 (the runtime has each metric).
+func readUint64s(s []metrics.Sample, v []uint64) bool {
+	metrics.Read(s)
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return false
+		}
+		v[i] = s[i].Value.Uint64()
+	}
+	return true
 }
 
 // smallBytes reads the bytes allocated so far in small objects from the

@@ -148,35 +148,61 @@ func TestStartKeepsTheHeadroomOverAPause(t *testing.T) {
 	setGC(t)
 
 	const headroom = 256 << 20 // far above this test binary's live heap and stacks
-	var clock atomic.Int64
-	origin := time.Now()
-	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) }, nil)
-	require.NotNil(t, tuner)
-	defer tuner.Stop()
-	// collect allocates garbageMiB of small objects, moves the clock by
-	// advance and waits for the tuning of a collection after that.
-	collect := func(advance time.Duration, garbageMiB int) {
-		t.Helper()
-		for range garbageMiB << 10 {
-			garbage = make([]byte, 1024)
-		}
-		clock.Add(int64(advance))
-		n := tuner.Tunes()
-		for i := 0; i < 100 && tuner.Tunes() == n; i++ {
-			runtime.GC()
-			runtime.Gosched()
-		}
-		require.Greater(t, tuner.Tunes(), n, "no tuning after a collection")
-	}
-	limit := func() int64 { return debug.SetMemoryLimit(-1) }
-
-	collect(time.Millisecond, 64) // a busy millisecond earns it all
-	assert.Greater(t, limit(), int64(headroom), "the load's headroom")
-	collect(10*time.Second, 0)
-	assert.Greater(t, limit(), int64(headroom), "the first interval with a pause keeps it")
-	collect(10*time.Second, 0)
-	assert.Less(t, limit(), int64(headroom/2), "a second quiet interval gives it up")
+	tuner := startClocked(t, headroom, false)
+	tuner.collect(t, time.Millisecond, 64) // a busy millisecond earns it all
+	assert.Greater(t, memoryLimit(), int64(headroom), "the load's headroom")
+	tuner.collect(t, 10*time.Second, 0)
+	assert.Greater(t, memoryLimit(), int64(headroom), "the first interval with a pause keeps it")
+	tuner.collect(t, 10*time.Second, 0)
+	assert.Less(t, memoryLimit(), int64(headroom/2), "a second quiet interval gives it up")
 }
+
+// clocked is a tuner on a clock that moves only when the test moves it,
+// with a rest watch, when it has one, that looks for rest when the test
+// ticks.
+type clocked struct {
+	*gcheadroom.Tuner
+	clock atomic.Int64
+	ticks chan time.Time // nil: no rest watch
+}
+
+func startClocked(t *testing.T, headroom uint64, rest bool) *clocked {
+	t.Helper()
+	c := &clocked{}
+	var ticks <-chan time.Time
+	if rest {
+		c.ticks = make(chan time.Time) // unbuffered: see tick
+		ticks = c.ticks
+	}
+	origin := time.Now()
+	c.Tuner = gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(c.clock.Load())) }, ticks)
+	require.NotNil(t, c.Tuner)
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// collect allocates garbageMiB of small objects, moves the clock by
+// advance and waits for the tuning of a collection after that.
+func (c *clocked) collect(t *testing.T, advance time.Duration, garbageMiB int) {
+	t.Helper()
+	for range garbageMiB << 10 {
+		garbage = make([]byte, 1024)
+	}
+	c.clock.Add(int64(advance))
+	n := c.Tunes()
+	for i := 0; i < 100 && c.Tunes() == n; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	require.Greater(t, c.Tunes(), n, "no tuning after a collection")
+}
+
+// tick has the rest watch look for rest, and returns once it has: the
+// watch takes the next tick only after it has handled the one before.
+func (c *clocked) tick() { c.ticks <- time.Now(); c.ticks <- time.Now() }
+
+// memoryLimit returns the runtime's memory limit.
+func memoryLimit() int64 { return debug.SetMemoryLimit(-1) }
 
 // setGC sets GOGC to 100 and the memory limit to 1 TiB for the test, and
 // puts back the values before it at its end.

@@ -2,7 +2,6 @@ package gcheadroom
 
 import (
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
 )
 
@@ -49,21 +48,15 @@ const MinRelease = 4 << 20
 // It closes done when it returns.
 func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	sample := make([]metrics.Sample, len(restSampled))
-	for i, name := range restSampled {
-		sample[i].Name = name
-	}
+	sample := samples(restSampled[:])
 	// read returns the bytes allocated so far, the live heap, and the
 	// spare bytes besides it (see ReleaseAtRest).
 	read := func() (allocs, live, spare uint64, ok bool) {
-		metrics.Read(sample)
-		for _, s := range sample {
-			if s.Value.Kind() != metrics.KindUint64 {
-				return 0, 0, 0, false
-			}
+		var v [len(restSampled)]uint64
+		if !readUint64s(sample, v[:]) {
+			return 0, 0, 0, false
 		}
-		live, objects := sample[1].Value.Uint64(), sample[2].Value.Uint64()
-		return sample[0].Value.Uint64(), live, objects - min(live, objects) + sample[3].Value.Uint64(), true
+		return v[0], v[1], v[2] - min(v[1], v[2]) + v[3], true
 	}
 	last, _, _, _ := read()
 	for {

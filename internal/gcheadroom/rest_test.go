@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,13 +44,7 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 	setGC(t)
 
 	const headroom = 16 << 20
-	ticks := make(chan time.Time) // unbuffered: a send returns once the watch took the tick before it
-	tuner := gcheadroom.StartClock(headroom, time.Now, ticks)
-	require.NotNil(t, tuner)
-	defer tuner.Stop()
-	// tick has the watch look for rest, and returns once it has: the watch
-	// takes the next tick only after it has handled this one.
-	tick := func() { ticks <- time.Now(); ticks <- time.Now() }
+	tuner := startClocked(t, headroom, true)
 
 	// 64 MiB of small objects turned garbage, with the collector off so
 	// that they stay in the heap.
@@ -61,19 +54,19 @@ func TestStartReleasesTheGarbageAtRest(t *testing.T) {
 		garbage = make([]byte, 1024)
 	}
 	garbage = nil
-	tick() // the interval of the allocations: not rest
+	tuner.tick() // the interval of the allocations: not rest
 	assert.Zero(t, tuner.Releases(), "released while allocating")
 
 	before, n := readHeap(), tuner.Tunes()
-	tick() // an interval with next to no allocation: rest
+	tuner.tick() // an interval with next to no allocation: rest
 	require.Equal(t, int64(1), tuner.Releases(), "no release at rest")
 	after := readHeap()
 	assert.Less(t, after.objects, before.objects-48<<20, "the garbage was not collected")
 	assert.Less(t, after.retained, before.retained-48<<20, "the freed memory was not returned to the operating system")
-	waitTune(t, tuner, n)
+	waitTune(t, tuner.Tuner, n)
 
-	tick()
-	tick()
+	tuner.tick()
+	tuner.tick()
 	assert.Equal(t, int64(1), tuner.Releases(), "released again with nothing to release")
 }
 
@@ -84,30 +77,9 @@ func TestReleaseKeepsTheHeadroom(t *testing.T) {
 	setGC(t)
 
 	const headroom = 64 << 20 // above this test binary's live heap and stacks
-	var clock atomic.Int64
-	origin := time.Now()
-	ticks := make(chan time.Time)
-	tuner := gcheadroom.StartClock(headroom, func() time.Time { return origin.Add(time.Duration(clock.Load())) }, ticks)
-	require.NotNil(t, tuner)
-	defer tuner.Stop()
-	tick := func() { ticks <- time.Now(); ticks <- time.Now() }
-	limit := func() int64 { return debug.SetMemoryLimit(-1) }
-	collect := func(advance time.Duration, garbageMiB int) {
-		t.Helper()
-		for range garbageMiB << 10 {
-			garbage = make([]byte, 1024)
-		}
-		clock.Add(int64(advance))
-		n := tuner.Tunes()
-		for i := 0; i < 100 && tuner.Tunes() == n; i++ {
-			runtime.GC()
-			runtime.Gosched()
-		}
-		require.Greater(t, tuner.Tunes(), n, "no tuning after a collection")
-	}
-
-	collect(time.Millisecond, 64) // a busy millisecond earns it all
-	require.Greater(t, limit(), int64(headroom), "the load's headroom")
+	tuner := startClocked(t, headroom, true)
+	tuner.collect(t, time.Millisecond, 64) // a busy millisecond earns it all
+	require.Greater(t, memoryLimit(), int64(headroom), "the load's headroom")
 
 	// A burst that leaves more garbage than the headroom, then rest.
 	debug.SetGCPercent(-1)
@@ -116,18 +88,18 @@ func TestReleaseKeepsTheHeadroom(t *testing.T) {
 		garbage = make([]byte, 1024)
 	}
 	garbage = nil
-	clock.Add(int64(10 * time.Second))
-	tick()
+	tuner.clock.Add(int64(10 * time.Second))
+	tuner.tick()
 	n := tuner.Tunes()
-	tick()
+	tuner.tick()
 	require.Equal(t, int64(1), tuner.Releases(), "no release at rest")
-	waitTune(t, tuner, n)
-	assert.Greater(t, limit(), int64(headroom), "the release's tuning kept the headroom")
+	waitTune(t, tuner.Tuner, n)
+	assert.Greater(t, memoryLimit(), int64(headroom), "the release's tuning kept the headroom")
 
-	collect(10*time.Second, 0)
-	assert.Greater(t, limit(), int64(headroom), "the first collection after the release keeps it")
-	collect(10*time.Second, 0)
-	assert.Less(t, limit(), int64(headroom/2), "a second quiet interval gives it up")
+	tuner.collect(t, 10*time.Second, 0)
+	assert.Greater(t, memoryLimit(), int64(headroom), "the first collection after the release keeps it")
+	tuner.collect(t, 10*time.Second, 0)
+	assert.Less(t, memoryLimit(), int64(headroom/2), "a second quiet interval gives it up")
 }
 
 // waitTune waits for the tuning after the collection that released, which
