@@ -147,15 +147,12 @@ type schedSampler struct {
 
 const schedLatencies = "/sched/latencies:seconds"
 
-// minScheduled is how many scheduling latencies the runtime must have
-// counted in an interval (it counts one goroutine wake-up in eight) for
-// their 90th percentile to mean overload: a process that schedules fewer
-// is not loaded, whatever delays the operating system gives its few
-// wake-ups (a busy test machine, a noisy neighbor), and sheds nothing. It
-// is no measure of load, which a slower machine reaches with fewer
-// wake-ups (docs/perf/ROUNDS.md): ten of the hundred are what the
-// percentile rests on.
-const minScheduled = 100
+// minScheduled is how many goroutines must have been scheduled in an
+// interval for its latency to mean overload: a process that schedules
+// fewer is not loaded, whatever delays the operating system gives its
+// few wake-ups (a busy test machine, a noisy neighbor), and sheds
+// nothing.
+const minScheduled = 1000
 
 func newSchedSampler() *schedSampler {
 	r := &schedSampler{s: []metrics.Sample{{Name: schedLatencies}}}
