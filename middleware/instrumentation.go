@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -106,32 +109,43 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 // chain; together, one and one.
 func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome)) server.Middleware {
 	return func(next server.Handler) server.Handler {
+		// This frame stands over the span's start and the whole handler:
+		// what it keeps is what they need (see docs/limits.md, "The
+		// request's stack"); the rest is done in record's.
 		return func(ctx context.Context, req *server.Request) (any, error) {
-			// Read once for the span, the exemplar and the log line.
-			scope := requestScope{principal: principalOf(req)}
-			ctx, span := st.start(ctx, req, scope.principal)
-			if req.IsNotification() { // traced only, as by the three apart
-				req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
-				return next(ctx, req)
-			}
-			capture := st.capture
-			scope.span = span.SpanContext()
-			start, traceID := recordStart(scope.span, m, req)
-			req.AfterDone(func(out server.Outcome) {
-				if capture != nil {
-					captureContent(capture, span, req, out)
-				}
-				endServerSpan(span, req, out)
-				recordEnd(m, req, transportOf(ctx), start, traceID, out)
-				scope := scope // a copy on this goroutine's stack, the closure's by value
-				l.log(ctx, &scope, req, out, start)
-				for _, f := range recorders {
-					f(req, out)
-				}
-			})
+			principal := principalOf(req) // read once for the span, the exemplar and the log line
+			ctx, span := st.start(ctx, req, principal)
+			record(ctx, span, principal, st.capture, m, l, recorders, req)
 			return next(ctx, req)
 		}
 	}
+}
+
+// record has req's AfterDone end its span and, unless req is a
+// notification (traced only, as by the three middleware apart), record
+// its metrics and log line and call the recorders, in that order. It
+// records the start of req's metrics now.
+//
+//go:noinline
+func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome), req *server.Request) {
+	if req.IsNotification() {
+		req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+		return
+	}
+	scope := requestScope{principal: principal, span: span.SpanContext()}
+	start, traceID := recordStart(scope.span, m, req)
+	req.AfterDone(func(out server.Outcome) {
+		if capture != nil {
+			captureContent(capture, span, req, out)
+		}
+		endServerSpan(span, req, out)
+		recordEnd(m, req, transportOf(ctx), start, traceID, out)
+		scope := scope // a copy on this goroutine's stack, the closure's by value
+		l.log(ctx, &scope, req, out, start)
+		for _, f := range recorders {
+			f(req, out)
+		}
+	})
 }
 
 // recordOutcomes is the middleware of [WithRequestRecorders] when tracing,

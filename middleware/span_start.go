@@ -55,9 +55,29 @@ func newServerSpanStarter(cfg tracingConfig) spanStarter {
 
 // start starts req's span in ctx; principal is req's (principalOf), nil
 // without one.
+//
+// It stands over the tracer's Start, the deepest call of a request's
+// way in: its own frame holds no more than the call needs (see
+// docs/limits.md, "The request's stack"), and the span's parent and
+// attributes are worked out in calls of their own, which return before
+// and after it.
 func (s spanStarter) start(ctx context.Context, req *server.Request, principal *auth.Principal) (context.Context, trace.Span) {
 	st := s.starts.get(req)
-	opts := st.opts
+	pctx, opts := s.parent(ctx, req, st.opts)
+	sctx, span := s.tracer.Start(pctx, st.name, opts...)
+	if span.IsRecording() {
+		s.setAttributes(ctx, span, st, req, principal)
+	}
+	return sctx, span
+}
+
+// parent returns the context and options req's span starts with: ctx
+// under the span of req's own delivery, and the client's trace context in
+// _meta as the parent or (untrusted) a link, in a frame apart from
+// start's (see start).
+//
+//go:noinline
+func (s spanStarter) parent(ctx context.Context, req *server.Request, opts []trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
 	pctx := ctx
 	// The ambient span is that of the message's own delivery (the POST that
 	// carried it), which in a 2025 Streamable HTTP session is not the one
@@ -75,20 +95,25 @@ func (s spanStarter) start(ctx context.Context, req *server.Request, principal *
 			opts = append(opts[:len(opts):len(opts)], trace.WithLinks(trace.Link{SpanContext: ambient}))
 		}
 	}
-	sctx, span := s.tracer.Start(pctx, st.name, opts...)
-	if span.IsRecording() {
-		buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
-		attrs := (*buf)[:0]
-		attrs = append(attrs, st.attrs...)
-		// The transport is read from ctx: the same value as in sctx, one
-		// context (the span's) closer.
-		attrs = recordedAttributes(ctx, req, principal, attrs)
-		span.SetAttributes(attrs...) // copied by the span
-		clear(attrs)
-		*buf = attrs
-		s.attrs.Put(buf)
-	}
-	return sctx, span
+	return pctx, opts
+}
+
+// setAttributes sets the attributes of req's recording span, those of its
+// (method, target) and those of the request itself, in a frame apart
+// from start's (see start).
+//
+//go:noinline
+func (s spanStarter) setAttributes(ctx context.Context, span trace.Span, st *spanStart, req *server.Request, principal *auth.Principal) {
+	buf, _ := s.attrs.Get().(*[]attribute.KeyValue)
+	attrs := (*buf)[:0]
+	attrs = append(attrs, st.attrs...)
+	// The transport is read from ctx: the same value as in the span's
+	// context, one context closer.
+	attrs = recordedAttributes(ctx, req, principal, attrs)
+	span.SetAttributes(attrs...) // copied by the span
+	clear(attrs)
+	*buf = attrs
+	s.attrs.Put(buf)
 }
 
 // untrustedParent returns the context and options a span starts with

@@ -77,24 +77,21 @@ const (
 // goroutine at a time, its transport's and then its session's.
 func (r *Request) Members() (m ParamMembers, ok bool) {
 	if r.split.state == notSplit {
-		r.split = splitParams(r.Params)
+		r.split.members, r.split.state = splitParams(r.Params)
 	}
 	return r.split.members, r.split.state == splitObject
 }
 
-func splitParams(params []byte) paramsSplit {
-	var s paramsSplit
-	if len(params) == 0 || params[0] != '{' {
-		s.state = splitNone
-		return s
+// splitParams returns the members of params and whether it is an object.
+// It returns the members alone, not a paramsSplit, whose copy would take a
+// large frame on a request's deepest path (docs/limits.md, "The request's
+// stack").
+func splitParams(params []byte) (ParamMembers, splitState) {
+	var m ParamMembers
+	if len(params) == 0 || params[0] != '{' || !jsonscan.EachMember(params, m.set) {
+		return ParamMembers{}, splitNone
 	}
-	if !jsonscan.EachMember(params, s.members.set) {
-		s.members = ParamMembers{}
-		s.state = splitNone
-		return s
-	}
-	s.state = splitObject
-	return s
+	return m, splitObject
 }
 
 // set takes val for the member of params named key.

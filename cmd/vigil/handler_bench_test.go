@@ -10,7 +10,9 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -33,29 +35,7 @@ func BenchmarkServiceHandler(b *testing.B) {
 
 func benchServiceHandler(b *testing.B, stateless bool) {
 	ctx := b.Context()
-	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	logOut := asyncwriter.New(io.Discard)
-	b.Cleanup(func() { _ = logOut.Close() })
-	logger := newLogger(cfg, logOut)
-	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-	in, err := newInstruments(ctx, page.SpanReceiver)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = in.shutdown(context.Background()) })
-	srv, inst, err := newServer(cfg, logger, in, page, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	debugpage.Handler(srv, page) // which keys the trace ring by srv's names, as in vigil
-	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
-		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
-		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
-		streamable.WithIdleTimeout(cfg.idleTimeout))
-	b.Cleanup(func() { _ = h.Close() })
+	h, srv := newServiceHandler(b)
 
 	p := benchkit.NewPoster()
 	p.Header().Set("Content-Type", "application/json")
@@ -92,4 +72,35 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 		}
 	}
 	benchkit.ReportCPU(b, cpu)
+}
+
+// newServiceHandler returns the shipped service's MCP endpoint as
+// cmd/vigil wires it with its defaults, and its server; both are closed
+// when tb ends.
+func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
+	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	logOut := asyncwriter.New(io.Discard)
+	tb.Cleanup(func() { _ = logOut.Close() })
+	logger := newLogger(cfg, logOut)
+	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
+	in, err := newInstruments(context.Background(), page.SpanReceiver)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = in.shutdown(context.Background()) })
+	srv, inst, err := newServer(cfg, logger, in, page, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	debugpage.Handler(srv, page) // which keys the trace ring by srv's names, as in vigil
+	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
+		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
+		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
+		streamable.WithIdleTimeout(cfg.idleTimeout),
+		streamable.WithShedder(transport.NewShedder(cfg.overloadTarget)))
+	tb.Cleanup(func() { _ = h.Close() })
+	return h, srv
 }

@@ -172,8 +172,20 @@ type receivingTracer struct {
 
 // Start starts an SDK span; a recorded, sampled one comes back wrapped,
 // in the context too, so that ending it hands it to the receiver.
+//
+// Its frame stands over the SDK's Start, on a request's deepest path
+// (docs/limits.md, "The request's stack"): the wrapping is in a call of
+// its own.
 func (t *receivingTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	ctx, s := t.sdk.Start(ctx, name, opts...)
+	return t.wrap(ctx, s, opts)
+}
+
+// wrap returns s, started in ctx with opts, wrapped with ctx if it is a
+// recorded, sampled SDK span, else as it is.
+//
+//go:noinline
+func (t *receivingTracer) wrap(ctx context.Context, s trace.Span, opts []trace.SpanStartOption) (context.Context, trace.Span) {
 	if _, ok := s.(sdktrace.ReadOnlySpan); !ok || !s.IsRecording() || !s.SpanContext().IsSampled() {
 		return ctx, s
 	}

@@ -375,45 +375,20 @@ func (s *session) handOff(ctx context.Context, m transport.Message) error {
 // serveRequest runs the POST of one request: open its stream, hand the
 // request to the session and wait for the answer, the client's departure or
 // the session's end.
+//
+// Its frame stands over the whole handler when the server runs it inline
+// (docs/limits.md, "The request's stack"): opening the stream and waiting
+// for an answer from elsewhere are done in frames of their own.
 func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *transport.Request) {
 	if s.res != nil {
 		s.res.serveRequest(w, r, req)
 		return
 	}
-	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
-	terminated := st.terminated(req.ID)
-	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
-	s.mu.Lock()
-	switch {
-	case s.streams[req.ID] != nil:
-		s.mu.Unlock()
-		s.h.reject(w, http.StatusConflict, req.ID, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message())
-		return
-	case len(s.streams) >= s.h.cfg.maxInFlight:
-		s.mu.Unlock()
-		w.Header().Set("Retry-After", "1")
-		s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
-		return
+	st, terminated := s.openStream(w, r, req)
+	if st == nil {
+		return // refused
 	}
-	if s.streams == nil {
-		s.streams = s.h.streamTables.Get().(map[transport.ID]*stream)
-	}
-	s.streams[req.ID] = st
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.streams[req.ID] == st {
-			delete(s.streams, req.ID)
-			if len(s.streams) == 0 {
-				// An idle session holds no table: the next request of any
-				// session takes this one back.
-				s.h.streamTables.Put(s.streams)
-				s.streams = nil
-			}
-		}
-		s.mu.Unlock()
-	}()
-
+	defer s.closeStream(req.ID, st)
 	// The handler runs here, on this goroutine; the server cancels it if
 	// the client leaves (the stream refuses writes from then on), and
 	// terminate() answers for it if the session ends (a handler that ignores
@@ -422,6 +397,59 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 		s.answerEnded(st, req.ID, terminated) // nothing written means the session ended under it
 		return
 	}
+	s.awaitAnswer(r, req, st, terminated)
+}
+
+// openStream opens the stream that answers req and returns it with the
+// answer it gets if the session ends first; nil when it refused req, whose
+// id is in flight already or over the session's limit.
+//
+//go:noinline
+func (s *session) openStream(w http.ResponseWriter, r *http.Request, req *transport.Request) (*stream, *transport.Response) {
+	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
+	terminated := st.terminated(req.ID)
+	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
+	s.mu.Lock()
+	switch {
+	case s.streams[req.ID] != nil:
+		s.mu.Unlock()
+		s.h.reject(w, http.StatusConflict, req.ID, protocol.CodeInvalidRequest, protocol.RejectDuplicateID, protocol.RejectDuplicateID.Message())
+		return nil, nil
+	case len(s.streams) >= s.h.cfg.maxInFlight:
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		s.h.reject(w, http.StatusTooManyRequests, req.ID, protocol.CodeServerBusy, protocol.RejectInFlightLimit, protocol.RejectInFlightLimit.Message())
+		return nil, nil
+	}
+	if s.streams == nil {
+		s.streams = s.h.streamTables.Get().(map[transport.ID]*stream)
+	}
+	s.streams[req.ID] = st
+	s.mu.Unlock()
+	return st, terminated
+}
+
+// closeStream forgets st, the stream of request id, if it is still that
+// request's.
+func (s *session) closeStream(id transport.ID, st *stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams[id] != st {
+		return
+	}
+	delete(s.streams, id)
+	if len(s.streams) == 0 {
+		// An idle session holds no table: the next request of any session
+		// takes this one back.
+		s.h.streamTables.Put(s.streams)
+		s.streams = nil
+	}
+}
+
+// awaitAnswer hands req to the session's read loop and waits until st is
+// answered, r's client leaves (the handler is cancelled) or the session
+// ends (terminated answers).
+func (s *session) awaitAnswer(r *http.Request, req *transport.Request, st *stream, terminated *transport.Response) {
 	if err := s.push(r.Context(), req); err != nil {
 		st.shutDown(terminated)
 		return

@@ -18,15 +18,29 @@ import (
 // stateless serves a 2026-07-28 POST: validate the headers against the
 // body, then serve the request as a session of its own.
 func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+	if conn := h.statelessConn(w, r, msg); conn != nil {
+		_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
+		conn.st.shutDown(nil)
+	}
+}
+
+// statelessConn checks a 2026-07-28 POST and returns the connection that
+// serves its request, in a frame apart from stateless's, which stands
+// over the whole handler (docs/limits.md, "The request's stack"); nil
+// when it answered the POST instead: a notification, accepted, or a
+// request refused.
+//
+//go:noinline
+func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg transport.Message) *oneShot {
 	req, isRequest := msg.(*transport.Request)
 	if !isRequest || req.IsNotification() {
 		w.WriteHeader(http.StatusAccepted) // nothing waits for it in this era
-		return
+		return nil
 	}
 	header := headerValue(r.Header, headerProtocolVersion)
 	if header == "" {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "missing MCP-Protocol-Version header")
-		return
+		return nil
 	}
 	// params split once, for these checks and the server (Members).
 	members, _ := req.Members()
@@ -35,15 +49,15 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 	if version == nil || caps == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
-		return
+		return nil
 	}
 	if !isString(version, header) {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, "MCP-Protocol-Version header does not match params._meta")
-		return
+		return nil
 	}
 	if err := checkRouting(r, req.Method, field, value); err != "" {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
-		return
+		return nil
 	}
 	conn := &oneShot{req: req, r: r}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
@@ -51,8 +65,7 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 	// The server checks the Mcp-Param-* headers against the tool's schema:
 	// both the session's context and the request's arrival carry them.
 	conn.arrival = paramheader.Carrier{Context: r.Context(), Header: r.Header}
-	_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
-	conn.st.shutDown(nil)
+	return conn
 }
 
 // routingMember returns the member of method's params that the Mcp-Name
@@ -169,6 +182,10 @@ func (c *oneShot) SetDispatch(d transport.Dispatcher) {
 	c.dispatch = d
 }
 
+// Read returns the request, or with a dispatcher runs it through that
+// first; then it waits until the request is answered, the client leaves
+// or the session closes. Its frame stands over the whole handler
+// (docs/limits.md, "The request's stack"): the wait is in wait's.
 func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 	if !c.read {
 		c.read = true
@@ -182,6 +199,12 @@ func (c *oneShot) Read(ctx context.Context) (transport.Message, error) {
 			return nil, errAnswered // without making written's channel
 		}
 	}
+	return c.wait(ctx)
+}
+
+// wait waits until the request is answered, the client leaves, the
+// Conn closes or ctx is done, and returns the error Read returns then.
+func (c *oneShot) wait(ctx context.Context) (transport.Message, error) {
 	select {
 	case <-c.st.written():
 		return nil, errAnswered
