@@ -446,23 +446,31 @@ func (ss *Session) ClientCapabilities() ClientCapabilities {
 	return ss.st.caps
 }
 
-// serve is the read loop. It runs on Serve's goroutine.
+// serve is the read loop. It runs on Serve's goroutine. Its frame stands
+// over the whole handler of a Conn that runs it inline from Read
+// (docs/limits.md, "The request's stack"): a read's error is looked at in
+// readFailed's.
 func (ss *Session) serve() error {
 	ss.start()
-	var readErr error
 	for {
 		msg, err := ss.conn.Read(ss.ctx)
-		if err != nil {
-			if de, ok := errors.AsType[*transport.DecodeError](err); ok {
-				ss.reject(nil, de.ID, de.Code, de.Reason(), de.Err.Error())
-				continue
-			}
-			readErr = err
-			break
+		if err != nil && !ss.readFailed(err) {
+			return ss.stop(err)
 		}
-		ss.dispatch(msg)
+		if err == nil {
+			ss.dispatch(msg)
+		}
 	}
-	return ss.stop(readErr)
+}
+
+// readFailed answers a message that err says was undecodable and reports
+// true, the read loop going on; false for an error that ends the input.
+func (ss *Session) readFailed(err error) bool {
+	de, ok := errors.AsType[*transport.DecodeError](err)
+	if ok {
+		ss.reject(nil, de.ID, de.Code, de.Reason(), de.Err.Error())
+	}
+	return ok
 }
 
 // start reports the session started and, when the Conn delivers messages
@@ -661,12 +669,34 @@ type inlineOrigin struct {
 // when it came through the read loop (inline is nil), on the caller's when
 // it came inline. initialize always runs on the caller's, so that the
 // requests after it see the negotiated state.
+//
+// Its frame stands over the whole handler (docs/limits.md, "The
+// request's stack"): the admission is worked out in admitted's.
 func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *inlineOrigin) {
+	inf := ss.admitted(m, batch, inline)
+	switch {
+	case inf == nil: // refused or dropped, and counted
+	case inf.req.Method == "initialize" || inline != nil:
+		ss.run(inf)
+		ss.handlers.Done()
+	default:
+		go func() {
+			defer ss.handlers.Done()
+			ss.run(inf)
+		}()
+	}
+}
+
+// admitted admits m and returns it in flight, counted in ss.handlers, for
+// admit to run; nil when it is refused (and answered) or dropped.
+//
+//go:noinline
+func (ss *Session) admitted(m *transport.Request, batch *batchCollector, inline *inlineOrigin) *inflight {
 	if ss.shed(m) {
 		_, data := overload.RetryAfter()
 		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(data)}
 		ss.rejectWith(batch, m.ID, e, protocol.RejectOverloaded)
-		return
+		return nil
 	}
 	held := new(inflight) // the request's, if admitted
 	req := &held.request
@@ -676,7 +706,7 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	}
 	if req.admitErr != nil {
 		ss.rejectWith(batch, req.ID, req.admitErr, admissionReason(req.admitErr.Code))
-		return
+		return nil
 	}
 	ss.mu.Lock()
 	code, reason, why := ss.admitLocked(req)
@@ -711,14 +741,8 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 		inf.stream = inline.stream
 	}
 	switch {
-	case code == 0 && (req.Method == "initialize" || inline != nil):
-		ss.run(inf)
-		ss.handlers.Done()
 	case code == 0:
-		go func() {
-			defer ss.handlers.Done()
-			ss.run(inf)
-		}()
+		return inf
 	case broken != protocol.DropNone:
 		// Nothing can be written: the request is read and dropped.
 		ss.obs.ResponseDropped(ss.ctx, req, broken)
@@ -726,13 +750,14 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 	default:
 		ss.reject(batch, req.ID, code, reason, why)
 	}
+	return nil
 }
 
 // shed reports whether the server's Shedder sheds m (never one that
 // overload.Exempt spares).
 func (ss *Session) shed(m *transport.Request) bool {
 	sh := ss.srv.cfg.shedder
-	return sh != nil && !overload.Exempt(m.Method) && sh.Shed()
+	return sh != nil && !overload.Exempt(m.Method) && sh.Shed(ss.ctx)
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

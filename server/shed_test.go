@@ -25,7 +25,7 @@ type onOffShedder struct {
 	asked atomic.Int64
 }
 
-func (s *onOffShedder) Shed() bool { s.asked.Add(1); return s.on.Load() }
+func (s *onOffShedder) Shed(context.Context) bool { s.asked.Add(1); return s.on.Load() }
 
 // reasonCounter counts the rejections an Observer is told of, by reason.
 type reasonCounter struct {

@@ -1,10 +1,10 @@
 package transport_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -60,10 +60,11 @@ func ExampleAppendMessage() {
 	// {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}
 }
 
-// A Shedder from NewShedder admits every request until the Go scheduler
-// is saturated; a transport asks it before each request it may shed.
+// A Shedder from NewShedder admits every request until requests wait
+// longer than its target to be read, with the process busy; a transport
+// asks it before each request it may shed, with the request's context.
 func ExampleNewShedder() {
-	shed := transport.NewShedder(5 * time.Millisecond)
-	fmt.Println("shed:", shed.Shed())
+	shed := transport.NewShedder(transport.DefaultShedTarget)
+	fmt.Println("shed:", shed.Shed(context.Background()))
 	// Output: shed: false
 }

@@ -1,34 +1,41 @@
 package transport
 
 import (
+	"context"
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/overload"
 )
 
 // Shedder decides whether the process refuses a request at once because
-// it is overloaded. Shed reports true for a request to refuse; it must be
-// fast and safe for concurrent use. Transports ask it only for requests
+// it is overloaded. Shed reports true for the request of ctx (its
+// arrival's context: for HTTP, the request's) to refuse; it must be fast
+// and safe for concurrent use. Transports ask it only for requests
 // other than initialize, server/discover and ping: notifications (notifications/cancelled
 // among them) and responses to the server's own requests are never shed.
 type Shedder interface {
-	Shed() bool
+	Shed(ctx context.Context) bool
 }
 
-// DefaultShedTarget is the scheduling latency over which the shipped
-// commands shed by default (their -overload-target): well above what a
-// saturated but keeping-up process shows, well below a run queue of
-// thousands of connections.
-const DefaultShedTarget = time.Millisecond
+// DefaultShedTarget is the delay over which the shipped commands shed by
+// default (their -overload-target): requests that wait longer than this
+// to be read, at the 90th percentile, mean more clients than the CPUs
+// keep up with; a saturated process that does keep up, or a handful of
+// clients on a slow machine, makes them wait a few milliseconds.
+const DefaultShedTarget = 10 * time.Millisecond
 
 // NewShedder returns a Shedder that sheds a share of the requests while
-// the Go scheduler is saturated: while the median of the last three
-// samples of the 90th percentile of the time runnable goroutines waited
-// for a CPU (runtime/metrics /sched/latencies:seconds, sampled every
-// 100 ms) is above target, it refuses a share in proportion to how far
-// over (up to a tenth, at three times the target); shed requests are told
-// to retry after 1 to 3 seconds, at random. Handlers that sleep or wait
-// add no scheduling latency, so they are never shed. It starts no
+// they queue: while the median of the last three 100 ms intervals' delays
+// is above target, with the process using at least a quarter of its
+// processors, it refuses a share in proportion to how far over (up to a
+// tenth, at twice the target); shed requests are told to retry
+// after 1 to 3 seconds, at random. An interval's delay is the 90th
+// percentile of how long its requests waited to be read, measured on
+// their connections' sockets (the http.Server's ConnContext must be
+// streamable.ConnContext; on Linux); without that (stdio, another OS),
+// the 90th percentile of the time runnable goroutines waited for a CPU
+// (runtime/metrics /sched/latencies:seconds). A handler that sleeps or
+// waits adds to neither, so slow calls are never shed. It starts no
 // goroutine. For target <= 0 it returns nil, which the transports'
 // WithShedder options take as "shed nothing".
 func NewShedder(target time.Duration) Shedder {

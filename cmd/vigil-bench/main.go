@@ -71,7 +71,7 @@ func main() {
 	flag.IntVar(&cfg.scale.fanouts, "fanouts", 20, "with -scale: list_changed fan-outs to every stream")
 	flag.StringVar(&cfg.scale.phases, "scale-phases", "streams,overload,payload", "with -scale: comma-separated phases to run: streams, overload, payload")
 	flag.StringVar(&cfg.scale.clients, "overload-clients", "32,512,2048", "with -scale: comma-separated concurrency levels of the overload phase, the first the peak the others are compared with")
-	flag.DurationVar(&cfg.scale.round, "scale-round", 5*time.Second, "with -scale: length of each overload round and of each server's payload round")
+	flag.DurationVar(&cfg.scale.round, "scale-round", 10*time.Second, "with -scale: length of each overload round and of each server's payload round")
 	flag.DurationVar(&cfg.scale.settle, "scale-settle", 2*time.Second, "with -scale: wait before each RSS reading of the streams phase")
 	flag.IntVar(&cfg.scale.payloadBytes, "payload-bytes", 1<<20, "with -scale: `bytes` of the payload phase's echo text")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")

@@ -75,7 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxSessions := fs.Int("max-sessions", 10000, "with -http: most concurrent 2025-era sessions; more initializes get 503")
 	listChangedDelay := fs.Duration("list-changed-delay", server.DefaultListChangedDelay, "how long the server waits after a change to its tools, resources or prompts before it sends list_changed, coalescing the changes in between (0: at once)")
 	resumable := fs.Bool("resumable", true, "with -http: keep each session's SSE events in memory so that a client resumes a stream with Last-Event-ID (false: no event store, as the shipped vigil)")
-	overloadTarget := fs.Duration("overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while the Go scheduler's 90th-percentile latency is over this, as the shipped vigil (0: never shed)")
+	overloadTarget := fs.Duration("overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy, as the shipped vigil (0: never shed)")
 	gcHeadroom := fs.Int("gc-headroom", gcheadroom.DefaultHeadroomMiB, gcheadroom.FlagUsage+", as the shipped vigil")
 	allowPublic := fs.Bool("allow-public", false, "with -http: serve on a non-loopback address, to anyone who can reach it (the fixtures have no authentication)")
 	if err := fs.Parse(args); err != nil {
@@ -248,7 +248,7 @@ func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnContext: streamable.ConnContext}
 	logger.Info("serving MCP", "url", "http://"+ln.Addr().String()+"/mcp")
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

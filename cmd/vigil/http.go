@@ -252,16 +252,18 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	// The caller of the quotas (quota.go), and client.address and
-	// client.port on spans (middleware.PeerConnContext).
+	// The caller of the quotas (quota.go), client.address and
+	// client.port on spans (middleware.PeerConnContext), and the
+	// connection whose socket tells the shedder how long each request
+	// waited (streamable.ConnContext).
 	hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		return middleware.PeerConnContext(clientConnContext(ctx, c), c)
+		return streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c)
 	}
 	if cfg.authEnabled() {
 		// A keep-alive client's token, the same with each request, is
 		// then recognized by comparison, not hashed and looked up.
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return auth.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c)
+			return auth.ConnContext(streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c), c)
 		}
 	}
 	return hs

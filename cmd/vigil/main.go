@@ -120,7 +120,7 @@ type config struct {
 	quotaInFlight  int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
 	quotaTasks     int           // -quota-tasks: tasks held (0: none)
 	quotaToolShare float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
-	overloadTarget time.Duration // -overload-target: scheduler latency over which requests are shed (0: never)
+	overloadTarget time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
 	// Slow readers and what a session may keep (transport/streamable).
 	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
 	maxResumptions   int           // -max-resumptions: GET streams one session has open at once

@@ -39,7 +39,7 @@ func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
 	fs.BoolVar(&cfg.quotaEvictIdle, "quota-evict-idle", false, "at -quota-sessions, end the caller's session idle the longest (none with a request in flight) to make room, instead of refusing the initialize")
 	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
 	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
-	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while the Go scheduler's 90th-percentile latency is over this: CPU saturation, never slow handlers (0: never shed)")
+	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy: more clients than the CPUs keep up with, never slow handlers (0: never shed)")
 	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
 }
 

@@ -1,9 +1,9 @@
 package overload
 
 import (
-	"math"
+	"context"
 	"math/rand/v2"
-	"runtime/metrics"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,16 +16,22 @@ const (
 	DefaultMinAdmit = 0.9
 )
 
-// Window and Span shape the response to the latency. The share follows
-// the median of the last Window samples, so that one interval's burst (a
-// notification to ten thousand streams wakes as many goroutines at once)
-// is not an overload. At that median's target the Limiter sheds nothing;
-// at Span times the target over it, all it may (1 - MinAdmit); in
-// between, in proportion.
+// Window and Span shape the response to the delay. The share follows
+// the median of the last Window intervals' delays, so that one interval's
+// burst (a notification to ten thousand streams wakes as many goroutines
+// at once) is not an overload. At that median's target the Limiter sheds
+// nothing; at Span times the target over it, all it may (1 - MinAdmit);
+// in between, in proportion.
 const (
 	Window = 3
-	Span   = 2
+	Span   = 1
 )
+
+// MinBusy is the share of its processors (GOMAXPROCS) a process must have
+// used in an interval for the interval's delay to count: one that used
+// less is not what keeps its requests waiting (a busy machine, a noisy
+// neighbor), and refusing its clients would not make them wait less.
+const MinBusy = 0.25
 
 // full is the admission threshold at which every request is admitted: a
 // request is admitted when a random uint32 is below the threshold.
@@ -33,19 +39,28 @@ const full = uint64(1) << 32
 
 // Config configures a [Limiter]. Only Target is required.
 type Config struct {
-	// Target is the scheduling latency (90th percentile over an interval)
-	// above which the process is overloaded; it must be positive.
+	// Target is the delay (90th percentile over an interval) above which
+	// the process is overloaded; it must be positive.
 	Target time.Duration
-	// Interval is how often the latency is sampled (DefaultInterval).
+	// Interval is how often the delay is read (DefaultInterval).
 	Interval time.Duration
 	// MinAdmit is the least share of requests admitted, in (0, 1]
 	// (DefaultMinAdmit).
 	MinAdmit float64
 	// Now reads a monotonic clock; nil: time since New.
 	Now func() time.Duration
+	// Queued returns how long the request of ctx waited before the
+	// process read it, false when it cannot tell; nil: the socket of the
+	// connection ContextWithConn recorded in ctx (Linux).
+	Queued func(ctx context.Context) (time.Duration, bool)
 	// Sample returns the 90th percentile of the scheduling latency since
-	// its previous call (0 when nothing was scheduled); nil: the runtime's.
+	// its previous call (0 when too few goroutines were scheduled), the
+	// delay of an interval with fewer than MinQueued queueing delays;
+	// nil: the runtime's.
 	Sample func() time.Duration
+	// CPU returns the CPU time the process has used, negative when it
+	// cannot tell (every interval is then busy); nil: getrusage.
+	CPU func() time.Duration
 	// Rand returns a uniformly random uint32; nil: math/rand/v2.
 	Rand func() uint32
 }
@@ -55,15 +70,18 @@ type Config struct {
 type Limiter struct {
 	cfg       Config
 	threshold atomic.Uint64         // admit when Rand() < threshold; full: admit all
-	due       atomic.Int64          // Now() at which the next sample is due
+	due       atomic.Int64          // Now() at which the next update is due
+	measure   atomic.Int64          // Now() at which the next queueing delay is measured
+	queued    delays                // this interval's queueing delays
 	mu        sync.Mutex            // one update at a time; guards the fields below
 	share     float64               // the share admitted, in [MinAdmit, 1]
-	last      time.Duration         // Now() of the last sample
-	recent    [Window]time.Duration // the last samples, the latest first
+	last      time.Duration         // Now() of the last update
+	cpu       time.Duration         // CPU() at the last update
+	recent    [Window]time.Duration // the last intervals' delays, the latest first
 }
 
-// New returns a Limiter that admits every request until it samples an
-// overload. It panics if cfg.Target is not positive.
+// New returns a Limiter that admits every request until it finds the
+// process overloaded. It panics if cfg.Target is not positive.
 func New(cfg Config) *Limiter {
 	if cfg.Target <= 0 {
 		panic("overload: Target must be positive")
@@ -78,8 +96,14 @@ func New(cfg Config) *Limiter {
 		start := time.Now()
 		cfg.Now = func() time.Duration { return time.Since(start) }
 	}
+	if cfg.Queued == nil {
+		cfg.Queued = connQueued
+	}
 	if cfg.Sample == nil {
 		cfg.Sample = newSchedSampler().p90
+	}
+	if cfg.CPU == nil {
+		cfg.CPU = processCPU
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Uint32
@@ -87,15 +111,22 @@ func New(cfg Config) *Limiter {
 	l := &Limiter{cfg: cfg, share: 1}
 	l.threshold.Store(full)
 	now := cfg.Now()
-	l.last = now
+	l.last, l.cpu = now, cfg.CPU()
 	l.due.Store(int64(now + cfg.Interval))
 	return l
 }
 
-// Shed reports whether to refuse one request now because the process is
-// overloaded; it samples the latency when an interval is over.
-func (l *Limiter) Shed() bool {
+// Shed reports whether to refuse the request of ctx now because the
+// process is overloaded. Every Interval/SamplesPerInterval it measures how
+// long the request waited; when an interval is over, it updates the
+// share admitted.
+func (l *Limiter) Shed(ctx context.Context) bool {
 	now := l.cfg.Now()
+	if at := l.measure.Load(); int64(now) >= at && l.measure.CompareAndSwap(at, int64(now+l.cfg.Interval/SamplesPerInterval)) {
+		if d, ok := l.cfg.Queued(ctx); ok {
+			l.queued.add(d)
+		}
+	}
 	if due := l.due.Load(); int64(now) >= due && l.due.CompareAndSwap(due, int64(now+l.cfg.Interval)) {
 		l.update(now)
 	}
@@ -110,19 +141,20 @@ func (l *Limiter) Share() float64 {
 	return l.share
 }
 
-// update samples the latency and sets the share admitted from the median
-// of the recent samples.
+// update reads the interval's delay and sets the share admitted from the
+// median of the recent intervals'.
 func (l *Limiter) update(now time.Duration) {
 	if !l.mu.TryLock() {
 		return // a slow update still runs: this interval is its
 	}
 	defer l.mu.Unlock()
 	if now-l.last > Window*l.cfg.Interval {
-		l.recent = [Window]time.Duration{} // no request to sample for a while: calm
+		l.recent = [Window]time.Duration{} // no request for a while: calm
 	}
+	delay := l.delay(now)
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
-	l.recent[0] = l.cfg.Sample()
+	l.recent[0] = delay
 	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
 	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
 	if l.share >= 1 {
@@ -132,75 +164,29 @@ func (l *Limiter) update(now time.Duration) {
 	l.threshold.Store(uint64(l.share * float64(full)))
 }
 
+// delay returns the delay of the interval from the last update to now:
+// the 90th percentile of its queueing delays, or with fewer than MinQueued
+// of them the scheduling latency's; 0 (calm) when the process used less
+// than MinBusy of its processors.
+func (l *Limiter) delay(now time.Duration) time.Duration {
+	queued, n := l.queued.take()
+	sched := l.cfg.Sample() // read every interval: its next delta is this interval's
+	cpu := l.cfg.CPU()
+	used, elapsed := cpu-l.cpu, now-l.last
+	l.cpu = cpu
+	if cpu >= 0 && elapsed > 0 && float64(used) < MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed) {
+		return 0
+	}
+	if n >= MinQueued {
+		return queued
+	}
+	return sched
+}
+
 // median returns the median of the samples.
 func median(samples [Window]time.Duration) time.Duration {
 	slices.Sort(samples[:])
 	return samples[Window/2]
-}
-
-// schedSampler reads the runtime's scheduling latency histogram and
-// returns the 90th percentile of what it counted since the previous read.
-type schedSampler struct {
-	s    []metrics.Sample
-	prev []uint64
-}
-
-const schedLatencies = "/sched/latencies:seconds"
-
-// minScheduled is how many goroutines must have been scheduled in an
-// interval for its latency to mean overload: a process that schedules
-// fewer is not loaded, whatever delays the operating system gives its
-// few wake-ups (a busy test machine, a noisy neighbor), and sheds
-// nothing.
-const minScheduled = 1000
-
-func newSchedSampler() *schedSampler {
-	r := &schedSampler{s: []metrics.Sample{{Name: schedLatencies}}}
-	r.p90() // the first read is the baseline
-	return r
-}
-
-// p90 returns the 90th percentile of the latencies counted since the last
-// call, rounded up to its bucket's upper bound; 0 when fewer than
-// minScheduled were counted or the runtime lacks the metric.
-func (r *schedSampler) p90() time.Duration {
-	metrics.Read(r.s)
-	if r.s[0].Value.Kind() != metrics.KindFloat64Histogram {
-		return 0
-	}
-	h := r.s[0].Value.Float64Histogram()
-	if len(r.prev) != len(h.Counts) {
-		r.prev = append(r.prev[:0], h.Counts...)
-		return 0
-	}
-	var total uint64
-	for i, c := range h.Counts {
-		total += c - r.prev[i]
-	}
-	var p90 time.Duration
-	if total >= minScheduled {
-		p90 = quantile(h.Counts, r.prev, h.Buckets, total)
-	}
-	copy(r.prev, h.Counts)
-	return p90
-}
-
-// quantile returns the upper bound of the bucket holding the 90th
-// percentile of the counts in counts minus prev (total of them); buckets
-// has one boundary more than counts.
-func quantile(counts, prev []uint64, buckets []float64, total uint64) time.Duration {
-	rank := (total*9 + 9) / 10 // ceil(0.9 * total)
-	var seen uint64
-	for i, c := range counts {
-		if seen += c - prev[i]; seen >= rank {
-			upper := buckets[i+1]
-			if math.IsInf(upper, 1) {
-				upper = buckets[i]
-			}
-			return time.Duration(upper * float64(time.Second))
-		}
-	}
-	return 0
 }
 
 // Exempt reports whether a request of method is never shed: initialize,

@@ -1,8 +1,10 @@
 package overload
 
 import (
+	"context"
 	"encoding/json"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,22 +16,36 @@ import (
 
 const target = 5 * time.Millisecond
 
-// fake is a Limiter's world: a clock moved by hand, the latency its next
-// sample reports, and a random source that sweeps [0, 2^32) evenly.
+// fake is a Limiter's world: a clock moved by hand, the scheduling
+// latency its next sample reports, the queueing delay its requests report
+// (none while queued is negative), the CPU time the process used (unknown,
+// so every interval busy, while cpu is negative), and a random source that
+// sweeps [0, 2^32) evenly.
 type fake struct {
-	now     atomic.Int64
-	latency atomic.Int64
-	samples atomic.Int64
-	next    atomic.Uint32
+	now      atomic.Int64
+	latency  atomic.Int64
+	samples  atomic.Int64
+	queued   atomic.Int64
+	measured atomic.Int64
+	cpu      atomic.Int64
+	next     atomic.Uint32
 }
 
 func newFake(t *testing.T) (*fake, *Limiter) {
 	t.Helper()
 	f := &fake{}
+	f.queued.Store(-1)
+	f.cpu.Store(-1)
 	l := New(Config{
 		Target: target,
 		Now:    func() time.Duration { return time.Duration(f.now.Load()) },
+		Queued: func(context.Context) (time.Duration, bool) {
+			f.measured.Add(1)
+			d := f.queued.Load()
+			return time.Duration(d), d >= 0
+		},
 		Sample: func() time.Duration { f.samples.Add(1); return time.Duration(f.latency.Load()) },
+		CPU:    func() time.Duration { return time.Duration(f.cpu.Load()) },
 		Rand:   func() uint32 { return f.next.Add(1<<32/64+1) - 1 }, // 64 evenly spread values per lap
 	})
 	return f, l
@@ -57,7 +73,7 @@ func TestCalmShedsNothing(t *testing.T) {
 func shedOf(l *Limiter, n int) int {
 	shed := 0
 	for range n {
-		if l.Shed() {
+		if l.Shed(context.Background()) {
 			shed++
 		}
 	}
@@ -152,7 +168,7 @@ func TestOneSamplePerInterval(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for range 100 {
-					l.Shed()
+					l.Shed(context.Background())
 				}
 			})
 		}
@@ -169,7 +185,7 @@ func TestConfigDefaults(t *testing.T) {
 	l := New(Config{Target: target, MinAdmit: 2})
 	assert.InDelta(t, DefaultMinAdmit, l.cfg.MinAdmit, 0)
 	assert.Equal(t, DefaultInterval, l.cfg.Interval)
-	assert.False(t, l.Shed(), "a new Limiter admits")
+	assert.False(t, l.Shed(context.Background()), "a new Limiter admits")
 }
 
 func TestQuantile(t *testing.T) {
@@ -206,7 +222,7 @@ func BenchmarkShed(b *testing.B) {
 	l := New(Config{Target: time.Hour})
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if l.Shed() {
+			if l.Shed(context.Background()) {
 				b.Fatal("a calm Limiter shed")
 			}
 		}
@@ -257,4 +273,103 @@ func TestRetryAfterSpreads(t *testing.T) {
 		seen[seconds]++
 	}
 	assert.Len(t, seen, MaxRetryAfter, "every wait is used")
+}
+
+// spread moves the clock through one interval in SamplesPerInterval
+// steps, with a request at each of the first n (each measured), and
+// returns how many of them the Limiter shed.
+func (f *fake) spread(l *Limiter, n int) int {
+	step := DefaultInterval / SamplesPerInterval
+	shed := 0
+	for i := range SamplesPerInterval {
+		f.now.Add(int64(step))
+		if i < n && l.Shed(context.Background()) {
+			shed++
+		}
+	}
+	return shed
+}
+
+// With MinQueued or more queueing delays measured in an interval, their
+// 90th percentile is its delay, whatever the scheduling latency.
+func TestQueuedDelaysAreTheSignal(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "requests queue, the scheduler is calm")
+	assert.Equal(t, int64((Window+1)*SamplesPerInterval), f.measured.Load(), "one request measured per step")
+	assert.Equal(t, int64(Window+1), f.samples.Load(), "the scheduler read every interval all the same")
+
+	f.queued.Store(int64(target / 2))
+	f.latency.Store(int64(10 * target))
+	for range Window {
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "requests do not queue, whatever the scheduler's latency")
+}
+
+// An interval with fewer than MinQueued queueing delays (a transport
+// that cannot see them, or few requests) takes the scheduling latency.
+func TestFewQueuedDelaysFallBack(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spread(l, MinQueued-1)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "too few delays: the calm scheduler decides")
+	f.latency.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spread(l, MinQueued-1)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the saturated scheduler decides")
+}
+
+// A process that used less than MinBusy of its processors in an interval
+// is not what keeps its requests waiting: it sheds nothing, however long
+// they wait.
+func TestIdleProcessShedsNothing(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	f.cpu.Store(0)
+	procs := float64(runtime.GOMAXPROCS(0))
+	idle := time.Duration(0.9 * MinBusy * procs * float64(DefaultInterval))
+	busy := time.Duration(1.1 * MinBusy * procs * float64(DefaultInterval))
+	for range Window + 1 {
+		f.cpu.Add(int64(idle))
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "under MinBusy: calm")
+	for range Window + 1 {
+		f.cpu.Add(int64(busy))
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "over MinBusy: overloaded")
+}
+
+// take returns the 90th percentile of what was added since the last take
+// and how many, at most what delays holds.
+func TestDelaysTake(t *testing.T) {
+	t.Parallel()
+	var q delays
+	p90, n := q.take()
+	assert.Zero(t, n)
+	assert.Zero(t, p90)
+	for i := 10; i >= 1; i-- {
+		q.add(time.Duration(i) * time.Millisecond)
+	}
+	p90, n = q.take()
+	assert.Equal(t, 10, n)
+	assert.Equal(t, 9*time.Millisecond, p90, "the 9th of 10")
+	_, n = q.take()
+	assert.Zero(t, n, "taken")
+	for range 3 * len(q.d) {
+		q.add(time.Millisecond)
+	}
+	_, n = q.take()
+	assert.Equal(t, len(q.d), n, "no more than it holds")
 }

@@ -192,45 +192,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
+// post serves a POST: one message, in a session or stateless.
 func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
-	if !isJSONContentType(headerValue(r.Header, headerContentType)) {
-		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
-		return
-	}
-	if !acceptsPostAnswers(r) {
-		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
-		return
-	}
-	body, err := readBody(w, r, h.cfg.maxBody)
-	if err != nil {
-		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, "body too large")
-			return
-		}
-		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeParseError, protocol.RejectParseError, "cannot read body")
-		return
-	}
-	msg, err := transport.DecodeOwnedMessage(body) // body is this request's own
-	if err != nil {
-		de, ok := errors.AsType[*transport.DecodeError](err)
-		if !ok {
-			de = &transport.DecodeError{Code: protocol.CodeParseError, Err: err}
-		}
-		h.reject(w, http.StatusBadRequest, de.ID, de.Code, de.Reason(), err.Error())
-		return
-	}
-	if !h.guarded(w, r, msg) {
-		return // refused and answered by the guard
-	}
-	if _, isBatch := msg.(transport.Batch); isBatch {
-		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
-		return
-	}
-	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
-		if replica, elsewhere := h.taskReplica(req); elsewhere {
-			h.forward(w, r, req, body, replica) // forward.go
-			return
-		}
+	msg, ok := h.readPost(w, r)
+	if !ok {
+		return // answered
 	}
 	if req, ok := msg.(*transport.Request); ok && !req.IsNotification() {
 		// Every request counts against its caller's in-flight quota while
@@ -241,7 +207,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer hold.Release()
-		if h.shed(w, req) {
+		if h.shed(w, r, req) {
 			return
 		}
 	}
@@ -252,11 +218,60 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	h.sessionPost(w, r, msg)
 }
 
-// shed answers req at once with 503 and reports true when the Endpoint's
-// Shedder sheds it, before any session, span or handler sees it (never a
-// request overload.Exempt spares).
-func (h *Endpoint) shed(w http.ResponseWriter, req *transport.Request) bool {
-	if sh := h.cfg.shedder; sh == nil || overload.Exempt(req.Method) || !sh.Shed() {
+// readPost reads and checks a POST's message, in a frame apart from
+// post's, which stands over the whole handler (docs/limits.md, "The
+// request's stack"); false when it answered the POST instead: refused,
+// or forwarded to the replica of its task.
+//
+//go:noinline
+func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request) (transport.Message, bool) {
+	if !isJSONContentType(headerValue(r.Header, headerContentType)) {
+		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
+		return nil, false
+	}
+	if !acceptsPostAnswers(r) {
+		h.reject(w, http.StatusNotAcceptable, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Accept must include application/json and text/event-stream")
+		return nil, false
+	}
+	body, err := readBody(w, r, h.cfg.maxBody)
+	if err != nil {
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			h.reject(w, http.StatusRequestEntityTooLarge, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, "body too large")
+			return nil, false
+		}
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeParseError, protocol.RejectParseError, "cannot read body")
+		return nil, false
+	}
+	msg, err := transport.DecodeOwnedMessage(body) // body is this request's own
+	if err != nil {
+		de, ok := errors.AsType[*transport.DecodeError](err)
+		if !ok {
+			de = &transport.DecodeError{Code: protocol.CodeParseError, Err: err}
+		}
+		h.reject(w, http.StatusBadRequest, de.ID, de.Code, de.Reason(), err.Error())
+		return nil, false
+	}
+	if !h.guarded(w, r, msg) {
+		return nil, false // refused and answered by the guard
+	}
+	if _, isBatch := msg.(transport.Batch); isBatch {
+		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
+		return nil, false
+	}
+	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
+		if replica, elsewhere := h.taskReplica(req); elsewhere {
+			h.forward(w, r, req, body, replica) // forward.go
+			return nil, false
+		}
+	}
+	return msg, true
+}
+
+// shed answers req, the request of POST r, at once with 503 and reports
+// true when the Endpoint's Shedder sheds it, before any session, span or
+// handler sees it (never a request overload.Exempt spares).
+func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.Request) bool {
+	if sh := h.cfg.shedder; sh == nil || overload.Exempt(req.Method) || !sh.Shed(r.Context()) {
 		return false
 	}
 	if h.cfg.onReject != nil {
@@ -285,6 +300,19 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 
 // sessionPost serves a POST of a 2025-era session.
 func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg transport.Message) {
+	if s, req := h.postSession(w, r, msg); s != nil {
+		s.serveRequest(w, r, req)
+	}
+}
+
+// postSession finds or opens the session of a 2025-era POST and returns it
+// with the request to serve in it, in a frame apart from sessionPost's,
+// which stands over the whole handler (docs/limits.md, "The request's
+// stack"); nil when it answered the POST instead: refused, or a
+// notification or response, delivered.
+//
+//go:noinline
+func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg transport.Message) (*session, *transport.Request) {
 	req, isRequest := msg.(*transport.Request)
 	var reqID transport.ID // the id error answers carry, when there is one
 	if isRequest {
@@ -292,7 +320,7 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 	}
 	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
 		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v[:min(len(v), 64)])) // not echoed whole
-		return
+		return nil, nil
 	}
 	var s *session
 	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
@@ -300,23 +328,23 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 		if s, status = h.newSession(r); s == nil {
 			if status == http.StatusTooManyRequests {
 				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
-				return
+				return nil, nil
 			}
 			w.Header().Set("Retry-After", "1")
 			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
-			return
+			return nil, nil
 		}
 	} else {
 		id := headerValue(r.Header, headerSessionID)
 		if id == "" {
 			h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "missing Mcp-Session-Id")
-			return
+			return nil, nil
 		}
 		var why protocol.RejectReason
 		var status int
 		if s, why, status = h.lookup(id, r); s == nil {
 			h.refuseLookup(w, status, reqID, why)
-			return
+			return nil, nil
 		}
 	}
 	if isRequest && req.Method == "notifications/initialized" && !s.initialized.Swap(true) && s.view != nil {
@@ -334,16 +362,16 @@ func (h *Endpoint) sessionPost(w http.ResponseWriter, r *http.Request, msg trans
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
 			if err := s.push(r.Context(), msg); err != nil {
 				h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, "session terminated")
-				return
+				return nil, nil
 			}
 		}
 		if s.view != nil {
 			_ = s.relayClient(r.Context(), msg) // to the replica that waits for it (shared.go)
 		}
 		w.WriteHeader(http.StatusAccepted)
-		return
+		return nil, nil
 	}
-	s.serveRequest(w, r, req)
+	return s, req
 }
 
 // newSession opens a session for an initialize request r and has the

@@ -1,6 +1,7 @@
 package streamable_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,12 +17,13 @@ import (
 // every request asked about.
 type overloaded struct{}
 
-func (overloaded) Shed() bool { return true }
+func (overloaded) Shed(context.Context) bool { return true }
 
 // An Endpoint given a Shedder answers the requests it sheds at once with
 // 503 and Retry-After; initialize is never shed. A service gives it
-// transport.NewShedder(target), which sheds only while the Go scheduler is
-// saturated.
+// transport.NewShedder(target), which sheds only while requests wait
+// longer than target to be read, and its http.Server the ConnContext
+// that lets it see that wait.
 func ExampleWithShedder() {
 	srv := server.New()
 	defer func() { _ = srv.Close() }()

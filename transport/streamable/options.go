@@ -181,8 +181,10 @@ func WithRejectHook(f func(reason protocol.RejectReason)) Option {
 // admitted, before the request reaches a session: one s sheds is
 // answered at once with 503, Retry-After and the busy JSON-RPC error, and
 // counted as [protocol.RejectOverloaded] through the reject hook.
-// Notifications and responses are never shed. nil (the default) sheds nothing; see
-// [transport.NewShedder].
+// Notifications and responses are never shed. nil (the default) sheds
+// nothing; see [transport.NewShedder], whose Shedder reads how long each
+// request waited from its connection when the http.Server's ConnContext
+// is [ConnContext].
 func WithShedder(s transport.Shedder) Option {
 	return optionFunc(func(c *config) { c.shedder = s })
 }

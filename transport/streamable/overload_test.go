@@ -23,7 +23,7 @@ type switchShedder struct {
 	asked atomic.Int64
 }
 
-func (s *switchShedder) Shed() bool { s.asked.Add(1); return s.on.Load() }
+func (s *switchShedder) Shed(context.Context) bool { s.asked.Add(1); return s.on.Load() }
 
 // While the process is overloaded, a request is answered at once with
 // 503, Retry-After and the busy error, counted as overloaded, and never

@@ -1,0 +1,72 @@
+package overload
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// SamplesPerInterval is how many requests' queueing delays a Limiter
+// measures in an interval, at most: one every Interval/SamplesPerInterval.
+const SamplesPerInterval = 32
+
+// MinQueued is how many queueing delays an interval needs for their 90th
+// percentile to be its signal; with fewer (a transport that cannot see
+// them, or under MinQueued requests in the interval), the scheduling
+// latency is.
+const MinQueued = 8
+
+type connKey struct{}
+
+// ContextWithConn returns ctx carrying c, the connection its requests came
+// on, whose socket tells how long each of them waited (see
+// [Config.Queued]).
+func ContextWithConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// connQueued returns how long ago the last bytes arrived on the
+// connection [ContextWithConn] recorded in ctx, which for a request just
+// read is how long it waited to be read; false without one, or where the
+// socket cannot tell (see socketIdle).
+func connQueued(ctx context.Context) (time.Duration, bool) {
+	c, ok := ctx.Value(connKey{}).(net.Conn)
+	if !ok {
+		return 0, false
+	}
+	return socketIdle(c)
+}
+
+// delays holds the queueing delays measured in one interval, up to twice
+// SamplesPerInterval (a late interval's, the most measured before its
+// update takes them).
+type delays struct {
+	n atomic.Int32
+	d [2 * SamplesPerInterval]atomic.Int64
+}
+
+// add keeps d, unless the interval has as many as it holds.
+func (q *delays) add(d time.Duration) {
+	if i := q.n.Add(1) - 1; int(i) < len(q.d) {
+		q.d[i].Store(int64(d))
+	}
+}
+
+// take returns the 90th percentile of the delays kept since the last take
+// and how many there were, and forgets them. A delay added while it runs
+// goes to this interval or the next.
+func (q *delays) take() (p90 time.Duration, n int) {
+	n = min(int(q.n.Swap(0)), len(q.d))
+	if n == 0 {
+		return 0, 0
+	}
+	var buf [len(q.d)]time.Duration
+	for i := range n {
+		buf[i] = time.Duration(q.d[i].Load())
+	}
+	kept := buf[:n]
+	slices.Sort(kept)
+	return kept[(n*9+9)/10-1], n // the ceil(0.9n)-th
+}
