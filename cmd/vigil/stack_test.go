@@ -95,7 +95,7 @@ func probeStack(t *testing.T, stateless bool) {
 	grow(startingStack) // this goroutine's own reads and writes stay clear of the limit
 	defer debug.SetMaxStack(debug.SetMaxStack(startingStack))
 	conn := dial() // a new connection: a new goroutine, on the starting stack
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	for id := 1; id <= 3; id++ {
 		resp := post(conn, benchkit.AppendEchoCall(nil, id, stateless))
 		var body bytes.Buffer
