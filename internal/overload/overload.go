@@ -33,6 +33,17 @@ const (
 // neighbor), and refusing its clients would not make them wait less.
 const MinBusy = 0.25
 
+// DefaultMinWaiting is how many requests must wait for an interval's
+// delay to count (Config.MinWaiting), by Little's law: the requests asked
+// about per second times the delay. A handful of clients, however heavy
+// their requests (eight 1 MiB echoes keep two CPUs busy for tens of
+// milliseconds each), keep no more requests waiting than there are of
+// them; refusing one of them sends it away for seconds so that the others
+// wait a little less, and serves no more. Over DefaultMinWaiting, the wait
+// is made by more clients than the CPUs keep up with. It is four times 32
+// clients, whose delay's 90th percentile may read twice their mean.
+const DefaultMinWaiting = 128
+
 // full is the admission threshold at which every request is admitted: a
 // request is admitted when a random uint32 is below the threshold.
 const full = uint64(1) << 32
@@ -47,6 +58,9 @@ type Config struct {
 	// MinAdmit is the least share of requests admitted, in (0, 1]
 	// (DefaultMinAdmit).
 	MinAdmit float64
+	// MinWaiting is how many requests must wait for an interval's delay
+	// to count, positive (DefaultMinWaiting).
+	MinWaiting float64
 	// Now reads a monotonic clock; nil: time since New.
 	Now func() time.Duration
 	// Queued returns how long the request of ctx waited before the
@@ -72,6 +86,7 @@ type Limiter struct {
 	threshold atomic.Uint64         // admit when Rand() < threshold; full: admit all
 	due       atomic.Int64          // Now() at which the next update is due
 	measure   atomic.Int64          // Now() at which the next queueing delay is measured
+	asked     atomic.Int64          // requests asked about this interval
 	queued    delays                // this interval's queueing delays
 	mu        sync.Mutex            // one update at a time; guards the fields below
 	share     float64               // the share admitted, in [MinAdmit, 1]
@@ -91,6 +106,9 @@ func New(cfg Config) *Limiter {
 	}
 	if !(cfg.MinAdmit > 0 && cfg.MinAdmit <= 1) {
 		cfg.MinAdmit = DefaultMinAdmit
+	}
+	if !(cfg.MinWaiting > 0) {
+		cfg.MinWaiting = DefaultMinWaiting
 	}
 	if cfg.Now == nil {
 		start := time.Now()
@@ -121,6 +139,7 @@ func New(cfg Config) *Limiter {
 // long the request waited; when an interval is over, it updates the
 // share admitted.
 func (l *Limiter) Shed(ctx context.Context) bool {
+	l.asked.Add(1)
 	now := l.cfg.Now()
 	if at := l.measure.Load(); int64(now) >= at && l.measure.CompareAndSwap(at, int64(now+l.cfg.Interval/SamplesPerInterval)) {
 		if d, ok := l.cfg.Queued(ctx); ok {
@@ -167,20 +186,26 @@ func (l *Limiter) update(now time.Duration) {
 // delay returns the delay of the interval from the last update to now:
 // the 90th percentile of its queueing delays, or with fewer than MinQueued
 // of them the scheduling latency's; 0 (calm) when the process used less
-// than MinBusy of its processors.
+// than MinBusy of its processors, or when fewer than MinWaiting requests
+// waited.
 func (l *Limiter) delay(now time.Duration) time.Duration {
 	queued, n := l.queued.take()
-	sched := l.cfg.Sample() // read every interval: its next delta is this interval's
-	cpu := l.cfg.CPU()
+	delay := l.cfg.Sample() // read every interval: its next delta is this interval's
+	if n >= MinQueued {
+		delay = queued
+	}
+	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
 	l.cpu = cpu
-	if cpu >= 0 && elapsed > 0 && float64(used) < MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed) {
+	if elapsed <= 0 {
 		return 0
 	}
-	if n >= MinQueued {
-		return queued
+	waiting := float64(asked) / elapsed.Seconds() * delay.Seconds() // Little's law
+	busy := cpu < 0 || float64(used) >= MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed)
+	if !busy || waiting < l.cfg.MinWaiting {
+		return 0
 	}
-	return sched
+	return delay
 }
 
 // median returns the median of the samples.

@@ -33,12 +33,19 @@ type fake struct {
 
 func newFake(t *testing.T) (*fake, *Limiter) {
 	t.Helper()
+	return newFakeWaiting(t, 1e-9) // any request waiting is enough
+}
+
+// newFakeWaiting is newFake with Config.MinWaiting minWaiting.
+func newFakeWaiting(t *testing.T, minWaiting float64) (*fake, *Limiter) {
+	t.Helper()
 	f := &fake{}
 	f.queued.Store(-1)
 	f.cpu.Store(-1)
 	l := New(Config{
-		Target: target,
-		Now:    func() time.Duration { return time.Duration(f.now.Load()) },
+		Target:     target,
+		MinWaiting: minWaiting,
+		Now:        func() time.Duration { return time.Duration(f.now.Load()) },
 		Queued: func(context.Context) (time.Duration, bool) {
 			f.measured.Add(1)
 			d := f.queued.Load()
@@ -276,15 +283,23 @@ func TestRetryAfterSpreads(t *testing.T) {
 }
 
 // spread moves the clock through one interval in SamplesPerInterval
-// steps, with a request at each of the first n (each measured), and
-// returns how many of them the Limiter shed.
+// steps, with a request at each of the first n (the first of each step
+// measured), and returns how many of them the Limiter shed.
 func (f *fake) spread(l *Limiter, n int) int {
+	return f.spreadEach(l, n, 1)
+}
+
+// spreadEach is spread with each of the first n steps making per
+// requests.
+func (f *fake) spreadEach(l *Limiter, n, per int) int {
 	step := DefaultInterval / SamplesPerInterval
 	shed := 0
 	for i := range SamplesPerInterval {
 		f.now.Add(int64(step))
-		if i < n && l.Shed(context.Background()) {
-			shed++
+		for range per {
+			if i < n && l.Shed(context.Background()) {
+				shed++
+			}
 		}
 	}
 	return shed
@@ -372,4 +387,24 @@ func TestDelaysTake(t *testing.T) {
 	}
 	_, n = q.take()
 	assert.Equal(t, len(q.d), n, "no more than it holds")
+}
+
+// Fewer than MinWaiting requests waiting, by Little's law (the requests
+// asked about per second times the delay), are a handful of clients,
+// however long each waits: nothing is shed. As many more requests
+// waiting as the same delay takes are shed.
+func TestFewWaitingShedNothing(t *testing.T) {
+	t.Parallel()
+	f, l := newFakeWaiting(t, DefaultMinWaiting)
+	f.queued.Store(int64(10 * target)) // 50 ms
+	// 320 requests a second wait 16 on average.
+	for range Window + 1 {
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "16 waiting: calm")
+	// 3,200 requests a second wait 160.
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 10)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "160 waiting: overloaded")
 }
