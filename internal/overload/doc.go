@@ -19,7 +19,7 @@
 // wait is then not of its own making (a busy machine, a noisy neighbor),
 // and refusing its clients would not shorten it. So is one in which
 // fewer than Config.MinWaiting requests waited (by Little's law, the
-// requests per second times the delay): a handful of clients with heavy
+// requests per second times their mean delay): a handful of clients with heavy
 // requests wait for each other's CPU, and sending one of them away for
 // seconds serves no more.
 //

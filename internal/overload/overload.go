@@ -35,13 +35,13 @@ const MinBusy = 0.25
 
 // DefaultMinWaiting is how many requests must wait for an interval's
 // delay to count (Config.MinWaiting), by Little's law: the requests asked
-// about per second times the delay. A handful of clients, however heavy
-// their requests (eight 1 MiB echoes keep two CPUs busy for tens of
+// about per second times their mean delay. A handful of clients, however
+// heavy their requests (eight 1 MiB echoes keep two CPUs busy for tens of
 // milliseconds each), keep no more requests waiting than there are of
 // them; refusing one of them sends it away for seconds so that the others
-// wait a little less, and serves no more. Over DefaultMinWaiting, the wait
-// is made by more clients than the CPUs keep up with. It is four times 32
-// clients, whose delay's 90th percentile may read twice their mean.
+// wait a little less, and serves no more. Over DefaultMinWaiting, the
+// wait is made by more clients than the CPUs keep up with. It is four
+// times 32 clients, which keep at most 32 waiting.
 const DefaultMinWaiting = 128
 
 // full is the admission threshold at which every request is admitted: a
@@ -187,12 +187,14 @@ func (l *Limiter) update(now time.Duration) {
 // the 90th percentile of its queueing delays, or with fewer than MinQueued
 // of them the scheduling latency's; 0 (calm) when the process used less
 // than MinBusy of its processors, or when fewer than MinWaiting requests
-// waited.
+// waited (by Little's law, from the queueing delays' mean: their 90th
+// percentile may be several times it).
 func (l *Limiter) delay(now time.Duration) time.Duration {
-	queued, n := l.queued.take()
+	queued, mean, n := l.queued.take()
 	delay := l.cfg.Sample() // read every interval: its next delta is this interval's
+	wait := delay
 	if n >= MinQueued {
-		delay = queued
+		delay, wait = queued, mean
 	}
 	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
@@ -200,7 +202,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	if elapsed <= 0 {
 		return 0
 	}
-	waiting := float64(asked) / elapsed.Seconds() * delay.Seconds() // Little's law
+	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
 	busy := cpu < 0 || float64(used) >= MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed)
 	if !busy || waiting < l.cfg.MinWaiting {
 		return 0

@@ -27,6 +27,7 @@ type fake struct {
 	samples  atomic.Int64
 	queued   atomic.Int64
 	measured atomic.Int64
+	skewed   atomic.Bool // then only every fifth measure reads queued, the others a fiftieth of it
 	cpu      atomic.Int64
 	next     atomic.Uint32
 }
@@ -47,8 +48,11 @@ func newFakeWaiting(t *testing.T, minWaiting float64) (*fake, *Limiter) {
 		MinWaiting: minWaiting,
 		Now:        func() time.Duration { return time.Duration(f.now.Load()) },
 		Queued: func(context.Context) (time.Duration, bool) {
-			f.measured.Add(1)
+			m := f.measured.Add(1)
 			d := f.queued.Load()
+			if f.skewed.Load() && m%5 != 0 {
+				d /= 50
+			}
 			return time.Duration(d), d >= 0
 		},
 		Sample: func() time.Duration { f.samples.Add(1); return time.Duration(f.latency.Load()) },
@@ -371,21 +375,23 @@ func TestIdleProcessShedsNothing(t *testing.T) {
 func TestDelaysTake(t *testing.T) {
 	t.Parallel()
 	var q delays
-	p90, n := q.take()
+	p90, mean, n := q.take()
 	assert.Zero(t, n)
 	assert.Zero(t, p90)
+	assert.Zero(t, mean)
 	for i := 10; i >= 1; i-- {
 		q.add(time.Duration(i) * time.Millisecond)
 	}
-	p90, n = q.take()
+	p90, mean, n = q.take()
 	assert.Equal(t, 10, n)
 	assert.Equal(t, 9*time.Millisecond, p90, "the 9th of 10")
-	_, n = q.take()
+	assert.Equal(t, 5500*time.Microsecond, mean)
+	_, _, n = q.take()
 	assert.Zero(t, n, "taken")
 	for range 3 * len(q.d) {
 		q.add(time.Millisecond)
 	}
-	_, n = q.take()
+	_, _, n = q.take()
 	assert.Equal(t, len(q.d), n, "no more than it holds")
 }
 
@@ -402,6 +408,14 @@ func TestFewWaitingShedNothing(t *testing.T) {
 		f.spread(l, SamplesPerInterval)
 	}
 	assert.InDelta(t, 1.0, l.Share(), 0, "16 waiting: calm")
+	// 3,200 requests a second, a fifth of them 50 ms and the rest 1 ms:
+	// the 90th percentile is 50 ms, but they wait 35 on average.
+	f.skewed.Store(true)
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 10)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "35 waiting: calm, however long the 90th percentile")
+	f.skewed.Store(false)
 	// 3,200 requests a second wait 160.
 	for range Window + 1 {
 		f.spreadEach(l, SamplesPerInterval, 10)

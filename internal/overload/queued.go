@@ -54,19 +54,21 @@ func (q *delays) add(d time.Duration) {
 	}
 }
 
-// take returns the 90th percentile of the delays kept since the last take
-// and how many there were, and forgets them. A delay added while it runs
-// goes to this interval or the next.
-func (q *delays) take() (p90 time.Duration, n int) {
+// take returns the 90th percentile and the mean of the delays kept since
+// the last take and how many there were, and forgets them. A delay added
+// while it runs goes to this interval or the next.
+func (q *delays) take() (p90, mean time.Duration, n int) {
 	n = min(int(q.n.Swap(0)), len(q.d))
 	if n == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	var buf [len(q.d)]time.Duration
+	var sum time.Duration
 	for i := range n {
 		buf[i] = time.Duration(q.d[i].Load())
+		sum += buf[i]
 	}
 	kept := buf[:n]
 	slices.Sort(kept)
-	return kept[(n*9+9)/10-1], n // the ceil(0.9n)-th
+	return kept[(n*9+9)/10-1], sum / time.Duration(n), n // the ceil(0.9n)-th
 }
