@@ -27,7 +27,7 @@ const DefaultShedTarget = 10 * time.Millisecond
 // NewShedder returns a Shedder that sheds a share of the requests while
 // they queue: while the median of the last three 100 ms intervals' delays
 // is above target, with the process using at least a quarter of its
-// processors and more than 128 requests waiting (the requests per second
+// processors and more than 64 requests waiting (the requests per second
 // times their mean wait), it refuses a share in proportion to how far over (up to a
 // tenth, at twice the target); shed requests are told to retry
 // after 1 to 3 seconds, at random. An interval's delay is the 90th

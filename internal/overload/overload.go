@@ -40,9 +40,10 @@ const MinBusy = 0.25
 // milliseconds each), keep no more requests waiting than there are of
 // them; refusing one of them sends it away for seconds so that the others
 // wait a little less, and serves no more. Over DefaultMinWaiting, the
-// wait is made by more clients than the CPUs keep up with. It is four
-// times 32 clients, which keep at most 32 waiting.
-const DefaultMinWaiting = 128
+// wait is made by more clients than the CPUs keep up with. It is twice
+// 32 clients, which keep at most 32 waiting; a larger one stops the
+// shedding of 2,048 clients short of its target too (docs/perf/ROUNDS.md).
+const DefaultMinWaiting = 64
 
 // full is the admission threshold at which every request is admitted: a
 // request is admitted when a random uint32 is below the threshold.
