@@ -449,23 +449,24 @@ func (ss *Session) ClientCapabilities() ClientCapabilities {
 // serve is the read loop. It runs on Serve's goroutine. Its frame stands
 // over the whole handler of a Conn that runs it inline from Read
 // (docs/limits.md, "The request's stack"): a read's error is looked at in
-// readFailed's.
+// rejectUndecodable's.
 func (ss *Session) serve() error {
 	ss.start()
 	for {
 		msg, err := ss.conn.Read(ss.ctx)
-		if err != nil && !ss.readFailed(err) {
-			return ss.stop(err)
-		}
-		if err == nil {
+		switch {
+		case err == nil:
 			ss.dispatch(msg)
+		case !ss.rejectUndecodable(err):
+			return ss.stop(err)
 		}
 	}
 }
 
-// readFailed answers a message that err says was undecodable and reports
-// true, the read loop going on; false for an error that ends the input.
-func (ss *Session) readFailed(err error) bool {
+// rejectUndecodable answers the message err says could not be decoded and
+// reports true (the read loop goes on); false for an error that ends the
+// input.
+func (ss *Session) rejectUndecodable(err error) bool {
 	de, ok := errors.AsType[*transport.DecodeError](err)
 	if ok {
 		ss.reject(nil, de.ID, de.Code, de.Reason(), de.Err.Error())

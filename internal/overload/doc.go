@@ -19,9 +19,9 @@
 // wait is then not of its own making (a busy machine, a noisy neighbor),
 // and refusing its clients would not shorten it. So is one in which
 // fewer than Config.MinWaiting requests waited (by Little's law, the
-// requests per second times their mean delay): a handful of clients with heavy
-// requests wait for each other's CPU, and sending one of them away for
-// seconds serves no more.
+// requests per second times their mean delay): a handful of clients with
+// heavy requests wait for each other's CPU, and sending one of them away
+// for seconds serves no more.
 //
 // The actuator is the share of requests refused, in proportion to how
 // far the median of the last Window intervals' delays is over the

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/cputime"
 )
 
 // The defaults of a [Config]'s zero fields.
@@ -122,7 +124,7 @@ func New(cfg Config) *Limiter {
 		cfg.Sample = newSchedSampler().p90
 	}
 	if cfg.CPU == nil {
-		cfg.CPU = processCPU
+		cfg.CPU = cputime.Process
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Uint32
@@ -142,16 +144,23 @@ func New(cfg Config) *Limiter {
 func (l *Limiter) Shed(ctx context.Context) bool {
 	l.asked.Add(1)
 	now := l.cfg.Now()
-	if at := l.measure.Load(); int64(now) >= at && l.measure.CompareAndSwap(at, int64(now+l.cfg.Interval/SamplesPerInterval)) {
+	if claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
 		if d, ok := l.cfg.Queued(ctx); ok {
 			l.queued.add(d)
 		}
 	}
-	if due := l.due.Load(); int64(now) >= due && l.due.CompareAndSwap(due, int64(now+l.cfg.Interval)) {
+	if claim(&l.due, now, l.cfg.Interval) {
 		l.update(now)
 	}
 	t := l.threshold.Load()
 	return t < full && uint64(l.cfg.Rand()) >= t
+}
+
+// claim reports whether now has reached the time at holds, moving it on
+// to now+step: true for one caller of the moment, the others go on.
+func claim(at *atomic.Int64, now, step time.Duration) bool {
+	t := at.Load()
+	return int64(now) >= t && at.CompareAndSwap(t, int64(now+step))
 }
 
 // Share returns the share of requests admitted now, in [MinAdmit, 1].
