@@ -318,7 +318,9 @@ func TestViewValidation(t *testing.T) {
 			err := srv.AddView(v)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.Empty(t, mcptest.Connect(t, srv).ListResources(), "nothing registered")
+			_, rpcErr := mcptest.Connect(t, srv).Call("resources/list", nil)
+			require.NotNil(t, rpcErr, "nothing registered: resources are not declared")
+			assert.Equal(t, int64(protocol.CodeMethodNotFound), rpcErr.Code)
 		})
 	}
 

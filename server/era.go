@@ -36,8 +36,6 @@ type era interface {
 	// session returns the session the request belongs to, which owns its
 	// tasks and hears what it notifies; nil when it belongs to none.
 	session() *Session
-	// offers reports whether the server offers method to the request.
-	offers(method string) bool
 	// callClient asks the client method on behalf of req's handler, whose
 	// context ctx is (see CallClient).
 	callClient(ctx context.Context, req *Request, method string, params, result any) error

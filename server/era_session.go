@@ -17,11 +17,6 @@ type sessionEra struct{ ss *Session }
 // session is the session the request arrived on.
 func (e sessionEra) session() *Session { return e.ss }
 
-// offers is lenient: a method behind a capability the server does not
-// declare answers as usual (an empty list, or a not-found error for a
-// name).
-func (sessionEra) offers(string) bool { return true }
-
 // callClient sends the request on the session and waits for the answer;
 // in a task, the task is input_required meanwhile (tasks.go).
 func (e sessionEra) callClient(ctx context.Context, _ *Request, method string, params, result any) error {

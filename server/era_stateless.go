@@ -104,11 +104,6 @@ func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
 // session is nil: the request belongs to no session.
 func (*statelessEra) session() *Session { return nil }
 
-// offers refuses a method behind a capability the server does not declare
-// (prompts/list on a server without prompts, say): it is a method the
-// server does not implement, -32601.
-func (e *statelessEra) offers(method string) bool { return e.srv.declares(method) }
-
 // callClient returns the client's answer from the retried request, or the
 // interruption that asks for it; in a task, the task lists the question
 // until tasks/update answers it (tasks.go).

@@ -24,7 +24,7 @@ func (s *Server) HasMethod(method string) bool { return s.methods[method] != nil
 
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {
-	if h := s.methods[req.Method]; h != nil && req.era.offers(req.Method) {
+	if h := s.methods[req.Method]; h != nil && s.declares(req.Method) {
 		ctx, release, err := s.beginRequest(ctx, req) // progress token, log level (progress.go)
 		if err != nil {
 			return nil, err

@@ -20,6 +20,8 @@ const cursorPrefix = "v1:"
 // Cursors are opaque to clients but stable: a cursor names the last key of
 // its page, so adding or removing items never repeats or skips an item that
 // stayed. A cursor that does not decode is protocol.CodeInvalidParams.
+// The page is never nil, so that an empty one encodes as the array every
+// list result's schema requires, not null.
 func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]T, string, error) {
 	start := 0
 	if len(cursor) > maxCursor {
@@ -38,6 +40,9 @@ func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]
 	}
 	end := min(start+size, len(items))
 	page := items[start:end:end]
+	if page == nil {
+		page = []T{} // no allocation: a zero-length slice shares one address
+	}
 	if end == len(items) {
 		return page, "", nil
 	}

@@ -194,7 +194,7 @@ func TestProgressTokenInUse(t *testing.T) {
 		assert.Equal(t, int64(protocol.CodeInvalidParams), resp.Error.Code)
 		assert.Equal(t, "progress token already in use by another request in flight", resp.Error.Message)
 
-		h.Request(4, "resources/list", map[string]any{"_meta": map[string]any{"progressToken": "shared"}})
+		h.Request(4, "tools/list", map[string]any{"_meta": map[string]any{"progressToken": "shared"}})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(4).Code, "every method is checked")
 
 		callWithToken(h, 5, "quick", `"other"`)

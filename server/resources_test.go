@@ -393,7 +393,7 @@ func TestResourceMatchOrder(t *testing.T) {
 		assert.Equal(t, "second", read("test://x"))
 		assert.Equal(t, 1, srv.RemoveResourceTemplates("test://{b}"))
 		e := h.featureError(100, "resources/read", map[string]any{"uri": "test://x"})
-		assert.Equal(t, int64(protocol.CodeResourceNotFound), e.Code)
+		assert.Equal(t, int64(protocol.CodeMethodNotFound), e.Code, "with nothing left, resources are no longer declared")
 		// Each change above scheduled list_changed; they were coalesced.
 		time.Sleep(time.Second)
 		m := h.Recv().(*transport.Request)

@@ -480,7 +480,7 @@ func TestSkillsListChanged(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, "notifications/resources/list_changed", m.Method)
 		e := h.featureError(2, "skills/get", map[string]any{"uri": "skill://git-workflow/SKILL.md"})
-		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
+		assert.Equal(t, int64(protocol.CodeMethodNotFound), e.Code, "with no skill left, the extension is no longer declared")
 		assert.Zero(t, h.srv.RemoveSkills("git-workflow"))
 		h.finish()
 	})
