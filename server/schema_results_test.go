@@ -303,7 +303,9 @@ func TestResultsMatchTheSchema(t *testing.T) {
 	onlyResources := func(t *testing.T) *server.Server {
 		srv := server.New()
 		require.NoError(t, srv.AddResource(server.Resource{URI: "test://a", Name: "a"},
-			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) { return textContents("a"), nil }))
+			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+				return textContents("a"), nil
+			}))
 		return srv
 	}
 	templateCases := []resultCase{{"resources/templates/list", nil, "ListResourceTemplatesResult"}}
