@@ -860,7 +860,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
 	case cancelled: // the session ending cancels first, so its cause decides
-		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
+		ss.seal(inf, out, ss.dropReasonOf(out.Cause), nil)
 	case closed:
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
@@ -886,12 +886,20 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	}
 }
 
-func dropReasonOf(cause error) protocol.DropReason {
+// dropReasonOf names the drop of a request cancelled with cause by what
+// happened, the same in both eras: the client left the request's own
+// stream (a 2025 POST's, or a stateless request's, which is its whole
+// connection) is peer_gone, whatever the cancellation's label; the
+// session's transport closed under it is writer_closed.
+func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
+	switch {
+	case errors.Is(cause, transport.ErrStreamGone):
+		return protocol.DropPeerGone // its stream's reader left; the session lives on
+	case ss.single && errors.Is(cause, transport.ErrPeerGone):
+		return protocol.DropPeerGone // a stateless request's client closed its stream
+	}
 	switch ReasonOfCause(cause) {
 	case protocol.ReasonTransportClose:
-		if errors.Is(cause, transport.ErrStreamGone) {
-			return protocol.DropPeerGone // its stream's reader left; the session lives on
-		}
 		return protocol.DropWriterClosed
 	case protocol.ReasonShutdown:
 		return protocol.DropShutdown

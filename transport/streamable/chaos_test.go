@@ -640,11 +640,8 @@ func TestChaosClientGoneHandlerNeverWaits(t *testing.T) {
 
 			outs := rig.rec.awaitOutcomes(t, "oblivious", 1)
 			require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
-			want := protocol.DropPeerGone // the session lives on; the stream's reader left
-			if stateless {
-				want = protocol.DropWriterClosed
-			}
-			assert.Equal(t, want, outs[0].Dropped)
+			// The client left the request's stream: peer_gone in both eras.
+			assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped)
 			require.Len(t, rig.rec.cancelsOf("oblivious"), 1)
 			require.ErrorIs(t, rig.rec.cancelsOf("oblivious")[0], server.ErrTransportClose)
 			assert.Empty(t, rig.probe.gone(), "writes after the client reset")
