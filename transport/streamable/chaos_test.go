@@ -734,8 +734,8 @@ func TestChaosDeleteWhileElicitationsWait(t *testing.T) {
 
 // A 2026-07-28 stateless tools/call streams progress, then the client
 // cancels the request (closing the SSE stream): the handler is cancelled
-// with ErrTransportClose, its result is dropped, and nothing more is
-// written to the response.
+// with ErrTransportClose, its result is dropped (peer_gone), and nothing
+// more is written to the response.
 func TestChaosStatelessSSEClose(t *testing.T) {
 	chaosWatchdog(t)
 	rig := newChaosRig(t)
@@ -765,9 +765,9 @@ func TestChaosStatelessSSEClose(t *testing.T) {
 	require.ErrorIs(t, cause, server.ErrTransportClose)
 	require.ErrorIs(t, cause, transport.ErrPeerGone)
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, protocol.DropWriterClosed, outs[0].Dropped)
+	assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped, "as when a 2025 session's request's stream closes")
 	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
-	assert.Equal(t, []protocol.DropReason{protocol.DropWriterClosed}, rig.rec.dropsOf("block"))
+	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.dropsOf("block"))
 	assert.Empty(t, rig.probe.gone(), "writes after the client closed the stream")
 	rig.rec.mu.Lock()
 	assert.Empty(t, rig.rec.writeFailed, "no write failed: none was attempted")

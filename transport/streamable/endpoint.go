@@ -126,11 +126,8 @@ func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusForbidden, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectForbidden, protocol.RejectForbidden.Message())
 		return
 	}
-	if h.draining.Load() {
-		// Leaving the cluster (Drain): the load balancer tries another
-		// replica, which serves the session as well.
-		w.Header().Set("Retry-After", "1")
-		h.reject(w, http.StatusServiceUnavailable, transport.ID{}, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
+	if h.draining.Load() && r.Method != http.MethodPost { // a POST is refused once read, with its id
+		h.refuseDraining(w, transport.ID{})
 		return
 	}
 	switch r.Method {
@@ -258,6 +255,14 @@ func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request) (transport.M
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "JSON-RPC batches are not supported over HTTP")
 		return nil, false
 	}
+	if h.draining.Load() {
+		var id transport.ID
+		if req, ok := msg.(*transport.Request); ok {
+			id = req.ID
+		}
+		h.refuseDraining(w, id)
+		return nil, false
+	}
 	if req, ok := msg.(*transport.Request); ok && h.cfg.cluster != nil {
 		if replica, elsewhere := h.taskReplica(req); elsewhere {
 			h.forward(w, r, req, body, replica) // forward.go
@@ -265,6 +270,15 @@ func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request) (transport.M
 		}
 	}
 	return msg, true
+}
+
+// refuseDraining refuses a request that reached a replica leaving the
+// cluster (Drain) with 503 and Retry-After: the load balancer tries
+// another replica, which serves the session as well. id is the request's,
+// when it was read.
+func (h *Endpoint) refuseDraining(w http.ResponseWriter, id transport.ID) {
+	w.Header().Set("Retry-After", "1")
+	h.reject(w, http.StatusServiceUnavailable, id, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
 }
 
 // shed answers req, the request of POST r, at once with 503 and reports

@@ -20,7 +20,25 @@ import (
 func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
 	if conn := h.statelessConn(w, r, msg); conn != nil {
 		_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
+		if !conn.read {
+			h.refuseShuttingDown(conn)
+		}
 		conn.st.shutDown(nil)
+	}
+}
+
+// refuseShuttingDown answers a stateless request the server would not
+// serve, never having read it: it is shutting down (or closed). As a 2025
+// session's request refused in the drain, it gets the -32000 "server is
+// shutting down" error with its id, and, as a request that belongs to no
+// session and may go to another replica, 503 with Retry-After (as a 2025
+// initialize refused then does), never an empty 200.
+func (h *Endpoint) refuseShuttingDown(conn *oneShot) {
+	refusal := &transport.Response{ID: conn.req.ID, Error: &transport.Error{
+		Code: int64(protocol.CodeServerBusy), Message: protocol.RejectShuttingDown.Message(),
+	}}
+	if conn.st.refuse(http.StatusServiceUnavailable, "1", refusal) && h.cfg.onReject != nil {
+		h.cfg.onReject(protocol.RejectShuttingDown)
 	}
 }
 
