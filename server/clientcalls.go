@@ -36,7 +36,11 @@ func ListRoots(ctx context.Context) ([]Root, error) {
 		return nil, err
 	}
 	var raw json.RawMessage
-	if err := CallClient(ctx, "roots/list", nil, &raw); err != nil {
+	// params {} rather than none: the schema makes them optional, but
+	// clients decode the request's params whatever its method (go-sdk
+	// fails on an input request without them), as every other request
+	// here sends some.
+	if err := CallClient(ctx, "roots/list", struct{}{}, &raw); err != nil {
 		return nil, err
 	}
 	var res struct {

@@ -539,7 +539,7 @@ func TestListRoots(t *testing.T) {
 				h.Initialize(protocol.Version20251125, map[string]any{"roots": map[string]any{"listChanged": true}})
 				h.SendCallTool(2, "feature", `{}`)
 				out := clientRequest(t, h, "roots/list")
-				assert.Empty(t, out.Params)
+				assert.Equal(t, "{}", string(out.Params), "params {}, as every request sends")
 				answer(h, out, tc.answer)
 				if tc.wantErr != nil {
 					require.ErrorIs(t, <-errs, tc.wantErr)

@@ -56,9 +56,22 @@ func (r *mrtrRound) bound() string {
 	return r.binding
 }
 
+// inputRequest is one entry of inputRequests: its params always present,
+// {} when the call had none (see newInputRequest).
 type inputRequest struct {
 	Method string `json:"method"`
-	Params any    `json:"params,omitempty"`
+	Params any    `json:"params"`
+}
+
+// newInputRequest is the input request of a call to the client of method
+// with params: params {} when nil, since a client decodes an input
+// request's params whatever its method (go-sdk v1.8.0 fails on one without
+// them, "unexpected end of JSON input").
+func newInputRequest(method string, params any) inputRequest {
+	if params == nil {
+		params = struct{}{}
+	}
+	return inputRequest{Method: method, Params: params}
 }
 
 // inputRequired interrupts a handler that needs input from the client.
@@ -196,7 +209,7 @@ func (r *mrtrRound) ask(ctx context.Context, method string, params, result any) 
 	if r.asked == nil {
 		r.asked = map[string]inputRequest{}
 	}
-	r.asked[key] = inputRequest{Method: method, Params: params}
+	r.asked[key] = newInputRequest(method, params)
 	return &inputRequired{method: method}
 }
 

@@ -482,12 +482,9 @@ func (s *Server) taskAsking(t *task, delta int) {
 // listed in tasks/get, and the call waits until tasks/update answers it or
 // ctx is done.
 func (s *Server) askForTask(ctx context.Context, t *task, method string, params, result any) error {
-	var raw json.RawMessage
-	if params != nil {
-		var err error
-		if raw, err = json.Marshal(params); err != nil {
-			return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
-		}
+	raw, err := json.Marshal(newInputRequest(method, params).Params) // {} when nil
+	if err != nil {
+		return fmt.Errorf("mcp: %s: encoding params: %w", method, err)
 	}
 	q := &question{method: method, params: raw, answer: make(chan json.RawMessage, 1)}
 	key, err := t.addQuestion(ctx, q)

@@ -377,7 +377,7 @@ func TestClientRequests(t *testing.T) {
 		},
 		{
 			name: "roots", tool: "vigil_roots", args: map[string]any{},
-			method: "roots/list", wantParams: ``,
+			method: "roots/list", wantParams: `{}`,
 			answer: `{"roots":[{"uri":"file:///test/root","name":"Test Root"}]}`,
 			want: `{"content":[{"type":"text","text":"{\"roots\":[{\"uri\":\"file:///test/root\",\"name\":\"Test Root\"}]}"}],` +
 				`"structuredContent":{"roots":[{"uri":"file:///test/root","name":"Test Root"}]}}`,

@@ -138,21 +138,15 @@ func sample(ctx context.Context, key, prompt string, maxTokens int) (string, err
 	return firstText(res.Content), nil
 }
 
-// listRoots asks the client for its roots (roots/list, under key). Unlike
-// [server.ListRoots] it sends empty params, as the conformance suite shows
-// the input request: {"method":"roots/list","params":{}}.
+// listRoots asks the client for its roots (roots/list, under key), with
+// empty params, as the conformance suite shows the input request:
+// {"method":"roots/list","params":{}}.
 func listRoots(ctx context.Context, key string) ([]server.Root, error) {
-	var res struct {
-		Roots []server.Root `json:"roots"`
-	}
-	var raw json.RawMessage
-	if err := server.CallClient(server.ContextWithInputKey(ctx, key), "roots/list", struct{}{}, &raw); err != nil {
+	roots, err := server.ListRoots(server.ContextWithInputKey(ctx, key))
+	if err != nil {
 		return nil, answerError(ctx, err)
 	}
-	if err := json.Unmarshal(raw, &res); err != nil || res.Roots == nil {
-		return nil, answerError(ctx, fmt.Errorf(`%w: roots/list: want {"roots": [...]}`, server.ErrInvalidResult))
-	}
-	return res.Roots, nil
+	return roots, nil
 }
 
 // answerError refuses, with CodeInvalidParams, a stateless retry whose
