@@ -3,6 +3,7 @@ package debugpage
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -32,12 +33,7 @@ const attentionPerKind = 5
 // and the slowest ones, at most attentionPerKind of each kind, or all of
 // one kind.
 func attentionOf(base string, cancels []cancelEvent, drops []dropEvent, links []traceLink, kind string) []attention {
-	byReq := make(map[[2]string]traceLink, len(links))
-	for _, l := range links {
-		if l.RequestID != "" {
-			byReq[[2]string{l.SessionID, l.RequestID}] = l
-		}
-	}
+	traces := newTraceIndex(links)
 	limit := func(k string, n int) int {
 		if kind == k {
 			return n
@@ -59,34 +55,54 @@ func attentionOf(base string, cancels []cancelEvent, drops []dropEvent, links []
 	out = out[:limit("error", len(out))]
 	// A cancelled request's response is dropped too: its row tells both,
 	// and the drops listed apart are the others (the peer gone, the
-	// writer closed under a finished handler).
-	cancelled := make(map[[2]string]bool, len(cancels))
+	// writer closed under a finished handler). The two events of one
+	// request share its session, id and receipt.
+	cancelled := make(map[eventKey]bool, len(cancels))
 	for _, e := range cancels {
-		cancelled[[2]string{e.SessionID, e.RequestID}] = true
+		cancelled[eventKey{e.SessionID, e.RequestID, e.received}] = true
 	}
-	dropOf := make(map[[2]string]string, len(drops))
+	dropOf := make(map[eventKey]string, len(drops))
 	drops = slices.DeleteFunc(slices.Clone(drops), func(e dropEvent) bool {
-		k := [2]string{e.SessionID, e.RequestID}
+		k := eventKey{e.SessionID, e.RequestID, e.received}
 		if cancelled[k] {
 			dropOf[k] = e.Reason
 			return true
 		}
 		return false
 	})
+	// Each cancellation's trace, so that it is one row, not two.
+	type traced struct {
+		link traceLink
+		ok   bool
+	}
+	cancelTrace := make([]traced, len(cancels))
+	claimed := make(map[string]bool, len(cancels)) // trace ids
+	for i, e := range cancels {
+		if l, ok := traces.find(e.SessionID, e.RequestID, keyOf(e.Method, e.Name), e.received); ok {
+			cancelTrace[i] = traced{l, true}
+			claimed[l.TraceID] = true
+		}
+	}
 	// A handler timeout answered -32001 is no cancellation of the request
 	// for the event log, but its trace carries the cause: list it too.
 	cancels = slices.Clone(cancels)
 	for _, l := range links {
-		if l.Class == "cancelled" && !cancelled[[2]string{l.SessionID, l.RequestID}] {
+		if l.Class == "cancelled" && !claimed[l.TraceID] {
 			cancels = append(cancels, cancelEvent{
 				Time: l.Start, SessionID: l.SessionID, RequestID: l.RequestID,
 				Method: l.Key, Reason: l.Reason, Cause: l.Detail, RanFor: l.DurationMS,
 			})
+			cancelTrace = append(cancelTrace, traced{l, true})
 		}
 	}
-	slices.SortStableFunc(cancels, func(a, b cancelEvent) int { return b.Time.Compare(a.Time) })
-	for _, e := range cancels[:limit("cancelled", len(cancels))] {
-		k := [2]string{e.SessionID, e.RequestID}
+	order := make([]int, len(cancels))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cancels[b].Time.Compare(cancels[a].Time) })
+	for _, i := range order[:limit("cancelled", len(order))] {
+		e := cancels[i]
+		k := eventKey{e.SessionID, e.RequestID, e.received}
 		a := attention{
 			Kind: "cancelled", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
 			DurationMS: e.RanFor, Reason: e.Reason, Detail: e.Cause, principalView: e.principalView,
@@ -94,8 +110,8 @@ func attentionOf(base string, cancels []cancelEvent, drops []dropEvent, links []
 		if r, ok := dropOf[k]; ok {
 			a.Detail += " · response dropped: " + r
 		}
-		if l, ok := byReq[k]; ok {
-			a.TraceID, a.TraceURL = l.TraceID, traceURL(base, l.TraceID)
+		if t := cancelTrace[i]; t.ok {
+			a.TraceID, a.TraceURL = t.link.TraceID, traceURL(base, t.link.TraceID)
 		}
 		out = append(out, a)
 	}
@@ -104,7 +120,7 @@ func attentionOf(base string, cancels []cancelEvent, drops []dropEvent, links []
 			Kind: "dropped", Time: e.Time, Key: keyOf(e.Method, e.Name), SessionID: e.SessionID, RequestID: e.RequestID,
 			Reason: e.Reason, principalView: e.principalView,
 		}
-		if l, ok := byReq[[2]string{e.SessionID, e.RequestID}]; ok {
+		if l, ok := traces.find(e.SessionID, e.RequestID, keyOf(e.Method, e.Name), e.received); ok {
 			a.TraceID, a.TraceURL, a.DurationMS = l.TraceID, traceURL(base, l.TraceID), l.DurationMS
 		}
 		out = append(out, a)
@@ -120,6 +136,61 @@ func attentionOf(base string, cancels []cancelEvent, drops []dropEvent, links []
 		out = []attention{}
 	}
 	return out
+}
+
+// eventKey names the request of a cancellation or drop event: its session
+// ("" for a 2026-07-28 request, which belongs to none), id and receipt,
+// since requests of no session may share an id.
+type eventKey struct {
+	session, request string
+	received         time.Time
+}
+
+// traceIndex finds the kept trace of a request, by its session and id as
+// its root span names them.
+type traceIndex map[[2]string][]traceLink
+
+func newTraceIndex(links []traceLink) traceIndex {
+	ix := make(traceIndex, len(links))
+	for _, l := range links {
+		if l.RequestID != "" {
+			k := [2]string{l.SessionID, l.RequestID}
+			ix[k] = append(ix[k], l)
+		}
+	}
+	return ix
+}
+
+// pairWithin bounds how long after a request's receipt its trace may
+// start for a request of no session, whose id other requests may share:
+// the span starts as the chain begins, on the request's own goroutine.
+const pairWithin = time.Second
+
+// find returns the trace of the request session/id with key (keyOf: its
+// method, or "tools/call NAME"), received then (zero: unknown). In a session the id names one request;
+// without one, the trace that started first after its receipt, within
+// pairWithin, is its.
+func (ix traceIndex) find(session, id, key string, received time.Time) (traceLink, bool) {
+	cands := ix[[2]string{session, id}]
+	if len(cands) == 0 {
+		return traceLink{}, false
+	}
+	if session != "" || received.IsZero() {
+		return cands[0], true
+	}
+	best, gap := -1, pairWithin
+	for i, l := range cands {
+		if l.Key != key && !strings.HasPrefix(l.Key, key+" ") { // a span is named "{method} {target}"
+			continue
+		}
+		if d := l.Start.Sub(received); d >= 0 && d <= gap { // the span starts after the receipt
+			best, gap = i, d
+		}
+	}
+	if best < 0 {
+		return traceLink{}, false
+	}
+	return cands[best], true
 }
 
 // Slow traces: a routine (answered, not failed) trace is slow when it

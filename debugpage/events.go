@@ -66,6 +66,8 @@ type cancelEvent struct {
 	RanFor    float64   `json:"ran_for_ms"`         // from receipt to cancellation
 	Stateless bool      `json:"stateless,omitzero"` // a 2026-07-28 stateless request
 	principalView
+
+	received time.Time // the request's receipt: with its session and id, which request
 }
 
 // dropEvent is a request that ended without its response being written.
@@ -77,6 +79,8 @@ type dropEvent struct {
 	Name      string    `json:"name,omitempty"`
 	Reason    string    `json:"reason"` // cancelled, writer_closed, peer_gone, shutdown
 	principalView
+
+	received time.Time // the request's receipt: with its session and id, which request
 }
 
 // endedSession is a session that ended, with why.
@@ -148,6 +152,7 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 		Stateless: !req.InSession(),
 
 		principalView: principalOf(req),
+		received:      req.Received,
 	}
 	if cause != nil {
 		e.Cause = cutString(cause.Error())
@@ -170,6 +175,7 @@ func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reaso
 		Reason:    reason.String(),
 
 		principalView: principalOf(req),
+		received:      req.Received,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -222,8 +228,11 @@ func (l *eventLog) recentSnapshot() (cancels []cancelEvent, drops []dropEvent, e
 	return l.cancellations.list(), l.drops.list(), l.ended.list()
 }
 
+// sessionIDOf is the id of req's session, "" when it belongs to none (a
+// 2026-07-28 request, whose Session is only its connection), as its span
+// tells it (mcp.session.id): the page pairs events and traces by it.
 func sessionIDOf(req *server.Request) string {
-	if req.Session == nil {
+	if req.Session == nil || !req.InSession() {
 		return ""
 	}
 	return cutString(req.Session.ID())

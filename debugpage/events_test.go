@@ -85,10 +85,11 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 		c := cancels[0]
 		assert.Equal(t, cancelEvent{
 			Time: c.Time, SessionID: sessionID, RequestID: "nap", Method: "tools/call", Name: "sleep",
-			Reason: "client_cancel", Cause: "mcp: request canceled by client: too slow", RanFor: 1000,
+			Reason: "client_cancel", Cause: "mcp: request canceled by client: too slow", RanFor: 1000, received: c.received,
 		}, c)
 		require.Len(t, drops, 1)
-		assert.Equal(t, dropEvent{Time: drops[0].Time, SessionID: sessionID, RequestID: "nap", Method: "tools/call", Name: "sleep", Reason: "cancelled"}, drops[0])
+		assert.Equal(t, dropEvent{Time: drops[0].Time, SessionID: sessionID, RequestID: "nap", Method: "tools/call", Name: "sleep", Reason: "cancelled", received: c.received}, drops[0])
+		assert.False(t, c.received.IsZero(), "the two events name the request's receipt")
 		assert.Empty(t, ended)
 
 		require.NoError(t, client.Close())

@@ -179,3 +179,26 @@ func TestAttentionOf(t *testing.T) {
 	assert.Len(t, attentionOf("/debug/vigil", many, nil, nil, ""), attentionPerKind)
 	assert.Len(t, attentionOf("/debug/vigil", many, nil, nil, "cancelled"), 2*attentionPerKind)
 }
+
+// Requests of no session may share an id: each cancellation is paired
+// with the trace that started first after its receipt, never one from
+// before it, and a trace paired is not listed again on its own.
+func TestAttentionPairsStatelessRequestsByReceipt(t *testing.T) {
+	t0 := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	cancels := []cancelEvent{
+		{Time: t0.Add(time.Second), RequestID: "1", Method: "tools/call", Name: "sleep", Reason: "transport_close", Cause: "a", Stateless: true, received: t0},
+		{Time: t0.Add(3 * time.Second), RequestID: "1", Method: "tools/call", Name: "sleep", Reason: "transport_close", Cause: "b", Stateless: true, received: t0.Add(2 * time.Second)},
+		{Time: t0.Add(5 * time.Second), RequestID: "1", Method: "tools/call", Name: "sleep", Reason: "transport_close", Cause: "c", Stateless: true, received: t0.Add(4 * time.Second)},
+	}
+	links := []traceLink{
+		{TraceID: "tb", Key: "tools/call sleep", Class: "cancelled", Reason: "transport_close", RequestID: "1", Start: t0.Add(2*time.Second + time.Millisecond)},
+		{TraceID: "ta", Key: "tools/call sleep", Class: "cancelled", Reason: "transport_close", RequestID: "1", Start: t0.Add(time.Millisecond)},
+		{TraceID: "tx", Key: "tools/call echo", Class: "recent", RequestID: "1", Start: t0.Add(4*time.Second + time.Millisecond)},
+	}
+	got := map[string]string{}
+	for _, a := range attentionOf("/debug/vigil", cancels, nil, links, "cancelled") {
+		require.Equal(t, "cancelled", a.Kind)
+		got[a.Detail] = a.TraceID
+	}
+	assert.Equal(t, map[string]string{"a": "ta", "b": "tb", "c": ""}, got, "c's trace is not kept; echo's is another request's")
+}
