@@ -375,7 +375,7 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 		}
 		if !s.deliverInline(context.WithoutCancel(r.Context()), msg) { // else handled on this goroutine
 			if err := s.push(r.Context(), msg); err != nil {
-				h.reject(w, http.StatusNotFound, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectUnknownSession, "session terminated")
+				h.refuseUnknownSession(w, protocol.RejectUnknownSession)
 				return nil, nil
 			}
 		}
@@ -581,7 +581,23 @@ func (h *Endpoint) refuseLookup(w http.ResponseWriter, status int, id transport.
 		h.reject(w, status, id, protocol.CodeServerBusy, why, "the session cannot be loaded now; retry")
 		return
 	}
-	h.reject(w, status, id, protocol.CodeInvalidRequest, why, protocol.RejectUnknownSession.Message())
+	h.refuseUnknownSession(w, why)
+}
+
+// refuseUnknownSession answers a request for a session the endpoint does
+// not serve (never opened, deleted, expired, or another principal's) with
+// 404, as the specification asks, and a plain-text body, not a JSON-RPC
+// error: clients read a JSON-RPC error in a 404 as the refusal of that one
+// call, and then never learn that the session is gone. The AI SDK
+// (@ai-sdk/mcp 2.0) hands such an error to the call and never calls its
+// onSessionExpired; go-sdk v1.8.0 takes it for a call rejected (as a
+// 2026-07-28 -32601 is) rather than ErrSessionMissing. The TypeScript SDK
+// v1 and v2 and mcp-go act on the status alone. docs/http.md.
+func (h *Endpoint) refuseUnknownSession(w http.ResponseWriter, why protocol.RejectReason) {
+	if h.cfg.onReject != nil {
+		h.cfg.onReject(why)
+	}
+	http.Error(w, protocol.RejectUnknownSession.Message(), http.StatusNotFound)
 }
 
 var errDeleted = errors.New("streamable: session deleted by the client")

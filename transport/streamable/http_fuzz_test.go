@@ -40,8 +40,8 @@ func htFuzzPost(ctx context.Context, h http.Handler, body []byte, contentType, v
 // FuzzPOST posts arbitrary bodies with arbitrary Content-Type,
 // MCP-Protocol-Version, Mcp-Session-Id and Mcp-Method headers to one
 // Endpoint: it never panics, answers with an expected status, a 202 has no
-// body, and every other body is JSON-RPC (one message, or SSE events that
-// each carry one). The session id "S" names a live, initialized session.
+// body, an unknown session's 404 is plain text, and every other body is
+// JSON-RPC (one message, or SSE events that each carry one). The session id "S" names a live, initialized session.
 func FuzzPOST(f *testing.F) {
 	srv := htServer(f)
 	h := streamable.New(srv, streamable.WithMaxSessions(16), streamable.WithMaxBodyBytes(64<<10))
@@ -76,6 +76,12 @@ func FuzzPOST(f *testing.F) {
 		case res.StatusCode == http.StatusAccepted:
 			if len(out) != 0 {
 				t.Fatalf("202 with a body: %s", out)
+			}
+		case res.StatusCode == http.StatusNotFound && ct == "text/plain; charset=utf-8":
+			// An unknown session: plain text, so that clients see the session's
+			// end rather than one call refused (refuseUnknownSession).
+			if string(out) != "unknown or terminated session\n" {
+				t.Fatalf("404 in plain text: %q", out)
 			}
 		case ct == "text/event-stream":
 			if res.StatusCode != http.StatusOK {

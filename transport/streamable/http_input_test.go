@@ -19,6 +19,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -183,6 +184,18 @@ func htRPCError(t testing.TB, r htReply, status int, code int64) htMsg {
 	assert.NotEmpty(t, m.Error.Message)
 	assert.Nil(t, m.Result)
 	return m
+}
+
+// htUnknownSession requires r to refuse an unknown session: 404 with a
+// plain-text body, no JSON-RPC message (which clients would take for the
+// refusal of one call; see refuseUnknownSession).
+func htUnknownSession(t testing.TB, r htReply) {
+	t.Helper()
+	require.Equal(t, http.StatusNotFound, r.status, "status; body: %s", r.body)
+	assert.Equal(t, "text/plain; charset=utf-8", r.header.Get("Content-Type"), "body: %s", r.body)
+	assert.Equal(t, "unknown or terminated session\n", string(r.body))
+	_, err := transport.DecodeMessage(r.body)
+	assert.Error(t, err, "the body is no JSON-RPC message: a client reads the 404 as the session's end")
 }
 
 // htSSE reads the events of an SSE response.
@@ -370,7 +383,11 @@ func TestHTTPBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := e.do(tt.method, tt.body, tt.hdr)
-			htRPCError(t, r, tt.status, tt.code)
+			if tt.status == http.StatusNotFound {
+				htUnknownSession(t, r)
+			} else {
+				htRPCError(t, r, tt.status, tt.code)
+			}
 			if tt.allow != "" {
 				assert.Equal(t, tt.allow, r.header.Get("Allow"))
 			}

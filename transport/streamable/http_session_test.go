@@ -297,7 +297,7 @@ func TestHTTPDeleteCancelsHandlers(t *testing.T) {
 	m := htRPCError(t, answer, http.StatusOK, -32000)
 	assert.JSONEq(t, `1`, string(m.ID))
 
-	htRPCError(t, e.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, htSession(sid)), http.StatusNotFound, -32600)
+	htUnknownSession(t, e.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, htSession(sid)))
 	close(h.release)
 }
 
@@ -314,8 +314,8 @@ func TestHTTPIdleExpiryCancelsHandlers(t *testing.T) {
 	cause := <-h.cause // blocks until the session expires
 	require.ErrorIs(t, cause, server.ErrTransportClose)
 
-	htRPCError(t, e.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, htSession(sid)), http.StatusNotFound, -32600)
-	htRPCError(t, e.do(http.MethodGet, "", htSession(sid)), http.StatusNotFound, -32600)
+	htUnknownSession(t, e.do(http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, htSession(sid)))
+	htUnknownSession(t, e.do(http.MethodGet, "", htSession(sid)))
 	answer, ok := <-pending
 	require.True(t, ok, "the pending POST failed")
 	m := htRPCError(t, answer, http.StatusOK, -32000)
@@ -403,7 +403,7 @@ func TestHTTPPrincipalBinding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			htRPCError(t, e.do(tt.method, tt.body, as(tt.user)), http.StatusNotFound, -32600)
+			htUnknownSession(t, e.do(tt.method, tt.body, as(tt.user)))
 		})
 	}
 

@@ -147,7 +147,7 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 		// answered once the others had dropped their views.
 		for i, e := range []*htEnv{a, c, b} {
 			r := e.do(http.MethodPost, htCallBody("3"+string(rune('0'+i)), "echo", `{"text":"x"}`), htSession(sid))
-			htRPCError(t, r, http.StatusNotFound, -32600)
+			htUnknownSession(t, r)
 		}
 		if rs.cluster != nil {
 			assert.Equal(t, 2, rs.cluster.Relayed(streamable.RelayEndSeen), "a and c answered the end")
@@ -163,7 +163,7 @@ func TestSharedDeleteReadYourWrites(t *testing.T) {
 	a, sid, r := shAnsweredAfterRelay(t, http.MethodDelete, "", streamable.RelayEnd)
 	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
 	r = a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
-	htRPCError(t, r, http.StatusNotFound, -32600)
+	htUnknownSession(t, r)
 }
 
 // shAnsweredAfterRelay starts replicas a and b of a session that both hold
