@@ -154,6 +154,7 @@ func populatedServer(t *testing.T) *server.Server {
 	require.NoError(t, srv.AddTool(taskTool("slow", server.TaskSupportOptional), func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("slow done"), nil
 	}))
+	require.NoError(t, srv.AddTool(taskTool("ask-roots", server.TaskSupportOptional), listRootsTool))
 	require.NoError(t, srv.AddTool(taskTool("wait", server.TaskSupportOptional), func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -360,6 +361,46 @@ func TestResultsMatchTheSchema(t *testing.T) {
 			s.check(t, "tasks/list", "ListTasksResult", call(4, "tasks/list", nil))
 			other := decodeTask(t, call(5, "tools/call", map[string]any{"name": "wait", "task": map[string]any{}})).Task.TaskID
 			s.check(t, "tasks/cancel", "CancelTaskResult", call(6, "tasks/cancel", map[string]any{"taskId": other}))
+			h.finish()
+
+			// The tasks extension of 2026-07-28 is not in the schema: its
+			// results hold no null either.
+			s = schemas[protocol.Version20260728]
+			x := (&harness{t: t, srv: populatedServer(t)}).start()
+			caps := extCaps(map[string]any{"roots": map[string]any{}})
+			v2 := func(id int64, method string, params map[string]any) json.RawMessage {
+				x.v2(id, method, caps, params)
+				return x.RecvResult(id)
+			}
+			id = decodeTask(t, v2(1, "tools/call", map[string]any{"name": "slow"})).TaskID
+			synctest.Wait()
+			s.check(t, "tasks/get (extension), completed", "", v2(2, "tasks/get", map[string]any{"taskId": id}))
+			asks := decodeTask(t, v2(3, "tools/call", map[string]any{"name": "ask-roots"})).TaskID
+			synctest.Wait()
+			s.check(t, "tasks/get (extension), input_required", "", v2(4, "tasks/get", map[string]any{"taskId": asks}))
+			s.check(t, "tasks/update (extension)", "", v2(5, "tasks/update", map[string]any{"taskId": asks, "inputResponses": map[string]any{"roots-list-0": map[string]any{"roots": []any{}}}}))
+			s.check(t, "tasks/cancel (extension)", "", v2(6, "tasks/cancel", map[string]any{"taskId": decodeTask(t, v2(7, "tools/call", map[string]any{"name": "wait"})).TaskID}))
+			x.finish()
+		})
+	})
+
+	// A client that declares MCP Apps lists the tools with their views.
+	t.Run("apps", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv := appsServer(t)
+			for _, v := range []string{protocol.Version20250618, protocol.Version20251125} {
+				s := schemas[v]
+				h := (&harness{t: t, srv: srv}).start()
+				h.Initialize(v, uiCaps)
+				s.check(t, "tools/list with views", "ListToolsResult", h.featureCall(1, "tools/list", nil))
+				s.check(t, "resources/list with views", "ListResourcesResult", h.featureCall(2, "resources/list", nil))
+				s.check(t, "resources/read of a view", "ReadResourceResult", h.featureCall(3, "resources/read", map[string]any{"uri": dashboardURI}))
+				h.finish()
+			}
+			s := schemas[protocol.Version20260728]
+			h := (&harness{t: t, srv: srv}).start()
+			h.Request(1, "tools/list", map[string]any{"_meta": meta2026(uiCaps)})
+			s.check(t, "tools/list with views", "ListToolsResult", h.RecvResult(1))
 			h.finish()
 		})
 	})
