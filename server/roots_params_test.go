@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -40,7 +39,7 @@ func TestRootsListSendsEmptyParams(t *testing.T) {
 		// A 2026-07-28 round: the wire bytes of its inputRequests.
 		h.v2(1, "tools/call", roots, map[string]any{"name": "roots"})
 		raw := string(h.RecvResult(1))
-		assert.True(t, strings.Contains(raw, `"inputRequests":{"roots-list-0":{"method":"roots/list","params":{}}}`), raw)
+		assert.Contains(t, raw, `"inputRequests":{"roots-list-0":{"method":"roots/list","params":{}}}`)
 
 		// A 2026-07-28 task's question, as tasks/get lists it.
 		caps := extCaps(roots)
@@ -49,7 +48,7 @@ func TestRootsListSendsEmptyParams(t *testing.T) {
 		synctest.Wait()
 		h.v2(3, "tasks/get", caps, map[string]any{"taskId": id})
 		raw = string(h.RecvResult(3))
-		assert.True(t, strings.Contains(raw, `"roots-list-0":{"method":"roots/list","params":{}}`), raw)
+		assert.Contains(t, raw, `"roots-list-0":{"method":"roots/list","params":{}}`)
 		h.v2(4, "tasks/cancel", caps, map[string]any{"taskId": id})
 		h.RecvResult(4)
 

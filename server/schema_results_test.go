@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -75,7 +74,7 @@ func (s *mcpSchema) check(t *testing.T, what, def string, raw json.RawMessage) {
 	var v any
 	require.NoError(t, json.Unmarshal(raw, &v), "%s: %s", what, raw)
 	if def != "" {
-		assert.NoError(t, s.resolved(t, def).Validate(v), "%s %s: %s against %s", s.rev, what, raw, def)
+		require.NoError(t, s.resolved(t, def).Validate(v), "%s %s: %s against %s", s.rev, what, raw, def)
 	}
 	if path := nullPath(v, ""); path != "" {
 		t.Errorf("%s %s: null at %s in %s", s.rev, what, path, raw)
@@ -120,8 +119,8 @@ func populatedServer(t *testing.T) *server.Server {
 	t.Helper()
 	srv := server.New(server.WithImplementation("schema", "1.0"), server.WithInstructions("be valid"))
 	obj := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)
-	require.NoError(t, srv.AddTool(server.Tool{Name: "text", Title: "Text", Description: "text", InputSchema: obj,
-		Annotations: &server.ToolAnnotations{Title: "t"}}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+	textTool := server.Tool{Name: "text", Title: "Text", Description: "text", InputSchema: obj, Annotations: &server.ToolAnnotations{Title: "t"}}
+	require.NoError(t, srv.AddTool(textTool, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	}))
 	require.NoError(t, srv.AddTool(server.Tool{Name: "structured", OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
@@ -419,8 +418,11 @@ func TestUndeclaredCapabilityMethodNotFound(t *testing.T) {
 			method string
 			params map[string]any
 		}{
-			{"resources/list", nil}, {"resources/templates/list", nil}, {"resources/read", map[string]any{"uri": "test://a"}},
-			{"prompts/list", nil}, {"prompts/get", map[string]any{"name": "p"}},
+			{"resources/list", nil},
+			{"resources/templates/list", nil},
+			{"resources/read", map[string]any{"uri": "test://a"}},
+			{"prompts/list", nil},
+			{"prompts/get", map[string]any{"name": "p"}},
 			{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "p"}, "argument": map[string]any{"name": "a", "value": ""}}},
 			{"skills/list", nil},
 		}
@@ -436,7 +438,7 @@ func TestUndeclaredCapabilityMethodNotFound(t *testing.T) {
 			}
 			e = stateless.featureError(int64(i), m.method, params)
 			assert.Equal(t, int64(protocol.CodeMethodNotFound), e.Code, "2026-07-28 %s", m.method)
-			assert.True(t, strings.Contains(e.Message, m.method), e.Message)
+			assert.Contains(t, e.Message, m.method)
 		}
 		// The declared capability answers in both.
 		session.featureCall(100, "tools/list", nil)

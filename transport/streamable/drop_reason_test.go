@@ -28,7 +28,7 @@ func TestDropReasonAlikeInBothEras(t *testing.T) {
 			})
 			ctx, cut := context.WithCancel(context.Background())
 			defer cut()
-			var req = rig.newPost(ctx, "", chaosCall(1, "wait", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`))
+			req := rig.newPost(ctx, "", chaosCall(1, "wait", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`))
 			if era == "2025-11-25" {
 				req = rig.newPost(ctx, rig.initialize(t, `{}`), chaosCall(1, "wait", ""))
 			} else {
