@@ -383,6 +383,20 @@ func TestResultsMatchTheSchema(t *testing.T) {
 		})
 	})
 
+	// subscriptions/listen answers once the server ends the stream.
+	t.Run("listen", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := (&harness{t: t, srv: populatedServer(t)}).start()
+			h.Request(1, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"toolsListChanged": true}})
+			h.notification() // the acknowledgment
+			shutdown := make(chan error, 1)
+			go func() { shutdown <- h.srv.Shutdown(context.Background()) }()
+			schemas[protocol.Version20260728].check(t, "subscriptions/listen", "SubscriptionsListenResult", h.RecvResult(1))
+			require.NoError(t, <-shutdown)
+			require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
+		})
+	})
+
 	// A client that declares MCP Apps lists the tools with their views.
 	t.Run("apps", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
