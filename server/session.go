@@ -887,22 +887,24 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 }
 
 // dropReasonOf names the drop of a request cancelled with cause by what
-// happened, the same in both eras: the client left the request's own
-// stream (a 2025 POST's, or a stateless request's, which is its whole
-// connection) is peer_gone, whatever the cancellation's label; the
-// session's transport closed under it is writer_closed.
+// happened, the same in both eras: a client's cancellation is cancelled
+// and a shutdown shutdown; otherwise the client having left the request's
+// own stream (a 2025 POST's, or a stateless request's, which is its whole
+// connection) is peer_gone, whatever the cancellation's label, and the
+// session's transport closed under it writer_closed.
 func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
+	reason := ReasonOfCause(cause)
 	switch {
+	case reason == protocol.ReasonClientCancel:
+		return protocol.DropCancelled
+	case reason == protocol.ReasonShutdown:
+		return protocol.DropShutdown
 	case errors.Is(cause, transport.ErrStreamGone):
 		return protocol.DropPeerGone // its stream's reader left; the session lives on
 	case ss.single && errors.Is(cause, transport.ErrPeerGone):
 		return protocol.DropPeerGone // a stateless request's client closed its stream
-	}
-	switch ReasonOfCause(cause) {
-	case protocol.ReasonTransportClose:
+	case reason == protocol.ReasonTransportClose:
 		return protocol.DropWriterClosed
-	case protocol.ReasonShutdown:
-		return protocol.DropShutdown
 	default:
 		return protocol.DropCancelled
 	}
