@@ -15,6 +15,7 @@ import (
 type objectSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
+	trivial  bool // only "type": "object": every object is valid
 }
 
 // inferObjectSchema infers the schema of t's JSON form, which must be an
@@ -74,7 +75,7 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved}, nil
+	return &objectSchema{raw: raw, resolved: resolved, trivial: isTrivialObjectSchema(raw)}, nil
 }
 
 // validateJSON validates a JSON document against the schema.
