@@ -15,7 +15,8 @@ import (
 type objectSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
-	trivial  bool // only "type": "object": every object is valid
+	trivial  bool      // only "type": "object": every object is valid
+	plan     *argsPlan // the fast path for arguments, when the schema allows one
 }
 
 // inferObjectSchema infers the schema of t's JSON form, which must be an
@@ -75,7 +76,17 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved, trivial: isTrivialObjectSchema(raw)}, nil
+	return &objectSchema{raw: raw, resolved: resolved, trivial: isTrivialObjectSchema(raw), plan: planArgs(raw)}, nil
+}
+
+// validateArguments validates a tool call's arguments, a JSON object: the
+// plan, when there is one, vouches for most valid arguments without
+// decoding them; the resolved schema decides the others.
+func (o *objectSchema) validateArguments(data []byte) error {
+	if o.plan != nil && o.plan.accepts(data) {
+		return nil
+	}
+	return o.validateJSON(data)
 }
 
 // validateJSON validates a JSON document against the schema.

@@ -25,7 +25,7 @@ func validatingArguments(in *objectSchema, h ToolHandler) ToolHandler {
 		return h
 	}
 	return func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		if err := in.validateJSON(req.Arguments); err != nil {
+		if err := in.validateArguments(req.Arguments); err != nil {
 			return invalidArguments(req.Name, err), nil
 		}
 		return h(ctx, req)
