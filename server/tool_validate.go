@@ -63,6 +63,8 @@ func argumentsProblem(err error) string {
 		}
 		loc, msg = l, r
 	}
+	// The validator prints a JSON null as the reflect.Value it holds.
+	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
 	if loc == "" || loc == "root" {
 		return msg
 	}

@@ -73,6 +73,7 @@ func TestToolArgumentsValidated(t *testing.T) {
 		{"extra member", `{"ms":10,"pad":"xx"}`, `unexpected additional properties ["pad"]`, false},
 		{"wrong type", `{"ms":"10"}`, `/properties/ms: type: 10 has type "string", want "integer"`, false},
 		{"fraction for an integer", `{"ms":1.5}`, `/properties/ms: type: 1.5 has type "number", want "integer"`, false},
+		{"null for an integer", `{"ms":null}`, `/properties/ms: type: null has type "null", want "integer"`, false},
 		{"below the minimum", `{"ms":-1}`, `/properties/ms: minimum: -1/1 is less than 0.000000`, true},
 		{"missing required member", `{}`, `required: missing properties: ["ms"]`, false},
 		{"null arguments, validated as {}", `null`, `required: missing properties: ["ms"]`, false},
