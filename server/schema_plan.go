@@ -81,13 +81,14 @@ func kindOfType(t string) (k jsonKind, ok bool) {
 	return kindAny, false
 }
 
-// annotation reports whether a keyword constrains nothing.
+// annotation reports whether a keyword constrains nothing: an annotation,
+// or an extension such as MCP's x-mcp-header, which validation ignores.
 func annotation(keyword string) bool {
 	switch keyword {
 	case "$schema", "$id", "$comment", "title", "description", "examples", "default", "deprecated", "readOnly", "writeOnly":
 		return true
 	}
-	return false
+	return strings.HasPrefix(keyword, "x-")
 }
 
 // planArgs makes the plan of an object schema, given as JSON (its compiled

@@ -16,6 +16,7 @@ var planSchemas = []string{
 	`{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100}},"required":["from"],"additionalProperties":false}`,
 	`{"type":"object","properties":{"value":{"type":"number","exclusiveMinimum":-273.15,"exclusiveMaximum":1e6},"unit":{"type":"string","enum":["celsius","kelvin","é"]},"note":{"type":"string","minLength":2,"maxLength":4},"flag":{"type":"boolean"},"none":{"type":"null"},"tags":{"type":"array"},"opts":{"type":"object"},"any":{}},"required":["value","unit"]}`,
 	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"type":"number","maximum":10}},"additionalProperties":true}`,
+	`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`,
 }
 
 // planArguments are arguments to try against every schema: valid and not,
@@ -106,6 +107,34 @@ func FuzzArgsPlan(f *testing.F) {
 				if err := o.validateJSON(args); err != nil {
 					t.Fatalf("the plan accepted %s against %s: %v", args, o.raw, err)
 				}
+			}
+		}
+	})
+}
+
+// BenchmarkValidateArguments is the cost of validating typed echo's
+// arguments alone: by the plan, and by jsonschema-go (decoding into
+// values, then its walk), which the plan spares valid calls.
+func BenchmarkValidateArguments(b *testing.B) {
+	o, err := inferObjectSchema(reflect.TypeFor[struct {
+		Text string `json:"text"`
+	}]())
+	require.NoError(b, err)
+	require.NotNil(b, o.plan)
+	args := []byte(`{"text":"hello"}`)
+	b.Run("plan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := o.validateArguments(args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jsonschema", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := o.validateJSON(args); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
