@@ -265,7 +265,7 @@ func (pp *propPlan) accepts(val []byte) bool {
 		kind = kindString
 	default:
 		kind = kindNumber
-		if bytes.IndexAny(val, ".eE") < 0 {
+		if !bytes.ContainsAny(val, ".eE") {
 			kind = kindInteger
 		}
 	}

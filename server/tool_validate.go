@@ -16,7 +16,7 @@ const maxArgumentsErrorText = 512
 // arguments are validated against the tool's input schema before h runs:
 // arguments that do not match are answered with a tool error that names
 // the failing keyword and schema location, and h is not called. Every path
-// that runs a tool (a call, a task of either flavour, a deferred task)
+// that runs a tool (a call, a task in either format, a deferred task)
 // runs its registered handler, so each call is validated once. A schema
 // that constrains nothing ({"type":"object"}) skips the work: callTool has
 // already refused arguments that are not an object.
