@@ -15,8 +15,13 @@ import (
 type objectSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
-	trivial  bool      // only "type": "object": every object is valid
 	plan     *argsPlan // the fast path for arguments, when the schema allows one
+}
+
+// trivial reports whether every object is valid: the schema only says
+// "type": "object" (and annotations).
+func (o *objectSchema) trivial() bool {
+	return o.plan != nil && len(o.plan.props) == 0 && !o.plan.closed
 }
 
 // inferObjectSchema infers the schema of t's JSON form, which must be an
@@ -76,7 +81,7 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved, trivial: isTrivialObjectSchema(raw), plan: planArgs(raw)}, nil
+	return &objectSchema{raw: raw, resolved: resolved, plan: planArgs(raw)}, nil
 }
 
 // validateArguments validates a tool call's arguments, a JSON object: the

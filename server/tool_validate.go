@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -21,7 +20,7 @@ const maxArgumentsErrorText = 512
 // that constrains nothing ({"type":"object"}) skips the work: callTool has
 // already refused arguments that are not an object.
 func validatingArguments(in *objectSchema, h ToolHandler) ToolHandler {
-	if in.trivial {
+	if in.trivial() {
 		return h
 	}
 	return func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
@@ -83,22 +82,4 @@ func (o Outcome) InvalidArguments() bool {
 		return r.invalidArgs
 	}
 	return false
-}
-
-// isTrivialObjectSchema reports whether raw, a schema that compiled, only
-// says "type": "object" (with annotations, such as a description, that
-// constrain nothing).
-func isTrivialObjectSchema(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return false
-	}
-	for k := range m {
-		switch k {
-		case "type", "$schema", "$id", "$comment", "title", "description", "examples", "default", "deprecated", "readOnly", "writeOnly":
-		default:
-			return false
-		}
-	}
-	return true
 }
