@@ -48,7 +48,7 @@ func invalidArguments(tool string, err error) *CallToolResult {
 // found wrong. The validator nests "validating <schema location>: " once
 // per schema it descended into; only the innermost location is kept,
 // followed by the failing keyword and its message (`/properties/ms: type:
-// "10" has type "string", want "integer"`). The root is left unnamed.
+// 10 has type "string", want "integer"`). The root is left unnamed.
 func argumentsProblem(err error) string {
 	msg, loc := err.Error(), ""
 	for {
