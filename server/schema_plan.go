@@ -237,7 +237,9 @@ func (p *argsPlan) accepts(data []byte) bool {
 		}
 		i := p.index(key)
 		if i < 0 {
-			ok = !p.closed
+			// Decoding makes U+FFFD of invalid UTF-8: such a name might
+			// be a property's.
+			ok = !p.closed && utf8.Valid(key)
 			return
 		}
 		seen |= 1 << i

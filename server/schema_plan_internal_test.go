@@ -17,6 +17,7 @@ var planSchemas = []string{
 	`{"type":"object","properties":{"value":{"type":"number","exclusiveMinimum":-273.15,"exclusiveMaximum":1e6},"unit":{"type":"string","enum":["celsius","kelvin","é"]},"note":{"type":"string","minLength":2,"maxLength":4},"flag":{"type":"boolean"},"none":{"type":"null"},"tags":{"type":"array"},"opts":{"type":"object"},"any":{}},"required":["value","unit"]}`,
 	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"type":"number","maximum":10}},"additionalProperties":true}`,
 	`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`,
+	`{"type":"object","properties":{"\ufffd":{"type":"integer"}}}`,
 }
 
 // planArguments are arguments to try against every schema: valid and not,
@@ -31,7 +32,7 @@ var planArguments = []string{
 	`{"value":5,"unit":"é"}`, `{"value":5,"unit":"fahrenheit"}`, `{"value":5,"unit":"kelvin","note":"ab"}`, `{"value":5,"unit":"kelvin","note":"a"}`,
 	`{"value":5,"unit":"kelvin","note":"éééé"}`, `{"value":5,"unit":"kelvin","note":"ééééé"}`, `{"value":5,"unit":"kelvin","flag":true,"none":null,"tags":[1,"x"],"opts":{"a":[{}]},"any":"x"}`,
 	`{"value":5,"unit":"kelvin","flag":1}`, `{"value":5,"unit":"kelvin","tags":{}}`, `{"value":5,"unit":"kelvin","opts":[]}`, `{"value":5,"unit":"kelvin","none":false}`,
-	`{"n":10}`, `{"n":10.5}`, `{"n":-1e400}`, `{"n":"x","m":1}`, ` { "n" : 3 , "x" : [ ] } `, `[]`, `{"n":1`, `{"n":01}`, `{"":1e700}`, `{"x":[{"y":-1E+309}]}`, `{"n":1e-400}`, `{"s":"\\\"","n":1}`,
+	`{"n":10}`, `{"n":10.5}`, `{"n":-1e400}`, `{"n":"x","m":1}`, ` { "n" : 3 , "x" : [ ] } `, `[]`, `{"n":1`, `{"n":01}`, `{"":1e700}`, `{"x":[{"y":-1E+309}]}`, `{"n":1e-400}`, `{"s":"\\\"","n":1}`, "{\"\xff\":\"x\"}",
 }
 
 // The plan takes the common schemas (hand-written, and inferred from a
