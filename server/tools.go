@@ -24,8 +24,9 @@ type Tool struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Icons       []Icon `json:"icons,omitempty"`
-	// InputSchema is the JSON Schema of the arguments, an object schema.
-	// Empty means {"type":"object"}.
+	// InputSchema is the JSON Schema of the arguments, an object schema,
+	// against which each call's arguments are validated before the handler
+	// runs. Empty means {"type":"object"}.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema, when set, is the JSON Schema of StructuredContent.
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
