@@ -115,7 +115,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				case telemetry.OutcomeDropped:
 					rec.Reason = out.Dropped.String()
 				case telemetry.OutcomeOK:
-					rec.ToolError = errType == telemetry.ErrorTypeTool
+					rec.ToolError = errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments
 				}
 				line, err := marshalAudit(&rec)
 				if err != nil {

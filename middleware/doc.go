@@ -142,7 +142,9 @@
 // in the request's batch), so it covers writing the response. Its status
 // is Error exactly when error.type is set: a JSON-RPC error (error.type is
 // the code, such as "-32603"; a panic is "-32603" with an exception event)
-// or a tool result with isError ("tool_error"). As the OpenTelemetry MCP
+// or a tool result with isError ("tool_error"; "invalid_arguments" when the
+// core refused arguments that do not match the tool's input schema, see
+// [server.Outcome.InvalidArguments]). As the OpenTelemetry MCP
 // conventions say, a caller's fault is no error: -32700, -32600, -32601,
 // -32602 and -32002 leave the status Unset and set no error.type, only
 // rpc.response.status_code (and no error_type on the duration metric). A
@@ -183,7 +185,8 @@
 //   - for cancelled: cause (client_cancel, transport_close, shutdown,
 //     timeout, other) and reason (why no response was written);
 //   - for dropped: reason, and error (the write error) if there was one;
-//   - for ok: tool_error=true when a tool result has isError set.
+//   - for ok: tool_error=true when a tool result has isError set (also
+//     when it refused the arguments).
 //
 // A [LogHandler] under the logger adds the trace and span ids, and does
 // not add request_id and session_id twice.

@@ -273,7 +273,7 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 			f.str(LogError, out.WriteErr.Error())
 		}
 	case telemetry.OutcomeOK:
-		if errType == telemetry.ErrorTypeTool {
+		if errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments {
 			f.flag(LogToolError, true)
 		}
 	}

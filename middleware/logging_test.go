@@ -85,6 +85,14 @@ func TestLogging(t *testing.T) {
 			want: []string{initRecord, "INFO " + call("2", "fail") + " duration=0s outcome=ok tool_error=true"},
 		},
 		{
+			name: "arguments the tool's schema refuses: a tool error",
+			run: func(t *testing.T, r *rig) {
+				r.SendCallTool(2, "strict", `{}`)
+				require.Nil(t, r.RecvResponseTo(2).Error)
+			},
+			want: []string{initRecord, "INFO " + call("2", "strict") + " duration=0s outcome=ok tool_error=true"},
+		},
+		{
 			name: "JSON-RPC error",
 			run: func(t *testing.T, r *rig) {
 				r.SendCallTool(2, "nope", nil)

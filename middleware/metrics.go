@@ -22,7 +22,8 @@ import (
 // cancellation. Outcomes, in precedence: cancelled, dropped, error (a
 // JSON-RPC error; error_type its code, but none for a caller's fault:
 // -32700, -32600, -32601, -32602, -32002), ok (a tool result with isError
-// has error_type "tool_error"). A tools/call is labeled with its tool when
+// has error_type "tool_error", or "invalid_arguments" when it refused
+// arguments that do not match the tool's input schema). A tools/call is labeled with its tool when
 // registered ([server.Server.HasTool]) or on m's allow-list, else "other".
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside [Tracing], whose trace id becomes the exemplar, and outside
@@ -135,9 +136,19 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	case out.Err != nil:
 		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
 	case out.ToolError():
-		return telemetry.OutcomeOK, telemetry.ErrorTypeTool
+		return telemetry.OutcomeOK, toolErrorType(out)
 	}
 	return telemetry.OutcomeOK, ""
+}
+
+// toolErrorType is the error type of a tool result with isError set:
+// "invalid_arguments" when it refused arguments that do not match the
+// tool's input schema, else "tool_error".
+func toolErrorType(out server.Outcome) string {
+	if out.InvalidArguments() {
+		return telemetry.ErrorTypeInvalidArguments
+	}
+	return telemetry.ErrorTypeTool
 }
 
 // cancelCause returns why a request's handler was cancelled: the request

@@ -174,6 +174,18 @@ func TestMetricsScenarios(t *testing.T) {
 			}),
 		},
 		{
+			name: "arguments the tool's schema refuses: ok with error_type invalid_arguments",
+			run: func(t *testing.T, r *rig) {
+				r.Initialize("", nil)
+				r.SendCallTool(2, "strict", `{"n":1,"pad":"x"}`)
+				require.Contains(t, string(r.RecvResult(2)), `"isError":true`)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				startedCall: 1, finished("tools/call", "ok"): 1, durCount("invalid_arguments", "strict", "tools/call"): 1,
+			}),
+		},
+		{
 			name: "panic is answered -32603",
 			run: func(t *testing.T, r *rig) {
 				r.Initialize("", nil)

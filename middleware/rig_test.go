@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -70,7 +71,12 @@ func addTools(t testing.TB, srv *server.Server) {
 	for name, h := range tools {
 		require.NoError(t, srv.AddTool(server.Tool{Name: name, Description: name}, h))
 	}
+	require.NoError(t, srv.AddTool(server.Tool{Name: "strict", InputSchema: strictSchema}, tools["echo"]))
 }
+
+// strictSchema is the input schema of the "strict" tool: {"n": integer}
+// and nothing else.
+var strictSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],"additionalProperties":false}`)
 
 // start serves one session; wrap, if not nil, wraps the server's end.
 func (r *rig) start(wrap func(transport.Conn) transport.Conn) *rig {

@@ -122,7 +122,7 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	case err != nil:
 		setErrorStatus(span, err, !req.IsNotification())
 	case out.ToolError():
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTool))
+		span.SetAttributes(semconv.ErrorTypeKey.String(toolErrorType(out)))
 		span.SetStatus(codes.Error, "")
 	}
 	if out.Dropped != protocol.DropNone {

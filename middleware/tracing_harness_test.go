@@ -94,6 +94,7 @@ func (h *traced) addTools() {
 	for name, fn := range tools {
 		require.NoError(h.t, h.srv.AddTool(server.Tool{Name: name}, fn))
 	}
+	require.NoError(h.t, h.srv.AddTool(server.Tool{Name: "strict", InputSchema: strictSchema}, tools["echo"]))
 	require.NoError(h.t, h.srv.AddPrompt(server.Prompt{Name: "greet"}, func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 		return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: "hello"}}}}, nil
 	}))

@@ -422,6 +422,16 @@ func TestTracingOutcomes(t *testing.T) {
 			want: want{status: codes.Error, errorType: "tool_error"},
 		},
 		{
+			name: "arguments the tool's schema refuses",
+			span: "tools/call strict",
+			run: func(t *testing.T, h *traced) {
+				h.SendCallTool(2, "strict", `{"n":"1"}`)
+				_, isErr := toolResultText(t, h.RecvResponseTo(2))
+				assert.True(t, isErr)
+			},
+			want: want{status: codes.Error, errorType: "invalid_arguments"},
+		},
+		{
 			name: "client cancel",
 			span: "tools/call block",
 			run: func(_ *testing.T, h *traced) {

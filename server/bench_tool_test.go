@@ -80,3 +80,25 @@ func BenchmarkToolCallTyped(b *testing.B) {
 		}))
 	benchToolCall(b, srv)
 }
+
+// BenchmarkToolCallValidation is the typed echo of BenchmarkToolCallTyped
+// with three input schemas: trivial ({"type":"object"}, nothing to
+// validate: the baseline), inferred from echoIn (validated by the plan,
+// the fast path, as most schemas are), and the same with a pattern (which
+// the plan leaves to jsonschema-go: decoding into values, then its walk).
+func BenchmarkToolCallValidation(b *testing.B) {
+	for _, bb := range []struct{ name, schema string }{
+		{"trivial", `{"type":"object"}`},
+		{"plan", ``},
+		{"jsonschema", `{"type":"object","properties":{"text":{"type":"string","pattern":"^"}},"required":["text"],"additionalProperties":false}`},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			srv := server.New()
+			require.NoError(b, server.AddTypedTool(srv, server.Tool{Name: "echo", InputSchema: json.RawMessage(bb.schema)},
+				func(_ context.Context, _ *server.CallToolRequest, in echoIn) (echoOut, error) {
+					return echoOut(in), nil
+				}))
+			benchToolCall(b, srv)
+		})
+	}
+}

@@ -38,6 +38,19 @@
 //
 // Start with [New], [Server.AddTool] and [Server.Serve], and the examples.
 //
+// # Input validation
+//
+// Every tool's arguments are validated against its input schema before its
+// handler runs, whichever way the tool was registered and however it is
+// called (a 2025 session, a 2026-07-28 request, a task): arguments that do
+// not match are answered with a result with IsError set whose text (at most
+// 512 bytes) names the failing keyword and schema location, and the handler
+// is not called; [Outcome.InvalidArguments] tells such a result from the
+// tool's own errors. Each schema is compiled once, at registration. Most
+// schemas (objects whose members have simple types, bounds, lengths, string
+// enums) are checked by a scan of the arguments' bytes, without decoding
+// or allocating; the others by [jsonschema.Resolved.Validate].
+//
 // # Typed tools
 //
 // [AddTypedTool] infers what [Server.AddTool] takes by hand.

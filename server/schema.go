@@ -15,6 +15,13 @@ import (
 type objectSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
+	plan     *argsPlan // the fast path for arguments, when the schema allows one
+}
+
+// trivial reports whether every object is valid: the schema only says
+// "type": "object" (and annotations).
+func (o *objectSchema) trivial() bool {
+	return o.plan != nil && len(o.plan.props) == 0 && !o.plan.closed
 }
 
 // inferObjectSchema infers the schema of t's JSON form, which must be an
@@ -74,7 +81,17 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved}, nil
+	return &objectSchema{raw: raw, resolved: resolved, plan: planArgs(raw)}, nil
+}
+
+// validateArguments validates a tool call's arguments, a JSON object: the
+// plan, when there is one, vouches for most valid arguments without
+// decoding them; the resolved schema decides the others.
+func (o *objectSchema) validateArguments(data []byte) error {
+	if o.plan != nil && o.plan.accepts(data) {
+		return nil
+	}
+	return o.validateJSON(data)
 }
 
 // validateJSON validates a JSON document against the schema.

@@ -50,20 +50,17 @@ func AddTypedTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) e
 	if out != nil {
 		t.OutputSchema = out.raw
 	}
-	return s.AddTool(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
-		if err := in.validateJSON(req.Arguments); err != nil {
-			return toolError(fmt.Sprintf("invalid arguments for tool %q: %v", req.Name, err)), nil
-		}
-		var args In
+	return s.addTool(t, func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		var args In // the arguments matched the input schema (see addTool)
 		if err := json.Unmarshal(req.Arguments, &args); err != nil {
-			return toolError(fmt.Sprintf("invalid arguments for tool %q: %v", req.Name, err)), nil
+			return invalidArguments(req.Name, err), nil
 		}
 		res, err := h(ctx, req, args)
 		if err != nil {
 			return nil, err
 		}
 		return s.typedResult(ctx, req.Name, kind, out, res)
-	})
+	}, in)
 }
 
 // outKind is how a typed tool's Out becomes its result.

@@ -24,8 +24,9 @@ type Tool struct {
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Icons       []Icon `json:"icons,omitempty"`
-	// InputSchema is the JSON Schema of the arguments, an object schema.
-	// Empty means {"type":"object"}.
+	// InputSchema is the JSON Schema of the arguments, an object schema,
+	// against which each call's arguments are validated before the handler
+	// runs. Empty means {"type":"object"}.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema, when set, is the JSON Schema of StructuredContent.
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
@@ -83,6 +84,7 @@ type CallToolResult struct {
 	Content           []Content `json:"content"`
 	StructuredContent any       `json:"structuredContent,omitempty"`
 	IsError           bool      `json:"isError,omitempty"`
+	invalidArgs       bool      // refuses the arguments (see Outcome.InvalidArguments)
 	Meta              Meta      `json:"_meta,omitempty"`
 }
 
@@ -146,10 +148,21 @@ func ValidToolName(name string) bool {
 
 // AddTool registers a tool whose arguments the handler decodes itself,
 // replacing any tool of the same name, and tells initialized clients that
-// the tool list changed. It fails for an invalid name, a nil handler, or an
-// input schema that is not a JSON object. For tools with typed input and
-// output, see [AddTypedTool].
+// the tool list changed. Each call's arguments are validated against the
+// input schema before the handler runs; arguments that do not match are
+// answered with a result with IsError set that names the problem, and the
+// handler is not called. The schema is compiled once, here: AddTool fails
+// for an input schema that cannot be (not a JSON object, not "type":
+// "object", an unsupported $schema, an unresolvable $ref), for an invalid
+// name or for a nil handler. For tools with typed input and output, see
+// [AddTypedTool].
 func (s *Server) AddTool(t Tool, h ToolHandler) error {
+	return s.addTool(t, h, nil)
+}
+
+// addTool registers t with its input schema in compiled, or compiles
+// t.InputSchema when in is nil.
+func (s *Server) addTool(t Tool, h ToolHandler, in *objectSchema) error {
 	if !ValidToolName(t.Name) {
 		return toolNameError(t.Name)
 	}
@@ -161,6 +174,12 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 	}
 	if !isJSONObject(t.InputSchema) {
 		return fmt.Errorf("mcp: tool %q: input schema must be a JSON object", t.Name)
+	}
+	if in == nil {
+		var err error
+		if in, err = parseObjectSchema(t.InputSchema); err != nil {
+			return fmt.Errorf("mcp: tool %q: input schema: %w", t.Name, err)
+		}
 	}
 	if len(t.OutputSchema) > 0 && !isJSONObject(t.OutputSchema) {
 		return fmt.Errorf("mcp: tool %q: output schema must be a JSON object", t.Name)
@@ -180,6 +199,7 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 		t.UI = &ui
 		h = withTextFallback(h) // apps.go; also for calls run as tasks
 	}
+	h = validatingArguments(in, h) // tool_validate.go; outermost, so before anything else
 	s.tools.set(t.Name, &registeredTool{tool: t, handler: h, mirrors: paramheader.Mirrors(t.InputSchema)})
 	s.listChanged("tools")
 	return nil

@@ -95,6 +95,11 @@ const (
 	ErrorTypeCancelled = "cancelled"  // see OutcomeCancelled
 	ErrorTypeDropped   = "dropped"    // see OutcomeDropped
 	ErrorTypeOther     = "_OTHER"     // a JSON-RPC code outside the known set
+	// ErrorTypeInvalidArguments is a tools/call result with isError set that
+	// refused arguments not matching the tool's input schema, its handler not
+	// run (server.Outcome.InvalidArguments): the caller's fault, told apart
+	// from the tool's own failures.
+	ErrorTypeInvalidArguments = "invalid_arguments"
 )
 
 // Values of the network_transport and network_protocol_name labels (and
@@ -176,7 +181,7 @@ func defaultQuotas() []string { return labels(protocol.Quotas()) }
 // defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
 // and MCP codes a Vigil server answers with, and the named types.
 func defaultErrorTypes() []string {
-	return append(labels(protocol.Codes()), ErrorTypeTool, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther)
+	return append(labels(protocol.Codes()), ErrorTypeTool, ErrorTypeInvalidArguments, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther)
 }
 
 // labels returns the String forms of values, in order.

@@ -164,14 +164,14 @@ func TestToolResults(t *testing.T) {
 		},
 		{
 			name: "validation failure", tool: "vigil_structured", args: map[string]any{"a": "two", "b": 3},
-			want: errorResult(`invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: two has type "string", want "integer"`),
+			want: errorResult(`invalid arguments for tool "vigil_structured": /properties/a: type: two has type "string", want "integer"`),
 		},
 		{
 			name: "unexpected argument", tool: "test_simple_text", args: map[string]any{"x": 1},
-			want: errorResult(`invalid arguments for tool "test_simple_text": validating root: unexpected additional properties ["x"]`),
+			want: errorResult(`invalid arguments for tool "test_simple_text": unexpected additional properties ["x"]`),
 		},
 		{name: "region", tool: "vigil_region", args: map[string]any{"region": "eu-west"}, want: textResult("Region: eu-west")},
-		{name: "region missing", tool: "vigil_region", args: map[string]any{}, want: errorResult(`vigil_region needs {"region": string}`)},
+		{name: "region missing", tool: "vigil_region", args: map[string]any{}, want: errorResult(`invalid arguments for tool "vigil_region": required: missing properties: ["region"]`)},
 	}
 	for _, e := range eras() {
 		for _, tc := range tests {

@@ -28,7 +28,7 @@ import (
 // The load of the OTLP metrics test.
 const (
 	otlpEchoes     = 7 // echo: answered with a result
-	otlpToolErrors = 2 // echo without its text: a result with isError
+	otlpToolErrors = 2 // echo without its text: refused by its schema, a result with isError (error_type invalid_arguments)
 	otlpCancelled  = 1 // sleep cancelled with notifications/cancelled
 )
 
@@ -121,9 +121,9 @@ func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer
 		got[s.Metric[telemetry.LabelTool]+"/"+s.Metric[telemetry.LabelErrorType]] = v
 	}
 	assert.Equal(t, map[string]float64{
-		"echo/":                                 otlpEchoes,
-		"echo/" + telemetry.ErrorTypeTool:       otlpToolErrors,
-		"sleep/" + telemetry.ErrorTypeCancelled: otlpCancelled,
+		"echo/": otlpEchoes,
+		"echo/" + telemetry.ErrorTypeInvalidArguments: otlpToolErrors,
+		"sleep/" + telemetry.ErrorTypeCancelled:       otlpCancelled,
 	}, got, "tools/call durations by gen_ai_tool_name and error_type")
 
 	// Summed by le: the echo series precreated at zero, without protocol
@@ -271,9 +271,9 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 		}
 	}
 	assert.Equal(t, map[string]uint64{
-		"echo/":                                 otlpEchoes,
-		"echo/" + telemetry.ErrorTypeTool:       otlpToolErrors,
-		"sleep/" + telemetry.ErrorTypeCancelled: otlpCancelled,
+		"echo/": otlpEchoes,
+		"echo/" + telemetry.ErrorTypeInvalidArguments: otlpToolErrors,
+		"sleep/" + telemetry.ErrorTypeCancelled:       otlpCancelled,
 	}, counts, "tools/call durations by gen_ai.tool.name and error.type, over OTLP")
 
 	sessions := byName["mcp.server.session.duration"]

@@ -104,7 +104,7 @@ func TestServiceTraceRetention(t *testing.T) {
 	v, err := view(errTrace)
 	require.NoError(t, err, "the tool error's trace is kept")
 	assert.Equal(t, "error", v.Outcome)
-	assert.Equal(t, "tool_error", v.Detail)
+	assert.Equal(t, "invalid_arguments", v.Detail, "echo refused its empty arguments")
 	assert.Equal(t, "tools/call echo", v.Key)
 	require.NotEmpty(t, v.Spans)
 	assert.Equal(t, "ret-error", v.Spans[0].Attributes["jsonrpc.request.id"])

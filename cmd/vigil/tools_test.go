@@ -88,20 +88,26 @@ func TestCountdownReportsEveryStep(t *testing.T) {
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"liftoff"}]}`, string(resp.Result))
 }
 
-// countdown refuses arguments outside its schema with a tool error, and
-// "from": 0 lifts off at once.
+// countdown's arguments are validated against its schema before it runs:
+// those outside it get a tool error naming the problem, and "from": 0
+// lifts off at once.
 func TestCountdownArguments(t *testing.T) {
+	refused := func(problem string) string {
+		text, _ := json.Marshal(`invalid arguments for tool "countdown": ` + problem)
+		return `{"content":[{"type":"text","text":` + string(text) + `}],"isError":true}`
+	}
 	tests := []struct {
 		name string
 		args string
 		want string
 	}{
 		{"zero", `{"from":0}`, `{"content":[{"type":"text","text":"liftoff"}]}`},
-		{"above 100", `{"from":101}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
-		{"negative", `{"from":-1}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
-		{"missing", `{}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
-		{"not an integer", `{"from":1.5}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
-		{"a string", `{"from":"3"}`, `{"content":[{"type":"text","text":"countdown needs {\"from\": an integer from 0 to 100}"}],"isError":true}`},
+		{"above 100", `{"from":101}`, refused(`/properties/from: maximum: 101/1 is greater than 100.000000`)},
+		{"negative", `{"from":-1}`, refused(`/properties/from: minimum: -1/1 is less than 0.000000`)},
+		{"missing", `{}`, refused(`required: missing properties: ["from"]`)},
+		{"not an integer", `{"from":1.5}`, refused(`/properties/from: type: 1.5 has type "number", want "integer"`)},
+		{"a string", `{"from":"3"}`, refused(`/properties/from: type: 3 has type "string", want "integer"`)},
+		{"an extra member", `{"from":3,"step":2}`, refused(`unexpected additional properties ["step"]`)},
 	}
 	client := demoSession(t)
 	for i, tt := range tests {
@@ -111,11 +117,14 @@ func TestCountdownArguments(t *testing.T) {
 	}
 }
 
-// echo returns its text argument, decoded, and refuses anything else with
-// the same message: the arguments it reads in place must give what
-// json.Unmarshal would.
+// echo returns its text argument, decoded: the arguments it reads in place
+// must give what json.Unmarshal would. Anything else its schema refuses
+// before it runs.
 func TestEchoArguments(t *testing.T) {
-	const refused = `{"content":[{"type":"text","text":"echo needs {\"text\": string}"}],"isError":true}`
+	refused := func(problem string) string {
+		text, _ := json.Marshal(`invalid arguments for tool "echo": ` + problem)
+		return `{"content":[{"type":"text","text":` + string(text) + `}],"isError":true}`
+	}
 	tests := []struct {
 		name string
 		args string
@@ -123,13 +132,14 @@ func TestEchoArguments(t *testing.T) {
 	}{
 		{"text", `{"text":"hello"}`, `{"content":[{"type":"text","text":"hello"}]}`},
 		{"escapes", `{"text":"a\"b\u00e9\n"}`, `{"content":[{"type":"text","text":"a\"b\u00e9\n"}]}`},
-		{"spaces", `{ "other" : [1, {"text":"no"}] , "text" : "" }`, `{"content":[{"type":"text","text":""}]}`},
+		{"spaces", ` { "text" : "" } `, `{"content":[{"type":"text","text":""}]}`},
+		{"an extra member", `{ "other" : [1, {"text":"no"}] , "text" : "" }`, refused(`unexpected additional properties ["other"]`)},
 		{"repeated, last wins", `{"text":"first","text":"last"}`, `{"content":[{"type":"text","text":"last"}]}`},
 		{"escaped name", `{"te\u0078t":"x"}`, `{"content":[{"type":"text","text":"x"}]}`},
-		{"missing", `{}`, refused},
-		{"null", `{"text":null}`, refused},
-		{"a number", `{"text":5}`, refused},
-		{"an object", `{"text":{"text":"x"}}`, refused},
+		{"missing", `{}`, refused(`required: missing properties: ["text"]`)},
+		{"null", `{"text":null}`, refused(`/properties/text: type: null has type "null", want "string"`)},
+		{"a number", `{"text":5}`, refused(`/properties/text: type: 5 has type "integer", want "string"`)},
+		{"an object", `{"text":{"text":"x"}}`, refused(`/properties/text: type: map[text:x] has type "object", want "string"`)},
 	}
 	client := demoSession(t)
 	for i, tt := range tests {

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// maxArgumentsErrorText bounds the text of the tool error that refuses a
+// call's arguments: the validator's message may quote the client's values,
+// which are not echoed back beyond this.
+const maxArgumentsErrorText = 512
+
+// validatingArguments wraps the handler of a tool so that a call's
+// arguments are validated against the tool's input schema before h runs:
+// arguments that do not match are answered with a tool error that names
+// the failing keyword and schema location, and h is not called. Every path
+// that runs a tool (a call, a task in either format, a deferred task)
+// runs its registered handler, so each call is validated once. A schema
+// that constrains nothing ({"type":"object"}) skips the work: callTool has
+// already refused arguments that are not an object.
+func validatingArguments(in *objectSchema, h ToolHandler) ToolHandler {
+	if in.trivial() {
+		return h
+	}
+	return func(ctx context.Context, req *CallToolRequest) (*CallToolResult, error) {
+		if err := in.validateArguments(req.Arguments); err != nil {
+			return invalidArguments(req.Name, err), nil
+		}
+		return h(ctx, req)
+	}
+}
+
+// invalidArguments is the tool error that refuses the arguments of a call
+// of the named tool, marked so that telemetry tells it from the tool's own
+// errors (see [Outcome.InvalidArguments]).
+func invalidArguments(tool string, err error) *CallToolResult {
+	text := fmt.Sprintf("invalid arguments for tool %q: %s", tool, argumentsProblem(err))
+	if len(text) > maxArgumentsErrorText {
+		text = truncateUTF8(text, maxArgumentsErrorText-len("…")) + "…"
+	}
+	r := toolError(text)
+	r.invalidArgs = true
+	return r
+}
+
+// argumentsProblem says what err, from validating or decoding arguments,
+// found wrong. The validator nests "validating <schema location>: " once
+// per schema it descended into; only the innermost location is kept,
+// followed by the failing keyword and its message (`/properties/ms: type:
+// 10 has type "string", want "integer"`). The root is left unnamed.
+func argumentsProblem(err error) string {
+	msg, loc := err.Error(), ""
+	for {
+		rest, ok := strings.CutPrefix(msg, "validating ")
+		if !ok {
+			break
+		}
+		l, r, ok := strings.Cut(rest, ": ")
+		if !ok {
+			break
+		}
+		loc, msg = l, r
+	}
+	// The validator prints a JSON null as the reflect.Value it holds.
+	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
+	if loc == "" || loc == "root" {
+		return msg
+	}
+	return loc + ": " + msg
+}
+
+// InvalidArguments reports whether the result is the tool error that
+// refused a tools/call's arguments because they do not match the tool's
+// input schema (or, for a typed tool, do not decode into its input type):
+// the tool's handler did not run. Such a result is also a [Outcome.ToolError].
+func (o Outcome) InvalidArguments() bool {
+	switch r := o.Result.(type) {
+	case *CallToolResult:
+		return r != nil && r.invalidArgs
+	case CallToolResult:
+		return r.invalidArgs
+	}
+	return false
+}
