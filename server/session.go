@@ -589,9 +589,12 @@ func (d *inlineDispatcher) Dispatch(stream context.Context, msg transport.Messag
 // is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
 	if m, ok := msg.(*transport.Request); ok {
-		if m.IsNotification() {
+		switch {
+		case m.IsNotification() && ss.single:
+			ss.cancelSingle(m)
+		case m.IsNotification():
 			ss.notification(stream, m)
-		} else {
+		default:
 			ss.admit(m, nil, &inlineOrigin{stream: stream})
 		}
 		return
@@ -1057,6 +1060,17 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 		out.Result = res
 	}
 	ss.srv.recordOutcome(req, out)
+}
+
+// cancelSingle acts on a notification a stateless request's Conn delivers
+// while the request runs: notifications/cancelled for it, which a later
+// POST of the same caller brought (the transport matched them, see
+// transport.Single). It cancels the request as the client's, and, as no
+// 2026-07-28 notification does, reaches no handler.
+func (ss *Session) cancelSingle(m *transport.Request) {
+	if m.Method == "notifications/cancelled" {
+		ss.cancelRequest(m.Params)
+	}
 }
 
 // cancelRequest acts on notifications/cancelled. Unknown, finished and
