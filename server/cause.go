@@ -28,7 +28,7 @@ var (
 	// notification cancel over HTTP, and, in the 2026-07-28 era, the
 	// protocol's own cancel signal (a killed client looks the same). The
 	// cause is provisional while the request runs: see [StreamCloseGrace].
-	ErrStreamClose = errors.New("mcp: the client closed the request's stream")
+	ErrStreamClose = errors.New("mcp: stream closed")
 	// ErrShutdown: the server is shutting down ([Server.Shutdown] ran out of
 	// time, or [Server.Close] was called).
 	ErrShutdown = errors.New("mcp: server shutting down")
