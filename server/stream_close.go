@@ -11,28 +11,16 @@ import (
 )
 
 // StreamCloseGrace bounds how long the cause of a request whose stream
-// closed stays unsettled. Its handler is cancelled at once (its answer can
-// no longer be delivered), but the client's stream closing says only that
-// the client stopped waiting, not why: within the grace after it,
-//
-//   - notifications/cancelled for the request makes the cause
-//     [ErrClientCancel] (go-sdk aborts the POST, then sends the
-//     notification: the closed stream nearly always arrives first);
-//   - evidence that the client is gone makes it [ErrTransportClose]: its
-//     2025 session ended, or its standalone stream (Streamable HTTP's GET)
-//     closed too, as every connection of a client process that dies does;
-//   - else it is [ErrStreamClose].
-//
-// The outcome is sealed (counted, logged, reported) once the cause is
-// settled: when the handler returns, or at the end of the grace if the
-// handler returned sooner, so that a request is never counted twice. The
-// handler's own goroutine waits, on a timer; no goroutine is started, and
-// only requests whose stream closed wait. 250 ms: go-sdk's notification
-// arrives a few milliseconds after the closed stream on loopback, and a
-// notification sent over a new connection across a continent (a TCP and
-// TLS handshake, then the POST: three round trips of some 70 ms) arrives
-// within it, while a request's slot is held that much longer only when
-// the client left it.
+// closed stays unsettled. Its handler is cancelled at once, but the outcome
+// is sealed once the cause settled: [ErrClientCancel] if the client's
+// notifications/cancelled for the request comes within the grace (go-sdk
+// aborts the POST, then sends it), [ErrTransportClose] if the client shows
+// it is gone (its session ends, or its standalone stream closes too, as
+// every connection of a killed process does), else [ErrStreamClose]. The
+// handler's own goroutine waits on a timer; nothing else does. 250 ms:
+// go-sdk's notification comes a few ms after the close on loopback, and
+// one sent on a new TLS connection across a continent (three round trips
+// of some 70 ms) within it (docs/operations.md, "Cancellation causes").
 const StreamCloseGrace = 250 * time.Millisecond
 
 // streamClose is the cause a request is cancelled with when its stream
