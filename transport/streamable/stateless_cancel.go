@@ -55,6 +55,7 @@ func (c *statelessCalls) shard(k callKey) *callShard {
 func (c *statelessCalls) add(conn *oneShot) {
 	k := callKey{conn.caller, conn.req.ID}
 	sh := c.shard(k)
+	conn.shard = sh // remove needs no hash
 	sh.mu.Lock()
 	if sh.m == nil {
 		sh.m = make(map[callKey]*oneShot)
@@ -64,10 +65,10 @@ func (c *statelessCalls) add(conn *oneShot) {
 	sh.mu.Unlock()
 }
 
-// remove forgets conn.
-func (c *statelessCalls) remove(conn *oneShot) {
+// remove forgets conn, which add filed.
+func (*statelessCalls) remove(conn *oneShot) {
 	k := callKey{conn.caller, conn.req.ID}
-	sh := c.shard(k)
+	sh := conn.shard
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	head := sh.m[k]
