@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -38,8 +37,8 @@ func (c *presentConn) closeStandalone() {
 }
 
 // post delivers body on a goroutine of its own with stream as its stream,
-// as a POST does; the returned channel is closed once it was handled.
-func (c *drivenConn) post(t *testing.T, stream context.Context, body string) <-chan struct{} {
+// as a POST does.
+func (c *drivenConn) post(stream context.Context, t *testing.T, body string) {
 	t.Helper()
 	m, err := transport.DecodeMessage([]byte(body))
 	require.NoError(t, err)
@@ -47,12 +46,7 @@ func (c *drivenConn) post(t *testing.T, stream context.Context, body string) <-c
 	d := c.dispatch
 	c.mu.Unlock()
 	require.NotNil(t, d, "SetDispatch was not called")
-	handled := make(chan struct{})
-	go func() {
-		defer close(handled)
-		d.Dispatch(stream, m)
-	}()
-	return handled
+	go d.Dispatch(stream, m)
 }
 
 // closeRig is a session attached to a Conn whose requests' streams the
@@ -101,7 +95,7 @@ func newCloseRig(t *testing.T) *closeRig {
 func (r *closeRig) call(t *testing.T, id string) (closeStream func() time.Time) {
 	t.Helper()
 	stream, cancel := context.WithCancel(context.Background())
-	r.conn.post(t, stream, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"block"}}`)
+	r.conn.post(stream, t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"block"}}`)
 	<-r.started
 	return func() time.Time {
 		at := time.Now()
@@ -135,8 +129,10 @@ func TestStreamCloseSettlesTheCause(t *testing.T) {
 		want  protocol.CancelReason
 		drop  protocol.DropReason
 	}{
-		{"bare close", func(*testing.T, *closeRig) time.Duration { return server.StreamCloseGrace },
-			protocol.ReasonStreamClose, protocol.DropPeerGone},
+		{
+			"bare close", func(*testing.T, *closeRig) time.Duration { return server.StreamCloseGrace },
+			protocol.ReasonStreamClose, protocol.DropPeerGone,
+		},
 		{"notification within the grace", func(t *testing.T, r *closeRig) time.Duration {
 			time.Sleep(5 * time.Millisecond) // go-sdk's notification comes a few ms later
 			r.conn.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user pressed stop"}}`)
@@ -174,7 +170,7 @@ func TestStreamCloseSettlesTheCause(t *testing.T) {
 				assert.Equal(t, after, at.Sub(closed), "sealed once the cause settled")
 				assert.NotContains(t, out.Cause.Error(), "%!")
 				r.conn.leave()
-				<-r.done
+				require.NoError(t, <-r.done)
 				synctest.Wait()
 				assert.Empty(t, r.outcomes, "one outcome per request")
 			})
@@ -197,7 +193,7 @@ func TestStreamCloseAfterStandalone(t *testing.T) {
 		assert.Equal(t, protocol.ReasonTransportClose, server.ReasonOfCause(out.Cause), "cause %v", out.Cause)
 		assert.Equal(t, time.Duration(0), at.Sub(closed))
 		r.conn.leave()
-		<-r.done
+		require.NoError(t, <-r.done)
 	})
 }
 
@@ -214,7 +210,7 @@ func TestNotificationBeforeStreamClose(t *testing.T) {
 		out, _ := r.sealed()
 		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(out.Cause))
 		r.conn.leave()
-		<-r.done
+		require.NoError(t, <-r.done)
 	})
 }
 
@@ -255,6 +251,6 @@ func TestEndWithoutError(t *testing.T) {
 		defer obs.mu.Unlock()
 		require.Len(t, obs.ended, 1)
 		require.ErrorIs(t, obs.ended[0], server.ErrTransportClose)
-		assert.False(t, strings.Contains(obs.ended[0].Error(), "%!"), "cause text: %q", obs.ended[0].Error())
+		assert.NotContains(t, obs.ended[0].Error(), "%!", "the cause's text")
 	})
 }

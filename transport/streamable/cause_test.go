@@ -95,33 +95,33 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 		stop func(t *testing.T, r *causeRig, sid string, closeStream func(), closeGet func())
 		want protocol.CancelReason
 	}{
-		{"notification after the close", func(_ *testing.T, r *causeRig, sid string, closeStream, _ func()) {
+		{"notification after the close", func(t *testing.T, r *causeRig, sid string, closeStream, _ func()) {
 			closeStream()
-			<-r.blocker.cause // cancelled at once, before the notification
+			require.Error(t, <-r.blocker.cause) // cancelled at once, before the notification
 			r.notify(cancelOne, htSession(sid))
 		}, protocol.ReasonClientCancel},
-		{"notification before the close", func(_ *testing.T, r *causeRig, sid string, closeStream, _ func()) {
+		{"notification before the close", func(t *testing.T, r *causeRig, sid string, closeStream, _ func()) {
 			r.notify(cancelOne, htSession(sid))
-			<-r.blocker.cause
+			require.Error(t, <-r.blocker.cause)
 			closeStream()
 		}, protocol.ReasonClientCancel},
-		{"bare close", func(_ *testing.T, r *causeRig, _ string, closeStream, _ func()) {
+		{"bare close", func(t *testing.T, r *causeRig, _ string, closeStream, _ func()) {
 			closeStream()
-			<-r.blocker.cause
+			require.Error(t, <-r.blocker.cause)
 		}, protocol.ReasonStreamClose},
-		{"killed client", func(_ *testing.T, r *causeRig, _ string, closeStream, closeGet func()) {
+		{"killed client", func(t *testing.T, r *causeRig, _ string, closeStream, closeGet func()) {
 			closeStream()
 			closeGet()
-			<-r.blocker.cause
+			require.Error(t, <-r.blocker.cause)
 		}, protocol.ReasonTransportClose},
-		{"killed client, GET first", func(_ *testing.T, r *causeRig, _ string, closeStream, closeGet func()) {
+		{"killed client, GET first", func(t *testing.T, r *causeRig, _ string, closeStream, closeGet func()) {
 			closeGet()
 			closeStream()
-			<-r.blocker.cause
+			require.Error(t, <-r.blocker.cause)
 		}, protocol.ReasonTransportClose},
 		{"session deleted after the close", func(t *testing.T, r *causeRig, sid string, closeStream, _ func()) {
 			closeStream()
-			<-r.blocker.cause
+			require.Error(t, <-r.blocker.cause)
 			require.Equal(t, http.StatusNoContent, r.do(http.MethodDelete, "", htSession(sid)).status)
 		}, protocol.ReasonTransportClose},
 	}
@@ -153,14 +153,14 @@ func TestHTTPStatelessCancel(t *testing.T) {
 	t.Run("bare close", func(t *testing.T) {
 		r := newCauseRig(t)
 		r.start(call, hdr)()
-		<-r.blocker.cause
+		require.Error(t, <-r.blocker.cause)
 		out := r.outcome()
 		assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
 	})
 	t.Run("notification after the close", func(t *testing.T) {
 		r := newCauseRig(t)
 		r.start(call, hdr)()
-		<-r.blocker.cause
+		require.Error(t, <-r.blocker.cause)
 		r.notify(cancelOne, cancelHdr)
 		out := r.outcome()
 		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
@@ -224,6 +224,6 @@ func TestSharedStatelessCancel(t *testing.T) {
 		cause := <-rs.blocker.cause
 		require.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
 		assert.Contains(t, cause.Error(), "changed my mind")
-		<-done
+		assert.Equal(t, http.StatusOK, (<-done).status)
 	})
 }
