@@ -28,7 +28,13 @@ const StreamCloseGrace = 250 * time.Millisecond
 // what the grace showed (see [StreamCloseGrace]). The request's context
 // keeps it as its cause, whose reading changes once, when it settles,
 // before the outcome is sealed: errors.Is answers by the settled cause
-// from then on. It costs a request only when its stream closed.
+// from then on. It costs a request only when its stream closed. The seal
+// waits for it (finish, settleCause) rather than being parked in the
+// session: the request stays in flight meanwhile, so the notification
+// finds it where it looks (the in-flight table, and for a stateless
+// request the transport's registry, which lasts as long as the POST's
+// handler), a drain waits for it, its id stays taken, and it has one
+// outcome, with no second path to seal it.
 type streamClose struct {
 	at      time.Time     // when the server saw the stream end
 	pending [2]error      // ErrStreamClose and why: what it reads as until settled
