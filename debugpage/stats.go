@@ -37,26 +37,26 @@ const (
 	slotToolError          // a tools/call answered with isError set
 	slotError              // answered with a JSON-RPC error
 	// slotCancel+i: cancelled, by cause (protocol.CancelReason-1: client_cancel,
-	// transport_close, shutdown, timeout, other). A handler timeout answered
-	// -32001 counts as cancelled by timeout.
+	// transport_close, stream_close, shutdown, timeout, other). A handler
+	// timeout answered -32001 counts as cancelled by timeout.
 	slotCancel
 	// slotDrop+i: the response was not written, by reason
 	// (protocol.DropReason-1: cancelled, writer_closed, peer_gone, shutdown).
-	slotDrop  = slotCancel + 5
+	slotDrop  = slotCancel + 6
 	slotCount = slotDrop + 4
 )
 
 // slotNames names each slot, as the page and its JSON show them.
 var slotNames = [slotCount]string{
 	"ok", "tool_error", "error",
-	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:other",
+	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:other",
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
 }
 
 // slotColors are the chart colors of each slot.
 var slotColors = [slotCount]string{
 	"#4caf50", "#ff9800", "#d32f2f",
-	"#1e88e5", "#5e35b1", "#8d6e63", "#00897b", "#9e9e9e",
+	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#9e9e9e",
 	"#f06292", "#ad1457", "#6d4c41", "#424242",
 }
 

@@ -38,6 +38,7 @@ func TestStatsOutcomeOf(t *testing.T) {
 		{server.Outcome{Err: server.ErrHandlerTimeout}, "cancelled:timeout"},
 		{server.Outcome{Cause: server.ErrClientCancel, Dropped: protocol.DropCancelled}, "cancelled:client_cancel"},
 		{server.Outcome{Cause: server.ErrTransportClose}, "cancelled:transport_close"},
+		{server.Outcome{Cause: server.ErrStreamClose}, "cancelled:stream_close"},
 		{server.Outcome{Cause: server.ErrShutdown}, "cancelled:shutdown"},
 		{server.Outcome{Cause: errors.New("?")}, "cancelled:other"},
 		{server.Outcome{Dropped: protocol.DropPeerGone}, "dropped:peer_gone"},

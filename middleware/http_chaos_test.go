@@ -363,7 +363,7 @@ func (c *chaosClient) step() {
 		}
 		await(c.t, c.cs.board.of(c.cs.board.sealed, key), key+" to be sealed")
 		c.truth.outcomes[telemetry.OutcomeCancelled]++
-		c.truth.causes["transport_close"]++
+		c.truth.causes["stream_close"]++ // the session lives on: the client gave up this request
 		c.truth.reasons["peer_gone"]++
 	case p < 90: // notifications/cancelled
 		key, id, done := c.inFlight(context.Background(), false)

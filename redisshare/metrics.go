@@ -35,13 +35,13 @@ type metrics struct {
 }
 
 var (
-	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen, streamable.RelayEndSeen}
+	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen, streamable.RelayEndSeen, streamable.RelayCancel}
 	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 	// refusals are the reasons of mcp_server_relays_refused_total: the
-	// Store's, and "request", a client relay that is a request (the
-	// endpoint's).
-	refusals = []string{redisstore.RefusedUnsigned, redisstore.RefusedStale, redisstore.RefusedReplayed, redisstore.RefusedRecord, redisstore.RefusedEvent, "request"}
+	// Store's, and the endpoint's: "request", a client relay that is a
+	// request, and "cancel", a malformed cancel relay.
+	refusals = []string{redisstore.RefusedUnsigned, redisstore.RefusedStale, redisstore.RefusedReplayed, redisstore.RefusedRecord, redisstore.RefusedEvent, "request", "cancel"}
 )
 
 // RegisterMetrics registers the shared mode's collectors on reg, every

@@ -15,10 +15,20 @@ var (
 	// ErrClientCancel: the client sent notifications/cancelled for the
 	// request. The cause's text carries the client's reason, if it gave one.
 	ErrClientCancel = errors.New("mcp: request canceled by client")
-	// ErrTransportClose: the connection is gone: end of input, the peer
-	// vanished, the transport was closed, or a write failed. The cause also
-	// wraps the transport error, when there is one.
+	// ErrTransportClose: the client is gone: end of input, the peer
+	// vanished, the transport was closed (a 2025 session deleted or
+	// expired), a write failed, or the request's stream closed together
+	// with the client's standalone stream (a client process that dies
+	// closes every connection). The cause also wraps the transport error,
+	// when there is one.
 	ErrTransportClose = errors.New("mcp: transport closed")
+	// ErrStreamClose: the client closed the request's own stream (its
+	// HTTP response) and sent no notifications/cancelled for it, while
+	// nothing showed the client itself gone: how clients that send no
+	// notification cancel over HTTP, and, in the 2026-07-28 era, the
+	// protocol's own cancel signal (a killed client looks the same). The
+	// cause is provisional while the request runs: see [StreamCloseGrace].
+	ErrStreamClose = errors.New("mcp: stream closed")
 	// ErrShutdown: the server is shutting down ([Server.Shutdown] ran out of
 	// time, or [Server.Close] was called).
 	ErrShutdown = errors.New("mcp: server shutting down")
@@ -46,6 +56,8 @@ func ReasonOfCause(cause error) protocol.CancelReason {
 		return protocol.ReasonClientCancel
 	case errors.Is(cause, ErrTransportClose):
 		return protocol.ReasonTransportClose
+	case errors.Is(cause, ErrStreamClose):
+		return protocol.ReasonStreamClose
 	case errors.Is(cause, ErrShutdown):
 		return protocol.ReasonShutdown
 	case errors.Is(cause, ErrHandlerTimeout), errors.Is(cause, context.DeadlineExceeded):

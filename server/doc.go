@@ -6,8 +6,10 @@
 //
 //   - When the transport closes, every in-flight handler is cancelled (not
 //     waited for), with a cause read by [context.Cause]: [ErrTransportClose],
-//     [ErrClientCancel], [ErrShutdown] or [ErrHandlerTimeout]. The first
-//     cause wins. initialize is never cancelled.
+//     [ErrStreamClose], [ErrClientCancel], [ErrShutdown] or
+//     [ErrHandlerTimeout]. The first cause wins; a request's stream closing
+//     settles within [StreamCloseGrace] into what the client did. initialize
+//     is never cancelled.
 //   - Every request ends in exactly one outcome: a response written, or no
 //     response with a [protocol.DropReason] ([Outcome], [Request.OnDone],
 //     [Request.AfterDone]). A

@@ -184,11 +184,12 @@ func (inf *inflight) streamEnded() {
 		// children (in no set order) while the stream already closed
 		// because of it. The session's cause is the true one.
 		inf.cancel(context.Cause(ss.ctx))
-	case inf.req.era.session() == nil:
-		// A stateless request's stream is its whole connection.
-		inf.cancel(errStatelessStreamClosed)
 	default:
-		inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, errStreamClosed))
+		// Provisional until its outcome is sealed (StreamCloseGrace): the
+		// client may yet say it cancelled, or show it is gone. A stateless
+		// request's stream is its whole connection; its close is the
+		// 2026-07-28 cancel signal, and a killed client's alike.
+		inf.cancel(newStreamClose(errStreamClosed))
 	}
 }
 
@@ -269,11 +270,6 @@ func (c *requestCtx) Err() error {
 // errStreamClosed is why a request whose stream closed is cancelled.
 var errStreamClosed = fmt.Errorf("the client closed the request's stream: %w", transport.ErrStreamGone)
 
-// errStatelessStreamClosed is why a stateless request that came inline is
-// cancelled when its stream closes: the client left, and with it the
-// request's only connection.
-var errStatelessStreamClosed = fmt.Errorf("%w: the client closed the stream: %w", ErrTransportClose, transport.ErrPeerGone)
-
 // transportCloseError is fmt.Errorf("%w: %w", ErrTransportClose, err) in
 // one allocation instead of four, and formatted only when asked: a
 // stateless request's session ends with one.
@@ -284,6 +280,10 @@ func (e *transportCloseError) Error() string {
 }
 
 func (e *transportCloseError) Unwrap() []error { return e.errs[:] }
+
+// errInputEnded is why a session ends whose Conn reported its end with no
+// error (a transport.Driven's end(nil)): its input ended, as at io.EOF.
+var errInputEnded = fmt.Errorf("the connection ended: %w", io.EOF)
 
 // errRequestDone releases a finished request's context. It is never a
 // cancellation cause that anyone observes as one: the outcome is sealed first.
@@ -360,6 +360,7 @@ func (ss *Session) cancel(cause error) {
 	if ss.reqParent != nil {
 		ss.sweepRequests() // at once, as the context's own children are
 	}
+	ss.settleOnEnd(context.Cause(ss.ctx))
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
 	}
@@ -494,11 +495,10 @@ func (ss *Session) stop(readErr error) error {
 		ss.reject(nil, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectFrameTooLarge, protocol.RejectFrameTooLarge.Message())
 	}
 	if readErr == nil {
-		ss.end(fmt.Errorf("%w: %w", ErrTransportClose, readErr))
-	} else {
-		ss.closeErr = transportCloseError{[2]error{ErrTransportClose, readErr}}
-		ss.end(&ss.closeErr) // held in ss: one allocation fewer for each stateless request
+		readErr = errInputEnded // an end with no error is the input's end
 	}
+	ss.closeErr = transportCloseError{[2]error{ErrTransportClose, readErr}}
+	ss.end(&ss.closeErr) // held in ss: one allocation fewer for each stateless request
 	cause := context.Cause(ss.ctx)
 	// inner is what to ask for ErrShutdown and io.EOF: when the read's end
 	// ended the session (its cause is closeErr), readErr, since
@@ -589,9 +589,12 @@ func (d *inlineDispatcher) Dispatch(stream context.Context, msg transport.Messag
 // is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
 	if m, ok := msg.(*transport.Request); ok {
-		if m.IsNotification() {
+		switch {
+		case m.IsNotification() && ss.single:
+			ss.cancelSingle(m)
+		case m.IsNotification():
 			ss.notification(stream, m)
-		} else {
+		default:
 			ss.admit(m, nil, &inlineOrigin{stream: stream})
 		}
 		return
@@ -617,13 +620,14 @@ func (ss *Session) dispatch(msg transport.Message) {
 }
 
 // abandon cancels a request whose answer can no longer be delivered (its
-// stream closed) with the transport-close cause.
+// stream closed) with a stream close's provisional cause (see
+// StreamCloseGrace).
 func (ss *Session) abandon(m *transport.Abandoned) {
 	ss.mu.Lock()
 	inf := ss.st.incoming.get(m.ID)
 	ss.mu.Unlock()
 	if inf != nil {
-		inf.cancel(fmt.Errorf("%w: %w", ErrTransportClose, m.Err))
+		inf.cancel(newStreamClose(m.Err)) // provisional, as streamEnded's
 	}
 }
 
@@ -831,6 +835,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	timedOut := inf.stopWatches()
 	if timedOut {
 		res, err = nil, ErrHandlerTimeout
+	} else {
+		inf.settleCause() // a stream close's: still in flight meanwhile (StreamCloseGrace)
 	}
 	ss.mu.Lock()
 	ss.st.incoming.remove(inf.req.ID)
@@ -890,8 +896,9 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 // happened, the same in both eras: a client's cancellation is cancelled
 // and a shutdown shutdown; otherwise the client having left the request's
 // own stream (a 2025 POST's, or a stateless request's, which is its whole
-// connection) is peer_gone, whatever the cancellation's label, and the
-// session's transport closed under it writer_closed.
+// connection; stream_close, or transport_close settled from one) is
+// peer_gone, whatever the cancellation's label, and the session's
+// transport closed under it writer_closed.
 func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
 	reason := ReasonOfCause(cause)
 	switch {
@@ -899,7 +906,7 @@ func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
 		return protocol.DropCancelled
 	case reason == protocol.ReasonShutdown:
 		return protocol.DropShutdown
-	case errors.Is(cause, transport.ErrStreamGone):
+	case reason == protocol.ReasonStreamClose, errors.Is(cause, transport.ErrStreamGone):
 		return protocol.DropPeerGone // its stream's reader left; the session lives on
 	case ss.single && errors.Is(cause, transport.ErrPeerGone):
 		return protocol.DropPeerGone // a stateless request's client closed its stream
@@ -1064,8 +1071,21 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 	ss.srv.recordOutcome(req, out)
 }
 
+// cancelSingle acts on a notification a stateless request's Conn delivers
+// while the request runs: notifications/cancelled for it, which a later
+// POST of the same caller brought (the transport matched them, see
+// transport.Single). It cancels the request as the client's, and, as no
+// 2026-07-28 notification does, reaches no handler.
+func (ss *Session) cancelSingle(m *transport.Request) {
+	if m.Method == "notifications/cancelled" {
+		ss.cancelRequest(m.Params)
+	}
+}
+
 // cancelRequest acts on notifications/cancelled. Unknown, finished and
-// malformed ids are ignored, as is initialize.
+// malformed ids are ignored, as is initialize. A request whose stream
+// closed is still in flight until its cause settles (StreamCloseGrace):
+// the notification makes it the client's cancel.
 func (ss *Session) cancelRequest(params json.RawMessage) {
 	var p cancelledParams
 	var id transport.ID
@@ -1084,6 +1104,7 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 		cause = fmt.Errorf("%w: %s", ErrClientCancel, truncateUTF8(p.Reason, maxClientText))
 	}
 	inf.cancel(cause)
+	inf.clientCancelled(cause) // its stream closed first: the client says why
 }
 
 // initialize is the built-in handler of the initialize request.

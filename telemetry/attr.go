@@ -39,7 +39,8 @@ const (
 // Vigil's own attribute keys, for what the MCP conventions do not cover.
 const (
 	// CancelCauseKey is why a request's context was cancelled:
-	// "client_cancel", "transport_close", "shutdown", "timeout" or "other"
+	// "client_cancel", "transport_close", "stream_close", "shutdown",
+	// "timeout" or "other"
 	// (the String form of the server's CancelReason).
 	CancelCauseKey = attribute.Key("vigil.cancel.cause")
 	// DropReasonKey is why a response was not written: "cancelled",

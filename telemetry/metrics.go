@@ -157,7 +157,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		LabelTransport, LabelCause, LabelErrorType)
 	m.cancellations = counter(MetricCancellations,
 		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
-			"cause: client_cancel (notifications/cancelled), transport_close (the connection ended or a write failed; includes a Streamable HTTP stream close that abandons the request), "+
+			"cause: client_cancel (notifications/cancelled), transport_close (the client is gone: the connection or session ended, a write failed, or the request's stream closed with the session's GET stream), "+
+			"stream_close (the client closed the request's stream only, and sent no notifications/cancelled), "+
 			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), other.",
 		LabelMethod, LabelCause)
 	m.drops = counter(MetricLateResponsesDropped,
@@ -228,7 +229,7 @@ func (m *Metrics) precreate() {
 	for _, t := range m.transports.values {
 		m.sessions.WithLabelValues(t)
 		for _, c := range m.causes.values {
-			if c != "client_cancel" { // a session is never cancelled by the client
+			if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
 				m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
 			}
 		}

@@ -139,7 +139,7 @@ func validTraceID(traceID string) bool {
 }
 
 // RequestCancelled counts one cancellation of a request handler with its
-// cause (client_cancel, transport_close, shutdown, timeout; anything else is
+// cause (client_cancel, transport_close, stream_close, shutdown, timeout; anything else is
 // [LabelOther]). It is an event: the request still ends with
 // [Metrics.RequestFinished].
 func (m *Metrics) RequestCancelled(method, cause string) {

@@ -33,11 +33,11 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{telemetry.MetricRequestsStarted, methods},
 		{telemetry.MetricRequestsInFlight, methods},
 		{telemetry.MetricRequestsFinished, methods * 4},
-		{telemetry.MetricCancellations, methods * 5},
+		{telemetry.MetricCancellations, methods * 6},
 		{telemetry.MetricLateResponsesDropped, methods * 4},
 		{telemetry.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
 		{telemetry.MetricSessionsActive, 4},
-		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel for sessions
+		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel or stream_close for sessions
 		{telemetry.MetricTransportWriteErrors, 4 * 2},
 		{telemetry.MetricClientRequestsFailed, 9},
 		{telemetry.MetricMessagesRejected, 16},

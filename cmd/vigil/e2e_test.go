@@ -33,7 +33,7 @@ const (
 	e2eSleeps    = 5  // sleep 5 ms: answered with a result
 	e2eUnknown   = 2  // a tool that does not exist: answered as the client sees
 	e2eCancelled = 3  // sleep cancelled with notifications/cancelled: client_cancel
-	e2eAborted   = 3  // sleep whose POST the client abandons: transport_close
+	e2eAborted   = 3  // sleep whose POST the client abandons, its session living on: stream_close
 )
 
 // TestE2EPrometheusAndJaeger runs vigil under load next to a real Prometheus
@@ -308,8 +308,9 @@ func interruptCalls(ctx context.Context, metricsURL string, api *http.Client, ca
 		return err
 	}
 	// The client saw its calls end; vigil notices an abandoned POST a
-	// moment later. Until it has, the session's DELETE that follows could
-	// end the call first, as transport_close/writer_closed: each outcome
+	// moment later, and seals it once its cause settled
+	// (server.StreamCloseGrace). Until then, the session's DELETE that
+	// follows would make the call's cause transport_close: each outcome
 	// is counted as it happened, but the ground truth here is the abort.
 	return waitInFlight(ctx, api, metricsURL, 0)
 }
@@ -329,7 +330,7 @@ func (c *interruptedCall) interrupt(ctx context.Context) error {
 	case interruptAbort:
 		c.call.abort()
 		end = <-c.call.done
-		c.s.truth.record("tools/call", "sleep", c.traceID, telemetry.OutcomeCancelled, "transport_close", "peer_gone")
+		c.s.truth.record("tools/call", "sleep", c.traceID, telemetry.OutcomeCancelled, "stream_close", "peer_gone")
 	}
 	if end.msg != nil {
 		raw, _ := json.Marshal(end.msg)
@@ -621,7 +622,7 @@ func assertGroundTruth(ctx context.Context, t *testing.T, prom *prometheusPeer, 
 		"requests started by method")
 	assert.Equal(t, withZeros(truth.outcomes, telemetry.OutcomeOK, telemetry.OutcomeError, telemetry.OutcomeCancelled, telemetry.OutcomeDropped),
 		sumBy(telemetry.LabelOutcome, telemetry.MetricRequestsFinished), "requests finished by outcome")
-	assert.Equal(t, withZeros(truth.causes, "client_cancel", "transport_close", "shutdown", "timeout", telemetry.LabelOther),
+	assert.Equal(t, withZeros(truth.causes, "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", telemetry.LabelOther),
 		sumBy(telemetry.LabelCause, telemetry.MetricCancellations), "cancellations by cause")
 	assert.Equal(t, withZeros(truth.drops, "cancelled", "writer_closed", "peer_gone", "shutdown"),
 		sumBy(telemetry.LabelReason, telemetry.MetricLateResponsesDropped), "dropped responses by reason")
@@ -710,7 +711,7 @@ func assertJaeger(t *testing.T, jaeger *jaegerPeer, hc *http.Client, probe probe
 
 	for _, c := range []struct{ name, traceID, cause string }{
 		{name: "cancelled", traceID: probe.cancelledTrace, cause: "client_cancel"},
-		{name: "abandoned", traceID: probe.abandonedTrace, cause: "transport_close"},
+		{name: "abandoned", traceID: probe.abandonedTrace, cause: "stream_close"},
 	} {
 		tr := jaeger.trace(t, hc, c.traceID, "tools/call sleep", timeout)
 		span := spanNamed(t, tr, "tools/call sleep")

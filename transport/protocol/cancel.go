@@ -10,22 +10,23 @@ type CancelReason uint8
 const (
 	ReasonNone           CancelReason = iota // not cancelled
 	ReasonClientCancel                       // the client sent notifications/cancelled
-	ReasonTransportClose                     // the connection or HTTP stream is gone
+	ReasonTransportClose                     // the client is gone: its connection or session ended
+	ReasonStreamClose                        // the client closed the request's own stream, and said nothing more
 	ReasonShutdown                           // the server is shutting down
 	ReasonTimeout                            // the handler ran out of time
 	ReasonOther                              // anything else
 )
 
-var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "shutdown", "timeout", "other"}
+var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "other"}
 
 // CancelReasons lists every reason a cancelled context can have, in a
 // stable order (for pre-creating telemetry series).
 func CancelReasons() []CancelReason {
-	return []CancelReason{ReasonClientCancel, ReasonTransportClose, ReasonShutdown, ReasonTimeout, ReasonOther}
+	return []CancelReason{ReasonClientCancel, ReasonTransportClose, ReasonStreamClose, ReasonShutdown, ReasonTimeout, ReasonOther}
 }
 
 // String returns the label value: "client_cancel", "transport_close",
-// "shutdown", "timeout", "other" (or "none").
+// "stream_close", "shutdown", "timeout", "other" (or "none").
 func (r CancelReason) String() string {
 	if int(r) < len(cancelReasonNames) {
 		return cancelReasonNames[r]

@@ -542,8 +542,8 @@ const chaosProgress = `{"jsonrpc":"2.0","method":"notifications/progress","param
 // --- the scenarios ---
 
 // The client resets its TCP connection (RST) while a 2025 tools/call
-// streams: the handler is cancelled with ErrTransportClose (its stream is
-// gone), the response is dropped as peer_gone, nothing more is written to
+// streams: the handler is cancelled with ErrStreamClose (its stream is
+// gone, its session lives on), the response is dropped as peer_gone, nothing more is written to
 // the dead stream, and the session itself serves on.
 func TestChaosClientResetMidCall(t *testing.T) {
 	chaosWatchdog(t)
@@ -582,15 +582,15 @@ func TestChaosClientResetMidCall(t *testing.T) {
 	require.NoError(t, conn.Close())
 
 	cause := chaosRecv(t, causes, "the handler's cancellation")
-	require.ErrorIs(t, cause, server.ErrTransportClose)
+	require.ErrorIs(t, cause, server.ErrStreamClose)
 	require.ErrorIs(t, cause, transport.ErrStreamGone)
 	require.ErrorIs(t, chaosRecv(t, late, "the late write"), transport.ErrStreamGone)
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
 	assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped)
-	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
+	require.ErrorIs(t, outs[0].Cause, server.ErrStreamClose)
 	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.dropsOf("block"))
 	require.Len(t, rig.rec.cancelsOf("block"), 1)
-	require.ErrorIs(t, rig.rec.cancelsOf("block")[0], server.ErrTransportClose)
+	require.ErrorIs(t, rig.rec.cancelsOf("block")[0], server.ErrStreamClose)
 	assert.Empty(t, rig.probe.gone(), "writes after the client reset")
 	rig.rec.mu.Lock()
 	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.writeFailed, "the late write failed, as peer_gone")
@@ -605,7 +605,7 @@ func TestChaosClientResetMidCall(t *testing.T) {
 // The client resets its connection while a tools/call runs whose handler
 // never looks at its context (it waits for the stream's end on its own,
 // through the arrival context, and then answers): the request still ends
-// cancelled with ErrTransportClose and its answer dropped, once, in a 2025
+// cancelled with ErrStreamClose and its answer dropped, once, in a 2025
 // session and as a stateless request alike.
 func TestChaosClientGoneHandlerNeverWaits(t *testing.T) {
 	for _, stateless := range []bool{false, true} {
@@ -639,11 +639,11 @@ func TestChaosClientGoneHandlerNeverWaits(t *testing.T) {
 			require.NoError(t, conn.Close())
 
 			outs := rig.rec.awaitOutcomes(t, "oblivious", 1)
-			require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
-			// The client left the request's stream: peer_gone in both eras.
+			require.ErrorIs(t, outs[0].Cause, server.ErrStreamClose)
+			// The stream's reader left, in both eras (stream_close).
 			assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped)
 			require.Len(t, rig.rec.cancelsOf("oblivious"), 1)
-			require.ErrorIs(t, rig.rec.cancelsOf("oblivious")[0], server.ErrTransportClose)
+			require.ErrorIs(t, rig.rec.cancelsOf("oblivious")[0], server.ErrStreamClose)
 			assert.Empty(t, rig.probe.gone(), "writes after the client reset")
 		})
 	}
@@ -734,8 +734,8 @@ func TestChaosDeleteWhileElicitationsWait(t *testing.T) {
 
 // A 2026-07-28 stateless tools/call streams progress, then the client
 // cancels the request (closing the SSE stream): the handler is cancelled
-// with ErrTransportClose, its result is dropped (peer_gone), and nothing
-// more is written to the response.
+// with ErrStreamClose, its result is dropped, and nothing more is
+// written to the response.
 func TestChaosStatelessSSEClose(t *testing.T) {
 	chaosWatchdog(t)
 	rig := newChaosRig(t)
@@ -762,11 +762,11 @@ func TestChaosStatelessSSEClose(t *testing.T) {
 	cancel() // the client closes the stream
 
 	cause := chaosRecv(t, causes, "the handler's cancellation")
-	require.ErrorIs(t, cause, server.ErrTransportClose)
-	require.ErrorIs(t, cause, transport.ErrPeerGone)
+	require.ErrorIs(t, cause, server.ErrStreamClose)
+	require.ErrorIs(t, cause, transport.ErrStreamGone)
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped, "as when a 2025 session's request's stream closes")
-	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
+	assert.Equal(t, protocol.DropPeerGone, outs[0].Dropped)
+	require.ErrorIs(t, outs[0].Cause, server.ErrStreamClose)
 	assert.Equal(t, []protocol.DropReason{protocol.DropPeerGone}, rig.rec.dropsOf("block"))
 	assert.Empty(t, rig.probe.gone(), "writes after the client closed the stream")
 	rig.rec.mu.Lock()

@@ -103,6 +103,13 @@ const (
 	// RelayEndSeen says that its sender dropped its view of a session
 	// another replica deleted (RelayEnd). Data is empty.
 	RelayEndSeen
+	// RelayCancel carries a 2026-07-28 client's notifications/cancelled
+	// to every replica, for the one running the request it names, which
+	// cancels it if it is the same caller's. It is published on the
+	// pseudo-session "cancels", to which every replica subscribes. Data is
+	// the caller's key (its length in 4 bytes, big-endian, then the key)
+	// and the encoded notification.
+	RelayCancel
 )
 
 // String returns the kind's name, as metrics label it.
@@ -128,6 +135,8 @@ func (k RelayKind) String() string {
 		return "state_seen"
 	case RelayEndSeen:
 		return "end_seen"
+	case RelayCancel:
+		return "cancel"
 	}
 	return "unknown"
 }

@@ -66,6 +66,8 @@ type Endpoint struct {
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
 	stopForward func()                       // forward.go: ends HandleForwarded
+	stopCancels func()                       // stateless_cancel.go: ends the subscription to RelayCancel; nil: none
+	calls       *statelessCalls              // stateless_cancel.go: the stateless requests in flight
 	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
 	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
 	namedOrigin atomic.Pointer[string]       // security.go: the last Origin host allowed by its name
@@ -99,7 +101,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 			o.apply(&cfg)
 		}
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast()}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls()}
 	h.attach, _ = srv.(Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
@@ -114,6 +116,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 				h.stopForward = stop
 			}
 		}
+		h.stopCancels = h.subscribeCancels()
 	} else {
 		h.expiry = newExpiry(cfg.idleTimeout, cfg.initTimeout, h.expire)
 	}
@@ -150,6 +153,9 @@ func (h *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Endpoint) Close() error {
 	if h.stopForward != nil {
 		h.stopForward()
+	}
+	if h.stopCancels != nil {
+		h.stopCancels()
 	}
 	h.expiry.close()
 	if h.cfg.cluster != nil {
@@ -524,7 +530,7 @@ func (h *Endpoint) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s := h.sessionOf(w, r, "2026-07-28 has no GET stream: use subscriptions/listen"); s != nil {
-		s.serveGet(w, r)
+		s.serveGetPresent(w, r)
 	}
 }
 

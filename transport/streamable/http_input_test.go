@@ -433,7 +433,7 @@ func TestHTTPDuplicateInFlightID(t *testing.T) {
 	if resp, ok := <-first; ok {
 		_ = resp.Body.Close()
 	}
-	require.ErrorIs(t, <-b.cause, server.ErrTransportClose, "the abandoned POST cancels its handler")
+	require.ErrorIs(t, <-b.cause, server.ErrStreamClose, "the abandoned POST cancels its handler")
 }
 
 // A second GET stream on a session gets 409 while the first one is open.

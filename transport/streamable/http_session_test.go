@@ -371,7 +371,7 @@ func TestHTTPMaxInFlight(t *testing.T) {
 
 	cancel()
 	<-done
-	require.ErrorIs(t, <-b.cause, server.ErrTransportClose)
+	require.ErrorIs(t, <-b.cause, server.ErrStreamClose)
 }
 
 // With WithPrincipal a session answers only its creator's principal: for
@@ -435,7 +435,7 @@ func TestHTTPPostDisconnectCancelsHandler(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-failed, context.Canceled)
 	cause := <-b.cause
-	require.ErrorIs(t, cause, server.ErrTransportClose)
+	require.ErrorIs(t, cause, server.ErrStreamClose)
 	require.NotErrorIs(t, cause, server.ErrShutdown)
 
 	_, msgs := e.call(sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)

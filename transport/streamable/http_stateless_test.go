@@ -283,7 +283,7 @@ func TestHTTPStatelessStreamCloseCancels(t *testing.T) {
 	cancel()
 	_ = resp.Body.Close()
 
-	require.ErrorIs(t, <-cause, server.ErrTransportClose)
+	require.ErrorIs(t, <-cause, server.ErrStreamClose)
 	require.NoError(t, <-late, "ReportProgress after cancellation sends nothing and succeeds")
 	out := <-written
 	var events []htMsg

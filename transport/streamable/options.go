@@ -224,7 +224,9 @@ func WithRequestLostHook(lost func()) Option {
 // acting on it. The reason is "request": a [RelayClient] that is a request
 // rather than a response or a notification, which no replica sends (a
 // request runs only on the replica its client posted it to, with its own
-// principal). refused must be fast and safe for concurrent use.
+// principal); or "cancel": a [RelayCancel] that does not carry a caller
+// and a notifications/cancelled. refused must be fast and safe for
+// concurrent use.
 func WithRelayRefusedHook(refused func(reason string)) Option {
 	return optionFunc(func(c *config) { c.onRelayRefuse = refused })
 }

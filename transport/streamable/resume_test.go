@@ -414,7 +414,7 @@ func TestNoStoreDisconnectCancels(t *testing.T) {
 	_ = post.Body.Close()
 
 	cause := <-g.ended
-	require.ErrorIs(t, cause, server.ErrTransportClose)
+	require.ErrorIs(t, cause, server.ErrStreamClose)
 	require.ErrorIs(t, cause, transport.ErrStreamGone)
 
 	// A GET with a Last-Event-ID is a plain GET stream then.
@@ -460,7 +460,7 @@ func TestResumeUnprimedDisconnectCancels(t *testing.T) {
 	<-started
 	leave()
 	<-done
-	require.ErrorIs(t, <-ended, server.ErrTransportClose)
+	require.ErrorIs(t, <-ended, server.ErrStreamClose)
 }
 
 // A resumption takes the stream over from the POST still carrying it: the

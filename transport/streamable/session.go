@@ -55,6 +55,11 @@ type session struct {
 	// joined: the server has it take the Endpoint's multicasts
 	// (multicast.go), from JoinMulticast until the session ends.
 	joined atomic.Bool
+
+	// The client's GET streams (presence.go): how many are open, and when
+	// the client last left one (unix nanoseconds; 0: never).
+	gets    atomic.Int32
+	getLeft atomic.Int64
 }
 
 var (

@@ -19,7 +19,9 @@ import (
 // body, then serve the request as a session of its own.
 func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
 	if conn := h.statelessConn(w, r, msg); conn != nil {
+		h.calls.add(conn) // its caller's notifications/cancelled finds it (stateless_cancel.go)
 		_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
+		h.calls.remove(conn)
 		if !conn.read {
 			h.refuseShuttingDown(conn)
 		}
@@ -52,7 +54,10 @@ func (h *Endpoint) refuseShuttingDown(conn *oneShot) {
 func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg transport.Message) *oneShot {
 	req, isRequest := msg.(*transport.Request)
 	if !isRequest || req.IsNotification() {
-		w.WriteHeader(http.StatusAccepted) // nothing waits for it in this era
+		if isRequest && req.Method == "notifications/cancelled" {
+			h.cancelStateless(r, req) // stateless_cancel.go
+		}
+		w.WriteHeader(http.StatusAccepted) // nothing else waits for it in this era
 		return nil
 	}
 	header := headerValue(r.Header, headerProtocolVersion)
@@ -77,7 +82,7 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return nil
 	}
-	conn := &oneShot{req: req, r: r}
+	conn := &oneShot{req: req, r: r, caller: h.callerOf(r)}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	conn.st.limit = &h.limit
 	// The server checks the Mcp-Param-* headers against the tool's schema:
@@ -186,10 +191,13 @@ func (answeredError) Is(target error) bool {
 type oneShot struct {
 	req      *transport.Request
 	r        *http.Request
-	arrival  paramheader.Carrier // r's context, with r's headers
-	st       stream              // the response, held here: one allocation less
-	dispatch transport.Dispatcher
+	arrival  paramheader.Carrier  // r's context, with r's headers
+	st       stream               // the response, held here: one allocation less
+	dispatch transport.Dispatcher // set under mu: cancel reads it from another POST's goroutine
 	read     bool
+	caller   string     // whom the request is filed under (stateless_cancel.go)
+	same     *oneShot   // the next request in flight of the same caller and id; guarded by the registry's lock
+	shard    *callShard // the registry's part it is filed in
 
 	mu     sync.Mutex
 	closed latch // Close was called; its channel is made when Read waits, which an answered request never does
@@ -197,7 +205,24 @@ type oneShot struct {
 
 // SetDispatch makes the first Read run the request through dispatch.
 func (c *oneShot) SetDispatch(d transport.Dispatcher) {
+	c.mu.Lock()
 	c.dispatch = d
+	c.mu.Unlock()
+}
+
+// cancel hands the server n, the client's notifications/cancelled for the
+// request, on the caller's goroutine (that of the POST that brought n):
+// the server cancels the request with the client's cause. A response not
+// yet begun then ends as an empty event stream, as a cancelled 2025
+// request's does: the client wants no answer.
+func (c *oneShot) cancel(n *transport.Request) {
+	c.st.markCancelled()
+	c.mu.Lock()
+	d := c.dispatch
+	c.mu.Unlock()
+	if d != nil {
+		d.Dispatch(context.Background(), n)
+	}
 }
 
 // Read returns the request, or with a dispatcher runs it through that

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// StreamCloseGrace bounds how long the cause of a request whose stream
+// closed stays unsettled. Its handler is cancelled at once, but the outcome
+// is sealed once the cause settled: [ErrClientCancel] if the client's
+// notifications/cancelled for the request comes within the grace (go-sdk
+// aborts the POST, then sends it), [ErrTransportClose] if the client shows
+// it is gone (its session ends, or its standalone stream closes too, as
+// every connection of a killed process does), else [ErrStreamClose]. The
+// handler's own goroutine waits on a timer; nothing else does. 250 ms:
+// go-sdk's notification comes a few ms after the close on loopback, and
+// one sent on a new TLS connection across a continent (three round trips
+// of some 70 ms) within it (docs/operations.md, "Cancellation causes").
+const StreamCloseGrace = 250 * time.Millisecond
+
+// streamClose is the cause a request is cancelled with when its stream
+// closes: provisional (ErrStreamClose, with why) until settled, once, into
+// what the grace showed (see [StreamCloseGrace]). The request's context
+// keeps it as its cause, whose reading changes once, when it settles,
+// before the outcome is sealed: errors.Is answers by the settled cause
+// from then on. It costs a request only when its stream closed. The seal
+// waits for it (finish, settleCause) rather than being parked in the
+// session: the request stays in flight meanwhile, so the notification
+// finds it where it looks (the in-flight table, and for a stateless
+// request the transport's registry, which lasts as long as the POST's
+// handler), a drain waits for it, its id stays taken, and it has one
+// outcome, with no second path to seal it.
+type streamClose struct {
+	at      time.Time     // when the server saw the stream end
+	pending [2]error      // ErrStreamClose and why: what it reads as until settled
+	state   atomic.Uint32 // closePending, closeSettling, closeSettled
+	final   [1]error      // the settled cause; written before state is closeSettled
+	done    chan struct{} // closed once settled
+}
+
+const (
+	closePending uint32 = iota
+	closeSettling
+	closeSettled
+)
+
+// newStreamClose returns the provisional cause of a request whose stream
+// closed now; why says how (it wraps transport.ErrStreamGone or
+// transport.ErrPeerGone).
+func newStreamClose(why error) *streamClose {
+	return &streamClose{at: time.Now(), pending: [2]error{ErrStreamClose, why}, done: make(chan struct{})}
+}
+
+// settle makes cause the settled cause, unless another settled it first;
+// it reports whether it did.
+func (c *streamClose) settle(cause error) bool {
+	if !c.state.CompareAndSwap(closePending, closeSettling) {
+		return false
+	}
+	c.final[0] = cause
+	c.state.Store(closeSettled)
+	close(c.done)
+	return true
+}
+
+// settled reports whether the cause is settled.
+func (c *streamClose) settled() bool { return c.state.Load() == closeSettled }
+
+func (c *streamClose) Error() string {
+	if c.settled() {
+		return c.final[0].Error()
+	}
+	return c.pending[0].Error() + ": " + c.pending[1].Error()
+}
+
+// Unwrap returns the settled cause, or ErrStreamClose and why until then.
+func (c *streamClose) Unwrap() []error {
+	if c.settled() {
+		return c.final[:]
+	}
+	return c.pending[:]
+}
+
+// streamCloseOf returns ctx's cause when it is a stream close.
+func streamCloseOf(ctx context.Context) *streamClose {
+	c, _ := context.Cause(ctx).(*streamClose) //nolint:errorlint // the cause itself, never a wrapping of it
+	return c
+}
+
+// The settled causes a stream close may take besides the client's cancel.
+var (
+	// errStandaloneClosed: the client's standalone stream closed with the
+	// request's.
+	errStandaloneClosed = fmt.Errorf("%w: the client's standalone stream closed too", ErrTransportClose)
+)
+
+// gone returns the settled cause of a stream close whose client is gone,
+// as evidence (which wraps ErrTransportClose) shows.
+func (c *streamClose) gone(evidence error) error {
+	return fmt.Errorf("%w: %w", evidence, c.pending[1])
+}
+
+// alone returns the settled cause of a stream close with no evidence of
+// anything else: ErrStreamClose.
+func (c *streamClose) alone() error {
+	return fmt.Errorf("%w: %w", ErrStreamClose, c.pending[1])
+}
+
+// settleCause settles the cause of inf, when its stream's close cancelled
+// it, before its outcome is sealed: at once when the client's cancel, the
+// session's end or the standalone stream's close came already, else after
+// waiting out what is left of the grace on the handler's goroutine.
+//
+//go:noinline
+func (inf *inflight) settleCause() {
+	c := streamCloseOf(inf.ctx)
+	if c == nil || c.settled() {
+		return
+	}
+	ss := inf.ss
+	if ss.standaloneClosedNear(c.at) {
+		c.settle(c.gone(errStandaloneClosed))
+		return
+	}
+	if wait := StreamCloseGrace - time.Since(c.at); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+		t.Stop()
+		if c.settled() {
+			return
+		}
+		if ss.standaloneClosedNear(c.at) {
+			c.settle(c.gone(errStandaloneClosed))
+			return
+		}
+	}
+	c.settle(c.alone())
+}
+
+// standaloneClosedNear reports whether the client's standalone stream
+// closed within the grace of at, either way, and is not open again (see
+// transport.ClientPresence).
+func (ss *Session) standaloneClosedNear(at time.Time) bool {
+	p := presenceOf(ss.conn)
+	if p == nil {
+		return false
+	}
+	closed := p.StandaloneClosedAt()
+	if closed.IsZero() {
+		return false
+	}
+	d := closed.Sub(at)
+	return d >= -StreamCloseGrace && d <= StreamCloseGrace
+}
+
+// presenceOf returns c, or the Conn c wraps, as a transport.ClientPresence;
+// nil when neither is one.
+func presenceOf(c transport.Conn) transport.ClientPresence {
+	for c != nil {
+		if p, ok := c.(transport.ClientPresence); ok {
+			return p
+		}
+		w, ok := c.(transport.Wrapper)
+		if !ok {
+			return nil
+		}
+		c = w.Unwrap()
+	}
+	return nil
+}
+
+// settleOnEnd settles, as gone, the causes of the requests in flight whose
+// stream closed within the grace before the session ended with cause, when
+// that is the client's departure: their client is gone. A stateless
+// request's session is only the request's: its end says nothing more.
+func (ss *Session) settleOnEnd(cause error) {
+	if ss.single || !errors.Is(cause, ErrTransportClose) {
+		return
+	}
+	ss.mu.Lock()
+	var closing []*inflight
+	for _, inf := range ss.st.incoming.all() {
+		if inf.ctx.Err() != nil {
+			closing = append(closing, inf)
+		}
+	}
+	ss.mu.Unlock()
+	for _, inf := range closing {
+		if c := streamCloseOf(inf.ctx); c != nil && !c.settled() && time.Since(c.at) <= StreamCloseGrace {
+			c.settle(c.gone(cause))
+		}
+	}
+}
+
+// clientCancelled settles the cause of inf as the client's cancel when its
+// stream's close cancelled it first: the notification came before its
+// outcome was sealed.
+func (inf *inflight) clientCancelled(cause error) {
+	if c := streamCloseOf(inf.ctx); c != nil {
+		c.settle(cause)
+	}
+}

@@ -1,0 +1,207 @@
+package streamable
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"hash/maphash"
+	"net/http"
+	"sync"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// A 2026-07-28 request is a POST of its own, and so is the client's
+// notifications/cancelled for it (go-sdk sends one after aborting the
+// request's POST; mcp-remote while the request's stream stays open). The
+// Endpoint matches the two by caller (see callerOf: the principal, else
+// the client's address) and request id, in a registry of the stateless
+// requests in flight here: nothing a client names becomes a key of it
+// but the id of a request it has in flight, which its in-flight quota
+// and the server's limits bound. A client can cancel only its own
+// requests. Without a match here, and with a Cluster, the cancel is
+// published to the other replicas (RelayCancel), one of which may run the
+// request. A notification that matches nothing is accepted and ignored.
+
+// callShards spreads the registry's lock over the cores.
+const callShards = 16
+
+// statelessCalls is the registry of the stateless requests in flight.
+type statelessCalls struct {
+	seed   maphash.Seed
+	shards [callShards]callShard
+}
+
+type callShard struct {
+	mu sync.Mutex
+	m  map[callKey]*oneShot // a chain through oneShot.same when one key has several
+}
+
+// callKey is a stateless request's key: its caller and its id.
+type callKey struct {
+	caller string
+	id     transport.ID
+}
+
+func newStatelessCalls() *statelessCalls {
+	return &statelessCalls{seed: maphash.MakeSeed()}
+}
+
+func (c *statelessCalls) shard(k callKey) *callShard {
+	return &c.shards[maphash.Comparable(c.seed, k)%callShards]
+}
+
+// add files conn, a request in flight, under its key.
+func (c *statelessCalls) add(conn *oneShot) {
+	k := callKey{conn.caller, conn.req.ID}
+	sh := c.shard(k)
+	conn.shard = sh // remove needs no hash
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[callKey]*oneShot)
+	}
+	conn.same = sh.m[k]
+	sh.m[k] = conn
+	sh.mu.Unlock()
+}
+
+// remove forgets conn, which add filed.
+func (*statelessCalls) remove(conn *oneShot) {
+	k := callKey{conn.caller, conn.req.ID}
+	sh := conn.shard
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	head := sh.m[k]
+	switch {
+	case head == conn && conn.same == nil:
+		delete(sh.m, k)
+	case head == conn:
+		sh.m[k] = conn.same
+	default:
+		for p := head; p != nil; p = p.same {
+			if p.same == conn {
+				p.same = conn.same
+				break
+			}
+		}
+	}
+	conn.same = nil
+}
+
+// find returns the request in flight under k; nil when there is none, or
+// when the caller has several with that id: which one it meant cannot be
+// told, and the one it did not mean must not be cancelled.
+func (c *statelessCalls) find(k callKey) *oneShot {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	conn := sh.m[k]
+	if conn == nil || conn.same != nil {
+		return nil
+	}
+	return conn
+}
+
+// cancelledID returns the request id a notifications/cancelled names.
+func cancelledID(n *transport.Request) (transport.ID, bool) {
+	var p struct {
+		RequestID transport.ID `json:"requestId"`
+	}
+	if json.Unmarshal(n.Params, &p) != nil || !p.RequestID.IsValid() {
+		return transport.ID{}, false
+	}
+	return p.RequestID, true
+}
+
+// cancelStateless acts on a 2026-07-28 notifications/cancelled posted by
+// r's caller: it cancels the caller's request in flight here, or asks the
+// other replicas to.
+func (h *Endpoint) cancelStateless(r *http.Request, n *transport.Request) {
+	id, ok := cancelledID(n)
+	if !ok {
+		return
+	}
+	caller := h.callerOf(r)
+	if h.cancelHere(callKey{caller, id}, n) || h.cfg.cluster == nil {
+		return
+	}
+	data, err := transport.AppendMessage(nil, n)
+	if err != nil {
+		return
+	}
+	rel := Relay{Kind: RelayCancel, From: h.cfg.cluster.Replica(), Data: appendCancel(nil, caller, data)}
+	if err := h.cfg.cluster.Publish(context.WithoutCancel(r.Context()), cancelTopic, rel); err != nil {
+		h.cfg.logger.Warn("streamable: cannot relay a cancel to the other replicas", "error", err)
+	}
+}
+
+// cancelHere cancels the request in flight here under k with n, the
+// client's notification; false when there is none.
+func (h *Endpoint) cancelHere(k callKey, n *transport.Request) bool {
+	conn := h.calls.find(k)
+	if conn == nil {
+		return false
+	}
+	conn.cancel(n)
+	return true
+}
+
+// cancelTopic is the pseudo-session whose relays carry the cancels of
+// stateless requests to every replica: a session id has 22 characters.
+const cancelTopic = "cancels"
+
+// subscribeCancels has the cancels other replicas relay reach this one's
+// requests; the returned function ends it (nil when it could not start).
+func (h *Endpoint) subscribeCancels() func() {
+	cluster := h.cfg.cluster
+	self := cluster.Replica()
+	stop, err := cluster.Subscribe(context.Background(), cancelTopic, func(r Relay) {
+		if r.Kind != RelayCancel || r.From == self {
+			return
+		}
+		caller, data, ok := parseCancel(r.Data)
+		if !ok {
+			h.relayRefused(relayRefusedCancel)
+			return
+		}
+		m, err := transport.DecodeMessage(data)
+		n, isRequest := m.(*transport.Request)
+		if err != nil || !isRequest || n.Method != "notifications/cancelled" {
+			h.relayRefused(relayRefusedCancel)
+			return
+		}
+		if id, ok := cancelledID(n); ok {
+			h.cancelHere(callKey{caller, id}, n)
+		}
+	})
+	if err != nil {
+		h.cfg.logger.Warn("streamable: cannot receive the cancels other replicas relay", "error", err)
+		return nil
+	}
+	return stop
+}
+
+// relayRefusedCancel is the WithRelayRefusedHook reason of a RelayCancel
+// that is not a caller and a notifications/cancelled, which no replica
+// sends.
+const relayRefusedCancel = "cancel"
+
+// appendCancel appends a RelayCancel's data: the caller's length (4 bytes,
+// big-endian), the caller, the encoded notification.
+func appendCancel(b []byte, caller string, notification []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(caller)))
+	b = append(b, caller...)
+	return append(b, notification...)
+}
+
+// parseCancel splits a RelayCancel's data (see appendCancel).
+func parseCancel(data []byte) (caller string, notification []byte, ok bool) {
+	if len(data) < 4 {
+		return "", nil, false
+	}
+	n := binary.BigEndian.Uint32(data)
+	if uint64(n) > uint64(len(data)-4) {
+		return "", nil, false
+	}
+	return string(data[4 : 4+n]), data[4+n:], true
+}

@@ -1,0 +1,49 @@
+package streamable
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// The registry finds a caller's request by id; two in flight under one
+// key are ambiguous (a caller behind one address, or a client reusing
+// ids), and neither is found until one ends.
+func TestStatelessCallsAmbiguous(t *testing.T) {
+	var id transport.ID
+	require.NoError(t, id.UnmarshalJSON([]byte(`7`)))
+	req := &transport.Request{ID: id}
+	calls := newStatelessCalls()
+	a, b, other := &oneShot{req: req, caller: "alice"}, &oneShot{req: req, caller: "alice"}, &oneShot{req: req, caller: "bob"}
+	calls.add(a)
+	calls.add(other)
+	assert.Same(t, a, calls.find(callKey{"alice", id}))
+	assert.Same(t, other, calls.find(callKey{"bob", id}))
+	calls.add(b)
+	assert.Nil(t, calls.find(callKey{"alice", id}), "ambiguous")
+	calls.remove(a)
+	assert.Same(t, b, calls.find(callKey{"alice", id}))
+	calls.remove(b)
+	calls.remove(other)
+	assert.Nil(t, calls.find(callKey{"alice", id}))
+	for i := range calls.shards {
+		assert.Empty(t, calls.shards[i].m, "nothing left behind")
+	}
+}
+
+// A RelayCancel's data is the caller and the notification; any other
+// bytes are refused, never a panic.
+func TestParseCancel(t *testing.T) {
+	data := appendCancel(nil, "alice", []byte(`{"x":1}`))
+	caller, n, ok := parseCancel(data)
+	require.True(t, ok)
+	assert.Equal(t, "alice", caller)
+	assert.Equal(t, `{"x":1}`, string(n))
+	for _, bad := range [][]byte{nil, {0, 0, 0}, {0, 0, 0, 9, 'a'}, {0xff, 0xff, 0xff, 0xff}} {
+		_, _, ok := parseCancel(bad)
+		assert.False(t, ok, "%v", bad)
+	}
+}
