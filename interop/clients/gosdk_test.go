@@ -1,0 +1,256 @@
+package clients
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eras are the protocol revisions the suite speaks: the 2025 session era
+// and the 2026 stateless one.
+var eras = []string{"2025-11-25", "2026-07-28"}
+
+// goSDKEvents is what the go-sdk client's handlers received.
+type goSDKEvents struct {
+	mu       sync.Mutex
+	progress []float64
+	logs     []string
+	updated  chan string
+}
+
+func (e *goSDKEvents) snapshot() (progress []float64, logs []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]float64(nil), e.progress...), append([]string(nil), e.logs...)
+}
+
+// goSDKClient returns a go-sdk client whose sampling, elicitation, roots,
+// progress, logging and resource-update handlers record what they get.
+func goSDKClient() (*mcp.Client, *goSDKEvents) {
+	ev := &goSDKEvents{updated: make(chan string, 8)}
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-suite", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			prompt := ""
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					prompt = tc.Text
+				}
+			}
+			return &mcp.CreateMessageResult{Model: "suite", Role: "assistant", Content: &mcp.TextContent{Text: "echo of " + prompt}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada", "email": "ada@example.com"}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			ev.mu.Lock()
+			defer ev.mu.Unlock()
+			ev.progress = append(ev.progress, req.Params.Progress)
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			ev.mu.Lock()
+			defer ev.mu.Unlock()
+			ev.logs = append(ev.logs, string(req.Params.Level))
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			select {
+			case ev.updated <- req.Params.URI:
+			default:
+			}
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: "file:///suite/project", Name: "project"})
+	return c, ev
+}
+
+// TestFeaturesGoSDK drives vigil-everything with the official Go SDK
+// client (go-sdk v1.8.0) in both eras, over Streamable HTTP and stdio:
+// initialize, tools (every list page, text, an error result, structured
+// content), resources, templates, prompts, completion, progress, logging,
+// sampling, elicitation, roots and a resource subscription.
+func TestFeaturesGoSDK(t *testing.T) {
+	srv := startServer(t, everythingBin)
+	for _, era := range eras {
+		for _, tr := range []string{"http", "stdio"} {
+			t.Run(tr+"-"+era, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				client, ev := goSDKClient()
+				var transport mcp.Transport = &mcp.StreamableClientTransport{Endpoint: srv.mcp}
+				if tr == "stdio" {
+					transport = &mcp.CommandTransport{Command: exec.Command(everythingBin, "-stdio")}
+				}
+				cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: era})
+				require.NoError(t, err)
+				defer func() { assert.NoError(t, cs.Close()) }()
+				checkGoSDK(ctx, t, cs, ev, era)
+			})
+		}
+	}
+}
+
+func checkGoSDK(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ev *goSDKEvents, era string) {
+	init := cs.InitializeResult()
+	require.NotNil(t, init)
+	assert.Equal(t, era, init.ProtocolVersion)
+	assert.Equal(t, "vigil-everything", init.ServerInfo.Name)
+
+	t.Run("ping", func(t *testing.T) { require.NoError(t, cs.Ping(ctx, nil)) })
+
+	t.Run("tools", func(t *testing.T) {
+		var names []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			require.NoError(t, err)
+			names = append(names, tool.Name)
+		}
+		for _, want := range []string{"test_simple_text", "test_error_handling", "test_tool_with_progress", "test_sampling", "vigil_structured"} {
+			assert.Contains(t, names, want)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_simple_text"})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		assert.Equal(t, "This is a simple text response for testing.", goSDKText(res.Content))
+
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_error_handling"})
+		require.NoError(t, err)
+		assert.True(t, res.IsError)
+
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "vigil_structured", Arguments: map[string]any{"a": 6, "b": 7}})
+		require.NoError(t, err)
+		got, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"sum":13,"product":42}`, string(got))
+	})
+
+	t.Run("resources", func(t *testing.T) {
+		var uris []string
+		for r, err := range cs.Resources(ctx, nil) {
+			require.NoError(t, err)
+			uris = append(uris, r.URI)
+		}
+		assert.Contains(t, uris, "test://static-text")
+		read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+		require.NoError(t, err)
+		require.Len(t, read.Contents, 1)
+		assert.Equal(t, "This is the content of the static text resource.", read.Contents[0].Text)
+
+		var templates []string
+		for rt, err := range cs.ResourceTemplates(ctx, nil) {
+			require.NoError(t, err)
+			templates = append(templates, rt.URITemplate)
+		}
+		assert.Contains(t, templates, "test://template/{id}/data")
+		read, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://template/42/data"})
+		require.NoError(t, err)
+		require.Len(t, read.Contents, 1)
+		assert.Contains(t, read.Contents[0].Text, "42")
+	})
+
+	t.Run("prompts", func(t *testing.T) {
+		var names []string
+		for p, err := range cs.Prompts(ctx, nil) {
+			require.NoError(t, err)
+			names = append(names, p.Name)
+		}
+		assert.Contains(t, names, "test_prompt_with_arguments")
+		got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x1", "arg2": "y2"}})
+		require.NoError(t, err)
+		require.NotEmpty(t, got.Messages)
+		text := goSDKText([]mcp.Content{got.Messages[0].Content})
+		assert.Contains(t, text, "x1")
+		assert.Contains(t, text, "y2")
+	})
+
+	t.Run("completion", func(t *testing.T) {
+		res, err := cs.Complete(ctx, &mcp.CompleteParams{
+			Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "test_prompt_with_arguments"},
+			Argument: mcp.CompleteParamsArgument{Name: "arg1", Value: ""},
+		})
+		require.NoError(t, err)
+		assert.NotEmpty(t, res.Completion.Values)
+	})
+
+	t.Run("progress", func(t *testing.T) {
+		p := &mcp.CallToolParams{Name: "test_tool_with_progress"}
+		p.SetProgressToken("go-sdk-progress")
+		res, err := cs.CallTool(ctx, p)
+		require.NoError(t, err)
+		assert.Equal(t, "go-sdk-progress", goSDKText(res.Content))
+		waitFor(t, 5*time.Second, "three progress notifications", func() bool {
+			progress, _ := ev.snapshot()
+			return len(progress) == 3
+		})
+		progress, _ := ev.snapshot()
+		assert.Equal(t, []float64{0, 50, 100}, progress)
+	})
+
+	t.Run("logging", func(t *testing.T) {
+		if era == "2025-11-25" {
+			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}))
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vigil_log_levels"})
+		require.NoError(t, err)
+		assert.False(t, res.IsError)
+		if era == "2025-11-25" {
+			waitFor(t, 5*time.Second, "two log notifications (warning and error)", func() bool {
+				_, logs := ev.snapshot()
+				return len(logs) == 2
+			})
+			_, logs := ev.snapshot()
+			assert.Equal(t, []string{"warning", "error"}, logs)
+		}
+	})
+
+	t.Run("sampling", func(t *testing.T) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "hi there"}})
+		require.NoError(t, err)
+		assert.Equal(t, "LLM response: echo of hi there", goSDKText(res.Content))
+	})
+
+	t.Run("elicitation", func(t *testing.T) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "test_elicitation", Arguments: map[string]any{"message": "who?"}})
+		require.NoError(t, err)
+		assert.Equal(t, `User response: action=accept, content={"email":"ada@example.com","username":"ada"}`, goSDKText(res.Content))
+	})
+
+	t.Run("roots", func(t *testing.T) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vigil_roots"})
+		require.NoError(t, err)
+		got, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		assert.Contains(t, string(got), "file:///suite/project", goSDKText(res.Content))
+	})
+
+	if era == "2025-11-25" {
+		t.Run("subscribe", func(t *testing.T) {
+			require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://watched-resource"}))
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vigil_touch_resource"})
+			require.NoError(t, err)
+			select {
+			case uri := <-ev.updated:
+				assert.Equal(t, "test://watched-resource", uri)
+			case <-time.After(10 * time.Second):
+				t.Fatal("no notifications/resources/updated")
+			}
+			require.NoError(t, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://watched-resource"}))
+		})
+	}
+}
+
+// goSDKText joins the text blocks of content.
+func goSDKText(content []mcp.Content) string {
+	var b strings.Builder
+	for _, c := range content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
