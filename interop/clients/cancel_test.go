@@ -223,5 +223,3 @@ func startKillable(t *testing.T, cmd *exec.Cmd, withGET bool) call {
 		done: done,
 	}
 }
-
-
