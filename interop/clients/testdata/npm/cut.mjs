@@ -11,9 +11,6 @@
 
 import assert from 'node:assert/strict';
 import { createInterface } from 'node:readline';
-import { createMCPClient } from '@ai-sdk/mcp';
-import { MultiServerMCPClient } from '@langchain/mcp-adapters';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { LEGACY, MODERN, watchingFetch } from './lib.mjs';
 
 const [which, url, era] = process.argv.slice(2);
@@ -22,10 +19,13 @@ const say = (line) => process.stdout.write(line + '\n');
 const fetch = watchingFetch(() => say('get-open'));
 const SLEEP = { name: 'sleep', arguments: { ms: 60_000 } };
 
-// call(signal) starts the sleep call; close() closes the client.
+// call(signal) starts the sleep call; close() closes the client. Each
+// client's package is imported only when it is the one driven: a killed
+// process starts twenty times.
 let call, close;
 switch (which) {
   case 'ai-sdk': {
+    const { createMCPClient } = await import('@ai-sdk/mcp');
     const client = await createMCPClient({ transport: { type: 'http', url, fetch }, protocolVersionDiscovery: era === MODERN });
     assert.equal(client.initializeResult.protocolVersion, era);
     call = (signal) => client.callTool({ ...SLEEP, options: { signal } });
@@ -33,6 +33,7 @@ switch (which) {
     break;
   }
   case 'ts-v2': {
+    const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
     const client = new Client({ name: 'ts-v2-cut', version: '1' }, {
       versionNegotiation: era === MODERN ? { mode: { pin: MODERN } } : { mode: 'legacy' },
     });
@@ -43,6 +44,7 @@ switch (which) {
   }
   case 'langchain': {
     assert.equal(era, LEGACY);
+    const { MultiServerMCPClient } = await import('@langchain/mcp-adapters');
     const client = new MultiServerMCPClient({ mcpServers: { vigil: { transport: 'http', url, fetch } }, throwOnLoadError: true });
     const tools = await client.getTools();
     const sleep = tools.find((t) => t.name.endsWith('sleep'));
