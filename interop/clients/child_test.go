@@ -33,6 +33,10 @@ func runChild(mode string) int {
 		err = goSDKChild(ctx, url, era)
 	case childMCPGo:
 		err = mcpGoChild(ctx, url, era)
+	case childPaged:
+		if err = servePagedStdio(); err == nil {
+			return 0
+		}
 	default:
 		err = fmt.Errorf("unknown %s %q", childEnv, mode)
 	}
