@@ -39,7 +39,9 @@ func pagedServer() (*vigil.Server, error) {
 		name := fmt.Sprintf("item%d", i)
 		errs = append(errs,
 			s.AddTool(vigil.Tool{Name: name, Description: "Returns its name.", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
-				func(context.Context, *vigil.CallToolRequest) (*vigil.CallToolResult, error) { return vigil.Text(name), nil }),
+				func(context.Context, *vigil.CallToolRequest) (*vigil.CallToolResult, error) {
+					return vigil.Text(name), nil
+				}),
 			s.AddResource(vigil.Resource{URI: "paged://" + name, Name: name, MIMEType: "text/plain"},
 				func(context.Context, *vigil.ReadResourceRequest) (*vigil.ReadResourceResult, error) {
 					return &vigil.ReadResourceResult{Contents: []*vigil.ResourceContents{{URI: "paged://" + name, MIMEType: "text/plain", Text: name}}}, nil
