@@ -164,22 +164,35 @@ func (h *host) start(method string, params any) (int, chan json.RawMessage) {
 // request sends method and returns its result, failing on an error.
 func (h *host) request(method string, params any) map[string]any {
 	h.t.Helper()
+	res, rpcErr := h.call(method, params)
+	require.Nil(h.t, rpcErr, "%s: %v", method, rpcErr)
+	return res
+}
+
+// rpcError is a JSON-RPC error.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// call sends method and returns its result or its error.
+func (h *host) call(method string, params any) (map[string]any, *rpcError) {
+	h.t.Helper()
 	_, ch := h.start(method, params)
 	select {
 	case line := <-ch:
 		var resp struct {
-			Result map[string]any  `json:"result"`
-			Error  json.RawMessage `json:"error"`
+			Result map[string]any `json:"result"`
+			Error  *rpcError      `json:"error"`
 		}
 		require.NoError(h.t, json.Unmarshal(line, &resp))
-		require.Nil(h.t, resp.Error, "%s: %s", method, line)
-		return resp.Result
+		return resp.Result, resp.Error
 	case <-h.exited:
 		h.t.Fatalf("mcp-remote exited during %s", method)
 	case <-time.After(30 * time.Second):
 		h.t.Fatalf("%s: no answer within 30s", method)
 	}
-	return nil
+	return nil, nil
 }
 
 // initialize is the host's handshake (2025-11-25, as desktop hosts speak).
@@ -267,6 +280,21 @@ func TestFeaturesMCPRemote(t *testing.T) {
 			h.mu.Lock()
 			assert.Equal(t, []string{"sampling/createMessage", "elicitation/create", "roots/list"}, h.asked)
 			h.mu.Unlock()
+
+			// vigil_region's region argument is an x-mcp-header: a 2026
+			// client mirrors it into Mcp-Param-Region, and the server
+			// refuses a call without it (-32020).
+			region, rpcErr := h.call("tools/call", map[string]any{"name": "vigil_region", "arguments": map[string]any{"region": "eu"}})
+			if protocol == "legacy" {
+				require.Nil(t, rpcErr)
+				assert.Equal(t, "Region: eu", toolText(region))
+			} else {
+				// Known client bug mcpRemoteParamHeaders: mcp-remote forwards
+				// raw JSON-RPC and sets no Mcp-Param-* header. When fixed,
+				// the call answers and this fails.
+				require.NotNil(t, rpcErr, "known client bug mcpRemoteParamHeaders: %v", region)
+				assert.Equal(t, -32020, rpcErr.Code, rpcErr.Message)
+			}
 		})
 	}
 }

@@ -17,8 +17,12 @@ watchdog(60_000);
 const { target, era, kind } = parseTarget('ai-sdk');
 const step = stepper(`ai-sdk ${kind}/${era}`);
 
+let sessionId;
+let expired = 0;
 const client = await createMCPClient({
-  transport: kind === 'http' ? { type: 'http', url: target } : new Experimental_StdioMCPTransport({ command: target, args: ['-stdio'] }),
+  transport: kind === 'http'
+    ? { type: 'http', url: target, onSessionIdChange: (id) => { sessionId = id; }, onSessionExpired: () => { expired++; } }
+    : new Experimental_StdioMCPTransport({ command: target, args: ['-stdio'] }),
   protocolVersionDiscovery: era === MODERN,
   clientName: 'ai-sdk-suite',
   capabilities: { elicitation: {} },
@@ -94,6 +98,32 @@ try {
   const elicited = await client.callTool({ name: 'test_elicitation', arguments: { message: 'who?' } });
   assert.equal(text(elicited.content), ELICITED_TEXT);
   step('elicitation');
+
+  if (kind === 'http' && era === LEGACY) {
+    // Known client bug aiSdkNoResume: test_reconnection ends its POST's
+    // stream after the priming event (with retry) and answers on the
+    // resumed stream; the client never resumes with Last-Event-ID, so the
+    // call waits forever. When fixed, the call answers in about 100 ms
+    // and this fails.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort('suite: known client bug aiSdkNoResume'), 2_000);
+    await assert.rejects(client.callTool({ name: 'test_reconnection', options: { signal: controller.signal } }), 'test_reconnection never answers (known client bug aiSdkNoResume)');
+    clearTimeout(timer);
+    step('test_reconnection: no resumption within 2 s (known client bug aiSdkNoResume)');
+
+    // Known client bug aiSdkSessionExpired404: the session ends on the
+    // server (a DELETE out of band, as a restart or an expiry would); the
+    // 404 with a JSON-RPC body that answers the next call must reach
+    // onSessionExpired, and does not. When fixed, expired is 1 and this
+    // fails.
+    assert.ok(sessionId, 'a session id');
+    const del = await fetch(target, { method: 'DELETE', headers: { 'mcp-session-id': sessionId, 'mcp-protocol-version': LEGACY } });
+    assert.equal(del.status, 204, 'DELETE of the session');
+    await assert.rejects(client.callTool({ name: 'test_simple_text' }), /unknown or terminated session/);
+    await assert.rejects(client.callTool({ name: 'test_simple_text' }), /unknown or terminated session/, 'the dead session id is kept');
+    assert.equal(expired, 0, 'onSessionExpired is not called (known client bug aiSdkSessionExpired404)');
+    step('session gone: 404, onSessionExpired never called, every later call fails (known client bug aiSdkSessionExpired404)');
+  }
 } finally {
   await client.close();
 }

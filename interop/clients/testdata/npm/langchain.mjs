@@ -52,6 +52,16 @@ try {
   assert.match(asText(await byName.vigil_structured.invoke({ a: 6, b: 7 })), /13/);
   step('tool.invoke: text, error, structured');
 
+  // Known client bug langchainConditionalSchema: the adapters simplify the
+  // input schema for the model and merge the required lists of then and
+  // else, so arguments valid under the 2020-12 conditional are refused
+  // before they reach the server. When fixed, the call answers and this
+  // fails.
+  const valid = { name: 'Ada', contactMethod: 'phone', phone: '555' };
+  await assert.rejects(byName.json_schema_2020_12_tool.invoke(valid), /email|schema|Received tool input did not match/i,
+    'valid arguments refused client-side (known client bug langchainConditionalSchema)');
+  step('json_schema_2020_12_tool: valid arguments refused client-side (known client bug langchainConditionalSchema)');
+
   // A LangGraph agent's tool step: the model's tool call, run by ToolNode.
   const node = new ToolNode(tools);
   const out = await node.invoke({
