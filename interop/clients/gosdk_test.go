@@ -3,7 +3,9 @@ package clients
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,26 +85,47 @@ func TestFeaturesGoSDK(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 				client, ev := goSDKClient()
-				var transport mcp.Transport = &mcp.StreamableClientTransport{Endpoint: srv.mcp}
+				var sent *postedMethods
+				var transport mcp.Transport
 				if tr == "stdio" {
 					transport = &mcp.CommandTransport{Command: exec.Command(everythingBin, "-stdio")}
+				} else {
+					sent = &postedMethods{}
+					transport = &mcp.StreamableClientTransport{Endpoint: srv.mcp, HTTPClient: &http.Client{Transport: sent}}
 				}
 				cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: era})
 				require.NoError(t, err)
 				defer func() { assert.NoError(t, cs.Close()) }()
-				checkGoSDK(ctx, t, cs, ev, era)
+				checkGoSDK(ctx, t, cs, ev, era, sent)
 			})
 		}
 	}
 }
 
-func checkGoSDK(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ev *goSDKEvents, era string) {
+// checkGoSDK runs the feature checks on cs; sent, when not nil, has the
+// methods the client posted (HTTP).
+func checkGoSDK(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ev *goSDKEvents, era string, sent *postedMethods) {
 	init := cs.InitializeResult()
 	require.NotNil(t, init)
 	assert.Equal(t, era, init.ProtocolVersion)
 	assert.Equal(t, "vigil-everything", init.ServerInfo.Name)
 
-	t.Run("ping", func(t *testing.T) { require.NoError(t, cs.Ping(ctx, nil)) })
+	t.Run("ping", func(t *testing.T) {
+		if era != "2026-07-28" {
+			require.NoError(t, cs.Ping(ctx, nil))
+			return
+		}
+		// Known client bug goSDKPing2026: ping is gone from 2026-07-28, and
+		// go-sdk still sends it (without the _meta every request of that
+		// revision carries). What the server answers is its own business;
+		// the check is that the client sends it: when it stops (an error of
+		// its own, or a no-op), this fails.
+		err := cs.Ping(ctx, nil)
+		t.Logf("known client bug goSDKPing2026: ping in a 2026-07-28 session: %v", err)
+		if sent != nil {
+			assert.True(t, sent.has("ping"), "known client bug goSDKPing2026: go-sdk sends ping in 2026-07-28")
+		}
+	})
 
 	t.Run("tools", func(t *testing.T) {
 		var names []string
@@ -244,6 +267,36 @@ func checkGoSDK(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ev *go
 	}
 }
 
+// postedMethods is an http.RoundTripper that records the JSON-RPC method
+// of each POST the client sends; it changes none.
+type postedMethods struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (p *postedMethods) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPost && r.GetBody != nil {
+		if body, err := r.GetBody(); err == nil {
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if json.NewDecoder(body).Decode(&msg) == nil && msg.Method != "" {
+				p.mu.Lock()
+				p.methods = append(p.methods, msg.Method)
+				p.mu.Unlock()
+			}
+			_ = body.Close()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (p *postedMethods) has(method string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.methods, method)
+}
+
 // goSDKText joins the text blocks of content.
 func goSDKText(content []mcp.Content) string {
 	var b strings.Builder
@@ -253,4 +306,18 @@ func goSDKText(content []mcp.Content) string {
 		}
 	}
 	return b.String()
+}
+
+// Known client bug goSDKRootsWithoutParams: go-sdk fails to decode a
+// 2026-07-28 inputRequests entry for roots/list without params, which the
+// schema makes optional (ListRootsRequest's params); with "params":{} it
+// decodes. Vigil sends "params":{} for every input request, so the feature
+// checks pass either way; when the client is fixed, the first decode
+// succeeds and this fails.
+func TestKnownBugGoSDKRootsWithoutParams(t *testing.T) {
+	var m mcp.InputRequestMap
+	require.NoError(t, json.Unmarshal([]byte(`{"r":{"method":"roots/list","params":{}}}`), &m))
+	err := json.Unmarshal([]byte(`{"r":{"method":"roots/list"}}`), &m)
+	require.Error(t, err, "known client bug goSDKRootsWithoutParams")
+	assert.Contains(t, err.Error(), "unexpected end of JSON input")
 }
