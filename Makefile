@@ -149,7 +149,7 @@ conformance: system-deps conformance-deps
 ## clients: the real-client suite on its own, verbosely: go-sdk v1.8.0, mcp-go v1.2.1, @ai-sdk/mcp 2.0.99, @langchain/mcp-adapters 1.1.4, mcp-remote 0.15.1 and the TypeScript SDK v2 against vigil and vigil-everything (every feature each has, both eras, HTTP and stdio), and 20 cuts and 20 kills per client checked against the recorded cause; its own Go module (interop/clients), so `unit` does not run it; CI=true turns a skip into a failure.
 clients: clients-deps conformance-deps
 	@echo "==> clients: real MCP clients against vigil and vigil-everything (interop/clients)"
-	cd $(CLIENTS_DIR) && $(GO) mod tidy -diff && $(GO) vet ./... && CI=true $(GO) test -count=1 -v ./...
+	cd $(CLIENTS_DIR) && $(GO) mod tidy -diff && $(GO) vet ./... && CI=true $(GO) test -count=1 -parallel 4 -v ./...
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
 deploy-validate: system-deps

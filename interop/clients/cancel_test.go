@@ -34,19 +34,6 @@ const (
 // cutIn is how long into a call the client cancels it.
 const cutIn = 300 * time.Millisecond
 
-// handlerEndBudget is how soon after its stream closes a handler's context
-// must be cancelled: the live page must stop listing the call within it.
-// What the test measures from outside also holds the client's own work
-// between the cut and the close (an event loop's turn, a killed process's
-// teardown), the live page's polling, and the scheduling of a shared
-// machine; so the budget binds most cuts (see cutCalls), and every cut
-// must end within handlerEndCeiling: a server that waited out a grace
-// before stopping the handler fails either way.
-const (
-	handlerEndBudget  = 100 * time.Millisecond
-	handlerEndCeiling = time.Second
-)
-
 // call is one sleep call in flight, started by a client: abort cancels it
 // the client's way (or kills the client), done is closed once the client
 // is finished with it.
@@ -57,20 +44,10 @@ type call struct {
 
 // cutCalls runs rounds calls of vigil's sleep tool through start, cuts each
 // cutIn after it started (once the live page lists it in flight), and
-// checks that each was recorded with the cause want and that its handler
-// ended soon after the cut: 18 of 20 within handlerEndBudget when the cut
-// is a cancel, half when it is a killed process (whose teardown comes
-// before its sockets close), and every one within handlerEndCeiling.
+// checks that each was recorded with the cause want. (How soon the handler
+// ends is TestHandlerEndsWithItsStream's: the live page lists a request
+// until its outcome is sealed, which may wait for its cause to settle.)
 func cutCalls(t *testing.T, srv server, want string, start func(t *testing.T, round int) call) {
-	cutCallsBound(t, srv, want, rounds*9/10, start)
-}
-
-// killCalls is cutCalls for killed client processes.
-func killCalls(t *testing.T, srv server, want string, start func(t *testing.T, round int) call) {
-	cutCallsBound(t, srv, want, rounds/2, start)
-}
-
-func cutCallsBound(t *testing.T, srv server, want string, withinBudget int, start func(t *testing.T, round int) call) {
 	t.Helper()
 	before := srv.causes(t)
 	total := func(m map[string]int) int {
@@ -104,17 +81,15 @@ func cutCallsBound(t *testing.T, srv server, want string, withinBudget int, star
 			delta[cause] = d
 		}
 	}
-	t.Logf("causes of %d cuts: %v; handler ended after the cut in %v", rounds, delta, ends)
-	assert.Equal(t, map[string]int{want: rounds}, delta, "recorded causes")
 	slices.Sort(ends)
-	assert.LessOrEqual(t, ends[withinBudget-1], handlerEndBudget,
-		"%d of %d handlers must end within %v of the cut; after the cut (sorted): %v", withinBudget, rounds, handlerEndBudget, ends)
-	assert.LessOrEqual(t, ends[len(ends)-1], handlerEndCeiling, "every handler must end within %v of the cut: %v", handlerEndCeiling, ends)
+	t.Logf("causes of %d cuts: %v; the live page dropped the call after the cut in %v (sorted)", rounds, delta, ends)
+	assert.Equal(t, map[string]int{want: rounds}, delta, "recorded causes")
 }
 
 // TestCancelGoSDK: go-sdk cancels the caller's context, which aborts the
 // POST and sends notifications/cancelled: client_cancel, in both eras.
 func TestCancelGoSDK(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	srv := startServer(t, vigilBin)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -140,6 +115,7 @@ func TestCancelGoSDK(t *testing.T) {
 // notifications/cancelled: stream_close (in 2026, a bare close), never
 // transport_close.
 func TestCancelMCPGo(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	srv := startServer(t, vigilBin)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -176,6 +152,7 @@ func TestCancelMCPGo(t *testing.T) {
 // in the 2026 era left nothing but its request's stream, so there it is a
 // bare close: stream_close.
 func TestKillGoClients(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	srv := startServer(t, vigilBin)
 	for _, tc := range []struct{ child, era, want string }{
 		{childGoSDK, "2025-11-25", causeTransportClose},
@@ -185,7 +162,7 @@ func TestKillGoClients(t *testing.T) {
 		t.Run(tc.child+"-"+tc.era, func(t *testing.T) {
 			self, err := os.Executable()
 			require.NoError(t, err)
-			killCalls(t, srv, tc.want, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, tc.want, func(t *testing.T, _ int) call {
 				cmd := exec.Command(self)
 				cmd.Env = append(os.Environ(), childEnv+"="+tc.child, "VIGIL_CLIENTS_URL="+srv.mcp, "VIGIL_CLIENTS_ERA="+tc.era)
 				return startKillable(t, cmd, tc.era == "2025-11-25", false)

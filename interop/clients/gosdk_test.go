@@ -78,6 +78,7 @@ func goSDKClient() (*mcp.Client, *goSDKEvents) {
 // content), resources, templates, prompts, completion, progress, logging,
 // sampling, elicitation, roots and a resource subscription.
 func TestFeaturesGoSDK(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	srv := startServer(t, everythingBin)
 	for _, era := range eras {
 		for _, tr := range []string{"http", "stdio"} {

@@ -83,6 +83,7 @@ func mcpGoInitialize(ctx context.Context, t *testing.T, c *mcpclient.Client, era
 // page, text, an error result, structured content), resources, templates,
 // prompts, completion, progress, logging, sampling, elicitation and roots.
 func TestFeaturesMCPGo(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	srv := startServer(t, everythingBin)
 	for _, era := range eras {
 		for _, tr := range []string{"http", "stdio"} {

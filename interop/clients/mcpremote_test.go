@@ -224,6 +224,7 @@ func toolText(res map[string]any) string {
 // answers the host's handshake itself): tools, resources, templates,
 // prompts, completion, logging, progress, sampling, elicitation and roots.
 func TestFeaturesMCPRemote(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, everythingBin)
 	for _, protocol := range []string{"legacy", "auto"} {

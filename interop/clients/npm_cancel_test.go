@@ -109,6 +109,7 @@ func (d *cutDriver) call(t *testing.T) call {
 // sends none for a 2026-07-28 HTTP request, whose close is the cancel
 // there, and the AI SDK sends none in either era: stream_close.
 func TestCancelNPM(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, vigilBin)
 	for _, tc := range []struct{ client, era, want string }{
@@ -129,11 +130,12 @@ func TestCancelNPM(t *testing.T) {
 // mid-call in a 2025 session, each with its standalone GET stream open:
 // transport_close.
 func TestKillNPM(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, vigilBin)
 	for _, client := range []string{"ts-v2", "ai-sdk"} {
 		t.Run(client+"-2025-11-25", func(t *testing.T) {
-			killCalls(t, srv, causeTransportClose, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, causeTransportClose, func(t *testing.T, _ int) call {
 				cmd := exec.Command(node, "cut.mjs", client, srv.mcp, "2025-11-25")
 				cmd.Dir = npmDir
 				return startKillable(t, cmd, true, true)
@@ -148,6 +150,7 @@ func TestKillNPM(t *testing.T) {
 // (--protocol legacy) and the 2026 one (--protocol auto), where Vigil must
 // honour the notification.
 func TestCancelMCPRemote(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, vigilBin)
 	for _, protocol := range []string{"legacy", "auto"} {

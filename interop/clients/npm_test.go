@@ -59,6 +59,7 @@ func runNode(t *testing.T, node string, timeout time.Duration, script string, ar
 // client (@ai-sdk/mcp 2.0.99, ai 7.0.173) in both eras, over Streamable
 // HTTP and stdio: see testdata/npm/ai-sdk.mjs.
 func TestFeaturesAISDK(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, everythingBin)
 	for _, era := range eras {
@@ -75,6 +76,7 @@ func TestFeaturesAISDK(t *testing.T) {
 // 2025 era, which is all they speak, over Streamable HTTP and stdio: see
 // testdata/npm/langchain.mjs.
 func TestFeaturesLangChain(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	srv := startServer(t, everythingBin)
 	for _, tr := range []struct{ name, target string }{{"http", srv.mcp}, {"stdio", everythingBin}} {

@@ -111,6 +111,7 @@ var pagedNames = []string{"item0", "item1", "item2", "item3", "item4"}
 // page of tools, resources, templates and prompts, in both eras, over HTTP
 // and stdio.
 func TestPaginationGoSDK(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	url := startPagedHTTP(t)
 	for _, era := range eras {
 		for _, tr := range []string{"http", "stdio"} {
@@ -157,6 +158,7 @@ func TestPaginationGoSDK(t *testing.T) {
 // TestPaginationMCPGo: mcp-go's List* methods read every page, and
 // ListToolsByPage one page, in both eras, over HTTP and stdio.
 func TestPaginationMCPGo(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	url := startPagedHTTP(t)
 	for _, era := range eras {
 		for _, tr := range []string{"http", "stdio"} {
@@ -215,6 +217,7 @@ func TestPaginationMCPGo(t *testing.T) {
 // read the first page only: known client bug langchainFirstPageOnly) over
 // HTTP: see testdata/npm/paged.mjs.
 func TestPaginationNPM(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
 	url := startPagedHTTP(t)
 	for _, era := range eras {
