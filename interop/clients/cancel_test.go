@@ -230,7 +230,7 @@ func startKillable(t *testing.T, cmd *exec.Cmd, withGET, trigger bool) call {
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 			go func() {
 				defer close(done)
-				for range lines { //nolint:revive // drain
+				for range lines { // drain
 				}
 				_ = cmd.Wait()
 			}()

@@ -46,7 +46,7 @@ func runChild(mode string) int {
 
 // say writes line to stdout, for the test that reads it.
 func say(line string) {
-	fmt.Fprintln(os.Stdout, line)
+	_, _ = fmt.Fprintln(os.Stdout, line)
 }
 
 // getWatcher is an http.RoundTripper that says "get-open" once a GET (the
@@ -75,7 +75,7 @@ func goSDKChild(ctx context.Context, url, era string) error {
 }
 
 func mcpGoChild(ctx context.Context, url, era string) error {
-	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening(),
+	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening(), //nolint:staticcheck // SA1019: the 2025 era has the GET stream
 		transport.WithHTTPBasicClient(&http.Client{Transport: &getWatcher{}}))
 	if err != nil {
 		return err

@@ -39,14 +39,14 @@ func (e *goSDKEvents) snapshot() (progress []float64, logs []string) {
 func goSDKClient() (*mcp.Client, *goSDKEvents) {
 	ev := &goSDKEvents{updated: make(chan string, 8)}
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-suite", Version: "1"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 			prompt := ""
 			if len(req.Params.Messages) > 0 {
 				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
 					prompt = tc.Text
 				}
 			}
-			return &mcp.CreateMessageResult{Model: "suite", Role: "assistant", Content: &mcp.TextContent{Text: "echo of " + prompt}}, nil
+			return &mcp.CreateMessageResult{Model: "suite", Role: "assistant", Content: &mcp.TextContent{Text: "echo of " + prompt}}, nil //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 		},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada", "email": "ada@example.com"}}, nil
@@ -56,7 +56,7 @@ func goSDKClient() (*mcp.Client, *goSDKEvents) {
 			defer ev.mu.Unlock()
 			ev.progress = append(ev.progress, req.Params.Progress)
 		},
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 			ev.mu.Lock()
 			defer ev.mu.Unlock()
 			ev.logs = append(ev.logs, string(req.Params.Level))
@@ -68,7 +68,7 @@ func goSDKClient() (*mcp.Client, *goSDKEvents) {
 			}
 		},
 	})
-	c.AddRoots(&mcp.Root{URI: "file:///suite/project", Name: "project"})
+	c.AddRoots(&mcp.Root{URI: "file:///suite/project", Name: "project"}) //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 	return c, ev
 }
 
@@ -217,7 +217,7 @@ func checkGoSDK(ctx context.Context, t *testing.T, cs *mcp.ClientSession, ev *go
 
 	t.Run("logging", func(t *testing.T) {
 		if era == "2025-11-25" {
-			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}))
+			require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"})) //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "vigil_log_levels"})
 		require.NoError(t, err)

@@ -197,7 +197,7 @@ func TestFeaturesMCPGo(t *testing.T) {
 				})
 
 				t.Run("logging", func(t *testing.T) {
-					require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelWarning}}))
+					require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelWarning}})) //nolint:staticcheck // SA1019: the suite checks the deprecated features too
 					res := mcpGoCall(ctx, t, c, "vigil_log_levels", nil, nil)
 					assert.False(t, res.IsError)
 					waitFor(t, 5*time.Second, "two log notifications (warning and error)", func() bool {

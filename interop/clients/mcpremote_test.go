@@ -212,7 +212,7 @@ func toolText(res map[string]any) string {
 	content, _ := res["content"].([]any)
 	for _, c := range content {
 		if m, ok := c.(map[string]any); ok && m["type"] == "text" {
-			b.WriteString(fmt.Sprint(m["text"]))
+			_, _ = fmt.Fprint(&b, m["text"])
 		}
 	}
 	return b.String()

@@ -148,7 +148,7 @@ func TestKillNPM(t *testing.T) {
 // with notifications/cancelled, which mcp-remote forwards upstream while
 // the call's own stream stays open: client_cancel, in the 2025 era
 // (--protocol legacy) and the 2026 one (--protocol auto), where Vigil must
-// honour the notification.
+// honor the notification.
 func TestCancelMCPRemote(t *testing.T) {
 	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
@@ -157,7 +157,7 @@ func TestCancelMCPRemote(t *testing.T) {
 		t.Run(protocol, func(t *testing.T) {
 			h := startMCPRemote(t, node, srv.mcp, protocol)
 			h.initialize()
-			cutCalls(t, srv, causeClientCancel, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, causeClientCancel, func(*testing.T, int) call {
 				id, _ := h.start("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 60000}})
 				done := make(chan struct{})
 				return call{

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	vigil "github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"

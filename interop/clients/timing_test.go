@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	vigil "github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -29,7 +30,7 @@ const timedRounds = 10
 // process's teardown, which comes before its sockets close) and the
 // scheduling of a shared machine: so 9 of 10 cancels, and half the kills,
 // must end within the budget, and every cut within handlerEndCeiling. A
-// server that waited out a grace before cancelling the handler fails
+// server that waited out a grace before canceling the handler fails
 // either way.
 const (
 	handlerEndBudget  = 100 * time.Millisecond
