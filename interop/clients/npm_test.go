@@ -85,3 +85,11 @@ func TestFeaturesLangChain(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownBugAISDKSessionExpired404 checks the AI SDK's known bug
+// aiSdkSessionExpired404 against a stand-in server on loopback: see
+// testdata/npm/ai-sdk-404.mjs.
+func TestKnownBugAISDKSessionExpired404(t *testing.T) {
+	node := requireNPM(t)
+	runNode(t, node, time.Minute, "ai-sdk-404.mjs")
+}
