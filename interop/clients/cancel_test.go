@@ -47,7 +47,7 @@ type call struct {
 // checks that each was recorded with the cause want. (How soon the handler
 // ends is TestHandlerEndsWithItsStream's: the live page lists a request
 // until its outcome is sealed, which may wait for its cause to settle.)
-func cutCalls(t *testing.T, srv server, want string, start func(t *testing.T, round int) call) {
+func cutCalls(t *testing.T, srv server, want string, start func(t *testing.T) call) {
 	t.Helper()
 	before := srv.causes(t)
 	total := func(m map[string]int) int {
@@ -60,7 +60,7 @@ func cutCalls(t *testing.T, srv server, want string, start func(t *testing.T, ro
 	var ends []time.Duration
 	for round := range rounds {
 		begun := time.Now()
-		c := start(t, round)
+		c := start(t)
 		waitFor(t, 20*time.Second, "the sleep call in flight on the live page", func() bool { return len(srv.sleepsInFlight(t)) == 1 })
 		time.Sleep(time.Until(begun.Add(cutIn))) // the scenario: a cut ~300 ms in, not an ordering
 		cut := time.Now()
@@ -97,7 +97,7 @@ func TestCancelGoSDK(t *testing.T) {
 			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.mcp}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, cs.Close()) }()
-			cutCalls(t, srv, causeClientCancel, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, causeClientCancel, func(t *testing.T) call {
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
 				go func() {
@@ -129,7 +129,7 @@ func TestCancelMCPGo(t *testing.T) {
 			res, err := c.Initialize(t.Context(), init)
 			require.NoError(t, err)
 			require.Equal(t, era, res.ProtocolVersion)
-			cutCalls(t, srv, causeStreamClose, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, causeStreamClose, func(t *testing.T) call {
 				ctx, cancel := context.WithCancel(t.Context())
 				done := make(chan struct{})
 				go func() {
@@ -162,7 +162,7 @@ func TestKillGoClients(t *testing.T) {
 		t.Run(tc.child+"-"+tc.era, func(t *testing.T) {
 			self, err := os.Executable()
 			require.NoError(t, err)
-			cutCalls(t, srv, tc.want, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, tc.want, func(t *testing.T) call {
 				cmd := exec.Command(self)
 				cmd.Env = append(os.Environ(), childEnv+"="+tc.child, "VIGIL_CLIENTS_URL="+srv.mcp, "VIGIL_CLIENTS_ERA="+tc.era)
 				return startKillable(t, cmd, tc.era == "2025-11-25", false)

@@ -33,6 +33,8 @@ func runChild(mode string) int {
 		err = goSDKChild(ctx, url, era)
 	case childMCPGo:
 		err = mcpGoChild(ctx, url, era)
+	case childGoSDKStdio:
+		err = goSDKStdioChild(ctx, era)
 	case childPaged:
 		if err = servePagedStdio(); err == nil {
 			return 0

@@ -121,7 +121,7 @@ func TestCancelNPM(t *testing.T) {
 	} {
 		t.Run(tc.client+"-"+tc.era, func(t *testing.T) {
 			d := startCutDriver(t, node, tc.client, srv.mcp, tc.era)
-			cutCalls(t, srv, tc.want, func(t *testing.T, _ int) call { return d.call(t) })
+			cutCalls(t, srv, tc.want, d.call)
 		})
 	}
 }
@@ -135,7 +135,7 @@ func TestKillNPM(t *testing.T) {
 	srv := startServer(t, vigilBin)
 	for _, client := range []string{"ts-v2", "ai-sdk"} {
 		t.Run(client+"-2025-11-25", func(t *testing.T) {
-			cutCalls(t, srv, causeTransportClose, func(t *testing.T, _ int) call {
+			cutCalls(t, srv, causeTransportClose, func(t *testing.T) call {
 				cmd := exec.Command(node, "cut.mjs", client, srv.mcp, "2025-11-25")
 				cmd.Dir = npmDir
 				return startKillable(t, cmd, true, true)
@@ -157,7 +157,7 @@ func TestCancelMCPRemote(t *testing.T) {
 		t.Run(protocol, func(t *testing.T) {
 			h := startMCPRemote(t, node, srv.mcp, protocol)
 			h.initialize()
-			cutCalls(t, srv, causeClientCancel, func(*testing.T, int) call {
+			cutCalls(t, srv, causeClientCancel, func(*testing.T) call {
 				id, _ := h.start("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 60000}})
 				done := make(chan struct{})
 				return call{

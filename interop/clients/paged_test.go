@@ -3,6 +3,7 @@ package clients
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -57,16 +58,7 @@ func pagedServer() (*vigil.Server, error) {
 				}),
 		)
 	}
-	return s, errorsJoin(errs)
-}
-
-func errorsJoin(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return s, errors.Join(errs...)
 }
 
 // servePagedStdio is the paged server on the process's stdin and stdout.
