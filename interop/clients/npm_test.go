@@ -1,14 +1,19 @@
 package clients
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -92,4 +97,46 @@ func TestFeaturesLangChain(t *testing.T) {
 func TestKnownBugAISDKSessionExpired404(t *testing.T) {
 	node := requireNPM(t)
 	runNode(t, node, time.Minute, "ai-sdk-404.mjs")
+}
+
+// TestKnownBugAISDKNoCancelNotification checks the AI SDK's known bug
+// aiSdkNoCancelNotification over stdio, in both eras: see
+// testdata/npm/ai-sdk-stdio-abort.mjs. vigil's log (on the script's
+// stderr) must say the aborted countdown ended ok: nothing cancelled it.
+func TestKnownBugAISDKNoCancelNotification(t *testing.T) {
+	t.Parallel() // its own servers: see doc.go
+	node := requireNPM(t)
+	ended := regexp.MustCompile(`msg=request method=tools/call tool=countdown .*outcome=([a-z_]+)`)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "ai-sdk-stdio-abort.mjs", vigilBin, era)
+			cmd.Dir = npmDir
+			cmd.WaitDelay = 5 * time.Second
+			stdin, err := cmd.StdinPipe()
+			require.NoError(t, err)
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			cmd.Stdout, cmd.Stderr = w, w
+			require.NoError(t, cmd.Start())
+			require.NoError(t, w.Close())
+			var out strings.Builder
+			outcome := ""
+			for sc := bufio.NewScanner(r); outcome == "" && sc.Scan(); {
+				out.WriteString(sc.Text() + "\n")
+				if m := ended.FindStringSubmatch(sc.Text()); m != nil {
+					outcome = m[1]
+				}
+			}
+			require.NoError(t, stdin.Close())
+			rest, _ := io.ReadAll(r)
+			out.Write(rest)
+			_ = r.Close()
+			err = cmd.Wait()
+			t.Logf("ai-sdk-stdio-abort.mjs output:\n%s", out.String())
+			require.NoError(t, err)
+			assert.Equal(t, "ok", outcome, "known client bug aiSdkNoCancelNotification: the aborted call runs to its end")
+		})
+	}
 }
