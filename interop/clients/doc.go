@@ -20,7 +20,8 @@
 // vigil's sleep tool, 20 per client and era, each the client's own way
 // (a cancel, an abort, or SIGKILL of the client's process with its
 // standalone GET stream open), and check the cause that vigil records in
-// mcp_server_cancellations_total. TestHandlerEndsWithItsStream times how
+// mcp_server_cancellations_total (over stdio, where there is no /metrics,
+// in its log line of the request). TestHandlerEndsWithItsStream times how
 // soon the handler's context ends after each kind of cut, in process.
 // Known client bugs are checked where they show, each named (goSDK...,
 // mcpGo..., aiSdk..., langchain..., mcpRemote...) and listed in
