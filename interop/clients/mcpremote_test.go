@@ -234,9 +234,12 @@ func TestFeaturesMCPRemote(t *testing.T) {
 			assert.Equal(t, "2025-11-25", init["protocolVersion"])
 			assert.Equal(t, "vigil-everything", init["serverInfo"].(map[string]any)["name"])
 			if protocol == "auto" {
-				h.mu.Lock()
-				assert.Contains(t, h.stderr.String(), "Remote server speaks MCP 2026-07-28", "mcp-remote bridges to the 2026 era")
-				h.mu.Unlock()
+				// Its log is on stderr, which may come after the answer on stdout.
+				waitFor(t, 10*time.Second, "mcp-remote says it bridges to the 2026 era", func() bool {
+					h.mu.Lock()
+					defer h.mu.Unlock()
+					return strings.Contains(h.stderr.String(), "Remote server speaks MCP 2026-07-28")
+				})
 			}
 
 			tools := h.request("tools/list", map[string]any{})
