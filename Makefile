@@ -35,15 +35,23 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 APPS_DIR := server/testdata/apps
 APPS_STAMP := $(APPS_DIR)/node_modules/.installed
 
+# The real-client suite: a Go module of its own (go-sdk and mcp-go clients,
+# so that Vigil's go.mod gains nothing) and its npm clients (the AI SDK,
+# LangChain, mcp-remote, the TypeScript SDK v2), run on the conformance
+# step's Node 22 (see interop/clients/doc.go).
+CLIENTS_DIR := interop/clients
+CLIENTS_NPM_DIR := $(CLIENTS_DIR)/testdata/npm
+CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
+
 # The official MCP conformance suites and Node 22, which they need
 # (see cmd/vigil-everything/conformance_test.go).
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps interop inspector auth conformance fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
+.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
 
-## test: vet, unit tests (incl. interop), interop transcript, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps vet unit interop inspector conformance deploy-validate fuzz
+## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
 vet:
 	@echo "==> go vet ./..."
@@ -93,6 +101,14 @@ $(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
 	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
 	@touch $@
 
+## clients-deps: install the real-client suite's npm clients (only when needed).
+clients-deps: $(CLIENTS_STAMP)
+
+$(CLIENTS_STAMP): $(CLIENTS_NPM_DIR)/package-lock.json $(CLIENTS_NPM_DIR)/package.json
+	@echo "==> npm ci --prefix $(CLIENTS_NPM_DIR)"
+	npm ci --prefix $(CLIENTS_NPM_DIR) --no-audit --no-fund
+	@touch $@
+
 ## system-deps: Debian packages the tests use (prometheus and promtool; chromium for the debug page's browser test; redis-server and nginx for the shared-session tests), installed when missing.
 system-deps:
 	@bash cmd/vigil/testdata/e2e/install-prometheus.sh
@@ -129,6 +145,11 @@ auth: interop-deps oidc-deps conformance-deps
 conformance: system-deps conformance-deps
 	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis)"
 	CI=true $(GO) test -count=1 -run '^TestConformance(Shared)?$$' -v ./cmd/vigil-everything
+
+## clients: the real-client suite on its own, verbosely: go-sdk v1.8.0, mcp-go v1.2.1, @ai-sdk/mcp 2.0.99, @langchain/mcp-adapters 1.1.4, mcp-remote 0.15.1 and the TypeScript SDK v2 against vigil and vigil-everything (every feature each has, both eras, HTTP and stdio), and 20 cuts and 20 kills per client checked against the recorded cause; its own Go module (interop/clients), so `unit` does not run it; CI=true turns a skip into a failure.
+clients: clients-deps conformance-deps
+	@echo "==> clients: real MCP clients against vigil and vigil-everything (interop/clients)"
+	cd $(CLIENTS_DIR) && $(GO) mod tidy -diff && $(GO) vet ./... && CI=true $(GO) test -count=1 -parallel 4 -v ./...
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
 deploy-validate: system-deps
