@@ -117,7 +117,7 @@ export const calls = [
       content: [
         {
           type: 'text',
-          text: 'invalid arguments for tool "vigil_structured": validating root: validating /properties/a: type: six has type "string", want "integer"',
+          text: 'invalid arguments for tool "vigil_structured": /properties/a: type: six has type "string", want "integer"',
         },
       ],
       isError: true,
@@ -276,7 +276,7 @@ export const rounds = [
       content: [{ type: 'text', text: '{"roots":[{"uri":"file:///interop/root","name":"Interop Root"}]}' }],
       structuredContent: { roots: [{ uri: 'file:///interop/root', name: 'Interop Root' }] },
     },
-    [{ method: 'roots/list', params: undefined }],
+    [{ method: 'roots/list', params: {} }],
   ],
   [
     'test_input_required_result_multiple_inputs',
