@@ -163,6 +163,8 @@ deploy-validate: system-deps
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (100000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDispatch$$' -fuzztime=100000x ./server
+	@echo "==> fuzz: FuzzArgsPlan (100000 inputs, differential against jsonschema-go: the fast path of argument validation never accepts what the schema refuses)"
+	$(GO) test -run='^$$' -fuzz='^FuzzArgsPlan$$' -fuzztime=100000x ./server
 	@echo "==> fuzz: FuzzDecodeMessage (50000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=50000x ./transport
 	@echo "==> fuzz: FuzzSplitMembers (100000 inputs, differential against encoding/json)"
