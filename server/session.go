@@ -118,6 +118,10 @@ type inflight struct {
 	sealed   bool // the chain returned: no deadline any more
 	timedOut atomic.Bool
 
+	// closing: a stream close's cause was offered to ctx (streamClosed);
+	// until then no cause of ctx is one, and settleCause has nothing to do.
+	closing atomic.Bool
+
 	// The deadline queue it is in once it has a deadline (guarded by mu),
 	// and its place there, guarded by the queue's lock (see deadlineQueue).
 	deadlines  *deadlineQueue
@@ -189,7 +193,7 @@ func (inf *inflight) streamEnded() {
 		// client may yet say it cancelled, or show it is gone. A stateless
 		// request's stream is its whole connection; its close is the
 		// 2026-07-28 cancel signal, and a killed client's alike.
-		inf.cancel(newStreamClose(errStreamClosed))
+		inf.streamClosed(errStreamClosed)
 	}
 }
 
@@ -360,7 +364,7 @@ func (ss *Session) cancel(cause error) {
 	if ss.reqParent != nil {
 		ss.sweepRequests() // at once, as the context's own children are
 	}
-	ss.settleOnEnd(context.Cause(ss.ctx))
+	ss.settleOnEnd()
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
 	}
@@ -627,7 +631,7 @@ func (ss *Session) abandon(m *transport.Abandoned) {
 	inf := ss.st.incoming.get(m.ID)
 	ss.mu.Unlock()
 	if inf != nil {
-		inf.cancel(newStreamClose(m.Err)) // provisional, as streamEnded's
+		inf.streamClosed(m.Err) // provisional, as streamEnded's
 	}
 }
 

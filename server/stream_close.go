@@ -86,9 +86,20 @@ func (c *streamClose) Unwrap() []error {
 	return c.pending[:]
 }
 
-// streamCloseOf returns ctx's cause when it is a stream close.
-func streamCloseOf(ctx context.Context) *streamClose {
-	c, _ := context.Cause(ctx).(*streamClose) //nolint:errorlint // the cause itself, never a wrapping of it
+// streamClosed cancels inf because its stream closed, with a stream
+// close's provisional cause (unless something cancelled it first).
+func (inf *inflight) streamClosed(why error) {
+	inf.closing.Store(true) // before the cancel: whoever sees the cause sees it
+	inf.cancel(newStreamClose(why))
+}
+
+// streamClose returns the cause of inf's context when it is a stream
+// close. Most requests' streams never close: one atomic load tells.
+func (inf *inflight) streamClose() *streamClose {
+	if !inf.closing.Load() {
+		return nil
+	}
+	c, _ := context.Cause(inf.ctx).(*streamClose) //nolint:errorlint // the cause itself, never a wrapping of it
 	return c
 }
 
@@ -118,7 +129,7 @@ func (c *streamClose) alone() error {
 //
 //go:noinline
 func (inf *inflight) settleCause() {
-	c := streamCloseOf(inf.ctx)
+	c := inf.streamClose()
 	if c == nil || c.settled() {
 		return
 	}
@@ -178,11 +189,16 @@ func presenceOf(c transport.Conn) transport.ClientPresence {
 }
 
 // settleOnEnd settles, as gone, the causes of the requests in flight whose
-// stream closed within the grace before the session ended with cause, when
-// that is the client's departure: their client is gone. A stateless
-// request's session is only the request's: its end says nothing more.
-func (ss *Session) settleOnEnd(cause error) {
-	if ss.single || !errors.Is(cause, ErrTransportClose) {
+// stream closed within the grace before the session ended, when its cause
+// is the client's departure: their client is gone. A stateless request's
+// session is only the request's: its end says nothing more, and costs
+// nothing more.
+func (ss *Session) settleOnEnd() {
+	if ss.single {
+		return
+	}
+	cause := context.Cause(ss.ctx)
+	if !errors.Is(cause, ErrTransportClose) {
 		return
 	}
 	ss.mu.Lock()
@@ -194,7 +210,7 @@ func (ss *Session) settleOnEnd(cause error) {
 	}
 	ss.mu.Unlock()
 	for _, inf := range closing {
-		if c := streamCloseOf(inf.ctx); c != nil && !c.settled() && time.Since(c.at) <= StreamCloseGrace {
+		if c := inf.streamClose(); c != nil && !c.settled() && time.Since(c.at) <= StreamCloseGrace {
 			c.settle(c.gone(cause))
 		}
 	}
@@ -204,7 +220,7 @@ func (ss *Session) settleOnEnd(cause error) {
 // stream's close cancelled it first: the notification came before its
 // outcome was sealed.
 func (inf *inflight) clientCancelled(cause error) {
-	if c := streamCloseOf(inf.ctx); c != nil {
+	if c := inf.streamClose(); c != nil {
 		c.settle(cause)
 	}
 }
