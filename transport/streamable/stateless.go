@@ -195,9 +195,9 @@ type oneShot struct {
 	st       stream               // the response, held here: one allocation less
 	dispatch transport.Dispatcher // set under mu: cancel reads it from another POST's goroutine
 	read     bool
-	caller   string     // whom the request is filed under (stateless_cancel.go)
-	same     *oneShot   // the next request in flight of the same caller and id; guarded by the registry's lock
-	shard    *callShard // the registry's part it is filed in
+	caller   string   // whom the request is filed under (stateless_cancel.go)
+	same     *oneShot // the next request in flight whose key hashes alike; guarded by the registry's lock
+	hash     uint64   // its key's hash in the registry
 
 	mu     sync.Mutex
 	closed latch // Close was called; its channel is made when Read waits, which an answered request never does

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
+	"math/bits"
 	"net/http"
 	"sync"
 
@@ -32,9 +33,12 @@ type statelessCalls struct {
 	shards [callShards]callShard
 }
 
+// callShard is a part of the registry: the requests in flight by their
+// key's hash, each hash's requests chained through oneShot.same (several
+// when one key has several, or when keys hash alike).
 type callShard struct {
 	mu sync.Mutex
-	m  map[callKey]*oneShot // a chain through oneShot.same when one key has several
+	m  map[uint64]*oneShot
 }
 
 // callKey is a stateless request's key: its caller and its id.
@@ -47,36 +51,47 @@ func newStatelessCalls() *statelessCalls {
 	return &statelessCalls{seed: maphash.MakeSeed()}
 }
 
-func (c *statelessCalls) shard(k callKey) *callShard {
-	return &c.shards[maphash.Comparable(c.seed, k)%callShards]
+// hash returns k's hash, computed once per request: add files it, remove
+// needs no other.
+func (c *statelessCalls) hash(k callKey) uint64 {
+	var id uint64
+	if k.id.IsString() {
+		id = ^maphash.String(c.seed, k.id.String()) // never the hash of the number with the same text
+	} else {
+		var b [20]byte // an int64 in decimal
+		text, _ := k.id.AppendText(b[:0])
+		id = maphash.Bytes(c.seed, text)
+	}
+	return maphash.String(c.seed, k.caller) ^ bits.RotateLeft64(id, 32)
+}
+
+func (c *statelessCalls) shard(hash uint64) *callShard {
+	return &c.shards[hash%callShards]
 }
 
 // add files conn, a request in flight, under its key.
 func (c *statelessCalls) add(conn *oneShot) {
-	k := callKey{conn.caller, conn.req.ID}
-	sh := c.shard(k)
-	conn.shard = sh // remove needs no hash
+	conn.hash = c.hash(callKey{conn.caller, conn.req.ID})
+	sh := c.shard(conn.hash)
 	sh.mu.Lock()
 	if sh.m == nil {
-		sh.m = make(map[callKey]*oneShot)
+		sh.m = make(map[uint64]*oneShot)
 	}
-	conn.same = sh.m[k]
-	sh.m[k] = conn
+	conn.same = sh.m[conn.hash]
+	sh.m[conn.hash] = conn
 	sh.mu.Unlock()
 }
 
 // remove forgets conn, which add filed.
-func (*statelessCalls) remove(conn *oneShot) {
-	k := callKey{conn.caller, conn.req.ID}
-	sh := conn.shard
+func (c *statelessCalls) remove(conn *oneShot) {
+	sh := c.shard(conn.hash)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	head := sh.m[k]
+	head := sh.m[conn.hash]
 	switch {
 	case head == conn && conn.same == nil:
-		delete(sh.m, k)
+		delete(sh.m, conn.hash)
 	case head == conn:
-		sh.m[k] = conn.same
+		sh.m[conn.hash] = conn.same
 	default:
 		for p := head; p != nil; p = p.same {
 			if p.same == conn {
@@ -85,6 +100,7 @@ func (*statelessCalls) remove(conn *oneShot) {
 			}
 		}
 	}
+	sh.mu.Unlock()
 	conn.same = nil
 }
 
@@ -92,14 +108,21 @@ func (*statelessCalls) remove(conn *oneShot) {
 // when the caller has several with that id: which one it meant cannot be
 // told, and the one it did not mean must not be cancelled.
 func (c *statelessCalls) find(k callKey) *oneShot {
-	sh := c.shard(k)
+	hash := c.hash(k)
+	sh := c.shard(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	conn := sh.m[k]
-	if conn == nil || conn.same != nil {
-		return nil
+	var found *oneShot
+	for p := sh.m[hash]; p != nil; p = p.same {
+		if p.caller != k.caller || p.req.ID != k.id {
+			continue // another key that hashes alike
+		}
+		if found != nil {
+			return nil
+		}
+		found = p
 	}
-	return conn
+	return found
 }
 
 // cancelledID returns the request id a notifications/cancelled names.
