@@ -196,8 +196,9 @@ type oneShot struct {
 	dispatch transport.Dispatcher // set under mu: cancel reads it from another POST's goroutine
 	read     bool
 	caller   string   // whom the request is filed under (stateless_cancel.go)
-	same     *oneShot // the next request in flight whose key hashes alike; guarded by the registry's lock
 	hash     uint64   // its key's hash in the registry
+	prev     *oneShot // its neighbors in the registry's chain; guarded by the chain's lock
+	next     *oneShot
 
 	mu     sync.Mutex
 	closed latch // Close was called; its channel is made when Read waits, which an answered request never does

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
-	"math/bits"
 	"net/http"
 	"sync"
 
@@ -24,8 +23,16 @@ import (
 // published to the other replicas (RelayCancel), one of which may run the
 // request. A notification that matches nothing is accepted and ignored.
 
-// callShards spreads the registry's lock over the cores.
-const callShards = 16
+// The registry is callShards parts, each with its own lock and
+// callBuckets chains: a request is filed in the chain its key's hash
+// picks, linked through itself (oneShot.prev and next), so that filing and
+// forgetting it touch no map and allocate nothing. Its size is fixed; a
+// chain holds the requests in flight whose keys' hashes pick it, which a
+// client cannot choose (the hash's seed is the Endpoint's own).
+const (
+	callShards  = 16
+	callBuckets = 64
+)
 
 // statelessCalls is the registry of the stateless requests in flight.
 type statelessCalls struct {
@@ -33,12 +40,9 @@ type statelessCalls struct {
 	shards [callShards]callShard
 }
 
-// callShard is a part of the registry: the requests in flight by their
-// key's hash, each hash's requests chained through oneShot.same (several
-// when one key has several, or when keys hash alike).
 type callShard struct {
-	mu sync.Mutex
-	m  map[uint64]*oneShot
+	mu      sync.Mutex
+	buckets [callBuckets]*oneShot // each the head of a chain
 }
 
 // callKey is a stateless request's key: its caller and its id.
@@ -51,71 +55,53 @@ func newStatelessCalls() *statelessCalls {
 	return &statelessCalls{seed: maphash.MakeSeed()}
 }
 
-// hash returns k's hash, computed once per request: add files it, remove
-// needs no other.
-func (c *statelessCalls) hash(k callKey) uint64 {
-	var id uint64
-	if k.id.IsString() {
-		id = ^maphash.String(c.seed, k.id.String()) // never the hash of the number with the same text
-	} else {
-		var b [20]byte // an int64 in decimal
-		text, _ := k.id.AppendText(b[:0])
-		id = maphash.Bytes(c.seed, text)
-	}
-	return maphash.String(c.seed, k.caller) ^ bits.RotateLeft64(id, 32)
-}
-
-func (c *statelessCalls) shard(hash uint64) *callShard {
-	return &c.shards[hash%callShards]
+// bucket returns the chain a key of hash is filed in, and its shard.
+func (c *statelessCalls) bucket(hash uint64) (*callShard, **oneShot) {
+	sh := &c.shards[hash%callShards]
+	return sh, &sh.buckets[hash/callShards%callBuckets]
 }
 
 // add files conn, a request in flight, under its key.
 func (c *statelessCalls) add(conn *oneShot) {
-	conn.hash = c.hash(callKey{conn.caller, conn.req.ID})
-	sh := c.shard(conn.hash)
+	conn.hash = maphash.Comparable(c.seed, callKey{conn.caller, conn.req.ID}) // once: remove needs no other
+	sh, head := c.bucket(conn.hash)
 	sh.mu.Lock()
-	if sh.m == nil {
-		sh.m = make(map[uint64]*oneShot)
+	conn.next = *head
+	if conn.next != nil {
+		conn.next.prev = conn
 	}
-	conn.same = sh.m[conn.hash]
-	sh.m[conn.hash] = conn
+	*head = conn
 	sh.mu.Unlock()
 }
 
 // remove forgets conn, which add filed.
 func (c *statelessCalls) remove(conn *oneShot) {
-	sh := c.shard(conn.hash)
+	sh, head := c.bucket(conn.hash)
 	sh.mu.Lock()
-	head := sh.m[conn.hash]
-	switch {
-	case head == conn && conn.same == nil:
-		delete(sh.m, conn.hash)
-	case head == conn:
-		sh.m[conn.hash] = conn.same
-	default:
-		for p := head; p != nil; p = p.same {
-			if p.same == conn {
-				p.same = conn.same
-				break
-			}
-		}
+	if conn.prev != nil {
+		conn.prev.next = conn.next
+	} else {
+		*head = conn.next
 	}
+	if conn.next != nil {
+		conn.next.prev = conn.prev
+	}
+	conn.prev, conn.next = nil, nil
 	sh.mu.Unlock()
-	conn.same = nil
 }
 
 // find returns the request in flight under k; nil when there is none, or
 // when the caller has several with that id: which one it meant cannot be
 // told, and the one it did not mean must not be cancelled.
 func (c *statelessCalls) find(k callKey) *oneShot {
-	hash := c.hash(k)
-	sh := c.shard(hash)
+	hash := maphash.Comparable(c.seed, k)
+	sh, head := c.bucket(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	var found *oneShot
-	for p := sh.m[hash]; p != nil; p = p.same {
-		if p.caller != k.caller || p.req.ID != k.id {
-			continue // another key that hashes alike
+	for p := *head; p != nil; p = p.next {
+		if p.hash != hash || p.caller != k.caller || p.req.ID != k.id {
+			continue // another key in the same chain
 		}
 		if found != nil {
 			return nil

@@ -30,7 +30,50 @@ func TestStatelessCallsAmbiguous(t *testing.T) {
 	calls.remove(other)
 	assert.Nil(t, calls.find(callKey{"alice", id}))
 	for i := range calls.shards {
-		assert.Empty(t, calls.shards[i].m, "nothing left behind")
+		for _, head := range calls.shards[i].buckets {
+			assert.Nil(t, head, "nothing left behind")
+		}
+	}
+}
+
+// Many requests in flight share the registry's chains: each is found by
+// its own key, whichever of its chain's neighbors ended first.
+func TestStatelessCallsChains(t *testing.T) {
+	calls := newStatelessCalls()
+	const n = 4 * callShards * callBuckets // a few in every chain
+	conns := make([]*oneShot, n)
+	for i := range conns {
+		caller := "alice"
+		if i%2 == 1 {
+			caller = "bob"
+		}
+		id := transport.Int64ID(int64(i / 2))
+		if i%3 == 0 {
+			id = transport.StringID(id.String())
+		}
+		conns[i] = &oneShot{req: &transport.Request{ID: id}, caller: caller}
+		calls.add(conns[i])
+	}
+	for i, conn := range conns {
+		require.Same(t, conn, calls.find(callKey{conn.caller, conn.req.ID}), "%d", i)
+	}
+	for i := 0; i < n; i += 2 {
+		calls.remove(conns[i])
+	}
+	for i, conn := range conns {
+		if i%2 == 0 {
+			assert.Nil(t, calls.find(callKey{conn.caller, conn.req.ID}), "%d ended", i)
+		} else {
+			assert.Same(t, conn, calls.find(callKey{conn.caller, conn.req.ID}), "%d", i)
+		}
+	}
+	for i := n - 1; i > 0; i -= 2 {
+		calls.remove(conns[i])
+	}
+	for i := range calls.shards {
+		for _, head := range calls.shards[i].buckets {
+			assert.Nil(t, head, "nothing left behind")
+		}
 	}
 }
 
