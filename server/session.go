@@ -364,7 +364,9 @@ func (ss *Session) cancel(cause error) {
 	if ss.reqParent != nil {
 		ss.sweepRequests() // at once, as the context's own children are
 	}
-	ss.settleOnEnd()
+	if !ss.single { // a stateless request's session is only the request's
+		ss.settleOnEnd()
+	}
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
 	}
@@ -839,7 +841,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	timedOut := inf.stopWatches()
 	if timedOut {
 		res, err = nil, ErrHandlerTimeout
-	} else {
+	} else if inf.closing.Load() { // most streams never close: one load, and no call
 		inf.settleCause() // a stream close's: still in flight meanwhile (StreamCloseGrace)
 	}
 	ss.mu.Lock()
