@@ -872,7 +872,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
 	case cancelled: // the session ending cancels first, so its cause decides
-		ss.seal(inf, out, ss.dropReasonOf(out.Cause), nil)
+		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	case closed:
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
@@ -899,13 +899,12 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 }
 
 // dropReasonOf names the drop of a request cancelled with cause by what
-// happened, the same in both eras: a client's cancellation is cancelled
-// and a shutdown shutdown; otherwise the client having left the request's
-// own stream (a 2025 POST's, or a stateless request's, which is its whole
-// connection; stream_close, or transport_close settled from one) is
-// peer_gone, whatever the cancellation's label, and the session's
-// transport closed under it writer_closed.
-func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
+// happened, the same in both eras: a client's cancellation is cancelled,
+// a shutdown shutdown, the client having left the request's own stream (a
+// 2025 POST's, or a stateless request's, which is its whole connection:
+// stream_close, or transport_close settled from one) peer_gone, and the
+// session's transport closed under it writer_closed.
+func dropReasonOf(cause error) protocol.DropReason {
 	reason := ReasonOfCause(cause)
 	switch {
 	case reason == protocol.ReasonClientCancel:
@@ -914,8 +913,6 @@ func (ss *Session) dropReasonOf(cause error) protocol.DropReason {
 		return protocol.DropShutdown
 	case reason == protocol.ReasonStreamClose, errors.Is(cause, transport.ErrStreamGone):
 		return protocol.DropPeerGone // its stream's reader left; the session lives on
-	case ss.single && errors.Is(cause, transport.ErrPeerGone):
-		return protocol.DropPeerGone // a stateless request's client closed its stream
 	case reason == protocol.ReasonTransportClose:
 		return protocol.DropWriterClosed
 	default:

@@ -190,13 +190,10 @@ func presenceOf(c transport.Conn) transport.ClientPresence {
 
 // settleOnEnd settles, as gone, the causes of the requests in flight whose
 // stream closed within the grace before the session ended, when its cause
-// is the client's departure: their client is gone. A stateless request's
-// session is only the request's: its end says nothing more, and costs
-// nothing more.
+// is the client's departure: their client is gone. Session.cancel calls
+// it for sessions only: a stateless request's session is only the
+// request's, and its end says nothing more.
 func (ss *Session) settleOnEnd() {
-	if ss.single {
-		return
-	}
 	cause := context.Cause(ss.ctx)
 	if !errors.Is(cause, ErrTransportClose) {
 		return

@@ -42,6 +42,38 @@ type call struct {
 	done  <-chan struct{}
 }
 
+// startSleep starts a call of vigil's sleep tool through callSleep on a
+// goroutine of its own: its abort cancels the call's context, and done is
+// closed once the client returned context.Canceled.
+func startSleep(t *testing.T, callSleep func(ctx context.Context) error) call {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		assert.ErrorIs(t, callSleep(ctx), context.Canceled)
+	}()
+	return call{abort: cancel, done: done}
+}
+
+// goSDKSleep calls sleep for a minute in cs.
+func goSDKSleep(cs *mcp.ClientSession) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 60000}})
+		return err
+	}
+}
+
+// mcpGoSleep calls sleep for a minute with c.
+func mcpGoSleep(c *mcpclient.Client) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		req := mcpgo.CallToolRequest{}
+		req.Params.Name = "sleep"
+		req.Params.Arguments = map[string]any{"ms": 60000}
+		_, err := c.CallTool(ctx, req)
+		return err
+	}
+}
+
 // cutCalls runs rounds calls of vigil's sleep tool through start, cuts each
 // cutIn after it started (once the live page lists it in flight), and
 // checks that each was recorded with the cause want. (How soon the handler
@@ -98,14 +130,7 @@ func TestCancelGoSDK(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, cs.Close()) }()
 			cutCalls(t, srv, causeClientCancel, func(t *testing.T) call {
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 60000}})
-					assert.ErrorIs(t, err, context.Canceled)
-				}()
-				return call{abort: cancel, done: done}
+				return startSleep(t, goSDKSleep(cs))
 			})
 		})
 	}
@@ -130,17 +155,7 @@ func TestCancelMCPGo(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, era, res.ProtocolVersion)
 			cutCalls(t, srv, causeStreamClose, func(t *testing.T) call {
-				ctx, cancel := context.WithCancel(t.Context())
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					req := mcpgo.CallToolRequest{}
-					req.Params.Name = "sleep"
-					req.Params.Arguments = map[string]any{"ms": 60000}
-					_, err := c.CallTool(ctx, req)
-					assert.ErrorIs(t, err, context.Canceled)
-				}()
-				return call{abort: cancel, done: done}
+				return startSleep(t, mcpGoSleep(c))
 			})
 		})
 	}

@@ -184,14 +184,7 @@ func goSDKCanceller(url, era string) func(t *testing.T) func(t *testing.T) call 
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, cs.Close()) })
 		return func(t *testing.T) call {
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 60000}})
-				assert.ErrorIs(t, err, context.Canceled)
-			}()
-			return call{abort: cancel, done: done}
+			return startSleep(t, goSDKSleep(cs))
 		}
 	}
 }
@@ -209,17 +202,7 @@ func mcpGoCanceller(url, era string) func(t *testing.T) func(t *testing.T) call 
 		_, err = c.Initialize(t.Context(), init)
 		require.NoError(t, err)
 		return func(t *testing.T) call {
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				req := mcpgo.CallToolRequest{}
-				req.Params.Name = "sleep"
-				req.Params.Arguments = map[string]any{"ms": 60000}
-				_, err := c.CallTool(ctx, req)
-				assert.ErrorIs(t, err, context.Canceled)
-			}()
-			return call{abort: cancel, done: done}
+			return startSleep(t, mcpGoSleep(c))
 		}
 	}
 }
