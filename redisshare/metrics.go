@@ -8,8 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // The shared mode's metric names.
@@ -35,7 +36,7 @@ type metrics struct {
 }
 
 var (
-	relayKinds = []streamable.RelayKind{streamable.RelayClient, streamable.RelayStandalone, streamable.RelayEvent, streamable.RelayState, streamable.RelayEnd, streamable.RelayForward, streamable.RelayAnswer, streamable.RelayBroadcast, streamable.RelayStateSeen, streamable.RelayEndSeen, streamable.RelayCancel}
+	relayKinds = []replication.RelayKind{replication.RelayClient, replication.RelayStandalone, replication.RelayEvent, replication.RelayState, replication.RelayEnd, replication.RelayForward, replication.RelayAnswer, replication.RelayBroadcast, replication.RelayStateSeen, replication.RelayEndSeen, replication.RelayCancel}
 	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 	// refusals are the reasons of mcp_server_relays_refused_total: the
@@ -111,7 +112,7 @@ func (m *metrics) observe(op string, d time.Duration, err error) {
 	}
 }
 
-func (m *metrics) relayed(k streamable.RelayKind) { m.relays.WithLabelValues(k.String()).Inc() }
+func (m *metrics) relayed(k replication.RelayKind) { m.relays.WithLabelValues(k.String()).Inc() }
 
 // refused counts a refusal; the reasons are fixed (refusals).
 func (m *metrics) refused(reason string) { m.refusals.WithLabelValues(reason).Inc() }

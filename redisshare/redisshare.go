@@ -20,9 +20,10 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/vigil-mcp/vigil/internal/loopback"
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // Config is what Open needs.
@@ -146,11 +147,11 @@ func (s *Shared) Replica() string { return s.store.Replica() }
 // and the event store every replica resumes from, for [streamable.New]
 // (after an event store of its own, which they replace).
 func (s *Shared) Options() []streamable.Option {
-	opts := []streamable.Option{streamable.WithCluster(s.store, 0), streamable.WithEventStore(s.store)}
+	c := replication.Config{Cluster: s.store}
 	if m := s.metrics; m != nil {
-		opts = append(opts, streamable.WithRequestLostHook(m.lost.Inc), streamable.WithRelayRefusedHook(m.refused))
+		c.OnRequestLost, c.OnRelayRefused = m.lost.Inc, m.refused
 	}
-	return opts
+	return []streamable.Option{streamable.WithCluster(c), streamable.WithEventStore(s.store)}
 }
 
 // ServerOptions returns the server options of the shared mode, for

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/redisshare"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {

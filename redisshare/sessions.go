@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
 // sessionCounter counts each principal's sessions over every replica on
@@ -60,14 +60,14 @@ func (s *Shared) sessionCounter(limit int) *sessionCounter {
 	return newSessionCounter(s.client, limit, s.idleTimeout)
 }
 
-// SessionQuota returns the [streamable.SessionCounter] of the endpoint's
+// SessionQuota returns the [replication.SessionCounter] of the endpoint's
 // session quota ([streamable.Quotas]) that holds each caller to limit
 // sessions over every replica: a sorted set per caller on Redis of its
 // session ids, scored by when each expires (after the sessions' idle
 // timeout, unless the endpoint acquires it again on the session's
 // activity), so that the sessions of a replica that died expire and the
 // count heals itself. Give the Quotas the same limit as Sessions.
-func (s *Shared) SessionQuota(limit int) streamable.SessionCounter {
+func (s *Shared) SessionQuota(limit int) replication.SessionCounter {
 	return sessionQuota{s.sessionCounter(limit)}
 }
 

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // fwReplica is one replica of a service on a shared cluster: a server
@@ -50,7 +51,7 @@ func newFWReplica(t *testing.T, c *streamabletest.Cluster, name string, guarded 
 	}
 	rs, err := auth.New(cfg)
 	require.NoError(t, err)
-	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithCluster(c.Replica(name), 0))
+	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithCluster(replication.Config{Cluster: c.Replica(name)}))
 	var h http.Handler = ep
 	if guarded {
 		h = rs.Handler(ep)

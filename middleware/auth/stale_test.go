@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // newScopedReplicas serves one server per replica behind the guard, each
@@ -24,7 +25,7 @@ import (
 // (nil: a single replica, unshared). Its tokens are one principal's:
 // "full" holds mcp and deploy, "less" only mcp (the same key, so that a
 // session accepts both).
-func newScopedReplicas(t *testing.T, n int, cluster func(name string) streamable.Cluster, opts ...streamable.Option) []*e2e {
+func newScopedReplicas(t *testing.T, n int, cluster func(name string) replication.Cluster, opts ...streamable.Option) []*e2e {
 	t.Helper()
 	full := &auth.Principal{Issuer: "https://as.example.com", Subject: "alice", ClientID: "c", Scopes: []string{"mcp", "deploy"}}
 	less := &auth.Principal{Issuer: "https://as.example.com", Subject: "alice", ClientID: "c", Scopes: []string{"mcp"}}
@@ -53,7 +54,7 @@ func newScopedReplicas(t *testing.T, n int, cluster func(name string) streamable
 		require.NoError(t, err)
 		o := append([]streamable.Option{streamable.WithPrincipal(auth.SessionPrincipal)}, opts...)
 		if cluster != nil {
-			o = append(o, streamable.WithCluster(cluster(string(rune('a'+i))), 0))
+			o = append(o, streamable.WithCluster(replication.Config{Cluster: cluster(string(rune('a' + i)))}))
 		}
 		ep := streamable.New(srv, o...)
 		ts := httptest.NewServer(rs.Handler(ep))
@@ -148,12 +149,12 @@ func TestEndToEndCurrentPrincipal(t *testing.T) {
 		{"resumable", func(t *testing.T) []*e2e { return newScopedReplicas(t, 1, nil, store()) }},
 		{"shared", func(t *testing.T) []*e2e {
 			c := streamabletest.NewCluster()
-			return newScopedReplicas(t, 2, func(name string) streamable.Cluster { return c.Replica(name) })
+			return newScopedReplicas(t, 2, func(name string) replication.Cluster { return c.Replica(name) })
 		}},
 		{"shared-resumable", func(t *testing.T) []*e2e {
 			c := streamabletest.NewCluster()
 			events := streamable.NewMemoryEventStore(0, 0) // the replicas' shared store
-			return newScopedReplicas(t, 2, func(name string) streamable.Cluster { return c.Replica(name) }, streamable.WithEventStore(events))
+			return newScopedReplicas(t, 2, func(name string) replication.Cluster { return c.Replica(name) }, streamable.WithEventStore(events))
 		}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {

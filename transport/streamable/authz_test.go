@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -175,7 +176,7 @@ func TestToolAccessReadsCurrentRequest(t *testing.T) {
 				}
 				var envs []*htEnv
 				for _, name := range []string{"a", "b"} {
-					o := append([]streamable.Option{streamable.WithCluster(be.replica(t, name), 0)}, opts...)
+					o := append([]streamable.Option{streamable.WithCluster(replication.Config{Cluster: be.replica(t, name)})}, opts...)
 					envs = append(envs, azWrap(t, newHTEnv(t, azServer(t), o...)))
 				}
 				a, b := envs[0], envs[1]
@@ -196,7 +197,7 @@ func TestToolAccessReadsCurrentRequest(t *testing.T) {
 func TestSharedRelayedRequestRefused(t *testing.T) {
 	shEach(t, func(t *testing.T, be shBackend) {
 		refused := make(chan string, 8)
-		rs := newSHReplicas(t, be, 1, streamable.WithRelayRefusedHook(func(reason string) { refused <- reason }))
+		rs := newSHReplicasWith(t, be, 1, replication.Config{OnRelayRefused: func(reason string) { refused <- reason }})
 		a := rs.envs[0]
 		sid := a.initialize(`{}`)
 		rogue := be.replica(t, "x") // a member of the cluster that is no Endpoint
@@ -205,7 +206,7 @@ func TestSharedRelayedRequestRefused(t *testing.T) {
 			`[` + htCallBody("98", "block", `{}`) + `]`,
 			`{"jsonrpc":"2.0","id":97,"method":"ping"}`,
 		} {
-			require.NoError(t, rogue.Publish(t.Context(), sid, streamable.Relay{Kind: streamable.RelayClient, From: "x", Data: []byte(data)}))
+			require.NoError(t, rogue.Publish(t.Context(), sid, replication.Relay{Kind: replication.RelayClient, From: "x", Data: []byte(data)}))
 			assert.Equal(t, "request", <-refused, "%s", data)
 		}
 		select {
@@ -220,9 +221,9 @@ func TestSharedRelayedRequestRefused(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"a-1","result":{}}`,
 			`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`,
 		} {
-			require.NoError(t, rogue.Publish(t.Context(), sid, streamable.Relay{Kind: streamable.RelayClient, From: "x", Data: []byte(data)}))
+			require.NoError(t, rogue.Publish(t.Context(), sid, replication.Relay{Kind: replication.RelayClient, From: "x", Data: []byte(data)}))
 		}
-		require.NoError(t, rogue.Publish(t.Context(), sid, streamable.Relay{Kind: streamable.RelayClient, From: "x", Data: []byte(htCallBody("96", "block", `{}`))}))
+		require.NoError(t, rogue.Publish(t.Context(), sid, replication.Relay{Kind: replication.RelayClient, From: "x", Data: []byte(htCallBody("96", "block", `{}`))}))
 		assert.Equal(t, "request", <-refused, "the relays before it were taken, not refused")
 		select {
 		case r := <-refused:

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // initializeOnly posts an initialize with clientInfo.name name and
@@ -83,8 +84,8 @@ func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
 		t.Cleanup(func() { _ = st.Close() })
 		return st
 	}
-	a := newRSEnv(t, server.New(), streamable.WithCluster(store("a"), 0), streamable.WithIdleTimeout(time.Hour))
-	b := newRSEnv(t, server.New(), streamable.WithCluster(store("b"), 0), streamable.WithIdleTimeout(time.Hour))
+	a := newRSEnv(t, server.New(), streamable.WithCluster(replication.Config{Cluster: store("a")}), streamable.WithIdleTimeout(time.Hour))
+	b := newRSEnv(t, server.New(), streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithIdleTimeout(time.Hour))
 	status, body, sid := a.initializeOnly("c")
 	require.Equal(t, http.StatusOK, status, body)
 	key := "vigil:{" + sid + "}:s"
@@ -102,7 +103,7 @@ func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
 func TestSharedStateOverCapEndsSession(t *testing.T) {
 	cluster := streamabletest.NewCluster()
 	cuts, hook := cutRecorder()
-	e := newRSEnv(t, server.New(), hook, streamable.WithCluster(cluster.Replica("a"), 0), streamable.WithMaxStateBytes(1024))
+	e := newRSEnv(t, server.New(), hook, streamable.WithCluster(replication.Config{Cluster: cluster.Replica("a")}), streamable.WithMaxStateBytes(1024))
 
 	// The server keeps what it is sent only bounded (clientInfo strings cut
 	// to 256 B; 16 experimental capabilities of at most 256 B each): sixteen

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/overload"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -66,7 +67,7 @@ type Endpoint struct {
 	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
 	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
 	stopForward func()                       // forward.go: ends HandleForwarded
-	stopCancels func()                       // stateless_cancel.go: ends the subscription to RelayCancel; nil: none
+	stopCancels func()                       // stateless_cancel.go: ends the subscription to replication.RelayCancel; nil: none
 	calls       *statelessCalls              // stateless_cancel.go: the stateless requests in flight
 	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
 	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
@@ -108,7 +109,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
 		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)
-		if f, ok := cfg.cluster.(Forwarder); ok {
+		if f, ok := cfg.cluster.(replication.Forwarder); ok {
 			stop, err := f.HandleForwarded(h.serveForwarded)
 			if err != nil {
 				cfg.logger.Warn("streamable: cannot serve the task requests other replicas forward", "error", err)

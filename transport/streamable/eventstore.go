@@ -49,3 +49,8 @@ type Event struct {
 // the store does not know in the session: never issued there, malformed, or
 // of a stream whose events were all dropped.
 var ErrUnknownEvent = errors.New("streamable: unknown event id")
+
+// ErrUnknownSession is wrapped by the errors of the shared mode's store
+// (see [WithCluster]) for a session that does not exist: never created,
+// deleted or expired.
+var ErrUnknownSession = errors.New("streamable: unknown session")

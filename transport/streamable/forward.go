@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -86,7 +87,7 @@ func forwardedHeader(in http.Header) map[string][]string {
 // request names, when the Endpoint shares its sessions and it is another
 // replica than this one.
 func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
-	f, ok := h.cfg.cluster.(Forwarder)
+	f, ok := h.cfg.cluster.(replication.Forwarder)
 	if !ok {
 		return "", false
 	}
@@ -110,7 +111,7 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 // forward serves a task request by forwarding it to replica and writing
 // its answer; when the replica does not answer, the task is lost with it.
 func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transport.Request, body []byte, replica string) {
-	fw := h.cfg.cluster.(Forwarder)
+	fw := h.cfg.cluster.(replication.Forwarder)
 	out := forwarded{Host: r.Host, Remote: r.RemoteAddr, Header: forwardedHeader(r.Header), Body: body}
 	if pf := h.principals.Load(); pf != nil && pf.assert != nil {
 		out.Assertion = pf.assert(r)
@@ -125,7 +126,7 @@ func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transpor
 	if req.Method != "tasks/result" {
 		ctx, cancel = context.WithTimeout(ctx, forwardTimeout)
 		defer cancel()
-	} else if leases, ok := h.cfg.cluster.(Leases); ok {
+	} else if leases, ok := h.cfg.cluster.(replication.Leases); ok {
 		go watchReplica(ctx, cancel, leases, replica)
 	}
 	answer, err := fw.Forward(ctx, replica, data)
@@ -147,7 +148,7 @@ func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transpor
 
 // watchReplica cancels a forwarded request's wait once replica's lease is
 // found expired, or when ctx ends.
-func watchReplica(ctx context.Context, cancel context.CancelFunc, leases Leases, replica string) {
+func watchReplica(ctx context.Context, cancel context.CancelFunc, leases replication.Leases, replica string) {
 	tick := time.NewTicker(forwardAliveEvery)
 	defer tick.Stop()
 	for {
@@ -198,7 +199,7 @@ func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 // this Endpoint, instead of the Endpoint itself: the handler in front of
 // it, such as an authorization guard, so that a forwarded request passes
 // every check a request from the load balancer passes. It matters only
-// with a [Forwarder] cluster.
+// with a [replication.Forwarder] cluster.
 func (h *Endpoint) SetForwardHandler(handler http.Handler) { h.forwardTo.Store(&handler) }
 
 // SetPrincipalForwarding makes a request h forwards to another replica

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -46,11 +47,11 @@ type config struct {
 	events        EventStore    // resume.go: nil when streams are not resumable
 	retry         time.Duration // resume.go: the SSE retry field
 	onReject      func(reason protocol.RejectReason)
-	cluster       Cluster       // shared.go: nil when sessions are this Endpoint's alone
-	viewIdle      time.Duration // shared.go: how long a replica keeps an idle session's view
-	onLost        func()        // shared.go: a request whose replica is gone was answered here
-	quotas        Quotas        // quota.go
-	writeTimeout  time.Duration // stream.go: bound of one SSE write
+	cluster       replication.Cluster // shared.go: nil when sessions are this Endpoint's alone
+	viewIdle      time.Duration       // shared.go: how long a replica keeps an idle session's view
+	onLost        func()              // shared.go: a request whose replica is gone was answered here
+	quotas        Quotas              // quota.go
+	writeTimeout  time.Duration       // stream.go: bound of one SSE write
 	onCut         func(StreamCut)
 	maxResumes    int           // resume.go: concurrent resumptions and GET streams per session
 	maxState      int           // shared_state.go: largest shared state stored
@@ -61,7 +62,7 @@ type config struct {
 	shedder transport.Shedder
 
 	// shared.go: called for each relay refused, with its reason
-	// (WithRelayRefusedHook).
+	// (replication.Config.OnRelayRefused).
 	onRelayRefuse func(reason string)
 }
 
@@ -210,26 +211,6 @@ func WithRetryInterval(d time.Duration) Option {
 }
 
 const defaultRetry = time.Second
-
-// WithRequestLostHook has lost called each time this replica answers a
-// request of a shared session that a gone replica was serving (see
-// [Leases]), with a "server instance lost" error on the client's resumed
-// stream: the count of requests a replica's death cost.
-func WithRequestLostHook(lost func()) Option {
-	return optionFunc(func(c *config) { c.onLost = lost })
-}
-
-// WithRelayRefusedHook has refused called with its reason each time this
-// replica refuses a relay of a shared session (see [Cluster]) instead of
-// acting on it. The reason is "request": a [RelayClient] that is a request
-// rather than a response or a notification, which no replica sends (a
-// request runs only on the replica its client posted it to, with its own
-// principal); or "cancel": a [RelayCancel] that does not carry a caller
-// and a notifications/cancelled. refused must be fast and safe for
-// concurrent use.
-func WithRelayRefusedHook(refused func(reason string)) Option {
-	return optionFunc(func(c *config) { c.onRelayRefuse = refused })
-}
 
 // DefaultWriteTimeout is the bound of one SSE write by default (see
 // [WithWriteTimeout]): long enough for a client on a slow link to take one

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -307,7 +308,7 @@ func (rs *resumer) sendLocked(ctx context.Context, ls *logical, m transport.Mess
 	if conn == nil {
 		if rs.s.view != nil && id != "" {
 			// A resumption on another replica may be carrying it.
-			_ = rs.s.publish(ctx, RelayEvent, []byte(ls.key))
+			_ = rs.s.publish(ctx, replication.RelayEvent, []byte(ls.key))
 		}
 		return nil // stored: a resumption replays it
 	}

@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // holdTool reports progress once, then holds until released or cancelled.
@@ -151,8 +152,8 @@ func TestSharedResumptionsCappedPerSession(t *testing.T) {
 	}
 	events := store("events")
 	hold := newHoldTool()
-	a := newRSEnv(t, holdServer(t, hold), streamable.WithCluster(store("a"), 0), streamable.WithEventStore(events))
+	a := newRSEnv(t, holdServer(t, hold), streamable.WithCluster(replication.Config{Cluster: store("a")}), streamable.WithEventStore(events))
 	rejects, hook := rejectRecorder()
-	b := newRSEnv(t, holdServer(t, hold), hook, streamable.WithCluster(store("b"), 0), streamable.WithEventStore(events))
+	b := newRSEnv(t, holdServer(t, hold), hook, streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithEventStore(events))
 	testResumeCap(t, a, b, hold, rejects)
 }

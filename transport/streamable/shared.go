@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -26,20 +27,22 @@ import (
 const defaultViewIdle = 30 * time.Second
 
 // WithCluster shares the Endpoint's 2025-era sessions with the other
-// replicas of the cluster (see [Cluster]): any replica serves any request
-// of any session, and the sessions outlive the replica that created them.
+// replicas of the cluster (c.Cluster): any replica serves any request of
+// any session, and the sessions outlive the replica that created them.
 // The cluster's records expire after the idle timeout ([WithIdleTimeout]);
-// a replica keeps its view of a session for viewIdle after its last
-// request there (30 s when viewIdle <= 0). For resumable streams that any
-// replica can resume, give the replicas one shared event store too
-// ([WithEventStore]).
-func WithCluster(c Cluster, viewIdle time.Duration) Option {
+// a replica keeps its view of a session for c.ViewIdle after its last
+// request there (30 s when <= 0). For resumable streams that any replica
+// can resume, give the replicas one shared event store too
+// ([WithEventStore]). Package redisshare's Shared.Options wires it.
+func WithCluster(c replication.Config) Option {
 	return optionFunc(func(cfg *config) {
-		cfg.cluster = c
-		cfg.viewIdle = viewIdle
-		if viewIdle <= 0 {
+		cfg.cluster = c.Cluster
+		cfg.viewIdle = c.ViewIdle
+		if c.ViewIdle <= 0 {
 			cfg.viewIdle = defaultViewIdle
 		}
+		cfg.onLost = c.OnRequestLost
+		cfg.onRelayRefuse = c.OnRelayRefused
 	})
 }
 
@@ -49,7 +52,7 @@ func WithCluster(c Cluster, viewIdle time.Duration) Option {
 // replicas it resumes.
 type view struct {
 	ready       chan struct{} // closed once the server serves the view: requests wait for it
-	cluster     Cluster
+	cluster     replication.Cluster
 	unsubscribe func()       // guarded by mu; see stopRelays
 	touched     atomic.Int64 // unix nanoseconds of the last Touch
 	applyMu     sync.Mutex   // serializes the calls of update: the last applied is the newest (shared_state.go)
@@ -107,7 +110,7 @@ func (s *session) serverConn() transport.Driven {
 // create stores the record of s, a new session, and subscribes to its
 // relays; false: the cluster cannot, and s is not served.
 func (h *Endpoint) create(ctx context.Context, s *session) error {
-	if err := h.cfg.cluster.Create(ctx, s.id, SessionRecord{Principal: s.principal}); err != nil {
+	if err := h.cfg.cluster.Create(ctx, s.id, replication.SessionRecord{Principal: s.principal}); err != nil {
 		return err
 	}
 	return s.subscribe(ctx)
@@ -116,7 +119,7 @@ func (h *Endpoint) create(ctx context.Context, s *session) error {
 // newView returns the view of a session being made, with the session's
 // shared state (nil for a new one), touched now; newSession sets it before
 // the expiry, whose view timeout reads it, has the session.
-func newView(cluster Cluster, state []byte) *view {
+func newView(cluster replication.Cluster, state []byte) *view {
 	v := &view{cluster: cluster, state: state, ready: make(chan struct{})}
 	v.touched.Store(time.Now().UnixNano())
 	return v
@@ -294,9 +297,9 @@ func (s *session) renewShared(ctx context.Context) {
 }
 
 // publish sends a relay of kind to the session's other replicas.
-func (s *session) publish(ctx context.Context, kind RelayKind, data []byte) error {
+func (s *session) publish(ctx context.Context, kind replication.RelayKind, data []byte) error {
 	v := s.view
-	err := v.cluster.Publish(context.WithoutCancel(ctx), s.id, Relay{Kind: kind, From: v.cluster.Replica(), Data: data})
+	err := v.cluster.Publish(context.WithoutCancel(ctx), s.id, replication.Relay{Kind: kind, From: v.cluster.Replica(), Data: data})
 	if err != nil {
 		s.h.cfg.logger.Warn("streamable: cannot relay a message to the other replicas", "session", s.id, "kind", kind.String(), "error", err)
 	}
@@ -314,20 +317,20 @@ func (s *session) relayClient(ctx context.Context, m transport.Message) error {
 	if err != nil {
 		return err
 	}
-	return s.publish(ctx, RelayClient, data)
+	return s.publish(ctx, replication.RelayClient, data)
 }
 
 // relay acts on a relay of the session's from another replica.
-func (s *session) relay(r Relay) {
+func (s *session) relay(r replication.Relay) {
 	v := s.view
 	if r.From == v.cluster.Replica() {
-		if r.Kind == RelayState {
+		if r.Kind == replication.RelayState {
 			v.ownStateBack(r.Data) // shared_state.go
 		}
 		return
 	}
 	switch r.Kind {
-	case RelayClient:
+	case replication.RelayClient:
 		m, err := transport.DecodeMessage(r.Data)
 		if err != nil {
 			return
@@ -345,13 +348,13 @@ func (s *session) relay(r Relay) {
 			s.res.observe(m) // before the handler can end: see resumer.handled
 		}
 		s.deliverInline(context.WithValue(context.Background(), relayedKey{}, true), m) // see StoreState
-	case RelayStandalone:
+	case replication.RelayStandalone:
 		m, err := transport.DecodeMessage(r.Data)
 		if err != nil {
 			return
 		}
 		_ = s.writeStandaloneHere(context.Background(), m)
-	case RelayEvent:
+	case replication.RelayEvent:
 		v.mu.Lock()
 		wake := v.tails[string(r.Data)]
 		v.mu.Unlock()
@@ -361,18 +364,18 @@ func (s *session) relay(r Relay) {
 			default:
 			}
 		}
-	case RelayState:
+	case replication.RelayState:
 		s.stateRelayed(r.Data)
-	case RelayStateSeen:
+	case replication.RelayStateSeen:
 		v.stateSeenBy(r.From, r.Data)
-	case RelayEnd:
+	case replication.RelayEnd:
 		s.endRelayed() // shared_end.go
-	case RelayEndSeen:
+	case replication.RelayEndSeen:
 		v.endSeenBy(r.From)
 	}
 }
 
-// relayRefusedRequest is the WithRelayRefusedHook reason of a RelayClient
+// relayRefusedRequest is the OnRelayRefused reason (replication.Config) of a RelayClient
 // that is not a response or a notification.
 const relayRefusedRequest = "request"
 
@@ -389,7 +392,7 @@ func clientRelayable(m transport.Message) bool {
 	return false
 }
 
-// relayRefused counts a relay refused for reason (WithRelayRefusedHook).
+// relayRefused counts a relay refused for reason (replication.Config.OnRelayRefused).
 func (h *Endpoint) relayRefused(reason string) {
 	if f := h.cfg.onRelayRefuse; f != nil {
 		f(reason)
@@ -432,7 +435,7 @@ func (s *session) relayStandalone(ctx context.Context, m transport.Message) erro
 	if err != nil {
 		return err
 	}
-	return s.publish(ctx, RelayStandalone, data)
+	return s.publish(ctx, replication.RelayStandalone, data)
 }
 
 // Stream keys of a shared session name the replica that issued them and
@@ -573,7 +576,7 @@ func answers(events []Event) bool {
 // another replica did.
 func (rs *resumer) answerIfLost(ctx context.Context, key string) {
 	s := rs.s
-	leases, ok := s.view.cluster.(Leases)
+	leases, ok := s.view.cluster.(replication.Leases)
 	if !ok {
 		return
 	}
@@ -603,7 +606,7 @@ func (rs *resumer) answerIfLost(ctx context.Context, key string) {
 	if s.h.cfg.onLost != nil {
 		s.h.cfg.onLost()
 	}
-	_ = s.publish(ctx, RelayEvent, []byte(key))
+	_ = s.publish(ctx, replication.RelayEvent, []byte(key))
 }
 
 // Drain begins a replica's clean exit from a cluster (a rolling deploy, a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
 // Deleting a shared session is read-your-writes too: when a replica
@@ -41,7 +42,7 @@ func (h *Endpoint) endShared(ctx context.Context, s *session) error {
 // deleted, and tells the other replicas so.
 func (s *session) endRelayed() {
 	s.endView(errDeleted)
-	_ = s.publish(context.Background(), RelayEndSeen, nil)
+	_ = s.publish(context.Background(), replication.RelayEndSeen, nil)
 }
 
 // endView ends this replica's view of a session that ended with err

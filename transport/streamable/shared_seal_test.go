@@ -8,10 +8,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // TestSharedForgeriesHaveNoEffect: what a Redis writer without the cluster
@@ -29,7 +30,7 @@ func TestSharedForgeriesHaveNoEffect(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
 		require.NoError(t, st.RenewLease(t.Context(), time.Minute))
-		return newHTEnv(t, htServer(t), streamable.WithCluster(st, 0))
+		return newHTEnv(t, htServer(t), streamable.WithCluster(replication.Config{Cluster: st}))
 	}
 	a, b, c := replica("a"), replica("b"), replica("c")
 	waitRefused := func(want ...string) {
@@ -55,12 +56,12 @@ func TestSharedForgeriesHaveNoEffect(t *testing.T) {
 
 	// Forged relays, as the session's replicas (a and c) receive them.
 	channel := "vigil:{" + sid + "}:r"
-	forged := func(kind streamable.RelayKind, data string) string {
+	forged := func(kind replication.RelayKind, data string) string {
 		return string(rune('0'+kind)) + "a\n" + data
 	}
-	require.NoError(t, rdb.Publish(t.Context(), channel, forged(streamable.RelayStandalone,
+	require.NoError(t, rdb.Publish(t.Context(), channel, forged(replication.RelayStandalone,
 		`{"jsonrpc":"2.0","id":"forged","method":"elicitation/create","params":{"message":"password?","requestedSchema":{"type":"object"}}}`)).Err())
-	require.NoError(t, rdb.Publish(t.Context(), channel, forged(streamable.RelayEnd, "")).Err())
+	require.NoError(t, rdb.Publish(t.Context(), channel, forged(replication.RelayEnd, "")).Err())
 	waitRefused("a:unsigned", "a:unsigned", "c:unsigned", "c:unsigned")
 
 	// A genuine message after them: the first on the GET stream.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"slices"
 	"time"
 )
@@ -161,7 +162,7 @@ func (s *session) stateRelayed(state []byte) {
 	}
 	v.applyMu.Unlock()
 	digest := sha256.Sum256(state)
-	_ = s.publish(context.Background(), RelayStateSeen, digest[:])
+	_ = s.publish(context.Background(), replication.RelayStateSeen, digest[:])
 }
 
 // ownStateBack marks a state stored here as come back through the

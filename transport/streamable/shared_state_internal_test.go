@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -24,13 +25,13 @@ import (
 // none of which answers unless the test says so, and whose Publish
 // records the relays.
 type stateCluster struct {
-	Cluster
+	replication.Cluster
 	others   int
 	touchErr error // what Touch returns
 	touches  int
 
 	mu        sync.Mutex
-	published []Relay
+	published []replication.Relay
 }
 
 func (c *stateCluster) Replica() string { return "a" }
@@ -50,7 +51,7 @@ func (c *stateCluster) Touch(context.Context, string) error {
 	return c.touchErr
 }
 
-func (c *stateCluster) Publish(_ context.Context, _ string, r Relay) error {
+func (c *stateCluster) Publish(_ context.Context, _ string, r replication.Relay) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.published = append(c.published, r)
@@ -58,7 +59,7 @@ func (c *stateCluster) Publish(_ context.Context, _ string, r Relay) error {
 }
 
 // stateSession returns a session with a view on c, logging to logs.
-func stateSession(c Cluster, logs *bytes.Buffer) *session {
+func stateSession(c replication.Cluster, logs *bytes.Buffer) *session {
 	h := &Endpoint{cfg: config{logger: slog.New(slog.NewTextHandler(logs, nil))}}
 	return &session{h: h, id: "s1", done: make(chan struct{}), view: newView(c, nil)}
 }
@@ -134,7 +135,7 @@ func TestStateRelayedBeforeUpdate(t *testing.T) {
 	defer c.mu.Unlock()
 	require.Len(t, c.published, 2)
 	for i, d := range [][sha256.Size]byte{d1, d2} {
-		assert.Equal(t, RelayStateSeen, c.published[i].Kind)
+		assert.Equal(t, replication.RelayStateSeen, c.published[i].Kind)
 		assert.Equal(t, d[:], c.published[i].Data)
 	}
 }
@@ -171,20 +172,20 @@ func TestOwnStateOutranksEarlierRelays(t *testing.T) {
 		conn.SetStateUpdate(func(state []byte) { applied = append(applied, string(state)) })
 
 		require.NoError(t, conn.StoreState(context.Background(), []byte(`mine`)))
-		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`older`)})
+		s.relay(replication.Relay{Kind: replication.RelayState, From: "b", Data: []byte(`older`)})
 		assert.Empty(t, applied, "b's state was stored before this replica's")
-		s.relay(Relay{Kind: RelayState, From: "a", Data: []byte(`mine`)}) // this replica's own comes back
-		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`newer`)})
+		s.relay(replication.Relay{Kind: replication.RelayState, From: "a", Data: []byte(`mine`)}) // this replica's own comes back
+		s.relay(replication.Relay{Kind: replication.RelayState, From: "b", Data: []byte(`newer`)})
 		assert.Equal(t, []string{"newer"}, applied)
 		c.mu.Lock()
 		assert.Len(t, c.published, 2, "both of b's states are answered")
 		c.mu.Unlock()
 
 		require.NoError(t, conn.StoreState(context.Background(), []byte(`lost`)))
-		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`meanwhile`)})
+		s.relay(replication.Relay{Kind: replication.RelayState, From: "b", Data: []byte(`meanwhile`)})
 		assert.Equal(t, []string{"newer"}, applied)
 		time.Sleep(stateSeenWait + time.Millisecond) // its relay is lost
-		s.relay(Relay{Kind: RelayState, From: "b", Data: []byte(`later`)})
+		s.relay(replication.Relay{Kind: replication.RelayState, From: "b", Data: []byte(`later`)})
 		assert.Equal(t, []string{"newer", "later"}, applied)
 	})
 }
@@ -207,16 +208,16 @@ func TestDeleteWaitsForReplicas(t *testing.T) {
 			deleted <- time.Since(start)
 		}()
 		synctest.Wait() // durably blocked: waiting for the replicas
-		s.relay(Relay{Kind: RelayEndSeen, From: "b"})
-		s.relay(Relay{Kind: RelayEndSeen, From: "b"}) // the same replica twice counts once
-		s.relay(Relay{Kind: RelayEndSeen, From: "a"}) // this replica's own does not count
+		s.relay(replication.Relay{Kind: replication.RelayEndSeen, From: "b"})
+		s.relay(replication.Relay{Kind: replication.RelayEndSeen, From: "b"}) // the same replica twice counts once
+		s.relay(replication.Relay{Kind: replication.RelayEndSeen, From: "a"}) // this replica's own does not count
 		synctest.Wait()
 		select {
 		case <-deleted:
 			t.Fatal("the DELETE returned before every replica answered")
 		default:
 		}
-		s.relay(Relay{Kind: RelayEndSeen, From: "c"})
+		s.relay(replication.Relay{Kind: replication.RelayEndSeen, From: "c"})
 		assert.Zero(t, <-deleted, "returned as the last replica answered")
 		assert.Empty(t, logs.String())
 
@@ -230,13 +231,13 @@ func TestDeleteWaitsForReplicas(t *testing.T) {
 
 		other := stateSession(c, &logs)
 		other.h.sessions = map[string]*session{other.id: other}
-		other.relay(Relay{Kind: RelayEnd, From: "b"})
+		other.relay(replication.Relay{Kind: replication.RelayEnd, From: "b"})
 		assert.Empty(t, other.h.sessions, "the view is dropped")
 		require.ErrorIs(t, other.endErr, errDeleted)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		require.NotEmpty(t, c.published)
-		assert.Equal(t, Relay{Kind: RelayEndSeen, From: "a"}, c.published[len(c.published)-1], "and the end is answered")
+		assert.Equal(t, replication.Relay{Kind: replication.RelayEndSeen, From: "a"}, c.published[len(c.published)-1], "and the end is answered")
 	})
 }
 

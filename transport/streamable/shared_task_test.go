@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -37,7 +38,7 @@ func newSHTaskReplica(t *testing.T, be shBackend, name string, viewIdle time.Dur
 				return nil, context.Cause(ctx)
 			}
 		}))
-	r.env = newHTEnv(t, r.srv, streamable.WithCluster(be.replica(t, name), viewIdle))
+	r.env = newHTEnv(t, r.srv, streamable.WithCluster(replication.Config{Cluster: be.replica(t, name), ViewIdle: viewIdle}))
 	return r
 }
 

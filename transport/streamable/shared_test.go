@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // The shared-mode tests (helpers start with "sh") run several replicas in
@@ -32,7 +33,7 @@ import (
 type shBackend struct {
 	name    string
 	memory  *streamabletest.Cluster // nil for Redis
-	replica func(t *testing.T, name string) streamable.Cluster
+	replica func(t *testing.T, name string) replication.Cluster
 	events  func(t *testing.T) streamable.EventStore
 	down    func(down bool)   // the store goes away, or comes back
 	redis   *redistest.Server // nil in memory
@@ -55,7 +56,7 @@ func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
 		f(t, shBackend{
 			name:    "redis",
 			redis:   redis,
-			replica: func(t *testing.T, name string) streamable.Cluster { return store(t, name) },
+			replica: func(t *testing.T, name string) replication.Cluster { return store(t, name) },
 			events:  func(t *testing.T) streamable.EventStore { return store(t, "events") },
 			down: func(down bool) {
 				if down {
@@ -73,7 +74,7 @@ func shMemory() shBackend {
 	c := streamabletest.NewCluster()
 	return shBackend{
 		name: "memory", memory: c,
-		replica: func(_ *testing.T, name string) streamable.Cluster { return c.Replica(name) },
+		replica: func(_ *testing.T, name string) replication.Cluster { return c.Replica(name) },
 		events:  func(*testing.T) streamable.EventStore { return streamable.NewMemoryEventStore(0, 0) },
 		down:    c.SetDown,
 	}
@@ -90,6 +91,13 @@ type shReplicas struct {
 
 // newSHReplicas starts n replicas named a, b, c, ... with opts.
 func newSHReplicas(t *testing.T, b shBackend, n int, opts ...streamable.Option) *shReplicas {
+	t.Helper()
+	return newSHReplicasWith(t, b, n, replication.Config{}, opts...)
+}
+
+// newSHReplicasWith starts n replicas named a, b, c, ... with opts, each
+// sharing its sessions through cfg with the replica's Cluster.
+func newSHReplicasWith(t *testing.T, b shBackend, n int, cfg replication.Config, opts ...streamable.Option) *shReplicas {
 	t.Helper()
 	rs := &shReplicas{cluster: b.memory, blocker: newHTBlocker(), asked: make(chan string, 8), started: make(chan string, 8)}
 	for i := range n {
@@ -109,7 +117,8 @@ func newSHReplicas(t *testing.T, b shBackend, n int, opts ...streamable.Option) 
 		require.NoError(t, srv.AddResource(server.Resource{URI: "file:///x", Name: "x"}, func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, server.ErrResourceNotFound
 		}))
-		o := append([]streamable.Option{streamable.WithCluster(b.replica(t, name), 0)}, opts...)
+		cfg.Cluster = b.replica(t, name)
+		o := append([]streamable.Option{streamable.WithCluster(cfg)}, opts...)
 		rs.envs = append(rs.envs, newHTEnv(t, srv, o...))
 	}
 	return rs
@@ -150,7 +159,7 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 			htUnknownSession(t, r)
 		}
 		if rs.cluster != nil {
-			assert.Equal(t, 2, rs.cluster.Relayed(streamable.RelayEndSeen), "a and c answered the end")
+			assert.Equal(t, 2, rs.cluster.Relayed(replication.RelayEndSeen), "a and c answered the end")
 		}
 	})
 }
@@ -160,7 +169,7 @@ func TestSharedSessionAnyReplica(t *testing.T) {
 // the client's next request, wherever it lands, is refused. Here a's
 // relays are late: b holds its answer until they arrive.
 func TestSharedDeleteReadYourWrites(t *testing.T) {
-	a, sid, r := shAnsweredAfterRelay(t, http.MethodDelete, "", streamable.RelayEnd)
+	a, sid, r := shAnsweredAfterRelay(t, http.MethodDelete, "", replication.RelayEnd)
 	require.Equal(t, http.StatusNoContent, r.status, "%s", r.body)
 	r = a.do(http.MethodPost, htCallBody("2", "echo", `{"text":"x"}`), htSession(sid))
 	htUnknownSession(t, r)
@@ -171,7 +180,7 @@ func TestSharedDeleteReadYourWrites(t *testing.T) {
 // are held back, and fails unless b's answer waits for a relay of kind to
 // reach a; then it lets a's relays go, and returns a, the session and b's
 // answer.
-func shAnsweredAfterRelay(t *testing.T, method, body string, kind streamable.RelayKind) (*htEnv, string, htReply) {
+func shAnsweredAfterRelay(t *testing.T, method, body string, kind replication.RelayKind) (*htEnv, string, htReply) {
 	t.Helper()
 	rs := newSHReplicas(t, shMemory(), 2)
 	a, b := rs.envs[0], rs.envs[1]
@@ -294,7 +303,7 @@ func TestSharedStandaloneStreamElsewhere(t *testing.T) {
 				m := stream.nextMsg()
 				assert.Equal(t, "notifications/tools/list_changed", m.Method)
 				if rs.cluster != nil {
-					assert.GreaterOrEqual(t, rs.cluster.Relayed(streamable.RelayStandalone), 1)
+					assert.GreaterOrEqual(t, rs.cluster.Relayed(replication.RelayStandalone), 1)
 				}
 			})
 		}
@@ -331,7 +340,7 @@ func TestSharedStateFollows(t *testing.T) {
 		require.Nil(t, msgs[0].Error, "%v", msgs[0].Error)
 		assert.Len(t, state(a), 1, "a's live view applied b's change before b answered")
 		// A replica that loads the session later reads it from the record.
-		c := newHTEnv(t, htServer(t), streamable.WithCluster(be.replica(t, "c"), 0))
+		c := newHTEnv(t, htServer(t), streamable.WithCluster(replication.Config{Cluster: be.replica(t, "c")}))
 		_, msgs = c.call(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 		require.Nil(t, msgs[0].Error)
 		assert.Equal(t, []string{"file:///x"}, state(c))
@@ -345,7 +354,7 @@ func TestSharedStateFollows(t *testing.T) {
 // until they arrive.
 func TestSharedStateReadYourWrites(t *testing.T) {
 	a, sid, r := shAnsweredAfterRelay(t, http.MethodPost,
-		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, streamable.RelayState)
+		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"file:///x"}}`, replication.RelayState)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	var subs []string
 	for _, ss := range a.srv.Sessions() {
@@ -361,7 +370,7 @@ func TestSharedStateReadYourWrites(t *testing.T) {
 func TestSharedViewEvictedSessionGoesOn(t *testing.T) {
 	cluster := streamabletest.NewCluster()
 	srv := htServer(t)
-	e := newHTEnv(t, srv, streamable.WithCluster(cluster.Replica("a"), 20*time.Millisecond))
+	e := newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: cluster.Replica("a"), ViewIdle: 20 * time.Millisecond}))
 	sid := e.initialize(`{}`)
 	require.Eventually(t, func() bool { return len(srv.Sessions()) == 0 }, 5*time.Second, 5*time.Millisecond, "the idle view is evicted")
 	assert.Equal(t, 1, cluster.Sessions(), "the session goes on")
@@ -467,8 +476,8 @@ func TestSharedRequestLost(t *testing.T) {
 		stores[name] = st
 		srv := htServer(t)
 		require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, blocker.tool))
-		envs = append(envs, newHTEnv(t, srv, streamable.WithCluster(st, 0), streamable.WithEventStore(st),
-			streamable.WithResponseMode(streamable.ResponseSSE), streamable.WithRequestLostHook(func() { lost.Add(1) })))
+		envs = append(envs, newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: st, OnRequestLost: func() { lost.Add(1) }}),
+			streamable.WithEventStore(st), streamable.WithResponseMode(streamable.ResponseSSE)))
 	}
 	a, b, c := envs[0], envs[1], envs[2]
 	sid := a.initialize(`{}`)
@@ -561,7 +570,7 @@ func TestSharedIdleSessionsHoldNoMemory(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	srv := htServer(t)
-	e := newHTEnv(t, srv, streamable.WithCluster(st, 50*time.Millisecond), streamable.WithEventStore(st), streamable.WithMaxSessions(20000))
+	e := newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: st, ViewIdle: 50 * time.Millisecond}), streamable.WithEventStore(st), streamable.WithMaxSessions(20000))
 	sid := e.initialize(`{}`) // a warm server: one session served
 	_, _ = e.call(sid, htCallBody("1", "echo", `{"text":"warm"}`))
 	require.Eventually(t, func() bool { return len(srv.Sessions()) == 0 }, 10*time.Second, 10*time.Millisecond)

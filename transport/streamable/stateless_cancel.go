@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -138,7 +139,7 @@ func (h *Endpoint) cancelStateless(r *http.Request, n *transport.Request) {
 	if err != nil {
 		return
 	}
-	rel := Relay{Kind: RelayCancel, From: h.cfg.cluster.Replica(), Data: appendCancel(nil, caller, data)}
+	rel := replication.Relay{Kind: replication.RelayCancel, From: h.cfg.cluster.Replica(), Data: appendCancel(nil, caller, data)}
 	if err := h.cfg.cluster.Publish(context.WithoutCancel(r.Context()), cancelTopic, rel); err != nil {
 		h.cfg.logger.Warn("streamable: cannot relay a cancel to the other replicas", "error", err)
 	}
@@ -164,8 +165,8 @@ const cancelTopic = "cancels"
 func (h *Endpoint) subscribeCancels() func() {
 	cluster := h.cfg.cluster
 	self := cluster.Replica()
-	stop, err := cluster.Subscribe(context.Background(), cancelTopic, func(r Relay) {
-		if r.Kind != RelayCancel || r.From == self {
+	stop, err := cluster.Subscribe(context.Background(), cancelTopic, func(r replication.Relay) {
+		if r.Kind != replication.RelayCancel || r.From == self {
 			return
 		}
 		caller, data, ok := parseCancel(r.Data)
@@ -190,7 +191,7 @@ func (h *Endpoint) subscribeCancels() func() {
 	return stop
 }
 
-// relayRefusedCancel is the WithRelayRefusedHook reason of a RelayCancel
+// relayRefusedCancel is the OnRelayRefused reason (replication.Config) of a RelayCancel
 // that is not a caller and a notifications/cancelled, which no replica
 // sends.
 const relayRefusedCancel = "cancel"

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -23,7 +24,7 @@ type config struct {
 	maxBytes  int64         // events kept per session, in bytes
 	logger    *slog.Logger
 	observer  func(op string, d time.Duration, err error)
-	relayed   func(kind streamable.RelayKind)
+	relayed   func(kind replication.RelayKind)
 	current   []byte // the cluster key
 	previous  []byte // the cluster key before a rotation, or nil
 	refused   func(reason string)
@@ -82,7 +83,7 @@ func WithObserver(observe func(op string, d time.Duration, err error)) Option {
 }
 
 // WithRelayCounter has count called for every relay the Store publishes.
-func WithRelayCounter(count func(kind streamable.RelayKind)) Option {
+func WithRelayCounter(count func(kind replication.RelayKind)) Option {
 	return optionFunc(func(c *config) { c.relayed = count })
 }
 

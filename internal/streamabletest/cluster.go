@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// Cluster is an in-memory [streamable.Cluster] shared by several Endpoints
+// Cluster is an in-memory [replication.Cluster] shared by several Endpoints
 // of one process, for tests of the shared mode: each Endpoint gets the
 // view of one replica ([Cluster.Replica]). Relays are delivered in order,
 // on one goroutine per subscription, as Redis's pub/sub delivers them. A
-// production cluster spans processes: see package redisstore.
+// production cluster spans processes: see package internal/redisstore.
 type Cluster struct {
 	mu       sync.Mutex
-	records  map[string]streamable.SessionRecord
+	records  map[string]replication.SessionRecord
 	subs     map[string]map[*subscription]struct{} // by session
 	down     bool
 	loads    int
-	relayed  map[streamable.RelayKind]int
+	relayed  map[replication.RelayKind]int
 	replicas map[string]bool
 	handlers map[string]func(ctx context.Context, req []byte) []byte // HandleForwarded's, by replica
 	held     map[string]*hold                                        // HoldRelays', by replica
@@ -27,21 +28,21 @@ type Cluster struct {
 
 // hold keeps the relays for one replica's subscriptions until released.
 type hold struct {
-	seen   chan streamable.Relay
+	seen   chan replication.Relay
 	queued []heldRelay
 }
 
 type heldRelay struct {
 	sub *subscription
-	rel streamable.Relay
+	rel replication.Relay
 }
 
 // NewCluster returns an empty cluster.
 func NewCluster() *Cluster {
 	return &Cluster{
-		records:  make(map[string]streamable.SessionRecord),
+		records:  make(map[string]replication.SessionRecord),
 		subs:     make(map[string]map[*subscription]struct{}),
-		relayed:  make(map[streamable.RelayKind]int),
+		relayed:  make(map[replication.RelayKind]int),
 		replicas: make(map[string]bool),
 		handlers: make(map[string]func(context.Context, []byte) []byte),
 		held:     make(map[string]*hold),
@@ -52,8 +53,8 @@ func NewCluster() *Cluster {
 // it, as a slow network or a stalled process would, until release is
 // called, which delivers them in order. Each relay held is also sent to
 // held, while it has room (16).
-func (c *Cluster) HoldRelays(replica string) (held <-chan streamable.Relay, release func()) {
-	h := &hold{seen: make(chan streamable.Relay, 16)}
+func (c *Cluster) HoldRelays(replica string) (held <-chan replication.Relay, release func()) {
+	h := &hold{seen: make(chan replication.Relay, 16)}
 	c.mu.Lock()
 	c.held[replica] = h
 	c.mu.Unlock()
@@ -71,7 +72,7 @@ func (c *Cluster) HoldRelays(replica string) (held <-chan streamable.Relay, rele
 }
 
 // Replica returns the cluster as the replica name sees it.
-func (c *Cluster) Replica(name string) streamable.Cluster {
+func (c *Cluster) Replica(name string) replication.Cluster {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.replicas[name] = true
@@ -101,7 +102,7 @@ func (c *Cluster) Loads() int {
 }
 
 // Relayed returns how many relays of kind were published.
-func (c *Cluster) Relayed(kind streamable.RelayKind) int {
+func (c *Cluster) Relayed(kind replication.RelayKind) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.relayed[kind]
@@ -114,7 +115,7 @@ type replica struct {
 	name string
 }
 
-var _ streamable.Forwarder = (*replica)(nil)
+var _ replication.Forwarder = (*replica)(nil)
 
 // Forward calls the handler replica registered with HandleForwarded, on
 // this goroutine, with a context that ends with ctx; it fails when there is none (the replica is gone) or the
@@ -122,7 +123,7 @@ var _ streamable.Forwarder = (*replica)(nil)
 func (r *replica) Forward(ctx context.Context, to string, req []byte) ([]byte, error) {
 	r.c.mu.Lock()
 	handle, down := r.c.handlers[to], r.c.down
-	r.c.relayed[streamable.RelayForward]++
+	r.c.relayed[replication.RelayForward]++
 	r.c.mu.Unlock()
 	switch {
 	case down:
@@ -152,7 +153,7 @@ func (r *replica) HandleForwarded(handle func(ctx context.Context, req []byte) [
 
 func (r *replica) Replica() string { return r.name }
 
-func (r *replica) Create(_ context.Context, id string, rec streamable.SessionRecord) error {
+func (r *replica) Create(_ context.Context, id string, rec replication.SessionRecord) error {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -166,12 +167,12 @@ func (r *replica) Create(_ context.Context, id string, rec streamable.SessionRec
 	return nil
 }
 
-func (r *replica) Load(_ context.Context, id string) (streamable.SessionRecord, error) {
+func (r *replica) Load(_ context.Context, id string) (replication.SessionRecord, error) {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.down {
-		return streamable.SessionRecord{}, errDown
+		return replication.SessionRecord{}, errDown
 	}
 	c.loads++
 	rec, ok := c.records[id]
@@ -199,7 +200,7 @@ func (r *replica) StoreState(_ context.Context, id string, state []byte) (int, e
 	rec.State = append([]byte(nil), state...)
 	c.records[id] = rec
 	others := r.othersLocked(id)
-	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayState, From: r.name, Data: state})
+	r.publishLocked(id, replication.Relay{Kind: replication.RelayState, From: r.name, Data: state})
 	return others, nil
 }
 
@@ -237,11 +238,11 @@ func (r *replica) Delete(_ context.Context, id string) (int, error) {
 	}
 	delete(c.records, id)
 	others := r.othersLocked(id)
-	r.publishLocked(id, streamable.Relay{Kind: streamable.RelayEnd, From: r.name})
+	r.publishLocked(id, replication.Relay{Kind: replication.RelayEnd, From: r.name})
 	return others, nil
 }
 
-func (r *replica) Publish(_ context.Context, id string, rel streamable.Relay) error {
+func (r *replica) Publish(_ context.Context, id string, rel replication.Relay) error {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -254,7 +255,7 @@ func (r *replica) Publish(_ context.Context, id string, rel streamable.Relay) er
 
 // publishLocked queues rel for the session's subscriptions, or holds it
 // for those of a replica whose relays are held (HoldRelays); under c.mu.
-func (r *replica) publishLocked(id string, rel streamable.Relay) {
+func (r *replica) publishLocked(id string, rel replication.Relay) {
 	c := r.c
 	c.relayed[rel.Kind]++
 	rel.Data = append([]byte(nil), rel.Data...)
@@ -271,7 +272,7 @@ func (r *replica) publishLocked(id string, rel streamable.Relay) {
 	}
 }
 
-func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamable.Relay)) (func(), error) {
+func (r *replica) Subscribe(_ context.Context, id string, deliver func(replication.Relay)) (func(), error) {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -301,14 +302,14 @@ func (r *replica) Subscribe(_ context.Context, id string, deliver func(streamabl
 // subscription delivers its relays in order on a goroutine of its own.
 type subscription struct {
 	replica string
-	deliver func(streamable.Relay)
+	deliver func(replication.Relay)
 	mu      sync.Mutex
-	pending []streamable.Relay
+	pending []replication.Relay
 	wake    chan struct{}
 	stop    chan struct{}
 }
 
-func (s *subscription) queue(r streamable.Relay) {
+func (s *subscription) queue(r replication.Relay) {
 	s.mu.Lock()
 	s.pending = append(s.pending, r)
 	s.mu.Unlock()

@@ -7,10 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/streamabletest"
 )
 
 // Two replicas of one service share their sessions through a Cluster: a
@@ -20,7 +21,7 @@ func ExampleCluster() {
 	var urls []string
 	for _, name := range []string{"a", "b"} {
 		srv := server.New()
-		h := streamable.New(srv, streamable.WithCluster(cluster.Replica(name), 0))
+		h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: cluster.Replica(name)}))
 		ts := httptest.NewServer(h)
 		defer func() { ts.Close(); _ = h.Close(); _ = srv.Close() }()
 		urls = append(urls, ts.URL)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
-var _ streamable.Leases = (*Store)(nil)
+var _ replication.Leases = (*Store)(nil)
 
 func (s *Store) leaseKey(replica string) string { return s.cfg.prefix + "replica:" + replica }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -84,28 +85,28 @@ func TestForgedRelaysAreRefused(t *testing.T) {
 	cancelB, err := b.ReceiveBroadcasts(func(ev []byte) { broadcasts <- ev })
 	require.NoError(t, err)
 	defer cancelB()
-	got := make(chan streamable.Relay, 8)
-	cancel, err := b.Subscribe(ctx, "s1", func(r streamable.Relay) { got <- r })
+	got := make(chan replication.Relay, 8)
+	cancel, err := b.Subscribe(ctx, "s1", func(r replication.Relay) { got <- r })
 	require.NoError(t, err)
 	defer cancel()
 
 	kinds := []struct {
-		kind  streamable.RelayKind
+		kind  replication.RelayKind
 		topic string
 		data  string
 	}{
-		{streamable.RelayClient, "s1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`},
-		{streamable.RelayStandalone, "s1", `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`},
-		{streamable.RelayEvent, "s1", `{"jsonrpc":"2.0","id":1,"result":{}}`},
-		{streamable.RelayState, "s1", `{"state":"forged"}`},
-		{streamable.RelayEnd, "s1", ""},
-		{streamable.RelayForward, replicaTopic("b"), "1\n" + `{"jsonrpc":"2.0","id":1,"method":"tasks/get"}`},
-		{streamable.RelayAnswer, replicaTopic("b"), "1\n" + `{"jsonrpc":"2.0","id":1,"result":{}}`},
-		{streamable.RelayBroadcast, broadcastTopic, `{"method":"notifications/tools/list_changed"}`},
+		{replication.RelayClient, "s1", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`},
+		{replication.RelayStandalone, "s1", `{"jsonrpc":"2.0","id":"e1","method":"elicitation/create","params":{}}`},
+		{replication.RelayEvent, "s1", `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{replication.RelayState, "s1", `{"state":"forged"}`},
+		{replication.RelayEnd, "s1", ""},
+		{replication.RelayForward, replicaTopic("b"), "1\n" + `{"jsonrpc":"2.0","id":1,"method":"tasks/get"}`},
+		{replication.RelayAnswer, replicaTopic("b"), "1\n" + `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		{replication.RelayBroadcast, broadcastTopic, `{"method":"notifications/tools/list_changed"}`},
 	}
 	for _, k := range kinds {
 		ch := b.channel(k.topic)
-		payload := encodeRelay(streamable.Relay{Kind: k.kind, From: "a", Data: []byte(k.data)})
+		payload := encodeRelay(replication.Relay{Kind: k.kind, From: "a", Data: []byte(k.data)})
 		forgeries := map[string][]byte{
 			"unsigned":        payload,
 			"another key":     other.Stamp(nil, payload, ad(domainRelay, ch), time.Now()),
@@ -120,7 +121,7 @@ func TestForgedRelaysAreRefused(t *testing.T) {
 	}
 
 	// The barriers: genuine relays of each channel, which arrive alone.
-	require.NoError(t, a.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte("genuine")}))
+	require.NoError(t, a.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayClient, From: "a", Data: []byte("genuine")}))
 	assert.Equal(t, "genuine", string((<-got).Data))
 	require.NoError(t, a.Broadcast(ctx, []byte("genuine")))
 	assert.Equal(t, "genuine", string(<-broadcasts))
@@ -142,8 +143,8 @@ func TestReplayedAndStaleRelaysAreRefused(t *testing.T) {
 	a, _ := sealedStore(t, rdb, "a", redistest.ClusterKey(), nil)
 	b, refused := sealedStore(t, rdb, "b", redistest.ClusterKey(), nil)
 	ctx := t.Context()
-	got := make(chan streamable.Relay, 8)
-	cancel, err := b.Subscribe(ctx, "s1", func(r streamable.Relay) { got <- r })
+	got := make(chan replication.Relay, 8)
+	cancel, err := b.Subscribe(ctx, "s1", func(r replication.Relay) { got <- r })
 	require.NoError(t, err)
 	defer cancel()
 
@@ -151,8 +152,8 @@ func TestReplayedAndStaleRelaysAreRefused(t *testing.T) {
 	defer func() { assert.NoError(t, spy.Close()) }()
 	_, err = spy.Receive(ctx) // the confirmation
 	require.NoError(t, err)
-	require.NoError(t, a.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayEnd, From: "a"}))
-	assert.Equal(t, streamable.RelayEnd, (<-got).Kind)
+	require.NoError(t, a.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayEnd, From: "a"}))
+	assert.Equal(t, replication.RelayEnd, (<-got).Kind)
 	captured, err := spy.ReceiveMessage(ctx)
 	require.NoError(t, err)
 
@@ -160,12 +161,12 @@ func TestReplayedAndStaleRelaysAreRefused(t *testing.T) {
 	assert.Equal(t, RefusedReplayed, refused.next(t))
 
 	ch := b.channel("s1")
-	payload := encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: "a"})
+	payload := encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: "a"})
 	for _, when := range []time.Time{time.Now().Add(-2 * replayWindow), time.Now().Add(2 * replayWindow)} {
 		require.NoError(t, rdb.Publish(ctx, ch, a.keys.Stamp(nil, payload, ad(domainRelay, ch), when)).Err())
 		assert.Equal(t, RefusedStale, refused.next(t))
 	}
-	require.NoError(t, a.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte("genuine")}))
+	require.NoError(t, a.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayClient, From: "a", Data: []byte("genuine")}))
 	assert.Equal(t, "genuine", string((<-got).Data), "only the genuine relay arrives")
 	refused.none(t)
 }
@@ -176,14 +177,14 @@ func TestRecordsAreSealed(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	st, refused := sealedStore(t, rdb, "a", redistest.ClusterKey(), nil)
 	ctx := t.Context()
-	require.NoError(t, st.Create(ctx, "alice-s", streamable.SessionRecord{Principal: "alice", State: []byte("alice's state")}))
-	require.NoError(t, st.Create(ctx, "bob-s", streamable.SessionRecord{Principal: "bob", State: []byte("bob's state")}))
+	require.NoError(t, st.Create(ctx, "alice-s", replication.SessionRecord{Principal: "alice", State: []byte("alice's state")}))
+	require.NoError(t, st.Create(ctx, "bob-s", replication.SessionRecord{Principal: "bob", State: []byte("bob's state")}))
 	rec := rdb.HGetAll(ctx, st.recordKey("alice-s")).Val()
 	assert.NotContains(t, rec["p"], "alice", "the principal is not stored in clear")
 	assert.NotContains(t, rec["st"], "alice's state", "nor the state")
 
 	// Mallory, who can write to Redis, moves her principal into bob's record.
-	require.NoError(t, st.Create(ctx, "mallory-s", streamable.SessionRecord{Principal: "mallory"}))
+	require.NoError(t, st.Create(ctx, "mallory-s", replication.SessionRecord{Principal: "mallory"}))
 	require.NoError(t, rdb.HSet(ctx, st.recordKey("bob-s"), "p", rdb.HGet(ctx, st.recordKey("mallory-s"), "p").Val()).Err())
 	_, err := st.Load(ctx, "bob-s")
 	require.ErrorIs(t, err, streamable.ErrUnknownSession)
@@ -201,7 +202,7 @@ func TestRecordsAreSealed(t *testing.T) {
 
 	got, err := st.Load(ctx, "alice-s")
 	require.NoError(t, err)
-	assert.Equal(t, streamable.SessionRecord{Principal: "alice", State: []byte("alice's state")}, got, "a genuine record opens")
+	assert.Equal(t, replication.SessionRecord{Principal: "alice", State: []byte("alice's state")}, got, "a genuine record opens")
 	_, err = st.StoreState(ctx, "alice-s", []byte("new state"))
 	require.NoError(t, err)
 	assert.NotContains(t, rdb.HGet(ctx, st.recordKey("alice-s"), "st").Val(), "new state", "StoreState seals too")
@@ -269,24 +270,24 @@ func TestRotation(t *testing.T) {
 	fresh, freshRefused := sealedStore(t, rdb, "new", newKey, nil)
 	ctx := t.Context()
 
-	midGot := make(chan streamable.Relay, 4)
-	cancel, err := mid.Subscribe(ctx, "s1", func(r streamable.Relay) { midGot <- r })
+	midGot := make(chan replication.Relay, 4)
+	cancel, err := mid.Subscribe(ctx, "s1", func(r replication.Relay) { midGot <- r })
 	require.NoError(t, err)
 	defer cancel()
-	freshGot := make(chan streamable.Relay, 4)
-	cancel2, err := fresh.Subscribe(ctx, "s1", func(r streamable.Relay) { freshGot <- r })
+	freshGot := make(chan replication.Relay, 4)
+	cancel2, err := fresh.Subscribe(ctx, "s1", func(r replication.Relay) { freshGot <- r })
 	require.NoError(t, err)
 	defer cancel2()
 
-	require.NoError(t, old.Create(ctx, "s1", streamable.SessionRecord{Principal: "alice"}))
-	require.NoError(t, old.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "old", Data: []byte("from old")}))
+	require.NoError(t, old.Create(ctx, "s1", replication.SessionRecord{Principal: "alice"}))
+	require.NoError(t, old.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayClient, From: "old", Data: []byte("from old")}))
 	assert.Equal(t, "from old", string((<-midGot).Data), "the rotating replica accepts the old key")
 	assert.Equal(t, RefusedUnsigned, freshRefused.next(t), "the new key alone does not")
 	rec, err := mid.Load(ctx, "s1")
 	require.NoError(t, err)
 	assert.Equal(t, "alice", rec.Principal)
 
-	require.NoError(t, mid.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "mid", Data: []byte("from mid")}))
+	require.NoError(t, mid.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayClient, From: "mid", Data: []byte("from mid")}))
 	assert.Equal(t, "from mid", string((<-midGot).Data))
 	assert.Equal(t, "from mid", string((<-freshGot).Data), "the rotating replica signs with the new key")
 	midRefused.none(t)
@@ -302,7 +303,7 @@ func BenchmarkRelaySeal(b *testing.B) {
 	require.NoError(b, err)
 	s := &Store{cfg: defaultConfig(), keys: keys, subs: map[string]map[*subscription]struct{}{}}
 	ch := "vigil:{session-id-0123456789}:r"
-	relay := encodeRelay(streamable.Relay{Kind: streamable.RelayClient, From: "replica-a1b2", Data: []byte(`{"jsonrpc":"2.0","id":7,"result":{"action":"accept","content":{"name":"x"}}}`)})
+	relay := encodeRelay(replication.Relay{Kind: replication.RelayClient, From: "replica-a1b2", Data: []byte(`{"jsonrpc":"2.0","id":7,"result":{"action":"accept","content":{"name":"x"}}}`)})
 	refused := 0
 	s.cfg.refused = func(string) { refused++ }
 	b.ReportAllocs()

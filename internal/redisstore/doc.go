@@ -2,7 +2,7 @@
 // transport on Redis (github.com/redis/go-redis/v9), so that the replicas of
 // a service behind a load balancer with no session affinity serve any
 // request of any 2025-era session: a [Store] is one replica's
-// [streamable.Cluster] (session records with an idle TTL, relays over
+// [replication.Cluster] (session records with an idle TTL, relays over
 // pub/sub) and the [streamable.EventStore] of every replica (resumable
 // streams on Redis streams, so that a GET with Last-Event-ID resumes on any
 // replica).

@@ -10,9 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // Each replica of a service opens its own Store on the same Redis and
@@ -43,7 +44,7 @@ func serveShared(ctx context.Context, addr string) error {
 	defer func() { _ = store.Close() }()
 
 	srv := server.New(server.WithImplementation("example", "1.0"))
-	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
+	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
 	hs := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return hs.ListenAndServe()
 }

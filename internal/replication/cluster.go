@@ -1,16 +1,14 @@
-package streamable
+package replication
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // Cluster lets the Endpoints of several processes, the replicas of one
 // service behind a load balancer with no session affinity, serve the same
 // 2025-era sessions: any replica answers any POST, GET or DELETE of any
-// session. Configure one with [WithCluster]; package redisstore has one on
-// Redis. Without a Cluster, an Endpoint keeps its sessions in memory, and
-// only it can serve them. A Cluster keeps a record of each session, which
+// session. An Endpoint takes one with streamable.WithCluster; package
+// internal/redisstore has one on Redis, which redisshare wires. Without a
+// Cluster, an Endpoint keeps its sessions in memory, and only it can
+// serve them. A Cluster keeps a record of each session, which
 // the replicas load when a session they do not hold comes to them, and
 // carries [Relay] messages between the replicas that hold a session at the
 // moment (a client's answer to a server request made on another replica,
@@ -25,8 +23,8 @@ type Cluster interface {
 	// taken.
 	Create(ctx context.Context, id string, rec SessionRecord) error
 	// Load returns a session's record. It returns an error wrapping
-	// [ErrUnknownSession] when there is none (never created, deleted or
-	// expired), and another error when it cannot tell.
+	// streamable.ErrUnknownSession when there is none (never created,
+	// deleted or expired), and another error when it cannot tell.
 	Load(ctx context.Context, id string) (SessionRecord, error)
 	// StoreState replaces the state of a session's record, publishes a
 	// RelayState of it to the session's replicas, and returns how many
@@ -62,10 +60,6 @@ type SessionRecord struct {
 	// (see transport.Shared); nil until the server stores one.
 	State []byte
 }
-
-// ErrUnknownSession is wrapped by [Cluster.Load] errors for a session that
-// does not exist.
-var ErrUnknownSession = errors.New("streamable: unknown session")
 
 // RelayKind says what a [Relay] carries.
 type RelayKind uint8
@@ -154,7 +148,7 @@ type Relay struct {
 // and its answer back: the Endpoint forwards a 2026-07-28 task request
 // (tasks/get, tasks/update, tasks/cancel) to the replica that runs the
 // task, whose name the task id starts with (see server.WithTaskIDPrefix).
-// Package redisstore's Store is one.
+// Package internal/redisstore's Store is one.
 type Forwarder interface {
 	Cluster
 	// Forward sends req to replica and returns its answer, or an error
@@ -169,7 +163,7 @@ type Forwarder interface {
 // lease it renews, and a replica whose lease expired is gone (killed, or
 // cut off). A replica resuming a stream of a gone replica answers the
 // stream's request with a JSON-RPC error (-32000, "server instance lost"),
-// once, and counts it (see [WithRequestLostHook]). Package redisstore's
+// once, and counts it (see [Config].OnRequestLost). Package internal/redisstore's
 // Store is one.
 type Leases interface {
 	Cluster

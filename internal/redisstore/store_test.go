@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,11 +32,11 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Minute))
 	ctx := t.Context()
 
-	require.NoError(t, st.Create(ctx, "s1", streamable.SessionRecord{Principal: "alice"}))
-	require.Error(t, st.Create(ctx, "s1", streamable.SessionRecord{Principal: "mallory"}), "an id is created once")
+	require.NoError(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "alice"}))
+	require.Error(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "mallory"}), "an id is created once")
 	rec, err := st.Load(ctx, "s1")
 	require.NoError(t, err)
-	assert.Equal(t, streamable.SessionRecord{Principal: "alice"}, rec, "the first creator keeps the id")
+	assert.Equal(t, replication.SessionRecord{Principal: "alice"}, rec, "the first creator keeps the id")
 
 	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
 	assert.Greater(t, ttl, 50*time.Second, "the record expires after the idle timeout")
@@ -69,10 +70,10 @@ func TestPrefixesKeepStoresApart(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, b.Close()) }()
 
-	require.NoError(t, a.Create(t.Context(), "s", streamable.SessionRecord{Principal: "p"}))
+	require.NoError(t, a.Create(t.Context(), "s", replication.SessionRecord{Principal: "p"}))
 	_, err = b.Load(t.Context(), "s")
 	require.ErrorIs(t, err, streamable.ErrUnknownSession)
-	require.NoError(t, b.Create(t.Context(), "s", streamable.SessionRecord{Principal: "q"}), "the same id under another prefix")
+	require.NoError(t, b.Create(t.Context(), "s", replication.SessionRecord{Principal: "q"}), "the same id under another prefix")
 }
 
 func TestEventsReplayAndForget(t *testing.T) {
@@ -121,34 +122,34 @@ func TestRelaysReachSubscribersOnly(t *testing.T) {
 	defer func() { assert.NoError(t, b.Close()) }()
 	ctx := t.Context()
 
-	got := make(chan streamable.Relay, 4)
-	cancel, err := b.Subscribe(ctx, "s1", func(r streamable.Relay) { got <- r })
+	got := make(chan replication.Relay, 4)
+	cancel, err := b.Subscribe(ctx, "s1", func(r replication.Relay) { got <- r })
 	require.NoError(t, err)
 
-	require.NoError(t, a.Create(ctx, "s1", streamable.SessionRecord{}))
-	require.NoError(t, a.Publish(ctx, "s1", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}))
+	require.NoError(t, a.Create(ctx, "s1", replication.SessionRecord{}))
+	require.NoError(t, a.Publish(ctx, "s1", replication.Relay{Kind: replication.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}))
 	r := <-got
-	assert.Equal(t, streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}, r)
+	assert.Equal(t, replication.Relay{Kind: replication.RelayClient, From: "a", Data: []byte(`{"jsonrpc":"2.0","method":"x"}`)}, r)
 
 	others, err := a.StoreState(ctx, "s1", []byte("st"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, others, "b follows the session; a does not count itself")
 	r = <-got
-	assert.Equal(t, streamable.RelayState, r.Kind)
+	assert.Equal(t, replication.RelayState, r.Kind)
 	assert.Equal(t, "st", string(r.Data))
 
 	// After cancel nothing of s1 reaches b. A relay of s2, which b still
 	// follows, published once Delete's publish of s1 has returned, is the
 	// barrier: Redis handled the two publishes in that order, and b's one
 	// subscriber connection receives them so.
-	barrier := make(chan streamable.Relay, 1)
-	cancel2, err := b.Subscribe(ctx, "s2", func(r streamable.Relay) { barrier <- r })
+	barrier := make(chan replication.Relay, 1)
+	cancel2, err := b.Subscribe(ctx, "s2", func(r replication.Relay) { barrier <- r })
 	require.NoError(t, err)
 	defer cancel2()
 	cancel()
 	_, err = a.Delete(ctx, "s1")
 	require.NoError(t, err)
-	require.NoError(t, a.Publish(ctx, "s2", streamable.Relay{Kind: streamable.RelayClient, From: "a", Data: []byte("after")}))
+	require.NoError(t, a.Publish(ctx, "s2", replication.Relay{Kind: replication.RelayClient, From: "a", Data: []byte("after")}))
 	assert.Equal(t, "after", string((<-barrier).Data))
 	select {
 	case r := <-got:

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/redisstore"
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
 )
 
 // storedEventBytes sums the events kept for session s1 under prefix t:,
@@ -105,7 +106,7 @@ func TestSessionEventBytesBounded(t *testing.T) {
 func TestRecordExpiresFastUntilTouched(t *testing.T) {
 	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
 	ctx := t.Context()
-	require.NoError(t, st.Create(ctx, "s1", streamable.SessionRecord{Principal: "p"}))
+	require.NoError(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "p"}))
 	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
 	assert.Greater(t, ttl, 50*time.Second)
 	assert.LessOrEqual(t, ttl, time.Minute)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // subscribeWait bounds how long Subscribe waits for Redis to confirm a
@@ -21,7 +21,7 @@ const subscribeWait = 5 * time.Second
 // called: one connection carries every subscription of the Store, and
 // each subscription's relays are delivered in order, on a goroutine that
 // runs only while it has relays to deliver.
-func (s *Store) Subscribe(ctx context.Context, id string, deliver func(streamable.Relay)) (cancel func(), err error) {
+func (s *Store) Subscribe(ctx context.Context, id string, deliver func(replication.Relay)) (cancel func(), err error) {
 	defer s.observe("subscribe", time.Now(), &err)
 	ch := s.channel(id)
 	sub := &subscription{deliver: deliver}
@@ -172,15 +172,15 @@ func (s *Store) dispatch(ch, payload string) {
 // subscription delivers its relays in order, on a goroutine that runs
 // while some are queued.
 type subscription struct {
-	deliver func(streamable.Relay)
+	deliver func(replication.Relay)
 
 	mu      sync.Mutex
-	pending []streamable.Relay
+	pending []replication.Relay
 	running bool
 	stopped bool
 }
 
-func (sub *subscription) queue(r streamable.Relay) {
+func (sub *subscription) queue(r replication.Relay) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.stopped {

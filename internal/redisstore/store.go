@@ -13,12 +13,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Store keeps the shared sessions of a Streamable HTTP service on Redis:
-// it is the [streamable.Cluster] of one replica, and a
+// it is the [replication.Cluster] of one replica, and a
 // [streamable.EventStore] every replica can resume from. Give each replica
 // its own Store on the same Redis:
 //
@@ -47,7 +48,7 @@ type Store struct {
 }
 
 var (
-	_ streamable.Cluster    = (*Store)(nil)
+	_ replication.Cluster   = (*Store)(nil)
 	_ streamable.EventStore = (*Store)(nil)
 )
 
@@ -125,7 +126,7 @@ func (s *Store) observe(op string, start time.Time, err *error) {
 }
 
 // Create stores a new session's record; it fails if the id is taken.
-func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRecord) (err error) {
+func (s *Store) Create(ctx context.Context, id string, rec replication.SessionRecord) (err error) {
 	defer s.observe("create", time.Now(), &err)
 	key := s.recordKey(id)
 	var created *redis.BoolCmd
@@ -149,7 +150,7 @@ func (s *Store) Create(ctx context.Context, id string, rec streamable.SessionRec
 // Load returns a session's record, or an error wrapping
 // streamable.ErrUnknownSession, also for a record whose fields fail to
 // open under the cluster key (forged, altered, or another session's).
-func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionRecord, err error) {
+func (s *Store) Load(ctx context.Context, id string) (rec replication.SessionRecord, err error) {
 	defer s.observe("load", time.Now(), &err)
 	m, err := s.rdb.HGetAll(ctx, s.recordKey(id)).Result()
 	if err != nil {
@@ -168,7 +169,7 @@ func (s *Store) Load(ctx context.Context, id string) (rec streamable.SessionReco
 	if sealed, ok := m["st"]; ok {
 		if rec.State, err = s.openField(id, "st", sealed); err != nil {
 			s.refuse(RefusedRecord, s.recordKey(id))
-			return streamable.SessionRecord{}, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
+			return replication.SessionRecord{}, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
 		}
 	}
 	return rec, nil
@@ -191,7 +192,7 @@ return 1 + redis.call('PUBLISH', KEYS[2], ARGV[2])`)
 func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others int, err error) {
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
-	relay := s.stamp(ch, encodeRelay(streamable.Relay{Kind: streamable.RelayState, From: s.replica, Data: state}))
+	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
 	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
@@ -200,7 +201,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 		return 0, fmt.Errorf("redisstore: store state: %w", streamable.ErrUnknownSession)
 	}
 	if s.cfg.relayed != nil {
-		s.cfg.relayed(streamable.RelayState)
+		s.cfg.relayed(replication.RelayState)
 	}
 	return s.othersOf(id, n-1), nil
 }
@@ -242,20 +243,20 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.recordKey(id))
 		ch := s.channel(id)
-		reached = p.Publish(ctx, ch, s.stamp(ch, encodeRelay(streamable.Relay{Kind: streamable.RelayEnd, From: s.replica})))
+		reached = p.Publish(ctx, ch, s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica})))
 		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: delete session: %w", err)
 	}
 	if s.cfg.relayed != nil {
-		s.cfg.relayed(streamable.RelayEnd)
+		s.cfg.relayed(replication.RelayEnd)
 	}
 	return s.othersOf(id, int(reached.Val())), nil
 }
 
 // Publish sends r to the session's replicas.
-func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err error) {
+func (s *Store) Publish(ctx context.Context, id string, r replication.Relay) (err error) {
 	defer s.observe("publish", time.Now(), &err)
 	ch := s.channel(id)
 	if err := s.rdb.Publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
@@ -269,7 +270,7 @@ func (s *Store) Publish(ctx context.Context, id string, r streamable.Relay) (err
 
 // encodeRelay is a relay before its stamp: its kind's byte, the sender, a
 // newline, the data.
-func encodeRelay(r streamable.Relay) []byte {
+func encodeRelay(r replication.Relay) []byte {
 	b := make([]byte, 0, 2+len(r.From)+len(r.Data))
 	b = append(b, byte('0'+r.Kind))
 	b = append(b, r.From...)
@@ -277,15 +278,15 @@ func encodeRelay(r streamable.Relay) []byte {
 	return append(b, r.Data...)
 }
 
-func decodeRelay(payload []byte) (streamable.Relay, bool) {
+func decodeRelay(payload []byte) (replication.Relay, bool) {
 	if len(payload) < 2 {
-		return streamable.Relay{}, false
+		return replication.Relay{}, false
 	}
 	head, data, ok := bytes.Cut(payload[1:], []byte("\n"))
 	if !ok {
-		return streamable.Relay{}, false
+		return replication.Relay{}, false
 	}
-	return streamable.Relay{Kind: streamable.RelayKind(payload[0] - '0'), From: string(head), Data: data}, true
+	return replication.Relay{Kind: replication.RelayKind(payload[0] - '0'), From: string(head), Data: data}, true
 }
 
 // Errors the store wraps.

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/transport/streamable"
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
-var _ streamable.Forwarder = (*Store)(nil)
+var _ replication.Forwarder = (*Store)(nil)
 
 // forwarding is a Store's side of Forward: the replica's own channel,
 // which carries the requests forwarded to it and the answers to those it
@@ -56,7 +56,7 @@ func (s *Store) Forward(ctx context.Context, replica string, req []byte) ([]byte
 		f.mu.Unlock()
 	}()
 	data := append([]byte(corr+"\n"), req...)
-	if err := s.Publish(ctx, replicaTopic(replica), streamable.Relay{Kind: streamable.RelayForward, From: s.replica, Data: data}); err != nil {
+	if err := s.Publish(ctx, replicaTopic(replica), replication.Relay{Kind: replication.RelayForward, From: s.replica, Data: data}); err != nil {
 		return nil, err
 	}
 	select {
@@ -84,14 +84,14 @@ func (s *Store) HandleForwarded(handle func(ctx context.Context, req []byte) []b
 }
 
 // forwardRelay acts on a relay of the replica's channel.
-func (s *Store) forwardRelay(r streamable.Relay) {
+func (s *Store) forwardRelay(r replication.Relay) {
 	corr, body, ok := strings.Cut(string(r.Data), "\n")
 	if !ok {
 		return
 	}
 	f := &s.fwd
 	switch r.Kind {
-	case streamable.RelayAnswer:
+	case replication.RelayAnswer:
 		f.mu.Lock()
 		ch := f.waiting[corr]
 		f.mu.Unlock()
@@ -101,7 +101,7 @@ func (s *Store) forwardRelay(r streamable.Relay) {
 			default:
 			}
 		}
-	case streamable.RelayForward:
+	case replication.RelayForward:
 		f.mu.Lock()
 		handle := f.handle
 		f.mu.Unlock()
@@ -115,7 +115,7 @@ func (s *Store) forwardRelay(r streamable.Relay) {
 				return
 			}
 			data := append([]byte(corr+"\n"), answer...)
-			_ = s.Publish(context.Background(), replicaTopic(from), streamable.Relay{Kind: streamable.RelayAnswer, From: s.replica, Data: data})
+			_ = s.Publish(context.Background(), replicaTopic(from), replication.Relay{Kind: replication.RelayAnswer, From: s.replica, Data: data})
 		}()
 	}
 }
