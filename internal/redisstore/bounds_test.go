@@ -12,7 +12,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // storedEventBytes sums the events kept for session s1 under prefix t:,
@@ -78,7 +77,7 @@ func TestSessionEventBytesBounded(t *testing.T) {
 	assert.Equal(t, 1, streams)
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
 	_, _, err = st.Replay(ctx, "s1", a[4])
-	require.ErrorIs(t, err, streamable.ErrUnknownEvent)
+	require.ErrorIs(t, err, replication.ErrUnknownEvent)
 	assert.Equal(t, []string{"b"}, rdb.SMembers(ctx, "t:{s1}:es").Val())
 
 	_, err = st.Append(ctx, "s1", "c", data(budget, "x"))

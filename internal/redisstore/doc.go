@@ -3,7 +3,7 @@
 // a service behind a load balancer with no session affinity serve any
 // request of any 2025-era session: a [Store] is one replica's
 // [replication.Cluster] (session records with an idle TTL, relays over
-// pub/sub) and the [streamable.EventStore] of every replica (resumable
+// pub/sub) and the streamable.EventStore of every replica (resumable
 // streams on Redis streams, so that a GET with Last-Event-ID resumes on any
 // replica).
 //

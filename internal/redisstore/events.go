@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // appendEvent stores an event and trims the session's events to their
@@ -98,11 +98,11 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 // Replay returns the stream lastID belongs to and its events after
 // lastID: those that open under the cluster key (sealed for this session
 // and stream); the others are dropped and counted.
-func (s *Store) Replay(ctx context.Context, session, lastID string) (stream string, events []streamable.Event, err error) {
+func (s *Store) Replay(ctx context.Context, session, lastID string) (stream string, events []replication.Event, err error) {
 	defer s.observe("replay", time.Now(), &err)
 	stream, xid, ok := parseEventID(lastID)
 	if !ok {
-		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
+		return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, replication.ErrUnknownEvent)
 	}
 	key := s.eventsKey(session, stream)
 	entries, err := s.rdb.XRange(ctx, key, "("+xid, "+").Result()
@@ -115,10 +115,10 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 			return "", nil, fmt.Errorf("redisstore: replay: %w", err)
 		}
 		if n == 0 {
-			return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, streamable.ErrUnknownEvent)
+			return "", nil, fmt.Errorf("redisstore: replay %q: %w", lastID, replication.ErrUnknownEvent)
 		}
 	}
-	events = make([]streamable.Event, 0, len(entries))
+	events = make([]replication.Event, 0, len(entries))
 	evAD := ad(domainEvent, session, stream)
 	for _, e := range entries {
 		d, _ := e.Values["d"].(string)
@@ -127,7 +127,7 @@ func (s *Store) Replay(ctx context.Context, session, lastID string) (stream stri
 			s.refuse(RefusedEvent, key)
 			continue
 		}
-		ev := streamable.Event{ID: stream + "~" + e.ID}
+		ev := replication.Event{ID: stream + "~" + e.ID}
 		if len(data) > 0 {
 			ev.Data = data
 		}

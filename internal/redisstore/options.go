@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/replication"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Option configures a [Store]; a nil Option is ignored.
@@ -32,7 +31,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: streamable.DefaultInitTimeout,
+		prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: replication.DefaultInitTimeout,
 		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler),
 	}
 }
@@ -88,7 +87,7 @@ func WithRelayCounter(count func(kind replication.RelayKind)) Option {
 }
 
 // WithInitTimeout sets how long a new session's record lives until its
-// first Touch ([streamable.DefaultInitTimeout] by default, never longer than
+// first Touch ([replication.DefaultInitTimeout] by default, never longer than
 // the idle timeout): the Endpoint touches it once the client initialized,
 // so that a session opened and abandoned leaves Redis soon.
 func WithInitTimeout(d time.Duration) Option {
@@ -114,7 +113,7 @@ const EventOverhead = 64
 // events of the stream appended to go first (its newest is always kept),
 // then those of the session's other streams, whose emptied keys go. A
 // resumption replays what is left of its stream (as
-// [streamable.EventStore] allows: its newest event, the response once
+// streamable.EventStore allows: its newest event, the response once
 // there is one, is the last to go) and a stream with nothing left is
 // unknown. An event larger than n alone is not stored (its stream goes on
 // without ids).

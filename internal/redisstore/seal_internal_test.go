@@ -15,7 +15,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // refusals collects what a Store refuses, for the tests to wait on.
@@ -187,17 +186,17 @@ func TestRecordsAreSealed(t *testing.T) {
 	require.NoError(t, st.Create(ctx, "mallory-s", replication.SessionRecord{Principal: "mallory"}))
 	require.NoError(t, rdb.HSet(ctx, st.recordKey("bob-s"), "p", rdb.HGet(ctx, st.recordKey("mallory-s"), "p").Val()).Err())
 	_, err := st.Load(ctx, "bob-s")
-	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.ErrorIs(t, err, replication.ErrUnknownSession)
 	assert.Equal(t, RefusedRecord, refused.next(t))
 
 	// A state moved from another session, and a principal in clear.
 	require.NoError(t, rdb.HSet(ctx, st.recordKey("mallory-s"), "st", rec["st"]).Err())
 	_, err = st.Load(ctx, "mallory-s")
-	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.ErrorIs(t, err, replication.ErrUnknownSession)
 	assert.Equal(t, RefusedRecord, refused.next(t))
 	require.NoError(t, rdb.HSet(ctx, st.recordKey("eve-s"), "p", "alice").Err())
 	_, err = st.Load(ctx, "eve-s")
-	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.ErrorIs(t, err, replication.ErrUnknownSession)
 	assert.Equal(t, RefusedRecord, refused.next(t))
 
 	got, err := st.Load(ctx, "alice-s")
@@ -253,7 +252,7 @@ func TestEventsAreSealed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "post-1", stream)
 	require.Len(t, events, 1, "the forged and the moved events are dropped")
-	assert.Equal(t, streamable.Event{ID: id2, Data: []byte("genuine")}, events[0])
+	assert.Equal(t, replication.Event{ID: id2, Data: []byte("genuine")}, events[0])
 	assert.Equal(t, RefusedEvent, refused.next(t))
 	assert.Equal(t, RefusedEvent, refused.next(t))
 	refused.none(t)

@@ -15,16 +15,15 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/seal"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Store keeps the shared sessions of a Streamable HTTP service on Redis:
 // it is the [replication.Cluster] of one replica, and a
-// [streamable.EventStore] every replica can resume from. Give each replica
-// its own Store on the same Redis:
+// streamable.EventStore every replica can resume from. Give each replica
+// its own Store on the same Redis (package redisshare does):
 //
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
-//	h := streamable.New(srv, streamable.WithCluster(store, 0), streamable.WithEventStore(store))
+//	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
 //
 // Its keys are all under the prefix, with the session id as a hash tag, as
 // the package doc lists. Its methods are safe for concurrent use.
@@ -47,10 +46,7 @@ type Store struct {
 	active  map[string]bool                       // channels Redis confirmed
 }
 
-var (
-	_ replication.Cluster   = (*Store)(nil)
-	_ streamable.EventStore = (*Store)(nil)
-)
+var _ replication.Cluster = (*Store)(nil)
 
 // New returns the Store of one replica on rdb, which it does not close.
 // It needs the cluster key ([WithClusterKey]): without one, whoever can
@@ -148,7 +144,7 @@ func (s *Store) Create(ctx context.Context, id string, rec replication.SessionRe
 }
 
 // Load returns a session's record, or an error wrapping
-// streamable.ErrUnknownSession, also for a record whose fields fail to
+// replication.ErrUnknownSession, also for a record whose fields fail to
 // open under the cluster key (forged, altered, or another session's).
 func (s *Store) Load(ctx context.Context, id string) (rec replication.SessionRecord, err error) {
 	defer s.observe("load", time.Now(), &err)
@@ -158,18 +154,18 @@ func (s *Store) Load(ctx context.Context, id string) (rec replication.SessionRec
 	}
 	sealed, ok := m["p"]
 	if !ok {
-		return rec, fmt.Errorf("redisstore: session: %w", streamable.ErrUnknownSession)
+		return rec, fmt.Errorf("redisstore: session: %w", replication.ErrUnknownSession)
 	}
 	p, err := s.openField(id, "p", sealed)
 	if err != nil {
 		s.refuse(RefusedRecord, s.recordKey(id))
-		return rec, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
+		return rec, fmt.Errorf("redisstore: session record refused: %w", replication.ErrUnknownSession)
 	}
 	rec.Principal = string(p)
 	if sealed, ok := m["st"]; ok {
 		if rec.State, err = s.openField(id, "st", sealed); err != nil {
 			s.refuse(RefusedRecord, s.recordKey(id))
-			return replication.SessionRecord{}, fmt.Errorf("redisstore: session record refused: %w", streamable.ErrUnknownSession)
+			return replication.SessionRecord{}, fmt.Errorf("redisstore: session record refused: %w", replication.ErrUnknownSession)
 		}
 	}
 	return rec, nil
@@ -198,7 +194,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("redisstore: store state: %w", streamable.ErrUnknownSession)
+		return 0, fmt.Errorf("redisstore: store state: %w", replication.ErrUnknownSession)
 	}
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(replication.RelayState)
@@ -227,7 +223,7 @@ func (s *Store) Touch(ctx context.Context, id string) (err error) {
 		return fmt.Errorf("redisstore: touch session: %w", err)
 	}
 	if !ok {
-		return fmt.Errorf("redisstore: touch session: %w", streamable.ErrUnknownSession)
+		return fmt.Errorf("redisstore: touch session: %w", replication.ErrUnknownSession)
 	}
 	return nil
 }

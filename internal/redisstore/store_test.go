@@ -17,6 +17,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// A Store is the event store of every replica's Endpoint.
+var _ streamable.EventStore = (*redisstore.Store)(nil)
+
 // newStore returns a Store on a fresh redis-server, closed when t ends,
 // and a client of that server for looking at the keys.
 func newStore(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, *redis.Client) {
@@ -54,10 +57,10 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	_, err = st.Delete(ctx, "s1")
 	require.NoError(t, err)
 	_, err = st.Load(ctx, "s1")
-	require.ErrorIs(t, err, streamable.ErrUnknownSession)
-	require.ErrorIs(t, st.Touch(ctx, "s1"), streamable.ErrUnknownSession)
+	require.ErrorIs(t, err, replication.ErrUnknownSession)
+	require.ErrorIs(t, st.Touch(ctx, "s1"), replication.ErrUnknownSession)
 	_, err = st.StoreState(ctx, "s1", []byte(`{"v":2}`))
-	require.ErrorIs(t, err, streamable.ErrUnknownSession, "a deleted record is never recreated by its state")
+	require.ErrorIs(t, err, replication.ErrUnknownSession, "a deleted record is never recreated by its state")
 	assert.Zero(t, rdb.Exists(ctx, "t:{s1}:s").Val())
 }
 
@@ -72,7 +75,7 @@ func TestPrefixesKeepStoresApart(t *testing.T) {
 
 	require.NoError(t, a.Create(t.Context(), "s", replication.SessionRecord{Principal: "p"}))
 	_, err = b.Load(t.Context(), "s")
-	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+	require.ErrorIs(t, err, replication.ErrUnknownSession)
 	require.NoError(t, b.Create(t.Context(), "s", replication.SessionRecord{Principal: "q"}), "the same id under another prefix")
 }
 
@@ -103,12 +106,12 @@ func TestEventsReplayAndForget(t *testing.T) {
 
 	for _, bad := range []string{"no-tilde", "post-8~0-1"} {
 		_, _, err = st.Replay(ctx, "s1", bad)
-		require.ErrorIs(t, err, streamable.ErrUnknownEvent, bad)
+		require.ErrorIs(t, err, replication.ErrUnknownEvent, bad)
 	}
 
 	require.NoError(t, st.Forget(ctx, "s1"))
 	_, _, err = st.Replay(ctx, "s1", ids[0])
-	require.ErrorIs(t, err, streamable.ErrUnknownEvent)
+	require.ErrorIs(t, err, replication.ErrUnknownEvent)
 	assert.Empty(t, rdb.Keys(ctx, "t:{s1}:e*").Val(), "every event key is gone")
 }
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/vigil-mcp/vigil/internal/replication"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Cluster is an in-memory [replication.Cluster] shared by several Endpoints
@@ -177,7 +176,7 @@ func (r *replica) Load(_ context.Context, id string) (replication.SessionRecord,
 	c.loads++
 	rec, ok := c.records[id]
 	if !ok {
-		return rec, fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+		return rec, fmt.Errorf("streamabletest: session %q: %w", id, replication.ErrUnknownSession)
 	}
 	rec.State = append([]byte(nil), rec.State...)
 	if len(rec.State) == 0 {
@@ -195,7 +194,7 @@ func (r *replica) StoreState(_ context.Context, id string, state []byte) (int, e
 	}
 	rec, ok := c.records[id]
 	if !ok {
-		return 0, fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+		return 0, fmt.Errorf("streamabletest: session %q: %w", id, replication.ErrUnknownSession)
 	}
 	rec.State = append([]byte(nil), state...)
 	c.records[id] = rec
@@ -224,7 +223,7 @@ func (r *replica) Touch(_ context.Context, id string) error {
 		return errDown
 	}
 	if _, ok := c.records[id]; !ok {
-		return fmt.Errorf("streamabletest: session %q: %w", id, streamable.ErrUnknownSession)
+		return fmt.Errorf("streamabletest: session %q: %w", id, replication.ErrUnknownSession)
 	}
 	return nil
 }

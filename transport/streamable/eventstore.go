@@ -2,7 +2,8 @@ package streamable
 
 import (
 	"context"
-	"errors"
+
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
 // EventStore keeps the SSE events a [Endpoint] sends on the streams of its
@@ -37,20 +38,18 @@ type EventStore interface {
 	Forget(ctx context.Context, session string) error
 }
 
-// Event is one stored SSE event.
-type Event struct {
-	// ID is the id Append returned for the event.
-	ID string
-	// Data is one encoded JSON-RPC message, or empty for a priming event.
-	Data []byte
-}
+// Event is one stored SSE event: ID is the id Append returned for it,
+// Data one encoded JSON-RPC message, or empty for a priming event. It is
+// the type the shared mode's store keeps events as (Redis's, underneath
+// package redisshare).
+type Event = replication.Event
 
 // ErrUnknownEvent is wrapped by [EventStore.Replay] errors for an event id
 // the store does not know in the session: never issued there, malformed, or
 // of a stream whose events were all dropped.
-var ErrUnknownEvent = errors.New("streamable: unknown event id")
+var ErrUnknownEvent = replication.ErrUnknownEvent
 
 // ErrUnknownSession is wrapped by the errors of the shared mode's store
 // (see [WithCluster]) for a session that does not exist: never created,
 // deleted or expired.
-var ErrUnknownSession = errors.New("streamable: unknown session")
+var ErrUnknownSession = replication.ErrUnknownSession

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+
 	"github.com/vigil-mcp/vigil/internal/replication"
 )
 

@@ -6,9 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/vigil-mcp/vigil/internal/replication"
 	"slices"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
 // A shared session's state (transport.Shared) is read-your-writes across

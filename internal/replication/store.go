@@ -1,0 +1,29 @@
+package replication
+
+import (
+	"errors"
+	"time"
+)
+
+// Event is one stored SSE event (streamable.Event is this type).
+type Event struct {
+	// ID is the id Append returned for the event.
+	ID string
+	// Data is one encoded JSON-RPC message, or empty for a priming event.
+	Data []byte
+}
+
+// The errors of a session store, which streamable exports under the same
+// names (streamable.ErrUnknownSession, streamable.ErrUnknownEvent).
+var (
+	// ErrUnknownSession is wrapped by the errors of a store for a
+	// session that does not exist: never created, deleted or expired.
+	ErrUnknownSession = errors.New("streamable: unknown session")
+	// ErrUnknownEvent is wrapped by the errors of an event store's
+	// Replay for an event id the store does not know in the session.
+	ErrUnknownEvent = errors.New("streamable: unknown event id")
+)
+
+// DefaultInitTimeout is streamable.DefaultInitTimeout, which a store's
+// records of sessions not yet initialized live for by default.
+const DefaultInitTimeout = time.Minute
