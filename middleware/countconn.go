@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// ConnServer serves one connection until it ends: *server.Server is one, and
-// streamable.New takes one.
-type ConnServer interface {
-	Serve(ctx context.Context, conn transport.Conn) error
-}
-
-// CountConns returns a ConnServer that serves each connection with srv,
+// CountConns returns a server that serves each connection with srv,
 // wrapped by [CountConn] and with transportName in the Serve context (see
 // [ContextWithTransport]), so that the session, write-error and traffic
 // metrics carry the transport label. Wrap the server you hand to a
@@ -22,36 +18,28 @@ type ConnServer interface {
 // telemetry.TransportStreamableHTTP)), or let [Instrumentation.ConnServer]
 // do it. With a nil m it only labels the context.
 //
-// When srv is a [ConnAttacher], so is the returned ConnServer: Attach then
-// wraps the Conn and labels the context as Serve does.
-func CountConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
+// When srv can also attach sessions (as *server.Server can, see its
+// Attach), so can the returned server: Attach then wraps the Conn and
+// labels the context as Serve does.
+func CountConns(srv streamable.Server, m *telemetry.Metrics, transportName string) streamable.Server {
 	i := instrumented{srv: srv, m: m, name: transportName}
-	if a, ok := srv.(ConnAttacher); ok {
+	if a, ok := srv.(conncap.Attacher); ok {
 		return attachingInstrumented{instrumented: i, a: a}
 	}
 	return i
 }
 
-// ConnAttacher is a ConnServer that can also run a session without a
-// goroutine of its own while the session is idle (see the server package's
-// Server.Attach): *server.Server is one, and streamable.New attaches its
-// sessions to one.
-type ConnAttacher interface {
-	ConnServer
-	Attach(ctx context.Context, conn transport.Driven, done func(error)) error
-}
-
 type attachingInstrumented struct {
 	instrumented
-	a ConnAttacher
+	a conncap.Attacher
 }
 
-func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
-	return i.a.Attach(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name).(transport.Driven), done)
+func (i attachingInstrumented) Attach(ctx context.Context, conn conncap.Driven, done func(error)) error {
+	return i.a.Attach(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name).(conncap.Driven), done)
 }
 
 type instrumented struct {
-	srv  ConnServer
+	srv  streamable.Server
 	m    *telemetry.Metrics
 	name string
 }
@@ -68,9 +56,9 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // ([transport.EncodedSize]). A frame that does not decode counts as kind
 // invalid with no bytes. Writes count whether or not they succeed (failures
 // are counted by class by [MetricsObserver]). The returned Conn has c's
-// concurrency contract, and implements [transport.Inline] when c does (the
+// concurrency contract, and implements [conncap.Inline] when c does (the
 // messages it dispatches are counted as received, like those Read returns),
-// and [transport.Driven] when c does; with a nil m it returns c.
+// and [conncap.Driven] when c does; with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
@@ -78,36 +66,36 @@ func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) tra
 	// One allocation per conn: a 2026-07-28 stateless request is a conn
 	// of its own.
 	cc := countingConn{Conn: c, t: m.Traffic(transportName)}
-	if d, ok := c.(transport.Driven); ok {
+	if d, ok := c.(conncap.Driven); ok {
 		return &countingDrivenConn{countingInlineConn{countingConn: cc, in: d}, d}
 	}
-	if in, ok := c.(transport.Inline); ok {
+	if in, ok := c.(conncap.Inline); ok {
 		return &countingInlineConn{countingConn: cc, in: in}
 	}
 	return &countingConn{Conn: c, t: cc.t} // not &cc: cc would escape on every path
 }
 
-// countingDrivenConn is a countingInlineConn over a transport.Driven Conn,
+// countingDrivenConn is a countingInlineConn over a conncap.Driven Conn,
 // which passes on the end of the connection.
 type countingDrivenConn struct {
 	countingInlineConn
-	d transport.Driven
+	d conncap.Driven
 }
 
 func (c *countingDrivenConn) SetEnd(end func(err error)) { c.d.SetEnd(end) }
 
-// countingInlineConn is a countingConn over a transport.Inline Conn: hiding
+// countingInlineConn is a countingConn over a conncap.Inline Conn: hiding
 // SetDispatch would make the session core read every message through Read,
 // losing the transport's per-message goroutines (and the end of an HTTP
 // request when its response is dropped).
 type countingInlineConn struct {
 	countingConn
-	in   transport.Inline
-	next transport.Dispatcher // the receiver's, set by SetDispatch
+	in   conncap.Inline
+	next conncap.Dispatcher // the receiver's, set by SetDispatch
 }
 
 // SetDispatch has c count each message c.in dispatches, then hand it to d.
-func (c *countingInlineConn) SetDispatch(d transport.Dispatcher) {
+func (c *countingInlineConn) SetDispatch(d conncap.Dispatcher) {
 	c.next = d
 	c.in.SetDispatch(c)
 }
@@ -135,13 +123,13 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	return msg, nil
 }
 
-// SessionID passes on c's session id (see transport.SessionIDer); "" when
+// SessionID passes on c's session id (see conncap.SessionIDer); "" when
 // it has none.
-// Unwrap returns the counted Conn (see transport.Wrapper).
+// Unwrap returns the counted Conn (see conncap.Wrapper).
 func (c *countingConn) Unwrap() transport.Conn { return c.Conn }
 
 func (c *countingConn) SessionID() string {
-	if s, ok := c.Conn.(transport.SessionIDer); ok {
+	if s, ok := c.Conn.(conncap.SessionIDer); ok {
 		return s.SessionID()
 	}
 	return ""
@@ -162,10 +150,10 @@ func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {
 }
 
 // Multicast returns the counted Conn's multicast group, counting what it
-// sends as this Conn's writes are counted (see transport.MulticastMember);
+// sends as this Conn's writes are counted (see conncap.MulticastMember);
 // nil when the counted Conn has none.
-func (c *countingConn) Multicast() transport.Multicast {
-	m, ok := c.Conn.(transport.MulticastMember)
+func (c *countingConn) Multicast() conncap.Multicast {
+	m, ok := c.Conn.(conncap.MulticastMember)
 	if !ok {
 		return nil
 	}
@@ -178,7 +166,7 @@ func (c *countingConn) Multicast() transport.Multicast {
 
 // JoinMulticast joins the counted Conn to its group.
 func (c *countingConn) JoinMulticast() {
-	if m, ok := c.Conn.(transport.MulticastMember); ok {
+	if m, ok := c.Conn.(conncap.MulticastMember); ok {
 		m.JoinMulticast()
 	}
 }
@@ -186,7 +174,7 @@ func (c *countingConn) JoinMulticast() {
 // countedMulticast counts each notification a multicast group sends, once
 // per session it goes to.
 type countedMulticast struct {
-	g transport.Multicast
+	g conncap.Multicast
 	t *telemetry.Traffic
 }
 

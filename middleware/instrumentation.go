@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Instrumentation is everything that instruments and guards a server, built
@@ -200,7 +201,7 @@ func (i *Instrumentation) Middleware() []server.Middleware {
 	return append([]server.Middleware(nil), i.chain...)
 }
 
-// ConnServer returns the ConnServer to hand to a transport in place of srv:
+// ConnServer returns the server to hand to a transport in place of srv:
 // it serves each connection with srv, with transportName (a
 // telemetry.Transport constant) as the transport label of the session,
 // write-error and traffic metrics and of network.transport on spans, and
@@ -210,7 +211,7 @@ func (i *Instrumentation) Middleware() []server.Middleware {
 // themselves too, from their first call. Call it once per transport, after
 // registering the tools. Without metrics, or on a nil *Instrumentation,
 // it only labels the context.
-func (i *Instrumentation) ConnServer(srv ConnServer, transportName string) ConnServer {
+func (i *Instrumentation) ConnServer(srv streamable.Server, transportName string) streamable.Server {
 	m := i.Metrics()
 	if t, ok := srv.(interface{ ToolNames() []string }); ok && m != nil {
 		m.PrecreateTools(t.ToolNames())

@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -446,14 +447,14 @@ func TestInstrumentationMiddleware(t *testing.T) {
 	assert.NotNil(t, inst.Middleware()[0], "a new slice on every call")
 }
 
-// A ConnServer that cannot attach is served as it is: CountConns wraps
-// Serve, and the result is no ConnAttacher.
+// A server that cannot attach is served as it is: CountConns wraps
+// Serve, and the result does not attach.
 func TestCountConnsServeOnly(t *testing.T) {
 	t.Parallel()
 	served := make(chan transport.Conn, 1)
 	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
 	wrapped := middleware.CountConns(srv, telemetry.NewMetrics(), telemetry.TransportMemory)
-	_, attaches := wrapped.(middleware.ConnAttacher)
+	_, attaches := wrapped.(conncap.Attacher)
 	assert.False(t, attaches)
 	a, b := memory.NewPair()
 	defer func() { _ = a.Close(); _ = b.Close() }()

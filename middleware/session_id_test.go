@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -36,10 +37,10 @@ func TestSessionIDThroughInstrument(t *testing.T) {
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	counted := middleware.CountConn(namedConn{Conn: end, id: "abc"}, m, telemetry.TransportMemory)
-	ider, ok := counted.(transport.SessionIDer)
-	require.True(t, ok, "CountConn hides transport.SessionIDer")
+	ider, ok := counted.(conncap.SessionIDer)
+	require.True(t, ok, "CountConn hides conncap.SessionIDer")
 	assert.Equal(t, "abc", ider.SessionID())
-	plain, ok := middleware.CountConn(end, m, telemetry.TransportMemory).(transport.SessionIDer)
+	plain, ok := middleware.CountConn(end, m, telemetry.TransportMemory).(conncap.SessionIDer)
 	require.True(t, ok)
 	assert.Empty(t, plain.SessionID(), "no id when the transport has none")
 

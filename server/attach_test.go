@@ -13,16 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// drivenConn is a transport.Driven Conn whose messages a test delivers
+// drivenConn is a conncap.Driven Conn whose messages a test delivers
 // with send, each on the test's goroutine, and whose end it decides.
 type drivenConn struct {
 	mu       sync.Mutex
-	dispatch transport.Dispatcher
+	dispatch conncap.Dispatcher
 	end      func(error)
 	closed   bool
 	endErr   error
@@ -65,7 +66,7 @@ func (c *drivenConn) finish(err error) {
 	}
 }
 
-func (c *drivenConn) SetDispatch(d transport.Dispatcher) {
+func (c *drivenConn) SetDispatch(d conncap.Dispatcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dispatch = d

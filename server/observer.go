@@ -12,7 +12,7 @@ import (
 // so that methods added later need no change.
 type Observer interface {
 	// SessionStarted is called when Serve begins a session. The session a
-	// server makes for a [transport.Single] conn (a stateless request) is
+	// server makes for a [conncap.Single] conn (a stateless request) is
 	// none: it is reported neither started nor ended.
 	SessionStarted(ctx context.Context, s *Session)
 	// SessionEnded is called once per session, after every handler of the

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -117,7 +118,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 // Attach runs one session on conn, as [Server.Serve] does, but returns as
 // soon as the session is set up, and holds no goroutine while the session
 // is idle: conn delivers every message on a goroutine of its own through
-// the Dispatcher Attach hands to its SetDispatch (see [transport.Driven]),
+// the Dispatcher Attach hands to its SetDispatch (see [conncap.Driven]),
 // and the session ends when conn reports its end through SetEnd, which
 // closing conn does. That happens when the transport ends the connection,
 // when ctx is done, or when the server shuts down or closes. Then, on a
@@ -128,7 +129,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 //
 // If the server is shutting down or closed, Attach closes conn and returns
 // [ErrServerClosed] without calling done; otherwise it returns nil.
-func (s *Server) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
+func (s *Server) Attach(ctx context.Context, conn conncap.Driven, done func(error)) error {
 	ss := newSession(ctx, s, conn)
 	if !s.track(ss) {
 		ss.cancel(ErrShutdown)
@@ -188,7 +189,7 @@ func (s *Server) untrack(ss *Session) {
 // Sessions returns the sessions being served, in no particular order. A
 // session that has begun to end is not among them, so once an [Observer]
 // saw SessionEnded the session is never listed again. The session of a
-// [transport.Single] conn (a stateless request's) is listed while its
+// [conncap.Single] conn (a stateless request's) is listed while its
 // request is in flight, though observers never hear of it.
 func (s *Server) Sessions() []*Session {
 	all := s.sessions.snapshot()

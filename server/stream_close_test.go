@@ -16,7 +16,7 @@ import (
 )
 
 // presentConn is a drivenConn whose client holds a standalone stream,
-// whose close the test decides (transport.ClientPresence).
+// whose close the test decides (conncap.ClientPresence).
 type presentConn struct {
 	drivenConn
 	presence sync.Mutex

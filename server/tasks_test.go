@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
@@ -640,7 +641,7 @@ func TestTaskV1ListPages(t *testing.T) {
 }
 
 // routeConn records the request each message the server writes is related
-// to (transport.RelatedRequestFromContext), by method.
+// to (conncap.RelatedRequestFromContext), by method.
 type routeConn struct {
 	transport.Conn
 	mu     sync.Mutex
@@ -649,7 +650,7 @@ type routeConn struct {
 
 func (c *routeConn) Write(ctx context.Context, m transport.Message) error {
 	if r, ok := m.(*transport.Request); ok && r.Method == "elicitation/create" {
-		id, _ := transport.RelatedRequestFromContext(ctx)
+		id, _ := conncap.RelatedRequestFromContext(ctx)
 		c.mu.Lock()
 		c.routes = append(c.routes, id.String())
 		c.mu.Unlock()

@@ -1,11 +1,6 @@
 package transport
 
-import (
-	"errors"
-	"fmt"
-	"net"
-	"os"
-)
+import "errors"
 
 // The two classes of terminal I/O error. Every terminal Read or Write error of
 // a [Conn] wraps exactly one of them, so callers branch with [errors.Is].
@@ -21,27 +16,6 @@ var (
 	// error is terminal.
 	ErrFrameTooLarge = errors.New("transport: frame too large")
 )
-
-// WrapIOError wraps err, a failure of operation op ("read", "write"), in its
-// class. closedLocally is the transport's own record of whether Close has run:
-// it decides first, because the same OS error (a closed pipe, for one) can
-// come from either side. Otherwise errors that say this process closed the
-// stream (os.ErrClosed, net.ErrClosed) are [ErrClosed], and everything else,
-// EOF, EPIPE and ECONNRESET included, means the stream is unusable through no
-// act of ours and is [ErrPeerGone]. A nil err stays nil.
-func WrapIOError(op string, closedLocally bool, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, ErrClosed) || errors.Is(err, ErrPeerGone) {
-		return err
-	}
-	class := ErrPeerGone
-	if closedLocally || errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) {
-		class = ErrClosed
-	}
-	return fmt.Errorf("%s: %w: %w", op, class, err)
-}
 
 // ErrStreamGone is a third, per-message class of write error, for
 // transports that carry each request on a stream of its own (Streamable

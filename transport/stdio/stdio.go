@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -134,10 +135,10 @@ func (c *Conn) readLine() ([]byte, error) {
 			c.frame = append(c.frame, chunk...)
 		case errors.Is(err, io.EOF) && len(c.frame)+len(chunk) > 0:
 			c.frame = append(c.frame, chunk...)
-			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
 			return c.frame, nil
 		default:
-			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
 			return nil, c.readErr
 		}
 	}
@@ -176,7 +177,7 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	}
 	defer func() { <-c.writeMu }()
 	if _, err := c.w.Write(b); err != nil {
-		return transport.WrapIOError("stdio: write", c.closed.Load(), err)
+		return conncap.WrapIOError("stdio: write", c.closed.Load(), err)
 	}
 	return nil
 }

@@ -54,7 +54,7 @@
 // The package needs only something that serves a Conn ([Server]); the
 // server package's *Server is one. It imports transport, transport/protocol
 // and, for the Mcp-Param-* headers the server checks, an internal package.
-// When the Server can also attach a session ([Attacher], as *Server can), an
+// When the Server can also attach a session (as *Server can, with its Attach), an
 // idle 2025-era session holds no goroutine and no timer: its messages run
 // on the goroutines of the POSTs that bring them, and one timer per
 // Endpoint expires idle sessions (see [WithIdleTimeout]).

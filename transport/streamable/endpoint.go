@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/wholebody"
@@ -25,19 +26,6 @@ import (
 // is one.
 type Server interface {
 	Serve(ctx context.Context, conn transport.Conn) error
-}
-
-// Attacher is a [Server] that can also run a session without a goroutine of
-// its own: Attach sets the session up and returns, the session's messages
-// come through the Dispatcher it hands the Conn (see
-// [transport.Driven]), and done is called with what Serve would have
-// returned once the session ended. When Attach fails it closed the Conn
-// and done is never called. The server package's *Server is one (see its
-// Attach). An Endpoint whose Server is an Attacher attaches its 2025-era
-// sessions, so that an idle one holds no goroutine.
-type Attacher interface {
-	Server
-	Attach(ctx context.Context, conn transport.Driven, done func(error)) error
 }
 
 // Header names, in canonical form (MCP-Protocol-Version is read as
@@ -58,7 +46,7 @@ const (
 // concurrent use.
 type Endpoint struct {
 	srv    Server
-	attach Attacher // srv, when it is one
+	attach conncap.Attacher // srv, when it is one
 	cfg    config
 	limit  writeLimit  // stream.go: bounds every SSE write
 	expiry *expiry     // ends idle sessions; nil when they never expire
@@ -103,7 +91,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 		}
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls()}
-	h.attach, _ = srv.(Attacher)
+	h.attach, _ = srv.(conncap.Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
 	if cfg.cluster != nil {

@@ -4,15 +4,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/internal/conncap"
 )
 
-var _ transport.ClientPresence = (*session)(nil)
+var _ conncap.ClientPresence = (*session)(nil)
 
 // StandaloneClosedAt returns when the client last left a GET stream of the
 // session (its connection closed, not the server's end of it), or the zero
 // time when it never did or a GET stream is open again (see
-// transport.ClientPresence): the server reads a request's stream closing
+// conncap.ClientPresence): the server reads a request's stream closing
 // then as its client gone, a killed process closing all its connections.
 // On a shared session only this replica's GET streams count.
 func (s *session) StandaloneClosedAt() time.Time {

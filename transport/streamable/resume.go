@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -248,7 +249,7 @@ func (rs *resumer) write(ctx context.Context, m transport.Message) error {
 		forStandalone(ctx, m, rs.s.h.cfg.mode, rs.byReq, standaloneLogical)
 	rs.mu.Unlock()
 	if standalone && (ls == nil || !ls.carried()) {
-		if transport.BroadcastFromContext(ctx) {
+		if conncap.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return rs.s.relayStandalone(ctx, m) // another replica may carry it (shared.go)

@@ -11,13 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // session is one 2025-era MCP session: the transport.Conn its server reads,
 // fed by POSTs, writing to the streams of the requests. Attached to a
-// server that takes a transport.Driven (see Attacher), an idle session is
+// server that takes a conncap.Driven (see conncap.Attacher), an idle session is
 // only this state: it holds no goroutine, no timer and no buffer.
 type session struct {
 	h         *Endpoint
@@ -34,7 +35,7 @@ type session struct {
 	mu      sync.Mutex
 	streams map[transport.ID]*stream // open POST streams, by request id; nil when none is
 	get     *stream                  // the standalone GET stream, if open
-	onEnd   func(error)              // set by the server (transport.Driven)
+	onEnd   func(error)              // set by the server (conncap.Driven)
 
 	res  *resumer // resume.go: set with an event store, which then owns the streams
 	view *view    // shared.go: set with a cluster; then s is this replica's view of the session
@@ -46,7 +47,7 @@ type session struct {
 	due      int64
 	slot     int
 
-	dispatch atomic.Pointer[transport.Dispatcher] // set by the server (transport.Inline)
+	dispatch atomic.Pointer[conncap.Dispatcher] // set by the server (conncap.Inline)
 
 	// initialized: the client posted notifications/initialized here; until
 	// then the session expires after the init timeout (expiry.go).
@@ -63,16 +64,16 @@ type session struct {
 }
 
 var (
-	_ transport.Conn            = (*session)(nil)
-	_ transport.Inline          = (*session)(nil)
-	_ transport.Driven          = (*session)(nil)
-	_ transport.MulticastMember = (*session)(nil)
+	_ transport.Conn          = (*session)(nil)
+	_ conncap.Inline          = (*session)(nil)
+	_ conncap.Driven          = (*session)(nil)
+	_ conncap.MulticastMember = (*session)(nil)
 )
 
 // Multicast returns the Endpoint's multicast; nil for a resumable or
 // shared session, whose events the event store or the cluster carry (see
-// transport.MulticastMember).
-func (s *session) Multicast() transport.Multicast {
+// conncap.MulticastMember).
+func (s *session) Multicast() conncap.Multicast {
 	if s.res != nil || s.view != nil {
 		return nil
 	}
@@ -80,7 +81,7 @@ func (s *session) Multicast() transport.Multicast {
 }
 
 // JoinMulticast has the session's standalone GET stream write the
-// Endpoint's multicasts from now on (see transport.MulticastMember).
+// Endpoint's multicasts from now on (see conncap.MulticastMember).
 func (s *session) JoinMulticast() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,16 +92,16 @@ func (s *session) JoinMulticast() {
 	s.h.cast.joined.Add(1)
 }
 
-// SessionID returns the Mcp-Session-Id of s: see transport.SessionIDer.
+// SessionID returns the Mcp-Session-Id of s: see conncap.SessionIDer.
 func (s *session) SessionID() string { return s.id }
 
 // SetDispatch lets the server run each message on the POST that brought
-// it (see transport.Inline).
-func (s *session) SetDispatch(d transport.Dispatcher) {
+// it (see conncap.Inline).
+func (s *session) SetDispatch(d conncap.Dispatcher) {
 	s.dispatch.Store(&d)
 }
 
-// SetEnd has end called when the session ends (see transport.Driven).
+// SetEnd has end called when the session ends (see conncap.Driven).
 func (s *session) SetEnd(end func(error)) {
 	s.mu.Lock()
 	select {
@@ -115,7 +116,7 @@ func (s *session) SetEnd(end func(error)) {
 }
 
 // attached reports whether the server runs s without a read loop (see
-// Attacher): then every message goes through dispatch.
+// conncap.Attacher): then every message goes through dispatch.
 func (s *session) attached() bool { return s.inbox == nil }
 
 // deliverInline hands m to the server on the caller's goroutine, if the
@@ -135,7 +136,7 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 }
 
 // newSession returns a session of h; attached: its server runs it without
-// a read loop (see Attacher); v: its view of a shared session (nil when
+// a read loop (see conncap.Attacher); v: its view of a shared session (nil when
 // unshared), set before the expiry, whose timeout reads it, has s.
 func newSession(h *Endpoint, id, principal string, attached bool, v *view) *session {
 	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1, view: v}
@@ -161,7 +162,7 @@ var errIdle = errors.New("streamable: session expired after being idle")
 func (s *session) touch() { s.h.expiry.touch(s) }
 
 // terminate ends the session: Read fails, or the server's end function
-// (transport.Driven) is called, so that the server cancels the handlers
+// (conncap.Driven) is called, so that the server cancels the handlers
 // with the transport-close cause; nothing waits for them here.
 func (s *session) terminate(err error) {
 	s.once.Do(func() {
@@ -275,7 +276,7 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	standalone := s.view != nil && target == nil && forStandalone(ctx, m, s.h.cfg.mode, s.streams, standaloneMark)
 	s.mu.Unlock()
 	if standalone {
-		if transport.BroadcastFromContext(ctx) {
+		if conncap.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
@@ -299,7 +300,7 @@ func route[S comparable](ctx context.Context, m transport.Message, mode Response
 	case *transport.Response:
 		return byRequest[m.ID]
 	case *transport.Request:
-		id, related := transport.RelatedRequestFromContext(ctx)
+		id, related := conncap.RelatedRequestFromContext(ctx)
 		if !related {
 			return standalone
 		}

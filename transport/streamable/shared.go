@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -72,12 +73,12 @@ type view struct {
 }
 
 // sharedConn is the Conn a server serves a shared session on: the session,
-// and transport.Shared.
+// and conncap.Shared.
 type sharedConn struct{ *session }
 
 var (
-	_ transport.Shared = sharedConn{}
-	_ transport.Driven = sharedConn{}
+	_ conncap.Shared = sharedConn{}
+	_ conncap.Driven = sharedConn{}
 )
 
 // Replica returns the cluster's name of this replica.
@@ -100,7 +101,7 @@ func (c sharedConn) Hold() (release func()) {
 }
 
 // serverConn returns the Conn the server serves s on.
-func (s *session) serverConn() transport.Driven {
+func (s *session) serverConn() conncap.Driven {
 	if s.view != nil {
 		return sharedConn{s}
 	}
@@ -218,7 +219,7 @@ func (h *Endpoint) evict(s *session) {
 	s.terminate(errEvicted)
 }
 
-var errEvicted = fmt.Errorf("streamable: the replica let its view of the shared session go: %w", transport.ErrReleased)
+var errEvicted = fmt.Errorf("streamable: the replica let its view of the shared session go: %w", conncap.ErrReleased)
 
 // expireView evicts a view that has been idle for the view timeout, unless
 // something is still in flight on it; the session's record expires in the

@@ -1,8 +1,10 @@
-package transport
+package conncap
 
 import (
 	"context"
 	"errors"
+
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Shared is a Conn whose session is served by several processes at once:
@@ -16,7 +18,7 @@ import (
 //
 // The state is the server's to encode; the transport stores it as it is.
 type Shared interface {
-	Conn
+	transport.Conn
 	// Replica names this process among the session's replicas: visible
 	// ASCII, unique among them. The server makes the ids of its requests
 	// to the client unique across replicas with it.
@@ -53,12 +55,12 @@ var ErrReleased = errors.New("transport: the replica released the shared session
 // Wrapper is a Conn that wraps another, such as one that counts its
 // traffic; Unwrap returns the wrapped Conn. [SharedOf] looks through it.
 type Wrapper interface {
-	Unwrap() Conn
+	Unwrap() transport.Conn
 }
 
 // SharedOf returns c, or the Conn c wraps (see [Wrapper]), as a [Shared];
 // false when neither is one.
-func SharedOf(c Conn) (Shared, bool) {
+func SharedOf(c transport.Conn) (Shared, bool) {
 	for c != nil {
 		if sh, ok := c.(Shared); ok {
 			return sh, true

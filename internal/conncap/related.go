@@ -1,6 +1,10 @@
-package transport
+package conncap
 
-import "context"
+import (
+	"context"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
 
 type relatedKey struct{}
 
@@ -9,13 +13,13 @@ type relatedKey struct{}
 // log and server-to-client requests a handler sends. Transports that carry
 // each request on its own stream (Streamable HTTP) route such messages to
 // that request's stream; others ignore it.
-func ContextWithRelatedRequest(ctx context.Context, id ID) context.Context {
+func ContextWithRelatedRequest(ctx context.Context, id transport.ID) context.Context {
 	return context.WithValue(ctx, relatedKey{}, id)
 }
 
 // RelatedRequestFromContext returns the id set by
 // [ContextWithRelatedRequest], if any.
-func RelatedRequestFromContext(ctx context.Context) (ID, bool) {
-	id, ok := ctx.Value(relatedKey{}).(ID)
+func RelatedRequestFromContext(ctx context.Context) (transport.ID, bool) {
+	id, ok := ctx.Value(relatedKey{}).(transport.ID)
 	return id, ok
 }

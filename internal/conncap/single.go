@@ -1,4 +1,8 @@
-package transport
+package conncap
+
+import (
+	"github.com/vigil-mcp/vigil/transport"
+)
 
 // Single is implemented by a Conn that carries one request and ends with
 // its answer, such as a 2026-07-28 stateless request over Streamable HTTP:
@@ -12,14 +16,14 @@ package transport
 // same client (the transport matched them): the server cancels the
 // request with the client's cause.
 type Single interface {
-	Conn
+	transport.Conn
 	// SingleRequest marks the Conn as Single; it does nothing.
 	SingleRequest()
 }
 
 // IsSingle reports whether c, or the Conn c wraps (see [Wrapper]), is
 // [Single].
-func IsSingle(c Conn) bool {
+func IsSingle(c transport.Conn) bool {
 	for c != nil {
 		if _, ok := c.(Single); ok {
 			return true

@@ -1,4 +1,4 @@
-package transport_test
+package conncap_test
 
 import (
 	"errors"
@@ -13,13 +13,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
 func TestWrapIOErrorNil(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, transport.WrapIOError("read", false, nil))
-	require.NoError(t, transport.WrapIOError("write", true, nil))
+	require.NoError(t, conncap.WrapIOError("read", false, nil))
+	require.NoError(t, conncap.WrapIOError("write", true, nil))
 }
 
 func TestWrapIOErrorClassifies(t *testing.T) {
@@ -66,7 +67,7 @@ func TestWrapIOErrorClassifies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := transport.WrapIOError(tc.op, tc.closedLocally, tc.err)
+			got := conncap.WrapIOError(tc.op, tc.closedLocally, tc.err)
 			require.Error(t, got)
 			require.ErrorIs(t, got, tc.class)
 			require.ErrorIs(t, got, tc.err, "the original error must stay reachable")
@@ -102,7 +103,7 @@ func TestWrapIOErrorKeepsClassifiedErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := transport.WrapIOError("read", tc.closedLocally, tc.err)
+			got := conncap.WrapIOError("read", tc.closedLocally, tc.err)
 			assert.Same(t, tc.err, got) // the very same error value
 		})
 	}

@@ -1,6 +1,10 @@
-package transport
+package conncap
 
-import "context"
+import (
+	"context"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
 
 // Multicast delivers one notification to many sessions of a transport at
 // once: it is queued once, not once per session, and each session's stream
@@ -12,7 +16,7 @@ type Multicast interface {
 	// Send delivers n to every session that joined the group and is still
 	// open, and returns how many those are. n is frozen (Request.Freeze)
 	// and must not change afterwards. Send never blocks on a session.
-	Send(ctx context.Context, n *Request) int
+	Send(ctx context.Context, n *transport.Request) int
 }
 
 // MulticastMember is implemented by a Conn whose transport can reach it
