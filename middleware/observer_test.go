@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -16,7 +17,7 @@ import (
 // label.
 func TestObserverRejectReasons(t *testing.T) {
 	t.Parallel()
-	for _, reason := range protocol.RejectReasons() {
+	for _, reason := range vocab.RejectReasons() {
 		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
 			m := telemetry.NewMetrics()
@@ -36,11 +37,11 @@ func TestServerVocabularyIsKnown(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	want := map[string]float64{}
-	for _, r := range protocol.CancelReasons() {
+	for _, r := range vocab.CancelReasons() {
 		m.RequestCancelled("ping", r.String())
 		want[cancellations("ping", r.String())] = 1
 	}
-	for _, d := range protocol.DropReasons() {
+	for _, d := range vocab.DropReasons() {
 		m.ResponseDropped("ping", d.String())
 		want[drops("ping", d.String())] = 1
 	}

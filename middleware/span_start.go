@@ -14,10 +14,10 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // spanStarter starts the SERVER spans of one Tracing middleware.
@@ -141,7 +141,7 @@ func (s spanStarter) untrustedParent(pctx context.Context, req *server.Request, 
 // custom propagator's) is extracted from.
 func protocolMetaOnly(meta *server.RequestMeta) bool {
 	for k := range meta.All() {
-		if k != protocol.MetaProgressToken && !strings.HasPrefix(k, protocol.MetaPrefix) {
+		if k != vocab.MetaProgressToken && !strings.HasPrefix(k, vocab.MetaPrefix) {
 			return false
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // liveSession returns a live session of a server with the tools and the
@@ -133,9 +133,9 @@ func TestProtocolMetaOnly(t *testing.T) {
 	}{
 		{meta: nil, want: true},
 		{meta: []string{"progressToken"}, want: true},
-		{meta: []string{protocol.MetaProtocolVersion, protocol.MetaClientCapabilities, protocol.MetaClientInfo}, want: true},
+		{meta: []string{vocab.MetaProtocolVersion, vocab.MetaClientCapabilities, vocab.MetaClientInfo}, want: true},
 		{meta: []string{"traceparent"}, want: false},
-		{meta: []string{protocol.MetaProtocolVersion, "baggage"}, want: false},
+		{meta: []string{vocab.MetaProtocolVersion, "baggage"}, want: false},
 		{meta: []string{"progressToken", "uberctx-user"}, want: false}, // a custom propagator's key
 		{meta: []string{"io.modelcontextprotocol"}, want: false},       // not under the prefix
 	}

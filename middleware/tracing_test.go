@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -86,8 +87,8 @@ func TestTracingStatelessRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newTraced(t, nil).start(t.Context(), nil)
 		h.Request(7, "tools/list", map[string]any{"_meta": map[string]any{
-			protocol.MetaProtocolVersion:    protocol.Version20260728,
-			protocol.MetaClientCapabilities: map[string]any{},
+			vocab.MetaProtocolVersion:    protocol.Version20260728,
+			vocab.MetaClientCapabilities: map[string]any{},
 		}})
 		h.RecvResponseTo(7)
 		synctest.Wait()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -15,7 +16,7 @@ func (ss *Session) batch(b transport.Batch) {
 	ss.mu.Lock()
 	version, ph := ss.st.version, ss.st.phase
 	ss.mu.Unlock()
-	if ph == phaseNew || !protocol.BatchesAllowed(version) {
+	if ph == phaseNew || !vocab.BatchesAllowed(version) {
 		why := "JSON-RPC batches are not supported by protocol version " + version
 		if ph == phaseNew {
 			why = "JSON-RPC batches are not accepted before initialize"

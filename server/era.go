@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -74,7 +75,7 @@ type era interface {
 // session it arrived on.
 func (ss *Session) eraOf(req *Request, fresh bool, stateless *statelessEra) era {
 	if fresh {
-		if raw, ok := req.Meta.Get(protocol.MetaProtocolVersion); ok {
+		if raw, ok := req.Meta.Get(vocab.MetaProtocolVersion); ok {
 			if stateless == nil {
 				stateless = new(statelessEra)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 	if !isJSONString(raw, version) {
 		var decoded string // on the heap only here, where it is decoded into
 		if json.Unmarshal(raw, &decoded) != nil {
-			req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", protocol.MetaProtocolVersion)
+			req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q must be a string", vocab.MetaProtocolVersion)
 			return e
 		}
 		version = decoded
@@ -50,13 +51,13 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		req.admitErr = err
 		return e
 	}
-	rawCaps, ok := req.Meta.Get(protocol.MetaClientCapabilities)
+	rawCaps, ok := req.Meta.Get(vocab.MetaClientCapabilities)
 	if !ok || (!isEmptyObject(rawCaps) && json.Unmarshal(rawCaps, &req.ClientCapabilities) != nil) {
-		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", protocol.MetaClientCapabilities)
+		req.admitErr = Errorf(protocol.CodeInvalidParams, "_meta %q is required and must be an object", vocab.MetaClientCapabilities)
 		return e
 	}
 	req.ClientCapabilities = req.ClientCapabilities.bounded()
-	if rawInfo, ok := req.Meta.Get(protocol.MetaClientInfo); ok {
+	if rawInfo, ok := req.Meta.Get(vocab.MetaClientInfo); ok {
 		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
 		req.ClientInfo = req.ClientInfo.bounded()
 	}
@@ -359,12 +360,12 @@ func (e *statelessEra) decorateSlow(method string, raw json.RawMessage) (json.Ra
 			return raw, err
 		}
 	}
-	if _, ok := meta[protocol.MetaServerInfo]; !ok {
+	if _, ok := meta[vocab.MetaServerInfo]; !ok {
 		info, err := json.Marshal(cfg.impl)
 		if err != nil {
 			return raw, err
 		}
-		meta[protocol.MetaServerInfo] = info
+		meta[vocab.MetaServerInfo] = info
 		if fields["_meta"], err = json.Marshal(meta); err != nil {
 			return raw, err
 		}
@@ -404,7 +405,7 @@ func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task)
 	r := *req
 	r.done = nil // the request's callbacks (and doneBuf) stay its own
 	r.call, r.callHeld = CallToolRequest{}, false
-	r.Meta = req.Meta.without(protocol.MetaProgressToken, protocol.MetaLogLevel)
+	r.Meta = req.Meta.without(vocab.MetaProgressToken, vocab.MetaLogLevel)
 	base = context.WithValue(base, requestKey{}, &r)
 	return context.WithValue(base, progressKey{}, (*progressState)(nil))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -23,9 +24,9 @@ func meta2026(caps any) map[string]any {
 		caps = map[string]any{}
 	}
 	return map[string]any{
-		protocol.MetaProtocolVersion:    protocol.Version20260728,
-		protocol.MetaClientCapabilities: caps,
-		protocol.MetaClientInfo:         map[string]any{"name": "modern", "version": "1"},
+		vocab.MetaProtocolVersion:    protocol.Version20260728,
+		vocab.MetaClientCapabilities: caps,
+		vocab.MetaClientInfo:         map[string]any{"name": "modern", "version": "1"},
 	}
 }
 
@@ -73,7 +74,7 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		h.Request(1, "tools/list", map[string]any{"_meta": meta2026(nil)})
 		r := decodeResult(t, h.RecvResult(1))
 		assert.Equal(t, "complete", r.ResultType)
-		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[protocol.MetaServerInfo]))
+		assert.JSONEq(t, `{"name":"vigil-test","version":"2.0"}`, string(r.Meta[vocab.MetaServerInfo]))
 
 		h.Request(2, "server/discover", map[string]any{"_meta": meta2026(nil)})
 		var d struct {
@@ -89,9 +90,9 @@ func TestStatelessRequestsWithoutInitialize(t *testing.T) {
 		assert.Equal(t, "hi", d.Instructions)
 
 		// Bad stateless requests.
-		h.Request(3, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2026-07-28"}})
+		h.Request(3, "tools/list", map[string]any{"_meta": map[string]any{vocab.MetaProtocolVersion: "2026-07-28"}})
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(3).Code, "clientCapabilities is required")
-		h.Request(4, "tools/list", map[string]any{"_meta": map[string]any{protocol.MetaProtocolVersion: "2099-01-01", protocol.MetaClientCapabilities: map[string]any{}}})
+		h.Request(4, "tools/list", map[string]any{"_meta": map[string]any{vocab.MetaProtocolVersion: "2099-01-01", vocab.MetaClientCapabilities: map[string]any{}}})
 		resp := h.RecvResponse()
 		require.NotNil(t, resp.Error)
 		assert.Equal(t, int64(protocol.CodeUnsupportedProtocolVersion), resp.Error.Code)
@@ -270,7 +271,7 @@ func TestRequestStateBoundToCaller(t *testing.T) {
 		caps := map[string]any{"elicitation": map[string]any{}}
 		as := func(caller string) map[string]any {
 			m := meta2026(caps)
-			m[protocol.MetaClientInfo] = map[string]any{"name": caller, "version": "1"}
+			m[vocab.MetaClientInfo] = map[string]any{"name": caller, "version": "1"}
 			return m
 		}
 		h.Request(1, "tools/call", map[string]any{"name": "greet", "_meta": as("alice")})

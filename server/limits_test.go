@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -252,7 +253,7 @@ func TestClientTextsBounded(t *testing.T) {
 
 		// A stateless request naming a long protocol version.
 		meta := meta2026(nil)
-		meta[protocol.MetaProtocolVersion] = strings.Repeat("v", 1<<20)
+		meta[vocab.MetaProtocolVersion] = strings.Repeat("v", 1<<20)
 		h2 := newHarness(t).start()
 		h2.Request(4, "tools/list", map[string]any{"_meta": meta})
 		e = h2.RecvError(4)

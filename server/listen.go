@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -116,7 +117,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	stopped, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	l := &listener{
-		live: stopped, filter: honored, meta: map[string]any{protocol.MetaSubscriptionID: req.ID},
+		live: stopped, filter: honored, meta: map[string]any{vocab.MetaSubscriptionID: req.ID},
 		stop: stop, since: s.changes.seq.Add(1), events: make(chan listenEvent, listenBacklog),
 	}
 	s.listeners.add(l)

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // A listen stream the client has cancelled gets no notification, even in
@@ -24,7 +24,7 @@ func TestNotifyListenersSkipsCancelled(t *testing.T) {
 		l := &listener{
 			live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
 			filter: SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}},
-			meta:   map[string]any{protocol.MetaSubscriptionID: transport.Int64ID(id)},
+			meta:   map[string]any{vocab.MetaSubscriptionID: transport.Int64ID(id)},
 		}
 		srv.listeners.add(l)
 		return l, cancel

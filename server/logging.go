@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -205,7 +206,7 @@ func perRequestLogLevel(req *Request) bool { return req.Protocol >= protocol.Ver
 // metaLogLevel reads req's _meta log level: sevOff when absent; ok is false
 // when present but not a LoggingLevel.
 func metaLogLevel(req *Request) (sev logSeverity, ok bool) {
-	raw, present := req.Meta.Get(protocol.MetaLogLevel)
+	raw, present := req.Meta.Get(vocab.MetaLogLevel)
 	if !present {
 		return sevOff, true
 	}
@@ -223,7 +224,7 @@ func checkLogLevelMeta(req *Request) error {
 		return nil
 	}
 	if _, ok := metaLogLevel(req); !ok {
-		return Errorf(protocol.CodeInvalidParams, "invalid _meta %q: want debug, info, notice, warning, error, critical, alert or emergency", protocol.MetaLogLevel)
+		return Errorf(protocol.CodeInvalidParams, "invalid _meta %q: want debug, info, notice, warning, error, critical, alert or emergency", vocab.MetaLogLevel)
 	}
 	return nil
 }

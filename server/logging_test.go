@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -37,8 +38,8 @@ func statelessMeta(caps any, extra map[string]any) map[string]any {
 		caps = map[string]any{}
 	}
 	m := map[string]any{
-		protocol.MetaProtocolVersion:    protocol.Version20260728,
-		protocol.MetaClientCapabilities: caps,
+		vocab.MetaProtocolVersion:    protocol.Version20260728,
+		vocab.MetaClientCapabilities: caps,
 	}
 	for k, v := range extra {
 		m[k] = v
@@ -276,7 +277,7 @@ func TestLoggingPerRequestLevel2026(t *testing.T) {
 				h.start()
 				extra := map[string]any{}
 				if tc.level != nil {
-					extra[protocol.MetaLogLevel] = tc.level
+					extra[vocab.MetaLogLevel] = tc.level
 				}
 				h.Request(1, "tools/call", map[string]any{"name": "log", "arguments": map[string]any{}, "_meta": statelessMeta(nil, extra)})
 				if tc.code != 0 {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) beginRequest(ctx context.Context, req *Request) (_ context.Cont
 	if err := checkLogLevelMeta(req); err != nil {
 		return ctx, release, err
 	}
-	raw, ok := req.Meta.Get(protocol.MetaProgressToken)
+	raw, ok := req.Meta.Get(vocab.MetaProgressToken)
 	raw = bytes.TrimSpace(raw)
 	if !ok || bytes.Equal(raw, []byte("null")) {
 		return ctx, release, nil

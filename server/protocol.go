@@ -4,17 +4,17 @@ import (
 	"encoding/json"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // negotiate returns the version to answer with: the client's if supported,
 // else the newest.
 func negotiate(requested string) string {
-	if protocol.IsSessionVersion(requested) {
+	if vocab.IsSessionVersion(requested) {
 		return requested
 	}
-	return protocol.SessionVersions()[0]
+	return vocab.SessionVersions()[0]
 }
 
 // Implementation names a client or server (clientInfo, serverInfo).
@@ -146,16 +146,16 @@ func readMeta(m *transport.Request, meta *RequestMeta) (ok bool) {
 // requests carry.
 func metaKey(key []byte) string {
 	switch string(key) { // no allocation: the compiler compares in place
-	case protocol.MetaProtocolVersion:
-		return protocol.MetaProtocolVersion
-	case protocol.MetaClientCapabilities:
-		return protocol.MetaClientCapabilities
-	case protocol.MetaClientInfo:
-		return protocol.MetaClientInfo
-	case protocol.MetaLogLevel:
-		return protocol.MetaLogLevel
-	case protocol.MetaProgressToken:
-		return protocol.MetaProgressToken
+	case vocab.MetaProtocolVersion:
+		return vocab.MetaProtocolVersion
+	case vocab.MetaClientCapabilities:
+		return vocab.MetaClientCapabilities
+	case vocab.MetaClientInfo:
+		return vocab.MetaClientInfo
+	case vocab.MetaLogLevel:
+		return vocab.MetaLogLevel
+	case vocab.MetaProgressToken:
+		return vocab.MetaProgressToken
 	case "traceparent":
 		return "traceparent"
 	case "tracestate":

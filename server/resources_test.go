@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -296,8 +297,8 @@ func TestReadResourceNotFound2026(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			protocol.MetaProtocolVersion:    protocol.Version20260728,
-			protocol.MetaClientCapabilities: map[string]any{},
+			vocab.MetaProtocolVersion:    protocol.Version20260728,
+			vocab.MetaClientCapabilities: map[string]any{},
 		}
 		for id, uri := range map[int64]string{2: "nope://x", 3: "test://errors/missing"} {
 			e := h.featureError(id, "resources/read", map[string]any{"uri": uri, "_meta": meta})
@@ -517,8 +518,8 @@ func TestResourceUpdatedReachesListenStreams(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			protocol.MetaProtocolVersion:    protocol.Version20260728,
-			protocol.MetaClientCapabilities: map[string]any{},
+			vocab.MetaProtocolVersion:    protocol.Version20260728,
+			vocab.MetaClientCapabilities: map[string]any{},
 		}
 		h.Request(7, "subscriptions/listen", map[string]any{
 			"_meta": meta, "notifications": map[string]any{"resourceSubscriptions": []string{"test://static-text"}},
@@ -549,8 +550,8 @@ func TestResourceTemplatesChangeDuringReads(t *testing.T) {
 		addResources(t, h.srv)
 		h.start()
 		meta := map[string]any{
-			protocol.MetaProtocolVersion:    protocol.Version20260728,
-			protocol.MetaClientCapabilities: map[string]any{},
+			vocab.MetaProtocolVersion:    protocol.Version20260728,
+			vocab.MetaClientCapabilities: map[string]any{},
 		}
 		nop := func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return nil, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/seal"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -90,7 +91,7 @@ func New(opts ...Option) *Server {
 	s.registerTasks()
 	s.handler = Chain(cfg.middleware...)(s.route)
 	if info, err := json.Marshal(cfg.impl); err == nil {
-		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{protocol.MetaServerInfo: info})
+		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{vocab.MetaServerInfo: info})
 	}
 	s.cacheTTL = strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)
 	s.cacheScope, _ = json.Marshal(cfg.cacheScope)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -128,7 +129,7 @@ func (s *Server) tasksResult(ctx context.Context, req *Request) (any, error) {
 	case v.err != nil:
 		return nil, &Error{Code: protocol.Code(v.err.Code), Message: v.err.Message, Data: v.err.Data}
 	case v.result != nil:
-		return setMeta(v.result, protocol.MetaRelatedTask, map[string]string{"taskId": v.id})
+		return setMeta(v.result, vocab.MetaRelatedTask, map[string]string{"taskId": v.id})
 	default:
 		return nil, Errorf(protocol.CodeInvalidParams, "tasks/result: task %q was cancelled: it has no result", v.id)
 	}

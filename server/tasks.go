@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -596,7 +597,7 @@ func withRelatedTask(ctx context.Context, params json.RawMessage) json.RawMessag
 	if t == nil || t.v2() {
 		return params
 	}
-	out, err := setMeta(params, protocol.MetaRelatedTask, map[string]string{"taskId": t.id})
+	out, err := setMeta(params, vocab.MetaRelatedTask, map[string]string{"taskId": t.id})
 	if err != nil {
 		return params
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
@@ -156,7 +157,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 
 		// The handler starts once the client has the task; its progress
 		// (with the request's token) and logs carry the related-task _meta.
-		related := fmt.Sprintf(`{%q:{"taskId":%q}}`, protocol.MetaRelatedTask, id)
+		related := fmt.Sprintf(`{%q:{"taskId":%q}}`, vocab.MetaRelatedTask, id)
 		progress, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/progress", progress.Method)
@@ -278,7 +279,7 @@ func TestTaskV1Failures(t *testing.T) {
 		failedID := decodeTask(t, created).Task.TaskID
 		h.Request(3, "tasks/result", map[string]any{"taskId": failedID})
 		result, notes := h.resultOf(3)
-		assert.JSONEq(t, fmt.Sprintf(`{"content":[{"type":"text","text":"disk full"}],"isError":true,"_meta":{%q:{"taskId":%q}}}`, protocol.MetaRelatedTask, failedID), string(result))
+		assert.JSONEq(t, fmt.Sprintf(`{"content":[{"type":"text","text":"disk full"}],"isError":true,"_meta":{%q:{"taskId":%q}}}`, vocab.MetaRelatedTask, failedID), string(result))
 		assert.Equal(t, []string{"failed"}, statusNotes(t, notes))
 		h.Request(4, "tasks/get", map[string]any{"taskId": failedID})
 		got, _ := h.resultOf(4)
@@ -401,7 +402,7 @@ func TestTaskV1Input(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal(ask.Params, &params))
 		assert.Equal(t, "Who are you?", params.Message)
-		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q}`, id), string(params.Meta[protocol.MetaRelatedTask]))
+		assert.JSONEq(t, fmt.Sprintf(`{"taskId":%q}`, id), string(params.Meta[vocab.MetaRelatedTask]))
 
 		h.Request(3, "tasks/get", map[string]any{"taskId": id})
 		got, _ := h.resultOf(3)

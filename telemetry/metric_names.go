@@ -3,7 +3,7 @@ package telemetry
 import (
 	"fmt"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // Prometheus metric names. They are fixed (no namespace option): dashboards
@@ -150,13 +150,13 @@ func defaultClientMethods() []string {
 }
 
 // defaultCauses are the cancellation causes.
-func defaultCauses() []string { return labels(protocol.CancelReasons()) }
+func defaultCauses() []string { return labels(vocab.CancelReasons()) }
 
 // defaultDropReasons are the reasons a response is dropped.
-func defaultDropReasons() []string { return labels(protocol.DropReasons()) }
+func defaultDropReasons() []string { return labels(vocab.DropReasons()) }
 
 // defaultWriteClasses are the classes of a failed write.
-func defaultWriteClasses() []string { return labels(protocol.WriteClasses()) }
+func defaultWriteClasses() []string { return labels(vocab.WriteClasses()) }
 
 func defaultTransports() []string {
 	return []string{TransportStdio, TransportStreamableHTTP, TransportMemory, LabelOther}
@@ -172,16 +172,16 @@ func defaultKinds() []string {
 
 // defaultRejectReasons are the reasons a message is refused before a
 // handler.
-func defaultRejectReasons() []string { return labels(protocol.RejectReasons()) }
+func defaultRejectReasons() []string { return labels(vocab.RejectReasons()) }
 
 // defaultQuotas are the per-caller quotas a request or session is refused
 // by.
-func defaultQuotas() []string { return labels(protocol.Quotas()) }
+func defaultQuotas() []string { return labels(vocab.Quotas()) }
 
 // defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
 // and MCP codes a Vigil server answers with, and the named types.
 func defaultErrorTypes() []string {
-	return append(labels(protocol.Codes()), ErrorTypeTool, ErrorTypeInvalidArguments, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther)
+	return append(labels(vocab.Codes()), ErrorTypeTool, ErrorTypeInvalidArguments, ErrorTypeCancelled, ErrorTypeDropped, ErrorTypeOther)
 }
 
 // labels returns the String forms of values, in order.

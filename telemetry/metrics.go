@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // Metrics is the Prometheus collector of an MCP server: request durations,
@@ -100,7 +100,7 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		rejects:       newMetricsLabelSet(defaultRejectReasons()),
 		quotas:        newMetricsLabelSet(defaultQuotas()),
 		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
-		statusCodes:   newMetricsLabelSet(append(labels(protocol.Codes()), "")),
+		statusCodes:   newMetricsLabelSet(append(labels(vocab.Codes()), "")),
 		buckets:       DurationBuckets(),
 		exemplarEvery: cfg.exemplarEvery,
 	}

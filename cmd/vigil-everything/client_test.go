@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -84,12 +85,12 @@ func (c *fixtureClient) stop() {
 // meta is the _meta of a stateless request.
 func (c *fixtureClient) meta() map[string]any {
 	m := map[string]any{
-		protocol.MetaProtocolVersion:    protocol.Version20260728,
-		protocol.MetaClientCapabilities: c.caps,
-		protocol.MetaClientInfo:         map[string]any{"name": "fixture-test", "version": "1"},
+		vocab.MetaProtocolVersion:    protocol.Version20260728,
+		vocab.MetaClientCapabilities: c.caps,
+		vocab.MetaClientInfo:         map[string]any{"name": "fixture-test", "version": "1"},
 	}
 	if c.logLevel != "" {
-		m[protocol.MetaLogLevel] = c.logLevel
+		m[vocab.MetaLogLevel] = c.logLevel
 	}
 	return m
 }

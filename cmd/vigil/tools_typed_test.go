@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -182,7 +181,7 @@ func TestConfirmActionErrors(t *testing.T) {
 // the request state gets the decision.
 func TestConfirmActionMultiRoundTrip(t *testing.T) {
 	client := demoServe(t)
-	meta := `"_meta":{"` + protocol.MetaProtocolVersion + `":"2026-07-28","` + protocol.MetaClientCapabilities + `":{"elicitation":{}}}`
+	meta := `"_meta":{"` + vocab.MetaProtocolVersion + `":"2026-07-28","` + vocab.MetaClientCapabilities + `":{"elicitation":{}}}`
 	r1 := demoRaw(t, client, 1, `{"name":"confirm_action","arguments":{"action":"deploy v2"},`+meta+`}`)
 	var first struct {
 		ResultType    string                     `json:"resultType"`

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -464,7 +465,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestRejectHookAndCountFailure(t *testing.T) {
 	t.Parallel()
 	e := newGuard(t)
-	for _, r := range protocol.RejectReasons() {
+	for _, r := range vocab.RejectReasons() {
 		e.rs.RejectHook(r)
 	}
 	e.rs.CountFailure(auth.ReasonExpired)

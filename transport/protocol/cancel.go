@@ -19,12 +19,6 @@ const (
 
 var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "other"}
 
-// CancelReasons lists every reason a cancelled context can have, in a
-// stable order (for pre-creating telemetry series).
-func CancelReasons() []CancelReason {
-	return []CancelReason{ReasonClientCancel, ReasonTransportClose, ReasonStreamClose, ReasonShutdown, ReasonTimeout, ReasonOther}
-}
-
 // String returns the label value: "client_cancel", "transport_close",
 // "stream_close", "shutdown", "timeout", "other" (or "none").
 func (r CancelReason) String() string {

@@ -35,17 +35,6 @@ const (
 	CodeURLElicitationRequired Code = -32042
 )
 
-// Codes lists every code a Vigil server answers with, in a stable order
-// (for pre-creating telemetry series).
-func Codes() []Code {
-	return []Code{
-		CodeParseError, CodeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, CodeInternal,
-		CodeServerBusy, CodeRequestTimeout, CodeResourceNotFound,
-		CodeHeaderMismatch, CodeMissingRequiredClientCapability, CodeUnsupportedProtocolVersion,
-		CodeURLElicitationRequired,
-	}
-}
-
 // String returns the code in decimal ("-32602"), the form of the error_type
 // label and attribute.
 func (c Code) String() string { return strconv.FormatInt(int64(c), 10) }

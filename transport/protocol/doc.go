@@ -1,8 +1,8 @@
 // Package protocol is Vigil's shared vocabulary, defined once: the MCP
-// protocol versions, the _meta keys of 2026-07-28 requests, the JSON-RPC and
-// MCP error codes, and the outcome vocabulary of a request — why it was
-// cancelled ([CancelReason]), why its response was dropped ([DropReason]),
-// why a message was refused before a handler ([RejectReason]).
+// protocol versions, the JSON-RPC and MCP error codes, and the outcome
+// vocabulary of a request — why it was cancelled ([CancelReason]), why its
+// response was dropped ([DropReason]), why a message was refused before a
+// handler ([RejectReason]), which quota refused it ([Quota]).
 //
 // Each outcome value is a small integer whose String form is the label that
 // metrics, spans and logs carry, so a reason travels typed from the session

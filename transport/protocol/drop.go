@@ -24,16 +24,6 @@ const (
 
 var dropReasonNames = [...]string{"", "cancelled", "writer_closed", "peer_gone", "shutdown"}
 
-// DropReasons lists every reason a response can be dropped for, in a stable
-// order (for pre-creating telemetry series).
-func DropReasons() []DropReason {
-	return []DropReason{DropCancelled, DropWriterClosed, DropPeerGone, DropShutdown}
-}
-
-// WriteClasses lists the classes of a failed write: [DropWriterClosed] (this
-// side closed) and [DropPeerGone] (the peer vanished).
-func WriteClasses() []DropReason { return []DropReason{DropWriterClosed, DropPeerGone} }
-
 // String returns the label value: "cancelled", "writer_closed",
 // "peer_gone", "shutdown", or "" for DropNone.
 func (r DropReason) String() string {

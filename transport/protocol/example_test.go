@@ -6,17 +6,18 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// A version string decides the era and what the era allows.
+// Every version a Vigil server speaks, newest first: the stateless
+// revision, then those of the session era that initialize negotiates.
 func ExampleVersions() {
 	for _, v := range protocol.Versions() {
-		fmt.Printf("%s session=%v batches=%v\n", v, protocol.IsSessionVersion(v), protocol.BatchesAllowed(v))
+		fmt.Println(v, v == protocol.Version20260728)
 	}
 	// Output:
-	// 2026-07-28 session=false batches=false
-	// 2025-11-25 session=true batches=false
-	// 2025-06-18 session=true batches=false
-	// 2025-03-26 session=true batches=true
-	// 2024-11-05 session=true batches=true
+	// 2026-07-28 true
+	// 2025-11-25 false
+	// 2025-06-18 false
+	// 2025-03-26 false
+	// 2024-11-05 false
 }
 
 // A reason's String is its metric label; Message is what a client is told.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -24,14 +25,14 @@ func TestVocabularyIsWrittenOnce(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
 	codes := map[string]bool{}
-	for _, c := range protocol.Codes() {
+	for _, c := range vocab.Codes() {
 		codes[strconv.FormatInt(-int64(c), 10)] = true // the literal after the minus sign
 	}
 	strs := map[string]bool{}
 	for _, v := range protocol.Versions() {
 		strs[strconv.Quote(v)] = true
 	}
-	for _, r := range protocol.RejectReasons() {
+	for _, r := range vocab.RejectReasons() {
 		// "other" is every label set's catch-all, and "forbidden" is also
 		// the MCP value of a tool's taskSupport.
 		if r != protocol.RejectOther && r != protocol.RejectForbidden {

@@ -27,12 +27,6 @@ const (
 
 var quotaNames = [...]string{"other", "sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate"}
 
-// Quotas lists every quota, in a stable order (for pre-creating telemetry
-// series); QuotaOther comes last.
-func Quotas() []Quota {
-	return []Quota{QuotaSessions, QuotaInFlight, QuotaTasks, QuotaToolShare, QuotaRate, QuotaToolRate, QuotaOther}
-}
-
 // String returns the label value, such as "in_flight".
 func (q Quota) String() string {
 	if int(q) < len(quotaNames) {

@@ -72,17 +72,6 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectOverloaded:       {"overloaded", "server overloaded: retry later"},
 }
 
-// RejectReasons lists every reject reason, in a stable order (for
-// pre-creating telemetry series); RejectOther comes last.
-func RejectReasons() []RejectReason {
-	return []RejectReason{
-		RejectParseError, RejectInvalidRequest, RejectDuplicateID, RejectLifecycle,
-		RejectFrameTooLarge, RejectInFlightLimit, RejectShuttingDown, RejectInvalidParams,
-		RejectUnknownResponse, RejectProtocolMismatch, RejectForbidden, RejectSessionLimit,
-		RejectUnknownSession, RejectSessionPrincipal, RejectOverloaded, RejectOther,
-	}
-}
-
 // String returns the label value, such as "duplicate_id".
 func (r RejectReason) String() string {
 	if int(r) < len(rejectReasons) {

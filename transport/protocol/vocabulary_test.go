@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -14,7 +15,7 @@ func TestCodeString(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "-32602", protocol.CodeInvalidParams.String())
 	seen := map[protocol.Code]bool{}
-	for _, c := range protocol.Codes() {
+	for _, c := range vocab.Codes() {
 		assert.False(t, seen[c], "%d listed twice", c)
 		seen[c] = true
 		assert.Less(t, int64(c), int64(-31999), "%d is a JSON-RPC server or reserved code", c)
@@ -25,15 +26,15 @@ func TestCodeString(t *testing.T) {
 func TestVersions(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, protocol.Versions())
-	for _, v := range protocol.SessionVersions() {
-		assert.True(t, protocol.IsSessionVersion(v), v)
+	for _, v := range vocab.SessionVersions() {
+		assert.True(t, vocab.IsSessionVersion(v), v)
 	}
-	assert.False(t, protocol.IsSessionVersion(protocol.Version20260728))
-	assert.False(t, protocol.IsSessionVersion("2099-01-01"))
-	assert.True(t, protocol.BatchesAllowed(protocol.Version20250326))
-	assert.True(t, protocol.BatchesAllowed(protocol.Version20241105))
-	assert.False(t, protocol.BatchesAllowed(protocol.Version20250618))
-	assert.False(t, protocol.BatchesAllowed(protocol.Version20251125))
+	assert.False(t, vocab.IsSessionVersion(protocol.Version20260728))
+	assert.False(t, vocab.IsSessionVersion("2099-01-01"))
+	assert.True(t, vocab.BatchesAllowed(protocol.Version20250326))
+	assert.True(t, vocab.BatchesAllowed(protocol.Version20241105))
+	assert.False(t, vocab.BatchesAllowed(protocol.Version20250618))
+	assert.False(t, vocab.BatchesAllowed(protocol.Version20251125))
 }
 
 // Every outcome value has a distinct, non-empty label, which is also its
@@ -45,16 +46,16 @@ func TestOutcomeLabels(t *testing.T) {
 		assert.Equal(t, want, labels)
 	}
 	var cancels, drops, classes, rejects []string
-	for _, r := range protocol.CancelReasons() {
+	for _, r := range vocab.CancelReasons() {
 		cancels = append(cancels, r.String())
 	}
-	for _, r := range protocol.DropReasons() {
+	for _, r := range vocab.DropReasons() {
 		drops = append(drops, r.String())
 	}
-	for _, r := range protocol.WriteClasses() {
+	for _, r := range vocab.WriteClasses() {
 		classes = append(classes, r.String())
 	}
-	for _, r := range protocol.RejectReasons() {
+	for _, r := range vocab.RejectReasons() {
 		rejects = append(rejects, r.String())
 		assert.NotEmpty(t, r.Message(), r.String())
 	}
@@ -87,7 +88,7 @@ func TestOutcomeLabels(t *testing.T) {
 func TestQuotaLabels(t *testing.T) {
 	t.Parallel()
 	var got []string
-	for _, q := range protocol.Quotas() {
+	for _, q := range vocab.Quotas() {
 		got = append(got, q.String())
 	}
 	assert.Equal(t, []string{"sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "other"}, got)

@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -304,7 +305,7 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	return req.MetaMember(protocol.MetaProtocolVersion) != nil
+	return req.MetaMember(vocab.MetaProtocolVersion) != nil
 }
 
 // sessionPost serves a POST of a 2025-era session.
@@ -327,7 +328,7 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 	if isRequest {
 		reqID = req.ID
 	}
-	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !protocol.IsSessionVersion(v) {
+	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !vocab.IsSessionVersion(v) {
 		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v[:min(len(v), 64)])) // not echoed whole
 		return nil, nil
 	}

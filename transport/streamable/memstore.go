@@ -8,15 +8,15 @@ import (
 	"sync"
 )
 
-// MemoryEventOverhead is the size a [MemoryEventStore] counts for an event
+// memoryEventOverhead is the size a [MemoryEventStore] counts for an event
 // in addition to its data.
-const MemoryEventOverhead = 64
+const memoryEventOverhead = 64
 
 // Default bounds of a [MemoryEventStore].
 const (
-	DefaultMaxStreamBytes  = 1 << 20
-	DefaultMaxSessionBytes = 4 << 20
-	DefaultMaxBytes        = 64 << 20
+	defaultMaxStreamBytes  = 1 << 20
+	defaultMaxSessionBytes = 4 << 20
+	defaultMaxBytes        = 64 << 20
 )
 
 // MemoryEventStore is an [EventStore] in memory, bounded by
@@ -73,36 +73,36 @@ type memRef struct {
 
 // NewMemoryEventStore returns an empty store bounded by two sizes. The size
 // of an event is the length of its data plus a fixed overhead of
-// [MemoryEventOverhead] bytes, so that priming events count too.
-//   - maxBytes caps the size of all the events kept ([DefaultMaxBytes] when
+// 64 bytes, so that priming events count too.
+//   - maxBytes caps the size of all the events kept (64 MiB when
 //     <= 0); beyond it the oldest events of the store are dropped, whatever
 //     their session. The newest event is always kept.
 //   - maxStreamBytes caps the size of the events kept for one stream
-//     ([DefaultMaxStreamBytes] when <= 0); beyond it the stream's oldest
+//     (1 MiB when <= 0); beyond it the stream's oldest
 //     events are dropped. A stream always keeps its newest event.
 //
 // The events of one session, over all its streams, are capped too
-// ([DefaultMaxSessionBytes]; see [MemoryEventStore.SetMaxSessionBytes]),
+// (4 MiB; see [MemoryEventStore.SetMaxSessionBytes]),
 // so that one session's flood drops its own events before the others'.
 func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 	s := &MemoryEventStore{
 		maxStream:  maxStreamBytes,
 		maxTotal:   maxBytes,
-		maxSession: DefaultMaxSessionBytes,
+		maxSession: defaultMaxSessionBytes,
 		sessions:   make(map[string]map[string]*memStream),
 		bySess:     make(map[string]*memSession),
 	}
 	if s.maxStream <= 0 {
-		s.maxStream = DefaultMaxStreamBytes
+		s.maxStream = defaultMaxStreamBytes
 	}
 	if s.maxTotal <= 0 {
-		s.maxTotal = DefaultMaxBytes
+		s.maxTotal = defaultMaxBytes
 	}
 	return s
 }
 
 // SetMaxSessionBytes caps the size of the events kept for one session,
-// over all its streams, to n ([DefaultMaxSessionBytes] when n <= 0):
+// over all its streams, to n (4 MiB when n <= 0):
 // beyond it the oldest events of the stream appended to are dropped, then
 // the session's oldest ones whatever their stream. It applies to the
 // events appended from then on.
@@ -110,7 +110,7 @@ func (s *MemoryEventStore) SetMaxSessionBytes(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n <= 0 {
-		n = DefaultMaxSessionBytes
+		n = defaultMaxSessionBytes
 	}
 	s.maxSession = n
 }
@@ -131,7 +131,7 @@ func (s *MemoryEventStore) Append(_ context.Context, session, stream string, dat
 	}
 	s.seq++
 	st.last = s.seq
-	ev := memEvent{seq: s.seq, data: data, size: int64(len(data)) + MemoryEventOverhead}
+	ev := memEvent{seq: s.seq, data: data, size: int64(len(data)) + memoryEventOverhead}
 	st.events = append(st.events, ev)
 	st.size += ev.size
 	s.total += ev.size

@@ -18,6 +18,11 @@ import (
 // start with "rs".
 
 // rsAppend appends data to stream of session and returns the event's id.
+
+// eventOverhead is the size a MemoryEventStore counts for an event in
+// addition to its data.
+const eventOverhead = 64
+
 func rsAppend(t testing.TB, s streamable.EventStore, session, stream, data string) string {
 	t.Helper()
 	var raw []byte
@@ -109,7 +114,7 @@ func TestMemoryEventStoreUnknownIDs(t *testing.T) {
 
 func TestMemoryEventStoreStreamCap(t *testing.T) {
 	const data = "0123456789"
-	const size = streamable.MemoryEventOverhead + len(data)
+	const size = eventOverhead + len(data)
 	s := streamable.NewMemoryEventStore(0, int64(3*size))
 	var ids []string
 	for i := range 5 {
@@ -131,11 +136,11 @@ func TestMemoryEventStoreStreamCap(t *testing.T) {
 
 	events, bytes := s.Size()
 	assert.Equal(t, 3+3, events)
-	assert.Equal(t, int64(3*size+3*(streamable.MemoryEventOverhead+1)), bytes)
+	assert.Equal(t, int64(3*size+3*(eventOverhead+1)), bytes)
 }
 
 func TestMemoryEventStoreTotalCap(t *testing.T) {
-	const size = streamable.MemoryEventOverhead + 1
+	const size = eventOverhead + 1
 	s := streamable.NewMemoryEventStore(int64(3*size), 0)
 	a1 := rsAppend(t, s, "A", "1", "1")
 	b1 := rsAppend(t, s, "B", "1", "2")
@@ -186,7 +191,7 @@ func TestMemoryEventStoreForget(t *testing.T) {
 	assert.Equal(t, []string{"1_5=b"}, got)
 	events, bytes := s.Size()
 	assert.Equal(t, 2, events)
-	assert.Equal(t, int64(2*streamable.MemoryEventOverhead+1), bytes)
+	assert.Equal(t, int64(2*eventOverhead+1), bytes)
 
 	require.NoError(t, s.Forget(context.Background(), "B"))
 	require.NoError(t, s.Forget(context.Background(), "never seen"))
@@ -251,7 +256,7 @@ func TestMemoryEventStoreConcurrent(t *testing.T) {
 // A store drops its oldest events as new ones come; it stays within its cap
 // however many events pass through it.
 func TestMemoryEventStoreStaysBounded(t *testing.T) {
-	const size = streamable.MemoryEventOverhead + 4
+	const size = eventOverhead + 4
 	s := streamable.NewMemoryEventStore(int64(10*size), int64(2*size))
 	for i := range 10000 {
 		rsAppend(t, s, "S"+strconv.Itoa(i%7), strconv.Itoa(i%13), fmt.Sprintf("%04d", i%10000))
@@ -269,7 +274,7 @@ func TestMemoryEventStoreStaysBounded(t *testing.T) {
 // go whatever their stream, never another session's; the stream appended
 // to keeps its newest event.
 func TestMemoryEventStoreSessionCap(t *testing.T) {
-	const size = streamable.MemoryEventOverhead + 1
+	const size = eventOverhead + 1
 	s := streamable.NewMemoryEventStore(0, 0)
 	s.SetMaxSessionBytes(4 * size)
 	other := rsAppend(t, s, "B", "1", "b")

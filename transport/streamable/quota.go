@@ -21,16 +21,17 @@ import (
 // default; a negative one means no limit.
 type Quotas struct {
 	// Sessions limits the concurrent 2025-era sessions of one caller
-	// (DefaultSessionsPerCaller). Over it, an initialize is refused with 429
-	// and Retry-After, or, with EvictIdle, the caller's session idle the
-	// longest (with no request in flight) ends as the idle timeout ends
-	// sessions, to make room. With a Cluster, only a SessionCounter
-	// counts them (none by default).
+	// (1000 by default, a tenth of the session limit). Over it, an
+	// initialize is refused with 429 and Retry-After, or, with EvictIdle,
+	// the caller's session idle the longest (with no request in flight)
+	// ends as the idle timeout ends sessions, to make room. With a
+	// cluster ([WithCluster]), only a SessionCounter counts them (none by
+	// default).
 	Sessions  int
 	EvictIdle bool
 	// InFlight limits the requests one caller has in flight over HTTP, over
-	// all of its sessions and its stateless requests (DefaultInFlightPerCaller);
-	// more are refused with 429 and Retry-After.
+	// all of its sessions and its stateless requests (512 by default, twice
+	// the per-session limit); more are refused with 429 and Retry-After.
 	InFlight int
 	// SessionCounter, when set, counts the sessions instead of this
 	// Endpoint's own table, for a count shared by replicas (redisshare's
@@ -43,11 +44,11 @@ type Quotas struct {
 
 // The default quotas.
 const (
-	// DefaultSessionsPerCaller is a tenth of the default session limit, so
+	// defaultSessionsPerCaller is a tenth of the default session limit, so
 	// that no fewer than ten callers can fill the Endpoint.
-	DefaultSessionsPerCaller = 1000
-	// DefaultInFlightPerCaller is twice the default per-session limit.
-	DefaultInFlightPerCaller = 512
+	defaultSessionsPerCaller = 1000
+	// defaultInFlightPerCaller is twice the default per-session limit.
+	defaultInFlightPerCaller = 512
 )
 
 // Retry-After of quota refusals, in seconds: a request ends within
@@ -78,13 +79,13 @@ func newQuotaState(q Quotas) *quotaState {
 	qs := &quotaState{q: q, bySession: make(map[string]int)}
 	switch {
 	case q.InFlight == 0:
-		qs.inFlight = quota.New(DefaultInFlightPerCaller)
+		qs.inFlight = quota.New(defaultInFlightPerCaller)
 	case q.InFlight > 0:
 		qs.inFlight = quota.New(q.InFlight)
 	}
 	switch {
 	case q.Sessions == 0:
-		qs.sessions = DefaultSessionsPerCaller
+		qs.sessions = defaultSessionsPerCaller
 	case q.Sessions > 0:
 		qs.sessions = q.Sessions
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -69,10 +70,10 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 	// params split once, for these checks and the server (Members).
 	members, _ := req.Members()
 	field, value := routingMember(req.Method, members)
-	version, caps := req.MetaMember(protocol.MetaProtocolVersion), req.MetaMember(protocol.MetaClientCapabilities)
+	version, caps := req.MetaMember(vocab.MetaProtocolVersion), req.MetaMember(vocab.MetaClientCapabilities)
 	if version == nil || caps == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
-			"params._meta must carry "+protocol.MetaProtocolVersion+" and "+protocol.MetaClientCapabilities)
+			"params._meta must carry "+vocab.MetaProtocolVersion+" and "+vocab.MetaClientCapabilities)
 		return nil
 	}
 	if !isString(version, header) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -96,7 +97,7 @@ func (p *Poster) Post(ctx context.Context, h http.Handler, payload []byte) *Reco
 }
 
 // Meta2026 is the _meta of every 2026-07-28 request the benchmarks send.
-const Meta2026 = `{"` + protocol.MetaProtocolVersion + `":"` + protocol.Version20260728 + `","` + protocol.MetaClientCapabilities + `":{}}`
+const Meta2026 = `{"` + vocab.MetaProtocolVersion + `":"` + protocol.Version20260728 + `","` + vocab.MetaClientCapabilities + `":{}}`
 
 // EchoAnswer is in the body of every answer to the handler benchmarks'
 // tools/call echo, the floor's and vigil's, of either era.

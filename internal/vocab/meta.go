@@ -1,4 +1,4 @@
-package protocol
+package vocab
 
 // MetaPrefix begins every _meta key the protocol reserves for itself.
 const MetaPrefix = "io.modelcontextprotocol/"
