@@ -48,6 +48,15 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 	return i.srv.Serve(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name))
 }
 
+// Shedder passes on srv's Shedder (see server.WithShedder), so that a
+// transport that sheds itself asks it; nil when srv has none.
+func (i instrumented) Shedder() transport.Shedder {
+	if s, ok := i.srv.(conncap.ShedderSource); ok {
+		return s.Shedder()
+	}
+	return nil
+}
+
 // CountConn returns a transport.Conn that counts, in m, every message read
 // from and written to c by kind, and their encoded size in bytes, under the
 // transport label transportName. The size is the message's compact JSON-RPC

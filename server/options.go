@@ -147,18 +147,23 @@ func WithMaxInFlightPerSession(n int) Option {
 	return optionFunc(func(c *config) { c.maxInFlight = n })
 }
 
-// WithShedder has every session ask s about each request other than
-// initialize, server/discover and ping before admitting it: one s sheds
-// is answered at once with [protocol.CodeServerBusy] (data
-// {"retryAfterSeconds":N}, 1 to 3 at random) and reported to the Observer's MessageRejected
-// as [protocol.RejectOverloaded], with no span and no handler. It is for
-// transports without admission of their own, such as stdio: the
-// Streamable HTTP endpoint sheds before the server with 503
-// (streamable.WithShedder), and giving s to both asks it twice. nil (the
-// default) sheds nothing; see [transport.NewShedder].
+// WithShedder has the server refuse at once, while s sheds, each request
+// other than initialize, server/discover and ping (see
+// [transport.NewShedder]): answered with [protocol.CodeServerBusy] (data
+// {"retryAfterSeconds":N}, 1 to 3 at random) and reported to the
+// Observer's MessageRejected as [protocol.RejectOverloaded], with no span
+// and no handler. The Streamable HTTP endpoint of the server asks s itself,
+// before the request reaches a session, and answers one s sheds with 503
+// and Retry-After (see [Server.Shedder]); over other transports, such as
+// stdio, each session asks. nil (the default) sheds nothing.
 func WithShedder(s transport.Shedder) Option {
 	return optionFunc(func(c *config) { c.shedder = s })
 }
+
+// Shedder returns the Shedder given to [WithShedder], or nil: a transport
+// that refuses shed requests itself, as the Streamable HTTP endpoint does
+// with 503, asks it before a request reaches a session.
+func (s *Server) Shedder() transport.Shedder { return s.cfg.shedder }
 
 // WithWriteTimeout bounds how long writing one message may wait for the
 // transport (30 s by default). d <= 0 means no bound.

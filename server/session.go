@@ -48,6 +48,7 @@ type Session struct {
 	handlers sync.WaitGroup
 	inline   bool              // the Conn delivers messages on goroutines of its own
 	single   bool              // the Conn carries one request (conncap.Single): no session but the request's
+	selfShed bool              // the transport asks the Shedder itself (conncap.Admitter): the session does not
 	shared   conncap.Shared    // the conn, when its session is shared by replicas (shared.go); else nil
 	group    conncap.Multicast // the conn's multicast group (notify.go); nil: none
 	logging  sessionLogging    // logging/setLevel and the log rate limit (logging.go)
@@ -314,6 +315,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		cancelCtx: cancel,
 		obs:       s.cfg.observer,
 		single:    conncap.IsSingle(conn),
+		selfShed:  s.cfg.shedder != nil && conncap.AdmitsRequests(conn),
 		shard:     pickSessionShard(),
 	}
 	if !ss.single {
@@ -766,10 +768,10 @@ func (ss *Session) admitted(m *transport.Request, batch *batchCollector, inline 
 }
 
 // shed reports whether the server's Shedder sheds m (never one that
-// overload.Exempt spares).
+// overload.Exempt spares, nor one its transport admitted).
 func (ss *Session) shed(m *transport.Request) bool {
 	sh := ss.srv.cfg.shedder
-	return sh != nil && !overload.Exempt(m.Method) && sh.Shed(ss.ctx)
+	return sh != nil && !ss.selfShed && !overload.Exempt(m.Method) && sh.Shed(ss.ctx)
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

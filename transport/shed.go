@@ -28,8 +28,8 @@ const DefaultShedTarget = 10 * time.Millisecond
 // they queue: while the median of the last three 100 ms intervals' delays
 // is above target, with the process using at least a quarter of its
 // processors and more than 64 requests waiting (the requests per second
-// times their mean wait), it refuses a share in proportion to how far over (up to a
-// tenth, at twice the target); shed requests are told to retry
+// times their mean wait), it refuses a share in proportion to how far over
+// (up to a tenth, at twice the target); shed requests are told to retry
 // after 1 to 3 seconds, at random. An interval's delay is the 90th
 // percentile of how long its requests waited to be read, measured on
 // their connections' sockets (the http.Server's ConnContext must be
@@ -37,8 +37,8 @@ const DefaultShedTarget = 10 * time.Millisecond
 // the 90th percentile of the time runnable goroutines waited for a CPU
 // (runtime/metrics /sched/latencies:seconds). A handler that sleeps or
 // waits adds to neither, so slow calls are never shed. It starts no
-// goroutine. For target <= 0 it returns nil, which the transports'
-// WithShedder options take as "shed nothing".
+// goroutine. For target <= 0 it returns nil, which server.WithShedder
+// takes as "shed nothing".
 func NewShedder(target time.Duration) Shedder {
 	if target <= 0 {
 		return nil

@@ -107,9 +107,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	shedder := transport.NewShedder(*overloadTarget) // nil for 0: sheds nothing
 	opts := []server.Option{server.WithListChangedDelay(*listChangedDelay)}
-	if *useStdio {
-		opts = append(opts, server.WithShedder(shedder)) // over HTTP the endpoint sheds, with 503
-	}
+	opts = append(opts, server.WithShedder(shedder)) // over HTTP the endpoint asks it, and answers 503
 	if v := os.Getenv("VIGIL_REQUEST_STATE_KEY"); v != "" {
 		// Replicas behind one load balancer sign requestState with one key.
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -152,7 +150,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if *addr != "" {
-		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable, shedder: shedder}, shared)
+		return serveHTTP(ctx, srv, logger, httpConfig{addr: *addr, grace: *grace, maxSessions: *maxSessions, resumable: *resumable}, shared)
 	}
 	conn := stdioConn(stdin, stdout, stdio.WithMaxFrameSize(*maxFrame))
 	served := make(chan error, 1)
@@ -226,15 +224,14 @@ type httpConfig struct {
 	addr        string
 	grace       time.Duration
 	maxSessions int
-	resumable   bool              // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
-	shedder     transport.Shedder // -overload-target; nil: none
+	resumable   bool // SSE events kept in memory for Last-Event-ID (with -redis, Redis keeps them)
 }
 
 // serveHTTP serves the fixtures at http://addr/mcp until ctx is done, then
 // drains in-flight requests for up to grace.
 func serveHTTP(ctx context.Context, srv *server.Server, logger *slog.Logger, cfg httpConfig, shared *redisshare.Shared) error {
 	addr, grace := cfg.addr, cfg.grace
-	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions), streamable.WithShedder(cfg.shedder)}
+	opts := []streamable.Option{streamable.WithLogger(logger), streamable.WithMaxSessions(cfg.maxSessions)}
 	if cfg.resumable {
 		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -99,8 +98,8 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
 		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
-		streamable.WithIdleTimeout(cfg.idleTimeout),
-		streamable.WithShedder(transport.NewShedder(cfg.overloadTarget)))
+		streamable.WithIdleTimeout(cfg.idleTimeout)) // the server sheds: its quotaOptions
+
 	tb.Cleanup(func() { _ = h.Close() })
 	return h, srv
 }

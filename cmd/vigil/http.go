@@ -19,7 +19,6 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -62,7 +61,6 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
 		endpointQuotas(cfg, inst.Metrics()),
-		streamable.WithShedder(transport.NewShedder(cfg.overloadTarget)), // after the quotas, before the sessions
 		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
 		streamable.WithMaxResumptions(cfg.maxResumptions),
 		streamable.WithInitTimeout(cfg.initTimeout),

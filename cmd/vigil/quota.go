@@ -79,8 +79,11 @@ func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
 func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Option) {
 	var mw []middleware.InstrumentationOption
 	var srv []server.Option
+	// Over HTTP the endpoint asks the server's Shedder, after the quotas
+	// and before the sessions; over stdio the session does.
+	srv = append(srv, server.WithShedder(transport.NewShedder(cfg.overloadTarget)))
 	if cfg.stdio {
-		return nil, []server.Option{server.WithShedder(transport.NewShedder(cfg.overloadTarget))}
+		return nil, srv
 	}
 	if cfg.quotaToolShare > 0 && cfg.quotaToolShare < 1 {
 		mw = append(mw, middleware.WithToolShare(cfg.quotaToolShare, callerOf))

@@ -83,13 +83,24 @@ type Endpoint struct {
 
 var _ http.Handler = (*Endpoint)(nil)
 
-// New returns an Endpoint that serves MCP for srv.
+// New returns an Endpoint that serves MCP for srv. When srv sheds
+// requests under overload (server.WithShedder), the Endpoint asks its
+// Shedder about every request other than initialize, server/discover and
+// ping that the per-caller quotas admitted, before the request reaches a
+// session: one it sheds is answered at once with 503, Retry-After and the
+// busy JSON-RPC error, and counted as [protocol.RejectOverloaded] through
+// the reject hook. The Shedder of transport.NewShedder reads how long each
+// request waited from its connection when the http.Server's ConnContext
+// is [ConnContext].
 func New(srv Server, opts ...Option) *Endpoint {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
 		}
+	}
+	if src, ok := srv.(conncap.ShedderSource); ok {
+		cfg.shedder = src.Shedder()
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls()}
 	h.attach, _ = srv.(conncap.Attacher)

@@ -19,15 +19,16 @@ type overloaded struct{}
 
 func (overloaded) Shed(context.Context) bool { return true }
 
-// An Endpoint given a Shedder answers the requests it sheds at once with
-// 503 and Retry-After; initialize is never shed. A service gives it
-// transport.NewShedder(target), which sheds only while requests wait
-// longer than target to be read, and its http.Server the ConnContext
-// that lets it see that wait.
-func ExampleWithShedder() {
-	srv := server.New()
+// An Endpoint whose server has a Shedder (server.WithShedder) asks it
+// before a request reaches a session, and answers the requests it sheds
+// at once with 503 and Retry-After; initialize is never shed. A service
+// gives the server transport.NewShedder(target), which sheds only while
+// requests wait longer than target to be read, and its http.Server the
+// ConnContext that lets it see that wait.
+func ExampleNew_shedder() {
+	srv := server.New(server.WithShedder(overloaded{}))
 	defer func() { _ = srv.Close() }()
-	h := streamable.New(srv, streamable.WithShedder(overloaded{}))
+	h := streamable.New(srv)
 	defer func() { _ = h.Close() }()
 
 	post := func(sid, body string) *httptest.ResponseRecorder {

@@ -57,8 +57,8 @@ type config struct {
 	maxState      int           // shared_state.go: largest shared state stored
 	initTimeout   time.Duration // expiry.go: idle timeout of a session not yet initialized
 
-	// endpoint.go: sheds requests under overload (WithShedder); nil:
-	// none.
+	// endpoint.go: the server's, which sheds requests under overload
+	// (server.WithShedder); nil: none.
 	shedder transport.Shedder
 
 	// shared.go: called for each relay refused, with its reason
@@ -175,19 +175,6 @@ func WithKeepAlive(d time.Duration) Option {
 // concurrent use.
 func WithRejectHook(f func(reason protocol.RejectReason)) Option {
 	return optionFunc(func(c *config) { c.onReject = f })
-}
-
-// WithShedder has the Endpoint ask s about every request other than
-// initialize, server/discover and ping that the per-caller quotas
-// admitted, before the request reaches a session: one s sheds is
-// answered at once with 503, Retry-After and the busy JSON-RPC error, and
-// counted as [protocol.RejectOverloaded] through the reject hook.
-// Notifications and responses are never shed. nil (the default) sheds
-// nothing; see [transport.NewShedder], whose Shedder reads how long each
-// request waited from its connection when the http.Server's ConnContext
-// is [ConnContext].
-func WithShedder(s transport.Shedder) Option {
-	return optionFunc(func(c *config) { c.shedder = s })
 }
 
 // WithEventStore makes the 2025-era streams resumable, storing their events

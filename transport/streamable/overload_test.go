@@ -32,7 +32,7 @@ func (s *switchShedder) Shed(context.Context) bool { s.asked.Add(1); return s.on
 func TestShedRequestsNeverReachAHandler(t *testing.T) {
 	var shed switchShedder
 	var rejects tally[protocol.RejectReason]
-	e := newHTEnv(t, nil, streamable.WithShedder(&shed), streamable.WithRejectHook(rejects.add))
+	e := newHTEnv(t, htServer(t, server.WithShedder(&shed)), streamable.WithRejectHook(rejects.add))
 	var calls atomic.Int64
 	block := newHTBlocker()
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -67,6 +67,9 @@ func TestShedRequestsNeverReachAHandler(t *testing.T) {
 	ask := asking.nextMsg()
 	require.Equal(t, "elicitation/create", ask.Method)
 	require.Equal(t, int64(3), calls.Load())
+	// The server's Shedder is asked once per request, by the Endpoint:
+	// the session does not ask again about a request the Endpoint admitted.
+	require.Equal(t, int64(3), shed.asked.Load(), "the Shedder was asked twice about a request")
 
 	shed.on.Store(true)
 	for i := range 5 {
@@ -121,7 +124,7 @@ func TestShedSparesWaitingHandlers(t *testing.T) {
 	const n = 300 // more than 4×GOMAXPROCS, and than the per-session limit
 	calm := overload.New(overload.Config{Target: time.Millisecond, Sample: func() time.Duration { return time.Millisecond }})
 	var rejects tally[protocol.RejectReason]
-	e := newHTEnv(t, nil, streamable.WithShedder(calm), streamable.WithRejectHook(rejects.add))
+	e := newHTEnv(t, htServer(t, server.WithShedder(calm)), streamable.WithRejectHook(rejects.add))
 	started, release := make(chan struct{}, n), make(chan struct{})
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "wait"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		started <- struct{}{}
@@ -156,7 +159,7 @@ func TestShedSparesWaitingHandlers(t *testing.T) {
 func TestShedAfterTheQuotas(t *testing.T) {
 	var shed switchShedder
 	var rejects tally[protocol.RejectReason]
-	e := newHTEnv(t, nil, streamable.WithShedder(&shed), streamable.WithRejectHook(rejects.add),
+	e := newHTEnv(t, htServer(t, server.WithShedder(&shed)), streamable.WithRejectHook(rejects.add),
 		streamable.WithQuotas(streamable.Quotas{InFlight: 1}))
 	block := newHTBlocker()
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "block"}, block.tool))

@@ -95,6 +95,10 @@ func (s *session) JoinMulticast() {
 // SessionID returns the Mcp-Session-Id of s: see conncap.SessionIDer.
 func (s *session) SessionID() string { return s.id }
 
+// AdmitsRequests reports whether the Endpoint asks the server's Shedder
+// about each request of the session (see conncap.Admitter).
+func (s *session) AdmitsRequests() bool { return s.h.cfg.shedder != nil }
+
 // SetDispatch lets the server run each message on the POST that brought
 // it (see conncap.Inline).
 func (s *session) SetDispatch(d conncap.Dispatcher) {

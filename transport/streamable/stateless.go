@@ -84,7 +84,7 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return nil
 	}
-	conn := &oneShot{req: req, r: r, caller: h.callerOf(r)}
+	conn := &oneShot{req: req, r: r, caller: h.callerOf(r), admits: h.cfg.shedder != nil}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	conn.st.limit = &h.limit
 	// The server checks the Mcp-Param-* headers against the tool's schema:
@@ -197,6 +197,7 @@ type oneShot struct {
 	st       stream              // the response, held here: one allocation less
 	dispatch conncap.Dispatcher  // set under mu: cancel reads it from another POST's goroutine
 	read     bool
+	admits   bool     // the Endpoint asked the server's Shedder about req (AdmitsRequests)
 	caller   string   // whom the request is filed under (stateless_cancel.go)
 	hash     uint64   // its key's hash in the registry
 	prev     *oneShot // its neighbors in the registry's chain; guarded by the chain's lock
@@ -268,6 +269,10 @@ func (c *oneShot) Write(_ context.Context, m transport.Message) error { return c
 // SingleRequest marks the Conn as conncap.Single: its session is the
 // request's alone.
 func (*oneShot) SingleRequest() {}
+
+// AdmitsRequests reports whether the Endpoint asked the server's Shedder
+// about the request (see conncap.Admitter).
+func (c *oneShot) AdmitsRequests() bool { return c.admits }
 
 func (c *oneShot) Close() error {
 	c.mu.Lock()
