@@ -65,9 +65,10 @@ func (i instrumented) Shedder() transport.Shedder {
 // ([transport.EncodedSize]). A frame that does not decode counts as kind
 // invalid with no bytes. Writes count whether or not they succeed (failures
 // are counted by class by [MetricsObserver]). The returned Conn has c's
-// concurrency contract, and implements [conncap.Inline] when c does (the
-// messages it dispatches are counted as received, like those Read returns),
-// and [conncap.Driven] when c does; with a nil m it returns c.
+// concurrency contract, and passes on the capabilities of the Conns of
+// Vigil's transports (a Streamable HTTP Conn's messages dispatched on
+// their own goroutines are counted as received, like those Read returns);
+// with a nil m it returns c.
 func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c

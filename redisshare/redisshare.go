@@ -46,10 +46,10 @@ type Config struct {
 	// Redis after it.
 	IdleTimeout time.Duration
 	// InitTimeout is how long a session's record lives until its client
-	// initialized (0: redisstore's default).
+	// initialized (0: a minute, as streamable.DefaultInitTimeout).
 	InitTimeout time.Duration
 	// MaxSessionEventBytes bounds the stored SSE events of one session (0:
-	// redisstore's default).
+	// 1 MiB).
 	MaxSessionEventBytes int64
 	// Logger gets the shared mode's messages; it never logs the URL's
 	// password.
@@ -57,8 +57,7 @@ type Config struct {
 	// Registerer gets the metrics; nil for none.
 	Registerer prometheus.Registerer
 	// ClusterKey authenticates and encrypts what the replicas hand to
-	// Redis (redisstore.WithClusterKey): at least 32 random bytes, the same
-	// on every replica. PreviousClusterKey, during a rotation, is the key
+	// Redis: at least 32 random bytes, the same on every replica. PreviousClusterKey, during a rotation, is the key
 	// still accepted besides it.
 	ClusterKey, PreviousClusterKey []byte
 }

@@ -60,8 +60,8 @@ func (s *Shared) sessionCounter(limit int) *sessionCounter {
 	return newSessionCounter(s.client, limit, s.idleTimeout)
 }
 
-// SessionQuota returns the [replication.SessionCounter] of the endpoint's
-// session quota ([streamable.Quotas]) that holds each caller to limit
+// SessionQuota returns the counter of the endpoint's session quota
+// ([streamable.Quotas]'s SessionCounter) that holds each caller to limit
 // sessions over every replica: a sorted set per caller on Redis of its
 // session ids, scored by when each expires (after the sessions' idle
 // timeout, unless the endpoint acquires it again on the session's

@@ -9,10 +9,10 @@ import (
 
 // Fanout carries what a server tells every client — that a list of tools,
 // resources or prompts changed, that a resource was updated — to the other
-// replicas of a service whose sessions are shared (see
-// streamable.WithCluster), so that each replica's server tells its own
-// sessions and subscriptions/listen streams. Package redisstore's Store is
-// one. Configure it with [WithFanout].
+// replicas of a service whose sessions are shared (see package
+// redisshare), so that each replica's server tells its own sessions and
+// subscriptions/listen streams. redisshare's Shared.ServerOptions
+// configures one on Redis with [WithFanout].
 type Fanout interface {
 	// Broadcast sends event to every other replica.
 	Broadcast(ctx context.Context, event []byte) error

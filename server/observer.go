@@ -12,8 +12,9 @@ import (
 // so that methods added later need no change.
 type Observer interface {
 	// SessionStarted is called when Serve begins a session. The session a
-	// server makes for a [conncap.Single] conn (a stateless request) is
-	// none: it is reported neither started nor ended.
+	// server makes for a conn that carries one request (a 2026-07-28
+	// stateless request) is none: it is reported neither started nor
+	// ended.
 	SessionStarted(ctx context.Context, s *Session)
 	// SessionEnded is called once per session, after every handler of the
 	// session has returned, with the cause that ended it.

@@ -190,8 +190,8 @@ func (s *Server) untrack(ss *Session) {
 // Sessions returns the sessions being served, in no particular order. A
 // session that has begun to end is not among them, so once an [Observer]
 // saw SessionEnded the session is never listed again. The session of a
-// [conncap.Single] conn (a stateless request's) is listed while its
-// request is in flight, though observers never hear of it.
+// conn that carries one request (a stateless request's) is listed while
+// its request is in flight, though observers never hear of it.
 func (s *Server) Sessions() []*Session {
 	all := s.sessions.snapshot()
 	out := all[:0]

@@ -310,9 +310,10 @@ const DefaultInitTimeout = replication.DefaultInitTimeout
 // notifications/initialized and that has seen no request for d
 // ([DefaultInitTimeout] by default, or when d <= 0; never longer than the
 // idle timeout, and in force when idle sessions never expire), so that
-// sessions opened and abandoned cost little for long. The end is counted ([CutInitTimeout]). In shared mode the
-// cluster's record expires on its own terms (see redisstore's
-// WithInitTimeout); the Endpoint renews it once the client initialized.
+// sessions opened and abandoned cost little for long. The end is counted
+// ([CutInitTimeout]). In shared mode the cluster's record expires on its
+// own terms (redisshare's Config.InitTimeout); the Endpoint renews it once
+// the client initialized.
 func WithInitTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

@@ -376,8 +376,8 @@ func (s *session) relay(r replication.Relay) {
 	}
 }
 
-// relayRefusedRequest is the OnRelayRefused reason (replication.Config) of a RelayClient
-// that is not a response or a notification.
+// relayRefusedRequest is the OnRelayRefused reason (replication.Config) of
+// a RelayClient that is not a response or a notification.
 const relayRefusedRequest = "request"
 
 // clientRelayable reports whether m may travel as a RelayClient: a response
@@ -393,7 +393,8 @@ func clientRelayable(m transport.Message) bool {
 	return false
 }
 
-// relayRefused counts a relay refused for reason (replication.Config.OnRelayRefused).
+// relayRefused counts a relay refused for reason
+// (replication.Config.OnRelayRefused).
 func (h *Endpoint) relayRefused(reason string) {
 	if f := h.cfg.onRelayRefuse; f != nil {
 		f(reason)

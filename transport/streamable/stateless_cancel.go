@@ -191,9 +191,9 @@ func (h *Endpoint) subscribeCancels() func() {
 	return stop
 }
 
-// relayRefusedCancel is the OnRelayRefused reason (replication.Config) of a RelayCancel
-// that is not a caller and a notifications/cancelled, which no replica
-// sends.
+// relayRefusedCancel is the OnRelayRefused reason (replication.Config) of
+// a RelayCancel that is not a caller and a notifications/cancelled, which
+// no replica sends.
 const relayRefusedCancel = "cancel"
 
 // appendCancel appends a RelayCancel's data: the caller's length (4 bytes,
