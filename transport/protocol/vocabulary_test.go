@@ -26,15 +26,6 @@ func TestCodeString(t *testing.T) {
 func TestVersions(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, protocol.Versions())
-	for _, v := range vocab.SessionVersions() {
-		assert.True(t, vocab.IsSessionVersion(v), v)
-	}
-	assert.False(t, vocab.IsSessionVersion(protocol.Version20260728))
-	assert.False(t, vocab.IsSessionVersion("2099-01-01"))
-	assert.True(t, vocab.BatchesAllowed(protocol.Version20250326))
-	assert.True(t, vocab.BatchesAllowed(protocol.Version20241105))
-	assert.False(t, vocab.BatchesAllowed(protocol.Version20250618))
-	assert.False(t, vocab.BatchesAllowed(protocol.Version20251125))
 }
 
 // Every outcome value has a distinct, non-empty label, which is also its
