@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
@@ -232,7 +233,7 @@ func resourceURI(cfg config, addr net.Addr) string {
 // of the request's start (ReadTimeout), keep-alive connections closed
 // after cfg.httpIdleTimeout of idleness (0: never). There is no
 // WriteTimeout, which would cut SSE streams. With authorization, each
-// connection remembers the last token verified on it (auth.ConnContext).
+// connection remembers the last token verified on it (oauth.ConnContext).
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
 	idle := cfg.httpIdleTimeout
 	if idle == 0 {
@@ -263,7 +264,7 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		// A keep-alive client's token, the same with each request, is
 		// then recognized by comparison, not hashed and looked up.
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return auth.ConnContext(streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c), c)
+			return oauth.ConnContext(streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c), c)
 		}
 	}
 	return hs
