@@ -11,9 +11,8 @@
 // for middleware.WithRequestRecorders, which feeds it every request's
 // outcome, those the chain refuses too), [Recorder.Middleware] (a
 // server.Middleware, for a server behind an OAuth resource server: who
-// opened each session) and [Recorder.SpanReceiver] (the intake of its
-// trace ring, for the tracer provider: sdktrace.WithSyncer, or the
-// fallback of otelsetup.WithFallbackExporter). Any hook left out leaves
+// opened each session) and [Recorder.SpanExporter] (the intake of its
+// trace ring, for the tracer provider: sdktrace.WithSyncer). Any hook left out leaves
 // its part of the page empty. [Handler] serves the page of a
 // server.Server from a Recorder; mount it with http.StripPrefix. Nothing
 // is registered anywhere by itself, and nothing is global. The Example

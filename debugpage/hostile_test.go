@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -56,7 +56,7 @@ func retainedHeap() int64 {
 func TestHostileDebugBound(t *testing.T) {
 	ctx := t.Context()
 	rec := NewRecorder()
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { _ = shutdown(context.Background()) })
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),

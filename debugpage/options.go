@@ -78,7 +78,7 @@ func WithMaxSessions(n int) HandlerOption {
 
 // WithTraceExporter names where the server's spans go, for the page's
 // header and its note on kept traces. By default it is "in-memory ring"
-// once the Recorder's SpanReceiver was taken, else "none".
+// once the Recorder's SpanExporter was taken, else "none".
 func WithTraceExporter(name string) HandlerOption {
 	return handlerOption(func(c *handlerConfig) { c.exporter = name })
 }

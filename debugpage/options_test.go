@@ -14,19 +14,19 @@ import (
 )
 
 // The ring's limits are the Recorder's options, or their defaults; the
-// ring is made by the first SpanReceiver call, once.
+// ring is made by the first SpanExporter call, once.
 func TestRecorderOptions(t *testing.T) {
 	rec := NewRecorder()
-	assert.Nil(t, rec.traceRing(), "no ring before SpanReceiver")
-	ring := rec.SpanReceiver()
-	assert.Same(t, ring, rec.SpanReceiver())
+	assert.Nil(t, rec.traceRing(), "no ring before SpanExporter")
+	ring := rec.SpanExporter()
+	assert.Same(t, ring, rec.SpanExporter())
 	assert.Equal(t, ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}, rec.traceRing().lim)
 
 	rec = NewRecorder(WithTraceRing(7), WithTraceRingBytes(64<<10))
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 7, MaxBytes: 64 << 10}, rec.traceRing().lim)
 	rec = NewRecorder(WithTraceRing(0), WithTraceRingBytes(-1), nil)
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 1, MaxBytes: ringMaxBytes}, rec.traceRing().lim, "at least one trace; a budget below 1 ignored")
 }
 
@@ -60,7 +60,7 @@ func TestHandlerOptions(t *testing.T) {
 	assert.NotContains(t, w.Body.String(), "/metrics")
 	assert.Contains(t, w.Body.String(), "<h1>Vigil</h1>")
 	assert.Contains(t, w.Body.String(), `<span class="ok">ready</span>`)
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	_, v = get(page, "/debug/vigil?format=json")
 	assert.Equal(t, "in-memory ring", v.Exporter)
 	assert.True(t, v.Kept)

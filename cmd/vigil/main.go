@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
@@ -27,7 +29,6 @@ import (
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
@@ -560,11 +561,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// What /debug/vigil shows, and its trace ring, where spans go when
 	// OTEL_* names no exporter: none with -stdio, nobody could read them.
 	var page *debugpage.Recorder
-	var ring func() otelsetup.SpanReceiver
+	var ring func() sdktrace.SpanExporter
 	if cfg.debug && !cfg.stdio {
 		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
 		if cfg.traceRing > 0 {
-			ring = page.SpanReceiver
+			ring = page.SpanExporter
 		}
 	}
 	in, err := newInstruments(ctx, ring)

@@ -6,7 +6,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
 )
 
 // printExporter prints the spans it is given.

@@ -1,4 +1,4 @@
-package otelsetup_test
+package receiving_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/receiving"
 )
 
 // receiver is a SpanReceiver that keeps what reaches it each way.
@@ -25,7 +26,7 @@ type receiver struct {
 	watch    []attribute.Key
 	mu       sync.Mutex
 	received []sdktrace.ReadOnlySpan
-	seen     []otelsetup.ReceivedSpan // with each span, what the provider saw of its attributes
+	seen     []receiving.ReceivedSpan // with each span, what the provider saw of its attributes
 	shutdown int
 }
 
@@ -33,7 +34,7 @@ func newReceiver(watch ...attribute.Key) *receiver {
 	return &receiver{keptExporter: newKept(), watch: watch}
 }
 
-func (r *receiver) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
+func (r *receiver) ReceiveSpan(rs *receiving.ReceivedSpan) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.received = append(r.received, rs.Span)
@@ -99,7 +100,7 @@ func TestReceivingProviderUnsampled(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newReceiver()
-			tp, shutdown := otelsetup.NewReceivingProvider(r, sdktrace.WithSampler(sampler))
+			tp, shutdown := receiving.NewProvider(r, sdktrace.WithSampler(sampler))
 			t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 			_, span := tp.Tracer("t").Start(t.Context(), "unsampled")
 			span.End()
@@ -122,7 +123,7 @@ func (recordOnly) Description() string { return "record only" }
 // reaches the receiver, and the panic goes on.
 func TestReceivingProviderPanic(t *testing.T) {
 	r := newReceiver()
-	tp, shutdown := otelsetup.NewReceivingProvider(r)
+	tp, shutdown := receiving.NewProvider(r)
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	recovered := func() (v any) {
 		defer func() { v = recover() }()
@@ -157,7 +158,7 @@ func (nopProcessor) ForceFlush(context.Context) error                { return ni
 // attributes are set after the start, as middleware.Tracing sets them, or
 // given to Start.
 func TestReceivingProviderAllocatesLess(t *testing.T) {
-	recv, shutdown := otelsetup.NewReceivingProvider(discard{})
+	recv, shutdown := receiving.NewProvider(discard{})
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	proc := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(nopProcessor{}))
 	t.Cleanup(func() { require.NoError(t, proc.Shutdown(context.Background())) })
@@ -197,7 +198,7 @@ func TestReceivingProviderAllocatesLess(t *testing.T) {
 // discard is a SpanReceiver that keeps nothing.
 type discard struct{ keptExporter }
 
-func (discard) ReceiveSpan(*otelsetup.ReceivedSpan) {}
+func (discard) ReceiveSpan(*receiving.ReceivedSpan) {}
 func (discard) WatchedAttributes() []attribute.Key  { return nil }
 
 // TestReceivedSpanAttributes: the provider hands each span over with the
@@ -207,7 +208,7 @@ func (discard) WatchedAttributes() []attribute.Key  { return nil }
 // the span's own Attributes has, when no key is set twice.
 func TestReceivedSpanAttributes(t *testing.T) {
 	r := newReceiver("watched.a", "watched.b")
-	tp, shutdown := otelsetup.NewReceivingProvider(r)
+	tp, shutdown := receiving.NewProvider(r)
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	ctx, span := tp.Tracer("t").Start(t.Context(), "s", trace.WithSpanKind(trace.SpanKindServer))
 	span.SetAttributes(attribute.String("first", "value"), attribute.Int("n", 7))
@@ -282,11 +283,11 @@ func TestReceivedSpanAttributes(t *testing.T) {
 // TestReceivingProviderWatchLimit: a receiver may watch MaxWatched keys, no
 // more.
 func TestReceivingProviderWatchLimit(t *testing.T) {
-	keys := make([]attribute.Key, otelsetup.MaxWatched+1)
+	keys := make([]attribute.Key, receiving.MaxWatched+1)
 	for i := range keys {
 		keys[i] = attribute.Key(fmt.Sprint("k", i))
 	}
-	_, shutdown := otelsetup.NewReceivingProvider(newReceiver(keys[:otelsetup.MaxWatched]...))
+	_, shutdown := receiving.NewProvider(newReceiver(keys[:receiving.MaxWatched]...))
 	require.NoError(t, shutdown(context.Background()))
-	assert.Panics(t, func() { otelsetup.NewReceivingProvider(newReceiver(keys...)) })
+	assert.Panics(t, func() { receiving.NewProvider(newReceiver(keys...)) })
 }

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
 )
 
 // otelEnv is every variable the tests touch; each test starts with all of

@@ -17,6 +17,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/vigil-mcp/vigil/internal/receiving"
 )
 
 // Option configures [TracerProvider], [SpanExporter] and [MeterProvider];
@@ -60,7 +62,7 @@ func WithFallbackExporter(f func(context.Context) (sdktrace.SpanExporter, error)
 // exporter that keeps spans in memory and does no I/O, such as cmd/vigil's
 // trace ring, that spares a queue, a goroutine and its wake-ups; an
 // exporter that blocks would hold up every request that ends a span. A
-// fallback exporter that is a [SpanReceiver] gets each sampled span itself
+// fallback exporter that is a receiving.SpanReceiver (package internal/receiving) gets each sampled span itself
 // through ReceiveSpan, from a provider with no span processor, and so no
 // per-span snapshot.
 func WithSyncFallback() Option {
@@ -118,10 +120,10 @@ func TracerProvider(ctx context.Context, opts ...Option) (trace.TracerProvider, 
 	if err != nil {
 		return nil, nil, errors.Join(err, exp.Shutdown(ctx))
 	}
-	recv, receives := exp.(SpanReceiver)
+	recv, receives := exp.(receiving.SpanReceiver)
 	if fallback && cfg.fallbackSync && receives {
 		// No span processor: each span reaches recv itself as it ends.
-		tp, shutdown := NewReceivingProvider(recv, sdktrace.WithResource(res))
+		tp, shutdown := receiving.NewProvider(recv, sdktrace.WithResource(res))
 		return tp, shutdown, nil
 	}
 	var processor sdktrace.TracerProviderOption

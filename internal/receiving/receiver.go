@@ -1,4 +1,4 @@
-package otelsetup
+package receiving
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type SpanReceiver interface {
 	ReceiveSpan(s *ReceivedSpan)
 	// WatchedAttributes names the attribute keys, at most [MaxWatched],
 	// whose string values ReceiveSpan wants in ReceivedSpan.Watched. It is
-	// called once, by NewReceivingProvider.
+	// called once, by NewProvider.
 	WatchedAttributes() []attribute.Key
 }
 
@@ -105,7 +105,7 @@ func (r *ReceivedSpan) count(watched []attribute.Key, kvs []attribute.KeyValue) 
 	r.AttrOpaque = r.AttrOpaque || opaque
 }
 
-// NewReceivingProvider returns an SDK tracer provider made with opts,
+// NewProvider returns an SDK tracer provider made with opts,
 // which add no span processor, whose sampled spans reach recv itself as
 // they end (see [SpanReceiver]), and the function that shuts the SDK
 // provider, then recv, down. [TracerProvider] returns one for a
@@ -116,10 +116,10 @@ func (r *ReceivedSpan) count(watched []attribute.Key, kvs []attribute.KeyValue) 
 // parent (ReadOnlySpan.ChildSpanCount) stays 0.
 //
 // It panics if recv watches more than [MaxWatched] attribute keys.
-func NewReceivingProvider(recv SpanReceiver, opts ...sdktrace.TracerProviderOption) (trace.TracerProvider, func(context.Context) error) {
+func NewProvider(recv SpanReceiver, opts ...sdktrace.TracerProviderOption) (trace.TracerProvider, func(context.Context) error) {
 	watched := recv.WatchedAttributes()
 	if len(watched) > MaxWatched {
-		panic(fmt.Sprintf("otelsetup: a SpanReceiver watches %d attribute keys, more than MaxWatched (%d)", len(watched), MaxWatched))
+		panic(fmt.Sprintf("receiving: a SpanReceiver watches %d attribute keys, more than MaxWatched (%d)", len(watched), MaxWatched))
 	}
 	p := &receivingProvider{sdk: sdktrace.NewTracerProvider(opts...), recv: recv, watched: slices.Clone(watched)}
 	return p, p.Shutdown
