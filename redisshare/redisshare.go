@@ -161,19 +161,6 @@ func (s *Shared) ServerOptions() []server.Option {
 	return []server.Option{server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store)}
 }
 
-// Client returns the replica's Redis client, for the limits shared with
-// the other replicas: middleware.WithRateLimitRedis(s.Client(),
-// s.RateLimitFallback).
-func (s *Shared) Client() redis.UniversalClient { return s.client }
-
-// RateLimitFallback counts a rate-limit decision taken without Redis
-// (middleware.WithRateLimitRedis's hook).
-func (s *Shared) RateLimitFallback() {
-	if s.metrics != nil {
-		s.metrics.fallback.Inc()
-	}
-}
-
 // Ready reports whether Redis answered the replica's last lease renewal:
 // serve the replica's readiness check from it (vigil's /readyz is 503
 // while it does not).
