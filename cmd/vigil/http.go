@@ -92,12 +92,17 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if shared != nil {
 		opts = append(opts, shared.Options()...) // sessions shared with the other replicas
 	}
-	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
-	var mcp http.Handler = endpoint
+	var endpoint *streamable.Endpoint
+	var mcp http.Handler
 	var public map[string]http.Handler
 	if authz != nil {
-		mcp, public = authz.rs.Handler(endpoint), authz.public()
-		endpoint.SetForwardHandler(mcp) // a forwarded task request is authorized here too
+		// The guarded endpoint checks tool scopes per message, and a
+		// forwarded task request is authorized here too.
+		endpoint, mcp = authz.rs.Endpoint(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
+		public = authz.public()
+	} else {
+		endpoint = streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
+		mcp = endpoint
 	}
 	if rl := inst.RateLimiter(); rl != nil {
 		// The principal's rate, behind the guard that names it (a

@@ -70,9 +70,9 @@ func newE2E(t *testing.T, mutate ...func(*oauth.Config)) *e2e {
 	rs, err := oauth.New(cfg)
 	require.NoError(t, err)
 
-	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", rs.Handler(ep))
+	mux.Handle("/mcp", guarded)
 	for _, p := range rs.MetadataPaths() {
 		mux.Handle(p, rs.MetadataHandler())
 	}
@@ -305,8 +305,8 @@ func TestEndToEndTaskOfAnotherPrincipal(t *testing.T) {
 		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, AllToolScopes: srv.AllToolScopes,
 	})
 	require.NoError(t, err)
-	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal))
-	ts := httptest.NewServer(rs.Handler(ep))
+	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal))
+	ts := httptest.NewServer(guarded)
 	t.Cleanup(func() {
 		_ = ep.Close()
 		ts.CloseClientConnections()

@@ -50,10 +50,10 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
 	defer func() { _ = ep.Close(); _ = srv.Close() }()
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", rs.Handler(ep))
+	mux.Handle("/mcp", guarded)
 	for _, p := range rs.MetadataPaths() {
 		mux.Handle(p, rs.MetadataHandler())
 	}

@@ -51,11 +51,14 @@ func newFWReplica(t *testing.T, c *streamabletest.Cluster, name string, guarded 
 	}
 	rs, err := oauth.New(cfg)
 	require.NoError(t, err)
-	ep := streamable.New(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithCluster(c.Replica(name), 0))
-	var h http.Handler = ep
+	opts := []streamable.Option{streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithCluster(c.Replica(name), 0)}
+	var ep *streamable.Endpoint
+	var h http.Handler
 	if guarded {
-		h = rs.Handler(ep)
-		ep.SetForwardHandler(h)
+		ep, h = rs.Endpoint(srv, opts...)
+	} else {
+		ep = streamable.New(srv, opts...)
+		h = ep
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,21 +234,52 @@ func (rs *ResourceServer) MetadataURL() string { return rs.metaURL }
 // lists, and otherwise has next serve it with the principal in its context
 // ([auth.PrincipalFromContext]). 400, 401 and 403 carry a WWW-Authenticate
 // challenge naming the metadata; every refusal's body is a JSON-RPC error
-// object with a null id (code -32600, or -32000 for 503). When next is a
-// *streamable.Endpoint, the Endpoint checks the tools a 2025 POST calls on
-// the message it decodes (its MessageGuard), with the same 403, and a
-// request it forwards to another replica carries an assertion of its
-// principal, not its token, which this guard (its SetForwardHandler)
-// authorizes there, every scope checked.
-func (rs *ResourceServer) Handler(next http.Handler) http.Handler {
-	endpointChecks := false
-	if ep, ok := next.(*streamable.Endpoint); ok {
-		ep.SetPrincipalForwarding(rs.assertPrincipal, rs.restorePrincipal) // forward.go
-		if rs.cfg.ToolScopes != nil {
-			ep.SetMessageGuard(rs.guardMessage)
-			endpointChecks = true
-		}
-	}
+// object with a null id (code -32600, or -32000 for 503). A POST whose
+// principal lacks some tool scope has its body read for the tools it
+// calls; [ResourceServer.Endpoint] spares that read.
+func (rs *ResourceServer) Handler(next http.Handler) http.Handler { return rs.handler(next, false) }
+
+// Endpoint returns the streamable Endpoint of srv made with opts and
+// behind this guard, and the guarded handler to serve it with: Handler of
+// the Endpoint, which checks the tools a 2025 POST calls on the message it
+// decodes, with the same 403, instead of having Handler read the body. A
+// request the Endpoint forwards to another replica carries an assertion
+// of its principal, not its token, which the guard there authorizes,
+// every scope checked. To put a handler between the guard and the
+// Endpoint (a rate limit that needs the principal), serve
+// Handler(that(endpoint)): the Endpoint still checks each message, and
+// forwarded requests still pass the guard alone.
+func (rs *ResourceServer) Endpoint(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, http.Handler) {
+	ep := streamable.New(srv, append(slices.Clip(opts), streamable.WithGuard(endpointGuard{rs}))...)
+	return ep, rs.handler(ep, rs.cfg.ToolScopes != nil)
+}
+
+// endpointGuard is what a ResourceServer hands the Endpoint it guards
+// (streamable.WithGuard).
+type endpointGuard struct{ rs *ResourceServer }
+
+// Wrap is the guard of the requests other replicas forward.
+func (g endpointGuard) Wrap(next http.Handler) http.Handler {
+	return g.rs.handler(next, g.rs.cfg.ToolScopes != nil)
+}
+
+// CheckMessage is guardMessage, with tool scopes to check.
+func (g endpointGuard) CheckMessage(w http.ResponseWriter, r *http.Request, msg transport.Message) bool {
+	return g.rs.cfg.ToolScopes == nil || g.rs.guardMessage(w, r, msg)
+}
+
+// AssertPrincipal is assertPrincipal (forward.go).
+func (g endpointGuard) AssertPrincipal(r *http.Request) []byte { return g.rs.assertPrincipal(r) }
+
+// RestorePrincipal is restorePrincipal (forward.go).
+func (g endpointGuard) RestorePrincipal(ctx context.Context, assertion []byte) context.Context {
+	return g.rs.restorePrincipal(ctx, assertion)
+}
+
+// handler is Handler; endpointChecks says next is an Endpoint that checks
+// each message's tools itself (guardMessage), so that the body is not read
+// for them.
+func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := rs.authenticate(r)
 		if err != nil {
@@ -352,7 +384,7 @@ func (rs *ResourceServer) needs(r *http.Request, p *auth.Principal, endpointChec
 	return needed, 0
 }
 
-// guardMessage is the MessageGuard of an Endpoint behind Handler: it
+// guardMessage checks each message an Endpoint behind the guard decodes: it
 // refuses a 2025 tools/call whose principal lacks a scope of its tool with
 // the 403 Handler answers, or with Config.HideTools counts it and lets it
 // on (a 2026-07-28 request's tool was checked by its Mcp-Name header,

@@ -589,9 +589,8 @@ func TestHandlerEndpointChecksTools(t *testing.T) {
 		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, Registerer: reg,
 	})
 	require.NoError(t, err)
-	ep := streamable.New(srv, streamable.WithAllowedHosts("mcp.example.com"))
+	ep, h := rs.Endpoint(srv, streamable.WithAllowedHosts("mcp.example.com"))
 	defer func() { _ = ep.Close() }()
-	h := rs.Handler(ep)
 	mcpPost := func(tok, body string) *httptest.ResponseRecorder {
 		hdr := map[string][]string{"Accept": {"application/json, text/event-stream"}}
 		if tok != "" {

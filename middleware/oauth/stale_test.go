@@ -56,8 +56,8 @@ func newScopedReplicas(t *testing.T, n int, cluster func(name string) streamable
 		if cluster != nil {
 			o = append(o, streamable.WithCluster(cluster(string(rune('a'+i))), 0))
 		}
-		ep := streamable.New(srv, o...)
-		ts := httptest.NewServer(rs.Handler(ep))
+		ep, guarded := rs.Endpoint(srv, o...)
+		ts := httptest.NewServer(guarded)
 		t.Cleanup(func() {
 			_ = ep.Close()
 			ts.CloseClientConnections()
