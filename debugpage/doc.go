@@ -96,7 +96,8 @@
 // 256 names the server knows plus "other", all allocated when a name is
 // first seen; the event log keeps the last fifty cancellations, dropped
 // responses and ended sessions, each text cut at 256 bytes, and an entry
-// per live session ([WithMaxSessions] bounds them); the trace ring keeps
+// per live session (the transport bounds them: the page prints the bound
+// of the sessions live now); the trace ring keeps
 // its byte budget, one batch on its intake, and the bookkeeping of the
 // most traces its stores can hold. Recording a request takes no lock on
 // its way but to add a new name, and allocates nothing.

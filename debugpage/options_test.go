@@ -55,7 +55,7 @@ func TestHandlerOptions(t *testing.T) {
 	page := mountPage(Handler(server.New(), rec))
 	_, v := get(page, "/debug/vigil?format=json")
 	assert.Equal(t, view{Ready: true, Exporter: "none", Memory: v.Memory}, v)
-	assert.Equal(t, eventsBoundBytes(defaultMaxSessions+1), v.Memory.EventsBound)
+	assert.Equal(t, eventsBoundBytes(0), v.Memory.EventsBound, "no session live")
 	w, _ := get(page, "/debug/vigil")
 	assert.NotContains(t, w.Body.String(), "/metrics")
 	assert.Contains(t, w.Body.String(), "<h1>Vigil</h1>")
@@ -67,10 +67,9 @@ func TestHandlerOptions(t *testing.T) {
 	assert.Positive(t, v.Memory.RingBound)
 
 	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() bool { return false }),
-		WithTraceExporter("otlp"), WithMaxSessions(10), WithMetricsLink("/custom/metrics"), nil))
+		WithTraceExporter("otlp"), WithMetricsLink("/custom/metrics"), nil))
 	_, v = get(page, "/debug/vigil?format=json")
 	assert.Equal(t, view{Version: "1.2.3", Exporter: "otlp", Memory: v.Memory}, v)
-	assert.Equal(t, eventsBoundBytes(11), v.Memory.EventsBound)
 	w, _ = get(page, "/debug/vigil")
 	assert.Contains(t, w.Body.String(), "<h1>Vigil 1.2.3</h1>")
 	assert.Contains(t, w.Body.String(), `<span class="warn">draining</span>`)

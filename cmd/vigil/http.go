@@ -123,7 +123,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	var page http.Handler // nil: no debug page (rec is nil)
 	if rec != nil {
 		page = debugpage.Handler(srv, rec, debugpage.WithVersion(version), debugpage.WithReadiness(readyNow.Load),
-			debugpage.WithMaxSessions(cfg.maxSessions), debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
+			debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
 	}
 	obs := newObservabilityMux(in, readyNow, page, cfg.allowedHosts, srv.FlushOutcomes)
 	var servers []*http.Server
