@@ -278,7 +278,7 @@ func TestAuthBadTokens(t *testing.T) {
 		},
 		{
 			"oversized Authorization (over 8 KiB)",
-			authProbe{auth: bearer(strings.Repeat("a", oauth.MaxTokenBytes+1))},
+			authProbe{auth: bearer(strings.Repeat("a", 8<<10+1))},
 			want{401, "invalid_token", "invalid_token", ""},
 		},
 		{

@@ -12,29 +12,29 @@ import (
 	"github.com/vigil-mcp/vigil/internal/wholebody"
 )
 
-// MaxTokenBytes is the longest bearer token the guard accepts. A longer
+// maxTokenBytes is the longest bearer token the guard accepts. A longer
 // Authorization header is answered 401 invalid_token (not 431): the header
 // is well formed, the token is just not one this server could have issued.
-const MaxTokenBytes = 8 << 10
+const maxTokenBytes = 8 << 10
 
-// ErrInvalidRequest is wrapped by the [*Error] (reason
+// errInvalidRequest is wrapped by the [*Error] (reason
 // [ReasonInvalidToken]) of a malformed request, which RFC 6750 answers 400
 // error="invalid_request": two Authorization headers, or a token sent in
 // the URL query or a form-encoded body, where this server never accepts
 // one.
-var ErrInvalidRequest = errors.New("auth: invalid request")
+var errInvalidRequest = errors.New("auth: invalid request")
 
-// BearerToken returns the bearer token of r's Authorization header, checked
+// bearerToken returns the bearer token of r's Authorization header, checked
 // strictly: exactly one Authorization header, the scheme "Bearer" (any
 // case), then one space and a b64token (RFC 6750 §2.1) of at most
-// [MaxTokenBytes]. A request without credentials, or with another scheme
+// maxTokenBytes. A request without credentials, or with another scheme
 // (Basic, say), is [ReasonMissingToken]; a malformed header or an oversized
 // token is [ReasonInvalidToken]; a token in the URL query (access_token) is
-// [ReasonInvalidToken] wrapping [ErrInvalidRequest]. It does not read the
+// [ReasonInvalidToken] wrapping errInvalidRequest. It does not read the
 // body: see [ResourceServer.Handler] for form-encoded bodies.
-func BearerToken(r *http.Request) (string, error) {
+func bearerToken(r *http.Request) (string, error) {
 	if r.URL != nil && queryHasAccessToken(r.URL.RawQuery) {
-		return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
+		return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	}
 	values := r.Header.Values("Authorization")
 	switch len(values) {
@@ -42,7 +42,7 @@ func BearerToken(r *http.Request) (string, error) {
 		return "", &Error{Reason: ReasonMissingToken}
 	case 1:
 	default:
-		return "", &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: ErrInvalidRequest}
+		return "", &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: errInvalidRequest}
 	}
 	return parseBearer(values[0])
 }
@@ -85,7 +85,7 @@ func parseBearer(v string) (string, error) {
 	if rest == "" {
 		return "", &Error{Reason: ReasonInvalidToken, Description: "empty bearer token"}
 	}
-	if len(rest) > MaxTokenBytes {
+	if len(rest) > maxTokenBytes {
 		return "", &Error{Reason: ReasonInvalidToken, Description: "bearer token too long"}
 	}
 	if strings.IndexByte(rest, ' ') >= 0 || strings.IndexByte(rest, '\t') >= 0 {
@@ -97,13 +97,13 @@ func parseBearer(v string) (string, error) {
 	return rest, nil
 }
 
-// checkTokenLength refuses an empty token and one over MaxTokenBytes,
+// checkTokenLength refuses an empty token and one over maxTokenBytes,
 // before a verifier hashes it.
 func checkTokenLength(token string) error {
 	switch {
 	case token == "":
 		return &Error{Reason: ReasonInvalidToken, Description: "empty token"}
-	case len(token) > MaxTokenBytes:
+	case len(token) > maxTokenBytes:
 		return &Error{Reason: ReasonInvalidToken, Description: "token too long"}
 	}
 	return nil
@@ -111,7 +111,7 @@ func checkTokenLength(token string) error {
 
 // CheckTokenSyntax returns an [*Error] (invalid_token) unless token is an
 // RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" )
-// *"=". [BearerToken] checks only a token's structure (not empty, not too
+// *"=". bearerToken checks only a token's structure (not empty, not too
 // long, no spaces); the verifiers check its characters with this before
 // they parse it or send it anywhere, after their cache, which holds only
 // tokens that passed. A [Verifier] of your own should call it likewise.

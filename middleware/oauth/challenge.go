@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// Challenge is one RFC 6750 Bearer challenge, the value of a
+// challenge is one RFC 6750 Bearer challenge, the value of a
 // WWW-Authenticate header.
-type Challenge struct {
+type challenge struct {
 	// Error is the error code: "" (no credentials: no error attribute),
 	// "invalid_request" (400), "invalid_token" (401) or
 	// "insufficient_scope" (403).
@@ -26,7 +26,7 @@ type Challenge struct {
 // String returns the header value, such as
 // `Bearer error="insufficient_scope", scope="a b", resource_metadata="…"`.
 // Every value is a quoted-string, with CR, LF and other controls removed.
-func (c Challenge) String() string {
+func (c challenge) String() string {
 	var b strings.Builder
 	b.WriteString("Bearer")
 	sep := " "
@@ -48,15 +48,15 @@ func (c Challenge) String() string {
 		param("resource_metadata", c.ResourceMetadata)
 	}
 	if c.Description != "" {
-		param("error_description", SanitizeDescription(c.Description))
+		param("error_description", sanitizeDescription(c.Description))
 	}
 	return b.String()
 }
 
-// SanitizeDescription returns s as an error_description may carry it (RFC
+// sanitizeDescription returns s as an error_description may carry it (RFC
 // 6750 §3: %x20-21 / %x23-5B / %x5D-7E): a quote becomes an apostrophe, a
 // backslash a slash, anything else outside the set a space.
-func SanitizeDescription(s string) string {
+func sanitizeDescription(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '"':

@@ -1,4 +1,4 @@
-package oauth_test
+package oauth
 
 import (
 	"net/http"
@@ -7,37 +7,35 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
 func TestChallengeString(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		c    oauth.Challenge
+		c    challenge
 		want string
 	}{
 		{
-			oauth.Challenge{ResourceMetadata: "https://x/.well-known/oauth-protected-resource", Scopes: []string{"a", "b"}},
+			challenge{ResourceMetadata: "https://x/.well-known/oauth-protected-resource", Scopes: []string{"a", "b"}},
 			`Bearer scope="a b", resource_metadata="https://x/.well-known/oauth-protected-resource"`,
 		},
 		{
-			oauth.Challenge{Error: "invalid_token", Description: "token expired", ResourceMetadata: "https://x/m"},
+			challenge{Error: "invalid_token", Description: "token expired", ResourceMetadata: "https://x/m"},
 			`Bearer error="invalid_token", resource_metadata="https://x/m", error_description="token expired"`,
 		},
 		{
-			oauth.Challenge{Error: "insufficient_scope", Scopes: []string{"mcp", "deploy"}, ResourceMetadata: "https://x/m", Description: "missing scope: deploy"},
+			challenge{Error: "insufficient_scope", Scopes: []string{"mcp", "deploy"}, ResourceMetadata: "https://x/m", Description: "missing scope: deploy"},
 			`Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="https://x/m", error_description="missing scope: deploy"`,
 		},
 		{
-			oauth.Challenge{Error: "invalid_token", Description: "a \"quoted\"\r\nX-Injected: 1 \\ é"},
+			challenge{Error: "invalid_token", Description: "a \"quoted\"\r\nX-Injected: 1 \\ é"},
 			`Bearer error="invalid_token", error_description="a 'quoted'  X-Injected: 1 /  "`,
 		},
 		{
-			oauth.Challenge{ResourceMetadata: "https://x/\"m\\\r\n"},
+			challenge{ResourceMetadata: "https://x/\"m\\\r\n"},
 			`Bearer resource_metadata="https://x/\"m\\"`,
 		},
-		{oauth.Challenge{}, `Bearer`},
+		{challenge{}, `Bearer`},
 	}
 	for _, tt := range tests {
 		got := tt.c.String()
@@ -61,7 +59,7 @@ func TestParseChallenge(t *testing.T) {
 		{`Bearer x=""`, "Bearer", map[string]string{"x": ""}},
 	}
 	for _, tt := range tests {
-		scheme, params, err := oauth.ParseChallenge(tt.in)
+		scheme, params, err := ParseChallenge(tt.in)
 		require.NoError(t, err, tt.in)
 		assert.Equal(t, tt.scheme, scheme, tt.in)
 		assert.Equal(t, tt.params, params, tt.in)
@@ -70,8 +68,8 @@ func TestParseChallenge(t *testing.T) {
 		``, `=x`, `Bearer abc==`, `Bearer a=b c=d`, `Bearer a=b,`, `Bearer a="x`, `Bearer a=b, a=c`,
 		`Bearer a=`, `Bearer a="x` + "\n" + `"`, `Bearer a=b, Basic realm="x"`,
 	} {
-		_, _, err := oauth.ParseChallenge(bad)
-		require.ErrorIs(t, err, oauth.ErrMalformedChallenge, bad)
+		_, _, err := ParseChallenge(bad)
+		require.ErrorIs(t, err, ErrMalformedChallenge, bad)
 	}
 }
 
@@ -79,14 +77,14 @@ func TestParseChallenge(t *testing.T) {
 // description sanitized as documented).
 func TestChallengeRoundTrip(t *testing.T) {
 	t.Parallel()
-	c := oauth.Challenge{Error: "insufficient_scope", Scopes: []string{"a:read", "b/write"}, ResourceMetadata: `https://h/p?q="1"\`, Description: `no "b" \ here`}
+	c := challenge{Error: "insufficient_scope", Scopes: []string{"a:read", "b/write"}, ResourceMetadata: `https://h/p?q="1"\`, Description: `no "b" \ here`}
 	roundTrip(t, c)
 }
 
-func roundTrip(t *testing.T, c oauth.Challenge) {
+func roundTrip(t *testing.T, c challenge) {
 	t.Helper()
 	s := c.String()
-	scheme, params, err := oauth.ParseChallenge(s)
+	scheme, params, err := ParseChallenge(s)
 	require.NoError(t, err, s)
 	assert.Equal(t, "Bearer", scheme)
 	want := map[string]string{}
@@ -100,12 +98,12 @@ func roundTrip(t *testing.T, c oauth.Challenge) {
 		want["resource_metadata"] = dropControls(c.ResourceMetadata)
 	}
 	if c.Description != "" {
-		want["error_description"] = oauth.SanitizeDescription(c.Description)
+		want["error_description"] = sanitizeDescription(c.Description)
 	}
 	assert.Equal(t, want, params, s)
 }
 
-// dropControls removes control bytes, as Challenge.String does.
+// dropControls removes control bytes, as challenge.String does.
 func dropControls(s string) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
@@ -122,14 +120,14 @@ func FuzzParseChallenge(f *testing.F) {
 	f.Add(`Basic realm="x\"y"`)
 	f.Add(`Bearer a=b, c`)
 	f.Fuzz(func(t *testing.T, s string) {
-		scheme, params, err := oauth.ParseChallenge(s)
+		scheme, params, err := ParseChallenge(s)
 		if err != nil {
 			return
 		}
 		assert.NotEmpty(t, scheme)
 		// Whatever parses, re-built as a Bearer challenge of the same
 		// values, parses back to the same values.
-		c := oauth.Challenge{Error: params["error"], ResourceMetadata: params["resource_metadata"]}
+		c := challenge{Error: params["error"], ResourceMetadata: params["resource_metadata"]}
 		if v := params["scope"]; v != "" {
 			c.Scopes = []string{v}
 		}
@@ -148,21 +146,21 @@ func FuzzBearerToken(f *testing.F) {
 		r, err := http.NewRequest(http.MethodPost, "https://h/mcp", http.NoBody)
 		require.NoError(t, err)
 		r.Header["Authorization"] = []string{v}
-		tok, err := oauth.BearerToken(r)
+		tok, err := bearerToken(r)
 		if err != nil {
 			assert.Empty(t, tok)
-			var e *oauth.Error
+			var e *Error
 			require.ErrorAs(t, err, &e)
 			// Descriptions are fixed texts: they never carry the token.
 			assert.Contains(t, []string{"", "empty bearer token", "bearer token too long", "malformed bearer token"}, e.Description)
 			return
 		}
 		assert.NotEmpty(t, tok)
-		assert.LessOrEqual(t, len(tok), oauth.MaxTokenBytes)
+		assert.LessOrEqual(t, len(tok), maxTokenBytes)
 		assert.True(t, strings.HasSuffix(v, tok))
 		// The token re-sent in a header is accepted as the same token.
 		r.Header["Authorization"] = []string{"Bearer " + tok}
-		again, err := oauth.BearerToken(r)
+		again, err := bearerToken(r)
 		require.NoError(t, err)
 		assert.Equal(t, tok, again)
 	})

@@ -21,9 +21,9 @@ const maxMetadataBody = 1 << 20
 // caller gave no HTTP client.
 const defaultHTTPTimeout = 10 * time.Second
 
-// ServerMetadata is an authorization server's metadata (RFC 8414 §2), as
-// [Discover] reads it. Only the fields a resource server uses are kept.
-type ServerMetadata struct {
+// serverMetadata is an authorization server's metadata (RFC 8414 §2), as
+// discover reads it. Only the fields a resource server uses are kept.
+type serverMetadata struct {
 	Issuer                                    string   `json:"issuer"`
 	AuthorizationEndpoint                     string   `json:"authorization_endpoint,omitempty"`
 	TokenEndpoint                             string   `json:"token_endpoint,omitempty"`
@@ -37,29 +37,24 @@ type ServerMetadata struct {
 	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported,omitempty"`
 }
 
-// ErrIssuerMismatch is returned (wrapped) by [Discover] when the metadata
+// errIssuerMismatch is returned (wrapped) by discover when the metadata
 // names another issuer than the one asked for (RFC 8414 §3.3): the
 // document must not be used.
-var ErrIssuerMismatch = errors.New("auth: discovered issuer differs from the configured issuer")
+var errIssuerMismatch = errors.New("auth: discovered issuer differs from the configured issuer")
 
-// Discover fetches the metadata of the authorization server issuer: first
+// discover fetches the metadata of the authorization server issuer: first
 // the RFC 8414 document (/.well-known/oauth-authorization-server, inserted
 // before the issuer's path, if any), then, if that fails, the OpenID
 // Connect one (issuer + /.well-known/openid-configuration). The document's
 // issuer must equal issuer exactly; a document naming another issuer is an
-// error wrapping [ErrIssuerMismatch] and stops the search.
+// error wrapping errIssuerMismatch and stops the search.
 //
 // client nil uses a client with a 10 s timeout; ctx bounds the whole
 // search. Bodies over 1 MiB, answers other than 200 and non-JSON answers
 // are refused. The issuer, and any redirect, must be https unless its host
-// is loopback (localhost, 127.0.0.0/8, ::1); the caller checks the
-// endpoints it then uses from the document.
-func Discover(ctx context.Context, client *http.Client, issuer string) (*ServerMetadata, error) {
-	return discover(ctx, client, issuer, false)
-}
-
-// discover is [Discover], allowing plain http anywhere when allowHTTP.
-func discover(ctx context.Context, client *http.Client, issuer string, allowHTTP bool) (*ServerMetadata, error) {
+// is loopback (localhost, 127.0.0.0/8, ::1), or allowHTTP; the caller
+// checks the endpoints it then uses from the document.
+func discover(ctx context.Context, client *http.Client, issuer string, allowHTTP bool) (*serverMetadata, error) {
 	u, err := url.Parse(issuer)
 	if err != nil {
 		return nil, fmt.Errorf("auth: discover: issuer: %w", err)
@@ -78,7 +73,7 @@ func discover(ctx context.Context, client *http.Client, issuer string, allowHTTP
 	if err1 == nil {
 		return md, nil
 	}
-	if errors.Is(err1, ErrIssuerMismatch) || ctx.Err() != nil {
+	if errors.Is(err1, errIssuerMismatch) || ctx.Err() != nil {
 		return nil, err1
 	}
 	md, err2 := fetchMetadata(ctx, client, strings.TrimSuffix(issuer, "/")+"/.well-known/openid-configuration", issuer)
@@ -88,13 +83,13 @@ func discover(ctx context.Context, client *http.Client, issuer string, allowHTTP
 	return nil, errors.Join(err1, err2)
 }
 
-func fetchMetadata(ctx context.Context, client *http.Client, where, issuer string) (*ServerMetadata, error) {
-	var md ServerMetadata
+func fetchMetadata(ctx context.Context, client *http.Client, where, issuer string) (*serverMetadata, error) {
+	var md serverMetadata
 	if err := getJSON(ctx, client, where, &md); err != nil {
 		return nil, fmt.Errorf("auth: discover: %w", err)
 	}
 	if md.Issuer != issuer {
-		return nil, fmt.Errorf("%w: %s names %q, want %q", ErrIssuerMismatch, where, md.Issuer, issuer)
+		return nil, fmt.Errorf("%w: %s names %q, want %q", errIssuerMismatch, where, md.Issuer, issuer)
 	}
 	return &md, nil
 }

@@ -110,19 +110,19 @@ func TestDiscover(t *testing.T) {
 			}
 			ms := vtNewMetadataServer(t, tt.serve, ctype)
 			issuer := ms.srv.URL + tt.path
-			md, err := Discover(t.Context(), ms.srv.Client(), issuer)
+			md, err := discover(t.Context(), ms.srv.Client(), issuer, false)
 			assert.Equal(t, tt.asked, ms.paths())
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Nil(t, md)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				if tt.wantErr == "differs" {
-					require.ErrorIs(t, err, ErrIssuerMismatch)
+					require.ErrorIs(t, err, errIssuerMismatch)
 				}
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, &ServerMetadata{
+			assert.Equal(t, &serverMetadata{
 				Issuer:                issuer,
 				JWKSURI:               ms.srv.URL + "/jwks",
 				IntrospectionEndpoint: ms.srv.URL + "/introspect",
@@ -137,7 +137,7 @@ func TestDiscover(t *testing.T) {
 func TestDiscoverRefuses(t *testing.T) {
 	t.Parallel()
 	for _, issuer := range []string{"", "as.example.com", "ftp://as.example.com", "https://as.example.com?x=1", "https://as.example.com#f", "https://"} {
-		_, err := Discover(t.Context(), nil, issuer)
+		_, err := discover(t.Context(), nil, issuer, false)
 		require.Error(t, err, issuer)
 	}
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -147,7 +147,7 @@ func TestDiscoverRefuses(t *testing.T) {
 		_, _ = w.Write([]byte(`"}`))
 	}))
 	defer big.Close()
-	_, err := Discover(t.Context(), big.Client(), big.URL)
+	_, err := discover(t.Context(), big.Client(), big.URL, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "body over")
 }

@@ -28,7 +28,7 @@ const (
 )
 
 // maxAssertionBytes bounds an assertion a replica decodes: the principal
-// of a token (at most MaxTokenBytes) or of an introspection answer.
+// of a token (at most maxTokenBytes) or of an introspection answer.
 const maxAssertionBytes = 64 << 10
 
 // assertion is the encoded principal of a forwarded request.

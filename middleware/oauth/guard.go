@@ -21,9 +21,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// DefaultMaxBodyBytes is how much of a POST body the guard reads, at most,
+// defaultMaxBodyBytes is how much of a POST body the guard reads, at most,
 // to find the tool a tools/call names (Config.MaxBodyBytes).
-const DefaultMaxBodyBytes = 4 << 20
+const defaultMaxBodyBytes = 4 << 20
 
 // MetricAuthFailures counts refused requests by reason.
 const MetricAuthFailures = "mcp_server_auth_failures_total"
@@ -77,7 +77,7 @@ type Config struct {
 	// ResourceDocumentation is the metadata's resource_documentation URL.
 	ResourceDocumentation string
 	// MaxBodyBytes bounds the part of a POST body read to find the tools a
-	// request calls; 0 means [DefaultMaxBodyBytes]. A longer body that
+	// request calls; 0 means defaultMaxBodyBytes. A longer body that
 	// must be read is refused with 413: keep it at least the transport's
 	// own limit.
 	MaxBodyBytes int64
@@ -141,7 +141,7 @@ func New(cfg Config) (*ResourceServer, error) {
 		rs.logger = slog.New(slog.DiscardHandler)
 	}
 	if rs.maxBody <= 0 {
-		rs.maxBody = DefaultMaxBodyBytes
+		rs.maxBody = defaultMaxBodyBytes
 	}
 	supported := cfg.ScopesSupported
 	if supported == nil {
@@ -154,7 +154,7 @@ func New(cfg Config) (*ResourceServer, error) {
 			}
 		}
 	}
-	body, err := json.Marshal(ProtectedResourceMetadata{
+	body, err := json.Marshal(protectedResourceMetadata{
 		Resource:               cfg.Resource,
 		AuthorizationServers:   cfg.AuthorizationServers,
 		ScopesSupported:        supported,
@@ -198,8 +198,8 @@ func validScope(s string) bool {
 	return true
 }
 
-// CountFailure counts one refused request under reason.
-func (rs *ResourceServer) CountFailure(reason Reason) {
+// countFailure counts one refused request under reason.
+func (rs *ResourceServer) countFailure(reason Reason) {
 	if rs.failures != nil {
 		rs.failures.WithLabelValues(reason.String()).Inc()
 	}
@@ -212,7 +212,7 @@ func (rs *ResourceServer) CountFailure(reason Reason) {
 // method value itself.
 func (rs *ResourceServer) RejectHook(reason protocol.RejectReason) {
 	if reason == protocol.RejectSessionPrincipal {
-		rs.CountFailure(ReasonSessionPrincipalMismatch)
+		rs.countFailure(ReasonSessionPrincipalMismatch)
 	}
 }
 
@@ -323,13 +323,13 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 // its assertion names (see restorePrincipal), whose token that replica
 // verified.
 func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, error) {
-	tok, err := BearerToken(r)
+	tok, err := bearerToken(r)
 	switch {
 	case isForm(r):
 		// MCP messages are JSON: a form body is where RFC 6750 §2.2
 		// would carry a token, which is accepted only in the header. It
 		// is refused unread, so that it costs no memory.
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: ErrInvalidRequest}
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	case err == nil:
 	case ReasonOf(err) == ReasonMissingToken:
 		if a, ok := assertedFrom(r.Context()); ok {
@@ -437,7 +437,7 @@ func (rs *ResourceServer) guardMessage(w http.ResponseWriter, r *http.Request, m
 // lacks, which Config.HideTools lets on to the server to be answered as a
 // call of an unknown tool (auth.ToolAccess refuses it there).
 func (rs *ResourceServer) hideTool(r *http.Request, missing []string) {
-	rs.CountFailure(ReasonInsufficientScope)
+	rs.countFailure(ReasonInsufficientScope)
 	rs.logger.LogAttrs(r.Context(), slog.LevelDebug, "auth: tool hidden: answered as an unknown tool",
 		slog.String("reason", ReasonInsufficientScope.String()), slog.String("missing", strings.Join(missing, " ")))
 }
@@ -520,11 +520,11 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	if e, ok := errors.AsType[*Error](err); ok && e.Description != "" {
 		desc = e.Description
 	}
-	ch := Challenge{ResourceMetadata: rs.metaURL}
+	ch := challenge{ResourceMetadata: rs.metaURL}
 	status := http.StatusUnauthorized
 	code := protocol.CodeInvalidRequest
 	switch {
-	case errors.Is(err, ErrInvalidRequest):
+	case errors.Is(err, errInvalidRequest):
 		// RFC 6750's error code is the same word as the transport's reject
 		// label, which the module writes once, in package protocol.
 		status, ch.Error, ch.Description = http.StatusBadRequest, protocol.RejectInvalidRequest.String(), desc
@@ -542,7 +542,7 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	default:
 		ch.Error, ch.Description = "invalid_token", desc
 	}
-	rs.CountFailure(reason)
+	rs.countFailure(reason)
 	// Refusals a client causes are counted above and logged at Debug: at
 	// Info a flood of bad tokens would push the request lines out. A
 	// verifier error, the server's own trouble, stays at Info.
@@ -564,7 +564,7 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 	} else {
 		w.Header().Set("WWW-Authenticate", ch.String())
 	}
-	writeRPCError(w, status, code, SanitizeDescription(desc))
+	writeRPCError(w, status, code, sanitizeDescription(desc))
 }
 
 // writeRPCError answers with a JSON-RPC error object with a null id.

@@ -142,7 +142,7 @@ func TestHideToolsAnswersAsUnknown(t *testing.T) {
 			e := newE2E(t, func(c *oauth.Config) { c.HideTools = hide })
 			resp, err := http.Get(e.url + "/.well-known/oauth-protected-resource/mcp")
 			require.NoError(t, err)
-			var md oauth.ProtectedResourceMetadata
+			var md resourceMetadata
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&md))
 			_ = resp.Body.Close()
 			assert.Equal(t, want, md.ScopesSupported, "HideTools %v", hide)

@@ -20,15 +20,15 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
-// DefaultNegativeCacheTTL is how long an [IntrospectionVerifier] remembers
+// defaultNegativeCacheTTL is how long an [IntrospectionVerifier] remembers
 // a refused token unless told otherwise.
-const DefaultNegativeCacheTTL = 30 * time.Second
+const defaultNegativeCacheTTL = 30 * time.Second
 
 // IntrospectionConfig configures [NewIntrospectionVerifier]. Audiences and
 // either Endpoint or Issuer are required.
 type IntrospectionConfig struct {
 	// Endpoint is the RFC 7662 introspection endpoint; empty means the
-	// introspection_endpoint found by [Discover] from Issuer, at the first
+	// introspection_endpoint found by discover from Issuer, at the first
 	// Verify.
 	Endpoint string
 	// ClientID and ClientSecret authenticate this resource server to the
@@ -54,13 +54,13 @@ type IntrospectionConfig struct {
 	// Logger receives the endpoint's failures; nil discards them.
 	Logger *slog.Logger
 	// Leeway is the clock skew allowed on exp and nbf; 0 means
-	// [DefaultLeeway], a negative value none.
+	// defaultLeeway, a negative value none.
 	Leeway time.Duration
 	// Claims names the members of the answer copied into
 	// [auth.Principal.Claims].
 	Claims []string
 	// CacheSize bounds the cache of active tokens; 0 means
-	// [DefaultCacheSize], a negative value disables caching. Refused tokens
+	// defaultCacheSize, a negative value disables caching. Refused tokens
 	// are remembered apart, in a cache of the same size, so that a flood
 	// of made-up tokens never evicts an active one.
 	CacheSize int
@@ -70,7 +70,7 @@ type IntrospectionConfig struct {
 	// request is introspected, within MissRate).
 	CacheTTL time.Duration
 	// NegativeCacheTTL is how long a refused token is remembered; 0 means
-	// [DefaultNegativeCacheTTL]. A failure to reach the endpoint is never
+	// defaultNegativeCacheTTL. A failure to reach the endpoint is never
 	// cached.
 	NegativeCacheTTL time.Duration
 	// MissRate is how many calls per second the verifier makes for tokens
@@ -161,7 +161,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	}
 	switch v.leeway = cfg.Leeway; {
 	case v.leeway == 0:
-		v.leeway = DefaultLeeway
+		v.leeway = defaultLeeway
 	case v.leeway < 0:
 		v.leeway = 0
 	}
@@ -169,11 +169,11 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 		v.ttl = DefaultCacheTTL
 	}
 	if v.negTTL = cfg.NegativeCacheTTL; v.negTTL <= 0 {
-		v.negTTL = DefaultNegativeCacheTTL
+		v.negTTL = defaultNegativeCacheTTL
 	}
 	size := cfg.CacheSize
 	if size == 0 {
-		size = DefaultCacheSize
+		size = defaultCacheSize
 	}
 	if v.ttl > 0 {
 		v.cache = newVerdictCache(size)
@@ -313,7 +313,7 @@ func (v *IntrospectionVerifier) badRequest(ctx context.Context, resp *http.Respo
 	if json.Unmarshal(b, &answer) == nil && answer.Error == "unsupported_token_type" {
 		return &Error{Reason: ReasonInvalidToken, Description: "the authorization server cannot introspect this token"}
 	}
-	return v.unavailable(ctx, "calling the endpoint", fmt.Errorf("status 400, error %q", SanitizeDescription(answer.Error)))
+	return v.unavailable(ctx, "calling the endpoint", fmt.Errorf("status 400, error %q", sanitizeDescription(answer.Error)))
 }
 
 // principal checks an answer, in the order of the reasons.

@@ -160,7 +160,7 @@ func TestIntrospectionVerifier(t *testing.T) {
 		want  Reason
 	}{
 		{"", ReasonInvalidToken},
-		{string(make([]byte, MaxTokenBytes+1)), ReasonInvalidToken},
+		{string(make([]byte, maxTokenBytes+1)), ReasonInvalidToken},
 		{"unknown", ReasonInvalidToken},
 		{"inactive-but-claims", ReasonInvalidToken},
 		{"expired", ReasonExpired},
@@ -247,7 +247,7 @@ func TestIntrospectionCache(t *testing.T) {
 		assert.Equal(t, ReasonInvalidToken, ReasonOf(verify("revoked")))
 		assert.Equal(t, calls+1, in.calls.Load(), "a refusal is cached")
 		in.set("revoked", in.active(clock.Now())) // say it became active
-		clock.Advance(DefaultNegativeCacheTTL - time.Second)
+		clock.Advance(defaultNegativeCacheTTL - time.Second)
 		assert.Equal(t, ReasonInvalidToken, ReasonOf(verify("revoked")))
 		clock.Advance(time.Second)
 		require.NoError(t, verify("revoked"), "asked again after the negative TTL")

@@ -24,9 +24,9 @@ import (
 
 // Defaults of [JWTConfig] and [IntrospectionConfig].
 const (
-	DefaultLeeway          = 30 * time.Second
-	DefaultRefreshInterval = time.Hour
-	DefaultCacheSize       = 10000
+	defaultLeeway          = 30 * time.Second
+	defaultRefreshInterval = time.Hour
+	defaultCacheSize       = 10000
 	DefaultCacheTTL        = 5 * time.Minute
 )
 
@@ -47,7 +47,7 @@ const (
 // JWTConfig configures [NewJWTVerifier]. Issuer and Audiences are required.
 type JWTConfig struct {
 	// Issuer is the authorization server; a token's iss must equal it
-	// exactly. Unless JWKSURI is set, the JWKS is found by [Discover].
+	// exactly. Unless JWKSURI is set, the JWKS is found by discover.
 	Issuer string
 	// Audiences are the resource URIs this server answers to (RFC 8707),
 	// at least one; a token's aud must contain one of them.
@@ -57,7 +57,7 @@ type JWTConfig struct {
 	// ES384, ES512 and EdDSA. HMAC algorithms and "none" are refused.
 	Algorithms []string
 	// Leeway is the clock skew allowed on exp and nbf; 0 means
-	// [DefaultLeeway], a negative value none.
+	// defaultLeeway, a negative value none.
 	Leeway time.Duration
 	// JWKSURI is the key set's URL; empty means discover it from Issuer.
 	JWKSURI string
@@ -72,12 +72,12 @@ type JWTConfig struct {
 	// Logger receives key-set refresh failures; nil discards them.
 	Logger *slog.Logger
 	// RefreshInterval is how often the key set is refetched in the
-	// background; 0 means [DefaultRefreshInterval].
+	// background; 0 means defaultRefreshInterval.
 	RefreshInterval time.Duration
 	// Claims names the claims copied into [auth.Principal.Claims].
 	Claims []string
 	// CacheSize bounds the cache of verified tokens; 0 means
-	// [DefaultCacheSize], a negative value disables the cache.
+	// defaultCacheSize, a negative value disables the cache.
 	CacheSize int
 	// CacheTTL bounds how long a verified token is cached (never past its
 	// exp); 0 means [DefaultCacheTTL].
@@ -136,17 +136,17 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	leeway := cfg.Leeway
 	switch {
 	case leeway == 0:
-		leeway = DefaultLeeway
+		leeway = defaultLeeway
 	case leeway < 0:
 		leeway = 0
 	}
 	refresh := cfg.RefreshInterval
 	if refresh <= 0 {
-		refresh = DefaultRefreshInterval
+		refresh = defaultRefreshInterval
 	}
 	size := cfg.CacheSize
 	if size == 0 {
-		size = DefaultCacheSize
+		size = defaultCacheSize
 	}
 	ttl := cfg.CacheTTL
 	if ttl <= 0 {

@@ -343,7 +343,7 @@ func TestJWTVerifierRefuses(t *testing.T) {
 		{"signature of another token", parts[0] + "." + parts[1] + "." + strings.Split(sign(func(c jwt.MapClaims) { c["sub"] = "bob" }), ".")[2], ReasonInvalidToken},
 		{"missing sub", sign(func(c jwt.MapClaims) { delete(c, "sub") }), ReasonInvalidToken},
 		{"missing exp", sign(func(c jwt.MapClaims) { delete(c, "exp") }), ReasonInvalidToken},
-		{"oversized", sign(func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", MaxTokenBytes) }), ReasonInvalidToken},
+		{"oversized", sign(func(c jwt.MapClaims) { c["pad"] = strings.Repeat("x", maxTokenBytes) }), ReasonInvalidToken},
 		{"expired", sign(func(c jwt.MapClaims) { c["exp"] = now.Add(-2 * time.Minute).Unix() }), ReasonExpired},
 		{"nbf in the future", sign(func(c jwt.MapClaims) { c["nbf"] = now.Add(5 * time.Minute).Unix() }), ReasonExpired},
 		{"expired and wrong issuer", sign(func(c jwt.MapClaims) {
@@ -567,7 +567,7 @@ func TestJWTVerifierCache(t *testing.T) {
 	assert.Same(t, p1, p2, "the cached principal")
 	assert.EqualValues(t, 1, verifications.Load(), "the second Verify does no signature work")
 
-	clock.Advance(2*time.Minute + DefaultLeeway + time.Second)
+	clock.Advance(2*time.Minute + defaultLeeway + time.Second)
 	_, err = v.Verify(t.Context(), token)
 	assert.Equal(t, ReasonExpired, vtReason(t, err))
 	assert.EqualValues(t, 2, verifications.Load(), "an expired entry is not used")

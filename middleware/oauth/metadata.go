@@ -8,17 +8,17 @@ import (
 	"time"
 )
 
-// WellKnownPath is the path of RFC 9728 protected resource metadata; a
-// resource with a path has its metadata at WellKnownPath followed by that
+// wellKnownPath is the path of RFC 9728 protected resource metadata; a
+// resource with a path has its metadata at wellKnownPath followed by that
 // path as well (/.well-known/oauth-protected-resource/mcp).
-const WellKnownPath = "/.well-known/oauth-protected-resource"
+const wellKnownPath = "/.well-known/oauth-protected-resource"
 
 // metadataMaxAge is how long clients and caches may keep the metadata.
 const metadataMaxAge = time.Hour
 
-// ProtectedResourceMetadata is the RFC 9728 document that tells a client
+// protectedResourceMetadata is the RFC 9728 document that tells a client
 // which authorization servers issue tokens for this resource.
-type ProtectedResourceMetadata struct {
+type protectedResourceMetadata struct {
 	// Resource is the resource's canonical URI, the audience of its tokens.
 	Resource string `json:"resource"`
 	// AuthorizationServers are the issuer URLs of the authorization servers.
@@ -41,9 +41,9 @@ type ProtectedResourceMetadata struct {
 func metadataPaths(resource *url.URL) []string {
 	p := strings.TrimSuffix(resource.EscapedPath(), "/")
 	if p == "" {
-		return []string{WellKnownPath}
+		return []string{wellKnownPath}
 	}
-	return []string{WellKnownPath + p, WellKnownPath}
+	return []string{wellKnownPath + p, wellKnownPath}
 }
 
 // metadataURL returns the URL of the metadata of resource, for the

@@ -42,7 +42,7 @@ func TestMetadataHandler(t *testing.T) {
 			"bearer_methods_supported": ["header"],
 			"resource_name": "Vigil test"
 		}`, w.Body.String(), p)
-		var md oauth.ProtectedResourceMetadata
+		var md resourceMetadata
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &md))
 		assert.Equal(t, testResource, md.Resource)
 	}
@@ -76,4 +76,14 @@ func TestMetadataDefaults(t *testing.T) {
 	rs.MetadataHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil))
 	assert.JSONEq(t, `{"resource":"http://127.0.0.1:8080","authorization_servers":["http://127.0.0.1:9000"],
 		"scopes_supported":["mcp","admin"],"bearer_methods_supported":["header"]}`, w.Body.String())
+}
+
+// resourceMetadata is the protected resource metadata a client reads.
+type resourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+	ResourceDocumentation  string   `json:"resource_documentation"`
 }

@@ -186,7 +186,7 @@ func TestJWTVerifierRefusesPlainHTTP(t *testing.T) {
 func TestDiscoverRefusesPlainHTTP(t *testing.T) {
 	t.Parallel()
 	as := vtNewRemoteAS(t, map[string]map[string]any{vtOAuthPath: {"issuer": "http://as.test"}}, nil)
-	_, err := Discover(t.Context(), as.client, "http://as.test")
+	_, err := discover(t.Context(), as.client, "http://as.test", false)
 	require.Error(t, err)
 	assert.Zero(t, as.count())
 	md, err := discover(t.Context(), as.client, "http://as.test", true)

@@ -15,7 +15,7 @@ import (
 // authorization server is unreachable), and [ReasonVerifierBusy] that it
 // would not ask now; both are answered 503, not 401.
 // Implementations are safe for concurrent use. The token has passed
-// [BearerToken]'s structural checks; its characters are the verifier's to
+// bearerToken's structural checks; its characters are the verifier's to
 // check with [CheckTokenSyntax] (after a cache, if it has one).
 type Verifier interface {
 	Verify(ctx context.Context, token string) (*auth.Principal, error)
