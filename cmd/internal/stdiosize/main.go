@@ -1,0 +1,36 @@
+// Command stdiosize is the smallest instrumented stdio server: one tool,
+// the middleware's metrics and traces, served on standard input and
+// output. docs/performance.md gives its binary size, which says what such
+// a server links; it is built by go build ./... so that it stays current.
+package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/stdio"
+)
+
+func main() {
+	tp := sdktrace.NewTracerProvider()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := server.New(inst.ServerOptions()...)
+	if err := srv.AddTool(server.Tool{Name: "hello"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hello"), nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	if err := inst.ConnServer(srv, telemetry.TransportStdio).Serve(context.Background(), stdio.Std()); err != nil {
+		log.Fatal(err)
+	}
+}
