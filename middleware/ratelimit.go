@@ -109,7 +109,7 @@ func WithToolRateLimit(tool string, perSecond float64, burst int) Instrumentatio
 }
 
 // SharedRateLimiter is a token bucket store the replicas of a service
-// share, such as redisshare.Shared's: Allow takes a token of the bucket
+// share, such as a redisshare.Shared: Allow takes a token of the bucket
 // named key, which refills at perSecond with room for burst, or says how
 // long until one is there. An error (it could not decide) lets the
 // limiter decide alone, in memory, for a second. It must be safe for

@@ -7,35 +7,24 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-
-	"github.com/vigil-mcp/vigil/middleware"
 )
 
 // rateKeyPrefix starts the rate limiter's keys (after redis_rate's own
 // "rate:").
 const rateKeyPrefix = "vigil:"
 
-// RateLimiter returns the token buckets the replicas share on Redis (GCRA,
-// one round trip per request under its limit), for
-// middleware.WithSharedRateLimits. Each decision Redis cannot take is
-// counted in mcp_server_ratelimit_fallbacks_total.
-func (s *Shared) RateLimiter() middleware.SharedRateLimiter {
-	return &rateLimiter{limiter: redis_rate.NewLimiter(s.client), shared: s}
-}
-
-// rateLimiter is a Shared's middleware.SharedRateLimiter.
-type rateLimiter struct {
-	limiter *redis_rate.Limiter
-	shared  *Shared
-}
-
-// Allow takes a token of key's bucket in Redis.
-func (l *rateLimiter) Allow(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error) {
-	res, err := l.limiter.Allow(ctx, rateKeyPrefix+key, redisLimit(perSecond, burst))
+// Allow takes a token of the rate-limit bucket key, shared by every
+// replica on Redis (GCRA, one round trip), which refills at perSecond
+// with room for burst, or says how long until one is there: s is a
+// middleware.SharedRateLimiter, for middleware.WithSharedRateLimits. An
+// error means Redis did not decide (counted in
+// mcp_server_ratelimit_fallbacks_total unless ctx was canceled).
+func (s *Shared) Allow(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error) {
+	res, err := s.rate.Allow(ctx, rateKeyPrefix+key, redisLimit(perSecond, burst))
 	if err != nil {
 		// Not when the request went away: the limiter does not fall back.
-		if !errors.Is(ctx.Err(), context.Canceled) && l.shared.metrics != nil {
-			l.shared.metrics.fallback.Inc()
+		if !errors.Is(ctx.Err(), context.Canceled) && s.metrics != nil {
+			s.metrics.fallback.Inc()
 		}
 		return false, 0, err
 	}

@@ -2,8 +2,6 @@ package redisshare_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,15 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/redisshare"
 )
 
-// TestRateLimiterShared runs two replicas' limiters on one real Redis:
-// together they admit one burst of a principal, not one each. A decision
-// Redis does not take in time is an error, counted as a fallback (the
-// middleware's test has what the limiter does then).
-func TestRateLimiterShared(t *testing.T) {
+// TestAllowShared runs two replicas' rate limits on one real Redis:
+// together they admit one burst of a key, not one each, and say how long
+// until the next token; another key has its own bucket. A decision Redis
+// does not take in time is an error, counted as a fallback (the
+// middleware's test has what its limiter does then).
+func TestAllowShared(t *testing.T) {
 	rs := redistest.Start(t)
 	reg := prometheus.NewRegistry()
 	var replicas []*redisshare.Shared
@@ -35,26 +33,24 @@ func TestRateLimiterShared(t *testing.T) {
 		replicas = append(replicas, s)
 	}
 	const burst = 5
-	var handlers []http.Handler
-	for _, s := range replicas {
-		inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(0.0001, burst),
-			middleware.WithSharedRateLimits(s.RateLimiter()))
-		require.NoError(t, err)
-		handlers = append(handlers, inst.RateLimiter().Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
-	}
-	admitted := func(remote string, n int) int {
-		ok := 0
+	admitted := func(key string, n int) (ok int, retry time.Duration) {
 		for i := range n {
-			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-			r.RemoteAddr = remote
-			w := httptest.NewRecorder()
-			handlers[i%2].ServeHTTP(w, r)
-			if w.Code == http.StatusOK {
+			allowed, after, err := replicas[i%2].Allow(t.Context(), key, 0.0001, burst)
+			require.NoError(t, err)
+			if allowed {
 				ok++
+			} else {
+				retry = after
 			}
 		}
-		return ok
+		return ok, retry
 	}
+	ok, retry := admitted("p:192.0.2.1", 4*burst)
+	assert.Equal(t, burst, ok, "two replicas share one bucket")
+	assert.Greater(t, retry, time.Minute, "the next token is hours away at this rate")
+	ok, _ = admitted("p:192.0.2.2", 1)
+	assert.Equal(t, 1, ok, "another key, another bucket")
+
 	fallbacks := func() float64 {
 		f, err := reg.Gather()
 		require.NoError(t, err)
@@ -66,12 +62,10 @@ func TestRateLimiterShared(t *testing.T) {
 		t.Fatalf("no %s", redisshare.MetricRateLimitFallbacks)
 		return 0
 	}
-	assert.Equal(t, burst, admitted("192.0.2.1:1", 4*burst), "two replicas share one bucket")
 	assert.Zero(t, fallbacks())
-
 	late, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
 	defer cancel()
-	_, _, err := replicas[0].RateLimiter().Allow(late, "p:192.0.2.9", 1, 1)
+	_, _, err := replicas[0].Allow(late, "p:192.0.2.9", 1, 1)
 	require.Error(t, err)
-	assert.Equal(t, 1.0, fallbacks(), "the decision Redis did not take is counted")
+	assert.InDelta(t, 1, fallbacks(), 0, "the decision Redis did not take is counted")
 }

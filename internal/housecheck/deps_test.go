@@ -12,10 +12,12 @@ import (
 )
 
 // lightPackages are the packages a server that serves stdio, or HTTP with
-// metrics, traces and the live page, links: they must not pull in what
-// only some deployments choose (Redis, an OAuth verifier, an OTLP
-// exporter over gRPC) nor what only tests need (a browser driver).
-var lightPackages = []string{"server", "transport/stdio", "middleware", "debugpage"}
+// metrics, traces and the live page, links, and the smallest instrumented
+// stdio server (testdata/stdiosize, whose size docs/performance.md gives):
+// they must not pull in what only some deployments choose (Redis, an
+// OAuth verifier, an OTLP exporter over gRPC) nor what only tests need (a
+// browser driver).
+var lightPackages = []string{"server", "transport/stdio", "middleware", "debugpage", "internal/housecheck/testdata/stdiosize"}
 
 // heavyModules are the module paths lightPackages must not depend on,
 // with the package that brings each in where it is chosen.

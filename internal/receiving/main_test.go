@@ -2,10 +2,9 @@ package receiving_test
 
 import (
 	"context"
-
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 )
 

@@ -1,3 +1,7 @@
+// Package receiving hands the spans of an SDK tracer provider to a
+// receiver itself as they end, without the SDK's read-only copy of each:
+// the live page's trace ring keeps few of them in memory. internal/otelsetup
+// makes such a provider for a fallback exporter that is a [SpanReceiver].
 package receiving
 
 import (

@@ -1,7 +1,8 @@
 // Command stdiosize is the smallest instrumented stdio server: one tool,
 // the middleware's metrics and traces, served on standard input and
 // output. docs/performance.md gives its binary size, which says what such
-// a server links; it is built by go build ./... so that it stays current.
+// a server links; TestDependenciesFollowUse holds its dependencies to
+// those of the packages it imports.
 package main
 
 import (
@@ -18,19 +19,23 @@ import (
 )
 
 func main() {
+	if err := run(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context) error {
 	tp := sdktrace.NewTracerProvider()
-	defer func() { _ = tp.Shutdown(context.Background()) }()
+	defer func() { _ = tp.Shutdown(ctx) }()
 	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	srv := server.New(inst.ServerOptions()...)
 	if err := srv.AddTool(server.Tool{Name: "hello"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	}); err != nil {
-		log.Fatal(err)
+		return err
 	}
-	if err := inst.ConnServer(srv, telemetry.TransportStdio).Serve(context.Background(), stdio.Std()); err != nil {
-		log.Fatal(err)
-	}
+	return inst.ConnServer(srv, telemetry.TransportStdio).Serve(ctx, stdio.Std())
 }
