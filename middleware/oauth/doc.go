@@ -8,8 +8,8 @@
 // not call as a call of an unknown tool, for tool names that are secret).
 //
 // A [Verifier] turns a bearer token into an [auth.Principal] (package
-// github.com/vigil-mcp/vigil/middleware/auth, which links none of this): [NewJWTVerifier]
-// checks JWT access tokens against the authorization server's JWKS (found
+// middleware/auth, which links none of this): [NewJWTVerifier] checks JWT
+// access tokens against the authorization server's JWKS (found
 // by RFC 8414 / OpenID discovery, refreshed in the background, refetched
 // on an unknown key id), and [NewIntrospectionVerifier] asks the
 // authorization server about opaque tokens (RFC 7662). Both cache what they
@@ -17,7 +17,9 @@
 // and a map lookup per request.
 //
 // A [ResourceServer] ([New]) guards the MCP endpoint: its
-// [ResourceServer.Handler] answers 401, 403, 400 or 503 with the right
+// [ResourceServer.Endpoint] makes the streamable Endpoint behind the guard
+// and the guarded handler to serve it with; [ResourceServer.Handler]
+// guards any handler. The guard answers 401, 403, 400 or 503 with the right
 // challenge and counts each refusal in mcp_server_auth_failures_total; its
 // [ResourceServer.MetadataHandler] serves the metadata at
 // [ResourceServer.MetadataPaths]. The server side takes four functions:
@@ -51,13 +53,14 @@
 //   - 413 when a body that must be read to find its tools is over
 //     Config.MaxBodyBytes (not an authorization failure: not counted).
 //
-// When the MCP endpoint behind it is a *streamable.Endpoint, the tools a
-// 2025 POST calls are checked by the Endpoint on the message it decodes,
-// rather than by reading and parsing the body here once more; the Endpoint
-// then refuses, after its own checks, what it would refuse anyway (a bad
-// Content-Type, a body over its limit). A request it forwards to another
-// replica is authorized there by the assertion of its principal, and
-// refused without one.
+// Behind [ResourceServer.Endpoint], which hands the Endpoint what the
+// guard needs as an option when it is made (streamable.WithGuard), the
+// tools a 2025 POST calls are checked by the Endpoint on the message it
+// decodes, rather than by reading and parsing the body here once more; the
+// Endpoint then refuses, after its own checks, what it would refuse anyway
+// (a bad Content-Type, a body over its limit). A request it forwards to
+// another replica is authorized there by the assertion of its principal,
+// and refused without one.
 //
 // # The connection memo
 //
