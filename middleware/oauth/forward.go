@@ -11,7 +11,7 @@ import (
 
 // A task request that reaches a replica other than the task's is forwarded
 // there through the cluster without its credentials (see
-// streamable.Endpoint.SetPrincipalForwarding): it carries an assertion of
+// ResourceServer.Endpoint, endpointGuard): it carries an assertion of
 // the principal this replica verified, which the task's replica restores
 // in place of a token. The cluster authenticates what it carries (the
 // cluster key's MAC, with a timestamp and a nonce), the assertion inside
