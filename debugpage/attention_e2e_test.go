@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -29,7 +29,7 @@ import (
 // though an answered 2026-07-28 request of the same id came before it.
 func TestStatelessCancelIsOneAttentionRow(t *testing.T) {
 	rec := debugpage.NewRecorder()
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	done := make(chan string, 2) // each tools/call, once its span ended
 	inst, err := middleware.NewInstrumentation(

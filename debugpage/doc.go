@@ -11,9 +11,8 @@
 // for middleware.WithRequestRecorders, which feeds it every request's
 // outcome, those the chain refuses too), [Recorder.Middleware] (a
 // server.Middleware, for a server behind an OAuth resource server: who
-// opened each session) and [Recorder.SpanReceiver] (the intake of its
-// trace ring, for the tracer provider: sdktrace.WithSyncer, or the
-// fallback of otelsetup.WithFallbackExporter). Any hook left out leaves
+// opened each session) and [Recorder.SpanExporter] (the intake of its
+// trace ring, for the tracer provider: sdktrace.WithSyncer). Any hook left out leaves
 // its part of the page empty. [Handler] serves the page of a
 // server.Server from a Recorder; mount it with http.StripPrefix. Nothing
 // is registered anywhere by itself, and nothing is global. The Example
@@ -97,7 +96,8 @@
 // 256 names the server knows plus "other", all allocated when a name is
 // first seen; the event log keeps the last fifty cancellations, dropped
 // responses and ended sessions, each text cut at 256 bytes, and an entry
-// per live session ([WithMaxSessions] bounds them); the trace ring keeps
+// per live session (the transport bounds them: the page prints the bound
+// of the sessions live now); the trace ring keeps
 // its byte budget, one batch on its intake, and the bookkeeping of the
 // most traces its stores can hold. Recording a request takes no lock on
 // its way but to add a new name, and allocates nothing.

@@ -206,6 +206,13 @@ func (l *eventLog) Middleware() server.Middleware {
 	}
 }
 
+// liveSessions returns how many sessions are live (started, not ended).
+func (l *eventLog) liveSessions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.transports)
+}
+
 // transportOf returns the transport s is served on, "" if unknown.
 func (l *eventLog) transportOf(s *server.Session) string {
 	l.mu.Lock()

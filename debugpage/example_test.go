@@ -8,12 +8,12 @@ import (
 	"net/http/httptest"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -25,11 +25,9 @@ import (
 // its kept trace.
 func Example() {
 	rec := debugpage.NewRecorder()
-	// Each span reaches the ring as it ends. With an SDK provider of one's
-	// own, sdktrace.WithSyncer(rec.SpanReceiver()) does the same; with
-	// otelsetup.TracerProvider, return it from otelsetup.WithFallbackExporter.
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
-	defer func() { _ = shutdown(context.Background()) }()
+	// Each span reaches the ring as it ends.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(rec.SpanExporter()))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
 	registry := prometheus.NewRegistry()
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),

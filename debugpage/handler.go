@@ -24,7 +24,7 @@ import (
 // operators reach (the page lists session ids, which are the only
 // credential of an unauthenticated session).
 func Handler(srv *server.Server, rec *Recorder, opts ...HandlerOption) http.Handler {
-	cfg := handlerConfig{maxSessions: defaultMaxSessions}
+	var cfg handlerConfig
 	for _, o := range opts {
 		if o != nil {
 			o.applyHandler(&cfg)

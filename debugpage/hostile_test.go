@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
@@ -56,7 +56,7 @@ func retainedHeap() int64 {
 func TestHostileDebugBound(t *testing.T) {
 	ctx := t.Context()
 	rec := NewRecorder()
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { _ = shutdown(context.Background()) })
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),
@@ -71,8 +71,7 @@ func TestHostileDebugBound(t *testing.T) {
 	srv := server.New(append(inst.ServerOptions(), server.WithOutcomeBatches(32, 0))...)
 	require.NoError(t, addTestTools(srv))
 	conns := inst.ConnServer(srv, telemetry.TransportMemory)
-	const maxSessions = defaultMaxSessions
-	page := mountPage(Handler(srv, rec, WithMaxSessions(maxSessions)))
+	page := mountPage(Handler(srv, rec))
 	ring := rec.traceRing()
 	require.NotNil(t, ring, "spans go to the ring")
 
@@ -164,7 +163,7 @@ func TestHostileDebugBound(t *testing.T) {
 	assert.Less(t, len(body), 16<<20)
 	assert.LessOrEqual(t, snap.Memory.StatsInUse, snap.Memory.StatsBound)
 	assert.LessOrEqual(t, snap.Memory.RingInUse, snap.Memory.RingBound)
-	assert.Equal(t, statsBoundBytes()+eventsBoundBytes(maxSessions+1)+ring.memory().Bound, bound)
+	assert.Equal(t, statsBoundBytes()+eventsBoundBytes(rec.events.liveSessions())+ring.memory().Bound, bound)
 
 	// Only names the server knows are keys; a real tool keeps its row.
 	var keys []string

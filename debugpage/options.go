@@ -46,16 +46,11 @@ type handlerOption func(*handlerConfig)
 func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
 
 type handlerConfig struct {
-	version     string
-	ready       func() bool
-	maxSessions int
-	exporter    string // "": "in-memory ring" with the Recorder's ring, else "none"
-	metricsURL  string // "": no link
+	version    string
+	ready      func() bool
+	exporter   string // "": "in-memory ring" with the Recorder's ring, else "none"
+	metricsURL string // "": no link
 }
-
-// defaultMaxSessions is the default of WithMaxSessions:
-// streamable.WithMaxSessions's default.
-const defaultMaxSessions = 10000
 
 // WithVersion sets the version the page's title and its JSON show.
 func WithVersion(version string) HandlerOption {
@@ -69,16 +64,9 @@ func WithReadiness(ready func() bool) HandlerOption {
 	return handlerOption(func(c *handlerConfig) { c.ready = ready })
 }
 
-// WithMaxSessions sets the most sessions the server holds at once, which
-// bounds what the Recorder keeps per live session, for the memory bound
-// the page prints. The default, 10,000, is streamable.WithMaxSessions's.
-func WithMaxSessions(n int) HandlerOption {
-	return handlerOption(func(c *handlerConfig) { c.maxSessions = n })
-}
-
 // WithTraceExporter names where the server's spans go, for the page's
 // header and its note on kept traces. By default it is "in-memory ring"
-// once the Recorder's SpanReceiver was taken, else "none".
+// once the Recorder's SpanExporter was taken, else "none".
 func WithTraceExporter(name string) HandlerOption {
 	return handlerOption(func(c *handlerConfig) { c.exporter = name })
 }

@@ -14,19 +14,19 @@ import (
 )
 
 // The ring's limits are the Recorder's options, or their defaults; the
-// ring is made by the first SpanReceiver call, once.
+// ring is made by the first SpanExporter call, once.
 func TestRecorderOptions(t *testing.T) {
 	rec := NewRecorder()
-	assert.Nil(t, rec.traceRing(), "no ring before SpanReceiver")
-	ring := rec.SpanReceiver()
-	assert.Same(t, ring, rec.SpanReceiver())
+	assert.Nil(t, rec.traceRing(), "no ring before SpanExporter")
+	ring := rec.SpanExporter()
+	assert.Same(t, ring, rec.SpanExporter())
 	assert.Equal(t, ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}, rec.traceRing().lim)
 
 	rec = NewRecorder(WithTraceRing(7), WithTraceRingBytes(64<<10))
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 7, MaxBytes: 64 << 10}, rec.traceRing().lim)
 	rec = NewRecorder(WithTraceRing(0), WithTraceRingBytes(-1), nil)
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 1, MaxBytes: ringMaxBytes}, rec.traceRing().lim, "at least one trace; a budget below 1 ignored")
 }
 
@@ -55,22 +55,21 @@ func TestHandlerOptions(t *testing.T) {
 	page := mountPage(Handler(server.New(), rec))
 	_, v := get(page, "/debug/vigil?format=json")
 	assert.Equal(t, view{Ready: true, Exporter: "none", Memory: v.Memory}, v)
-	assert.Equal(t, eventsBoundBytes(defaultMaxSessions+1), v.Memory.EventsBound)
+	assert.Equal(t, eventsBoundBytes(0), v.Memory.EventsBound, "no session live")
 	w, _ := get(page, "/debug/vigil")
 	assert.NotContains(t, w.Body.String(), "/metrics")
 	assert.Contains(t, w.Body.String(), "<h1>Vigil</h1>")
 	assert.Contains(t, w.Body.String(), `<span class="ok">ready</span>`)
-	rec.SpanReceiver()
+	rec.SpanExporter()
 	_, v = get(page, "/debug/vigil?format=json")
 	assert.Equal(t, "in-memory ring", v.Exporter)
 	assert.True(t, v.Kept)
 	assert.Positive(t, v.Memory.RingBound)
 
 	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() bool { return false }),
-		WithTraceExporter("otlp"), WithMaxSessions(10), WithMetricsLink("/custom/metrics"), nil))
+		WithTraceExporter("otlp"), WithMetricsLink("/custom/metrics"), nil))
 	_, v = get(page, "/debug/vigil?format=json")
 	assert.Equal(t, view{Version: "1.2.3", Exporter: "otlp", Memory: v.Memory}, v)
-	assert.Equal(t, eventsBoundBytes(11), v.Memory.EventsBound)
 	w, _ = get(page, "/debug/vigil")
 	assert.Contains(t, w.Body.String(), "<h1>Vigil 1.2.3</h1>")
 	assert.Contains(t, w.Body.String(), `<span class="warn">draining</span>`)

@@ -6,7 +6,7 @@ import "unsafe"
 type debugMemory struct {
 	StatsBound  int64 `json:"stats_bound_bytes"`
 	StatsInUse  int64 `json:"stats_in_use_bytes"`
-	EventsBound int64 `json:"event_log_bound_bytes"` // recentEvents of each kind, and an entry per live session (eventsBoundBytes)
+	EventsBound int64 `json:"event_log_bound_bytes"` // recentEvents of each kind, and an entry per session live now (eventsBoundBytes)
 	// RingBound is the trace ring's bound and RingInUse its current
 	// estimate (spanRing.memory); 0 when spans go to an exporter.
 	RingBound  int64 `json:"trace_ring_bound_bytes"`
@@ -39,7 +39,9 @@ func eventsBoundBytes(sessions int) int64 {
 
 // memory returns the bounds of what the page's data holds, ring's too.
 func (p *debugPage) memory(ring *spanRing) debugMemory {
-	m := debugMemory{EventsBound: eventsBoundBytes(p.cfg.maxSessions + 1)} // +1: a stdio session
+	// The transports bound the live sessions (streamable.WithMaxSessions):
+	// the event log's bound is the one of the sessions live now.
+	m := debugMemory{EventsBound: eventsBoundBytes(p.rec.events.liveSessions())}
 	m.StatsBound, m.StatsInUse = statsBoundBytes(), p.rec.events.stats.statsInUseBytes()
 	if ring != nil {
 		rm := ring.memory()

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // The debug page is safe to leave on: a strict CSP on the page and its
@@ -105,7 +105,7 @@ func TestDebugPageSafeAndLinked(t *testing.T) {
 // refresh.
 func BenchmarkDebugPage(b *testing.B) {
 	rec := NewRecorder()
-	tp, _ := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, _ := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	tracer := tp.Tracer("bench")
 	for i := range DefaultTraceRing {
 		_, span := tracer.Start(context.Background(), "tools/call echo", trace.WithSpanKind(trace.SpanKindServer),

@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -55,7 +55,7 @@ type keptTraceJSON struct {
 // HTML and JSON, and the trace's view serves it.
 func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	rec := debugpage.NewRecorder()
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	// A recorder of the test's own, called after the call's span ended:
 	// the barrier after which the page has everything.

@@ -4,13 +4,14 @@ import (
 	"sync"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // Recorder gathers what the live page shows, through the hooks it hands
 // to the server's chain: [Recorder.Observer], [Recorder.RecordRequest],
-// [Recorder.Middleware] and [Recorder.SpanReceiver]. Make one with
+// [Recorder.Middleware] and [Recorder.SpanExporter]. Make one with
 // [NewRecorder]; one Recorder serves one server. It is safe for concurrent
 // use, and none of its hooks blocks for long.
 type Recorder struct {
@@ -19,7 +20,7 @@ type Recorder struct {
 
 	mu     sync.Mutex
 	limits ringLimits
-	ring   *spanRing      // made by the first SpanReceiver call; nil before
+	ring   *spanRing      // made by the first SpanExporter call; nil before
 	srv    *server.Server // set by Handler: the ring's keys are its names
 }
 
@@ -57,13 +58,13 @@ func (r *Recorder) RecordRequest(req *server.Request, out server.Outcome) {
 // principal it does nothing.
 func (r *Recorder) Middleware() server.Middleware { return r.events.Middleware() }
 
-// SpanReceiver returns the intake of the Recorder's trace ring, which
-// keeps the traces worth looking at within a fixed memory bound: an
-// sdktrace.SpanExporter (for sdktrace.WithSyncer, or the fallback of
-// otelsetup.WithFallbackExporter) that is also an otelsetup.SpanReceiver
-// (otelsetup.WithSyncFallback, otelsetup.NewReceivingProvider). The first
-// call makes the ring; until then the page keeps no trace and says so.
-func (r *Recorder) SpanReceiver() otelsetup.SpanReceiver {
+// SpanExporter returns the intake of the Recorder's trace ring, which
+// keeps the traces worth looking at within a fixed memory bound: give it
+// to sdktrace.WithSyncer, or as the fallback exporter of the package vigil's
+// tracer provider, which hands it each span itself as the span ends
+// (without the SDK's read-only copy of it). The first call makes the ring;
+// until then the page keeps no trace and says so.
+func (r *Recorder) SpanExporter() sdktrace.SpanExporter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ring == nil {
@@ -75,7 +76,7 @@ func (r *Recorder) SpanReceiver() otelsetup.SpanReceiver {
 	return r.ring
 }
 
-// traceRing returns the trace ring, nil while SpanReceiver was not called.
+// traceRing returns the trace ring, nil while SpanExporter was not called.
 func (r *Recorder) traceRing() *spanRing {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -15,9 +15,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // Defaults of the in-memory trace ring.
@@ -58,7 +58,7 @@ type spanRing struct {
 
 var (
 	_ sdktrace.SpanExporter  = (*spanRing)(nil)
-	_ otelsetup.SpanReceiver = (*spanRing)(nil)
+	_ receiving.SpanReceiver = (*spanRing)(nil)
 )
 
 // spanRecord is an ended span, as the debug page shows it.
@@ -133,14 +133,14 @@ func (r *spanRing) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan)
 }
 
 // ReceiveSpan stores s, when it is sampled, as ExportSpans would: as the
-// otelsetup.SpanReceiver of its provider (otelsetup.WithSyncFallback), the
+// receiving.SpanReceiver of its provider (otelsetup.WithSyncFallback), the
 // ring takes each span itself where it ends, with no snapshot of it, no
 // batch of one to allocate and no wait for its lock (ring_intake.go).
 //
 // It does not read the span's attributes, which would make the SDK
 // de-duplicate them: their count and size, the cancel cause and the error
 // type come from what the provider saw them set (WatchedAttributes).
-func (r *spanRing) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
+func (r *spanRing) ReceiveSpan(rs *receiving.ReceivedSpan) {
 	if !rs.Span.SpanContext().IsSampled() {
 		return
 	}

@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/receiving"
 )
 
 // newSpanRing returns a ring that keeps the last maxTraces (at least 1)
@@ -27,7 +27,7 @@ func newSpanRing(maxTraces int) *spanRing {
 // vigil's (otelsetup.WithSyncFallback with a SpanReceiver).
 func ringProvider(t *testing.T, ring *spanRing, opts ...sdktrace.TracerProviderOption) trace.Tracer {
 	t.Helper()
-	tp, shutdown := otelsetup.NewReceivingProvider(ring, opts...)
+	tp, shutdown := receiving.NewProvider(ring, opts...)
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	return tp.Tracer("ring-test")
 }
@@ -192,7 +192,7 @@ type factsCheck struct {
 	received int
 }
 
-func (c *factsCheck) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
+func (c *factsCheck) ReceiveSpan(rs *receiving.ReceivedSpan) {
 	c.received++
 	var seen, read spanFacts
 	read.read(rs.Span)
@@ -212,7 +212,7 @@ func (c *factsCheck) ReceiveSpan(rs *otelsetup.ReceivedSpan) {
 // the span carries: the request spans of middleware.Tracing and others.
 func TestSpanRingReceivedFacts(t *testing.T) {
 	check := &factsCheck{spanRing: newSpanRing(10), t: t}
-	tp, shutdown := otelsetup.NewReceivingProvider(check)
+	tp, shutdown := receiving.NewProvider(check)
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	tracer := tp.Tracer("facts")
 	spans := []func(trace.Span){

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // outcomeOf classifies a trace by its root span's facts f and, for
@@ -87,7 +87,7 @@ func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
 // readReceived is read for a span the provider handed over with what it
 // saw of its attributes (see spanRing.WatchedAttributes): the same facts,
 // without reading the attributes from the span.
-func (f *spanFacts) readReceived(rs *otelsetup.ReceivedSpan) {
+func (f *spanFacts) readReceived(rs *receiving.ReceivedSpan) {
 	f.begin(rs.Span)
 	f.bytes += int64(rs.AttrCount)*ringItemBaseBytes + rs.AttrBytes
 	f.compact = rs.AttrOpaque

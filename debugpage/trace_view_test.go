@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // traceViewRig is the page, mounted at /debug/vigil, of a server whose
@@ -32,7 +32,7 @@ type traceViewRig struct {
 func newTraceViewRig(t *testing.T) *traceViewRig {
 	t.Helper()
 	rec := NewRecorder(WithTraceRing(10))
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	srv := server.New() // whose names are the ring's keys: confirm_action among them
 	require.NoError(t, srv.AddTool(server.Tool{Name: "confirm_action"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -154,7 +154,7 @@ func TestTraceViewNotFound(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusOK, rig.get("/debug/vigil/trace/"+s.SpanContext().TraceID().String()).Code)
 
-	mux := mountPage(Handler(server.New(), NewRecorder())) // its SpanReceiver never taken: no ring
+	mux := mountPage(Handler(server.New(), NewRecorder())) // its SpanExporter never taken: no ring
 	req := httptest.NewRequest(http.MethodGet, "/debug/vigil/trace/"+s.SpanContext().TraceID().String(), nil)
 	req.Host = "localhost"
 	rec := httptest.NewRecorder()

@@ -21,7 +21,7 @@
 // [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
 // writes one JSON line per tools/call (who, which tool, how it ended, the
 // argument names). [WithRateLimit] and [WithToolRateLimit] (token buckets
-// per principal, in memory or shared on Redis with [WithRateLimitRedis])
+// per principal, in memory or shared between replicas with [WithSharedRateLimits])
 // give an [Instrumentation.RateLimiter]: its Handler refuses an HTTP
 // request over its principal's rate with 429, and the chain a tools/call
 // over its tool's rate with -32000.
@@ -66,7 +66,7 @@
 //   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
 //   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
 //     [WithLimitWait] and [WithToolShare]).
-//   - [WithRateLimit], [WithToolRateLimit] (with [WithRateLimitRedis]):
+//   - [WithRateLimit], [WithToolRateLimit] (with [WithSharedRateLimits]):
 //     an [Instrumentation.RateLimiter], whose tool rates run in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never
 //     waits for a slot).

@@ -46,7 +46,7 @@ func uses() {
 		middleware.WithLogger(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
 		middleware.WithTimeout(time.Second), middleware.WithTimeoutFor(nil),
 		middleware.WithConcurrencyLimit(1), middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil),
-		middleware.WithRateLimit(1, 1), middleware.WithToolRateLimit("t", 1, 1), middleware.WithRateLimitRedis(nil, nil),
+		middleware.WithRateLimit(1, 1), middleware.WithToolRateLimit("t", 1, 1), middleware.WithSharedRateLimits(nil),
 	)
 }
 `

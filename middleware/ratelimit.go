@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -31,20 +29,17 @@ const (
 	// full buckets (idle callers, indistinguishable from new ones) go
 	// first, then arbitrary ones: an evicted caller gets one burst anew.
 	maxRateBuckets = 1 << 16
-	// redisTimeout bounds a shared decision's wait for Redis; past it the
-	// bucket in memory decides.
-	redisTimeout = 500 * time.Millisecond
-	// redisRetry is how long the limiter decides in memory alone after
-	// Redis failed, before it asks Redis again.
-	redisRetry = time.Second
-	// fallbackLogEvery spaces the warnings of a Redis outage.
+	// sharedTimeout bounds a shared decision's wait for the shared
+	// limiter; past it the bucket in memory decides.
+	sharedTimeout = 500 * time.Millisecond
+	// sharedRetry is how long the limiter decides in memory alone after
+	// the shared limiter failed, before it asks it again.
+	sharedRetry = time.Second
+	// fallbackLogEvery spaces the warnings of a shared limiter's outage.
 	fallbackLogEvery = 30 * time.Second
 	// maxKey is the longest principal key a bucket is named by as is; a
 	// longer one is hashed.
 	maxKey = 128
-	// redisKeyPrefix starts the limiter's keys (after redis_rate's own
-	// "rate:").
-	redisKeyPrefix = "vigil:"
 )
 
 // rateSpec is a token bucket's refill rate (per second) and size.
@@ -67,21 +62,11 @@ func newRateSpec(perSecond float64, burst int) rateSpec {
 
 func (s rateSpec) on() bool { return s.limit > 0 }
 
-// redisLimit is s as redis_rate counts it: whole events per period.
-func (s rateSpec) redisLimit() redis_rate.Limit {
-	r := float64(s.limit)
-	if r >= 1 && r == math.Trunc(r) && r <= math.MaxInt32 {
-		return redis_rate.Limit{Rate: int(r), Burst: s.burst, Period: time.Second}
-	}
-	return redis_rate.Limit{Rate: max(1, int(math.Min(math.Round(r*3600), math.MaxInt32))), Burst: s.burst, Period: time.Hour}
-}
-
 // rateLimitConfig is what the rate-limit options set.
 type rateLimitConfig struct {
 	principal rateSpec
 	tools     map[string]rateSpec
-	redis     redis.UniversalClient
-	fallback  func() // counts a decision taken without Redis; may be nil
+	shared    SharedRateLimiter // nil: in memory only
 }
 
 // rateLimitOption returns an option that edits the rate-limit config,
@@ -123,15 +108,24 @@ func WithToolRateLimit(tool string, perSecond float64, burst int) Instrumentatio
 	})
 }
 
-// WithRateLimitRedis shares the rate limits of [WithRateLimit] and
-// [WithToolRateLimit] with every replica on client (GCRA, one round trip
-// per request under its limit), so that N replicas do not give a principal
-// N times its rate. When Redis fails or takes over half a second, each
-// replica decides alone from its own buckets (at worst N times the rate,
-// never unlimited) for a second, calls fallback (nil: none) for each such
-// decision, and logs a warning at most every 30 seconds.
-func WithRateLimitRedis(client redis.UniversalClient, fallback func()) InstrumentationOption {
-	return rateLimitOption(func(c *rateLimitConfig) { c.redis, c.fallback = client, fallback })
+// SharedRateLimiter is a token bucket store the replicas of a service
+// share, such as a redisshare.Shared: Allow takes a token of the bucket
+// named key, which refills at perSecond with room for burst, or says how
+// long until one is there. An error (it could not decide) lets the
+// limiter decide alone, in memory, for a second. It must be safe for
+// concurrent use and honor ctx's deadline.
+type SharedRateLimiter interface {
+	Allow(ctx context.Context, key string, perSecond float64, burst int) (ok bool, retryAfter time.Duration, err error)
+}
+
+// WithSharedRateLimits shares the rate limits of [WithRateLimit] and
+// [WithToolRateLimit] with every replica through l, so that N replicas do
+// not give a principal N times its rate; each replica's own bucket still
+// decides first. When l fails or takes over half a second, each replica
+// decides alone from its own buckets (at worst N times the rate, never
+// unlimited) for a second, and logs a warning at most every 30 seconds.
+func WithSharedRateLimits(l SharedRateLimiter) InstrumentationOption {
+	return rateLimitOption(func(c *rateLimitConfig) { c.shared = l })
 }
 
 // RateLimiter applies the rate limits of [WithRateLimit] and
@@ -144,14 +138,13 @@ type RateLimiter struct {
 	principal rateSpec
 	tools     map[string]rateSpec // read-only
 	local     bucketTable
-	shared    *redis_rate.Limiter // nil: in memory only
+	shared    SharedRateLimiter // nil: in memory only
 	metrics   *telemetry.Metrics
-	fallbacks func() // nil: not counted
 	logger    *slog.Logger
 	now       func() time.Time
 
-	redisDownUntil atomic.Int64 // unix nanoseconds: decide in memory until then
-	nextLog        atomic.Int64 // unix nanoseconds: the next outage warning not before
+	sharedDownUntil atomic.Int64 // unix nanoseconds: decide in memory until then
+	nextLog         atomic.Int64 // unix nanoseconds: the next outage warning not before
 }
 
 // newRateLimiter returns the limiter of c, nil when it limits nothing.
@@ -160,13 +153,10 @@ func newRateLimiter(c instrumentationConfig, m *telemetry.Metrics) *RateLimiter 
 	if rc == nil || (!rc.principal.on() && len(rc.tools) == 0) {
 		return nil
 	}
-	l := &RateLimiter{principal: rc.principal, tools: rc.tools, metrics: m, fallbacks: rc.fallback, logger: c.logger, now: time.Now}
+	l := &RateLimiter{principal: rc.principal, tools: rc.tools, shared: rc.shared, metrics: m, logger: c.logger, now: time.Now}
 	l.local.max = maxRateBuckets
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
-	}
-	if rc.redis != nil {
-		l.shared = redis_rate.NewLimiter(rc.redis)
 	}
 	return l
 }
@@ -291,18 +281,18 @@ func refuseRate(w http.ResponseWriter, s rateSpec, retry time.Duration) {
 // allow takes a token of key's bucket, or says how long until one is
 // there. The bucket in memory decides first: over it, a replica's own
 // requests alone exceed the rate. Under it, the shared bucket decides,
-// unless Redis failed less than redisRetry ago.
+// unless it failed less than sharedRetry ago.
 func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (bool, time.Duration) {
 	now := l.now()
 	b := l.local.get(key, s, now)
 	if !b.AllowN(now, 1) {
 		return false, time.Duration((1 - b.TokensAt(now)) / float64(s.limit) * float64(time.Second))
 	}
-	if l.shared == nil || now.UnixNano() < l.redisDownUntil.Load() {
+	if l.shared == nil || now.UnixNano() < l.sharedDownUntil.Load() {
 		return true, 0
 	}
-	rctx, cancel := context.WithTimeout(ctx, redisTimeout)
-	res, err := l.shared.Allow(rctx, redisKey(key), s.redisLimit())
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	ok, retry, err := l.shared.Allow(rctx, sharedKey(key), float64(s.limit), s.burst)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -310,27 +300,21 @@ func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (boo
 		}
 		return true, 0 // the bucket in memory allowed it
 	}
-	if res.Allowed == 0 {
-		return false, res.RetryAfter
-	}
-	return true, 0
+	return ok, retry
 }
 
-// fallback notes that Redis failed at now: the next redisRetry decide in
-// memory; it counts the decision and warns at most every fallbackLogEvery.
+// fallback notes that the shared limiter failed at now: the next
+// sharedRetry decide in memory; it warns at most every fallbackLogEvery.
 func (l *RateLimiter) fallback(now time.Time, err error) {
-	l.redisDownUntil.Store(now.Add(redisRetry).UnixNano())
-	if l.fallbacks != nil {
-		l.fallbacks()
-	}
+	l.sharedDownUntil.Store(now.Add(sharedRetry).UnixNano())
 	next := l.nextLog.Load()
 	if now.UnixNano() >= next && l.nextLog.CompareAndSwap(next, now.Add(fallbackLogEvery).UnixNano()) {
-		l.logger.Warn("rate limits: Redis does not answer; each replica limits alone (up to one rate per replica) until it does", "error", err)
+		l.logger.Warn("rate limits: the shared limiter does not answer; each replica limits alone (up to one rate per replica) until it does", "error", err)
 	}
 }
 
 // boundKey returns principal as a bucket's key: as is up to maxKey
-// bytes, else its hash, so that no key in memory or in Redis is longer.
+// bytes, else its hash, so that no key in memory or shared is longer.
 func boundKey(principal string) string {
 	if len(principal) <= maxKey {
 		return principal
@@ -339,12 +323,12 @@ func boundKey(principal string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// redisKey is key's name in Redis.
-func redisKey(k bucketKey) string {
+// sharedKey is key's name in the shared limiter.
+func sharedKey(k bucketKey) string {
 	if k.tool == "" {
-		return redisKeyPrefix + "p:" + k.principal
+		return "p:" + k.principal
 	}
-	return redisKeyPrefix + "t:" + k.tool + "\x00" + k.principal
+	return "t:" + k.tool + "\x00" + k.principal
 }
 
 // bucketKey names a bucket: a principal's, or a principal's for one tool.

@@ -3,19 +3,18 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -229,23 +228,42 @@ func quotaOf(t *testing.T, e *transport.Error) string {
 	return data.Quota
 }
 
-// TestRateLimitRedisShared runs two replicas' limiters on one real Redis:
-// together they admit one burst of a principal, not one each. With Redis
-// stopped, each replica limits alone: a new principal gets at most one
-// burst per replica, never more, and the fallbacks are counted.
-func TestRateLimitRedisShared(t *testing.T) {
+// sharedBuckets is a SharedRateLimiter in memory: one burst per key over
+// every replica that uses it, or, once down, an error for every call.
+type sharedBuckets struct {
+	mu    sync.Mutex
+	taken map[string]int
+	down  bool
+	calls int
+}
+
+func (b *sharedBuckets) Allow(_ context.Context, key string, _ float64, burst int) (bool, time.Duration, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls++
+	if b.down {
+		return false, 0, errors.New("shared store away")
+	}
+	if b.taken[key] >= burst {
+		return false, time.Hour, nil
+	}
+	b.taken[key]++
+	return true, 0, nil
+}
+
+// TestRateLimitShared runs two replicas' limiters on one shared limiter:
+// together they admit one burst of a principal, not one each. With the
+// shared limiter failing, each replica limits alone: a new principal gets
+// at most one burst per replica, never more, and the shared limiter is
+// asked again only a second later.
+func TestRateLimitShared(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Start(t)
-	// No retries, and more connections than the test's failed dials, so
-	// that the pool starts no background redialing once Redis is away.
-	client := redis.NewClient(&redis.Options{Addr: rs.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond, PoolSize: 64})
-	t.Cleanup(func() { _ = client.Close() })
+	shared := &sharedBuckets{taken: map[string]int{}}
 	const burst = 5
 	var handlers []http.Handler
-	var fallbacks [2]atomic.Int64
-	for i := range 2 {
+	for range 2 {
 		inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(slowRate, burst),
-			middleware.WithRateLimitRedis(client, func() { fallbacks[i].Add(1) }))
+			middleware.WithSharedRateLimits(shared))
 		require.NoError(t, err)
 		var n int
 		handlers = append(handlers, inst.RateLimiter().Handler(okHandler(&n)))
@@ -260,13 +278,15 @@ func TestRateLimitRedisShared(t *testing.T) {
 		return ok
 	}
 	assert.Equal(t, burst, admitted("192.0.2.1:1", 4*burst), "two replicas share one bucket")
-	assert.Zero(t, fallbacks[0].Load()+fallbacks[1].Load())
 
-	rs.Stop()
+	shared.mu.Lock()
+	shared.down, shared.calls = true, 0
+	shared.mu.Unlock()
 	got := admitted("192.0.2.9:1", 6*burst)
-	assert.Equal(t, 2*burst, got, "Redis away: one burst per replica, not unlimited")
-	assert.Positive(t, fallbacks[0].Load(), "each replica counted its fallback")
-	assert.Positive(t, fallbacks[1].Load())
+	assert.Equal(t, 2*burst, got, "shared limiter away: one burst per replica, not unlimited")
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	assert.Equal(t, 2, shared.calls, "each replica asked once, then decided alone")
 }
 
 // BenchmarkRateLimitHandler is the principal rate's cost on a request under

@@ -20,8 +20,8 @@
 //     others take its sessions over;
 //   - for limits over every replica rather than per replica,
 //     [Shared.SessionQuota] as streamable.Quotas' SessionCounter, and
-//     middleware.WithRateLimitRedis([Shared.Client],
-//     [Shared.RateLimitFallback]) for rate limits.
+//     middleware.WithSharedRateLimits(shared) for rate limits
+//     ([Shared.Allow]).
 //
 // What a replica does when Redis fails, and what Redis can and cannot do
 // to the sessions, are those of package internal/redisstore; deploy/SCALING.md

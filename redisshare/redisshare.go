@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -73,6 +74,7 @@ const (
 type Shared struct {
 	store   *redisstore.Store
 	client  *redis.Client
+	rate    *redis_rate.Limiter // ratelimit.go
 	logger  *slog.Logger
 	metrics *metrics
 	up      atomic.Bool // Redis answered the last lease renewal
@@ -108,6 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, stop: make(chan struct{}), done: make(chan struct{})}
+	s.rate = redis_rate.NewLimiter(s.client)
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
 			_ = s.client.Close()
@@ -159,19 +162,6 @@ func (s *Shared) Options() []streamable.Option {
 // updates broadcast to the others.
 func (s *Shared) ServerOptions() []server.Option {
 	return []server.Option{server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store)}
-}
-
-// Client returns the replica's Redis client, for the limits shared with
-// the other replicas: middleware.WithRateLimitRedis(s.Client(),
-// s.RateLimitFallback).
-func (s *Shared) Client() redis.UniversalClient { return s.client }
-
-// RateLimitFallback counts a rate-limit decision taken without Redis
-// (middleware.WithRateLimitRedis's hook).
-func (s *Shared) RateLimitFallback() {
-	if s.metrics != nil {
-		s.metrics.fallback.Inc()
-	}
 }
 
 // Ready reports whether Redis answered the replica's last lease renewal:

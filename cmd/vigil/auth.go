@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -22,7 +22,7 @@ const authHTTPTimeout = 10 * time.Second
 // authorization is the OAuth resource server that guards /mcp when
 // -auth-issuer is set.
 type authorization struct {
-	rs    *auth.ResourceServer
+	rs    *oauth.ResourceServer
 	close func() // releases the verifier (its background key refresh)
 }
 
@@ -39,10 +39,10 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 	if cfg.authInsecureHTTP {
 		logger.Warn("the authorization server may be reached over plain http (-auth-insecure-http): anyone on the path can swap its keys and mint any token", "issuer", cfg.authIssuer)
 	}
-	var verifier auth.Verifier
+	var verifier oauth.Verifier
 	release := func() {}
 	if cfg.introspectionClientID != "" {
-		v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{
+		v, err := oauth.NewIntrospectionVerifier(oauth.IntrospectionConfig{
 			Issuer:            cfg.authIssuer,
 			ClientID:          cfg.introspectionClientID,
 			ClientSecret:      cfg.introspectionSecret,
@@ -60,7 +60,7 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 	} else {
 		dctx, cancel := context.WithTimeout(ctx, authHTTPTimeout)
 		defer cancel()
-		v, err := auth.NewJWTVerifier(dctx, auth.JWTConfig{
+		v, err := oauth.NewJWTVerifier(dctx, oauth.JWTConfig{
 			Issuer:            cfg.authIssuer,
 			Audiences:         []string{resource},
 			HTTPClient:        client,
@@ -72,7 +72,7 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		}
 		verifier, release = v, func() { _ = v.Close() }
 	}
-	rs, err := auth.New(auth.Config{
+	rs, err := oauth.New(oauth.Config{
 		Resource:             resource,
 		AuthorizationServers: []string{cfg.authIssuer},
 		Verifier:             verifier,

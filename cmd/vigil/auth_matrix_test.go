@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
 // The service-level acceptance matrix of authorization: the vigil binary
@@ -49,7 +49,7 @@ type authProbe struct {
 }
 
 // probe sends p to v and returns the answer, its challenge parsed with
-// auth.ParseChallenge (which must accept it, as a Bearer challenge, when
+// oauth.ParseChallenge (which must accept it, as a Bearer challenge, when
 // there is one).
 func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 	t.Helper()
@@ -86,7 +86,7 @@ func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	a := authAnswer{status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate"), body: string(b)}
 	if a.challenge != "" {
-		scheme, params, err := auth.ParseChallenge(a.challenge)
+		scheme, params, err := oauth.ParseChallenge(a.challenge)
 		require.NoError(t, err, "WWW-Authenticate %q", a.challenge)
 		require.True(t, strings.EqualFold(scheme, "Bearer"), "WWW-Authenticate %q is a Bearer challenge", a.challenge)
 		a.params = params
@@ -98,8 +98,8 @@ func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 func (v *vigilAuth) authFailures(t *testing.T) map[string]float64 {
 	t.Helper()
 	families := svcMetrics(t, v.hc, strings.TrimSuffix(v.url, "/mcp"))
-	mf, ok := families[auth.MetricAuthFailures]
-	require.True(t, ok, "/metrics has no %s", auth.MetricAuthFailures)
+	mf, ok := families[oauth.MetricAuthFailures]
+	require.True(t, ok, "/metrics has no %s", oauth.MetricAuthFailures)
 	out := map[string]float64{}
 	for _, m := range mf.GetMetric() {
 		for _, l := range m.GetLabel() {
@@ -108,7 +108,7 @@ func (v *vigilAuth) authFailures(t *testing.T) map[string]float64 {
 			}
 		}
 	}
-	for _, r := range auth.Reasons() {
+	for _, r := range oauth.Reasons() {
 		require.Contains(t, out, r.String(), "every reason is exposed from the start")
 	}
 	return out
@@ -278,7 +278,7 @@ func TestAuthBadTokens(t *testing.T) {
 		},
 		{
 			"oversized Authorization (over 8 KiB)",
-			authProbe{auth: bearer(strings.Repeat("a", auth.MaxTokenBytes+1))},
+			authProbe{auth: bearer(strings.Repeat("a", 8<<10+1))},
 			want{401, "invalid_token", "invalid_token", ""},
 		},
 		{

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/receiving"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
 // Every path of the debug page as vigil mounts it (the page, a trace view,
@@ -23,7 +23,7 @@ import (
 // a loopback listener, against DNS rebinding, and serves it otherwise.
 func TestDebugPageHostGuard(t *testing.T) {
 	rec := debugpage.NewRecorder()
-	tp, shutdown := otelsetup.NewReceivingProvider(rec.SpanReceiver())
+	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	_, span := tp.Tracer("guard-test").Start(context.Background(), "ping")
 	span.End()

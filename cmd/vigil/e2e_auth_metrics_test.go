@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
 // authExprsWindow is the value of $__rate_interval in
@@ -78,17 +78,17 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 
 	// The counter, exactly.
 	want := map[string]float64{}
-	for _, r := range auth.Reasons() {
+	for _, r := range oauth.Reasons() {
 		want[r.String()] = float64(truth[r.String()])
 	}
 	var got map[string]float64
 	pollUntil(t, "prometheus scrapes the auth failures", 30*time.Second, prom.proc, func() error {
-		got, err = prom.sumBy(ctx, "reason", auth.MetricAuthFailures)
+		got, err = prom.sumBy(ctx, "reason", oauth.MetricAuthFailures)
 		if err != nil {
 			return err
 		}
 		if !maps.Equal(got, want) {
-			return fmt.Errorf("sum by (reason) (%s) = %v, want %v", auth.MetricAuthFailures, got, want)
+			return fmt.Errorf("sum by (reason) (%s) = %v, want %v", oauth.MetricAuthFailures, got, want)
 		}
 		return nil
 	})
@@ -97,7 +97,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	var panelQuery string
 	for _, e := range dashboard.exprs() {
 		if namesAuthMetric(e.expr) {
-			require.Empty(t, panelQuery, "one dashboard expression reads %s; %s is another", auth.MetricAuthFailures, e.where)
+			require.Empty(t, panelQuery, "one dashboard expression reads %s; %s is another", oauth.MetricAuthFailures, e.where)
 			intervals := maps.Clone(exprsGrafanaIntervals)
 			intervals["__rate_interval"] = authExprsWindow
 			panelQuery, err = e.queryWith(dashboard.variables, intervals)
@@ -105,7 +105,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 			require.Contains(t, e.where, "Auth failures by reason")
 		}
 	}
-	require.NotEmpty(t, panelQuery, "no dashboard panel reads %s", auth.MetricAuthFailures)
+	require.NotEmpty(t, panelQuery, "no dashboard panel reads %s", oauth.MetricAuthFailures)
 	// The panel and the alert's operands are evaluated at one instant: the
 	// extrapolation factor changes with every scrape.
 	at := time.Now()
@@ -117,7 +117,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	}
 	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), slices.Collect(maps.Keys(rates)), "the panel's series: one per reason")
 	// The factor rate/count, the same for every reason with failures.
-	factor := rates[auth.ReasonMissingToken.String()] / want[auth.ReasonMissingToken.String()]
+	factor := rates[oauth.ReasonMissingToken.String()] / want[oauth.ReasonMissingToken.String()]
 	require.Positive(t, factor, "%s: %v", panelQuery, rates)
 	// A per-second rate over 5m of a history shorter than 5m: the count
 	// over 300 s, extrapolated by at most a scrape interval past the last
@@ -157,7 +157,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	require.Len(t, surge, 2)
 	var refusedTokens float64
 	for reason, n := range want {
-		if reason != auth.ReasonMissingToken.String() && reason != auth.ReasonVerifierError.String() && reason != auth.ReasonVerifierBusy.String() {
+		if reason != oauth.ReasonMissingToken.String() && reason != oauth.ReasonVerifierError.String() && reason != oauth.ReasonVerifierBusy.String() {
 			refusedTokens += n
 		}
 	}
@@ -175,7 +175,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	assert.Empty(t, firing, "no authorization alert is pending or firing")
 	t.Logf("alerts checked %v after the first scrape: refused-token rate %.4g/s, ratio %.3g", time.Since(started).Round(time.Millisecond), rate, ratio)
 
-	assert.Contains(t, exposedFamilies(ctx, t, api, metricsURL), auth.MetricAuthFailures)
+	assert.Contains(t, exposedFamilies(ctx, t, api, metricsURL), oauth.MetricAuthFailures)
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
 
@@ -235,11 +235,11 @@ func refuseForKnownReasons(t *testing.T, v *vigilAuth, as *oidcProvider, key, st
 	require.NoError(t, c.deleteSession(t.Context()))
 
 	for reason := range truth {
-		require.True(t, slices.ContainsFunc(auth.Reasons(), func(r auth.Reason) bool { return r.String() == reason }), "%s is a reason", reason)
+		require.True(t, slices.ContainsFunc(oauth.Reasons(), func(r oauth.Reason) bool { return r.String() == reason }), "%s is a reason", reason)
 	}
 	require.NotContains(t, truth, "verifier_error")
 	require.NotContains(t, truth, "verifier_busy")
-	require.Len(t, truth, len(auth.Reasons())-2, "every reason but verifier_error and verifier_busy (introspection only)")
+	require.Len(t, truth, len(oauth.Reasons())-2, "every reason but verifier_error and verifier_busy (introspection only)")
 	return truth
 }
 

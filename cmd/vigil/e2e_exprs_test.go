@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -158,7 +158,7 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 		names := referencedMetricNames(t, filepath.Join(root, "dashboards"), filepath.Join(root, "deploy"))
 		require.NotEmpty(t, names)
 		for name, where := range names {
-			if name == auth.MetricAuthFailures {
+			if name == oauth.MetricAuthFailures {
 				continue // exposed with -auth-issuer: TestE2EAuthFailuresDashboard
 			}
 			if sharedModeMetric(name) {
@@ -222,7 +222,7 @@ func runErrorsLoad(ctx context.Context, t *testing.T, mcpURL string, mcp *http.C
 
 // namesAuthMetric reports whether a query reads the authorization failure
 // counter, which only a vigil with -auth-issuer exposes.
-func namesAuthMetric(q string) bool { return strings.Contains(q, auth.MetricAuthFailures) }
+func namesAuthMetric(q string) bool { return strings.Contains(q, oauth.MetricAuthFailures) }
 
 // isToolError checks that a tools/call was answered with a result with
 // isError set.

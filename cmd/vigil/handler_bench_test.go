@@ -85,7 +85,7 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 	tb.Cleanup(func() { _ = logOut.Close() })
 	logger := newLogger(cfg, logOut)
 	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-	in, err := newInstruments(context.Background(), page.SpanReceiver)
+	in, err := newInstruments(context.Background(), page.SpanExporter)
 	if err != nil {
 		tb.Fatal(err)
 	}

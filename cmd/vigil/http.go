@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -89,12 +90,17 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	if shared != nil {
 		opts = append(opts, shared.Options()...) // sessions shared with the other replicas
 	}
-	endpoint := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
-	var mcp http.Handler = endpoint
+	var endpoint *streamable.Endpoint
+	var mcp http.Handler
 	var public map[string]http.Handler
 	if authz != nil {
-		mcp, public = authz.rs.Handler(endpoint), authz.public()
-		endpoint.SetForwardHandler(mcp) // a forwarded task request is authorized here too
+		// The guarded endpoint checks tool scopes per message, and a
+		// forwarded task request is authorized here too.
+		endpoint, mcp = authz.rs.Endpoint(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
+		public = authz.public()
+	} else {
+		endpoint = streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP), opts...)
+		mcp = endpoint
 	}
 	if rl := inst.RateLimiter(); rl != nil {
 		// The principal's rate, behind the guard that names it (a
@@ -115,7 +121,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 	var page http.Handler // nil: no debug page (rec is nil)
 	if rec != nil {
 		page = debugpage.Handler(srv, rec, debugpage.WithVersion(version), debugpage.WithReadiness(readyNow.Load),
-			debugpage.WithMaxSessions(cfg.maxSessions), debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
+			debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
 	}
 	obs := newObservabilityMux(in, readyNow, page, cfg.allowedHosts, srv.FlushOutcomes)
 	var servers []*http.Server
@@ -230,7 +236,7 @@ func resourceURI(cfg config, addr net.Addr) string {
 // of the request's start (ReadTimeout), keep-alive connections closed
 // after cfg.httpIdleTimeout of idleness (0: never). There is no
 // WriteTimeout, which would cut SSE streams. With authorization, each
-// connection remembers the last token verified on it (auth.ConnContext).
+// connection remembers the last token verified on it (oauth.ConnContext).
 func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server {
 	idle := cfg.httpIdleTimeout
 	if idle == 0 {
@@ -261,7 +267,7 @@ func newHTTPServer(h http.Handler, cfg config, logger *slog.Logger) *http.Server
 		// A keep-alive client's token, the same with each request, is
 		// then recognized by comparison, not hashed and looked up.
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return auth.ConnContext(streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c), c)
+			return oauth.ConnContext(streamable.ConnContext(middleware.PeerConnContext(clientConnContext(ctx, c), c), c), c)
 		}
 	}
 	return hs

@@ -100,7 +100,7 @@ func TestServiceAdminListener(t *testing.T) {
 
 // Each connection's context carries its client's IP, the caller of the
 // quotas; with authorization also a memo of its last verified token
-// (auth.ConnContext).
+// (oauth.ConnContext).
 func TestNewHTTPServerConnMemo(t *testing.T) {
 	client, srv := net.Pipe()
 	defer func() { _ = client.Close(); _ = srv.Close() }()

@@ -80,7 +80,7 @@ func rateLimitOptions(cfg config) []middleware.InstrumentationOption {
 		opts = append(opts, middleware.WithToolRateLimit(tool, r.rate, r.burst))
 	}
 	if cfg.shared != nil {
-		opts = append(opts, middleware.WithRateLimitRedis(cfg.shared.Client(), cfg.shared.RateLimitFallback))
+		opts = append(opts, middleware.WithSharedRateLimits(cfg.shared))
 	}
 	return opts
 }

@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
 )
 
 // instruments are the process's metrics and tracing: a Prometheus registry
@@ -47,7 +47,7 @@ type instruments struct {
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
 // whether they are pushed or not.
-func newInstruments(ctx context.Context, ring func() otelsetup.SpanReceiver) (*instruments, error) {
+func newInstruments(ctx context.Context, ring func() sdktrace.SpanExporter) (*instruments, error) {
 	in := &instruments{
 		registry: prometheus.NewRegistry(),
 		pushed:   prometheus.NewRegistry(),

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -38,7 +39,7 @@ type series struct {
 
 // catalog is the Prometheus surface of vigil: every series name with its
 // labels, built by registering [telemetry.NewMetrics], the failure counter
-// of an [auth.ResourceServer] (vigil -auth-issuer) and the shared mode's
+// of an [oauth.ResourceServer] (vigil -auth-issuer) and the shared mode's
 // metrics (vigil -redis) and gathering them, so it cannot drift from the
 // code.
 type catalog struct {
@@ -53,7 +54,7 @@ func newCatalog(t *testing.T) *catalog {
 	m := telemetry.NewMetrics()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	_, err := auth.New(auth.Config{
+	_, err := oauth.New(oauth.Config{
 		Resource:             "https://mcp.example.com/mcp",
 		AuthorizationServers: []string{"https://as.example.com"},
 		Verifier:             noVerifier{},

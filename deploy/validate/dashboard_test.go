@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -410,7 +410,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 		{telemetry.MetricMessagesRejected, telemetry.LabelReason},
 		{telemetry.MetricSessionsActive, telemetry.LabelTransport},
 		{telemetry.MetricRequestsInFlight, telemetry.LabelMethod},
-		{auth.MetricAuthFailures, "reason"},
+		{oauth.MetricAuthFailures, "reason"},
 	}
 	for _, w := range want {
 		assert.True(t, have[w], "no panel shows %s by %s", w.series, w.by)

@@ -21,7 +21,6 @@ var snippetImports = []string{
 	"github.com/vigil-mcp/vigil/middleware",
 	"github.com/vigil-mcp/vigil/server",
 	"github.com/vigil-mcp/vigil/telemetry",
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup",
 	"github.com/vigil-mcp/vigil/transport/streamable",
 }
 
@@ -78,7 +77,6 @@ var anyExported = map[string]string{
 	"github.com/vigil-mcp/vigil/middleware":                   "NewInstrumentation",
 	"github.com/vigil-mcp/vigil/server":                       "New",
 	"github.com/vigil-mcp/vigil/telemetry":                    "TransportStreamableHTTP",
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup":          "TracerProvider",
 	"github.com/vigil-mcp/vigil/transport/streamable":         "New",
 }
 

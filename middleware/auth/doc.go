@@ -1,71 +1,10 @@
-// Package auth makes a Vigil server an OAuth 2.1 resource server, as the
-// MCP authorization specification asks of an HTTP server that restricts
-// access: it publishes RFC 9728 Protected Resource Metadata, challenges
-// with RFC 6750 WWW-Authenticate headers, accepts only bearer tokens issued
-// for its own resource URI (RFC 8707 audience) in the Authorization header,
-// and answers a missing scope with 403 insufficient_scope so that a client
-// can step up (or, with Config.HideTools, a call of a tool the caller may
-// not call as a call of an unknown tool, for tool names that are secret).
-//
-// A [Verifier] turns a bearer token into a [Principal]: [NewJWTVerifier]
-// checks JWT access tokens against the authorization server's JWKS (found
-// by RFC 8414 / OpenID discovery, refreshed in the background, refetched
-// on an unknown key id), and [NewIntrospectionVerifier] asks the
-// authorization server about opaque tokens (RFC 7662). Both cache what they
-// verified, keyed by the token's SHA-256, so a steady client costs a hash
-// and a map lookup per request.
-//
-// A [ResourceServer] ([New]) guards the MCP endpoint: its
-// [ResourceServer.Handler] answers 401, 403, 400 or 503 with the right
-// challenge and counts each refusal in mcp_server_auth_failures_total; its
-// [ResourceServer.MetadataHandler] serves the metadata at
-// [ResourceServer.MetadataPaths]. The server side takes four functions:
-// [Middleware] (server.WithMiddleware) puts the principal into handlers'
-// contexts, [ToolAccess] (server.WithToolAccess) shows and lets a principal
-// call only the tools whose server.Tool.Scopes it holds, [CallerKey]
-// (server.WithCallerKey) binds each task to the principal that created it
-// (both read the principal of the request at hand, and fail closed on a
-// request without one),
-// and [SessionPrincipal] (streamable.WithPrincipal) binds each 2025 session
-// to the principal that opened it.
-//
-// Handlers never see the token: they read the caller with
-// [PrincipalFromContext].
-//
-// # The guard's answers
-//
-// [ResourceServer.Handler] answers:
-//
-//   - 400 error="invalid_request" for two Authorization headers or a token
-//     in the URL query or a form-encoded body (counted invalid_token);
-//   - 401 without an error code when there is no bearer token
-//     (missing_token), and 401 error="invalid_token" for a malformed,
-//     oversized or refused token (with the verifier's reason);
-//   - 503 with Retry-After when the verifier cannot decide (verifier_error)
-//     or would not ask now (verifier_busy, Retry-After 1);
-//   - 403 error="insufficient_scope" naming every scope the operation needs
-//     (Config.Scopes plus those of each tool a tools/call names, batches
-//     included) when the principal lacks one; with Config.HideTools, only
-//     for a lack of Config.Scopes, which it then names alone;
-//   - 413 when a body that must be read to find its tools is over
-//     Config.MaxBodyBytes (not an authorization failure: not counted).
-//
-// When the MCP endpoint behind it is a *streamable.Endpoint, the tools a
-// 2025 POST calls are checked by the Endpoint on the message it decodes,
-// rather than by reading and parsing the body here once more; the Endpoint
-// then refuses, after its own checks, what it would refuse anyway (a bad
-// Content-Type, a body over its limit). A request it forwards to another
-// replica is authorized there by the assertion of its principal, and
-// refused without one.
-//
-// # The connection memo
-//
-// A client on a keep-alive connection sends the same token with every
-// request (MCP clients do). [ConnContext] gives each connection a memo of
-// one token, the one its client presented last and presents again with
-// each request, in memory only and for as long as the connection is open.
-// It is compared in full, so a connection shared by several clients
-// (behind a proxy) gains nothing a client did not prove. Without
-// ConnContext every verification goes through the cache, as it does for a
-// verifier whose cache is disabled.
+// Package auth carries who a request speaks for: the [Principal] a
+// verified token names, in the request's context ([ContextWithPrincipal],
+// [PrincipalFromContext]), and the server options that bind tasks and
+// tool access to it ([CallerKey], [ToolAccess], [Middleware],
+// [SessionPrincipal]). It verifies nothing and imports no OAuth, JWT or
+// Redis library, so that middleware and handlers can read the principal
+// without linking them; the OAuth 2.1 resource server that verifies
+// tokens and puts the principal there is package
+// github.com/vigil-mcp/vigil/middleware/oauth.
 package auth

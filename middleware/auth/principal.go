@@ -20,7 +20,7 @@ type Principal struct {
 	// verifiers' Claims setting), by name; nil when none.
 	Claims map[string]any
 
-	key string // Key's value, computed once by the verifiers (seal)
+	key string // Key's value, computed once by Seal
 }
 
 // HasScopes reports whether p holds every one of scopes.
@@ -57,10 +57,11 @@ func (p *Principal) Key() string {
 	return principalKeyOf(p)
 }
 
-// seal computes Key once, for a principal a verifier is about to hand out
-// and cache: sessions compare it on every request. Issuer, Subject and
-// ClientID must not change afterwards.
-func (p *Principal) seal() { p.key = principalKeyOf(p) }
+// Seal computes Key once, for a principal a verifier is about to hand out
+// and cache: sessions compare it on every request, and an unsealed
+// principal computes it on every call. Issuer, Subject and ClientID must
+// not change afterwards.
+func (p *Principal) Seal() { p.key = principalKeyOf(p) }
 
 // principalKeyOf joins the parts of p's key, each length-prefixed so that
 // no choice of parts can forge another's key.
@@ -71,7 +72,7 @@ func principalKeyOf(p *Principal) string {
 type principalKey struct{}
 
 // ContextWithPrincipal returns a copy of ctx carrying p, as the
-// [ResourceServer] does for each verified request; tests use it to call
+// oauth.ResourceServer does for each verified request; tests use it to call
 // handlers as a principal.
 func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)

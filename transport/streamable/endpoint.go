@@ -53,18 +53,15 @@ type Endpoint struct {
 	expiry *expiry     // ends idle sessions; nil when they never expire
 	quotas *quotaState // quota.go
 
-	forwardTo   atomic.Pointer[http.Handler] // forward.go: serves forwarded requests; nil: the Endpoint
-	guard       atomic.Pointer[MessageGuard] // guard.go: checks each decoded message; nil: none
-	stopForward func()                       // forward.go: ends HandleForwarded
-	stopCancels func()                       // stateless_cancel.go: ends the subscription to replication.RelayCancel; nil: none
-	calls       *statelessCalls              // stateless_cancel.go: the stateless requests in flight
-	draining    atomic.Bool                  // shared.go: Drain was called; nothing is admitted
-	namedHost   atomic.Pointer[string]       // security.go: the last Host allowed by its name
-	namedOrigin atomic.Pointer[string]       // security.go: the last Origin host allowed by its name
-	drained     chan struct{}                // shared.go: closed by Drain
+	forwardTo   http.Handler           // forward.go: serves forwarded requests: the guard's wrap of the Endpoint, or the Endpoint
+	stopForward func()                 // forward.go: ends HandleForwarded
+	stopCancels func()                 // stateless_cancel.go: ends the subscription to replication.RelayCancel; nil: none
+	calls       *statelessCalls        // stateless_cancel.go: the stateless requests in flight
+	draining    atomic.Bool            // shared.go: Drain was called; nothing is admitted
+	namedHost   atomic.Pointer[string] // security.go: the last Host allowed by its name
+	namedOrigin atomic.Pointer[string] // security.go: the last Origin host allowed by its name
+	drained     chan struct{}          // shared.go: closed by Drain
 	drainOnce   sync.Once
-
-	principals atomic.Pointer[principalForwarding] // forward.go: asserts forwarded requests' principals; nil: none
 
 	cast *multicast // multicast.go: notifications for every plain session's GET stream
 
@@ -106,6 +103,10 @@ func New(srv Server, opts ...Option) *Endpoint {
 	h.attach, _ = srv.(conncap.Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
+	h.forwardTo = h
+	if cfg.guard != nil {
+		h.forwardTo = cfg.guard.Wrap(h)
+	}
 	if cfg.cluster != nil {
 		// The cluster expires the sessions; a replica, its idle views.
 		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)

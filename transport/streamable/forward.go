@@ -25,7 +25,7 @@ import (
 // tasks/result and tasks/cancel (the session's view on the task's replica
 // is held while the task runs, see conncap.Shared's Hold). A forwarded
 // request carries no credentials, and no header the Endpoint does not read:
-// its principal travels as an assertion (see SetPrincipalForwarding).
+// its principal travels as an assertion (see WithGuard).
 
 // forwardTimeout bounds the wait for a forwarded request's answer, but
 // for tasks/result, which waits for the task: its wait ends when the
@@ -42,7 +42,7 @@ const maxRemoteAddr = 128
 
 // forwarded is a forwarded HTTP request, or its answer. A request carries
 // no credentials (see forwardedHeader): its principal travels as the
-// assertion of SetPrincipalForwarding, and Remote is its client's address
+// assertion of the guard (WithGuard), and Remote is its client's address
 // (the caller of its quotas when it has no principal).
 type forwarded struct {
 	Host      string              `json:"host,omitempty"`
@@ -51,12 +51,6 @@ type forwarded struct {
 	Header    map[string][]string `json:"header"`
 	Body      []byte              `json:"body"`
 	Assertion []byte              `json:"assertion,omitempty"`
-}
-
-// principalForwarding is what SetPrincipalForwarding sets.
-type principalForwarding struct {
-	assert  func(r *http.Request) []byte
-	restore func(ctx context.Context, assertion []byte) context.Context
 }
 
 // forwardedKey marks the context of a request another replica forwarded,
@@ -113,8 +107,8 @@ func (h *Endpoint) taskReplica(req *transport.Request) (string, bool) {
 func (h *Endpoint) forward(w http.ResponseWriter, r *http.Request, req *transport.Request, body []byte, replica string) {
 	fw := h.cfg.cluster.(replication.Forwarder)
 	out := forwarded{Host: r.Host, Remote: r.RemoteAddr, Header: forwardedHeader(r.Header), Body: body}
-	if pf := h.principals.Load(); pf != nil && pf.assert != nil {
-		out.Assertion = pf.assert(r)
+	if h.cfg.guard != nil {
+		out.Assertion = h.cfg.guard.AssertPrincipal(r)
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
@@ -165,18 +159,18 @@ func watchReplica(ctx context.Context, cancel context.CancelFunc, leases replica
 }
 
 // serveForwarded answers a request another replica forwarded: it is served
-// by the handler of the MCP endpoint (see SetForwardHandler), as if the
+// by the handler of the MCP endpoint (the guard's wrap of it, see WithGuard), as if the
 // load balancer had sent it here, but for the Host and Origin checks, which
 // it passed on that replica, and its credentials: its principal is the one
-// its assertion names, if any (see SetPrincipalForwarding).
+// its assertion names, if any (see WithGuard).
 func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 	var in forwarded
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil
 	}
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
-	if pf := h.principals.Load(); pf != nil && pf.restore != nil {
-		ctx = pf.restore(ctx, in.Assertion)
+	if h.cfg.guard != nil {
+		ctx = h.cfg.guard.RestorePrincipal(ctx, in.Assertion)
 	}
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(in.Body))
 	r.Header = forwardedHeader(in.Header)
@@ -185,31 +179,8 @@ func (h *Endpoint) serveForwarded(ctx context.Context, data []byte) []byte {
 		r.RemoteAddr = in.Remote
 	}
 	rec := httptest.NewRecorder()
-	target := http.Handler(h)
-	if p := h.forwardTo.Load(); p != nil {
-		target = *p
-	}
-	target.ServeHTTP(rec, r)
+	h.forwardTo.ServeHTTP(rec, r)
 	res := rec.Result()
 	out, _ := json.Marshal(forwarded{Status: res.StatusCode, Header: map[string][]string(res.Header), Body: rec.Body.Bytes()})
 	return out
-}
-
-// SetForwardHandler makes h serve the requests other replicas forward to
-// this Endpoint, instead of the Endpoint itself: the handler in front of
-// it, such as an authorization guard, so that a forwarded request passes
-// every check a request from the load balancer passes. It matters only
-// with a [replication.Forwarder] cluster.
-func (h *Endpoint) SetForwardHandler(handler http.Handler) { h.forwardTo.Store(&handler) }
-
-// SetPrincipalForwarding makes a request h forwards to another replica
-// carry assert(r), an assertion of the principal r was authorized as (nil:
-// none), since it carries no credentials; and makes the replica it reaches
-// put the assertion into the request's context with restore (called with
-// nil when there is none) before the handler of SetForwardHandler serves
-// it. An authorization guard in front of h sets it, so that it authorizes
-// a forwarded request by its assertion; the cluster must authenticate what
-// it carries. Call it before h serves.
-func (h *Endpoint) SetPrincipalForwarding(assert func(r *http.Request) []byte, restore func(ctx context.Context, assertion []byte) context.Context) {
-	h.principals.Store(&principalForwarding{assert: assert, restore: restore})
 }

@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // fwSeen is what the handler of forwarded requests saw of one.
@@ -22,6 +25,33 @@ type fwSeen struct {
 }
 
 type fwAssertionKey struct{}
+
+// fwGuard stands in for an authorization guard (streamable.WithGuard): it
+// asserts the X-Test-User of a request it forwards, restores it in the
+// forwarded request's context, and, with seen, tells what reaches the
+// Endpoint it guards of a forwarded request.
+type fwGuard struct{ seen chan<- fwSeen }
+
+func (g fwGuard) Wrap(next http.Handler) http.Handler {
+	if g.seen == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ := r.Context().Value(fwAssertionKey{}).(string)
+		g.seen <- fwSeen{host: r.Host, remote: r.RemoteAddr, header: r.Header.Clone(), assertion: got}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (fwGuard) CheckMessage(http.ResponseWriter, *http.Request, transport.Message) bool { return true }
+
+func (fwGuard) AssertPrincipal(r *http.Request) []byte {
+	return []byte("principal of " + r.Header.Get("X-Test-User"))
+}
+
+func (fwGuard) RestorePrincipal(ctx context.Context, assertion []byte) context.Context {
+	return context.WithValue(ctx, fwAssertionKey{}, string(assertion))
+}
 
 // onPublicAddress serves e's Endpoint as a listener on a non-loopback
 // address would (the address a load balancer reaches a replica on): its
@@ -52,22 +82,10 @@ func TestSharedTaskForwardedWithoutCredentials(t *testing.T) {
 	shEach(t, func(t *testing.T, be shBackend) {
 		release := make(chan struct{})
 		defer close(release)
-		a := newSHTaskReplica(t, be, "a", 0, release)
-		b := newSHTaskReplica(t, be, "b", 0, release)
-		onPublicAddress(t, b.env)
 		seen := make(chan fwSeen, 4)
-		a.env.h.SetForwardHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got, _ := r.Context().Value(fwAssertionKey{}).(string)
-			seen <- fwSeen{host: r.Host, remote: r.RemoteAddr, header: r.Header.Clone(), assertion: got}
-			a.env.h.ServeHTTP(w, r)
-		}))
-		for _, e := range []*htEnv{a.env, b.env} {
-			e.h.SetPrincipalForwarding(
-				func(r *http.Request) []byte { return []byte("principal of " + r.Header.Get("X-Test-User")) },
-				func(ctx context.Context, assertion []byte) context.Context {
-					return context.WithValue(ctx, fwAssertionKey{}, string(assertion))
-				})
-		}
+		a := newSHTaskReplica(t, be, "a", 0, release, streamable.WithGuard(fwGuard{seen: seen}))
+		b := newSHTaskReplica(t, be, "b", 0, release, streamable.WithGuard(fwGuard{}))
+		onPublicAddress(t, b.env)
 
 		sid := a.env.initialize(`{}`)
 		_, msgs := a.env.call(sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"report","task":{"ttl":60000}}}`)

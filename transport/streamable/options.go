@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/endpointguard"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -34,6 +35,7 @@ const (
 )
 
 type config struct {
+	guard         endpointguard.Guard // guard.go: WithGuard; nil: none
 	logger        *slog.Logger
 	mode          ResponseMode
 	maxBody       int64

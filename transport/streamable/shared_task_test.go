@@ -24,7 +24,7 @@ type shTaskReplica struct {
 	ended chan string // "released", or the cancellation cause
 }
 
-func newSHTaskReplica(t *testing.T, be shBackend, name string, viewIdle time.Duration, release <-chan struct{}) *shTaskReplica {
+func newSHTaskReplica(t *testing.T, be shBackend, name string, viewIdle time.Duration, release <-chan struct{}, opts ...streamable.Option) *shTaskReplica {
 	t.Helper()
 	r := &shTaskReplica{srv: htServer(t, server.WithTaskIDPrefix(name+".")), ended: make(chan string, 4)}
 	require.NoError(t, r.srv.AddTool(server.Tool{Name: "report", Execution: &server.ToolExecution{TaskSupport: server.TaskSupportOptional}},
@@ -38,7 +38,7 @@ func newSHTaskReplica(t *testing.T, be shBackend, name string, viewIdle time.Dur
 				return nil, context.Cause(ctx)
 			}
 		}))
-	r.env = newHTEnv(t, r.srv, streamable.WithCluster(replication.Config{Cluster: be.replica(t, name), ViewIdle: viewIdle}))
+	r.env = newHTEnv(t, r.srv, append([]streamable.Option{streamable.WithCluster(replication.Config{Cluster: be.replica(t, name), ViewIdle: viewIdle})}, opts...)...)
 	return r
 }
 

@@ -1,0 +1,60 @@
+package otelsetup_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// The Prometheus registry that serves /metrics is also what OTLP pushes:
+// MeterProvider exports MetricProducer's view of it when
+// OTEL_METRICS_EXPORTER=otlp (unset, as here, it pushes nothing). The
+// producer is called directly below to show the names it exports.
+func ExampleMetricProducer() {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	m := telemetry.NewMetrics()
+	reg.MustRegister(m)
+
+	producer := otelsetup.MetricProducer(reg)
+	_, shutdown, err := otelsetup.MeterProvider(ctx,
+		otelsetup.WithService("vigil-example", "1.0.0"),
+		otelsetup.WithMetricProducer(producer))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = shutdown(ctx) }() // the last push
+
+	m.RequestStarted("tools/call")
+	m.RequestFinished(telemetry.RequestEnd{
+		Method: "tools/call", Tool: "greet", ToolRegistered: true,
+		Outcome: telemetry.OutcomeOK, ErrorType: telemetry.ErrorTypeTool, Duration: 30 * time.Millisecond,
+	})
+
+	sms, err := producer.Produce(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, metric := range sms[0].Metrics {
+		h, ok := metric.Data.(metricdata.Histogram[float64])
+		if !ok || metric.Name != "mcp.server.operation.duration" {
+			continue
+		}
+		for _, dp := range h.DataPoints {
+			if dp.Count > 0 {
+				fmt.Println(metric.Name, metric.Unit, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Count)
+			}
+		}
+	}
+	// Output:
+	// mcp.server.operation.duration s error.type=tool_error,gen_ai.tool.name=greet,mcp.method.name=tools/call 1
+}

@@ -1,0 +1,185 @@
+package oauth
+
+import (
+	"errors"
+	"strings"
+)
+
+// challenge is one RFC 6750 Bearer challenge, the value of a
+// WWW-Authenticate header.
+type challenge struct {
+	// Error is the error code: "" (no credentials: no error attribute),
+	// "invalid_request" (400), "invalid_token" (401) or
+	// "insufficient_scope" (403).
+	Error string
+	// Scopes are every scope the operation needs (scope attribute).
+	Scopes []string
+	// ResourceMetadata is the URL of the protected resource metadata
+	// (RFC 9728 resource_metadata attribute).
+	ResourceMetadata string
+	// Description is the human-readable error_description. Characters RFC
+	// 6750 does not allow there (quotes, backslashes, controls, non-ASCII)
+	// are replaced.
+	Description string
+}
+
+// String returns the header value, such as
+// `Bearer error="insufficient_scope", scope="a b", resource_metadata="…"`.
+// Every value is a quoted-string, with CR, LF and other controls removed.
+func (c challenge) String() string {
+	var b strings.Builder
+	b.WriteString("Bearer")
+	sep := " "
+	param := func(name, value string) {
+		b.WriteString(sep)
+		sep = ", "
+		b.WriteString(name)
+		b.WriteString(`="`)
+		b.WriteString(quote(value))
+		b.WriteByte('"')
+	}
+	if c.Error != "" {
+		param("error", c.Error)
+	}
+	if len(c.Scopes) > 0 {
+		param("scope", strings.Join(c.Scopes, " "))
+	}
+	if c.ResourceMetadata != "" {
+		param("resource_metadata", c.ResourceMetadata)
+	}
+	if c.Description != "" {
+		param("error_description", sanitizeDescription(c.Description))
+	}
+	return b.String()
+}
+
+// sanitizeDescription returns s as an error_description may carry it (RFC
+// 6750 §3: %x20-21 / %x23-5B / %x5D-7E): a quote becomes an apostrophe, a
+// backslash a slash, anything else outside the set a space.
+func sanitizeDescription(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		case r < 0x20 || r > 0x7e:
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// quote escapes s for the inside of a quoted-string: a quote or backslash
+// gets a backslash, and controls (CR and LF included) are dropped.
+func quote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ { // bytewise: other bytes pass as they are
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// ErrMalformedChallenge is returned by [ParseChallenge] for a value that is
+// not one challenge of auth-params.
+var ErrMalformedChallenge = errors.New("auth: malformed challenge")
+
+// ParseChallenge parses one challenge of the form `scheme name=value, …`
+// (RFC 9110 §11.6.1 with auth-params, values tokens or quoted-strings). It
+// returns the scheme as written and the parameters by lowercase name, with
+// quoted-strings unescaped. A duplicate parameter, a token68 form, or a
+// second challenge is [ErrMalformedChallenge].
+func ParseChallenge(s string) (scheme string, params map[string]string, err error) {
+	s = strings.TrimLeft(s, " \t")
+	i := 0
+	for i < len(s) && isTokenChar(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return "", nil, ErrMalformedChallenge
+	}
+	scheme, s = s[:i], s[i:]
+	params = map[string]string{}
+	first := true
+	for {
+		s = strings.TrimLeft(s, " \t")
+		if s == "" {
+			return scheme, params, nil
+		}
+		if !first {
+			if s[0] != ',' {
+				return "", nil, ErrMalformedChallenge
+			}
+			s = strings.TrimLeft(s[1:], " \t")
+			if s == "" {
+				return "", nil, ErrMalformedChallenge
+			}
+		}
+		first = false
+		j := 0
+		for j < len(s) && isTokenChar(s[j]) {
+			j++
+		}
+		if j == 0 {
+			return "", nil, ErrMalformedChallenge
+		}
+		name := strings.ToLower(s[:j])
+		s = strings.TrimLeft(s[j:], " \t")
+		if s == "" || s[0] != '=' {
+			return "", nil, ErrMalformedChallenge // token68, or a second scheme
+		}
+		s = strings.TrimLeft(s[1:], " \t")
+		var value string
+		if s != "" && s[0] == '"' {
+			var b strings.Builder
+			k := 1
+			closed := false
+			for ; k < len(s); k++ {
+				c := s[k]
+				if c == '\\' && k+1 < len(s) {
+					k++
+					b.WriteByte(s[k])
+					continue
+				}
+				if c == '"' {
+					closed = true
+					k++
+					break
+				}
+				if c < 0x20 && c != '\t' || c == 0x7f {
+					return "", nil, ErrMalformedChallenge
+				}
+				b.WriteByte(c)
+			}
+			if !closed {
+				return "", nil, ErrMalformedChallenge
+			}
+			value, s = b.String(), s[k:]
+		} else {
+			k := 0
+			for k < len(s) && isTokenChar(s[k]) {
+				k++
+			}
+			if k == 0 {
+				return "", nil, ErrMalformedChallenge
+			}
+			value, s = s[:k], s[k:]
+		}
+		if _, dup := params[name]; dup {
+			return "", nil, ErrMalformedChallenge
+		}
+		params[name] = value
+	}
+}
+
+// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2).
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}

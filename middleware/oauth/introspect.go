@@ -1,0 +1,438 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+)
+
+// defaultNegativeCacheTTL is how long an [IntrospectionVerifier] remembers
+// a refused token unless told otherwise.
+const defaultNegativeCacheTTL = 30 * time.Second
+
+// IntrospectionConfig configures [NewIntrospectionVerifier]. Audiences and
+// either Endpoint or Issuer are required.
+type IntrospectionConfig struct {
+	// Endpoint is the RFC 7662 introspection endpoint; empty means the
+	// introspection_endpoint found by discover from Issuer, at the first
+	// Verify.
+	Endpoint string
+	// ClientID and ClientSecret authenticate this resource server to the
+	// endpoint (client_secret_basic). The secret never appears in errors
+	// or logs.
+	ClientID     string
+	ClientSecret string
+	// Issuer, when set, must equal the iss of an answer that has one.
+	Issuer string
+	// Audiences are the resource URIs this server answers to, at least
+	// one; an answer's aud must contain one of them (an answer with no aud
+	// is refused as [ReasonWrongAudience]).
+	Audiences []string
+	// HTTPClient calls the endpoint; nil means a client with a 10 s
+	// timeout.
+	HTTPClient *http.Client
+	// AllowInsecureHTTP accepts an endpoint, issuer (for discovery) or
+	// redirect over plain http on any host. Otherwise they must be https,
+	// except on loopback hosts (localhost, 127.0.0.0/8, ::1): on plain
+	// http, anyone on the path reads ClientSecret and forges the answers.
+	// For tests and labs.
+	AllowInsecureHTTP bool
+	// Logger receives the endpoint's failures; nil discards them.
+	Logger *slog.Logger
+	// Leeway is the clock skew allowed on exp and nbf; 0 means
+	// defaultLeeway, a negative value none.
+	Leeway time.Duration
+	// Claims names the members of the answer copied into
+	// [auth.Principal.Claims].
+	Claims []string
+	// CacheSize bounds the cache of active tokens; 0 means
+	// defaultCacheSize, a negative value disables caching. Refused tokens
+	// are remembered apart, in a cache of the same size, so that a flood
+	// of made-up tokens never evicts an active one.
+	CacheSize int
+	// CacheTTL bounds how long an active token is cached (never past its
+	// exp), and so how long a revoked token keeps working; 0 means
+	// [DefaultCacheTTL], a negative value caches no active token (every
+	// request is introspected, within MissRate).
+	CacheTTL time.Duration
+	// NegativeCacheTTL is how long a refused token is remembered; 0 means
+	// defaultNegativeCacheTTL. A failure to reach the endpoint is never
+	// cached.
+	NegativeCacheTTL time.Duration
+	// MissRate is how many calls per second the verifier makes for tokens
+	// in neither cache, with bursts of MissBurst: a token bucket shared by
+	// every caller, so that a flood of made-up tokens cannot turn this
+	// server into an amplifier against the authorization server. 0 means
+	// 20, a negative value no limit. MissBurst 0 means 2 s of MissRate.
+	MissRate  float64
+	MissBurst int
+	// MaxConcurrentMisses bounds the calls in progress at once; 0 means 8,
+	// a negative value no bound. One client address (known through
+	// [ConnContext]) may hold half of them, waiting or in progress; its
+	// next new tokens are refused at once. Behind a proxy all clients are
+	// one address.
+	MaxConcurrentMisses int
+	// MissWait is how long a new token waits, in arrival order, for the
+	// bucket and a free call before it is refused as [ReasonVerifierBusy]
+	// (503); 0 means 1 s, a negative value no wait.
+	MissWait time.Duration
+	// Now is the clock; nil means time.Now. For tests.
+	Now func() time.Time
+}
+
+// IntrospectionVerifier is a [Verifier] of opaque tokens that asks the
+// authorization server (RFC 7662). Concurrent Verify calls for one token
+// make one call to the endpoint; answers are cached by the token's
+// SHA-256: an active token until min(exp, CacheTTL), a refused one for
+// NegativeCacheTTL, each kind in its own bounded cache. The calls for
+// tokens in neither cache are rate-limited and bounded (MissRate and
+// after). It is safe for concurrent use and holds no goroutine of its own.
+// The returned principals are shared and must not be modified.
+type IntrospectionVerifier struct {
+	cfg      IntrospectionConfig
+	client   *http.Client
+	log      *slog.Logger
+	now      func() time.Time
+	leeway   time.Duration
+	ttl      time.Duration
+	negTTL   time.Duration
+	cache    *verdictCache // active tokens
+	refused  *verdictCache // refused tokens: apart, so that they never evict active ones
+	flight   singleflight.Group
+	misses   *missGuard // nil: unbounded
+	mu       sync.Mutex
+	endpoint string // guarded by mu; empty until discovered
+}
+
+// cached returns the verdict remembered for k, if any, and until when it
+// holds.
+func (v *IntrospectionVerifier) cached(k *tokenHash) (*auth.Principal, *Error, time.Time, bool) {
+	now := v.now()
+	if p, e, until, ok := v.cache.get(k, now, 0); ok {
+		return p, e, until, true
+	}
+	return v.refused.get(k, now, 0)
+}
+
+// NewIntrospectionVerifier returns a verifier for cfg. It makes no call:
+// the endpoint, when not given, is discovered at the first Verify.
+func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, error) {
+	if cfg.Endpoint == "" && cfg.Issuer == "" {
+		return nil, errors.New("auth: IntrospectionConfig needs an Endpoint or an Issuer to discover it from")
+	}
+	if cfg.Endpoint != "" {
+		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, errors.New("auth: IntrospectionConfig.Endpoint is not an http(s) URL")
+		}
+		if err := checkTransport("IntrospectionConfig.Endpoint", cfg.Endpoint, cfg.AllowInsecureHTTP); err != nil {
+			return nil, err
+		}
+	} else if err := checkTransport("IntrospectionConfig.Issuer", cfg.Issuer, cfg.AllowInsecureHTTP); err != nil {
+		return nil, err // the endpoint is discovered from it
+	}
+	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
+		return nil, errors.New("auth: IntrospectionConfig.Audiences needs at least one non-empty resource URI")
+	}
+	v := &IntrospectionVerifier{cfg: cfg, endpoint: cfg.Endpoint}
+	v.cfg.Audiences = slices.Clone(cfg.Audiences)
+	v.cfg.Claims = slices.Clone(cfg.Claims)
+	v.client = guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
+	v.log = cfg.Logger
+	if v.log == nil {
+		v.log = slog.New(slog.DiscardHandler)
+	}
+	v.now = cfg.Now
+	if v.now == nil {
+		v.now = time.Now
+	}
+	switch v.leeway = cfg.Leeway; {
+	case v.leeway == 0:
+		v.leeway = defaultLeeway
+	case v.leeway < 0:
+		v.leeway = 0
+	}
+	if v.ttl = cfg.CacheTTL; v.ttl == 0 {
+		v.ttl = DefaultCacheTTL
+	}
+	if v.negTTL = cfg.NegativeCacheTTL; v.negTTL <= 0 {
+		v.negTTL = defaultNegativeCacheTTL
+	}
+	size := cfg.CacheSize
+	if size == 0 {
+		size = defaultCacheSize
+	}
+	if v.ttl > 0 {
+		v.cache = newVerdictCache(size)
+	}
+	v.refused = newVerdictCache(size)
+	v.misses = newMissGuard(&v.cfg)
+	return v, nil
+}
+
+// Verify asks the authorization server about token (or remembers its
+// answer) and returns the principal, or an [*Error] saying why the token is
+// refused. ctx bounds this caller's wait; the call to the endpoint, shared
+// by concurrent callers, is bounded by the HTTP client's timeout.
+func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
+	if err := checkTokenLength(token); err != nil {
+		return nil, err
+	}
+	memo := connMemoFrom(ctx)
+	if p, ok := memo.recall(v.cache, token, v.now(), 0); ok {
+		return p, nil
+	}
+	k := hashToken(token)
+	if p, e, until, ok := v.cached(&k); ok {
+		if e != nil {
+			return nil, e
+		}
+		memo.remember(v.cache, token, p, until, 0)
+		return p, nil
+	}
+	if err := CheckTokenSyntax(token); err != nil {
+		return nil, err // never sent to the authorization server
+	}
+	source := memo.addr()
+	ch := v.flight.DoChan(string(k[:]), func() (any, error) {
+		// A flight that ended between our cache miss and this one left
+		// its answer in the cache.
+		if p, e, _, ok := v.cached(&k); ok {
+			if e != nil {
+				return nil, e
+			}
+			return p, nil
+		}
+		// Shared by every caller: not canceled by the first one's ctx.
+		fctx := context.WithoutCancel(ctx)
+		release, err := v.misses.acquire(fctx, source)
+		if err != nil {
+			return nil, err // not cached: the token is not at fault
+		}
+		defer release()
+		cctx, cancel := context.WithTimeout(fctx, defaultHTTPTimeout)
+		defer cancel()
+		p, err := v.introspect(cctx, token)
+		now := v.now()
+		var e *Error
+		switch {
+		case err == nil:
+			v.cache.put(&k, p, nil, now, minTime(p.Expiry, now.Add(v.ttl)), 0)
+		case errors.As(err, &e) && e.Reason != ReasonVerifierError && e.Reason != ReasonVerifierBusy:
+			v.refused.put(&k, nil, e, now, now.Add(v.negTTL), 0)
+		}
+		return p, err
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*auth.Principal), nil
+	case <-ctx.Done():
+		return nil, &Error{Reason: ReasonVerifierError, Description: "introspection canceled", Err: context.Cause(ctx)}
+	}
+}
+
+// introspection is an RFC 7662 §2.2 answer.
+type introspection struct {
+	Active   bool            `json:"active"`
+	Scope    string          `json:"scope"`
+	ClientID string          `json:"client_id"`
+	Username string          `json:"username"`
+	Exp      *float64        `json:"exp"`
+	Nbf      *float64        `json:"nbf"`
+	Sub      string          `json:"sub"`
+	Aud      json.RawMessage `json:"aud"`
+	Iss      string          `json:"iss"`
+}
+
+func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*auth.Principal, error) {
+	endpoint, err := v.endpointURL(ctx)
+	if err != nil {
+		return nil, err
+	}
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, v.unavailable(ctx, "building the request", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if v.cfg.ClientID != "" {
+		// RFC 6749 §2.3.1: form-encode the credentials, then use them as
+		// the basic authentication user and password.
+		req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(v.cfg.ClientSecret))
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return nil, v.unavailable(ctx, "calling the endpoint", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusBadRequest {
+		return nil, v.badRequest(ctx, resp)
+	}
+	var body json.RawMessage
+	if err := decodeJSONResponse(resp, endpoint, &body); err != nil {
+		return nil, v.unavailable(ctx, "reading the answer", err)
+	}
+	var in introspection
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, v.unavailable(ctx, "reading the answer", err)
+	}
+	var raw map[string]json.RawMessage
+	if len(v.cfg.Claims) > 0 {
+		_ = json.Unmarshal(body, &raw) // body is a JSON object: in decoded it
+	}
+	return v.principal(&in, raw)
+}
+
+// badRequest reads a 400 answer (RFC 6749 §5.2). unsupported_token_type
+// (RFC 7009 §2.2.1, which oidc-provider answers for any JWT) says the
+// authorization server will not introspect this token, which is then
+// refused (and remembered) like an inactive one: the token is at fault,
+// not the server. Any other 400 is a verifier error.
+func (v *IntrospectionVerifier) badRequest(ctx context.Context, resp *http.Response) *Error {
+	var answer struct {
+		Error string `json:"error"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if json.Unmarshal(b, &answer) == nil && answer.Error == "unsupported_token_type" {
+		return &Error{Reason: ReasonInvalidToken, Description: "the authorization server cannot introspect this token"}
+	}
+	return v.unavailable(ctx, "calling the endpoint", fmt.Errorf("status 400, error %q", sanitizeDescription(answer.Error)))
+}
+
+// principal checks an answer, in the order of the reasons.
+func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json.RawMessage) (*auth.Principal, error) {
+	if !in.Active {
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token is not active"}
+	}
+	now := v.now()
+	var exp time.Time
+	if in.Exp != nil {
+		exp = unixFloat(*in.Exp)
+		if !now.Before(exp.Add(v.leeway)) {
+			return nil, &Error{Reason: ReasonExpired, Description: "the token has expired"}
+		}
+	}
+	if in.Nbf != nil && now.Add(v.leeway).Before(unixFloat(*in.Nbf)) {
+		return nil, &Error{Reason: ReasonExpired, Description: "the token is not valid yet"}
+	}
+	var aud []string
+	if len(in.Aud) > 0 && string(in.Aud) != "null" {
+		var one string
+		if err := json.Unmarshal(in.Aud, &one); err == nil {
+			aud = []string{one}
+		} else if err := json.Unmarshal(in.Aud, &aud); err != nil {
+			return nil, &Error{Reason: ReasonWrongAudience, Description: "malformed aud"}
+		}
+	}
+	if !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(v.cfg.Audiences, a) }) {
+		return nil, &Error{Reason: ReasonWrongAudience, Description: "the token was not issued for this resource"}
+	}
+	if v.cfg.Issuer != "" && in.Iss != "" && in.Iss != v.cfg.Issuer {
+		return nil, &Error{Reason: ReasonWrongIssuer, Description: "the token was issued by another authorization server"}
+	}
+	// A client-credentials token speaks for its client: RFC 7662 makes sub
+	// optional, and providers leave it out of such answers (oidc-provider
+	// does), so the client is the subject then.
+	sub := in.Sub
+	if sub == "" {
+		sub = in.ClientID
+	}
+	if sub == "" {
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token has neither a subject nor a client id"}
+	}
+	p := &auth.Principal{Subject: sub, Issuer: in.Iss, ClientID: in.ClientID, Scopes: strings.Fields(in.Scope), Expiry: exp}
+	if p.Issuer == "" {
+		p.Issuer = v.cfg.Issuer
+	}
+	for _, name := range v.cfg.Claims {
+		r, ok := raw[name]
+		if !ok {
+			continue
+		}
+		var val any
+		if json.Unmarshal(r, &val) == nil {
+			if p.Claims == nil {
+				p.Claims = make(map[string]any, len(v.cfg.Claims))
+			}
+			p.Claims[name] = val
+		}
+	}
+	p.Seal()
+	return p, nil
+}
+
+// endpointURL returns the introspection endpoint, discovering it the
+// first time when it was not configured.
+func (v *IntrospectionVerifier) endpointURL(ctx context.Context) (string, error) {
+	v.mu.Lock()
+	ep := v.endpoint
+	v.mu.Unlock()
+	if ep != "" {
+		return ep, nil
+	}
+	r, err, _ := v.flight.Do("\x00discover", func() (any, error) {
+		md, err := discover(ctx, v.client, v.cfg.Issuer, v.cfg.AllowInsecureHTTP)
+		if err != nil {
+			return "", err
+		}
+		if md.IntrospectionEndpoint == "" {
+			return "", fmt.Errorf("auth: the metadata of %q has no introspection_endpoint", v.cfg.Issuer)
+		}
+		if err := checkTransport("introspection_endpoint", md.IntrospectionEndpoint, v.cfg.AllowInsecureHTTP); err != nil {
+			return "", err
+		}
+		v.mu.Lock()
+		v.endpoint = md.IntrospectionEndpoint
+		v.mu.Unlock()
+		return md.IntrospectionEndpoint, nil
+	})
+	if err != nil {
+		return "", v.unavailable(ctx, "discovering the endpoint", err)
+	}
+	return r.(string), nil
+}
+
+// unavailable logs err and returns the verifier_error it becomes. Neither
+// carries the client secret: it is only ever in a request header.
+func (v *IntrospectionVerifier) unavailable(ctx context.Context, doing string, err error) *Error {
+	v.log.WarnContext(ctx, "auth: introspection failed", "doing", doing, "error", err)
+	return &Error{Reason: ReasonVerifierError, Description: "the authorization server is unavailable", Err: err}
+}
+
+// Bounds of the NumericDates unixFloat converts: the years 1 and 9999.
+const (
+	minUnixSeconds = -62135596800 // 0001-01-01T00:00:00Z
+	maxUnixSeconds = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// unixFloat converts a NumericDate (seconds since the epoch, possibly
+// fractional) to a time, clamped to the years 1 to 9999: a far-future exp
+// (year 9999 is a common "never expires") stays in the future instead of
+// overflowing a time.Duration (which ends in 2262) into the past.
+func unixFloat(f float64) time.Time {
+	switch {
+	case f >= maxUnixSeconds:
+		return time.Unix(maxUnixSeconds, 0).UTC()
+	case !(f > minUnixSeconds): // NaN included
+		return time.Unix(minUnixSeconds, 0).UTC()
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*float64(time.Second))).UTC()
+}

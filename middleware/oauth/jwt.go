@@ -1,0 +1,560 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+)
+
+// Defaults of [JWTConfig] and [IntrospectionConfig].
+const (
+	defaultLeeway          = 30 * time.Second
+	defaultRefreshInterval = time.Hour
+	defaultCacheSize       = 10000
+	DefaultCacheTTL        = 5 * time.Minute
+)
+
+// defaultAlgorithms are the JWS algorithms a [JWTVerifier] accepts unless
+// told otherwise: the asymmetric ones. HMAC and "none" are never accepted.
+var defaultAlgorithms = []string{
+	"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+}
+
+// unknownKIDRate and unknownKIDBurst bound the JWKS refetches caused by
+// tokens whose kid is not in the key set: a rotated key is picked up at
+// once, a flood of random kids costs the provider one fetch a second.
+const (
+	unknownKIDRate  = rate.Limit(1)
+	unknownKIDBurst = 2
+)
+
+// JWTConfig configures [NewJWTVerifier]. Issuer and Audiences are required.
+type JWTConfig struct {
+	// Issuer is the authorization server; a token's iss must equal it
+	// exactly. Unless JWKSURI is set, the JWKS is found by discover.
+	Issuer string
+	// Audiences are the resource URIs this server answers to (RFC 8707),
+	// at least one; a token's aud must contain one of them.
+	Audiences []string
+	// Algorithms are the accepted JWS algorithms; empty means all the
+	// asymmetric ones: RS256, RS384, RS512, PS256, PS384, PS512, ES256,
+	// ES384, ES512 and EdDSA. HMAC algorithms and "none" are refused.
+	Algorithms []string
+	// Leeway is the clock skew allowed on exp and nbf; 0 means
+	// defaultLeeway, a negative value none.
+	Leeway time.Duration
+	// JWKSURI is the key set's URL; empty means discover it from Issuer.
+	JWKSURI string
+	// HTTPClient fetches the metadata and the key set; nil means a client
+	// with a 10 s timeout.
+	HTTPClient *http.Client
+	// AllowInsecureHTTP accepts an issuer, jwks_uri or redirect over plain
+	// http on any host. Otherwise they must be https, except on loopback
+	// hosts (localhost, 127.0.0.0/8, ::1): on plain http, anyone on the
+	// path could swap the key set and mint any token. For tests and labs.
+	AllowInsecureHTTP bool
+	// Logger receives key-set refresh failures; nil discards them.
+	Logger *slog.Logger
+	// RefreshInterval is how often the key set is refetched in the
+	// background; 0 means defaultRefreshInterval.
+	RefreshInterval time.Duration
+	// Claims names the claims copied into [auth.Principal.Claims].
+	Claims []string
+	// CacheSize bounds the cache of verified tokens; 0 means
+	// defaultCacheSize, a negative value disables the cache.
+	CacheSize int
+	// CacheTTL bounds how long a verified token is cached (never past its
+	// exp); 0 means [DefaultCacheTTL].
+	CacheTTL time.Duration
+	// Now is the clock; nil means time.Now. For tests.
+	Now func() time.Time
+}
+
+// JWTVerifier is a [Verifier] of JWT access tokens (RFC 9068) signed with
+// a key of the issuer's JWK Set. It keeps the key set fresh in a
+// background goroutine until [JWTVerifier.Close], refetches it (at most
+// about once a second) when a token names an unknown key id, and caches
+// verified tokens by SHA-256 until their exp. It refuses a token with a
+// crit header, or whose typ is not an access token's (at+jwt, or JWT; see
+// checkHeader). It is safe for concurrent use. The returned principals are
+// shared and must not be modified.
+type JWTVerifier struct {
+	issuer    string
+	audiences []string
+	claims    []string
+	cacheTTL  time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+	parser    *jwt.Parser
+	keys      *keyStore
+	// keyfunc returns the jwt.Keyfunc of one verification; a field so
+	// that tests can count signature work.
+	keyfunc func(ctx context.Context) jwt.Keyfunc
+	cache   *verdictCache
+	stop    context.CancelFunc
+}
+
+// NewJWTVerifier returns a verifier for cfg. It discovers the JWKS URI
+// (unless cfg.JWKSURI is set; bounded by ctx) and fetches the key set
+// (bounded by 10 s and the HTTP client's timeout); a key set that cannot
+// be fetched yet is not an error (tokens are answered
+// [ReasonVerifierError] until it can be). The background refresh runs
+// until Close, whatever becomes of ctx.
+func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
+	if cfg.Issuer == "" {
+		return nil, errors.New("auth: JWTConfig.Issuer is required")
+	}
+	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
+		return nil, errors.New("auth: JWTConfig.Audiences needs at least one non-empty resource URI")
+	}
+	algs := cfg.Algorithms
+	if len(algs) == 0 {
+		algs = defaultAlgorithms
+	}
+	for _, a := range algs {
+		if !slices.Contains(defaultAlgorithms, a) {
+			return nil, fmt.Errorf("auth: algorithm %q is not allowed (only asymmetric JWS algorithms: %s)",
+				a, strings.Join(defaultAlgorithms, ", "))
+		}
+	}
+	leeway := cfg.Leeway
+	switch {
+	case leeway == 0:
+		leeway = defaultLeeway
+	case leeway < 0:
+		leeway = 0
+	}
+	refresh := cfg.RefreshInterval
+	if refresh <= 0 {
+		refresh = defaultRefreshInterval
+	}
+	size := cfg.CacheSize
+	if size == 0 {
+		size = defaultCacheSize
+	}
+	ttl := cfg.CacheTTL
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	client := guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
+	jwksURI := cfg.JWKSURI
+	if jwksURI == "" {
+		md, err := discover(ctx, client, cfg.Issuer, cfg.AllowInsecureHTTP)
+		if err != nil {
+			return nil, err
+		}
+		if md.JWKSURI == "" {
+			return nil, fmt.Errorf("auth: the metadata of %q has no jwks_uri", cfg.Issuer)
+		}
+		jwksURI = md.JWKSURI
+	}
+	if err := checkTransport("jwks_uri", jwksURI, cfg.AllowInsecureHTTP); err != nil {
+		return nil, err
+	}
+
+	// The background refresh outlives ctx (a startup timeout) and ends at
+	// Close.
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	v := &JWTVerifier{
+		issuer:    cfg.Issuer,
+		audiences: slices.Clone(cfg.Audiences),
+		claims:    slices.Clone(cfg.Claims),
+		cacheTTL:  ttl,
+		now:       now,
+		log:       logger,
+		parser: jwt.NewParser(
+			jwt.WithValidMethods(algs),
+			jwt.WithExpirationRequired(),
+			jwt.WithLeeway(leeway),
+			jwt.WithTimeFunc(now),
+		),
+		keys:  &keyStore{MemoryJWKSet: jwkset.NewMemoryStorage()},
+		cache: newVerdictCache(size),
+		stop:  stop,
+	}
+	limited := &http.Client{
+		Transport:     limitBody{next: transportOf(client), max: maxMetadataBody},
+		CheckRedirect: client.CheckRedirect,
+		Jar:           client.Jar,
+		Timeout:       client.Timeout,
+	}
+	remote, err := jwkset.NewStorageFromHTTP(jwksURI, jwkset.HTTPClientStorageOptions{
+		Client:                    limited,
+		Ctx:                       bg,
+		HTTPTimeout:               defaultHTTPTimeout,
+		NoErrorReturnFirstHTTPReq: true,
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			logger.WarnContext(ctx, "auth: JWKS refresh failed", "url", jwksURI, "error", err)
+		},
+		RefreshInterval: refresh,
+		Storage:         v.keys,
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	// Refetching on an unknown kid is gated by kidStore's limiter; the
+	// client's own limiter lets every gated refetch through at once.
+	inner, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs:          map[string]jwkset.Storage{jwksURI: remote},
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	ks := &kidStore{
+		Storage: inner,
+		keys:    v.keys,
+		bg:      bg,
+		limit:   rate.NewLimiter(unknownKIDRate, unknownKIDBurst),
+	}
+	kf, err := keyfunc.New(keyfunc.Options{Ctx: bg, Storage: ks})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("auth: JWKS: %w", err)
+	}
+	v.keyfunc = kf.KeyfuncCtx
+	return v, nil
+}
+
+// Close stops the background refresh of the key set. Verify keeps working
+// on the keys it has. Close is idempotent.
+func (v *JWTVerifier) Close() error {
+	v.stop()
+	return nil
+}
+
+// Verify checks token and returns its principal, or an [*Error] saying
+// why the token is refused. A token verified before, under the same key
+// set, costs a SHA-256 and a map lookup.
+func (v *JWTVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
+	if err := checkTokenLength(token); err != nil {
+		return nil, err
+	}
+	now := v.now()
+	gen := v.keys.gen.Load()
+	memo := connMemoFrom(ctx)
+	if p, ok := memo.recall(v.cache, token, now, gen); ok {
+		return p, nil
+	}
+	k := hashToken(token)
+	if p, _, until, ok := v.cache.get(&k, now, gen); ok {
+		memo.remember(v.cache, token, p, until, gen)
+		return p, nil
+	}
+	if err := CheckTokenSyntax(token); err != nil {
+		return nil, err
+	}
+	p, err := v.verify(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	until := minTime(p.Expiry, now.Add(v.cacheTTL))
+	v.cache.put(&k, p, nil, now, until, gen)
+	if until.After(now) {
+		memo.remember(v.cache, token, p, until, gen)
+	}
+	return p, nil
+}
+
+func (v *JWTVerifier) verify(ctx context.Context, token string) (*auth.Principal, error) {
+	var keyErr error
+	var headerErr *Error
+	keyCalled, emptySet := false, false
+	kf := v.keyfunc(ctx)
+	claims := jwt.MapClaims{}
+	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		// The header is checked before any key work, and before the
+		// claims (the parser calls this first).
+		if headerErr = checkHeader(t.Header); headerErr != nil {
+			return nil, headerErr
+		}
+		keyCalled = true
+		key, err := kf(t)
+		keyErr = err
+		if set, ok := key.(jwt.VerificationKeySet); ok && len(set.Keys) == 0 {
+			emptySet = true
+		}
+		return key, err
+	})
+	if headerErr != nil {
+		return nil, headerErr
+	}
+	if err != nil {
+		return nil, v.classify(err, keyCalled, keyErr, emptySet)
+	}
+	iss, _ := claims["iss"].(string)
+	if iss != v.issuer {
+		return nil, &Error{Reason: ReasonWrongIssuer, Description: "the token was issued by another authorization server"}
+	}
+	aud, err := claims.GetAudience()
+	if err != nil {
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "malformed aud claim", Err: err}
+	}
+	if !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(v.audiences, a) }) {
+		return nil, &Error{Reason: ReasonWrongAudience, Description: "the token was not issued for this resource"}
+	}
+	return principalFromClaims(claims, v.issuer, v.claims)
+}
+
+// checkHeader refuses, as invalid_token, a JOSE header this verifier must
+// not accept:
+//
+//   - any crit: it lists extensions the recipient must understand, and
+//     this verifier implements none (RFC 7515 section 4.1.11: unknown
+//     critical extensions make the token invalid);
+//   - a typ other than an access token's: "at+jwt" or "application/at+jwt"
+//     (RFC 9068), or "JWT", which many authorization servers (Auth0,
+//     Keycloak, Entra ID among them) still put on their access tokens.
+//     Other types, such as "dpop+jwt" (a DPoP proof) or an ID token's, are
+//     tokens of another kind that happen to be signed by the same keys; a
+//     missing typ is accepted, as most providers omit it. Media types are
+//     compared case-insensitively.
+func checkHeader(h map[string]any) *Error {
+	if _, ok := h["crit"]; ok {
+		return &Error{Reason: ReasonInvalidToken, Description: "the token has critical header extensions (crit), none of which are supported"}
+	}
+	typ, ok := h["typ"]
+	if !ok {
+		return nil
+	}
+	if s, isString := typ.(string); isString {
+		switch strings.ToLower(s) {
+		case "jwt", "at+jwt", "application/at+jwt":
+			return nil
+		}
+	}
+	return &Error{Reason: ReasonInvalidToken, Description: "the token's type (typ) is not an access token's"}
+}
+
+// classify maps a jwt parse error to its reason. The checks run in the
+// parser's order: shape, algorithm, key, signature, then exp and nbf.
+func (v *JWTVerifier) classify(err error, keyCalled bool, keyErr error, emptySet bool) *Error {
+	switch {
+	case keyCalled && (keyErr != nil || emptySet):
+		if v.keys.n.Load() == 0 {
+			return &Error{Reason: ReasonVerifierError, Description: "the authorization server's keys are unavailable", Err: err}
+		}
+		if errors.Is(keyErr, jwkset.ErrKeyNotFound) {
+			return &Error{Reason: ReasonUnknownKey, Description: "the token's signing key is unknown", Err: err}
+		}
+		return &Error{Reason: ReasonInvalidToken, Description: "the token's key does not fit", Err: err}
+	case errors.Is(err, jwt.ErrTokenMalformed), errors.Is(err, jwt.ErrTokenSignatureInvalid),
+		errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return &Error{Reason: ReasonInvalidToken, Description: "invalid token", Err: err}
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return &Error{Reason: ReasonExpired, Description: "the token has expired", Err: err}
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return &Error{Reason: ReasonExpired, Description: "the token is not valid yet", Err: err}
+	default:
+		return &Error{Reason: ReasonInvalidToken, Description: "invalid token", Err: err}
+	}
+}
+
+// principalFromClaims builds the principal of verified claims: sub is
+// required; keep names the claims copied into auth.Principal.Claims.
+func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) (*auth.Principal, error) {
+	sub, _ := c["sub"].(string)
+	if sub == "" {
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token has no subject"}
+	}
+	p := &auth.Principal{Subject: sub, Issuer: defaultIssuer}
+	if iss, ok := c["iss"].(string); ok && iss != "" {
+		p.Issuer = iss
+	}
+	if id, ok := c["client_id"].(string); ok && id != "" {
+		p.ClientID = id
+	} else if azp, ok := c["azp"].(string); ok {
+		p.ClientID = azp
+	}
+	switch s := c["scope"].(type) {
+	case string:
+		p.Scopes = strings.Fields(s)
+	default:
+		switch s := c["scp"].(type) {
+		case string:
+			p.Scopes = strings.Fields(s)
+		case []any:
+			for _, e := range s {
+				if str, ok := e.(string); ok && str != "" {
+					p.Scopes = append(p.Scopes, str)
+				}
+			}
+		}
+	}
+	switch exp := c["exp"].(type) {
+	case float64:
+		p.Expiry = unixFloat(exp)
+	case json.Number:
+		if f, err := exp.Float64(); err == nil {
+			p.Expiry = unixFloat(f)
+		}
+	}
+	for _, name := range keep {
+		if val, ok := c[name]; ok {
+			if p.Claims == nil {
+				p.Claims = make(map[string]any, len(keep))
+			}
+			p.Claims[name] = val
+		}
+	}
+	p.Seal()
+	return p, nil
+}
+
+// keyStore holds the fetched key set. It counts the keys, and moves to a
+// new generation (which empties the verdict cache) when a refresh drops or
+// changes a key, so that a revoked key's tokens are verified again.
+type keyStore struct {
+	*jwkset.MemoryJWKSet
+	gen atomic.Uint64
+	n   atomic.Int64
+}
+
+// KeyReplaceAll installs a refreshed key set.
+func (s *keyStore) KeyReplaceAll(ctx context.Context, given []jwkset.JWK) error {
+	old, err := s.KeyReadAll(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.MemoryJWKSet.KeyReplaceAll(ctx, given); err != nil {
+		return err
+	}
+	s.n.Store(int64(len(given)))
+	if keysDropped(old, given) {
+		s.gen.Add(1)
+	}
+	return nil
+}
+
+// keysDropped reports whether a key of old is missing from or different
+// in updated.
+func keysDropped(old, updated []jwkset.JWK) bool {
+	for _, o := range old {
+		om := o.Marshal()
+		i := slices.IndexFunc(updated, func(u jwkset.JWK) bool { return u.Marshal().KID == om.KID })
+		if i < 0 {
+			return true
+		}
+		a, errA := json.Marshal(om)
+		b, errB := json.Marshal(updated[i].Marshal())
+		if errA != nil || errB != nil || string(a) != string(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// errRefetchLimited is why an unknown kid was not refetched.
+var errRefetchLimited = errors.New("auth: JWKS refetch rate-limited")
+
+// kidStore reads keys by id from the fetched set and, for an unknown id,
+// refetches the set: at most unknownKIDRate times a second, one refetch at
+// a time (concurrent readers wait for the one under way).
+type kidStore struct {
+	jwkset.Storage // the HTTP client storage, refetching on a miss
+	keys           *keyStore
+	bg             context.Context
+	limit          *rate.Limiter
+	flight         singleflight.Group
+}
+
+// KeyRead returns the key kid, refetching the key set if it is unknown.
+func (s *kidStore) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	jwk, err := s.keys.KeyRead(ctx, kid)
+	if !errors.Is(err, jwkset.ErrKeyNotFound) {
+		return jwk, err
+	}
+	ch := s.flight.DoChan("refetch", func() (any, error) {
+		if !s.limit.Allow() {
+			return nil, errRefetchLimited
+		}
+		rctx, cancel := context.WithTimeout(s.bg, defaultHTTPTimeout)
+		defer cancel()
+		// The inner client rereads its stores, refetches (the kid is
+		// still unknown), and reads again.
+		_, err := s.Storage.KeyRead(rctx, kid)
+		return nil, err
+	})
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return jwkset.JWK{}, fmt.Errorf("%w %q: %w", jwkset.ErrKeyNotFound, kid, ctx.Err())
+	}
+	jwk, err = s.keys.KeyRead(ctx, kid)
+	if err != nil {
+		return jwkset.JWK{}, fmt.Errorf("%w %q", jwkset.ErrKeyNotFound, kid)
+	}
+	return jwk, nil
+}
+
+// limitBody is an http.RoundTripper refusing answers over max bytes.
+type limitBody struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (l limitBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: l.max}
+	return resp, nil
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more than allowed tells a body at the limit from a
+		// longer one.
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
+			return 0, errors.New("auth: answer too large")
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func transportOf(c *http.Client) http.RoundTripper {
+	if c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}
