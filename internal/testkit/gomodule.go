@@ -52,7 +52,7 @@ func GoInModule(t testing.TB, root string, files map[string]string, args ...stri
 		}
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp(parent, "goinmodule")
+	dir, err := os.MkdirTemp(parent, "goinmodule") //nolint:usetesting // t.TempDir is outside the module
 	if err != nil {
 		t.Fatal(err)
 	}
