@@ -1,6 +1,6 @@
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
-.DEFAULT_GOAL := test
+.DEFAULT_GOAL := help
 # Steps must run in the order listed, even under `make -j`.
 .NOTPARALLEL:
 
@@ -48,15 +48,27 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
+
+## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
+help:
+	@awk -v lintversion=$(GOLANGCI_LINT_VERSION) '{ gsub(/\$$\(GOLANGCI_LINT_VERSION\)/, lintversion) } /^## [a-z0-9-]+:/ { sub(/^## /, ""); name = $$0; sub(/:.*/, "", name); text = $$0; sub(/^[^:]*: */, "", text); printf "  %-16s %s\n", name, text; next } /^## / { sub(/^## /, ""); printf "  %-16s %s\n", "", $$0 }' $(MAKEFILE_LIST)
+
+## short: the inner loop, under five minutes on two cores: go test -short ./..., without -race and without external components
+## (a test that needs Redis, nginx, Prometheus, Jaeger, Chromium, Node or an npm package calls testkit.External and skips). `make test` runs everything.
+short:
+	@echo "==> go test -short ./..."
+	$(GO) test -short ./...
 
 ## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
 test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
+## vet: go vet ./...
 vet:
 	@echo "==> go vet ./..."
 	$(GO) vet ./...
 
+## unit: go test -race -shuffle=on ./..., every component installed first.
 unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
@@ -160,6 +172,7 @@ deploy-validate: system-deps
 # with a duration, go1.26's fuzzing coordinator can report "context deadline
 # exceeded" as a failure when a worker is mid-input at the deadline on a
 # loaded machine (golang/go#75804, fixed in go1.27), with no failing input.
+## fuzz: each fuzz target for a fixed number of inputs.
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (100000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDispatch$$' -fuzztime=100000x ./server
@@ -187,6 +200,7 @@ race50:
 	@echo "==> race soak: -race -count=50 (Concurrency|Cancel|Close|Shutdown|Duplicate|Seed)"
 	$(GO) test -race -count=50 -run 'Concurrency|Cancel|Close|Shutdown|Duplicate|Seed' ./server/... ./transport/...
 
+## bench: the Go benchmarks; run by hand.
 bench:
 	@echo "==> go test -bench=. -benchmem ./..."
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
@@ -248,13 +262,19 @@ lint-install:
 		GOBIN="$(GOPATH_BIN)" $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
 	fi
 
+## lint: golangci-lint run ./..., installed first when missing.
 lint: lint-install
 	@echo "==> golangci-lint run ./..."
 	"$(GOLANGCI_LINT)" run ./...
 
+## tidy-check: go.mod and go.sum are tidy (go mod tidy -diff).
 tidy-check:
 	@echo "==> go mod tidy -diff"
 	$(GO) mod tidy -diff
 
 ## check: everything: test, lint, and go.mod/go.sum tidiness.
 check: test lint tidy-check
+
+## fresh-clone: CI=true bash .ci/run in a fresh clone of HEAD with an empty GOPATH, GOCACHE and npm cache, as a new machine has them (slow: it downloads and builds everything, Jaeger included); run by hand.
+fresh-clone:
+	@bash .ci/fresh-clone

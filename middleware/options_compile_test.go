@@ -51,8 +51,8 @@ func uses() {
 }
 `
 
-// TestOptionsMisuseDoesNotCompile builds, in a module of its own that
-// requires this one through a replace directive, a package of the misuses
+// TestOptionsMisuseDoesNotCompile builds, as packages of this module
+// (testkit.GoInModule), a package of the misuses
 // (wrong) and one of the right uses (right), with one go build: each
 // misuse must fail to compile, saying which option type the option is
 // not, and the right uses must compile.

@@ -22,6 +22,7 @@ import (
 // exposition. Without promtool the test skips, except in CI (CI=true), where
 // it fails: install it with `apt-get install -y prometheus`.
 func TestPromtoolCheckMetrics(t *testing.T) {
+	testkit.External(t, "promtool")
 	testkit.Watchdog(t)
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {

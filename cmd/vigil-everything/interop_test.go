@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // interopDir holds the TypeScript SDK harness (package.json,
@@ -34,6 +36,7 @@ func TestInteropTypeScriptEverything(t *testing.T) {
 // them.
 func requireNodeHarness(t *testing.T, dir string) string {
 	t.Helper()
+	testkit.External(t, "node and the npm harness in "+dir)
 	missing := func(reason string) {
 		t.Helper()
 		msg := reason + "; run `make test` (it runs `npm ci --prefix " + filepath.Join("cmd/vigil-everything", dir) + "`)"

@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // browserPath returns Debian's chromium (make system-deps installs it).
@@ -24,6 +26,7 @@ import (
 // the browser.
 func browserPath(t *testing.T) string {
 	t.Helper()
+	testkit.External(t, "chromium")
 	for _, p := range []string{"chromium", "/usr/bin/chromium"} {
 		if path, err := exec.LookPath(p); err == nil {
 			return path

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
@@ -48,6 +49,7 @@ const authExprsWindow = "5m"
 //     (a dozen refusals is no surge, and no verifier error happened);
 //   - vigil's /metrics exposes the counter.
 func TestE2EAuthFailuresDashboard(t *testing.T) {
+	testkit.External(t, "prometheus")
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
 		msg := "prometheus is not on PATH; run `bash cmd/vigil/testdata/e2e/install-prometheus.sh` (apt-get install prometheus)"

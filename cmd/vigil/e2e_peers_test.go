@@ -22,6 +22,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // The real peers of the end-to-end test: a Prometheus (the Debian package)
@@ -45,6 +47,7 @@ type e2eTools struct {
 // is expected to have installed them.
 func requireE2ETools(t *testing.T) e2eTools {
 	t.Helper()
+	testkit.External(t, "prometheus and Jaeger")
 	missing := func(reason, hint string) {
 		t.Helper()
 		missingComponent(t, reason+"; "+hint)

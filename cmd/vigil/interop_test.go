@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // interopDir holds the TypeScript SDK harness (package.json, package-lock.json
@@ -130,6 +132,7 @@ func (w *urlWatcher) String() string {
 // (CI=true), where `make test` is expected to have installed them.
 func requireInteropPrereqs(t *testing.T) string {
 	t.Helper()
+	testkit.External(t, "node and the TypeScript SDK harness")
 
 	missing := func(reason string) {
 		t.Helper()

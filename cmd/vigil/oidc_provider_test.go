@@ -24,6 +24,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // The real authorization server of the auth tests: oidc-provider 9.13.3 (an
@@ -104,6 +106,7 @@ type oidcProcess struct {
 // test, or fails it in CI (CI=true), where `make test` installs them.
 func requireOIDCProvider(t *testing.T) string {
 	t.Helper()
+	testkit.External(t, "oidc-provider on Node 22")
 	missing := func(reason string) {
 		t.Helper()
 		missingComponent(t, reason+"; run `make test` (or `make oidc-deps conformance-deps`) to install the authorization server and Node 22")

@@ -100,7 +100,7 @@ func start(headroom uint64, now func() time.Time, ticks <-chan time.Time) *Tuner
 	t.arm()
 	if ticks != nil {
 		t.stop, t.watched = make(chan struct{}), make(chan struct{})
-		go t.watchRest(ticks, t.stop, t.watched)
+		t.watchRest(ticks, t.stop, t.watched)
 	}
 	return t
 }

@@ -43,11 +43,13 @@ func ReleaseAtRest(allocated, spare, live, headroom uint64) bool {
 // MinRelease is the least spare memory that a release at rest gives back.
 const MinRelease = 4 << 20
 
-// watchRest reads the allocations at each tick until stop is closed, and
-// releases the garbage (see [ReleaseAtRest]) when the process is at rest.
-// It closes done when it returns.
+// watchRest reads the allocations so far, then, on a goroutine of its
+// own, at each tick until stop is closed, and releases the garbage (see
+// [ReleaseAtRest]) when the process was at rest since the reading before.
+// The goroutine closes done when it returns. The first reading is taken
+// before watchRest returns, so that what the process allocates after Start
+// counts in the first interval.
 func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
 	sample := samples(restSampled[:])
 	// read returns the bytes allocated so far, the live heap, and the
 	// spare bytes besides it (see ReleaseAtRest).
@@ -59,22 +61,25 @@ func (t *Tuner) watchRest(ticks <-chan time.Time, stop <-chan struct{}, done cha
 		return v[0], v[1], v[2] - min(v[1], v[2]) + v[3], true
 	}
 	last, _, _, _ := read()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-ticks:
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticks:
+			}
+			allocs, live, spare, ok := read()
+			if !ok {
+				continue
+			}
+			if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {
+				t.release()
+				allocs, _, _, _ = read() // what the release allocated is not the next interval's
+			}
+			last = allocs
 		}
-		allocs, live, spare, ok := read()
-		if !ok {
-			continue
-		}
-		if ReleaseAtRest(allocs-min(last, allocs), spare, live, t.headroom) {
-			t.release()
-			allocs, _, _, _ = read() // what the release allocated is not the next interval's
-		}
-		last = allocs
-	}
+	}()
 }
 
 // release collects and returns the memory freed to the operating system.

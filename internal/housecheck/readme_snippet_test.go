@@ -28,8 +28,8 @@ var snippetImports = []string{
 var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 
 // TestReadmeQuickStartCompiles builds the README's first Go block, with
-// the imports above, in a module of its own that requires this one
-// through a replace directive: the quick start a user copies compiles
+// the imports above, as a package of this module that imports nothing a
+// user's module cannot (testkit.GoInModule): the quick start a user copies compiles
 // against today's API, and go vet finds nothing in it.
 func TestReadmeQuickStartCompiles(t *testing.T) {
 	if testing.Short() {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // The installed files, relative to the module's root.
@@ -41,6 +43,7 @@ func (r Result) Output() string { return r.Stdout + r.Stderr }
 // skips t, or fails it under CI=true, where `make test` installs them.
 func Require(t testing.TB) CLI {
 	t.Helper()
+	testkit.External(t, "the MCP Inspector on Node 22")
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)

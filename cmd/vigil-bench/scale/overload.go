@@ -200,8 +200,11 @@ func overloadClient(client *http.Client, url, sid string, firstID int64, honor b
 	var r overloadRound
 	var body bytes.Buffer
 	want := []byte(echoAnswer)
-	for id := firstID + 1; time.Now().Before(deadline); id++ {
-		start := time.Now()
+	for id := firstID + 1; ; id++ {
+		start := time.Now() // one reading for the deadline and the ramp: a call before from is never goodput
+		if !start.Before(deadline) {
+			break
+		}
 		resp, err := client.Do(loadgen.SessionPost(url, sid, version, echoCall(id)))
 		if err != nil {
 			r.fail(err.Error())

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // Proxy is one nginx process of a test.
@@ -71,6 +73,7 @@ http {
 // balancer with health checks does.
 func Start(t testing.TB, upstreams ...string) *Proxy {
 	t.Helper()
+	testkit.External(t, "nginx")
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		for _, p := range []string{"/usr/sbin/nginx", "/sbin/nginx"} {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // Server is one redis-server process of a test.
@@ -47,6 +49,7 @@ func StartTLS(t testing.TB) *Server {
 
 func startServer(t testing.TB, withTLS bool) *Server {
 	t.Helper()
+	testkit.External(t, "redis-server")
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
