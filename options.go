@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/debugpage"
@@ -35,6 +36,7 @@ type config struct {
 	httpServer   func(*http.Server)
 	guard        Guard
 	grace        time.Duration
+	registry     *prometheus.Registry // nil: a registry of its own
 }
 
 // WithLogger sets the logger of the service, its requests and its users'
@@ -51,6 +53,14 @@ func WithLogger(l *slog.Logger) Option {
 // exporter); the caller owns tp and shuts it down.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tracer = tp }
+}
+
+// WithRegistry sets the Prometheus registry that /metrics serves, for
+// collectors registered with it before New; the service registers the MCP
+// metrics and the Go runtime's and the process's collectors with it. By
+// default the service has a registry of its own.
+func WithRegistry(r *prometheus.Registry) Option {
+	return func(c *config) { c.registry = r }
 }
 
 // WithPage sets the live page's recorder and the options of its handler

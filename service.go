@@ -102,7 +102,7 @@ func (s *Service) instrument() error {
 	if s.Page != nil {
 		ring = s.Page.SpanReceiver
 	}
-	in, err := newInstruments(context.Background(), s.name, s.version, s.cfg.tracer, ring)
+	in, err := newInstruments(context.Background(), s.name, s.version, s.cfg.registry, s.cfg.tracer, ring)
 	if err != nil {
 		return err
 	}

@@ -34,8 +34,8 @@ func newLogTap() *logTap {
 }
 
 func (h *logTap) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logTap) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *logTap) WithGroup(string) slog.Handler           { return h }
+func (h *logTap) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logTap) WithGroup(string) slog.Handler            { return h }
 
 func (h *logTap) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()

@@ -46,9 +46,12 @@ type instruments struct {
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
 // whether they are pushed or not.
-func newInstruments(ctx context.Context, name, version string, tracer trace.TracerProvider, ring func() otelsetup.SpanReceiver) (*instruments, error) {
+func newInstruments(ctx context.Context, name, version string, registry *prometheus.Registry, tracer trace.TracerProvider, ring func() otelsetup.SpanReceiver) (*instruments, error) {
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
 	in := &instruments{
-		registry: prometheus.NewRegistry(),
+		registry: registry,
 		pushed:   prometheus.NewRegistry(),
 		// W3C trace context and baggage, read from and written to _meta.
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),

@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
@@ -27,7 +30,6 @@ import (
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
@@ -560,44 +562,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// What /debug/vigil shows, and its trace ring, where spans go when
 	// OTEL_* names no exporter: none with -stdio, nobody could read them.
 	var page *debugpage.Recorder
-	var ring func() otelsetup.SpanReceiver
 	if cfg.debug && !cfg.stdio {
 		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-		if cfg.traceRing > 0 {
-			ring = page.SpanReceiver
-		}
 	}
-	in, err := newInstruments(ctx, ring)
-	if err != nil {
-		return err
-	}
-	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
-		return err
-	}
-	auditDropped := func() uint64 { return 0 }
-	if audit != nil {
-		auditDropped = audit.Dropped
-	}
-	if err := in.register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
-		return err
-	}
-	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := in.shutdown(fctx); err != nil {
-			logger.Warn("flushing traces or metrics failed", "error", err)
-		}
-	}()
-	logger.Info("tracing", "exporter", in.exporter)
-	logger.Info("metrics", "prometheus", "/metrics", "otel_exporter", in.metricsExporter)
-
+	registry := prometheus.NewRegistry()
 	if cfg.redisURL != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
 		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
 			URL: cfg.redisURL, Password: cfg.redisPassword, CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext,
 			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
-			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
+			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
 			ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
 		})
 		if err != nil {
@@ -606,21 +581,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer func() { _ = cfg.shared.Close() }()
 	}
 	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
+	auditDropped := func() uint64 { return 0 }
 	if audit != nil {
-		auditOut = audit
+		auditOut, auditDropped = audit, audit.Dropped
 	}
-	srv, inst, err := newServer(cfg, logger, in, page, auditOut)
+	f := &front{cfg: cfg}
+	defer f.close()
+	svc, err := newService(cfg, logger, registry, page, auditOut, f.options()...)
 	if err != nil {
 		return err
 	}
+	f.svc = svc
 	// Records the outcomes the last requests left waiting for their batch
-	// (server.WithOutcomeBatches), before the exporters and the log flush:
-	// a stdio session whose input ended stops without a Shutdown.
-	defer func() { _ = srv.Close() }()
-	if cfg.stdio {
-		return serveStdio(ctx, stop, srv, inst, logger, cfg)
+	// and flushes the spans and metrics, before the log flush, when run
+	// returns before serving (the serve methods do it themselves).
+	defer func() { _ = svc.Shutdown(context.Background()) }()
+	if err := svc.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
+		return err
 	}
-	return serveHTTP(ctx, stop, srv, inst, in, page, logger, cfg)
+	if err := svc.Register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, stop) // a second signal kills the process
+	if cfg.stdio {
+		if cfg.authEnabled() {
+			svc.Logger.Warn("-auth-issuer guards HTTP requests only: the stdio client, the process that started vigil, is asked for no token and may use every tool")
+		}
+		return svc.ServeStdio(ctx, stdio.WithMaxFrameSize(cfg.maxFrame))
+	}
+	return svc.ListenAndServe(ctx, cfg.httpAddr, cfg.adminAddr)
 }
 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
@@ -658,12 +647,21 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
-// it, in run), adding the trace,
-// span, session and request ids of a handler's context to its records.
+// it, in run); the service's (vigil.WithLogger) adds the trace, span,
+// session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
 	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
-	return slog.New(middleware.LogHandler(h))
+	return slog.New(h)
+}
+
+// logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
+// bad sampler setting) to logger instead of the standard log package. It
+// sets the global error handler: call it from the binary only.
+func logOTelErrors(logger *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("opentelemetry", "error", err)
+	}))
 }
