@@ -20,7 +20,7 @@ import (
 func Example() {
 	svc := vigil.New("weather", "1.0.0")
 	_ = server.AddTypedTool(svc.Server, server.Tool{Name: "forecast", Description: "Tomorrow's weather."},
-		func(ctx context.Context, _ *server.CallToolRequest, in struct {
+		func(_ context.Context, _ *server.CallToolRequest, in struct {
 			City string `json:"city"`
 		},
 		) (string, error) {
@@ -44,7 +44,7 @@ func Example() {
 		if err != nil {
 			return err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
 			session = id
 		}
@@ -61,7 +61,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var view struct {
 		Stats []struct {
 			Key   string `json:"key"`

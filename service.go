@@ -80,7 +80,7 @@ func New(name, version string, opts ...Option) *Service {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	var h slog.Handler = slog.DiscardHandler
+	h := slog.DiscardHandler
 	if cfg.logger != nil {
 		h = cfg.logger.Handler()
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"sync"
 	"testing"
 
@@ -81,7 +80,7 @@ type forecastIn struct {
 
 // A user's service made with vigil.New and served with ListenAndServe
 // shows one tool call on the live page, in /metrics and in a span; the
-// line the tool logs carries the span's trace id; and cancelling the
+// line the tool logs carries the span's trace id; and canceling the
 // context stops it, leaving no goroutine behind (goleak, TestMain).
 func TestServiceShowsAToolCall(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
@@ -127,7 +126,7 @@ func TestServiceShowsAToolCall(t *testing.T) {
 
 	// /metrics, flushed before the scrape.
 	metrics := string(get(t, admin+"/metrics", http.StatusOK))
-	assert.Regexp(t, regexp.MustCompile(`(?m)^mcp_server_operation_duration_seconds_count\{[^}]*gen_ai_tool_name="forecast"[^}]*\} 1$`), metrics)
+	assert.Regexp(t, `(?m)^mcp_server_operation_duration_seconds_count\{[^}]*gen_ai_tool_name="forecast"[^}]*\} 1$`, metrics)
 
 	// The span, and the trace id in the tool's log line.
 	var call sdktrace.ReadOnlySpan
