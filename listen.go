@@ -31,6 +31,9 @@ func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string)
 	if s.err != nil {
 		return s.err
 	}
+	// Whatever the way out, the service is done (a no-op after the
+	// shutdown below).
+	defer func() { _ = s.Shutdown(context.Background()) }()
 	if err := checkExposure(mcpAddr, adminAddr, s.cfg.allowPublic); err != nil {
 		return err
 	}
@@ -54,7 +57,6 @@ func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string)
 			if adminLn != nil {
 				_ = adminLn.Close()
 			}
-			_ = s.Shutdown(context.Background())
 			return err
 		}
 	}
