@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -181,4 +183,79 @@ func TestListenAndServeRefusesAPublicAddress(t *testing.T) {
 			require.NoError(t, svc.Shutdown(t.Context()))
 		})
 	}
+}
+
+// On cancel, ListenAndServe drains in order: /readyz turns 503 at once
+// while the call in flight runs on within the grace and is answered, and
+// it returns nil once everything has stopped.
+func TestListenAndServeDrainsOnCancel(t *testing.T) {
+	logs := newLogTap()
+	svc := vigil.New("slow", "1.0.0", vigil.WithLogger(slog.New(logs)), vigil.WithPage(nil))
+	started, release := make(chan struct{}), make(chan struct{})
+	err := server.AddTypedTool(svc.Server, server.Tool{Name: "wait"},
+		func(ctx context.Context, _ *server.CallToolRequest, _ struct{}) (string, error) {
+			close(started)
+			select {
+			case <-release:
+				return "released", nil
+			case <-ctx.Done():
+				return "", context.Cause(ctx)
+			}
+		})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- svc.ListenAndServe(ctx, "127.0.0.1:0", "127.0.0.1:0") }()
+	admin := <-logs.admin
+	mcpURL := <-logs.mcp
+
+	conn := mcptest.DialHTTP(t, mcpURL, nil)
+	mcptest.NewClient(t, conn).Initialize("2025-11-25", map[string]any{})
+	answer := make(chan string, 1)
+	go func() {
+		answer <- post(mcpURL, conn.SessionID(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+	}()
+	<-started
+	cancel()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(admin + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 10*time.Second, 5*time.Millisecond, "/readyz turns 503 while the call drains")
+	select {
+	case err := <-served:
+		t.Fatalf("ListenAndServe returned with a call in flight: %v", err)
+	default:
+	}
+	close(release)
+	assert.Contains(t, <-answer, `"text":"released"`, "the call in flight is answered within the grace")
+	require.NoError(t, <-served)
+	assert.NotNil(t, logs.attrsOf("shutting down"))
+}
+
+// post sends the JSON-RPC message body in the 2025 session id at url, and
+// returns the answer's body, or the error's text.
+func post(url, session, body string) string {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
