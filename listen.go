@@ -22,7 +22,8 @@ import (
 // It returns nil after a shutdown that ctx asked for.
 //
 // It refuses an mcpAddr other than loopback unless [WithAllowPublic], and
-// then one without an admin listener of its own. The HTTP servers read a
+// then one without an admin listener of its own, or without a [Guard] and
+// [WithAllowedHosts]. The HTTP servers read a
 // request's headers within 10s and its body within 30s, and close
 // keep-alive connections idle for 2 minutes ([WithHTTPServer] changes it).
 //
@@ -34,7 +35,7 @@ func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string)
 	// Whatever the way out, the service is done (a no-op after the
 	// shutdown below).
 	defer func() { _ = s.Shutdown(context.Background()) }()
-	if err := checkExposure(mcpAddr, adminAddr, s.cfg.allowPublic); err != nil {
+	if err := checkExposure(mcpAddr, adminAddr, s.cfg); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", mcpAddr)
@@ -208,17 +209,21 @@ const adminExposedWarning = "the admin listener is reachable beyond this host, w
 	"to the monitoring that scrapes it"
 
 // checkExposure refuses to serve /mcp on a listen address other than
-// loopback unless allowPublic, and then with the admin endpoints beside
-// it: /metrics and /debug/vigil name sessions, subjects and tools.
-func checkExposure(mcpAddr, adminAddr string, allowPublic bool) error {
-	if loopback.ListenAddr(mcpAddr) {
+// loopback unless cfg allows it (WithAllowPublic), and then with the admin
+// endpoints beside it (/metrics and /debug/vigil name sessions, subjects
+// and tools) or, without a guard, with no Host names to accept (a web page
+// could reach /mcp by DNS rebinding). cmd/vigil checks the same of its
+// flags first, naming them.
+func checkExposure(mcpAddr, adminAddr string, cfg config) error {
+	switch {
+	case loopback.ListenAddr(mcpAddr):
 		return nil
-	}
-	if !allowPublic {
+	case !cfg.allowPublic:
 		return fmt.Errorf("vigil: %s is not a loopback address, and /mcp would be open to anyone who can reach it: authorize requests (WithGuard, or a proxy in front) and say so with WithAllowPublic", mcpAddr)
-	}
-	if adminAddr == "" {
+	case adminAddr == "":
 		return fmt.Errorf("vigil: %s is not a loopback address, and /metrics, /healthz, /readyz and /debug/vigil would be served there beside /mcp: give them an admin address of their own", mcpAddr)
+	case cfg.guard == nil && len(cfg.allowedHosts) == 0:
+		return fmt.Errorf("vigil: %s is not a loopback address and /mcp has no guard: name the Host names clients use (WithAllowedHosts), so that a web page cannot reach it by DNS rebinding", mcpAddr)
 	}
 	return nil
 }
