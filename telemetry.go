@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
@@ -85,7 +86,10 @@ func newInstruments(ctx context.Context, name, version string, registry *prometh
 		tracer, shutdownTraces = tp, shutdown
 		in.exporter = exporterName(ringUsed, tp)
 	} else {
-		in.exporter = "the service's TracerProvider"
+		in.exporter = "none"
+		if _, noop := tracer.(noop.TracerProvider); !noop {
+			in.exporter = "the service's TracerProvider"
+		}
 	}
 	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
 		otelsetup.WithService(name, version),

@@ -19,7 +19,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
@@ -30,6 +32,7 @@ import (
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 	"github.com/vigil-mcp/vigil/transport/streamable/redisstore"
@@ -587,7 +590,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	f := &front{cfg: cfg}
 	defer f.close()
-	svc, err := newService(cfg, logger, registry, page, auditOut, f.options()...)
+	opts := f.options()
+	if page != nil && cfg.traceRing == 0 {
+		// -trace-ring 0: the page keeps no trace, so spans go where
+		// OTEL_* says or nowhere, not to the page's ring.
+		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
+		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", version),
+			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = shutdown(context.Background()) }()
+		opts = append(opts, vigil.WithTracerProvider(tp))
+	}
+	svc, err := newService(cfg, logger, registry, page, auditOut, opts...)
 	if err != nil {
 		return err
 	}
