@@ -611,7 +611,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// Records the outcomes the last requests left waiting for their batch
 	// and flushes the spans and metrics, before the log flush, when run
 	// returns before serving (the serve methods do it themselves).
-	defer func() { _ = svc.Shutdown(context.Background()) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.grace)
+		defer cancel()
+		_ = svc.Shutdown(sctx)
+	}()
 	if err := svc.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
