@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -73,6 +74,10 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 	benchkit.ReportCPU(b, cpu)
 }
 
+// outcomeBatch is the service's batch of outcomes (vigil's
+// server.WithOutcomeBatches).
+const outcomeBatch = 32
+
 // newServiceHandler returns the shipped service's MCP endpoint as
 // cmd/vigil wires it with its defaults, and its server; both are closed
 // when tb ends.
@@ -83,23 +88,12 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 	}
 	logOut := asyncwriter.New(io.Discard)
 	tb.Cleanup(func() { _ = logOut.Close() })
-	logger := newLogger(cfg, logOut)
 	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-	in, err := newInstruments(context.Background(), page.SpanExporter)
+	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = in.shutdown(context.Background()) })
-	srv, inst, err := newServer(cfg, logger, in, page, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	debugpage.Handler(srv, page) // which keys the trace ring by srv's names, as in vigil
-	h := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP),
-		streamable.WithLogger(logger), streamable.WithMaxBodyBytes(cfg.maxBody),
-		streamable.WithMaxSessions(cfg.maxSessions), streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
-		streamable.WithIdleTimeout(cfg.idleTimeout)) // the server sheds: its quotaOptions
-
-	tb.Cleanup(func() { _ = h.Close() })
-	return h, srv
+	tb.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
+	svc.AdminHandler() // the page's handler keys the trace ring by the server's names, as in vigil
+	return svc.Endpoint(), svc.Server
 }

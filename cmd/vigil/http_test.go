@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,12 +28,16 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
+// adminExposedWarning starts the warning vigil logs for an admin listener
+// beyond loopback.
+const adminExposedWarning = "the admin listener is reachable beyond this host, with no authorization: "
+
 // An admin listener beyond loopback is served, with a warning that says
 // what it exposes and that it must be firewalled.
 func TestServiceAdminListenerExposedWarns(t *testing.T) {
 	svc := startService(t, "-http", "127.0.0.1:0", "-admin-http", "0.0.0.0:0")
 	logs := svc.logs.String()
-	m := regexp.MustCompile(`level=WARN msg="` + regexp.QuoteMeta(adminExposedWarning) + `" addr=(\S+)`).FindStringSubmatch(logs)
+	m := regexp.MustCompile(`level=WARN msg="` + regexp.QuoteMeta(adminExposedWarning) + `[^"]*" addr=(\S+)`).FindStringSubmatch(logs)
 	require.NotNil(t, m, "the warning, before the MCP URL:\n%s", logs)
 	assert.Contains(t, logs, `msg="serving admin endpoints" url=http://`+m[1]+" ", "it names the listener")
 	assert.Contains(t, logs, "loopback_only=false")
@@ -108,7 +113,7 @@ func TestNewHTTPServerConnMemo(t *testing.T) {
 	cfg := defaultConfig()
 	for _, issuer := range []string{"", "https://as.example.com"} {
 		cfg.authIssuer = issuer
-		hs := newHTTPServer(http.NotFoundHandler(), cfg, slog.New(slog.DiscardHandler))
+		hs := newHTTPServer(http.NotFoundHandler(), cfg)
 		require.NotNil(t, hs.ConnContext)
 		ctx := hs.ConnContext(t.Context(), conn)
 		assert.Equal(t, "127.0.0.2", ctx.Value(clientIPKey{}), "auth %q", issuer)
@@ -123,6 +128,14 @@ type remoteConn struct {
 
 func (c *remoteConn) RemoteAddr() net.Addr { return c.remote }
 
+// newHTTPServer returns an http.Server of h with cmd/vigil's hygiene
+// (httpHygiene) over vigil's ConnContext.
+func newHTTPServer(h http.Handler, cfg config) *http.Server {
+	hs := &http.Server{Handler: h, ConnContext: func(ctx context.Context, _ net.Conn) context.Context { return ctx }}
+	httpHygiene(cfg)(hs)
+	return hs
+}
+
 // hygieneServer serves h as vigil does (newHTTPServer) with the given
 // timeouts on a loopback port, and returns its address; it is closed at
 // the end of the test.
@@ -130,7 +143,7 @@ func hygieneServer(t *testing.T, h http.Handler, bodyTimeout, idleTimeout time.D
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.bodyReadTimeout, cfg.httpIdleTimeout = bodyTimeout, idleTimeout
-	hs := newHTTPServer(h, cfg, slog.New(slog.DiscardHandler))
+	hs := newHTTPServer(h, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	served := make(chan error, 1)
@@ -375,34 +388,4 @@ func TestServiceTricklingPostIsCutOff(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	_, err = br.ReadByte()
 	require.ErrorIs(t, err, io.EOF, "closed by vigil, not the watchdog")
-}
-
-// TestMCPFirstRoutesAsTheMux holds newMux's fast path for /mcp to the mux
-// behind it: every request goes to the handler the mux itself would pick.
-func TestMCPFirstRoutesAsTheMux(t *testing.T) {
-	named := func(name string) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("X-Handler", name) })
-	}
-	h := newMux(named("mcp"), map[string]http.Handler{"/.well-known/oauth-protected-resource/mcp": named("public")}, named("obs"))
-	first, ok := h.(mcpFirst)
-	require.True(t, ok, "newMux returns %T", h)
-	for _, target := range []string{
-		"/mcp", "/mcp/", "/mcpx", "/MCP", "//mcp", "/./mcp", "/a/../mcp", "/%6Dcp", "/mcp?x=1",
-		"/", "/metrics", "/.well-known/oauth-protected-resource/mcp",
-	} {
-		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete, http.MethodConnect} {
-			r := httptest.NewRequest(method, "http://127.0.0.1:8080"+target, nil)
-			if method == http.MethodConnect {
-				r.URL.Path = target // as net/http leaves a CONNECT request's URL
-			}
-			want := httptest.NewRecorder()
-			mh, _ := first.mux.Handler(r)
-			mh.ServeHTTP(want, r)
-			got := httptest.NewRecorder()
-			h.ServeHTTP(got, r)
-			assert.Equal(t, want.Code, got.Code, "%s %s", method, target)
-			assert.Equal(t, want.Header().Get("X-Handler"), got.Header().Get("X-Handler"), "%s %s", method, target)
-			assert.Equal(t, want.Header().Get("Location"), got.Header().Get("Location"), "%s %s", method, target)
-		}
-	}
 }

@@ -17,12 +17,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/loopback"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware"
@@ -561,44 +565,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// What /debug/vigil shows, and its trace ring, where spans go when
 	// OTEL_* names no exporter: none with -stdio, nobody could read them.
 	var page *debugpage.Recorder
-	var ring func() sdktrace.SpanExporter
 	if cfg.debug && !cfg.stdio {
 		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-		if cfg.traceRing > 0 {
-			ring = page.SpanExporter
-		}
 	}
-	in, err := newInstruments(ctx, ring)
-	if err != nil {
-		return err
-	}
-	if err := in.register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
-		return err
-	}
-	auditDropped := func() uint64 { return 0 }
-	if audit != nil {
-		auditDropped = audit.Dropped
-	}
-	if err := in.register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
-		return err
-	}
-	defer func() {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := in.shutdown(fctx); err != nil {
-			logger.Warn("flushing traces or metrics failed", "error", err)
-		}
-	}()
-	logger.Info("tracing", "exporter", in.exporter)
-	logger.Info("metrics", "prometheus", "/metrics", "otel_exporter", in.metricsExporter)
-
+	registry := prometheus.NewRegistry()
 	if cfg.redisURL != "" {
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
 		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
 			URL: cfg.redisURL, Password: cfg.redisPassword, CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext,
 			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
-			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: in.registry,
+			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
 			ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
 		})
 		if err != nil {
@@ -607,21 +584,52 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer func() { _ = cfg.shared.Close() }()
 	}
 	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
+	auditDropped := func() uint64 { return 0 }
 	if audit != nil {
-		auditOut = audit
+		auditOut, auditDropped = audit, audit.Dropped
 	}
-	srv, inst, err := newServer(cfg, logger, in, page, auditOut)
+	f := &front{cfg: cfg}
+	defer f.close()
+	opts := f.options()
+	if page != nil && cfg.traceRing == 0 {
+		// -trace-ring 0: the page keeps no trace, so spans go where
+		// OTEL_* says or nowhere, not to the page's ring.
+		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
+		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", version),
+			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = shutdown(context.Background()) }()
+		opts = append(opts, vigil.WithTracerProvider(tp))
+	}
+	svc, err := newService(cfg, logger, registry, page, auditOut, opts...)
 	if err != nil {
 		return err
 	}
+	f.svc = svc
 	// Records the outcomes the last requests left waiting for their batch
-	// (server.WithOutcomeBatches), before the exporters and the log flush:
-	// a stdio session whose input ended stops without a Shutdown.
-	defer func() { _ = srv.Close() }()
-	if cfg.stdio {
-		return serveStdio(ctx, stop, srv, inst, logger, cfg)
+	// and flushes the spans and metrics, before the log flush, when run
+	// returns before serving (the serve methods do it themselves).
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.grace)
+		defer cancel()
+		_ = svc.Shutdown(sctx)
+	}()
+	if err := svc.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
+		return err
 	}
-	return serveHTTP(ctx, stop, srv, inst, in, page, logger, cfg)
+	if err := svc.Register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, stop) // a second signal kills the process
+	if cfg.stdio {
+		if cfg.authEnabled() {
+			svc.Logger.Warn("-auth-issuer guards HTTP requests only: the stdio client, the process that started vigil, is asked for no token and may use every tool")
+		}
+		return svc.ServeStdio(ctx, stdio.WithMaxFrameSize(cfg.maxFrame))
+	}
+	return svc.ListenAndServe(ctx, cfg.httpAddr, cfg.adminAddr)
 }
 
 // openAuditLog opens the audit log of -audit-log: nil for "", standard
@@ -659,12 +667,21 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
-// it, in run), adding the trace,
-// span, session and request ids of a handler's context to its records.
+// it, in run); the service's (vigil.WithLogger) adds the trace, span,
+// session and request ids of a handler's context to its records.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
 	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
-	return slog.New(middleware.LogHandler(h))
+	return slog.New(h)
+}
+
+// logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
+// bad sampler setting) to logger instead of the standard log package. It
+// sets the global error handler: call it from the binary only.
+func logOTelErrors(logger *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("opentelemetry", "error", err)
+	}))
 }

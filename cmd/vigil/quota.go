@@ -57,15 +57,15 @@ func checkQuotas(cfg config) error {
 // noQuota turns a flag's 0 (no quota) into the library's "no limit".
 func noQuota(n int) int { return cmp.Or(n, -1) }
 
-// endpointQuotas returns the MCP endpoint's quotas, whose refusals m
-// counts.
+// endpointQuotas returns the MCP endpoint's quotas, whose refusals the
+// metrics that m returns count.
 // With -redis, a caller's sessions are counted over every replica.
-func endpointQuotas(cfg config, m *telemetry.Metrics) streamable.Option {
+func endpointQuotas(cfg config, m func() *telemetry.Metrics) streamable.Option {
 	q := streamable.Quotas{
 		Sessions:  noQuota(cfg.quotaSessions),
 		EvictIdle: cfg.quotaEvictIdle,
 		InFlight:  noQuota(cfg.quotaInFlight),
-		OnRefuse:  func(q protocol.Quota) { m.QuotaRefused(q.String()) },
+		OnRefuse:  func(q protocol.Quota) { m().QuotaRefused(q.String()) },
 	}
 	if cfg.shared != nil && cfg.quotaSessions > 0 {
 		q.SessionCounter = cfg.shared.SessionQuota(cfg.quotaSessions)

@@ -1,53 +1,41 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport/stdio"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // toolSlotWait is how long a tool call over -tool-concurrency waits for a
 // slot before it is answered busy.
 const toolSlotWait = time.Second
 
-// outcomeBatch is how many requests' outcomes the server records at a
-// time (server.WithOutcomeBatches).
-const outcomeBatch = 32
-
-// newServer returns the MCP server with the demo tools, and its
-// instrumentation: the middleware chain (tracing, metrics, logging,
-// recovery, timeout, per-tool concurrency limit), traced calls to the
-// client, and the metrics observer and the hooks of page (the debug page's
-// recorder; nil: none). The metrics are registered with in.registry; hand
-// each transport inst.ConnServer(srv, ...). audit, when not nil, gets the
-// audit log's lines (a non-blocking writer).
-func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage.Recorder, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
+// newService returns the service (vigil.New) with the demo tools, as cfg
+// says: the middleware chain (tracing, metrics, logging, recovery,
+// timeout, per-tool concurrency limit, quotas, rate limits), the server's
+// limits, the endpoint's, and the hooks of page (the debug page's
+// recorder; nil: none). Its metrics are registered with registry. audit,
+// when not nil, gets the audit log's lines (a non-blocking writer). opts
+// come last (tests give their own tracer provider).
+func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, page *debugpage.Recorder, audit io.Writer, opts ...vigil.Option) (*vigil.Service, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
 	instOpts := []middleware.InstrumentationOption{
-		middleware.WithTracerProvider(in.tracer),
-		middleware.WithPropagators(in.propagator),
-		middleware.WithRegisterer(in.registry),
-		middleware.WithLogger(logger),
 		middleware.WithTimeout(cfg.requestTimeout),
 		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
 		middleware.WithLimitWait(toolSlotWait),
 		middleware.WithAuditLog(audit),
-	}
-	if page != nil {
-		// The debug page's counts, first in the chain: they see every
-		// request, those the chain refuses too.
-		instOpts = append(instOpts, middleware.WithObservers(page.Observer()), middleware.WithRequestRecorders(page.RecordRequest))
 	}
 	if cfg.untrustedTraceContext() {
 		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
@@ -56,31 +44,17 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 		instOpts = append(instOpts, middleware.WithContentCapture(nil))
 	}
 	instOpts = append(instOpts, quotaMW...)
-	inst, err := middleware.NewInstrumentation(append(instOpts, rateLimitOptions(cfg)...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	// NewInstrumentation registered the MCP collector with in.registry;
-	// OTLP pushes it too.
-	if err := in.pushed.Register(inst.Metrics()); err != nil {
-		return nil, nil, err
-	}
-	opts := inst.ServerOptions()
-	opts = append(opts,
-		server.WithImplementation("vigil", version),
-		server.WithLogger(logger),
+	instOpts = append(instOpts, rateLimitOptions(cfg)...)
+
+	srvOpts := []server.Option{
 		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
 		server.WithListChangedDelay(cfg.listChangedDelay),
 		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
-		// Each request's span end, metrics, log line and debug counts run
-		// in batches, off its way out; /metrics and the debug page flush
-		// them first.
-		server.WithOutcomeBatches(outcomeBatch, 0),
-	)
-	opts = append(opts, quotaSrv...)
+	}
+	srvOpts = append(srvOpts, quotaSrv...)
 	if cfg.shared != nil {
-		opts = append(opts, cfg.shared.ServerOptions()...)
+		srvOpts = append(srvOpts, cfg.shared.ServerOptions()...)
 	}
 	if cfg.authEnabled() && !cfg.stdio {
 		// tools/list shows a principal only the tools its scopes allow, a
@@ -90,69 +64,68 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 		// out: it would cost a context per request for nobody.) Both fail
 		// closed without a verified principal: not for stdio, whose client
 		// holds no token (the guard is HTTP's).
-		opts = append(opts, server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+		srvOpts = append(srvOpts, server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
 		if page != nil {
-			opts = append(opts, server.WithMiddleware(page.Middleware()))
+			srvOpts = append(srvOpts, server.WithMiddleware(page.Middleware()))
 		}
 	}
-	srv := server.New(opts...)
-	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
-		return nil, nil, err
+
+	// The service, built below, is what the endpoint's hooks count with:
+	// they run once it serves.
+	var svc *vigil.Service
+	metrics := func() *telemetry.Metrics { return svc.Instrumentation.Metrics() }
+	endpointOpts := []streamable.Option{
+		streamable.WithMaxBodyBytes(cfg.maxBody),
+		streamable.WithMaxSessions(cfg.maxSessions),
+		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
+		streamable.WithIdleTimeout(cfg.idleTimeout),
+		endpointQuotas(cfg, metrics),
+		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
+		streamable.WithMaxResumptions(cfg.maxResumptions),
+		streamable.WithInitTimeout(cfg.initTimeout),
+		streamable.WithMaxStateBytes(cfg.maxSessionState),
 	}
-	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
-		return nil, nil, err
+	if cfg.authEnabled() {
+		// A session answers only the principal that opened it; another
+		// one's request with its id is an unknown session, and counted.
+		endpointOpts = append(endpointOpts, streamable.WithPrincipal(auth.SessionPrincipal))
+	}
+	if cfg.shared != nil {
+		endpointOpts = append(endpointOpts, cfg.shared.Options()...) // sessions shared with the other replicas
+	}
+
+	pageOpt := vigil.WithPage(nil)
+	if page != nil {
+		pageOpt = vigil.WithPage(page)
+	}
+	svc = vigil.New("vigil", version, append([]vigil.Option{
+		vigil.WithLogger(logger),
+		vigil.WithRegistry(registry),
+		pageOpt,
+		vigil.WithInstrumentation(instOpts...),
+		vigil.WithServerOptions(srvOpts...),
+		vigil.WithEndpointOptions(endpointOpts...),
+		vigil.WithAllowedHosts(cfg.allowedHosts...),
+		vigil.WithShutdownGrace(cfg.grace),
+	}, opts...)...)
+	if err := svc.Err(); err != nil {
+		return nil, err
+	}
+	if err := addDemoTools(svc.Server, cfg.authToolScopes); err != nil {
+		return nil, err
+	}
+	if err := checkToolRates(svc.Server.ToolNames(), cfg.toolRateLimits); err != nil {
+		return nil, err
 	}
 	if cfg.skillsDir != "" {
-		paths, err := srv.AddSkills(os.DirFS(cfg.skillsDir))
+		paths, err := svc.Server.AddSkills(os.DirFS(cfg.skillsDir))
 		if err != nil {
-			return nil, nil, fmt.Errorf("-skills %s: %w", cfg.skillsDir, err)
+			return nil, fmt.Errorf("-skills %s: %w", cfg.skillsDir, err)
 		}
 		if len(paths) == 0 {
-			return nil, nil, fmt.Errorf("-skills %s: no SKILL.md in it", cfg.skillsDir)
+			return nil, fmt.Errorf("-skills %s: no SKILL.md in it", cfg.skillsDir)
 		}
-		logger.Info("serving skills", "dir", cfg.skillsDir, "skills", paths)
+		svc.Logger.Info("serving skills", "dir", cfg.skillsDir, "skills", paths)
 	}
-	return srv, inst, nil
-}
-
-// serveStdio serves one session on standard input and output until the
-// input ends or ctx is done; then it drains for the grace.
-func serveStdio(ctx context.Context, stop func(), srv *server.Server, inst *middleware.Instrumentation, logger *slog.Logger, cfg config) error {
-	if cfg.authEnabled() {
-		logger.Warn("-auth-issuer guards HTTP requests only: the stdio client, the process that started vigil, is asked for no token and may use every tool")
-	}
-	conns := inst.ConnServer(srv, telemetry.TransportStdio)
-	served := make(chan error, 1)
-	go func() { served <- conns.Serve(context.Background(), stdio.Std(stdio.WithMaxFrameSize(cfg.maxFrame))) }()
-	select {
-	case err := <-served:
-		return ignoreClosed(err)
-	case <-ctx.Done():
-	}
-	stop() // a second signal kills the process
-	drain(srv, logger, cfg.grace)
-	select {
-	case err := <-served:
-		return ignoreClosed(err)
-	case <-time.After(time.Second):
-		return errors.New("a handler ignored cancellation; exiting anyway")
-	}
-}
-
-// drain stops the server gracefully: in-flight requests may run for up to
-// grace, then the rest are cancelled.
-func drain(srv *server.Server, logger *slog.Logger, grace time.Duration) {
-	logger.Info("shutting down", "grace", grace)
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		logger.Warn("shutdown grace expired; in-flight requests were cancelled", "error", err)
-	}
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, server.ErrServerClosed) {
-		return nil
-	}
-	return err
+	return svc, nil
 }

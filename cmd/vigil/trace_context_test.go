@@ -1,19 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
@@ -63,12 +66,10 @@ func TestTraceClientContextWiring(t *testing.T) {
 			require.NoError(t, err)
 			rec := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			in := &instruments{
-				registry: prometheus.NewRegistry(), pushed: prometheus.NewRegistry(), tracer: tp,
-				propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-			}
-			srv, inst, err := newServer(cfg, newLogger(cfg, io.Discard), in, debugpage.NewRecorder(), nil)
+			svc, err := newService(cfg, newLogger(cfg, io.Discard), prometheus.NewRegistry(), debugpage.NewRecorder(), nil, vigil.WithTracerProvider(tp))
 			require.NoError(t, err)
+			defer func() { _ = svc.Shutdown(context.Background()) }()
+			srv, inst := svc.Server, svc.Instrumentation
 			ctx := t.Context()
 			peer, conn := memory.NewPair()
 			served := make(chan error, 1)
@@ -87,7 +88,9 @@ func TestTraceClientContextWiring(t *testing.T) {
 			require.NoError(t, peer.Write(ctx, &transport.Request{Method: "notifications/initialized"}))
 			call(1, "ping", map[string]any{"_meta": map[string]any{"traceparent": traceparent}})
 			require.NoError(t, peer.Close())
-			require.NoError(t, ignoreClosed(<-served))
+			if err := <-served; !errors.Is(err, server.ErrServerClosed) {
+				require.NoError(t, err)
+			}
 			srv.FlushOutcomes()
 			require.NoError(t, tp.ForceFlush(ctx))
 

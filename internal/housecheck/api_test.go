@@ -96,14 +96,11 @@ func publicPackages(t *testing.T, root string) []string {
 		}
 		rel = filepath.ToSlash(rel)
 		name := d.Name()
-		switch {
-		case rel == ".":
-			return nil
-		case name == "internal" || name == "testdata" || name == "node_modules" ||
-			strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"):
+		if rel != "." && (name == "internal" || name == "testdata" || name == "node_modules" ||
+			strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 			return filepath.SkipDir
 		}
-		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
+		if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && rel != "." {
 			return filepath.SkipDir // another module
 		}
 		bp, err := apiBuildContext().ImportDir(p, 0)
@@ -132,8 +129,13 @@ func apiBuildContext() *build.Context {
 }
 
 // apiFileName is the listing's file for the package at rel: its path with
-// dots for slashes.
-func apiFileName(rel string) string { return strings.ReplaceAll(rel, "/", ".") + ".txt" }
+// dots for slashes, and vigil.txt for the root package.
+func apiFileName(rel string) string {
+	if rel == "." {
+		return path.Base(modulePath) + ".txt"
+	}
+	return strings.ReplaceAll(rel, "/", ".") + ".txt"
+}
 
 // apiListing returns the listing of the package at rel under root: its
 // import path, then its exported API, one declaration a line.

@@ -10,9 +10,50 @@ import (
 	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
-// snippetImports are the packages the README's quick start uses. A
-// snippet that needs another one fails to compile: add it here.
-var snippetImports = []string{
+// goBlock is a fenced Go code block of a markdown page.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// readmeExampleMaxLines are the most lines of the README's first two Go
+// blocks: a server with one typed tool, then the same with everything on.
+var readmeExampleMaxLines = []int{15, 30}
+
+// TestReadmeQuickStartCompiles builds the README's first two Go blocks,
+// each a complete program as a user copies it, as packages of this module
+// that import nothing a user's module cannot (testkit.GoInModule): they compile against
+// today's API, go vet finds nothing in them, and they stay short.
+func TestReadmeQuickStartCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go vet")
+	}
+	root := docsRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatch(readme, len(readmeExampleMaxLines))
+	if len(blocks) < len(readmeExampleMaxLines) {
+		t.Fatalf("README.md has %d Go code blocks, want the quick start's %d", len(blocks), len(readmeExampleMaxLines))
+	}
+	files := map[string]string{}
+	for i, b := range blocks {
+		src := string(b[1])
+		if !strings.HasPrefix(src, "package main\n") {
+			t.Errorf("the README's Go block %d is not a complete program (package main, imports)", i+1)
+		}
+		if n := strings.Count(src, "\n"); n > readmeExampleMaxLines[i] {
+			t.Errorf("the README's Go block %d has %d lines, over %d", i+1, n, readmeExampleMaxLines[i])
+		}
+		files[filepath.Join("quickstart", string(rune('a'+i)), "main.go")] = src
+	}
+	out, err := testkit.GoInModule(t, root, files, "vet", "./...")
+	if err != nil {
+		t.Fatalf("the README's quick start does not build: %v\n%s", err, out)
+	}
+}
+
+// longFormImports are the packages the long form of docs/server.md uses.
+// A snippet that needs another one fails to compile: add it here.
+var longFormImports = []string{
 	"context", "log/slog", "net/http", "time",
 	"github.com/prometheus/client_golang/prometheus",
 	"github.com/prometheus/client_golang/prometheus/promhttp",
@@ -24,42 +65,43 @@ var snippetImports = []string{
 	"github.com/vigil-mcp/vigil/transport/streamable",
 }
 
-// goBlock is a fenced Go code block of a markdown page.
-var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
-
-// TestReadmeQuickStartCompiles builds the README's first Go block, with
-// the imports above, as a package of this module that imports nothing a
-// user's module cannot (testkit.GoInModule): the quick start a user copies compiles
-// against today's API, and go vet finds nothing in it.
-func TestReadmeQuickStartCompiles(t *testing.T) {
+// TestLongFormCompiles builds the Go block of docs/server.md's "The long
+// form" (what vigil.Service does, written out), with the imports above,
+// as TestReadmeQuickStartCompiles builds the README's.
+func TestLongFormCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go vet")
 	}
 	root := docsRoot(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	page, err := os.ReadFile(filepath.Join(root, "docs", "server.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := goBlock.FindSubmatch(readme)
+	_, section, ok := strings.Cut(string(page), "\n## The long form\n")
+	if !ok {
+		t.Fatal(`docs/server.md has no "## The long form"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	m := goBlock.FindStringSubmatch(section)
 	if m == nil {
-		t.Fatal("README.md has no Go code block: the quick start is gone")
+		t.Fatal("the long form has no Go code block")
 	}
 	var src strings.Builder
-	src.WriteString("package quickstart\n\nimport (\n")
-	for _, imp := range snippetImports {
+	src.WriteString("package longform\n\nimport (\n")
+	for _, imp := range longFormImports {
 		src.WriteString("\t" + aliasOf(imp) + " \"" + imp + "\"\n")
 	}
 	src.WriteString(")\n\n")
 	// One exported name of each package keeps every import used, whatever
 	// the snippet uses.
-	for _, imp := range snippetImports {
+	for _, imp := range longFormImports {
 		src.WriteString("var _ = " + aliasOf(imp) + "." + anyExported[imp] + "\n")
 	}
-	src.Write(m[1])
+	src.WriteString(m[1])
 
-	out, err := testkit.GoInModule(t, root, map[string]string{"quickstart/quickstart.go": src.String()}, "vet", "./...")
+	out, err := testkit.GoInModule(t, root, map[string]string{"longform/longform.go": src.String()}, "vet", "./...")
 	if err != nil {
-		t.Fatalf("the README's quick start does not build: %v\n%s\n--- the program:\n%s", err, out, src.String())
+		t.Fatalf("the long form does not build: %v\n%s\n--- the program:\n%s", err, out, src.String())
 	}
 }
 

@@ -1,25 +1,24 @@
-package main
+package vigil
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 )
 
-// instruments are the process's metrics and tracing: a Prometheus registry
-// holding the Go and process collectors (newServer's instrumentation adds
-// the MCP collector), a tracer provider built from the OTEL_* environment,
+// instruments are the service's metrics and tracing: a Prometheus registry
+// holding the Go and process collectors (New's instrumentation adds the
+// MCP collector), a tracer provider built from the OTEL_* environment,
 // and, when OTEL_METRICS_EXPORTER says so, a meter provider that pushes the
 // registry's MCP metrics under their OpenTelemetry names.
 type instruments struct {
@@ -42,14 +41,18 @@ type instruments struct {
 // newInstruments builds the instruments. Spans go where OTEL_* says
 // (otelsetup.TracerProvider); when it says nothing (no OTEL_TRACES_EXPORTER,
 // no OTLP endpoint) they go to the in-memory trace ring that ring returns,
-// or, with a nil ring, nowhere (a no-op provider). Metrics are pushed
+// or, with a nil ring, nowhere (a no-op provider); a tracer given by the
+// user (WithTracerProvider) is used as is. Metrics are pushed
 // where OTEL_METRICS_EXPORTER says (otelsetup.MeterProvider; unset means
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
 // whether they are pushed or not.
-func newInstruments(ctx context.Context, ring func() sdktrace.SpanExporter) (*instruments, error) {
+func newInstruments(ctx context.Context, name, version string, registry *prometheus.Registry, tracer trace.TracerProvider, ring func() sdktrace.SpanExporter) (*instruments, error) {
+	if registry == nil {
+		registry = prometheus.NewRegistry()
+	}
 	in := &instruments{
-		registry: prometheus.NewRegistry(),
+		registry: registry,
 		pushed:   prometheus.NewRegistry(),
 		// W3C trace context and baggage, read from and written to _meta.
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
@@ -62,6 +65,7 @@ func newInstruments(ctx context.Context, ring func() sdktrace.SpanExporter) (*in
 		return nil, err
 	}
 
+	shutdownTraces := func(context.Context) error { return nil }
 	ringUsed := false
 	fallback := func(context.Context) (sdktrace.SpanExporter, error) {
 		if ring == nil {
@@ -70,27 +74,35 @@ func newInstruments(ctx context.Context, ring func() sdktrace.SpanExporter) (*in
 		ringUsed = true
 		return ring(), nil
 	}
-	tp, shutdown, err := otelsetup.TracerProvider(ctx,
-		otelsetup.WithService("vigil", version),
-		otelsetup.WithFallbackExporter(fallback),
-		otelsetup.WithSyncFallback(), // the ring keeps spans in memory: no queue, no goroutine
-		otelsetup.WithConsoleWriter(os.Stderr))
-	if err != nil {
-		return nil, err
+	if tracer == nil {
+		tp, shutdown, err := otelsetup.TracerProvider(ctx,
+			otelsetup.WithService(name, version),
+			otelsetup.WithFallbackExporter(fallback),
+			otelsetup.WithSyncFallback(), // the ring keeps spans in memory: no queue, no goroutine
+			otelsetup.WithConsoleWriter(os.Stderr))
+		if err != nil {
+			return nil, err
+		}
+		tracer, shutdownTraces = tp, shutdown
+		in.exporter = exporterName(ringUsed, tp)
+	} else {
+		in.exporter = "none"
+		if _, noop := tracer.(noop.TracerProvider); !noop {
+			in.exporter = "the service's TracerProvider"
+		}
 	}
 	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
-		otelsetup.WithService("vigil", version),
+		otelsetup.WithService(name, version),
 		otelsetup.WithConsoleWriter(os.Stderr),
 		otelsetup.WithMetricProducer(otelsetup.MetricProducer(in.pushed)))
 	if err != nil {
-		return nil, errors.Join(err, shutdown(ctx))
+		return nil, errors.Join(err, shutdownTraces(ctx))
 	}
-	in.tracer = tp
+	in.tracer = tracer
 	in.shutdown = func(ctx context.Context) error {
 		// Metrics last: the spans' flush may still be counted.
-		return errors.Join(shutdown(ctx), shutdownMetrics(ctx))
+		return errors.Join(shutdownTraces(ctx), shutdownMetrics(ctx))
 	}
-	in.exporter = exporterName(ringUsed, tp)
 	in.metricsExporter = otelsetup.MetricsExporter()
 	return in, nil
 }
@@ -107,15 +119,6 @@ func exporterName(ring bool, tp trace.TracerProvider) string {
 		return name
 	}
 	return "otlp"
-}
-
-// logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a
-// bad sampler setting) to logger instead of the standard log package. It
-// sets the global error handler: call it from the binary only.
-func logOTelErrors(logger *slog.Logger) {
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("opentelemetry", "error", err)
-	}))
 }
 
 // register registers c with the registry that /metrics serves and with

@@ -1,0 +1,76 @@
+package vigil
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/loopback"
+)
+
+// adminMux serves /metrics, /healthz, /readyz and, with a page,
+// /debug/vigil (and / redirecting to it) and the trace views
+// /debug/vigil/trace/{id}. The metrics and the page refuse non-loopback
+// Host names on a loopback listener, as the MCP endpoint does, against DNS
+// rebinding. /metrics records the outcomes still batched first (see
+// server.WithOutcomeBatches), so that it counts every request answered so
+// far; the page does so itself.
+func (s *Service) adminMux() *http.ServeMux {
+	guard := func(h http.Handler) http.Handler { return loopback.HostGuard(h, s.cfg.allowedHosts) }
+	metrics := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Server.FlushOutcomes()
+		metrics.ServeHTTP(w, r)
+	})))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if why := s.notReady(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(why + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	if s.Page == nil {
+		return mux
+	}
+	opts := append([]debugpage.HandlerOption{
+		debugpage.WithVersion(s.version),
+		debugpage.WithReadiness(func() bool { return s.notReady() == "" }),
+		debugpage.WithTraceExporter(s.in.exporter),
+		debugpage.WithMetricsLink("/metrics"),
+	}, s.cfg.pageOpts...)
+	page := debugpage.Handler(s.Server, s.Page, opts...)
+	live := guard(http.StripPrefix("/debug/vigil", page))
+	for _, p := range []string{"", "/trace/{id}", "/style.css", "/favicon.svg"} {
+		mux.Handle("GET /debug/vigil"+p, live)
+	}
+	// What a browser asks for a page without an icon link: the page's.
+	mux.Handle("GET /favicon.ico", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.URL.Path, r.URL.RawPath = "/favicon.svg", ""
+		page.ServeHTTP(w, r)
+	})))
+	mux.Handle("GET /{$}", guard(http.RedirectHandler("/debug/vigil", http.StatusFound)))
+	return mux
+}
+
+// notReady returns why the service is not ready, or "": it is not serving
+// yet or any more ("draining"), or the WithReadiness check fails.
+func (s *Service) notReady() string {
+	if !s.ready.Load() {
+		return "draining"
+	}
+	if s.cfg.readiness != nil {
+		if err := s.cfg.readiness(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,141 @@
+package vigil
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// An Option configures a [Service]; [New] applies them before anything is
+// built.
+type Option func(*config)
+
+// config is what the options select.
+type config struct {
+	logger       *slog.Logger
+	tracer       trace.TracerProvider // nil: from the OTEL_* environment
+	pageSet      bool                 // WithPage was given
+	page         *debugpage.Recorder
+	pageOpts     []debugpage.HandlerOption
+	serverOpts   []server.Option
+	instOpts     []middleware.InstrumentationOption
+	endpointOpts []streamable.Option
+	allowPublic  bool
+	allowedHosts []string
+	readiness    func() error
+	httpServer   func(*http.Server)
+	guard        Guard
+	grace        time.Duration
+	registry     *prometheus.Registry // nil: a registry of its own
+}
+
+// WithLogger sets the logger of the service, its requests and its users'
+// handlers ([server.Logger]); its handler is wrapped with
+// [middleware.LogHandler], so that each line logged in a request's context
+// carries its trace, span, session and request ids. By default nothing is
+// logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithTracerProvider traces requests with tp instead of the provider built
+// from the OTEL_* environment (and the live page's ring when it names no
+// exporter); the caller owns tp and shuts it down.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracer = tp }
+}
+
+// WithRegistry sets the Prometheus registry that /metrics serves, for
+// collectors registered with it before New; the service registers the MCP
+// metrics and the Go runtime's and the process's collectors with it. By
+// default the service has a registry of its own.
+func WithRegistry(r *prometheus.Registry) Option {
+	return func(c *config) { c.registry = r }
+}
+
+// WithPage sets the live page's recorder and the options of its handler
+// (/debug/vigil); a nil rec serves no page, and routine traces then go
+// nowhere unless OTEL_* names an exporter. By default the page has a
+// [debugpage.NewRecorder] of its own.
+func WithPage(rec *debugpage.Recorder, opts ...debugpage.HandlerOption) Option {
+	return func(c *config) { c.pageSet, c.page, c.pageOpts = true, rec, opts }
+}
+
+// WithServerOptions adds options of the [server.Server], after the
+// service's own (implementation, logger, instrumentation, outcome batches).
+func WithServerOptions(opts ...server.Option) Option {
+	return func(c *config) { c.serverOpts = append(c.serverOpts, opts...) }
+}
+
+// WithInstrumentation adds options of the [middleware.Instrumentation]
+// (timeouts, concurrency limits, the audit log, ...), after the service's
+// own (tracer provider, propagators, registry, logger, the page's hooks).
+func WithInstrumentation(opts ...middleware.InstrumentationOption) Option {
+	return func(c *config) { c.instOpts = append(c.instOpts, opts...) }
+}
+
+// WithEndpointOptions adds options of the Streamable HTTP endpoint (limits,
+// quotas, sessions shared on Redis, ...), after the service's own (logger,
+// allowed hosts, the counting of refusals and cut streams).
+func WithEndpointOptions(opts ...streamable.Option) Option {
+	return func(c *config) { c.endpointOpts = append(c.endpointOpts, opts...) }
+}
+
+// WithAllowPublic lets [Service.ListenAndServe] serve /mcp on an address
+// other than loopback, which it refuses by default: something must then
+// authorize the requests (a [Guard], or a proxy in front), and the admin
+// endpoints need a listener of their own.
+func WithAllowPublic() Option {
+	return func(c *config) { c.allowPublic = true }
+}
+
+// WithAllowedHosts sets the Host names accepted, besides loopback names,
+// by /mcp and the admin endpoints of a loopback listener (protection
+// against DNS rebinding; see [streamable.WithAllowedHosts]).
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) }
+}
+
+// WithReadiness adds a check to /readyz and the live page: while check
+// returns an error, /readyz answers 503 with its text. The service is
+// otherwise ready from the start of serving to the start of its shutdown.
+func WithReadiness(check func() error) Option {
+	return func(c *config) { c.readiness = check }
+}
+
+// WithHTTPServer calls f with each http.Server that
+// [Service.ListenAndServe] makes, before it serves, to change its timeouts
+// or connection contexts (wrap ConnContext to keep the service's).
+func WithHTTPServer(f func(*http.Server)) Option {
+	return func(c *config) { c.httpServer = f }
+}
+
+// A Guard puts authorization in front of the MCP endpoint. Called by
+// [Service.ListenAndServe] once it listens on addr, it makes the endpoint
+// of srv with opts and whatever the guard hands the endpoint itself (as
+// the OAuth resource server's Endpoint method does), and returns it with
+// the handler of /mcp and the handlers of the paths anyone may read
+// beside it (such as the OAuth protected resource metadata), by pattern.
+type Guard func(ctx context.Context, addr net.Addr, srv streamable.Server, opts ...streamable.Option) (endpoint *streamable.Endpoint, mcp http.Handler, public map[string]http.Handler, err error)
+
+// WithGuard sets the guard of /mcp for [Service.ListenAndServe], which
+// then makes the endpoint through it. By default /mcp is served as is.
+func WithGuard(g Guard) Option {
+	return func(c *config) { c.guard = g }
+}
+
+// WithShutdownGrace sets how long in-flight requests may run once the
+// serving context is done before they are cancelled (default 10s).
+func WithShutdownGrace(d time.Duration) Option {
+	return func(c *config) { c.grace = d }
+}
