@@ -1,6 +1,8 @@
 package debugpage
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"bytes"
 	"cmp"
 	"context"
@@ -16,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
@@ -169,7 +170,7 @@ const (
 // WatchedAttributes names the attributes the ring reads of a received
 // span, at the indexes watchCause and watchErrorType.
 func (*spanRing) WatchedAttributes() []attribute.Key {
-	return []attribute.Key{watchCause: telemetry.CancelCauseKey, watchErrorType: errorTypeKey}
+	return []attribute.Key{watchCause: mcpconv.CancelCauseKey, watchErrorType: errorTypeKey}
 }
 
 // Shutdown does nothing: the stored spans stay readable.

@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,16 +76,16 @@ func TestAccountingLaw(t *testing.T) {
 	events := map[string]float64{}
 	for k, v := range got {
 		switch {
-		case strings.HasPrefix(k, telemetry.MetricRequestsStarted):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsStarted):
 			started[method(k)] += v
-		case strings.HasPrefix(k, telemetry.MetricRequestsFinished):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsFinished):
 			finished[method(k)] += v
 			byOutcome[label(k, "outcome")] += v
-		case strings.HasPrefix(k, telemetry.MetricRequestsInFlight):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsInFlight):
 			inFlight += v
-		case strings.HasPrefix(k, telemetry.MetricOperationDuration+"_count"):
+		case strings.HasPrefix(k, mcpconv.MetricOperationDuration+"_count"):
 			durations += v
-		case strings.HasPrefix(k, telemetry.MetricCancellations), strings.HasPrefix(k, telemetry.MetricLateResponsesDropped):
+		case strings.HasPrefix(k, mcpconv.MetricCancellations), strings.HasPrefix(k, mcpconv.MetricLateResponsesDropped):
 			events[k[:strings.IndexByte(k, '{')]] += v
 		}
 	}
@@ -96,11 +98,11 @@ func TestAccountingLaw(t *testing.T) {
 	assert.Zero(t, inFlight, "requests in flight after every session ended")
 	assert.Equal(t, started, finished, "per method, started = sum of outcomes")
 	assert.InDelta(t, total, durations, 0, "one duration observation per request")
-	assert.InDelta(t, float64(answered.Load()), byOutcome[telemetry.OutcomeOK]+byOutcome[telemetry.OutcomeError], 0,
+	assert.InDelta(t, float64(answered.Load()), byOutcomeok+byOutcomeerror, 0,
 		"answered outcomes = responses the clients read")
-	assert.GreaterOrEqual(t, events[telemetry.MetricCancellations], byOutcome[telemetry.OutcomeCancelled])
-	assert.GreaterOrEqual(t, events[telemetry.MetricLateResponsesDropped],
-		byOutcome[telemetry.OutcomeCancelled]+byOutcome[telemetry.OutcomeDropped])
+	assert.GreaterOrEqual(t, eventsmcp_server_cancellations_total, byOutcomecancelled)
+	assert.GreaterOrEqual(t, eventsmcp_server_late_responses_dropped_total,
+		byOutcomecancelled+byOutcomedropped)
 	assert.Zero(t, got[`mcp_server_sessions_active{transport="memory"}`])
 	assert.InDelta(t, sessions, got[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
 }
@@ -189,7 +191,7 @@ func runLawSession(t *testing.T, srv *server.Server, m *telemetry.Metrics, rng *
 }
 
 // method returns the mcp_method_name label of a series key.
-func method(key string) string { return label(key, telemetry.LabelMethod) }
+func method(key string) string { return label(key, mcpconv.LabelMethod) }
 
 // label returns the value of the named label of a series key.
 func label(key, name string) string {

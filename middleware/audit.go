@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"io"
@@ -11,7 +13,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -104,18 +105,18 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				outcome, errType := classifyOutcome(out)
 				rec.Outcome = outcome
 				switch outcome {
-				case telemetry.OutcomeError:
+				case mcpconv.OutcomeError:
 					rec.Code = int64(server.CodeOf(out.Err))
 					if cancelCause(out) == protocol.ReasonTimeout {
 						rec.Cause = protocol.ReasonTimeout.String()
 					}
-				case telemetry.OutcomeCancelled:
+				case mcpconv.OutcomeCancelled:
 					rec.Cause = server.ReasonOfCause(out.Cause).String()
 					rec.Reason = out.Dropped.String()
-				case telemetry.OutcomeDropped:
+				case mcpconv.OutcomeDropped:
 					rec.Reason = out.Dropped.String()
-				case telemetry.OutcomeOK:
-					rec.ToolError = errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments
+				case mcpconv.OutcomeOK:
+					rec.ToolError = errType == mcpconv.ErrorTypeTool || errType == mcpconv.ErrorTypeInvalidArguments
 				}
 				line, err := marshalAudit(&rec)
 				if err != nil {

@@ -26,6 +26,8 @@ package middleware_test
 // transport/streamable/bench_test.go.
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"io"
@@ -174,9 +176,9 @@ func BenchmarkHTTPEchoSpanOnly(b *testing.B) {
 func benchSpanOnly(b *testing.B) *server.Server {
 	tracer := benchTracerProvider(b).Tracer("bench")
 	attrs := []attribute.KeyValue{
-		telemetry.MCPMethodNameKey.String("tools/call"), telemetry.GenAIToolNameKey.String("echo"),
-		telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool), telemetry.JSONRPCRequestIDKey.String("1"),
-		telemetry.MCPSessionIDKey.String("session"), telemetry.MCPProtocolVersionKey.String("2025-11-25"),
+		mcpconv.MCPMethodNameKey.String("tools/call"), mcpconv.GenAIToolNameKey.String("echo"),
+		mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool), mcpconv.JSONRPCRequestIDKey.String("1"),
+		mcpconv.MCPSessionIDKey.String("session"), mcpconv.MCPProtocolVersionKey.String("2025-11-25"),
 		attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http"),
 	}
 	kind := trace.WithSpanKind(trace.SpanKindServer)

@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"errors"
 
@@ -127,7 +129,7 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	msg, err := c.Conn.Read(ctx)
 	if err != nil {
 		if _, ok := errors.AsType[*transport.DecodeError](err); ok {
-			c.t.Received(telemetry.KindInvalid, 0)
+			c.t.Received(mcpconv.KindInvalid, 0)
 		}
 		return msg, err
 	}
@@ -202,13 +204,13 @@ func messageKind(msg transport.Message) string {
 	switch m := msg.(type) {
 	case *transport.Request:
 		if m.IsNotification() {
-			return telemetry.KindNotification
+			return mcpconv.KindNotification
 		}
-		return telemetry.KindRequest
+		return mcpconv.KindRequest
 	case *transport.Response:
-		return telemetry.KindResponse
+		return mcpconv.KindResponse
 	case transport.Batch, transport.ResponseBatch:
-		return telemetry.KindBatch
+		return mcpconv.KindBatch
 	}
 	return ""
 }

@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,7 +99,7 @@ func Example_instrumentation() {
 	}
 	families, _ := reg.Gather()
 	for _, mf := range families {
-		if mf.GetName() != telemetry.MetricRequestsFinished {
+		if mf.GetName() != mcpconv.MetricRequestsFinished {
 			continue
 		}
 		for _, metric := range mf.GetMetric() {
@@ -163,7 +165,7 @@ func ExampleNewInstrumentation() {
 
 	families, _ := reg.Gather()
 	for _, mf := range families {
-		if mf.GetName() != telemetry.MetricOperationDuration {
+		if mf.GetName() != mcpconv.MetricOperationDuration {
 			continue
 		}
 		for _, metric := range mf.GetMetric() {

@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -131,9 +133,9 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
 		r := &rig{t: t, m: m, srv: srv}
-		before := testutil.CollectAndCount(m, telemetry.MetricOperationDuration)
+		before := testutil.CollectAndCount(m, mcpconv.MetricOperationDuration)
 		conns := inst.ConnServer(srv, telemetry.TransportMemory)
-		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, telemetry.MetricOperationDuration),
+		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, mcpconv.MetricOperationDuration),
 			"ConnServer creates a series per registered tool at zero")
 		r.Client = mcptest.Pipe(t, conns)
 		r.Initialize("", nil)
@@ -237,7 +239,7 @@ func TestInstrumentationOrder(t *testing.T) {
 			for _, e := range s.Events() {
 				line += " " + e.Name
 				for _, a := range e.Attributes {
-					if a.Key == telemetry.CancelCauseKey {
+					if a.Key == mcpconv.CancelCauseKey {
 						line += "(" + a.Value.AsString() + ")"
 					}
 				}
@@ -321,7 +323,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 				line := fmt.Sprintf("%s %s %q", sp.Name(), sp.Status().Code, sp.Status().Description)
 				for _, a := range sp.Attributes() {
 					v := a.Value.String()
-					if a.Key == telemetry.MCPSessionIDKey {
+					if a.Key == mcpconv.MCPSessionIDKey {
 						v = "SID"
 					}
 					line += fmt.Sprintf(" %s=%s", a.Key, v)

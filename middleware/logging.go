@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/hex"
 	"log/slog"
@@ -13,7 +15,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -258,22 +259,22 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 	outcome, errType := classifyOutcome(out)
 	f.str(LogOutcome, outcome)
 	switch outcome {
-	case telemetry.OutcomeError:
+	case mcpconv.OutcomeError:
 		f.int(LogCode, int64(server.CodeOf(out.Err)))
 		f.str(LogError, out.Err.Error())
 		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
 			f.str(LogCause, protocol.ReasonTimeout.String())
 		}
-	case telemetry.OutcomeCancelled:
+	case mcpconv.OutcomeCancelled:
 		f.str(LogCause, server.ReasonOfCause(out.Cause).String())
 		f.str(LogReason, out.Dropped.String())
-	case telemetry.OutcomeDropped:
+	case mcpconv.OutcomeDropped:
 		f.str(LogReason, out.Dropped.String())
 		if out.WriteErr != nil {
 			f.str(LogError, out.WriteErr.Error())
 		}
-	case telemetry.OutcomeOK:
-		if errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments {
+	case mcpconv.OutcomeOK:
+		if errType == mcpconv.ErrorTypeTool || errType == mcpconv.ErrorTypeInvalidArguments {
 			f.flag(LogToolError, true)
 		}
 	}

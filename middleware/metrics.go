@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"errors"
 	"strconv"
@@ -62,7 +64,7 @@ func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request
 func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
 	var status string
-	if outcome == telemetry.OutcomeError {
+	if outcome == mcpconv.OutcomeError {
 		status = errType
 		if callerFault(server.CodeOf(out.Err)) {
 			errType = ""
@@ -130,15 +132,15 @@ func protocolOf(req *server.Request) string {
 func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:
-		return telemetry.OutcomeCancelled, telemetry.ErrorTypeCancelled
+		return mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled
 	case out.Dropped != protocol.DropNone:
-		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
+		return mcpconv.OutcomeDropped, mcpconv.ErrorTypeDropped
 	case out.Err != nil:
-		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		return mcpconv.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
 	case out.ToolError():
-		return telemetry.OutcomeOK, toolErrorType(out)
+		return mcpconv.OutcomeOK, toolErrorType(out)
 	}
-	return telemetry.OutcomeOK, ""
+	return mcpconv.OutcomeOK, ""
 }
 
 // toolErrorType is the error type of a tool result with isError set:
@@ -146,9 +148,9 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 // tool's input schema, else "tool_error".
 func toolErrorType(out server.Outcome) string {
 	if out.InvalidArguments() {
-		return telemetry.ErrorTypeInvalidArguments
+		return mcpconv.ErrorTypeInvalidArguments
 	}
-	return telemetry.ErrorTypeTool
+	return mcpconv.ErrorTypeTool
 }
 
 // cancelCause returns why a request's handler was cancelled: the request

@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"testing"
 
@@ -26,7 +28,7 @@ func TestObserverRejectReasons(t *testing.T) {
 	}
 	m := telemetry.NewMetrics()
 	middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
-	assert.Equal(t, map[string]float64{rejected(telemetry.LabelOther): 1}, series(t, m), "an unknown reason is other")
+	assert.Equal(t, map[string]float64{rejected(mcpconv.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
 
 // TestServerVocabularyIsKnown guards against drift between the server's

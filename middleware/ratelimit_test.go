@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"net/http"
@@ -38,18 +40,18 @@ func quotaRefusals(t *testing.T, m *telemetry.Metrics, quota protocol.Quota) flo
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() != telemetry.MetricQuotaRefusals {
+		if f.GetName() != mcpconv.MetricQuotaRefusals {
 			continue
 		}
 		for _, s := range f.GetMetric() {
 			for _, l := range s.GetLabel() {
-				if l.GetName() == telemetry.LabelQuota && l.GetValue() == quota.String() {
+				if l.GetName() == mcpconv.LabelQuota && l.GetValue() == quota.String() {
 					return s.GetCounter().GetValue()
 				}
 			}
 		}
 	}
-	t.Fatalf("no %s{quota=%q}", telemetry.MetricQuotaRefusals, quota)
+	t.Fatalf("no %s{quota=%q}", mcpconv.MetricQuotaRefusals, quota)
 	return 0
 }
 

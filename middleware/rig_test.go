@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,9 +168,9 @@ func labelString(labels []*dto.LabelPair, collapse bool) string {
 	parts := make([]string, 0, len(labels))
 	for _, l := range labels {
 		switch name := l.GetName(); {
-		case collapse && (name == telemetry.LabelProtocolVersion || name == telemetry.LabelNetTransport || name == telemetry.LabelNetProtocol):
+		case collapse && (name == mcpconv.LabelProtocolVersion || name == mcpconv.LabelNetTransport || name == mcpconv.LabelNetProtocol):
 			continue
-		case collapse && l.GetValue() == "" && (name == telemetry.LabelStatusCode || name == telemetry.LabelErrorType && hasLabel(labels, telemetry.LabelCause)):
+		case collapse && l.GetValue() == "" && (name == mcpconv.LabelStatusCode || name == mcpconv.LabelErrorType && hasLabel(labels, mcpconv.LabelCause)):
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))

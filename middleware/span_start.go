@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"maps"
 	"strings"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -153,21 +154,21 @@ func protocolMetaOnly(meta *server.RequestMeta) bool {
 // without one.
 func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Principal, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if !req.IsNotification() {
-		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(cutName(req.ID.String(), maxSpanIDLen)))
+		attrs = append(attrs, mcpconv.JSONRPCRequestIDKey.String(cutName(req.ID.String(), maxSpanIDLen)))
 	}
 	if req.InSession() {
-		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
+		attrs = append(attrs, mcpconv.MCPSessionIDKey.String(req.Session.ID()))
 	}
 	if req.Protocol != "" {
-		attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(req.Protocol))
+		attrs = append(attrs, mcpconv.MCPProtocolVersionKey.String(req.Protocol))
 	}
 	if req.URI != "" {
-		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
+		attrs = append(attrs, mcpconv.MCPResourceURIKey.String(req.URI))
 	}
 	if p != nil {
 		attrs = append(attrs, semconv.UserID(p.Subject))
 		if p.ClientID != "" {
-			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))
+			attrs = append(attrs, mcpconv.OAuthClientIDKey.String(p.ClientID))
 		}
 	}
 	return appendPeer(req.ArrivalContext(), appendNetwork(ctx, attrs))
@@ -306,15 +307,15 @@ func (ms *methodStarts) lookup(target string) *spanStart {
 }
 
 func newSpanStart(key spanStartKey) *spanStart {
-	attrs := []attribute.KeyValue{telemetry.MCPMethodNameKey.String(key.method)}
+	attrs := []attribute.KeyValue{mcpconv.MCPMethodNameKey.String(key.method)}
 	name := key.method
 	if key.target != "" {
 		name += " " + key.target
 		if key.method == "tools/call" {
-			attrs = append(attrs, telemetry.GenAIToolNameKey.String(key.target),
-				telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool))
+			attrs = append(attrs, mcpconv.GenAIToolNameKey.String(key.target),
+				mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool))
 		} else {
-			attrs = append(attrs, telemetry.GenAIPromptNameKey.String(key.target))
+			attrs = append(attrs, mcpconv.GenAIPromptNameKey.String(key.target))
 		}
 	}
 	return &spanStart{

@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +44,7 @@ func (c tracingConfig) withGlobals() tracingConfig {
 	return c
 }
 
-func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetry.ScopeName) }
+func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(mcpconv.ScopeName) }
 
 // Tracing returns middleware that gives every request and notification one
 // span of kind SERVER per the OpenTelemetry semantic conventions for MCP,
@@ -102,7 +104,7 @@ func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.
 func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	if req.Method == "initialize" && req.Session != nil {
 		if v := req.Session.ProtocolVersion(); v != "" { // negotiated by this request
-			span.SetAttributes(telemetry.MCPProtocolVersionKey.String(v))
+			span.SetAttributes(mcpconv.MCPProtocolVersionKey.String(v))
 		}
 	}
 	err := out.Err
@@ -111,9 +113,9 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		cause = err // the handler ran out of time inside the chain
 	}
 	if cause != nil {
-		reason := telemetry.CancelCauseKey.String(server.ReasonOfCause(cause).String())
+		reason := mcpconv.CancelCauseKey.String(server.ReasonOfCause(cause).String())
 		span.SetAttributes(reason)
-		span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(reason))
+		span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(reason))
 	}
 	switch {
 	case out.Cause != nil:
@@ -126,11 +128,11 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		span.SetStatus(codes.Error, "")
 	}
 	if out.Dropped != protocol.DropNone {
-		attrs := []attribute.KeyValue{telemetry.DropReasonKey.String(out.Dropped.String())}
+		attrs := []attribute.KeyValue{mcpconv.DropReasonKey.String(out.Dropped.String())}
 		if out.WriteErr != nil {
 			attrs = append(attrs, semconv.ExceptionMessageKey.String(out.WriteErr.Error()))
 		}
-		span.AddEvent(telemetry.EventResponseDropped, trace.WithAttributes(attrs...))
+		span.AddEvent(mcpconv.EventResponseDropped, trace.WithAttributes(attrs...))
 	}
 	// At the outcome's instant, which the log line and metrics share, and
 	// not whenever this runs (in a batch, see server.WithOutcomeBatches).
@@ -146,7 +148,7 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 	code := server.CodeOf(err)
 	s := strconv.FormatInt(int64(code), 10)
 	if answered { // a notification's failure has no response, so no status code
-		span.SetAttributes(telemetry.RPCResponseStatusCodeKey.String(s))
+		span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(s))
 	}
 	if callerFault(code) {
 		return

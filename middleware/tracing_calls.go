@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"errors"
 	"strconv"
@@ -13,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // TracingCalls returns call middleware (see [server.WithCallMiddleware])
@@ -39,11 +40,11 @@ func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 	return func(next server.CallFunc) server.CallFunc {
 		return func(ctx context.Context, c *server.ClientCall) error {
 			attrs := make([]attribute.KeyValue, 0, 6)
-			attrs = append(attrs, telemetry.MCPMethodNameKey.String(c.Method))
+			attrs = append(attrs, mcpconv.MCPMethodNameKey.String(c.Method))
 			if c.Session != nil {
-				attrs = append(attrs, telemetry.MCPSessionIDKey.String(c.Session.ID()))
+				attrs = append(attrs, mcpconv.MCPSessionIDKey.String(c.Session.ID()))
 				if v := c.Session.ProtocolVersion(); v != "" {
-					attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(v))
+					attrs = append(attrs, mcpconv.MCPProtocolVersionKey.String(v))
 				}
 			}
 			attrs = appendNetwork(ctx, attrs)
@@ -52,7 +53,7 @@ func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 			cfg.propagator.Inject(ctx, callCarrier{c})
 			err := next(ctx, c)
 			if c.ID.IsValid() {
-				span.SetAttributes(telemetry.JSONRPCRequestIDKey.String(c.ID.String()))
+				span.SetAttributes(mcpconv.JSONRPCRequestIDKey.String(c.ID.String()))
 			}
 			endClientSpan(span, err)
 			return err
@@ -66,24 +67,24 @@ func endClientSpan(span trace.Span, err error) {
 	}
 	if e, ok := errors.AsType[*server.Error](err); ok && e != nil {
 		s := strconv.FormatInt(int64(e.Code), 10)
-		span.SetAttributes(semconv.ErrorTypeKey.String(s), telemetry.RPCResponseStatusCodeKey.String(s))
+		span.SetAttributes(semconv.ErrorTypeKey.String(s), mcpconv.RPCResponseStatusCodeKey.String(s))
 		span.SetStatus(codes.Error, e.Message)
 		return
 	}
 	reason := server.ReasonOfCause(err)
 	switch reason {
 	case protocol.ReasonOther:
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
+		span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeOther))
 		span.SetStatus(codes.Error, err.Error())
 		span.RecordError(err)
 		return
 	case protocol.ReasonTimeout:
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTimeout))
+		span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeTimeout))
 		span.SetStatus(codes.Error, err.Error())
 	}
-	cause := telemetry.CancelCauseKey.String(reason.String())
+	cause := mcpconv.CancelCauseKey.String(reason.String())
 	span.SetAttributes(cause)
-	span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(cause))
+	span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(cause))
 }
 
 // callCarrier writes propagation fields into a client call's Meta.

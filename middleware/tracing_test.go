@@ -1,6 +1,8 @@
 package middleware_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,7 +78,7 @@ func TestTracingSpanNamesKindsAttributes(t *testing.T) {
 			assert.Equal(t, tt.want, spanAttrs(s))
 			assert.Equal(t, codes.Unset, s.Status().Code)
 			assert.Empty(t, s.Events())
-			assert.Equal(t, telemetry.ScopeName, s.InstrumentationScope().Name)
+			assert.Equal(t, mcpconv.ScopeName, s.InstrumentationScope().Name)
 		})
 	}
 	assert.Len(t, h.rec.Ended(), len(tests))

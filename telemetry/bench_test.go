@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func BenchmarkRequestRecorded(b *testing.B) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(telemetry.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true,
-			Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: tid,
 		})
 	}
 }
@@ -31,8 +33,8 @@ func BenchmarkMessageCounted(b *testing.B) {
 	m := telemetry.NewMetrics()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 120)
-		m.MessageSent(telemetry.TransportStreamableHTTP, telemetry.KindResponse, 200)
+		m.MessageReceived(telemetry.TransportStreamableHTTP, mcpconv.KindRequest, 120)
+		m.MessageSent(telemetry.TransportStreamableHTTP, mcpconv.KindResponse, 200)
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package telemetry owns Vigil's observability vocabulary and instruments:
-// the Prometheus metric and label names, the OpenTelemetry attribute keys of
-// the MCP semantic conventions, the [Metrics] collector, and the options for
-// tracing.
+// Package telemetry owns Vigil's Prometheus instruments: the [Metrics]
+// collector of an MCP server and its options, and the counters of what
+// the server's writers drop. The names of the metrics, labels and span
+// attributes are documented in docs/metrics.md; they are fixed, since
+// dashboards and alert rules refer to them.
 //
 // Of Vigil it imports only the leaf vocabulary transport/protocol, whose
 // codes and reasons are the known values of its labels (their String
@@ -14,7 +15,7 @@
 // registry of its own.
 //
 // Labels are bounded: a method, tool, transport, cause or reason outside its
-// known set is labeled [LabelOther], and every known series is created at
+// known set is labeled "other", and every known series is created at
 // zero. The duration histograms use the OpenTelemetry MCP bucket boundaries
 // ([DurationBuckets]) and can be native histograms too
 // ([WithNativeHistograms]); the duration histogram and the finished counter
@@ -30,7 +31,7 @@
 // Metrics over OTLP: the Prometheus collectors are the one place requests
 // are recorded. otelsetup.MetricProducer reads them at each OTLP export
 // through the OpenTelemetry Prometheus bridge and names them as
-// [OTelInstruments] and [OTelAttributeKey] say: the semantic-convention
+// the package doc of otelsetup says: the semantic-convention
 // histograms mcp.server.operation.duration and mcp.server.session.duration
 // (unit s, the same buckets) with mcp.method.name, gen_ai.tool.name and
 // error.type (absent on success), and the counters under names that an
@@ -47,9 +48,9 @@
 //
 // Every request counted by [Metrics.RequestStarted] must be ended by
 // exactly one [Metrics.RequestFinished], with one of the four outcomes.
-// Then, once [MetricRequestsInFlight] is zero, the started counter equals
-// the sum of [MetricRequestsFinished] over its outcomes, per method.
-// [MetricCancellations] and [MetricLateResponsesDropped] are event counters
+// Then, once mcp_server_requests_in_flight is zero, the started counter equals
+// the sum of mcp_server_requests_finished_total over its outcomes, per method.
+// mcp_server_cancellations_total and mcp_server_late_responses_dropped_total are event counters
 // and are not part of that partition. The recording methods take label
 // values as plain strings, so that this package depends on no Vigil
 // package; the middleware package feeds them from the server's types.

@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"fmt"
 	"strings"
 	"time"
@@ -25,7 +27,7 @@ func ExampleNewMetrics() {
 	m.RequestFinished(telemetry.RequestEnd{
 		Method:   "tools/call",
 		Tool:     "get_weather",
-		Outcome:  telemetry.OutcomeOK,
+		Outcome:  mcpconv.OutcomeOK,
 		Duration: 150 * time.Millisecond,
 		// The semantic conventions' protocol version and network labels.
 		ProtocolVersion: "2025-11-25",
@@ -34,7 +36,7 @@ func ExampleNewMetrics() {
 	})
 
 	text, _ := testutil.CollectAndFormat(m, expfmt.TypeTextPlain,
-		telemetry.MetricRequestsStarted, telemetry.MetricRequestsFinished, telemetry.MetricOperationDuration)
+		mcpconv.MetricRequestsStarted, mcpconv.MetricRequestsFinished, mcpconv.MetricOperationDuration)
 	for line := range strings.SplitSeq(string(text), "\n") {
 		if strings.Contains(line, `"tools/call"`) && !strings.HasSuffix(line, " 0") && !strings.Contains(line, "_bucket") {
 			fmt.Println(line)

@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"testing"
 	"testing/synctest"
 	"time"
@@ -68,7 +70,7 @@ func TestExemplarInterval(t *testing.T) {
 				m := telemetry.NewMetrics(tt.opts...)
 				finish := func(traceID string, d time.Duration) {
 					m.RequestStarted("ping")
-					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: d, TraceID: traceID})
+					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: traceID})
 				}
 				finish(traceA, time.Millisecond)
 				finish(traceB, 300*time.Millisecond) // within the second, another bucket
@@ -91,7 +93,7 @@ func TestExemplarIntervalFollowsEnded(t *testing.T) {
 		t0 := time.Now()
 		finish := func(traceID string, ended time.Time) {
 			m.RequestStarted("ping")
-			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
+			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
 		}
 		finish(traceA, t0)
 		finish(traceB, t0.Add(999*time.Millisecond)) // within the second: traceA kept

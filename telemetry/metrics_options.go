@@ -51,13 +51,13 @@ func WithNativeHistograms(maxBuckets uint32) MetricsOption {
 }
 
 // WithMethods adds request methods to the known set (the MCP client-to-server
-// methods by default). A method outside the set is labeled [LabelOther].
+// methods by default). A method outside the set is labeled "other".
 func WithMethods(methods ...string) MetricsOption {
 	return optionFunc(func(c *metricsConfig) { c.requestMethods = appendNew(c.requestMethods, methods...) })
 }
 
 // WithClientMethods adds server-to-client request methods to the known set of
-// [MetricClientRequestsFailed] (roots/list, sampling/createMessage,
+// mcp_server_pending_client_requests_failed_total (roots/list, sampling/createMessage,
 // elicitation/create, ping and tasks/* by default).
 func WithClientMethods(methods ...string) MetricsOption {
 	return optionFunc(func(c *metricsConfig) { c.clientMethods = appendNew(c.clientMethods, methods...) })
@@ -86,7 +86,7 @@ func WithExemplarInterval(d time.Duration) MetricsOption {
 
 // WithErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
 // handler of this server may answer with) to the known set; others are
-// labeled [ErrorTypeOther].
+// labeled _OTHER.
 func WithErrorTypes(types ...string) MetricsOption {
 	return optionFunc(func(c *metricsConfig) { c.errorTypes = appendNew(c.errorTypes, types...) })
 }

@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"slices"
 	"sync/atomic"
 
@@ -64,7 +66,7 @@ func versionLabel(i int) string {
 	case 0:
 		return ""
 	case numVersions - 1:
-		return LabelOther
+		return mcpconv.LabelOther
 	}
 	return protocol.Versions()[i-1] // in versionIndex's order; once per series
 }
@@ -130,9 +132,9 @@ func sessionErrorType(cause string) string {
 	case "transport_close", "shutdown":
 		return ""
 	case "timeout":
-		return ErrorTypeTimeout
+		return mcpconv.ErrorTypeTimeout
 	}
-	return ErrorTypeOther
+	return mcpconv.ErrorTypeOther
 }
 
 // numKinds is the number of known message kinds (the Kind constants).
@@ -141,15 +143,15 @@ const numKinds = 5
 // kindIndex returns the index of a known message kind, -1 for another.
 func kindIndex(kind string) int {
 	switch kind {
-	case KindRequest:
+	case mcpconv.KindRequest:
 		return 0
-	case KindNotification:
+	case mcpconv.KindNotification:
 		return 1
-	case KindResponse:
+	case mcpconv.KindResponse:
 		return 2
-	case KindBatch:
+	case mcpconv.KindBatch:
 		return 3
-	case KindInvalid:
+	case mcpconv.KindInvalid:
 		return 4
 	}
 	return -1
@@ -215,7 +217,7 @@ func (m *Metrics) method(method string) *methodSeries {
 	if s, ok := m.byMethod[method]; ok {
 		return s
 	}
-	return m.byMethod[LabelOther]
+	return m.byMethod[mcpconv.LabelOther]
 }
 
 // okEnd returns the end series of a request of s's method with tool label
@@ -235,7 +237,7 @@ func (m *Metrics) okEnd(s *methodSeries, tool string, version, net int) *endSeri
 	if e := p.Load(); e != nil {
 		return e
 	}
-	e := m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK, version: version, net: net})
+	e := m.end(endKey{method: s.name, tool: tool, outcome: mcpconv.OutcomeOK, version: version, net: net})
 	p.Store(e) // m.end returns one *endSeries per key
 	return e
 }

@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,23 +32,23 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		name string
 		want int
 	}{
-		{telemetry.MetricRequestsStarted, methods},
-		{telemetry.MetricRequestsInFlight, methods},
-		{telemetry.MetricRequestsFinished, methods * 4},
-		{telemetry.MetricCancellations, methods * 6},
-		{telemetry.MetricLateResponsesDropped, methods * 4},
-		{telemetry.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
-		{telemetry.MetricSessionsActive, 4},
-		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel or stream_close for sessions
-		{telemetry.MetricTransportWriteErrors, 4 * 2},
-		{telemetry.MetricClientRequestsFailed, 9},
-		{telemetry.MetricMessagesRejected, 16},
-		{telemetry.MetricMessagesReceived, 4 * 5},
-		{telemetry.MetricMessagesSent, 4 * 5},
-		{telemetry.MetricBytesReceived, 4},
-		{telemetry.MetricBytesSent, 4},
-		{telemetry.MetricResultsTooLarge, 1}, // other; tools at SetToolNames or PrecreateTools
-		{telemetry.MetricQuotaRefusals, 7},
+		{mcpconv.MetricRequestsStarted, methods},
+		{mcpconv.MetricRequestsInFlight, methods},
+		{mcpconv.MetricRequestsFinished, methods * 4},
+		{mcpconv.MetricCancellations, methods * 6},
+		{mcpconv.MetricLateResponsesDropped, methods * 4},
+		{mcpconv.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
+		{mcpconv.MetricSessionsActive, 4},
+		{mcpconv.MetricSessionDuration, 4 * 4}, // no client_cancel or stream_close for sessions
+		{mcpconv.MetricTransportWriteErrors, 4 * 2},
+		{mcpconv.MetricClientRequestsFailed, 9},
+		{mcpconv.MetricMessagesRejected, 16},
+		{mcpconv.MetricMessagesReceived, 4 * 5},
+		{mcpconv.MetricMessagesSent, 4 * 5},
+		{mcpconv.MetricBytesReceived, 4},
+		{mcpconv.MetricBytesSent, 4},
+		{mcpconv.MetricResultsTooLarge, 1}, // other; tools at SetToolNames or PrecreateTools
+		{mcpconv.MetricQuotaRefusals, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +77,7 @@ mcp_server_messages_rejected_total{reason="shutting_down"} 0
 mcp_server_messages_rejected_total{reason="unknown_response"} 0
 mcp_server_messages_rejected_total{reason="unknown_session"} 0
 `
-	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), telemetry.MetricMessagesRejected))
+	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), mcpconv.MetricMessagesRejected))
 }
 
 // TestQuotaRefused counts refusals by quota, and an unknown quota as other.
@@ -98,7 +100,7 @@ mcp_server_quota_refusals_total{quota="tool_rate"} 1
 mcp_server_quota_refusals_total{quota="tool_share"} 0
 `
 	var got strings.Builder
-	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, telemetry.MetricQuotaRefusals)
+	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricQuotaRefusals)
 	require.NoError(t, err)
 	for line := range strings.Lines(string(n)) {
 		if !strings.HasPrefix(line, "#") {
@@ -137,7 +139,7 @@ func TestMetricsLint(t *testing.T) {
 
 func recordAll(m *telemetry.Metrics) {
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "x", Outcome: telemetry.OutcomeOK, Duration: time.Second, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "x", Outcome: mcpconv.OutcomeOK, Duration: time.Second, TraceID: "0af7651916cd43dd8448eb211c80319c"})
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
 	m.SessionStarted(telemetry.TransportStdio)
@@ -145,8 +147,8 @@ func recordAll(m *telemetry.Metrics) {
 	m.WriteFailed(telemetry.TransportStdio, "peer_gone")
 	m.ClientRequestFailed("roots/list")
 	m.MessageRejected(protocol.RejectDuplicateID.String())
-	m.MessageReceived(telemetry.TransportStdio, telemetry.KindRequest, 10)
-	m.MessageSent(telemetry.TransportStdio, telemetry.KindResponse, 20)
+	m.MessageReceived(telemetry.TransportStdio, mcpconv.KindRequest, 10)
+	m.MessageSent(telemetry.TransportStdio, mcpconv.KindResponse, 20)
 }
 
 // TestLabelsAreBounded feeds values outside every known set, including
@@ -159,11 +161,11 @@ func TestLabelsAreBounded(t *testing.T) {
 	m.RequestStarted(bad)
 	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: telemetry.OutcomeOK, TraceID: bad})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: mcpconv.OutcomeOK, TraceID: bad})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "known", Outcome: telemetry.OutcomeOK, TraceID: strings.Repeat("a", 200)})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "known", Outcome: mcpconv.OutcomeOK, TraceID: strings.Repeat("a", 200)})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Tool: "known", Outcome: telemetry.OutcomeOK}) // tool ignored off tools/call
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Tool: "known", Outcome: mcpconv.OutcomeOK}) // tool ignored off tools/call
 	m.RequestCancelled(bad, bad)
 	m.SessionStarted("carrier-pigeon")
 	m.SessionEnded("carrier-pigeon", bad, 0)
@@ -196,21 +198,21 @@ func TestSetToolNames(t *testing.T) {
 	m := telemetry.NewMetrics()
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
+	assert.Equal(t, 26, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration))
 
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for range 100 {
 				m.RequestStarted("tools/call")
-				m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+				m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 			}
 		})
 	}
 	wg.Go(func() { m.SetToolNames([]string{"a", "b"}) })
 	wg.Wait()
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	assert.InDelta(t, 401, got[`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`], 0)
 	assert.GreaterOrEqual(t, got[key], float64(1), "b is labeled as itself once allowed")
@@ -223,9 +225,9 @@ func TestExemplars(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: "-32603", Duration: time.Second})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
@@ -242,7 +244,7 @@ func TestExemplarFromTrace(t *testing.T) {
 
 	m := telemetry.NewMetrics()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
@@ -250,7 +252,7 @@ func TestExemplarFromTrace(t *testing.T) {
 
 	m = telemetry.NewMetrics()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id, TraceID: "0af7651916cd43dd8448eb211c80319c"})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=0af7651916cd43dd8448eb211c80319c 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=0af7651916cd43dd8448eb211c80319c 1`,
@@ -258,7 +260,7 @@ func TestExemplarFromTrace(t *testing.T) {
 
 	m = telemetry.NewMetrics()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Trace: trace.TraceID{}})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Trace: trace.TraceID{}})
 	assert.Empty(t, exemplars(t, m))
 }
 
@@ -280,7 +282,7 @@ func TestNativeHistograms(t *testing.T) {
 			m := telemetry.NewMetrics(tt.opts...)
 			m.SessionStarted(telemetry.TransportStdio)
 			m.SessionEnded(telemetry.TransportStdio, "shutdown", 3*time.Second)
-			h := histogram(t, m, telemetry.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
+			h := histogram(t, m, mcpconv.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
 			require.Len(t, h.GetBucket(), len(telemetry.DurationBuckets()))
 			for i, b := range h.GetBucket() {
 				assert.InDelta(t, telemetry.DurationBuckets()[i], b.GetUpperBound(), 0)
@@ -395,14 +397,14 @@ func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	m.PrecreateTools([]string{"pre", "\xff"})
-	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration), "one series more than the 25 of NewMetrics, for pre")
+	assert.Equal(t, 26, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "one series more than the 25 of NewMetrics, for pre")
 	for _, e := range []telemetry.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
 		{Tool: "\xff\xfe", ToolRegistered: true}, // not a label value
 		{Tool: "live", ToolRegistered: false},    // the registry lost it
 	} {
-		e.Method, e.Outcome = "tools/call", telemetry.OutcomeOK
+		e.Method, e.Outcome = "tools/call", mcpconv.OutcomeOK
 		m.RequestStarted("tools/call")
 		m.RequestFinished(e)
 	}
@@ -422,14 +424,14 @@ func TestTraffic(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
 	http := m.Traffic(telemetry.TransportStreamableHTTP)
-	http.Received(telemetry.KindRequest, 100)
-	http.Received(telemetry.KindInvalid, 0)
-	http.Sent(telemetry.KindResponse, 50)
+	http.Received(mcpconv.KindRequest, 100)
+	http.Received(mcpconv.KindInvalid, 0)
+	http.Sent(mcpconv.KindResponse, 50)
 	http.Sent("weird", 7)
-	http.SentN(telemetry.KindNotification, 20, 3) // a notification multicast to three sessions
-	http.SentN(telemetry.KindNotification, 20, 0)
-	m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 10)
-	m.Traffic("carrier-pigeon").Received(telemetry.KindBatch, 3)
+	http.SentN(mcpconv.KindNotification, 20, 3) // a notification multicast to three sessions
+	http.SentN(mcpconv.KindNotification, 20, 0)
+	m.MessageReceived(telemetry.TransportStreamableHTTP, mcpconv.KindRequest, 10)
+	m.Traffic("carrier-pigeon").Received(mcpconv.KindBatch, 3)
 	assert.Equal(t, map[string]float64{
 		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`:  2,
 		`mcp_server_received_messages_total{kind="invalid",transport="streamable_http"}`:  1,
@@ -445,8 +447,8 @@ func TestTraffic(t *testing.T) {
 	var nilMetrics *telemetry.Metrics
 	assert.Nil(t, nilMetrics.Traffic(telemetry.TransportStdio))
 	assert.NotPanics(t, func() {
-		nilMetrics.Traffic(telemetry.TransportStdio).Received(telemetry.KindRequest, 1)
-		nilMetrics.Traffic(telemetry.TransportStdio).Sent(telemetry.KindResponse, 1)
+		nilMetrics.Traffic(telemetry.TransportStdio).Received(mcpconv.KindRequest, 1)
+		nilMetrics.Traffic(telemetry.TransportStdio).Sent(mcpconv.KindResponse, 1)
 	})
 }
 
@@ -460,15 +462,15 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
 	}
-	finish("t", telemetry.OutcomeOK, "")
-	finish("t", telemetry.OutcomeOK, telemetry.ErrorTypeTool)
-	finish("t", telemetry.OutcomeError, "-32602")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, mcpconv.ErrorTypeTool)
+	finish("t", mcpconv.OutcomeError, "-32602")
 	m.SetToolNames([]string{"t"})
-	finish("t", telemetry.OutcomeOK, "")
-	finish("t", telemetry.OutcomeOK, "")
-	finish("", telemetry.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("", mcpconv.OutcomeOK, "")
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK})
 	assert.Equal(t, map[string]float64{
 		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                  6,
 		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:    5,
@@ -492,12 +494,12 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 	const bound = 1024
 	for i := range bound + 10 {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	}
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	key := func(tool string) string {
 		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
@@ -517,15 +519,15 @@ func TestSemconvLabels(t *testing.T) {
 	m := telemetry.NewMetrics()
 	for _, v := range protocol.Versions() {
 		m.RequestStarted("ping")
-		m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: v, Transport: telemetry.TransportStdio})
+		m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: telemetry.TransportStdio})
 	}
 	m.RequestStarted("tools/call")
 	m.RequestFinished(telemetry.RequestEnd{
-		Method: "tools/call", Outcome: telemetry.OutcomeError, StatusCode: "-32602",
+		Method: "tools/call", Outcome: mcpconv.OutcomeError, StatusCode: "-32602",
 		ProtocolVersion: "2025-11-25", Transport: telemetry.TransportStreamableHTTP,
 	})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
+	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
 	m.SessionEnded(telemetry.TransportStdio, "timeout", time.Second)
 	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Second)
 

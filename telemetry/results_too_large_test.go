@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"strings"
 	"testing"
 
@@ -33,7 +35,7 @@ mcp_server_results_too_large_total{gen_ai_tool_name="other"} 2
 mcp_server_results_too_large_total{gen_ai_tool_name="quiet"} 0
 `
 	var got strings.Builder
-	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, telemetry.MetricResultsTooLarge)
+	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricResultsTooLarge)
 	require.NoError(t, err)
 	for line := range strings.Lines(string(n)) {
 		if !strings.HasPrefix(line, "#") {

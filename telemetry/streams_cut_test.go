@@ -1,6 +1,8 @@
 package telemetry_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"strings"
 	"testing"
 
@@ -31,10 +33,10 @@ mcp_server_streams_cut_total{reason="other"} 1
 mcp_server_streams_cut_total{reason="state_too_large"} 0
 mcp_server_streams_cut_total{reason="write_timeout"} 2
 `
-	n, err := testutil.GatherAndCount(registryOf(t, c), telemetry.MetricStreamsCut)
+	n, err := testutil.GatherAndCount(registryOf(t, c), mcpconv.MetricStreamsCut)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
-	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), telemetry.MetricStreamsCut)
+	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), mcpconv.MetricStreamsCut)
 	require.NoError(t, err)
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)

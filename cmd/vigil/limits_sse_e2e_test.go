@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"fmt"
 	"io"
 	"net"
@@ -11,14 +13,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // svcCuts returns mcp_server_streams_cut_total{reason} from /metrics.
 func svcCuts(t *testing.T, hc *http.Client, base, reason string) float64 {
 	t.Helper()
-	return svcSample(t, svcMetrics(t, hc, base), telemetry.MetricStreamsCut, map[string]string{"reason": reason}).GetCounter().GetValue()
+	return svcSample(t, svcMetrics(t, hc, base), mcpconv.MetricStreamsCut, map[string]string{"reason": reason}).GetCounter().GetValue()
 }
 
 // The slow-reader attack against the shipped binary: a client that asks

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"errors"
 	"maps"
@@ -142,9 +144,9 @@ func (c *catalog) knowsValue(t *testing.T, name, label, value string) bool {
 		return true // a recording rule or a synthetic series: checked where defined
 	}
 	switch label {
-	case telemetry.LabelTool:
+	case mcpconv.LabelTool:
 		return true
-	case telemetry.LabelErrorType:
+	case mcpconv.LabelErrorType:
 		return c.keepsErrorType(t, value)
 	}
 	values, ok := s.labels[label]
@@ -162,16 +164,16 @@ func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 		return true
 	}
 	c.metrics.RequestStarted("ping")
-	c.metrics.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: v, Duration: time.Millisecond})
+	c.metrics.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: v, Duration: time.Millisecond})
 	mfs, err := c.registry.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() != telemetry.MetricOperationDuration {
+		if mf.GetName() != mcpconv.MetricOperationDuration {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
-				if lp.GetName() == telemetry.LabelErrorType && lp.GetValue() == v {
+				if lp.GetName() == mcpconv.LabelErrorType && lp.GetValue() == v {
 					return true
 				}
 			}

@@ -1,6 +1,8 @@
 package otelsetup_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"context"
 	"fmt"
 	"time"
@@ -36,7 +38,7 @@ func ExampleMetricProducer() {
 	m.RequestStarted("tools/call")
 	m.RequestFinished(telemetry.RequestEnd{
 		Method: "tools/call", Tool: "greet", ToolRegistered: true,
-		Outcome: telemetry.OutcomeOK, ErrorType: telemetry.ErrorTypeTool, Duration: 30 * time.Millisecond,
+		Outcome: mcpconv.OutcomeOK, ErrorType: mcpconv.ErrorTypeTool, Duration: 30 * time.Millisecond,
 	})
 
 	sms, err := producer.Produce(ctx)

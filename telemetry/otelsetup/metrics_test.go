@@ -1,6 +1,8 @@
 package otelsetup_test
 
 import (
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+
 	"bytes"
 	"context"
 	"io"
@@ -55,20 +57,20 @@ func recordLoad(t *testing.T) *prometheus.Registry {
 	}
 	for range 3 {
 		end(telemetry.RequestEnd{
-			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
+			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: mcpconv.OutcomeOK,
 			Duration: 15 * time.Millisecond, Trace: trace.TraceID{1, 2, 3},
 		})
 	}
 	end(telemetry.RequestEnd{
-		Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
-		ErrorType: telemetry.ErrorTypeTool, Duration: time.Millisecond,
+		Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: mcpconv.OutcomeOK,
+		ErrorType: mcpconv.ErrorTypeTool, Duration: time.Millisecond,
 	})
 	m.RequestStarted("tools/call")
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
 	m.RequestFinished(telemetry.RequestEnd{
 		Method: "tools/call", Tool: "sleep", ToolRegistered: true,
-		Outcome: telemetry.OutcomeCancelled, ErrorType: telemetry.ErrorTypeCancelled, Duration: time.Second,
+		Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled, Duration: time.Second,
 	})
 	m.SessionStarted(telemetry.TransportStreamableHTTP)
 	return reg
@@ -78,13 +80,13 @@ func TestMetricProducer(t *testing.T) {
 	sms, err := otelsetup.MetricProducer(recordLoad(t)).Produce(t.Context())
 	require.NoError(t, err)
 	require.Len(t, sms, 1)
-	assert.Equal(t, telemetry.ScopeName, sms[0].Scope.Name)
+	assert.Equal(t, mcpconv.ScopeName, sms[0].Scope.Name)
 	byName := map[string]metricdata.Metrics{}
 	for _, m := range sms[0].Metrics {
 		byName[m.Name] = m
 	}
 	var want []string
-	for _, inst := range telemetry.OTelInstruments() {
+	for _, inst := range mcpconv.OTelInstruments() {
 		if inst.Name != "mcp.server.log_lines.dropped" && inst.Name != "mcp.server.streams.cut" && inst.Name != "mcp.server.audit_lines.dropped" { // not in this registry
 			want = append(want, inst.Name)
 		}
@@ -254,7 +256,7 @@ func BenchmarkMetricProducer(b *testing.B) {
 	m := telemetry.NewMetrics(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
 	reg.MustRegister(m)
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: trace.TraceID{1}})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: trace.TraceID{1}})
 	p := otelsetup.MetricProducer(reg)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -296,7 +298,7 @@ func BenchmarkRequestRecordedWhileExporting(b *testing.B) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(telemetry.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true,
-			Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: tid,
 		})
 	}
 }
