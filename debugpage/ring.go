@@ -1,8 +1,6 @@
 package debugpage
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"bytes"
 	"cmp"
 	"context"
@@ -17,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )

@@ -1,10 +1,9 @@
 package debugpage
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"cmp"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"

@@ -1,8 +1,6 @@
 package middleware_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -98,11 +97,11 @@ func TestAccountingLaw(t *testing.T) {
 	assert.Zero(t, inFlight, "requests in flight after every session ended")
 	assert.Equal(t, started, finished, "per method, started = sum of outcomes")
 	assert.InDelta(t, total, durations, 0, "one duration observation per request")
-	assert.InDelta(t, float64(answered.Load()), byOutcomeok+byOutcomeerror, 0,
+	assert.InDelta(t, float64(answered.Load()), byOutcome[mcpconv.OutcomeOK]+byOutcome[mcpconv.OutcomeError], 0,
 		"answered outcomes = responses the clients read")
-	assert.GreaterOrEqual(t, eventsmcp_server_cancellations_total, byOutcomecancelled)
-	assert.GreaterOrEqual(t, eventsmcp_server_late_responses_dropped_total,
-		byOutcomecancelled+byOutcomedropped)
+	assert.GreaterOrEqual(t, events[mcpconv.MetricCancellations], byOutcome[mcpconv.OutcomeCancelled])
+	assert.GreaterOrEqual(t, events[mcpconv.MetricLateResponsesDropped],
+		byOutcome[mcpconv.OutcomeCancelled]+byOutcome[mcpconv.OutcomeDropped])
 	assert.Zero(t, got[`mcp_server_sessions_active{transport="memory"}`])
 	assert.InDelta(t, sessions, got[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
 }

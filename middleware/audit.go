@@ -1,8 +1,6 @@
 package middleware
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/json"
 	"io"
@@ -11,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"

@@ -26,8 +26,6 @@ package middleware_test
 // transport/streamable/bench_test.go.
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/json"
 	"io"
@@ -48,6 +46,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"

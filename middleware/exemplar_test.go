@@ -1,8 +1,6 @@
 package middleware_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"regexp"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // TestExemplarsCarryTraceID serves a session whose context holds a span

@@ -8,8 +8,6 @@ package middleware_test
 // sealed every request, the metrics must equal it exactly.
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,6 +30,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -282,7 +281,7 @@ func (c *chaosClient) open() bool {
 		return false
 	}
 	c.truth.initialize++
-	c.truth.outcomesok++
+	c.truth.outcomes[mcpconv.OutcomeOK]++
 	c.sid, c.next = sid, 1
 	status, _, body, err = c.cs.do(context.Background(), http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if err != nil || status != http.StatusAccepted {
@@ -364,7 +363,7 @@ func (c *chaosClient) step() {
 			c.fail("aborted POST: %v", err)
 		}
 		await(c.t, c.cs.board.of(c.cs.board.sealed, key), key+" to be sealed")
-		c.truth.outcomescancelled++
+		c.truth.outcomes[mcpconv.OutcomeCancelled]++
 		c.truth.causes["stream_close"]++ // the session lives on: the client gave up this request
 		c.truth.reasons["peer_gone"]++
 	case p < 90: // notifications/cancelled
@@ -381,7 +380,7 @@ func (c *chaosClient) step() {
 			c.fail("cancelled POST: %v", err)
 		}
 		await(c.t, c.cs.board.of(c.cs.board.sealed, key), key+" to be sealed")
-		c.truth.outcomescancelled++
+		c.truth.outcomes[mcpconv.OutcomeCancelled]++
 		c.truth.causes["client_cancel"]++
 		c.truth.reasons["cancelled"]++
 	default: // DELETE with 1 to 3 calls in flight, then a new session
@@ -409,7 +408,7 @@ func (c *chaosClient) step() {
 			}
 			await(c.t, c.cs.board.of(c.cs.board.sealed, keys[i]), keys[i]+" to be sealed")
 		}
-		c.truth.outcomescancelled += n
+		c.truth.outcomes[mcpconv.OutcomeCancelled] += n
 		c.truth.causes["transport_close"] += n
 		c.truth.reasons["writer_closed"] += n
 		c.open()

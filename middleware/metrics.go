@@ -1,13 +1,12 @@
 package middleware
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"errors"
 	"strconv"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/trace"
@@ -95,7 +94,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, star
 		Transport:       transport,
 		Duration:        end.Sub(start),
 		Ended:           end,
-		Trace:           traceID,
+		TraceID:         traceID,
 	})
 	if out.ResultTooLarge {
 		m.ResultTooLarge(tool, registered)

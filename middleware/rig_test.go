@@ -1,8 +1,6 @@
 package middleware_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"

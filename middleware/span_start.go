@@ -1,8 +1,6 @@
 package middleware
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"maps"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"

@@ -1,12 +1,11 @@
 package middleware
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"errors"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/attribute"

@@ -1,13 +1,12 @@
 package telemetry_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -22,7 +21,7 @@ func BenchmarkRequestRecorded(b *testing.B) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(telemetry.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true,
-			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: tid,
 		})
 	}
 }

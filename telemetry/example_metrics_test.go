@@ -1,7 +1,7 @@
 package telemetry_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"go.opentelemetry.io/otel/trace"
 
 	"fmt"
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -32,7 +33,7 @@ func ExampleNewMetrics() {
 		// The semantic conventions' protocol version and network labels.
 		ProtocolVersion: "2025-11-25",
 		Transport:       telemetry.TransportStreamableHTTP,
-		TraceID:         "4bf92f3577b34da6a3ce929d0e0e4736", // exposed as an exemplar with OpenMetrics
+		TraceID:         trace.TraceID{0x4b, 0xf9, 0x2f, 0x35}, // exposed as an exemplar with OpenMetrics
 	})
 
 	text, _ := testutil.CollectAndFormat(m, expfmt.TypeTextPlain,

@@ -1,14 +1,13 @@
 package telemetry_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -70,7 +69,7 @@ func TestExemplarInterval(t *testing.T) {
 				m := telemetry.NewMetrics(tt.opts...)
 				finish := func(traceID string, d time.Duration) {
 					m.RequestStarted("ping")
-					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: traceID})
+					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: hexTrace(traceID)})
 				}
 				finish(traceA, time.Millisecond)
 				finish(traceB, 300*time.Millisecond) // within the second, another bucket
@@ -93,7 +92,7 @@ func TestExemplarIntervalFollowsEnded(t *testing.T) {
 		t0 := time.Now()
 		finish := func(traceID string, ended time.Time) {
 			m.RequestStarted("ping")
-			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
+			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: hexTrace(traceID)})
 		}
 		finish(traceA, t0)
 		finish(traceB, t0.Add(999*time.Millisecond)) // within the second: traceA kept

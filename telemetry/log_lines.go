@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 

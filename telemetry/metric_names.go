@@ -1,10 +1,9 @@
 package telemetry
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"fmt"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 

@@ -1,8 +1,6 @@
 package telemetry
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 

@@ -1,12 +1,12 @@
 package telemetry
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // RequestEnd describes how one request ended, for [Metrics.RequestFinished].
@@ -52,23 +52,12 @@ type RequestEnd struct {
 	// exemplars (see [WithExemplarInterval]). Zero means now: the clock is
 	// then read when an exemplar may be due.
 	Ended time.Time
-	// TraceID, when not empty, is attached as the trace_id exemplar of the
+	// TraceID, when valid, is attached as the trace_id exemplar of the
 	// duration observation and of the finished count, at most once per
 	// [WithExemplarInterval] for each (exposed with the OpenMetrics format
-	// only).
-	TraceID string
-	// Trace, when valid and TraceID is empty, is the trace id to use
-	// instead; it is hex-encoded only when an exemplar is attached, which
+	// only). It is hex-encoded only when an exemplar is attached, which
 	// spares a request without one the encoding.
-	Trace trace.TraceID
-}
-
-// traceID returns the trace id of e's exemplar, "" for none.
-func (e *RequestEnd) traceID() string {
-	if e.TraceID == "" && e.Trace.IsValid() {
-		e.TraceID = e.Trace.String()
-	}
-	return e.TraceID
+	TraceID trace.TraceID
 }
 
 // RequestStarted counts a request that reached the handler chain and adds it
@@ -111,8 +100,7 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 		})
 	}
 	seconds := e.Duration.Seconds()
-	// A given TraceID is checked; Trace always encodes to a valid one.
-	traced := (e.TraceID == "" && e.Trace.IsValid()) || validTraceID(e.TraceID)
+	traced := e.TraceID.IsValid()
 	var now int64 // read once, when an exemplar may be due
 	if traced && m.exemplarEvery > 0 {
 		if now = e.Ended.UnixNano(); e.Ended.IsZero() {
@@ -121,23 +109,17 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	}
 
 	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && traced && m.exemplarDue(&s.counterExemplar, now) {
-		a.AddWithExemplar(1, prometheus.Labels{mcpconv.ExemplarTraceID: e.traceID()})
+		a.AddWithExemplar(1, prometheus.Labels{mcpconv.ExemplarTraceID: e.TraceID.String()})
 	} else {
 		s.finished.Inc()
 	}
 	if o, ok := s.duration.(prometheus.ExemplarObserver); ok && traced && m.exemplarDue(&s.bucketExemplar[m.bucketOf(seconds)], now) {
-		o.ObserveWithExemplar(seconds, prometheus.Labels{mcpconv.ExemplarTraceID: e.traceID()})
+		o.ObserveWithExemplar(seconds, prometheus.Labels{mcpconv.ExemplarTraceID: e.TraceID.String()})
 	} else {
 		s.duration.Observe(seconds)
 	}
 	// Last, so that in flight reaching zero implies the outcome is counted.
 	ms.inFlight.Dec()
-}
-
-// validTraceID reports whether a trace id can be an exemplar: not empty,
-// and nothing client_golang would panic on.
-func validTraceID(traceID string) bool {
-	return traceID != "" && len(traceID) <= 64 && validLabelValue(traceID)
 }
 
 // RequestCancelled counts one cancellation of a request handler with its

@@ -1,13 +1,12 @@
 package telemetry
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 

@@ -1,8 +1,6 @@
 package telemetry_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 

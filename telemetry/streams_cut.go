@@ -2,16 +2,17 @@ package telemetry
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // Values of the reason label of mcp_server_streams_cut_total, the names a Streamable
 // HTTP endpoint gives its cuts (see streamable.StreamCut).
 const (
-	CutWriteTimeout  = "write_timeout"
-	CutStateTooLarge = "state_too_large"
-	CutInitTimeout   = "init_timeout"
-	CutBacklog       = "backlog"
+	cutWriteTimeout  = "write_timeout"
+	cutStateTooLarge = "state_too_large"
+	cutInitTimeout   = "init_timeout"
+	cutBacklog       = "backlog"
 )
 
 // StreamsCut is the counter mcp_server_streams_cut_total: the streams and sessions
@@ -33,7 +34,7 @@ func NewStreamsCut() *StreamsCut {
 				"never finished initialize expired after -init-timeout), backlog (a GET stream whose client did not take its events as " +
 				"fast as they came, past the stream's bound: the stream ended, the session lives on), other.",
 		}, []string{mcpconv.LabelReason}),
-		known: newMetricsLabelSet([]string{CutWriteTimeout, CutStateTooLarge, CutInitTimeout, CutBacklog, mcpconv.LabelOther}),
+		known: newMetricsLabelSet([]string{cutWriteTimeout, cutStateTooLarge, cutInitTimeout, cutBacklog, mcpconv.LabelOther}),
 	}
 	for _, r := range c.known.values {
 		c.WithLabelValues(r)

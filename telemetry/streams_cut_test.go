@@ -1,8 +1,6 @@
 package telemetry_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -19,10 +18,10 @@ import (
 func TestStreamsCut(t *testing.T) {
 	t.Parallel()
 	c := telemetry.NewStreamsCut()
-	c.Cut(telemetry.CutWriteTimeout)
-	c.Cut(telemetry.CutWriteTimeout)
-	c.Cut(telemetry.CutInitTimeout)
-	c.Cut(telemetry.CutBacklog)
+	c.Cut("write_timeout")
+	c.Cut("write_timeout")
+	c.Cut("init_timeout")
+	c.Cut("backlog")
 	c.Cut("made-up")
 	const want = `
 # HELP mcp_server_streams_cut_total x

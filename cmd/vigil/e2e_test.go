@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 

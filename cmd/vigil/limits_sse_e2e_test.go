@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // svcCuts returns mcp_server_streams_cut_total{reason} from /metrics.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"encoding/json"
 	"io"
 	"net"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // quotaClient returns an HTTP client whose connections come from the

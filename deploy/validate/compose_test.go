@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"fmt"
 	"os"
 	"path"
@@ -16,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 const (

@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 

@@ -1,8 +1,6 @@
 package otelsetup
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"context"
 	"encoding/hex"
 	"errors"
@@ -24,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // WithMetricProducer adds a producer whose metrics every export of

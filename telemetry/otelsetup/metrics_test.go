@@ -1,8 +1,6 @@
 package otelsetup_test
 
 import (
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
-
 	"bytes"
 	"context"
 	"io"
@@ -24,6 +22,7 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
@@ -58,7 +57,7 @@ func recordLoad(t *testing.T) *prometheus.Registry {
 	for range 3 {
 		end(telemetry.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: mcpconv.OutcomeOK,
-			Duration: 15 * time.Millisecond, Trace: trace.TraceID{1, 2, 3},
+			Duration: 15 * time.Millisecond, TraceID: trace.TraceID{1, 2, 3},
 		})
 	}
 	end(telemetry.RequestEnd{
@@ -256,7 +255,7 @@ func BenchmarkMetricProducer(b *testing.B) {
 	m := telemetry.NewMetrics(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
 	reg.MustRegister(m)
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: trace.TraceID{1}})
+	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: trace.TraceID{1}})
 	p := otelsetup.MetricProducer(reg)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -298,7 +297,7 @@ func BenchmarkRequestRecordedWhileExporting(b *testing.B) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(telemetry.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true,
-			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: tid,
 		})
 	}
 }
