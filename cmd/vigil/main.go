@@ -654,9 +654,6 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 	}, nil
 }
 
-// The request lines of middleware.Logging take slogtext.Handler's direct path.
-var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
-
 // newLogger returns the process's logger, on stderr (a buffer in front of
 // it, in run), adding the trace,
 // span, session and request ids of a handler's context to its records.
