@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
@@ -52,8 +51,8 @@ type spanRing struct {
 	classes  [ringOutcomeClasses]traceFIFO
 	keys     []keyStore // at most ringMaxKeys+1
 	keyIndex map[string]int
-	lastKey  int                           // the key last looked up, or -1
-	server   atomic.Pointer[server.Server] // whose names may be keys (keyByServer); nil: any
+	lastKey  int                        // the key last looked up, or -1
+	server   atomic.Pointer[ringServer] // whose names may be keys (keyByServer); nil: any
 }
 
 var (

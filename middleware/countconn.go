@@ -15,17 +15,15 @@ type ConnServer interface {
 	Serve(ctx context.Context, conn transport.Conn) error
 }
 
-// CountConns returns a ConnServer that serves each connection with srv,
-// wrapped by [CountConn] and with transportName in the Serve context (see
+// countConns returns a ConnServer that serves each connection with srv,
+// wrapped by countConn and with transportName in the Serve context (see
 // [ContextWithTransport]), so that the session, write-error and traffic
-// metrics carry the transport label. Wrap the server you hand to a
-// transport with it, e.g. streamable.New(middleware.CountConns(srv, m,
-// telemetry.TransportStreamableHTTP)), or let [Instrumentation.ConnServer]
-// do it. With a nil m it only labels the context.
+// metrics carry the transport label ([Instrumentation.ConnServer]). With a
+// nil m it only labels the context.
 //
 // When srv is a [ConnAttacher], so is the returned ConnServer: Attach then
 // wraps the Conn and labels the context as Serve does.
-func CountConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
+func countConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
 	i := instrumented{srv: srv, m: m, name: transportName}
 	if a, ok := srv.(ConnAttacher); ok {
 		return attachingInstrumented{instrumented: i, a: a}
@@ -48,7 +46,7 @@ type attachingInstrumented struct {
 }
 
 func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
-	return i.a.Attach(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name).(transport.Driven), done)
+	return i.a.Attach(ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(transport.Driven), done)
 }
 
 type instrumented struct {
@@ -58,21 +56,21 @@ type instrumented struct {
 }
 
 func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
-	return i.srv.Serve(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name))
+	return i.srv.Serve(ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name))
 }
 
-// CountConn returns a transport.Conn that counts, in m, every message read
+// countConn returns a transport.Conn that counts, in m, every message read
 // from and written to c by kind, and their encoded size in bytes, under the
 // transport label transportName. The size is the message's compact JSON-RPC
 // encoding (what transport.AppendMessage produces, without framing such as a
 // newline or SSE fields), counted from the message without encoding it
 // ([transport.EncodedSize]). A frame that does not decode counts as kind
 // invalid with no bytes. Writes count whether or not they succeed (failures
-// are counted by class by [MetricsObserver]). The returned Conn has c's
+// are counted by class by the metrics observer). The returned Conn has c's
 // concurrency contract, and implements [transport.Inline] when c does (the
 // messages it dispatches are counted as received, like those Read returns),
 // and [transport.Driven] when c does; with a nil m it returns c.
-func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
+func countConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}

@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -108,7 +109,7 @@ func (b *chaosBoard) middleware(next server.Handler) server.Handler {
 		// AfterDone, registered after the instrumentation's own (outside),
 		// runs after it: a seal seen here was recorded by the metrics, the
 		// span and the log line already.
-		req.AfterDone(func(server.Outcome) {
+		serverhook.Of[server.Outcome](ctx).AfterDone(func(server.Outcome) {
 			b.mu.Lock()
 			b.count++
 			if b.count == b.want {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/propagation"
@@ -100,7 +101,7 @@ func TestInstrumentationServerOptions(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	full, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg),
-		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), middleware.WithObservers(nil, server.NopObserver{}))
+		middleware.WithTracerProvider(sdktrace.NewTracerProvider()))
 	require.NoError(t, err)
 	assert.Len(t, full.ServerOptions(), 3, "the chain, the call middleware, the observer")
 	require.NotNil(t, full.Metrics())
@@ -132,10 +133,12 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
 		r := &rig{t: t, m: m, srv: srv}
-		before := testutil.CollectAndCount(m, mcpconv.MetricOperationDuration)
 		conns := inst.ConnServer(srv, telemetry.TransportMemory)
-		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, mcpconv.MetricOperationDuration),
-			"ConnServer creates a series per registered tool at zero")
+		created, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricOperationDuration)
+		require.NoError(t, err)
+		for _, tool := range srv.ToolNames() {
+			assert.Contains(t, string(created), `gen_ai_tool_name="`+tool+`"`, "ConnServer creates a series per registered tool at zero")
+		}
 		r.Client = mcptest.Pipe(t, conns)
 		r.Initialize("", nil)
 		synctest.Wait()
@@ -350,34 +353,26 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 	assert.Equal(t, apart.series, together.series)
 }
 
-// The functions of WithRequestRecorders see every request's outcome, the
-// ones the chain answers itself (a panic) too, and no notification's;
-// with tracing, metrics and logging on, from their AfterDone function,
-// with no layer of their own, and otherwise from a middleware first in
-// the chain.
-func TestInstrumentationRequestRecorders(t *testing.T) {
+// An application's Observer, added beside the instrumentation's, sees
+// every request's outcome, the ones the chain answers itself (a panic)
+// too, and no notification's, with no layer of the chain of its own.
+func TestInstrumentationBesideAnObserver(t *testing.T) {
 	t.Parallel()
 	for _, all := range []bool{true, false} {
 		t.Run(fmt.Sprint("all=", all), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var mu sync.Mutex
-				var seen []string
-				record := func(req *server.Request, out server.Outcome) {
-					mu.Lock()
-					defer mu.Unlock()
-					seen = append(seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
-				}
-				opts := []middleware.InstrumentationOption{middleware.WithRequestRecorders(nil, record), middleware.WithTimeout(time.Second)}
-				wantLayers := 3 // the recorders, Recover, Timeout
+				var obs endRecorder
+				opts := []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
+				wantLayers := 2 // Recover, Timeout
 				if all {
 					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),
 						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(slog.New(slog.DiscardHandler)))
-					wantLayers = 3 // the three as one with the recorders, Recover, Timeout
+					wantLayers = 3 // the three as one, Recover, Timeout
 				}
 				inst, err := middleware.NewInstrumentation(opts...)
 				require.NoError(t, err)
 				assert.Len(t, inst.Middleware(), wantLayers)
-				srv := server.New(inst.ServerOptions()...)
+				srv := server.New(append(inst.ServerOptions(), server.WithObserver(nil, &obs))...)
 				addTools(t, srv)
 				r := (&rig{t: t, m: inst.Metrics(), srv: srv}).start(nil)
 				r.Initialize("", nil)
@@ -389,28 +384,42 @@ func TestInstrumentationRequestRecorders(t *testing.T) {
 				r.RecvResponseTo(3)
 				synctest.Wait()
 				r.close()
-				mu.Lock()
-				defer mu.Unlock()
-				assert.Equal(t, []string{"initialize  err=false", "tools/call echo err=false", "tools/call panic err=true"}, seen)
+				obs.mu.Lock()
+				defer obs.mu.Unlock()
+				assert.Equal(t, []string{"initialize  err=false", "tools/call echo err=false", "tools/call panic err=true"}, obs.seen)
 			})
 		})
 	}
 }
 
+// endRecorder is an Observer that keeps what it hears of each request's
+// end.
+type endRecorder struct {
+	server.NopObserver
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *endRecorder) RequestEnded(_ context.Context, req *server.Request, out server.Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
+}
+
 // TestInstrumentationOptions checks that WithMetricsOptions reaches the
-// collector and that an observer of WithObservers sees the sessions next to
-// the metrics observer.
+// collector and that an observer added with server.WithObserver sees the
+// sessions next to the metrics observer.
 func TestInstrumentationOptions(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var obs sessionCounter
 		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")), middleware.WithObservers(&obs))
+			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")))
 		require.NoError(t, err)
 		inst.Metrics().RequestStarted("x/custom")
 		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
 
-		srv := server.New(inst.ServerOptions()...)
+		srv := server.New(append(inst.ServerOptions(), server.WithObserver(&obs))...)
 		client, end := memory.NewPair()
 		served := make(chan error, 1)
 		go func() { served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end) }()

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -56,9 +57,9 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 }
 
 // Logging returns middleware that writes one record, "request", per
-// request (notifications pass unlogged) once its outcome is sealed
-// ([server.Request.AfterDone]), with the attributes the package doc lists
-// under "The request log", and an outcome that agrees with [RecordMetrics].
+// request (notifications pass unlogged) once its outcome is sealed, with
+// the attributes the package doc lists under "The request log", and an
+// outcome that agrees with the metrics.
 // The level comes from [DefaultLogLevel] or [WithLogLevel]; nothing is
 // built for a level the logger does not enable. The record is logged with
 // the handler's context as Logging received it, so that a [LogHandler]
@@ -82,7 +83,7 @@ func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 				return next(ctx, req)
 			}
 			start := requestStart(req)
-			req.AfterDone(func(out server.Outcome) { l.log(ctx, nil, req, out, start) })
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { l.log(ctx, nil, req, out, start) })
 			return next(ctx, req)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/trace"
@@ -15,9 +16,9 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// RecordMetrics returns middleware that records every request in m: on its
+// recordMetrics returns middleware that records every request in m: on its
 // way in, as started and in flight; once the core sealed its outcome
-// ([server.Request.AfterDone]), the outcome, the duration since receipt
+// (serverhook.Ends.AfterDone), the outcome, the duration since receipt
 // (labeled with the protocol version, network and any JSON-RPC code as
 // rpc_response_status_code), the end of the in-flight count and any
 // cancellation. Outcomes, in precedence: cancelled, dropped, error (a
@@ -29,7 +30,7 @@ import (
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside [Tracing], whose trace id becomes the exemplar, and outside
 // [Recover] and [Timeout], as [NewInstrumentation] does.
-func RecordMetrics(m *telemetry.Metrics) server.Middleware {
+func recordMetrics(m *telemetry.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
@@ -41,7 +42,7 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 			start, traceID := recordStart(trace.SpanContextFromContext(ctx), m, req)
 			transport := transportOf(ctx)
 			// One allocation: the closure holds what it uses by value.
-			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, transport, start, traceID, out) })
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { recordEnd(m, req, transport, start, traceID, out) })
 			return next(ctx, req)
 		}
 	}
@@ -127,7 +128,7 @@ func protocolOf(req *server.Request) string {
 }
 
 // classifyOutcome returns a request's outcome and error type, in the
-// precedence documented on [RecordMetrics].
+// precedence documented on recordMetrics.
 func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:

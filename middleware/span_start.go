@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -62,7 +63,7 @@ func newServerSpanStarter(cfg tracingConfig) spanStarter {
 // attributes are worked out in calls of their own, which return before
 // and after it.
 func (s spanStarter) start(ctx context.Context, req *server.Request, principal *auth.Principal) (context.Context, trace.Span) {
-	st := s.starts.get(req)
+	st := s.starts.get(ctx, req)
 	pctx, opts := s.parent(ctx, req, st.opts)
 	sctx, span := s.tracer.Start(pctx, st.name, opts...)
 	if span.IsRecording() {
@@ -216,7 +217,7 @@ type methodStarts struct {
 	byTarget map[string]*spanStart // by target
 }
 
-func (c *spanStarts) get(req *server.Request) *spanStart {
+func (c *spanStarts) get(ctx context.Context, req *server.Request) *spanStart {
 	key := spanStartKey{method: req.Method}
 	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
 		key.target = req.Name
@@ -228,7 +229,7 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 			}
 		}
 	}
-	if !knownStart(req, key) {
+	if !knownStart(ctx, req, key) {
 		key.method, key.target = cutName(key.method, maxSpanNameLen), cutName(key.target, maxSpanNameLen)
 		return newSpanStart(key)
 	}
@@ -266,13 +267,14 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 }
 
 // knownStart reports whether req's session's server knows key's method and
-// target: what the cache may hold.
-func knownStart(req *server.Request, key spanStartKey) bool {
-	if req.Session == nil {
+// target: what the cache may hold. ctx is req's handler's.
+func knownStart(ctx context.Context, req *server.Request, key spanStartKey) bool {
+	hook := serverhook.ServerOf(ctx)
+	if req.Session == nil || hook == nil {
 		return false
 	}
 	srv := req.Session.Server()
-	if !srv.HasMethod(key.method) {
+	if !hook.HasMethod(key.method) {
 		return false
 	}
 	switch {

@@ -26,10 +26,15 @@ import (
 // mcp.session.id, mcp.protocol.version and network.transport; its status
 // and error.type follow the client's answer, as in [Tracing], and a call
 // abandoned by a cancellation keeps the status Unset and gets a
-// "cancelled" event. Pass the same [TracerOption]s as to Tracing. The
-// returned middleware is safe for concurrent use.
+// "cancelled" event. Pass the same [TracerOption]s as to Tracing: without
+// [WithTracerProvider] (or with nil) it traces nothing and injects
+// nothing. The returned middleware is safe for concurrent use.
 func TracingCalls(opts ...TracingCallsOption) server.CallMiddleware {
-	return tracingCalls(configure(opts, TracingCallsOption.applyTracingCalls).withGlobals())
+	cfg := configure(opts, TracingCallsOption.applyTracingCalls)
+	if cfg.provider == nil {
+		return func(next server.CallFunc) server.CallFunc { return next }
+	}
+	return tracingCalls(cfg.withGlobals())
 }
 
 // tracingCalls is the call middleware of [TracingCalls] with cfg, whose

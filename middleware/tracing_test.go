@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -693,7 +694,8 @@ func TestTracingClientCall(t *testing.T) {
 // when the batch runs, but with the request's end as its end time.
 func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour)).start(t.Context(), nil)
+		var f flusher
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), server.WithObserver(&f)).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "echo", nil)
 		h.RecvResponseTo(2)
@@ -703,9 +705,18 @@ func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 			require.NotEqual(t, "tools/call echo", s.Name(), "the span ended before its batch ran")
 		}
 		time.Sleep(time.Minute)
-		h.srv.FlushOutcomes()
+		f.flush()
 		s := h.span("tools/call echo")
 		assert.Equal(t, answered, s.EndTime(), "the span ends at the request's end, not the batch's")
 		h.close()
 	})
 }
+
+// flusher is an Observer that keeps the outcome flush of the server it is
+// given to, as the instrumentation's collector does.
+type flusher struct {
+	server.NopObserver
+	flush func()
+}
+
+func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }

@@ -11,9 +11,9 @@ type transportKey struct{}
 
 // ContextWithTransport returns a copy of ctx that names the transport a
 // session is served on, for the transport label of the session and write
-// metrics ([MetricsObserver]). Pass it to server.Server.Serve: the session's
+// metrics (those of the metrics observer). Pass it to server.Server.Serve: the session's
 // context, and every context the server's Observer is given, derive from it. Use the
-// telemetry.Transport constants; [CountConns] sets it for you.
+// telemetry.Transport constants; [Instrumentation.ConnServer] sets it for you.
 func ContextWithTransport(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, transportKey{}, name)
 }

@@ -15,7 +15,8 @@
 // registry of its own.
 //
 // Labels are bounded: a method, tool, transport, cause or reason outside its
-// known set is labeled "other", and every known series is created at
+// known set is labeled "other", and the series of what a server serves
+// (its methods, tools and transports, [Metrics.Precreate]) are created at
 // zero. The duration histograms use the OpenTelemetry MCP bucket boundaries
 // ([DurationBuckets]) and can be native histograms too
 // ([WithNativeHistograms]); the duration histogram and the finished counter

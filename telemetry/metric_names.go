@@ -24,26 +24,10 @@ const (
 )
 
 // defaultRequestMethods are the client-to-server MCP request methods.
-func defaultRequestMethods() []string {
-	return []string{
-		"initialize", "ping", "server/discover", "subscriptions/listen",
-		"tools/list", "tools/call",
-		"prompts/list", "prompts/get",
-		"resources/list", "resources/templates/list", "resources/read",
-		"resources/subscribe", "resources/unsubscribe",
-		"logging/setLevel", "completion/complete",
-		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "tasks/update",
-		"skills/list", "skills/get", "resources/directory/read",
-	}
-}
+func defaultRequestMethods() []string { return mcpconv.RequestMethods() }
 
 // defaultClientMethods are the server-to-client MCP request methods.
-func defaultClientMethods() []string {
-	return []string{
-		"ping", "roots/list", "sampling/createMessage", "elicitation/create",
-		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel",
-	}
-}
+func defaultClientMethods() []string { return mcpconv.ClientMethods() }
 
 // defaultCauses are the cancellation causes.
 func defaultCauses() []string { return labels(protocol.CancelReasons()) }

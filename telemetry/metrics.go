@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,9 @@ import (
 // and traffic. Register it with a registry of your own
 // (prometheus.NewRegistry().MustRegister(m)); it never touches the default
 // registry. Every label is bounded: a value outside its known set becomes
-// "other" (or _OTHER), so no input can grow the series, and
-// every series of the known sets exists, at zero, from the start. The
+// "other" (or _OTHER), so no input can grow the series, and the
+// series of what the server serves exist at zero from the start (see
+// [Metrics.Precreate]). The
 // recording methods take label values as plain strings; all are safe for
 // concurrent use, and on a nil *Metrics they do nothing. Every request
 // counted by [Metrics.RequestStarted] must be ended by exactly one
@@ -67,16 +69,18 @@ type Metrics struct {
 	all []prometheus.Collector
 
 	// Resolved series, see metrics_series.go.
-	byMethod      map[string]*methodSeries
-	byTransport   map[string]*Traffic
-	ends          sync.Map // endKey → *endSeries
+	byMethod      map[string]*atomic.Pointer[methodSeries] // by known method; nil until used
+	byTransport   map[string]*atomic.Pointer[Traffic]      // by known transport; nil until used
+	resolveMu     sync.Mutex                               // serializes the resolving of byMethod and byTransport
+	ends          sync.Map                                 // endKey → *endSeries
 	buckets       []float64
 	exemplarEvery time.Duration
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
 
-// NewMetrics returns a collector with every known series created at zero.
+// NewMetrics returns a collector with the series that belong to no
+// method, tool or transport created at zero; see [Metrics.Precreate].
 func NewMetrics(opts ...MetricsOption) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
@@ -107,8 +111,8 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 	}
 	m.tools.Store(new(metricsLabelSet))
 	m.newVectors(cfg)
-	m.precreate()
 	m.resolveSeries()
+	m.precreate()
 	m.SetToolNames(cfg.tools)
 	return m
 }
@@ -208,50 +212,77 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 	}
 }
 
-// precreate makes every series of the known label sets exist at zero, so
-// that rate() and absence alerts work from the first scrape.
+// precreate makes the series that belong to no method, tool or transport
+// exist at zero, so that rate() and absence alerts work from the first
+// scrape; [Metrics.Precreate] makes those of what a server serves.
 func (m *Metrics) precreate() {
-	for _, method := range m.methods.values {
-		m.started.WithLabelValues(method)
-		m.inFlight.WithLabelValues(method)
-		m.duration.WithLabelValues(method, "", "", "", "", "", "")
-		for _, o := range m.outcomes.values {
-			m.finished.WithLabelValues(method, o)
-		}
-		for _, c := range m.causes.values {
-			m.cancellations.WithLabelValues(method, c)
-		}
-		for _, r := range m.dropReasons.values {
-			m.drops.WithLabelValues(method, r)
-		}
-	}
-	m.duration.WithLabelValues("tools/call", mcpconv.LabelOther, "", "", "", "", "")
+	m.precreateMethod(mcpconv.LabelOther)
 	m.tooLarge.WithLabelValues(mcpconv.LabelOther)
-	for _, t := range m.transports.values {
-		m.sessions.WithLabelValues(t)
-		for _, c := range m.causes.values {
-			if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
-				m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
-			}
-		}
-		for _, c := range m.classes.values {
-			m.writeErrors.WithLabelValues(t, c)
-		}
-		for _, k := range m.kinds.values {
-			m.msgIn.WithLabelValues(t, k)
-			m.msgOut.WithLabelValues(t, k)
-		}
-		m.bytesIn.WithLabelValues(t)
-		m.bytesOut.WithLabelValues(t)
-	}
-	for _, method := range m.clientMethods.values {
-		m.clientFailed.WithLabelValues(method)
-	}
+	m.clientFailed.WithLabelValues(mcpconv.LabelOther)
 	for _, q := range m.quotas.values {
 		m.quotaRefused.WithLabelValues(q)
 	}
 	for _, r := range m.rejects.values {
 		m.rejected.WithLabelValues(r)
+	}
+}
+
+// Precreate makes the series of what a server serves exist at zero, so
+// that rate() over them starts at 0 and absence alerts see them: those of
+// transport (a Transport constant; "" for none), of each request method
+// in methods that is in the known set (the server-to-client methods of a
+// feature, tasks/*, with that feature's), and the duration series of
+// tools/call for each tool in tools (invalid label values are skipped),
+// without changing the tool allow-list. The series of a method, tool or
+// transport it is not given are created when first used. The middleware
+// package's Instrumentation.ConnServer calls it with the server it is
+// given. Safe for concurrent use with recording.
+func (m *Metrics) Precreate(transport string, methods, tools []string) {
+	if m == nil {
+		return
+	}
+	tasks := false
+	for _, method := range methods {
+		if m.methods.has[method] {
+			m.precreateMethod(method)
+		}
+		tasks = tasks || strings.HasPrefix(method, "tasks/")
+	}
+	for _, method := range m.clientMethods.values {
+		if tasks || !strings.HasPrefix(method, "tasks/") {
+			m.clientFailed.WithLabelValues(method)
+		}
+	}
+	if len(tools) > 0 {
+		m.duration.WithLabelValues("tools/call", mcpconv.LabelOther, "", "", "", "", "")
+		m.precreateTools(validToolNames(tools))
+	}
+	if transport != "" {
+		m.precreateTransport(m.transports.bound(transport, mcpconv.LabelOther))
+	}
+}
+
+// precreateMethod makes the series of a known request method exist at
+// zero.
+func (m *Metrics) precreateMethod(method string) {
+	m.method(method) // started, in flight, cancellations and drops
+	m.duration.WithLabelValues(method, "", "", "", "", "", "")
+	for _, o := range m.outcomes.values {
+		m.finished.WithLabelValues(method, o)
+	}
+}
+
+// precreateTransport makes the series of transport t, a known one, exist
+// at zero.
+func (m *Metrics) precreateTransport(t string) {
+	m.traffic(t) // sessions and traffic
+	for _, c := range m.causes.values {
+		if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
+			m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
+		}
+	}
+	for _, c := range m.classes.values {
+		m.writeErrors.WithLabelValues(t, c)
 	}
 }
 
@@ -291,18 +322,6 @@ func (m *Metrics) SetToolNames(names []string) {
 	set := newMetricsLabelSet(validToolNames(names))
 	m.precreateTools(set.values)
 	m.tools.Store(&set)
-}
-
-// PrecreateTools creates at zero the duration series of tools/call for
-// each tool in names (invalid label values are skipped), so that rate()
-// over a tool starts at 0, without changing the allow-list: call it with
-// the tools a server has registered. Safe for concurrent use with
-// recording.
-func (m *Metrics) PrecreateTools(names []string) {
-	if m == nil {
-		return
-	}
-	m.precreateTools(validToolNames(names))
 }
 
 func (m *Metrics) precreateTools(names []string) {

@@ -252,10 +252,10 @@ func (m *Metrics) Traffic(transport string) *Traffic {
 	if m == nil {
 		return nil
 	}
-	if t, ok := m.byTransport[transport]; ok {
-		return t
+	if _, ok := m.byTransport[transport]; ok {
+		return m.traffic(transport)
 	}
-	return m.byTransport[mcpconv.LabelOther]
+	return m.traffic(mcpconv.LabelOther)
 }
 
 // Received counts a message read from t's transport, as

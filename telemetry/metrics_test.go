@@ -21,38 +21,47 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// TestNewMetricsPrecreatesSeries checks that every known series exists at
-// zero before anything happened.
+// TestNewMetricsPrecreatesSeries checks that the series of no method,
+// tool or transport exist at zero before anything happened, and that
+// Precreate adds those of what it is given: the known request methods,
+// the server-to-client methods (those of tasks only with a tasks method),
+// the tools and the transport.
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
-	const methods = 24 // 23 MCP request methods + other
+	served := telemetry.NewMetrics()
+	served.Precreate(telemetry.TransportStdio, []string{"initialize", "ping", "tools/call", "made/up"}, []string{"echo"})
+	withTasks := telemetry.NewMetrics()
+	withTasks.Precreate("", []string{"tasks/get"}, nil)
+	const methods = 4 // initialize, ping, tools/call and other; made/up is not a known method
 	tests := []struct {
-		name string
-		want int
+		name                 string
+		bare, served, tasked int
 	}{
-		{mcpconv.MetricRequestsStarted, methods},
-		{mcpconv.MetricRequestsInFlight, methods},
-		{mcpconv.MetricRequestsFinished, methods * 4},
-		{mcpconv.MetricCancellations, methods * 6},
-		{mcpconv.MetricLateResponsesDropped, methods * 4},
-		{mcpconv.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
-		{mcpconv.MetricSessionsActive, 4},
-		{mcpconv.MetricSessionDuration, 4 * 4}, // no client_cancel or stream_close for sessions
-		{mcpconv.MetricTransportWriteErrors, 4 * 2},
-		{mcpconv.MetricClientRequestsFailed, 9},
-		{mcpconv.MetricMessagesRejected, 16},
-		{mcpconv.MetricMessagesReceived, 4 * 5},
-		{mcpconv.MetricMessagesSent, 4 * 5},
-		{mcpconv.MetricBytesReceived, 4},
-		{mcpconv.MetricBytesSent, 4},
-		{mcpconv.MetricResultsTooLarge, 1}, // other; tools at SetToolNames or PrecreateTools
-		{mcpconv.MetricQuotaRefusals, 7},
+		{mcpconv.MetricRequestsStarted, 1, methods, 2},
+		{mcpconv.MetricRequestsInFlight, 1, methods, 2},
+		{mcpconv.MetricRequestsFinished, 4, methods * 4, 2 * 4},
+		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6},
+		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
+		{mcpconv.MetricOperationDuration, 1, methods + 2, 2}, // + tools/call of the other tool and of echo
+		{mcpconv.MetricSessionsActive, 0, 1, 0},
+		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
+		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
+		{mcpconv.MetricClientRequestsFailed, 1, 5, 9}, // other; ping, roots, sampling, elicitation; tasks/*
+		{mcpconv.MetricMessagesRejected, 16, 16, 16},
+		{mcpconv.MetricMessagesReceived, 0, 5, 0},
+		{mcpconv.MetricMessagesSent, 0, 5, 0},
+		{mcpconv.MetricBytesReceived, 0, 1, 0},
+		{mcpconv.MetricBytesSent, 0, 1, 0},
+		{mcpconv.MetricResultsTooLarge, 1, 2, 1}, // other, and echo
+		{mcpconv.MetricQuotaRefusals, 7, 7, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, testutil.CollectAndCount(m, tt.name))
+			assert.Equal(t, tt.bare, testutil.CollectAndCount(m, tt.name), "NewMetrics")
+			assert.Equal(t, tt.served, testutil.CollectAndCount(served, tt.name), "Precreate")
+			assert.Equal(t, tt.tasked, testutil.CollectAndCount(withTasks, tt.name), "Precreate with tasks")
 		})
 	}
 
@@ -197,7 +206,7 @@ func TestSetToolNames(t *testing.T) {
 	m := telemetry.NewMetrics()
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 26, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration))
+	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's and tool a's")
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -381,13 +390,13 @@ func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.His
 
 // TestToolRegistered checks that a tool the caller says is registered is
 // labeled as itself without the allow-list, that an invalid name still
-// becomes other, and that PrecreateTools creates series without allowing
+// becomes other, and that Precreate creates series without allowing
 // names.
 func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics()
-	m.PrecreateTools([]string{"pre", "\xff"})
-	assert.Equal(t, 26, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "one series more than the 25 of NewMetrics, for pre")
+	m.Precreate("", nil, []string{"pre", "\xff"})
+	assert.Equal(t, 3, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's, and tools/call's for the other tool and for pre")
 	for _, e := range []telemetry.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed

@@ -19,7 +19,7 @@ import (
 func TestResultTooLarge(t *testing.T) {
 	t.Parallel()
 	m := telemetry.NewMetrics(telemetry.WithToolNames("allowed"))
-	m.PrecreateTools([]string{"quiet"})
+	m.Precreate("", nil, []string{"quiet"})
 	m.ResultTooLarge("allowed", false)
 	m.ResultTooLarge("live", true)
 	m.ResultTooLarge("live", true)

@@ -28,7 +28,7 @@ func TestDebugPageHostGuard(t *testing.T) {
 	_, span := tp.Tracer("guard-test").Start(context.Background(), "ping")
 	span.End()
 	page := debugpage.Handler(server.New(), rec)
-	ts := httptest.NewServer(newObservabilityMux(&instruments{exporter: "none"}, &atomic.Bool{}, page, nil, nil))
+	ts := httptest.NewServer(newObservabilityMux(&instruments{exporter: "none"}, &atomic.Bool{}, page, nil))
 	defer ts.Close()
 
 	get := func(path, host string) *http.Response {

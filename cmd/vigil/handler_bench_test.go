@@ -10,6 +10,7 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
@@ -35,7 +36,7 @@ func BenchmarkServiceHandler(b *testing.B) {
 
 func benchServiceHandler(b *testing.B, stateless bool) {
 	ctx := b.Context()
-	h, srv := newServiceHandler(b)
+	h, flush := newServiceHandler(b)
 
 	p := benchkit.NewPoster()
 	p.Header().Set("Content-Type", "application/json")
@@ -68,16 +69,16 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 			// What the server's batch runner does under load, here at
 			// a fixed point: the counts of a run do not depend on when
 			// the runner's goroutine gets the thread.
-			srv.FlushOutcomes()
+			flush()
 		}
 	}
 	benchkit.ReportCPU(b, cpu)
 }
 
 // newServiceHandler returns the shipped service's MCP endpoint as
-// cmd/vigil wires it with its defaults, and its server; both are closed
-// when tb ends.
-func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
+// cmd/vigil wires it with its defaults, closed when tb ends, and the
+// flush of its server's outcome batches.
+func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
 	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		tb.Fatal(err)
@@ -91,7 +92,8 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = in.shutdown(context.Background()) })
-	srv, inst, err := newServer(cfg, logger, in, page, nil)
+	var f flusher
+	srv, inst, err := newServer(cfg, logger, in, page, nil, server.WithObserver(&f))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,5 +104,14 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 		streamable.WithIdleTimeout(cfg.idleTimeout),
 		streamable.WithShedder(transport.NewShedder(cfg.overloadTarget)))
 	tb.Cleanup(func() { _ = h.Close() })
-	return h, srv
+	return h, f.flush
 }
+
+// flusher is a server.Observer that keeps the outcome flush of the server
+// it is given to, as the instrumentation's collector does.
+type flusher struct {
+	server.NopObserver
+	flush func()
+}
+
+func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }

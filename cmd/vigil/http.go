@@ -119,7 +119,7 @@ func serveHTTP(ctx context.Context, stop func(), srv *server.Server, inst *middl
 		page = debugpage.Handler(srv, rec, debugpage.WithVersion(version), debugpage.WithReadiness(readyNow.Load),
 			debugpage.WithMaxSessions(cfg.maxSessions), debugpage.WithTraceExporter(in.exporter), debugpage.WithMetricsLink("/metrics"))
 	}
-	obs := newObservabilityMux(in, readyNow, page, cfg.allowedHosts, srv.FlushOutcomes)
+	obs := newObservabilityMux(in, readyNow, page, cfg.allowedHosts)
 	var servers []*http.Server
 	served := make(chan error, 2)
 	serve := func(h http.Handler, l net.Listener) {
@@ -316,23 +316,13 @@ func (m mcpFirst) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (a debugpage.Handler) is not nil, /debug/vigil (and / redirecting to it)
 // and the trace views /debug/vigil/trace/{id}. The metrics and debug
 // endpoints refuse non-loopback Host names on a loopback listener, as the
-// MCP endpoint does, against DNS rebinding. flush, when not nil, runs
-// before the metrics are read: the server's FlushOutcomes, so that they
-// count every request answered so far (see server.WithOutcomeBatches); the
-// page flushes them itself.
-func newObservabilityMux(in *instruments, ready readiness, page http.Handler, allowedHosts []string, flush func()) *http.ServeMux {
+// MCP endpoint does, against DNS rebinding. The instrumentation's collector
+// and the page record the outcomes that wait for their batch before they
+// are read (see server.WithOutcomeBatches).
+func newObservabilityMux(in *instruments, ready readiness, page http.Handler, allowedHosts []string) *http.ServeMux {
 	guard := func(h http.Handler) http.Handler { return loopback.HostGuard(h, allowedHosts) }
-	fresh := func(h http.Handler) http.Handler {
-		if flush == nil {
-			return h
-		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			flush()
-			h.ServeHTTP(w, r)
-		})
-	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", guard(fresh(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))))
+	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(in.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

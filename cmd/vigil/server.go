@@ -31,8 +31,9 @@ const outcomeBatch = 32
 // client, and the metrics observer and the hooks of page (the debug page's
 // recorder; nil: none). The metrics are registered with in.registry; hand
 // each transport inst.ConnServer(srv, ...). audit, when not nil, gets the
-// audit log's lines (a non-blocking writer).
-func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage.Recorder, audit io.Writer) (*server.Server, *middleware.Instrumentation, error) {
+// audit log's lines (a non-blocking writer). extra are more server options
+// (a test's observer), given last.
+func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage.Recorder, audit io.Writer, extra ...server.Option) (*server.Server, *middleware.Instrumentation, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
 	instOpts := []middleware.InstrumentationOption{
 		middleware.WithTracerProvider(in.tracer),
@@ -43,11 +44,6 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
 		middleware.WithLimitWait(toolSlotWait),
 		middleware.WithAuditLog(audit),
-	}
-	if page != nil {
-		// The debug page's counts, first in the chain: they see every
-		// request, those the chain refuses too.
-		instOpts = append(instOpts, middleware.WithObservers(page.Observer()), middleware.WithRequestRecorders(page.RecordRequest))
 	}
 	if cfg.untrustedTraceContext() {
 		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
@@ -78,6 +74,11 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 		// them first.
 		server.WithOutcomeBatches(outcomeBatch, 0),
 	)
+	if page != nil {
+		// The debug page's counts and events: it sees every request,
+		// those the chain refuses too.
+		opts = append(opts, server.WithObserver(page.Observer()))
+	}
 	opts = append(opts, quotaSrv...)
 	if cfg.shared != nil {
 		opts = append(opts, cfg.shared.ServerOptions()...)
@@ -95,7 +96,7 @@ func newServer(cfg config, logger *slog.Logger, in *instruments, page *debugpage
 			opts = append(opts, server.WithMiddleware(page.Middleware()))
 		}
 	}
-	srv := server.New(opts...)
+	srv := server.New(append(opts, extra...)...)
 	if err := addDemoTools(srv, cfg.authToolScopes); err != nil {
 		return nil, nil, err
 	}

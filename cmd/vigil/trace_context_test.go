@@ -88,7 +88,8 @@ func TestTraceClientContextWiring(t *testing.T) {
 			call(1, "ping", map[string]any{"_meta": map[string]any{"traceparent": traceparent}})
 			require.NoError(t, peer.Close())
 			require.NoError(t, ignoreClosed(<-served))
-			srv.FlushOutcomes()
+			_, err = in.registry.Gather() // the collector records the outcomes that wait first
+			require.NoError(t, err)
 			require.NoError(t, tp.ForceFlush(ctx))
 
 			var ping sdktrace.ReadOnlySpan

@@ -52,6 +52,9 @@ type catalog struct {
 func newCatalog(t *testing.T) *catalog {
 	t.Helper()
 	m := telemetry.NewMetrics()
+	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
+		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	_, err := auth.New(auth.Config{

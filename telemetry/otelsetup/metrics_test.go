@@ -48,6 +48,7 @@ func recordLoad(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := telemetry.NewMetrics()
+	m.Precreate(telemetry.TransportStdio, []string{"initialize", "tools/call"}, []string{"echo"})
 	require.NoError(t, reg.Register(m))
 	require.NoError(t, reg.Register(collectors.NewGoCollector()))
 	end := func(e telemetry.RequestEnd) {

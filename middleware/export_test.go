@@ -1,0 +1,24 @@
+package middleware
+
+import (
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
+)
+
+// The parts of NewInstrumentation that the tests of package
+// middleware_test assemble by hand.
+var (
+	RecordMetrics = recordMetrics
+	CountConns    = countConns
+	CountConn     = countConn
+)
+
+// MetricsObserver returns the metrics observer of NewInstrumentation over
+// m, for the tests of package middleware_test; with a nil m it does
+// nothing.
+func MetricsObserver(m *telemetry.Metrics) server.Observer {
+	if m == nil {
+		return server.NopObserver{}
+	}
+	return &metricsObserver{m: m}
+}
