@@ -18,9 +18,7 @@ import (
 //
 // Mount it under a prefix with http.StripPrefix, as http.FileServer is:
 // its links start with the prefix stripped. Before it reads anything, it
-// records the outcomes of srv that wait for their batch
-// (server.WithOutcomeBatches), when rec's Observer is one of srv's. It
-// also makes
+// records srv's outcomes that wait for their batch. It also makes
 // srv's methods, tools and prompts the only names rec's trace ring keys
 // traces by. It has no authorization of its own: serve it where only
 // operators reach (the page lists session ids, which are the only

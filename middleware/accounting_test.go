@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -38,7 +39,7 @@ func TestAccountingLaw(t *testing.T) {
 	seed := uint64(20260728)
 	t.Logf("seed %d", seed)
 
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	srv := server.New(
 		server.WithMiddleware(middleware.RecordMetrics(m)),
 		server.WithObserver(middleware.MetricsObserver(m)),
@@ -108,7 +109,7 @@ func TestAccountingLaw(t *testing.T) {
 
 // runLawSession runs one client: initialize, n random requests, then a
 // disconnect, either at once (work in flight) or after a final ping.
-func runLawSession(t *testing.T, srv *server.Server, m *telemetry.Metrics, rng *rand.Rand, n int, answered *atomic.Int64) {
+func runLawSession(t *testing.T, srv *server.Server, m *metrics.Metrics, rng *rand.Rand, n int, answered *atomic.Int64) {
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -23,7 +23,7 @@ type ConnServer interface {
 //
 // When srv is a [ConnAttacher], so is the returned ConnServer: Attach then
 // wraps the Conn and labels the context as Serve does.
-func countConns(srv ConnServer, m *telemetry.Metrics, transportName string) ConnServer {
+func countConns(srv ConnServer, m *metrics.Metrics, transportName string) ConnServer {
 	i := instrumented{srv: srv, m: m, name: transportName}
 	if a, ok := srv.(ConnAttacher); ok {
 		return attachingInstrumented{instrumented: i, a: a}
@@ -51,7 +51,7 @@ func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven
 
 type instrumented struct {
 	srv  ConnServer
-	m    *telemetry.Metrics
+	m    *metrics.Metrics
 	name string
 }
 
@@ -70,7 +70,7 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // concurrency contract, and implements [transport.Inline] when c does (the
 // messages it dispatches are counted as received, like those Read returns),
 // and [transport.Driven] when c does; with a nil m it returns c.
-func countConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
+func countConn(c transport.Conn, m *metrics.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}
@@ -119,7 +119,7 @@ func (c *countingInlineConn) Dispatch(ctx context.Context, msg transport.Message
 
 type countingConn struct {
 	transport.Conn
-	t *telemetry.Traffic // the transport's series, resolved once
+	t *metrics.Traffic // the transport's series, resolved once
 }
 
 func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
@@ -186,7 +186,7 @@ func (c *countingConn) JoinMulticast() {
 // per session it goes to.
 type countedMulticast struct {
 	g transport.Multicast
-	t *telemetry.Traffic
+	t *metrics.Traffic
 }
 
 func (m countedMulticast) Send(ctx context.Context, n *transport.Request) int {

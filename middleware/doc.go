@@ -56,7 +56,7 @@
 //     [WithPropagators] (nil: the global propagator) and
 //     [WithUntrustedTraceContext]. Without a provider, no spans at all
 //     (the global provider is not used), here as in Tracing alone.
-//   - [WithRegisterer]: a telemetry.Metrics (built with
+//   - [WithRegisterer]: the collector of the server's metrics (built with
 //     [WithMetricsOptions]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.

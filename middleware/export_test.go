@@ -1,8 +1,8 @@
 package middleware
 
 import (
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // The parts of NewInstrumentation that the tests of package
@@ -16,7 +16,7 @@ var (
 // MetricsObserver returns the metrics observer of NewInstrumentation over
 // m, for the tests of package middleware_test; with a nil m it does
 // nothing.
-func MetricsObserver(m *telemetry.Metrics) server.Observer {
+func MetricsObserver(m *metrics.Metrics) server.Observer {
 	if m == nil {
 		return server.NopObserver{}
 	}

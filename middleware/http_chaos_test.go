@@ -31,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
@@ -165,7 +166,7 @@ type chaosServer struct {
 	url    string
 	client *http.Client
 	board  *chaosBoard
-	m      *telemetry.Metrics
+	m      *metrics.Metrics
 	spans  *tracetest.SpanRecorder
 	logs   *capture
 }

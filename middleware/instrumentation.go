@@ -6,10 +6,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // Instrumentation is everything that instruments and guards a server, built
@@ -19,7 +19,7 @@ import (
 // connections. It holds no global state; its methods are safe for
 // concurrent use.
 type Instrumentation struct {
-	metrics  *telemetry.Metrics    // nil without WithRegisterer
+	metrics  *metrics.Metrics      // nil without WithRegisterer
 	chain    []server.Middleware   // in the documented order; no nil entries
 	calls    server.CallMiddleware // nil without tracing
 	observer *metricsObserver      // nil without metrics
@@ -41,7 +41,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
 	if cfg.registerer != nil {
-		m := telemetry.NewMetrics(cfg.metricsOptions...)
+		m := metrics.New(cfg.metricsOptions...)
 		obs := &metricsObserver{m: m}
 		if err := cfg.registerer.Register(obs); err != nil { // the collector that flushes first
 			return nil, fmt.Errorf("middleware: registering the metrics: %w", err)
@@ -93,7 +93,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 // the log line, in that order too. The three apart cost a request three
 // closures to allocate (what each keeps until the outcome) and three
 // layers of the chain; together, one and one.
-func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger) server.Middleware {
+func recordRequests(st spanStarter, m *metrics.Metrics, l *requestLogger) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		// This frame stands over the span's start and the whole handler:
 		// what it keeps is what they need (see docs/limits.md, "The
@@ -113,7 +113,7 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger) serv
 // metrics now.
 //
 //go:noinline
-func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *telemetry.Metrics, l *requestLogger, req *server.Request) {
+func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *metrics.Metrics, l *requestLogger, req *server.Request) {
 	if req.IsNotification() {
 		serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 		return
@@ -202,11 +202,14 @@ func (i *Instrumentation) RateLimiter() *RateLimiter {
 	return i.rateLimiter
 }
 
-// Metrics returns the collector [NewInstrumentation] registered, for the
-// hooks of other packages (streamable.WithRejectHook(inst.Metrics().MessageRejected));
-// nil without [WithRegisterer], and every method of a nil
-// *telemetry.Metrics does nothing.
-func (i *Instrumentation) Metrics() *telemetry.Metrics {
+// Metrics returns the collector [NewInstrumentation] made, for the hooks
+// of a service's own wiring (streamable.WithRejectHook with its
+// MessageRejected, the endpoint quotas' refusals with its QuotaRefused)
+// and for a second registry (an OTLP push) to read; nil without
+// [WithRegisterer], and every method of a nil collector does nothing. The
+// registry given to WithRegisterer reads it through the instrumentation,
+// which records the outcomes waiting for their batch first.
+func (i *Instrumentation) Metrics() *metrics.Metrics {
 	if i == nil {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -279,14 +280,14 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 			logger := slog.New(logs)
 			reg := prometheus.NewRegistry()
 			var opts []server.Option
-			var m *telemetry.Metrics
+			var m *metrics.Metrics
 			if together {
 				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithLogger(logger))
 				require.NoError(t, err)
 				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
 				opts, m = inst.ServerOptions(), inst.Metrics()
 			} else {
-				m = telemetry.NewMetrics()
+				m = metrics.New()
 				reg.MustRegister(m)
 				opts = []server.Option{
 					server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp)), middleware.RecordMetrics(m),
@@ -462,7 +463,7 @@ func TestCountConnsServeOnly(t *testing.T) {
 	t.Parallel()
 	served := make(chan transport.Conn, 1)
 	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
-	wrapped := middleware.CountConns(srv, telemetry.NewMetrics(), telemetry.TransportMemory)
+	wrapped := middleware.CountConns(srv, metrics.New(), telemetry.TransportMemory)
 	_, attaches := wrapped.(middleware.ConnAttacher)
 	assert.False(t, attaches)
 	a, b := memory.NewPair()

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // recordMetrics returns middleware that records every request in m: on its
@@ -30,7 +30,7 @@ import (
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside [Tracing], whose trace id becomes the exemplar, and outside
 // [Recover] and [Timeout], as [NewInstrumentation] does.
-func recordMetrics(m *telemetry.Metrics) server.Middleware {
+func recordMetrics(m *metrics.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
@@ -51,7 +51,7 @@ func recordMetrics(m *telemetry.Metrics) server.Middleware {
 // recordStart records req as started in m, and returns when it started and
 // the trace id of sc, its span's context, that may become the exemplar of
 // its end (zero when the span is not sampled).
-func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
+func recordStart(sc trace.SpanContext, m *metrics.Metrics, req *server.Request) (time.Time, trace.TraceID) {
 	var traceID trace.TraceID // encoded only if it becomes an exemplar
 	if sc.IsSampled() {
 		traceID = sc.TraceID()
@@ -61,7 +61,7 @@ func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request
 }
 
 // recordEnd records how req, which came on transport, ended, in m.
-func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
+func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
 	var status string
 	if outcome == mcpconv.OutcomeError {
@@ -84,7 +84,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, star
 		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
 	}
 	end := out.EndTime()
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method:          req.Method,
 		Tool:            tool,
 		ToolRegistered:  registered,

@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -27,7 +27,7 @@ import (
 // concurrent use.
 type metricsObserver struct {
 	server.NopObserver
-	m *telemetry.Metrics
+	m *metrics.Metrics
 
 	mu      sync.Mutex
 	servers []*serverhook.Server // every server it was registered with

@@ -175,15 +175,16 @@ func WithUntrustedTraceContext() TracingOption {
 	return tracingOption(func(c *tracingConfig) { c.untrusted = true })
 }
 
-// WithRegisterer makes [NewInstrumentation] create a telemetry.Metrics
-// (with the options of [WithMetricsOptions]) and register it with r. nil,
+// WithRegisterer makes [NewInstrumentation] create the collector of the
+// server's metrics (with the options of [WithMetricsOptions]) and register
+// it with r. nil,
 // or no option, means no metrics. It is never the default registry unless
 // the caller passes it.
 func WithRegisterer(r prometheus.Registerer) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.registerer = r })
 }
 
-// WithMetricsOptions passes opts to telemetry.NewMetrics when
+// WithMetricsOptions passes opts to the collector when
 // [NewInstrumentation] creates the collector (see [WithRegisterer]), for
 // native histograms, more methods, and so on. Calling it again replaces
 // them.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -32,7 +33,7 @@ import (
 const slowRate = 0.0001
 
 // quotaRefusals returns the refusals m counted under quota.
-func quotaRefusals(t *testing.T, m *telemetry.Metrics, quota protocol.Quota) float64 {
+func quotaRefusals(t *testing.T, m *metrics.Metrics, quota protocol.Quota) float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -28,7 +29,7 @@ import (
 type rig struct {
 	*mcptest.Client // set by start
 	t               testing.TB
-	m               *telemetry.Metrics
+	m               *metrics.Metrics
 	reg             *prometheus.Registry
 	srv             *server.Server
 	conn            transport.Conn // the server's end, as wrapped
@@ -36,7 +37,7 @@ type rig struct {
 
 // newRig builds the server: Metrics outermost, then extra middleware.
 func newRig(t testing.TB, extra []server.Middleware, opts ...server.Option) *rig {
-	r := &rig{t: t, m: telemetry.NewMetrics(), reg: prometheus.NewRegistry()}
+	r := &rig{t: t, m: metrics.New(), reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(r.m)
 	mw := append([]server.Middleware{middleware.RecordMetrics(r.m)}, extra...)
 	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.MetricsObserver(r.m))}, opts...)

@@ -10,7 +10,7 @@ import (
 // reads its value from dropped on every collection: the number of log
 // lines a server dropped, unwritten, because its log's buffer was full (a
 // log written in the background, such as cmd/vigil's). Register it with
-// the registry of [Metrics]. dropped must be safe for concurrent use and
+// the registry of the metrics. dropped must be safe for concurrent use and
 // never decrease; it must not be nil.
 func NewLogLinesDropped(dropped func() uint64) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -20,7 +20,7 @@ const (
 // registry of [Metrics]. Its series exist from the start, at zero.
 type StreamsCut struct {
 	*prometheus.CounterVec
-	known metricsLabelSet
+	known map[string]bool
 }
 
 // NewStreamsCut returns the counter, its series at zero.
@@ -34,9 +34,10 @@ func NewStreamsCut() *StreamsCut {
 				"never finished initialize expired after -init-timeout), backlog (a GET stream whose client did not take its events as " +
 				"fast as they came, past the stream's bound: the stream ended, the session lives on), other.",
 		}, []string{mcpconv.LabelReason}),
-		known: newMetricsLabelSet([]string{cutWriteTimeout, cutStateTooLarge, cutInitTimeout, cutBacklog, mcpconv.LabelOther}),
+		known: map[string]bool{},
 	}
-	for _, r := range c.known.values {
+	for _, r := range []string{cutWriteTimeout, cutStateTooLarge, cutInitTimeout, cutBacklog, mcpconv.LabelOther} {
+		c.known[r] = true
 		c.WithLabelValues(r)
 	}
 	return c
@@ -45,5 +46,8 @@ func NewStreamsCut() *StreamsCut {
 // Cut counts one cut; a reason outside the known ones counts as
 // "other".
 func (c *StreamsCut) Cut(reason string) {
-	c.WithLabelValues(c.known.bound(reason, mcpconv.LabelOther)).Inc()
+	if !c.known[reason] {
+		reason = mcpconv.LabelOther
+	}
+	c.WithLabelValues(reason).Inc()
 }

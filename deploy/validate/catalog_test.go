@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -38,20 +39,20 @@ type series struct {
 }
 
 // catalog is the Prometheus surface of vigil: every series name with its
-// labels, built by registering [telemetry.NewMetrics], the failure counter
+// labels, built by registering [metrics.New], the failure counter
 // of an [auth.ResourceServer] (vigil -auth-issuer) and the shared mode's
 // metrics (vigil -redis) and gathering them, so it cannot drift from the
 // code.
 type catalog struct {
 	series   map[string]*series
 	families []string
-	metrics  *telemetry.Metrics
+	metrics  *metrics.Metrics
 	registry *prometheus.Registry
 }
 
 func newCatalog(t *testing.T) *catalog {
 	t.Helper()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
 		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
 	}
@@ -166,7 +167,7 @@ func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 		return true
 	}
 	c.metrics.RequestStarted("ping")
-	c.metrics.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: v, Duration: time.Millisecond})
+	c.metrics.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: v, Duration: time.Millisecond})
 	mfs, err := c.registry.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {

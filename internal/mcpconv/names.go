@@ -104,3 +104,10 @@ const (
 	KindBatch        = "batch"
 	KindInvalid      = "invalid" // a frame that did not decode
 )
+
+// Values of the transport label.
+const (
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable_http"
+	TransportMemory         = "memory"
+)

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/telemetry/otelsetup"
 )
 
@@ -21,7 +21,7 @@ import (
 func ExampleMetricProducer() {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	reg.MustRegister(m)
 
 	producer := otelsetup.MetricProducer(reg)
@@ -35,7 +35,7 @@ func ExampleMetricProducer() {
 	defer func() { _ = shutdown(ctx) }() // the last push
 
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method: "tools/call", Tool: "greet", ToolRegistered: true,
 		Outcome: mcpconv.OutcomeOK, ErrorType: mcpconv.ErrorTypeTool, Duration: 30 * time.Millisecond,
 	})

@@ -1,4 +1,4 @@
-package telemetry
+package metrics
 
 import (
 	"fmt"
@@ -14,13 +14,6 @@ const (
 	netTransportPipe = "pipe"
 	netTransportTCP  = "tcp"
 	netProtocolHTTP  = "http"
-)
-
-// Values of the transport label.
-const (
-	TransportStdio          = "stdio"
-	TransportStreamableHTTP = "streamable_http"
-	TransportMemory         = "memory"
 )
 
 // defaultRequestMethods are the client-to-server MCP request methods.
@@ -39,7 +32,7 @@ func defaultDropReasons() []string { return labels(protocol.DropReasons()) }
 func defaultWriteClasses() []string { return labels(protocol.WriteClasses()) }
 
 func defaultTransports() []string {
-	return []string{TransportStdio, TransportStreamableHTTP, TransportMemory, mcpconv.LabelOther}
+	return []string{mcpconv.TransportStdio, mcpconv.TransportStreamableHTTP, mcpconv.TransportMemory, mcpconv.LabelOther}
 }
 
 func defaultOutcomes() []string {

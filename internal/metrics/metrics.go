@@ -1,4 +1,4 @@
-package telemetry
+package metrics
 
 import (
 	"slices"
@@ -79,9 +79,9 @@ type Metrics struct {
 
 var _ prometheus.Collector = (*Metrics)(nil)
 
-// NewMetrics returns a collector with the series that belong to no
+// New returns a collector with the series that belong to no
 // method, tool or transport created at zero; see [Metrics.Precreate].
-func NewMetrics(opts ...MetricsOption) *Metrics {
+func New(opts ...Option) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),

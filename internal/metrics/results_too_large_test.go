@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
 // TestResultTooLarge counts results over their bound by tool: an allowed or
@@ -18,14 +18,14 @@ import (
 // precreated start at zero.
 func TestResultTooLarge(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics(telemetry.WithToolNames("allowed"))
+	m := metrics.New(metrics.WithToolNames("allowed"))
 	m.Precreate("", nil, []string{"quiet"})
 	m.ResultTooLarge("allowed", false)
 	m.ResultTooLarge("live", true)
 	m.ResultTooLarge("live", true)
 	m.ResultTooLarge(strings.Repeat("x", 1<<20), false)
 	m.ResultTooLarge("made-up", false)
-	var nilMetrics *telemetry.Metrics
+	var nilMetrics *metrics.Metrics
 	nilMetrics.ResultTooLarge("allowed", true) // no panic
 	const want = `
 mcp_server_results_too_large_total{gen_ai_tool_name="allowed"} 1

@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -28,10 +28,10 @@ import (
 // the tools and the transport.
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
-	served := telemetry.NewMetrics()
-	served.Precreate(telemetry.TransportStdio, []string{"initialize", "ping", "tools/call", "made/up"}, []string{"echo"})
-	withTasks := telemetry.NewMetrics()
+	m := metrics.New()
+	served := metrics.New()
+	served.Precreate(mcpconv.TransportStdio, []string{"initialize", "ping", "tools/call", "made/up"}, []string{"echo"})
+	withTasks := metrics.New()
 	withTasks.Precreate("", []string{"tasks/get"}, nil)
 	const methods = 4 // initialize, ping, tools/call and other; made/up is not a known method
 	tests := []struct {
@@ -59,7 +59,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.bare, testutil.CollectAndCount(m, tt.name), "NewMetrics")
+			assert.Equal(t, tt.bare, testutil.CollectAndCount(m, tt.name), "New")
 			assert.Equal(t, tt.served, testutil.CollectAndCount(served, tt.name), "Precreate")
 			assert.Equal(t, tt.tasked, testutil.CollectAndCount(withTasks, tt.name), "Precreate with tasks")
 		})
@@ -91,12 +91,12 @@ mcp_server_messages_rejected_total{reason="unknown_session"} 0
 // TestQuotaRefused counts refusals by quota, and an unknown quota as other.
 func TestQuotaRefused(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("tool_rate")
 	m.QuotaRefused("made-up")
-	var nilMetrics *telemetry.Metrics
+	var nilMetrics *metrics.Metrics
 	nilMetrics.QuotaRefused("sessions") // no panic
 	const want = `
 mcp_server_quota_refusals_total{quota="in_flight"} 0
@@ -124,15 +124,15 @@ func TestMetricsLint(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		opts []telemetry.MetricsOption
+		opts []metrics.Option
 	}{
 		{name: "classic"},
-		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(0)}},
+		{name: "native", opts: []metrics.Option{metrics.WithNativeHistograms(0)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.NewMetrics(tt.opts...)
+			m := metrics.New(tt.opts...)
 			recordAll(m)
 			problems, err := testutil.CollectAndLint(m)
 			require.NoError(t, err)
@@ -145,18 +145,18 @@ func TestMetricsLint(t *testing.T) {
 	}
 }
 
-func recordAll(m *telemetry.Metrics) {
+func recordAll(m *metrics.Metrics) {
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "x", Outcome: mcpconv.OutcomeOK, Duration: time.Second, TraceID: hexTrace("0af7651916cd43dd8448eb211c80319c")})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "x", Outcome: mcpconv.OutcomeOK, Duration: time.Second, TraceID: hexTrace("0af7651916cd43dd8448eb211c80319c")})
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
-	m.SessionStarted(telemetry.TransportStdio)
-	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Minute)
-	m.WriteFailed(telemetry.TransportStdio, "peer_gone")
+	m.SessionStarted(mcpconv.TransportStdio)
+	m.SessionEnded(mcpconv.TransportStdio, "transport_close", time.Minute)
+	m.WriteFailed(mcpconv.TransportStdio, "peer_gone")
 	m.ClientRequestFailed("roots/list")
 	m.MessageRejected(protocol.RejectDuplicateID.String())
-	m.MessageReceived(telemetry.TransportStdio, mcpconv.KindRequest, 10)
-	m.MessageSent(telemetry.TransportStdio, mcpconv.KindResponse, 20)
+	m.MessageReceived(mcpconv.TransportStdio, mcpconv.KindRequest, 10)
+	m.MessageSent(mcpconv.TransportStdio, mcpconv.KindResponse, 20)
 }
 
 // TestLabelsAreBounded feeds values outside every known set, including
@@ -164,16 +164,16 @@ func recordAll(m *telemetry.Metrics) {
 // in other or _OTHER.
 func TestLabelsAreBounded(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics(telemetry.WithToolNames("known"))
+	m := metrics.New(metrics.WithToolNames("known"))
 	bad := "\xff\xfe"
 	m.RequestStarted(bad)
-	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
+	m.RequestFinished(metrics.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: bad, Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "known", Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "known", Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Tool: "known", Outcome: mcpconv.OutcomeOK}) // tool ignored off tools/call
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Tool: "known", Outcome: mcpconv.OutcomeOK}) // tool ignored off tools/call
 	m.RequestCancelled(bad, bad)
 	m.SessionStarted("carrier-pigeon")
 	m.SessionEnded("carrier-pigeon", bad, 0)
@@ -203,7 +203,7 @@ func TestLabelsAreBounded(t *testing.T) {
 // recorded, and that a new tool's series starts at zero.
 func TestSetToolNames(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
 	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's and tool a's")
@@ -213,14 +213,14 @@ func TestSetToolNames(t *testing.T) {
 		wg.Go(func() {
 			for range 100 {
 				m.RequestStarted("tools/call")
-				m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
+				m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 			}
 		})
 	}
 	wg.Go(func() { m.SetToolNames([]string{"a", "b"}) })
 	wg.Wait()
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	assert.InDelta(t, 401, got[`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`], 0)
 	assert.GreaterOrEqual(t, got[key], float64(1), "b is labeled as itself once allowed")
@@ -231,11 +231,11 @@ func TestSetToolNames(t *testing.T) {
 // count and of the duration bucket, and that "" makes none.
 func TestExemplars(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: hexTrace("4bf92f3577b34da6a3ce929d0e0e4736")})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: hexTrace("4bf92f3577b34da6a3ce929d0e0e4736")})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
@@ -249,17 +249,17 @@ func TestExemplarFromTrace(t *testing.T) {
 	id, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	require.NoError(t, err)
 
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
-	m = telemetry.NewMetrics()
+	m = metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, TraceID: trace.TraceID{}})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, TraceID: trace.TraceID{}})
 	assert.Empty(t, exemplars(t, m))
 }
 
@@ -269,22 +269,22 @@ func TestNativeHistograms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		opts   []telemetry.MetricsOption
+		opts   []metrics.Option
 		native bool
 	}{
 		{name: "classic only"},
-		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(20)}, native: true},
+		{name: "native", opts: []metrics.Option{metrics.WithNativeHistograms(20)}, native: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.NewMetrics(tt.opts...)
-			m.SessionStarted(telemetry.TransportStdio)
-			m.SessionEnded(telemetry.TransportStdio, "shutdown", 3*time.Second)
+			m := metrics.New(tt.opts...)
+			m.SessionStarted(mcpconv.TransportStdio)
+			m.SessionEnded(mcpconv.TransportStdio, "shutdown", 3*time.Second)
 			h := histogram(t, m, mcpconv.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
-			require.Len(t, h.GetBucket(), len(telemetry.DurationBuckets()))
+			require.Len(t, h.GetBucket(), len(metrics.DurationBuckets()))
 			for i, b := range h.GetBucket() {
-				assert.InDelta(t, telemetry.DurationBuckets()[i], b.GetUpperBound(), 0)
+				assert.InDelta(t, metrics.DurationBuckets()[i], b.GetUpperBound(), 0)
 			}
 			if tt.native {
 				assert.Equal(t, int32(3), h.GetSchema())
@@ -300,7 +300,7 @@ func TestNativeHistograms(t *testing.T) {
 // panic.
 func TestNilMetrics(t *testing.T) {
 	t.Parallel()
-	var m *telemetry.Metrics
+	var m *metrics.Metrics
 	assert.NotPanics(t, func() {
 		recordAll(m)
 		m.SetToolNames([]string{"x"})
@@ -311,7 +311,7 @@ func TestNilMetrics(t *testing.T) {
 	})
 }
 
-func gather(t *testing.T, m *telemetry.Metrics) []*dto.MetricFamily {
+func gather(t *testing.T, m *metrics.Metrics) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))
@@ -329,7 +329,7 @@ func labelsOf(m *dto.Metric) string {
 }
 
 // nonZero returns the series that are not zero; histograms as _count.
-func nonZero(t *testing.T, m *telemetry.Metrics) map[string]float64 {
+func nonZero(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	out := map[string]float64{}
 	for _, mf := range gather(t, m) {
 		for _, s := range mf.GetMetric() {
@@ -346,7 +346,7 @@ func nonZero(t *testing.T, m *telemetry.Metrics) map[string]float64 {
 }
 
 // exemplars lists every exemplar as "series [le=bound] label=value value".
-func exemplars(t *testing.T, m *telemetry.Metrics) []string {
+func exemplars(t *testing.T, m *metrics.Metrics) []string {
 	var out []string
 	format := func(series string, e *dto.Exemplar) string {
 		var ls []string
@@ -373,7 +373,7 @@ func exemplars(t *testing.T, m *telemetry.Metrics) []string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.Histogram {
+func histogram(t *testing.T, m *metrics.Metrics, name, labels string) *dto.Histogram {
 	for _, mf := range gather(t, m) {
 		if mf.GetName() != name {
 			continue
@@ -394,10 +394,10 @@ func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.His
 // names.
 func TestToolRegistered(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.Precreate("", nil, []string{"pre", "\xff"})
 	assert.Equal(t, 3, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's, and tools/call's for the other tool and for pre")
-	for _, e := range []telemetry.RequestEnd{
+	for _, e := range []metrics.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
 		{Tool: "\xff\xfe", ToolRegistered: true}, // not a label value
@@ -421,15 +421,15 @@ func TestToolRegistered(t *testing.T) {
 // nil Traffic (of nil Metrics) nothing.
 func TestTraffic(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
-	http := m.Traffic(telemetry.TransportStreamableHTTP)
+	m := metrics.New()
+	http := m.Traffic(mcpconv.TransportStreamableHTTP)
 	http.Received(mcpconv.KindRequest, 100)
 	http.Received(mcpconv.KindInvalid, 0)
 	http.Sent(mcpconv.KindResponse, 50)
 	http.Sent("weird", 7)
 	http.SentN(mcpconv.KindNotification, 20, 3) // a notification multicast to three sessions
 	http.SentN(mcpconv.KindNotification, 20, 0)
-	m.MessageReceived(telemetry.TransportStreamableHTTP, mcpconv.KindRequest, 10)
+	m.MessageReceived(mcpconv.TransportStreamableHTTP, mcpconv.KindRequest, 10)
 	m.Traffic("carrier-pigeon").Received(mcpconv.KindBatch, 3)
 	assert.Equal(t, map[string]float64{
 		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`:  2,
@@ -443,11 +443,11 @@ func TestTraffic(t *testing.T) {
 		`mcp_server_received_bytes_total{transport="other"}`:                              3,
 	}, nonZero(t, m))
 
-	var nilMetrics *telemetry.Metrics
-	assert.Nil(t, nilMetrics.Traffic(telemetry.TransportStdio))
+	var nilMetrics *metrics.Metrics
+	assert.Nil(t, nilMetrics.Traffic(mcpconv.TransportStdio))
 	assert.NotPanics(t, func() {
-		nilMetrics.Traffic(telemetry.TransportStdio).Received(mcpconv.KindRequest, 1)
-		nilMetrics.Traffic(telemetry.TransportStdio).Sent(mcpconv.KindResponse, 1)
+		nilMetrics.Traffic(mcpconv.TransportStdio).Received(mcpconv.KindRequest, 1)
+		nilMetrics.Traffic(mcpconv.TransportStdio).Sent(mcpconv.KindResponse, 1)
 	})
 }
 
@@ -456,10 +456,10 @@ func TestTraffic(t *testing.T) {
 // allow-list, each land in their own series.
 func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	finish := func(tool, outcome, errType string) {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
+		m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
 	}
 	finish("t", mcpconv.OutcomeOK, "")
 	finish("t", mcpconv.OutcomeOK, mcpconv.ErrorTypeTool)
@@ -469,7 +469,7 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	finish("t", mcpconv.OutcomeOK, "")
 	finish("", mcpconv.OutcomeOK, "")
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK})
 	assert.Equal(t, map[string]float64{
 		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                  6,
 		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:    5,
@@ -489,16 +489,16 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 // an invalid label value, the tool is labeled other.
 func TestRegisteredToolLabelsBounded(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	const bound = 1024
 	for i := range bound + 10 {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
+		m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	}
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	key := func(tool string) string {
 		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
@@ -515,20 +515,20 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 // ends with an error type only when it ended in error.
 func TestSemconvLabels(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	for _, v := range protocol.Versions() {
 		m.RequestStarted("ping")
-		m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: telemetry.TransportStdio})
+		m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: mcpconv.TransportStdio})
 	}
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method: "tools/call", Outcome: mcpconv.OutcomeError, StatusCode: "-32602",
-		ProtocolVersion: "2025-11-25", Transport: telemetry.TransportStreamableHTTP,
+		ProtocolVersion: "2025-11-25", Transport: mcpconv.TransportStreamableHTTP,
 	})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
-	m.SessionEnded(telemetry.TransportStdio, "timeout", time.Second)
-	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Second)
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
+	m.SessionEnded(mcpconv.TransportStdio, "timeout", time.Second)
+	m.SessionEnded(mcpconv.TransportStdio, "transport_close", time.Second)
 
 	got := nonZero(t, m)
 	for _, v := range protocol.Versions() {

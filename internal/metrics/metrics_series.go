@@ -1,4 +1,4 @@
-package telemetry
+package metrics
 
 import (
 	"slices"
@@ -79,9 +79,9 @@ const numNets = 3
 // netIndex returns the index of the network of a Transport constant.
 func netIndex(transport string) int {
 	switch transport {
-	case TransportStdio, TransportMemory:
+	case mcpconv.TransportStdio, mcpconv.TransportMemory:
 		return 1
-	case TransportStreamableHTTP:
+	case mcpconv.TransportStreamableHTTP:
 		return 2
 	}
 	return 0
