@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -155,7 +155,7 @@ func newEventLog() *eventLog {
 }
 
 func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
-	name := middleware.TransportFromContext(ctx)
+	name := mcpconv.TransportFromContext(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.transports[s] = name

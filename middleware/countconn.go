@@ -17,7 +17,7 @@ type ConnServer interface {
 
 // countConns returns a ConnServer that serves each connection with srv,
 // wrapped by countConn and with transportName in the Serve context (see
-// [ContextWithTransport]), so that the session, write-error and traffic
+// mcpconv.ContextWithTransport), so that the session, write-error and traffic
 // metrics carry the transport label ([Instrumentation.ConnServer]). With a
 // nil m it only labels the context.
 //
@@ -46,7 +46,7 @@ type attachingInstrumented struct {
 }
 
 func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
-	return i.a.Attach(ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(transport.Driven), done)
+	return i.a.Attach(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(transport.Driven), done)
 }
 
 type instrumented struct {
@@ -56,7 +56,7 @@ type instrumented struct {
 }
 
 func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
-	return i.srv.Serve(ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name))
+	return i.srv.Serve(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name))
 }
 
 // countConn returns a transport.Conn that counts, in m, every message read

@@ -102,12 +102,11 @@
 // appends after [Instrumentation.ServerOptions].
 //
 // When tracing, metrics and logging are all on, the first three run as one
-// middleware, which records exactly what they do apart with one AfterDone
-// function and one closure per request, not three;
-// [Instrumentation.Middleware] returns it as one entry. An application
-// that wants each request's outcome too registers a server.Observer with
-// server.WithObserver: its RequestEnded runs after the span's end, the
-// metrics and the log line, in the same batch.
+// middleware, which records exactly what they do apart with one function
+// at the request's end and one closure per request, not three. An
+// application that wants each request's outcome too registers a
+// server.Observer with server.WithObserver: its RequestEnded runs after
+// the span's end, the metrics and the log line, in the same batch.
 //
 // # Spans
 //

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -39,7 +40,7 @@ func ExampleTracing() {
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
-		ctx := middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory)
+		ctx := mcpconv.ContextWithTransport(context.Background(), telemetry.TransportMemory)
 		served <- srv.Serve(ctx, end)
 	}()
 	send := func(id int64, method, params string) {

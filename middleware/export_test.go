@@ -22,3 +22,12 @@ func MetricsObserver(m *metrics.Metrics) server.Observer {
 	}
 	return &metricsObserver{m: m}
 }
+
+// Middleware returns the instrumentation's chain, a new slice on every
+// call, for the tests that count its layers or run it apart.
+func (i *Instrumentation) Middleware() []server.Middleware {
+	if i == nil {
+		return nil
+	}
+	return append([]server.Middleware(nil), i.chain...)
+}

@@ -153,17 +153,6 @@ func (i *Instrumentation) ServerOptions() []server.Option {
 	return opts
 }
 
-// Middleware returns the chain of [Instrumentation.ServerOptions] alone, in
-// its order, for a caller that assembles server.WithMiddleware itself; with
-// tracing, metrics and logging all on, the three are one entry. It returns
-// a new slice on every call.
-func (i *Instrumentation) Middleware() []server.Middleware {
-	if i == nil {
-		return nil
-	}
-	return append([]server.Middleware(nil), i.chain...)
-}
-
 // ConnServer returns the ConnServer to hand to a transport in place of srv:
 // it serves each connection with srv, with transportName (a
 // telemetry.Transport constant) as the transport label of the session,

@@ -440,23 +440,6 @@ type sessionCounter struct {
 
 func (c *sessionCounter) SessionStarted(context.Context, *server.Session) { c.started.Add(1) }
 
-// Middleware returns the chain alone, a new slice each time, and nothing
-// for a nil Instrumentation.
-func TestInstrumentationMiddleware(t *testing.T) {
-	t.Parallel()
-	var none *middleware.Instrumentation
-	assert.Nil(t, none.Middleware())
-	inst, err := middleware.NewInstrumentation(
-		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithTimeout(time.Second),
-	)
-	require.NoError(t, err)
-	chain := inst.Middleware()
-	assert.Len(t, chain, 3, "metrics, recover, timeout")
-	chain[0] = nil
-	assert.NotNil(t, inst.Middleware()[0], "a new slice on every call")
-}
-
 // A ConnServer that cannot attach is served as it is: CountConns wraps
 // Serve, and the result is no ConnAttacher.
 func TestCountConnsServeOnly(t *testing.T) {

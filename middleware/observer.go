@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
@@ -19,7 +20,7 @@ import (
 // active and their duration by the cause that ended them, responses
 // dropped by reason, failed writes by class, server-to-client requests
 // failed at close, and messages rejected before a handler by reason; the
-// transport label comes from the Serve context, see [ContextWithTransport]),
+// transport label comes from the Serve context, see mcpconv.ContextWithTransport),
 // while the chain records the requests. It is also the collector
 // NewInstrumentation registers: each of its reads first flushes the
 // outcome batches of the servers it observes (server.WithOutcomeBatches),
@@ -72,11 +73,11 @@ func (o *metricsObserver) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (o *metricsObserver) SessionStarted(ctx context.Context, _ *server.Session) {
-	o.m.SessionStarted(TransportFromContext(ctx))
+	o.m.SessionStarted(mcpconv.TransportFromContext(ctx))
 }
 
 func (o *metricsObserver) SessionEnded(ctx context.Context, s *server.Session, cause error) {
-	o.m.SessionEnded(TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
+	o.m.SessionEnded(mcpconv.TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
 }
 
 func (o *metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
@@ -84,7 +85,7 @@ func (o *metricsObserver) ResponseDropped(_ context.Context, req *server.Request
 }
 
 func (o *metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
-	o.m.WriteFailed(TransportFromContext(ctx), class.String())
+	o.m.WriteFailed(mcpconv.TransportFromContext(ctx), class.String())
 }
 
 func (o *metricsObserver) OutgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {

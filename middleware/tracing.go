@@ -85,13 +85,13 @@ func tracing(st spanStarter) server.Middleware {
 }
 
 // appendNetwork adds network.transport (and network.protocol.name) from
-// the transport named in the session's context ([ContextWithTransport],
+// the transport named in the session's context (mcpconv.ContextWithTransport,
 // which [Instrumentation.ConnServer] sets): "pipe" for stdio and memory, "tcp" over "http"
 // for Streamable HTTP. Without a name, a session served from an HTTP
 // request's context gets its listener's network over "http"; otherwise the
 // attributes are left out.
 func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.KeyValue {
-	switch TransportFromContext(ctx) {
+	switch mcpconv.TransportFromContext(ctx) {
 	case telemetry.TransportStdio, telemetry.TransportMemory:
 		return append(attrs, semconv.NetworkTransportPipe)
 	case telemetry.TransportStreamableHTTP:

@@ -112,28 +112,28 @@ func TestTracingNetworkTransport(t *testing.T) {
 		{
 			name: "stdio",
 			ctx: func(ctx context.Context) context.Context {
-				return middleware.ContextWithTransport(ctx, telemetry.TransportStdio)
+				return mcpconv.ContextWithTransport(ctx, telemetry.TransportStdio)
 			},
 			want: map[string]string{"network.transport": "pipe"},
 		},
 		{
 			name: "streamable http",
 			ctx: func(ctx context.Context) context.Context {
-				return middleware.ContextWithTransport(ctx, telemetry.TransportStreamableHTTP)
+				return mcpconv.ContextWithTransport(ctx, telemetry.TransportStreamableHTTP)
 			},
 			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
 		},
 		{
 			name: "unnamed, from an HTTP request's context",
 			ctx: func(ctx context.Context) context.Context {
-				ctx = middleware.ContextWithTransport(ctx, "unnamed")
+				ctx = mcpconv.ContextWithTransport(ctx, "unnamed")
 				return context.WithValue(ctx, http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
 			},
 			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
 		},
 		{
 			name: "unknown",
-			ctx:  func(ctx context.Context) context.Context { return middleware.ContextWithTransport(ctx, "unnamed") },
+			ctx:  func(ctx context.Context) context.Context { return mcpconv.ContextWithTransport(ctx, "unnamed") },
 			want: map[string]string{},
 		},
 	}
