@@ -6,7 +6,7 @@
 // parts drop or cut ([NewLogLinesDropped], [NewAuditLinesDropped],
 // [NewStreamsCut]). The middleware package's NewInstrumentation builds and
 // registers the collector; the names of the metrics, labels and span
-// attributes are documented in docs/metrics.md, and are fixed, since
+// attributes are documented in docs/operations.md, and are fixed, since
 // dashboards and alert rules refer to them.
 //
 // Labels are bounded: a method, tool, transport, cause or reason outside
