@@ -181,13 +181,18 @@ func (s *Server) wireObservers() {
 func (s *Server) recordEnd(req *Request, out Outcome) {
 	req.ends.RunAfter(out)
 	if s.endObserved && !req.IsNotification() {
-		var ctx context.Context = context.Background()
-		switch inf := req.inf; {
-		case inf != nil && inf.rctx.req != nil: // the chain ran with it
-			ctx = &inf.rctx
-		case inf != nil:
-			ctx = inf.ctx
-		}
-		s.cfg.observer.RequestEnded(ctx, req, out)
+		s.cfg.observer.RequestEnded(endContext(req), req, out)
 	}
+}
+
+// endContext returns the context req's RequestEnded is given: its
+// handler's, as the chain ran with it, else the one it was cancelled with.
+func endContext(req *Request) context.Context {
+	switch inf := req.inf; {
+	case inf != nil && inf.rctx.req != nil:
+		return &inf.rctx
+	case inf != nil:
+		return inf.ctx
+	}
+	return context.Background()
 }

@@ -1,11 +1,11 @@
 package metrics_test
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"fmt"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
