@@ -458,3 +458,43 @@ func TestCountConnsServeOnly(t *testing.T) {
 type serveOnly func(context.Context, transport.Conn) error
 
 func (f serveOnly) Serve(ctx context.Context, c transport.Conn) error { return f(ctx, c) }
+
+// A scrape of the registry given to WithRegisterer counts every request
+// answered so far, though its outcome waits for its batch: the collector
+// records what waits first, so nobody has to flush.
+func TestInstrumentationScrapeFlushesBatches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg))
+		require.NoError(t, err)
+		srv := server.New(append(inst.ServerOptions(), server.WithOutcomeBatches(100, time.Hour))...)
+		addTools(t, srv)
+		c := mcptest.Pipe(t, inst.ConnServer(srv, telemetry.TransportMemory))
+		c.Initialize("", nil)
+		assert.Equal(t, "hi", c.CallTool("echo", nil).Text())
+		synctest.Wait() // the call is sealed, and waits for its batch
+
+		finished := func() float64 {
+			mfs, err := reg.Gather()
+			require.NoError(t, err)
+			for _, mf := range mfs {
+				if mf.GetName() != mcpconv.MetricRequestsFinished {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels[mcpconv.LabelMethod] == "tools/call" && labels[mcpconv.LabelOutcome] == mcpconv.OutcomeOK {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+			return 0
+		}
+		assert.InDelta(t, 1, finished(), 0, "the call, recorded by the scrape, not by its batch (an hour away)")
+		require.NoError(t, srv.Close())
+	})
+}

@@ -166,8 +166,8 @@ type Outcome struct {
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
 	// Ended is when the request ended: when its response was written or
-	// dropped, or, for a notification, when its chain returned. Every
-	// OnDone function sees the same instant, so that the log line, the
+	// dropped, or, for a notification, when its chain returned. Everything
+	// that records the outcome sees the same instant, so that the log line, the
 	// metrics and the audit record of a request agree on its duration
 	// (Ended minus [Request.Received]). Zero only in an Outcome made
 	// elsewhere, such as a test's: see [Outcome.EndTime].
