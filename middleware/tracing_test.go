@@ -720,3 +720,25 @@ type flusher struct {
 }
 
 func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }
+
+// Without a tracer provider (none, or nil), Tracing and TracingCalls are
+// the identity, as NewInstrumentation traces nothing: the handler and the
+// client call get the very context they were given, with no span of
+// theirs in it.
+func TestTracingWithoutProviderIsIdentity(t *testing.T) {
+	t.Parallel()
+	ctx := context.WithValue(context.Background(), struct{ k int }{1}, "mark")
+	for _, mw := range []server.Middleware{middleware.Tracing(), middleware.Tracing(middleware.WithTracerProvider(nil))} {
+		var got context.Context
+		h := mw(func(ctx context.Context, _ *server.Request) (any, error) { got = ctx; return nil, nil })
+		_, err := h(ctx, &server.Request{ID: transport.Int64ID(1), Method: "ping"})
+		require.NoError(t, err)
+		assert.Equal(t, ctx, got, "the handler's context is the one given")
+	}
+	for _, cm := range []server.CallMiddleware{middleware.TracingCalls(), middleware.TracingCalls(middleware.WithTracerProvider(nil))} {
+		var got context.Context
+		call := cm(func(ctx context.Context, _ *server.ClientCall) error { got = ctx; return nil })
+		require.NoError(t, call(ctx, &server.ClientCall{Method: "roots/list"}))
+		assert.Equal(t, ctx, got, "the call's context is the one given")
+	}
+}
