@@ -13,17 +13,14 @@ import (
 // /debug/vigil (and / redirecting to it) and the trace views
 // /debug/vigil/trace/{id}. The metrics and the page refuse non-loopback
 // Host names on a loopback listener, as the MCP endpoint does, against DNS
-// rebinding. /metrics records the outcomes still batched first (see
-// server.WithOutcomeBatches), so that it counts every request answered so
-// far; the page does so itself.
+// rebinding. The instrumentation's collector behind /metrics records the
+// outcomes still batched first (see server.WithOutcomeBatches), so that it
+// counts every request answered so far, and so does the page.
 func (s *Service) adminMux() *http.ServeMux {
 	guard := func(h http.Handler) http.Handler { return loopback.HostGuard(h, s.cfg.allowedHosts) }
 	metrics := promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.Server.FlushOutcomes()
-		metrics.ServeHTTP(w, r)
-	})))
+	mux.Handle("GET /metrics", guard(metrics))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -112,11 +112,6 @@ func (s *Service) instrument() error {
 		middleware.WithRegisterer(in.registry),
 		middleware.WithLogger(s.Logger),
 	}
-	if s.Page != nil {
-		// The page's counts, first in the chain: they see every request,
-		// those the chain refuses too.
-		instOpts = append(instOpts, middleware.WithObservers(s.Page.Observer()), middleware.WithRequestRecorders(s.Page.RecordRequest))
-	}
 	inst, err := middleware.NewInstrumentation(append(instOpts, s.cfg.instOpts...)...)
 	if err == nil {
 		// NewInstrumentation registered the MCP collector with the
@@ -133,6 +128,11 @@ func (s *Service) instrument() error {
 		// batches, off its way out; /metrics and the page flush them first.
 		server.WithOutcomeBatches(outcomeBatch, 0),
 	)
+	if s.Page != nil {
+		// The page's counts and events: it sees every request, those the
+		// chain refuses too.
+		srvOpts = append(srvOpts, server.WithObserver(s.Page.Observer()))
+	}
 	s.in, s.Instrumentation, s.Registry, s.TracerProvider = in, inst, in.registry, in.tracer
 	s.Server = server.New(append(srvOpts, s.cfg.serverOpts...)...)
 	s.Logger.Info("tracing", "exporter", in.exporter)

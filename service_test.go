@@ -216,7 +216,7 @@ func TestListenAndServeDrainsOnCancel(t *testing.T) {
 	mcptest.NewClient(t, conn).Initialize("2025-11-25", map[string]any{})
 	answer := make(chan string, 1)
 	go func() {
-		answer <- post(mcpURL, conn.SessionID(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
+		answer <- post(mcpURL, conn.(interface{ SessionID() string }).SessionID(), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"wait","arguments":{}}}`)
 	}()
 	<-started
 	cancel()

@@ -38,15 +38,13 @@ func TestStatelessCancelIsOneAttentionRow(t *testing.T) {
 		middleware.WithLogger(slog.New(slog.DiscardHandler)),
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithObservers(rec.Observer()),
-		middleware.WithRequestRecorders(rec.RecordRequest, func(req *server.Request, _ server.Outcome) {
-			if req.Method == "tools/call" {
-				done <- req.Name
-			}
-		}),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(rec.Middleware()))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer(), endObserver(func(req *server.Request) {
+		if req.Method == "tools/call" {
+			done <- req.Name
+		}
+	})), server.WithMiddleware(rec.Middleware()))...)
 	started := make(chan struct{}, 1)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("echo"), nil

@@ -5,7 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -31,9 +32,56 @@ type eventLog struct {
 	drops         recent[dropEvent]
 	ended         recent[endedSession]
 
-	// stats counts every request by method/tool and outcome, fed by its
-	// Middleware (newServer puts it outermost).
+	// stats counts every request by method/tool and outcome (RequestEnded).
 	stats *requestStats
+
+	// hooks is what each server the log observes lent it (WireServer).
+	hooks []*serverhook.Server
+}
+
+var _ serverhook.Wired = (*eventLog)(nil)
+
+// WireServer keeps what s lends: its flush, and the methods it knows.
+func (l *eventLog) WireServer(s *serverhook.Server) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hooks = append(l.hooks, s)
+}
+
+// hook returns what srv lent the log, nil when the log does not observe
+// srv.
+func (l *eventLog) hook(srv *server.Server) *serverhook.Server {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.hooks {
+		if h.ID == srv {
+			return h
+		}
+	}
+	return nil
+}
+
+// flush records the outcomes of srv that wait for their batch, when the
+// log observes srv.
+func (l *eventLog) flush(srv *server.Server) {
+	if h := l.hook(srv); h != nil {
+		h.Flush()
+	}
+}
+
+// hasMethod returns how to tell srv's methods from names a client made
+// up: what srv lent the log, or, when the log does not observe srv, every
+// name.
+func (l *eventLog) hasMethod(srv *server.Server) func(string) bool {
+	if h := l.hook(srv); h != nil {
+		return h.HasMethod
+	}
+	return func(string) bool { return true }
+}
+
+// RequestEnded counts req by its method or tool and its outcome.
+func (l *eventLog) RequestEnded(ctx context.Context, req *server.Request, out server.Outcome) {
+	l.stats.recordRequest(serverhook.ServerOf(ctx), req, out)
 }
 
 // principalView is who sent a request or opened a session, as the debug page
@@ -107,7 +155,7 @@ func newEventLog() *eventLog {
 }
 
 func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
-	name := middleware.TransportFromContext(ctx)
+	name := mcpconv.TransportFromContext(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.transports[s] = name

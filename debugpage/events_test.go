@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -59,7 +59,7 @@ func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 		client, conn := memory.NewPair()
 		served := make(chan error, 1)
 		go func() {
-			served <- srv.Serve(middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory), conn)
+			served <- srv.Serve(mcpconv.ContextWithTransport(context.Background(), telemetry.TransportMemory), conn)
 		}()
 		write := func(m transport.Message) { require.NoError(t, client.Write(t.Context(), m)) }
 		write(&transport.Request{
@@ -121,7 +121,7 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		require.NoError(t, addTestTools(srv))
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
-		ctx := middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory)
+		ctx := mcpconv.ContextWithTransport(context.Background(), telemetry.TransportMemory)
 		ctx = auth.ContextWithPrincipal(ctx, &auth.Principal{Subject: subject, ClientID: clientID, Issuer: "https://as.example.com"})
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ctx, conn) }()

@@ -32,14 +32,12 @@ func Example() {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(registry),
-		middleware.WithObservers(rec.Observer()),
-		middleware.WithRequestRecorders(rec.RecordRequest),
 	)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(rec.Middleware()))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer()), server.WithMiddleware(rec.Middleware()))...)
 	_ = srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	})

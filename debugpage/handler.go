@@ -18,7 +18,7 @@ import (
 //
 // Mount it under a prefix with http.StripPrefix, as http.FileServer is:
 // its links start with the prefix stripped. Before it reads anything, it
-// flushes srv's outcome batches (server.WithOutcomeBatches). It also makes
+// records srv's outcomes that wait for their batch. It also makes
 // srv's methods, tools and prompts the only names rec's trace ring keys
 // traces by. It has no authorization of its own: serve it where only
 // operators reach (the page lists session ids, which are the only
@@ -43,7 +43,7 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	base := mountBase(r)
 	switch path := r.URL.Path; path {
 	case "", "/":
-		p.srv.FlushOutcomes()
+		p.rec.events.flush(p.srv)
 		p.servePage(w, r, base)
 	case "/style.css":
 		serveDebugAsset(w, r, "text/css; charset=utf-8", debugCSS)
@@ -55,7 +55,7 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		p.srv.FlushOutcomes()
+		p.rec.events.flush(p.srv)
 		p.serveTrace(w, r, base, id)
 	}
 }

@@ -64,11 +64,9 @@ func TestHostileDebugBound(t *testing.T) {
 		middleware.WithLogger(slog.New(slog.DiscardHandler)),
 		middleware.WithTimeout(time.Minute),
 		middleware.WithConcurrencyLimit(256),
-		middleware.WithObservers(rec.Observer()),
-		middleware.WithRequestRecorders(rec.RecordRequest),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithOutcomeBatches(32, 0))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer()), server.WithOutcomeBatches(32, 0))...)
 	require.NoError(t, addTestTools(srv))
 	conns := inst.ConnServer(srv, telemetry.TransportMemory)
 	page := mountPage(Handler(srv, rec))
@@ -137,7 +135,7 @@ func TestHostileDebugBound(t *testing.T) {
 		}
 	}
 	snapshot := func() (debugSnapshot, []byte) {
-		srv.FlushOutcomes()
+		rec.events.flush(srv)
 		w := httptest.NewRecorder()
 		page.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/vigil?format=json&series=1", nil))
 		require.Equal(t, http.StatusOK, w.Code)
@@ -170,7 +168,7 @@ func TestHostileDebugBound(t *testing.T) {
 	for _, row := range snap.Stats {
 		keys = append(keys, row.Key)
 		method, tool, _ := strings.Cut(row.Key, " ")
-		assert.True(t, row.Key == statsOtherKey || srv.HasMethod(method) && (tool == "" || srv.HasTool(tool)), "stats key %.40q", row.Key)
+		assert.True(t, row.Key == statsOtherKey || rec.events.hasMethod(srv)(method) && (tool == "" || srv.HasTool(tool)), "stats key %.40q", row.Key)
 	}
 	assert.Contains(t, keys, "tools/call echo")
 	assert.Contains(t, keys, statsOtherKey)
@@ -181,7 +179,7 @@ func TestHostileDebugBound(t *testing.T) {
 	}
 	for _, k := range ring.keyNames() {
 		method, tool, _ := strings.Cut(k, " ")
-		assert.True(t, k == ringOtherKey || srv.HasMethod(method) && (tool == "" || srv.HasTool(tool)), "ring key %.40q", k)
+		assert.True(t, k == ringOtherKey || rec.events.hasMethod(srv)(method) && (tool == "" || srv.HasTool(tool)), "ring key %.40q", k)
 	}
 
 	// Every text the page kept or shows is cut.

@@ -64,15 +64,13 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(registry),
-		middleware.WithObservers(rec.Observer()),
-		middleware.WithRequestRecorders(rec.RecordRequest, func(req *server.Request, _ server.Outcome) {
-			if req.Method == "tools/call" {
-				called <- struct{}{}
-			}
-		}),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(rec.Middleware()))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer(), endObserver(func(req *server.Request) {
+		if req.Method == "tools/call" {
+			called <- struct{}{}
+		}
+	})), server.WithMiddleware(rec.Middleware()))...)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	}))
@@ -147,3 +145,14 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	assert.True(t, strings.HasPrefix(get("/debug/vigil/style.css"), "body {"))
 	assert.Contains(t, get("/metrics"), "mcp_server_requests_started_total")
 }
+
+// endObserver returns a server.Observer that calls f with each request
+// that ended, after the Observers given before it were told.
+func endObserver(f func(req *server.Request)) server.Observer { return onEnd{f: f} }
+
+type onEnd struct {
+	server.NopObserver
+	f func(req *server.Request)
+}
+
+func (o onEnd) RequestEnded(_ context.Context, req *server.Request, _ server.Outcome) { o.f(req) }

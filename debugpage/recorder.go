@@ -10,8 +10,8 @@ import (
 )
 
 // Recorder gathers what the live page shows, through the hooks it hands
-// to the server's chain: [Recorder.Observer], [Recorder.RecordRequest],
-// [Recorder.Middleware] and [Recorder.SpanExporter]. Make one with
+// to the server: [Recorder.Observer], [Recorder.Middleware] and
+// [Recorder.SpanExporter]. Make one with
 // [NewRecorder]; one Recorder serves one server. It is safe for concurrent
 // use, and none of its hooks blocks for long.
 type Recorder struct {
@@ -38,19 +38,12 @@ func NewRecorder(opts ...RecorderOption) *Recorder {
 	return &Recorder{started: events.stats.started, events: events, limits: cfg.limits}
 }
 
-// Observer returns the server.Observer that remembers each live session's
-// transport and the recent cancellations, dropped responses and ended
-// sessions; pass it to middleware.WithObservers (or server.WithObserver).
+// Observer returns the server.Observer that counts every request by
+// method or tool, outcome and latency (a name the server does not know
+// counts as "other"), and remembers each live session's transport and the
+// recent cancellations, dropped responses and ended sessions; pass it to
+// server.WithObserver.
 func (r *Recorder) Observer() server.Observer { return r.events }
-
-// RecordRequest counts req, a request that ended with out, by method or
-// tool, outcome and latency: the request recorder of
-// middleware.WithRequestRecorders, which calls it for every request, those
-// the chain refuses too. A name the request's server does not know counts
-// as "other".
-func (r *Recorder) RecordRequest(req *server.Request, out server.Outcome) {
-	r.events.stats.recordRequest(req, out)
-}
 
 // Middleware returns the server middleware that records the principal
 // that opened each session (auth.PrincipalFromContext of its initialize's
@@ -70,7 +63,7 @@ func (r *Recorder) SpanExporter() sdktrace.SpanExporter {
 	if r.ring == nil {
 		r.ring = newSpanRingLimits(r.limits)
 		if r.srv != nil {
-			r.ring.keyByServer(r.srv)
+			r.ring.keyByServer(r.srv, r.events.hasMethod(r.srv))
 		}
 	}
 	return r.ring
@@ -90,6 +83,6 @@ func (r *Recorder) keyByServer(srv *server.Server) {
 	defer r.mu.Unlock()
 	r.srv = srv
 	if r.ring != nil {
-		r.ring.keyByServer(srv)
+		r.ring.keyByServer(srv, r.events.hasMethod(srv))
 	}
 }

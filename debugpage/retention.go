@@ -358,13 +358,14 @@ func (r *spanRing) keyOf(name string) int {
 // prompt (every name does until one is set). Names a client made up count
 // under ringOtherKey, so that they never take the place of a real one.
 func (r *spanRing) knows(name string) bool {
-	srv := r.server.Load()
-	if srv == nil {
+	rs := r.server.Load()
+	if rs == nil {
 		return true
 	}
+	srv := rs.srv
 	method, target, _ := strings.Cut(name, " ")
 	switch {
-	case !srv.HasMethod(method):
+	case !rs.hasMethod(method):
 		return false
 	case target == "":
 		return true
@@ -376,9 +377,19 @@ func (r *spanRing) knows(name string) bool {
 	return false
 }
 
-// keyByServer makes srv's methods, tools and prompts the only keys of r
-// besides ringOtherKey (see knows).
-func (r *spanRing) keyByServer(srv *server.Server) { r.server.Store(srv) }
+// ringServer is the server whose names may be keys of a ring: its tools
+// and prompts, and the methods hasMethod knows (what the server lent the
+// Recorder's observer).
+type ringServer struct {
+	srv       *server.Server
+	hasMethod func(method string) bool
+}
+
+// keyByServer makes the methods hasMethod knows and srv's tools and
+// prompts the only keys of r besides ringOtherKey (see knows).
+func (r *spanRing) keyByServer(srv *server.Server, hasMethod func(string) bool) {
+	r.server.Store(&ringServer{srv: srv, hasMethod: hasMethod})
+}
 
 // shed forgets traces until the kept spans fit in r.lim.MaxBytes: the
 // oldest routine ones first, then the oldest pending ones, then the

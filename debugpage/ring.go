@@ -15,9 +15,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/receiving"
-	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // Defaults of the in-memory trace ring.
@@ -52,8 +51,8 @@ type spanRing struct {
 	classes  [ringOutcomeClasses]traceFIFO
 	keys     []keyStore // at most ringMaxKeys+1
 	keyIndex map[string]int
-	lastKey  int                           // the key last looked up, or -1
-	server   atomic.Pointer[server.Server] // whose names may be keys (keyByServer); nil: any
+	lastKey  int                        // the key last looked up, or -1
+	server   atomic.Pointer[ringServer] // whose names may be keys (keyByServer); nil: any
 }
 
 var (
@@ -169,7 +168,7 @@ const (
 // WatchedAttributes names the attributes the ring reads of a received
 // span, at the indexes watchCause and watchErrorType.
 func (*spanRing) WatchedAttributes() []attribute.Key {
-	return []attribute.Key{watchCause: telemetry.CancelCauseKey, watchErrorType: errorTypeKey}
+	return []attribute.Key{watchCause: mcpconv.CancelCauseKey, watchErrorType: errorTypeKey}
 }
 
 // Shutdown does nothing: the stored spans stay readable.

@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/receiving"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // outcomeOf classifies a trace by its root span's facts f and, for
@@ -71,7 +71,7 @@ func (f *spanFacts) read(s sdktrace.ReadOnlySpan) {
 			v := kv.Value.AsString()
 			f.bytes += int64(len(v))
 			switch kv.Key {
-			case telemetry.CancelCauseKey:
+			case mcpconv.CancelCauseKey:
 				f.cause = v
 			case errorTypeKey:
 				f.errType = v
@@ -106,8 +106,8 @@ func (f *spanFacts) begin(s sdktrace.ReadOnlySpan) {
 func (f *spanFacts) end(s sdktrace.ReadOnlySpan) {
 	for _, e := range s.Events() {
 		f.bytes += ringItemBaseBytes + int64(len(e.Name)) + attrsBytes(e.Attributes, &f.compact)
-		if e.Name == telemetry.EventResponseDropped && !f.dropped {
-			f.dropped, f.drop = true, attrString(e.Attributes, telemetry.DropReasonKey)
+		if e.Name == mcpconv.EventResponseDropped && !f.dropped {
+			f.dropped, f.drop = true, attrString(e.Attributes, mcpconv.DropReasonKey)
 		}
 	}
 	for _, l := range s.Links() {

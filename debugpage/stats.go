@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -180,20 +181,20 @@ func newKeyStats(key string) *keyStats {
 }
 
 // recordRequest counts req, a request (not a notification) that ended
-// with out: a recorder of the instrumentation
-// (middleware.WithRequestRecorders), which calls it for every request,
-// those the chain refuses (busy, timeouts) too. A request counts under its
-// name only if its session's server knows it (a method of its table, a
-// registered tool): names a client made up count as "other", so that they
-// never take the place of a real one.
-func (s *requestStats) recordRequest(req *server.Request, out server.Outcome) {
+// with out, of the server that lent hook (nil: none): the Observer's
+// RequestEnded, which the server calls for every request, those the chain
+// refuses (busy, timeouts) too. A request counts under its name only if
+// its session's server knows it (a method of its table, a registered
+// tool): names a client made up count as "other", so that they never take
+// the place of a real one.
+func (s *requestStats) recordRequest(hook *serverhook.Server, req *server.Request, out server.Outcome) {
 	now := out.EndTime()
 	start := req.Received
 	if start.IsZero() {
 		start = now
 	}
 	var srv *server.Server
-	if req.Session != nil {
+	if req.Session != nil && hook != nil {
 		srv = req.Session.Server()
 	}
 	k := statsKey{method: req.Method}
@@ -204,7 +205,7 @@ func (s *requestStats) recordRequest(req *server.Request, out server.Outcome) {
 	}
 	ks := s.other
 	if known {
-		ks = s.lookupKnown(k, srv)
+		ks = s.lookupKnown(k, hook.HasMethod)
 	}
 	s.add(ks, statsOutcomeOf(out), now.Sub(start), now)
 }
@@ -230,14 +231,14 @@ func (s *requestStats) add(ks *keyStats, slot statSlot, d time.Duration, now tim
 	s.global.add(unix, slot, ns, h)
 }
 
-// lookupKnown returns k's stats when k is counted already, else, if srv
-// has k's method, those lookup adds (so that the method table is asked
-// only on a key's first request).
-func (s *requestStats) lookupKnown(k statsKey, srv *server.Server) *keyStats {
+// lookupKnown returns k's stats when k is counted already, else, if
+// hasMethod knows k's method, those lookup adds (so that the method table
+// is asked only on a key's first request).
+func (s *requestStats) lookupKnown(k statsKey, hasMethod func(string) bool) *keyStats {
 	if ks, ok := (*s.keys.Load())[k]; ok {
 		return ks
 	}
-	if !srv.HasMethod(k.method) {
+	if !hasMethod(k.method) {
 		return s.other
 	}
 	return s.lookup(k)

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -37,7 +39,7 @@ func TestAccountingLaw(t *testing.T) {
 	seed := uint64(20260728)
 	t.Logf("seed %d", seed)
 
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	srv := server.New(
 		server.WithMiddleware(middleware.RecordMetrics(m)),
 		server.WithObserver(middleware.MetricsObserver(m)),
@@ -74,16 +76,16 @@ func TestAccountingLaw(t *testing.T) {
 	events := map[string]float64{}
 	for k, v := range got {
 		switch {
-		case strings.HasPrefix(k, telemetry.MetricRequestsStarted):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsStarted):
 			started[method(k)] += v
-		case strings.HasPrefix(k, telemetry.MetricRequestsFinished):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsFinished):
 			finished[method(k)] += v
 			byOutcome[label(k, "outcome")] += v
-		case strings.HasPrefix(k, telemetry.MetricRequestsInFlight):
+		case strings.HasPrefix(k, mcpconv.MetricRequestsInFlight):
 			inFlight += v
-		case strings.HasPrefix(k, telemetry.MetricOperationDuration+"_count"):
+		case strings.HasPrefix(k, mcpconv.MetricOperationDuration+"_count"):
 			durations += v
-		case strings.HasPrefix(k, telemetry.MetricCancellations), strings.HasPrefix(k, telemetry.MetricLateResponsesDropped):
+		case strings.HasPrefix(k, mcpconv.MetricCancellations), strings.HasPrefix(k, mcpconv.MetricLateResponsesDropped):
 			events[k[:strings.IndexByte(k, '{')]] += v
 		}
 	}
@@ -96,18 +98,18 @@ func TestAccountingLaw(t *testing.T) {
 	assert.Zero(t, inFlight, "requests in flight after every session ended")
 	assert.Equal(t, started, finished, "per method, started = sum of outcomes")
 	assert.InDelta(t, total, durations, 0, "one duration observation per request")
-	assert.InDelta(t, float64(answered.Load()), byOutcome[telemetry.OutcomeOK]+byOutcome[telemetry.OutcomeError], 0,
+	assert.InDelta(t, float64(answered.Load()), byOutcome[mcpconv.OutcomeOK]+byOutcome[mcpconv.OutcomeError], 0,
 		"answered outcomes = responses the clients read")
-	assert.GreaterOrEqual(t, events[telemetry.MetricCancellations], byOutcome[telemetry.OutcomeCancelled])
-	assert.GreaterOrEqual(t, events[telemetry.MetricLateResponsesDropped],
-		byOutcome[telemetry.OutcomeCancelled]+byOutcome[telemetry.OutcomeDropped])
+	assert.GreaterOrEqual(t, events[mcpconv.MetricCancellations], byOutcome[mcpconv.OutcomeCancelled])
+	assert.GreaterOrEqual(t, events[mcpconv.MetricLateResponsesDropped],
+		byOutcome[mcpconv.OutcomeCancelled]+byOutcome[mcpconv.OutcomeDropped])
 	assert.Zero(t, got[`mcp_server_sessions_active{transport="memory"}`])
 	assert.InDelta(t, sessions, got[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
 }
 
 // runLawSession runs one client: initialize, n random requests, then a
 // disconnect, either at once (work in flight) or after a final ping.
-func runLawSession(t *testing.T, srv *server.Server, m *telemetry.Metrics, rng *rand.Rand, n int, answered *atomic.Int64) {
+func runLawSession(t *testing.T, srv *server.Server, m *metrics.Metrics, rng *rand.Rand, n int, answered *atomic.Int64) {
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
@@ -189,7 +191,7 @@ func runLawSession(t *testing.T, srv *server.Server, m *telemetry.Metrics, rng *
 }
 
 // method returns the mcp_method_name label of a series key.
-func method(key string) string { return label(key, telemetry.LabelMethod) }
+func method(key string) string { return label(key, mcpconv.LabelMethod) }
 
 // label returns the value of the named label of a series key.
 func label(key, name string) string {

@@ -9,9 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -58,7 +59,7 @@ const (
 
 // Audit returns middleware that writes one [AuditRecord], as a line of JSON
 // in a single Write, to w for each tools/call when its outcome is sealed
-// (see [server.Request.OnDone]): who called (the [auth.Principal] of the
+// (on the goroutine that sealed it): who called (the [auth.Principal] of the
 // request's arrival context, if there is one), which tool, in which
 // session, how it ended and how long it took, and the names of its
 // arguments. Other methods pass unrecorded. It reads
@@ -89,7 +90,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 			if start.IsZero() {
 				start = time.Now()
 			}
-			req.OnDone(func(out server.Outcome) {
+			serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
 				now := out.EndTime()
 				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
@@ -104,18 +105,18 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				outcome, errType := classifyOutcome(out)
 				rec.Outcome = outcome
 				switch outcome {
-				case telemetry.OutcomeError:
+				case mcpconv.OutcomeError:
 					rec.Code = int64(server.CodeOf(out.Err))
 					if cancelCause(out) == protocol.ReasonTimeout {
 						rec.Cause = protocol.ReasonTimeout.String()
 					}
-				case telemetry.OutcomeCancelled:
+				case mcpconv.OutcomeCancelled:
 					rec.Cause = server.ReasonOfCause(out.Cause).String()
 					rec.Reason = out.Dropped.String()
-				case telemetry.OutcomeDropped:
+				case mcpconv.OutcomeDropped:
 					rec.Reason = out.Dropped.String()
-				case telemetry.OutcomeOK:
-					rec.ToolError = errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments
+				case mcpconv.OutcomeOK:
+					rec.ToolError = errType == mcpconv.ErrorTypeTool || errType == mcpconv.ErrorTypeInvalidArguments
 				}
 				line, err := marshalAudit(&rec)
 				if err != nil {

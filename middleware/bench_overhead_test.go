@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil/internal/loadgen"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -38,7 +39,7 @@ func BenchmarkHTTPEchoOverhead(b *testing.B) {
 		benchOverhead(b, srv, wrap)
 	})
 	b.Run("FullChainTraffic", func(b *testing.B) {
-		var m *telemetry.Metrics
+		var m *metrics.Metrics
 		srv := benchFullChain(b, &m)
 		benchOverhead(b, srv, func(s streamable.Server) streamable.Server {
 			return middleware.CountConns(s, m, telemetry.TransportStreamableHTTP)

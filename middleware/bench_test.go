@@ -46,6 +46,8 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -174,9 +176,9 @@ func BenchmarkHTTPEchoSpanOnly(b *testing.B) {
 func benchSpanOnly(b *testing.B) *server.Server {
 	tracer := benchTracerProvider(b).Tracer("bench")
 	attrs := []attribute.KeyValue{
-		telemetry.MCPMethodNameKey.String("tools/call"), telemetry.GenAIToolNameKey.String("echo"),
-		telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool), telemetry.JSONRPCRequestIDKey.String("1"),
-		telemetry.MCPSessionIDKey.String("session"), telemetry.MCPProtocolVersionKey.String("2025-11-25"),
+		mcpconv.MCPMethodNameKey.String("tools/call"), mcpconv.GenAIToolNameKey.String("echo"),
+		mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool), mcpconv.JSONRPCRequestIDKey.String("1"),
+		mcpconv.MCPSessionIDKey.String("session"), mcpconv.MCPProtocolVersionKey.String("2025-11-25"),
 		attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http"),
 	}
 	kind := trace.WithSpanKind(trace.SpanKindServer)
@@ -201,7 +203,7 @@ func BenchmarkHTTPEchoFullChain(b *testing.B) {
 // BenchmarkHTTPEchoFullChainTraffic: the full chain and CountConns counting
 // every message and its bytes, as cmd/vigil serves.
 func BenchmarkHTTPEchoFullChainTraffic(b *testing.B) {
-	var m *telemetry.Metrics
+	var m *metrics.Metrics
 	srv := benchFullChain(b, &m)
 	benchEcho(b, srv, func(s streamable.Server) streamable.Server {
 		return middleware.CountConns(s, m, telemetry.TransportStreamableHTTP)
@@ -210,14 +212,14 @@ func BenchmarkHTTPEchoFullChainTraffic(b *testing.B) {
 
 // benchFullChain returns a server with the full chain; the metrics go to
 // *metrics when it is not nil.
-func benchFullChain(b *testing.B, metrics **telemetry.Metrics) *server.Server {
+func benchFullChain(b *testing.B, metrics **metrics.Metrics) *server.Server {
 	return benchFullChainWith(benchTracerProvider(b), metrics)
 }
 
 // benchFullChainWith is benchFullChain with the given tracer provider. The
 // echo tool is registered after the server is built: its label comes from
 // the live registry.
-func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **telemetry.Metrics) *server.Server {
+func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **metrics.Metrics) *server.Server {
 	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()))
 	if err != nil {
 		panic(err)

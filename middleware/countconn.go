@@ -5,23 +5,22 @@ import (
 	"errors"
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// CountConns returns a server that serves each connection with srv,
-// wrapped by [CountConn] and with transportName in the Serve context (see
-// [ContextWithTransport]), so that the session, write-error and traffic
-// metrics carry the transport label. Wrap the server you hand to a
-// transport with it, e.g. streamable.New(middleware.CountConns(srv, m,
-// telemetry.TransportStreamableHTTP)), or let [Instrumentation.ConnServer]
-// do it. With a nil m it only labels the context.
+// countConns returns a server that serves each connection with srv,
+// wrapped by countConn and with transportName in the Serve context (see
+// mcpconv.ContextWithTransport), so that the session, write-error and
+// traffic metrics carry the transport label ([Instrumentation.ConnServer]).
+// With a nil m it only labels the context.
 //
 // When srv can also attach sessions (as *server.Server can, see its
 // Attach), so can the returned server: Attach then wraps the Conn and
 // labels the context as Serve does.
-func CountConns(srv streamable.Server, m *telemetry.Metrics, transportName string) streamable.Server {
+func countConns(srv streamable.Server, m *metrics.Metrics, transportName string) streamable.Server {
 	i := instrumented{srv: srv, m: m, name: transportName}
 	if a, ok := srv.(conncap.Attacher); ok {
 		return attachingInstrumented{instrumented: i, a: a}
@@ -35,17 +34,17 @@ type attachingInstrumented struct {
 }
 
 func (i attachingInstrumented) Attach(ctx context.Context, conn conncap.Driven, done func(error)) error {
-	return i.a.Attach(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name).(conncap.Driven), done)
+	return i.a.Attach(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(conncap.Driven), done)
 }
 
 type instrumented struct {
 	srv  streamable.Server
-	m    *telemetry.Metrics
+	m    *metrics.Metrics
 	name string
 }
 
 func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
-	return i.srv.Serve(ContextWithTransport(ctx, i.name), CountConn(conn, i.m, i.name))
+	return i.srv.Serve(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name))
 }
 
 // Shedder passes on srv's Shedder (see server.WithShedder), so that a
@@ -57,19 +56,19 @@ func (i instrumented) Shedder() transport.Shedder {
 	return nil
 }
 
-// CountConn returns a transport.Conn that counts, in m, every message read
+// countConn returns a transport.Conn that counts, in m, every message read
 // from and written to c by kind, and their encoded size in bytes, under the
 // transport label transportName. The size is the message's compact JSON-RPC
 // encoding (what transport.AppendMessage produces, without framing such as a
 // newline or SSE fields), counted from the message without encoding it
 // ([transport.EncodedSize]). A frame that does not decode counts as kind
 // invalid with no bytes. Writes count whether or not they succeed (failures
-// are counted by class by [MetricsObserver]). The returned Conn has c's
+// are counted by class by the metrics observer). The returned Conn has c's
 // concurrency contract, and passes on the capabilities of the Conns of
 // Vigil's transports (a Streamable HTTP Conn's messages dispatched on
 // their own goroutines are counted as received, like those Read returns);
 // with a nil m it returns c.
-func CountConn(c transport.Conn, m *telemetry.Metrics, transportName string) transport.Conn {
+func countConn(c transport.Conn, m *metrics.Metrics, transportName string) transport.Conn {
 	if m == nil {
 		return c
 	}
@@ -118,14 +117,14 @@ func (c *countingInlineConn) Dispatch(ctx context.Context, msg transport.Message
 
 type countingConn struct {
 	transport.Conn
-	t *telemetry.Traffic // the transport's series, resolved once
+	t *metrics.Traffic // the transport's series, resolved once
 }
 
 func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	msg, err := c.Conn.Read(ctx)
 	if err != nil {
 		if _, ok := errors.AsType[*transport.DecodeError](err); ok {
-			c.t.Received(telemetry.KindInvalid, 0)
+			c.t.Received(mcpconv.KindInvalid, 0)
 		}
 		return msg, err
 	}
@@ -185,7 +184,7 @@ func (c *countingConn) JoinMulticast() {
 // per session it goes to.
 type countedMulticast struct {
 	g conncap.Multicast
-	t *telemetry.Traffic
+	t *metrics.Traffic
 }
 
 func (m countedMulticast) Send(ctx context.Context, n *transport.Request) int {
@@ -200,13 +199,13 @@ func messageKind(msg transport.Message) string {
 	switch m := msg.(type) {
 	case *transport.Request:
 		if m.IsNotification() {
-			return telemetry.KindNotification
+			return mcpconv.KindNotification
 		}
-		return telemetry.KindRequest
+		return mcpconv.KindRequest
 	case *transport.Response:
-		return telemetry.KindResponse
+		return mcpconv.KindResponse
 	case transport.Batch, transport.ResponseBatch:
-		return telemetry.KindBatch
+		return mcpconv.KindBatch
 	}
 	return ""
 }

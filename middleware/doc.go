@@ -8,14 +8,16 @@
 // ([Instrumentation.ServerOptions]: the middleware chain, the CLIENT spans
 // of the server's requests to clients, the metrics observer) and the
 // wrapper of the server a transport serves ([Instrumentation.ConnServer]:
-// the transport label and the traffic counters). The metrics learn the tool
-// names from the server's live registry.
+// the transport label, the traffic counters, and the series of what the
+// server serves, created at zero). The metrics learn the tool names from
+// the server's live registry, and a scrape of them first records the
+// outcomes that wait for their batch (server.WithOutcomeBatches): no
+// caller has to flush.
 //
 // The parts are usable alone. Each of these returns a server.Middleware:
 // [Tracing] gives every request and notification a SERVER span per the
 // OpenTelemetry MCP conventions, parented on the traceparent in
-// params._meta (or linked to it: [WithUntrustedTraceContext]); [RecordMetrics] records every request in a
-// telemetry.Metrics; [Logging] writes one record per request; [Recover]
+// params._meta (or linked to it: [WithUntrustedTraceContext]); [Logging] writes one record per request; [Recover]
 // turns a panic into a -32603 answer; [Timeout] cancels the handler's
 // context with server.ErrHandlerTimeout, answered -32001;
 // [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
@@ -26,10 +28,7 @@
 // request over its principal's rate with 429, and the chain a tools/call
 // over its tool's rate with -32000.
 // [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
-// to the client, their context injected into _meta); [MetricsObserver] is a
-// server.Observer (sessions, dropped responses, failed writes, rejected
-// messages); [CountConn] and [CountConns] count traffic per transport;
-// [LogHandler] adds the trace, span, session and request ids to log
+// to the client, their context injected into _meta); [LogHandler] adds the trace, span, session and request ids to log
 // records.
 //
 // # Options
@@ -56,10 +55,11 @@
 //   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
 //     [WithPropagators] (nil: the global propagator) and
 //     [WithUntrustedTraceContext]. Without a provider, no spans at all
-//     (the global provider is not used).
-//   - [WithRegisterer]: a telemetry.Metrics (built with
-//     [WithMetricsOptions]) registered with it, recorded by
-//     [RecordMetrics] and [MetricsObserver]. Without it, no metrics.
+//     (the global provider is not used), here as in Tracing alone.
+//   - [WithRegisterer]: the collector of the server's metrics (built with
+//     [WithMetricsOptions]) registered with it, recorded by the chain (every
+//     request) and by the metrics observer (sessions, dropped responses,
+//     failed writes, rejected messages). Without it, no metrics.
 //   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of
 //     [Recover]. Without it, no request log, and Recover discards.
 //   - [Recover] is always in.
@@ -70,9 +70,6 @@
 //     an [Instrumentation.RateLimiter], whose tool rates run in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never
 //     waits for a slot).
-//   - [WithObservers]: more observers next to the metrics observer.
-//   - [WithRequestRecorders]: functions called with each request's
-//     outcome, first in the chain.
 //   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
@@ -85,7 +82,7 @@
 //
 //  1. [Tracing]: the span covers everything below, and its context (trace
 //     id) reaches the rest;
-//  2. [RecordMetrics]: inside Tracing so that the trace id becomes the
+//  2. the metrics: inside Tracing so that the trace id becomes the
 //     exemplar; outside everything that may fail a request, so that every
 //     request is counted, a panic, a timeout or a rejection as an error;
 //  3. [Logging]: inside Tracing, for the trace ids of the record; outside
@@ -99,18 +96,17 @@
 //     never waits for a slot;
 //  8. [ConcurrencyLimit]: innermost, so that a call waiting for a slot
 //     ([WithLimitWait]) runs out of time like a slow handler, and so that
-//     RecordMetrics counts a rejection as an error with error_type -32000;
+//     the metrics count a rejection as an error with error_type -32000;
 //
 // then the application's own middleware, which server.WithMiddleware
 // appends after [Instrumentation.ServerOptions].
 //
 // When tracing, metrics and logging are all on, the first three run as one
-// middleware, which records exactly what they do apart with one AfterDone
-// function and one closure per request, not three;
-// [Instrumentation.Middleware] returns it as one entry. The functions of
-// [WithRequestRecorders] are then theirs too: they run after the span's
-// end, the metrics and the log line, with no closure and no layer of the
-// chain of their own.
+// middleware, which records exactly what they do apart with one function
+// at the request's end and one closure per request, not three. An
+// application that wants each request's outcome too registers a
+// server.Observer with server.WithObserver: its RequestEnded runs after
+// the span's end, the metrics and the log line, in the same batch.
 //
 // # Spans
 //
@@ -137,9 +133,9 @@
 // session whose context came from the POST that opened it; over other
 // transports, the span in the context the session was served with.
 //
-// The span ends at the instant the request's fate is sealed
-// ([server.Request.AfterDone], which with [server.WithOutcomeBatches] runs
-// in the request's batch), so it covers writing the response. Its status
+// The span ends at the instant the request's fate is sealed (recorded,
+// with server.WithOutcomeBatches, in the request's batch), so it covers
+// writing the response. Its status
 // is Error exactly when error.type is set: a JSON-RPC error (error.type is
 // the code, such as "-32603"; a panic is "-32603" with an exception event)
 // or a tool result with isError ("tool_error"; "invalid_arguments" when the
@@ -178,7 +174,7 @@
 //     [auth.Principal]'s, when the request was authorized) and duration
 //     (since the core read the request);
 //   - outcome: ok, error, cancelled or dropped, in the precedence of
-//     [RecordMetrics], so that logs and metrics agree;
+//     the metrics, so that logs and metrics agree;
 //   - for error: code (the JSON-RPC code answered) and error (the text of
 //     the error the chain returned, which the client may not have seen;
 //     cause "timeout" too for -32001);
@@ -193,11 +189,11 @@
 //
 // # Metrics
 //
-// Besides its outcome, [RecordMetrics] counts a cancellation with cause
+// Besides its outcome, the chain counts a cancellation with cause
 // timeout when a timeout inside the chain ([server.ErrHandlerTimeout], say
 // from a Timeout middleware inside it, or a deadline) made the handler
 // answer with an error: that request's outcome is error (-32001 for
-// ErrHandlerTimeout). Dropped responses are counted by [MetricsObserver],
+// ErrHandlerTimeout). Dropped responses are counted by the metrics observer,
 // which sees drops the middleware cannot (requests read after the writer
 // broke).
 //
@@ -227,9 +223,9 @@
 // request's principal), the OpenTelemetry API (never the SDK) and the
 // Prometheus client; the server package never imports it.
 // Nothing here is global: the caller passes its own registerer and tracer
-// provider (without a provider, Tracing and TracingCalls alone read the
-// OTel globals, never set them; NewInstrumentation then traces nothing).
+// provider (without a provider nothing is traced; only the propagator
+// defaults to the OTel global one, which is read, never set).
 //
 // Read ExampleNewInstrumentation first, then Example_instrumentation (every
-// part at work), ExampleRecordMetrics and ExampleTracing.
+// part at work) and ExampleTracing.
 package middleware

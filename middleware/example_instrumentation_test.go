@@ -15,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -37,7 +38,7 @@ func Example_instrumentation() {
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			switch a.Key {
-			case slog.TimeKey, middleware.LogDuration, middleware.LogSessionID, "stack":
+			case slog.TimeKey, "duration", "session_id", "stack":
 				return slog.Attr{} // they vary from run to run
 			}
 			return a
@@ -97,7 +98,7 @@ func Example_instrumentation() {
 	}
 	families, _ := reg.Gather()
 	for _, mf := range families {
-		if mf.GetName() != telemetry.MetricRequestsFinished {
+		if mf.GetName() != mcpconv.MetricRequestsFinished {
 			continue
 		}
 		for _, metric := range mf.GetMetric() {
@@ -163,7 +164,7 @@ func ExampleNewInstrumentation() {
 
 	families, _ := reg.Gather()
 	for _, mf := range families {
-		if mf.GetName() != telemetry.MetricOperationDuration {
+		if mf.GetName() != mcpconv.MetricOperationDuration {
 			continue
 		}
 		for _, metric := range mf.GetMetric() {

@@ -15,22 +15,20 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// ExampleRecordMetrics wires a server to Prometheus by hand, as
-// NewInstrumentation does: the RecordMetrics middleware and the
-// MetricsObserver record into one collector, CountConns labels the
-// transport and counts traffic, and the caller registers the collector
-// with its own registry (cmd/vigil serves it with promhttp.HandlerFor).
-// Registered tools are labeled as themselves, from the server's live
-// registry; other names as "other".
-func ExampleRecordMetrics() {
-	m := telemetry.NewMetrics()
+// ExampleInstrumentation_ConnServer wires a server to Prometheus: the
+// instrumentation's chain and observer record into one collector,
+// registered with the caller's own registry (cmd/vigil serves it with
+// promhttp.HandlerFor), and ConnServer labels the transport and counts
+// traffic. Registered tools are labeled as themselves, from the server's
+// live registry; other names as "other".
+func ExampleInstrumentation_ConnServer() {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-
-	srv := server.New(
-		server.WithMiddleware(middleware.RecordMetrics(m)), // after Tracing, before Recover and Timeout
-		server.WithObserver(middleware.MetricsObserver(m)),
-	)
+	inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := server.New(inst.ServerOptions()...)
 	_ = srv.AddTool(server.Tool{Name: "greet", Description: "says hello"},
 		func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: "hello"}}}, nil
@@ -39,7 +37,7 @@ func ExampleRecordMetrics() {
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
-		served <- middleware.CountConns(srv, m, telemetry.TransportMemory).Serve(context.Background(), end)
+		served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end)
 	}()
 	call := func(id int64, method, params string) {
 		_ = client.Write(context.Background(), &transport.Request{ID: transport.Int64ID(id), Method: method, Params: json.RawMessage(params)})

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -21,7 +22,7 @@ import (
 
 // ExampleTracing traces a session: one SERVER span per request and
 // notification, whose parent is the traceparent the client put in
-// params._meta. In cmd/ the provider comes from otelsetup.TracerProvider;
+// params._meta. In cmd/ and the package vigil the provider comes from the OTEL_* environment;
 // here a span recorder keeps the spans.
 func ExampleTracing() {
 	rec := tracetest.NewSpanRecorder()
@@ -39,7 +40,7 @@ func ExampleTracing() {
 	client, end := memory.NewPair()
 	served := make(chan error, 1)
 	go func() {
-		ctx := middleware.ContextWithTransport(context.Background(), telemetry.TransportMemory)
+		ctx := mcpconv.ContextWithTransport(context.Background(), telemetry.TransportMemory)
 		served <- srv.Serve(ctx, end)
 	}()
 	send := func(id int64, method, params string) {

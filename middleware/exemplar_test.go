@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // TestExemplarsCarryTraceID serves a session whose context holds a span
@@ -47,7 +47,7 @@ func TestExemplarsCarryTraceID(t *testing.T) {
 				r.close()
 
 				text, err := testutil.CollectAndFormat(r.m, expfmt.TypeOpenMetrics,
-					telemetry.MetricRequestsFinished, telemetry.MetricOperationDuration)
+					mcpconv.MetricRequestsFinished, mcpconv.MetricOperationDuration)
 				require.NoError(t, err)
 				counter := regexp.MustCompile(`(?m)^mcp_server_requests_finished_total\{mcp_method_name="tools/call",outcome="ok"\} 1\.0 # \{trace_id="` + traceID + `"\} 1\.0 [0-9.e+]+$`)
 				bucket := regexp.MustCompile(`(?m)^mcp_server_operation_duration_seconds_bucket\{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code="",le="0\.01"\} 1 # \{trace_id="` + traceID + `"\} 0\.0 [0-9.e+]+$`)

@@ -30,6 +30,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -107,7 +110,7 @@ func (b *chaosBoard) middleware(next server.Handler) server.Handler {
 		// AfterDone, registered after the instrumentation's own (outside),
 		// runs after it: a seal seen here was recorded by the metrics, the
 		// span and the log line already.
-		req.AfterDone(func(server.Outcome) {
+		serverhook.Of[server.Outcome](ctx).AfterDone(func(server.Outcome) {
 			b.mu.Lock()
 			b.count++
 			if b.count == b.want {
@@ -163,7 +166,7 @@ type chaosServer struct {
 	url    string
 	client *http.Client
 	board  *chaosBoard
-	m      *telemetry.Metrics
+	m      *metrics.Metrics
 	spans  *tracetest.SpanRecorder
 	logs   *capture
 }
@@ -280,7 +283,7 @@ func (c *chaosClient) open() bool {
 		return false
 	}
 	c.truth.initialize++
-	c.truth.outcomes[telemetry.OutcomeOK]++
+	c.truth.outcomes[mcpconv.OutcomeOK]++
 	c.sid, c.next = sid, 1
 	status, _, body, err = c.cs.do(context.Background(), http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if err != nil || status != http.StatusAccepted {
@@ -344,15 +347,15 @@ func (c *chaosClient) inFlight(ctx context.Context, hold bool) (key string, id i
 func (c *chaosClient) step() {
 	switch p := c.rng.IntN(100); {
 	case p < 30:
-		c.answered("echo", `"result":{"content":[{"type":"text","text":"hello"}]}`, telemetry.OutcomeOK)
+		c.answered("echo", `"result":{"content":[{"type":"text","text":"hello"}]}`, mcpconv.OutcomeOK)
 	case p < 35:
-		c.answered("fail", `"result":{"content":[{"type":"text","text":"failed"}],"isError":true}`, telemetry.OutcomeOK)
+		c.answered("fail", `"result":{"content":[{"type":"text","text":"failed"}],"isError":true}`, mcpconv.OutcomeOK)
 	case p < 45:
-		c.answered("nope", `"error":{"code":-32602,"message":"unknown tool: \"nope\""}`, telemetry.OutcomeError)
+		c.answered("nope", `"error":{"code":-32602,"message":"unknown tool: \"nope\""}`, mcpconv.OutcomeError)
 	case p < 50:
-		c.answered("panic", `"error":{"code":-32603,"message":"internal error"}`, telemetry.OutcomeError)
+		c.answered("panic", `"error":{"code":-32603,"message":"internal error"}`, mcpconv.OutcomeError)
 	case p < 60:
-		c.answered("slow", `"error":{"code":-32001,"message":"request timed out"}`, telemetry.OutcomeError)
+		c.answered("slow", `"error":{"code":-32001,"message":"request timed out"}`, mcpconv.OutcomeError)
 		c.truth.causes["timeout"]++
 	case p < 75: // the client gives up on the POST: its stream is gone
 		ctx, cancel := context.WithCancel(context.Background())
@@ -362,7 +365,7 @@ func (c *chaosClient) step() {
 			c.fail("aborted POST: %v", err)
 		}
 		await(c.t, c.cs.board.of(c.cs.board.sealed, key), key+" to be sealed")
-		c.truth.outcomes[telemetry.OutcomeCancelled]++
+		c.truth.outcomes[mcpconv.OutcomeCancelled]++
 		c.truth.causes["stream_close"]++ // the session lives on: the client gave up this request
 		c.truth.reasons["peer_gone"]++
 	case p < 90: // notifications/cancelled
@@ -379,7 +382,7 @@ func (c *chaosClient) step() {
 			c.fail("cancelled POST: %v", err)
 		}
 		await(c.t, c.cs.board.of(c.cs.board.sealed, key), key+" to be sealed")
-		c.truth.outcomes[telemetry.OutcomeCancelled]++
+		c.truth.outcomes[mcpconv.OutcomeCancelled]++
 		c.truth.causes["client_cancel"]++
 		c.truth.reasons["cancelled"]++
 	default: // DELETE with 1 to 3 calls in flight, then a new session
@@ -407,7 +410,7 @@ func (c *chaosClient) step() {
 			}
 			await(c.t, c.cs.board.of(c.cs.board.sealed, keys[i]), keys[i]+" to be sealed")
 		}
-		c.truth.outcomes[telemetry.OutcomeCancelled] += n
+		c.truth.outcomes[mcpconv.OutcomeCancelled] += n
 		c.truth.causes["transport_close"] += n
 		c.truth.reasons["writer_closed"] += n
 		c.open()
@@ -477,18 +480,18 @@ func TestHTTPChaosMetricsEqualGroundTruth(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, truth.outcomes, metric(telemetry.MetricRequestsFinished, telemetry.LabelOutcome), "outcomes")
-	assert.Equal(t, truth.causes, metric(telemetry.MetricCancellations, telemetry.LabelCause), "cancellations by cause")
-	assert.Equal(t, truth.reasons, metric(telemetry.MetricLateResponsesDropped, telemetry.LabelReason), "drops by reason")
-	started := metric(telemetry.MetricRequestsStarted, telemetry.LabelMethod)
+	assert.Equal(t, truth.outcomes, metric(mcpconv.MetricRequestsFinished, mcpconv.LabelOutcome), "outcomes")
+	assert.Equal(t, truth.causes, metric(mcpconv.MetricCancellations, mcpconv.LabelCause), "cancellations by cause")
+	assert.Equal(t, truth.reasons, metric(mcpconv.MetricLateResponsesDropped, mcpconv.LabelReason), "drops by reason")
+	started := metric(mcpconv.MetricRequestsStarted, mcpconv.LabelMethod)
 	assert.Equal(t, map[string]int{"initialize": truth.initialize, "tools/call": truth.calls}, started, "started")
 	sum := 0
 	for _, n := range truth.outcomes {
 		sum += n
 	}
 	assert.Equal(t, requests, sum, "started = the sum of the outcomes")
-	assert.Empty(t, metric(telemetry.MetricRequestsInFlight, telemetry.LabelMethod), "in flight")
-	assert.Empty(t, metric(telemetry.MetricMessagesRejected, telemetry.LabelReason), "rejected")
+	assert.Empty(t, metric(mcpconv.MetricRequestsInFlight, mcpconv.LabelMethod), "in flight")
+	assert.Empty(t, metric(mcpconv.MetricMessagesRejected, mcpconv.LabelReason), "rejected")
 
 	logged := map[string]int{}
 	for _, l := range cs.logs.lines() {

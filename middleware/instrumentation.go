@@ -6,9 +6,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -19,10 +20,10 @@ import (
 // connections. It holds no global state; its methods are safe for
 // concurrent use.
 type Instrumentation struct {
-	metrics  *telemetry.Metrics    // nil without WithRegisterer
+	metrics  *metrics.Metrics      // nil without WithRegisterer
 	chain    []server.Middleware   // in the documented order; no nil entries
 	calls    server.CallMiddleware // nil without tracing
-	observer server.Observer       // nil when there is nothing to observe
+	observer *metricsObserver      // nil without metrics
 
 	rateLimiter *RateLimiter // nil without rate limits
 }
@@ -33,7 +34,7 @@ type Instrumentation struct {
 // [WithAuditLog], [Audit]; [WithTimeout] or [WithTimeoutFor], [Timeout];
 // [WithConcurrencyLimit] or [WithLimitFor], [ConcurrencyLimit]; the rate
 // limits, an [Instrumentation.RateLimiter]. [Recover] is always in. The
-// chain runs, outermost first, Tracing, [RecordMetrics], Logging, Audit,
+// chain runs, outermost first, Tracing, the metrics, Logging, Audit,
 // Recover, Timeout, the tool rates and ConcurrencyLimit, then the
 // application's own middleware; the package doc says why. The error is the
 // registerer's, such as a prometheus.AlreadyRegisteredError.
@@ -41,11 +42,12 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
 	if cfg.registerer != nil {
-		m := telemetry.NewMetrics(cfg.metricsOptions...)
-		if err := cfg.registerer.Register(m); err != nil {
+		m := metrics.New(cfg.metricsOptions...)
+		obs := &metricsObserver{m: m}
+		if err := cfg.registerer.Register(obs); err != nil { // the collector that flushes first
 			return nil, fmt.Errorf("middleware: registering the metrics: %w", err)
 		}
-		inst.metrics = m
+		inst.metrics, inst.observer = m, obs
 	}
 	tracingOn := cfg.tracing.provider != nil // never the global provider
 	var spans spanStarter
@@ -56,16 +58,13 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	}
 	switch {
 	case tracingOn && inst.metrics != nil && cfg.logger != nil:
-		inst.chain = append(inst.chain, recordRequests(spans, inst.metrics, newRequestLogger(cfg.logger, cfg.logging), cfg.recorders))
+		inst.chain = append(inst.chain, recordRequests(spans, inst.metrics, newRequestLogger(cfg.logger, cfg.logging)))
 	default:
-		if len(cfg.recorders) > 0 {
-			inst.chain = append(inst.chain, recordOutcomes(cfg.recorders))
-		}
 		if tracingOn {
 			inst.chain = append(inst.chain, tracing(spans))
 		}
 		if inst.metrics != nil {
-			inst.chain = append(inst.chain, RecordMetrics(inst.metrics))
+			inst.chain = append(inst.chain, recordMetrics(inst.metrics))
 		}
 		if cfg.logger != nil {
 			inst.chain = append(inst.chain, logging(cfg.logger, cfg.logging))
@@ -86,29 +85,16 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	if cfg.defaultLimit > 0 || cfg.limit.forTool != nil {
 		inst.chain = append(inst.chain, concurrencyLimit(cfg.defaultLimit, cfg.limit))
 	}
-	var obs []server.Observer
-	if inst.metrics != nil {
-		obs = append(obs, MetricsObserver(inst.metrics))
-	}
-	for _, o := range cfg.observers {
-		if o != nil {
-			obs = append(obs, o)
-		}
-	}
-	if len(obs) > 0 {
-		inst.observer = server.Observers(obs...)
-	}
 	return inst, nil
 }
 
-// recordRequests is [Tracing], [RecordMetrics] and [Logging], in that
-// order, as one middleware: what each does on a request's way in, and one
+// recordRequests is [Tracing], the metrics and [Logging], in that order,
+// as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
-// the log line, in that order too, then calls the recorders
-// ([WithRequestRecorders]). The three apart cost a request three closures
-// to allocate (what each keeps until the outcome) and three layers of the
-// chain; together, one and one.
-func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome)) server.Middleware {
+// the log line, in that order too. The three apart cost a request three
+// closures to allocate (what each keeps until the outcome) and three
+// layers of the chain; together, one and one.
+func recordRequests(st spanStarter, m *metrics.Metrics, l *requestLogger) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		// This frame stands over the span's start and the whole handler:
 		// what it keeps is what they need (see docs/limits.md, "The
@@ -116,7 +102,7 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, reco
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			principal := principalOf(req) // read once for the span, the exemplar and the log line
 			ctx, span := st.start(ctx, req, principal)
-			record(ctx, span, principal, st.capture, m, l, recorders, req)
+			record(ctx, span, principal, st.capture, m, l, req)
 			return next(ctx, req)
 		}
 	}
@@ -124,18 +110,18 @@ func recordRequests(st spanStarter, m *telemetry.Metrics, l *requestLogger, reco
 
 // record has req's AfterDone end its span and, unless req is a
 // notification (traced only, as by the three middleware apart), record
-// its metrics and log line and call the recorders, in that order. It
-// records the start of req's metrics now.
+// its metrics and log line, in that order. It records the start of req's
+// metrics now.
 //
 //go:noinline
-func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *telemetry.Metrics, l *requestLogger, recorders []func(*server.Request, server.Outcome), req *server.Request) {
+func record(ctx context.Context, span trace.Span, principal *auth.Principal, capture Redactor, m *metrics.Metrics, l *requestLogger, req *server.Request) {
 	if req.IsNotification() {
-		req.AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
+		serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { endServerSpan(span, req, out) })
 		return
 	}
 	scope := requestScope{principal: principal, span: span.SpanContext()}
 	start, traceID := recordStart(scope.span, m, req)
-	req.AfterDone(func(out server.Outcome) {
+	serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
 		if capture != nil {
 			captureContent(capture, span, req, out)
 		}
@@ -143,39 +129,17 @@ func record(ctx context.Context, span trace.Span, principal *auth.Principal, cap
 		recordEnd(m, req, transportOf(ctx), start, traceID, out)
 		scope := scope // a copy on this goroutine's stack, the closure's by value
 		l.log(ctx, &scope, req, out, start)
-		for _, f := range recorders {
-			f(req, out)
-		}
 	})
-}
-
-// recordOutcomes is the middleware of [WithRequestRecorders] when tracing,
-// metrics and logging are not all on: it calls them with each request's
-// outcome, from an AfterDone function of its own.
-func recordOutcomes(recorders []func(*server.Request, server.Outcome)) server.Middleware {
-	return func(next server.Handler) server.Handler {
-		return func(ctx context.Context, req *server.Request) (any, error) {
-			if !req.IsNotification() {
-				req.AfterDone(func(out server.Outcome) {
-					for _, f := range recorders {
-						f(req, out)
-					}
-				})
-			}
-			return next(ctx, req)
-		}
-	}
 }
 
 // ServerOptions returns the options that instrument a server, for
 // server.New: server.WithMiddleware with the chain (see
 // [NewInstrumentation] for its order), server.WithCallMiddleware with
 // [TracingCalls] when tracing, and server.WithObserver with the metrics
-// observer and those of [WithObservers], when there are any. Put them
-// before the application's server.WithMiddleware (which appends, inside
-// the chain); server.WithObserver replaces, so give other observers with
-// WithObservers. It returns a new slice on every call; a nil
-// *Instrumentation returns none.
+// observer when there are metrics. Put them before the application's
+// server.WithMiddleware (which appends, inside the chain); the
+// application's observers go in server.WithObserver, which adds. It
+// returns a new slice on every call; a nil *Instrumentation returns none.
 func (i *Instrumentation) ServerOptions() []server.Option {
 	if i == nil {
 		return nil
@@ -190,33 +154,32 @@ func (i *Instrumentation) ServerOptions() []server.Option {
 	return opts
 }
 
-// Middleware returns the chain of [Instrumentation.ServerOptions] alone, in
-// its order, for a caller that assembles server.WithMiddleware itself; with
-// tracing, metrics and logging all on, the three are one entry. It returns
-// a new slice on every call.
-func (i *Instrumentation) Middleware() []server.Middleware {
-	if i == nil {
-		return nil
-	}
-	return append([]server.Middleware(nil), i.chain...)
-}
-
 // ConnServer returns the server to hand to a transport in place of srv:
 // it serves each connection with srv, with transportName (a
 // telemetry.Transport constant) as the transport label of the session,
 // write-error and traffic metrics and of network.transport on spans, and
-// counts the traffic ([CountConns]). When srv has registered tools
-// (*server.Server's ToolNames), their duration series are created at zero
-// now, so that rate() starts at 0; tools registered later are labeled as
-// themselves too, from their first call. Call it once per transport, after
-// registering the tools. Without metrics, or on a nil *Instrumentation,
-// it only labels the context.
+// counts the traffic. The series of what srv serves now are created at
+// zero, so that rate() starts at 0 and absence alerts see them: those of
+// transportName, and, when srv is a *server.Server made with
+// [Instrumentation.ServerOptions], those of the methods it answers (a
+// feature it does not serve, such as tasks, has none) and of its
+// registered tools; tools registered later are labeled as themselves too,
+// from their first call. Call it once per transport, after registering
+// the tools. Without metrics, or on a nil *Instrumentation, it only labels
+// the context.
 func (i *Instrumentation) ConnServer(srv streamable.Server, transportName string) streamable.Server {
 	m := i.Metrics()
-	if t, ok := srv.(interface{ ToolNames() []string }); ok && m != nil {
-		m.PrecreateTools(t.ToolNames())
+	if m != nil {
+		var methods, tools []string
+		if s := i.observer.server(srv); s != nil {
+			methods = s.Methods()
+		}
+		if t, ok := srv.(interface{ ToolNames() []string }); ok {
+			tools = t.ToolNames()
+		}
+		m.Precreate(transportName, methods, tools)
 	}
-	return CountConns(srv, m, transportName)
+	return countConns(srv, m, transportName)
 }
 
 // RateLimiter returns the rate limiter of [WithRateLimit] and
@@ -229,11 +192,14 @@ func (i *Instrumentation) RateLimiter() *RateLimiter {
 	return i.rateLimiter
 }
 
-// Metrics returns the collector [NewInstrumentation] registered, for the
-// hooks of other packages (streamable.WithRejectHook(inst.Metrics().MessageRejected));
-// nil without [WithRegisterer], and every method of a nil
-// *telemetry.Metrics does nothing.
-func (i *Instrumentation) Metrics() *telemetry.Metrics {
+// Metrics returns the collector [NewInstrumentation] made, for the hooks
+// of a service's own wiring (streamable.WithRejectHook with its
+// MessageRejected, the endpoint quotas' refusals with its QuotaRefused)
+// and for a second registry (an OTLP push) to read; nil without
+// [WithRegisterer], and every method of a nil collector does nothing. The
+// registry given to WithRegisterer reads it through the instrumentation,
+// which records the outcomes waiting for their batch first.
+func (i *Instrumentation) Metrics() *metrics.Metrics {
 	if i == nil {
 		return nil
 	}

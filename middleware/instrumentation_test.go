@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/propagation"
@@ -22,6 +23,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -100,7 +103,7 @@ func TestInstrumentationServerOptions(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	full, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg),
-		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), middleware.WithObservers(nil, server.NopObserver{}))
+		middleware.WithTracerProvider(sdktrace.NewTracerProvider()))
 	require.NoError(t, err)
 	assert.Len(t, full.ServerOptions(), 3, "the chain, the call middleware, the observer")
 	require.NotNil(t, full.Metrics())
@@ -132,10 +135,12 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
 		r := &rig{t: t, m: m, srv: srv}
-		before := testutil.CollectAndCount(m, telemetry.MetricOperationDuration)
 		conns := inst.ConnServer(srv, telemetry.TransportMemory)
-		assert.Equal(t, before+len(srv.ToolNames()), testutil.CollectAndCount(m, telemetry.MetricOperationDuration),
-			"ConnServer creates a series per registered tool at zero")
+		created, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricOperationDuration)
+		require.NoError(t, err)
+		for _, tool := range srv.ToolNames() {
+			assert.Contains(t, string(created), `gen_ai_tool_name="`+tool+`"`, "ConnServer creates a series per registered tool at zero")
+		}
 		r.Client = mcptest.Pipe(t, conns)
 		r.Initialize("", nil)
 		synctest.Wait()
@@ -238,7 +243,7 @@ func TestInstrumentationOrder(t *testing.T) {
 			for _, e := range s.Events() {
 				line += " " + e.Name
 				for _, a := range e.Attributes {
-					if a.Key == telemetry.CancelCauseKey {
+					if a.Key == mcpconv.CancelCauseKey {
 						line += "(" + a.Value.AsString() + ")"
 					}
 				}
@@ -276,14 +281,14 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 			logger := slog.New(logs)
 			reg := prometheus.NewRegistry()
 			var opts []server.Option
-			var m *telemetry.Metrics
+			var m *metrics.Metrics
 			if together {
 				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithLogger(logger))
 				require.NoError(t, err)
 				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
 				opts, m = inst.ServerOptions(), inst.Metrics()
 			} else {
-				m = telemetry.NewMetrics()
+				m = metrics.New()
 				reg.MustRegister(m)
 				opts = []server.Option{
 					server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp)), middleware.RecordMetrics(m),
@@ -322,7 +327,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 				line := fmt.Sprintf("%s %s %q", sp.Name(), sp.Status().Code, sp.Status().Description)
 				for _, a := range sp.Attributes() {
 					v := a.Value.String()
-					if a.Key == telemetry.MCPSessionIDKey {
+					if a.Key == mcpconv.MCPSessionIDKey {
 						v = "SID"
 					}
 					line += fmt.Sprintf(" %s=%s", a.Key, v)
@@ -350,34 +355,26 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 	assert.Equal(t, apart.series, together.series)
 }
 
-// The functions of WithRequestRecorders see every request's outcome, the
-// ones the chain answers itself (a panic) too, and no notification's;
-// with tracing, metrics and logging on, from their AfterDone function,
-// with no layer of their own, and otherwise from a middleware first in
-// the chain.
-func TestInstrumentationRequestRecorders(t *testing.T) {
+// An application's Observer, added beside the instrumentation's, sees
+// every request's outcome, the ones the chain answers itself (a panic)
+// too, and no notification's, with no layer of the chain of its own.
+func TestInstrumentationBesideAnObserver(t *testing.T) {
 	t.Parallel()
 	for _, all := range []bool{true, false} {
 		t.Run(fmt.Sprint("all=", all), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var mu sync.Mutex
-				var seen []string
-				record := func(req *server.Request, out server.Outcome) {
-					mu.Lock()
-					defer mu.Unlock()
-					seen = append(seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
-				}
-				opts := []middleware.InstrumentationOption{middleware.WithRequestRecorders(nil, record), middleware.WithTimeout(time.Second)}
-				wantLayers := 3 // the recorders, Recover, Timeout
+				var obs endRecorder
+				opts := []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
+				wantLayers := 2 // Recover, Timeout
 				if all {
 					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),
 						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(slog.New(slog.DiscardHandler)))
-					wantLayers = 3 // the three as one with the recorders, Recover, Timeout
+					wantLayers = 3 // the three as one, Recover, Timeout
 				}
 				inst, err := middleware.NewInstrumentation(opts...)
 				require.NoError(t, err)
 				assert.Len(t, inst.Middleware(), wantLayers)
-				srv := server.New(inst.ServerOptions()...)
+				srv := server.New(append(inst.ServerOptions(), server.WithObserver(nil, &obs))...)
 				addTools(t, srv)
 				r := (&rig{t: t, m: inst.Metrics(), srv: srv}).start(nil)
 				r.Initialize("", nil)
@@ -389,28 +386,42 @@ func TestInstrumentationRequestRecorders(t *testing.T) {
 				r.RecvResponseTo(3)
 				synctest.Wait()
 				r.close()
-				mu.Lock()
-				defer mu.Unlock()
-				assert.Equal(t, []string{"initialize  err=false", "tools/call echo err=false", "tools/call panic err=true"}, seen)
+				obs.mu.Lock()
+				defer obs.mu.Unlock()
+				assert.Equal(t, []string{"initialize  err=false", "tools/call echo err=false", "tools/call panic err=true"}, obs.seen)
 			})
 		})
 	}
 }
 
+// endRecorder is an Observer that keeps what it hears of each request's
+// end.
+type endRecorder struct {
+	server.NopObserver
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *endRecorder) RequestEnded(_ context.Context, req *server.Request, out server.Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
+}
+
 // TestInstrumentationOptions checks that WithMetricsOptions reaches the
-// collector and that an observer of WithObservers sees the sessions next to
-// the metrics observer.
+// collector and that an observer added with server.WithObserver sees the
+// sessions next to the metrics observer.
 func TestInstrumentationOptions(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var obs sessionCounter
 		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")), middleware.WithObservers(&obs))
+			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")))
 		require.NoError(t, err)
 		inst.Metrics().RequestStarted("x/custom")
 		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
 
-		srv := server.New(inst.ServerOptions()...)
+		srv := server.New(append(inst.ServerOptions(), server.WithObserver(&obs))...)
 		client, end := memory.NewPair()
 		served := make(chan error, 1)
 		go func() { served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end) }()
@@ -430,30 +441,13 @@ type sessionCounter struct {
 
 func (c *sessionCounter) SessionStarted(context.Context, *server.Session) { c.started.Add(1) }
 
-// Middleware returns the chain alone, a new slice each time, and nothing
-// for a nil Instrumentation.
-func TestInstrumentationMiddleware(t *testing.T) {
-	t.Parallel()
-	var none *middleware.Instrumentation
-	assert.Nil(t, none.Middleware())
-	inst, err := middleware.NewInstrumentation(
-		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithTimeout(time.Second),
-	)
-	require.NoError(t, err)
-	chain := inst.Middleware()
-	assert.Len(t, chain, 3, "metrics, recover, timeout")
-	chain[0] = nil
-	assert.NotNil(t, inst.Middleware()[0], "a new slice on every call")
-}
-
 // A server that cannot attach is served as it is: CountConns wraps
 // Serve, and the result does not attach.
 func TestCountConnsServeOnly(t *testing.T) {
 	t.Parallel()
 	served := make(chan transport.Conn, 1)
 	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
-	wrapped := middleware.CountConns(srv, telemetry.NewMetrics(), telemetry.TransportMemory)
+	wrapped := middleware.CountConns(srv, metrics.New(), telemetry.TransportMemory)
 	_, attaches := wrapped.(conncap.Attacher)
 	assert.False(t, attaches)
 	a, b := memory.NewPair()
@@ -465,3 +459,43 @@ func TestCountConnsServeOnly(t *testing.T) {
 type serveOnly func(context.Context, transport.Conn) error
 
 func (f serveOnly) Serve(ctx context.Context, c transport.Conn) error { return f(ctx, c) }
+
+// A scrape of the registry given to WithRegisterer counts every request
+// answered so far, though its outcome waits for its batch: the collector
+// records what waits first, so nobody has to flush.
+func TestInstrumentationScrapeFlushesBatches(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg))
+		require.NoError(t, err)
+		srv := server.New(append(inst.ServerOptions(), server.WithOutcomeBatches(100, time.Hour))...)
+		addTools(t, srv)
+		c := mcptest.Pipe(t, inst.ConnServer(srv, telemetry.TransportMemory))
+		c.Initialize("", nil)
+		assert.Equal(t, "hi", c.CallTool("echo", nil).Text())
+		synctest.Wait() // the call is sealed, and waits for its batch
+
+		finished := func() float64 {
+			mfs, err := reg.Gather()
+			require.NoError(t, err)
+			for _, mf := range mfs {
+				if mf.GetName() != mcpconv.MetricRequestsFinished {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels[mcpconv.LabelMethod] == "tools/call" && labels[mcpconv.LabelOutcome] == mcpconv.OutcomeOK {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+			return 0
+		}
+		assert.InDelta(t, 1, finished(), 0, "the call, recorded by the scrape, not by its batch (an hour away)")
+		require.NoError(t, srv.Close())
+	})
+}

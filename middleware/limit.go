@@ -29,7 +29,7 @@ type limitConfig struct {
 // created). n <= 0 means no default limit: without [WithLimitFor] the
 // middleware is the identity. Its memory is bounded by the calls in
 // flight and the server's tools, as the package doc details. Place it
-// inside [Timeout] and [RecordMetrics], as [NewInstrumentation] does. The
+// inside [Timeout] and the metrics, as [NewInstrumentation] does. The
 // returned middleware is safe for concurrent use; each call of
 // ConcurrencyLimit makes independent semaphores.
 func ConcurrencyLimit(n int, opts ...ConcurrencyLimitOption) server.Middleware {

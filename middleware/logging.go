@@ -10,28 +10,29 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Attribute keys of the records [Logging] writes, besides [LogRequestID]
-// and [LogSessionID].
+// Attribute keys of the records [Logging] writes, besides request_id
+// and session_id.
 const (
-	LogMethod    = "method"     // the request method
-	LogTool      = "tool"       // the tool of tools/call
-	LogPrompt    = "prompt"     // the prompt of prompts/get
-	LogDuration  = "duration"   // from receipt until the outcome was sealed
-	LogOutcome   = "outcome"    // ok, error, cancelled or dropped (telemetry.Outcome*)
-	LogCode      = "code"       // the JSON-RPC error code of outcome error
-	LogError     = "error"      // the error's text (never sent as such to the client)
-	LogCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, other
-	LogReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
-	LogToolError = "tool_error" // true for a tool result with isError set
-	LogSubject   = "subject"    // the authorized principal's subject; absent without authorization
+	logMethod    = "method"     // the request method
+	logTool      = "tool"       // the tool of tools/call
+	logPrompt    = "prompt"     // the prompt of prompts/get
+	logDuration  = "duration"   // from receipt until the outcome was sealed
+	logOutcome   = "outcome"    // ok, error, cancelled or dropped (telemetry.Outcome*)
+	logCode      = "code"       // the JSON-RPC error code of outcome error
+	logError     = "error"      // the error's text (never sent as such to the client)
+	logCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, other
+	logReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
+	logToolError = "tool_error" // true for a tool result with isError set
+	logSubject   = "subject"    // the authorized principal's subject; absent without authorization
 )
 
 // DefaultLogLevel is the level [Logging] logs a request at by default:
@@ -56,9 +57,9 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 }
 
 // Logging returns middleware that writes one record, "request", per
-// request (notifications pass unlogged) once its outcome is sealed
-// ([server.Request.AfterDone]), with the attributes the package doc lists
-// under the Log* keys, and an outcome that agrees with [RecordMetrics].
+// request (notifications pass unlogged) once its outcome is sealed, with
+// the attributes the package doc lists under "The request log", and an
+// outcome that agrees with the metrics.
 // The level comes from [DefaultLogLevel] or [WithLogLevel]; nothing is
 // built for a level the logger does not enable. The record is logged with
 // the handler's context as Logging received it, so that a [LogHandler]
@@ -82,7 +83,7 @@ func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 				return next(ctx, req)
 			}
 			start := requestStart(req)
-			req.AfterDone(func(out server.Outcome) { l.log(ctx, nil, req, out, start) })
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { l.log(ctx, nil, req, out, start) })
 			return next(ctx, req)
 		}
 	}
@@ -103,11 +104,11 @@ type requestLogger struct {
 	level  func(*server.Request, server.Outcome) slog.Level
 	// With the handler of LogHandler (direct), the record is built with
 	// its ids already added: the same record, without copying it in
-	// Handle; when LogHandler wraps a TextLineHandler, it is handed the
+	// Handle; when LogHandler wraps a slogtext.LineHandler, it is handed the
 	// attributes in text, with no record at all.
 	lh     logHandler
 	direct bool
-	text   TextLineHandler
+	text   slogtext.LineHandler
 	lines  *sync.Pool // of *textFields, the attributes of a line; with text
 }
 
@@ -120,7 +121,7 @@ func newRequestLogger(logger *slog.Logger, cfg loggingConfig) *requestLogger {
 	}
 	l.lh, l.direct = logger.Handler().(logHandler)
 	if l.direct {
-		if l.text, _ = l.lh.next.(TextLineHandler); l.text != nil {
+		if l.text, _ = l.lh.next.(slogtext.LineHandler); l.text != nil {
 			l.lines = &sync.Pool{New: func() any { return &textFields{b: make([]byte, 0, 256)} }}
 		}
 	}
@@ -172,27 +173,11 @@ func logRequestTo(ctx context.Context, p *auth.Principal, h logHandler, level sl
 	_ = h.next.Handle(ctx, r) // as Logger.LogAttrs, which drops the error
 }
 
-// TextLineHandler is a [slog.Handler] that writes records as
-// [slog.TextHandler] does (with no ReplaceAttr or AddSource) and can also
-// take a record whose attributes are already in that form. A [Logging]
-// whose logger's handler is a [LogHandler] wrapping a TextLineHandler
-// hands it each request's record so, spared the [slog.Record] and its
-// attributes, which cost more than formatting the line itself.
-type TextLineHandler interface {
-	slog.Handler
-	// HandleTextLine writes the record of time t (none if zero), level
-	// and message msg whose attributes, as the TextHandler writes them,
-	// are attrs: each " key=value", with its leading space. The caller
-	// has checked that the handler is enabled at level; attrs is the
-	// caller's again when HandleTextLine returns.
-	HandleTextLine(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error
-}
-
 // logRequestText writes the record that logRequestTo would pass to h's
 // Handle through HandleTextLine: its fields written in text as they are
 // read (no slog.Attr is made), the trace ids straight from the span
 // context scope holds. lines holds the buffers, as *textFields.
-func logRequestText(ctx context.Context, scope *requestScope, h TextLineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
+func logRequestText(ctx context.Context, scope *requestScope, h slogtext.LineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
 	now := out.EndTime()
 	// The pool holds textFields, not their buffers: handed to requestFields
 	// as a fieldSink, a textFields made here would escape, an allocation
@@ -205,9 +190,9 @@ func logRequestText(ctx context.Context, scope *requestScope, h TextLineHandler,
 	// session, session_id: the trace ids only.
 	if sc := scope.span; sc.IsValid() {
 		tid, sid := sc.TraceID(), sc.SpanID()
-		b = append(b, " "+LogTraceID+"="...)
+		b = append(b, " "+logTraceID+"="...)
 		b = hex.AppendEncode(b, tid[:])
-		b = append(b, " "+LogSpanID+"="...)
+		b = append(b, " "+logSpanID+"="...)
 		b = hex.AppendEncode(b, sid[:])
 	}
 	_ = h.HandleTextLine(ctx, now, level, "request", b) // as Logger.LogAttrs, which drops the error
@@ -240,41 +225,41 @@ type fieldSink interface {
 // attributes of and logRequestText writes in text. p is req's principal,
 // nil without one.
 func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out server.Outcome, d time.Duration) {
-	f.str(LogMethod, req.Method)
+	f.str(logMethod, req.Method)
 	switch req.Method {
 	case "tools/call":
-		f.str(LogTool, req.Name)
+		f.str(logTool, req.Name)
 	case "prompts/get":
-		f.str(LogPrompt, req.Name)
+		f.str(logPrompt, req.Name)
 	}
-	f.id(LogRequestID, req.ID)
+	f.id(logRequestID, req.ID)
 	if req.InSession() {
-		f.str(LogSessionID, req.Session.ID())
+		f.str(logSessionID, req.Session.ID())
 	}
 	if p != nil {
-		f.str(LogSubject, p.Subject)
+		f.str(logSubject, p.Subject)
 	}
-	f.dur(LogDuration, d)
+	f.dur(logDuration, d)
 	outcome, errType := classifyOutcome(out)
-	f.str(LogOutcome, outcome)
+	f.str(logOutcome, outcome)
 	switch outcome {
-	case telemetry.OutcomeError:
-		f.int(LogCode, int64(server.CodeOf(out.Err)))
-		f.str(LogError, out.Err.Error())
+	case mcpconv.OutcomeError:
+		f.int(logCode, int64(server.CodeOf(out.Err)))
+		f.str(logError, out.Err.Error())
 		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
-			f.str(LogCause, protocol.ReasonTimeout.String())
+			f.str(logCause, protocol.ReasonTimeout.String())
 		}
-	case telemetry.OutcomeCancelled:
-		f.str(LogCause, server.ReasonOfCause(out.Cause).String())
-		f.str(LogReason, out.Dropped.String())
-	case telemetry.OutcomeDropped:
-		f.str(LogReason, out.Dropped.String())
+	case mcpconv.OutcomeCancelled:
+		f.str(logCause, server.ReasonOfCause(out.Cause).String())
+		f.str(logReason, out.Dropped.String())
+	case mcpconv.OutcomeDropped:
+		f.str(logReason, out.Dropped.String())
 		if out.WriteErr != nil {
-			f.str(LogError, out.WriteErr.Error())
+			f.str(logError, out.WriteErr.Error())
 		}
-	case telemetry.OutcomeOK:
-		if errType == telemetry.ErrorTypeTool || errType == telemetry.ErrorTypeInvalidArguments {
-			f.flag(LogToolError, true)
+	case mcpconv.OutcomeOK:
+		if errType == mcpconv.ErrorTypeTool || errType == mcpconv.ErrorTypeInvalidArguments {
+			f.flag(logToolError, true)
 		}
 	}
 }

@@ -6,17 +6,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// RecordMetrics returns middleware that records every request in m: on its
+// recordMetrics returns middleware that records every request in m: on its
 // way in, as started and in flight; once the core sealed its outcome
-// ([server.Request.AfterDone]), the outcome, the duration since receipt
+// (serverhook.Ends.AfterDone), the outcome, the duration since receipt
 // (labeled with the protocol version, network and any JSON-RPC code as
 // rpc_response_status_code), the end of the in-flight count and any
 // cancellation. Outcomes, in precedence: cancelled, dropped, error (a
@@ -28,7 +30,7 @@ import (
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside [Tracing], whose trace id becomes the exemplar, and outside
 // [Recover] and [Timeout], as [NewInstrumentation] does.
-func RecordMetrics(m *telemetry.Metrics) server.Middleware {
+func recordMetrics(m *metrics.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }
 	}
@@ -40,7 +42,7 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 			start, traceID := recordStart(trace.SpanContextFromContext(ctx), m, req)
 			transport := transportOf(ctx)
 			// One allocation: the closure holds what it uses by value.
-			req.AfterDone(func(out server.Outcome) { recordEnd(m, req, transport, start, traceID, out) })
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { recordEnd(m, req, transport, start, traceID, out) })
 			return next(ctx, req)
 		}
 	}
@@ -49,7 +51,7 @@ func RecordMetrics(m *telemetry.Metrics) server.Middleware {
 // recordStart records req as started in m, and returns when it started and
 // the trace id of sc, its span's context, that may become the exemplar of
 // its end (zero when the span is not sampled).
-func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request) (time.Time, trace.TraceID) {
+func recordStart(sc trace.SpanContext, m *metrics.Metrics, req *server.Request) (time.Time, trace.TraceID) {
 	var traceID trace.TraceID // encoded only if it becomes an exemplar
 	if sc.IsSampled() {
 		traceID = sc.TraceID()
@@ -59,10 +61,10 @@ func recordStart(sc trace.SpanContext, m *telemetry.Metrics, req *server.Request
 }
 
 // recordEnd records how req, which came on transport, ended, in m.
-func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
+func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
 	outcome, errType := classifyOutcome(out)
 	var status string
-	if outcome == telemetry.OutcomeError {
+	if outcome == mcpconv.OutcomeError {
 		status = errType
 		if callerFault(server.CodeOf(out.Err)) {
 			errType = ""
@@ -82,7 +84,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, star
 		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
 	}
 	end := out.EndTime()
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method:          req.Method,
 		Tool:            tool,
 		ToolRegistered:  registered,
@@ -93,7 +95,7 @@ func recordEnd(m *telemetry.Metrics, req *server.Request, transport string, star
 		Transport:       transport,
 		Duration:        end.Sub(start),
 		Ended:           end,
-		Trace:           traceID,
+		TraceID:         traceID,
 	})
 	if out.ResultTooLarge {
 		m.ResultTooLarge(tool, registered)
@@ -126,19 +128,19 @@ func protocolOf(req *server.Request) string {
 }
 
 // classifyOutcome returns a request's outcome and error type, in the
-// precedence documented on [RecordMetrics].
+// precedence documented on recordMetrics.
 func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	switch {
 	case out.Cause != nil:
-		return telemetry.OutcomeCancelled, telemetry.ErrorTypeCancelled
+		return mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled
 	case out.Dropped != protocol.DropNone:
-		return telemetry.OutcomeDropped, telemetry.ErrorTypeDropped
+		return mcpconv.OutcomeDropped, mcpconv.ErrorTypeDropped
 	case out.Err != nil:
-		return telemetry.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		return mcpconv.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
 	case out.ToolError():
-		return telemetry.OutcomeOK, toolErrorType(out)
+		return mcpconv.OutcomeOK, toolErrorType(out)
 	}
-	return telemetry.OutcomeOK, ""
+	return mcpconv.OutcomeOK, ""
 }
 
 // toolErrorType is the error type of a tool result with isError set:
@@ -146,9 +148,9 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 // tool's input schema, else "tool_error".
 func toolErrorType(out server.Outcome) string {
 	if out.InvalidArguments() {
-		return telemetry.ErrorTypeInvalidArguments
+		return mcpconv.ErrorTypeInvalidArguments
 	}
-	return telemetry.ErrorTypeTool
+	return mcpconv.ErrorTypeTool
 }
 
 // cancelCause returns why a request's handler was cancelled: the request

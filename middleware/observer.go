@@ -2,55 +2,96 @@ package middleware
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// MetricsObserver returns a server.Observer that records in m what only
-// the session core sees: sessions active and their duration by the cause
-// that ended them, responses dropped by reason, failed writes by class,
-// server-to-client requests failed at close, and messages rejected before
-// a handler by reason. The transport label comes from the Serve context
-// (see [ContextWithTransport]). Cancellations and request outcomes are
-// recorded by [RecordMetrics], which sees them all; use both
-// ([NewInstrumentation] does). Combine it with other observers through
-// server.Observers. With a nil m it does nothing. It is safe for
+// metricsObserver is the server.Observer of [NewInstrumentation]'s
+// metrics: it records in m what only the session core sees (sessions
+// active and their duration by the cause that ended them, responses
+// dropped by reason, failed writes by class, server-to-client requests
+// failed at close, and messages rejected before a handler by reason; the
+// transport label comes from the Serve context, see mcpconv.ContextWithTransport),
+// while the chain records the requests. It is also the collector
+// NewInstrumentation registers: each of its reads first flushes the
+// outcome batches of the servers it observes (server.WithOutcomeBatches),
+// so that a scrape counts every request answered so far. It is safe for
 // concurrent use.
-func MetricsObserver(m *telemetry.Metrics) server.Observer {
-	if m == nil {
-		return server.NopObserver{}
-	}
-	return metricsObserver{m: m}
-}
-
 type metricsObserver struct {
 	server.NopObserver
-	m *telemetry.Metrics
+	m *metrics.Metrics
+
+	mu      sync.Mutex
+	servers []*serverhook.Server // every server it was registered with
 }
 
-func (o metricsObserver) SessionStarted(ctx context.Context, _ *server.Session) {
-	o.m.SessionStarted(TransportFromContext(ctx))
+var (
+	_ serverhook.Wired     = (*metricsObserver)(nil)
+	_ prometheus.Collector = (*metricsObserver)(nil)
+)
+
+// WireServer keeps what s lends, for the flush before a read and the
+// series of what s serves (see Instrumentation.ConnServer).
+func (o *metricsObserver) WireServer(s *serverhook.Server) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.servers = append(o.servers, s)
 }
 
-func (o metricsObserver) SessionEnded(ctx context.Context, s *server.Session, cause error) {
-	o.m.SessionEnded(TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
+// server returns what the server id lent, nil when o does not observe it.
+func (o *metricsObserver) server(id any) *serverhook.Server {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	i := slices.IndexFunc(o.servers, func(s *serverhook.Server) bool { return s.ID == id })
+	if i < 0 {
+		return nil
+	}
+	return o.servers[i]
 }
 
-func (o metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
+// Describe sends the descriptors of the metrics.
+func (o *metricsObserver) Describe(ch chan<- *prometheus.Desc) { o.m.Describe(ch) }
+
+// Collect flushes the servers' outcome batches, then sends the metrics.
+func (o *metricsObserver) Collect(ch chan<- prometheus.Metric) {
+	o.mu.Lock()
+	servers := slices.Clone(o.servers)
+	o.mu.Unlock()
+	for _, s := range servers {
+		s.Flush()
+	}
+	o.m.Collect(ch)
+}
+
+func (o *metricsObserver) SessionStarted(ctx context.Context, _ *server.Session) {
+	o.m.SessionStarted(mcpconv.TransportFromContext(ctx))
+}
+
+func (o *metricsObserver) SessionEnded(ctx context.Context, s *server.Session, cause error) {
+	o.m.SessionEnded(mcpconv.TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
+}
+
+func (o *metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	o.m.ResponseDropped(req.Method, reason.String())
 }
 
-func (o metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
-	o.m.WriteFailed(TransportFromContext(ctx), class.String())
+func (o *metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
+	o.m.WriteFailed(mcpconv.TransportFromContext(ctx), class.String())
 }
 
-func (o metricsObserver) OutgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {
+func (o *metricsObserver) OutgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {
 	o.m.ClientRequestFailed(method)
 }
 
-func (o metricsObserver) MessageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
+func (o *metricsObserver) MessageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
 	o.m.MessageRejected(reason.String())
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"github.com/stretchr/testify/assert"
@@ -20,14 +22,14 @@ func TestObserverRejectReasons(t *testing.T) {
 	for _, reason := range vocab.RejectReasons() {
 		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.NewMetrics()
+			m := metrics.New()
 			middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
 			assert.Equal(t, map[string]float64{rejected(reason.String()): 1}, series(t, m))
 		})
 	}
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
-	assert.Equal(t, map[string]float64{rejected(telemetry.LabelOther): 1}, series(t, m), "an unknown reason is other")
+	assert.Equal(t, map[string]float64{rejected(mcpconv.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
 
 // TestServerVocabularyIsKnown guards against drift between the server's
@@ -35,7 +37,7 @@ func TestObserverRejectReasons(t *testing.T) {
 // "other" (except the server's own "other" cause).
 func TestServerVocabularyIsKnown(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	want := map[string]float64{}
 	for _, r := range vocab.CancelReasons() {
 		m.RequestCancelled("ping", r.String())

@@ -80,8 +80,6 @@ type instrumentationConfig struct {
 	registerer     prometheus.Registerer
 	metricsOptions []telemetry.MetricsOption
 	logger         *slog.Logger
-	observers      []server.Observer
-	recorders      []func(*server.Request, server.Outcome)
 	defaultTimeout time.Duration
 	defaultLimit   int
 	auditLog       io.Writer
@@ -147,12 +145,11 @@ func (f limitOption) applyConcurrencyLimit(c *limitConfig)          { f(c) }
 func (f auditOption) applyInstrumentation(c *instrumentationConfig) { f(&c.audit) }
 func (f auditOption) applyAudit(c *auditConfig)                     { f(c) }
 
-// WithTracerProvider sets the provider the tracer comes from. For [Tracing]
-// and [TracingCalls] nil, or no option, means the global provider
-// ([otel.GetTracerProvider]) at the time they are called, which, being the
-// OTel API's delegating provider, follows a provider that cmd/ installs
-// later. For [NewInstrumentation] nil, or no option, means no tracing at
-// all.
+// WithTracerProvider sets the provider the tracer comes from. nil, or no
+// option, means no tracing, for [Tracing], [TracingCalls] and
+// [NewInstrumentation] alike: the global provider is never read. To trace
+// with it, pass otel.GetTracerProvider() (the OTel API's delegating
+// provider, which follows a provider installed later).
 func WithTracerProvider(tp trace.TracerProvider) TracerOption {
 	return tracerOption(func(c *tracingConfig) { c.provider = tp })
 }
@@ -178,15 +175,16 @@ func WithUntrustedTraceContext() TracingOption {
 	return tracingOption(func(c *tracingConfig) { c.untrusted = true })
 }
 
-// WithRegisterer makes [NewInstrumentation] create a telemetry.Metrics
-// (with the options of [WithMetricsOptions]) and register it with r. nil,
+// WithRegisterer makes [NewInstrumentation] create the collector of the
+// server's metrics (with the options of [WithMetricsOptions]) and register
+// it with r. nil,
 // or no option, means no metrics. It is never the default registry unless
 // the caller passes it.
 func WithRegisterer(r prometheus.Registerer) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.registerer = r })
 }
 
-// WithMetricsOptions passes opts to telemetry.NewMetrics when
+// WithMetricsOptions passes opts to the collector when
 // [NewInstrumentation] creates the collector (see [WithRegisterer]), for
 // native histograms, more methods, and so on. Calling it again replaces
 // them.
@@ -277,32 +275,6 @@ func WithToolShare(share float64, key func(req *server.Request) string) Concurre
 			return
 		}
 		c.shareOf, c.share = key, share
-	})
-}
-
-// WithObservers adds observers that [NewInstrumentation] combines with its
-// metrics observer (server.Observers) in the server.WithObserver option of
-// [Instrumentation.ServerOptions], which replaces any observer set before
-// it. Calling it again adds more; nil entries are skipped.
-func WithObservers(obs ...server.Observer) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) { c.observers = append(c.observers, obs...) })
-}
-
-// WithRequestRecorders adds functions that [NewInstrumentation] calls with
-// each request's outcome (not a notification's) from the first middleware
-// of its chain, so that they see the requests the chain refuses too (busy,
-// timed out, panicked), in an AfterDone function (with
-// server.WithOutcomeBatches, in the request's batch), after the span's
-// end, the metrics and the log line. They must not block, and must take
-// the request's end from out.EndTime. Calling it again adds more; nil
-// entries are skipped.
-func WithRequestRecorders(fs ...func(*server.Request, server.Outcome)) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) {
-		for _, f := range fs {
-			if f != nil {
-				c.recorders = append(c.recorders, f)
-			}
-		}
 	})
 }
 

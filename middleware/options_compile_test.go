@@ -42,7 +42,7 @@ func uses() {
 	_ = middleware.Audit(nil, middleware.WithAuditArgumentValues("t"))
 	_, _ = middleware.NewInstrumentation(
 		tracer, propagators, middleware.WithUntrustedTraceContext(),
-		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(), middleware.WithObservers(), middleware.WithRequestRecorders(),
+		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(),
 		middleware.WithLogger(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
 		middleware.WithTimeout(time.Second), middleware.WithTimeoutFor(nil),
 		middleware.WithConcurrencyLimit(1), middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil),

@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -139,7 +139,7 @@ type RateLimiter struct {
 	tools     map[string]rateSpec // read-only
 	local     bucketTable
 	shared    SharedRateLimiter // nil: in memory only
-	metrics   *telemetry.Metrics
+	metrics   *metrics.Metrics
 	logger    *slog.Logger
 	now       func() time.Time
 
@@ -148,7 +148,7 @@ type RateLimiter struct {
 }
 
 // newRateLimiter returns the limiter of c, nil when it limits nothing.
-func newRateLimiter(c instrumentationConfig, m *telemetry.Metrics) *RateLimiter {
+func newRateLimiter(c instrumentationConfig, m *metrics.Metrics) *RateLimiter {
 	rc := c.rateLimit
 	if rc == nil || (!rc.principal.on() && len(rc.tools) == 0) {
 		return nil

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -30,25 +32,25 @@ import (
 const slowRate = 0.0001
 
 // quotaRefusals returns the refusals m counted under quota.
-func quotaRefusals(t *testing.T, m *telemetry.Metrics, quota protocol.Quota) float64 {
+func quotaRefusals(t *testing.T, m *metrics.Metrics, quota protocol.Quota) float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() != telemetry.MetricQuotaRefusals {
+		if f.GetName() != mcpconv.MetricQuotaRefusals {
 			continue
 		}
 		for _, s := range f.GetMetric() {
 			for _, l := range s.GetLabel() {
-				if l.GetName() == telemetry.LabelQuota && l.GetValue() == quota.String() {
+				if l.GetName() == mcpconv.LabelQuota && l.GetValue() == quota.String() {
 					return s.GetCounter().GetValue()
 				}
 			}
 		}
 	}
-	t.Fatalf("no %s{quota=%q}", telemetry.MetricQuotaRefusals, quota)
+	t.Fatalf("no %s{quota=%q}", mcpconv.MetricQuotaRefusals, quota)
 	return 0
 }
 

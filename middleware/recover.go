@@ -28,7 +28,7 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // to logger, with the handler's context (so that a [LogHandler] adds the
 // trace and span ids); a nil logger discards the record. A panic it
 // catches never reaches the core, so the server's Observer is not told
-// (HandlerPanicked). Place it inside [RecordMetrics] and [Tracing], as
+// (HandlerPanicked). Place it inside the metrics and [Tracing], as
 // [NewInstrumentation] does, so that they see the panic as an error
 // return. A handler that calls runtime.Goexit is not recovered. The
 // returned middleware is safe for concurrent use.

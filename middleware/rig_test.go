@@ -15,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -27,7 +29,7 @@ import (
 type rig struct {
 	*mcptest.Client // set by start
 	t               testing.TB
-	m               *telemetry.Metrics
+	m               *metrics.Metrics
 	reg             *prometheus.Registry
 	srv             *server.Server
 	conn            transport.Conn // the server's end, as wrapped
@@ -35,7 +37,7 @@ type rig struct {
 
 // newRig builds the server: Metrics outermost, then extra middleware.
 func newRig(t testing.TB, extra []server.Middleware, opts ...server.Option) *rig {
-	r := &rig{t: t, m: telemetry.NewMetrics(), reg: prometheus.NewRegistry()}
+	r := &rig{t: t, m: metrics.New(), reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(r.m)
 	mw := append([]server.Middleware{middleware.RecordMetrics(r.m)}, extra...)
 	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.MetricsObserver(r.m))}, opts...)
@@ -166,9 +168,9 @@ func labelString(labels []*dto.LabelPair, collapse bool) string {
 	parts := make([]string, 0, len(labels))
 	for _, l := range labels {
 		switch name := l.GetName(); {
-		case collapse && (name == telemetry.LabelProtocolVersion || name == telemetry.LabelNetTransport || name == telemetry.LabelNetProtocol):
+		case collapse && (name == mcpconv.LabelProtocolVersion || name == mcpconv.LabelNetTransport || name == mcpconv.LabelNetProtocol):
 			continue
-		case collapse && l.GetValue() == "" && (name == telemetry.LabelStatusCode || name == telemetry.LabelErrorType && hasLabel(labels, telemetry.LabelCause)):
+		case collapse && l.GetValue() == "" && (name == mcpconv.LabelStatusCode || name == mcpconv.LabelErrorType && hasLabel(labels, mcpconv.LabelCause)):
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))

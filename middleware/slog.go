@@ -12,10 +12,10 @@ import (
 
 // Log attribute keys that [LogHandler] adds.
 const (
-	LogTraceID   = "trace_id"
-	LogSpanID    = "span_id"
-	LogSessionID = "session_id"
-	LogRequestID = "request_id"
+	logTraceID   = "trace_id"
+	logSpanID    = "span_id"
+	logSessionID = "session_id"
+	logRequestID = "request_id"
 )
 
 // LogHandler returns a [slog.Handler] that adds to every record it passes
@@ -67,14 +67,14 @@ func appendIDs(ctx context.Context, attrs []slog.Attr, hasSession, hasRequest bo
 		hex.Encode(buf[:2*len(tid)], tid[:])
 		hex.Encode(buf[2*len(tid):], sid[:])
 		ids := string(buf[:]) // as TraceID.String and SpanID.String, in one allocation
-		attrs = append(attrs, slog.String(LogTraceID, ids[:2*len(tid)]), slog.String(LogSpanID, ids[2*len(tid):]))
+		attrs = append(attrs, slog.String(logTraceID, ids[:2*len(tid)]), slog.String(logSpanID, ids[2*len(tid):]))
 	}
 	if req := server.RequestFromContext(ctx); req != nil {
 		if req.InSession() && !hasSession {
-			attrs = append(attrs, slog.String(LogSessionID, req.Session.ID()))
+			attrs = append(attrs, slog.String(logSessionID, req.Session.ID()))
 		}
 		if !req.IsNotification() && !hasRequest {
-			attrs = append(attrs, slog.String(LogRequestID, req.ID.String()))
+			attrs = append(attrs, slog.String(logRequestID, req.ID.String()))
 		}
 	}
 	return attrs
@@ -85,9 +85,9 @@ func appendIDs(ctx context.Context, attrs []slog.Attr, hasSession, hasRequest bo
 func recordHas(r slog.Record) (session, request bool) {
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case LogSessionID:
+		case logSessionID:
 			session = true
-		case LogRequestID:
+		case logRequestID:
 			request = true
 		}
 		return !session || !request

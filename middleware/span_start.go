@@ -14,10 +14,11 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // spanStarter starts the SERVER spans of one Tracing middleware.
@@ -62,7 +63,7 @@ func newServerSpanStarter(cfg tracingConfig) spanStarter {
 // attributes are worked out in calls of their own, which return before
 // and after it.
 func (s spanStarter) start(ctx context.Context, req *server.Request, principal *auth.Principal) (context.Context, trace.Span) {
-	st := s.starts.get(req)
+	st := s.starts.get(ctx, req)
 	pctx, opts := s.parent(ctx, req, st.opts)
 	sctx, span := s.tracer.Start(pctx, st.name, opts...)
 	if span.IsRecording() {
@@ -153,21 +154,21 @@ func protocolMetaOnly(meta *server.RequestMeta) bool {
 // without one.
 func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Principal, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if !req.IsNotification() {
-		attrs = append(attrs, telemetry.JSONRPCRequestIDKey.String(cutName(req.ID.String(), maxSpanIDLen)))
+		attrs = append(attrs, mcpconv.JSONRPCRequestIDKey.String(cutName(req.ID.String(), maxSpanIDLen)))
 	}
 	if req.InSession() {
-		attrs = append(attrs, telemetry.MCPSessionIDKey.String(req.Session.ID()))
+		attrs = append(attrs, mcpconv.MCPSessionIDKey.String(req.Session.ID()))
 	}
 	if req.Protocol != "" {
-		attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(req.Protocol))
+		attrs = append(attrs, mcpconv.MCPProtocolVersionKey.String(req.Protocol))
 	}
 	if req.URI != "" {
-		attrs = append(attrs, telemetry.MCPResourceURIKey.String(req.URI))
+		attrs = append(attrs, mcpconv.MCPResourceURIKey.String(req.URI))
 	}
 	if p != nil {
 		attrs = append(attrs, semconv.UserID(p.Subject))
 		if p.ClientID != "" {
-			attrs = append(attrs, telemetry.OAuthClientIDKey.String(p.ClientID))
+			attrs = append(attrs, mcpconv.OAuthClientIDKey.String(p.ClientID))
 		}
 	}
 	return appendPeer(req.ArrivalContext(), appendNetwork(ctx, attrs))
@@ -216,7 +217,7 @@ type methodStarts struct {
 	byTarget map[string]*spanStart // by target
 }
 
-func (c *spanStarts) get(req *server.Request) *spanStart {
+func (c *spanStarts) get(ctx context.Context, req *server.Request) *spanStart {
 	key := spanStartKey{method: req.Method}
 	if req.Name != "" && (req.Method == "tools/call" || req.Method == "prompts/get") {
 		key.target = req.Name
@@ -228,7 +229,7 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 			}
 		}
 	}
-	if !knownStart(req, key) {
+	if !knownStart(ctx, req, key) {
 		key.method, key.target = cutName(key.method, maxSpanNameLen), cutName(key.target, maxSpanNameLen)
 		return newSpanStart(key)
 	}
@@ -266,13 +267,14 @@ func (c *spanStarts) get(req *server.Request) *spanStart {
 }
 
 // knownStart reports whether req's session's server knows key's method and
-// target: what the cache may hold.
-func knownStart(req *server.Request, key spanStartKey) bool {
-	if req.Session == nil {
+// target: what the cache may hold. ctx is req's handler's.
+func knownStart(ctx context.Context, req *server.Request, key spanStartKey) bool {
+	hook := serverhook.ServerOf(ctx)
+	if req.Session == nil || hook == nil {
 		return false
 	}
 	srv := req.Session.Server()
-	if !srv.HasMethod(key.method) {
+	if !hook.HasMethod(key.method) {
 		return false
 	}
 	switch {
@@ -306,15 +308,15 @@ func (ms *methodStarts) lookup(target string) *spanStart {
 }
 
 func newSpanStart(key spanStartKey) *spanStart {
-	attrs := []attribute.KeyValue{telemetry.MCPMethodNameKey.String(key.method)}
+	attrs := []attribute.KeyValue{mcpconv.MCPMethodNameKey.String(key.method)}
 	name := key.method
 	if key.target != "" {
 		name += " " + key.target
 		if key.method == "tools/call" {
-			attrs = append(attrs, telemetry.GenAIToolNameKey.String(key.target),
-				telemetry.GenAIOperationNameKey.String(telemetry.OperationExecuteTool))
+			attrs = append(attrs, mcpconv.GenAIToolNameKey.String(key.target),
+				mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool))
 		} else {
-			attrs = append(attrs, telemetry.GenAIPromptNameKey.String(key.target))
+			attrs = append(attrs, mcpconv.GenAIPromptNameKey.String(key.target))
 		}
 	}
 	return &spanStart{

@@ -18,13 +18,17 @@ import (
 
 // liveSession returns a live session of a server with the tools and the
 // prompt "greet" named, to tell known names from made-up ones.
-func liveSession(t *testing.T, tools ...string) *server.Session {
+func liveSession(t *testing.T, tools ...string) (context.Context, *server.Session) {
 	t.Helper()
-	got := make(chan *server.Session, 1)
+	type live struct {
+		ctx  context.Context
+		sess *server.Session
+	}
+	got := make(chan live, 1)
 	srv := server.New(server.WithMiddleware(func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "ping" {
-				got <- req.Session
+				got <- live{ctx, req.Session}
 			}
 			return next(ctx, req)
 		}
@@ -40,7 +44,8 @@ func liveSession(t *testing.T, tools ...string) *server.Session {
 	c := mcptest.Pipe(t, srv)
 	c.Initialize("", nil)
 	c.Ping()
-	return <-got
+	l := <-got
+	return l.ctx, l.sess
 }
 
 // TestSpanStartsBounded checks that the span-start cache stops growing at
@@ -52,21 +57,21 @@ func TestSpanStartsBounded(t *testing.T) {
 	for i := range tools {
 		tools[i] = "tool-" + strconv.Itoa(i)
 	}
-	sess := liveSession(t, tools...)
+	ctx, sess := liveSession(t, tools...)
 	var c spanStarts
 	for _, name := range tools {
-		st := c.get(&server.Request{Method: "tools/call", Name: name, Session: sess})
+		st := c.get(ctx, &server.Request{Method: "tools/call", Name: name, Session: sess})
 		require.Equal(t, "tools/call "+name, st.name)
 		require.Len(t, st.attrs, 3) // method, tool name, operation name
 	}
 	assert.Equal(t, maxSpanStarts, c.size())
 
-	first := c.get(&server.Request{Method: "tools/call", Name: "tool-0", Session: sess})
-	assert.Same(t, first, c.get(&server.Request{Method: "tools/call", Name: "tool-0", Session: sess}), "a cached start is shared")
+	first := c.get(ctx, &server.Request{Method: "tools/call", Name: "tool-0", Session: sess})
+	assert.Same(t, first, c.get(ctx, &server.Request{Method: "tools/call", Name: "tool-0", Session: sess}), "a cached start is shared")
 
-	ping := c.get(&server.Request{Method: "ping", Name: "ignored", Session: sess})
+	ping := c.get(ctx, &server.Request{Method: "ping", Name: "ignored", Session: sess})
 	assert.Equal(t, "ping", ping.name, "only tools/call and prompts/get have a target")
-	prompt := c.get(&server.Request{Method: "prompts/get", Name: "greet", Session: sess})
+	prompt := c.get(ctx, &server.Request{Method: "prompts/get", Name: "greet", Session: sess})
 	assert.Equal(t, "prompts/get greet", prompt.name)
 	assert.Equal(t, "gen_ai.prompt.name", string(prompt.attrs[1].Key))
 }
@@ -77,7 +82,7 @@ func TestSpanStartsBounded(t *testing.T) {
 // spans are cut.
 func TestSpanStartsKnownNamesOnly(t *testing.T) {
 	t.Parallel()
-	sess := liveSession(t, "echo")
+	ctx, sess := liveSession(t, "echo")
 	var c spanStarts
 	long := strings.Repeat("é", 64<<10) // two bytes each: a cut must fall on a rune boundary
 	for i := range 2 * maxSpanStarts {
@@ -88,7 +93,7 @@ func TestSpanStartsKnownNamesOnly(t *testing.T) {
 			{Method: "prompts/get", Name: junk, Session: sess},
 			{Method: "tools/call", Name: "echo"}, // no session: no server to ask
 		} {
-			st := c.get(req)
+			st := c.get(ctx, req)
 			require.LessOrEqual(t, len(st.name), len("prompts/get ")+2*(maxSpanNameLen+len("…")))
 			require.True(t, utf8.ValidString(st.name))
 			for _, kv := range st.attrs {
@@ -97,9 +102,9 @@ func TestSpanStartsKnownNamesOnly(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 0, c.size(), "no made-up name cached")
-	echo := c.get(&server.Request{Method: "tools/call", Name: "echo", Session: sess})
+	echo := c.get(ctx, &server.Request{Method: "tools/call", Name: "echo", Session: sess})
 	assert.Equal(t, "tools/call echo", echo.name)
-	assert.Same(t, echo, c.get(&server.Request{Method: "tools/call", Name: "echo", Session: sess}), "a real tool is cached")
+	assert.Same(t, echo, c.get(ctx, &server.Request{Method: "tools/call", Name: "echo", Session: sess}), "a real tool is cached")
 	assert.Equal(t, 1, c.size())
 }
 
@@ -109,18 +114,18 @@ func TestSpanStartsKnownNamesOnly(t *testing.T) {
 // method with one.
 func TestSpanStartsByMethodAndTarget(t *testing.T) {
 	t.Parallel()
-	sess := liveSession(t, "x")
+	ctx, sess := liveSession(t, "x")
 	var c spanStarts
-	call := c.get(&server.Request{Method: "tools/call", Name: "x", Session: sess})
-	odd := c.get(&server.Request{Method: "tools/call x", Session: sess})
+	call := c.get(ctx, &server.Request{Method: "tools/call", Name: "x", Session: sess})
+	odd := c.get(ctx, &server.Request{Method: "tools/call x", Session: sess})
 	require.NotSame(t, call, odd)
 	assert.Len(t, call.attrs, 3, "tools/call of x: method, tool name, operation name")
 	assert.Len(t, odd.attrs, 1, "method tools/call x: the method only")
-	bare := c.get(&server.Request{Method: "tools/call", Session: sess})
+	bare := c.get(ctx, &server.Request{Method: "tools/call", Session: sess})
 	assert.Len(t, bare.attrs, 1, "tools/call without a name has no target")
-	assert.Same(t, call, c.get(&server.Request{Method: "tools/call", Name: "x", Session: sess}), "cached")
-	assert.Same(t, bare, c.get(&server.Request{Method: "tools/call", Session: sess}), "cached")
-	assert.NotSame(t, odd, c.get(&server.Request{Method: "tools/call x", Session: sess}), "an unknown method is not cached")
+	assert.Same(t, call, c.get(ctx, &server.Request{Method: "tools/call", Name: "x", Session: sess}), "cached")
+	assert.Same(t, bare, c.get(ctx, &server.Request{Method: "tools/call", Session: sess}), "cached")
+	assert.NotSame(t, odd, c.get(ctx, &server.Request{Method: "tools/call x", Session: sess}), "an unknown method is not cached")
 	assert.Equal(t, 2, c.size())
 }
 

@@ -19,7 +19,7 @@ import (
 // [WithTimeoutFor] the middleware is the identity. Notifications are never
 // timed out; a task-augmented tools/call is bounded until it returns its
 // task. It uses the request's own deadline ([server.Request.SetDeadline]),
-// with no timer or goroutine per request. Place it inside [RecordMetrics]
+// with no timer or goroutine per request. Place it inside the metrics
 // and [Tracing], as [NewInstrumentation] does. The returned middleware is
 // safe for concurrent use.
 func Timeout(d time.Duration, opts ...TimeoutOption) server.Middleware {

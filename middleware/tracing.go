@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel"
@@ -23,26 +25,23 @@ import (
 
 // tracingConfig is what the options of Tracing and TracingCalls set.
 type tracingConfig struct {
-	provider   trace.TracerProvider          // nil: the global one (NewInstrumentation: no tracing)
+	provider   trace.TracerProvider          // nil: no tracing
 	propagator propagation.TextMapPropagator // nil: the global one
 	untrusted  bool                          // WithUntrustedTraceContext; Tracing only
 	capture    Redactor                      // WithContentCapture; nil: off; Tracing only
 }
 
-// withGlobals returns c with the OTel globals in place of a nil provider
-// or propagator. Reading the globals (never setting them) is the OTel
-// contrib norm for defaults: library code stays free of otel.Set*.
+// withGlobals returns c with the OTel global propagator in place of a nil
+// one. Reading the globals (never setting them) is the OTel contrib norm
+// for defaults: library code stays free of otel.Set*.
 func (c tracingConfig) withGlobals() tracingConfig {
-	if c.provider == nil {
-		c.provider = otel.GetTracerProvider()
-	}
 	if c.propagator == nil {
 		c.propagator = otel.GetTextMapPropagator()
 	}
 	return c
 }
 
-func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetry.ScopeName) }
+func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(mcpconv.ScopeName) }
 
 // Tracing returns middleware that gives every request and notification one
 // span of kind SERVER per the OpenTelemetry semantic conventions for MCP,
@@ -51,15 +50,20 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(telemetr
 // request's params._meta, read with the propagator of [WithPropagators],
 // else the span the message arrived in ([server.Request.ArrivalContext]),
 // which is then a link; with [WithUntrustedTraceContext], always the
-// latter. The span ends when the request's outcome is sealed
-// ([server.Request.AfterDone]), with status Error exactly when error.type
-// is set (a JSON-RPC error but a caller's fault, see [RecordMetrics], or a
-// tool result with isError); a cancellation leaves it Unset and adds a
-// "cancelled" event. Messages refused before the chain get no span. Put
-// it first (outermost), with [TracingCalls] and the same [TracerOption]s
-// beside it, as [NewInstrumentation] does. It is safe for concurrent use.
+// latter. The span ends when the request's outcome is sealed, with status
+// Error exactly when error.type is set (a JSON-RPC error but a caller's
+// fault, see the package doc, or a tool result with isError); a
+// cancellation leaves it Unset and adds a "cancelled" event. Messages
+// refused before the chain get no span. Without [WithTracerProvider] (or
+// with nil) it traces nothing: it is the identity. Put it first
+// (outermost), with [TracingCalls] and the same [TracerOption]s beside
+// it, as [NewInstrumentation] does. It is safe for concurrent use.
 func Tracing(opts ...TracingOption) server.Middleware {
-	return tracing(newServerSpanStarter(configure(opts, TracingOption.applyTracing).withGlobals()))
+	cfg := configure(opts, TracingOption.applyTracing)
+	if cfg.provider == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	return tracing(newServerSpanStarter(cfg.withGlobals()))
 }
 
 // tracing is the middleware of [Tracing] with st.
@@ -69,7 +73,7 @@ func tracing(st spanStarter) server.Middleware {
 			ctx, span := st.start(ctx, req, principalOf(req))
 			capture := st.capture
 			// One allocation: the closure holds what it uses by value.
-			req.AfterDone(func(out server.Outcome) {
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
 				if capture != nil {
 					captureContent(capture, span, req, out)
 				}
@@ -81,13 +85,13 @@ func tracing(st spanStarter) server.Middleware {
 }
 
 // appendNetwork adds network.transport (and network.protocol.name) from
-// the transport named in the session's context ([ContextWithTransport],
-// which [CountConns] sets): "pipe" for stdio and memory, "tcp" over "http"
+// the transport named in the session's context (mcpconv.ContextWithTransport,
+// which [Instrumentation.ConnServer] sets): "pipe" for stdio and memory, "tcp" over "http"
 // for Streamable HTTP. Without a name, a session served from an HTTP
 // request's context gets its listener's network over "http"; otherwise the
 // attributes are left out.
 func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.KeyValue {
-	switch TransportFromContext(ctx) {
+	switch mcpconv.TransportFromContext(ctx) {
 	case telemetry.TransportStdio, telemetry.TransportMemory:
 		return append(attrs, semconv.NetworkTransportPipe)
 	case telemetry.TransportStreamableHTTP:
@@ -102,7 +106,7 @@ func appendNetwork(ctx context.Context, attrs []attribute.KeyValue) []attribute.
 func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	if req.Method == "initialize" && req.Session != nil {
 		if v := req.Session.ProtocolVersion(); v != "" { // negotiated by this request
-			span.SetAttributes(telemetry.MCPProtocolVersionKey.String(v))
+			span.SetAttributes(mcpconv.MCPProtocolVersionKey.String(v))
 		}
 	}
 	err := out.Err
@@ -111,9 +115,9 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		cause = err // the handler ran out of time inside the chain
 	}
 	if cause != nil {
-		reason := telemetry.CancelCauseKey.String(server.ReasonOfCause(cause).String())
+		reason := mcpconv.CancelCauseKey.String(server.ReasonOfCause(cause).String())
 		span.SetAttributes(reason)
-		span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(reason))
+		span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(reason))
 	}
 	switch {
 	case out.Cause != nil:
@@ -126,11 +130,11 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		span.SetStatus(codes.Error, "")
 	}
 	if out.Dropped != protocol.DropNone {
-		attrs := []attribute.KeyValue{telemetry.DropReasonKey.String(out.Dropped.String())}
+		attrs := []attribute.KeyValue{mcpconv.DropReasonKey.String(out.Dropped.String())}
 		if out.WriteErr != nil {
 			attrs = append(attrs, semconv.ExceptionMessageKey.String(out.WriteErr.Error()))
 		}
-		span.AddEvent(telemetry.EventResponseDropped, trace.WithAttributes(attrs...))
+		span.AddEvent(mcpconv.EventResponseDropped, trace.WithAttributes(attrs...))
 	}
 	// At the outcome's instant, which the log line and metrics share, and
 	// not whenever this runs (in a batch, see server.WithOutcomeBatches).
@@ -146,7 +150,7 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 	code := server.CodeOf(err)
 	s := strconv.FormatInt(int64(code), 10)
 	if answered { // a notification's failure has no response, so no status code
-		span.SetAttributes(telemetry.RPCResponseStatusCodeKey.String(s))
+		span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(s))
 	}
 	if callerFault(code) {
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // TracingCalls returns call middleware (see [server.WithCallMiddleware])
@@ -26,10 +26,15 @@ import (
 // mcp.session.id, mcp.protocol.version and network.transport; its status
 // and error.type follow the client's answer, as in [Tracing], and a call
 // abandoned by a cancellation keeps the status Unset and gets a
-// "cancelled" event. Pass the same [TracerOption]s as to Tracing. The
-// returned middleware is safe for concurrent use.
+// "cancelled" event. Pass the same [TracerOption]s as to Tracing: without
+// [WithTracerProvider] (or with nil) it traces nothing and injects
+// nothing. The returned middleware is safe for concurrent use.
 func TracingCalls(opts ...TracingCallsOption) server.CallMiddleware {
-	return tracingCalls(configure(opts, TracingCallsOption.applyTracingCalls).withGlobals())
+	cfg := configure(opts, TracingCallsOption.applyTracingCalls)
+	if cfg.provider == nil {
+		return func(next server.CallFunc) server.CallFunc { return next }
+	}
+	return tracingCalls(cfg.withGlobals())
 }
 
 // tracingCalls is the call middleware of [TracingCalls] with cfg, whose
@@ -39,11 +44,11 @@ func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 	return func(next server.CallFunc) server.CallFunc {
 		return func(ctx context.Context, c *server.ClientCall) error {
 			attrs := make([]attribute.KeyValue, 0, 6)
-			attrs = append(attrs, telemetry.MCPMethodNameKey.String(c.Method))
+			attrs = append(attrs, mcpconv.MCPMethodNameKey.String(c.Method))
 			if c.Session != nil {
-				attrs = append(attrs, telemetry.MCPSessionIDKey.String(c.Session.ID()))
+				attrs = append(attrs, mcpconv.MCPSessionIDKey.String(c.Session.ID()))
 				if v := c.Session.ProtocolVersion(); v != "" {
-					attrs = append(attrs, telemetry.MCPProtocolVersionKey.String(v))
+					attrs = append(attrs, mcpconv.MCPProtocolVersionKey.String(v))
 				}
 			}
 			attrs = appendNetwork(ctx, attrs)
@@ -52,7 +57,7 @@ func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 			cfg.propagator.Inject(ctx, callCarrier{c})
 			err := next(ctx, c)
 			if c.ID.IsValid() {
-				span.SetAttributes(telemetry.JSONRPCRequestIDKey.String(c.ID.String()))
+				span.SetAttributes(mcpconv.JSONRPCRequestIDKey.String(c.ID.String()))
 			}
 			endClientSpan(span, err)
 			return err
@@ -66,24 +71,24 @@ func endClientSpan(span trace.Span, err error) {
 	}
 	if e, ok := errors.AsType[*server.Error](err); ok && e != nil {
 		s := strconv.FormatInt(int64(e.Code), 10)
-		span.SetAttributes(semconv.ErrorTypeKey.String(s), telemetry.RPCResponseStatusCodeKey.String(s))
+		span.SetAttributes(semconv.ErrorTypeKey.String(s), mcpconv.RPCResponseStatusCodeKey.String(s))
 		span.SetStatus(codes.Error, e.Message)
 		return
 	}
 	reason := server.ReasonOfCause(err)
 	switch reason {
 	case protocol.ReasonOther:
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeOther))
+		span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeOther))
 		span.SetStatus(codes.Error, err.Error())
 		span.RecordError(err)
 		return
 	case protocol.ReasonTimeout:
-		span.SetAttributes(semconv.ErrorTypeKey.String(telemetry.ErrorTypeTimeout))
+		span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeTimeout))
 		span.SetStatus(codes.Error, err.Error())
 	}
-	cause := telemetry.CancelCauseKey.String(reason.String())
+	cause := mcpconv.CancelCauseKey.String(reason.String())
 	span.SetAttributes(cause)
-	span.AddEvent(telemetry.EventCanceled, trace.WithAttributes(cause))
+	span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(cause))
 }
 
 // callCarrier writes propagation fields into a client call's Meta.

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -106,8 +107,8 @@ func (h *traced) addTools() {
 // start serves one session with ctx (which names the memory transport
 // unless it names another); wrap, if not nil, wraps the server's end.
 func (h *traced) start(ctx context.Context, wrap func(transport.Conn) transport.Conn) *traced {
-	if middleware.TransportFromContext(ctx) == "" {
-		ctx = middleware.ContextWithTransport(ctx, telemetry.TransportMemory)
+	if mcpconv.TransportFromContext(ctx) == "" {
+		ctx = mcpconv.ContextWithTransport(ctx, telemetry.TransportMemory)
 	}
 	opts := []mcptest.Option{mcptest.WithServeContext(ctx)}
 	if wrap != nil {

@@ -17,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -77,7 +79,7 @@ func TestTracingSpanNamesKindsAttributes(t *testing.T) {
 			assert.Equal(t, tt.want, spanAttrs(s))
 			assert.Equal(t, codes.Unset, s.Status().Code)
 			assert.Empty(t, s.Events())
-			assert.Equal(t, telemetry.ScopeName, s.InstrumentationScope().Name)
+			assert.Equal(t, mcpconv.ScopeName, s.InstrumentationScope().Name)
 		})
 	}
 	assert.Len(t, h.rec.Ended(), len(tests))
@@ -111,28 +113,28 @@ func TestTracingNetworkTransport(t *testing.T) {
 		{
 			name: "stdio",
 			ctx: func(ctx context.Context) context.Context {
-				return middleware.ContextWithTransport(ctx, telemetry.TransportStdio)
+				return mcpconv.ContextWithTransport(ctx, telemetry.TransportStdio)
 			},
 			want: map[string]string{"network.transport": "pipe"},
 		},
 		{
 			name: "streamable http",
 			ctx: func(ctx context.Context) context.Context {
-				return middleware.ContextWithTransport(ctx, telemetry.TransportStreamableHTTP)
+				return mcpconv.ContextWithTransport(ctx, telemetry.TransportStreamableHTTP)
 			},
 			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
 		},
 		{
 			name: "unnamed, from an HTTP request's context",
 			ctx: func(ctx context.Context) context.Context {
-				ctx = middleware.ContextWithTransport(ctx, "unnamed")
+				ctx = mcpconv.ContextWithTransport(ctx, "unnamed")
 				return context.WithValue(ctx, http.LocalAddrContextKey, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080})
 			},
 			want: map[string]string{"network.transport": "tcp", "network.protocol.name": "http"},
 		},
 		{
 			name: "unknown",
-			ctx:  func(ctx context.Context) context.Context { return middleware.ContextWithTransport(ctx, "unnamed") },
+			ctx:  func(ctx context.Context) context.Context { return mcpconv.ContextWithTransport(ctx, "unnamed") },
 			want: map[string]string{},
 		},
 	}
@@ -693,7 +695,8 @@ func TestTracingClientCall(t *testing.T) {
 // when the batch runs, but with the request's end as its end time.
 func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour)).start(t.Context(), nil)
+		var f flusher
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), server.WithObserver(&f)).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "echo", nil)
 		h.RecvResponseTo(2)
@@ -703,9 +706,40 @@ func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 			require.NotEqual(t, "tools/call echo", s.Name(), "the span ended before its batch ran")
 		}
 		time.Sleep(time.Minute)
-		h.srv.FlushOutcomes()
+		f.flush()
 		s := h.span("tools/call echo")
 		assert.Equal(t, answered, s.EndTime(), "the span ends at the request's end, not the batch's")
 		h.close()
 	})
+}
+
+// flusher is an Observer that keeps the outcome flush of the server it is
+// given to, as the instrumentation's collector does.
+type flusher struct {
+	server.NopObserver
+	flush func()
+}
+
+func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }
+
+// Without a tracer provider (none, or nil), Tracing and TracingCalls are
+// the identity, as NewInstrumentation traces nothing: the handler and the
+// client call get the very context they were given, with no span of
+// theirs in it.
+func TestTracingWithoutProviderIsIdentity(t *testing.T) {
+	t.Parallel()
+	ctx := context.WithValue(context.Background(), struct{ k int }{1}, "mark")
+	for _, mw := range []server.Middleware{middleware.Tracing(), middleware.Tracing(middleware.WithTracerProvider(nil))} {
+		var got context.Context
+		h := mw(func(ctx context.Context, _ *server.Request) (any, error) { got = ctx; return nil, nil })
+		_, err := h(ctx, &server.Request{ID: transport.Int64ID(1), Method: "ping"})
+		require.NoError(t, err)
+		assert.Equal(t, ctx, got, "the handler's context is the one given")
+	}
+	for _, cm := range []server.CallMiddleware{middleware.TracingCalls(), middleware.TracingCalls(middleware.WithTracerProvider(nil))} {
+		var got context.Context
+		call := cm(func(ctx context.Context, _ *server.ClientCall) error { got = ctx; return nil })
+		require.NoError(t, call(ctx, &server.ClientCall{Method: "roots/list"}))
+		assert.Equal(t, ctx, got, "the call's context is the one given")
+	}
 }

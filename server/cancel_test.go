@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -28,7 +29,7 @@ func TestCancelRacingReturnHammer(t *testing.T) {
 	record := func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
-				req.OnDone(func(o server.Outcome) {
+				serverhook.Of[server.Outcome](ctx).OnDone(func(o server.Outcome) {
 					mu.Lock()
 					defer mu.Unlock()
 					if _, dup := outcomes[req.ID]; dup {

@@ -11,10 +11,10 @@
 //     settles within [StreamCloseGrace] into what the client did. initialize
 //     is never cancelled.
 //   - Every request ends in exactly one outcome: a response written, or no
-//     response with a [protocol.DropReason] ([Outcome], [Request.OnDone],
-//     [Request.AfterDone]). A
-//     cancelled request is never answered, and a cancel racing the handler's
-//     return never yields two answers for one id.
+//     response with a [protocol.DropReason] ([Outcome], which every
+//     [Observer] hears of through RequestEnded). A cancelled request is
+//     never answered, and a cancel racing the handler's return never
+//     yields two answers for one id.
 //   - Writes that fail because this side closed ([transport.ErrClosed]) or
 //     the peer vanished ([transport.ErrPeerGone]) are tolerated, classified
 //     and reported, never logged as errors and never a panic.

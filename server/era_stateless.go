@@ -403,7 +403,7 @@ func (e *statelessEra) toolTask(ctx context.Context, rt *registeredTool, call *C
 // reach the client: that view has no progress token and no log level.
 func (*statelessEra) taskContext(_, base context.Context, req *Request, _ *task) context.Context {
 	r := *req
-	r.done = nil // the request's callbacks (and doneBuf) stay its own
+	r.ends.ForgetDone() // the request's callbacks (and their storage) stay its own
 	r.call, r.callHeld = CallToolRequest{}, false
 	r.Meta = req.Meta.without(vocab.MetaProgressToken, vocab.MetaLogLevel)
 	base = context.WithValue(base, requestKey{}, &r)

@@ -10,17 +10,23 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// With WithOutcomeBatches, what middleware records through AfterDone runs
-// in batches: here, after four requests, or when FlushOutcomes asks.
-func ExampleWithOutcomeBatches() {
-	var recorded atomic.Int64
-	count := func(next server.Handler) server.Handler {
-		return func(ctx context.Context, req *server.Request) (any, error) {
-			req.AfterDone(func(server.Outcome) { recorded.Add(1) })
-			return next(ctx, req)
-		}
+// pingCounter is an Observer that counts the requests that ended.
+type pingCounter struct {
+	server.NopObserver
+	ended atomic.Int64
+}
+
+func (c *pingCounter) RequestEnded(_ context.Context, req *server.Request, out server.Outcome) {
+	if req.Method == "ping" && out.Err == nil {
+		c.ended.Add(1)
 	}
-	srv := server.New(server.WithMiddleware(count), server.WithOutcomeBatches(4, time.Hour))
+}
+
+// With WithOutcomeBatches, the observers hear of the requests' outcomes
+// in batches: here, after four requests, or when the server shuts down.
+func ExampleWithOutcomeBatches() {
+	var pings pingCounter
+	srv := server.New(server.WithObserver(&pings), server.WithOutcomeBatches(4, time.Hour))
 	client, conn := memory.NewPair()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), conn) }()
@@ -35,10 +41,10 @@ func ExampleWithOutcomeBatches() {
 		fmt.Println(err)
 	}
 
-	fmt.Println("recorded before the flush:", recorded.Load())
-	srv.FlushOutcomes()
-	fmt.Println("recorded after it:", recorded.Load())
+	fmt.Println("recorded before the shutdown:", pings.ended.Load())
+	_ = srv.Shutdown(ctx)
+	fmt.Println("recorded after it:", pings.ended.Load())
 	// Output:
-	// recorded before the flush: 0
+	// recorded before the shutdown: 0
 	// recorded after it: 2
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -71,17 +72,13 @@ type Request struct {
 	arrival context.Context // see ArrivalContext; nil: the session's
 	inf     *inflight       // the request's place in its session while it runs; nil for a notification
 
-	done []func(Outcome)
-	// done's first callbacks need no allocation: in cmd/vigil the audit
-	// log's.
-	doneBuf [2]func(Outcome)
-	after   []func(Outcome)
-	// after's first callbacks need no allocation: Tracing, Metrics and
-	// Logging, and in cmd/vigil the debug page's stats.
-	afterBuf [4]func(Outcome)
-	// The request's place among those waiting for their AfterDone
-	// functions to run (outcomeBatches): the next older one, how many
-	// wait with it, and its outcome.
+	// ends are the functions the instrumentation's middleware has run
+	// with the request's outcome (serverhook.Of, through the handler's
+	// context).
+	ends serverhook.Ends[Outcome]
+	// The request's place among those waiting for their outcome to be
+	// recorded (outcomeBatches): the next older one, how many wait with
+	// it, and its outcome.
 	afterNext  *Request
 	afterDepth int32
 	maxResult  int32 // bounds a tools/call's encoded result (callTool; 0: none), in afterDepth's padding
@@ -146,36 +143,6 @@ func (req *Request) InSession() bool { return req.era != nil && req.era.session(
 // IsNotification reports whether req is a notification (it has no id).
 func (req *Request) IsNotification() bool { return !req.ID.IsValid() }
 
-// OnDone registers f to run once the request's fate is sealed: after its
-// response was written, or the decision not to write one was made. f runs on
-// the goroutine that sealed it, after the Observer was told. Middleware calls
-// OnDone on its way in, from the goroutine running the chain, to learn the
-// final outcome (a tracing span can then end with the write's result).
-func (req *Request) OnDone(f func(Outcome)) {
-	if req.done == nil {
-		req.done = req.doneBuf[:0]
-	}
-	req.done = append(req.done, f)
-}
-
-// AfterDone registers f to run with the request's outcome after its
-// OnDone functions, for what only records the outcome (a span's end,
-// metrics, a log line) and need not run before the request's goroutine
-// moves on. Without [WithOutcomeBatches], f runs right after the OnDone
-// functions, on the same goroutine. With it, f may run later, in a batch
-// of requests, on a goroutine of the server's: in the order the requests
-// were sealed, at most the batch delay after this one was, and before
-// [Server.FlushOutcomes], [Server.Shutdown] or [Server.Close] returns. f
-// must then not block, nor call FlushOutcomes; a panic in f is logged,
-// not raised. f must use out.Ended, not the current time, as the
-// request's end.
-func (req *Request) AfterDone(f func(Outcome)) {
-	if req.after == nil {
-		req.after = req.afterBuf[:0]
-	}
-	req.after = append(req.after, f)
-}
-
 // Outcome is how a request ended: exactly one of "answered" (Dropped is
 // empty) or "dropped with a reason".
 type Outcome struct {
@@ -199,8 +166,8 @@ type Outcome struct {
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error
 	// Ended is when the request ended: when its response was written or
-	// dropped, or, for a notification, when its chain returned. Every
-	// OnDone function sees the same instant, so that the log line, the
+	// dropped, or, for a notification, when its chain returned. Everything
+	// that records the outcome sees the same instant, so that the log line, the
 	// metrics and the audit record of a request agree on its duration
 	// (Ended minus [Request.Received]). Zero only in an Outcome made
 	// elsewhere, such as a test's: see [Outcome.EndTime].

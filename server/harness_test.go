@@ -34,11 +34,18 @@ type recorder struct {
 	outgoing  []error
 	panics    []any
 	rejected  []protocol.Code
+	ends      int       // RequestEnded's calls
 	dropped   chan drop // every drop, for tests that wait on one
 }
 
 func newRecorder() *recorder {
 	return &recorder{cancelled: make(map[string]error), dropped: make(chan drop, 20000)}
+}
+
+func (r *recorder) RequestEnded(context.Context, *server.Request, server.Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ends++
 }
 
 func (r *recorder) SessionStarted(context.Context, *server.Session) {

@@ -16,10 +16,10 @@ import (
 func TestHasMethodAndPrompt(t *testing.T) {
 	srv := server.New()
 	for _, m := range []string{"initialize", "ping", "tools/call", "tools/list", "prompts/get", "resources/read", "notifications/initialized"} {
-		assert.True(t, srv.HasMethod(m), m)
+		assert.True(t, server.HasMethod(srv, m), m)
 	}
 	for _, m := range []string{"", "tools/call x", "nope", "Tools/Call"} {
-		assert.False(t, srv.HasMethod(m), m)
+		assert.False(t, server.HasMethod(srv, m), m)
 	}
 
 	assert.False(t, srv.HasPrompt("greet"))

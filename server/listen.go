@@ -17,8 +17,8 @@ import (
 // each matching notification on that request, tagged with its id, until the
 // client cancels (or closes the stream).
 
-// SubscriptionFilter says which notifications a listen stream carries.
-type SubscriptionFilter struct {
+// subscriptionFilter says which notifications a listen stream carries.
+type subscriptionFilter struct {
 	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
@@ -28,7 +28,7 @@ type SubscriptionFilter struct {
 // listener is one open subscriptions/listen request.
 type listener struct {
 	live   context.Context // ends when the stream does: the client cancels, or the server stops it
-	filter SubscriptionFilter
+	filter subscriptionFilter
 	meta   map[string]any // {subscriptionId: id}
 	stop   context.CancelCauseFunc
 	since  uint64           // the change sequence when it subscribed: earlier changes are not its news
@@ -99,14 +99,14 @@ func (lr *listenRegistry) any() bool {
 // then hold the request open until it is cancelled.
 func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	var p struct {
-		Notifications *SubscriptionFilter `json:"notifications"`
+		Notifications *subscriptionFilter `json:"notifications"`
 	}
 	if err := json.Unmarshal(req.Params, &p); err != nil || p.Notifications == nil {
 		return nil, Errorf(protocol.CodeInvalidParams, "subscriptions/listen needs a notifications object")
 	}
 	caps := s.capabilities()
 	want := *p.Notifications
-	honored := SubscriptionFilter{
+	honored := subscriptionFilter{
 		ToolsListChanged:     want.ToolsListChanged && caps.Tools != nil,
 		PromptsListChanged:   want.PromptsListChanged && caps.Prompts != nil,
 		ResourcesListChanged: want.ResourcesListChanged && caps.Resources != nil,
@@ -123,7 +123,7 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
 	ack := struct {
-		Notifications SubscriptionFilter `json:"notifications"`
+		Notifications subscriptionFilter `json:"notifications"`
 		Meta          map[string]any     `json:"_meta"`
 	}{honored, l.meta}
 	if err := req.Session.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {

@@ -23,7 +23,7 @@ func TestNotifyListenersSkipsCancelled(t *testing.T) {
 		live, stop := context.WithCancelCause(ctx)
 		l := &listener{
 			live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
-			filter: SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}},
+			filter: subscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}},
 			meta:   map[string]any{vocab.MetaSubscriptionID: transport.Int64ID(id)},
 		}
 		srv.listeners.add(l)
@@ -56,7 +56,7 @@ func TestNotifyListenersBacklogEndsTheStream(t *testing.T) {
 	live, stop := context.WithCancelCause(ctx)
 	l := &listener{
 		live: live, stop: stop, events: make(chan listenEvent, listenBacklog),
-		filter: SubscriptionFilter{ToolsListChanged: true},
+		filter: subscriptionFilter{ToolsListChanged: true},
 	}
 	srv.listeners.add(l)
 	for range listenBacklog {

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -16,11 +18,28 @@ func (s *Server) handle(method string, h Handler) {
 	s.methods[method] = h
 }
 
-// HasMethod reports whether the server has a handler for method (in some
+// hasMethod reports whether the server has a handler for method (in some
 // protocol version): the names a table keyed by method may hold, any other
 // being a name a client made up. The method table is fixed by New, so it
 // is safe for concurrent use and costs one map lookup.
-func (s *Server) HasMethod(method string) bool { return s.methods[method] != nil }
+func (s *Server) hasMethod(method string) bool { return s.methods[method] != nil }
+
+// servedMethods returns the request methods the server answers now: those
+// it has a handler for and whose feature it declares (tasks: enabled, or
+// some still kept), sorted.
+func (s *Server) servedMethods() []string {
+	var out []string
+	for m := range s.methods {
+		if strings.HasPrefix(m, "notifications/") || strings.HasPrefix(m, "tasks/") && !s.tasksAvailable() {
+			continue
+		}
+		if s.declares(m) {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // route is the innermost handler: the method table.
 func (s *Server) route(ctx context.Context, req *Request) (any, error) {

@@ -3,14 +3,29 @@ package server
 import (
 	"context"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Observer receives what the session core knows and a middleware cannot see.
-// Every method may be called concurrently, from the goroutine that found the
-// event; implementations must be fast and must not block. Embed [NopObserver]
-// so that methods added later need no change.
+// Observer receives what the session core knows: how each request ended,
+// and what a middleware cannot see. Register it with [WithObserver]. Every
+// method may be called concurrently, from the goroutine that found the
+// event (RequestEnded: see there); implementations must be fast and must
+// not block. Embed [NopObserver] so that methods added later need no
+// change.
 type Observer interface {
+	// RequestEnded is called once for each request (not a notification)
+	// with its outcome, once its fate is sealed: after its response was
+	// written, or the decision not to write one was made, and after the
+	// other methods' calls about it. It sees every request, those the
+	// middleware refused too. It is called on the goroutine that sealed
+	// the request or, with [WithOutcomeBatches], later, in a batch, on a
+	// goroutine of the server's, in the order the requests were sealed,
+	// and before [Server.Shutdown] or [Server.Close] returns; it must then
+	// take the request's end from out.Ended, not from the clock. ctx is
+	// the request's handler context as the server made it (cancelled by
+	// then, as a rule).
+	RequestEnded(ctx context.Context, req *Request, out Outcome)
 	// SessionStarted is called when Serve begins a session. The session a
 	// server makes for a conn that carries one request (a 2026-07-28
 	// stateless request) is none: it is reported neither started nor
@@ -47,6 +62,9 @@ type NopObserver struct{}
 
 var _ Observer = NopObserver{}
 
+// RequestEnded does nothing.
+func (NopObserver) RequestEnded(context.Context, *Request, Outcome) {}
+
 // SessionStarted does nothing.
 func (NopObserver) SessionStarted(context.Context, *Session) {}
 
@@ -71,11 +89,10 @@ func (NopObserver) HandlerPanicked(context.Context, *Request, any, []byte) {}
 // MessageRejected does nothing.
 func (NopObserver) MessageRejected(context.Context, *Session, protocol.Code, protocol.RejectReason) {}
 
-// Observers returns an [Observer] that tells each of obs, in order, about
-// every event (to combine metrics, tracing and logging observers). Nil
-// entries are skipped; with none left it returns [NopObserver], with one it
-// returns that one. The result is as safe for concurrent use as its parts.
-func Observers(obs ...Observer) Observer {
+// observers returns an [Observer] that tells each of obs, in order, about
+// every event. Nil entries are skipped; with none left it returns
+// [NopObserver], with one it returns that one.
+func observers(obs ...Observer) Observer {
 	var list multiObserver
 	for _, o := range obs {
 		if o != nil {
@@ -93,6 +110,12 @@ func Observers(obs ...Observer) Observer {
 
 // multiObserver fans every event out to its observers.
 type multiObserver []Observer
+
+func (m multiObserver) RequestEnded(ctx context.Context, req *Request, out Outcome) {
+	for _, o := range m {
+		o.RequestEnded(ctx, req, out)
+	}
+}
 
 func (m multiObserver) SessionStarted(ctx context.Context, s *Session) {
 	for _, o := range m {
@@ -140,4 +163,37 @@ func (m multiObserver) MessageRejected(ctx context.Context, s *Session, code pro
 	for _, o := range m {
 		o.MessageRejected(ctx, s, code, reason)
 	}
+}
+
+// wireObservers hands the observers that implement [serverhook.Wired]
+// what they need of s: its outcome flush, for a collector to run before
+// it is read, and what it serves. New calls it last.
+func (s *Server) wireObservers() {
+	s.hook = serverhook.Server{ID: s, Flush: s.flushOutcomes, HasMethod: s.hasMethod, Methods: s.servedMethods}
+	for _, o := range s.cfg.observers {
+		if w, ok := o.(serverhook.Wired); ok {
+			w.WireServer(&s.hook)
+		}
+	}
+}
+
+// recordEnd records the outcome out of req, which is sealed: its AfterDone
+// functions, then the observers' RequestEnded.
+func (s *Server) recordEnd(req *Request, out Outcome) {
+	req.ends.RunAfter(out)
+	if s.endObserved && !req.IsNotification() {
+		s.cfg.observer.RequestEnded(endContext(req), req, out)
+	}
+}
+
+// endContext returns the context req's RequestEnded is given: its
+// handler's, as the chain ran with it, else the one it was cancelled with.
+func endContext(req *Request) context.Context {
+	switch inf := req.inf; {
+	case inf != nil && inf.rctx.req != nil:
+		return &inf.rctx
+	case inf != nil:
+		return inf.ctx
+	}
+	return context.Background()
 }

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 
@@ -19,10 +18,30 @@ import (
 // tagObserver appends "tag:event" to a shared log for every event.
 type tagObserver struct {
 	tag string
-	log *[]string
+	log *tagLog
 }
 
-func (o tagObserver) add(event string) { *o.log = append(*o.log, o.tag+":"+event) }
+// tagLog is the log of tagObservers.
+type tagLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *tagLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+func (o tagObserver) add(event string) {
+	o.log.mu.Lock()
+	defer o.log.mu.Unlock()
+	o.log.lines = append(o.log.lines, o.tag+":"+event)
+}
+
+func (o tagObserver) RequestEnded(context.Context, *server.Request, server.Outcome) {
+	o.add("request")
+}
 
 func (o tagObserver) SessionStarted(context.Context, *server.Session)          { o.add("started") }
 func (o tagObserver) SessionEnded(context.Context, *server.Session, error)     { o.add("ended") }
@@ -46,34 +65,21 @@ func (o tagObserver) MessageRejected(context.Context, *server.Session, protocol.
 	o.add("rejected")
 }
 
-func TestObserversFansOutInOrder(t *testing.T) {
+// Observers given to WithObserver, in one call or in several, all hear
+// of every event, in the order they were given; nil ones are skipped.
+func TestWithObserverAdds(t *testing.T) {
 	t.Parallel()
-	var log []string
+	testkit.Watchdog(t)
+	var log tagLog
 	a, b := tagObserver{"a", &log}, tagObserver{"b", &log}
-	obs := server.Observers(a, nil, b)
-	ctx, err := context.Background(), errors.New("x")
-	obs.SessionStarted(ctx, nil)
-	obs.SessionEnded(ctx, nil, err)
-	obs.RequestCancelled(ctx, nil, err)
-	obs.ResponseDropped(ctx, nil, protocol.DropCancelled)
-	obs.WriteFailed(ctx, nil, protocol.DropPeerGone, err)
-	obs.OutgoingFailed(ctx, nil, "roots/list", err)
-	obs.HandlerPanicked(ctx, nil, "boom", nil)
-	obs.MessageRejected(ctx, nil, protocol.CodeInvalidRequest, protocol.RejectDuplicateID)
-	assert.Equal(t, []string{
-		"a:started", "b:started", "a:ended", "b:ended", "a:cancelled", "b:cancelled",
-		"a:dropped", "b:dropped", "a:write", "b:write", "a:outgoing", "b:outgoing",
-		"a:panic", "b:panic", "a:rejected", "b:rejected",
-	}, log)
-}
-
-func TestObserversDegenerateCases(t *testing.T) {
-	t.Parallel()
-	var log []string
-	a := tagObserver{"a", &log}
-	assert.Equal(t, server.NopObserver{}, server.Observers())
-	assert.Equal(t, server.NopObserver{}, server.Observers(nil, nil))
-	assert.Equal(t, server.Observer(a), server.Observers(nil, a))
+	h := newHarness(t, server.WithObserver(a, nil), server.WithObserver(b)).start()
+	h.Initialize("2025-11-25", nil)
+	h.Request(2, "ping", nil)
+	h.RecvResult(2)
+	_ = h.Close()
+	require.NoError(t, h.Wait())
+	assert.Equal(t, []string{"a:started", "b:started", "a:request", "b:request", "a:request", "b:request", "a:ended", "b:ended"}, log.get(),
+		"initialize and ping ended, in the session")
 }
 
 // TestRejectReasonsReachTheObserver pins the reasons the core reports for
@@ -175,7 +181,7 @@ func (*singleConn) SingleRequest() {}
 // runs on the session's context.
 func TestSingleConnIsNoSession(t *testing.T) {
 	t.Parallel()
-	var log []string
+	var log tagLog
 	srv := server.New(server.WithObserver(tagObserver{"o", &log}))
 	var handlerCtx context.Context
 	listed := -1
@@ -196,7 +202,7 @@ func TestSingleConnIsNoSession(t *testing.T) {
 	require.Nil(t, resp.Error)
 	assert.Contains(t, string(resp.Result), `"text":"hi"`)
 	assert.Equal(t, 1, listed, "listed while its request is in flight")
-	assert.Empty(t, log, "no session started or ended")
+	assert.Equal(t, []string{"o:request"}, log.get(), "no session started or ended: only the request")
 	assert.Empty(t, srv.Sessions())
 	require.Error(t, handlerCtx.Err(), "the session's end cancelled the handler's context")
 	assert.ErrorIs(t, context.Cause(handlerCtx), server.ErrTransportClose)

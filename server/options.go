@@ -19,7 +19,8 @@ type config struct {
 	impl         Implementation
 	instructions string
 	middleware   []Middleware
-	observer     Observer
+	observer     Observer   // observers combined, made by New
+	observers    []Observer // WithObserver's, in order
 	logger       *slog.Logger
 	maxInFlight  int
 	shedder      transport.Shedder // session.go: nil sheds nothing
@@ -41,8 +42,8 @@ type config struct {
 	toolAccess func(*Request, *Tool) bool
 	// callerKey, when set, names who sent a request (WithCallerKey).
 	callerKey func(*Request) string
-	// outcomeBatch and outcomeDelay batch the AfterDone functions
-	// (WithOutcomeBatches); a batch of 0 runs them at once.
+	// outcomeBatch and outcomeDelay batch the recording of outcomes
+	// (WithOutcomeBatches); a batch of 0 records them at once.
 	outcomeBatch int
 	outcomeDelay time.Duration
 
@@ -70,24 +71,23 @@ func defaultConfig() config {
 	}
 }
 
-// DefaultOutcomeDelay is the longest a request's AfterDone functions wait
-// for their batch under [WithOutcomeBatches] when no delay is given.
+// DefaultOutcomeDelay is the longest a request's outcome waits for its
+// batch under [WithOutcomeBatches] when no delay is given.
 const DefaultOutcomeDelay = 20 * time.Millisecond
 
-// WithOutcomeBatches runs the requests' [Request.AfterDone] functions (with
-// Vigil's middleware: the end of each request's span, its metrics and its
-// log line) in batches of size requests, on a goroutine of the server's,
-// rather than on each request's way out: a batch runs once it holds size
-// requests, or delay after its first was sealed (delay <= 0:
-// [DefaultOutcomeDelay]), or when [Server.FlushOutcomes] asks. The same
-// code then runs for a batch of requests in a row, which on a busy server
-// costs less than once per request, and a request's goroutine returns to
-// its connection sooner. What the functions record lags the requests by
-// up to delay: call FlushOutcomes before reading it where that matters (a
-// metrics scrape, a page of recent traces). [Server.Shutdown] and
-// [Server.Close] run what waits before they return. size <= 1, or no
-// option, runs the functions at once, on the goroutine that sealed the
-// request.
+// WithOutcomeBatches records the requests' outcomes ([Observer.RequestEnded],
+// and with package middleware's instrumentation the end of each request's
+// span, its metrics and its log line) in batches of size requests, on a
+// goroutine of the server's, rather than on each request's way out: a
+// batch runs once it holds size requests, or delay after its first was
+// sealed (delay <= 0: [DefaultOutcomeDelay]). The same code then runs for
+// a batch of requests in a row, which on a busy server costs less than
+// once per request, and a request's goroutine returns to its connection
+// sooner. What is recorded lags the requests by up to delay, except where
+// it is read: the instrumentation's metrics collector and the live page
+// run the waiting batches before they are read, and [Server.Shutdown] and
+// [Server.Close] before they return. size <= 1, or no option, records each
+// outcome at once, on the goroutine that sealed the request.
 func WithOutcomeBatches(size int, delay time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if delay <= 0 {
@@ -114,14 +114,16 @@ func WithMiddleware(mw ...Middleware) Option {
 	return optionFunc(func(c *config) { c.middleware = append(c.middleware, mw...) })
 }
 
-// WithObserver sets the Observer that receives what the core sees (see
-// [Observer]). nil restores the no-op default.
-func WithObserver(o Observer) Option {
+// WithObserver adds observers that receive what the core sees, each
+// event in the order they were given (see [Observer]). Calling it again
+// adds more; nil entries are skipped.
+func WithObserver(obs ...Observer) Option {
 	return optionFunc(func(c *config) {
-		if o == nil {
-			o = NopObserver{}
+		for _, o := range obs {
+			if o != nil {
+				c.observers = append(c.observers, o)
+			}
 		}
-		c.observer = o
 	})
 }
 

@@ -8,28 +8,30 @@ import (
 	"time"
 )
 
-// outcomeBatches runs the AfterDone functions of a server's requests off
-// the requests' path, in batches (see [WithOutcomeBatches]): a request
-// sealed with AfterDone functions is pushed on a lock-free list, and the
-// batch runs on a goroutine of its own once it holds size requests, or
-// delay after the first of it was pushed, or when a reader asks
-// ([Server.FlushOutcomes]). A request's telemetry at its end (its span's
+// outcomeBatches records the outcomes of a server's requests (their
+// AfterDone functions, the observers' RequestEnded) off the requests'
+// path, in batches (see [WithOutcomeBatches]): a sealed request is pushed
+// on a lock-free list, and the batch runs on a goroutine of its own once
+// it holds size requests, or delay after the first of it was pushed, or
+// when a reader asks (Server.flushOutcomes, which the observers that read
+// what is recorded call through serverhook.Server.Flush). A request's telemetry at its end (its span's
 // end, metrics, log line) is code that every request runs once and then
 // not again until the next: run back to back for a batch of requests, it
 // is fetched into the instruction cache once for all of them, rather than
 // once for each, between a request's reading and its answer's writing.
 //
-// A nil *outcomeBatches runs AfterDone functions at once, on the goroutine
-// that sealed the request.
+// A nil *outcomeBatches has nothing waiting: the server records each
+// outcome at once, on the goroutine that sealed the request.
 type outcomeBatches struct {
 	size   int32
 	delay  time.Duration
 	logger *slog.Logger
+	end    func(*Request, Outcome) // records one outcome (Server.recordEnd)
 
 	// The sealed requests waiting, newest first, linked through
 	// Request.afterNext; stopped once the server closed.
 	top     atomic.Pointer[Request]
-	stopped *Request    // marks top of a closed server: a request sealed after it runs its AfterDone functions itself
+	stopped *Request    // marks top of a closed server: a request sealed after it is recorded at once
 	armed   atomic.Bool // timer is set to run the waiting requests
 	running atomic.Bool // a goroutine runs full batches (runFull)
 	timer   *time.Timer
@@ -51,11 +53,11 @@ const heavyOutcome = 64 << 10
 // up.
 const maxWaitingBatches = 8
 
-func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger) *outcomeBatches {
+func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger, end func(*Request, Outcome)) *outcomeBatches {
 	if size <= 1 {
 		return nil
 	}
-	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, stopped: new(Request)}
+	q := &outcomeBatches{size: int32(size), delay: delay, logger: logger, end: end, stopped: new(Request)}
 	q.timer = time.AfterFunc(time.Hour, q.run)
 	q.timer.Stop()
 	return q
@@ -63,10 +65,6 @@ func newOutcomeBatches(size int, delay time.Duration, logger *slog.Logger) *outc
 
 // push hands req, sealed with out, to the batches.
 func (q *outcomeBatches) push(req *Request, out Outcome) {
-	if q == nil {
-		runAfterDone(req, out)
-		return
-	}
 	var depth int32
 	for {
 		next := q.top.Load()
@@ -93,8 +91,8 @@ func (q *outcomeBatches) push(req *Request, out Outcome) {
 	}
 }
 
-// run runs the AfterDone functions of every request waiting, in the order
-// the requests were sealed.
+// run records the outcome of every request waiting, in the order the
+// requests were sealed.
 func (q *outcomeBatches) run() {
 	if q == nil {
 		return
@@ -132,8 +130,8 @@ func (q *outcomeBatches) runFull() {
 	}
 }
 
-// stop runs the requests waiting and makes later ones run at once
-// (Server.Close).
+// stop records the requests waiting and makes later ones recorded at
+// once (Server.Close).
 func (q *outcomeBatches) stop() {
 	if q == nil {
 		return
@@ -146,7 +144,8 @@ func (q *outcomeBatches) stop() {
 	}
 }
 
-// runTaken runs the requests of the list top, oldest first; q.mu is held.
+// runTaken records the requests of the list top, oldest first; q.mu is
+// held.
 func (q *outcomeBatches) runTaken(top *Request) {
 	taken := q.taken[:0]
 	for req := top; req != nil; req = req.afterNext {
@@ -164,20 +163,13 @@ func (q *outcomeBatches) runTaken(top *Request) {
 	}
 }
 
-// runOne runs req's AfterDone functions; a panic in one is logged, and the
-// batch goes on.
+// runOne records req's outcome; a panic in the recording is logged, and
+// the batch goes on.
 func (q *outcomeBatches) runOne(req *Request, out Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			q.logger.Error("AfterDone function panicked", "method", req.Method, "id", req.ID.String(), "panic", fmt.Sprint(v))
+			q.logger.Error("recording an outcome panicked", "method", req.Method, "id", req.ID.String(), "panic", fmt.Sprint(v))
 		}
 	}()
-	runAfterDone(req, out)
-}
-
-// runAfterDone calls req's AfterDone functions with out.
-func runAfterDone(req *Request, out Outcome) {
-	for _, f := range req.after {
-		f(out)
-	}
+	q.end(req, out)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
@@ -44,7 +45,7 @@ func (p *outcomeProbe) middleware(next server.Handler) server.Handler {
 			return next(ctx, req)
 		}
 		id, _ := strconv.ParseInt(req.ID.String(), 10, 64)
-		req.AfterDone(func(out server.Outcome) {
+		serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) {
 			if p.panics[id] {
 				panic("scripted AfterDone panic")
 			}
@@ -105,25 +106,30 @@ func TestAfterDoneRunsAtOnceWithoutBatches(t *testing.T) {
 
 // TestOutcomeBatchesRunFullBatchesInSealOrder checks that AfterDone
 // functions wait for a full batch, which then runs in the order the
-// requests were sealed, and that FlushOutcomes and Close run a partial one
-// before they return.
+// requests were sealed, and that a flush and Close run a partial one
+// before they return. Every request counts in a batch (the harness's
+// observer hears of each): initialize is the first.
 func TestOutcomeBatchesRunFullBatchesInSealOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newOutcomeProbe()
 		h := newProbedHarness(t, p, server.WithOutcomeBatches(3, time.Hour))
 		p.call(h, 2)
-		p.call(h, 3)
 		assert.Empty(t, p.ran(), "two of a batch of three: nothing runs yet")
-		p.call(h, 4) // the third: the batch runs, on a goroutine of the server's
-		assert.Equal(t, []int64{2, 3, 4}, p.ran())
+		p.call(h, 3) // the third: the batch runs, on a goroutine of the server's
+		assert.Equal(t, []int64{2, 3}, p.ran())
+		p.call(h, 4)
 		p.call(h, 5)
 		assert.Empty(t, p.ran())
-		h.srv.FlushOutcomes()
-		assert.Equal(t, []int64{5}, p.ran(), "FlushOutcomes runs what waits before it returns")
 		p.call(h, 6)
+		assert.Equal(t, []int64{4, 5, 6}, p.ran())
+		p.call(h, 7)
+		assert.Empty(t, p.ran())
+		server.FlushOutcomes(h.srv)
+		assert.Equal(t, []int64{7}, p.ran(), "a flush runs what waits before it returns")
+		p.call(h, 8)
 		assert.Empty(t, p.ran())
 		require.NoError(t, h.srv.Close())
-		assert.Equal(t, []int64{6}, p.ran(), "Close runs what waits before it returns")
+		assert.Equal(t, []int64{8}, p.ran(), "Close runs what waits before it returns")
 	})
 }
 
@@ -162,7 +168,7 @@ func TestOutcomeBatchesLogAPanicAndGoOn(t *testing.T) {
 		p.call(h, 2)
 		p.call(h, 3)
 		errorsBefore := h.logs.count(slog.LevelError)
-		h.srv.FlushOutcomes()
+		server.FlushOutcomes(h.srv)
 		assert.Equal(t, []int64{3}, p.ran())
 		assert.Equal(t, errorsBefore+1, h.logs.count(slog.LevelError), "the panic is logged")
 	})
@@ -232,7 +238,7 @@ func TestOutcomeBatchesRunAHeavyRequestAtOnce(t *testing.T) {
 		assert.False(t, conn.kept("3"), "the encoded result, once written (the Conn keeps a weak pointer only)")
 		p.call(h, 4)
 		assert.Empty(t, p.ran(), "a small request waits for its batch again")
-		h.srv.FlushOutcomes()
+		server.FlushOutcomes(h.srv)
 		assert.Equal(t, []int64{4}, p.ran())
 	})
 }

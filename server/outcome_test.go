@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -37,7 +38,7 @@ func TestOutcomeCarriesResultAndError(t *testing.T) {
 			var order []int
 			var ends []time.Time
 			for i := range 3 {
-				req.OnDone(func(out server.Outcome) {
+				serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
 					order = append(order, i)
 					ends = append(ends, out.Ended)
 					if i == 2 {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -42,7 +43,7 @@ func TestResultTooLarge(t *testing.T) {
 					opts := append([]server.Option{server.WithMiddleware(func(next server.Handler) server.Handler {
 						return func(ctx context.Context, req *server.Request) (any, error) {
 							if req.Method == "tools/call" {
-								req.OnDone(func(o server.Outcome) { outs <- o })
+								serverhook.Of[server.Outcome](ctx).OnDone(func(o server.Outcome) { outs <- o })
 							}
 							return next(ctx, req)
 						}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/seal"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -27,18 +28,20 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // delivers messages on goroutines of its own. Its methods are safe for
 // concurrent use.
 type Server struct {
-	cfg        config
-	stateKeys  *seal.Keys         // seal requestState, under cfg.stateKey
-	handler    Handler            // the middleware chain around route
-	methods    map[string]Handler // read-only after New
-	tools      toolRegistry
-	capsCache  capabilitiesCache // capabilities.go: the initialize result's, encoded
-	changes    debouncer
-	listeners  listenRegistry  // open subscriptions/listen requests
-	bg         sync.WaitGroup  // notifications in flight to sessions
-	stopFanout func()          // ends following the other replicas' broadcasts (fanout.go)
-	deadlines  deadlineQueues  // the requests' own deadlines (Request.SetDeadline)
-	outcomes   *outcomeBatches // the requests' AfterDone functions (WithOutcomeBatches); nil: at once
+	cfg         config
+	stateKeys   *seal.Keys         // seal requestState, under cfg.stateKey
+	handler     Handler            // the middleware chain around route
+	methods     map[string]Handler // read-only after New
+	tools       toolRegistry
+	capsCache   capabilitiesCache // capabilities.go: the initialize result's, encoded
+	changes     debouncer
+	listeners   listenRegistry    // open subscriptions/listen requests
+	bg          sync.WaitGroup    // notifications in flight to sessions
+	stopFanout  func()            // ends following the other replicas' broadcasts (fanout.go)
+	deadlines   deadlineQueues    // the requests' own deadlines (Request.SetDeadline)
+	outcomes    *outcomeBatches   // the requests' outcomes being recorded (WithOutcomeBatches); nil: at once
+	hook        serverhook.Server // what the observers of other packages need (observer.go)
+	endObserved bool              // an Observer was given: RequestEnded is called
 
 	resources resourceRegistry
 	prompts   promptRegistry
@@ -81,7 +84,8 @@ func New(opts ...Option) *Server {
 		panic(err) // unreachable: stateKey has at least seal.MinKeyBytes
 	}
 	s := &Server{cfg: cfg, methods: make(map[string]Handler), stateKeys: keys}
-	s.outcomes = newOutcomeBatches(cfg.outcomeBatch, cfg.outcomeDelay, cfg.logger)
+	s.cfg.observer, s.endObserved = observers(cfg.observers...), len(cfg.observers) > 0
+	s.outcomes = newOutcomeBatches(cfg.outcomeBatch, cfg.outcomeDelay, cfg.logger, s.recordEnd)
 	s.registerCore()
 	s.registerTools()
 	s.registerResources()
@@ -96,6 +100,7 @@ func New(opts ...Option) *Server {
 	s.cacheTTL = strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)
 	s.cacheScope, _ = json.Marshal(cfg.cacheScope)
 	s.startFanout() // fanout.go
+	s.wireObservers()
 	return s
 }
 
@@ -245,11 +250,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// FlushOutcomes runs the [Request.AfterDone] functions of every request
-// sealed so far that still wait for their batch ([WithOutcomeBatches]),
-// and returns once they ran: call it before reading what they record.
-// Without batches it does nothing.
-func (s *Server) FlushOutcomes() { s.outcomes.run() }
+// flushOutcomes records the outcomes of every request sealed so far that
+// still waits for its batch ([WithOutcomeBatches]), and returns once they
+// are recorded. Without batches it does nothing.
+func (s *Server) flushOutcomes() { s.outcomes.run() }
 
 // Close ends every session at once: handlers are cancelled with
 // [ErrShutdown] and connections closed. It does not wait for handlers,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/overload"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -230,13 +231,38 @@ type requestCtx struct {
 	req *Request
 }
 
-// Value returns the request for requestKey, and asks the parent otherwise.
+// Value returns the request for requestKey, its end functions and its
+// server's hook for serverhook's keys, and asks the parent otherwise.
 func (c *requestCtx) Value(key any) any {
-	if _, ok := key.(requestKey); ok {
-		return c.req
-	}
-	return c.Context.Value(key)
+	return requestValue(c.Context, c.req, key)
 }
+
+// requestValue is the Value of a context that carries req over parent.
+func requestValue(parent context.Context, req *Request, key any) any {
+	switch key.(type) {
+	case requestKey:
+		return req
+	case serverhook.EndsKey:
+		return &req.ends
+	case serverhook.ServerKey:
+		if req.Session != nil {
+			return &req.Session.srv.hook
+		}
+		return nil
+	}
+	return parent.Value(key)
+}
+
+// notificationCtx is the context a notification's handler runs with: ctx
+// carrying the notification, as requestCtx carries a request, without the
+// request's own deadline.
+type notificationCtx struct {
+	context.Context
+	req *Request
+}
+
+// Value returns as [requestCtx.Value] does.
+func (c *notificationCtx) Value(key any) any { return requestValue(c.Context, c.req, key) }
 
 // Deadline returns the earlier of the request's own deadline and ctx's.
 func (c *requestCtx) Deadline() (time.Time, bool) {
@@ -971,8 +997,7 @@ func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
 	ss.seal(inf, out, writeClass(werr), werr)
 }
 
-// seal reports a request's outcome to the Observer and to its OnDone and
-// AfterDone functions.
+// seal reports a request's outcome to the Observer and records it.
 func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason, werr error) {
 	out.Dropped, out.WriteErr, out.Ended = dropped, werr, time.Now()
 	if dropped != protocol.DropNone {
@@ -986,15 +1011,18 @@ func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason,
 }
 
 // recordOutcome runs req's OnDone functions with its sealed outcome out,
-// then hands its AfterDone functions to the batches (run at once without
-// them).
+// then hands the rest of its recording (recordEnd) to the batches (done
+// at once without them).
 func (s *Server) recordOutcome(req *Request, out Outcome) {
-	for _, f := range req.done {
-		f(out)
+	req.ends.RunDone(out)
+	if !req.ends.HasAfter() && (!s.endObserved || req.IsNotification()) {
+		return
 	}
-	if len(req.after) > 0 {
-		s.outcomes.push(req, out)
+	if s.outcomes == nil {
+		s.recordEnd(req, out)
+		return
 	}
+	s.outcomes.push(req, out)
 }
 
 func writeClass(err error) protocol.DropReason {
@@ -1068,7 +1096,7 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 			ss.storeShared(arrival)
 		}
 	}
-	ctx := context.WithValue(ss.ctx, requestKey{}, req)
+	ctx := &notificationCtx{ss.ctx, req}
 	res, err := ss.srv.invoke(ctx, req)
 	out := Outcome{Err: err, Ended: time.Now()}
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -71,7 +72,7 @@ func newCloseRig(t *testing.T) *closeRig {
 	record := func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
-				req.OnDone(func(out server.Outcome) {
+				serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
 					r.sealedAt <- time.Now()
 					r.outcomes <- out
 				})

@@ -214,7 +214,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 // about it; if that response is not delivered, nobody will learn of the
 // task, and it is dropped.
 func (s *Server) launchAfterResponse(req *Request, t *task, run func(context.Context) (*CallToolResult, error)) {
-	req.OnDone(func(out Outcome) {
+	req.ends.OnDone(func(out Outcome) {
 		switch {
 		case out.Dropped != protocol.DropNone || out.Err != nil:
 			s.discardTask(t, fmt.Errorf("mcp: the response creating the task was not delivered: %w", context.Canceled))

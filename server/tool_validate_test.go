@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -30,7 +31,7 @@ func newArgsProbe() *argsProbe { return &argsProbe{refused: make(chan bool, 64)}
 func (p *argsProbe) middleware(next server.Handler) server.Handler {
 	return func(ctx context.Context, req *server.Request) (any, error) {
 		if req.Method == "tools/call" {
-			req.AfterDone(func(out server.Outcome) { p.refused <- out.InvalidArguments() })
+			serverhook.Of[server.Outcome](ctx).AfterDone(func(out server.Outcome) { p.refused <- out.InvalidArguments() })
 		}
 		return next(ctx, req)
 	}

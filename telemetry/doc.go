@@ -1,59 +1,27 @@
-// Package telemetry owns Vigil's observability vocabulary and instruments:
-// the Prometheus metric and label names, the OpenTelemetry attribute keys of
-// the MCP semantic conventions, the [Metrics] collector, and the options for
-// tracing.
+// Package telemetry configures Vigil's Prometheus metrics: the options of
+// the collector of an MCP server ([MetricsOption], given to
+// middleware.WithMetricsOptions: native histograms, more methods, the
+// exemplar interval, ...), the transport names a server is served on
+// ([TransportStreamableHTTP], ...), and the counters of what a service's
+// parts drop or cut ([NewLogLinesDropped], [NewAuditLinesDropped],
+// [NewStreamsCut]). The middleware package's NewInstrumentation builds and
+// registers the collector; the names of the metrics, labels and span
+// attributes are documented in docs/operations.md, and are fixed, since
+// dashboards and alert rules refer to them.
 //
-// Of Vigil it imports only the leaf vocabulary transport/protocol, whose
-// codes and reasons are the known values of its labels (their String
-// forms). Its methods take label values as plain strings, and the
-// middleware package translates the server's types (methods, typed
-// cancellation causes, drop and reject reasons, errors) into them. Library
-// code here uses the OpenTelemetry API only, never the SDK, and never a
-// global: no default Prometheus registry, no promauto, no otel.Set*. The
-// caller creates a [Metrics] with [NewMetrics] and registers it with a
-// registry of its own.
+// Labels are bounded: a method, tool, transport, cause or reason outside
+// its known set is labeled "other", and the series of what a server
+// serves (its methods, tools and transports) are created at zero when the
+// instrumentation first serves it. The duration histograms use the
+// OpenTelemetry MCP bucket boundaries ([DurationBuckets]) and can be
+// native histograms too ([WithNativeHistograms]); the duration histogram
+// and the finished counter carry a trace_id exemplar (renewed at most once
+// a second per series and bucket, [WithExemplarInterval]), exposed with
+// the OpenMetrics format.
 //
-// Labels are bounded: a method, tool, transport, cause or reason outside its
-// known set is labeled [LabelOther], and every known series is created at
-// zero. The duration histograms use the OpenTelemetry MCP bucket boundaries
-// ([DurationBuckets]) and can be native histograms too
-// ([WithNativeHistograms]); the duration histogram and the finished counter
-// carry a trace_id exemplar (renewed at most once a second per series and
-// bucket, [WithExemplarInterval]), exposed with the OpenMetrics format. The
-// series that requests and messages touch are resolved ahead of time, so
-// recording looks up no label values.
-//
-// Building SDK providers from the OTEL_* environment (exporter, sampler,
-// resource) lives in the subpackage otelsetup, the one library package
-// allowed to import the SDK.
-//
-// Metrics over OTLP: the Prometheus collectors are the one place requests
-// are recorded. otelsetup.MetricProducer reads them at each OTLP export
-// through the OpenTelemetry Prometheus bridge and names them as
-// [OTelInstruments] and [OTelAttributeKey] say: the semantic-convention
-// histograms mcp.server.operation.duration and mcp.server.session.duration
-// (unit s, the same buckets) with mcp.method.name, gen_ai.tool.name and
-// error.type (absent on success), and the counters under names that an
-// OTel Prometheus exporter renders back as the Prometheus names
-// (mcp.server.cancellations with cause, ...). This design was chosen over
-// recording a second set of OTel instruments beside the Prometheus ones:
-// a request costs the same whether metrics are pushed or not (the
-// conversion runs once per export, not per request), and /metrics and
-// OTLP always agree. SDK views could not have done the renaming: they
-// apply to the SDK's own instruments, not to a producer's data, and do not
-// rename attribute keys.
-//
-// # The accounting law
-//
-// Every request counted by [Metrics.RequestStarted] must be ended by
-// exactly one [Metrics.RequestFinished], with one of the four outcomes.
-// Then, once [MetricRequestsInFlight] is zero, the started counter equals
-// the sum of [MetricRequestsFinished] over its outcomes, per method.
-// [MetricCancellations] and [MetricLateResponsesDropped] are event counters
-// and are not part of that partition. The recording methods take label
-// values as plain strings, so that this package depends on no Vigil
-// package; the middleware package feeds them from the server's types.
-//
-// Read ExampleNewMetrics first, then the middleware package's example, which
-// wires a server to a registry.
+// Of Vigil it imports only the leaf vocabulary transport/protocol and
+// internal packages. Library code here uses the OpenTelemetry API only,
+// never the SDK, and never a global: no default Prometheus registry, no
+// promauto, no otel.Set*. Building SDK providers from the OTEL_*
+// environment is the package vigil's (vigil.New).
 package telemetry

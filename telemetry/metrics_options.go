@@ -1,38 +1,37 @@
 package telemetry
 
 import (
-	"slices"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
-// MetricsOption configures [NewMetrics]; a nil MetricsOption is ignored.
-type MetricsOption interface{ apply(*metricsConfig) }
+// MetricsOption configures the metrics of an MCP server (through
+// middleware.WithMetricsOptions); a nil MetricsOption is ignored.
+type MetricsOption = metrics.Option
 
-type optionFunc func(*metricsConfig)
-
-func (f optionFunc) apply(c *metricsConfig) { f(c) }
-
-type metricsConfig struct {
-	native         bool
-	maxNative      uint32
-	requestMethods []string
-	clientMethods  []string
-	tools          []string
-	errorTypes     []string
-	exemplarEvery  time.Duration
-}
+// Values of the transport label, to name the transport a server is
+// served on (middleware's Instrumentation.ConnServer).
+const (
+	TransportStdio          = mcpconv.TransportStdio
+	TransportStreamableHTTP = mcpconv.TransportStreamableHTTP
+	TransportMemory         = mcpconv.TransportMemory
+)
 
 // DefaultMaxNativeBuckets bounds the buckets of a native histogram when
 // [WithNativeHistograms] is given 0.
-const DefaultMaxNativeBuckets = 160
+const DefaultMaxNativeBuckets = metrics.DefaultMaxNativeBuckets
+
+// DefaultExemplarInterval is how often, at most, a trace id becomes the
+// exemplar of one series (see [WithExemplarInterval]).
+const DefaultExemplarInterval = metrics.DefaultExemplarInterval
 
 // DurationBuckets are the bucket boundaries, in seconds, of both duration
 // histograms: the explicit boundaries the OpenTelemetry MCP semantic
 // conventions advise for mcp.server.operation.duration and
 // mcp.server.session.duration.
-func DurationBuckets() []float64 {
-	return []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
-}
+func DurationBuckets() []float64 { return metrics.DurationBuckets() }
 
 // WithNativeHistograms makes both duration histograms native histograms too
 // (bucket factor 1.1), kept alongside the classic semconv buckets so that
@@ -41,37 +40,23 @@ func DurationBuckets() []float64 {
 // outside input; 0 means [DefaultMaxNativeBuckets]. Native histograms are
 // only exposed in the protobuf exposition format.
 func WithNativeHistograms(maxBuckets uint32) MetricsOption {
-	return optionFunc(func(c *metricsConfig) {
-		c.native = true
-		c.maxNative = maxBuckets
-		if c.maxNative == 0 {
-			c.maxNative = DefaultMaxNativeBuckets
-		}
-	})
+	return metrics.WithNativeHistograms(maxBuckets)
 }
 
 // WithMethods adds request methods to the known set (the MCP client-to-server
-// methods by default). A method outside the set is labeled [LabelOther].
-func WithMethods(methods ...string) MetricsOption {
-	return optionFunc(func(c *metricsConfig) { c.requestMethods = appendNew(c.requestMethods, methods...) })
-}
+// methods by default). A method outside the set is labeled "other".
+func WithMethods(methods ...string) MetricsOption { return metrics.WithMethods(methods...) }
 
 // WithClientMethods adds server-to-client request methods to the known set of
-// [MetricClientRequestsFailed] (roots/list, sampling/createMessage,
+// mcp_server_pending_client_requests_failed_total (roots/list, sampling/createMessage,
 // elicitation/create, ping and tasks/* by default).
-func WithClientMethods(methods ...string) MetricsOption {
-	return optionFunc(func(c *metricsConfig) { c.clientMethods = appendNew(c.clientMethods, methods...) })
-}
+func WithClientMethods(methods ...string) MetricsOption { return metrics.WithClientMethods(methods...) }
 
-// WithToolNames sets the initial tool-name allow-list; see
-// [Metrics.SetToolNames].
-func WithToolNames(names ...string) MetricsOption {
-	return optionFunc(func(c *metricsConfig) { c.tools = append([]string(nil), names...) })
-}
-
-// DefaultExemplarInterval is how often, at most, a trace id becomes the
-// exemplar of one series (see [WithExemplarInterval]).
-const DefaultExemplarInterval = time.Second
+// WithToolNames sets the initial allow-list of the tool names that label
+// gen_ai_tool_name as they are (besides the tools registered with the
+// server, which are labeled as themselves anyway); any other tool is
+// labeled "other".
+func WithToolNames(names ...string) MetricsOption { return metrics.WithToolNames(names...) }
 
 // WithExemplarInterval sets how often, at most, the trace id of a request
 // becomes an exemplar: of the finished count of its series, and of the
@@ -80,23 +65,9 @@ const DefaultExemplarInterval = time.Second
 // one exemplar per counter and bucket, and scrapes every few seconds, so
 // attaching one to every observation only costs time; d <= 0 does so
 // anyway. The default is [DefaultExemplarInterval].
-func WithExemplarInterval(d time.Duration) MetricsOption {
-	return optionFunc(func(c *metricsConfig) { c.exemplarEvery = d })
-}
+func WithExemplarInterval(d time.Duration) MetricsOption { return metrics.WithExemplarInterval(d) }
 
 // WithErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
 // handler of this server may answer with) to the known set; others are
-// labeled [ErrorTypeOther].
-func WithErrorTypes(types ...string) MetricsOption {
-	return optionFunc(func(c *metricsConfig) { c.errorTypes = appendNew(c.errorTypes, types...) })
-}
-
-// appendNew appends the values of add that dst lacks, in order.
-func appendNew(dst []string, add ...string) []string {
-	for _, v := range add {
-		if !slices.Contains(dst, v) {
-			dst = append(dst, v)
-		}
-	}
-	return dst
-}
+// labeled _OTHER.
+func WithErrorTypes(types ...string) MetricsOption { return metrics.WithErrorTypes(types...) }

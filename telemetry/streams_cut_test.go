@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -17,10 +18,10 @@ import (
 func TestStreamsCut(t *testing.T) {
 	t.Parallel()
 	c := telemetry.NewStreamsCut()
-	c.Cut(telemetry.CutWriteTimeout)
-	c.Cut(telemetry.CutWriteTimeout)
-	c.Cut(telemetry.CutInitTimeout)
-	c.Cut(telemetry.CutBacklog)
+	c.Cut("write_timeout")
+	c.Cut("write_timeout")
+	c.Cut("init_timeout")
+	c.Cut("backlog")
 	c.Cut("made-up")
 	const want = `
 # HELP mcp_server_streams_cut_total x
@@ -31,10 +32,10 @@ mcp_server_streams_cut_total{reason="other"} 1
 mcp_server_streams_cut_total{reason="state_too_large"} 0
 mcp_server_streams_cut_total{reason="write_timeout"} 2
 `
-	n, err := testutil.GatherAndCount(registryOf(t, c), telemetry.MetricStreamsCut)
+	n, err := testutil.GatherAndCount(registryOf(t, c), mcpconv.MetricStreamsCut)
 	require.NoError(t, err)
 	assert.Equal(t, 5, n)
-	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), telemetry.MetricStreamsCut)
+	err = testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want, "x\n", helpOf(t, c)+"\n", 1)), mcpconv.MetricStreamsCut)
 	require.NoError(t, err)
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // exprsRequestTimeout is vigil's -request-timeout in
@@ -213,7 +213,7 @@ func runErrorsLoad(ctx context.Context, t *testing.T, mcpURL string, mcp *http.C
 			errs = append(errs, fmt.Errorf("sleep call %d: no response", c.id))
 		default:
 			errs = append(errs, rpcError(-32001)(*end.msg))
-			truth.record("tools/call", "sleep", "", telemetry.OutcomeError, "", "")
+			truth.record("tools/call", "sleep", "", mcpconv.OutcomeError, "", "")
 		}
 	}
 	require.NoError(t, errors.Join(errs...), "calls that outlast the request timeout")
@@ -567,7 +567,7 @@ func exposedFamilies(ctx context.Context, t *testing.T, hc *http.Client, metrics
 	}
 	require.NoError(t, sc.Err())
 	_, _ = io.Copy(io.Discard, resp.Body)
-	require.Contains(t, families, telemetry.MetricRequestsStarted, "families of %s", metricsURL)
+	require.Contains(t, families, mcpconv.MetricRequestsStarted, "families of %s", metricsURL)
 	return families
 }
 

@@ -22,6 +22,7 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -111,25 +112,25 @@ func TestE2EOTLPMetrics(t *testing.T) {
 // boundaries of telemetry.DurationBuckets, and +Inf.
 func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer) {
 	t.Helper()
-	res, err := prom.query(ctx, `sum by (`+telemetry.LabelTool+`, `+telemetry.LabelErrorType+`) (`+
-		telemetry.MetricOperationDuration+`_count{`+telemetry.LabelMethod+`="tools/call"}) > 0`)
+	res, err := prom.query(ctx, `sum by (`+mcpconv.LabelTool+`, `+mcpconv.LabelErrorType+`) (`+
+		mcpconv.MetricOperationDuration+`_count{`+mcpconv.LabelMethod+`="tools/call"}) > 0`)
 	require.NoError(t, err)
 	got := map[string]float64{}
 	for _, s := range res {
 		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
 		require.NoError(t, err)
-		got[s.Metric[telemetry.LabelTool]+"/"+s.Metric[telemetry.LabelErrorType]] = v
+		got[s.Metric[mcpconv.LabelTool]+"/"+s.Metric[mcpconv.LabelErrorType]] = v
 	}
 	assert.Equal(t, map[string]float64{
 		"echo/": otlpEchoes,
-		"echo/" + telemetry.ErrorTypeInvalidArguments: otlpToolErrors,
-		"sleep/" + telemetry.ErrorTypeCancelled:       otlpCancelled,
+		"echo/" + mcpconv.ErrorTypeInvalidArguments: otlpToolErrors,
+		"sleep/" + mcpconv.ErrorTypeCancelled:       otlpCancelled,
 	}, got, "tools/call durations by gen_ai_tool_name and error_type")
 
 	// Summed by le: the echo series precreated at zero, without protocol
 	// version and network, sits beside the one the calls were counted in.
-	res, err = prom.query(ctx, `sum by (le) (`+telemetry.MetricOperationDuration+`_bucket{`+telemetry.LabelMethod+`="tools/call",`+
-		telemetry.LabelTool+`="echo",`+telemetry.LabelErrorType+`=""})`)
+	res, err = prom.query(ctx, `sum by (le) (`+mcpconv.MetricOperationDuration+`_bucket{`+mcpconv.LabelMethod+`="tools/call",`+
+		mcpconv.LabelTool+`="echo",`+mcpconv.LabelErrorType+`=""})`)
 	require.NoError(t, err)
 	bounds := map[float64]float64{} // by le ("1" or "1.0", as the exposition format writes it)
 	for _, s := range res {
@@ -146,7 +147,7 @@ func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer
 	assert.InDelta(t, otlpEchoes, bounds[math.Inf(1)], 0, "the +Inf bucket counts every ok echo")
 	assert.InDelta(t, otlpEchoes, bounds[1], 0, "every echo took less than a second")
 
-	sum, err := prom.scalar(ctx, `sum(`+telemetry.MetricOperationDuration+`_sum{`+telemetry.LabelMethod+`="tools/call",`+telemetry.LabelTool+`="sleep"})`)
+	sum, err := prom.scalar(ctx, `sum(`+mcpconv.MetricOperationDuration+`_sum{`+mcpconv.LabelMethod+`="tools/call",`+mcpconv.LabelTool+`="sleep"})`)
 	require.NoError(t, err)
 	assert.Positive(t, sum, "the cancelled sleep's duration, in seconds")
 	assert.Less(t, sum, 60.0, "the cancelled sleep's duration, in seconds")
@@ -230,22 +231,22 @@ func pointAttrs(kvs []*commonpb.KeyValue) map[string]string {
 // assertOTLPNames checks the last export the Collector forwarded (by then
 // the counts are final: the exports are cumulative, and Prometheus has
 // seen the final ones): every metric under its OpenTelemetry name and unit
-// (telemetry.OTelInstruments), in Vigil's scope; the duration histogram
+// (mcpconv.OTelInstruments), in Vigil's scope; the duration histogram
 // with the semconv attribute keys and no empty value, its bounds, and the
 // counts of the load; the cause counter.
 func assertOTLPNames(t *testing.T, sink *otlpSink) {
 	t.Helper()
 	byName, scopes, n := sink.metrics()
 	t.Logf("%d OTLP exports forwarded by the collector; the last holds %d metrics", n, len(byName))
-	for prom, inst := range telemetry.OTelInstruments() {
+	for prom, inst := range mcpconv.OTelInstruments() {
 		m, ok := byName[inst.Name]
 		if !assert.True(t, ok, "%s exported as %s", prom, inst.Name) {
 			continue
 		}
 		assert.Equal(t, inst.Unit, m.GetUnit(), "unit of %s", inst.Name)
-		assert.Equal(t, telemetry.ScopeName, scopes[inst.Name], "scope of %s", inst.Name)
+		assert.Equal(t, mcpconv.ScopeName, scopes[inst.Name], "scope of %s", inst.Name)
 	}
-	assert.Len(t, byName, len(telemetry.OTelInstruments()), "only the MCP metrics: %v", slices.Sorted(maps.Keys(byName)))
+	assert.Len(t, byName, len(mcpconv.OTelInstruments()), "only the MCP metrics: %v", slices.Sorted(maps.Keys(byName)))
 
 	dur := byName["mcp.server.operation.duration"]
 	require.NotNil(t, dur)
@@ -272,8 +273,8 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 	}
 	assert.Equal(t, map[string]uint64{
 		"echo/": otlpEchoes,
-		"echo/" + telemetry.ErrorTypeInvalidArguments: otlpToolErrors,
-		"sleep/" + telemetry.ErrorTypeCancelled:       otlpCancelled,
+		"echo/" + mcpconv.ErrorTypeInvalidArguments: otlpToolErrors,
+		"sleep/" + mcpconv.ErrorTypeCancelled:       otlpCancelled,
 	}, counts, "tools/call durations by gen_ai.tool.name and error.type, over OTLP")
 
 	sessions := byName["mcp.server.session.duration"]
@@ -288,7 +289,7 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 	for _, dp := range byName["mcp.server.cancellations"].GetSum().GetDataPoints() {
 		a := pointAttrs(dp.GetAttributes())
 		if dp.GetAsDouble() > 0 {
-			causes[a["mcp.method.name"]+" "+a[telemetry.LabelCause]] = dp.GetAsDouble()
+			causes[a["mcp.method.name"]+" "+a[mcpconv.LabelCause]] = dp.GetAsDouble()
 		}
 	}
 	assert.Equal(t, map[string]float64{"tools/call client_cancel": otlpCancelled}, causes, "cancellations by cause, over OTLP")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -215,7 +216,7 @@ func openSession(ctx context.Context, mcpURL string, hc *http.Client, truth *gro
 		return nil, err
 	}
 	truth.addSession()
-	truth.record("initialize", "", "", telemetry.OutcomeOK, "", "")
+	truth.record("initialize", "", "", mcpconv.OutcomeOK, "", "")
 	return &e2eSession{c: c, truth: truth}, nil
 }
 
@@ -231,9 +232,9 @@ func (s *e2eSession) call(ctx context.Context, tool, label string, args map[stri
 	if err := json.Unmarshal(m.ID, &id); err != nil {
 		return 0, "", "", err
 	}
-	outcome := telemetry.OutcomeOK
+	outcome := mcpconv.OutcomeOK
 	if m.Error != nil {
-		outcome = telemetry.OutcomeError
+		outcome = mcpconv.OutcomeError
 	}
 	s.truth.record("tools/call", label, traceID, outcome, "", "")
 	if check != nil {
@@ -326,11 +327,11 @@ func (c *interruptedCall) interrupt(ctx context.Context) error {
 		if end.err != nil {
 			return fmt.Errorf("cancelled call %d: %w", c.call.id, end.err)
 		}
-		c.s.truth.record("tools/call", "sleep", c.traceID, telemetry.OutcomeCancelled, "client_cancel", "cancelled")
+		c.s.truth.record("tools/call", "sleep", c.traceID, mcpconv.OutcomeCancelled, "client_cancel", "cancelled")
 	case interruptAbort:
 		c.call.abort()
 		end = <-c.call.done
-		c.s.truth.record("tools/call", "sleep", c.traceID, telemetry.OutcomeCancelled, "stream_close", "peer_gone")
+		c.s.truth.record("tools/call", "sleep", c.traceID, mcpconv.OutcomeCancelled, "stream_close", "peer_gone")
 	}
 	if end.msg != nil {
 		raw, _ := json.Marshal(end.msg)
@@ -344,7 +345,7 @@ func (c *interruptedCall) interrupt(ctx context.Context) error {
 func waitInFlight(ctx context.Context, hc *http.Client, metricsURL string, want int) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	prefix := telemetry.MetricRequestsInFlight + `{` + telemetry.LabelMethod + `="tools/call"} `
+	prefix := mcpconv.MetricRequestsInFlight + `{` + mcpconv.LabelMethod + `="tools/call"} `
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
 		if err != nil {
@@ -441,7 +442,7 @@ func runLoad(ctx context.Context, t *testing.T, mcpURL, metricsURL string, mcp, 
 			}
 			for range e2eUnknown {
 				calls.Go(func() {
-					_, _, _, err := s.call(ctx, "no-such-tool", telemetry.LabelOther, map[string]any{}, nil)
+					_, _, _, err := s.call(ctx, "no-such-tool", mcpconv.LabelOther, map[string]any{}, nil)
 					fail(err)
 				})
 			}
@@ -498,18 +499,18 @@ func runProbe(ctx context.Context, t *testing.T, mcpURL, metricsURL string, mcp,
 func waitScraped(ctx context.Context, t *testing.T, prom *prometheusPeer, truth *groundTruth) {
 	t.Helper()
 	want := truth.total()
-	q := `sum(` + telemetry.MetricRequestsStarted + `) == ` + strconv.FormatFloat(want, 'f', -1, 64) +
-		` and sum(` + telemetry.MetricRequestsFinished + `) == ` + strconv.FormatFloat(want, 'f', -1, 64) +
-		` and sum(` + telemetry.MetricRequestsInFlight + `) == 0` +
-		` and sum(` + telemetry.MetricSessionsActive + `) == 0`
+	q := `sum(` + mcpconv.MetricRequestsStarted + `) == ` + strconv.FormatFloat(want, 'f', -1, 64) +
+		` and sum(` + mcpconv.MetricRequestsFinished + `) == ` + strconv.FormatFloat(want, 'f', -1, 64) +
+		` and sum(` + mcpconv.MetricRequestsInFlight + `) == 0` +
+		` and sum(` + mcpconv.MetricSessionsActive + `) == 0`
 	pollUntil(t, "prometheus sees the load's end", 30*time.Second, prom.proc, func() error {
 		res, err := prom.query(ctx, q)
 		if err != nil {
 			return err
 		}
 		if len(res) == 0 {
-			started, _ := prom.scalar(ctx, `sum(`+telemetry.MetricRequestsStarted+`)`)
-			finished, _ := prom.scalar(ctx, `sum(`+telemetry.MetricRequestsFinished+`)`)
+			started, _ := prom.scalar(ctx, `sum(`+mcpconv.MetricRequestsStarted+`)`)
+			finished, _ := prom.scalar(ctx, `sum(`+mcpconv.MetricRequestsFinished+`)`)
 			return fmt.Errorf("started %v, finished %v, want %v", started, finished, want)
 		}
 		return nil
@@ -519,26 +520,26 @@ func waitScraped(ctx context.Context, t *testing.T, prom *prometheusPeer, truth 
 // e2eMetricTypes is every metric the telemetry package defines, with its
 // Prometheus type.
 var e2eMetricTypes = map[string]string{
-	telemetry.MetricOperationDuration:    "histogram",
-	telemetry.MetricRequestsStarted:      "counter",
-	telemetry.MetricRequestsFinished:     "counter",
-	telemetry.MetricRequestsInFlight:     "gauge",
-	telemetry.MetricSessionsActive:       "gauge",
-	telemetry.MetricSessionDuration:      "histogram",
-	telemetry.MetricCancellations:        "counter",
-	telemetry.MetricLateResponsesDropped: "counter",
-	telemetry.MetricTransportWriteErrors: "counter",
-	telemetry.MetricClientRequestsFailed: "counter",
-	telemetry.MetricMessagesRejected:     "counter",
-	telemetry.MetricResultsTooLarge:      "counter",
-	telemetry.MetricMessagesReceived:     "counter",
-	telemetry.MetricMessagesSent:         "counter",
-	telemetry.MetricBytesReceived:        "counter",
-	telemetry.MetricBytesSent:            "counter",
-	telemetry.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
-	telemetry.MetricQuotaRefusals:        "counter",
-	telemetry.MetricStreamsCut:           "counter", // registered by cmd/vigil
-	telemetry.MetricAuditLinesDropped:    "counter", // registered by cmd/vigil
+	mcpconv.MetricOperationDuration:    "histogram",
+	mcpconv.MetricRequestsStarted:      "counter",
+	mcpconv.MetricRequestsFinished:     "counter",
+	mcpconv.MetricRequestsInFlight:     "gauge",
+	mcpconv.MetricSessionsActive:       "gauge",
+	mcpconv.MetricSessionDuration:      "histogram",
+	mcpconv.MetricCancellations:        "counter",
+	mcpconv.MetricLateResponsesDropped: "counter",
+	mcpconv.MetricTransportWriteErrors: "counter",
+	mcpconv.MetricClientRequestsFailed: "counter",
+	mcpconv.MetricMessagesRejected:     "counter",
+	mcpconv.MetricResultsTooLarge:      "counter",
+	mcpconv.MetricMessagesReceived:     "counter",
+	mcpconv.MetricMessagesSent:         "counter",
+	mcpconv.MetricBytesReceived:        "counter",
+	mcpconv.MetricBytesSent:            "counter",
+	mcpconv.MetricLogLinesDropped:      "counter", // registered by cmd/vigil
+	mcpconv.MetricQuotaRefusals:        "counter",
+	mcpconv.MetricStreamsCut:           "counter", // registered by cmd/vigil
+	mcpconv.MetricAuditLinesDropped:    "counter", // registered by cmd/vigil
 }
 
 // assertMetricTypes checks, in Prometheus's metadata, that the mcp_server_
@@ -618,32 +619,32 @@ func assertGroundTruth(ctx context.Context, t *testing.T, prom *prometheusPeer, 
 		require.NoError(t, err)
 		return m
 	}
-	assert.Equal(t, nonZero(truth.started), nonZero(sumBy(telemetry.LabelMethod, telemetry.MetricRequestsStarted)),
+	assert.Equal(t, nonZero(truth.started), nonZero(sumBy(mcpconv.LabelMethod, mcpconv.MetricRequestsStarted)),
 		"requests started by method")
-	assert.Equal(t, withZeros(truth.outcomes, telemetry.OutcomeOK, telemetry.OutcomeError, telemetry.OutcomeCancelled, telemetry.OutcomeDropped),
-		sumBy(telemetry.LabelOutcome, telemetry.MetricRequestsFinished), "requests finished by outcome")
-	assert.Equal(t, withZeros(truth.causes, "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", telemetry.LabelOther),
-		sumBy(telemetry.LabelCause, telemetry.MetricCancellations), "cancellations by cause")
+	assert.Equal(t, withZeros(truth.outcomes, mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, mcpconv.OutcomeDropped),
+		sumBy(mcpconv.LabelOutcome, mcpconv.MetricRequestsFinished), "requests finished by outcome")
+	assert.Equal(t, withZeros(truth.causes, "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", mcpconv.LabelOther),
+		sumBy(mcpconv.LabelCause, mcpconv.MetricCancellations), "cancellations by cause")
 	assert.Equal(t, withZeros(truth.drops, "cancelled", "writer_closed", "peer_gone", "shutdown"),
-		sumBy(telemetry.LabelReason, telemetry.MetricLateResponsesDropped), "dropped responses by reason")
+		sumBy(mcpconv.LabelReason, mcpconv.MetricLateResponsesDropped), "dropped responses by reason")
 	assert.Equal(t, nonZero(truth.tools),
-		nonZero(sumBy(telemetry.LabelTool, telemetry.MetricOperationDuration+`_count{`+telemetry.LabelMethod+`="tools/call"}`)),
+		nonZero(sumBy(mcpconv.LabelTool, mcpconv.MetricOperationDuration+`_count{`+mcpconv.LabelMethod+`="tools/call"}`)),
 		"tools/call durations by tool")
 
-	started, err := prom.scalar(ctx, `sum(`+telemetry.MetricRequestsStarted+`)`)
+	started, err := prom.scalar(ctx, `sum(`+mcpconv.MetricRequestsStarted+`)`)
 	require.NoError(t, err)
-	finished, err := prom.scalar(ctx, `sum(`+telemetry.MetricRequestsFinished+`)`)
+	finished, err := prom.scalar(ctx, `sum(`+mcpconv.MetricRequestsFinished+`)`)
 	require.NoError(t, err)
 	assert.Equal(t, int64(truth.total()), int64(started), "requests started")
 	assert.Equal(t, int64(started), int64(finished), "the outcomes partition the started requests")
 
 	sessions := float64(truth.sessions)
 	assert.Equal(t, map[string]float64{telemetry.TransportStreamableHTTP: sessions},
-		nonZero(sumBy(telemetry.LabelTransport, telemetry.MetricSessionDuration+`_count`)), "ended sessions by transport")
+		nonZero(sumBy(mcpconv.LabelTransport, mcpconv.MetricSessionDuration+`_count`)), "ended sessions by transport")
 	assert.Equal(t, map[string]float64{"transport_close": sessions},
-		nonZero(sumBy(telemetry.LabelCause, telemetry.MetricSessionDuration+`_count`)), "ended sessions by cause (all deleted)")
-	assert.Equal(t, map[string]float64{}, nonZero(sumBy(telemetry.LabelReason, telemetry.MetricMessagesRejected)), "rejected messages")
-	assert.Equal(t, map[string]float64{}, nonZero(sumBy(telemetry.LabelQuota, telemetry.MetricQuotaRefusals)), "quota refusals: the load stays within the default quotas")
+		nonZero(sumBy(mcpconv.LabelCause, mcpconv.MetricSessionDuration+`_count`)), "ended sessions by cause (all deleted)")
+	assert.Equal(t, map[string]float64{}, nonZero(sumBy(mcpconv.LabelReason, mcpconv.MetricMessagesRejected)), "rejected messages")
+	assert.Equal(t, map[string]float64{}, nonZero(sumBy(mcpconv.LabelQuota, mcpconv.MetricQuotaRefusals)), "quota refusals: the load stays within the default quotas")
 }
 
 // assertExemplars checks that the duration histogram and the outcome
@@ -652,8 +653,8 @@ func assertGroundTruth(ctx context.Context, t *testing.T, prom *prometheusPeer, 
 func assertExemplars(ctx context.Context, t *testing.T, prom *prometheusPeer, truth *groundTruth, since time.Time) {
 	t.Helper()
 	for _, q := range []string{
-		telemetry.MetricOperationDuration + `_bucket{` + telemetry.LabelMethod + `="tools/call"}`,
-		telemetry.MetricRequestsFinished + `{` + telemetry.LabelMethod + `="tools/call"}`,
+		mcpconv.MetricOperationDuration + `_bucket{` + mcpconv.LabelMethod + `="tools/call"}`,
+		mcpconv.MetricRequestsFinished + `{` + mcpconv.LabelMethod + `="tools/call"}`,
 	} {
 		var data []struct {
 			SeriesLabels map[string]string `json:"seriesLabels"`
@@ -670,7 +671,7 @@ func assertExemplars(ctx context.Context, t *testing.T, prom *prometheusPeer, tr
 		for _, series := range data {
 			for _, e := range series.Exemplars {
 				n++
-				id := e.Labels[telemetry.ExemplarTraceID]
+				id := e.Labels[mcpconv.ExemplarTraceID]
 				assert.True(t, truth.traceIDs[id], "exemplar of %v: trace_id %q is not one the clients sent", series.SeriesLabels, id)
 			}
 		}
@@ -693,19 +694,19 @@ func assertJaeger(t *testing.T, jaeger *jaegerPeer, hc *http.Client, probe probe
 	assert.Equal(t, probe.echoParent, span.References[0].SpanID, "parent span: the client's, from params._meta.traceparent")
 	tags := span.tags()
 	for k, v := range map[string]string{
-		"span.kind":                             "server",
-		string(telemetry.MCPMethodNameKey):      "tools/call",
-		string(telemetry.GenAIToolNameKey):      "echo",
-		string(telemetry.GenAIOperationNameKey): telemetry.OperationExecuteTool,
-		string(telemetry.JSONRPCRequestIDKey):   strconv.FormatInt(probe.echoID, 10),
-		string(telemetry.MCPProtocolVersionKey): "2025-11-25",
+		"span.kind":                           "server",
+		string(mcpconv.MCPMethodNameKey):      "tools/call",
+		string(mcpconv.GenAIToolNameKey):      "echo",
+		string(mcpconv.GenAIOperationNameKey): mcpconv.OperationExecuteTool,
+		string(mcpconv.JSONRPCRequestIDKey):   strconv.FormatInt(probe.echoID, 10),
+		string(mcpconv.MCPProtocolVersionKey): "2025-11-25",
 		// The Mcp-Session-Id the client was given: one name for the session
 		// in the client, the server's logs and its traces.
-		string(telemetry.MCPSessionIDKey): probe.session,
+		string(mcpconv.MCPSessionIDKey): probe.session,
 	} {
 		assert.Equal(t, v, tags[k], "tag %s of %s", k, span.OperationName)
 	}
-	assert.NotContains(t, tags, string(telemetry.CancelCauseKey))
+	assert.NotContains(t, tags, string(mcpconv.CancelCauseKey))
 	assert.NotEqual(t, "true", tags["error"], "an answered echo is not an error")
 	assert.Equal(t, "vigil-e2e", tr.Processes[span.ProcessID].ServiceName, "service.name from OTEL_SERVICE_NAME")
 
@@ -716,15 +717,15 @@ func assertJaeger(t *testing.T, jaeger *jaegerPeer, hc *http.Client, probe probe
 		tr := jaeger.trace(t, hc, c.traceID, "tools/call sleep", timeout)
 		span := spanNamed(t, tr, "tools/call sleep")
 		tags := span.tags()
-		assert.Equal(t, c.cause, tags[string(telemetry.CancelCauseKey)], "%s call: %s", c.name, telemetry.CancelCauseKey)
-		assert.Equal(t, "sleep", tags[string(telemetry.GenAIToolNameKey)], "%s call", c.name)
+		assert.Equal(t, c.cause, tags[string(mcpconv.CancelCauseKey)], "%s call: %s", c.name, mcpconv.CancelCauseKey)
+		assert.Equal(t, "sleep", tags[string(mcpconv.GenAIToolNameKey)], "%s call", c.name)
 		assert.NotEqual(t, "true", tags["error"], "%s call: a cancellation is not an error", c.name)
 		events := map[string]string{}
 		for _, l := range span.Logs {
 			f := kvMap(l.Fields)
-			events[f["event"]] = f[string(telemetry.CancelCauseKey)]
+			events[f["event"]] = f[string(mcpconv.CancelCauseKey)]
 		}
-		assert.Equal(t, c.cause, events[telemetry.EventCanceled], "%s call: the %q event and its cause, in %+v", c.name, telemetry.EventCanceled, span.Logs)
+		assert.Equal(t, c.cause, events[mcpconv.EventCanceled], "%s call: the %q event and its cause, in %+v", c.name, mcpconv.EventCanceled, span.Logs)
 	}
 }
 

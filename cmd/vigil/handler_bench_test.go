@@ -9,9 +9,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/benchkit"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -35,7 +37,7 @@ func BenchmarkServiceHandler(b *testing.B) {
 
 func benchServiceHandler(b *testing.B, stateless bool) {
 	ctx := b.Context()
-	h, srv := newServiceHandler(b)
+	h, flush := newServiceHandler(b)
 
 	p := benchkit.NewPoster()
 	p.Header().Set("Content-Type", "application/json")
@@ -68,7 +70,7 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 			// What the server's batch runner does under load, here at
 			// a fixed point: the counts of a run do not depend on when
 			// the runner's goroutine gets the thread.
-			srv.FlushOutcomes()
+			flush()
 		}
 	}
 	benchkit.ReportCPU(b, cpu)
@@ -79,9 +81,9 @@ func benchServiceHandler(b *testing.B, stateless bool) {
 const outcomeBatch = 32
 
 // newServiceHandler returns the shipped service's MCP endpoint as
-// cmd/vigil wires it with its defaults, and its server; both are closed
-// when tb ends.
-func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
+// cmd/vigil wires it with its defaults, closed when tb ends, and the
+// flush of its server's outcome batches.
+func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
 	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		tb.Fatal(err)
@@ -89,11 +91,21 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, *server.Server) {
 	logOut := asyncwriter.New(io.Discard)
 	tb.Cleanup(func() { _ = logOut.Close() })
 	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
-	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil)
+	var f flusher
+	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil, vigil.WithServerOptions(server.WithObserver(&f)))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = svc.Shutdown(context.Background()) })
 	svc.AdminHandler() // the page's handler keys the trace ring by the server's names, as in vigil
-	return svc.Endpoint(), svc.Server
+	return svc.Endpoint(), f.flush
 }
+
+// flusher is a server.Observer that keeps the outcome flush of the server
+// it is given to, as the instrumentation's collector does.
+type flusher struct {
+	server.NopObserver
+	flush func()
+}
+
+func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }

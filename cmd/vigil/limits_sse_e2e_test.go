@@ -12,13 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // svcCuts returns mcp_server_streams_cut_total{reason} from /metrics.
 func svcCuts(t *testing.T, hc *http.Client, base, reason string) float64 {
 	t.Helper()
-	return svcSample(t, svcMetrics(t, hc, base), telemetry.MetricStreamsCut, map[string]string{"reason": reason}).GetCounter().GetValue()
+	return svcSample(t, svcMetrics(t, hc, base), mcpconv.MetricStreamsCut, map[string]string{"reason": reason}).GetCounter().GetValue()
 }
 
 // The slow-reader attack against the shipped binary: a client that asks

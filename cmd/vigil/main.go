@@ -29,7 +29,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
@@ -662,9 +661,6 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 		}
 	}, nil
 }
-
-// The request lines of middleware.Logging take slogtext.Handler's direct path.
-var _ middleware.TextLineHandler = (*slogtext.Handler)(nil)
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
 // it, in run); the service's (vigil.WithLogger) adds the trace, span,

@@ -7,10 +7,10 @@ import (
 	"flag"
 	"net"
 
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -60,7 +60,7 @@ func noQuota(n int) int { return cmp.Or(n, -1) }
 // endpointQuotas returns the MCP endpoint's quotas, whose refusals the
 // metrics that m returns count.
 // With -redis, a caller's sessions are counted over every replica.
-func endpointQuotas(cfg config, m func() *telemetry.Metrics) streamable.Option {
+func endpointQuotas(cfg config, m func() *metrics.Metrics) streamable.Option {
 	q := streamable.Quotas{
 		Sessions:  noQuota(cfg.quotaSessions),
 		EvictIdle: cfg.quotaEvictIdle,

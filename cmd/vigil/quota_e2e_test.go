@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // quotaClient returns an HTTP client whose connections come from the
@@ -112,7 +112,7 @@ func TestQuotaE2EDefaults(t *testing.T) {
 
 	families := svcMetrics(t, hcB, svc.base)
 	for quota, want := range map[string]float64{"sessions": 1, "tool_share": 1, "in_flight": 0, "tasks": 0} {
-		m := svcSample(t, families, telemetry.MetricQuotaRefusals, map[string]string{telemetry.LabelQuota: quota})
+		m := svcSample(t, families, mcpconv.MetricQuotaRefusals, map[string]string{mcpconv.LabelQuota: quota})
 		assert.InDelta(t, want, m.GetCounter().GetValue(), 0, "refusals of quota %s", quota)
 	}
 }

@@ -11,10 +11,10 @@ import (
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -73,13 +73,13 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	// The service, built below, is what the endpoint's hooks count with:
 	// they run once it serves.
 	var svc *vigil.Service
-	metrics := func() *telemetry.Metrics { return svc.Instrumentation.Metrics() }
+	counts := func() *metrics.Metrics { return svc.Instrumentation.Metrics() }
 	endpointOpts := []streamable.Option{
 		streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions),
 		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
 		streamable.WithIdleTimeout(cfg.idleTimeout),
-		endpointQuotas(cfg, metrics),
+		endpointQuotas(cfg, counts),
 		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
 		streamable.WithMaxResumptions(cfg.maxResumptions),
 		streamable.WithInitTimeout(cfg.initTimeout),

@@ -91,7 +91,8 @@ func TestTraceClientContextWiring(t *testing.T) {
 			if err := <-served; !errors.Is(err, server.ErrServerClosed) {
 				require.NoError(t, err)
 			}
-			srv.FlushOutcomes()
+			_, err = svc.Registry.Gather() // the collector records the outcomes that wait first
+			require.NoError(t, err)
 			require.NoError(t, tp.ForceFlush(ctx))
 
 			var ping sdktrace.ReadOnlySpan

@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
@@ -38,20 +40,23 @@ type series struct {
 }
 
 // catalog is the Prometheus surface of vigil: every series name with its
-// labels, built by registering [telemetry.NewMetrics], the failure counter
+// labels, built by registering [metrics.New], the failure counter
 // of an [oauth.ResourceServer] (vigil -auth-issuer) and the shared mode's
 // metrics (vigil -redis) and gathering them, so it cannot drift from the
 // code.
 type catalog struct {
 	series   map[string]*series
 	families []string
-	metrics  *telemetry.Metrics
+	metrics  *metrics.Metrics
 	registry *prometheus.Registry
 }
 
 func newCatalog(t *testing.T) *catalog {
 	t.Helper()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
+	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
+		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	_, err := oauth.New(oauth.Config{
@@ -143,9 +148,9 @@ func (c *catalog) knowsValue(t *testing.T, name, label, value string) bool {
 		return true // a recording rule or a synthetic series: checked where defined
 	}
 	switch label {
-	case telemetry.LabelTool:
+	case mcpconv.LabelTool:
 		return true
-	case telemetry.LabelErrorType:
+	case mcpconv.LabelErrorType:
 		return c.keepsErrorType(t, value)
 	}
 	values, ok := s.labels[label]
@@ -163,16 +168,16 @@ func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 		return true
 	}
 	c.metrics.RequestStarted("ping")
-	c.metrics.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: v, Duration: time.Millisecond})
+	c.metrics.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: v, Duration: time.Millisecond})
 	mfs, err := c.registry.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() != telemetry.MetricOperationDuration {
+		if mf.GetName() != mcpconv.MetricOperationDuration {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
-				if lp.GetName() == telemetry.LabelErrorType && lp.GetValue() == v {
+				if lp.GetName() == mcpconv.LabelErrorType && lp.GetValue() == v {
 					return true
 				}
 			}

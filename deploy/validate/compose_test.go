@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 const (
@@ -240,7 +240,7 @@ func TestGrafanaProvisioning(t *testing.T) {
 	require.True(t, ok, "the Prometheus data source links no exemplar to traces")
 	require.Len(t, links, 1)
 	link := links[0].(map[string]any)
-	assert.Equal(t, telemetry.ExemplarTraceID, link["name"], "the exemplar label the telemetry package sets")
+	assert.Equal(t, mcpconv.ExemplarTraceID, link["name"], "the exemplar label the telemetry package sets")
 	assert.Equal(t, jaeger.UID, link["datasourceUid"])
 
 	var providers struct {

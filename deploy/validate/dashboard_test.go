@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 const (
@@ -246,7 +246,7 @@ func TestDashboardVariables(t *testing.T) {
 	assert.Equal(t, "prometheus", ds.Query)
 	assert.Equal(t, provisionedDatasource(t, "prometheus").UID, ds.Current.Value, "the default is the data source compose provisions")
 
-	for name, label := range map[string]string{"method": telemetry.LabelMethod, "tool": telemetry.LabelTool} {
+	for name, label := range map[string]string{"method": mcpconv.LabelMethod, "tool": mcpconv.LabelTool} {
 		t.Run(name, func(t *testing.T) {
 			v, ok := byName[name]
 			require.True(t, ok, "no %s variable", name)
@@ -335,7 +335,7 @@ func TestDashboardLatencyExemplars(t *testing.T) {
 	n := 0
 	for _, p := range d.allPanels() {
 		for _, tg := range p.Targets {
-			if strings.Contains(tg.Expr, "histogram_quantile") && strings.Contains(tg.Expr, telemetry.MetricOperationDuration) {
+			if strings.Contains(tg.Expr, "histogram_quantile") && strings.Contains(tg.Expr, mcpconv.MetricOperationDuration) {
 				n++
 				assert.True(t, tg.Exemplar, "panel %q target %s: exemplars off", p.Title, tg.RefID)
 			}
@@ -396,20 +396,20 @@ func TestDashboardBreakdowns(t *testing.T) {
 		})
 	}
 	want := []breakdown{
-		{telemetry.MetricRequestsStarted, telemetry.LabelMethod},
-		{telemetry.MetricRequestsFinished, telemetry.LabelMethod},
-		{telemetry.MetricRequestsFinished, telemetry.LabelOutcome},
-		{telemetry.MetricOperationDuration + "_bucket", telemetry.LabelMethod},
-		{telemetry.MetricOperationDuration + "_bucket", telemetry.LabelTool},
-		{telemetry.MetricOperationDuration + "_count", telemetry.LabelTool},
-		{telemetry.MetricOperationDuration + "_count", telemetry.LabelErrorType},
-		{telemetry.MetricOperationDuration + "_count", telemetry.LabelStatusCode},
-		{telemetry.MetricCancellations, telemetry.LabelCause},
-		{telemetry.MetricLateResponsesDropped, telemetry.LabelReason},
-		{telemetry.MetricTransportWriteErrors, telemetry.LabelClass},
-		{telemetry.MetricMessagesRejected, telemetry.LabelReason},
-		{telemetry.MetricSessionsActive, telemetry.LabelTransport},
-		{telemetry.MetricRequestsInFlight, telemetry.LabelMethod},
+		{mcpconv.MetricRequestsStarted, mcpconv.LabelMethod},
+		{mcpconv.MetricRequestsFinished, mcpconv.LabelMethod},
+		{mcpconv.MetricRequestsFinished, mcpconv.LabelOutcome},
+		{mcpconv.MetricOperationDuration + "_bucket", mcpconv.LabelMethod},
+		{mcpconv.MetricOperationDuration + "_bucket", mcpconv.LabelTool},
+		{mcpconv.MetricOperationDuration + "_count", mcpconv.LabelTool},
+		{mcpconv.MetricOperationDuration + "_count", mcpconv.LabelErrorType},
+		{mcpconv.MetricOperationDuration + "_count", mcpconv.LabelStatusCode},
+		{mcpconv.MetricCancellations, mcpconv.LabelCause},
+		{mcpconv.MetricLateResponsesDropped, mcpconv.LabelReason},
+		{mcpconv.MetricTransportWriteErrors, mcpconv.LabelClass},
+		{mcpconv.MetricMessagesRejected, mcpconv.LabelReason},
+		{mcpconv.MetricSessionsActive, mcpconv.LabelTransport},
+		{mcpconv.MetricRequestsInFlight, mcpconv.LabelMethod},
 		{oauth.MetricAuthFailures, "reason"},
 	}
 	for _, w := range want {

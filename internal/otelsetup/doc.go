@@ -61,9 +61,9 @@
 // [MetricProducer] converts what its gatherer gathers at each export with
 // the OpenTelemetry Prometheus bridge (histograms with their buckets,
 // counters as cumulative sums, exemplars), then renames each family after
-// telemetry.OTelInstruments (mcp_server_operation_duration_seconds becomes
+// mcpconv.OTelInstruments (mcp_server_operation_duration_seconds becomes
 // mcp.server.operation.duration, unit s) and its label keys after
-// telemetry.OTelAttributeKey (mcp_method_name becomes mcp.method.name).
+// mcpconv.OTelAttributeKey (mcp_method_name becomes mcp.method.name).
 // An empty label value is left out (Prometheus reads it as absent;
 // error.type is absent on success), the gauges in flight and active
 // become UpDownCounters, and exemplar trace ids become their 16 bytes.

@@ -9,8 +9,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
-	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 // The Prometheus registry that serves /metrics is also what OTLP pushes:
@@ -20,7 +21,7 @@ import (
 func ExampleMetricProducer() {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	reg.MustRegister(m)
 
 	producer := otelsetup.MetricProducer(reg)
@@ -34,9 +35,9 @@ func ExampleMetricProducer() {
 	defer func() { _ = shutdown(ctx) }() // the last push
 
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method: "tools/call", Tool: "greet", ToolRegistered: true,
-		Outcome: telemetry.OutcomeOK, ErrorType: telemetry.ErrorTypeTool, Duration: 30 * time.Millisecond,
+		Outcome: mcpconv.OutcomeOK, ErrorType: mcpconv.ErrorTypeTool, Duration: 30 * time.Millisecond,
 	})
 
 	sms, err := producer.Produce(ctx)

@@ -23,7 +23,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // WithMetricProducer adds a producer whose metrics every export of
@@ -122,21 +122,21 @@ func metricExporter(ctx context.Context, cfg config) (sdkmetric.Exporter, error)
 }
 
 // MetricProducer returns a producer of the metrics of the telemetry
-// package (a telemetry.Metrics, and telemetry.NewLogLinesDropped's
+// package (the instrumentation's collector, and telemetry.NewLogLinesDropped's
 // counter) that g gathers, named as OpenTelemetry names them, for
 // [WithMetricProducer]: each family is renamed after
-// telemetry.OTelInstruments (mcp_server_operation_duration_seconds becomes
+// mcpconv.OTelInstruments (mcp_server_operation_duration_seconds becomes
 // mcp.server.operation.duration, unit s) and its label keys after
-// telemetry.OTelAttributeKey, as the package doc details. Other families
+// mcpconv.OTelAttributeKey, as the package doc details. Other families
 // of g (the Go and process collectors) are skipped. The scope is
-// telemetry.ScopeName. The metrics are read from the Prometheus collectors
+// mcpconv.ScopeName. The metrics are read from the Prometheus collectors
 // only when an export runs, so that recording costs nothing more and
 // /metrics and OTLP report the same counts.
 func MetricProducer(g prometheus.Gatherer) sdkmetric.Producer {
 	p := &mcpProducer{
-		names: telemetry.OTelInstruments(),
+		names: mcpconv.OTelInstruments(),
 		start: time.Now(),
-		scope: instrumentation.Scope{Name: telemetry.ScopeName},
+		scope: instrumentation.Scope{Name: mcpconv.ScopeName},
 	}
 	filtered := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		mfs, err := g.Gather()
@@ -155,7 +155,7 @@ func MetricProducer(g prometheus.Gatherer) sdkmetric.Producer {
 // mcpProducer renames what the bridge produces.
 type mcpProducer struct {
 	bridge sdkmetric.Producer
-	names  map[string]telemetry.OTelInstrument
+	names  map[string]mcpconv.OTelInstrument
 	start  time.Time // the start time of the UpDownCounters
 	scope  instrumentation.Scope
 }
@@ -183,7 +183,7 @@ func (p *mcpProducer) Produce(ctx context.Context) ([]metricdata.ScopeMetrics, e
 	return []metricdata.ScopeMetrics{{Scope: p.scope, Metrics: out}}, nil
 }
 
-func (p *mcpProducer) convert(data metricdata.Aggregation, inst telemetry.OTelInstrument) metricdata.Aggregation {
+func (p *mcpProducer) convert(data metricdata.Aggregation, inst mcpconv.OTelInstrument) metricdata.Aggregation {
 	switch d := data.(type) {
 	case metricdata.Histogram[float64]:
 		for i := range d.DataPoints {
@@ -228,7 +228,7 @@ func otelAttributes(s attribute.Set) attribute.Set {
 		if kv.Value.AsString() == "" {
 			continue
 		}
-		kvs = append(kvs, attribute.String(telemetry.OTelAttributeKey(string(kv.Key)), kv.Value.AsString()))
+		kvs = append(kvs, attribute.String(mcpconv.OTelAttributeKey(string(kv.Key)), kv.Value.AsString()))
 	}
 	return attribute.NewSet(kvs...)
 }

@@ -22,6 +22,8 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -41,34 +43,35 @@ func setMetricsEnv(t *testing.T, env map[string]string) {
 	}
 }
 
-// recordLoad records, in a registry's telemetry.Metrics: 3 ok echo calls
+// recordLoad records, in a registry's metrics.Metrics: 3 ok echo calls
 // (traced), a tool error, a client cancel.
 func recordLoad(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
+	m.Precreate(telemetry.TransportStdio, []string{"initialize", "tools/call"}, []string{"echo"})
 	require.NoError(t, reg.Register(m))
 	require.NoError(t, reg.Register(collectors.NewGoCollector()))
-	end := func(e telemetry.RequestEnd) {
+	end := func(e metrics.RequestEnd) {
 		m.RequestStarted(e.Method)
 		m.RequestFinished(e)
 	}
 	for range 3 {
-		end(telemetry.RequestEnd{
-			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
-			Duration: 15 * time.Millisecond, Trace: trace.TraceID{1, 2, 3},
+		end(metrics.RequestEnd{
+			Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: mcpconv.OutcomeOK,
+			Duration: 15 * time.Millisecond, TraceID: trace.TraceID{1, 2, 3},
 		})
 	}
-	end(telemetry.RequestEnd{
-		Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: telemetry.OutcomeOK,
-		ErrorType: telemetry.ErrorTypeTool, Duration: time.Millisecond,
+	end(metrics.RequestEnd{
+		Method: "tools/call", Tool: "echo", ToolRegistered: true, Outcome: mcpconv.OutcomeOK,
+		ErrorType: mcpconv.ErrorTypeTool, Duration: time.Millisecond,
 	})
 	m.RequestStarted("tools/call")
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method: "tools/call", Tool: "sleep", ToolRegistered: true,
-		Outcome: telemetry.OutcomeCancelled, ErrorType: telemetry.ErrorTypeCancelled, Duration: time.Second,
+		Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled, Duration: time.Second,
 	})
 	m.SessionStarted(telemetry.TransportStreamableHTTP)
 	return reg
@@ -78,13 +81,13 @@ func TestMetricProducer(t *testing.T) {
 	sms, err := otelsetup.MetricProducer(recordLoad(t)).Produce(t.Context())
 	require.NoError(t, err)
 	require.Len(t, sms, 1)
-	assert.Equal(t, telemetry.ScopeName, sms[0].Scope.Name)
+	assert.Equal(t, mcpconv.ScopeName, sms[0].Scope.Name)
 	byName := map[string]metricdata.Metrics{}
 	for _, m := range sms[0].Metrics {
 		byName[m.Name] = m
 	}
 	var want []string
-	for _, inst := range telemetry.OTelInstruments() {
+	for _, inst := range mcpconv.OTelInstruments() {
 		if inst.Name != "mcp.server.log_lines.dropped" && inst.Name != "mcp.server.streams.cut" && inst.Name != "mcp.server.audit_lines.dropped" { // not in this registry
 			want = append(want, inst.Name)
 		}
@@ -93,7 +96,7 @@ func TestMetricProducer(t *testing.T) {
 	for name := range byName {
 		got = append(got, name)
 	}
-	assert.ElementsMatch(t, want, got, "every family of telemetry.Metrics, renamed, and nothing of the Go collector")
+	assert.ElementsMatch(t, want, got, "every family of metrics.Metrics, renamed, and nothing of the Go collector")
 
 	dur := byName["mcp.server.operation.duration"]
 	assert.Equal(t, "s", dur.Unit)
@@ -245,16 +248,16 @@ func TestMeterProviderFlushesOnShutdown(t *testing.T) {
 }
 
 // BenchmarkMetricProducer: what one OTLP export costs to read
-// (Gather, the bridge's conversion and the renaming) for a telemetry.Metrics
+// (Gather, the bridge's conversion and the renaming) for a metrics.Metrics
 // with its series created at zero and a few tools (about 1 ms; a registry
 // with the Go collector too adds about 2 ms, its runtime metrics are
 // gathered and then skipped); recording a request costs nothing more.
 func BenchmarkMetricProducer(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	m := telemetry.NewMetrics(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
+	m := metrics.New(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
 	reg.MustRegister(m)
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: trace.TraceID{1}})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: trace.TraceID{1}})
 	p := otelsetup.MetricProducer(reg)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -272,7 +275,7 @@ func BenchmarkMetricProducer(b *testing.B) {
 // B/op are the exports' allocations spread over the requests.
 func BenchmarkRequestRecordedWhileExporting(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	reg.MustRegister(m)
 	p := otelsetup.MetricProducer(reg)
 	stop := make(chan struct{})
@@ -294,9 +297,9 @@ func BenchmarkRequestRecordedWhileExporting(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{
+		m.RequestFinished(metrics.RequestEnd{
 			Method: "tools/call", Tool: "echo", ToolRegistered: true,
-			Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Trace: tid,
+			Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: tid,
 		})
 	}
 }

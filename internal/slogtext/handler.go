@@ -19,7 +19,7 @@ import (
 // value of kind Any, a LogValuer, an empty key) goes to the TextHandler
 // itself, as does everything once WithAttrs or WithGroup was called. The
 // per-request log line of middleware.Logging takes the direct path
-// (HandleTextLine, as middleware.TextLineHandler).
+// (HandleTextLine, as [LineHandler]).
 type Handler struct {
 	level slog.Leveler
 	out   io.Writer    // whose concurrent writes are each kept whole
@@ -94,7 +94,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 
 // HandleTextLine writes the record of time t, level and msg whose
 // attributes attrs holds already in the TextHandler's form (see
-// middleware.TextLineHandler): the per-request line of middleware.Logging.
+// [LineHandler]): the per-request line of middleware.Logging.
 func (h *Handler) HandleTextLine(_ context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error {
 	bp := h.bufs.Get().(*[]byte)
 	b := h.appendPrefix((*bp)[:0], t, level, msg)

@@ -146,7 +146,9 @@ func TestHTTP(t *testing.T) {
 			return map[string]any{"roots": []map[string]any{{"uri": "file:///http"}}}, nil
 		}))
 	assert.Equal(t, mcptest.DefaultProtocolVersion, c.Initialize("", nil).ProtocolVersion)
-	assert.NotEmpty(t, conn.SessionID())
+	ider, ok := conn.(interface{ SessionID() string })
+	require.True(t, ok, "DialHTTP's Conn names its session")
+	assert.NotEmpty(t, ider.SessionID())
 	assert.Equal(t, "hi", c.CallTool("echo", map[string]any{"text": "hi"}).Text())
 	assert.Equal(t, "file:///http", c.CallTool("roots", nil).Text())
 	require.Len(t, c.ListTools(), 2)

@@ -16,7 +16,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// HTTPConn is the client's end of a 2025-era Streamable HTTP session, as a
+// httpConn is the client's end of a 2025-era Streamable HTTP session, as a
 // [transport.Conn] for [NewClient]: Write POSTs each message to the
 // endpoint, and Read returns the messages of the answers, JSON or SSE, in
 // the order they arrive. It keeps the Mcp-Session-Id the server assigns in
@@ -27,7 +27,7 @@ import (
 // Write returns once the answer's headers have arrived: a request answered
 // with plain JSON blocks it until the handler is done, while one answered
 // with SSE does not. Read, Write and Close are safe for concurrent use.
-type HTTPConn struct {
+type httpConn struct {
 	url    string
 	client *http.Client
 	own    bool // client is ours, to close
@@ -44,16 +44,22 @@ type HTTPConn struct {
 	initID  transport.ID // the id of the initialize request, once sent
 }
 
-var _ transport.Conn = (*HTTPConn)(nil)
+var _ transport.Conn = (*httpConn)(nil)
 
 // DialHTTP returns a Conn for the Streamable HTTP endpoint at url (the
 // URL of an [net/http/httptest.Server], say), sending with client, or with
-// a client of its own when nil. No request is sent yet. The Conn is closed
-// when the test ends: its session is deleted (DELETE) and every answer
-// still being read is abandoned.
-func DialHTTP(t testing.TB, url string, client *http.Client) *HTTPConn {
+// a client of its own when nil. No request is sent yet. Write POSTs each
+// message to the endpoint, and Read returns the messages of the answers,
+// JSON or SSE, in the order they arrive; the Conn keeps the Mcp-Session-Id
+// the server assigns in its answer to initialize (a
+// [transport.SessionIDer]: empty before that answer), and sends it, with
+// the negotiated MCP-Protocol-Version, on every later request. It opens no
+// GET stream. Write returns once the answer's headers have arrived. The
+// Conn is closed when the test ends: its session is deleted (DELETE) and
+// every answer still being read is abandoned.
+func DialHTTP(t testing.TB, url string, client *http.Client) transport.Conn {
 	t.Helper()
-	c := &HTTPConn{url: url, client: client, in: make(chan transport.Message, 64)}
+	c := &httpConn{url: url, client: client, in: make(chan transport.Message, 64)}
 	if c.client == nil {
 		c.client, c.own = &http.Client{Transport: &http.Transport{}}, true
 	}
@@ -64,7 +70,7 @@ func DialHTTP(t testing.TB, url string, client *http.Client) *HTTPConn {
 
 // SessionID returns the session's Mcp-Session-Id: empty before the answer
 // to initialize.
-func (c *HTTPConn) SessionID() string {
+func (c *httpConn) SessionID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.session
@@ -72,7 +78,7 @@ func (c *HTTPConn) SessionID() string {
 
 // Read returns the next message of any answer. It fails with
 // [transport.ErrClosed] once the Conn is closed.
-func (c *HTTPConn) Read(ctx context.Context) (transport.Message, error) {
+func (c *httpConn) Read(ctx context.Context) (transport.Message, error) {
 	select {
 	case m := <-c.in:
 		return m, nil
@@ -87,7 +93,7 @@ func (c *HTTPConn) Read(ctx context.Context) (transport.Message, error) {
 // 200 or 202 is an error, unless its body is a JSON-RPC message, which is
 // delivered to Read like any answer; a 404 on an established session
 // wraps [transport.ErrPeerGone].
-func (c *HTTPConn) Write(ctx context.Context, msg transport.Message) error {
+func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	if c.ctx.Err() != nil {
 		return fmt.Errorf("mcptest: http write: %w", transport.ErrClosed)
 	}
@@ -169,7 +175,7 @@ func (c *HTTPConn) Write(ctx context.Context, msg transport.Message) error {
 }
 
 // readSSE delivers the message of every event of an SSE body.
-func (c *HTTPConn) readSSE(body io.ReadCloser) {
+func (c *httpConn) readSSE(body io.ReadCloser) {
 	defer func() { _ = body.Close() }()
 	br := bufio.NewReader(body)
 	var data [][]byte
@@ -198,7 +204,7 @@ func (c *HTTPConn) readSSE(body io.ReadCloser) {
 
 // deliver hands m to Read, noting the version the answer to initialize
 // negotiated.
-func (c *HTTPConn) deliver(m transport.Message) {
+func (c *httpConn) deliver(m transport.Message) {
 	if resp, ok := m.(*transport.Response); ok && resp.Error == nil {
 		c.mu.Lock()
 		if c.initID.IsValid() && resp.ID == c.initID {
@@ -220,7 +226,7 @@ func (c *HTTPConn) deliver(m transport.Message) {
 
 // Close deletes the session, if any, abandons the answers still being
 // read and waits for their readers. It is idempotent and returns nil.
-func (c *HTTPConn) Close() error {
+func (c *httpConn) Close() error {
 	c.once.Do(func() {
 		if sid := c.SessionID(); sid != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

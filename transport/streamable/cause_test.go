@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -32,7 +33,7 @@ func newCauseRig(t *testing.T, opts ...streamable.Option) *causeRig {
 	srv := htServer(t, server.WithMiddleware(func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
-				req.OnDone(func(out server.Outcome) { outcomes <- out })
+				serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) { outcomes <- out })
 			}
 			return next(ctx, req)
 		}

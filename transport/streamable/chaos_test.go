@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 
 	"github.com/stretchr/testify/assert"
@@ -168,7 +169,7 @@ func (r *chaosRecorder) middleware(next server.Handler) server.Handler {
 	return func(ctx context.Context, req *server.Request) (any, error) {
 		if !req.IsNotification() {
 			key, name := chaosKey(req), chaosName(req)
-			req.OnDone(func(o server.Outcome) {
+			serverhook.Of[server.Outcome](ctx).OnDone(func(o server.Outcome) {
 				r.update(func() { r.outcomes = append(r.outcomes, chaosEntry{key, name, o}) })
 			})
 		}

@@ -1,4 +1,4 @@
-package telemetry
+package mcpconv
 
 import "go.opentelemetry.io/otel/attribute"
 

@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"testing"
@@ -7,7 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
 // Trace ids of the exemplar tests, and the finished count's exemplar
@@ -31,7 +32,7 @@ func TestExemplarInterval(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		opts []telemetry.MetricsOption
+		opts []metrics.Option
 		want []string
 	}{
 		{
@@ -44,7 +45,7 @@ func TestExemplarInterval(t *testing.T) {
 		},
 		{
 			name: "every observation",
-			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(0)},
+			opts: []metrics.Option{metrics.WithExemplarInterval(0)},
 			want: []string{
 				bucket("0.01") + traceC + " 0.005",
 				bucket("0.5") + traceB + " 0.3",
@@ -53,7 +54,7 @@ func TestExemplarInterval(t *testing.T) {
 		},
 		{
 			name: "a longer interval keeps the first",
-			opts: []telemetry.MetricsOption{telemetry.WithExemplarInterval(time.Minute)},
+			opts: []metrics.Option{metrics.WithExemplarInterval(time.Minute)},
 			want: []string{
 				bucket("0.01") + traceA + " 0.001",
 				bucket("0.5") + traceB + " 0.3",
@@ -65,10 +66,10 @@ func TestExemplarInterval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				m := telemetry.NewMetrics(tt.opts...)
+				m := metrics.New(tt.opts...)
 				finish := func(traceID string, d time.Duration) {
 					m.RequestStarted("ping")
-					m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: d, TraceID: traceID})
+					m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: hexTrace(traceID)})
 				}
 				finish(traceA, time.Millisecond)
 				finish(traceB, 300*time.Millisecond) // within the second, another bucket
@@ -87,11 +88,11 @@ func TestExemplarInterval(t *testing.T) {
 func TestExemplarIntervalFollowsEnded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		m := telemetry.NewMetrics()
+		m := metrics.New()
 		t0 := time.Now()
 		finish := func(traceID string, ended time.Time) {
 			m.RequestStarted("ping")
-			m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: traceID})
+			m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, Ended: ended, TraceID: hexTrace(traceID)})
 		}
 		finish(traceA, t0)
 		finish(traceB, t0.Add(999*time.Millisecond)) // within the second: traceA kept

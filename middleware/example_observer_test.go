@@ -12,25 +12,33 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// A request recorder counts each tool call's outcome for a status page of
-// the application's own: it is called with every request's outcome, the
-// calls the chain answers itself (here a recovered panic) included.
-func ExampleWithRequestRecorders() {
-	var mu sync.Mutex
-	failed := map[string]int{}
-	inst, err := middleware.NewInstrumentation(middleware.WithRequestRecorders(
-		func(req *server.Request, out server.Outcome) {
-			if req.Method == "tools/call" && out.Err != nil {
-				mu.Lock()
-				failed[req.Name]++
-				mu.Unlock()
-			}
-		}))
+// failures is a server.Observer that counts the failed calls of each tool.
+type failures struct {
+	server.NopObserver
+	mu     sync.Mutex
+	failed map[string]int
+}
+
+func (f *failures) RequestEnded(_ context.Context, req *server.Request, out server.Outcome) {
+	if req.Method == "tools/call" && out.Err != nil {
+		f.mu.Lock()
+		f.failed[req.Name]++
+		f.mu.Unlock()
+	}
+}
+
+// An application's own observer counts each tool call's outcome for a
+// status page of its own, beside the instrumentation's: server.WithObserver
+// adds it. It hears of every request's outcome, the calls the chain
+// answers itself (here a recovered panic) included.
+func ExampleInstrumentation_ServerOptions() {
+	inst, err := middleware.NewInstrumentation()
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	srv := server.New(inst.ServerOptions()...)
+	obs := &failures{failed: map[string]int{}}
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(obs))...)
 	_ = srv.AddTool(server.Tool{Name: "crash"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		panic("oops")
 	})
@@ -51,9 +59,9 @@ func ExampleWithRequestRecorders() {
 		fmt.Println(err)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	fmt.Println("crash failed", failed["crash"], "times")
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	fmt.Println("crash failed", obs.failed["crash"], "times")
 	// Output:
 	// crash failed 2 times
 }

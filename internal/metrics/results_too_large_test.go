@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"strings"
@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
 // TestResultTooLarge counts results over their bound by tool: an allowed or
@@ -17,14 +18,14 @@ import (
 // precreated start at zero.
 func TestResultTooLarge(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics(telemetry.WithToolNames("allowed"))
-	m.PrecreateTools([]string{"quiet"})
+	m := metrics.New(metrics.WithToolNames("allowed"))
+	m.Precreate("", nil, []string{"quiet"})
 	m.ResultTooLarge("allowed", false)
 	m.ResultTooLarge("live", true)
 	m.ResultTooLarge("live", true)
 	m.ResultTooLarge(strings.Repeat("x", 1<<20), false)
 	m.ResultTooLarge("made-up", false)
-	var nilMetrics *telemetry.Metrics
+	var nilMetrics *metrics.Metrics
 	nilMetrics.ResultTooLarge("allowed", true) // no panic
 	const want = `
 mcp_server_results_too_large_total{gen_ai_tool_name="allowed"} 1
@@ -33,7 +34,7 @@ mcp_server_results_too_large_total{gen_ai_tool_name="other"} 2
 mcp_server_results_too_large_total{gen_ai_tool_name="quiet"} 0
 `
 	var got strings.Builder
-	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, telemetry.MetricResultsTooLarge)
+	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricResultsTooLarge)
 	require.NoError(t, err)
 	for line := range strings.Lines(string(n)) {
 		if !strings.HasPrefix(line, "#") {

@@ -1,40 +1,43 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
-// ExampleNewMetrics creates the collector, registers it with a registry of
+// ExampleNew creates the collector, registers it with a registry of
 // the caller's own, and records one tool call by hand, as the middleware
 // package does for every request. Label values are plain strings; values
 // outside the known sets become "other".
-func ExampleNewMetrics() {
-	m := telemetry.NewMetrics(telemetry.WithToolNames("get_weather"))
+func ExampleNew() {
+	m := metrics.New(metrics.WithToolNames("get_weather"))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{
+	m.RequestFinished(metrics.RequestEnd{
 		Method:   "tools/call",
 		Tool:     "get_weather",
-		Outcome:  telemetry.OutcomeOK,
+		Outcome:  mcpconv.OutcomeOK,
 		Duration: 150 * time.Millisecond,
 		// The semantic conventions' protocol version and network labels.
 		ProtocolVersion: "2025-11-25",
-		Transport:       telemetry.TransportStreamableHTTP,
-		TraceID:         "4bf92f3577b34da6a3ce929d0e0e4736", // exposed as an exemplar with OpenMetrics
+		Transport:       mcpconv.TransportStreamableHTTP,
+		TraceID:         trace.TraceID{0x4b, 0xf9, 0x2f, 0x35}, // exposed as an exemplar with OpenMetrics
 	})
 
 	text, _ := testutil.CollectAndFormat(m, expfmt.TypeTextPlain,
-		telemetry.MetricRequestsStarted, telemetry.MetricRequestsFinished, telemetry.MetricOperationDuration)
+		mcpconv.MetricRequestsStarted, mcpconv.MetricRequestsFinished, mcpconv.MetricOperationDuration)
 	for line := range strings.SplitSeq(string(text), "\n") {
 		if strings.Contains(line, `"tools/call"`) && !strings.HasSuffix(line, " 0") && !strings.Contains(line, "_bucket") {
 			fmt.Println(line)

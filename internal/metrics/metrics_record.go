@@ -1,42 +1,44 @@
-package telemetry
+package metrics
 
 import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // RequestEnd describes how one request ended, for [Metrics.RequestFinished].
 type RequestEnd struct {
 	// Method is the request method; outside the known set it is labeled
-	// [LabelOther].
+	// "other".
 	Method string
 	// Tool is the tool name of a tools/call request, labeled as it is when
 	// it is on the allow-list (see [Metrics.SetToolNames]) or
-	// ToolRegistered is set, and [LabelOther] otherwise. It is ignored for
+	// ToolRegistered is set, and "other" otherwise. It is ignored for
 	// other methods.
 	Tool string
 	// ToolRegistered says that Tool is registered with the server now (the
 	// middleware package asks the server's registry), so that it is labeled
 	// as it is without being on the allow-list, among the first 1,024
-	// such names (later ones are labeled [LabelOther]); a name a client made
+	// such names (later ones are labeled "other"); a name a client made
 	// up must leave it false.
 	ToolRegistered bool
-	// Outcome is one of [OutcomeOK], [OutcomeError], [OutcomeCancelled] and
-	// [OutcomeDropped]; any other value is counted as [LabelOther].
+	// Outcome is one of ok, error, cancelled and
+	// dropped; any other value is counted as "other".
 	Outcome string
 	// ErrorType is "" on success, a JSON-RPC code in decimal, or one of the
-	// ErrorType constants; an unknown value is labeled [ErrorTypeOther]. A
+	// ErrorType constants; an unknown value is labeled _OTHER. A
 	// caller's fault (-32602, ...) answered as an error leaves it "": the
 	// semantic conventions say such a request did not fail on the server.
 	ErrorType string
 	// StatusCode is the JSON-RPC code of an error response in decimal, ""
 	// when the response is a result or none was written; a code outside the
-	// known set is labeled [ErrorTypeOther].
+	// known set is labeled _OTHER.
 	StatusCode string
 	// ProtocolVersion is the MCP protocol version of the request; outside
-	// the known versions it is labeled [LabelOther], and "" when unknown.
+	// the known versions it is labeled "other", and "" when unknown.
 	ProtocolVersion string
 	// Transport is the transport the request came on (a Transport
 	// constant), labeled as network_transport and network_protocol_name:
@@ -50,23 +52,12 @@ type RequestEnd struct {
 	// exemplars (see [WithExemplarInterval]). Zero means now: the clock is
 	// then read when an exemplar may be due.
 	Ended time.Time
-	// TraceID, when not empty, is attached as the trace_id exemplar of the
+	// TraceID, when valid, is attached as the trace_id exemplar of the
 	// duration observation and of the finished count, at most once per
 	// [WithExemplarInterval] for each (exposed with the OpenMetrics format
-	// only).
-	TraceID string
-	// Trace, when valid and TraceID is empty, is the trace id to use
-	// instead; it is hex-encoded only when an exemplar is attached, which
+	// only). It is hex-encoded only when an exemplar is attached, which
 	// spares a request without one the encoding.
-	Trace trace.TraceID
-}
-
-// traceID returns the trace id of e's exemplar, "" for none.
-func (e *RequestEnd) traceID() string {
-	if e.TraceID == "" && e.Trace.IsValid() {
-		e.TraceID = e.Trace.String()
-	}
-	return e.TraceID
+	TraceID trace.TraceID
 }
 
 // RequestStarted counts a request that reached the handler chain and adds it
@@ -95,22 +86,21 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	}
 	version, net := versionIndex(e.ProtocolVersion), netIndex(e.Transport)
 	var s *endSeries
-	if e.Outcome == OutcomeOK && e.ErrorType == "" && e.StatusCode == "" {
+	if e.Outcome == mcpconv.OutcomeOK && e.ErrorType == "" && e.StatusCode == "" {
 		s = m.okEnd(ms, tool, version, net)
 	} else {
 		s = m.end(endKey{
 			method:  ms.name,
 			tool:    tool,
-			outcome: m.outcomes.bound(e.Outcome, LabelOther),
-			errType: m.errorTypes.bound(e.ErrorType, ErrorTypeOther),
-			status:  m.statusCodes.bound(e.StatusCode, ErrorTypeOther),
+			outcome: m.outcomes.bound(e.Outcome, mcpconv.LabelOther),
+			errType: m.errorTypes.bound(e.ErrorType, mcpconv.ErrorTypeOther),
+			status:  m.statusCodes.bound(e.StatusCode, mcpconv.ErrorTypeOther),
 			version: version,
 			net:     net,
 		})
 	}
 	seconds := e.Duration.Seconds()
-	// A given TraceID is checked; Trace always encodes to a valid one.
-	traced := (e.TraceID == "" && e.Trace.IsValid()) || validTraceID(e.TraceID)
+	traced := e.TraceID.IsValid()
 	var now int64 // read once, when an exemplar may be due
 	if traced && m.exemplarEvery > 0 {
 		if now = e.Ended.UnixNano(); e.Ended.IsZero() {
@@ -119,12 +109,12 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	}
 
 	if a, ok := s.finished.(prometheus.ExemplarAdder); ok && traced && m.exemplarDue(&s.counterExemplar, now) {
-		a.AddWithExemplar(1, prometheus.Labels{ExemplarTraceID: e.traceID()})
+		a.AddWithExemplar(1, prometheus.Labels{mcpconv.ExemplarTraceID: e.TraceID.String()})
 	} else {
 		s.finished.Inc()
 	}
 	if o, ok := s.duration.(prometheus.ExemplarObserver); ok && traced && m.exemplarDue(&s.bucketExemplar[m.bucketOf(seconds)], now) {
-		o.ObserveWithExemplar(seconds, prometheus.Labels{ExemplarTraceID: e.traceID()})
+		o.ObserveWithExemplar(seconds, prometheus.Labels{mcpconv.ExemplarTraceID: e.TraceID.String()})
 	} else {
 		s.duration.Observe(seconds)
 	}
@@ -132,26 +122,20 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	ms.inFlight.Dec()
 }
 
-// validTraceID reports whether a trace id can be an exemplar: not empty,
-// and nothing client_golang would panic on.
-func validTraceID(traceID string) bool {
-	return traceID != "" && len(traceID) <= 64 && validLabelValue(traceID)
-}
-
 // RequestCancelled counts one cancellation of a request handler with its
 // cause (client_cancel, transport_close, stream_close, shutdown, timeout; anything else is
-// [LabelOther]). It is an event: the request still ends with
+// "other"). It is an event: the request still ends with
 // [Metrics.RequestFinished].
 func (m *Metrics) RequestCancelled(method, cause string) {
 	if m == nil {
 		return
 	}
-	m.method(method).cancellations[m.causes.bound(cause, LabelOther)].Inc()
+	m.method(method).cancellations[m.causes.bound(cause, mcpconv.LabelOther)].Inc()
 }
 
 // ResponseDropped counts a request that ended without a response being
 // written, with the reason (cancelled, writer_closed, peer_gone, shutdown).
-// An unknown reason is [LabelOther].
+// An unknown reason is "other".
 func (m *Metrics) ResponseDropped(method, reason string) {
 	if m == nil {
 		return
@@ -161,7 +145,7 @@ func (m *Metrics) ResponseDropped(method, reason string) {
 		c.Inc()
 		return
 	}
-	m.drops.WithLabelValues(s.name, LabelOther).Inc()
+	m.drops.WithLabelValues(s.name, mcpconv.LabelOther).Inc()
 }
 
 // SessionStarted adds a session to the sessions active on transport.
@@ -174,9 +158,9 @@ func (m *Metrics) SessionStarted(transport string) {
 
 // SessionEnded removes a session that [Metrics.SessionStarted] added and
 // observes its duration with the cause that ended it (transport_close,
-// shutdown, timeout; anything else is [LabelOther]), and with the
+// shutdown, timeout; anything else is "other"), and with the
 // error_type of a session that ended in error: the cause itself for a
-// timeout, [ErrorTypeOther] for other; empty for a transport close or a
+// timeout, _OTHER for other; empty for a transport close or a
 // shutdown, the ends of a session's normal life.
 func (m *Metrics) SessionEnded(transport, cause string, d time.Duration) {
 	if m == nil {
@@ -184,16 +168,16 @@ func (m *Metrics) SessionEnded(transport, cause string, d time.Duration) {
 	}
 	t := m.Traffic(transport) // its series, those of other for an unknown transport
 	t.sessions.Dec()
-	t.sessionEnd(m.causes.bound(cause, LabelOther)).Observe(d.Seconds())
+	t.sessionEnd(m.causes.bound(cause, mcpconv.LabelOther)).Observe(d.Seconds())
 }
 
 // WriteFailed counts a failed write on transport by class: writer_closed
-// or peer_gone (anything else is [LabelOther]).
+// or peer_gone (anything else is "other").
 func (m *Metrics) WriteFailed(transport, class string) {
 	if m == nil {
 		return
 	}
-	m.writeErrors.WithLabelValues(m.transports.bound(transport, LabelOther), m.classes.bound(class, LabelOther)).Inc()
+	m.writeErrors.WithLabelValues(m.transports.bound(transport, mcpconv.LabelOther), m.classes.bound(class, mcpconv.LabelOther)).Inc()
 }
 
 // ClientRequestFailed counts a server-to-client request that was still
@@ -202,24 +186,24 @@ func (m *Metrics) ClientRequestFailed(method string) {
 	if m == nil {
 		return
 	}
-	m.clientFailed.WithLabelValues(m.clientMethods.bound(method, LabelOther)).Inc()
+	m.clientFailed.WithLabelValues(m.clientMethods.bound(method, mcpconv.LabelOther)).Inc()
 }
 
 // MessageRejected counts an incoming message refused or ignored before it
 // reached a handler, by reason (one of the Reject constants; anything else
-// is [LabelOther]).
+// is "other").
 func (m *Metrics) MessageRejected(reason string) {
 	if m == nil {
 		return
 	}
-	m.rejected.WithLabelValues(m.rejects.bound(reason, LabelOther)).Inc()
+	m.rejected.WithLabelValues(m.rejects.bound(reason, mcpconv.LabelOther)).Inc()
 }
 
 // toolLabel returns the gen_ai_tool_name of tool, registered as
 // [RequestEnd.ToolRegistered] says.
 func (m *Metrics) toolLabel(tool string, registered bool) string {
-	label := m.tools.Load().bound(tool, LabelOther)
-	if label == LabelOther && registered && m.admitRegistered(tool) {
+	label := m.tools.Load().bound(tool, mcpconv.LabelOther)
+	if label == mcpconv.LabelOther && registered && m.admitRegistered(tool) {
 		label = tool
 	}
 	return label
@@ -237,12 +221,12 @@ func (m *Metrics) ResultTooLarge(tool string, registered bool) {
 
 // QuotaRefused counts a request or session refused because its caller was
 // over a quota (one of the protocol.Quota labels; anything else is
-// [LabelOther]).
+// "other").
 func (m *Metrics) QuotaRefused(quota string) {
 	if m == nil {
 		return
 	}
-	m.quotaRefused.WithLabelValues(m.quotas.bound(quota, LabelOther)).Inc()
+	m.quotaRefused.WithLabelValues(m.quotas.bound(quota, mcpconv.LabelOther)).Inc()
 }
 
 // MessageReceived counts a message read from transport, of kind (one of the
@@ -261,17 +245,17 @@ func (m *Metrics) MessageSent(transport, kind string, size int) {
 	m.Traffic(transport).Sent(kind, size)
 }
 
-// Traffic returns the traffic series of transport (those of [LabelOther]
+// Traffic returns the traffic series of transport (those of "other"
 // when it is not a known transport), for counting its messages without
 // resolving the label each time; nil for a nil m.
 func (m *Metrics) Traffic(transport string) *Traffic {
 	if m == nil {
 		return nil
 	}
-	if t, ok := m.byTransport[transport]; ok {
-		return t
+	if _, ok := m.byTransport[transport]; ok {
+		return m.traffic(transport)
 	}
-	return m.byTransport[LabelOther]
+	return m.traffic(mcpconv.LabelOther)
 }
 
 // Received counts a message read from t's transport, as
@@ -283,7 +267,7 @@ func (t *Traffic) Received(kind string, size int) {
 	if i := kindIndex(kind); i >= 0 {
 		t.in[i].Inc()
 	} else {
-		t.m.msgIn.WithLabelValues(t.transport, LabelOther).Inc()
+		t.m.msgIn.WithLabelValues(t.transport, mcpconv.LabelOther).Inc()
 	}
 	if size > 0 {
 		t.bytesIn.Add(float64(size))
@@ -304,7 +288,7 @@ func (t *Traffic) SentN(kind string, size, n int) {
 	if i := kindIndex(kind); i >= 0 {
 		t.out[i].Add(float64(n))
 	} else {
-		t.m.msgOut.WithLabelValues(t.transport, LabelOther).Add(float64(n))
+		t.m.msgOut.WithLabelValues(t.transport, mcpconv.LabelOther).Add(float64(n))
 	}
 	if size > 0 {
 		t.bytesOut.Add(float64(size) * float64(n))

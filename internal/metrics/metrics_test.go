@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"fmt"
@@ -16,42 +16,52 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// TestNewMetricsPrecreatesSeries checks that every known series exists at
-// zero before anything happened.
+// TestNewMetricsPrecreatesSeries checks that the series of no method,
+// tool or transport exist at zero before anything happened, and that
+// Precreate adds those of what it is given: the known request methods,
+// the server-to-client methods (those of tasks only with a tasks method),
+// the tools and the transport.
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
-	const methods = 24 // 23 MCP request methods + other
+	m := metrics.New()
+	served := metrics.New()
+	served.Precreate(mcpconv.TransportStdio, []string{"initialize", "ping", "tools/call", "made/up"}, []string{"echo"})
+	withTasks := metrics.New()
+	withTasks.Precreate("", []string{"tasks/get"}, nil)
+	const methods = 4 // initialize, ping, tools/call and other; made/up is not a known method
 	tests := []struct {
-		name string
-		want int
+		name                 string
+		bare, served, tasked int
 	}{
-		{telemetry.MetricRequestsStarted, methods},
-		{telemetry.MetricRequestsInFlight, methods},
-		{telemetry.MetricRequestsFinished, methods * 4},
-		{telemetry.MetricCancellations, methods * 6},
-		{telemetry.MetricLateResponsesDropped, methods * 4},
-		{telemetry.MetricOperationDuration, methods + 1}, // + tools/call{gen_ai_tool_name="other"}
-		{telemetry.MetricSessionsActive, 4},
-		{telemetry.MetricSessionDuration, 4 * 4}, // no client_cancel or stream_close for sessions
-		{telemetry.MetricTransportWriteErrors, 4 * 2},
-		{telemetry.MetricClientRequestsFailed, 9},
-		{telemetry.MetricMessagesRejected, 16},
-		{telemetry.MetricMessagesReceived, 4 * 5},
-		{telemetry.MetricMessagesSent, 4 * 5},
-		{telemetry.MetricBytesReceived, 4},
-		{telemetry.MetricBytesSent, 4},
-		{telemetry.MetricResultsTooLarge, 1}, // other; tools at SetToolNames or PrecreateTools
-		{telemetry.MetricQuotaRefusals, 7},
+		{mcpconv.MetricRequestsStarted, 1, methods, 2},
+		{mcpconv.MetricRequestsInFlight, 1, methods, 2},
+		{mcpconv.MetricRequestsFinished, 4, methods * 4, 2 * 4},
+		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6},
+		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
+		{mcpconv.MetricOperationDuration, 1, methods + 2, 2}, // + tools/call of the other tool and of echo
+		{mcpconv.MetricSessionsActive, 0, 1, 0},
+		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
+		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
+		{mcpconv.MetricClientRequestsFailed, 1, 5, 9}, // other; ping, roots, sampling, elicitation; tasks/*
+		{mcpconv.MetricMessagesRejected, 16, 16, 16},
+		{mcpconv.MetricMessagesReceived, 0, 5, 0},
+		{mcpconv.MetricMessagesSent, 0, 5, 0},
+		{mcpconv.MetricBytesReceived, 0, 1, 0},
+		{mcpconv.MetricBytesSent, 0, 1, 0},
+		{mcpconv.MetricResultsTooLarge, 1, 2, 1}, // other, and echo
+		{mcpconv.MetricQuotaRefusals, 7, 7, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, testutil.CollectAndCount(m, tt.name))
+			assert.Equal(t, tt.bare, testutil.CollectAndCount(m, tt.name), "New")
+			assert.Equal(t, tt.served, testutil.CollectAndCount(served, tt.name), "Precreate")
+			assert.Equal(t, tt.tasked, testutil.CollectAndCount(withTasks, tt.name), "Precreate with tasks")
 		})
 	}
 
@@ -75,18 +85,18 @@ mcp_server_messages_rejected_total{reason="shutting_down"} 0
 mcp_server_messages_rejected_total{reason="unknown_response"} 0
 mcp_server_messages_rejected_total{reason="unknown_session"} 0
 `
-	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), telemetry.MetricMessagesRejected))
+	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), mcpconv.MetricMessagesRejected))
 }
 
 // TestQuotaRefused counts refusals by quota, and an unknown quota as other.
 func TestQuotaRefused(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("tool_rate")
 	m.QuotaRefused("made-up")
-	var nilMetrics *telemetry.Metrics
+	var nilMetrics *metrics.Metrics
 	nilMetrics.QuotaRefused("sessions") // no panic
 	const want = `
 mcp_server_quota_refusals_total{quota="in_flight"} 0
@@ -98,7 +108,7 @@ mcp_server_quota_refusals_total{quota="tool_rate"} 1
 mcp_server_quota_refusals_total{quota="tool_share"} 0
 `
 	var got strings.Builder
-	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, telemetry.MetricQuotaRefusals)
+	n, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricQuotaRefusals)
 	require.NoError(t, err)
 	for line := range strings.Lines(string(n)) {
 		if !strings.HasPrefix(line, "#") {
@@ -114,15 +124,15 @@ func TestMetricsLint(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		opts []telemetry.MetricsOption
+		opts []metrics.Option
 	}{
 		{name: "classic"},
-		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(0)}},
+		{name: "native", opts: []metrics.Option{metrics.WithNativeHistograms(0)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.NewMetrics(tt.opts...)
+			m := metrics.New(tt.opts...)
 			recordAll(m)
 			problems, err := testutil.CollectAndLint(m)
 			require.NoError(t, err)
@@ -135,18 +145,18 @@ func TestMetricsLint(t *testing.T) {
 	}
 }
 
-func recordAll(m *telemetry.Metrics) {
+func recordAll(m *metrics.Metrics) {
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "x", Outcome: telemetry.OutcomeOK, Duration: time.Second, TraceID: "0af7651916cd43dd8448eb211c80319c"})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "x", Outcome: mcpconv.OutcomeOK, Duration: time.Second, TraceID: hexTrace("0af7651916cd43dd8448eb211c80319c")})
 	m.RequestCancelled("tools/call", "client_cancel")
 	m.ResponseDropped("tools/call", "cancelled")
-	m.SessionStarted(telemetry.TransportStdio)
-	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Minute)
-	m.WriteFailed(telemetry.TransportStdio, "peer_gone")
+	m.SessionStarted(mcpconv.TransportStdio)
+	m.SessionEnded(mcpconv.TransportStdio, "transport_close", time.Minute)
+	m.WriteFailed(mcpconv.TransportStdio, "peer_gone")
 	m.ClientRequestFailed("roots/list")
 	m.MessageRejected(protocol.RejectDuplicateID.String())
-	m.MessageReceived(telemetry.TransportStdio, telemetry.KindRequest, 10)
-	m.MessageSent(telemetry.TransportStdio, telemetry.KindResponse, 20)
+	m.MessageReceived(mcpconv.TransportStdio, mcpconv.KindRequest, 10)
+	m.MessageSent(mcpconv.TransportStdio, mcpconv.KindResponse, 20)
 }
 
 // TestLabelsAreBounded feeds values outside every known set, including
@@ -154,16 +164,16 @@ func recordAll(m *telemetry.Metrics) {
 // in other or _OTHER.
 func TestLabelsAreBounded(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics(telemetry.WithToolNames("known"))
+	m := metrics.New(metrics.WithToolNames("known"))
 	bad := "\xff\xfe"
 	m.RequestStarted(bad)
-	m.RequestFinished(telemetry.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
+	m.RequestFinished(metrics.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: bad, Outcome: telemetry.OutcomeOK, TraceID: bad})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: bad, Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "known", Outcome: telemetry.OutcomeOK, TraceID: strings.Repeat("a", 200)})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "known", Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Tool: "known", Outcome: telemetry.OutcomeOK}) // tool ignored off tools/call
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Tool: "known", Outcome: mcpconv.OutcomeOK}) // tool ignored off tools/call
 	m.RequestCancelled(bad, bad)
 	m.SessionStarted("carrier-pigeon")
 	m.SessionEnded("carrier-pigeon", bad, 0)
@@ -193,24 +203,24 @@ func TestLabelsAreBounded(t *testing.T) {
 // recorded, and that a new tool's series starts at zero.
 func TestSetToolNames(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration))
+	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's and tool a's")
 
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for range 100 {
 				m.RequestStarted("tools/call")
-				m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+				m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 			}
 		})
 	}
 	wg.Go(func() { m.SetToolNames([]string{"a", "b"}) })
 	wg.Wait()
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "b", Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	assert.InDelta(t, 401, got[`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`], 0)
 	assert.GreaterOrEqual(t, got[key], float64(1), "b is labeled as itself once allowed")
@@ -221,44 +231,35 @@ func TestSetToolNames(t *testing.T) {
 // count and of the duration bucket, and that "" makes none.
 func TestExemplars(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: hexTrace("4bf92f3577b34da6a3ce929d0e0e4736")})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeError, ErrorType: "-32603", Duration: time.Second})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 }
 
-// TestExemplarFromTrace checks that RequestEnd.Trace becomes the same
-// exemplar as its hex form in TraceID, that TraceID wins when both are set,
-// and that the zero Trace makes none.
+// TestExemplarFromTrace checks that RequestEnd.TraceID becomes the
+// exemplar in its hex form, and that the zero TraceID makes none.
 func TestExemplarFromTrace(t *testing.T) {
 	t.Parallel()
 	id, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	require.NoError(t, err)
 
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
 	assert.Equal(t, []string{
 		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
-	m = telemetry.NewMetrics()
+	m = metrics.New()
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Duration: 30 * time.Millisecond, Trace: id, TraceID: "0af7651916cd43dd8448eb211c80319c"})
-	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=0af7651916cd43dd8448eb211c80319c 0.03`,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=0af7651916cd43dd8448eb211c80319c 1`,
-	}, exemplars(t, m))
-
-	m = telemetry.NewMetrics()
-	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, Trace: trace.TraceID{}})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, TraceID: trace.TraceID{}})
 	assert.Empty(t, exemplars(t, m))
 }
 
@@ -268,22 +269,22 @@ func TestNativeHistograms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		opts   []telemetry.MetricsOption
+		opts   []metrics.Option
 		native bool
 	}{
 		{name: "classic only"},
-		{name: "native", opts: []telemetry.MetricsOption{telemetry.WithNativeHistograms(20)}, native: true},
+		{name: "native", opts: []metrics.Option{metrics.WithNativeHistograms(20)}, native: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := telemetry.NewMetrics(tt.opts...)
-			m.SessionStarted(telemetry.TransportStdio)
-			m.SessionEnded(telemetry.TransportStdio, "shutdown", 3*time.Second)
-			h := histogram(t, m, telemetry.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
-			require.Len(t, h.GetBucket(), len(telemetry.DurationBuckets()))
+			m := metrics.New(tt.opts...)
+			m.SessionStarted(mcpconv.TransportStdio)
+			m.SessionEnded(mcpconv.TransportStdio, "shutdown", 3*time.Second)
+			h := histogram(t, m, mcpconv.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
+			require.Len(t, h.GetBucket(), len(metrics.DurationBuckets()))
 			for i, b := range h.GetBucket() {
-				assert.InDelta(t, telemetry.DurationBuckets()[i], b.GetUpperBound(), 0)
+				assert.InDelta(t, metrics.DurationBuckets()[i], b.GetUpperBound(), 0)
 			}
 			if tt.native {
 				assert.Equal(t, int32(3), h.GetSchema())
@@ -299,7 +300,7 @@ func TestNativeHistograms(t *testing.T) {
 // panic.
 func TestNilMetrics(t *testing.T) {
 	t.Parallel()
-	var m *telemetry.Metrics
+	var m *metrics.Metrics
 	assert.NotPanics(t, func() {
 		recordAll(m)
 		m.SetToolNames([]string{"x"})
@@ -310,7 +311,7 @@ func TestNilMetrics(t *testing.T) {
 	})
 }
 
-func gather(t *testing.T, m *telemetry.Metrics) []*dto.MetricFamily {
+func gather(t *testing.T, m *metrics.Metrics) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))
@@ -328,7 +329,7 @@ func labelsOf(m *dto.Metric) string {
 }
 
 // nonZero returns the series that are not zero; histograms as _count.
-func nonZero(t *testing.T, m *telemetry.Metrics) map[string]float64 {
+func nonZero(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	out := map[string]float64{}
 	for _, mf := range gather(t, m) {
 		for _, s := range mf.GetMetric() {
@@ -345,7 +346,7 @@ func nonZero(t *testing.T, m *telemetry.Metrics) map[string]float64 {
 }
 
 // exemplars lists every exemplar as "series [le=bound] label=value value".
-func exemplars(t *testing.T, m *telemetry.Metrics) []string {
+func exemplars(t *testing.T, m *metrics.Metrics) []string {
 	var out []string
 	format := func(series string, e *dto.Exemplar) string {
 		var ls []string
@@ -372,7 +373,7 @@ func exemplars(t *testing.T, m *telemetry.Metrics) []string {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.Histogram {
+func histogram(t *testing.T, m *metrics.Metrics, name, labels string) *dto.Histogram {
 	for _, mf := range gather(t, m) {
 		if mf.GetName() != name {
 			continue
@@ -389,20 +390,20 @@ func histogram(t *testing.T, m *telemetry.Metrics, name, labels string) *dto.His
 
 // TestToolRegistered checks that a tool the caller says is registered is
 // labeled as itself without the allow-list, that an invalid name still
-// becomes other, and that PrecreateTools creates series without allowing
+// becomes other, and that Precreate creates series without allowing
 // names.
 func TestToolRegistered(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
-	m.PrecreateTools([]string{"pre", "\xff"})
-	assert.Equal(t, 26, testutil.CollectAndCount(m, telemetry.MetricOperationDuration), "one series more than the 25 of NewMetrics, for pre")
-	for _, e := range []telemetry.RequestEnd{
+	m := metrics.New()
+	m.Precreate("", nil, []string{"pre", "\xff"})
+	assert.Equal(t, 3, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's, and tools/call's for the other tool and for pre")
+	for _, e := range []metrics.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
 		{Tool: "\xff\xfe", ToolRegistered: true}, // not a label value
 		{Tool: "live", ToolRegistered: false},    // the registry lost it
 	} {
-		e.Method, e.Outcome = "tools/call", telemetry.OutcomeOK
+		e.Method, e.Outcome = "tools/call", mcpconv.OutcomeOK
 		m.RequestStarted("tools/call")
 		m.RequestFinished(e)
 	}
@@ -420,16 +421,16 @@ func TestToolRegistered(t *testing.T) {
 // nil Traffic (of nil Metrics) nothing.
 func TestTraffic(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
-	http := m.Traffic(telemetry.TransportStreamableHTTP)
-	http.Received(telemetry.KindRequest, 100)
-	http.Received(telemetry.KindInvalid, 0)
-	http.Sent(telemetry.KindResponse, 50)
+	m := metrics.New()
+	http := m.Traffic(mcpconv.TransportStreamableHTTP)
+	http.Received(mcpconv.KindRequest, 100)
+	http.Received(mcpconv.KindInvalid, 0)
+	http.Sent(mcpconv.KindResponse, 50)
 	http.Sent("weird", 7)
-	http.SentN(telemetry.KindNotification, 20, 3) // a notification multicast to three sessions
-	http.SentN(telemetry.KindNotification, 20, 0)
-	m.MessageReceived(telemetry.TransportStreamableHTTP, telemetry.KindRequest, 10)
-	m.Traffic("carrier-pigeon").Received(telemetry.KindBatch, 3)
+	http.SentN(mcpconv.KindNotification, 20, 3) // a notification multicast to three sessions
+	http.SentN(mcpconv.KindNotification, 20, 0)
+	m.MessageReceived(mcpconv.TransportStreamableHTTP, mcpconv.KindRequest, 10)
+	m.Traffic("carrier-pigeon").Received(mcpconv.KindBatch, 3)
 	assert.Equal(t, map[string]float64{
 		`mcp_server_received_messages_total{kind="request",transport="streamable_http"}`:  2,
 		`mcp_server_received_messages_total{kind="invalid",transport="streamable_http"}`:  1,
@@ -442,11 +443,11 @@ func TestTraffic(t *testing.T) {
 		`mcp_server_received_bytes_total{transport="other"}`:                              3,
 	}, nonZero(t, m))
 
-	var nilMetrics *telemetry.Metrics
-	assert.Nil(t, nilMetrics.Traffic(telemetry.TransportStdio))
+	var nilMetrics *metrics.Metrics
+	assert.Nil(t, nilMetrics.Traffic(mcpconv.TransportStdio))
 	assert.NotPanics(t, func() {
-		nilMetrics.Traffic(telemetry.TransportStdio).Received(telemetry.KindRequest, 1)
-		nilMetrics.Traffic(telemetry.TransportStdio).Sent(telemetry.KindResponse, 1)
+		nilMetrics.Traffic(mcpconv.TransportStdio).Received(mcpconv.KindRequest, 1)
+		nilMetrics.Traffic(mcpconv.TransportStdio).Sent(mcpconv.KindResponse, 1)
 	})
 }
 
@@ -455,20 +456,20 @@ func TestTraffic(t *testing.T) {
 // allow-list, each land in their own series.
 func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	finish := func(tool, outcome, errType string) {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
+		m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
 	}
-	finish("t", telemetry.OutcomeOK, "")
-	finish("t", telemetry.OutcomeOK, telemetry.ErrorTypeTool)
-	finish("t", telemetry.OutcomeError, "-32602")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, mcpconv.ErrorTypeTool)
+	finish("t", mcpconv.OutcomeError, "-32602")
 	m.SetToolNames([]string{"t"})
-	finish("t", telemetry.OutcomeOK, "")
-	finish("t", telemetry.OutcomeOK, "")
-	finish("", telemetry.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("t", mcpconv.OutcomeOK, "")
+	finish("", mcpconv.OutcomeOK, "")
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK})
 	assert.Equal(t, map[string]float64{
 		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                  6,
 		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:    5,
@@ -488,16 +489,16 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 // an invalid label value, the tool is labeled other.
 func TestRegisteredToolLabelsBounded(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	const bound = 1024
 	for i := range bound + 10 {
 		m.RequestStarted("tools/call")
-		m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+		m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: fmt.Sprintf("t%d", i), ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	}
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "t0", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: telemetry.OutcomeOK})
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
 	key := func(tool string) string {
 		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
@@ -514,20 +515,20 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 // ends with an error type only when it ended in error.
 func TestSemconvLabels(t *testing.T) {
 	t.Parallel()
-	m := telemetry.NewMetrics()
+	m := metrics.New()
 	for _, v := range protocol.Versions() {
 		m.RequestStarted("ping")
-		m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: v, Transport: telemetry.TransportStdio})
+		m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: mcpconv.TransportStdio})
 	}
 	m.RequestStarted("tools/call")
-	m.RequestFinished(telemetry.RequestEnd{
-		Method: "tools/call", Outcome: telemetry.OutcomeError, StatusCode: "-32602",
-		ProtocolVersion: "2025-11-25", Transport: telemetry.TransportStreamableHTTP,
+	m.RequestFinished(metrics.RequestEnd{
+		Method: "tools/call", Outcome: mcpconv.OutcomeError, StatusCode: "-32602",
+		ProtocolVersion: "2025-11-25", Transport: mcpconv.TransportStreamableHTTP,
 	})
 	m.RequestStarted("ping")
-	m.RequestFinished(telemetry.RequestEnd{Method: "ping", Outcome: telemetry.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
-	m.SessionEnded(telemetry.TransportStdio, "timeout", time.Second)
-	m.SessionEnded(telemetry.TransportStdio, "transport_close", time.Second)
+	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: "1999-01-01", Transport: "carrier-pigeon"})
+	m.SessionEnded(mcpconv.TransportStdio, "timeout", time.Second)
+	m.SessionEnded(mcpconv.TransportStdio, "transport_close", time.Second)
 
 	got := nonZero(t, m)
 	for _, v := range protocol.Versions() {
@@ -537,4 +538,11 @@ func TestSemconvLabels(t *testing.T) {
 	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code=""}`)
 	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="timeout",error_type="timeout",transport="stdio"}`)
 	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="transport_close",error_type="",transport="stdio"}`)
+}
+
+// hexTrace returns the trace id whose hex form is s (the zero id when s is
+// not one).
+func hexTrace(s string) trace.TraceID {
+	id, _ := trace.TraceIDFromHex(s)
+	return id
 }

@@ -1,4 +1,4 @@
-package telemetry
+package metrics
 
 import (
 	"slices"
@@ -6,16 +6,19 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The recording methods run for every request and message, so the series
-// they touch are resolved ahead of time: looking up label values in a
-// metric vector hashes and checks every value, and a Prometheus exemplar
-// costs a few allocations. Label sets are bounded, and so are these caches.
+// they touch are resolved once, on first use (or by Precreate), and kept:
+// looking up label values in a metric vector hashes and checks every
+// value, and a Prometheus exemplar costs a few allocations. Resolving a
+// series creates it, so a method or transport nothing used has none. Label
+// sets are bounded, and so are these caches.
 
-// methodSeries are the per-method series, resolved by NewMetrics for every
-// known method (and other); read-only afterwards, but for the caches of the
+// methodSeries are the per-method series, resolved on a known method's
+// (or other's) first use; read-only afterwards, but for the caches of the
 // series a request of the method most often ends in.
 type methodSeries struct {
 	name          string // the method label
@@ -64,7 +67,7 @@ func versionLabel(i int) string {
 	case 0:
 		return ""
 	case numVersions - 1:
-		return LabelOther
+		return mcpconv.LabelOther
 	}
 	return protocol.Versions()[i-1] // in versionIndex's order; once per series
 }
@@ -76,9 +79,9 @@ const numNets = 3
 // netIndex returns the index of the network of a Transport constant.
 func netIndex(transport string) int {
 	switch transport {
-	case TransportStdio, TransportMemory:
+	case mcpconv.TransportStdio, mcpconv.TransportMemory:
 		return 1
-	case TransportStreamableHTTP:
+	case mcpconv.TransportStreamableHTTP:
 		return 2
 	}
 	return 0
@@ -130,9 +133,9 @@ func sessionErrorType(cause string) string {
 	case "transport_close", "shutdown":
 		return ""
 	case "timeout":
-		return ErrorTypeTimeout
+		return mcpconv.ErrorTypeTimeout
 	}
-	return ErrorTypeOther
+	return mcpconv.ErrorTypeOther
 }
 
 // numKinds is the number of known message kinds (the Kind constants).
@@ -141,15 +144,15 @@ const numKinds = 5
 // kindIndex returns the index of a known message kind, -1 for another.
 func kindIndex(kind string) int {
 	switch kind {
-	case KindRequest:
+	case mcpconv.KindRequest:
 		return 0
-	case KindNotification:
+	case mcpconv.KindNotification:
 		return 1
-	case KindResponse:
+	case mcpconv.KindResponse:
 		return 2
-	case KindBatch:
+	case mcpconv.KindBatch:
 		return 3
-	case KindInvalid:
+	case mcpconv.KindInvalid:
 		return 4
 	}
 	return -1
@@ -172,50 +175,84 @@ type endSeries struct {
 	bucketExemplar  []atomic.Int64
 }
 
+// resolveSeries makes the slots of the known methods and transports, each
+// resolved on first use.
 func (m *Metrics) resolveSeries() {
-	m.byMethod = make(map[string]*methodSeries, len(m.methods.values))
+	m.byMethod = make(map[string]*atomic.Pointer[methodSeries], len(m.methods.values))
 	for _, method := range m.methods.values {
-		s := &methodSeries{
-			name:          method,
-			started:       m.started.WithLabelValues(method),
-			inFlight:      m.inFlight.WithLabelValues(method),
-			cancellations: make(map[string]prometheus.Counter, len(m.causes.values)),
-			drops:         make(map[string]prometheus.Counter, len(m.dropReasons.values)),
-		}
-		for _, c := range m.causes.values {
-			s.cancellations[c] = m.cancellations.WithLabelValues(method, c)
-		}
-		for _, r := range m.dropReasons.values {
-			s.drops[r] = m.drops.WithLabelValues(method, r)
-		}
-		m.byMethod[method] = s
+		m.byMethod[method] = new(atomic.Pointer[methodSeries])
 	}
-	m.byTransport = make(map[string]*Traffic, len(m.transports.values))
+	m.byTransport = make(map[string]*atomic.Pointer[Traffic], len(m.transports.values))
 	for _, t := range m.transports.values {
-		s := &Traffic{
-			m:         m,
-			transport: t,
-			bytesIn:   m.bytesIn.WithLabelValues(t),
-			bytesOut:  m.bytesOut.WithLabelValues(t),
-			sessions:  m.sessions.WithLabelValues(t),
-		}
-		for _, k := range m.kinds.values {
-			if i := kindIndex(k); i >= 0 {
-				s.in[i] = m.msgIn.WithLabelValues(t, k)
-				s.out[i] = m.msgOut.WithLabelValues(t, k)
-			}
-		}
-		m.byTransport[t] = s
+		m.byTransport[t] = new(atomic.Pointer[Traffic])
 	}
 }
 
 // method returns the series of method, those of other when it is not a
 // known method: the label bound and the series in one lookup.
 func (m *Metrics) method(method string) *methodSeries {
-	if s, ok := m.byMethod[method]; ok {
+	slot, ok := m.byMethod[method]
+	if !ok {
+		method, slot = mcpconv.LabelOther, m.byMethod[mcpconv.LabelOther]
+	}
+	if s := slot.Load(); s != nil {
 		return s
 	}
-	return m.byMethod[LabelOther]
+	return m.resolveMethod(slot, method)
+}
+
+// resolveMethod creates the series of method, a known one, into slot,
+// unless another call did first.
+func (m *Metrics) resolveMethod(slot *atomic.Pointer[methodSeries], method string) *methodSeries {
+	m.resolveMu.Lock()
+	defer m.resolveMu.Unlock()
+	if s := slot.Load(); s != nil {
+		return s
+	}
+	s := &methodSeries{
+		name:          method,
+		started:       m.started.WithLabelValues(method),
+		inFlight:      m.inFlight.WithLabelValues(method),
+		cancellations: make(map[string]prometheus.Counter, len(m.causes.values)),
+		drops:         make(map[string]prometheus.Counter, len(m.dropReasons.values)),
+	}
+	for _, c := range m.causes.values {
+		s.cancellations[c] = m.cancellations.WithLabelValues(method, c)
+	}
+	for _, r := range m.dropReasons.values {
+		s.drops[r] = m.drops.WithLabelValues(method, r)
+	}
+	slot.Store(s)
+	return s
+}
+
+// traffic returns the traffic series of transport t, a known one,
+// resolving them on first use.
+func (m *Metrics) traffic(t string) *Traffic {
+	slot := m.byTransport[t]
+	if s := slot.Load(); s != nil {
+		return s
+	}
+	m.resolveMu.Lock()
+	defer m.resolveMu.Unlock()
+	if s := slot.Load(); s != nil {
+		return s
+	}
+	s := &Traffic{
+		m:         m,
+		transport: t,
+		bytesIn:   m.bytesIn.WithLabelValues(t),
+		bytesOut:  m.bytesOut.WithLabelValues(t),
+		sessions:  m.sessions.WithLabelValues(t),
+	}
+	for _, k := range m.kinds.values {
+		if i := kindIndex(k); i >= 0 {
+			s.in[i] = m.msgIn.WithLabelValues(t, k)
+			s.out[i] = m.msgOut.WithLabelValues(t, k)
+		}
+	}
+	slot.Store(s)
+	return s
 }
 
 // okEnd returns the end series of a request of s's method with tool label
@@ -235,7 +272,7 @@ func (m *Metrics) okEnd(s *methodSeries, tool string, version, net int) *endSeri
 	if e := p.Load(); e != nil {
 		return e
 	}
-	e := m.end(endKey{method: s.name, tool: tool, outcome: OutcomeOK, version: version, net: net})
+	e := m.end(endKey{method: s.name, tool: tool, outcome: mcpconv.OutcomeOK, version: version, net: net})
 	p.Store(e) // m.end returns one *endSeries per key
 	return e
 }

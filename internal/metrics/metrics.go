@@ -1,7 +1,8 @@
-package telemetry
+package metrics
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
@@ -17,8 +19,9 @@ import (
 // and traffic. Register it with a registry of your own
 // (prometheus.NewRegistry().MustRegister(m)); it never touches the default
 // registry. Every label is bounded: a value outside its known set becomes
-// [LabelOther] (or [ErrorTypeOther]), so no input can grow the series, and
-// every series of the known sets exists, at zero, from the start. The
+// "other" (or _OTHER), so no input can grow the series, and the
+// series of what the server serves exist at zero from the start (see
+// [Metrics.Precreate]). The
 // recording methods take label values as plain strings; all are safe for
 // concurrent use, and on a nil *Metrics they do nothing. Every request
 // counted by [Metrics.RequestStarted] must be ended by exactly one
@@ -66,17 +69,19 @@ type Metrics struct {
 	all []prometheus.Collector
 
 	// Resolved series, see metrics_series.go.
-	byMethod      map[string]*methodSeries
-	byTransport   map[string]*Traffic
-	ends          sync.Map // endKey → *endSeries
+	byMethod      map[string]*atomic.Pointer[methodSeries] // by known method; nil until used
+	byTransport   map[string]*atomic.Pointer[Traffic]      // by known transport; nil until used
+	resolveMu     sync.Mutex                               // serializes the resolving of byMethod and byTransport
+	ends          sync.Map                                 // endKey → *endSeries
 	buckets       []float64
 	exemplarEvery time.Duration
 }
 
 var _ prometheus.Collector = (*Metrics)(nil)
 
-// NewMetrics returns a collector with every known series created at zero.
-func NewMetrics(opts ...MetricsOption) *Metrics {
+// New returns a collector with the series that belong to no
+// method, tool or transport created at zero; see [Metrics.Precreate].
+func New(opts ...Option) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),
@@ -89,8 +94,8 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 		}
 	}
 	m := &Metrics{
-		methods:       newMetricsLabelSet(append(cfg.requestMethods, LabelOther)),
-		clientMethods: newMetricsLabelSet(append(cfg.clientMethods, LabelOther)),
+		methods:       newMetricsLabelSet(append(cfg.requestMethods, mcpconv.LabelOther)),
+		clientMethods: newMetricsLabelSet(append(cfg.clientMethods, mcpconv.LabelOther)),
 		causes:        newMetricsLabelSet(defaultCauses()),
 		dropReasons:   newMetricsLabelSet(defaultDropReasons()),
 		classes:       newMetricsLabelSet(defaultWriteClasses()),
@@ -106,8 +111,8 @@ func NewMetrics(opts ...MetricsOption) *Metrics {
 	}
 	m.tools.Store(new(metricsLabelSet))
 	m.newVectors(cfg)
-	m.precreate()
 	m.resolveSeries()
+	m.precreate()
 	m.SetToolNames(cfg.tools)
 	return m
 }
@@ -128,53 +133,53 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
-	m.duration = histogram(MetricOperationDuration,
+	m.duration = histogram(mcpconv.MetricOperationDuration,
 		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration). "+
 			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
 			`error_type: empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
 			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise. mcp_protocol_version: the request's protocol version, other when unknown. `+
 			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP.`,
-		LabelMethod, LabelTool, LabelErrorType, LabelStatusCode, LabelProtocolVersion, LabelNetTransport, LabelNetProtocol)
-	m.started = counter(MetricRequestsStarted,
+		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelErrorType, mcpconv.LabelStatusCode, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol)
+	m.started = counter(mcpconv.MetricRequestsStarted,
 		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
 			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over outcome.",
-		LabelMethod)
-	m.finished = counter(MetricRequestsFinished,
+		mcpconv.LabelMethod)
+	m.finished = counter(mcpconv.MetricRequestsFinished,
 		"MCP requests that ended, each in exactly one outcome. mcp_method_name: the request method, other when unknown. "+
 			"outcome: ok (answered with a result, including tool results with isError), error (answered with a JSON-RPC error), "+
 			"cancelled (context cancelled before the handler returned, not answered), dropped (finished but the response could not be written).",
-		LabelMethod, LabelOutcome)
-	m.inFlight = gauge(MetricRequestsInFlight,
+		mcpconv.LabelMethod, mcpconv.LabelOutcome)
+	m.inFlight = gauge(mcpconv.MetricRequestsInFlight,
 		"MCP requests started and not yet finished. mcp_method_name: the request method, other when unknown.",
-		LabelMethod)
-	m.sessions = gauge(MetricSessionsActive,
+		mcpconv.LabelMethod)
+	m.sessions = gauge(mcpconv.MetricSessionsActive,
 		"MCP sessions being served. transport: stdio, streamable_http, memory, or other.",
-		LabelTransport)
-	m.sessionDuration = histogram(MetricSessionDuration,
+		mcpconv.LabelTransport)
+	m.sessionDuration = histogram(mcpconv.MetricSessionDuration,
 		"Duration of ended MCP sessions (semconv mcp.server.session.duration). transport: stdio, streamable_http, memory, or other. "+
 			"cause: what ended the session: transport_close (end of input, peer gone, transport closed), shutdown, timeout, other (e.g. the caller's context). "+
 			"error_type: set when the session ended in error: timeout, or _OTHER for cause other.",
-		LabelTransport, LabelCause, LabelErrorType)
-	m.cancellations = counter(MetricCancellations,
+		mcpconv.LabelTransport, mcpconv.LabelCause, mcpconv.LabelErrorType)
+	m.cancellations = counter(mcpconv.MetricCancellations,
 		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
 			"cause: client_cancel (notifications/cancelled), transport_close (the client is gone: the connection or session ended, a write failed, or the request's stream closed with the session's GET stream), "+
 			"stream_close (the client closed the request's stream only, and sent no notifications/cancelled), "+
 			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), other.",
-		LabelMethod, LabelCause)
-	m.drops = counter(MetricLateResponsesDropped,
+		mcpconv.LabelMethod, mcpconv.LabelCause)
+	m.drops = counter(mcpconv.MetricLateResponsesDropped,
 		"MCP requests that ended without a response being written, an event counter. mcp_method_name: the request method, other when unknown. "+
 			"reason: cancelled (the client cancelled; MCP says not to answer), writer_closed (the session's writer was closed), "+
 			"peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed stream), shutdown (the server cancelled the request to stop).",
-		LabelMethod, LabelReason)
-	m.writeErrors = counter(MetricTransportWriteErrors,
+		mcpconv.LabelMethod, mcpconv.LabelReason)
+	m.writeErrors = counter(mcpconv.MetricTransportWriteErrors,
 		"Failed writes of MCP messages. transport: stdio, streamable_http, memory, or other. "+
 			"class: writer_closed (this side had closed the writer) or peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed pipe or stream).",
-		LabelTransport, LabelClass)
-	m.clientFailed = counter(MetricClientRequestsFailed,
+		mcpconv.LabelTransport, mcpconv.LabelClass)
+	m.clientFailed = counter(mcpconv.MetricClientRequestsFailed,
 		"Server-to-client requests still waiting for the client when their session ended, failed with connection closed. "+
 			"mcp_method_name: the request method (roots/list, sampling/createMessage, elicitation/create, ...), other when unknown.",
-		LabelMethod)
-	m.rejected = counter(MetricMessagesRejected,
+		mcpconv.LabelMethod)
+	m.rejected = counter(mcpconv.MetricMessagesRejected,
 		"Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, "+
 			"duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, "+
 			"in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), "+
@@ -183,74 +188,101 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"unknown_session (HTTP: unknown or ended session id), "+
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
 			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), other.",
-		LabelReason)
-	m.tooLarge = counter(MetricResultsTooLarge,
+		mcpconv.LabelReason)
+	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
 		"tools/call results over their size bound, answered as a tool error instead (also counted as tool_error in the duration). "+
 			"gen_ai_tool_name: the tool if registered, other if not.",
-		LabelTool)
-	m.quotaRefused = counter(MetricQuotaRefusals,
+		mcpconv.LabelTool)
+	m.quotaRefused = counter(mcpconv.MetricQuotaRefusals,
 		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
 			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
 			"rate (its request rate), tool_rate (its rate for one tool), other.",
-		LabelQuota)
+		mcpconv.LabelQuota)
 	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
 	const transports = "transport: stdio, streamable_http, memory, or other. "
-	m.msgIn = counter(MetricMessagesReceived, "MCP messages read from the transport. "+transports+kinds, LabelTransport, LabelKind)
-	m.msgOut = counter(MetricMessagesSent, "MCP messages written to the transport, including failed writes. "+transports+kinds, LabelTransport, LabelKind)
-	m.bytesIn = counter(MetricBytesReceived,
-		"Encoded size of the MCP messages read (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
-	m.bytesOut = counter(MetricBytesSent,
-		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, LabelTransport)
+	m.msgIn = counter(mcpconv.MetricMessagesReceived, "MCP messages read from the transport. "+transports+kinds, mcpconv.LabelTransport, mcpconv.LabelKind)
+	m.msgOut = counter(mcpconv.MetricMessagesSent, "MCP messages written to the transport, including failed writes. "+transports+kinds, mcpconv.LabelTransport, mcpconv.LabelKind)
+	m.bytesIn = counter(mcpconv.MetricBytesReceived,
+		"Encoded size of the MCP messages read (the JSON-RPC encoding, without framing). "+transports, mcpconv.LabelTransport)
+	m.bytesOut = counter(mcpconv.MetricBytesSent,
+		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, mcpconv.LabelTransport)
 	m.all = []prometheus.Collector{
 		m.duration, m.started, m.finished, m.inFlight, m.sessions, m.sessionDuration,
 		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.tooLarge, m.quotaRefused, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
 	}
 }
 
-// precreate makes every series of the known label sets exist at zero, so
-// that rate() and absence alerts work from the first scrape.
+// precreate makes the series that belong to no method, tool or transport
+// exist at zero, so that rate() and absence alerts work from the first
+// scrape; [Metrics.Precreate] makes those of what a server serves.
 func (m *Metrics) precreate() {
-	for _, method := range m.methods.values {
-		m.started.WithLabelValues(method)
-		m.inFlight.WithLabelValues(method)
-		m.duration.WithLabelValues(method, "", "", "", "", "", "")
-		for _, o := range m.outcomes.values {
-			m.finished.WithLabelValues(method, o)
-		}
-		for _, c := range m.causes.values {
-			m.cancellations.WithLabelValues(method, c)
-		}
-		for _, r := range m.dropReasons.values {
-			m.drops.WithLabelValues(method, r)
-		}
-	}
-	m.duration.WithLabelValues("tools/call", LabelOther, "", "", "", "", "")
-	m.tooLarge.WithLabelValues(LabelOther)
-	for _, t := range m.transports.values {
-		m.sessions.WithLabelValues(t)
-		for _, c := range m.causes.values {
-			if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
-				m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
-			}
-		}
-		for _, c := range m.classes.values {
-			m.writeErrors.WithLabelValues(t, c)
-		}
-		for _, k := range m.kinds.values {
-			m.msgIn.WithLabelValues(t, k)
-			m.msgOut.WithLabelValues(t, k)
-		}
-		m.bytesIn.WithLabelValues(t)
-		m.bytesOut.WithLabelValues(t)
-	}
-	for _, method := range m.clientMethods.values {
-		m.clientFailed.WithLabelValues(method)
-	}
+	m.precreateMethod(mcpconv.LabelOther)
+	m.tooLarge.WithLabelValues(mcpconv.LabelOther)
+	m.clientFailed.WithLabelValues(mcpconv.LabelOther)
 	for _, q := range m.quotas.values {
 		m.quotaRefused.WithLabelValues(q)
 	}
 	for _, r := range m.rejects.values {
 		m.rejected.WithLabelValues(r)
+	}
+}
+
+// Precreate makes the series of what a server serves exist at zero, so
+// that rate() over them starts at 0 and absence alerts see them: those of
+// transport (a Transport constant; "" for none), of each request method
+// in methods that is in the known set (the server-to-client methods of a
+// feature, tasks/*, with that feature's), and the duration series of
+// tools/call for each tool in tools (invalid label values are skipped),
+// without changing the tool allow-list. The series of a method, tool or
+// transport it is not given are created when first used. The middleware
+// package's Instrumentation.ConnServer calls it with the server it is
+// given. Safe for concurrent use with recording.
+func (m *Metrics) Precreate(transport string, methods, tools []string) {
+	if m == nil {
+		return
+	}
+	tasks := false
+	for _, method := range methods {
+		if m.methods.has[method] {
+			m.precreateMethod(method)
+		}
+		tasks = tasks || strings.HasPrefix(method, "tasks/")
+	}
+	for _, method := range m.clientMethods.values {
+		if tasks || !strings.HasPrefix(method, "tasks/") {
+			m.clientFailed.WithLabelValues(method)
+		}
+	}
+	if len(tools) > 0 {
+		m.duration.WithLabelValues("tools/call", mcpconv.LabelOther, "", "", "", "", "")
+		m.precreateTools(validToolNames(tools))
+	}
+	if transport != "" {
+		m.precreateTransport(m.transports.bound(transport, mcpconv.LabelOther))
+	}
+}
+
+// precreateMethod makes the series of a known request method exist at
+// zero.
+func (m *Metrics) precreateMethod(method string) {
+	m.method(method) // started, in flight, cancellations and drops
+	m.duration.WithLabelValues(method, "", "", "", "", "", "")
+	for _, o := range m.outcomes.values {
+		m.finished.WithLabelValues(method, o)
+	}
+}
+
+// precreateTransport makes the series of transport t, a known one, exist
+// at zero.
+func (m *Metrics) precreateTransport(t string) {
+	m.traffic(t) // sessions and traffic
+	for _, c := range m.causes.values {
+		if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
+			m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
+		}
+	}
+	for _, c := range m.classes.values {
+		m.writeErrors.WithLabelValues(t, c)
 	}
 }
 
@@ -276,7 +308,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // SetToolNames replaces the allow-list of tool names that label
 // gen_ai_tool_name as they are, and creates their duration series at zero;
-// any other tool is labeled [LabelOther], unless the caller says it is
+// any other tool is labeled "other", unless the caller says it is
 // registered ([RequestEnd.ToolRegistered], which the middleware package
 // sets from the server's live registry, so that its users need not call
 // this). Series of tools dropped from the list stay, as Prometheus counters
@@ -290,18 +322,6 @@ func (m *Metrics) SetToolNames(names []string) {
 	set := newMetricsLabelSet(validToolNames(names))
 	m.precreateTools(set.values)
 	m.tools.Store(&set)
-}
-
-// PrecreateTools creates at zero the duration series of tools/call for
-// each tool in names (invalid label values are skipped), so that rate()
-// over a tool starts at 0, without changing the allow-list: call it with
-// the tools a server has registered. Safe for concurrent use with
-// recording.
-func (m *Metrics) PrecreateTools(names []string) {
-	if m == nil {
-		return
-	}
-	m.precreateTools(validToolNames(names))
 }
 
 func (m *Metrics) precreateTools(names []string) {
