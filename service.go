@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -180,7 +181,7 @@ func (s *Service) buildWith(guard func(srv streamable.Server, opts ...streamable
 	s.build.Do(func() {
 		built = true
 		m := s.Instrumentation.Metrics()
-		cuts := telemetry.NewStreamsCut()
+		cuts := metrics.NewStreamsCut()
 		if err := s.in.register(cuts); err != nil {
 			s.Logger.Warn("the streams cut are not counted", "error", err)
 		}

@@ -8,20 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport/streamable"
-)
-
-// The shared mode's metric names.
-const (
-	MetricRedisOperationDuration = "mcp_server_redis_operation_duration_seconds"
-	MetricRedisErrors            = "mcp_server_redis_errors_total"
-	MetricRelays                 = "mcp_server_relays_total"
-	MetricRedisUp                = "mcp_server_redis_up"
-	MetricRequestsLost           = "mcp_server_requests_lost_total"
-	MetricRateLimitFallbacks     = "mcp_server_ratelimit_fallbacks_total"
-	MetricRelaysRefused          = "mcp_server_relays_refused_total"
 )
 
 // metrics are the shared mode's collectors.
@@ -56,32 +46,32 @@ func RegisterMetrics(reg prometheus.Registerer) error {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricRedisOperationDuration,
+			Name:    mcpconv.MetricRedisOperationDuration,
 			Help:    "Duration of the shared mode's Redis operations, by operation.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1},
 		}, []string{"op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRedisErrors,
+			Name: mcpconv.MetricRedisErrors,
 			Help: "Failed Redis operations of the shared mode, by operation and class (timeout, unavailable, other).",
 		}, []string{"op", "class"}),
 		relays: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRelays,
+			Name: mcpconv.MetricRelays,
 			Help: "Messages relayed to the other replicas of a shared session, by kind.",
 		}, []string{"kind"}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: MetricRedisUp,
+			Name: mcpconv.MetricRedisUp,
 			Help: "1 while Redis answers this replica's lease renewals (the replica is ready), else 0.",
 		}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricRequestsLost,
+			Name: mcpconv.MetricRequestsLost,
 			Help: "Requests of shared sessions whose replica was gone (its lease expired), answered here with a -32000 \"server instance lost\" error on the client's resumed stream.",
 		}),
 		fallback: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: MetricRateLimitFallbacks,
+			Name: mcpconv.MetricRateLimitFallbacks,
 			Help: "Rate-limit decisions this replica took alone, from its own token buckets, because Redis did not answer (the limits then hold per replica, not over all of them).",
 		}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRelaysRefused,
+			Name: mcpconv.MetricRelaysRefused,
 			Help: "What this replica refused from Redis, by reason: relays unsigned (not under the cluster key), stale, replayed, or requests relayed as a client's; session records and stored events that fail to open under the cluster key.",
 		}, []string{"reason"}),
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/redisshare"
 )
@@ -55,11 +56,11 @@ func TestAllowShared(t *testing.T) {
 		f, err := reg.Gather()
 		require.NoError(t, err)
 		for _, mf := range f {
-			if mf.GetName() == redisshare.MetricRateLimitFallbacks {
+			if mf.GetName() == mcpconv.MetricRateLimitFallbacks {
 				return mf.GetMetric()[0].GetCounter().GetValue()
 			}
 		}
-		t.Fatalf("no %s", redisshare.MetricRateLimitFallbacks)
+		t.Fatalf("no %s", mcpconv.MetricRateLimitFallbacks)
 		return 0
 	}
 	assert.Zero(t, fallbacks())

@@ -2,9 +2,8 @@
 // the collector of an MCP server ([MetricsOption], given to
 // middleware.WithMetricsOptions: native histograms, more methods, the
 // exemplar interval, ...), the transport names a server is served on
-// ([TransportStreamableHTTP], ...), and the counters of what a service's
-// parts drop or cut ([NewLogLinesDropped], [NewAuditLinesDropped],
-// [NewStreamsCut]). The middleware package's NewInstrumentation builds and
+// ([TransportStreamableHTTP], ...) and the histograms' boundaries
+// ([DurationBuckets]). The middleware package's NewInstrumentation builds and
 // registers the collector; the names of the metrics, labels and span
 // attributes are documented in docs/operations.md, and are fixed, since
 // dashboards and alert rules refer to them.

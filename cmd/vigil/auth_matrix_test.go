@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
@@ -98,8 +99,8 @@ func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 func (v *vigilAuth) authFailures(t *testing.T) map[string]float64 {
 	t.Helper()
 	families := svcMetrics(t, v.hc, strings.TrimSuffix(v.url, "/mcp"))
-	mf, ok := families[oauth.MetricAuthFailures]
-	require.True(t, ok, "/metrics has no %s", oauth.MetricAuthFailures)
+	mf, ok := families[mcpconv.MetricAuthFailures]
+	require.True(t, ok, "/metrics has no %s", mcpconv.MetricAuthFailures)
 	out := map[string]float64{}
 	for _, m := range mf.GetMetric() {
 		for _, l := range m.GetLabel() {

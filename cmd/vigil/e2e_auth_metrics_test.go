@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
@@ -85,12 +86,12 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	}
 	var got map[string]float64
 	pollUntil(t, "prometheus scrapes the auth failures", 30*time.Second, prom.proc, func() error {
-		got, err = prom.sumBy(ctx, "reason", oauth.MetricAuthFailures)
+		got, err = prom.sumBy(ctx, "reason", mcpconv.MetricAuthFailures)
 		if err != nil {
 			return err
 		}
 		if !maps.Equal(got, want) {
-			return fmt.Errorf("sum by (reason) (%s) = %v, want %v", oauth.MetricAuthFailures, got, want)
+			return fmt.Errorf("sum by (reason) (%s) = %v, want %v", mcpconv.MetricAuthFailures, got, want)
 		}
 		return nil
 	})
@@ -99,7 +100,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	var panelQuery string
 	for _, e := range dashboard.exprs() {
 		if namesAuthMetric(e.expr) {
-			require.Empty(t, panelQuery, "one dashboard expression reads %s; %s is another", oauth.MetricAuthFailures, e.where)
+			require.Empty(t, panelQuery, "one dashboard expression reads %s; %s is another", mcpconv.MetricAuthFailures, e.where)
 			intervals := maps.Clone(exprsGrafanaIntervals)
 			intervals["__rate_interval"] = authExprsWindow
 			panelQuery, err = e.queryWith(dashboard.variables, intervals)
@@ -107,7 +108,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 			require.Contains(t, e.where, "Auth failures by reason")
 		}
 	}
-	require.NotEmpty(t, panelQuery, "no dashboard panel reads %s", oauth.MetricAuthFailures)
+	require.NotEmpty(t, panelQuery, "no dashboard panel reads %s", mcpconv.MetricAuthFailures)
 	// The panel and the alert's operands are evaluated at one instant: the
 	// extrapolation factor changes with every scrape.
 	at := time.Now()
@@ -177,7 +178,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	assert.Empty(t, firing, "no authorization alert is pending or firing")
 	t.Logf("alerts checked %v after the first scrape: refused-token rate %.4g/s, ratio %.3g", time.Since(started).Round(time.Millisecond), rate, ratio)
 
-	assert.Contains(t, exposedFamilies(ctx, t, api, metricsURL), oauth.MetricAuthFailures)
+	assert.Contains(t, exposedFamilies(ctx, t, api, metricsURL), mcpconv.MetricAuthFailures)
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
 

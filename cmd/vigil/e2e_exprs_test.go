@@ -21,8 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/middleware/oauth"
-	"github.com/vigil-mcp/vigil/redisshare"
 )
 
 // exprsRequestTimeout is vigil's -request-timeout in
@@ -158,7 +156,7 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 		names := referencedMetricNames(t, filepath.Join(root, "dashboards"), filepath.Join(root, "deploy"))
 		require.NotEmpty(t, names)
 		for name, where := range names {
-			if name == oauth.MetricAuthFailures {
+			if name == mcpconv.MetricAuthFailures {
 				continue // exposed with -auth-issuer: TestE2EAuthFailuresDashboard
 			}
 			if sharedModeMetric(name) {
@@ -222,7 +220,7 @@ func runErrorsLoad(ctx context.Context, t *testing.T, mcpURL string, mcp *http.C
 
 // namesAuthMetric reports whether a query reads the authorization failure
 // counter, which only a vigil with -auth-issuer exposes.
-func namesAuthMetric(q string) bool { return strings.Contains(q, oauth.MetricAuthFailures) }
+func namesAuthMetric(q string) bool { return strings.Contains(q, mcpconv.MetricAuthFailures) }
 
 // isToolError checks that a tools/call was answered with a result with
 // isError set.
@@ -603,9 +601,9 @@ func namesSharedModeMetric(q string) bool {
 // only with -redis.
 func sharedModeMetric(name string) bool {
 	for _, m := range []string{
-		redisshare.MetricRedisOperationDuration, redisshare.MetricRedisErrors,
-		redisshare.MetricRelays, redisshare.MetricRedisUp, redisshare.MetricRequestsLost,
-		redisshare.MetricRateLimitFallbacks, redisshare.MetricRelaysRefused,
+		mcpconv.MetricRedisOperationDuration, mcpconv.MetricRedisErrors,
+		mcpconv.MetricRelays, mcpconv.MetricRedisUp, mcpconv.MetricRequestsLost,
+		mcpconv.MetricRateLimitFallbacks, mcpconv.MetricRelaysRefused,
 	} {
 		if name == m || strings.HasPrefix(name, m+"_") {
 			return true

@@ -26,13 +26,13 @@ import (
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/loopback"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -615,10 +615,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer cancel()
 		_ = svc.Shutdown(sctx)
 	}()
-	if err := svc.Register(telemetry.NewLogLinesDropped(logOut.Dropped)); err != nil {
+	if err := svc.Register(metrics.NewLogLinesDropped(logOut.Dropped)); err != nil {
 		return err
 	}
-	if err := svc.Register(telemetry.NewAuditLinesDropped(auditDropped)); err != nil {
+	if err := svc.Register(metrics.NewAuditLinesDropped(auditDropped)); err != nil {
 		return err
 	}
 	context.AfterFunc(ctx, stop) // a second signal kills the process

@@ -67,9 +67,9 @@ func newCatalog(t *testing.T) *catalog {
 	})
 	require.NoError(t, err)
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
-	reg.MustRegister(telemetry.NewStreamsCut())         // vigil's Streamable HTTP endpoint
+	reg.MustRegister(metrics.NewStreamsCut())           // vigil's Streamable HTTP endpoint
 	// vigil's own counter of dropped audit lines (-audit-log).
-	reg.MustRegister(telemetry.NewAuditLinesDropped(func() uint64 { return 0 }))
+	reg.MustRegister(metrics.NewAuditLinesDropped(func() uint64 { return 0 }))
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}
 	mfs, err := reg.Gather()
 	require.NoError(t, err)

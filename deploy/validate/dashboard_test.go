@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
 const (
@@ -410,7 +409,7 @@ func TestDashboardBreakdowns(t *testing.T) {
 		{mcpconv.MetricMessagesRejected, mcpconv.LabelReason},
 		{mcpconv.MetricSessionsActive, mcpconv.LabelTransport},
 		{mcpconv.MetricRequestsInFlight, mcpconv.LabelMethod},
-		{oauth.MetricAuthFailures, "reason"},
+		{mcpconv.MetricAuthFailures, "reason"},
 	}
 	for _, w := range want {
 		assert.True(t, have[w], "no panel shows %s by %s", w.series, w.by)

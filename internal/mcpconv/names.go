@@ -30,6 +30,20 @@ const (
 	// MetricAuditLinesDropped is not part of [Metrics]: see
 	// [NewAuditLinesDropped].
 	MetricAuditLinesDropped = "mcp_server_audit_lines_dropped_total"
+	// MetricAuthFailures counts the requests the OAuth resource server
+	// refused, by reason (package middleware/oauth).
+	MetricAuthFailures = "mcp_server_auth_failures_total"
+)
+
+// The shared mode's metric names (package redisshare).
+const (
+	MetricRedisOperationDuration = "mcp_server_redis_operation_duration_seconds"
+	MetricRedisErrors            = "mcp_server_redis_errors_total"
+	MetricRelays                 = "mcp_server_relays_total"
+	MetricRedisUp                = "mcp_server_redis_up"
+	MetricRequestsLost           = "mcp_server_requests_lost_total"
+	MetricRateLimitFallbacks     = "mcp_server_ratelimit_fallbacks_total"
+	MetricRelaysRefused          = "mcp_server_relays_refused_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known

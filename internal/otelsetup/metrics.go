@@ -122,7 +122,7 @@ func metricExporter(ctx context.Context, cfg config) (sdkmetric.Exporter, error)
 }
 
 // MetricProducer returns a producer of the metrics of the telemetry
-// package (the instrumentation's collector, and telemetry.NewLogLinesDropped's
+// package (the instrumentation's collector, and metrics.NewLogLinesDropped's
 // counter) that g gathers, named as OpenTelemetry names them, for
 // [WithMetricProducer]: each family is renamed after
 // mcpconv.OTelInstruments (mcp_server_operation_duration_seconds becomes

@@ -92,7 +92,7 @@ func parseBearer(v string) (string, error) {
 		return "", &Error{Reason: ReasonInvalidToken, Description: "malformed bearer token"}
 	}
 	// The characters (RFC 6750's b64token) are checked by the verifiers
-	// on a cache miss (CheckTokenSyntax): a token they verified before
+	// on a cache miss (checkTokenSyntax): a token they verified before
 	// passed, and a steady client's token is not scanned on every request.
 	return rest, nil
 }
@@ -109,13 +109,13 @@ func checkTokenLength(token string) error {
 	return nil
 }
 
-// CheckTokenSyntax returns an [*Error] (invalid_token) unless token is an
+// checkTokenSyntax returns an [*Error] (invalid_token) unless token is an
 // RFC 6750 b64token: 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" )
 // *"=". bearerToken checks only a token's structure (not empty, not too
 // long, no spaces); the verifiers check its characters with this before
 // they parse it or send it anywhere, after their cache, which holds only
 // tokens that passed. A [Verifier] of your own should call it likewise.
-func CheckTokenSyntax(token string) error {
+func checkTokenSyntax(token string) error {
 	if !isB64Token(token) {
 		return &Error{Reason: ReasonInvalidToken, Description: "malformed bearer token"}
 	}

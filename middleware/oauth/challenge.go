@@ -87,15 +87,15 @@ func quote(s string) string {
 	return b.String()
 }
 
-// ErrMalformedChallenge is returned by [ParseChallenge] for a value that is
+// errMalformedChallenge is returned by [ParseChallenge] for a value that is
 // not one challenge of auth-params.
-var ErrMalformedChallenge = errors.New("auth: malformed challenge")
+var errMalformedChallenge = errors.New("auth: malformed challenge")
 
 // ParseChallenge parses one challenge of the form `scheme name=value, …`
 // (RFC 9110 §11.6.1 with auth-params, values tokens or quoted-strings). It
 // returns the scheme as written and the parameters by lowercase name, with
 // quoted-strings unescaped. A duplicate parameter, a token68 form, or a
-// second challenge is [ErrMalformedChallenge].
+// second challenge is [errMalformedChallenge].
 func ParseChallenge(s string) (scheme string, params map[string]string, err error) {
 	s = strings.TrimLeft(s, " \t")
 	i := 0
@@ -103,7 +103,7 @@ func ParseChallenge(s string) (scheme string, params map[string]string, err erro
 		i++
 	}
 	if i == 0 {
-		return "", nil, ErrMalformedChallenge
+		return "", nil, errMalformedChallenge
 	}
 	scheme, s = s[:i], s[i:]
 	params = map[string]string{}
@@ -115,11 +115,11 @@ func ParseChallenge(s string) (scheme string, params map[string]string, err erro
 		}
 		if !first {
 			if s[0] != ',' {
-				return "", nil, ErrMalformedChallenge
+				return "", nil, errMalformedChallenge
 			}
 			s = strings.TrimLeft(s[1:], " \t")
 			if s == "" {
-				return "", nil, ErrMalformedChallenge
+				return "", nil, errMalformedChallenge
 			}
 		}
 		first = false
@@ -128,12 +128,12 @@ func ParseChallenge(s string) (scheme string, params map[string]string, err erro
 			j++
 		}
 		if j == 0 {
-			return "", nil, ErrMalformedChallenge
+			return "", nil, errMalformedChallenge
 		}
 		name := strings.ToLower(s[:j])
 		s = strings.TrimLeft(s[j:], " \t")
 		if s == "" || s[0] != '=' {
-			return "", nil, ErrMalformedChallenge // token68, or a second scheme
+			return "", nil, errMalformedChallenge // token68, or a second scheme
 		}
 		s = strings.TrimLeft(s[1:], " \t")
 		var value string
@@ -154,12 +154,12 @@ func ParseChallenge(s string) (scheme string, params map[string]string, err erro
 					break
 				}
 				if c < 0x20 && c != '\t' || c == 0x7f {
-					return "", nil, ErrMalformedChallenge
+					return "", nil, errMalformedChallenge
 				}
 				b.WriteByte(c)
 			}
 			if !closed {
-				return "", nil, ErrMalformedChallenge
+				return "", nil, errMalformedChallenge
 			}
 			value, s = b.String(), s[k:]
 		} else {
@@ -168,12 +168,12 @@ func ParseChallenge(s string) (scheme string, params map[string]string, err erro
 				k++
 			}
 			if k == 0 {
-				return "", nil, ErrMalformedChallenge
+				return "", nil, errMalformedChallenge
 			}
 			value, s = s[:k], s[k:]
 		}
 		if _, dup := params[name]; dup {
-			return "", nil, ErrMalformedChallenge
+			return "", nil, errMalformedChallenge
 		}
 		params[name] = value
 	}

@@ -69,7 +69,7 @@ func TestParseChallenge(t *testing.T) {
 		`Bearer a=`, `Bearer a="x` + "\n" + `"`, `Bearer a=b, Basic realm="x"`,
 	} {
 		_, _, err := ParseChallenge(bad)
-		require.ErrorIs(t, err, ErrMalformedChallenge, bad)
+		require.ErrorIs(t, err, errMalformedChallenge, bad)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -24,9 +25,6 @@ import (
 // defaultMaxBodyBytes is how much of a POST body the guard reads, at most,
 // to find the tool a tools/call names (Config.MaxBodyBytes).
 const defaultMaxBodyBytes = 4 << 20
-
-// MetricAuthFailures counts refused requests by reason.
-const MetricAuthFailures = "mcp_server_auth_failures_total"
 
 // retryAfterSeconds is the Retry-After of a 503 when the verifier cannot
 // decide; retryBusySeconds, when it would not ask now (its budget of new
@@ -168,7 +166,7 @@ func New(cfg Config) (*ResourceServer, error) {
 	rs.metadata = metadataHandler{body: body}
 	if cfg.Registerer != nil {
 		rs.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricAuthFailures,
+			Name: mcpconv.MetricAuthFailures,
 			Help: "Requests the OAuth resource server refused, each counted once. reason: missing_token (401), " +
 				"invalid_token (401, or 400 for a malformed request), expired, wrong_audience, wrong_issuer, unknown_key (401), " +
 				"insufficient_scope (403; with HideTools, a tools/call answered as an unknown tool), session_principal_mismatch (404: a session id of another principal), " +
@@ -179,7 +177,7 @@ func New(cfg Config) (*ResourceServer, error) {
 			rs.failures.WithLabelValues(r.String())
 		}
 		if err := cfg.Registerer.Register(rs.failures); err != nil {
-			return nil, fmt.Errorf("auth: register %s: %w", MetricAuthFailures, err)
+			return nil, fmt.Errorf("auth: register %s: %w", mcpconv.MetricAuthFailures, err)
 		}
 	}
 	return rs, nil

@@ -203,7 +203,7 @@ func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*auth
 		memo.remember(v.cache, token, p, until, 0)
 		return p, nil
 	}
-	if err := CheckTokenSyntax(token); err != nil {
+	if err := checkTokenSyntax(token); err != nil {
 		return nil, err // never sent to the authorization server
 	}
 	source := memo.addr()

@@ -267,7 +267,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*auth.Principal
 		memo.remember(v.cache, token, p, until, gen)
 		return p, nil
 	}
-	if err := CheckTokenSyntax(token); err != nil {
+	if err := checkTokenSyntax(token); err != nil {
 		return nil, err
 	}
 	p, err := v.verify(ctx, token)

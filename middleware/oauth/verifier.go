@@ -16,7 +16,7 @@ import (
 // would not ask now; both are answered 503, not 401.
 // Implementations are safe for concurrent use. The token has passed
 // bearerToken's structural checks; its characters are the verifier's to
-// check with [CheckTokenSyntax] (after a cache, if it has one).
+// check with [checkTokenSyntax] (after a cache, if it has one).
 type Verifier interface {
 	Verify(ctx context.Context, token string) (*auth.Principal, error)
 }

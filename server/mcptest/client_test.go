@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -110,7 +111,7 @@ func TestWireLevel(t *testing.T) {
 	testkit.Watchdog(t)
 	c := mcptest.Pipe(t, newServer(t))
 	init := c.Initialize("", map[string]any{"roots": map[string]any{}})
-	assert.Equal(t, mcptest.DefaultProtocolVersion, init.ProtocolVersion)
+	assert.Equal(t, protocol.Version20251125, init.ProtocolVersion)
 
 	c.SendCallTool(7, "roots", nil)
 	req := c.RecvRequest()
@@ -145,7 +146,7 @@ func TestHTTP(t *testing.T) {
 		mcptest.WithRequestHandler(func(context.Context, *transport.Request) (any, error) {
 			return map[string]any{"roots": []map[string]any{{"uri": "file:///http"}}}, nil
 		}))
-	assert.Equal(t, mcptest.DefaultProtocolVersion, c.Initialize("", nil).ProtocolVersion)
+	assert.Equal(t, protocol.Version20251125, c.Initialize("", nil).ProtocolVersion)
 	ider, ok := conn.(interface{ SessionID() string })
 	require.True(t, ok, "DialHTTP's Conn names its session")
 	assert.NotEmpty(t, ider.SessionID())

@@ -7,9 +7,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// DefaultProtocolVersion is the protocol version [Client.Initialize] asks
+// defaultProtocolVersion is the protocol version [Client.Initialize] asks
 // for unless told otherwise ([WithProtocolVersion]).
-const DefaultProtocolVersion = protocol.Version20251125
+const defaultProtocolVersion = protocol.Version20251125
 
 // Option configures a [Client]; a nil Option is ignored.
 type Option interface{ apply(*config) }
@@ -28,7 +28,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{version: DefaultProtocolVersion, name: "mcptest", ver: "1", serveCtx: context.Background()}
+	c := config{version: defaultProtocolVersion, name: "mcptest", ver: "1", serveCtx: context.Background()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -54,7 +54,7 @@ func WithRequestHandler(h RequestHandler) Option {
 
 // WithProtocolVersion sets the version [Client.Initialize] asks for when
 // it is given none (and that [Connect] asks for). The default is
-// [DefaultProtocolVersion].
+// 2025-11-25.
 func WithProtocolVersion(v string) Option {
 	return optionFunc(func(c *config) { c.version = v })
 }

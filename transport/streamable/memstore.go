@@ -82,7 +82,7 @@ type memRef struct {
 //     events are dropped. A stream always keeps its newest event.
 //
 // The events of one session, over all its streams, are capped too
-// (4 MiB; see [MemoryEventStore.SetMaxSessionBytes]),
+// (4 MiB),
 // so that one session's flood drops its own events before the others'.
 func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 	s := &MemoryEventStore{
@@ -101,12 +101,12 @@ func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 	return s
 }
 
-// SetMaxSessionBytes caps the size of the events kept for one session,
+// setMaxSessionBytes caps the size of the events kept for one session,
 // over all its streams, to n (4 MiB when n <= 0):
 // beyond it the oldest events of the stream appended to are dropped, then
 // the session's oldest ones whatever their stream. It applies to the
 // events appended from then on.
-func (s *MemoryEventStore) SetMaxSessionBytes(n int64) {
+func (s *MemoryEventStore) setMaxSessionBytes(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n <= 0 {

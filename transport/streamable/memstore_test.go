@@ -276,7 +276,7 @@ func TestMemoryEventStoreStaysBounded(t *testing.T) {
 func TestMemoryEventStoreSessionCap(t *testing.T) {
 	const size = eventOverhead + 1
 	s := streamable.NewMemoryEventStore(0, 0)
-	s.SetMaxSessionBytes(4 * size)
+	streamable.SetMaxSessionBytes(s, 4*size)
 	other := rsAppend(t, s, "B", "1", "b")
 	a1 := rsAppend(t, s, "A", "1", "1")
 	a2 := rsAppend(t, s, "A", "2", "2")

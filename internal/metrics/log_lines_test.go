@@ -1,4 +1,4 @@
-package telemetry_test
+package metrics_test
 
 import (
 	"strings"
@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
 func TestNewLogLinesDropped(t *testing.T) {
 	t.Parallel()
 	var dropped atomic.Uint64
-	c := telemetry.NewLogLinesDropped(dropped.Load)
+	c := metrics.NewLogLinesDropped(dropped.Load)
 	const want = `# HELP mcp_server_log_lines_dropped_total Log lines dropped, not written, because the log's buffer was full (the log's destination was slower than the records).
 # TYPE mcp_server_log_lines_dropped_total counter
 mcp_server_log_lines_dropped_total `
@@ -30,7 +30,7 @@ mcp_server_log_lines_dropped_total `
 func TestNewAuditLinesDropped(t *testing.T) {
 	t.Parallel()
 	var dropped atomic.Uint64
-	c := telemetry.NewAuditLinesDropped(dropped.Load)
+	c := metrics.NewAuditLinesDropped(dropped.Load)
 	const want = `# HELP mcp_server_audit_lines_dropped_total Audit log lines (tool calls) dropped, not written, because the audit log's buffer stayed full (its destination was slower than the calls).
 # TYPE mcp_server_audit_lines_dropped_total counter
 mcp_server_audit_lines_dropped_total `

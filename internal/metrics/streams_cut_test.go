@@ -1,6 +1,7 @@
-package telemetry_test
+package metrics_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,14 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
 // TestStreamsCut counts cuts by reason, every known series at zero from
 // the start, and an unknown reason as other; promlint finds nothing.
 func TestStreamsCut(t *testing.T) {
 	t.Parallel()
-	c := telemetry.NewStreamsCut()
+	c := metrics.NewStreamsCut()
 	c.Cut("write_timeout")
 	c.Cut("write_timeout")
 	c.Cut("init_timeout")
@@ -42,7 +43,7 @@ mcp_server_streams_cut_total{reason="write_timeout"} 2
 	assert.Empty(t, problems)
 }
 
-func registryOf(t *testing.T, c *telemetry.StreamsCut) *prometheus.Registry {
+func registryOf(t *testing.T, c *metrics.StreamsCut) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(c))
@@ -50,10 +51,33 @@ func registryOf(t *testing.T, c *telemetry.StreamsCut) *prometheus.Registry {
 }
 
 // helpOf returns the counter's help text.
-func helpOf(t *testing.T, c *telemetry.StreamsCut) string {
+func helpOf(t *testing.T, c *metrics.StreamsCut) string {
 	t.Helper()
 	mfs, err := registryOf(t, c).Gather()
 	require.NoError(t, err)
 	require.Len(t, mfs, 1)
 	return mfs[0].GetHelp()
+}
+
+// ExampleNewStreamsCut counts the streams a Streamable HTTP endpoint cut
+// off by itself (its hook, streamable.WithStreamCutHook, calls Cut with
+// the cut's name), by reason; a reason it does not know counts as other.
+func ExampleNewStreamsCut() {
+	cuts := metrics.NewStreamsCut()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(cuts)
+	cuts.Cut("write_timeout")
+	cuts.Cut("made-up")
+
+	families, _ := reg.Gather()
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			if v := m.GetCounter().GetValue(); v > 0 {
+				fmt.Println(mf.GetName(), m.GetLabel()[0].GetValue(), v)
+			}
+		}
+	}
+	// Output:
+	// mcp_server_streams_cut_total other 1
+	// mcp_server_streams_cut_total write_timeout 1
 }

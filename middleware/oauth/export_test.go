@@ -1,0 +1,4 @@
+package oauth
+
+// CheckTokenSyntax is checkTokenSyntax, for the external tests.
+var CheckTokenSyntax = checkTokenSyntax
