@@ -25,7 +25,7 @@ import (
 // then one without an admin listener of its own, or without a [Guard] and
 // [WithAllowedHosts]. The HTTP servers read a
 // request's headers within 10s and its body within 30s, and close
-// keep-alive connections idle for 2 minutes ([WithHTTPServer] changes it).
+// keep-alive connections idle for 2 minutes ([WithHTTPTimeouts] changes it).
 //
 // ListenAndServe is the long form of docs/server.md, written once.
 func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string) error {
@@ -150,32 +150,47 @@ func (s *Service) adminPaths() []string {
 // newHTTPServer returns the http.Server of h with the service's connection
 // hygiene: headers within 10s, a request body within 30s of the request's
 // start (ReadTimeout), keep-alive connections closed after 2 minutes of
-// idleness; then WithHTTPServer's changes. There is no WriteTimeout, which
-// would cut SSE streams.
+// idleness (or WithHTTPTimeouts'), and the connection contexts of
+// WithConnContext after its own. There is no WriteTimeout, which would cut
+// SSE streams.
 func (s *Service) newHTTPServer(h http.Handler) *http.Server {
 	// ReadTimeout's deadline does not outlive the body: net/http lifts it
 	// when the handler has read the body to its end (or at once for a
 	// request without one), as it starts reading the connection in the
 	// background to notice the client going away. A deadline left there
 	// would cancel the request, ending an SSE stream or a long tool call.
-	hs := &http.Server{
+	body, idle := 30*time.Second, 2*time.Minute
+	switch {
+	case s.cfg.bodyTimeout < 0:
+		body = 0 // no limit
+	case s.cfg.bodyTimeout > 0:
+		body = s.cfg.bodyTimeout
+	}
+	switch {
+	case s.cfg.idleTimeout < 0:
+		idle = -1 // no limit; 0 would mean ReadTimeout's
+	case s.cfg.idleTimeout > 0:
+		idle = s.cfg.idleTimeout
+	}
+	more := s.cfg.connContexts
+	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadTimeout:       body,
+		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
 		// client.address and client.port on spans
 		// (middleware.PeerConnContext), and the connection whose socket
 		// tells the shedder how long each request waited
-		// (streamable.ConnContext).
+		// (streamable.ConnContext); then the user's.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return streamable.ConnContext(middleware.PeerConnContext(ctx, c), c)
+			ctx = streamable.ConnContext(middleware.PeerConnContext(ctx, c), c)
+			for _, f := range more {
+				ctx = f(ctx, c)
+			}
+			return ctx
 		},
 	}
-	if s.cfg.httpServer != nil {
-		s.cfg.httpServer(hs)
-	}
-	return hs
 }
 
 // newMux routes /mcp to mcp and each pattern of public (paths anyone may

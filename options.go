@@ -33,7 +33,9 @@ type config struct {
 	allowPublic  bool
 	allowedHosts []string
 	readiness    func() error
-	httpServer   func(*http.Server)
+	bodyTimeout  time.Duration                                           // 0: 30s; < 0: none
+	idleTimeout  time.Duration                                           // 0: 2 minutes; < 0: none
+	connContexts []func(ctx context.Context, c net.Conn) context.Context // after the service's
 	guard        Guard
 	grace        time.Duration
 	registry     *prometheus.Registry // nil: a registry of its own
@@ -113,11 +115,21 @@ func WithReadiness(check func() error) Option {
 	return func(c *config) { c.readiness = check }
 }
 
-// WithHTTPServer calls f with each http.Server that
-// [Service.ListenAndServe] makes, before it serves, to change its timeouts
-// or connection contexts (wrap ConnContext to keep the service's).
-func WithHTTPServer(f func(*http.Server)) Option {
-	return func(c *config) { c.httpServer = f }
+// WithHTTPTimeouts sets how long the HTTP servers of
+// [Service.ListenAndServe] wait for a request's body from the request's
+// start (30s by default) and keep an idle keep-alive connection open (2
+// minutes by default). A negative value means no limit; 0 keeps the
+// default.
+func WithHTTPTimeouts(body, idle time.Duration) Option {
+	return func(c *config) { c.bodyTimeout, c.idleTimeout = body, idle }
+}
+
+// WithConnContext adds f to the connection contexts of the HTTP servers of
+// [Service.ListenAndServe]: each connection's context goes through the
+// service's own (the client's address, the socket the shedder reads), then
+// through each f, in the order given.
+func WithConnContext(f func(ctx context.Context, c net.Conn) context.Context) Option {
+	return func(c *config) { c.connContexts = append(c.connContexts, f) }
 }
 
 // A Guard puts authorization in front of the MCP endpoint. Called by

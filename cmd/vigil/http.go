@@ -16,7 +16,7 @@ import (
 )
 
 // front is what vigil puts in front of the MCP endpoint and its HTTP
-// servers (vigil.WithGuard, vigil.WithHTTPServer): with -auth-issuer the
+// servers (vigil.WithGuard, vigil.WithHTTPTimeouts, vigil.WithConnContext): with -auth-issuer the
 // OAuth guard, with -rate-limit the rate limiter, and vigil's connection
 // hygiene (httpHygiene). svc is set once vigil.New has returned, before
 // the service serves.
@@ -29,13 +29,12 @@ type front struct {
 // options returns the service's options of front, and the rest of what
 // the flags select for serving HTTP.
 func (f *front) options() []vigil.Option {
-	opts := []vigil.Option{
-		vigil.WithHTTPServer(httpHygiene(f.cfg)),
+	opts := append(httpHygiene(f.cfg),
 		vigil.WithGuard(f.guard),
 		// checkExposure has refused what is not safe to serve, more
 		// strictly than vigil does.
 		vigil.WithAllowPublic(),
-	}
+	)
 	if f.cfg.authEnabled() {
 		opts = append(opts, vigil.WithEndpointOptions(streamable.WithRejectHook(f.rejected)))
 	}
@@ -118,34 +117,29 @@ func resourceURI(cfg config, addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/mcp"
 }
 
-// httpHygiene sets vigil's connection hygiene on hs (vigil.WithHTTPServer):
-// a request body within cfg.bodyReadTimeout of the request's start
-// (ReadTimeout), keep-alive connections closed after cfg.httpIdleTimeout
-// of idleness (0: never). Each connection's context carries its client's
-// IP, the caller of the quotas (clientConnContext), and with authorization
-// the last token verified on it (auth.ConnContext).
-func httpHygiene(cfg config) func(*http.Server) {
-	return func(hs *http.Server) {
-		idle := cfg.httpIdleTimeout
-		if idle == 0 {
-			idle = -1 // no limit; 0 would mean ReadTimeout's
-		}
-		hs.ReadTimeout, hs.IdleTimeout = cfg.bodyReadTimeout, idle
-		base := hs.ConnContext
-		if base == nil {
-			base = func(ctx context.Context, _ net.Conn) context.Context { return ctx }
-		}
-		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return base(clientConnContext(ctx, c), c)
-		}
-		if cfg.authEnabled() {
-			// A keep-alive client's token, the same with each request, is
-			// then recognized by comparison, not hashed and looked up.
-			hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-				return oauth.ConnContext(base(clientConnContext(ctx, c), c), c)
-			}
-		}
+// httpHygiene returns the options of vigil's connection hygiene beyond
+// the service's own: a request body within cfg.bodyReadTimeout of the
+// request's start and keep-alive connections closed after
+// cfg.httpIdleTimeout of idleness (0: no limit, for both), the client's address for the quotas and, with
+// authorization, the last token verified on each connection.
+func httpHygiene(cfg config) []vigil.Option {
+	body, idle := cfg.bodyReadTimeout, cfg.httpIdleTimeout
+	if body == 0 {
+		body = -1 // no limit
 	}
+	if idle == 0 {
+		idle = -1
+	}
+	opts := []vigil.Option{
+		vigil.WithHTTPTimeouts(body, idle),
+		vigil.WithConnContext(clientConnContext),
+	}
+	if cfg.authEnabled() {
+		// A keep-alive client's token, the same with each request, is
+		// then recognized by comparison, not hashed and looked up.
+		opts = append(opts, vigil.WithConnContext(oauth.ConnContext))
+	}
+	return opts
 }
 
 // checkExposure refuses to serve /mcp without authorization on a listen
