@@ -191,9 +191,9 @@ fuzz:
 	@echo "==> fuzz: FuzzTextHandlerQuoting (50000 inputs, differential against log/slog's TextHandler)"
 	$(GO) test -run='^$$' -fuzz='^FuzzTextHandlerQuoting$$' -fuzztime=50000x ./internal/slogtext
 	@echo "==> fuzz: FuzzBearerToken (100000 inputs, the Authorization header of the auth guard)"
-	$(GO) test -run='^$$' -fuzz='^FuzzBearerToken$$' -fuzztime=100000x ./middleware/auth
+	$(GO) test -run='^$$' -fuzz='^FuzzBearerToken$$' -fuzztime=100000x ./middleware/oauth
 	@echo "==> fuzz: FuzzParseChallenge (120000 inputs, WWW-Authenticate challenges round-trip)"
-	$(GO) test -run='^$$' -fuzz='^FuzzParseChallenge$$' -fuzztime=120000x ./middleware/auth
+	$(GO) test -run='^$$' -fuzz='^FuzzParseChallenge$$' -fuzztime=120000x ./middleware/oauth
 
 ## race50: concurrency soak, run by hand.
 race50:
