@@ -53,7 +53,7 @@ type IntrospectionConfig struct {
 	AllowInsecureHTTP bool
 	// Logger receives the endpoint's failures; nil discards them.
 	Logger *slog.Logger
-	// Leeway is the clock skew allowed on exp and nbf; 0 means
+	// Leeway is the clock skew allowed on exp, nbf and iat; 0 means
 	// defaultLeeway, a negative value none.
 	Leeway time.Duration
 	// Claims names the members of the answer copied into
@@ -255,6 +255,7 @@ type introspection struct {
 	Username string          `json:"username"`
 	Exp      *float64        `json:"exp"`
 	Nbf      *float64        `json:"nbf"`
+	Iat      any             `json:"iat"`
 	Sub      string          `json:"sub"`
 	Aud      json.RawMessage `json:"aud"`
 	Iss      string          `json:"iss"`
@@ -331,6 +332,15 @@ func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json
 	}
 	if in.Nbf != nil && now.Add(v.leeway).Before(unixFloat(*in.Nbf)) {
 		return nil, &Error{Reason: ReasonExpired, Description: "the token is not valid yet"}
+	}
+	switch iat := in.Iat.(type) {
+	case nil:
+	case float64:
+		if now.Add(v.leeway).Before(unixFloat(iat)) {
+			return nil, &Error{Reason: ReasonInvalidToken, Description: "the token's iat is in the future"}
+		}
+	default:
+		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token's iat is not a number"}
 	}
 	var aud []string
 	if len(in.Aud) > 0 && string(in.Aud) != "null" {

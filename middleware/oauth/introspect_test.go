@@ -455,3 +455,32 @@ func TestNewIntrospectionVerifierConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestIntrospectionIssuedAt: an answer whose iat is not a number, or later
+// than now by more than the leeway, is refused as invalid_token (N11).
+func TestIntrospectionIssuedAt(t *testing.T) {
+	t.Parallel()
+	in := vtNewIntrospector(t)
+	clock := vtNewClock()
+	now := clock.Now()
+	v := vtNewIntrospectionVerifier(t, in, clock)
+	iat := func(val any) map[string]any {
+		return in.active(now, func(a map[string]any) { a["iat"] = val })
+	}
+	in.set("string", iat(strconv.FormatInt(now.Unix(), 10)))
+	in.set("future", iat(now.Add(time.Hour).Unix()))
+	in.set("beyond-leeway", iat(now.Add(defaultLeeway+2*time.Second).Unix()))
+	in.set("within-leeway", iat(now.Add(defaultLeeway-2*time.Second).Unix()))
+	in.set("past", iat(now.Add(-time.Hour).Unix()))
+	in.set("null", iat(nil))
+	for _, token := range []string{"string", "future", "beyond-leeway"} {
+		p, err := v.Verify(t.Context(), token)
+		assert.Nil(t, p, token)
+		assert.Equal(t, ReasonInvalidToken, vtReason(t, err), "%s: error %v", token, err)
+		assert.Contains(t, err.Error(), "iat", token)
+	}
+	for _, token := range []string{"within-leeway", "past", "null"} {
+		_, err := v.Verify(t.Context(), token)
+		assert.NoError(t, err, token)
+	}
+}

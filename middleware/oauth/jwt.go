@@ -56,7 +56,7 @@ type JWTConfig struct {
 	// asymmetric ones: RS256, RS384, RS512, PS256, PS384, PS512, ES256,
 	// ES384, ES512 and EdDSA. HMAC algorithms and "none" are refused.
 	Algorithms []string
-	// Leeway is the clock skew allowed on exp and nbf; 0 means
+	// Leeway is the clock skew allowed on exp, nbf and iat; 0 means
 	// defaultLeeway, a negative value none.
 	Leeway time.Duration
 	// JWKSURI is the key set's URL; empty means discover it from Issuer.
@@ -189,6 +189,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 		parser: jwt.NewParser(
 			jwt.WithValidMethods(algs),
 			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
 			jwt.WithLeeway(leeway),
 			jwt.WithTimeFunc(now),
 		),
@@ -353,7 +354,7 @@ func checkHeader(h map[string]any) *Error {
 }
 
 // classify maps a jwt parse error to its reason. The checks run in the
-// parser's order: shape, algorithm, key, signature, then exp and nbf.
+// parser's order: shape, algorithm, key, signature, then exp, nbf and iat.
 func (v *JWTVerifier) classify(err error, keyCalled bool, keyErr error, emptySet bool) *Error {
 	switch {
 	case keyCalled && (keyErr != nil || emptySet):
@@ -371,6 +372,10 @@ func (v *JWTVerifier) classify(err error, keyCalled bool, keyErr error, emptySet
 		return &Error{Reason: ReasonExpired, Description: "the token has expired", Err: err}
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return &Error{Reason: ReasonExpired, Description: "the token is not valid yet", Err: err}
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return &Error{Reason: ReasonInvalidToken, Description: "the token's iat is in the future", Err: err}
+	case errors.Is(err, jwt.ErrInvalidType):
+		return &Error{Reason: ReasonInvalidToken, Description: "a time claim (exp, nbf or iat) is not a number", Err: err}
 	default:
 		return &Error{Reason: ReasonInvalidToken, Description: "invalid token", Err: err}
 	}

@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -709,4 +710,43 @@ func TestJWTVerifierJWKSTooLarge(t *testing.T) {
 	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.JWKSURI = big.URL })
 	_, err := v.Verify(t.Context(), vtSign(t, key, is.claims(clock.Now())))
 	assert.Equal(t, ReasonVerifierError, vtReason(t, err), "%v", err)
+}
+
+// TestJWTVerifierIssuedAt: an iat that is not a number, or that is later
+// than now by more than the leeway, is refused as invalid_token (N11); an
+// iat within the leeway is clock skew and is accepted.
+func TestJWTVerifierIssuedAt(t *testing.T) {
+	t.Parallel()
+	rsaKey := vtRSAKey(t, "rsa-1")
+	is := vtNewIssuer(t, rsaKey)
+	clock := vtNewClock()
+	v := vtNewJWTVerifier(t, is, clock)
+	now := clock.Now()
+	sign := func(iat any) string {
+		return vtSign(t, rsaKey, is.claims(now, func(c jwt.MapClaims) { c["iat"] = iat }))
+	}
+	for name, iat := range map[string]any{
+		"a string":             strconv.FormatInt(now.Unix(), 10),
+		"an object":            map[string]any{"t": now.Unix()},
+		"an hour ahead":        now.Add(time.Hour).Unix(),
+		"beyond the leeway":    now.Add(defaultLeeway + 2*time.Second).Unix(),
+		"a string in the past": "1970-01-01T00:00:00Z",
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := v.Verify(t.Context(), sign(iat))
+			assert.Nil(t, p)
+			assert.Equal(t, ReasonInvalidToken, vtReason(t, err), "error %v", err)
+			assert.Contains(t, err.Error(), "iat")
+		})
+	}
+	for name, iat := range map[string]any{
+		"now":               now.Unix(),
+		"an hour ago":       now.Add(-time.Hour).Unix(),
+		"within the leeway": now.Add(defaultLeeway - 2*time.Second).Unix(),
+	} {
+		_, err := v.Verify(t.Context(), sign(iat))
+		assert.NoError(t, err, name)
+	}
+	_, err := v.Verify(t.Context(), vtSign(t, rsaKey, is.claims(now, func(c jwt.MapClaims) { delete(c, "iat") })))
+	assert.NoError(t, err, "iat is optional (RFC 7519 section 4.1.6)")
 }
