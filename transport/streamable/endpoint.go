@@ -352,8 +352,7 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
 				return nil, nil
 			}
-			w.Header().Set("Retry-After", "1")
-			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
+			h.refuseSessionLimit(w, status, req.ID)
 			return nil, nil
 		}
 	} else {
@@ -394,6 +393,22 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 		return nil, nil
 	}
 	return s, req
+}
+
+// refuseSessionLimit answers an initialize refused with status because
+// the Endpoint holds its WithMaxSessions or is closed. Retry-After says when
+// an idle session can expire at the soonest (expiry.go), or 1 second when
+// the Endpoint is closed: another replica may have room.
+func (h *Endpoint) refuseSessionLimit(w http.ResponseWriter, status int, id transport.ID) {
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	retry := 1
+	if !closed {
+		retry = h.expiry.retryAfter()
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retry))
+	h.reject(w, status, id, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
 }
 
 // newSession opens a session for an initialize request r and has the

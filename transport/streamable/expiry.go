@@ -121,6 +121,28 @@ func (e *expiry) fire() {
 	}
 }
 
+// maxRetrySessionLimit bounds the Retry-After of an initialize refused at
+// the session limit: a session may end sooner than by expiry (DELETE, a
+// client that leaves), which the Endpoint cannot foresee.
+const maxRetrySessionLimit = time.Minute
+
+// retryAfter returns the Retry-After, in whole seconds, of an initialize
+// refused at the session limit: how long until the first session filed is
+// due, before which no idle session expires (one touched since is filed
+// again, later), between 1 second and maxRetrySessionLimit, which it is
+// when sessions never expire.
+func (e *expiry) retryAfter() int {
+	wait := maxRetrySessionLimit
+	if e != nil {
+		e.mu.Lock()
+		if len(e.heap) > 0 {
+			wait = min(wait, time.Duration(e.heap[0].due-e.now()))
+		}
+		e.mu.Unlock()
+	}
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
 // close stops the timer; sessions added afterwards never expire.
 func (e *expiry) close() {
 	if e == nil {
