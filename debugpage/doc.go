@@ -42,8 +42,9 @@
 // sampling) is the CLIENT child of its request's span; ?format=json gives
 // the trace as JSON.
 //
-// The pages are read-only, escape everything they show (html/template),
-// run no script and are served with a strict Content-Security-Policy
+// The pages are read-only, escape everything they show (html/template;
+// bidirectional controls and zero-width characters show as \u202e), run
+// no script and are served with a strict Content-Security-Policy
 // that allows only their own stylesheet and hashed styles. They have no
 // authorization: the page lists session ids, the only credential of an
 // unauthenticated session, so serve it where only operators reach, and

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -44,7 +45,7 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := r.URL.Path; path {
 	case "", "/":
 		p.rec.events.flush(p.srv)
-		p.servePage(w, r, base)
+		p.servePage(escaping{w}, r, base)
 	case "/style.css":
 		serveDebugAsset(w, r, "text/css; charset=utf-8", debugCSS)
 	case "/favicon.svg":
@@ -56,8 +57,20 @@ func (p *debugPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.rec.events.flush(p.srv)
-		p.serveTrace(w, r, base, id)
+		p.serveTrace(escaping{w}, r, base, id)
 	}
+}
+
+// escaping is the ResponseWriter of the views (the page, a trace's, and
+// their JSON): what they write passes through internal/invisible, so that
+// the bidirectional controls and zero-width characters of a client's names
+// show as the text \u202e on the page (HTML escaping leaves them raw, and
+// they would reorder what the operator reads) and are \u202e escapes, the
+// same strings, in the JSON.
+type escaping struct{ http.ResponseWriter }
+
+func (e escaping) Write(b []byte) (int, error) {
+	return invisible.Writer{W: e.ResponseWriter}.Write(b)
 }
 
 // mountBase returns the prefix stripped from r's path before it reached

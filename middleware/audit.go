@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
@@ -22,7 +23,9 @@ import (
 // 64 argument names of at most 128 bytes each (MoreArguments counts the
 // rest), argument values to 4 KiB of JSON (else left out); a line still
 // over its bound loses its values, then argument names. Truncated says
-// that something was cut.
+// that something was cut. The bidirectional controls and zero-width
+// characters of what the client chose are written as \u escapes (\u202e),
+// never raw.
 type AuditRecord struct {
 	Time      time.Time `json:"time"`                 // when the outcome was sealed (RFC 3339, nanoseconds)
 	Subject   string    `json:"subject,omitempty"`    // the principal's subject; absent without authorization
@@ -169,11 +172,14 @@ func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
 	rec.ArgumentValues = json.RawMessage(args)
 }
 
-// marshalAudit encodes rec within auditMaxLine, dropping its argument
-// values, then argument names, when escaping made it larger.
+// marshalAudit encodes rec within auditMaxLine, with the invisible
+// characters a client chose escaped (internal/invisible: a bidirectional
+// override must not make the line read otherwise than it is), dropping its
+// argument values, then argument names, when escaping made it larger.
 func marshalAudit(rec *AuditRecord) ([]byte, error) {
 	for {
 		line, err := json.Marshal(rec)
+		line = invisible.Escape(line)
 		if err != nil || len(line) < auditMaxLine {
 			return line, err
 		}

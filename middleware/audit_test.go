@@ -360,3 +360,34 @@ func TestAuditLineBounded(t *testing.T) {
 		assert.Equal(t, map[string]any{"text": "hello"}, last["argument_values"])
 	})
 }
+
+// The bidirectional controls and zero-width characters a client puts in a
+// tool name, a request id, argument names or values reach the audit log
+// escaped (\u202e, the same string once decoded), never raw (issue 56 N10).
+func TestAuditEscapesInvisible(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		r := newRig(t, []server.Middleware{middleware.Audit(&out, middleware.WithAuditArgumentValues("echo"))}).start(nil)
+		r.Initialize("", nil)
+		r.RequestID(transport.StringID("id\u202e1"), "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text\u2066": "hi\u200f", "a\u200b": 1}})
+		r.Recv()
+		synctest.Wait()
+		r.SendCallTool(3, "ech\u202eo", nil)
+		r.RecvResponseTo(3) // no such tool
+		synctest.Wait()
+		r.close()
+
+		raw := out.String()
+		for _, c := range []string{"\u202e", "\u2066", "\u200f", "\u200b"} {
+			assert.NotContains(t, raw, c, "%+q raw in the audit log:\n%s", c, raw)
+		}
+		assert.Contains(t, raw, `id\u202e1`)
+		lines := auditLines(t, raw)
+		require.Len(t, lines, 2, raw)
+		assert.Equal(t, "id\u202e1", lines[0]["request_id"])
+		assert.Equal(t, []any{"a\u200b", "text\u2066"}, lines[0]["arguments"])
+		assert.Equal(t, map[string]any{"text\u2066": "hi\u200f", "a\u200b": 1.0}, lines[0]["argument_values"])
+		assert.Equal(t, "ech\u202eo", lines[1]["tool"])
+	})
+}

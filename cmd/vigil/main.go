@@ -25,6 +25,7 @@ import (
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
+	"github.com/vigil-mcp/vigil/internal/invisible"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
@@ -664,11 +665,15 @@ func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asy
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
 // it, in run); the service's (vigil.WithLogger) adds the trace, span,
-// session and request ids of a handler's context to its records.
+// session and request ids of a handler's context to its records. The
+// invisible characters a client chose (bidirectional controls) are escaped
+// in either format: the text format quotes them (\u202e), and the JSON
+// lines pass through invisible.Writer, since encoding them is not
+// slog.JSONHandler's concern.
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
 	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
-		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})
+		h = slog.NewJSONHandler(invisible.Writer{W: stderr}, &slog.HandlerOptions{Level: cfg.logLevel})
 	}
 	return slog.New(h)
 }

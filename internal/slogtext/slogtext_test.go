@@ -63,3 +63,19 @@ func ExampleAppendAttr() {
 	fmt.Println(string(line))
 	// Output: level=INFO msg=request tool=echo error="unknown tool" duration=1.5ms
 }
+
+// The bidirectional controls and zero-width characters a client may put in
+// a name are quoted and escaped (\u202e), as slog's TextHandler does: they
+// are not printable (issue 56 N10).
+func TestAppendStringEscapesInvisible(t *testing.T) {
+	for _, r := range []rune{0x061C, 0x200B, 0x200E, 0x200F, 0x202A, 0x202E, 0x2066, 0x2069, 0xFEFF} {
+		s := "tool" + string(r) + "name"
+		got := string(slogtext.AppendString(nil, s))
+		if strings.ContainsRune(got, r) || got != fmt.Sprintf(`"tool\u%04xname"`, r) {
+			t.Errorf("%U: %s", r, got)
+		}
+		if want := textOf(t, slog.String("k", s)); " k="+got != want {
+			t.Errorf("%U: %s, TextHandler %s", r, got, want)
+		}
+	}
+}
