@@ -347,13 +347,14 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 	var s *session
 	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
 		var status int
-		if s, status = h.newSession(r); s == nil {
+		var why protocol.RejectReason
+		if s, status, why = h.newSession(r); s == nil {
 			if status == http.StatusTooManyRequests {
-				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
+				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, why, retrySessions)
 				return nil, nil
 			}
 			w.Header().Set("Retry-After", "1")
-			h.reject(w, status, req.ID, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
+			h.reject(w, status, req.ID, protocol.CodeServerBusy, why, why.Message())
 			return nil, nil
 		}
 	} else {
@@ -397,19 +398,24 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 }
 
 // newSession opens a session for an initialize request r and has the
-// server serve it; it returns nil and the HTTP status to refuse r with when
-// it cannot.
-func (h *Endpoint) newSession(r *http.Request) (*session, int) {
+// server serve it; it returns nil, the HTTP status to refuse r with and
+// why when it cannot: 429 by the session quota, 503 at the session limit,
+// or while the cluster's store does not answer.
+func (h *Endpoint) newSession(r *http.Request) (*session, int, protocol.RejectReason) {
 	caller, id := h.callerOf(r), newSessionID()
-	release, ok := h.admitSession(r.Context(), caller, id)
-	if !ok {
-		return nil, http.StatusTooManyRequests
+	release, why := h.admitSession(r.Context(), caller, id)
+	switch why {
+	case protocol.RejectOther:
+	case protocol.RejectStoreUnavailable:
+		return nil, http.StatusServiceUnavailable, why
+	default:
+		return nil, http.StatusTooManyRequests, why
 	}
 	h.mu.Lock()
 	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
 		h.mu.Unlock()
 		release()
-		return nil, http.StatusServiceUnavailable
+		return nil, http.StatusServiceUnavailable, protocol.RejectSessionLimit
 	}
 	var v *view
 	if h.cfg.cluster != nil {
@@ -432,12 +438,12 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 			h.evict(s)
 			close(s.view.ready)
 			h.serving.Done()
-			return nil, http.StatusServiceUnavailable
+			return nil, http.StatusServiceUnavailable, protocol.RejectStoreUnavailable
 		}
 		defer close(s.view.ready)
 	}
 	h.serve(ctx, s)
-	return s, 0
+	return s, 0, protocol.RejectOther
 }
 
 // serve has the server serve s, which is filed in h.sessions and counted
