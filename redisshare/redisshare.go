@@ -167,10 +167,14 @@ func (s *Shared) Options() []streamable.Option {
 
 // ServerOptions returns the server options of the shared mode, for
 // [server.New]: task ids that name this replica, so that the others
-// forward a task's requests to it, and the list changes and resource
-// updates broadcast to the others.
+// forward a task's requests to it, the list changes and resource updates
+// broadcast to the others, and the requestStates used, so that a state is
+// accepted once over all replicas.
 func (s *Shared) ServerOptions() []server.Option {
-	return []server.Option{server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store)}
+	return []server.Option{
+		server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store),
+		server.WithUsedRequestStates(s.store.UseRequestState),
+	}
 }
 
 // Ready reports whether Redis answered the replica's last lease renewal,

@@ -29,7 +29,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, s.Ready(), "Redis answered the first renewal")
 	assert.Len(t, s.Options(), 2, "the cluster (with the lost-request and relay-refused hooks), the event store")
-	assert.Len(t, s.ServerOptions(), 2, "task id prefix, fanout")
+	assert.Len(t, s.ServerOptions(), 3, "task id prefix, fanout, requestStates used")
 	assert.Contains(t, logs.String(), "replica="+s.Replica())
 	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
 
