@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// maxUsedStates bounds the requestStates a server remembers as used (about
-// 40 bytes each): the states of the last TTL's retried rounds.
+// maxUsedStates bounds the requestStates a server remembers as used: the
+// states of the last TTL's retried rounds, a digest and an expiry each.
 const maxUsedStates = 1 << 16
 
 // usedStates remembers the requestStates presented already, until they
