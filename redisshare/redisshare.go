@@ -64,9 +64,14 @@ type Config struct {
 }
 
 // The replica's lease: renewed every leaseRenew, lost after leaseTTL.
+// The renewals are also how the replica learns that Redis answers: it is
+// ready while Redis answered one within readyWindow, so that /readyz turns
+// 503 within a second of Redis not answering, however long a request to
+// a Redis that hangs takes to fail.
 const (
-	leaseTTL   = 5 * time.Second
-	leaseRenew = time.Second
+	leaseTTL    = 5 * time.Second
+	leaseRenew  = 250 * time.Millisecond
+	readyWindow = time.Second
 )
 
 // Shared is one replica's shared mode, from [Open] to [Shared.Close]. It
@@ -78,9 +83,13 @@ type Shared struct {
 	logger  *slog.Logger
 	metrics *metrics
 	up      atomic.Bool // Redis answered the last lease renewal
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// answered is when Redis last answered a renewal, as time since born
+	// (a monotonic clock).
+	answered atomic.Int64
+	born     time.Time
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
 
 	idleTimeout time.Duration // the sessions' (the session quota's TTL)
 }
@@ -109,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, born: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	s.rate = redis_rate.NewLimiter(s.client)
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
@@ -158,16 +167,23 @@ func (s *Shared) Options() []streamable.Option {
 
 // ServerOptions returns the server options of the shared mode, for
 // [server.New]: task ids that name this replica, so that the others
-// forward a task's requests to it, and the list changes and resource
-// updates broadcast to the others.
+// forward a task's requests to it, the list changes and resource updates
+// broadcast to the others, and the requestStates used, so that a state is
+// accepted once over all replicas.
 func (s *Shared) ServerOptions() []server.Option {
-	return []server.Option{server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store)}
+	return []server.Option{
+		server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store),
+		server.WithUsedRequestStates(s.store.UseRequestState),
+	}
 }
 
-// Ready reports whether Redis answered the replica's last lease renewal:
-// serve the replica's readiness check from it (vigil's /readyz is 503
-// while it does not).
-func (s *Shared) Ready() bool { return s.up.Load() }
+// Ready reports whether Redis answered the replica's last lease renewal,
+// and did so within the last second (the lease is renewed four times a
+// second): serve the replica's readiness check from it (vigil's /readyz is
+// 503 while it does not).
+func (s *Shared) Ready() bool {
+	return s.up.Load() && time.Since(s.born)-time.Duration(s.answered.Load()) < readyWindow
+}
 
 // Close releases the lease and closes the store and the client.
 func (s *Shared) Close() error {
@@ -185,9 +201,12 @@ func (s *Shared) Close() error {
 
 // renew renews the lease and notes whether Redis answered.
 func (s *Shared) renew(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, leaseRenew)
+	ctx, cancel := context.WithTimeout(ctx, readyWindow)
 	defer cancel()
 	err := s.store.RenewLease(ctx, leaseTTL)
+	if err == nil {
+		s.answered.Store(int64(time.Since(s.born)))
+	}
 	was := s.up.Swap(err == nil)
 	switch {
 	case err != nil && was:

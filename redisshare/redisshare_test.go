@@ -29,7 +29,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, s.Ready(), "Redis answered the first renewal")
 	assert.Len(t, s.Options(), 2, "the cluster (with the lost-request and relay-refused hooks), the event store")
-	assert.Len(t, s.ServerOptions(), 2, "task id prefix, fanout")
+	assert.Len(t, s.ServerOptions(), 3, "task id prefix, fanout, requestStates used")
 	assert.Contains(t, logs.String(), "replica="+s.Replica())
 	assert.Contains(t, logs.String(), "redis="+redis.Addr()+"/0")
 
@@ -136,4 +136,26 @@ func TestOpenPlaintext(t *testing.T) {
 	_, err = redisshare.Open(ctx, redisshare.Config{URL: "redis://192.0.2.1:6379/0", AllowPlaintext: true})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "has no TLS")
+}
+
+// TestReadyTurnsFalseWithinASecond: a Redis that stops answering (its
+// process stopped, its connections open, so that a request hangs until
+// its timeout rather than failing at once) makes the replica unready
+// within a second, and ready again once Redis answers.
+func TestReadyTurnsFalseWithinASecond(t *testing.T) {
+	redis := redistest.Start(t)
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, s.Close()) }()
+	require.True(t, s.Ready())
+
+	redis.Pause()
+	paused := time.Now()
+	for s.Ready() && time.Since(paused) < 3*time.Second {
+		time.Sleep(10 * time.Millisecond) // polling Ready, as a readiness probe does
+	}
+	unready := time.Since(paused)
+	redis.Resume()
+	assert.LessOrEqual(t, unready, time.Second+100*time.Millisecond, "unready within a second of Redis's last answer")
+	assert.Eventually(t, s.Ready, 5*time.Second, 10*time.Millisecond, "ready again once Redis answers")
 }

@@ -70,7 +70,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		return e
 	}
 	var err *Error
-	if e.round, err = s.readRound(req, &e.first); err != nil {
+	if e.round, err = s.readRound(ctx, req, &e.first); err != nil {
 		req.admitErr = err
 	}
 	return e

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -290,6 +292,100 @@ func TestRequestStateBoundToCaller(t *testing.T) {
 		}
 		retry(2, "alice")
 		assert.Equal(t, "hello, Ada (accept)", decodeResult(t, h.RecvResult(2)).Content[0].Text)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// A requestState is accepted once: replayed after its retry, by its own
+// caller or (without a caller key, as without authorization) by anyone, it
+// is refused as invalid, though it has not expired; a state of the same
+// request issued again is accepted.
+func TestRequestStateSingleUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		first := func(id int64) string {
+			h.Request(id, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+			return decodeResult(t, h.RecvResult(id)).RequestState
+		}
+		retry := func(id int64, state, name string) {
+			h.Request(id, "tools/call", map[string]any{
+				"name": "greet", "_meta": meta2026(caps), "requestState": state,
+				"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "accept", "content": map[string]any{"name": name}}},
+			})
+		}
+		state := first(1)
+		retry(2, state, "Ada")
+		assert.Equal(t, "hello, Ada (accept)", decodeResult(t, h.RecvResult(2)).Content[0].Text)
+		for i, name := range []string{"Ada", "Mallory"} {
+			retry(int64(10+i), state, name)
+			e := h.RecvError(int64(10 + i))
+			assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code, "replay %d", i)
+			assert.Contains(t, e.Message, "used already")
+		}
+		again := first(3)
+		require.NotEqual(t, state, again, "each state is sealed afresh")
+		retry(4, again, "Ada")
+		assert.Equal(t, "hello, Ada (accept)", decodeResult(t, h.RecvResult(4)).Content[0].Text)
+		require.NoError(t, h.Close())
+		require.NoError(t, h.Wait())
+	})
+}
+
+// With WithUsedRequestStates, the states used are recorded where the
+// replicas share them: a digest for the state's remaining TTL; a state
+// used elsewhere is refused as invalid, and a store that cannot tell
+// refuses the retry as busy.
+func TestRequestStateUsedShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		used := map[string]time.Duration{}
+		var fail bool
+		h := newHarness(t, server.WithUsedRequestStates(func(_ context.Context, digest string, ttl time.Duration) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if fail {
+				return false, errors.New("store down")
+			}
+			_, seen := used[digest]
+			used[digest] = ttl
+			return !seen, nil
+		}))
+		h.addTool("greet", greeter)
+		h.start()
+		caps := map[string]any{"elicitation": map[string]any{}}
+		first := func(id int64) string {
+			h.Request(id, "tools/call", map[string]any{"name": "greet", "_meta": meta2026(caps)})
+			return decodeResult(t, h.RecvResult(id)).RequestState
+		}
+		retry := func(id int64, state string) {
+			h.Request(id, "tools/call", map[string]any{
+				"name": "greet", "_meta": meta2026(caps), "requestState": state,
+				"inputResponses": map[string]any{"elicitation-create-0": map[string]any{"action": "decline"}},
+			})
+		}
+		state := first(1)
+		retry(2, state)
+		h.RecvResult(2)
+		mu.Lock()
+		require.Len(t, used, 1)
+		for digest, ttl := range used {
+			assert.Len(t, digest, 32, "hex of 16 bytes")
+			assert.NotContains(t, state, digest)
+			assert.Equal(t, 10*time.Minute+time.Second, ttl, "the state's TTL, rounded up")
+		}
+		mu.Unlock()
+		retry(3, state)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), h.RecvError(3).Code, "used already")
+
+		mu.Lock()
+		fail = true
+		mu.Unlock()
+		retry(4, first(5))
+		assert.Equal(t, int64(protocol.CodeServerBusy), h.RecvError(4).Code)
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 	})

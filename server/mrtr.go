@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ type requestState struct {
 // for input (nil for one that may not), verifying the requestState and
 // taking the answers it expects from inputResponses. A requestState that
 // fails verification is refused. A first round is made in first.
-func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) {
+func (s *Server) readRound(ctx context.Context, req *Request, first *mrtrRound) (*mrtrRound, *Error) {
 	if !mrtrMethods[req.Method] {
 		return nil, nil
 	}
@@ -129,9 +130,12 @@ func (s *Server) readRound(req *Request, first *mrtrRound) (*mrtrRound, *Error) 
 		}
 		return round, nil
 	}
-	st, err := s.openState(*p.RequestState, s.callerKey(req), round.binding)
-	if err != nil {
-		return round, Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, or belongs to another request or caller")
+	st, err := s.openState(ctx, *p.RequestState, s.callerKey(req), round.binding)
+	switch {
+	case errors.Is(err, errStatesFull):
+		return round, Errorf(protocol.CodeServerBusy, "cannot tell whether the requestState was used: retry later")
+	case err != nil:
+		return round, Errorf(protocol.CodeInvalidParams, "invalid requestState: it was altered, has expired, was used already, or belongs to another request or caller")
 	}
 	for k, v := range st.Answers {
 		round.answers[k] = v
@@ -258,11 +262,15 @@ func (s *Server) sealState(st requestState, caller, binding string) (string, err
 	return base64.RawURLEncoding.EncodeToString(s.stateKeys.Seal(nil, payload, stateAD(caller, binding))), nil
 }
 
-var errBadState = errors.New("mcp: bad requestState")
+var (
+	errBadState   = errors.New("mcp: bad requestState")
+	errStatesFull = errors.New("mcp: the requestStates used cannot be recorded")
+)
 
 // openState opens a request state sealed to caller and binding, and
-// checks that it has not expired.
-func (s *Server) openState(token, caller, binding string) (requestState, error) {
+// checks that it has not expired and was not used before: a state is
+// accepted once (see usedStates and WithUsedRequestStates).
+func (s *Server) openState(ctx context.Context, token, caller, binding string) (requestState, error) {
 	var st requestState
 	if len(token) > maxStateBytes {
 		return st, errBadState
@@ -275,8 +283,27 @@ func (s *Server) openState(token, caller, binding string) (requestState, error) 
 	if err != nil {
 		return st, errBadState
 	}
-	if err := json.Unmarshal(payload, &st); err != nil || time.Now().Unix() > st.Expires {
+	now := time.Now().Unix()
+	if err := json.Unmarshal(payload, &st); err != nil || now > st.Expires {
 		return st, errBadState
+	}
+	digest := stateDigest(sealed)
+	if use := s.cfg.useState; use != nil {
+		first, err := use(ctx, hex.EncodeToString(digest[:]), time.Duration(st.Expires-now+1)*time.Second)
+		switch {
+		case err != nil:
+			s.cfg.logger.Warn("mcp: cannot record a requestState used", "error", err)
+			return st, errStatesFull
+		case !first:
+			return st, errBadState
+		}
+		return st, nil
+	}
+	switch used, full := s.usedStates.use(digest, st.Expires, now); {
+	case used:
+		return st, errBadState
+	case full:
+		return st, errStatesFull
 	}
 	return st, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -42,6 +43,9 @@ type config struct {
 	toolAccess func(*Request, *Tool) bool
 	// callerKey, when set, names who sent a request (WithCallerKey).
 	callerKey func(*Request) string
+	// useState, when set, records a requestState used in the replicas'
+	// shared store (WithUsedRequestStates); nil: in the Server's memory.
+	useState func(ctx context.Context, digest string, ttl time.Duration) (bool, error)
 	// outcomeBatch and outcomeDelay batch the recording of outcomes
 	// (WithOutcomeBatches); a batch of 0 records them at once.
 	outcomeBatch int
@@ -217,6 +221,19 @@ func WithRequestStateKey(key []byte) Option {
 			c.stateKey = append([]byte(nil), key...)
 		}
 	})
+}
+
+// WithUsedRequestStates has the replicas that share the key of
+// [WithRequestStateKey] share which requestStates were used, as each is
+// accepted once (a replay, by its caller or by whoever saw it, is refused
+// as invalid). use records digest, a fixed-length digest of a state, for
+// ttl (until the state expires), and reports whether it was the first to;
+// an error refuses the retry with protocol.CodeServerBusy. Without it
+// each Server remembers the states used in its own memory (65,536 of them
+// at most: over that, a retry is refused as busy until some expire).
+// Package redisshare's ServerOptions sets it.
+func WithUsedRequestStates(use func(ctx context.Context, digest string, ttl time.Duration) (first bool, err error)) Option {
+	return optionFunc(func(c *config) { c.useState = use })
 }
 
 // WithRequestStateTTL sets how long a requestState stays valid (10

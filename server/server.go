@@ -30,6 +30,7 @@ var ErrServerClosed = errors.New("mcp: server closed")
 type Server struct {
 	cfg         config
 	stateKeys   *seal.Keys         // seal requestState, under cfg.stateKey
+	usedStates  usedStates         // the requestStates accepted already (mrtr_used.go)
 	handler     Handler            // the middleware chain around route
 	methods     map[string]Handler // read-only after New
 	tools       toolRegistry

@@ -27,10 +27,14 @@ import (
 const ExtensionSkills = "io.modelcontextprotocol/skills"
 
 // The extension's per-skill limits, and the Agent Skills specification's
-// bounds on frontmatter fields.
+// bounds on frontmatter fields. A skill's entries are its files and its
+// directories that hold no file (empty, or only directories).
+// maxSkillsBytes bounds the files of all the skills a server serves, which
+// it keeps in memory.
 const (
 	maxSkillFiles         = 512
 	maxSkillBytes         = 16 << 20
+	maxSkillsBytes        = 64 << 20
 	maxSkillName          = 64
 	maxSkillDescription   = 1024
 	maxSkillCompatibility = 500
@@ -76,6 +80,7 @@ type skill struct {
 	gen     func(ctx context.Context, file string) ([]byte, error)
 	front   []byte // a dynamic skill's fenced frontmatter
 	skillMD Resource
+	size    int // the bytes of its files
 }
 
 // skillFile is one file of a static skill, read once.
@@ -101,15 +106,16 @@ type skillSet struct {
 // AddSkill registers a skill, replacing any skill of the same Path, and
 // tells initialized clients that the resource list changed. It fails, and
 // registers nothing, when the skill breaks a rule of the Agent Skills
-// specification or of SEP-2640 (see the package doc). It is safe for
-// concurrent use.
+// specification or of SEP-2640 (see the package doc), holds a symbolic or
+// hard link, or would take the files of all the server's skills over 64
+// MiB. It is safe for concurrent use.
 func (s *Server) AddSkill(sk Skill) error {
-	built, err := buildSkill(sk)
+	built, err := buildSkill(sk, s.resources.skillRoom(sk.Path))
 	if err != nil {
 		return err
 	}
-	s.replaceSkills(nil, built)
-	return nil
+	_, err = s.replaceSkills(nil, built)
+	return err
 }
 
 // AddSkills registers as a listed skill every directory of fsys that holds
@@ -135,6 +141,7 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 	}
 	slices.Sort(dirs) // WalkDir's order is not the paths' ("a/b" before "a-c")
 	built := make([]*skill, 0, len(dirs))
+	room := s.resources.skillRoom(dirs...)
 	for _, dir := range dirs {
 		if dir == "." {
 			return nil, errors.New("mcp: skills: SKILL.md at the root has no skill path: serve its parent directory")
@@ -143,13 +150,16 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: skill %q: %w", dir, err)
 		}
-		sk, err := buildSkill(Skill{Path: dir, FS: sub})
+		sk, err := buildSkill(Skill{Path: dir, FS: sub}, room)
 		if err != nil {
 			return nil, err
 		}
+		room -= sk.size
 		built = append(built, sk)
 	}
-	s.replaceSkills(nil, built...)
+	if _, err := s.replaceSkills(nil, built...); err != nil {
+		return nil, err
+	}
 	return dirs, nil
 }
 
@@ -157,13 +167,32 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 // initialized clients that the resource list changed. It reports how many
 // it removed.
 func (s *Server) RemoveSkills(paths ...string) int {
-	return s.replaceSkills(paths)
+	n, _ := s.replaceSkills(paths) // removing never exceeds a bound
+	return n
+}
+
+// skillRoom returns how many bytes of files the skills may add, replacing
+// those at paths, within maxSkillsBytes.
+func (rr *resourceRegistry) skillRoom(paths ...string) int {
+	rr.mu.RLock()
+	defer rr.mu.RUnlock()
+	room := maxSkillsBytes
+	if rr.skills != nil {
+		for p, sk := range rr.skills.byPath {
+			if !slices.Contains(paths, p) {
+				room -= sk.size
+			}
+		}
+	}
+	return room
 }
 
 // replaceSkills removes the skills at paths, adds add (replacing those of
 // the same path), and rebuilds the indexes; it reports how many of paths
-// it removed, and announces the change when anything changed.
-func (s *Server) replaceSkills(paths []string, add ...*skill) int {
+// it removed, and announces the change when anything changed. It changes
+// nothing, and fails, when the skills' files would then exceed
+// maxSkillsBytes.
+func (s *Server) replaceSkills(paths []string, add ...*skill) (int, error) {
 	rr := &s.resources
 	rr.mu.Lock()
 	byPath := map[string]*skill{}
@@ -183,6 +212,16 @@ func (s *Server) replaceSkills(paths []string, add ...*skill) int {
 	for _, sk := range add {
 		byPath[sk.path] = sk
 	}
+	if len(add) > 0 {
+		size := 0
+		for _, sk := range byPath {
+			size += sk.size
+		}
+		if size > maxSkillsBytes {
+			rr.mu.Unlock()
+			return 0, fmt.Errorf("mcp: skills: their files are over %d bytes, the limit of all the skills a server serves", maxSkillsBytes)
+		}
+	}
 	changed := n > 0 || len(add) > 0
 	if changed {
 		rr.skills = indexSkills(byPath)
@@ -192,7 +231,7 @@ func (s *Server) replaceSkills(paths []string, add ...*skill) int {
 	if changed {
 		s.listChanged("resources")
 	}
-	return n
+	return n, nil
 }
 
 // hasSkills reports whether any skill is registered: the server then
@@ -382,8 +421,10 @@ func fileContents(uri, mimeType string, data []byte) *ResourceContents {
 	return &ResourceContents{URI: uri, MIMEType: mimeType, Blob: bytes.Clone(data)}
 }
 
-// buildSkill validates sk and reads, digests and indexes its files.
-func buildSkill(sk Skill) (*skill, error) {
+// buildSkill validates sk and reads, digests and indexes its files, which
+// may hold room bytes at most (what the other skills leave of
+// maxSkillsBytes).
+func buildSkill(sk Skill, room int) (*skill, error) {
 	name := path.Base(sk.Path)
 	if err := checkSkillPath(sk.Path); err != nil {
 		return nil, fmt.Errorf("mcp: skill %q: %w", sk.Path, err)
@@ -406,11 +447,14 @@ func buildSkill(sk Skill) (*skill, error) {
 		if sk.Frontmatter != "" {
 			return nil, fmt.Errorf("mcp: skill %q: Frontmatter is for dynamic skills: a static skill's is in its SKILL.md", sk.Path)
 		}
-		files, dirs, err := readSkillFiles(sk.FS, skillScheme+sk.Path)
+		files, dirs, err := readSkillFiles(sk.FS, skillScheme+sk.Path, room)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: skill %q: %w", sk.Path, err)
 		}
 		out.files, out.dirs = files, dirs
+		for _, f := range files {
+			out.size += len(f.data)
+		}
 		i := slices.IndexFunc(files, func(f *skillFile) bool { return f.res.URI == out.uri })
 		if i < 0 {
 			return nil, fmt.Errorf("mcp: skill %q: no SKILL.md at its root", sk.Path)
@@ -639,11 +683,14 @@ func checkFrontmatter(front map[string]any, dirName string) error {
 }
 
 // readSkillFiles reads every file under fsys (the skill's directory, whose
-// URI is root) within the extension's limits, and returns them sorted by
-// URI with the directories' relative paths ("" the root).
-func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
+// URI is root) within the extension's limits and room bytes, and returns
+// them sorted by URI with the directories' relative paths ("" the root).
+// Symbolic links and hard links (a file with another name, maybe outside
+// the directory) are refused.
+func readSkillFiles(fsys fs.FS, root string, room int) ([]*skillFile, []string, error) {
 	var files []*skillFile
 	var dirs []string
+	withFiles := map[string]bool{} // directories that hold a file
 	total := 0
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -653,16 +700,27 @@ func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
 			return skipHidden(d)
 		}
 		if d.IsDir() {
+			// Directories are at most the entries: each holds a file, or
+			// is an entry itself.
+			if len(dirs) == maxSkillFiles {
+				return errTooManyEntries
+			}
 			dirs = append(dirs, strings.TrimPrefix(p, "."))
 			return nil
 		}
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file (symbolic links are not followed)", p)
 		}
-		if len(files) == maxSkillFiles {
-			return fmt.Errorf("over %d files, the extension's limit per skill", maxSkillFiles)
+		if info, err := d.Info(); err != nil {
+			return err
+		} else if hardLinked(info) {
+			return fmt.Errorf("%s: a hard link (the file has other names, maybe outside the directory): copy it instead", p)
 		}
-		data, err := readBounded(fsys, p, maxSkillBytes-total)
+		if len(files) == maxSkillFiles {
+			return errTooManyEntries
+		}
+		withFiles[strings.TrimPrefix(path.Dir(p), ".")] = true
+		data, err := readBounded(fsys, p, min(maxSkillBytes, room)-total, room < maxSkillBytes)
 		if err != nil {
 			return err
 		}
@@ -682,9 +740,20 @@ func readSkillFiles(fsys fs.FS, root string) ([]*skillFile, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	entries := len(files)
+	for _, d := range dirs {
+		if !withFiles[d] {
+			entries++
+		}
+	}
+	if entries > maxSkillFiles {
+		return nil, nil, errTooManyEntries
+	}
 	slices.SortFunc(files, func(a, b *skillFile) int { return strings.Compare(a.res.URI, b.res.URI) })
 	return files, dirs, nil
 }
+
+var errTooManyEntries = fmt.Errorf("over %d files (directories that hold no file count as files), the extension's limit per skill", maxSkillFiles)
 
 // hidden reports whether p, a path of fs.WalkDir, names a file or directory
 // whose name begins with a dot (the walk's root "." is not hidden).
@@ -701,9 +770,10 @@ func skipHidden(d fs.DirEntry) error {
 	return nil
 }
 
-// readBounded reads the file p of fsys, failing when it holds over max
-// bytes.
-func readBounded(fsys fs.FS, p string, budget int) ([]byte, error) {
+// readBounded reads the file p of fsys, failing when it holds over budget
+// bytes: what is left of a skill's maxSkillBytes or, when all, of
+// maxSkillsBytes.
+func readBounded(fsys fs.FS, p string, budget int, all bool) ([]byte, error) {
 	f, err := fsys.Open(p)
 	if err != nil {
 		return nil, err
@@ -712,6 +782,9 @@ func readBounded(fsys fs.FS, p string, budget int) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, int64(budget)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if len(data) > budget && all {
+		return nil, fmt.Errorf("%s: the skills' files are over %d bytes, the limit of all the skills a server serves", p, maxSkillsBytes)
 	}
 	if len(data) > budget {
 		return nil, fmt.Errorf("%s: the skill's files are over %d bytes, the extension's limit per skill", p, maxSkillBytes)

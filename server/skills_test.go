@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -138,7 +141,20 @@ func TestSkillRules(t *testing.T) {
 		{"symbolic link", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], "l": {Mode: fs.ModeSymlink}}}, "not a regular file"},
 		{"512 files", server.Skill{Path: "pdf", FS: func() fstest.MapFS { m := maps.Clone(many); delete(m, "f/511.txt"); return m }()}, ""},
 		{"over 512 files", server.Skill{Path: "pdf", FS: many}, "over 512 files"},
-		{"file URI over 2048 bytes", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], strings.Repeat("d/", 1100) + "f": {Data: []byte("x")}}}, "over 2048 bytes"},
+		{"511 files and an empty directory", server.Skill{Path: "pdf", FS: func() fstest.MapFS {
+			m := maps.Clone(many)
+			delete(m, "f/511.txt")
+			m["empty"] = &fstest.MapFile{Mode: fs.ModeDir}
+			return m
+		}()}, "over 512 files"},
+		{"over 512 empty directories", server.Skill{Path: "pdf", FS: func() fstest.MapFS {
+			m := md(ok)
+			for i := range 600 {
+				m[fmt.Sprintf("d%03d", i)] = &fstest.MapFile{Mode: fs.ModeDir}
+			}
+			return m
+		}()}, "over 512 files"},
+		{"file URI over 2048 bytes", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], strings.Repeat(strings.Repeat("d", 200)+"/", 11) + "f": {Data: []byte("x")}}}, "over 2048 bytes"},
 		{"over 16 MiB", server.Skill{Path: "pdf", FS: fstest.MapFS{"SKILL.md": md(ok)["SKILL.md"], "big.bin": {Data: make([]byte, 16<<20)}}}, "over 16777216 bytes"},
 	}
 	for _, tt := range tests {
@@ -608,4 +624,60 @@ func FuzzSkillFrontmatter(f *testing.F) {
 			assert.Equal(t, 1, srv.RemoveSkills("x"), "registered whole")
 		}
 	})
+}
+
+// A hard link in a skill directory (a file of the directory that is also
+// a file elsewhere, such as /etc/shadow) is refused at registration, as a
+// symbolic link is.
+func TestSkillHardLinkRefused(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("link counts are read on Unix")
+	}
+	outside, dir := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: pdf\ndescription: d\n---\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("not for clients"), 0o600))
+	require.NoError(t, os.Link(filepath.Join(outside, "secret"), filepath.Join(dir, "notes.txt")))
+
+	srv := server.New()
+	err := srv.AddSkill(server.Skill{Path: "pdf", FS: os.DirFS(dir)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "notes.txt: a hard link")
+	assert.Zero(t, srv.RemoveSkills("pdf"), "nothing registered")
+
+	require.NoError(t, os.Remove(filepath.Join(outside, "secret")))
+	require.NoError(t, srv.AddSkill(server.Skill{Path: "pdf", FS: os.DirFS(dir)}), "a file of one name is served")
+}
+
+// The skills of a server hold 64 MiB of files at most, however many
+// skills there are: AddSkills stops reading once over it, and AddSkill of
+// one more skill fails, while replacing a skill counts it once.
+func TestSkillsTotalBound(t *testing.T) {
+	t.Parallel()
+	big := make([]byte, 15<<20) // under the 16 MiB of one skill
+	skill := func(name string) fstest.MapFS {
+		return fstest.MapFS{
+			"SKILL.md": {Data: []byte("---\nname: " + name + "\ndescription: d\n---\n")},
+			"big.bin":  {Data: big},
+		}
+	}
+	tree := fstest.MapFS{}
+	for i := range 5 {
+		for name, f := range skill(fmt.Sprintf("s%d", i)) {
+			tree[fmt.Sprintf("s%d/%s", i, name)] = f
+		}
+	}
+	srv := server.New()
+	_, err := srv.AddSkills(tree)
+	require.Error(t, err, "5 × 15 MiB is over 64 MiB")
+	assert.Contains(t, err.Error(), "over 67108864 bytes, the limit of all the skills")
+	assert.Zero(t, srv.RemoveSkills("s0", "s1", "s2", "s3", "s4"), "nothing registered")
+
+	for i := range 4 {
+		require.NoError(t, srv.AddSkill(server.Skill{Path: fmt.Sprintf("s%d", i), FS: skill(fmt.Sprintf("s%d", i))}))
+	}
+	err = srv.AddSkill(server.Skill{Path: "s4", FS: skill("s4")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the limit of all the skills")
+	require.NoError(t, srv.AddSkill(server.Skill{Path: "s3", FS: skill("s3")}), "a replaced skill is not counted twice")
 }

@@ -187,7 +187,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), "+
 			"unknown_session (HTTP: unknown or ended session id), "+
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
-			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), other.",
+			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), "+
+			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), other.",
 		mcpconv.LabelReason)
 	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
 		"tools/call results over their size bound, answered as a tool error instead (also counted as tool_error in the duration). "+

@@ -185,6 +185,26 @@ func TestLeasesAndClaims(t *testing.T) {
 	assert.False(t, first, "a name is claimed once")
 }
 
+// A requestState is used once over every replica of one Redis, and its
+// record expires with it.
+func TestUseRequestStateOnce(t *testing.T) {
+	st, rdb := newStore(t, redisstore.WithReplica("r1"))
+	other, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("r2"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, other.Close()) }()
+	ctx := t.Context()
+
+	first, err := st.UseRequestState(ctx, "00ff", time.Minute)
+	require.NoError(t, err)
+	assert.True(t, first)
+	first, err = other.UseRequestState(ctx, "00ff", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, first, "used already, on another replica")
+	ttl, err := rdb.PTTL(ctx, "vigil:state:00ff").Result()
+	require.NoError(t, err)
+	assert.InDelta(t, time.Minute, ttl, float64(5*time.Second), "the record expires with the state")
+}
+
 func TestNewRefusesBadReplicaNames(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	for _, name := range []string{"a.b", "a~b", "a b", "é"} {

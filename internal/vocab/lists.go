@@ -44,6 +44,7 @@ func RejectReasons() []protocol.RejectReason {
 		protocol.RejectParseError, protocol.RejectInvalidRequest, protocol.RejectDuplicateID, protocol.RejectLifecycle,
 		protocol.RejectFrameTooLarge, protocol.RejectInFlightLimit, protocol.RejectShuttingDown, protocol.RejectInvalidParams,
 		protocol.RejectUnknownResponse, protocol.RejectProtocolMismatch, protocol.RejectForbidden, protocol.RejectSessionLimit,
-		protocol.RejectUnknownSession, protocol.RejectSessionPrincipal, protocol.RejectOverloaded, protocol.RejectOther,
+		protocol.RejectUnknownSession, protocol.RejectSessionPrincipal, protocol.RejectOverloaded, protocol.RejectStoreUnavailable,
+		protocol.RejectOther,
 	}
 }

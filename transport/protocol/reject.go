@@ -51,6 +51,10 @@ const (
 	// at once, before any handler (HTTP 503 with Retry-After, or the busy
 	// error); initialize, notifications and responses are never shed.
 	RejectOverloaded
+	// RejectStoreUnavailable: HTTP, a new session while the store the
+	// replicas share (Redis) does not answer, so that its session count
+	// cannot be checked (503 with Retry-After).
+	RejectStoreUnavailable
 )
 
 var rejectReasons = [...]struct{ label, message string }{
@@ -70,6 +74,7 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectUnknownSession:   {"unknown_session", "unknown or terminated session"},
 	RejectSessionPrincipal: {"session_principal_mismatch", "unknown or terminated session"},
 	RejectOverloaded:       {"overloaded", "server overloaded: retry later"},
+	RejectStoreUnavailable: {"store_unavailable", "session store unavailable: retry later"},
 }
 
 // String returns the label value, such as "duplicate_id".

@@ -56,7 +56,7 @@ func TestOutcomeLabels(t *testing.T) {
 	check(t, rejects, []string{
 		"parse_error", "invalid_request", "duplicate_id", "lifecycle", "frame_too_large", "in_flight_limit",
 		"shutting_down", "invalid_params", "unknown_response", "protocol_mismatch", "forbidden",
-		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "other",
+		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "store_unavailable", "other",
 	})
 	assert.Equal(t, "none", protocol.ReasonNone.String())
 	assert.Empty(t, protocol.DropNone.String())

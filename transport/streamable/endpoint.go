@@ -347,12 +347,13 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 	var s *session
 	if isRequest && req.Method == "initialize" && headerValue(r.Header, headerSessionID) == "" {
 		var status int
-		if s, status = h.newSession(r); s == nil {
+		var why protocol.RejectReason
+		if s, status, why = h.newSession(r); s == nil {
 			if status == http.StatusTooManyRequests {
-				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, protocol.RejectSessionLimit, retrySessions)
+				h.refuseQuota(w, r, req.ID, protocol.QuotaSessions, why, retrySessions)
 				return nil, nil
 			}
-			h.refuseSessionLimit(w, status, req.ID)
+			h.refuseSessionLimit(w, status, req.ID, why)
 			return nil, nil
 		}
 	} else {
@@ -395,36 +396,44 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 	return s, req
 }
 
-// refuseSessionLimit answers an initialize refused with status because
-// the Endpoint holds its WithMaxSessions or is closed. Retry-After says when
-// an idle session can expire at the soonest (expiry.go), or 1 second when
-// the Endpoint is closed: another replica may have room.
-func (h *Endpoint) refuseSessionLimit(w http.ResponseWriter, status int, id transport.ID) {
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
+// refuseSessionLimit answers an initialize refused with status, for why:
+// at the Endpoint's WithMaxSessions, Retry-After says when an idle session
+// can expire at the soonest (expiry.go); when the Endpoint is closed or
+// the cluster's store does not answer, 1 second: another replica may have
+// room, or the store may be back.
+func (h *Endpoint) refuseSessionLimit(w http.ResponseWriter, status int, id transport.ID, why protocol.RejectReason) {
 	retry := 1
-	if !closed {
-		retry = h.expiry.retryAfter()
+	if why == protocol.RejectSessionLimit {
+		h.mu.Lock()
+		closed := h.closed
+		h.mu.Unlock()
+		if !closed {
+			retry = h.expiry.retryAfter()
+		}
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
-	h.reject(w, status, id, protocol.CodeServerBusy, protocol.RejectSessionLimit, protocol.RejectSessionLimit.Message())
+	h.reject(w, status, id, protocol.CodeServerBusy, why, why.Message())
 }
 
 // newSession opens a session for an initialize request r and has the
-// server serve it; it returns nil and the HTTP status to refuse r with when
-// it cannot.
-func (h *Endpoint) newSession(r *http.Request) (*session, int) {
+// server serve it; it returns nil, the HTTP status to refuse r with and
+// why when it cannot: 429 by the session quota, 503 at the session limit,
+// or while the cluster's store does not answer.
+func (h *Endpoint) newSession(r *http.Request) (*session, int, protocol.RejectReason) {
 	caller, id := h.callerOf(r), newSessionID()
-	release, ok := h.admitSession(r.Context(), caller, id)
-	if !ok {
-		return nil, http.StatusTooManyRequests
+	release, why := h.admitSession(r.Context(), caller, id)
+	switch why {
+	case protocol.RejectOther:
+	case protocol.RejectStoreUnavailable:
+		return nil, http.StatusServiceUnavailable, why
+	default:
+		return nil, http.StatusTooManyRequests, why
 	}
 	h.mu.Lock()
 	if h.closed || len(h.sessions) >= h.cfg.maxSessions {
 		h.mu.Unlock()
 		release()
-		return nil, http.StatusServiceUnavailable
+		return nil, http.StatusServiceUnavailable, protocol.RejectSessionLimit
 	}
 	var v *view
 	if h.cfg.cluster != nil {
@@ -447,12 +456,12 @@ func (h *Endpoint) newSession(r *http.Request) (*session, int) {
 			h.evict(s)
 			close(s.view.ready)
 			h.serving.Done()
-			return nil, http.StatusServiceUnavailable
+			return nil, http.StatusServiceUnavailable, protocol.RejectStoreUnavailable
 		}
 		defer close(s.view.ready)
 	}
 	h.serve(ctx, s)
-	return s, 0
+	return s, 0, protocol.RejectOther
 }
 
 // serve has the server serve s, which is filed in h.sessions and counted

@@ -124,47 +124,51 @@ func (h *Endpoint) refuseQuota(w http.ResponseWriter, r *http.Request, id transp
 }
 
 // admitSession counts session, a new session of caller, evicting the
-// caller's longest-idle session when the quotas say so; false: refused.
-// release gives its place back; the session calls it when it ends, but
-// for a shared one, whose end is the cluster's (see SessionCounter).
-func (h *Endpoint) admitSession(ctx context.Context, caller, session string) (release func(), ok bool) {
+// caller's longest-idle session when the quotas say so. It answers
+// RejectOther when admitted, else why not: RejectSessionLimit over the
+// quota, RejectStoreUnavailable when the SessionCounter cannot count (the
+// store the replicas share does not answer). release gives its place
+// back; the session calls it when it ends, but for a shared one, whose end
+// is the cluster's (see SessionCounter).
+func (h *Endpoint) admitSession(ctx context.Context, caller, session string) (release func(), why protocol.RejectReason) {
 	qs := h.quotas
 	if qs.sessions == 0 || h.cfg.cluster != nil && qs.q.SessionCounter == nil {
-		return func() {}, true
+		return func() {}, protocol.RejectOther
 	}
 	if c := qs.q.SessionCounter; c != nil {
 		ok, err := c.Acquire(ctx, caller, session, qs.sessions)
-		if err != nil {
+		switch {
+		case err != nil:
 			h.cfg.logger.Warn("streamable: cannot count the caller's sessions", "error", err)
+			return nil, protocol.RejectStoreUnavailable
+		case !ok:
+			return nil, protocol.RejectSessionLimit
 		}
-		if err != nil || !ok {
-			return nil, false
-		}
-		return func() { c.Release(caller, session) }, true
+		return func() { c.Release(caller, session) }, protocol.RejectOther
 	}
 	for range 2 {
 		qs.mu.Lock()
 		if qs.bySession[caller] < qs.sessions {
 			qs.bySession[caller]++
 			qs.mu.Unlock()
-			return func() { qs.release(caller) }, true
+			return func() { qs.release(caller) }, protocol.RejectOther
 		}
 		qs.mu.Unlock()
 		if !qs.q.EvictIdle {
-			return nil, false
+			return nil, protocol.RejectSessionLimit
 		}
 		h.mu.RLock()
 		idle := h.idlestLocked(caller)
 		h.mu.RUnlock()
 		if idle == nil {
-			return nil, false
+			return nil, protocol.RejectSessionLimit
 		}
 		if f := qs.q.OnRefuse; f != nil {
 			f(protocol.QuotaSessions)
 		}
 		h.expire(idle) // releases its count before it returns
 	}
-	return nil, false
+	return nil, protocol.RejectSessionLimit
 }
 
 // releaseShared counts a shared session out of its caller's sessions

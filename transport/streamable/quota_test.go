@@ -282,24 +282,32 @@ func (c *fakeCounter) Release(caller, session string) {
 }
 
 // A SessionCounter replaces the Endpoint's own count: it is asked with the
-// caller, the new session's id and the limit, its refusal and its errors
-// refuse the initialize, and a session's end releases it.
+// caller, the new session's id and the limit, its refusal refuses the
+// initialize by quota, its error (the shared store does not answer) with
+// 503 store_unavailable, and a session's end releases it.
 func TestQuotaSessionCounter(t *testing.T) {
 	srv := htServer(t)
 	c := &fakeCounter{held: map[string]int{}}
 	var got tally[protocol.Quota]
-	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 1, SessionCounter: c, OnRefuse: got.add}))
+	var rejected tally[protocol.RejectReason]
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 1, SessionCounter: c, OnRefuse: got.add}),
+		streamable.WithRejectHook(rejected.add))
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 
 	w := quotaInit(t, h, "192.0.2.1")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	sid := w.Header().Get("Mcp-Session-Id")
 	quotaRefusal(t, quotaInit(t, h, "192.0.2.1"), protocol.QuotaSessions, "10")
+	assert.Equal(t, 1, rejected.get(protocol.RejectSessionLimit))
 	c.mu.Lock()
 	c.fail = true
 	c.mu.Unlock()
-	quotaRefusal(t, quotaInit(t, h, "192.0.2.2"), protocol.QuotaSessions, "10")
-	assert.Equal(t, 2, got.get(protocol.QuotaSessions))
+	w = quotaInit(t, h, "192.0.2.2")
+	require.Equal(t, http.StatusServiceUnavailable, w.Code, "the store does not answer: not a quota refusal; %s", w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Contains(t, w.Body.String(), protocol.RejectStoreUnavailable.Message())
+	assert.Equal(t, 1, got.get(protocol.QuotaSessions), "only the first refusal was by quota")
+	assert.Equal(t, 1, rejected.get(protocol.RejectStoreUnavailable))
 
 	del := httptest.NewRequest(http.MethodDelete, "http://localhost/mcp", nil)
 	del.RemoteAddr = "192.0.2.1:1"

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,6 +217,21 @@ func (s *Server) signal(kill bool) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond) // the wait goroutine clears cmd
+	}
+}
+
+// Pause stops the server's process (SIGSTOP) without closing its
+// connections: a Redis that does not answer. Resume continues it.
+func (s *Server) Pause() { s.sendSignal(syscall.SIGSTOP) }
+
+// Resume continues the server after Pause (SIGCONT).
+func (s *Server) Resume() { s.sendSignal(syscall.SIGCONT) }
+
+func (s *Server) sendSignal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
 	}
 }
 
