@@ -156,6 +156,9 @@ func TestReadyTurnsFalseWithinASecond(t *testing.T) {
 	}
 	unready := time.Since(paused)
 	redis.Resume()
-	assert.LessOrEqual(t, unready, time.Second+100*time.Millisecond, "unready within a second of Redis's last answer")
+	// Ready compares Redis's last answer with the clock, so it turns false
+	// a second after it at the latest; the slack is the poll's own delay on
+	// a busy machine (make test runs packages in parallel under -race).
+	assert.LessOrEqual(t, unready, time.Second+300*time.Millisecond, "unready within a second of Redis's last answer")
 	assert.Eventually(t, s.Ready, 5*time.Second, 10*time.Millisecond, "ready again once Redis answers")
 }
