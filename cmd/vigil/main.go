@@ -119,12 +119,13 @@ type config struct {
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
 	// Quotas per caller (quota.go): the principal, or the client's IP.
-	quotaSessions  int           // -quota-sessions: concurrent sessions (0: none)
-	quotaEvictIdle bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
-	quotaInFlight  int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
-	quotaTasks     int           // -quota-tasks: tasks held (0: none)
-	quotaToolShare float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
-	overloadTarget time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
+	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
+	quotaEvictIdle  bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
+	quotaInFlight   int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaTasks      int           // -quota-tasks: tasks held (0: none)
+	quotaIPv6Prefix int           // -quota-ipv6-prefix: bits of an unauthenticated IPv6 caller's network
+	quotaToolShare  float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
+	overloadTarget  time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
 	// Slow readers and what a session may keep (transport/streamable).
 	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
 	maxResumptions   int           // -max-resumptions: GET streams one session has open at once
