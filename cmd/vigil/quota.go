@@ -36,7 +36,7 @@ const (
 
 // addQuotaFlags defines the quota flags on fs.
 func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
-	fs.IntVar(&cfg.quotaSessions, "quota-sessions", defaultQuotaSessions, "most concurrent HTTP sessions of one caller (the principal, or the client's IP without authorization); more initializes get 429 with Retry-After, unless -quota-evict-idle (0: no quota)")
+	fs.IntVar(&cfg.quotaSessions, "quota-sessions", defaultQuotaSessions, "most concurrent HTTP sessions of one caller (the authenticated user, whatever its client; without authorization the client's IP address, an IPv6 one by its -quota-ipv6-prefix network); more initializes get 429 with Retry-After, unless -quota-evict-idle (0: no quota)")
 	fs.BoolVar(&cfg.quotaEvictIdle, "quota-evict-idle", false, "at -quota-sessions, end the caller's session idle the longest (none with a request in flight) to make room, instead of refusing the initialize")
 	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
 	fs.IntVar(&cfg.quotaIPv6Prefix, "quota-ipv6-prefix", quota.DefaultIPv6Prefix, "without authorization, a caller is the client's IP address: an IPv6 client counts as its network of this many leading bits, since one host commonly owns a /64 (128: each address; IPv4 and IPv4-mapped clients count by address)")
