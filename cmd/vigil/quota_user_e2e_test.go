@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,6 +91,40 @@ func TestQuotaE2EClientsOfOneSubject(t *testing.T) {
 		_ = resp.Body.Close()
 		assert.Equal(t, want, resp.StatusCode, "a session answers only the client that opened it")
 	}
+}
+
+// TestQuotaE2EToolShareOfOneSubject: vigil with -tool-concurrency 4 (so
+// that one caller's share, half, is 2 slots of sleep) behind
+// authorization. Two clients of one subject each hold a long sleep call; a
+// third client of the same subject is refused at once (-32000
+// "tool_share"), while another subject's call is admitted.
+func TestQuotaE2EToolShareOfOneSubject(t *testing.T) {
+	port := authResource(t)
+	as := newClientIssuer(t, port.resource)
+	v := startVigilAuth(t, port, as.URL, []string{
+		"VIGIL_AUTH_INTROSPECTION_CLIENT_ID=vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET=s3cr3t",
+	}, "-auth-scopes", "vigil.read", "-tool-concurrency", "4")
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer func() { _ = v.proc.cmd.Process.Kill() }() // ends the long calls, before wg.Wait
+	for i := range 2 {
+		c := v.session(t, fmt.Sprintf("alice/client-%d", i))
+		wg.Go(func() {
+			_, _ = c.callTool(context.WithoutCancel(t.Context()), "sleep", map[string]any{"ms": 40000}, "")
+		})
+	}
+	require.NoError(t, waitInFlight(t.Context(), v.hc, strings.TrimSuffix(v.url, "/mcp")+"/metrics", 2))
+
+	res, err := v.session(t, "alice/client-2").callTool(t.Context(), "sleep", map[string]any{"ms": 1}, "")
+	require.NoError(t, err)
+	require.NotNil(t, res.Error, "a third client of the subject is over the subject's share")
+	assert.Equal(t, int64(-32000), res.Error.Code)
+	assert.Contains(t, res.Error.Message, "tool_share")
+
+	res, err = v.session(t, "bob/client-0").callTool(t.Context(), "sleep", map[string]any{"ms": 1}, "")
+	require.NoError(t, err)
+	assert.Nil(t, res.Error, "another subject's call is admitted")
 }
 
 // An unauthenticated IPv6 client counts as its network of
