@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -83,8 +83,9 @@ func rateLimitOption(f func(*rateLimitConfig)) InstrumentationOption {
 // WithRateLimit limits each principal's requests to perSecond with bursts
 // of burst (<= 0: perSecond rounded up), as a token bucket: a POST to the
 // MCP endpoint over it is answered 429 by [RateLimiter.Handler]. The
-// principal is the authenticated one (package auth), else the client's IP
-// address. perSecond <= 0 means no limit, the default. [NewInstrumentation]
+// principal is the user of the authenticated one (package auth: its issuer
+// and subject, so that one user's clients share its rate), else the
+// client's IP address, an IPv6 address by its /64 network. perSecond <= 0 means no limit, the default. [NewInstrumentation]
 // reads it and then makes an [Instrumentation.RateLimiter].
 func WithRateLimit(perSecond float64, burst int) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) { c.principal = newRateSpec(perSecond, burst) })
@@ -171,7 +172,8 @@ type clientAddrKey struct{}
 // a JSON-RPC error (-32000, data {"quota":"rate","retryAfterSeconds":N}),
 // counted as a quota refusal. Put it inside the authorization guard, which
 // names the principal; without one, the principal is the client's IP
-// address, which Handler also hands to the tool rates. GET and DELETE pass.
+// address (an IPv6 address by its /64 network), which Handler also hands
+// to the tool rates. GET and DELETE pass.
 func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 	if l == nil {
 		return next
@@ -182,9 +184,9 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := auth.SessionPrincipal(r)
+		key := quota.User(auth.SessionPrincipal(r))
 		if key == "" {
-			key = clientAddr(r.RemoteAddr)
+			key = quota.CallerAddr(r.Context(), r.RemoteAddr)
 			if needAddr {
 				r = r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, key))
 			}
@@ -235,28 +237,17 @@ type quotaData struct {
 	RetryAfterSeconds int64          `json:"retryAfterSeconds"`
 }
 
-// rateKeyOf returns the key of req's principal: the authenticated one,
+// rateKeyOf returns the key of req's caller: the user of the
+// authenticated principal (its issuer and subject, whatever its client),
 // else the client address Handler noted, else "" (stdio, forwarded).
 func rateKeyOf(req *server.Request) string {
 	if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
-		return p.Key()
+		return quota.User(p.Key())
 	}
 	if a, ok := req.ArrivalContext().Value(clientAddrKey{}).(string); ok {
 		return a
 	}
 	return ""
-}
-
-// clientAddr returns the host of a RemoteAddr (bounded: the net/http
-// server sets it from the peer's address).
-func clientAddr(remote string) string {
-	if host, _, err := net.SplitHostPort(remote); err == nil {
-		return host
-	}
-	if len(remote) > 64 {
-		return remote[:64]
-	}
-	return remote
 }
 
 // retrySeconds rounds d up to whole seconds, at least 1.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -332,4 +333,40 @@ func TestRateLimitHandlerAuthenticated(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusOK, post(h, "192.0.2.1:1").Code, "the address alone is a principal of its own")
 	assert.Equal(t, 5, served)
+}
+
+// TestRateLimitPerUser: the rate is the user's, not the client's: ten
+// client ids of one subject share its bucket, while another subject has
+// its own; ten IPv6 addresses of one /64 share one unauthenticated
+// caller's bucket, and another /64 has its own.
+func TestRateLimitPerUser(t *testing.T) {
+	t.Parallel()
+	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(slowRate, 5))
+	require.NoError(t, err)
+	var served int
+	h := inst.RateLimiter().Handler(okHandler(&served))
+	as := func(sub, client string) http.Handler { // stands in for the guard
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p := &auth.Principal{Issuer: "https://as.example.com", Subject: sub, ClientID: client}
+			p.Seal()
+			h.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
+		})
+	}
+	ok := 0
+	for i := range 10 {
+		if post(as("alice", fmt.Sprintf("client-%d", i)), "192.0.2.1:1").Code == http.StatusOK {
+			ok++
+		}
+	}
+	assert.Equal(t, 5, ok, "ten clients of one subject share its burst of 5")
+	assert.Equal(t, http.StatusOK, post(as("bob", "client-0"), "192.0.2.1:1").Code, "another subject has its own bucket")
+
+	ok = 0
+	for i := range 10 {
+		if post(h, fmt.Sprintf("[2001:db8:1:2::%x]:1000", i+1)).Code == http.StatusOK {
+			ok++
+		}
+	}
+	assert.Equal(t, 5, ok, "ten addresses of one /64 share one caller's burst of 5")
+	assert.Equal(t, http.StatusOK, post(h, "[2001:db8:1:3::1]:1000").Code, "another /64 is another caller")
 }

@@ -43,6 +43,7 @@ func defaultConfig() config {
 		quotaSessions:    1000,
 		quotaInFlight:    512,
 		quotaTasks:       100,
+		quotaIPv6Prefix:  64,
 		quotaToolShare:   0.5,
 		overloadTarget:   transport.DefaultShedTarget,
 
@@ -98,7 +99,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
-				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: transport.DefaultShedTarget,
+				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
 			},
@@ -130,7 +131,7 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
-				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, overloadTarget: transport.DefaultShedTarget,
+				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 			},
 		},
@@ -158,6 +159,9 @@ func TestParseConfig(t *testing.T) {
 		},
 		{name: "negative quota", args: []string{"-quota-tasks", "-1"}, wantErr: "-quota-sessions, -quota-in-flight and -quota-tasks must not be negative"},
 		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
+		{name: "IPv6 caller prefix", args: []string{"-quota-ipv6-prefix", "56"}, want: with(func(c *config) { c.quotaIPv6Prefix = 56 })},
+		{name: "IPv6 caller prefix by environment", env: map[string]string{"VIGIL_QUOTA_IPV6_PREFIX": "128"}, want: with(func(c *config) { c.quotaIPv6Prefix = 128 })},
+		{name: "IPv6 caller prefix out of range", args: []string{"-quota-ipv6-prefix", "129"}, wantErr: "-quota-ipv6-prefix must be from 1 to 128"},
 		{
 			name: "shared sessions",
 			env:  map[string]string{"VIGIL_REDIS_URL": "redis://:pw@redis:6379/2", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
@@ -371,7 +375,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
 		"OTEL_METRIC_EXPORT_INTERVAL", "-redis URL", "(env VIGIL_REDIS_URL)", "-gc-headroom MiB", "(env VIGIL_GC_HEADROOM)",
 		"(env VIGIL_RATE_LIMIT)", "(env VIGIL_RATE_BURST)", "(env VIGIL_TOOL_RATE_LIMITS)",
-		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)", "(env VIGIL_OVERLOAD_TARGET)",
+		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)", "(env VIGIL_QUOTA_IPV6_PREFIX)", "(env VIGIL_OVERLOAD_TARGET)",
 		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)", "(env VIGIL_TRACE_CONTENT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
@@ -392,7 +396,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	}
 	assert.Contains(t, usage, "-skills directory")
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
-	assert.Equal(t, 52, flags, "every flag is listed")
+	assert.Equal(t, 53, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -132,7 +132,7 @@ func httpHygiene(cfg config) []vigil.Option {
 	}
 	opts := []vigil.Option{
 		vigil.WithHTTPTimeouts(body, idle),
-		vigil.WithConnContext(clientConnContext),
+		vigil.WithConnContext(clientConnContext(cfg.quotaIPv6Prefix)),
 	}
 	if cfg.authEnabled() {
 		// A keep-alive client's token, the same with each request, is

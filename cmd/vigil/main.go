@@ -119,13 +119,14 @@ type config struct {
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
-	// Quotas per caller (quota.go): the principal, or the client's IP.
-	quotaSessions  int           // -quota-sessions: concurrent sessions (0: none)
-	quotaEvictIdle bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
-	quotaInFlight  int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
-	quotaTasks     int           // -quota-tasks: tasks held (0: none)
-	quotaToolShare float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
-	overloadTarget time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
+	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
+	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
+	quotaEvictIdle  bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
+	quotaInFlight   int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaTasks      int           // -quota-tasks: tasks held (0: none)
+	quotaIPv6Prefix int           // -quota-ipv6-prefix: bits of an unauthenticated IPv6 caller's network
+	quotaToolShare  float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
+	overloadTarget  time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
 	// Slow readers and what a session may keep (transport/streamable).
 	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
 	maxResumptions   int           // -max-resumptions: GET streams one session has open at once
@@ -191,7 +192,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
 	fs.StringVar(&cfg.skillsDir, "skills", "", "`directory` of Agent Skills to serve (the skills extension): every subdirectory holding a SKILL.md is a skill at its path (acme/billing/refunds), its files read once at start")
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
-	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each principal (the authenticated one, else the client's IP address), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
+	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each caller (the authenticated user, whatever its client, else the client's IP address, an IPv6 one by its -quota-ipv6-prefix network), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
 	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)

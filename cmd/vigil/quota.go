@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -35,9 +36,10 @@ const (
 
 // addQuotaFlags defines the quota flags on fs.
 func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
-	fs.IntVar(&cfg.quotaSessions, "quota-sessions", defaultQuotaSessions, "most concurrent HTTP sessions of one caller (the principal, or the client's IP without authorization); more initializes get 429 with Retry-After, unless -quota-evict-idle (0: no quota)")
+	fs.IntVar(&cfg.quotaSessions, "quota-sessions", defaultQuotaSessions, "most concurrent HTTP sessions of one caller (the authenticated user, whatever its client; without authorization the client's IP address, an IPv6 one by its -quota-ipv6-prefix network); more initializes get 429 with Retry-After, unless -quota-evict-idle (0: no quota)")
 	fs.BoolVar(&cfg.quotaEvictIdle, "quota-evict-idle", false, "at -quota-sessions, end the caller's session idle the longest (none with a request in flight) to make room, instead of refusing the initialize")
 	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
+	fs.IntVar(&cfg.quotaIPv6Prefix, "quota-ipv6-prefix", quota.DefaultIPv6Prefix, "without authorization, a caller is the client's IP address: an IPv6 client counts as its network of this many leading bits, since one host commonly owns a /64 (128: each address; IPv4 and IPv4-mapped clients count by address)")
 	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
 	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy: more clients than the CPUs keep up with, never slow handlers (0: never shed)")
 	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
@@ -50,6 +52,8 @@ func checkQuotas(cfg config) error {
 		return errors.New("-quota-sessions, -quota-in-flight and -quota-tasks must not be negative")
 	case !(cfg.quotaToolShare >= 0 && cfg.quotaToolShare <= 1):
 		return errors.New("-quota-tool-share must be a fraction from 0 to 1")
+	case cfg.quotaIPv6Prefix < 1 || cfg.quotaIPv6Prefix > 128:
+		return errors.New("-quota-ipv6-prefix must be from 1 to 128")
 	}
 	return nil
 }
@@ -94,25 +98,24 @@ func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Opti
 	return mw, srv
 }
 
-// callerOf names the caller a request counts against: its principal, or
-// the IP address of the client's connection (clientConnContext).
+// callerOf names the caller a request counts against: the user of its
+// principal (issuer and subject, whatever its client: quota.User), or the
+// IP address of the client's connection, an IPv6 one by its network
+// (clientConnContext).
 func callerOf(req *server.Request) string {
 	ctx := req.ArrivalContext()
 	if p, ok := auth.PrincipalFromContext(ctx); ok {
-		return p.Key()
+		return quota.User(p.Key())
 	}
-	ip, _ := ctx.Value(clientIPKey{}).(string)
-	return ip
+	return quota.CallerAddr(ctx, "")
 }
 
-type clientIPKey struct{}
-
-// clientConnContext puts the IP address of c's client in ctx, once per
-// connection, for callerOf.
-func clientConnContext(ctx context.Context, c net.Conn) context.Context {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		host = c.RemoteAddr().String()
+// clientConnContext returns the ConnContext that puts the caller key of
+// each connection's client (its IP address, an IPv6 one by its network of
+// v6Bits bits) in the connection's context, once per connection, for
+// callerOf, the endpoint's quotas and the rate limits.
+func clientConnContext(v6Bits int) func(ctx context.Context, c net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		return quota.ContextWithAddr(ctx, quota.RemoteAddr(c.RemoteAddr().String(), v6Bits))
 	}
-	return context.WithValue(ctx, clientIPKey{}, host)
 }

@@ -3,8 +3,9 @@ package auth
 import (
 	"context"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/quota"
 )
 
 // Principal is who a verified token speaks for. Handlers read it with
@@ -49,7 +50,9 @@ func (p *Principal) Missing(want []string) []string {
 // client. A refreshed token of the same user through the same client has
 // the same key; the same user through another client (a token that may
 // hold other scopes) does not, nor does a client whose id happens to equal
-// some user's subject. Sessions and tasks are bound to it.
+// some user's subject. Sessions and tasks are bound to it. The quotas
+// count its issuer and subject only, whatever the client: one user's
+// clients share the user's quotas.
 func (p *Principal) Key() string {
 	if p.key != "" {
 		return p.key
@@ -63,10 +66,11 @@ func (p *Principal) Key() string {
 // not change afterwards.
 func (p *Principal) Seal() { p.key = principalKeyOf(p) }
 
-// principalKeyOf joins the parts of p's key, each length-prefixed so that
-// no choice of parts can forge another's key.
+// principalKeyOf joins the parts of p's key, length-prefixed so that no
+// choice of parts can forge another's key, and so that the quotas can cut
+// the client off (quota.User).
 func principalKeyOf(p *Principal) string {
-	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + " " + strconv.Itoa(len(p.Subject)) + ":" + p.Subject + " " + p.ClientID
+	return quota.PrincipalKey(p.Issuer, p.Subject, p.ClientID)
 }
 
 type principalKey struct{}

@@ -159,6 +159,9 @@ func WithOriginCheck(allow func(origin string, r *http.Request) bool) Option {
 // authentication middleware established for the request that created it
 // (principal returns it, "" for none): a request carrying the session's id
 // but another principal is answered as if the session did not exist (404).
+// The quotas ([Quotas]) count a principal's user: a key of the form
+// auth.Principal.Key makes (issuer, subject, client) counts by its issuer
+// and subject, so that one user's clients share one caller's quotas.
 func WithPrincipal(principal func(*http.Request) string) Option {
 	return optionFunc(func(c *config) { c.principal = principal })
 }

@@ -16,9 +16,11 @@ import (
 )
 
 // Quotas are an Endpoint's limits per caller, so that no caller can take
-// what the others need: the caller is the principal (see [WithPrincipal])
-// or, without one, the client's IP address. A zero field keeps its
-// default; a negative one means no limit.
+// what the others need: the caller is the user of the principal (see
+// [WithPrincipal]: its issuer and subject, so that one user's clients share
+// its quotas) or, without one, the client's IP address, an IPv6 address by
+// its /64 network (one host commonly owns a whole /64). A zero field keeps
+// its default; a negative one means no limit.
 type Quotas struct {
 	// Sessions limits the concurrent 2025-era sessions of one caller
 	// (1000 by default, a tenth of the session limit). Over it, an
@@ -92,9 +94,21 @@ func newQuotaState(q Quotas) *quotaState {
 	return qs
 }
 
-// callerOf returns the caller r's quotas count against: its principal, or
-// its client's IP address.
+// callerOf returns the caller r's quotas count against: the user of its
+// principal (its issuer and subject: quota.User), whatever its client, or
+// without one its client's IP address, an IPv6 one by its network
+// (quota.CallerAddr).
 func (h *Endpoint) callerOf(r *http.Request) string {
+	if p := h.principalOf(r); p != "" {
+		return quota.User(p)
+	}
+	return quota.CallerAddr(r.Context(), r.RemoteAddr)
+}
+
+// ownerOf returns who r's stateless requests belong to, whom alone they
+// answer (stateless_cancel.go): its principal, client included, or its
+// client's full IP address; stricter than its caller.
+func (h *Endpoint) ownerOf(r *http.Request) string {
 	if p := h.principalOf(r); p != "" {
 		return p
 	}
@@ -187,7 +201,7 @@ func (h *Endpoint) releaseShared(r *http.Request, s *session) {
 func (h *Endpoint) refreshShared(ctx context.Context, s *session) {
 	c, caller := h.quotas.q.SessionCounter, s.caller
 	if caller == "" {
-		caller = s.principal
+		caller = quota.User(s.principal)
 	}
 	if c == nil || h.quotas.sessions <= 0 || caller == "" {
 		return

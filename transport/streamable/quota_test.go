@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -349,4 +350,76 @@ func TestQuotaRefusalStateless429(t *testing.T) {
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, w.Header().Get("Retry-After"))
 	assert.Contains(t, w.Body.String(), `"quota":"tool_rate"`)
+}
+
+// Without a principal, ten IPv6 addresses of one /64, which one host
+// commonly owns, are one caller: they share its session quota, while an
+// address of another /64 is another caller; an IPv4-mapped IPv6 address
+// is the IPv4 address's caller.
+func TestQuotaIPv6NetworkIsOneCaller(t *testing.T) {
+	srv := htServer(t)
+	var got tally[protocol.Quota]
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Sessions: 5, OnRefuse: got.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+
+	admitted := 0
+	for i := range 10 {
+		if w := quotaInit(t, h, fmt.Sprintf("[2001:db8:1:2::%x]", i+1)); w.Code == http.StatusOK {
+			admitted++
+		} else {
+			quotaRefusal(t, w, protocol.QuotaSessions, "10")
+		}
+	}
+	assert.Equal(t, 5, admitted, "ten addresses of one /64 share one caller's 5 sessions")
+	assert.Equal(t, 5, got.get(protocol.QuotaSessions))
+	w := quotaInit(t, h, "[2001:db8:1:3::1]")
+	require.Equal(t, http.StatusOK, w.Code, "another /64 is another caller: %s", w.Body)
+
+	for range 5 {
+		require.Equal(t, http.StatusOK, quotaInit(t, h, "192.0.2.7").Code)
+	}
+	quotaRefusal(t, quotaInit(t, h, "[::ffff:192.0.2.7]"), protocol.QuotaSessions, "10")
+	require.Equal(t, http.StatusOK, quotaInit(t, h, "192.0.2.8").Code, "IPv4 callers stay one per address")
+}
+
+// A session still answers only the principal that opened it, client
+// included, while its quota is the user's: ten clients of one subject
+// share the subject's sessions, and one client's session is unknown to
+// another client of the same subject.
+func TestQuotaSessionsPerUserOwnedPerClient(t *testing.T) {
+	srv := htServer(t)
+	principal := func(r *http.Request) string { return r.Header.Get("X-Principal") }
+	h := streamable.New(srv, streamable.WithPrincipal(principal), streamable.WithQuotas(streamable.Quotas{Sessions: 5}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+	post := func(key, sid, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+		r.RemoteAddr = "192.0.2.1:40000"
+		r.Header.Set("X-Principal", key)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+			r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	// Keys as auth.Principal.Key makes them: issuer, subject, client.
+	client := func(i int) string { return fmt.Sprintf("22:https://as.example.com 5:alice client-%d", i) }
+
+	var sids []string
+	for i := range 10 {
+		if w := post(client(i), "", idleInit); w.Code == http.StatusOK {
+			sids = append(sids, w.Header().Get("Mcp-Session-Id"))
+		} else {
+			quotaRefusal(t, w, protocol.QuotaSessions, "10")
+		}
+	}
+	require.Len(t, sids, 5, "ten clients of one subject share its 5 sessions")
+	require.Equal(t, http.StatusOK, post("22:https://as.example.com 3:bob client-0", "", idleInit).Code, "another subject is another caller")
+
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	assert.Equal(t, http.StatusOK, post(client(0), sids[0], ping).Code, "the session answers its client")
+	assert.Equal(t, http.StatusNotFound, post(client(1), sids[0], ping).Code, "and no other client of the same subject")
 }

@@ -84,7 +84,7 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return nil
 	}
-	conn := &oneShot{req: req, r: r, caller: h.callerOf(r), admits: h.cfg.shedder != nil}
+	conn := &oneShot{req: req, r: r, caller: h.ownerOf(r), admits: h.cfg.shedder != nil}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	conn.st.limit = &h.limit
 	// The server checks the Mcp-Param-* headers against the tool's schema:

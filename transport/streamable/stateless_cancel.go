@@ -15,7 +15,7 @@ import (
 // A 2026-07-28 request is a POST of its own, and so is the client's
 // notifications/cancelled for it (go-sdk sends one after aborting the
 // request's POST; mcp-remote while the request's stream stays open). The
-// Endpoint matches the two by caller (see callerOf: the principal, else
+// Endpoint matches the two by owner (see ownerOf: the principal, else
 // the client's address) and request id, in a registry of the stateless
 // requests in flight here: nothing a client names becomes a key of it
 // but the id of a request it has in flight, which its in-flight quota
@@ -131,7 +131,7 @@ func (h *Endpoint) cancelStateless(r *http.Request, n *transport.Request) {
 	if !ok {
 		return
 	}
-	caller := h.callerOf(r)
+	caller := h.ownerOf(r)
 	if h.cancelHere(callKey{caller, id}, n) || h.cfg.cluster == nil {
 		return
 	}
