@@ -95,6 +95,7 @@ func TestStampRoundTripAndTamper(t *testing.T) {
 	now := time.UnixMilli(1_790_000_000_123)
 	msg := k.Stamp(nil, []byte("payload"), []byte("chan"), now)
 	require.Len(t, msg, len("payload")+StampOverhead)
+	require.NotContains(t, string(msg), "payload", "a stamped message is sealed, not only signed")
 	p, st, err := k.Unstamp(msg, []byte("chan"))
 	require.NoError(t, err)
 	require.Equal(t, "payload", string(p))
