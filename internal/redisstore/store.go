@@ -25,8 +25,8 @@ import (
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
 //	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
 //
-// Its keys are all under the prefix, with the session id as a hash tag, as
-// the package doc lists. Its methods are safe for concurrent use.
+// Its keys are all under the prefix, with the SHA-256 of the session id as
+// a hash tag, as the package doc lists. Its methods are safe for concurrent use.
 type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
