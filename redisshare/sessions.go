@@ -23,7 +23,7 @@ type sessionCounter struct {
 	client    redis.UniversalClient
 	max       int
 	ttl       time.Duration
-	pseudonym func(string) string // redisstore.Store.Pseudonym
+	pseudonym func(prefix, v string) string // redisstore.Store.Pseudonym
 }
 
 // Session-count keys: the prefix, then the principal's pseudonym.
@@ -86,7 +86,7 @@ func (q sessionQuota) Release(caller, session string) {
 	_ = q.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
-func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration, pseudonym func(string) string) *sessionCounter {
+func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration, pseudonym func(prefix, v string) string) *sessionCounter {
 	if ttl <= 0 {
 		ttl = defaultSessionTTL
 	}
@@ -103,7 +103,7 @@ func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 	if sessionID == "" {
 		return false, 0, errors.New("redisshare: empty session id")
 	}
-	ms, err := acquireSession.Run(ctx, c.client, []string{c.key(principal)}, c.pseudonym(sessionID), c.max, c.ttl.Milliseconds()).Int64()
+	ms, err := acquireSession.Run(ctx, c.client, []string{c.key(principal)}, c.pseudonym("", sessionID), c.max, c.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("redisshare: counting a session: %w", err)
 	}
@@ -115,7 +115,7 @@ func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 
 // Release stops counting sessionID, at its end.
 func (c *sessionCounter) Release(ctx context.Context, principal, sessionID string) error {
-	if err := c.client.ZRem(ctx, c.key(principal), c.pseudonym(sessionID)).Err(); err != nil {
+	if err := c.client.ZRem(ctx, c.key(principal), c.pseudonym("", sessionID)).Err(); err != nil {
 		return fmt.Errorf("redisshare: releasing a session: %w", err)
 	}
 	return nil
@@ -133,5 +133,5 @@ func (c *sessionCounter) Count(ctx context.Context, principal string) (int64, er
 
 // key is principal's key, named by its pseudonym.
 func (c *sessionCounter) key(principal string) string {
-	return sessionKeyPrefix + c.pseudonym(principal)
+	return c.pseudonym(sessionKeyPrefix, principal)
 }

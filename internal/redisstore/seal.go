@@ -79,13 +79,14 @@ func appendTag(b []byte, id string) []byte {
 	return base64.RawURLEncoding.AppendEncode(b, sum[:])
 }
 
-// Pseudonym returns what Redis may see of v, which can be guessed (a
-// principal, a rate-limit key) or must not be readable (a session id in
-// a set): its HMAC-SHA256 under the current cluster key, in base64url.
-// Equal values have equal pseudonyms on every replica; without the key,
-// nothing of v can be learned or tested from it.
-func (s *Store) Pseudonym(v string) string {
-	var buf [seal.TagSize]byte
-	tag := s.keys.MAC(buf[:0], []byte(domainName), []byte(v))
-	return base64.RawURLEncoding.EncodeToString(tag)
+// Pseudonym returns prefix followed by what Redis may see of v, which can
+// be guessed (a principal, a rate-limit key) or must not be readable (a
+// session id in a set): its HMAC-SHA256 under the current cluster key, in
+// base64url. Equal values have equal pseudonyms on every replica; without
+// the key, nothing of v can be learned or tested from it.
+func (s *Store) Pseudonym(prefix, v string) string {
+	var buf [128]byte
+	var tag [seal.TagSize]byte
+	b := append(buf[:0], prefix...)
+	return string(base64.RawURLEncoding.AppendEncode(b, s.keys.Name(tag[:0], domainName, v)))
 }

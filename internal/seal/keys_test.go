@@ -34,6 +34,8 @@ func TestMACBindsEveryPartAndItsBounds(t *testing.T) {
 	k := mustKeys(t, keyA, nil)
 	tag := k.MAC(nil, []byte("ab"), []byte("c"))
 	require.Len(t, tag, TagSize)
+	require.Equal(t, tag, k.Name(nil, "ab", "c"), "Name is MAC of two parts")
+	require.NotEqual(t, tag, mustKeys(t, keyB, nil).Name(nil, "ab", "c"), "another key, another name")
 	require.True(t, k.Verify(tag, []byte("ab"), []byte("c")))
 	require.False(t, k.Verify(tag, []byte("a"), []byte("bc")), "moving a byte between parts changes the tag")
 	require.False(t, k.Verify(tag, []byte("ab"), []byte("d")))
