@@ -92,8 +92,11 @@ func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer, e
 	})
 	environ = append(environ, "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	logs := &urlWatcher{found: make(chan string, 1)}
-	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, append([]string{"-http", "0.0.0.0:" + port, "-admin-http", "127.0.0.1:0",
-		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource}, extra...)...)
+	args := append([]string{
+		"-http", "0.0.0.0:" + port, "-admin-http", "127.0.0.1:0",
+		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource,
+	}, extra...)
+	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, args...)
 	select {
 	case <-logs.found:
 	case err := <-p.exited:
