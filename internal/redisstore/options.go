@@ -141,7 +141,7 @@ func WithClusterKey(current, previous []byte) Option {
 
 // The reasons [WithRefusalCounter] counts.
 const (
-	RefusedUnsigned = "unsigned" // a relay without a valid stamp: forged, altered, malformed, another key's
+	RefusedUnsigned = "unsigned" // a relay that does not open: forged, altered, malformed, another key's
 	RefusedStale    = "stale"    // a relay stamped too far from now (30 seconds), either way
 	RefusedReplayed = "replayed" // a relay already received
 	RefusedRecord   = "record"   // a session record that fails to open: the session is unknown
