@@ -1,8 +1,6 @@
 package housecheck
 
 import (
-	"bytes"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -33,18 +31,11 @@ var heavyModules = map[string]string{
 // TestDependenciesFollowUse checks, with go list -deps, that no package of
 // lightPackages depends (test files aside) on a module of heavyModules.
 func TestDependenciesFollowUse(t *testing.T) {
-	root := docsRoot(t)
-	args := []string{"list", "-deps", "-json=ImportPath,Deps"}
+	args := []string{"-deps", "-json=ImportPath,Deps"}
 	for _, p := range lightPackages {
 		args = append(args, "./"+p)
 	}
-	cmd := exec.CommandContext(t.Context(), "go", args...)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list: %s", stderr.String())
-	pkgs := decodeListed(t, out)
+	pkgs := goList(t, args...)
 	require.Greater(t, len(pkgs), 50, "go list -deps must list the packages and their dependencies")
 	assert.Empty(t, heavyProblems(pkgs))
 }

@@ -30,16 +30,22 @@ type listedPackage struct {
 // internal/ depends, in its code (tests aside), on a package of
 // aboveTheLeaves.
 func TestInternalIsLeaves(t *testing.T) {
-	root := docsRoot(t)
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Deps", "./internal/...")
-	cmd.Dir = root
+	pkgs := goList(t, "-json=ImportPath,Deps", "./internal/...")
+	require.Greater(t, len(pkgs), 5, "go list must find the internal packages")
+	assert.Empty(t, internalProblems(pkgs))
+}
+
+// goList runs go list with args in the repository's root and decodes the
+// packages it prints (args must include a -json flag).
+func goList(t *testing.T, args ...string) []listedPackage {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", append([]string{"list"}, args...)...)
+	cmd.Dir = docsRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list: %s", stderr.String())
-	pkgs := decodeListed(t, out)
-	require.Greater(t, len(pkgs), 5, "go list must find the internal packages")
-	assert.Empty(t, internalProblems(pkgs))
+	return decodeListed(t, out)
 }
 
 // decodeListed decodes the stream of JSON objects go list -json prints.

@@ -1,8 +1,6 @@
 package housecheck
 
 import (
-	"bytes"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -16,14 +14,7 @@ import (
 // transport: no package of the module depends on it (test files aside)
 // but the commands.
 func TestVigilIsTheTop(t *testing.T) {
-	root := docsRoot(t)
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Deps", "./...")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "go list: %s", stderr.String())
-	pkgs := decodeListed(t, out)
+	pkgs := goList(t, "-json=ImportPath,Deps", "./...")
 	require.True(t, slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == modulePath }), "go list must find the root package")
 	assert.Empty(t, topProblems(pkgs))
 }
