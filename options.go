@@ -44,8 +44,8 @@ type config struct {
 // WithLogger sets the logger of the service, its requests and its users'
 // handlers ([server.Logger]); its handler is wrapped with
 // [middleware.LogHandler], so that each line logged in a request's context
-// carries its trace, span, session and request ids. By default nothing is
-// logged.
+// carries its trace, span, session and request ids. By default the
+// service logs at Info in slog's text format on standard error.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }

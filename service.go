@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,7 @@ func New(name, version string, opts ...Option) *Service {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h := slog.DiscardHandler
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if cfg.logger != nil {
 		h = cfg.logger.Handler()
 	}
