@@ -83,6 +83,8 @@ type ReadResourceResult struct {
 	// URI is empty gets the URI that was read. Entries must not be nil.
 	Contents []*ResourceContents `json:"contents"`
 	Meta     Meta                `json:"_meta,omitempty"`
+
+	encoded *skillFile // the static skill file read, whose result is encoded already; nil for others
 }
 
 type registeredResource struct {

@@ -83,11 +83,17 @@ type skill struct {
 	size    int // the bytes of its files
 }
 
-// skillFile is one file of a static skill, read once.
+// skillFile is one file of a static skill, read once and encoded once.
 type skillFile struct {
 	res  Resource
 	rel  string // its path relative to the skill's root
-	data []byte
+	data []byte // as read; nil once encoded (contents holds it)
+	// contents is what a read returns (its Text or Blob the bytes read),
+	// and session and stateless the result of a read as each protocol era
+	// writes it, encoded at registration: every read writes them.
+	contents  ResourceContents
+	session   json.RawMessage
+	stateless json.RawMessage
 }
 
 // skillSet is every registered skill, with the indexes the methods read;
@@ -110,7 +116,7 @@ type skillSet struct {
 // hard link, or would take the files of all the server's skills over 64
 // MiB. It is safe for concurrent use.
 func (s *Server) AddSkill(sk Skill) error {
-	built, err := buildSkill(sk, s.resources.skillRoom(sk.Path))
+	built, err := s.buildSkill(sk, s.resources.skillRoom(sk.Path))
 	if err != nil {
 		return err
 	}
@@ -150,7 +156,7 @@ func (s *Server) AddSkills(fsys fs.FS) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: skill %q: %w", dir, err)
 		}
-		sk, err := buildSkill(Skill{Path: dir, FS: sub}, room)
+		sk, err := s.buildSkill(Skill{Path: dir, FS: sub}, room)
 		if err != nil {
 			return nil, err
 		}
@@ -366,9 +372,61 @@ func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// read serves a static skill file from the bytes read at registration.
+// skillRead is a read of a static skill file: its result and what the
+// result holds, allocated at once.
+type skillRead struct {
+	res      ReadResourceResult
+	list     [1]*ResourceContents
+	contents ResourceContents
+}
+
+// read serves a static skill file from what was read and encoded at
+// registration: the result shares the file's bytes (a copy of its
+// contents, which a middleware may change without changing the file's),
+// and is written as encoded then, unless changed.
 func (f *skillFile) read(context.Context, *ReadResourceRequest) (*ReadResourceResult, error) {
-	return &ReadResourceResult{Contents: []*ResourceContents{fileContents(f.res.URI, f.res.MIMEType, f.data)}}, nil
+	r := &skillRead{contents: f.contents}
+	r.list[0] = &r.contents
+	r.res = ReadResourceResult{Contents: r.list[:], encoded: f}
+	return &r.res, nil
+}
+
+// encodedFor returns the encoding of r, a read of f, in era: nil when r
+// is no longer what f's read returned (a middleware changed it), which
+// is then encoded as any result is.
+func (f *skillFile) encodedFor(r *ReadResourceResult, e era) json.RawMessage {
+	if r.Meta != nil || len(r.Contents) != 1 || !f.contents.same(r.Contents[0]) {
+		return nil
+	}
+	if _, stateless := e.(*statelessEra); stateless {
+		return f.stateless
+	}
+	return f.session
+}
+
+// same reports whether c holds what rc holds, the same bytes (a
+// string's comparison stops at once when both share their bytes).
+func (rc *ResourceContents) same(c *ResourceContents) bool {
+	return c.URI == rc.URI && c.MIMEType == rc.MIMEType && c.Text == rc.Text && c.Meta == nil && rc.Meta == nil &&
+		len(c.Blob) == len(rc.Blob) && (c.Blob == nil) == (rc.Blob == nil) && (len(c.Blob) == 0 || &c.Blob[0] == &rc.Blob[0])
+}
+
+// encode prepares f's reads: its contents, and their result as each era
+// writes it. The bytes read are then held by the contents alone.
+func (s *Server) encode(f *skillFile) error {
+	f.contents = ResourceContents{URI: f.res.URI, MIMEType: f.res.MIMEType}
+	if textual(f.res.MIMEType) && utf8.Valid(f.data) { // as fileContents has it
+		f.contents.Text = string(f.data)
+	} else {
+		f.contents.Blob = f.data // the file's own bytes, not a copy
+	}
+	f.data = nil
+	var err error
+	if f.session, err = json.Marshal(&ReadResourceResult{Contents: []*ResourceContents{&f.contents}}); err != nil {
+		return err
+	}
+	f.stateless, err = (&statelessEra{srv: s}).decorate("resources/read", f.session)
+	return err
 }
 
 // readDynamic serves a file of a dynamic skill from its Generate.
@@ -421,10 +479,10 @@ func fileContents(uri, mimeType string, data []byte) *ResourceContents {
 	return &ResourceContents{URI: uri, MIMEType: mimeType, Blob: bytes.Clone(data)}
 }
 
-// buildSkill validates sk and reads, digests and indexes its files, which
-// may hold room bytes at most (what the other skills leave of
+// buildSkill validates sk and reads, digests, indexes and encodes its
+// files, which may hold room bytes at most (what the other skills leave of
 // maxSkillsBytes).
-func buildSkill(sk Skill, room int) (*skill, error) {
+func (s *Server) buildSkill(sk Skill, room int) (*skill, error) {
 	name := path.Base(sk.Path)
 	if err := checkSkillPath(sk.Path); err != nil {
 		return nil, fmt.Errorf("mcp: skill %q: %w", sk.Path, err)
@@ -501,6 +559,11 @@ func buildSkill(sk Skill, room int) (*skill, error) {
 	}{out.uri, frontJSON, resources})
 	if err != nil {
 		return nil, fmt.Errorf("mcp: skill %q: %w", sk.Path, err)
+	}
+	for _, f := range out.files {
+		if err := s.encode(f); err != nil {
+			return nil, fmt.Errorf("mcp: skill %q: %s: %w", sk.Path, f.rel, err)
+		}
 	}
 	return out, nil
 }
