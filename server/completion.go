@@ -77,6 +77,7 @@ type completion struct {
 }
 
 func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
+	req.maxResult = resultBound(s.cfg.maxResultBytes)
 	var p completeParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, Errorf(protocol.CodeInvalidParams, "invalid completion/complete params: %v", err)

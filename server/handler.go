@@ -81,7 +81,7 @@ type Request struct {
 	// it, and its outcome.
 	afterNext  *Request
 	afterDepth int32
-	maxResult  int32 // bounds a tools/call's encoded result (callTool; 0: none), in afterDepth's padding
+	maxResult  int32 // bounds the encoded result (set by the methods bounded, limits.go; 0: none), in afterDepth's padding
 	afterOut   Outcome
 
 	// call is the first tools/call view callTool makes of the request,
@@ -159,9 +159,11 @@ type Outcome struct {
 	Cause error
 	// Dropped is why no response was written; empty when one was.
 	Dropped protocol.DropReason
-	// ResultTooLarge reports that the tool's result was over its bound
+	// ResultTooLarge reports that the result was over its bound
 	// ([WithMaxResultBytes], [Tool.MaxResultBytes]) and was answered
-	// instead with the tool error now in Result.
+	// instead with the tool error now in Result (tools/call) or the
+	// JSON-RPC error now in Err (resources/read, prompts/get,
+	// completion/complete).
 	ResultTooLarge bool
 	// WriteErr is the write error that made the drop, if any.
 	WriteErr error

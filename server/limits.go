@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"unicode/utf8"
 
@@ -18,7 +19,9 @@ import (
 // as it decodes a message: both are invalid requests (-32600).
 // Only the result cap is an option ([WithMaxResultBytes],
 // [Tool.MaxResultBytes]): the others follow the spec or the protocol's
-// own sizes, and no valid use comes near them.
+// own sizes, and no valid use comes near them. The result cap bounds what
+// a handler makes in answer to a request (tools/call, resources/read,
+// prompts/get, completion/complete), not what it is sent.
 const (
 	// maxInitializeParams bounds the params of initialize (-32602 over
 	// it, before any of it is kept): real clients send under 2 KiB.
@@ -61,10 +64,11 @@ const (
 	// becomes the request's cancel cause): cut on a UTF-8 boundary.
 	maxClientText = 256
 	// DefaultMaxResultBytes is the default bound on the encoded result of
-	// a tools/call ([WithMaxResultBytes]): a result over it is answered
-	// as a tool error that names the bound. 4 MiB holds any text or
-	// image a model can use, yet keeps one call from pushing hundreds of
-	// megabytes through the server.
+	// a tools/call, resources/read, prompts/get or completion/complete
+	// ([WithMaxResultBytes]): a result over it is answered as an error
+	// that names the bound. 4 MiB holds any text or image a model can
+	// use, yet keeps one request from pushing hundreds of megabytes
+	// through the server.
 	DefaultMaxResultBytes = 4 << 20
 )
 
@@ -79,11 +83,15 @@ func truncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// WithMaxResultBytes bounds the encoded result of every tools/call at n
-// bytes, unless its tool sets [Tool.MaxResultBytes]: a result over it
-// becomes a tool error result (isError) saying so, counted as
-// [Outcome.ResultTooLarge]. The default is [DefaultMaxResultBytes];
-// n <= 0 sets no bound.
+// WithMaxResultBytes bounds at n bytes the encoded result of every
+// tools/call (unless its tool sets [Tool.MaxResultBytes]), resources/read,
+// prompts/get and completion/complete, and of a task: a tool's result
+// over it becomes a tool error result (isError) saying so, any other a
+// JSON-RPC error -32603 saying so; either is counted as
+// [Outcome.ResultTooLarge]. A static skill's file is bounded when it is
+// registered, by the skills' limits instead (see [Server.AddSkill]): its
+// read writes what was encoded then and costs no memory per request. The
+// default is [DefaultMaxResultBytes]; n <= 0 sets no bound.
 func WithMaxResultBytes(n int) Option {
 	return optionFunc(func(c *config) { c.maxResultBytes = n })
 }
@@ -182,22 +190,38 @@ func overBound(method string, p requestParams) *Error {
 	return nil
 }
 
-// boundResult replaces resp, the answer to req with res, by a tool error
-// when res is a tool's result whose encoding is over req's bound, and
-// returns that error (nil: none): the result is encoded once, and only
-// one over the bound is encoded twice.
-func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) *CallToolResult {
+// boundResult replaces resp, the answer to req with res, when its
+// encoding is over req's bound: a tool's result by a tool error, which it
+// returns as the result, and any other by a JSON-RPC error, which it
+// returns as the error (both nil: within the bound). The result is encoded
+// once, and only one over the bound is encoded twice.
+func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) (any, error) {
 	limit := int(req.maxResult)
 	if limit <= 0 || len(resp.Result) <= limit {
-		return nil
+		return nil, nil
 	}
-	if _, ok := res.(*CallToolResult); !ok {
-		return nil // such as the task a call created
+	if _, ok := res.(*CallToolResult); ok {
+		r := resultTooLarge(len(resp.Result), limit)
+		*resp = transport.Response{}
+		ss.buildResponse(resp, req, r, nil)
+		return r, nil
 	}
-	r := resultTooLarge(len(resp.Result), limit)
+	if req.Method == "tools/call" {
+		return nil, nil // such as the task a call created
+	}
+	if r, ok := res.(*ReadResourceResult); ok && r.encoded != nil && r.encoded.encodedFor(r, req.era) != nil {
+		return nil, nil // a static skill file's, bounded when registered
+	}
+	err := Errorf(protocol.CodeInternal, "result too large: %d bytes encoded, over the limit of %d bytes", len(resp.Result), limit)
 	*resp = transport.Response{}
-	ss.buildResponse(resp, req, r, nil)
-	return r
+	ss.buildResponse(resp, req, nil, err)
+	return nil, err
+}
+
+// resultBound returns the bound on the encoded result of a request, n
+// bytes ([WithMaxResultBytes]) as Request.maxResult holds it.
+func resultBound(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
 }
 
 // resultTooLarge is the tool error result that answers a call whose result

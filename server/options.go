@@ -51,7 +51,7 @@ type config struct {
 	outcomeBatch int
 	outcomeDelay time.Duration
 
-	// maxResultBytes bounds a tools/call result (limits.go); <= 0: none.
+	// maxResultBytes bounds a request's result (limits.go); <= 0: none.
 	maxResultBytes int
 }
 

@@ -207,6 +207,7 @@ func stringArguments(method string, raw json.RawMessage) (map[string]string, err
 }
 
 func (s *Server) getPrompt(ctx context.Context, req *Request) (any, error) {
+	req.maxResult = resultBound(s.cfg.maxResultBytes)
 	var p struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`

@@ -478,6 +478,7 @@ func resourceNotFound(req *Request, uri string) *Error {
 }
 
 func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
+	req.maxResult = resultBound(s.cfg.maxResultBytes)
 	uri, err := uriParam(req)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
@@ -109,4 +110,112 @@ func TestTaskResultTooLarge(t *testing.T) {
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 	})
+}
+
+// A result of resources/read (a resource's, a template's, a dynamic
+// skill's), prompts/get or completion/complete over the server's bound is
+// answered with -32603 naming the bound, in both eras, and its outcome
+// says so; one within is answered as it is. A static skill file's read is
+// bounded when the file is registered, not by the result bound: it is
+// served whole.
+func TestNonToolResultTooLarge(t *testing.T) {
+	const limit = 1000
+	big, small := strings.Repeat("x", 2*limit), strings.Repeat("x", limit/10)
+	text := func(s string) *server.ReadResourceResult {
+		return &server.ReadResourceResult{Contents: []*server.ResourceContents{{MIMEType: "text/plain", Text: s}}}
+	}
+	cases := []struct {
+		name, method string
+		params       map[string]any
+		tooLarge     bool
+	}{
+		{"resource", "resources/read", map[string]any{"uri": "test://big"}, true},
+		{"resource within", "resources/read", map[string]any{"uri": "test://small"}, false},
+		{"template", "resources/read", map[string]any{"uri": "test://sized/2000"}, true},
+		{"template within", "resources/read", map[string]any{"uri": "test://sized/10"}, false},
+		{"dynamic skill", "resources/read", map[string]any{"uri": "skill://dynamic/big.txt"}, true},
+		{"static skill", "resources/read", map[string]any{"uri": "skill://static/big.txt"}, false},
+		{"prompt", "prompts/get", map[string]any{"name": "big"}, true},
+		{"prompt within", "prompts/get", map[string]any{"name": "small"}, false},
+		{"completion", "completion/complete", map[string]any{
+			"ref": map[string]any{"type": "ref/resource", "uri": "test://sized/{size}"}, "argument": map[string]any{"name": "size", "value": "x"}}, true},
+	}
+	for _, tc := range cases {
+		for _, era := range []string{"session", "stateless"} {
+			t.Run(tc.name+"/"+era, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					outs := make(chan server.Outcome, 4)
+					h := newHarness(t, server.WithMaxResultBytes(limit), server.WithMiddleware(func(next server.Handler) server.Handler {
+						return func(ctx context.Context, req *server.Request) (any, error) {
+							if req.Method == tc.method {
+								serverhook.Of[server.Outcome](ctx).OnDone(func(o server.Outcome) { outs <- o })
+							}
+							return next(ctx, req)
+						}
+					}))
+					for uri, s := range map[string]string{"test://big": big, "test://small": small} {
+						require.NoError(t, h.srv.AddResource(server.Resource{URI: uri, Name: uri},
+							func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+								return text(s), nil
+							}))
+					}
+					require.NoError(t, h.srv.AddResourceTemplate(server.ResourceTemplate{
+						URITemplate: "test://sized/{size}", Name: "sized",
+						Complete: map[string]server.CompleteFunc{"size": func(context.Context, *server.CompleteRequest) ([]string, error) {
+							values := make([]string, server.MaxCompletionValues)
+							for i := range values {
+								values[i] = small
+							}
+							return values, nil
+						}},
+					}, func(_ context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+						n, err := strconv.Atoi(req.Variables["size"])
+						if err != nil {
+							return nil, server.ErrResourceNotFound
+						}
+						return text(strings.Repeat("x", n)), nil
+					}))
+					for name, s := range map[string]string{"big": big, "small": small} {
+						require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: name},
+							func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
+								return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: s}}}}, nil
+							}))
+					}
+					require.NoError(t, h.srv.AddSkill(server.Skill{Path: "dynamic", Frontmatter: "name: dynamic\ndescription: d",
+						Generate: func(context.Context, string) ([]byte, error) { return []byte(big), nil }}))
+					require.NoError(t, h.srv.AddSkill(server.Skill{Path: "static", FS: fstest.MapFS{
+						"SKILL.md": {Data: []byte("---\nname: static\ndescription: s\n---\n")},
+						"big.txt":  {Data: []byte(big)},
+					}}))
+					h.start()
+					if era == "session" {
+						h.Initialize(protocol.Version20251125, nil)
+						h.Request(2, tc.method, tc.params)
+					} else {
+						h.v2(2, tc.method, nil, tc.params)
+					}
+					resp, _ := h.readUntil(2)
+					out := <-outs // sealed once the answer is written
+					if tc.tooLarge {
+						require.NotNil(t, resp.Error, "want an error, got %.100s", resp.Result)
+						assert.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
+						assert.Contains(t, resp.Error.Message, "result too large")
+						assert.Contains(t, resp.Error.Message, "the limit of 1000 bytes")
+						assert.True(t, out.ResultTooLarge)
+						assert.Equal(t, protocol.CodeInternal, server.CodeOf(out.Err))
+						assert.Nil(t, out.Result)
+					} else {
+						require.Nil(t, resp.Error)
+						assert.False(t, out.ResultTooLarge)
+						assert.NoError(t, out.Err)
+						if tc.name == "static skill" {
+							assert.Contains(t, string(resp.Result), big)
+						}
+					}
+					require.NoError(t, h.Close())
+					require.NoError(t, h.Wait())
+				})
+			})
+		}
+	}
 }

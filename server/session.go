@@ -906,8 +906,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		ss.seal(inf, out, protocol.DropWriterClosed, nil)
 	default:
 		resp := ss.buildResponse(&inf.resp, inf.req, res, err)
-		if r := ss.boundResult(resp, inf.req, res); r != nil {
-			out.Result, out.ResultTooLarge = r, true
+		if r, rerr := ss.boundResult(resp, inf.req, res); r != nil || rerr != nil {
+			out.Result, out.Err, out.ResultTooLarge = r, rerr, true
 		}
 		inf.req.heavy = len(inf.req.Params)+len(resp.Result) >= heavyOutcome
 		if inf.batch != nil {

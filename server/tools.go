@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -387,7 +386,7 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}
-	req.maxResult = int32(min(max(rt.maxResult(s.cfg.maxResultBytes), 0), math.MaxInt32))
+	req.maxResult = resultBound(rt.maxResult(s.cfg.maxResultBytes))
 	var call *CallToolRequest
 	if !req.callHeld {
 		req.callHeld = true
