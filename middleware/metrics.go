@@ -23,7 +23,8 @@ import (
 // rpc_response_status_code), the end of the in-flight count and any
 // cancellation. Outcomes, in precedence: cancelled, dropped, error (a
 // JSON-RPC error; error_type its code, but none for a caller's fault:
-// -32700, -32600, -32601, -32602, -32002), ok (a tool result with isError
+// -32700, -32600, -32601, -32602, -32002, and result_too_large for a
+// result over its bound, server.Outcome.ResultTooLarge), ok (a tool result with isError
 // has error_type "tool_error", or "invalid_arguments" when it refused
 // arguments that do not match the tool's input schema). A tools/call is labeled with its tool when
 // registered ([server.Server.HasTool]) or on m's allow-list, else "other".
@@ -69,6 +70,9 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 		if callerFault(server.CodeOf(out.Err)) {
 			errType = ""
 		}
+		if out.ResultTooLarge {
+			errType = mcpconv.ErrorTypeResultTooLarge
+		}
 	}
 	if out.Err != nil {
 		if q, ok := errors.AsType[*server.QuotaError](out.Err); ok {
@@ -98,7 +102,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 		TraceID:         traceID,
 	})
 	if out.ResultTooLarge {
-		m.ResultTooLarge(tool, registered)
+		m.ResultTooLarge(req.Method, tool, registered)
 	}
 }
 

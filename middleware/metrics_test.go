@@ -114,7 +114,29 @@ func TestMetricsScenarios(t *testing.T) {
 			},
 			want: with(initialized(), map[string]float64{
 				startedCall: 1, finished("tools/call", "ok"): 1, durCount("tool_error", "echo", "tools/call"): 1,
-				`mcp_server_results_too_large_total{gen_ai_tool_name="echo"}`: 1,
+				`mcp_server_results_too_large_total{gen_ai_tool_name="echo",mcp_method_name="tools/call"}`: 1,
+			}),
+		},
+		{
+			name: "a resources/read result over its bound is -32603, counted as result_too_large",
+			opts: []server.Option{server.WithMaxResultBytes(10)},
+			run: func(t *testing.T, r *rig) {
+				require.NoError(t, r.srv.AddResource(server.Resource{URI: "test://big", Name: "big"},
+					func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+						return &server.ReadResourceResult{Contents: []*server.ResourceContents{{Text: strings.Repeat("x", 100)}}}, nil
+					}))
+				r.Initialize("", nil)
+				r.Request(2, "resources/read", map[string]any{"uri": "test://big"})
+				resp := r.RecvResponseTo(2)
+				require.NotNil(t, resp.Error)
+				require.Equal(t, int64(protocol.CodeInternal), resp.Error.Code)
+				r.close()
+			},
+			want: with(initialized(), map[string]float64{
+				`mcp_server_requests_started_total{mcp_method_name="resources/read"}`: 1, finished("resources/read", "error"): 1,
+				`mcp_server_results_too_large_total{gen_ai_tool_name="",mcp_method_name="resources/read"}`: 1,
+
+				`mcp_server_operation_duration_seconds_count{error_type="result_too_large",gen_ai_tool_name="",mcp_method_name="resources/read",rpc_response_status_code="-32603"}`: 1,
 			}),
 		},
 		{

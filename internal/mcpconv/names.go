@@ -108,6 +108,11 @@ const (
 	// run (server.Outcome.InvalidArguments): the caller's fault, told apart
 	// from the tool's own failures.
 	ErrorTypeInvalidArguments = "invalid_arguments"
+	// ErrorTypeResultTooLarge is a result of resources/read, prompts/get or
+	// completion/complete over its size bound, answered with -32603
+	// instead (server.Outcome.ResultTooLarge); a tools/call's is a
+	// tool_error.
+	ErrorTypeResultTooLarge = "result_too_large"
 )
 
 // Values of the kind label of the message counters.

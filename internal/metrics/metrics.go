@@ -191,9 +191,10 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), other.",
 		mcpconv.LabelReason)
 	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
-		"tools/call results over their size bound, answered as a tool error instead (also counted as tool_error in the duration). "+
-			"gen_ai_tool_name: the tool if registered, other if not.",
-		mcpconv.LabelTool)
+		"Results over their size bound (-max-result-bytes, or a tool's own): a tools/call's answered as a tool error instead (tool_error in the duration), "+
+			"one of resources/read, prompts/get or completion/complete as the JSON-RPC error -32603 (result_too_large in the duration). "+
+			"mcp_method_name: the request method. gen_ai_tool_name: for tools/call, the tool if registered, other if not; empty for the other methods.",
+		mcpconv.LabelMethod, mcpconv.LabelTool)
 	m.quotaRefused = counter(mcpconv.MetricQuotaRefusals,
 		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
 			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
@@ -218,7 +219,7 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 // scrape; [Metrics.Precreate] makes those of what a server serves.
 func (m *Metrics) precreate() {
 	m.precreateMethod(mcpconv.LabelOther)
-	m.tooLarge.WithLabelValues(mcpconv.LabelOther)
+	m.tooLarge.WithLabelValues("tools/call", mcpconv.LabelOther)
 	m.clientFailed.WithLabelValues(mcpconv.LabelOther)
 	for _, q := range m.quotas.values {
 		m.quotaRefused.WithLabelValues(q)
@@ -271,6 +272,15 @@ func (m *Metrics) precreateMethod(method string) {
 	for _, o := range m.outcomes.values {
 		m.finished.WithLabelValues(method, o)
 	}
+	if boundedResult(method) {
+		m.tooLarge.WithLabelValues(method, "")
+	}
+}
+
+// boundedResult reports whether a result of method, not a tool's, can be
+// over the result bound.
+func boundedResult(method string) bool {
+	return method == "resources/read" || method == "prompts/get" || method == "completion/complete"
 }
 
 // precreateTransport makes the series of transport t, a known one, exist
@@ -328,7 +338,7 @@ func (m *Metrics) SetToolNames(names []string) {
 func (m *Metrics) precreateTools(names []string) {
 	for _, n := range names {
 		m.duration.WithLabelValues("tools/call", n, "", "", "", "", "")
-		m.tooLarge.WithLabelValues(n)
+		m.tooLarge.WithLabelValues("tools/call", n)
 	}
 }
 

@@ -209,14 +209,19 @@ func (m *Metrics) toolLabel(tool string, registered bool) string {
 	return label
 }
 
-// ResultTooLarge counts a tools/call result of tool over its size bound,
-// answered as a tool error instead; registered is as in
-// [RequestEnd.ToolRegistered].
-func (m *Metrics) ResultTooLarge(tool string, registered bool) {
+// ResultTooLarge counts a result of method over its size bound: a
+// tools/call's of tool (registered as in [RequestEnd.ToolRegistered]),
+// answered as a tool error instead, or one of resources/read, prompts/get
+// or completion/complete, answered as an error (tool is then ignored).
+func (m *Metrics) ResultTooLarge(method, tool string, registered bool) {
 	if m == nil {
 		return
 	}
-	m.tooLarge.WithLabelValues(m.toolLabel(tool, registered)).Inc()
+	if !boundedResult(method) {
+		m.tooLarge.WithLabelValues("tools/call", m.toolLabel(tool, registered)).Inc()
+		return
+	}
+	m.tooLarge.WithLabelValues(method, "").Inc()
 }
 
 // QuotaRefused counts a request or session refused because its caller was
