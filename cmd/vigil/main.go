@@ -72,7 +72,7 @@ type config struct {
 	allowedHosts     []string
 	requestTimeout   time.Duration
 	toolConcurrency  int
-	maxResultBytes   int // -max-result-bytes: a larger tools/call result is a tool error (0: no limit)
+	maxResultBytes   int // -max-result-bytes: a larger result is refused, a tool's as a tool error (0: no limit)
 	traceRing        int
 	debug            bool
 	gcHeadroomMiB    int    // -gc-headroom: the least heap goal, live heap included (0: GOGC alone)
@@ -175,7 +175,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
 	fs.DurationVar(&cfg.listChangedDelay, "list-changed-delay", server.DefaultListChangedDelay, "how long vigil waits after a change to its tools, resources or prompts before it sends list_changed to every session, coalescing the changes in between into one notification (0: one per change, at once)")
-	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded tools/call result, in `bytes`; a larger one is answered as a tool error saying so (0: no limit)")
+	fs.IntVar(&cfg.maxResultBytes, "max-result-bytes", server.DefaultMaxResultBytes, "largest encoded result of tools/call, resources/read, prompts/get or completion/complete, in `bytes`; a larger one is answered as an error saying so, a tool's as a tool error (0: no limit; a skill file is bounded by the skills' limits instead)")
 	fs.IntVar(&cfg.traceRing, "trace-ring", debugpage.DefaultTraceRing, "routine traces kept in memory for /debug/vigil when OTEL_* configures no exporter, besides the slowest and the last failed, cancelled and dropped ones of each method/tool (0: keep no trace)")
 	fs.IntVar(&cfg.gcHeadroomMiB, "gc-headroom", gcheadroom.DefaultHeadroomMiB, gcheadroom.FlagUsage)
 	fs.BoolVar(&cfg.debug, "debug", true, "serve the /debug/vigil page (sessions, requests in flight, recent traces)")
