@@ -184,8 +184,10 @@
 // 1 to 1024 characters; compatibility, license, allowed-tools and
 // metadata typed as specified; other fields pass through) and the
 // extension's limits (512 files and 16 MiB per skill), and reads each
-// file once: its digest and size are computed then, and reads serve the
-// same bytes, so they always match the entry.
+// file once: its digest and size are computed then, and its read's result
+// is encoded then, for each protocol era, so reads serve the same bytes
+// (they always match the entry) without encoding them again, and are not
+// bounded by [WithMaxResultBytes] (a dynamic skill's files are).
 //
 // Each file is the resource skill://<path>/<file> (its MIME type from its
 // extension; text when it is UTF-8 of a textual type, else a blob), read

@@ -114,7 +114,10 @@ type skillSet struct {
 // registers nothing, when the skill breaks a rule of the Agent Skills
 // specification or of SEP-2640 (see the package doc), holds a symbolic or
 // hard link, or would take the files of all the server's skills over 64
-// MiB. It is safe for concurrent use.
+// MiB. A static skill's files are read here, and the result of each one's
+// resources/read encoded for each protocol era: reads write those bytes,
+// bounded by these limits rather than by [WithMaxResultBytes]. It is safe
+// for concurrent use.
 func (s *Server) AddSkill(sk Skill) error {
 	built, err := s.buildSkill(sk, s.resources.skillRoom(sk.Path))
 	if err != nil {
