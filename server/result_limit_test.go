@@ -138,7 +138,9 @@ func TestNonToolResultTooLarge(t *testing.T) {
 		{"prompt", "prompts/get", map[string]any{"name": "big"}, true},
 		{"prompt within", "prompts/get", map[string]any{"name": "small"}, false},
 		{"completion", "completion/complete", map[string]any{
-			"ref": map[string]any{"type": "ref/resource", "uri": "test://sized/{size}"}, "argument": map[string]any{"name": "size", "value": "x"}}, true},
+			"ref":      map[string]any{"type": "ref/resource", "uri": "test://sized/{size}"},
+			"argument": map[string]any{"name": "size", "value": "x"},
+		}, true},
 	}
 	for _, tc := range cases {
 		for _, era := range []string{"session", "stateless"} {
@@ -181,8 +183,10 @@ func TestNonToolResultTooLarge(t *testing.T) {
 								return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: s}}}}, nil
 							}))
 					}
-					require.NoError(t, h.srv.AddSkill(server.Skill{Path: "dynamic", Frontmatter: "name: dynamic\ndescription: d",
-						Generate: func(context.Context, string) ([]byte, error) { return []byte(big), nil }}))
+					require.NoError(t, h.srv.AddSkill(server.Skill{
+						Path: "dynamic", Frontmatter: "name: dynamic\ndescription: d",
+						Generate: func(context.Context, string) ([]byte, error) { return []byte(big), nil },
+					}))
 					require.NoError(t, h.srv.AddSkill(server.Skill{Path: "static", FS: fstest.MapFS{
 						"SKILL.md": {Data: []byte("---\nname: static\ndescription: s\n---\n")},
 						"big.txt":  {Data: []byte(big)},
@@ -207,7 +211,7 @@ func TestNonToolResultTooLarge(t *testing.T) {
 					} else {
 						require.Nil(t, resp.Error)
 						assert.False(t, out.ResultTooLarge)
-						assert.NoError(t, out.Err)
+						require.NoError(t, out.Err)
 						if tc.name == "static skill" {
 							assert.Contains(t, string(resp.Result), big)
 						}

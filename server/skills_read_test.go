@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -43,6 +45,7 @@ func skillReadServer(t testing.TB, opts ...server.Option) (*server.Server, []byt
 
 // msgConn is the server's end of a connection that hands messages over
 // as they are, unencoded, so that what a read allocates is the server's.
+// Close is the client hanging up.
 type msgConn struct {
 	in, out   chan transport.Message
 	done      chan struct{}
@@ -54,7 +57,7 @@ func (c *msgConn) Read(ctx context.Context) (transport.Message, error) {
 	case m := <-c.in:
 		return m, nil
 	case <-c.done:
-		return nil, transport.ErrClosed
+		return nil, fmt.Errorf("%w: %w", transport.ErrPeerGone, io.EOF) // the client hung up
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -90,7 +93,7 @@ func newSkillReader(t testing.TB, srv *server.Server, stateless bool) *skillRead
 	go func() { done <- srv.Serve(context.Background(), conn) }()
 	t.Cleanup(func() {
 		_ = conn.Close()
-		<-done
+		assert.NoError(t, <-done)
 	})
 	r := &skillReader{conn: conn}
 	params := map[string]any{"uri": "skill://big/big.bin"}
@@ -174,7 +177,7 @@ func TestSkillFileReadAllocation(t *testing.T) {
 			}
 			wg.Wait()
 			for _, res := range results {
-				require.Equal(t, len(first.Result), len(res))
+				require.Len(t, res, len(first.Result))
 				assert.Same(t, &first.Result[0], &res[0], "the reads share the result's bytes")
 			}
 		})
