@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -19,8 +20,8 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// skillReadFile is the size of the skill file the read tests serve: a
-// binary file, so that it is served as base64, a third larger.
+// skillReadFile is the size of the skill files the read tests serve: a
+// binary one, served as base64 (a third larger), and a text one.
 const skillReadFile = 1 << 20
 
 // skillReadBudget is what a read of a skill file may allocate, its
@@ -29,18 +30,22 @@ const skillReadFile = 1 << 20
 const skillReadBudget = 32 << 10
 
 // skillReadServer serves one static skill whose file big.bin holds
-// skillReadFile random bytes, and returns them.
-func skillReadServer(t testing.TB, opts ...server.Option) (*server.Server, []byte) {
+// skillReadFile random bytes and big.md as many bytes of text (with
+// characters JSON escapes), and returns them.
+func skillReadServer(t testing.TB, opts ...server.Option) (srv *server.Server, bin, text []byte) {
 	t.Helper()
-	data := make([]byte, skillReadFile)
+	bin = make([]byte, skillReadFile)
 	rng := rand.NewChaCha8([32]byte{})
-	_, _ = rng.Read(data)
-	srv := server.New(opts...)
+	_, _ = rng.Read(bin)
+	const line = "A \"quoted\" line <of> text.\n"
+	text = []byte(strings.Repeat(line, skillReadFile/len(line)+1)[:skillReadFile])
+	srv = server.New(opts...)
 	require.NoError(t, srv.AddSkill(server.Skill{Path: "big", FS: fstest.MapFS{
-		"SKILL.md": {Data: []byte("---\nname: big\ndescription: A skill with a large file\n---\n")},
-		"big.bin":  {Data: data},
+		"SKILL.md": {Data: []byte("---\nname: big\ndescription: A skill with large files\n---\n")},
+		"big.bin":  {Data: bin},
+		"big.md":   {Data: text},
 	}}))
-	return srv, data
+	return srv, bin, text
 }
 
 // msgConn is the server's end of a connection that hands messages over
@@ -79,14 +84,14 @@ func (c *msgConn) Close() error {
 	return nil
 }
 
-// skillReader reads skill://big/big.bin through a msgConn, in a
+// skillReader reads a file of the skill big through a msgConn, in a
 // 2025-11-25 session or as a stateless 2026-07-28 request.
 type skillReader struct {
 	conn  *msgConn
 	frame string
 }
 
-func newSkillReader(t testing.TB, srv *server.Server, stateless bool) *skillReader {
+func newSkillReader(t testing.TB, srv *server.Server, stateless bool, file string) *skillReader {
 	t.Helper()
 	conn := &msgConn{in: make(chan transport.Message), out: make(chan transport.Message), done: make(chan struct{})}
 	done := make(chan error, 1)
@@ -96,7 +101,7 @@ func newSkillReader(t testing.TB, srv *server.Server, stateless bool) *skillRead
 		assert.NoError(t, <-done)
 	})
 	r := &skillReader{conn: conn}
-	params := map[string]any{"uri": "skill://big/big.bin"}
+	params := map[string]any{"uri": "skill://big/" + file}
 	if stateless {
 		params["_meta"] = map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
@@ -141,46 +146,55 @@ func totalAlloc() uint64 {
 }
 
 // A read of a static skill file writes the result encoded at registration:
-// it allocates a small fraction of the file, in both eras, and concurrent
-// reads share the same bytes.
+// it allocates a small fraction of the file, binary or text, in both eras,
+// and concurrent reads share the same bytes.
 func TestSkillFileReadAllocation(t *testing.T) {
-	srv, data := skillReadServer(t)
-	for _, stateless := range []bool{false, true} {
-		t.Run(map[bool]string{false: "2025", true: "2026"}[stateless], func(t *testing.T) {
-			r := newSkillReader(t, srv, stateless)
-			first := r.read(t)
-			var got struct {
-				Contents []struct {
-					Blob string `json:"blob"`
-				} `json:"contents"`
-			}
-			require.NoError(t, json.Unmarshal(first.Result, &got))
-			require.Len(t, got.Contents, 1)
-			assert.Equal(t, base64.StdEncoding.EncodeToString(data), got.Contents[0].Blob, "the file's bytes")
+	srv, bin, text := skillReadServer(t)
+	for _, file := range []string{"big.bin", "big.md"} {
+		for _, stateless := range []bool{false, true} {
+			t.Run(file+"/"+map[bool]string{false: "2025", true: "2026"}[stateless], func(t *testing.T) {
+				r := newSkillReader(t, srv, stateless, file)
+				first := r.read(t)
+				var got struct {
+					Contents []struct {
+						Text *string `json:"text"`
+						Blob *string `json:"blob"`
+					} `json:"contents"`
+				}
+				require.NoError(t, json.Unmarshal(first.Result, &got))
+				require.Len(t, got.Contents, 1)
+				if file == "big.bin" {
+					require.NotNil(t, got.Contents[0].Blob)
+					assert.Equal(t, base64.StdEncoding.EncodeToString(bin), *got.Contents[0].Blob, "the file's bytes")
+				} else {
+					require.NotNil(t, got.Contents[0].Text)
+					assert.Equal(t, string(text), *got.Contents[0].Text, "the file's text")
+				}
 
-			const reads = 8
-			before := totalAlloc()
-			for range reads {
-				r.read(t)
-			}
-			perRead := (totalAlloc() - before) / reads
-			t.Logf("%d bytes allocated per read of a %d-byte skill file (%.4f of the file; budget %d)",
-				perRead, skillReadFile, float64(perRead)/skillReadFile, skillReadBudget)
-			assert.LessOrEqual(t, perRead, uint64(skillReadBudget), "bytes allocated per read")
+				const reads = 8
+				before := totalAlloc()
+				for range reads {
+					r.read(t)
+				}
+				perRead := (totalAlloc() - before) / reads
+				t.Logf("%d bytes allocated per read of a %d-byte skill file (%.4f of the file; budget %d)",
+					perRead, skillReadFile, float64(perRead)/skillReadFile, skillReadBudget)
+				assert.LessOrEqual(t, perRead, uint64(skillReadBudget), "bytes allocated per read")
 
-			// Reads at once, on connections of their own, share one encoding.
-			var wg sync.WaitGroup
-			results := make([]json.RawMessage, 4)
-			for i := range results {
-				ri := newSkillReader(t, srv, stateless)
-				wg.Go(func() { results[i] = ri.read(t).Result })
-			}
-			wg.Wait()
-			for _, res := range results {
-				require.Len(t, res, len(first.Result))
-				assert.Same(t, &first.Result[0], &res[0], "the reads share the result's bytes")
-			}
-		})
+				// Reads at once, on connections of their own, share one encoding.
+				var wg sync.WaitGroup
+				results := make([]json.RawMessage, 4)
+				for i := range results {
+					ri := newSkillReader(t, srv, stateless, file)
+					wg.Go(func() { results[i] = ri.read(t).Result })
+				}
+				wg.Wait()
+				for _, res := range results {
+					require.Len(t, res, len(first.Result))
+					assert.Same(t, &first.Result[0], &res[0], "the reads share the result's bytes")
+				}
+			})
+		}
 	}
 }
 
@@ -191,8 +205,8 @@ func TestSkillFileReadAllocation(t *testing.T) {
 func BenchmarkSkillFileRead(b *testing.B) {
 	for _, stateless := range []bool{false, true} {
 		b.Run(map[bool]string{false: "2025", true: "2026"}[stateless], func(b *testing.B) {
-			srv, _ := skillReadServer(b)
-			r := newSkillReader(b, srv, stateless)
+			srv, _, _ := skillReadServer(b)
+			r := newSkillReader(b, srv, stateless, "big.bin")
 			b.ReportAllocs()
 			for b.Loop() {
 				r.read(b)
