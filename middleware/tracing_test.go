@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -423,6 +424,25 @@ func TestTracingOutcomes(t *testing.T) {
 				assert.True(t, isErr)
 			},
 			want: want{status: codes.Error, errorType: "tool_error"},
+		},
+		{
+			// A result over -max-result-bytes is the server's refusal, not a
+			// bug: error.type says which, and no exception is recorded.
+			name: "result over its bound",
+			span: "resources/read",
+			run: func(t *testing.T, h *traced) {
+				require.NoError(t, h.srv.AddResource(server.Resource{URI: "test://big", Name: "big"},
+					func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+						return &server.ReadResourceResult{Contents: []*server.ResourceContents{{Text: strings.Repeat("x", 5<<20)}}}, nil
+					}))
+				h.Request(2, "resources/read", map[string]any{"uri": "test://big"})
+				assert.Equal(t, int64(protocol.CodeInternal), h.RecvResponseTo(2).Error.Code)
+			},
+			want: want{
+				status: codes.Error, errorType: "result_too_large", rpcCode: "-32603",
+				desc: fmt.Sprintf("result too large: %d bytes encoded, over the limit of %d bytes",
+					len(`{"contents":[{"uri":"test://big","text":""}]}`)+5<<20, server.DefaultMaxResultBytes),
+			},
 		},
 		{
 			name: "arguments the tool's schema refuses",

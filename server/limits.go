@@ -212,7 +212,10 @@ func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) 
 	if r, ok := res.(*ReadResourceResult); ok && r.encoded != nil && r.encoded.encodedFor(r, req.era) != nil {
 		return nil, nil // a static skill file's, bounded when registered
 	}
-	err := Errorf(protocol.CodeInternal, "result too large: %d bytes encoded, over the limit of %d bytes", len(resp.Result), limit)
+	err := &Error{ // no error wrapped: a refusal, not a bug to record
+		Code:    protocol.CodeInternal,
+		Message: fmt.Sprintf("result too large: %d bytes encoded, over the limit of %d bytes", len(resp.Result), limit),
+	}
 	*resp = transport.Response{}
 	ss.buildResponse(resp, req, nil, err)
 	return nil, err
