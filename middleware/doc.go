@@ -137,8 +137,9 @@
 // with server.WithOutcomeBatches, in the request's batch), so it covers
 // writing the response. Its status
 // is Error exactly when error.type is set: a JSON-RPC error (error.type is
-// the code, such as "-32603"; a panic is "-32603" with an exception event)
-// or a tool result with isError ("tool_error"; "invalid_arguments" when the
+// the code, such as "-32603"; a panic is "-32603" with an exception event;
+// a result over its bound, answered -32603, is "result_too_large", see
+// [server.WithMaxResultBytes]) or a tool result with isError ("tool_error"; "invalid_arguments" when the
 // core refused arguments that do not match the tool's input schema, see
 // [server.Outcome.InvalidArguments]). As the OpenTelemetry MCP
 // conventions say, a caller's fault is no error: -32700, -32600, -32601,

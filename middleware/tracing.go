@@ -52,8 +52,7 @@ func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(mcpconv.
 // which is then a link; with [WithUntrustedTraceContext], always the
 // latter. The span ends when the request's outcome is sealed, with status
 // Error exactly when error.type is set (a JSON-RPC error but a caller's
-// fault, see the package doc, its code or result_too_large, or a tool
-// result with isError); a
+// fault, see the package doc, or a tool result with isError); a
 // cancellation leaves it Unset and adds a "cancelled" event. Messages
 // refused before the chain get no span. Without [WithTracerProvider] (or
 // with nil) it traces nothing: it is the identity. Put it first
