@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -100,5 +101,56 @@ func TestStdioUnreadingClientIsHeldBackThenDropped(t *testing.T) {
 			dropped[d.ID] = true
 		}
 		assert.Len(t, dropped, calls-len(answered), "every call is answered or dropped")
+	})
+}
+
+// Notifications to every session wait for a writer that a client does
+// not read 64 at a time at most: the others are dropped at once, each
+// reported to WriteFailed as peer_gone, rather than held until the write
+// timeout. The client that reads again gets the 64.
+func TestStdioUnreadNotificationsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const updates, backlog = 200, 64
+		rec := newRecorder()
+		srv := server.New(server.WithObserver(rec))
+		require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://{name}", Name: "any"},
+			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+				return nil, nil
+			}))
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(context.Background(), stdio.New(inR, outW)) }()
+		out := bufio.NewScanner(outR)
+		for _, line := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+				`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://r"}}`,
+		} {
+			_, err := io.WriteString(inW, line+"\n")
+			require.NoError(t, err)
+			require.True(t, out.Scan())
+		}
+		require.Contains(t, out.Text(), `"id":2,"result"`)
+
+		for range updates {
+			srv.ResourceUpdated("test://r")
+		}
+		synctest.Wait()
+		rec.mu.Lock()
+		failed := slices.Clone(rec.writes)
+		rec.mu.Unlock()
+		assert.Len(t, failed, updates-backlog)
+		for _, class := range failed {
+			assert.Equal(t, protocol.DropPeerGone, class)
+		}
+
+		for range backlog {
+			require.True(t, out.Scan())
+			assert.Contains(t, out.Text(), `"method":"notifications/resources/updated"`)
+		}
+		require.NoError(t, inW.Close())
+		assert.False(t, out.Scan(), "%s", out.Text())
+		require.NoError(t, <-served)
 	})
 }
