@@ -28,13 +28,18 @@ type backpressure struct {
 
 const queueCap = 256 // WithMaxQueuedBytes of newBackpressure
 
-func newBackpressure(t *testing.T) *backpressure {
+// newBackpressure returns a backpressure whose Conn takes opts, or
+// WithMaxQueuedBytes(queueCap) without any.
+func newBackpressure(t *testing.T, opts ...stdio.Option) *backpressure {
+	if len(opts) == 0 {
+		opts = []stdio.Option{stdio.WithMaxQueuedBytes(queueCap)}
+	}
 	var in strings.Builder
 	for i := range 5 {
 		in.WriteString(`{"jsonrpc":"2.0","id":` + string(rune('1'+i)) + `,"method":"ping"}` + "\n")
 	}
 	outR, outW := io.Pipe()
-	b := &backpressure{t: t, c: stdio.New(strings.NewReader(in.String()), outW, stdio.WithMaxQueuedBytes(queueCap)), out: bufio.NewReader(outR), read: make(chan transport.Message, 1)}
+	b := &backpressure{t: t, c: stdio.New(strings.NewReader(in.String()), outW, opts...), out: bufio.NewReader(outR), read: make(chan transport.Message, 1)}
 	t.Cleanup(func() { _ = b.c.Close(); _ = outR.Close() })
 	return b
 }
@@ -83,20 +88,54 @@ func TestReadWaitsForQueuedWrites(t *testing.T) {
 		first := b.write(ctx, answer(1, 4*queueCap)) // blocked in the output, nobody reads it
 		synctest.Wait()
 		b.startRead()
-		require.True(t, b.reading(), "the Write under way does not hold Read back")
+		require.True(t, b.reading(), "Read must not wait for the Write under way")
 		<-b.read
 
 		second := b.write(ctx, answer(2, queueCap)) // waits for its turn: over the cap
 		synctest.Wait()
 		b.startRead()
-		require.False(t, b.reading(), "Read goes on with more than the cap waiting to be written")
+		require.False(t, b.reading(), "Read must wait while more than the cap waits to be written")
 
 		assert.Contains(t, b.takeLine(), `"id":1`)
 		require.NoError(t, <-first)
-		require.True(t, b.reading(), "Read waits once the queue is taken")
+		require.True(t, b.reading(), "Read must go on once the queue is taken")
 		assert.Equal(t, transport.Int64ID(2), (<-b.read).(*transport.Request).ID)
 		assert.Contains(t, b.takeLine(), `"id":2`)
 		require.NoError(t, <-second)
+	})
+}
+
+// Each message waiting counts for what its writer holds besides it: with
+// the default of 8 MiB, 1,000 small answers waiting do not hold Read back,
+// 1,024 do.
+func TestReadWaitsForManySmallWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackpressure(t, nil) // the default
+		ctx := context.Background()
+		writes := []<-chan error{b.write(ctx, answer(1, 8))}
+		synctest.Wait()
+		queue := func(n int) {
+			for range n {
+				writes = append(writes, b.write(ctx, answer(int64(1+len(writes)), 8)))
+			}
+			synctest.Wait()
+		}
+		queue(1000)
+		b.startRead()
+		require.True(t, b.reading(), "Read must not wait for 1,000 small answers")
+		<-b.read
+
+		queue(24)
+		b.startRead()
+		require.False(t, b.reading(), "Read must wait for 1,024 small answers")
+		for range writes {
+			b.takeLine()
+		}
+		for _, w := range writes {
+			require.NoError(t, <-w)
+		}
+		require.True(t, b.reading())
+		<-b.read
 	})
 }
 
@@ -117,13 +156,13 @@ func TestReadStopsWaitingOnceAWriteGivesUp(t *testing.T) {
 
 		time.Sleep(time.Second)
 		require.ErrorIs(t, <-second, context.DeadlineExceeded)
-		require.True(t, b.reading(), "Read goes on once a Write gave up")
+		require.True(t, b.reading(), "Read must go on once a Write gave up")
 		<-b.read
 
 		third := b.write(context.Background(), answer(3, queueCap))
 		synctest.Wait()
 		b.startRead()
-		require.True(t, b.reading(), "Read waits again after a Write gave up")
+		require.True(t, b.reading(), "Read must not wait again after a Write gave up")
 		<-b.read
 
 		assert.Contains(t, b.takeLine(), `"id":1`)

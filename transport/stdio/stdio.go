@@ -23,6 +23,12 @@ const DefaultMaxFrameSize = 4 << 20
 // be written stop Read unless configured otherwise (WithMaxQueuedBytes).
 const defaultMaxQueued = 8 << 20
 
+// waiterBytes is what a message waiting for its turn counts for besides
+// its own bytes: what its writer holds meanwhile (a goroutine's starting
+// stack; a server's request state), so that many small answers are held
+// back as surely as a few large ones.
+const waiterBytes = 8 << 10
+
 // Option configures a [Conn]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
@@ -46,9 +52,11 @@ func WithMaxFrameSize(n int) Option {
 }
 
 // WithMaxQueuedBytes sets how many bytes of messages waiting for their turn
-// to be written (encoded, without the one being written) make Read wait
-// before it reads the next frame, until they are written or one of them
-// gives up (see [Conn.Read]). Values below 1 keep the default, 8 MiB.
+// to be written (encoded, without the one being written, each counting 8
+// KiB more for what its writer holds meanwhile) make Read wait before it
+// reads the next frame, until they are written or one of them gives up
+// (see [Conn.Read]). Values below 1 keep the default, 8 MiB: 16 answers of
+// 512 KiB, or 1,024 small ones.
 func WithMaxQueuedBytes(n int) Option {
 	return optionFunc(func(c *config) {
 		if n > 0 {
@@ -66,7 +74,7 @@ type Conn struct {
 	max       int
 	maxQueued int64
 
-	queued atomic.Int64  // bytes of the Writes waiting for writeMu
+	queued atomic.Int64  // bytes of the Writes waiting for writeMu, waiterBytes each included
 	gaveUp atomic.Bool   // a Write gave up waiting, or failed: Read waits no more
 	room   chan struct{} // 1-buffered: queued went below maxQueued, or gaveUp was set
 
@@ -236,7 +244,7 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	}
 	b = append(b, '\n')
 	*bp = b
-	n := int64(len(b))
+	n := int64(len(b) + waiterBytes)
 	c.queued.Add(n)
 	select {
 	case c.writeMu <- struct{}{}:
