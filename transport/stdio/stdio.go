@@ -55,7 +55,7 @@ func WithMaxFrameSize(n int) Option {
 // to be written (encoded, without the one being written, each counting 8
 // KiB more for what its writer holds meanwhile) make Read wait before it
 // reads the next frame, until they are written or one of them gives up
-// (see [Conn.Read]). Values below 1 keep the default, 8 MiB: 16 answers of
+// (see [Conn.Read]). Values below 1 keep the default, 8 MiB: 15 answers of
 // 512 KiB, or 1,024 small ones.
 func WithMaxQueuedBytes(n int) Option {
 	return optionFunc(func(c *config) {
