@@ -126,7 +126,8 @@ func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
 // [WithMaxQueuedBytes], Read waits for them before it reads on, so that the
 // peer blocks on its own writes rather than this side buffering its
 // answers. Once a Write has given up waiting (its ctx ended) or failed, Read
-// waits no more: the peer is taken to be gone.
+// waits no more: the peer is taken to be gone. This suits the side that
+// answers what it reads, a server.
 func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 	for {
 		if c.queued.Load() >= c.maxQueued && !c.gaveUp.Load() {
