@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -141,14 +142,31 @@ func (s *Server) listChangedHere(list string) {
 	})
 }
 
+// maxSharedBacklog is how many notifications to every session may wait
+// for one session's writer: a transport whose writes block (stdio) on a
+// client that does not read holds that many, not one per change for as
+// long as the write timeout.
+const maxSharedBacklog = 64
+
+// errSharedBacklog is the failed write of a notification to every session
+// that found maxSharedBacklog of them waiting.
+var errSharedBacklog = errors.New("server: the client does not read: notification to every session dropped")
+
 // sendShared writes n, a notification to every session, if the session is
-// initialized and neither closed nor broken.
+// initialized and neither closed nor broken. With maxSharedBacklog of them
+// waiting for its writer already, n is dropped, reported to WriteFailed as
+// peer_gone.
 func (ss *Session) sendShared(ctx context.Context, n *transport.Request) error {
 	ss.mu.Lock()
 	ready := ss.st.phase != phaseNew && !ss.st.closed && ss.st.broken == protocol.DropNone
 	ss.mu.Unlock()
 	if !ready {
 		return nil
+	}
+	defer ss.backlog.Add(-1)
+	if ss.backlog.Add(1) > maxSharedBacklog {
+		ss.obs.WriteFailed(ctx, ss, protocol.DropPeerGone, errSharedBacklog)
+		return errSharedBacklog
 	}
 	return ss.write(ctx, n)
 }

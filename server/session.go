@@ -59,6 +59,7 @@ type Session struct {
 	st sessionState
 
 	shard    uint8               // the list of srv.sessions it is in (pickSessionShard)
+	backlog  atomic.Int32        // notifications to every session waiting for its writer (notify.go)
 	link     sessionLink         // in that list; its mu guards it
 	closeErr transportCloseError // the cause stop ends the session with
 }

@@ -6,4 +6,9 @@
 // default, [WithMaxFrameSize]) are refused without being buffered: the read
 // fails with [transport.ErrFrameTooLarge] and the connection is done.
 // Outgoing messages never contain a raw newline.
+//
+// A peer that stops reading is held back: while the messages waiting to be
+// written hold more than [WithMaxQueuedBytes] (8 MiB by default), Read
+// reads nothing, so the peer blocks on its own writes instead of this side
+// buffering the answers to what it keeps sending.
 package stdio

@@ -19,6 +19,16 @@ import (
 // otherwise: 4 MiB.
 const DefaultMaxFrameSize = 4 << 20
 
+// defaultMaxQueued is how many bytes of messages waiting for their turn to
+// be written stop Read unless configured otherwise (WithMaxQueuedBytes).
+const defaultMaxQueued = 8 << 20
+
+// waiterBytes is what a message waiting for its turn counts for besides
+// its own bytes: what its writer holds meanwhile (a goroutine's starting
+// stack; a server's request state), so that many small answers are held
+// back as surely as a few large ones.
+const waiterBytes = 8 << 10
+
 // Option configures a [Conn]; a nil Option is ignored.
 type Option interface{ apply(*config) }
 
@@ -27,7 +37,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	maxFrame int
+	maxFrame  int
+	maxQueued int
 }
 
 // WithMaxFrameSize sets the largest frame, in bytes and without its newline,
@@ -40,13 +51,32 @@ func WithMaxFrameSize(n int) Option {
 	})
 }
 
+// WithMaxQueuedBytes sets how many bytes of messages waiting for their turn
+// to be written (encoded, without the one being written, each counting 8
+// KiB more for what its writer holds meanwhile) make Read wait before it
+// reads the next frame, until they are written or one of them gives up
+// (see [Conn.Read]). Values below 1 keep the default, 8 MiB: 15 answers of
+// 512 KiB, or 1,024 small ones.
+func WithMaxQueuedBytes(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.maxQueued = n
+		}
+	})
+}
+
 // Conn is a [transport.Conn] over a byte stream pair. It is safe for one
 // reader and any number of concurrent writers.
 type Conn struct {
-	r      *bufio.Reader
-	w      io.Writer
-	closer []io.Closer
-	max    int
+	r         *bufio.Reader
+	w         io.Writer
+	closer    []io.Closer
+	max       int
+	maxQueued int64
+
+	queued atomic.Int64  // bytes of the Writes waiting for writeMu, waiterBytes each included
+	gaveUp atomic.Bool   // a Write gave up waiting, or failed: Read waits no more
+	room   chan struct{} // 1-buffered: queued went below maxQueued, or gaveUp was set
 
 	frame   []byte        // reused line buffer for frames longer than the bufio buffer
 	readErr error         // sticky terminal read error
@@ -63,18 +93,20 @@ var _ transport.Conn = (*Conn)(nil)
 // Read or Write stuck in the underlying stream (pollable files such as the
 // ends of an [os.Pipe] support that, see [Std]).
 func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
-	cfg := config{maxFrame: DefaultMaxFrameSize}
+	cfg := config{maxFrame: DefaultMaxFrameSize, maxQueued: defaultMaxQueued}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
 		}
 	}
 	c := &Conn{
-		r:       bufio.NewReaderSize(r, 64<<10),
-		w:       w,
-		max:     cfg.maxFrame,
-		writeMu: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		r:         bufio.NewReaderSize(r, 64<<10),
+		w:         w,
+		max:       cfg.maxFrame,
+		maxQueued: int64(cfg.maxQueued),
+		room:      make(chan struct{}, 1),
+		writeMu:   make(chan struct{}, 1),
+		done:      make(chan struct{}),
 	}
 	if rc, ok := r.(io.Closer); ok {
 		c.closer = append(c.closer, rc)
@@ -88,8 +120,19 @@ func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
 // Read returns the next message. Blank lines are skipped. A last line without
 // a newline before end of stream is still a frame. Read ignores ctx: Close
 // unblocks it.
+//
+// Read is held back by a peer that does not read what is written to it:
+// while the messages waiting for their turn to be written hold more than
+// [WithMaxQueuedBytes], Read waits for them before it reads on, so that the
+// peer blocks on its own writes rather than this side buffering its
+// answers. Once a Write has given up waiting (its ctx ended) or failed, Read
+// waits no more: the peer is taken to be gone. This suits the side that
+// answers what it reads, a server.
 func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 	for {
+		if c.queued.Load() >= c.maxQueued && !c.gaveUp.Load() {
+			c.waitForRoom()
+		}
 		if c.closed.Load() { // what is still buffered is not delivered
 			return nil, fmt.Errorf("stdio: read: %w", transport.ErrClosed)
 		}
@@ -101,6 +144,40 @@ func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 			continue
 		}
 		return transport.DecodeMessage(line)
+	}
+}
+
+// waitForRoom returns once the queued messages hold less than maxQueued,
+// a Write gave up, or the Conn is closed.
+func (c *Conn) waitForRoom() {
+	for c.queued.Load() >= c.maxQueued && !c.gaveUp.Load() {
+		select {
+		case <-c.room:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// dequeue takes n bytes off the queued ones; the Write that brings them
+// below maxQueued wakes a waiting Read.
+func (c *Conn) dequeue(n int64) {
+	if left := c.queued.Add(-n); left < c.maxQueued && left+n >= c.maxQueued {
+		c.wakeReader()
+	}
+}
+
+// giveUp turns the wait of Read off for good.
+func (c *Conn) giveUp() {
+	if !c.gaveUp.Swap(true) {
+		c.wakeReader()
+	}
+}
+
+func (c *Conn) wakeReader() {
+	select {
+	case c.room <- struct{}{}:
+	default: // a wake is pending already
 	}
 }
 
@@ -168,15 +245,22 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	}
 	b = append(b, '\n')
 	*bp = b
+	n := int64(len(b) + waiterBytes)
+	c.queued.Add(n)
 	select {
 	case c.writeMu <- struct{}{}:
+		c.dequeue(n)
 	case <-c.done:
+		c.dequeue(n)
 		return fmt.Errorf("stdio: write: %w", transport.ErrClosed)
 	case <-ctx.Done():
+		c.dequeue(n)
+		c.giveUp()
 		return context.Cause(ctx)
 	}
 	defer func() { <-c.writeMu }()
 	if _, err := c.w.Write(b); err != nil {
+		c.giveUp()
 		return conncap.WrapIOError("stdio: write", c.closed.Load(), err)
 	}
 	return nil
