@@ -25,8 +25,8 @@ import (
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
 //	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
 //
-// Its keys are all under the prefix, with the session id as a hash tag, as
-// the package doc lists. Its methods are safe for concurrent use.
+// Its keys are all under the prefix, with the SHA-256 of the session id as
+// a hash tag, as the package doc lists. Its methods are safe for concurrent use.
 type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
@@ -106,12 +106,24 @@ func (s *Store) Close() error {
 // Replica returns the replica's name.
 func (s *Store) Replica() string { return s.replica }
 
-func (s *Store) recordKey(id string) string     { return s.cfg.prefix + "{" + id + "}:s" }
-func (s *Store) channel(id string) string       { return s.cfg.prefix + "{" + id + "}:r" }
-func (s *Store) streamsKey(id string) string    { return s.cfg.prefix + "{" + id + "}:es" }
-func (s *Store) eventsKey(id, st string) string { return s.cfg.prefix + "{" + id + "}:e:" + st }
-func (s *Store) bytesKey(id string) string      { return s.cfg.prefix + "{" + id + "}:eb" }
+func (s *Store) recordKey(id string) string     { return s.key(id, ":s", "") }
+func (s *Store) channel(id string) string       { return s.key(id, ":r", "") }
+func (s *Store) streamsKey(id string) string    { return s.key(id, ":es", "") }
+func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", st) }
+func (s *Store) bytesKey(id string) string      { return s.key(id, ":eb", "") }
 func (s *Store) ttl() time.Duration             { return s.cfg.idle }
+
+// key returns the key (or channel) of session id: the prefix, the id's
+// tag as the hash tag, then suffix and name. Redis never sees the id.
+func (s *Store) key(id, suffix, name string) string {
+	var buf [128]byte
+	b := append(buf[:0], s.cfg.prefix...)
+	b = append(b, '{')
+	b = appendTag(b, id)
+	b = append(b, '}')
+	b = append(b, suffix...)
+	return string(append(b, name...))
+}
 
 // observe reports an operation that started at start and failed with
 // *err (deferred: err is the operation's named result).

@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -41,12 +43,12 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, replication.SessionRecord{Principal: "alice"}, rec, "the first creator keeps the id")
 
-	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
+	ttl := rdb.PTTL(ctx, tKey("s1", ":s")).Val()
 	assert.Greater(t, ttl, 50*time.Second, "the record expires after the idle timeout")
 	assert.LessOrEqual(t, ttl, time.Minute)
-	require.NoError(t, rdb.PExpire(ctx, "t:{s1}:s", time.Second).Err())
+	require.NoError(t, rdb.PExpire(ctx, tKey("s1", ":s"), time.Second).Err())
 	require.NoError(t, st.Touch(ctx, "s1"))
-	assert.Greater(t, rdb.PTTL(ctx, "t:{s1}:s").Val(), 50*time.Second, "Touch restarts the idle clock")
+	assert.Greater(t, rdb.PTTL(ctx, tKey("s1", ":s")).Val(), 50*time.Second, "Touch restarts the idle clock")
 
 	_, err = st.StoreState(ctx, "s1", []byte(`{"v":1}`))
 	require.NoError(t, err)
@@ -61,7 +63,7 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	require.ErrorIs(t, st.Touch(ctx, "s1"), replication.ErrUnknownSession)
 	_, err = st.StoreState(ctx, "s1", []byte(`{"v":2}`))
 	require.ErrorIs(t, err, replication.ErrUnknownSession, "a deleted record is never recreated by its state")
-	assert.Zero(t, rdb.Exists(ctx, "t:{s1}:s").Val())
+	assert.Zero(t, rdb.Exists(ctx, tKey("s1", ":s")).Val())
 }
 
 func TestPrefixesKeepStoresApart(t *testing.T) {
@@ -112,7 +114,7 @@ func TestEventsReplayAndForget(t *testing.T) {
 	require.NoError(t, st.Forget(ctx, "s1"))
 	_, _, err = st.Replay(ctx, "s1", ids[0])
 	require.ErrorIs(t, err, replication.ErrUnknownEvent)
-	assert.Empty(t, rdb.Keys(ctx, "t:{s1}:e*").Val(), "every event key is gone")
+	assert.Empty(t, rdb.Keys(ctx, tKey("s1", ":e*")).Val(), "every event key is gone")
 }
 
 func TestRelaysReachSubscribersOnly(t *testing.T) {
@@ -211,4 +213,11 @@ func TestNewRefusesBadReplicaNames(t *testing.T) {
 		_, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name))
 		require.Error(t, err, name)
 	}
+}
+
+// tKey is the key (or pattern) named suffix of session id under the prefix
+// "t:": the session's tag, the SHA-256 of the id, as the hash tag.
+func tKey(id, suffix string) string {
+	sum := sha256.Sum256([]byte("vigil session\n" + id))
+	return "t:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}" + suffix
 }
