@@ -163,6 +163,51 @@ func TestRelaysReachSubscribersOnly(t *testing.T) {
 	}
 }
 
+// TestPatternSubscribersAreNotReplicas: StoreState and Delete count the
+// replicas following a session, which the caller then waits for (each
+// acknowledges the state or end it received). A pattern subscriber on the
+// same Redis (redis-cli's PSUBSCRIBE *, a monitoring tool) receives the
+// relay too but never acknowledges it: counted, it made every state
+// change wait out its acknowledgement.
+func TestPatternSubscribersAreNotReplicas(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("a"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, a.Close()) }()
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("b"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, b.Close()) }()
+	ctx := t.Context()
+
+	spy := rdb.PSubscribe(ctx, "*")
+	defer func() { assert.NoError(t, spy.Close()) }()
+	_, err = spy.Receive(ctx) // subscribed
+	require.NoError(t, err)
+	seen := spy.Channel()
+
+	require.NoError(t, a.Create(ctx, "s1", replication.SessionRecord{}))
+	cancelA, err := a.Subscribe(ctx, "s1", func(replication.Relay) {})
+	require.NoError(t, err)
+	defer cancelA()
+	others, err := a.StoreState(ctx, "s1", []byte("st"))
+	require.NoError(t, err)
+	<-seen // the pattern subscriber received the relay
+	assert.Equal(t, 0, others, "only a follows the session: the pattern subscriber is no replica")
+
+	cancelB, err := b.Subscribe(ctx, "s1", func(replication.Relay) {})
+	require.NoError(t, err)
+	defer cancelB()
+	others, err = a.StoreState(ctx, "s1", []byte("st2"))
+	require.NoError(t, err)
+	<-seen
+	assert.Equal(t, 1, others, "b follows the session")
+
+	others, err = a.Delete(ctx, "s1")
+	require.NoError(t, err)
+	<-seen
+	assert.Equal(t, 1, others, "the end reached b; the pattern subscriber is no replica")
+}
+
 func TestLeasesAndClaims(t *testing.T) {
 	st, _ := newStore(t, redisstore.WithReplica("r1"))
 	ctx := t.Context()
