@@ -78,7 +78,8 @@ func TestSessionEventBytesBounded(t *testing.T) {
 	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, tKey("s1", ":eb")).Val())
 	_, _, err = st.Replay(ctx, "s1", a[4])
 	require.ErrorIs(t, err, replication.ErrUnknownEvent)
-	assert.Equal(t, []string{"b"}, rdb.SMembers(ctx, tKey("s1", ":es")).Val())
+	assert.Equal(t, []string{tStream("b")}, rdb.SMembers(ctx, tKey("s1", ":es")).Val(), "the stream set holds the tags of the streams' names")
+	assert.Equal(t, int64(1), rdb.Exists(ctx, tKey("s1", ":e:"+tStream("b"))).Val(), "the stream's key carries its tag")
 
 	_, err = st.Append(ctx, "s1", "c", data(budget, "x"))
 	require.Error(t, err, "an event over the bound alone is not stored")

@@ -39,13 +39,20 @@
 //
 //   - {prefix}{tag}:s, a hash: the session's record (principal, state,
 //     each sealed), expiring after the idle timeout unless touched;
-//   - {prefix}{tag}:e:{stream}, a stream: a resumable stream's events (sealed),
-//     trimmed to MaxEvents and to the session's event bytes, expiring
-//     with the session;
-//   - {prefix}{tag}:es, a set: the session's stream keys, for Forget;
+//   - {prefix}{tag}:e:{stream tag}, a stream: a resumable stream's events
+//     (sealed), trimmed to MaxEvents and to the session's event bytes,
+//     expiring with the session; the stream tag is the SHA-256 of the
+//     stream's name, which holds the request id the client chose;
+//   - {prefix}{tag}:es, a set: the session's stream tags, for Forget;
+//   - {prefix}{tag}:claim:{name tag}, a string: who answered a request its
+//     replica lost ([Store.Claim]);
 //   - {prefix}{tag}:eb, a string: the size of the session's events, which
 //     WithMaxSessionEventBytes bounds;
 //   - the channel {prefix}{tag}:r carries the session's relays (sealed).
+//
+// Besides the sessions': {prefix}replica:{name}, each replica's lease, and
+// {prefix}state:{digest}, a requestState used ([Store.UseRequestState]),
+// named by a digest of the sealed state.
 //
 // The callers' keys of package redisshare (session quotas, rate limits) are
 // named, and the session ids in them written, by [Store.Pseudonym].

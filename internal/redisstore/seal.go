@@ -79,6 +79,17 @@ func appendTag(b []byte, id string) []byte {
 	return base64.RawURLEncoding.AppendEncode(b, sum[:])
 }
 
+// streamTag returns what Redis sees of a stream's (or a claim's) name in
+// the session's keys and sets: its SHA-256 in base64url. A stream's name
+// holds the request id the client chose, which may be anything; the tag
+// shows nothing of it that cannot be guessed. Unkeyed, like the session's
+// tag: a session's events survive a rotation of the cluster key.
+func streamTag(name string) string {
+	var in [128]byte
+	sum := sha256.Sum256(append(append(in[:0], "vigil stream\n"...), name...))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // Pseudonym returns prefix followed by what Redis may see of v, which can
 // be guessed (a principal, a rate-limit key) or must not be readable (a
 // session id in a set): its HMAC-SHA256 under the current cluster key, in

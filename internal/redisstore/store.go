@@ -109,7 +109,7 @@ func (s *Store) Replica() string { return s.replica }
 func (s *Store) recordKey(id string) string     { return s.key(id, ":s", "") }
 func (s *Store) channel(id string) string       { return s.key(id, ":r", "") }
 func (s *Store) streamsKey(id string) string    { return s.key(id, ":es", "") }
-func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", st) }
+func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", streamTag(st)) }
 func (s *Store) bytesKey(id string) string      { return s.key(id, ":eb", "") }
 func (s *Store) ttl() time.Duration             { return s.cfg.idle }
 

@@ -209,7 +209,7 @@ func TestPatternSubscribersAreNotReplicas(t *testing.T) {
 }
 
 func TestLeasesAndClaims(t *testing.T) {
-	st, _ := newStore(t, redisstore.WithReplica("r1"))
+	st, rdb := newStore(t, redisstore.WithReplica("r1"), redisstore.WithPrefix("t:"))
 	ctx := t.Context()
 
 	alive, err := st.Alive(ctx, "r1")
@@ -230,6 +230,8 @@ func TestLeasesAndClaims(t *testing.T) {
 	first, err = st.Claim(ctx, "s1", "answer-4")
 	require.NoError(t, err)
 	assert.False(t, first, "a name is claimed once")
+	assert.Equal(t, []string{tKey("s1", ":claim:"+tStream("answer-4"))}, rdb.Keys(ctx, "*").Val(),
+		"the claim's key carries the tags of the session and of the name, neither in clear")
 }
 
 // A requestState is used once over every replica of one Redis, and its
@@ -265,4 +267,10 @@ func TestNewRefusesBadReplicaNames(t *testing.T) {
 func tKey(id, suffix string) string {
 	sum := sha256.Sum256([]byte("vigil session\n" + id))
 	return "t:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}" + suffix
+}
+
+// tStream returns the tag Redis sees of a stream's name: its SHA-256.
+func tStream(name string) string {
+	sum := sha256.Sum256([]byte("vigil stream\n" + name))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
