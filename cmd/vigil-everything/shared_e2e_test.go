@@ -89,22 +89,29 @@ func TestInteropTypeScriptShared(t *testing.T) {
 }
 
 // The names Redis may see: a session's keys and channel by the SHA-256 of
-// its id, a caller's by its HMAC under the cluster key (43 base64url
-// characters each), and the replicas' leases by their names.
+// its id, its streams and claims by the SHA-256 of their names, a
+// caller's keys by its HMAC under the cluster key (43 base64url
+// characters each), a used requestState by a digest of it (32 hex
+// digits), and the replicas' leases by their names.
 var (
-	learnedKey     = regexp.MustCompile(`^(vigil:\{[A-Za-z0-9_-]{43}\}:(s|es|eb|e:\S+)|vigil:sessions:[A-Za-z0-9_-]{43}|rate:vigil:[A-Za-z0-9_-]{43}|vigil:replica:\S+)$`)
-	learnedChannel = regexp.MustCompile(`^vigil:\{[A-Za-z0-9_-]{43}\}:r$`)
-	pseudonym      = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	learnedKey = regexp.MustCompile(`^(vigil:\{` + tag + `\}:(s|es|eb|e:` + tag + `|claim:` + tag + `)` +
+		`|vigil:sessions:` + tag + `|rate:vigil:` + tag + `|vigil:state:[0-9a-f]{32}|vigil:replica:\S+)$`)
+	learnedChannel = regexp.MustCompile(`^vigil:\{` + tag + `\}:r$`)
+	pseudonym      = regexp.MustCompile(`^` + tag + `$`)
 	// readable is a run of text: in 24 random bytes, one chance in 10^10.
 	readable = regexp.MustCompile(`[\x20-\x7e]{24,}`)
 )
 
+// tag is a SHA-256 or HMAC-SHA256 in base64url.
+const tag = `[A-Za-z0-9_-]{43}`
+
 // redisLearnedNothing reads Redis as someone with read-only access to it
-// would, once the replicas ran: every key (SCAN), every member and value
-// of each, and every message published meanwhile. Key names and channels
-// carry hashes only (no session id, subject, client id or address), and
-// no value, member or message holds readable text (no token, request,
-// answer, result or user content).
+// would, once the replicas ran: every key (SCAN), every field, member and
+// value of each, and every message published meanwhile. Key names,
+// channels, a record's fields and the members of sets carry hashes or
+// fixed names only (no session id, subject, client id, address, request
+// id or requestState), and no value or message holds readable text (no
+// token, request, answer, result or user content).
 func redisLearnedNothing(t *testing.T, rdb *goredis.Client, published <-chan *goredis.Message) {
 	t.Helper()
 	ctx := context.Background()
@@ -121,36 +128,49 @@ func redisLearnedNothing(t *testing.T, rdb *goredis.Client, published <-chan *go
 	}
 	assert.Positive(t, messages, "the replicas relayed through Redis")
 	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
-	keys := 0
+	kinds := map[string]int{}
 	for iter.Next(ctx) {
 		k := iter.Val()
-		keys++
 		assert.Regexp(t, learnedKey, k)
+		kind := rdb.Type(ctx, k).Val()
+		kinds[kind]++
+		if strings.HasPrefix(k, "vigil:state:") {
+			kinds["requestState"]++
+		}
 		var held []string
-		switch rdb.Type(ctx, k).Val() {
+		switch kind {
 		case "string":
 			held = []string{rdb.Get(ctx, k).Val()}
-		case "hash":
-			for _, v := range rdb.HGetAll(ctx, k).Val() {
+		case "hash": // a session's record: its principal and state, sealed
+			for f, v := range rdb.HGetAll(ctx, k).Val() {
+				assert.Contains(t, []string{"p", "st"}, f, "a field of %s", k)
 				held = append(held, v)
 			}
-		case "set": // a session's streams, named by their replica and number
-			held = rdb.SMembers(ctx, k).Val()
+		case "set": // a session's streams: the tags of their names
+			for _, v := range rdb.SMembers(ctx, k).Val() {
+				assert.Regexp(t, pseudonym, v, "in %s", k)
+			}
 		case "zset": // a caller's session quota: the sessions' pseudonyms
 			for _, v := range rdb.ZRange(ctx, k, 0, -1).Val() {
 				assert.Regexp(t, pseudonym, v, "in %s", k)
 			}
 		case "stream":
 			for _, e := range rdb.XRange(ctx, k, "-", "+").Val() {
-				for _, v := range e.Values {
+				for f, v := range e.Values {
+					assert.Equal(t, "d", f, "a field of %s", k)
 					held = append(held, v.(string))
 				}
 			}
+		default:
+			t.Errorf("%s is a %s: no key of Vigil's is", k, kind)
 		}
 		for _, v := range held {
 			assert.NotRegexp(t, readable, v, "in %s", k)
 		}
 	}
 	require.NoError(t, iter.Err())
-	assert.Positive(t, keys, "the replicas kept sessions on Redis")
+	t.Logf("Redis learned nothing from %d messages and %v keys", messages, kinds)
+	for _, kind := range []string{"hash", "set", "stream", "string"} {
+		assert.Positive(t, kinds[kind], "Redis held a %s of Vigil's (records, streams, events, leases): %v", kind, kinds)
+	}
 }
