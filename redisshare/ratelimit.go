@@ -10,7 +10,8 @@ import (
 )
 
 // rateKeyPrefix starts the rate limiter's keys (after redis_rate's own
-// "rate:").
+// "rate:"), which end with the pseudonym of the bucket's key (a principal
+// or an address) under the cluster key.
 const rateKeyPrefix = "vigil:"
 
 // Allow takes a token of the rate-limit bucket key, shared by every
@@ -20,7 +21,7 @@ const rateKeyPrefix = "vigil:"
 // error means Redis did not decide (counted in
 // mcp_server_ratelimit_fallbacks_total unless ctx was canceled).
 func (s *Shared) Allow(ctx context.Context, key string, perSecond float64, burst int) (bool, time.Duration, error) {
-	res, err := s.rate.Allow(ctx, rateKeyPrefix+key, redisLimit(perSecond, burst))
+	res, err := s.rate.Allow(ctx, s.store.Pseudonym(rateKeyPrefix, key), redisLimit(perSecond, burst))
 	if err != nil {
 		// Not when the request went away: the limiter does not fall back.
 		if !errors.Is(ctx.Err(), context.Canceled) && s.metrics != nil {

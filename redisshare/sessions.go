@@ -2,8 +2,6 @@ package redisshare
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,20 +15,20 @@ import (
 // sessionCounter counts each principal's sessions over every replica on
 // one Redis, so that a per-principal session quota holds however many
 // replicas there are: a sorted set per principal of its session ids,
-// scored by when each expires. A session a replica never released (the
+// scored by when each expires. Redis sees the principal and the session
+// ids only as their pseudonyms under the cluster key. A session a replica never released (the
 // replica died) expires after the TTL unless Acquired again, so the count
 // heals itself. It is safe for concurrent use.
 type sessionCounter struct {
-	client redis.UniversalClient
-	max    int
-	ttl    time.Duration
+	client    redis.UniversalClient
+	max       int
+	ttl       time.Duration
+	pseudonym func(prefix, v string) string // redisstore.Store.Pseudonym
 }
 
-// Session-count keys: the prefix, then the principal (hashed past
-// maxSessionKey bytes).
+// Session-count keys: the prefix, then the principal's pseudonym.
 const (
 	sessionKeyPrefix = "vigil:sessions:"
-	maxSessionKey    = 128
 	// defaultSessionTTL is the entries' TTL when sessions never idle out.
 	defaultSessionTTL = 24 * time.Hour
 )
@@ -57,7 +55,7 @@ return math.max(1, tonumber(oldest[2]) - now)
 // principal (limit > 0); entries expire after the sessions' idle timeout
 // (24 hours when they never idle out).
 func (s *Shared) sessionCounter(limit int) *sessionCounter {
-	return newSessionCounter(s.client, limit, s.idleTimeout)
+	return newSessionCounter(s.client, limit, s.idleTimeout, s.store.Pseudonym)
 }
 
 // SessionQuota returns the counter of the endpoint's session quota
@@ -88,11 +86,11 @@ func (q sessionQuota) Release(caller, session string) {
 	_ = q.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
-func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration) *sessionCounter {
+func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration, pseudonym func(prefix, v string) string) *sessionCounter {
 	if ttl <= 0 {
 		ttl = defaultSessionTTL
 	}
-	return &sessionCounter{client: client, max: limit, ttl: ttl}
+	return &sessionCounter{client: client, max: limit, ttl: ttl, pseudonym: pseudonym}
 }
 
 // Acquire counts sessionID as one of principal's sessions, unless the
@@ -105,7 +103,7 @@ func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 	if sessionID == "" {
 		return false, 0, errors.New("redisshare: empty session id")
 	}
-	ms, err := acquireSession.Run(ctx, c.client, []string{sessionKey(principal)}, sessionID, c.max, c.ttl.Milliseconds()).Int64()
+	ms, err := acquireSession.Run(ctx, c.client, []string{c.key(principal)}, c.pseudonym("", sessionID), c.max, c.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("redisshare: counting a session: %w", err)
 	}
@@ -117,7 +115,7 @@ func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 
 // Release stops counting sessionID, at its end.
 func (c *sessionCounter) Release(ctx context.Context, principal, sessionID string) error {
-	if err := c.client.ZRem(ctx, sessionKey(principal), sessionID).Err(); err != nil {
+	if err := c.client.ZRem(ctx, c.key(principal), c.pseudonym("", sessionID)).Err(); err != nil {
 		return fmt.Errorf("redisshare: releasing a session: %w", err)
 	}
 	return nil
@@ -130,14 +128,10 @@ func (c *sessionCounter) Count(ctx context.Context, principal string) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	return c.client.ZCount(ctx, sessionKey(principal), "("+strconv.FormatInt(t.UnixMilli(), 10), "+inf").Result()
+	return c.client.ZCount(ctx, c.key(principal), "("+strconv.FormatInt(t.UnixMilli(), 10), "+inf").Result()
 }
 
-// sessionKey is principal's key; a long principal is hashed.
-func sessionKey(principal string) string {
-	if len(principal) > maxSessionKey {
-		sum := sha256.Sum256([]byte(principal))
-		principal = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return sessionKeyPrefix + principal
+// key is principal's key, named by its pseudonym.
+func (c *sessionCounter) key(principal string) string {
+	return c.pseudonym(sessionKeyPrefix, principal)
 }

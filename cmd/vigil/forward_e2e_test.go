@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -77,9 +78,9 @@ type fwReplica struct {
 
 var replicaLine = regexp.MustCompile(`msg="shared sessions on Redis".* replica=(\S+)`)
 
-// startFWReplica runs vigil -redis, guarded by as, listening on every
-// address, and returns it reached over ip.
-func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer) fwReplica {
+// startFWReplica runs vigil -redis with extra flags, guarded by as,
+// listening on every address, and returns it reached over ip.
+func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer, extra ...string) fwReplica {
 	t.Helper()
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	require.NoError(t, err)
@@ -91,8 +92,11 @@ func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer) f
 	})
 	environ = append(environ, "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	logs := &urlWatcher{found: make(chan string, 1)}
-	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, "-http", "0.0.0.0:"+port, "-admin-http", "127.0.0.1:0",
-		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource)
+	args := append([]string{
+		"-http", "0.0.0.0:" + port, "-admin-http", "127.0.0.1:0",
+		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource,
+	}, extra...)
+	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, args...)
 	select {
 	case <-logs.found:
 	case err := <-p.exited:
@@ -179,7 +183,8 @@ func fwPost(t *testing.T, url, token, body string, hdr map[string]string) fwAnsw
 // first replica asserts (the session, bound to it, is found there), and
 // are answered as the task's replica answers them itself. All
 // the while a subscriber to vigil:* sees no token, no "Bearer", no
-// "Authorization" and no "Cookie" in any message.
+// "Authorization", no "Cookie" and, relays being sealed, nothing of the
+// requests in any message.
 func TestSharedTaskForwardedAuthorized(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two replicas: skipped with -short")
@@ -237,17 +242,24 @@ func TestSharedTaskForwardedAuthorized(t *testing.T) {
 	// Every message so far, up to a marker published after them.
 	const marker = "end of the scan"
 	require.NoError(t, sub.Publish(t.Context(), "vigil:test-marker", marker).Err())
+	// A replica's own channel, which carries the requests forwarded to it
+	// and the answers to those it forwarded: named by the SHA-256 of
+	// "replica:" and its name, as a session's by its id's.
+	replicaChannel := func(name string) string {
+		sum := sha256.Sum256([]byte("vigil session\nreplica:" + name))
+		return "vigil:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}:r"
+	}
 	forwards := 0
 	for m := range relayed {
 		if m.Channel == "vigil:test-marker" && m.Payload == marker {
 			break
 		}
-		for _, secret := range []string{token, "Bearer", "Authorization", "Cookie", "fw-cookie"} {
+		for _, secret := range []string{token, "Bearer", "Authorization", "Cookie", "fw-cookie", "mcp.example.test", "tasks/get"} {
 			assert.NotContains(t, m.Payload, secret, "a message on %s", m.Channel)
 		}
-		if strings.Contains(m.Payload, `"host":"mcp.example.test"`) { // a forwarded request
+		if m.Channel == replicaChannel(a.replica) || m.Channel == replicaChannel(b.replica) {
 			forwards++
 		}
 	}
-	assert.Equal(t, 4, forwards, "each forwarded task request went through Redis")
+	assert.Equal(t, 8, forwards, "each forwarded task request and its answer went through Redis")
 }

@@ -506,10 +506,10 @@ Secrets (environment only):
                                  instead of a password in VIGIL_REDIS_URL
   VIGIL_CLUSTER_KEY              base64 of >= 32 random bytes (openssl rand
                                  -base64 48), the same on every replica,
-                                 needed by -redis: relays are signed, and
-                                 session records and stored events
-                                 encrypted, with it, so that Redis cannot
-                                 forge, replay or read them
+                                 needed by -redis: relays, session records
+                                 and stored events are sealed, and callers'
+                                 key names hashed, with it, so that Redis
+                                 cannot forge, replay or read them
   VIGIL_CLUSTER_KEY_PREVIOUS     during a rotation, the old key, still
                                  accepted; VIGIL_CLUSTER_KEY is the new one
   VIGIL_AUTH_INTROSPECTION_CLIENT_ID

@@ -20,7 +20,7 @@ import (
 func storedEventBytes(t *testing.T, rdb *redis.Client) (total int64, streams int, used int64) {
 	t.Helper()
 	ctx := t.Context()
-	keys, err := rdb.Keys(ctx, "t:{s1}:e:*").Result()
+	keys, err := rdb.Keys(ctx, tKey("s1", ":e:*")).Result()
 	require.NoError(t, err)
 	for _, k := range keys {
 		entries, err := rdb.XRange(ctx, k, "-", "+").Result()
@@ -58,7 +58,7 @@ func TestSessionEventBytesBounded(t *testing.T) {
 	}
 	total, _, _ := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
-	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val(), "the count is what is stored")
+	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, tKey("s1", ":eb")).Val(), "the count is what is stored")
 	_, events, err := st.Replay(ctx, "s1", a[0])
 	require.NoError(t, err)
 	require.Len(t, events, 3, "what is left after a trimmed position")
@@ -75,10 +75,11 @@ func TestSessionEventBytesBounded(t *testing.T) {
 	total, streams, _ := storedEventBytes(t, rdb)
 	assert.LessOrEqual(t, total, int64(budget))
 	assert.Equal(t, 1, streams)
-	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
+	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, tKey("s1", ":eb")).Val())
 	_, _, err = st.Replay(ctx, "s1", a[4])
 	require.ErrorIs(t, err, replication.ErrUnknownEvent)
-	assert.Equal(t, []string{"b"}, rdb.SMembers(ctx, "t:{s1}:es").Val())
+	assert.Equal(t, []string{tStream("b")}, rdb.SMembers(ctx, tKey("s1", ":es")).Val(), "the stream set holds the tags of the streams' names")
+	assert.Equal(t, int64(1), rdb.Exists(ctx, tKey("s1", ":e:"+tStream("b"))).Val(), "the stream's key carries its tag")
 
 	_, err = st.Append(ctx, "s1", "c", data(budget, "x"))
 	require.Error(t, err, "an event over the bound alone is not stored")
@@ -93,10 +94,10 @@ func TestSessionEventBytesBounded(t *testing.T) {
 	assert.LessOrEqual(t, total, int64(budget))
 	assert.LessOrEqual(t, used, int64(budget), "Redis's own count of the session's streams")
 	t.Logf("counted %d bytes, Redis says %d", total, used)
-	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, "t:{s1}:eb").Val())
+	assert.Equal(t, strconv.FormatInt(total, 10), rdb.Get(ctx, tKey("s1", ":eb")).Val())
 
 	require.NoError(t, st.Forget(ctx, "s1"))
-	assert.Zero(t, rdb.Exists(ctx, "t:{s1}:eb", "t:{s1}:es").Val(), "Forget drops the count too")
+	assert.Zero(t, rdb.Exists(ctx, tKey("s1", ":eb"), tKey("s1", ":es")).Val(), "Forget drops the count too")
 }
 
 // A record lives for the init timeout until its first Touch (the client
@@ -106,12 +107,12 @@ func TestRecordExpiresFastUntilTouched(t *testing.T) {
 	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
 	ctx := t.Context()
 	require.NoError(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "p"}))
-	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
+	ttl := rdb.PTTL(ctx, tKey("s1", ":s")).Val()
 	assert.Greater(t, ttl, 50*time.Second)
 	assert.LessOrEqual(t, ttl, time.Minute)
 	_, err := st.StoreState(ctx, "s1", []byte(`{"v":1}`))
 	require.NoError(t, err)
-	assert.LessOrEqual(t, rdb.PTTL(ctx, "t:{s1}:s").Val(), time.Minute, "a state does not renew the record")
+	assert.LessOrEqual(t, rdb.PTTL(ctx, tKey("s1", ":s")).Val(), time.Minute, "a state does not renew the record")
 	require.NoError(t, st.Touch(ctx, "s1"))
-	assert.Greater(t, rdb.PTTL(ctx, "t:{s1}:s").Val(), 59*time.Minute)
+	assert.Greater(t, rdb.PTTL(ctx, tKey("s1", ":s")).Val(), 59*time.Minute)
 }

@@ -8,9 +8,10 @@
 // replica).
 //
 // Redis is not trusted with the sessions: a Store needs the cluster key
-// ([WithClusterKey]), the same on every replica. Every relay carries an
-// HMAC under it (over its channel, kind, sender, data, a timestamp and a
-// nonce), and a replica admits each relay once, within 30 seconds of its
+// ([WithClusterKey]), the same on every replica. Every relay is sealed
+// under it (AES-256-GCM, bound to its channel, with its kind, sender, data,
+// a timestamp and a nonce inside), and a replica admits each relay once,
+// within 30 seconds of its
 // clock either way, remembering the nonces of that window (at most 2^20,
 // each a map entry, past which the oldest are forgotten and relays as old
 // refused); session records and stored events are sealed (AES-256-GCM)
@@ -32,16 +33,27 @@
 //
 // # Keys
 //
-// A Store's keys are all under the prefix and with the session id as a
-// hash tag (so a Redis Cluster keeps a session's keys in one slot):
+// A Store's keys are all under the prefix and with the session's tag, the
+// SHA-256 of its id in base64url, as a hash tag (so a Redis Cluster keeps
+// a session's keys in one slot, and Redis never sees the id):
 //
-//   - {prefix}{id}:s, a hash: the session's record (principal, state,
+//   - {prefix}{tag}:s, a hash: the session's record (principal, state,
 //     each sealed), expiring after the idle timeout unless touched;
-//   - {prefix}{id}:e:{stream}, a stream: a resumable stream's events (sealed),
-//     trimmed to MaxEvents and to the session's event bytes, expiring
-//     with the session;
-//   - {prefix}{id}:es, a set: the session's stream keys, for Forget;
-//   - {prefix}{id}:eb, a string: the size of the session's events, which
+//   - {prefix}{tag}:e:{stream tag}, a stream: a resumable stream's events
+//     (sealed), trimmed to MaxEvents and to the session's event bytes,
+//     expiring with the session; the stream tag is the SHA-256 of the
+//     stream's name, which holds the request id the client chose;
+//   - {prefix}{tag}:es, a set: the session's stream tags, for Forget;
+//   - {prefix}{tag}:claim:{name tag}, a string: who answered a request its
+//     replica lost ([Store.Claim]);
+//   - {prefix}{tag}:eb, a string: the size of the session's events, which
 //     WithMaxSessionEventBytes bounds;
-//   - the channel {prefix}{id}:r carries the session's relays (stamped).
+//   - the channel {prefix}{tag}:r carries the session's relays (sealed).
+//
+// Besides the sessions': {prefix}replica:{name}, each replica's lease, and
+// {prefix}state:{digest}, a requestState used ([Store.UseRequestState]),
+// named by a digest of the sealed state.
+//
+// The callers' keys of package redisshare (session quotas, rate limits) are
+// named, and the session ids in them written, by [Store.Pseudonym].
 package redisstore

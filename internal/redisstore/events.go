@@ -16,7 +16,7 @@ import (
 // bounds, keeping the byte count right, in one round trip; it returns the
 // event's entry id. KEYS: the stream's events, the session's stream set,
 // its byte count. ARGV: data, its counted size, the TTL in ms, the most
-// events per stream, the most bytes per session, the stream's key, the
+// events per stream, the most bytes per session, the stream's tag, the
 // prefix of the session's events keys, the size counted for a stream key
 // besides twice its name. The oldest events of the stream go first (its
 // newest stays), then those of the other streams, whose emptied keys are
@@ -88,7 +88,7 @@ func (s *Store) Append(ctx context.Context, session, stream string, data []byte)
 	sealed := s.keys.Seal(make([]byte, 0, len(data)+seal.Overhead), data, ad(domainEvent, session, stream))
 	keys := []string{key, s.streamsKey(session), s.bytesKey(session)}
 	xid, err := appendEvent.Run(ctx, s.rdb, keys, sealed, size, s.ttl().Milliseconds(), s.cfg.maxEvents, s.cfg.maxBytes,
-		stream, s.eventsKey(session, ""), streamKeyCost, EventOverhead).Text()
+		streamTag(stream), s.key(session, ":e:", ""), streamKeyCost, EventOverhead).Text()
 	if err != nil {
 		return "", fmt.Errorf("redisstore: append: %w", err)
 	}
@@ -145,8 +145,8 @@ func (s *Store) Forget(ctx context.Context, session string) (err error) {
 		return fmt.Errorf("redisstore: forget: %w", err)
 	}
 	del := []string{streams, s.bytesKey(session)}
-	for _, st := range keys {
-		del = append(del, s.eventsKey(session, st))
+	for _, tag := range keys { // the streams' tags (Append)
+		del = append(del, s.key(session, ":e:", tag))
 	}
 	if err := s.rdb.Del(ctx, del...).Err(); err != nil {
 		return fmt.Errorf("redisstore: forget: %w", err)

@@ -39,10 +39,11 @@ func (s *Store) Alive(ctx context.Context, replica string) (alive bool, err erro
 }
 
 // Claim reports whether the caller is the first to claim name in the
-// session (SET NX, expiring with the session's events).
+// session (SET NX, expiring with the session's events). Its key carries
+// the session's tag and the name's (streamTag), never either in clear.
 func (s *Store) Claim(ctx context.Context, session, name string) (first bool, err error) {
 	defer s.observe("claim", time.Now(), &err)
-	first, err = s.rdb.SetNX(ctx, s.cfg.prefix+"{"+session+"}:claim:"+name, s.replica, s.ttl()).Result()
+	first, err = s.rdb.SetNX(ctx, s.key(session, ":claim:", streamTag(name)), s.replica, s.ttl()).Result()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: claim: %w", err)
 	}

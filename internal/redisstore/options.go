@@ -127,11 +127,12 @@ func WithMaxSessionEventBytes(n int64) Option {
 
 // WithClusterKey sets the cluster key, which [New] requires: random bytes
 // (at least 32, such as `openssl rand -base64 48`) shared by every replica
-// and by no one else. Every relay is stamped with it (an HMAC over the
-// channel, kind, sender, data, a timestamp and a nonce) and every session
-// record and stored event sealed (AES-256-GCM, bound to the session id and
-// field or stream), so that a Redis writer can drop or delay what Redis
-// holds but neither forge, alter, move, replay nor read it. During a
+// and by no one else. Every relay is sealed with it (AES-256-GCM, bound to
+// its channel, with its kind, sender, data, a timestamp and a nonce inside)
+// and every session record and stored event sealed (bound to the session
+// id and field or stream), so that a Redis writer can drop or delay what
+// Redis holds but neither forge, alter, move, replay nor read it; what
+// Redis sees of a caller is its [Store.Pseudonym] under it. During a
 // rotation give the new key as current and the old one as previous on
 // every replica, then, once all have it, the new one alone.
 func WithClusterKey(current, previous []byte) Option {
@@ -140,7 +141,7 @@ func WithClusterKey(current, previous []byte) Option {
 
 // The reasons [WithRefusalCounter] counts.
 const (
-	RefusedUnsigned = "unsigned" // a relay without a valid stamp: forged, altered, malformed, another key's
+	RefusedUnsigned = "unsigned" // a relay that does not open: forged, altered, malformed, another key's
 	RefusedStale    = "stale"    // a relay stamped too far from now (30 seconds), either way
 	RefusedReplayed = "replayed" // a relay already received
 	RefusedRecord   = "record"   // a session record that fails to open: the session is unknown

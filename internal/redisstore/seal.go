@@ -1,6 +1,8 @@
 package redisstore
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
 	"time"
 
@@ -23,6 +25,7 @@ const (
 	domainRelay  = "relay"
 	domainRecord = "record"
 	domainEvent  = "event"
+	domainName   = "name"
 )
 
 // ad returns the authenticated data of parts, each prefixed with its
@@ -48,8 +51,9 @@ func (s *Store) refuse(reason, key string) {
 	s.cfg.logger.Debug("redisstore: refused what Redis holds or relays", "reason", reason, "key", key)
 }
 
-// stamp returns r as published on channel ch: stamped under the cluster
-// key.
+// stamp returns r as published on channel ch: stamped and sealed under
+// the cluster key, bound to ch. The relay's kind and sender are in the
+// sealed payload (encodeRelay), so they are authenticated and hidden too.
 func (s *Store) stamp(ch string, r []byte) []byte {
 	return s.keys.Stamp(make([]byte, 0, len(r)+seal.StampOverhead), r, ad(domainRelay, ch), time.Now())
 }
@@ -62,4 +66,38 @@ func (s *Store) sealField(id, field string, v []byte) []byte {
 // openField opens a record's field of session id.
 func (s *Store) openField(id, field, v string) ([]byte, error) {
 	return s.keys.Open(nil, []byte(v), ad(domainRecord, id, field))
+}
+
+// appendTag appends to b the tag of session id that Redis sees in its
+// keys and channels: its SHA-256 in base64url. A session id is 128 random
+// bits, so the tag tells nothing of it, and presenting the tag as an id
+// names another session. Unkeyed, it is the same under every cluster key:
+// sessions survive a rotation.
+func appendTag(b []byte, id string) []byte {
+	var in [96]byte
+	sum := sha256.Sum256(append(append(in[:0], "vigil session\n"...), id...))
+	return base64.RawURLEncoding.AppendEncode(b, sum[:])
+}
+
+// streamTag returns what Redis sees of a stream's (or a claim's) name in
+// the session's keys and sets: its SHA-256 in base64url. A stream's name
+// holds the request id the client chose, which may be anything; the tag
+// shows nothing of it that cannot be guessed. Unkeyed, like the session's
+// tag: a session's events survive a rotation of the cluster key.
+func streamTag(name string) string {
+	var in [128]byte
+	sum := sha256.Sum256(append(append(in[:0], "vigil stream\n"...), name...))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// Pseudonym returns prefix followed by what Redis may see of v, which can
+// be guessed (a principal, a rate-limit key) or must not be readable (a
+// session id in a set): its HMAC-SHA256 under the current cluster key, in
+// base64url. Equal values have equal pseudonyms on every replica; without
+// the key, nothing of v can be learned or tested from it.
+func (s *Store) Pseudonym(prefix, v string) string {
+	var buf [128]byte
+	var tag [seal.TagSize]byte
+	b := append(buf[:0], prefix...)
+	return string(base64.RawURLEncoding.AppendEncode(b, s.keys.Name(tag[:0], domainName, v)))
 }

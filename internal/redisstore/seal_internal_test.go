@@ -295,8 +295,8 @@ func TestRotation(t *testing.T) {
 }
 
 // BenchmarkRelaySeal is what the cluster key adds to one relay: its stamp
-// by the sender, its check (HMAC, replay window) and decoding by a
-// receiver.
+// and seal by the sender, its opening (AES-256-GCM), replay check and
+// decoding by a receiver.
 func BenchmarkRelaySeal(b *testing.B) {
 	keys, err := seal.New(redistest.ClusterKey(), nil)
 	require.NoError(b, err)

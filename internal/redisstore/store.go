@@ -25,8 +25,8 @@ import (
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
 //	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
 //
-// Its keys are all under the prefix, with the session id as a hash tag, as
-// the package doc lists. Its methods are safe for concurrent use.
+// Its keys are all under the prefix, with the SHA-256 of the session id as
+// a hash tag, as the package doc lists. Its methods are safe for concurrent use.
 type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
@@ -106,12 +106,24 @@ func (s *Store) Close() error {
 // Replica returns the replica's name.
 func (s *Store) Replica() string { return s.replica }
 
-func (s *Store) recordKey(id string) string     { return s.cfg.prefix + "{" + id + "}:s" }
-func (s *Store) channel(id string) string       { return s.cfg.prefix + "{" + id + "}:r" }
-func (s *Store) streamsKey(id string) string    { return s.cfg.prefix + "{" + id + "}:es" }
-func (s *Store) eventsKey(id, st string) string { return s.cfg.prefix + "{" + id + "}:e:" + st }
-func (s *Store) bytesKey(id string) string      { return s.cfg.prefix + "{" + id + "}:eb" }
+func (s *Store) recordKey(id string) string     { return s.key(id, ":s", "") }
+func (s *Store) channel(id string) string       { return s.key(id, ":r", "") }
+func (s *Store) streamsKey(id string) string    { return s.key(id, ":es", "") }
+func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", streamTag(st)) }
+func (s *Store) bytesKey(id string) string      { return s.key(id, ":eb", "") }
 func (s *Store) ttl() time.Duration             { return s.cfg.idle }
+
+// key returns the key (or channel) of session id: the prefix, the id's
+// tag as the hash tag, then suffix and name. Redis never sees the id.
+func (s *Store) key(id, suffix, name string) string {
+	var buf [128]byte
+	b := append(buf[:0], s.cfg.prefix...)
+	b = append(b, '{')
+	b = appendTag(b, id)
+	b = append(b, '}')
+	b = append(b, suffix...)
+	return string(append(b, name...))
+}
 
 // observe reports an operation that started at start and failed with
 // *err (deferred: err is the operation's named result).
@@ -176,15 +188,24 @@ func (s *Store) Load(ctx context.Context, id string) (rec replication.SessionRec
 // for no record, else 1 + the replicas the relay reached. It does not
 // renew the record: Touch does, so that a session whose client never
 // initialized expires after the init timeout.
+//
+// The replicas a relay reached are the clients subscribed to its channel
+// by name (PUBSUB NUMSUB, in the same script, or for Delete the same
+// transaction, as the PUBLISH, so both see the same subscribers): each
+// Store subscribes to a session's channel by name on its one connection.
+// Not PUBLISH's own count: it adds every pattern subscriber (a redis-cli
+// or a monitoring tool's PSUBSCRIBE), which never acknowledges a state,
+// so each state change would wait out its acknowledgement. NUMSUB is one
+// lookup in the table PUBLISH uses, in the same round trip.
 var storeState = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'st', ARGV[1])
-return 1 + redis.call('PUBLISH', KEYS[2], ARGV[2])`)
+redis.call('PUBLISH', KEYS[2], ARGV[2])
+return 1 + redis.call('PUBSUB', 'NUMSUB', KEYS[2])[2]`)
 
 // StoreState replaces a session's state, publishes it to the session's
-// replicas, and returns how many other replicas it reached: each Store
-// has one subscribed connection, so Redis counts replicas, this one
-// among them when it follows the session.
+// replicas, and returns how many other replicas it reached: the Stores
+// subscribed to the session's channel, this one excluded.
 func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others int, err error) {
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
@@ -202,10 +223,9 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	return s.othersOf(id, n-1), nil
 }
 
-// othersOf returns how many of the reached replicas a relay of the
-// session id reached are not this one: each Store has one subscribed
-// connection, so Redis counts replicas, this one among them when it
-// follows the session.
+// othersOf returns how many of the replicas a relay of the session id
+// reached are not this one: reached counts this one when it follows the
+// session.
 func (s *Store) othersOf(id string, reached int) int {
 	s.mu.Lock()
 	if s.active[s.channel(id)] {
@@ -235,11 +255,12 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	if err := s.Forget(ctx, id); err != nil {
 		return 0, err
 	}
-	var reached *redis.IntCmd
+	ch := s.channel(id)
+	var reached *redis.MapStringIntCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.recordKey(id))
-		ch := s.channel(id)
-		reached = p.Publish(ctx, ch, s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica})))
+		p.Publish(ctx, ch, s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica})))
+		reached = p.PubSubNumSub(ctx, ch) // the replicas, not PUBLISH's count (see storeState)
 		return nil
 	})
 	if err != nil {
@@ -248,7 +269,7 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(replication.RelayEnd)
 	}
-	return s.othersOf(id, int(reached.Val())), nil
+	return s.othersOf(id, int(reached.Val()[ch])), nil
 }
 
 // Publish sends r to the session's replicas.

@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -41,12 +43,12 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, replication.SessionRecord{Principal: "alice"}, rec, "the first creator keeps the id")
 
-	ttl := rdb.PTTL(ctx, "t:{s1}:s").Val()
+	ttl := rdb.PTTL(ctx, tKey("s1", ":s")).Val()
 	assert.Greater(t, ttl, 50*time.Second, "the record expires after the idle timeout")
 	assert.LessOrEqual(t, ttl, time.Minute)
-	require.NoError(t, rdb.PExpire(ctx, "t:{s1}:s", time.Second).Err())
+	require.NoError(t, rdb.PExpire(ctx, tKey("s1", ":s"), time.Second).Err())
 	require.NoError(t, st.Touch(ctx, "s1"))
-	assert.Greater(t, rdb.PTTL(ctx, "t:{s1}:s").Val(), 50*time.Second, "Touch restarts the idle clock")
+	assert.Greater(t, rdb.PTTL(ctx, tKey("s1", ":s")).Val(), 50*time.Second, "Touch restarts the idle clock")
 
 	_, err = st.StoreState(ctx, "s1", []byte(`{"v":1}`))
 	require.NoError(t, err)
@@ -61,7 +63,7 @@ func TestSessionRecordLifecycle(t *testing.T) {
 	require.ErrorIs(t, st.Touch(ctx, "s1"), replication.ErrUnknownSession)
 	_, err = st.StoreState(ctx, "s1", []byte(`{"v":2}`))
 	require.ErrorIs(t, err, replication.ErrUnknownSession, "a deleted record is never recreated by its state")
-	assert.Zero(t, rdb.Exists(ctx, "t:{s1}:s").Val())
+	assert.Zero(t, rdb.Exists(ctx, tKey("s1", ":s")).Val())
 }
 
 func TestPrefixesKeepStoresApart(t *testing.T) {
@@ -112,7 +114,7 @@ func TestEventsReplayAndForget(t *testing.T) {
 	require.NoError(t, st.Forget(ctx, "s1"))
 	_, _, err = st.Replay(ctx, "s1", ids[0])
 	require.ErrorIs(t, err, replication.ErrUnknownEvent)
-	assert.Empty(t, rdb.Keys(ctx, "t:{s1}:e*").Val(), "every event key is gone")
+	assert.Empty(t, rdb.Keys(ctx, tKey("s1", ":e*")).Val(), "every event key is gone")
 }
 
 func TestRelaysReachSubscribersOnly(t *testing.T) {
@@ -161,8 +163,53 @@ func TestRelaysReachSubscribersOnly(t *testing.T) {
 	}
 }
 
+// TestPatternSubscribersAreNotReplicas: StoreState and Delete count the
+// replicas following a session, which the caller then waits for (each
+// acknowledges the state or end it received). A pattern subscriber on the
+// same Redis (redis-cli's PSUBSCRIBE *, a monitoring tool) receives the
+// relay too but never acknowledges it: counted, it made every state
+// change wait out its acknowledgement.
+func TestPatternSubscribersAreNotReplicas(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	a, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("a"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, a.Close()) }()
+	b, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("b"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, b.Close()) }()
+	ctx := t.Context()
+
+	spy := rdb.PSubscribe(ctx, "*")
+	defer func() { assert.NoError(t, spy.Close()) }()
+	_, err = spy.Receive(ctx) // subscribed
+	require.NoError(t, err)
+	seen := spy.Channel()
+
+	require.NoError(t, a.Create(ctx, "s1", replication.SessionRecord{}))
+	cancelA, err := a.Subscribe(ctx, "s1", func(replication.Relay) {})
+	require.NoError(t, err)
+	defer cancelA()
+	others, err := a.StoreState(ctx, "s1", []byte("st"))
+	require.NoError(t, err)
+	<-seen // the pattern subscriber received the relay
+	assert.Equal(t, 0, others, "only a follows the session: the pattern subscriber is no replica")
+
+	cancelB, err := b.Subscribe(ctx, "s1", func(replication.Relay) {})
+	require.NoError(t, err)
+	defer cancelB()
+	others, err = a.StoreState(ctx, "s1", []byte("st2"))
+	require.NoError(t, err)
+	<-seen
+	assert.Equal(t, 1, others, "b follows the session")
+
+	others, err = a.Delete(ctx, "s1")
+	require.NoError(t, err)
+	<-seen
+	assert.Equal(t, 1, others, "the end reached b; the pattern subscriber is no replica")
+}
+
 func TestLeasesAndClaims(t *testing.T) {
-	st, _ := newStore(t, redisstore.WithReplica("r1"))
+	st, rdb := newStore(t, redisstore.WithReplica("r1"), redisstore.WithPrefix("t:"))
 	ctx := t.Context()
 
 	alive, err := st.Alive(ctx, "r1")
@@ -183,6 +230,8 @@ func TestLeasesAndClaims(t *testing.T) {
 	first, err = st.Claim(ctx, "s1", "answer-4")
 	require.NoError(t, err)
 	assert.False(t, first, "a name is claimed once")
+	assert.Equal(t, []string{tKey("s1", ":claim:"+tStream("answer-4"))}, rdb.Keys(ctx, "*").Val(),
+		"the claim's key carries the tags of the session and of the name, neither in clear")
 }
 
 // A requestState is used once over every replica of one Redis, and its
@@ -211,4 +260,17 @@ func TestNewRefusesBadReplicaNames(t *testing.T) {
 		_, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name))
 		require.Error(t, err, name)
 	}
+}
+
+// tKey is the key (or pattern) named suffix of session id under the prefix
+// "t:": the session's tag, the SHA-256 of the id, as the hash tag.
+func tKey(id, suffix string) string {
+	sum := sha256.Sum256([]byte("vigil session\n" + id))
+	return "t:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}" + suffix
+}
+
+// tStream returns the tag Redis sees of a stream's name: its SHA-256.
+func tStream(name string) string {
+	sum := sha256.Sum256([]byte("vigil stream\n" + name))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }

@@ -141,8 +141,9 @@ func (s *Store) confirmed(ch string) {
 	delete(s.waiting, ch)
 }
 
-// dispatch queues a relay for every subscription of ch, once its stamp
-// is checked: signed for ch under the cluster key, fresh, and new.
+// dispatch queues a relay for every subscription of ch, once it is opened
+// and its stamp checked: sealed for ch under the cluster key, fresh, and
+// new.
 func (s *Store) dispatch(ch, payload string) {
 	body, st, err := s.keys.Unstamp([]byte(payload), ad(domainRelay, ch))
 	if err != nil {

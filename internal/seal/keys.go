@@ -32,9 +32,20 @@ type Keys struct {
 }
 
 type keySet struct {
-	macs sync.Pool // of hash.Hash, HMAC-SHA256 under the MAC key
+	macs sync.Pool // of *macState, HMAC-SHA256 under the MAC key
 	aead cipher.AEAD
 }
+
+// macState is a MAC in the making: the hash, the parts it will hash, the
+// tag.
+type macState struct {
+	h   hash.Hash
+	buf []byte
+	sum [TagSize]byte
+}
+
+// maxMACScratch is the largest scratch buffer a macState keeps.
+const maxMACScratch = 64 << 10
 
 // New derives the keys of current and, when previous is not empty, of
 // previous. Each must be at least MinKeyBytes long: give random bytes
@@ -75,28 +86,51 @@ func derive(secret []byte) (*keySet, error) {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	set := &keySet{aead: aead}
-	set.macs.New = func() any { return hmac.New(sha256.New, macKey) }
+	set.macs.New = func() any { return &macState{h: hmac.New(sha256.New, macKey)} }
 	return set, nil
 }
 
-// mac appends to dst the tag of parts under set: each part is prefixed
-// with its length, so that no two lists of parts share a tag.
+// appendPart appends p to b prefixed with its length, so that no two lists
+// of parts share a tag.
+func appendPart[T string | []byte](b []byte, p T) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+	return append(b, p...)
+}
+
+// mac appends to dst the tag of parts under set.
 func (set *keySet) mac(dst []byte, parts [][]byte) []byte {
-	h := set.macs.Get().(hash.Hash)
-	h.Reset()
-	var n [4]byte
+	st := set.macs.Get().(*macState)
 	for _, p := range parts {
-		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
-		h.Write(n[:])
-		h.Write(p)
+		st.buf = appendPart(st.buf, p)
 	}
-	dst = h.Sum(dst)
-	set.macs.Put(h)
+	return set.sum(st, dst)
+}
+
+// sum appends to dst the tag of what st holds, and puts st back.
+func (set *keySet) sum(st *macState, dst []byte) []byte {
+	st.h.Reset()
+	st.h.Write(st.buf)
+	dst = append(dst, st.h.Sum(st.sum[:0])...)
+	st.buf = st.buf[:0]
+	if cap(st.buf) > maxMACScratch {
+		st.buf = nil
+	}
+	set.macs.Put(st)
 	return dst
 }
 
 // MAC appends to dst the TagSize-byte tag of parts under the current key.
 func (k *Keys) MAC(dst []byte, parts ...[]byte) []byte { return k.sets[0].mac(dst, parts) }
+
+// Name appends to dst the tag MAC gives the parts label and v, without
+// copying them: a name that tells nothing of v without the key, the same
+// for the same v on every replica.
+func (k *Keys) Name(dst []byte, label, v string) []byte {
+	set := k.sets[0]
+	st := set.macs.Get().(*macState)
+	st.buf = appendPart(appendPart(st.buf, label), v)
+	return set.sum(st, dst)
+}
 
 // Verify reports whether tag is the tag of parts under the current or the
 // previous key.

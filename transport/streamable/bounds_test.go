@@ -88,7 +88,7 @@ func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
 	b := newRSEnv(t, server.New(), streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithIdleTimeout(time.Hour))
 	status, body, sid := a.initializeOnly("c")
 	require.Equal(t, http.StatusOK, status, body)
-	key := "vigil:{" + sid + "}:s"
+	key := redisKey(sid, ":s")
 	assert.LessOrEqual(t, rdb.PTTL(t.Context(), key).Val(), time.Minute, "not initialized yet")
 	n := b.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, rsSession(sid))
 	_ = n.Body.Close()

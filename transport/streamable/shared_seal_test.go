@@ -1,6 +1,8 @@
 package streamable_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"testing"
 	"time"
@@ -55,7 +57,7 @@ func TestSharedForgeriesHaveNoEffect(t *testing.T) {
 	require.Nil(t, msgs[0].Error)
 
 	// Forged relays, as the session's replicas (a and c) receive them.
-	channel := "vigil:{" + sid + "}:r"
+	channel := redisKey(sid, ":r")
 	forged := func(kind replication.RelayKind, data string) string {
 		return string(rune('0'+kind)) + "a\n" + data
 	}
@@ -76,7 +78,7 @@ func TestSharedForgeriesHaveNoEffect(t *testing.T) {
 	// Another session's sealed principal moved into this record: b, which
 	// holds no view, refuses the session.
 	other := a.initialize(`{}`)
-	record := func(id string) string { return "vigil:{" + id + "}:s" }
+	record := func(id string) string { return redisKey(id, ":s") }
 	require.NoError(t, rdb.HSet(t.Context(), record(sid), "p", rdb.HGet(t.Context(), record(other), "p").Val()).Err())
 	r := b.do(http.MethodPost, htCallBody("9", "echo", `{"text":"adopted?"}`), htSession(sid))
 	assert.Equal(t, http.StatusNotFound, r.status, "a rewritten record is an unknown session: %s", r.body)
@@ -92,4 +94,11 @@ func TestSharedForgeriesHaveNoEffect(t *testing.T) {
 		t.Fatalf("an unexpected refusal: %s", r)
 	default:
 	}
+}
+
+// redisKey is the key (or channel) named suffix of session id on Redis:
+// the SHA-256 of the id is its hash tag, so Redis never sees the id.
+func redisKey(id, suffix string) string {
+	sum := sha256.Sum256([]byte("vigil session\n" + id))
+	return "vigil:{" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}" + suffix
 }
