@@ -40,15 +40,22 @@ func TestCounterAcquireN(t *testing.T) {
 	assert.Equal(t, 2, c.Held("a"), "shrunk to 2")
 	a.Shrink(5)
 	assert.Equal(t, 2, c.Held("a"), "a shrink never grows")
+	c.Add(&a, "a", 20)
+	assert.Equal(t, 22, c.Held("a"), "grown past the limit")
 	a.Release()
-	assert.Zero(t, c.Held("a"), "released what was left after the shrink")
+	assert.Zero(t, c.Held("a"), "released what was left after the shrink and the growth")
+	c.Add(&a, "a", 1)
+	assert.Equal(t, 1, c.Held("a"), "a released hold takes anew")
+	a.Release()
 
 	var none *Counter
 	h, ok := none.AcquireN("x", 1<<40)
 	assert.True(t, ok, "nil: no limit")
 	h.Shrink(1)
+	none.Add(&h, "x", 1)
 	h.Release()
-	none.Force("x", 1).Release()
+	f = none.Force("x", 1)
+	f.Release()
 }
 
 // Under concurrency a key's sizes never add up past its limit while only

@@ -72,6 +72,21 @@ func (c *Counter) Force(key string, n int64) Hold {
 	return h
 }
 
+// Add takes n more units (n > 0) for key into h whatever the limit: h
+// grows when it holds units (of key) already, else it takes them as Force
+// does (the entry of a Hold released to nothing may have been swept out).
+func (c *Counter) Add(h *Hold, key string, n int64) {
+	if c == nil {
+		return
+	}
+	if h.e != nil && h.n > 0 {
+		h.e.n.Add(n)
+		h.n += n
+		return
+	}
+	*h = c.Force(key, n)
+}
+
 func (c *Counter) acquire(key string, n int64, force bool) (Hold, bool) {
 	if c == nil {
 		return Hold{}, true
@@ -127,12 +142,13 @@ func (c *Counter) sweepIdle() {
 	c.sweepAt.Store(c.size.Load() + max(sweepMin, kept))
 }
 
-// Release gives back the units h holds; call it once.
-func (h Hold) Release() {
+// Release gives back the units h holds, once: h then holds nothing.
+func (h *Hold) Release() {
 	if h.e == nil {
 		return
 	}
 	h.e.n.Add(-h.n)
+	*h = Hold{}
 }
 
 // Shrink gives back the units h holds beyond n (0 <= n), keeping n: a
