@@ -388,6 +388,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)", "(env VIGIL_QUOTA_IPV6_PREFIX)", "(env VIGIL_OVERLOAD_TARGET)",
 		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)", "(env VIGIL_TRACE_CONTENT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
+		"-quota-bytes bytes", "(env VIGIL_QUOTA_BYTES)", "-memory-budget bytes", "(env VIGIL_MEMORY_BUDGET)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
 		assert.Contains(t, usage, want)
@@ -406,7 +407,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	}
 	assert.Contains(t, usage, "-skills directory")
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
-	assert.Equal(t, 53, flags, "every flag is listed")
+	assert.Equal(t, 55, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

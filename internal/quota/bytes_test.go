@@ -12,7 +12,8 @@ import (
 // AcquireN counts units by size: a key is refused what would take it over
 // its limit, but a key that holds nothing gets any size; Force counts
 // whatever the limit, and makes the next AcquireN fail; Shrink gives back
-// what a reservation held beyond its size.
+// what a reservation held beyond its size; Add grows a hold, or takes
+// anew for a hold released.
 func TestCounterAcquireN(t *testing.T) {
 	c := New(10)
 	a, ok := c.AcquireN("a", 6)
