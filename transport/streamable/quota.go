@@ -43,7 +43,8 @@ type Quotas struct {
 	// size once read) from before it is read until the POST ends, and the
 	// answers not yet written to it (those over 4 KiB, while they are
 	// written; those queued on its GET streams, until written or
-	// dropped). A POST over it is refused with 429 and Retry-After before
+	// dropped; with an event store, which bounds what it keeps, its
+	// events are not counted). A POST over it is refused with 429 and Retry-After before
 	// its body is read; a body of at most 64 KiB is read first, and
 	// refused with its id only if it is a request: an answer to the
 	// server's elicitation or sampling request, which frees what the
