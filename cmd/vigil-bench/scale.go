@@ -64,10 +64,11 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 	// many loopback addresses, under vigil-everything's per-caller session
 	// quota; its -max-sessions is raised above them, and list_changed goes
 	// out at once, with no event store, as from vigil. cmd/vigil's
-	// per-caller quotas (sessions, in flight, tool share) would refuse the
-	// overload clients as one caller, so they are off.
+	// per-caller quotas (sessions, in flight, tool share, bytes) would
+	// refuse the overload and payload clients as one caller, so they are
+	// off.
 	streamsArgs := []string{"-http", "127.0.0.1:0", "-max-sessions", strconv.Itoa(sc.sessions + 64), "-resumable=false", "-list-changed-delay", "0"}
-	vigilArgs := []string{"-http", "127.0.0.1:0", "-quota-sessions", "0", "-quota-in-flight", "0", "-quota-tool-share", "0"}
+	vigilArgs := []string{"-http", "127.0.0.1:0", "-quota-sessions", "0", "-quota-in-flight", "0", "-quota-tool-share", "0", "-quota-bytes", "0"}
 	fmt.Printf("vigil-bench -scale  %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("machine      %s/%s, %d CPUs%s, %s; the load runs on the same CPUs\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
 	fmt.Printf("files        RLIMIT_NOFILE raised to %d (the hard limit) for this run and the processes it starts\n", files)

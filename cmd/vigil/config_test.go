@@ -42,6 +42,7 @@ func defaultConfig() config {
 		bodyReadTimeout:  30 * time.Second,
 		quotaSessions:    1000,
 		quotaInFlight:    512,
+		quotaBytes:       16 << 20,
 		quotaTasks:       100,
 		quotaIPv6Prefix:  64,
 		quotaToolShare:   0.5,
@@ -99,7 +100,7 @@ func TestParseConfig(t *testing.T) {
 				authScopes:           []string{"mcp:read", "mcp:call"},
 				authToolScopes:       map[string][]string{"sleep": {"mcp:slow", "mcp:admin"}, "echo": {"mcp:echo"}},
 				allowUnauthenticated: true,
-				quotaSessions:        1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
+				quotaSessions:        1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
 			},
@@ -131,7 +132,7 @@ func TestParseConfig(t *testing.T) {
 				authIssuer: "https://issuer.example", authResource: "https://m.example/mcp",
 				authScopes: []string{"a"}, authToolScopes: map[string][]string{"echo": {"b"}}, allowUnauthenticated: true,
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
-				quotaSessions: 1000, quotaInFlight: 512, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
+				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 			},
 		},
@@ -157,7 +158,16 @@ func TestParseConfig(t *testing.T) {
 			name: "overload target by environment", env: map[string]string{"VIGIL_OVERLOAD_TARGET": "20ms"},
 			want: with(func(c *config) { c.overloadTarget = 20 * time.Millisecond }),
 		},
-		{name: "negative quota", args: []string{"-quota-tasks", "-1"}, wantErr: "-quota-sessions, -quota-in-flight and -quota-tasks must not be negative"},
+		{name: "negative quota", args: []string{"-quota-tasks", "-1"}, wantErr: "-quota-sessions, -quota-in-flight, -quota-tasks and -quota-bytes must not be negative"},
+		{
+			name: "byte quota and memory budget", args: []string{"-quota-bytes", "1048576", "-memory-budget", "-1"},
+			want: with(func(c *config) { c.quotaBytes, c.memoryBudget = 1<<20, -1 }),
+		},
+		{
+			name: "byte quota and memory budget by environment", env: map[string]string{"VIGIL_QUOTA_BYTES": "0", "VIGIL_MEMORY_BUDGET": "67108864"},
+			want: with(func(c *config) { c.quotaBytes, c.memoryBudget = 0, 64<<20 }),
+		},
+		{name: "memory budget out of range", args: []string{"-memory-budget", "-2"}, wantErr: "-memory-budget must be a number of bytes, 0 (from GOMEMLIMIT) or -1 (none)"},
 		{name: "tool share over 1", args: []string{"-quota-tool-share", "1.5"}, wantErr: "-quota-tool-share must be a fraction from 0 to 1"},
 		{name: "IPv6 caller prefix", args: []string{"-quota-ipv6-prefix", "56"}, want: with(func(c *config) { c.quotaIPv6Prefix = 56 })},
 		{name: "IPv6 caller prefix by environment", env: map[string]string{"VIGIL_QUOTA_IPV6_PREFIX": "128"}, want: with(func(c *config) { c.quotaIPv6Prefix = 128 })},
@@ -378,6 +388,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"(env VIGIL_QUOTA_SESSIONS)", "(env VIGIL_QUOTA_EVICT_IDLE)", "(env VIGIL_QUOTA_IN_FLIGHT)", "(env VIGIL_QUOTA_TASKS)", "(env VIGIL_QUOTA_IPV6_PREFIX)", "(env VIGIL_OVERLOAD_TARGET)",
 		"-quota-tool-share fraction", "(env VIGIL_QUOTA_TOOL_SHARE)", "-trace-client-context mode", "(env VIGIL_TRACE_CLIENT_CONTEXT)", "(env VIGIL_TRACE_CONTENT)",
 		"(env VIGIL_SSE_WRITE_TIMEOUT)", "(env VIGIL_MAX_RESUMPTIONS)", "(env VIGIL_INIT_TIMEOUT)",
+		"-quota-bytes bytes", "(env VIGIL_QUOTA_BYTES)", "-memory-budget bytes", "(env VIGIL_MEMORY_BUDGET)",
 		"-max-session-state bytes", "(env VIGIL_MAX_SESSION_STATE)", "-max-session-events bytes", "(env VIGIL_MAX_SESSION_EVENTS)", "/mcp", "/metrics", "/healthz", "/readyz", "/debug/vigil", "SIGTERM",
 	} {
 		assert.Contains(t, usage, want)
@@ -396,7 +407,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	}
 	assert.Contains(t, usage, "-skills directory")
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
-	assert.Equal(t, 53, flags, "every flag is listed")
+	assert.Equal(t, 55, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

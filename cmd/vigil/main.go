@@ -123,6 +123,8 @@ type config struct {
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
 	quotaEvictIdle  bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
 	quotaInFlight   int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaBytes      int64         // -quota-bytes: bytes of request bodies and unwritten answers one caller holds (0: none)
+	memoryBudget    int64         // -memory-budget: bytes of request bodies and unwritten answers all callers hold (0: from GOMEMLIMIT; -1: none)
 	quotaTasks      int           // -quota-tasks: tasks held (0: none)
 	quotaIPv6Prefix int           // -quota-ipv6-prefix: bits of an unauthenticated IPv6 caller's network
 	quotaToolShare  float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)

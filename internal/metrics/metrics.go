@@ -188,7 +188,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"unknown_session (HTTP: unknown or ended session id), "+
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
 			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), "+
-			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), other.",
+			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), "+
+			"memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), other.",
 		mcpconv.LabelReason)
 	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
 		"Results over their size bound (-max-result-bytes, or a tool's own): a tools/call's answered as a tool error instead (tool_error in the duration), "+
@@ -198,7 +199,7 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 	m.quotaRefused = counter(mcpconv.MetricQuotaRefusals,
 		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
 			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
-			"rate (its request rate), tool_rate (its rate for one tool), other.",
+			"rate (its request rate), tool_rate (its rate for one tool), bytes (the request bodies its requests in flight hold), other.",
 		mcpconv.LabelQuota)
 	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
 	const transports = "transport: stdio, streamable_http, memory, or other. "

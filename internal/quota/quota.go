@@ -49,12 +49,45 @@ func (c *Counter) Limit() int {
 	return int(c.limit)
 }
 
-// Hold is one unit taken by Acquire; Release gives it back. The zero Hold
-// (no limit) releases nothing.
-type Hold struct{ e *entry }
+// Hold is the units taken by Acquire or AcquireN; Release gives them
+// back. The zero Hold (no limit) releases nothing.
+type Hold struct {
+	e *entry
+	n int64
+}
 
 // Acquire takes a unit for key; false when key holds its limit already.
-func (c *Counter) Acquire(key string) (Hold, bool) {
+func (c *Counter) Acquire(key string) (Hold, bool) { return c.AcquireN(key, 1) }
+
+// AcquireN takes n units (n > 0) for key; false when key would then hold
+// more than its limit. A key that holds nothing is given its n units
+// whatever n, so that a unit larger than the limit (a request body larger
+// than a caller's byte quota) is refused only while the key holds others.
+func (c *Counter) AcquireN(key string, n int64) (Hold, bool) { return c.acquire(key, n, false) }
+
+// Force takes n units (n > 0) for key whatever its limit: units that are
+// counted but cannot be refused, which make the key's next AcquireN fail.
+func (c *Counter) Force(key string, n int64) Hold {
+	h, _ := c.acquire(key, n, true)
+	return h
+}
+
+// Add takes n more units (n > 0) for key into h whatever the limit: h
+// grows when it holds units (of key) already, else it takes them as Force
+// does (the entry of a Hold released to nothing may have been swept out).
+func (c *Counter) Add(h *Hold, key string, n int64) {
+	if c == nil {
+		return
+	}
+	if h.e != nil && h.n > 0 {
+		h.e.n.Add(n)
+		h.n += n
+		return
+	}
+	*h = c.Force(key, n)
+}
+
+func (c *Counter) acquire(key string, n int64, force bool) (Hold, bool) {
 	if c == nil {
 		return Hold{}, true
 	}
@@ -68,15 +101,15 @@ func (c *Counter) Acquire(key string) (Hold, bool) {
 		}
 		e := v.(*entry)
 		for {
-			n := e.n.Load()
-			if n < 0 {
+			held := e.n.Load()
+			if held < 0 {
 				break // deleted meanwhile: look again
 			}
-			if n >= c.limit {
+			if !force && held > 0 && held+n > c.limit {
 				return Hold{}, false
 			}
-			if e.n.CompareAndSwap(n, n+1) {
-				return Hold{e: e}, true
+			if e.n.CompareAndSwap(held, held+n) {
+				return Hold{e: e, n: n}, true
 			}
 		}
 		c.m.CompareAndDelete(key, e) // the sweep's, which counted it out
@@ -109,12 +142,23 @@ func (c *Counter) sweepIdle() {
 	c.sweepAt.Store(c.size.Load() + max(sweepMin, kept))
 }
 
-// Release gives back the unit h holds; call it once.
-func (h Hold) Release() {
+// Release gives back the units h holds, once: h then holds nothing.
+func (h *Hold) Release() {
 	if h.e == nil {
 		return
 	}
-	h.e.n.Add(-1)
+	h.e.n.Add(-h.n)
+	*h = Hold{}
+}
+
+// Shrink gives back the units h holds beyond n (0 <= n), keeping n: a
+// reservation made before its size was known, cut to the size.
+func (h *Hold) Shrink(n int64) {
+	if h.e == nil || n >= h.n {
+		return
+	}
+	h.e.n.Add(n - h.n)
+	h.n = n
 }
 
 // Held returns the units key holds.

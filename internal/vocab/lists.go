@@ -34,7 +34,7 @@ func WriteClasses() []protocol.DropReason {
 // Quotas lists every quota, in a stable order (for pre-creating telemetry
 // series); QuotaOther comes last.
 func Quotas() []protocol.Quota {
-	return []protocol.Quota{protocol.QuotaSessions, protocol.QuotaInFlight, protocol.QuotaTasks, protocol.QuotaToolShare, protocol.QuotaRate, protocol.QuotaToolRate, protocol.QuotaOther}
+	return []protocol.Quota{protocol.QuotaSessions, protocol.QuotaInFlight, protocol.QuotaTasks, protocol.QuotaToolShare, protocol.QuotaRate, protocol.QuotaToolRate, protocol.QuotaBytes, protocol.QuotaOther}
 }
 
 // RejectReasons lists every reject reason, in a stable order (for
@@ -45,6 +45,6 @@ func RejectReasons() []protocol.RejectReason {
 		protocol.RejectFrameTooLarge, protocol.RejectInFlightLimit, protocol.RejectShuttingDown, protocol.RejectInvalidParams,
 		protocol.RejectUnknownResponse, protocol.RejectProtocolMismatch, protocol.RejectForbidden, protocol.RejectSessionLimit,
 		protocol.RejectUnknownSession, protocol.RejectSessionPrincipal, protocol.RejectOverloaded, protocol.RejectStoreUnavailable,
-		protocol.RejectOther,
+		protocol.RejectMemoryBudget, protocol.RejectOther,
 	}
 }

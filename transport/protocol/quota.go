@@ -23,9 +23,12 @@ const (
 	QuotaRate
 	// QuotaToolRate: the caller is over its rate for one tool.
 	QuotaToolRate
+	// QuotaBytes: the request bodies the caller's requests in flight hold
+	// are at its byte quota.
+	QuotaBytes
 )
 
-var quotaNames = [...]string{"other", "sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate"}
+var quotaNames = [...]string{"other", "sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "bytes"}
 
 // String returns the label value, such as "in_flight".
 func (q Quota) String() string {

@@ -55,6 +55,10 @@ const (
 	// replicas share (Redis) does not answer, so that its session count
 	// cannot be checked (503 with Retry-After).
 	RejectStoreUnavailable
+	// RejectMemoryBudget: HTTP, a request while the request bodies all
+	// callers hold are at the process's memory budget (503 with
+	// Retry-After), refused before its body is read.
+	RejectMemoryBudget
 )
 
 var rejectReasons = [...]struct{ label, message string }{
@@ -75,6 +79,7 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectSessionPrincipal: {"session_principal_mismatch", "unknown or terminated session"},
 	RejectOverloaded:       {"overloaded", "server overloaded: retry later"},
 	RejectStoreUnavailable: {"store_unavailable", "session store unavailable: retry later"},
+	RejectMemoryBudget:     {"memory_budget", "server memory budget exhausted: retry later"},
 }
 
 // String returns the label value, such as "duplicate_id".

@@ -56,7 +56,7 @@ func TestOutcomeLabels(t *testing.T) {
 	check(t, rejects, []string{
 		"parse_error", "invalid_request", "duplicate_id", "lifecycle", "frame_too_large", "in_flight_limit",
 		"shutting_down", "invalid_params", "unknown_response", "protocol_mismatch", "forbidden",
-		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "store_unavailable", "other",
+		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "store_unavailable", "memory_budget", "other",
 	})
 	assert.Equal(t, "none", protocol.ReasonNone.String())
 	assert.Empty(t, protocol.DropNone.String())
@@ -82,7 +82,7 @@ func TestQuotaLabels(t *testing.T) {
 	for _, q := range vocab.Quotas() {
 		got = append(got, q.String())
 	}
-	assert.Equal(t, []string{"sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "other"}, got)
+	assert.Equal(t, []string{"sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "bytes", "other"}, got)
 	assert.Equal(t, "other", protocol.Quota(200).String())
 	b, err := json.Marshal(struct{ Q protocol.Quota }{protocol.QuotaToolShare})
 	require.NoError(t, err)

@@ -199,25 +199,36 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // post serves a POST: one message, in a session or stateless.
 func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
-	msg, ok := h.readPost(w, r)
+	// Every body counts against its caller's byte quota and the process's
+	// memory budget while its POST lasts, from before it is read.
+	caller := h.callerOf(r)
+	var body bodyHold
+	if !h.admitBody(w, r, caller, &body) {
+		return // refused
+	}
+	defer body.release()
+	msg, ok := h.readPost(w, r, &body)
 	if !ok {
 		return // answered
 	}
 	if req, ok := msg.(*transport.Request); ok && !req.IsNotification() {
 		// Every request counts against its caller's in-flight quota while
 		// its POST lasts, in a session or stateless.
-		hold, admitted := h.quotas.inFlight.Acquire(h.callerOf(r))
-		if !admitted {
+		if body.over { // a small body past the caller's byte quota: read, and refused with its id
+			h.refuseBytes(w, r, req)
+			return
+		}
+		var admitted bool
+		if body.inFlight, admitted = h.quotas.inFlight.Acquire(caller); !admitted {
 			h.refuseQuota(w, r, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
 			return
 		}
-		defer hold.Release()
 		if h.shed(w, r, req) {
 			return
 		}
 	}
 	if h.isStateless(r, msg) {
-		h.stateless(w, r, msg)
+		h.stateless(w, r, msg, caller)
 		return
 	}
 	h.sessionPost(w, r, msg)
@@ -226,10 +237,11 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 // readPost reads and checks a POST's message, in a frame apart from
 // post's, which stands over the whole handler (docs/limits.md, "The
 // request's stack"); false when it answered the POST instead: refused,
-// or forwarded to the replica of its task.
+// or forwarded to the replica of its task. held is the bytes counted for
+// the body, cut to its size once read.
 //
 //go:noinline
-func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request) (transport.Message, bool) {
+func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request, held *bodyHold) (transport.Message, bool) {
 	if !isJSONContentType(headerValue(r.Header, headerContentType)) {
 		h.reject(w, http.StatusUnsupportedMediaType, transport.ID{}, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "Content-Type must be application/json")
 		return nil, false
@@ -247,6 +259,7 @@ func (h *Endpoint) readPost(w http.ResponseWriter, r *http.Request) (transport.M
 		h.reject(w, http.StatusBadRequest, transport.ID{}, protocol.CodeParseError, protocol.RejectParseError, "cannot read body")
 		return nil, false
 	}
+	held.shrink(len(body))
 	msg, err := transport.DecodeOwnedMessage(body) // body is this request's own
 	if err != nil {
 		de, ok := errors.AsType[*transport.DecodeError](err)

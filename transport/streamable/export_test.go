@@ -2,3 +2,9 @@ package streamable
 
 // SetMaxSessionBytes is s.setMaxSessionBytes, for the external tests.
 func SetMaxSessionBytes(s *MemoryEventStore, n int64) { s.setMaxSessionBytes(n) }
+
+// HeldBytes returns the bytes caller holds of its byte quota, and all
+// callers of the memory budget, for the external tests.
+func HeldBytes(h *Endpoint, caller string) (held, total int) {
+	return h.quotas.bytes.Held(caller), h.quotas.total.Held(totalKey)
+}

@@ -25,6 +25,13 @@ type outbox struct {
 	over   bool                // the bound was exceeded: the writer cuts the stream
 	closed bool                // the writer left: nothing more is taken
 	wake   chan struct{}       // holds one token while the queue has work
+
+	// The queue's bytes, and the batch's being written, counted against
+	// caller by quotas until written or dropped (quota.go); nil: not
+	// counted.
+	quotas          *quotaState
+	caller          string
+	queued, writing bodyHold
 }
 
 // The bounds of an outbox's queue. A single message larger than
@@ -71,6 +78,9 @@ func (o *outbox) post(m transport.Message) error {
 	}
 	o.queue = append(o.queue, m)
 	o.bytes += size
+	if o.quotas != nil {
+		o.quotas.grow(&o.queued, o.caller, size)
+	}
 	o.mu.Unlock()
 	o.signal()
 	return nil
@@ -91,6 +101,7 @@ func (o *outbox) take() (batch []transport.Message, over bool) {
 	defer o.mu.Unlock()
 	batch, o.queue, o.spare = o.queue, o.spare[:0], nil
 	o.bytes = 0
+	o.writing, o.queued = o.queued, bodyHold{}
 	return batch, o.over
 }
 
@@ -98,6 +109,7 @@ func (o *outbox) take() (batch []transport.Message, over bool) {
 func (o *outbox) done(batch []transport.Message) {
 	clear(batch) // hold no message past its write
 	o.mu.Lock()
+	o.writing.release()
 	if o.spare == nil && cap(batch) <= maxOutboxMessages {
 		o.spare = batch[:0]
 	}
@@ -108,6 +120,7 @@ func (o *outbox) done(batch []transport.Message) {
 func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
+	o.queued.release()
 	clear(o.queue)
 	o.queue, o.spare = nil, nil
 	o.mu.Unlock()

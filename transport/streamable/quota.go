@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +37,28 @@ type Quotas struct {
 	// all of its sessions and its stateless requests (512 by default, twice
 	// the per-session limit); more are refused with 429 and Retry-After.
 	InFlight int
+	// Bytes limits the bytes one caller holds at once over HTTP (16 MiB
+	// by default): the body of each of its POSTs, counted at its declared
+	// length (the body limit when it declares none, cut to the body's
+	// size once read) from before it is read until the POST ends, and the
+	// answers not yet written to it (those over 4 KiB, while they are
+	// written; those queued on its GET streams, until written or
+	// dropped; with an event store, which bounds what it keeps, its
+	// events are not counted). A POST over it is refused with 429 and Retry-After before
+	// its body is read; a body of at most 64 KiB is read first, and
+	// refused with its id only if it is a request: an answer to the
+	// server's elicitation or sampling request, which frees what the
+	// caller holds, always gets through (counted).
+	Bytes int64
+	// MemoryBudget limits the bytes all callers hold at once, counted as
+	// Bytes counts them: by default an eighth of the Go memory limit
+	// (GOMEMLIMIT, debug.SetMemoryLimit) when one is set, else 256 MiB; a
+	// held byte costs several in the heap while it is decoded, handled and
+	// encoded again. A POST over it, whoever sends it, is refused with 503
+	// and Retry-After before its body is read, counted as
+	// [protocol.RejectMemoryBudget]: the process refuses new work rather
+	// than outgrow its memory.
+	MemoryBudget int64
 	// SessionCounter, when set, counts the sessions instead of this
 	// Endpoint's own table, for a count shared by replicas (redisshare's
 	// Shared.SessionQuota); EvictIdle then has no effect.
@@ -51,6 +75,20 @@ const (
 	defaultSessionsPerCaller = 1000
 	// defaultInFlightPerCaller is twice the default per-session limit.
 	defaultInFlightPerCaller = 512
+	// defaultBytesPerCaller is four bodies of the default body limit, half
+	// the budget of a 256 MiB memory limit: one caller leaves the others
+	// room.
+	defaultBytesPerCaller = 16 << 20
+	// defaultMemoryBudget is the process's budget without a Go memory
+	// limit, as a limit of 2 GiB would give; with one, an eighth of it
+	// (memoryBudgetShare): a held body costs its bytes up to five times
+	// over while it is decoded, handled and encoded again (a 3 MiB
+	// argument echoed in an elicitation), on top of the process's heap.
+	defaultMemoryBudget = 256 << 20
+	memoryBudgetShare   = 8
+	// smallBody is the size of a body the caller's byte quota counts but
+	// never refuses.
+	smallBody = 64 << 10
 )
 
 // Retry-After of quota refusals, in seconds: a request ends within
@@ -59,6 +97,9 @@ const (
 	retryInFlight = 1
 	retrySessions = 10
 )
+
+// totalKey is the one key of quotaState.total.
+const totalKey = ""
 
 // WithQuotas sets the per-caller quotas (see [Quotas]); without it the
 // defaults apply.
@@ -70,6 +111,8 @@ func WithQuotas(q Quotas) Option {
 type quotaState struct {
 	q        Quotas
 	inFlight *quota.Counter // nil: no limit
+	bytes    *quota.Counter // the body bytes each caller holds; nil: no limit
+	total    *quota.Counter // the body bytes all callers hold, under totalKey; nil: no limit
 	sessions int            // limit; 0: none
 	// bySession counts the sessions of each caller that holds one, without
 	// a SessionCounter. mu is never held with Endpoint.mu.
@@ -86,12 +129,141 @@ func newQuotaState(q Quotas) *quotaState {
 		qs.inFlight = quota.New(q.InFlight)
 	}
 	switch {
+	case q.Bytes == 0:
+		qs.bytes = quota.New(defaultBytesPerCaller)
+	case q.Bytes > 0:
+		qs.bytes = quota.New(int(q.Bytes))
+	}
+	switch {
+	case q.MemoryBudget == 0:
+		qs.total = quota.New(int(defaultBudget()))
+	case q.MemoryBudget > 0:
+		qs.total = quota.New(int(q.MemoryBudget))
+	}
+	switch {
 	case q.Sessions == 0:
 		qs.sessions = defaultSessionsPerCaller
 	case q.Sessions > 0:
 		qs.sessions = q.Sessions
 	}
 	return qs
+}
+
+// defaultBudget returns the process's memory budget by default: a share of
+// the Go memory limit, when one is set.
+func defaultBudget() int64 {
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		return max(limit/memoryBudgetShare, smallBody)
+	}
+	return defaultMemoryBudget
+}
+
+// bodyHold is the bytes a POST's body, or answers not written yet, hold
+// of their caller's byte quota and of the process's budget.
+type bodyHold struct {
+	caller, total quota.Hold
+	inFlight      quota.Hold // a request's unit of the in-flight quota, held with its body
+	// over: a small body counted past the caller's quota; the request
+	// it brings, if it is one, is to be refused once read.
+	over bool
+}
+
+// admitBody counts the body of POST r, of caller, against the byte quotas
+// into body (holdBody) and answers r when they refuse it, before it is
+// read; false when it did. It runs in a frame apart from post's, which
+// stands over the whole handler (docs/limits.md, "The request's stack").
+//
+//go:noinline
+func (h *Endpoint) admitBody(w http.ResponseWriter, r *http.Request, caller string, body *bodyHold) bool {
+	var why protocol.RejectReason
+	switch *body, why = h.quotas.holdBody(caller, r, h.cfg.maxBody); why {
+	case protocol.RejectOther:
+		return true
+	case protocol.RejectMemoryBudget:
+		h.refuseMemory(w)
+	default:
+		h.refuseQuota(w, r, transport.ID{}, protocol.QuotaBytes, why, retryInFlight)
+	}
+	return false
+}
+
+// refuseBytes refuses req, read from a small body past its caller's byte
+// quota (bodyHold.over), with 429 as refuseQuota does.
+//
+//go:noinline
+func (h *Endpoint) refuseBytes(w http.ResponseWriter, r *http.Request, req *transport.Request) {
+	h.refuseQuota(w, r, req.ID, protocol.QuotaBytes, protocol.RejectInFlightLimit, retryInFlight)
+}
+
+// holdBody counts the body of POST r, of caller, against the byte quotas
+// before it is read: its declared length, else the body limit. It answers
+// RejectOther when admitted, else why not: RejectInFlightLimit over the
+// caller's quota, RejectMemoryBudget over the process's budget. A small
+// body over the caller's quota is admitted, marked over: an answer to the
+// server's request must get through, a request must not.
+func (qs *quotaState) holdBody(caller string, r *http.Request, limit int64) (bodyHold, protocol.RejectReason) {
+	n := r.ContentLength
+	if n < 0 || n > limit {
+		n = limit
+	}
+	n = max(n, 1)
+	var b bodyHold
+	var ok bool
+	if b.caller, ok = qs.bytes.AcquireN(caller, n); !ok {
+		if n > smallBody {
+			return bodyHold{}, protocol.RejectInFlightLimit
+		}
+		b.caller, b.over = qs.bytes.Force(caller, n), true
+	}
+	if b.total, ok = qs.total.AcquireN(totalKey, n); !ok {
+		b.caller.Release()
+		return bodyHold{}, protocol.RejectMemoryBudget
+	}
+	return b, protocol.RejectOther
+}
+
+// holdAnswer counts n bytes of an answer about to be written for caller,
+// whatever the quotas (an answer is never refused: the caller's next
+// request is), until the hold's release once it is written.
+func (qs *quotaState) holdAnswer(caller string, n int) bodyHold {
+	var b bodyHold
+	qs.grow(&b, caller, n)
+	return b
+}
+
+// grow counts n more bytes of answers for caller in b, as holdAnswer
+// does; an unknown caller ("": a shared session's view on a replica that
+// did not open it) counts in the process's budget only.
+func (qs *quotaState) grow(b *bodyHold, caller string, n int) {
+	if caller != "" {
+		qs.bytes.Add(&b.caller, caller, int64(n))
+	}
+	qs.total.Add(&b.total, totalKey, int64(n))
+}
+
+// shrink cuts b to n bytes, the size of the body read.
+func (b *bodyHold) shrink(n int) {
+	b.caller.Shrink(int64(max(n, 1)))
+	b.total.Shrink(int64(max(n, 1)))
+}
+
+// release gives b's bytes back (and its unit of the in-flight quota).
+//
+//go:noinline
+func (b *bodyHold) release() {
+	b.caller.Release()
+	b.total.Release()
+	b.inFlight.Release()
+}
+
+// refuseMemory answers a POST refused by the process's memory budget with
+// 503 and Retry-After, before its body is read, and counts it.
+func (h *Endpoint) refuseMemory(w http.ResponseWriter) {
+	if h.cfg.onReject != nil {
+		h.cfg.onReject(protocol.RejectMemoryBudget)
+	}
+	h.cfg.logger.Debug("streamable: refused at the memory budget")
+	writeBusy(w, http.StatusServiceUnavailable, transport.ID{}, protocol.RejectMemoryBudget.Message(), `{"retryAfterSeconds":1}`, 1)
 }
 
 // callerOf returns the caller r's quotas count against: the user of its

@@ -417,6 +417,7 @@ func (s *session) serveRequest(w http.ResponseWriter, r *http.Request, req *tran
 //go:noinline
 func (s *session) openStream(w http.ResponseWriter, r *http.Request, req *transport.Request) (*stream, *transport.Response) {
 	st := newStream(w, s.h.cfg.mode, nil, s.idHeader, &s.h.limit)
+	st.quotas, st.caller = s.h.quotas, s.caller
 	terminated := st.terminated(req.ID)
 	st.client, st.fallback = r.Context(), terminated // before terminate() can see st
 	s.mu.Lock()
@@ -485,6 +486,7 @@ func (s *session) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := newStandalone(w, s.idHeader, &s.h.limit)
+	st.out.quotas, st.out.caller = s.h.quotas, s.caller
 	// Before the headers: a client that has them gets every later multicast.
 	bell, seen := s.h.cast.listen()
 	s.mu.Lock()

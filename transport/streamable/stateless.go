@@ -19,8 +19,8 @@ import (
 
 // stateless serves a 2026-07-28 POST: validate the headers against the
 // body, then serve the request as a session of its own.
-func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message) {
-	if conn := h.statelessConn(w, r, msg); conn != nil {
+func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transport.Message, caller string) {
+	if conn := h.statelessConn(w, r, msg, caller); conn != nil {
 		h.calls.add(conn) // its caller's notifications/cancelled finds it (stateless_cancel.go)
 		_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
 		h.calls.remove(conn)
@@ -53,7 +53,7 @@ func (h *Endpoint) refuseShuttingDown(conn *oneShot) {
 // request refused.
 //
 //go:noinline
-func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg transport.Message) *oneShot {
+func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg transport.Message, caller string) *oneShot {
 	req, isRequest := msg.(*transport.Request)
 	if !isRequest || req.IsNotification() {
 		if isRequest && req.Method == "notifications/cancelled" {
@@ -87,6 +87,7 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 	conn := &oneShot{req: req, r: r, caller: h.ownerOf(r), admits: h.cfg.shedder != nil}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	conn.st.limit = &h.limit
+	conn.st.quotas, conn.st.caller = h.quotas, caller
 	// The server checks the Mcp-Param-* headers against the tool's schema:
 	// both the session's context and the request's arrival carry them.
 	conn.arrival = paramheader.Carrier{Context: r.Context(), Header: r.Header}

@@ -43,6 +43,11 @@ type stream struct {
 	out *outbox
 	buf []byte
 
+	// The quotas that count the answers written on a POST's stream, until
+	// written, against caller (quota.go); nil: not counted.
+	quotas *quotaState
+	caller string
+
 	// The answer for when the session ends first (see terminated), held
 	// here rather than allocated apart.
 	termResp transport.Response
@@ -215,6 +220,8 @@ func (st *stream) deliver(m transport.Message) error {
 	if err != nil {
 		return err
 	}
+	held := st.holdAnswer(len(data))
+	defer held.release()
 	if st.state == undecided {
 		if err := st.startSSE(); err != nil {
 			return wrapStream(err)
@@ -260,6 +267,8 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	if err != nil {
 		return err
 	}
+	held := st.holdAnswer(len(data) + len(result))
+	defer held.release()
 	st.headers(false)
 	status := http.StatusOK
 	if resp.Error != nil && st.status != nil {
@@ -290,6 +299,17 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	st.state = answeredJSON
 	st.finish()
 	return wrapStream(st.failedLocked(err))
+}
+
+// holdAnswer counts an answer of n bytes about to be written against the
+// stream's caller and the process until it is written (see
+// quotaState.holdAnswer); the hold's release gives them back. A small
+// answer, which the socket's buffer takes at once, is not counted.
+func (st *stream) holdAnswer(n int) bodyHold {
+	if st.quotas == nil || n <= smallAnswer {
+		return bodyHold{}
+	}
+	return st.quotas.holdAnswer(st.caller, n)
 }
 
 // resultStandIn stands for a large result in answerJSON's envelope.
