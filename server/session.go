@@ -975,7 +975,7 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 		raw, merr = r.appendJSON(make([]byte, 0, r.encodedSizeHint()))
 	} else if r, ok := res.(*ReadResourceResult); ok && r.encoded != nil {
 		if raw := r.encoded.encodedFor(r, req.era); raw != nil { // a static skill file's, encoded at registration
-			resp.Result = raw
+			resp.Result, resp.Shared = raw, true
 			return resp
 		}
 		raw, merr = json.Marshal(res)

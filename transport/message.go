@@ -55,6 +55,12 @@ type Response struct {
 	ID     ID // the zero ID encodes as null: only for unreadable request ids
 	Result json.RawMessage
 	Error  *Error
+	// Shared reports that Result is immutable and shared with other
+	// responses (encoded once, ahead of any request, as a static skill
+	// file's read is): writing it holds no memory of its own, so a
+	// transport does not count it against a caller's byte budget. Nothing
+	// may modify a shared Result.
+	Shared bool
 }
 
 // Error is the JSON-RPC error object carried by a [Response].

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,4 +176,41 @@ func TestQuotaBytesCountsUnwrittenAnswers(t *testing.T) {
 	held, total = streamable.HeldBytes(h, "192.0.2.1")
 	assert.Zero(t, held, "written: released")
 	assert.Zero(t, total)
+}
+
+// A static skill file's read is written from the encoding every read
+// shares: while a client does not read it, it holds no memory of its own,
+// so it is not counted against the caller's bytes (only its envelope's
+// are), and the caller's next request is served.
+func TestQuotaBytesSkipSharedAnswers(t *testing.T) {
+	srv := htServer(t)
+	require.NoError(t, srv.AddSkill(server.Skill{Path: "big", FS: fstest.MapFS{
+		"SKILL.md": {Data: []byte("---\nname: big\ndescription: big\n---\n")},
+		"big.txt":  {Data: []byte(strings.Repeat("s", 300000))},
+	}}))
+	var quotas tally[protocol.Quota]
+	h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{Bytes: 200 << 10, OnRefuse: quotas.add}))
+	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
+	a := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
+
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/big.txt"}}`
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	r.RemoteAddr = "192.0.2.1:40000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Session-Id", a)
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	bw := &blockedWriter{ResponseRecorder: httptest.NewRecorder(), writing: make(chan int, 1), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() { h.ServeHTTP(bw, r) })
+	<-bw.writing // the answer is being written, and not taken
+	held, _ := streamable.HeldBytes(h, "192.0.2.1")
+	assert.Less(t, held, 4<<10, "the shared encoding (300,000 bytes) does not count")
+	assert.Equal(t, http.StatusOK, quotaPost(h, "192.0.2.1", a, holdCall(2, 70<<10)).Code, "the caller's next request is served")
+
+	close(bw.release)
+	wg.Wait()
+	assert.Equal(t, http.StatusOK, bw.Code)
+	assert.Contains(t, bw.Body.String(), strings.Repeat("s", 1000))
+	assert.Zero(t, quotas.get(protocol.QuotaBytes))
 }

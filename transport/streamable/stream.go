@@ -267,8 +267,12 @@ func (st *stream) answerJSON(resp *transport.Response) error {
 	if err != nil {
 		return err
 	}
-	held := st.holdAnswer(len(data) + len(result))
-	defer held.release()
+	held := len(data) + len(result)
+	if resp.Shared { // written where it is: it holds no memory of its own
+		held = len(data)
+	}
+	hold := st.holdAnswer(held)
+	defer hold.release()
 	st.headers(false)
 	status := http.StatusOK
 	if resp.Error != nil && st.status != nil {
