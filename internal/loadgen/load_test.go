@@ -170,8 +170,10 @@ func ExampleRun() {
 }
 
 // TestRunForEachKeepsWorkersApart checks that RunForEach sends worker w's
-// requests with clients[w]: with a transport each, every worker keeps one
-// connection of its own.
+// requests with clients[w]: with a transport each, no connection carries
+// two workers' requests. (A worker may use more than one: net/http puts a
+// connection back in its idle pool just after the body's end is read, so a
+// request sent at once may dial another.)
 func TestRunForEachKeepsWorkersApart(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -206,7 +208,6 @@ func TestRunForEachKeepsWorkersApart(t *testing.T) {
 	require.GreaterOrEqual(t, len(conns), 2, "workers that sent")
 	seen := map[string]string{}
 	for worker, addrs := range conns {
-		assert.Len(t, addrs, 1, "worker %s kept one connection", worker)
 		for a := range addrs {
 			assert.NotContains(t, seen, a, "worker %s shares worker %s's connection", worker, seen[a])
 			seen[a] = worker
