@@ -35,6 +35,22 @@ const (
 // neighbor), and refusing its clients would not make them wait less.
 const MinBusy = 0.25
 
+// FullBusy is the share of the most CPU the process used in an interval
+// lately (the peak, which loses peakDecay of itself each interval) that
+// an interval must use too for its delay to count. Clients that honor
+// Retry-After stay away: a share refused that sends away more of them
+// than the queue needed leaves the CPUs idle, which the next intervals
+// see as calm, and the share falls until the clients are back and the
+// CPUs as busy as they get. The peak, not GOMAXPROCS, is the measure of
+// busy, since a process may never get all of its processors (a CPU quota,
+// a load on the same machine).
+const FullBusy = 0.9
+
+// peakDecay is what the peak CPU use loses each interval, so that a
+// process that lost processors (a neighbor took them) finds its new peak
+// within seconds: a 0.98 per 100 ms halves it in 3.4 s.
+const peakDecay = 0.98
+
 // DefaultMinWaiting is how many requests must wait for an interval's
 // delay to count (Config.MinWaiting), by Little's law: the requests asked
 // about per second times their mean delay. A handful of clients, however
@@ -91,10 +107,15 @@ type Limiter struct {
 	measure   atomic.Int64          // Now() at which the next queueing delay is measured
 	asked     atomic.Int64          // requests asked about this interval
 	queued    delays                // this interval's queueing delays
+	held      holdings              // this interval's callers' holdings (fair.go)
+	mean      atomic.Uint64         // fair.go: the callers' mean holding, times fairFixed
+	heavy     atomic.Uint64         // fair.go: what callers over it hold, per request, times fairFixed; 0: shed uniformly
+	retry     atomic.Int64          // Retry-After of a refusal now, in seconds
 	mu        sync.Mutex            // one update at a time; guards the fields below
 	share     float64               // the share admitted, in [MinAdmit, 1]
 	last      time.Duration         // Now() of the last update
 	cpu       time.Duration         // CPU() at the last update
+	peak      float64               // the most processors used in an interval lately (FullBusy)
 	recent    [Window]time.Duration // the last intervals' delays, the latest first
 }
 
@@ -131,6 +152,7 @@ func New(cfg Config) *Limiter {
 	}
 	l := &Limiter{cfg: cfg, share: 1}
 	l.threshold.Store(full)
+	l.retry.Store(1)
 	now := cfg.Now()
 	l.last, l.cpu = now, cfg.CPU()
 	l.due.Store(int64(now + cfg.Interval))
@@ -138,22 +160,39 @@ func New(cfg Config) *Limiter {
 }
 
 // Shed reports whether to refuse the request of ctx now because the
-// process is overloaded. Every Interval/SamplesPerInterval it measures how
-// long the request waited; when an interval is over, it updates the
-// share admitted.
+// process is overloaded, every request alike: [Limiter.ShedCaller] with
+// no holding known.
 func (l *Limiter) Shed(ctx context.Context) bool {
+	return l.ShedCaller(ctx, 0) > 0
+}
+
+// ShedCaller returns 0 to admit the request of ctx, or the Retry-After,
+// in seconds, of its refusal because the process is overloaded. held is
+// what its caller holds now (its requests in flight, this one included),
+// 0 when unknown: while requests are shed, those of callers holding no
+// more than the mean (over the requests) are admitted, and the others
+// refused in proportion to what they hold (fair.go), so that a caller
+// within its quotas cannot have another's requests refused. Every
+// Interval/SamplesPerInterval it measures how long the request waited and
+// what its caller holds; when an interval is over, it updates the share
+// admitted.
+func (l *Limiter) ShedCaller(ctx context.Context, held int) (retryAfter int) {
 	l.asked.Add(1)
 	now := l.cfg.Now()
 	if claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
 		if d, ok := l.cfg.Queued(ctx); ok {
 			l.queued.add(d)
 		}
+		l.held.add(held)
 	}
 	if claim(&l.due, now, l.cfg.Interval) {
 		l.update(now)
 	}
 	t := l.threshold.Load()
-	return t < full && uint64(l.cfg.Rand()) >= t
+	if t >= full || !l.refuse(t, held) {
+		return 0
+	}
+	return int(l.retry.Load())
 }
 
 // claim reports whether now has reached the time at holds, moving it on
@@ -186,6 +225,9 @@ func (l *Limiter) update(now time.Duration) {
 	l.recent[0] = delay
 	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
 	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
+	mean, heavy := l.held.take()
+	l.mean.Store(mean)
+	l.heavy.Store(heavy)
 	if l.share >= 1 {
 		l.threshold.Store(full)
 		return
@@ -206,6 +248,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	if n >= MinQueued {
 		delay, wait = queued, mean
 	}
+	l.retry.Store(retrySeconds(wait))
 	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
 	l.cpu = cpu
@@ -213,11 +256,23 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 		return 0
 	}
 	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
-	busy := cpu < 0 || float64(used) >= MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed)
-	if !busy || waiting < l.cfg.MinWaiting {
+	if !l.busy(used, elapsed) || waiting < l.cfg.MinWaiting {
 		return 0
 	}
 	return delay
+}
+
+// busy reports whether the process, which used used of CPU time in
+// elapsed, kept its CPUs as busy as they get: at least MinBusy of its
+// processors and FullBusy of its peak. The CPU time unknown (negative
+// used), every interval is busy.
+func (l *Limiter) busy(used, elapsed time.Duration) bool {
+	if used < 0 || l.cpu < 0 {
+		return true
+	}
+	procs := float64(used) / float64(elapsed)
+	l.peak = max(procs, l.peak*peakDecay)
+	return procs >= MinBusy*float64(runtime.GOMAXPROCS(0)) && procs >= FullBusy*l.peak
 }
 
 // median returns the median of the samples.
@@ -234,21 +289,31 @@ func Exempt(method string) bool {
 }
 
 // MaxRetryAfter is the longest wait, in seconds, a shed request's client
-// is told (see [RetryAfter]).
+// is told (see [Limiter.ShedCaller]).
 const MaxRetryAfter = 3
 
-// RetryAfter returns how long, in seconds, a shed request's client is told
-// to wait (Retry-After), from 1 to MaxRetryAfter at random, and the data
-// of its busy error, which says the same: the clients one overload sends
-// away come back spread over those seconds, not all in the same one, to
-// overload the process again together.
-func RetryAfter() (seconds int, data string) {
-	switch rand.IntN(MaxRetryAfter) {
-	case 0:
-		return 1, `{"retryAfterSeconds":1}`
-	case 1:
-		return 2, `{"retryAfterSeconds":2}`
+// retrySeconds returns the Retry-After of a refusal when requests wait
+// wait on average: by Little's law, how long the queue takes to drain at
+// the rate it is served, which is how soon there is room for the client
+// sent away; in whole seconds (all Retry-After can say), from 1 to
+// MaxRetryAfter. A longer wait would leave the CPUs idle once the queue
+// is served; clients refused over an interval come back spread over as
+// long an interval.
+func retrySeconds(wait time.Duration) int64 {
+	return min(max(int64((wait+time.Second-1)/time.Second), 1), MaxRetryAfter)
+}
+
+// RetryData returns the data of a shed request's busy error, which says
+// its Retry-After (from 1 to MaxRetryAfter seconds, as ShedCaller
+// returns; others are taken as the nearest) as its header does, without
+// an allocation.
+func RetryData(seconds int) string {
+	switch {
+	case seconds <= 1:
+		return `{"retryAfterSeconds":1}`
+	case seconds == 2:
+		return `{"retryAfterSeconds":2}`
 	default:
-		return 3, `{"retryAfterSeconds":3}`
+		return `{"retryAfterSeconds":3}`
 	}
 }

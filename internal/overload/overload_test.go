@@ -267,23 +267,39 @@ func TestSchedSamplerNeedsLoad(t *testing.T) {
 	assert.Positive(t, s.p90(), "many are")
 }
 
-// RetryAfter spreads its clients over 1 to MaxRetryAfter seconds, and its
-// data says the same wait as its header.
-func TestRetryAfterSpreads(t *testing.T) {
+// Retry-After is how long the queue takes to drain, the mean wait, in
+// whole seconds from 1 to MaxRetryAfter, and the data says the same wait
+// as the header.
+func TestRetryAfterIsTheDrainTime(t *testing.T) {
 	t.Parallel()
-	seen := make(map[int]int)
-	for range 300 {
-		seconds, data := RetryAfter()
-		require.GreaterOrEqual(t, seconds, 1)
-		require.LessOrEqual(t, seconds, MaxRetryAfter)
+	for _, tc := range []struct {
+		wait time.Duration
+		want int
+	}{
+		{40 * time.Millisecond, 1},
+		{time.Second, 1},
+		{time.Second + time.Millisecond, 2},
+		{2 * time.Second, 2},
+		{time.Minute, MaxRetryAfter},
+	} {
+		f, l := newFake(t)
+		f.queued.Store(int64(tc.wait))
+		for range Window {
+			f.spread(l, SamplesPerInterval)
+		}
+		got := 0
+		for range 64 { // a lap of the fake's random source: some are refused
+			if got = l.ShedCaller(context.Background(), 0); got > 0 {
+				break
+			}
+		}
+		assert.Equal(t, tc.want, got, "wait %v", tc.wait)
 		var d struct {
 			RetryAfter int `json:"retryAfterSeconds"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(data), &d))
-		require.Equal(t, seconds, d.RetryAfter)
-		seen[seconds]++
+		require.NoError(t, json.Unmarshal([]byte(RetryData(tc.want)), &d))
+		assert.Equal(t, tc.want, d.RetryAfter)
 	}
-	assert.Len(t, seen, MaxRetryAfter, "every wait is used")
 }
 
 // spread moves the clock through one interval in SamplesPerInterval
@@ -421,4 +437,112 @@ func TestFewWaitingShedNothing(t *testing.T) {
 		f.spreadEach(l, SamplesPerInterval, 10)
 	}
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "160 waiting: overloaded")
+}
+
+// Shedding never leaves the CPUs idle: an interval in which the process
+// used less than FullBusy of the most it used lately (the clients sent
+// away stay away, and the CPUs have nothing to do) is calm, however long
+// the requests left wait, and the share falls back; once the CPUs are as
+// busy as they get again, shedding resumes. A lower peak (a neighbor took
+// processors) becomes the measure within seconds.
+func TestSheddingNeverIdlesTheCPUs(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	f.cpu.Store(0)
+	procs := float64(runtime.GOMAXPROCS(0))
+	cpuOf := func(share float64) int64 { return int64(share * procs * float64(DefaultInterval)) }
+	for range Window + 1 {
+		f.cpu.Add(cpuOf(1))
+		f.spread(l, SamplesPerInterval)
+	}
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the CPUs busy, requests waiting: overloaded")
+	for range Window / 2 {
+		f.cpu.Add(cpuOf(0.8))
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.Less(t, l.Share(), 1.0, "one interval's dip is no idle CPU")
+	f.cpu.Add(cpuOf(0.8))
+	f.spread(l, SamplesPerInterval)
+	assert.InDelta(t, 1.0, l.Share(), 0, "a fifth of the CPUs idle: shedding stops, whatever the wait")
+	for range Window {
+		f.cpu.Add(cpuOf(1))
+		f.spread(l, SamplesPerInterval)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "busy again: shedding resumes")
+	// Half the processors from now on: calm at first, then the new peak.
+	calm := 0
+	for range 100 {
+		f.cpu.Add(cpuOf(0.5))
+		f.spread(l, SamplesPerInterval)
+		if l.Share() == 1 {
+			calm++
+		}
+	}
+	assert.Positive(t, calm)
+	assert.Less(t, calm, 40, "the peak decays within seconds")
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "half the CPUs, all of them busy: overloaded")
+}
+
+// spreadHeld is spread with request i of the interval's
+// SamplesPerInterval made by a caller holding held[i%len(held)].
+func (f *fake) spreadHeld(l *Limiter, held []int) {
+	step := DefaultInterval / SamplesPerInterval
+	for i := range SamplesPerInterval {
+		f.now.Add(int64(step))
+		l.ShedCaller(context.Background(), held[i%len(held)])
+	}
+}
+
+// refusedOf counts how many of n requests of a caller holding held l
+// refuses now.
+func refusedOf(l *Limiter, n, held int) int {
+	refused := 0
+	for range n {
+		if l.ShedCaller(context.Background(), held) > 0 {
+			refused++
+		}
+	}
+	return refused
+}
+
+// While shedding, a caller holding no more than the mean (over the
+// requests) is never refused, and the callers over it are refused in
+// proportion to what they hold, so that the share refused over all the
+// requests is still the Limiter's: one heavy caller cannot have a light
+// one's requests refused.
+func TestHeaviestCallerFirst(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	// Nine requests in ten from a caller holding 40, one from one holding
+	// 2.
+	mix := []int{40, 40, 40, 40, 2, 40, 40, 40, 40, 40}
+	for range Window + 1 {
+		f.spreadHeld(l, mix)
+	}
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	assert.Zero(t, refusedOf(l, 6400, 2), "the light caller")
+	assert.Zero(t, refusedOf(l, 6400, 30), "a caller under the mean")
+	heavy := refusedOf(l, 6400, 40)
+	assert.InDelta(t, 6400*(1-DefaultMinAdmit)*10/9, float64(heavy), 100, "the heavy caller bears the whole share")
+	twice := refusedOf(l, 6400, 80)
+	assert.InDelta(t, 2*float64(heavy), float64(twice), 100, "a caller holding twice as much, twice as often")
+	assert.Positive(t, refusedOf(l, 6400, 0), "a request whose caller is unknown: uniformly")
+
+	// Callers all holding alike: refused uniformly, the Limiter's share.
+	f, l = newFake(t)
+	f.queued.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spreadHeld(l, []int{5})
+	}
+	assert.InDelta(t, 6400*(1-DefaultMinAdmit), float64(refusedOf(l, 6400, 5)), 100)
+
+	// Too few holdings known (the quota off): uniformly.
+	f, l = newFake(t)
+	f.queued.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spreadHeld(l, []int{40, 0, 0, 0, 0})
+	}
+	assert.InDelta(t, 6400*(1-DefaultMinAdmit), float64(refusedOf(l, 6400, 2)), 100)
 }
