@@ -794,14 +794,14 @@ func (ss *Session) admitted(m *transport.Request, batch *batchCollector, inline 
 
 // shed returns the Retry-After, in seconds, of m's refusal when the
 // server's Shedder sheds it, else 0 (never one that overload.Exempt
-// spares, nor one its transport admitted). What its caller holds is not
-// known here: the share is refused uniformly.
+// spares, nor one its transport admitted). Its caller is not known here:
+// the share is refused uniformly.
 func (ss *Session) shed(m *transport.Request) int {
 	sh := ss.srv.cfg.shedder
 	if sh == nil || ss.selfShed || overload.Exempt(m.Method) {
 		return 0
 	}
-	return overload.Refusal(sh, ss.ctx, 0)
+	return overload.Refusal(sh, ss.ctx, "")
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

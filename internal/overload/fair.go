@@ -5,93 +5,98 @@ import (
 	"sync/atomic"
 )
 
-// Shedding refuses the heaviest callers first. What a request's caller
-// holds (its requests in flight, this one included: the quota's count,
-// see [Limiter.ShedCaller]) is measured with its queueing delay, on one
-// request every Interval/SamplesPerInterval, so that the measures are
-// weighted by requests: a caller that sends most of them weighs most.
-// While requests are shed, a request whose caller holds no more than the
-// measures' mean is admitted, and one whose caller holds more is refused
-// with a probability in proportion to what it holds, scaled so that the
-// share refused over all the requests is still the Limiter's: one caller
-// that holds the queue's places is refused, and the callers it crowds are
-// not. With fewer than MinQueued holdings known in an interval (a
-// transport that cannot tell them, the quota off), every request is
-// refused alike.
+// Shedding refuses the heaviest callers first. The queue a process sheds
+// is in the kernel, one request per connection of a client waiting for
+// its answer, so a caller holds of it what it sends of the requests: the
+// caller of one request every Interval/SamplesPerInterval is noted with
+// its queueing delay, and a caller's share of an interval's notes is its
+// share of the requests. (What it has in flight is no measure: a cheap
+// request's handler runs within one scheduling turn, so a caller with
+// 400 connections has about as few in flight as one with 8.) While
+// requests are shed, a caller whose share is under half the mean share
+// (over the requests: the sum of the squared shares) is admitted, and
+// the others refused in proportion to their share, so that the share
+// refused over all the requests is still the Limiter's: one caller that
+// sends most requests is refused, the callers it crowds are not, and
+// callers alike are refused alike. A caller not noted counts as noted
+// once. With fewer than MinQueued callers noted in an interval (a
+// transport that cannot tell them), every request is refused alike.
 
-// fairFixed is the fixed point of Limiter.mean and Limiter.heavy.
-const fairFixed = 1 << 10
-
-// maxHeld bounds a holding, so that the products in refuse stay in 64
-// bits.
-const maxHeld = 1 << 16
-
-// holdings holds what the callers of the requests measured in one
-// interval hold, up to twice SamplesPerInterval (as delays).
-type holdings struct {
+// noted holds the callers of the requests noted in one interval, up to
+// twice SamplesPerInterval (as delays).
+type noted struct {
 	n atomic.Int32
-	h [2 * SamplesPerInterval]atomic.Int32
+	c [2 * SamplesPerInterval]atomic.Pointer[string]
 }
 
-// add keeps held, unless the interval has as many as it holds; 0
-// (unknown) is kept as such.
-func (q *holdings) add(held int) {
-	if i := q.n.Add(1) - 1; int(i) < len(q.h) {
-		q.h[i].Store(int32(min(max(held, 0), maxHeld)))
+// add notes caller ("": unknown, kept as such), unless the interval has
+// as many as it holds.
+func (q *noted) add(caller string) {
+	if i := q.n.Add(1) - 1; int(i) < len(q.c) {
+		var p *string
+		if caller != "" {
+			p = new(string) // caller itself does not escape: no allocation but here
+			*p = caller
+		}
+		q.c[i].Store(p)
 	}
 }
 
-// take returns, from the holdings added since the last take, their mean
-// and the sum of those over the mean over how many there were, both times
-// fairFixed, and forgets them; 0, 0 (refuse uniformly) with fewer than
-// MinQueued known. A holding added while it runs goes to this interval or
-// the next.
-func (q *holdings) take() (mean, heavy uint64) {
-	n := min(int(q.n.Swap(0)), len(q.h))
-	var buf [len(q.h)]uint64
-	var sum, known uint64
+// shares is what an interval's notes say of its callers: how many times
+// each was noted, in n notes, and the sum of the squared counts.
+type shares struct {
+	count map[string]int
+	n     int
+	sumSq int
+}
+
+// take returns the shares of the callers noted since the last take, and
+// forgets them; nil (refuse uniformly) with fewer than MinQueued callers
+// known. A caller noted while it runs goes to this interval or the next.
+func (q *noted) take() *shares {
+	n := min(int(q.n.Swap(0)), len(q.c))
+	s := &shares{count: make(map[string]int)}
 	for i := range n {
-		if h := uint64(q.h[i].Load()); h > 0 {
-			buf[known] = h
-			sum += h
-			known++
+		if p := q.c[i].Load(); p != nil {
+			s.count[*p]++
+			s.n++
 		}
 	}
-	if known < MinQueued {
-		return 0, 0
+	if s.n < MinQueued {
+		return nil
 	}
-	var over uint64
-	for _, h := range buf[:known] {
-		if h*known > sum {
-			over += h
-		}
+	for _, c := range s.count {
+		s.sumSq += c * c
 	}
-	return sum * fairFixed / known, over * fairFixed / known
+	return s
 }
 
-// refuse reports whether to refuse a request whose caller holds held
-// while threshold (below full) is the admission threshold: with the
-// holdings unknown, uniformly (a random uint32 at or over the threshold);
-// else a caller holding more than the mean with probability
-// (1 - share) × held / (heavy/fairFixed), which over all the requests
-// refuses 1 - share of them, and never one holding less.
-func (l *Limiter) refuse(threshold uint64, held int) bool {
+// refuse reports whether to refuse a request of caller while threshold
+// (below full) is the admission threshold: with the callers unknown,
+// uniformly (a random uint32 at or over the threshold); else, a caller
+// whose share is at least half the mean share, with probability
+// (1 - share admitted) × its share / the mean share, which over all the
+// requests refuses 1 - share admitted of them.
+func (l *Limiter) refuse(threshold uint64, caller string) bool {
 	r := uint64(l.cfg.Rand())
-	mean, heavy := l.mean.Load(), l.heavy.Load()
-	if held <= 0 || heavy == 0 {
+	s := l.shares.Load()
+	if caller == "" || s == nil {
 		return r >= threshold
 	}
-	h := uint64(min(held, maxHeld))
-	return h*fairFixed > mean && r*heavy < (full-threshold)*h*fairFixed
+	c := uint64(max(s.count[caller], 1))
+	n, sumSq := uint64(s.n), uint64(s.sumSq)
+	// c/n >= sumSq/n² / 2, and r/full < (1-threshold/full) × (c/n) / (sumSq/n²).
+	return 2*c*n >= sumSq && r*sumSq < (full-threshold)*c*n
 }
 
-// Refusal returns sh's answer to the request of ctx whose caller holds
-// held: 0 to admit it, else the Retry-After of its refusal, in seconds. A
-// Limiter decides with what the caller holds ([Limiter.ShedCaller]);
-// another Shedder, which tells only whether, is answered with 1 s.
-func Refusal(sh interface{ Shed(context.Context) bool }, ctx context.Context, held int) int {
+// Refusal returns sh's answer to the request of ctx from caller (the
+// quotas' caller key; "" when unknown): 0 to admit it, else the
+// Retry-After of its refusal, in seconds. A Limiter decides with the
+// callers' shares ([Limiter.ShedCaller]); another Shedder, which tells
+// only whether, is answered with 1 s.
+func Refusal(sh interface{ Shed(context.Context) bool }, ctx context.Context, caller string) int {
 	if l, ok := sh.(*Limiter); ok {
-		return l.ShedCaller(ctx, held)
+		return l.ShedCaller(ctx, caller)
 	}
 	if sh.Shed(ctx) {
 		return 1

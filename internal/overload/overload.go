@@ -102,21 +102,20 @@ type Config struct {
 // the package documentation). It is safe for concurrent use.
 type Limiter struct {
 	cfg       Config
-	threshold atomic.Uint64         // admit when Rand() < threshold; full: admit all
-	due       atomic.Int64          // Now() at which the next update is due
-	measure   atomic.Int64          // Now() at which the next queueing delay is measured
-	asked     atomic.Int64          // requests asked about this interval
-	queued    delays                // this interval's queueing delays
-	held      holdings              // this interval's callers' holdings (fair.go)
-	mean      atomic.Uint64         // fair.go: the callers' mean holding, times fairFixed
-	heavy     atomic.Uint64         // fair.go: what callers over it hold, per request, times fairFixed; 0: shed uniformly
-	retry     atomic.Int64          // Retry-After of a refusal now, in seconds
-	mu        sync.Mutex            // one update at a time; guards the fields below
-	share     float64               // the share admitted, in [MinAdmit, 1]
-	last      time.Duration         // Now() of the last update
-	cpu       time.Duration         // CPU() at the last update
-	peak      float64               // the most processors used in an interval lately (FullBusy)
-	recent    [Window]time.Duration // the last intervals' delays, the latest first
+	threshold atomic.Uint64          // admit when Rand() < threshold; full: admit all
+	due       atomic.Int64           // Now() at which the next update is due
+	measure   atomic.Int64           // Now() at which the next queueing delay is measured
+	asked     atomic.Int64           // requests asked about this interval
+	queued    delays                 // this interval's queueing delays
+	callers   noted                  // this interval's callers (fair.go)
+	shares    atomic.Pointer[shares] // the last interval's callers' shares; nil: shed uniformly
+	retry     atomic.Int64           // Retry-After of a refusal now, in seconds
+	mu        sync.Mutex             // one update at a time; guards the fields below
+	share     float64                // the share admitted, in [MinAdmit, 1]
+	last      time.Duration          // Now() of the last update
+	cpu       time.Duration          // CPU() at the last update
+	peak      float64                // the most processors used in an interval lately (FullBusy)
+	recent    [Window]time.Duration  // the last intervals' delays, the latest first
 }
 
 // New returns a Limiter that admits every request until it finds the
@@ -161,35 +160,35 @@ func New(cfg Config) *Limiter {
 
 // Shed reports whether to refuse the request of ctx now because the
 // process is overloaded, every request alike: [Limiter.ShedCaller] with
-// no holding known.
+// no caller known.
 func (l *Limiter) Shed(ctx context.Context) bool {
-	return l.ShedCaller(ctx, 0) > 0
+	return l.ShedCaller(ctx, "") > 0
 }
 
 // ShedCaller returns 0 to admit the request of ctx, or the Retry-After,
-// in seconds, of its refusal because the process is overloaded. held is
-// what its caller holds now (its requests in flight, this one included),
-// 0 when unknown: while requests are shed, those of callers holding no
-// more than the mean (over the requests) are admitted, and the others
-// refused in proportion to what they hold (fair.go), so that a caller
-// within its quotas cannot have another's requests refused. Every
+// in seconds, of its refusal because the process is overloaded. caller
+// names whom the request is from (the quotas' caller), "" when unknown:
+// while requests are shed, those of callers that send under half the
+// mean share of the requests are admitted, and the others refused in
+// proportion to their share (fair.go), so that a caller within its
+// quotas cannot have another's requests refused. Every
 // Interval/SamplesPerInterval it measures how long the request waited and
-// what its caller holds; when an interval is over, it updates the share
+// notes its caller; when an interval is over, it updates the share
 // admitted.
-func (l *Limiter) ShedCaller(ctx context.Context, held int) (retryAfter int) {
+func (l *Limiter) ShedCaller(ctx context.Context, caller string) (retryAfter int) {
 	l.asked.Add(1)
 	now := l.cfg.Now()
 	if claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
 		if d, ok := l.cfg.Queued(ctx); ok {
 			l.queued.add(d)
 		}
-		l.held.add(held)
+		l.callers.add(caller)
 	}
 	if claim(&l.due, now, l.cfg.Interval) {
 		l.update(now)
 	}
 	t := l.threshold.Load()
-	if t >= full || !l.refuse(t, held) {
+	if t >= full || !l.refuse(t, caller) {
 		return 0
 	}
 	return int(l.retry.Load())
@@ -225,9 +224,7 @@ func (l *Limiter) update(now time.Duration) {
 	l.recent[0] = delay
 	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
 	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
-	mean, heavy := l.held.take()
-	l.mean.Store(mean)
-	l.heavy.Store(heavy)
+	l.shares.Store(l.callers.take())
 	if l.share >= 1 {
 		l.threshold.Store(full)
 		return

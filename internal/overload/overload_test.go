@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,7 +290,7 @@ func TestRetryAfterIsTheDrainTime(t *testing.T) {
 		}
 		got := 0
 		for range 64 { // a lap of the fake's random source: some are refused
-			if got = l.ShedCaller(context.Background(), 0); got > 0 {
+			if got = l.ShedCaller(context.Background(), ""); got > 0 {
 				break
 			}
 		}
@@ -484,65 +485,68 @@ func TestSheddingNeverIdlesTheCPUs(t *testing.T) {
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "half the CPUs, all of them busy: overloaded")
 }
 
-// spreadHeld is spread with request i of the interval's
-// SamplesPerInterval made by a caller holding held[i%len(held)].
-func (f *fake) spreadHeld(l *Limiter, held []int) {
+// spreadCallers is spread with request i of the interval's
+// SamplesPerInterval from callers[i%len(callers)].
+func (f *fake) spreadCallers(l *Limiter, callers []string) {
 	step := DefaultInterval / SamplesPerInterval
 	for i := range SamplesPerInterval {
 		f.now.Add(int64(step))
-		l.ShedCaller(context.Background(), held[i%len(held)])
+		l.ShedCaller(context.Background(), callers[i%len(callers)])
 	}
 }
 
-// refusedOf counts how many of n requests of a caller holding held l
-// refuses now.
-func refusedOf(l *Limiter, n, held int) int {
+// refusedOf counts how many of n requests of caller l refuses now.
+func refusedOf(l *Limiter, n int, caller string) int {
 	refused := 0
 	for range n {
-		if l.ShedCaller(context.Background(), held) > 0 {
+		if l.ShedCaller(context.Background(), caller) > 0 {
 			refused++
 		}
 	}
 	return refused
 }
 
-// While shedding, a caller holding no more than the mean (over the
-// requests) is never refused, and the callers over it are refused in
-// proportion to what they hold, so that the share refused over all the
-// requests is still the Limiter's: one heavy caller cannot have a light
-// one's requests refused.
+// While shedding, a caller that sends under half the mean share of the
+// requests is never refused, and the others are refused in proportion to
+// their share, so that the share refused over all the requests is still
+// the Limiter's: one heavy caller cannot have a light one's requests
+// refused, and callers alike are refused alike.
 func TestHeaviestCallerFirst(t *testing.T) {
 	t.Parallel()
-	f, l := newFake(t)
-	f.queued.Store(int64(10 * target))
-	// Nine requests in ten from a caller holding 40, one from one holding
-	// 2.
-	mix := []int{40, 40, 40, 40, 2, 40, 40, 40, 40, 40}
-	for range Window + 1 {
-		f.spreadHeld(l, mix)
+	overloaded := func(callers ...string) *Limiter {
+		f, l := newFake(t)
+		f.queued.Store(int64(10 * target))
+		for range Window + 1 {
+			f.spreadCallers(l, callers)
+		}
+		require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+		return l
 	}
-	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
-	assert.Zero(t, refusedOf(l, 6400, 2), "the light caller")
-	assert.Zero(t, refusedOf(l, 6400, 30), "a caller under the mean")
-	heavy := refusedOf(l, 6400, 40)
-	assert.InDelta(t, 6400*(1-DefaultMinAdmit)*10/9, float64(heavy), 100, "the heavy caller bears the whole share")
-	twice := refusedOf(l, 6400, 80)
-	assert.InDelta(t, 2*float64(heavy), float64(twice), 100, "a caller holding twice as much, twice as often")
-	assert.Positive(t, refusedOf(l, 6400, 0), "a request whose caller is unknown: uniformly")
+	maxShed := 6400 * (1 - DefaultMinAdmit)
 
-	// Callers all holding alike: refused uniformly, the Limiter's share.
-	f, l = newFake(t)
-	f.queued.Store(int64(10 * target))
-	for range Window + 1 {
-		f.spreadHeld(l, []int{5})
-	}
-	assert.InDelta(t, 6400*(1-DefaultMinAdmit), float64(refusedOf(l, 6400, 5)), 100)
+	// Nine requests in ten from one caller: of 32 noted, 29 and 3; the
+	// mean share (29² + 3²)/32², 0.83; the heavy caller refused with
+	// probability 0.1 × (29/32)/0.83.
+	l := overloaded("heavy", "heavy", "heavy", "heavy", "light", "heavy", "heavy", "heavy", "heavy", "heavy")
+	assert.Zero(t, refusedOf(l, 6400, "light"), "the light caller")
+	assert.Zero(t, refusedOf(l, 6400, "new"), "a caller not noted")
+	heavy := refusedOf(l, 6400, "heavy")
+	assert.InDelta(t, maxShed*29*32/(29*29+3*3), float64(heavy), 100, "the heavy caller bears the whole share")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "")), 100, "a request whose caller is unknown: uniformly")
 
-	// Too few holdings known (the quota off): uniformly.
-	f, l = newFake(t)
-	f.queued.Store(int64(10 * target))
-	for range Window + 1 {
-		f.spreadHeld(l, []int{40, 0, 0, 0, 0})
+	// Two callers alike, then a hundred: refused alike, the Limiter's share.
+	l = overloaded("a", "b")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "a")), 100)
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "b")), 100)
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = strconv.Itoa(i)
 	}
-	assert.InDelta(t, 6400*(1-DefaultMinAdmit), float64(refusedOf(l, 6400, 2)), 100)
+	l = overloaded(many...)
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "7")), 100, "a caller noted once")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "new")), 100, "a caller not noted counts as noted once")
+
+	// Too few callers known (a transport that cannot tell): uniformly.
+	l = overloaded("heavy", "", "", "", "")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "light")), 100)
 }

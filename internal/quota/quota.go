@@ -117,15 +117,6 @@ func (h Hold) Release() {
 	h.e.n.Add(-1)
 }
 
-// Held returns the units h's key holds now, h's own included; 0 for the
-// zero Hold.
-func (h Hold) Held() int {
-	if h.e == nil {
-		return 0
-	}
-	return int(max(h.e.n.Load(), 0))
-}
-
 // Held returns the units key holds.
 func (c *Counter) Held(key string) int {
 	if c == nil {

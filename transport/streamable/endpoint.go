@@ -206,13 +206,14 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 	if req, ok := msg.(*transport.Request); ok && !req.IsNotification() {
 		// Every request counts against its caller's in-flight quota while
 		// its POST lasts, in a session or stateless.
-		hold, admitted := h.quotas.inFlight.Acquire(h.callerOf(r))
+		caller := h.callerOf(r)
+		hold, admitted := h.quotas.inFlight.Acquire(caller)
 		if !admitted {
 			h.refuseQuota(w, r, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
 			return
 		}
 		defer hold.Release()
-		if h.shed(w, r, req, hold.Held()) {
+		if h.shed(w, r, req, caller) {
 			return
 		}
 	}
@@ -289,17 +290,17 @@ func (h *Endpoint) refuseDraining(w http.ResponseWriter, id transport.ID) {
 	h.reject(w, http.StatusServiceUnavailable, id, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
 }
 
-// shed answers req, the request of POST r whose caller holds held
-// requests in flight (0: unknown, the quota off), at once with 503 and
-// reports true when the Endpoint's Shedder sheds it, before any session,
-// span or handler sees it (never a request overload.Exempt spares). A
-// caller holding no more than others is spared (overload.Refusal).
-func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.Request, held int) bool {
+// shed answers req, the request of POST r from caller (the quotas'),
+// at once with 503 and reports true when the Endpoint's Shedder sheds it,
+// before any session, span or handler sees it (never a request
+// overload.Exempt spares). A caller that sends fewer requests than the
+// others is spared (overload.Refusal).
+func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.Request, caller string) bool {
 	sh := h.cfg.shedder
 	if sh == nil || overload.Exempt(req.Method) {
 		return false
 	}
-	seconds := overload.Refusal(sh, r.Context(), held)
+	seconds := overload.Refusal(sh, r.Context(), caller)
 	if seconds == 0 {
 		return false
 	}
