@@ -35,21 +35,22 @@ const (
 // neighbor), and refusing its clients would not make them wait less.
 const MinBusy = 0.25
 
-// FullBusy is the share of the most CPU the process used in an interval
-// lately (the peak, which loses peakDecay of itself each interval) that
-// an interval must use too for its delay to count. Clients that honor
-// Retry-After stay away: a share refused that sends away more of them
-// than the queue needed leaves the CPUs idle, which the next intervals
-// see as calm, and the share falls until the clients are back and the
-// CPUs as busy as they get. The peak, not GOMAXPROCS, is the measure of
-// busy, since a process may never get all of its processors (a CPU quota,
-// a load on the same machine).
-const FullBusy = 0.9
-
-// peakDecay is what the peak CPU use loses each interval, so that a
-// process that lost processors (a neighbor took them) finds its new peak
-// within seconds: a 0.98 per 100 ms halves it in 3.4 s.
-const peakDecay = 0.98
+// FullBusy is the share of the most CPU the process used lately (its
+// peak) that it must use for an interval's delay to count, both averaged
+// over the last Window intervals, which a scheduler's noise would
+// otherwise swing. Clients that honor Retry-After stay away: a share
+// refused that sends away more of them than the queue needed leaves the
+// CPUs idle, which the next intervals see as calm, and the share falls
+// until the clients are back and the CPUs as busy as they get. The peak,
+// not GOMAXPROCS, is the measure of busy, since a process may never get
+// all of its processors (a CPU quota, other processes on the machine);
+// it loses peakDecay of itself each interval, so that a process that
+// lost processors finds its new peak within seconds (a 0.95 per 100 ms
+// halves it in 1.4 s).
+const (
+	FullBusy  = 0.8
+	peakDecay = 0.95
+)
 
 // DefaultMinWaiting is how many requests must wait for an interval's
 // delay to count (Config.MinWaiting), by Little's law: the requests asked
@@ -114,7 +115,8 @@ type Limiter struct {
 	share     float64                // the share admitted, in [MinAdmit, 1]
 	last      time.Duration          // Now() of the last update
 	cpu       time.Duration          // CPU() at the last update
-	peak      float64                // the most processors used in an interval lately (FullBusy)
+	procs     [Window]float64        // the processors used in the last intervals, the latest first
+	peak      float64                // the most of their mean lately (FullBusy)
 	recent    [Window]time.Duration  // the last intervals' delays, the latest first
 }
 
@@ -217,6 +219,7 @@ func (l *Limiter) update(now time.Duration) {
 	defer l.mu.Unlock()
 	if now-l.last > Window*l.cfg.Interval {
 		l.recent = [Window]time.Duration{} // no request for a while: calm
+		l.procs = [Window]float64{}
 	}
 	delay := l.delay(now)
 	l.last = now
@@ -260,16 +263,23 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 }
 
 // busy reports whether the process, which used used of CPU time in
-// elapsed, kept its CPUs as busy as they get: at least MinBusy of its
-// processors and FullBusy of its peak. The CPU time unknown (negative
-// used), every interval is busy.
+// elapsed, keeps its CPUs as busy as they get: at least MinBusy of its
+// processors in the interval, and over the last Window intervals
+// FullBusy of its peak. The CPU time unknown (negative), every interval
+// is busy.
 func (l *Limiter) busy(used, elapsed time.Duration) bool {
 	if used < 0 || l.cpu < 0 {
 		return true
 	}
 	procs := float64(used) / float64(elapsed)
-	l.peak = max(procs, l.peak*peakDecay)
-	return procs >= MinBusy*float64(runtime.GOMAXPROCS(0)) && procs >= FullBusy*l.peak
+	copy(l.procs[1:], l.procs[:])
+	l.procs[0] = procs
+	var mean float64
+	for _, p := range l.procs {
+		mean += p / Window
+	}
+	l.peak = max(mean, l.peak*peakDecay)
+	return procs >= MinBusy*float64(runtime.GOMAXPROCS(0)) && mean >= FullBusy*l.peak
 }
 
 // median returns the median of the samples.
