@@ -17,7 +17,11 @@
 // kernel, not in the run queue. An interval in which the process used
 // less than MinBusy of its processors is calm, whatever the delay: the
 // wait is then not of its own making (a busy machine, a noisy neighbor),
-// and refusing its clients would not shorten it. So is one in which
+// and refusing its clients would not shorten it. So is one in which the
+// last Window intervals used less than FullBusy of the most they used
+// lately: shedding never leaves the CPUs idle, since a share that sent
+// away more clients than the queue needed finds the CPUs idle and falls
+// until the clients are back. So is one in which
 // fewer than Config.MinWaiting requests waited (by Little's law, the
 // requests per second times their mean delay): a handful of clients with
 // heavy requests wait for each other's CPU, and sending one of them away
@@ -34,8 +38,18 @@
 // much more than a tenth, sends nearly every client away before the
 // first of them has left, and the process swings between overload and
 // idle; a share that follows the delay settles where just enough clients
-// wait. Retry-After itself is 1 to 3 seconds at random, so that the
-// clients sent away together do not come back together.
+// wait. Retry-After itself is how soon there is room: the time the queue
+// takes to drain, by Little's law the mean wait, in whole seconds from 1
+// to MaxRetryAfter; 1 for cheap requests. A longer one sends clients
+// away while the CPUs could serve them; the clients one interval sends
+// away come back spread over as long as their refusals were.
+//
+// The share is refused from the heaviest callers first (fair.go): the
+// caller of each measured request is noted, and while shedding, a request
+// of a caller that sends under half the mean share of the requests is
+// admitted, the others refused in proportion to their share; a caller
+// within its quotas then cannot have another's requests refused. A
+// request whose caller is unknown ([Limiter.Shed]) is refused uniformly.
 //
 // A limit on requests in flight would not do: a cheap request's handler
 // runs within one scheduling turn of its connection's goroutine, so the
@@ -51,6 +65,7 @@
 //
 // The delay is read lazily, by the requests that find a measure or an
 // interval due (otherwise a request costs a clock read and three atomic
-// loads): there is no goroutine to stop. Tests inject the clock, the
-// measures, the scheduling latency, the CPU time and the random source.
+// loads, and while shedding a look-up of its caller's share): there is
+// no goroutine to stop. Tests inject the clock, the measures, the
+// scheduling latency, the CPU time and the random source.
 package overload
