@@ -41,7 +41,7 @@ func addQuotaFlags(fs *flag.FlagSet, cfg *config) {
 	fs.IntVar(&cfg.quotaInFlight, "quota-in-flight", defaultQuotaInFlight, "most requests one caller has in flight over HTTP, over all its sessions and stateless requests; more get 429 with Retry-After (0: no quota)")
 	fs.IntVar(&cfg.quotaIPv6Prefix, "quota-ipv6-prefix", quota.DefaultIPv6Prefix, "without authorization, a caller is the client's IP address: an IPv6 client counts as its network of this many leading bits, since one host commonly owns a /64 (128: each address; IPv4 and IPv4-mapped clients count by address)")
 	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
-	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy: more clients than the CPUs keep up with, never slow handlers (0: never shed)")
+	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy: more clients than the CPUs keep up with, never slow handlers; the callers sending the most requests are refused first (0: never shed)")
 	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
 }
 
