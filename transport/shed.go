@@ -29,15 +29,18 @@ const DefaultShedTarget = 40 * time.Millisecond
 // NewShedder returns a Shedder that sheds a share of the requests while
 // they queue: while the median of the last three 100 ms intervals' delays
 // is above target, with the process using at least a quarter of its
-// processors and nine tenths of the most it used lately (so that shedding
-// never leaves the CPUs idle), and more than 64 requests waiting (the
-// requests per second times their mean wait), it refuses a share in
-// proportion to how far over (up to a tenth, at twice the target). Shed
-// requests are told to retry after the time the queue takes to drain (the
-// mean wait, in whole seconds: 1 to 3). Over streamable HTTP with the
-// in-flight quota on, the share is refused from the callers holding more
-// requests in flight than the mean, in proportion to what they hold, so
-// that a caller within its quotas cannot have another's requests refused.
+// processors and, over those intervals, four fifths of the most it used
+// lately (so that shedding never leaves the CPUs idle), and more than 64
+// requests waiting (the requests per second times their mean wait), the
+// share it refuses grows each interval by how far over (a quarter of a
+// tenth at twice the target), up to a tenth, and falls as the delay drops
+// under the target, to nothing at once when the CPUs idle: the delay
+// settles at the target. Shed requests are told to retry after the time
+// the queue takes to drain (the mean wait, in whole seconds: 1 to 3).
+// Over streamable HTTP the share is refused from the callers sending the
+// most requests: a caller sending under half the mean share is not
+// refused, the others in proportion to their share, so that a caller
+// within its quotas cannot have another's requests refused.
 // An interval's delay is the 90th percentile of how long its requests
 // waited to be read, measured on their connections' sockets (the
 // http.Server's ConnContext must be streamable.ConnContext; on Linux);

@@ -27,17 +27,23 @@
 // heavy requests wait for each other's CPU, and sending one of them away
 // for seconds serves no more.
 //
-// The actuator is the share of requests refused, in proportion to how
-// far the median of the last Window intervals' delays is over the
-// target: none at the target, the most the Limiter may refuse (a tenth
-// by default) at Span times the target over it. The median makes a
-// single burst no overload. A client that honors Retry-After stays away
-// for it: refusals turn clients away for seconds, and the effect of a
-// share refused now is seen for seconds. A controller that kept lowering
-// the share while the delay stayed high (AIMD), or one allowed to refuse
-// much more than a tenth, sends nearly every client away before the
-// first of them has left, and the process swings between overload and
-// idle; a share that follows the delay settles where just enough clients
+// The actuator is the share of requests refused, moved each interval by
+// how far the median of the last Window intervals' delays is from the
+// target (Gain): up while over it, down while under it, to nothing at
+// once when calm; at most the Limiter may refuse (a tenth by default).
+// The median makes a single burst no overload. The delay settles at the
+// target whatever the load, where a share in proportion to the excess
+// would hold it as far over as the share needed (twice the target for
+// all it may refuse), and admitted requests would wait that much longer.
+// A client that honors Retry-After stays away for it, and a share
+// refused now empties the queue at once; the clients come back after
+// Retry-After, 1 s for cheap requests, and the share falls as the delay
+// drops under the target, or at once if the CPUs idle. A controller that
+// cut the share admitted multiplicatively while the delay stayed high
+// (AIMD), or one allowed to refuse much more than a tenth, sends nearly
+// every client away before the first of them has left, and the process
+// swings between overload and idle; a share that moves by the excess
+// settles where just enough clients
 // wait. Retry-After itself is how soon there is room: the time the queue
 // takes to drain, by Little's law the mean wait, in whole seconds from 1
 // to MaxRetryAfter; 1 for cheap requests. A longer one sends clients

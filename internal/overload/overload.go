@@ -18,15 +18,21 @@ const (
 	DefaultMinAdmit = 0.9
 )
 
-// Window and Span shape the response to the delay. The share follows
-// the median of the last Window intervals' delays, so that one interval's
-// burst (a notification to ten thousand streams wakes as many goroutines
-// at once) is not an overload. At that median's target the Limiter sheds
-// nothing; at Span times the target over it, all it may (1 - MinAdmit);
-// in between, in proportion.
+// Window and Gain shape the response to the delay. The share refused
+// follows the median of the last Window intervals' delays, so that one
+// interval's burst (a notification to ten thousand streams wakes as many
+// goroutines at once) is not an overload. While that median is over the
+// target, the share refused grows each interval by Gain times the most
+// the Limiter may refuse (1 - MinAdmit) times how far over it is, in
+// targets (all it may in one interval at 1/Gain targets over, a quarter
+// of it at twice the target); under the target it falls the same way;
+// calm (the median 0: the CPUs idle, or a handful waiting), it is nothing
+// at once. The delay then settles at the target, whatever the load,
+// rather than as far over it as the share needed (a share in proportion
+// to the excess holds twice the target when it needs all it may refuse).
 const (
 	Window = 3
-	Span   = 1
+	Gain   = 0.25
 )
 
 // MinBusy is the share of its processors (GOMAXPROCS) a process must have
@@ -210,8 +216,8 @@ func (l *Limiter) Share() float64 {
 	return l.share
 }
 
-// update reads the interval's delay and sets the share admitted from the
-// median of the recent intervals'.
+// update reads the interval's delay and moves the share admitted by the
+// median of the recent intervals' (see Gain).
 func (l *Limiter) update(now time.Duration) {
 	if !l.mu.TryLock() {
 		return // a slow update still runs: this interval is its
@@ -225,8 +231,12 @@ func (l *Limiter) update(now time.Duration) {
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
-	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
-	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
+	most, refused := 1-l.cfg.MinAdmit, 0.0
+	if m := median(l.recent); m > 0 {
+		over := float64(m-l.cfg.Target) / float64(l.cfg.Target)
+		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
+	}
+	l.share = 1 - refused
 	l.shares.Store(l.callers.take())
 	if l.share >= 1 {
 		l.threshold.Store(full)

@@ -92,27 +92,30 @@ func shedOf(l *Limiter, n int) int {
 	return shed
 }
 
-// The share refused follows the latency's excess over the target, in
-// proportion, up to the most the Limiter may refuse, and refusals are
-// that share of the requests.
-func TestShareFollowsTheExcess(t *testing.T) {
+// The share refused grows while the latency is over the target, by Gain
+// times the most the Limiter may refuse per target over, up to that
+// most; holds at the target; and refusals are that share of the
+// requests.
+func TestShareClimbsWhileOverTheTarget(t *testing.T) {
 	t.Parallel()
-	maxShed := 1 - DefaultMinAdmit
+	most := 1 - DefaultMinAdmit
 	for _, tc := range []struct {
 		latency time.Duration
-		shed    float64 // the share refused
+		step    float64 // the share refused added each interval
 	}{
 		{target, 0},
-		{target + Span*target/2, maxShed / 2},
-		{target + Span*target, maxShed},
-		{100 * target, maxShed},
+		{2 * target, Gain * most},
+		{3 * target, 2 * Gain * most},
+		{100 * target, most},
 	} {
 		f, l := newFake(t)
-		for range Window {
+		f.interval(l, tc.latency, 1) // the median is over from the second interval on
+		for i := 1; i <= 3; i++ {
 			f.interval(l, tc.latency, 1)
+			refused := min(float64(i)*tc.step, most)
+			assert.InDelta(t, 1-refused, l.Share(), 1e-9, "latency %v, interval %d", tc.latency, i)
+			assert.InDelta(t, refused*6400, float64(shedOf(l, 6400)), 100, "latency %v", tc.latency)
 		}
-		assert.InDelta(t, 1-tc.shed, l.Share(), 1e-9, "latency %v", tc.latency)
-		assert.InDelta(t, tc.shed*6400, float64(shedOf(l, 6400)), 100, "latency %v", tc.latency)
 	}
 }
 
@@ -140,18 +143,29 @@ func TestBurstsShedNothing(t *testing.T) {
 	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
-// Once a majority of the window is back under the target, nothing is
-// shed: the share does not linger where the overload left it.
+// Once a majority of the window is back under the target, the share
+// refused falls as it grew; calm, it is nothing at once.
 func TestRecoveryFollowsTheLatency(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	overloadFor(f, l)
 	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
 	for range Window / 2 {
-		assert.Positive(t, f.interval(l, target/2, 640), "the median is still over")
+		f.interval(l, target/2, 1)
+		assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the median is still over")
 	}
-	assert.Zero(t, f.interval(l, target/2, 640), "back to admitting all")
-	assert.InDelta(t, 1.0, l.Share(), 0)
+	f.interval(l, target/2, 1)
+	assert.InDelta(t, DefaultMinAdmit+Gain*(1-DefaultMinAdmit)/2, l.Share(), 1e-9, "half the target under it: an eighth less")
+	for range 8 {
+		f.interval(l, target/2, 1)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "back to admitting all")
+	overloadFor(f, l)
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	for range Window - Window/2 {
+		f.interval(l, 0, 1)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "calm: at once")
 }
 
 // After a quiet spell with no request to sample, the window holds only
@@ -341,7 +355,7 @@ func TestQueuedDelaysAreTheSignal(t *testing.T) {
 
 	f.queued.Store(int64(target / 2))
 	f.latency.Store(int64(10 * target))
-	for range Window {
+	for range Window + 8 {
 		f.spread(l, SamplesPerInterval)
 	}
 	assert.InDelta(t, 1.0, l.Share(), 0, "requests do not queue, whatever the scheduler's latency")
