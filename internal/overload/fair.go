@@ -5,22 +5,11 @@ import (
 	"sync/atomic"
 )
 
-// Shedding refuses the heaviest callers first. The queue a process sheds
-// is in the kernel, one request per connection of a client waiting for
-// its answer, so a caller holds of it what it sends of the requests: the
-// caller of one request every Interval/SamplesPerInterval is noted with
-// its queueing delay, and a caller's share of an interval's notes is its
-// share of the requests. (What it has in flight is no measure: a cheap
-// request's handler runs within one scheduling turn, so a caller with
-// 400 connections has about as few in flight as one with 8.) While
-// requests are shed, a caller whose share is under half the mean share
-// (over the requests: the sum of the squared shares) is admitted, and
-// the others refused in proportion to their share, so that the share
-// refused over all the requests is still the Limiter's: one caller that
-// sends most requests is refused, the callers it crowds are not, and
-// callers alike are refused alike. A caller not noted counts as noted
-// once. With fewer than MinQueued callers noted in an interval (a
-// transport that cannot tell them), every request is refused alike.
+// Shedding refuses the heaviest callers first (see the package
+// documentation): a caller's share of the requests noted in an interval
+// is its share of the queue, which is in the kernel, one request per
+// waiting connection; what it has in flight is no measure, since a cheap
+// request's handler runs within one scheduling turn.
 
 // noted holds the callers of the requests noted in one interval, up to
 // twice SamplesPerInterval (as delays).
