@@ -801,7 +801,7 @@ func (ss *Session) shed(m *transport.Request) int {
 	if sh == nil || ss.selfShed || overload.Exempt(m.Method) {
 		return 0
 	}
-	return overload.Refusal(sh, ss.ctx, "")
+	return overload.Refusal(ss.ctx, sh, "")
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

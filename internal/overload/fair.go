@@ -83,7 +83,7 @@ func (l *Limiter) refuse(threshold uint64, caller string) bool {
 // Retry-After of its refusal, in seconds. A Limiter decides with the
 // callers' shares ([Limiter.ShedCaller]); another Shedder, which tells
 // only whether, is answered with 1 s.
-func Refusal(sh interface{ Shed(context.Context) bool }, ctx context.Context, caller string) int {
+func Refusal(ctx context.Context, sh interface{ Shed(context.Context) bool }, caller string) int {
 	if l, ok := sh.(*Limiter); ok {
 		return l.ShedCaller(ctx, caller)
 	}

@@ -300,7 +300,7 @@ func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.R
 	if sh == nil || overload.Exempt(req.Method) {
 		return false
 	}
-	seconds := overload.Refusal(sh, r.Context(), caller)
+	seconds := overload.Refusal(r.Context(), sh, caller)
 	if seconds == 0 {
 		return false
 	}
