@@ -48,7 +48,9 @@
 // takes to drain, by Little's law the mean wait, in whole seconds from 1
 // to MaxRetryAfter; 1 for cheap requests. A longer one sends clients
 // away while the CPUs could serve them; the clients one interval sends
-// away come back spread over as long as their refusals were.
+// away come back spread over as long as their refusals were. Only while
+// all the Limiter may refuse does not bring the delay down is room
+// further away: each such interval adds a second, up to MaxRetryAfter.
 //
 // The share is refused from the heaviest callers first (fair.go): the
 // caller of each measured request is noted, and while shedding, a request

@@ -121,6 +121,7 @@ type Limiter struct {
 	share     float64                // the share admitted, in [MinAdmit, 1]
 	last      time.Duration          // Now() of the last update
 	cpu       time.Duration          // CPU() at the last update
+	drain     int64                  // the last interval's drain time, in whole seconds (retrySeconds)
 	procs     [Window]float64        // the processors used in the last intervals, the latest first
 	peak      float64                // the most of their mean lately (FullBusy)
 	recent    [Window]time.Duration  // the last intervals' delays, the latest first
@@ -231,11 +232,17 @@ func (l *Limiter) update(now time.Duration) {
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
-	most, refused := 1-l.cfg.MinAdmit, 0.0
+	most, refused, retry := 1-l.cfg.MinAdmit, 0.0, l.drain
 	if m := median(l.recent); m > 0 {
 		over := float64(m-l.cfg.Target) / float64(l.cfg.Target)
 		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
+		if refused == most && 1-l.share == most && over > 0 {
+			// All it may refuse did not bring the delay down: room is
+			// further away than the queue's drain time.
+			retry = max(retry, min(l.retry.Load()+1, MaxRetryAfter))
+		}
 	}
+	l.retry.Store(retry)
 	l.share = 1 - refused
 	l.shares.Store(l.callers.take())
 	if l.share >= 1 {
@@ -258,7 +265,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	if n >= MinQueued {
 		delay, wait = queued, mean
 	}
-	l.retry.Store(retrySeconds(wait))
+	l.drain = retrySeconds(wait)
 	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
 	l.cpu = cpu
@@ -315,7 +322,9 @@ const MaxRetryAfter = 3
 // sent away; in whole seconds (all Retry-After can say), from 1 to
 // MaxRetryAfter. A longer wait would leave the CPUs idle once the queue
 // is served; clients refused over an interval come back spread over as
-// long an interval.
+// long an interval. While the most the Limiter may refuse does not bring
+// the delay under the target, room is further away: each such interval
+// adds a second, up to MaxRetryAfter (update).
 func retrySeconds(wait time.Duration) int64 {
 	return min(max(int64((wait+time.Second-1)/time.Second), 1), MaxRetryAfter)
 }

@@ -289,32 +289,61 @@ func TestRetryAfterIsTheDrainTime(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		wait time.Duration
-		want int
+		want int64
 	}{
+		{0, 1},
 		{40 * time.Millisecond, 1},
 		{time.Second, 1},
 		{time.Second + time.Millisecond, 2},
 		{2 * time.Second, 2},
 		{time.Minute, MaxRetryAfter},
 	} {
-		f, l := newFake(t)
-		f.queued.Store(int64(tc.wait))
-		for range Window {
-			f.spread(l, SamplesPerInterval)
-		}
-		got := 0
-		for range 64 { // a lap of the fake's random source: some are refused
-			if got = l.ShedCaller(context.Background(), ""); got > 0 {
-				break
-			}
-		}
-		assert.Equal(t, tc.want, got, "wait %v", tc.wait)
+		assert.Equal(t, tc.want, retrySeconds(tc.wait), "wait %v", tc.wait)
 		var d struct {
-			RetryAfter int `json:"retryAfterSeconds"`
+			RetryAfter int64 `json:"retryAfterSeconds"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(RetryData(tc.want)), &d))
+		require.NoError(t, json.Unmarshal([]byte(RetryData(int(tc.want))), &d))
 		assert.Equal(t, tc.want, d.RetryAfter)
 	}
+}
+
+// retryOf returns the Retry-After of the first refusal among a lap of
+// the fake's random source; 0 if none.
+func retryOf(l *Limiter) int {
+	for range 64 {
+		if got := l.ShedCaller(context.Background(), ""); got > 0 {
+			return got
+		}
+	}
+	return 0
+}
+
+// A refusal's Retry-After is the drain time (1 s for a queue that drains
+// within a second) while the share refused brings the delay down; each
+// further interval in which all the Limiter may refuse did not, room is a
+// second further away, up to MaxRetryAfter; back under the target, the
+// drain time again.
+func TestRetryAfterGrowsWhileTheMostDoesNotDo(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(2 * target)) // a quarter of the most more per interval
+	for range 2 {
+		f.spread(l, SamplesPerInterval)
+	}
+	require.Less(t, l.Share(), 1.0)
+	assert.Equal(t, 1, retryOf(l), "climbing: the drain time")
+	f.queued.Store(int64(10 * target))
+	want := []int{1, 1, 2, 3, 3} // at the most from the second interval on
+	for i, w := range want {
+		f.spread(l, SamplesPerInterval)
+		assert.Equal(t, w, retryOf(l), "interval %d at the most", i)
+	}
+	f.queued.Store(int64(target / 2))
+	for range Window - Window/2 {
+		f.spread(l, SamplesPerInterval)
+	}
+	require.Less(t, l.Share(), 1.0)
+	assert.Equal(t, 1, retryOf(l), "under the target: the drain time")
 }
 
 // spread moves the clock through one interval in SamplesPerInterval
