@@ -42,15 +42,16 @@
 // cut the share admitted multiplicatively while the delay stayed high
 // (AIMD), or one allowed to refuse much more than a tenth, sends nearly
 // every client away before the first of them has left, and the process
-// swings between overload and idle; a share that moves by the excess
-// settles where just enough clients
-// wait. Retry-After itself is how soon there is room: the time the queue
+// swings between overload and idle; a share that moves by a tenth of the
+// excess each interval settles where just enough clients wait.
+// TestClosedLoopSettles simulates clients that honor Retry-After and
+// ones that ignore it against the Limiter.
+//
+// Retry-After itself is how soon there is room: the time the queue
 // takes to drain, by Little's law the mean wait, in whole seconds from 1
 // to MaxRetryAfter; 1 for cheap requests. A longer one sends clients
 // away while the CPUs could serve them; the clients one interval sends
-// away come back spread over as long as their refusals were. Only while
-// all the Limiter may refuse does not bring the delay down is room
-// further away: each such interval adds a second, up to MaxRetryAfter.
+// away come back spread over as long as their refusals were.
 //
 // The share is refused from the heaviest callers first (fair.go): the
 // caller of each measured request is noted, and while shedding, a request

@@ -24,15 +24,15 @@ const (
 // goroutines at once) is not an overload. While that median is over the
 // target, the share refused grows each interval by Gain times the most
 // the Limiter may refuse (1 - MinAdmit) times how far over it is, in
-// targets (all it may in one interval at 1/Gain targets over, a quarter
-// of it at twice the target); under the target it falls the same way;
-// calm (the median 0: the CPUs idle, or a handful waiting), it is nothing
-// at once. The delay then settles at the target, whatever the load,
-// rather than as far over it as the share needed (a share in proportion
-// to the excess holds twice the target when it needs all it may refuse).
+// targets (a tenth of the most at twice the target, all of it at eleven
+// times); under the target it falls the same way; calm (the median 0: the
+// CPUs idle, or a handful waiting), it is nothing at once. The delay then
+// settles at the target, whatever the load. A larger Gain overshoots:
+// the clients sent away come back together, and the delay swings around
+// the target (TestClosedLoopSettles).
 const (
 	Window = 3
-	Gain   = 0.25
+	Gain   = 0.1
 )
 
 // MinBusy is the share of its processors (GOMAXPROCS) a process must have
@@ -121,7 +121,6 @@ type Limiter struct {
 	share     float64                // the share admitted, in [MinAdmit, 1]
 	last      time.Duration          // Now() of the last update
 	cpu       time.Duration          // CPU() at the last update
-	drain     int64                  // the last interval's drain time, in whole seconds (retrySeconds)
 	procs     [Window]float64        // the processors used in the last intervals, the latest first
 	peak      float64                // the most of their mean lately (FullBusy)
 	recent    [Window]time.Duration  // the last intervals' delays, the latest first
@@ -232,17 +231,11 @@ func (l *Limiter) update(now time.Duration) {
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
-	most, refused, retry := 1-l.cfg.MinAdmit, 0.0, l.drain
+	most, refused := 1-l.cfg.MinAdmit, 0.0
 	if m := median(l.recent); m > 0 {
 		over := float64(m-l.cfg.Target) / float64(l.cfg.Target)
 		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
-		if refused == most && 1-l.share == most && over > 0 {
-			// All it may refuse did not bring the delay down: room is
-			// further away than the queue's drain time.
-			retry = max(retry, min(l.retry.Load()+1, MaxRetryAfter))
-		}
 	}
-	l.retry.Store(retry)
 	l.share = 1 - refused
 	l.shares.Store(l.callers.take())
 	if l.share >= 1 {
@@ -265,7 +258,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	if n >= MinQueued {
 		delay, wait = queued, mean
 	}
-	l.drain = retrySeconds(wait)
+	l.retry.Store(retrySeconds(wait))
 	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
 	l.cpu = cpu
@@ -322,9 +315,9 @@ const MaxRetryAfter = 3
 // sent away; in whole seconds (all Retry-After can say), from 1 to
 // MaxRetryAfter. A longer wait would leave the CPUs idle once the queue
 // is served; clients refused over an interval come back spread over as
-// long an interval. While the most the Limiter may refuse does not bring
-// the delay under the target, room is further away: each such interval
-// adds a second, up to MaxRetryAfter (update).
+// long an interval (a Retry-After that grew while the share refused was
+// at its most sent every client away at once in TestClosedLoopSettles'
+// simulation, and left the CPUs idle).
 func retrySeconds(wait time.Duration) int64 {
 	return min(max(int64((wait+time.Second-1)/time.Second), 1), MaxRetryAfter)
 }
