@@ -25,8 +25,9 @@ const (
 // target, the share refused grows each interval by Gain times the most
 // the Limiter may refuse (1 - MinAdmit) times how far over it is, in
 // targets (a tenth of the most at twice the target, all of it at eleven
-// times); under the target it falls the same way; calm (the median 0: the
-// CPUs idle, or a handful waiting), it is nothing at once. The delay then
+// times); under the target it falls the same way, by the most (Gain
+// times the most) when a handful wait; when the interval left the CPUs
+// idle (FullBusy), it is nothing at once. The delay then
 // settles at the target, whatever the load. A larger Gain overshoots:
 // the clients sent away come back together, and the delay swings around
 // the target (TestClosedLoopSettles).
@@ -121,6 +122,7 @@ type Limiter struct {
 	share     float64                // the share admitted, in [MinAdmit, 1]
 	last      time.Duration          // Now() of the last update
 	cpu       time.Duration          // CPU() at the last update
+	idle      bool                   // the last interval left the CPUs idle (busy)
 	procs     [Window]float64        // the processors used in the last intervals, the latest first
 	peak      float64                // the most of their mean lately (FullBusy)
 	recent    [Window]time.Duration  // the last intervals' delays, the latest first
@@ -226,14 +228,15 @@ func (l *Limiter) update(now time.Duration) {
 	if now-l.last > Window*l.cfg.Interval {
 		l.recent = [Window]time.Duration{} // no request for a while: calm
 		l.procs = [Window]float64{}
+		l.share = 1
 	}
 	delay := l.delay(now)
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
 	most, refused := 1-l.cfg.MinAdmit, 0.0
-	if m := median(l.recent); m > 0 {
-		over := float64(m-l.cfg.Target) / float64(l.cfg.Target)
+	if !l.idle {
+		over := float64(median(l.recent)-l.cfg.Target) / float64(l.cfg.Target)
 		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
 	}
 	l.share = 1 - refused
@@ -266,7 +269,8 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 		return 0
 	}
 	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
-	if !l.busy(used, elapsed) || waiting < l.cfg.MinWaiting {
+	l.idle = !l.busy(used, elapsed)
+	if l.idle || waiting < l.cfg.MinWaiting {
 		return 0
 	}
 	return delay
