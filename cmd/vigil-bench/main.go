@@ -73,7 +73,7 @@ func main() {
 	flag.StringVar(&cfg.scale.clients, "overload-clients", "32,512,2048", "with -scale: comma-separated concurrency levels of the overload phase, the first the peak the others are compared with")
 	flag.DurationVar(&cfg.scale.round, "scale-round", 10*time.Second, "with -scale: length of each overload round and of each server's payload round")
 	flag.DurationVar(&cfg.scale.settle, "scale-settle", 2*time.Second, "with -scale: wait before each RSS reading of the streams phase")
-	flag.StringVar(&cfg.scale.callers, "callers-clients", "400,32", "with -scale: the callers phase's clients, `heavy,light`: the heavy caller's (within vigil's default in-flight quota of 512) and the light one's")
+	flag.StringVar(&cfg.scale.callers, "callers-clients", "400,32", "with -scale: the callers phase's clients, `heavy,light`: each of its four heavy callers' (within vigil's default in-flight quota of 512) and the light one's")
 	flag.IntVar(&cfg.scale.payloadBytes, "payload-bytes", 1<<20, "with -scale: `bytes` of the payload phase's echo text")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 15, "timed rounds per server and workload")

@@ -95,7 +95,7 @@ func TestBenchScaleReports(t *testing.T) {
 		`^\s+floor\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
 		`^\s+vigil\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
 		// callers: caller, clients, goodput, p99, refused/s, refused, failed
-		`^\s+heavy\s+16\s+` + num + `\s+` + num + ` ms\s+\d+\s+` + num + `%\s+0$`,
+		`^\s+heavy@127\.0\.0\.1\s+16\s+` + num + `\s+` + num + ` ms\s+\d+\s+` + num + `%\s+0$`,
 		`^\s+light\s+4\s+` + num + `\s+` + num + ` ms\s+\d+\s+` + num + `%\s+0$`,
 	} {
 		assert.Regexp(t, `(?m)`+row, report)

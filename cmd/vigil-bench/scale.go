@@ -79,7 +79,7 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 	fmt.Printf("             (test_trigger_tool_change sends list_changed on the shipped service's path)\n")
 	fmt.Printf("overload,    vigil is cmd/vigil %s, defaults otherwise\n", strings.Join(vigilArgs, " "))
 	fmt.Printf("payload      (-max-body and -max-result-bytes, 4 MiB, admit the payload as they are)\n")
-	fmt.Printf("callers      vigil is cmd/vigil %s, defaults otherwise (quotas on); two callers, 127.0.0.1 and 127.0.0.2\n", strings.Join(callersArgs, " "))
+	fmt.Printf("callers      vigil is cmd/vigil %s, defaults otherwise (quotas on); callers on loopback addresses\n", strings.Join(callersArgs, " "))
 	fmt.Printf("quotas       off on vigil: one load generator stands for many callers, which its per-caller quotas\n")
 	fmt.Printf("             would refuse as one (the streams phase spreads its sessions over loopback addresses)\n")
 	fmt.Printf("floor        cmd/vigil-bench/floor: plain net/http; each GET stream waits on a broadcast\n")

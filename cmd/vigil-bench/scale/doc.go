@@ -25,10 +25,11 @@
 // per second and whether each refusal carried Retry-After, and other
 // failures.
 //
-// callers: on vigil alone, started with its per-caller quotas on, a heavy
-// caller (-heavy-clients from 127.0.0.1, ignoring Retry-After, within the
-// default in-flight quota) and a light one (-light-clients from
-// 127.0.0.2, honoring it) call echo at once, each in sessions of its own,
+// callers: on vigil alone, started with its per-caller quotas on,
+// -heavy-callers heavy callers (-heavy-clients each, from 127.0.0.1 and
+// 127.0.0.3 on, ignoring Retry-After, each within the default in-flight
+// quota) and a light one (-light-clients from 127.0.0.2, honoring it)
+// call echo at once, each in sessions of its own,
 // for -round after a warm-up: each caller's goodput, p99 and refusals,
 // and PASS when the light caller's refusals are under 0.1% of its
 // requests (vigil sheds the callers holding the most first).

@@ -28,7 +28,8 @@ type config struct {
 	round          time.Duration // overload and payload: length of a round
 	payloadBytes   int
 	payloadClients int
-	heavyClients   int // callers: the heavy caller's clients
+	heavyCallers   int // callers: how many heavy callers
+	heavyClients   int // callers: each heavy caller's clients
 	lightClients   int // callers: the light caller's clients
 }
 
@@ -54,7 +55,8 @@ func main() {
 	flag.DurationVar(&cfg.round, "round", 5*time.Second, "overload and payload: length of a round")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1<<20, "payload: `bytes` of the echo's text")
 	flag.IntVar(&cfg.payloadClients, "payload-clients", 8, "payload: concurrent clients")
-	flag.IntVar(&cfg.heavyClients, "heavy-clients", 400, "callers: the heavy caller's clients (from 127.0.0.1, within vigil's default in-flight quota of 512)")
+	flag.IntVar(&cfg.heavyCallers, "heavy-callers", 4, "callers: heavy callers (from 127.0.0.1, then 127.0.0.3 on)")
+	flag.IntVar(&cfg.heavyClients, "heavy-clients", 400, "callers: each heavy caller's clients (within vigil's default in-flight quota of 512)")
 	flag.IntVar(&cfg.lightClients, "light-clients", 32, "callers: the light caller's clients (from 127.0.0.2)")
 	flag.Parse()
 	cfg.vigil.name, cfg.floor.name = "vigil", "floor"
@@ -102,8 +104,8 @@ func run(w io.Writer, cfg config) error {
 		}
 		return payload(w, cfg)
 	case "callers":
-		if cfg.round <= 0 || cfg.heavyClients <= 0 || cfg.lightClients <= 0 {
-			return errors.New("-round, -heavy-clients and -light-clients must be positive")
+		if cfg.round <= 0 || cfg.heavyCallers <= 0 || cfg.heavyCallers > 250 || cfg.heavyClients <= 0 || cfg.lightClients <= 0 {
+			return errors.New("-round, -heavy-callers (at most 250), -heavy-clients and -light-clients must be positive")
 		}
 		return callers(w, cfg)
 	}
