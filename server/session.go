@@ -733,9 +733,8 @@ func (ss *Session) admit(m *transport.Request, batch *batchCollector, inline *in
 //
 //go:noinline
 func (ss *Session) admitted(m *transport.Request, batch *batchCollector, inline *inlineOrigin) *inflight {
-	if ss.shed(m) {
-		_, data := overload.RetryAfter()
-		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(data)}
+	if seconds := ss.shed(m); seconds > 0 {
+		e := &Error{Code: protocol.CodeServerBusy, Message: protocol.RejectOverloaded.Message(), Data: []byte(overload.RetryData(seconds))}
 		ss.rejectWith(batch, m.ID, e, protocol.RejectOverloaded)
 		return nil
 	}
@@ -794,11 +793,16 @@ func (ss *Session) admitted(m *transport.Request, batch *batchCollector, inline 
 	return nil
 }
 
-// shed reports whether the server's Shedder sheds m (never one that
-// overload.Exempt spares, nor one its transport admitted).
-func (ss *Session) shed(m *transport.Request) bool {
+// shed returns the Retry-After, in seconds, of m's refusal when the
+// server's Shedder sheds it, else 0 (never one that overload.Exempt
+// spares, nor one its transport admitted). Its caller is not known here:
+// the share is refused uniformly.
+func (ss *Session) shed(m *transport.Request) int {
 	sh := ss.srv.cfg.shedder
-	return sh != nil && !ss.selfShed && !overload.Exempt(m.Method) && sh.Shed(ss.ctx)
+	if sh == nil || ss.selfShed || overload.Exempt(m.Method) {
+		return 0
+	}
+	return overload.Refusal(ss.ctx, sh, "")
 }
 
 // admitLocked decides whether req may run: code 0, or the code, reason and

@@ -20,25 +20,25 @@ type Shedder interface {
 // DefaultShedTarget is the delay over which the shipped commands shed by
 // default (their -overload-target): requests that wait longer than this
 // to be read, at the 90th percentile, mean more clients than the CPUs
-// keep up with; a saturated process that does keep up, or a handful of
-// clients on a slow machine, makes them wait a few milliseconds.
-const DefaultShedTarget = 10 * time.Millisecond
+// keep up with. An MCP call is a model's tool call, which takes a model's
+// turn of seconds: a queue of tens of milliseconds costs it nothing, and
+// hundreds of keep-alive clients on two cores, which a plain handler
+// serves at a p99 of 15 to 20 ms, are served without a refusal.
+const DefaultShedTarget = 40 * time.Millisecond
 
-// NewShedder returns a Shedder that sheds a share of the requests while
-// they queue: while the median of the last three 100 ms intervals' delays
-// is above target, with the process using at least a quarter of its
-// processors and more than 64 requests waiting (the requests per second
-// times their mean wait), it refuses a share in proportion to how far over
-// (up to a tenth, at twice the target); shed requests are told to retry
-// after 1 to 3 seconds, at random. An interval's delay is the 90th
-// percentile of how long its requests waited to be read, measured on
-// their connections' sockets (the http.Server's ConnContext must be
-// streamable.ConnContext; on Linux); without that (stdio, another OS),
-// the 90th percentile of the time runnable goroutines waited for a CPU
-// (runtime/metrics /sched/latencies:seconds). A handler that sleeps or
-// waits adds to neither, so slow calls are never shed. It starts no
-// goroutine. For target <= 0 it returns nil, which server.WithShedder
-// takes as "shed nothing".
+// NewShedder returns a Shedder that sheds a share of the requests, up to
+// a tenth, while they wait to be read longer than target (the median of
+// three 100 ms intervals' 90th percentiles, measured on their sockets:
+// the http.Server's ConnContext must be streamable.ConnContext; without
+// one, the scheduler's latency) with the CPUs busy and over 64 waiting.
+// The share moves with the delay's excess each interval, so that the
+// delay settles at the target, and drops to nothing when the CPUs idle.
+// Over streamable HTTP the callers sending the most requests are refused
+// first: one under half the mean share is not refused. Shed requests are
+// told to retry after the queue's drain time (1 to 3 s). Slow handlers
+// are never shed. It starts no goroutine; docs/limits.md has the details.
+// For target <= 0 it returns nil, which server.WithShedder takes as "shed
+// nothing".
 func NewShedder(target time.Duration) Shedder {
 	if target <= 0 {
 		return nil

@@ -55,7 +55,7 @@ func main() {
 	flag.StringVar(&cfg.vigilLog, "vigil-log", "", "`file` for vigil's standard error (default: vigil.log in the temporary directory; /dev/null to discard)")
 	flag.StringVar(&cfg.vigilSrc, "vigil-src", "", "build cmd/vigil from the checkout in `dir` (another commit, to compare with) instead of this one")
 	flag.StringVar(&cfg.against, "against", "", "measure vigil against cmd/vigil built from the checkout in `dir` (the parent commit), both with the same flags under the same load, instead of against the floor")
-	flag.Func("vigil-arg", "one more `argument` for cmd/vigil in bench-service (and the -against vigil), such as -vigil-arg=-overload-target=0; repeatable", func(v string) error {
+	flag.Func("vigil-arg", "one more `argument` for cmd/vigil in bench-service (and the -against vigil) and in -scale's overload, payload and callers phases, such as -vigil-arg=-overload-target=0; repeatable", func(v string) error {
 		cfg.vigilArgs = append(cfg.vigilArgs, v)
 		return nil
 	})
@@ -69,10 +69,11 @@ func main() {
 	flag.BoolVar(&cfg.scaleRun, "scale", false, "run the scale benchmark (make bench-scale): sessions with open GET streams and list_changed fan-outs on cmd/vigil-everything, overload and a large echo on cmd/vigil, each against the floor")
 	flag.IntVar(&cfg.scale.sessions, "scale-sessions", 10000, "with -scale: sessions, each with its standalone GET stream (lowered if the file-descriptor limit cannot hold them)")
 	flag.IntVar(&cfg.scale.fanouts, "fanouts", 20, "with -scale: list_changed fan-outs to every stream")
-	flag.StringVar(&cfg.scale.phases, "scale-phases", "streams,overload,payload", "with -scale: comma-separated phases to run: streams, overload, payload")
+	flag.StringVar(&cfg.scale.phases, "scale-phases", "streams,overload,payload,callers", "with -scale: comma-separated phases to run: streams, overload, payload, callers")
 	flag.StringVar(&cfg.scale.clients, "overload-clients", "32,512,2048", "with -scale: comma-separated concurrency levels of the overload phase, the first the peak the others are compared with")
 	flag.DurationVar(&cfg.scale.round, "scale-round", 10*time.Second, "with -scale: length of each overload round and of each server's payload round")
 	flag.DurationVar(&cfg.scale.settle, "scale-settle", 2*time.Second, "with -scale: wait before each RSS reading of the streams phase")
+	flag.StringVar(&cfg.scale.callers, "callers-clients", "400,32", "with -scale: the callers phase's clients, `heavy,light`: each of its four heavy callers' (within vigil's default in-flight quota of 512) and the light one's")
 	flag.IntVar(&cfg.scale.payloadBytes, "payload-bytes", 1<<20, "with -scale: `bytes` of the payload phase's echo text")
 	sessions := flag.Int("sessions", 8, "2025-06-18 sessions the clients share")
 	rounds := flag.Int("rounds", 15, "timed rounds per server and workload")

@@ -69,7 +69,7 @@ func TestBenchScaleReports(t *testing.T) {
 	}
 	cmd := exec.CommandContext(t.Context(), goCmd, "run", ".", "-go", goCmd, "-scale",
 		"-scale-sessions", "20", "-fanouts", "2", "-scale-settle", "0s", "-scale-round", "300ms",
-		"-overload-clients", "2,8", "-payload-bytes", "65536")
+		"-overload-clients", "2,8", "-payload-bytes", "65536", "-callers-clients", "16,4")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	report := string(out)
@@ -94,6 +94,9 @@ func TestBenchScaleReports(t *testing.T) {
 		// payload: server, calls/s, p99, failed, RSS at start, peak, bound, within
 		`^\s+floor\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
 		`^\s+vigil\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,
+		// callers: caller, clients, goodput, p99, refused/s, refused, failed
+		`^\s+heavy@127\.0\.0\.1\s+16\s+` + num + `\s+` + num + ` ms\s+\d+\s+` + num + `%\s+0$`,
+		`^\s+light\s+4\s+` + num + `\s+` + num + ` ms\s+\d+\s+` + num + `%\s+0$`,
 	} {
 		assert.Regexp(t, `(?m)`+row, report)
 	}
@@ -105,7 +108,7 @@ func TestBenchScaleReports(t *testing.T) {
 	for _, v := range verdicts {
 		items = append(items, v[2])
 	}
-	require.Len(t, items, 11, "%s", summary)
+	require.Len(t, items, 12, "%s", summary)
 	for i, want := range []string{
 		"fan-out to 20 streams: server CPU per notified session",
 		"fan-out to 20 streams: time until the last client has it",
@@ -118,6 +121,7 @@ func TestBenchScaleReports(t *testing.T) {
 		"overload at 8 clients ignoring Retry-After: goodput",
 		"65,536-byte echo at 8 clients: peak RSS",
 		"65,536-byte echo at 8 clients: calls/s",
+		"callers: the light caller's refusals",
 	} {
 		assert.True(t, strings.HasPrefix(items[i], want), "item %d: %q, want %q...", i, items[i], want)
 	}

@@ -26,6 +26,7 @@ type scaleConfig struct {
 	round        time.Duration
 	settle       time.Duration
 	payloadBytes int
+	callers      string // the callers phase's clients: heavy,light
 }
 
 // scaleFileMargin is the descriptors a process needs beyond one per
@@ -68,7 +69,10 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 	// refuse the overload and payload clients as one caller, so they are
 	// off.
 	streamsArgs := []string{"-http", "127.0.0.1:0", "-max-sessions", strconv.Itoa(sc.sessions + 64), "-resumable=false", "-list-changed-delay", "0"}
-	vigilArgs := []string{"-http", "127.0.0.1:0", "-quota-sessions", "0", "-quota-in-flight", "0", "-quota-tool-share", "0", "-quota-bytes", "0"}
+	vigilArgs := append([]string{"-http", "127.0.0.1:0", "-quota-sessions", "0", "-quota-in-flight", "0", "-quota-tool-share", "0", "-quota-bytes", "0"}, cfg.vigilArgs...)
+	// The callers phase has two callers, each under vigil's default
+	// quotas, whose in-flight count its shedding refuses the heavier by.
+	callersArgs := append([]string{"-http", "127.0.0.1:0"}, cfg.vigilArgs...)
 	fmt.Printf("vigil-bench -scale  %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("machine      %s/%s, %d CPUs%s, %s; the load runs on the same CPUs\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
 	fmt.Printf("files        RLIMIT_NOFILE raised to %d (the hard limit) for this run and the processes it starts\n", files)
@@ -76,6 +80,7 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 	fmt.Printf("             (test_trigger_tool_change sends list_changed on the shipped service's path)\n")
 	fmt.Printf("overload,    vigil is cmd/vigil %s, defaults otherwise\n", strings.Join(vigilArgs, " "))
 	fmt.Printf("payload      (-max-body and -max-result-bytes, 4 MiB, admit the payload as they are)\n")
+	fmt.Printf("callers      vigil is cmd/vigil %s, defaults otherwise (quotas on); callers on loopback addresses\n", strings.Join(callersArgs, " "))
 	fmt.Printf("quotas       off on vigil: one load generator stands for many callers, which its per-caller quotas\n")
 	fmt.Printf("             would refuse as one (the streams phase spreads its sessions over loopback addresses)\n")
 	fmt.Printf("floor        cmd/vigil-bench/floor: plain net/http; each GET stream waits on a broadcast\n")
@@ -88,9 +93,11 @@ func runScale(ctx context.Context, cfg config, dir string) error {
 		switch phase {
 		case "streams":
 			bin, args = "vigil-everything", streamsArgs
+		case "callers":
+			args = callersArgs
 		case "overload", "payload":
 		default:
-			return fmt.Errorf("-scale-phases: unknown phase %q (want streams, overload or payload)", phase)
+			return fmt.Errorf("-scale-phases: unknown phase %q (want streams, overload, payload or callers)", phase)
 		}
 		out, err := runScalePhase(ctx, cfg, dir, phase, bin, args)
 		if err != nil {
@@ -125,6 +132,9 @@ func runScalePhase(ctx context.Context, cfg config, dir, phase, bin string, args
 		"-floor", floorURL, "-floor-pid", strconv.Itoa(floor.Process.Pid),
 		"-sessions", strconv.Itoa(sc.sessions), "-fanouts", strconv.Itoa(sc.fanouts), "-settle", sc.settle.String(),
 		"-clients", sc.clients, "-round", sc.round.String(), "-payload-bytes", strconv.Itoa(sc.payloadBytes))
+	if heavy, light, ok := strings.Cut(sc.callers, ","); ok {
+		client.Args = append(client.Args, "-heavy-clients", heavy, "-light-clients", light)
+	}
 	var buf bytes.Buffer
 	client.Stdout, client.Stderr = io.MultiWriter(os.Stdout, &buf), os.Stderr
 	if err := client.Run(); err != nil {

@@ -17,25 +17,49 @@
 // kernel, not in the run queue. An interval in which the process used
 // less than MinBusy of its processors is calm, whatever the delay: the
 // wait is then not of its own making (a busy machine, a noisy neighbor),
-// and refusing its clients would not shorten it. So is one in which
+// and refusing its clients would not shorten it. So is one in which the
+// last Window intervals used less than FullBusy of the most they used
+// lately: shedding never leaves the CPUs idle, since a share that sent
+// away more clients than the queue needed finds the CPUs idle and falls
+// until the clients are back. So is one in which
 // fewer than Config.MinWaiting requests waited (by Little's law, the
 // requests per second times their mean delay): a handful of clients with
 // heavy requests wait for each other's CPU, and sending one of them away
 // for seconds serves no more.
 //
-// The actuator is the share of requests refused, in proportion to how
-// far the median of the last Window intervals' delays is over the
-// target: none at the target, the most the Limiter may refuse (a tenth
-// by default) at Span times the target over it. The median makes a
-// single burst no overload. A client that honors Retry-After stays away
-// for it: refusals turn clients away for seconds, and the effect of a
-// share refused now is seen for seconds. A controller that kept lowering
-// the share while the delay stayed high (AIMD), or one allowed to refuse
-// much more than a tenth, sends nearly every client away before the
-// first of them has left, and the process swings between overload and
-// idle; a share that follows the delay settles where just enough clients
-// wait. Retry-After itself is 1 to 3 seconds at random, so that the
-// clients sent away together do not come back together.
+// The actuator is the share of requests refused, moved each interval by
+// how far the median of the last Window intervals' delays is from the
+// target (Gain): up while over it, down while under it, to nothing at
+// once when the CPUs idle; at most the Limiter may refuse (a tenth by
+// default).
+// The median makes a single burst no overload. The delay settles at the
+// target whatever the load, where a share in proportion to the excess
+// would hold it as far over as the share needed (twice the target for
+// all it may refuse), and admitted requests would wait that much longer.
+// A client that honors Retry-After stays away for it, and a share
+// refused now empties the queue at once; the clients come back after
+// Retry-After, 1 s for cheap requests, and the share falls as the delay
+// drops under the target, or at once if the CPUs idle. A controller that
+// cut the share admitted multiplicatively while the delay stayed high
+// (AIMD), or one allowed to refuse much more than a tenth, sends nearly
+// every client away before the first of them has left, and the process
+// swings between overload and idle; a share that moves by a tenth of the
+// excess each interval settles where just enough clients wait.
+// TestClosedLoopSettles simulates clients that honor Retry-After and
+// ones that ignore it against the Limiter.
+//
+// Retry-After itself is how soon there is room: the time the queue
+// takes to drain, by Little's law the mean wait, in whole seconds from 1
+// to MaxRetryAfter; 1 for cheap requests. A longer one sends clients
+// away while the CPUs could serve them; the clients one interval sends
+// away come back spread over as long as their refusals were.
+//
+// The share is refused from the heaviest callers first (fair.go): the
+// caller of each measured request is noted, and while shedding, a request
+// of a caller that sends under half the mean share of the requests is
+// admitted, the others refused in proportion to their share; a caller
+// within its quotas then cannot have another's requests refused. A
+// request whose caller is unknown ([Limiter.Shed]) is refused uniformly.
 //
 // A limit on requests in flight would not do: a cheap request's handler
 // runs within one scheduling turn of its connection's goroutine, so the
@@ -51,6 +75,7 @@
 //
 // The delay is read lazily, by the requests that find a measure or an
 // interval due (otherwise a request costs a clock read and three atomic
-// loads): there is no goroutine to stop. Tests inject the clock, the
-// measures, the scheduling latency, the CPU time and the random source.
+// loads, and while shedding a look-up of its caller's share): there is
+// no goroutine to stop. Tests inject the clock, the measures, the
+// scheduling latency, the CPU time and the random source.
 package overload

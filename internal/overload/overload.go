@@ -18,15 +18,22 @@ const (
 	DefaultMinAdmit = 0.9
 )
 
-// Window and Span shape the response to the delay. The share follows
-// the median of the last Window intervals' delays, so that one interval's
-// burst (a notification to ten thousand streams wakes as many goroutines
-// at once) is not an overload. At that median's target the Limiter sheds
-// nothing; at Span times the target over it, all it may (1 - MinAdmit);
-// in between, in proportion.
+// Window and Gain shape the response to the delay. The share refused
+// follows the median of the last Window intervals' delays, so that one
+// interval's burst (a notification to ten thousand streams wakes as many
+// goroutines at once) is not an overload. While that median is over the
+// target, the share refused grows each interval by Gain times the most
+// the Limiter may refuse (1 - MinAdmit) times how far over it is, in
+// targets (a tenth of the most at twice the target, all of it at eleven
+// times); under the target it falls the same way, by the most (Gain
+// times the most) when a handful wait; when the interval left the CPUs
+// idle (FullBusy), it is nothing at once. The delay then
+// settles at the target, whatever the load. A larger Gain overshoots:
+// the clients sent away come back together, and the delay swings around
+// the target (TestClosedLoopSettles).
 const (
 	Window = 3
-	Span   = 1
+	Gain   = 0.1
 )
 
 // MinBusy is the share of its processors (GOMAXPROCS) a process must have
@@ -34,6 +41,23 @@ const (
 // less is not what keeps its requests waiting (a busy machine, a noisy
 // neighbor), and refusing its clients would not make them wait less.
 const MinBusy = 0.25
+
+// FullBusy is the share of the most CPU the process used lately (its
+// peak) that it must use for an interval's delay to count, both averaged
+// over the last Window intervals, which a scheduler's noise would
+// otherwise swing. Clients that honor Retry-After stay away: a share
+// refused that sends away more of them than the queue needed leaves the
+// CPUs idle, which the next intervals see as calm, and the share falls
+// until the clients are back and the CPUs as busy as they get. The peak,
+// not GOMAXPROCS, is the measure of busy, since a process may never get
+// all of its processors (a CPU quota, other processes on the machine);
+// it loses peakDecay of itself each interval, so that a process that
+// lost processors finds its new peak within seconds (a 0.95 per 100 ms
+// halves it in 1.4 s).
+const (
+	FullBusy  = 0.8
+	peakDecay = 0.95
+)
 
 // DefaultMinWaiting is how many requests must wait for an interval's
 // delay to count (Config.MinWaiting), by Little's law: the requests asked
@@ -86,16 +110,22 @@ type Config struct {
 // the package documentation). It is safe for concurrent use.
 type Limiter struct {
 	cfg       Config
-	threshold atomic.Uint64         // admit when Rand() < threshold; full: admit all
-	due       atomic.Int64          // Now() at which the next update is due
-	measure   atomic.Int64          // Now() at which the next queueing delay is measured
-	asked     atomic.Int64          // requests asked about this interval
-	queued    delays                // this interval's queueing delays
-	mu        sync.Mutex            // one update at a time; guards the fields below
-	share     float64               // the share admitted, in [MinAdmit, 1]
-	last      time.Duration         // Now() of the last update
-	cpu       time.Duration         // CPU() at the last update
-	recent    [Window]time.Duration // the last intervals' delays, the latest first
+	threshold atomic.Uint64          // admit when Rand() < threshold; full: admit all
+	due       atomic.Int64           // Now() at which the next update is due
+	measure   atomic.Int64           // Now() at which the next queueing delay is measured
+	asked     atomic.Int64           // requests asked about this interval
+	queued    delays                 // this interval's queueing delays
+	callers   noted                  // this interval's callers (fair.go)
+	shares    atomic.Pointer[shares] // the last interval's callers' shares; nil: shed uniformly
+	retry     atomic.Int64           // Retry-After of a refusal now, in seconds
+	mu        sync.Mutex             // one update at a time; guards the fields below
+	share     float64                // the share admitted, in [MinAdmit, 1]
+	last      time.Duration          // Now() of the last update
+	cpu       time.Duration          // CPU() at the last update
+	idle      bool                   // the last interval left the CPUs idle (busy)
+	procs     [Window]float64        // the processors used in the last intervals, the latest first
+	peak      float64                // the most of their mean lately (FullBusy)
+	recent    [Window]time.Duration  // the last intervals' delays, the latest first
 }
 
 // New returns a Limiter that admits every request until it finds the
@@ -131,6 +161,7 @@ func New(cfg Config) *Limiter {
 	}
 	l := &Limiter{cfg: cfg, share: 1}
 	l.threshold.Store(full)
+	l.retry.Store(1)
 	now := cfg.Now()
 	l.last, l.cpu = now, cfg.CPU()
 	l.due.Store(int64(now + cfg.Interval))
@@ -138,22 +169,39 @@ func New(cfg Config) *Limiter {
 }
 
 // Shed reports whether to refuse the request of ctx now because the
-// process is overloaded. Every Interval/SamplesPerInterval it measures how
-// long the request waited; when an interval is over, it updates the
-// share admitted.
+// process is overloaded, every request alike: [Limiter.ShedCaller] with
+// no caller known.
 func (l *Limiter) Shed(ctx context.Context) bool {
+	return l.ShedCaller(ctx, "") > 0
+}
+
+// ShedCaller returns 0 to admit the request of ctx, or the Retry-After,
+// in seconds, of its refusal because the process is overloaded. caller
+// names whom the request is from (the quotas' caller), "" when unknown:
+// while requests are shed, those of callers that send under half the
+// mean share of the requests are admitted, and the others refused in
+// proportion to their share (fair.go), so that a caller within its
+// quotas cannot have another's requests refused. Every
+// Interval/SamplesPerInterval it measures how long the request waited and
+// notes its caller; when an interval is over, it updates the share
+// admitted.
+func (l *Limiter) ShedCaller(ctx context.Context, caller string) (retryAfter int) {
 	l.asked.Add(1)
 	now := l.cfg.Now()
 	if claim(&l.measure, now, l.cfg.Interval/SamplesPerInterval) {
 		if d, ok := l.cfg.Queued(ctx); ok {
 			l.queued.add(d)
 		}
+		l.callers.add(caller)
 	}
 	if claim(&l.due, now, l.cfg.Interval) {
 		l.update(now)
 	}
 	t := l.threshold.Load()
-	return t < full && uint64(l.cfg.Rand()) >= t
+	if t >= full || !l.refuse(t, caller) {
+		return 0
+	}
+	return int(l.retry.Load())
 }
 
 // claim reports whether now has reached the time at holds, moving it on
@@ -170,8 +218,8 @@ func (l *Limiter) Share() float64 {
 	return l.share
 }
 
-// update reads the interval's delay and sets the share admitted from the
-// median of the recent intervals'.
+// update reads the interval's delay and moves the share admitted by the
+// median of the recent intervals' (see Gain).
 func (l *Limiter) update(now time.Duration) {
 	if !l.mu.TryLock() {
 		return // a slow update still runs: this interval is its
@@ -179,13 +227,20 @@ func (l *Limiter) update(now time.Duration) {
 	defer l.mu.Unlock()
 	if now-l.last > Window*l.cfg.Interval {
 		l.recent = [Window]time.Duration{} // no request for a while: calm
+		l.procs = [Window]float64{}
+		l.share = 1
 	}
 	delay := l.delay(now)
 	l.last = now
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
-	over := float64(median(l.recent)-l.cfg.Target) / float64(Span*l.cfg.Target)
-	l.share = 1 - (1-l.cfg.MinAdmit)*min(max(over, 0), 1)
+	most, refused := 1-l.cfg.MinAdmit, 0.0
+	if !l.idle {
+		over := float64(median(l.recent)-l.cfg.Target) / float64(l.cfg.Target)
+		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
+	}
+	l.share = 1 - refused
+	l.shares.Store(l.callers.take())
 	if l.share >= 1 {
 		l.threshold.Store(full)
 		return
@@ -206,6 +261,7 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	if n >= MinQueued {
 		delay, wait = queued, mean
 	}
+	l.retry.Store(retrySeconds(wait))
 	asked, cpu := l.asked.Swap(0), l.cfg.CPU()
 	used, elapsed := cpu-l.cpu, now-l.last
 	l.cpu = cpu
@@ -213,11 +269,31 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 		return 0
 	}
 	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
-	busy := cpu < 0 || float64(used) >= MinBusy*float64(runtime.GOMAXPROCS(0))*float64(elapsed)
-	if !busy || waiting < l.cfg.MinWaiting {
+	l.idle = !l.busy(used, elapsed)
+	if l.idle || waiting < l.cfg.MinWaiting {
 		return 0
 	}
 	return delay
+}
+
+// busy reports whether the process, which used used of CPU time in
+// elapsed, keeps its CPUs as busy as they get: at least MinBusy of its
+// processors in the interval, and over the last Window intervals
+// FullBusy of its peak. The CPU time unknown (negative), every interval
+// is busy.
+func (l *Limiter) busy(used, elapsed time.Duration) bool {
+	if used < 0 || l.cpu < 0 {
+		return true
+	}
+	procs := float64(used) / float64(elapsed)
+	copy(l.procs[1:], l.procs[:])
+	l.procs[0] = procs
+	var mean float64
+	for _, p := range l.procs {
+		mean += p / Window
+	}
+	l.peak = max(mean, l.peak*peakDecay)
+	return procs >= MinBusy*float64(runtime.GOMAXPROCS(0)) && mean >= FullBusy*l.peak
 }
 
 // median returns the median of the samples.
@@ -234,21 +310,33 @@ func Exempt(method string) bool {
 }
 
 // MaxRetryAfter is the longest wait, in seconds, a shed request's client
-// is told (see [RetryAfter]).
+// is told (see [Limiter.ShedCaller]).
 const MaxRetryAfter = 3
 
-// RetryAfter returns how long, in seconds, a shed request's client is told
-// to wait (Retry-After), from 1 to MaxRetryAfter at random, and the data
-// of its busy error, which says the same: the clients one overload sends
-// away come back spread over those seconds, not all in the same one, to
-// overload the process again together.
-func RetryAfter() (seconds int, data string) {
-	switch rand.IntN(MaxRetryAfter) {
-	case 0:
-		return 1, `{"retryAfterSeconds":1}`
-	case 1:
-		return 2, `{"retryAfterSeconds":2}`
+// retrySeconds returns the Retry-After of a refusal when requests wait
+// wait on average: by Little's law, how long the queue takes to drain at
+// the rate it is served, which is how soon there is room for the client
+// sent away; in whole seconds (all Retry-After can say), from 1 to
+// MaxRetryAfter. A longer wait would leave the CPUs idle once the queue
+// is served; clients refused over an interval come back spread over as
+// long an interval (a Retry-After that grew while the share refused was
+// at its most sent every client away at once in TestClosedLoopSettles'
+// simulation, and left the CPUs idle).
+func retrySeconds(wait time.Duration) int64 {
+	return min(max(int64((wait+time.Second-1)/time.Second), 1), MaxRetryAfter)
+}
+
+// RetryData returns the data of a shed request's busy error, which says
+// its Retry-After (from 1 to MaxRetryAfter seconds, as ShedCaller
+// returns; others are taken as the nearest) as its header does, without
+// an allocation.
+func RetryData(seconds int) string {
+	switch {
+	case seconds <= 1:
+		return `{"retryAfterSeconds":1}`
+	case seconds == 2:
+		return `{"retryAfterSeconds":2}`
 	default:
-		return 3, `{"retryAfterSeconds":3}`
+		return `{"retryAfterSeconds":3}`
 	}
 }

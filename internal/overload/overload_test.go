@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,27 +92,30 @@ func shedOf(l *Limiter, n int) int {
 	return shed
 }
 
-// The share refused follows the latency's excess over the target, in
-// proportion, up to the most the Limiter may refuse, and refusals are
-// that share of the requests.
-func TestShareFollowsTheExcess(t *testing.T) {
+// The share refused grows while the latency is over the target, by Gain
+// times the most the Limiter may refuse per target over, up to that
+// most; holds at the target; and refusals are that share of the
+// requests.
+func TestShareClimbsWhileOverTheTarget(t *testing.T) {
 	t.Parallel()
-	maxShed := 1 - DefaultMinAdmit
+	most := 1 - DefaultMinAdmit
 	for _, tc := range []struct {
 		latency time.Duration
-		shed    float64 // the share refused
+		step    float64 // the share refused added each interval
 	}{
 		{target, 0},
-		{target + Span*target/2, maxShed / 2},
-		{target + Span*target, maxShed},
-		{100 * target, maxShed},
+		{2 * target, Gain * most},
+		{3 * target, 2 * Gain * most},
+		{100 * target, most},
 	} {
 		f, l := newFake(t)
-		for range Window {
+		f.interval(l, tc.latency, 1) // the median is over from the second interval on
+		for i := 1; i <= 3; i++ {
 			f.interval(l, tc.latency, 1)
+			refused := min(float64(i)*tc.step, most)
+			assert.InDelta(t, 1-refused, l.Share(), 1e-9, "latency %v, interval %d", tc.latency, i)
+			assert.InDelta(t, refused*6400, float64(shedOf(l, 6400)), 100, "latency %v", tc.latency)
 		}
-		assert.InDelta(t, 1-tc.shed, l.Share(), 1e-9, "latency %v", tc.latency)
-		assert.InDelta(t, tc.shed*6400, float64(shedOf(l, 6400)), 100, "latency %v", tc.latency)
 	}
 }
 
@@ -139,18 +143,30 @@ func TestBurstsShedNothing(t *testing.T) {
 	assert.InDelta(t, 1.0, l.Share(), 0)
 }
 
-// Once a majority of the window is back under the target, nothing is
-// shed: the share does not linger where the overload left it.
+// Once a majority of the window is back under the target, the share
+// refused falls as it grew; calm (few waiting), by the largest step
+// (with the CPUs idle it is nothing at once: TestSheddingNeverIdlesTheCPUs).
 func TestRecoveryFollowsTheLatency(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
 	overloadFor(f, l)
 	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
 	for range Window / 2 {
-		assert.Positive(t, f.interval(l, target/2, 640), "the median is still over")
+		f.interval(l, target/2, 1)
+		assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the median is still over")
 	}
-	assert.Zero(t, f.interval(l, target/2, 640), "back to admitting all")
-	assert.InDelta(t, 1.0, l.Share(), 0)
+	f.interval(l, target/2, 1)
+	assert.InDelta(t, DefaultMinAdmit+Gain*(1-DefaultMinAdmit)/2, l.Share(), 1e-9, "half the target under it: Gain/2 of the most less")
+	for range int(2 / Gain) {
+		f.interval(l, target/2, 1)
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "back to admitting all")
+	overloadFor(f, l)
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+	for range Window - Window/2 {
+		f.interval(l, 0, 1)
+	}
+	assert.InDelta(t, DefaultMinAdmit+Gain*(1-DefaultMinAdmit), l.Share(), 1e-9, "calm (a handful waiting): the largest step down")
 }
 
 // After a quiet spell with no request to sample, the window holds only
@@ -267,23 +283,29 @@ func TestSchedSamplerNeedsLoad(t *testing.T) {
 	assert.Positive(t, s.p90(), "many are")
 }
 
-// RetryAfter spreads its clients over 1 to MaxRetryAfter seconds, and its
-// data says the same wait as its header.
-func TestRetryAfterSpreads(t *testing.T) {
+// Retry-After is how long the queue takes to drain, the mean wait, in
+// whole seconds from 1 to MaxRetryAfter, and the data says the same wait
+// as the header.
+func TestRetryAfterIsTheDrainTime(t *testing.T) {
 	t.Parallel()
-	seen := make(map[int]int)
-	for range 300 {
-		seconds, data := RetryAfter()
-		require.GreaterOrEqual(t, seconds, 1)
-		require.LessOrEqual(t, seconds, MaxRetryAfter)
+	for _, tc := range []struct {
+		wait time.Duration
+		want int64
+	}{
+		{0, 1},
+		{40 * time.Millisecond, 1},
+		{time.Second, 1},
+		{time.Second + time.Millisecond, 2},
+		{2 * time.Second, 2},
+		{time.Minute, MaxRetryAfter},
+	} {
+		assert.Equal(t, tc.want, retrySeconds(tc.wait), "wait %v", tc.wait)
 		var d struct {
-			RetryAfter int `json:"retryAfterSeconds"`
+			RetryAfter int64 `json:"retryAfterSeconds"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(data), &d))
-		require.Equal(t, seconds, d.RetryAfter)
-		seen[seconds]++
+		require.NoError(t, json.Unmarshal([]byte(RetryData(int(tc.want))), &d))
+		assert.Equal(t, tc.want, d.RetryAfter)
 	}
-	assert.Len(t, seen, MaxRetryAfter, "every wait is used")
 }
 
 // spread moves the clock through one interval in SamplesPerInterval
@@ -324,7 +346,7 @@ func TestQueuedDelaysAreTheSignal(t *testing.T) {
 
 	f.queued.Store(int64(target / 2))
 	f.latency.Store(int64(10 * target))
-	for range Window {
+	for range Window + int(2/Gain) {
 		f.spread(l, SamplesPerInterval)
 	}
 	assert.InDelta(t, 1.0, l.Share(), 0, "requests do not queue, whatever the scheduler's latency")
@@ -421,4 +443,113 @@ func TestFewWaitingShedNothing(t *testing.T) {
 		f.spreadEach(l, SamplesPerInterval, 10)
 	}
 	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "160 waiting: overloaded")
+}
+
+// Shedding never leaves the CPUs idle: intervals in which the process
+// used less than FullBusy of the most it used lately (averaged over the
+// last Window intervals: the clients sent away stay away, and the CPUs
+// have nothing to do) are calm, however long the requests left wait, and
+// the share falls back; once the CPUs are as busy as they get again,
+// shedding resumes. A lower peak (a neighbor took processors) becomes the
+// measure within seconds.
+func TestSheddingNeverIdlesTheCPUs(t *testing.T) {
+	t.Parallel()
+	f, l := newFake(t)
+	f.queued.Store(int64(10 * target))
+	f.cpu.Store(0)
+	procs := float64(runtime.GOMAXPROCS(0))
+	at := func(share float64) {
+		f.cpu.Add(int64(share * procs * float64(DefaultInterval)))
+		f.spread(l, SamplesPerInterval)
+	}
+	for range Window + 1 {
+		at(1)
+	}
+	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "the CPUs busy, requests waiting: overloaded")
+	at(0.5)
+	assert.Less(t, l.Share(), 1.0, "one interval's dip is no idle CPU")
+	at(0.5)
+	at(0.5)
+	assert.InDelta(t, 1.0, l.Share(), 0, "half the CPUs idle: shedding stops, whatever the wait")
+	for range Window + 1 {
+		at(1)
+	}
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "busy again: shedding resumes")
+	// Half the processors from now on: calm at first, then the new peak.
+	calm := 0
+	for range 100 {
+		at(0.5)
+		if l.Share() == 1 {
+			calm++
+		}
+	}
+	assert.Positive(t, calm)
+	assert.Less(t, calm, 20, "the peak decays within two seconds")
+	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "half the CPUs, all of them busy: overloaded")
+}
+
+// spreadCallers is spread with request i of the interval's
+// SamplesPerInterval from callers[i%len(callers)].
+func (f *fake) spreadCallers(l *Limiter, callers []string) {
+	step := DefaultInterval / SamplesPerInterval
+	for i := range SamplesPerInterval {
+		f.now.Add(int64(step))
+		l.ShedCaller(context.Background(), callers[i%len(callers)])
+	}
+}
+
+// refusedOf counts how many of n requests of caller l refuses now.
+func refusedOf(l *Limiter, n int, caller string) int {
+	refused := 0
+	for range n {
+		if l.ShedCaller(context.Background(), caller) > 0 {
+			refused++
+		}
+	}
+	return refused
+}
+
+// While shedding, a caller that sends under half the mean share of the
+// requests is never refused, and the others are refused in proportion to
+// their share, so that the share refused over all the requests is still
+// the Limiter's: one heavy caller cannot have a light one's requests
+// refused, and callers alike are refused alike.
+func TestHeaviestCallerFirst(t *testing.T) {
+	t.Parallel()
+	overloaded := func(callers ...string) *Limiter {
+		f, l := newFake(t)
+		f.queued.Store(int64(10 * target))
+		for range Window + 1 {
+			f.spreadCallers(l, callers)
+		}
+		require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
+		return l
+	}
+	maxShed := 6400 * (1 - DefaultMinAdmit)
+
+	// Nine requests in ten from one caller: of 32 noted, 29 and 3; the
+	// mean share (29² + 3²)/32², 0.83; the heavy caller refused with
+	// probability 0.1 × (29/32)/0.83.
+	l := overloaded("heavy", "heavy", "heavy", "heavy", "light", "heavy", "heavy", "heavy", "heavy", "heavy")
+	assert.Zero(t, refusedOf(l, 6400, "light"), "the light caller")
+	assert.Zero(t, refusedOf(l, 6400, "new"), "a caller not noted")
+	heavy := refusedOf(l, 6400, "heavy")
+	assert.InDelta(t, maxShed*29*32/(29*29+3*3), float64(heavy), 100, "the heavy caller bears the whole share")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "")), 100, "a request whose caller is unknown: uniformly")
+
+	// Two callers alike, then a hundred: refused alike, the Limiter's share.
+	l = overloaded("a", "b")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "a")), 100)
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "b")), 100)
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = strconv.Itoa(i)
+	}
+	l = overloaded(many...)
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "7")), 100, "a caller noted once")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "new")), 100, "a caller not noted counts as noted once")
+
+	// Too few callers known (a transport that cannot tell): uniformly.
+	l = overloaded("heavy", "", "", "", "")
+	assert.InDelta(t, maxShed, float64(refusedOf(l, 6400, "light")), 100)
 }

@@ -223,7 +223,7 @@ func (h *Endpoint) post(w http.ResponseWriter, r *http.Request) {
 			h.refuseQuota(w, r, req.ID, protocol.QuotaInFlight, protocol.RejectInFlightLimit, retryInFlight)
 			return
 		}
-		if h.shed(w, r, req) {
+		if h.shed(w, r, req, caller) {
 			return
 		}
 	}
@@ -302,18 +302,24 @@ func (h *Endpoint) refuseDraining(w http.ResponseWriter, id transport.ID) {
 	h.reject(w, http.StatusServiceUnavailable, id, protocol.CodeServerBusy, protocol.RejectOther, "this replica is shutting down; retry")
 }
 
-// shed answers req, the request of POST r, at once with 503 and reports
-// true when the Endpoint's Shedder sheds it, before any session, span or
-// handler sees it (never a request overload.Exempt spares).
-func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.Request) bool {
-	if sh := h.cfg.shedder; sh == nil || overload.Exempt(req.Method) || !sh.Shed(r.Context()) {
+// shed answers req, the request of POST r from caller (the quotas'),
+// at once with 503 and reports true when the Endpoint's Shedder sheds it,
+// before any session, span or handler sees it (never a request
+// overload.Exempt spares). A caller that sends fewer requests than the
+// others is spared (overload.Refusal).
+func (h *Endpoint) shed(w http.ResponseWriter, r *http.Request, req *transport.Request, caller string) bool {
+	sh := h.cfg.shedder
+	if sh == nil || overload.Exempt(req.Method) {
+		return false
+	}
+	seconds := overload.Refusal(r.Context(), sh, caller)
+	if seconds == 0 {
 		return false
 	}
 	if h.cfg.onReject != nil {
 		h.cfg.onReject(protocol.RejectOverloaded)
 	}
-	seconds, data := overload.RetryAfter()
-	writeBusy(w, http.StatusServiceUnavailable, req.ID, protocol.RejectOverloaded.Message(), data, seconds)
+	writeBusy(w, http.StatusServiceUnavailable, req.ID, protocol.RejectOverloaded.Message(), overload.RetryData(seconds), seconds)
 	return true
 }
 

@@ -178,3 +178,54 @@ func TestShedAfterTheQuotas(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, e.do(http.MethodDelete, "", htSession(sid)).status)
 	<-held
 }
+
+// While the process sheds, the Endpoint tells its Limiter each
+// request's caller (the quotas'): a caller sending nine requests in ten
+// is refused, the other never is.
+func TestShedSparesTheLightCaller(t *testing.T) {
+	var now atomic.Int64
+	var rnd atomic.Uint32
+	limiter := overload.New(overload.Config{
+		Target:     time.Millisecond,
+		MinWaiting: 1e-9,
+		Now:        func() time.Duration { return time.Duration(now.Load()) },
+		Queued:     func(context.Context) (time.Duration, bool) { return time.Second, true },
+		Sample:     func() time.Duration { return 0 },
+		CPU:        func() time.Duration { return -1 },
+		Rand:       func() uint32 { return rnd.Add(1<<32/64+1) - 1 },
+	})
+	e := newHTEnv(t, htServer(t, server.WithShedder(limiter)),
+		streamable.WithPrincipal(func(r *http.Request) string { return r.Header.Get("X-Caller") }))
+	heavy := htSession(e.initialize(`{}`)) // the caller 127.0.0.1
+	init := e.do(http.MethodPost, htInitBody(`{}`), htH{"X-Caller": "light"})
+	require.Equal(t, http.StatusOK, init.status, "%s", init.body)
+	light := htSession(init.header.Get("Mcp-Session-Id"))
+	light["X-Caller"] = "light"
+	require.Equal(t, http.StatusAccepted, e.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, light).status)
+
+	id := 1000
+	call := func(sess htH) int {
+		id++
+		return e.do(http.MethodPost, htCallBody(strconv.Itoa(id), "echo", `{"text":"x"}`), sess).status
+	}
+	for range 4 * overload.SamplesPerInterval {
+		now.Add(int64(overload.DefaultInterval / overload.SamplesPerInterval))
+		if id%10 == 0 {
+			call(light)
+		} else {
+			call(heavy)
+		}
+	}
+	require.Less(t, limiter.Share(), 1.0, "overloaded")
+	refused := map[string]int{}
+	for range 64 {
+		if call(light) == http.StatusServiceUnavailable {
+			refused["light"]++
+		}
+		if call(heavy) == http.StatusServiceUnavailable {
+			refused["heavy"]++
+		}
+	}
+	assert.Zero(t, refused["light"], "the light caller")
+	assert.Positive(t, refused["heavy"], "the heavy caller")
+}

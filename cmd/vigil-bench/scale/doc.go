@@ -25,6 +25,15 @@
 // per second and whether each refusal carried Retry-After, and other
 // failures.
 //
+// callers: on vigil alone, started with its per-caller quotas on,
+// -heavy-callers heavy callers (-heavy-clients each, from 127.0.0.1 and
+// 127.0.0.3 on, ignoring Retry-After, each within the default in-flight
+// quota) and a light one (-light-clients from 127.0.0.2, honoring it)
+// call echo at once, each in sessions of its own,
+// for -round after a warm-up: each caller's goodput, p99 and refusals,
+// and PASS when the light caller's refusals are under 0.1% of its
+// requests (vigil sheds the callers holding the most first).
+//
 // payload: -payload-clients concurrent clients, one session each, call
 // echo with a text of -payload-bytes for -round: calls per second, p99,
 // the server's VmRSS at the start and its peak (VmHWM, reset at the start

@@ -28,6 +28,9 @@ type config struct {
 	round          time.Duration // overload and payload: length of a round
 	payloadBytes   int
 	payloadClients int
+	heavyCallers   int // callers: how many heavy callers
+	heavyClients   int // callers: each heavy caller's clients
+	lightClients   int // callers: the light caller's clients
 }
 
 // target is one server under load.
@@ -44,7 +47,7 @@ func main() {
 	flag.IntVar(&cfg.floor.pid, "floor-pid", 0, "`pid` of the floor's process")
 	flag.StringVar(&cfg.vigil.url, "vigil", "", "`URL` of vigil's MCP endpoint")
 	flag.IntVar(&cfg.vigil.pid, "vigil-pid", 0, "`pid` of vigil's process")
-	flag.StringVar(&cfg.phase, "phase", "", "the phase to run: streams, overload or payload")
+	flag.StringVar(&cfg.phase, "phase", "", "the phase to run: streams, overload, payload or callers")
 	flag.IntVar(&cfg.sessions, "sessions", 10000, "streams: sessions, each with its standalone GET stream open")
 	flag.IntVar(&cfg.fanouts, "fanouts", 20, "streams: list_changed fan-outs")
 	flag.DurationVar(&cfg.settle, "settle", 2*time.Second, "streams: how long to wait before each RSS reading")
@@ -52,6 +55,9 @@ func main() {
 	flag.DurationVar(&cfg.round, "round", 5*time.Second, "overload and payload: length of a round")
 	flag.IntVar(&cfg.payloadBytes, "payload-bytes", 1<<20, "payload: `bytes` of the echo's text")
 	flag.IntVar(&cfg.payloadClients, "payload-clients", 8, "payload: concurrent clients")
+	flag.IntVar(&cfg.heavyCallers, "heavy-callers", 4, "callers: heavy callers (from 127.0.0.1, then 127.0.0.3 on)")
+	flag.IntVar(&cfg.heavyClients, "heavy-clients", 400, "callers: each heavy caller's clients (within vigil's default in-flight quota of 512)")
+	flag.IntVar(&cfg.lightClients, "light-clients", 32, "callers: the light caller's clients (from 127.0.0.2)")
 	flag.Parse()
 	cfg.vigil.name, cfg.floor.name = "vigil", "floor"
 	err := cfg.parseClients(clients)
@@ -97,8 +103,13 @@ func run(w io.Writer, cfg config) error {
 			return errors.New("-round, -payload-bytes and -payload-clients must be positive")
 		}
 		return payload(w, cfg)
+	case "callers":
+		if cfg.round <= 0 || cfg.heavyCallers <= 0 || cfg.heavyCallers > 250 || cfg.heavyClients <= 0 || cfg.lightClients <= 0 {
+			return errors.New("-round, -heavy-callers (at most 250), -heavy-clients and -light-clients must be positive")
+		}
+		return callers(w, cfg)
 	}
-	return fmt.Errorf("-phase %q: want streams, overload or payload", cfg.phase)
+	return fmt.Errorf("-phase %q: want streams, overload, payload or callers", cfg.phase)
 }
 
 // newTable returns a right-aligned table writer on w.

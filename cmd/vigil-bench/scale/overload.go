@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -90,7 +91,7 @@ func overload(w io.Writer, cfg config) error {
 			sids[t.name] = append(sids[t.name], sid)
 		}
 		client.CloseIdleConnections()
-		runOverload(t, sids[t.name], cfg.clients[0], true, warmup(cfg))
+		runOverload(t, sids[t.name], cfg.clients[0], true, warmup(cfg), "")
 	}
 	results := make(map[string]overloadRound) // by mode, clients, server
 	key := func(mode string, clients int, server string) string {
@@ -99,7 +100,7 @@ func overload(w io.Writer, cfg config) error {
 	for _, c := range cfg.clients {
 		for _, m := range modes() {
 			for _, t := range []target{cfg.floor, cfg.vigil} {
-				results[key(m.name, c, t.name)] = runOverload(t, sids[t.name], c, m.honor, cfg.round)
+				results[key(m.name, c, t.name)] = runOverload(t, sids[t.name], c, m.honor, cfg.round, "")
 			}
 		}
 	}
@@ -160,10 +161,14 @@ func warmup(cfg config) time.Duration { return min(cfg.round, time.Second) }
 func rampOf(d time.Duration) time.Duration { return min(d/5, time.Second) }
 
 // runOverload runs clients concurrent clients on t for d, client i in
-// session sids[i%len], each on a keep-alive connection of its own; the
-// answers of the first rampOf(d) are not measured.
-func runOverload(t target, sids []string, clients int, honor bool, d time.Duration) overloadRound {
+// session sids[i%len], each on a keep-alive connection of its own from
+// the local address local ("": any); the answers of the first rampOf(d)
+// are not measured.
+func runOverload(t target, sids []string, clients int, honor bool, d time.Duration, local string) overloadRound {
 	transport := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
+	if local != "" {
+		transport.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext
+	}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport}
 	rounds := make([]overloadRound, clients)
