@@ -8,3 +8,6 @@ func SetMaxSessionBytes(s *MemoryEventStore, n int64) { s.setMaxSessionBytes(n) 
 func HeldBytes(h *Endpoint, caller string) (held, total int) {
 	return h.quotas.bytes.Held(caller), h.quotas.total.Held(totalKey)
 }
+
+// StoreSize is s.size: the number of events s keeps and their total size.
+func StoreSize(s *MemoryEventStore) (events int, bytes int64) { return s.size() }

@@ -272,8 +272,8 @@ func (s *MemoryEventStore) Forget(_ context.Context, session string) error {
 	return nil
 }
 
-// Size returns the number of events kept and their total size.
-func (s *MemoryEventStore) Size() (events int, bytes int64) {
+// size returns the number of events kept and their total size.
+func (s *MemoryEventStore) size() (events int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.live, s.total

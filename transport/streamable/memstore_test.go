@@ -134,7 +134,7 @@ func TestMemoryEventStoreStreamCap(t *testing.T) {
 	_, got = rsReplay(t, s, "S", "2_2")
 	assert.Equal(t, []string{"2_4=1", "2_6=2"}, got)
 
-	events, bytes := s.Size()
+	events, bytes := streamable.StoreSize(s)
 	assert.Equal(t, 3+3, events)
 	assert.Equal(t, int64(3*size+3*(eventOverhead+1)), bytes)
 }
@@ -148,7 +148,7 @@ func TestMemoryEventStoreTotalCap(t *testing.T) {
 	rsAppend(t, s, "B", "1", "4") // drops a1, the store's oldest
 	rsAppend(t, s, "A", "2", "5") // drops b1
 
-	events, bytes := s.Size()
+	events, bytes := streamable.StoreSize(s)
 	assert.Equal(t, 3, events)
 	assert.Equal(t, int64(3*size), bytes)
 	_, got := rsReplay(t, s, "A", a1)
@@ -172,7 +172,7 @@ func TestMemoryEventStoreKeepsNewestEvent(t *testing.T) {
 	rsAppend(t, s, "S", "1", "too big for every cap")
 	_, got := rsReplay(t, s, "S", first)
 	assert.Equal(t, []string{"1_2=too big for every cap"}, got)
-	events, _ := s.Size()
+	events, _ := streamable.StoreSize(s)
 	assert.Equal(t, 1, events)
 }
 
@@ -189,13 +189,13 @@ func TestMemoryEventStoreForget(t *testing.T) {
 	require.ErrorIs(t, err, streamable.ErrUnknownEvent)
 	_, got := rsReplay(t, s, "B", b)
 	assert.Equal(t, []string{"1_5=b"}, got)
-	events, bytes := s.Size()
+	events, bytes := streamable.StoreSize(s)
 	assert.Equal(t, 2, events)
 	assert.Equal(t, int64(2*eventOverhead+1), bytes)
 
 	require.NoError(t, s.Forget(context.Background(), "B"))
 	require.NoError(t, s.Forget(context.Background(), "never seen"))
-	events, bytes = s.Size()
+	events, bytes = streamable.StoreSize(s)
 	assert.Zero(t, events)
 	assert.Zero(t, bytes)
 }
@@ -249,7 +249,7 @@ func TestMemoryEventStoreConcurrent(t *testing.T) {
 			seen[ev.ID] = true
 		}
 	}
-	events, _ := s.Size()
+	events, _ := streamable.StoreSize(s)
 	assert.Equal(t, writers*(perWriter+1), events)
 }
 
@@ -263,7 +263,7 @@ func TestMemoryEventStoreStaysBounded(t *testing.T) {
 		if i%1000 == 999 {
 			require.NoError(t, s.Forget(context.Background(), "S3"))
 		}
-		events, bytes := s.Size()
+		events, bytes := streamable.StoreSize(s)
 		require.LessOrEqual(t, bytes, int64(10*size))
 		require.LessOrEqual(t, events, 10)
 	}
@@ -298,7 +298,7 @@ func TestMemoryEventStoreSessionCap(t *testing.T) {
 	assert.Equal(t, []string{"1_4=3"}, got)
 	_, got = rsReplay(t, s, "B", other)
 	assert.Equal(t, []string{}, got, "another session's stream is still known")
-	events, _ := s.Size()
+	events, _ := streamable.StoreSize(s)
 	assert.Equal(t, 1+2, events)
 
 	// Many small streams, then one event larger than the cap: the session
@@ -306,9 +306,9 @@ func TestMemoryEventStoreSessionCap(t *testing.T) {
 	for i := range 200 {
 		rsAppend(t, s, "C", strconv.Itoa(i+10), "")
 	}
-	events, _ = s.Size()
+	events, _ = streamable.StoreSize(s)
 	assert.Equal(t, 1+2+4, events)
 	rsAppend(t, s, "C", "9", strings.Repeat("x", 4*size))
-	events, _ = s.Size()
+	events, _ = streamable.StoreSize(s)
 	assert.Equal(t, 1+2+1, events)
 }

@@ -764,13 +764,13 @@ func TestResumeSessionEndForgetsEvents(t *testing.T) {
 	}
 	_ = post.Body.Close()
 	assert.Equal(t, []string{"progress 1", "result 1 " + rsDone}, got)
-	events, _ := store.Size()
+	events, _ := streamable.StoreSize(store)
 	assert.Equal(t, 3, events, "priming, progress and result")
 
 	del := e.do(t.Context(), http.MethodDelete, "", rsSession(sid))
 	_ = del.Body.Close()
 	require.Equal(t, http.StatusNoContent, del.StatusCode)
-	events, bytes := store.Size()
+	events, bytes := streamable.StoreSize(store)
 	assert.Zero(t, events)
 	assert.Zero(t, bytes)
 }
