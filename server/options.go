@@ -156,7 +156,7 @@ func WithMaxInFlightPerSession(n int) Option {
 // WithShedder has the server refuse at once, while s sheds, each request
 // other than initialize, server/discover and ping (see
 // [transport.NewShedder]): answered with [protocol.CodeServerBusy] (data
-// {"retryAfterSeconds":N}: NewShedder's drain time, 1 for another
+// {"retryAfterSeconds":N}: NewShedder's 1 to 3, 1 for another
 // Shedder) and reported to the
 // Observer's MessageRejected as [protocol.RejectOverloaded], with no span
 // and no handler. The Streamable HTTP endpoint of the server asks s itself,

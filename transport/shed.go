@@ -19,23 +19,24 @@ type Shedder interface {
 
 // DefaultShedTarget is the delay over which the shipped commands shed by
 // default (their -overload-target): requests that wait longer than this
-// to be read, at the 90th percentile, mean more clients than the CPUs
-// keep up with. An MCP call is a model's tool call, which takes a model's
-// turn of seconds: a queue of tens of milliseconds costs it nothing, and
-// hundreds of keep-alive clients on two cores, which a plain handler
-// serves at a p99 of 15 to 20 ms, are served without a refusal.
-const DefaultShedTarget = 40 * time.Millisecond
+// to be read, at the 90th percentile, while more than 256 wait, mean
+// more clients than the CPUs keep up with. An MCP call is a model's tool
+// call, which takes a model's turn of seconds: a queue of a few hundred
+// requests costs it nothing: 256 keep-alive clients on two cores are
+// served without a refusal, 2,048 are shed (docs/limits.md).
+const DefaultShedTarget = 10 * time.Millisecond
 
 // NewShedder returns a Shedder that sheds a share of the requests, up to
 // a tenth, while they wait to be read longer than target (the median of
 // three 100 ms intervals' 90th percentiles, measured on their sockets:
 // the http.Server's ConnContext must be streamable.ConnContext; without
-// one, the scheduler's latency) with the CPUs busy and over 64 waiting.
+// one, the scheduler's latency) with the CPUs busy and over 256 waiting.
 // The share moves with the delay's excess each interval, so that the
 // delay settles at the target, and drops to nothing when the CPUs idle.
 // Over streamable HTTP the callers sending the most requests are refused
 // first: one under half the mean share is not refused. Shed requests are
-// told to retry after the queue's drain time (1 to 3 s). Slow handlers
+// told to retry after the queue's drain time plus up to 2 s at random
+// (1 to 3 s), so that they do not come back together. Slow handlers
 // are never shed. It starts no goroutine; docs/limits.md has the details.
 // For target <= 0 it returns nil, which server.WithShedder takes as "shed
 // nothing".

@@ -38,7 +38,7 @@
 // all it may refuse), and admitted requests would wait that much longer.
 // A client that honors Retry-After stays away for it, and a share
 // refused now empties the queue at once; the clients come back after
-// Retry-After, 1 s for cheap requests, and the share falls as the delay
+// Retry-After, 1 to 3 s, and the share falls as the delay
 // drops under the target, or at once if the CPUs idle. A controller that
 // cut the share admitted multiplicatively while the delay stayed high
 // (AIMD), or one allowed to refuse much more than a tenth, sends nearly
@@ -48,11 +48,12 @@
 // TestClosedLoopSettles simulates clients that honor Retry-After and
 // ones that ignore it against the Limiter.
 //
-// Retry-After itself is how soon there is room: the time the queue
-// takes to drain, by Little's law the mean wait, in whole seconds from 1
-// to MaxRetryAfter; 1 for cheap requests. A longer one sends clients
-// away while the CPUs could serve them; the clients one interval sends
-// away come back spread over as long as their refusals were.
+// Retry-After itself is how soon there is room, the time the queue
+// takes to drain (by Little's law the mean wait, 1 s for cheap
+// requests), plus up to MaxRetryAfter-1 s at random, at most
+// MaxRetryAfter: the clients refused within a second come back spread
+// over the next three, not together: with the drain time alone, 2,048
+// clients honoring it came back in waves (docs/limits.md).
 //
 // The share is refused from the heaviest callers first (fair.go): the
 // caller of each measured request is noted, and while shedding, a request

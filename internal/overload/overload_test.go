@@ -438,11 +438,16 @@ func TestFewWaitingShedNothing(t *testing.T) {
 	}
 	assert.InDelta(t, 1.0, l.Share(), 0, "35 waiting: calm, however long the 90th percentile")
 	f.skewed.Store(false)
-	// 3,200 requests a second wait 160.
+	// 3,200 requests a second wait 160: fewer than DefaultMinWaiting.
 	for range Window + 1 {
 		f.spreadEach(l, SamplesPerInterval, 10)
 	}
-	assert.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9, "160 waiting: overloaded")
+	assert.InDelta(t, 1.0, l.Share(), 0, "160 waiting: calm")
+	// 6,400 requests a second wait 320.
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 20)
+	}
+	assert.Less(t, l.Share(), 1.0, "320 waiting: overloaded")
 }
 
 // Shedding never leaves the CPUs idle: intervals in which the process

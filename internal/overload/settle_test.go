@@ -34,12 +34,13 @@ func newClosedLoop(clients int, capacity float64, honor bool) *closedLoop {
 	s := &closedLoop{capacity: capacity, honor: honor}
 	rng := rand.New(rand.NewPCG(1, 2))
 	s.l = New(Config{
-		Target: 40 * time.Millisecond,
+		Target: 10 * time.Millisecond, // transport.DefaultShedTarget
 		Now:    func() time.Duration { return s.now },
 		Queued: func(context.Context) (time.Duration, bool) { return s.queued, true },
 		Sample: func() time.Duration { return 0 },
 		CPU:    func() time.Duration { return s.cpu },
 		Rand:   rng.Uint32,
+		Jitter: rng.Uint32,
 	})
 	for range clients {
 		s.queue = append(s.queue, 0)
@@ -96,28 +97,31 @@ func (s *closedLoop) run(d time.Duration) (goodput, refused float64, p90 time.Du
 }
 
 // With many more clients than the process keeps up with, the shedder
-// keeps the CPUs busy: clients that honor Retry-After get as many answers
-// a second as with no shedding, less what the refusals cost, at a wait
-// about the target; clients that ignore it lose no more than the
-// refusals' cost. With as many clients as wait under the target, nothing
-// is refused.
+// keeps the CPUs nearly busy: clients that honor Retry-After (sent away
+// for 1 to 3 s at random) get at least nine tenths of the answers a
+// second of no shedding, at an admitted wait within four times the
+// target; clients that ignore it lose no more than the refusals' cost.
+// With fewer clients than DefaultMinWaiting, all of them always waiting
+// (this model's clients send again at once), nothing is refused.
 func TestClosedLoopSettles(t *testing.T) {
 	t.Parallel()
 	const capacity = 16000.0
 	for _, tc := range []struct {
 		clients int
 		honor   bool
-	}{{2048, true}, {2048, false}, {1024, true}, {256, true}} {
+	}{{2048, true}, {2048, false}, {1024, true}, {192, true}} {
 		s := newClosedLoop(tc.clients, capacity, tc.honor)
 		s.run(5 * time.Second)
 		goodput, refused, p90 := s.run(10 * time.Second)
 		t.Logf("%d clients, honor %v: goodput %.0f/s, refused %.0f/s, admitted p90 wait %v", tc.clients, tc.honor, goodput, refused, p90)
-		assert.GreaterOrEqual(t, goodput, capacity-refusalCost*refused-0.02*capacity, "%d clients, honor %v: the CPUs kept busy", tc.clients, tc.honor)
 		switch {
-		case tc.clients <= 256:
+		case tc.clients < DefaultMinWaiting:
 			assert.Zero(t, refused, "%d clients wait %v: nothing refused", tc.clients, p90)
 		case tc.honor:
-			assert.Less(t, p90, 2*s.l.cfg.Target, "%d clients: the admitted wait about the target", tc.clients)
+			assert.GreaterOrEqual(t, goodput, 0.9*capacity, "%d clients, honor: the CPUs nearly busy", tc.clients)
+			assert.Less(t, p90, 4*s.l.cfg.Target, "%d clients: the admitted wait near the target", tc.clients)
+		default:
+			assert.GreaterOrEqual(t, goodput, capacity-refusalCost*refused-0.02*capacity, "%d clients: no more lost than the refusals cost", tc.clients)
 		}
 	}
 }
