@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"runtime/debug"
@@ -180,11 +181,24 @@ func (h *Endpoint) admitBody(w http.ResponseWriter, r *http.Request, caller stri
 	case protocol.RejectOther:
 		return true
 	case protocol.RejectMemoryBudget:
+		discardBody(r, h.cfg.maxBody)
 		h.refuseMemory(w)
 	default:
+		discardBody(r, h.cfg.maxBody)
 		h.refuseQuota(w, r, transport.ID{}, protocol.QuotaBytes, why, retryInFlight)
 	}
 	return false
+}
+
+// discardBody reads the body of r, refused before it was read, into
+// nothing, up to limit bytes (within the server's body read timeout), so
+// that a client still sending it reads the refusal and its Retry-After
+// rather than a connection reset: a client that writes its whole body
+// before it reads the answer sees its write fail once net/http closes a
+// connection whose body was left unread. It holds no memory of the body
+// (io.Discard reads through a small pooled buffer).
+func discardBody(r *http.Request, limit int64) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, limit))
 }
 
 // refuseBytes refuses req, read from a small body past its caller's byte
