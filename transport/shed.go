@@ -30,7 +30,8 @@ const DefaultShedTarget = 10 * time.Millisecond
 // a tenth, while they wait to be read longer than target (the median of
 // three 100 ms intervals' 90th percentiles, measured on their sockets:
 // the http.Server's ConnContext must be streamable.ConnContext; without
-// one, the scheduler's latency) with the CPUs busy and over 256 waiting.
+// one, the scheduler's latency) with the CPUs busy and over 256 waiting
+// (once shedding, down to 64).
 // The share moves with the delay's excess each interval, so that the
 // delay settles at the target, and drops to nothing when the CPUs idle.
 // Over streamable HTTP the callers sending the most requests are refused

@@ -290,7 +290,15 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	}
 	waiting := float64(asked) / elapsed.Seconds() * wait.Seconds() // Little's law
 	l.idle = !l.busy(used, elapsed)
-	if l.idle || waiting < l.cfg.MinWaiting {
+	// Shedding starts with over MinWaiting waiting and goes on down to a
+	// quarter of it: the clients it sends away are what brings the
+	// number waiting down, and stopping as soon as it fell under
+	// MinWaiting would bring them back at once.
+	minWaiting := l.cfg.MinWaiting
+	if l.share < 1 {
+		minWaiting /= 4
+	}
+	if l.idle || waiting < minWaiting {
 		return 0
 	}
 	return delay

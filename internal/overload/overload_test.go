@@ -450,6 +450,33 @@ func TestFewWaitingShedNothing(t *testing.T) {
 	assert.Less(t, l.Share(), 1.0, "320 waiting: overloaded")
 }
 
+// Shedding starts with over MinWaiting requests waiting and goes on down
+// to a quarter of it, since the clients it sends away are what brings the
+// number waiting down: 160 waiting do not start it, but keep it going; 32
+// end it.
+func TestShedsOnDownToAQuarterOfMinWaiting(t *testing.T) {
+	t.Parallel()
+	f, l := newFakeWaiting(t, DefaultMinWaiting)
+	f.queued.Store(int64(10 * target))
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 10) // 160 waiting
+	}
+	require.InDelta(t, 1.0, l.Share(), 0, "160 waiting: calm")
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 20) // 320 waiting
+	}
+	require.Less(t, l.Share(), 1.0, "320 waiting: shedding")
+	shedding := l.Share()
+	for range Window + 1 {
+		f.spreadEach(l, SamplesPerInterval, 10) // 160 waiting
+	}
+	assert.LessOrEqual(t, l.Share(), shedding, "160 waiting while shedding: still over the target, goes on")
+	for range 100 {
+		f.spreadEach(l, SamplesPerInterval, 2) // 32 waiting
+	}
+	assert.InDelta(t, 1.0, l.Share(), 0, "32 waiting: calm again")
+}
+
 // Shedding never leaves the CPUs idle: intervals in which the process
 // used less than FullBusy of the most it used lately (averaged over the
 // last Window intervals: the clients sent away stay away, and the CPUs
