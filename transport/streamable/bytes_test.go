@@ -153,16 +153,8 @@ func TestQuotaBytesCountsUnwrittenAnswers(t *testing.T) {
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 	a := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
 
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold","arguments":{"answer":300000}}}`
-	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
-	r.RemoteAddr = "192.0.2.1:40000"
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Mcp-Session-Id", a)
-	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	bw := &blockedWriter{ResponseRecorder: httptest.NewRecorder(), writing: make(chan int, 1), release: make(chan struct{})}
 	var wg sync.WaitGroup
-	wg.Go(func() { h.ServeHTTP(bw, r) })
+	bw := blockedPost(&wg, h, a, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold","arguments":{"answer":300000}}}`)
 	<-started
 	n := <-bw.writing // the answer is being written, and not taken
 	held, total := streamable.HeldBytes(h, "192.0.2.1")
@@ -193,16 +185,8 @@ func TestQuotaBytesSkipSharedAnswers(t *testing.T) {
 	t.Cleanup(func() { _ = h.Close(); _ = srv.Close() })
 	a := quotaInit(t, h, "192.0.2.1").Header().Get("Mcp-Session-Id")
 
-	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/big.txt"}}`
-	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
-	r.RemoteAddr = "192.0.2.1:40000"
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Mcp-Session-Id", a)
-	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	bw := &blockedWriter{ResponseRecorder: httptest.NewRecorder(), writing: make(chan int, 1), release: make(chan struct{})}
 	var wg sync.WaitGroup
-	wg.Go(func() { h.ServeHTTP(bw, r) })
+	bw := blockedPost(&wg, h, a, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/big.txt"}}`)
 	<-bw.writing // the answer is being written, and not taken
 	held, _ := streamable.HeldBytes(h, "192.0.2.1")
 	assert.Less(t, held, 4<<10, "the shared encoding (300,000 bytes) does not count")
@@ -213,4 +197,19 @@ func TestQuotaBytesSkipSharedAnswers(t *testing.T) {
 	assert.Equal(t, http.StatusOK, bw.Code)
 	assert.Contains(t, bw.Body.String(), strings.Repeat("s", 1000))
 	assert.Zero(t, quotas.get(protocol.QuotaBytes))
+}
+
+// blockedPost serves body, POSTed by 192.0.2.1 in session sid, on a
+// goroutine of wg, into a blockedWriter whose first Write waits for its
+// release.
+func blockedPost(wg *sync.WaitGroup, h http.Handler, sid, body string) *blockedWriter {
+	r := httptest.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	r.RemoteAddr = "192.0.2.1:40000"
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Session-Id", sid)
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	bw := &blockedWriter{ResponseRecorder: httptest.NewRecorder(), writing: make(chan int, 1), release: make(chan struct{})}
+	wg.Go(func() { h.ServeHTTP(bw, r) })
+	return bw
 }
