@@ -209,8 +209,8 @@ func (ss *Session) boundResult(resp *transport.Response, req *Request, res any) 
 	if req.Method == "tools/call" {
 		return nil, nil // such as the task a call created
 	}
-	if r, ok := res.(*ReadResourceResult); ok && r.encoded != nil && r.encoded.encodedFor(r, req.era) != nil {
-		return nil, nil // a static skill file's, bounded when registered
+	if resp.Shared {
+		return nil, nil // a static skill file's, encoded and bounded when registered
 	}
 	err := &Error{ // no error wrapped: a refusal, not a bug to record
 		Code:    protocol.CodeInternal,
