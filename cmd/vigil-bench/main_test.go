@@ -86,10 +86,10 @@ func TestBenchScaleReports(t *testing.T) {
 		`^\s+CPU per notified session\s+` + num + ` µs\s+` + num + ` µs\s+(-|` + num + `×)$`,
 		`^delivered\s+floor: every stream got every fan-out, once$`,
 		`^delivered\s+vigil: every stream got every fan-out, once$`,
-		// overload: mode, clients, server, goodput, p99, refused/s, Retry-After, failed, of peak
-		`^\s+honor\s+2\s+floor\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+100%$`,
-		`^\s+honor\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
-		`^\s+ignore\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%$`,
+		// overload: mode, clients, server, goodput, p99, refused/s, Retry-After, failed, of peak, CPU per answer (server, clients)
+		`^\s+honor\s+2\s+floor\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+100%\s+` + num + ` µs\s+` + num + ` µs$`,
+		`^\s+honor\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%\s+` + num + ` µs\s+` + num + ` µs$`,
+		`^\s+ignore\s+8\s+vigil\s+` + num + `\s+` + num + ` ms\s+\d+\s+\S+\s+0\s+\d+%\s+` + num + ` µs\s+` + num + ` µs$`,
 		`^\s+vigil/floor\s+` + num + `×\s+` + num + `×\s*$`,
 		// payload: server, calls/s, p99, failed, RSS at start, peak, bound, within
 		`^\s+floor\s+` + num + `\s+` + num + ` ms\s+0\s+` + num + ` MiB\s+` + num + ` MiB\s+` + num + ` MiB\s+(true|false)$`,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/cmd/vigil-bench/internal/benchservice"
+	"github.com/vigil-mcp/vigil/internal/cputime"
 	"github.com/vigil-mcp/vigil/internal/loadgen"
 )
 
@@ -41,11 +42,22 @@ type overloadRound struct {
 	firstFail string
 	elapsed   time.Duration // the whole round, ramp included: refusals are counted over it
 	measured  time.Duration // after the ramp: answers and latencies are counted over it
+	serverCPU time.Duration // the server process's CPU time after the ramp
+	clientCPU time.Duration // this process's (the clients') CPU time after the ramp
 }
 
 func (r overloadRound) goodput() float64 { return float64(r.ok) / r.measured.Seconds() }
 
 func (r overloadRound) p99() time.Duration { return benchservice.Percentile(r.latencies, 0.99) }
+
+// cpuPerAnswer is cpu over the answers counted after the ramp, refusals'
+// cost included; 0 without answers.
+func (r overloadRound) cpuPerAnswer(cpu time.Duration) time.Duration {
+	if r.ok == 0 {
+		return 0
+	}
+	return cpu / time.Duration(r.ok)
+}
 
 // retryColumn says whether the refusals carried Retry-After.
 func (r overloadRound) retryColumn() string {
@@ -79,6 +91,8 @@ func overload(w io.Writer, cfg config) error {
 	_, _ = fmt.Fprintf(w, "             ignore: it retries at once\n")
 	_, _ = fmt.Fprintf(w, "goodput      answers with the echo per second; p99 over those answers (admitted requests only)\n")
 	_, _ = fmt.Fprintf(w, "of peak      goodput over the same server's at %d clients in the same mode\n", cfg.clients[0])
+	_, _ = fmt.Fprintf(w, "CPU/answer   the server's CPU time after the ramp over its answers, refusals' cost included; the\n")
+	_, _ = fmt.Fprintf(w, "             clients' the same for this process: the steady figure, where goodput moves with the machine\n")
 	nsess := (slices.Max(cfg.clients) + clientsPerSession - 1) / clientsPerSession
 	sids := make(map[string][]string)
 	for _, t := range []target{cfg.floor, cfg.vigil} {
@@ -105,16 +119,17 @@ func overload(w io.Writer, cfg config) error {
 		}
 	}
 	tw := newTable(w)
-	_, _ = fmt.Fprintf(tw, "mode\tclients\tserver\tgoodput/s\tp99\trefused/s\tRetry-After\tfailed\tof peak\t\n")
+	_, _ = fmt.Fprintf(tw, "mode\tclients\tserver\tgoodput/s\tp99\trefused/s\tRetry-After\tfailed\tof peak\tCPU/answer\tclients' CPU/answer\t\n")
 	for _, m := range modes() {
 		for _, c := range cfg.clients {
 			var row [2]overloadRound
 			for i, t := range []target{cfg.floor, cfg.vigil} {
 				r, peak := results[key(m.name, c, t.name)], results[key(m.name, cfg.clients[0], t.name)]
 				row[i] = r
-				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%d\t%.0f%%\t\n", m.name, benchservice.Thousands(int64(c)), t.name,
+				_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%d\t%.0f%%\t%.1f µs\t%.1f µs\t\n", m.name, benchservice.Thousands(int64(c)), t.name,
 					benchservice.Thousands(int64(r.goodput())), benchservice.Millis(r.p99()), float64(r.refused)/r.elapsed.Seconds(),
-					r.retryColumn(), r.failed, 100*r.goodput()/peak.goodput())
+					r.retryColumn(), r.failed, 100*r.goodput()/peak.goodput(),
+					float64(r.cpuPerAnswer(r.serverCPU))/1e3, float64(r.cpuPerAnswer(r.clientCPU))/1e3)
 			}
 			_, _ = fmt.Fprintf(tw, "\t\tvigil/floor\t%s\t%s\t\t\t\t\t\n", benchservice.Ratio(row[1].goodput(), row[0].goodput()), benchservice.Ratio(float64(row[1].p99()), float64(row[0].p99())))
 		}
@@ -174,6 +189,13 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 	rounds := make([]overloadRound, clients)
 	start := time.Now()
 	from, deadline := start.Add(rampOf(d)), start.Add(d)
+	var server0, client0 time.Duration
+	ramped := make(chan struct{})
+	ramp := time.AfterFunc(rampOf(d), func() {
+		server0, _ = loadgen.CPUOf(t.pid)
+		client0 = cputime.Process()
+		close(ramped)
+	})
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
@@ -181,7 +203,12 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 		})
 	}
 	wg.Wait()
-	total := overloadRound{elapsed: time.Since(start), measured: time.Since(from)}
+	server1, _ := loadgen.CPUOf(t.pid)
+	client1 := cputime.Process()
+	if !ramp.Stop() {
+		<-ramped
+	}
+	total := overloadRound{elapsed: time.Since(start), measured: time.Since(from), serverCPU: server1 - server0, clientCPU: client1 - client0}
 	for _, r := range rounds {
 		total.ok += r.ok
 		total.latencies = append(total.latencies, r.latencies...)
