@@ -30,7 +30,7 @@
 // The actuator is the share of requests refused, moved each interval by
 // how far the median of the last Window intervals' delays is from the
 // target (Gain): up while over it, down while under it, to nothing at
-// once when the CPUs idle; at most the Limiter may refuse (a tenth by
+// once when the CPUs idle or the queue is gone; at most the Limiter may refuse (a tenth by
 // default).
 // The median makes a single burst no overload. The delay settles at the
 // target whatever the load, where a share in proportion to the excess

@@ -25,9 +25,9 @@ const (
 // target, the share refused grows each interval by Gain times the most
 // the Limiter may refuse (1 - MinAdmit) times how far over it is, in
 // targets (a tenth of the most at twice the target, all of it at eleven
-// times); under the target it falls the same way, by the most (Gain
-// times the most) when a handful wait; when the interval left the CPUs
-// idle (FullBusy), it is nothing at once. The delay then
+// times); under the target it falls the same way; when the interval left
+// the CPUs idle (FullBusy) or too few waited (MinWaiting), it is nothing
+// at once. The delay then
 // settles at the target, whatever the load. A larger Gain overshoots:
 // the clients sent away come back together, and the delay swings around
 // the target (TestClosedLoopSettles).
@@ -129,6 +129,7 @@ type Limiter struct {
 	last      time.Duration          // Now() of the last update
 	cpu       time.Duration          // CPU() at the last update
 	idle      bool                   // the last interval left the CPUs idle (busy)
+	drained   bool                   // too few requests waited in the last interval (MinWaiting)
 	procs     [Window]float64        // the processors used in the last intervals, the latest first
 	peak      float64                // the most of their mean lately (FullBusy)
 	recent    [Window]time.Duration  // the last intervals' delays, the latest first
@@ -255,7 +256,7 @@ func (l *Limiter) update(now time.Duration) {
 	copy(l.recent[1:], l.recent[:])
 	l.recent[0] = delay
 	most, refused := 1-l.cfg.MinAdmit, 0.0
-	if !l.idle {
+	if !l.idle && !l.drained {
 		over := float64(median(l.recent)-l.cfg.Target) / float64(l.cfg.Target)
 		refused = min(max(1-l.share+most*min(max(Gain*over, -1), 1), 0), most)
 	}
@@ -293,12 +294,17 @@ func (l *Limiter) delay(now time.Duration) time.Duration {
 	// Shedding starts with over MinWaiting waiting and goes on down to a
 	// quarter of it: the clients it sends away are what brings the
 	// number waiting down, and stopping as soon as it fell under
-	// MinWaiting would bring them back at once.
+	// MinWaiting would bring them back at once. Under a quarter the
+	// queue is gone, and shedding stops at once (update): a share that
+	// fell by Gain each interval went on sending clients away for
+	// seconds from a queue already served, and left the CPUs short of
+	// work until they came back.
 	minWaiting := l.cfg.MinWaiting
 	if l.share < 1 {
 		minWaiting /= 4
 	}
-	if l.idle || waiting < minWaiting {
+	l.drained = waiting < minWaiting
+	if l.idle || l.drained {
 		return 0
 	}
 	return delay

@@ -144,8 +144,9 @@ func TestBurstsShedNothing(t *testing.T) {
 }
 
 // Once a majority of the window is back under the target, the share
-// refused falls as it grew; calm (few waiting), by the largest step
-// (with the CPUs idle it is nothing at once: TestSheddingNeverIdlesTheCPUs).
+// refused falls as it grew; calm (under a quarter of MinWaiting waiting:
+// TestShedsOnDownToAQuarterOfMinWaiting) or with the CPUs idle
+// (TestSheddingNeverIdlesTheCPUs), it is nothing at once.
 func TestRecoveryFollowsTheLatency(t *testing.T) {
 	t.Parallel()
 	f, l := newFake(t)
@@ -163,10 +164,8 @@ func TestRecoveryFollowsTheLatency(t *testing.T) {
 	assert.InDelta(t, 1.0, l.Share(), 0, "back to admitting all")
 	overloadFor(f, l)
 	require.InDelta(t, DefaultMinAdmit, l.Share(), 1e-9)
-	for range Window - Window/2 {
-		f.interval(l, 0, 1)
-	}
-	assert.InDelta(t, DefaultMinAdmit+Gain*(1-DefaultMinAdmit), l.Share(), 1e-9, "calm (a handful waiting): the largest step down")
+	f.interval(l, 0, 1)
+	assert.InDelta(t, 1.0, l.Share(), 0, "calm (none waiting): nothing refused at once")
 }
 
 // After a quiet spell with no request to sample, the window holds only
@@ -453,7 +452,8 @@ func TestFewWaitingShedNothing(t *testing.T) {
 // Shedding starts with over MinWaiting requests waiting and goes on down
 // to a quarter of it, since the clients it sends away are what brings the
 // number waiting down: 160 waiting do not start it, but keep it going; 32
-// end it.
+// end it at once, since every refusal then sends a client away for
+// seconds from a queue that is already gone.
 func TestShedsOnDownToAQuarterOfMinWaiting(t *testing.T) {
 	t.Parallel()
 	f, l := newFakeWaiting(t, DefaultMinWaiting)
@@ -471,10 +471,8 @@ func TestShedsOnDownToAQuarterOfMinWaiting(t *testing.T) {
 		f.spreadEach(l, SamplesPerInterval, 10) // 160 waiting
 	}
 	assert.LessOrEqual(t, l.Share(), shedding, "160 waiting while shedding: still over the target, goes on")
-	for range 100 {
-		f.spreadEach(l, SamplesPerInterval, 2) // 32 waiting
-	}
-	assert.InDelta(t, 1.0, l.Share(), 0, "32 waiting: calm again")
+	f.spreadEach(l, SamplesPerInterval, 2) // 32 waiting
+	assert.InDelta(t, 1.0, l.Share(), 0, "32 waiting: the queue is gone, shedding stops at once")
 }
 
 // Shedding never leaves the CPUs idle: intervals in which the process
