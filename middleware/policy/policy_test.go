@@ -55,7 +55,9 @@ func newServerWith(t *testing.T, file string, reg prometheus.Registerer, access 
 	srv := server.New(
 		server.WithToolPolicy(set.Check),
 		server.WithToolAccess(func(req *server.Request, tl *server.Tool) bool { return access(req, tl) && set.Access(req, tl) }))
-	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text("ran"), nil }
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ran"), nil
+	}
 	require.NoError(t, srv.AddTool(server.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}, ok))
 	require.NoError(t, srv.AddTool(server.Tool{Name: "sleep", InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0}},"required":["ms"]}`)}, ok))
 	require.NoError(t, srv.AddTool(server.Tool{Name: "ping"}, ok))

@@ -21,17 +21,17 @@ const maxActors = 8
 
 // principalVars is the variable principal.
 type principalVars struct {
-	Subject  string         `cel:"subject"`
-	Issuer   string         `cel:"issuer"`
-	ClientID string         `cel:"client_id"`
-	Scopes   []string       `cel:"scopes"`
-	Claims   *dynMap        `cel:"claims"`
-	Actor    []string       `cel:"actor"`
+	Subject  string   `cel:"subject"`
+	Issuer   string   `cel:"issuer"`
+	ClientID string   `cel:"client_id"`
+	Scopes   []string `cel:"scopes"`
+	Claims   *dynMap  `cel:"claims"`
+	Actor    []string `cel:"actor"`
 }
 
 // toolVars is the variable tool.
 type toolVars struct {
-	Name        string         `cel:"name"`
+	Name        string  `cel:"name"`
 	Annotations *dynMap `cel:"annotations"`
 }
 
