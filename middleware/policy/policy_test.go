@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -253,4 +255,44 @@ func TestPolicyReadingArgumentsDoesNotHide(t *testing.T) {
 	srv := newServer(t, "tools:\n  sleep: 'arguments.ms < 10 && principal.subject == \"nobody\"'\n", nil)
 	alice := as(t, srv, &auth.Principal{Subject: "alice"})
 	assert.Contains(t, toolNames(alice), "sleep")
+}
+
+// TestDecisionOnSpan: Check sets the policy and its decision on the span
+// of the call's context (here a middleware's, as package middleware's
+// tracing starts one), for an allow and for a denial.
+func TestDecisionOnSpan(t *testing.T) {
+	set, err := policy.New(parse(t, issueFile))
+	require.NoError(t, err)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	spans := func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) {
+			ctx, span := tp.Tracer("test").Start(ctx, req.Method)
+			defer span.End()
+			return next(ctx, req)
+		}
+	}
+	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(spans))
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ran"), nil
+	}
+	require.NoError(t, srv.AddTool(server.Tool{Name: "sleep"}, ok))
+	alice := as(t, srv, &auth.Principal{Subject: "alice"})
+	_, e := alice.Call("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 10}})
+	require.Nil(t, e)
+	_, e = alice.Call("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 5000}})
+	require.NotNil(t, e)
+	var got []string
+	for _, s := range rec.Ended() {
+		if s.Name() != "tools/call" {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, kv := range s.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.AsString()
+		}
+		got = append(got, attrs["vigil.policy"]+" "+attrs["vigil.policy.decision"])
+	}
+	assert.Equal(t, []string{"tools.sleep allow", "tools.sleep deny"}, got)
 }
