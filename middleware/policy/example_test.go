@@ -35,7 +35,9 @@ tools:
 		server.WithToolPolicy(set.Check),
 		server.WithToolAccess(func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }),
 	)
-	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text("done"), nil }
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("done"), nil
+	}
 	_ = srv.AddTool(server.Tool{Name: "refund", InputSchema: []byte(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`)}, ok)
 	_ = srv.AddTool(server.Tool{Name: "audit"}, ok)
 
