@@ -53,7 +53,7 @@ func policyEras(t *testing.T, v *vigilAuth, token string) map[string]func(method
 	send := func(body string, hdr map[string]string) map[string]any {
 		a := v.rawPost(t, token, body, hdr)
 		m := rpcOf(t, a.body)
-		m["http_status"] = float64(a.status)
+		m["http_status"] = a.status
 		return m
 	}
 	return map[string]func(method, params string) map[string]any{
@@ -139,16 +139,16 @@ func TestAuthPolicy(t *testing.T) {
 		if era == protocol.Version20260728 {
 			status = http.StatusBadRequest // how 2026-07-28 answers every error of the caller's (-32600, -32602, ...)
 		}
-		assert.Equal(t, float64(status), answer["http_status"])
+		assert.Equal(t, status, answer["http_status"])
 		e, ok := answer["error"].(map[string]any)
 		require.True(t, ok, "want a denial: %v", answer)
-		assert.Equal(t, float64(protocol.CodeInvalidRequest), e["code"])
+		assert.InDelta(t, float64(protocol.CodeInvalidRequest), e["code"], 0)
 		assert.Equal(t, fmt.Sprintf("denied by policy %q", pol), e["message"])
 		assert.Equal(t, map[string]any{"authorization": map[string]any{"reason": "insufficient_authorization"}, "policy": pol}, e["data"])
 	}
 	ran := func(answer map[string]any) {
 		t.Helper()
-		assert.Equal(t, float64(http.StatusOK), answer["http_status"])
+		assert.Equal(t, http.StatusOK, answer["http_status"])
 		result, ok := answer["result"].(map[string]any)
 		require.True(t, ok, "want a result: %v", answer)
 		assert.NotEqual(t, true, result["isError"], "%v", answer)

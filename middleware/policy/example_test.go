@@ -62,10 +62,11 @@ tools:
 		}
 	}
 	_ = client.Close()
-	<-done
+	fmt.Println("Serve returned:", <-done)
 	// Output:
 	// {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"refund","inputSchema":{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}}]}}
 	// {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"done"}]}}
 	// {"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"denied by policy \"tools.refund\"","data":{"authorization":{"reason":"insufficient_authorization"},"policy":"tools.refund"}}}
 	// {"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"denied by policy \"tools.audit\"","data":{"authorization":{"reason":"insufficient_authorization"},"policy":"tools.audit"}}}
+	// Serve returned: <nil>
 }
