@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,6 +22,11 @@ const (
 
 // listCacheSize bounds the tools/list decisions remembered.
 const listCacheSize = 4096
+
+// maxLoggedError bounds the text of an evaluation error in a log record:
+// CEL may quote a value the client chose (an argument it failed to
+// convert).
+const maxLoggedError = 256
 
 // Check decides call, a tools/call of t whose arguments are valid, by t's
 // policy (or the default): nil allows it; a denial is a *server.Error
@@ -66,7 +72,11 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 			attrs = append(attrs, slog.String("error", "no principal"))
 		}
 		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
+			msg := err.Error()
+			if len(msg) > maxLoggedError {
+				msg = strings.ToValidUTF8(msg[:maxLoggedError], "") + "…"
+			}
+			attrs = append(attrs, slog.String("error", msg))
 		}
 		s.logger.LogAttrs(ctx, level, "policy: tools/call "+decision, attrs...)
 	}

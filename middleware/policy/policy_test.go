@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -298,4 +299,28 @@ func TestDecisionOnSpan(t *testing.T) {
 		got = append(got, attrs["vigil.policy"]+" "+attrs["vigil.policy.decision"])
 	}
 	assert.Equal(t, []string{"tools.sleep allow", "tools.sleep deny"}, got)
+}
+
+// TestLogsBounded: a denial is logged at info naming the tool, policy and
+// subject, with an evaluation error cut to its bound (CEL may quote what
+// the client sent), never the arguments themselves.
+func TestLogsBounded(t *testing.T) {
+	var logs strings.Builder
+	cfg := parse(t, "tools:\n  echo: '\"x\".matches(arguments.text)'\n") // a bad pattern's error quotes it
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	set, err := policy.New(cfg)
+	require.NoError(t, err)
+	srv := server.New(server.WithToolPolicy(set.Check))
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ran"), nil
+	}
+	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, ok))
+	secret := "(" + strings.Repeat("s3cret", 200)
+	_, e := as(t, srv, &auth.Principal{Subject: "alice"}).Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": secret}})
+	require.NotNil(t, e)
+	out := logs.String()
+	assert.Contains(t, out, `msg="policy: tools/call deny" tool=echo policy=tools.echo decision=deny`)
+	assert.Contains(t, out, "subject=alice")
+	assert.NotContains(t, out, secret)
+	assert.Less(t, len(out), 1024, out)
 }
