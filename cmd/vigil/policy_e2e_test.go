@@ -220,7 +220,7 @@ func TestAuthPolicy(t *testing.T) {
 // TestAuthPolicyBadExpression: an expression that does not compile fails
 // the start, naming the file, the line and the position in the
 // expression; so do a policy of a tool that does not exist, and the flag
-// without -auth-issuer.
+// without -auth-issuer or with -stdio.
 func TestAuthPolicyBadExpression(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ file, want string }{
@@ -239,4 +239,6 @@ func TestAuthPolicyBadExpression(t *testing.T) {
 	}
 	err := run(t.Context(), []string{"-http", "127.0.0.1:0", "-auth-policy", filepath.Join(dir, "policy.yaml")}, func(string) string { return "" }, &bytes.Buffer{})
 	assert.ErrorContains(t, err, "-auth-policy needs -auth-issuer")
+	err = run(t.Context(), []string{"-stdio", "-auth-issuer", "https://127.0.0.1:1", "-auth-policy", filepath.Join(dir, "policy.yaml")}, func(string) string { return "" }, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "-auth-policy applies to HTTP requests")
 }
