@@ -1,10 +1,13 @@
 package policy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/policy"
 	"github.com/vigil-mcp/vigil/server"
@@ -323,4 +327,56 @@ func TestLogsBounded(t *testing.T) {
 	assert.Contains(t, out, "subject=alice")
 	assert.NotContains(t, out, secret)
 	assert.Less(t, len(out), 1024, out)
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDenialAudited: the audit line of a denied call names the policy;
+// an allowed call's has none.
+func TestDenialAudited(t *testing.T) {
+	set, err := policy.New(parse(t, issueFile))
+	require.NoError(t, err)
+	var audit lockedBuffer
+	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ran"), nil
+	}
+	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, ok))
+	mallory := as(t, srv, &auth.Principal{Subject: "mallory"})
+	_, e := mallory.Call("tools/call", map[string]any{"name": "echo", "arguments": map[string]any{}})
+	require.NotNil(t, e)
+	alice := as(t, srv, &auth.Principal{Subject: "alice"})
+	assert.Equal(t, "ran", alice.CallTool("echo", map[string]any{}).Text())
+	require.NoError(t, mallory.Close())
+	require.NoError(t, alice.Close())
+	require.NoError(t, srv.Shutdown(t.Context())) // returns once the handlers, which write the lines, have returned
+	var lines []middleware.AuditRecord
+	for line := range strings.Lines(audit.String()) {
+		var rec middleware.AuditRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		lines = append(lines, rec)
+	}
+	require.Len(t, lines, 2, audit.String())
+	slices.SortFunc(lines, func(a, b middleware.AuditRecord) int { return strings.Compare(b.Subject, a.Subject) })
+	assert.Equal(t, "mallory", lines[0].Subject)
+	assert.Equal(t, "tools.echo", lines[0].Policy)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), lines[0].Code)
+	assert.Equal(t, "alice", lines[1].Subject)
+	assert.Empty(t, lines[1].Policy)
 }
