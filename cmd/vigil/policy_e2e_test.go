@@ -238,7 +238,7 @@ func TestAuthPolicyBadExpression(t *testing.T) {
 		assert.Contains(t, err.Error(), c.want)
 	}
 	err := run(t.Context(), []string{"-http", "127.0.0.1:0", "-auth-policy", filepath.Join(dir, "policy.yaml")}, func(string) string { return "" }, &bytes.Buffer{})
-	assert.ErrorContains(t, err, "-auth-policy needs -auth-issuer")
+	require.ErrorContains(t, err, "-auth-policy needs -auth-issuer")
 	err = run(t.Context(), []string{"-stdio", "-auth-issuer", "https://127.0.0.1:1", "-auth-policy", filepath.Join(dir, "policy.yaml")}, func(string) string { return "" }, &bytes.Buffer{})
-	assert.ErrorContains(t, err, "-auth-policy applies to HTTP requests")
+	require.ErrorContains(t, err, "-auth-policy applies to HTTP requests")
 }
