@@ -1,6 +1,7 @@
 package debugpage
 
 import (
+	"errors"
 	"math"
 	"math/bits"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -43,8 +45,12 @@ const (
 	slotCancel
 	// slotDrop+i: the response was not written, by reason
 	// (protocol.DropReason-1: cancelled, writer_closed, peer_gone, shutdown).
-	slotDrop  = slotCancel + 6
-	slotCount = slotDrop + 4
+	slotDrop = slotCancel + 6
+	// slotDenied: answered with the error of a tool policy's denial
+	// (package middleware/policy), an error the caller's authorization
+	// caused.
+	slotDenied = slotDrop + 4
+	slotCount  = slotDenied + 1
 )
 
 // slotNames names each slot, as the page and its JSON show them.
@@ -52,6 +58,7 @@ var slotNames = [slotCount]string{
 	"ok", "tool_error", "error",
 	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:other",
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
+	"denied",
 }
 
 // slotColors are the chart colors of each slot.
@@ -59,6 +66,7 @@ var slotColors = [slotCount]string{
 	"#4caf50", "#ff9800", "#d32f2f",
 	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#9e9e9e",
 	"#f06292", "#ad1457", "#6d4c41", "#424242",
+	"#b71c1c",
 }
 
 // statsOutcomeOf returns the slot of a request's outcome: cancelled (with its
@@ -75,6 +83,9 @@ func statsOutcomeOf(out server.Outcome) statSlot {
 	case out.Err != nil:
 		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
 			return cancelSlot(protocol.ReasonTimeout)
+		}
+		if _, denied := errors.AsType[*mcpconv.PolicyDenied](out.Err); denied {
+			return slotDenied
 		}
 		return slotError
 	}
@@ -400,7 +411,7 @@ func countsOf(h *histogram, seconds float64) statCounts {
 		Requests:   h.count(),
 		OK:         h.n[slotOK],
 		ToolErrors: h.n[slotToolError],
-		Errors:     h.n[slotError] + h.n[slotToolError],
+		Errors:     h.n[slotError] + h.n[slotToolError] + h.n[slotDenied],
 		P50MS:      h.quantile(0.50),
 		P95MS:      h.quantile(0.95),
 		P99MS:      h.quantile(0.99),
@@ -408,7 +419,7 @@ func countsOf(h *histogram, seconds float64) statCounts {
 	for i := slotCancel; i < slotDrop; i++ {
 		c.Cancelled += h.n[i]
 	}
-	for i := slotDrop; i < slotCount; i++ {
+	for i := slotDrop; i < slotDenied; i++ {
 		c.Dropped += h.n[i]
 	}
 	if seconds > 0 {

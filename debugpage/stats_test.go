@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -35,6 +36,7 @@ func TestStatsOutcomeOf(t *testing.T) {
 		{server.Outcome{Result: server.CallToolResult{IsError: true}}, "tool_error"}, // a value, as the metrics count it
 		{server.Outcome{Result: (*server.CallToolResult)(nil)}, "ok"},
 		{server.Outcome{Err: errors.New("x")}, "error"},
+		{server.Outcome{Err: server.NewError(protocol.CodeInvalidRequest, &mcpconv.PolicyDenied{Policy: "tools.echo"})}, "denied"},
 		{server.Outcome{Err: server.ErrHandlerTimeout}, "cancelled:timeout"},
 		{server.Outcome{Cause: server.ErrClientCancel, Dropped: protocol.DropCancelled}, "cancelled:client_cancel"},
 		{server.Outcome{Cause: server.ErrTransportClose}, "cancelled:transport_close"},

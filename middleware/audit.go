@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"time"
@@ -40,6 +41,7 @@ type AuditRecord struct {
 	Code      int64   `json:"code,omitempty"`       // the JSON-RPC error code of outcome error
 	Cause     string  `json:"cause,omitempty"`      // why it was cancelled (client_cancel, timeout, ...)
 	Reason    string  `json:"reason,omitempty"`     // why no response was written (outcomes cancelled and dropped)
+	Policy    string  `json:"policy,omitempty"`     // the tool policy that denied the call (outcome error; package middleware/policy)
 	Duration  float64 `json:"duration_seconds"`     // from receipt until the outcome was sealed
 	// Arguments are the names of the call's arguments, sorted; never their
 	// values, which are in ArgumentValues only for the tools of
@@ -110,6 +112,9 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				switch outcome {
 				case mcpconv.OutcomeError:
 					rec.Code = int64(server.CodeOf(out.Err))
+					if d, ok := errors.AsType[*mcpconv.PolicyDenied](out.Err); ok {
+						rec.Policy = d.Policy
+					}
 					if cancelCause(out) == protocol.ReasonTimeout {
 						rec.Cause = protocol.ReasonTimeout.String()
 					}

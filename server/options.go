@@ -41,6 +41,9 @@ type config struct {
 	callMiddleware []CallMiddleware
 	// toolAccess, when set, hides tools from a request (WithToolAccess).
 	toolAccess func(*Request, *Tool) bool
+	// toolPolicy, when set, decides each tools/call whose arguments are
+	// valid (WithToolPolicy; tool_policy.go).
+	toolPolicy func(ctx context.Context, call *CallToolRequest, t *Tool) error
 	// callerKey, when set, names who sent a request (WithCallerKey).
 	callerKey func(*Request) string
 	// useState, when set, records a requestState used in the replicas'
@@ -354,6 +357,18 @@ func WithTaskPollInterval(d time.Duration) Option {
 // [WithCacheHints] "private" (the default).
 func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 	return optionFunc(func(c *config) { c.toolAccess = allow })
+}
+
+// WithToolPolicy has check decide every call of every tool, after its
+// arguments were validated against the tool's input schema and before its
+// handler runs, in every path that runs a tool (a call, a task): a nil
+// error runs the handler; an error is the call's answer instead, as a
+// handler's would be (an [*Error] travels as a protocol error). t is the
+// tool as registered, which check must not modify. check must be safe for
+// concurrent use. It applies to the tools added after it, so give it to
+// [New]. Package middleware/policy's Set.Check evaluates CEL policies.
+func WithToolPolicy(check func(ctx context.Context, call *CallToolRequest, t *Tool) error) Option {
+	return optionFunc(func(c *config) { c.toolPolicy = check })
 }
 
 // WithCallerKey binds tasks to whoever created them. key returns the

@@ -198,8 +198,11 @@ func (s *Server) addTool(t Tool, h ToolHandler, in *objectSchema) error {
 		t.UI = &ui
 		h = withTextFallback(h) // apps.go; also for calls run as tasks
 	}
+	rt := &registeredTool{tool: t, mirrors: paramheader.Mirrors(t.InputSchema)}
+	h = s.policed(&rt.tool, h)     // tool_policy.go; after the arguments are valid
 	h = validatingArguments(in, h) // tool_validate.go; outermost, so before anything else
-	s.tools.set(t.Name, &registeredTool{tool: t, handler: h, mirrors: paramheader.Mirrors(t.InputSchema)})
+	rt.handler = h
+	s.tools.set(t.Name, rt)
 	s.listChanged("tools")
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +21,21 @@ const (
 	benchToolScope = "vigil.slow"
 )
 
+// benchPolicy is the -auth-policy of the policy figure: echo's policy
+// reads the principal and the arguments, so that each call decodes them
+// and runs a CEL program.
+const benchPolicy = `default: 'true'
+tools:
+  echo: 'principal.subject != "mallory" && size(arguments.text) < 1000'
+  sleep: 'arguments.ms < 1000 || "vigil.slow" in principal.scopes'
+`
+
 // runAuth measures what authorization costs: the same vigil binary twice,
 // once with JWT verification against an issuer in this process and once
 // without auth, under the same load: each client sends a valid token of
 // its own (each session's clients share one), which the first verifies
 // once and then finds in the verifier's cache, and the second ignores.
+// Then runPolicy.
 func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
@@ -56,16 +67,8 @@ func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	}
 	defer func() { err = errors.Join(err, stopProcess(authed, "vigil with auth")) }()
 
-	var tokens strings.Builder
-	for i := range cfg.clients {
-		tok, err := is.token(authURL, "bench-client-"+strconv.Itoa(i), benchScope)
-		if err != nil {
-			return err
-		}
-		tokens.WriteString(tok + "\n")
-	}
-	tokenFile := filepath.Join(dir, "tokens")
-	if err := os.WriteFile(tokenFile, []byte(tokens.String()), 0o600); err != nil {
+	tokenFile, err := mintTokens(cfg, is, authURL, filepath.Join(dir, "tokens"))
+	if err != nil {
 		return err
 	}
 
@@ -76,10 +79,62 @@ func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Printf("             scope %q, minted by an issuer in this process (RFC 8414 metadata, JWKS);\n", benchScope)
 	fmt.Printf("             both servers get the same load, tokens included: vigil without auth ignores them,\n")
 	fmt.Printf("             so the ratio is what verifying them costs (carrying the bytes costs both alike)\n")
+	if err := runLoad(ctx, cfg, dir, "vigil", plainURL, plain, tokenFile, "vigil+jwt", authURL, authed, tokenFile); err != nil {
+		return err
+	}
+	return runPolicy(ctx, cfg, dir, is, authArgs, authURL, authed, tokenFile)
+}
+
+// runPolicy measures what -auth-policy costs: vigil+jwt (running, at
+// authURL) against the same with benchPolicy, whose echo policy decodes
+// the arguments and runs on every call.
+func runPolicy(ctx context.Context, cfg config, dir string, is *issuer, authArgs []string, authURL string, authed *exec.Cmd, authTokens string) (err error) {
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(benchPolicy), 0o600); err != nil {
+		return err
+	}
+	policyArgs := append(slices.Clone(authArgs), "-auth-policy", policyFile)
+	logPath := filepath.Join(dir, "vigil-policy.log")
+	if cfg.vigilLog != "" {
+		logPath = cfg.vigilLog
+	}
+	policed, policyURL, err := startVigil(ctx, filepath.Join(dir, "vigil"), policyArgs, logPath)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stopProcess(policed, "vigil with a policy")) }()
+	tokenFile, err := mintTokens(cfg, is, policyURL, filepath.Join(dir, "tokens-policy"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nvigil-bench  %s, tool policies\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("vigil+policy %s (pid %d): vigil %s\n", policyURL, policed.Process.Pid, strings.Join(policyArgs, " "))
+	fmt.Printf("policy       echo: %s\n", `principal.subject != "mallory" && size(arguments.text) < 1000`)
+	fmt.Printf("             against vigil+jwt: the ratio is what deciding each call costs\n")
+	return runLoad(ctx, cfg, dir, "vigil+jwt", authURL, authed, authTokens, "vigil+policy", policyURL, policed, tokenFile)
+}
+
+// mintTokens writes to path one token per client for the resource url,
+// and returns path.
+func mintTokens(cfg config, is *issuer, url, path string) (string, error) {
+	var tokens strings.Builder
+	for i := range cfg.clients {
+		tok, err := is.token(url, "bench-client-"+strconv.Itoa(i), benchScope)
+		if err != nil {
+			return "", err
+		}
+		tokens.WriteString(tok + "\n")
+	}
+	return path, os.WriteFile(path, []byte(tokens.String()), 0o600)
+}
+
+// runLoad runs the load generator against floor and vigil, each with its
+// tokens.
+func runLoad(ctx context.Context, cfg config, dir, floorName, floorURL string, floor *exec.Cmd, floorTokens, name, url string, vigil *exec.Cmd, tokens string) error {
 	loadArgs := append([]string{
-		"-floor", plainURL, "-floor-pid", strconv.Itoa(plain.Process.Pid), "-floor-name", "vigil",
-		"-vigil", authURL, "-vigil-pid", strconv.Itoa(authed.Process.Pid), "-vigil-name", "vigil+jwt",
-		"-vigil-tokens", tokenFile, "-floor-tokens", tokenFile,
+		"-floor", floorURL, "-floor-pid", strconv.Itoa(floor.Process.Pid), "-floor-name", floorName,
+		"-vigil", url, "-vigil-pid", strconv.Itoa(vigil.Process.Pid), "-vigil-name", name,
+		"-vigil-tokens", tokens, "-floor-tokens", floorTokens,
 	}, cfg.loadFlags...)
 	load := exec.CommandContext(ctx, filepath.Join(dir, "load"), loadArgs...)
 	load.Stdout, load.Stderr = os.Stdout, os.Stderr

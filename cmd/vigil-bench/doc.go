@@ -26,7 +26,8 @@
 // authorization costs instead: the same vigil twice, one with
 // -auth-issuer pointing at a minimal issuer it serves itself (RFC 8414
 // metadata and a JWKS; RS256 tokens minted in process, one per client) and
-// one without auth, under the same load. With -footprint (make
+// one without auth, under the same load; then that vigil against the same
+// with -auth-policy (benchPolicy), for what a tool policy costs. With -footprint (make
 // bench-footprint), it measures no throughput: it runs cmd/vigil's
 // BenchmarkServiceHandler and the floor's BenchmarkFloorHandler under
 // valgrind's cachegrind and reports, per request, the instructions, the

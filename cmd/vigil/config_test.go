@@ -407,7 +407,9 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	}
 	assert.Contains(t, usage, "-skills directory")
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
-	assert.Equal(t, 55, flags, "every flag is listed")
+	assert.Contains(t, usage, "-auth-policy file")
+	assert.Contains(t, usage, "(env VIGIL_AUTH_POLICY)")
+	assert.Equal(t, 56, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

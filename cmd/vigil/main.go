@@ -32,6 +32,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/middleware/policy"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -96,6 +97,8 @@ type config struct {
 	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
 	authInsecureHTTP      bool                // -auth-insecure-http: the authorization server over plain http on any host (tests, labs)
 	authHideTools         bool                // -auth-hide-tools: a call of a tool the caller may not call is answered as one of an unknown tool
+	authPolicyFile        string              // -auth-policy: the file of the tool policies; "": none
+	authPolicy            *policy.Config      // its policies, read by parseConfig (policy.go)
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
@@ -187,6 +190,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.authResource, "auth-resource", "", "canonical resource `URI` tokens must name (audience); default http://HOST:PORT/mcp of the listener, which must then not be a wildcard address")
 	fs.StringVar(&authScopes, "auth-scopes", "", "comma-separated `scopes` every request to /mcp needs")
 	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
+	fs.StringVar(&cfg.authPolicyFile, "auth-policy", "", "YAML `file` of per-tool CEL policies over principal, tool, arguments and request (default: EXPR, tools: {NAME: EXPR}), checked after a call's arguments and before its tool runs; a denied call gets a JSON-RPC error naming the policy, a tool whose policy reads no arguments is hidden from a caller it denies; a bad expression fails the start; needs -auth-issuer (see docs/security.md)")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
 	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS; redis:// only on loopback): any replica then serves any session, with no session affinity; a password is refused here: give it in VIGIL_REDIS_PASSWORD")
 	fs.StringVar(&cfg.redisCA, "redis-ca", "", "PEM `file` of the certificate authorities that Redis's certificate (rediss://) must chain to, instead of the system's")
@@ -306,6 +310,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, err
 	}
 	cfg.authToolScopes = toolScopes
+	if cfg.authPolicy, err = readPolicy(cfg); err != nil {
+		return config{}, err
+	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
 		return config{}, err
 	}

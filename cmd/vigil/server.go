@@ -64,7 +64,16 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		// out: it would cost a context per request for nobody.) Both fail
 		// closed without a verified principal: not for stdio, whose client
 		// holds no token (the guard is HTTP's).
-		srvOpts = append(srvOpts, server.WithToolAccess(auth.ToolAccess), server.WithCallerKey(auth.CallerKey))
+		access := auth.ToolAccess
+		if cfg.authPolicy != nil {
+			set, err := newPolicies(cfg, registry, logger)
+			if err != nil {
+				return nil, err
+			}
+			srvOpts = append(srvOpts, server.WithToolPolicy(set.Check))
+			access = func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }
+		}
+		srvOpts = append(srvOpts, server.WithToolAccess(access), server.WithCallerKey(auth.CallerKey))
 		if page != nil {
 			srvOpts = append(srvOpts, server.WithMiddleware(page.Middleware()))
 		}
@@ -115,6 +124,9 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		return nil, err
 	}
 	if err := checkToolRates(svc.Server.ToolNames(), cfg.toolRateLimits); err != nil {
+		return nil, err
+	}
+	if err := checkPolicyTools(cfg, svc.Server.ToolNames()); err != nil {
 		return nil, err
 	}
 	if cfg.skillsDir != "" {

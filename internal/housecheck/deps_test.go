@@ -24,6 +24,7 @@ var heavyModules = map[string]string{
 	"github.com/golang-jwt":         "middleware/oauth",
 	"github.com/MicahParks/keyfunc": "middleware/oauth",
 	"github.com/MicahParks/jwkset":  "middleware/oauth",
+	"github.com/google/cel-go":      "middleware/policy",
 	"google.golang.org/grpc":        "internal/otelsetup (OTLP over gRPC)",
 	"github.com/chromedp":           "tests only",
 }

@@ -50,6 +50,11 @@ const (
 	// issued to (its client_id or azp claim), next to semconv user.id for
 	// the token's subject; set only when the request was authorized.
 	OAuthClientIDKey = attribute.Key("vigil.oauth.client_id")
+	// PolicyKey is the policy that decided a tools/call (package
+	// middleware/policy): "default" or "tools.NAME".
+	PolicyKey = attribute.Key("vigil.policy")
+	// PolicyDecisionKey is its decision: "allow" or "deny".
+	PolicyDecisionKey = attribute.Key("vigil.policy.decision")
 )
 
 // Attribute values besides those shared with the metric labels

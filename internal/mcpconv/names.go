@@ -33,6 +33,9 @@ const (
 	// MetricAuthFailures counts the requests the OAuth resource server
 	// refused, by reason (package middleware/oauth).
 	MetricAuthFailures = "mcp_server_auth_failures_total"
+	// MetricPolicyDecisions counts the tools/call decisions of the tool
+	// policies, by policy and decision (package middleware/policy).
+	MetricPolicyDecisions = "mcp_server_policy_decisions_total"
 )
 
 // The shared mode's metric names (package redisshare).
