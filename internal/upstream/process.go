@@ -1,0 +1,227 @@
+package upstream
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/stdio"
+)
+
+// The defaults of [ProcessConfig]'s bounds.
+const (
+	defaultMaxStderrLine = 4 << 10
+	defaultKillGrace     = 2 * time.Second
+)
+
+// inheritedEnv are the variables of the gateway's own environment that a
+// stdio upstream inherits: what finding and running a program needs, and
+// nothing the gateway holds for itself (its keys and passwords).
+var inheritedEnv = []string{"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"}
+
+// ProcessConfig configures a stdio upstream's process.
+type ProcessConfig struct {
+	// Name names the upstream in logs.
+	Name string
+	// Argv is the program and its arguments (see [SplitCommand]); the
+	// program is looked up in PATH when it has no slash. No shell runs.
+	Argv []string
+	// Env is the process's environment besides PATH, HOME, LANG, TMPDIR
+	// (and SYSTEMROOT) inherited from the gateway: K=V entries, which
+	// override an inherited one of the same name.
+	Env []string
+	// Logger receives the process's stderr, one record per line, and its
+	// exit; nil discards them.
+	Logger *slog.Logger
+	// MaxMessageBytes bounds each message the process writes on stdout
+	// ([stdio.DefaultMaxFrameSize] when below 1); a longer one ends the
+	// session with [ErrGone].
+	MaxMessageBytes int
+	// MaxStderrLine bounds each stderr line logged (4 KiB when below 1);
+	// the rest of a longer line is dropped.
+	MaxStderrLine int
+	// KillGrace is how long Close waits for the process to exit once its
+	// stdin is closed before it kills it (2 s when not positive).
+	KillGrace time.Duration
+}
+
+// Process is a running stdio upstream: a child process speaking MCP on
+// its stdin and stdout. It is safe for concurrent use.
+type Process struct {
+	cfg        ProcessConfig
+	log        *slog.Logger
+	cmd        *exec.Cmd
+	conn       *stdio.Conn
+	stderr     *os.File // our end of its stderr
+	exited     chan struct{}
+	stderrDone chan struct{}
+	closeOnce  sync.Once
+	waitErr    error // set before exited closes
+}
+
+// StartProcess starts the process cfg describes, in a process group of
+// its own so that Close ends its children too.
+func StartProcess(cfg ProcessConfig) (*Process, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("upstream: empty command")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxStderrLine < 1 {
+		cfg.MaxStderrLine = defaultMaxStderrLine
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = defaultKillGrace
+	}
+	path, err := exec.LookPath(cfg.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+	}
+	var files []*os.File // every end of the three pipes, closed on failure
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   cfg.Argv,
+		Env:    processEnv(cfg.Env),
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
+	}
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+	}
+	// The child holds its ends now; ours would keep its stdout open past
+	// its exit.
+	_, _, _ = inR.Close(), outW.Close(), errW.Close()
+	p := &Process{
+		cfg:        cfg,
+		log:        cfg.Logger.With("upstream", cfg.Name, "pid", cmd.Process.Pid),
+		cmd:        cmd,
+		conn:       stdio.New(outR, inW, stdio.WithMaxFrameSize(cfg.MaxMessageBytes)),
+		stderr:     errR,
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+	go p.logStderr()
+	go p.wait()
+	return p, nil
+}
+
+// processEnv returns the inherited variables followed by env.
+func processEnv(env []string) []string {
+	var out []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return append(out, env...) // exec keeps the last of duplicate names
+}
+
+// Conn returns the MCP connection on the process's stdin and stdout. Its
+// Close closes both pipes; the process sees end of input.
+func (p *Process) Conn() transport.Conn { return p.conn }
+
+// Exited returns a channel closed once the process has exited and been
+// waited for.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Close closes the process's stdin and stdout, waits KillGrace for it to
+// exit, then kills its process group, and waits for it and for its stderr
+// to be logged. It is idempotent and returns nil; the exit is logged.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() {
+		_ = p.conn.Close()
+		timer := time.NewTimer(p.cfg.KillGrace)
+		select {
+		case <-p.exited:
+		case <-timer.C:
+			p.log.Warn("upstream did not exit on end of input; killing it", "grace", p.cfg.KillGrace)
+			killGroup(p.cmd)
+			<-p.exited
+		}
+		timer.Stop()
+		// A grandchild that outlived the group's kill could hold stderr open.
+		timer = time.NewTimer(p.cfg.KillGrace)
+		select {
+		case <-p.stderrDone:
+		case <-timer.C:
+			_ = p.stderr.Close()
+			<-p.stderrDone
+		}
+		timer.Stop()
+	})
+	return nil
+}
+
+// wait waits for the process and logs its exit.
+func (p *Process) wait() {
+	p.waitErr = p.cmd.Wait()
+	if p.waitErr != nil {
+		p.log.Info("upstream process exited", "status", p.waitErr)
+	} else {
+		p.log.Debug("upstream process exited")
+	}
+	close(p.exited)
+}
+
+// logStderr logs the process's stderr line by line, each cut at
+// MaxStderrLine bytes, until end of stream.
+func (p *Process) logStderr() {
+	defer close(p.stderrDone)
+	defer func() { _ = p.stderr.Close() }()
+	r := bufio.NewReaderSize(p.stderr, p.cfg.MaxStderrLine)
+	cut := false // the rest of a long line is being skipped
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 && !cut {
+			text := line
+			if text[len(text)-1] == '\n' {
+				text = text[:len(text)-1]
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				p.log.Info("upstream stderr", "line", string(text), "truncated", true)
+			} else {
+				p.log.Info("upstream stderr", "line", string(text))
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			cut = true
+		case err != nil:
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				p.log.Debug("upstream stderr", "error", err)
+			}
+			return
+		default:
+			cut = false
+		}
+	}
+}

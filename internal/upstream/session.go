@@ -1,0 +1,617 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// The defaults of [Config]'s bounds.
+const (
+	defaultMaxQueuedNotifications = 256
+	defaultMaxIncoming            = 16
+	defaultWriteTimeout           = 10 * time.Second
+	progressBuffer                = 32 // progress notifications a call holds for its caller
+)
+
+// Config configures a [Session]. The zero Config is usable: no logs, no
+// notifications delivered, every request of the upstream refused.
+type Config struct {
+	// Name names the upstream in logs.
+	Name string
+	// Logger receives the session's logs; nil discards them.
+	Logger *slog.Logger
+	// ClientName and ClientVersion are the clientInfo sent in initialize
+	// ("vigil" and "dev" when empty).
+	ClientName, ClientVersion string
+	// ProtocolVersion is the version asked for in initialize
+	// ([protocol.Version20251125] when empty). The session accepts any
+	// 2025-era version the upstream answers with.
+	ProtocolVersion string
+	// Capabilities are the client capabilities declared in initialize, a
+	// JSON object ({} when nil): declare sampling, elicitation or roots
+	// only when OnRequest can answer them.
+	Capabilities json.RawMessage
+	// OnNotification receives the upstream's notifications other than
+	// progress and cancellation (logging, list_changed, resource
+	// updates...), in order, one at a time, from one goroutine. When it
+	// falls MaxQueuedNotifications behind, further notifications are
+	// dropped and counted ([Stats]). The session never modifies n.
+	OnNotification func(n *transport.Request)
+	// OnRequest answers a request of the upstream (sampling, elicitation,
+	// roots); nil refuses them all with method not found. It runs in a
+	// goroutine of its own with a context that ends when the upstream
+	// cancels the request or the session ends; a *transport.Error it
+	// returns is sent as is, any other error as an internal error without
+	// its text. At most MaxIncoming run at once; more are refused.
+	OnRequest func(ctx context.Context, req *transport.Request) (json.RawMessage, error)
+	// MaxQueuedNotifications bounds the notifications waiting for
+	// OnNotification (256 when below 1).
+	MaxQueuedNotifications int
+	// MaxIncoming bounds the upstream's requests running at once (16 when
+	// below 1).
+	MaxIncoming int
+	// WriteTimeout bounds the writes that no caller waits for: a
+	// cancellation, an answer to the upstream (10 s when not positive).
+	WriteTimeout time.Duration
+}
+
+// Stats counts what a session dropped of what the upstream sent.
+type Stats struct {
+	DroppedNotifications int64 // OnNotification was MaxQueuedNotifications behind
+	DroppedProgress      int64 // for no call in flight, or its caller was behind
+	LateResponses        int64 // to no call in flight: cancelled, or never asked
+	InvalidMessages      int64 // frames that were not JSON-RPC, batches, unusable ids
+	RefusedRequests      int64 // upstream requests over MaxIncoming
+}
+
+// InitializeResult is what the upstream answered to initialize.
+type InitializeResult struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ServerInfo      json.RawMessage `json:"serverInfo"`
+	Instructions    string          `json:"instructions,omitempty"`
+}
+
+// Session is one MCP client session with an upstream server, made by
+// [Open]. Its methods are safe for concurrent use. The owner calls Close
+// once done with it, whether or not the upstream has gone, to wait for
+// the session's goroutines.
+type Session struct {
+	conn  transport.Conn
+	cfg   Config
+	log   *slog.Logger
+	init  InitializeResult
+	ctx   context.Context // ends when the session ends
+	stop  context.CancelCauseFunc
+	notes chan *transport.Request // for OnNotification
+	wg    sync.WaitGroup          // the read loop, the delivery, the upstream's requests
+	ended chan struct{}           // closed by end
+	ids   atomic.Int64            // the last request id used
+
+	mu sync.Mutex
+	st state
+
+	dropNotes, dropProgress, late, invalid, refused atomic.Int64
+}
+
+// state is what the session's lock guards.
+type state struct {
+	err      error                            // why the session ended; nil while it lives
+	calls    map[int64]*call                  // our requests awaiting their answers
+	incoming map[transport.ID]func(err error) // the upstream's requests running, by id: their cancel
+}
+
+// call is one request of ours awaiting its answer.
+type call struct {
+	done     chan struct{}        // closed once result or err is set
+	progress chan json.RawMessage // the params of its progress notifications; nil when not asked
+	result   json.RawMessage
+	err      error
+}
+
+// errUpstreamCancel is the cause of an upstream request's context when
+// the upstream cancelled it.
+var errUpstreamCancel = errors.New("upstream: request cancelled by the upstream")
+
+// Open starts an MCP session on conn: it runs initialize (bounded by
+// ctx) and sends notifications/initialized. The session owns conn from
+// then on, and closes it when it ends; when Open fails, conn is closed.
+func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxQueuedNotifications < 1 {
+		cfg.MaxQueuedNotifications = defaultMaxQueuedNotifications
+	}
+	if cfg.MaxIncoming < 1 {
+		cfg.MaxIncoming = defaultMaxIncoming
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = defaultWriteTimeout
+	}
+	s := &Session{
+		conn:  conn,
+		cfg:   cfg,
+		log:   cfg.Logger.With("upstream", cfg.Name),
+		notes: make(chan *transport.Request, cfg.MaxQueuedNotifications),
+		ended: make(chan struct{}),
+		st:    state{calls: make(map[int64]*call), incoming: make(map[transport.ID]func(error))},
+	}
+	s.ctx, s.stop = context.WithCancelCause(context.Background())
+	s.wg.Go(s.readLoop)
+	s.wg.Go(s.deliver)
+	if err := s.initialize(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// initialize runs the handshake.
+func (s *Session) initialize(ctx context.Context) error {
+	version := cmp(s.cfg.ProtocolVersion, protocol.Version20251125)
+	caps := s.cfg.Capabilities
+	if caps == nil {
+		caps = json.RawMessage(`{}`)
+	}
+	params, err := json.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities":    caps,
+		"clientInfo":      map[string]string{"name": cmp(s.cfg.ClientName, "vigil"), "version": cmp(s.cfg.ClientVersion, "dev")},
+	})
+	if err != nil {
+		return err
+	}
+	raw, err := s.Call(ctx, "initialize", params, nil)
+	if err != nil {
+		return fmt.Errorf("upstream %s: initialize: %w", s.cfg.Name, err)
+	}
+	if err := json.Unmarshal(raw, &s.init); err != nil {
+		return fmt.Errorf("upstream %s: initialize: %w: %w", s.cfg.Name, ErrGone, err)
+	}
+	if !sessionVersion(s.init.ProtocolVersion) {
+		return fmt.Errorf("upstream %s: initialize: unsupported protocol version %q", s.cfg.Name, s.init.ProtocolVersion)
+	}
+	return s.Notify(ctx, "notifications/initialized", nil)
+}
+
+// sessionVersion reports whether v is a protocol version of the session
+// era, the one a session speaks.
+func sessionVersion(v string) bool {
+	return v != protocol.Version20260728 && slices.Contains(protocol.Versions(), v)
+}
+
+// cmp returns s, or def when s is empty.
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Initialized returns what the upstream answered to initialize.
+func (s *Session) Initialized() InitializeResult { return s.init }
+
+// Call sends the request method with params (a JSON object, or nil) and
+// waits for its result. An error answer is returned as a
+// *[transport.Error]. When progress is not nil, the request carries a
+// progress token and progress receives the params of its progress
+// notifications, in order, in the caller's goroutine, all before Call
+// returns; while progress is behind, the upstream's further progress
+// notifications are dropped. When ctx ends first, the request is
+// cancelled upstream (notifications/cancelled, sent before Call returns)
+// and Call returns [context.Cause]. When the session ends first, Call
+// returns an error wrapping [ErrGone] or [ErrClosed].
+func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, progress func(params json.RawMessage)) (json.RawMessage, error) {
+	id := s.ids.Add(1)
+	c := &call{done: make(chan struct{})}
+	if progress != nil {
+		var err error
+		if params, err = withProgressToken(params, id); err != nil {
+			return nil, err
+		}
+		c.progress = make(chan json.RawMessage, progressBuffer)
+	}
+	if err := s.update(func(st *state) error {
+		if st.err != nil {
+			return st.err
+		}
+		st.calls[id] = c
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.conn.Write(ctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
+		s.forget(id)
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, s.end(fmt.Errorf("%w: %w", ErrGone, err))
+	}
+	for {
+		select {
+		case p := <-c.progress: // nil channel when not asked: never ready
+			progress(p)
+		case <-c.done:
+			return c.finish(progress)
+		case <-ctx.Done():
+			if !s.forget(id) {
+				<-c.done // answered meanwhile: the answer wins
+				return c.finish(progress)
+			}
+			s.cancelUpstream(ctx, id)
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// finish hands progress what is left of the call's progress, all of
+// which arrived before its answer, and returns the answer.
+func (c *call) finish(progress func(json.RawMessage)) (json.RawMessage, error) {
+	for {
+		select {
+		case p := <-c.progress:
+			progress(p)
+		default:
+			return c.result, c.err
+		}
+	}
+}
+
+// withProgressToken returns params with _meta.progressToken set to id.
+func withProgressToken(params json.RawMessage, id int64) (json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &fields); err != nil {
+			return nil, fmt.Errorf("upstream: params: %w", err)
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("upstream: params._meta: %w", err)
+		}
+	}
+	meta["progressToken"] = json.RawMessage(fmt.Sprint(id))
+	var err error
+	if fields["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// forget takes call id out of the pending ones; it reports whether it was
+// still there (not answered, the session not ended).
+func (s *Session) forget(id int64) bool {
+	found := false
+	_ = s.update(func(st *state) error {
+		if _, found = st.calls[id]; found {
+			delete(st.calls, id)
+		}
+		return nil
+	})
+	return found
+}
+
+// cancelUpstream tells the upstream that request id is cancelled, on a
+// write of its own bounded by WriteTimeout (ctx has ended).
+func (s *Session) cancelUpstream(ctx context.Context, id int64) {
+	params, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller cancelled the request"})
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.conn.Write(wctx, &transport.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+		s.log.Debug("upstream: cancel not sent", "id", id, "error", err)
+	}
+}
+
+// Notify sends the notification method with params (a JSON object, or
+// nil).
+func (s *Session) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := s.conn.Write(ctx, &transport.Request{Method: method, Params: params}); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return s.end(fmt.Errorf("%w: %w", ErrGone, err))
+	}
+	return nil
+}
+
+// Done returns a channel closed when the session ends: the upstream went
+// or Close was called. Err then says why.
+func (s *Session) Done() <-chan struct{} { return s.ended }
+
+// Err returns why the session ended, wrapping [ErrGone] or [ErrClosed];
+// nil while it lives.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.err
+}
+
+// Stats returns the counts of what the session dropped so far.
+func (s *Session) Stats() Stats {
+	return Stats{
+		DroppedNotifications: s.dropNotes.Load(),
+		DroppedProgress:      s.dropProgress.Load(),
+		LateResponses:        s.late.Load(),
+		InvalidMessages:      s.invalid.Load(),
+		RefusedRequests:      s.refused.Load(),
+	}
+}
+
+// Close ends the session with [ErrClosed] (unless it has ended already),
+// closes its Conn, and waits for its goroutines, among them the running
+// OnRequest and OnNotification calls. It must not be called from them.
+func (s *Session) Close() error {
+	_ = s.end(ErrClosed)
+	s.wg.Wait()
+	return nil
+}
+
+// update runs f under the session's lock.
+func (s *Session) update(f func(st *state) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f(&s.st)
+}
+
+// end ends the session with err, unless it has ended already, and returns
+// why it ended. The pending calls are taken out of the state at once and
+// answered after the lock is released: none is answered twice, and
+// answering one never changes what is being iterated.
+func (s *Session) end(err error) error {
+	var calls map[int64]*call
+	var running []func(error)
+	first := false
+	_ = s.update(func(st *state) error {
+		if st.err != nil {
+			err = st.err
+			return nil
+		}
+		first = true
+		st.err = err
+		calls, st.calls = st.calls, nil
+		for _, cancel := range st.incoming {
+			running = append(running, cancel)
+		}
+		st.incoming = nil
+		return nil
+	})
+	if !first {
+		return err
+	}
+	for _, c := range calls {
+		c.err = err
+		close(c.done)
+	}
+	for _, cancel := range running {
+		cancel(err)
+	}
+	s.stop(err)
+	close(s.ended)
+	_ = s.conn.Close()
+	if errors.Is(err, ErrGone) {
+		s.log.Warn("upstream gone", "error", err, "pending", len(calls))
+	}
+	return err
+}
+
+// readLoop reads what the upstream sends until the session ends.
+func (s *Session) readLoop() {
+	for {
+		msg, err := s.conn.Read(s.ctx)
+		var derr *transport.DecodeError
+		switch {
+		case errors.As(err, &derr):
+			s.invalid.Add(1)
+			s.log.Debug("upstream: invalid message", "error", err)
+			continue
+		case err != nil:
+			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrPeerGone) {
+				err = fmt.Errorf("%w: it closed the connection: %w", ErrGone, err)
+			} else {
+				err = fmt.Errorf("%w: %w", ErrGone, err)
+			}
+			_ = s.end(err)
+			return
+		}
+		switch m := msg.(type) {
+		case *transport.Response:
+			s.answer(m)
+		case *transport.Request:
+			if m.IsNotification() {
+				s.notified(m)
+			} else {
+				s.requested(m)
+			}
+		default: // a batch, which no MCP version a session speaks allows
+			s.invalid.Add(1)
+		}
+	}
+}
+
+// answer completes the call a response answers.
+func (s *Session) answer(r *transport.Response) {
+	id, ok := intID(r.ID)
+	var c *call
+	if ok {
+		_ = s.update(func(st *state) error {
+			if c = st.calls[id]; c != nil {
+				delete(st.calls, id)
+			}
+			return nil
+		})
+	}
+	if c == nil {
+		s.late.Add(1)
+		return
+	}
+	if r.Error != nil {
+		c.err = r.Error
+	} else {
+		c.result = r.Result
+	}
+	close(c.done)
+}
+
+// intID returns the integer of an id the session could have made.
+func intID(id transport.ID) (int64, bool) {
+	if !id.IsValid() || id.IsString() {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(id.String(), 10, 64)
+	return n, err == nil
+}
+
+// notified handles a notification of the upstream.
+func (s *Session) notified(n *transport.Request) {
+	switch n.Method {
+	case "notifications/progress":
+		s.progressed(n)
+	case "notifications/cancelled":
+		var p struct {
+			RequestID transport.ID `json:"requestId"`
+		}
+		if json.Unmarshal(n.Params, &p) != nil {
+			s.invalid.Add(1)
+			return
+		}
+		var cancel func(error)
+		_ = s.update(func(st *state) error {
+			cancel = st.incoming[p.RequestID]
+			return nil
+		})
+		if cancel != nil {
+			cancel(errUpstreamCancel)
+		}
+	default:
+		select {
+		case s.notes <- n:
+		default:
+			s.dropNotes.Add(1)
+		}
+	}
+}
+
+// progressed hands a progress notification to the call whose token it
+// carries, unless that call's caller is behind.
+func (s *Session) progressed(n *transport.Request) {
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	var id int64
+	if json.Unmarshal(n.Params, &p) != nil || json.Unmarshal(p.Token, &id) != nil {
+		s.dropProgress.Add(1)
+		return
+	}
+	var c *call
+	_ = s.update(func(st *state) error {
+		c = st.calls[id]
+		return nil
+	})
+	if c == nil || c.progress == nil {
+		s.dropProgress.Add(1)
+		return
+	}
+	select {
+	case c.progress <- n.Params:
+	default:
+		s.dropProgress.Add(1)
+	}
+}
+
+// deliver hands the queued notifications to OnNotification until the
+// session ends.
+func (s *Session) deliver() {
+	for {
+		select {
+		case n := <-s.notes:
+			if s.cfg.OnNotification != nil {
+				s.cfg.OnNotification(n)
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+// requested starts answering a request of the upstream, or refuses it.
+func (s *Session) requested(r *transport.Request) {
+	if r.Method == "ping" {
+		s.reply(r.ID, json.RawMessage(`{}`), nil)
+		return
+	}
+	if s.cfg.OnRequest == nil {
+		s.reply(r.ID, nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"})
+		return
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	var refusal *transport.Error
+	_ = s.update(func(st *state) error {
+		switch {
+		case st.err != nil:
+			refusal = &transport.Error{Code: int64(protocol.CodeInternal), Message: "session closed"}
+		case st.incoming[r.ID] != nil:
+			refusal = &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "duplicate request id"}
+		case len(st.incoming) >= s.cfg.MaxIncoming:
+			refusal = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "too many requests in flight"}
+		default:
+			st.incoming[r.ID] = cancel
+		}
+		return nil
+	})
+	if refusal != nil {
+		cancel(nil)
+		if refusal.Code == int64(protocol.CodeServerBusy) {
+			s.refused.Add(1)
+		}
+		s.reply(r.ID, nil, refusal)
+		return
+	}
+	s.wg.Go(func() {
+		defer cancel(nil)
+		res, err := s.cfg.OnRequest(ctx, r)
+		_ = s.update(func(st *state) error {
+			delete(st.incoming, r.ID)
+			return nil
+		})
+		if ctx.Err() != nil { // cancelled by the upstream, or the session ended: no answer
+			return
+		}
+		var jerr *transport.Error
+		switch {
+		case errors.As(err, &jerr):
+		case err != nil:
+			s.log.Debug("upstream: request failed", "method", r.Method, "error", err)
+			jerr = &transport.Error{Code: int64(protocol.CodeInternal), Message: "internal error"}
+		case res == nil:
+			res = json.RawMessage(`{}`)
+		}
+		s.reply(r.ID, res, jerr)
+	})
+}
+
+// reply answers the upstream's request id, on a write bounded by
+// WriteTimeout.
+func (s *Session) reply(id transport.ID, result json.RawMessage, e *transport.Error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.conn.Write(ctx, &transport.Response{ID: id, Result: result, Error: e}); err != nil {
+		s.log.Debug("upstream: answer not sent", "id", id.String(), "error", err)
+	}
+}

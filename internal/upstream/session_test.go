@@ -1,0 +1,503 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/stdio"
+)
+
+// fake is the upstream's end of a session: a test reads what the session
+// sends and writes what the upstream would.
+type fake struct {
+	t    *testing.T
+	conn transport.Conn
+}
+
+// read returns the next message the session sent.
+func (f *fake) read() transport.Message {
+	f.t.Helper()
+	m, err := f.conn.Read(context.Background())
+	require.NoError(f.t, err)
+	return m
+}
+
+// request reads the next message, which must be a request (or
+// notification) for method.
+func (f *fake) request(method string) *transport.Request {
+	f.t.Helper()
+	m := f.read()
+	r, ok := m.(*transport.Request)
+	require.True(f.t, ok, "got %#v, want a %s request", m, method)
+	require.Equal(f.t, method, r.Method)
+	return r
+}
+
+// response reads the next message, which must be a response.
+func (f *fake) response() *transport.Response {
+	f.t.Helper()
+	m := f.read()
+	r, ok := m.(*transport.Response)
+	require.True(f.t, ok, "got %#v, want a response", m)
+	return r
+}
+
+// send writes a message to the session.
+func (f *fake) send(m transport.Message) {
+	f.t.Helper()
+	require.NoError(f.t, f.conn.Write(context.Background(), m))
+}
+
+// answer answers request id with result.
+func (f *fake) answer(id transport.ID, result string) {
+	f.t.Helper()
+	f.send(&transport.Response{ID: id, Result: json.RawMessage(result)})
+}
+
+// notify sends a notification.
+func (f *fake) notify(method, params string) {
+	f.t.Helper()
+	f.send(&transport.Request{Method: method, Params: json.RawMessage(params)})
+}
+
+// handshake plays the upstream's part of initialize.
+func (f *fake) handshake() {
+	f.t.Helper()
+	init := f.request("initialize")
+	f.answer(init.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fake","version":"1"}}`)
+	f.request("notifications/initialized")
+}
+
+// openOn opens a session on conn while the fake at the other end, peer,
+// plays the handshake.
+func openOn(t *testing.T, conn, peer transport.Conn, cfg upstream.Config) (*upstream.Session, *fake) {
+	t.Helper()
+	f := &fake{t: t, conn: peer}
+	type opened struct {
+		s   *upstream.Session
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		s, err := upstream.Open(t.Context(), conn, cfg)
+		done <- opened{s, err}
+	}()
+	f.handshake()
+	o := <-done
+	require.NoError(t, o.err)
+	return o.s, f
+}
+
+// open opens a session over an in-memory pair (call it in a synctest
+// bubble); the session is closed when the test ends.
+func open(t *testing.T, cfg upstream.Config) (*upstream.Session, *fake) {
+	t.Helper()
+	a, b := memory.NewPair()
+	s, f := openOn(t, a, b, cfg)
+	t.Cleanup(func() {
+		_ = s.Close()
+		_ = b.Close()
+	})
+	return s, f
+}
+
+// result is what a Call returned.
+type result struct {
+	raw json.RawMessage
+	err error
+}
+
+// callAsync calls method in a goroutine; the channel gets its result.
+func callAsync(ctx context.Context, s *upstream.Session, method string, progress func(json.RawMessage)) <-chan result {
+	out := make(chan result, 1)
+	go func() {
+		raw, err := s.Call(ctx, method, json.RawMessage(`{"name":"x"}`), progress)
+		out <- result{raw, err}
+	}()
+	return out
+}
+
+func TestOpenHandshake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := memory.NewPair()
+		f := &fake{t: t, conn: b}
+		done := make(chan error, 1)
+		var s *upstream.Session
+		go func() {
+			var err error
+			s, err = upstream.Open(t.Context(), a, upstream.Config{Name: "u", Capabilities: json.RawMessage(`{"sampling":{}}`)})
+			done <- err
+		}()
+		init := f.request("initialize")
+		var p struct {
+			ProtocolVersion string          `json:"protocolVersion"`
+			Capabilities    json.RawMessage `json:"capabilities"`
+			ClientInfo      struct{ Name string }
+		}
+		require.NoError(t, json.Unmarshal(init.Params, &p))
+		assert.Equal(t, protocol.Version20251125, p.ProtocolVersion)
+		assert.JSONEq(t, `{"sampling":{}}`, string(p.Capabilities))
+		assert.Equal(t, "vigil", p.ClientInfo.Name)
+		f.answer(init.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"fake","version":"1"},"instructions":"hi"}`)
+		f.request("notifications/initialized")
+		require.NoError(t, <-done)
+		defer func() { _ = s.Close() }()
+		got := s.Initialized()
+		assert.Equal(t, "2025-06-18", got.ProtocolVersion)
+		assert.Equal(t, "hi", got.Instructions)
+		assert.JSONEq(t, `{"tools":{"listChanged":true}}`, string(got.Capabilities))
+	})
+}
+
+func TestOpenRefusesAnotherEra(t *testing.T) {
+	for _, version := range []string{"2026-07-28", "1999-01-01", ""} {
+		t.Run(version, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := memory.NewPair()
+				defer func() { _ = b.Close() }()
+				f := &fake{t: t, conn: b}
+				done := make(chan error, 1)
+				go func() {
+					_, err := upstream.Open(t.Context(), a, upstream.Config{Name: "u"})
+					done <- err
+				}()
+				init := f.request("initialize")
+				f.answer(init.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"serverInfo":{"name":"f","version":"1"}}`, version))
+				err := <-done
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "unsupported protocol version")
+				_, err = b.Read(t.Context()) // Open closed its end
+				assert.ErrorIs(t, err, transport.ErrPeerGone)
+			})
+		})
+	}
+}
+
+func TestCallResultAndError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		got := callAsync(t.Context(), s, "tools/call", nil)
+		req := f.request("tools/call")
+		assert.JSONEq(t, `{"name":"x"}`, string(req.Params))
+		f.answer(req.ID, `{"content":[]}`)
+		r := <-got
+		require.NoError(t, r.err)
+		assert.JSONEq(t, `{"content":[]}`, string(r.raw))
+
+		got = callAsync(t.Context(), s, "tools/call", nil)
+		req = f.request("tools/call")
+		f.send(&transport.Response{ID: req.ID, Error: &transport.Error{Code: -32602, Message: "unknown tool"}})
+		r = <-got
+		var jerr *transport.Error
+		require.ErrorAs(t, r.err, &jerr)
+		assert.Equal(t, int64(-32602), jerr.Code)
+		assert.Equal(t, "unknown tool", jerr.Message)
+	})
+}
+
+// TestCancelReachesTheUpstreamAtOnce: a caller whose context ends gets
+// its cause, the upstream gets notifications/cancelled for the request
+// before Call returns, and the upstream's late answer is dropped and
+// counted.
+func TestCancelReachesTheUpstreamAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		cause := errors.New("the downstream client cancelled")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		got := callAsync(ctx, s, "tools/call", nil)
+		req := f.request("tools/call")
+		cancel(cause)
+		n := f.request("notifications/cancelled")
+		var p struct {
+			RequestID transport.ID `json:"requestId"`
+		}
+		require.NoError(t, json.Unmarshal(n.Params, &p))
+		assert.Equal(t, req.ID, p.RequestID)
+		r := <-got
+		require.ErrorIs(t, r.err, cause)
+
+		f.answer(req.ID, `{}`)
+		synctest.Wait()
+		assert.Equal(t, int64(1), s.Stats().LateResponses)
+	})
+}
+
+// TestGoneAnswersEveryPendingCall is the seed's snapshot rule on the
+// client side: with several calls pending, the upstream closing answers
+// each with ErrGone at once, and every later call fails at once.
+func TestGoneAnswersEveryPendingCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		var calls []<-chan result
+		for range 3 {
+			calls = append(calls, callAsync(t.Context(), s, "tools/call", nil))
+			f.request("tools/call")
+		}
+		require.NoError(t, f.conn.Close())
+		for _, c := range calls {
+			r := <-c
+			require.ErrorIs(t, r.err, upstream.ErrGone)
+		}
+		<-s.Done()
+		require.ErrorIs(t, s.Err(), upstream.ErrGone)
+		_, err := s.Call(t.Context(), "tools/list", nil, nil)
+		require.ErrorIs(t, err, upstream.ErrGone)
+		require.ErrorIs(t, s.Notify(t.Context(), "notifications/roots/list_changed", nil), upstream.ErrGone)
+	})
+}
+
+func TestCloseAnswersPendingCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		got := callAsync(t.Context(), s, "tools/call", nil)
+		f.request("tools/call")
+		require.NoError(t, s.Close())
+		r := <-got
+		require.ErrorIs(t, r.err, upstream.ErrClosed)
+		require.NotErrorIs(t, r.err, upstream.ErrGone)
+		_, err := f.conn.Read(t.Context()) // the session closed its Conn
+		assert.ErrorIs(t, err, transport.ErrPeerGone)
+	})
+}
+
+// TestProgressBeforeTheResult: a call's progress reaches its caller in
+// order and all before Call returns, under the token the session chose,
+// with the caller's own _meta kept.
+func TestProgressBeforeTheResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		var got []string
+		out := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"x","_meta":{"k":"v"}}`), func(p json.RawMessage) {
+				got = append(got, string(p))
+			})
+			out <- result{raw, err}
+		}()
+		req := f.request("tools/call")
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(req.Params, &p))
+		assert.JSONEq(t, `"v"`, string(p.Meta["k"]))
+		token := string(p.Meta["progressToken"])
+		require.NotEmpty(t, token)
+		var want []string
+		for i := range 3 {
+			n := fmt.Sprintf(`{"progressToken":%s,"progress":%d}`, token, i)
+			f.notify("notifications/progress", n)
+			want = append(want, n)
+		}
+		f.notify("notifications/progress", `{"progressToken":987654,"progress":1}`) // no such call
+		f.answer(req.ID, `{}`)
+		r := <-out
+		require.NoError(t, r.err)
+		assert.Equal(t, want, got)
+		assert.Equal(t, int64(1), s.Stats().DroppedProgress)
+	})
+}
+
+// TestEndlessProgressIsBounded: an upstream that floods a call with
+// progress while its caller is stuck costs a bounded buffer; the rest is
+// dropped and counted, and the call still gets its result.
+func TestEndlessProgressIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		release := make(chan struct{})
+		delivered := 0
+		out := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "tools/call", nil, func(json.RawMessage) {
+				<-release
+				delivered++
+			})
+			out <- result{raw, err}
+		}()
+		req := f.request("tools/call")
+		var p struct {
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		require.NoError(t, json.Unmarshal(req.Params, &p))
+		const flood = 10_000
+		for i := range flood {
+			f.notify("notifications/progress", fmt.Sprintf(`{"progressToken":%s,"progress":%d}`, p.Meta.Token, i))
+		}
+		f.answer(req.ID, `{"done":true}`)
+		close(release)
+		r := <-out
+		require.NoError(t, r.err)
+		assert.JSONEq(t, `{"done":true}`, string(r.raw))
+		assert.Less(t, delivered, 100, "the caller holds a bounded buffer")
+		assert.Equal(t, int64(flood-delivered), s.Stats().DroppedProgress)
+	})
+}
+
+// TestNotificationsQueueIsBounded: while OnNotification is stuck, the
+// queue holds MaxQueuedNotifications and the rest is dropped and counted;
+// those queued are delivered in order once it returns.
+func TestNotificationsQueueIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var got []string
+		s, f := open(t, upstream.Config{Name: "u", MaxQueuedNotifications: 4, OnNotification: func(n *transport.Request) {
+			<-release
+			got = append(got, string(n.Params))
+		}})
+		for i := range 15 {
+			f.notify("notifications/message", fmt.Sprintf(`{"i":%d}`, i))
+			if i == 0 {
+				synctest.Wait() // the first is in OnNotification's hands
+			}
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(10), s.Stats().DroppedNotifications)
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, []string{`{"i":0}`, `{"i":1}`, `{"i":2}`, `{"i":3}`, `{"i":4}`}, got)
+	})
+}
+
+// TestUpstreamRequests: a request of the upstream reaches OnRequest and
+// its answer goes back under its id; one the upstream cancels gets no
+// answer; one over MaxIncoming is refused with -32000; ping is answered
+// by the session.
+func TestUpstreamRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan string, 4)
+		s, f := open(t, upstream.Config{Name: "u", MaxIncoming: 1, OnRequest: func(ctx context.Context, req *transport.Request) (json.RawMessage, error) {
+			started <- req.ID.String()
+			if req.ID.String() == "wait" {
+				<-ctx.Done()
+				return nil, context.Cause(ctx)
+			}
+			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"}}`), nil
+		}})
+		f.send(&transport.Request{ID: transport.StringID("s1"), Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		r := f.response()
+		assert.Equal(t, transport.StringID("s1"), r.ID)
+		assert.JSONEq(t, `{"role":"assistant","content":{"type":"text","text":"hi"}}`, string(r.Result))
+		assert.Equal(t, "s1", <-started)
+
+		f.send(&transport.Request{ID: transport.StringID("wait"), Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+		assert.Equal(t, "wait", <-started) // it holds the one slot
+		f.send(&transport.Request{ID: transport.Int64ID(3), Method: "roots/list"})
+		r = f.response()
+		assert.Equal(t, transport.Int64ID(3), r.ID)
+		require.NotNil(t, r.Error)
+		assert.Equal(t, int64(protocol.CodeServerBusy), r.Error.Code)
+		assert.Equal(t, int64(1), s.Stats().RefusedRequests)
+
+		f.notify("notifications/cancelled", `{"requestId":"wait"}`)
+		synctest.Wait()
+		f.send(&transport.Request{ID: transport.Int64ID(4), Method: "ping"})
+		r = f.response() // the cancelled request was not answered: this is ping's
+		assert.Equal(t, transport.Int64ID(4), r.ID)
+		assert.JSONEq(t, `{}`, string(r.Result))
+	})
+}
+
+func TestUpstreamRequestRefusedWithoutHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, f := open(t, upstream.Config{Name: "u"})
+		f.send(&transport.Request{ID: transport.Int64ID(1), Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		r := f.response()
+		require.NotNil(t, r.Error)
+		assert.Equal(t, int64(protocol.CodeMethodNotFound), r.Error.Code)
+	})
+}
+
+func TestList(t *testing.T) {
+	pages := map[string]string{
+		"":   `{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"p2"}`,
+		"p2": `{"tools":[{"name":"c"}],"nextCursor":"p3"}`,
+		"p3": `{"tools":[]}`,
+	}
+	loop := map[string]string{"": `{"tools":[],"nextCursor":"x"}`, "x": `{"tools":[],"nextCursor":"x"}`}
+	for _, tc := range []struct {
+		name    string
+		pages   map[string]string
+		max     int
+		want    []string
+		wantErr string
+	}{
+		{name: "three pages", pages: pages, max: 10, want: []string{`{"name":"a"}`, `{"name":"b"}`, `{"name":"c"}`}},
+		{name: "too many items", pages: pages, max: 2, wantErr: "more than 2 items"},
+		{name: "repeated cursor", pages: loop, max: 10, wantErr: `cursor "x" repeated`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s, f := open(t, upstream.Config{Name: "u"})
+				out := make(chan []json.RawMessage, 1)
+				errc := make(chan error, 1)
+				go func() {
+					items, err := s.List(t.Context(), "tools/list", "tools", tc.max)
+					out <- items
+					errc <- err
+				}()
+				for {
+					req := f.request("tools/list")
+					var p struct{ Cursor string }
+					if req.Params != nil {
+						require.NoError(t, json.Unmarshal(req.Params, &p))
+					}
+					f.answer(req.ID, tc.pages[p.Cursor])
+					synctest.Wait()
+					if len(out) > 0 {
+						break
+					}
+				}
+				items, err := <-out, <-errc
+				if tc.wantErr != "" {
+					require.ErrorContains(t, err, tc.wantErr)
+					return
+				}
+				require.NoError(t, err)
+				var got []string
+				for _, it := range items {
+					got = append(got, string(it))
+				}
+				assert.Equal(t, tc.want, got)
+			})
+		})
+	}
+}
+
+// TestHugeMessageEndsTheSession: a message over the transport's bound
+// ends the session with ErrGone (wrapping ErrFrameTooLarge) instead of
+// being buffered, and answers the pending call.
+func TestHugeMessageEndsTheSession(t *testing.T) {
+	upR, sessW := io.Pipe()
+	sessR, upW := io.Pipe()
+	conn := stdio.New(sessR, sessW, stdio.WithMaxFrameSize(1<<10))
+	peer := stdio.New(upR, upW)
+	defer func() { _ = peer.Close() }()
+	s, f := openOn(t, conn, peer, upstream.Config{Name: "u"})
+	defer func() { _ = s.Close() }()
+	got := callAsync(t.Context(), s, "tools/call", nil)
+	req := f.request("tools/call")
+	var wg sync.WaitGroup
+	wg.Go(func() { // blocks once the session stops reading; peer.Close ends it
+		_ = peer.Write(context.Background(), &transport.Response{ID: req.ID, Result: json.RawMessage(`{"text":"` + strings.Repeat("x", 1<<20) + `"}`)})
+	})
+	r := <-got
+	require.ErrorIs(t, r.err, upstream.ErrGone)
+	require.ErrorIs(t, r.err, transport.ErrFrameTooLarge)
+	_ = peer.Close()
+	wg.Wait()
+}
