@@ -234,10 +234,16 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, err
 	}
 	if err := s.conn.Write(ctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
-		s.forget(id)
 		if ctx.Err() != nil {
+			if s.forget(id) {
+				// The request may have gone out (an HTTP POST waits for
+				// its answer): the upstream ignores a cancel it cannot
+				// match.
+				s.cancelUpstream(ctx, id)
+			}
 			return nil, context.Cause(ctx)
 		}
+		s.forget(id)
 		return nil, s.end(fmt.Errorf("%w: %w", ErrGone, err))
 	}
 	for {

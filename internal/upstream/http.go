@@ -1,0 +1,401 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/stdio"
+)
+
+// The headers of the Streamable HTTP transport.
+const (
+	headerSession  = "Mcp-Session-Id"
+	headerProtocol = "Mcp-Protocol-Version"
+)
+
+// The defaults of [HTTPConfig]'s bounds.
+const (
+	httpQueue           = 64 // messages read from the upstream's streams waiting for Read
+	defaultDeleteWithin = 2 * time.Second
+)
+
+// HTTPConfig configures the client side of a Streamable HTTP upstream.
+type HTTPConfig struct {
+	// URL is the upstream's MCP endpoint.
+	URL string
+	// Client sends the requests; nil uses a client that follows no
+	// redirects (a redirect would carry the Header elsewhere).
+	Client *http.Client
+	// Header is sent with every request: the upstream's own credentials,
+	// never the downstream client's.
+	Header http.Header
+	// MaxMessageBytes bounds each message the upstream sends, a JSON body
+	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1); a
+	// longer one ends the connection with [transport.ErrFrameTooLarge].
+	MaxMessageBytes int
+}
+
+// httpConn is a [transport.Conn] on a Streamable HTTP upstream, in the
+// session era: each message written is a POST; what the upstream answers
+// on the POSTs (a JSON body or an SSE stream) and on the GET stream it
+// may offer once the session is initialized is what Read returns.
+type httpConn struct {
+	cfg    HTTPConfig
+	client *http.Client
+	ctx    context.Context // ends at Close; every request and stream runs under it
+	stop   context.CancelFunc
+	in     chan transport.Message
+	wg     sync.WaitGroup // the goroutines reading bodies
+
+	mu      sync.Mutex
+	session string // Mcp-Session-Id, once the upstream gave one
+	version string // the protocol version initialize settled on
+	err     error  // the first terminal error
+	failed  chan struct{}
+	closed  bool
+	getOpen bool // the GET stream was tried
+}
+
+// DialHTTP returns a Conn on the Streamable HTTP upstream cfg describes.
+// It does no I/O until the first Write. Close ends every stream and ends
+// the upstream's session with a DELETE (bounded to 2 s).
+func DialHTTP(cfg HTTPConfig) transport.Conn {
+	if cfg.MaxMessageBytes < 1 {
+		cfg.MaxMessageBytes = stdio.DefaultMaxFrameSize
+	}
+	client := cfg.Client
+	if client == nil {
+		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	c := &httpConn{cfg: cfg, client: client, in: make(chan transport.Message, httpQueue), failed: make(chan struct{})}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	return c
+}
+
+// Read returns the next message of the upstream's streams.
+func (c *httpConn) Read(ctx context.Context) (transport.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.failed:
+		return nil, c.failure()
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// failure returns the terminal error.
+func (c *httpConn) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail makes err the terminal error, unless there is one.
+func (c *httpConn) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		close(c.failed)
+	}
+}
+
+// Write POSTs msg. A request's answer arrives through Read, from the JSON
+// body or the SSE stream of the POST's response; an HTTP error status
+// becomes an error answer to the request (the connection lives on), but
+// 404 on an established session means the upstream forgot it, which ends
+// the connection.
+func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
+	if err := c.failure(); err != nil {
+		return err
+	}
+	body, err := transport.AppendMessage(nil, msg)
+	if err != nil {
+		return err
+	}
+	req, _ := msg.(*transport.Request)
+	hreq, err := http.NewRequestWithContext(c.ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	c.headers(hreq)
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json, text/event-stream")
+	// The caller's ctx bounds the POST until its answer starts; its body
+	// is read under the connection's own lifetime.
+	post, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := c.client.Do(hreq.WithContext(post))
+	if !stop() {
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		cancel()
+		return context.Cause(ctx)
+	}
+	if err != nil {
+		cancel()
+		if c.ctx.Err() != nil {
+			return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		}
+		err = fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err)
+		c.fail(err)
+		return err
+	}
+	if req != nil && req.Method == "initialize" {
+		c.mu.Lock()
+		c.session = resp.Header.Get(headerSession)
+		c.mu.Unlock()
+	}
+	if !c.spawn(func() {
+		defer cancel()
+		defer func() { _ = resp.Body.Close() }()
+		c.answered(req, resp)
+	}) {
+		_ = resp.Body.Close()
+		cancel()
+		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+	}
+	if req != nil && req.Method == "notifications/initialized" {
+		c.openGet()
+	}
+	return nil
+}
+
+// headers sets the headers every request carries.
+func (c *httpConn) headers(r *http.Request) {
+	for k, vs := range c.cfg.Header {
+		r.Header[k] = append([]string(nil), vs...)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != "" {
+		r.Header.Set(headerSession, c.session)
+	}
+	if c.version != "" {
+		r.Header.Set(headerProtocol, c.version)
+	}
+}
+
+// answered reads what the upstream answered to the POST of req (nil for a
+// notification or a response).
+func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
+		c.fail(fmt.Errorf("upstream: http: %w: the upstream ended the session (404)", transport.ErrPeerGone))
+	case resp.StatusCode/100 != 2:
+		if req != nil && !req.IsNotification() {
+			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
+				Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
+			}})
+		}
+	case mediaType == "text/event-stream":
+		c.readEvents(req, resp.Body)
+	case mediaType == "application/json":
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
+		switch {
+		case err != nil:
+			c.lost(req, err)
+		case len(data) > c.cfg.MaxMessageBytes:
+			c.fail(fmt.Errorf("upstream: http: %w", transport.ErrFrameTooLarge))
+		default:
+			c.decoded(req, data)
+		}
+	default:
+		c.lost(req, fmt.Errorf("unexpected content type %q", mediaType))
+	}
+}
+
+// lost answers req, whose answer was cut off, with an error (the
+// connection lives on: another POST may well succeed).
+func (c *httpConn) lost(req *transport.Request, err error) {
+	if req == nil || req.IsNotification() || c.ctx.Err() != nil {
+		return
+	}
+	c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
+		Code: int64(protocol.CodeInternal), Message: "the upstream's answer was cut off: " + err.Error(),
+	}})
+}
+
+// readEvents reads an SSE stream, each event's data one message.
+func (c *httpConn) readEvents(req *transport.Request, body io.Reader) {
+	r := bufio.NewReaderSize(body, 4096)
+	var data bytes.Buffer
+	for {
+		line, err := readLine(r, c.cfg.MaxMessageBytes)
+		if errors.Is(err, transport.ErrFrameTooLarge) {
+			c.fail(fmt.Errorf("upstream: http: sse: %w", err))
+			return
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the stream ended before the answer")
+			}
+			c.lost(req, err) // the call is not left hanging
+			return
+		}
+		switch {
+		case len(line) == 0: // the end of an event
+			if data.Len() > 0 {
+				if c.decoded(req, bytes.Clone(data.Bytes())) {
+					return // req's answer: the stream has done its work
+				}
+				data.Reset()
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if data.Len()+len(v)+1 > c.cfg.MaxMessageBytes {
+				c.fail(fmt.Errorf("upstream: http: sse: %w", transport.ErrFrameTooLarge))
+				return
+			}
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(v)
+		}
+	}
+}
+
+// readLine reads one line, without its end (\n or \r\n), of at most
+// limit bytes.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > limit+2 {
+			return nil, transport.ErrFrameTooLarge
+		}
+		line = append(line, chunk...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
+	}
+}
+
+// decoded decodes a message of the upstream and queues it for Read; it
+// reports whether it was the answer to req. The answer to initialize
+// settles the protocol version later requests carry.
+func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
+	m, err := transport.DecodeOwnedMessage(data)
+	if err != nil {
+		c.lost(req, err)
+		return false
+	}
+	resp, ok := m.(*transport.Response)
+	answer := ok && req != nil && resp.ID == req.ID
+	if answer && req.Method == "initialize" && resp.Result != nil {
+		var r struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(resp.Result, &r) == nil {
+			c.mu.Lock()
+			c.version = r.ProtocolVersion
+			c.mu.Unlock()
+		}
+	}
+	c.push(m)
+	return answer
+}
+
+// push queues m for Read, waiting while the queue is full (the upstream's
+// stream waits meanwhile) until the connection closes.
+func (c *httpConn) push(m transport.Message) {
+	select {
+	case c.in <- m:
+	case <-c.ctx.Done():
+	case <-c.failed:
+	}
+}
+
+// spawn runs f in a goroutine Close waits for, unless Close has begun;
+// it reports whether f runs.
+func (c *httpConn) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Go(f)
+	return true
+}
+
+// sessionID returns the session's id, "" before initialize.
+func (c *httpConn) sessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// openGet opens, once, the GET stream on which the upstream sends what
+// belongs to no request (list_changed, resource updates). An upstream
+// that offers none answers 405.
+func (c *httpConn) openGet() {
+	c.mu.Lock()
+	tried := c.getOpen
+	c.getOpen = true
+	c.mu.Unlock()
+	if tried {
+		return
+	}
+	c.spawn(func() {
+		req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.cfg.URL, nil)
+		if err != nil {
+			return
+		}
+		c.headers(req)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := c.client.Do(req)
+		if err != nil {
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if resp.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
+			c.readEvents(nil, resp.Body)
+		}
+	})
+}
+
+// Close ends the streams, sends DELETE for the session (bounded), and
+// waits for the goroutines reading bodies. It is idempotent.
+func (c *httpConn) Close() error {
+	c.mu.Lock()
+	closed := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if closed {
+		return nil
+	}
+	c.fail(fmt.Errorf("upstream: http: %w", transport.ErrClosed))
+	c.stop()
+	c.wg.Wait()
+	if session := c.sessionID(); session != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), defaultDeleteWithin)
+		defer cancel()
+		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.cfg.URL, nil); err == nil {
+			c.headers(req)
+			if resp, err := c.client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+				_ = resp.Body.Close()
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// httpUpstream is a Vigil server behind Streamable HTTP on loopback, the
+// upstream of the HTTP tests, with the headers of every request it got.
+type httpUpstream struct {
+	url       string
+	started   chan struct{} // a call of "block" started
+	cancelled chan error    // the cause that ended a call of "block"
+	mu        sync.Mutex
+	requests  []http.Header // the headers of each request, in order
+	methods   []string      // the HTTP method of each
+}
+
+// seen returns the headers and HTTP methods of the requests so far.
+func (u *httpUpstream) seen() ([]http.Header, []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]http.Header(nil), u.requests...), append([]string(nil), u.methods...)
+}
+
+// startHTTPUpstream serves tools "hello", "progress" (two steps),
+// "sample" (asks the client), "block" (waits for its cancel) and "huge"
+// (a 2 MiB text), in response mode mode.
+func startHTTPUpstream(t *testing.T, mode streamable.ResponseMode) *httpUpstream {
+	t.Helper()
+	u := &httpUpstream{started: make(chan struct{}, 1), cancelled: make(chan error, 1)}
+	srv := server.New()
+	tool := func(name string, h server.ToolHandler) {
+		require.NoError(t, srv.AddTool(server.Tool{Name: name}, h))
+	}
+	tool("hello", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hello"), nil
+	})
+	tool("progress", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		for _, p := range []float64{1, 2} {
+			if err := server.ReportProgress(ctx, p, 2, ""); err != nil {
+				return nil, err
+			}
+		}
+		return server.Text("done"), nil
+	})
+	tool("sample", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		res, err := server.CreateMessage(ctx, &server.CreateMessageParams{
+			Messages:  []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.TextContent{Text: "q"}}}},
+			MaxTokens: 10,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return server.Text("sampled " + res.Model), nil
+	})
+	tool("block", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		u.started <- struct{}{}
+		<-ctx.Done()
+		u.cancelled <- context.Cause(ctx)
+		return nil, context.Cause(ctx)
+	})
+	tool("huge", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text(strings.Repeat("x", 2<<20)), nil
+	})
+	h := streamable.New(srv, streamable.WithResponseMode(mode))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.requests = append(u.requests, r.Header.Clone())
+		u.methods = append(u.methods, r.Method)
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	u.url = ts.URL
+	t.Cleanup(func() {
+		_ = h.Close()
+		ts.Close()
+		_ = srv.Close()
+	})
+	return u
+}
+
+// openHTTP opens a session on u that answers sampling with model "m1".
+func openHTTP(t *testing.T, u *httpUpstream, maxMessage int) *upstream.Session {
+	t.Helper()
+	conn := upstream.DialHTTP(upstream.HTTPConfig{
+		URL:             u.url,
+		Header:          http.Header{"Authorization": {"Bearer upstream-own-credential"}},
+		MaxMessageBytes: maxMessage,
+	})
+	s, err := upstream.Open(t.Context(), conn, upstream.Config{
+		Name:         "h",
+		Capabilities: json.RawMessage(`{"sampling":{}}`),
+		OnRequest: func(context.Context, *transport.Request) (json.RawMessage, error) {
+			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"a"},"model":"m1"}`), nil
+		},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// callTool calls tool name and returns its first text.
+func callTool(t *testing.T, s *upstream.Session, name string, progress func(json.RawMessage)) (string, error) {
+	t.Helper()
+	raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), progress)
+	if err != nil {
+		return "", err
+	}
+	return text(t, raw), nil
+}
+
+// TestHTTPUpstream runs a session over Streamable HTTP in both response
+// modes: calls, progress and a server-to-client request on the POST's
+// stream (SSE mode), the session's id and protocol version on every
+// request after initialize, the upstream's own credential on every one,
+// and DELETE at Close.
+func TestHTTPUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	for _, tc := range []struct {
+		name string
+		mode streamable.ResponseMode
+	}{{"json", streamable.ResponseJSON}, {"sse", streamable.ResponseSSE}} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := startHTTPUpstream(t, tc.mode)
+			s := openHTTP(t, u, 0)
+			got, err := callTool(t, s, "hello", nil)
+			require.NoError(t, err)
+			assert.Equal(t, "hello", got)
+			tools, err := s.List(t.Context(), "tools/list", "tools", 100)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{"hello", "progress", "sample", "block", "huge"}, names(t, tools))
+			if tc.mode == streamable.ResponseSSE {
+				var progress []string
+				got, err = callTool(t, s, "progress", func(p json.RawMessage) {
+					progress = append(progress, string(p))
+				})
+				require.NoError(t, err)
+				assert.Equal(t, "done", got)
+				assert.Len(t, progress, 2)
+				got, err = callTool(t, s, "sample", nil)
+				require.NoError(t, err)
+				assert.Equal(t, "sampled m1", got)
+			}
+			require.NoError(t, s.Close())
+
+			headers, methods := u.seen()
+			require.GreaterOrEqual(t, len(headers), 4)
+			assert.Equal(t, http.MethodDelete, methods[len(methods)-1], "Close ends the upstream's session")
+			session := headers[1].Get("Mcp-Session-Id")
+			require.NotEmpty(t, session, "the upstream gave a session")
+			for i, h := range headers {
+				assert.Equal(t, "Bearer upstream-own-credential", h.Get("Authorization"), "request %d", i)
+				if i > 0 {
+					assert.Equal(t, session, h.Get("Mcp-Session-Id"), "request %d", i)
+				}
+				if i > 1 {
+					assert.Equal(t, "2025-11-25", h.Get("Mcp-Protocol-Version"), "request %d", i)
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPCancel: a caller's cancel ends its call at once and ends the
+// upstream's handler.
+func TestHTTPCancel(t *testing.T) {
+	testkit.Watchdog(t)
+	for _, tc := range []struct {
+		name string
+		mode streamable.ResponseMode
+	}{{"json", streamable.ResponseJSON}, {"sse", streamable.ResponseSSE}} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := startHTTPUpstream(t, tc.mode)
+			s := openHTTP(t, u, 0)
+			ctx, cancel := context.WithCancelCause(t.Context())
+			cause := errors.New("downstream cancel")
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"block"}`), nil)
+				done <- err
+			}()
+			<-u.started
+			cancel(cause)
+			require.ErrorIs(t, <-done, cause)
+			require.Error(t, <-u.cancelled, "the upstream's handler ended")
+			got, err := callTool(t, s, "hello", nil)
+			require.NoError(t, err)
+			assert.Equal(t, "hello", got)
+		})
+	}
+}
+
+// TestHTTPHugeAnswer: an answer over MaxMessageBytes ends the session
+// with ErrGone instead of being read whole.
+func TestHTTPHugeAnswer(t *testing.T) {
+	testkit.Watchdog(t)
+	for _, tc := range []struct {
+		name string
+		mode streamable.ResponseMode
+	}{{"json", streamable.ResponseJSON}, {"sse", streamable.ResponseSSE}} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := startHTTPUpstream(t, tc.mode)
+			s := openHTTP(t, u, 64<<10)
+			_, err := callTool(t, s, "huge", nil)
+			require.ErrorIs(t, err, upstream.ErrGone)
+			require.ErrorIs(t, err, transport.ErrFrameTooLarge)
+		})
+	}
+}
+
+// TestHTTPUnreachable: an upstream that cannot be reached fails Open.
+func TestHTTPUnreachable(t *testing.T) {
+	testkit.Watchdog(t)
+	ts := httptest.NewServer(http.NotFoundHandler())
+	url := ts.URL
+	ts.Close()
+	_, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: url}), upstream.Config{Name: "h"})
+	require.ErrorIs(t, err, upstream.ErrGone)
+}
