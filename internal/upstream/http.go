@@ -28,6 +28,7 @@ const (
 const (
 	httpQueue           = 64 // messages read from the upstream's streams waiting for Read
 	defaultDeleteWithin = 2 * time.Second
+	abandonAfter        = 10 * time.Second // how long a POST whose caller gave up may take to start answering
 )
 
 // HTTPConfig configures the client side of a Streamable HTTP upstream.
@@ -133,45 +134,60 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	c.headers(hreq)
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
-	// The caller's ctx bounds the POST until its answer starts; its body
-	// is read under the connection's own lifetime.
+	// The POST runs under the connection's lifetime, not the caller's: a
+	// caller that gives up before the answer starts gets its cause at
+	// once, and the POST is left abandonAfter to start answering, so
+	// that the cancel the session sends meanwhile reaches the upstream
+	// before the request's stream closes (which an upstream would take
+	// for a cancel without a notification).
 	post, cancel := context.WithCancel(c.ctx)
-	stop := context.AfterFunc(ctx, cancel)
-	resp, err := c.client.Do(hreq.WithContext(post))
-	if !stop() {
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
-		cancel()
-		return context.Cause(ctx)
-	}
-	if err != nil {
-		cancel()
-		if c.ctx.Err() != nil {
-			return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
-		}
-		err = fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err)
-		c.fail(err)
-		return err
-	}
-	if req != nil && req.Method == "initialize" {
-		c.mu.Lock()
-		c.session = resp.Header.Get(headerSession)
-		c.mu.Unlock()
-	}
-	if !c.spawn(func() {
-		defer cancel()
-		defer func() { _ = resp.Body.Close() }()
-		c.answered(req, resp)
-	}) {
-		_ = resp.Body.Close()
+	started := make(chan error, 1)
+	if !c.spawn(func() { c.post(post, cancel, hreq, req, started) }) {
 		cancel()
 		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+	}
+	select {
+	case err := <-started:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		time.AfterFunc(abandonAfter, cancel)
+		return context.Cause(ctx)
 	}
 	if req != nil && req.Method == "notifications/initialized" {
 		c.openGet()
 	}
 	return nil
+}
+
+// post sends hreq, the POST of req (nil for a response), under ctx, which
+// cancel ends; it reports on started when the answer starts, or why it
+// did not, then reads the answer.
+func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *http.Request, req *transport.Request, started chan<- error) {
+	defer cancel()
+	resp, err := c.client.Do(hreq.WithContext(ctx))
+	switch {
+	case err != nil && c.ctx.Err() != nil:
+		started <- fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		return
+	case err != nil && ctx.Err() != nil: // abandoned: its caller has long gone
+		c.lost(req, err)
+		return
+	case err != nil:
+		err = fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err)
+		c.fail(err)
+		started <- err
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if req != nil && req.Method == "initialize" {
+		c.mu.Lock()
+		c.session = resp.Header.Get(headerSession)
+		c.mu.Unlock()
+	}
+	started <- nil
+	c.answered(req, resp)
 }
 
 // headers sets the headers every request carries.

@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -177,8 +178,9 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 }
 
-// TestHTTPCancel: a caller's cancel ends its call at once and ends the
-// upstream's handler.
+// TestHTTPCancel: a caller's cancel ends its call at once and reaches
+// the upstream as notifications/cancelled (its handler's cause is a
+// client cancel, not a closed stream), in both response modes.
 func TestHTTPCancel(t *testing.T) {
 	testkit.Watchdog(t)
 	for _, tc := range []struct {
@@ -198,7 +200,8 @@ func TestHTTPCancel(t *testing.T) {
 			<-u.started
 			cancel(cause)
 			require.ErrorIs(t, <-done, cause)
-			require.Error(t, <-u.cancelled, "the upstream's handler ended")
+			upCause := <-u.cancelled
+			assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(upCause), "the upstream got notifications/cancelled before its stream closed: %v", upCause)
 			got, err := callTool(t, s, "hello", nil)
 			require.NoError(t, err)
 			assert.Equal(t, "hello", got)
