@@ -1,0 +1,286 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// maxListed bounds the tools one upstream may list.
+const maxListed = 10_000
+
+// Upstream describes an MCP server to front: a stdio server (Command) or
+// a Streamable HTTP one (URL); exactly one of them is set.
+type Upstream struct {
+	// Name names the upstream in logs and, when several are mounted, is
+	// the prefix of its tools' names (NAME_tool): letters, digits, '-'
+	// and '.'.
+	Name string
+	// Command is the program and arguments of a stdio upstream, run
+	// without a shell, in a process group of its own.
+	Command []string
+	// Env is the stdio upstream's environment, K=V entries, besides PATH,
+	// HOME, LANG and TMPDIR, which it inherits; it inherits nothing else.
+	Env []string
+	// URL is the endpoint of a Streamable HTTP upstream.
+	URL string
+	// Header is sent with every request to an HTTP upstream: its own
+	// credentials. A caller's token is never sent upstream.
+	Header http.Header
+}
+
+// Config configures [Mount].
+type Config struct {
+	// Upstreams are the servers to front, at least one.
+	Upstreams []Upstream
+	// Logger receives the gateway's logs and each stdio upstream's
+	// stderr; nil discards them.
+	Logger *slog.Logger
+}
+
+// Gateway is the upstreams [Mount] mounted on a server. Close ends their
+// sessions and processes.
+type Gateway struct {
+	mounts []*mount
+}
+
+// mount is one upstream mounted: its session, shared by every caller.
+type mount struct {
+	up      Upstream
+	prefix  string // "" or NAME_
+	session *upstream.Session
+	process *upstream.Process // nil for HTTP
+}
+
+// Mount opens a session to each upstream of cfg (initialize, bounded by
+// ctx), lists its tools, and registers them on srv with handlers that
+// forward each call to it. With more than one upstream each tool is named
+// NAME_tool. Mount fails, having closed what it opened, when an upstream
+// cannot be reached or initialized, or two tools (the server's own
+// included) would share a name.
+func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := checkUpstreams(cfg.Upstreams); err != nil {
+		return nil, err
+	}
+	g := &Gateway{}
+	type listed struct {
+		m     *mount
+		tools []server.Tool
+	}
+	var all []listed
+	names := map[string]string{} // tool name -> upstream name
+	for _, n := range srv.ToolNames() {
+		names[n] = "the server itself"
+	}
+	for _, up := range cfg.Upstreams {
+		m, err := open(ctx, up, cfg.Logger)
+		if err != nil {
+			_ = g.Close()
+			return nil, err
+		}
+		g.mounts = append(g.mounts, m)
+		if len(cfg.Upstreams) > 1 {
+			m.prefix = up.Name + "_"
+		}
+		tools, err := m.listTools(ctx)
+		if err != nil {
+			_ = g.Close()
+			return nil, err
+		}
+		for i := range tools {
+			full := m.prefix + tools[i].Name
+			if other, ok := names[full]; ok {
+				_ = g.Close()
+				return nil, fmt.Errorf("gateway: tool %q of upstream %s collides with one of %s", full, up.Name, other)
+			}
+			names[full] = "upstream " + up.Name
+		}
+		all = append(all, listed{m, tools})
+	}
+	for _, l := range all {
+		for _, t := range l.tools {
+			name := t.Name
+			t.Name = l.m.prefix + name
+			if err := srv.AddTool(t, l.m.callTool(name)); err != nil {
+				_ = g.Close()
+				return nil, fmt.Errorf("gateway: upstream %s: %w", l.m.up.Name, err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// checkUpstreams checks the upstreams' names and targets.
+func checkUpstreams(ups []Upstream) error {
+	if len(ups) == 0 {
+		return errors.New("gateway: no upstream")
+	}
+	seen := map[string]bool{}
+	for _, up := range ups {
+		if up.Name == "" || !server.ValidToolName(up.Name+"_x") || slices.Contains([]byte(up.Name), '_') {
+			return fmt.Errorf("gateway: upstream name %q: use letters, digits, '-' and '.'", up.Name)
+		}
+		if seen[up.Name] {
+			return fmt.Errorf("gateway: upstream %s named twice", up.Name)
+		}
+		seen[up.Name] = true
+		if (len(up.Command) == 0) == (up.URL == "") {
+			return fmt.Errorf("gateway: upstream %s: set exactly one of Command and URL", up.Name)
+		}
+	}
+	return nil
+}
+
+// open starts the upstream and opens its session.
+func open(ctx context.Context, up Upstream, logger *slog.Logger) (*mount, error) {
+	m := &mount{up: up}
+	var conn transport.Conn
+	if up.URL != "" {
+		conn = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
+	} else {
+		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		m.process, conn = p, p.Conn()
+	}
+	s, err := upstream.Open(ctx, conn, upstream.Config{Name: up.Name, Logger: logger, ClientName: "vigil-gateway"})
+	if err != nil {
+		if m.process != nil {
+			_ = m.process.Close()
+		}
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	m.session = s
+	return m, nil
+}
+
+// listTools lists the upstream's tools, when it has any.
+func (m *mount) listTools(ctx context.Context) ([]server.Tool, error) {
+	var caps struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(m.session.Initialized().Capabilities, &caps)
+	if caps.Tools == nil {
+		return nil, nil
+	}
+	items, err := m.session.List(ctx, "tools/list", "tools", maxListed)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	tools := make([]server.Tool, 0, len(items))
+	for _, it := range items {
+		var t server.Tool
+		if err := json.Unmarshal(it, &t); err != nil {
+			return nil, fmt.Errorf("gateway: upstream %s: tools/list: %w", m.up.Name, err)
+		}
+		t.Execution = nil // tasks do not cross the hop yet
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// callTool returns the handler of the upstream's tool name: it forwards
+// the call with the caller's context, and relays its progress when the
+// caller asked for progress.
+func (m *mount) callTool(name string) server.ToolHandler {
+	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		params, err := json.Marshal(struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments,omitempty"`
+		}{name, req.Arguments})
+		if err != nil {
+			return nil, err
+		}
+		var progress func(json.RawMessage)
+		if req.Request != nil {
+			if _, ok := req.Request.Meta.Get("progressToken"); ok {
+				progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+			}
+		}
+		raw, err := m.session.Call(ctx, "tools/call", params, progress)
+		if err != nil {
+			return nil, m.callError(ctx, err)
+		}
+		return decodeToolResult(raw)
+	}
+}
+
+// relayProgress reports the upstream's progress to the caller.
+func relayProgress(ctx context.Context, params json.RawMessage) {
+	var p struct {
+		Progress float64 `json:"progress"`
+		Total    float64 `json:"total"`
+		Message  string  `json:"message"`
+	}
+	if json.Unmarshal(params, &p) == nil {
+		_ = server.ReportProgress(ctx, p.Progress, p.Total, p.Message)
+	}
+}
+
+// callError turns the failure of a forwarded call into the handler's
+// error: the caller's own cause when its context ended, the upstream's
+// JSON-RPC error as it was, and a protocol error naming the upstream when
+// it is gone.
+func (m *mount) callError(ctx context.Context, err error) error {
+	var rpc *transport.Error
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case errors.As(err, &rpc):
+		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
+	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):
+		return server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s is gone", m.up.Name))
+	default:
+		return err
+	}
+}
+
+// decodeToolResult decodes an upstream's tools/call result.
+func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
+	var w struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              server.Meta       `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
+	}
+	res := &server.CallToolResult{Content: make([]server.Content, 0, len(w.Content)), IsError: w.IsError, Meta: w.Meta}
+	for _, c := range w.Content {
+		block, err := server.UnmarshalContent(c)
+		if err != nil {
+			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
+		}
+		res.Content = append(res.Content, block)
+	}
+	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
+		res.StructuredContent = w.StructuredContent
+	}
+	return res, nil
+}
+
+// Close closes the upstreams' sessions and ends their processes, waiting
+// for them. It is idempotent and returns nil.
+func (g *Gateway) Close() error {
+	for _, m := range g.mounts {
+		_ = m.session.Close()
+		if m.process != nil {
+			_ = m.process.Close()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// fakeUpstream is a Vigil server behind Streamable HTTP on loopback.
+type fakeUpstream struct {
+	url       string
+	ts        *httptest.Server
+	started   chan struct{} // a call of "block" started
+	cancelled chan error    // the cause that ended a call of "block"
+	mu        sync.Mutex
+	auth      []string // the Authorization header of each request
+}
+
+// authorizations returns the Authorization headers the upstream got.
+func (u *fakeUpstream) authorizations() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.auth...)
+}
+
+// startUpstream serves "hello" (answers "hello from NAME"), "progress"
+// (two steps), "block" (waits for its cancel) and "bad" (a JSON-RPC
+// error).
+func startUpstream(t *testing.T, name string) *fakeUpstream {
+	t.Helper()
+	u := &fakeUpstream{started: make(chan struct{}, 1), cancelled: make(chan error, 1)}
+	srv := server.New()
+	add := func(tool string, h server.ToolHandler) {
+		require.NoError(t, srv.AddTool(server.Tool{Name: tool, Description: tool + " of " + name}, h))
+	}
+	add("hello", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hello from " + name), nil
+	})
+	add("progress", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		for _, p := range []float64{1, 2} {
+			if err := server.ReportProgress(ctx, p, 2, "step"); err != nil {
+				return nil, err
+			}
+		}
+		return server.Text("done"), nil
+	})
+	add("block", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		u.started <- struct{}{}
+		<-ctx.Done()
+		u.cancelled <- context.Cause(ctx)
+		return nil, context.Cause(ctx)
+	})
+	add("bad", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return nil, server.Errorf(protocol.CodeInvalidParams, "bad from %s", name)
+	})
+	h := streamable.New(srv, streamable.WithResponseMode(streamable.ResponseSSE))
+	u.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.auth = append(u.auth, r.Header.Get("Authorization"))
+		u.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	u.url = u.ts.URL
+	t.Cleanup(func() {
+		_ = h.Close()
+		u.ts.Close()
+		_ = srv.Close()
+	})
+	return u
+}
+
+// front mounts upstreams on a new server and returns a client of it.
+func front(t *testing.T, ups ...gateway.Upstream) *mcptest.Client {
+	t.Helper()
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: ups})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = g.Close()
+		_ = srv.Close()
+	})
+	return mcptest.Connect(t, srv)
+}
+
+func toolNames(c *mcptest.Client) []string {
+	var names []string
+	for _, tool := range c.ListTools() {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func TestOneUpstreamKeepsItsNames(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url, Header: http.Header{"Authorization": {"Bearer upstream-key"}}})
+	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad"}, toolNames(c))
+	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
+
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "bad"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+	assert.Equal(t, "bad from a", rpcErr.Message)
+
+	auth := u.authorizations()
+	require.NotEmpty(t, auth)
+	for _, got := range auth {
+		assert.Equal(t, "Bearer upstream-key", got, "the upstream gets its own credential only")
+	}
+}
+
+func TestSeveralUpstreamsArePrefixed(t *testing.T) {
+	testkit.Watchdog(t)
+	a, b := startUpstream(t, "a"), startUpstream(t, "b")
+	c := front(t, gateway.Upstream{Name: "a", URL: a.url}, gateway.Upstream{Name: "b", URL: b.url})
+	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "b_hello", "b_progress", "b_block", "b_bad"}, toolNames(c))
+	assert.Equal(t, "hello from a", c.CallTool("a_hello", nil).Text())
+	assert.Equal(t, "hello from b", c.CallTool("b_hello", nil).Text())
+}
+
+func TestMountRefuses(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	srv := server.New()
+	defer func() { _ = srv.Close() }()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "hello"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("own"), nil
+	}))
+	for _, tc := range []struct {
+		name    string
+		ups     []gateway.Upstream
+		wantErr string
+	}{
+		{name: "collision with the server's tool", ups: []gateway.Upstream{{Name: "a", URL: u.url}}, wantErr: `tool "hello" of upstream a collides with one of the server itself`},
+		{name: "no upstream", wantErr: "no upstream"},
+		{name: "underscore in a name", ups: []gateway.Upstream{{Name: "a_b", URL: u.url}}, wantErr: `upstream name "a_b"`},
+		{name: "twice", ups: []gateway.Upstream{{Name: "a", URL: u.url}, {Name: "a", URL: u.url}}, wantErr: "named twice"},
+		{name: "no target", ups: []gateway.Upstream{{Name: "a"}}, wantErr: "exactly one of Command and URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: tc.ups})
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+	assert.Equal(t, []string{"hello"}, srv.ToolNames(), "a refused mount registers nothing")
+}
+
+// TestProgressRelayed: a caller that asks for progress gets the
+// upstream's, then the result.
+func TestProgressRelayed(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	c.Request(7, "tools/call", map[string]any{"name": "progress", "_meta": map[string]any{"progressToken": "tok"}})
+	for _, want := range []string{`{"progressToken":"tok","progress":1,"total":2,"message":"step"}`, `{"progressToken":"tok","progress":2,"total":2,"message":"step"}`} {
+		n, ok := c.Recv().(*transport.Request)
+		require.True(t, ok)
+		assert.Equal(t, "notifications/progress", n.Method)
+		assert.JSONEq(t, want, string(n.Params))
+	}
+	assert.Contains(t, string(c.RecvResult(7)), "done")
+}
+
+// TestCancelReachesTheUpstream: a downstream notifications/cancelled ends
+// the upstream's handler with the upstream's own client-cancel cause:
+// the gateway sent notifications/cancelled.
+func TestCancelReachesTheUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	c.SendCallTool(9, "block", nil)
+	<-u.started
+	c.Cancel(9, "changed my mind")
+	cause := <-u.cancelled
+	assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(cause), "%v", cause)
+	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text(), "the session serves on")
+}
+
+// TestUpstreamCutMidCall: an upstream that drops its connections mid-call
+// answers the call at once with an error; nothing hangs.
+func TestUpstreamCutMidCall(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	c.SendCallTool(9, "block", nil)
+	<-u.started
+	u.ts.CloseClientConnections()
+	e := c.RecvError(9)
+	assert.Equal(t, int64(protocol.CodeInternal), e.Code)
+}
