@@ -23,6 +23,7 @@ import (
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/invisible"
@@ -122,6 +123,8 @@ type config struct {
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
+	upstreams []gateway.Upstream // -upstream, -upstream-env: the MCP servers fronted instead of the demo tools
+
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
 	quotaEvictIdle  bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
@@ -200,6 +203,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&cfg.auditLog, "audit-log", "", "`file` that gets one JSON line per tools/call (who, which tool, outcome; argument names, not values), or - for standard output")
 	fs.Float64Var(&cfg.rateLimit, "rate-limit", 0, "most requests (HTTP POSTs) per second of each caller (the authenticated user, whatever its client, else the client's IP address, an IPv6 one by its -quota-ipv6-prefix network), as a token bucket; more get 429 with Retry-After; with -redis, over all replicas (0: no limit)")
 	fs.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a principal may send at once beyond -rate-limit's pace, the token bucket's size (0: -rate-limit rounded up)")
+	var upstreamTargets, upstreamEnv []string
+	fs.Func("upstream", "serve the tools of the MCP server `NAME=TARGET` instead of the demo tools: TARGET is an http:// or https:// Streamable HTTP endpoint, or a command line run as a stdio server (split as a shell splits words, no shell); repeatable, several serve their tools as NAME_tool (see docs/gateway.md)", func(v string) error {
+		upstreamTargets = append(upstreamTargets, v)
+		return nil
+	})
+	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", func(v string) error {
+		upstreamEnv = append(upstreamEnv, v)
+		return nil
+	})
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)
 	fs.DurationVar(&cfg.sseWriteTimeout, "sse-write-timeout", streamable.DefaultWriteTimeout, "end an SSE stream whose client does not take one event within this; the session lives on")
@@ -311,6 +323,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	cfg.authToolScopes = toolScopes
 	if cfg.authPolicy, err = readPolicy(cfg); err != nil {
+		return config{}, err
+	}
+	if cfg.upstreams, err = parseUpstreams(upstreamTargets, upstreamEnv); err != nil {
 		return config{}, err
 	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
@@ -618,6 +633,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	f.svc = svc
+	if len(cfg.upstreams) > 0 {
+		// The upstreams' tools, in place of the demo tools: mounted
+		// before serving, checked as the demo tools are.
+		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: cfg.upstreams, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = g.Close() }() // after serving: the calls in flight are done
+		if err := checkToolNames(cfg, svc.Server); err != nil {
+			return err
+		}
+	}
 	// Records the outcomes the last requests left waiting for their batch
 	// and flushes the spans and metrics, before the log flush, when run
 	// returns before serving (the serve methods do it themselves).

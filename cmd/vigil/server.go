@@ -120,14 +120,13 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	if err := svc.Err(); err != nil {
 		return nil, err
 	}
-	if err := addDemoTools(svc.Server, cfg.authToolScopes); err != nil {
-		return nil, err
-	}
-	if err := checkToolRates(svc.Server.ToolNames(), cfg.toolRateLimits); err != nil {
-		return nil, err
-	}
-	if err := checkPolicyTools(cfg, svc.Server.ToolNames()); err != nil {
-		return nil, err
+	if len(cfg.upstreams) == 0 { // else run mounts the upstreams' tools, and checks them
+		if err := addDemoTools(svc.Server, cfg.authToolScopes); err != nil {
+			return nil, err
+		}
+		if err := checkToolNames(cfg, svc.Server); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.skillsDir != "" {
 		paths, err := svc.Server.AddSkills(os.DirFS(cfg.skillsDir))
@@ -140,4 +139,13 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		svc.Logger.Info("serving skills", "dir", cfg.skillsDir, "skills", paths)
 	}
 	return svc, nil
+}
+
+// checkToolNames checks that every tool the flags name
+// (-tool-rate-limits, -auth-policy) is one srv serves.
+func checkToolNames(cfg config, srv *server.Server) error {
+	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
+		return err
+	}
+	return checkPolicyTools(cfg, srv.ToolNames())
 }

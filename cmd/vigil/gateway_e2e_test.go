@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/gateway"
+)
+
+// TestGatewayStdioUpstream is the gateway's first end to end: vigil
+// -upstream 'e=vigil-everything -stdio' serves the upstream's tools to a
+// plain HTTP client, forwards a call, logs the upstream's stderr under
+// its name, and exits cleanly on SIGTERM, its upstream with it.
+func TestGatewayStdioUpstream(t *testing.T) {
+	everything := filepath.Join(t.TempDir(), "vigil-everything")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", everything, "../vigil-everything").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	svc := startService(t, "-http", "127.0.0.1:0", "-upstream", "e="+everything+" -stdio -log-level debug")
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	m, err := c.rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+
+	m, err = c.rpc("2", "tools/list", `{}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	var list struct{ Tools []struct{ Name string } }
+	require.NoError(t, json.Unmarshal(m.Result, &list))
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	assert.Subset(t, names, []string{"test_simple_text", "test_tool_with_progress", "test_error_handling"})
+	assert.NotContains(t, names, "echo", "the upstream's tools replace the demo tools")
+
+	m, err = c.rpc("3", "tools/call", `{"name":"test_simple_text"}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	assert.JSONEq(t, `{"content":[{"type":"text","text":"This is a simple text response for testing."}]}`, string(m.Result))
+
+	hc.CloseIdleConnections()
+	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
+	assert.Contains(t, svc.logs.String(), `msg="upstream stderr" upstream=e`)
+}
+
+func TestParseUpstreams(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		targets []string
+		envs    []string
+		want    []gateway.Upstream
+		wantErr string
+	}{
+		{name: "none"},
+		{
+			name:    "stdio and http",
+			targets: []string{"fs=npx -y '@modelcontextprotocol/server-filesystem' /srv/a b", "remote=https://mcp.example.com/mcp"},
+			envs:    []string{"fs=API_KEY=a=b", "fs=DEBUG=1"},
+			want: []gateway.Upstream{
+				{Name: "fs", Command: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/srv/a", "b"}, Env: []string{"API_KEY=a=b", "DEBUG=1"}},
+				{Name: "remote", URL: "https://mcp.example.com/mcp"},
+			},
+		},
+		{name: "no name", targets: []string{"=npx"}, wantErr: "want NAME=TARGET"},
+		{name: "no target", targets: []string{"e= "}, wantErr: "want NAME=TARGET"},
+		{name: "twice", targets: []string{"e=a", "e=b"}, wantErr: "named twice"},
+		{name: "bad quote", targets: []string{"e=run 'x"}, wantErr: "unterminated single quote"},
+		{name: "env of nobody", targets: []string{"e=a"}, envs: []string{"f=K=V"}, wantErr: "for an -upstream NAME"},
+		{name: "env of http", targets: []string{"e=http://127.0.0.1:1/mcp"}, envs: []string{"e=K=V"}, wantErr: "an HTTP upstream has no environment"},
+		{name: "env without value", targets: []string{"e=a"}, envs: []string{"e=K"}, wantErr: "want NAME=K=V"},
+		{name: "env without upstream", envs: []string{"e=K=V"}, wantErr: "for an -upstream NAME"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseUpstreams(tc.targets, tc.envs)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/upstream"
+)
+
+// parseUpstreams turns the values of -upstream (NAME=TARGET: an http://
+// or https:// URL, else a command line split as a shell splits words, run
+// without one) and -upstream-env (NAME=K=V, for a stdio upstream NAME)
+// into the gateway's upstreams, in the order given.
+func parseUpstreams(targets, envs []string) ([]gateway.Upstream, error) {
+	var ups []gateway.Upstream
+	index := map[string]int{}
+	for _, t := range targets {
+		name, target, ok := strings.Cut(t, "=")
+		if !ok || name == "" || strings.TrimSpace(target) == "" {
+			return nil, fmt.Errorf("-upstream %q: want NAME=TARGET (a command line, or an http:// or https:// URL)", t)
+		}
+		if _, dup := index[name]; dup {
+			return nil, fmt.Errorf("-upstream %s: named twice", name)
+		}
+		up := gateway.Upstream{Name: name}
+		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+			if err := checkURL(target); err != nil {
+				return nil, fmt.Errorf("-upstream %s: %w", name, err)
+			}
+			up.URL = target
+		} else {
+			argv, err := upstream.SplitCommand(target)
+			if err != nil {
+				return nil, fmt.Errorf("-upstream %s: %w", name, err)
+			}
+			up.Command = argv
+		}
+		index[name] = len(ups)
+		ups = append(ups, up)
+	}
+	for _, e := range envs {
+		name, kv, _ := strings.Cut(e, "=")
+		i, ok := index[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V for an -upstream NAME", e)
+		case ups[i].URL != "":
+			return nil, fmt.Errorf("-upstream-env %s: an HTTP upstream has no environment", name)
+		case !strings.Contains(kv, "=") || strings.HasPrefix(kv, "="):
+			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V", e)
+		}
+		ups[i].Env = append(ups[i].Env, kv)
+	}
+	return ups, nil
+}
