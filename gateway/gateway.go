@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
@@ -53,12 +55,39 @@ type Gateway struct {
 	mounts []*mount
 }
 
-// mount is one upstream mounted: its session, shared by every caller.
+// Restarts of an upstream that went away wait, after a start that
+// failed, from minBackoff, doubling up to maxBackoff.
+const (
+	minBackoff = time.Second
+	maxBackoff = 30 * time.Second
+)
+
+// mount is one upstream mounted: its connection, shared by every caller,
+// started again when a call finds it gone.
 type mount struct {
-	up      Upstream
-	prefix  string // "" or NAME_
+	up     Upstream
+	prefix string // "" or NAME_
+	log    *slog.Logger
+
+	mu        sync.Mutex // held while the upstream starts: callers wait for that start
+	conn      *conn      // nil once closed
+	closed    bool
+	nextStart time.Time     // no start before this, after a failed one
+	backoff   time.Duration // the wait after the next failed start
+}
+
+// conn is one session with an upstream, and its process for stdio.
+type conn struct {
 	session *upstream.Session
 	process *upstream.Process // nil for HTTP
+}
+
+// close ends the session and the process.
+func (c *conn) close() {
+	_ = c.session.Close()
+	if c.process != nil {
+		_ = c.process.Close()
+	}
 }
 
 // Mount opens a session to each upstream of cfg (initialize, bounded by
@@ -85,11 +114,12 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		names[n] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
-		m, err := open(ctx, up, cfg.Logger)
+		c, err := open(ctx, up, cfg.Logger)
 		if err != nil {
 			_ = g.Close()
 			return nil, err
 		}
+		m := &mount{up: up, log: cfg.Logger, conn: c}
 		g.mounts = append(g.mounts, m)
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
@@ -144,27 +174,57 @@ func checkUpstreams(ups []Upstream) error {
 }
 
 // open starts the upstream and opens its session.
-func open(ctx context.Context, up Upstream, logger *slog.Logger) (*mount, error) {
-	m := &mount{up: up}
-	var conn transport.Conn
+func open(ctx context.Context, up Upstream, logger *slog.Logger) (*conn, error) {
+	c := &conn{}
+	var tc transport.Conn
 	if up.URL != "" {
-		conn = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
+		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
-		m.process, conn = p, p.Conn()
+		c.process, tc = p, p.Conn()
 	}
-	s, err := upstream.Open(ctx, conn, upstream.Config{Name: up.Name, Logger: logger, ClientName: "vigil-gateway"})
+	s, err := upstream.Open(ctx, tc, upstream.Config{Name: up.Name, Logger: logger, ClientName: "vigil-gateway"})
 	if err != nil {
-		if m.process != nil {
-			_ = m.process.Close()
+		if c.process != nil {
+			_ = c.process.Close()
 		}
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	m.session = s
-	return m, nil
+	c.session = s
+	return c, nil
+}
+
+// session returns the upstream's live session: the current one, or, when
+// it has gone, a new one (unless a failed start is too recent).
+func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, upstream.ErrClosed
+	}
+	if m.conn != nil && m.conn.session.Err() == nil {
+		return m.conn.session, nil
+	}
+	if m.conn != nil {
+		m.conn.close() // gone: its process has exited, or soon will
+		m.conn = nil
+	}
+	if wait := time.Until(m.nextStart); wait > 0 {
+		return nil, fmt.Errorf("%w: the last start failed; next try in %v", upstream.ErrGone, wait.Round(time.Millisecond))
+	}
+	c, err := open(ctx, m.up, m.log)
+	if err != nil {
+		m.backoff = min(max(2*m.backoff, minBackoff), maxBackoff)
+		m.nextStart = time.Now().Add(m.backoff)
+		m.log.Warn("upstream did not start", "upstream", m.up.Name, "error", err, "retry_in", m.backoff)
+		return nil, err
+	}
+	m.log.Info("upstream started again", "upstream", m.up.Name)
+	m.backoff, m.conn = 0, c
+	return c.session, nil
 }
 
 // listTools lists the upstream's tools, when it has any.
@@ -172,11 +232,11 @@ func (m *mount) listTools(ctx context.Context) ([]server.Tool, error) {
 	var caps struct {
 		Tools json.RawMessage `json:"tools"`
 	}
-	_ = json.Unmarshal(m.session.Initialized().Capabilities, &caps)
+	_ = json.Unmarshal(m.conn.session.Initialized().Capabilities, &caps)
 	if caps.Tools == nil {
 		return nil, nil
 	}
-	items, err := m.session.List(ctx, "tools/list", "tools", maxListed)
+	items, err := m.conn.session.List(ctx, "tools/list", "tools", maxListed)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -210,7 +270,11 @@ func (m *mount) callTool(name string) server.ToolHandler {
 				progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		raw, err := m.session.Call(ctx, "tools/call", params, progress)
+		s, err := m.session(ctx)
+		if err != nil {
+			return nil, m.callError(ctx, err)
+		}
+		raw, err := s.Call(ctx, "tools/call", params, progress)
 		if err != nil {
 			return nil, m.callError(ctx, err)
 		}
@@ -274,13 +338,17 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 }
 
 // Close closes the upstreams' sessions and ends their processes, waiting
-// for them. It is idempotent and returns nil.
+// for them; calls forwarded afterwards fail. It is idempotent and returns
+// nil.
 func (g *Gateway) Close() error {
 	for _, m := range g.mounts {
-		_ = m.session.Close()
-		if m.process != nil {
-			_ = m.process.Close()
+		m.mu.Lock()
+		if m.conn != nil {
+			m.conn.close()
+			m.conn = nil
 		}
+		m.closed = true
+		m.mu.Unlock()
 	}
 	return nil
 }

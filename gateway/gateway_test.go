@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,7 +27,8 @@ type fakeUpstream struct {
 	started   chan struct{} // a call of "block" started
 	cancelled chan error    // the cause that ended a call of "block"
 	mu        sync.Mutex
-	auth      []string // the Authorization header of each request
+	auth      []string    // the Authorization header of each request
+	expire    atomic.Bool // answer the next request of a session 404, as an upstream that forgot it
 }
 
 // authorizations returns the Authorization headers the upstream got.
@@ -71,6 +73,10 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		u.mu.Lock()
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.mu.Unlock()
+		if r.Header.Get("Mcp-Session-Id") != "" && u.expire.CompareAndSwap(true, false) {
+			http.NotFound(w, r)
+			return
+		}
 		h.ServeHTTP(w, r)
 	}))
 	u.url = u.ts.URL
@@ -200,4 +206,20 @@ func TestUpstreamCutMidCall(t *testing.T) {
 	u.ts.CloseClientConnections()
 	e := c.RecvError(9)
 	assert.Equal(t, int64(protocol.CodeInternal), e.Code)
+}
+
+// TestUpstreamStartedAgain: an upstream that ends the session (404) fails
+// the call that finds it gone, at once, and the next call starts a new
+// session and works.
+func TestUpstreamStartedAgain(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
+	u.expire.Store(true)
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeInternal), rpcErr.Code)
+	assert.Equal(t, "upstream a is gone", rpcErr.Message)
+	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text(), "a new session serves the next call")
 }
