@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// maxListed bounds the tools one upstream may list.
+// maxListed bounds the tools, prompts, resources or templates one
+// upstream may list.
 const maxListed = 10_000
 
 // Upstream describes an MCP server to front: a stdio server (Command) or
@@ -91,11 +93,14 @@ func (c *conn) close() {
 }
 
 // Mount opens a session to each upstream of cfg (initialize, bounded by
-// ctx), lists its tools, and registers them on srv with handlers that
-// forward each call to it. With more than one upstream each tool is named
-// NAME_tool. Mount fails, having closed what it opened, when an upstream
-// cannot be reached or initialized, or two tools (the server's own
-// included) would share a name.
+// ctx), lists its tools, prompts, resources and resource templates, and
+// registers them on srv with handlers that forward each call to it. With
+// more than one upstream each tool and prompt is named NAME_name and each
+// template's name is prefixed likewise; resource URIs and URI templates
+// are kept as they are. Mount fails, having closed what it opened and
+// registered nothing, when an upstream cannot be reached or initialized,
+// or two tools (the server's own included), prompts, resources or
+// templates would share a name or URI.
 func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -104,14 +109,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		return nil, err
 	}
 	g := &Gateway{}
-	type listed struct {
-		m     *mount
-		tools []server.Tool
-	}
-	var all []listed
-	names := map[string]string{} // tool name -> upstream name
+	var catalogs []*catalog
+	owners := map[string]string{} // kind and name -> who has it
 	for _, n := range srv.ToolNames() {
-		names[n] = "the server itself"
+		owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
 		c, err := open(ctx, up, cfg.Logger)
@@ -124,29 +125,20 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
-		tools, err := m.listTools(ctx)
+		cat, err := m.list(ctx)
+		if err == nil {
+			err = cat.claim(owners)
+		}
 		if err != nil {
 			_ = g.Close()
 			return nil, err
 		}
-		for i := range tools {
-			full := m.prefix + tools[i].Name
-			if other, ok := names[full]; ok {
-				_ = g.Close()
-				return nil, fmt.Errorf("gateway: tool %q of upstream %s collides with one of %s", full, up.Name, other)
-			}
-			names[full] = "upstream " + up.Name
-		}
-		all = append(all, listed{m, tools})
+		catalogs = append(catalogs, cat)
 	}
-	for _, l := range all {
-		for _, t := range l.tools {
-			name := t.Name
-			t.Name = l.m.prefix + name
-			if err := srv.AddTool(t, l.m.callTool(name)); err != nil {
-				_ = g.Close()
-				return nil, fmt.Errorf("gateway: upstream %s: %w", l.m.up.Name, err)
-			}
+	for _, cat := range catalogs {
+		if err := cat.register(srv); err != nil {
+			_ = g.Close()
+			return nil, err
 		}
 	}
 	return g, nil
@@ -227,56 +219,23 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 	return c.session, nil
 }
 
-// listTools lists the upstream's tools, when it has any.
-func (m *mount) listTools(ctx context.Context) ([]server.Tool, error) {
-	var caps struct {
-		Tools json.RawMessage `json:"tools"`
-	}
-	_ = json.Unmarshal(m.conn.session.Initialized().Capabilities, &caps)
-	if caps.Tools == nil {
-		return nil, nil
-	}
-	items, err := m.conn.session.List(ctx, "tools/list", "tools", maxListed)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	tools := make([]server.Tool, 0, len(items))
-	for _, it := range items {
-		var t server.Tool
-		if err := json.Unmarshal(it, &t); err != nil {
-			return nil, fmt.Errorf("gateway: upstream %s: tools/list: %w", m.up.Name, err)
-		}
-		t.Execution = nil // tasks do not cross the hop yet
-		tools = append(tools, t)
-	}
-	return tools, nil
-}
-
 // callTool returns the handler of the upstream's tool name: it forwards
 // the call with the caller's context, and relays its progress when the
 // caller asked for progress.
 func (m *mount) callTool(name string) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		params, err := json.Marshal(struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments})
-		if err != nil {
-			return nil, err
-		}
 		var progress func(json.RawMessage)
 		if req.Request != nil {
 			if _, ok := req.Request.Meta.Get("progressToken"); ok {
 				progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		s, err := m.session(ctx)
+		raw, err := m.forward(ctx, "tools/call", struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments,omitempty"`
+		}{name, req.Arguments}, progress)
 		if err != nil {
-			return nil, m.callError(ctx, err)
-		}
-		raw, err := s.Call(ctx, "tools/call", params, progress)
-		if err != nil {
-			return nil, m.callError(ctx, err)
+			return nil, err
 		}
 		return decodeToolResult(raw)
 	}
@@ -321,13 +280,13 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 		Meta              server.Meta       `json:"_meta"`
 	}
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
+		return nil, badResult(err)
 	}
 	res := &server.CallToolResult{Content: make([]server.Content, 0, len(w.Content)), IsError: w.IsError, Meta: w.Meta}
 	for _, c := range w.Content {
 		block, err := server.UnmarshalContent(c)
 		if err != nil {
-			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
+			return nil, badResult(err)
 		}
 		res.Content = append(res.Content, block)
 	}

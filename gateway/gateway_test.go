@@ -68,6 +68,17 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 	add("bad", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return nil, server.Errorf(protocol.CodeInvalidParams, "bad from %s", name)
 	})
+	require.NoError(t, srv.AddPrompt(server.Prompt{Name: "greet", Arguments: []server.PromptArgument{{Name: "who", Required: true}}},
+		func(_ context.Context, req *server.GetPromptRequest) (*server.GetPromptResult, error) {
+			return &server.GetPromptResult{Description: "greeting of " + name, Messages: []*server.PromptMessage{
+				{Role: "user", Content: &server.TextContent{Text: "hello " + req.Arguments["who"]}},
+			}}, nil
+		}))
+	read := func(_ context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+		return &server.ReadResourceResult{Contents: []*server.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: "read " + req.URI}}}, nil
+	}
+	require.NoError(t, srv.AddResource(server.Resource{URI: "file:///" + name + "/readme", Name: "readme"}, read))
+	require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: name + "://notes/{id}", Name: "note"}, read))
 	h := streamable.New(srv, streamable.WithResponseMode(streamable.ResponseSSE))
 	u.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
@@ -222,4 +233,50 @@ func TestUpstreamStartedAgain(t *testing.T) {
 	assert.Equal(t, int64(protocol.CodeInternal), rpcErr.Code)
 	assert.Equal(t, "upstream a is gone", rpcErr.Message)
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text(), "a new session serves the next call")
+}
+
+// TestPromptsAndResources: an upstream's prompts, resources and templates
+// are listed and served through the gateway; with several upstreams the
+// prompts and templates' names are prefixed, the URIs kept.
+func TestPromptsAndResources(t *testing.T) {
+	testkit.Watchdog(t)
+	a, b := startUpstream(t, "a"), startUpstream(t, "b")
+	c := front(t, gateway.Upstream{Name: "a", URL: a.url}, gateway.Upstream{Name: "b", URL: b.url})
+
+	var prompts []string
+	for _, p := range c.ListPrompts() {
+		prompts = append(prompts, p.Name)
+	}
+	assert.ElementsMatch(t, []string{"a_greet", "b_greet"}, prompts)
+	got := c.GetPrompt("b_greet", map[string]string{"who": "you"})
+	assert.Equal(t, "greeting of b", got.Description)
+	require.Len(t, got.Messages, 1)
+	assert.Equal(t, "hello you", got.Messages[0].Content.Text)
+
+	var uris []string
+	for _, r := range c.ListResources() {
+		uris = append(uris, r.URI)
+	}
+	assert.ElementsMatch(t, []string{"file:///a/readme", "file:///b/readme"}, uris)
+	contents := c.ReadResource("file:///a/readme")
+	require.Len(t, contents, 1)
+	assert.Equal(t, "read file:///a/readme", contents[0].Text)
+
+	raw, rpcErr := c.Call("resources/templates/list", nil)
+	require.Nil(t, rpcErr)
+	assert.JSONEq(t, `{"resourceTemplates":[{"uriTemplate":"a://notes/{id}","name":"a_note"},{"uriTemplate":"b://notes/{id}","name":"b_note"}]}`, string(raw))
+	contents = c.ReadResource("b://notes/7")
+	require.Len(t, contents, 1)
+	assert.Equal(t, "read b://notes/7", contents[0].Text)
+}
+
+// TestResourceCollision: two upstreams with one resource URI are refused.
+func TestResourceCollision(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	srv := server.New()
+	defer func() { _ = srv.Close() }()
+	_, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}, {Name: "b", URL: u.url}}})
+	require.ErrorContains(t, err, `resource "file:///a/readme" of upstream b collides with one of upstream a`)
+	assert.Empty(t, srv.ToolNames())
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,8 @@ import (
 
 // TestGatewayStdioUpstream is the gateway's first end to end: vigil
 // -upstream 'e=vigil-everything -stdio' serves the upstream's tools to a
-// plain HTTP client, forwards a call, logs the upstream's stderr under
+// plain HTTP client, forwards a call, lists its prompts, resources and
+// templates and reads a resource, logs the upstream's stderr under
 // its name, and exits cleanly on SIGTERM, its upstream with it.
 func TestGatewayStdioUpstream(t *testing.T) {
 	everything := filepath.Join(t.TempDir(), "vigil-everything")
@@ -49,6 +51,17 @@ func TestGatewayStdioUpstream(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, m.Error)
 	assert.JSONEq(t, `{"content":[{"type":"text","text":"This is a simple text response for testing."}]}`, string(m.Result))
+
+	for i, method := range []string{"prompts/list", "resources/list", "resources/templates/list"} {
+		m, err = c.rpc(fmt.Sprint(4+i), method, `{}`)
+		require.NoError(t, err)
+		require.Nil(t, m.Error, method)
+		assert.Greater(t, len(m.Result), 30, "%s: %s", method, m.Result)
+	}
+	m, err = c.rpc("7", "resources/read", `{"uri":"test://static-text"}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	assert.Contains(t, string(m.Result), `"uri":"test://static-text"`)
 
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))

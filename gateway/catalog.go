@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// catalog is what one upstream offers, as it will be registered: names
+// already prefixed.
+type catalog struct {
+	m         *mount
+	tools     []server.Tool
+	toolNames []string // the upstream's own name of each tool
+	prompts   []server.Prompt
+	promptOf  []string // the upstream's own name of each prompt
+	resources []server.Resource
+	templates []server.ResourceTemplate
+}
+
+// list lists what the upstream offers, by the capabilities it declared.
+func (m *mount) list(ctx context.Context) (*catalog, error) {
+	var caps struct {
+		Tools     json.RawMessage `json:"tools"`
+		Prompts   json.RawMessage `json:"prompts"`
+		Resources json.RawMessage `json:"resources"`
+	}
+	_ = json.Unmarshal(m.conn.session.Initialized().Capabilities, &caps)
+	cat := &catalog{m: m}
+	if caps.Tools != nil {
+		if err := m.listInto(ctx, "tools/list", "tools", func(raw json.RawMessage) error {
+			var t server.Tool
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return err
+			}
+			t.Execution = nil // tasks do not cross the hop yet
+			cat.toolNames = append(cat.toolNames, t.Name)
+			t.Name = m.prefix + t.Name
+			cat.tools = append(cat.tools, t)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if caps.Prompts != nil {
+		if err := m.listInto(ctx, "prompts/list", "prompts", func(raw json.RawMessage) error {
+			var p server.Prompt
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			cat.promptOf = append(cat.promptOf, p.Name)
+			p.Name = m.prefix + p.Name
+			cat.prompts = append(cat.prompts, p)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if caps.Resources != nil {
+		if err := m.listInto(ctx, "resources/list", "resources", func(raw json.RawMessage) error {
+			var r server.Resource
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			cat.resources = append(cat.resources, r)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		if err := m.listInto(ctx, "resources/templates/list", "resourceTemplates", func(raw json.RawMessage) error {
+			var t server.ResourceTemplate
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return err
+			}
+			t.Name = m.prefix + t.Name
+			cat.templates = append(cat.templates, t)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return cat, nil
+}
+
+// listInto calls a list method page after page and hands each item to
+// add.
+func (m *mount) listInto(ctx context.Context, method, field string, add func(json.RawMessage) error) error {
+	items, err := m.conn.session.List(ctx, method, field, maxListed)
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	for _, it := range items {
+		if err := add(it); err != nil {
+			return fmt.Errorf("gateway: upstream %s: %s: %w", m.up.Name, method, err)
+		}
+	}
+	return nil
+}
+
+// claim records in owners the names and URIs the catalog will register,
+// and fails on one that is taken.
+func (cat *catalog) claim(owners map[string]string) error {
+	var keys []string
+	for _, t := range cat.tools {
+		keys = append(keys, "tool "+strconv.Quote(t.Name))
+	}
+	for _, p := range cat.prompts {
+		keys = append(keys, "prompt "+strconv.Quote(p.Name))
+	}
+	for _, r := range cat.resources {
+		keys = append(keys, "resource "+strconv.Quote(r.URI))
+	}
+	for _, t := range cat.templates {
+		keys = append(keys, "resource template "+strconv.Quote(t.URITemplate))
+	}
+	me := "upstream " + cat.m.up.Name
+	for _, k := range keys {
+		if other, ok := owners[k]; ok {
+			return fmt.Errorf("gateway: %s of %s collides with one of %s", k, me, other)
+		}
+		owners[k] = me
+	}
+	return nil
+}
+
+// register registers the catalog on srv, with handlers that forward to
+// its upstream; on failure it removes what it registered.
+func (cat *catalog) register(srv *server.Server) (err error) {
+	var tools, prompts, uris, templates []string
+	defer func() {
+		if err != nil {
+			srv.RemoveTools(tools...)
+			srv.RemovePrompts(prompts...)
+			srv.RemoveResources(uris...)
+			srv.RemoveResourceTemplates(templates...)
+			err = fmt.Errorf("gateway: upstream %s: %w", cat.m.up.Name, err)
+		}
+	}()
+	for i, t := range cat.tools {
+		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i])); err != nil {
+			return err
+		}
+		tools = append(tools, t.Name)
+	}
+	for i, p := range cat.prompts {
+		if err := srv.AddPrompt(p, cat.m.getPrompt(cat.promptOf[i])); err != nil {
+			return err
+		}
+		prompts = append(prompts, p.Name)
+	}
+	for _, r := range cat.resources {
+		if err := srv.AddResource(r, cat.m.readResource); err != nil {
+			return err
+		}
+		uris = append(uris, r.URI)
+	}
+	for _, t := range cat.templates {
+		if err := srv.AddResourceTemplate(t, cat.m.readResource); err != nil {
+			return err
+		}
+		templates = append(templates, t.URITemplate)
+	}
+	return nil
+}
+
+// forward calls method upstream with params under the caller's ctx.
+func (m *mount) forward(ctx context.Context, method string, params any, progress func(json.RawMessage)) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.session(ctx)
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	res, err := s.Call(ctx, method, raw, progress)
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	return res, nil
+}
+
+// getPrompt returns the handler of the upstream's prompt name.
+func (m *mount) getPrompt(name string) server.PromptHandler {
+	return func(ctx context.Context, req *server.GetPromptRequest) (*server.GetPromptResult, error) {
+		raw, err := m.forward(ctx, "prompts/get", map[string]any{"name": name, "arguments": req.Arguments}, nil)
+		if err != nil {
+			return nil, err
+		}
+		var w struct {
+			Description string `json:"description"`
+			Messages    []struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+			Meta server.Meta `json:"_meta"`
+		}
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, badResult(err)
+		}
+		res := &server.GetPromptResult{Description: w.Description, Meta: w.Meta, Messages: make([]*server.PromptMessage, 0, len(w.Messages))}
+		for _, msg := range w.Messages {
+			c, err := server.UnmarshalContent(msg.Content)
+			if err != nil {
+				return nil, badResult(err)
+			}
+			res.Messages = append(res.Messages, &server.PromptMessage{Role: msg.Role, Content: c})
+		}
+		return res, nil
+	}
+}
+
+// readResource forwards resources/read of the URI asked for.
+func (m *mount) readResource(ctx context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+	raw, err := m.forward(ctx, "resources/read", map[string]string{"uri": req.URI}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var res server.ReadResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, badResult(err)
+	}
+	return &res, nil
+}
+
+// badResult is the error of an upstream's result that does not decode.
+func badResult(err error) error {
+	return server.NewError(protocol.CodeInternal, fmt.Errorf("the upstream's result: %w", err))
+}
