@@ -65,8 +65,12 @@ type httpConn struct {
 	err     error  // the first terminal error
 	failed  chan struct{}
 	closed  bool
-	getOpen bool // the GET stream was tried
+	getOpen bool                          // the GET stream was tried
+	related map[transport.ID]transport.ID // upstream request -> our request whose POST stream it came on
 }
+
+// maxRelated bounds the upstream requests whose call is remembered.
+const maxRelated = 1024
 
 // DialHTTP returns a Conn on the Streamable HTTP upstream cfg describes.
 // It does no I/O until the first Write. Close ends every stream and ends
@@ -314,6 +318,16 @@ func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
 		c.lost(req, err)
 		return false
 	}
+	if up, ok := m.(*transport.Request); ok && !up.IsNotification() && req != nil && !req.IsNotification() {
+		c.mu.Lock()
+		if c.related == nil {
+			c.related = make(map[transport.ID]transport.ID)
+		}
+		if len(c.related) < maxRelated {
+			c.related[up.ID] = req.ID
+		}
+		c.mu.Unlock()
+	}
 	resp, ok := m.(*transport.Response)
 	answer := ok && req != nil && resp.ID == req.ID
 	if answer && req.Method == "initialize" && resp.Result != nil {
@@ -328,6 +342,16 @@ func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
 	}
 	c.push(m)
 	return answer
+}
+
+// relatedCall returns, once, the id of the request on whose POST stream
+// the upstream sent request id.
+func (c *httpConn) relatedCall(id transport.ID) (transport.ID, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	related, ok := c.related[id]
+	delete(c.related, id)
+	return related, ok
 }
 
 // push queues m for Read, waiting while the queue is full (the upstream's

@@ -236,3 +236,40 @@ func TestHTTPUnreachable(t *testing.T) {
 	_, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: url}), upstream.Config{Name: "h"})
 	require.ErrorIs(t, err, upstream.ErrGone)
 }
+
+// TestHTTPUpstreamRequestOfItsCall: a request of the upstream that
+// arrives on a call's POST stream gets that call's context, with two
+// calls in flight at once.
+func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startHTTPUpstream(t, streamable.ResponseSSE)
+	both := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	go func() { arrived.Wait(); close(both) }()
+	conn := upstream.DialHTTP(upstream.HTTPConfig{URL: u.url})
+	s, err := upstream.Open(t.Context(), conn, upstream.Config{
+		Name:         "h",
+		Capabilities: json.RawMessage(`{"sampling":{}}`),
+		OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
+			arrived.Done()
+			<-both // both calls are waiting for their sampling
+			model, _ := ctx.Value(callerKey{}).(string)
+			return json.Marshal(map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "a"}, "model": model})
+		},
+	})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	results := make(chan string, 2)
+	for _, who := range []string{"one", "two"} {
+		go func() {
+			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, who), "tools/call", json.RawMessage(`{"name":"sample"}`), nil)
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- who + ": " + text(t, raw)
+		}()
+	}
+	assert.ElementsMatch(t, []string{"one: sampled one", "two: sampled two"}, []string{<-results, <-results})
+}

@@ -51,10 +51,14 @@ type Config struct {
 	OnNotification func(n *transport.Request)
 	// OnRequest answers a request of the upstream (sampling, elicitation,
 	// roots); nil refuses them all with method not found. It runs in a
-	// goroutine of its own with a context that ends when the upstream
-	// cancels the request or the session ends; a *transport.Error it
-	// returns is sent as is, any other error as an internal error without
-	// its text. At most MaxIncoming run at once; more are refused.
+	// goroutine of its own. Its context is derived from the context of
+	// the call the request belongs to, when the session knows it (the
+	// call on whose HTTP stream it arrived; else the only call in
+	// flight), and from none otherwise; it ends when that call ends, the
+	// upstream cancels the request, or the session ends. A
+	// *transport.Error it returns is sent as is, any other error as an
+	// internal error without its text. At most MaxIncoming run at once;
+	// more are refused.
 	OnRequest func(ctx context.Context, req *transport.Request) (json.RawMessage, error)
 	// MaxQueuedNotifications bounds the notifications waiting for
 	// OnNotification (256 when below 1).
@@ -115,6 +119,7 @@ type state struct {
 
 // call is one request of ours awaiting its answer.
 type call struct {
+	ctx      context.Context      // the caller's
 	done     chan struct{}        // closed once result or err is set
 	progress chan json.RawMessage // the params of its progress notifications; nil when not asked
 	result   json.RawMessage
@@ -216,7 +221,7 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 // returns an error wrapping [ErrGone] or [ErrClosed].
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, progress func(params json.RawMessage)) (json.RawMessage, error) {
 	id := s.ids.Add(1)
-	c := &call{done: make(chan struct{})}
+	c := &call{ctx: ctx, done: make(chan struct{})}
 	if progress != nil {
 		var err error
 		if params, err = withProgressToken(params, id); err != nil {
@@ -558,6 +563,10 @@ func (s *Session) deliver() {
 
 // requested starts answering a request of the upstream, or refuses it.
 func (s *Session) requested(r *transport.Request) {
+	var related transport.ID
+	if rel, ok := s.conn.(relater); ok {
+		related, _ = rel.relatedCall(r.ID) // taken whatever the answer, so that none is kept
+	}
 	if r.Method == "ping" {
 		s.reply(r.ID, json.RawMessage(`{}`), nil)
 		return
@@ -566,9 +575,14 @@ func (s *Session) requested(r *transport.Request) {
 		s.reply(r.ID, nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"})
 		return
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
 	var refusal *transport.Error
+	var cancel context.CancelCauseFunc
+	ctx := s.ctx
 	_ = s.update(func(st *state) error {
+		if c := st.callerOf(related); c != nil {
+			ctx = c.ctx
+		}
+		ctx, cancel = context.WithCancelCause(ctx)
 		switch {
 		case st.err != nil:
 			refusal = &transport.Error{Code: int64(protocol.CodeInternal), Message: "session closed"}
@@ -591,6 +605,8 @@ func (s *Session) requested(r *transport.Request) {
 	}
 	s.wg.Go(func() {
 		defer cancel(nil)
+		stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+		defer stop()
 		res, err := s.cfg.OnRequest(ctx, r)
 		_ = s.update(func(st *state) error {
 			delete(st.incoming, r.ID)
@@ -610,6 +626,32 @@ func (s *Session) requested(r *transport.Request) {
 		}
 		s.reply(r.ID, res, jerr)
 	})
+}
+
+// relater is what a Conn that knows which of our requests an upstream
+// request belongs to implements (HTTP: the POST stream it arrived on).
+type relater interface {
+	// relatedCall returns, once, the id of our request that upstream
+	// request id arrived for.
+	relatedCall(id transport.ID) (transport.ID, bool)
+}
+
+// callerOf returns the pending call an upstream request belongs to: the
+// one related names (the zero ID when the Conn relates it to none), else
+// the only one in flight; nil when none.
+func (st *state) callerOf(related transport.ID) *call {
+	if related.IsValid() {
+		if n, ok := intID(related); ok {
+			return st.calls[n]
+		}
+		return nil
+	}
+	if len(st.calls) == 1 {
+		for _, c := range st.calls {
+			return c
+		}
+	}
+	return nil
 }
 
 // reply answers the upstream's request id, on a write bounded by

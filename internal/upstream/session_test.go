@@ -501,3 +501,48 @@ func TestHugeMessageEndsTheSession(t *testing.T) {
 	_ = peer.Close()
 	wg.Wait()
 }
+
+// callerKey marks a caller's context in the tests of OnRequest's context.
+type callerKey struct{}
+
+// TestUpstreamRequestOfTheOnlyCall: over a Conn that relates nothing
+// (stdio), an upstream request's context is derived from the only call
+// in flight, and ends when that call ends; with two calls in flight it
+// belongs to neither.
+func TestUpstreamRequestOfTheOnlyCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := make(chan any, 2)
+		ended := make(chan error, 1)
+		s, f := open(t, upstream.Config{Name: "u", OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
+			seen <- ctx.Value(callerKey{})
+			if ctx.Value(callerKey{}) == "first" {
+				<-ctx.Done()
+				ended <- context.Cause(ctx)
+				return nil, context.Cause(ctx)
+			}
+			return json.RawMessage(`{}`), nil
+		}})
+		ctx, cancel := context.WithCancelCause(context.WithValue(t.Context(), callerKey{}, "first"))
+		first := callAsync(ctx, s, "tools/call", nil)
+		f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(1), Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		assert.Equal(t, "first", <-seen)
+		cause := errors.New("the caller went")
+		cancel(cause)
+		f.request("notifications/cancelled")
+		require.ErrorIs(t, (<-first).err, cause)
+		require.ErrorIs(t, <-ended, cause, "the request ended with its call")
+
+		second := callAsync(context.WithValue(t.Context(), callerKey{}, "second"), s, "tools/call", nil)
+		req2 := f.request("tools/call")
+		third := callAsync(context.WithValue(t.Context(), callerKey{}, "third"), s, "tools/call", nil)
+		req3 := f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(2), Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		assert.Nil(t, <-seen, "two calls in flight: it belongs to neither")
+		assert.Equal(t, transport.Int64ID(2), f.response().ID)
+		f.answer(req2.ID, `{}`)
+		f.answer(req3.ID, `{}`)
+		require.NoError(t, (<-second).err)
+		require.NoError(t, (<-third).err)
+	})
+}
