@@ -260,16 +260,23 @@ func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer func() { _ = s.Close() }()
-	results := make(chan string, 2)
+	type answer struct {
+		who string
+		raw json.RawMessage
+		err error
+	}
+	results := make(chan answer, 2)
 	for _, who := range []string{"one", "two"} {
 		go func() {
 			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, who), "tools/call", json.RawMessage(`{"name":"sample"}`), nil)
-			if err != nil {
-				results <- err.Error()
-				return
-			}
-			results <- who + ": " + text(t, raw)
+			results <- answer{who, raw, err}
 		}()
 	}
-	assert.ElementsMatch(t, []string{"one: sampled one", "two: sampled two"}, []string{<-results, <-results})
+	var got []string
+	for range 2 {
+		a := <-results
+		require.NoError(t, a.err)
+		got = append(got, a.who+": "+text(t, a.raw))
+	}
+	assert.ElementsMatch(t, []string{"one: sampled one", "two: sampled two"}, got)
 }
