@@ -178,7 +178,11 @@ func open(ctx context.Context, up Upstream, logger *slog.Logger) (*conn, error) 
 		}
 		c.process, tc = p, p.Conn()
 	}
-	s, err := upstream.Open(ctx, tc, upstream.Config{Name: up.Name, Logger: logger, ClientName: "vigil-gateway"})
+	s, err := upstream.Open(ctx, tc, upstream.Config{
+		Name: up.Name, Logger: logger, ClientName: "vigil-gateway",
+		Capabilities: json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`),
+		OnRequest:    askClient,
+	})
 	if err != nil {
 		if c.process != nil {
 			_ = c.process.Close()
@@ -187,6 +191,38 @@ func open(ctx context.Context, up Upstream, logger *slog.Logger) (*conn, error) 
 	}
 	c.session = s
 	return c, nil
+}
+
+// askClient forwards a request of the upstream (sampling, elicitation,
+// roots) to the downstream client whose call it belongs to, with that
+// call's context, and returns the client's answer. A request that belongs
+// to no downstream call, or that the client cannot answer, is refused.
+func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, error) {
+	switch req.Method {
+	case "sampling/createMessage", "elicitation/create", "roots/list":
+	default:
+		return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
+	}
+	if server.RequestFromContext(ctx) == nil {
+		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+	}
+	var params any
+	if req.Params != nil {
+		params = req.Params
+	}
+	var result json.RawMessage
+	err := server.CallClient(ctx, req.Method, params, &result)
+	var se *server.Error
+	switch {
+	case err == nil:
+		return result, nil
+	case errors.As(err, &se):
+		return nil, &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
+	case errors.Is(err, server.ErrCapability):
+		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + req.Method}
+	default:
+		return nil, err
+	}
 }
 
 // session returns the upstream's live session: the current one, or, when

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -27,8 +29,9 @@ type fakeUpstream struct {
 	started   chan struct{} // a call of "block" started
 	cancelled chan error    // the cause that ended a call of "block"
 	mu        sync.Mutex
-	auth      []string    // the Authorization header of each request
-	expire    atomic.Bool // answer the next request of a session 404, as an upstream that forgot it
+	auth      []string       // the Authorization header of each request
+	expire    atomic.Bool    // answer the next request of a session 404, as an upstream that forgot it
+	sampling  sync.WaitGroup // Add the calls of "sample" expected at once
 }
 
 // authorizations returns the Authorization headers the upstream got.
@@ -64,6 +67,18 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		<-ctx.Done()
 		u.cancelled <- context.Cause(ctx)
 		return nil, context.Cause(ctx)
+	})
+	add("sample", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		u.sampling.Done()
+		u.sampling.Wait() // every caller expected is sampling at once
+		res, err := server.CreateMessage(ctx, &server.CreateMessageParams{
+			Messages:  []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.TextContent{Text: "q"}}}},
+			MaxTokens: 10,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return server.Text("sampled by " + res.Model), nil
 	})
 	add("bad", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return nil, server.Errorf(protocol.CodeInvalidParams, "bad from %s", name)
@@ -102,6 +117,12 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 // front mounts upstreams on a new server and returns a client of it.
 func front(t *testing.T, ups ...gateway.Upstream) *mcptest.Client {
 	t.Helper()
+	return mcptest.Connect(t, frontServer(t, ups...))
+}
+
+// frontServer mounts upstreams on a new server.
+func frontServer(t *testing.T, ups ...gateway.Upstream) *server.Server {
+	t.Helper()
 	srv := server.New()
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: ups})
 	require.NoError(t, err)
@@ -109,7 +130,7 @@ func front(t *testing.T, ups ...gateway.Upstream) *mcptest.Client {
 		_ = g.Close()
 		_ = srv.Close()
 	})
-	return mcptest.Connect(t, srv)
+	return srv
 }
 
 func toolNames(c *mcptest.Client) []string {
@@ -124,7 +145,7 @@ func TestOneUpstreamKeepsItsNames(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	c := front(t, gateway.Upstream{Name: "a", URL: u.url, Header: http.Header{"Authorization": {"Bearer upstream-key"}}})
-	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad", "sample"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
 
 	_, rpcErr := c.Call("tools/call", map[string]any{"name": "bad"})
@@ -143,7 +164,7 @@ func TestSeveralUpstreamsArePrefixed(t *testing.T) {
 	testkit.Watchdog(t)
 	a, b := startUpstream(t, "a"), startUpstream(t, "b")
 	c := front(t, gateway.Upstream{Name: "a", URL: a.url}, gateway.Upstream{Name: "b", URL: b.url})
-	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "b_hello", "b_progress", "b_block", "b_bad"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "a_sample", "b_hello", "b_progress", "b_block", "b_bad", "b_sample"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("a_hello", nil).Text())
 	assert.Equal(t, "hello from b", c.CallTool("b_hello", nil).Text())
 }
@@ -279,4 +300,48 @@ func TestResourceCollision(t *testing.T) {
 	_, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}, {Name: "b", URL: u.url}}})
 	require.ErrorContains(t, err, `resource "file:///a/readme" of upstream b collides with one of upstream a`)
 	assert.Empty(t, srv.ToolNames())
+}
+
+// TestSamplingReachesItsCaller: with two clients calling a tool that
+// samples at the same moment, each upstream sampling request reaches the
+// client whose call caused it, never the other; a client that declared
+// no sampling gets the upstream's refusal.
+func TestSamplingReachesItsCaller(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	srv := frontServer(t, gateway.Upstream{Name: "a", URL: u.url})
+	client := func(model string) *mcptest.Client {
+		return mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"sampling": map[string]any{}}),
+			mcptest.WithRequestHandler(func(_ context.Context, req *transport.Request) (any, error) {
+				if req.Method != "sampling/createMessage" {
+					return nil, errors.New("unexpected " + req.Method)
+				}
+				return map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "a"}, "model": model}, nil
+			}))
+	}
+	one, two := client("model-one"), client("model-two")
+	u.sampling.Add(2)
+	type answer struct {
+		raw json.RawMessage
+		err *transport.Error
+	}
+	answers := make([]chan answer, 2)
+	for i, c := range []*mcptest.Client{one, two} {
+		answers[i] = make(chan answer, 1)
+		go func() {
+			raw, err := c.Call("tools/call", map[string]any{"name": "sample"})
+			answers[i] <- answer{raw, err}
+		}()
+	}
+	for i, want := range []string{"sampled by model-one", "sampled by model-two"} {
+		a := <-answers[i]
+		require.Nil(t, a.err)
+		assert.Contains(t, string(a.raw), want)
+	}
+
+	u.sampling.Add(1)
+	plain := mcptest.Connect(t, srv)
+	_, rpcErr := plain.Call("tools/call", map[string]any{"name": "sample"})
+	require.NotNil(t, rpcErr, "the upstream's tool fails with the refusal")
+	assert.Contains(t, rpcErr.Message, "the client does not support sampling/createMessage")
 }
