@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -168,7 +169,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 }
 
 // forward calls method upstream with params under the caller's ctx.
-func (m *mount) forward(ctx context.Context, method string, params any, progress func(json.RawMessage)) (json.RawMessage, error) {
+func (m *mount) forward(ctx context.Context, method string, params any, notes *upstream.Notes) (json.RawMessage, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -177,7 +178,7 @@ func (m *mount) forward(ctx context.Context, method string, params any, progress
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}
-	res, err := s.Call(ctx, method, raw, progress)
+	res, err := s.Call(ctx, method, raw, notes)
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

@@ -256,24 +256,32 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 }
 
 // callTool returns the handler of the upstream's tool name: it forwards
-// the call with the caller's context, and relays its progress when the
-// caller asked for progress.
+// the call with the caller's context, relays its log messages, and its
+// progress when the caller asked for progress.
 func (m *mount) callTool(name string) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		var progress func(json.RawMessage)
+		notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
 		if req.Request != nil {
 			if _, ok := req.Request.Meta.Get("progressToken"); ok {
-				progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
 		raw, err := m.forward(ctx, "tools/call", struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, progress)
+		}{name, req.Arguments}, notes)
 		if err != nil {
 			return nil, err
 		}
 		return decodeToolResult(raw)
+	}
+}
+
+// relayLog sends the upstream's log message of a call to the caller, as
+// the upstream sent it, related to the caller's request.
+func relayLog(ctx context.Context, params json.RawMessage) {
+	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil {
+		_ = req.Session.Notify(ctx, "notifications/message", params)
 	}
 }
 

@@ -80,6 +80,10 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		}
 		return server.Text("sampled by " + res.Model), nil
 	})
+	add("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		server.Logger(ctx).Warn("careful", "from", name)
+		return server.Text("logged"), nil
+	})
 	add("bad", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return nil, server.Errorf(protocol.CodeInvalidParams, "bad from %s", name)
 	})
@@ -145,7 +149,7 @@ func TestOneUpstreamKeepsItsNames(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	c := front(t, gateway.Upstream{Name: "a", URL: u.url, Header: http.Header{"Authorization": {"Bearer upstream-key"}}})
-	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad", "sample"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad", "sample", "log"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
 
 	_, rpcErr := c.Call("tools/call", map[string]any{"name": "bad"})
@@ -164,7 +168,7 @@ func TestSeveralUpstreamsArePrefixed(t *testing.T) {
 	testkit.Watchdog(t)
 	a, b := startUpstream(t, "a"), startUpstream(t, "b")
 	c := front(t, gateway.Upstream{Name: "a", URL: a.url}, gateway.Upstream{Name: "b", URL: b.url})
-	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "a_sample", "b_hello", "b_progress", "b_block", "b_bad", "b_sample"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "a_sample", "a_log", "b_hello", "b_progress", "b_block", "b_bad", "b_sample", "b_log"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("a_hello", nil).Text())
 	assert.Equal(t, "hello from b", c.CallTool("b_hello", nil).Text())
 }
@@ -344,4 +348,18 @@ func TestSamplingReachesItsCaller(t *testing.T) {
 	_, rpcErr := plain.Call("tools/call", map[string]any{"name": "sample"})
 	require.NotNil(t, rpcErr, "the upstream's tool fails with the refusal")
 	assert.Contains(t, rpcErr.Message, "the client does not support sampling/createMessage")
+}
+
+// TestLogRelayed: a log message the upstream sends during a call reaches
+// the caller before the result.
+func TestLogRelayed(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	c.SendCallTool(5, "log", nil)
+	n, ok := c.Recv().(*transport.Request)
+	require.True(t, ok)
+	assert.Equal(t, "notifications/message", n.Method)
+	assert.JSONEq(t, `{"level":"warning","data":{"message":"careful","from":"a"}}`, string(n.Params))
+	assert.Contains(t, string(c.RecvResult(5)), "logged")
 }

@@ -65,8 +65,8 @@ type httpConn struct {
 	err     error  // the first terminal error
 	failed  chan struct{}
 	closed  bool
-	getOpen bool                          // the GET stream was tried
-	related map[transport.ID]transport.ID // upstream request -> our request whose POST stream it came on
+	getOpen bool                                // the GET stream was tried
+	related map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
 }
 
 // maxRelated bounds the upstream requests whose call is remembered.
@@ -318,13 +318,13 @@ func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
 		c.lost(req, err)
 		return false
 	}
-	if up, ok := m.(*transport.Request); ok && !up.IsNotification() && req != nil && !req.IsNotification() {
+	if up, ok := m.(*transport.Request); ok && req != nil && !req.IsNotification() {
 		c.mu.Lock()
 		if c.related == nil {
-			c.related = make(map[transport.ID]transport.ID)
+			c.related = make(map[*transport.Request]transport.ID)
 		}
 		if len(c.related) < maxRelated {
-			c.related[up.ID] = req.ID
+			c.related[up] = req.ID
 		}
 		c.mu.Unlock()
 	}
@@ -345,12 +345,12 @@ func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
 }
 
 // relatedCall returns, once, the id of the request on whose POST stream
-// the upstream sent request id.
-func (c *httpConn) relatedCall(id transport.ID) (transport.ID, bool) {
+// the upstream sent m.
+func (c *httpConn) relatedCall(m *transport.Request) (transport.ID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	related, ok := c.related[id]
-	delete(c.related, id)
+	related, ok := c.related[m]
+	delete(c.related, m)
 	return related, ok
 }
 

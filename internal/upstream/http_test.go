@@ -76,6 +76,10 @@ func startHTTPUpstream(t *testing.T, mode streamable.ResponseMode) *httpUpstream
 		u.cancelled <- context.Cause(ctx)
 		return nil, context.Cause(ctx)
 	})
+	tool("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		server.Logger(ctx).Warn("careful")
+		return server.Text("logged"), nil
+	})
 	tool("huge", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text(strings.Repeat("x", 2<<20)), nil
 	})
@@ -119,7 +123,7 @@ func openHTTP(t *testing.T, u *httpUpstream, maxMessage int) *upstream.Session {
 // callTool calls tool name and returns its first text.
 func callTool(t *testing.T, s *upstream.Session, name string, progress func(json.RawMessage)) (string, error) {
 	t.Helper()
-	raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), progress)
+	raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), progressNotes(progress))
 	if err != nil {
 		return "", err
 	}
@@ -145,7 +149,7 @@ func TestHTTPUpstream(t *testing.T) {
 			assert.Equal(t, "hello", got)
 			tools, err := s.List(t.Context(), "tools/list", "tools", 100)
 			require.NoError(t, err)
-			assert.ElementsMatch(t, []string{"hello", "progress", "sample", "block", "huge"}, names(t, tools))
+			assert.ElementsMatch(t, []string{"hello", "progress", "sample", "block", "huge", "log"}, names(t, tools))
 			if tc.mode == streamable.ResponseSSE {
 				var progress []string
 				got, err = callTool(t, s, "progress", func(p json.RawMessage) {
@@ -157,6 +161,14 @@ func TestHTTPUpstream(t *testing.T) {
 				got, err = callTool(t, s, "sample", nil)
 				require.NoError(t, err)
 				assert.Equal(t, "sampled m1", got)
+				var logs []string
+				raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"log"}`), &upstream.Notes{Log: func(p json.RawMessage) {
+					logs = append(logs, string(p))
+				}})
+				require.NoError(t, err)
+				assert.Equal(t, "logged", text(t, raw))
+				require.Len(t, logs, 1, "the log on the call's stream reaches it")
+				assert.Contains(t, logs[0], `"careful"`)
 			}
 			require.NoError(t, s.Close())
 

@@ -166,11 +166,11 @@ func TestEverythingOverStdio(t *testing.T) {
 	assert.NotEmpty(t, text(t, raw))
 
 	var progress []float64
-	raw, err = s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), func(p json.RawMessage) {
+	raw, err = s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), progressNotes(func(p json.RawMessage) {
 		var v struct{ Progress float64 }
 		require.NoError(t, json.Unmarshal(p, &v))
 		progress = append(progress, v.Progress)
-	})
+	}))
 	require.NoError(t, err)
 	assert.Equal(t, []float64{0, 50, 100}, progress)
 	assert.NotEqual(t, "0", text(t, raw), "the upstream saw the session's progress token")
@@ -197,9 +197,9 @@ func TestEverythingCancelled(t *testing.T) {
 	p, s := startEverything(t, &l, nil)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cause := errors.New("downstream went away")
-	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), func(json.RawMessage) {
+	_, err := s.Call(ctx, "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), progressNotes(func(json.RawMessage) {
 		cancel(cause) // at its first progress, the call is surely running
-	})
+	}))
 	require.ErrorIs(t, err, cause)
 
 	raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"test_simple_text"}`), nil)
@@ -221,9 +221,9 @@ func TestEverythingKilledMidCall(t *testing.T) {
 	watchdog(t, 5*time.Minute)
 	var l logs
 	p, s := startEverything(t, &l, nil)
-	_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), func(json.RawMessage) {
+	_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"test_tool_with_progress"}`), progressNotes(func(json.RawMessage) {
 		upstream.KillProcess(p)
-	})
+	}))
 	require.ErrorIs(t, err, upstream.ErrGone)
 	<-p.Exited()
 	<-s.Done()

@@ -22,7 +22,7 @@ const (
 	defaultMaxQueuedNotifications = 256
 	defaultMaxIncoming            = 16
 	defaultWriteTimeout           = 10 * time.Second
-	progressBuffer                = 32 // progress notifications a call holds for its caller
+	notesBuffer                   = 32 // notifications a call holds for its caller (Notes)
 )
 
 // Config configures a [Session]. The zero Config is usable: no logs, no
@@ -44,8 +44,8 @@ type Config struct {
 	// only when OnRequest can answer them.
 	Capabilities json.RawMessage
 	// OnNotification receives the upstream's notifications other than
-	// progress and cancellation (logging, list_changed, resource
-	// updates...), in order, one at a time, from one goroutine. When it
+	// progress, cancellation and those a call's Notes take (logging,
+	// list_changed, resource updates...), in order, one at a time, from one goroutine. When it
 	// falls MaxQueuedNotifications behind, further notifications are
 	// dropped and counted ([Stats]). The session never modifies n.
 	OnNotification func(n *transport.Request)
@@ -73,7 +73,7 @@ type Config struct {
 
 // Stats counts what a session dropped of what the upstream sent.
 type Stats struct {
-	DroppedNotifications int64 // OnNotification was MaxQueuedNotifications behind
+	DroppedNotifications int64 // OnNotification was MaxQueuedNotifications behind, or a call's Notes.Log was behind
 	DroppedProgress      int64 // for no call in flight, or its caller was behind
 	LateResponses        int64 // to no call in flight: cancelled, or never asked
 	InvalidMessages      int64 // frames that were not JSON-RPC, batches, unusable ids
@@ -117,13 +117,27 @@ type state struct {
 	incoming map[transport.ID]func(err error) // the upstream's requests running, by id: their cancel
 }
 
+// Notes receives the notifications that belong to a call, in the
+// caller's goroutine (see [Session.Call]).
+type Notes struct {
+	// Progress, when set, asks for progress (the request carries a
+	// progress token) and receives the params of each progress
+	// notification.
+	Progress func(params json.RawMessage)
+	// Log, when set, receives the params of each notifications/message
+	// of the call: sent on its HTTP stream, or, over a Conn that tells no
+	// stream (stdio), while it was the only call in flight.
+	Log func(params json.RawMessage)
+}
+
 // call is one request of ours awaiting its answer.
 type call struct {
-	ctx      context.Context      // the caller's
-	done     chan struct{}        // closed once result or err is set
-	progress chan json.RawMessage // the params of its progress notifications; nil when not asked
-	result   json.RawMessage
-	err      error
+	ctx    context.Context         // the caller's
+	done   chan struct{}           // closed once result or err is set
+	notes  chan *transport.Request // its progress and log notifications; nil without Notes
+	wants  Notes
+	result json.RawMessage
+	err    error
 }
 
 // errUpstreamCancel is the cause of an upstream request's context when
@@ -211,23 +225,26 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 
 // Call sends the request method with params (a JSON object, or nil) and
 // waits for its result. An error answer is returned as a
-// *[transport.Error]. When progress is not nil, the request carries a
-// progress token and progress receives the params of its progress
-// notifications, in order, in the caller's goroutine, all before Call
-// returns; while progress is behind, the upstream's further progress
-// notifications are dropped. When ctx ends first, the request is
-// cancelled upstream (notifications/cancelled, sent before Call returns)
-// and Call returns [context.Cause]. When the session ends first, Call
-// returns an error wrapping [ErrGone] or [ErrClosed].
-func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, progress func(params json.RawMessage)) (json.RawMessage, error) {
+// *[transport.Error]. When notes is not nil, it receives the
+// notifications of the call (progress, log messages), in order, in the
+// caller's goroutine, all before Call returns; while it is behind, the
+// upstream's further notifications of the call are dropped and counted.
+// When ctx ends first, the request is cancelled upstream
+// (notifications/cancelled, sent before Call returns) and Call returns
+// [context.Cause]. When the session ends first, Call returns an error
+// wrapping [ErrGone] or [ErrClosed].
+func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, notes *Notes) (json.RawMessage, error) {
 	id := s.ids.Add(1)
 	c := &call{ctx: ctx, done: make(chan struct{})}
-	if progress != nil {
-		var err error
-		if params, err = withProgressToken(params, id); err != nil {
-			return nil, err
+	if notes != nil {
+		c.wants = *notes
+		c.notes = make(chan *transport.Request, notesBuffer)
+		if notes.Progress != nil {
+			var err error
+			if params, err = withProgressToken(params, id); err != nil {
+				return nil, err
+			}
 		}
-		c.progress = make(chan json.RawMessage, progressBuffer)
 	}
 	if err := s.update(func(st *state) error {
 		if st.err != nil {
@@ -253,14 +270,14 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 	}
 	for {
 		select {
-		case p := <-c.progress: // nil channel when not asked: never ready
-			progress(p)
+		case n := <-c.notes: // nil channel without Notes: never ready
+			c.hand(n)
 		case <-c.done:
-			return c.finish(progress)
+			return c.finish()
 		case <-ctx.Done():
 			if !s.forget(id) {
 				<-c.done // answered meanwhile: the answer wins
-				return c.finish(progress)
+				return c.finish()
 			}
 			s.cancelUpstream(ctx, id)
 			return nil, context.Cause(ctx)
@@ -268,13 +285,22 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 	}
 }
 
-// finish hands progress what is left of the call's progress, all of
+// hand gives a notification of the call to its Notes.
+func (c *call) hand(n *transport.Request) {
+	if n.Method == "notifications/progress" {
+		c.wants.Progress(n.Params)
+	} else {
+		c.wants.Log(n.Params)
+	}
+}
+
+// finish hands Notes what is left of the call's notifications, all of
 // which arrived before its answer, and returns the answer.
-func (c *call) finish(progress func(json.RawMessage)) (json.RawMessage, error) {
+func (c *call) finish() (json.RawMessage, error) {
 	for {
 		select {
-		case p := <-c.progress:
-			progress(p)
+		case n := <-c.notes:
+			c.hand(n)
 		default:
 			return c.result, c.err
 		}
@@ -445,10 +471,14 @@ func (s *Session) readLoop() {
 		case *transport.Response:
 			s.answer(m)
 		case *transport.Request:
+			var related transport.ID
+			if rel, ok := s.conn.(relater); ok {
+				related, _ = rel.relatedCall(m) // taken for every message, so that none is kept
+			}
 			if m.IsNotification() {
-				s.notified(m)
+				s.notified(m, related)
 			} else {
-				s.requested(m)
+				s.requested(m, related)
 			}
 		default: // a batch, which no MCP version a session speaks allows
 			s.invalid.Add(1)
@@ -489,11 +519,13 @@ func intID(id transport.ID) (int64, bool) {
 	return n, err == nil
 }
 
-// notified handles a notification of the upstream.
-func (s *Session) notified(n *transport.Request) {
+// notified handles a notification of the upstream, which related names
+// the call of (the zero ID when the Conn relates it to none).
+func (s *Session) notified(n *transport.Request, related transport.ID) {
 	switch n.Method {
 	case "notifications/progress":
 		s.progressed(n)
+		return
 	case "notifications/cancelled":
 		var p struct {
 			RequestID transport.ID `json:"requestId"`
@@ -510,12 +542,26 @@ func (s *Session) notified(n *transport.Request) {
 		if cancel != nil {
 			cancel(errUpstreamCancel)
 		}
-	default:
-		select {
-		case s.notes <- n:
-		default:
-			s.dropNotes.Add(1)
+		return
+	case "notifications/message":
+		var c *call
+		_ = s.update(func(st *state) error {
+			c = st.callerOf(related)
+			return nil
+		})
+		if c != nil && c.wants.Log != nil {
+			select {
+			case c.notes <- n:
+			default:
+				s.dropNotes.Add(1)
+			}
+			return
 		}
+	}
+	select {
+	case s.notes <- n:
+	default:
+		s.dropNotes.Add(1)
 	}
 }
 
@@ -535,12 +581,12 @@ func (s *Session) progressed(n *transport.Request) {
 		c = st.calls[id]
 		return nil
 	})
-	if c == nil || c.progress == nil {
+	if c == nil || c.wants.Progress == nil {
 		s.dropProgress.Add(1)
 		return
 	}
 	select {
-	case c.progress <- n.Params:
+	case c.notes <- n:
 	default:
 		s.dropProgress.Add(1)
 	}
@@ -561,12 +607,10 @@ func (s *Session) deliver() {
 	}
 }
 
-// requested starts answering a request of the upstream, or refuses it.
-func (s *Session) requested(r *transport.Request) {
-	var related transport.ID
-	if rel, ok := s.conn.(relater); ok {
-		related, _ = rel.relatedCall(r.ID) // taken whatever the answer, so that none is kept
-	}
+// requested starts answering a request of the upstream, or refuses it;
+// related names the call it belongs to (the zero ID when the Conn relates
+// it to none).
+func (s *Session) requested(r *transport.Request, related transport.ID) {
 	if r.Method == "ping" {
 		s.reply(r.ID, json.RawMessage(`{}`), nil)
 		return
@@ -629,11 +673,11 @@ func (s *Session) requested(r *transport.Request) {
 }
 
 // relater is what a Conn that knows which of our requests an upstream
-// request belongs to implements (HTTP: the POST stream it arrived on).
+// message belongs to implements (HTTP: the POST stream it arrived on).
 type relater interface {
-	// relatedCall returns, once, the id of our request that upstream
-	// request id arrived for.
-	relatedCall(id transport.ID) (transport.ID, bool)
+	// relatedCall returns, once, the id of our request on whose stream
+	// the upstream sent m (a request or a notification Read returned).
+	relatedCall(m *transport.Request) (transport.ID, bool)
 }
 
 // callerOf returns the pending call an upstream request belongs to: the

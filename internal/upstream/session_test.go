@@ -125,7 +125,7 @@ type result struct {
 func callAsync(ctx context.Context, s *upstream.Session, method string, progress func(json.RawMessage)) <-chan result {
 	out := make(chan result, 1)
 	go func() {
-		raw, err := s.Call(ctx, method, json.RawMessage(`{"name":"x"}`), progress)
+		raw, err := s.Call(ctx, method, json.RawMessage(`{"name":"x"}`), progressNotes(progress))
 		out <- result{raw, err}
 	}()
 	return out
@@ -283,9 +283,9 @@ func TestProgressBeforeTheResult(t *testing.T) {
 		var got []string
 		out := make(chan result, 1)
 		go func() {
-			raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"x","_meta":{"k":"v"}}`), func(p json.RawMessage) {
+			raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"x","_meta":{"k":"v"}}`), progressNotes(func(p json.RawMessage) {
 				got = append(got, string(p))
-			})
+			}))
 			out <- result{raw, err}
 		}()
 		req := f.request("tools/call")
@@ -321,10 +321,10 @@ func TestEndlessProgressIsBounded(t *testing.T) {
 		delivered := 0
 		out := make(chan result, 1)
 		go func() {
-			raw, err := s.Call(t.Context(), "tools/call", nil, func(json.RawMessage) {
+			raw, err := s.Call(t.Context(), "tools/call", nil, progressNotes(func(json.RawMessage) {
 				<-release
 				delivered++
-			})
+			}))
 			out <- result{raw, err}
 		}()
 		req := f.request("tools/call")
@@ -544,5 +544,47 @@ func TestUpstreamRequestOfTheOnlyCall(t *testing.T) {
 		f.answer(req3.ID, `{}`)
 		require.NoError(t, (<-second).err)
 		require.NoError(t, (<-third).err)
+	})
+}
+
+// progressNotes returns Notes that take progress only, or nil for nil.
+func progressNotes(f func(json.RawMessage)) *upstream.Notes {
+	if f == nil {
+		return nil
+	}
+	return &upstream.Notes{Progress: f}
+}
+
+// TestLogOfTheCall: a log message sent while a call is the only one in
+// flight reaches the call's Notes.Log before Call returns; with two calls
+// in flight it goes to OnNotification.
+func TestLogOfTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var session []string
+		s, f := open(t, upstream.Config{Name: "u", OnNotification: func(n *transport.Request) { session = append(session, string(n.Params)) }})
+		var logs []string
+		out := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "tools/call", nil, &upstream.Notes{Log: func(p json.RawMessage) { logs = append(logs, string(p)) }})
+			out <- result{raw, err}
+		}()
+		req := f.request("tools/call")
+		assert.NotContains(t, string(req.Params), "progressToken", "no progress asked")
+		f.notify("notifications/message", `{"level":"info","data":"one"}`)
+		f.answer(req.ID, `{}`)
+		require.NoError(t, (<-out).err)
+		assert.Equal(t, []string{`{"level":"info","data":"one"}`}, logs)
+
+		a := callAsync(t.Context(), s, "tools/call", nil)
+		ra := f.request("tools/call")
+		b := callAsync(t.Context(), s, "tools/call", nil)
+		rb := f.request("tools/call")
+		f.notify("notifications/message", `{"level":"info","data":"two"}`)
+		f.answer(ra.ID, `{}`)
+		f.answer(rb.ID, `{}`)
+		require.NoError(t, (<-a).err)
+		require.NoError(t, (<-b).err)
+		synctest.Wait()
+		assert.Equal(t, []string{`{"level":"info","data":"two"}`}, session)
 	})
 }
