@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/vigil-mcp/vigil/internal/upstream"
@@ -23,17 +24,18 @@ type catalog struct {
 	templates []server.ResourceTemplate
 }
 
-// list lists what the upstream offers, by the capabilities it declared.
-func (m *mount) list(ctx context.Context) (*catalog, error) {
+// list lists what the upstream offers on session s, by the capabilities
+// it declared.
+func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error) {
 	var caps struct {
 		Tools     json.RawMessage `json:"tools"`
 		Prompts   json.RawMessage `json:"prompts"`
 		Resources json.RawMessage `json:"resources"`
 	}
-	_ = json.Unmarshal(m.conn.session.Initialized().Capabilities, &caps)
+	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	cat := &catalog{m: m}
 	if caps.Tools != nil {
-		if err := m.listInto(ctx, "tools/list", "tools", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "tools/list", "tools", func(raw json.RawMessage) error {
 			var t server.Tool
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
@@ -48,7 +50,7 @@ func (m *mount) list(ctx context.Context) (*catalog, error) {
 		}
 	}
 	if caps.Prompts != nil {
-		if err := m.listInto(ctx, "prompts/list", "prompts", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "prompts/list", "prompts", func(raw json.RawMessage) error {
 			var p server.Prompt
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return err
@@ -62,7 +64,7 @@ func (m *mount) list(ctx context.Context) (*catalog, error) {
 		}
 	}
 	if caps.Resources != nil {
-		if err := m.listInto(ctx, "resources/list", "resources", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "resources/list", "resources", func(raw json.RawMessage) error {
 			var r server.Resource
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return err
@@ -72,7 +74,7 @@ func (m *mount) list(ctx context.Context) (*catalog, error) {
 		}); err != nil {
 			return nil, err
 		}
-		if err := m.listInto(ctx, "resources/templates/list", "resourceTemplates", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "resources/templates/list", "resourceTemplates", func(raw json.RawMessage) error {
 			var t server.ResourceTemplate
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
@@ -89,8 +91,8 @@ func (m *mount) list(ctx context.Context) (*catalog, error) {
 
 // listInto calls a list method page after page and hands each item to
 // add.
-func (m *mount) listInto(ctx context.Context, method, field string, add func(json.RawMessage) error) error {
-	items, err := m.conn.session.List(ctx, method, field, maxListed)
+func (m *mount) listInto(ctx context.Context, s *upstream.Session, method, field string, add func(json.RawMessage) error) error {
+	items, err := s.List(ctx, method, field, maxListed)
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -102,30 +104,112 @@ func (m *mount) listInto(ctx context.Context, method, field string, add func(jso
 	return nil
 }
 
-// claim records in owners the names and URIs the catalog will register,
-// and fails on one that is taken.
-func (cat *catalog) claim(owners map[string]string) error {
-	var keys []string
+// claim records in owners the names and URIs the catalog will register.
+// One that another owner holds fails the claim; or, when lenient (a
+// catalog listed again after list_changed), is dropped from the catalog
+// and logged.
+func (cat *catalog) claim(owners map[string]string, lenient bool) error {
+	me := "upstream " + cat.m.up.Name
+	var err error
+	take := func(key string) bool {
+		other, ok := owners[key]
+		switch {
+		case !ok || other == me:
+			owners[key] = me
+			return true
+		case lenient:
+			cat.m.log.Warn("gateway: listed again, "+key+" collides with one of "+other+"; not served", "upstream", cat.m.up.Name)
+		case err == nil:
+			err = fmt.Errorf("gateway: %s of %s collides with one of %s", key, me, other)
+		}
+		return false
+	}
+	var tools []server.Tool
+	var toolNames []string
+	for i, t := range cat.tools {
+		if take("tool " + strconv.Quote(t.Name)) {
+			tools, toolNames = append(tools, t), append(toolNames, cat.toolNames[i])
+		}
+	}
+	var prompts []server.Prompt
+	var promptOf []string
+	for i, p := range cat.prompts {
+		if take("prompt " + strconv.Quote(p.Name)) {
+			prompts, promptOf = append(prompts, p), append(promptOf, cat.promptOf[i])
+		}
+	}
+	var resources []server.Resource
+	for _, r := range cat.resources {
+		if take("resource " + strconv.Quote(r.URI)) {
+			resources = append(resources, r)
+		}
+	}
+	var templates []server.ResourceTemplate
+	for _, t := range cat.templates {
+		if take("resource template " + strconv.Quote(t.URITemplate)) {
+			templates = append(templates, t)
+		}
+	}
+	cat.tools, cat.toolNames, cat.prompts, cat.promptOf, cat.resources, cat.templates = tools, toolNames, prompts, promptOf, resources, templates
+	return err
+}
+
+// release forgets in owners what the catalog claimed.
+func (cat *catalog) release(owners map[string]string) {
 	for _, t := range cat.tools {
-		keys = append(keys, "tool "+strconv.Quote(t.Name))
+		delete(owners, "tool "+strconv.Quote(t.Name))
 	}
 	for _, p := range cat.prompts {
-		keys = append(keys, "prompt "+strconv.Quote(p.Name))
+		delete(owners, "prompt "+strconv.Quote(p.Name))
 	}
 	for _, r := range cat.resources {
-		keys = append(keys, "resource "+strconv.Quote(r.URI))
+		delete(owners, "resource "+strconv.Quote(r.URI))
 	}
 	for _, t := range cat.templates {
-		keys = append(keys, "resource template "+strconv.Quote(t.URITemplate))
+		delete(owners, "resource template "+strconv.Quote(t.URITemplate))
 	}
-	me := "upstream " + cat.m.up.Name
-	for _, k := range keys {
-		if other, ok := owners[k]; ok {
-			return fmt.Errorf("gateway: %s of %s collides with one of %s", k, me, other)
+}
+
+// unregister removes from srv what the catalog registered and next does
+// not hold (next may be nil).
+func (cat *catalog) unregister(srv *server.Server, next *catalog) {
+	if next == nil {
+		next = &catalog{}
+	}
+	gone := func(names, kept []string) []string {
+		var out []string
+		for _, n := range names {
+			if !slices.Contains(kept, n) {
+				out = append(out, n)
+			}
 		}
-		owners[k] = me
+		return out
 	}
-	return nil
+	srv.RemoveTools(gone(cat.names().tools, next.names().tools)...)
+	srv.RemovePrompts(gone(cat.names().prompts, next.names().prompts)...)
+	srv.RemoveResources(gone(cat.names().resources, next.names().resources)...)
+	srv.RemoveResourceTemplates(gone(cat.names().templates, next.names().templates)...)
+}
+
+// catalogNames are the names and URIs a catalog registers, by kind.
+type catalogNames struct{ tools, prompts, resources, templates []string }
+
+// names returns the names and URIs the catalog registers.
+func (cat *catalog) names() catalogNames {
+	var n catalogNames
+	for _, t := range cat.tools {
+		n.tools = append(n.tools, t.Name)
+	}
+	for _, p := range cat.prompts {
+		n.prompts = append(n.prompts, p.Name)
+	}
+	for _, r := range cat.resources {
+		n.resources = append(n.resources, r.URI)
+	}
+	for _, t := range cat.templates {
+		n.templates = append(n.templates, t.URITemplate)
+	}
+	return n
 }
 
 // register registers the catalog on srv, with handlers that forward to

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/upstream"
@@ -54,7 +55,11 @@ type Config struct {
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
 // sessions and processes.
 type Gateway struct {
+	srv    *server.Server
 	mounts []*mount
+
+	mu     sync.Mutex        // guards owners and each mount's cat
+	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
 }
 
 // Restarts of an upstream that went away wait, after a start that
@@ -67,12 +72,14 @@ const (
 // mount is one upstream mounted: its connection, shared by every caller,
 // started again when a call finds it gone.
 type mount struct {
+	g      *Gateway
 	up     Upstream
 	prefix string // "" or NAME_
 	log    *slog.Logger
+	cat    *catalog // what is registered; guarded by g.mu
 
-	mu        sync.Mutex // held while the upstream starts: callers wait for that start
-	conn      *conn      // nil once closed
+	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
+	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
 	closed    bool
 	nextStart time.Time     // no start before this, after a failed one
 	backoff   time.Duration // the wait after the next failed start
@@ -108,36 +115,49 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := checkUpstreams(cfg.Upstreams); err != nil {
 		return nil, err
 	}
-	g := &Gateway{}
-	var catalogs []*catalog
-	owners := map[string]string{} // kind and name -> who has it
+	g := &Gateway{srv: srv, owners: map[string]string{}}
+	var cats []*catalog // each mount's, registered once every one is listed
 	for _, n := range srv.ToolNames() {
-		owners["tool "+strconv.Quote(n)] = "the server itself"
+		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
-		c, err := open(ctx, up, cfg.Logger)
-		if err != nil {
-			_ = g.Close()
-			return nil, err
-		}
-		m := &mount{up: up, log: cfg.Logger, conn: c}
-		g.mounts = append(g.mounts, m)
+		m := &mount{g: g, up: up, log: cfg.Logger}
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
-		cat, err := m.list(ctx)
+		c, err := m.open(ctx)
+		if err != nil {
+			_ = g.Close()
+			return nil, err
+		}
+		m.conn.Store(c)
+		g.mounts = append(g.mounts, m)
+		cat, err := m.list(ctx, c.session)
 		if err == nil {
-			err = cat.claim(owners)
+			g.mu.Lock()
+			err = cat.claim(g.owners, false)
+			g.mu.Unlock()
 		}
 		if err != nil {
 			_ = g.Close()
 			return nil, err
 		}
-		catalogs = append(catalogs, cat)
+		cats = append(cats, cat)
 	}
-	for _, cat := range catalogs {
-		if err := cat.register(srv); err != nil {
-			_ = g.Close()
+	for i, m := range g.mounts {
+		g.mu.Lock()
+		err := cats[i].register(srv)
+		if err == nil {
+			m.cat = cats[i]
+		}
+		g.mu.Unlock()
+		if err != nil {
+			g.mu.Lock()
+			for _, done := range g.mounts[:i] {
+				done.cat.unregister(srv, nil)
+			}
+			g.mu.Unlock()
+			_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
 			return nil, err
 		}
 	}
@@ -166,22 +186,24 @@ func checkUpstreams(ups []Upstream) error {
 }
 
 // open starts the upstream and opens its session.
-func open(ctx context.Context, up Upstream, logger *slog.Logger) (*conn, error) {
+func (m *mount) open(ctx context.Context) (*conn, error) {
+	up := m.up
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
 		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
 	} else {
-		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: logger})
+		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		c.process, tc = p, p.Conn()
 	}
 	s, err := upstream.Open(ctx, tc, upstream.Config{
-		Name: up.Name, Logger: logger, ClientName: "vigil-gateway",
-		Capabilities: json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`),
-		OnRequest:    askClient,
+		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
+		Capabilities:   json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`),
+		OnRequest:      askClient,
+		OnNotification: m.notified,
 	})
 	if err != nil {
 		if c.process != nil {
@@ -191,6 +213,56 @@ func open(ctx context.Context, up Upstream, logger *slog.Logger) (*conn, error) 
 	}
 	c.session = s
 	return c, nil
+}
+
+// refreshWithin bounds the listing after a list_changed.
+const refreshWithin = 30 * time.Second
+
+// notified handles the upstream's notifications that belong to no call:
+// a list that changed is listed again and what is registered follows it;
+// a resource update reaches its subscribers.
+func (m *mount) notified(n *transport.Request) {
+	switch n.Method {
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		m.refresh()
+	case "notifications/resources/updated":
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(n.Params, &p) == nil && p.URI != "" {
+			m.g.srv.ResourceUpdated(p.URI)
+		}
+	}
+}
+
+// refresh lists the upstream again and registers what it lists now,
+// removing what it no longer does; a name another upstream serves is
+// left to it.
+func (m *mount) refresh() {
+	c := m.conn.Load()
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), refreshWithin)
+	defer cancel()
+	cat, err := m.list(ctx, c.session)
+	if err != nil {
+		m.log.Warn("gateway: listing again after list_changed failed", "upstream", m.up.Name, "error", err)
+		return
+	}
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	if m.cat == nil {
+		return // Mount has not registered it yet
+	}
+	m.cat.release(m.g.owners)
+	_ = cat.claim(m.g.owners, true)
+	m.cat.unregister(m.g.srv, cat)
+	if err := cat.register(m.g.srv); err != nil {
+		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
+		cat = &catalog{m: m}
+	}
+	m.cat = cat
 }
 
 // askClient forwards a request of the upstream (sampling, elicitation,
@@ -233,17 +305,16 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 	if m.closed {
 		return nil, upstream.ErrClosed
 	}
-	if m.conn != nil && m.conn.session.Err() == nil {
-		return m.conn.session, nil
+	if c := m.conn.Load(); c != nil && c.session.Err() == nil {
+		return c.session, nil
 	}
-	if m.conn != nil {
-		m.conn.close() // gone: its process has exited, or soon will
-		m.conn = nil
+	if c := m.conn.Swap(nil); c != nil {
+		c.close() // gone: its process has exited, or soon will
 	}
 	if wait := time.Until(m.nextStart); wait > 0 {
 		return nil, fmt.Errorf("%w: the last start failed; next try in %v", upstream.ErrGone, wait.Round(time.Millisecond))
 	}
-	c, err := open(ctx, m.up, m.log)
+	c, err := m.open(ctx)
 	if err != nil {
 		m.backoff = min(max(2*m.backoff, minBackoff), maxBackoff)
 		m.nextStart = time.Now().Add(m.backoff)
@@ -251,7 +322,8 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 		return nil, err
 	}
 	m.log.Info("upstream started again", "upstream", m.up.Name)
-	m.backoff, m.conn = 0, c
+	m.backoff = 0
+	m.conn.Store(c)
 	return c.session, nil
 }
 
@@ -346,9 +418,8 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 func (g *Gateway) Close() error {
 	for _, m := range g.mounts {
 		m.mu.Lock()
-		if m.conn != nil {
-			m.conn.close()
-			m.conn = nil
+		if c := m.conn.Swap(nil); c != nil {
+			c.close()
 		}
 		m.closed = true
 		m.mu.Unlock()

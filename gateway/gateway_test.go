@@ -25,6 +25,7 @@ import (
 // fakeUpstream is a Vigil server behind Streamable HTTP on loopback.
 type fakeUpstream struct {
 	url       string
+	srv       *server.Server
 	ts        *httptest.Server
 	started   chan struct{} // a call of "block" started
 	cancelled chan error    // the cause that ended a call of "block"
@@ -98,6 +99,7 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 	}
 	require.NoError(t, srv.AddResource(server.Resource{URI: "file:///" + name + "/readme", Name: "readme"}, read))
 	require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: name + "://notes/{id}", Name: "note"}, read))
+	u.srv = srv
 	h := streamable.New(srv, streamable.WithResponseMode(streamable.ResponseSSE))
 	u.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
@@ -362,4 +364,28 @@ func TestLogRelayed(t *testing.T) {
 	assert.Equal(t, "notifications/message", n.Method)
 	assert.JSONEq(t, `{"level":"warning","data":{"message":"careful","from":"a"}}`, string(n.Params))
 	assert.Contains(t, string(c.RecvResult(5)), "logged")
+}
+
+// TestListChangedFollowed: when the upstream's tools change, it says so
+// (list_changed on its GET stream), the gateway lists them again, and the
+// downstream client hears list_changed and sees the new list. (The front
+// server sends its list_changed 50 ms after the first change,
+// DefaultListChangedDelay, by which time the gateway, which registers in
+// memory, is done.)
+func TestListChangedFollowed(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	require.Contains(t, toolNames(c), "hello")
+	require.NoError(t, u.srv.AddTool(server.Tool{Name: "fresh"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("fresh from a"), nil
+	}))
+	u.srv.RemoveTools("hello")
+	n, ok := c.Recv().(*transport.Request)
+	require.True(t, ok)
+	assert.Equal(t, "notifications/tools/list_changed", n.Method)
+	names := toolNames(c)
+	assert.Contains(t, names, "fresh")
+	assert.NotContains(t, names, "hello")
+	assert.Equal(t, "fresh from a", c.CallTool("fresh", nil).Text())
 }
