@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -258,6 +260,9 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	if err != nil {
 		return nil, err
 	}
+	if raw, err = withTraceContext(ctx, raw); err != nil {
+		return nil, err
+	}
 	s, err := m.session(ctx)
 	if err != nil {
 		return nil, m.callError(ctx, err)
@@ -267,6 +272,28 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 		return nil, m.callError(ctx, err)
 	}
 	return res, nil
+}
+
+// withTraceContext returns params (a JSON object without _meta) with the
+// W3C trace context of ctx's span in _meta (traceparent, tracestate), as
+// MCP carries it, so that the upstream's span is a child of the caller's;
+// params as they are when ctx has no span.
+func withTraceContext(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return params, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil {
+		return nil, err
+	}
+	meta, err := json.Marshal(carrier)
+	if err != nil {
+		return nil, err
+	}
+	fields["_meta"] = meta
+	return json.Marshal(fields)
 }
 
 // getPrompt returns the handler of the upstream's prompt name.

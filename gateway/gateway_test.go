@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
@@ -85,6 +86,10 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		server.Logger(ctx).Warn("careful", "from", name)
 		return server.Text("logged"), nil
 	})
+	add("trace", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		tp, _ := req.Request.Meta.Get("traceparent")
+		return server.Text(string(tp)), nil
+	})
 	add("bad", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return nil, server.Errorf(protocol.CodeInvalidParams, "bad from %s", name)
 	})
@@ -151,7 +156,7 @@ func TestOneUpstreamKeepsItsNames(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	c := front(t, gateway.Upstream{Name: "a", URL: u.url, Header: http.Header{"Authorization": {"Bearer upstream-key"}}})
-	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad", "sample", "log"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"hello", "progress", "block", "bad", "sample", "log", "trace"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
 
 	_, rpcErr := c.Call("tools/call", map[string]any{"name": "bad"})
@@ -170,7 +175,7 @@ func TestSeveralUpstreamsArePrefixed(t *testing.T) {
 	testkit.Watchdog(t)
 	a, b := startUpstream(t, "a"), startUpstream(t, "b")
 	c := front(t, gateway.Upstream{Name: "a", URL: a.url}, gateway.Upstream{Name: "b", URL: b.url})
-	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "a_sample", "a_log", "b_hello", "b_progress", "b_block", "b_bad", "b_sample", "b_log"}, toolNames(c))
+	assert.ElementsMatch(t, []string{"a_hello", "a_progress", "a_block", "a_bad", "a_sample", "a_log", "a_trace", "b_hello", "b_progress", "b_block", "b_bad", "b_sample", "b_log", "b_trace"}, toolNames(c))
 	assert.Equal(t, "hello from a", c.CallTool("a_hello", nil).Text())
 	assert.Equal(t, "hello from b", c.CallTool("b_hello", nil).Text())
 }
@@ -388,4 +393,28 @@ func TestListChangedFollowed(t *testing.T) {
 	assert.Contains(t, names, "fresh")
 	assert.NotContains(t, names, "hello")
 	assert.Equal(t, "fresh from a", c.CallTool("fresh", nil).Text())
+}
+
+// TestTraceContextForwarded: the caller's span context reaches the
+// upstream in _meta.traceparent, so that its span is the caller's child.
+func TestTraceContextForwarded(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	traceID, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	spanID, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
+	srv := server.New(server.WithMiddleware(func(next server.Handler) server.Handler {
+		return func(ctx context.Context, req *server.Request) (any, error) { // as the Tracing middleware's span would
+			return next(trace.ContextWithSpanContext(ctx, sc), req)
+		}
+	}))
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = g.Close()
+		_ = srv.Close()
+	})
+	c := mcptest.Connect(t, srv)
+	assert.Equal(t, `"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`, c.CallTool("trace", nil).Text())
+	assert.Empty(t, front(t, gateway.Upstream{Name: "a", URL: u.url}).CallTool("trace", nil).Text(), "no span, no traceparent")
 }
