@@ -409,7 +409,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
 	assert.Contains(t, usage, "-auth-policy file")
 	assert.Contains(t, usage, "(env VIGIL_AUTH_POLICY)")
-	assert.Equal(t, 56, flags, "every flag is listed")
+	for _, want := range []string{"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 58, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
