@@ -8,7 +8,12 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain runs the test binary as a stdio upstream when upstreamEnv is
+// set (see runUpstream), else the tests.
 func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnv) != "" {
+		os.Exit(runUpstream())
+	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if everything.path != "" {
 			_ = os.RemoveAll(filepath.Dir(everything.path))
