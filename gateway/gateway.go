@@ -81,8 +81,9 @@ type mount struct {
 	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
 	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
 	closed    bool
-	nextStart time.Time     // no start before this, after a failed one
-	backoff   time.Duration // the wait after the next failed start
+	nextStart time.Time             // no start before this, after a failed one
+	backoff   time.Duration         // the wait after the next failed start
+	failed    atomic.Pointer[error] // why the last start failed; nil once one succeeds
 }
 
 // conn is one session with an upstream, and its process for stdio.
@@ -319,8 +320,10 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 		m.backoff = min(max(2*m.backoff, minBackoff), maxBackoff)
 		m.nextStart = time.Now().Add(m.backoff)
 		m.log.Warn("upstream did not start", "upstream", m.up.Name, "error", err, "retry_in", m.backoff)
+		m.failed.Store(&err)
 		return nil, err
 	}
+	m.failed.Store(nil)
 	m.log.Info("upstream started again", "upstream", m.up.Name)
 	m.backoff = 0
 	m.conn.Store(c)
@@ -410,6 +413,19 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 		res.StructuredContent = w.StructuredContent
 	}
 	return res, nil
+}
+
+// Health returns nil while every upstream serves or was started again
+// since it went away, and otherwise an error naming each upstream whose
+// last start failed: for /readyz. It does not wait for a start under way.
+func (g *Gateway) Health() error {
+	var errs []error
+	for _, m := range g.mounts {
+		if err := m.failed.Load(); err != nil {
+			errs = append(errs, fmt.Errorf("upstream %s: %w", m.up.Name, *err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Close closes the upstreams' sessions and ends their processes, waiting

@@ -28,6 +28,7 @@ type fakeUpstream struct {
 	url       string
 	srv       *server.Server
 	ts        *httptest.Server
+	stop      func()        // stops serving, for good
 	started   chan struct{} // a call of "block" started
 	cancelled chan error    // the cause that ended a call of "block"
 	mu        sync.Mutex
@@ -117,11 +118,15 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		h.ServeHTTP(w, r)
 	}))
 	u.url = u.ts.URL
-	t.Cleanup(func() {
-		_ = h.Close()
-		u.ts.Close()
-		_ = srv.Close()
-	})
+	var once sync.Once
+	u.stop = func() {
+		once.Do(func() {
+			_ = h.Close()
+			u.ts.Close()
+			_ = srv.Close()
+		})
+	}
+	t.Cleanup(u.stop)
 	return u
 }
 
@@ -417,4 +422,27 @@ func TestTraceContextForwarded(t *testing.T) {
 	c := mcptest.Connect(t, srv)
 	assert.Equal(t, `"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`, c.CallTool("trace", nil).Text())
 	assert.Empty(t, front(t, gateway.Upstream{Name: "a", URL: u.url}).CallTool("trace", nil).Text(), "no span, no traceparent")
+}
+
+// TestHealth: an upstream that cannot be started again makes Health fail,
+// naming it, and the calls meanwhile fail at once.
+func TestHealth(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = g.Close()
+		_ = srv.Close()
+	})
+	c := mcptest.Connect(t, srv)
+	require.NoError(t, g.Health())
+	u.stop()
+	for range 3 { // gone; then a start that fails; then a call within the backoff
+		_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
+		require.NotNil(t, rpcErr)
+		assert.Equal(t, "upstream a is gone", rpcErr.Message)
+	}
+	require.ErrorContains(t, g.Health(), "upstream a: ")
 }

@@ -23,6 +23,7 @@ import (
 // that keeps every request it gets, headers and body.
 type recordingUpstream struct {
 	url  string
+	stop func() // stops serving, for good
 	mu   sync.Mutex
 	seen []string // each request's method, URL, headers and body, as text
 }
@@ -56,11 +57,15 @@ func startRecordingUpstream(t *testing.T) *recordingUpstream {
 		h.ServeHTTP(w, r)
 	}))
 	u.url = ts.URL
-	t.Cleanup(func() {
-		_ = h.Close()
-		ts.Close()
-		_ = srv.Close()
-	})
+	var once sync.Once
+	u.stop = func() {
+		once.Do(func() {
+			_ = h.Close()
+			ts.Close()
+			_ = srv.Close()
+		})
+	}
+	t.Cleanup(u.stop)
 	return u
 }
 
@@ -95,4 +100,28 @@ func TestGatewayTokenStaysDownstream(t *testing.T) {
 		assert.NotContains(t, r, token, "the client's token reached the upstream")
 		assert.NotContains(t, strings.ToLower(r), "authorization:", "no credential was configured for the upstream")
 	}
+}
+
+// TestGatewayReadiness: /readyz is 200 while the upstream serves, and 503
+// naming it once it cannot be started again.
+func TestGatewayReadiness(t *testing.T) {
+	up := startRecordingUpstream(t)
+	svc := startService(t, "-http", "127.0.0.1:0", "-upstream", "u="+up.url)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	m, err := c.rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+	svcGet(t, hc, svc.base+"/readyz", http.StatusOK)
+
+	up.stop()
+	for i := range 2 { // the call that finds it gone, then the start that fails
+		m, err = c.rpc(fmt.Sprint(2+i), "tools/call", `{"name":"hello"}`)
+		require.NoError(t, err)
+		require.NotNil(t, m.Error)
+		assert.Equal(t, "upstream u is gone", m.Error.Message)
+	}
+	assert.Contains(t, svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable), "upstream u: ")
 }

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil"
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -21,9 +23,10 @@ import (
 // hygiene (httpHygiene). svc is set once vigil.New has returned, before
 // the service serves.
 type front struct {
-	cfg   config
-	svc   *vigil.Service
-	authz *authorization // built by guard, once the MCP listener's address is known
+	cfg     config
+	svc     *vigil.Service
+	authz   *authorization                  // built by guard, once the MCP listener's address is known
+	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
 }
 
 // options returns the service's options of front, and the rest of what
@@ -38,15 +41,23 @@ func (f *front) options() []vigil.Option {
 	if f.cfg.authEnabled() {
 		opts = append(opts, vigil.WithEndpointOptions(streamable.WithRejectHook(f.rejected)))
 	}
-	if shared := f.cfg.shared; shared != nil {
-		opts = append(opts, vigil.WithReadiness(func() error {
-			if !shared.Ready() {
-				return errSharedStoreUnreachable
-			}
-			return nil
-		}))
+	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
+		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
 	return opts
+}
+
+// ready is the readiness check of /readyz beyond serving: Redis answers
+// (-redis), and every upstream serves or could be started again
+// (-upstream).
+func (f *front) ready() error {
+	if shared := f.cfg.shared; shared != nil && !shared.Ready() {
+		return errSharedStoreUnreachable
+	}
+	if g := f.gateway.Load(); g != nil {
+		return g.Health()
+	}
+	return nil
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not

@@ -641,6 +641,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 		defer func() { _ = g.Close() }() // after serving: the calls in flight are done
+		f.gateway.Store(g)
 		if err := checkToolNames(cfg, svc.Server); err != nil {
 			return err
 		}
