@@ -84,6 +84,10 @@ type mount struct {
 	nextStart time.Time             // no start before this, after a failed one
 	backoff   time.Duration         // the wait after the next failed start
 	failed    atomic.Pointer[error] // why the last start failed; nil once one succeeds
+
+	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
+	quit      chan struct{}  // closed by Close: the refresher stops
+	refresher sync.WaitGroup // the goroutine that lists again (refreshLoop)
 }
 
 // conn is one session with an upstream, and its process for stdio.
@@ -122,7 +126,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
-		m := &mount{g: g, up: up, log: cfg.Logger}
+		m := &mount{g: g, up: up, log: cfg.Logger, stale: make(chan struct{}, 1), quit: make(chan struct{})}
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
@@ -133,6 +137,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		}
 		m.conn.Store(c)
 		g.mounts = append(g.mounts, m)
+		m.refresher.Go(m.refreshLoop)
 		cat, err := m.list(ctx, c.session)
 		if err == nil {
 			g.mu.Lock()
@@ -225,13 +230,29 @@ const refreshWithin = 30 * time.Second
 func (m *mount) notified(n *transport.Request) {
 	switch n.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		m.refresh()
+		select { // a burst of them costs one listing
+		case m.stale <- struct{}{}:
+		default:
+		}
 	case "notifications/resources/updated":
 		var p struct {
 			URI string `json:"uri"`
 		}
 		if json.Unmarshal(n.Params, &p) == nil && p.URI != "" {
 			m.g.srv.ResourceUpdated(p.URI)
+		}
+	}
+}
+
+// refreshLoop lists the upstream again each time it said a list changed,
+// until Close.
+func (m *mount) refreshLoop() {
+	for {
+		select {
+		case <-m.stale:
+			m.refresh()
+		case <-m.quit:
+			return
 		}
 	}
 }
@@ -437,8 +458,12 @@ func (g *Gateway) Close() error {
 		if c := m.conn.Swap(nil); c != nil {
 			c.close()
 		}
-		m.closed = true
+		if !m.closed {
+			m.closed = true
+			close(m.quit)
+		}
 		m.mu.Unlock()
+		m.refresher.Wait() // a listing under way fails at once: its session is closed
 	}
 	return nil
 }
