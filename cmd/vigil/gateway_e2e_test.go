@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // TestGatewayStdioUpstream is the gateway's first end to end: vigil
 // -upstream 'e=vigil-everything -stdio' serves the upstream's tools to a
 // plain HTTP client, forwards a call, lists its prompts, resources and
-// templates and reads a resource, logs the upstream's stderr under
+// templates and reads a resource, serves a 2026-07-28 client's call too, logs the upstream's stderr under
 // its name, and exits cleanly on SIGTERM, its upstream with it.
 func TestGatewayStdioUpstream(t *testing.T) {
 	everything := filepath.Join(t.TempDir(), "vigil-everything")
@@ -62,6 +63,19 @@ func TestGatewayStdioUpstream(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, m.Error)
 	assert.Contains(t, string(m.Result), `"uri":"test://static-text"`)
+
+	// A 2026-07-28 client (stateless) in front of the 2025 upstream.
+	modern := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	resp, err := modern.postHeaders(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"test_simple_text","_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "test_simple_text"})
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "This is a simple text response for testing.")
 
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
