@@ -44,6 +44,7 @@ func TestPrincipalAssertionRoundTrip(t *testing.T) {
 	p := &auth.Principal{
 		Issuer: "https://as.example.com", Subject: "alice", ClientID: "app", Scopes: []string{"mcp", "deploy"},
 		Expiry: now.Add(time.Hour).Truncate(time.Millisecond).UTC(), Claims: map[string]any{"tenant": "acme", "groups": []any{"ops"}},
+		Actors: []string{"agent", "gateway"},
 	}
 	p.Seal()
 	data := assertFor(rs, p)
