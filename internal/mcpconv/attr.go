@@ -50,6 +50,10 @@ const (
 	// issued to (its client_id or azp claim), next to semconv user.id for
 	// the token's subject; set only when the request was authorized.
 	OAuthClientIDKey = attribute.Key("vigil.oauth.client_id")
+	// OAuthActorsKey is the act chain of a delegated request's token (RFC
+	// 8693 §4.1): the subjects of the parties acting on behalf of user.id,
+	// outermost (the one acting now) first; set only for a delegated token.
+	OAuthActorsKey = attribute.Key("vigil.oauth.actors")
 )
 
 // Attribute values besides those shared with the metric labels
