@@ -33,6 +33,9 @@ const (
 	// MetricAuthFailures counts the requests the OAuth resource server
 	// refused, by reason (package middleware/oauth).
 	MetricAuthFailures = "mcp_server_auth_failures_total"
+	// MetricAuthExchanges counts the token exchanges (RFC 8693) handlers
+	// asked the OAuth resource server's Exchanger for, by outcome.
+	MetricAuthExchanges = "mcp_server_auth_exchanges_total"
 )
 
 // The shared mode's metric names (package redisshare).

@@ -118,16 +118,16 @@ func TestAuthenticateByAssertion(t *testing.T) {
 	data := assertFor(rs, p)
 
 	fwd := httptest.NewRequestWithContext(rs.restorePrincipal(context.Background(), data), http.MethodPost, "/mcp", nil)
-	got, err := rs.authenticate(fwd)
+	got, _, err := rs.authenticate(fwd)
 	require.NoError(t, err)
 	assert.Equal(t, p.Key(), got.Key())
 
 	client := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(data)))
 	client.Header.Set("X-Assertion", string(data))
-	_, err = rs.authenticate(client)
+	_, _, err = rs.authenticate(client)
 	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a client's request is authorized by its token only")
 
 	bare := httptest.NewRequestWithContext(rs.restorePrincipal(context.Background(), nil), http.MethodPost, "/mcp", nil)
-	_, err = rs.authenticate(bare)
+	_, _, err = rs.authenticate(bare)
 	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a forwarded request without an assertion")
 }
