@@ -41,6 +41,7 @@ type vigilAuth struct {
 	url      string // its /mcp URL, which is also its resource identifier
 	resource string
 	hc       *http.Client
+	logs     *urlWatcher // its output
 }
 
 // authResource reserves a free loopback port for vigil and returns vigil's
@@ -77,7 +78,7 @@ func startVigilAuth(t *testing.T, port *vigilPort, issuer string, env []string, 
 	logs := &urlWatcher{found: make(chan string, 1)}
 	args := append([]string{"-http", addr, "-log-level", "debug", "-auth-issuer", issuer}, extra...)
 	p := startPeer(t, "vigil", logs, environ, vigilBin, args...)
-	v := &vigilAuth{proc: p, resource: resource, hc: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}}
+	v := &vigilAuth{proc: p, resource: resource, hc: &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}, logs: logs}
 	t.Cleanup(v.hc.CloseIdleConnections)
 	select {
 	case v.url = <-logs.found:
