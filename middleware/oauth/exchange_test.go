@@ -357,8 +357,10 @@ func TestExchangeFollowsNoRedirect(t *testing.T) {
 	x, err := rs.Exchanger(oauth.ExchangeConfig{Endpoint: as.URL + "/token", ClientID: xClientID, ClientSecret: xClientSecret})
 	require.NoError(t, err)
 	var got error
+	var printed string
 	h := rs.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		_, got = x.Exchange(r.Context(), "https://api.example.com")
+		printed = fmt.Sprintf("%v %+v %#v", r.Context(), r.Context(), r.Context())
 	}))
 	r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
 	r.Header.Set("Authorization", "Bearer "+xAliceToken)
@@ -366,6 +368,8 @@ func TestExchangeFollowsNoRedirect(t *testing.T) {
 	require.Error(t, got)
 	assert.Contains(t, got.Error(), "status 307")
 	assert.Equal(t, []string{"as POST /token"}, rec.carrying(xAliceToken))
+	assert.Contains(t, printed, "heldToken", "the token is in the context")
+	assert.NotContains(t, printed, xAliceToken, "and printing the context does not show it")
 }
 
 // An Exchanger's configuration is checked: an endpoint and a client id
