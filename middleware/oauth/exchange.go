@@ -57,7 +57,7 @@ const (
 	exchangeExchanged = "exchanged"        // the authorization server issued a token
 	exchangeCached    = "cached"           // a token exchanged before, still good
 	exchangeRefused   = "refused"          // the authorization server refused (an OAuth error answer)
-	exchangeError     = "error"            // the authorization server could not be asked, or answered nonsense
+	exchangeError     = "error"            // the authorization server could not be asked (or not with this audience and scopes), or answered nonsense
 	exchangeNoSubject = "no_subject_token" // called outside a request verified by the ResourceServer
 )
 
@@ -343,13 +343,14 @@ type heldToken struct {
 type heldTokenKey struct{}
 
 // heldTokenOf returns the token held for the request of ctx: in a
-// handler's context, the one of its request's arrival context; nil
+// handler's context, the one of its request's arrival context only (a
+// 2025 session's handler context derives from the context of the request
+// that opened the session, whose token may have been replaced since); in
+// the context of a request rs's Handler let through, its own. Nil
 // without one.
 func heldTokenOf(ctx context.Context) *heldToken {
 	if req := server.RequestFromContext(ctx); req != nil {
-		if h, ok := req.ArrivalContext().Value(heldTokenKey{}).(*heldToken); ok {
-			return h
-		}
+		ctx = req.ArrivalContext()
 	}
 	h, _ := ctx.Value(heldTokenKey{}).(*heldToken)
 	return h
