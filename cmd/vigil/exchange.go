@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -35,6 +36,21 @@ func checkExchange(cfg config) error {
 	return nil
 }
 
+// exchangeTool is the demo tool that exchanges tokens, registered by
+// addExchange once the resource server exists.
+const exchangeTool = "downstream_whoami"
+
+// demoToolScopes returns -auth-tool-scopes without the entry of
+// exchangeTool when token exchange is configured: addExchange applies it.
+func demoToolScopes(cfg config) map[string][]string {
+	if cfg.exchangeEndpoint == "" || cfg.authToolScopes[exchangeTool] == nil {
+		return cfg.authToolScopes
+	}
+	m := maps.Clone(cfg.authToolScopes)
+	delete(m, exchangeTool)
+	return m
+}
+
 // addExchange gives rs the Exchanger of cfg's -auth-exchange-* settings
 // and registers downstream_whoami, the demo tool that uses it, with srv.
 func addExchange(rs *oauth.ResourceServer, cfg config, client *http.Client, srv *server.Server) error {
@@ -48,7 +64,8 @@ func addExchange(rs *oauth.ResourceServer, cfg config, client *http.Client, srv 
 		return fmt.Errorf("-auth-exchange-endpoint %s: %w", cfg.exchangeEndpoint, err)
 	}
 	return srv.AddTool(server.Tool{
-		Name: "downstream_whoami",
+		Name:   exchangeTool,
+		Scopes: cfg.authToolScopes[exchangeTool],
 		Description: "Exchanges the caller's token (RFC 8693) for one of the given audience, as a tool calling another service " +
 			"on the caller's behalf would, and returns whom that token names: its subject, actors (act chain), audience, scope and expiry, " +
 			"read from its claims unverified (the audience verifies it). Never the token itself.",

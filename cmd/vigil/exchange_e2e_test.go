@@ -83,7 +83,7 @@ func (p *oidcProvider) Exchange(t *testing.T, subject, audience string) string {
 }
 
 // TestAuthTokenExchange: with -auth-exchange-endpoint, a tool
-// (downstream_whoami) gets a token for another service on behalf of its
+// (downstream_whoami, which needs vigil.slow here) gets a token for another service on behalf of its
 // caller from the real authorization server (oidc-provider with an RFC 8693
 // grant): the token names the caller as its subject and vigil as the
 // actor (act), for the audience asked. A second call is answered from
@@ -95,9 +95,13 @@ func TestAuthTokenExchange(t *testing.T) {
 	port := authResource(t)
 	as := startOIDCProvider(t, oidcOptions{Resource: port.resource, OtherResources: []string{downstream}, Exchanger: &exchanger, TestEndpoints: true})
 	v := startVigilAuth(t, port, as.Issuer(), []string{"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET=" + exchanger.Secret},
-		"-auth-exchange-endpoint", as.Issuer()+"/token", "-auth-exchange-client-id", exchanger.ID)
-	token := as.Token(t, "vigil.read")
+		"-auth-exchange-endpoint", as.Issuer()+"/token", "-auth-exchange-client-id", exchanger.ID, "-auth-tool-scopes", "downstream_whoami=vigil.slow")
+	token := as.Token(t, "vigil.read", "vigil.slow")
 	c := v.session(t, token)
+
+	// The tool takes -auth-tool-scopes like the others.
+	_, err := v.session(t, as.Token(t, "vigil.read")).callTool(t.Context(), "downstream_whoami", map[string]any{"audience": downstream}, "")
+	require.ErrorContains(t, err, "403")
 
 	var first string
 	for i := range 2 {
