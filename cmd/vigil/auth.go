@@ -89,12 +89,18 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		release()
 		return nil, err
 	}
+	if cfg.exchangeEndpoint != "" {
+		if err := addExchange(rs, cfg, client, srv); err != nil {
+			release()
+			return nil, err
+		}
+	}
 	mode := "jwt"
 	if cfg.introspectionClientID != "" {
 		mode = "introspection"
 	}
 	logger.Info("authorization", "issuer", cfg.authIssuer, "resource", resource, "verifier", mode,
-		"scopes", cfg.authScopes, "metadata", rs.MetadataURL(), "hide_tools", cfg.authHideTools)
+		"scopes", cfg.authScopes, "metadata", rs.MetadataURL(), "hide_tools", cfg.authHideTools, "exchange_endpoint", cfg.exchangeEndpoint)
 	return &authorization{rs: rs, close: release}, nil
 }
 

@@ -291,6 +291,20 @@ func TestParseConfig(t *testing.T) {
 			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t"},
 			wantErr: "needs -auth-issuer",
 		},
+		{
+			name: "exchange without its secret", args: issuer("-auth-exchange-endpoint", "https://auth.example.com/token", "-auth-exchange-client-id", "vigil"),
+			wantErr: "-auth-exchange-endpoint, -auth-exchange-client-id and VIGIL_AUTH_EXCHANGE_CLIENT_SECRET must be set together",
+		},
+		{
+			name: "exchange secret alone", args: issuer(),
+			env:     map[string]string{"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "must be set together",
+		},
+		{
+			name: "exchange without issuer", args: []string{"-auth-exchange-endpoint", "https://auth.example.com/token", "-auth-exchange-client-id", "vigil"},
+			env:     map[string]string{"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "-auth-exchange-endpoint needs -auth-issuer",
+		},
 		{name: "redis with stdio", args: []string{"-stdio", "-redis", "redis://127.0.0.1:6379/0"}, wantErr: "-redis shares HTTP sessions"},
 		{name: "negative GC headroom", args: []string{"-gc-headroom", "-1"}, wantErr: "must not be negative"},
 		{name: "zero SSE write timeout", args: []string{"-sse-write-timeout", "0"}, wantErr: "-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive"},
@@ -409,7 +423,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
 	assert.Contains(t, usage, "-auth-policy file")
 	assert.Contains(t, usage, "(env VIGIL_AUTH_POLICY)")
-	assert.Equal(t, 56, flags, "every flag is listed")
+	for _, want := range []string{"-auth-exchange-endpoint URL", "(env VIGIL_AUTH_EXCHANGE_ENDPOINT)", "-auth-exchange-client-id id", "(env VIGIL_AUTH_EXCHANGE_CLIENT_ID)", "VIGIL_AUTH_EXCHANGE_CLIENT_SECRET"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 58, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

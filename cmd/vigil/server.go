@@ -120,7 +120,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	if err := svc.Err(); err != nil {
 		return nil, err
 	}
-	if err := addDemoTools(svc.Server, cfg.authToolScopes); err != nil {
+	if err := addDemoTools(svc.Server, demoToolScopes(cfg)); err != nil {
 		return nil, err
 	}
 	if err := checkToolRates(svc.Server.ToolNames(), cfg.toolRateLimits); err != nil {

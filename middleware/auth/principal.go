@@ -20,6 +20,11 @@ type Principal struct {
 	// Claims holds the claims the verifier was told to keep (see the
 	// verifiers' Claims setting), by name; nil when none.
 	Claims map[string]any
+	// Actors are the subjects of the token's act chain (RFC 8693 §4.1),
+	// outermost first: Actors[0] is the party acting now on behalf of
+	// Subject, each next one the party it acts for in turn. Nil when the
+	// token speaks for Subject directly. Key does not include them.
+	Actors []string
 
 	key string // Key's value, computed once by Seal
 }

@@ -33,7 +33,12 @@
 // to the principal that opened it.
 //
 // Handlers never see the token: they read the caller with
-// [auth.PrincipalFromContext].
+// [auth.PrincipalFromContext], and the actors of a delegated token (its
+// RFC 8693 act chain) in [auth.Principal.Actors]. A handler that calls
+// another service on the caller's behalf asks [Exchanger.Exchange] for a
+// token of that service's audience: [ResourceServer.Exchanger] keeps each
+// verified request's token out of handlers' reach, and RFC 8693 token
+// exchange sends it to the authorization server's token endpoint only.
 //
 // # The guard's answers
 //

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -97,6 +98,9 @@ type ResourceServer struct {
 	logger       *slog.Logger
 	maxBody      int64
 	globalScopes []string
+	// exchanging is set once the server has an Exchanger: Handler then
+	// keeps each verified request's token in its context (heldToken).
+	exchanging atomic.Bool
 }
 
 // New checks cfg and returns its resource server; it registers the failure
@@ -279,7 +283,7 @@ func (g endpointGuard) RestorePrincipal(ctx context.Context, assertion []byte) c
 // for them.
 func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := rs.authenticate(r)
+		p, tok, err := rs.authenticate(r)
 		if err != nil {
 			rs.refuse(w, r, err, nil)
 			return
@@ -312,36 +316,40 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 			}
 			rs.hideTool(r, missing)
 		}
-		next.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
+		ctx := auth.ContextWithPrincipal(r.Context(), p)
+		if tok != "" && rs.exchanging.Load() {
+			ctx = context.WithValue(ctx, heldTokenKey{}, &heldToken{rs: rs, p: p, token: tok})
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// authenticate returns the principal of r's bearer token, verified; for a
-// request another replica forwarded, which carries no token, the principal
-// its assertion names (see restorePrincipal), whose token that replica
-// verified.
-func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, error) {
+// authenticate returns the principal of r's bearer token, verified, and
+// the token; for a request another replica forwarded, which carries no
+// token, the principal its assertion names (see restorePrincipal), whose
+// token that replica verified, and no token.
+func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, string, error) {
 	tok, err := bearerToken(r)
 	switch {
 	case isForm(r):
 		// MCP messages are JSON: a form body is where RFC 6750 §2.2
 		// would carry a token, which is accepted only in the header. It
 		// is refused unread, so that it costs no memory.
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
+		return nil, "", &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	case err == nil:
 	case ReasonOf(err) == ReasonMissingToken:
 		if a, ok := assertedFrom(r.Context()); ok {
-			return a.p, a.err
+			return a.p, "", a.err
 		}
-		return nil, err
+		return nil, "", err
 	default:
-		return nil, err
+		return nil, "", err
 	}
 	p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
 	if err == nil && p == nil {
 		err = &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
 	}
-	return p, err
+	return p, tok, err
 }
 
 // needs returns every scope r needs: Config.Scopes, and for a POST whose

@@ -412,6 +412,11 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 			}
 		}
 	}
+	actors, err := actorsOf(c["act"])
+	if err != nil {
+		return nil, err
+	}
+	p.Actors = actors
 	switch exp := c["exp"].(type) {
 	case float64:
 		p.Expiry = unixFloat(exp)

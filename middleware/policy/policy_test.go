@@ -239,8 +239,7 @@ func TestVariables(t *testing.T) {
   echo: 'principal.issuer == "https://as" && principal.client_id == "c" && principal.actor == ["agent", "bot"] && tool.name == "echo" && request.era == "2025" && request.session != "" && request.transport == ""'
   sleep: 'arguments.ms == 1 && tool.annotations == {}'
 `, nil)
-	act := map[string]any{"sub": "agent", "act": map[string]any{"sub": "bot"}}
-	alice := as(t, srv, &auth.Principal{Subject: "alice", Issuer: "https://as", ClientID: "c", Claims: map[string]any{"act": act}})
+	alice := as(t, srv, &auth.Principal{Subject: "alice", Issuer: "https://as", ClientID: "c", Actors: []string{"agent", "bot"}})
 	assert.Equal(t, "ran", alice.CallTool("echo", map[string]any{}).Text())
 	assert.Equal(t, "ran", alice.CallTool("sleep", map[string]any{"ms": 1}).Text())
 }
