@@ -511,4 +511,3 @@ func TestThumbprintRFC7638(t *testing.T) {
 	require.Nil(t, e)
 	assert.Equal(t, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", jkt)
 }
-
