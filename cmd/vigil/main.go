@@ -96,6 +96,8 @@ type config struct {
 	authIntrospectRate    float64             // -auth-introspection-rate: calls per second for tokens not cached
 	authInsecureHTTP      bool                // -auth-insecure-http: the authorization server over plain http on any host (tests, labs)
 	authHideTools         bool                // -auth-hide-tools: a call of a tool the caller may not call is answered as one of an unknown tool
+	authRequireDPoP       bool                // -auth-require-dpop: every token DPoP-bound, presented with its proof; Bearer refused
+	authDPoPNonces        bool                // -auth-dpop-nonces: DPoP proofs must carry a nonce of the server's (RFC 9449 §9)
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
@@ -208,6 +210,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
 	fs.BoolVar(&cfg.authHideTools, "auth-hide-tools", false, "answer a call of a tool whose -auth-tool-scopes the caller lacks exactly as a call of an unknown tool, for tool names that are secret; by default it gets 403 insufficient_scope naming the scopes, the step-up clients follow, and tools/list filtering hides nothing from a caller that guesses a name")
+	fs.BoolVar(&cfg.authRequireDPoP, "auth-require-dpop", false, "refuse every token presented as Bearer: each request needs a DPoP-bound token (RFC 9449) under the DPoP scheme with its proof. Without it both are accepted, and a DPoP-bound token presented as Bearer is refused")
+	fs.BoolVar(&cfg.authDPoPNonces, "auth-dpop-nonces", false, "DPoP proofs must carry a nonce of the server's (RFC 9449 §9), handed out in DPoP-Nonce with a 401 use_dpop_nonce, valid 5 to 10 minutes; with -redis, every replica takes the others' (keyed by VIGIL_CLUSTER_KEY)")
 	fs.BoolVar(&cfg.traceContent, "trace-content", false, "record tool call arguments and results (gen_ai.tool.call.arguments, gen_ai.tool.call.result) and prompt variables (gen_ai.prompt.variable.<name>) on spans, secrets masked by the default redactor (keys like password, token, secret, authorization, api_key; bearer tokens and keys) and each value cut at 4 KiB; they may still hold personal data")
 	fs.StringVar(&cfg.traceClientContext, "trace-client-context", "", "`mode` for the trace context (traceparent, baggage) in a request's _meta: trust (the request's span is its child, the client's baggage reaches handlers) or link (a trace of the server's, linked to the client's span; baggage dropped); default: link when -http is not loopback and -auth-issuer is set, else trust")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
@@ -319,6 +323,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if err := checkIssuerTransport(cfg.authIssuer, cfg.authInsecureHTTP); err != nil {
 		return config{}, err
+	}
+	if (cfg.authRequireDPoP || cfg.authDPoPNonces) && !cfg.authEnabled() {
+		return config{}, errors.New("-auth-require-dpop and -auth-dpop-nonces need -auth-issuer")
 	}
 	if cfg.authInsecureHTTP && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-insecure-http needs -auth-issuer")
