@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+	"github.com/vigil-mcp/vigil/middleware/oauth"
+)
+
+// dpopClientDir holds the TypeScript SDK v2 client (its node_modules) and
+// dpop-client.mjs.
+var dpopClientDir = filepath.Join("..", "vigil-everything", "testdata", "clientv2")
+
+// rrRecord is one request the round-robin front passed on, and its answer.
+type rrRecord struct {
+	backend int
+	method  string
+	header  http.Header
+	body    []byte
+	status  int
+}
+
+// rrFront is a load balancer in front of replicas: round robin, each
+// request recorded with the status its replica answered.
+type rrFront struct {
+	proxies []*httputil.ReverseProxy
+	next    atomic.Uint64
+	mu      sync.Mutex
+	records []rrRecord
+}
+
+func newRRFront(t *testing.T, addrs ...string) *rrFront {
+	t.Helper()
+	f := &rrFront{}
+	for _, a := range addrs {
+		u, err := url.Parse("http://" + a)
+		require.NoError(t, err)
+		p := httputil.NewSingleHostReverseProxy(u)
+		p.FlushInterval = -1 // SSE streams pass as they are written
+		f.proxies = append(f.proxies, p)
+	}
+	return f
+}
+
+// statusWriter records the status a replica answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (f *rrFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i := int((f.next.Add(1) - 1) % uint64(len(f.proxies)))
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sw := &statusWriter{ResponseWriter: w}
+	f.proxies[i].ServeHTTP(sw, r)
+	f.mu.Lock()
+	f.records = append(f.records, rrRecord{backend: i, method: r.Method, header: r.Header.Clone(), body: body, status: sw.status})
+	f.mu.Unlock()
+}
+
+// dpopAccepted returns the requests presented with DPoP that a replica
+// answered with success, and how many each replica answered.
+func (f *rrFront) dpopAccepted() ([]rrRecord, map[int]int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []rrRecord
+	per := map[int]int{}
+	for _, rec := range f.records {
+		if strings.HasPrefix(rec.header.Get("Authorization"), "DPoP ") && rec.header.Get("DPoP") != "" && rec.status/100 == 2 {
+			out = append(out, rec)
+			per[rec.backend]++
+		}
+	}
+	return out, per
+}
+
+// TestDPoPReplicasEndToEnd runs the shipped vigil as two replicas on one
+// real redis-server, behind a round-robin front, with -auth-issuer a real
+// oidc-provider; the TypeScript SDK v2 client, with its DpopSession, gets a
+// DPoP-bound token (client credentials) and calls tools through the front,
+// each request with a fresh proof, answered by both replicas. Then a proof
+// one replica accepted is replayed, exactly, on the other: refused 401
+// invalid_dpop_proof (its jti is on Redis), and counted there; and the
+// bound token presented as Bearer is refused 401 invalid_token.
+func TestDPoPReplicasEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two replicas, an authorization server and a Node client: skipped with -short")
+	}
+	node := requireOIDCProvider(t)
+	if _, err := os.Stat(filepath.Join(dpopClientDir, "node_modules", "@modelcontextprotocol", "client")); err != nil {
+		missingComponent(t, dpopClientDir+"/node_modules is missing; run `make test` (or `make interop-deps`) to install the TypeScript SDK v2 client")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	resource := "http://" + ln.Addr().String() + "/mcp" // the service's external URL: the front's
+	as := startOIDCProvider(t, oidcOptions{Resource: resource})
+	rs := redistest.Start(t)
+	var addrs []string
+	for range 2 {
+		addrs = append(addrs, startRLReplica(t, rs.URL(), "-auth-issuer", as.Issuer(), "-auth-resource", resource))
+	}
+	front := newRRFront(t, addrs...)
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "dpop-client.mjs", resource, as.Issuer(), oidcClientID, "6")
+	cmd.Dir = dpopClientDir
+	cmd.Env = append(os.Environ(), "OIDC_CLIENT_SECRET="+oidcClientSecret)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "dpop-client.mjs:\n%s\n%s", out, stderr.String())
+	line := out[bytes.LastIndex(out, []byte("result "))+len("result "):]
+	var result struct{ Thumbprint, TokenType string }
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(line), &result), "%s", out)
+	assert.Equal(t, "dpop", strings.ToLower(result.TokenType))
+
+	accepted, per := front.dpopAccepted()
+	require.NotEmpty(t, accepted)
+	t.Logf("%d requests with DPoP accepted: %d by replica 0, %d by replica 1", len(accepted), per[0], per[1])
+	assert.Positive(t, per[0], "replica 0 answered DPoP requests")
+	assert.Positive(t, per[1], "replica 1 answered DPoP requests")
+	token := strings.TrimPrefix(accepted[0].header.Get("Authorization"), "DPoP ")
+	_, claims := unverifiedJWT(t, token)
+	assert.Equal(t, map[string]any{"jkt": result.Thumbprint}, claims["cnf"], "the token is bound to the session's key")
+
+	// Replay, exactly, a POST one replica accepted on the other one.
+	var replay *rrRecord
+	for i := range accepted {
+		if accepted[i].method == http.MethodPost {
+			replay = &accepted[i]
+			break
+		}
+	}
+	require.NotNil(t, replay)
+	other := addrs[1-replay.backend]
+	before := replicaAuthFailures(t, other)
+	send := func(header http.Header) (*http.Response, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+other+"/mcp", bytes.NewReader(replay.body))
+		require.NoError(t, err)
+		req.Header = header
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := send(replay.header.Clone())
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a proof replayed on the other replica: %s", body)
+	dpopChallenge := ""
+	for _, v := range resp.Header.Values("WWW-Authenticate") {
+		if strings.HasPrefix(v, "DPoP ") {
+			dpopChallenge = v
+		}
+	}
+	_, params, err := oauth.ParseChallenge(dpopChallenge)
+	require.NoError(t, err, "%q", resp.Header.Values("WWW-Authenticate"))
+	assert.Equal(t, "invalid_dpop_proof", params["error"])
+	after := replicaAuthFailures(t, other)
+	assert.Equal(t, before["invalid_dpop_proof"]+1, after["invalid_dpop_proof"], "counted on the replica that refused it")
+
+	asBearer := replay.header.Clone()
+	asBearer.Set("Authorization", "Bearer "+token)
+	asBearer.Del("DPoP")
+	resp, body = send(asBearer)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the bound token as Bearer: %s", body)
+	_, params, err = oauth.ParseChallenge(resp.Header.Get("WWW-Authenticate"))
+	require.NoError(t, err)
+	assert.Equal(t, "invalid_token", params["error"])
+}
+
+// replicaAuthFailures returns mcp_server_auth_failures_total by reason
+// from a replica's /metrics.
+func replicaAuthFailures(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(l, `mcp_server_auth_failures_total{reason="`)
+		if !ok {
+			continue
+		}
+		reason, value, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		var f float64
+		_, err := fmt.Sscan(value, &f)
+		require.NoError(t, err, l)
+		out[reason] = f
+	}
+	return out
+}
