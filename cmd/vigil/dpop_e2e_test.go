@@ -3,6 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -237,4 +243,53 @@ func replicaAuthFailures(t *testing.T, addr string) map[string]float64 {
 		out[reason] = f
 	}
 	return out
+}
+
+// dpopKey is a client's DPoP proof key.
+type dpopKey struct{ priv *ecdsa.PrivateKey }
+
+func newDPoPKey(t *testing.T) dpopKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	return dpopKey{k}
+}
+
+// proof returns a DPoP proof (RFC 9449 §4.2) of method and htu for token,
+// with nonce unless "".
+func (k dpopKey) proof(t *testing.T, method, htu, token, nonce string) string {
+	t.Helper()
+	raw, err := k.priv.PublicKey.Bytes() // 0x04 || X || Y
+	require.NoError(t, err)
+	b64 := base64.RawURLEncoding.EncodeToString
+	var jti [16]byte
+	_, _ = rand.Read(jti[:])
+	ath := sha256.Sum256([]byte(token))
+	c := jwt.MapClaims{"jti": b64(jti[:]), "htm": method, "htu": htu, "iat": time.Now().Unix(), "ath": b64(ath[:])}
+	if nonce != "" {
+		c["nonce"] = nonce
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	tok.Header["typ"] = "dpop+jwt"
+	tok.Header["jwk"] = map[string]any{"kty": "EC", "crv": "P-256", "x": b64(raw[1:33]), "y": b64(raw[33:])}
+	s, err := tok.SignedString(k.priv)
+	require.NoError(t, err)
+	return s
+}
+
+// postDPoP posts an initialize with hdr to url and returns the status and
+// the WWW-Authenticate challenges, joined.
+func postDPoP(t *testing.T, url string, hdr http.Header) (int, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"vigil-dpop-test","version":"1"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header = hdr
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, strings.Join(resp.Header.Values("WWW-Authenticate"), "\n")
 }
