@@ -206,7 +206,7 @@ func TestDPoPReplicasEndToEnd(t *testing.T) {
 	require.NoError(t, err, "%q", resp.Header.Values("WWW-Authenticate"))
 	assert.Equal(t, "invalid_dpop_proof", params["error"])
 	after := replicaAuthFailures(t, other)
-	assert.Equal(t, before["invalid_dpop_proof"]+1, after["invalid_dpop_proof"], "counted on the replica that refused it")
+	assert.InDelta(t, before["invalid_dpop_proof"]+1, after["invalid_dpop_proof"], 0, "counted on the replica that refused it")
 
 	asBearer := replay.header.Clone()
 	asBearer.Set("Authorization", "Bearer "+token)

@@ -147,7 +147,7 @@ func (e *dpEnv) do(authz string, proofs ...string) *httptest.ResponseRecorder {
 	return w
 }
 
-func (e *dpEnv) failures(reason Reason) float64 {
+func (e *dpEnv) failures(reason Reason) int {
 	mfs, err := e.reg.Gather()
 	require.NoError(e.t, err)
 	for _, mf := range mfs {
@@ -156,7 +156,7 @@ func (e *dpEnv) failures(reason Reason) float64 {
 		}
 		for _, m := range mf.GetMetric() {
 			if m.GetLabel()[0].GetValue() == reason.String() {
-				return m.GetCounter().GetValue()
+				return int(m.GetCounter().GetValue())
 			}
 		}
 	}
@@ -225,7 +225,9 @@ func TestDPoPProofChecks(t *testing.T) {
 	noneProof, err := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
 	require.NoError(t, err)
 	withPrivate := e.key.jwk(t)
-	withPrivate["d"] = base64.RawURLEncoding.EncodeToString(e.key.priv.(*ecdsa.PrivateKey).D.Bytes())
+	d, err := e.key.priv.(*ecdsa.PrivateKey).Bytes()
+	require.NoError(t, err)
+	withPrivate["d"] = base64.RawURLEncoding.EncodeToString(d)
 
 	rows := []row{
 		{name: "no DPoP header", status: http.StatusUnauthorized, reason: ReasonInvalidDPoPProof, code: "invalid_dpop_proof"},
@@ -260,10 +262,15 @@ func TestDPoPProofChecks(t *testing.T) {
 		bad("no ath", e.proof(claim("ath", nil))),
 	}
 	otherBound, unbound := e.token(ecThumbprint(other.jwk(t))), e.token("")
-	rows = append(rows, row{name: "token bound to another key", authz: "DPoP " + otherBound,
-		proofs: []string{e.proof(claim("ath", athOf(otherBound)))}, status: http.StatusUnauthorized, reason: ReasonInvalidToken, code: "invalid_token"})
-	rows = append(rows, row{name: "token bound to no key", authz: "DPoP " + unbound,
-		proofs: []string{e.proof(claim("ath", athOf(unbound)))}, status: http.StatusUnauthorized, reason: ReasonInvalidToken, code: "invalid_token"})
+	rows = append(rows,
+		row{
+			name: "token bound to another key", authz: "DPoP " + otherBound, proofs: []string{e.proof(claim("ath", athOf(otherBound)))},
+			status: http.StatusUnauthorized, reason: ReasonInvalidToken, code: "invalid_token",
+		},
+		row{
+			name: "token bound to no key", authz: "DPoP " + unbound, proofs: []string{e.proof(claim("ath", athOf(unbound)))},
+			status: http.StatusUnauthorized, reason: ReasonInvalidToken, code: "invalid_token",
+		})
 	replayed := e.proof(nil)
 	require.Equal(t, http.StatusOK, e.do("DPoP "+e.bound, replayed).Code)
 	rows = append(rows, bad("replayed", replayed))
@@ -300,7 +307,7 @@ func TestDPoPBoundTokenAsBearer(t *testing.T) {
 	w := e.do("Bearer " + e.bound)
 	require.Equal(t, http.StatusUnauthorized, w.Code)
 	assert.Equal(t, "invalid_token", challenges(t, w)["Bearer"]["error"])
-	assert.Equal(t, 1.0, e.failures(ReasonInvalidToken))
+	assert.Equal(t, 1, e.failures(ReasonInvalidToken))
 	require.Equal(t, http.StatusOK, e.do("Bearer "+e.token("")).Code, "an unbound token")
 
 	clock := vtNewClock()
@@ -361,13 +368,14 @@ func TestDPoPMetadataAndChallenge(t *testing.T) {
 	ch := challenges(t, w)
 	assert.Equal(t, "ES256 EdDSA", ch["DPoP"]["algs"])
 	assert.Contains(t, ch, "Bearer")
-	assert.Equal(t, 1.0, e.failures(ReasonMissingToken))
+	assert.Equal(t, 1, e.failures(ReasonMissingToken))
 
-	_, err := New(Config{Resource: vtResource, AuthorizationServers: []string{"https://as"}, Verifier: vtNewJWTVerifier(t, e.is, e.clock),
-		DPoP: &DPoPConfig{Algorithms: []string{"HS256"}}})
-	require.Error(t, err, "a symmetric algorithm")
-	_, err = New(Config{Resource: vtResource, AuthorizationServers: []string{"https://as"}, Verifier: vtNewJWTVerifier(t, e.is, e.clock),
-		DPoP: &DPoPConfig{NonceKey: []byte("short")}})
+	bad := func(d *DPoPConfig) error {
+		_, err := New(Config{Resource: vtResource, AuthorizationServers: []string{"https://as"}, Verifier: vtNewJWTVerifier(t, e.is, e.clock), DPoP: d})
+		return err
+	}
+	require.Error(t, bad(&DPoPConfig{Algorithms: []string{"HS256"}}), "a symmetric algorithm")
+	err := bad(&DPoPConfig{NonceKey: []byte("short")})
 	require.Error(t, err, "a short nonce key")
 
 	plain, err := New(Config{Resource: vtResource, AuthorizationServers: []string{"https://as"}, Verifier: vtNewJWTVerifier(t, e.is, e.clock)})
@@ -401,7 +409,7 @@ func TestDPoPNonce(t *testing.T) {
 	w := e.do("DPoP "+e.bound, e.proof(nil))
 	require.Equal(t, http.StatusUnauthorized, w.Code)
 	assert.Equal(t, "use_dpop_nonce", challenges(t, w)["DPoP"]["error"])
-	assert.Equal(t, 1.0, e.failures(ReasonUseDPoPNonce))
+	assert.Equal(t, 1, e.failures(ReasonUseDPoPNonce))
 	nonce := w.Header().Get("DPoP-Nonce")
 	require.NotEmpty(t, nonce)
 	withNonce := func(n string) string {
@@ -461,7 +469,7 @@ func TestDPoPSharedReplay(t *testing.T) {
 	})
 	w = c.do("DPoP "+c.bound, c.proof(nil))
 	require.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.Equal(t, 1.0, c.failures(ReasonVerifierError))
+	assert.Equal(t, 1, c.failures(ReasonVerifierError))
 }
 
 // TestReplayCacheBounded: a full cache of proofs within their window
@@ -490,7 +498,7 @@ func TestReplayCacheBounded(t *testing.T) {
 	w := e.do("DPoP "+e.bound, e.proof(nil))
 	require.Equal(t, http.StatusServiceUnavailable, w.Code)
 	assert.Equal(t, "1", w.Header().Get("Retry-After"))
-	assert.Equal(t, 1.0, e.failures(ReasonVerifierBusy))
+	assert.Equal(t, 1, e.failures(ReasonVerifierBusy))
 }
 
 // TestThumbprintRFC7638 checks the thumbprint against RFC 7638 §3.1's
