@@ -104,6 +104,13 @@ func (f *rrFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 }
 
+// reset forgets the requests recorded.
+func (f *rrFront) reset() {
+	f.mu.Lock()
+	f.records = nil
+	f.mu.Unlock()
+}
+
 // dpopAccepted returns the requests presented with DPoP that a replica
 // answered with success, and how many each replica answered.
 func (f *rrFront) dpopAccepted() ([]rrRecord, map[int]int) {
@@ -120,7 +127,8 @@ func (f *rrFront) dpopAccepted() ([]rrRecord, map[int]int) {
 	return out, per
 }
 
-// TestDPoPReplicasEndToEnd runs the shipped vigil as two replicas on one
+// TestDPoPReplicasEndToEnd runs, in both protocol eras (2025: a session
+// the replicas share), the shipped vigil as two replicas on one
 // real redis-server, behind a round-robin front, with -auth-issuer a real
 // oidc-provider; the TypeScript SDK v2 client, with its DpopSession, gets a
 // DPoP-bound token (client credentials) and calls tools through the front,
@@ -150,9 +158,21 @@ func TestDPoPReplicasEndToEnd(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
+	for _, era := range []struct{ name, protocol string }{{"legacy", "2025-11-25"}, {"modern", "2026-07-28"}} {
+		t.Run(era.name, func(t *testing.T) {
+			front.reset()
+			dpopThroughReplicas(t, node, front, addrs, resource, as.Issuer(), era.name, era.protocol)
+		})
+	}
+}
+
+// dpopThroughReplicas runs dpop-client.mjs in era through the front, then
+// replays one of its proofs on the other replica.
+func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []string, resource, issuer, era, protocol string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "dpop-client.mjs", resource, as.Issuer(), oidcClientID, "6")
+	cmd := exec.CommandContext(ctx, node, "dpop-client.mjs", resource, issuer, oidcClientID, "6", era)
 	cmd.Dir = dpopClientDir
 	cmd.Env = append(os.Environ(), "OIDC_CLIENT_SECRET="+oidcClientSecret)
 	var stderr bytes.Buffer
@@ -160,9 +180,10 @@ func TestDPoPReplicasEndToEnd(t *testing.T) {
 	out, err := cmd.Output()
 	require.NoError(t, err, "dpop-client.mjs:\n%s\n%s", out, stderr.String())
 	line := out[bytes.LastIndex(out, []byte("result "))+len("result "):]
-	var result struct{ Thumbprint, TokenType string }
+	var result struct{ Thumbprint, TokenType, Protocol string }
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(line), &result), "%s", out)
 	assert.Equal(t, "dpop", strings.ToLower(result.TokenType))
+	assert.Equal(t, protocol, result.Protocol)
 
 	accepted, per := front.dpopAccepted()
 	require.NotEmpty(t, accepted)

@@ -5,8 +5,9 @@
 // proof per request (the SDK's withDpopFromProvider, which the transport
 // composes when the auth provider implements dpop()).
 //
-// Usage: node dpop-client.mjs <mcp URL> <issuer> <client id> <calls>
-// with the client secret in OIDC_CLIENT_SECRET. It prints one line per
+// Usage: node dpop-client.mjs <mcp URL> <issuer> <client id> <calls> legacy|modern
+// with the client secret in OIDC_CLIENT_SECRET; legacy is the 2025
+// protocol era (a session, which the replicas share), modern 2026-07-28. It prints one line per
 // step, then "result <json>" with the session's key thumbprint and the
 // token type, and exits non-zero at the first failure.
 
@@ -19,11 +20,11 @@ setTimeout(() => {
   process.exit(1);
 }, TIMEOUT_MS).unref();
 
-const [target, issuer, clientId, callsArg] = process.argv.slice(2);
+const [target, issuer, clientId, callsArg, era] = process.argv.slice(2);
 const clientSecret = process.env.OIDC_CLIENT_SECRET;
 const calls = Number.parseInt(callsArg ?? '', 10);
-if (!target || !issuer || !clientId || !clientSecret || !(calls > 0)) {
-  console.error('usage: OIDC_CLIENT_SECRET=… node dpop-client.mjs <mcp URL> <issuer> <client id> <calls>');
+if (!target || !issuer || !clientId || !clientSecret || !(calls > 0) || !['legacy', 'modern'].includes(era)) {
+  console.error('usage: OIDC_CLIENT_SECRET=… node dpop-client.mjs <mcp URL> <issuer> <client id> <calls> legacy|modern');
   process.exit(2);
 }
 
@@ -43,9 +44,13 @@ try {
   const session = await DpopSession.create();
   const provider = new DpopClientCredentials({ clientId, clientSecret, expectedIssuer: issuer }, session);
   const transport = new StreamableHTTPClientTransport(new URL(target), { authProvider: provider });
-  const client = new Client({ name: 'vigil-dpop', version: '0.0.0' });
+  const client = new Client(
+    { name: 'vigil-dpop', version: '0.0.0' },
+    { versionNegotiation: era === 'modern' ? { mode: { pin: '2026-07-28' } } : { mode: 'legacy' } },
+  );
   await client.connect(transport);
-  console.log('dpop: connected');
+  const protocol = client.getNegotiatedProtocolVersion();
+  console.log(`dpop: connected, protocol ${protocol}`);
   const tokens = provider.tokens();
   assert.equal(tokens?.token_type?.toLowerCase(), 'dpop', 'the authorization server issued a DPoP token');
   const { tools } = await client.listTools();
@@ -58,7 +63,7 @@ try {
   }
   console.log(`dpop: ${calls} calls answered`);
   await client.close();
-  console.log(`result ${JSON.stringify({ thumbprint: session.thumbprint, tokenType: tokens.token_type })}`);
+  console.log(`result ${JSON.stringify({ thumbprint: session.thumbprint, tokenType: tokens.token_type, protocol })}`);
 } catch (err) {
   console.error(`FAIL: ${err?.stack ?? err}`);
   process.exit(1);
