@@ -80,8 +80,10 @@ const (
 	// maxThumbprintBytes bounds a token's cnf.jkt: an RFC 7638 SHA-256
 	// thumbprint is 43 base64url characters.
 	maxThumbprintBytes = 64
-	// minRSABits is the smallest RSA proof key accepted.
+	// minRSABits and maxRSABits bound an RSA proof key: a short one is
+	// weak, a long one costs every verification more.
 	minRSABits = 2048
+	maxRSABits = 8192
 	// nonceEpoch is how long a server nonce is handed out; it is
 	// accepted for one epoch more.
 	nonceEpoch = 5 * time.Minute
@@ -264,8 +266,8 @@ func (d *dpopChecker) proofKey(t *jwt.Token) (any, string, *Error) {
 		return nil, "", &Error{Reason: ReasonInvalidDPoPProof, Description: "the DPoP proof's jwk is malformed", Err: err}
 	}
 	key := jwk.Key()
-	if k, ok := key.(*rsa.PublicKey); ok && k.N.BitLen() < minRSABits {
-		return nil, "", proofError("the DPoP proof's RSA key is too short")
+	if k, ok := key.(*rsa.PublicKey); ok && (k.N.BitLen() < minRSABits || k.N.BitLen() > maxRSABits) {
+		return nil, "", proofError("the DPoP proof's RSA key is shorter than 2048 or longer than 8192 bits")
 	}
 	jkt, err := thumbprint(jwk.Marshal())
 	if err != nil {

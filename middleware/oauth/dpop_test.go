@@ -198,10 +198,12 @@ func TestDPoPProofChecks(t *testing.T) {
 		status int
 		reason Reason
 		code   string // the DPoP challenge's error
+		desc   string // in its error_description, when set
 	}
 	bad := func(name string, p string) row {
 		return row{name: name, proofs: []string{p}, status: http.StatusUnauthorized, reason: ReasonInvalidDPoPProof, code: "invalid_dpop_proof"}
 	}
+	described := func(r row, desc string) row { r.desc = desc; return r }
 	good := func(name string, p string) row { return row{name: name, proofs: []string{p}, status: http.StatusOK} }
 	claim := func(name string, v any) func(map[string]any, jwt.MapClaims) {
 		return func(_ map[string]any, c jwt.MapClaims) {
@@ -224,6 +226,12 @@ func TestDPoPProofChecks(t *testing.T) {
 	none.Header["typ"], none.Header["jwk"] = "dpop+jwt", e.key.jwk(t)
 	noneProof, err := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
 	require.NoError(t, err)
+	// A modulus too long to be worth verifying with: refused before any
+	// signature work, so no private key is needed.
+	n := make([]byte, 8200/8)
+	_, _ = rand.Read(n)
+	n[0], n[len(n)-1] = 0xff, n[len(n)-1]|1
+	longRSA := map[string]any{"kty": "RSA", "e": "AQAB", "n": base64.RawURLEncoding.EncodeToString(n)}
 	withPrivate := e.key.jwk(t)
 	d, err := e.key.priv.(*ecdsa.PrivateKey).Bytes()
 	require.NoError(t, err)
@@ -243,7 +251,8 @@ func TestDPoPProofChecks(t *testing.T) {
 		bad("no jwk", e.proof(header("jwk", nil))),
 		bad("jwk with the private key", e.proof(header("jwk", withPrivate))),
 		bad("jwk symmetric", e.proof(header("jwk", map[string]any{"kty": "oct", "k": "c2VjcmV0"}))),
-		bad("RSA key of 1024 bits", e.proofBy(shortKey, header("jwk", shortKey.jwk(t)))),
+		described(bad("RSA key of 1024 bits", e.proofBy(shortKey, header("jwk", shortKey.jwk(t)))), "RSA key"),
+		described(bad("RSA key of 8200 bits", e.proofBy(shortKey, header("jwk", longRSA))), "RSA key"),
 		bad("no jti", e.proof(claim("jti", nil))),
 		bad("jti too long", e.proof(claim("jti", strings.Repeat("j", maxJTIBytes+1)))),
 		bad("htm GET", e.proof(claim("htm", http.MethodGet))),
@@ -292,6 +301,7 @@ func TestDPoPProofChecks(t *testing.T) {
 			ch := challenges(t, w)
 			require.Contains(t, ch, "DPoP", "a DPoP challenge")
 			assert.Equal(t, r.code, ch["DPoP"]["error"])
+			assert.Contains(t, ch["DPoP"]["error_description"], r.desc)
 			assert.Equal(t, strings.Join(defaultAlgorithms, " "), ch["DPoP"]["algs"])
 			require.Contains(t, ch, "Bearer", "Bearer is accepted too")
 			assert.Empty(t, ch["Bearer"]["error"], "the error is the DPoP challenge's")
