@@ -425,7 +425,9 @@ func TestDPoPNonce(t *testing.T) {
 	withNonce := func(n string) string {
 		return e.proof(func(_ map[string]any, c jwt.MapClaims) { c["nonce"] = n })
 	}
-	require.Equal(t, http.StatusOK, e.do("DPoP "+e.bound, withNonce(nonce)).Code)
+	ok := e.do("DPoP "+e.bound, withNonce(nonce))
+	require.Equal(t, http.StatusOK, ok.Code)
+	assert.Equal(t, nonce, ok.Header().Get("DPoP-Nonce"), "the current nonce rides on every DPoP answer")
 
 	// Another replica with the same key takes it; one with another key
 	// does not.
@@ -434,7 +436,13 @@ func TestDPoPNonce(t *testing.T) {
 	other := e.replica(func(d *DPoPConfig) { d.NonceKey = []byte("another key of at least 32 bytes!") })
 	require.Equal(t, http.StatusUnauthorized, other.do("DPoP "+e.bound, withNonce(nonce)).Code)
 
-	e.clock.Advance(2 * nonceEpoch)
+	e.clock.Advance(nonceEpoch)
+	e.bound = e.token(e.jkt)
+	ok = e.do("DPoP "+e.bound, withNonce(nonce))
+	require.Equal(t, http.StatusOK, ok.Code, "the previous epoch's nonce")
+	assert.NotEqual(t, nonce, ok.Header().Get("DPoP-Nonce"), "answered with the new one")
+
+	e.clock.Advance(nonceEpoch)
 	e.bound = e.token(e.jkt)
 	w = e.do("DPoP "+e.bound, withNonce(nonce))
 	require.Equal(t, http.StatusUnauthorized, w.Code, "a nonce two epochs old")

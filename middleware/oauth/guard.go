@@ -301,6 +301,11 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 			rs.refuse(w, r, err, nil)
 			return
 		}
+		if rs.dpop != nil && rs.dpop.nonceKey != nil && usedDPoP(r) {
+			// The current nonce on every answer (RFC 9449 §8.2), so that a
+			// client moves on before the one it holds expires.
+			w.Header().Set("DPoP-Nonce", rs.dpop.nonce(rs.dpop.now()))
+		}
 		if rs.cfg.HideTools {
 			// The challenge names no tool scope, and no body is read for one.
 			if missing := p.Missing(rs.globalScopes); len(missing) > 0 {
