@@ -314,3 +314,27 @@ func postDPoP(t *testing.T, url string, hdr http.Header) (int, string) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, strings.Join(resp.Header.Values("WWW-Authenticate"), "\n")
 }
+
+// TestDPoPConfig: the nonce key is derived from the cluster key, the same
+// on every replica and not the cluster key itself; without one it is random;
+// without -auth-dpop-nonces there is none.
+func TestDPoPConfig(t *testing.T) {
+	a, err := dpopConfig(config{authDPoPNonces: true, clusterKey: testClusterKey, authRequireDPoP: true})
+	require.NoError(t, err)
+	b, err := dpopConfig(config{authDPoPNonces: true, clusterKey: testClusterKey})
+	require.NoError(t, err)
+	assert.True(t, a.Required)
+	assert.Len(t, a.NonceKey, 32)
+	assert.Equal(t, a.NonceKey, b.NonceKey, "every replica derives the same key")
+	assert.NotEqual(t, testClusterKey[:32], a.NonceKey, "not the cluster key")
+	c, err := dpopConfig(config{authDPoPNonces: true})
+	require.NoError(t, err)
+	d, err := dpopConfig(config{authDPoPNonces: true})
+	require.NoError(t, err)
+	assert.Len(t, c.NonceKey, 32)
+	assert.NotEqual(t, c.NonceKey, d.NonceKey, "random without a cluster key")
+	e, err := dpopConfig(config{clusterKey: testClusterKey})
+	require.NoError(t, err)
+	assert.Nil(t, e.NonceKey)
+	assert.Nil(t, e.Replay, "in memory without -redis")
+}
