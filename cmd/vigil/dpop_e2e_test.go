@@ -135,7 +135,8 @@ func (f *rrFront) dpopAccepted() ([]rrRecord, map[int]int) {
 // each request with a fresh proof, answered by both replicas. Then a proof
 // one replica accepted is replayed, exactly, on the other: refused 401
 // invalid_dpop_proof (its jti is on Redis), and counted there; and the
-// bound token presented as Bearer is refused 401 invalid_token.
+// bound token presented as Bearer is refused 401 invalid_token. Redis
+// holds a record per proof and learns no token, thumbprint or jti.
 func TestDPoPReplicasEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two replicas, an authorization server and a Node client: skipped with -short")
@@ -158,17 +159,44 @@ func TestDPoPReplicasEndToEnd(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
+	var secrets []string // what Redis must not learn: tokens, key thumbprints, jtis
 	for _, era := range []struct{ name, protocol string }{{"legacy", "2025-11-25"}, {"modern", "2026-07-28"}} {
 		t.Run(era.name, func(t *testing.T) {
 			front.reset()
-			dpopThroughReplicas(t, node, front, addrs, resource, as.Issuer(), era.name, era.protocol)
+			secrets = append(secrets, dpopThroughReplicas(t, node, front, addrs, resource, as.Issuer(), era.name, era.protocol)...)
 		})
 	}
+
+	// Redis holds a record of each proof, under a key that tells nothing
+	// of it, and none of the secrets anywhere (keys or string values).
+	rdb := rs.Client(t)
+	var keys []string
+	iter := rdb.Scan(t.Context(), 0, "*", 100).Iterator()
+	for iter.Next(t.Context()) {
+		keys = append(keys, iter.Val())
+	}
+	require.NoError(t, iter.Err())
+	proofs := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, "vigil:dpop:") {
+			proofs++
+		}
+		held := k
+		if rdb.Type(t.Context(), k).Val() == "string" {
+			held += " " + rdb.Get(t.Context(), k).Val()
+		}
+		for _, secret := range secrets {
+			assert.NotContains(t, held, secret, "key %s", k)
+		}
+	}
+	assert.GreaterOrEqual(t, proofs, 10, "a record per accepted proof of both eras")
+	require.NotEmpty(t, secrets)
 }
 
 // dpopThroughReplicas runs dpop-client.mjs in era through the front, then
-// replays one of its proofs on the other replica.
-func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []string, resource, issuer, era, protocol string) {
+// replays one of its proofs on the other replica. It returns the token, the
+// key's thumbprint and the jtis of the proofs accepted.
+func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []string, resource, issuer, era, protocol string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -237,6 +265,15 @@ func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []stri
 	_, params, err = oauth.ParseChallenge(resp.Header.Get("WWW-Authenticate"))
 	require.NoError(t, err)
 	assert.Equal(t, "invalid_token", params["error"])
+
+	secrets := []string{token, result.Thumbprint}
+	for _, rec := range accepted {
+		_, c := unverifiedJWT(t, rec.header.Get("DPoP"))
+		jti, _ := c["jti"].(string)
+		require.NotEmpty(t, jti)
+		secrets = append(secrets, jti)
+	}
+	return secrets
 }
 
 // replicaAuthFailures returns mcp_server_auth_failures_total by reason
