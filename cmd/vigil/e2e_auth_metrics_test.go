@@ -160,7 +160,8 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	require.Len(t, surge, 2)
 	var refusedTokens float64
 	for reason, n := range want {
-		if reason != oauth.ReasonMissingToken.String() && reason != oauth.ReasonVerifierError.String() && reason != oauth.ReasonVerifierBusy.String() {
+		if reason != oauth.ReasonMissingToken.String() && reason != oauth.ReasonUseDPoPNonce.String() &&
+			reason != oauth.ReasonVerifierError.String() && reason != oauth.ReasonVerifierBusy.String() {
 			refusedTokens += n
 		}
 	}
