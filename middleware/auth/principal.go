@@ -17,6 +17,11 @@ type Principal struct {
 	ClientID string    // the OAuth client the token was issued to (client_id, or azp)
 	Scopes   []string  // the token's scopes, from scope (space-separated) or scp
 	Expiry   time.Time // the token's exp
+	// KeyThumbprint is the RFC 7638 thumbprint of the key the token is
+	// bound to (its cnf.jkt, RFC 9449 DPoP); "" for a token bound to none.
+	// The oauth resource server accepts a bound token only with a DPoP
+	// proof signed by that key.
+	KeyThumbprint string
 	// Claims holds the claims the verifier was told to keep (see the
 	// verifiers' Claims setting), by name; nil when none.
 	Claims map[string]any

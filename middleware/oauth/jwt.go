@@ -417,6 +417,11 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 		return nil, err
 	}
 	p.Actors = actors
+	jkt, err := confirmedKey(c["cnf"])
+	if err != nil {
+		return nil, err
+	}
+	p.KeyThumbprint = jkt
 	switch exp := c["exp"].(type) {
 	case float64:
 		p.Expiry = unixFloat(exp)
@@ -435,6 +440,29 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 	}
 	p.Seal()
 	return p, nil
+}
+
+// confirmedKey returns the key thumbprint a token's cnf claim (RFC 7800)
+// binds it to, cnf.jkt (RFC 9449 §6); "" for a token without cnf or without
+// jkt in it. A cnf that is not an object, or a jkt that is not a non-empty
+// string, is invalid_token: the token claims a binding this server cannot
+// read, and is not taken for an unbound one.
+func confirmedKey(cnf any) (string, error) {
+	if cnf == nil {
+		return "", nil
+	}
+	m, ok := cnf.(map[string]any)
+	if !ok {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "malformed cnf claim"}
+	}
+	v, ok := m["jkt"]
+	if !ok {
+		return "", nil
+	}
+	if jkt, ok := v.(string); ok && jkt != "" && len(jkt) <= maxThumbprintBytes {
+		return jkt, nil
+	}
+	return "", &Error{Reason: ReasonInvalidToken, Description: "malformed cnf.jkt claim"}
 }
 
 // keyStore holds the fetched key set. It counts the keys, and moves to a
