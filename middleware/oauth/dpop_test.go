@@ -511,6 +511,22 @@ func TestReplayCacheBounded(t *testing.T) {
 	require.False(t, full)
 	assert.Len(t, c.m, 1, "the expired ones swept")
 
+	// Expired proofs are forgotten as new ones come, before the cache is
+	// full: a minute of proofs, then another, holds about one minute's.
+	c = newReplayCache(1 << 20)
+	var d [sha256.Size]byte
+	for i := range 2000 {
+		at := now
+		if i >= 1000 {
+			at = now.Add(2 * time.Minute)
+		}
+		d[0], d[1] = byte(i), byte(i>>8)
+		first, full := c.use(d, at, at.Add(time.Minute))
+		require.True(t, first)
+		require.False(t, full)
+	}
+	assert.Less(t, len(c.m), 1200, "the first minute's proofs forgotten while the second's came")
+
 	e := newDPoPEnv(t, func(d *DPoPConfig) { d.CacheSize = 1 })
 	require.Equal(t, http.StatusOK, e.do("DPoP "+e.bound, e.proof(nil)).Code)
 	w := e.do("DPoP "+e.bound, e.proof(nil))
