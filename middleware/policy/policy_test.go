@@ -34,7 +34,7 @@ tools:
 `
 
 // parse reads a policy file.
-func parse(t *testing.T, file string) policy.Config {
+func parse(t testing.TB, file string) policy.Config {
 	t.Helper()
 	var cfg policy.Config
 	require.NoError(t, yaml.Unmarshal([]byte(file), &cfg))
@@ -43,14 +43,14 @@ func parse(t *testing.T, file string) policy.Config {
 
 // newServer returns a server with echo, sleep and ping (no policy of its
 // own) behind the policies of file, counted in reg.
-func newServer(t *testing.T, file string, reg prometheus.Registerer) *server.Server {
+func newServer(t testing.TB, file string, reg prometheus.Registerer) *server.Server {
 	t.Helper()
 	return newServerWith(t, file, reg, auth.ToolAccess)
 }
 
 // newServerWith is newServer with access instead of auth.ToolAccess
 // (nil: every tool).
-func newServerWith(t *testing.T, file string, reg prometheus.Registerer, access func(*server.Request, *server.Tool) bool) *server.Server {
+func newServerWith(t testing.TB, file string, reg prometheus.Registerer, access func(*server.Request, *server.Tool) bool) *server.Server {
 	t.Helper()
 	cfg := parse(t, file)
 	cfg.Registerer = reg
@@ -72,7 +72,7 @@ func newServerWith(t *testing.T, file string, reg prometheus.Registerer, access 
 }
 
 // as connects to srv as principal p.
-func as(t *testing.T, srv *server.Server, p *auth.Principal) *mcptest.Client {
+func as(t testing.TB, srv *server.Server, p *auth.Principal) *mcptest.Client {
 	t.Helper()
 	return mcptest.Connect(t, srv, mcptest.WithServeContext(auth.ContextWithPrincipal(context.Background(), p)))
 }
