@@ -107,15 +107,9 @@ type dpopChecker struct {
 
 // newDPoPChecker checks cfg; resource is Config.Resource.
 func newDPoPChecker(cfg *DPoPConfig, resource string) (*dpopChecker, error) {
-	algs := cfg.Algorithms
-	if len(algs) == 0 {
-		algs = defaultAlgorithms
-	}
-	for _, a := range algs {
-		if !slices.Contains(defaultAlgorithms, a) {
-			return nil, fmt.Errorf("auth: DPoP algorithm %q is not allowed (only asymmetric JWS algorithms: %s)",
-				a, strings.Join(defaultAlgorithms, ", "))
-		}
+	algs, err := allowedAlgorithms(cfg.Algorithms, "DPoP algorithm")
+	if err != nil {
+		return nil, err
 	}
 	if cfg.NonceKey != nil && len(cfg.NonceKey) < minNonceKeyBytes {
 		return nil, fmt.Errorf("auth: DPoPConfig.NonceKey must be at least %d bytes", minNonceKeyBytes)

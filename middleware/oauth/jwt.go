@@ -123,15 +123,9 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
 		return nil, errors.New("auth: JWTConfig.Audiences needs at least one non-empty resource URI")
 	}
-	algs := cfg.Algorithms
-	if len(algs) == 0 {
-		algs = defaultAlgorithms
-	}
-	for _, a := range algs {
-		if !slices.Contains(defaultAlgorithms, a) {
-			return nil, fmt.Errorf("auth: algorithm %q is not allowed (only asymmetric JWS algorithms: %s)",
-				a, strings.Join(defaultAlgorithms, ", "))
-		}
+	algs, err := allowedAlgorithms(cfg.Algorithms, "algorithm")
+	if err != nil {
+		return nil, err
 	}
 	leeway := cfg.Leeway
 	switch {
@@ -595,4 +589,20 @@ func transportOf(c *http.Client) http.RoundTripper {
 		return c.Transport
 	}
 	return http.DefaultTransport
+}
+
+// allowedAlgorithms returns algs, or defaultAlgorithms when empty, and an
+// error naming what (the algorithm's role) when one of them is not an
+// asymmetric JWS algorithm of defaultAlgorithms.
+func allowedAlgorithms(algs []string, what string) ([]string, error) {
+	if len(algs) == 0 {
+		return defaultAlgorithms, nil
+	}
+	for _, a := range algs {
+		if !slices.Contains(defaultAlgorithms, a) {
+			return nil, fmt.Errorf("auth: %s %q is not allowed (only asymmetric JWS algorithms: %s)",
+				what, a, strings.Join(defaultAlgorithms, ", "))
+		}
+	}
+	return algs, nil
 }
