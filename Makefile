@@ -228,7 +228,7 @@ bench-idle:
 	@echo "==> bench-idle: cmd/vigil-bench -idle $(IDLE_SESSIONS)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -idle $(IDLE_SESSIONS) $(BENCH_FLAGS)
 
-## bench-auth: the shipped vigil with JWT authorization (a cached valid token per client) against the same vigil without auth, then against the same with -auth-policy; run by hand.
+## bench-auth: the shipped vigil with JWT authorization (a cached valid token per client), then with DPoP-bound tokens (a proof per request), against the same vigil without auth; then vigil with JWT against the same with -auth-policy; run by hand.
 bench-auth:
 	@echo "==> bench-auth: cmd/vigil-bench -auth (about four minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -auth $(BENCH_FLAGS)

@@ -2,6 +2,7 @@ package debugpage
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +91,9 @@ func (l *eventLog) RequestEnded(ctx context.Context, req *server.Request, out se
 type principalView struct {
 	Subject  string `json:"subject,omitempty"`
 	ClientID string `json:"client_id,omitempty"`
+	// Actor acts on behalf of Subject: a delegated token's act chain
+	// (RFC 8693 §4.1), outermost first, each "on behalf of" the next.
+	Actor string `json:"actor,omitempty"`
 }
 
 // principalOf returns the principal of req's arrival (where the resource
@@ -99,7 +103,11 @@ func principalOf(req *server.Request) principalView {
 	if !ok {
 		return principalView{}
 	}
-	return principalView{Subject: cutString(p.Subject), ClientID: cutString(p.ClientID)}
+	pv := principalView{Subject: cutString(p.Subject), ClientID: cutString(p.ClientID)}
+	if len(p.Actors) > 0 {
+		pv.Actor = cutString(strings.Join(p.Actors, " on behalf of "))
+	}
+	return pv
 }
 
 // cancelEvent is a request whose handler was cancelled.

@@ -122,7 +122,7 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
 		ctx := mcpconv.ContextWithTransport(context.Background(), telemetry.TransportMemory)
-		ctx = auth.ContextWithPrincipal(ctx, &auth.Principal{Subject: subject, ClientID: clientID, Issuer: "https://as.example.com"})
+		ctx = auth.ContextWithPrincipal(ctx, &auth.Principal{Subject: subject, ClientID: clientID, Issuer: "https://as.example.com", Actors: []string{"agent<b>", "gateway"}})
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ctx, conn) }()
 		write := func(m transport.Message) { require.NoError(t, client.Write(t.Context(), m)) }
@@ -146,7 +146,7 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		var snap debugSnapshot
 		require.NoError(t, json.Unmarshal([]byte(get("?format=json")), &snap))
 		require.Len(t, snap.Sessions, 1)
-		want := principalView{Subject: subject, ClientID: clientID}
+		want := principalView{Subject: subject, ClientID: clientID, Actor: "agent<b> on behalf of gateway"}
 		assert.Equal(t, want, snap.Sessions[0].principalView)
 		require.Len(t, snap.InFlight, 1)
 		assert.Equal(t, "nap", snap.InFlight[0].ID)
@@ -159,7 +159,10 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		assert.Contains(t, html, "<th>principal</th>")
 		assert.Equal(t, 2, strings.Count(html, `<span class="mono">&lt;img src=x onerror=alert(1)&gt;</span>`), "the session and the request in flight:\n%s", html)
 		assert.Contains(t, html, `(client <span class="mono">client&amp;co</span>)`)
+		assert.Equal(t, 2, strings.Count(html, `<span class="mono">agent&lt;b&gt; on behalf of gateway</span> <span class="muted">on behalf of</span> <span class="mono">&lt;img`),
+			"the actors on behalf of the subject:\n%s", html)
 		assert.NotContains(t, html, "<img")
+		assert.NotContains(t, html, "<b>")
 
 		write(&transport.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":"nap","reason":"too slow"}`)})
 		synctest.Wait()

@@ -211,4 +211,4 @@ Read-only; no script.</footer>
 <polygon points="{{.Area}}" fill="#bbdefb"/>
 <polyline points="{{.Points}}" fill="none" stroke="#1565c0" stroke-width="1.2"/>
 </svg>{{end}}
-{{define "principal"}}{{if .Subject}}<span class="mono">{{.Subject}}</span>{{if and .ClientID (ne .ClientID .Subject)}} <span class="muted">(client <span class="mono">{{.ClientID}}</span>)</span>{{end}}{{else}}<span class="muted">—</span>{{end}}{{end}}`
+{{define "principal"}}{{if .Subject}}{{if .Actor}}<span class="mono">{{.Actor}}</span> <span class="muted">on behalf of</span> {{end}}<span class="mono">{{.Subject}}</span>{{if and .ClientID (ne .ClientID .Subject)}} <span class="muted">(client <span class="mono">{{.ClientID}}</span>)</span>{{end}}{{else}}<span class="muted">—</span>{{end}}{{end}}`

@@ -31,6 +31,7 @@ type AuditRecord struct {
 	Time      time.Time `json:"time"`                 // when the outcome was sealed (RFC 3339, nanoseconds)
 	Subject   string    `json:"subject,omitempty"`    // the principal's subject; absent without authorization
 	ClientID  string    `json:"client_id,omitempty"`  // the OAuth client of the principal's token
+	Actors    []string  `json:"actors,omitempty"`     // who acts on behalf of Subject: a delegated token's act chain (RFC 8693 §4.1), the one acting now first
 	SessionID string    `json:"session_id,omitempty"` // absent for a stateless request
 	RequestID string    `json:"request_id"`           // the JSON-RPC id
 	Tool      string    `json:"tool"`
@@ -101,7 +102,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
 				if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
-					rec.Subject, rec.ClientID = p.Subject, p.ClientID
+					rec.Subject, rec.ClientID, rec.Actors = p.Subject, p.ClientID, p.Actors
 				}
 				if req.InSession() {
 					rec.SessionID = req.Session.ID()

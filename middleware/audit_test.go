@@ -391,3 +391,35 @@ func TestAuditEscapesInvisible(t *testing.T) {
 		assert.Equal(t, "ech\u202eo", lines[1]["tool"])
 	})
 }
+
+// A delegated request (a token with an act chain) shows its actors on
+// behalf of its subject: the span's vigil.oauth.actors, the log line's
+// actor before the subject's, the audit record's actors.
+func TestDelegatedPrincipalShown(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		delegated := &auth.Principal{Subject: "alice", Issuer: "https://issuer.example", ClientID: "agent-app", Actors: []string{"agent", "gateway"}}
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		var out, audited lockedBuffer
+		inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()),
+			middleware.WithLogger(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
+		require.NoError(t, err)
+		srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(middleware.Audit(&audited)))...)
+		addTools(t, srv)
+		r := (&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), delegated), nil)
+		r.callEcho()
+		synctest.Wait()
+		r.close()
+
+		line := echoLine(t, out.String())
+		assert.Contains(t, line, ` subject=alice actor="agent on behalf of gateway" `)
+		_, attrs := echoSpan(t, spans)
+		assert.Equal(t, "alice", attrs["user.id"])
+		assert.Equal(t, `["agent","gateway"]`, attrs["vigil.oauth.actors"])
+		lines := auditLines(t, audited.String())
+		require.Len(t, lines, 1)
+		assert.Equal(t, []any{"agent", "gateway"}, lines[0]["actors"])
+		assert.Equal(t, "alice", lines[0]["subject"])
+	})
+}

@@ -121,7 +121,9 @@
 // X-Forwarded-For) and network.protocol.version. When the request was
 // authorized (an [auth.Principal] in its arrival context), the span also
 // gets user.id (the principal's subject) and vigil.oauth.client_id (the
-// OAuth client its token was issued to).
+// OAuth client its token was issued to), and for a delegated token
+// vigil.oauth.actors (its act chain, RFC 8693 §4.1: who acts on behalf of
+// the subject, the one acting now first).
 //
 // The parent is the context in the request's params._meta (traceparent,
 // tracestate, baggage), read with the configured propagator; the ambient

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ const (
 	logReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
 	logToolError = "tool_error" // true for a tool result with isError set
 	logSubject   = "subject"    // the authorized principal's subject; absent without authorization
+	logActor     = "actor"      // who acts on behalf of subject (a delegated token's act chain, actorOf); absent otherwise
 )
 
 // DefaultLogLevel is the level [Logging] logs a request at by default:
@@ -210,6 +212,17 @@ func requestAttrs(attrs []slog.Attr, req *server.Request, p *auth.Principal, out
 	return f.attrs
 }
 
+// actorOf returns who acts on behalf of p's subject, as the request log
+// shows it: the act chain's subjects, outermost first, each "on behalf of"
+// the next ("agent on behalf of gateway"; the subject follows); "" for a
+// token of the subject's own.
+func actorOf(p *auth.Principal) string {
+	if len(p.Actors) == 1 {
+		return p.Actors[0]
+	}
+	return strings.Join(p.Actors, " on behalf of ")
+}
+
 // fieldSink takes the fields of a record in order: a value of a plain kind
 // under its key.
 type fieldSink interface {
@@ -238,6 +251,9 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 	}
 	if p != nil {
 		f.str(logSubject, p.Subject)
+		if len(p.Actors) > 0 {
+			f.str(logActor, actorOf(p))
+		}
 	}
 	f.dur(logDuration, d)
 	outcome, errType := classifyOutcome(out)

@@ -170,6 +170,9 @@ func recordedAttributes(ctx context.Context, req *server.Request, p *auth.Princi
 		if p.ClientID != "" {
 			attrs = append(attrs, mcpconv.OAuthClientIDKey.String(p.ClientID))
 		}
+		if len(p.Actors) > 0 {
+			attrs = append(attrs, mcpconv.OAuthActorsKey.StringSlice(p.Actors))
+		}
 	}
 	return appendPeer(req.ArrivalContext(), appendNetwork(ctx, attrs))
 }

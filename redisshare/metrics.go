@@ -27,7 +27,7 @@ type metrics struct {
 
 var (
 	relayKinds = []replication.RelayKind{replication.RelayClient, replication.RelayStandalone, replication.RelayEvent, replication.RelayState, replication.RelayEnd, replication.RelayForward, replication.RelayAnswer, replication.RelayBroadcast, replication.RelayStateSeen, replication.RelayEndSeen, replication.RelayCancel}
-	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim", "use_state"}
+	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim", "use_state", "use_dpop_proof"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 	// refusals are the reasons of mcp_server_relays_refused_total: the
 	// Store's, and the endpoint's: "request", a client relay that is a

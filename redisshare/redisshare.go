@@ -293,3 +293,13 @@ func redactedAddr(opt *redis.Options) string {
 	}
 	return fmt.Sprintf("%s/%d", net.JoinHostPort(host, port), opt.DB)
 }
+
+// UseDPoPProof records a DPoP proof as used, by the digest the resource
+// server hands it (never a token, nor the proof's key or jti in clear),
+// for ttl, and reports whether this is its first use on any replica: the
+// oauth.DPoPConfig Replay of every replica, so that a proof replayed on
+// another one is refused. An error means Redis did not answer: the proof
+// is refused (503), not accepted unrecorded.
+func (s *Shared) UseDPoPProof(ctx context.Context, digest string, ttl time.Duration) (bool, error) {
+	return s.store.UseDPoPProof(ctx, digest, ttl)
+}

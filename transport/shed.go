@@ -31,10 +31,9 @@ const DefaultShedTarget = 10 * time.Millisecond
 // three 100 ms intervals' 90th percentiles, measured on their sockets:
 // the http.Server's ConnContext must be streamable.ConnContext; without
 // one, the scheduler's latency) with the CPUs busy and over 256 waiting
-// (once shedding, down to 64).
-// The share moves with the delay's excess each interval, so that the
-// delay settles at the target, and drops to nothing when the CPUs idle
-// or fewer than 64 wait.
+// (once shedding, down to 64). The share moves with the delay's excess
+// each interval, so that the delay settles at the target, and drops to
+// nothing when the CPUs idle or fewer than 64 wait.
 // Over streamable HTTP the callers sending the most requests are refused
 // first: one under half the mean share is not refused. Shed requests are
 // told to retry after the queue's drain time plus up to 2 s at random

@@ -2,6 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +42,7 @@ tools:
 // without auth, under the same load: each client sends a valid token of
 // its own (each session's clients share one), which the first verifies
 // once and then finds in the verifier's cache, and the second ignores.
-// Then runPolicy.
+// Then runDPoP, then runPolicy.
 func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
@@ -80,6 +87,9 @@ func runAuth(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Printf("             both servers get the same load, tokens included: vigil without auth ignores them,\n")
 	fmt.Printf("             so the ratio is what verifying them costs (carrying the bytes costs both alike)\n")
 	if err := runLoad(ctx, cfg, dir, "vigil", plainURL, plain, tokenFile, "vigil+jwt", authURL, authed, tokenFile); err != nil {
+		return err
+	}
+	if err := runDPoP(ctx, cfg, dir, is, plainURL, plain, tokenFile, authURL, authed); err != nil {
 		return err
 	}
 	return runPolicy(ctx, cfg, dir, is, authArgs, authURL, authed, tokenFile)
@@ -130,16 +140,67 @@ func mintTokens(cfg config, is *issuer, url, path string) (string, error) {
 
 // runLoad runs the load generator against floor and vigil, each with its
 // tokens.
-func runLoad(ctx context.Context, cfg config, dir, floorName, floorURL string, floor *exec.Cmd, floorTokens, name, url string, vigil *exec.Cmd, tokens string) error {
-	loadArgs := append([]string{
+func runLoad(ctx context.Context, cfg config, dir, floorName, floorURL string, floor *exec.Cmd, floorTokens, name, url string, vigil *exec.Cmd, tokens string, extra ...string) error {
+	loadArgs := append(append([]string{
 		"-floor", floorURL, "-floor-pid", strconv.Itoa(floor.Process.Pid), "-floor-name", floorName,
 		"-vigil", url, "-vigil-pid", strconv.Itoa(vigil.Process.Pid), "-vigil-name", name,
 		"-vigil-tokens", tokens, "-floor-tokens", floorTokens,
-	}, cfg.loadFlags...)
+	}, extra...), cfg.loadFlags...)
 	load := exec.CommandContext(ctx, filepath.Join(dir, "load"), loadArgs...)
 	load.Stdout, load.Stderr = os.Stdout, os.Stderr
 	if err := load.Run(); err != nil {
 		return fmt.Errorf("load generator: %w", err)
 	}
 	return nil
+}
+
+// runDPoP measures what DPoP costs: vigil without auth (running, at
+// plainURL, with its tokens) against vigil+jwt (at authURL) given tokens
+// bound to one client key, each request with a fresh proof of its own
+// (minted by the load generator), which vigil verifies and remembers.
+func runDPoP(ctx context.Context, cfg config, dir string, is *issuer, plainURL string, plain *exec.Cmd, plainTokens, authURL string, authed *exec.Cmd) error {
+	keyFile, jkt, err := writeDPoPKey(dir)
+	if err != nil {
+		return err
+	}
+	var tokens strings.Builder
+	for i := range cfg.clients {
+		tok, err := is.boundToken(authURL, "bench-client-"+strconv.Itoa(i), jkt, benchScope)
+		if err != nil {
+			return err
+		}
+		tokens.WriteString(tok + "\n")
+	}
+	dpopFile := filepath.Join(dir, "dpop-tokens")
+	if err := os.WriteFile(dpopFile, []byte(tokens.String()), 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("\nvigil+dpop   the same vigil with auth, the tokens DPoP-bound (cnf.jkt) to one P-256 key and sent\n")
+	fmt.Printf("             with the DPoP scheme and a fresh ES256 proof per request (minted by the load generator),\n")
+	fmt.Printf("             each proof verified and its jti remembered: the ratio is what verifying tokens and proofs costs\n")
+	return runLoad(ctx, cfg, dir, "vigil", plainURL, plain, plainTokens, "vigil+dpop", authURL, authed, dpopFile, "-vigil-dpop-key", keyFile)
+}
+
+// writeDPoPKey writes a new P-256 key to dir (PEM PKCS #8), for the load
+// generator's proofs, and returns its file and RFC 7638 thumbprint.
+func writeDPoPKey(dir string) (string, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	file := filepath.Join(dir, "dpop-key.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	pub, err := key.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		return "", "", err
+	}
+	b64 := base64.RawURLEncoding.EncodeToString
+	sum := sha256.Sum256([]byte(`{"crv":"P-256","kty":"EC","x":"` + b64(pub[1:33]) + `","y":"` + b64(pub[33:]) + `"}`))
+	return file, b64(sum[:]), nil
 }

@@ -81,8 +81,14 @@ func startIssuer(ctx context.Context) (*issuer, error) {
 // token mints an access token for resource, valid for an hour, for the
 // subject and client id given, with the scopes.
 func (is *issuer) token(resource, subject string, scopes ...string) (string, error) {
+	return is.boundToken(resource, subject, "", scopes...)
+}
+
+// boundToken is token, DPoP-bound to the key of thumbprint jkt (cnf.jkt,
+// RFC 9449) unless "".
+func (is *issuer) boundToken(resource, subject, jkt string, scopes ...string) (string, error) {
 	now := time.Now()
-	t := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
+	claims := jwt.MapClaims{
 		"iss":       is.url,
 		"sub":       subject,
 		"aud":       resource,
@@ -90,7 +96,11 @@ func (is *issuer) token(resource, subject string, scopes ...string) (string, err
 		"scope":     strings.Join(scopes, " "),
 		"iat":       now.Unix(),
 		"exp":       now.Add(time.Hour).Unix(),
-	})
+	}
+	if jkt != "" {
+		claims["cnf"] = map[string]any{"jkt": jkt}
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
 	t.Header["kid"] = issuerKeyID
 	s, err := t.SignedString(is.key)
 	if err != nil {

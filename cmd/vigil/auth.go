@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,6 +75,11 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		}
 		verifier, release = v, func() { _ = v.Close() }
 	}
+	dpop, err := dpopConfig(cfg)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	rs, err := oauth.New(oauth.Config{
 		Resource:             resource,
 		AuthorizationServers: []string{cfg.authIssuer},
@@ -80,6 +88,7 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		ToolScopes:           srv.ToolScopes,
 		AllToolScopes:        srv.AllToolScopes,
 		HideTools:            cfg.authHideTools,
+		DPoP:                 dpop,
 		ResourceName:         "Vigil",
 		MaxBodyBytes:         cfg.maxBody,
 		Registerer:           registry,
@@ -89,13 +98,50 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		release()
 		return nil, err
 	}
+	if cfg.exchangeEndpoint != "" {
+		if err := addExchange(rs, cfg, client, srv); err != nil {
+			release()
+			return nil, err
+		}
+	}
 	mode := "jwt"
 	if cfg.introspectionClientID != "" {
 		mode = "introspection"
 	}
 	logger.Info("authorization", "issuer", cfg.authIssuer, "resource", resource, "verifier", mode,
-		"scopes", cfg.authScopes, "metadata", rs.MetadataURL(), "hide_tools", cfg.authHideTools)
+		"scopes", cfg.authScopes, "metadata", rs.MetadataURL(), "hide_tools", cfg.authHideTools, "exchange_endpoint", cfg.exchangeEndpoint,
+		"require_dpop", cfg.authRequireDPoP, "dpop_nonces", cfg.authDPoPNonces)
 	return &authorization{rs: rs, close: release}, nil
+}
+
+// dpopNonceInfo names the key DPoP nonces are made with, derived from the
+// cluster key.
+const dpopNonceInfo = "vigil DPoP nonce key"
+
+// dpopConfig is the DPoP acceptance of cfg: always on beside Bearer, or
+// alone with -auth-require-dpop; proofs remembered on Redis with -redis
+// (so that one replayed on another replica is refused), else in memory;
+// with -auth-dpop-nonces, nonces keyed by a key derived from the cluster
+// key with -redis (every replica takes the others'), else by a random one.
+func dpopConfig(cfg config) (*oauth.DPoPConfig, error) {
+	d := &oauth.DPoPConfig{Required: cfg.authRequireDPoP}
+	if cfg.shared != nil {
+		d.Replay = cfg.shared.UseDPoPProof
+	}
+	if !cfg.authDPoPNonces {
+		return d, nil
+	}
+	if cfg.clusterKey != nil {
+		key, err := hkdf.Key(sha256.New, cfg.clusterKey, nil, dpopNonceInfo, 32)
+		if err != nil {
+			return nil, fmt.Errorf("-auth-dpop-nonces: %w", err)
+		}
+		d.NonceKey = key
+		return d, nil
+	}
+	d.NonceKey = make([]byte, 32)
+	_, _ = rand.Read(d.NonceKey) // crypto/rand.Read never fails
+	return d, nil
 }
 
 // introspectionCacheTTL is the IntrospectionConfig.CacheTTL of

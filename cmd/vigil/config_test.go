@@ -291,6 +291,20 @@ func TestParseConfig(t *testing.T) {
 			env:     map[string]string{"VIGIL_AUTH_INTROSPECTION_CLIENT_ID": "vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET": "s3cr3t"},
 			wantErr: "needs -auth-issuer",
 		},
+		{
+			name: "exchange without its secret", args: issuer("-auth-exchange-endpoint", "https://auth.example.com/token", "-auth-exchange-client-id", "vigil"),
+			wantErr: "-auth-exchange-endpoint, -auth-exchange-client-id and VIGIL_AUTH_EXCHANGE_CLIENT_SECRET must be set together",
+		},
+		{
+			name: "exchange secret alone", args: issuer(),
+			env:     map[string]string{"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "must be set together",
+		},
+		{
+			name: "exchange without issuer", args: []string{"-auth-exchange-endpoint", "https://auth.example.com/token", "-auth-exchange-client-id", "vigil"},
+			env:     map[string]string{"VIGIL_AUTH_EXCHANGE_CLIENT_SECRET": "s3cr3t"},
+			wantErr: "-auth-exchange-endpoint needs -auth-issuer",
+		},
 		{name: "redis with stdio", args: []string{"-stdio", "-redis", "redis://127.0.0.1:6379/0"}, wantErr: "-redis shares HTTP sessions"},
 		{name: "negative GC headroom", args: []string{"-gc-headroom", "-1"}, wantErr: "must not be negative"},
 		{name: "zero SSE write timeout", args: []string{"-sse-write-timeout", "0"}, wantErr: "-sse-write-timeout, -init-timeout, -max-resumptions, -max-session-state and -max-session-events must be positive"},
@@ -326,6 +340,14 @@ func TestParseConfig(t *testing.T) {
 			want: with(func(c *config) { c.authIssuer, c.authInsecureHTTP = "http://auth.lab", true }),
 		},
 		{name: "hide tools without issuer", args: []string{"-auth-hide-tools"}, wantErr: "-auth-hide-tools needs -auth-issuer"},
+		{name: "require dpop without issuer", args: []string{"-auth-require-dpop"}, wantErr: "-auth-require-dpop and -auth-dpop-nonces need -auth-issuer"},
+		{name: "dpop nonces without issuer", args: []string{"-auth-dpop-nonces"}, wantErr: "-auth-require-dpop and -auth-dpop-nonces need -auth-issuer"},
+		{
+			name: "require dpop, with nonces", args: []string{"-auth-issuer", "https://auth.example.com", "-auth-require-dpop", "-auth-dpop-nonces"},
+			want: with(func(c *config) {
+				c.authIssuer, c.authRequireDPoP, c.authDPoPNonces = "https://auth.example.com", true, true
+			}),
+		},
 		{
 			name: "hide tools", args: []string{"-auth-issuer", "https://auth.example.com", "-auth-hide-tools"},
 			want: with(func(c *config) { c.authIssuer, c.authHideTools = "https://auth.example.com", true }),
@@ -399,7 +421,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 			flags++
 		}
 	}
-	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)"} {
+	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)", "(env VIGIL_AUTH_REQUIRE_DPOP)", "(env VIGIL_AUTH_DPOP_NONCES)"} {
 		assert.Contains(t, usage, want)
 	}
 	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
@@ -412,7 +434,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 58, flags, "every flag is listed")
+	for _, want := range []string{"-auth-exchange-endpoint URL", "(env VIGIL_AUTH_EXCHANGE_ENDPOINT)", "-auth-exchange-client-id id", "(env VIGIL_AUTH_EXCHANGE_CLIENT_ID)", "VIGIL_AUTH_EXCHANGE_CLIENT_SECRET"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 62, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

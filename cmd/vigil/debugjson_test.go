@@ -33,6 +33,7 @@ type debugSnapshot struct {
 type principalView struct {
 	Subject  string `json:"subject,omitempty"`
 	ClientID string `json:"client_id,omitempty"`
+	Actor    string `json:"actor,omitempty"`
 }
 
 // keyRow is one method or tool's counts.

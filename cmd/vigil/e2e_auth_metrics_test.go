@@ -69,7 +69,7 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	key, stray := newOIDCKey(t, "key-1"), newOIDCKey(t, "never-published")
 	port := authResource(t)
 	as := startOIDCProvider(t, oidcOptions{Resource: port.resource, Keys: []*oidcKey{key}})
-	v := startVigilAuth(t, port, as.Issuer(), nil, "-auth-tool-scopes", "sleep=vigil.slow")
+	v := startVigilAuth(t, port, as.Issuer(), nil, "-auth-tool-scopes", "sleep=vigil.slow", "-auth-dpop-nonces")
 	u, err := url.Parse(v.url)
 	require.NoError(t, err)
 	metricsURL := "http://" + u.Host + "/metrics"
@@ -160,7 +160,8 @@ func TestE2EAuthFailuresDashboard(t *testing.T) {
 	require.Len(t, surge, 2)
 	var refusedTokens float64
 	for reason, n := range want {
-		if reason != oauth.ReasonMissingToken.String() && reason != oauth.ReasonVerifierError.String() && reason != oauth.ReasonVerifierBusy.String() {
+		if reason != oauth.ReasonMissingToken.String() && reason != oauth.ReasonUseDPoPNonce.String() &&
+			reason != oauth.ReasonVerifierError.String() && reason != oauth.ReasonVerifierBusy.String() {
 			refusedTokens += n
 		}
 	}
@@ -214,6 +215,23 @@ func refuseForKnownReasons(t *testing.T, v *vigilAuth, as *oidcProvider, key, st
 	}))
 	refused("wrong_issuer", http.StatusUnauthorized, signed(func(c map[string]any) { c["iss"] = "http://127.0.0.1:1" }))
 	refused("unknown_key", http.StatusUnauthorized, stray.Sign(t, accessClaims(iss, resource, "vigil.read")))
+
+	// DPoP: a token under the DPoP scheme without a proof, then with a
+	// proof that lacks the server's nonce (-auth-dpop-nonces).
+	dpopRefused := func(reason string, proof bool) {
+		t.Helper()
+		token := as.Token(t, "vigil.read")
+		hdr := http.Header{"Authorization": {"DPoP " + token}}
+		if proof {
+			hdr.Set("DPoP", newDPoPKey(t).proof(t, http.MethodPost, v.url, token, ""))
+		}
+		status, challenges := postDPoP(t, v.url, hdr)
+		require.Equal(t, http.StatusUnauthorized, status, reason)
+		require.Contains(t, challenges, `DPoP error="`+reason+`"`)
+		truth[reason]++
+	}
+	dpopRefused("invalid_dpop_proof", false)
+	dpopRefused("use_dpop_nonce", true)
 
 	// A session of the provider's own token: sleep needs vigil.slow.
 	c := v.session(t, as.Token(t, "vigil.read"))

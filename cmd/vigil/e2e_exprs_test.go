@@ -121,7 +121,7 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 	for _, e := range dashboard.exprs() {
 		q, err := e.query(dashboard.variables)
 		require.NoError(t, err, e.where)
-		checks = append(checks, exprCheck{where: e.where, query: q, series: !namesAuthMetric(q) && !namesSharedModeMetric(q)})
+		checks = append(checks, exprCheck{where: e.where, query: q, series: !namesAuthMetric(q) && !namesSharedModeMetric(q) && !namesOptInAuthMetric(q)})
 	}
 	nDashboard := len(checks)
 	for _, r := range rules {
@@ -133,7 +133,7 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 		case "alerting":
 			checks = append(checks, exprCheck{where: "alert " + r.Name, query: r.Query})
 			for i, op := range alertOperands(r.Query) {
-				checks = append(checks, exprCheck{where: fmt.Sprintf("alert %s operand %d", r.Name, i+1), query: op, series: !namesAuthMetric(op) && !namesSharedModeMetric(op)})
+				checks = append(checks, exprCheck{where: fmt.Sprintf("alert %s operand %d", r.Name, i+1), query: op, series: !namesAuthMetric(op) && !namesSharedModeMetric(op) && !namesOptInAuthMetric(op)})
 			}
 		default:
 			t.Fatalf("rule %s of type %q", r.Name, r.Type)
@@ -161,6 +161,9 @@ func TestE2EDashboardAndRuleExpressions(t *testing.T) {
 			}
 			if sharedModeMetric(name) {
 				continue // exposed with -redis: TestChaosSharedReplicas
+			}
+			if namesOptInAuthMetric(name) {
+				continue // exposed with -auth-policy and -auth-exchange-*: TestAuthPolicy, TestAuthTokenExchange
 			}
 			if strings.Contains(name, ":") {
 				assert.True(t, recorded[name], "%s (in %s) is not a recording rule of %s", name, where, rulesFile)
@@ -221,6 +224,14 @@ func runErrorsLoad(ctx context.Context, t *testing.T, mcpURL string, mcp *http.C
 // namesAuthMetric reports whether a query reads the authorization failure
 // counter, which only a vigil with -auth-issuer exposes.
 func namesAuthMetric(q string) bool { return strings.Contains(q, mcpconv.MetricAuthFailures) }
+
+// namesOptInAuthMetric reports whether a query reads a metric only a vigil
+// with tool policies (-auth-policy) or token exchange (-auth-exchange-*)
+// exposes: expressions over them must run here, and TestAuthPolicy and
+// TestAuthTokenExchange check the counters' values.
+func namesOptInAuthMetric(q string) bool {
+	return strings.Contains(q, mcpconv.MetricPolicyDecisions) || strings.Contains(q, mcpconv.MetricAuthExchanges)
+}
 
 // isToolError checks that a tools/call was answered with a result with
 // isError set.

@@ -100,6 +100,11 @@ type config struct {
 	authHideTools         bool                // -auth-hide-tools: a call of a tool the caller may not call is answered as one of an unknown tool
 	authPolicyFile        string              // -auth-policy: the file of the tool policies; "": none
 	authPolicy            *policy.Config      // its policies, read by parseConfig (policy.go)
+	exchangeEndpoint      string              // -auth-exchange-endpoint: the token endpoint of RFC 8693 token exchange (downstream_whoami)
+	exchangeClientID      string              // -auth-exchange-client-id
+	exchangeSecret        string              // from VIGIL_AUTH_EXCHANGE_CLIENT_SECRET only: never printed
+	authRequireDPoP       bool                // -auth-require-dpop: every token DPoP-bound, presented with its proof; Bearer refused
+	authDPoPNonces        bool                // -auth-dpop-nonces: DPoP proofs must carry a nonce of the server's (RFC 9449 §9)
 
 	auditBlock time.Duration // -audit-block: how long an audit line may wait for room before it is dropped (0: none)
 
@@ -223,7 +228,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&cfg.authCacheTTL, "auth-cache-ttl", oauth.DefaultCacheTTL, "how long an introspected active token is trusted before the authorization server is asked again: how long a revoked token keeps working (0: ask for every request); needs VIGIL_AUTH_INTROSPECTION_*")
 	fs.Float64Var(&cfg.authIntrospectRate, "auth-introspection-rate", 20, "calls per second to the introspection endpoint for tokens not cached, with bursts of 2 s of it and 8 at once (half of them for one client address); over it a new token is answered 503 verifier_busy, never sent")
 	fs.BoolVar(&cfg.authInsecureHTTP, "auth-insecure-http", false, "accept the authorization server (-auth-issuer, its jwks_uri and introspection_endpoint) over plain http on a non-loopback host, where anyone on the path can swap its keys and mint any token: for tests and labs only")
+	fs.StringVar(&cfg.exchangeEndpoint, "auth-exchange-endpoint", "", "token endpoint `URL` of the authorization server for token exchange (RFC 8693): with it, tools get tokens for other audiences on behalf of the caller, whose own token is sent there and nowhere else (the demo tool downstream_whoami shows who such a token names); https, or http on loopback; needs -auth-exchange-client-id and VIGIL_AUTH_EXCHANGE_CLIENT_SECRET")
+	fs.StringVar(&cfg.exchangeClientID, "auth-exchange-client-id", "", "client `id` vigil authenticates with at -auth-exchange-endpoint (client_secret_basic; the secret from VIGIL_AUTH_EXCHANGE_CLIENT_SECRET)")
 	fs.BoolVar(&cfg.authHideTools, "auth-hide-tools", false, "answer a call of a tool whose -auth-tool-scopes the caller lacks exactly as a call of an unknown tool, for tool names that are secret; by default it gets 403 insufficient_scope naming the scopes, the step-up clients follow, and tools/list filtering hides nothing from a caller that guesses a name")
+	fs.BoolVar(&cfg.authRequireDPoP, "auth-require-dpop", false, "refuse every token presented as Bearer: each request needs a DPoP-bound token (RFC 9449) under the DPoP scheme with its proof. Without it both are accepted, and a DPoP-bound token presented as Bearer is refused")
+	fs.BoolVar(&cfg.authDPoPNonces, "auth-dpop-nonces", false, "DPoP proofs must carry a nonce of the server's (RFC 9449 §9), handed out in DPoP-Nonce with a 401 use_dpop_nonce, valid 5 to 10 minutes; with -redis, every replica takes the others' (keyed by VIGIL_CLUSTER_KEY)")
 	fs.BoolVar(&cfg.traceContent, "trace-content", false, "record tool call arguments and results (gen_ai.tool.call.arguments, gen_ai.tool.call.result) and prompt variables (gen_ai.prompt.variable.<name>) on spans, secrets masked by the default redactor (keys like password, token, secret, authorization, api_key; bearer tokens and keys) and each value cut at 4 KiB; they may still hold personal data")
 	fs.StringVar(&cfg.traceClientContext, "trace-client-context", "", "`mode` for the trace context (traceparent, baggage) in a request's _meta: trust (the request's span is its child, the client's baggage reaches handlers) or link (a trace of the server's, linked to the client's span; baggage dropped); default: link when -http is not loopback and -auth-issuer is set, else trust")
 	env := map[string]string{"http": envPrefix + "HTTP_ADDR", "redis": envPrefix + "REDIS_URL"}
@@ -309,6 +318,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.introspectionClientID != "" && cfg.authIssuer == "" {
 		return config{}, fmt.Errorf("token introspection (%sAUTH_INTROSPECTION_CLIENT_ID) needs -auth-issuer, whose metadata names the introspection endpoint", envPrefix)
 	}
+	cfg.exchangeSecret = getenv(envPrefix + "AUTH_EXCHANGE_CLIENT_SECRET")
+	if err := checkExchange(cfg); err != nil {
+		return config{}, err
+	}
 	introspectionFlags := false
 	fs.Visit(func(f *flag.Flag) { // given, in args or the environment
 		introspectionFlags = introspectionFlags || f.Name == "auth-cache-ttl" || f.Name == "auth-introspection-rate"
@@ -341,6 +354,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if err := checkIssuerTransport(cfg.authIssuer, cfg.authInsecureHTTP); err != nil {
 		return config{}, err
+	}
+	if (cfg.authRequireDPoP || cfg.authDPoPNonces) && !cfg.authEnabled() {
+		return config{}, errors.New("-auth-require-dpop and -auth-dpop-nonces need -auth-issuer")
 	}
 	if cfg.authInsecureHTTP && !cfg.authEnabled() {
 		return config{}, errors.New("-auth-insecure-http needs -auth-issuer")
@@ -543,6 +559,10 @@ Secrets (environment only):
                                  (RFC 7662) with these client credentials,
                                  instead of as JWTs; the secret is never
                                  printed or logged
+  VIGIL_AUTH_EXCHANGE_CLIENT_SECRET
+                                 the secret of -auth-exchange-client-id at
+                                 -auth-exchange-endpoint; never printed or
+                                 logged
 
 Signals: SIGTERM or SIGINT starts a graceful shutdown (/readyz turns 503,
 new requests are refused, in-flight ones get -shutdown-grace); a second

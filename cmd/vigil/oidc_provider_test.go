@@ -75,6 +75,9 @@ type oidcOptions struct {
 	OtherResources []string
 	// TestEndpoints serves GET /test/introspections (see Introspections).
 	TestEndpoints bool
+	// Exchanger, when set, is a client that may exchange tokens (RFC 8693:
+	// vigil's -auth-exchange-* credentials; see Exchanges and Seen).
+	Exchanger *oidcClient
 }
 
 // oidcProvider is a running provider.
@@ -201,6 +204,9 @@ func (p *oidcProvider) start(t *testing.T, keys []*oidcKey) {
 	}
 	if p.opts.TestEndpoints {
 		args = append(args, "--test-endpoints")
+	}
+	if p.opts.Exchanger != nil {
+		args = append(args, "--exchanger-id", p.opts.Exchanger.ID, "--exchanger-secret", p.opts.Exchanger.Secret)
 	}
 	if p.opts.AccessTokenTTL > 0 {
 		args = append(args, "--access-token-ttl", strconv.Itoa(int(p.opts.AccessTokenTTL/time.Second)))

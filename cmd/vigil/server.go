@@ -121,7 +121,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		return nil, err
 	}
 	if len(cfg.upstreams) == 0 { // else run mounts the upstreams' tools, and checks them
-		if err := addDemoTools(svc.Server, cfg.authToolScopes); err != nil {
+		if err := addDemoTools(svc.Server, demoToolScopes(cfg)); err != nil {
 			return nil, err
 		}
 		if err := checkToolNames(cfg, svc.Server); err != nil {

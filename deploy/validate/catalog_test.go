@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/middleware/policy"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -41,7 +42,9 @@ type series struct {
 
 // catalog is the Prometheus surface of vigil: every series name with its
 // labels, built by registering [metrics.New], the failure counter
-// of an [oauth.ResourceServer] (vigil -auth-issuer) and the shared mode's
+// and token exchange counters of an [oauth.ResourceServer] (vigil
+// -auth-issuer, -auth-exchange-*), the tool policies' decisions (vigil
+// -auth-policy) and the shared mode's
 // metrics (vigil -redis) and gathering them, so it cannot drift from the
 // code.
 type catalog struct {
@@ -59,12 +62,18 @@ func newCatalog(t *testing.T) *catalog {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
-	_, err := oauth.New(oauth.Config{
+	rs, err := oauth.New(oauth.Config{
 		Resource:             "https://mcp.example.com/mcp",
 		AuthorizationServers: []string{"https://as.example.com"},
 		Verifier:             noVerifier{},
 		Registerer:           reg,
 	})
+	require.NoError(t, err)
+	// vigil -auth-exchange-endpoint: the token exchanges' counter.
+	_, err = rs.Exchanger(oauth.ExchangeConfig{Endpoint: "https://as.example.com/token", ClientID: "vigil", ClientSecret: "secret"})
+	require.NoError(t, err)
+	// vigil -auth-policy: the tool policies' decisions.
+	_, err = policy.New(policy.Config{Default: "true", Tools: map[string]string{"echo": "true"}, Registerer: reg})
 	require.NoError(t, err)
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
 	reg.MustRegister(metrics.NewStreamsCut())           // vigil's Streamable HTTP endpoint

@@ -55,6 +55,10 @@ const (
 	PolicyKey = attribute.Key("vigil.policy")
 	// PolicyDecisionKey is its decision: "allow" or "deny".
 	PolicyDecisionKey = attribute.Key("vigil.policy.decision")
+	// OAuthActorsKey is the act chain of a delegated request's token (RFC
+	// 8693 §4.1): the subjects of the parties acting on behalf of user.id,
+	// outermost (the one acting now) first; set only for a delegated token.
+	OAuthActorsKey = attribute.Key("vigil.oauth.actors")
 )
 
 // Attribute values besides those shared with the metric labels

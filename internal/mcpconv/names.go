@@ -36,6 +36,9 @@ const (
 	// MetricPolicyDecisions counts the tools/call decisions of the tool
 	// policies, by policy and decision (package middleware/policy).
 	MetricPolicyDecisions = "mcp_server_policy_decisions_total"
+	// MetricAuthExchanges counts the token exchanges (RFC 8693) handlers
+	// asked the OAuth resource server's Exchanger for, by outcome.
+	MetricAuthExchanges = "mcp_server_auth_exchanges_total"
 )
 
 // The shared mode's metric names (package redisshare).

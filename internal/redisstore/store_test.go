@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,6 +253,36 @@ func TestUseRequestStateOnce(t *testing.T) {
 	ttl, err := rdb.PTTL(ctx, "vigil:state:00ff").Result()
 	require.NoError(t, err)
 	assert.InDelta(t, time.Minute, ttl, float64(5*time.Second), "the record expires with the state")
+}
+
+// A DPoP proof is used once over every replica of one Redis, under a key
+// that tells nothing of its digest, expiring with its window.
+func TestUseDPoPProofOnce(t *testing.T) {
+	st, rdb := newStore(t, redisstore.WithReplica("r1"))
+	other, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica("r2"))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, other.Close()) }()
+	ctx := t.Context()
+
+	const digest = "6a09e667f3bcc908b2fb1366ea957d3e3adec17512775099da2f590b0667322a"
+	first, err := st.UseDPoPProof(ctx, digest, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, first)
+	first, err = other.UseDPoPProof(ctx, digest, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, first, "used already, on another replica")
+	keys := rdb.Keys(ctx, "*").Val()
+	var proofKeys []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "vigil:dpop:") {
+			proofKeys = append(proofKeys, k)
+		}
+		assert.NotContains(t, k, digest, "no key holds the digest in clear")
+	}
+	require.Len(t, proofKeys, 1)
+	ttl, err := rdb.PTTL(ctx, proofKeys[0]).Result()
+	require.NoError(t, err)
+	assert.InDelta(t, time.Minute, ttl, float64(5*time.Second), "the record expires with the proof's window")
 }
 
 func TestNewRefusesBadReplicaNames(t *testing.T) {

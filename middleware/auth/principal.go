@@ -17,9 +17,19 @@ type Principal struct {
 	ClientID string    // the OAuth client the token was issued to (client_id, or azp)
 	Scopes   []string  // the token's scopes, from scope (space-separated) or scp
 	Expiry   time.Time // the token's exp
+	// KeyThumbprint is the RFC 7638 thumbprint of the key the token is
+	// bound to (its cnf.jkt, RFC 9449 DPoP); "" for a token bound to none.
+	// The oauth resource server accepts a bound token only with a DPoP
+	// proof signed by that key.
+	KeyThumbprint string
 	// Claims holds the claims the verifier was told to keep (see the
 	// verifiers' Claims setting), by name; nil when none.
 	Claims map[string]any
+	// Actors are the subjects of the token's act chain (RFC 8693 §4.1),
+	// outermost first: Actors[0] is the party acting now on behalf of
+	// Subject, each next one the party it acts for in turn. Nil when the
+	// token speaks for Subject directly. Key does not include them.
+	Actors []string
 
 	key string // Key's value, computed once by Seal
 }

@@ -24,27 +24,28 @@ const maxTokenBytes = 8 << 10
 // one.
 var errInvalidRequest = errors.New("auth: invalid request")
 
-// bearerToken returns the bearer token of r's Authorization header, checked
-// strictly: exactly one Authorization header, the scheme "Bearer" (any
-// case), then one space and a b64token (RFC 6750 §2.1) of at most
-// maxTokenBytes. A request without credentials, or with another scheme
-// (Basic, say), is [ReasonMissingToken]; a malformed header or an oversized
-// token is [ReasonInvalidToken]; a token in the URL query (access_token) is
+// bearerToken returns the access token of r's Authorization header,
+// checked strictly: exactly one Authorization header, the scheme "Bearer"
+// (any case), or "DPoP" when dpop (then isDPoP), then one space and a
+// b64token (RFC 6750 §2.1, RFC 9449 §7.1) of at most maxTokenBytes. A
+// request without credentials, or with another scheme (Basic, say), is
+// [ReasonMissingToken]; a malformed header or an oversized token is
+// [ReasonInvalidToken]; a token in the URL query (access_token) is
 // [ReasonInvalidToken] wrapping errInvalidRequest. It does not read the
 // body: see [ResourceServer.Handler] for form-encoded bodies.
-func bearerToken(r *http.Request) (string, error) {
+func bearerToken(r *http.Request, dpop bool) (token string, isDPoP bool, err error) {
 	if r.URL != nil && queryHasAccessToken(r.URL.RawQuery) {
-		return "", &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
+		return "", false, &Error{Reason: ReasonInvalidToken, Description: "access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	}
 	values := r.Header.Values("Authorization")
 	switch len(values) {
 	case 0:
-		return "", &Error{Reason: ReasonMissingToken}
+		return "", false, &Error{Reason: ReasonMissingToken}
 	case 1:
 	default:
-		return "", &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: errInvalidRequest}
+		return "", false, &Error{Reason: ReasonInvalidToken, Description: "more than one Authorization header", Err: errInvalidRequest}
 	}
-	return parseBearer(values[0])
+	return parseBearer(values[0], dpop)
 }
 
 // queryHasAccessToken reports whether a parameter of the raw query is named
@@ -73,28 +74,31 @@ func queryHasAccessToken(raw string) bool {
 	return false
 }
 
-// parseBearer extracts the token of one Authorization header value.
-func parseBearer(v string) (string, error) {
+// parseBearer extracts the token of one Authorization header value, of
+// the scheme Bearer, or DPoP when dpop.
+func parseBearer(v string, dpop bool) (token string, isDPoP bool, err error) {
 	scheme, rest, _ := strings.Cut(v, " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		// Another scheme, or none: the client did not try a bearer token,
-		// which RFC 6750 §3.1 answers without an error code.
-		return "", &Error{Reason: ReasonMissingToken}
+		if isDPoP = dpop && strings.EqualFold(scheme, "DPoP"); !isDPoP {
+			// Another scheme, or none: the client did not try a bearer
+			// token, which RFC 6750 §3.1 answers without an error code.
+			return "", false, &Error{Reason: ReasonMissingToken}
+		}
 	}
 	rest = strings.TrimLeft(rest, " ")
 	if rest == "" {
-		return "", &Error{Reason: ReasonInvalidToken, Description: "empty bearer token"}
+		return "", isDPoP, &Error{Reason: ReasonInvalidToken, Description: "empty bearer token"}
 	}
 	if len(rest) > maxTokenBytes {
-		return "", &Error{Reason: ReasonInvalidToken, Description: "bearer token too long"}
+		return "", isDPoP, &Error{Reason: ReasonInvalidToken, Description: "bearer token too long"}
 	}
 	if strings.IndexByte(rest, ' ') >= 0 || strings.IndexByte(rest, '\t') >= 0 {
-		return "", &Error{Reason: ReasonInvalidToken, Description: "malformed bearer token"}
+		return "", isDPoP, &Error{Reason: ReasonInvalidToken, Description: "malformed bearer token"}
 	}
 	// The characters (RFC 6750's b64token) are checked by the verifiers
 	// on a cache miss (checkTokenSyntax): a token they verified before
 	// passed, and a steady client's token is not scanned on every request.
-	return rest, nil
+	return rest, isDPoP, nil
 }
 
 // checkTokenLength refuses an empty token and one over maxTokenBytes,

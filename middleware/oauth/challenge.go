@@ -8,6 +8,8 @@ import (
 // challenge is one RFC 6750 Bearer challenge, the value of a
 // WWW-Authenticate header.
 type challenge struct {
+	// Scheme is the challenge's scheme: "" for Bearer, or "DPoP".
+	Scheme string
 	// Error is the error code: "" (no credentials: no error attribute),
 	// "invalid_request" (400), "invalid_token" (401) or
 	// "insufficient_scope" (403).
@@ -17,6 +19,9 @@ type challenge struct {
 	// ResourceMetadata is the URL of the protected resource metadata
 	// (RFC 9728 resource_metadata attribute).
 	ResourceMetadata string
+	// Algs are the DPoP proof algorithms, space-separated (RFC 9449 §7.1
+	// algs attribute).
+	Algs string
 	// Description is the human-readable error_description. Characters RFC
 	// 6750 does not allow there (quotes, backslashes, controls, non-ASCII)
 	// are replaced.
@@ -28,7 +33,11 @@ type challenge struct {
 // Every value is a quoted-string, with CR, LF and other controls removed.
 func (c challenge) String() string {
 	var b strings.Builder
-	b.WriteString("Bearer")
+	if c.Scheme == "" {
+		b.WriteString("Bearer")
+	} else {
+		b.WriteString(c.Scheme)
+	}
 	sep := " "
 	param := func(name, value string) {
 		b.WriteString(sep)
@@ -46,6 +55,9 @@ func (c challenge) String() string {
 	}
 	if c.ResourceMetadata != "" {
 		param("resource_metadata", c.ResourceMetadata)
+	}
+	if c.Algs != "" {
+		param("algs", c.Algs)
 	}
 	if c.Description != "" {
 		param("error_description", sanitizeDescription(c.Description))

@@ -146,7 +146,7 @@ func FuzzBearerToken(f *testing.F) {
 		r, err := http.NewRequest(http.MethodPost, "https://h/mcp", http.NoBody)
 		require.NoError(t, err)
 		r.Header["Authorization"] = []string{v}
-		tok, err := bearerToken(r)
+		tok, _, err := bearerToken(r, false)
 		if err != nil {
 			assert.Empty(t, tok)
 			var e *Error
@@ -160,7 +160,7 @@ func FuzzBearerToken(f *testing.F) {
 		assert.True(t, strings.HasSuffix(v, tok))
 		// The token re-sent in a header is accepted as the same token.
 		r.Header["Authorization"] = []string{"Bearer " + tok}
-		again, err := bearerToken(r)
+		again, _, err := bearerToken(r, false)
 		require.NoError(t, err)
 		assert.Equal(t, tok, again)
 	})

@@ -33,7 +33,21 @@
 // to the principal that opened it.
 //
 // Handlers never see the token: they read the caller with
-// [auth.PrincipalFromContext].
+// [auth.PrincipalFromContext], and the actors of a delegated token (its
+// RFC 8693 act chain) in [auth.Principal.Actors]. A handler that calls
+// another service on the caller's behalf asks [Exchanger.Exchange] for a
+// token of that service's audience: [ResourceServer.Exchanger] keeps each
+// verified request's token out of handlers' reach, and RFC 8693 token
+// exchange sends it to the authorization server's token endpoint only.
+//
+// With [Config.DPoP] ([DPoPConfig]) the guard also accepts DPoP-bound
+// tokens (RFC 9449): Authorization: DPoP with a DPoP proof header, checked
+// as RFC 9449 §4.3 says (typ, an asymmetric alg, the signature by its
+// jwk, htm, htu against Config.Resource, iat, ath, the token's cnf.jkt,
+// and a jti accepted once: in memory, or in a store every replica shares),
+// with optional server nonces. A token bound to a key (cnf.jkt, which the
+// verifiers put in [auth.Principal.KeyThumbprint]) presented as Bearer is
+// refused whether or not DPoP is configured.
 //
 // # The guard's answers
 //
@@ -44,6 +58,10 @@
 //   - 401 without an error code when there is no bearer token
 //     (missing_token), and 401 error="invalid_token" for a malformed,
 //     oversized or refused token (with the verifier's reason);
+//   - with DPoP, 401 with a DPoP challenge error="invalid_dpop_proof" for a
+//     proof that fails a check (invalid_dpop_proof), or error="use_dpop_nonce"
+//     and a DPoP-Nonce header for one without the server's nonce
+//     (use_dpop_nonce); a bound token under Bearer is 401 invalid_token;
 //   - 503 with Retry-After when the verifier cannot decide (verifier_error)
 //     or would not ask now (verifier_busy, Retry-After 1);
 //   - 403 error="insufficient_scope" naming every scope the operation needs

@@ -41,6 +41,7 @@ type assertion struct {
 	Scopes   []string       `json:"scp,omitempty"`
 	Expiry   int64          `json:"pexp,omitempty"` // auth.Principal.Expiry, Unix milliseconds; 0: none
 	Claims   map[string]any `json:"claims,omitempty"`
+	Actors   []string       `json:"act,omitempty"`
 }
 
 // asserted is what restorePrincipal puts in a forwarded request's context:
@@ -65,6 +66,7 @@ func (rs *ResourceServer) assertPrincipal(r *http.Request) []byte {
 	a := assertion{
 		Resource: rs.cfg.Resource, Expires: exp.UnixMilli(),
 		Issuer: p.Issuer, Subject: p.Subject, ClientID: p.ClientID, Scopes: p.Scopes, Claims: p.Claims,
+		Actors: p.Actors,
 	}
 	if !p.Expiry.IsZero() {
 		a.Expiry = p.Expiry.UnixMilli()
@@ -109,7 +111,10 @@ func (rs *ResourceServer) decodeAssertion(data []byte, now time.Time) (*auth.Pri
 	case expires.Sub(now) > assertionMaxAge+assertionSkew:
 		return nil, invalid("principal assertion valid for too long")
 	}
-	p := &auth.Principal{Issuer: a.Issuer, Subject: a.Subject, ClientID: a.ClientID, Scopes: a.Scopes, Claims: a.Claims}
+	if len(a.Actors) > maxActors {
+		return nil, invalid("principal assertion with too many actors")
+	}
+	p := &auth.Principal{Issuer: a.Issuer, Subject: a.Subject, ClientID: a.ClientID, Scopes: a.Scopes, Claims: a.Claims, Actors: a.Actors}
 	if a.Expiry != 0 {
 		p.Expiry = time.UnixMilli(a.Expiry).UTC()
 	}

@@ -44,6 +44,7 @@ func TestPrincipalAssertionRoundTrip(t *testing.T) {
 	p := &auth.Principal{
 		Issuer: "https://as.example.com", Subject: "alice", ClientID: "app", Scopes: []string{"mcp", "deploy"},
 		Expiry: now.Add(time.Hour).Truncate(time.Millisecond).UTC(), Claims: map[string]any{"tenant": "acme", "groups": []any{"ops"}},
+		Actors: []string{"agent", "gateway"},
 	}
 	p.Seal()
 	data := assertFor(rs, p)
@@ -117,16 +118,16 @@ func TestAuthenticateByAssertion(t *testing.T) {
 	data := assertFor(rs, p)
 
 	fwd := httptest.NewRequestWithContext(rs.restorePrincipal(context.Background(), data), http.MethodPost, "/mcp", nil)
-	got, err := rs.authenticate(fwd)
+	got, _, err := rs.authenticate(fwd)
 	require.NoError(t, err)
 	assert.Equal(t, p.Key(), got.Key())
 
 	client := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(data)))
 	client.Header.Set("X-Assertion", string(data))
-	_, err = rs.authenticate(client)
+	_, _, err = rs.authenticate(client)
 	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a client's request is authorized by its token only")
 
 	bare := httptest.NewRequestWithContext(rs.restorePrincipal(context.Background(), nil), http.MethodPost, "/mcp", nil)
-	_, err = rs.authenticate(bare)
+	_, _, err = rs.authenticate(bare)
 	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a forwarded request without an assertion")
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -79,6 +80,11 @@ type Config struct {
 	// must be read is refused with 413: keep it at least the transport's
 	// own limit.
 	MaxBodyBytes int64
+	// DPoP, when set, also accepts DPoP-bound tokens (RFC 9449) under the
+	// Authorization scheme DPoP with their proof, and advertises them in
+	// the metadata and the challenges. Nil: only Bearer. A DPoP-bound
+	// token (cnf.jkt) presented as Bearer is refused either way.
+	DPoP *DPoPConfig
 	// Registerer receives mcp_server_auth_failures_total; nil: no metric.
 	Registerer prometheus.Registerer
 	// Logger receives one record per refused request (info; debug for a
@@ -97,6 +103,10 @@ type ResourceServer struct {
 	logger       *slog.Logger
 	maxBody      int64
 	globalScopes []string
+	// exchanging is set once the server has an Exchanger: Handler then
+	// keeps each verified request's token in its context (heldToken).
+	exchanging atomic.Bool
+	dpop       *dpopChecker // nil: Bearer only
 }
 
 // New checks cfg and returns its resource server; it registers the failure
@@ -141,6 +151,13 @@ func New(cfg Config) (*ResourceServer, error) {
 	if rs.maxBody <= 0 {
 		rs.maxBody = defaultMaxBodyBytes
 	}
+	var dpopAlgs []string
+	if cfg.DPoP != nil {
+		if rs.dpop, err = newDPoPChecker(cfg.DPoP, cfg.Resource); err != nil {
+			return nil, err
+		}
+		dpopAlgs = rs.dpop.algs
+	}
 	supported := cfg.ScopesSupported
 	if supported == nil {
 		supported = slices.Clone(cfg.Scopes)
@@ -159,6 +176,8 @@ func New(cfg Config) (*ResourceServer, error) {
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           cfg.ResourceName,
 		ResourceDocumentation:  cfg.ResourceDocumentation,
+		DPoPAlgorithms:         dpopAlgs,
+		DPoPRequired:           cfg.DPoP != nil && cfg.DPoP.Required,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("auth: metadata: %w", err)
@@ -171,7 +190,9 @@ func New(cfg Config) (*ResourceServer, error) {
 				"invalid_token (401, or 400 for a malformed request), expired, wrong_audience, wrong_issuer, unknown_key (401), " +
 				"insufficient_scope (403; with HideTools, a tools/call answered as an unknown tool), session_principal_mismatch (404: a session id of another principal), " +
 				"verifier_error (503: the verifier could not decide), " +
-				"verifier_busy (503: too many new tokens to introspect; none sent to the authorization server).",
+				"verifier_busy (503: too many new tokens to introspect, or DPoP proofs to remember; none sent to the authorization server), " +
+				"invalid_dpop_proof (401: a DPoP proof missing, malformed, replayed, or not matching the request or the token), " +
+				"use_dpop_nonce (401: a DPoP proof without the server's current nonce).",
 		}, []string{"reason"})
 		for _, r := range Reasons() {
 			rs.failures.WithLabelValues(r.String())
@@ -279,10 +300,15 @@ func (g endpointGuard) RestorePrincipal(ctx context.Context, assertion []byte) c
 // for them.
 func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := rs.authenticate(r)
+		p, tok, err := rs.authenticate(r)
 		if err != nil {
 			rs.refuse(w, r, err, nil)
 			return
+		}
+		if rs.dpop != nil && rs.dpop.nonceKey != nil && usedDPoP(r) {
+			// The current nonce on every answer (RFC 9449 §8.2), so that a
+			// client moves on before the one it holds expires.
+			w.Header().Set("DPoP-Nonce", rs.dpop.nonce(rs.dpop.now()))
 		}
 		if rs.cfg.HideTools {
 			// The challenge names no tool scope, and no body is read for one.
@@ -312,36 +338,77 @@ func (rs *ResourceServer) handler(next http.Handler, endpointChecks bool) http.H
 			}
 			rs.hideTool(r, missing)
 		}
-		next.ServeHTTP(w, r.WithContext(auth.ContextWithPrincipal(r.Context(), p)))
+		ctx := auth.ContextWithPrincipal(r.Context(), p)
+		if tok != "" && rs.exchanging.Load() {
+			ctx = context.WithValue(ctx, heldTokenKey{}, &heldToken{rs: rs, p: p, token: tok})
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// authenticate returns the principal of r's bearer token, verified; for a
-// request another replica forwarded, which carries no token, the principal
-// its assertion names (see restorePrincipal), whose token that replica
-// verified.
-func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, error) {
-	tok, err := bearerToken(r)
+// authenticate returns the principal of r's token, verified, and the
+// token (a bearer token, or a DPoP-bound one under the DPoP scheme with
+// its proof); for a request another replica forwarded, which carries no
+// token, the principal its assertion names (see restorePrincipal), whose
+// token that replica verified, and no token.
+func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, string, error) {
+	tok, isDPoP, err := bearerToken(r, rs.dpop != nil)
 	switch {
 	case isForm(r):
 		// MCP messages are JSON: a form body is where RFC 6750 §2.2
 		// would carry a token, which is accepted only in the header. It
 		// is refused unread, so that it costs no memory.
-		return nil, &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
+		return nil, "", &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	case err == nil:
 	case ReasonOf(err) == ReasonMissingToken:
 		if a, ok := assertedFrom(r.Context()); ok {
-			return a.p, a.err
+			return a.p, "", a.err
 		}
-		return nil, err
+		return nil, "", err
 	default:
+		return nil, "", err
+	}
+	if isDPoP {
+		p, err := rs.authenticateDPoP(r, tok)
+		return p, tok, err
+	}
+	if rs.dpop != nil && rs.dpop.required {
+		return nil, "", &Error{Reason: ReasonInvalidToken, Description: "DPoP is required: present a DPoP-bound token with the DPoP scheme and a proof"}
+	}
+	p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case p == nil:
+		return nil, "", &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
+	case p.KeyThumbprint != "":
+		// RFC 9449 §7.2: whoever holds a bound token must not get past
+		// its binding by calling it a bearer token.
+		return nil, "", &Error{Reason: ReasonInvalidToken, Description: "the token is DPoP-bound: present it with the DPoP scheme and a proof signed by its key"}
+	}
+	return p, tok, nil
+}
+
+// authenticateDPoP returns the principal of a DPoP-bound token tok, which
+// r presents under the DPoP scheme: its proof is checked first, alone,
+// then the token, then the proof against the token, and last its jti is
+// recorded, so that only a proof that passed everything uses up its jti.
+func (rs *ResourceServer) authenticateDPoP(r *http.Request, tok string) (*auth.Principal, error) {
+	pf, err := rs.dpop.check(r)
+	if err != nil {
 		return nil, err
 	}
 	p, err := rs.cfg.Verifier.Verify(r.Context(), tok)
-	if err == nil && p == nil {
-		err = &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
+	switch {
+	case err != nil:
+		return nil, err
+	case p == nil:
+		return nil, &Error{Reason: ReasonVerifierError, Description: "verifier returned no principal"}
 	}
-	return p, err
+	if err := rs.dpop.bind(r.Context(), pf, tok, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // needs returns every scope r needs: Config.Scopes, and for a POST whose
@@ -519,6 +586,10 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		desc = e.Description
 	}
 	ch := challenge{ResourceMetadata: rs.metaURL}
+	// The DPoP challenge carries the error of a request that presented
+	// DPoP, or of any when Bearer is not accepted; else it stands beside
+	// Bearer's, saying DPoP is accepted.
+	dpopErr := rs.dpop != nil && (rs.dpop.required || usedDPoP(r) || reason == ReasonInvalidDPoPProof || reason == ReasonUseDPoPNonce)
 	status := http.StatusUnauthorized
 	code := protocol.CodeInvalidRequest
 	switch {
@@ -537,6 +608,11 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		// Not 401: the token may be fine, and a client told so would fetch
 		// a new one, adding to the load. Not 429: the budget is everyone's.
 		status, code = http.StatusServiceUnavailable, protocol.CodeServerBusy
+	case reason == ReasonInvalidDPoPProof:
+		ch.Error, ch.Description = "invalid_dpop_proof", desc
+	case reason == ReasonUseDPoPNonce:
+		ch.Error, ch.Description = "use_dpop_nonce", desc
+		w.Header().Set("DPoP-Nonce", rs.dpop.nonce(rs.dpop.now()))
 	default:
 		ch.Error, ch.Description = "invalid_token", desc
 	}
@@ -560,9 +636,37 @@ func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err err
 		}
 		w.Header().Set("Retry-After", retry)
 	} else {
-		w.Header().Set("WWW-Authenticate", ch.String())
+		rs.challenge(w, ch, dpopErr)
 	}
 	writeRPCError(w, status, code, sanitizeDescription(desc))
+}
+
+// challenge sets the WWW-Authenticate headers of a refusal: ch under the
+// Bearer scheme, and with DPoP accepted a DPoP challenge naming its
+// algorithms beside it; ch's error goes to the DPoP one when dpopErr, and
+// the Bearer one is left out when DPoP is required.
+func (rs *ResourceServer) challenge(w http.ResponseWriter, ch challenge, dpopErr bool) {
+	if rs.dpop == nil {
+		w.Header().Set("WWW-Authenticate", ch.String())
+		return
+	}
+	d := ch
+	d.Scheme, d.Algs = "DPoP", rs.dpop.algsAttr
+	if dpopErr {
+		ch.Error, ch.Description = "", ""
+	} else {
+		d.Error, d.Description = "", ""
+	}
+	if !rs.dpop.required {
+		w.Header().Add("WWW-Authenticate", ch.String())
+	}
+	w.Header().Add("WWW-Authenticate", d.String())
+}
+
+// usedDPoP reports whether r's Authorization header names the DPoP scheme.
+func usedDPoP(r *http.Request) bool {
+	v := r.Header.Get("Authorization")
+	return len(v) > len("DPoP ") && strings.EqualFold(v[:len("DPoP ")], "DPoP ")
 }
 
 // writeRPCError answers with a JSON-RPC error object with a null id.

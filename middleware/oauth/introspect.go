@@ -259,6 +259,8 @@ type introspection struct {
 	Sub      string          `json:"sub"`
 	Aud      json.RawMessage `json:"aud"`
 	Iss      string          `json:"iss"`
+	Act      any             `json:"act"` // RFC 8693 §4.1: the actor, with its own act when it acts for another
+	Cnf      any             `json:"cnf"` // RFC 9449 §6.2: cnf.jkt of a DPoP-bound token
 }
 
 func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*auth.Principal, error) {
@@ -367,7 +369,15 @@ func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json
 	if sub == "" {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token has neither a subject nor a client id"}
 	}
-	p := &auth.Principal{Subject: sub, Issuer: in.Iss, ClientID: in.ClientID, Scopes: strings.Fields(in.Scope), Expiry: exp}
+	actors, err := actorsOf(in.Act)
+	if err != nil {
+		return nil, err
+	}
+	jkt, err := confirmedKey(in.Cnf)
+	if err != nil {
+		return nil, err
+	}
+	p := &auth.Principal{Subject: sub, Issuer: in.Iss, ClientID: in.ClientID, Scopes: strings.Fields(in.Scope), Expiry: exp, Actors: actors, KeyThumbprint: jkt}
 	if p.Issuer == "" {
 		p.Issuer = v.cfg.Issuer
 	}

@@ -123,15 +123,9 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
 		return nil, errors.New("auth: JWTConfig.Audiences needs at least one non-empty resource URI")
 	}
-	algs := cfg.Algorithms
-	if len(algs) == 0 {
-		algs = defaultAlgorithms
-	}
-	for _, a := range algs {
-		if !slices.Contains(defaultAlgorithms, a) {
-			return nil, fmt.Errorf("auth: algorithm %q is not allowed (only asymmetric JWS algorithms: %s)",
-				a, strings.Join(defaultAlgorithms, ", "))
-		}
+	algs, err := allowedAlgorithms(cfg.Algorithms, "algorithm")
+	if err != nil {
+		return nil, err
 	}
 	leeway := cfg.Leeway
 	switch {
@@ -412,6 +406,16 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 			}
 		}
 	}
+	actors, err := actorsOf(c["act"])
+	if err != nil {
+		return nil, err
+	}
+	p.Actors = actors
+	jkt, err := confirmedKey(c["cnf"])
+	if err != nil {
+		return nil, err
+	}
+	p.KeyThumbprint = jkt
 	switch exp := c["exp"].(type) {
 	case float64:
 		p.Expiry = unixFloat(exp)
@@ -430,6 +434,29 @@ func principalFromClaims(c map[string]any, defaultIssuer string, keep []string) 
 	}
 	p.Seal()
 	return p, nil
+}
+
+// confirmedKey returns the key thumbprint a token's cnf claim (RFC 7800)
+// binds it to, cnf.jkt (RFC 9449 §6); "" for a token without cnf or without
+// jkt in it. A cnf that is not an object, or a jkt that is not a non-empty
+// string, is invalid_token: the token claims a binding this server cannot
+// read, and is not taken for an unbound one.
+func confirmedKey(cnf any) (string, error) {
+	if cnf == nil {
+		return "", nil
+	}
+	m, ok := cnf.(map[string]any)
+	if !ok {
+		return "", &Error{Reason: ReasonInvalidToken, Description: "malformed cnf claim"}
+	}
+	v, ok := m["jkt"]
+	if !ok {
+		return "", nil
+	}
+	if jkt, ok := v.(string); ok && jkt != "" && len(jkt) <= maxThumbprintBytes {
+		return jkt, nil
+	}
+	return "", &Error{Reason: ReasonInvalidToken, Description: "malformed cnf.jkt claim"}
 }
 
 // keyStore holds the fetched key set. It counts the keys, and moves to a
@@ -562,4 +589,20 @@ func transportOf(c *http.Client) http.RoundTripper {
 		return c.Transport
 	}
 	return http.DefaultTransport
+}
+
+// allowedAlgorithms returns algs, or defaultAlgorithms when empty, and an
+// error naming what (the algorithm's role) when one of them is not an
+// asymmetric JWS algorithm of defaultAlgorithms.
+func allowedAlgorithms(algs []string, what string) ([]string, error) {
+	if len(algs) == 0 {
+		return defaultAlgorithms, nil
+	}
+	for _, a := range algs {
+		if !slices.Contains(defaultAlgorithms, a) {
+			return nil, fmt.Errorf("auth: %s %q is not allowed (only asymmetric JWS algorithms: %s)",
+				what, a, strings.Join(defaultAlgorithms, ", "))
+		}
+	}
+	return algs, nil
 }

@@ -33,6 +33,12 @@ type protectedResourceMetadata struct {
 	// ResourceDocumentation is a URL of documentation for developers,
 	// optional.
 	ResourceDocumentation string `json:"resource_documentation,omitempty"`
+	// DPoPAlgorithms are the algorithms of the DPoP proofs accepted, with
+	// DPoP (RFC 9728 dpop_signing_alg_values_supported).
+	DPoPAlgorithms []string `json:"dpop_signing_alg_values_supported,omitempty"`
+	// DPoPRequired says every token must be DPoP-bound (RFC 9728
+	// dpop_bound_access_tokens_required).
+	DPoPRequired bool `json:"dpop_bound_access_tokens_required,omitempty"`
 }
 
 // metadataPaths returns the paths the metadata of resource is served at:

@@ -37,12 +37,15 @@ const (
 	ReasonSessionPrincipalMismatch               // a session id presented by another principal (404)
 	ReasonVerifierError                          // the verifier could not decide (503)
 	ReasonVerifierBusy                           // the verifier would not ask now: too many new tokens (503)
+	ReasonInvalidDPoPProof                       // a DPoP proof missing, malformed, replayed or not matching the request or the token (401)
+	ReasonUseDPoPNonce                           // a DPoP proof without the server's current nonce (401, with a DPoP-Nonce)
 	numReasons
 )
 
 var reasonNames = [numReasons]string{
 	"missing_token", "invalid_token", "expired", "wrong_audience", "wrong_issuer",
 	"unknown_key", "insufficient_scope", "", "verifier_error", "verifier_busy",
+	"invalid_dpop_proof", "use_dpop_nonce",
 }
 
 // String returns the reason's metric label, such as "wrong_audience".

@@ -45,10 +45,7 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 	var allow bool
 	var err error
 	if ok {
-		vars := map[string]any{"principal": principalOf(p), "tool": toolOf(t)}
-		if c.readsRequest {
-			vars["request"] = requestOf(req)
-		}
+		vars := c.vars(p, t, req)
 		if c.readsArgs {
 			vars["arguments"], err = decodeArguments(call.Arguments)
 		}
@@ -60,8 +57,11 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 	if !allow {
 		decision, level = decisionDeny, slog.LevelInfo
 	}
-	if s.decisions != nil {
-		s.decisions.WithLabelValues(c.name, decision).Inc()
+	if counter := c.allowed; counter != nil {
+		if !allow {
+			counter = c.denied
+		}
+		counter.Inc()
 	}
 	trace.SpanFromContext(ctx).SetAttributes(mcpconv.PolicyKey.String(c.name), mcpconv.PolicyDecisionKey.String(decision))
 	if s.logger.Enabled(ctx, level) {
@@ -113,18 +113,34 @@ func (s *Set) Access(req *server.Request, t *server.Tool) bool {
 		return false
 	}
 	if c.readsRequest {
-		return c.allows(map[string]any{"principal": principalOf(p), "tool": toolOf(t), "request": requestOf(req)})
+		return c.allows(c.vars(p, t, req))
 	}
 	key := listKey{principal: p.Key(), tool: t.Name}
 	if allow, ok := s.listed.get(key, p, c); ok {
 		return allow
 	}
-	allow := c.allows(map[string]any{"principal": principalOf(p), "tool": toolOf(t)})
+	allow := c.allows(c.vars(p, t, req))
 	s.listed.put(key, listEntry{p: p, c: c, allow: allow})
 	return allow
 }
 
 // eval runs the policy on vars.
+// vars returns the variables c reads of p, t and req, arguments aside:
+// the others are not built.
+func (c *compiled) vars(p *auth.Principal, t *server.Tool, req *server.Request) map[string]any {
+	vars := make(map[string]any, 4)
+	if c.readsPrincipal {
+		vars["principal"] = principalOf(p)
+	}
+	if c.readsTool {
+		vars["tool"] = toolOf(t)
+	}
+	if c.readsRequest {
+		vars["request"] = requestOf(req)
+	}
+	return vars
+}
+
 func (c *compiled) eval(vars map[string]any) (bool, error) {
 	out, _, err := c.prg.Eval(vars)
 	if err != nil {

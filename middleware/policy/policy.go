@@ -61,11 +61,15 @@ type Set struct {
 
 // compiled is one policy, ready to run.
 type compiled struct {
-	name         string // "default" or "tools.NAME"
-	prg          cel.Program
-	readsArgs    bool   // its expression reads arguments: it cannot hide its tool
-	readsRequest bool   // it reads request: its tools/list decision is not cached
-	denial       []byte // the data of the error that answers a denied call
+	name           string // "default" or "tools.NAME"
+	prg            cel.Program
+	readsArgs      bool   // its expression reads arguments: it cannot hide its tool
+	readsRequest   bool   // it reads request: its tools/list decision is not cached
+	readsPrincipal bool   // it reads principal: the variable is built for it
+	readsTool      bool   // it reads tool: the variable is built for it
+	denial         []byte // the data of the error that answers a denied call
+	// allowed and denied count its decisions; nil without a Registerer.
+	allowed, denied prometheus.Counter
 }
 
 // New compiles and type-checks the policies of cfg and registers the
@@ -105,8 +109,8 @@ func New(cfg Config) (*Set, error) {
 			Help: "tools/call decisions of the tool policies, by policy (default, or tools.NAME) and decision (allow, deny).",
 		}, []string{"policy", "decision"})
 		for _, c := range s.policies() {
-			s.decisions.WithLabelValues(c.name, decisionAllow)
-			s.decisions.WithLabelValues(c.name, decisionDeny)
+			c.allowed = s.decisions.WithLabelValues(c.name, decisionAllow)
+			c.denied = s.decisions.WithLabelValues(c.name, decisionDeny)
 		}
 		if err := cfg.Registerer.Register(s.decisions); err != nil {
 			return nil, fmt.Errorf("policy: register %s: %w", mcpconv.MetricPolicyDecisions, err)
@@ -179,6 +183,10 @@ func compile(env *cel.Env, name, expr string) (*compiled, error) {
 			c.readsArgs = true
 		case "request":
 			c.readsRequest = true
+		case "principal":
+			c.readsPrincipal = true
+		case "tool":
+			c.readsTool = true
 		}
 	}
 	c.denial = denialData(name)

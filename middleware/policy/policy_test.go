@@ -34,7 +34,7 @@ tools:
 `
 
 // parse reads a policy file.
-func parse(t *testing.T, file string) policy.Config {
+func parse(t testing.TB, file string) policy.Config {
 	t.Helper()
 	var cfg policy.Config
 	require.NoError(t, yaml.Unmarshal([]byte(file), &cfg))
@@ -43,14 +43,14 @@ func parse(t *testing.T, file string) policy.Config {
 
 // newServer returns a server with echo, sleep and ping (no policy of its
 // own) behind the policies of file, counted in reg.
-func newServer(t *testing.T, file string, reg prometheus.Registerer) *server.Server {
+func newServer(t testing.TB, file string, reg prometheus.Registerer) *server.Server {
 	t.Helper()
 	return newServerWith(t, file, reg, auth.ToolAccess)
 }
 
 // newServerWith is newServer with access instead of auth.ToolAccess
 // (nil: every tool).
-func newServerWith(t *testing.T, file string, reg prometheus.Registerer, access func(*server.Request, *server.Tool) bool) *server.Server {
+func newServerWith(t testing.TB, file string, reg prometheus.Registerer, access func(*server.Request, *server.Tool) bool) *server.Server {
 	t.Helper()
 	cfg := parse(t, file)
 	cfg.Registerer = reg
@@ -72,7 +72,7 @@ func newServerWith(t *testing.T, file string, reg prometheus.Registerer, access 
 }
 
 // as connects to srv as principal p.
-func as(t *testing.T, srv *server.Server, p *auth.Principal) *mcptest.Client {
+func as(t testing.TB, srv *server.Server, p *auth.Principal) *mcptest.Client {
 	t.Helper()
 	return mcptest.Connect(t, srv, mcptest.WithServeContext(auth.ContextWithPrincipal(context.Background(), p)))
 }
@@ -239,8 +239,7 @@ func TestVariables(t *testing.T) {
   echo: 'principal.issuer == "https://as" && principal.client_id == "c" && principal.actor == ["agent", "bot"] && tool.name == "echo" && request.era == "2025" && request.session != "" && request.transport == ""'
   sleep: 'arguments.ms == 1 && tool.annotations == {}'
 `, nil)
-	act := map[string]any{"sub": "agent", "act": map[string]any{"sub": "bot"}}
-	alice := as(t, srv, &auth.Principal{Subject: "alice", Issuer: "https://as", ClientID: "c", Claims: map[string]any{"act": act}})
+	alice := as(t, srv, &auth.Principal{Subject: "alice", Issuer: "https://as", ClientID: "c", Actors: []string{"agent", "bot"}})
 	assert.Equal(t, "ran", alice.CallTool("echo", map[string]any{}).Text())
 	assert.Equal(t, "ran", alice.CallTool("sleep", map[string]any{"ms": 1}).Text())
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// maxActors bounds the act chain read from the claims.
-const maxActors = 8
-
 // principalVars is the variable principal.
 type principalVars struct {
 	Subject  string   `cel:"subject"`
@@ -70,18 +67,14 @@ func principalOf(p *auth.Principal) *principalVars {
 	return &principalVars{Subject: p.Subject, Issuer: p.Issuer, ClientID: p.ClientID, Scopes: scopes, Claims: newDynMap(claims), Actor: actorsOf(p)}
 }
 
-// actorsOf returns the subjects of p's act chain (RFC 8693 §4.1),
-// outermost first, from its act claim when the verifier kept it; at most
-// maxActors. (Once the principal carries the chain itself, read it here.)
+// actorsOf returns the subjects of p's act chain (RFC 8693 §4.1), the
+// one acting now first, as the verifier read them (Principal.Actors,
+// bounded there); an empty list for a token of the subject's own.
 func actorsOf(p *auth.Principal) []string {
-	actors := []string{}
-	act, _ := p.Claims["act"].(map[string]any)
-	for act != nil && len(actors) < maxActors {
-		sub, _ := act["sub"].(string)
-		actors = append(actors, sub)
-		act, _ = act["act"].(map[string]any)
+	if p.Actors == nil {
+		return []string{}
 	}
-	return actors
+	return p.Actors
 }
 
 // toolOf returns the variable tool of t.

@@ -42,6 +42,7 @@ type config struct {
 	floorPID, vigilPID     int
 	floorName, vigilName   string
 	floorToken, vigilToken string // files of bearer tokens, one a line; "" for none
+	vigilDPoPKey           string // file of the key vigil's tokens are bound to: DPoP with a proof per request
 	clients, sessions      int
 	rounds                 int
 	round, warmup          time.Duration
@@ -61,6 +62,7 @@ func main() {
 	flag.StringVar(&cfg.vigilName, "vigil-name", "vigil", "`name` of the -vigil server in the report")
 	flag.StringVar(&cfg.floorToken, "floor-tokens", "", "`file` of bearer tokens for the -floor server, one a line: client (and session) i sends token i mod n")
 	flag.StringVar(&cfg.vigilToken, "vigil-tokens", "", "`file` of bearer tokens for the -vigil server, as -floor-tokens")
+	flag.StringVar(&cfg.vigilDPoPKey, "vigil-dpop-key", "", "PEM PKCS #8 P-256 key `file` the -vigil-tokens are bound to: they are sent with the DPoP scheme and a fresh proof per request (RFC 9449)")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	flag.IntVar(&cfg.sessions, "sessions", 8, "2025-06-18 sessions the clients share")
 	flag.IntVar(&cfg.rounds, "rounds", 15, "timed rounds per server and workload")
@@ -116,15 +118,22 @@ type target struct {
 	// does, not on connections pooled with other clients' (nil without
 	// tokens: the clients share client's).
 	workers []*http.Client
-	sids    []string // the 2025 workload's sessions
-	tokens  []string // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
+	sids    []string    // the 2025 workload's sessions
+	tokens  []string    // bearer tokens: client or session i sends tokens[i%len]; none: no Authorization
+	dpop    *dpopSigner // the tokens are DPoP-bound to its key; nil: Bearer
 	rounds  []benchservice.Round
 }
 
 // authorize gives req the bearer token of client or session i, if t has
 // tokens, and returns it.
 func (t *target) authorize(req *http.Request, i int) *http.Request {
-	if len(t.tokens) > 0 {
+	switch {
+	case len(t.tokens) == 0:
+	case t.dpop != nil:
+		if err := t.dpop.authorize(req, t.tokens[i%len(t.tokens)]); err != nil {
+			panic(err) // an ECDSA signature does not fail with a valid key
+		}
+	default:
 		req.Header.Set("Authorization", "Bearer "+t.tokens[i%len(t.tokens)])
 	}
 	return req
@@ -136,7 +145,7 @@ func (t *target) clientFor(i int) *http.Client {
 	if len(t.tokens) == 0 {
 		return t.client
 	}
-	return &http.Client{Transport: bearer{base: t.client.Transport, token: t.tokens[i%len(t.tokens)]}}
+	return &http.Client{Transport: bearer{base: t.client.Transport, token: t.tokens[i%len(t.tokens)], dpop: t.dpop}}
 }
 
 // runFor runs the load on t for d, through its clients' own connections
@@ -163,10 +172,17 @@ func (t *target) closeIdle() {
 type bearer struct {
 	base  http.RoundTripper
 	token string
+	dpop  *dpopSigner // the token is DPoP-bound to its key; nil: Bearer
 }
 
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
+	if b.dpop != nil {
+		if err := b.dpop.authorize(req, b.token); err != nil {
+			return nil, err
+		}
+		return b.base.RoundTrip(req)
+	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	return b.base.RoundTrip(req)
 }
@@ -223,9 +239,13 @@ func throughput(w io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
+	vigilDPoP, err := readDPoPKey(cfg.vigilDPoPKey)
+	if err != nil {
+		return err
+	}
 	for wl := range strings.SplitSeq(cfg.workloads, ",") {
 		floor := &target{name: cfg.floorName, url: cfg.floorURL, pid: cfg.floorPID, client: loadgen.NewClient(), tokens: floorTokens}
-		vigil := &target{name: cfg.vigilName, url: cfg.vigilURL, pid: cfg.vigilPID, client: loadgen.NewClient(), tokens: vigilTokens}
+		vigil := &target{name: cfg.vigilName, url: cfg.vigilURL, pid: cfg.vigilPID, client: loadgen.NewClient(), tokens: vigilTokens, dpop: vigilDPoP}
 		var title string
 		var newReq func(t *target) func(w int, id int64) *http.Request
 		switch strings.TrimSpace(wl) {

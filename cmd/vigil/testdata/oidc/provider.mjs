@@ -9,10 +9,11 @@
 //     [--introspector-id vigil --introspector-secret vs] \
 //     [--scopes vigil.read,vigil.slow] [--token-format jwt|opaque] \
 //     [--access-token-ttl 600] [--jwks private-jwks.json] [--exit-on-stdin-close] \
-//     [--other-resource http://127.0.0.1:9/other ...] [--test-endpoints]
+//     [--other-resource http://127.0.0.1:9/other ...] [--test-endpoints] \
+//     [--exchanger-id vigil-exchanger --exchanger-secret xs]
 //
 // Secrets may instead come from the environment: OIDC_CLIENT_SECRET (one
-// client) and OIDC_INTROSPECTOR_SECRET.
+// client), OIDC_INTROSPECTOR_SECRET and OIDC_EXCHANGER_SECRET.
 //
 // It listens on 127.0.0.1 (port 0 picks a free port; the issuer is then
 // http://127.0.0.1:<the port chosen>, with no trailing slash) and prints one
@@ -33,6 +34,9 @@
 //     issues RS256 JWTs signed with the FIRST key of --jwks (kid in the
 //     header); opaque issues reference tokens, kept in memory (they do not
 //     survive a restart) and readable only by introspection;
+//   - with a DPoP proof (RFC 9449) on the token request, a DPoP-bound token:
+//     token_type DPoP, and cnf.jkt (the proof key's thumbprint) in the JWT
+//     and in its introspection;
 //   - POST /token/introspection (RFC 7662), client authentication as above;
 //   - POST /token/revocation (RFC 7009), client authentication as above;
 //   - with --other-resource (repeatable), tokens also for those resources
@@ -40,7 +44,26 @@
 //     for another resource server;
 //   - with --test-endpoints, GET /test/introspections: {"count": n}, the
 //     number of POST /token/introspection requests received since start
-//     (counted on arrival, before they are answered).
+//     (counted on arrival, before they are answered);
+//   - with --exchanger-id (and --jwks), POST /token with
+//     grant_type=urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693),
+//     for that client only (the resource server's exchange credentials):
+//     subject_token is an access token of this provider for --resource (an
+//     RS256 JWT, verified), subject_token_type
+//     urn:ietf:params:oauth:token-type:access_token, audience one of
+//     --other-resource or --resource (invalid_target otherwise), scope (optional) a
+//     subset of the subject token's (invalid_scope otherwise; default its
+//     scope). The answer (RFC 8693 §2.2.1) is an RS256 JWT access token
+//     (typ at+jwt) with the subject token's sub, aud the audience, client_id
+//     the exchanger, the scope, and act {"sub": <exchanger>} with the subject
+//     token's own act nested in it (RFC 8693 §4.1), for --access-token-ttl
+//     seconds; token_type Bearer, issued_token_type access_token;
+//   - with --test-endpoints and --exchanger-id, GET /test/exchanges:
+//     {"count": n}, the tokens issued by exchange since start; and POST
+//     /test/seen with a JSON body {"token": t}: {"requests": ["POST /token",
+//     ...]}, the method and path of every request received since start
+//     whose URL, headers or parsed body held t (the test's own /test
+//     requests excepted).
 //
 // Who may introspect what (oidc-provider's rules, and this configuration's):
 //   - JWT access tokens are never introspected: oidc-provider refuses any
@@ -72,11 +95,13 @@
 // provider on the same port with [new, old] and then [new] to test a key
 // rotation. Without --jwks oidc-provider uses its development keys.
 
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import process from 'node:process';
 import { parseArgs } from 'node:util';
 
+import { createLocalJWKSet, importJWK, jwtVerify, SignJWT } from 'jose';
 import Provider, { errors } from 'oidc-provider';
 
 const { values: args } = parseArgs({
@@ -94,6 +119,8 @@ const { values: args } = parseArgs({
     'exit-on-stdin-close': { type: 'boolean', default: false },
     'other-resource': { type: 'string', multiple: true, default: [] },
     'test-endpoints': { type: 'boolean', default: false },
+    'exchanger-id': { type: 'string' },
+    'exchanger-secret': { type: 'string' },
   },
   strict: true,
 });
@@ -156,6 +183,25 @@ if (introspector) {
   });
 }
 
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const exchanger = args['exchanger-id'];
+if (exchanger) {
+  const secret = args['exchanger-secret'] ?? process.env.OIDC_EXCHANGER_SECRET;
+  if (!secret) fail('--exchanger-id needs --exchanger-secret (or OIDC_EXCHANGER_SECRET)');
+  if (ids.includes(exchanger) || exchanger === introspector) fail('--exchanger-id must differ from every other client');
+  if (!args.jwks) fail('--exchanger-id needs --jwks (the exchanged tokens are signed with its first key)');
+  clients.push({
+    client_id: exchanger,
+    client_secret: secret,
+    // It only exchanges tokens.
+    grant_types: [TOKEN_EXCHANGE],
+    redirect_uris: [],
+    response_types: [],
+    scope: scopes.join(' '),
+  });
+}
+
 let jwks;
 if (args.jwks) {
   try {
@@ -183,6 +229,10 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
+    // RFC 9449: a token request with a DPoP proof gets a DPoP-bound token
+    // (token_type DPoP, cnf.jkt in the JWT and in introspection). On by
+    // default in oidc-provider 9; said here because the DPoP tests rely on it.
+    dPoP: { enabled: true },
     introspection: {
       enabled: true,
       allowedPolicy: (ctx, client, token) => client.clientId === introspector || client.clientId === token.clientId,
@@ -209,10 +259,72 @@ const provider = new Provider(issuer, {
 });
 
 provider.on('server_error', (ctx, err) => console.error('provider: server_error', err));
+// Every request, with what it carried (URL, headers, parsed body), for
+// POST /test/seen.
+const received = [];
+function parsedBody(ctx) {
+  try {
+    return JSON.stringify(ctx.oidc?.body ?? {});
+  } catch {
+    return '{}';
+  }
+}
 provider.use(async (ctx, next) => {
   await next();
   console.error(`provider: ${ctx.method} ${ctx.path} ${ctx.status}`);
+  if (exchanger && args['test-endpoints']) {
+    received.push({
+      what: `${ctx.method} ${ctx.path}`,
+      carried: `${ctx.url}\n${JSON.stringify(ctx.headers)}\n${parsedBody(ctx)}`,
+    });
+  }
 });
+
+let exchanges = 0;
+if (exchanger) {
+  const signing = jwks.keys[0];
+  const privateKey = await importJWK(signing, 'RS256');
+  const publicKeys = createLocalJWKSet({
+    keys: jwks.keys.map(({ kty, kid, n, e }) => ({ kty, kid, n, e, alg: 'RS256', use: 'sig' })),
+  });
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { client, params } = ctx.oidc;
+    if (client.clientId !== exchanger) throw new errors.UnauthorizedClient('only the exchanger may exchange tokens');
+    if (params.subject_token_type !== ACCESS_TOKEN_TYPE) throw new errors.InvalidRequest('subject_token_type must be an access token');
+    let subject;
+    try {
+      ({ payload: subject } = await jwtVerify(params.subject_token ?? '', publicKeys, { issuer, audience: resource }));
+    } catch {
+      throw new errors.InvalidGrant('subject_token is not a valid access token of this server for its resource');
+    }
+    const audience = params.audience;
+    if (!audience || (audience !== resource && !otherResources.includes(audience))) {
+      throw new errors.InvalidTarget(`unknown audience ${audience}`);
+    }
+    const held = (subject.scope ?? '').split(' ').filter(Boolean);
+    const asked = params.scope ? params.scope.split(' ').filter(Boolean) : held;
+    if (asked.some((sc) => !held.includes(sc))) throw new errors.InvalidScope('scope exceeds the subject token\'s', params.scope);
+    const act = { sub: client.clientId, ...(subject.act ? { act: subject.act } : {}) };
+    const now = Math.floor(Date.now() / 1000);
+    const token = await new SignJWT({ client_id: client.clientId, act, ...(asked.length ? { scope: asked.join(' ') } : {}) })
+      .setProtectedHeader({ alg: 'RS256', kid: signing.kid, typ: 'at+jwt' })
+      .setIssuer(issuer)
+      .setSubject(subject.sub)
+      .setAudience(audience)
+      .setIssuedAt(now)
+      .setExpirationTime(now + ttl)
+      .setJti(randomUUID())
+      .sign(privateKey);
+    exchanges += 1;
+    ctx.body = {
+      access_token: token,
+      issued_token_type: ACCESS_TOKEN_TYPE,
+      token_type: 'Bearer',
+      expires_in: ttl,
+      ...(asked.length ? { scope: asked.join(' ') } : {}),
+    };
+  }, ['subject_token', 'subject_token_type', 'audience', 'scope', 'requested_token_type']);
+}
 
 server.removeAllListeners('error');
 const callback = provider.callback();
@@ -223,6 +335,22 @@ server.on('request', (req, res) => {
   if (args['test-endpoints'] && req.method === 'GET' && path === '/test/introspections') {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
     res.end(JSON.stringify({ count: introspections }));
+    return;
+  }
+  if (args['test-endpoints'] && exchanger && req.method === 'GET' && path === '/test/exchanges') {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+    res.end(JSON.stringify({ count: exchanges }));
+    return;
+  }
+  if (args['test-endpoints'] && exchanger && req.method === 'POST' && path === '/test/seen') {
+    let body = '';
+    req.on('data', (chunk) => { body += chunk; });
+    req.on('end', () => {
+      const { token } = JSON.parse(body || '{}');
+      const requests = token ? received.filter((r) => r.carried.includes(token)).map((r) => r.what) : [];
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' });
+      res.end(JSON.stringify({ requests }));
+    });
     return;
   }
   callback(req, res);

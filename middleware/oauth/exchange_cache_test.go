@@ -1,0 +1,56 @@
+package oauth
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/vigil-mcp/vigil/middleware/auth"
+)
+
+// The exchange cache holds at most its size, dropping the least recently
+// used, and hands out an entry only before its deadline.
+func TestExchangeCacheBounded(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	c := newExchangeCache(2)
+	k := func(i byte) tokenHash { return tokenHash{i} }
+	c.put(k(1), "one", now.Add(time.Minute), now)
+	c.put(k(2), "two", now.Add(time.Minute), now)
+	_, _ = c.get(k(1), now) // 2 is now the least recently used
+	c.put(k(3), "three", now.Add(time.Minute), now)
+	assert.Equal(t, 2, c.len())
+	_, ok := c.get(k(2), now)
+	assert.False(t, ok, "dropped")
+	tok, ok := c.get(k(1), now)
+	assert.True(t, ok)
+	assert.Equal(t, "one", tok)
+
+	_, ok = c.get(k(3), now.Add(time.Minute))
+	assert.False(t, ok, "not at its deadline")
+	assert.Equal(t, 1, c.len(), "an expired entry is dropped when met")
+	c.put(k(4), "past", now, now)
+	_, ok = c.get(k(4), now)
+	assert.False(t, ok, "an entry already expired is not kept")
+}
+
+// The cache key separates principals, their act chains and scopes, the
+// audiences and the scopes asked for; the order and repetition of scopes
+// does not matter.
+func TestExchangeKey(t *testing.T) {
+	t.Parallel()
+	alice := &auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a", "b"}}
+	base := exchangeKey(alice, "https://api", []string{"x", "y"})
+	assert.Equal(t, base, exchangeKey(alice, "https://api", []string{"y", "x", "x"}))
+	for name, k := range map[string]tokenHash{
+		"subject":    exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "bob", ClientID: "app", Scopes: []string{"a", "b"}}, "https://api", []string{"x", "y"}),
+		"actors":     exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a", "b"}, Actors: []string{"agent"}}, "https://api", []string{"x", "y"}),
+		"its scopes": exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a"}}, "https://api", []string{"x", "y"}),
+		"audience":   exchangeKey(alice, "https://api2", []string{"x", "y"}),
+		"scopes":     exchangeKey(alice, "https://api", []string{"x"}),
+		"split":      exchangeKey(alice, "https://api", []string{"xy"}),
+	} {
+		assert.NotEqual(t, base, k, name)
+	}
+}
