@@ -48,7 +48,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -242,6 +242,11 @@ bench-redis:
 bench-hop:
 	@echo "==> bench-hop: cmd/vigil-bench -hop"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -hop $(BENCH_FLAGS)
+
+## bench-gateway: what a gateway hop costs: vigil called through vigil -upstream (HTTP, then stdio) against vigil called directly; run by hand.
+bench-gateway:
+	@echo "==> bench-gateway: cmd/vigil-bench -gateway"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -gateway $(BENCH_FLAGS)
 
 ## bench-scale: SCALE_SESSIONS 2025 sessions with open GET streams and 20 list_changed fan-outs (vigil-everything against the floor), overload at 32, 512 and 2,048 clients and a 1 MiB echo (the shipped vigil against the floor), four heavy callers and a light one at once (the shipped vigil with its quotas: the light one is not shed), printed as ratios with the PASS/FAIL of issue 45's acceptance; raises its file-descriptor limit; run by hand.
 bench-scale:

@@ -27,7 +27,11 @@
 // -auth-issuer pointing at a minimal issuer it serves itself (RFC 8414
 // metadata and a JWKS; RS256 tokens minted in process, one per client) and
 // one without auth, under the same load; then that vigil against the same
-// with -auth-policy (benchPolicy), for what a tool policy costs. With -footprint (make
+// with -auth-policy (benchPolicy), for what a tool policy costs. With
+// -gateway (make bench-gateway), it measures a gateway hop: vigil called
+// directly against a second vigil that fronts it with -upstream, over
+// HTTP and then over stdio, the gateway's CPU per request against the
+// upstream's. With -footprint (make
 // bench-footprint), it measures no throughput: it runs cmd/vigil's
 // BenchmarkServiceHandler and the floor's BenchmarkFloorHandler under
 // valgrind's cachegrind and reports, per request, the instructions, the

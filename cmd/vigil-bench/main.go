@@ -40,6 +40,7 @@ type config struct {
 	auth      bool // vigil with JWT auth against vigil without, instead of vigil against the floor
 	redis     bool // vigil -redis against vigil in memory, instead of vigil against the floor
 	hop       bool // the latency of a hop between two vigil -redis replicas
+	gateway   bool // vigil through a vigil -upstream gateway against vigil directly
 	hopTries  int  // samples of each -hop measurement
 	footprint bool // the handlers' instructions and cache misses under cachegrind
 	scaleRun  bool // the scale benchmark: streams and fan-out, overload, large payloads
@@ -63,6 +64,7 @@ func main() {
 	flag.BoolVar(&cfg.auth, "auth", false, "measure authorization: vigil with -auth-issuer (a cached valid JWT per client) against the same vigil without auth, instead of vigil against the floor")
 	flag.BoolVar(&cfg.redis, "redis", false, "measure the shared mode: vigil -redis (one replica, on a redis-server it starts) against vigil in memory, instead of vigil against the floor")
 	flag.BoolVar(&cfg.hop, "hop", false, "measure a hop between two vigil -redis replicas: an elicitation answer and a cancel or DELETE posted to the replica that does not run the request")
+	flag.BoolVar(&cfg.gateway, "gateway", false, "measure a gateway hop: vigil called through a vigil -upstream in front of it (over HTTP, then over stdio) against vigil called directly")
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.BoolVar(&cfg.footprint, "footprint", false, "measure what one request costs vigil's handler and the floor's in process, under cachegrind: instructions, L1 instruction- and data-cache misses, mispredicted branches (needs valgrind)")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
@@ -98,6 +100,8 @@ func main() {
 		run = runRedis
 	case cfg.hop:
 		run = runHop
+	case cfg.gateway:
+		run = runGateway
 	case cfg.footprint:
 		run = runFootprint
 	case cfg.scaleRun:
