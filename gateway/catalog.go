@@ -24,6 +24,7 @@ type catalog struct {
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
 	templates []server.ResourceTemplate
+	hidden    []string // the upstream's tools its filter leaves out (filter.go)
 }
 
 // list lists what the upstream offers on session s, by the capabilities
@@ -41,6 +42,10 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			var t server.Tool
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
+			}
+			if !m.tools.admits(t.Name) {
+				cat.hidden = append(cat.hidden, t.Name)
+				return nil
 			}
 			t.Execution = nil // tasks do not cross the hop yet
 			cat.toolNames = append(cat.toolNames, t.Name)

@@ -41,6 +41,13 @@ type Upstream struct {
 	// Header is sent with every request to an HTTP upstream: its own
 	// credentials. A caller's token is never sent upstream.
 	Header http.Header
+	// Tools, when not empty, filters the upstream's tools by their own
+	// names (before any prefix): a tool is served when a pattern matches
+	// it (path.Match globs; every tool when all patterns are denials) and
+	// no denial ("!" and a glob) does. A tool left out is neither listed
+	// nor callable, after a list_changed too. A pattern that matches none
+	// of the upstream's tools at Mount fails it.
+	Tools []string
 }
 
 // Config configures [Mount].
@@ -76,7 +83,8 @@ type mount struct {
 	up     Upstream
 	prefix string // "" or NAME_
 	log    *slog.Logger
-	cat    *catalog // what is registered; guarded by g.mu
+	tools  toolFilter // Upstream.Tools
+	cat    *catalog   // what is registered; guarded by g.mu
 
 	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
 	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
@@ -127,6 +135,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	for _, up := range cfg.Upstreams {
 		m := &mount{g: g, up: up, log: cfg.Logger, stale: make(chan struct{}, 1), quit: make(chan struct{})}
+		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
@@ -139,6 +148,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		g.mounts = append(g.mounts, m)
 		m.refresher.Go(m.refreshLoop)
 		cat, err := m.list(ctx, c.session)
+		if err == nil {
+			err = m.filtersSomething(cat)
+		}
 		if err == nil {
 			g.mu.Lock()
 			err = cat.claim(g.owners, false)
@@ -186,6 +198,9 @@ func checkUpstreams(ups []Upstream) error {
 		seen[up.Name] = true
 		if (len(up.Command) == 0) == (up.URL == "") {
 			return fmt.Errorf("gateway: upstream %s: set exactly one of Command and URL", up.Name)
+		}
+		if _, err := parseToolFilter(up.Tools); err != nil {
+			return fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
 		}
 	}
 	return nil
