@@ -24,7 +24,9 @@ func TestToolFilter(t *testing.T) {
 	require.NotNil(t, rpcErr, "a tool left out cannot be called")
 	assert.Contains(t, rpcErr.Message, "bad")
 
-	hi := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text("hi"), nil }
+	hi := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hi"), nil
+	}
 	require.NoError(t, u.srv.AddTool(server.Tool{Name: "hi"}, hi))
 	require.NoError(t, u.srv.AddTool(server.Tool{Name: "other"}, hi))
 	for { // the refresh may announce other lists too
