@@ -283,6 +283,12 @@ func (m *mount) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), refreshWithin)
 	defer cancel()
 	cat, err := m.list(ctx, c.session)
+	if errors.Is(err, upstream.ErrSessionExpired) { // listing is safe to retry, once, on a new session
+		var s *upstream.Session
+		if s, err = m.session(ctx); err == nil {
+			cat, err = m.list(ctx, s)
+		}
+	}
 	if err != nil {
 		m.log.Warn("gateway: listing again after list_changed failed", "upstream", m.up.Name, "error", err)
 		return
@@ -367,9 +373,10 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 }
 
 // callTool returns the handler of the upstream's tool name: it forwards
-// the call with the caller's context, relays its log messages, and its
-// progress when the caller asked for progress.
-func (m *mount) callTool(name string) server.ToolHandler {
+// the call with the caller's context (again on a new session after the
+// upstream forgot the session, when retry), relays its log messages, and
+// its progress when the caller asked for progress.
+func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
 		if req.Request != nil {
@@ -377,10 +384,10 @@ func (m *mount) callTool(name string) server.ToolHandler {
 				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		raw, err := m.forward(ctx, "tools/call", struct {
+		raw, err := m.forwardRetry(ctx, "tools/call", struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, notes)
+		}{name, req.Arguments}, notes, retry)
 		if err != nil {
 			return nil, err
 		}

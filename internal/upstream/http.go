@@ -215,7 +215,7 @@ func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
-		c.fail(fmt.Errorf("upstream: http: %w: the upstream ended the session (404)", transport.ErrPeerGone))
+		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
 	case resp.StatusCode/100 != 2:
 		if req != nil && !req.IsNotification() {
 			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
