@@ -41,6 +41,14 @@ type Upstream struct {
 	// Header is sent with every request to an HTTP upstream: its own
 	// credentials. A caller's token is never sent upstream.
 	Header http.Header
+	// Credentials, when set, returns headers for each request to an HTTP
+	// upstream besides Header: its own token, got by client credentials or
+	// by exchanging the caller's token for one of the upstream's audience.
+	// ctx is the downstream call's context for what a call sends (its
+	// tools/call, its cancel), else one of the gateway's own (initialize,
+	// listings, the GET stream). An error fails that request only; its
+	// text must hold no secret.
+	Credentials func(ctx context.Context) (http.Header, error)
 	// Tools, when not empty, filters the upstream's tools by their own
 	// names (before any prefix): a tool is served when a pattern matches
 	// it (path.Match globs; every tool when all patterns are denials) and
@@ -212,7 +220,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
+		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials})
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {

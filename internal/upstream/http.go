@@ -41,6 +41,15 @@ type HTTPConfig struct {
 	// Header is sent with every request: the upstream's own credentials,
 	// never the downstream client's.
 	Header http.Header
+	// Credentials, when set, returns headers set on each request besides
+	// Header (the upstream's own token: got by client credentials, or by
+	// exchanging the caller's). Its ctx is the one of the Write that sends
+	// the message (a caller's call or notification), or the connection's
+	// own for what no caller sends (the GET stream, answers to the
+	// upstream, the DELETE). When it fails, the request is not sent and a
+	// request is answered with an error holding its text, which must hold
+	// no secret; the connection lives on.
+	Credentials func(ctx context.Context) (http.Header, error)
 	// MaxMessageBytes bounds each message the upstream sends, a JSON body
 	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1); a
 	// longer one ends the connection with [transport.ErrFrameTooLarge].
@@ -136,6 +145,14 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 		return err
 	}
 	c.headers(hreq)
+	if err := c.credentials(ctx, hreq); err != nil {
+		if req != nil && !req.IsNotification() {
+			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
+				Code: int64(protocol.CodeInternal), Message: "the upstream's credentials: " + err.Error(),
+			}})
+		}
+		return nil
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
 	// The POST runs under the connection's lifetime, not the caller's: a
@@ -207,6 +224,21 @@ func (c *httpConn) headers(r *http.Request) {
 	if c.version != "" {
 		r.Header.Set(headerProtocol, c.version)
 	}
+}
+
+// credentials sets on r the headers of Credentials for ctx.
+func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
+	if c.cfg.Credentials == nil {
+		return nil
+	}
+	h, err := c.cfg.Credentials(ctx)
+	if err != nil {
+		return err
+	}
+	for k, vs := range h {
+		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	return nil
 }
 
 // answered reads what the upstream answered to the POST of req (nil for a
@@ -400,6 +432,9 @@ func (c *httpConn) openGet() {
 			return
 		}
 		c.headers(req)
+		if c.credentials(c.ctx, req) != nil {
+			return
+		}
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := c.client.Do(req)
 		if err != nil {
@@ -431,6 +466,9 @@ func (c *httpConn) Close() error {
 		defer cancel()
 		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.cfg.URL, nil); err == nil {
 			c.headers(req)
+			if c.credentials(ctx, req) != nil {
+				return nil
+			}
 			if resp, err := c.client.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 				_ = resp.Body.Close()
