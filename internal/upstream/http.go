@@ -208,7 +208,7 @@ func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *ht
 		c.mu.Unlock()
 	}
 	started <- nil
-	c.answered(req, resp)
+	c.answered(ctx, req, resp)
 }
 
 // headers sets the headers every request carries.
@@ -242,8 +242,8 @@ func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
 }
 
 // answered reads what the upstream answered to the POST of req (nil for a
-// notification or a response).
-func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
+// notification or a response), under the POST's ctx.
+func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *http.Response) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
@@ -255,7 +255,10 @@ func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
 			}})
 		}
 	case mediaType == "text/event-stream":
-		c.readEvents(req, resp.Body)
+		var st sseState
+		if done, err := c.readEvents(req, resp.Body, &st); !done {
+			c.resumeOrLose(ctx, req, &st, err)
+		}
 	case mediaType == "application/json":
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
 		switch {
@@ -282,28 +285,28 @@ func (c *httpConn) lost(req *transport.Request, err error) {
 	}})
 }
 
-// readEvents reads an SSE stream, each event's data one message.
-func (c *httpConn) readEvents(req *transport.Request, body io.Reader) {
+// readEvents reads an SSE stream, each event's data one message, keeping
+// in st what resuming it needs. It reports whether the stream is done:
+// it carried req's answer, or broke a bound (the connection then failed);
+// else why it ended before that (io.EOF when it just ended).
+func (c *httpConn) readEvents(req *transport.Request, body io.Reader, st *sseState) (bool, error) {
 	r := bufio.NewReaderSize(body, 4096)
 	var data bytes.Buffer
 	for {
 		line, err := readLine(r, c.cfg.MaxMessageBytes)
 		if errors.Is(err, transport.ErrFrameTooLarge) {
 			c.fail(fmt.Errorf("upstream: http: sse: %w", err))
-			return
+			return true, err
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the stream ended before the answer")
-			}
-			c.lost(req, err) // the call is not left hanging
-			return
+			return false, err
 		}
 		switch {
 		case len(line) == 0: // the end of an event
 			if data.Len() > 0 {
+				st.events++
 				if c.decoded(req, bytes.Clone(data.Bytes())) {
-					return // req's answer: the stream has done its work
+					return true, nil // req's answer: the stream has done its work
 				}
 				data.Reset()
 			}
@@ -311,12 +314,14 @@ func (c *httpConn) readEvents(req *transport.Request, body io.Reader) {
 			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
 			if data.Len()+len(v)+1 > c.cfg.MaxMessageBytes {
 				c.fail(fmt.Errorf("upstream: http: sse: %w", transport.ErrFrameTooLarge))
-				return
+				return true, transport.ErrFrameTooLarge
 			}
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
 			data.Write(v)
+		default:
+			st.field(line)
 		}
 	}
 }
@@ -415,37 +420,16 @@ func (c *httpConn) sessionID() string {
 	return c.session
 }
 
-// openGet opens, once, the GET stream on which the upstream sends what
-// belongs to no request (list_changed, resource updates). An upstream
-// that offers none answers 405.
+// openGet starts, once, the GET stream on which the upstream sends what
+// belongs to no request (list_changed, resource updates): see listen.
 func (c *httpConn) openGet() {
 	c.mu.Lock()
 	tried := c.getOpen
 	c.getOpen = true
 	c.mu.Unlock()
-	if tried {
-		return
+	if !tried {
+		c.spawn(c.listen)
 	}
-	c.spawn(func() {
-		req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.cfg.URL, nil)
-		if err != nil {
-			return
-		}
-		c.headers(req)
-		if c.credentials(c.ctx, req) != nil {
-			return
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := c.client.Do(req)
-		if err != nil {
-			return
-		}
-		defer func() { _ = resp.Body.Close() }()
-		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if resp.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
-			c.readEvents(nil, resp.Body)
-		}
-	})
 }
 
 // Close ends the streams, sends DELETE for the session (bounded), and
