@@ -68,14 +68,15 @@ type httpConn struct {
 	in     chan transport.Message
 	wg     sync.WaitGroup // the goroutines reading bodies
 
-	mu      sync.Mutex
-	session string // Mcp-Session-Id, once the upstream gave one
-	version string // the protocol version initialize settled on
-	err     error  // the first terminal error
-	failed  chan struct{}
-	closed  bool
-	getOpen bool                                // the GET stream was tried
-	related map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
+	mu        sync.Mutex
+	session   string // Mcp-Session-Id, once the upstream gave one
+	version   string // the protocol version initialize settled on
+	err       error  // the first terminal error
+	failed    chan struct{}
+	closed    bool
+	getOpen   bool                                // the GET stream was tried
+	stateless string                              // the 2026-07-28 version spoken, "" in the session era (http_stateless.go)
+	related   map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
 }
 
 // maxRelated bounds the upstream requests whose call is remembered.
@@ -145,6 +146,7 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 		return err
 	}
 	c.headers(hreq)
+	c.statelessHeaders(hreq, req)
 	if err := c.credentials(ctx, hreq); err != nil {
 		if req != nil && !req.IsNotification() {
 			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
@@ -250,9 +252,7 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
 	case resp.StatusCode/100 != 2:
 		if req != nil && !req.IsNotification() {
-			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-				Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
-			}})
+			c.push(c.errorAnswer(req, resp, mediaType))
 		}
 	case mediaType == "text/event-stream":
 		var st sseState
@@ -272,6 +272,25 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 	default:
 		c.lost(req, fmt.Errorf("unexpected content type %q", mediaType))
 	}
+}
+
+// errorAnswer is the answer to req of an HTTP error status: the JSON-RPC
+// error the body holds when it answers req (as 2026-07-28 upstreams
+// send), else an internal error naming the status.
+func (c *httpConn) errorAnswer(req *transport.Request, resp *http.Response, mediaType string) *transport.Response {
+	if mediaType == "application/json" {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
+		if err == nil && len(data) <= c.cfg.MaxMessageBytes {
+			if m, err := transport.DecodeOwnedMessage(data); err == nil {
+				if r, ok := m.(*transport.Response); ok && r.ID == req.ID && r.Error != nil {
+					return r
+				}
+			}
+		}
+	}
+	return &transport.Response{ID: req.ID, Error: &transport.Error{
+		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
+	}}
 }
 
 // lost answers req, whose answer was cut off, with an error (the
