@@ -14,7 +14,7 @@ import (
 )
 
 // TestToolFilter: only the tools the patterns let through are listed and
-// callable, and a list_changed refresh honours the filter.
+// callable, and a list_changed refresh follows the filter.
 func TestToolFilter(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")

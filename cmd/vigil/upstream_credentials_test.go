@@ -29,8 +29,10 @@ func TestUpstreamCredentialFlags(t *testing.T) {
 		"-upstream-tools", "s=read_*,!read_secret")
 	require.NoError(t, err)
 	assert.Equal(t, http.Header{"X-Api-Key": {secret}, "X-Other": {secret}, "X-Tenant": {"blue"}}, cfg.upstreams[0].Header)
-	assert.Equal(t, upstreamAuth{mode: authClientCredentials, tokenURL: "http://127.0.0.1:9/token", clientID: "gw", secret: secret,
-		resource: "http://127.0.0.1:9/mcp", scopes: []string{"a", "b"}}, cfg.upstreamAuth["u"])
+	assert.Equal(t, upstreamAuth{
+		mode: authClientCredentials, tokenURL: "http://127.0.0.1:9/token", clientID: "gw", secret: secret,
+		resource: "http://127.0.0.1:9/mcp", scopes: []string{"a", "b"},
+	}, cfg.upstreamAuth["u"])
 	assert.Equal(t, []string{"read_*", "!read_secret"}, cfg.upstreams[1].Tools)
 
 	for _, tc := range []struct {

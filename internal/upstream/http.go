@@ -44,9 +44,10 @@ type HTTPConfig struct {
 	// Credentials, when set, returns headers set on each request besides
 	// Header (the upstream's own token: got by client credentials, or by
 	// exchanging the caller's). Its ctx is the one of the Write that sends
-	// the message (a caller's call or notification), or the connection's
-	// own for what no caller sends (the GET stream, answers to the
-	// upstream, the DELETE). When it fails, the request is not sent and a
+	// the message (a caller's call or notification; also for the GETs
+	// that resume that call's stream), or the connection's own for what
+	// no caller sends (the GET stream, answers to the upstream, the
+	// DELETE). When it fails, the request is not sent and a
 	// request is answered with an error holding its text, which must hold
 	// no secret; the connection lives on.
 	Credentials func(ctx context.Context) (http.Header, error)
@@ -162,10 +163,16 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	// once, and the POST is left abandonAfter to start answering, so
 	// that the cancel the session sends meanwhile reaches the upstream
 	// before the request's stream closes (which an upstream would take
-	// for a cancel without a notification).
-	post, cancel := context.WithCancel(c.ctx)
+	// for a cancel without a notification). It keeps the caller's
+	// values, for the Credentials of a GET that resumes its stream.
+	post, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(c.ctx, cancel)
 	started := make(chan error, 1)
-	if !c.spawn(func() { c.post(post, cancel, hreq, req, started) }) {
+	if !c.spawn(func() {
+		defer stop()
+		c.post(post, cancel, hreq, req, started)
+	}) {
+		stop()
 		cancel()
 		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
 	}

@@ -94,7 +94,7 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 		before := st.events
 		resp, err := c.get(ctx, st.lastID)
 		if err != nil {
-			c.lost(req, fmt.Errorf("%v; resuming it: %w", why, err))
+			c.lost(req, fmt.Errorf("%w; resuming it: %w", why, err))
 			return
 		}
 		done, err := c.readEvents(req, resp.Body, st)
@@ -112,14 +112,15 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 			stalled = 0
 		}
 	}
-	c.lost(req, fmt.Errorf("%v (resumed too often)", why))
+	c.lost(req, fmt.Errorf("%w (resumed too often)", why))
 }
 
 // errNoStream is the error of a GET the upstream answered with no SSE
 // stream (405: it offers none; or an error status).
 var errNoStream = errors.New("the upstream offered no stream")
 
-// get opens a GET stream, resuming after lastID when it is not empty. A
+// get opens a GET stream under ctx (whose values Credentials sees: a
+// resumed call's caller's), resuming after lastID when it is not empty. A
 // 404 on the session fails the connection with ErrSessionExpired.
 func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
@@ -127,7 +128,7 @@ func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, erro
 		return nil, err
 	}
 	c.headers(req)
-	if err := c.credentials(c.ctx, req); err != nil {
+	if err := c.credentials(ctx, req); err != nil {
 		return nil, fmt.Errorf("the upstream's credentials: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
