@@ -28,6 +28,7 @@ type restartable struct {
 	handler atomic.Pointer[streamable.Endpoint]
 	srv     *server.Server
 	calls   atomic.Int64 // the tools/call POSTs received
+	forget  atomic.Bool  // answer every request of a session 404
 	mu      sync.Mutex
 	ended   []*streamable.Endpoint
 }
@@ -58,6 +59,10 @@ func startRestartable(t *testing.T) *restartable {
 				u.calls.Add(1)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if u.forget.Load() && r.Header.Get("Mcp-Session-Id") != "" {
+			http.NotFound(w, r)
+			return
 		}
 		u.handler.Load().ServeHTTP(w, r)
 	}))
@@ -108,4 +113,18 @@ func TestExpiredSessionRetried(t *testing.T) {
 		"it may not be safe to send twice (the tool is not marked read-only or idempotent)", rpcErr.Message)
 	assert.Equal(t, int64(1), u.calls.Load()-before, "put was sent once")
 	assert.Equal(t, "put", c.CallTool("put", nil).Text(), "the next call opens a new session")
+}
+
+// TestExpiredSessionRetriedOnce: an upstream that forgets every session
+// at once gets a safe call twice at most (the first try and one retry),
+// then the caller gets an error.
+func TestExpiredSessionRetriedOnce(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startRestartable(t)
+	c := front(t, gateway.Upstream{Name: "r", URL: u.url})
+	u.forget.Store(true)
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "peek"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeInternal), rpcErr.Code)
+	assert.LessOrEqual(t, u.calls.Load(), int64(2), "never retried twice")
 }
