@@ -223,7 +223,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		upstreamHeaders = append(upstreamHeaders, v)
 		return nil
 	})
-	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token: `NAME=client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI]`, or NAME=token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); see docs/security.md", func(v string) error {
+	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", func(v string) error {
 		upstreamAuths = append(upstreamAuths, v)
 		return nil
 	})
