@@ -24,6 +24,7 @@ type catalog struct {
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
 	templates []server.ResourceTemplate
+	hidden    []string // the upstream's tools its filter leaves out (filter.go)
 }
 
 // list lists what the upstream offers on session s, by the capabilities
@@ -41,6 +42,10 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			var t server.Tool
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
+			}
+			if !m.tools.admits(t.Name) {
+				cat.hidden = append(cat.hidden, t.Name)
+				return nil
 			}
 			t.Execution = nil // tasks do not cross the hop yet
 			cat.toolNames = append(cat.toolNames, t.Name)
@@ -228,7 +233,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for i, t := range cat.tools {
-		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i])); err != nil {
+		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i], toolRetrySafe(&t))); err != nil {
 			return err
 		}
 		tools = append(tools, t.Name)
@@ -254,8 +259,14 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 	return nil
 }
 
-// forward calls method upstream with params under the caller's ctx.
+// forward calls method upstream with params under the caller's ctx,
+// again on a new session after it expired when method is retrySafe.
 func (m *mount) forward(ctx context.Context, method string, params any, notes *upstream.Notes) (json.RawMessage, error) {
+	return m.forwardRetry(ctx, method, params, notes, retrySafe(method))
+}
+
+// forwardRetry is forward, which retry allows to retry or not.
+func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -263,11 +274,7 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	if raw, err = withTraceContext(ctx, raw); err != nil {
 		return nil, err
 	}
-	s, err := m.session(ctx)
-	if err != nil {
-		return nil, m.callError(ctx, err)
-	}
-	res, err := s.Call(ctx, method, raw, notes)
+	res, err := m.call(ctx, method, raw, notes, retry)
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

@@ -41,6 +41,21 @@ type Upstream struct {
 	// Header is sent with every request to an HTTP upstream: its own
 	// credentials. A caller's token is never sent upstream.
 	Header http.Header
+	// Credentials, when set, returns headers for each request to an HTTP
+	// upstream besides Header: its own token, got by client credentials or
+	// by exchanging the caller's token for one of the upstream's audience.
+	// ctx is the downstream call's context for what a call sends (its
+	// tools/call, its cancel), else one of the gateway's own (initialize,
+	// listings, the GET stream). An error fails that request only; its
+	// text must hold no secret.
+	Credentials func(ctx context.Context) (http.Header, error)
+	// Tools, when not empty, filters the upstream's tools by their own
+	// names (before any prefix): a tool is served when a pattern matches
+	// it (path.Match globs; every tool when all patterns are denials) and
+	// no denial ("!" and a glob) does. A tool left out is neither listed
+	// nor callable, after a list_changed too. A pattern that matches none
+	// of the upstream's tools at Mount fails it.
+	Tools []string
 }
 
 // Config configures [Mount].
@@ -76,7 +91,8 @@ type mount struct {
 	up     Upstream
 	prefix string // "" or NAME_
 	log    *slog.Logger
-	cat    *catalog // what is registered; guarded by g.mu
+	tools  toolFilter // Upstream.Tools
+	cat    *catalog   // what is registered; guarded by g.mu
 
 	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
 	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
@@ -127,6 +143,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	for _, up := range cfg.Upstreams {
 		m := &mount{g: g, up: up, log: cfg.Logger, stale: make(chan struct{}, 1), quit: make(chan struct{})}
+		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
@@ -139,6 +156,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		g.mounts = append(g.mounts, m)
 		m.refresher.Go(m.refreshLoop)
 		cat, err := m.list(ctx, c.session)
+		if err == nil {
+			err = m.filtersSomething(cat)
+		}
 		if err == nil {
 			g.mu.Lock()
 			err = cat.claim(g.owners, false)
@@ -187,6 +207,9 @@ func checkUpstreams(ups []Upstream) error {
 		if (len(up.Command) == 0) == (up.URL == "") {
 			return fmt.Errorf("gateway: upstream %s: set exactly one of Command and URL", up.Name)
 		}
+		if _, err := parseToolFilter(up.Tools); err != nil {
+			return fmt.Errorf("gateway: upstream %s: %w", up.Name, err)
+		}
 	}
 	return nil
 }
@@ -197,7 +220,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header})
+		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials})
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {
@@ -268,6 +291,12 @@ func (m *mount) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), refreshWithin)
 	defer cancel()
 	cat, err := m.list(ctx, c.session)
+	if errors.Is(err, upstream.ErrSessionExpired) { // listing is safe to retry, once, on a new session
+		var s *upstream.Session
+		if s, err = m.session(ctx); err == nil {
+			cat, err = m.list(ctx, s)
+		}
+	}
 	if err != nil {
 		m.log.Warn("gateway: listing again after list_changed failed", "upstream", m.up.Name, "error", err)
 		return
@@ -352,9 +381,10 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 }
 
 // callTool returns the handler of the upstream's tool name: it forwards
-// the call with the caller's context, relays its log messages, and its
-// progress when the caller asked for progress.
-func (m *mount) callTool(name string) server.ToolHandler {
+// the call with the caller's context (again on a new session after the
+// upstream forgot the session, when retry), relays its log messages, and
+// its progress when the caller asked for progress.
+func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
 		if req.Request != nil {
@@ -362,10 +392,10 @@ func (m *mount) callTool(name string) server.ToolHandler {
 				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		raw, err := m.forward(ctx, "tools/call", struct {
+		raw, err := m.forwardRetry(ctx, "tools/call", struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, notes)
+		}{name, req.Arguments}, notes, retry)
 		if err != nil {
 			return nil, err
 		}

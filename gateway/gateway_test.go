@@ -257,8 +257,8 @@ func TestUpstreamCutMidCall(t *testing.T) {
 }
 
 // TestUpstreamStartedAgain: an upstream that ends the session (404) fails
-// the call that finds it gone, at once, and the next call starts a new
-// session and works.
+// the call that finds it gone, at once (the tool is not marked safe to
+// retry), and the next call starts a new session and works.
 func TestUpstreamStartedAgain(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
@@ -268,7 +268,7 @@ func TestUpstreamStartedAgain(t *testing.T) {
 	_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, int64(protocol.CodeInternal), rpcErr.Code)
-	assert.Equal(t, "upstream a is gone", rpcErr.Message)
+	assert.Contains(t, rpcErr.Message, "upstream a: its session expired (it answered 404) and the call was not retried")
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text(), "a new session serves the next call")
 }
 

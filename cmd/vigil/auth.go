@@ -26,7 +26,8 @@ const authHTTPTimeout = 10 * time.Second
 // -auth-issuer is set.
 type authorization struct {
 	rs    *oauth.ResourceServer
-	close func() // releases the verifier (its background key refresh)
+	x     *oauth.Exchanger // -auth-exchange-*; nil without
+	close func()           // releases the verifier (its background key refresh)
 }
 
 // newAuthorization builds the resource server of resource, the canonical
@@ -98,8 +99,9 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 		release()
 		return nil, err
 	}
+	var x *oauth.Exchanger
 	if cfg.exchangeEndpoint != "" {
-		if err := addExchange(rs, cfg, client, srv); err != nil {
+		if x, err = addExchange(rs, cfg, client, srv); err != nil {
 			release()
 			return nil, err
 		}
@@ -111,7 +113,7 @@ func newAuthorization(ctx context.Context, cfg config, resource string, srv *ser
 	logger.Info("authorization", "issuer", cfg.authIssuer, "resource", resource, "verifier", mode,
 		"scopes", cfg.authScopes, "metadata", rs.MetadataURL(), "hide_tools", cfg.authHideTools, "exchange_endpoint", cfg.exchangeEndpoint,
 		"require_dpop", cfg.authRequireDPoP, "dpop_nonces", cfg.authDPoPNonces)
-	return &authorization{rs: rs, close: release}, nil
+	return &authorization{rs: rs, x: x, close: release}, nil
 }
 
 // dpopNonceInfo names the key DPoP nonces are made with, derived from the

@@ -437,7 +437,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-auth-exchange-endpoint URL", "(env VIGIL_AUTH_EXCHANGE_ENDPOINT)", "-auth-exchange-client-id id", "(env VIGIL_AUTH_EXCHANGE_CLIENT_ID)", "VIGIL_AUTH_EXCHANGE_CLIENT_SECRET"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 62, flags, "every flag is listed")
+	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
+		assert.Contains(t, usage, want)
+	}
+	assert.Equal(t, 65, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

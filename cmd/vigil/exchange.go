@@ -51,9 +51,10 @@ func demoToolScopes(cfg config) map[string][]string {
 	return m
 }
 
-// addExchange gives rs the Exchanger of cfg's -auth-exchange-* settings
-// and registers downstream_whoami, the demo tool that uses it, with srv.
-func addExchange(rs *oauth.ResourceServer, cfg config, client *http.Client, srv *server.Server) error {
+// addExchange gives rs the Exchanger of cfg's -auth-exchange-* settings,
+// registers downstream_whoami, the demo tool that uses it, with srv, and
+// returns it (for the token_exchange upstreams too).
+func addExchange(rs *oauth.ResourceServer, cfg config, client *http.Client, srv *server.Server) (*oauth.Exchanger, error) {
 	x, err := rs.Exchanger(oauth.ExchangeConfig{
 		Endpoint:     cfg.exchangeEndpoint,
 		ClientID:     cfg.exchangeClientID,
@@ -61,9 +62,9 @@ func addExchange(rs *oauth.ResourceServer, cfg config, client *http.Client, srv 
 		HTTPClient:   client,
 	})
 	if err != nil {
-		return fmt.Errorf("-auth-exchange-endpoint %s: %w", cfg.exchangeEndpoint, err)
+		return nil, fmt.Errorf("-auth-exchange-endpoint %s: %w", cfg.exchangeEndpoint, err)
 	}
-	return srv.AddTool(server.Tool{
+	return x, srv.AddTool(server.Tool{
 		Name:   exchangeTool,
 		Scopes: cfg.authToolScopes[exchangeTool],
 		Description: "Exchanges the caller's token (RFC 8693) for one of the given audience, as a tool calling another service " +

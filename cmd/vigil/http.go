@@ -27,6 +27,7 @@ type front struct {
 	svc     *vigil.Service
 	authz   *authorization                  // built by guard, once the MCP listener's address is known
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
+	creds   *upstreamCredentials            // the -upstream-auth credentials, set before mounting; nil without upstreams
 }
 
 // options returns the service's options of front, and the rest of what
@@ -75,6 +76,7 @@ func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server,
 			return nil, nil, nil, err
 		}
 		f.authz = authz
+		f.creds.useExchanger(authz.x)
 		// The guarded endpoint checks tool scopes per message, and a
 		// forwarded task request is authorized there too.
 		endpoint, mcp = authz.rs.Endpoint(srv, opts...)

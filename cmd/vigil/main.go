@@ -128,7 +128,8 @@ type config struct {
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
-	upstreams []gateway.Upstream // -upstream, -upstream-env: the MCP servers fronted instead of the demo tools
+	upstreams    []gateway.Upstream      // -upstream, -upstream-env: the MCP servers fronted instead of the demo tools
+	upstreamAuth map[string]upstreamAuth // -upstream-auth, by upstream name: its secrets never printed
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
@@ -215,6 +216,19 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	})
 	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", func(v string) error {
 		upstreamEnv = append(upstreamEnv, v)
+		return nil
+	})
+	var upstreamHeaders, upstreamAuths, upstreamTools []string
+	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", func(v string) error {
+		upstreamHeaders = append(upstreamHeaders, v)
+		return nil
+	})
+	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", func(v string) error {
+		upstreamAuths = append(upstreamAuths, v)
+		return nil
+	})
+	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", func(v string) error {
+		upstreamTools = append(upstreamTools, v)
 		return nil
 	})
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
@@ -340,6 +354,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if cfg.upstreams, err = parseUpstreams(upstreamTargets, upstreamEnv); err != nil {
 		return config{}, err
+	}
+	if err := parseUpstreamTools(cfg.upstreams, upstreamTools); err != nil {
+		return config{}, err
+	}
+	if cfg.upstreamAuth, err = parseUpstreamCredentials(cfg.upstreams, upstreamHeaders, upstreamAuths, getenv); err != nil {
+		return config{}, err
+	}
+	for name, ua := range cfg.upstreamAuth {
+		if ua.mode == authTokenExchange && cfg.exchangeEndpoint == "" {
+			return config{}, fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
+		}
 	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
 		return config{}, err
@@ -656,7 +681,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(cfg.upstreams) > 0 {
 		// The upstreams' tools, in place of the demo tools: mounted
 		// before serving, checked as the demo tools are.
-		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: cfg.upstreams, Logger: logger})
+		f.creds = &upstreamCredentials{}
+		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: f.creds.apply(cfg), Logger: logger})
 		if err != nil {
 			return err
 		}

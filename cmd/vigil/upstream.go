@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vigil-mcp/vigil/gateway"
@@ -53,4 +54,22 @@ func parseUpstreams(targets, envs []string) ([]gateway.Upstream, error) {
 		ups[i].Env = append(ups[i].Env, kv)
 	}
 	return ups, nil
+}
+
+// parseUpstreamTools applies -upstream-tools (NAME=PATTERN[,PATTERN]: the
+// upstream's tools served, path.Match globs, !glob to leave out) to the
+// upstreams; gateway.Mount checks the patterns.
+func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
+	for _, v := range values {
+		name, patterns, _ := strings.Cut(v, "=")
+		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
+		switch {
+		case i < 0:
+			return fmt.Errorf("-upstream-tools %q: want NAME=PATTERN[,PATTERN] for an -upstream NAME", v)
+		case patterns == "":
+			return fmt.Errorf("-upstream-tools %s: no pattern", name)
+		}
+		ups[i].Tools = append(ups[i].Tools, strings.Split(patterns, ",")...)
+	}
+	return nil
 }

@@ -41,6 +41,16 @@ type HTTPConfig struct {
 	// Header is sent with every request: the upstream's own credentials,
 	// never the downstream client's.
 	Header http.Header
+	// Credentials, when set, returns headers set on each request besides
+	// Header (the upstream's own token: got by client credentials, or by
+	// exchanging the caller's). Its ctx is the one of the Write that sends
+	// the message (a caller's call or notification; also for the GETs
+	// that resume that call's stream), or the connection's own for what
+	// no caller sends (the GET stream, answers to the upstream, the
+	// DELETE). When it fails, the request is not sent and a
+	// request is answered with an error holding its text, which must hold
+	// no secret; the connection lives on.
+	Credentials func(ctx context.Context) (http.Header, error)
 	// MaxMessageBytes bounds each message the upstream sends, a JSON body
 	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1); a
 	// longer one ends the connection with [transport.ErrFrameTooLarge].
@@ -59,14 +69,15 @@ type httpConn struct {
 	in     chan transport.Message
 	wg     sync.WaitGroup // the goroutines reading bodies
 
-	mu      sync.Mutex
-	session string // Mcp-Session-Id, once the upstream gave one
-	version string // the protocol version initialize settled on
-	err     error  // the first terminal error
-	failed  chan struct{}
-	closed  bool
-	getOpen bool                                // the GET stream was tried
-	related map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
+	mu        sync.Mutex
+	session   string // Mcp-Session-Id, once the upstream gave one
+	version   string // the protocol version initialize settled on
+	err       error  // the first terminal error
+	failed    chan struct{}
+	closed    bool
+	getOpen   bool                                // the GET stream was tried
+	stateless string                              // the 2026-07-28 version spoken, "" in the session era (http_stateless.go)
+	related   map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
 }
 
 // maxRelated bounds the upstream requests whose call is remembered.
@@ -136,6 +147,15 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 		return err
 	}
 	c.headers(hreq)
+	c.statelessHeaders(hreq, req)
+	if err := c.credentials(ctx, hreq); err != nil {
+		if req != nil && !req.IsNotification() {
+			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
+				Code: int64(protocol.CodeInternal), Message: "the upstream's credentials: " + err.Error(),
+			}})
+		}
+		return nil
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
 	// The POST runs under the connection's lifetime, not the caller's: a
@@ -143,10 +163,16 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	// once, and the POST is left abandonAfter to start answering, so
 	// that the cancel the session sends meanwhile reaches the upstream
 	// before the request's stream closes (which an upstream would take
-	// for a cancel without a notification).
-	post, cancel := context.WithCancel(c.ctx)
+	// for a cancel without a notification). It keeps the caller's
+	// values, for the Credentials of a GET that resumes its stream.
+	post, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(c.ctx, cancel)
 	started := make(chan error, 1)
-	if !c.spawn(func() { c.post(post, cancel, hreq, req, started) }) {
+	if !c.spawn(func() {
+		defer stop()
+		c.post(post, cancel, hreq, req, started)
+	}) {
+		stop()
 		cancel()
 		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
 	}
@@ -191,7 +217,7 @@ func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *ht
 		c.mu.Unlock()
 	}
 	started <- nil
-	c.answered(req, resp)
+	c.answered(ctx, req, resp)
 }
 
 // headers sets the headers every request carries.
@@ -209,21 +235,37 @@ func (c *httpConn) headers(r *http.Request) {
 	}
 }
 
+// credentials sets on r the headers of Credentials for ctx.
+func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
+	if c.cfg.Credentials == nil {
+		return nil
+	}
+	h, err := c.cfg.Credentials(ctx)
+	if err != nil {
+		return err
+	}
+	for k, vs := range h {
+		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	return nil
+}
+
 // answered reads what the upstream answered to the POST of req (nil for a
-// notification or a response).
-func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
+// notification or a response), under the POST's ctx.
+func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *http.Response) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
-		c.fail(fmt.Errorf("upstream: http: %w: the upstream ended the session (404)", transport.ErrPeerGone))
+		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
 	case resp.StatusCode/100 != 2:
 		if req != nil && !req.IsNotification() {
-			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-				Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
-			}})
+			c.push(c.errorAnswer(req, resp, mediaType))
 		}
 	case mediaType == "text/event-stream":
-		c.readEvents(req, resp.Body)
+		var st sseState
+		if done, err := c.readEvents(req, resp.Body, &st); !done {
+			c.resumeOrLose(ctx, req, &st, err)
+		}
 	case mediaType == "application/json":
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
 		switch {
@@ -239,6 +281,25 @@ func (c *httpConn) answered(req *transport.Request, resp *http.Response) {
 	}
 }
 
+// errorAnswer is the answer to req of an HTTP error status: the JSON-RPC
+// error the body holds when it answers req (as 2026-07-28 upstreams
+// send), else an internal error naming the status.
+func (c *httpConn) errorAnswer(req *transport.Request, resp *http.Response, mediaType string) *transport.Response {
+	if mediaType == "application/json" {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
+		if err == nil && len(data) <= c.cfg.MaxMessageBytes {
+			if m, err := transport.DecodeOwnedMessage(data); err == nil {
+				if r, ok := m.(*transport.Response); ok && r.ID == req.ID && r.Error != nil {
+					return r
+				}
+			}
+		}
+	}
+	return &transport.Response{ID: req.ID, Error: &transport.Error{
+		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
+	}}
+}
+
 // lost answers req, whose answer was cut off, with an error (the
 // connection lives on: another POST may well succeed).
 func (c *httpConn) lost(req *transport.Request, err error) {
@@ -250,28 +311,28 @@ func (c *httpConn) lost(req *transport.Request, err error) {
 	}})
 }
 
-// readEvents reads an SSE stream, each event's data one message.
-func (c *httpConn) readEvents(req *transport.Request, body io.Reader) {
+// readEvents reads an SSE stream, each event's data one message, keeping
+// in st what resuming it needs. It reports whether the stream is done:
+// it carried req's answer, or broke a bound (the connection then failed);
+// else why it ended before that (io.EOF when it just ended).
+func (c *httpConn) readEvents(req *transport.Request, body io.Reader, st *sseState) (bool, error) {
 	r := bufio.NewReaderSize(body, 4096)
 	var data bytes.Buffer
 	for {
 		line, err := readLine(r, c.cfg.MaxMessageBytes)
 		if errors.Is(err, transport.ErrFrameTooLarge) {
 			c.fail(fmt.Errorf("upstream: http: sse: %w", err))
-			return
+			return true, err
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = errors.New("the stream ended before the answer")
-			}
-			c.lost(req, err) // the call is not left hanging
-			return
+			return false, err
 		}
 		switch {
 		case len(line) == 0: // the end of an event
 			if data.Len() > 0 {
+				st.events++
 				if c.decoded(req, bytes.Clone(data.Bytes())) {
-					return // req's answer: the stream has done its work
+					return true, nil // req's answer: the stream has done its work
 				}
 				data.Reset()
 			}
@@ -279,12 +340,14 @@ func (c *httpConn) readEvents(req *transport.Request, body io.Reader) {
 			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
 			if data.Len()+len(v)+1 > c.cfg.MaxMessageBytes {
 				c.fail(fmt.Errorf("upstream: http: sse: %w", transport.ErrFrameTooLarge))
-				return
+				return true, transport.ErrFrameTooLarge
 			}
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
 			data.Write(v)
+		default:
+			st.field(line)
 		}
 	}
 }
@@ -383,34 +446,16 @@ func (c *httpConn) sessionID() string {
 	return c.session
 }
 
-// openGet opens, once, the GET stream on which the upstream sends what
-// belongs to no request (list_changed, resource updates). An upstream
-// that offers none answers 405.
+// openGet starts, once, the GET stream on which the upstream sends what
+// belongs to no request (list_changed, resource updates): see listen.
 func (c *httpConn) openGet() {
 	c.mu.Lock()
 	tried := c.getOpen
 	c.getOpen = true
 	c.mu.Unlock()
-	if tried {
-		return
+	if !tried {
+		c.spawn(c.listen)
 	}
-	c.spawn(func() {
-		req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.cfg.URL, nil)
-		if err != nil {
-			return
-		}
-		c.headers(req)
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := c.client.Do(req)
-		if err != nil {
-			return
-		}
-		defer func() { _ = resp.Body.Close() }()
-		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-		if resp.StatusCode == http.StatusOK && mediaType == "text/event-stream" {
-			c.readEvents(nil, resp.Body)
-		}
-	})
 }
 
 // Close ends the streams, sends DELETE for the session (bounded), and
@@ -431,6 +476,9 @@ func (c *httpConn) Close() error {
 		defer cancel()
 		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.cfg.URL, nil); err == nil {
 			c.headers(req)
+			if c.credentials(ctx, req) != nil {
+				return nil
+			}
 			if resp, err := c.client.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 				_ = resp.Body.Close()

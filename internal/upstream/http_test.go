@@ -266,7 +266,7 @@ func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
 		OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
 			arrived.Done()
 			<-both // both calls are waiting for their sampling
-			model, _ := ctx.Value(callerKey{}).(string)
+			model, _ := ctx.Value(whoKey{}).(string)
 			return json.Marshal(map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "a"}, "model": model})
 		},
 	})
@@ -280,7 +280,7 @@ func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
 	results := make(chan answer, 2)
 	for _, who := range []string{"one", "two"} {
 		go func() {
-			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, who), "tools/call", json.RawMessage(`{"name":"sample"}`), nil)
+			raw, err := s.Call(context.WithValue(t.Context(), whoKey{}, who), "tools/call", json.RawMessage(`{"name":"sample"}`), nil)
 			results <- answer{who, raw, err}
 		}()
 	}
@@ -291,4 +291,55 @@ func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
 		got = append(got, a.who+": "+text(t, a.raw))
 	}
 	assert.ElementsMatch(t, []string{"one: sampled one", "two: sampled two"}, got)
+}
+
+// whoKey carries, in a caller's context, whom the test's Credentials
+// get a token for.
+type whoKey struct{}
+
+// TestHTTPCredentials: each request carries the headers Credentials
+// returns for the context of whoever sends it (the caller's for a call,
+// the connection's own otherwise); when it fails, that call alone fails,
+// with its text, nothing is sent, and the session serves on.
+func TestHTTPCredentials(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startHTTPUpstream(t, streamable.ResponseJSON)
+	conn := upstream.DialHTTP(upstream.HTTPConfig{
+		URL: u.url,
+		Credentials: func(ctx context.Context) (http.Header, error) {
+			who, _ := ctx.Value(whoKey{}).(string)
+			switch who {
+			case "":
+				return http.Header{"Authorization": {"Bearer gateway-own"}}, nil
+			case "mallory":
+				return nil, errors.New("no token for mallory")
+			}
+			return http.Header{"authorization": {"Bearer for-" + who}}, nil
+		},
+	})
+	s, err := upstream.Open(t.Context(), conn, upstream.Config{Name: "h"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, before := u.seen()
+
+	alice := context.WithValue(t.Context(), whoKey{}, "alice")
+	_, err = s.Call(alice, "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
+	require.NoError(t, err)
+	_, err = s.Call(context.WithValue(t.Context(), whoKey{}, "mallory"), "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
+	var rpc *transport.Error
+	require.ErrorAs(t, err, &rpc)
+	assert.Equal(t, "the upstream's credentials: no token for mallory", rpc.Message)
+	_, err = s.Call(alice, "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
+	require.NoError(t, err, "the session serves on")
+
+	headers, methods := u.seen()
+	var auth []string
+	for i, h := range headers {
+		if methods[i] == http.MethodPost {
+			auth = append(auth, h.Get("Authorization"))
+		}
+	}
+	require.GreaterOrEqual(t, len(auth), 2+len(before))
+	assert.Equal(t, []string{"Bearer gateway-own", "Bearer gateway-own"}, auth[:2], "initialize and initialized: the gateway's own")
+	assert.Equal(t, []string{"Bearer for-alice", "Bearer for-alice"}, auth[len(auth)-2:], "the calls: the caller's, and mallory's sent nothing")
 }

@@ -37,7 +37,10 @@ type Config struct {
 	ClientName, ClientVersion string
 	// ProtocolVersion is the version asked for in initialize
 	// ([protocol.Version20251125] when empty). The session accepts any
-	// 2025-era version the upstream answers with.
+	// 2025-era version the upstream answers with. Over HTTP, an upstream
+	// that refuses initialize is asked server/discover, and spoken to
+	// statelessly when it speaks 2026-07-28; [protocol.Version20260728]
+	// here does that at once, without initialize.
 	ProtocolVersion string
 	// Capabilities are the client capabilities declared in initialize, a
 	// JSON object ({} when nil): declare sampling, elicitation or roots
@@ -97,7 +100,8 @@ type Session struct {
 	cfg   Config
 	log   *slog.Logger
 	init  InitializeResult
-	ctx   context.Context // ends when the session ends
+	meta  map[string]json.RawMessage // 2026-07-28: the _meta members of every request; nil in the session era
+	ctx   context.Context            // ends when the session ends
 	stop  context.CancelCauseFunc
 	notes chan *transport.Request // for OnNotification
 	wg    sync.WaitGroup          // the read loop, the delivery, the upstream's requests
@@ -171,7 +175,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	s.wg.Go(s.readLoop)
 	s.wg.Go(s.deliver)
-	if err := s.initialize(ctx); err != nil {
+	if err := s.start(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -233,7 +237,20 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 // (notifications/cancelled, sent before Call returns) and Call returns
 // [context.Cause]. When the session ends first, Call returns an error
 // wrapping [ErrGone] or [ErrClosed].
+//
+// With a 2026-07-28 upstream, params carry the version, capabilities and
+// client info in _meta, and an input_required result is answered through
+// OnRequest (with ctx) and the request sent again with the answers
+// (session_stateless.go).
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, notes *Notes) (json.RawMessage, error) {
+	if s.meta != nil {
+		return s.callStateless(ctx, method, params, notes)
+	}
+	return s.call(ctx, method, params, notes)
+}
+
+// call is Call, one request and its answer.
+func (s *Session) call(ctx context.Context, method string, params json.RawMessage, notes *Notes) (json.RawMessage, error) {
 	id := s.ids.Add(1)
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	if notes != nil {

@@ -58,6 +58,7 @@
 //     the exchanger, the scope, and act {"sub": <exchanger>} with the subject
 //     token's own act nested in it (RFC 8693 §4.1), for --access-token-ttl
 //     seconds; token_type Bearer, issued_token_type access_token;
+//     that client may also get tokens of its own by client credentials;
 //   - with --test-endpoints and --exchanger-id, GET /test/exchanges:
 //     {"count": n}, the tokens issued by exchange since start; and POST
 //     /test/seen with a JSON body {"token": t}: {"requests": ["POST /token",
@@ -194,8 +195,9 @@ if (exchanger) {
   clients.push({
     client_id: exchanger,
     client_secret: secret,
-    // It only exchanges tokens.
-    grant_types: [TOKEN_EXCHANGE],
+    // It exchanges tokens, and gets its own for what it sends on no
+    // caller's behalf (vigil -upstream-auth NAME=token_exchange).
+    grant_types: [TOKEN_EXCHANGE, 'client_credentials'],
     redirect_uris: [],
     response_types: [],
     scope: scopes.join(' '),
