@@ -405,7 +405,7 @@ func (m *mount) callError(ctx context.Context, err error) error {
 	case errors.As(err, &rpc):
 		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
 	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):
-		return server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s is gone", m.up.Name))
+		return upstreamGone(m.up.Name, err)
 	default:
 		return err
 	}

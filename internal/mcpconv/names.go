@@ -119,6 +119,11 @@ const (
 	// instead (server.Outcome.ResultTooLarge); a tools/call's is a
 	// tool_error.
 	ErrorTypeResultTooLarge = "result_too_large"
+	// ErrorTypeUpstreamClosed is a request answered with an error because
+	// what its handler relied on, such as a gateway's upstream server, went
+	// away mid-request (server.ErrUpstreamClosed); its code stays visible
+	// as rpc_response_status_code.
+	ErrorTypeUpstreamClosed = "upstream_closed"
 )
 
 // Values of the kind label of the message counters.
