@@ -255,7 +255,9 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 }
 
 // forward calls method upstream with params under the caller's ctx.
-func (m *mount) forward(ctx context.Context, method string, params any, notes *upstream.Notes) (json.RawMessage, error) {
+func (m *mount) forward(ctx context.Context, method string, params any, notes *upstream.Notes) (_ json.RawMessage, err error) {
+	ctx, end := m.startHop(ctx, method, params)
+	defer func() { end(err) }()
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err

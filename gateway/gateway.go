@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -50,6 +53,11 @@ type Config struct {
 	// Logger receives the gateway's logs and each stdio upstream's
 	// stderr; nil discards them.
 	Logger *slog.Logger
+	// Registerer, if not nil, gets the gateway's metrics, labeled by
+	// upstream name: the calls forwarded and their duration, the starts,
+	// the sessions live and what was dropped of what upstreams sent (see
+	// docs/operations.md). Mount fails if they cannot be registered.
+	Registerer prometheus.Registerer
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -57,6 +65,9 @@ type Config struct {
 type Gateway struct {
 	srv    *server.Server
 	mounts []*mount
+	obs    *metrics.Upstreams // nil without Config.Registerer
+	tally  map[string]*tally  // by upstream name: what its sessions dropped
+	watch  sync.WaitGroup     // the goroutines that wait for a session's end (track)
 
 	mu     sync.Mutex        // guards owners and each mount's cat
 	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
@@ -121,6 +132,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		return nil, err
 	}
 	g := &Gateway{srv: srv, owners: map[string]string{}}
+	if err := g.observe(cfg); err != nil {
+		return nil, err
+	}
 	var cats []*catalog // each mount's, registered once every one is listed
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
@@ -201,6 +215,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {
+			m.g.obs.Started(up.Name, false)
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		c.process, tc = p, p.Conn()
@@ -215,9 +230,11 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 		if c.process != nil {
 			_ = c.process.Close()
 		}
+		m.g.obs.Started(up.Name, false)
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
+	m.track(c)
 	return c, nil
 }
 
@@ -291,7 +308,9 @@ func (m *mount) refresh() {
 // roots) to the downstream client whose call it belongs to, with that
 // call's context, and returns the client's answer. A request that belongs
 // to no downstream call, or that the client cannot answer, is refused.
-func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, error) {
+func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
+	ctx, end := relaySpan(ctx, req)
+	defer func() { end(err) }()
 	switch req.Method {
 	case "sampling/createMessage", "elicitation/create", "roots/list":
 	default:
@@ -305,7 +324,7 @@ func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, er
 		params = req.Params
 	}
 	var result json.RawMessage
-	err := server.CallClient(ctx, req.Method, params, &result)
+	err = server.CallClient(ctx, req.Method, params, &result)
 	var se *server.Error
 	switch {
 	case err == nil:
@@ -362,10 +381,7 @@ func (m *mount) callTool(name string) server.ToolHandler {
 				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		raw, err := m.forward(ctx, "tools/call", struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, notes)
+		raw, err := m.forward(ctx, "tools/call", toolCall{name, req.Arguments}, notes)
 		if err != nil {
 			return nil, err
 		}
@@ -465,5 +481,6 @@ func (g *Gateway) Close() error {
 		m.mu.Unlock()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 	}
+	g.watch.Wait()
 	return nil
 }

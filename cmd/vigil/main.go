@@ -656,7 +656,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(cfg.upstreams) > 0 {
 		// The upstreams' tools, in place of the demo tools: mounted
 		// before serving, checked as the demo tools are.
-		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: cfg.upstreams, Logger: logger})
+		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: cfg.upstreams, Logger: logger, Registerer: registry})
 		if err != nil {
 			return err
 		}
