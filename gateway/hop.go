@@ -21,7 +21,7 @@ import (
 
 // toolCall is the params of a tools/call forwarded upstream.
 type toolCall struct {
-	Name      string `json:"name"`
+	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 

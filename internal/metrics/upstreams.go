@@ -153,7 +153,9 @@ func (u *Upstreams) Collect(ch chan<- prometheus.Metric) {
 	u.sessions.Collect(ch)
 	drops := maps.Clone(u.zero)
 	if u.dropped != nil {
-		u.dropped(func(upstream, reason string, n int64) { drops[[2]string{u.names.bound(upstream, mcpconv.LabelOther), reason}] += n })
+		u.dropped(func(upstream, reason string, n int64) {
+			drops[[2]string{u.names.bound(upstream, mcpconv.LabelOther), reason}] += n
+		})
 	}
 	for k, v := range drops {
 		ch <- prometheus.MustNewConstMetric(u.drops, prometheus.CounterValue, float64(v), k[0], k[1])
