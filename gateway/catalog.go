@@ -228,6 +228,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for i, t := range cat.tools {
+		t.Scopes = cat.m.g.scopes[t.Name]
 		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i])); err != nil {
 			return err
 		}

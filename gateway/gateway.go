@@ -58,6 +58,11 @@ type Config struct {
 	// the sessions live and what was dropped of what upstreams sent (see
 	// docs/operations.md). Mount fails if they cannot be registered.
 	Registerer prometheus.Registerer
+	// ToolScopes gives the upstreams' tools the scopes a caller needs
+	// ([server.Tool.Scopes]), by the name they are served under (with
+	// their NAME_ prefix when several upstreams are mounted). Mount does
+	// not check that each name is served.
+	ToolScopes map[string][]string
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -65,6 +70,7 @@ type Config struct {
 type Gateway struct {
 	srv    *server.Server
 	mounts []*mount
+	scopes map[string][]string // Config.ToolScopes
 	obs    *metrics.Upstreams // nil without Config.Registerer
 	tally  map[string]*tally  // by upstream name: what its sessions dropped
 	watch  sync.WaitGroup     // the goroutines that wait for a session's end (track)
@@ -131,7 +137,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := checkUpstreams(cfg.Upstreams); err != nil {
 		return nil, err
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes}
 	if err := g.observe(cfg); err != nil {
 		return nil, err
 	}
