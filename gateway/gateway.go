@@ -71,9 +71,9 @@ type Gateway struct {
 	srv    *server.Server
 	mounts []*mount
 	scopes map[string][]string // Config.ToolScopes
-	obs    *metrics.Upstreams // nil without Config.Registerer
-	tally  map[string]*tally  // by upstream name: what its sessions dropped
-	watch  sync.WaitGroup     // the goroutines that wait for a session's end (track)
+	obs    *metrics.Upstreams  // nil without Config.Registerer
+	tally  map[string]*tally   // by upstream name: what its sessions dropped
+	watch  sync.WaitGroup      // the goroutines that wait for a session's end (track)
 
 	mu     sync.Mutex        // guards owners and each mount's cat
 	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
@@ -387,6 +387,7 @@ func (m *mount) callTool(name string) server.ToolHandler {
 				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
+		m.bounded(notes)
 		raw, err := m.forward(ctx, "tools/call", toolCall{name, req.Arguments}, notes)
 		if err != nil {
 			return nil, err

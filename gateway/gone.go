@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"errors"
+
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -14,7 +17,12 @@ type goneError struct {
 	err  error // the session's end: wraps upstream.ErrGone or ErrClosed
 }
 
-func (e *goneError) Error() string { return "upstream " + e.name + " is gone" }
+func (e *goneError) Error() string {
+	if errors.Is(e.err, transport.ErrFrameTooLarge) {
+		return "upstream " + e.name + " is gone: it sent a message over the size bound"
+	}
+	return "upstream " + e.name + " is gone"
+}
 
 // Unwrap returns the server's cause and the session's end.
 func (e *goneError) Unwrap() []error { return []error{server.ErrUpstreamClosed, e.err} }
