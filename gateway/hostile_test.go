@@ -64,8 +64,10 @@ func runHostile() int {
 		}
 		switch msg.Method {
 		case "initialize":
-			answer(msg.ID, map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "hostile", "version": "1"}})
+			answer(msg.ID, map[string]any{
+				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
+			})
 		case "tools/list":
 			var tools []map[string]any
 			for _, name := range []string{"huge", "flood", "never"} {
@@ -80,8 +82,10 @@ func runHostile() int {
 				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}})
 			case "flood":
 				for i := range floodNotes {
-					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
-						"params": map[string]any{"progressToken": msg.Params.Meta.ProgressToken, "progress": i}})
+					send(map[string]any{
+						"jsonrpc": "2.0", "method": "notifications/progress",
+						"params": map[string]any{"progressToken": msg.Params.Meta.ProgressToken, "progress": i},
+					})
 				}
 				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "flooded"}}})
 			}
@@ -194,14 +198,17 @@ func TestHostileUpstream(t *testing.T) {
 
 	require.NoError(t, g.Close()) // waits for the sessions' ends to be counted
 	got := gathered(t, tr.reg)
-	assert.Equal(t, float64(never), got["mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}"])
-	assert.Equal(t, 1.0, got["mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}"])
-	assert.Equal(t, 2.0, got["mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=bad}"])
-	assert.Equal(t, 6.0, got["mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}"])
-	assert.Equal(t, float64(never), got["mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}"])
-	assert.Equal(t, 2.0, got["mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}"])
-	assert.Equal(t, 2.0, got["mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}"])
-	assert.Equal(t, 2.0, got["mcp_gateway_upstream_starts_total{result=ok,upstream=bad}"], "started again after the first")
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}":       never,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}":              1,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=bad}": 2,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}":             6,
+		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":                    never,
+		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                  2,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                            2,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                         2, // started again after each
+	}
+	assert.Equal(t, want, pick(got, want))
 	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]
 	assert.Greater(t, dropped, float64(floodNotes/2), "the flood beyond the relay's rate is dropped and counted")
 	assert.LessOrEqual(t, float64(progress), floodNotes-dropped)

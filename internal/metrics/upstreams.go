@@ -9,8 +9,9 @@ import (
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
-// Values of the outcome label of mcp_gateway_upstream_calls_total besides
-// those of the server's requests (ok, error, cancelled).
+// UpstreamClosed is the value of the outcome label of
+// mcp_gateway_upstream_calls_total, besides those of the server's requests
+// (ok, error, cancelled), of a call whose upstream went away.
 const UpstreamClosed = "upstream_closed"
 
 // Values of the reason label of mcp_gateway_upstream_dropped_total.
@@ -122,14 +123,14 @@ func (u *Upstreams) Started(upstream string, ok bool) {
 	u.starts.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther), result).Inc()
 }
 
-// SessionOpened and SessionEnded count the live sessions of upstream.
+// SessionOpened counts a session of upstream that opened.
 func (u *Upstreams) SessionOpened(upstream string) {
 	if u != nil {
 		u.sessions.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther)).Inc()
 	}
 }
 
-// SessionEnded: see [Upstreams.SessionOpened].
+// SessionEnded counts a session of upstream that ended.
 func (u *Upstreams) SessionEnded(upstream string) {
 	if u != nil {
 		u.sessions.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther)).Dec()
