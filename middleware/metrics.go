@@ -66,7 +66,10 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	outcome, errType := classifyOutcome(out)
 	var status string
 	if outcome == mcpconv.OutcomeError {
-		status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		status = errType
+		if errType == mcpconv.ErrorTypeUpstreamClosed {
+			status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		}
 		if callerFault(server.CodeOf(out.Err)) {
 			errType = ""
 		}
