@@ -117,7 +117,7 @@ type cancelEvent struct {
 	RequestID string    `json:"request_id"`
 	Method    string    `json:"method"`
 	Name      string    `json:"name,omitempty"`     // tool or prompt
-	Reason    string    `json:"reason"`             // the bounded cause: client_cancel, transport_close, stream_close, shutdown, timeout, other
+	Reason    string    `json:"reason"`             // the bounded cause: client_cancel, transport_close, stream_close, shutdown, timeout, upstream_closed, other
 	Cause     string    `json:"cause"`              // the cause's text
 	RanFor    float64   `json:"ran_for_ms"`         // from receipt to cancellation
 	Stateless bool      `json:"stateless,omitzero"` // a 2026-07-28 stateless request

@@ -199,7 +199,7 @@ type traceSummary struct {
 	// Outcome is "ok", "error", "cancelled" or "dropped", "" while
 	// pending; Detail says more: the cancel cause (vigil.cancel.cause:
 	// "client_cancel", "transport_close", "stream_close", "shutdown", "timeout",
-	// "other"), the drop reason (vigil.drop.reason: "writer_closed",
+	// "upstream_closed", "other"), the drop reason (vigil.drop.reason: "writer_closed",
 	// "peer_gone", ...) or the error's description (or its error.type, as
 	// "tool_error").
 	Outcome    string    `json:"outcome"`

@@ -40,12 +40,14 @@ const (
 	slotToolError          // a tools/call answered with isError set
 	slotError              // answered with a JSON-RPC error
 	// slotCancel+i: cancelled, by cause (protocol.CancelReason-1: client_cancel,
-	// transport_close, stream_close, shutdown, timeout, other). A handler
-	// timeout answered -32001 counts as cancelled by timeout.
+	// transport_close, stream_close, shutdown, timeout, upstream_closed,
+	// other). A handler timeout answered -32001 counts as cancelled by
+	// timeout, an error of a handler whose upstream went away
+	// (server.ErrUpstreamClosed) as cancelled by upstream_closed.
 	slotCancel
 	// slotDrop+i: the response was not written, by reason
 	// (protocol.DropReason-1: cancelled, writer_closed, peer_gone, shutdown).
-	slotDrop = slotCancel + 6
+	slotDrop = slotCancel + 7
 	// slotDenied: answered with the error of a tool policy's denial
 	// (package middleware/policy), an error the caller's authorization
 	// caused.
@@ -56,7 +58,7 @@ const (
 // slotNames names each slot, as the page and its JSON show them.
 var slotNames = [slotCount]string{
 	"ok", "tool_error", "error",
-	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:other",
+	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:upstream_closed", "cancelled:other",
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
 	"denied",
 }
@@ -64,7 +66,7 @@ var slotNames = [slotCount]string{
 // slotColors are the chart colors of each slot.
 var slotColors = [slotCount]string{
 	"#4caf50", "#ff9800", "#d32f2f",
-	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#9e9e9e",
+	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#c0ca33", "#9e9e9e",
 	"#f06292", "#ad1457", "#6d4c41", "#424242",
 	"#b71c1c",
 }
@@ -81,8 +83,8 @@ func statsOutcomeOf(out server.Outcome) statSlot {
 		}
 		return slotDrop + 1
 	case out.Err != nil:
-		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
-			return cancelSlot(protocol.ReasonTimeout)
+		if r := server.ReasonOfCause(out.Err); r == protocol.ReasonTimeout || r == protocol.ReasonUpstreamClosed {
+			return cancelSlot(r)
 		}
 		if _, denied := errors.AsType[*mcpconv.PolicyDenied](out.Err); denied {
 			return slotDenied

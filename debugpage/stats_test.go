@@ -43,6 +43,7 @@ func TestStatsOutcomeOf(t *testing.T) {
 		{server.Outcome{Cause: server.ErrStreamClose}, "cancelled:stream_close"},
 		{server.Outcome{Cause: server.ErrShutdown}, "cancelled:shutdown"},
 		{server.Outcome{Cause: errors.New("?")}, "cancelled:other"},
+		{server.Outcome{Err: server.NewError(protocol.CodeInternal, fmt.Errorf("upstream x is gone: %w", server.ErrUpstreamClosed))}, "cancelled:upstream_closed"},
 		{server.Outcome{Dropped: protocol.DropPeerGone}, "dropped:peer_gone"},
 		{server.Outcome{Dropped: protocol.DropWriterClosed}, "dropped:writer_closed"},
 	} {

@@ -233,6 +233,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for i, t := range cat.tools {
+		t.Scopes = cat.m.g.scopes[t.Name]
 		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i], toolRetrySafe(&t))); err != nil {
 			return err
 		}
@@ -266,7 +267,9 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 }
 
 // forwardRetry is forward, which retry allows to retry or not.
-func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
+func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (_ json.RawMessage, err error) {
+	ctx, end := m.startHop(ctx, method, params)
+	defer func() { end(err) }()
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err

@@ -7,7 +7,13 @@
 // them as to its own, and each call is forwarded upstream with the
 // caller's context: a caller's cancel reaches the upstream as
 // notifications/cancelled at once, and an upstream that dies ends the
-// calls it had with an error at once.
+// calls it had with an error at once, which wraps server.ErrUpstreamClosed
+// so that their outcome's cause is upstream_closed.
+//
+// Each call forwarded has a client span of its own, child of the
+// caller's server span (made by that span's tracer provider), whose trace
+// context goes upstream in _meta; [Config.Registerer] gets the metrics of
+// the upstreams, labeled by their names.
 //
 // One upstream's tools and prompts keep their names; with several, each
 // is named NAME_name after its upstream (templates' names too; URIs are

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -65,6 +68,16 @@ type Config struct {
 	// Logger receives the gateway's logs and each stdio upstream's
 	// stderr; nil discards them.
 	Logger *slog.Logger
+	// Registerer, if not nil, gets the gateway's metrics, labeled by
+	// upstream name: the calls forwarded and their duration, the starts,
+	// the sessions live and what was dropped of what upstreams sent (see
+	// docs/operations.md). Mount fails if they cannot be registered.
+	Registerer prometheus.Registerer
+	// ToolScopes gives the upstreams' tools the scopes a caller needs
+	// ([server.Tool.Scopes]), by the name they are served under (with
+	// their NAME_ prefix when several upstreams are mounted). Mount does
+	// not check that each name is served.
+	ToolScopes map[string][]string
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -72,6 +85,10 @@ type Config struct {
 type Gateway struct {
 	srv    *server.Server
 	mounts []*mount
+	scopes map[string][]string // Config.ToolScopes
+	obs    *metrics.Upstreams  // nil without Config.Registerer
+	tally  map[string]*tally   // by upstream name: what its sessions dropped
+	watch  sync.WaitGroup      // the goroutines that wait for a session's end (track)
 
 	mu     sync.Mutex        // guards owners and each mount's cat
 	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
@@ -136,7 +153,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := checkUpstreams(cfg.Upstreams); err != nil {
 		return nil, err
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes}
+	if err := g.observe(cfg); err != nil {
+		return nil, err
+	}
 	var cats []*catalog // each mount's, registered once every one is listed
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
@@ -224,6 +244,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {
+			m.g.obs.Started(up.Name, false)
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		c.process, tc = p, p.Conn()
@@ -238,9 +259,11 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 		if c.process != nil {
 			_ = c.process.Close()
 		}
+		m.g.obs.Started(up.Name, false)
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
+	m.track(c)
 	return c, nil
 }
 
@@ -320,7 +343,9 @@ func (m *mount) refresh() {
 // roots) to the downstream client whose call it belongs to, with that
 // call's context, and returns the client's answer. A request that belongs
 // to no downstream call, or that the client cannot answer, is refused.
-func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, error) {
+func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
+	ctx, end := relaySpan(ctx, req)
+	defer func() { end(err) }()
 	switch req.Method {
 	case "sampling/createMessage", "elicitation/create", "roots/list":
 	default:
@@ -334,7 +359,7 @@ func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, er
 		params = req.Params
 	}
 	var result json.RawMessage
-	err := server.CallClient(ctx, req.Method, params, &result)
+	err = server.CallClient(ctx, req.Method, params, &result)
 	var se *server.Error
 	switch {
 	case err == nil:
@@ -392,10 +417,8 @@ func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
 			}
 		}
-		raw, err := m.forwardRetry(ctx, "tools/call", struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, notes, retry)
+		m.bounded(notes)
+		raw, err := m.forwardRetry(ctx, "tools/call", toolCall{name, req.Arguments}, notes, retry)
 		if err != nil {
 			return nil, err
 		}
@@ -435,7 +458,7 @@ func (m *mount) callError(ctx context.Context, err error) error {
 	case errors.As(err, &rpc):
 		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
 	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):
-		return server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s is gone", m.up.Name))
+		return upstreamGone(m.up.Name, err)
 	default:
 		return err
 	}
@@ -495,5 +518,6 @@ func (g *Gateway) Close() error {
 		m.mu.Unlock()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 	}
+	g.watch.Wait()
 	return nil
 }

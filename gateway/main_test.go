@@ -9,10 +9,14 @@ import (
 )
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
-// set (see runUpstream), else the tests.
+// set (see runUpstream), as a hostile one when hostileEnv is (see
+// runHostile), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(upstreamEnv) != "" {
 		os.Exit(runUpstream())
+	}
+	if os.Getenv(hostileEnv) != "" {
+		os.Exit(runHostile())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		if everything.path != "" {

@@ -116,8 +116,8 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 					if d, ok := errors.AsType[*mcpconv.PolicyDenied](out.Err); ok {
 						rec.Policy = d.Policy
 					}
-					if cancelCause(out) == protocol.ReasonTimeout {
-						rec.Cause = protocol.ReasonTimeout.String()
+					if r := cancelCause(out); r != protocol.ReasonNone {
+						rec.Cause = r.String()
 					}
 				case mcpconv.OutcomeCancelled:
 					rec.Cause = server.ReasonOfCause(out.Cause).String()

@@ -180,7 +180,8 @@
 //     the metrics, so that logs and metrics agree;
 //   - for error: code (the JSON-RPC code answered) and error (the text of
 //     the error the chain returned, which the client may not have seen;
-//     cause "timeout" too for -32001);
+//     cause "timeout" too for -32001, "upstream_closed" for an error that
+//     wraps server.ErrUpstreamClosed);
 //   - for cancelled: cause (client_cancel, transport_close, shutdown,
 //     timeout, other) and reason (why no response was written);
 //   - for dropped: reason, and error (the write error) if there was one;

@@ -30,7 +30,7 @@ const (
 	logOutcome   = "outcome"    // ok, error, cancelled or dropped (telemetry.Outcome*)
 	logCode      = "code"       // the JSON-RPC error code of outcome error
 	logError     = "error"      // the error's text (never sent as such to the client)
-	logCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, other
+	logCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, upstream_closed, other
 	logReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
 	logToolError = "tool_error" // true for a tool result with isError set
 	logSubject   = "subject"    // the authorized principal's subject; absent without authorization
@@ -262,8 +262,8 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 	case mcpconv.OutcomeError:
 		f.int(logCode, int64(server.CodeOf(out.Err)))
 		f.str(logError, out.Err.Error())
-		if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
-			f.str(logCause, protocol.ReasonTimeout.String())
+		if r := chainCause(out.Err); r != protocol.ReasonNone {
+			f.str(logCause, r.String())
 		}
 	case mcpconv.OutcomeCancelled:
 		f.str(logCause, server.ReasonOfCause(out.Cause).String())

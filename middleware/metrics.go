@@ -67,6 +67,9 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	var status string
 	if outcome == mcpconv.OutcomeError {
 		status = errType
+		if errType == mcpconv.ErrorTypeUpstreamClosed {
+			status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		}
 		if callerFault(server.CodeOf(out.Err)) {
 			errType = ""
 		}
@@ -140,6 +143,9 @@ func classifyOutcome(out server.Outcome) (outcome, errType string) {
 	case out.Dropped != protocol.DropNone:
 		return mcpconv.OutcomeDropped, mcpconv.ErrorTypeDropped
 	case out.Err != nil:
+		if chainCause(out.Err) == protocol.ReasonUpstreamClosed {
+			return mcpconv.OutcomeError, mcpconv.ErrorTypeUpstreamClosed
+		}
 		return mcpconv.OutcomeError, strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
 	case out.ToolError():
 		return mcpconv.OutcomeOK, toolErrorType(out)
@@ -158,14 +164,26 @@ func toolErrorType(out server.Outcome) string {
 }
 
 // cancelCause returns why a request's handler was cancelled: the request
-// context's cause, or a timeout inside the chain that the handler answered
-// with an error (server.ErrHandlerTimeout or a deadline in its chain).
+// context's cause, or the cause of the error the handler answered with
+// ([chainCause]).
 func cancelCause(out server.Outcome) protocol.CancelReason {
 	if out.Cause != nil {
 		return server.ReasonOfCause(out.Cause)
 	}
-	if server.ReasonOfCause(out.Err) == protocol.ReasonTimeout {
-		return protocol.ReasonTimeout
+	return chainCause(out.Err)
+}
+
+// chainCause returns the cause a handler's error carries: timeout for a
+// timeout inside the chain (server.ErrHandlerTimeout or a deadline in
+// it), upstream_closed when what the handler relied on went away
+// (server.ErrUpstreamClosed), else none.
+func chainCause(err error) protocol.CancelReason {
+	if err == nil {
+		return protocol.ReasonNone
+	}
+	switch r := server.ReasonOfCause(err); r {
+	case protocol.ReasonTimeout, protocol.ReasonUpstreamClosed:
+		return r
 	}
 	return protocol.ReasonNone
 }

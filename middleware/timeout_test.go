@@ -118,7 +118,7 @@ func TestTimeout(t *testing.T) {
 				r.close()
 				got := series(t, r.m, "_messages_total", "_bytes_total")
 				want := map[string]float64{}
-				for _, cause := range []string{"client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "other"} {
+				for _, cause := range []string{"client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "upstream_closed", "other"} {
 					want[cancellations("tools/call", cause)] = 0
 				}
 				if tt.wantCount != "" {

@@ -111,8 +111,8 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	}
 	err := out.Err
 	cause := out.Cause
-	if cause == nil && err != nil && server.ReasonOfCause(err) == protocol.ReasonTimeout {
-		cause = err // the handler ran out of time inside the chain
+	if cause == nil && chainCause(err) != protocol.ReasonNone {
+		cause = err // the handler ran out of time inside the chain, or its upstream went away
 	}
 	if cause != nil {
 		reason := mcpconv.CancelCauseKey.String(server.ReasonOfCause(cause).String())
@@ -127,6 +127,9 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		setErrorStatus(span, err, !req.IsNotification())
 		if out.ResultTooLarge {
 			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeResultTooLarge))
+		}
+		if chainCause(err) == protocol.ReasonUpstreamClosed {
+			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeUpstreamClosed))
 		}
 	case out.ToolError():
 		span.SetAttributes(semconv.ErrorTypeKey.String(toolErrorType(out)))

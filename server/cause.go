@@ -35,6 +35,15 @@ var (
 	// ErrHandlerTimeout: the request ran out of time ([Request.SetDeadline],
 	// which the Timeout middleware calls).
 	ErrHandlerTimeout = errors.New("mcp: handler timeout")
+	// ErrUpstreamClosed: what the handler relied on, such as the upstream
+	// MCP server a gateway forwards the request to, went away or closed
+	// while the request ran. Unlike the causes above it never cancels a
+	// context: a handler reports it by returning an error that wraps it
+	// (with [errors.Is]; a [*Error] made by [NewError] of such an error
+	// keeps its code and message for the client), and the request's
+	// outcome is then recorded with the cause upstream_closed, as a
+	// handler's timeout is with timeout.
+	ErrUpstreamClosed = errors.New("mcp: upstream closed")
 )
 
 // CancelReasonOf returns the reason ctx was cancelled, or protocol.ReasonNone if it was
@@ -62,6 +71,8 @@ func ReasonOfCause(cause error) protocol.CancelReason {
 		return protocol.ReasonShutdown
 	case errors.Is(cause, ErrHandlerTimeout), errors.Is(cause, context.DeadlineExceeded):
 		return protocol.ReasonTimeout
+	case errors.Is(cause, ErrUpstreamClosed):
+		return protocol.ReasonUpstreamClosed
 	default:
 		return protocol.ReasonOther
 	}

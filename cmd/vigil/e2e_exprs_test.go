@@ -230,7 +230,15 @@ func namesAuthMetric(q string) bool { return strings.Contains(q, mcpconv.MetricA
 // exposes: expressions over them must run here, and TestAuthPolicy and
 // TestAuthTokenExchange check the counters' values.
 func namesOptInAuthMetric(q string) bool {
-	return strings.Contains(q, mcpconv.MetricPolicyDecisions) || strings.Contains(q, mcpconv.MetricAuthExchanges)
+	return strings.Contains(q, mcpconv.MetricPolicyDecisions) || strings.Contains(q, mcpconv.MetricAuthExchanges) || namesGatewayMetric(q)
+}
+
+// namesGatewayMetric reports whether a query reads a metric only a vigil
+// with -upstream exposes: expressions over them must run here, and
+// TestGatewayUpstreamToolsGuarded checks that vigil -upstream exposes each
+// of their names.
+func namesGatewayMetric(q string) bool {
+	return strings.Contains(q, "mcp_gateway_") || strings.Contains(q, mcpconv.MetricUpstreamCallDuration)
 }
 
 // isToolError checks that a tools/call was answered with a result with

@@ -682,13 +682,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// The upstreams' tools, in place of the demo tools: mounted
 		// before serving, checked as the demo tools are.
 		f.creds = &upstreamCredentials{}
-		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{Upstreams: f.creds.apply(cfg), Logger: logger})
+		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{
+			Upstreams: f.creds.apply(cfg), Logger: logger, Registerer: registry, ToolScopes: demoToolScopes(cfg),
+		})
 		if err != nil {
 			return err
 		}
 		defer func() { _ = g.Close() }() // after serving: the calls in flight are done
 		f.gateway.Store(g)
 		if err := checkToolNames(cfg, svc.Server); err != nil {
+			return err
+		}
+		if err := checkToolScopes(svc.Server.ToolNames(), cfg.authToolScopes); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ type series struct {
 // labels, built by registering [metrics.New], the failure counter
 // and token exchange counters of an [oauth.ResourceServer] (vigil
 // -auth-issuer, -auth-exchange-*), the tool policies' decisions (vigil
-// -auth-policy) and the shared mode's
+// -auth-policy), the gateway's (vigil -upstream) and the shared mode's
 // metrics (vigil -redis) and gathering them, so it cannot drift from the
 // code.
 type catalog struct {
@@ -77,6 +77,8 @@ func newCatalog(t *testing.T) *catalog {
 	require.NoError(t, err)
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
 	reg.MustRegister(metrics.NewStreamsCut())           // vigil's Streamable HTTP endpoint
+	// vigil -upstream: the gateway's metrics, of one upstream.
+	reg.MustRegister(metrics.NewUpstreams([]string{"everything"}, nil))
 	// vigil's own counter of dropped audit lines (-audit-log).
 	reg.MustRegister(metrics.NewAuditLinesDropped(func() uint64 { return 0 }))
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}

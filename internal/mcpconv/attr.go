@@ -40,7 +40,7 @@ const (
 const (
 	// CancelCauseKey is why a request's context was cancelled:
 	// "client_cancel", "transport_close", "stream_close", "shutdown",
-	// "timeout" or "other"
+	// "timeout", "upstream_closed" or "other"
 	// (the String form of the server's CancelReason).
 	CancelCauseKey = attribute.Key("vigil.cancel.cause")
 	// DropReasonKey is why a response was not written: "cancelled",
@@ -59,6 +59,9 @@ const (
 	// 8693 §4.1): the subjects of the parties acting on behalf of user.id,
 	// outermost (the one acting now) first; set only for a delegated token.
 	OAuthActorsKey = attribute.Key("vigil.oauth.actors")
+	// UpstreamKey names the upstream MCP server a gateway forwarded a
+	// call to (package gateway), as the operator named it.
+	UpstreamKey = attribute.Key("vigil.upstream")
 )
 
 // Attribute values besides those shared with the metric labels

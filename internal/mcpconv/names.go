@@ -41,6 +41,22 @@ const (
 	MetricAuthExchanges = "mcp_server_auth_exchanges_total"
 )
 
+// The gateway's metric names (package gateway), each labeled by the
+// upstream's name, which the operator gives (LabelUpstream).
+const (
+	// MetricUpstreamCallDuration is the semantic-convention histogram
+	// mcp.client.operation.duration of the calls forwarded upstream.
+	MetricUpstreamCallDuration = "mcp_client_operation_duration_seconds"
+	MetricUpstreamCalls        = "mcp_gateway_upstream_calls_total"
+	MetricUpstreamStarts       = "mcp_gateway_upstream_starts_total"
+	MetricUpstreamSessions     = "mcp_gateway_upstream_sessions"
+	MetricUpstreamDropped      = "mcp_gateway_upstream_dropped_total"
+)
+
+// LabelUpstream is the label of the gateway's metrics that names the
+// upstream.
+const LabelUpstream = "upstream"
+
 // The shared mode's metric names (package redisshare).
 const (
 	MetricRedisOperationDuration = "mcp_server_redis_operation_duration_seconds"
@@ -119,6 +135,11 @@ const (
 	// instead (server.Outcome.ResultTooLarge); a tools/call's is a
 	// tool_error.
 	ErrorTypeResultTooLarge = "result_too_large"
+	// ErrorTypeUpstreamClosed is a request answered with an error because
+	// what its handler relied on, such as a gateway's upstream server, went
+	// away mid-request (server.ErrUpstreamClosed); its code stays visible
+	// as rpc_response_status_code.
+	ErrorTypeUpstreamClosed = "upstream_closed"
 )
 
 // Values of the kind label of the message counters.

@@ -54,7 +54,7 @@ func defaultQuotas() []string { return labels(vocab.Quotas()) }
 // defaultErrorTypes are the error_type values kept as they are: the JSON-RPC
 // and MCP codes a Vigil server answers with, and the named types.
 func defaultErrorTypes() []string {
-	return append(labels(vocab.Codes()), mcpconv.ErrorTypeTool, mcpconv.ErrorTypeInvalidArguments, mcpconv.ErrorTypeResultTooLarge, mcpconv.ErrorTypeCancelled, mcpconv.ErrorTypeDropped, mcpconv.ErrorTypeOther)
+	return append(labels(vocab.Codes()), mcpconv.ErrorTypeTool, mcpconv.ErrorTypeInvalidArguments, mcpconv.ErrorTypeResultTooLarge, mcpconv.ErrorTypeUpstreamClosed, mcpconv.ErrorTypeCancelled, mcpconv.ErrorTypeDropped, mcpconv.ErrorTypeOther)
 }
 
 // labels returns the String forms of values, in order.

@@ -164,7 +164,8 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
 			"cause: client_cancel (notifications/cancelled), transport_close (the client is gone: the connection or session ended, a write failed, or the request's stream closed with the session's GET stream), "+
 			"stream_close (the client closed the request's stream only, and sent no notifications/cancelled), "+
-			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), other.",
+			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), "+
+			"upstream_closed (what the handler relied on, such as a gateway's upstream server, went away mid-request; answered with an error), other.",
 		mcpconv.LabelMethod, mcpconv.LabelCause)
 	m.drops = counter(mcpconv.MetricLateResponsesDropped,
 		"MCP requests that ended without a response being written, an event counter. mcp_method_name: the request method, other when unknown. "+
@@ -289,7 +290,7 @@ func boundedResult(method string) bool {
 func (m *Metrics) precreateTransport(t string) {
 	m.traffic(t) // sessions and traffic
 	for _, c := range m.causes.values {
-		if c != "client_cancel" && c != "stream_close" { // what ends a request, never a session
+		if c != "client_cancel" && c != "stream_close" && c != "upstream_closed" { // what ends a request, never a session
 			m.sessionDuration.WithLabelValues(t, c, sessionErrorType(c))
 		}
 	}

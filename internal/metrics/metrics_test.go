@@ -41,7 +41,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{mcpconv.MetricRequestsStarted, 1, methods, 2},
 		{mcpconv.MetricRequestsInFlight, 1, methods, 2},
 		{mcpconv.MetricRequestsFinished, 4, methods * 4, 2 * 4},
-		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6},
+		{mcpconv.MetricCancellations, 7, methods * 7, 2 * 7},
 		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
 		{mcpconv.MetricOperationDuration, 1, methods + 2, 2}, // + tools/call of the other tool and of echo
 		{mcpconv.MetricSessionsActive, 0, 1, 0},

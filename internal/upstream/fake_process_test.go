@@ -22,7 +22,8 @@ const fakeModeEnv = "UPSTREAM_TEST_FAKE"
 //
 //   - "stubborn" writes a 10,000-byte stderr line and a short one, reads
 //     its stdin to the end, and then does not exit;
-//   - "env" writes its environment on stderr, one variable a line.
+//   - "env" writes its environment on stderr, one variable a line;
+//   - "flood" writes 1,000 stderr lines and exits.
 func runFake(mode string) {
 	switch mode {
 	case "stubborn":
@@ -30,6 +31,10 @@ func runFake(mode string) {
 		fmt.Fprintln(os.Stderr, "short")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		time.Sleep(time.Hour)
+	case "flood":
+		for i := range 1000 {
+			fmt.Fprintln(os.Stderr, "line", i)
+		}
 	case "env":
 		for _, kv := range os.Environ() {
 			fmt.Fprintln(os.Stderr, kv)

@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -19,6 +22,8 @@ import (
 const (
 	defaultMaxStderrLine = 4 << 10
 	defaultKillGrace     = 2 * time.Second
+	defaultStderrRate    = 100 // lines a second
+	defaultStderrBurst   = 200 // lines at once
 )
 
 // inheritedEnv are the variables of the gateway's own environment that a
@@ -47,6 +52,14 @@ type ProcessConfig struct {
 	// MaxStderrLine bounds each stderr line logged (4 KiB when below 1);
 	// the rest of a longer line is dropped.
 	MaxStderrLine int
+	// StderrLinesPerSecond and StderrBurst bound the rate of the stderr
+	// lines logged, a token bucket of StderrBurst lines filled at
+	// StderrLinesPerSecond (100 and 200 when not positive): lines beyond
+	// it are dropped and counted ([Process.DroppedStderrLines]), and one
+	// record says how many were: before the next line logged (at most once
+	// a second), or at the end of the stream.
+	StderrLinesPerSecond float64
+	StderrBurst          int
 	// KillGrace is how long Close waits for the process to exit once its
 	// stdin is closed before it kills it (2 s when not positive).
 	KillGrace time.Duration
@@ -64,6 +77,8 @@ type Process struct {
 	stderrDone chan struct{}
 	closeOnce  sync.Once
 	waitErr    error // set before exited closes
+	stderrRate *rate.Limiter
+	dropped    atomic.Int64 // stderr lines over the rate
 }
 
 // StartProcess starts the process cfg describes, in a process group of
@@ -80,6 +95,12 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = defaultKillGrace
+	}
+	if cfg.StderrLinesPerSecond <= 0 {
+		cfg.StderrLinesPerSecond = defaultStderrRate
+	}
+	if cfg.StderrBurst <= 0 {
+		cfg.StderrBurst = defaultStderrBurst
 	}
 	path, err := exec.LookPath(cfg.Argv[0])
 	if err != nil {
@@ -128,6 +149,7 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		stderr:     errR,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		stderrRate: rate.NewLimiter(rate.Limit(cfg.StderrLinesPerSecond), cfg.StderrBurst),
 	}
 	go p.logStderr()
 	go p.wait()
@@ -192,15 +214,40 @@ func (p *Process) wait() {
 	close(p.exited)
 }
 
+// DroppedStderrLines returns how many stderr lines were dropped so far
+// for being over the rate (StderrLinesPerSecond).
+func (p *Process) DroppedStderrLines() int64 { return p.dropped.Load() }
+
 // logStderr logs the process's stderr line by line, each cut at
-// MaxStderrLine bytes, until end of stream.
+// MaxStderrLine bytes and at most at the rate of StderrLinesPerSecond,
+// until end of stream.
 func (p *Process) logStderr() {
 	defer close(p.stderrDone)
 	defer func() { _ = p.stderr.Close() }()
 	r := bufio.NewReaderSize(p.stderr, p.cfg.MaxStderrLine)
-	cut := false // the rest of a long line is being skipped
+	cut := false       // the rest of a long line is being skipped
+	var unsaid int64   // lines dropped and not yet said
+	var said time.Time // when they were last said
+	defer func() {
+		if unsaid > 0 {
+			p.log.Warn("upstream stderr lines dropped", "dropped", unsaid)
+		}
+	}()
 	for {
 		line, err := r.ReadSlice('\n')
+		if len(line) > 0 && !cut && !p.stderrRate.Allow() {
+			p.dropped.Add(1)
+			unsaid++
+			cut = errors.Is(err, bufio.ErrBufferFull) // skip the rest of it too
+			if err != nil && !cut {
+				return
+			}
+			continue
+		}
+		if len(line) > 0 && !cut && unsaid > 0 && time.Since(said) >= time.Second {
+			p.log.Warn("upstream stderr lines dropped", "dropped", unsaid)
+			unsaid, said = 0, time.Now()
+		}
 		if len(line) > 0 && !cut {
 			text := line
 			if text[len(text)-1] == '\n' {

@@ -16,7 +16,7 @@ func Codes() []protocol.Code {
 // CancelReasons lists every reason a cancelled context can have, in a
 // stable order (for pre-creating telemetry series).
 func CancelReasons() []protocol.CancelReason {
-	return []protocol.CancelReason{protocol.ReasonClientCancel, protocol.ReasonTransportClose, protocol.ReasonStreamClose, protocol.ReasonShutdown, protocol.ReasonTimeout, protocol.ReasonOther}
+	return []protocol.CancelReason{protocol.ReasonClientCancel, protocol.ReasonTransportClose, protocol.ReasonStreamClose, protocol.ReasonShutdown, protocol.ReasonTimeout, protocol.ReasonUpstreamClosed, protocol.ReasonOther}
 }
 
 // DropReasons lists every reason a response can be dropped for, in a stable

@@ -14,13 +14,15 @@ const (
 	ReasonStreamClose                        // the client closed the request's own stream, and said nothing more
 	ReasonShutdown                           // the server is shutting down
 	ReasonTimeout                            // the handler ran out of time
+	ReasonUpstreamClosed                     // what the handler relied on (an upstream server) went away mid-request
 	ReasonOther                              // anything else
 )
 
-var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "other"}
+var cancelReasonNames = [...]string{"none", "client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "upstream_closed", "other"}
 
 // String returns the label value: "client_cancel", "transport_close",
-// "stream_close", "shutdown", "timeout", "other" (or "none").
+// "stream_close", "shutdown", "timeout", "upstream_closed", "other" (or
+// "none").
 func (r CancelReason) String() string {
 	if int(r) < len(cancelReasonNames) {
 		return cancelReasonNames[r]

@@ -50,7 +50,7 @@ func TestOutcomeLabels(t *testing.T) {
 		rejects = append(rejects, r.String())
 		assert.NotEmpty(t, r.Message(), r.String())
 	}
-	check(t, cancels, []string{"client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "other"})
+	check(t, cancels, []string{"client_cancel", "transport_close", "stream_close", "shutdown", "timeout", "upstream_closed", "other"})
 	check(t, drops, []string{"cancelled", "writer_closed", "peer_gone", "shutdown"})
 	check(t, classes, []string{"writer_closed", "peer_gone"})
 	check(t, rejects, []string{

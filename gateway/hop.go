@@ -1,0 +1,160 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// toolCall is the params of a tools/call forwarded upstream.
+type toolCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// startHop starts the hop of a call of method forwarded upstream with
+// params: a client span of the downstream request's tracer provider,
+// child of ctx's span, whose context is what goes upstream in _meta; and
+// its metrics. end records how it ended: err is what forward returns.
+func (m *mount) startHop(ctx context.Context, method string, params any) (context.Context, func(err error)) {
+	started := time.Now()
+	caller := ctx
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		ctx, span = span.TracerProvider().Tracer(mcpconv.ScopeName).Start(ctx, hopSpanName(method, params),
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(m.hopAttributes(method, params)...))
+	}
+	return ctx, func(err error) {
+		outcome, errType := hopOutcome(caller, err)
+		m.g.obs.Called(m.up.Name, method, outcome, errType, time.Since(started))
+		if !span.IsRecording() {
+			return
+		}
+		switch outcome {
+		case mcpconv.OutcomeCancelled:
+			cause := mcpconv.CancelCauseKey.String(server.ReasonOfCause(context.Cause(caller)).String())
+			span.SetAttributes(cause)
+			span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(cause))
+		case metrics.UpstreamClosed, mcpconv.OutcomeError:
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			if e, ok := errors.AsType[*server.Error](err); ok {
+				span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(int64(e.Code), 10)))
+			}
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+// hopSpanName is "{method} {target}", the target the upstream's tool or
+// prompt name, as the MCP conventions name spans.
+func hopSpanName(method string, params any) string {
+	switch p := params.(type) {
+	case toolCall:
+		return method + " " + p.Name
+	case map[string]any:
+		if name, ok := p["name"].(string); ok {
+			return method + " " + name
+		}
+	}
+	return method
+}
+
+// hopAttributes are the MCP attributes of a hop's span, and the upstream's
+// name and transport.
+func (m *mount) hopAttributes(method string, params any) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{mcpconv.MCPMethodNameKey.String(method), mcpconv.UpstreamKey.String(m.up.Name)}
+	switch p := params.(type) {
+	case toolCall:
+		attrs = append(attrs, mcpconv.GenAIToolNameKey.String(p.Name), mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool))
+	case map[string]any:
+		if name, ok := p["name"].(string); ok {
+			attrs = append(attrs, mcpconv.GenAIPromptNameKey.String(name))
+		}
+	case map[string]string:
+		if uri, ok := p["uri"]; ok {
+			attrs = append(attrs, mcpconv.MCPResourceURIKey.String(uri))
+		}
+	}
+	if m.up.URL != "" {
+		return append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolNameKey.String("http"))
+	}
+	return append(attrs, semconv.NetworkTransportPipe)
+}
+
+// hopOutcome classifies how a forwarded call ended, as
+// mcp_gateway_upstream_calls_total counts it, with its error type: the
+// caller's cancel first, then an upstream that went away, then an error.
+func hopOutcome(caller context.Context, err error) (outcome, errType string) {
+	switch {
+	case err == nil:
+		return mcpconv.OutcomeOK, ""
+	case caller.Err() != nil:
+		return mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled
+	case errors.Is(err, server.ErrUpstreamClosed):
+		return metrics.UpstreamClosed, mcpconv.ErrorTypeUpstreamClosed
+	}
+	if e, ok := errors.AsType[*server.Error](err); ok {
+		return mcpconv.OutcomeError, strconv.FormatInt(int64(e.Code), 10)
+	}
+	return mcpconv.OutcomeError, mcpconv.ErrorTypeOther
+}
+
+// relaySpan starts the span of the relay of req, a request of the upstream
+// (sampling, elicitation, roots) to the downstream client, when req
+// carries trace context in _meta: a server span, child of the upstream's
+// span that sent it, linked to the hop's span it belongs to (ctx's), so
+// that the client's answer is traced under the upstream's request. ctx as
+// it is, and an end that does nothing, when req carries none or nothing
+// traces ctx.
+func relaySpan(ctx context.Context, req *transport.Request) (context.Context, func(err error)) {
+	ambient := trace.SpanFromContext(ctx)
+	if !ambient.IsRecording() || len(req.Params) == 0 {
+		return ctx, func(error) {}
+	}
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || p.Meta["traceparent"] == nil {
+		return ctx, func(error) {}
+	}
+	carrier := propagation.MapCarrier{}
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v, ok := p.Meta[k].(string); ok {
+			carrier[k] = v
+		}
+	}
+	remote := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	if !remote.IsValid() {
+		return ctx, func(error) {}
+	}
+	ctx, span := ambient.TracerProvider().Tracer(mcpconv.ScopeName).Start(
+		trace.ContextWithRemoteSpanContext(ctx, remote), req.Method,
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithLinks(trace.Link{SpanContext: ambient.SpanContext()}),
+		trace.WithAttributes(mcpconv.MCPMethodNameKey.String(req.Method)))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeOther))
+			if e, ok := errors.AsType[*transport.Error](err); ok {
+				code := strconv.FormatInt(e.Code, 10)
+				span.SetAttributes(semconv.ErrorTypeKey.String(code), mcpconv.RPCResponseStatusCodeKey.String(code))
+			}
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}

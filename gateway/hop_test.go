@@ -1,0 +1,222 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// traced is a server traced into an in-memory exporter and counted into
+// a registry, with the trace context read from and written to _meta.
+type traced struct {
+	srv   *server.Server
+	spans *tracetest.InMemoryExporter
+	reg   *prometheus.Registry
+}
+
+func newTraced(t *testing.T, spans *tracetest.InMemoryExporter) *traced {
+	t.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	reg := prometheus.NewRegistry()
+	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg),
+		middleware.WithPropagators(propagation.TraceContext{}))
+	require.NoError(t, err)
+	srv := server.New(inst.ServerOptions()...)
+	t.Cleanup(func() { _ = srv.Close() })
+	return &traced{srv: srv, spans: spans, reg: reg}
+}
+
+// mount mounts ups on the server, counting the gateway into its registry.
+func (tr *traced) mount(t *testing.T, ups ...gateway.Upstream) {
+	t.Helper()
+	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{Upstreams: ups, Registerer: tr.reg})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+}
+
+// span returns the one ended span named name of kind.
+func (tr *traced) span(t *testing.T, name string, kind trace.SpanKind) tracetest.SpanStub {
+	t.Helper()
+	var found []tracetest.SpanStub
+	for _, s := range tr.spans.GetSpans() {
+		if s.Name == name && s.SpanKind == kind {
+			found = append(found, s)
+		}
+	}
+	require.Len(t, found, 1, "%s spans of kind %s", name, kind)
+	return found[0]
+}
+
+func attr(s tracetest.SpanStub, key attribute.Key) string {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// TestHopSpansAndMetrics: each call forwarded has a client span of the
+// gateway, child of the downstream server span, whose context is what
+// the upstream gets; a call whose upstream dies is recorded
+// upstream_closed, downstream (span, cancellation) and upstream (calls);
+// the restart is counted, and the live session.
+func TestHopSpansAndMetrics(t *testing.T) {
+	testkit.Watchdog(t)
+	tr := newTraced(t, tracetest.NewInMemoryExporter())
+	tr.mount(t, gateway.Upstream{Name: "e", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}})
+	c := mcptest.Connect(t, tr.srv)
+	require.NotEmpty(t, c.CallTool("pid", nil).Text())
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "die"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, "upstream e is gone", rpcErr.Message)
+	require.NotEmpty(t, c.CallTool("pid", nil).Text())
+
+	// The spans of the first call: the hop is the server span's child.
+	var srvPid, hopPid []tracetest.SpanStub
+	for _, s := range tr.spans.GetSpans() {
+		if s.Name == "tools/call pid" && s.SpanKind == trace.SpanKindServer {
+			srvPid = append(srvPid, s)
+		}
+		if s.Name == "tools/call pid" && s.SpanKind == trace.SpanKindClient {
+			hopPid = append(hopPid, s)
+		}
+	}
+	require.Len(t, srvPid, 2)
+	require.Len(t, hopPid, 2)
+	assert.Equal(t, srvPid[0].SpanContext.SpanID(), hopPid[0].Parent.SpanID())
+	assert.Equal(t, "tools/call", attr(hopPid[0], "mcp.method.name"))
+	assert.Equal(t, "pid", attr(hopPid[0], "gen_ai.tool.name"))
+	assert.Equal(t, "e", attr(hopPid[0], "vigil.upstream"))
+	assert.Equal(t, "pipe", attr(hopPid[0], "network.transport"))
+
+	// The call whose upstream died: upstream_closed on both spans.
+	srvDie, hopDie := tr.span(t, "tools/call die", trace.SpanKindServer), tr.span(t, "tools/call die", trace.SpanKindClient)
+	assert.Equal(t, "upstream_closed", attr(srvDie, "error.type"))
+	assert.Equal(t, "upstream_closed", attr(srvDie, "vigil.cancel.cause"))
+	assert.Equal(t, "-32603", attr(srvDie, "rpc.response.status_code"))
+	assert.Equal(t, "upstream_closed", attr(hopDie, "error.type"))
+
+	got := gathered(t, tr.reg)
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=e}":                      2,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         1,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=e}":                   0,
+		"mcp_client_operation_duration_seconds{error_type=upstream_closed,mcp_method_name=tools/call,upstream=e}": 1,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=e}":                                                 2,
+		"mcp_gateway_upstream_sessions{upstream=e}":                                                               1,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=e}":                                    0,
+		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                        1,
+	}
+	assert.Equal(t, want, pick(got, want))
+}
+
+// pick returns the series of got that want names; a series got lacks is
+// left out, so that it shows as missing.
+func pick(got, want map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k := range want {
+		if v, ok := got[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// gathered returns every series of reg, as name{label=value,...} -> its
+// value (a histogram's count).
+func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range m.GetLabel() {
+				labels = append(labels, lp.GetName()+"="+lp.GetValue())
+			}
+			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return got
+}
+
+// TestTraceContextBack: a sampling request of a traced upstream carries
+// its span's context in _meta; the gateway's relay of it is a child of
+// that span, linked to the hop's client span.
+func TestTraceContextBack(t *testing.T) {
+	testkit.Watchdog(t)
+	spans := tracetest.NewInMemoryExporter()
+	up := newTraced(t, spans) // the upstream, traced into the same exporter
+	require.NoError(t, up.srv.AddTool(server.Tool{Name: "sample"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		res, err := server.CreateMessage(ctx, &server.CreateMessageParams{
+			Messages:  []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.TextContent{Text: "q"}}}},
+			MaxTokens: 10,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return server.Text("sampled by " + res.Model), nil
+	}))
+	h := streamable.New(up.srv, streamable.WithResponseMode(streamable.ResponseSSE))
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { _ = h.Close(); ts.Close() })
+
+	front := newTraced(t, spans)
+	front.mount(t, gateway.Upstream{Name: "a", URL: ts.URL})
+	c := mcptest.Connect(t, front.srv, mcptest.WithCapabilities(map[string]any{"sampling": map[string]any{}}),
+		mcptest.WithRequestHandler(func(context.Context, *transport.Request) (any, error) {
+			return map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "a"}, "model": "m"}, nil
+		}))
+	assert.Equal(t, "sampled by m", c.CallTool("sample", nil).Text())
+
+	hop := front.span(t, "tools/call sample", trace.SpanKindClient)
+	upSrv := childOf(t, spans, hop, "tools/call sample", trace.SpanKindServer)
+	upAsk := childOf(t, spans, upSrv, "sampling/createMessage", trace.SpanKindClient)
+	relay := childOf(t, spans, upAsk, "sampling/createMessage", trace.SpanKindServer)
+	require.Len(t, relay.Links, 1)
+	assert.Equal(t, hop.SpanContext.SpanID(), relay.Links[0].SpanContext.SpanID(), "linked to the hop")
+	childOf(t, spans, relay, "sampling/createMessage", trace.SpanKindClient) // the ask of the downstream client
+}
+
+// childOf returns the one span named name of kind whose parent is parent.
+func childOf(t *testing.T, spans *tracetest.InMemoryExporter, parent tracetest.SpanStub, name string, kind trace.SpanKind) tracetest.SpanStub {
+	t.Helper()
+	var found []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == name && s.SpanKind == kind && s.Parent.SpanID() == parent.SpanContext.SpanID() {
+			found = append(found, s)
+		}
+	}
+	require.Len(t, found, 1, "%s %s spans, children of %s", kind, name, parent.Name)
+	return found[0]
+}

@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// hostileEnv makes the test binary a hostile stdio upstream (runHostile).
+const hostileEnv = "GATEWAY_TEST_HOSTILE"
+
+// How many progress notifications the hostile upstream's flood sends
+// before its result.
+const floodNotes = 5000
+
+// runHostile speaks MCP on standard input and output, by hand, as a
+// hostile server: its tool "huge" answers a result of {"mib": N} MiB, "flood" sends
+// 5,000 progress notifications before its result, "never" never answers.
+// It writes "cancelled ID" on stderr for each notifications/cancelled.
+func runHostile() int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = out.Write(append(b, '\n'))
+		_ = out.Flush()
+	}
+	answer := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					MiB int `json:"mib"`
+				} `json:"arguments"`
+				RequestID json.RawMessage `json:"requestId"`
+				Meta      struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			answer(msg.ID, map[string]any{
+				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
+			})
+		case "tools/list":
+			var tools []map[string]any
+			for _, name := range []string{"huge", "flood", "never"} {
+				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
+			}
+			answer(msg.ID, map[string]any{"tools": tools})
+		case "notifications/cancelled":
+			fmt.Fprintf(os.Stderr, "cancelled %s\n", msg.Params.RequestID)
+		case "tools/call":
+			switch msg.Params.Name {
+			case "huge":
+				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}})
+			case "flood":
+				for i := range floodNotes {
+					send(map[string]any{
+						"jsonrpc": "2.0", "method": "notifications/progress",
+						"params": map[string]any{"progressToken": msg.Params.Meta.ProgressToken, "progress": i},
+					})
+				}
+				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "flooded"}}})
+			}
+		}
+	}
+	return 0
+}
+
+// lines is a log destination that hands each record's message to a
+// channel, so that a test can wait for one.
+type lines struct{ ch chan string }
+
+func (l lines) Write(p []byte) (int, error) {
+	var r struct {
+		Msg  string `json:"msg"`
+		Line string `json:"line"`
+	}
+	if json.Unmarshal(p, &r) == nil && r.Msg == "upstream stderr" {
+		select {
+		case l.ch <- r.Line:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+// TestHostileUpstream: next to a good upstream, a hostile one is hammered
+// with calls that never end, an endless flood of progress and a huge
+// result. The good upstream and another session keep working throughout;
+// the calls that never end end by the client's cancel, recorded
+// client_cancel, and the hostile upstream gets notifications/cancelled;
+// the flood is relayed at a bounded rate, the rest dropped and counted,
+// and the call ends with its result; the huge result ends the hostile
+// session with a clear error, counted, and costs the gateway's memory
+// far less than its size.
+func TestHostileUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	good := startUpstream(t, "good")
+	tr := newTraced(t, tracetest.NewInMemoryExporter())
+	stderr := lines{ch: make(chan string, 100)}
+	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{
+		Upstreams: []gateway.Upstream{
+			{Name: "bad", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{hostileEnv + "=1"}},
+			{Name: "good", URL: good.url},
+		},
+		Registerer: tr.reg,
+		Logger:     slog.New(slog.NewJSONHandler(stderr, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	a, b := mcptest.Connect(t, tr.srv), mcptest.Connect(t, tr.srv)
+
+	// Calls that never end, a flood, and the good upstream meanwhile.
+	const never = 3
+	for id := range never {
+		a.SendCallTool(int64(100+id), "bad_never", nil)
+	}
+	a.Request(200, "tools/call", map[string]any{"name": "bad_flood", "_meta": map[string]any{"progressToken": "f"}})
+	var wg sync.WaitGroup
+	for range 4 { // other sessions (a client is not for concurrent calls)
+		other := mcptest.Connect(t, tr.srv)
+		wg.Go(func() { assert.Equal(t, "hello from good", other.CallTool("good_hello", nil).Text()) })
+	}
+	progress := 0
+	for {
+		m := a.Recv()
+		if n, ok := m.(*transport.Request); ok && n.Method == "notifications/progress" {
+			progress++
+			continue
+		}
+		r, ok := m.(*transport.Response)
+		require.True(t, ok, "%T", m)
+		require.Equal(t, "200", r.ID.String())
+		require.Nil(t, r.Error)
+		assert.Contains(t, string(r.Result), "flooded")
+		break
+	}
+	wg.Wait()
+	assert.Less(t, progress, floodNotes/2, "the flood is relayed at a bounded rate")
+
+	// The client cancels the calls that never end: the upstream hears it.
+	for id := range never {
+		a.Cancel(int64(100+id), "enough")
+	}
+	cancelled := map[string]bool{}
+	for len(cancelled) < never {
+		if line := <-stderr.ch; strings.HasPrefix(line, "cancelled ") {
+			cancelled[line] = true
+		}
+	}
+	assert.Equal(t, "hello from good", b.CallTool("good_hello", nil).Text())
+
+	// Huge results: refused with a clear error; what they cost the
+	// gateway is bounded by the frame bound (4 MiB), not their size.
+	huge := func(mib int) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, rpcErr := a.Call("tools/call", map[string]any{"name": "bad_huge", "arguments": map[string]any{"mib": mib}})
+		runtime.ReadMemStats(&after)
+		require.NotNil(t, rpcErr)
+		assert.Equal(t, "upstream bad is gone: it sent a message over the size bound", rpcErr.Message)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		t.Logf("a %d MiB result cost %.1f MiB of allocations", mib, float64(allocated)/(1<<20))
+		return allocated
+	}
+	small, big := huge(16), huge(128)
+	assert.Less(t, big, small+4<<20, "8 times the size costs no more")
+	assert.Less(t, big, uint64(32<<20), "a 128 MiB result is never held whole")
+	assert.Equal(t, "hello from good", b.CallTool("good_hello", nil).Text())
+
+	require.NoError(t, g.Close()) // waits for the sessions' ends to be counted
+	got := gathered(t, tr.reg)
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}":       never,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}":              1,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=bad}": 2,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}":             6,
+		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":                    never,
+		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                  2,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                            2,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                         2, // started again after each
+	}
+	assert.Equal(t, want, pick(got, want))
+	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]
+	assert.Greater(t, dropped, float64(floodNotes/2), "the flood beyond the relay's rate is dropped and counted")
+	assert.LessOrEqual(t, float64(progress), floodNotes-dropped)
+}

@@ -1,0 +1,164 @@
+package metrics
+
+import (
+	"maps"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
+)
+
+// UpstreamClosed is the value of the outcome label of
+// mcp_gateway_upstream_calls_total, besides those of the server's requests
+// (ok, error, cancelled), of a call whose upstream went away.
+const UpstreamClosed = "upstream_closed"
+
+// Values of the reason label of mcp_gateway_upstream_dropped_total.
+const (
+	DropNotification   = "notification"    // a notification the gateway was too far behind to take
+	DropProgress       = "progress"        // a progress notification of no call, or of a caller too far behind
+	DropLateResponse   = "late_response"   // an answer to no call in flight (cancelled, or never asked)
+	DropInvalidMessage = "invalid_message" // a frame that was not JSON-RPC, a batch, an unusable id
+	DropRefusedRequest = "refused_request" // a request of the upstream over the bound of those running at once
+	DropOversizeFrame  = "oversize_frame"  // a frame over the bound, which ended its session
+	DropStderrLine     = "stderr_line"     // a stderr line over the rate bound
+)
+
+// Upstreams are the metrics of a gateway's upstreams, labeled by the
+// upstream's name: the calls forwarded, their duration, the starts, the
+// sessions live and what was dropped of what upstreams sent. A nil
+// *Upstreams records nothing. It is a [prometheus.Collector].
+type Upstreams struct {
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	starts   *prometheus.CounterVec
+	sessions *prometheus.GaugeVec
+	drops    *prometheus.Desc
+	methods  metricsLabelSet
+	names    metricsLabelSet
+	errTypes metricsLabelSet
+
+	zero    map[[2]string]int64 // (upstream, reason) of every upstream named, at 0
+	dropped func(add func(upstream, reason string, n int64))
+}
+
+var _ prometheus.Collector = (*Upstreams)(nil)
+
+// NewUpstreams returns the metrics of the upstreams names, their series
+// created at zero. dropped, if not nil, adds at each collection
+// everything each upstream dropped so far, by reason (one of the Drop
+// constants): it must never decrease, and be safe for concurrent use.
+func NewUpstreams(names []string, dropped func(add func(upstream, reason string, n int64))) *Upstreams {
+	u := &Upstreams{
+		methods:  newMetricsLabelSet(append(mcpconv.RequestMethods(), mcpconv.LabelOther)),
+		names:    newMetricsLabelSet(append(names, mcpconv.LabelOther)),
+		errTypes: newMetricsLabelSet(append(defaultErrorTypes(), "")),
+		zero:     map[[2]string]int64{},
+		dropped:  dropped,
+	}
+	up, method := mcpconv.LabelUpstream, mcpconv.LabelMethod
+	u.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: mcpconv.MetricUpstreamCalls,
+		Help: "Calls the gateway forwarded to an upstream MCP server. upstream: its name (-upstream NAME=...). mcp_method_name: tools/call, prompts/get or resources/read. " +
+			"outcome: ok (answered with a result, tool results with isError included), error (a JSON-RPC error of the upstream, or a result the gateway could not use), " +
+			"cancelled (the downstream caller cancelled or went away; the upstream got notifications/cancelled), upstream_closed (the upstream went away or closed mid-call, or could not be started).",
+	}, []string{up, method, mcpconv.LabelOutcome})
+	u.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: mcpconv.MetricUpstreamCallDuration,
+		Help: "Duration of the calls forwarded upstream, from send to answer (semconv mcp.client.operation.duration). upstream: its name. mcp_method_name: the method. " +
+			"error_type: empty for a result, the upstream's JSON-RPC code, cancelled, upstream_closed or _OTHER.",
+		Buckets: DurationBuckets(),
+	}, []string{up, method, mcpconv.LabelErrorType})
+	u.starts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: mcpconv.MetricUpstreamStarts,
+		Help: "Starts of an upstream session (for stdio, of its process), the first included: more than one ok is a restart. upstream: its name. result: ok or failed.",
+	}, []string{up, "result"})
+	u.sessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: mcpconv.MetricUpstreamSessions,
+		Help: "Upstream sessions live (for stdio, each with its process). upstream: its name.",
+	}, []string{up})
+	u.drops = prometheus.NewDesc(mcpconv.MetricUpstreamDropped,
+		"What the gateway dropped of what an upstream sent. upstream: its name. reason: notification (too far behind), progress (of no call, or its caller too far behind), "+
+			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
+			"oversize_frame (a frame over the bound, which ended the session), stderr_line (a stderr line over the rate bound).",
+		[]string{up, "reason"}, nil)
+	for _, n := range names {
+		for _, m := range []string{"tools/call", "prompts/get", "resources/read"} {
+			for _, o := range []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed} {
+				u.calls.WithLabelValues(n, m, o)
+			}
+			u.duration.WithLabelValues(n, m, "")
+		}
+		u.starts.WithLabelValues(n, "ok")
+		u.starts.WithLabelValues(n, "failed")
+		u.sessions.WithLabelValues(n)
+		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeFrame, DropStderrLine} {
+			u.zero[[2]string{n, r}] = 0
+		}
+	}
+	return u
+}
+
+// Called records a call forwarded to upstream: its method, outcome,
+// error type and duration.
+func (u *Upstreams) Called(upstream, method, outcome, errType string, d time.Duration) {
+	if u == nil {
+		return
+	}
+	upstream, method = u.names.bound(upstream, mcpconv.LabelOther), u.methods.bound(method, mcpconv.LabelOther)
+	u.calls.WithLabelValues(upstream, method, outcome).Inc()
+	u.duration.WithLabelValues(upstream, method, u.errTypes.bound(errType, mcpconv.ErrorTypeOther)).Observe(d.Seconds())
+}
+
+// Started records a start of upstream, successful or not.
+func (u *Upstreams) Started(upstream string, ok bool) {
+	if u == nil {
+		return
+	}
+	result := "ok"
+	if !ok {
+		result = "failed"
+	}
+	u.starts.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther), result).Inc()
+}
+
+// SessionOpened counts a session of upstream that opened.
+func (u *Upstreams) SessionOpened(upstream string) {
+	if u != nil {
+		u.sessions.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther)).Inc()
+	}
+}
+
+// SessionEnded counts a session of upstream that ended.
+func (u *Upstreams) SessionEnded(upstream string) {
+	if u != nil {
+		u.sessions.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther)).Dec()
+	}
+}
+
+// Describe sends the descriptors of every metric; see [prometheus.Collector].
+func (u *Upstreams) Describe(ch chan<- *prometheus.Desc) {
+	u.calls.Describe(ch)
+	u.duration.Describe(ch)
+	u.starts.Describe(ch)
+	u.sessions.Describe(ch)
+	ch <- u.drops
+}
+
+// Collect sends every metric; see [prometheus.Collector].
+func (u *Upstreams) Collect(ch chan<- prometheus.Metric) {
+	u.calls.Collect(ch)
+	u.duration.Collect(ch)
+	u.starts.Collect(ch)
+	u.sessions.Collect(ch)
+	drops := maps.Clone(u.zero)
+	if u.dropped != nil {
+		u.dropped(func(upstream, reason string, n int64) {
+			drops[[2]string{u.names.bound(upstream, mcpconv.LabelOther), reason}] += n
+		})
+	}
+	for k, v := range drops {
+		ch <- prometheus.MustNewConstMetric(u.drops, prometheus.CounterValue, float64(v), k[0], k[1])
+	}
+}
