@@ -263,7 +263,12 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	if raw, err = withTraceContext(ctx, raw); err != nil {
 		return nil, err
 	}
-	s, err := m.session(ctx)
+	l, err := m.linkOf(ctx)
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	defer m.release(l)
+	s, err := l.session(ctx)
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

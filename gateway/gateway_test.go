@@ -32,10 +32,16 @@ type fakeUpstream struct {
 	started   chan struct{} // a call of "block" started
 	cancelled chan error    // the cause that ended a call of "block"
 	mu        sync.Mutex
-	auth      []string       // the Authorization header of each request
-	expire    atomic.Bool    // answer the next request of a session 404, as an upstream that forgot it
-	sampling  sync.WaitGroup // Add the calls of "sample" expected at once
+	auth      []string                      // the Authorization header of each request
+	expire    atomic.Bool                   // answer the next request of a session 404, as an upstream that forgot it
+	hold      atomic.Pointer[chan struct{}] // when set, a new session's initialize waits for it to close (holdNew)
+	holding   chan struct{}                 // an initialize waits for hold
+	sampling  sync.WaitGroup                // Add the calls of "sample" expected at once
 }
+
+// holdNew makes the initialize of each new session wait until gate
+// closes, telling holding when one waits.
+func (u *fakeUpstream) holdNew(gate chan struct{}) { u.hold.Store(&gate) }
 
 // authorizations returns the Authorization headers the upstream got.
 func (u *fakeUpstream) authorizations() []string {
@@ -49,7 +55,7 @@ func (u *fakeUpstream) authorizations() []string {
 // error).
 func startUpstream(t *testing.T, name string) *fakeUpstream {
 	t.Helper()
-	u := &fakeUpstream{started: make(chan struct{}, 1), cancelled: make(chan error, 1)}
+	u := &fakeUpstream{started: make(chan struct{}, 1), cancelled: make(chan error, 1), holding: make(chan struct{}, 1)}
 	srv := server.New()
 	add := func(tool string, h server.ToolHandler) {
 		require.NoError(t, srv.AddTool(server.Tool{Name: tool, Description: tool + " of " + name}, h))
@@ -114,6 +120,17 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		if r.Header.Get("Mcp-Session-Id") != "" && u.expire.CompareAndSwap(true, false) {
 			http.NotFound(w, r)
 			return
+		}
+		if gate := u.hold.Load(); gate != nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			select {
+			case u.holding <- struct{}{}:
+			default:
+			}
+			select {
+			case <-*gate:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -357,9 +374,9 @@ func TestSamplingReachesItsCaller(t *testing.T) {
 
 	u.sampling.Add(1)
 	plain := mcptest.Connect(t, srv)
-	_, rpcErr := plain.Call("tools/call", map[string]any{"name": "sample"})
-	require.NotNil(t, rpcErr, "the upstream's tool fails with the refusal")
-	assert.Contains(t, rpcErr.Message, "the client does not support sampling/createMessage")
+	res := plain.CallTool("sample", nil)
+	assert.True(t, res.IsError, "the upstream's tool fails: its session declared no sampling, as its client")
+	assert.Contains(t, res.Text(), `needs the "sampling" capability`)
 }
 
 // TestLogRelayed: a log message the upstream sends during a call reaches
@@ -391,9 +408,13 @@ func TestListChangedFollowed(t *testing.T) {
 		return server.Text("fresh from a"), nil
 	}))
 	u.srv.RemoveTools("hello")
-	n, ok := c.Recv().(*transport.Request)
-	require.True(t, ok)
-	assert.Equal(t, "notifications/tools/list_changed", n.Method)
+	for { // registering the listing again may announce other lists too, in any order
+		n := c.RecvRequest()
+		require.Contains(t, n.Method, "/list_changed")
+		if n.Method == "notifications/tools/list_changed" {
+			break
+		}
+	}
 	names := toolNames(c)
 	assert.Contains(t, names, "fresh")
 	assert.NotContains(t, names, "hello")
