@@ -431,13 +431,16 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
 	assert.Contains(t, usage, "-auth-policy file")
 	assert.Contains(t, usage, "(env VIGIL_AUTH_POLICY)")
-	for _, want := range []string{"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)"} {
+	for _, want := range []string{
+		"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)",
+		"(env VIGIL_UPSTREAM_SHARED)", "(env VIGIL_UPSTREAM_MAX_PROCESSES)", "(env VIGIL_UPSTREAM_IDLE)",
+	} {
 		assert.Contains(t, usage, want)
 	}
 	for _, want := range []string{"-auth-exchange-endpoint URL", "(env VIGIL_AUTH_EXCHANGE_ENDPOINT)", "-auth-exchange-client-id id", "(env VIGIL_AUTH_EXCHANGE_CLIENT_ID)", "VIGIL_AUTH_EXCHANGE_CLIENT_SECRET"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 62, flags, "every flag is listed")
+	assert.Equal(t, 65, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 
