@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -395,10 +396,7 @@ func TestLogRelayed(t *testing.T) {
 
 // TestListChangedFollowed: when the upstream's tools change, it says so
 // (list_changed on its GET stream), the gateway lists them again, and the
-// downstream client hears list_changed and sees the new list. (The front
-// server sends its list_changed 50 ms after the first change,
-// DefaultListChangedDelay, by which time the gateway, which registers in
-// memory, is done.)
+// downstream client hears list_changed and sees the new list.
 func TestListChangedFollowed(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
@@ -408,16 +406,19 @@ func TestListChangedFollowed(t *testing.T) {
 		return server.Text("fresh from a"), nil
 	}))
 	u.srv.RemoveTools("hello")
-	for { // registering the listing again may announce other lists too, in any order
+	// Registering the listing again may announce other lists too, in any
+	// order, and, when the front server's delay ends in the middle of it,
+	// the tools twice.
+	for {
 		n := c.RecvRequest()
 		require.Contains(t, n.Method, "/list_changed")
-		if n.Method == "notifications/tools/list_changed" {
+		if n.Method != "notifications/tools/list_changed" {
+			continue
+		}
+		if names := toolNames(c); slices.Contains(names, "fresh") && !slices.Contains(names, "hello") {
 			break
 		}
 	}
-	names := toolNames(c)
-	assert.Contains(t, names, "fresh")
-	assert.NotContains(t, names, "hello")
 	assert.Equal(t, "fresh from a", c.CallTool("fresh", nil).Text())
 }
 
