@@ -80,7 +80,8 @@ type Gateway struct {
 
 // mount is one upstream mounted: the catalog's session, which lists
 // and serves a shared upstream, and a session per downstream session
-// otherwise (sessions.go), each started again when a call finds it gone.
+// otherwise (sessions.go); the catalog's is started again as soon as it
+// goes (refreshLoop), a downstream session's by its next call.
 type mount struct {
 	g      *Gateway
 	up     Upstream

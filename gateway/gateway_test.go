@@ -34,7 +34,7 @@ type fakeUpstream struct {
 	cancelled chan error    // the cause that ended a call of "block"
 	mu        sync.Mutex
 	auth      []string                      // the Authorization header of each request
-	expire    atomic.Bool                   // answer the next request of a session 404, as an upstream that forgot it
+	expire    atomic.Bool                   // answer the next POST of a session 404, as an upstream that forgot it
 	hold      atomic.Pointer[chan struct{}] // when set, a new session's initialize waits for it to close (holdNew)
 	holding   chan struct{}                 // an initialize waits for hold
 	sampling  sync.WaitGroup                // Add the calls of "sample" expected at once
@@ -118,7 +118,7 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		u.mu.Lock()
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.mu.Unlock()
-		if r.Header.Get("Mcp-Session-Id") != "" && u.expire.CompareAndSwap(true, false) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" && u.expire.CompareAndSwap(true, false) {
 			http.NotFound(w, r)
 			return
 		}

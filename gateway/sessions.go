@@ -107,9 +107,10 @@ func (m *mount) reapIdle(now time.Time) {
 }
 
 // reapEvery returns how often links idle for idle are looked for: they
-// are closed between idle and 1.5 idle after their last call.
+// are closed between idle and 1.5 idle (idle plus a second at least)
+// after their last call.
 func reapEvery(idle time.Duration) time.Duration {
-	return max(idle/2, time.Millisecond)
+	return max(idle/2, time.Second)
 }
 
 // capabilities returns the client capabilities a session of the
