@@ -85,51 +85,71 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// exitHandler is a log handler that hands the pid of each upstream
-// process that exited (its record "upstream process exited") to exited.
-type exitHandler struct {
+// processEvent is a log record of the gateway about an upstream process:
+// its message and the process's pid.
+type processEvent struct {
+	msg string
+	pid int
+}
+
+// eventHandler is a log handler that hands each record with a pid to
+// events.
+type eventHandler struct {
 	attrs  []slog.Attr
-	exited chan int
+	events chan processEvent
 }
 
-// exitLogger returns a logger that hands the pid of each upstream process
-// that exited to a channel, read by waitExit.
-func exitLogger() (*slog.Logger, chan int) {
-	exited := make(chan int, 256)
-	return slog.New(&exitHandler{exited: exited}), exited
+// eventLogger returns a logger that hands each record about an upstream
+// process to a channel, read by waitFor.
+func eventLogger() (*slog.Logger, chan processEvent) {
+	events := make(chan processEvent, 256)
+	return slog.New(&eventHandler{events: events}), events
 }
 
-func (h *exitHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *eventHandler) Enabled(context.Context, slog.Level) bool { return true }
 
-func (h *exitHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "upstream process exited" {
-		return nil
+func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
+	e := processEvent{msg: r.Message}
+	find := func(a slog.Attr) bool {
+		if a.Key == "pid" {
+			e.pid = int(a.Value.Int64())
+		}
+		return true
 	}
 	for _, a := range h.attrs {
-		if a.Key == "pid" {
-			select {
-			case h.exited <- int(a.Value.Int64()):
-			default: // a test reads the ones it waits for
-			}
+		find(a)
+	}
+	r.Attrs(find)
+	if e.pid != 0 {
+		select {
+		case h.events <- e:
+		default: // a test reads the ones it waits for
 		}
 	}
 	return nil
 }
 
-func (h *exitHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &exitHandler{attrs: append(slices.Clip(h.attrs), attrs...), exited: h.exited}
+func (h *eventHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &eventHandler{attrs: append(slices.Clip(h.attrs), attrs...), events: h.events}
 }
 
-func (h *exitHandler) WithGroup(string) slog.Handler { return h }
+func (h *eventHandler) WithGroup(string) slog.Handler { return h }
 
-// waitExit waits until the process pid has exited.
-func waitExit(t *testing.T, exited chan int, pid int) {
-	t.Helper()
-	for p := range exited {
-		if p == pid {
-			return
+// waitFor waits for the record msg about an upstream process, of pid
+// unless pid is 0, and returns its pid.
+func waitFor(events chan processEvent, msg string, pid int) int {
+	for e := range events {
+		if e.msg == msg && (pid == 0 || e.pid == pid) {
+			return e.pid
 		}
 	}
+	return 0
+}
+
+// waitExit waits until the process pid has exited.
+func waitExit(t *testing.T, events chan processEvent, pid int) {
+	t.Helper()
+	waitFor(events, "upstream process exited", pid)
 }
 
 // TestSessionsGetTheirOwnProcess: each downstream session's calls go to
@@ -137,7 +157,7 @@ func waitExit(t *testing.T, exited chan int, pid int) {
 // the session ends its process, and the other session's serves on.
 func TestSessionsGetTheirOwnProcess(t *testing.T) {
 	testkit.Watchdog(t)
-	log, exited := exitLogger()
+	log, exited := eventLogger()
 	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Logger: log})
 	one, two := connect(t, srv), connect(t, srv)
 	starts, _ := g.Counts(0)
@@ -159,7 +179,7 @@ func TestSessionsGetTheirOwnProcess(t *testing.T) {
 // another session ends, it is served.
 func TestMaxProcessesRefuses(t *testing.T) {
 	testkit.Watchdog(t)
-	log, exited := exitLogger()
+	log, exited := eventLogger()
 	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Logger: log, MaxProcesses: 2})
 	one, two, three := connect(t, srv), connect(t, srv), connect(t, srv)
 	p1 := pidOf(t, one)
@@ -183,7 +203,7 @@ func TestMaxProcessesRefuses(t *testing.T) {
 func TestIdleSessionReaped(t *testing.T) {
 	testkit.Watchdog(t)
 	clock := newClock()
-	log, exited := exitLogger()
+	log, exited := eventLogger()
 	srv, g := mountWith(t, gateway.WithClock(gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Logger: log, IdleTimeout: time.Minute}, clock.Now))
 	c := connect(t, srv)
 	first := pidOf(t, c)
@@ -224,4 +244,23 @@ func TestCapabilitiesOfTheSession(t *testing.T) {
 	res := plain.CallTool("sample", nil)
 	assert.True(t, res.IsError, "the upstream's own refusal: the session declared no sampling")
 	assert.Contains(t, res.Text(), `needs the "sampling" capability`)
+}
+
+// TestListingSessionStartedAgain: the session an upstream keeps for
+// listing is started again as soon as its process dies, before any call
+// needs it, and serves the next call of a shared upstream.
+func TestListingSessionStartedAgain(t *testing.T) {
+	testkit.Watchdog(t)
+	log, events := eventLogger()
+	up := testUpstream()
+	up.Shared = true
+	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{up}, Logger: log})
+	c := connect(t, srv)
+	first := pidOf(t, c)
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "die"})
+	require.NotNil(t, rpcErr)
+	second := waitFor(events, "upstream started again", 0)
+	assert.NotEqual(t, first, second)
+	require.NoError(t, g.Health())
+	assert.Equal(t, second, pidOf(t, c))
 }
