@@ -197,6 +197,25 @@ func TestMaxProcessesRefuses(t *testing.T) {
 	assert.NotEqual(t, p1, pidOf(t, three))
 }
 
+// TestDefaultMaxProcesses: by default 32 sessions get a process each,
+// and the 33rd is refused, saying so.
+func TestDefaultMaxProcesses(t *testing.T) {
+	testkit.Watchdog(t)
+	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}})
+	pids := map[int]bool{}
+	for range 32 {
+		pids[pidOf(t, connect(t, srv))] = true
+	}
+	assert.Len(t, pids, 32)
+	_, rpcErr := connect(t, srv).Call("tools/call", map[string]any{"name": "pid"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeServerBusy), rpcErr.Code)
+	assert.Equal(t, "upstream e: its 32 processes all serve other sessions; try again later", rpcErr.Message)
+	starts, refused := g.Counts(0)
+	assert.Equal(t, int64(33), starts, "the catalog's and 32")
+	assert.Equal(t, int64(1), refused)
+}
+
 // TestIdleSessionReaped: a session's process with no call in flight for
 // IdleTimeout is ended; one with a call in flight is not; the next call
 // starts a new one.
