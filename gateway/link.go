@@ -15,7 +15,8 @@ import (
 // Restarts of an upstream wait, after a setback, from minBackoff,
 // doubling up to maxBackoff. A setback is a start that failed, or a
 // session that ended within stableAfter of its start; a session that
-// lived longer wipes the slate clean.
+// lived longer wipes the slate clean, and the first to end young after
+// that is started again at once (a killed upstream serves the next call).
 const (
 	minBackoff  = time.Second
 	maxBackoff  = 30 * time.Second
@@ -76,10 +77,10 @@ func (l *link) session(ctx context.Context) (*upstream.Session, error) {
 		return nil, upstream.ErrClosed
 	}
 	s, old, err := l.restart(ctx)
-	<-l.start
-	if old != nil {
+	if old != nil { // before close, which waits for l.start, and Close for closing
 		l.m.closing.Go(old.close) // gone: its process has exited, or soon will
 	}
+	<-l.start
 	return s, err
 }
 
