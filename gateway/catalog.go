@@ -277,7 +277,12 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 	if raw, err = withTraceContext(ctx, raw); err != nil {
 		return nil, err
 	}
-	res, err := m.call(ctx, method, raw, notes, retry)
+	l, err := m.linkOf(ctx)
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	defer m.release(l)
+	res, err := m.call(ctx, l, method, raw, notes, retry)
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

@@ -17,8 +17,16 @@
 //
 // One upstream's tools and prompts keep their names; with several, each
 // is named NAME_name after its upstream (templates' names too; URIs are
-// kept), and two with one name or URI are refused. An upstream that went
-// away is started again by the next call. docs/gateway.md is the design, with what is not built yet.
+// kept), and two with one name or URI are refused.
+//
+// Each downstream session's calls go to an upstream session of its own (a
+// process of its own for stdio, at most [Config].MaxProcesses), opened by
+// its first call and closed when it ends or has been idle for
+// [Config].IdleTimeout; a session each upstream keeps for listing serves
+// the requests of no session (2026-07-28 stateless ones) and, with
+// [Upstream].Shared, every session's. An upstream session that went away
+// is started again, with backoff. docs/gateway.md is the design, with
+// what is not built yet.
 //
 // Package gateway imports the server and the client core
 // (internal/upstream); the root package vigil and cmd/vigil import it.

@@ -59,6 +59,10 @@ type Upstream struct {
 	// nor callable, after a list_changed too. A pattern that matches none
 	// of the upstream's tools at Mount fails it.
 	Tools []string
+	// Shared makes every downstream session share one upstream session
+	// (one process for stdio), whose request ids are its own; by default
+	// each downstream session gets one of its own at its first call.
+	Shared bool
 }
 
 // Config configures [Mount].
@@ -78,6 +82,18 @@ type Config struct {
 	// their NAME_ prefix when several upstreams are mounted). Mount does
 	// not check that each name is served.
 	ToolScopes map[string][]string
+	// MaxProcesses bounds the processes of each stdio upstream that
+	// serve one downstream session each (32 when below 1); the call that
+	// would start one more is refused with -32000 (server busy). The
+	// process every upstream keeps for listing is not counted.
+	MaxProcesses int
+	// IdleTimeout ends the upstream session of a downstream session, and
+	// its process, once it has had no call in flight for this long, give
+	// or take half of it (5 minutes when 0; never when negative); its
+	// next call starts a new one.
+	IdleTimeout time.Duration
+
+	now func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -94,15 +110,10 @@ type Gateway struct {
 	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
 }
 
-// Restarts of an upstream that went away wait, after a start that
-// failed, from minBackoff, doubling up to maxBackoff.
-const (
-	minBackoff = time.Second
-	maxBackoff = 30 * time.Second
-)
-
-// mount is one upstream mounted: its connection, shared by every caller,
-// started again when a call finds it gone.
+// mount is one upstream mounted: the catalog's session, which lists
+// and serves a shared upstream, and a session per downstream session
+// otherwise (sessions.go); the catalog's is started again as soon as it
+// goes (refreshLoop), a downstream session's by its next call.
 type mount struct {
 	g      *Gateway
 	up     Upstream
@@ -111,22 +122,39 @@ type mount struct {
 	tools  toolFilter // Upstream.Tools
 	cat    *catalog   // what is registered; guarded by g.mu
 
-	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
-	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
-	closed    bool
-	nextStart time.Time             // no start before this, after a failed one
-	backoff   time.Duration         // the wait after the next failed start
-	failed    atomic.Pointer[error] // why the last start failed; nil once one succeeds
+	ctx          context.Context // ends when Close begins
+	stop         context.CancelFunc
+	now          func() time.Time
+	maxProcesses int           // Config.MaxProcesses
+	idle         time.Duration // Config.IdleTimeout; negative: never
+	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
+
+	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
+	sessions map[*server.Session]*link // the links of downstream sessions
+
+	starts, refused atomic.Int64          // sessions started; calls refused by MaxProcesses
+	failed          atomic.Pointer[error] // why the last start failed; nil once a start succeeds, or the catalog's session answers a check
 
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
-	quit      chan struct{}  // closed by Close: the refresher stops
-	refresher sync.WaitGroup // the goroutine that lists again (refreshLoop)
+	check     chan struct{}  // 1-buffered: a start failed; is the catalog's session alive? (coalesced)
+	refresher sync.WaitGroup // the goroutine that lists again and keeps the catalog's session (refreshLoop)
+	watchers  sync.WaitGroup // a goroutine per downstream session's link: it closes it when that session ends
+	closing   sync.WaitGroup // the closes of connections that went
 }
 
 // conn is one session with an upstream, and its process for stdio.
 type conn struct {
 	session *upstream.Session
 	process *upstream.Process // nil for HTTP
+}
+
+// pid returns the process id of a stdio upstream's session to log, an
+// empty attribute for HTTP.
+func (c *conn) pid() slog.Attr {
+	if c.process == nil {
+		return slog.Attr{}
+	}
+	return slog.Int("pid", c.process.Pid())
 }
 
 // close ends the session and the process.
@@ -153,6 +181,15 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := checkUpstreams(cfg.Upstreams); err != nil {
 		return nil, err
 	}
+	if cfg.MaxProcesses < 1 {
+		cfg.MaxProcesses = defaultMaxProcesses
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = defaultIdleTimeout
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
 	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes}
 	if err := g.observe(cfg); err != nil {
 		return nil, err
@@ -162,20 +199,24 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
-		m := &mount{g: g, up: up, log: cfg.Logger, stale: make(chan struct{}, 1), quit: make(chan struct{})}
+		m := &mount{
+			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout,
+			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1),
+		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
+		m.ctx, m.stop = context.WithCancel(context.Background())
+		m.catalog = m.newLink(nil)
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
-		c, err := m.open(ctx)
+		g.mounts = append(g.mounts, m)
+		s, err := m.catalog.session(ctx)
 		if err != nil {
 			_ = g.Close()
 			return nil, err
 		}
-		m.conn.Store(c)
-		g.mounts = append(g.mounts, m)
 		m.refresher.Go(m.refreshLoop)
-		cat, err := m.list(ctx, c.session)
+		cat, err := m.list(ctx, s)
 		if err == nil {
 			err = m.filtersSomething(cat)
 		}
@@ -234,8 +275,9 @@ func checkUpstreams(ups []Upstream) error {
 	return nil
 }
 
-// open starts the upstream and opens its session.
-func (m *mount) open(ctx context.Context) (*conn, error) {
+// open starts the upstream and opens a session for the downstream
+// session ss (nil: the catalog's).
+func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
 	up := m.up
 	c := &conn{}
 	var tc transport.Conn
@@ -251,7 +293,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	}
 	s, err := upstream.Open(ctx, tc, upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
-		Capabilities:   json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`),
+		Capabilities:   capabilities(ss),
 		OnRequest:      askClient,
 		OnNotification: m.notified,
 	})
@@ -290,16 +332,90 @@ func (m *mount) notified(n *transport.Request) {
 	}
 }
 
-// refreshLoop lists the upstream again each time it said a list changed,
-// until Close.
+// refreshLoop, until Close, lists the upstream again each time it said a
+// list changed; starts the catalog's session again as soon as it goes
+// (with backoff), and lists again on the new one; and closes the
+// sessions of downstream sessions that are idle.
 func (m *mount) refreshLoop() {
+	var reap <-chan time.Time
+	if m.idle > 0 {
+		t := time.NewTicker(reapEvery(m.idle))
+		defer t.Stop()
+		reap = t.C
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	listed := m.catalog.live() // Mount lists it
 	for {
+		var gone <-chan struct{}
+		var retry <-chan time.Time
+		if listed != nil {
+			gone = listed.Done()
+		} else {
+			timer.Reset(max(m.catalog.retryIn(), minBackoff/10))
+			retry = timer.C
+		}
 		select {
 		case <-m.stale:
 			m.refresh()
-		case <-m.quit:
+		case <-m.check:
+			m.ping(listed)
+		case <-gone:
+			listed = m.keepCatalog()
+		case <-retry:
+			listed = m.keepCatalog()
+		case <-reap:
+			m.reapIdle(m.now())
+		case <-m.ctx.Done():
 			return
 		}
+	}
+}
+
+// startWithin bounds a start of the catalog's session that no caller
+// waits for.
+const startWithin = 30 * time.Second
+
+// keepCatalog starts the catalog's session again when it has gone (not
+// before its backoff), lists what the new one serves, and returns it;
+// nil when it could not start.
+func (m *mount) keepCatalog() *upstream.Session {
+	ctx, cancel := context.WithTimeout(m.ctx, startWithin)
+	defer cancel()
+	s, err := m.catalog.session(ctx)
+	if err != nil {
+		return nil
+	}
+	m.refresh()
+	return s
+}
+
+// checkCatalog asks refreshLoop to check that the catalog's session is
+// alive.
+func (m *mount) checkCatalog() {
+	select {
+	case m.check <- struct{}{}:
+	default:
+	}
+}
+
+// pingWithin bounds a ping of the catalog's session.
+const pingWithin = 10 * time.Second
+
+// ping pings the catalog's session s (nil: it has gone, and is started
+// again already): when it answers, the upstream serves, and Health says
+// so; when it has gone, the session ends, and refreshLoop starts it
+// again.
+func (m *mount) ping(s *upstream.Session) {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, pingWithin)
+	defer cancel()
+	var rpc *transport.Error
+	if _, err := s.Call(ctx, "ping", nil, nil); err == nil || errors.As(err, &rpc) {
+		m.failed.Store(nil)
 	}
 }
 
@@ -307,19 +423,13 @@ func (m *mount) refreshLoop() {
 // removing what it no longer does; a name another upstream serves is
 // left to it.
 func (m *mount) refresh() {
-	c := m.conn.Load()
-	if c == nil {
+	s := m.catalog.live()
+	if s == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), refreshWithin)
 	defer cancel()
-	cat, err := m.list(ctx, c.session)
-	if errors.Is(err, upstream.ErrSessionExpired) { // listing is safe to retry, once, on a new session
-		var s *upstream.Session
-		if s, err = m.session(ctx); err == nil {
-			cat, err = m.list(ctx, s)
-		}
-	}
+	cat, err := m.list(ctx, s) // a session that expired is started again and listed by refreshLoop
 	if err != nil {
 		m.log.Warn("gateway: listing again after list_changed failed", "upstream", m.up.Name, "error", err)
 		return
@@ -371,38 +481,6 @@ func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, 
 	default:
 		return nil, err
 	}
-}
-
-// session returns the upstream's live session: the current one, or, when
-// it has gone, a new one (unless a failed start is too recent).
-func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, upstream.ErrClosed
-	}
-	if c := m.conn.Load(); c != nil && c.session.Err() == nil {
-		return c.session, nil
-	}
-	if c := m.conn.Swap(nil); c != nil {
-		c.close() // gone: its process has exited, or soon will
-	}
-	if wait := time.Until(m.nextStart); wait > 0 {
-		return nil, fmt.Errorf("%w: the last start failed; next try in %v", upstream.ErrGone, wait.Round(time.Millisecond))
-	}
-	c, err := m.open(ctx)
-	if err != nil {
-		m.backoff = min(max(2*m.backoff, minBackoff), maxBackoff)
-		m.nextStart = time.Now().Add(m.backoff)
-		m.log.Warn("upstream did not start", "upstream", m.up.Name, "error", err, "retry_in", m.backoff)
-		m.failed.Store(&err)
-		return nil, err
-	}
-	m.failed.Store(nil)
-	m.log.Info("upstream started again", "upstream", m.up.Name)
-	m.backoff = 0
-	m.conn.Store(c)
-	return c.session, nil
 }
 
 // callTool returns the handler of the upstream's tool name: it forwards
@@ -489,9 +567,11 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 	return res, nil
 }
 
-// Health returns nil while every upstream serves or was started again
-// since it went away, and otherwise an error naming each upstream whose
-// last start failed: for /readyz. It does not wait for a start under way.
+// Health returns nil while every upstream serves, and otherwise an error
+// naming each upstream whose last start failed, unless the session it
+// keeps for listing answered since (a failed start makes the gateway ask
+// it at once, and start it again if it has gone): for /readyz. It does
+// not wait for a start or a check under way.
 func (g *Gateway) Health() error {
 	var errs []error
 	for _, m := range g.mounts {
@@ -507,16 +587,11 @@ func (g *Gateway) Health() error {
 // nil.
 func (g *Gateway) Close() error {
 	for _, m := range g.mounts {
-		m.mu.Lock()
-		if c := m.conn.Swap(nil); c != nil {
-			c.close()
-		}
-		if !m.closed {
-			m.closed = true
-			close(m.quit)
-		}
-		m.mu.Unlock()
+		m.stop() // every link's context ends: each downstream session's is closed by its watcher
+		m.catalog.close()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
+		m.watchers.Wait()
+		m.closing.Wait()
 	}
 	g.watch.Wait()
 	return nil

@@ -27,6 +27,9 @@ func (e *goneError) Error() string {
 // Unwrap returns the server's cause and the session's end.
 func (e *goneError) Unwrap() []error { return []error{server.ErrUpstreamClosed, e.err} }
 
+// Upstream returns the name of the upstream that went away.
+func (e *goneError) Upstream() string { return e.name }
+
 // upstreamGone returns the handler's error of a call whose upstream
 // name went away with err: -32603 "upstream NAME is gone", recorded
 // upstream_closed.

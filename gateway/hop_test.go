@@ -123,8 +123,8 @@ func TestHopSpansAndMetrics(t *testing.T) {
 		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         1,
 		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=e}":                   0,
 		"mcp_client_operation_duration_seconds{error_type=upstream_closed,mcp_method_name=tools/call,upstream=e}": 1,
-		"mcp_gateway_upstream_starts_total{result=ok,upstream=e}":                                                 2,
-		"mcp_gateway_upstream_sessions{upstream=e}":                                                               1,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=e}":                                                 3, // the listing session, c's, c's again
+		"mcp_gateway_upstream_sessions{upstream=e}":                                                               2, // the listing session and c's
 		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=e}":                                    0,
 		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                        1,
 	}

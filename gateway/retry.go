@@ -37,8 +37,8 @@ func toolRetrySafe(t *server.Tool) bool {
 // upstream restarted), a new session is opened and a call that retry
 // allows is sent once more on it (never twice). One that is not retried
 // fails with an error that says why.
-func (m *mount) call(ctx context.Context, method string, params json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
-	s, err := m.session(ctx)
+func (m *mount) call(ctx context.Context, l *link, method string, params json.RawMessage, notes *upstream.Notes, retry bool) (json.RawMessage, error) {
+	s, err := l.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (m *mount) call(ctx context.Context, method string, params json.RawMessage,
 			"it may not be safe to send twice (the tool is not marked read-only or idempotent)", m.up.Name))
 	}
 	m.log.Info("gateway: upstream session expired; the call is retried on a new session", "upstream", m.up.Name, "method", method)
-	if s, err = m.session(ctx); err != nil {
+	if s, err = l.session(ctx); err != nil {
 		return nil, err
 	}
 	return s.Call(ctx, method, params, notes)

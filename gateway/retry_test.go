@@ -34,7 +34,8 @@ type restartable struct {
 }
 
 // startRestartable serves "peek" (read-only), "set" (idempotent), "put"
-// (neither) and the prompt "greet"; each tool answers its name.
+// (neither) and the prompt "greet"; each tool answers its name. It has
+// no GET stream.
 func startRestartable(t *testing.T) *restartable {
 	t.Helper()
 	u := &restartable{srv: server.New()}
@@ -53,6 +54,13 @@ func startRestartable(t *testing.T) *restartable {
 	}))
 	u.handler.Store(streamable.New(u.srv))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			// No GET stream, as the spec allows: a session's GET sent after a
+			// restart would find the session unknown before its next call
+			// does, and the call would go on a new session at once.
+			http.Error(w, "no GET stream", http.StatusMethodNotAllowed)
+			return
+		}
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			if bytes.Contains(body, []byte(`"method":"tools/call"`)) {
@@ -95,6 +103,7 @@ func TestExpiredSessionRetried(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startRestartable(t)
 	c := front(t, gateway.Upstream{Name: "r", URL: u.url})
+	require.Equal(t, "peek", c.CallTool("peek", nil).Text(), "the session's first call opens its upstream session")
 	for _, tool := range []string{"peek", "set"} {
 		u.restart()
 		before := u.calls.Load()

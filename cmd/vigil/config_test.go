@@ -55,6 +55,7 @@ func defaultConfig() config {
 		maxSessionEvents: 1 << 20,
 	}
 	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
+	c.upstreamMaxProcesses, c.upstreamIdle = 32, 5*time.Minute
 	return c
 }
 
@@ -103,6 +104,7 @@ func TestParseConfig(t *testing.T) {
 				quotaSessions:        1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute,
 			},
 		},
 		{
@@ -134,6 +136,7 @@ func TestParseConfig(t *testing.T) {
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute,
 			},
 		},
 		{
@@ -431,7 +434,10 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	assert.Contains(t, usage, "(env VIGIL_SKILLS)")
 	assert.Contains(t, usage, "-auth-policy file")
 	assert.Contains(t, usage, "(env VIGIL_AUTH_POLICY)")
-	for _, want := range []string{"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)"} {
+	for _, want := range []string{
+		"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)",
+		"(env VIGIL_UPSTREAM_SHARED)", "(env VIGIL_UPSTREAM_MAX_PROCESSES)", "(env VIGIL_UPSTREAM_IDLE)",
+	} {
 		assert.Contains(t, usage, want)
 	}
 	for _, want := range []string{"-auth-exchange-endpoint URL", "(env VIGIL_AUTH_EXCHANGE_ENDPOINT)", "-auth-exchange-client-id id", "(env VIGIL_AUTH_EXCHANGE_CLIENT_ID)", "VIGIL_AUTH_EXCHANGE_CLIENT_SECRET"} {
@@ -440,7 +446,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 65, flags, "every flag is listed")
+	assert.Equal(t, 68, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -123,3 +123,35 @@ func TestParseUpstreams(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamSessionFlags: -upstream-shared, -upstream-max-processes and
+// -upstream-idle (or their variables) reach the gateway's configuration;
+// -upstream-idle 0 is never; they need -upstream, a cap of 1 or more.
+func TestUpstreamSessionFlags(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	cfg, err := parseConfig([]string{"-upstream", "e=run it"}, noEnv, io.Discard)
+	require.NoError(t, err)
+	gc := upstreamConfig(cfg, nil)
+	assert.False(t, gc.Upstreams[0].Shared)
+	assert.Equal(t, 32, gc.MaxProcesses)
+	assert.Equal(t, 5*time.Minute, gc.IdleTimeout)
+
+	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0"},
+		func(k string) string { return map[string]string{"VIGIL_UPSTREAM_SHARED": "true"}[k] }, io.Discard)
+	require.NoError(t, err)
+	gc = upstreamConfig(cfg, nil)
+	assert.True(t, gc.Upstreams[0].Shared)
+	assert.True(t, gc.Upstreams[1].Shared)
+	assert.Equal(t, 4, gc.MaxProcesses)
+	assert.Negative(t, gc.IdleTimeout, "never")
+
+	for want, args := range map[string][]string{
+		"-upstream-idle, -upstream-shared: need -upstream": {"-upstream-shared", "-upstream-idle", "1m"},
+		"-upstream-max-processes 0: want at least 1":       {"-upstream", "e=run", "-upstream-max-processes", "0"},
+		"-upstream-idle -1s: want 0 (never) or more":       {"-upstream", "e=run", "-upstream-idle", "-1s"},
+	} {
+		_, err := parseConfig(args, noEnv, io.Discard)
+		require.EqualError(t, err, want)
+	}
+}

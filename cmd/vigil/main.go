@@ -128,8 +128,11 @@ type config struct {
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
-	upstreams    []gateway.Upstream      // -upstream, -upstream-env: the MCP servers fronted instead of the demo tools
 	upstreamAuth map[string]upstreamAuth // -upstream-auth, by upstream name: its secrets never printed
+	upstreams    []gateway.Upstream      // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
+	// An upstream session per downstream session (gateway.Config).
+	upstreamMaxProcesses int           // -upstream-max-processes: processes of each stdio upstream serving one session each
+	upstreamIdle         time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
@@ -231,6 +234,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		upstreamTools = append(upstreamTools, v)
 		return nil
 	})
+	var upstreamShared bool
+	fs.BoolVar(&upstreamShared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
+	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the process each upstream keeps for listing is not counted)")
+	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)
 	fs.DurationVar(&cfg.sseWriteTimeout, "sse-write-timeout", streamable.DefaultWriteTimeout, "end an SSE stream whose client does not take one event within this; the session lives on")
@@ -365,6 +372,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		if ua.mode == authTokenExchange && cfg.exchangeEndpoint == "" {
 			return config{}, fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
 		}
+	}
+	for i := range cfg.upstreams {
+		cfg.upstreams[i].Shared = upstreamShared
+	}
+	if err := checkUpstreamSessions(fs, cfg); err != nil {
+		return config{}, err
 	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
 		return config{}, err
@@ -682,9 +695,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// The upstreams' tools, in place of the demo tools: mounted
 		// before serving, checked as the demo tools are.
 		f.creds = &upstreamCredentials{}
-		g, err := gateway.Mount(ctx, svc.Server, gateway.Config{
-			Upstreams: f.creds.apply(cfg), Logger: logger, Registerer: registry, ToolScopes: demoToolScopes(cfg),
-		})
+		gcfg := upstreamConfig(cfg, logger)
+		gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.apply(cfg), registry, demoToolScopes(cfg)
+		g, err := gateway.Mount(ctx, svc.Server, gcfg)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -72,4 +74,33 @@ func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
 		ups[i].Tools = append(ups[i].Tools, strings.Split(patterns, ",")...)
 	}
 	return nil
+}
+// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes
+// and -upstream-idle: given (in args or the environment) only with
+// -upstream, a positive cap, an idle time not negative.
+func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle"}, f.Name) {
+			given = append(given, "-"+f.Name)
+		}
+	})
+	switch {
+	case len(given) > 0 && len(cfg.upstreams) == 0:
+		return fmt.Errorf("%s: need -upstream", strings.Join(given, ", "))
+	case cfg.upstreamMaxProcesses < 1:
+		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
+	case cfg.upstreamIdle < 0:
+		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
+	}
+	return nil
+}
+
+// upstreamConfig returns the gateway's configuration of cfg.
+func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
+	idle := cfg.upstreamIdle
+	if idle == 0 {
+		idle = -1 // never, for the gateway
+	}
+	return gateway.Config{Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,11 @@ const fakeModeEnv = "UPSTREAM_TEST_FAKE"
 //     its stdin to the end, and then does not exit;
 //   - "env" writes its environment on stderr, one variable a line;
 //   - "flood" writes 1,000 stderr lines and exits.
+//   - "pid" writes its process id on stderr.
 func runFake(mode string) {
 	switch mode {
+	case "pid":
+		fmt.Fprintln(os.Stderr, os.Getpid())
 	case "stubborn":
 		fmt.Fprintln(os.Stderr, strings.Repeat("x", 10_000))
 		fmt.Fprintln(os.Stderr, "short")
@@ -61,6 +65,7 @@ func TestStubbornProcessKilled(t *testing.T) {
 	watchdog(t, time.Minute)
 	var l logs
 	p := startFake(t, &l, "stubborn", upstream.ProcessConfig{MaxStderrLine: 1024, KillGrace: 100 * time.Millisecond})
+	l.waitFor(`"line":"short"`) // it has started: killed before, it would write nothing
 	require.NoError(t, p.Close())
 	<-p.Exited()
 	assert.Equal(t, []string{strings.Repeat("x", 1024), "short"}, l.stderrLines(t))
@@ -86,6 +91,16 @@ func TestProcessEnvironment(t *testing.T) {
 	assert.Contains(t, lines, "API_KEY=k1")
 	assert.Contains(t, lines, "PATH=/opt/bin", "a given variable overrides an inherited one")
 	assert.NotContains(t, strings.Join(lines, "\n"), "hunter2")
+}
+
+// TestProcessPid: Pid is the id of the process.
+func TestProcessPid(t *testing.T) {
+	watchdog(t, time.Minute)
+	var l logs
+	p := startFake(t, &l, "pid", upstream.ProcessConfig{})
+	<-p.Exited()
+	require.NoError(t, p.Close())
+	assert.Equal(t, []string{strconv.Itoa(p.Pid())}, l.stderrLines(t))
 }
 
 func TestStartProcessFails(t *testing.T) {

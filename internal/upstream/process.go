@@ -171,6 +171,9 @@ func processEnv(env []string) []string {
 // Close closes both pipes; the process sees end of input.
 func (p *Process) Conn() transport.Conn { return p.conn }
 
+// Pid returns the process's id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited returns a channel closed once the process has exited and been
 // waited for.
 func (p *Process) Exited() <-chan struct{} { return p.exited }

@@ -51,14 +51,30 @@ func everythingBinary(t *testing.T) string {
 
 // logs collects what a logger writes, as JSON lines.
 type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written *sync.Cond // on mu: broadcast by each Write; made by the first use
 }
 
 func (l *logs) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.written != nil {
+		l.written.Broadcast()
+	}
 	return l.buf.Write(p)
+}
+
+// waitFor waits until a record holds text.
+func (l *logs) waitFor(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.written == nil {
+		l.written = sync.NewCond(&l.mu)
+	}
+	for !strings.Contains(l.buf.String(), text) {
+		l.written.Wait()
+	}
 }
 
 // records returns the records logged so far.
