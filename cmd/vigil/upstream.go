@@ -75,6 +75,7 @@ func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
 	}
 	return nil
 }
+
 // checkUpstreamSessions checks -upstream-shared, -upstream-max-processes
 // and -upstream-idle: given (in args or the environment) only with
 // -upstream, a positive cap, an idle time not negative.
