@@ -119,8 +119,9 @@ type mount struct {
 	up     Upstream
 	prefix string // "" or NAME_
 	log    *slog.Logger
-	tools  toolFilter // Upstream.Tools
-	cat    *catalog   // what is registered; guarded by g.mu
+	tools  toolFilter   // Upstream.Tools
+	client *http.Client // an HTTP upstream's, shared by its sessions; nil for stdio
+	cat    *catalog     // what is registered; guarded by g.mu
 
 	ctx          context.Context // ends when Close begins
 	stop         context.CancelFunc
@@ -204,6 +205,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
+		if up.URL != "" {
+			m.client = upstreamClient()
+		}
 		m.ctx, m.stop = context.WithCancel(context.Background())
 		m.catalog = m.newLink(nil)
 		if len(cfg.Upstreams) > 1 {
@@ -282,7 +286,7 @@ func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials})
+		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client})
 	} else {
 		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
 		if err != nil {
@@ -307,6 +311,21 @@ func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
 	c.session = s
 	m.track(c)
 	return c, nil
+}
+
+// idleConnsPerUpstream is how many idle connections to an HTTP upstream
+// are kept for the next requests: as many as calls usually in flight at
+// once. Go's default keeps 2, and with more calls than that each request
+// over it opened and closed a connection of its own.
+const idleConnsPerUpstream = 128
+
+// upstreamClient returns the HTTP client of an HTTP upstream's sessions:
+// one connection pool for all of them, kept warm, and no redirect
+// followed (one could take the upstream's credentials elsewhere).
+func upstreamClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = idleConnsPerUpstream
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // refreshWithin bounds the listing after a list_changed.
@@ -592,6 +611,9 @@ func (g *Gateway) Close() error {
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 		m.watchers.Wait()
 		m.closing.Wait()
+		if m.client != nil {
+			m.client.CloseIdleConnections()
+		}
 	}
 	g.watch.Wait()
 	return nil
