@@ -30,6 +30,11 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 OIDC_DIR := cmd/vigil/testdata/oidc
 OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 
+# The reference server @modelcontextprotocol/server-everything, pinned, which
+# the gateway's end-to-end test fronts (see cmd/vigil/gateway_everything_e2e_test.go).
+EVERYTHING_DIR := cmd/vigil/testdata/everything
+EVERYTHING_STAMP := $(EVERYTHING_DIR)/node_modules/.installed
+
 # The MCP Apps extension's own package, whose JSON Schema the server's
 # apps test checks Vigil's wire format against (see server/apps_schema_test.go).
 APPS_DIR := server/testdata/apps
@@ -48,7 +53,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-scale lint lint-install tidy-check check
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -61,7 +66,7 @@ short:
 	$(GO) test -short ./...
 
 ## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
 ## vet: go vet ./...
 vet:
@@ -69,7 +74,7 @@ vet:
 	$(GO) vet ./...
 
 ## unit: go test -race -shuffle=on ./..., every component installed first.
-unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -111,6 +116,14 @@ oidc-deps: $(OIDC_STAMP)
 $(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
 	@echo "==> npm ci --prefix $(OIDC_DIR)"
 	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
+	@touch $@
+
+## everything-deps: install the reference server the gateway's test fronts, @modelcontextprotocol/server-everything (only when needed).
+everything-deps: $(EVERYTHING_STAMP)
+
+$(EVERYTHING_STAMP): $(EVERYTHING_DIR)/package-lock.json $(EVERYTHING_DIR)/package.json
+	@echo "==> npm ci --prefix $(EVERYTHING_DIR)"
+	npm ci --prefix $(EVERYTHING_DIR) --no-audit --no-fund
 	@touch $@
 
 ## clients-deps: install the real-client suite's npm clients (only when needed).
