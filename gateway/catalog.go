@@ -228,7 +228,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for i, t := range cat.tools {
-		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i])); err != nil {
+		if err := cat.addTool(srv, t, cat.m.callTool(cat.toolNames[i])); err != nil {
 			return err
 		}
 		tools = append(tools, t.Name)

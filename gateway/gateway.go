@@ -77,6 +77,9 @@ type mount struct {
 	prefix string // "" or NAME_
 	log    *slog.Logger
 	cat    *catalog // what is registered; guarded by g.mu
+	// unchecked names the tools whose input schema the server could not
+	// compile, warned about once (see catalog.addTool); guarded by g.mu.
+	unchecked map[string]bool
 
 	mu        sync.Mutex           // held while the upstream starts: callers wait for that start
 	conn      atomic.Pointer[conn] // the current connection, set under mu; nil once closed
