@@ -30,9 +30,10 @@ type catalog struct {
 // it declared.
 func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error) {
 	var caps struct {
-		Tools     json.RawMessage `json:"tools"`
-		Prompts   json.RawMessage `json:"prompts"`
-		Resources json.RawMessage `json:"resources"`
+		Tools       json.RawMessage `json:"tools"`
+		Prompts     json.RawMessage `json:"prompts"`
+		Resources   json.RawMessage `json:"resources"`
+		Completions json.RawMessage `json:"completions"`
 	}
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	cat := &catalog{m: m}
@@ -87,6 +88,9 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		}); err != nil {
 			return nil, err
 		}
+	}
+	if caps.Completions != nil {
+		cat.addCompleters()
 	}
 	return cat, nil
 }

@@ -221,6 +221,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
+	m.wantLogs(ctx, s)
 	return c, nil
 }
 
@@ -377,9 +378,10 @@ func (m *mount) callTool(name string) server.ToolHandler {
 }
 
 // relayLog sends the upstream's log message of a call to the caller, as
-// the upstream sent it, related to the caller's request.
+// the upstream sent it, related to the caller's request, when the caller
+// asked for its level.
 func relayLog(ctx context.Context, params json.RawMessage) {
-	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil {
+	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil && clientWantsLog(ctx, params) {
 		_ = req.Session.Notify(ctx, "notifications/message", params)
 	}
 }

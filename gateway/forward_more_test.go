@@ -1,0 +1,70 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// TestCompletionForwarded: completion/complete of an upstream prompt's
+// argument (prefixed name downstream) and of a template's variable is
+// answered by the upstream, with the other arguments it was given.
+func TestCompletionForwarded(t *testing.T) {
+	u := startUpstream(t, "a")
+	complete := func(_ context.Context, req *server.CompleteRequest) ([]string, error) {
+		return []string{req.Ref.Type + " " + req.Ref.Name + req.Ref.URI + " " + req.Argument + "=" + req.Value + " dept=" + req.Context["dept"]}, nil
+	}
+	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "team", Arguments: []server.PromptArgument{{Name: "dept"}, {Name: "lead", Complete: complete}}},
+		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
+			return &server.GetPromptResult{}, nil
+		}))
+	require.NoError(t, u.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "a://rooms/{room}{?floor*}", Name: "room",
+		Complete: map[string]server.CompleteFunc{"room": complete}},
+		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+			return &server.ReadResourceResult{}, nil
+		}))
+	b := startUpstream(t, "b")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url}, gateway.Upstream{Name: "b", URL: b.url})
+
+	raw, rpcErr := c.Call("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "a_team"},
+		"argument": map[string]string{"name": "lead", "value": "Al"}, "context": map[string]any{"arguments": map[string]string{"dept": "ops"}}})
+	require.Nil(t, rpcErr)
+	var res struct{ Completion struct{ Values []string } }
+	require.NoError(t, json.Unmarshal(raw, &res))
+	assert.Equal(t, []string{"ref/prompt team lead=Al dept=ops"}, res.Completion.Values, "asked upstream under the upstream's own name")
+
+	raw, rpcErr = c.Call("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": "a://rooms/{room}{?floor*}"},
+		"argument": map[string]string{"name": "room", "value": "4"}})
+	require.Nil(t, rpcErr)
+	require.NoError(t, json.Unmarshal(raw, &res))
+	assert.Equal(t, []string{"ref/resource a://rooms/{room}{?floor*} room=4 dept="}, res.Completion.Values)
+}
+
+// TestLogLevelOfTheClient: the upstream sends every level to the gateway,
+// which relays a call's log message only at or above the level its caller
+// set: none after logging/setLevel error, the warning after warning.
+func TestLogLevelOfTheClient(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	_, rpcErr := c.Call("logging/setLevel", map[string]string{"level": "error"})
+	require.Nil(t, rpcErr)
+	c.SendCallTool(5, "log", nil)
+	_, isNote := c.Recv().(*transport.Request)
+	assert.False(t, isNote, "a warning is below error: the result comes first")
+	_, rpcErr = c.Call("logging/setLevel", map[string]string{"level": "warning"})
+	require.Nil(t, rpcErr)
+	c.SendCallTool(6, "log", nil)
+	n, ok := c.Recv().(*transport.Request)
+	require.True(t, ok)
+	assert.Equal(t, "notifications/message", n.Method)
+	assert.Contains(t, string(c.RecvResult(6)), "logged")
+}
