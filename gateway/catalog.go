@@ -271,7 +271,11 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}
+	ctx, asked := watchUntranslated(ctx) // eras.go
 	res, err := s.Call(ctx, method, raw, notes)
+	if err := asked.err(m.up.Name); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // TestCompletionForwarded: completion/complete of an upstream prompt's
@@ -67,4 +69,23 @@ func TestLogLevelOfTheClient(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "notifications/message", n.Method)
 	assert.Contains(t, string(c.RecvResult(6)), "logged")
+}
+
+// TestStatelessCallerNotAskedYet: an upstream's sampling request during a
+// stateless 2026-07-28 call cannot be asked of that client (the
+// input_required translation is not built): the upstream is refused and
+// the call fails with an error that says why, naming the upstream.
+func TestStatelessCallerNotAskedYet(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	u.sampling.Add(1)
+	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
+	c.Request(7, "tools/call", map[string]any{"name": "sample", "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
+		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "t", "version": "1"},
+	}})
+	rpcErr := c.RecvError(7)
+	assert.Equal(t, int64(protocol.CodeInvalidRequest), rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "upstream a asked the client sampling/createMessage")
 }

@@ -304,6 +304,9 @@ func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, er
 	if server.RequestFromContext(ctx) == nil {
 		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
 	}
+	if refusal := refuseStateless(ctx, req.Method); refusal != nil {
+		return nil, refusal // eras.go
+	}
 	var params any
 	if req.Params != nil {
 		params = req.Params
