@@ -271,9 +271,9 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}
-	ctx, asked := watchUntranslated(ctx) // eras.go
+	ctx, asked := watchUntranslated(ctx, m.up.Name) // eras.go
 	res, err := s.Call(ctx, method, raw, notes)
-	if err := asked.err(m.up.Name); err != nil {
+	if err := asked.failure(); err != nil {
 		return nil, err
 	}
 	if err != nil {

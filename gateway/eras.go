@@ -20,9 +20,11 @@ import (
 // why, whatever the upstream made of the refusal.
 
 // untranslated is what a 2026-07-28 caller's forwarded call records when
-// the upstream asked something the caller could not be asked.
+// the upstream asked something the caller could not be asked: the error
+// the call ends with.
 type untranslated struct {
-	method atomic.Pointer[string]
+	upstream string // the upstream's name
+	err      atomic.Pointer[server.Error]
 }
 
 type untranslatedKey struct{}
@@ -30,39 +32,55 @@ type untranslatedKey struct{}
 // watchUntranslated returns ctx with an untranslated record when its
 // caller is a stateless 2026-07-28 request, for refuseStateless to fill;
 // ctx and nil otherwise (no cost for a 2025 session's call).
-func watchUntranslated(ctx context.Context) (context.Context, *untranslated) {
+func watchUntranslated(ctx context.Context, upstreamName string) (context.Context, *untranslated) {
 	req := server.RequestFromContext(ctx)
 	if req == nil || req.InSession() {
 		return ctx, nil
 	}
-	u := &untranslated{}
+	u := &untranslated{upstream: upstreamName}
 	return context.WithValue(ctx, untranslatedKey{}, u), u
 }
 
 // refuseStateless refuses an upstream's request (method) that belongs to a
-// call of a stateless caller, recording it; nil for a caller in a session.
+// call of a stateless caller, recording the error the call is to end
+// with: the caller's missing capability (-32021) when it did not declare
+// the one method needs, else that the gateway cannot ask it yet. It
+// returns nil for a caller in a session.
 func refuseStateless(ctx context.Context, method string) *transport.Error {
 	u, ok := ctx.Value(untranslatedKey{}).(*untranslated)
 	if !ok {
 		return nil
 	}
-	u.method.CompareAndSwap(nil, &method)
-	return &transport.Error{Code: int64(protocol.CodeInvalidRequest),
-		Message: "the client's request is a stateless 2026-07-28 one, which the gateway cannot ask " + method + " yet"}
+	var declared bool
+	if req := server.RequestFromContext(ctx); req != nil {
+		caps := req.ClientCapabilities
+		switch method {
+		case "sampling/createMessage":
+			declared = caps.Sampling != nil
+		case "elicitation/create":
+			declared = caps.Elicitation != nil
+		case "roots/list":
+			declared = caps.Roots != nil
+		}
+	}
+	e := server.NewError(protocol.CodeMissingRequiredClientCapability, fmt.Errorf("upstream %s asked the client %s, a capability it did not declare", u.upstream, method))
+	if declared {
+		e = server.NewError(protocol.CodeInvalidRequest, fmt.Errorf(
+			"upstream %s asked the client %s during the call, which a stateless 2026-07-28 request cannot be asked through the gateway yet: call it in a 2025 session (initialize)",
+			u.upstream, method))
+	}
+	u.err.CompareAndSwap(nil, e)
+	return &transport.Error{Code: int64(e.Code), Message: e.Message}
 }
 
-// err returns the downstream error of a call during which the upstream
-// asked what the caller could not be asked; nil when it asked nothing (or
-// u is nil).
-func (u *untranslated) err(upstreamName string) error {
+// failure returns the error a call ends with when the upstream asked what the
+// caller could not be asked; nil when it asked nothing (or u is nil).
+func (u *untranslated) failure() error {
 	if u == nil {
 		return nil
 	}
-	method := u.method.Load()
-	if method == nil {
-		return nil
+	if e := u.err.Load(); e != nil {
+		return e
 	}
-	return server.NewError(protocol.CodeInvalidRequest, fmt.Errorf(
-		"upstream %s asked the client %s during the call, which a stateless 2026-07-28 request cannot be asked through the gateway yet: call it in a 2025 session (initialize)",
-		upstreamName, *method))
+	return nil
 }

@@ -89,3 +89,20 @@ func TestStatelessCallerNotAskedYet(t *testing.T) {
 	assert.Equal(t, int64(protocol.CodeInvalidRequest), rpcErr.Code)
 	assert.Contains(t, rpcErr.Message, "upstream a asked the client sampling/createMessage")
 }
+
+// TestStatelessCallerWithoutCapability: a stateless caller that did not
+// declare sampling gets -32021 when the upstream asks for it.
+func TestStatelessCallerWithoutCapability(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	u.sampling.Add(1)
+	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
+	c.Request(7, "tools/call", map[string]any{"name": "sample", "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "t", "version": "1"},
+	}})
+	rpcErr := c.RecvError(7)
+	assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "upstream a asked the client sampling/createMessage, a capability it did not declare")
+}
