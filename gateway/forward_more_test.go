@@ -71,23 +71,48 @@ func TestLogLevelOfTheClient(t *testing.T) {
 	assert.Contains(t, string(c.RecvResult(6)), "logged")
 }
 
-// TestStatelessCallerNotAskedYet: an upstream's sampling request during a
-// stateless 2026-07-28 call cannot be asked of that client (the
-// input_required translation is not built): the upstream is refused and
-// the call fails with an error that says why, naming the upstream.
-func TestStatelessCallerNotAskedYet(t *testing.T) {
+// TestStatelessCallerAskedAcrossRounds: an upstream's sampling request
+// during a stateless 2026-07-28 call becomes an input_required result; the
+// upstream call waits, and the client's retry with the answer resumes it:
+// the answer reaches the upstream, and its result the client. A retry
+// whose call is gone says so.
+func TestStatelessCallerAskedAcrossRounds(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	u.sampling.Add(1)
 	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
-	c.Request(7, "tools/call", map[string]any{"name": "sample", "_meta": map[string]any{
+	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
 		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "t", "version": "1"},
-	}})
-	rpcErr := c.RecvError(7)
-	assert.Equal(t, int64(protocol.CodeInvalidRequest), rpcErr.Code)
-	assert.Contains(t, rpcErr.Message, "upstream a asked the client sampling/createMessage")
+	}
+	c.Request(7, "tools/call", map[string]any{"name": "sample", "_meta": meta})
+	var first struct {
+		ResultType    string `json:"resultType"`
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(c.RecvResult(7), &first))
+	require.Equal(t, "input_required", first.ResultType)
+	require.Len(t, first.InputRequests, 1)
+	var key string
+	for k, q := range first.InputRequests {
+		key = k
+		assert.Equal(t, "sampling/createMessage", q.Method)
+		assert.Contains(t, string(q.Params), `"maxTokens":10`, "the upstream's question as it asked it")
+	}
+	c.Request(8, "tools/call", map[string]any{"name": "sample", "_meta": meta, "requestState": first.RequestState,
+		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}}})
+	assert.Contains(t, string(c.RecvResult(8)), "sampled by m")
+
+	c.Request(9, "tools/call", map[string]any{"name": "sample", "_meta": meta,
+		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}}})
+	rpcErr := c.RecvError(9)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "the call of upstream a that this retry answers is gone")
 }
 
 // TestStatelessCallerWithoutCapability: a stateless caller that did not

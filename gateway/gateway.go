@@ -88,6 +88,7 @@ type mount struct {
 	backoff   time.Duration         // the wait after the next failed start
 	failed    atomic.Pointer[error] // why the last start failed; nil once one succeeds
 
+	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
 	quit      chan struct{}  // closed by Close: the refresher stops
 	refresher sync.WaitGroup // the goroutine that lists again (refreshLoop)
@@ -301,6 +302,9 @@ func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, er
 	default:
 		return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
 	}
+	if w := waitingFrom(ctx); w != nil {
+		return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
+	}
 	if server.RequestFromContext(ctx) == nil {
 		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
 	}
@@ -313,16 +317,23 @@ func askClient(ctx context.Context, req *transport.Request) (json.RawMessage, er
 	}
 	var result json.RawMessage
 	err := server.CallClient(ctx, req.Method, params, &result)
+	return result, clientError(req.Method, err)
+}
+
+// clientError is the upstream's answer of the client's failure to answer
+// method: its JSON-RPC error as it was, or that it does not support
+// method; nil for nil.
+func clientError(method string, err error) error {
 	var se *server.Error
 	switch {
 	case err == nil:
-		return result, nil
+		return nil
 	case errors.As(err, &se):
-		return nil, &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
+		return &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
 	case errors.Is(err, server.ErrCapability):
-		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + req.Method}
+		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + method}
 	default:
-		return nil, err
+		return err
 	}
 }
 
@@ -471,6 +482,7 @@ func (g *Gateway) Close() error {
 			close(m.quit)
 		}
 		m.mu.Unlock()
+		m.waiting.closeAll()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 	}
 	return nil
