@@ -126,7 +126,8 @@ type Notes struct {
 	Progress func(params json.RawMessage)
 	// Log, when set, receives the params of each notifications/message
 	// of the call: sent on its HTTP stream, or, over a Conn that tells no
-	// stream (stdio), while it was the only call in flight.
+	// stream (stdio), while it was the only call in flight not waiting
+	// for the answer to a request of its own.
 	Log func(params json.RawMessage)
 }
 
@@ -138,6 +139,10 @@ type call struct {
 	wants  Notes
 	result json.RawMessage
 	err    error
+	// asking counts the upstream's requests of this call still running
+	// (waiting for its caller's answer); guarded by Session.mu. A call
+	// asking is not the one an unrelated message belongs to (callerOf).
+	asking int
 }
 
 // errUpstreamCancel is the cause of an upstream request's context when
@@ -621,10 +626,11 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 	}
 	var refusal *transport.Error
 	var cancel context.CancelCauseFunc
+	var owner *call
 	ctx := s.ctx
 	_ = s.update(func(st *state) error {
-		if c := st.callerOf(related); c != nil {
-			ctx = c.ctx
+		if owner = st.callerOf(related); owner != nil {
+			ctx = owner.ctx
 		}
 		ctx, cancel = context.WithCancelCause(ctx)
 		switch {
@@ -636,6 +642,9 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 			refusal = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "too many requests in flight"}
 		default:
 			st.incoming[r.ID] = cancel
+			if owner != nil {
+				owner.asking++
+			}
 		}
 		return nil
 	})
@@ -654,6 +663,9 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 		res, err := s.cfg.OnRequest(ctx, r)
 		_ = s.update(func(st *state) error {
 			delete(st.incoming, r.ID)
+			if owner != nil {
+				owner.asking--
+			}
 			return nil
 		})
 		if ctx.Err() != nil { // cancelled by the upstream, or the session ended: no answer
@@ -682,7 +694,8 @@ type relater interface {
 
 // callerOf returns the pending call an upstream request belongs to: the
 // one related names (the zero ID when the Conn relates it to none), else
-// the only one in flight; nil when none.
+// the only one in flight that is not waiting for the answer to a request
+// of its own; nil when none, or several.
 func (st *state) callerOf(related transport.ID) *call {
 	if related.IsValid() {
 		if n, ok := intID(related); ok {
@@ -690,12 +703,17 @@ func (st *state) callerOf(related transport.ID) *call {
 		}
 		return nil
 	}
-	if len(st.calls) == 1 {
-		for _, c := range st.calls {
-			return c
+	var only *call
+	for _, c := range st.calls {
+		if c.asking > 0 {
+			continue // waiting for its own question's answer: not asking another
 		}
+		if only != nil {
+			return nil // several: which one cannot be told
+		}
+		only = c
 	}
-	return nil
+	return only
 }
 
 // reply answers the upstream's request id, on a write bounded by

@@ -588,3 +588,45 @@ func TestLogOfTheCall(t *testing.T) {
 		assert.Equal(t, []string{`{"level":"info","data":"two"}`}, session)
 	})
 }
+
+// TestUpstreamRequestOfTheCallNotAsking: with two calls in flight, one of
+// which waits for its caller's answer to a request of its own, a new
+// request of the upstream (and a log message) belongs to the other one.
+func TestUpstreamRequestOfTheCallNotAsking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := make(chan any, 2)
+		release := make(chan struct{})
+		s, f := open(t, upstream.Config{Name: "u", OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
+			seen <- ctx.Value(callerKey{})
+			if ctx.Value(callerKey{}) == "asking" {
+				<-release
+			}
+			return json.RawMessage(`{}`), nil
+		}})
+		asking := callAsync(context.WithValue(t.Context(), callerKey{}, "asking"), s, "tools/call", nil)
+		reqA := f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(1), Method: "sampling/createMessage", Params: json.RawMessage(`{}`)})
+		assert.Equal(t, "asking", <-seen)
+
+		var logs []string
+		other := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, "other"), "tools/call", nil,
+				&upstream.Notes{Log: func(p json.RawMessage) { logs = append(logs, string(p)) }})
+			other <- result{raw, err}
+		}()
+		reqB := f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(2), Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+		assert.Equal(t, "other", <-seen, "the first call waits for its own answer: the request is the other's")
+		assert.Equal(t, transport.Int64ID(2), f.response().ID)
+		f.notify("notifications/message", `{"level":"info","data":"b"}`)
+		f.answer(reqB.ID, `{}`)
+		require.NoError(t, (<-other).err)
+		assert.Equal(t, []string{`{"level":"info","data":"b"}`}, logs)
+
+		close(release)
+		assert.Equal(t, transport.Int64ID(1), f.response().ID)
+		f.answer(reqA.ID, `{}`)
+		require.NoError(t, (<-asking).err)
+	})
+}
