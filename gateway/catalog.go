@@ -272,8 +272,8 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 		return nil, m.callError(ctx, err)
 	}
 	ctx, asked := watchUntranslated(ctx, m.up.Name) // eras.go
-	if asked != nil && method == "tools/call" {
-		return m.callAcrossRounds(ctx, s, raw) // rounds.go
+	if asked != nil && roundMethods[method] {
+		return m.callAcrossRounds(ctx, s, method, raw) // rounds.go
 	}
 	res, err := s.Call(ctx, method, raw, notes)
 	if err := asked.failure(); err != nil {

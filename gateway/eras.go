@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 
@@ -11,13 +12,13 @@ import (
 )
 
 // Eras across the hop. Upstream sessions speak the 2025 session era; a
-// 2026-07-28 downstream request is stateless and cannot be sent requests:
-// the 2026 way to ask it something is an input_required result and a
-// retry, which the gateway does not yet translate an upstream's sampling,
-// elicitation or roots request into (the upstream's call would have to
-// wait across the client's retry). Until it does, such a request is
-// refused upstream, and the downstream call fails with an error that says
-// why, whatever the upstream made of the refusal.
+// 2026-07-28 downstream request is stateless and cannot be sent requests.
+// During its tools/call, prompts/get or resources/read, an upstream's
+// sampling, elicitation or roots request becomes an input_required round
+// trip (rounds.go). During any other request (completion/complete, say)
+// it cannot: the request is refused upstream, and the downstream call
+// fails with an error that says why, whatever the upstream made of the
+// refusal.
 
 // untranslated is what a 2026-07-28 caller's forwarded call records when
 // the upstream asked something the caller could not be asked: the error
@@ -28,6 +29,9 @@ type untranslated struct {
 }
 
 type untranslatedKey struct{}
+
+// capabilityOf names the client capability each upstream request needs.
+var capabilityOf = map[string]string{"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
 // watchUntranslated returns ctx with an untranslated record when its
 // caller is a stateless 2026-07-28 request, for refuseStateless to fill;
@@ -51,6 +55,9 @@ func refuseStateless(ctx context.Context, method string) *transport.Error {
 	if !ok {
 		return nil
 	}
+	if capabilityOf[method] == "" {
+		return nil
+	}
 	var declared bool
 	if req := server.RequestFromContext(ctx); req != nil {
 		caps := req.ClientCapabilities
@@ -63,7 +70,9 @@ func refuseStateless(ctx context.Context, method string) *transport.Error {
 			declared = caps.Roots != nil
 		}
 	}
-	e := server.NewError(protocol.CodeMissingRequiredClientCapability, fmt.Errorf("upstream %s asked the client %s, a capability it did not declare", u.upstream, method))
+	e := &server.Error{Code: protocol.CodeMissingRequiredClientCapability,
+		Message: fmt.Sprintf("upstream %s asked the client %s, a capability it did not declare", u.upstream, method),
+		Data:    json.RawMessage(`{"requiredCapabilities":{"` + capabilityOf[method] + `":{}}}`)}
 	if declared {
 		e = server.NewError(protocol.CodeInvalidRequest, fmt.Errorf(
 			"upstream %s asked the client %s during the call, which a stateless 2026-07-28 request cannot be asked through the gateway yet: call it in a 2025 session (initialize)",

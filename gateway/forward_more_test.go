@@ -116,7 +116,8 @@ func TestStatelessCallerAskedAcrossRounds(t *testing.T) {
 }
 
 // TestStatelessCallerWithoutCapability: a stateless caller that did not
-// declare sampling gets -32021 when the upstream asks for it.
+// declare sampling gets -32021, naming the capability in its data, when
+// the upstream asks for it.
 func TestStatelessCallerWithoutCapability(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
@@ -129,5 +130,39 @@ func TestStatelessCallerWithoutCapability(t *testing.T) {
 	}})
 	rpcErr := c.RecvError(7)
 	assert.Equal(t, int64(protocol.CodeMissingRequiredClientCapability), rpcErr.Code)
-	assert.Contains(t, rpcErr.Message, "upstream a asked the client sampling/createMessage, a capability it did not declare")
+	assert.Contains(t, rpcErr.Message, "sampling")
+	assert.JSONEq(t, `{"requiredCapabilities":{"sampling":{}}}`, string(rpcErr.Data))
+}
+
+// TestStatelessPromptAskedAcrossRounds: prompts/get of a stateless caller
+// whose upstream prompt asks the client is answered input_required too.
+func TestStatelessPromptAskedAcrossRounds(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "asking"}, func(ctx context.Context, _ *server.GetPromptRequest) (*server.GetPromptResult, error) {
+		roots, err := server.ListRoots(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &server.GetPromptResult{Messages: []*server.PromptMessage{{Role: "user", Content: &server.TextContent{Text: roots[0].URI}}}}, nil
+	}))
+	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"roots": map[string]any{}},
+		"io.modelcontextprotocol/clientInfo":         map[string]string{"name": "t", "version": "1"},
+	}
+	c.Request(1, "prompts/get", map[string]any{"name": "asking", "_meta": meta})
+	var first struct {
+		InputRequests map[string]struct{ Method string } `json:"inputRequests"`
+		RequestState  string                             `json:"requestState"`
+	}
+	require.NoError(t, json.Unmarshal(c.RecvResult(1), &first))
+	require.Len(t, first.InputRequests, 1)
+	for key, q := range first.InputRequests {
+		assert.Equal(t, "roots/list", q.Method)
+		c.Request(2, "prompts/get", map[string]any{"name": "asking", "_meta": meta, "requestState": first.RequestState,
+			"inputResponses": map[string]any{key: map[string]any{"roots": []map[string]string{{"uri": "file:///srv"}}}}})
+	}
+	assert.Contains(t, string(c.RecvResult(2)), "file:///srv")
 }

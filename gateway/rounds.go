@@ -97,9 +97,14 @@ func (w *waitingCall) ask(ctx context.Context, req *transport.Request) (json.Raw
 	}
 }
 
-// callAcrossRounds forwards a stateless caller's tools/call (params raw)
-// on session s, or resumes the call its retry answers, and drives it.
-func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, raw json.RawMessage) (json.RawMessage, error) {
+// roundMethods are the methods a stateless request may answer
+// input_required to.
+var roundMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// callAcrossRounds forwards a stateless caller's request method (params
+// raw) on session s, or resumes the call its retry answers, and drives
+// it.
+func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, method string, raw json.RawMessage) (json.RawMessage, error) {
 	req := server.RequestFromContext(ctx)
 	w, retried := m.waiting.resume(req.Params)
 	if w == nil && retried {
@@ -108,20 +113,20 @@ func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, raw j
 			m.up.Name, waitFor))
 	}
 	if w == nil {
-		w = m.startWaiting(s, raw)
+		w = m.startWaiting(s, method, raw)
 	}
 	return m.drive(ctx, w)
 }
 
 // startWaiting starts the upstream call, detached from the first round's
 // request: it lives until its result, its cancel, or Close.
-func (m *mount) startWaiting(s *upstream.Session, raw json.RawMessage) *waitingCall {
+func (m *mount) startWaiting(s *upstream.Session, method string, raw json.RawMessage) *waitingCall {
 	w := &waitingCall{id: rand.Text(), asks: make(chan *question), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), waitingKey{}, w))
 	w.cancel = cancel
 	go func() {
 		defer close(w.done)
-		w.res, w.err = s.Call(ctx, "tools/call", raw, nil)
+		w.res, w.err = s.Call(ctx, method, raw, nil)
 	}()
 	return w
 }
@@ -143,7 +148,7 @@ func (m *mount) drive(ctx context.Context, w *waitingCall) (json.RawMessage, err
 				return nil, context.Cause(ctx)
 			case errors.As(err, &se) && se.Code == protocol.CodeMissingRequiredClientCapability:
 				w.cancel()
-				return nil, server.NewError(se.Code, fmt.Errorf("upstream %s asked the client %s, a capability it did not declare", m.up.Name, q.method))
+				return nil, se // as the server words it, with the capability it needs in its data
 			case !errors.As(err, &se) && !errors.Is(err, server.ErrCapability):
 				m.waiting.park(w)
 				return nil, err // input_required: the client's retry resumes the call
