@@ -43,7 +43,6 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
 			}
-			t.Execution = nil // tasks do not cross the hop yet
 			cat.toolNames = append(cat.toolNames, t.Name)
 			t.Name = m.prefix + t.Name
 			cat.tools = append(cat.tools, t)
@@ -232,7 +231,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for i, t := range cat.tools {
-		if err := cat.addTool(srv, t, cat.m.callTool(cat.toolNames[i])); err != nil {
+		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution)); err != nil { // tasks.go
 			return err
 		}
 		tools = append(tools, t.Name)

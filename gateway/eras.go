@@ -38,8 +38,8 @@ var capabilityOf = map[string]string{"sampling/createMessage": "sampling", "elic
 // ctx and nil otherwise (no cost for a 2025 session's call).
 func watchUntranslated(ctx context.Context, upstreamName string) (context.Context, *untranslated) {
 	req := server.RequestFromContext(ctx)
-	if req == nil || req.InSession() {
-		return ctx, nil
+	if req == nil || req.InSession() || server.TaskIDFromContext(ctx) != "" {
+		return ctx, nil // in a session, or in a task, where asking the client waits for its answer
 	}
 	u := &untranslated{upstream: upstreamName}
 	return context.WithValue(ctx, untranslatedKey{}, u), u

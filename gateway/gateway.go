@@ -374,21 +374,27 @@ func (m *mount) session(ctx context.Context) (*upstream.Session, error) {
 // progress when the caller asked for progress.
 func (m *mount) callTool(name string) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
-		if req.Request != nil {
-			if _, ok := req.Request.Meta.Get("progressToken"); ok {
-				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
-			}
-		}
 		raw, err := m.forward(ctx, "tools/call", struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments,omitempty"`
-		}{name, req.Arguments}, notes)
+		}{name, req.Arguments}, m.callNotes(ctx, req))
 		if err != nil {
 			return nil, err
 		}
 		return decodeToolResult(raw)
 	}
+}
+
+// callNotes relays a call's log messages to its caller, and its progress
+// when the caller asked for progress.
+func (m *mount) callNotes(ctx context.Context, req *server.CallToolRequest) *upstream.Notes {
+	notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
+	if req.Request != nil {
+		if _, ok := req.Request.Meta.Get("progressToken"); ok {
+			notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+		}
+	}
+	return notes
 }
 
 // relayLog sends the upstream's log message of a call to the caller, as

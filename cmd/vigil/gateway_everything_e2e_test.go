@@ -319,8 +319,9 @@ var everythingToolWants = map[string]string{
 // with vigil -stdio -upstream, through a wrapper that records what reaches
 // the server's stdin: every tool, prompt, resource and template the server
 // offers is listed through Vigil and usable (each tool called with valid
-// arguments; the server's sampling, elicitation and roots requests reach
-// this client and its answers go back); the long-running tool's progress
+// arguments, its task-only tool as a task; the server's sampling,
+// elicitation and roots requests reach this client and its answers go
+// back); the long-running tool's progress
 // is relayed in order before its result; a cancel reaches the server as
 // notifications/cancelled and is recorded client_cancel; killing the
 // server mid-call answers the call at once with an error naming the
@@ -374,16 +375,21 @@ func TestGatewayEverything(t *testing.T) {
 		args, ok := everythingToolArgs[name]
 		require.True(t, ok, "no arguments for server-everything's tool %s: add them", name)
 		id++
-		p.request(id, "tools/call", map[string]any{"name": name, "arguments": args})
-		m := p.response(id)
-		if name == "simulate-research-query" {
-			// Tasks do not cross the hop yet: the server refuses the
-			// call that is not one, and the caller sees why.
-			require.Nil(t, m.Error, "%+v", m.Error)
-			assert.Contains(t, string(m.Result), `"isError":true`)
-			assert.Contains(t, string(m.Result), "requires task augmentation")
+		if name == "simulate-research-query" { // it runs only as a task
+			p.request(id, "tools/call", map[string]any{"name": name, "arguments": args})
+			require.NotNil(t, p.response(id).Error, "a task-only tool is refused as a plain call")
+			id++
+			created := p.call(id, "tools/call", map[string]any{"name": name, "arguments": args, "task": map[string]any{}})
+			var task struct{ Task struct{ TaskID string } }
+			require.NoError(t, json.Unmarshal(created, &task), "%s", created)
+			require.NotEmpty(t, task.Task.TaskID, "%s", created)
+			id++
+			res := p.call(id, "tasks/result", map[string]string{"taskId": task.Task.TaskID})
+			assert.Contains(t, string(res), "gateways", "the research's result, through the upstream's own task")
 			continue
 		}
+		p.request(id, "tools/call", map[string]any{"name": name, "arguments": args})
+		m := p.response(id)
 		require.Nil(t, m.Error, "%s: %+v", name, m.Error)
 		assert.NotContains(t, string(m.Result), `"isError":true`, "%s: %s", name, m.Result)
 		if want, ok := everythingToolWants[name]; ok {
