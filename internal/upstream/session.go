@@ -126,8 +126,8 @@ type Notes struct {
 	Progress func(params json.RawMessage)
 	// Log, when set, receives the params of each notifications/message
 	// of the call: sent on its HTTP stream, or, over a Conn that tells no
-	// stream (stdio), while it was the only call in flight not waiting
-	// for the answer to a request of its own.
+	// stream (stdio), while it was the only call in flight, or the only
+	// one not waiting for the answer to a request of its own.
 	Log func(params json.RawMessage)
 }
 
@@ -694,8 +694,9 @@ type relater interface {
 
 // callerOf returns the pending call an upstream request belongs to: the
 // one related names (the zero ID when the Conn relates it to none), else
-// the only one in flight that is not waiting for the answer to a request
-// of its own; nil when none, or several.
+// the only one in flight, else the only one in flight that is not
+// waiting for the answer to a request of its own; nil when none, or
+// several.
 func (st *state) callerOf(related transport.ID) *call {
 	if related.IsValid() {
 		if n, ok := intID(related); ok {
@@ -704,6 +705,11 @@ func (st *state) callerOf(related transport.ID) *call {
 		return nil
 	}
 	var only *call
+	if len(st.calls) == 1 { // the only call in flight, asking or not (it may ask several things at once)
+		for _, c := range st.calls {
+			return c
+		}
+	}
 	for _, c := range st.calls {
 		if c.asking > 0 {
 			continue // waiting for its own question's answer: not asking another
