@@ -166,3 +166,19 @@ func TestStatelessPromptAskedAcrossRounds(t *testing.T) {
 	}
 	assert.Contains(t, string(c.RecvResult(2)), "file:///srv")
 }
+
+// TestResourceUpdatesReachSubscribers: the gateway subscribes to the
+// upstream's resources, so an update of one reaches the downstream client
+// that subscribed to it.
+func TestResourceUpdatesReachSubscribers(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	_, rpcErr := c.Call("resources/subscribe", map[string]string{"uri": "file:///a/readme"})
+	require.Nil(t, rpcErr)
+	u.srv.ResourceUpdated("file:///a/readme")
+	n, ok := c.Recv().(*transport.Request)
+	require.True(t, ok)
+	assert.Equal(t, "notifications/resources/updated", n.Method)
+	assert.JSONEq(t, `{"uri":"file:///a/readme"}`, string(n.Params))
+}

@@ -222,7 +222,8 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
-	m.wantLogs(ctx, s)
+	m.wantLogs(ctx, s)     // forward_more.go
+	m.subscribeAll(ctx, s) // forward_more.go
 	return c, nil
 }
 
