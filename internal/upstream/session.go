@@ -126,8 +126,7 @@ type Notes struct {
 	Progress func(params json.RawMessage)
 	// Log, when set, receives the params of each notifications/message
 	// of the call: sent on its HTTP stream, or, over a Conn that tells no
-	// stream (stdio), while it was the only call in flight, or the only
-	// one not waiting for the answer to a request of its own.
+	// stream (stdio), while it was the only call in flight.
 	Log func(params json.RawMessage)
 }
 
@@ -139,10 +138,6 @@ type call struct {
 	wants  Notes
 	result json.RawMessage
 	err    error
-	// asking counts the upstream's requests of this call still running
-	// (waiting for its caller's answer); guarded by Session.mu. A call
-	// asking is not the one an unrelated message belongs to (callerOf).
-	asking int
 }
 
 // errUpstreamCancel is the cause of an upstream request's context when
@@ -626,11 +621,10 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 	}
 	var refusal *transport.Error
 	var cancel context.CancelCauseFunc
-	var owner *call
 	ctx := s.ctx
 	_ = s.update(func(st *state) error {
-		if owner = st.callerOf(related); owner != nil {
-			ctx = owner.ctx
+		if c := st.callerOf(related); c != nil {
+			ctx = c.ctx
 		}
 		ctx, cancel = context.WithCancelCause(ctx)
 		switch {
@@ -642,9 +636,6 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 			refusal = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "too many requests in flight"}
 		default:
 			st.incoming[r.ID] = cancel
-			if owner != nil {
-				owner.asking++
-			}
 		}
 		return nil
 	})
@@ -663,9 +654,6 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 		res, err := s.cfg.OnRequest(ctx, r)
 		_ = s.update(func(st *state) error {
 			delete(st.incoming, r.ID)
-			if owner != nil {
-				owner.asking--
-			}
 			return nil
 		})
 		if ctx.Err() != nil { // cancelled by the upstream, or the session ended: no answer
@@ -694,9 +682,7 @@ type relater interface {
 
 // callerOf returns the pending call an upstream request belongs to: the
 // one related names (the zero ID when the Conn relates it to none), else
-// the only one in flight, else the only one in flight that is not
-// waiting for the answer to a request of its own; nil when none, or
-// several.
+// the only one in flight; nil when none.
 func (st *state) callerOf(related transport.ID) *call {
 	if related.IsValid() {
 		if n, ok := intID(related); ok {
@@ -704,22 +690,12 @@ func (st *state) callerOf(related transport.ID) *call {
 		}
 		return nil
 	}
-	var only *call
-	if len(st.calls) == 1 { // the only call in flight, asking or not (it may ask several things at once)
+	if len(st.calls) == 1 {
 		for _, c := range st.calls {
 			return c
 		}
 	}
-	for _, c := range st.calls {
-		if c.asking > 0 {
-			continue // waiting for its own question's answer: not asking another
-		}
-		if only != nil {
-			return nil // several: which one cannot be told
-		}
-		only = c
-	}
-	return only
+	return nil
 }
 
 // reply answers the upstream's request id, on a write bounded by
