@@ -272,7 +272,7 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 	}
 	ctx, asked := watchUntranslated(ctx, m.up.Name) // eras.go
 	if asked != nil && roundMethods[method] {
-		return m.callAcrossRounds(ctx, s, method, raw) // rounds.go
+		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
 	}
 	res, err := s.Call(ctx, method, raw, notes)
 	if err := asked.failure(); err != nil {

@@ -27,7 +27,7 @@ import (
 // and the handler waits for the result or the next question. A retry
 // whose call is gone (expired, answered, or parked on another replica)
 // fails with -32602 and says so. The upstream's progress and log messages
-// of a call that waits this way are not relayed.
+// reach the caller of the first round only.
 
 // waitFor bounds how long a call waits for its client's retry.
 const waitFor = 2 * time.Minute
@@ -104,7 +104,7 @@ var roundMethods = map[string]bool{"tools/call": true, "prompts/get": true, "res
 // callAcrossRounds forwards a stateless caller's request method (params
 // raw) on session s, or resumes the call its retry answers, and drives
 // it.
-func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, method string, raw json.RawMessage) (json.RawMessage, error) {
+func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, method string, raw json.RawMessage, notes *upstream.Notes) (json.RawMessage, error) {
 	req := server.RequestFromContext(ctx)
 	w, retried := m.waiting.resume(req.Params)
 	if w == nil && retried {
@@ -113,20 +113,22 @@ func (m *mount) callAcrossRounds(ctx context.Context, s *upstream.Session, metho
 			m.up.Name, waitFor))
 	}
 	if w == nil {
-		w = m.startWaiting(s, method, raw)
+		w = m.startWaiting(s, method, raw, notes)
 	}
 	return m.drive(ctx, w)
 }
 
 // startWaiting starts the upstream call, detached from the first round's
-// request: it lives until its result, its cancel, or Close.
-func (m *mount) startWaiting(s *upstream.Session, method string, raw json.RawMessage) *waitingCall {
+// request: it lives until its result, its cancel, or Close. Its progress
+// and log messages (notes) reach the first round's caller while it waits;
+// later ones are dropped.
+func (m *mount) startWaiting(s *upstream.Session, method string, raw json.RawMessage, notes *upstream.Notes) *waitingCall {
 	w := &waitingCall{id: rand.Text(), asks: make(chan *question), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), waitingKey{}, w))
 	w.cancel = cancel
 	go func() {
 		defer close(w.done)
-		w.res, w.err = s.Call(ctx, method, raw, nil)
+		w.res, w.err = s.Call(ctx, method, raw, notes)
 	}()
 	return w
 }
