@@ -70,9 +70,11 @@ func refuseStateless(ctx context.Context, method string) *transport.Error {
 			declared = caps.Roots != nil
 		}
 	}
-	e := &server.Error{Code: protocol.CodeMissingRequiredClientCapability,
+	e := &server.Error{
+		Code:    protocol.CodeMissingRequiredClientCapability,
 		Message: fmt.Sprintf("upstream %s asked the client %s, a capability it did not declare", u.upstream, method),
-		Data:    json.RawMessage(`{"requiredCapabilities":{"` + capabilityOf[method] + `":{}}}`)}
+		Data:    json.RawMessage(`{"requiredCapabilities":{"` + capabilityOf[method] + `":{}}}`),
+	}
 	if declared {
 		e = server.NewError(protocol.CodeInvalidRequest, fmt.Errorf(
 			"upstream %s asked the client %s during the call, which a stateless 2026-07-28 request cannot be asked through the gateway yet: call it in a 2025 session (initialize)",

@@ -28,23 +28,29 @@ func TestCompletionForwarded(t *testing.T) {
 		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 			return &server.GetPromptResult{}, nil
 		}))
-	require.NoError(t, u.srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "a://rooms/{room}{?floor*}", Name: "room",
-		Complete: map[string]server.CompleteFunc{"room": complete}},
+	require.NoError(t, u.srv.AddResourceTemplate(server.ResourceTemplate{
+		URITemplate: "a://rooms/{room}{?floor*}", Name: "room",
+		Complete: map[string]server.CompleteFunc{"room": complete},
+	},
 		func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 			return &server.ReadResourceResult{}, nil
 		}))
 	b := startUpstream(t, "b")
 	c := front(t, gateway.Upstream{Name: "a", URL: u.url}, gateway.Upstream{Name: "b", URL: b.url})
 
-	raw, rpcErr := c.Call("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/prompt", "name": "a_team"},
-		"argument": map[string]string{"name": "lead", "value": "Al"}, "context": map[string]any{"arguments": map[string]string{"dept": "ops"}}})
+	raw, rpcErr := c.Call("completion/complete", map[string]any{
+		"ref":      map[string]string{"type": "ref/prompt", "name": "a_team"},
+		"argument": map[string]string{"name": "lead", "value": "Al"}, "context": map[string]any{"arguments": map[string]string{"dept": "ops"}},
+	})
 	require.Nil(t, rpcErr)
 	var res struct{ Completion struct{ Values []string } }
 	require.NoError(t, json.Unmarshal(raw, &res))
 	assert.Equal(t, []string{"ref/prompt team lead=Al dept=ops"}, res.Completion.Values, "asked upstream under the upstream's own name")
 
-	raw, rpcErr = c.Call("completion/complete", map[string]any{"ref": map[string]string{"type": "ref/resource", "uri": "a://rooms/{room}{?floor*}"},
-		"argument": map[string]string{"name": "room", "value": "4"}})
+	raw, rpcErr = c.Call("completion/complete", map[string]any{
+		"ref":      map[string]string{"type": "ref/resource", "uri": "a://rooms/{room}{?floor*}"},
+		"argument": map[string]string{"name": "room", "value": "4"},
+	})
 	require.Nil(t, rpcErr)
 	require.NoError(t, json.Unmarshal(raw, &res))
 	assert.Equal(t, []string{"ref/resource a://rooms/{room}{?floor*} room=4 dept="}, res.Completion.Values)
@@ -104,12 +110,16 @@ func TestStatelessCallerAskedAcrossRounds(t *testing.T) {
 		assert.Equal(t, "sampling/createMessage", q.Method)
 		assert.Contains(t, string(q.Params), `"maxTokens":10`, "the upstream's question as it asked it")
 	}
-	c.Request(8, "tools/call", map[string]any{"name": "sample", "_meta": meta, "requestState": first.RequestState,
-		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}}})
+	c.Request(8, "tools/call", map[string]any{
+		"name": "sample", "_meta": meta, "requestState": first.RequestState,
+		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}},
+	})
 	assert.Contains(t, string(c.RecvResult(8)), "sampled by m")
 
-	c.Request(9, "tools/call", map[string]any{"name": "sample", "_meta": meta,
-		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}}})
+	c.Request(9, "tools/call", map[string]any{
+		"name": "sample", "_meta": meta,
+		"inputResponses": map[string]any{key: map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}},
+	})
 	rpcErr := c.RecvError(9)
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
 	assert.Contains(t, rpcErr.Message, "the call of upstream a that this retry answers is gone")
@@ -161,8 +171,10 @@ func TestStatelessPromptAskedAcrossRounds(t *testing.T) {
 	require.Len(t, first.InputRequests, 1)
 	for key, q := range first.InputRequests {
 		assert.Equal(t, "roots/list", q.Method)
-		c.Request(2, "prompts/get", map[string]any{"name": "asking", "_meta": meta, "requestState": first.RequestState,
-			"inputResponses": map[string]any{key: map[string]any{"roots": []map[string]string{{"uri": "file:///srv"}}}}})
+		c.Request(2, "prompts/get", map[string]any{
+			"name": "asking", "_meta": meta, "requestState": first.RequestState,
+			"inputResponses": map[string]any{key: map[string]any{"roots": []map[string]string{{"uri": "file:///srv"}}}},
+		})
 	}
 	assert.Contains(t, string(c.RecvResult(2)), "file:///srv")
 }

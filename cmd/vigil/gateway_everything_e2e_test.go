@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -424,8 +423,10 @@ func TestGatewayEverything(t *testing.T) {
 
 	// Progress relayed, in order, before the result.
 	p.notes = nil
-	res := p.call(600, "tools/call", map[string]any{"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 0.3, "steps": 3},
-		"_meta": map[string]any{"progressToken": "p600"}})
+	res := p.call(600, "tools/call", map[string]any{
+		"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 0.3, "steps": 3},
+		"_meta": map[string]any{"progressToken": "p600"},
+	})
 	assert.Contains(t, string(res), "Long running operation completed")
 	var progress []string
 	for _, n := range p.notes {
@@ -442,8 +443,10 @@ func TestGatewayEverything(t *testing.T) {
 	assert.Equal(t, []string{"p600 1/3", "p600 2/3", "p600 3/3"}, progress)
 
 	// A cancel reaches the server.
-	p.request(700, "tools/call", map[string]any{"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 60, "steps": 60},
-		"_meta": map[string]any{"progressToken": "p700"}})
+	p.request(700, "tools/call", map[string]any{
+		"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 60, "steps": 60},
+		"_meta": map[string]any{"progressToken": "p700"},
+	})
 	waitProgress(t, p, "p700")
 	p.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 700, "reason": "the test cancels"}})
 	svcEventually(t, "notifications/cancelled reaches the upstream", 10*time.Second, func() (bool, error) {
@@ -452,8 +455,10 @@ func TestGatewayEverything(t *testing.T) {
 
 	// Killing the server mid-call answers the call at once, with an error
 	// naming the upstream; the next call starts it again.
-	p.request(800, "tools/call", map[string]any{"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 60, "steps": 60},
-		"_meta": map[string]any{"progressToken": "p800"}})
+	p.request(800, "tools/call", map[string]any{
+		"name": "trigger-long-running-operation", "arguments": map[string]any{"duration": 60, "steps": 60},
+		"_meta": map[string]any{"progressToken": "p800"},
+	})
 	waitProgress(t, p, "p800")
 	pid, err := os.ReadFile(filepath.Join(rec, "pid"))
 	require.NoError(t, err)
@@ -472,7 +477,7 @@ func TestGatewayEverything(t *testing.T) {
 	require.NoError(t, in.Close())
 	done := make(chan error, 1)
 	go func() {
-		for range p.lines { //nolint:revive // drain stdout until vigil exits
+		for range p.lines { // drain stdout until vigil exits
 		}
 		done <- cmd.Wait()
 	}()
@@ -483,7 +488,7 @@ func TestGatewayEverything(t *testing.T) {
 		t.Fatal("vigil did not exit within 30s of stdin ending")
 	}
 	logs := stderr.String()
-	assert.Regexp(t, regexp.MustCompile(`msg=request method=tools/call tool=trigger-long-running-operation request_id=700 .*outcome=cancelled cause=client_cancel`), logs)
+	assert.Regexp(t, `msg=request method=tools/call tool=trigger-long-running-operation request_id=700 .*outcome=cancelled cause=client_cancel`, logs)
 }
 
 // waitProgress reads until a progress notification of token arrives.
