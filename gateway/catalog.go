@@ -24,6 +24,7 @@ type catalog struct {
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
 	templates []server.ResourceTemplate
+	skills    []server.Skill // skills.go
 }
 
 // list lists what the upstream offers on session s, by the capabilities
@@ -91,6 +92,9 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 	if caps.Completions != nil {
 		cat.addCompleters()
 	}
+	if err := m.listSkills(ctx, s, cat); err != nil {
+		return nil, err
+	}
 	return cat, nil
 }
 
@@ -155,7 +159,14 @@ func (cat *catalog) claim(owners map[string]string, lenient bool) error {
 			templates = append(templates, t)
 		}
 	}
+	var skills []server.Skill
+	for _, sk := range cat.skills {
+		if take("skill " + strconv.Quote(sk.Path)) {
+			skills = append(skills, sk)
+		}
+	}
 	cat.tools, cat.toolNames, cat.prompts, cat.promptOf, cat.resources, cat.templates = tools, toolNames, prompts, promptOf, resources, templates
+	cat.skills = skills
 	return err
 }
 
@@ -172,6 +183,9 @@ func (cat *catalog) release(owners map[string]string) {
 	}
 	for _, t := range cat.templates {
 		delete(owners, "resource template "+strconv.Quote(t.URITemplate))
+	}
+	for _, sk := range cat.skills {
+		delete(owners, "skill "+strconv.Quote(sk.Path))
 	}
 }
 
@@ -194,10 +208,11 @@ func (cat *catalog) unregister(srv *server.Server, next *catalog) {
 	srv.RemovePrompts(gone(cat.names().prompts, next.names().prompts)...)
 	srv.RemoveResources(gone(cat.names().resources, next.names().resources)...)
 	srv.RemoveResourceTemplates(gone(cat.names().templates, next.names().templates)...)
+	srv.RemoveSkills(gone(cat.names().skills, next.names().skills)...)
 }
 
 // catalogNames are the names and URIs a catalog registers, by kind.
-type catalogNames struct{ tools, prompts, resources, templates []string }
+type catalogNames struct{ tools, prompts, resources, templates, skills []string }
 
 // names returns the names and URIs the catalog registers.
 func (cat *catalog) names() catalogNames {
@@ -214,19 +229,23 @@ func (cat *catalog) names() catalogNames {
 	for _, t := range cat.templates {
 		n.templates = append(n.templates, t.URITemplate)
 	}
+	for _, sk := range cat.skills {
+		n.skills = append(n.skills, sk.Path)
+	}
 	return n
 }
 
 // register registers the catalog on srv, with handlers that forward to
 // its upstream; on failure it removes what it registered.
 func (cat *catalog) register(srv *server.Server) (err error) {
-	var tools, prompts, uris, templates []string
+	var tools, prompts, uris, templates, skills []string
 	defer func() {
 		if err != nil {
 			srv.RemoveTools(tools...)
 			srv.RemovePrompts(prompts...)
 			srv.RemoveResources(uris...)
 			srv.RemoveResourceTemplates(templates...)
+			srv.RemoveSkills(skills...)
 			err = fmt.Errorf("gateway: upstream %s: %w", cat.m.up.Name, err)
 		}
 	}()
@@ -253,6 +272,13 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 			return err
 		}
 		templates = append(templates, t.URITemplate)
+	}
+	for _, sk := range cat.skills {
+		if err := srv.AddSkill(sk); err != nil { // one skill does not make Mount fail
+			cat.m.log.Warn("gateway: an upstream's skill is not served", "upstream", cat.m.up.Name, "skill", sk.Path, "error", err)
+			continue
+		}
+		skills = append(skills, sk.Path)
 	}
 	return nil
 }

@@ -211,7 +211,7 @@ func (m *mount) open(ctx context.Context) (*conn, error) {
 	}
 	s, err := upstream.Open(ctx, tc, upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
-		Capabilities:   json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`),
+		Capabilities:   json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{}}}`),
 		OnRequest:      askClient,
 		OnNotification: m.notified,
 	})
