@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 )
 
 // TestInteropTypeScriptV2ThroughGateway runs the TypeScript SDK v2 feature
-// script against vigil -upstream 'e=vigil-everything -stdio' over HTTP, in
-// both eras: every check of core.mjs (tools, errors, logging, sampling,
+// script against vigil -upstream e=http://127.0.0.1:PORT/mcp in front of an
+// HTTP vigil-everything, in both eras (an HTTP upstream tells which call
+// each of its requests belongs to; a shared stdio one cannot while the
+// script's tasks still run upstream): every check of core.mjs (tools, errors, logging, sampling,
 // elicitation and roots, resources, subscriptions, prompts, completion,
 // cancellation, tasks) but "progress", whose tool answers with the
 // progress token it got, which through the gateway is the gateway's own.
@@ -20,7 +23,8 @@ import (
 // forwarded.
 func TestInteropTypeScriptV2ThroughGateway(t *testing.T) {
 	node := requireNodeHarness(t, clientV2Dir)
-	url := startServing(t, buildVigil(t), nil, "-http", "127.0.0.1:0", "-upstream", "e="+everythingBin+" -stdio")
+	upstream := strings.Replace(startHTTP(t), "localhost", "127.0.0.1", 1)
+	url := startServing(t, buildVigil(t), nil, "-http", "127.0.0.1:0", "-upstream", "e="+upstream)
 	for _, era := range []string{"legacy", "modern"} {
 		t.Run(era, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,10 +88,31 @@ func runConformanceExpecting(t *testing.T, node, url, baseline string) {
 			failed, _ := strconv.Atoi(string(last[2]))
 			t.Logf("%s: %d passed, %d failed", suite, passed, failed)
 			if err != nil || failed > 0 && baseline == "" { // with a baseline, the suite's exit status says
-				t.Errorf("conformance failures (err %v):\n%s", err, failures(output))
+				t.Errorf("conformance failures (err %v):\n%s%s", err, failures(output), failedChecks(out))
 			}
 		})
 	}
+}
+
+// failedChecks lists the checks that did not pass, with their messages,
+// from the results the suite wrote under dir.
+func failedChecks(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var checks []struct{ ID, Status, ErrorMessage string }
+		_ = json.Unmarshal(data, &checks)
+		for _, c := range checks {
+			if c.Status == "FAILURE" || c.Status == "WARNING" {
+				fmt.Fprintf(&b, "  %s %s: %s\n", c.Status, c.ID, c.ErrorMessage)
+			}
+		}
+	}
+	return b.String()
 }
 
 // failures keeps the lines of the suite's output that report a failure,
