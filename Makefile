@@ -30,6 +30,11 @@ INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
 OIDC_DIR := cmd/vigil/testdata/oidc
 OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 
+# The reference server @modelcontextprotocol/server-everything, pinned, which
+# the gateway's end-to-end test fronts (see cmd/vigil/gateway_everything_e2e_test.go).
+EVERYTHING_DIR := cmd/vigil/testdata/everything
+EVERYTHING_STAMP := $(EVERYTHING_DIR)/node_modules/.installed
+
 # The MCP Apps extension's own package, whose JSON Schema the server's
 # apps test checks Vigil's wire format against (see server/apps_schema_test.go).
 APPS_DIR := server/testdata/apps
@@ -48,7 +53,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -61,7 +66,7 @@ short:
 	$(GO) test -short ./...
 
 ## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
 ## vet: go vet ./...
 vet:
@@ -69,7 +74,7 @@ vet:
 	$(GO) vet ./...
 
 ## unit: go test -race -shuffle=on ./..., every component installed first.
-unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -113,6 +118,14 @@ $(OIDC_STAMP): $(OIDC_DIR)/package-lock.json $(OIDC_DIR)/package.json
 	npm ci --prefix $(OIDC_DIR) --no-audit --no-fund
 	@touch $@
 
+## everything-deps: install the reference server the gateway's test fronts, @modelcontextprotocol/server-everything (only when needed).
+everything-deps: $(EVERYTHING_STAMP)
+
+$(EVERYTHING_STAMP): $(EVERYTHING_DIR)/package-lock.json $(EVERYTHING_DIR)/package.json
+	@echo "==> npm ci --prefix $(EVERYTHING_DIR)"
+	npm ci --prefix $(EVERYTHING_DIR) --no-audit --no-fund
+	@touch $@
+
 ## clients-deps: install the real-client suite's npm clients (only when needed).
 clients-deps: $(CLIENTS_STAMP)
 
@@ -153,10 +166,10 @@ auth: interop-deps oidc-deps conformance-deps
 	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
 	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
-## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it), verbosely (totals in the log).
+## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it), then through the gateway (vigil -upstream in front of vigil-everything over stdio and over HTTP, against the expected failures in testdata/conformance/gateway-expected-failures-*.yml), verbosely (totals in the log).
 conformance: system-deps conformance-deps
-	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis)"
-	CI=true $(GO) test -count=1 -run '^TestConformance(Shared)?$$' -v ./cmd/vigil-everything
+	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis; through the gateway, stdio and HTTP upstream)"
+	CI=true $(GO) test -count=1 -run '^TestConformance(Shared|ThroughGatewayStdio|ThroughGatewayHTTP)?$$' -v ./cmd/vigil-everything
 
 ## clients: the real-client suite on its own, verbosely: go-sdk v1.8.0, mcp-go v1.2.1, @ai-sdk/mcp 2.0.99, @langchain/mcp-adapters 1.1.4, mcp-remote 0.15.1 and the TypeScript SDK v2 against vigil and vigil-everything (every feature each has, both eras, HTTP and stdio), and 20 cuts and 20 kills per client checked against the recorded cause; its own Go module (interop/clients), so `unit` does not run it; CI=true turns a skip into a failure.
 clients: clients-deps conformance-deps

@@ -24,16 +24,18 @@ type catalog struct {
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
 	templates []server.ResourceTemplate
-	hidden    []string // the upstream's tools its filter leaves out (filter.go)
+	hidden    []string       // the upstream's tools its filter leaves out (filter.go)
+	skills    []server.Skill // skills.go
 }
 
 // list lists what the upstream offers on session s, by the capabilities
 // it declared.
 func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error) {
 	var caps struct {
-		Tools     json.RawMessage `json:"tools"`
-		Prompts   json.RawMessage `json:"prompts"`
-		Resources json.RawMessage `json:"resources"`
+		Tools       json.RawMessage `json:"tools"`
+		Prompts     json.RawMessage `json:"prompts"`
+		Resources   json.RawMessage `json:"resources"`
+		Completions json.RawMessage `json:"completions"`
 	}
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	cat := &catalog{m: m}
@@ -47,7 +49,6 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 				cat.hidden = append(cat.hidden, t.Name)
 				return nil
 			}
-			t.Execution = nil // tasks do not cross the hop yet
 			cat.toolNames = append(cat.toolNames, t.Name)
 			t.Name = m.prefix + t.Name
 			cat.tools = append(cat.tools, t)
@@ -92,6 +93,12 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		}); err != nil {
 			return nil, err
 		}
+	}
+	if caps.Completions != nil {
+		cat.addCompleters()
+	}
+	if err := m.listSkills(ctx, s, cat); err != nil {
+		return nil, err
 	}
 	return cat, nil
 }
@@ -157,7 +164,14 @@ func (cat *catalog) claim(owners map[string]string, lenient bool) error {
 			templates = append(templates, t)
 		}
 	}
+	var skills []server.Skill
+	for _, sk := range cat.skills {
+		if take("skill " + strconv.Quote(sk.Path)) {
+			skills = append(skills, sk)
+		}
+	}
 	cat.tools, cat.toolNames, cat.prompts, cat.promptOf, cat.resources, cat.templates = tools, toolNames, prompts, promptOf, resources, templates
+	cat.skills = skills
 	return err
 }
 
@@ -174,6 +188,9 @@ func (cat *catalog) release(owners map[string]string) {
 	}
 	for _, t := range cat.templates {
 		delete(owners, "resource template "+strconv.Quote(t.URITemplate))
+	}
+	for _, sk := range cat.skills {
+		delete(owners, "skill "+strconv.Quote(sk.Path))
 	}
 }
 
@@ -196,10 +213,11 @@ func (cat *catalog) unregister(srv *server.Server, next *catalog) {
 	srv.RemovePrompts(gone(cat.names().prompts, next.names().prompts)...)
 	srv.RemoveResources(gone(cat.names().resources, next.names().resources)...)
 	srv.RemoveResourceTemplates(gone(cat.names().templates, next.names().templates)...)
+	srv.RemoveSkills(gone(cat.names().skills, next.names().skills)...)
 }
 
 // catalogNames are the names and URIs a catalog registers, by kind.
-type catalogNames struct{ tools, prompts, resources, templates []string }
+type catalogNames struct{ tools, prompts, resources, templates, skills []string }
 
 // names returns the names and URIs the catalog registers.
 func (cat *catalog) names() catalogNames {
@@ -216,25 +234,29 @@ func (cat *catalog) names() catalogNames {
 	for _, t := range cat.templates {
 		n.templates = append(n.templates, t.URITemplate)
 	}
+	for _, sk := range cat.skills {
+		n.skills = append(n.skills, sk.Path)
+	}
 	return n
 }
 
 // register registers the catalog on srv, with handlers that forward to
 // its upstream; on failure it removes what it registered.
 func (cat *catalog) register(srv *server.Server) (err error) {
-	var tools, prompts, uris, templates []string
+	var tools, prompts, uris, templates, skills []string
 	defer func() {
 		if err != nil {
 			srv.RemoveTools(tools...)
 			srv.RemovePrompts(prompts...)
 			srv.RemoveResources(uris...)
 			srv.RemoveResourceTemplates(templates...)
+			srv.RemoveSkills(skills...)
 			err = fmt.Errorf("gateway: upstream %s: %w", cat.m.up.Name, err)
 		}
 	}()
 	for i, t := range cat.tools {
 		t.Scopes = cat.m.g.scopes[t.Name]
-		if err := srv.AddTool(t, cat.m.callTool(cat.toolNames[i], toolRetrySafe(&t))); err != nil {
+		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t))); err != nil { // tasks.go
 			return err
 		}
 		tools = append(tools, t.Name)
@@ -256,6 +278,13 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 			return err
 		}
 		templates = append(templates, t.URITemplate)
+	}
+	for _, sk := range cat.skills {
+		if err := srv.AddSkill(sk); err != nil { // one skill does not make Mount fail
+			cat.m.log.Warn("gateway: an upstream's skill is not served", "upstream", cat.m.up.Name, "skill", sk.Path, "error", err)
+			continue
+		}
+		skills = append(skills, sk.Path)
 	}
 	return nil
 }
@@ -282,7 +311,18 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		return nil, m.callError(ctx, err)
 	}
 	defer m.release(l)
+	ctx, asked := watchUntranslated(ctx, m.up.Name) // eras.go
+	if asked != nil && roundMethods[method] {
+		s, err := l.session(ctx)
+		if err != nil {
+			return nil, m.callError(ctx, err)
+		}
+		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
+	}
 	res, err := m.call(ctx, l, method, raw, notes, retry)
+	if err := asked.failure(); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}

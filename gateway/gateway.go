@@ -122,6 +122,9 @@ type mount struct {
 	tools  toolFilter   // Upstream.Tools
 	client *http.Client // an HTTP upstream's, shared by its sessions; nil for stdio
 	cat    *catalog     // what is registered; guarded by g.mu
+	// unchecked names the tools whose input schema the server could not
+	// compile, warned about once (see catalog.addTool); guarded by g.mu.
+	unchecked map[string]bool
 
 	ctx          context.Context // ends when Close begins
 	stop         context.CancelFunc
@@ -136,6 +139,7 @@ type mount struct {
 	starts, refused atomic.Int64          // sessions started; calls refused by MaxProcesses
 	failed          atomic.Pointer[error] // why the last start failed; nil once a start succeeds, or the catalog's session answers a check
 
+	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
 	check     chan struct{}  // 1-buffered: a start failed; is the catalog's session alive? (coalesced)
 	refresher sync.WaitGroup // the goroutine that lists again and keeps the catalog's session (refreshLoop)
@@ -310,6 +314,10 @@ func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
 	}
 	c.session = s
 	m.track(c)
+	m.wantLogs(ctx, s) // forward_more.go
+	if ss == nil {
+		m.subscribeAll(ctx, s) // forward_more.go: once, on the listing session, whose updates reach every subscriber
+	}
 	return c, nil
 }
 
@@ -480,8 +488,14 @@ func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, 
 	default:
 		return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
 	}
+	if w := waitingFrom(ctx); w != nil {
+		return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
+	}
 	if server.RequestFromContext(ctx) == nil {
 		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+	}
+	if refusal := refuseStateless(ctx, req.Method); refusal != nil {
+		return nil, refusal // eras.go
 	}
 	var params any
 	if req.Params != nil {
@@ -489,16 +503,23 @@ func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, 
 	}
 	var result json.RawMessage
 	err = server.CallClient(ctx, req.Method, params, &result)
+	return result, clientError(req.Method, err)
+}
+
+// clientError is the upstream's answer of the client's failure to answer
+// method: its JSON-RPC error as it was, or that it does not support
+// method; nil for nil.
+func clientError(method string, err error) error {
 	var se *server.Error
 	switch {
 	case err == nil:
-		return result, nil
+		return nil
 	case errors.As(err, &se):
-		return nil, &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
+		return &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
 	case errors.Is(err, server.ErrCapability):
-		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + req.Method}
+		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + method}
 	default:
-		return nil, err
+		return err
 	}
 }
 
@@ -508,12 +529,7 @@ func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, 
 // its progress when the caller asked for progress.
 func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
-		notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
-		if req.Request != nil {
-			if _, ok := req.Request.Meta.Get("progressToken"); ok {
-				notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
-			}
-		}
+		notes := m.callNotes(ctx, req)
 		m.bounded(notes)
 		raw, err := m.forwardRetry(ctx, "tools/call", toolCall{name, req.Arguments}, notes, retry)
 		if err != nil {
@@ -523,10 +539,23 @@ func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 	}
 }
 
+// callNotes relays a call's log messages to its caller, and its progress
+// when the caller asked for progress.
+func (m *mount) callNotes(ctx context.Context, req *server.CallToolRequest) *upstream.Notes {
+	notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
+	if req.Request != nil {
+		if _, ok := req.Request.Meta.Get("progressToken"); ok {
+			notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+		}
+	}
+	return notes
+}
+
 // relayLog sends the upstream's log message of a call to the caller, as
-// the upstream sent it, related to the caller's request.
+// the upstream sent it, related to the caller's request, when the caller
+// asked for its level.
 func relayLog(ctx context.Context, params json.RawMessage) {
-	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil {
+	if req := server.RequestFromContext(ctx); req != nil && req.Session != nil && clientWantsLog(ctx, params) {
 		_ = req.Session.Notify(ctx, "notifications/message", params)
 	}
 }
@@ -608,6 +637,7 @@ func (g *Gateway) Close() error {
 	for _, m := range g.mounts {
 		m.stop() // every link's context ends: each downstream session's is closed by its watcher
 		m.catalog.close()
+		m.waiting.closeAll()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 		m.watchers.Wait()
 		m.closing.Wait()

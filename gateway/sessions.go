@@ -119,7 +119,7 @@ func reapEvery(idle time.Duration) time.Duration {
 // catalog's (nil ss), whose requests come from any client.
 func capabilities(ss *server.Session) json.RawMessage {
 	if ss == nil {
-		return json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`)
+		return json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{}}}`) // skills are copied from its listing
 	}
 	caps := ss.ClientCapabilities()
 	var relayed struct {

@@ -183,6 +183,25 @@ func TestToolInputSchemaCompiledAtRegistration(t *testing.T) {
 	toolsStop(h)
 }
 
+// A tool registered with UncheckedArguments keeps an input schema the
+// server cannot compile, listed as it is, and its handler gets every
+// object of arguments.
+func TestToolUncheckedArguments(t *testing.T) {
+	const draft04 = `{"type":"object","$schema":"http://json-schema.org/draft-04/schema#","properties":{"n":{"type":"integer"}},"required":["n"]}`
+	p := newArgsProbe()
+	h := newHarness(t)
+	require.Error(t, h.srv.AddTool(server.Tool{Name: "old", InputSchema: json.RawMessage(draft04)}, p.handler))
+	require.NoError(t, h.srv.AddTool(server.Tool{Name: "old", InputSchema: json.RawMessage(draft04), UncheckedArguments: true}, p.handler))
+	toolsStart(h)
+	h.Request(2, "tools/list", nil)
+	assert.Contains(t, string(h.RecvResult(2)), `"$schema":"http://json-schema.org/draft-04/schema#"`)
+	text, isError := call(h, "2025-11-25", 3, "old", `{"n":"not a number"}`)
+	assert.False(t, isError)
+	assert.Equal(t, "slept", text)
+	assert.Equal(t, int64(1), p.calls.Load())
+	toolsStop(h)
+}
+
 // A call run as a task is validated too, once, before the handler: in
 // 2025 the task fails with the tool error (tasks/result answers it); in the
 // 2026-07-28 extension the task completes with it; a deferred tool answers

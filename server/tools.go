@@ -39,6 +39,13 @@ type Tool struct {
 	// instead of the server's [WithMaxResultBytes]; negative sets no
 	// bound. It is not sent.
 	MaxResultBytes int `json:"-"`
+	// UncheckedArguments, when set, registers the tool without compiling
+	// its input schema, which is listed as it is: each call's arguments
+	// (a JSON object) reach the handler unvalidated. It is for a schema
+	// the server cannot compile that something else validates, such as
+	// the tool of an upstream server that package gateway fronts. It is
+	// not sent.
+	UncheckedArguments bool `json:"-"`
 	// UI, when set, links the tool to an MCP Apps view: clients that
 	// declared [ExtensionUI] see it as _meta.ui; others see a plain tool,
 	// or none (see [ToolUI]).
@@ -173,6 +180,9 @@ func (s *Server) addTool(t Tool, h ToolHandler, in *objectSchema) error {
 	}
 	if !isJSONObject(t.InputSchema) {
 		return fmt.Errorf("mcp: tool %q: input schema must be a JSON object", t.Name)
+	}
+	if in == nil && t.UncheckedArguments {
+		in = &objectSchema{plan: &argsPlan{}} // trivial: validatingArguments adds nothing
 	}
 	if in == nil {
 		var err error

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestInteropTypeScriptV2ThroughGateway runs the TypeScript SDK v2 feature
+// script against vigil -upstream e=http://127.0.0.1:PORT/mcp in front of an
+// HTTP vigil-everything, in both eras (an HTTP upstream tells which call
+// each of its requests belongs to; a shared stdio one cannot while the
+// script's tasks still run upstream): every check of core.mjs (tools, errors, logging, sampling,
+// elicitation and roots, resources, subscriptions, prompts, completion,
+// cancellation, tasks) but "progress", whose tool answers with the
+// progress token it got, which through the gateway is the gateway's own.
+// The MCP Apps and skills extensions (apps.mjs, skills.mjs) are not
+// forwarded.
+func TestInteropTypeScriptV2ThroughGateway(t *testing.T) {
+	node := requireNodeHarness(t, clientV2Dir)
+	upstream := strings.Replace(startHTTP(t), "localhost", "127.0.0.1", 1)
+	url := startServing(t, buildVigil(t), nil, "-http", "127.0.0.1:0", "-upstream", "e="+upstream)
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "client-v2.mjs", url, era)
+			cmd.Dir = clientV2Dir
+			cmd.Env = append(os.Environ(), "CLIENTV2_SERVER=vigil", "CLIENTV2_MODULES=core.mjs", "CLIENTV2_SKIP=progress")
+			cmd.WaitDelay = 5 * time.Second
+			out, err := cmd.CombinedOutput()
+			t.Logf("client-v2.mjs output:\n%s", out)
+			require.NoError(t, ctx.Err(), "client-v2.mjs timed out")
+			require.NoError(t, err, "client-v2.mjs failed")
+		})
+	}
+}
