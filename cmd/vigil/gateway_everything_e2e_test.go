@@ -469,7 +469,7 @@ func TestGatewayEverything(t *testing.T) {
 	m := p.response(800)
 	took := time.Since(killed)
 	require.NotNil(t, m.Error, "the call in flight fails: %s", m.Result)
-	assert.Contains(t, m.Error.Message, "upstream everything")
+	assert.Equal(t, "upstream everything is gone", m.Error.Message)
 	assert.Less(t, took, 5*time.Second, "answered at once, not after the call's 60 s")
 	t.Logf("the call in flight was answered %v after the kill: %d %s", took, m.Error.Code, m.Error.Message)
 	assert.Contains(t, string(p.call(801, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "again"}})), "Echo: again")
@@ -489,6 +489,7 @@ func TestGatewayEverything(t *testing.T) {
 	}
 	logs := stderr.String()
 	assert.Regexp(t, `msg=request method=tools/call tool=trigger-long-running-operation request_id=700 .*outcome=cancelled cause=client_cancel`, logs)
+	assert.Regexp(t, `msg=request method=tools/call tool=trigger-long-running-operation request_id=800 .*outcome=error code=-32603 .*cause=upstream_closed`, logs)
 }
 
 // waitProgress reads until a progress notification of token arrives.
