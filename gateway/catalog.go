@@ -303,8 +303,11 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 	if err != nil {
 		return nil, err
 	}
-	if raw, err = withTraceContext(ctx, raw); err != nil {
-		return nil, err
+	if trace := traceMembers(ctx); trace != nil {
+		if notes == nil {
+			notes = &upstream.Notes{}
+		}
+		notes.Meta = trace
 	}
 	l, err := m.linkOf(ctx)
 	if err != nil {
@@ -329,26 +332,24 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 	return res, nil
 }
 
-// withTraceContext returns params (a JSON object without _meta) with the
-// W3C trace context of ctx's span in _meta (traceparent, tracestate), as
-// MCP carries it, so that the upstream's span is a child of the caller's;
-// params as they are when ctx has no span.
-func withTraceContext(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+// traceMembers returns the W3C trace context of ctx's span as members of
+// params._meta (traceparent, tracestate), as MCP carries it, so that the
+// upstream's span is a child of the caller's; nil when ctx has no span.
+func traceMembers(ctx context.Context) []byte {
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
-	if len(carrier) == 0 {
-		return params, nil
+	var b []byte
+	for _, k := range [...]string{"traceparent", "tracestate"} {
+		v, ok := carrier[k]
+		if !ok {
+			continue
+		}
+		if b != nil {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(append(strconv.AppendQuote(b, k), ':'), v)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil {
-		return nil, err
-	}
-	meta, err := json.Marshal(carrier)
-	if err != nil {
-		return nil, err
-	}
-	fields["_meta"] = meta
-	return json.Marshal(fields)
+	return b
 }
 
 // getPrompt returns the handler of the upstream's prompt name.

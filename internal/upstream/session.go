@@ -132,6 +132,10 @@ type Notes struct {
 	// of the call: sent on its HTTP stream, or, over a Conn that tells no
 	// stream (stdio), while it was the only call in flight.
 	Log func(params json.RawMessage)
+	// Meta, when set, is members of a JSON object without its braces
+	// (`"k":v,...`) that the request carries in params._meta besides its
+	// progress token, such as the caller's trace context.
+	Meta []byte
 }
 
 // call is one request of ours awaiting its answer.
@@ -255,12 +259,16 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 	c := &call{ctx: ctx, done: make(chan struct{})}
 	if notes != nil {
 		c.wants = *notes
-		c.notes = make(chan *transport.Request, notesBuffer)
+		if notes.Progress != nil || notes.Log != nil {
+			c.notes = make(chan *transport.Request, notesBuffer)
+		}
+		members := notes.Meta
 		if notes.Progress != nil {
-			var err error
-			if params, err = withProgressToken(params, id); err != nil {
-				return nil, err
-			}
+			members = progressMember(members, id)
+		}
+		var err error
+		if params, err = withMeta(params, members); err != nil {
+			return nil, err
 		}
 	}
 	if err := s.update(func(st *state) error {
@@ -324,26 +332,14 @@ func (c *call) finish() (json.RawMessage, error) {
 	}
 }
 
-// withProgressToken returns params with _meta.progressToken set to id.
-func withProgressToken(params json.RawMessage, id int64) (json.RawMessage, error) {
-	fields := map[string]json.RawMessage{}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &fields); err != nil {
-			return nil, fmt.Errorf("upstream: params: %w", err)
-		}
+// progressMember returns members (see [Notes.Meta]) with the progress
+// token id after them.
+func progressMember(members []byte, id int64) []byte {
+	out := make([]byte, 0, len(members)+40)
+	if len(members) > 0 {
+		out = append(append(out, members...), ',')
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return nil, fmt.Errorf("upstream: params._meta: %w", err)
-		}
-	}
-	meta["progressToken"] = json.RawMessage(fmt.Sprint(id))
-	var err error
-	if fields["_meta"], err = json.Marshal(meta); err != nil {
-		return nil, err
-	}
-	return json.Marshal(fields)
+	return strconv.AppendInt(append(out, `"progressToken":`...), id, 10)
 }
 
 // forget takes call id out of the pending ones; it reports whether it was

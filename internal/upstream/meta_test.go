@@ -1,0 +1,36 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWithMeta(t *testing.T) {
+	t.Parallel()
+	const add = `"traceparent":"00-a-b-01","progressToken":7`
+	for _, tc := range []struct{ name, params, want string }{
+		{"none", ``, `{"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+		{"null", `null`, `{"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+		{"empty", ` { } `, `{"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+		{"spliced", `{"name":"x","arguments":{"a":[1,{"b":2}]}}`, `{"name":"x","arguments":{"a":[1,{"b":2}]},"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+		{"merged", `{"name":"x","_meta":{"progressToken":1,"k":"v"}}`, `{"name":"x","_meta":{"traceparent":"00-a-b-01","progressToken":7,"k":"v"}}`},
+		{"nested _meta left alone", `{"arguments":{"_meta":{"x":1}}}`, `{"arguments":{"_meta":{"x":1}},"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+		{"null _meta", `{"_meta":null}`, `{"_meta":{"traceparent":"00-a-b-01","progressToken":7}}`},
+	} {
+		got, err := withMeta(json.RawMessage(tc.params), []byte(add))
+		require.NoError(t, err, tc.name)
+		assert.JSONEq(t, tc.want, string(got), tc.name)
+	}
+	same, err := withMeta(json.RawMessage(`{"a":1}`), nil)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"a":1}`, string(same), "nothing to add")
+	for _, bad := range []string{`[1]`, `"s"`, `{"_meta":[1]}`, `{"_meta":{}`} {
+		_, err := withMeta(json.RawMessage(bad), []byte(add))
+		assert.Error(t, err, bad)
+	}
+	assert.Equal(t, `"progressToken":3`, string(progressMember(nil, 3)))
+	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), 3)))
+}
