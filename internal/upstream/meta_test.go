@@ -29,7 +29,7 @@ func TestWithMeta(t *testing.T) {
 	assert.JSONEq(t, `{"a":1}`, string(same), "nothing to add")
 	for _, bad := range []string{`[1]`, `"s"`, `{"_meta":[1]}`, `{"_meta":{}`} {
 		_, err := withMeta(json.RawMessage(bad), []byte(add))
-		assert.Error(t, err, bad)
+		require.Error(t, err, bad)
 	}
 	assert.Equal(t, `"progressToken":3`, string(progressMember(nil, 3)))
 	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), 3)))
