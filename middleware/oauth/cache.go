@@ -66,7 +66,7 @@ func (c *verdictCache) get(k *tokenHash, now time.Time, gen uint64) (*auth.Princ
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	v, until, ok := s.lru.get(k, now, gen)
+	v, until, ok := s.get(k, now, gen)
 	s.mu.Unlock()
 	return v.p, v.err, until, ok
 }
@@ -79,7 +79,7 @@ func (c *verdictCache) put(k *tokenHash, p *auth.Principal, err *Error, now, unt
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	s.lru.put(k, verdict{p, err}, until, gen)
+	s.put(k, verdict{p, err}, until, gen)
 	s.mu.Unlock()
 }
 
@@ -92,7 +92,7 @@ func (c *verdictCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.lru.len()
+		n += s.len()
 		s.mu.Unlock()
 	}
 	return n
