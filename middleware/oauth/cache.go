@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"sync"
 	"time"
@@ -32,18 +31,14 @@ type verdictCache struct {
 }
 
 type cacheShard struct {
-	mu  sync.Mutex
-	max int
-	m   map[tokenHash]*list.Element
-	ll  list.List // of *cacheEntry, most recently used first
+	mu sync.Mutex
+	lru[verdict]
 }
 
-type cacheEntry struct {
-	key   tokenHash
-	p     *auth.Principal // nil for a refusal
-	err   *Error          // the refusal, when p is nil
-	until time.Time       // the entry is used while now is before until
-	gen   uint64
+// verdict is what a token was found to be: a principal, or a refusal.
+type verdict struct {
+	p   *auth.Principal // nil for a refusal
+	err *Error          // the refusal, when p is nil
 }
 
 // newVerdictCache returns a cache of at most size entries; size <= 0
@@ -55,8 +50,7 @@ func newVerdictCache(size int) *verdictCache {
 	c := &verdictCache{}
 	per := (size + cacheShards - 1) / cacheShards
 	for i := range c.shards {
-		c.shards[i].max = per
-		c.shards[i].m = make(map[tokenHash]*list.Element)
+		c.shards[i].init(per)
 	}
 	return c
 }
@@ -72,19 +66,9 @@ func (c *verdictCache) get(k *tokenHash, now time.Time, gen uint64) (*auth.Princ
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	el, ok := s.m[*k]
-	if !ok {
-		return nil, nil, time.Time{}, false
-	}
-	e := el.Value.(*cacheEntry)
-	if !now.Before(e.until) || e.gen != gen {
-		s.ll.Remove(el)
-		delete(s.m, *k)
-		return nil, nil, time.Time{}, false
-	}
-	s.ll.MoveToFront(el)
-	return e.p, e.err, e.until, true
+	v, until, ok := s.get(k, now, gen)
+	s.mu.Unlock()
+	return v.p, v.err, until, ok
 }
 
 // put caches a verdict for k until until (nothing when until is not after
@@ -95,25 +79,8 @@ func (c *verdictCache) put(k *tokenHash, p *auth.Principal, err *Error, now, unt
 	}
 	s := c.shard(k)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.m[*k]; ok {
-		e := el.Value.(*cacheEntry)
-		e.p, e.err, e.until, e.gen = p, err, until, gen
-		s.ll.MoveToFront(el)
-		return
-	}
-	var e *cacheEntry
-	if s.ll.Len() >= s.max {
-		// Reuse the least recently used entry.
-		el := s.ll.Back()
-		e = el.Value.(*cacheEntry)
-		delete(s.m, e.key)
-		s.ll.Remove(el)
-	} else {
-		e = new(cacheEntry)
-	}
-	*e = cacheEntry{key: *k, p: p, err: err, until: until, gen: gen}
-	s.m[*k] = s.ll.PushFront(e)
+	s.put(k, verdict{p, err}, until, gen)
+	s.mu.Unlock()
 }
 
 // len returns the number of entries, expired ones included.
@@ -125,7 +92,7 @@ func (c *verdictCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.ll.Len()
+		n += s.len()
 		s.mu.Unlock()
 	}
 	return n

@@ -52,6 +52,64 @@ func TestParseClients(t *testing.T) {
 	assert.Equal(t, "8", joinInts([]int{8}))
 }
 
+// keepAliveTo returns a keep-alive connection to url in session "s",
+// closed when the test ends.
+func keepAliveTo(t *testing.T, url string) *keepAlive {
+	k, err := newKeepAlive(url, "s", version, "")
+	require.NoError(t, err)
+	t.Cleanup(k.close)
+	return k
+}
+
+// TestKeepAlive: the client sends the session's headers and its body,
+// keeps one connection for many requests, reads a chunked answer, and
+// dials again after an answer that closes the connection.
+func TestKeepAlive(t *testing.T) {
+	var conns atomic.Int64
+	var n atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/mcp" || r.Header.Get("Mcp-Session-Id") != "s" || r.Header.Get("MCP-Protocol-Version") != version ||
+			!strings.Contains(r.Header.Get("Accept"), "text/event-stream") || string(body) != `{"n":1}` {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		switch n.Add(1) {
+		case 3:
+			w.Header().Set("Connection", "close")
+		case 4:
+			_, _ = w.Write([]byte("chunk "))
+			w.(http.Flusher).Flush() // no Content-Length: a chunked answer
+		}
+		_, _ = w.Write([]byte("answer"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	k := keepAliveTo(t, srv.URL+"/mcp")
+	var buf bytes.Buffer
+	for i := 1; i <= 5; i++ {
+		resp, err := k.post([]byte(`{"n":1}`), &buf)
+		require.NoError(t, err, "request %d", i)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "request %d: %s", i, buf.String())
+		if i == 4 {
+			assert.Equal(t, "chunk answer", buf.String())
+		} else {
+			assert.Equal(t, "answer", buf.String())
+		}
+		if i == 3 {
+			assert.Nil(t, k.conn, "an answer with Connection: close closes the connection")
+		}
+	}
+	assert.Equal(t, int64(2), conns.Load(), "one connection, and one more after the answer that closed it")
+	_, err := newKeepAlive("https://example.com/mcp", "s", version, "")
+	require.Error(t, err, "only http:// endpoints")
+}
+
 // TestOverloadClientRefusals runs a client against a server that refuses
 // every request with 503 and Retry-After: 1. Honoring it, the client
 // waits until the deadline after its first refusal; ignoring it, it
@@ -66,12 +124,12 @@ func TestOverloadClientRefusals(t *testing.T) {
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
 
-	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Time{}, time.Now().Add(300*time.Millisecond))
+	r := overloadClient(keepAliveTo(t, srv.URL), 0, true, time.Time{}, time.Now().Add(300*time.Millisecond))
 	assert.Equal(t, int64(1), r.refused, "a client honoring Retry-After: 1 sends once in 300ms")
 	assert.Equal(t, int64(1), r.withRetry)
 	assert.Equal(t, int64(1), requests.Load())
 
-	r = overloadClient(srv.Client(), srv.URL, "s", 0, false, time.Time{}, time.Now().Add(300*time.Millisecond))
+	r = overloadClient(keepAliveTo(t, srv.URL), 0, false, time.Time{}, time.Now().Add(300*time.Millisecond))
 	assert.Greater(t, r.refused, int64(1), "a client ignoring Retry-After retries at once")
 	assert.Equal(t, r.refused, r.withRetry)
 	assert.Zero(t, r.ok)
@@ -97,7 +155,7 @@ func TestOverloadClientCounts(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
-	r := overloadClient(srv.Client(), srv.URL, "s", 0, true, time.Time{}, time.Now().Add(100*time.Millisecond))
+	r := overloadClient(keepAliveTo(t, srv.URL), 0, true, time.Time{}, time.Now().Add(100*time.Millisecond))
 	total := n.Load()
 	require.Greater(t, total, int64(8))
 	assert.Equal(t, total, r.ok+r.failed+r.refused)
@@ -123,7 +181,7 @@ func TestOverloadClientRamp(t *testing.T) {
 	defer srv.Close()
 	defer srv.Client().CloseIdleConnections()
 	deadline := time.Now().Add(100 * time.Millisecond)
-	r := overloadClient(srv.Client(), srv.URL, "s", 0, false, deadline, deadline)
+	r := overloadClient(keepAliveTo(t, srv.URL), 0, false, deadline, deadline)
 	require.Greater(t, n.Load(), int64(4))
 	assert.Zero(t, r.ok, "every call was sent in the ramp")
 	assert.Empty(t, r.latencies)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -180,12 +179,6 @@ func rampOf(d time.Duration) time.Duration { return min(d/5, time.Second) }
 // the local address local ("": any); the answers of the first rampOf(d)
 // are not measured.
 func runOverload(t target, sids []string, clients int, honor bool, d time.Duration, local string) overloadRound {
-	transport := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients, IdleConnTimeout: time.Minute}
-	if local != "" {
-		transport.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}).DialContext
-	}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport}
 	rounds := make([]overloadRound, clients)
 	start := time.Now()
 	from, deadline := start.Add(rampOf(d)), start.Add(d)
@@ -199,7 +192,13 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
-			rounds[c] = overloadClient(client, t.url, sids[c%len(sids)], int64(c)<<32, honor, from, deadline)
+			k, err := newKeepAlive(t.url, sids[c%len(sids)], version, local)
+			if err != nil {
+				rounds[c].fail(err.Error())
+				return
+			}
+			defer k.close()
+			rounds[c] = overloadClient(k, int64(c)<<32, honor, from, deadline)
 		})
 	}
 	wg.Wait()
@@ -223,28 +222,22 @@ func runOverload(t target, sids []string, clients int, honor bool, d time.Durati
 	return total
 }
 
-// overloadClient sends echo calls in session sid until deadline, one at a
-// time, and counts how they were answered: answers and their latencies
+// overloadClient sends echo calls on k until deadline, one at a time,
+// and counts how they were answered: answers and their latencies
 // only for calls sent from from on, refusals and failures all. Its
 // request ids count up from firstID + 1: clients sharing a session need
 // ids of their own.
-func overloadClient(client *http.Client, url, sid string, firstID int64, honor bool, from, deadline time.Time) overloadRound {
+func overloadClient(k *keepAlive, firstID int64, honor bool, from, deadline time.Time) overloadRound {
 	var r overloadRound
 	var body bytes.Buffer
+	call := make([]byte, 0, 128)
 	want := []byte(echoAnswer)
 	for id := firstID + 1; ; id++ {
 		start := time.Now() // one reading for the deadline and the ramp: a call before from is never goodput
 		if !start.Before(deadline) {
 			break
 		}
-		resp, err := client.Do(loadgen.SessionPost(url, sid, version, echoCall(id)))
-		if err != nil {
-			r.fail(err.Error())
-			continue
-		}
-		body.Reset()
-		_, err = body.ReadFrom(resp.Body)
-		_ = resp.Body.Close()
+		resp, err := k.post(echoCall(call[:0], id), &body)
 		switch {
 		case err != nil:
 			r.fail(err.Error())
@@ -277,9 +270,8 @@ func (r *overloadRound) fail(what string) {
 	}
 }
 
-// echoCall is the tools/call echo request with the given id.
-func echoCall(id int64) []byte {
-	b := make([]byte, 0, 128)
+// echoCall appends the tools/call echo request with the given id to b.
+func echoCall(b []byte, id int64) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	return append(b, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`...)
