@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -73,8 +74,10 @@ func TestGatewayTwoUpstreamsSampling(t *testing.T) {
 	}
 	close(answer)
 	wg.Wait()
-	assert.ElementsMatch(t, []string{"sampling/createMessage: prompt of x", "elicitation/create: Do you want to allow this action? prompt of y",
-		"sampling/createMessage: prompt of z"}, prompts)
+	assert.ElementsMatch(t, []string{
+		"sampling/createMessage: prompt of x", "elicitation/create: Do you want to allow this action? prompt of y",
+		"sampling/createMessage: prompt of z",
+	}, prompts)
 	for i, want := range []string{"LLM response: answer of x", `"note":"answer of y"`, "LLM response: answer of z"} {
 		require.NoError(t, errs[i], callers[i].name)
 		assert.Contains(t, results[i], want, callers[i].name)
@@ -147,5 +150,5 @@ func askedThroughGateway(c *svcClient, tool, arg, prompt, reply string, asked ch
 			return "", fmt.Errorf("the answer to %s: %s", msg.Method, r.Status)
 		}
 	}
-	return "", fmt.Errorf("the stream ended without the result: %v", sc.Err())
+	return "", errors.Join(errors.New("the stream ended without the result"), sc.Err())
 }
