@@ -3,46 +3,25 @@ package gateway_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
+
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// everything is cmd/vigil-everything, built once for the tests that
-// front it.
-var everything struct {
-	once sync.Once
-	path string
-	err  error
-}
+// everything is cmd/vigil-everything, built once for the tests that run
+// it as an upstream.
+var everything = testkit.NewBinary("github.com/vigil-mcp/vigil/cmd/vigil-everything")
 
 // everythingBinary builds cmd/vigil-everything and returns its path.
-func everythingBinary(t *testing.T) string {
-	t.Helper()
-	everything.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gateway-test") //nolint:usetesting // built once for every test of the run, removed by TestMain
-		if err != nil {
-			everything.err = err
-			return
-		}
-		everything.path = filepath.Join(dir, "vigil-everything")
-		if out, err := exec.Command("go", "build", "-o", everything.path, "../cmd/vigil-everything").CombinedOutput(); err != nil {
-			everything.err = errors.New(string(out))
-		}
-	})
-	require.NoError(t, everything.err)
-	return everything.path
-}
+func everythingBinary(t *testing.T) string { return everything.Path(t) }
 
 // TestEverythingOverStdio fronts vigil-everything -stdio and uses its
 // conformance tools through the gateway: logging and progress relayed to

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -19,9 +18,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runHostile())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if everything.path != "" {
-			_ = os.RemoveAll(filepath.Dir(everything.path))
-		}
+		everything.Remove()
 		os.Exit(code)
 	}))
 }

@@ -2,7 +2,6 @@ package upstream_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -16,9 +15,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if everything.path != "" {
-			_ = os.RemoveAll(filepath.Dir(everything.path))
-		}
+		everything.Remove()
 		os.Exit(code)
 	}))
 }

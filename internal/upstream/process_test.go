@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,37 +14,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit"
+
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// everything is the path of vigil-everything, built once for the tests
-// that run it as an upstream.
-var everything struct {
-	once sync.Once
-	path string
-	err  error
-}
+// everything is cmd/vigil-everything, built once for the tests that run
+// it as an upstream.
+var everything = testkit.NewBinary("github.com/vigil-mcp/vigil/cmd/vigil-everything")
 
-// everythingBinary builds cmd/vigil-everything into a directory of the
-// test binary's run and returns its path.
-func everythingBinary(t *testing.T) string {
-	t.Helper()
-	everything.once.Do(func() {
-		dir, err := os.MkdirTemp("", "upstream-test") //nolint:usetesting // built once for every test of the run, removed by TestMain
-		if err != nil {
-			everything.err = err
-			return
-		}
-		everything.path = filepath.Join(dir, "vigil-everything")
-		out, err := exec.Command("go", "build", "-o", everything.path, "../../cmd/vigil-everything").CombinedOutput()
-		if err != nil {
-			everything.err = errors.New(string(out))
-		}
-	})
-	require.NoError(t, everything.err)
-	return everything.path
-}
+// everythingBinary builds cmd/vigil-everything and returns its path.
+func everythingBinary(t *testing.T) string { return everything.Path(t) }
 
 // logs collects what a logger writes, as JSON lines.
 type logs struct {
