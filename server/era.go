@@ -45,8 +45,8 @@ type era interface {
 	// that capability as ClientCapabilities JSON.
 	capabilityError(err error, need map[string]any) error
 	// interrupted answers a request whose handler stopped for input from
-	// the client.
-	interrupted(ir *inputRequired) (any, error)
+	// the client: err is an *inputRequired or an *InputRequired.
+	interrupted(err error) (any, error)
 	// decorate adds to the encoded result of method what every result of
 	// the era carries.
 	decorate(method string, raw json.RawMessage) (json.RawMessage, error)

@@ -31,7 +31,7 @@ func (sessionEra) capabilityError(err error, _ map[string]any) error { return er
 
 // interrupted passes the interruption on: nothing in a session asks for
 // input by input_required rounds.
-func (sessionEra) interrupted(ir *inputRequired) (any, error) { return nil, ir }
+func (sessionEra) interrupted(err error) (any, error) { return nil, err }
 
 // decorate leaves the result as the handler made it.
 func (sessionEra) decorate(_ string, raw json.RawMessage) (json.RawMessage, error) { return raw, nil }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -129,10 +130,13 @@ func (*statelessEra) capabilityError(err error, need map[string]any) error {
 }
 
 // interrupted answers input_required, with a requestState carrying the
-// answers so far.
-func (e *statelessEra) interrupted(ir *inputRequired) (any, error) {
+// answers so far, or a relaying handler's questions and state.
+func (e *statelessEra) interrupted(err error) (any, error) {
 	if e.round == nil {
-		return nil, ir
+		return nil, err
+	}
+	if own, ok := errors.AsType[*InputRequired](err); ok {
+		return e.srv.relayedInputResult(e.round, own)
 	}
 	return e.srv.inputRequiredResult(e.round)
 }

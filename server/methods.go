@@ -50,8 +50,8 @@ func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 		}
 		defer release()
 		res, err := h(ctx, req)
-		if ir, ok := errors.AsType[*inputRequired](err); ok {
-			return req.era.interrupted(ir)
+		if interrupted(err) {
+			return req.era.interrupted(err)
 		}
 		return res, err
 	}
@@ -59,6 +59,19 @@ func (s *Server) route(ctx context.Context, req *Request) (any, error) {
 		return nil, nil // unknown notifications are ignored
 	}
 	return nil, Errorf(protocol.CodeMethodNotFound, "method not found: %s", req.Method)
+}
+
+// interrupted reports whether a handler's err asks the client for input:
+// by CallClient's interruption, or with questions of its own.
+func interrupted(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := errors.AsType[*inputRequired](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[*InputRequired](err)
+	return ok
 }
 
 func nopNotification(context.Context, *Request) (any, error) { return nil, nil }

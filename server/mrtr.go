@@ -37,6 +37,7 @@ type mrtrRound struct {
 	asked   map[string]inputRequest    // asked during this run, unanswered
 	calls   map[string]int             // calls so far, by method, for keys; made on first use
 	binding string                     // what the request state is bound to; "" until needed (see bound)
+	carried []byte                     // the State of the InputRequired that the previous round returned
 	req     *Request                   // the request of this run, whose caller the state is bound to
 
 	// What binding is made of, when it was not needed at admission.
@@ -91,6 +92,7 @@ func (e *inputRequired) Unwrap() error { return errInterrupt }
 type requestState struct {
 	Answers map[string]json.RawMessage `json:"a,omitempty"`
 	Pending []string                   `json:"p"`
+	Carried []byte                     `json:"c,omitempty"` // an InputRequired's State
 	Expires int64                      `json:"e"`
 }
 
@@ -140,6 +142,7 @@ func (s *Server) readRound(ctx context.Context, req *Request, first *mrtrRound) 
 	for k, v := range st.Answers {
 		round.answers[k] = v
 	}
+	round.carried = st.Carried
 	for _, k := range st.Pending {
 		if v, ok := p.InputResponses[k]; ok {
 			round.answers[k] = v
