@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -256,6 +257,14 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 	}()
 	for i, t := range cat.tools {
 		t.Scopes = cat.m.g.scopes[t.Name]
+		if ex := t.Execution; ex != nil && ex.TaskSupport != "" && ex.TaskSupport != server.TaskSupportForbidden {
+			// A 2026-07-28 upstream decides, round by round, when the call
+			// becomes a task; for the others the handler makes it one at
+			// once (tasks.go).
+			deferred := *ex
+			deferred.Deferred = true
+			t.Execution = &deferred
+		}
 		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t))); err != nil { // tasks.go
 			return err
 		}
@@ -298,7 +307,13 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 // forwardRetry is forward, which retry allows to retry or not.
 func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (_ json.RawMessage, err error) {
 	ctx, end := m.startHop(ctx, method, params)
-	defer func() { end(err) }()
+	defer func() {
+		if _, asks := errors.AsType[*server.InputRequired](err); asks {
+			end(nil) // the upstream answered: with questions
+			return
+		}
+		end(err)
+	}()
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -308,6 +323,9 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 			notes = &upstream.Notes{}
 		}
 		notes.Meta = trace
+	}
+	if m.relays(ctx, method) {
+		return m.relayRound(ctx, method, raw, notes) // era2026.go
 	}
 	l, err := m.linkOf(ctx)
 	if err != nil {

@@ -77,8 +77,9 @@ func TestLogLevelOfTheClient(t *testing.T) {
 	assert.Contains(t, string(c.RecvResult(6)), "logged")
 }
 
-// TestStatelessCallerAskedAcrossRounds: an upstream's sampling request
-// during a stateless 2026-07-28 call becomes an input_required result; the
+// TestStatelessCallerAskedAcrossRounds: in front of an upstream of the
+// 2025 era, an upstream's sampling request during a stateless 2026-07-28
+// call becomes an input_required result; the
 // upstream call waits, and the client's retry with the answer resumes it:
 // the answer reaches the upstream, and its result the client. A retry
 // whose call is gone says so.
@@ -86,6 +87,7 @@ func TestStatelessCallerAskedAcrossRounds(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	u.sampling.Add(1)
+	u.only2025.Store(true)
 	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
 	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
@@ -127,11 +129,12 @@ func TestStatelessCallerAskedAcrossRounds(t *testing.T) {
 
 // TestStatelessCallerWithoutCapability: a stateless caller that did not
 // declare sampling gets -32021, naming the capability in its data, when
-// the upstream asks for it.
+// an upstream of the 2025 era asks for it.
 func TestStatelessCallerWithoutCapability(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	u.sampling.Add(1)
+	u.only2025.Store(true)
 	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
 	c.Request(7, "tools/call", map[string]any{"name": "sample", "_meta": map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",

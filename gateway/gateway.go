@@ -132,6 +132,8 @@ type mount struct {
 	maxProcesses int           // Config.MaxProcesses
 	idle         time.Duration // Config.IdleTimeout; negative: never
 	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
+	era          *link         // a 2026-07-28 session, for 2026-07-28 callers' rounds (era2026.go)
+	noEra        atomic.Bool   // the upstream does not speak 2026-07-28
 
 	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
 	sessions map[*server.Session]*link // the links of downstream sessions
@@ -214,6 +216,8 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		}
 		m.ctx, m.stop = context.WithCancel(context.Background())
 		m.catalog = m.newLink(nil)
+		m.era = m.newLink(nil)
+		m.era.stateless = true
 		if len(cfg.Upstreams) > 1 {
 			m.prefix = up.Name + "_"
 		}
@@ -283,10 +287,11 @@ func checkUpstreams(ups []Upstream) error {
 	return nil
 }
 
-// open starts the upstream and opens a session for the downstream
-// session ss (nil: the catalog's).
-func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
-	up := m.up
+// open starts the upstream and opens a session for l: the downstream
+// session's, the catalog's, or a 2026-07-28 one, which fails with
+// errNoEra when the upstream does not speak that version.
+func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
+	up, ss := m.up, l.ss
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
@@ -299,21 +304,33 @@ func (m *mount) open(ctx context.Context, ss *server.Session) (*conn, error) {
 		}
 		c.process, tc = p, p.Conn()
 	}
-	s, err := upstream.Open(ctx, tc, upstream.Config{
+	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
 		Capabilities:   capabilities(ss),
 		OnRequest:      askClient,
 		OnNotification: m.notified,
-	})
+	}
+	if l.stateless {
+		// Each request carries its caller's capabilities; nothing is asked
+		// of the gateway but by input_required results.
+		cfg.ProtocolVersion, cfg.Capabilities, cfg.OnRequest = protocol.Version20260728, nil, nil
+	}
+	s, err := upstream.Open(ctx, tc, cfg)
 	if err != nil {
 		if c.process != nil {
 			_ = c.process.Close()
+		}
+		if l.stateless && notSpoken(err) {
+			return nil, fmt.Errorf("gateway: %w: %w", errNoEra, err)
 		}
 		m.g.obs.Started(up.Name, false)
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
 	m.track(c)
+	if l.stateless {
+		return c, nil
+	}
 	m.wantLogs(ctx, s) // forward_more.go
 	if ss == nil {
 		m.subscribeAll(ctx, s) // forward_more.go: once, on the listing session, whose updates reach every subscriber
@@ -535,6 +552,10 @@ func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
+		if id := upstreamTask(raw); id != "" { // a 2026-07-28 upstream made it a task (era2026.go)
+			meta := callerMeta(ctx)
+			return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) { return m.followTask(ctx, id, meta) })
+		}
 		return decodeToolResult(raw)
 	}
 }
@@ -637,6 +658,7 @@ func (g *Gateway) Close() error {
 	for _, m := range g.mounts {
 		m.stop() // every link's context ends: each downstream session's is closed by its watcher
 		m.catalog.close()
+		m.era.close()
 		m.waiting.closeAll()
 		m.refresher.Wait() // a listing under way fails at once: its session is closed
 		m.watchers.Wait()

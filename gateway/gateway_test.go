@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -35,6 +37,7 @@ type fakeUpstream struct {
 	mu        sync.Mutex
 	auth      []string                      // the Authorization header of each request
 	expire    atomic.Bool                   // answer the next POST of a session 404, as an upstream that forgot it
+	only2025  atomic.Bool                   // answers 2026-07-28 requests with method not found, as a server of the 2025 era
 	hold      atomic.Pointer[chan struct{}] // when set, a new session's initialize waits for it to close (holdNew)
 	holding   chan struct{}                 // an initialize waits for hold
 	sampling  sync.WaitGroup                // Add the calls of "sample" expected at once
@@ -118,6 +121,10 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		u.mu.Lock()
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.mu.Unlock()
+		if u.only2025.Load() && r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
+			refuse2026(w, r) // as a server of the 2025 era answers
+			return
+		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != "" && u.expire.CompareAndSwap(true, false) {
 			http.NotFound(w, r)
 			return
@@ -467,4 +474,15 @@ func TestHealth(t *testing.T) {
 		assert.Equal(t, "upstream a is gone", rpcErr.Message)
 	}
 	require.ErrorContains(t, g.Health(), "upstream a: ")
+}
+
+// refuse2026 answers a 2026-07-28 request (server/discover) with method
+// not found.
+func refuse2026(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
 }

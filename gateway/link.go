@@ -28,12 +28,13 @@ const (
 // again by the first use after the upstream went; callers wait for a
 // start under way with their own context.
 type link struct {
-	m     *mount
-	ss    *server.Session      // the downstream session it serves; nil for the catalog's
-	ctx   context.Context      // ends when the link is shut: a start under way is abandoned
-	shut  context.CancelFunc   // see close
-	start chan struct{}        // 1-buffered: held by the one caller starting the session
-	conn  atomic.Pointer[conn] // the current connection; nil before the first start, after a failed one, once shut
+	m         *mount
+	ss        *server.Session      // the downstream session it serves; nil for the catalog's
+	stateless bool                 // a 2026-07-28 session, for 2026-07-28 callers (era2026.go)
+	ctx       context.Context      // ends when the link is shut: a start under way is abandoned
+	shut      context.CancelFunc   // see close
+	start     chan struct{}        // 1-buffered: held by the one caller starting the session
+	conn      atomic.Pointer[conn] // the current connection; nil before the first start, after a failed one, once shut
 
 	mu        sync.Mutex    // guards the three below; never held during I/O
 	started   time.Time     // when conn started
@@ -112,7 +113,7 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	}
 	octx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(l.ctx, func() { cancel(upstream.ErrClosed) })
-	c, err := l.m.open(octx, l.ss)
+	c, err := l.m.open(octx, l)
 	stop()
 	cancel(nil)
 	switch {
@@ -123,6 +124,8 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		return nil, old, upstream.ErrClosed
 	case err != nil && errors.Is(ctx.Err(), context.Canceled):
 		return nil, old, err // the caller left: not the upstream's failure
+	case errors.Is(err, errNoEra):
+		return nil, old, err // it serves, in another era: no setback
 	case err != nil:
 		l.mu.Lock()
 		l.backoff = nextBackoff(l.backoff)
@@ -130,8 +133,10 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		retry := l.backoff
 		l.mu.Unlock()
 		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in", retry)
-		l.m.failed.Store(&err)
-		if l.ss != nil {
+		if !l.stateless { // the 2026-07-28 session is an extra: the catalog's says whether the upstream serves
+			l.m.failed.Store(&err)
+		}
+		if l.ss != nil || l.stateless {
 			l.m.checkCatalog() // is the upstream down?
 		}
 		return nil, old, err

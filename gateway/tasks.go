@@ -26,10 +26,20 @@ const cancelTaskWithin = 5 * time.Second
 // toolHandler returns the handler of the upstream's tool name, whose
 // execution the upstream listed (retry: see callTool).
 func (m *mount) toolHandler(name string, exec *server.ToolExecution, retry bool) server.ToolHandler {
-	if exec == nil || exec.TaskSupport != server.TaskSupportRequired {
-		return m.callTool(name, retry)
+	h := m.callTool(name, retry)
+	if exec != nil && exec.TaskSupport == server.TaskSupportRequired {
+		h = m.callToolAsTask(name)
 	}
-	return m.callToolAsTask(name)
+	if exec == nil || !exec.Deferred {
+		return h
+	}
+	relayed := m.callTool(name, retry)
+	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		if m.relays(ctx, "tools/call") {
+			return relayed(ctx, req) // the upstream decides when it is a task (era2026.go)
+		}
+		return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) { return h(ctx, req) })
+	}
 }
 
 // callToolAsTask returns the handler of a tool the upstream runs only as

@@ -23,7 +23,7 @@ func (c *httpConn) useStateless(version string) {
 
 // statelessHeaders sets on r, the POST of req (nil for a response), the
 // headers a 2026-07-28 request carries: the version, the method and, for
-// the methods that name a tool, prompt or resource, that name.
+// the methods that name a tool, prompt, resource or task, that name.
 func (c *httpConn) statelessHeaders(r *http.Request, req *transport.Request) {
 	c.mu.Lock()
 	version := c.stateless
@@ -34,8 +34,9 @@ func (c *httpConn) statelessHeaders(r *http.Request, req *transport.Request) {
 	r.Header.Set(headerProtocol, version)
 	r.Header.Set(headerMethod, req.Method)
 	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
+		Name   string `json:"name"`
+		URI    string `json:"uri"`
+		TaskID string `json:"taskId"`
 	}
 	switch req.Method {
 	case "tools/call", "prompts/get":
@@ -45,6 +46,10 @@ func (c *httpConn) statelessHeaders(r *http.Request, req *transport.Request) {
 	case "resources/read":
 		if json.Unmarshal(req.Params, &p) == nil {
 			r.Header.Set(headerName, p.URI)
+		}
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		if json.Unmarshal(req.Params, &p) == nil {
+			r.Header.Set(headerName, p.TaskID)
 		}
 	}
 }

@@ -125,7 +125,7 @@ func (s *Session) callStateless(ctx context.Context, method string, params json.
 			RequestState json.RawMessage `json:"requestState"`
 		}
 		if json.Unmarshal(res, &r) != nil || r.ResultType != "input_required" {
-			return withoutEraMembers(res), nil
+			return WithoutEraMembers(res), nil
 		}
 		switch {
 		case round == maxInputRounds:
@@ -180,9 +180,9 @@ func mergeParams(params json.RawMessage, meta, top map[string]json.RawMessage) j
 	return out
 }
 
-// withoutEraMembers returns a 2026-07-28 result without resultType and
+// WithoutEraMembers returns a 2026-07-28 result without resultType and
 // the server's info in _meta, which a session-era result does not have.
-func withoutEraMembers(res json.RawMessage) json.RawMessage {
+func WithoutEraMembers(res json.RawMessage) json.RawMessage {
 	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(metaServerInfo)) {
 		return res
 	}
@@ -207,4 +207,23 @@ func withoutEraMembers(res json.RawMessage) json.RawMessage {
 		return res
 	}
 	return out
+}
+
+// Round sends method with params once to a 2026-07-28 upstream, the
+// members of meta replacing the session's in params._meta (a caller's
+// capabilities and info, say), and returns the result as the upstream
+// gave it, resultType included: complete, input_required or a task, for
+// the caller to handle. On a session of the 2025 era it fails.
+func (s *Session) Round(ctx context.Context, method string, params json.RawMessage, meta map[string]json.RawMessage, notes *Notes) (json.RawMessage, error) {
+	if s.meta == nil {
+		return nil, fmt.Errorf("upstream %s: a round needs a %s session", s.cfg.Name, protocol.Version20260728)
+	}
+	merged := make(map[string]json.RawMessage, len(s.meta)+len(meta))
+	for k, v := range s.meta {
+		merged[k] = v
+	}
+	for k, v := range meta {
+		merged[k] = v
+	}
+	return s.call(ctx, method, mergeParams(params, merged, nil), notes)
 }

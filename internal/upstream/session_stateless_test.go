@@ -129,3 +129,37 @@ func TestStatelessFallback(t *testing.T) {
 
 	assert.Equal(t, protocol.Version20251125, openStateless(t, u.url, "").Initialized().ProtocolVersion, "initialize first")
 }
+
+// TestRound: one round, as the upstream answers it (input_required kept
+// with its keys), with the caller's _meta members in place of the
+// session's, and the task methods routed by Mcp-Name (a request without
+// it is refused -32020 by a 2026-07-28 server).
+func TestRound(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startHTTPUpstream(t, streamable.ResponseJSON)
+	s := openStateless(t, u.url, protocol.Version20260728)
+	caller := map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": json.RawMessage(`{"sampling":{}}`)}
+	res, err := s.Round(t.Context(), "tools/call", json.RawMessage(`{"name":"sample"}`), caller, nil)
+	require.NoError(t, err)
+	var r struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	}
+	require.NoError(t, json.Unmarshal(res, &r))
+	assert.Equal(t, "input_required", r.ResultType)
+	assert.Len(t, r.InputRequests, 1)
+
+	_, err = s.Round(t.Context(), "tasks/get", json.RawMessage(`{"taskId":"AAAAAAAAAAAAAAAAAAAAAAAAAA"}`),
+		map[string]json.RawMessage{"io.modelcontextprotocol/clientCapabilities": json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)}, nil)
+	var rpc *transport.Error
+	require.ErrorAs(t, err, &rpc)
+	assert.NotEqual(t, int64(protocol.CodeHeaderMismatch), rpc.Code, "%s", rpc.Message)
+	headers, _ := u.seen()
+	last := headers[len(headers)-1]
+	assert.Equal(t, "tasks/get", last.Get("Mcp-Method"))
+	assert.Equal(t, "AAAAAAAAAAAAAAAAAAAAAAAAAA", last.Get("Mcp-Name"))
+
+	plain := openStateless(t, u.url, "")
+	_, err = plain.Round(t.Context(), "tools/call", json.RawMessage(`{"name":"hello"}`), nil, nil)
+	require.Error(t, err, "a 2025 session has no rounds")
+}

@@ -1,0 +1,282 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/internal/vocab"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+)
+
+// A 2026-07-28 caller in front of a 2026-07-28 upstream. Both sides speak
+// the stateless era, so the gateway relays a request's rounds rather than
+// translating them (rounds.go does that for a 2025 upstream): the
+// caller's client capabilities go upstream in _meta, so the upstream asks
+// only what the caller can answer; an input_required result comes back
+// with the upstream's own keys, all its questions in one round, and the
+// upstream's requestState sealed inside the gateway's (bound to the
+// caller and the request: no other caller can replay it), and the retry's
+// answers go upstream with it. A tool the upstream turns into a task
+// becomes a task of the gateway's, which follows the upstream's with
+// tasks/get, relays its questions through tasks/update, and cancels it
+// when the caller does.
+//
+// Whether the upstream speaks 2026-07-28 is learnt from server/discover,
+// on a session of its own (eraLink, a process of its own for stdio),
+// the first time a 2026-07-28 caller needs it. An upstream that does not
+// is remembered as such, and its callers take the translating path.
+
+// errNoEra is the start of a 2026-07-28 session with an upstream that
+// does not speak that version.
+var errNoEra = errors.New("the upstream does not speak " + protocol.Version20260728)
+
+// relays reports whether the request of ctx, a stateless 2026-07-28
+// request outside any task of the gateway's, relays its rounds: method
+// can answer input_required, and the upstream speaks 2026-07-28 (asked
+// the first time, with ctx). A start that fails says no: the translating
+// path then reports the failure.
+func (m *mount) relays(ctx context.Context, method string) bool {
+	if m.noEra.Load() || !roundMethods[method] || server.TaskIDFromContext(ctx) != "" {
+		return false
+	}
+	req := server.RequestFromContext(ctx)
+	if req == nil || req.InSession() || req.Protocol != protocol.Version20260728 {
+		return false
+	}
+	s, _ := m.eraSession(ctx)
+	return s != nil
+}
+
+// eraSession returns the 2026-07-28 session of the upstream, or nil when
+// the upstream turned out not to speak that version (then remembered).
+func (m *mount) eraSession(ctx context.Context) (*upstream.Session, error) {
+	s, err := m.era.session(ctx)
+	if errors.Is(err, errNoEra) {
+		if !m.noEra.Swap(true) {
+			m.log.Info("gateway: the upstream speaks only the 2025 era: 2026-07-28 callers' rounds are translated", "upstream", m.up.Name, "error", err)
+		}
+		return nil, nil
+	}
+	return s, err
+}
+
+// relayRound sends one round of a 2026-07-28 caller's request upstream,
+// with the caller's capabilities and the answers of its retry, and
+// returns the upstream's result: complete (without the era's members), a
+// task (resultType kept, for callTool), or, for input_required, the
+// *server.InputRequired that asks the caller. relays said yes first.
+func (m *mount) relayRound(ctx context.Context, method string, params json.RawMessage, notes *upstream.Notes) (json.RawMessage, error) {
+	s, err := m.eraSession(ctx)
+	if s == nil {
+		if err == nil {
+			err = upstreamGone(m.up.Name, errNoEra)
+		}
+		return nil, m.callError(ctx, err)
+	}
+	responses, state := server.InputResponses(ctx)
+	top := map[string]json.RawMessage{}
+	if len(responses) > 0 {
+		if top["inputResponses"], err = json.Marshal(responses); err != nil {
+			return nil, err
+		}
+	}
+	if len(state) > 0 {
+		top["requestState"] = state
+	}
+	if len(top) > 0 {
+		params = withMembers(params, top)
+	}
+	raw, err := s.Round(ctx, method, params, callerMeta(ctx), notes)
+	if err != nil {
+		return nil, m.callError(ctx, err)
+	}
+	var r struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  json.RawMessage            `json:"requestState"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, badResult(err)
+	}
+	switch r.ResultType {
+	case "input_required":
+		if len(r.InputRequests) == 0 {
+			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s answered input_required without inputRequests", m.up.Name))
+		}
+		return nil, &server.InputRequired{Requests: r.InputRequests, State: r.RequestState}
+	case "task":
+		return raw, nil
+	}
+	return upstream.WithoutEraMembers(raw), nil
+}
+
+// callerMeta is what of the caller's _meta goes upstream in place of the
+// gateway's own: its client capabilities, so that the upstream asks only
+// what the caller can answer and makes tasks only for a caller that takes
+// them, and the log level it asked for.
+func callerMeta(ctx context.Context) map[string]json.RawMessage {
+	req := server.RequestFromContext(ctx)
+	if req == nil {
+		return nil
+	}
+	meta := map[string]json.RawMessage{}
+	for _, k := range [...]string{vocab.MetaClientCapabilities, vocab.MetaLogLevel} {
+		if v, ok := req.Meta.Get(k); ok {
+			meta[k] = v
+		}
+	}
+	return meta
+}
+
+// withMembers returns the JSON object params with the members of top set.
+func withMembers(params json.RawMessage, top map[string]json.RawMessage) json.RawMessage {
+	fields := map[string]json.RawMessage{}
+	_ = json.Unmarshal(params, &fields) // the gateway encoded params
+	for k, v := range top {
+		fields[k] = v
+	}
+	out, _ := json.Marshal(fields) // raw members: encodes
+	return out
+}
+
+// upstreamTask returns the id of the task an upstream's result created,
+// or "".
+func upstreamTask(raw json.RawMessage) string {
+	var t struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if json.Unmarshal(raw, &t) != nil || t.ResultType != "task" {
+		return ""
+	}
+	return t.TaskID
+}
+
+// The bounds of following an upstream's task: how often tasks/get asks,
+// whatever the upstream suggests.
+const (
+	minTaskPoll = 50 * time.Millisecond
+	maxTaskPoll = 5 * time.Second
+)
+
+// followTask is the work of the gateway's task for the upstream's task
+// id: it asks tasks/get, with the caller's _meta (meta), until the
+// upstream's task ends, and returns its result; the questions the
+// upstream's task asks are asked in the gateway's task (CallClient, which
+// makes it input_required until the caller's tasks/update) and answered
+// upstream with tasks/update. When ctx ends (the caller cancelled, the
+// task expired, the gateway closes), the upstream's task is cancelled.
+func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.RawMessage) (*server.CallToolResult, error) {
+	answered := map[string]bool{}
+	ref := json.RawMessage(fmt.Sprintf(`{"taskId":%q}`, id))
+	defer func() {
+		if ctx.Err() == nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTaskWithin)
+		defer cancel()
+		if s, _ := m.eraSession(cctx); s != nil {
+			_, _ = s.Round(cctx, "tasks/cancel", ref, meta, nil)
+		}
+	}()
+	for {
+		s, err := m.eraSession(ctx)
+		if s == nil {
+			if err == nil {
+				err = upstreamGone(m.up.Name, errNoEra)
+			}
+			return nil, m.callError(ctx, err)
+		}
+		raw, err := s.Round(ctx, "tasks/get", ref, meta, nil)
+		if err != nil {
+			return nil, m.callError(ctx, err)
+		}
+		var t struct {
+			Status         string                     `json:"status"`
+			StatusMessage  string                     `json:"statusMessage"`
+			PollIntervalMs int64                      `json:"pollIntervalMs"`
+			Result         json.RawMessage            `json:"result"`
+			Error          *transport.Error           `json:"error"`
+			InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, badResult(err)
+		}
+		switch t.Status {
+		case "completed":
+			res, err := decodeToolResult(upstream.WithoutEraMembers(t.Result))
+			if err == nil {
+				delete(res.Meta, vocab.MetaRelatedTask) // the upstream's task, not the caller's
+			}
+			return res, err
+		case "failed":
+			if t.Error != nil {
+				return nil, &server.Error{Code: protocol.Code(t.Error.Code), Message: t.Error.Message, Data: t.Error.Data}
+			}
+			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: task failed: %s", m.up.Name, t.StatusMessage))
+		case "cancelled":
+			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s cancelled the task", m.up.Name))
+		case "input_required":
+			if err := m.answerTask(ctx, s, ref, t.InputRequests, answered, meta); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		wait := time.NewTimer(min(max(time.Duration(t.PollIntervalMs)*time.Millisecond, minTaskPoll), maxTaskPoll))
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+			wait.Stop()
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// answerTask asks the caller, in the gateway's task, the questions of the
+// upstream's task not answered yet, one at a time under the upstream's
+// keys, and sends each answer upstream with tasks/update.
+func (m *mount) answerTask(ctx context.Context, s *upstream.Session, ref json.RawMessage, asks map[string]json.RawMessage, answered map[string]bool, meta map[string]json.RawMessage) error {
+	for key, q := range asks {
+		if answered[key] {
+			continue
+		}
+		var in struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(q, &in); err != nil || !strings.Contains(in.Method, "/") {
+			return server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: task input request %q is malformed", m.up.Name, key))
+		}
+		var answer json.RawMessage
+		if err := server.CallClient(server.ContextWithInputKey(ctx, key), in.Method, in.Params, &answer); err != nil {
+			return err
+		}
+		answered[key] = true
+		update := withMembers(ref, map[string]json.RawMessage{"inputResponses": mustObject(key, answer)})
+		if _, err := s.Round(ctx, "tasks/update", update, meta, nil); err != nil {
+			return m.callError(ctx, err)
+		}
+	}
+	return nil
+}
+
+// mustObject returns {key: value}.
+func mustObject(key string, value json.RawMessage) json.RawMessage {
+	out, _ := json.Marshal(map[string]json.RawMessage{key: value}) // a raw member: encodes
+	return out
+}
+
+// notSpoken reports whether err, a 2026-07-28 session's failed start, says
+// the upstream does not speak that version, rather than that it is down:
+// it answered, with an error or with other versions.
+func notSpoken(err error) bool {
+	var rpc *transport.Error
+	return errors.As(err, &rpc) || !(errors.Is(err, upstream.ErrGone) || errors.Is(err, upstream.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
