@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // maxListed bounds the tools, prompts, resources or templates one
@@ -560,13 +561,21 @@ func (m *mount) callTool(name string, retry bool) server.ToolHandler {
 	}
 }
 
-// callNotes relays a call's log messages to its caller, and its progress
-// when the caller asked for progress.
+// callNotes relays a call's log messages to its caller, its progress
+// when the caller asked for progress, and the upstream's polling: when
+// an HTTP upstream ends the call's SSE stream to be polled (SEP-1699),
+// the caller's stream is ended likewise, so that the caller polls the
+// gateway, when the gateway's endpoint keeps events to resume from
+// (otherwise the caller's stream stays open).
 func (m *mount) callNotes(ctx context.Context, req *server.CallToolRequest) *upstream.Notes {
 	notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
 	if req.Request != nil {
 		if _, ok := req.Request.Meta.Get("progressToken"); ok {
 			notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+		}
+		if m.up.URL != "" {
+			id := req.Request.ID
+			notes.Polled = func() { _ = streamable.CloseSSEStream(ctx, id) }
 		}
 	}
 	return notes

@@ -76,7 +76,7 @@ func (st *sseState) wait() time.Duration {
 // answered with an error, as one cut off.
 func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st *sseState, why error) {
 	if errors.Is(why, io.EOF) {
-		why = errors.New("the stream ended before the answer")
+		why = errPolled
 	}
 	if req == nil || req.IsNotification() || st.lastID == "" {
 		c.lost(req, why)
@@ -86,6 +86,11 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 	for range maxResumptionsTotal {
 		if stalled == maxResumptions {
 			break
+		}
+		if errors.Is(why, errPolled) {
+			if polled, ok := ctx.Value(polledKey{}).(func()); ok {
+				polled()
+			}
 		}
 		if !sleep(ctx, st.wait()) {
 			c.lost(req, why)
@@ -103,7 +108,7 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 			return
 		}
 		if errors.Is(err, io.EOF) {
-			err = errors.New("the stream ended before the answer")
+			err = errPolled
 		}
 		why = err
 		if st.events == before {
@@ -114,6 +119,15 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 	}
 	c.lost(req, fmt.Errorf("%w (resumed too often)", why))
 }
+
+// errPolled is the cut of a stream the upstream ended cleanly before the
+// answer: a server that wants to be polled (SEP-1699), or one that
+// dropped the request.
+var errPolled = errors.New("the stream ended before the answer")
+
+// polledKey keys the Notes.Polled of the request whose Write's context
+// carries it.
+type polledKey struct{}
 
 // errNoStream is the error of a GET the upstream answered with no SSE
 // stream (405: it offers none; or an error status).

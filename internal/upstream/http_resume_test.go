@@ -66,7 +66,7 @@ func startResumable(t *testing.T) *resumable {
 
 // TestHTTPResumesACutCall: a call whose POST stream the upstream ends
 // before the answer is resumed with a GET carrying Last-Event-ID, and gets
-// its later progress and its answer.
+// its later progress and its answer; its Notes.Polled hears of the cut.
 func TestHTTPResumesACutCall(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startResumable(t)
@@ -75,16 +75,18 @@ func TestHTTPResumesACutCall(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	var mu sync.Mutex
 	var progress []string
+	polled := make(chan struct{}, 4)
 	res, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"poll"}`), &upstream.Notes{Progress: func(p json.RawMessage) {
 		mu.Lock()
 		defer mu.Unlock()
 		var v struct{ Progress float64 }
 		_ = json.Unmarshal(p, &v)
 		progress = append(progress, string(rune('0'+int(v.Progress))))
-	}})
+	}, Polled: func() { polled <- struct{}{} }})
 	require.NoError(t, err)
 	assert.Contains(t, string(res), "resumed")
 	assert.Equal(t, []string{"1", "2"}, progress, "the progress sent while the stream was cut, replayed")
+	assert.Len(t, polled, 1, "Polled told of the one cut")
 	resumed := false
 	for len(u.gets) > 0 {
 		if (<-u.gets).Get("Last-Event-ID") != "" {

@@ -136,6 +136,12 @@ type Notes struct {
 	// (`"k":v,...`) that the request carries in params._meta besides its
 	// progress token, such as the caller's trace context.
 	Meta []byte
+	// Polled, when set, is called each time an HTTP upstream ends the
+	// call's SSE stream before its answer, cleanly and with event ids, as
+	// a server does that wants to be polled (SEP-1699), just before the
+	// stream is resumed with Last-Event-ID. It runs on a goroutine of the
+	// connection, not the caller's.
+	Polled func()
 }
 
 // call is one request of ours awaiting its answer.
@@ -280,7 +286,11 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 	}); err != nil {
 		return nil, err
 	}
-	if err := s.conn.Write(ctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
+	wctx := ctx
+	if notes != nil && notes.Polled != nil {
+		wctx = context.WithValue(ctx, polledKey{}, notes.Polled) // for the HTTP stream of the request (http_resume.go)
+	}
+	if err := s.conn.Write(wctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
 		if ctx.Err() != nil {
 			if s.forget(id) {
 				// The request may have gone out (an HTTP POST waits for
