@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -265,7 +266,7 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 			deferred.Deferred = true
 			t.Execution = &deferred
 		}
-		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t))); err != nil { // tasks.go
+		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t), paramheader.Mirrors(t.InputSchema))); err != nil { // tasks.go
 			return err
 		}
 		tools = append(tools, t.Name)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/upstream"
@@ -166,17 +167,24 @@ const (
 	maxTaskPoll = 5 * time.Second
 )
 
+// maxTaskQuestions bounds the questions one upstream task may ask.
+const maxTaskQuestions = 16
+
 // followTask is the work of the gateway's task for the upstream's task
 // id: it asks tasks/get, with the caller's _meta (meta), until the
-// upstream's task ends, and returns its result; the questions the
-// upstream's task asks are asked in the gateway's task (CallClient, which
-// makes it input_required until the caller's tasks/update) and answered
-// upstream with tasks/update. When ctx ends (the caller cancelled, the
-// task expired, the gateway closes), the upstream's task is cancelled.
+// upstream's task ends, and returns its result. Each question the
+// upstream's task asks is asked in the gateway's task (CallClient, which
+// lists it in the gateway's tasks/get until the caller's tasks/update
+// answers it), all at once, and each answer goes upstream with
+// tasks/update as it comes. When ctx ends (the caller cancelled, the task
+// expired, the gateway closes), the upstream's task is cancelled.
 func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.RawMessage) (*server.CallToolResult, error) {
-	answered := map[string]bool{}
 	ref := json.RawMessage(fmt.Sprintf(`{"taskId":%q}`, id))
+	askCtx, stopAsking := context.WithCancel(ctx)
+	var asking sync.WaitGroup
 	defer func() {
+		stopAsking()
+		asking.Wait()
 		if ctx.Err() == nil {
 			return
 		}
@@ -186,6 +194,8 @@ func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.
 			_, _ = s.Round(cctx, "tasks/cancel", ref, meta, nil)
 		}
 	}()
+	asked := map[string]bool{}
+	failed := make(chan error, 1)
 	for {
 		s, err := m.eraSession(ctx)
 		if s == nil {
@@ -224,14 +234,37 @@ func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.
 		case "cancelled":
 			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s cancelled the task", m.up.Name))
 		case "input_required":
-			if err := m.answerTask(ctx, s, ref, t.InputRequests, answered, meta); err != nil {
-				return nil, err
+			for key, q := range t.InputRequests {
+				if asked[key] {
+					continue
+				}
+				if len(asked) == maxTaskQuestions {
+					return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: the task asked more than %d questions", m.up.Name, maxTaskQuestions))
+				}
+				var in struct {
+					Method string          `json:"method"`
+					Params json.RawMessage `json:"params"`
+				}
+				if err := json.Unmarshal(q, &in); err != nil || !strings.Contains(in.Method, "/") {
+					return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: task input request %q is malformed", m.up.Name, key))
+				}
+				asked[key] = true
+				asking.Go(func() {
+					if err := m.answerTask(askCtx, s, ref, key, in.Method, in.Params, meta); err != nil && askCtx.Err() == nil {
+						select {
+						case failed <- err:
+						default:
+						}
+					}
+				})
 			}
-			continue
 		}
 		wait := time.NewTimer(min(max(time.Duration(t.PollIntervalMs)*time.Millisecond, minTaskPoll), maxTaskPoll))
 		select {
 		case <-wait.C:
+		case err := <-failed:
+			wait.Stop()
+			return nil, err
 		case <-ctx.Done():
 			wait.Stop()
 			return nil, context.Cause(ctx)
@@ -239,30 +272,16 @@ func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.
 	}
 }
 
-// answerTask asks the caller, in the gateway's task, the questions of the
-// upstream's task not answered yet, one at a time under the upstream's
-// keys, and sends each answer upstream with tasks/update.
-func (m *mount) answerTask(ctx context.Context, s *upstream.Session, ref json.RawMessage, asks map[string]json.RawMessage, answered map[string]bool, meta map[string]json.RawMessage) error {
-	for key, q := range asks {
-		if answered[key] {
-			continue
-		}
-		var in struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if err := json.Unmarshal(q, &in); err != nil || !strings.Contains(in.Method, "/") {
-			return server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: task input request %q is malformed", m.up.Name, key))
-		}
-		var answer json.RawMessage
-		if err := server.CallClient(server.ContextWithInputKey(ctx, key), in.Method, in.Params, &answer); err != nil {
-			return err
-		}
-		answered[key] = true
-		update := withMembers(ref, map[string]json.RawMessage{"inputResponses": mustObject(key, answer)})
-		if _, err := s.Round(ctx, "tasks/update", update, meta, nil); err != nil {
-			return m.callError(ctx, err)
-		}
+// answerTask asks the caller, in the gateway's task, the question key of
+// the upstream's task, and sends the answer upstream with tasks/update.
+func (m *mount) answerTask(ctx context.Context, s *upstream.Session, ref json.RawMessage, key, method string, params json.RawMessage, meta map[string]json.RawMessage) error {
+	var answer json.RawMessage
+	if err := server.CallClient(server.ContextWithInputKey(ctx, key), method, params, &answer); err != nil {
+		return err
+	}
+	update := withMembers(ref, map[string]json.RawMessage{"inputResponses": mustObject(key, answer)})
+	if _, err := s.Round(ctx, "tasks/update", update, meta, nil); err != nil {
+		return m.callError(ctx, err)
 	}
 	return nil
 }
@@ -279,4 +298,16 @@ func mustObject(key string, value json.RawMessage) json.RawMessage {
 func notSpoken(err error) bool {
 	var rpc *transport.Error
 	return errors.As(err, &rpc) || !(errors.Is(err, upstream.ErrGone) || errors.Is(err, upstream.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// listenEra keeps a subscriptions/listen open on the 2026-07-28 session s
+// of a stdio upstream until the session ends: its list_changed
+// notifications reach the session's OnNotification, which lists again
+// from it. An upstream that refuses it is only not heard.
+func (m *mount) listenEra(s *upstream.Session) {
+	_, err := s.Call(context.Background(), "subscriptions/listen",
+		json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`), nil)
+	if err != nil && !errors.Is(err, upstream.ErrClosed) && !errors.Is(err, upstream.ErrGone) {
+		m.log.Debug("gateway: the upstream's 2026-07-28 list changes are not heard", "upstream", m.up.Name, "error", err)
+	}
 }

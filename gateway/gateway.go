@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -135,6 +136,7 @@ type mount struct {
 	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
 	era          *link         // a 2026-07-28 session, for 2026-07-28 callers' rounds (era2026.go)
 	noEra        atomic.Bool   // the upstream does not speak 2026-07-28
+	staleEra     atomic.Bool   // the 2026-07-28 session said a list changed
 
 	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
 	sessions map[*server.Session]*link // the links of downstream sessions
@@ -313,8 +315,15 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	}
 	if l.stateless {
 		// Each request carries its caller's capabilities; nothing is asked
-		// of the gateway but by input_required results.
-		cfg.ProtocolVersion, cfg.Capabilities, cfg.OnRequest = protocol.Version20260728, nil, nil
+		// of the gateway but by input_required results. Its lists are
+		// listed again when it says they changed: a stdio upstream's
+		// process of its own may change what 2026-07-28 callers see.
+		cfg.ProtocolVersion, cfg.OnRequest = protocol.Version20260728, nil
+		cfg.Capabilities = json.RawMessage(`{"extensions":{"io.modelcontextprotocol/skills":{}}}`)
+		cfg.OnNotification = func(n *transport.Request) {
+			m.staleEra.Store(true)
+			m.notified(n)
+		}
 	}
 	s, err := upstream.Open(ctx, tc, cfg)
 	if err != nil {
@@ -330,6 +339,12 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c.session = s
 	m.track(c)
 	if l.stateless {
+		if c.process != nil {
+			// A process of its own, whose lists change apart from the
+			// listing process's: it says so on a listen stream, the
+			// 2026-07-28 way, for as long as the session lives.
+			m.watchers.Go(func() { m.listenEra(s) })
+		}
 		return c, nil
 	}
 	m.wantLogs(ctx, s) // forward_more.go
@@ -469,6 +484,11 @@ func (m *mount) ping(s *upstream.Session) {
 // left to it.
 func (m *mount) refresh() {
 	s := m.catalog.live()
+	if m.staleEra.Swap(false) && m.up.URL == "" {
+		if e := m.era.live(); e != nil {
+			s = e // its process changed its lists: a 2026-07-28 caller's call did (era2026.go)
+		}
+	}
 	if s == nil {
 		return
 	}
@@ -543,12 +563,19 @@ func clientError(method string, err error) error {
 
 // callTool returns the handler of the upstream's tool name: it forwards
 // the call with the caller's context (again on a new session after the
-// upstream forgot the session, when retry), relays its log messages, and
-// its progress when the caller asked for progress.
-func (m *mount) callTool(name string, retry bool) server.ToolHandler {
+// upstream forgot the session, when retry), with the Mcp-Param-* headers
+// of the arguments its input schema mirrors, relays its log messages,
+// and its progress when the caller asked for progress.
+func (m *mount) callTool(name string, retry bool, mirrors []paramheader.Mirror) server.ToolHandler {
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		notes := m.callNotes(ctx, req)
 		m.bounded(notes)
+		if len(mirrors) > 0 && m.up.URL != "" {
+			// A 2026-07-28 upstream checks the headers that mirror
+			// arguments (SEP-2243); a 2025 one ignores them.
+			notes.Header = http.Header{}
+			paramheader.Set(notes.Header, mirrors, req.Arguments)
+		}
 		raw, err := m.forwardRetry(ctx, "tools/call", toolCall{name, req.Arguments}, notes, retry)
 		if err != nil {
 			return nil, err

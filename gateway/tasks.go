@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -24,16 +25,16 @@ import (
 const cancelTaskWithin = 5 * time.Second
 
 // toolHandler returns the handler of the upstream's tool name, whose
-// execution the upstream listed (retry: see callTool).
-func (m *mount) toolHandler(name string, exec *server.ToolExecution, retry bool) server.ToolHandler {
-	h := m.callTool(name, retry)
+// execution the upstream listed (retry, mirrors: see callTool).
+func (m *mount) toolHandler(name string, exec *server.ToolExecution, retry bool, mirrors []paramheader.Mirror) server.ToolHandler {
+	h := m.callTool(name, retry, mirrors)
 	if exec != nil && exec.TaskSupport == server.TaskSupportRequired {
 		h = m.callToolAsTask(name)
 	}
 	if exec == nil || !exec.Deferred {
 		return h
 	}
-	relayed := m.callTool(name, retry)
+	relayed := m.callTool(name, retry, mirrors)
 	return func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		if m.relays(ctx, "tools/call") {
 			return relayed(ctx, req) // the upstream decides when it is a task (era2026.go)

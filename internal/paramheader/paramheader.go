@@ -134,3 +134,42 @@ func decode(v string) (string, bool) {
 	}
 	return string(b), true
 }
+
+// Set sets on h, for each of a tool's mirrors (see [Mirrors]), the
+// Mcp-Param-* header of its argument in arguments, as a client sends it:
+// the value as it is when it is printable ASCII without surrounding
+// space, else "=?base64?<standard base64>?=". An argument that is absent
+// or null gets no header.
+func Set(h http.Header, mirrors []Mirror, arguments json.RawMessage) {
+	if len(mirrors) == 0 {
+		return
+	}
+	var args map[string]json.RawMessage
+	if json.Unmarshal(arguments, &args) != nil {
+		return
+	}
+	for _, m := range mirrors {
+		v, present := valueOf(args[m.Arg])
+		if !present {
+			continue
+		}
+		if !literal(v) {
+			v = "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+		h[m.key] = []string{v}
+	}
+}
+
+// literal reports whether v travels in a header as it is: printable
+// ASCII, without surrounding space, and not read as the encoded form.
+func literal(v string) bool {
+	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' || strings.HasPrefix(v, "=?base64?") {
+		return false
+	}
+	for i := range len(v) {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

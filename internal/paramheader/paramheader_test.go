@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,4 +79,28 @@ func TestCarrier(t *testing.T) {
 	require.ErrorIs(t, c.Err(), context.Canceled)
 	assert.Equal(t, boom, context.Cause(c))
 	assert.NoError(t, detached.Err(), "WithoutCancel still detaches")
+}
+
+// TestSetChecks: what Set sends, Check accepts, for values that travel
+// as they are and values that need base64; absent arguments get nothing.
+func TestSetChecks(t *testing.T) {
+	mirrors := paramheader.Mirrors(json.RawMessage(`{"properties":{"region":{"x-mcp-header":"Region"},"n":{"x-mcp-header":"N"},"note":{"x-mcp-header":"Note"},"gone":{"x-mcp-header":"Gone"}}}`))
+	args := json.RawMessage(`{"region":"eu-west-1","n":42,"note":" héllo\n","gone":null}`)
+	h := http.Header{}
+	paramheader.Set(h, mirrors, args)
+	if got := h.Get("Mcp-Param-Region"); got != "eu-west-1" {
+		t.Errorf("Region = %q", got)
+	}
+	if got := h.Get("Mcp-Param-N"); got != "42" {
+		t.Errorf("N = %q", got)
+	}
+	if got := h.Get("Mcp-Param-Note"); !strings.HasPrefix(got, "=?base64?") {
+		t.Errorf("Note = %q, want the encoded form", got)
+	}
+	if _, ok := h["Mcp-Param-Gone"]; ok {
+		t.Error("a null argument got a header")
+	}
+	if why := paramheader.Check(h, mirrors, args); why != "" {
+		t.Errorf("Check refuses what Set sent: %s", why)
+	}
 }

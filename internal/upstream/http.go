@@ -148,6 +148,11 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	}
 	c.headers(hreq)
 	c.statelessHeaders(hreq, req)
+	if extra, ok := ctx.Value(headerKey{}).(http.Header); ok {
+		for k, vs := range extra {
+			hreq.Header[k] = vs
+		}
+	}
 	if err := c.credentials(ctx, hreq); err != nil {
 		if req != nil && !req.IsNotification() {
 			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{

@@ -13,6 +13,10 @@ const (
 	headerName   = "Mcp-Name"
 )
 
+// headerKey keys the Notes.Header of the request whose Write's context
+// carries it.
+type headerKey struct{}
+
 // useStateless makes the connection send the headers of 2026-07-28
 // requests of version from now on ("": the session era's again).
 func (c *httpConn) useStateless(version string) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -142,6 +143,10 @@ type Notes struct {
 	// stream is resumed with Last-Event-ID. It runs on a goroutine of the
 	// connection, not the caller's.
 	Polled func()
+	// Header, when set, is HTTP headers the request carries to an HTTP
+	// upstream besides the transport's own (the Mcp-Param-* mirrors of a
+	// tool's arguments, say); other transports ignore it.
+	Header http.Header
 }
 
 // call is one request of ours awaiting its answer.
@@ -288,7 +293,10 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 	}
 	wctx := ctx
 	if notes != nil && notes.Polled != nil {
-		wctx = context.WithValue(ctx, polledKey{}, notes.Polled) // for the HTTP stream of the request (http_resume.go)
+		wctx = context.WithValue(wctx, polledKey{}, notes.Polled) // for the HTTP stream of the request (http_resume.go)
+	}
+	if notes != nil && notes.Header != nil {
+		wctx = context.WithValue(wctx, headerKey{}, notes.Header) // for the HTTP POST (http.go)
 	}
 	if err := s.conn.Write(wctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
 		if ctx.Err() != nil {

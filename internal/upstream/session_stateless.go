@@ -215,11 +215,12 @@ func WithoutEraMembers(res json.RawMessage) json.RawMessage {
 // gave it, resultType included: complete, input_required or a task, for
 // the caller to handle. On a session of the 2025 era it fails.
 func (s *Session) Round(ctx context.Context, method string, params json.RawMessage, meta map[string]json.RawMessage, notes *Notes) (json.RawMessage, error) {
-	if s.meta == nil {
+	base := s.meta
+	if base == nil {
 		return nil, fmt.Errorf("upstream %s: a round needs a %s session", s.cfg.Name, protocol.Version20260728)
 	}
-	merged := make(map[string]json.RawMessage, len(s.meta)+len(meta))
-	for k, v := range s.meta {
+	merged := make(map[string]json.RawMessage, len(base)+len(meta))
+	for k, v := range base {
 		merged[k] = v
 	}
 	for k, v := range meta {
