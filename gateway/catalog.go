@@ -53,6 +53,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			}
 			cat.toolNames = append(cat.toolNames, t.Name)
 			t.Name = m.prefix + t.Name
+			t.UI, t.Meta = toolView(t.Meta) // apps.go
 			cat.tools = append(cat.tools, t)
 			return nil
 		}); err != nil {
@@ -243,7 +244,8 @@ func (cat *catalog) names() catalogNames {
 }
 
 // register registers the catalog on srv, with handlers that forward to
-// its upstream; on failure it removes what it registered.
+// its upstream (the resources first: a tool's view must be served before
+// the tool); on failure it removes what it registered.
 func (cat *catalog) register(srv *server.Server) (err error) {
 	var tools, prompts, uris, templates, skills []string
 	defer func() {
@@ -256,8 +258,18 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 			err = fmt.Errorf("gateway: upstream %s: %w", cat.m.up.Name, err)
 		}
 	}()
+	for _, r := range cat.resources {
+		if err := srv.AddResource(r, cat.m.readResource); err != nil {
+			return err
+		}
+		uris = append(uris, r.URI)
+	}
 	for i, t := range cat.tools {
 		t.Scopes = cat.m.g.scopes[t.Name]
+		if t.UI != nil && !cat.servesView(t.UI.ResourceURI) {
+			cat.m.log.Warn("gateway: an upstream tool's view is not served: the tool is served without it", "upstream", cat.m.up.Name, "tool", t.Name, "view", t.UI.ResourceURI)
+			t.UI = nil
+		}
 		if ex := t.Execution; ex != nil && ex.TaskSupport != "" && ex.TaskSupport != server.TaskSupportForbidden {
 			// A 2026-07-28 upstream decides, round by round, when the call
 			// becomes a task; for the others the handler makes it one at
@@ -276,12 +288,6 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 			return err
 		}
 		prompts = append(prompts, p.Name)
-	}
-	for _, r := range cat.resources {
-		if err := srv.AddResource(r, cat.m.readResource); err != nil {
-			return err
-		}
-		uris = append(uris, r.URI)
 	}
 	for _, t := range cat.templates {
 		if err := srv.AddResourceTemplate(t, cat.m.readResource); err != nil {

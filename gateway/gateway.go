@@ -597,8 +597,9 @@ func (m *mount) callTool(name string, retry bool, mirrors []paramheader.Mirror) 
 func (m *mount) callNotes(ctx context.Context, req *server.CallToolRequest) *upstream.Notes {
 	notes := &upstream.Notes{Log: func(p json.RawMessage) { relayLog(ctx, p) }}
 	if req.Request != nil {
-		if _, ok := req.Request.Meta.Get("progressToken"); ok {
+		if token, ok := req.Request.Meta.Get("progressToken"); ok {
 			notes.Progress = func(p json.RawMessage) { relayProgress(ctx, p) }
+			notes.ProgressToken = token // the upstream sees the caller's own token when it can
 		}
 		if m.up.URL != "" {
 			id := req.Request.ID

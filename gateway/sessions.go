@@ -115,22 +115,27 @@ func reapEvery(idle time.Duration) time.Duration {
 
 // capabilities returns the client capabilities a session of the
 // upstream declares: those of the downstream session ss that the
-// gateway relays (sampling, elicitation, roots), or all three for the
-// catalog's (nil ss), whose requests come from any client.
+// gateway relays (sampling, elicitation, roots, MCP Apps), or all of
+// them for the catalog's (nil ss), whose requests come from any client.
 func capabilities(ss *server.Session) json.RawMessage {
 	if ss == nil {
-		return json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{}}}`) // skills are copied from its listing
+		// Skills and views are copied from its listing (skills.go, apps.go).
+		return json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{},"` + server.ExtensionUI + `":` + viewCapability + `}}`)
 	}
 	caps := ss.ClientCapabilities()
 	var relayed struct {
 		Roots       *struct{}                     `json:"roots,omitempty"` // its list_changed is not relayed
 		Sampling    *server.SamplingCapability    `json:"sampling,omitempty"`
 		Elicitation *server.ElicitationCapability `json:"elicitation,omitempty"`
+		Extensions  map[string]any                `json:"extensions,omitempty"`
 	}
 	if caps.Roots != nil {
 		relayed.Roots = &struct{}{}
 	}
 	relayed.Sampling, relayed.Elicitation = caps.Sampling, caps.Elicitation
+	if ui, ok := caps.Extensions[server.ExtensionUI]; ok {
+		relayed.Extensions = map[string]any{server.ExtensionUI: ui} // the upstream's results for a client that renders views
+	}
 	raw, _ := json.Marshal(relayed) // plain structs: encodes
 	return raw
 }

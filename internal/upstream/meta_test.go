@@ -31,6 +31,6 @@ func TestWithMeta(t *testing.T) {
 		_, err := withMeta(json.RawMessage(bad), []byte(add))
 		require.Error(t, err, bad)
 	}
-	assert.Equal(t, `"progressToken":3`, string(progressMember(nil, 3)))
-	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), 3)))
+	assert.Equal(t, `"progressToken":3`, string(progressMember(nil, "3")))
+	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), "3")))
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,7 @@ type Session struct {
 type state struct {
 	err      error                            // why the session ended; nil while it lives
 	calls    map[int64]*call                  // our requests awaiting their answers
+	tokens   map[string]int64                 // the progress tokens (JSON) of calls with Progress, and their ids
 	incoming map[transport.ID]func(err error) // the upstream's requests running, by id: their cancel
 }
 
@@ -137,6 +139,12 @@ type Notes struct {
 	// (`"k":v,...`) that the request carries in params._meta besides its
 	// progress token, such as the caller's trace context.
 	Meta []byte
+	// ProgressToken, when set with Progress, is the token the request
+	// carries, a JSON string or integer (the caller's own, say), when no
+	// other call in flight on the session carries it; otherwise, or when
+	// it is neither, the session's own token. The upstream's progress is
+	// matched to the call by it.
+	ProgressToken json.RawMessage
 	// Polled, when set, is called each time an HTTP upstream ends the
 	// call's SSE stream before its answer, cleanly and with event ids, as
 	// a server does that wants to be polled (SEP-1699), just before the
@@ -151,6 +159,7 @@ type Notes struct {
 
 // call is one request of ours awaiting its answer.
 type call struct {
+	token  string                  // its progress token (JSON); "" without Progress
 	ctx    context.Context         // the caller's
 	done   chan struct{}           // closed once result or err is set
 	notes  chan *transport.Request // its progress and log notifications; nil without Notes
@@ -185,7 +194,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 		log:   cfg.Logger.With("upstream", cfg.Name),
 		notes: make(chan *transport.Request, cfg.MaxQueuedNotifications),
 		ended: make(chan struct{}),
-		st:    state{calls: make(map[int64]*call), incoming: make(map[transport.ID]func(error))},
+		st:    state{calls: make(map[int64]*call), tokens: make(map[string]int64), incoming: make(map[transport.ID]func(error))},
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	s.wg.Go(s.readLoop)
@@ -273,23 +282,30 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 		if notes.Progress != nil || notes.Log != nil {
 			c.notes = make(chan *transport.Request, notesBuffer)
 		}
-		members := notes.Meta
-		if notes.Progress != nil {
-			members = progressMember(members, id)
-		}
-		var err error
-		if params, err = withMeta(params, members); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.update(func(st *state) error {
 		if st.err != nil {
 			return st.err
 		}
+		if notes != nil && notes.Progress != nil {
+			c.token = st.pickToken(notes.ProgressToken, id)
+			st.tokens[c.token] = id
+		}
 		st.calls[id] = c
 		return nil
 	}); err != nil {
 		return nil, err
+	}
+	if notes != nil {
+		members := notes.Meta
+		if c.token != "" {
+			members = progressMember(members, c.token)
+		}
+		var err error
+		if params, err = withMeta(params, members); err != nil {
+			s.forget(id)
+			return nil, err
+		}
 	}
 	wctx := ctx
 	if notes != nil && notes.Polled != nil {
@@ -351,13 +367,56 @@ func (c *call) finish() (json.RawMessage, error) {
 }
 
 // progressMember returns members (see [Notes.Meta]) with the progress
-// token id after them.
-func progressMember(members []byte, id int64) []byte {
-	out := make([]byte, 0, len(members)+40)
+// token (JSON) after them.
+func progressMember(members []byte, token string) []byte {
+	out := make([]byte, 0, len(members)+len(token)+20)
 	if len(members) > 0 {
 		out = append(append(out, members...), ',')
 	}
-	return strconv.AppendInt(append(out, `"progressToken":`...), id, 10)
+	return append(append(out, `"progressToken":`...), token...)
+}
+
+// maxCallerToken bounds a caller's progress token passed upstream.
+const maxCallerToken = 256
+
+// pickToken returns the progress token of call id, as JSON: want when it
+// is a JSON string or integer of at most maxCallerToken bytes that no
+// call in flight carries; else id, or, when a caller's token took that,
+// "vigil-<id>".
+func (st *state) pickToken(want json.RawMessage, id int64) string {
+	if w := string(bytes.TrimSpace(want)); w != "" && len(w) <= maxCallerToken && plainToken(w) {
+		if _, taken := st.tokens[w]; !taken {
+			return w
+		}
+	}
+	own := strconv.FormatInt(id, 10)
+	if _, taken := st.tokens[own]; !taken {
+		return own
+	}
+	return `"vigil-` + own + `"`
+}
+
+// plainToken reports whether w is a JSON string or integer.
+func plainToken(w string) bool {
+	if w[0] == '"' {
+		var s string
+		return json.Unmarshal([]byte(w), &s) == nil
+	}
+	_, err := strconv.ParseInt(w, 10, 64)
+	return err == nil
+}
+
+// drop takes call id and its progress token out of the pending ones; it
+// reports whether it was there.
+func (st *state) drop(id int64) (*call, bool) {
+	c, found := st.calls[id]
+	if found {
+		delete(st.calls, id)
+		if c.token != "" {
+			delete(st.tokens, c.token)
+		}
+	}
+	return c, found
 }
 
 // forget takes call id out of the pending ones; it reports whether it was
@@ -365,9 +424,7 @@ func progressMember(members []byte, id int64) []byte {
 func (s *Session) forget(id int64) bool {
 	found := false
 	_ = s.update(func(st *state) error {
-		if _, found = st.calls[id]; found {
-			delete(st.calls, id)
-		}
+		_, found = st.drop(id)
 		return nil
 	})
 	return found
@@ -453,7 +510,7 @@ func (s *Session) end(err error) error {
 		}
 		first = true
 		st.err = err
-		calls, st.calls = st.calls, nil
+		calls, st.calls, st.tokens = st.calls, nil, nil
 		for _, cancel := range st.incoming {
 			running = append(running, cancel)
 		}
@@ -523,9 +580,7 @@ func (s *Session) answer(r *transport.Response) {
 	var c *call
 	if ok {
 		_ = s.update(func(st *state) error {
-			if c = st.calls[id]; c != nil {
-				delete(st.calls, id)
-			}
+			c, _ = st.drop(id)
 			return nil
 		})
 	}
@@ -602,14 +657,15 @@ func (s *Session) progressed(n *transport.Request) {
 	var p struct {
 		Token json.RawMessage `json:"progressToken"`
 	}
-	var id int64
-	if json.Unmarshal(n.Params, &p) != nil || json.Unmarshal(p.Token, &id) != nil {
+	if json.Unmarshal(n.Params, &p) != nil || len(p.Token) == 0 {
 		s.dropProgress.Add(1)
 		return
 	}
 	var c *call
 	_ = s.update(func(st *state) error {
-		c = st.calls[id]
+		if id, ok := st.tokens[string(bytes.TrimSpace(p.Token))]; ok {
+			c = st.calls[id]
+		}
 		return nil
 	})
 	if c == nil || c.wants.Progress == nil {

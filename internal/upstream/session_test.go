@@ -588,3 +588,56 @@ func TestLogOfTheCall(t *testing.T) {
 		assert.Equal(t, []string{`{"level":"info","data":"two"}`}, session)
 	})
 }
+
+// TestCallerProgressToken: a call carries its caller's progress token
+// upstream while no other call in flight carries it; a second call with
+// the same token gets the session's own, and each call gets only its own
+// progress.
+func TestCallerProgressToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		var mu sync.Mutex
+		got := map[string][]string{}
+		call := func(name string, out chan<- result) {
+			notes := progressNotes(func(p json.RawMessage) {
+				mu.Lock()
+				got[name] = append(got[name], string(p))
+				mu.Unlock()
+			})
+			notes.ProgressToken = json.RawMessage(`"caller-7"`)
+			raw, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"`+name+`"}`), notes)
+			out <- result{raw, err}
+		}
+		tokenOf := func(req *transport.Request) string {
+			var p struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			}
+			require.NoError(t, json.Unmarshal(req.Params, &p))
+			return string(p.Meta["progressToken"])
+		}
+		out1, out2 := make(chan result, 1), make(chan result, 1)
+		go call("a", out1)
+		req1 := f.request("tools/call")
+		go call("b", out2)
+		req2 := f.request("tools/call")
+		assert.Equal(t, `"caller-7"`, tokenOf(req1), "the caller's token, passed upstream")
+		own := tokenOf(req2)
+		assert.NotEqual(t, `"caller-7"`, own, "taken: the session's own")
+		f.notify("notifications/progress", `{"progressToken":"caller-7","progress":1}`)
+		f.notify("notifications/progress", `{"progressToken":`+own+`,"progress":2}`)
+		f.answer(req1.ID, `{}`)
+		f.answer(req2.ID, `{}`)
+		require.NoError(t, (<-out1).err)
+		require.NoError(t, (<-out2).err)
+		assert.Equal(t, []string{`{"progressToken":"caller-7","progress":1}`}, got["a"])
+		assert.Equal(t, []string{`{"progressToken":` + own + `,"progress":2}`}, got["b"])
+
+		// Free again once the call ended.
+		out3 := make(chan result, 1)
+		go call("c", out3)
+		req3 := f.request("tools/call")
+		assert.Equal(t, `"caller-7"`, tokenOf(req3))
+		f.answer(req3.ID, `{}`)
+		require.NoError(t, (<-out3).err)
+	})
+}
