@@ -306,7 +306,8 @@ func notSpoken(err error) bool {
 // from it. An upstream that refuses it is only not heard.
 func (m *mount) listenEra(s *upstream.Session) {
 	_, err := s.Call(context.Background(), "subscriptions/listen",
-		json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`), nil)
+		json.RawMessage(`{"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}}`),
+		&upstream.Notes{Aside: true}) // the calls' log messages are theirs
 	if err != nil && !errors.Is(err, upstream.ErrClosed) && !errors.Is(err, upstream.ErrGone) {
 		m.log.Debug("gateway: the upstream's 2026-07-28 list changes are not heard", "upstream", m.up.Name, "error", err)
 	}

@@ -145,6 +145,11 @@ type Notes struct {
 	// it is neither, the session's own token. The upstream's progress is
 	// matched to the call by it.
 	ProgressToken json.RawMessage
+	// Aside leaves the call out when what the upstream sends without
+	// naming a call (a log message, a request, over stdio) is given to
+	// the only call in flight: a long-lived call such as
+	// subscriptions/listen, that would otherwise take them all.
+	Aside bool
 	// Polled, when set, is called each time an HTTP upstream ends the
 	// call's SSE stream before its answer, cleanly and with event ids, as
 	// a server does that wants to be polled (SEP-1699), just before the
@@ -777,12 +782,17 @@ func (st *state) callerOf(related transport.ID) *call {
 		}
 		return nil
 	}
-	if len(st.calls) == 1 {
-		for _, c := range st.calls {
-			return c
+	var only *call
+	for _, c := range st.calls {
+		if c.wants.Aside {
+			continue
 		}
+		if only != nil {
+			return nil
+		}
+		only = c
 	}
-	return nil
+	return only
 }
 
 // reply answers the upstream's request id, on a write bounded by

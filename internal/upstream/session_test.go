@@ -586,6 +586,27 @@ func TestLogOfTheCall(t *testing.T) {
 		require.NoError(t, (<-b).err)
 		synctest.Wait()
 		assert.Equal(t, []string{`{"level":"info","data":"two"}`}, session)
+
+		// A call set aside (a listen stream) does not count: the log is
+		// the other call's.
+		aside := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "subscriptions/listen", nil, &upstream.Notes{Aside: true})
+			aside <- result{raw, err}
+		}()
+		rl := f.request("subscriptions/listen")
+		logs = nil
+		go func() {
+			raw, err := s.Call(t.Context(), "tools/call", nil, &upstream.Notes{Log: func(p json.RawMessage) { logs = append(logs, string(p)) }})
+			out <- result{raw, err}
+		}()
+		rc := f.request("tools/call")
+		f.notify("notifications/message", `{"level":"info","data":"three"}`)
+		f.answer(rc.ID, `{}`)
+		require.NoError(t, (<-out).err)
+		assert.Equal(t, []string{`{"level":"info","data":"three"}`}, logs)
+		f.answer(rl.ID, `{}`)
+		require.NoError(t, (<-aside).err)
 	})
 }
 
