@@ -16,23 +16,17 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// A 2026-07-28 caller in front of a 2026-07-28 upstream. Both sides speak
-// the stateless era, so the gateway relays a request's rounds rather than
-// translating them (rounds.go does that for a 2025 upstream): the
-// caller's client capabilities go upstream in _meta, so the upstream asks
-// only what the caller can answer; an input_required result comes back
-// with the upstream's own keys, all its questions in one round, and the
-// upstream's requestState sealed inside the gateway's (bound to the
-// caller and the request: no other caller can replay it), and the retry's
-// answers go upstream with it. A tool the upstream turns into a task
-// becomes a task of the gateway's, which follows the upstream's with
-// tasks/get, relays its questions through tasks/update, and cancels it
-// when the caller does.
-//
-// Whether the upstream speaks 2026-07-28 is learnt from server/discover,
-// on a session of its own (eraLink, a process of its own for stdio),
-// the first time a 2026-07-28 caller needs it. An upstream that does not
-// is remembered as such, and its callers take the translating path.
+// A 2026-07-28 caller in front of a 2026-07-28 upstream: the gateway
+// relays a request's rounds rather than translating them (rounds.go does
+// that for a 2025 upstream). The caller's client capabilities go upstream;
+// input_required comes back under the upstream's keys, the upstream's
+// requestState sealed in the gateway's (server.InputRequired); a tool the
+// upstream makes a task is a task of the gateway's that follows it.
+// Whether the upstream speaks 2026-07-28 is learnt from server/discover
+// the first time such a caller comes, on a session of its own (m.era; a
+// process of its own for stdio, listened to for list changes); an
+// upstream that does not is remembered, and its callers are translated.
+// docs/gateway.md, "Eras and tasks", has the whole story.
 
 // errNoEra is the start of a 2026-07-28 session with an upstream that
 // does not speak that version.
@@ -297,7 +291,12 @@ func mustObject(key string, value json.RawMessage) json.RawMessage {
 // it answered, with an error or with other versions.
 func notSpoken(err error) bool {
 	var rpc *transport.Error
-	return errors.As(err, &rpc) || !(errors.Is(err, upstream.ErrGone) || errors.Is(err, upstream.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	if errors.As(err, &rpc) {
+		return true
+	}
+	down := errors.Is(err, upstream.ErrGone) || errors.Is(err, upstream.ErrClosed) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return !down
 }
 
 // listenEra keeps a subscriptions/listen open on the 2026-07-28 session s

@@ -134,8 +134,10 @@ func TestStatelessCallerTaskRelayed(t *testing.T) {
 	require.NoError(t, json.Unmarshal(c.RecvResult(1), &r))
 	require.Equal(t, "input_required", r.ResultType, "the input comes before the task")
 	assert.Empty(t, r.TaskID)
-	c.Request(2, "tools/call", map[string]any{"name": "ask_task", "arguments": map[string]any{}, "_meta": meta2026(caps),
-		"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}}}, "requestState": r.RequestState})
+	c.Request(2, "tools/call", map[string]any{
+		"name": "ask_task", "arguments": map[string]any{}, "_meta": meta2026(caps),
+		"inputResponses": map[string]any{"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}}}, "requestState": r.RequestState,
+	})
 	require.NoError(t, json.Unmarshal(c.RecvResult(2), &r))
 	require.Equal(t, "task", r.ResultType)
 	require.NotEmpty(t, r.TaskID)
@@ -155,8 +157,10 @@ func TestStatelessCallerTaskRelayed(t *testing.T) {
 	require.Equal(t, "input_required", g.Status)
 	require.Contains(t, g.InputRequests, "more", "the upstream task's question, under its key")
 	id++
-	c.Request(id, "tasks/update", map[string]any{"taskId": r.TaskID, "_meta": meta2026(caps),
-		"inputResponses": map[string]any{"more": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	c.Request(id, "tasks/update", map[string]any{
+		"taskId": r.TaskID, "_meta": meta2026(caps),
+		"inputResponses": map[string]any{"more": map[string]any{"action": "accept", "content": map[string]any{}}},
+	})
 	c.RecvResult(id)
 	for g.Status != "completed" && g.Status != "failed" {
 		g = get()

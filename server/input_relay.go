@@ -37,11 +37,10 @@ type InputRequired struct {
 	State []byte
 }
 
+// Error says what the handler asked, for a request that cannot ask it.
 func (e *InputRequired) Error() string {
 	return fmt.Sprintf("mcp: the handler asks the client %d question(s) (input_required), which only a stateless 2026-07-28 tools/call, prompts/get or resources/read can ask", len(e.Requests))
 }
-
-func (e *InputRequired) Unwrap() error { return errInterrupt }
 
 // InputResponses returns what the client's retry of a stateless
 // 2026-07-28 request answers, for the handler whose context ctx is: the

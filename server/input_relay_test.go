@@ -25,7 +25,7 @@ func TestInputRequiredRelayed(t *testing.T) {
 			state     string
 		}
 		rounds := make(chan seen, 8)
-		h.addTool("relay", func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+		h.addTool("relay", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 			responses, state := server.InputResponses(ctx)
 			rounds <- seen{responses, string(state)}
 			if len(responses) == 0 {

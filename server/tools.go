@@ -444,6 +444,9 @@ func keepsError(err error) bool {
 	if _, ok := errors.AsType[*Error](err); ok {
 		return true
 	}
+	if _, ok := errors.AsType[*InputRequired](err); ok {
+		return true // a relaying handler's questions (input_relay.go)
+	}
 	return errors.Is(err, errInterrupt)
 }
 
