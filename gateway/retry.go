@@ -46,6 +46,7 @@ func (m *mount) call(ctx context.Context, l *link, method string, params json.Ra
 	if err == nil || ctx.Err() != nil || !errors.Is(err, upstream.ErrSessionExpired) {
 		return res, err
 	}
+	m.g.obs.Expired(m.up.Name, retry)
 	if !retry {
 		m.log.Warn("gateway: upstream session expired; the call was not retried", "upstream", m.up.Name, "method", method)
 		return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s: its session expired (it answered 404) and the call was not retried: "+

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -102,7 +103,9 @@ func (u *restartable) restart() {
 func TestExpiredSessionRetried(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startRestartable(t)
-	c := front(t, gateway.Upstream{Name: "r", URL: u.url})
+	reg := prometheus.NewRegistry()
+	srv, _ := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{{Name: "r", URL: u.url}}, Registerer: reg})
+	c := connect(t, srv)
 	require.Equal(t, "peek", c.CallTool("peek", nil).Text(), "the session's first call opens its upstream session")
 	for _, tool := range []string{"peek", "set"} {
 		u.restart()
@@ -122,6 +125,9 @@ func TestExpiredSessionRetried(t *testing.T) {
 		"it may not be safe to send twice (the tool is not marked read-only or idempotent)", rpcErr.Message)
 	assert.Equal(t, int64(1), u.calls.Load()-before, "put was sent once")
 	assert.Equal(t, "put", c.CallTool("put", nil).Text(), "the next call opens a new session")
+	got := gathered(t, reg)
+	assert.InDelta(t, 3, got["mcp_gateway_upstream_expired_total{retried=true,upstream=r}"], 0, "peek, set and the prompt retried")
+	assert.InDelta(t, 1, got["mcp_gateway_upstream_expired_total{retried=false,upstream=r}"], 0, "put not retried")
 }
 
 // TestExpiredSessionRetriedOnce: an upstream that forgets every session

@@ -37,6 +37,7 @@ func (m *mount) linkOf(ctx context.Context) (*link, error) {
 			return nil, upstream.ErrClosed
 		case m.up.URL == "" && len(m.sessions) >= m.maxProcesses:
 			m.refused.Add(1)
+			m.g.obs.Refused(m.up.Name)
 			m.log.Warn("upstream: a session's call refused: every process allowed serves another session",
 				"upstream", m.up.Name, "session", ss.ID(), "max_processes", m.maxProcesses)
 			return nil, server.Errorf(protocol.CodeServerBusy,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -180,7 +181,8 @@ func TestSessionsGetTheirOwnProcess(t *testing.T) {
 func TestMaxProcessesRefuses(t *testing.T) {
 	testkit.Watchdog(t)
 	log, exited := eventLogger()
-	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Logger: log, MaxProcesses: 2})
+	reg := prometheus.NewRegistry()
+	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Logger: log, MaxProcesses: 2, Registerer: reg})
 	one, two, three := connect(t, srv), connect(t, srv), connect(t, srv)
 	p1 := pidOf(t, one)
 	pidOf(t, two)
@@ -191,6 +193,7 @@ func TestMaxProcessesRefuses(t *testing.T) {
 	assert.Equal(t, "upstream e: its 2 processes all serve other sessions; try again later", rpcErr.Message)
 	_, refused := g.Counts(0)
 	assert.Equal(t, int64(1), refused)
+	assert.InDelta(t, 1, gathered(t, reg)["mcp_gateway_upstream_refused_calls_total{upstream=e}"], 0, "the refusal counted")
 
 	require.NoError(t, one.Close())
 	waitExit(t, exited, p1)

@@ -51,6 +51,8 @@ const (
 	MetricUpstreamStarts       = "mcp_gateway_upstream_starts_total"
 	MetricUpstreamSessions     = "mcp_gateway_upstream_sessions"
 	MetricUpstreamDropped      = "mcp_gateway_upstream_dropped_total"
+	MetricUpstreamExpired      = "mcp_gateway_upstream_expired_total"
+	MetricUpstreamRefused      = "mcp_gateway_upstream_refused_calls_total"
 )
 
 // LabelUpstream is the label of the gateway's metrics that names the

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,8 @@ type Upstreams struct {
 	duration *prometheus.HistogramVec
 	starts   *prometheus.CounterVec
 	sessions *prometheus.GaugeVec
+	expired  *prometheus.CounterVec
+	refused  *prometheus.CounterVec
 	drops    *prometheus.Desc
 	methods  metricsLabelSet
 	names    metricsLabelSet
@@ -78,6 +81,15 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 		Name: mcpconv.MetricUpstreamSessions,
 		Help: "Upstream sessions live (for stdio, each with its process). upstream: its name.",
 	}, []string{up})
+	u.expired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: mcpconv.MetricUpstreamExpired,
+		Help: "Calls that found their HTTP upstream session expired (it answered 404: the session expired, or the upstream restarted). upstream: its name. " +
+			"retried: true when the call was sent once more on a new session (a prompt, a resource, a read-only or idempotent tool), false when it failed saying it was not.",
+	}, []string{up, "retried"})
+	u.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: mcpconv.MetricUpstreamRefused,
+		Help: "Calls refused before reaching a stdio upstream because each of its processes allowed (-upstream-max-processes) serves another downstream session. upstream: its name.",
+	}, []string{up})
 	u.drops = prometheus.NewDesc(mcpconv.MetricUpstreamDropped,
 		"What the gateway dropped of what an upstream sent. upstream: its name. reason: notification (too far behind), progress (of no call, or its caller too far behind), "+
 			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
@@ -93,6 +105,9 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 		u.starts.WithLabelValues(n, "ok")
 		u.starts.WithLabelValues(n, "failed")
 		u.sessions.WithLabelValues(n)
+		u.expired.WithLabelValues(n, "true")
+		u.expired.WithLabelValues(n, "false")
+		u.refused.WithLabelValues(n)
 		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeFrame, DropStderrLine} {
 			u.zero[[2]string{n, r}] = 0
 		}
@@ -123,6 +138,22 @@ func (u *Upstreams) Started(upstream string, ok bool) {
 	u.starts.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther), result).Inc()
 }
 
+// Expired counts a call to upstream that found its session expired,
+// retried on a new session or not.
+func (u *Upstreams) Expired(upstream string, retried bool) {
+	if u != nil {
+		u.expired.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther), strconv.FormatBool(retried)).Inc()
+	}
+}
+
+// Refused counts a call to upstream refused because every process allowed
+// serves another session.
+func (u *Upstreams) Refused(upstream string) {
+	if u != nil {
+		u.refused.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther)).Inc()
+	}
+}
+
 // SessionOpened counts a session of upstream that opened.
 func (u *Upstreams) SessionOpened(upstream string) {
 	if u != nil {
@@ -143,6 +174,8 @@ func (u *Upstreams) Describe(ch chan<- *prometheus.Desc) {
 	u.duration.Describe(ch)
 	u.starts.Describe(ch)
 	u.sessions.Describe(ch)
+	u.expired.Describe(ch)
+	u.refused.Describe(ch)
 	ch <- u.drops
 }
 
@@ -152,6 +185,8 @@ func (u *Upstreams) Collect(ch chan<- prometheus.Metric) {
 	u.duration.Collect(ch)
 	u.starts.Collect(ch)
 	u.sessions.Collect(ch)
+	u.expired.Collect(ch)
+	u.refused.Collect(ch)
 	drops := maps.Clone(u.zero)
 	if u.dropped != nil {
 		u.dropped(func(upstream, reason string, n int64) {
