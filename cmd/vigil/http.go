@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -45,11 +46,11 @@ func (f *front) options() []vigil.Option {
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
-	if f.cfg.shared == nil && len(f.cfg.upstreams) > 0 {
-		// A gateway keeps its streams' events (bounded: 64 MiB, 4 MiB a
-		// session) so that a caller resumes a stream with Last-Event-ID,
-		// as an upstream that wants to be polled makes it do (with -redis,
-		// Redis keeps them).
+	if f.cfg.shared == nil && slices.ContainsFunc(f.cfg.upstreams, func(u gateway.Upstream) bool { return u.URL != "" }) {
+		// A gateway in front of an HTTP upstream keeps its streams' events
+		// (bounded: 64 MiB, 4 MiB a session) so that a caller resumes a
+		// stream with Last-Event-ID, as an upstream that wants to be
+		// polled makes it do (with -redis, Redis keeps them).
 		opts = append(opts, vigil.WithEndpointOptions(streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0))))
 	}
 	return opts
