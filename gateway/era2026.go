@@ -102,8 +102,8 @@ func (m *mount) relayRound(ctx context.Context, method string, params json.RawMe
 	}
 	switch r.ResultType {
 	case "input_required":
-		if len(r.InputRequests) == 0 {
-			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s answered input_required without inputRequests", m.up.Name))
+		if len(r.InputRequests) == 0 || len(r.InputRequests) > maxTaskQuestions {
+			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s answered input_required with %d inputRequests (1 to %d)", m.up.Name, len(r.InputRequests), maxTaskQuestions))
 		}
 		return nil, &server.InputRequired{Requests: r.InputRequests, State: r.RequestState}
 	case "task":
@@ -161,7 +161,8 @@ const (
 	maxTaskPoll = 5 * time.Second
 )
 
-// maxTaskQuestions bounds the questions one upstream task may ask.
+// maxTaskQuestions bounds the questions one upstream task, or one
+// input_required round, may ask.
 const maxTaskQuestions = 16
 
 // followTask is the work of the gateway's task for the upstream's task
