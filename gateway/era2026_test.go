@@ -172,3 +172,22 @@ func TestStatelessCallerTaskRelayed(t *testing.T) {
 	assert.Contains(t, final, "task done for Alice")
 	assert.Contains(t, final, `\"action\":\"accept\"`, "the caller's answer reached the upstream's task")
 }
+
+// TestStatelessCallerTooManyQuestions: an upstream round that asks more
+// than 16 questions at once fails the call, saying so.
+func TestStatelessCallerTooManyQuestions(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	require.NoError(t, u.srv.AddTool(server.Tool{Name: "flood"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		asks := map[string]json.RawMessage{}
+		for i := range 17 {
+			asks[fmt.Sprint("k", i)] = json.RawMessage(`{"method":"roots/list","params":{}}`)
+		}
+		return nil, &server.InputRequired{Requests: asks}
+	}))
+	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}))
+	c.Request(1, "tools/call", map[string]any{"name": "flood", "arguments": map[string]any{}, "_meta": meta2026(map[string]any{"roots": map[string]any{}})})
+	rpcErr := c.RecvError(1)
+	assert.Equal(t, int64(protocol.CodeInternal), rpcErr.Code)
+	assert.Contains(t, rpcErr.Message, "17 inputRequests")
+}
