@@ -183,7 +183,9 @@ func (c *conn) close() {
 // are kept as they are. Mount fails, having closed what it opened and
 // registered nothing, when an upstream cannot be reached or initialized,
 // or two tools (the server's own included), prompts, resources or
-// templates would share a name or URI.
+// templates would share a name or URI. When an upstream serves skills, it
+// sets srv's SkillFinder, so that a skill an upstream serves unlisted is
+// served once a client names it.
 func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -261,6 +263,12 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 			g.mu.Unlock()
 			_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
 			return nil, err
+		}
+	}
+	for _, m := range g.mounts {
+		if s := m.catalog.live(); s != nil && declaresSkills(s) {
+			srv.SetSkillFinder(g.findSkill) // the skills upstreams serve unlisted (skills_found.go)
+			break
 		}
 	}
 	return g, nil
@@ -692,6 +700,7 @@ func (g *Gateway) Health() error {
 // for them; calls forwarded afterwards fail. It is idempotent and returns
 // nil.
 func (g *Gateway) Close() error {
+	g.srv.SetSkillFinder(nil)
 	for _, m := range g.mounts {
 		m.stop() // every link's context ends: each downstream session's is closed by its watcher
 		m.catalog.close()

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"testing/fstest"
@@ -48,4 +49,49 @@ func TestSkillsCopied(t *testing.T) {
 		return out
 	}
 	assert.ElementsMatch(t, uris(direct), uris(c), "the same resources, each once")
+}
+
+// TestUnlistedSkillsFound: skills an upstream serves but does not list,
+// dynamic or with files, are served once a client names one: skills/get
+// gives the upstream's entry, and the files read are the upstream's,
+// a dynamic SKILL.md with its frontmatter once.
+func TestUnlistedSkillsFound(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	require.NoError(t, u.srv.AddSkill(server.Skill{
+		Path: "reports/daily", Frontmatter: "name: daily\ndescription: Today's report", Unlisted: true,
+		Generate: func(_ context.Context, file string) ([]byte, error) {
+			switch file {
+			case "SKILL.md":
+				return []byte("# Daily\n"), nil
+			case "data/today.csv":
+				return []byte("day,n\n"), nil
+			}
+			return nil, server.ErrResourceNotFound
+		},
+	}))
+	require.NoError(t, u.srv.AddSkill(server.Skill{
+		Path: "hidden/sauce", Unlisted: true,
+		FS: fstest.MapFS{"SKILL.md": {Data: []byte("---\nname: sauce\ndescription: Not listed\n---\nsecret\n")}, "recipe.txt": {Data: []byte("salt\n")}},
+	}))
+	skillsCap := map[string]any{"extensions": map[string]any{server.ExtensionSkills: map[string]any{}}}
+	direct := mcptest.Connect(t, u.srv, mcptest.WithCapabilities(skillsCap))
+	c := mcptest.Connect(t, frontServer(t, gateway.Upstream{Name: "a", URL: u.url}), mcptest.WithCapabilities(skillsCap))
+
+	for _, uri := range []string{"skill://reports/daily/SKILL.md", "skill://hidden/sauce/SKILL.md"} {
+		want, rpcErr := direct.Call("skills/get", map[string]string{"uri": uri})
+		require.Nil(t, rpcErr)
+		got, rpcErr := c.Call("skills/get", map[string]string{"uri": uri})
+		require.Nil(t, rpcErr, "%s", uri)
+		var w, g struct{ Skill json.RawMessage }
+		require.NoError(t, json.Unmarshal(want, &w))
+		require.NoError(t, json.Unmarshal(got, &g))
+		assert.JSONEq(t, string(w.Skill), string(g.Skill), "%s: the upstream's entry", uri)
+		assert.Equal(t, direct.ReadResource(uri)[0].Text, c.ReadResource(uri)[0].Text, "%s: its SKILL.md", uri)
+	}
+	assert.Equal(t, "day,n\n", c.ReadResource("skill://reports/daily/data/today.csv")[0].Text)
+	assert.Equal(t, "salt\n", c.ReadResource("skill://hidden/sauce/recipe.txt")[0].Text)
+	_, rpcErr := c.Call("skills/get", map[string]string{"uri": "skill://nowhere/SKILL.md"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(-32602), rpcErr.Code)
 }

@@ -25,7 +25,7 @@ func (s *Server) capabilitiesKey() capabilitiesKey {
 		completions: s.hasCompleters(),
 		tasks:       s.tasksEnabled(),
 		views:       views,
-		skills:      s.resources.hasSkills(),
+		skills:      s.servesSkills(),
 	}
 }
 

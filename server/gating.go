@@ -15,7 +15,7 @@ func (s *Server) declares(method string) bool {
 	// Each case asks only what capabilitiesKey asks for its member.
 	switch {
 	case strings.HasPrefix(method, "skills/") || method == "resources/directory/read":
-		return s.resources.hasSkills()
+		return s.servesSkills()
 	case strings.HasPrefix(method, "tools/"):
 		return s.tools.hasTools()
 	case strings.HasPrefix(method, "prompts/"):

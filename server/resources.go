@@ -484,6 +484,15 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 		return nil, err
 	}
 	r, t, vars := s.resources.resolve(uri)
+	if r == nil && t == nil {
+		found, err := s.findSkill(ctx, uri) // the SKILL.md of a skill a SkillFinder knows (skill_finder.go)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			r, t, vars = s.resources.resolve(uri)
+		}
+	}
 	rreq := &ReadResourceRequest{Request: req, URI: uri, Variables: vars}
 	var h ResourceHandler
 	switch {

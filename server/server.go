@@ -45,6 +45,7 @@ type Server struct {
 	endObserved bool              // an Observer was given: RequestEnded is called
 
 	resources resourceRegistry
+	finder    skillFinder // skills found when named (skill_finder.go)
 	prompts   promptRegistry
 	tasks     taskStore // tasks of both eras (task_store.go)
 

@@ -198,7 +198,7 @@ func (rr *resourceRegistry) skillRoom(paths ...string) int {
 
 // replaceSkills removes the skills at paths, adds add (replacing those of
 // the same path), and rebuilds the indexes; it reports how many of paths
-// it removed, and announces the change when anything changed. It changes
+// it removed, and announces the change when a listed skill came or went. It changes
 // nothing, and fails, when the skills' files would then exceed
 // maxSkillsBytes.
 func (s *Server) replaceSkills(paths []string, add ...*skill) (int, error) {
@@ -211,15 +211,20 @@ func (s *Server) replaceSkills(paths []string, add ...*skill) (int, error) {
 			byPath[p] = sk
 		}
 	}
-	n := 0
+	n, listed := 0, false // listed: a listed skill comes or goes, which changes resources/list
 	for _, p := range paths {
-		if _, ok := byPath[p]; ok {
+		if old, ok := byPath[p]; ok {
 			delete(byPath, p)
 			n++
+			listed = listed || old.listed
 		}
 	}
 	for _, sk := range add {
+		if old, ok := byPath[sk.path]; ok {
+			listed = listed || old.listed
+		}
 		byPath[sk.path] = sk
+		listed = listed || sk.listed
 	}
 	if len(add) > 0 {
 		size := 0
@@ -237,7 +242,7 @@ func (s *Server) replaceSkills(paths []string, add ...*skill) (int, error) {
 		rr.relistLocked()
 	}
 	rr.mu.Unlock()
-	if changed {
+	if changed && listed {
 		s.listChanged("resources")
 	}
 	return n, nil

@@ -61,13 +61,22 @@ func (s *Server) listSkills(_ context.Context, req *Request) (any, error) {
 }
 
 // getSkill answers skills/get: the entry of any skill served, listed or
-// not; -32602 for a URI that names none.
-func (s *Server) getSkill(_ context.Context, req *Request) (any, error) {
+// not, or found (SetSkillFinder); -32602 for a URI that names none.
+func (s *Server) getSkill(ctx context.Context, req *Request) (any, error) {
 	uri, err := uriParam(req)
 	if err != nil {
 		return nil, err
 	}
 	sk := s.resources.skillSnapshot().byURI[uri]
+	if sk == nil {
+		found, err := s.findSkill(ctx, uri) // skill_finder.go
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			sk = s.resources.skillSnapshot().byURI[uri]
+		}
+	}
 	if sk == nil {
 		return nil, Errorf(protocol.CodeInvalidParams, "No skill is served at %s", uri)
 	}

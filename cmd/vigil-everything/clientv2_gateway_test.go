@@ -16,9 +16,7 @@ import (
 // HTTP vigil-everything, in both eras: every check of every module (core:
 // tools, errors, logging, progress, sampling, elicitation and roots,
 // resources, subscriptions, prompts, completion, cancellation, tasks; MCP
-// Apps; skills) but "skills: the unlisted dynamic skill", which a gateway
-// cannot learn of: an unlisted skill is in no listing to copy
-// (docs/gateway.md, "Not yet").
+// Apps; skills, the unlisted dynamic one included).
 func TestInteropTypeScriptV2ThroughGateway(t *testing.T) {
 	node := requireNodeHarness(t, clientV2Dir)
 	upstream := strings.Replace(startHTTP(t), "localhost", "127.0.0.1", 1)
@@ -29,7 +27,7 @@ func TestInteropTypeScriptV2ThroughGateway(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "client-v2.mjs", url, era)
 			cmd.Dir = clientV2Dir
-			cmd.Env = append(os.Environ(), "CLIENTV2_SERVER=vigil", "CLIENTV2_SKIP=skills: the unlisted dynamic skill")
+			cmd.Env = append(os.Environ(), "CLIENTV2_SERVER=vigil")
 			cmd.WaitDelay = 5 * time.Second
 			out, err := cmd.CombinedOutput()
 			t.Logf("client-v2.mjs output:\n%s", out)
