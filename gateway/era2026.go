@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
@@ -75,39 +77,45 @@ func (m *mount) relayRound(ctx context.Context, method string, params json.RawMe
 		}
 		return nil, m.callError(ctx, err)
 	}
-	responses, state := server.InputResponses(ctx)
-	top := map[string]json.RawMessage{}
-	if len(responses) > 0 {
-		if top["inputResponses"], err = json.Marshal(responses); err != nil {
-			return nil, err
+	if responses, state := server.InputResponses(ctx); len(responses) > 0 || len(state) > 0 {
+		top := map[string]json.RawMessage{} // a retry: the answers and the upstream's state
+		if len(responses) > 0 {
+			if top["inputResponses"], err = json.Marshal(responses); err != nil {
+				return nil, err
+			}
 		}
-	}
-	if len(state) > 0 {
-		top["requestState"] = state
-	}
-	if len(top) > 0 {
+		if len(state) > 0 {
+			top["requestState"] = state
+		}
 		params = withMembers(params, top)
 	}
 	raw, err := s.Round(ctx, method, params, callerMeta(ctx), notes)
 	if err != nil {
 		return nil, m.callError(ctx, err)
 	}
-	var r struct {
-		ResultType    string                     `json:"resultType"`
-		InputRequests map[string]json.RawMessage `json:"inputRequests"`
-		RequestState  json.RawMessage            `json:"requestState"`
+	var resultType []byte // the usual result is complete: found without decoding it
+	if !jsonscan.Valid(raw) || !jsonscan.EachMember(raw, func(k, v []byte) {
+		if string(k) == "resultType" {
+			resultType = v
+		}
+	}) {
+		return nil, badResult(errors.New("not a JSON object"))
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, badResult(err)
-	}
-	switch r.ResultType {
-	case "input_required":
+	switch string(resultType) {
+	case `"task"`:
+		return raw, nil
+	case `"input_required"`:
+		var r struct {
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  json.RawMessage            `json:"requestState"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, badResult(err)
+		}
 		if len(r.InputRequests) == 0 || len(r.InputRequests) > maxTaskQuestions {
 			return nil, server.NewError(protocol.CodeInternal, fmt.Errorf("upstream %s answered input_required with %d inputRequests (1 to %d)", m.up.Name, len(r.InputRequests), maxTaskQuestions))
 		}
 		return nil, &server.InputRequired{Requests: r.InputRequests, State: r.RequestState}
-	case "task":
-		return raw, nil
 	}
 	return upstream.WithoutEraMembers(raw), nil
 }
@@ -144,6 +152,9 @@ func withMembers(params json.RawMessage, top map[string]json.RawMessage) json.Ra
 // upstreamTask returns the id of the task an upstream's result created,
 // or "".
 func upstreamTask(raw json.RawMessage) string {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+		return "" // every other result has lost it (relayRound), or never had it
+	}
 	var t struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`

@@ -34,3 +34,24 @@ func TestWithMeta(t *testing.T) {
 	assert.Equal(t, `"progressToken":3`, string(progressMember(nil, "3")))
 	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), "3")))
 }
+
+// TestWithoutEraMembers: resultType and the server's info in _meta go,
+// the rest stays byte for byte; a _meta left empty goes; what cannot be
+// rewritten without decoding is returned as it is.
+func TestWithoutEraMembers(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{
+			`{"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}}}`,
+			`{"content":[{"type":"text","text":"hi"}]}`,
+		},
+		{
+			`{"_meta":{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"u"}},"resultType":"complete","isError":true}`,
+			`{"_meta":{"k":1},"isError":true}`,
+		},
+		{`{"content":[]}`, `{"content":[]}`},
+		{`{"resultType":"complete","we\"ird":1}`, `{"resultType":"complete","we\"ird":1}`},
+		{`{"resultType":`, `{"resultType":`},
+	} {
+		assert.Equal(t, c.want, string(WithoutEraMembers(json.RawMessage(c.in))), c.in)
+	}
+}

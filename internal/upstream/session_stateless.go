@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -181,32 +183,76 @@ func mergeParams(params json.RawMessage, meta, top map[string]json.RawMessage) j
 }
 
 // WithoutEraMembers returns a 2026-07-28 result without resultType and
-// the server's info in _meta, which a session-era result does not have.
+// the server's info in _meta, which a session-era result does not have
+// (a _meta left empty goes too). The other members are copied as they
+// are, without decoding them.
 func WithoutEraMembers(res json.RawMessage) json.RawMessage {
 	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(metaServerInfo)) {
 		return res
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(res, &fields) != nil {
+	if !jsonscan.Valid(res) {
 		return res
 	}
-	delete(fields, "resultType")
-	if raw, ok := fields["_meta"]; ok {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) == nil {
-			delete(m, metaServerInfo)
-			if len(m) == 0 {
-				delete(fields, "_meta")
-			} else {
-				fields["_meta"], _ = json.Marshal(m)
+	out := make([]byte, 0, len(res))
+	out = append(out, '{')
+	plain := true
+	ok := jsonscan.EachMember(res, func(key, val []byte) {
+		plain = plain && plainName(key)
+		switch string(key) {
+		case "resultType":
+			return
+		case "_meta":
+			if val = withoutMember(val, metaServerInfo); val == nil {
+				return
 			}
 		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), key...), '"', ':'), val...)
+	})
+	if !ok || !plain {
+		return res // not an object, or names to escape: as it is
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return res
+	return append(out, '}')
+}
+
+// plainName reports whether a member's name is written in JSON as it is,
+// between quotes: printable ASCII but for the quote and the backslash.
+func plainName(name []byte) bool {
+	for _, c := range name {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
 	}
-	return out
+	return true
+}
+
+// withoutMember returns the JSON object obj without its member name, or
+// nil when nothing is left of it; obj as it is when it is not an object.
+func withoutMember(obj []byte, name string) []byte {
+	if !bytes.Contains(obj, []byte(name)) {
+		return obj
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	plain := true
+	if !jsonscan.EachMember(obj, func(key, val []byte) {
+		plain = plain && plainName(key)
+		if string(key) == name {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), key...), '"', ':'), val...)
+	}) || !plain {
+		return obj
+	}
+	if len(out) == 1 {
+		return nil
+	}
+	return append(out, '}')
 }
 
 // Round sends method with params once to a 2026-07-28 upstream, the
@@ -215,16 +261,36 @@ func WithoutEraMembers(res json.RawMessage) json.RawMessage {
 // gave it, resultType included: complete, input_required or a task, for
 // the caller to handle. On a session of the 2025 era it fails.
 func (s *Session) Round(ctx context.Context, method string, params json.RawMessage, meta map[string]json.RawMessage, notes *Notes) (json.RawMessage, error) {
-	base := s.meta
-	if base == nil {
+	if s.meta == nil {
 		return nil, fmt.Errorf("upstream %s: a round needs a %s session", s.cfg.Name, protocol.Version20260728)
 	}
-	merged := make(map[string]json.RawMessage, len(base)+len(meta))
-	for k, v := range base {
-		merged[k] = v
+	// The era's members go into params._meta with the call's own (trace
+	// context, progress token) in one splice (withMeta), params left
+	// undecoded.
+	var n Notes
+	if notes != nil {
+		n = *notes
+	}
+	members := make([]byte, 0, 256+len(n.Meta))
+	for k, v := range s.meta {
+		if _, over := meta[k]; !over {
+			members = appendMember(members, k, v)
+		}
 	}
 	for k, v := range meta {
-		merged[k] = v
+		members = appendMember(members, k, v)
 	}
-	return s.call(ctx, method, mergeParams(params, merged, nil), notes)
+	if len(n.Meta) > 0 {
+		members = append(append(members, ','), n.Meta...)
+	}
+	n.Meta = members
+	return s.call(ctx, method, params, &n)
+}
+
+// appendMember appends to members (`"k":v,...`) the member k: v.
+func appendMember(members []byte, k string, v json.RawMessage) []byte {
+	if len(members) > 0 {
+		members = append(members, ',')
+	}
+	return append(append(strconv.AppendQuote(members, k), ':'), v...)
 }
