@@ -1,12 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
-	"testing/fstest"
 
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
@@ -45,7 +46,7 @@ func (m *mount) listSkills(ctx context.Context, s *upstream.Session, cat *catalo
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	files, size := 0, 0
+	budget := &skillBudget{files: maxSkillFiles, bytes: maxSkillBytes} // for all of them
 	for _, it := range items {
 		var entry struct {
 			URI       string          `json:"uri"`
@@ -55,35 +56,19 @@ func (m *mount) listSkills(ctx context.Context, s *upstream.Session, cat *catalo
 			return fmt.Errorf("gateway: upstream %s: skills/list: %w", m.up.Name, err)
 		}
 		path, ok := strings.CutSuffix(strings.TrimPrefix(entry.URI, skillScheme), "/SKILL.md")
-		var listed []struct {
-			URI string `json:"uri"`
-		}
-		if !ok || !strings.HasPrefix(entry.URI, skillScheme) || json.Unmarshal(entry.Resources, &listed) != nil {
+		if !ok || !strings.HasPrefix(entry.URI, skillScheme) || !bytes.HasPrefix(bytes.TrimSpace(entry.Resources), []byte("[")) {
 			m.log.Warn("gateway: an upstream's skill is not served (generated when read, or not at skill://PATH/SKILL.md)", "upstream", m.up.Name, "skill", entry.URI)
 			continue
 		}
-		fsys := fstest.MapFS{}
-		for _, r := range listed {
-			rel, ok := strings.CutPrefix(r.URI, skillScheme+path+"/")
-			if !ok {
-				err = fmt.Errorf("file %s outside the skill", r.URI)
-				break
-			}
-			var data []byte
-			if data, err = m.readSkillFile(ctx, s, r.URI); err != nil {
-				break
-			}
-			files, size = files+1, size+len(data)
-			if files > maxSkillFiles || size > maxSkillBytes {
-				return fmt.Errorf("gateway: upstream %s: skills over %d files or %d bytes", m.up.Name, maxSkillFiles, maxSkillBytes)
-			}
-			fsys[rel] = &fstest.MapFile{Data: data, Mode: 0o444}
-		}
-		if err != nil {
+		sk, err := m.copySkill(ctx, s, path, entry.Resources, budget) // skills_found.go
+		switch {
+		case errors.Is(err, errSkillsTooBig):
+			return fmt.Errorf("gateway: upstream %s: %w", m.up.Name, err)
+		case err != nil:
 			m.log.Warn("gateway: an upstream's skill is not served", "upstream", m.up.Name, "skill", path, "error", err)
 			continue
 		}
-		cat.skills = append(cat.skills, server.Skill{Path: path, FS: fsys})
+		cat.skills = append(cat.skills, *sk)
 	}
 	if len(cat.skills) > 0 {
 		kept := cat.resources[:0]

@@ -69,7 +69,7 @@ func (m *mount) findSkill(ctx context.Context, path string) (*server.Skill, erro
 		return nil, badResult(err)
 	}
 	if string(bytes.TrimSpace(got.Skill.Resources)) != `"dynamic"` {
-		return m.copySkill(ctx, s, path, got.Skill.Resources)
+		return m.copySkill(ctx, s, path, got.Skill.Resources, &skillBudget{files: maxSkillFiles, bytes: maxSkillBytes})
 	}
 	md, err := m.readSkillFile(ctx, s, uri)
 	if err != nil {
@@ -98,9 +98,16 @@ func (m *mount) findSkill(ctx context.Context, path string) (*server.Skill, erro
 	}}, nil
 }
 
+// skillBudget is what is left of the files and bytes skills may copy.
+type skillBudget struct{ files, bytes int }
+
+// errSkillsTooBig is the copy of skills over maxSkillFiles or
+// maxSkillBytes.
+var errSkillsTooBig = fmt.Errorf("skills over %d files or %d bytes", maxSkillFiles, maxSkillBytes)
+
 // copySkill copies the files the manifest resources lists of the skill at
-// path, within maxSkillFiles and maxSkillBytes.
-func (m *mount) copySkill(ctx context.Context, s *upstream.Session, path string, resources json.RawMessage) (*server.Skill, error) {
+// path, out of budget: over it, it fails with errSkillsTooBig.
+func (m *mount) copySkill(ctx context.Context, s *upstream.Session, path string, resources json.RawMessage, budget *skillBudget) (*server.Skill, error) {
 	var listed []struct {
 		URI string `json:"uri"`
 	}
@@ -108,7 +115,6 @@ func (m *mount) copySkill(ctx context.Context, s *upstream.Session, path string,
 		return nil, badResult(err)
 	}
 	fsys := fstest.MapFS{}
-	size := 0
 	for _, r := range listed {
 		rel, ok := strings.CutPrefix(r.URI, skillScheme+path+"/")
 		if !ok {
@@ -118,9 +124,9 @@ func (m *mount) copySkill(ctx context.Context, s *upstream.Session, path string,
 		if err != nil {
 			return nil, m.callError(ctx, err)
 		}
-		size += len(data)
-		if len(fsys) >= maxSkillFiles || size > maxSkillBytes {
-			return nil, badResult(fmt.Errorf("skill %s over %d files or %d bytes", path, maxSkillFiles, maxSkillBytes))
+		budget.files, budget.bytes = budget.files-1, budget.bytes-len(data)
+		if budget.files < 0 || budget.bytes < 0 {
+			return nil, errSkillsTooBig
 		}
 		fsys[rel] = &fstest.MapFile{Data: data, Mode: 0o444}
 	}

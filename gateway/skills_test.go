@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"testing/fstest"
 
@@ -94,4 +95,20 @@ func TestUnlistedSkillsFound(t *testing.T) {
 	_, rpcErr := c.Call("skills/get", map[string]string{"uri": "skill://nowhere/SKILL.md"})
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, int64(-32602), rpcErr.Code)
+}
+
+// TestSkillsCopyBounded: an upstream whose skills hold more than 1,000
+// files in all is not mounted, saying why.
+func TestSkillsCopyBounded(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	for _, name := range []string{"one", "two"} {
+		fsys := fstest.MapFS{"SKILL.md": {Data: []byte("---\nname: " + name + "\ndescription: Many files\n---\n")}}
+		for i := range 500 {
+			fsys[fmt.Sprintf("f/%04d.txt", i)] = &fstest.MapFile{Data: []byte("x")}
+		}
+		require.NoError(t, u.srv.AddSkill(server.Skill{Path: name, FS: fsys}))
+	}
+	_, err := gateway.Mount(t.Context(), server.New(), gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}})
+	require.ErrorContains(t, err, "skills over 1000 files")
 }
