@@ -256,7 +256,7 @@ func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.
 				}
 				asked[key] = true
 				asking.Go(func() {
-					if err := m.answerTask(askCtx, s, ref, key, in.Method, in.Params, meta); err != nil && askCtx.Err() == nil {
+					if err := m.answerTask(askCtx, s, id, key, in.Method, in.Params, meta); err != nil && askCtx.Err() == nil {
 						select {
 						case failed <- err:
 						default:
@@ -280,22 +280,22 @@ func (m *mount) followTask(ctx context.Context, id string, meta map[string]json.
 
 // answerTask asks the caller, in the gateway's task, the question key of
 // the upstream's task, and sends the answer upstream with tasks/update.
-func (m *mount) answerTask(ctx context.Context, s *upstream.Session, ref json.RawMessage, key, method string, params json.RawMessage, meta map[string]json.RawMessage) error {
+func (m *mount) answerTask(ctx context.Context, s *upstream.Session, taskID, key, method string, params json.RawMessage, meta map[string]json.RawMessage) error {
 	var answer json.RawMessage
 	if err := server.CallClient(server.ContextWithInputKey(ctx, key), method, params, &answer); err != nil {
 		return err
 	}
-	update := withMembers(ref, map[string]json.RawMessage{"inputResponses": mustObject(key, answer)})
+	update, err := json.Marshal(struct {
+		TaskID         string                     `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	}{taskID, map[string]json.RawMessage{key: answer}})
+	if err != nil {
+		return err
+	}
 	if _, err := s.Round(ctx, "tasks/update", update, meta, nil); err != nil {
 		return m.callError(ctx, err)
 	}
 	return nil
-}
-
-// mustObject returns {key: value}.
-func mustObject(key string, value json.RawMessage) json.RawMessage {
-	out, _ := json.Marshal(map[string]json.RawMessage{key: value}) // a raw member: encodes
-	return out
 }
 
 // notSpoken reports whether err, a 2026-07-28 session's failed start, says
