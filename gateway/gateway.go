@@ -94,6 +94,11 @@ type Config struct {
 	// or take half of it (5 minutes when 0; never when negative); its
 	// next call starts a new one.
 	IdleTimeout time.Duration
+	// DropUncheckedTools leaves out, unserved, an upstream's tool whose
+	// input schema the gateway's server cannot compile (see
+	// docs/gateway.md, Schemas), instead of serving it with its
+	// arguments left for the upstream to validate; each is logged once.
+	DropUncheckedTools bool
 
 	now func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
 }
@@ -126,7 +131,8 @@ type mount struct {
 	cat    *catalog     // what is registered; guarded by g.mu
 	// unchecked names the tools whose input schema the server could not
 	// compile, warned about once (see catalog.addTool); guarded by g.mu.
-	unchecked map[string]bool
+	unchecked     map[string]bool
+	dropUnchecked bool // Config.DropUncheckedTools
 
 	ctx          context.Context // ends when Close begins
 	stop         context.CancelFunc
@@ -212,7 +218,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	for _, up := range cfg.Upstreams {
 		m := &mount{
-			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout,
+			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams

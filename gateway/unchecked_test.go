@@ -68,3 +68,48 @@ func (l *logBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestCyclicSchemaServedUnchecked: an upstream's tool whose input schema
+// has a cycle that validation would never leave (the server refuses it,
+// where jsonschema-go alone overflowed the stack on the first call) is
+// served unchecked by default: a thousand calls reach the upstream and the
+// gateway lives on. With DropUncheckedTools it is not served at all.
+func TestCyclicSchemaServedUnchecked(t *testing.T) {
+	const cyclic = `{"type":"object","properties":{"x":{"$ref":"#/properties/x"}},"required":["x"]}`
+	const rootCycle = `{"type":"object","allOf":[{"$ref":"#"}]}`
+	for _, drop := range []bool{false, true} {
+		u := startUpstream(t, "up")
+		for name, schema := range map[string]string{"loop": cyclic, "root": rootCycle} {
+			require.NoError(t, u.srv.AddTool(server.Tool{Name: name, InputSchema: json.RawMessage(schema), UncheckedArguments: true},
+				func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
+					return server.Text("got " + string(req.Arguments)), nil
+				}))
+		}
+		var logs logBuffer
+		srv := server.New()
+		g, err := gateway.Mount(t.Context(), srv, gateway.Config{
+			Upstreams:          []gateway.Upstream{{Name: "up", URL: u.url}},
+			Logger:             slog.New(slog.NewTextHandler(&logs, nil)),
+			DropUncheckedTools: drop,
+		})
+		require.NoError(t, err)
+		c := mcptest.Connect(t, srv)
+		listed := map[string]bool{}
+		for _, tool := range c.ListTools() {
+			listed[tool.Name] = true
+		}
+		assert.Equal(t, 2, strings.Count(logs.String(), "validation would never end"), logs.String())
+		if drop {
+			assert.False(t, listed["loop"] || listed["root"], "dropped: %v", listed)
+			assert.Contains(t, logs.String(), "is not served")
+		} else {
+			require.True(t, listed["loop"] && listed["root"], "served: %v", listed)
+			for i := range 1000 {
+				name := []string{"loop", "root"}[i%2]
+				assert.Equal(t, `got {"x":1}`, c.CallTool(name, map[string]any{"x": 1}).Text())
+			}
+		}
+		require.NoError(t, g.Close())
+		require.NoError(t, srv.Close())
+	}
+}

@@ -70,7 +70,19 @@ const (
 	// use, yet keeps one request from pushing hundreds of megabytes
 	// through the server.
 	DefaultMaxResultBytes = 4 << 20
+	// maxValidatedNesting bounds how deep a value validated against a
+	// recursive schema (one whose subschemas refer back to themselves
+	// through properties or items, as trees do) may nest its arrays and
+	// objects: deeper ones are refused unread (errTooDeep). jsonschema-go
+	// builds its error by wrapping the error of each level in that of the
+	// level above, each a copy of the whole text so far, so an invalid
+	// value's cost grows with the square of its depth: 3,000 levels cost
+	// gigabytes, 128 about a megabyte.
+	maxValidatedNesting = 128
 )
+
+// errTooDeep refuses a value that nests deeper than maxValidatedNesting.
+var errTooDeep = fmt.Errorf("the value nests its arrays and objects more than %d deep, deeper than a recursive schema is validated", maxValidatedNesting)
 
 // truncateUTF8 returns s cut to at most n bytes, on a UTF-8 boundary.
 func truncateUTF8(s string, n int) string {

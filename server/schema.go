@@ -7,6 +7,8 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
 // objectSchema is a JSON Schema for a JSON object, compiled once: encoded
@@ -16,6 +18,9 @@ type objectSchema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	plan     *argsPlan // the fast path for arguments, when the schema allows one
+	// recursive: validation descends as deep as the value nests, so a
+	// value is validated only up to maxValidatedNesting (schema_graph.go).
+	recursive bool
 }
 
 // trivial reports whether every object is valid: the schema only says
@@ -81,7 +86,11 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved, plan: planArgs(raw)}, nil
+	recursive, err := checkSchemaGraph(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	return &objectSchema{raw: raw, resolved: resolved, plan: planArgs(raw), recursive: recursive}, nil
 }
 
 // validateArguments validates a tool call's arguments, a JSON object: the
@@ -94,8 +103,13 @@ func (o *objectSchema) validateArguments(data []byte) error {
 	return o.validateJSON(data)
 }
 
-// validateJSON validates a JSON document against the schema.
+// validateJSON validates a JSON document against the schema; against a
+// recursive one, a document that nests deeper than maxValidatedNesting is
+// refused unread.
 func (o *objectSchema) validateJSON(data []byte) error {
+	if o.recursive && jsonscan.NestsDeeper(data, maxValidatedNesting) {
+		return errTooDeep
+	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err

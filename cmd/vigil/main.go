@@ -131,8 +131,9 @@ type config struct {
 	upstreamAuth map[string]upstreamAuth // -upstream-auth, by upstream name: its secrets never printed
 	upstreams    []gateway.Upstream      // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
 	// An upstream session per downstream session (gateway.Config).
-	upstreamMaxProcesses int           // -upstream-max-processes: processes of each stdio upstream serving one session each
-	upstreamIdle         time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
+	upstreamMaxProcesses  int           // -upstream-max-processes: processes of each stdio upstream serving one session each
+	upstreamIdle          time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
+	upstreamDropUnchecked bool          // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
@@ -237,6 +238,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var upstreamShared bool
 	fs.BoolVar(&upstreamShared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
 	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the process each upstream keeps for listing is not counted)")
+	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
+		switch v {
+		case "serve", "drop":
+			cfg.upstreamDropUnchecked = v == "drop"
+			return nil
+		}
+		return fmt.Errorf("%q: want serve or drop", v)
+	})
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)

@@ -76,13 +76,13 @@ func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
 	return nil
 }
 
-// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes
-// and -upstream-idle: given (in args or the environment) only with
+// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
+// -upstream-idle and -upstream-unchecked-tools: given (in args or the environment) only with
 // -upstream, a positive cap, an idle time not negative.
 func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle"}, f.Name) {
+		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools"}, f.Name) {
 			given = append(given, "-"+f.Name)
 		}
 	})
@@ -103,5 +103,5 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	if idle == 0 {
 		idle = -1 // never, for the gateway
 	}
-	return gateway.Config{Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle}
+	return gateway.Config{Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked}
 }
