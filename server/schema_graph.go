@@ -10,25 +10,17 @@ import (
 	"strings"
 )
 
-// The validator (jsonschema-go) walks a schema by recursion, one call for
-// each subschema it applies: without a bound of its own, a cycle of
-// subschemas that apply to the same value ({"$ref": "#"} under allOf, a
-// property whose schema is a $ref to itself) never ends, and the stack
-// overflow that ends it is fatal to the whole process. A schema is
-// therefore mapped as a graph of its subschemas before it is accepted: an
-// edge from a subschema to each one it applies, marked as applied to the
-// same value ($ref, $dynamicRef, allOf, anyOf, oneOf, not, if, then, else,
-// dependentSchemas and draft-07 dependencies) or to a part of it
-// (properties, items and the rest, which descend into the value). A cycle
-// of same-value edges is refused; a cycle through a descending edge makes
-// the schema recursive, which validation can follow only as deep as the
-// value nests (see maxValidatedNesting).
-//
-// References are followed as jsonschema-go follows them for a schema
-// resolved with no loader and no base URI (the only way the server
-// resolves one): against the base URIs of the $ids around them, to a
-// fragment that is a JSON Pointer or an anchor. A reference the map
-// cannot follow refuses the schema, so nothing it misses can recurse.
+// The validator (jsonschema-go) applies each subschema by a call of its
+// own, with no bound: a cycle of subschemas applied to the same value
+// ($ref, allOf, not...) never ends, and the stack overflow that ends it
+// is fatal to the process. A schema is therefore mapped as a graph before
+// it is accepted: an edge from a subschema to each one it applies, to the
+// same value or (properties, items...) to a part of it. A cycle of
+// same-value edges is refused; one through a descending edge makes the
+// schema recursive, validated only as deep as maxValidatedNesting.
+// References are followed as jsonschema-go follows them with no loader
+// and no base URI (the server's only way); one the map cannot follow
+// refuses the schema, so nothing it misses can recurse.
 
 // schemaApplies says how a keyword applies its subschemas: to the same
 // value, or to parts of it (descending); absent keywords hold none.
