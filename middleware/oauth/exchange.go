@@ -161,11 +161,12 @@ func (rs *ResourceServer) Exchanger(cfg ExchangeConfig) (*Exchanger, error) {
 // request ctx belongs to: a handler's context (or the context of a request
 // rs's Handler let through). The token the caller presented is the subject
 // token, sent only to the token endpoint. A token is exchanged once per
-// principal (with its act chain and scopes), audience and scopes, and
-// handed out again until 30 s before its expiry or the caller's token's,
-// whichever is first; an answer without expires_in is not kept. Each call
-// is spanned (a child of ctx's span) and counted. The error of a refusal
-// names the authorization server's error code; it never holds a token.
+// subject token (never handed out for another, even of the same
+// principal), audience and scopes, and handed out again for it until 30 s
+// before its expiry or the caller's token's, whichever is first; an
+// answer without expires_in is not kept. Each call is spanned (a child of
+// ctx's span) and counted. The error of a refusal names the authorization
+// server's error code; it never holds a token.
 func (x *Exchanger) Exchange(ctx context.Context, audience string, scopes ...string) (string, error) {
 	_, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, "token exchange",
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("vigil.oauth.exchange.audience", cut(audience, 256))))
@@ -206,7 +207,7 @@ func (x *Exchanger) exchange(ctx context.Context, audience string, scopes []stri
 			return "", exchangeError, fmt.Errorf("auth: token exchange: invalid scope %q", cut(s, 64))
 		}
 	}
-	key := exchangeKey(held.p, audience, scopes)
+	key := exchangeKey(held.p, held.token, audience, scopes)
 	if tok, ok := x.cache.get(key, x.now()); ok {
 		return tok, exchangeCached, nil
 	}
@@ -356,12 +357,16 @@ func heldTokenOf(ctx context.Context) *heldToken {
 	return h
 }
 
-// exchangeKey is the cache key of an exchange: the principal's key, act
-// chain and scopes (a token of the same user with fewer scopes must not
-// reuse what a broader one obtained), the audience and the scopes asked
-// for, length-prefixed and hashed.
-func exchangeKey(p *auth.Principal, audience string, scopes []string) tokenHash {
+// exchangeKey is the cache key of an exchange: the subject token's
+// SHA-256 (another token of the same principal may differ in a claim the
+// authorization server decides on, a tenant, acr or consent, and must not
+// reuse what this one obtained), the principal's key, act chain and
+// scopes, the audience and the scopes asked for, length-prefixed and
+// hashed. The key tells nothing of the token.
+func exchangeKey(p *auth.Principal, subject, audience string, scopes []string) tokenHash {
 	h := sha256.New()
+	sum := hashToken(subject)
+	_, _ = h.Write(sum[:])
 	put := func(s string) {
 		_ = binary.Write(h, binary.BigEndian, uint32(len(s)))
 		_, _ = io.WriteString(h, s)

@@ -35,21 +35,25 @@ func TestExchangeCacheBounded(t *testing.T) {
 	assert.False(t, ok, "an entry already expired is not kept")
 }
 
-// The cache key separates principals, their act chains and scopes, the
-// audiences and the scopes asked for; the order and repetition of scopes
-// does not matter.
+// The cache key separates subject tokens (even of one principal),
+// principals, their act chains and scopes, the audiences and the scopes
+// asked for; the order and repetition of scopes does not matter. It holds
+// no part of the subject token.
 func TestExchangeKey(t *testing.T) {
 	t.Parallel()
 	alice := &auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a", "b"}}
-	base := exchangeKey(alice, "https://api", []string{"x", "y"})
-	assert.Equal(t, base, exchangeKey(alice, "https://api", []string{"y", "x", "x"}))
+	const tok = "alice-token"
+	base := exchangeKey(alice, tok, "https://api", []string{"x", "y"})
+	assert.Equal(t, base, exchangeKey(alice, tok, "https://api", []string{"y", "x", "x"}))
+	assert.NotContains(t, string(base[:]), "alice")
 	for name, k := range map[string]tokenHash{
-		"subject":    exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "bob", ClientID: "app", Scopes: []string{"a", "b"}}, "https://api", []string{"x", "y"}),
-		"actors":     exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a", "b"}, Actors: []string{"agent"}}, "https://api", []string{"x", "y"}),
-		"its scopes": exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a"}}, "https://api", []string{"x", "y"}),
-		"audience":   exchangeKey(alice, "https://api2", []string{"x", "y"}),
-		"scopes":     exchangeKey(alice, "https://api", []string{"x"}),
-		"split":      exchangeKey(alice, "https://api", []string{"xy"}),
+		"subject token": exchangeKey(alice, "alice-other-token", "https://api", []string{"x", "y"}),
+		"subject":       exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "bob", ClientID: "app", Scopes: []string{"a", "b"}}, tok, "https://api", []string{"x", "y"}),
+		"actors":        exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a", "b"}, Actors: []string{"agent"}}, tok, "https://api", []string{"x", "y"}),
+		"its scopes":    exchangeKey(&auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Scopes: []string{"a"}}, tok, "https://api", []string{"x", "y"}),
+		"audience":      exchangeKey(alice, tok, "https://api2", []string{"x", "y"}),
+		"scopes":        exchangeKey(alice, tok, "https://api", []string{"x"}),
+		"split":         exchangeKey(alice, tok, "https://api", []string{"xy"}),
 	} {
 		assert.NotEqual(t, base, k, name)
 	}

@@ -112,3 +112,24 @@ func TestExchangeConcurrentCallsShareOne(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), f.calls.Load())
 }
+
+// Two subject tokens of one principal that differ in a claim (the
+// authorization server may decide on it: a tenant, acr, consent) each
+// cause their own exchange: a token exchanged for one is never handed out
+// for the other. The same token again is answered from the cache.
+func TestExchangePerSubjectToken(t *testing.T) {
+	t.Parallel()
+	f := newExchangeFixture(t, false)
+	acme := &auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Expiry: f.now.Add(time.Hour), Claims: map[string]any{"org": "acme"}}
+	globex := &auth.Principal{Issuer: "https://as", Subject: "alice", ClientID: "app", Expiry: f.now.Add(time.Hour), Claims: map[string]any{"org": "globex"}}
+	require.Equal(t, acme.Key(), globex.Key(), "one principal")
+	tok, err := f.x.Exchange(f.ctxOf(acme, "alice-acme-token"), "https://api")
+	require.NoError(t, err)
+	assert.Equal(t, "t1", tok)
+	tok, err = f.x.Exchange(f.ctxOf(globex, "alice-globex-token"), "https://api")
+	require.NoError(t, err)
+	assert.Equal(t, "t2", tok, "globex's token exchanged for itself, not handed acme's")
+	tok, _ = f.x.Exchange(f.ctxOf(acme, "alice-acme-token"), "https://api")
+	assert.Equal(t, "t1", tok, "the same subject token reuses its own")
+	assert.Equal(t, int64(2), f.calls.Load())
+}
