@@ -41,8 +41,11 @@ type DPoPConfig struct {
 	// RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA). HMAC and
 	// "none" are refused.
 	Algorithms []string
-	// Window is how far a proof's iat may be from now, either way; 0 means
-	// a minute. A proof's jti is remembered until its iat plus Window.
+	// Window is how long after its iat a proof is accepted; 0 means a
+	// minute. Ahead of now, an iat is accepted by at most 10 s (a client's
+	// clock running fast), or Window when shorter. A proof's jti is
+	// remembered until its iat plus Window (and a second), so at most
+	// Window plus 11 s.
 	Window time.Duration
 	// NonceKey, when set (at least 32 bytes), has the server demand nonces
 	// (RFC 9449 §9): a proof must carry a nonce handed out in a DPoP-Nonce
@@ -59,9 +62,12 @@ type DPoPConfig struct {
 	// this process's memory, at most CacheSize proofs.
 	Replay func(ctx context.Context, digest string, ttl time.Duration) (first bool, err error)
 	// CacheSize bounds the in-memory replay cache; 0 means 1,000,000
-	// proofs, a minute of 16,000 proofs a second. When it is full of
-	// proofs still within their window, a new proof is answered 503
-	// verifier_busy (Retry-After 1) rather than accepted unrecorded.
+	// proofs, 71 s (Window, 10 s ahead and a second) of 14,000 proofs a
+	// second. A principal, and a key, may hold no more of them than the
+	// room left for the others (so one alone at most half): a proof of
+	// one that holds that many, or any proof when the cache is full of
+	// proofs still within their window, is answered 503 verifier_busy
+	// (Retry-After 1) rather than accepted unrecorded.
 	CacheSize int
 	// Now is the clock; nil means time.Now. For tests.
 	Now func() time.Time
@@ -71,6 +77,12 @@ type DPoPConfig struct {
 const (
 	defaultDPoPWindow    = time.Minute
 	defaultDPoPCacheSize = 1_000_000
+	// maxDPoPAhead bounds how far ahead of the server's clock a proof's
+	// iat may be (a client's clock running fast), apart from Window: a
+	// proof is remembered until its iat plus Window, so each second
+	// allowed ahead is a second more that every proof may be held (FAPI
+	// 2.0 asks servers to allow at least 10 s).
+	maxDPoPAhead = 10 * time.Second
 	// maxProofBytes bounds the DPoP header: a proof with an RSA-4096 key
 	// is under 2 KiB.
 	maxProofBytes = 8 << 10
@@ -95,8 +107,9 @@ const (
 type dpopChecker struct {
 	required bool
 	algs     []string
-	algsAttr string // algs, space-separated, for challenges
-	window   time.Duration
+	algsAttr string        // algs, space-separated, for challenges
+	window   time.Duration // how long after its iat a proof is taken
+	ahead    time.Duration // how far ahead of now its iat may be
 	nonceKey []byte
 	replay   func(ctx context.Context, digest string, ttl time.Duration) (bool, error)
 	seen     *replayCache // when replay is nil
@@ -134,6 +147,7 @@ func newDPoPChecker(cfg *DPoPConfig, resource string) (*dpopChecker, error) {
 	if d.window <= 0 {
 		d.window = defaultDPoPWindow
 	}
+	d.ahead = min(d.window, maxDPoPAhead)
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -208,7 +222,7 @@ func (d *dpopChecker) check(r *http.Request) (*proof, error) {
 		return nil, proofError("the DPoP proof's iat is missing or not a number")
 	}
 	p.iat = unixFloat(iat)
-	if now := d.now(); p.iat.Before(now.Add(-d.window)) || p.iat.After(now.Add(d.window)) {
+	if now := d.now(); p.iat.Before(now.Add(-d.window)) || p.iat.After(now.Add(d.ahead)) {
 		return nil, proofError("the DPoP proof's iat is outside the accepted window")
 	}
 	if p.ath, ok = claims["ath"].(string); !ok || p.ath == "" {
@@ -333,12 +347,13 @@ func (d *dpopChecker) bind(ctx context.Context, pf *proof, token string, p *auth
 	now := d.now()
 	until := pf.iat.Add(d.window + time.Second)
 	if d.replay == nil {
-		first, full := d.seen.use(k, now, until)
-		switch {
-		case full:
-			return &Error{Reason: ReasonVerifierBusy, Description: "too many DPoP proofs to remember: try again later"}
-		case !first:
+		switch d.seen.use(k, p.Key(), pf.jkt, now, until) {
+		case replayUsed:
 			return proofError("the DPoP proof was used before")
+		case replayShare:
+			return &Error{Reason: ReasonVerifierBusy, Description: "this client holds its share of the DPoP proofs remembered: try again later"}
+		case replayFull:
+			return &Error{Reason: ReasonVerifierBusy, Description: "too many DPoP proofs to remember: try again later"}
 		}
 		return nil
 	}
