@@ -59,6 +59,16 @@ const (
 	// callers hold are at the process's memory budget (503 with
 	// Retry-After), refused before its body is read.
 	RejectMemoryBudget
+	// RejectCancelUnproven: a 2026-07-28 notifications/cancelled that
+	// names a request by its client's address alone (no principal), which
+	// any client at that address could have sent: it was held until the
+	// request's stream closed, and the request was answered first (or it
+	// came while one was held). Closing the request's stream cancels it.
+	RejectCancelUnproven
+	// RejectCancelRelayLimit: a 2026-07-28 notifications/cancelled that
+	// matched no request here and was not relayed to the other replicas:
+	// its caller was over its rate of relayed cancels.
+	RejectCancelRelayLimit
 )
 
 var rejectReasons = [...]struct{ label, message string }{
@@ -80,6 +90,8 @@ var rejectReasons = [...]struct{ label, message string }{
 	RejectOverloaded:       {"overloaded", "server overloaded: retry later"},
 	RejectStoreUnavailable: {"store_unavailable", "session store unavailable: retry later"},
 	RejectMemoryBudget:     {"memory_budget", "server memory budget exhausted: retry later"},
+	RejectCancelUnproven:   {"cancel_unproven", "notifications/cancelled from an address any client there shares: held until the request's stream closes"},
+	RejectCancelRelayLimit: {"cancel_relay_limit", "notifications/cancelled not relayed to the other replicas: over the caller's rate"},
 }
 
 // String returns the label value, such as "duplicate_id".

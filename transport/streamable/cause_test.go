@@ -4,12 +4,18 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -145,8 +151,9 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 
 // In the 2026-07-28 era, a closed POST is stream_close; the caller's
 // notifications/cancelled for it, a POST of its own, makes it
-// client_cancel, after the close (go-sdk) or while the request's stream
-// stays open (mcp-remote), whose response then ends with no answer.
+// client_cancel: after the close (go-sdk), or with a principal while the
+// request's stream stays open (mcp-remote with a token), whose response
+// then ends with no answer.
 func TestHTTPStatelessCancel(t *testing.T) {
 	call := htSL(1, "tools/call", `{"name":"block","arguments":{}}`, htMeta26)
 	hdr := htSLHeaders("tools/call", "block")
@@ -167,12 +174,26 @@ func TestHTTPStatelessCancel(t *testing.T) {
 		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
 		assert.Contains(t, out.Cause.Error(), "user pressed stop")
 	})
-	t.Run("notification while the stream is open", func(t *testing.T) {
+	t.Run("notification before the close", func(t *testing.T) {
 		r := newCauseRig(t)
+		closeStream := r.start(call, hdr)
+		r.notify(cancelOne, cancelHdr) // held: nothing shows it is the client's own yet
+		closeStream()
+		require.Error(t, <-r.blocker.cause)
+		out := r.outcome()
+		assert.Equal(t, protocol.ReasonClientCancel, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
+		assert.Contains(t, out.Cause.Error(), "user pressed stop")
+	})
+	t.Run("notification of the principal while the stream is open", func(t *testing.T) {
+		r := newCauseRig(t, streamable.WithPrincipal(func(r *http.Request) string { return r.Header.Get("X-Who") }))
 		resp := make(chan htReply, 1)
-		go func() { resp <- r.do(http.MethodPost, call, hdr) }()
+		who := htH{"X-Who": "alice"}
+		for k, v := range hdr {
+			who[k] = v
+		}
+		go func() { resp <- r.do(http.MethodPost, call, who) }()
 		<-r.blocker.started
-		r.notify(cancelOne, cancelHdr)
+		r.notify(cancelOne, htH{"MCP-Protocol-Version": htV26, "Mcp-Method": "notifications/cancelled", "X-Who": "alice"})
 		require.ErrorIs(t, <-r.blocker.cause, server.ErrClientCancel)
 		got := <-resp
 		assert.Equal(t, http.StatusOK, got.status)
@@ -186,6 +207,48 @@ func TestHTTPStatelessCancel(t *testing.T) {
 		r := newCauseRig(t)
 		r.notify(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, cancelHdr)
 	})
+}
+
+// Without a principal, a request is filed by its client's address, which
+// other clients share (another process on the host, another user of the
+// same proxy): a notifications/cancelled from that address, while the
+// request's stream is open, does not end the request, which is answered;
+// the notification is counted (cancel_unproven). Its own client ends it by
+// closing the stream (TestHTTPStatelessCancel).
+func TestHTTPStatelessCancelFromTheSameAddress(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := htServer(t)
+	require.NoError(t, srv.AddTool(server.Tool{Name: "slow"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return server.Text("answered"), nil
+	}))
+	var rejected sync.Map
+	e := newHTEnv(t, srv, streamable.WithRejectHook(func(r protocol.RejectReason) {
+		n, _ := rejected.LoadOrStore(r, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}))
+	resp := make(chan htReply, 1)
+	go func() {
+		resp <- e.do(http.MethodPost, htSL(1, "tools/call", `{"name":"slow","arguments":{}}`, htMeta26), htSLHeaders("tools/call", "slow"))
+	}()
+	<-started
+	cancelHdr := htH{"MCP-Protocol-Version": htV26, "Mcp-Method": "notifications/cancelled"}
+	for _, reason := range []string{"mallory", "mallory again"} {
+		got := e.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"`+reason+`"}}`, cancelHdr)
+		require.Equal(t, http.StatusAccepted, got.status)
+	}
+	close(release)
+	got := <-resp
+	require.Equal(t, http.StatusOK, got.status)
+	assert.Contains(t, string(got.body), "answered")
+	n, ok := rejected.Load(protocol.RejectCancelUnproven)
+	require.True(t, ok, "counted")
+	assert.Equal(t, int64(2), n.(*atomic.Int64).Load(), "the second while the first was held, the first once the request was answered")
 }
 
 // A notifications/cancelled of another caller (another principal) never
@@ -209,22 +272,68 @@ func TestHTTPStatelessCancelOtherCaller(t *testing.T) {
 }
 
 // Across replicas: a 2026-07-28 request runs on replica a; its client's
-// notifications/cancelled lands on replica b, which relays it; a cancels
-// the request as the client's, only for the same caller.
+// notifications/cancelled lands on replica b, which relays it; a holds it
+// (the request has no principal) until the request's stream closes, and
+// the request ends as the client's cancel, with its reason.
 func TestSharedStatelessCancel(t *testing.T) {
 	shEach(t, func(t *testing.T, be shBackend) {
 		rs := newSHReplicas(t, be, 2)
 		a, b := rs.envs[0], rs.envs[1]
+		held := make(chan struct{}, 1)
+		streamable.OnHeld(a.h, func() { held <- struct{}{} })
 		call := htSL(7, "tools/call", `{"name":"block","arguments":{}}`, htMeta26)
-		done := make(chan htReply, 1)
-		go func() { done <- a.do(http.MethodPost, call, htSLHeaders("tools/call", "block")) }()
+		ctx, closeStream := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := a.client.Do(a.request(ctx, http.MethodPost, call, htSLHeaders("tools/call", "block"))); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}()
 		<-rs.blocker.started
 		got := b.do(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"changed my mind"}}`,
 			htH{"MCP-Protocol-Version": htV26, "Mcp-Method": "notifications/cancelled"})
 		require.Equal(t, http.StatusAccepted, got.status)
-		cause := <-rs.blocker.cause
-		require.ErrorIs(t, cause, server.ErrClientCancel, "cause: %v", cause)
-		assert.Contains(t, cause.Error(), "changed my mind")
-		assert.Equal(t, http.StatusOK, (<-done).status)
+		<-held // relayed to a, which holds it
+		closeStream()
+		require.Error(t, <-rs.blocker.cause)
+		out := <-rs.ended
+		require.ErrorIs(t, out.Cause, server.ErrClientCancel, "cause: %v", out.Cause)
+		assert.Contains(t, out.Cause.Error(), "changed my mind")
+		<-done
 	})
+}
+
+// 80,000 notifications/cancelled that match nothing, from one address,
+// make no more relays to the other replicas than that caller's burst and
+// rate allow over the time they took; the rest are counted
+// (cancel_relay_limit), and every one is accepted.
+func TestSharedUnmatchedCancelsBounded(t *testing.T) {
+	be := shMemory()
+	var limited atomic.Int64
+	rs := newSHReplicas(t, be, 2, streamable.WithRejectHook(func(r protocol.RejectReason) {
+		if r == protocol.RejectCancelRelayLimit {
+			limited.Add(1)
+		}
+	}))
+	const n = 80_000
+	start := time.Now()
+	for i := range n {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+strconv.Itoa(i)+`}}`))
+		req.RemoteAddr = "192.0.2.7:40000"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", htV26)
+		req.Header.Set("Mcp-Method", "notifications/cancelled")
+		w := httptest.NewRecorder()
+		rs.envs[1].h.ServeHTTP(w, req)
+		require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	}
+	elapsed := time.Since(start)
+	relayed := be.memory.Relayed(replication.RelayCancel)
+	t.Logf("%d unmatched cancels in %v: %d relayed", n, elapsed, relayed)
+	assert.LessOrEqual(t, relayed, 20+int(10*elapsed.Seconds())+1, "the caller's burst and rate")
+	assert.Positive(t, relayed)
+	assert.Equal(t, int64(n-relayed), limited.Load(), "the others counted")
 }

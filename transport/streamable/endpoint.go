@@ -57,6 +57,8 @@ type Endpoint struct {
 	stopForward func()                 // forward.go: ends HandleForwarded
 	stopCancels func()                 // stateless_cancel.go: ends the subscription to replication.RelayCancel; nil: none
 	calls       *statelessCalls        // stateless_cancel.go: the stateless requests in flight
+	relayBudget *cancelRelayBudget     // cancel_relay_budget.go: the cancels relayed to other replicas
+	onHeld      func()                 // called when a cancel is held (cancelWhenGone); for tests: export_test.go
 	draining    atomic.Bool            // shared.go: Drain was called; nothing is admitted
 	namedHost   atomic.Pointer[string] // security.go: the last Host allowed by its name
 	namedOrigin atomic.Pointer[string] // security.go: the last Origin host allowed by its name
@@ -99,7 +101,7 @@ func New(srv Server, opts ...Option) *Endpoint {
 	if src, ok := srv.(conncap.ShedderSource); ok {
 		cfg.shedder = src.Shedder()
 	}
-	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls()}
+	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls(), relayBudget: newCancelRelayBudget()}
 	h.attach, _ = srv.(conncap.Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}

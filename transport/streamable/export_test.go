@@ -11,3 +11,7 @@ func HeldBytes(h *Endpoint, caller string) (held, total int) {
 
 // StoreSize is s.size: the number of events s keeps and their total size.
 func StoreSize(s *MemoryEventStore) (events int, bytes int64) { return s.size() }
+
+// OnHeld has h call f each time it holds a notifications/cancelled until
+// the request's stream closes, for the external tests.
+func OnHeld(h *Endpoint, f func()) { h.onHeld = f }

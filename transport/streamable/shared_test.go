@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/streamabletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
@@ -84,9 +85,10 @@ func shMemory() shBackend {
 type shReplicas struct {
 	cluster *streamabletest.Cluster // nil on Redis
 	envs    []*htEnv
-	blocker *htBlocker  // the "block" tool of every replica
-	asked   chan string // the "ask" tool's elicitation answers, "error: ..." on failure
-	started chan string // the "ask" tool's replica, when it starts
+	blocker *htBlocker          // the "block" tool of every replica
+	asked   chan string         // the "ask" tool's elicitation answers, "error: ..." on failure
+	started chan string         // the "ask" tool's replica, when it starts
+	ended   chan server.Outcome // the outcomes of "block" calls, sealed (the first 8)
 }
 
 // newSHReplicas starts n replicas named a, b, c, ... with opts.
@@ -99,10 +101,22 @@ func newSHReplicas(t *testing.T, b shBackend, n int, opts ...streamable.Option) 
 // sharing its sessions through cfg with the replica's Cluster.
 func newSHReplicasWith(t *testing.T, b shBackend, n int, cfg replication.Config, opts ...streamable.Option) *shReplicas {
 	t.Helper()
-	rs := &shReplicas{cluster: b.memory, blocker: newHTBlocker(), asked: make(chan string, 8), started: make(chan string, 8)}
+	rs := &shReplicas{cluster: b.memory, blocker: newHTBlocker(), asked: make(chan string, 8), started: make(chan string, 8), ended: make(chan server.Outcome, 8)}
 	for i := range n {
 		name := string(rune('a' + i))
-		srv := htServer(t)
+		srv := htServer(t, server.WithMiddleware(func(next server.Handler) server.Handler {
+			return func(ctx context.Context, req *server.Request) (any, error) {
+				if req.Method == "tools/call" {
+					serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
+						select {
+						case rs.ended <- out:
+						default:
+						}
+					})
+				}
+				return next(ctx, req)
+			}
+		}))
 		require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, rs.blocker.tool))
 		require.NoError(t, srv.AddTool(server.Tool{Name: "ask"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 			rs.started <- name

@@ -24,6 +24,9 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		h.calls.add(conn) // its caller's notifications/cancelled finds it (stateless_cancel.go)
 		_ = h.srv.Serve(context.WithoutCancel(&conn.arrival), conn)
 		h.calls.remove(conn)
+		if conn.releaseHeld() && h.cfg.onReject != nil {
+			h.cfg.onReject(protocol.RejectCancelUnproven) // answered before its stream closed
+		}
 		if !conn.read {
 			h.refuseShuttingDown(conn)
 		}
@@ -84,7 +87,11 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeHeaderMismatch, protocol.RejectProtocolMismatch, err)
 		return nil
 	}
-	conn := &oneShot{req: req, r: r, caller: h.ownerOf(r), admits: h.cfg.shedder != nil}
+	principal := h.principalOf(r)
+	conn := &oneShot{req: req, r: r, caller: principal, byAddress: principal == "", admits: h.cfg.shedder != nil}
+	if conn.byAddress {
+		conn.caller = clientIP(r.RemoteAddr) // as ownerOf
+	}
 	conn.st.init(w, h.cfg.mode, statelessStatus, nil)
 	conn.st.limit = &h.limit
 	conn.st.quotas, conn.st.caller = h.quotas, caller
@@ -198,14 +205,20 @@ type oneShot struct {
 	st       stream              // the response, held here: one allocation less
 	dispatch conncap.Dispatcher  // set under mu: cancel reads it from another POST's goroutine
 	read     bool
-	admits   bool     // the Endpoint asked the server's Shedder about req (AdmitsRequests)
-	caller   string   // whom the request is filed under (stateless_cancel.go)
-	hash     uint64   // its key's hash in the registry
-	prev     *oneShot // its neighbors in the registry's chain; guarded by the chain's lock
-	next     *oneShot
+	admits   bool   // the Endpoint asked the server's Shedder about req (AdmitsRequests)
+	caller   string // whom the request is filed under (stateless_cancel.go)
+	// byAddress: caller is the client's address, not a principal; a
+	// cancel is held until the stream closes (cancelWhenGone).
+	byAddress bool
+	hash      uint64   // its key's hash in the registry
+	prev      *oneShot // its neighbors in the registry's chain; guarded by the chain's lock
+	next      *oneShot
 
 	mu     sync.Mutex
 	closed latch // Close was called; its channel is made when Read waits, which an answered request never does
+	// stopHeld ends the wait of a cancel held for the stream's close
+	// (cancelWhenGone); nil when none is held. Guarded by mu.
+	stopHeld func() bool
 }
 
 // SetDispatch makes the first Read run the request through dispatch.
@@ -228,6 +241,34 @@ func (c *oneShot) cancel(n *transport.Request) {
 	if d != nil {
 		d.Dispatch(context.Background(), n)
 	}
+}
+
+// cancelWhenGone holds n, a notifications/cancelled for a request filed
+// by its client's address, which any client at that address could have
+// sent: the request is cancelled with n once its stream closes (which
+// its own client alone can do), at once if it is closed already, so that
+// its cause is the client's. A client that closes the stream cancels the
+// request anyway (2026-07-28); another one's notification changes
+// nothing. It reports false when a notification is held already: the
+// first is kept.
+func (c *oneShot) cancelWhenGone(n *transport.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopHeld != nil {
+		return false
+	}
+	c.stopHeld = context.AfterFunc(c.r.Context(), func() { c.cancel(n) })
+	return true
+}
+
+// releaseHeld ends the wait of the notification cancelWhenGone held, if
+// any, once the request ended; it reports whether one was held and never
+// acted on (the request was answered while its stream stayed open).
+func (c *oneShot) releaseHeld() bool {
+	c.mu.Lock()
+	stop := c.stopHeld
+	c.mu.Unlock()
+	return stop != nil && stop()
 }
 
 // Read returns the request, or with a dispatcher runs it through that

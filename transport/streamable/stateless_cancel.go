@@ -7,22 +7,25 @@ import (
 	"hash/maphash"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // A 2026-07-28 request is a POST of its own, and so is the client's
 // notifications/cancelled for it (go-sdk sends one after aborting the
 // request's POST; mcp-remote while the request's stream stays open). The
-// Endpoint matches the two by owner (see ownerOf: the principal, else
-// the client's address) and request id, in a registry of the stateless
-// requests in flight here: nothing a client names becomes a key of it
-// but the id of a request it has in flight, which its in-flight quota
-// and the server's limits bound. A client can cancel only its own
-// requests. Without a match here, and with a Cluster, the cancel is
-// published to the other replicas (RelayCancel), one of which may run the
-// request. A notification that matches nothing is accepted and ignored.
+// Endpoint matches the two by owner (ownerOf: the principal, else the
+// client's address) and request id, in a registry of the stateless
+// requests in flight here, keyed only by ids of requests in flight. A
+// client cancels only its own requests: one with a principal, by that
+// principal's cancel; one without, whose address other clients may share
+// (a proxy, another process of the host), only once it closed the
+// request's stream itself (cancelWhenGone). Unmatched here, with a
+// Cluster, the cancel goes to the other replicas (RelayCancel) at a rate
+// bounded per caller (cancelRelayBudget); else it is ignored.
 
 // The registry is callShards parts, each with its own lock and
 // callBuckets chains: a request is filed in the chain its key's hash
@@ -135,6 +138,12 @@ func (h *Endpoint) cancelStateless(r *http.Request, n *transport.Request) {
 	if h.cancelHere(callKey{caller, id}, n) || h.cfg.cluster == nil {
 		return
 	}
+	if !h.relayBudget.allow(caller, time.Now()) {
+		if h.cfg.onReject != nil {
+			h.cfg.onReject(protocol.RejectCancelRelayLimit)
+		}
+		return
+	}
 	data, err := transport.AppendMessage(nil, n)
 	if err != nil {
 		return
@@ -146,13 +155,23 @@ func (h *Endpoint) cancelStateless(r *http.Request, n *transport.Request) {
 }
 
 // cancelHere cancels the request in flight here under k with n, the
-// client's notification; false when there is none.
+// client's notification, at once when the request has a principal, else
+// once its stream closes; false when there is none.
 func (h *Endpoint) cancelHere(k callKey, n *transport.Request) bool {
 	conn := h.calls.find(k)
 	if conn == nil {
 		return false
 	}
-	conn.cancel(n)
+	switch {
+	case !conn.byAddress:
+		conn.cancel(n)
+	case !conn.cancelWhenGone(n):
+		if h.cfg.onReject != nil {
+			h.cfg.onReject(protocol.RejectCancelUnproven) // a second one, while one is held
+		}
+	case h.onHeld != nil:
+		h.onHeld()
+	}
 	return true
 }
 

@@ -1,7 +1,10 @@
 package streamable
 
 import (
+	"hash/maphash"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +92,37 @@ func TestParseCancel(t *testing.T) {
 		_, _, ok := parseCancel(bad)
 		assert.False(t, ok, "%v", bad)
 	}
+}
+
+// The cancels relayed to other replicas are bounded for each caller and
+// in all: a caller that floods has its burst, then its rate, whatever the
+// flood; another caller keeps its own burst meanwhile; and many callers
+// together have the Endpoint's.
+func TestCancelRelayBudget(t *testing.T) {
+	b := newCancelRelayBudget()
+	at := time.Unix(1_000_000, 0)
+	allowed := func(caller string, n int, now time.Time) int {
+		ok := 0
+		for range n {
+			if b.allow(caller, now) {
+				ok++
+			}
+		}
+		return ok
+	}
+	bucket := func(caller string) uint64 { return maphash.String(b.seed, caller) % cancelRelayBuckets }
+	assert.Equal(t, cancelRelayCallerBurst, allowed("mallory", 80_000, at), "the burst, of 80,000")
+	assert.Equal(t, cancelRelayPerCaller, allowed("mallory", 80_000, at.Add(time.Second)), "a second later, the rate")
+	other := "alice"
+	for i := 0; bucket(other) == bucket("mallory"); i++ {
+		other = "alice" + strconv.Itoa(i) // a caller in a bucket of its own
+	}
+	assert.Equal(t, cancelRelayCallerBurst, allowed(other, 100, at.Add(time.Second)), "another caller's own burst")
+
+	b = newCancelRelayBudget()
+	total := 0
+	for i := range 10 * cancelRelayBuckets {
+		total += allowed("caller"+strconv.Itoa(i), 1_000, at)
+	}
+	assert.Equal(t, cancelRelayBurst, total, "the Endpoint's burst, over every caller")
 }
