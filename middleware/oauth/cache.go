@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"crypto/sha256"
+	"hash/maphash"
 	"sync"
 	"time"
 	"unsafe"
@@ -24,10 +25,13 @@ const cacheShards = 16
 
 // verdictCache is a bounded LRU cache of verdicts (a principal, or a
 // refusal) keyed by token hash. Each entry is valid until its own deadline
-// and only for the key-set generation it was verified under. It is safe
-// for concurrent use; a nil *verdictCache caches nothing.
+// and only for the key-set generation it was verified under. A principal
+// holds at most an eighth of each shard (cacheShare): one with many tokens
+// pushes out its own, not everyone's. It is safe for concurrent use; a nil
+// *verdictCache caches nothing.
 type verdictCache struct {
 	shards [cacheShards]cacheShard
+	seed   maphash.Seed // of the holders, principals' keys hashed
 }
 
 type cacheShard struct {
@@ -47,10 +51,10 @@ func newVerdictCache(size int) *verdictCache {
 	if size <= 0 {
 		return nil
 	}
-	c := &verdictCache{}
+	c := &verdictCache{seed: maphash.MakeSeed()}
 	per := (size + cacheShards - 1) / cacheShards
 	for i := range c.shards {
-		c.shards[i].init(per)
+		c.shards[i].init(per, shareOf(per))
 	}
 	return c
 }
@@ -72,14 +76,17 @@ func (c *verdictCache) get(k *tokenHash, now time.Time, gen uint64) (*auth.Princ
 }
 
 // put caches a verdict for k until until (nothing when until is not after
-// now), evicting the least recently used entry of the shard when full.
+// now), evicting the least recently used entry of p's in the shard when p
+// holds its share of it, else the shard's least recently used entry when
+// full.
 func (c *verdictCache) put(k *tokenHash, p *auth.Principal, err *Error, now, until time.Time, gen uint64) {
 	if c == nil || !until.After(now) {
 		return
 	}
+	h := holderOf(c.seed, p)
 	s := c.shard(k)
 	s.mu.Lock()
-	s.put(k, verdict{p, err}, until, gen)
+	s.put(k, verdict{p, err}, until, gen, h)
 	s.mu.Unlock()
 }
 

@@ -228,7 +228,7 @@ func (x *Exchanger) exchange(ctx context.Context, audience string, scopes []stri
 			if !held.p.Expiry.IsZero() {
 				until = minTime(until, held.p.Expiry)
 			}
-			x.cache.put(key, tok, until, now)
+			x.cache.put(key, held.p, tok, until, now)
 		}
 		return exchanged{tok, exchangeExchanged}, nil
 	})

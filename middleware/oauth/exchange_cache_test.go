@@ -16,10 +16,10 @@ func TestExchangeCacheBounded(t *testing.T) {
 	now := time.Now()
 	c := newExchangeCache(2)
 	k := func(i byte) tokenHash { return tokenHash{i} }
-	c.put(k(1), "one", now.Add(time.Minute), now)
-	c.put(k(2), "two", now.Add(time.Minute), now)
+	c.put(k(1), nil, "one", now.Add(time.Minute), now)
+	c.put(k(2), nil, "two", now.Add(time.Minute), now)
 	_, _ = c.get(k(1), now) // 2 is now the least recently used
-	c.put(k(3), "three", now.Add(time.Minute), now)
+	c.put(k(3), nil, "three", now.Add(time.Minute), now)
 	assert.Equal(t, 2, c.len())
 	_, ok := c.get(k(2), now)
 	assert.False(t, ok, "dropped")
@@ -30,7 +30,7 @@ func TestExchangeCacheBounded(t *testing.T) {
 	_, ok = c.get(k(3), now.Add(time.Minute))
 	assert.False(t, ok, "not at its deadline")
 	assert.Equal(t, 1, c.len(), "an expired entry is dropped when met")
-	c.put(k(4), "past", now, now)
+	c.put(k(4), nil, "past", now, now)
 	_, ok = c.get(k(4), now)
 	assert.False(t, ok, "an entry already expired is not kept")
 }

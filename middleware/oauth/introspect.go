@@ -59,10 +59,11 @@ type IntrospectionConfig struct {
 	// Claims names the members of the answer copied into
 	// [auth.Principal.Claims].
 	Claims []string
-	// CacheSize bounds the cache of active tokens; 0 means
-	// defaultCacheSize, a negative value disables caching. Refused tokens
-	// are remembered apart, in a cache of the same size, so that a flood
-	// of made-up tokens never evicts an active one.
+	// CacheSize bounds the cache of active tokens; 0 means 10,000, a
+	// negative value disables caching. One principal's tokens hold at most
+	// an eighth of it, its own least recently used going first beyond.
+	// Refused tokens are remembered apart, in a cache of the same size, so
+	// that a flood of made-up tokens never evicts an active one.
 	CacheSize int
 	// CacheTTL bounds how long an active token is cached (never past its
 	// exp), and so how long a revoked token keeps working; 0 means

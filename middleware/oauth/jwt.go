@@ -76,8 +76,10 @@ type JWTConfig struct {
 	RefreshInterval time.Duration
 	// Claims names the claims copied into [auth.Principal.Claims].
 	Claims []string
-	// CacheSize bounds the cache of verified tokens; 0 means
-	// defaultCacheSize, a negative value disables the cache.
+	// CacheSize bounds the cache of verified tokens; 0 means 10,000, a
+	// negative value disables the cache. One principal's tokens hold at
+	// most an eighth of it, its own least recently used going first
+	// beyond.
 	CacheSize int
 	// CacheTTL bounds how long a verified token is cached (never past its
 	// exp); 0 means [DefaultCacheTTL].
