@@ -22,8 +22,8 @@ func TestNestsDeeper(t *testing.T) {
 		{`{"a":[1,{"b":[]}]}`, 4, false},
 		{`[[],[],[[]]]`, 2, true},
 		{`[[],[],[]]`, 2, false},
-		{`{"a":"[[[[{{{{\"[[["}`, 1, false},  // brackets in strings, and an escaped quote
-		{`{"a\\":"[[","b":[]}`, 1, true},     // an escaped backslash ends no string
+		{`{"a":"[[[[{{{{\"[[["}`, 1, false}, // brackets in strings, and an escaped quote
+		{`{"a\\":"[[","b":[]}`, 1, true},    // an escaped backslash ends no string
 		{strings.Repeat("[", 3000) + strings.Repeat("]", 3000), 128, true},
 	} {
 		assert.Equal(t, tc.want, jsonscan.NestsDeeper([]byte(tc.data), tc.limit), "%s, limit %d", tc.data, tc.limit)

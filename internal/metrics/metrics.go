@@ -190,7 +190,9 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
 			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), "+
 			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), "+
-			"memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), other.",
+			"memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), "+
+			"cancel_unproven (a 2026-07-28 notifications/cancelled without a principal, which did not end a request whose stream stayed open), "+
+			"cancel_relay_limit (an unmatched 2026-07-28 notifications/cancelled not relayed to other replicas: its caller over its rate), other.",
 		mcpconv.LabelReason)
 	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
 		"Results over their size bound (-max-result-bytes, or a tool's own): a tools/call's answered as a tool error instead (tool_error in the duration), "+

@@ -48,7 +48,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
 		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
 		{mcpconv.MetricClientRequestsFailed, 1, 5, 9}, // other; ping, roots, sampling, elicitation; tasks/*
-		{mcpconv.MetricMessagesRejected, 18, 18, 18},
+		{mcpconv.MetricMessagesRejected, 20, 20, 20},
 		{mcpconv.MetricMessagesReceived, 0, 5, 0},
 		{mcpconv.MetricMessagesSent, 0, 5, 0},
 		{mcpconv.MetricBytesReceived, 0, 1, 0},
@@ -66,8 +66,10 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}
 
 	const rejected = `
-# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), other.
+# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), cancel_unproven (a 2026-07-28 notifications/cancelled without a principal, which did not end a request whose stream stayed open), cancel_relay_limit (an unmatched 2026-07-28 notifications/cancelled not relayed to other replicas: its caller over its rate), other.
 # TYPE mcp_server_messages_rejected_total counter
+mcp_server_messages_rejected_total{reason="cancel_relay_limit"} 0
+mcp_server_messages_rejected_total{reason="cancel_unproven"} 0
 mcp_server_messages_rejected_total{reason="duplicate_id"} 0
 mcp_server_messages_rejected_total{reason="forbidden"} 0
 mcp_server_messages_rejected_total{reason="frame_too_large"} 0

@@ -45,6 +45,6 @@ func RejectReasons() []protocol.RejectReason {
 		protocol.RejectFrameTooLarge, protocol.RejectInFlightLimit, protocol.RejectShuttingDown, protocol.RejectInvalidParams,
 		protocol.RejectUnknownResponse, protocol.RejectProtocolMismatch, protocol.RejectForbidden, protocol.RejectSessionLimit,
 		protocol.RejectUnknownSession, protocol.RejectSessionPrincipal, protocol.RejectOverloaded, protocol.RejectStoreUnavailable,
-		protocol.RejectMemoryBudget, protocol.RejectOther,
+		protocol.RejectMemoryBudget, protocol.RejectCancelUnproven, protocol.RejectCancelRelayLimit, protocol.RejectOther,
 	}
 }

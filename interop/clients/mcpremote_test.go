@@ -37,11 +37,11 @@ type host struct {
 
 // startMCPRemote spawns mcp-remote for url with --protocol protocol
 // (legacy: the 2025 era passed through; auto: 2026-07-28 upstream).
-func startMCPRemote(t *testing.T, node, url, protocol string) *host {
+func startMCPRemote(t *testing.T, node, url, protocol string, args ...string) *host {
 	t.Helper()
 	proxy, err := filepath.Abs(filepath.Join(npmDir, "node_modules", "mcp-remote", "dist", "proxy.js"))
 	require.NoError(t, err)
-	cmd := exec.Command(node, proxy, url, "--transport", "http-only", "--protocol", protocol)
+	cmd := exec.Command(node, append([]string{proxy, url, "--transport", "http-only", "--protocol", protocol}, args...)...)
 	cmd.Env = append(cmd.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir())
 	h := &host{t: t, cmd: cmd, stderr: &strings.Builder{}, waiting: map[int]chan json.RawMessage{}, exited: make(chan struct{})}
 	cmd.Stderr = &lockedWriter{w: h.stderr, mu: &h.mu}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/issuertest"
 )
 
 // cutDriver is testdata/npm/cut.mjs running one npm client against vigil.
@@ -147,17 +149,26 @@ func TestKillNPM(t *testing.T) {
 // TestCancelMCPRemote: a desktop host cancels a call through mcp-remote
 // with notifications/cancelled, which mcp-remote forwards upstream while
 // the call's own stream stays open: client_cancel, in the 2025 era
-// (--protocol legacy) and the 2026 one (--protocol auto), where Vigil must
-// honor the notification.
+// (--protocol legacy) and the 2026 one (--protocol auto) with a bearer
+// token, whose principal vouches that the cancel is the caller's own.
 func TestCancelMCPRemote(t *testing.T) {
 	t.Parallel() // its own server: see doc.go
 	node := requireNPM(t)
+	as := issuertest.Start(t)
 	srv := startServer(t, vigilBin)
-	for _, protocol := range []string{"legacy", "auto"} {
-		t.Run(protocol, func(t *testing.T) {
-			h := startMCPRemote(t, node, srv.mcp, protocol)
+	authed := startServer(t, vigilBin, "-auth-issuer", as.URL, "-auth-resource", "http://mcp.example/mcp")
+	for _, tc := range []struct {
+		protocol string
+		srv      server
+		header   []string
+	}{
+		{"legacy", srv, nil},
+		{"auto", authed, []string{"--header", "Authorization: Bearer " + as.Token(t, "http://mcp.example/mcp", "ada")}},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			h := startMCPRemote(t, node, tc.srv.mcp, tc.protocol, tc.header...)
 			h.initialize()
-			cutCalls(t, srv, causeClientCancel, func(*testing.T) call {
+			cutCalls(t, tc.srv, causeClientCancel, func(*testing.T) call {
 				id, _ := h.start("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 60000}})
 				done := make(chan struct{})
 				return call{
@@ -170,4 +181,24 @@ func TestCancelMCPRemote(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCancelMCPRemoteWithoutToken: in the 2026-07-28 era without
+// authorization, nothing tells mcp-remote's notifications/cancelled, sent
+// while the call's stream stays open, from one another client at the same
+// address sent: the call is not ended by it, and is answered; the
+// notification is counted (cancel_unproven).
+func TestCancelMCPRemoteWithoutToken(t *testing.T) {
+	t.Parallel() // its own server: see doc.go
+	node := requireNPM(t)
+	srv := startServer(t, vigilBin)
+	h := startMCPRemote(t, node, srv.mcp, "auto")
+	h.initialize()
+	before := srv.rejected(t, "cancel_unproven")
+	id, answer := h.start("tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"ms": 1500}})
+	waitFor(t, 20*time.Second, "the sleep call in flight on the live page", func() bool { return len(srv.sleepsInFlight(t)) == 1 })
+	h.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": id, "reason": "the user pressed stop"}})
+	waitFor(t, 20*time.Second, "the sleep call answered", func() bool { return len(srv.sleepsInFlight(t)) == 0 })
+	waitFor(t, 10*time.Second, "the notification counted", func() bool { return srv.rejected(t, "cancel_unproven") == before+1 })
+	_ = answer // mcp-remote drops the answer of a call its host cancelled
 }

@@ -105,6 +105,22 @@ func (s server) causes(t *testing.T) map[string]int {
 	return out
 }
 
+var rejectedLine = regexp.MustCompile(`^mcp_server_messages_rejected_total\{reason="([a-z_]+)"\} (\S+)$`)
+
+// rejected returns cmd/vigil's mcp_server_messages_rejected_total of
+// reason, from /metrics (0 when it has no series yet).
+func (s server) rejected(t *testing.T, reason string) int {
+	t.Helper()
+	for line := range strings.SplitSeq(string(s.get(t, "/metrics")), "\n") {
+		if m := rejectedLine.FindStringSubmatch(line); m != nil && m[1] == reason {
+			v, err := strconv.ParseFloat(m[2], 64)
+			require.NoError(t, err, line)
+			return int(v)
+		}
+	}
+	return 0
+}
+
 // inFlightRequest is a request of the live page's in-flight list.
 type inFlightRequest struct {
 	SessionID string `json:"session_id"`

@@ -56,7 +56,8 @@ func TestOutcomeLabels(t *testing.T) {
 	check(t, rejects, []string{
 		"parse_error", "invalid_request", "duplicate_id", "lifecycle", "frame_too_large", "in_flight_limit",
 		"shutting_down", "invalid_params", "unknown_response", "protocol_mismatch", "forbidden",
-		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "store_unavailable", "memory_budget", "other",
+		"session_limit", "unknown_session", "session_principal_mismatch", "overloaded", "store_unavailable", "memory_budget",
+		"cancel_unproven", "cancel_relay_limit", "other",
 	})
 	assert.Equal(t, "none", protocol.ReasonNone.String())
 	assert.Empty(t, protocol.DropNone.String())
