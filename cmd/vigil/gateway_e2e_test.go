@@ -136,8 +136,9 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.False(t, gc.Upstreams[0].Shared)
 	assert.Equal(t, 32, gc.MaxProcesses)
 	assert.Equal(t, 5*time.Minute, gc.IdleTimeout)
+	assert.False(t, gc.DropUncheckedTools, "served unchecked by default")
 
-	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0"},
+	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0", "-upstream-unchecked-tools", "drop"},
 		func(k string) string { return map[string]string{"VIGIL_UPSTREAM_SHARED": "true"}[k] }, io.Discard)
 	require.NoError(t, err)
 	gc = upstreamConfig(cfg, nil)
@@ -145,11 +146,14 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.True(t, gc.Upstreams[1].Shared)
 	assert.Equal(t, 4, gc.MaxProcesses)
 	assert.Negative(t, gc.IdleTimeout, "never")
+	assert.True(t, gc.DropUncheckedTools)
 
 	for want, args := range map[string][]string{
-		"-upstream-idle, -upstream-shared: need -upstream": {"-upstream-shared", "-upstream-idle", "1m"},
-		"-upstream-max-processes 0: want at least 1":       {"-upstream", "e=run", "-upstream-max-processes", "0"},
-		"-upstream-idle -1s: want 0 (never) or more":       {"-upstream", "e=run", "-upstream-idle", "-1s"},
+		"-upstream-idle, -upstream-shared: need -upstream":                                    {"-upstream-shared", "-upstream-idle", "1m"},
+		"-upstream-max-processes 0: want at least 1":                                          {"-upstream", "e=run", "-upstream-max-processes", "0"},
+		"-upstream-idle -1s: want 0 (never) or more":                                          {"-upstream", "e=run", "-upstream-idle", "-1s"},
+		"-upstream-unchecked-tools: need -upstream":                                           {"-upstream-unchecked-tools", "drop"},
+		`invalid value "hide" for flag -upstream-unchecked-tools: "hide": want serve or drop`: {"-upstream", "e=run", "-upstream-unchecked-tools", "hide"},
 	} {
 		_, err := parseConfig(args, noEnv, io.Discard)
 		require.EqualError(t, err, want)
