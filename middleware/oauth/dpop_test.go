@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -511,4 +512,77 @@ func TestThumbprintRFC7638(t *testing.T) {
 	_, jkt, e := d.proofKey(&jwt.Token{Header: h, Method: jwt.SigningMethodRS256})
 	require.Nil(t, e)
 	assert.Equal(t, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", jkt)
+}
+
+// TestDPoPReplayRace: one proof presented by sixteen requests at once is
+// accepted by one of them, whether they reach one resource server or are
+// spread over two sharing a Replay store; the others are refused as
+// invalid_dpop_proof, each counted, and never reach the handler.
+func TestDPoPReplayRace(t *testing.T) {
+	const n = 16
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			var mu sync.Mutex
+			used := map[string]bool{}
+			store := func(_ context.Context, digest string, _ time.Duration) (bool, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				first := !used[digest]
+				used[digest] = true
+				return first, nil
+			}
+			var opts []func(*DPoPConfig)
+			if shared {
+				opts = append(opts, func(d *DPoPConfig) { d.Replay = store })
+			}
+			e := newDPoPEnv(t, opts...)
+			envs := []*dpEnv{e}
+			if shared {
+				envs = append(envs, e.replica(opts...))
+			}
+			var served atomic.Int64
+			var handlers []http.Handler
+			for _, env := range envs {
+				handlers = append(handlers, env.rs.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					served.Add(1)
+					w.WriteHeader(http.StatusOK)
+				})))
+			}
+			p := e.proof(nil)
+			codes := make([]int, n)
+			begin := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				r := httptest.NewRequest(http.MethodPost, vtResource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Authorization", "DPoP "+e.bound)
+				r.Header.Set("DPoP", p)
+				wg.Go(func() {
+					<-begin
+					w := httptest.NewRecorder()
+					handlers[i%len(handlers)].ServeHTTP(w, r)
+					codes[i] = w.Code
+				})
+			}
+			close(begin)
+			wg.Wait()
+			accepted, refused := 0, 0
+			for _, c := range codes {
+				switch c {
+				case http.StatusOK:
+					accepted++
+				case http.StatusUnauthorized:
+					refused++
+				}
+			}
+			assert.Equal(t, 1, accepted, "codes %v", codes)
+			assert.Equal(t, n-1, refused, "codes %v", codes)
+			assert.Equal(t, int64(1), served.Load(), "the handler ran once")
+			counted := 0
+			for _, env := range envs {
+				counted += env.failures(ReasonInvalidDPoPProof)
+			}
+			assert.Equal(t, n-1, counted, "each replay counted")
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -422,4 +423,104 @@ func TestQuotaSessionsPerUserOwnedPerClient(t *testing.T) {
 	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 	assert.Equal(t, http.StatusOK, post(client(0), sids[0], ping).Code, "the session answers its client")
 	assert.Equal(t, http.StatusNotFound, post(client(1), sids[0], ping).Code, "and no other client of the same subject")
+}
+
+// gracePost serves one POST on h in process, as drainPost does (from
+// 192.0.2.1, openIdle's address), with ctx as its request's context:
+// ctx ending is the client closing the stream.
+func gracePost(ctx context.Context, h http.Handler, sid, method, name, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		r.Header.Set("Mcp-Session-Id", sid)
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	} else {
+		r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		r.Header.Set("Mcp-Method", method)
+		r.Header.Set("Mcp-Name", name)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// A request whose stream the client closed stays in flight through
+// server.StreamCloseGrace, and keeps its unit of the caller's in-flight
+// quota: closing streams quickly gives a caller no more than its quota in
+// flight (issue 66). In both eras, two calls fill a quota of 2; their
+// streams close and their handlers end at once; while the grace lasts
+// (the fake clock stands still), the caller's next request is refused by
+// the quota; once it has passed, and not before, the caller is served.
+func TestQuotaInFlightHoldsThroughStreamCloseGrace(t *testing.T) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := htServer(t)
+				started, ended := make(chan struct{}, 2), make(chan struct{}, 2)
+				require.NoError(t, srv.AddTool(server.Tool{Name: "hold"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+					started <- struct{}{}
+					<-ctx.Done()
+					ended <- struct{}{}
+					return nil, context.Cause(ctx)
+				}))
+				var got tally[protocol.Quota]
+				h := streamable.New(srv, streamable.WithQuotas(streamable.Quotas{InFlight: 2, OnRefuse: got.add}))
+				defer func() {
+					_ = h.Close()
+					_ = srv.Close()
+					synctest.Wait()
+				}()
+				sid, meta := "", ""
+				if era == "2025-11-25" {
+					sid = openIdle(t, h)
+				} else {
+					meta = "," + drainMeta
+				}
+				call := func(ctx context.Context, id int, tool string) *httptest.ResponseRecorder {
+					return gracePost(ctx, h, sid, "tools/call", tool, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"again"}%s}}`, id, tool, meta))
+				}
+
+				begin := time.Now()
+				var closeStreams []context.CancelFunc
+				var done []chan struct{}
+				for i := range 2 {
+					ctx, cancel := context.WithCancel(t.Context())
+					closeStreams = append(closeStreams, cancel)
+					d := make(chan struct{})
+					done = append(done, d)
+					go func() {
+						defer close(d)
+						call(ctx, i+1, "hold")
+					}()
+					<-started
+				}
+				for _, closeStream := range closeStreams {
+					closeStream()
+				}
+				<-ended
+				<-ended
+				synctest.Wait() // the POSTs wait out the grace, and nothing else runs
+				for i, d := range done {
+					select {
+					case <-d:
+						t.Fatalf("call %d: its POST ended before the grace did", i+1)
+					default:
+					}
+				}
+				quotaRefusal(t, call(t.Context(), 3, "echo"), protocol.QuotaInFlight, "1")
+				assert.Equal(t, 1, got.get(protocol.QuotaInFlight), "refused by the in-flight quota during the grace")
+				assert.Zero(t, time.Since(begin), "the fake clock has not moved")
+
+				for _, d := range done {
+					<-d // the clock moves to the grace's end
+				}
+				assert.GreaterOrEqual(t, time.Since(begin), server.StreamCloseGrace, "the calls stayed in flight through the grace")
+				w := call(t.Context(), 4, "echo")
+				require.Equal(t, http.StatusOK, w.Code, "served again once the grace passed: %s", w.Body)
+				assert.Contains(t, w.Body.String(), `"text":"again"`)
+				assert.Equal(t, 1, got.get(protocol.QuotaInFlight))
+			})
+		})
+	}
 }
