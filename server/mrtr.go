@@ -133,6 +133,9 @@ func (s *Server) readRound(ctx context.Context, req *Request, first *mrtrRound) 
 		return round, nil
 	}
 	st, err := s.openState(ctx, *p.RequestState, s.callerKey(req), round.binding)
+	if refused, ok := errors.AsType[*Error](err); ok {
+		return round, refused // the caller holds its share (stateShareRefusal)
+	}
 	switch {
 	case errors.Is(err, errStatesFull):
 		return round, Errorf(protocol.CodeServerBusy, "cannot tell whether the requestState was used: retry later")
@@ -272,7 +275,9 @@ var (
 
 // openState opens a request state sealed to caller and binding, and
 // checks that it has not expired and was not used before: a state is
-// accepted once (see usedStates and WithUsedRequestStates).
+// accepted once (see usedStates and WithUsedRequestStates). In memory, a
+// caller holding its share of the states used is refused with an *Error
+// (stateShareRefusal).
 func (s *Server) openState(ctx context.Context, token, caller, binding string) (requestState, error) {
 	var st requestState
 	if len(token) > maxStateBytes {
@@ -302,10 +307,12 @@ func (s *Server) openState(ctx context.Context, token, caller, binding string) (
 		}
 		return st, nil
 	}
-	switch used, full := s.usedStates.use(digest, st.Expires, now); {
-	case used:
+	switch use, freeAt := s.usedStates.use(digest, caller, s.cfg.callerKey != nil, st.Expires, now); use {
+	case stateUsed:
 		return st, errBadState
-	case full:
+	case stateShare:
+		return st, stateShareRefusal(time.Duration(freeAt-now) * time.Second)
+	case stateFull:
 		return st, errStatesFull
 	}
 	return st, nil
