@@ -141,7 +141,8 @@ func (g *schemaGraph) add(n, base *schemaNode) error {
 	g.nodes = append(g.nodes, n)
 	g.byPtr[n.ptr] = n
 	_, hasRef := n.obj["$ref"]
-	if id, ok := n.obj["$id"].(string); ok && id != "" && !(g.draft7 && hasRef) {
+	ignoreID := g.draft7 && hasRef // draft-07 ignores what is beside a $ref, its $id too
+	if id, ok := n.obj["$id"].(string); ok && id != "" && !ignoreID {
 		idURI, err := url.Parse(id)
 		if err != nil {
 			return err

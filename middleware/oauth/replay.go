@@ -65,8 +65,8 @@ const (
 //
 // The share rule: a proof is recorded only while its principal and its
 // key each hold fewer proofs than the cache has room left. One holder
-// alone therefore fills at most half of it, n holders at most n/(n+1),
-// and a holder that holds fewer than the room left is never refused: when
+// alone therefore fills at most half of it, n flooding at once at most
+// n/(n+1) (one after another, each half of what is left), and a holder that holds fewer than the room left is never refused: when
 // room runs short, only the heaviest holders are. The counts exist only
 // for holders with proofs held, at most two per proof, so what clients
 // name is never an unbounded key.
