@@ -109,6 +109,10 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 			span.SetAttributes(mcpconv.MCPProtocolVersionKey.String(v))
 		}
 	}
+	// Everything at the outcome's instant, which the log line and metrics
+	// share, and not whenever this runs (in a batch, see
+	// server.WithOutcomeBatches): the events inside the span, at its end.
+	end := trace.WithTimestamp(out.EndTime())
 	err := out.Err
 	cause := out.Cause
 	if cause == nil && chainCause(err) != protocol.ReasonNone {
@@ -117,14 +121,14 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	if cause != nil {
 		reason := mcpconv.CancelCauseKey.String(server.ReasonOfCause(cause).String())
 		span.SetAttributes(reason)
-		span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(reason))
+		span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(reason), end)
 	}
 	switch {
 	case out.Cause != nil:
 		// Cancelled before the chain returned: nothing is answered, and a
 		// cancellation is not a server error, so the status stays Unset.
 	case err != nil:
-		setErrorStatus(span, err, !req.IsNotification())
+		setErrorStatus(span, err, !req.IsNotification(), end)
 		if out.ResultTooLarge {
 			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeResultTooLarge))
 		}
@@ -140,19 +144,17 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		if out.WriteErr != nil {
 			attrs = append(attrs, semconv.ExceptionMessageKey.String(out.WriteErr.Error()))
 		}
-		span.AddEvent(mcpconv.EventResponseDropped, trace.WithAttributes(attrs...))
+		span.AddEvent(mcpconv.EventResponseDropped, trace.WithAttributes(attrs...), end)
 	}
-	// At the outcome's instant, which the log line and metrics share, and
-	// not whenever this runs (in a batch, see server.WithOutcomeBatches).
-	span.End(trace.WithTimestamp(out.EndTime()))
+	span.End(end)
 }
 
 // setErrorStatus marks span failed with err's JSON-RPC code (also as the
 // response's status code when answered), and the message the client sees as
 // the description. An internal error (a bug, a panic) also gets an exception
-// event with what the client does not see. A caller's fault only gets its
+// event, at at, with what the client does not see. A caller's fault only gets its
 // status code: the server did not fail.
-func setErrorStatus(span trace.Span, err error, answered bool) {
+func setErrorStatus(span trace.Span, err error, answered bool, at trace.SpanEventOption) {
 	code := server.CodeOf(err)
 	s := strconv.FormatInt(int64(code), 10)
 	if answered { // a notification's failure has no response, so no status code
@@ -167,13 +169,13 @@ func setErrorStatus(span trace.Span, err error, answered bool) {
 	case isErr && e != nil:
 		span.SetStatus(codes.Error, e.Message)
 		if code == protocol.CodeInternal && e.Unwrap() != nil {
-			span.RecordError(e.Unwrap())
+			span.RecordError(e.Unwrap(), at)
 		}
 	case code == protocol.CodeRequestTimeout:
 		span.SetStatus(codes.Error, "request timed out")
 	default:
 		span.SetStatus(codes.Error, "internal error")
-		span.RecordError(err)
+		span.RecordError(err, at)
 	}
 }
 

@@ -733,6 +733,41 @@ func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 	})
 }
 
+// TestTracingBatchedEventsInsideTheSpan: with the outcomes recorded in
+// batches, the events of a span (a cancel and the dropped response, a
+// late answer dropped, a panic's exception) are stamped at the request's
+// end, not when the batch ran: none is after the span's end.
+func TestTracingBatchedEventsInsideTheSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var f flusher
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), server.WithObserver(&f)).start(t.Context(), nil)
+		h.Initialize("", nil)
+		h.SendCallTool(2, "block", nil)
+		synctest.Wait()
+		h.Cancel(2, "stop")
+		h.SendCallTool(3, "late", nil)
+		synctest.Wait()
+		h.Cancel(3, "stop")
+		synctest.Wait()
+		close(h.release)
+		h.SendCallTool(4, "panic", nil)
+		h.RecvResponseTo(4)
+		synctest.Wait()
+		time.Sleep(time.Minute) // the batch runs a minute later
+		f.flush()
+		events := 0
+		for _, name := range []string{"tools/call block", "tools/call late", "tools/call panic"} {
+			s := h.span(name)
+			for _, e := range s.Events() {
+				events++
+				assert.False(t, e.Time.After(s.EndTime()), "%s: event %s at %v, after the span's end at %v", name, e.Name, e.Time, s.EndTime())
+			}
+		}
+		assert.GreaterOrEqual(t, events, 4, "the cancels, the drop and the exception")
+		h.close()
+	})
+}
+
 // flusher is an Observer that keeps the outcome flush of the server it is
 // given to, as the instrumentation's collector does.
 type flusher struct {
