@@ -3,7 +3,9 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -34,7 +36,13 @@ const maxLoggedError = 256
 // naming the policy. A tool without a policy, and no default, is allowed.
 // Give it to server.WithToolPolicy. Each decision is counted, set on the
 // span of ctx, and logged; an evaluation that fails (a missing key, the
-// cost limit) denies, and its error is logged.
+// cost limit) denies, and its error is logged. Arguments that a handler
+// decoding them into a struct with encoding/json could read otherwise
+// than the policy are refused before a policy that reads them runs, with
+// a *server.Error of code -32602 naming a member, counted and logged as a
+// denial: a top-level member that folds to a property t's input schema
+// declares but is not it ("Amount" for "amount"), or two members of one
+// object, at any depth, whose names fold alike.
 func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server.Tool) error {
 	c := s.policyFor(t.Name)
 	if c == nil {
@@ -44,10 +52,19 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 	p, ok := auth.PrincipalFromContext(req.ArrivalContext())
 	var allow bool
 	var err error
+	var ambiguous string // why the arguments are refused before the policy runs
 	if ok {
 		vars := c.vars(p, t, req)
 		if c.readsArgs {
-			vars["arguments"], err = decodeArguments(call.Arguments)
+			var args map[string]any
+			args, err = decodeArguments(call.Arguments)
+			if err == nil {
+				ambiguous = ambiguity(args, s.schemas.of(t))
+			}
+			if ambiguous != "" {
+				err = errors.New(ambiguousLogError)
+			}
+			vars["arguments"] = args
 		}
 		if err == nil {
 			allow, err = c.eval(vars)
@@ -82,6 +99,12 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 	}
 	if allow {
 		return nil
+	}
+	if ambiguous != "" {
+		return server.NewError(protocol.CodeInvalidParams, &ambiguousArguments{
+			msg:    "invalid arguments for tool " + strconv.Quote(t.Name) + ": " + ambiguous + "; refused before policy " + strconv.Quote(c.name),
+			denied: &mcpconv.PolicyDenied{Policy: c.name},
+		})
 	}
 	e := server.NewError(protocol.CodeInvalidRequest, &mcpconv.PolicyDenied{Policy: c.name})
 	e.Data = c.denial

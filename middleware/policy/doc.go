@@ -26,6 +26,12 @@
 // server.WithToolAccess, hides from tools/list the tools whose policy
 // denies the caller without reading the arguments.
 //
+// Before a policy that reads arguments runs, arguments whose member names
+// a handler decoding them into a struct with encoding/json could read
+// otherwise (a name that folds to a property the input schema declares
+// but is not it, two names of one object that fold alike) are refused
+// with -32602 and counted as the policy's denials (see [Set.Check]).
+//
 // A request without a principal (no authorization, or one that did not
 // pass the guard) is denied by every policy: policies fail closed.
 package policy

@@ -17,7 +17,9 @@ import (
 // the refunds scope: the policies, read from YAML (or written as a
 // Config), decide each call after its arguments are valid and before the
 // tool runs; tools/list hides a tool from a caller its policy denies
-// whatever the arguments (not refund, whose policy reads them).
+// whatever the arguments (not refund, whose policy reads them). Its
+// schema is open: a member that a handler decoding into a struct would
+// take for amount ("Amount") is refused before the policy runs.
 func ExampleSet_Check() {
 	var cfg policy.Config
 	if err := yaml.Unmarshal([]byte(`
@@ -52,7 +54,8 @@ tools:
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"refund","arguments":{"amount":20}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"refund","arguments":{"amount":500}}}`,
-		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"audit"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"refund","arguments":{"amount":20,"Amount":5000}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"audit"}}`,
 	} {
 		_ = client.WriteFrame(ctx, []byte(frame))
 		m, _ := client.Read(ctx)
@@ -67,6 +70,7 @@ tools:
 	// {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"refund","inputSchema":{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}}]}}
 	// {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"done"}]}}
 	// {"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"denied by policy \"tools.refund\"","data":{"authorization":{"reason":"insufficient_authorization"},"policy":"tools.refund"}}}
-	// {"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"denied by policy \"tools.audit\"","data":{"authorization":{"reason":"insufficient_authorization"},"policy":"tools.audit"}}}
+	// {"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"invalid arguments for tool \"refund\": member \"Amount\" is the input schema's property \"amount\" under case folding; refused before policy \"tools.refund\""}}
+	// {"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"denied by policy \"tools.audit\"","data":{"authorization":{"reason":"insufficient_authorization"},"policy":"tools.audit"}}}
 	// Serve returned: <nil>
 }

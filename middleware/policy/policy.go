@@ -57,6 +57,7 @@ type Set struct {
 	decisions *prometheus.CounterVec
 	logger    *slog.Logger
 	listed    listCache
+	schemas   schemaCache // the property names of each tool's input schema (fold.go)
 }
 
 // compiled is one policy, ready to run.

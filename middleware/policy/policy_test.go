@@ -379,3 +379,64 @@ func TestDenialAudited(t *testing.T) {
 	assert.Equal(t, "alice", lines[1].Subject)
 	assert.Empty(t, lines[1].Policy)
 }
+
+// TestAmbiguousArgumentsRefused: arguments refused before the policy for
+// names equal under case folding are answered with -32602 naming the
+// members (cut to their bound) and the JSON pointer of their object,
+// logged at info without them, and audited naming the policy. Names that
+// the input schema declares only in anyOf's required count; a schema that
+// declares none leaves only two such names in one object refused; a
+// policy that reads no arguments refuses nothing.
+func TestAmbiguousArgumentsRefused(t *testing.T) {
+	var logs, audit lockedBuffer
+	cfg := parse(t, "tools:\n  refund: 'arguments.amount < 100'\n  any: '!has(arguments.amount)'\n  bare: '!has(arguments.amount)'\n  echo: 'principal.subject == \"alice\"'\n")
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	set, err := policy.New(cfg)
+	require.NoError(t, err)
+	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("ran"), nil
+	}
+	require.NoError(t, srv.AddTool(server.Tool{Name: "refund", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}}}`)}, ok))
+	require.NoError(t, srv.AddTool(server.Tool{Name: "any", InputSchema: json.RawMessage(`{"type":"object","anyOf":[{"required":["amount"]},{"required":["id"]}]}`)}, ok))
+	require.NoError(t, srv.AddTool(server.Tool{Name: "bare"}, ok))
+	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, ok))
+	alice := as(t, srv, &auth.Principal{Subject: "alice"})
+	long := strings.Repeat("b", 10000)
+	for _, c := range []struct {
+		tool, args, want string
+	}{
+		{"refund", `{"amount":1,"Amount":500}`, `invalid arguments for tool "refund": member "Amount" is the input schema's property "amount" under case folding; refused before policy "tools.refund"`},
+		{"refund", `{"amount":1,"meta":{"a/b~c":[{"x":1,"X":2}]}}`, `invalid arguments for tool "refund": members "x" and "X" of "/meta/a~1b~0c/0" are one name under case folding; refused before policy "tools.refund"`},
+		{"refund", `{"amount":1,"` + long + `":1,"` + strings.ToUpper(long) + `":2}`, `invalid arguments for tool "refund": members "` + long[:64] + `…" and "` + strings.ToUpper(long[:64]) + `…" are one name under case folding; refused before policy "tools.refund"`},
+		{"any", `{"id":1,"Amount":500}`, `invalid arguments for tool "any": member "Amount" is the input schema's property "amount" under case folding; refused before policy "tools.any"`},
+		{"bare", `{"Amount":500}`, "ran"},
+		{"bare", `{"amount":1,"AMOUNT":500}`, `invalid arguments for tool "bare": members "amount" and "AMOUNT" are one name under case folding; refused before policy "tools.bare"`},
+		{"echo", `{"text":1,"Text":2}`, "ran"},
+	} {
+		res, e := alice.Call("tools/call", map[string]any{"name": c.tool, "arguments": json.RawMessage(c.args)})
+		if c.want == "ran" {
+			require.Nil(t, e, c.args)
+			assert.Contains(t, string(res), `"text":"ran"`, c.args)
+			continue
+		}
+		require.NotNil(t, e, c.args)
+		assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code, c.args)
+		assert.Equal(t, c.want, e.Message, c.args)
+	}
+	require.NoError(t, alice.Close())
+	require.NoError(t, srv.Shutdown(t.Context()))
+	assert.Contains(t, logs.String(), `msg="policy: tools/call deny" tool=refund policy=tools.refund decision=deny`)
+	assert.Contains(t, logs.String(), `error="arguments refused: member names equal under case folding"`)
+	assert.NotContains(t, logs.String(), "Amount")
+	var policies []string
+	for line := range strings.Lines(audit.String()) {
+		var rec middleware.AuditRecord
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Code == int64(protocol.CodeInvalidParams) {
+			policies = append(policies, rec.Policy)
+		}
+	}
+	slices.Sort(policies)
+	assert.Equal(t, []string{"tools.any", "tools.bare", "tools.refund", "tools.refund", "tools.refund"}, policies)
+}
