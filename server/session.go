@@ -353,6 +353,9 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	if _, inline := conn.(conncap.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
 	}
+	if p := presenceOf(conn); p != nil {
+		p.OnStandaloneClosed(ss.settleStandaloneClosed) // stream_close.go
+	}
 	if _, deadline := ctx.Deadline(); !ss.single && !deadline {
 		ss.reqParent = context.WithoutCancel(sctx)
 	}

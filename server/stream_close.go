@@ -189,6 +189,27 @@ func presenceOf(c transport.Conn) conncap.ClientPresence {
 	return nil
 }
 
+// settleStandaloneClosed settles, as gone, the causes of the requests in
+// flight whose stream closed within the grace before the client closed its
+// standalone stream, as it just did: a killed client closes its POST's
+// connection and its GET's about together, and the settle need not wait
+// out the grace to tell.
+func (ss *Session) settleStandaloneClosed() {
+	ss.mu.Lock()
+	var closing []*inflight
+	for _, inf := range ss.st.incoming.all() {
+		if inf.ctx.Err() != nil {
+			closing = append(closing, inf)
+		}
+	}
+	ss.mu.Unlock()
+	for _, inf := range closing {
+		if c := inf.streamClose(); c != nil && !c.settled() && ss.standaloneClosedNear(c.at) {
+			c.settle(c.gone(errStandaloneClosed))
+		}
+	}
+}
+
 // settleOnEnd settles, as gone, the causes of the requests in flight whose
 // stream closed within the grace before the session ended, when its cause
 // is the client's departure: their client is gone. Session.cancel calls

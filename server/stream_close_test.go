@@ -22,6 +22,13 @@ type presentConn struct {
 	drivenConn
 	presence sync.Mutex
 	closed   time.Time
+	onClosed func()
+}
+
+func (c *presentConn) OnStandaloneClosed(f func()) {
+	c.presence.Lock()
+	defer c.presence.Unlock()
+	c.onClosed = f
 }
 
 func (c *presentConn) StandaloneClosedAt() time.Time {
@@ -30,11 +37,16 @@ func (c *presentConn) StandaloneClosedAt() time.Time {
 	return c.closed
 }
 
-// closeStandalone closes the client's standalone stream now.
+// closeStandalone closes the client's standalone stream now, and tells
+// the server, as the transport does.
 func (c *presentConn) closeStandalone() {
 	c.presence.Lock()
-	defer c.presence.Unlock()
 	c.closed = time.Now()
+	f := c.onClosed
+	c.presence.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // post delivers body on a goroutine of its own with stream as its stream,
@@ -146,8 +158,8 @@ func TestStreamCloseSettlesTheCause(t *testing.T) {
 		}, protocol.ReasonStreamClose, protocol.DropPeerGone},
 		{"standalone stream closed within the grace", func(_ *testing.T, r *closeRig) time.Duration {
 			time.Sleep(10 * time.Millisecond)
-			r.conn.closeStandalone()
-			return server.StreamCloseGrace
+			r.conn.closeStandalone() // settles at once: no wait for the rest of the grace
+			return 10 * time.Millisecond
 		}, protocol.ReasonTransportClose, protocol.DropPeerGone},
 		{"session ended within the grace", func(_ *testing.T, r *closeRig) time.Duration {
 			time.Sleep(10 * time.Millisecond)

@@ -13,4 +13,9 @@ type ClientPresence interface {
 	// standalone stream, or the zero time when it never did, or when one
 	// is open again (the client is there).
 	StandaloneClosedAt() time.Time
+	// OnStandaloneClosed has f called each time the client closes its
+	// standalone stream, after StandaloneClosedAt says so, so that a
+	// request whose stream closed just before is told at once that its
+	// client is gone. The server sets it once, as the session starts.
+	OnStandaloneClosed(f func())
 }

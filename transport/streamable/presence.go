@@ -34,5 +34,12 @@ func (s *session) serveGetPresent(w http.ResponseWriter, r *http.Request) {
 	s.serveGet(w, r)
 	if r.Context().Err() != nil && !s.ended() {
 		s.getLeft.Store(time.Now().UnixNano()) // the client's connection closed under it
+		if f := s.onGetLeft.Load(); f != nil {
+			(*f)()
+		}
 	}
 }
+
+// OnStandaloneClosed has f called each time the client leaves a GET
+// stream of s (see conncap.ClientPresence).
+func (s *session) OnStandaloneClosed(f func()) { s.onGetLeft.Store(&f) }

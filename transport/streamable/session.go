@@ -61,6 +61,8 @@ type session struct {
 	// the client last left one (unix nanoseconds; 0: never).
 	gets    atomic.Int32
 	getLeft atomic.Int64
+	// onGetLeft is called when the client leaves a GET stream (presence.go).
+	onGetLeft atomic.Pointer[func()]
 }
 
 var (
