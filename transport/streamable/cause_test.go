@@ -149,6 +149,28 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 	}
 }
 
+// A killed 2025 client whose POST's connection closes before its GET's is
+// recorded transport_close as the GET closes: the GET's close wakes the
+// settle, which does not wait out the rest of StreamCloseGrace.
+func TestHTTPKilledClientPostFirst(t *testing.T) {
+	r := newCauseRig(t)
+	sid := r.initialize(`{}`)
+	getCtx, closeGet := context.WithCancel(t.Context())
+	get := r.send(r.request(getCtx, http.MethodGet, "", htSession(sid)))
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	defer func() { _ = get.Body.Close() }()
+	closeStream := r.start(htCallBody("1", "block", `{}`), htSession(sid))
+	closeStream()
+	require.Error(t, <-r.blocker.cause)
+	getClosed := time.Now()
+	closeGet()
+	out := r.outcome()
+	assert.Equal(t, protocol.ReasonTransportClose, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
+	// Without the wake the seal comes at the grace's end, 250 ms after the
+	// POST's close, a bound no loaded machine makes it look like it met.
+	assert.Less(t, out.Ended.Sub(getClosed), server.StreamCloseGrace/2, "sealed at the GET's close")
+}
+
 // In the 2026-07-28 era, a closed POST is stream_close; the caller's
 // notifications/cancelled for it, a POST of its own, makes it
 // client_cancel: after the close (go-sdk), or with a principal while the

@@ -30,8 +30,10 @@ func (s *session) StandaloneClosedAt() time.Time {
 // while it lasts, and notes when its client left it.
 func (s *session) serveGetPresent(w http.ResponseWriter, r *http.Request) {
 	s.gets.Add(1)
-	defer s.gets.Add(-1)
-	s.serveGet(w, r)
+	func() {
+		defer s.gets.Add(-1) // before the hook, which reads StandaloneClosedAt
+		s.serveGet(w, r)
+	}()
 	if r.Context().Err() != nil && !s.ended() {
 		s.getLeft.Store(time.Now().UnixNano()) // the client's connection closed under it
 		if f := s.onGetLeft.Load(); f != nil {
