@@ -274,6 +274,8 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 	case mediaType == "application/json":
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
 		switch {
+		case err != nil && !c.reachable(ctx, err):
+			// the connection failed: req ends with ErrGone (http_death.go)
 		case err != nil:
 			c.lost(req, err)
 		case len(data) > c.cfg.MaxMessageBytes:
@@ -312,7 +314,7 @@ func (c *httpConn) lost(req *transport.Request, err error) {
 		return
 	}
 	c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeInternal), Message: "the upstream's answer was cut off: " + err.Error(),
+		Code: int64(protocol.CodeInternal), Message: "the upstream's answer was cut off: " + callerText(err),
 	}})
 }
 

@@ -78,6 +78,9 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 	if errors.Is(why, io.EOF) {
 		why = errPolled
 	}
+	if !c.reachable(ctx, why) {
+		return // the connection failed: req ends with ErrGone (http_death.go)
+	}
 	if req == nil || req.IsNotification() || st.lastID == "" {
 		c.lost(req, why)
 		return
@@ -135,7 +138,8 @@ var errNoStream = errors.New("the upstream offered no stream")
 
 // get opens a GET stream under ctx (whose values Credentials sees: a
 // resumed call's caller's), resuming after lastID when it is not empty. A
-// 404 on the session fails the connection with ErrSessionExpired.
+// 404 on the session fails the connection with ErrSessionExpired; no
+// answer at all (the upstream cannot be reached) with ErrPeerGone.
 func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
 	if err != nil {
@@ -151,6 +155,10 @@ func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, erro
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
+		if ctx.Err() == nil && c.ctx.Err() == nil {
+			// No answer at all: it is gone, as when a POST finds it so.
+			c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err))
+		}
 		return nil, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -1,0 +1,64 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// probeWithin bounds the request that asks whether an upstream whose
+// stream broke can still be reached.
+const probeWithin = 5 * time.Second
+
+// reachable reports whether the upstream still answers HTTP, after the
+// stream of a call broke (why) other than by ending: it asks with an
+// OPTIONS request, which touches no session. When the upstream cannot be
+// reached (it was killed, it is down), the connection fails with
+// [transport.ErrPeerGone], as a stdio upstream's does when its process
+// exits: every call pending ends with [ErrGone]. An answer of any status,
+// or no answer within probeWithin, is taken for alive.
+func (c *httpConn) reachable(ctx context.Context, why error) bool {
+	if errors.Is(why, io.EOF) || errors.Is(why, errPolled) || c.ctx.Err() != nil || ctx.Err() != nil {
+		return true // ended, not broken; or nobody waits any more
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeWithin)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, http.MethodOptions, c.cfg.URL, nil)
+	if err != nil {
+		return true
+	}
+	resp, err := c.client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		return true
+	}
+	if pctx.Err() != nil || c.ctx.Err() != nil {
+		return true // slow, or closing: not known to be gone
+	}
+	c.fail(fmt.Errorf("upstream: http: %w: its stream broke (%w) and it cannot be reached: %w", transport.ErrPeerGone, why, err))
+	return false
+}
+
+// errConnectionBroke stands, in what a caller reads, for an error of the
+// network, whose text would name the upstream's address.
+var errConnectionBroke = errors.New("the connection to the upstream broke")
+
+// callerText is err's text for an error answer the caller reads: the
+// upstream's URL and address never appear in it (they are in the
+// connection's terminal error, which the gateway logs).
+func callerText(err error) string {
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errConnectionBroke.Error()
+	}
+	return err.Error()
+}

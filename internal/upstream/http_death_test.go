@@ -1,0 +1,139 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// blockingUpstream serves "block", which logs (so that its SSE stream is
+// open), tells started and waits for its end; the streams' events have
+// ids when resumable.
+func blockingUpstream(t *testing.T, resumable bool) (*httptest.Server, chan struct{}) {
+	t.Helper()
+	started := make(chan struct{}, 1)
+	srv := server.New()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+		server.Logger(ctx).Warn("holding")
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}))
+	opts := []streamable.Option{streamable.WithResponseMode(streamable.ResponseSSE)}
+	if resumable {
+		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
+	}
+	h := streamable.New(srv, opts...)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = h.Close()
+		ts.Close()
+		_ = srv.Close()
+	})
+	return ts, started
+}
+
+// kill makes ts as an upstream whose process was killed: nothing listens
+// any more, and its connections are cut.
+func kill(ts *httptest.Server) {
+	_ = ts.Listener.Close()
+	ts.CloseClientConnections()
+}
+
+// TestHTTPKilledMidCall: an HTTP upstream killed while a call's stream is
+// open ends the session at once with ErrGone, as a stdio upstream whose
+// process exits does, whether or not its stream could have been resumed
+// (which would first wait a second, then fail to reach it).
+func TestHTTPKilledMidCall(t *testing.T) {
+	testkit.Watchdog(t)
+	for _, tc := range []struct {
+		name      string
+		resumable bool
+	}{{"plain", false}, {"resumable", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, started := blockingUpstream(t, tc.resumable)
+			s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			done := make(chan error, 1)
+			logged := make(chan struct{}, 1)
+			go func() {
+				_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"block"}`), &upstream.Notes{Log: func(json.RawMessage) { logged <- struct{}{} }})
+				done <- err
+			}()
+			<-started
+			<-logged // its stream is open
+			kill(ts)
+			err = <-done
+			require.ErrorIs(t, err, upstream.ErrGone)
+			var rpc *transport.Error
+			assert.NotErrorAs(t, err, &rpc, "not an answer of the upstream's")
+			<-s.Done()
+			require.ErrorIs(t, s.Err(), upstream.ErrGone)
+		})
+	}
+}
+
+// TestHTTPCutStreamOfALiveUpstream: a call whose stream is cut while the
+// upstream still answers fails alone, with an error answer that names
+// neither the upstream's URL nor its address; the session serves on.
+func TestHTTPCutStreamOfALiveUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	ts, started := blockingUpstream(t, false)
+	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	done := make(chan error, 1)
+	logged := make(chan struct{}, 1)
+	go func() {
+		_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"block"}`), &upstream.Notes{Log: func(json.RawMessage) { logged <- struct{}{} }})
+		done <- err
+	}()
+	<-started
+	<-logged // its stream is open
+	ts.CloseClientConnections()
+	err = <-done
+	var rpc *transport.Error
+	require.ErrorAs(t, err, &rpc)
+	assert.Equal(t, "the upstream's answer was cut off: the connection to the upstream broke", rpc.Message)
+	assert.NotContains(t, rpc.Message, ts.Listener.Addr().String())
+	_, err = s.Call(t.Context(), "ping", nil, nil)
+	require.NoError(t, err, "the session serves on")
+}
+
+// TestHTTPUnreachableGetEndsTheSession: the session's GET stream, cut
+// and unable to reach its upstream again, ends the session with ErrGone
+// (a session that serves no call learns that its upstream went).
+func TestHTTPUnreachableGetEndsTheSession(t *testing.T) {
+	testkit.Watchdog(t)
+	ts, _ := blockingUpstream(t, false)
+	gets := make(chan struct{}, 8)
+	inner := ts.Config.Handler
+	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			select {
+			case gets <- struct{}{}:
+			default:
+			}
+		}
+		inner.ServeHTTP(w, r)
+	})
+	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	<-gets // the GET stream is open
+	kill(ts)
+	<-s.Done()
+	require.ErrorIs(t, s.Err(), upstream.ErrGone)
+}
