@@ -38,7 +38,7 @@ func Example_instrumentation() {
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			switch a.Key {
-			case slog.TimeKey, "duration", "session_id", "stack":
+			case slog.TimeKey, "duration_seconds", "session_id", "stack":
 				return slog.Attr{} // they vary from run to run
 			}
 			return a

@@ -230,11 +230,11 @@ func TestInstrumentationOrder(t *testing.T) {
 			return "request method=tools/call tool=" + tool + " request_id=" + id + " session_id=SID"
 		}
 		assert.Equal(t, []string{
-			"INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok",
-			"WARN " + call("3", "hold") + ` duration=0s outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit`,
+			"INFO request method=initialize request_id=1 session_id=SID duration_seconds=0 outcome=ok",
+			"WARN " + call("3", "hold") + ` duration_seconds=0 outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit`,
 			"ERROR handler panicked method=tools/call id=4 panic=boom",
-			"WARN " + call("4", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom",
-			"WARN " + call("2", "hold") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout",
+			"WARN " + call("4", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom",
+			"WARN " + call("2", "hold") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout",
 		}, lines)
 
 		var ended []string

@@ -23,18 +23,18 @@ import (
 // Attribute keys of the records [Logging] writes, besides request_id
 // and session_id.
 const (
-	logMethod    = "method"     // the request method
-	logTool      = "tool"       // the tool of tools/call
-	logPrompt    = "prompt"     // the prompt of prompts/get
-	logDuration  = "duration"   // from receipt until the outcome was sealed
-	logOutcome   = "outcome"    // ok, error, cancelled or dropped (telemetry.Outcome*)
-	logCode      = "code"       // the JSON-RPC error code of outcome error
-	logError     = "error"      // the error's text (never sent as such to the client)
-	logCause     = "cause"      // why it was cancelled: client_cancel, transport_close, shutdown, timeout, upstream_closed, other
-	logReason    = "reason"     // why no response was written: cancelled, writer_closed, peer_gone, shutdown
-	logToolError = "tool_error" // true for a tool result with isError set
-	logSubject   = "subject"    // the authorized principal's subject; absent without authorization
-	logActor     = "actor"      // who acts on behalf of subject (a delegated token's act chain, actorOf); absent otherwise
+	logMethod    = "method"           // the request method
+	logTool      = "tool"             // the tool of tools/call
+	logPrompt    = "prompt"           // the prompt of prompts/get
+	logDuration  = "duration_seconds" // from receipt until the outcome was sealed, in seconds (as the audit log)
+	logOutcome   = "outcome"          // ok, error, cancelled or dropped (telemetry.Outcome*)
+	logCode      = "code"             // the JSON-RPC error code of outcome error
+	logError     = "error"            // the error's text (never sent as such to the client)
+	logCause     = "cause"            // why it was cancelled: client_cancel, transport_close, shutdown, timeout, upstream_closed, other
+	logReason    = "reason"           // why no response was written: cancelled, writer_closed, peer_gone, shutdown
+	logToolError = "tool_error"       // true for a tool result with isError set
+	logSubject   = "subject"          // the authorized principal's subject; absent without authorization
+	logActor     = "actor"            // who acts on behalf of subject (a delegated token's act chain, actorOf); absent otherwise
 )
 
 // DefaultLogLevel is the level [Logging] logs a request at by default:
@@ -289,7 +289,7 @@ func (f *attrFields) id(key string, id transport.ID) {
 }
 
 func (f *attrFields) dur(key string, d time.Duration) {
-	f.attrs = append(f.attrs, slog.Duration(key, d))
+	f.attrs = append(f.attrs, slog.Float64(key, d.Seconds()))
 }
 func (f *attrFields) int(key string, n int64) { f.attrs = append(f.attrs, slog.Int64(key, n)) }
 func (f *attrFields) flag(key string, b bool) { f.attrs = append(f.attrs, slog.Bool(key, b)) }
@@ -323,7 +323,7 @@ func (f *textFields) id(key string, id transport.ID) {
 
 func (f *textFields) dur(key string, d time.Duration) {
 	f.key(key)
-	f.b = slogtext.AppendValue(f.b, slog.DurationValue(d))
+	f.b = slogtext.AppendValue(f.b, slog.Float64Value(d.Seconds()))
 }
 
 func (f *textFields) int(key string, n int64) {

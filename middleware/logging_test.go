@@ -24,7 +24,7 @@ import (
 // by attribute, with the session id replaced by SID.
 func TestLogging(t *testing.T) {
 	t.Parallel()
-	const initRecord = "INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok"
+	const initRecord = "INFO request method=initialize request_id=1 session_id=SID duration_seconds=0 outcome=ok"
 	call := func(id, tool string) string {
 		return "request method=tools/call tool=" + tool + " request_id=" + id + " session_id=SID"
 	}
@@ -48,8 +48,8 @@ func TestLogging(t *testing.T) {
 			},
 			want: []string{
 				initRecord,
-				"INFO " + call("2", "echo") + " duration=0s outcome=ok",
-				"INFO request method=ping request_id=3 session_id=SID duration=0s outcome=ok",
+				"INFO " + call("2", "echo") + " duration_seconds=0 outcome=ok",
+				"INFO request method=ping request_id=3 session_id=SID duration_seconds=0 outcome=ok",
 			},
 		},
 		{
@@ -63,9 +63,9 @@ func TestLogging(t *testing.T) {
 			},
 			want: []string{
 				initRecord,
-				"INFO request method=ping request_id=req-7 session_id=SID duration=0s outcome=ok",
-				`INFO request method=ping request_id=a b="c" session_id=SID duration=0s outcome=ok`,
-				`INFO request method=ping request_id= session_id=SID duration=0s outcome=ok`,
+				"INFO request method=ping request_id=req-7 session_id=SID duration_seconds=0 outcome=ok",
+				`INFO request method=ping request_id=a b="c" session_id=SID duration_seconds=0 outcome=ok`,
+				`INFO request method=ping request_id= session_id=SID duration_seconds=0 outcome=ok`,
 			},
 		},
 		{
@@ -74,7 +74,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "sleep", nil)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "INFO " + call("2", "sleep") + " duration=1.5s outcome=ok"},
+			want: []string{initRecord, "INFO " + call("2", "sleep") + " duration_seconds=1.5 outcome=ok"},
 		},
 		{
 			name: "tool error",
@@ -82,7 +82,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "fail", nil)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "INFO " + call("2", "fail") + " duration=0s outcome=ok tool_error=true"},
+			want: []string{initRecord, "INFO " + call("2", "fail") + " duration_seconds=0 outcome=ok tool_error=true"},
 		},
 		{
 			name: "arguments the tool's schema refuses: a tool error",
@@ -90,7 +90,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "strict", `{}`)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "INFO " + call("2", "strict") + " duration=0s outcome=ok tool_error=true"},
+			want: []string{initRecord, "INFO " + call("2", "strict") + " duration_seconds=0 outcome=ok tool_error=true"},
 		},
 		{
 			name: "JSON-RPC error",
@@ -98,7 +98,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "nope", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "WARN " + call("2", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
+			want: []string{initRecord, "WARN " + call("2", "nope") + ` duration_seconds=0 outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
 		},
 		{
 			name:  "timeout",
@@ -107,7 +107,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "block", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "WARN " + call("2", "block") + " duration=1s outcome=error code=-32001 error=mcp: handler timeout cause=timeout"},
+			want: []string{initRecord, "WARN " + call("2", "block") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout"},
 		},
 		{
 			name:  "recovered panic",
@@ -116,7 +116,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "panic", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "WARN " + call("2", "panic") + " duration=0s outcome=error code=-32603 error=panic: boom"},
+			want: []string{initRecord, "WARN " + call("2", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom"},
 		},
 		{
 			name: "client cancel",
@@ -126,7 +126,7 @@ func TestLogging(t *testing.T) {
 				r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 				synctest.Wait()
 			},
-			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration=1s outcome=cancelled cause=client_cancel reason=cancelled"},
+			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration_seconds=1 outcome=cancelled cause=client_cancel reason=cancelled"},
 		},
 		{
 			name: "transport close",
@@ -134,7 +134,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
 			},
-			want: []string{initRecord, "INFO " + call("2", "block") + " duration=0s outcome=cancelled cause=transport_close reason=writer_closed"},
+			want: []string{initRecord, "INFO " + call("2", "block") + " duration_seconds=0 outcome=cancelled cause=transport_close reason=writer_closed"},
 		},
 		{
 			name: "dropped",
@@ -145,7 +145,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "echo", nil)
 				synctest.Wait()
 			},
-			want: []string{initRecord, "INFO " + call("2", "echo") + " duration=0s outcome=dropped reason=peer_gone error=test: write: transport: peer gone"},
+			want: []string{initRecord, "INFO " + call("2", "echo") + " duration_seconds=0 outcome=dropped reason=peer_gone error=test: write: transport: peer gone"},
 		},
 		{
 			name:  "levels the logger does not enable are not logged",
@@ -156,7 +156,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(3, "nope", nil)
 				require.NotNil(t, r.RecvResponseTo(3).Error)
 			},
-			want: []string{"WARN " + call("3", "nope") + ` duration=0s outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
+			want: []string{"WARN " + call("3", "nope") + ` duration_seconds=0 outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
 		},
 		{
 			name: "LogLevelFunc",
@@ -170,7 +170,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "echo", nil)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{"ERROR " + call("2", "echo") + " duration=0s outcome=ok"},
+			want: []string{"ERROR " + call("2", "echo") + " duration_seconds=0 outcome=ok"},
 		},
 	}
 	for _, tt := range tests {
@@ -223,8 +223,8 @@ func TestLoggingWithLogHandler(t *testing.T) {
 		logger.InfoContext(context.Background(), "outside a request")
 		r.close()
 		assert.Equal(t, []string{
-			"INFO request method=initialize request_id=1 session_id=SID duration=0s outcome=ok",
-			"INFO request method=tools/call tool=echo request_id=2 session_id=SID duration=0s outcome=ok",
+			"INFO request method=initialize request_id=1 session_id=SID duration_seconds=0 outcome=ok",
+			"INFO request method=tools/call tool=echo request_id=2 session_id=SID duration_seconds=0 outcome=ok",
 			"INFO outside a request",
 		}, logs.lines(sid, "SID"))
 	})

@@ -13,7 +13,7 @@ import (
 func TestCountRecords(t *testing.T) {
 	t.Parallel()
 	log := `time=1 level=INFO msg="serving MCP" url=http://127.0.0.1:1/mcp
-time=2 level=INFO msg=request method=initialize request_id=0 duration=0s outcome=ok
+time=2 level=INFO msg=request method=initialize request_id=0 duration_seconds=0 outcome=ok
 time=3 level=WARN msg=request method=tools/call tool=x request_id=1 outcome=error
 time=4 level=INFO msg=requests total=2
 `
