@@ -63,20 +63,7 @@ func recordStart(sc trace.SpanContext, m *metrics.Metrics, req *server.Request) 
 
 // recordEnd records how req, which came on transport, ended, in m.
 func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start time.Time, traceID trace.TraceID, out server.Outcome) {
-	outcome, errType := classifyOutcome(out)
-	var status string
-	if outcome == mcpconv.OutcomeError {
-		status = errType
-		if errType == mcpconv.ErrorTypeUpstreamClosed {
-			status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
-		}
-		if callerFault(server.CodeOf(out.Err)) {
-			errType = ""
-		}
-		if out.ResultTooLarge {
-			errType = mcpconv.ErrorTypeResultTooLarge
-		}
-	}
+	outcome, errType, status := outcomeLabels(out)
 	if out.Err != nil {
 		if q, ok := errors.AsType[*server.QuotaError](out.Err); ok {
 			m.QuotaRefused(q.Quota.String())
@@ -132,6 +119,26 @@ func protocolOf(req *server.Request) string {
 		return req.Session.ProtocolVersion()
 	}
 	return req.Protocol
+}
+
+// outcomeLabels returns a request's outcome, its error type and the
+// JSON-RPC status code of an error answer, as the metrics, the span
+// (error.type) and the live page all say them: one vocabulary.
+func outcomeLabels(out server.Outcome) (outcome, errType, status string) {
+	outcome, errType = classifyOutcome(out)
+	if outcome == mcpconv.OutcomeError {
+		status = errType
+		if errType == mcpconv.ErrorTypeUpstreamClosed {
+			status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+		}
+		if callerFault(server.CodeOf(out.Err)) {
+			errType = ""
+		}
+		if out.ResultTooLarge {
+			errType = mcpconv.ErrorTypeResultTooLarge
+		}
+	}
+	return outcome, errType, status
 }
 
 // classifyOutcome returns a request's outcome and error type, in the

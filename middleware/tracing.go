@@ -129,15 +129,11 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 		// cancellation is not a server error, so the status stays Unset.
 	case err != nil:
 		setErrorStatus(span, err, !req.IsNotification(), end)
-		if out.ResultTooLarge {
-			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeResultTooLarge))
-		}
-		if chainCause(err) == protocol.ReasonUpstreamClosed {
-			span.SetAttributes(semconv.ErrorTypeKey.String(mcpconv.ErrorTypeUpstreamClosed))
-		}
 	case out.ToolError():
-		span.SetAttributes(semconv.ErrorTypeKey.String(toolErrorType(out)))
 		span.SetStatus(codes.Error, "")
+	}
+	if _, errType, _ := outcomeLabels(out); errType != "" { // the metrics' error_type, cancelled and dropped included
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 	}
 	if out.Dropped != protocol.DropNone {
 		attrs := []attribute.KeyValue{mcpconv.DropReasonKey.String(out.Dropped.String())}
@@ -163,7 +159,6 @@ func setErrorStatus(span trace.Span, err error, answered bool, at trace.SpanEven
 	if callerFault(code) {
 		return
 	}
-	span.SetAttributes(semconv.ErrorTypeKey.String(s))
 	e, isErr := errors.AsType[*server.Error](err)
 	switch {
 	case isErr && e != nil:

@@ -462,7 +462,7 @@ func TestTracingOutcomes(t *testing.T) {
 				synctest.Wait()
 				h.Notify("notifications/cancelled", map[string]any{"requestId": 2, "reason": "user"})
 			},
-			want: want{status: codes.Unset, cause: "client_cancel", events: []string{
+			want: want{status: codes.Unset, errorType: "cancelled", cause: "client_cancel", events: []string{
 				"cancelled vigil.cancel.cause=client_cancel", "response_dropped vigil.drop.reason=cancelled",
 			}},
 		},
@@ -479,7 +479,7 @@ func TestTracingOutcomes(t *testing.T) {
 				}
 				close(h.release)
 			},
-			want: want{status: codes.Unset, cause: "client_cancel", events: []string{
+			want: want{status: codes.Unset, errorType: "cancelled", cause: "client_cancel", events: []string{
 				"cancelled vigil.cancel.cause=client_cancel", "response_dropped vigil.drop.reason=cancelled",
 			}},
 		},
@@ -491,7 +491,7 @@ func TestTracingOutcomes(t *testing.T) {
 				synctest.Wait()
 				h.close()
 			},
-			want: want{status: codes.Unset, cause: "transport_close", events: []string{
+			want: want{status: codes.Unset, errorType: "cancelled", cause: "transport_close", events: []string{
 				"cancelled vigil.cancel.cause=transport_close", "response_dropped vigil.drop.reason=writer_closed",
 			}},
 		},
@@ -504,7 +504,7 @@ func TestTracingOutcomes(t *testing.T) {
 				require.NoError(t, h.srv.Close())
 				require.ErrorIs(t, h.Wait(), server.ErrServerClosed)
 			},
-			want: want{status: codes.Unset, cause: "shutdown", events: []string{
+			want: want{status: codes.Unset, errorType: "cancelled", cause: "shutdown", events: []string{
 				"cancelled vigil.cancel.cause=shutdown", "response_dropped vigil.drop.reason=shutdown",
 			}},
 		},
@@ -550,7 +550,7 @@ func TestTracingOutcomes(t *testing.T) {
 			run: func(_ *testing.T, h *traced) {
 				h.SendCallTool(2, "echo", nil)
 			},
-			want: want{status: codes.Unset, events: []string{
+			want: want{status: codes.Unset, errorType: "dropped", events: []string{
 				"response_dropped exception.message=scripted: transport: peer gone vigil.drop.reason=peer_gone",
 			}},
 		},
