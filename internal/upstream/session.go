@@ -164,13 +164,18 @@ type Notes struct {
 
 // call is one request of ours awaiting its answer.
 type call struct {
-	token  string                  // its progress token (JSON); "" without Progress
-	ctx    context.Context         // the caller's
-	done   chan struct{}           // closed once result or err is set
-	notes  chan *transport.Request // its progress and log notifications; nil without Notes
-	wants  Notes
-	result json.RawMessage
-	err    error
+	token string          // its progress token (JSON); "" without Progress
+	ctx   context.Context // the caller's
+	// abandoned, when not zero, is when its caller left before the answer
+	// (see abandon): until the answer or abandonedFor later, it still
+	// counts as in flight, so that what the upstream sends without naming
+	// a call goes to no other call, and it takes nothing itself.
+	abandoned time.Time
+	done      chan struct{}           // closed once result or err is set
+	notes     chan *transport.Request // its progress and log notifications; nil without Notes
+	wants     Notes
+	result    json.RawMessage
+	err       error
 }
 
 // errUpstreamCancel is the cause of an upstream request's context when
@@ -321,7 +326,7 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 	}
 	if err := s.conn.Write(wctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
 		if ctx.Err() != nil {
-			if s.forget(id) {
+			if s.abandon(id) {
 				// The request may have gone out (an HTTP POST waits for
 				// its answer): the upstream ignores a cancel it cannot
 				// match.
@@ -339,7 +344,7 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 		case <-c.done:
 			return c.finish()
 		case <-ctx.Done():
-			if !s.forget(id) {
+			if !s.abandon(id) {
 				<-c.done // answered meanwhile: the answer wins
 				return c.finish()
 			}
@@ -430,6 +435,36 @@ func (s *Session) forget(id int64) bool {
 	found := false
 	_ = s.update(func(st *state) error {
 		_, found = st.drop(id)
+		return nil
+	})
+	return found
+}
+
+// abandonedFor bounds how long a call whose caller left keeps counting as
+// in flight while its upstream has not answered it (see call.abandoned):
+// an upstream that ignores cancels stops being waited for then.
+const abandonedFor = 30 * time.Second
+
+// abandon marks call id as left by its caller before its answer; it
+// reports whether the call was still pending (not answered, the session
+// not ended). The call stays in the pending ones, without its progress
+// token, until the upstream answers it or abandonedFor passes: an
+// upstream that goes on working on it (many ignore cancels) may still
+// ask a question or log about it, which must reach no other caller.
+func (s *Session) abandon(id int64) bool {
+	found := false
+	now := time.Now()
+	_ = s.update(func(st *state) error {
+		c, ok := st.calls[id]
+		if !ok {
+			return nil
+		}
+		found = true
+		c.abandoned = now
+		if c.token != "" {
+			delete(st.tokens, c.token) // its progress is no one's
+			c.token = ""
+		}
 		return nil
 	})
 	return found
@@ -589,9 +624,11 @@ func (s *Session) answer(r *transport.Response) {
 			return nil
 		})
 	}
-	if c == nil {
-		s.late.Add(1)
-		return
+	if c == nil || !c.abandoned.IsZero() {
+		s.late.Add(1) // nobody waits for it
+		if c == nil {
+			return
+		}
 	}
 	if r.Error != nil {
 		c.err = r.Error
@@ -640,6 +677,10 @@ func (s *Session) notified(n *transport.Request, related transport.ID) {
 			c = st.callerOf(related)
 			return nil
 		})
+		if c != nil && !c.abandoned.IsZero() {
+			s.dropNotes.Add(1) // its caller left: no one else's
+			return
+		}
 		if c != nil && c.wants.Log != nil {
 			select {
 			case c.notes <- n:
@@ -715,13 +756,16 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 	var cancel context.CancelCauseFunc
 	ctx := s.ctx
 	_ = s.update(func(st *state) error {
-		if c := st.callerOf(related); c != nil {
+		c := st.callerOf(related)
+		if c != nil {
 			ctx = c.ctx
 		}
 		ctx, cancel = context.WithCancelCause(ctx)
 		switch {
 		case st.err != nil:
 			refusal = &transport.Error{Code: int64(protocol.CodeInternal), Message: "session closed"}
+		case c != nil && !c.abandoned.IsZero():
+			refusal = &transport.Error{Code: int64(protocol.CodeInternal), Message: "the request it belongs to was cancelled by its caller"}
 		case st.incoming[r.ID] != nil:
 			refusal = &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "duplicate request id"}
 		case len(st.incoming) >= s.cfg.MaxIncoming:
@@ -783,7 +827,12 @@ func (st *state) callerOf(related transport.ID) *call {
 		return nil
 	}
 	var only *call
-	for _, c := range st.calls {
+	now := time.Now()
+	for id, c := range st.calls {
+		if !c.abandoned.IsZero() && now.Sub(c.abandoned) > abandonedFor {
+			delete(st.calls, id) // its upstream never answered: waited for long enough
+			continue
+		}
 		if c.wants.Aside {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -660,5 +661,77 @@ func TestCallerProgressToken(t *testing.T) {
 		assert.Equal(t, `"caller-7"`, tokenOf(req3))
 		f.answer(req3.ID, `{}`)
 		require.NoError(t, (<-out3).err)
+	})
+}
+
+// TestAbandonedCallKeepsItsMessages: a call whose caller left before the
+// answer (an upstream that ignores cancels goes on with it) still counts
+// as in flight until its upstream answers it or a bound passes, so that
+// its log messages and questions, which over stdio name no call, reach
+// no other caller: the issue-67 repro, A cancels, then B calls. Its own
+// late questions are refused, its logs dropped.
+func TestAbandonedCallKeepsItsMessages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asked := make(chan any, 4)
+		s, f := open(t, upstream.Config{Name: "u", OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
+			asked <- ctx.Value(callerKey{})
+			return json.RawMessage(`{"action":"decline"}`), nil
+		}})
+		var bLogs []string
+		bLog := &upstream.Notes{Log: func(p json.RawMessage) { bLogs = append(bLogs, string(p)) }}
+
+		ctxA, cancelA := context.WithCancel(context.WithValue(t.Context(), callerKey{}, "A"))
+		a := callAsync(ctxA, s, "tools/call", nil)
+		reqA := f.request("tools/call")
+		cancelA()
+		f.request("notifications/cancelled")
+		require.Error(t, (<-a).err)
+
+		b := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, "B"), "tools/call", nil, bLog)
+			b <- result{raw, err}
+		}()
+		reqB := f.request("tools/call")
+		f.notify("notifications/message", `{"level":"info","data":"working on A-SECRET-4711"}`)
+		f.send(&transport.Request{ID: transport.Int64ID(1), Method: "elicitation/create", Params: json.RawMessage(`{"message":"please confirm: A-SECRET-4711"}`)})
+		assert.Nil(t, <-asked, "A's question is asked of no caller")
+		f.response()
+
+		f.answer(reqA.ID, `{}`) // the upstream is done with A at last
+		synctest.Wait()
+		f.notify("notifications/message", `{"level":"info","data":"working on B"}`)
+		f.send(&transport.Request{ID: transport.Int64ID(2), Method: "elicitation/create", Params: json.RawMessage(`{"message":"please confirm: B"}`)})
+		assert.Equal(t, "B", <-asked, "B alone in flight now: its question")
+		f.response()
+		f.answer(reqB.ID, `{}`)
+		require.NoError(t, (<-b).err)
+		assert.Equal(t, []string{`{"level":"info","data":"working on B"}`}, bLogs, "B got its own log, and none of A's")
+
+		// Alone in flight, an abandoned call's question is refused, not
+		// asked; once the bound passes, it is no longer waited for.
+		ctxC, cancelC := context.WithCancel(context.WithValue(t.Context(), callerKey{}, "C"))
+		c := callAsync(ctxC, s, "tools/call", nil)
+		f.request("tools/call")
+		cancelC()
+		f.request("notifications/cancelled")
+		require.Error(t, (<-c).err)
+		f.send(&transport.Request{ID: transport.Int64ID(3), Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+		refused := f.response()
+		require.NotNil(t, refused.Error, "refused")
+		assert.Contains(t, refused.Error.Message, "cancelled by its caller")
+		time.Sleep(31 * time.Second)
+		d := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(context.WithValue(t.Context(), callerKey{}, "D"), "tools/call", nil, nil)
+			d <- result{raw, err}
+		}()
+		reqD := f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(4), Method: "elicitation/create", Params: json.RawMessage(`{}`)})
+		assert.Equal(t, "D", <-asked, "C waited for long enough: D is alone")
+		f.response()
+		f.answer(reqD.ID, `{}`)
+		require.NoError(t, (<-d).err)
+		assert.Empty(t, asked)
 	})
 }
