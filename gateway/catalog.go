@@ -331,6 +331,14 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		}
 		notes.Meta = trace
 	}
+	if req := server.RequestFromContext(ctx); req != nil {
+		if owner := m.g.srv.CallerKey(req); owner != "" {
+			if notes == nil {
+				notes = &upstream.Notes{}
+			}
+			notes.Owner = owner // a shared upstream session serves one caller at a time
+		}
+	}
 	if m.relays(ctx, method) {
 		return m.relayRound(ctx, method, raw, notes) // era2026.go
 	}

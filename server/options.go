@@ -390,6 +390,11 @@ func WithCallerKey(key func(req *Request) string) Option {
 	return optionFunc(func(c *config) { c.callerKey = key })
 }
 
+// CallerKey returns the key of req's caller, as [WithCallerKey] gives it
+// ("" without one): whom its tasks and request states belong to. A
+// gateway keeps the calls of different callers apart with it.
+func (s *Server) CallerKey(req *Request) string { return s.callerKey(req) }
+
 // callerKey is the key of req's caller (WithCallerKey), "" without one.
 func (s *Server) callerKey(req *Request) string {
 	if s.cfg.callerKey == nil {

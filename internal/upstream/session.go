@@ -118,6 +118,9 @@ type Session struct {
 
 // state is what the session's lock guards.
 type state struct {
+	// freed is closed, and made again by the next to wait, when a call
+	// leaves the pending ones (see waitTurn); nil while no one waits.
+	freed    chan struct{}
 	err      error                            // why the session ended; nil while it lives
 	calls    map[int64]*call                  // our requests awaiting their answers
 	tokens   map[string]int64                 // the progress tokens (JSON) of calls with Progress, and their ids
@@ -150,6 +153,12 @@ type Notes struct {
 	// the only call in flight: a long-lived call such as
 	// subscriptions/listen, that would otherwise take them all.
 	Aside bool
+	// Owner is whom the call is for (a principal's key). On a session the
+	// calls of several owners share, a call waits, within its context,
+	// while another owner's calls are in flight (abandoned ones included,
+	// Aside ones not): what the upstream sends without naming a call can
+	// then only be one owner's.
+	Owner string
 	// Polled, when set, is called each time an HTTP upstream ends the
 	// call's SSE stream before its answer, cleanly and with event ids, as
 	// a server does that wants to be polled (SEP-1699), just before the
@@ -293,17 +302,14 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 			c.notes = make(chan *transport.Request, notesBuffer)
 		}
 	}
-	if err := s.update(func(st *state) error {
-		if st.err != nil {
-			return st.err
-		}
+	if err := s.waitTurn(ctx, func(st *state) error {
 		if notes != nil && notes.Progress != nil {
 			c.token = st.pickToken(notes.ProgressToken, id)
 			st.tokens[c.token] = id
 		}
 		st.calls[id] = c
 		return nil
-	}); err != nil {
+	}, c.wants); err != nil {
 		return nil, err
 	}
 	if notes != nil {
@@ -352,6 +358,51 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// waitTurn runs add, which files a call with wants, once no call of
+// another owner is in flight (see Notes.Owner), or returns why not: the
+// session ended, or ctx did.
+func (s *Session) waitTurn(ctx context.Context, add func(st *state) error, wants Notes) error {
+	for {
+		var freed <-chan struct{}
+		var until time.Time
+		if err := s.update(func(st *state) error {
+			if st.err != nil {
+				return st.err
+			}
+			if !wants.Aside {
+				if freed, until = st.otherOwner(wants.Owner, time.Now()); freed != nil {
+					return nil
+				}
+			}
+			return add(st)
+		}); err != nil || freed == nil {
+			return err
+		}
+		if err := s.waitFreed(ctx, freed, until); err != nil {
+			return err
+		}
+	}
+}
+
+// waitFreed waits until freed is closed, until passes (when not zero) or
+// the session ends; it returns ctx's cause if ctx ends first.
+func (s *Session) waitFreed(ctx context.Context, freed <-chan struct{}, until time.Time) error {
+	var expire <-chan time.Time
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case <-freed:
+	case <-expire:
+	case <-s.ctx.Done():
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // hand gives a notification of the call to its Notes.
@@ -425,8 +476,49 @@ func (st *state) drop(id int64) (*call, bool) {
 		if c.token != "" {
 			delete(st.tokens, c.token)
 		}
+		st.free()
 	}
 	return c, found
+}
+
+// free wakes the calls waiting for their turn (see waitTurn).
+func (st *state) free() {
+	if st.freed != nil {
+		close(st.freed)
+		st.freed = nil
+	}
+}
+
+// otherOwner returns, when a call of another owner than owner is in
+// flight (Aside ones aside, abandoned ones until abandonedFor passed),
+// the channel freed is then, and when the earliest abandoned one among
+// them stops counting (zero when none is abandoned).
+func (st *state) otherOwner(owner string, now time.Time) (<-chan struct{}, time.Time) {
+	busy := false
+	var until time.Time
+	for id, c := range st.calls {
+		if c.wants.Aside || c.wants.Owner == owner {
+			continue
+		}
+		if !c.abandoned.IsZero() {
+			end := c.abandoned.Add(abandonedFor)
+			if !now.Before(end) {
+				delete(st.calls, id)
+				continue
+			}
+			if until.IsZero() || end.Before(until) {
+				until = end
+			}
+		}
+		busy = true
+	}
+	if !busy {
+		return nil, time.Time{}
+	}
+	if st.freed == nil {
+		st.freed = make(chan struct{})
+	}
+	return st.freed, until
 }
 
 // forget takes call id out of the pending ones; it reports whether it was
@@ -831,6 +923,7 @@ func (st *state) callerOf(related transport.ID) *call {
 	for id, c := range st.calls {
 		if !c.abandoned.IsZero() && now.Sub(c.abandoned) > abandonedFor {
 			delete(st.calls, id) // its upstream never answered: waited for long enough
+			st.free()
 			continue
 		}
 		if c.wants.Aside {

@@ -735,3 +735,80 @@ func TestAbandonedCallKeepsItsMessages(t *testing.T) {
 		assert.Empty(t, asked)
 	})
 }
+
+// TestOneOwnerAtATime: on a session that several owners' calls share, a
+// call of another owner waits while one owner's calls are in flight (an
+// abandoned one included, until the upstream answers it or the bound
+// passes), so that what the upstream sends without naming a call reaches
+// only that owner; calls of one owner, and Aside ones, do not wait. A
+// waiting call ends with its context.
+func TestOneOwnerAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		owned := func(ctx context.Context, owner string) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				raw, err := s.Call(ctx, "tools/call", nil, &upstream.Notes{Owner: owner})
+				out <- result{raw, err}
+			}()
+			return out
+		}
+		a1 := owned(t.Context(), "alice")
+		r1 := f.request("tools/call")
+		a2 := owned(t.Context(), "alice")
+		r2 := f.request("tools/call") // alice's second goes at once
+		listen := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "subscriptions/listen", nil, &upstream.Notes{Aside: true, Owner: "carol"})
+			listen <- result{raw, err}
+		}()
+		rl := f.request("subscriptions/listen") // an Aside call waits for no one
+		b := owned(t.Context(), "bob")
+		synctest.Wait()
+		gaveUp, cancel := context.WithCancel(t.Context())
+		b2 := owned(gaveUp, "bob")
+		synctest.Wait()
+		cancel()
+		require.ErrorIs(t, (<-b2).err, context.Canceled, "a waiting call ends with its context")
+		f.answer(r1.ID, `{}`)
+		require.NoError(t, (<-a1).err)
+		synctest.Wait()
+		select {
+		case <-b:
+			t.Fatal("bob's call ran beside alice's")
+		default:
+		}
+		ctxA, cancelA := context.WithCancel(t.Context())
+		a3 := owned(ctxA, "alice")
+		r3 := f.request("tools/call")
+		f.answer(r2.ID, `{}`)
+		require.NoError(t, (<-a2).err)
+		cancelA() // abandoned: bob still waits, for the upstream's answer or the bound
+		f.request("notifications/cancelled")
+		require.Error(t, (<-a3).err)
+		synctest.Wait()
+		select {
+		case <-b:
+			t.Fatal("bob's call ran beside alice's abandoned one")
+		default:
+		}
+		f.answer(r3.ID, `{}`) // the upstream is done with alice's last
+		rb := f.request("tools/call")
+		f.answer(rb.ID, `{}`)
+		require.NoError(t, (<-b).err)
+
+		ctxA, cancelA = context.WithCancel(t.Context())
+		a4 := owned(ctxA, "alice")
+		f.request("tools/call")
+		cancelA()
+		f.request("notifications/cancelled")
+		require.Error(t, (<-a4).err)
+		b3 := owned(t.Context(), "bob")
+		time.Sleep(31 * time.Second) // the upstream never answers alice's: bob waits out the bound
+		rb3 := f.request("tools/call")
+		f.answer(rb3.ID, `{}`)
+		require.NoError(t, (<-b3).err)
+		f.answer(rl.ID, `{}`)
+		require.NoError(t, (<-listen).err)
+	})
+}
