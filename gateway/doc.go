@@ -28,6 +28,13 @@
 // is started again, with backoff. docs/gateway.md is the design, with
 // what is not built yet.
 //
+// No upstream can keep the others from being served: Mount registers
+// those ready by the end of its ctx and starts the others in the
+// background, each start bounded by [Config].StartTimeout. Each upstream
+// has its own [State] ([Gateway.Upstreams]; Health requires those
+// [Config].Required names), and a call to one that is not ready is
+// refused at once, -32000 with data {"retryAfterSeconds": N}.
+//
 // Package gateway imports the server and the client core
 // (internal/upstream); the root package vigil and cmd/vigil import it.
 // Read [Example] first.

@@ -23,3 +23,18 @@ func (g *Gateway) ReapIdle() {
 func (g *Gateway) Counts(i int) (starts, refused int64) {
 	return g.mounts[i].starts.Load(), g.mounts[i].refused.Load()
 }
+
+// Settled returns a channel closed once the i-th upstream's first start
+// is over, ready or failed.
+func (g *Gateway) Settled(i int) <-chan struct{} { return g.mounts[i].settled }
+
+// AwaitState waits until the i-th upstream is in state want.
+func (g *Gateway) AwaitState(i int, want State) {
+	for {
+		st, changed := g.mounts[i].state.watch()
+		if st == want {
+			return
+		}
+		<-changed
+	}
+}

@@ -99,6 +99,14 @@ type Config struct {
 	// docs/gateway.md, Schemas), instead of serving it with its
 	// arguments left for the upstream to validate; each is logged once.
 	DropUncheckedTools bool
+	// StartTimeout bounds each start of an upstream session: the spawn
+	// of its process, initialize and, for the session the gateway keeps
+	// for listing, the first listing (30 s when 0 or less). A start that
+	// outlasts it has failed: the upstream's next waits out a backoff.
+	StartTimeout time.Duration
+	// Required names the upstreams Health requires to be ready; empty,
+	// every one. Mount fails when it names an upstream not in Upstreams.
+	Required []string
 
 	now func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
 }
@@ -113,8 +121,9 @@ type Gateway struct {
 	tally  map[string]*tally   // by upstream name: what its sessions dropped
 	watch  sync.WaitGroup      // the goroutines that wait for a session's end (track)
 
-	mu     sync.Mutex        // guards owners and each mount's cat
-	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
+	mu       sync.Mutex        // guards owners, mounting and each mount's cat and first
+	owners   map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
+	mounting bool              // Mount has not registered yet what was ready at its end
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -139,16 +148,23 @@ type mount struct {
 	now          func() time.Time
 	maxProcesses int           // Config.MaxProcesses
 	idle         time.Duration // Config.IdleTimeout; negative: never
+	startTimeout time.Duration // Config.StartTimeout
+	required     bool          // Config.Required names it, or is empty
 	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
 	era          *link         // a 2026-07-28 session, for 2026-07-28 callers' rounds (era2026.go)
 	noEra        atomic.Bool   // the upstream does not speak 2026-07-28
 	staleEra     atomic.Bool   // the 2026-07-28 session said a list changed
 
+	state      stateOf       // lifecycle.go
+	settled    chan struct{} // closed once the first start is over, ready or failed (settle)
+	settleOnce sync.Once
+	first      *catalog    // listed before Mount registered the upstreams ready by then: Mount registers it; guarded by g.mu
+	listed     atomic.Bool // a listing succeeded once
+
 	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
 	sessions map[*server.Session]*link // the links of downstream sessions
 
-	starts, refused atomic.Int64          // sessions started; calls refused by MaxProcesses
-	failed          atomic.Pointer[error] // why the last start failed; nil once a start succeeds, or the catalog's session answers a check
+	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
 
 	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
@@ -181,22 +197,27 @@ func (c *conn) close() {
 	}
 }
 
-// Mount opens a session to each upstream of cfg (initialize, bounded by
-// ctx), lists its tools, prompts, resources and resource templates, and
-// registers them on srv with handlers that forward each call to it. With
-// more than one upstream each tool and prompt is named NAME_name and each
-// template's name is prefixed likewise; resource URIs and URI templates
-// are kept as they are. Mount fails, having closed what it opened and
-// registered nothing, when an upstream cannot be reached or initialized,
-// or two tools (the server's own included), prompts, resources or
-// templates would share a name or URI. When an upstream serves skills, it
-// sets srv's SkillFinder, so that a skill an upstream serves unlisted is
-// served once a client names it.
+// Mount starts each upstream of cfg in the background, each start
+// bounded by cfg.StartTimeout, and waits until each is ready or has
+// failed its first start, or until ctx is done. It registers on srv what
+// those ready offer (tools, prompts, resources, templates), with handlers
+// that forward each call; an upstream not ready by then is started again,
+// with backoff, until Close, and registered once ready (see
+// [Gateway.Upstreams]). With several upstreams each tool and prompt is
+// named NAME_name and each template's name is prefixed likewise; URIs
+// are kept. Mount fails, having closed what it opened, only for cfg
+// itself, or when two upstreams ready at its end (or one and srv) would
+// share a name or URI, or a tool filter matches none of the tools of
+// one. When an upstream serves skills, srv's SkillFinder is set so that
+// a skill it serves unlisted is served once a client names it.
 func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := checkUpstreams(cfg.Upstreams); err != nil {
+		return nil, err
+	}
+	if err := checkRequired(cfg.Upstreams, cfg.Required); err != nil {
 		return nil, err
 	}
 	if cfg.MaxProcesses < 1 {
@@ -205,21 +226,21 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = defaultIdleTimeout
 	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = defaultStartTimeout
+	}
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes}
-	if err := g.observe(cfg); err != nil {
-		return nil, err
-	}
-	var cats []*catalog // each mount's, registered once every one is listed
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true}
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
 	for _, up := range cfg.Upstreams {
 		m := &mount{
 			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
-			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1),
+			startTimeout: cfg.StartTimeout, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
+			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if up.URL != "" {
@@ -233,51 +254,71 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 			m.prefix = up.Name + "_"
 		}
 		g.mounts = append(g.mounts, m)
-		s, err := m.catalog.session(ctx)
-		if err != nil {
-			_ = g.Close()
-			return nil, err
-		}
-		m.refresher.Go(m.refreshLoop)
-		cat, err := m.list(ctx, s)
-		if err == nil {
-			err = m.filtersSomething(cat)
-		}
-		if err == nil {
-			g.mu.Lock()
-			err = cat.claim(g.owners, false)
-			g.mu.Unlock()
-		}
-		if err != nil {
-			_ = g.Close()
-			return nil, err
-		}
-		cats = append(cats, cat)
 	}
-	for i, m := range g.mounts {
-		g.mu.Lock()
-		err := cats[i].register(srv)
-		if err == nil {
-			m.cat = cats[i]
+	if err := g.observe(cfg); err != nil {
+		for _, m := range g.mounts {
+			m.stop()
 		}
-		g.mu.Unlock()
-		if err != nil {
-			g.mu.Lock()
-			for _, done := range g.mounts[:i] {
-				done.cat.unregister(srv, nil)
-			}
-			g.mu.Unlock()
-			_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
-			return nil, err
-		}
+		return nil, err
 	}
 	for _, m := range g.mounts {
-		if s := m.catalog.live(); s != nil && declaresSkills(s) {
-			srv.SetSkillFinder(g.findSkill) // the skills upstreams serve unlisted (skills_found.go)
-			break
+		m.refresher.Go(m.refreshLoop) // starts it at once
+	}
+	for _, m := range g.mounts {
+		select {
+		case <-m.settled:
+		case <-ctx.Done():
 		}
 	}
+	if err := g.registerFirst(); err != nil {
+		_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
+		return nil, err
+	}
 	return g, nil
+}
+
+// registerFirst registers, in the order of the upstreams, what those
+// ready at the end of Mount listed, refusing a collision or a tool filter
+// that matches nothing (then nothing is registered); those ready later
+// register themselves (refresh).
+func (g *Gateway) registerFirst() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var done []*mount
+	for _, m := range g.mounts {
+		cat := m.first
+		m.first = nil
+		if cat == nil {
+			continue
+		}
+		err := m.filtersSomething(cat)
+		if err == nil {
+			err = cat.claim(g.owners, false)
+		}
+		if err == nil {
+			err = cat.register(g.srv)
+		}
+		if err != nil {
+			for _, d := range done {
+				d.cat.unregister(g.srv, nil)
+			}
+			return err
+		}
+		m.cat = cat
+		m.findsSkills()
+		done = append(done, m)
+	}
+	g.mounting = false // from now on, the upstreams ready register themselves
+	return nil
+}
+
+// findsSkills sets the server's SkillFinder when the upstream serves
+// skills, so that a skill it serves unlisted is served once a client
+// names it (skills_found.go).
+func (m *mount) findsSkills() {
+	if s := m.catalog.live(); s != nil && declaresSkills(s) {
+		m.g.srv.SetSkillFinder(m.g.findSkill)
+	}
 }
 
 // checkUpstreams checks the upstreams' names and targets.
@@ -383,9 +424,6 @@ func upstreamClient() *http.Client {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// refreshWithin bounds the listing after a list_changed.
-const refreshWithin = 30 * time.Second
-
 // notified handles the upstream's notifications that belong to no call:
 // a list that changed is listed again and what is registered follows it;
 // a resource update reaches its subscribers.
@@ -406,10 +444,10 @@ func (m *mount) notified(n *transport.Request) {
 	}
 }
 
-// refreshLoop, until Close, lists the upstream again each time it said a
-// list changed; starts the catalog's session again as soon as it goes
-// (with backoff), and lists again on the new one; and closes the
-// sessions of downstream sessions that are idle.
+// refreshLoop, until Close, starts the catalog's session (at once, then
+// again as soon as it goes, with backoff) and lists what the new one
+// serves; lists the upstream again each time it said a list changed; and
+// closes the sessions of downstream sessions that are idle.
 func (m *mount) refreshLoop() {
 	var reap <-chan time.Time
 	if m.idle > 0 {
@@ -420,7 +458,7 @@ func (m *mount) refreshLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	listed := m.catalog.live() // Mount lists it
+	listed := m.keepCatalog()
 	for {
 		var gone <-chan struct{}
 		var retry <-chan time.Time
@@ -432,10 +470,11 @@ func (m *mount) refreshLoop() {
 		}
 		select {
 		case <-m.stale:
-			m.refresh()
+			m.relist()
 		case <-m.check:
 			m.ping(listed)
 		case <-gone:
+			m.setState(StateStarting)
 			listed = m.keepCatalog()
 		case <-retry:
 			listed = m.keepCatalog()
@@ -447,21 +486,34 @@ func (m *mount) refreshLoop() {
 	}
 }
 
-// startWithin bounds a start of the catalog's session that no caller
-// waits for.
-const startWithin = 30 * time.Second
+// defaultStartTimeout is [Config].StartTimeout's default.
+const defaultStartTimeout = 30 * time.Second
 
-// keepCatalog starts the catalog's session again when it has gone (not
-// before its backoff), lists what the new one serves, and returns it;
-// nil when it could not start.
+// keepCatalog starts the catalog's session (not before its backoff),
+// lists what it serves, registers it, and returns it: the upstream is
+// ready. It returns nil, the upstream failing, when the session could not
+// start or be listed within the start timeout.
 func (m *mount) keepCatalog() *upstream.Session {
-	ctx, cancel := context.WithTimeout(m.ctx, startWithin)
+	defer m.settle()
+	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, errStartTimeout)
 	defer cancel()
 	s, err := m.catalog.session(ctx)
-	if err != nil {
+	if err == nil {
+		err = m.refresh(ctx, s)
+		if err != nil && m.ctx.Err() == nil {
+			m.log.Warn("upstream listing failed", "upstream", m.up.Name, "error", err)
+			m.catalog.setback(s)
+		}
+	}
+	switch {
+	case m.ctx.Err() != nil:
+		return nil
+	case err != nil:
+		m.setState(StateFailing)
 		return nil
 	}
-	m.refresh()
+	m.listed.Store(true)
+	m.setState(StateReady)
 	return s
 }
 
@@ -478,25 +530,20 @@ func (m *mount) checkCatalog() {
 const pingWithin = 10 * time.Second
 
 // ping pings the catalog's session s (nil: it has gone, and is started
-// again already): when it answers, the upstream serves, and Health says
-// so; when it has gone, the session ends, and refreshLoop starts it
-// again.
+// again already): when it has gone, the session ends, and refreshLoop
+// starts it again.
 func (m *mount) ping(s *upstream.Session) {
 	if s == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(m.ctx, pingWithin)
 	defer cancel()
-	var rpc *transport.Error
-	if _, err := s.Call(ctx, "ping", nil, nil); err == nil || errors.As(err, &rpc) {
-		m.failed.Store(nil)
-	}
+	_, _ = s.Call(ctx, "ping", nil, nil)
 }
 
-// refresh lists the upstream again and registers what it lists now,
-// removing what it no longer does; a name another upstream serves is
-// left to it.
-func (m *mount) refresh() {
+// relist lists the upstream again after a list_changed, within
+// listWithin.
+func (m *mount) relist() {
 	s := m.catalog.live()
 	if m.staleEra.Swap(false) && m.up.URL == "" {
 		if e := m.era.live(); e != nil {
@@ -504,19 +551,39 @@ func (m *mount) refresh() {
 		}
 	}
 	if s == nil {
-		return
+		return // a session that expired is started again and listed by refreshLoop
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), refreshWithin)
+	ctx, cancel := context.WithTimeout(m.ctx, listWithin)
 	defer cancel()
-	cat, err := m.list(ctx, s) // a session that expired is started again and listed by refreshLoop
-	if err != nil {
+	if err := m.refresh(ctx, s); err != nil {
 		m.log.Warn("gateway: listing again after list_changed failed", "upstream", m.up.Name, "error", err)
-		return
+	}
+}
+
+// listWithin bounds the listing after a list_changed.
+const listWithin = 30 * time.Second
+
+// refresh lists the upstream on s and registers what it lists now,
+// removing what it no longer does; a name another upstream serves is
+// left to it. While Mount has not registered the upstreams ready at its
+// end, the listing is left for it (first).
+func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
+	cat, err := m.list(ctx, s)
+	if err != nil {
+		return err
 	}
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
-	if m.cat == nil {
-		return // Mount has not registered it yet
+	if m.g.mounting {
+		m.first = cat
+		return nil
+	}
+	if m.cat == nil { // ready after Mount: its first registration
+		if err := m.filtersSomething(cat); err != nil {
+			m.log.Warn("gateway: "+err.Error(), "upstream", m.up.Name)
+		}
+		m.cat = &catalog{m: m}
+		defer m.findsSkills()
 	}
 	m.cat.release(m.g.owners)
 	_ = cat.claim(m.g.owners, true)
@@ -526,6 +593,7 @@ func (m *mount) refresh() {
 		cat = &catalog{m: m}
 	}
 	m.cat = cat
+	return nil
 }
 
 // askClient forwards a request of the upstream (sampling, elicitation,
@@ -656,6 +724,7 @@ func (m *mount) callError(ctx context.Context, err error) error {
 	case errors.As(err, &rpc):
 		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
 	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):
+		m.checkCatalog() // is the whole upstream down, or only this session?
 		return upstreamGone(m.up.Name, err)
 	default:
 		return err
@@ -687,27 +756,13 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 	return res, nil
 }
 
-// Health returns nil while every upstream serves, and otherwise an error
-// naming each upstream whose last start failed, unless the session it
-// keeps for listing answered since (a failed start makes the gateway ask
-// it at once, and start it again if it has gone): for /readyz. It does
-// not wait for a start or a check under way.
-func (g *Gateway) Health() error {
-	var errs []error
-	for _, m := range g.mounts {
-		if err := m.failed.Load(); err != nil {
-			errs = append(errs, fmt.Errorf("upstream %s: %w", m.up.Name, *err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Close closes the upstreams' sessions and ends their processes, waiting
 // for them; calls forwarded afterwards fail. It is idempotent and returns
 // nil.
 func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
 	for _, m := range g.mounts {
+		m.setState(StateStopped)
 		m.stop() // every link's context ends: each downstream session's is closed by its watcher
 		m.catalog.close()
 		m.era.close()

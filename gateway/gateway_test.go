@@ -38,6 +38,7 @@ type fakeUpstream struct {
 	auth      []string                      // the Authorization header of each request
 	expire    atomic.Bool                   // answer the next POST of a session 404, as an upstream that forgot it
 	only2025  atomic.Bool                   // answers 2026-07-28 requests with method not found, as a server of the 2025 era
+	down      atomic.Bool                   // answer every request 503, as an upstream not serving yet
 	hold      atomic.Pointer[chan struct{}] // when set, a new session's initialize waits for it to close (holdNew)
 	holding   chan struct{}                 // an initialize waits for hold
 	sampling  sync.WaitGroup                // Add the calls of "sample" expected at once
@@ -121,6 +122,10 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		u.mu.Lock()
 		u.auth = append(u.auth, r.Header.Get("Authorization"))
 		u.mu.Unlock()
+		if u.down.Load() {
+			http.Error(w, "not serving yet", http.StatusServiceUnavailable)
+			return
+		}
 		if u.only2025.Load() && r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
 			refuse2026(w, r) // as a server of the 2025 era answers
 			return
@@ -453,8 +458,10 @@ func TestTraceContextForwarded(t *testing.T) {
 	assert.Empty(t, front(t, gateway.Upstream{Name: "a", URL: u.url}).CallTool("trace", nil).Text(), "no span, no traceparent")
 }
 
-// TestHealth: an upstream that cannot be started again makes Health fail,
-// naming it, and the calls meanwhile fail at once.
+// TestHealth: an upstream that stops serving fails the call that finds
+// it so (gone, or not ready when its stop was noticed first); Health then
+// names it failing, and the calls meanwhile are refused at once with a
+// retry hint.
 func TestHealth(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
@@ -468,12 +475,14 @@ func TestHealth(t *testing.T) {
 	c := mcptest.Connect(t, srv)
 	require.NoError(t, g.Health())
 	u.stop()
-	for range 3 { // gone; then a start that fails; then a call within the backoff
-		_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
-		require.NotNil(t, rpcErr)
-		assert.Equal(t, "upstream a is gone", rpcErr.Message)
-	}
-	require.ErrorContains(t, g.Health(), "upstream a: ")
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
+	require.NotNil(t, rpcErr)
+	assert.Contains(t, []string{"upstream a is gone", "upstream a is not ready; try again in 1 s", "upstream a is not ready; try again in 2 s"}, rpcErr.Message)
+	g.AwaitState(0, gateway.StateFailing)
+	require.ErrorContains(t, g.Health(), "upstream a: failing, next start in ")
+	_, rpcErr = c.Call("tools/call", map[string]any{"name": "hello"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeServerBusy), rpcErr.Code)
 }
 
 // refuse2026 answers a 2026-07-28 request (server/discover) with method

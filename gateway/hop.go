@@ -17,6 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // toolCall is the params of a tools/call forwarded upstream.
@@ -48,7 +49,7 @@ func (m *mount) startHop(ctx context.Context, method string, params any) (contex
 			cause := mcpconv.CancelCauseKey.String(server.ReasonOfCause(context.Cause(caller)).String())
 			span.SetAttributes(cause)
 			span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(cause))
-		case metrics.UpstreamClosed, mcpconv.OutcomeError:
+		case metrics.UpstreamClosed, metrics.NotReady, mcpconv.OutcomeError:
 			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 			if e, ok := errors.AsType[*server.Error](err); ok {
 				span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(int64(e.Code), 10)))
@@ -97,7 +98,8 @@ func (m *mount) hopAttributes(method string, params any) []attribute.KeyValue {
 
 // hopOutcome classifies how a forwarded call ended, as
 // mcp_gateway_upstream_calls_total counts it, with its error type: the
-// caller's cancel first, then an upstream that went away, then an error.
+// caller's cancel first, then an upstream that went away, then a call
+// refused unsent (not_ready), then an error.
 func hopOutcome(caller context.Context, err error) (outcome, errType string) {
 	switch {
 	case err == nil:
@@ -106,6 +108,9 @@ func hopOutcome(caller context.Context, err error) (outcome, errType string) {
 		return mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled
 	case errors.Is(err, server.ErrUpstreamClosed):
 		return metrics.UpstreamClosed, mcpconv.ErrorTypeUpstreamClosed
+	}
+	if _, refused := errors.AsType[*notReadyError](err); refused {
+		return metrics.NotReady, strconv.FormatInt(int64(protocol.CodeServerBusy), 10)
 	}
 	if e, ok := errors.AsType[*server.Error](err); ok {
 		return mcpconv.OutcomeError, strconv.FormatInt(int64(e.Code), 10)

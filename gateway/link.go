@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,12 +107,17 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	}
 	wait := l.nextStart.Sub(now)
 	l.mu.Unlock()
-	if wait > 0 {
-		return nil, old, fmt.Errorf("%w: next start in %v", upstream.ErrGone, wait.Round(time.Millisecond))
+	switch {
+	case wait > 0:
+		return nil, old, notReady(l.m.up.Name, wait) // lifecycle.go
+	case l != l.m.catalog && l.m.state.load() == StateFailing:
+		return nil, old, notReady(l.m.up.Name, l.m.catalog.retryIn()) // no start while the upstream's own fail
 	}
 	octx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(l.ctx, func() { cancel(upstream.ErrClosed) })
+	octx, cancelStart := context.WithTimeoutCause(octx, l.m.startTimeout, errStartTimeout)
 	c, err := l.m.open(octx, l)
+	cancelStart()
 	stop()
 	cancel(nil)
 	switch {
@@ -133,16 +137,14 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		retry := l.backoff
 		l.mu.Unlock()
 		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in", retry)
-		if !l.stateless { // the 2026-07-28 session is an extra: the catalog's says whether the upstream serves
-			l.m.failed.Store(&err)
-		}
-		if l.ss != nil || l.stateless {
+		if l == l.m.catalog {
+			l.m.setState(StateFailing)
+		} else {
 			l.m.checkCatalog() // is the upstream down?
 		}
-		return nil, old, err
+		return nil, old, notReady(l.m.up.Name, retry) // the log has why: the caller gets no URL, command or error text
 	}
 	l.m.starts.Add(1)
-	l.m.failed.Store(nil)
 	l.mu.Lock()
 	again := !l.started.IsZero()
 	l.started = l.m.now()
@@ -152,9 +154,29 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	case l.ss != nil:
 		l.m.log.Debug("upstream session opened", "upstream", l.m.up.Name, "session", l.ss.ID(), c.pid())
 	case again:
+		if l == l.m.catalog && l.m.listed.Load() {
+			l.m.setState(StateReady) // what it listed is served; it is listed again (keepCatalog)
+		}
 		l.m.log.Info("upstream started again", "upstream", l.m.up.Name, c.pid())
 	}
 	return c.session, old, nil
+}
+
+// errStartTimeout is why a start was abandoned: it outlasted
+// [Config].StartTimeout.
+var errStartTimeout = errors.New("gateway: the upstream did not start within the start timeout")
+
+// setback closes s, the link's session, which started but could not
+// serve (its first listing failed), and makes the next start wait out
+// the backoff, as after a start that failed.
+func (l *link) setback(s *upstream.Session) {
+	l.mu.Lock()
+	l.backoff = nextBackoff(l.backoff)
+	l.nextStart = l.m.now().Add(l.backoff)
+	l.mu.Unlock()
+	if c := l.conn.Load(); c != nil && c.session == s && l.conn.CompareAndSwap(c, nil) {
+		l.m.closing.Go(c.close)
+	}
 }
 
 // nextBackoff returns the backoff after one of b: doubled, from

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"io"
 	"os"
 	"testing"
 
@@ -9,8 +10,13 @@ import (
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
-// runHostile), else the tests.
+// runHostile), as one that never answers when silentEnv is (it reads its
+// input to its end), else the tests.
 func TestMain(m *testing.M) {
+	if os.Getenv(silentEnv) != "" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if os.Getenv(upstreamEnv) != "" {
 		os.Exit(runUpstream())
 	}

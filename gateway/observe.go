@@ -35,8 +35,18 @@ func (g *Gateway) observe(cfg Config) error {
 	if cfg.Registerer == nil {
 		return nil
 	}
-	g.obs = metrics.NewUpstreams(names, g.dropped)
+	g.obs = metrics.NewUpstreams(names, g.dropped, g.stateOf)
 	return cfg.Registerer.Register(g.obs)
+}
+
+// stateOf returns the state of the upstream name, for the metrics.
+func (g *Gateway) stateOf(name string) string {
+	for _, m := range g.mounts {
+		if m.up.Name == name {
+			return string(m.state.load())
+		}
+	}
+	return ""
 }
 
 // dropped adds what each upstream's sessions dropped so far.

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -145,17 +147,28 @@ func (o endObserver) RequestEnded(_ context.Context, req *server.Request, out se
 
 // TestDyingAtOnceBacksOff: a process that dies at its first call is
 // started again at once the first time, then only after a backoff of
-// 1 s, then 2 s; the calls meanwhile fail at once without a start.
+// 1 s, then 2 s; the calls meanwhile are refused at once without a
+// start: -32000 with the seconds left in data.retryAfterSeconds, counted
+// not_ready, not upstream_closed, and not timed as forwarded.
 func TestDyingAtOnceBacksOff(t *testing.T) {
 	testkit.Watchdog(t)
 	clock := newClock()
-	srv, g := mountWith(t, gateway.WithClock(gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}}, clock.Now))
+	reg := prometheus.NewRegistry()
+	srv, g := mountWith(t, gateway.WithClock(gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}, Registerer: reg}, clock.Now))
 	c := connect(t, srv)
 	die := func() {
 		t.Helper()
 		_, rpcErr := c.Call("tools/call", map[string]any{"name": "die"})
 		require.NotNil(t, rpcErr)
 		assert.Equal(t, "upstream e is gone", rpcErr.Message)
+	}
+	refused := func(retryAfter int) {
+		t.Helper()
+		_, rpcErr := c.Call("tools/call", map[string]any{"name": "die"})
+		require.NotNil(t, rpcErr)
+		assert.Equal(t, int64(protocol.CodeServerBusy), rpcErr.Code)
+		assert.Equal(t, fmt.Sprintf("upstream e is not ready; try again in %d s", retryAfter), rpcErr.Message)
+		assert.JSONEq(t, fmt.Sprintf(`{"retryAfterSeconds":%d}`, retryAfter), string(rpcErr.Data))
 	}
 	starts := func() int64 {
 		n, _ := g.Counts(0)
@@ -165,19 +178,29 @@ func TestDyingAtOnceBacksOff(t *testing.T) {
 	die() // started again at once
 	require.Equal(t, int64(2), starts())
 	for range 3 {
-		die() // within the backoff: no start
+		refused(1) // within the backoff: no start
 	}
 	assert.Equal(t, int64(2), starts())
 	clock.Advance(time.Second)
 	die() // after 1 s: a start
-	die()
+	refused(2)
 	assert.Equal(t, int64(3), starts())
 	clock.Advance(time.Second)
-	die() // the backoff is 2 s now
+	refused(1) // the backoff is 2 s now
 	assert.Equal(t, int64(3), starts())
 	clock.Advance(time.Second)
 	die()
 	assert.Equal(t, int64(4), starts())
+
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         4,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=not_ready,upstream=e}":               5,
+		"mcp_client_operation_duration_seconds{error_type=upstream_closed,mcp_method_name=tools/call,upstream=e}": 4,
+		"mcp_gateway_upstream_state{state=ready,upstream=e}":                                                      1, // its listing process serves
+	}
+	got := gathered(t, reg)
+	assert.Equal(t, want, pick(got, want))
+	assert.NotContains(t, got, "mcp_client_operation_duration_seconds{error_type=-32000,mcp_method_name=tools/call,upstream=e}", "nothing was sent")
 }
 
 // TestStartWaitsWithTheCallersContext: while a start of the upstream

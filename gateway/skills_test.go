@@ -98,7 +98,8 @@ func TestUnlistedSkillsFound(t *testing.T) {
 }
 
 // TestSkillsCopyBounded: an upstream whose skills hold more than 1,000
-// files in all is not mounted, saying why.
+// files in all is not served, failing, and the log says why; Mount
+// itself does not fail.
 func TestSkillsCopyBounded(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
@@ -109,6 +110,9 @@ func TestSkillsCopyBounded(t *testing.T) {
 		}
 		require.NoError(t, u.srv.AddSkill(server.Skill{Path: name, FS: fsys}))
 	}
-	_, err := gateway.Mount(t.Context(), server.New(), gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}})
-	require.ErrorContains(t, err, "skills over 1000 files")
+	log, records := recordLogger()
+	srv, g := mountWith(t, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}, Logger: log})
+	assert.Equal(t, gateway.StateFailing, g.Upstreams()[0].State)
+	assert.Empty(t, srv.ToolNames())
+	assert.Contains(t, <-records, "skills over 1000 files")
 }

@@ -53,6 +53,7 @@ const (
 	MetricUpstreamDropped      = "mcp_gateway_upstream_dropped_total"
 	MetricUpstreamExpired      = "mcp_gateway_upstream_expired_total"
 	MetricUpstreamRefused      = "mcp_gateway_upstream_refused_calls_total"
+	MetricUpstreamState        = "mcp_gateway_upstream_state"
 )
 
 // LabelUpstream is the label of the gateway's metrics that names the

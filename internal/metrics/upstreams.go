@@ -15,6 +15,22 @@ import (
 // (ok, error, cancelled), of a call whose upstream went away.
 const UpstreamClosed = "upstream_closed"
 
+// NotReady is the value of the outcome label of
+// mcp_gateway_upstream_calls_total of a call refused, unsent, because its
+// upstream was not ready (its start failed, or waits out its backoff).
+const NotReady = "not_ready"
+
+// Values of the state label of mcp_gateway_upstream_state.
+const (
+	StateStarting = "starting" // a start is under way: spawn, initialize, listing
+	StateReady    = "ready"    // initialized and listed; what it offers is served
+	StateFailing  = "failing"  // its last start failed: the next waits out a backoff
+	StateStopped  = "stopped"  // the gateway closed
+)
+
+// upstreamStates are the values of the state label.
+var upstreamStates = []string{StateStarting, StateReady, StateFailing, StateStopped}
+
 // Values of the reason label of mcp_gateway_upstream_dropped_total.
 const (
 	DropNotification   = "notification"    // a notification the gateway was too far behind to take
@@ -38,12 +54,15 @@ type Upstreams struct {
 	expired  *prometheus.CounterVec
 	refused  *prometheus.CounterVec
 	drops    *prometheus.Desc
+	state    *prometheus.Desc
 	methods  metricsLabelSet
 	names    metricsLabelSet
 	errTypes metricsLabelSet
 
 	zero    map[[2]string]int64 // (upstream, reason) of every upstream named, at 0
 	dropped func(add func(upstream, reason string, n int64))
+	upNames []string
+	states  func(upstream string) string
 }
 
 var _ prometheus.Collector = (*Upstreams)(nil)
@@ -52,8 +71,12 @@ var _ prometheus.Collector = (*Upstreams)(nil)
 // created at zero. dropped, if not nil, adds at each collection
 // everything each upstream dropped so far, by reason (one of the Drop
 // constants): it must never decrease, and be safe for concurrent use.
-func NewUpstreams(names []string, dropped func(add func(upstream, reason string, n int64))) *Upstreams {
+// states, if not nil, returns at each collection an upstream's state (one
+// of the State constants); it must be safe for concurrent use.
+func NewUpstreams(names []string, dropped func(add func(upstream, reason string, n int64)), states func(upstream string) string) *Upstreams {
 	u := &Upstreams{
+		upNames:  append([]string(nil), names...),
+		states:   states,
 		methods:  newMetricsLabelSet(append(mcpconv.RequestMethods(), mcpconv.LabelOther)),
 		names:    newMetricsLabelSet(append(names, mcpconv.LabelOther)),
 		errTypes: newMetricsLabelSet(append(defaultErrorTypes(), "")),
@@ -65,7 +88,8 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 		Name: mcpconv.MetricUpstreamCalls,
 		Help: "Calls the gateway forwarded to an upstream MCP server. upstream: its name (-upstream NAME=...). mcp_method_name: tools/call, prompts/get or resources/read. " +
 			"outcome: ok (answered with a result, tool results with isError included), error (a JSON-RPC error of the upstream, or a result the gateway could not use), " +
-			"cancelled (the downstream caller cancelled or went away; the upstream got notifications/cancelled), upstream_closed (the upstream went away or closed mid-call, or could not be started).",
+			"cancelled (the downstream caller cancelled or went away; the upstream got notifications/cancelled), upstream_closed (the upstream went away or closed mid-call), " +
+			"not_ready (refused, unsent, with a retry hint: the upstream could not be started, or waits out its backoff; not in the duration histogram).",
 	}, []string{up, method, mcpconv.LabelOutcome})
 	u.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: mcpconv.MetricUpstreamCallDuration,
@@ -95,9 +119,13 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
 			"oversize_frame (a frame over the bound, which ended the session), stderr_line (a stderr line over the rate bound).",
 		[]string{up, "reason"}, nil)
+	u.state = prometheus.NewDesc(mcpconv.MetricUpstreamState,
+		"The state of an upstream: 1 for its current state, 0 for the others. upstream: its name. state: starting (a start under way: spawn, initialize, listing), "+
+			"ready (initialized and listed; its tools are served), failing (its last start failed; the next waits out a backoff, and its calls are refused not_ready), stopped (the gateway closed).",
+		[]string{up, "state"}, nil)
 	for _, n := range names {
 		for _, m := range []string{"tools/call", "prompts/get", "resources/read"} {
-			for _, o := range []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed} {
+			for _, o := range []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed, NotReady} {
 				u.calls.WithLabelValues(n, m, o)
 			}
 			u.duration.WithLabelValues(n, m, "")
@@ -116,13 +144,17 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 }
 
 // Called records a call forwarded to upstream: its method, outcome,
-// error type and duration.
+// error type and duration; a call refused NotReady is counted, its
+// duration not observed.
 func (u *Upstreams) Called(upstream, method, outcome, errType string, d time.Duration) {
 	if u == nil {
 		return
 	}
 	upstream, method = u.names.bound(upstream, mcpconv.LabelOther), u.methods.bound(method, mcpconv.LabelOther)
 	u.calls.WithLabelValues(upstream, method, outcome).Inc()
+	if outcome == NotReady {
+		return
+	}
 	u.duration.WithLabelValues(upstream, method, u.errTypes.bound(errType, mcpconv.ErrorTypeOther)).Observe(d.Seconds())
 }
 
@@ -177,6 +209,9 @@ func (u *Upstreams) Describe(ch chan<- *prometheus.Desc) {
 	u.expired.Describe(ch)
 	u.refused.Describe(ch)
 	ch <- u.drops
+	if u.states != nil {
+		ch <- u.state
+	}
 }
 
 // Collect sends every metric; see [prometheus.Collector].
@@ -195,5 +230,18 @@ func (u *Upstreams) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, v := range drops {
 		ch <- prometheus.MustNewConstMetric(u.drops, prometheus.CounterValue, float64(v), k[0], k[1])
+	}
+	if u.states == nil {
+		return
+	}
+	for _, n := range u.upNames {
+		current := u.states(n)
+		for _, st := range upstreamStates {
+			v := 0.0
+			if st == current {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(u.state, prometheus.GaugeValue, v, n, st)
+		}
 	}
 }

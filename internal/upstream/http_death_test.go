@@ -19,10 +19,10 @@ import (
 
 // blockingUpstream serves "block", which logs (so that its SSE stream is
 // open), tells started and waits for its end; the streams' events have
-// ids when resumable.
-func blockingUpstream(t *testing.T, resumable bool) (*httptest.Server, chan struct{}) {
+// ids when resumable. gets hears of each GET, when it has room.
+func blockingUpstream(t *testing.T, resumable bool) (ts *httptest.Server, started, gets chan struct{}) {
 	t.Helper()
-	started := make(chan struct{}, 1)
+	started, gets = make(chan struct{}, 1), make(chan struct{}, 8)
 	srv := server.New()
 	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		server.Logger(ctx).Warn("holding")
@@ -35,13 +35,21 @@ func blockingUpstream(t *testing.T, resumable bool) (*httptest.Server, chan stru
 		opts = append(opts, streamable.WithEventStore(streamable.NewMemoryEventStore(0, 0)))
 	}
 	h := streamable.New(srv, opts...)
-	ts := httptest.NewServer(h)
+	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			select {
+			case gets <- struct{}{}:
+			default:
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		_ = h.Close()
 		ts.Close()
 		_ = srv.Close()
 	})
-	return ts, started
+	return ts, started, gets
 }
 
 // kill makes ts as an upstream whose process was killed: nothing listens
@@ -62,7 +70,7 @@ func TestHTTPKilledMidCall(t *testing.T) {
 		resumable bool
 	}{{"plain", false}, {"resumable", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts, started := blockingUpstream(t, tc.resumable)
+			ts, started, _ := blockingUpstream(t, tc.resumable)
 			s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
@@ -90,7 +98,7 @@ func TestHTTPKilledMidCall(t *testing.T) {
 // neither the upstream's URL nor its address; the session serves on.
 func TestHTTPCutStreamOfALiveUpstream(t *testing.T) {
 	testkit.Watchdog(t)
-	ts, started := blockingUpstream(t, false)
+	ts, started, _ := blockingUpstream(t, false)
 	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -117,18 +125,7 @@ func TestHTTPCutStreamOfALiveUpstream(t *testing.T) {
 // (a session that serves no call learns that its upstream went).
 func TestHTTPUnreachableGetEndsTheSession(t *testing.T) {
 	testkit.Watchdog(t)
-	ts, _ := blockingUpstream(t, false)
-	gets := make(chan struct{}, 8)
-	inner := ts.Config.Handler
-	ts.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			select {
-			case gets <- struct{}{}:
-			default:
-			}
-		}
-		inner.ServeHTTP(w, r)
-	})
+	ts, _, gets := blockingUpstream(t, false)
 	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
