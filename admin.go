@@ -33,6 +33,9 @@ func (s *Service) adminMux() *http.ServeMux {
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
+		if s.cfg.readyDetail != nil {
+			_, _ = w.Write([]byte(s.cfg.readyDetail()))
+		}
 	})
 	if s.Page == nil {
 		return mux

@@ -2,9 +2,11 @@ package vigil_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +61,35 @@ func TestDebugPageHostGuard(t *testing.T) {
 	assert.Equal(t, http.StatusFound, root.StatusCode)
 	assert.Equal(t, "/debug/vigil", root.Header.Get("Location"))
 	assert.Equal(t, http.StatusNotFound, get("/debug/vigil/other", "localhost").StatusCode)
+}
+
+// WithReadinessDetail's lines follow "ready" in /readyz's 200 answer;
+// while the WithReadiness check fails, the answer is 503 with its text.
+func TestReadinessDetail(t *testing.T) {
+	var failing atomic.Bool
+	svc := vigil.New("t", "1", vigil.WithReadiness(func() error {
+		if failing.Load() {
+			return errors.New("upstream a: failing, next start in 2 s")
+		}
+		return nil
+	}),
+		vigil.WithReadinessDetail(func() string { return "upstream a: ready\nupstream b: starting (not required)\n" }))
+	ts := httptest.NewServer(svc.AdminHandler())
+	defer ts.Close()
+	defer func() { require.NoError(t, svc.Shutdown(context.Background())) }()
+	readyz := func() (int, string) {
+		resp, err := ts.Client().Get(ts.URL + "/readyz")
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	status, body := readyz()
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "ready\nupstream a: ready\nupstream b: starting (not required)\n", body)
+	failing.Store(true)
+	status, body = readyz()
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Equal(t, "upstream a: failing, next start in 2 s\n", body)
 }

@@ -33,6 +33,7 @@ type config struct {
 	allowPublic  bool
 	allowedHosts []string
 	readiness    func() error
+	readyDetail  func() string                                           // WithReadinessDetail
 	bodyTimeout  time.Duration                                           // 0: 30s; < 0: none
 	idleTimeout  time.Duration                                           // 0: 2 minutes; < 0: none
 	connContexts []func(ctx context.Context, c net.Conn) context.Context // after the service's
@@ -113,6 +114,15 @@ func WithAllowedHosts(hosts ...string) Option {
 // otherwise ready from the start of serving to the start of its shutdown.
 func WithReadiness(check func() error) Option {
 	return func(c *config) { c.readiness = check }
+}
+
+// WithReadinessDetail adds what detail returns, lines ending in a newline,
+// to the 200 answer of /readyz after "ready": the state of what the
+// service is ready without (such as a gateway's upstreams that readiness
+// does not require). It is called on every such answer, and must hold
+// nothing secret: /readyz asks for no authorization.
+func WithReadinessDetail(detail func() string) Option {
+	return func(c *config) { c.readyDetail = detail }
 }
 
 // WithHTTPTimeouts sets how long the HTTP servers of

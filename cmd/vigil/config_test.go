@@ -438,6 +438,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 		"-upstream NAME=TARGET", "(env VIGIL_UPSTREAM)", "-upstream-env NAME=K=V", "(env VIGIL_UPSTREAM_ENV)",
 		"(env VIGIL_UPSTREAM_SHARED)", "(env VIGIL_UPSTREAM_MAX_PROCESSES)", "(env VIGIL_UPSTREAM_IDLE)",
 		"-upstream-unchecked-tools serve", "(env VIGIL_UPSTREAM_UNCHECKED_TOOLS)",
+		"-upstream-required NAME[,NAME]", "(env VIGIL_UPSTREAM_REQUIRED)", "-upstream-start-timeout duration", "(env VIGIL_UPSTREAM_START_TIMEOUT)",
 	} {
 		assert.Contains(t, usage, want)
 	}
@@ -447,7 +448,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 69, flags, "every flag is listed")
+	assert.Equal(t, 71, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -124,9 +124,11 @@ func TestParseUpstreams(t *testing.T) {
 	}
 }
 
-// TestUpstreamSessionFlags: -upstream-shared, -upstream-max-processes and
-// -upstream-idle (or their variables) reach the gateway's configuration;
-// -upstream-idle 0 is never; they need -upstream, a cap of 1 or more.
+// TestUpstreamSessionFlags: -upstream-shared, -upstream-max-processes,
+// -upstream-idle, -upstream-required and -upstream-start-timeout (or their
+// variables) reach the gateway's configuration; -upstream-idle 0 is
+// never; they need -upstream, a cap of 1 or more, upstreams' names, a
+// start timeout above 0.
 func TestUpstreamSessionFlags(t *testing.T) {
 	t.Parallel()
 	noEnv := func(string) string { return "" }
@@ -137,9 +139,13 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.Equal(t, 32, gc.MaxProcesses)
 	assert.Equal(t, 5*time.Minute, gc.IdleTimeout)
 	assert.False(t, gc.DropUncheckedTools, "served unchecked by default")
+	assert.Nil(t, gc.Required, "every upstream required by default")
+	assert.Equal(t, 30*time.Second, gc.StartTimeout)
 
-	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0", "-upstream-unchecked-tools", "drop"},
-		func(k string) string { return map[string]string{"VIGIL_UPSTREAM_SHARED": "true"}[k] }, io.Discard)
+	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0", "-upstream-unchecked-tools", "drop", "-upstream-required", "f"},
+		func(k string) string {
+			return map[string]string{"VIGIL_UPSTREAM_SHARED": "true", "VIGIL_UPSTREAM_START_TIMEOUT": "5s"}[k]
+		}, io.Discard)
 	require.NoError(t, err)
 	gc = upstreamConfig(cfg, nil)
 	assert.True(t, gc.Upstreams[0].Shared)
@@ -147,6 +153,8 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.Equal(t, 4, gc.MaxProcesses)
 	assert.Negative(t, gc.IdleTimeout, "never")
 	assert.True(t, gc.DropUncheckedTools)
+	assert.Equal(t, []string{"f"}, gc.Required)
+	assert.Equal(t, 5*time.Second, gc.StartTimeout)
 
 	for want, args := range map[string][]string{
 		"-upstream-idle, -upstream-shared: need -upstream":                                    {"-upstream-shared", "-upstream-idle", "1m"},
@@ -154,6 +162,10 @@ func TestUpstreamSessionFlags(t *testing.T) {
 		"-upstream-idle -1s: want 0 (never) or more":                                          {"-upstream", "e=run", "-upstream-idle", "-1s"},
 		"-upstream-unchecked-tools: need -upstream":                                           {"-upstream-unchecked-tools", "drop"},
 		`invalid value "hide" for flag -upstream-unchecked-tools: "hide": want serve or drop`: {"-upstream", "e=run", "-upstream-unchecked-tools", "hide"},
+		"-upstream-required, -upstream-start-timeout: need -upstream":                         {"-upstream-required", "e", "-upstream-start-timeout", "1s"},
+		`-upstream-required "e,g": g is not an -upstream NAME`:                                {"-upstream", "e=run", "-upstream-required", "e,g"},
+		`-upstream-required ",": want NAME[,NAME]`:                                            {"-upstream", "e=run", "-upstream-required", ","},
+		"-upstream-start-timeout 0s: want more than 0":                                        {"-upstream", "e=run", "-upstream-start-timeout", "0"},
 	} {
 		_, err := parseConfig(args, noEnv, io.Discard)
 		require.EqualError(t, err, want)

@@ -19,9 +19,10 @@ import (
 // TestGatewayUpstreamToolsGuarded: behind -auth-issuer, an upstream's tool
 // that -auth-tool-scopes gives a scope is refused (403 insufficient_scope)
 // to a token without it and runs with it; -tool-rate-limits refuses its
-// second call at once (tool_rate, with the seconds to wait); /debug/vigil
-// shows the upstream's calls with their outcomes, an upstream that went
-// away as cancelled:upstream_closed; /metrics has the gateway's metrics.
+// second call at once (tool_rate, with the seconds to wait); a call
+// after the upstream went away is refused -32000 with a retry hint;
+// /debug/vigil shows the upstream's calls with their outcomes; /metrics
+// has the gateway's metrics.
 func TestGatewayUpstreamToolsGuarded(t *testing.T) {
 	const reader, writer, writer2 = "reader-token-5d2a", "writer-token-7f3b", "writer-token-9c4e"
 	up := startRecordingUpstream(t)
@@ -71,12 +72,14 @@ func TestGatewayUpstreamToolsGuarded(t *testing.T) {
 	assert.Positive(t, refused.Error.Data.RetryAfterSeconds)
 
 	// The upstream goes away: the next call, of another principal (its
-	// own rate bucket), is answered naming it, recorded upstream_closed.
+	// own rate bucket) on a session of its own, whose upstream session
+	// cannot start, is refused naming the upstream, with a retry hint.
 	up.stop()
 	m, err = session(writer2).rpc("2", "tools/call", `{"name":"hello"}`)
 	require.NoError(t, err)
 	require.NotNil(t, m.Error)
-	assert.Equal(t, "upstream u is gone", m.Error.Message)
+	assert.Equal(t, int64(-32000), m.Error.Code)
+	assert.Regexp(t, `^upstream u is not ready; try again in \d+ s$`, m.Error.Message)
 	svcEventually(t, "the upstream's calls on /debug/vigil", 10*time.Second, func() (bool, error) {
 		raw, err := debugGet(v.hc, base+"/debug/vigil?format=json")
 		if err != nil {
@@ -90,7 +93,7 @@ func TestGatewayUpstreamToolsGuarded(t *testing.T) {
 		}
 		return slices.ContainsFunc(page.Stats, func(r outcomeRow) bool {
 			o := r.Total.ByOutcome
-			return r.Key == "tools/call hello" && o["ok"] == 1 && o["cancelled:upstream_closed"] == 1
+			return r.Key == "tools/call hello" && o["ok"] == 1 && o["error"] == 2 // the rate's refusal, and the upstream's
 		}), nil
 	})
 
@@ -99,8 +102,8 @@ func TestGatewayUpstreamToolsGuarded(t *testing.T) {
 		assert.Contains(t, metrics, "\n"+name, "vigil -upstream exposes %s", name)
 	}
 	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
-	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{mcp_method_name="tools/call",outcome="upstream_closed",upstream="u"} 1`)
-	assert.Contains(t, metrics, `mcp_server_cancellations_total{cause="upstream_closed",mcp_method_name="tools/call"} 1`)
+	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{mcp_method_name="tools/call",outcome="not_ready",upstream="u"} 1`)
+	assert.Contains(t, metrics, `mcp_gateway_upstream_calls_total{mcp_method_name="tools/call",outcome="upstream_closed",upstream="u"} 0`, "nothing was sent")
 	require.NoError(t, v.proc.stop(10*time.Second), "vigil must exit with status 0 after SIGTERM")
 }
 

@@ -46,6 +46,9 @@ func (f *front) options() []vigil.Option {
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
+	if len(f.cfg.upstreams) > 0 {
+		opts = append(opts, vigil.WithReadinessDetail(f.upstreamStates))
+	}
 	if f.cfg.shared == nil && slices.ContainsFunc(f.cfg.upstreams, func(u gateway.Upstream) bool { return u.URL != "" }) {
 		// A gateway in front of an HTTP upstream keeps its streams' events
 		// (bounded: 64 MiB, 4 MiB a session) so that a caller resumes a
@@ -57,8 +60,9 @@ func (f *front) options() []vigil.Option {
 }
 
 // ready is the readiness check of /readyz beyond serving: Redis answers
-// (-redis), and every upstream serves or could be started again
-// (-upstream).
+// (-redis), and every upstream -upstream-required names (every one by
+// default) is ready (-upstream); its text then names each upstream's
+// state, one a line.
 func (f *front) ready() error {
 	if shared := f.cfg.shared; shared != nil && !shared.Ready() {
 		return errSharedStoreUnreachable
@@ -67,6 +71,20 @@ func (f *front) ready() error {
 		return g.Health()
 	}
 	return nil
+}
+
+// upstreamStates is each upstream's state, one a line, for /readyz's 200
+// answer (its 503 answer names them through Health).
+func (f *front) upstreamStates() string {
+	g := f.gateway.Load()
+	if g == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, st := range g.Upstreams() {
+		b.WriteString(st.String() + "\n")
+	}
+	return b.String()
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not

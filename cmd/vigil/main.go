@@ -134,6 +134,8 @@ type config struct {
 	upstreamMaxProcesses  int           // -upstream-max-processes: processes of each stdio upstream serving one session each
 	upstreamIdle          time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
 	upstreamDropUnchecked bool          // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
+	upstreamRequired      []string      // -upstream-required: the upstreams /readyz requires; empty, every one
+	upstreamStartTimeout  time.Duration // -upstream-start-timeout: bounds each start of an upstream (spawn, initialize, listing)
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
@@ -246,6 +248,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		}
 		return fmt.Errorf("%q: want serve or drop", v)
 	})
+	var upstreamRequired string
+	fs.StringVar(&upstreamRequired, "upstream-required", "", "the upstreams /readyz requires to be ready, `NAME[,NAME]` (default every one); the others are served when they are, and /readyz still names their state")
+	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 30*time.Second, "bound each start of an upstream (its process's spawn, initialize, the first listing); one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)
@@ -386,6 +391,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		cfg.upstreams[i].Shared = upstreamShared
 	}
 	if err := checkUpstreamSessions(fs, cfg); err != nil {
+		return config{}, err
+	}
+	if cfg.upstreamRequired, err = parseUpstreamRequired(cfg.upstreams, upstreamRequired); err != nil {
 		return config{}, err
 	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
@@ -538,7 +546,10 @@ only /mcp):
   /healthz       liveness: 200 while the process runs
   /readyz        readiness: 200 while serving, 503 once shutdown has begun
                  ("draining") or, with -redis, while Redis does not answer
-                 ("shared session store unreachable")
+                 ("shared session store unreachable"), or, with -upstream,
+                 while an upstream -upstream-required names is not ready
+                 (each upstream's state, one a line: starting, ready,
+                 failing, stopped)
   /debug/vigil   live page: what needs attention (errors, cancellations and
                  their causes, dropped responses, slow calls), per method/tool
                  rate, latency and outcomes, 10-minute charts, requests in
@@ -706,16 +717,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		f.creds = &upstreamCredentials{}
 		gcfg := upstreamConfig(cfg, logger)
 		gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.apply(cfg), registry, demoToolScopes(cfg)
-		g, err := gateway.Mount(ctx, svc.Server, gcfg)
+		mctx, cancel := context.WithTimeout(ctx, upstreamWait(cfg))
+		g, err := gateway.Mount(mctx, svc.Server, gcfg)
+		cancel()
 		if err != nil {
 			return err
 		}
 		defer func() { _ = g.Close() }() // after serving: the calls in flight are done
 		f.gateway.Store(g)
-		if err := checkToolNames(cfg, svc.Server); err != nil {
+		names := knownToolNames(cfg, svc.Server.ToolNames(), g.Upstreams(), logger)
+		if err := checkToolNames(cfg, names); err != nil {
 			return err
 		}
-		if err := checkToolScopes(svc.Server.ToolNames(), cfg.authToolScopes); err != nil {
+		if err := checkToolScopes(names, cfg.authToolScopes); err != nil {
 			return err
 		}
 	}

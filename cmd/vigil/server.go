@@ -124,7 +124,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		if err := addDemoTools(svc.Server, demoToolScopes(cfg)); err != nil {
 			return nil, err
 		}
-		if err := checkToolNames(cfg, svc.Server); err != nil {
+		if err := checkToolNames(cfg, svc.Server.ToolNames()); err != nil {
 			return nil, err
 		}
 	}
@@ -142,10 +142,10 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 }
 
 // checkToolNames checks that every tool the flags name
-// (-tool-rate-limits, -auth-policy) is one srv serves.
-func checkToolNames(cfg config, srv *server.Server) error {
-	if err := checkToolRates(srv.ToolNames(), cfg.toolRateLimits); err != nil {
+// (-tool-rate-limits, -auth-policy) is one of names (sorted).
+func checkToolNames(cfg config, names []string) error {
+	if err := checkToolRates(names, cfg.toolRateLimits); err != nil {
 		return err
 	}
-	return checkPolicyTools(cfg, srv.ToolNames())
+	return checkPolicyTools(cfg, names)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/upstream"
@@ -77,12 +78,13 @@ func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
 }
 
 // checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
-// -upstream-idle and -upstream-unchecked-tools: given (in args or the environment) only with
-// -upstream, a positive cap, an idle time not negative.
+// -upstream-idle, -upstream-unchecked-tools, -upstream-required and
+// -upstream-start-timeout: given (in args or the environment) only with
+// -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools"}, f.Name) {
+		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools", "upstream-required", "upstream-start-timeout"}, f.Name) {
 			given = append(given, "-"+f.Name)
 		}
 	})
@@ -93,8 +95,85 @@ func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
 		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
 	case cfg.upstreamIdle < 0:
 		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
+	case cfg.upstreamStartTimeout <= 0:
+		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", cfg.upstreamStartTimeout)
 	}
 	return nil
+}
+
+// parseUpstreamRequired parses -upstream-required, NAME[,NAME], each an
+// upstream's name; "" is every upstream (nil).
+func parseUpstreamRequired(ups []gateway.Upstream, v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	names := splitList(v)
+	for _, name := range names {
+		if !slices.ContainsFunc(ups, func(up gateway.Upstream) bool { return up.Name == name }) {
+			return nil, fmt.Errorf("-upstream-required %q: %s is not an -upstream NAME", v, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("-upstream-required %q: want NAME[,NAME]", v)
+	}
+	return names, nil
+}
+
+// upstreamWaitHTTP is how long vigil waits for its upstreams before it
+// serves HTTP: those ready by then are served from the first request,
+// the others once they are (clients hear list_changed).
+const upstreamWaitHTTP = time.Second
+
+// upstreamWait is how long vigil waits, before serving, for its
+// upstreams' first starts: upstreamWaitHTTP over HTTP, where /healthz and
+// /readyz must answer from the start; with -stdio, until each is ready or
+// has failed once (bounded by -upstream-start-timeout): the client that
+// started vigil initializes at once, and a server with no tool yet
+// declares no tools capability.
+func upstreamWait(cfg config) time.Duration {
+	if cfg.stdio {
+		return cfg.upstreamStartTimeout + time.Second
+	}
+	return upstreamWaitHTTP
+}
+
+// knownToolNames returns names (the tools served, sorted) and the tools
+// the flags name (-tool-rate-limits, -auth-policy, -auth-tool-scopes) that
+// an upstream not ready yet may serve once it is (NAME_tool with several
+// upstreams; any with one), which are checked only against what is served
+// now: those are logged, and no longer refused.
+func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, logger *slog.Logger) []string {
+	var named []string
+	for tool := range cfg.toolRateLimits {
+		named = append(named, tool)
+	}
+	if cfg.authPolicy != nil {
+		for tool := range cfg.authPolicy.Tools {
+			named = append(named, tool)
+		}
+	}
+	for tool := range cfg.authToolScopes {
+		named = append(named, tool)
+	}
+	var pending []string
+	for _, tool := range named {
+		if _, served := slices.BinarySearch(names, tool); served || slices.Contains(pending, tool) {
+			continue
+		}
+		for _, st := range sts {
+			if st.State != gateway.StateReady && (len(sts) == 1 || strings.HasPrefix(tool, st.Name+"_")) {
+				pending = append(pending, tool)
+				logger.Warn("a tool the flags name is not checked: its upstream is not ready yet", "tool", tool, "upstream", st.Name)
+				break
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return names
+	}
+	known := append(slices.Clone(names), pending...)
+	slices.Sort(known)
+	return known
 }
 
 // upstreamConfig returns the gateway's configuration of cfg.
@@ -103,5 +182,8 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	if idle == 0 {
 		idle = -1 // never, for the gateway
 	}
-	return gateway.Config{Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked}
+	return gateway.Config{
+		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
+		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout,
+	}
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/gateway"
+)
+
+// TestGatewayBrokenUpstreams: vigil in front of a healthy stdio upstream
+// (vigil-everything -stdio), one that never answers (sleep 600) and one
+// whose command does not exist serves the healthy one's tools within 2 s
+// of its start, though a flag names a tool of an upstream not ready yet;
+// /readyz (503: every upstream is required by default) and /metrics name
+// each upstream's state; no command line or secret is in any answer to a
+// caller or in /readyz. With -upstream-required naming the healthy one,
+// /readyz is 200 and still names each state. SIGTERM ends vigil, and the
+// upstream that never answered, within the grace.
+func TestGatewayBrokenUpstreams(t *testing.T) {
+	everything := filepath.Join(t.TempDir(), "vigil-everything")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", everything, "../vigil-everything").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	secrets := []string{"sleep 600", "/nonexistent", "s3cret-token", everything}
+	args := []string{
+		"-http", "127.0.0.1:0", "-shutdown-grace", "10s",
+		"-upstream", "e=" + everything + " -stdio",
+		"-upstream", "silent=sleep 600",
+		"-upstream", "bad=/nonexistent/mcp-server --token s3cret-token",
+		"-tool-rate-limits", "e_test_simple_text=100/100,silent_anything=1", // silent's tool checked once it serves
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+
+	started := time.Now()
+	svc := startService(t, args...)
+	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	var answers []string
+	rpc := func(id, method, params string) svcMessage {
+		t.Helper()
+		m, err := c.rpc(id, method, params)
+		require.NoError(t, err)
+		raw, _ := json.Marshal(m) // decoded from JSON: encodes
+		answers = append(answers, string(raw))
+		return m
+	}
+	m := rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	require.Nil(t, m.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+	m = rpc("2", "tools/list", `{}`)
+	require.Nil(t, m.Error)
+	assert.Contains(t, string(m.Result), `"name":"e_test_simple_text"`)
+	m = rpc("3", "tools/call", `{"name":"e_test_simple_text"}`)
+	require.Nil(t, m.Error)
+	served := time.Since(started)
+	t.Logf("the healthy upstream's tool answered %v after vigil's start", served.Round(time.Millisecond))
+	assert.Less(t, served, 2*time.Second, "served within 2 s of the start")
+	m = rpc("4", "tools/call", `{"name":"bad_anything"}`)
+	require.NotNil(t, m.Error, "bad serves nothing")
+
+	readyz := svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable)
+	assert.Regexp(t, `^upstream e: ready\nupstream silent: starting\nupstream bad: failing, next start in \d+ s\n$`, readyz)
+	metrics := svcGet(t, hc, svc.base+"/metrics", http.StatusOK)
+	for _, want := range []string{
+		`mcp_gateway_upstream_state{state="ready",upstream="e"} 1`,
+		`mcp_gateway_upstream_state{state="starting",upstream="silent"} 1`,
+		`mcp_gateway_upstream_state{state="failing",upstream="bad"} 1`,
+		`mcp_gateway_upstream_state{state="ready",upstream="bad"} 0`,
+	} {
+		assert.Contains(t, metrics, want)
+	}
+	for _, answer := range append(answers, readyz) {
+		for _, secret := range secrets {
+			assert.NotContains(t, answer, secret)
+		}
+	}
+
+	hc.CloseIdleConnections()
+	stopping := time.Now()
+	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
+	t.Logf("vigil exited %v after SIGTERM", time.Since(stopping).Round(time.Millisecond))
+
+	// Only the healthy upstream required: ready, the others still named.
+	svc = startService(t, append(args, "-upstream-required", "e")...)
+	readyz = svcGet(t, hc, svc.base+"/readyz", http.StatusOK)
+	assert.Regexp(t, `^ready\nupstream e: ready\nupstream silent: starting \(not required\)\nupstream bad: failing, next start in \d+ s \(not required\)\n$`, readyz)
+	hc.CloseIdleConnections()
+	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, svc.wait(15*time.Second))
+}
+
+// TestKnownToolNames: a tool the flags name that no upstream serves yet
+// is let through when it may be the tool of an upstream not ready yet
+// (NAME_tool with several upstreams; any with one), and only then.
+func TestKnownToolNames(t *testing.T) {
+	t.Parallel()
+	served := []string{"e_echo"}
+	several := []gateway.UpstreamStatus{{Name: "e", State: gateway.StateReady}, {Name: "late", State: gateway.StateStarting}, {Name: "bad", State: gateway.StateFailing}}
+	for _, tc := range []struct {
+		name  string
+		sts   []gateway.UpstreamStatus
+		rates []string
+		want  []string
+	}{
+		{name: "served", sts: several, rates: []string{"e_echo"}, want: []string{"e_echo"}},
+		{name: "of upstreams not ready", sts: several, rates: []string{"late_x", "bad_y"}, want: []string{"bad_y", "e_echo", "late_x"}},
+		{name: "of a ready upstream, unknown", sts: several, rates: []string{"e_nothing"}, want: []string{"e_echo"}},
+		{name: "one upstream not ready", sts: several[1:2], rates: []string{"anything"}, want: []string{"anything", "e_echo"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config{toolRateLimits: map[string]toolRate{}}
+			for _, r := range tc.rates {
+				cfg.toolRateLimits[r] = toolRate{rate: 1, burst: 1}
+			}
+			assert.Equal(t, tc.want, knownToolNames(cfg, served, tc.sts, slog.New(slog.DiscardHandler)))
+		})
+	}
+}
