@@ -48,8 +48,9 @@ func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
 type handlerConfig struct {
 	version    string
 	ready      func() bool
-	exporter   string // "": "in-memory ring" with the Recorder's ring, else "none"
-	metricsURL string // "": no link
+	status     func() []string // WithStatus
+	exporter   string          // "": "in-memory ring" with the Recorder's ring, else "none"
+	metricsURL string          // "": no link
 }
 
 // WithVersion sets the version the page's title and its JSON show.
@@ -62,6 +63,14 @@ func WithVersion(version string) HandlerOption {
 // default the page shows ready.
 func WithReadiness(ready func() bool) HandlerOption {
 	return handlerOption(func(c *handlerConfig) { c.ready = ready })
+}
+
+// WithStatus adds to the page's header, and to its JSON's status, the
+// lines status returns, called on every page view: the state of what the
+// service depends on, such as each of a gateway's upstreams. They are
+// shown as they are, and must hold nothing secret.
+func WithStatus(status func() []string) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.status = status })
 }
 
 // WithTraceExporter names where the server's spans go, for the page's

@@ -109,3 +109,27 @@ func TestHandlerPaths(t *testing.T) {
 	assert.Contains(t, w.Body.String(), `<link rel="stylesheet" href="/admin/live/style.css">`)
 	assert.Contains(t, w.Body.String(), `href="/admin/live?outcome=error&amp;refresh=0"`)
 }
+
+// WithStatus's lines are in the page's header and its JSON's status,
+// escaped; without it there is none.
+func TestStatusLines(t *testing.T) {
+	get := func(h http.Handler, path string) string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w.Body.String()
+	}
+	lines := []string{"upstream a: ready", "upstream <b>: failing, next start in 2 s"}
+	page := mountPage(Handler(server.New(), NewRecorder(), WithStatus(func() []string { return lines })))
+	var v struct {
+		Status []string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(get(page, "/debug/vigil?format=json")), &v))
+	assert.Equal(t, lines, v.Status)
+	html := get(page, "/debug/vigil")
+	assert.Contains(t, html, `<div class="status">upstream a: ready</div>`)
+	assert.Contains(t, html, `<div class="status">upstream &lt;b&gt;: failing, next start in 2 s</div>`)
+
+	plain := mountPage(Handler(server.New(), NewRecorder()))
+	assert.NotContains(t, get(plain, "/debug/vigil?format=json"), `"status"`)
+	assert.NotContains(t, get(plain, "/debug/vigil"), `<div class="status">`)
+}

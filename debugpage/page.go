@@ -31,6 +31,7 @@ type debugSnapshot struct {
 	Version       string         `json:"version"`
 	UptimeMS      float64        `json:"uptime_ms"`
 	Ready         bool           `json:"ready"`
+	Status        []string       `json:"status,omitempty"` // WithStatus's lines
 	Exporter      string         `json:"trace_exporter"`
 	Filter        debugFilter    `json:"filter"`
 	Stats         []keyRow       `json:"stats"`     // per method/tool, in the order of Filter.Sort
@@ -142,6 +143,7 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 		Version:    p.cfg.version,
 		UptimeMS:   millis(now.Sub(p.rec.started)),
 		Ready:      p.cfg.ready == nil || p.cfg.ready(),
+		Status:     p.status(),
 		Exporter:   p.exporter(ring),
 		Filter:     f,
 		Stats:      []keyRow{},
@@ -278,4 +280,12 @@ func sortRows(rows []keyRow, by string) {
 	slices.SortStableFunc(rows, func(a, b keyRow) int {
 		return cmp.Or(cmp.Compare(val(b), val(a)), cmp.Compare(a.Key, b.Key))
 	})
+}
+
+// status returns the lines of WithStatus, nil without it.
+func (p *debugPage) status() []string {
+	if p.cfg.status == nil {
+		return nil
+	}
+	return p.cfg.status()
 }

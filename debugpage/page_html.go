@@ -103,7 +103,8 @@ const debugHTML = `<!DOCTYPE html>
 traces: {{.Exporter}} · {{with .MetricsURL}}<a href="{{.}}">{{.}}</a> · {{end}}<a id="json-link" href="{{link .Query "format" "json"}}">JSON</a> ·
 {{if .Refresh}}refreshes every {{.Refresh}} s (<a href="{{link .Query "refresh" "0"}}">stop</a>){{else}}<a href="{{link .Query "refresh" ""}}">auto-refresh</a>{{end}} ·
 memory bound {{bytes .Memory.Total}}{{if not .Memory.RingBound}} + trace ring{{end}}</span>
-</header>
+{{range .Status}}<div class="status">{{.}}</div>
+{{end}}</header>
 <nav class="filters" id="filters">show:
 <a href="{{link .Query "outcome" ""}}">all</a>
 <a href="{{link .Query "outcome" "error"}}">errors</a>

@@ -20,8 +20,8 @@ import (
 // (vigil-everything -stdio), one that never answers (sleep 600) and one
 // whose command does not exist serves the healthy one's tools within 2 s
 // of its start, though a flag names a tool of an upstream not ready yet;
-// /readyz (503: every upstream is required by default) and /metrics name
-// each upstream's state; no command line or secret is in any answer to a
+// /readyz (503: every upstream is required by default), /metrics and the
+// live page name each upstream's state; no command line or secret is in any answer to a
 // caller or in /readyz. With -upstream-required naming the healthy one,
 // /readyz is 200 and still names each state. SIGTERM ends vigil, and the
 // upstream that never answered, within the grace.
@@ -77,6 +77,15 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	} {
 		assert.Contains(t, metrics, want)
 	}
+	var page struct {
+		Status []string `json:"status"`
+	}
+	raw, err := debugGet(hc, svc.base+"/debug/vigil?format=json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &page))
+	require.Len(t, page.Status, 3, "the live page names each upstream's state")
+	assert.Equal(t, []string{"upstream e: ready", "upstream silent: starting"}, page.Status[:2])
+	assert.Regexp(t, `^upstream bad: failing, next start in \d+ s$`, page.Status[2])
 	for _, answer := range append(answers, readyz) {
 		for _, secret := range secrets {
 			assert.NotContains(t, answer, secret)

@@ -76,15 +76,25 @@ func (f *front) ready() error {
 // upstreamStates is each upstream's state, one a line, for /readyz's 200
 // answer (its 503 answer names them through Health).
 func (f *front) upstreamStates() string {
-	g := f.gateway.Load()
-	if g == nil {
-		return ""
-	}
 	var b strings.Builder
-	for _, st := range g.Upstreams() {
-		b.WriteString(st.String() + "\n")
+	for _, line := range f.upstreamLines() {
+		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// upstreamLines is each upstream's state, for the live page; none before
+// the upstreams are mounted.
+func (f *front) upstreamLines() []string {
+	g := f.gateway.Load()
+	if g == nil {
+		return nil
+	}
+	var lines []string
+	for _, st := range g.Upstreams() {
+		lines = append(lines, st.String())
+	}
+	return lines
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not

@@ -694,6 +694,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	f := &front{cfg: cfg}
 	defer f.close()
 	opts := f.options()
+	if page != nil && len(cfg.upstreams) > 0 {
+		opts = append(opts, vigil.WithPage(page, debugpage.WithStatus(f.upstreamLines))) // each upstream's state on the live page
+	}
 	if page != nil && cfg.traceRing == 0 {
 		// -trace-ring 0: the page keeps no trace, so spans go where
 		// OTEL_* says or nowhere, not to the page's ring.
