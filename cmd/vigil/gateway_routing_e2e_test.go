@@ -1,0 +1,439 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// The routing repro of issue 67 with -auth-issuer, as filed: alice calls a
+// stdio upstream and cancels, bob calls next; the upstream ignores the
+// cancel and logs about, and asks about, alice's call. Bob must get none
+// of it, his answer must never go upstream as hers, and his call reaches
+// the upstream only once hers has ended there (one principal at a time).
+// gateway/routing_test.go has each variant, with and without a principal.
+
+// routingUpstreamEnv makes the test binary the repro's stdio upstream.
+const routingUpstreamEnv = "ROUTING_E2E_UPSTREAM"
+
+// The texts of alice's and bob's calls.
+const (
+	aliceSecret = "A-SECRET-4711"
+	bobOwn      = "B-OWN-0815"
+)
+
+// init runs before TestMain (main_test.go), which builds vigil: the test
+// binary started with routingUpstreamEnv is the upstream, and only that.
+func init() {
+	if os.Getenv(routingUpstreamEnv) != "" {
+		os.Exit(runRoutingUpstream())
+	}
+}
+
+// runRoutingUpstream is gateway/routing_test.go's runRouting, but for
+// how a call with wait is released: it asks once another call arrives or
+// 1 s after its cancel ("1 s into the call"), since vigil, a process of
+// its own, cannot say when bob's call waits its turn. The order of the
+// test does not depend on that second; with the fix, neither does what
+// it checks.
+func runRoutingUpstream() int {
+	lines := make(chan []byte)
+	go func() {
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(nil, 1<<20)
+		for in.Scan() {
+			lines <- bytes.Clone(in.Bytes())
+		}
+		close(lines)
+	}()
+	out := bufio.NewWriter(os.Stdout)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = out.Write(append(b, '\n'))
+		_ = out.Flush()
+	}
+	answer := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	logAbout := func(text string) {
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + text}})
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	type job struct {
+		id    json.RawMessage
+		text  string
+		wait  bool
+		asked string // the id of its question, once asked
+	}
+	var queue []*job
+	var release <-chan time.Time
+	asks := 0
+	ask := func() {
+		if len(queue) == 0 || queue[0].asked != "" {
+			return
+		}
+		j := queue[0]
+		asks++
+		j.asked = "ask-" + strconv.Itoa(asks)
+		logAbout(j.text)
+		send(map[string]any{"jsonrpc": "2.0", "id": j.asked, "method": "elicitation/create", "params": map[string]any{
+			"message": "please confirm: " + j.text, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		}})
+	}
+	for {
+		var line []byte
+		select {
+		case <-release:
+			ask()
+			continue
+		case l, ok := <-lines:
+			if !ok {
+				return 0
+			}
+			line = l
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Text string `json:"text"`
+					Wait bool   `json:"wait"`
+				} `json:"arguments"`
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+			Result struct {
+				Action string `json:"action"`
+			} `json:"result"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "":
+			var asked string
+			_ = json.Unmarshal(msg.ID, &asked)
+			if len(queue) == 0 || asked == "" || queue[0].asked != asked {
+				continue
+			}
+			j := queue[0]
+			queue = queue[1:]
+			if msg.Error != nil {
+				say("refused %s %s", j.text, msg.Error.Message)
+				answer(j.id, map[string]any{"isError": true, "content": []map[string]any{{"type": "text", "text": j.text + ": not confirmed"}}})
+			} else {
+				say("answer %s %s", j.text, msg.Result.Action)
+				answer(j.id, map[string]any{"content": []map[string]any{{"type": "text", "text": j.text + ": " + msg.Result.Action}}})
+			}
+			if len(queue) > 0 && !queue[0].wait {
+				ask()
+			}
+		case "initialize":
+			answer(msg.ID, map[string]any{
+				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+				"serverInfo": map[string]any{"name": "routing", "version": "1"},
+			})
+		case "tools/list":
+			answer(msg.ID, map[string]any{"tools": []map[string]any{{"name": "confirm", "inputSchema": map[string]any{
+				"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "wait": map[string]any{"type": "boolean"}},
+			}}}})
+		case "notifications/cancelled":
+			say("cancelled %s", msg.Params.RequestID)
+			if len(queue) > 0 && bytes.Equal(queue[0].id, msg.Params.RequestID) && queue[0].wait {
+				release = time.After(time.Second)
+			}
+		case "tools/call":
+			j := &job{id: msg.ID, text: msg.Params.Arguments.Text, wait: msg.Params.Arguments.Wait}
+			say("call %s", j.text)
+			logAbout(j.text)
+			queue = append(queue, j)
+			if len(queue) > 1 || !j.wait {
+				ask() // a call arriving makes the oldest one ask
+			}
+		default:
+			if len(msg.ID) > 0 {
+				answer(msg.ID, map[string]any{}) // logging/setLevel, ping
+			}
+		}
+	}
+}
+
+// routingLog is vigil's output (-log-format json): its URL, and the
+// upstream's stderr lines it logs, for a test to wait for.
+type routingLog struct {
+	mu      sync.Mutex
+	all     bytes.Buffer
+	partial []byte
+	url     string
+	said    []string
+	grew    chan struct{} // closed, and made again, when something is found
+}
+
+func (w *routingLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		var r struct {
+			Msg  string `json:"msg"`
+			URL  string `json:"url"`
+			Line string `json:"line"`
+		}
+		if json.Unmarshal(w.partial[:i], &r) == nil {
+			switch r.Msg {
+			case "serving MCP":
+				w.url = r.URL
+			case "upstream stderr":
+				w.said = append(w.said, r.Line)
+			}
+			close(w.grew)
+			w.grew = make(chan struct{})
+		}
+		w.partial = w.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (w *routingLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.all.String()
+}
+
+// await waits for what found finds (not ""), by vigil's output so far.
+func (w *routingLog) await(t *testing.T, what string, found func() string) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		w.mu.Lock()
+		s, grew := found(), w.grew
+		w.mu.Unlock()
+		if s != "" {
+			return s
+		}
+		select {
+		case <-grew:
+		case <-deadline:
+			t.Fatalf("vigil never logged %s:\n%s", what, w.String())
+		}
+	}
+}
+
+// awaitSaid waits for an upstream stderr line that starts with one of
+// prefixes.
+func (w *routingLog) awaitSaid(t *testing.T, prefixes ...string) string {
+	t.Helper()
+	return w.await(t, fmt.Sprintf("%q", prefixes), func() string {
+		for _, l := range w.said {
+			for _, p := range prefixes {
+				if strings.HasPrefix(l, p) {
+					return l
+				}
+			}
+		}
+		return ""
+	})
+}
+
+// saidSoFar returns the upstream's stderr lines so far.
+func (w *routingLog) saidSoFar() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.said)
+}
+
+// routingTransport sends a caller's bearer token and, for a stateless
+// 2026-07-28 caller, the headers each of its POSTs needs.
+type routingTransport struct {
+	token     string
+	stateless bool
+	base      http.RoundTripper
+}
+
+func (rt routingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+rt.token)
+	if rt.stateless && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &m)
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		if m.Method != "" {
+			req.Header.Set("Mcp-Method", m.Method)
+		}
+		if m.Method == "tools/call" {
+			req.Header.Set("Mcp-Name", m.Params.Name)
+		}
+	}
+	return rt.base.RoundTrip(req)
+}
+
+// TestGatewayRoutingAuthorized: vigil -auth-issuer, alice and bob: with
+// -upstream-shared (2025 sessions) and by default (stateless 2026-07-28
+// callers in front of the 2025 upstream), bob hears nothing of alice's
+// cancelled call, answers only his own question, and his call goes
+// upstream once hers has ended there.
+func TestGatewayRoutingAuthorized(t *testing.T) {
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "shared", false: "stateless"}[shared], func(t *testing.T) {
+			routingRepro(t, shared)
+		})
+	}
+}
+
+// routingRepro drives the repro through vigil with shared or stateless
+// callers and checks what bob got and what the upstream got.
+func routingRepro(t *testing.T, shared bool) {
+	port := authResource(t)
+	as := newScopeIssuer(t, port.resource, map[string]string{"alice-token": "vigil.read", "bob-token": "vigil.read"})
+	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
+	})
+	environ = append(environ, "VIGIL_AUTH_INTROSPECTION_CLIENT_ID=vigil", "VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET=s3cr3t")
+	args := []string{
+		"-http", port.addr, "-log-format", "json", "-auth-issuer", as.URL,
+		"-upstream", "r=" + os.Args[0] + " '-test.run=^$'",
+		"-upstream-env", "r=" + routingUpstreamEnv + "=1", "-upstream-env", "r=GORACE=atexit_sleep_ms=0",
+	}
+	if shared {
+		args = append(args, "-upstream-shared")
+	}
+	require.NoError(t, port.ln.Close())
+	logs := &routingLog{grew: make(chan struct{})}
+	startPeer(t, "vigil", logs, environ, vigilBin, args...)
+	url := logs.await(t, "its URL", func() string { return logs.url })
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	t.Cleanup(hc.CloseIdleConnections)
+	caller := func(who string) *mcptest.Client {
+		conn := mcptest.DialHTTP(t, url, &http.Client{Transport: routingTransport{token: who + "-token", stateless: !shared, base: hc.Transport}})
+		if !shared {
+			return mcptest.NewClient(t, conn)
+		}
+		c := mcptest.NewClient(t, conn, mcptest.WithClientInfo(who, "1"), mcptest.WithCapabilities(map[string]any{"elicitation": map[string]any{}}))
+		c.Initialize("", nil)
+		_, rpcErr := c.Call("logging/setLevel", map[string]any{"level": "debug"})
+		require.Nil(t, rpcErr)
+		return c
+	}
+
+	// Alice calls; the upstream works on it, and she hears so. She
+	// cancels; the upstream hears it, and goes on.
+	alice := caller("alice")
+	alice.Request(1, "tools/call", routingParams(shared, "alice", aliceSecret, true))
+	logs.awaitSaid(t, "call "+aliceSecret)
+	n := alice.RecvRequest()
+	require.Equal(t, "notifications/message", n.Method)
+	require.Contains(t, string(n.Params), "working on "+aliceSecret)
+	alice.Cancel(1, "enough")
+	logs.awaitSaid(t, "cancelled ")
+
+	// Bob calls, declining every question, until his call ends.
+	bob := caller("bob")
+	id := int64(10)
+	bob.Request(id, "tools/call", routingParams(shared, "bob", bobOwn, false))
+	var heard []string
+	result := ""
+	for result == "" {
+		switch m := bob.Recv().(type) {
+		case *transport.Request:
+			heard = append(heard, m.Method+" "+string(m.Params))
+			switch {
+			case m.IsNotification():
+			case m.Method == "elicitation/create":
+				bob.Reply(m, map[string]any{"action": "decline"})
+			default:
+				bob.ReplyError(m, -32601, "not handled")
+			}
+		case *transport.Response:
+			require.Equal(t, transport.Int64ID(id), m.ID)
+			require.Nil(t, m.Error)
+			var r struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+				Content       []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			require.NoError(t, json.Unmarshal(m.Result, &r))
+			if r.ResultType != "input_required" {
+				require.Len(t, r.Content, 1, "%s", m.Result)
+				result = r.Content[0].Text
+				continue
+			}
+			answers := map[string]any{}
+			for k, q := range r.InputRequests {
+				heard = append(heard, "input "+string(q))
+				answers[k] = map[string]any{"action": "decline"}
+			}
+			p := routingParams(shared, "bob", bobOwn, false)
+			p["inputResponses"], p["requestState"] = answers, r.RequestState
+			id++
+			bob.Request(id, "tools/call", p)
+		}
+	}
+
+	t.Logf("bob heard: %q", heard)
+	assert.Equal(t, bobOwn+": decline", result, "bob's call completes with his own answer")
+	for _, h := range heard {
+		assert.NotContains(t, h, aliceSecret, "bob was told of alice's call")
+	}
+	assert.Contains(t, strings.Join(heard, "\n"), "please confirm: "+bobOwn, "bob's own question reached him")
+	if shared {
+		assert.Contains(t, strings.Join(heard, "\n"), "working on "+bobOwn, "bob's own log line reached him")
+	}
+	fate := logs.awaitSaid(t, "answer "+aliceSecret+" ", "refused "+aliceSecret+" ")
+	assert.True(t, strings.HasPrefix(fate, "refused "), "alice's question went unanswered, not answered by bob: %q", fate)
+	logs.awaitSaid(t, "answer "+bobOwn+" ")
+	said := logs.saidSoFar()
+	assert.Contains(t, said, "answer "+bobOwn+" decline", "bob's answer went to his question")
+	assert.Less(t, slices.Index(said, fate), slices.Index(said, "call "+bobOwn), "bob's call went upstream once alice's had ended: %q", said)
+}
+
+// routingParams is the params of who's call of "confirm"; a stateless
+// caller's carry its _meta (elicitation declared, every log level).
+func routingParams(shared bool, who, text string, wait bool) map[string]any {
+	p := map[string]any{"name": "confirm", "arguments": map[string]any{"text": text, "wait": wait}}
+	if !shared {
+		p["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": who, "version": "1"},
+			"io.modelcontextprotocol/logLevel":           "debug",
+		}
+	}
+	return p
+}

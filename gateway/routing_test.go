@@ -1,0 +1,433 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+)
+
+// The routing repro of issue 67: caller A calls a stdio upstream, whose
+// messages name no call, and cancels; caller B calls next. The upstream
+// ignores the cancel and goes on with A's call: it logs about it and asks
+// A's question. None of that may reach B, and B's answer must never go
+// upstream as A's. Before the fix, B got A's log line and question, and
+// B's decline was taken upstream as A's answer.
+
+// routingEnv makes the test binary the upstream of the repro (runRouting).
+const routingEnv = "GATEWAY_TEST_ROUTING"
+
+// The texts of A's and B's calls.
+const (
+	secretA = "A-SECRET-4711"
+	ownB    = "B-OWN-0815"
+)
+
+// init runs before TestMain (main_test.go): the test binary started with
+// routingEnv is the repro's upstream, and only that.
+func init() {
+	if os.Getenv(routingEnv) != "" {
+		os.Exit(runRouting())
+	}
+}
+
+// runRouting serves, by hand on standard input and output (2025-11-25),
+// the tool "confirm" {text, wait}: it logs "working on TEXT", asks
+// elicitation/create "please confirm: TEXT", logging the line again just
+// before, and answers "TEXT: ACTION", or "TEXT: not confirmed" when the
+// question is refused. Calls are served one after another. A call with
+// wait asks only once another call arrives or on SIGUSR1 ("1 s into the
+// call" in the repro). It ignores cancels. On standard error it says
+// "call TEXT PID", "cancelled ID", "answer TEXT ACTION" and "refused
+// TEXT MESSAGE".
+func runRouting() int {
+	release := make(chan os.Signal, 1)
+	signal.Notify(release, syscall.SIGUSR1)
+	lines := make(chan []byte)
+	go func() {
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(nil, 1<<20)
+		for in.Scan() {
+			lines <- bytes.Clone(in.Bytes())
+		}
+		close(lines)
+	}()
+	out := bufio.NewWriter(os.Stdout)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		_, _ = out.Write(append(b, '\n'))
+		_ = out.Flush()
+	}
+	answer := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	type job struct {
+		id    json.RawMessage
+		text  string
+		wait  bool
+		asked string // the id of its question, once asked
+	}
+	var queue []*job
+	asks := 0
+	ask := func() { // the oldest call's question, unless asked already
+		if len(queue) == 0 || queue[0].asked != "" {
+			return
+		}
+		j := queue[0]
+		asks++
+		j.asked = "ask-" + strconv.Itoa(asks)
+		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + j.text}})
+		send(map[string]any{"jsonrpc": "2.0", "id": j.asked, "method": "elicitation/create", "params": map[string]any{
+			"message": "please confirm: " + j.text, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
+		}})
+	}
+	for {
+		var line []byte
+		select {
+		case <-release:
+			ask()
+			continue
+		case l, ok := <-lines:
+			if !ok {
+				return 0
+			}
+			line = l
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Text string `json:"text"`
+					Wait bool   `json:"wait"`
+				} `json:"arguments"`
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+			Result struct {
+				Action string `json:"action"`
+			} `json:"result"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "":
+			var asked string
+			_ = json.Unmarshal(msg.ID, &asked)
+			if len(queue) == 0 || asked == "" || queue[0].asked != asked {
+				continue
+			}
+			j := queue[0]
+			queue = queue[1:]
+			if msg.Error != nil {
+				say("refused %s %s", j.text, msg.Error.Message)
+				answer(j.id, map[string]any{"isError": true, "content": []map[string]any{{"type": "text", "text": j.text + ": not confirmed"}}})
+			} else {
+				say("answer %s %s", j.text, msg.Result.Action)
+				answer(j.id, map[string]any{"content": []map[string]any{{"type": "text", "text": j.text + ": " + msg.Result.Action}}})
+			}
+			if len(queue) > 0 && !queue[0].wait {
+				ask()
+			}
+		case "initialize":
+			answer(msg.ID, map[string]any{
+				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+				"serverInfo": map[string]any{"name": "routing", "version": "1"},
+			})
+		case "tools/list":
+			answer(msg.ID, map[string]any{"tools": []map[string]any{{"name": "confirm", "inputSchema": map[string]any{
+				"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "wait": map[string]any{"type": "boolean"}},
+			}}}})
+		case "notifications/cancelled":
+			say("cancelled %s", msg.Params.RequestID)
+		case "tools/call":
+			j := &job{id: msg.ID, text: msg.Params.Arguments.Text, wait: msg.Params.Arguments.Wait}
+			say("call %s %d", j.text, os.Getpid())
+			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + j.text}})
+			queue = append(queue, j)
+			if len(queue) > 1 || !j.wait {
+				ask() // a call arriving makes the oldest one ask
+			}
+		default:
+			if len(msg.ID) > 0 {
+				answer(msg.ID, map[string]any{}) // logging/setLevel, ping
+			}
+		}
+	}
+}
+
+// upstreamSaid collects the repro upstream's stderr lines, which the
+// gateway logs (Config.Logger), for a test to wait for.
+type upstreamSaid struct {
+	mu    sync.Mutex
+	lines []string
+	grew  chan struct{} // closed, and made again, when a line comes
+}
+
+func newUpstreamSaid() *upstreamSaid { return &upstreamSaid{grew: make(chan struct{})} }
+
+func (u *upstreamSaid) Write(p []byte) (int, error) {
+	var r struct {
+		Msg  string `json:"msg"`
+		Line string `json:"line"`
+	}
+	if json.Unmarshal(p, &r) == nil && r.Msg == "upstream stderr" {
+		u.mu.Lock()
+		u.lines = append(u.lines, r.Line)
+		close(u.grew)
+		u.grew = make(chan struct{})
+		u.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+// find returns the first line that starts with one of prefixes, or "",
+// and a channel closed when the next line comes.
+func (u *upstreamSaid) find(prefixes ...string) (string, <-chan struct{}) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, l := range u.lines {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				return l, nil
+			}
+		}
+	}
+	return "", u.grew
+}
+
+// await waits for a line that starts with one of prefixes.
+func (u *upstreamSaid) await(t *testing.T, prefixes ...string) string {
+	t.Helper()
+	for {
+		l, grew := u.find(prefixes...)
+		if l != "" {
+			return l
+		}
+		select {
+		case <-grew:
+		case <-t.Context().Done():
+			t.Fatalf("the upstream never said %q", prefixes)
+		}
+	}
+}
+
+// all returns every line so far.
+func (u *upstreamSaid) all() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.lines...)
+}
+
+// routingVariant is one way callers share an upstream session.
+type routingVariant struct {
+	shared    bool // -upstream-shared, 2025 sessions; else stateless 2026-07-28 callers
+	principal bool // callers keyed by principal (WithCallerKey: alice, bob), as with authorization
+}
+
+// routingRepro drives the repro through a gateway and checks that B got
+// nothing of A's and that its answer went to its own question only.
+func routingRepro(t *testing.T, v routingVariant) {
+	testkit.Watchdog(t)
+	said := newUpstreamSaid()
+	var opts []server.Option
+	var keyed chan struct{} // bob's key was asked: his call is about to wait its turn
+	if v.principal {
+		keyed = make(chan struct{}, 1)
+		opts = append(opts, server.WithCallerKey(func(req *server.Request) string {
+			if req.ClientInfo.Name == "bob" {
+				select {
+				case keyed <- struct{}{}:
+				default:
+				}
+			}
+			return req.ClientInfo.Name
+		}))
+	}
+	srv := server.New(opts...)
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
+		Upstreams: []gateway.Upstream{{Name: "r", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{routingEnv + "=1", "GORACE=atexit_sleep_ms=0"}, Shared: v.shared}},
+		Logger:    slog.New(slog.NewJSONHandler(said, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+
+	// A calls; the upstream works on it, and A hears so: logs reach a
+	// lone call's caller. A cancels; the upstream hears it, and goes on.
+	a := routingCaller(t, srv, "alice", v.shared)
+	a.Request(1, "tools/call", routingCall(v.shared, "alice", secretA, true))
+	pid, err := strconv.Atoi(strings.Fields(said.await(t, "call "+secretA+" "))[2])
+	require.NoError(t, err)
+	n := a.RecvRequest()
+	require.Equal(t, "notifications/message", n.Method)
+	require.Contains(t, string(n.Params), "working on "+secretA)
+	a.Cancel(1, "enough")
+	said.await(t, "cancelled ")
+
+	// B calls. Its arrival makes the upstream ask A's question. When B's
+	// call waits its turn instead (another principal's call is in
+	// flight), the upstream is told to ask: the gateway asks B's key just
+	// before that wait. (Before the fix, only the server asked it, once
+	// B's call had reached the upstream, which had asked already.)
+	b := routingCaller(t, srv, "bob", v.shared)
+	b.Request(10, "tools/call", routingCall(v.shared, "bob", ownB, false))
+	for waiting := keyed != nil; waiting; {
+		l, arrived := said.find("call " + ownB + " ")
+		if l != "" {
+			break
+		}
+		select {
+		case <-arrived:
+		case <-keyed:
+			t.Log("B's call waits its turn: the upstream is told to ask")
+			require.NoError(t, syscall.Kill(pid, syscall.SIGUSR1))
+			waiting = false
+		}
+	}
+	heard, result := routingListen(t, b, v.shared)
+
+	t.Logf("B heard: %q", heard)
+	assert.Equal(t, ownB+": decline", result, "B's call completes with its own answer")
+	for _, h := range heard {
+		assert.NotContains(t, h, secretA, "B was told of A's call")
+	}
+	assert.Contains(t, strings.Join(heard, "\n"), "please confirm: "+ownB, "B's own question reached B")
+	if v.shared {
+		assert.Contains(t, strings.Join(heard, "\n"), "working on "+ownB, "B's own log line reached B")
+	}
+	fate := said.await(t, "answer "+secretA+" ", "refused "+secretA+" ")
+	assert.True(t, strings.HasPrefix(fate, "refused "), "A's question went unanswered, not answered by B: %q", fate)
+	said.await(t, "answer "+ownB+" ")
+	lines := said.all()
+	assert.Contains(t, lines, "answer "+ownB+" decline", "B's answer went to B's question")
+	if v.principal { // one principal at a time: B's call went upstream once A's had ended
+		assert.Less(t, slices.IndexFunc(lines, func(l string) bool { return l == fate }),
+			slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "call "+ownB+" ") }), "%q", lines)
+	}
+}
+
+// routingCaller connects a caller named who: a 2025 session that declares
+// elicitation and asks for every log level, or a pipe for stateless
+// 2026-07-28 requests.
+func routingCaller(t *testing.T, srv *server.Server, who string, session bool) *mcptest.Client {
+	t.Helper()
+	if !session {
+		return mcptest.Pipe(t, srv)
+	}
+	c := mcptest.Connect(t, srv, mcptest.WithClientInfo(who, "1"), mcptest.WithCapabilities(map[string]any{"elicitation": map[string]any{}}))
+	_, rpcErr := c.Call("logging/setLevel", map[string]any{"level": "debug"})
+	require.Nil(t, rpcErr)
+	return c
+}
+
+// routingCall is the params of who's call of "confirm"; a stateless
+// caller's carry its _meta (elicitation declared, every log level).
+func routingCall(session bool, who, text string, wait bool) map[string]any {
+	p := map[string]any{"name": "confirm", "arguments": map[string]any{"text": text, "wait": wait}}
+	if !session {
+		p["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": who, "version": "1"},
+			"io.modelcontextprotocol/logLevel":           "debug",
+		}
+	}
+	return p
+}
+
+// routingListen reads what B is told until its call 10 ends, declining
+// every question (in a session, a request; stateless, an input_required
+// round, retried with the answers), and returns each notification and
+// question as text, and the result's text.
+func routingListen(t *testing.T, b *mcptest.Client, session bool) (heard []string, result string) {
+	t.Helper()
+	id := int64(10)
+	for {
+		switch m := b.Recv().(type) {
+		case *transport.Request:
+			heard = append(heard, m.Method+" "+string(m.Params))
+			switch {
+			case m.IsNotification():
+			case m.Method == "elicitation/create":
+				b.Reply(m, map[string]any{"action": "decline"})
+			default:
+				b.ReplyError(m, -32601, "not handled")
+			}
+		case *transport.Response:
+			require.Equal(t, transport.Int64ID(id), m.ID)
+			require.Nil(t, m.Error)
+			var r struct {
+				ResultType    string                     `json:"resultType"`
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  string                     `json:"requestState"`
+				Content       []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			}
+			require.NoError(t, json.Unmarshal(m.Result, &r))
+			if session || r.ResultType != "input_required" {
+				require.Len(t, r.Content, 1, "%s", m.Result)
+				return heard, r.Content[0].Text
+			}
+			answers := map[string]any{}
+			for k, q := range r.InputRequests {
+				heard = append(heard, "input "+string(q))
+				answers[k] = map[string]any{"action": "decline"}
+			}
+			p := routingCall(false, "bob", ownB, false)
+			p["inputResponses"], p["requestState"] = answers, r.RequestState
+			id++
+			b.Request(id, "tools/call", p)
+		}
+	}
+}
+
+// TestRoutingAfterCancelShared: -upstream-shared, callers without a
+// principal: B gets nothing of A's cancelled call, and its own call
+// completes (issue 67, routing, variant 1).
+func TestRoutingAfterCancelShared(t *testing.T) {
+	routingRepro(t, routingVariant{shared: true})
+}
+
+// TestRoutingAfterCancelSharedPrincipals: -upstream-shared, alice and
+// bob: B's call waits for A's to end upstream, gets nothing of it, and
+// completes (variant 3 on 1).
+func TestRoutingAfterCancelSharedPrincipals(t *testing.T) {
+	routingRepro(t, routingVariant{shared: true, principal: true})
+}
+
+// TestRoutingAfterCancelStateless: 2026-07-28 stateless callers in front
+// of a 2025 upstream share its listing session by default: B gets
+// nothing of A's, its rounds are its own (variant 2).
+func TestRoutingAfterCancelStateless(t *testing.T) {
+	routingRepro(t, routingVariant{})
+}
+
+// TestRoutingAfterCancelStatelessPrincipals: the same, alice and bob
+// (variant 3 on 2).
+func TestRoutingAfterCancelStatelessPrincipals(t *testing.T) {
+	routingRepro(t, routingVariant{principal: true})
+}
