@@ -11,7 +11,8 @@ import (
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
 // runHostile), as one that never answers when silentEnv is (it reads its
-// input to its end), else the tests.
+// input to its end), as the routing repro's when routingEnv is (see
+// runRouting), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -22,6 +23,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(hostileEnv) != "" {
 		os.Exit(runHostile())
+	}
+	if os.Getenv(routingEnv) != "" {
+		os.Exit(runRouting())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()

@@ -41,14 +41,6 @@ const (
 	ownB    = "B-OWN-0815"
 )
 
-// init runs before TestMain (main_test.go): the test binary started with
-// routingEnv is the repro's upstream, and only that.
-func init() {
-	if os.Getenv(routingEnv) != "" {
-		os.Exit(runRouting())
-	}
-}
-
 // runRouting serves, by hand on standard input and output (2025-11-25),
 // the tool "confirm" {text, wait}: it logs "working on TEXT", asks
 // elicitation/create "please confirm: TEXT", logging the line again just
