@@ -111,7 +111,7 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	case wait > 0:
 		return nil, old, notReady(l.m.up.Name, wait) // lifecycle.go
 	case l != l.m.catalog && l.m.state.load() == StateFailing:
-		return nil, old, notReady(l.m.up.Name, l.m.catalog.retryIn()) // no start while the upstream's own fail
+		return nil, old, notReady(l.m.up.Name, l.m.catalog.retryIn()) // no start while the listing session cannot start
 	}
 	octx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(l.ctx, func() { cancel(upstream.ErrClosed) })

@@ -18,33 +18,43 @@ import (
 const probeWithin = 5 * time.Second
 
 // reachable reports whether the upstream still answers HTTP, after the
-// stream of a call broke (why) other than by ending: it asks with an
-// OPTIONS request, which touches no session. When the upstream cannot be
-// reached (it was killed, it is down), the connection fails with
-// [transport.ErrPeerGone], as a stdio upstream's does when its process
-// exits: every call pending ends with [ErrGone]. An answer of any status,
-// or no answer within probeWithin, is taken for alive.
+// stream of a call broke (why) other than by ending (a clean end is the
+// upstream's: it wants to be polled); see unreachable.
 func (c *httpConn) reachable(ctx context.Context, why error) bool {
-	if errors.Is(why, io.EOF) || errors.Is(why, errPolled) || c.ctx.Err() != nil || ctx.Err() != nil {
-		return true // ended, not broken; or nobody waits any more
+	if errors.Is(why, io.EOF) || errors.Is(why, errPolled) {
+		return true
+	}
+	return !c.unreachable(ctx, why)
+}
+
+// unreachable asks the upstream, after why (a broken stream, a request
+// that got no answer), whether it still answers HTTP, with an OPTIONS
+// request, which touches no session. When it cannot be reached (it was
+// killed, it is down), the connection fails with [transport.ErrPeerGone],
+// as a stdio upstream's does when its process exits: every call pending
+// ends with [ErrGone]. An answer of any status, or none within
+// probeWithin, is taken for alive, as is a probe nobody waits for.
+func (c *httpConn) unreachable(ctx context.Context, why error) bool {
+	if c.ctx.Err() != nil || ctx.Err() != nil {
+		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeWithin)
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodOptions, c.cfg.URL, nil)
 	if err != nil {
-		return true
+		return false
 	}
 	resp, err := c.client.Do(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		_ = resp.Body.Close()
-		return true
+		return false
 	}
 	if pctx.Err() != nil || c.ctx.Err() != nil {
-		return true // slow, or closing: not known to be gone
+		return false // slow, or closing: not known to be gone
 	}
-	c.fail(fmt.Errorf("upstream: http: %w: its stream broke (%w) and it cannot be reached: %w", transport.ErrPeerGone, why, err))
-	return false
+	c.fail(fmt.Errorf("upstream: http: %w: %w, and it cannot be reached: %w", transport.ErrPeerGone, why, err))
+	return true
 }
 
 // errConnectionBroke stands, in what a caller reads, for an error of the

@@ -139,7 +139,7 @@ var errNoStream = errors.New("the upstream offered no stream")
 // get opens a GET stream under ctx (whose values Credentials sees: a
 // resumed call's caller's), resuming after lastID when it is not empty. A
 // 404 on the session fails the connection with ErrSessionExpired; no
-// answer at all (the upstream cannot be reached) with ErrPeerGone.
+// answer, when the upstream then cannot be reached, with ErrPeerGone.
 func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
 	if err != nil {
@@ -155,10 +155,7 @@ func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, erro
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		if ctx.Err() == nil && c.ctx.Err() == nil {
-			// No answer at all: it is gone, as when a POST finds it so.
-			c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err))
-		}
+		c.unreachable(ctx, err) // no answer: is it gone? (http_death.go)
 		return nil, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
