@@ -55,7 +55,7 @@ func defaultConfig() config {
 		maxSessionEvents: 1 << 20,
 	}
 	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
-	c.upstreamMaxProcesses, c.upstreamIdle = 32, 5*time.Minute
+	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 30*time.Second
 	return c
 }
 
@@ -104,7 +104,7 @@ func TestParseConfig(t *testing.T) {
 				quotaSessions:        1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
 			},
 		},
 		{
@@ -136,7 +136,7 @@ func TestParseConfig(t *testing.T) {
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
 			},
 		},
 		{
