@@ -91,6 +91,13 @@ func TestHopSpansAndMetrics(t *testing.T) {
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, "upstream e is gone", rpcErr.Message)
 	require.NotEmpty(t, c.CallTool("pid", nil).Text())
+	// A span ends as its outcome is sealed, just after the answer was
+	// written: the server's shutdown waits for every session to end, so for
+	// every span (reading them now raced the last one's end). It ends c's
+	// upstream session too: the gauge of sessions is read before.
+	const sessions = "mcp_gateway_upstream_sessions{upstream=e}"
+	live := gathered(t, tr.reg)[sessions]
+	require.NoError(t, tr.srv.Shutdown(t.Context()))
 
 	// The spans of the first call: the hop is the server span's child.
 	var srvPid, hopPid []tracetest.SpanStub
@@ -118,6 +125,7 @@ func TestHopSpansAndMetrics(t *testing.T) {
 	assert.Equal(t, "upstream_closed", attr(hopDie, "error.type"))
 
 	got := gathered(t, tr.reg)
+	got[sessions] = live
 	want := map[string]float64{
 		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=e}":                      2,
 		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         1,
