@@ -195,19 +195,7 @@ func presenceOf(c transport.Conn) conncap.ClientPresence {
 // connection and its GET's about together, and the settle need not wait
 // out the grace to tell.
 func (ss *Session) settleStandaloneClosed() {
-	ss.mu.Lock()
-	var closing []*inflight
-	for _, inf := range ss.st.incoming.all() {
-		if inf.ctx.Err() != nil {
-			closing = append(closing, inf)
-		}
-	}
-	ss.mu.Unlock()
-	for _, inf := range closing {
-		if c := inf.streamClose(); c != nil && !c.settled() && ss.standaloneClosedNear(c.at) {
-			c.settle(c.gone(errStandaloneClosed))
-		}
-	}
+	ss.settleGone(errStandaloneClosed, func(c *streamClose) bool { return ss.standaloneClosedNear(c.at) })
 }
 
 // settleOnEnd settles, as gone, the causes of the requests in flight whose
@@ -220,6 +208,12 @@ func (ss *Session) settleOnEnd() {
 	if !errors.Is(cause, ErrTransportClose) {
 		return
 	}
+	ss.settleGone(cause, func(c *streamClose) bool { return time.Since(c.at) <= StreamCloseGrace })
+}
+
+// settleGone settles, as gone with evidence, the unsettled causes of the
+// requests in flight whose stream closed and near says are near enough.
+func (ss *Session) settleGone(evidence error, near func(*streamClose) bool) {
 	ss.mu.Lock()
 	var closing []*inflight
 	for _, inf := range ss.st.incoming.all() {
@@ -229,8 +223,8 @@ func (ss *Session) settleOnEnd() {
 	}
 	ss.mu.Unlock()
 	for _, inf := range closing {
-		if c := inf.streamClose(); c != nil && !c.settled() && time.Since(c.at) <= StreamCloseGrace {
-			c.settle(c.gone(cause))
+		if c := inf.streamClose(); c != nil && !c.settled() && near(c) {
+			c.settle(c.gone(evidence))
 		}
 	}
 }

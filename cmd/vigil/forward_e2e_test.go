@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -19,56 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/issuertest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 )
-
-// fwIssuer is an authorization server that issues RS256 JWT access
-// tokens: its metadata and its JWK Set, on loopback.
-type fwIssuer struct {
-	url string
-	key *oidcKey
-}
-
-func newFWIssuer(t *testing.T) *fwIssuer {
-	t.Helper()
-	as := &fwIssuer{key: newOIDCKey(t, "fw-1")}
-	b64 := func(i *big.Int) string { return base64.RawURLEncoding.EncodeToString(i.Bytes()) }
-	pub := as.key.Private.PublicKey
-	jwks, err := json.Marshal(map[string]any{"keys": []map[string]string{{
-		"kty": "RSA", "kid": as.key.ID, "alg": "RS256", "use": "sig", "n": b64(pub.N), "e": b64(big.NewInt(int64(pub.E))),
-	}}})
-	require.NoError(t, err)
-	srv := httptest.NewUnstartedServer(nil)
-	as.url = "http://" + srv.Listener.Addr().String()
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch r.URL.Path {
-		case "/.well-known/oauth-authorization-server":
-			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": as.url, "jwks_uri": as.url + "/jwks"})
-		case "/jwks":
-			_, _ = w.Write(jwks)
-		default:
-			http.NotFound(w, r)
-		}
-	})
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return as
-}
-
-// token issues an access token for resource to sub with scopes.
-func (as *fwIssuer) token(t *testing.T, resource, sub string, scopes ...string) string {
-	t.Helper()
-	now := time.Now()
-	return as.key.Sign(t, jwt.MapClaims{
-		"iss": as.url, "sub": sub, "aud": resource, "client_id": "fw-client", "scope": strings.Join(scopes, " "),
-		"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(),
-	})
-}
 
 // fwReplica is a vigil -redis replica on a non-loopback address.
 type fwReplica struct {
@@ -80,7 +34,7 @@ var replicaLine = regexp.MustCompile(`msg="shared sessions on Redis".* replica=(
 
 // startFWReplica runs vigil -redis with extra flags, guarded by as,
 // listening on every address, and returns it reached over ip.
-func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer, extra ...string) fwReplica {
+func startFWReplica(t *testing.T, ip, redisURL, resource string, as *issuertest.Issuer, extra ...string) fwReplica {
 	t.Helper()
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	require.NoError(t, err)
@@ -94,7 +48,7 @@ func startFWReplica(t *testing.T, ip, redisURL, resource string, as *fwIssuer, e
 	logs := &urlWatcher{found: make(chan string, 1)}
 	args := append([]string{
 		"-http", "0.0.0.0:" + port, "-admin-http", "127.0.0.1:0",
-		"-redis", redisURL, "-auth-issuer", as.url, "-auth-resource", resource,
+		"-redis", redisURL, "-auth-issuer", as.URL, "-auth-resource", resource,
 	}, extra...)
 	p := startPeer(t, "vigil :"+port, logs, environ, vigilBin, args...)
 	select {
@@ -191,7 +145,7 @@ func TestSharedTaskForwardedAuthorized(t *testing.T) {
 	}
 	ip := nonLoopbackIP(t)
 	rs := redistest.Start(t)
-	as := newFWIssuer(t)
+	as := issuertest.Start(t)
 	const resource = "http://mcp.example.test/mcp"
 
 	sub := rs.Client(t)
@@ -204,7 +158,7 @@ func TestSharedTaskForwardedAuthorized(t *testing.T) {
 	a := startFWReplica(t, ip, rs.URL(), resource, as)
 	b := startFWReplica(t, ip, rs.URL(), resource, as)
 	require.NotEqual(t, a.replica, b.replica)
-	token := as.token(t, resource, "bob", "vigil.read")
+	token := as.Token(t, resource, "bob", "vigil.read")
 
 	// A 2025 session, opened on a; its tasks/get of one of b's tasks goes
 	// to b, which finds the session bound to the asserted principal.

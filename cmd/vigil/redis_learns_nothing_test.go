@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/issuertest"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 )
 
@@ -30,7 +31,7 @@ func TestSharedRedisLearnsNothing(t *testing.T) {
 	}
 	rs := redistest.Start(t)
 	rdb := rs.Client(t)
-	as := newFWIssuer(t)
+	as := issuertest.Start(t)
 	const resource = "http://mcp.example.test/mcp"
 
 	ps := rdb.PSubscribe(t.Context(), "*")
@@ -45,7 +46,7 @@ func TestSharedRedisLearnsNothing(t *testing.T) {
 	}
 	a, b, c := replicas[0], replicas[1], replicas[2]
 	const subject, note, action = "alice.lovelace@example.test", "USER-SECRET-NOTE-4711", "LAUNCH-ACTION-0815"
-	token := as.token(t, resource, subject, "vigil.read", "vigil.write")
+	token := as.Token(t, resource, subject, "vigil.read", "vigil.write")
 
 	init := fwPost(t, a.url, token, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"ln","version":"1"}}}`, nil)
 	require.Equal(t, http.StatusOK, init.status, init.body)
@@ -95,7 +96,7 @@ func TestSharedRedisLearnsNothing(t *testing.T) {
 	// Every message so far, up to a marker published after them.
 	const end = "end of the scan"
 	require.NoError(t, rdb.Publish(t.Context(), "test-marker", end).Err())
-	secrets := []string{sid, subject, "fw-client", token, note, action}
+	secrets := []string{sid, subject, issuertest.ClientID, token, note, action}
 	messages := 0
 	for m := range published {
 		if m.Channel == "test-marker" && m.Payload == end {

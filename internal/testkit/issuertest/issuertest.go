@@ -24,6 +24,9 @@ type Issuer struct {
 
 const keyID = "issuertest-1"
 
+// ClientID is the client_id of every token an Issuer signs.
+const ClientID = "issuertest"
+
 // Start starts an Issuer, stopped when the test ends.
 func Start(t testing.TB) *Issuer {
 	t.Helper()
@@ -63,7 +66,7 @@ func (as *Issuer) Token(t testing.TB, resource, sub string, scopes ...string) st
 	t.Helper()
 	now := time.Now()
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
-		"iss": as.URL, "sub": sub, "aud": resource, "client_id": "issuertest", "scope": strings.Join(scopes, " "),
+		"iss": as.URL, "sub": sub, "aud": resource, "client_id": ClientID, "scope": strings.Join(scopes, " "),
 		"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(),
 	})
 	tok.Header["kid"] = keyID
