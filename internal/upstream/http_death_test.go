@@ -59,6 +59,25 @@ func kill(ts *httptest.Server) {
 	ts.CloseClientConnections()
 }
 
+// blockedCall opens a session on ts and calls its blocking tool, once it
+// started (started) and its stream is open (its log line came); done gets
+// the call's error.
+func blockedCall(t *testing.T, ts *httptest.Server, started <-chan struct{}) (*upstream.Session, <-chan error) {
+	t.Helper()
+	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	done := make(chan error, 1)
+	logged := make(chan struct{}, 1)
+	go func() {
+		_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"block"}`), &upstream.Notes{Log: func(json.RawMessage) { logged <- struct{}{} }})
+		done <- err
+	}()
+	<-started
+	<-logged // its stream is open
+	return s, done
+}
+
 // TestHTTPKilledMidCall: an HTTP upstream killed while a call's stream is
 // open ends the session at once with ErrGone, as a stdio upstream whose
 // process exits does, whether or not its stream could have been resumed
@@ -71,19 +90,9 @@ func TestHTTPKilledMidCall(t *testing.T) {
 	}{{"plain", false}, {"resumable", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, started, _ := blockingUpstream(t, tc.resumable)
-			s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			done := make(chan error, 1)
-			logged := make(chan struct{}, 1)
-			go func() {
-				_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"block"}`), &upstream.Notes{Log: func(json.RawMessage) { logged <- struct{}{} }})
-				done <- err
-			}()
-			<-started
-			<-logged // its stream is open
+			s, done := blockedCall(t, ts, started)
 			kill(ts)
-			err = <-done
+			err := <-done
 			require.ErrorIs(t, err, upstream.ErrGone)
 			var rpc *transport.Error
 			assert.NotErrorAs(t, err, &rpc, "not an answer of the upstream's")
@@ -99,19 +108,9 @@ func TestHTTPKilledMidCall(t *testing.T) {
 func TestHTTPCutStreamOfALiveUpstream(t *testing.T) {
 	testkit.Watchdog(t)
 	ts, started, _ := blockingUpstream(t, false)
-	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: ts.URL}), upstream.Config{Name: "h"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	done := make(chan error, 1)
-	logged := make(chan struct{}, 1)
-	go func() {
-		_, err := s.Call(t.Context(), "tools/call", json.RawMessage(`{"name":"block"}`), &upstream.Notes{Log: func(json.RawMessage) { logged <- struct{}{} }})
-		done <- err
-	}()
-	<-started
-	<-logged // its stream is open
+	s, done := blockedCall(t, ts, started)
 	ts.CloseClientConnections()
-	err = <-done
+	err := <-done
 	var rpc *transport.Error
 	require.ErrorAs(t, err, &rpc)
 	assert.Equal(t, "the upstream's answer was cut off: the connection to the upstream broke", rpc.Message)
