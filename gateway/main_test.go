@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 )
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
 // runHostile), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
-// runRouting), else the tests.
+// routingtest.Upstream), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -25,7 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runHostile())
 	}
 	if os.Getenv(routingEnv) != "" {
-		os.Exit(runRouting())
+		os.Exit(routingtest.Upstream(0))
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()

@@ -1,13 +1,9 @@
 package gateway_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +28,8 @@ import (
 // upstream as A's. Before the fix, B got A's log line and question, and
 // B's decline was taken upstream as A's answer.
 
-// routingEnv makes the test binary the upstream of the repro (runRouting).
+// routingEnv makes the test binary the upstream of the repro
+// (routingtest.Upstream).
 const routingEnv = "GATEWAY_TEST_ROUTING"
 
 // The texts of A's and B's calls.
@@ -40,136 +37,6 @@ const (
 	secretA = "A-SECRET-4711"
 	ownB    = "B-OWN-0815"
 )
-
-// runRouting serves, by hand on standard input and output (2025-11-25),
-// the tool "confirm" {text, wait}: it logs "working on TEXT", asks
-// elicitation/create "please confirm: TEXT", logging the line again just
-// before, and answers "TEXT: ACTION", or "TEXT: not confirmed" when the
-// question is refused. Calls are served one after another. A call with
-// wait asks only once another call arrives or on SIGUSR1 ("1 s into the
-// call" in the repro). It ignores cancels. On standard error it says
-// "call TEXT PID", "cancelled ID", "answer TEXT ACTION" and "refused
-// TEXT MESSAGE".
-func runRouting() int {
-	release := make(chan os.Signal, 1)
-	signal.Notify(release, syscall.SIGUSR1)
-	lines := make(chan []byte)
-	go func() {
-		in := bufio.NewScanner(os.Stdin)
-		in.Buffer(nil, 1<<20)
-		for in.Scan() {
-			lines <- bytes.Clone(in.Bytes())
-		}
-		close(lines)
-	}()
-	out := bufio.NewWriter(os.Stdout)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = out.Write(append(b, '\n'))
-		_ = out.Flush()
-	}
-	answer := func(id json.RawMessage, result any) {
-		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	}
-	say := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	type job struct {
-		id    json.RawMessage
-		text  string
-		wait  bool
-		asked string // the id of its question, once asked
-	}
-	var queue []*job
-	asks := 0
-	ask := func() { // the oldest call's question, unless asked already
-		if len(queue) == 0 || queue[0].asked != "" {
-			return
-		}
-		j := queue[0]
-		asks++
-		j.asked = "ask-" + strconv.Itoa(asks)
-		send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + j.text}})
-		send(map[string]any{"jsonrpc": "2.0", "id": j.asked, "method": "elicitation/create", "params": map[string]any{
-			"message": "please confirm: " + j.text, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}},
-		}})
-	}
-	for {
-		var line []byte
-		select {
-		case <-release:
-			ask()
-			continue
-		case l, ok := <-lines:
-			if !ok {
-				return 0
-			}
-			line = l
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					Text string `json:"text"`
-					Wait bool   `json:"wait"`
-				} `json:"arguments"`
-				RequestID json.RawMessage `json:"requestId"`
-			} `json:"params"`
-			Result struct {
-				Action string `json:"action"`
-			} `json:"result"`
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(line, &msg) != nil {
-			continue
-		}
-		switch msg.Method {
-		case "":
-			var asked string
-			_ = json.Unmarshal(msg.ID, &asked)
-			if len(queue) == 0 || asked == "" || queue[0].asked != asked {
-				continue
-			}
-			j := queue[0]
-			queue = queue[1:]
-			if msg.Error != nil {
-				say("refused %s %s", j.text, msg.Error.Message)
-				answer(j.id, map[string]any{"isError": true, "content": []map[string]any{{"type": "text", "text": j.text + ": not confirmed"}}})
-			} else {
-				say("answer %s %s", j.text, msg.Result.Action)
-				answer(j.id, map[string]any{"content": []map[string]any{{"type": "text", "text": j.text + ": " + msg.Result.Action}}})
-			}
-			if len(queue) > 0 && !queue[0].wait {
-				ask()
-			}
-		case "initialize":
-			answer(msg.ID, map[string]any{
-				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
-				"serverInfo": map[string]any{"name": "routing", "version": "1"},
-			})
-		case "tools/list":
-			answer(msg.ID, map[string]any{"tools": []map[string]any{{"name": "confirm", "inputSchema": map[string]any{
-				"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "wait": map[string]any{"type": "boolean"}},
-			}}}})
-		case "notifications/cancelled":
-			say("cancelled %s", msg.Params.RequestID)
-		case "tools/call":
-			j := &job{id: msg.ID, text: msg.Params.Arguments.Text, wait: msg.Params.Arguments.Wait}
-			say("call %s %d", j.text, os.Getpid())
-			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working on " + j.text}})
-			queue = append(queue, j)
-			if len(queue) > 1 || !j.wait {
-				ask() // a call arriving makes the oldest one ask
-			}
-		default:
-			if len(msg.ID) > 0 {
-				answer(msg.ID, map[string]any{}) // logging/setLevel, ping
-			}
-		}
-	}
-}
 
 // upstreamSaid collects the repro upstream's stderr lines, which the
 // gateway logs (Config.Logger), for a test to wait for.

@@ -6,8 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 )
 
 // vigilBin is the vigil binary built once for the tests that spawn it.
@@ -16,6 +19,12 @@ var vigilBin string
 func TestMain(m *testing.M) {
 	if os.Getenv(stackProbe) != "" {
 		os.Exit(m.Run()) // a probe re-run: no binary to build
+	}
+	if os.Getenv(routingUpstreamEnv) != "" {
+		// The routing repro's upstream: it asks a cancelled call's question
+		// 1 s after the cancel, since vigil, a process of its own, cannot
+		// say when the next caller's call waits its turn.
+		os.Exit(routingtest.Upstream(time.Second))
 	}
 	if dir := os.Getenv(teeDir); dir != "" {
 		os.Exit(runTee(dir, os.Args[1:])) // an upstream's recording wrapper (gateway_everything_test.go)
