@@ -206,6 +206,10 @@ func TestTraceContextBack(t *testing.T) {
 			return map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "a"}, "model": "m"}, nil
 		}))
 	assert.Equal(t, "sampled by m", c.CallTool("sample", nil).Text())
+	// Each server's span ends as its outcome is sealed, after its answer
+	// was written: a shutdown waits for every outcome.
+	require.NoError(t, front.srv.Shutdown(t.Context()))
+	require.NoError(t, up.srv.Shutdown(t.Context()))
 
 	hop := front.span(t, "tools/call sample", trace.SpanKindClient)
 	upSrv := childOf(t, spans, hop, "tools/call sample", trace.SpanKindServer)
