@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Upstream serves, by hand on standard input and output (2025-11-25),
+// Upstream serves, by hand on standard input and output (protocol.Version20251125 era),
 // the tool "confirm" {text, wait}: it logs "working on TEXT", asks
 // elicitation/create "please confirm: TEXT", logging the line again just
 // before, and answers "TEXT: ACTION", or "TEXT: not confirmed" when the
@@ -123,7 +125,7 @@ func Upstream(afterCancel time.Duration) int {
 			}
 		case "initialize":
 			answer(msg.ID, map[string]any{
-				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+				"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
 				"serverInfo": map[string]any{"name": "routing", "version": "1"},
 			})
 		case "tools/list":
