@@ -196,6 +196,16 @@ func routingRepro(t *testing.T, shared bool) {
 	url := logs.await(t, "its URL", func() string { return logs.url })
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	t.Cleanup(hc.CloseIdleConnections)
+	// vigil serves before its upstream is ready (at most 1 s after start):
+	// the repro starts once the upstream's tool is served.
+	svcEventually(t, "/readyz 200", 30*time.Second, func() (bool, error) {
+		resp, err := hc.Get(strings.TrimSuffix(url, "/mcp") + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 	caller := func(who string) *mcptest.Client {
 		conn := mcptest.DialHTTP(t, url, &http.Client{Transport: routingTransport{token: who + "-token", stateless: !shared, base: hc.Transport}})
 		if !shared {
