@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
@@ -48,6 +50,11 @@ func referenceServer(t *testing.T, pkg string) string {
 type toolCall struct {
 	tool string
 	args map[string]any
+}
+
+// params are the call's tools/call params.
+func (c toolCall) params() map[string]any {
+	return map[string]any{"name": c.tool, "arguments": c.args}
 }
 
 // realServer is a pinned reference server and what the test does with it.
@@ -170,6 +177,31 @@ var realServers = map[string]realServer{
 	},
 }
 
+// fresh empties dir (made anew) and lays the server's fresh state in it,
+// returning the server's command-line arguments and environment.
+func (srv realServer) fresh(t *testing.T, dir string) ([]string, map[string]string) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	return srv.start(t, dir)
+}
+
+// upstreamFlags are the vigil flags that front the server at entry as
+// upstream name, with args and env, through runTee recording into rec.
+func upstreamFlags(t *testing.T, name, entry string, args []string, env map[string]string, rec string) []string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	flags := []string{
+		"-upstream", name + "=" + strings.Join(append([]string{self, "node", entry}, args...), " "),
+		"-upstream-env", name + "=" + teeDir + "=" + rec,
+	}
+	for k, v := range env {
+		flags = append(flags, "-upstream-env", name+"="+k+"="+v)
+	}
+	return flags
+}
+
 // serverSession is a client session with a reference server, directly or
 // through vigil: the messages it exchanged, in order, as the test compares
 // them.
@@ -197,7 +229,7 @@ func (s *serverSession) exchange(t *testing.T, calls []toolCall) {
 	s.transcript = append(s.transcript, "tools/list "+string(s.p.call(1, "tools/list", nil)))
 	for i, c := range calls {
 		id := 100 + i
-		s.p.request(id, "tools/call", map[string]any{"name": c.tool, "arguments": c.args})
+		s.p.request(id, "tools/call", c.params())
 		m := s.p.response(id)
 		answer := string(m.Result)
 		if m.Error != nil {
@@ -271,14 +303,15 @@ func upstreamCalls(t *testing.T, rec string, pid int) int {
 	return bytes.Count(b, []byte(`"method":"tools/call"`))
 }
 
-// stalledCall stops the session's upstream process (SIGSTOP) and sends
-// it call id, returning once the call has reached the process's stdin:
-// the call is in flight for as long as the test keeps the process stopped.
-func stalledCall(t *testing.T, p *stdioPeer, rec string, pid, id int, c toolCall) {
+// stalledCall stops the session's upstream process (SIGSTOP) and makes a
+// call with send, returning once the call has reached the process's
+// stdin: it is in flight for as long as the test keeps the process
+// stopped.
+func stalledCall(t *testing.T, rec string, pid int, send func()) {
 	t.Helper()
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	before := upstreamCalls(t, rec, pid)
-	p.request(id, "tools/call", map[string]any{"name": c.tool, "arguments": c.args})
+	send()
 	svcEventually(t, "the call reaches the stopped upstream", 10*time.Second, func() (bool, error) {
 		return upstreamCalls(t, rec, pid) > before, nil
 	})
@@ -301,14 +334,9 @@ func TestGatewayRealServers(t *testing.T) {
 			srv := realServers[name]
 			entry := referenceServer(t, srv.pkg)
 			dir := filepath.Join(t.TempDir(), "state")
-			fresh := func() ([]string, map[string]string) {
-				require.NoError(t, os.RemoveAll(dir))
-				require.NoError(t, os.Mkdir(dir, 0o700))
-				return srv.start(t, dir)
-			}
 			calls := srv.calls(dir)
 
-			args, env := fresh()
+			args, env := srv.fresh(t, dir)
 			direct := serveDirect(t, entry, args, env, dir, calls)
 			listed := listedNames(t, json.RawMessage(strings.TrimPrefix(direct[0], "tools/list ")), "tools", "name")
 			for _, tool := range listed {
@@ -319,20 +347,10 @@ func TestGatewayRealServers(t *testing.T) {
 				require.False(t, strings.HasPrefix(answer, "error "), "the direct call %d: %s", i, answer)
 			}
 
-			args, env = fresh()
-			self, err := os.Executable()
-			require.NoError(t, err)
+			args, env = srv.fresh(t, dir)
 			rec := t.TempDir()
-			flags := []string{
-				"-stdio", "-log-level", "debug",
-				"-upstream", name + "=" + strings.Join(append([]string{self, "node", entry}, args...), " "),
-				"-upstream-env", name + "=" + teeDir + "=" + rec,
-			}
-			for k, v := range env {
-				flags = append(flags, "-upstream-env", name+"="+k+"="+v)
-			}
 			var stderr lockedBuffer
-			cmd := exec.Command(vigilBin, flags...)
+			cmd := exec.Command(vigilBin, append([]string{"-stdio", "-log-level", "debug"}, upstreamFlags(t, name, entry, args, env, rec)...)...)
 			cmd.Stderr = &stderr
 			cmd.WaitDelay = 5 * time.Second
 			in, err := cmd.StdinPipe()
@@ -376,16 +394,16 @@ func TestGatewayRealServers(t *testing.T) {
 			procs := callingProcesses(t, rec)
 			require.Len(t, procs, 1, "one upstream process serves the session's calls")
 			pid := procs[0]
-			stalledCall(t, p, rec, pid, 900, srv.probe)
+			stalledCall(t, rec, pid, func() { p.request(900, "tools/call", srv.probe.params()) })
 			p.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 900, "reason": "the test cancels"}})
 			svcEventually(t, "notifications/cancelled reaches the upstream", 10*time.Second, func() (bool, error) {
 				return cancelledUpstream(rec, srv.probe.tool)
 			})
 			require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
-			probed := p.call(901, "tools/call", map[string]any{"name": srv.probe.tool, "arguments": srv.probe.args})
+			probed := p.call(901, "tools/call", srv.probe.params())
 			assert.Equal(t, procs, callingProcesses(t, rec), "the cancelled call's process serves the next")
 
-			stalledCall(t, p, rec, pid, 902, srv.probe)
+			stalledCall(t, rec, pid, func() { p.request(902, "tools/call", srv.probe.params()) })
 			killed := time.Now()
 			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 			m := p.response(902)
@@ -393,7 +411,7 @@ func TestGatewayRealServers(t *testing.T) {
 			require.NotNil(t, m.Error, "the call in flight fails: %s", m.Result)
 			assert.Equal(t, "upstream "+name+" is gone", m.Error.Message)
 			t.Logf("%s: the call in flight answered %v after the kill: %d %s", srv.pkg, took, m.Error.Code, m.Error.Message)
-			again := p.call(903, "tools/call", map[string]any{"name": srv.probe.tool, "arguments": srv.probe.args})
+			again := p.call(903, "tools/call", srv.probe.params())
 			assert.Len(t, callingProcesses(t, rec), 2, "the call after the kill starts another process")
 			if srv.persists {
 				assert.Equal(t, string(probed), string(again), "the new process answers from the state the killed one left")
@@ -416,6 +434,11 @@ func TestGatewayRealServers(t *testing.T) {
 			tool := regexp.QuoteMeta(srv.probe.tool)
 			assert.Regexp(t, `msg=request method=tools/call tool=`+tool+` request_id=900 .*outcome=cancelled cause=client_cancel`, logs)
 			assert.Regexp(t, `msg=request method=tools/call tool=`+tool+` request_id=902 .*outcome=error code=-32603 .*cause=upstream_closed`, logs)
+			if name == "fs" { // its start-up roots/list (issue 67, Fidelity): seen, not asserted
+				t.Logf("server-filesystem's start-up roots/list: answered in %d processes, failed in %d (vigil keeps one process for listing, with no caller to ask):\n%s",
+					strings.Count(logs, "Updated allowed directories from MCP roots"), strings.Count(logs, "Failed to request initial roots"),
+					grepLines(logs, "initial roots"))
+			}
 			if strings.Contains(logs, "did not exit") {
 				t.Logf("%s: an upstream process was killed at close:\n%s", srv.pkg, grepLines(logs, "did not exit"))
 			}
@@ -464,4 +487,103 @@ func listedTools(t *testing.T, entry string) map[string]any {
 		out[fmt.Sprint(tool["name"])] = tool
 	}
 	return out
+}
+
+// TestGatewayRealServersHTTP fronts the same servers with vigil -http: a
+// call cancelled by its caller and a call killed with its process, each
+// while the session's upstream process is stopped, are counted with
+// their cause on /metrics (mcp_server_cancellations_total client_cancel and
+// upstream_closed; mcp_gateway_upstream_calls_total cancelled and
+// upstream_closed), the cancel reaching the process and the kill
+// answered with an error naming the upstream; vigil and its upstreams
+// end on SIGTERM.
+func TestGatewayRealServersHTTP(t *testing.T) {
+	for _, name := range []string{"fs", "memory", "thinking"} {
+		t.Run(name, func(t *testing.T) {
+			srv := realServers[name]
+			entry := referenceServer(t, srv.pkg)
+			args, env := srv.fresh(t, filepath.Join(t.TempDir(), "state"))
+			rec := t.TempDir()
+			svc := startService(t, append([]string{"-http", "127.0.0.1:0", "-log-level", "debug"}, upstreamFlags(t, name, entry, args, env, rec)...)...)
+			hc := &http.Client{Timeout: 30 * time.Second}
+			defer hc.CloseIdleConnections()
+			svcEventually(t, "vigil is ready: its upstream serves its tools", 30*time.Second, func() (bool, error) {
+				resp, err := hc.Get(svc.base + "/readyz")
+				if err != nil {
+					return false, err
+				}
+				_ = resp.Body.Close()
+				return resp.StatusCode == http.StatusOK, nil
+			})
+			c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+			m, err := c.rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+			require.NoError(t, err)
+			require.Nil(t, m.Error)
+			require.NoError(t, c.notify("notifications/initialized"))
+			probe, err := json.Marshal(srv.probe.params())
+			require.NoError(t, err)
+			call := func(id string) svcMessage {
+				m, err := c.rpc(id, "tools/call", string(probe))
+				require.NoError(t, err)
+				return m
+			}
+			require.Nil(t, call("2").Error)
+			procs := callingProcesses(t, rec)
+			require.Len(t, procs, 1, "one upstream process serves the session's calls")
+			pid := procs[0]
+
+			type answer struct {
+				m   svcMessage
+				err error
+			}
+			inFlight := func(id string) chan answer {
+				ch := make(chan answer, 1)
+				stalledCall(t, rec, pid, func() {
+					go func() {
+						m, err := c.rpc(id, "tools/call", string(probe))
+						ch <- answer{m, err}
+					}()
+				})
+				return ch
+			}
+			cancelled := inFlight("900")
+			resp, err := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":900,"reason":"the test cancels"}}`)
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+			require.Equal(t, http.StatusAccepted, resp.StatusCode)
+			svcEventually(t, "notifications/cancelled reaches the upstream", 10*time.Second, func() (bool, error) {
+				return cancelledUpstream(rec, srv.probe.tool)
+			})
+			require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+			a := <-cancelled
+			assert.True(t, a.err != nil || a.m.Result == nil, "a cancelled call is not answered with a result: %s", a.m.Result)
+			require.Nil(t, call("901").Error)
+			assert.Equal(t, procs, callingProcesses(t, rec), "the cancelled call's process serves the next")
+
+			killed := inFlight("902")
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			a = <-killed
+			require.NoError(t, a.err)
+			require.NotNil(t, a.m.Error, "the call in flight fails: %s", a.m.Result)
+			assert.Equal(t, "upstream "+name+" is gone", a.m.Error.Message)
+			require.Nil(t, call("903").Error)
+			assert.Len(t, callingProcesses(t, rec), 2, "the call after the kill starts another process")
+
+			families := svcMetrics(t, hc, svc.base)
+			for cause, want := range map[string]int{"client_cancel": 1, "upstream_closed": 1} {
+				got := svcSample(t, families, mcpconv.MetricCancellations, map[string]string{"mcp_method_name": "tools/call", "cause": cause}).GetCounter().GetValue()
+				assert.Equal(t, want, int(got), "%s{cause=%q}", mcpconv.MetricCancellations, cause)
+			}
+			for outcome, want := range map[string]int{"ok": 3, "cancelled": 1, "upstream_closed": 1} {
+				got := svcSample(t, families, mcpconv.MetricUpstreamCalls, map[string]string{"upstream": name, "mcp_method_name": "tools/call", "outcome": outcome}).GetCounter().GetValue()
+				assert.Equal(t, want, int(got), "%s{outcome=%q}", mcpconv.MetricUpstreamCalls, outcome)
+			}
+			hc.CloseIdleConnections()
+			require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
+			require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
+			for _, pid := range callingProcesses(t, rec) {
+				assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "upstream process %d ended with vigil", pid)
+			}
+		})
+	}
 }
