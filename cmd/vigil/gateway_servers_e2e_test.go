@@ -73,7 +73,7 @@ type realServer struct {
 }
 
 // fileTimes matches server-filesystem's get_file_info times (a file's
-// birth, change and access times, which a fresh state cannot repeat).
+// birth, modification and access times, which a fresh state cannot repeat).
 var fileTimes = regexp.MustCompile(`(created|modified|accessed): [^\\"]*`)
 
 // realServers are the reference servers fronted, by upstream name.
@@ -221,12 +221,21 @@ func rootsAnswer(dir string) func(string, json.RawMessage) any {
 	}
 }
 
-// exchange opens the session, lists the tools and makes every call,
-// keeping each answer (result or error) as it came.
-func (s *serverSession) exchange(t *testing.T, calls []toolCall) {
+// exchange opens the session, lists the tools (again, until it lists the
+// tools named in want, when want is not nil: a gateway may serve before
+// its upstream's list is in) and makes every call, keeping each answer
+// (result or error) as it came.
+func (s *serverSession) exchange(t *testing.T, calls []toolCall, want []string) {
 	t.Helper()
 	s.p.initialize(gatewayCaps)
-	s.transcript = append(s.transcript, "tools/list "+string(s.p.call(1, "tools/list", nil)))
+	id := 10000 // list requests: their ids above the calls'
+	var list json.RawMessage
+	svcEventually(t, "the tools listed", 30*time.Second, func() (bool, error) {
+		id++
+		list = s.p.call(id, "tools/list", nil)
+		return want == nil || slices.Equal(listedNames(t, list, "tools", "name"), want), nil
+	})
+	s.transcript = append(s.transcript, "tools/list "+string(list))
 	for i, c := range calls {
 		id := 100 + i
 		s.p.request(id, "tools/call", c.params())
@@ -264,8 +273,12 @@ func serveDirect(t *testing.T, entry string, args []string, env map[string]strin
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { // when the test stops half way
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	s := &serverSession{p: newStdioPeer(t, in, out, rootsAnswer(dir))}
-	s.exchange(t, calls)
+	s.exchange(t, calls, nil)
 	require.NoError(t, in.Close())
 	for range s.p.lines { // drain stdout until the server exits
 	}
@@ -366,7 +379,7 @@ func TestGatewayRealServers(t *testing.T) {
 				}
 			})
 			s := &serverSession{p: newStdioPeer(t, in, out, rootsAnswer(dir))}
-			s.exchange(t, calls)
+			s.exchange(t, calls, listed)
 			normalize := func(transcript []string) []string {
 				out := make([]string, len(transcript))
 				for i, m := range transcript {
