@@ -35,6 +35,12 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed
 EVERYTHING_DIR := cmd/vigil/testdata/everything
 EVERYTHING_STAMP := $(EVERYTHING_DIR)/node_modules/.installed
 
+# The reference servers @modelcontextprotocol/server-filesystem, server-memory
+# and server-sequential-thinking, pinned, which the gateway's test compares
+# directly and through vigil -upstream (see cmd/vigil/gateway_servers_e2e_test.go).
+SERVERS_DIR := cmd/vigil/testdata/servers
+SERVERS_STAMP := $(SERVERS_DIR)/node_modules/.installed
+
 # The MCP Apps extension's own package, whose JSON Schema the server's
 # apps test checks Vigil's wire format against (see server/apps_schema_test.go).
 APPS_DIR := server/testdata/apps
@@ -53,7 +59,7 @@ CLIENTS_STAMP := $(CLIENTS_NPM_DIR)/node_modules/.installed
 CONFORMANCE_DIR := cmd/vigil-everything/testdata/conformance
 CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/node_modules/.installed
 
-.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
+.PHONY: help short fresh-clone api deploy-validate e2e-deps test system-deps vet unit interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps interop inspector auth conformance clients fuzz race50 bench bench-service bench-footprint bench-idle bench-auth bench-redis bench-hop bench-gateway bench-scale lint lint-install tidy-check check
 
 ## help: list the documented targets (the default goal: `make` alone installs and runs nothing).
 help:
@@ -66,7 +72,7 @@ short:
 	$(GO) test -short ./...
 
 ## test: vet, unit tests (incl. interop), interop transcript, real clients, fuzz. Used by CI and the README.
-test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
+test: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps clients-deps vet unit interop inspector conformance clients deploy-validate fuzz
 
 ## vet: go vet ./...
 vet:
@@ -74,7 +80,7 @@ vet:
 	$(GO) vet ./...
 
 ## unit: go test -race -shuffle=on ./..., every component installed first.
-unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps conformance-deps
+unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
 	$(GO) test -race -shuffle=on ./...
 
@@ -124,6 +130,14 @@ everything-deps: $(EVERYTHING_STAMP)
 $(EVERYTHING_STAMP): $(EVERYTHING_DIR)/package-lock.json $(EVERYTHING_DIR)/package.json
 	@echo "==> npm ci --prefix $(EVERYTHING_DIR)"
 	npm ci --prefix $(EVERYTHING_DIR) --no-audit --no-fund
+	@touch $@
+
+## servers-deps: install the reference servers the gateway's test compares directly and through vigil, server-filesystem, server-memory and server-sequential-thinking (only when needed).
+servers-deps: $(SERVERS_STAMP)
+
+$(SERVERS_STAMP): $(SERVERS_DIR)/package-lock.json $(SERVERS_DIR)/package.json
+	@echo "==> npm ci --prefix $(SERVERS_DIR)"
+	npm ci --prefix $(SERVERS_DIR) --no-audit --no-fund
 	@touch $@
 
 ## clients-deps: install the real-client suite's npm clients (only when needed).

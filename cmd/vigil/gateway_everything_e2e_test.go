@@ -34,9 +34,10 @@ const teeDir = "VIGIL_TEST_TEE"
 
 // runTee runs argv as a child that shares this process's stdout and
 // stderr, passes it each line of stdin and appends the line to
-// dir/stdin.jsonl (what reached the upstream), writes the child's pid to
-// dir/pid, and exits as the child does: the upstream as the gateway sees
-// it, and what the gateway sent it.
+// dir/stdin.jsonl (what reached the upstream) and to dir/PID.jsonl (what
+// reached this child, PID its pid), writes the child's pid to dir/pid,
+// and exits as the child does: the upstream as the gateway sees it, and
+// what the gateway sent it.
 func runTee(dir string, argv []string) int {
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "tee: no command")
@@ -56,6 +57,10 @@ func runTee(dir string, argv []string) int {
 	if err == nil {
 		err = os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	}
+	var own *os.File
+	if err == nil {
+		own, err = os.OpenFile(filepath.Join(dir, strconv.Itoa(cmd.Process.Pid)+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tee:", err)
 		return 2
@@ -66,6 +71,7 @@ func runTee(dir string, argv []string) int {
 			line, err := r.ReadBytes('\n')
 			if len(line) > 0 {
 				_, _ = rec.Write(line)
+				_, _ = own.Write(line)
 				_, _ = in.Write(line)
 			}
 			if err != nil {
