@@ -303,7 +303,7 @@ func (g *Gateway) registerFirst() error {
 			err = cat.claim(g.owners, false)
 		}
 		if err == nil {
-			err = cat.register(g.srv)
+			err = cat.register(g.srv, nil)
 		}
 		if err != nil {
 			for _, d := range done {
@@ -451,10 +451,16 @@ func (m *mount) notified(n *transport.Request) {
 	}
 }
 
+// relistEvery bounds how often an upstream is listed again after it said
+// a list changed: a storm of list_changed costs one listing at once, then
+// at most one per relistEvery while it lasts, and one after its last.
+const relistEvery = time.Second
+
 // refreshLoop, until Close, starts the catalog's session (at once, then
 // again as soon as it goes, with backoff) and lists what the new one
-// serves; lists the upstream again each time it said a list changed; and
-// closes the sessions of downstream sessions that are idle.
+// serves; lists the upstream again when it said a list changed (at most
+// once per relistEvery); and closes the sessions of downstream sessions
+// that are idle.
 func (m *mount) refreshLoop() {
 	var reap <-chan time.Time
 	if m.idle > 0 {
@@ -465,6 +471,15 @@ func (m *mount) refreshLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	later := time.NewTimer(time.Hour) // the listing due after a list_changed too soon after the last
+	later.Stop()
+	defer later.Stop()
+	var due <-chan time.Time // later's channel while a listing is due
+	var relisted time.Time   // when the last listing after a list_changed began
+	relist := func() {
+		relisted = time.Now()
+		m.relist()
+	}
 	listed := m.keepCatalog()
 	for {
 		var gone <-chan struct{}
@@ -477,7 +492,17 @@ func (m *mount) refreshLoop() {
 		}
 		select {
 		case <-m.stale:
-			m.relist()
+			switch wait := relistEvery - time.Since(relisted); {
+			case due != nil: // the listing due will see this change too
+			case wait > 0:
+				later.Reset(wait)
+				due = later.C
+			default:
+				relist()
+			}
+		case <-due:
+			due = nil
+			relist()
 		case <-m.check:
 			m.ping(listed)
 		case <-gone:
@@ -595,7 +620,7 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 	m.cat.release(m.g.owners)
 	_ = cat.claim(m.g.owners, true)
 	m.cat.unregister(m.g.srv, cat)
-	if err := cat.register(m.g.srv); err != nil {
+	if err := cat.register(m.g.srv, m.cat); err != nil {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}

@@ -16,7 +16,8 @@ import (
 // runHostile), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
 // routingtest.Upstream), as one that stops reading when stallEnv is (see
-// stalltest.Upstream), else the tests.
+// stalltest.Upstream), as one whose tools keep saying they changed when
+// stormEnv is (see runStorm), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(stallEnv) != "" {
 		os.Exit(stalltest.Upstream())
+	}
+	if os.Getenv(stormEnv) != "" {
+		os.Exit(runStorm())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()
