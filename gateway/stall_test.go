@@ -72,7 +72,10 @@ func TestStalledUpstreamAnswersEveryCallByItsDeadline(t *testing.T) {
 	}
 	assert.Empty(t, sent, "each call answered once")
 	t.Logf("%d calls to an upstream that stopped reading, deadline %v: the slowest answered %v after it was sent", calls, timeout, slowest)
-	assert.Less(t, slowest, timeout+500*time.Millisecond, "every call answers by its deadline")
+	// About 1 s; the bound is loose for a loaded machine (under -race, 2
+	// of 50 runs took 1.7 and 2 s). Before, calls never answered, or
+	// waited for their cancel's write: 10 s more.
+	assert.Less(t, slowest, 3*timeout, "every call answers by its deadline")
 
 	start := time.Now()
 	require.NoError(t, g.Close())
