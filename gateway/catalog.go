@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -26,8 +25,9 @@ type catalog struct {
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
 	templates []server.ResourceTemplate
-	hidden    []string       // the upstream's tools its filter leaves out (filter.go)
-	skills    []server.Skill // skills.go
+	hidden    []string          // the upstream's tools its filter leaves out (filter.go)
+	skills    []server.Skill    // skills.go
+	printed   map[string]string // what register registered, by key (catalog_diff.go)
 }
 
 // list lists what the upstream offers on session s, by the capabilities
@@ -204,19 +204,24 @@ func (cat *catalog) unregister(srv *server.Server, next *catalog) {
 		next = &catalog{}
 	}
 	gone := func(names, kept []string) []string {
+		keep := make(map[string]bool, len(kept))
+		for _, n := range kept {
+			keep[n] = true
+		}
 		var out []string
 		for _, n := range names {
-			if !slices.Contains(kept, n) {
+			if !keep[n] {
 				out = append(out, n)
 			}
 		}
 		return out
 	}
-	srv.RemoveTools(gone(cat.names().tools, next.names().tools)...)
-	srv.RemovePrompts(gone(cat.names().prompts, next.names().prompts)...)
-	srv.RemoveResources(gone(cat.names().resources, next.names().resources)...)
-	srv.RemoveResourceTemplates(gone(cat.names().templates, next.names().templates)...)
-	srv.RemoveSkills(gone(cat.names().skills, next.names().skills)...)
+	was, now := cat.names(), next.names()
+	srv.RemoveTools(gone(was.tools, now.tools)...)
+	srv.RemovePrompts(gone(was.prompts, now.prompts)...)
+	srv.RemoveResources(gone(was.resources, now.resources)...)
+	srv.RemoveResourceTemplates(gone(was.templates, now.templates)...)
+	srv.RemoveSkills(gone(was.skills, now.skills)...)
 }
 
 // catalogNames are the names and URIs a catalog registers, by kind.
@@ -245,9 +250,12 @@ func (cat *catalog) names() catalogNames {
 
 // register registers the catalog on srv, with handlers that forward to
 // its upstream (the resources first: a tool's view must be served before
-// the tool); on failure it removes what it registered.
-func (cat *catalog) register(srv *server.Server) (err error) {
+// the tool), but for what prev (the catalog registered before it, or
+// nil) registered unchanged, which stays as it is (catalog_diff.go); on
+// failure it removes all it holds.
+func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
 	var tools, prompts, uris, templates, skills []string
+	cat.printed = cat.prints()
 	defer func() {
 		if err != nil {
 			srv.RemoveTools(tools...)
@@ -259,12 +267,20 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		}
 	}()
 	for _, r := range cat.resources {
+		if cat.unchanged(prev, "resource "+strconv.Quote(r.URI)) {
+			uris = append(uris, r.URI)
+			continue
+		}
 		if err := srv.AddResource(r, cat.m.readResource); err != nil {
 			return err
 		}
 		uris = append(uris, r.URI)
 	}
 	for i, t := range cat.tools {
+		if cat.unchanged(prev, "tool "+strconv.Quote(t.Name)) {
+			tools = append(tools, t.Name)
+			continue
+		}
 		t.Scopes = cat.m.g.scopes[t.Name]
 		if t.UI != nil && !cat.servesView(t.UI.ResourceURI) {
 			cat.m.log.Warn("gateway: an upstream tool's view is not served: the tool is served without it", "upstream", cat.m.up.Name, "tool", t.Name, "view", t.UI.ResourceURI)
@@ -284,12 +300,20 @@ func (cat *catalog) register(srv *server.Server) (err error) {
 		tools = append(tools, t.Name)
 	}
 	for i, p := range cat.prompts {
+		if cat.unchanged(prev, "prompt "+strconv.Quote(p.Name)) {
+			prompts = append(prompts, p.Name)
+			continue
+		}
 		if err := srv.AddPrompt(p, cat.m.getPrompt(cat.promptOf[i])); err != nil {
 			return err
 		}
 		prompts = append(prompts, p.Name)
 	}
 	for _, t := range cat.templates {
+		if cat.unchanged(prev, "resource template "+strconv.Quote(t.URITemplate)) {
+			templates = append(templates, t.URITemplate)
+			continue
+		}
 		if err := srv.AddResourceTemplate(t, cat.m.readResource); err != nil {
 			return err
 		}

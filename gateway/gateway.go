@@ -107,6 +107,12 @@ type Config struct {
 	// Required names the upstreams Health requires to be ready; empty,
 	// every one. Mount fails when it names an upstream not in Upstreams.
 	Required []string
+	// StopGrace bounds how long the end of a stdio upstream's session
+	// (Close included) waits for its process to exit once its input is
+	// closed: SIGTERM to its process group at half of it, SIGKILL at its
+	// end (2 s when 0 or less). Close ends every upstream at once, so it
+	// returns within about twice StopGrace, whatever the upstreams do.
+	StopGrace time.Duration
 
 	now func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
 }
@@ -149,6 +155,7 @@ type mount struct {
 	maxProcesses int           // Config.MaxProcesses
 	idle         time.Duration // Config.IdleTimeout; negative: never
 	startTimeout time.Duration // Config.StartTimeout
+	stopGrace    time.Duration // Config.StopGrace; 0: the process's default
 	required     bool          // Config.Required names it, or is empty
 	catalog      *link         // the session that lists, follows list_changed, serves Shared and stateless calls
 	era          *link         // a 2026-07-28 session, for 2026-07-28 callers' rounds (era2026.go)
@@ -239,7 +246,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	for _, up := range cfg.Upstreams {
 		m := &mount{
 			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
-			startTimeout: cfg.StartTimeout, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
+			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
 			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
@@ -296,7 +303,7 @@ func (g *Gateway) registerFirst() error {
 			err = cat.claim(g.owners, false)
 		}
 		if err == nil {
-			err = cat.register(g.srv)
+			err = cat.register(g.srv, nil)
 		}
 		if err != nil {
 			for _, d := range done {
@@ -355,7 +362,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	if up.URL != "" {
 		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client})
 	} else {
-		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log})
+		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log, KillGrace: m.stopGrace})
 		if err != nil {
 			m.g.obs.Started(up.Name, false)
 			return nil, fmt.Errorf("gateway: %w", err)
@@ -444,10 +451,16 @@ func (m *mount) notified(n *transport.Request) {
 	}
 }
 
+// relistEvery bounds how often an upstream is listed again after it said
+// a list changed: a storm of list_changed costs one listing at once, then
+// at most one per relistEvery while it lasts, and one after its last.
+const relistEvery = time.Second
+
 // refreshLoop, until Close, starts the catalog's session (at once, then
 // again as soon as it goes, with backoff) and lists what the new one
-// serves; lists the upstream again each time it said a list changed; and
-// closes the sessions of downstream sessions that are idle.
+// serves; lists the upstream again when it said a list changed (at most
+// once per relistEvery); and closes the sessions of downstream sessions
+// that are idle.
 func (m *mount) refreshLoop() {
 	var reap <-chan time.Time
 	if m.idle > 0 {
@@ -458,6 +471,15 @@ func (m *mount) refreshLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	later := time.NewTimer(time.Hour) // the listing due after a list_changed too soon after the last
+	later.Stop()
+	defer later.Stop()
+	var due <-chan time.Time // later's channel while a listing is due
+	var relisted time.Time   // when the last listing after a list_changed began
+	relist := func() {
+		relisted = time.Now()
+		m.relist()
+	}
 	listed := m.keepCatalog()
 	for {
 		var gone <-chan struct{}
@@ -470,7 +492,17 @@ func (m *mount) refreshLoop() {
 		}
 		select {
 		case <-m.stale:
-			m.relist()
+			switch wait := relistEvery - time.Since(relisted); {
+			case due != nil: // the listing due will see this change too
+			case wait > 0:
+				later.Reset(wait)
+				due = later.C
+			default:
+				relist()
+			}
+		case <-due:
+			due = nil
+			relist()
 		case <-m.check:
 			m.ping(listed)
 		case <-gone:
@@ -588,7 +620,7 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 	m.cat.release(m.g.owners)
 	_ = cat.claim(m.g.owners, true)
 	m.cat.unregister(m.g.srv, cat)
-	if err := cat.register(m.g.srv); err != nil {
+	if err := cat.register(m.g.srv, m.cat); err != nil {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
@@ -756,24 +788,35 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 	return res, nil
 }
 
-// Close closes the upstreams' sessions and ends their processes, waiting
-// for them; calls forwarded afterwards fail. It is idempotent and returns
-// nil.
+// Close closes the upstreams' sessions and ends their processes, all at
+// once, waiting for them: a process that has not exited StopGrace after
+// its input closed is killed. Calls forwarded afterwards fail. It is
+// idempotent and returns nil.
 func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
+	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
-		m.setState(StateStopped)
-		m.stop() // every link's context ends: each downstream session's is closed by its watcher
-		m.catalog.close()
-		m.era.close()
-		m.waiting.closeAll()
-		m.refresher.Wait() // a listing under way fails at once: its session is closed
-		m.watchers.Wait()
-		m.closing.Wait()
-		if m.client != nil {
-			m.client.CloseIdleConnections()
-		}
+		mounts.Go(m.close)
 	}
+	mounts.Wait()
 	g.watch.Wait()
 	return nil
+}
+
+// close closes the mount's sessions and ends their processes, at once,
+// waiting for them.
+func (m *mount) close() {
+	m.setState(StateStopped)
+	m.stop() // every link's context ends: each downstream session's is closed by its watcher
+	var links sync.WaitGroup
+	links.Go(m.catalog.close)
+	links.Go(m.era.close)
+	m.waiting.closeAll()
+	links.Wait()
+	m.refresher.Wait() // a listing under way fails at once: its session is closed
+	m.watchers.Wait()
+	m.closing.Wait()
+	if m.client != nil {
+		m.client.CloseIdleConnections()
+	}
 }

@@ -8,13 +8,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
+	"github.com/vigil-mcp/vigil/internal/testkit/stalltest"
 )
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
 // runHostile), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
-// routingtest.Upstream), else the tests.
+// routingtest.Upstream), as one that stops reading when stallEnv is (see
+// stalltest.Upstream), as one whose tools keep saying they changed when
+// stormEnv is (see runStorm), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -28,6 +31,12 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(routingEnv) != "" {
 		os.Exit(routingtest.Upstream(0))
+	}
+	if os.Getenv(stallEnv) != "" {
+		os.Exit(stalltest.Upstream())
+	}
+	if os.Getenv(stormEnv) != "" {
+		os.Exit(runStorm())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()

@@ -79,7 +79,7 @@ func (u *upstreamSaid) find(prefixes ...string) (string, <-chan struct{}) {
 }
 
 // await waits for a line that starts with one of prefixes.
-func (u *upstreamSaid) await(t *testing.T, prefixes ...string) string {
+func (u *upstreamSaid) await(t testing.TB, prefixes ...string) string {
 	t.Helper()
 	for {
 		l, grew := u.find(prefixes...)

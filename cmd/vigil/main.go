@@ -183,7 +183,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.SetOutput(out)
 	fs.StringVar(&cfg.httpAddr, "http", "127.0.0.1:8080", "`address` the HTTP server listens on: MCP at /mcp, and /metrics, /healthz, /readyz, /debug/vigil unless -admin-http")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one MCP session on standard input and output instead of HTTP")
-	fs.DurationVar(&cfg.grace, "shutdown-grace", 10*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT before they are cancelled")
+	fs.DurationVar(&cfg.grace, "shutdown-grace", 10*time.Second, "how long shutdown may take after SIGTERM or SIGINT: in-flight requests run until they are cancelled, then stdio upstreams that have not exited are killed (they get a quarter of it, 100ms to 2s, and in-flight requests the rest)")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "`level` of the logs on standard error: debug, info, warn or error")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "`format` of the logs on standard error: text or json")
 	fs.IntVar(&cfg.maxFrame, "max-frame", stdio.DefaultMaxFrameSize, "largest stdio message accepted, in `bytes`")
@@ -623,8 +623,9 @@ Secrets (environment only):
                                  logged
 
 Signals: SIGTERM or SIGINT starts a graceful shutdown (/readyz turns 503,
-new requests are refused, in-flight ones get -shutdown-grace); a second
-signal exits at once.
+new requests are refused, in-flight ones get -shutdown-grace, less what
+stdio upstreams get to exit before they are killed); a second signal
+exits at once.
 `)
 }
 

@@ -115,7 +115,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		vigil.WithServerOptions(srvOpts...),
 		vigil.WithEndpointOptions(endpointOpts...),
 		vigil.WithAllowedHosts(cfg.allowedHosts...),
-		vigil.WithShutdownGrace(cfg.grace),
+		vigil.WithShutdownGrace(drainGrace(cfg)),
 	}, opts...)...)
 	if err := svc.Err(); err != nil {
 		return nil, err

@@ -137,6 +137,26 @@ func upstreamWait(cfg config) time.Duration {
 	return upstreamWaitHTTP
 }
 
+// upstreamStopBudget is what -shutdown-grace keeps, after in-flight
+// requests, for ending the upstreams: a quarter of it, from 100 ms to
+// 2 s. Each stdio upstream's process gets four fifths of that to exit
+// once its input is closed (SIGTERM halfway), then it is killed; the rest
+// is vigil's own exit. In-flight requests get what is left (drainGrace):
+// shutdown ends within -shutdown-grace whatever the upstreams do.
+func upstreamStopBudget(grace time.Duration) time.Duration {
+	return min(max(grace/4, 100*time.Millisecond), 2*time.Second)
+}
+
+// drainGrace is how long in-flight requests may run after SIGTERM: the
+// whole -shutdown-grace without upstreams, else what the upstreams'
+// stop leaves of it.
+func drainGrace(cfg config) time.Duration {
+	if len(cfg.upstreams) == 0 {
+		return cfg.grace
+	}
+	return max(cfg.grace-upstreamStopBudget(cfg.grace), 0)
+}
+
 // knownToolNames returns names (the tools served, sorted) and the tools
 // the flags name (-tool-rate-limits, -auth-policy, -auth-tool-scopes) that
 // an upstream not ready yet may serve once it is (NAME_tool with several
@@ -184,6 +204,6 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	}
 	return gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
-		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout,
+		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
 	}
 }

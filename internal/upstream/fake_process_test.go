@@ -5,8 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +24,9 @@ const fakeModeEnv = "UPSTREAM_TEST_FAKE"
 // runFake plays a hostile or telling upstream process:
 //
 //   - "stubborn" writes a 10,000-byte stderr line and a short one, reads
-//     its stdin to the end, and then does not exit;
+//     its stdin to the end, and then does not exit, SIGTERM ignored;
+//   - "lingering" reads its stdin to the end and does not exit until
+//     SIGTERM;
 //   - "env" writes its environment on stderr, one variable a line;
 //   - "flood" writes 1,000 stderr lines and exits.
 //   - "pid" writes its process id on stderr.
@@ -30,7 +34,12 @@ func runFake(mode string) {
 	switch mode {
 	case "pid":
 		fmt.Fprintln(os.Stderr, os.Getpid())
+	case "lingering":
+		fmt.Fprintln(os.Stderr, "started")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		time.Sleep(time.Hour)
 	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
 		fmt.Fprintln(os.Stderr, strings.Repeat("x", 10_000))
 		fmt.Fprintln(os.Stderr, "short")
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -58,9 +67,10 @@ func startFake(t *testing.T, l *logs, mode string, cfg upstream.ProcessConfig) *
 	return p
 }
 
-// TestStubbornProcessKilled: a process that does not exit at the end of
-// its input is killed once KillGrace is over, and its stderr is logged
-// line by line, a long line cut at MaxStderrLine.
+// TestStubbornProcessKilled: a process that exits neither at the end of
+// its input nor on the SIGTERM it gets halfway through KillGrace is
+// killed once KillGrace is over, and its stderr is logged line by line, a
+// long line cut at MaxStderrLine.
 func TestStubbornProcessKilled(t *testing.T) {
 	watchdog(t, time.Minute)
 	var l logs
@@ -69,13 +79,31 @@ func TestStubbornProcessKilled(t *testing.T) {
 	require.NoError(t, p.Close())
 	<-p.Exited()
 	assert.Equal(t, []string{strings.Repeat("x", 1024), "short"}, l.stderrLines(t))
-	var truncated, killed bool
+	var truncated, termed, killed bool
 	for _, r := range l.records(t) {
 		truncated = truncated || r["truncated"] == true
+		termed = termed || strings.Contains(r["msg"].(string), "terminating it")
 		killed = killed || strings.Contains(r["msg"].(string), "killing it")
 	}
 	assert.True(t, truncated, "the long line is marked truncated")
+	assert.True(t, termed, "the SIGTERM is logged")
 	assert.True(t, killed, "the kill is logged")
+}
+
+// TestLingeringProcessTerminated: a process that does not exit at the
+// end of its input but on SIGTERM is sent SIGTERM halfway through
+// KillGrace, and not killed.
+func TestLingeringProcessTerminated(t *testing.T) {
+	watchdog(t, time.Minute)
+	var l logs
+	p := startFake(t, &l, "lingering", upstream.ProcessConfig{KillGrace: 2 * time.Second})
+	l.waitFor(`"line":"started"`)
+	start := time.Now()
+	require.NoError(t, p.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "it ended on SIGTERM, before KillGrace was over")
+	for _, r := range l.records(t) {
+		assert.NotContains(t, r["msg"], "killing it")
+	}
 }
 
 // TestProcessEnvironment: a stdio upstream gets the variables it is

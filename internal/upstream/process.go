@@ -61,7 +61,8 @@ type ProcessConfig struct {
 	StderrLinesPerSecond float64
 	StderrBurst          int
 	// KillGrace is how long Close waits for the process to exit once its
-	// stdin is closed before it kills it (2 s when not positive).
+	// stdin is closed before it kills its process group (2 s when not
+	// positive); at half of it, the group is sent SIGTERM.
 	KillGrace time.Duration
 }
 
@@ -178,19 +179,27 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 // waited for.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
-// Close closes the process's stdin and stdout, waits KillGrace for it to
-// exit, then kills its process group, and waits for it and for its stderr
-// to be logged. It is idempotent and returns nil; the exit is logged.
+// Close closes the process's stdin and stdout, waits half of KillGrace
+// for it to exit, then sends its process group SIGTERM, waits the other
+// half, then kills the group, and waits for it and for its stderr to be
+// logged. It is idempotent and returns nil; the exit is logged.
 func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
 		_ = p.conn.Close()
-		timer := time.NewTimer(p.cfg.KillGrace)
+		timer := time.NewTimer(p.cfg.KillGrace / 2)
 		select {
 		case <-p.exited:
 		case <-timer.C:
-			p.log.Warn("upstream did not exit on end of input; killing it", "grace", p.cfg.KillGrace)
-			killGroup(p.cmd)
-			<-p.exited
+			p.log.Info("upstream did not exit on end of input; terminating it", "grace", p.cfg.KillGrace)
+			termGroup(p.cmd)
+			timer.Reset(p.cfg.KillGrace - p.cfg.KillGrace/2)
+			select {
+			case <-p.exited:
+			case <-timer.C:
+				p.log.Warn("upstream did not exit on end of input nor on SIGTERM; killing it", "grace", p.cfg.KillGrace)
+				killGroup(p.cmd)
+				<-p.exited
+			}
 		}
 		timer.Stop()
 		// A grandchild that outlived the group's kill could hold stderr open.

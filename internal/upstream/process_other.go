@@ -9,3 +9,6 @@ func ownGroup(*exec.Cmd) {}
 
 // killGroup kills cmd's process only.
 func killGroup(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+
+// termGroup does nothing where signals are not Unix's: killGroup follows.
+func termGroup(*exec.Cmd) {}

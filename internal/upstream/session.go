@@ -276,10 +276,10 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 // notifications of the call (progress, log messages), in order, in the
 // caller's goroutine, all before Call returns; while it is behind, the
 // upstream's further notifications of the call are dropped and counted.
-// When ctx ends first, the request is cancelled upstream
-// (notifications/cancelled, sent before Call returns) and Call returns
-// [context.Cause]. When the session ends first, Call returns an error
-// wrapping [ErrGone] or [ErrClosed].
+// When ctx ends first, Call returns [context.Cause] at once (even from a
+// write blocked on an upstream that stopped reading) and the request is
+// cancelled upstream in the background. When the session ends first,
+// Call returns an error wrapping [ErrGone] or [ErrClosed].
 //
 // With a 2026-07-28 upstream, params carry the version, capabilities and
 // client info in _meta, and an input_required result is answered through
@@ -563,14 +563,29 @@ func (s *Session) abandon(id int64) bool {
 }
 
 // cancelUpstream tells the upstream that request id is cancelled, on a
-// write of its own bounded by WriteTimeout (ctx has ended).
+// write of its own bounded by WriteTimeout (ctx has ended), in the
+// background: an upstream that stops reading holds no caller past its
+// context. Close waits for it.
 func (s *Session) cancelUpstream(ctx context.Context, id int64) {
 	params, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller cancelled the request"})
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.WriteTimeout)
-	defer cancel()
-	if err := s.conn.Write(wctx, &transport.Request{Method: "notifications/cancelled", Params: params}); err != nil {
-		s.log.Debug("upstream: cancel not sent", "id", id, "error", err)
+	live := false
+	_ = s.update(func(st *state) error {
+		if live = st.err == nil; live {
+			s.wg.Add(1) // under the lock that end takes before Close waits
+		}
+		return nil
+	})
+	if !live {
+		return
 	}
+	go func() {
+		defer s.wg.Done()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.WriteTimeout)
+		defer cancel()
+		if err := s.conn.Write(wctx, &transport.Request{Method: "notifications/cancelled", Params: params}); err != nil {
+			s.log.Debug("upstream: cancel not sent", "id", id, "error", err)
+		}
+	}()
 }
 
 // Notify sends the notification method with params (a JSON object, or

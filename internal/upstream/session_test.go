@@ -212,7 +212,7 @@ func TestCallResultAndError(t *testing.T) {
 
 // TestCancelReachesTheUpstreamAtOnce: a caller whose context ends gets
 // its cause, the upstream gets notifications/cancelled for the request
-// before Call returns, and the upstream's late answer is dropped and
+// at once, and the upstream's late answer is dropped and
 // counted.
 func TestCancelReachesTheUpstreamAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

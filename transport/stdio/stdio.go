@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
@@ -224,7 +226,10 @@ func (c *Conn) readLine() ([]byte, error) {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // Write encodes msg as one line and writes it. Writers are serialized; a
-// writer waiting for its turn gives up when ctx ends or the Conn closes.
+// writer waiting for its turn gives up when ctx ends or the Conn closes,
+// and so does one blocked writing to a pollable file (a pipe, a socket)
+// when ctx ends: the rest of its line is then written in the background,
+// before any other, until the Conn closes.
 func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	if c.closed.Load() {
 		return fmt.Errorf("stdio: write: %w", transport.ErrClosed)
@@ -250,6 +255,11 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	select {
 	case c.writeMu <- struct{}{}:
 		c.dequeue(n)
+		if ctx.Err() != nil { // ended meanwhile: as though still waiting
+			<-c.writeMu
+			c.giveUp()
+			return context.Cause(ctx)
+		}
 	case <-c.done:
 		c.dequeue(n)
 		return fmt.Errorf("stdio: write: %w", transport.ErrClosed)
@@ -258,12 +268,65 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 		c.giveUp()
 		return context.Cause(ctx)
 	}
-	defer func() { <-c.writeMu }()
-	if _, err := c.w.Write(b); err != nil {
+	return c.writeHeld(ctx, b)
+}
+
+// writeHeld writes frame b, holding writeMu, and releases it. When the
+// writer's writes can be interrupted (a pollable file, such as an end of
+// an [os.Pipe]: see deadliner) and ctx ends while one blocks, writeHeld
+// returns ctx's cause at once; the rest of a frame partly written is
+// written in the background, writeMu still held, so that the stream stays
+// whole lines: later writers wait for it within their own ctx, and Close
+// ends it.
+func (c *Conn) writeHeld(ctx context.Context, b []byte) error {
+	dw, ok := c.w.(deadliner)
+	if !ok || ctx.Done() == nil {
+		defer func() { <-c.writeMu }()
+		return c.wrote(c.w.Write(b))
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = dw.SetWriteDeadline(time.Unix(1, 0)) // in the past: a blocked Write returns
+		close(fired)
+	})
+	n, err := c.w.Write(b)
+	if !stop() {
+		<-fired
+		_ = dw.SetWriteDeadline(time.Time{})
+	}
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		defer func() { <-c.writeMu }()
+		return c.wrote(n, err)
+	}
+	c.giveUp()
+	if n == 0 {
+		<-c.writeMu
+		return context.Cause(ctx)
+	}
+	rest := bytes.Clone(b[n:]) // b goes back to bufPool
+	go func() {
+		defer func() { <-c.writeMu }()
+		_, _ = c.w.Write(rest)
+	}()
+	return context.Cause(ctx)
+}
+
+// wrote returns the error of a Write that returned err, after giving up
+// Read's wait when it failed (see Read).
+func (c *Conn) wrote(_ int, err error) error {
+	if err != nil {
 		c.giveUp()
 		return conncap.WrapIOError("stdio: write", c.closed.Load(), err)
 	}
 	return nil
+}
+
+// deadliner is a writer whose blocked Write a deadline interrupts, with
+// [os.ErrDeadlineExceeded]: an [os.File] the runtime polls (pipes,
+// sockets). For a file it does not poll, SetWriteDeadline fails and
+// nothing is interrupted.
+type deadliner interface {
+	SetWriteDeadline(t time.Time) error
 }
 
 // Close closes the underlying reader and writer (those that are closers) and
