@@ -240,6 +240,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		cfg.now = time.Now
 	}
 	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true}
+	// An upstream may be ready after the first client initializes: that
+	// client must still be told the server has tools, and hear them come.
+	srv.ExpectTools()
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}

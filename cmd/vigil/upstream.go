@@ -128,8 +128,8 @@ const upstreamWaitHTTP = time.Second
 // upstreams' first starts: upstreamWaitHTTP over HTTP, where /healthz and
 // /readyz must answer from the start; with -stdio, until each is ready or
 // has failed once (bounded by -upstream-start-timeout): the client that
-// started vigil initializes at once, and a server with no tool yet
-// declares no tools capability.
+// started vigil initializes and lists at once, and not every client
+// lists again on list_changed.
 func upstreamWait(cfg config) time.Duration {
 	if cfg.stdio {
 		return cfg.upstreamStartTimeout + time.Second
