@@ -83,6 +83,7 @@ type Stats struct {
 	LateResponses        int64 // to no call in flight: cancelled, or never asked
 	InvalidMessages      int64 // frames that were not JSON-RPC, batches, unusable ids
 	RefusedRequests      int64 // upstream requests over MaxIncoming
+	OversizeMessages     int64 // messages over the transport's bound, dropped unread, the session living on
 }
 
 // InitializeResult is what the upstream answered to initialize.
@@ -113,7 +114,7 @@ type Session struct {
 	mu sync.Mutex
 	st state
 
-	dropNotes, dropProgress, late, invalid, refused atomic.Int64
+	dropNotes, dropProgress, late, invalid, refused, oversized atomic.Int64
 }
 
 // state is what the session's lock guards.
@@ -608,6 +609,7 @@ func (s *Session) Stats() Stats {
 		LateResponses:        s.late.Load(),
 		InvalidMessages:      s.invalid.Load(),
 		RefusedRequests:      s.refused.Load(),
+		OversizeMessages:     s.oversized.Load(),
 	}
 }
 
@@ -674,6 +676,8 @@ func (s *Session) readLoop() {
 		msg, err := s.conn.Read(s.ctx)
 		var derr *transport.DecodeError
 		switch {
+		case errors.As(err, &derr) && s.oversize(derr):
+			continue
 		case errors.As(err, &derr):
 			s.invalid.Add(1)
 			s.log.Debug("upstream: invalid message", "error", err)
@@ -704,6 +708,44 @@ func (s *Session) readLoop() {
 			s.invalid.Add(1)
 		}
 	}
+}
+
+// oversize handles a message the Conn dropped for being over its bound,
+// reporting whether derr is one: the call it answers fails with a
+// *TooLargeError; a request of the upstream is refused; a notification is
+// dropped. Each is counted.
+func (s *Session) oversize(derr *transport.DecodeError) bool {
+	o, ok := errors.AsType[*oversize](derr.Err)
+	if !ok {
+		return false
+	}
+	s.oversized.Add(1)
+	level := slog.LevelDebug // a notification or a request: counted
+	if o.response {
+		level = slog.LevelWarn // a call failed
+	}
+	s.log.Log(s.ctx, level, "upstream: a message over the bound dropped", "bytes", o.size, "max", o.max, "response", o.response, "id", derr.ID.String())
+	switch {
+	case o.response:
+		id, ok := intID(derr.ID)
+		var c *call
+		if ok {
+			_ = s.update(func(st *state) error {
+				c, _ = st.drop(id)
+				return nil
+			})
+		}
+		if c != nil {
+			c.err = &TooLargeError{Size: o.size, Max: o.max}
+			close(c.done)
+		}
+	case derr.ID.IsValid():
+		s.reply(derr.ID, nil, &transport.Error{
+			Code:    int64(protocol.CodeInvalidRequest),
+			Message: fmt.Sprintf("the request is over the client's bound of %d bytes on a message", o.max),
+		})
+	}
+	return true
 }
 
 // answer completes the call a response answers.
