@@ -28,6 +28,18 @@ import (
 // upstream may list.
 const maxListed = 10_000
 
+// defaultMaxCatalog is [Upstream].MaxCatalogBytes's default.
+const defaultMaxCatalog = 16 << 20
+
+// maxCatalog returns the bytes the upstream's catalog may hold
+// (Upstream.MaxCatalogBytes).
+func (m *mount) maxCatalog() int64 {
+	if m.up.MaxCatalogBytes < 1 {
+		return defaultMaxCatalog
+	}
+	return m.up.MaxCatalogBytes
+}
+
 // Upstream describes an MCP server to front: a stdio server (Command) or
 // a Streamable HTTP one (URL); exactly one of them is set.
 type Upstream struct {
@@ -71,6 +83,13 @@ type Upstream struct {
 	// naming the bound), the session and its process living on; see
 	// docs/gateway.md, "Bounds on what an upstream sends".
 	MaxMessageBytes int
+	// MaxCatalogBytes bounds what the gateway holds of the upstream's
+	// catalog: the bytes of the items its tools/list, prompts/list,
+	// resources/list and resources/templates/list answer, as JSON,
+	// together (16 MiB when below 1). A listing over it fails, logged: a
+	// first one leaves the upstream failing (started again with backoff),
+	// a later one keeps what was listed before.
+	MaxCatalogBytes int64
 }
 
 // Config configures [Mount].

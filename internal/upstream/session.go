@@ -24,7 +24,8 @@ const (
 	defaultMaxQueuedNotifications = 256
 	defaultMaxIncoming            = 16
 	defaultWriteTimeout           = 10 * time.Second
-	notesBuffer                   = 32 // notifications a call holds for its caller (Notes)
+	notesBuffer                   = 32      // notifications a call holds for its caller (Notes)
+	notesBytes                    = 1 << 20 // the bytes of their params it holds: one more is let in only when it holds none
 )
 
 // Config configures a [Session]. The zero Config is usable: no logs, no
@@ -183,6 +184,7 @@ type call struct {
 	abandoned time.Time
 	done      chan struct{}           // closed once result or err is set
 	notes     chan *transport.Request // its progress and log notifications; nil without Notes
+	held      atomic.Int64            // the bytes of the params of those in notes (see queue)
 	wants     Notes
 	result    json.RawMessage
 	err       error
@@ -406,8 +408,28 @@ func (s *Session) waitFreed(ctx context.Context, freed <-chan struct{}, until ti
 	return nil
 }
 
+// queue puts n among the call's notifications for its caller, unless
+// they hold notesBuffer of them, or notesBytes of params already (one
+// alone is let in whatever its size, which the message bound bounds); it
+// reports whether it did.
+func (c *call) queue(n *transport.Request) bool {
+	size := int64(len(n.Params))
+	if held := c.held.Add(size); held > size && held > notesBytes {
+		c.held.Add(-size)
+		return false
+	}
+	select {
+	case c.notes <- n:
+		return true
+	default:
+		c.held.Add(-size)
+		return false
+	}
+}
+
 // hand gives a notification of the call to its Notes.
 func (c *call) hand(n *transport.Request) {
+	c.held.Add(-int64(len(n.Params)))
 	if n.Method == "notifications/progress" {
 		c.wants.Progress(n.Params)
 	} else {
@@ -816,9 +838,7 @@ func (s *Session) notified(n *transport.Request, related transport.ID) {
 			return
 		}
 		if c != nil && c.wants.Log != nil {
-			select {
-			case c.notes <- n:
-			default:
+			if !c.queue(n) {
 				s.dropNotes.Add(1)
 			}
 			return
@@ -852,9 +872,7 @@ func (s *Session) progressed(n *transport.Request) {
 		s.dropProgress.Add(1)
 		return
 	}
-	select {
-	case c.notes <- n:
-	default:
+	if !c.queue(n) {
 		s.dropProgress.Add(1)
 	}
 }
