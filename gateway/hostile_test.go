@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,10 +29,18 @@ const hostileEnv = "GATEWAY_TEST_HOSTILE"
 // before its result.
 const floodNotes = 5000
 
+// hostileCatalogEnv, "N:BYTES", makes the hostile upstream list N tools
+// more, big-1 to big-N, each with a description of BYTES bytes, one a
+// page.
+const hostileCatalogEnv = "GATEWAY_TEST_HOSTILE_CATALOG"
+
 // runHostile speaks MCP on standard input and output, by hand, as a
-// hostile server: its tool "huge" answers a result of {"mib": N} MiB, "flood" sends
-// 5,000 progress notifications before its result, "never" never answers.
-// It writes "cancelled ID" on stderr for each notifications/cancelled.
+// hostile server: its tool "huge" answers a result of {"mib": N} MiB
+// (its id last, as the TypeScript SDK writes it, with {"idLast": true}),
+// "flood" sends 5,000 progress notifications before its result, "never"
+// never answers, "logs" sends {"count": N} log messages of {"kib": K} KiB
+// before its result, "pid" answers its process id. It writes "cancelled
+// ID" on stderr for each notifications/cancelled.
 func runHostile() int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
@@ -51,8 +60,12 @@ func runHostile() int {
 			Params struct {
 				Name      string `json:"name"`
 				Arguments struct {
-					MiB int `json:"mib"`
+					MiB    int  `json:"mib"`
+					IDLast bool `json:"idLast"`
+					Count  int  `json:"count"`
+					KiB    int  `json:"kib"`
 				} `json:"arguments"`
+				Cursor    string          `json:"cursor"`
 				RequestID json.RawMessage `json:"requestId"`
 				Meta      struct {
 					ProgressToken json.RawMessage `json:"progressToken"`
@@ -69,17 +82,28 @@ func runHostile() int {
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
 			})
 		case "tools/list":
-			var tools []map[string]any
-			for _, name := range []string{"huge", "flood", "never"} {
-				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
-			}
-			answer(msg.ID, map[string]any{"tools": tools})
+			answer(msg.ID, hostileTools(msg.Params.Cursor))
 		case "notifications/cancelled":
 			fmt.Fprintf(os.Stderr, "cancelled %s\n", msg.Params.RequestID)
 		case "tools/call":
 			switch msg.Params.Name {
 			case "huge":
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}})
+				result := map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}}
+				if !msg.Params.Arguments.IDLast {
+					answer(msg.ID, result)
+					break
+				}
+				b, _ := json.Marshal(result)
+				_, _ = fmt.Fprintf(out, `{"result":%s,"jsonrpc":"2.0","id":%s}`+"\n", b, msg.ID)
+				_ = out.Flush()
+			case "logs":
+				data := strings.Repeat("l", msg.Params.Arguments.KiB<<10)
+				for range msg.Params.Arguments.Count {
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": data}})
+				}
+				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "logged"}}})
+			case "pid":
+				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strconv.Itoa(os.Getpid())}}})
 			case "flood":
 				for i := range floodNotes {
 					send(map[string]any{
@@ -92,6 +116,29 @@ func runHostile() int {
 		}
 	}
 	return 0
+}
+
+// hostileTools is the hostile upstream's tools/list page after cursor:
+// its tools, then the big ones of hostileCatalogEnv, one a page.
+func hostileTools(cursor string) map[string]any {
+	tool := func(name, description string) map[string]any {
+		return map[string]any{"name": name, "description": description, "inputSchema": map[string]any{"type": "object"}}
+	}
+	var n, size int
+	_, _ = fmt.Sscanf(os.Getenv(hostileCatalogEnv), "%d:%d", &n, &size)
+	page, _ := strconv.Atoi(cursor)
+	var tools []map[string]any
+	if page == 0 {
+		for _, name := range []string{"huge", "flood", "never", "logs", "pid"} {
+			tools = append(tools, tool(name, ""))
+		}
+	} else {
+		tools = append(tools, tool("big-"+cursor, strings.Repeat("d", size)))
+	}
+	if page < n {
+		return map[string]any{"tools": tools, "nextCursor": strconv.Itoa(page + 1)}
+	}
+	return map[string]any{"tools": tools}
 }
 
 // lines is a log destination that hands each record's message to a

@@ -144,8 +144,10 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.Equal(t, 4<<20, gc.Upstreams[0].MaxMessageBytes)
 	assert.Equal(t, int64(16<<20), gc.Upstreams[0].MaxCatalogBytes)
 
-	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=run", "-upstream", "g=run",
-		"-upstream-max-message", "f=1000", "-upstream-max-message", "33554432", "-upstream-max-catalog", "g=2000"}, noEnv, io.Discard)
+	cfg, err = parseConfig([]string{
+		"-upstream", "e=run it", "-upstream", "f=run", "-upstream", "g=run",
+		"-upstream-max-message", "f=1000", "-upstream-max-message", "33554432", "-upstream-max-catalog", "g=2000",
+	}, noEnv, io.Discard)
 	require.NoError(t, err)
 	gc = upstreamConfig(cfg, nil)
 	assert.Equal(t, []int{32 << 20, 1000, 32 << 20}, []int{gc.Upstreams[0].MaxMessageBytes, gc.Upstreams[1].MaxMessageBytes, gc.Upstreams[2].MaxMessageBytes},

@@ -1,11 +1,13 @@
 package upstream_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,4 +151,40 @@ func TestOversizeLine(t *testing.T) {
 			assert.Equal(t, tc.response, upstream.OversizeResponse(derr), "a response, which fails its call")
 		})
 	}
+}
+
+// TestCallNotesBoundedInBytes: while a call's caller is behind, its log
+// messages are held up to 1 MiB of params (not 32 messages of any
+// size); the rest are dropped and counted, and the caller gets those
+// held, then the result.
+func TestCallNotesBoundedInBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := open(t, upstream.Config{Name: "u"})
+		release := make(chan struct{})
+		delivered := 0
+		out := make(chan result, 1)
+		go func() {
+			raw, err := s.Call(t.Context(), "tools/call", nil, &upstream.Notes{Log: func(json.RawMessage) {
+				<-release
+				delivered++
+			}})
+			out <- result{raw, err}
+		}()
+		req := f.request("tools/call")
+		const sent = 32
+		data := strings.Repeat("l", 300<<10)
+		for range sent {
+			f.notify("notifications/message", `{"level":"info","data":"`+data+`"}`)
+		}
+		f.answer(req.ID, `{"done":true}`)
+		synctest.Wait()
+		close(release)
+		r := <-out
+		require.NoError(t, r.err)
+		assert.JSONEq(t, `{"done":true}`, string(r.raw))
+		// Three of 300 KiB held, and one in the caller's hands at most.
+		assert.LessOrEqual(t, delivered, 4, "the call holds 1 MiB of them")
+		assert.GreaterOrEqual(t, delivered, 3)
+		assert.Equal(t, int64(sent-delivered), s.Stats().DroppedNotifications)
+	})
 }
