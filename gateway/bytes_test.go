@@ -16,6 +16,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 )
@@ -38,7 +39,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// mountHostile mounts the hostile stdio upstream "bad" (runHostile), as
+// mountHostile mounts the hostile stdio upstream "bad" (hostiletest.Upstream), as
 // up describes it besides, on a server made with opts.
 func mountHostile(t *testing.T, up gateway.Upstream, env []string, opts ...server.Option) (*server.Server, *gateway.Gateway, *prometheus.Registry, *syncBuffer) {
 	t.Helper()
@@ -155,7 +156,7 @@ func TestCatalogBound(t *testing.T) {
 	t.Run("over", func(t *testing.T) {
 		stop := make(chan struct{})
 		peak := peakHeap(stop)
-		_, g, _, logs := mountHostile(t, gateway.Upstream{}, []string{hostileCatalogEnv + "=64:3500000"})
+		_, g, _, logs := mountHostile(t, gateway.Upstream{}, []string{hostiletest.CatalogEnv + "=64:3500000"})
 		close(stop)
 		grew := <-peak
 		t.Logf("listing a 224 MB catalog grew the heap by %.1f MiB at most", float64(grew)/(1<<20))
@@ -164,7 +165,7 @@ func TestCatalogBound(t *testing.T) {
 		assert.Less(t, grew, uint64(96<<20), "the catalog is never held whole")
 	})
 	t.Run("under", func(t *testing.T) {
-		srv, g, _, _ := mountHostile(t, gateway.Upstream{}, []string{hostileCatalogEnv + "=4:3000000"})
+		srv, g, _, _ := mountHostile(t, gateway.Upstream{}, []string{hostiletest.CatalogEnv + "=4:3000000"})
 		require.Equal(t, gateway.StateReady, g.Upstreams()[0].State)
 		clients := make([]*mcptest.Client, 4)
 		for i := range clients {

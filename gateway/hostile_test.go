@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,128 +16,13 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// hostileEnv makes the test binary a hostile stdio upstream (runHostile).
+// hostileEnv makes the test binary a hostile stdio upstream (hostiletest.Upstream).
 const hostileEnv = "GATEWAY_TEST_HOSTILE"
-
-// How many progress notifications the hostile upstream's flood sends
-// before its result.
-const floodNotes = 5000
-
-// hostileCatalogEnv, "N:BYTES", makes the hostile upstream list N tools
-// more, big-1 to big-N, each with a description of BYTES bytes, one a
-// page.
-const hostileCatalogEnv = "GATEWAY_TEST_HOSTILE_CATALOG"
-
-// runHostile speaks MCP on standard input and output, by hand, as a
-// hostile server: its tool "huge" answers a result of {"mib": N} MiB
-// (its id last, as the TypeScript SDK writes it, with {"idLast": true}),
-// "flood" sends 5,000 progress notifications before its result, "never"
-// never answers, "logs" sends {"count": N} log messages of {"kib": K} KiB
-// before its result, "pid" answers its process id. It writes "cancelled
-// ID" on stderr for each notifications/cancelled.
-func runHostile() int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(nil, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = out.Write(append(b, '\n'))
-		_ = out.Flush()
-	}
-	answer := func(id json.RawMessage, result any) {
-		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	}
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					MiB    int  `json:"mib"`
-					IDLast bool `json:"idLast"`
-					Count  int  `json:"count"`
-					KiB    int  `json:"kib"`
-				} `json:"arguments"`
-				Cursor    string          `json:"cursor"`
-				RequestID json.RawMessage `json:"requestId"`
-				Meta      struct {
-					ProgressToken json.RawMessage `json:"progressToken"`
-				} `json:"_meta"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil {
-			continue
-		}
-		switch msg.Method {
-		case "initialize":
-			answer(msg.ID, map[string]any{
-				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
-			})
-		case "tools/list":
-			answer(msg.ID, hostileTools(msg.Params.Cursor))
-		case "notifications/cancelled":
-			fmt.Fprintf(os.Stderr, "cancelled %s\n", msg.Params.RequestID)
-		case "tools/call":
-			switch msg.Params.Name {
-			case "huge":
-				result := map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}}
-				if !msg.Params.Arguments.IDLast {
-					answer(msg.ID, result)
-					break
-				}
-				b, _ := json.Marshal(result)
-				_, _ = fmt.Fprintf(out, `{"result":%s,"jsonrpc":"2.0","id":%s}`+"\n", b, msg.ID)
-				_ = out.Flush()
-			case "logs":
-				data := strings.Repeat("l", msg.Params.Arguments.KiB<<10)
-				for range msg.Params.Arguments.Count {
-					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": data}})
-				}
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "logged"}}})
-			case "pid":
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strconv.Itoa(os.Getpid())}}})
-			case "flood":
-				for i := range floodNotes {
-					send(map[string]any{
-						"jsonrpc": "2.0", "method": "notifications/progress",
-						"params": map[string]any{"progressToken": msg.Params.Meta.ProgressToken, "progress": i},
-					})
-				}
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "flooded"}}})
-			}
-		}
-	}
-	return 0
-}
-
-// hostileTools is the hostile upstream's tools/list page after cursor:
-// its tools, then the big ones of hostileCatalogEnv, one a page.
-func hostileTools(cursor string) map[string]any {
-	tool := func(name, description string) map[string]any {
-		return map[string]any{"name": name, "description": description, "inputSchema": map[string]any{"type": "object"}}
-	}
-	var n, size int
-	_, _ = fmt.Sscanf(os.Getenv(hostileCatalogEnv), "%d:%d", &n, &size)
-	page, _ := strconv.Atoi(cursor)
-	var tools []map[string]any
-	if page == 0 {
-		for _, name := range []string{"huge", "flood", "never", "logs", "pid"} {
-			tools = append(tools, tool(name, ""))
-		}
-	} else {
-		tools = append(tools, tool("big-"+cursor, strings.Repeat("d", size)))
-	}
-	if page < n {
-		return map[string]any{"tools": tools, "nextCursor": strconv.Itoa(page + 1)}
-	}
-	return map[string]any{"tools": tools}
-}
 
 // lines is a log destination that hands each record's message to a
 // channel, so that a test can wait for one.
@@ -211,7 +94,7 @@ func TestHostileUpstream(t *testing.T) {
 		break
 	}
 	wg.Wait()
-	assert.Less(t, progress, floodNotes/2, "the flood is relayed at a bounded rate")
+	assert.Less(t, progress, hostiletest.FloodNotes/2, "the flood is relayed at a bounded rate")
 
 	// The client cancels the calls that never end: the upstream hears it.
 	for id := range never {
@@ -261,6 +144,6 @@ func TestHostileUpstream(t *testing.T) {
 	}
 	assert.Equal(t, want, pick(got, want))
 	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]
-	assert.Greater(t, dropped, float64(floodNotes/2), "the flood beyond the relay's rate is dropped and counted")
-	assert.LessOrEqual(t, float64(progress), floodNotes-dropped)
+	assert.Greater(t, dropped, float64(hostiletest.FloodNotes/2), "the flood beyond the relay's rate is dropped and counted")
+	assert.LessOrEqual(t, float64(progress), hostiletest.FloodNotes-dropped)
 }

@@ -7,12 +7,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 )
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
-// runHostile), as one that never answers when silentEnv is (it reads its
+// hostiletest.Upstream), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
 // routingtest.Upstream), else the tests.
 func TestMain(m *testing.M) {
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runUpstream())
 	}
 	if os.Getenv(hostileEnv) != "" {
-		os.Exit(runHostile())
+		os.Exit(hostiletest.Upstream())
 	}
 	if os.Getenv(routingEnv) != "" {
 		os.Exit(routingtest.Upstream(0))
