@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 )
 
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 		// 1 s after the cancel, since vigil, a process of its own, cannot
 		// say when the next caller's call waits its turn.
 		os.Exit(routingtest.Upstream(time.Second))
+	}
+	if os.Getenv(hostileUpstreamEnv) != "" {
+		os.Exit(hostiletest.Upstream()) // the upstream bytes' hostile upstream (gateway_bytes_e2e_test.go)
 	}
 	if dir := os.Getenv(teeDir); dir != "" {
 		os.Exit(runTee(dir, os.Args[1:])) // an upstream's recording wrapper (gateway_everything_test.go)
