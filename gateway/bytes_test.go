@@ -65,7 +65,6 @@ func mountHostile(t *testing.T, up gateway.Upstream, env []string, opts ...serve
 // upstream's bound raised but not the server's result bound, the
 // server's bound fails the call.
 func TestSixteenMiBResult(t *testing.T) {
-	testkit.Watchdog(t)
 	for _, tc := range []struct {
 		name      string
 		bound     int
@@ -77,6 +76,7 @@ func TestSixteenMiBResult(t *testing.T) {
 		{name: "result bound not raised", bound: 32 << 20, want: "result too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			testkit.Watchdog(t) // each subtest: under -race, one takes 15 s
 			var opts []server.Option
 			if tc.maxResult != 0 {
 				opts = append(opts, server.WithMaxResultBytes(tc.maxResult))
@@ -152,8 +152,8 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 // gateway's heap grows by far less than the catalog. A catalog of 12 MB,
 // under the bound, is served, four tools/list at once included.
 func TestCatalogBound(t *testing.T) {
-	testkit.Watchdog(t)
 	t.Run("over", func(t *testing.T) {
+		testkit.Watchdog(t)
 		stop := make(chan struct{})
 		peak := peakHeap(stop)
 		_, g, _, logs := mountHostile(t, gateway.Upstream{}, []string{hostiletest.CatalogEnv + "=64:3500000"})
@@ -165,6 +165,7 @@ func TestCatalogBound(t *testing.T) {
 		assert.Less(t, grew, uint64(96<<20), "the catalog is never held whole")
 	})
 	t.Run("under", func(t *testing.T) {
+		testkit.Watchdog(t)
 		srv, g, _, _ := mountHostile(t, gateway.Upstream{}, []string{hostiletest.CatalogEnv + "=4:3000000"})
 		require.Equal(t, gateway.StateReady, g.Upstreams()[0].State)
 		clients := make([]*mcptest.Client, 4)
