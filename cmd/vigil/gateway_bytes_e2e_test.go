@@ -127,9 +127,19 @@ func TestGatewayUpstreamBytes(t *testing.T) {
 	// Four tools/list at once, each answer read whole: 12 MB. One that
 	// the memory budget refuses (503, Retry-After: the answers unwritten
 	// are over it) is sent again a second later.
+	listers := make([]*svcClient, 4)
+	loggers := make([]*svcClient, logCallers)
+	for i := range listers {
+		listers[i] = connect()
+	}
+	for i := range loggers {
+		loggers[i] = connect()
+		res, err := loggers[i].rpc(`3`, "logging/setLevel", `{"level":"debug"}`)
+		require.NoError(t, err)
+		require.Nil(t, res.Error)
+	}
 	var wg sync.WaitGroup
-	for range 4 {
-		c := connect()
+	for _, c := range listers {
 		wg.Go(func() {
 			for try := 0; ; try++ {
 				n, status, err := listTools(c)
@@ -150,11 +160,7 @@ func TestGatewayUpstreamBytes(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var started sync.WaitGroup
-	for i := range logCallers {
-		c := connect()
-		res, err := c.rpc(`3`, "logging/setLevel", `{"level":"debug"}`)
-		require.NoError(t, err)
-		require.Nil(t, res.Error)
+	for i, c := range loggers {
 		started.Add(1)
 		wg.Go(func() {
 			body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(10+i) + `,"method":"tools/call","params":{"name":"bad_logs","arguments":{"count":32,"kib":3072}}}`
