@@ -41,8 +41,9 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 	}
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	cat := &catalog{m: m}
+	budget := m.maxCatalog() // the bytes the items of the four lists may hold
 	if caps.Tools != nil {
-		if err := m.listInto(ctx, s, "tools/list", "tools", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "tools/list", "tools", &budget, func(raw json.RawMessage) error {
 			var t server.Tool
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
@@ -61,7 +62,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		}
 	}
 	if caps.Prompts != nil {
-		if err := m.listInto(ctx, s, "prompts/list", "prompts", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "prompts/list", "prompts", &budget, func(raw json.RawMessage) error {
 			var p server.Prompt
 			if err := json.Unmarshal(raw, &p); err != nil {
 				return err
@@ -75,7 +76,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		}
 	}
 	if caps.Resources != nil {
-		if err := m.listInto(ctx, s, "resources/list", "resources", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "resources/list", "resources", &budget, func(raw json.RawMessage) error {
 			var r server.Resource
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return err
@@ -85,7 +86,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		}); err != nil {
 			return nil, err
 		}
-		if err := m.listInto(ctx, s, "resources/templates/list", "resourceTemplates", func(raw json.RawMessage) error {
+		if err := m.listInto(ctx, s, "resources/templates/list", "resourceTemplates", &budget, func(raw json.RawMessage) error {
 			var t server.ResourceTemplate
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
@@ -107,9 +108,13 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 }
 
 // listInto calls a list method page after page and hands each item to
-// add.
-func (m *mount) listInto(ctx context.Context, s *upstream.Session, method, field string, add func(json.RawMessage) error) error {
-	items, err := s.List(ctx, method, field, maxListed)
+// add; the items' bytes are taken from budget (see maxCatalog).
+func (m *mount) listInto(ctx context.Context, s *upstream.Session, method, field string, budget *int64, add func(json.RawMessage) error) error {
+	items, err := s.ListWithin(ctx, method, field, maxListed, budget)
+	if errors.Is(err, upstream.ErrListTooLarge) {
+		return fmt.Errorf("gateway: upstream %s: %s: its tools, prompts, resources and templates hold more than %d bytes, "+
+			"the gateway's bound on an upstream's catalog (Upstream.MaxCatalogBytes; vigil -upstream-max-catalog)", m.up.Name, method, m.maxCatalog())
+	}
 	if err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}

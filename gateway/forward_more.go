@@ -133,7 +133,8 @@ func (m *mount) subscribeAll(ctx context.Context, s *upstream.Session) {
 	if json.Unmarshal(s.Initialized().Capabilities, &caps) != nil || !caps.Resources.Subscribe {
 		return
 	}
-	items, err := s.List(ctx, "resources/list", "resources", maxSubscriptions)
+	budget := m.maxCatalog()
+	items, err := s.ListWithin(ctx, "resources/list", "resources", maxSubscriptions, &budget)
 	for _, it := range items {
 		var r struct {
 			URI string `json:"uri"`

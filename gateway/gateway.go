@@ -28,6 +28,18 @@ import (
 // upstream may list.
 const maxListed = 10_000
 
+// defaultMaxCatalog is [Upstream].MaxCatalogBytes's default.
+const defaultMaxCatalog = 16 << 20
+
+// maxCatalog returns the bytes the upstream's catalog may hold
+// (Upstream.MaxCatalogBytes).
+func (m *mount) maxCatalog() int64 {
+	if m.up.MaxCatalogBytes < 1 {
+		return defaultMaxCatalog
+	}
+	return m.up.MaxCatalogBytes
+}
+
 // Upstream describes an MCP server to front: a stdio server (Command) or
 // a Streamable HTTP one (URL); exactly one of them is set.
 type Upstream struct {
@@ -65,6 +77,19 @@ type Upstream struct {
 	// (one process for stdio), whose request ids are its own; by default
 	// each downstream session gets one of its own at its first call.
 	Shared bool
+	// MaxMessageBytes bounds each message the upstream sends: a stdio
+	// line, an HTTP JSON body or SSE event (4 MiB when below 1). A longer
+	// one is dropped unread and fails only the call it answers (-32603
+	// naming the bound), the session and its process living on; see
+	// docs/gateway.md, "Bounds on what an upstream sends".
+	MaxMessageBytes int
+	// MaxCatalogBytes bounds what the gateway holds of the upstream's
+	// catalog: the bytes of the items its tools/list, prompts/list,
+	// resources/list and resources/templates/list answer, as JSON,
+	// together (16 MiB when below 1). A listing over it fails, logged: a
+	// first one leaves the upstream failing (started again with backoff),
+	// a later one keeps what was listed before.
+	MaxCatalogBytes int64
 }
 
 // Config configures [Mount].
@@ -363,9 +388,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client})
+		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes})
 	} else {
-		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log, KillGrace: m.stopGrace})
+		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log, KillGrace: m.stopGrace, MaxMessageBytes: up.MaxMessageBytes})
 		if err != nil {
 			m.g.obs.Started(up.Name, false)
 			return nil, fmt.Errorf("gateway: %w", err)
@@ -753,9 +778,12 @@ func relayProgress(ctx context.Context, params json.RawMessage) {
 // it is gone.
 func (m *mount) callError(ctx context.Context, err error) error {
 	var rpc *transport.Error
+	var tooLarge *upstream.TooLargeError
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
+	case errors.As(err, &tooLarge):
+		return server.NewError(protocol.CodeInternal, m.tooLarge(tooLarge))
 	case errors.As(err, &rpc):
 		return &server.Error{Code: protocol.Code(rpc.Code), Message: rpc.Message, Data: rpc.Data}
 	case errors.Is(err, upstream.ErrGone), errors.Is(err, upstream.ErrClosed):

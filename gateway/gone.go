@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
+	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -22,6 +25,17 @@ func (e *goneError) Error() string {
 		return "upstream " + e.name + " is gone: it sent a message over the size bound"
 	}
 	return "upstream " + e.name + " is gone"
+}
+
+// tooLarge is the error of a call whose answer was over the upstream's
+// bound on a message, which names the bound and how to raise it.
+func (m *mount) tooLarge(e *upstream.TooLargeError) error {
+	size := "more than " + strconv.Itoa(e.Max) + " bytes"
+	if e.Size > 0 {
+		size = strconv.FormatInt(e.Size, 10) + " bytes"
+	}
+	return fmt.Errorf("upstream %s answered with a message of %s, over the gateway's bound on a message of an upstream, %d bytes "+
+		"(Upstream.MaxMessageBytes; vigil -upstream-max-message)", m.up.Name, size, e.Max)
 }
 
 // Unwrap returns the server's cause and the session's end.

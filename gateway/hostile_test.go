@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -17,82 +16,13 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// hostileEnv makes the test binary a hostile stdio upstream (runHostile).
+// hostileEnv makes the test binary a hostile stdio upstream (hostiletest.Upstream).
 const hostileEnv = "GATEWAY_TEST_HOSTILE"
-
-// How many progress notifications the hostile upstream's flood sends
-// before its result.
-const floodNotes = 5000
-
-// runHostile speaks MCP on standard input and output, by hand, as a
-// hostile server: its tool "huge" answers a result of {"mib": N} MiB, "flood" sends
-// 5,000 progress notifications before its result, "never" never answers.
-// It writes "cancelled ID" on stderr for each notifications/cancelled.
-func runHostile() int {
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(nil, 1<<20)
-	out := bufio.NewWriter(os.Stdout)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = out.Write(append(b, '\n'))
-		_ = out.Flush()
-	}
-	answer := func(id json.RawMessage, result any) {
-		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	}
-	for in.Scan() {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					MiB int `json:"mib"`
-				} `json:"arguments"`
-				RequestID json.RawMessage `json:"requestId"`
-				Meta      struct {
-					ProgressToken json.RawMessage `json:"progressToken"`
-				} `json:"_meta"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &msg) != nil {
-			continue
-		}
-		switch msg.Method {
-		case "initialize":
-			answer(msg.ID, map[string]any{
-				"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
-			})
-		case "tools/list":
-			var tools []map[string]any
-			for _, name := range []string{"huge", "flood", "never"} {
-				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
-			}
-			answer(msg.ID, map[string]any{"tools": tools})
-		case "notifications/cancelled":
-			fmt.Fprintf(os.Stderr, "cancelled %s\n", msg.Params.RequestID)
-		case "tools/call":
-			switch msg.Params.Name {
-			case "huge":
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", msg.Params.Arguments.MiB<<20)}}})
-			case "flood":
-				for i := range floodNotes {
-					send(map[string]any{
-						"jsonrpc": "2.0", "method": "notifications/progress",
-						"params": map[string]any{"progressToken": msg.Params.Meta.ProgressToken, "progress": i},
-					})
-				}
-				answer(msg.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": "flooded"}}})
-			}
-		}
-	}
-	return 0
-}
 
 // lines is a log destination that hands each record's message to a
 // channel, so that a test can wait for one.
@@ -118,9 +48,9 @@ func (l lines) Write(p []byte) (int, error) {
 // the calls that never end end by the client's cancel, recorded
 // client_cancel, and the hostile upstream gets notifications/cancelled;
 // the flood is relayed at a bounded rate, the rest dropped and counted,
-// and the call ends with its result; the huge result ends the hostile
-// session with a clear error, counted, and costs the gateway's memory
-// far less than its size.
+// and the call ends with its result; a huge result fails its call only,
+// with an error naming the bound, counted, the hostile session living
+// on, and costs the gateway's memory far less than its size.
 func TestHostileUpstream(t *testing.T) {
 	testkit.Watchdog(t)
 	good := startUpstream(t, "good")
@@ -164,7 +94,7 @@ func TestHostileUpstream(t *testing.T) {
 		break
 	}
 	wg.Wait()
-	assert.Less(t, progress, floodNotes/2, "the flood is relayed at a bounded rate")
+	assert.Less(t, progress, hostiletest.FloodNotes/2, "the flood is relayed at a bounded rate")
 
 	// The client cancels the calls that never end: the upstream hears it.
 	for id := range never {
@@ -179,14 +109,18 @@ func TestHostileUpstream(t *testing.T) {
 	assert.Equal(t, "hello from good", b.CallTool("good_hello", nil).Text())
 
 	// Huge results: refused with a clear error; what they cost the
-	// gateway is bounded by the frame bound (4 MiB), not their size.
+	// gateway is bounded by the message bound (4 MiB), not their size.
 	huge := func(mib int) uint64 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		_, rpcErr := a.Call("tools/call", map[string]any{"name": "bad_huge", "arguments": map[string]any{"mib": mib}})
 		runtime.ReadMemStats(&after)
 		require.NotNil(t, rpcErr)
-		assert.Equal(t, "upstream bad is gone: it sent a message over the size bound", rpcErr.Message)
+		var size int
+		_, err := fmt.Sscanf(rpcErr.Message, "upstream bad answered with a message of %d bytes, over the gateway's bound on a message of an upstream, 4194304 bytes", &size)
+		require.NoError(t, err, rpcErr.Message)
+		assert.Greater(t, size, mib<<20, "its size")
+		assert.Contains(t, rpcErr.Message, "-upstream-max-message")
 		allocated := after.TotalAlloc - before.TotalAlloc
 		t.Logf("a %d MiB result cost %.1f MiB of allocations", mib, float64(allocated)/(1<<20))
 		return allocated
@@ -199,17 +133,17 @@ func TestHostileUpstream(t *testing.T) {
 	require.NoError(t, g.Close()) // waits for the sessions' ends to be counted
 	got := gathered(t, tr.reg)
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}":       never,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}":              1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=bad}": 2,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}":             6,
-		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":                    never,
-		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                  2,
-		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                            2,
-		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                         3, // the listing session, a's, a's again after the first huge result
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}": never,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}":        1,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=bad}":     2,
+		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}":       6,
+		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":              never,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_message,upstream=bad}":                    2,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                      0,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                   2, // the listing session and a's: the huge results ended neither
 	}
 	assert.Equal(t, want, pick(got, want))
 	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]
-	assert.Greater(t, dropped, float64(floodNotes/2), "the flood beyond the relay's rate is dropped and counted")
-	assert.LessOrEqual(t, float64(progress), floodNotes-dropped)
+	assert.Greater(t, dropped, float64(hostiletest.FloodNotes/2), "the flood beyond the relay's rate is dropped and counted")
+	assert.LessOrEqual(t, float64(progress), hostiletest.FloodNotes-dropped)
 }

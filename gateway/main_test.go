@@ -7,13 +7,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/stalltest"
 )
 
 // TestMain runs the test binary as a stdio upstream when upstreamEnv is
 // set (see runUpstream), as a hostile one when hostileEnv is (see
-// runHostile), as one that never answers when silentEnv is (it reads its
+// hostiletest.Upstream), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
 // routingtest.Upstream), as one that stops reading when stallEnv is (see
 // stalltest.Upstream), as one whose tools keep saying they changed when
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runUpstream())
 	}
 	if os.Getenv(hostileEnv) != "" {
-		os.Exit(runHostile())
+		os.Exit(hostiletest.Upstream())
 	}
 	if os.Getenv(routingEnv) != "" {
 		os.Exit(routingtest.Upstream(0))

@@ -67,6 +67,7 @@ func (g *Gateway) dropped(add func(upstream, reason string, n int64)) {
 		add(name, metrics.DropInvalidMessage, st.InvalidMessages)
 		add(name, metrics.DropRefusedRequest, st.RefusedRequests)
 		add(name, metrics.DropOversizeFrame, frames)
+		add(name, metrics.DropOversizeMessage, st.OversizeMessages)
 		add(name, metrics.DropStderrLine, stderr)
 	}
 }
@@ -113,5 +114,6 @@ func addStats(a, b upstream.Stats) upstream.Stats {
 		LateResponses:        a.LateResponses + b.LateResponses,
 		InvalidMessages:      a.InvalidMessages + b.InvalidMessages,
 		RefusedRequests:      a.RefusedRequests + b.RefusedRequests,
+		OversizeMessages:     a.OversizeMessages + b.OversizeMessages,
 	}
 }

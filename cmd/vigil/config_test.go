@@ -56,6 +56,7 @@ func defaultConfig() config {
 	}
 	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
 	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 30*time.Second
+	c.upstreamMaxMessage, c.upstreamMaxCatalog = 4<<20, 16<<20
 	return c
 }
 
@@ -105,6 +106,7 @@ func TestParseConfig(t *testing.T) {
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
 				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
 		{
@@ -137,6 +139,7 @@ func TestParseConfig(t *testing.T) {
 				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
 				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
 		{
@@ -448,7 +451,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 71, flags, "every flag is listed")
+	assert.Equal(t, 73, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

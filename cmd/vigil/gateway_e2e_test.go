@@ -141,6 +141,18 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.False(t, gc.DropUncheckedTools, "served unchecked by default")
 	assert.Nil(t, gc.Required, "every upstream required by default")
 	assert.Equal(t, 30*time.Second, gc.StartTimeout)
+	assert.Equal(t, 4<<20, gc.Upstreams[0].MaxMessageBytes)
+	assert.Equal(t, int64(16<<20), gc.Upstreams[0].MaxCatalogBytes)
+
+	cfg, err = parseConfig([]string{
+		"-upstream", "e=run it", "-upstream", "f=run", "-upstream", "g=run",
+		"-upstream-max-message", "f=1000", "-upstream-max-message", "33554432", "-upstream-max-catalog", "g=2000",
+	}, noEnv, io.Discard)
+	require.NoError(t, err)
+	gc = upstreamConfig(cfg, nil)
+	assert.Equal(t, []int{32 << 20, 1000, 32 << 20}, []int{gc.Upstreams[0].MaxMessageBytes, gc.Upstreams[1].MaxMessageBytes, gc.Upstreams[2].MaxMessageBytes},
+		"NAME=BYTES for one, BYTES for the others, in any order")
+	assert.Equal(t, []int64{16 << 20, 16 << 20, 2000}, []int64{gc.Upstreams[0].MaxCatalogBytes, gc.Upstreams[1].MaxCatalogBytes, gc.Upstreams[2].MaxCatalogBytes})
 
 	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0", "-upstream-unchecked-tools", "drop", "-upstream-required", "f"},
 		func(k string) string {
@@ -166,6 +178,10 @@ func TestUpstreamSessionFlags(t *testing.T) {
 		`-upstream-required "e,g": g is not an -upstream NAME`:                                {"-upstream", "e=run", "-upstream-required", "e,g"},
 		`-upstream-required ",": want NAME[,NAME]`:                                            {"-upstream", "e=run", "-upstream-required", ","},
 		"-upstream-start-timeout 0s: want more than 0":                                        {"-upstream", "e=run", "-upstream-start-timeout", "0"},
+		"-upstream-max-catalog, -upstream-max-message: need -upstream":                        {"-upstream-max-message", "5", "-upstream-max-catalog", "5"},
+		`-upstream-max-message "0": want [NAME=]BYTES, BYTES from 1 to 2147483647`:            {"-upstream", "e=run", "-upstream-max-message", "0"},
+		`-upstream-max-catalog "e=4MiB": want [NAME=]BYTES, BYTES from 1 to 2147483647`:       {"-upstream", "e=run", "-upstream-max-catalog", "e=4MiB"},
+		`-upstream-max-message "g=5": g is not an -upstream NAME`:                             {"-upstream", "e=run", "-upstream-max-message", "g=5"},
 	} {
 		_, err := parseConfig(args, noEnv, io.Discard)
 		require.EqualError(t, err, want)

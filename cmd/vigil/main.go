@@ -136,6 +136,8 @@ type config struct {
 	upstreamDropUnchecked bool          // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
 	upstreamRequired      []string      // -upstream-required: the upstreams /readyz requires; empty, every one
 	upstreamStartTimeout  time.Duration // -upstream-start-timeout: bounds each start of an upstream (spawn, initialize, listing)
+	upstreamMaxMessage    int64         // -upstream-max-message BYTES: every upstream's bound on a message (NAME=BYTES: in upstreams)
+	upstreamMaxCatalog    int64         // -upstream-max-catalog BYTES: every upstream's bound on its catalog (NAME=BYTES: in upstreams)
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
 	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
@@ -251,6 +253,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var upstreamRequired string
 	fs.StringVar(&upstreamRequired, "upstream-required", "", "the upstreams /readyz requires to be ready, `NAME[,NAME]` (default every one); the others are served when they are, and /readyz still names their state")
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 30*time.Second, "bound each start of an upstream (its process's spawn, initialize, the first listing); one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
+	var upstreamMaxMessage, upstreamMaxCatalog []string
+	cfg.upstreamMaxMessage, cfg.upstreamMaxCatalog = stdio.DefaultMaxFrameSize, 16<<20
+	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", func(v string) error {
+		upstreamMaxMessage = append(upstreamMaxMessage, v)
+		return nil
+	})
+	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", func(v string) error {
+		upstreamMaxCatalog = append(upstreamMaxCatalog, v)
+		return nil
+	})
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 	fs.StringVar(&toolRates, "tool-rate-limits", "", "per-tool rates of each principal's calls, as `tool=rate/burst,tool2=rate` (calls per second; burst optional); a call over it is answered -32000 with data {quota: tool_rate}; every tool named must exist")
 	addQuotaFlags(fs, &cfg)
@@ -377,6 +389,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, err
 	}
 	if err := parseUpstreamTools(cfg.upstreams, upstreamTools); err != nil {
+		return config{}, err
+	}
+	if err := parseUpstreamBytes(cfg.upstreams, "-upstream-max-message", upstreamMaxMessage, &cfg.upstreamMaxMessage, func(up *gateway.Upstream, n int64) {
+		up.MaxMessageBytes = int(n)
+	}); err != nil {
+		return config{}, err
+	}
+	if err := parseUpstreamBytes(cfg.upstreams, "-upstream-max-catalog", upstreamMaxCatalog, &cfg.upstreamMaxCatalog, func(up *gateway.Upstream, n int64) {
+		up.MaxCatalogBytes = n
+	}); err != nil {
 		return config{}, err
 	}
 	if cfg.upstreamAuth, err = parseUpstreamCredentials(cfg.upstreams, upstreamHeaders, upstreamAuths, getenv); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/internal/testkit/stalltest"
 )
@@ -29,6 +30,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(stallUpstreamEnv) != "" {
 		os.Exit(stalltest.Upstream()) // the stall repro's upstream (gateway_stall_e2e_test.go)
+	}
+	if os.Getenv(hostileUpstreamEnv) != "" {
+		os.Exit(hostiletest.Upstream()) // the upstream bytes' hostile upstream (gateway_bytes_e2e_test.go)
 	}
 	if dir := os.Getenv(teeDir); dir != "" {
 		os.Exit(runTee(dir, os.Args[1:])) // an upstream's recording wrapper (gateway_everything_test.go)

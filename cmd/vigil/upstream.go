@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,14 +79,48 @@ func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
 	return nil
 }
 
+// parseUpstreamBytes applies the values of flag ([NAME=]BYTES: every
+// upstream's bound, *all, or upstream NAME's) to the upstreams with set,
+// a NAME's after every upstream's, whatever their order.
+func parseUpstreamBytes(ups []gateway.Upstream, flag string, values []string, all *int64, set func(*gateway.Upstream, int64)) error {
+	named := map[int]int64{}
+	for _, v := range values {
+		name, size, ok := strings.Cut(v, "=")
+		if !ok {
+			name, size = "", v
+		}
+		n, err := strconv.ParseInt(size, 10, 64)
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return fmt.Errorf("%s %q: want [NAME=]BYTES, BYTES from 1 to %d", flag, v, math.MaxInt32)
+		}
+		if name == "" {
+			*all = n
+			continue
+		}
+		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
+		if i < 0 {
+			return fmt.Errorf("%s %q: %s is not an -upstream NAME", flag, v, name)
+		}
+		named[i] = n
+	}
+	for i := range ups {
+		n, ok := named[i]
+		if !ok {
+			n = *all
+		}
+		set(&ups[i], n)
+	}
+	return nil
+}
+
 // checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
-// -upstream-idle, -upstream-unchecked-tools, -upstream-required and
-// -upstream-start-timeout: given (in args or the environment) only with
+// -upstream-idle, -upstream-unchecked-tools, -upstream-required,
+// -upstream-start-timeout, -upstream-max-message and -upstream-max-catalog: given (in args or the environment) only with
 // -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
 	var given []string
 	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools", "upstream-required", "upstream-start-timeout"}, f.Name) {
+		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools", "upstream-required", "upstream-start-timeout", "upstream-max-message", "upstream-max-catalog"}, f.Name) {
 			given = append(given, "-"+f.Name)
 		}
 	})

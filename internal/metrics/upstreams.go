@@ -38,8 +38,11 @@ const (
 	DropLateResponse   = "late_response"   // an answer to no call in flight (cancelled, or never asked)
 	DropInvalidMessage = "invalid_message" // a frame that was not JSON-RPC, a batch, an unusable id
 	DropRefusedRequest = "refused_request" // a request of the upstream over the bound of those running at once
-	DropOversizeFrame  = "oversize_frame"  // a frame over the bound, which ended its session
+	DropOversizeFrame  = "oversize_frame"  // a frame over the bound that named no call, which ended its session
 	DropStderrLine     = "stderr_line"     // a stderr line over the rate bound
+	// DropOversizeMessage is a message over the bound, dropped unread: the
+	// call it answered failed, a request was refused, the session lived on.
+	DropOversizeMessage = "oversize_message"
 )
 
 // Upstreams are the metrics of a gateway's upstreams, labeled by the
@@ -117,7 +120,8 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 	u.drops = prometheus.NewDesc(mcpconv.MetricUpstreamDropped,
 		"What the gateway dropped of what an upstream sent. upstream: its name. reason: notification (too far behind), progress (of no call, or its caller too far behind), "+
 			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
-			"oversize_frame (a frame over the bound, which ended the session), stderr_line (a stderr line over the rate bound).",
+			"oversize_message (a message over the bound, dropped unread: the call it answered failed, the session lived on), "+
+			"oversize_frame (a frame over the bound that named no call, which ended the session), stderr_line (a stderr line over the rate bound).",
 		[]string{up, "reason"}, nil)
 	u.state = prometheus.NewDesc(mcpconv.MetricUpstreamState,
 		"The state of an upstream: 1 for its current state, 0 for the others. upstream: its name. state: starting (a start under way: spawn, initialize, listing), "+
@@ -136,7 +140,7 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 		u.expired.WithLabelValues(n, "true")
 		u.expired.WithLabelValues(n, "false")
 		u.refused.WithLabelValues(n)
-		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeFrame, DropStderrLine} {
+		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeMessage, DropOversizeFrame, DropStderrLine} {
 			u.zero[[2]string{n, r}] = 0
 		}
 	}

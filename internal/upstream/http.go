@@ -52,8 +52,11 @@ type HTTPConfig struct {
 	// no secret; the connection lives on.
 	Credentials func(ctx context.Context) (http.Header, error)
 	// MaxMessageBytes bounds each message the upstream sends, a JSON body
-	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1); a
-	// longer one ends the connection with [transport.ErrFrameTooLarge].
+	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1). A
+	// longer one is not read further: the call whose POST it answered
+	// fails with a [*TooLargeError] (Read returns a
+	// [*transport.DecodeError] for it), and the connection lives on; one
+	// on the GET stream is skipped.
 	MaxMessageBytes int
 }
 
@@ -66,7 +69,7 @@ type httpConn struct {
 	client *http.Client
 	ctx    context.Context // ends at Close; every request and stream runs under it
 	stop   context.CancelFunc
-	in     chan transport.Message
+	in     chan inbound
 	wg     sync.WaitGroup // the goroutines reading bodies
 
 	mu        sync.Mutex
@@ -78,6 +81,12 @@ type httpConn struct {
 	getOpen   bool                                // the GET stream was tried
 	stateless string                              // the 2026-07-28 version spoken, "" in the session era (http_stateless.go)
 	related   map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
+}
+
+// inbound is what Read returns next: a message, or a non-terminal error.
+type inbound struct {
+	m   transport.Message
+	err error
 }
 
 // maxRelated bounds the upstream requests whose call is remembered.
@@ -94,7 +103,7 @@ func DialHTTP(cfg HTTPConfig) transport.Conn {
 	if client == nil {
 		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	c := &httpConn{cfg: cfg, client: client, in: make(chan transport.Message, httpQueue), failed: make(chan struct{})}
+	c := &httpConn{cfg: cfg, client: client, in: make(chan inbound, httpQueue), failed: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	return c
 }
@@ -102,8 +111,8 @@ func DialHTTP(cfg HTTPConfig) transport.Conn {
 // Read returns the next message of the upstream's streams.
 func (c *httpConn) Read(ctx context.Context) (transport.Message, error) {
 	select {
-	case m := <-c.in:
-		return m, nil
+	case in := <-c.in:
+		return in.m, in.err
 	case <-c.failed:
 		return nil, c.failure()
 	case <-ctx.Done():
@@ -279,7 +288,7 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 		case err != nil:
 			c.lost(req, err)
 		case len(data) > c.cfg.MaxMessageBytes:
-			c.fail(fmt.Errorf("upstream: http: %w", transport.ErrFrameTooLarge))
+			c.tooLarge(req)
 		default:
 			c.decoded(req, data)
 		}
@@ -325,16 +334,28 @@ func (c *httpConn) lost(req *transport.Request, err error) {
 func (c *httpConn) readEvents(req *transport.Request, body io.Reader, st *sseState) (bool, error) {
 	r := bufio.NewReaderSize(body, 4096)
 	var data bytes.Buffer
+	skipping := false // the rest of an event over the bound
 	for {
 		line, err := readLine(r, c.cfg.MaxMessageBytes)
-		if errors.Is(err, transport.ErrFrameTooLarge) {
-			c.fail(fmt.Errorf("upstream: http: sse: %w", err))
-			return true, err
+		over := errors.Is(err, transport.ErrFrameTooLarge)
+		if over {
+			err = discardLine(r)
 		}
 		if err != nil {
 			return false, err
 		}
+		isData := bytes.HasPrefix(line, []byte("data:"))
+		v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+		if !skipping && (over || isData && data.Len()+len(v)+1 > c.cfg.MaxMessageBytes) {
+			if c.tooLarge(req) {
+				return true, nil // req failed: the stream has done its work
+			}
+			skipping = true
+			data.Reset()
+		}
 		switch {
+		case skipping:
+			skipping = len(line) > 0 || over
 		case len(line) == 0: // the end of an event
 			if data.Len() > 0 {
 				st.events++
@@ -343,12 +364,7 @@ func (c *httpConn) readEvents(req *transport.Request, body io.Reader, st *sseSta
 				}
 				data.Reset()
 			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			v := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
-			if data.Len()+len(v)+1 > c.cfg.MaxMessageBytes {
-				c.fail(fmt.Errorf("upstream: http: sse: %w", transport.ErrFrameTooLarge))
-				return true, transport.ErrFrameTooLarge
-			}
+		case isData:
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
@@ -377,6 +393,30 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 		}
 		return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
 	}
+}
+
+// discardLine reads the rest of a line.
+func discardLine(r *bufio.Reader) error {
+	for {
+		_, err := r.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// tooLarge reports a message over MaxMessageBytes, dropped unread, that
+// answered the POST of req (nil for the GET stream or a notification's):
+// Read returns a [*transport.DecodeError] for it, as the answer to req
+// when req is a request, which it then reports.
+func (c *httpConn) tooLarge(req *transport.Request) bool {
+	answers := req != nil && !req.IsNotification()
+	var id transport.ID
+	if answers {
+		id = req.ID
+	}
+	c.pushErr(tooLarge(answers, id, 0, c.cfg.MaxMessageBytes))
+	return answers
 }
 
 // decoded decodes a message of the upstream and queues it for Read; it
@@ -427,8 +467,18 @@ func (c *httpConn) relatedCall(m *transport.Request) (transport.ID, bool) {
 // push queues m for Read, waiting while the queue is full (the upstream's
 // stream waits meanwhile) until the connection closes.
 func (c *httpConn) push(m transport.Message) {
+	c.queue(inbound{m: m})
+}
+
+// pushErr queues for Read err, a non-terminal error, as push does.
+func (c *httpConn) pushErr(err error) {
+	c.queue(inbound{err: err})
+}
+
+// queue queues in for Read, as push does.
+func (c *httpConn) queue(in inbound) {
 	select {
-	case c.in <- m:
+	case c.in <- in:
 	case <-c.ctx.Done():
 	case <-c.failed:
 	}

@@ -226,8 +226,9 @@ func TestHTTPCancel(t *testing.T) {
 	}
 }
 
-// TestHTTPHugeAnswer: an answer over MaxMessageBytes ends the session
-// with ErrGone instead of being read whole.
+// TestHTTPHugeAnswer: an answer over MaxMessageBytes, a JSON body or an
+// SSE event, fails only its call, with a TooLargeError naming the bound,
+// without being read whole; the session lives on and counts it.
 func TestHTTPHugeAnswer(t *testing.T) {
 	testkit.Watchdog(t)
 	for _, tc := range []struct {
@@ -238,8 +239,14 @@ func TestHTTPHugeAnswer(t *testing.T) {
 			u := startHTTPUpstream(t, tc.mode)
 			s := openHTTP(t, u, 64<<10)
 			_, err := callTool(t, s, "huge", nil)
-			require.ErrorIs(t, err, upstream.ErrGone)
-			require.ErrorIs(t, err, transport.ErrFrameTooLarge)
+			tooLarge, ok := errors.AsType[*upstream.TooLargeError](err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, 64<<10, tooLarge.Max)
+			require.NoError(t, s.Err(), "the session lives on")
+			got, err := callTool(t, s, "hello", nil)
+			require.NoError(t, err)
+			assert.Equal(t, "hello", got)
+			assert.Equal(t, int64(1), s.Stats().OversizeMessages)
 		})
 	}
 }

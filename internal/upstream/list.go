@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -17,6 +18,19 @@ const maxPages = 1024
 // It fails when the upstream returns more than maxItems items, or more
 // than 1,024 pages, or repeats a cursor.
 func (s *Session) List(ctx context.Context, method, field string, maxItems int) ([]json.RawMessage, error) {
+	return s.ListWithin(ctx, method, field, maxItems, nil)
+}
+
+// ErrListTooLarge is wrapped by the error of a listing whose items hold
+// more bytes than its budget (see [Session.ListWithin]).
+var ErrListTooLarge = errors.New("upstream: the listed items are over their bound in bytes")
+
+// ListWithin is [Session.List], whose items, as JSON, may hold at most
+// *budget bytes (none when budget is nil): each item's bytes are taken
+// from it, and the listing fails with [ErrListTooLarge], keeping none of
+// them, once they would take more. Each page is bounded by the session's
+// bound on a message.
+func (s *Session) ListWithin(ctx context.Context, method, field string, maxItems int, budget *int64) ([]json.RawMessage, error) {
 	var (
 		items  []json.RawMessage
 		cursor string
@@ -49,6 +63,13 @@ func (s *Session) List(ctx context.Context, method, field string, maxItems int) 
 		}
 		if len(items)+len(got) > maxItems {
 			return nil, fmt.Errorf("upstream %s: %s: more than %d items", s.cfg.Name, method, maxItems)
+		}
+		if budget != nil {
+			for _, it := range got {
+				if *budget -= int64(len(it)); *budget < 0 {
+					return nil, fmt.Errorf("upstream %s: %s: %w", s.cfg.Name, method, ErrListTooLarge)
+				}
+			}
 		}
 		items = append(items, got...)
 		if err := json.Unmarshal(raw, &page); err != nil {

@@ -46,8 +46,10 @@ type ProcessConfig struct {
 	// exit; nil discards them.
 	Logger *slog.Logger
 	// MaxMessageBytes bounds each message the process writes on stdout
-	// ([stdio.DefaultMaxFrameSize] when below 1); a longer one ends the
-	// session with [ErrGone].
+	// ([stdio.DefaultMaxFrameSize] when below 1). A longer one is read to
+	// its end unheld and dropped: the call it answers fails with a
+	// [*TooLargeError], and the session lives on; only one whose call
+	// cannot be told (see oversizeLine) ends the session with [ErrGone].
 	MaxMessageBytes int
 	// MaxStderrLine bounds each stderr line logged (4 KiB when below 1);
 	// the rest of a longer line is dropped.
@@ -96,6 +98,9 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = defaultKillGrace
+	}
+	if cfg.MaxMessageBytes < 1 {
+		cfg.MaxMessageBytes = stdio.DefaultMaxFrameSize
 	}
 	if cfg.StderrLinesPerSecond <= 0 {
 		cfg.StderrLinesPerSecond = defaultStderrRate
@@ -146,7 +151,7 @@ func StartProcess(cfg ProcessConfig) (*Process, error) {
 		cfg:        cfg,
 		log:        cfg.Logger.With("upstream", cfg.Name, "pid", cmd.Process.Pid),
 		cmd:        cmd,
-		conn:       stdio.New(outR, inW, stdio.WithMaxFrameSize(cfg.MaxMessageBytes)),
+		conn:       stdio.New(outR, inW, stdio.WithMaxFrameSize(cfg.MaxMessageBytes), stdio.WithOversizeFrames(oversizeLine(cfg.MaxMessageBytes))),
 		stderr:     errR,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),

@@ -24,7 +24,8 @@ const (
 	defaultMaxQueuedNotifications = 256
 	defaultMaxIncoming            = 16
 	defaultWriteTimeout           = 10 * time.Second
-	notesBuffer                   = 32 // notifications a call holds for its caller (Notes)
+	notesBuffer                   = 32      // notifications a call holds for its caller (Notes)
+	notesBytes                    = 1 << 20 // the bytes of their params it holds: one more is let in only when it holds none
 )
 
 // Config configures a [Session]. The zero Config is usable: no logs, no
@@ -83,6 +84,7 @@ type Stats struct {
 	LateResponses        int64 // to no call in flight: cancelled, or never asked
 	InvalidMessages      int64 // frames that were not JSON-RPC, batches, unusable ids
 	RefusedRequests      int64 // upstream requests over MaxIncoming
+	OversizeMessages     int64 // messages over the transport's bound, dropped unread, the session living on
 }
 
 // InitializeResult is what the upstream answered to initialize.
@@ -113,7 +115,7 @@ type Session struct {
 	mu sync.Mutex
 	st state
 
-	dropNotes, dropProgress, late, invalid, refused atomic.Int64
+	dropNotes, dropProgress, late, invalid, refused, oversized atomic.Int64
 }
 
 // state is what the session's lock guards.
@@ -182,6 +184,7 @@ type call struct {
 	abandoned time.Time
 	done      chan struct{}           // closed once result or err is set
 	notes     chan *transport.Request // its progress and log notifications; nil without Notes
+	held      atomic.Int64            // the bytes of the params of those in notes (see queue)
 	wants     Notes
 	result    json.RawMessage
 	err       error
@@ -405,8 +408,28 @@ func (s *Session) waitFreed(ctx context.Context, freed <-chan struct{}, until ti
 	return nil
 }
 
+// queue puts n among the call's notifications for its caller, unless
+// they hold notesBuffer of them, or notesBytes of params already (one
+// alone is let in whatever its size, which the message bound bounds); it
+// reports whether it did.
+func (c *call) queue(n *transport.Request) bool {
+	size := int64(len(n.Params))
+	if held := c.held.Add(size); held > size && held > notesBytes {
+		c.held.Add(-size)
+		return false
+	}
+	select {
+	case c.notes <- n:
+		return true
+	default:
+		c.held.Add(-size)
+		return false
+	}
+}
+
 // hand gives a notification of the call to its Notes.
 func (c *call) hand(n *transport.Request) {
+	c.held.Add(-int64(len(n.Params)))
 	if n.Method == "notifications/progress" {
 		c.wants.Progress(n.Params)
 	} else {
@@ -623,6 +646,7 @@ func (s *Session) Stats() Stats {
 		LateResponses:        s.late.Load(),
 		InvalidMessages:      s.invalid.Load(),
 		RefusedRequests:      s.refused.Load(),
+		OversizeMessages:     s.oversized.Load(),
 	}
 }
 
@@ -689,6 +713,8 @@ func (s *Session) readLoop() {
 		msg, err := s.conn.Read(s.ctx)
 		var derr *transport.DecodeError
 		switch {
+		case errors.As(err, &derr) && s.oversize(derr):
+			continue
 		case errors.As(err, &derr):
 			s.invalid.Add(1)
 			s.log.Debug("upstream: invalid message", "error", err)
@@ -719,6 +745,44 @@ func (s *Session) readLoop() {
 			s.invalid.Add(1)
 		}
 	}
+}
+
+// oversize handles a message the Conn dropped for being over its bound,
+// reporting whether derr is one: the call it answers fails with a
+// *TooLargeError; a request of the upstream is refused; a notification is
+// dropped. Each is counted.
+func (s *Session) oversize(derr *transport.DecodeError) bool {
+	o, ok := errors.AsType[*oversize](derr.Err)
+	if !ok {
+		return false
+	}
+	s.oversized.Add(1)
+	level := slog.LevelDebug // a notification or a request: counted
+	if o.response {
+		level = slog.LevelWarn // a call failed
+	}
+	s.log.Log(s.ctx, level, "upstream: a message over the bound dropped", "bytes", o.size, "max", o.max, "response", o.response, "id", derr.ID.String())
+	switch {
+	case o.response:
+		id, ok := intID(derr.ID)
+		var c *call
+		if ok {
+			_ = s.update(func(st *state) error {
+				c, _ = st.drop(id)
+				return nil
+			})
+		}
+		if c != nil {
+			c.err = &TooLargeError{Size: o.size, Max: o.max}
+			close(c.done)
+		}
+	case derr.ID.IsValid():
+		s.reply(derr.ID, nil, &transport.Error{
+			Code:    int64(protocol.CodeInvalidRequest),
+			Message: fmt.Sprintf("the request is over the client's bound of %d bytes on a message", o.max),
+		})
+	}
+	return true
 }
 
 // answer completes the call a response answers.
@@ -789,9 +853,7 @@ func (s *Session) notified(n *transport.Request, related transport.ID) {
 			return
 		}
 		if c != nil && c.wants.Log != nil {
-			select {
-			case c.notes <- n:
-			default:
+			if !c.queue(n) {
 				s.dropNotes.Add(1)
 			}
 			return
@@ -825,9 +887,7 @@ func (s *Session) progressed(n *transport.Request) {
 		s.dropProgress.Add(1)
 		return
 	}
-	select {
-	case c.notes <- n:
-	default:
+	if !c.queue(n) {
 		s.dropProgress.Add(1)
 	}
 }

@@ -4,7 +4,8 @@
 //
 // Each frame is one line. Frames longer than the configured maximum (4 MiB by
 // default, [WithMaxFrameSize]) are refused without being buffered: the read
-// fails with [transport.ErrFrameTooLarge] and the connection is done.
+// fails with [transport.ErrFrameTooLarge] and the connection is done, unless
+// [WithOversizeFrames] makes each such frame a matter of its own.
 // Outgoing messages never contain a raw newline.
 //
 // A peer that stops reading is held back: while the messages waiting to be

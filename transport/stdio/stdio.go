@@ -41,6 +41,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	maxFrame  int
 	maxQueued int
+	oversize  OversizeFunc
 }
 
 // WithMaxFrameSize sets the largest frame, in bytes and without its newline,
@@ -51,6 +52,28 @@ func WithMaxFrameSize(n int) Option {
 			c.maxFrame = n
 		}
 	})
+}
+
+// OversizeFunc makes a frame over the size bound into what Read returns
+// (see [WithOversizeFrames]): head is its first bytes, tail its last ones,
+// size its length without its newline.
+type OversizeFunc func(head, tail []byte, size int64) (transport.Message, error)
+
+// The bytes of a frame over the bound that Read keeps for [OversizeFunc].
+const (
+	oversizeHead = 64 << 10
+	oversizeTail = 256
+)
+
+// WithOversizeFrames makes a frame over the size bound a matter of that
+// frame rather than the end of the Conn: Read reads it to its end without
+// holding it, keeping its first bytes (at most 64 KiB) and its last 256,
+// and returns what f makes of them. A message f returns is returned; an
+// error too, which ends the Conn unless it is a [*transport.DecodeError];
+// neither skips the frame. Without it (or with a nil f) such a frame ends
+// the Conn with [transport.ErrFrameTooLarge].
+func WithOversizeFrames(f OversizeFunc) Option {
+	return optionFunc(func(c *config) { c.oversize = f })
 }
 
 // WithMaxQueuedBytes sets how many bytes of messages waiting for their turn
@@ -75,6 +98,7 @@ type Conn struct {
 	closer    []io.Closer
 	max       int
 	maxQueued int64
+	oversize  OversizeFunc
 
 	queued atomic.Int64  // bytes of the Writes waiting for writeMu, waiterBytes each included
 	gaveUp atomic.Bool   // a Write gave up waiting, or failed: Read waits no more
@@ -106,6 +130,7 @@ func New(r io.Reader, w io.Writer, opts ...Option) *Conn {
 		w:         w,
 		max:       cfg.maxFrame,
 		maxQueued: int64(cfg.maxQueued),
+		oversize:  cfg.oversize,
 		room:      make(chan struct{}, 1),
 		writeMu:   make(chan struct{}, 1),
 		done:      make(chan struct{}),
@@ -139,7 +164,19 @@ func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 			return nil, fmt.Errorf("stdio: read: %w", transport.ErrClosed)
 		}
 		line, err := c.readLine()
-		if err != nil {
+		var over *oversized
+		switch {
+		case errors.As(err, &over):
+			m, err := c.oversize(over.head, over.tail, over.size)
+			if m == nil && err == nil {
+				continue
+			}
+			var derr *transport.DecodeError
+			if err != nil && !errors.As(err, &derr) {
+				c.readErr = err
+			}
+			return m, err
+		case err != nil:
 			return nil, err
 		}
 		if len(bytes.Trim(line, " \t\r\n")) == 0 {
@@ -184,10 +221,15 @@ func (c *Conn) wakeReader() {
 }
 
 // readLine returns the next line without its newline, valid until the next
-// call. It never holds more than max bytes of one frame.
+// call. It never holds more than max bytes of one frame: a longer one is
+// the end of the Conn, or, with an OversizeFunc, skipped and returned as
+// an *oversized error.
 func (c *Conn) readLine() ([]byte, error) {
 	if c.readErr != nil {
 		return nil, c.readErr
+	}
+	if cap(c.frame) > keptFrame {
+		c.frame = nil // a large frame's buffer is not kept for the next one
 	}
 	c.frame = c.frame[:0]
 	for {
@@ -198,6 +240,9 @@ func (c *Conn) readLine() ([]byte, error) {
 			if len(chunk) >= 2 && chunk[len(chunk)-2] == '\r' {
 				n-- // nor is the carriage return of a CRLF
 			}
+		}
+		if n > c.max && c.oversize != nil {
+			return nil, c.skip(chunk, err)
 		}
 		if n > c.max {
 			c.readErr = fmt.Errorf("stdio: read: %w: more than %d bytes", transport.ErrFrameTooLarge, c.max)
@@ -221,6 +266,73 @@ func (c *Conn) readLine() ([]byte, error) {
 			return nil, c.readErr
 		}
 	}
+}
+
+// keptFrame is the largest line buffer kept from one frame to the next.
+const keptFrame = 1 << 20
+
+// oversized is a frame over the bound that readLine skipped: its first and
+// last bytes and its size.
+type oversized struct {
+	head, tail []byte
+	size       int64
+}
+
+func (o *oversized) Error() string {
+	return fmt.Sprintf("stdio: read: %v: %d bytes", transport.ErrFrameTooLarge, o.size)
+}
+
+func (o *oversized) Unwrap() error { return transport.ErrFrameTooLarge }
+
+// skip reads the rest of a frame over the bound, of which c.frame and
+// chunk (what ReadSlice returned with err) are read, holding no more of
+// it than its head and tail, and returns it as an *oversized error; or the
+// error that ended the stream before its end.
+func (c *Conn) skip(chunk []byte, err error) error {
+	o := &oversized{size: int64(len(c.frame))}
+	o.head = append(make([]byte, 0, min(len(c.frame)+len(chunk), oversizeHead)), c.frame[:min(len(c.frame), oversizeHead)]...)
+	o.tail = keepTail(o.tail, c.frame)
+	c.frame = c.frame[:0]
+	for {
+		o.size += int64(len(chunk))
+		if room := oversizeHead - len(o.head); room > 0 {
+			o.head = append(o.head, chunk[:min(room, len(chunk))]...)
+		}
+		o.tail = keepTail(o.tail, chunk)
+		switch {
+		case err == nil: // the newline (and a CRLF's carriage return) is not part of it
+			o.size--
+			o.tail = o.tail[:len(o.tail)-1]
+			if len(o.tail) > 0 && o.tail[len(o.tail)-1] == '\r' {
+				o.size--
+				o.tail = o.tail[:len(o.tail)-1]
+			}
+			o.tail = o.tail[max(0, len(o.tail)-oversizeTail):]
+			return o
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			o.tail = o.tail[max(0, len(o.tail)-oversizeTail):]
+			return o
+		default:
+			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			return c.readErr
+		}
+		chunk, err = c.r.ReadSlice('\n')
+	}
+}
+
+// keepTail returns tail followed by b, cut to its last oversizeTail bytes
+// and a CRLF, in tail's buffer.
+func keepTail(tail, b []byte) []byte {
+	const keep = oversizeTail + 2
+	if len(b) >= keep {
+		return append(tail[:0], b[len(b)-keep:]...)
+	}
+	if extra := len(tail) + len(b) - keep; extra > 0 {
+		tail = append(tail[:0], tail[extra:]...)
+	}
+	return append(tail, b...)
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
