@@ -121,9 +121,12 @@ type Gateway struct {
 	tally  map[string]*tally   // by upstream name: what its sessions dropped
 	watch  sync.WaitGroup      // the goroutines that wait for a session's end (track)
 
-	mu       sync.Mutex        // guards owners, mounting and each mount's cat and first
-	owners   map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
-	mounting bool              // Mount has not registered yet what was ready at its end
+	mu     sync.Mutex        // guards owners, mounting and each mount's cat and first
+	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
+	// ownInstructions are the server's own instructions, at Mount: the
+	// upstreams' are added to them (instructions.go).
+	ownInstructions string
+	mounting        bool // Mount has not registered yet what was ready at its end
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -138,6 +141,9 @@ type mount struct {
 	tools  toolFilter   // Upstream.Tools
 	client *http.Client // an HTTP upstream's, shared by its sessions; nil for stdio
 	cat    *catalog     // what is registered; guarded by g.mu
+	// instructions are those the listing session's initialize answered,
+	// the last time it started; guarded by g.mu (instructions.go).
+	instructions string
 	// unchecked names the tools whose input schema the server could not
 	// compile, warned about once (see catalog.addTool); guarded by g.mu.
 	unchecked     map[string]bool
@@ -232,7 +238,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
@@ -365,7 +371,8 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
 		Capabilities:   capabilities(ss),
-		OnRequest:      askClient,
+		OnRequest:      askClient(ss),
+		OneClient:      ss != nil, // its requests are its client's, whether or not a call runs
 		OnNotification: m.notified,
 	}
 	if l.stateless {
@@ -512,6 +519,9 @@ func (m *mount) keepCatalog() *upstream.Session {
 		m.setState(StateFailing)
 		return nil
 	}
+	m.g.mu.Lock()
+	m.g.instructed(m, s.Initialized().Instructions) // instructions.go
+	m.g.mu.Unlock()
 	m.listed.Store(true)
 	m.setState(StateReady)
 	return s
@@ -596,34 +606,46 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 	return nil
 }
 
-// askClient forwards a request of the upstream (sampling, elicitation,
-// roots) to the downstream client whose call it belongs to, with that
-// call's context, and returns the client's answer. A request that belongs
-// to no downstream call, or that the client cannot answer, is refused.
-func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
-	ctx, end := relaySpan(ctx, req)
-	defer func() { end(err) }()
-	switch req.Method {
-	case "sampling/createMessage", "elicitation/create", "roots/list":
-	default:
-		return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
+// askClient returns the OnRequest of an upstream session: it forwards a
+// request of the upstream (sampling, elicitation, roots) to the
+// downstream client whose call it belongs to, with that call's context,
+// and returns the client's answer. On the upstream session of the
+// downstream session ss, a request that belongs to no call in flight, or
+// whose call ended before it was sent, is the client's all the same: it
+// is sent on ss (asks.go). A request that belongs to no client, or that
+// the client cannot answer, is refused.
+func askClient(ss *server.Session) func(context.Context, *transport.Request) (json.RawMessage, error) {
+	return func(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
+		ctx, end := relaySpan(ctx, req)
+		defer func() { end(err) }()
+		switch req.Method {
+		case "sampling/createMessage", "elicitation/create", "roots/list":
+		default:
+			return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
+		}
+		if w := waitingFrom(ctx); w != nil {
+			return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
+		}
+		if server.RequestFromContext(ctx) == nil {
+			if ss != nil {
+				return askSession(ctx, ss, req) // asks.go
+			}
+			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+		}
+		if refusal := refuseStateless(ctx, req.Method); refusal != nil {
+			return nil, refusal // eras.go
+		}
+		var params any
+		if req.Params != nil {
+			params = req.Params
+		}
+		var result json.RawMessage
+		err = server.CallClient(ctx, req.Method, params, &result)
+		if ss != nil && errors.Is(err, transport.ErrStreamGone) {
+			return askSession(ctx, ss, req) // the call's stream ended before the request was sent
+		}
+		return result, clientError(req.Method, err)
 	}
-	if w := waitingFrom(ctx); w != nil {
-		return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
-	}
-	if server.RequestFromContext(ctx) == nil {
-		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
-	}
-	if refusal := refuseStateless(ctx, req.Method); refusal != nil {
-		return nil, refusal // eras.go
-	}
-	var params any
-	if req.Params != nil {
-		params = req.Params
-	}
-	var result json.RawMessage
-	err = server.CallClient(ctx, req.Method, params, &result)
-	return result, clientError(req.Method, err)
 }
 
 // clientError is the upstream's answer of the client's failure to answer

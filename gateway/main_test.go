@@ -14,7 +14,8 @@ import (
 // set (see runUpstream), as a hostile one when hostileEnv is (see
 // runHostile), as one that never answers when silentEnv is (it reads its
 // input to its end), as the routing repro's when routingEnv is (see
-// routingtest.Upstream), else the tests.
+// routingtest.Upstream), as one that asks for roots at start when
+// fidelityEnv is (see runFidelity), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(hostileEnv) != "" {
 		os.Exit(runHostile())
+	}
+	if os.Getenv(fidelityEnv) != "" {
+		os.Exit(runFidelity())
 	}
 	if os.Getenv(routingEnv) != "" {
 		os.Exit(routingtest.Upstream(0))
