@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +18,9 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/stdio"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // fidelityEnv makes the test binary a stdio upstream that asks for its
@@ -130,4 +134,80 @@ func TestInstructionsKept(t *testing.T) {
 	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
 	two := mcptest.Pipe(t, srv)
 	assert.Equal(t, "the gateway's own\n\n## f\n\nfidelity's instructions\n\n## g\n\nfidelity's instructions", two.Initialize("", nil).Instructions)
+}
+
+// TestUnlistedResourceRead: a resource an upstream serves without listing
+// it (one a session made, say) is read through the gateway, from the
+// upstream that knows it; a URI no upstream knows is not found.
+func TestUnlistedResourceRead(t *testing.T) {
+	testkit.Watchdog(t)
+	a, b := startUpstream(t, "a"), startUpstream(t, "b")
+	b.srv.SetResourceFallback(func(_ context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+		if req.URI != "demo://resource/session/made" {
+			return nil, server.ErrResourceNotFound
+		}
+		return &server.ReadResourceResult{Contents: []*server.ResourceContents{{URI: req.URI, Text: "made in b"}}}, nil
+	})
+	for _, ups := range [][]gateway.Upstream{{{Name: "b", URL: b.url}}, {{Name: "a", URL: a.url}, {Name: "b", URL: b.url}}} {
+		c := front(t, ups...)
+		raw, rpcErr := c.Call("resources/read", map[string]string{"uri": "demo://resource/session/made"})
+		require.Nil(t, rpcErr, "%d upstreams", len(ups))
+		assert.JSONEq(t, `{"contents":[{"uri":"demo://resource/session/made","text":"made in b"}]}`, string(raw))
+		_, rpcErr = c.Call("resources/read", map[string]string{"uri": "demo://resource/session/unknown"})
+		require.NotNil(t, rpcErr)
+		assert.Equal(t, int64(protocol.CodeResourceNotFound), rpcErr.Code)
+	}
+}
+
+// TestListedAsSent: the gateway lists an upstream's tools in the order
+// the upstream lists them, and a prompt argument's "required": false as
+// the upstream sent it.
+func TestListedAsSent(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	var optional server.PromptArgument
+	require.NoError(t, json.Unmarshal([]byte(`{"name":"who","required":false}`), &optional))
+	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "maybe", Arguments: []server.PromptArgument{optional}},
+		func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
+			return &server.GetPromptResult{}, nil
+		}))
+	direct := mcptest.Connect(t, u.srv)
+	want := toolNames(direct)
+	require.NotEqual(t, want, slices.Sorted(slices.Values(want)), "the upstream lists its tools unsorted")
+	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
+	assert.Equal(t, want, toolNames(c), "the upstream's order")
+	raw, rpcErr := c.Call("prompts/list", nil)
+	require.Nil(t, rpcErr)
+	assert.Contains(t, string(raw), `{"name":"who","required":false}`)
+}
+
+// TestToolsByCallerCapabilities: each caller sees, and may call, the
+// tools the upstream shows a client with the caller's capabilities: a
+// tool the upstream shows only to clients that sample is hidden from, and
+// refused to, a caller that does not.
+func TestToolsByCallerCapabilities(t *testing.T) {
+	testkit.Watchdog(t)
+	up := server.New(server.WithToolAccess(func(req *server.Request, tool *server.Tool) bool {
+		return tool.Name != "sample" || req.ClientCapabilities.Sampling != nil
+	}))
+	for _, name := range []string{"plain", "sample"} {
+		require.NoError(t, up.AddTool(server.Tool{Name: name}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text(name), nil
+		}))
+	}
+	h := streamable.New(up)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() { ts.Close(); _ = h.Close(); _ = up.Close() })
+	srv := frontServer(t, gateway.Upstream{Name: "u", URL: ts.URL})
+
+	sampler := mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"sampling": map[string]any{}}))
+	assert.Equal(t, []string{"plain", "sample"}, toolNames(sampler))
+	assert.Equal(t, "sample", sampler.CallTool("sample", nil).Text())
+
+	plain := mcptest.Connect(t, srv)
+	assert.Equal(t, []string{"plain"}, toolNames(plain), "what the upstream shows a client that does not sample")
+	_, rpcErr := plain.Call("tools/call", map[string]any{"name": "sample", "arguments": map[string]any{}})
+	require.NotNil(t, rpcErr, "a hidden tool is refused as an unknown one")
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+	assert.Equal(t, "plain", plain.CallTool("plain", nil).Text())
 }

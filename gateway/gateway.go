@@ -127,6 +127,9 @@ type Gateway struct {
 	// upstreams' are added to them (instructions.go).
 	ownInstructions string
 	mounting        bool // Mount has not registered yet what was ready at its end
+	// viewIndex maps each registered tool to its upstream (views.go);
+	// written under mu.
+	viewIndex atomic.Pointer[map[string]viewEntry]
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -166,6 +169,8 @@ type mount struct {
 	settleOnce sync.Once
 	first      *catalog    // listed before Mount registered the upstreams ready by then: Mount registers it; guarded by g.mu
 	listed     atomic.Bool // a listing succeeded once
+	readable   atomic.Bool // its listing declared resources: it may serve some unlisted (unlisted.go)
+	views      toolViews   // what it lists for clients of other capabilities (views.go)
 
 	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
 	sessions map[*server.Session]*link // the links of downstream sessions
@@ -280,6 +285,8 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
 		return nil, err
 	}
+	srv.SetResourceFallback(g.readUnlisted) // unlisted.go
+	srv.SetToolView(g.showsTool)            // views.go
 	return g, nil
 }
 
@@ -314,6 +321,7 @@ func (g *Gateway) registerFirst() error {
 		m.findsSkills()
 		done = append(done, m)
 	}
+	g.indexViews()     // views.go
 	g.mounting = false // from now on, the upstreams ready register themselves
 	return nil
 }
@@ -368,12 +376,20 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		}
 		c.process, tc = p, p.Conn()
 	}
+	caps := capabilities(ss)
+	if l.caps != nil {
+		caps = l.caps // a tool view's (views.go)
+	}
+	onNotification := m.notified
+	if l.caps != nil {
+		onNotification = nil // a tool view's session only lists, once
+	}
 	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
-		Capabilities:   capabilities(ss),
+		Capabilities:   caps,
 		OnRequest:      askClient(ss),
 		OneClient:      ss != nil, // its requests are its client's, whether or not a call runs
-		OnNotification: m.notified,
+		OnNotification: onNotification,
 	}
 	if l.stateless {
 		// Each request carries its caller's capabilities; nothing is asked
@@ -399,7 +415,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
-	m.track(c)
+	m.track(c, l.caps == nil) // a tool view's listing is not counted a start
 	if l.stateless {
 		if c.process != nil {
 			// A process of its own, whose lists change apart from the
@@ -408,6 +424,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 			m.watchers.Go(func() { m.listenEra(s) })
 		}
 		return c, nil
+	}
+	if l.caps != nil {
+		return c, nil // it only lists
 	}
 	m.wantLogs(ctx, s) // forward_more.go
 	if ss == nil {
@@ -602,7 +621,11 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
+	if !slices.Equal(m.cat.names().tools, cat.names().tools) {
+		m.views.forget() // views.go: listed again when next asked for
+	}
 	m.cat = cat
+	m.g.indexViews()
 	return nil
 }
 
@@ -783,6 +806,8 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 // nil.
 func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
+	g.srv.SetResourceFallback(nil)
+	g.srv.SetToolView(nil)
 	for _, m := range g.mounts {
 		m.setState(StateStopped)
 		m.stop() // every link's context ends: each downstream session's is closed by its watcher

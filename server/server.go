@@ -36,7 +36,8 @@ type Server struct {
 	handler      Handler            // the middleware chain around route
 	methods      map[string]Handler // read-only after New
 	tools        toolRegistry
-	capsCache    capabilitiesCache // capabilities.go: the initialize result's, encoded
+	toolView     atomic.Pointer[func(*Request, *Tool) bool] // SetToolView's (tools.go)
+	capsCache    capabilitiesCache                          // capabilities.go: the initialize result's, encoded
 	changes      debouncer
 	listeners    listenRegistry    // open subscriptions/listen requests
 	bg           sync.WaitGroup    // notifications in flight to sessions
@@ -47,9 +48,11 @@ type Server struct {
 	endObserved  bool              // an Observer was given: RequestEnded is called
 
 	resources resourceRegistry
-	finder    skillFinder // skills found when named (skill_finder.go)
-	prompts   promptRegistry
-	tasks     taskStore // tasks of both eras (task_store.go)
+	// resourceFallback reads what no resource serves (resource_fallback.go).
+	resourceFallback atomic.Pointer[ResourceHandler]
+	finder           skillFinder // skills found when named (skill_finder.go)
+	prompts          promptRegistry
+	tasks            taskStore // tasks of both eras (task_store.go)
 
 	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
 	// once, by json.Marshal and so HTML-escaped as encoding/json writes a
