@@ -621,9 +621,7 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
-	if !slices.Equal(m.cat.names().tools, cat.names().tools) {
-		m.views.forget() // views.go: listed again when next asked for
-	}
+	m.views.forget(!slices.Equal(m.cat.names().tools, cat.names().tools)) // views.go: listed again when next asked for
 	m.cat = cat
 	m.g.indexViews()
 	return nil

@@ -61,11 +61,24 @@ type toolViews struct {
 	byKey map[capsKey]*capsView
 }
 
-// forget drops the views: what they listed is out of date.
-func (v *toolViews) forget() {
+// forget drops the views after a listing: all of them when the tools
+// served changed, since what they listed is out of date; else those that
+// could not be listed, to be listed again when next asked for.
+func (v *toolViews) forget(all bool) {
 	v.mu.Lock()
-	v.byKey = nil
-	v.mu.Unlock()
+	defer v.mu.Unlock()
+	for key, view := range v.byKey {
+		select {
+		case <-view.ready:
+			if all || view.names == nil {
+				delete(v.byKey, key)
+			}
+		default:
+			if all {
+				delete(v.byKey, key) // its listing may predate the change
+			}
+		}
+	}
 }
 
 // viewEntry is a registered tool's upstream and its own name there.
