@@ -40,6 +40,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 		Completions json.RawMessage `json:"completions"`
 	}
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
+	m.readable.Store(caps.Resources != nil)
 	cat := &catalog{m: m}
 	budget := m.maxCatalog() // the bytes the items of the four lists may hold
 	if caps.Tools != nil {

@@ -152,9 +152,15 @@ type Gateway struct {
 	tally  map[string]*tally   // by upstream name: what its sessions dropped
 	watch  sync.WaitGroup      // the goroutines that wait for a session's end (track)
 
-	mu       sync.Mutex        // guards owners, mounting and each mount's cat and first
-	owners   map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
-	mounting bool              // Mount has not registered yet what was ready at its end
+	mu     sync.Mutex        // guards owners, mounting and each mount's cat and first
+	owners map[string]string // "tool \"name\"" (prompt, resource, resource template) -> who serves it
+	// ownInstructions are the server's own instructions, at Mount: the
+	// upstreams' are added to them (instructions.go).
+	ownInstructions string
+	mounting        bool // Mount has not registered yet what was ready at its end
+	// viewIndex maps each registered tool to its upstream (views.go);
+	// written under mu.
+	viewIndex atomic.Pointer[map[string]viewEntry]
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -169,6 +175,9 @@ type mount struct {
 	tools  toolFilter   // Upstream.Tools
 	client *http.Client // an HTTP upstream's, shared by its sessions; nil for stdio
 	cat    *catalog     // what is registered; guarded by g.mu
+	// instructions are those the listing session's initialize answered,
+	// the last time it started; guarded by g.mu (instructions.go).
+	instructions string
 	// unchecked names the tools whose input schema the server could not
 	// compile, warned about once (see catalog.addTool); guarded by g.mu.
 	unchecked     map[string]bool
@@ -192,6 +201,8 @@ type mount struct {
 	settleOnce sync.Once
 	first      *catalog    // listed before Mount registered the upstreams ready by then: Mount registers it; guarded by g.mu
 	listed     atomic.Bool // a listing succeeded once
+	readable   atomic.Bool // its listing declared resources: it may serve some unlisted (unlisted.go)
+	views      toolViews   // what it lists for clients of other capabilities (views.go)
 
 	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
 	sessions map[*server.Session]*link // the links of downstream sessions
@@ -264,7 +275,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if cfg.now == nil {
 		cfg.now = time.Now
 	}
-	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true}
+	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
 	// An upstream may be ready after the first client initializes: that
 	// client must still be told the server has tools, and hear them come.
 	srv.ExpectTools()
@@ -309,6 +320,8 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
 		return nil, err
 	}
+	srv.SetResourceFallback(g.readUnlisted) // unlisted.go
+	srv.SetToolView(g.showsTool)            // views.go
 	return g, nil
 }
 
@@ -343,6 +356,7 @@ func (g *Gateway) registerFirst() error {
 		m.findsSkills()
 		done = append(done, m)
 	}
+	g.indexViews()     // views.go
 	g.mounting = false // from now on, the upstreams ready register themselves
 	return nil
 }
@@ -397,11 +411,20 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		}
 		c.process, tc = p, p.Conn()
 	}
+	caps := capabilities(ss)
+	if l.caps != nil {
+		caps = l.caps // a tool view's (views.go)
+	}
+	onNotification := m.notified
+	if l.caps != nil {
+		onNotification = nil // a tool view's session only lists, once
+	}
 	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
-		Capabilities:   capabilities(ss),
-		OnRequest:      askClient,
-		OnNotification: m.notified,
+		Capabilities:   caps,
+		OnRequest:      askClient(ss),
+		OneClient:      ss != nil, // its requests are its client's, whether or not a call runs
+		OnNotification: onNotification,
 	}
 	if l.stateless {
 		// Each request carries its caller's capabilities; nothing is asked
@@ -427,7 +450,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
-	m.track(c)
+	m.track(c, l.caps == nil) // a tool view's listing is not counted a start
 	if l.stateless {
 		if c.process != nil {
 			// A process of its own, whose lists change apart from the
@@ -436,6 +459,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 			m.watchers.Go(func() { m.listenEra(s) })
 		}
 		return c, nil
+	}
+	if l.caps != nil {
+		return c, nil // it only lists
 	}
 	m.wantLogs(ctx, s) // forward_more.go
 	if ss == nil {
@@ -572,6 +598,9 @@ func (m *mount) keepCatalog() *upstream.Session {
 		m.setState(StateFailing)
 		return nil
 	}
+	m.g.mu.Lock()
+	m.g.instructed(m, s.Initialized().Instructions) // instructions.go
+	m.g.mu.Unlock()
 	m.listed.Store(true)
 	m.setState(StateReady)
 	return s
@@ -652,38 +681,52 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
+	m.views.forget(!slices.Equal(m.cat.names().tools, cat.names().tools)) // views.go: listed again when next asked for
 	m.cat = cat
+	m.g.indexViews()
 	return nil
 }
 
-// askClient forwards a request of the upstream (sampling, elicitation,
-// roots) to the downstream client whose call it belongs to, with that
-// call's context, and returns the client's answer. A request that belongs
-// to no downstream call, or that the client cannot answer, is refused.
-func askClient(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
-	ctx, end := relaySpan(ctx, req)
-	defer func() { end(err) }()
-	switch req.Method {
-	case "sampling/createMessage", "elicitation/create", "roots/list":
-	default:
-		return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
+// askClient returns the OnRequest of an upstream session: it forwards a
+// request of the upstream (sampling, elicitation, roots) to the
+// downstream client whose call it belongs to, with that call's context,
+// and returns the client's answer. On the upstream session of the
+// downstream session ss, a request that belongs to no call in flight, or
+// whose call ended before it was sent, is the client's all the same: it
+// is sent on ss (asks.go). A request that belongs to no client, or that
+// the client cannot answer, is refused.
+func askClient(ss *server.Session) func(context.Context, *transport.Request) (json.RawMessage, error) {
+	return func(ctx context.Context, req *transport.Request) (_ json.RawMessage, err error) {
+		ctx, end := relaySpan(ctx, req)
+		defer func() { end(err) }()
+		switch req.Method {
+		case "sampling/createMessage", "elicitation/create", "roots/list":
+		default:
+			return nil, &transport.Error{Code: int64(protocol.CodeMethodNotFound), Message: "method not found"}
+		}
+		if w := waitingFrom(ctx); w != nil {
+			return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
+		}
+		if server.RequestFromContext(ctx) == nil {
+			if ss != nil {
+				return askSession(ctx, ss, req) // asks.go
+			}
+			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+		}
+		if refusal := refuseStateless(ctx, req.Method); refusal != nil {
+			return nil, refusal // eras.go
+		}
+		var params any
+		if req.Params != nil {
+			params = req.Params
+		}
+		var result json.RawMessage
+		err = server.CallClient(ctx, req.Method, params, &result)
+		if ss != nil && errors.Is(err, transport.ErrStreamGone) {
+			return askSession(ctx, ss, req) // the call's stream ended before the request was sent
+		}
+		return result, clientError(req.Method, err)
 	}
-	if w := waitingFrom(ctx); w != nil {
-		return w.ask(ctx, req) // rounds.go: a stateless caller's call, asked across its retry
-	}
-	if server.RequestFromContext(ctx) == nil {
-		return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
-	}
-	if refusal := refuseStateless(ctx, req.Method); refusal != nil {
-		return nil, refusal // eras.go
-	}
-	var params any
-	if req.Params != nil {
-		params = req.Params
-	}
-	var result json.RawMessage
-	err = server.CallClient(ctx, req.Method, params, &result)
-	return result, clientError(req.Method, err)
 }
 
 // clientError is the upstream's answer of the client's failure to answer
@@ -825,6 +868,8 @@ func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 // idempotent and returns nil.
 func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
+	g.srv.SetResourceFallback(nil)
+	g.srv.SetToolView(nil)
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ type link struct {
 	m         *mount
 	ss        *server.Session      // the downstream session it serves; nil for the catalog's
 	stateless bool                 // a 2026-07-28 session, for 2026-07-28 callers (era2026.go)
+	caps      json.RawMessage      // a tool view's session: the capabilities it declares (views.go)
 	ctx       context.Context      // ends when the link is shut: a start under way is abandoned
 	shut      context.CancelFunc   // see close
 	start     chan struct{}        // 1-buffered: held by the one caller starting the session
@@ -144,7 +146,9 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		}
 		return nil, old, notReady(l.m.up.Name, retry) // the log has why: the caller gets no URL, command or error text
 	}
-	l.m.starts.Add(1)
+	if l.caps == nil { // a tool view's listing is not counted a start (views.go)
+		l.m.starts.Add(1)
+	}
 	l.mu.Lock()
 	again := !l.started.IsZero()
 	l.started = l.m.now()

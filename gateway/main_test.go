@@ -18,7 +18,8 @@ import (
 // input to its end), as the routing repro's when routingEnv is (see
 // routingtest.Upstream), as one that stops reading when stallEnv is (see
 // stalltest.Upstream), as one whose tools keep saying they changed when
-// stormEnv is (see runStorm), else the tests.
+// stormEnv is (see runStorm), as one that asks for roots at start when
+// fidelityEnv is (see runFidelity), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -29,6 +30,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(hostileEnv) != "" {
 		os.Exit(hostiletest.Upstream())
+	}
+	if os.Getenv(fidelityEnv) != "" {
+		os.Exit(runFidelity())
 	}
 	if os.Getenv(routingEnv) != "" {
 		os.Exit(routingtest.Upstream(0))

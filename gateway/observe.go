@@ -74,9 +74,11 @@ func (g *Gateway) dropped(add func(upstream, reason string, n int64)) {
 
 // track counts c, just opened, as a live session of m's upstream until it
 // ends, then folds what it dropped; and its process, for stdio, until it
-// exits. Gateway.Close waits for them.
-func (m *mount) track(c *conn) {
-	m.g.obs.Started(m.up.Name, true)
+// exits. Gateway.Close waits for them. A start is counted when counted.
+func (m *mount) track(c *conn, counted bool) {
+	if counted {
+		m.g.obs.Started(m.up.Name, true)
+	}
 	m.g.obs.SessionOpened(m.up.Name)
 	t := m.g.tally[m.up.Name]
 	t.mu.Lock()

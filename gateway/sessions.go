@@ -116,14 +116,20 @@ func reapEvery(idle time.Duration) time.Duration {
 
 // capabilities returns the client capabilities a session of the
 // upstream declares: those of the downstream session ss that the
-// gateway relays (sampling, elicitation, roots, MCP Apps), or all of
-// them for the catalog's (nil ss), whose requests come from any client.
+// gateway relays (relayedCapabilities), or all of them for the catalog's
+// (nil ss), whose requests come from any client.
 func capabilities(ss *server.Session) json.RawMessage {
 	if ss == nil {
 		// Skills and views are copied from its listing (skills.go, apps.go).
-		return json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{},"` + server.ExtensionUI + `":` + viewCapability + `}}`)
+		return json.RawMessage(`{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{},"extensions":{"io.modelcontextprotocol/skills":{},"` + server.ExtensionUI + `":` + viewCapability + `}}`)
 	}
 	caps := ss.ClientCapabilities()
+	return relayedCapabilities(&caps)
+}
+
+// relayedCapabilities returns what of caps the gateway relays: sampling,
+// elicitation, roots and MCP Apps.
+func relayedCapabilities(caps *server.ClientCapabilities) json.RawMessage {
 	var relayed struct {
 		Roots       *struct{}                     `json:"roots,omitempty"` // its list_changed is not relayed
 		Sampling    *server.SamplingCapability    `json:"sampling,omitempty"`

@@ -95,5 +95,5 @@ func (s *Server) discover(context.Context, *Request) (any, error) {
 		SupportedVersions []string     `json:"supportedVersions"`
 		Capabilities      Capabilities `json:"capabilities"`
 		Instructions      string       `json:"instructions,omitempty"`
-	}{"complete", protocol.Versions(), caps, s.cfg.instructions}, nil
+	}{"complete", protocol.Versions(), caps, s.Instructions()}, nil
 }

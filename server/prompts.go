@@ -34,6 +34,8 @@ type PromptArgument struct {
 	// Complete, if set, completes the argument's value for
 	// completion/complete. It is not sent to clients.
 	Complete CompleteFunc `json:"-"`
+
+	saysOptional bool // decoded from "required": false, encoded so again (prompt_argument_json.go)
 }
 
 // PromptHandler builds a prompt's messages. The arguments it receives were

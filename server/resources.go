@@ -495,11 +495,14 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	}
 	rreq := &ReadResourceRequest{Request: req, URI: uri, Variables: vars}
 	var h ResourceHandler
+	fallback := s.resourceFallback.Load() // resource_fallback.go
 	switch {
 	case r != nil:
 		h = r.handler
 	case t != nil:
 		h, rreq.Template = t.handler, t.tmpl.URITemplate
+	case fallback != nil:
+		h = *fallback
 	default:
 		return nil, resourceNotFound(req, uri)
 	}

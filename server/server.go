@@ -28,26 +28,31 @@ var ErrServerClosed = errors.New("mcp: server closed")
 // delivers messages on goroutines of its own. Its methods are safe for
 // concurrent use.
 type Server struct {
-	cfg         config
-	stateKeys   *seal.Keys         // seal requestState, under cfg.stateKey
-	usedStates  usedStates         // the requestStates accepted already (mrtr_used.go)
-	handler     Handler            // the middleware chain around route
-	methods     map[string]Handler // read-only after New
-	tools       toolRegistry
-	capsCache   capabilitiesCache // capabilities.go: the initialize result's, encoded
-	changes     debouncer
-	listeners   listenRegistry    // open subscriptions/listen requests
-	bg          sync.WaitGroup    // notifications in flight to sessions
-	stopFanout  func()            // ends following the other replicas' broadcasts (fanout.go)
-	deadlines   deadlineQueues    // the requests' own deadlines (Request.SetDeadline)
-	outcomes    *outcomeBatches   // the requests' outcomes being recorded (WithOutcomeBatches); nil: at once
-	hook        serverhook.Server // what the observers of other packages need (observer.go)
-	endObserved bool              // an Observer was given: RequestEnded is called
+	cfg config
+	// instructions, when set, replace cfg.instructions (instructions.go).
+	instructions atomic.Pointer[string]
+	stateKeys    *seal.Keys         // seal requestState, under cfg.stateKey
+	usedStates   usedStates         // the requestStates accepted already (mrtr_used.go)
+	handler      Handler            // the middleware chain around route
+	methods      map[string]Handler // read-only after New
+	tools        toolRegistry
+	toolView     atomic.Pointer[func(*Request, *Tool) bool] // SetToolView's (tools.go)
+	capsCache    capabilitiesCache                          // capabilities.go: the initialize result's, encoded
+	changes      debouncer
+	listeners    listenRegistry    // open subscriptions/listen requests
+	bg           sync.WaitGroup    // notifications in flight to sessions
+	stopFanout   func()            // ends following the other replicas' broadcasts (fanout.go)
+	deadlines    deadlineQueues    // the requests' own deadlines (Request.SetDeadline)
+	outcomes     *outcomeBatches   // the requests' outcomes being recorded (WithOutcomeBatches); nil: at once
+	hook         serverhook.Server // what the observers of other packages need (observer.go)
+	endObserved  bool              // an Observer was given: RequestEnded is called
 
 	resources resourceRegistry
-	finder    skillFinder // skills found when named (skill_finder.go)
-	prompts   promptRegistry
-	tasks     taskStore // tasks of both eras (task_store.go)
+	// resourceFallback reads what no resource serves (resource_fallback.go).
+	resourceFallback atomic.Pointer[ResourceHandler]
+	finder           skillFinder // skills found when named (skill_finder.go)
+	prompts          promptRegistry
+	tasks            taskStore // tasks of both eras (task_store.go)
 
 	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
 	// once, by json.Marshal and so HTML-escaped as encoding/json writes a

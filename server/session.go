@@ -1175,6 +1175,6 @@ func (ss *Session) initialize(req *Request) (any, error) {
 		ProtocolVersion: version,
 		Capabilities:    ss.srv.encodedCapabilities(),
 		ServerInfo:      cfg.impl,
-		Instructions:    cfg.instructions,
+		Instructions:    ss.srv.Instructions(),
 	}, nil
 }

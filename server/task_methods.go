@@ -80,14 +80,13 @@ func (s *Server) taskRequest(req *Request) (*task, taskParams, error) {
 // one of that name is registered now, of that one too. tasks/cancel only
 // stops the caller's own task, and passes.
 func (s *Server) taskToolAllowed(req *Request, t *task) bool {
-	access := s.cfg.toolAccess
-	if access == nil || req.Method == "tasks/cancel" {
+	if (s.cfg.toolAccess == nil && s.toolView.Load() == nil) || req.Method == "tasks/cancel" {
 		return true
 	}
-	if t.tool == nil || !access(req, t.tool) {
+	if t.tool == nil || !s.toolAllowed(req, t.tool) {
 		return false
 	}
-	if rt := s.tools.lookup(t.tool.Name); rt != nil && &rt.tool != t.tool && !access(req, &rt.tool) {
+	if rt := s.tools.lookup(t.tool.Name); rt != nil && &rt.tool != t.tool && !s.toolAllowed(req, &rt.tool) {
 		return false
 	}
 	return true

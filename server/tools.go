@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,8 @@ type Tool struct {
 	// declared [ExtensionUI] see it as _meta.ui; others see a plain tool,
 	// or none (see [ToolUI]).
 	UI *ToolUI `json:"-"`
+
+	order uint64 // its place in tools/list: the order of first registration (toolRegistry.set)
 }
 
 // ToolAnnotations are hints about a tool's behavior. Clients must treat
@@ -123,7 +126,8 @@ type registeredTool struct {
 type toolRegistry struct {
 	mu     sync.RWMutex
 	byName atomic.Pointer[map[string]*registeredTool] // read-only once stored
-	listed []Tool                                     // sorted by name; rebuilt on change
+	listed []Tool                                     // in the order first registered; rebuilt on change
+	added  uint64                                     // tools registered, the order of the last new one
 	// plain is listed as clients without ExtensionUI see it: the same
 	// slice while no tool has a view (see Tool.UI); rebuilt on change.
 	plain  []Tool
@@ -255,9 +259,15 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 	if byName == nil {
 		byName = make(map[string]*registeredTool)
 	}
-	if rt == nil {
+	switch prev := old[name]; {
+	case rt == nil:
 		delete(byName, name)
-	} else {
+	case prev != nil: // replaced: it keeps its place
+		rt.tool.order = prev.tool.order
+		byName[name] = rt
+	default:
+		r.added++
+		rt.tool.order = r.added
 		byName[name] = rt
 	}
 	r.byName.Store(&byName)
@@ -270,7 +280,7 @@ func (r *toolRegistry) set(name string, rt *registeredTool) bool {
 			r.listed = append(r.listed, rt.tool)
 		}
 	}
-	slices.SortFunc(r.listed, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(r.listed, func(a, b Tool) int { return cmp.Compare(a.order, b.order) })
 	r.plain = r.listed
 	if views {
 		r.plain = make([]Tool, 0, len(r.listed))
@@ -326,20 +336,46 @@ func (s *Server) lookupFor(req *Request, name string) *registeredTool {
 	if rt != nil && rt.tool.UI.hiddenWithoutUI() && !req.ClientCapabilities.SupportsUI() {
 		return nil
 	}
-	if rt == nil || s.cfg.toolAccess == nil || s.cfg.toolAccess(req, &rt.tool) {
+	if rt == nil || s.toolAllowed(req, &rt.tool) {
 		return rt
 	}
 	return nil
 }
 
+// toolAllowed reports whether req may see and call t: WithToolAccess's
+// check and the view SetToolView set, when set, both allow it.
+func (s *Server) toolAllowed(req *Request, t *Tool) bool {
+	if s.cfg.toolAccess != nil && !s.cfg.toolAccess(req, t) {
+		return false
+	}
+	view := s.toolView.Load()
+	return view == nil || (*view)(req, t)
+}
+
+// SetToolView hides, besides [WithToolAccess], the tools for which view
+// returns false from req: tools/list does not show them and a call is
+// answered as a call of an unknown tool, as for WithToolAccess; nil shows
+// them all again. A gateway sets one so that each caller sees the tools
+// the server it fronts shows a client with the caller's capabilities.
+// view must be safe for concurrent use and must not modify the tool. It
+// is safe for concurrent use.
+func (s *Server) SetToolView(view func(req *Request, t *Tool) bool) {
+	if view == nil {
+		s.toolView.Store(nil)
+		return
+	}
+	s.toolView.Store(&view)
+}
+
 // ToolNames returns the names of the registered tools, sorted.
 func (s *Server) ToolNames() []string {
 	s.tools.mu.RLock()
-	defer s.tools.mu.RUnlock()
 	names := make([]string, len(s.tools.listed))
 	for i, t := range s.tools.listed {
 		names[i] = t.Name
 	}
+	s.tools.mu.RUnlock()
+	slices.Sort(names)
 	return names
 }
 
@@ -366,21 +402,21 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 	if !req.ClientCapabilities.SupportsUI() {
 		listed = &s.tools.plain
 	}
-	if access := s.cfg.toolAccess; access != nil {
+	if s.cfg.toolAccess != nil || s.toolView.Load() != nil {
 		// Filter before paginating, so that pages stay full and a cursor
-		// (the last name of its page) stays valid.
+		// (the key of the last tool of its page) stays valid.
 		s.tools.mu.RLock()
 		all := *listed
 		s.tools.mu.RUnlock()
 		visible := make([]Tool, 0, len(all))
 		for i := range all {
-			if access(req, &all[i]) {
+			if s.toolAllowed(req, &all[i]) {
 				visible = append(visible, all[i])
 			}
 		}
 		listed = &visible
 	}
-	page, next, err := listPage(s, req, &s.tools.mu, listed, func(t Tool) string { return t.Name })
+	page, next, err := listPage(s, req, &s.tools.mu, listed, toolKey)
 	if err != nil {
 		return nil, err
 	}
@@ -388,6 +424,12 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 		Tools      []Tool `json:"tools"`
 		NextCursor string `json:"nextCursor,omitempty"`
 	}{page, next}, nil
+}
+
+// toolKey is a tool's key in tools/list's pages: its order, in
+// fixed-width hexadecimal, so that keys sort as tools are listed.
+func toolKey(t Tool) string {
+	return fmt.Sprintf("%016x", t.order)
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {

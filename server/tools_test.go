@@ -222,35 +222,35 @@ func TestToolsListPagination(t *testing.T) {
 		toolsStart(h)
 
 		page, cursor := toolsPage(h, 2, "")
-		assert.Equal(t, []string{"a", "b"}, page)
+		assert.Equal(t, []string{"e", "c"}, page, "in the order registered")
 		require.NotEmpty(t, cursor)
 
 		// The same cursor gives the same page.
 		page, again := toolsPage(h, 3, cursor)
-		assert.Equal(t, []string{"c", "d"}, page)
+		assert.Equal(t, []string{"a", "d"}, page)
 
-		require.NoError(t, h.srv.AddTool(server.Tool{Name: "aa"}, okTool)) // before the cursor
-		require.NoError(t, h.srv.AddTool(server.Tool{Name: "bb"}, okTool)) // after it
+		require.NoError(t, h.srv.AddTool(server.Tool{Name: "aa"}, okTool)) // new: listed last
+		require.NoError(t, h.srv.AddTool(server.Tool{Name: "c"}, okTool))  // replaced: keeps its place, before the cursor
 		time.Sleep(time.Second)
 		n, ok := h.Recv().(*transport.Request)
 		require.True(t, ok)
 		assert.Equal(t, "notifications/tools/list_changed", n.Method)
 
 		page, cursor = toolsPage(h, 4, cursor)
-		assert.Equal(t, []string{"bb", "c"}, page)
-		assert.NotEqual(t, again, cursor)
+		assert.Equal(t, []string{"a", "d"}, page)
+		assert.Equal(t, again, cursor)
 		page, cursor = toolsPage(h, 5, cursor)
-		assert.Equal(t, []string{"d", "e"}, page)
+		assert.Equal(t, []string{"b", "aa"}, page)
 		assert.Empty(t, cursor)
 
 		// Removing the tool a cursor names does not lose the tools after it.
 		page, cursor = toolsPage(h, 6, "")
-		assert.Equal(t, []string{"a", "aa"}, page)
-		assert.Equal(t, 1, h.srv.RemoveTools("aa"))
+		assert.Equal(t, []string{"e", "c"}, page)
+		assert.Equal(t, 1, h.srv.RemoveTools("c"))
 		time.Sleep(time.Second)
 		h.Recv() // list_changed
 		page, _ = toolsPage(h, 7, cursor)
-		assert.Equal(t, []string{"b", "bb"}, page)
+		assert.Equal(t, []string{"a", "d"}, page)
 		toolsStop(h)
 	})
 }

@@ -112,10 +112,9 @@ func TestToolsList(t *testing.T) {
 					assert.JSONEq(t, def, string(byName[name]), name)
 				}
 
-				require.NotEmpty(t, first)
-				assert.Equal(t, "about", first[0])
+				require.Contains(t, first, "about")
 				assert.JSONEq(t, c.want("tools/call", textResult("vigil-everything dev: the Vigil MCP conformance fixture server")),
-					string(c.callTool(first[0], map[string]any{})))
+					string(c.callTool("about", map[string]any{})))
 				c.stop()
 			})
 		})

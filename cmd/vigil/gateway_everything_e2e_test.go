@@ -213,16 +213,22 @@ func (p *stdioPeer) call(id int, method string, params any) json.RawMessage {
 	return m.Result
 }
 
-// initialize opens the MCP session with caps.
-func (p *stdioPeer) initialize(caps any) {
+// initialize opens the MCP session with caps, and returns the server's
+// instructions.
+func (p *stdioPeer) initialize(caps any) string {
 	p.t.Helper()
-	p.call(0, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": map[string]string{"name": "vigil-test", "version": "1"}})
+	raw := p.call(0, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": map[string]string{"name": "vigil-test", "version": "1"}})
 	p.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	var res struct {
+		Instructions string `json:"instructions"`
+	}
+	require.NoError(p.t, json.Unmarshal(raw, &res))
+	return res.Instructions
 }
 
-// gatewayCaps are the client capabilities the gateway declares upstream
-// (gateway.open).
-var gatewayCaps = map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}}
+// everythingCaps are the client capabilities of TestGatewayEverything's
+// client, which the gateway declares upstream for it (gateway.open).
+var everythingCaps = map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}}
 
 // answerAsClient answers server-everything's requests: roots, sampling and
 // elicitation.
@@ -238,8 +244,18 @@ func answerAsClient(method string, _ json.RawMessage) any {
 	return map[string]any{}
 }
 
-// listedNames returns the names (or URIs) of a list result's items.
+// listedNames returns the names (or URIs) of a list result's items,
+// sorted.
 func listedNames(t *testing.T, raw json.RawMessage, field, key string) []string {
+	t.Helper()
+	out := listedInOrder(t, raw, field, key)
+	slices.Sort(out)
+	return out
+}
+
+// listedInOrder returns the names (or URIs) of a list result's items, in
+// the order listed.
+func listedInOrder(t *testing.T, raw json.RawMessage, field, key string) []string {
 	t.Helper()
 	var res map[string][]map[string]any
 	require.NoError(t, json.Unmarshal(raw, &res))
@@ -247,14 +263,13 @@ func listedNames(t *testing.T, raw json.RawMessage, field, key string) []string 
 	for _, it := range res[field] {
 		out = append(out, fmt.Sprint(it[key]))
 	}
-	slices.Sort(out)
 	return out
 }
 
 // everythingDirect lists what server-everything itself offers a client
-// that declares the gateway's capabilities: tools, prompts, resources and
-// templates, by name (resources by URI).
-func everythingDirect(t *testing.T, entry string) map[string][]string {
+// that declares caps: its instructions, tools (sorted, and in its order),
+// prompts, resources and templates, by name (resources by URI).
+func everythingDirect(t *testing.T, entry string, caps any) map[string][]string {
 	t.Helper()
 	cmd := exec.Command("node", entry)
 	in, err := cmd.StdinPipe()
@@ -267,13 +282,15 @@ func everythingDirect(t *testing.T, entry string) map[string][]string {
 		_ = cmd.Wait()
 	}()
 	p := newStdioPeer(t, in, out, answerAsClient)
-	p.initialize(gatewayCaps)
+	instructions := p.initialize(caps)
 	p.call(1, "ping", nil) // served after initialized: the tools registered by it are in
 	return map[string][]string{
-		"tools":     listedNames(t, p.call(2, "tools/list", nil), "tools", "name"),
-		"prompts":   listedNames(t, p.call(3, "prompts/list", nil), "prompts", "name"),
-		"resources": listedNames(t, p.call(4, "resources/list", nil), "resources", "uri"),
-		"templates": listedNames(t, p.call(5, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"),
+		"instructions": {instructions},
+		"order":        listedInOrder(t, p.call(6, "tools/list", nil), "tools", "name"),
+		"tools":        listedNames(t, p.call(2, "tools/list", nil), "tools", "name"),
+		"prompts":      listedNames(t, p.call(3, "prompts/list", nil), "prompts", "name"),
+		"resources":    listedNames(t, p.call(4, "resources/list", nil), "resources", "uri"),
+		"templates":    listedNames(t, p.call(5, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"),
 	}
 }
 
@@ -333,7 +350,7 @@ var everythingToolWants = map[string]string{
 // upstream, and the next call works.
 func TestGatewayEverything(t *testing.T) {
 	entry := everythingServer(t)
-	direct := everythingDirect(t, entry)
+	direct := everythingDirect(t, entry, everythingCaps)
 	t.Logf("server-everything offers %d tools, %d prompts, %d resources, %d templates",
 		len(direct["tools"]), len(direct["prompts"]), len(direct["resources"]), len(direct["templates"]))
 
@@ -358,7 +375,9 @@ func TestGatewayEverything(t *testing.T) {
 		}
 	})
 	p := newStdioPeer(t, in, out, answerAsClient)
-	p.initialize(map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}, "roots": map[string]any{}})
+	instructions := p.initialize(everythingCaps)
+	require.NotEmpty(t, direct["instructions"][0], "server-everything gives instructions")
+	assert.Equal(t, direct["instructions"][0], instructions, "the upstream's instructions, as it sent them")
 
 	// Listed: the server's conditional tools arrive after its initialize
 	// (tools/list_changed), so the gateway's list may trail it briefly.
@@ -369,13 +388,16 @@ func TestGatewayEverything(t *testing.T) {
 		tools = listedNames(t, p.call(id, "tools/list", nil), "tools", "name")
 		return slices.Equal(tools, direct["tools"]), nil
 	})
-	require.Equal(t, direct["tools"], tools, "every tool of the server, under its own name")
+	require.Equal(t, direct["tools"], tools, "every tool the server shows a client with these capabilities, under its own name")
+	assert.Equal(t, direct["order"], listedInOrder(t, p.call(19, "tools/list", nil), "tools", "name"), "in the server's order")
+	assert.Contains(t, tools, "trigger-url-elicitation", "shown to a client that declares URL elicitation")
 	assert.Equal(t, direct["prompts"], listedNames(t, p.call(20, "prompts/list", nil), "prompts", "name"))
 	assert.Equal(t, direct["resources"], listedNames(t, p.call(21, "resources/list", nil), "resources", "uri"))
 	assert.Equal(t, direct["templates"], listedNames(t, p.call(22, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"))
 
 	// Usable: every tool.
 	id = 100
+	var gzipped json.RawMessage // gzip-file-as-resource's result
 	for _, name := range tools {
 		args, ok := everythingToolArgs[name]
 		require.True(t, ok, "no arguments for server-everything's tool %s: add them", name)
@@ -403,7 +425,19 @@ func TestGatewayEverything(t *testing.T) {
 		if name == "get-env" {
 			assert.NotContains(t, string(m.Result), "VIGIL_TEST_SECRET", "the upstream inherits none of vigil's own variables")
 		}
+		if name == "gzip-file-as-resource" {
+			gzipped = m.Result
+		}
 	}
+	// The resource gzip-file-as-resource made in the caller's session,
+	// which only that session's process serves, read back.
+	var made struct {
+		Content []struct{ Resource struct{ URI, Blob string } }
+	}
+	require.NoError(t, json.Unmarshal(gzipped, &made))
+	require.Len(t, made.Content, 1, "%s", gzipped)
+	read := p.call(202, "resources/read", map[string]string{"uri": made.Content[0].Resource.URI})
+	assert.Contains(t, string(read), made.Content[0].Resource.Blob, "the session's resource, read back")
 	p.call(200, "tools/call", map[string]any{"name": "toggle-simulated-logging", "arguments": map[string]any{}})
 	p.call(201, "tools/call", map[string]any{"name": "toggle-subscriber-updates", "arguments": map[string]any{}})
 	// Every prompt, resource and template.

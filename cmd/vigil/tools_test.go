@@ -176,5 +176,5 @@ func TestDemoToolsListed(t *testing.T) {
 			assert.JSONEq(t, `{"type":"object","properties":{"from":{"type":"integer","minimum":0,"maximum":100,"description":"where to start counting down"}},"required":["from"],"additionalProperties":false}`, string(tool.InputSchema))
 		}
 	}
-	assert.Equal(t, []string{"confirm_action", "convert_temperature", "countdown", "echo", "sleep"}, names)
+	assert.Equal(t, []string{"echo", "sleep", "countdown", "convert_temperature", "confirm_action"}, names, "in the order registered")
 }

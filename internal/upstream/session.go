@@ -66,6 +66,13 @@ type Config struct {
 	// internal error without its text. At most MaxIncoming run at once;
 	// more are refused.
 	OnRequest func(ctx context.Context, req *transport.Request) (json.RawMessage, error)
+	// OneClient says the session serves one client, whose answer to the
+	// upstream's request is due whether or not the call the request came
+	// with still runs: OnRequest's context then keeps the call's values
+	// but ends only when the upstream cancels the request or the session
+	// ends. Without it, a request whose call ends first is answered with
+	// an error.
+	OneClient bool
 	// MaxQueuedNotifications bounds the notifications waiting for
 	// OnNotification (256 when below 1).
 	MaxQueuedNotifications int
@@ -924,7 +931,10 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 	ctx := s.ctx
 	_ = s.update(func(st *state) error {
 		c := st.callerOf(related)
-		if c != nil {
+		switch {
+		case c != nil && s.cfg.OneClient:
+			ctx = context.WithoutCancel(c.ctx) // ends with the session, below
+		case c != nil:
 			ctx = c.ctx
 		}
 		ctx, cancel = context.WithCancelCause(ctx)
@@ -959,11 +969,15 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 			delete(st.incoming, r.ID)
 			return nil
 		})
-		if ctx.Err() != nil { // cancelled by the upstream, or the session ended: no answer
-			return
-		}
 		var jerr *transport.Error
 		switch {
+		case s.ctx.Err() != nil, errors.Is(context.Cause(ctx), errUpstreamCancel):
+			return // the session ended, or the upstream cancelled it: no answer
+		case ctx.Err() != nil:
+			// The call it came with ended first. An upstream left without
+			// an answer waits for it, and a node server with a request
+			// timer pending does not exit at the end of its input.
+			jerr = &transport.Error{Code: int64(protocol.CodeInternal), Message: "the call this request belongs to ended before its answer"}
 		case errors.As(err, &jerr):
 		case err != nil:
 			s.log.Debug("upstream: request failed", "method", r.Method, "error", err)

@@ -508,8 +508,8 @@ type callerKey struct{}
 
 // TestUpstreamRequestOfTheOnlyCall: over a Conn that relates nothing
 // (stdio), an upstream request's context is derived from the only call
-// in flight, and ends when that call ends; with two calls in flight it
-// belongs to neither.
+// in flight, and ends when that call ends, the upstream then answered an
+// error; with two calls in flight it belongs to neither.
 func TestUpstreamRequestOfTheOnlyCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		seen := make(chan any, 2)
@@ -530,7 +530,19 @@ func TestUpstreamRequestOfTheOnlyCall(t *testing.T) {
 		assert.Equal(t, "first", <-seen)
 		cause := errors.New("the caller went")
 		cancel(cause)
-		f.request("notifications/cancelled")
+		var cancelled, refused bool
+		for !cancelled || !refused { // in either order
+			switch m := f.read().(type) {
+			case *transport.Request:
+				require.Equal(t, "notifications/cancelled", m.Method)
+				cancelled = true
+			case *transport.Response:
+				require.Equal(t, transport.Int64ID(1), m.ID)
+				require.NotNil(t, m.Error, "the request is answered: an upstream left waiting would wait for good")
+				assert.Contains(t, m.Error.Message, "ended before its answer")
+				refused = true
+			}
+		}
 		require.ErrorIs(t, (<-first).err, cause)
 		require.ErrorIs(t, <-ended, cause, "the request ended with its call")
 
@@ -810,5 +822,31 @@ func TestOneOwnerAtATime(t *testing.T) {
 		require.NoError(t, (<-b3).err)
 		f.answer(rl.ID, `{}`)
 		require.NoError(t, (<-listen).err)
+	})
+}
+
+// TestOneClientRequestOutlivesItsCall: with OneClient, an upstream
+// request's context keeps its call's values but not its end, so that the
+// client's answer reaches the upstream after the call ended.
+func TestOneClientRequestOutlivesItsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		s, f := open(t, upstream.Config{Name: "u", OneClient: true, OnRequest: func(ctx context.Context, _ *transport.Request) (json.RawMessage, error) {
+			<-release
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return json.RawMessage(`{"of":"` + ctx.Value(callerKey{}).(string) + `"}`), nil
+		}})
+		first := callAsync(context.WithValue(t.Context(), callerKey{}, "first"), s, "tools/call", nil)
+		req := f.request("tools/call")
+		f.send(&transport.Request{ID: transport.Int64ID(1), Method: "roots/list", Params: json.RawMessage(`{}`)})
+		synctest.Wait() // OnRequest waits for release
+		f.answer(req.ID, `{}`)
+		require.NoError(t, (<-first).err)
+		close(release)
+		resp := f.response()
+		require.Nil(t, resp.Error)
+		assert.JSONEq(t, `{"of":"first"}`, string(resp.Result))
 	})
 }

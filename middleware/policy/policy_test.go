@@ -77,11 +77,13 @@ func as(t testing.TB, srv *server.Server, p *auth.Principal) *mcptest.Client {
 	return mcptest.Connect(t, srv, mcptest.WithServeContext(auth.ContextWithPrincipal(context.Background(), p)))
 }
 
+// toolNames returns the names of the tools c is shown, sorted.
 func toolNames(c *mcptest.Client) []string {
 	var names []string
 	for _, tl := range c.ListTools() {
 		names = append(names, tl.Name)
 	}
+	slices.Sort(names)
 	return names
 }
 

@@ -1,0 +1,16 @@
+package server
+
+// SetInstructions replaces the instructions that initialize and
+// server/discover return from now on (see [WithInstructions]); a session
+// initialized already keeps those it was given. A gateway sets those of
+// the servers it fronts once it has met them.
+func (s *Server) SetInstructions(text string) { s.instructions.Store(&text) }
+
+// Instructions returns the instructions that initialize returns now:
+// those of the last [Server.SetInstructions], else of [WithInstructions].
+func (s *Server) Instructions() string {
+	if p := s.instructions.Load(); p != nil {
+		return *p
+	}
+	return s.cfg.instructions
+}
