@@ -120,13 +120,20 @@ func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	if key == listingKey {
 		return true
 	}
-	v := e.m.view(key, req.ClientCapabilities)
-	select {
-	case <-v.ready:
-	case <-e.m.ctx.Done():
-		return false
+	v := e.m.view(key, &req.ClientCapabilities)
+	base := e.m.view(listingKey, nil)
+	for _, w := range []*capsView{v, base} {
+		select {
+		case <-w.ready:
+		case <-e.m.ctx.Done():
+			return false
+		}
 	}
-	return v.names == nil || v.names[e.own]
+	// A tool is hidden only when a new session with the listing session's
+	// capabilities lists it and one with the caller's does not: one that
+	// the listing session lists because of its own state (an earlier
+	// call made it; a new session lists neither) is never hidden.
+	return v.names == nil || base.names == nil || v.names[e.own] || !base.names[e.own]
 }
 
 // listingKey is the capsKey of the capabilities the listing session
@@ -134,8 +141,9 @@ func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 const listingKey = keyRoots | keySampling | keyElicitation | keyElicitationForm | keyElicitationURL | keyUI
 
 // view returns the view of key, listing it (in the background, once)
-// with caps when it is not known yet.
-func (m *mount) view(key capsKey, caps server.ClientCapabilities) *capsView {
+// with caps, or with the listing session's capabilities when caps is nil,
+// when it is not known yet.
+func (m *mount) view(key capsKey, caps *server.ClientCapabilities) *capsView {
 	m.views.mu.Lock()
 	defer m.views.mu.Unlock()
 	if v := m.views.byKey[key]; v != nil {
@@ -146,9 +154,13 @@ func (m *mount) view(key capsKey, caps server.ClientCapabilities) *capsView {
 		m.views.byKey = map[capsKey]*capsView{}
 	}
 	m.views.byKey[key] = v
+	declared := capabilities(nil)
+	if caps != nil {
+		declared = relayedCapabilities(caps)
+	}
 	m.watchers.Go(func() {
 		defer close(v.ready)
-		v.names = m.listView(relayedCapabilities(&caps))
+		v.names = m.listView(declared)
 	})
 	return v
 }
