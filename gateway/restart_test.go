@@ -29,6 +29,7 @@ const upstreamEnv = "GATEWAY_TEST_UPSTREAM"
 // runUpstream serves, on standard input and output:
 //
 //   - "pid": answers the process id;
+//   - "raw": answers rawResult as it is;
 //   - "die": exits with status 3 in the middle of the call;
 //   - "hold": logs a warning "holding", then waits for a call of
 //     "release" (or its cancel), and answers "released";
@@ -45,6 +46,7 @@ func runUpstream() int {
 	_ = srv.AddTool(server.Tool{Name: "pid"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text(pid), nil
 	})
+	_ = srv.AddTool(server.Tool{Name: "raw"}, rawTool)
 	_ = srv.AddTool(server.Tool{Name: "die"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil
