@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func TestRawToolResult(t *testing.T) {
 	for _, bad := range []string{`[]`, `{"content":{}}`, `{"isError":true}`, `{"content":[]`, `"x"`} {
 		_, err := server.RawToolResult(json.RawMessage(bad))
-		assert.Error(t, err, bad)
+		require.Error(t, err, bad)
 	}
 	failed, err := server.RawToolResult(json.RawMessage(`{"content":[],"isError":true}`))
 	require.NoError(t, err)
@@ -31,5 +32,5 @@ func TestRawToolResult(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	raw, rpcErr := mcptest.Connect(t, srv).Call("tools/call", map[string]any{"name": "raw"})
 	require.Nil(t, rpcErr)
-	assert.Equal(t, sent, string(raw))
+	assert.True(t, bytes.Equal([]byte(sent), raw), "byte for byte (JSONEq would pass a re-encoding): %s", raw)
 }
