@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -73,10 +76,30 @@ func runUpstream() int {
 		pair.Wait()
 		return server.Text(string(req.Arguments) + " " + pid), nil
 	})
-	if err := srv.Serve(context.Background(), stdio.Std()); err != nil {
+	var conn *stdio.Conn
+	if os.Getenv(noPingEnv) != "" {
+		conn = stdio.New(withoutFirstLine(os.Stdin), os.Stdout)
+	} else {
+		conn = stdio.Std() // not before: it makes standard input non-blocking
+	}
+	if err := srv.Serve(context.Background(), conn); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// noPingEnv makes runUpstream ignore a ping that comes first, as an
+// upstream that does not answer a ping before initialize.
+const noPingEnv = "GATEWAY_TEST_NO_PING"
+
+// withoutFirstLine returns r without its first line when that is a ping.
+func withoutFirstLine(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	line, _ := br.ReadBytes('\n')
+	if bytes.Contains(line, []byte(`"method":"ping"`)) {
+		return br
+	}
+	return io.MultiReader(bytes.NewReader(line), br)
 }
 
 // testUpstream is the test binary as the stdio upstream "e".

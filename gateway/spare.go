@@ -71,6 +71,9 @@ func (m *mount) fillSpare() {
 		return
 	}
 	if !m.pingless.Load() && !m.warm(p) {
+		if m.pingless.Load() {
+			m.refillSpare() // the next one without a ping
+		}
 		return
 	}
 	m.mu.Lock()

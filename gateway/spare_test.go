@@ -19,7 +19,9 @@ import (
 func spareGateway(t *testing.T, cfg gateway.Config) (*server.Server, *gateway.Gateway, <-chan int) {
 	t.Helper()
 	spares := make(chan int, 16)
-	cfg.Upstreams = []gateway.Upstream{testUpstream()}
+	if len(cfg.Upstreams) == 0 {
+		cfg.Upstreams = []gateway.Upstream{testUpstream()}
+	}
 	srv := server.New()
 	g, err := gateway.Mount(t.Context(), srv, gateway.WithSpareHook(cfg, func(pid int) { spares <- pid }))
 	require.NoError(t, err)
@@ -85,4 +87,17 @@ func TestSpareEndsWhenIdleAndAtClose(t *testing.T) {
 	require.True(t, alive(next))
 	_, _ = g.Close(), srv.Close()
 	assert.False(t, alive(next), "Close ended the spare")
+}
+
+// TestSpareWithoutPing: an upstream that does not answer a ping before
+// initialize: its first spare is ended after the start timeout, and the
+// spares after it are kept without a ping and serve new sessions.
+func TestSpareWithoutPing(t *testing.T) {
+	testkit.Watchdog(t)
+	up := testUpstream()
+	up.Env = append(up.Env, noPingEnv+"=1")
+	srv, _, spares := spareGateway(t, gateway.Config{Upstreams: []gateway.Upstream{up}, StartTimeout: 2 * time.Second})
+	spare := <-spares // the second one spawned: kept without a ping
+	assert.Equal(t, spare, pidOf(t, connect(t, srv)))
+	assert.NotZero(t, <-spares)
 }
