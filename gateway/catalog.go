@@ -2,13 +2,15 @@ package gateway
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 
-	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
@@ -351,7 +353,7 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		}
 		end(err)
 	}()
-	raw, err := json.Marshal(params)
+	raw, err := encodeParams(params)
 	if err != nil {
 		return nil, err
 	}
@@ -395,22 +397,43 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 	return res, nil
 }
 
+// encodeParams returns the JSON of params: a tool call's written by hand
+// (every forwarded call's; its arguments as the caller sent them, valid
+// JSON already), any other by encoding/json.
+func encodeParams(params any) (json.RawMessage, error) {
+	call, ok := params.(toolCall)
+	if !ok {
+		return json.Marshal(params)
+	}
+	b := make([]byte, 0, len(`{"name":,"arguments":}`)+len(call.Name)+2+len(call.Arguments))
+	b = jsonscan.AppendString(append(b, `{"name":`...), call.Name)
+	if len(call.Arguments) > 0 {
+		b = append(append(b, `,"arguments":`...), call.Arguments...)
+	}
+	return append(b, '}'), nil
+}
+
 // traceMembers returns the W3C trace context of ctx's span as members of
 // params._meta (traceparent, tracestate), as MCP carries it, so that the
 // upstream's span is a child of the caller's; nil when ctx has no span.
 func traceMembers(ctx context.Context) []byte {
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	var b []byte
-	for _, k := range [...]string{"traceparent", "tracestate"} {
-		v, ok := carrier[k]
-		if !ok {
-			continue
-		}
-		if b != nil {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(append(strconv.AppendQuote(b, k), ':'), v)
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	// Written as propagation.TraceContext writes its headers, without the
+	// map it writes them into.
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b := make([]byte, 0, 96)
+	b = append(b, `"traceparent":"00-`...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & trace.FlagsSampled)})
+	b = append(b, '"')
+	if ts := sc.TraceState().String(); ts != "" {
+		b = strconv.AppendQuote(append(b, `,"tracestate":`...), ts)
 	}
 	return b
 }

@@ -15,7 +15,36 @@ func WithClock(cfg Config, now func() time.Time) Config {
 func (g *Gateway) ReapIdle() {
 	for _, m := range g.mounts {
 		m.reapIdle(m.now())
+		m.reapSpare()
 	}
+}
+
+// WithSpareHook returns cfg with spawned told the process id of each
+// spare process a stdio upstream keeps (spare.go).
+func WithSpareHook(cfg Config, spawned func(pid int)) Config {
+	cfg.spawned = spawned
+	return cfg
+}
+
+// WithoutSpare returns cfg with no spare process kept, as before there
+// was one: each session's first call spawns its process.
+func WithoutSpare(cfg Config) Config {
+	cfg.noSpare = true
+	return cfg
+}
+
+// FillSpare spawns the i-th upstream's spare at once when there is room
+// for one, as its spare loop does when asked, and returns the process id
+// of the spare it holds then (0: none).
+func (g *Gateway) FillSpare(i int) int {
+	m := g.mounts[i]
+	m.fillSpare()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spare == nil {
+		return 0
+	}
+	return m.spare.Pid()
 }
 
 // Counts returns how many sessions the i-th upstream started (its

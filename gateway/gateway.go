@@ -112,7 +112,8 @@ type Config struct {
 	// MaxProcesses bounds the processes of each stdio upstream that
 	// serve one downstream session each (32 when below 1); the call that
 	// would start one more is refused with -32000 (server busy). The
-	// process every upstream keeps for listing is not counted.
+	// process spawned ahead for the next session (spare.go) is counted,
+	// the process every upstream keeps for listing is not.
 	MaxProcesses int
 	// IdleTimeout ends the upstream session of a downstream session, and
 	// its process, once it has had no call in flight for this long, give
@@ -139,7 +140,9 @@ type Config struct {
 	// returns within about twice StopGrace, whatever the upstreams do.
 	StopGrace time.Duration
 
-	now func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
+	now     func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
+	spawned func(pid int)    // told of each spare process kept (tests set it: export_test.go)
+	noSpare bool             // keep no spare process (benchmarks compare: export_test.go)
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -204,8 +207,14 @@ type mount struct {
 	readable   atomic.Bool // its listing declared resources: it may serve some unlisted (unlisted.go)
 	views      toolViews   // what it lists for clients of other capabilities (views.go)
 
-	mu       sync.Mutex                // guards sessions and their links' busy and lastUsed; never held during I/O
-	sessions map[*server.Session]*link // the links of downstream sessions
+	mu        sync.Mutex                // guards sessions and their links' busy and lastUsed, spare and lastClaim; never held during I/O
+	sessions  map[*server.Session]*link // the links of downstream sessions
+	spare     *upstream.Process         // spawned ahead for the next downstream session (spare.go); nil: none
+	lastClaim time.Time                 // when a downstream session's link last took a process (or Mount)
+	refill    chan struct{}             // 1-buffered: spawn a spare (spareLoop; coalesced)
+	spawned   func(pid int)             // Config.spawned
+	noSpare   bool                      // Config.noSpare
+	pingless  atomic.Bool               // the upstream's spare did not answer a ping: spares are not pinged (spare.go)
 
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
 
@@ -286,7 +295,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		m := &mount{
 			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
-			sessions: map[*server.Session]*link{}, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
+			sessions: map[*server.Session]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if up.URL != "" {
@@ -309,6 +318,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	for _, m := range g.mounts {
 		m.refresher.Go(m.refreshLoop) // starts it at once
+		if m.wantsSpare() {
+			m.refresher.Go(m.spareLoop) // spare.go
+		}
 	}
 	for _, m := range g.mounts {
 		select {
@@ -404,10 +416,16 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	if up.URL != "" {
 		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes})
 	} else {
-		p, err := upstream.StartProcess(upstream.ProcessConfig{Name: up.Name, Argv: up.Command, Env: up.Env, Logger: m.log, KillGrace: m.stopGrace, MaxMessageBytes: up.MaxMessageBytes})
-		if err != nil {
-			m.g.obs.Started(up.Name, false)
-			return nil, fmt.Errorf("gateway: %w", err)
+		var p *upstream.Process
+		if ss != nil && !l.stateless {
+			p = m.takeSpare() // spare.go
+		}
+		if p == nil {
+			var err error
+			if p, err = m.startProcess(); err != nil {
+				m.g.obs.Started(up.Name, false)
+				return nil, fmt.Errorf("gateway: %w", err)
+			}
 		}
 		c.process, tc = p, p.Conn()
 	}
@@ -468,6 +486,11 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		m.subscribeAll(ctx, s) // forward_more.go: once, on the listing session, whose updates reach every subscriber
 	}
 	return c, nil
+}
+
+// startProcess spawns a process of the stdio upstream.
+func (m *mount) startProcess() (*upstream.Process, error) {
+	return upstream.StartProcess(upstream.ProcessConfig{Name: m.up.Name, Argv: m.up.Command, Env: m.up.Env, Logger: m.log, KillGrace: m.stopGrace, MaxMessageBytes: m.up.MaxMessageBytes})
 }
 
 // idleConnsPerUpstream is how many idle connections to an HTTP upstream
@@ -566,6 +589,7 @@ func (m *mount) refreshLoop() {
 			listed = m.keepCatalog()
 		case <-reap:
 			m.reapIdle(m.now())
+			m.reapSpare()
 		case <-m.ctx.Done():
 			return
 		}
@@ -603,6 +627,7 @@ func (m *mount) keepCatalog() *upstream.Session {
 	m.g.mu.Unlock()
 	m.listed.Store(true)
 	m.setState(StateReady)
+	m.refillSpare() // spare.go
 	return s
 }
 
@@ -769,7 +794,7 @@ func (m *mount) callTool(name string, retry bool, mirrors []paramheader.Mirror) 
 			meta := callerMeta(ctx)
 			return server.RunAsTask(ctx, func(ctx context.Context) (*server.CallToolResult, error) { return m.followTask(ctx, id, meta) })
 		}
-		return decodeToolResult(raw)
+		return relayedResult(raw)
 	}
 }
 
@@ -837,7 +862,19 @@ func (m *mount) callError(ctx context.Context, err error) error {
 	}
 }
 
-// decodeToolResult decodes an upstream's tools/call result.
+// relayedResult is an upstream's tools/call result relayed as the
+// upstream sent it, byte for byte ("isError": false and members the
+// server does not know included): nothing in it must change.
+func relayedResult(raw json.RawMessage) (*server.CallToolResult, error) {
+	res, err := server.RawToolResult(raw)
+	if err != nil {
+		return nil, badResult(err)
+	}
+	return res, nil
+}
+
+// decodeToolResult decodes an upstream's tools/call result, for a result
+// the gateway changes (a task's: see tasks.go).
 func decodeToolResult(raw json.RawMessage) (*server.CallToolResult, error) {
 	var w struct {
 		Content           []json.RawMessage `json:"content"`
@@ -890,6 +927,7 @@ func (m *mount) close() {
 	m.waiting.closeAll()
 	links.Wait()
 	m.refresher.Wait() // a listing under way fails at once: its session is closed
+	m.closeSpare()     // spare.go
 	m.watchers.Wait()
 	m.closing.Wait()
 	if m.client != nil {

@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -29,6 +32,7 @@ const upstreamEnv = "GATEWAY_TEST_UPSTREAM"
 // runUpstream serves, on standard input and output:
 //
 //   - "pid": answers the process id;
+//   - "raw": answers rawResult as it is;
 //   - "die": exits with status 3 in the middle of the call;
 //   - "hold": logs a warning "holding", then waits for a call of
 //     "release" (or its cancel), and answers "released";
@@ -45,6 +49,7 @@ func runUpstream() int {
 	_ = srv.AddTool(server.Tool{Name: "pid"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text(pid), nil
 	})
+	_ = srv.AddTool(server.Tool{Name: "raw"}, rawTool)
 	_ = srv.AddTool(server.Tool{Name: "die"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil
@@ -71,10 +76,30 @@ func runUpstream() int {
 		pair.Wait()
 		return server.Text(string(req.Arguments) + " " + pid), nil
 	})
-	if err := srv.Serve(context.Background(), stdio.Std()); err != nil {
+	var conn *stdio.Conn
+	if os.Getenv(noPingEnv) != "" {
+		conn = stdio.New(withoutFirstLine(os.Stdin), os.Stdout)
+	} else {
+		conn = stdio.Std() // not before: it makes standard input non-blocking
+	}
+	if err := srv.Serve(context.Background(), conn); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// noPingEnv makes runUpstream ignore a ping that comes first, as an
+// upstream that does not answer a ping before initialize.
+const noPingEnv = "GATEWAY_TEST_NO_PING"
+
+// withoutFirstLine returns r without its first line when that is a ping.
+func withoutFirstLine(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	line, _ := br.ReadBytes('\n')
+	if bytes.Contains(line, []byte(`"method":"ping"`)) {
+		return br
+	}
+	return io.MultiReader(bytes.NewReader(line), br)
 }
 
 // testUpstream is the test binary as the stdio upstream "e".

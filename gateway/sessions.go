@@ -87,6 +87,7 @@ func (m *mount) drop(l *link) {
 	}
 	m.mu.Unlock()
 	l.close()
+	m.refillSpare() // room for one, when the sessions held every process allowed
 }
 
 // reapIdle closes the links of downstream sessions that have had no call

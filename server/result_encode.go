@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
@@ -69,4 +70,33 @@ func (r *CallToolResult) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, raw...)
 	}
 	return append(b, '}'), nil
+}
+
+// RawToolResult returns a tools/call result answered as raw, the result
+// of another server relayed byte for byte (a gateway's): raw must be a
+// JSON object with a content array; IsError is read from it, and the
+// other fields stay empty. The 2026-07-28 era adds its members to it as
+// to any result.
+func RawToolResult(raw json.RawMessage) (*CallToolResult, error) {
+	r := &CallToolResult{raw: raw}
+	content := false
+	if !jsonscan.Valid(raw) || !jsonscan.EachMember(raw, func(key, val []byte) {
+		switch string(key) {
+		case "content":
+			content = len(val) > 0 && val[0] == '['
+		case "isError":
+			r.IsError = string(val) == "true"
+		}
+	}) || !content {
+		return nil, errors.New("mcp: a tools/call result is a JSON object with a content array")
+	}
+	return r, nil
+}
+
+// marshal returns r's JSON: as it was sent (RawToolResult), or encoded.
+func (r *CallToolResult) marshal() ([]byte, error) {
+	if r.raw != nil {
+		return r.raw, nil
+	}
+	return json.Marshal(r)
 }

@@ -972,7 +972,9 @@ func (ss *Session) buildResponse(resp *transport.Response, req *Request, res any
 	}
 	var raw []byte
 	var merr error
-	if r, ok := res.(*CallToolResult); ok {
+	if r, ok := res.(*CallToolResult); ok && r.raw != nil {
+		raw = r.raw // relayed as it was sent, decorated below
+	} else if ok {
 		if e, stateless := req.era.(*statelessEra); stateless {
 			if raw, ok := e.appendToolResult(r); ok { // decorated as it is encoded
 				resp.Result = raw

@@ -266,7 +266,7 @@ func (s *Server) runTask(t *task, run func(context.Context) (*CallToolResult, er
 		werr := wireError(err)
 		view, changed = t.finish(statusFailed, nil, werr, "The task failed: "+werr.Message)
 	default:
-		raw, merr := json.Marshal(res)
+		raw, merr := res.marshal()
 		if limit := t.maxResult(s.cfg.maxResultBytes); merr == nil && limit > 0 && len(raw) > limit {
 			// Kept for the task's life: bounded as a call's answer is.
 			s.cfg.logger.Warn("a task's result is over its bound: a tool error instead", "task", t.id, "bytes", len(raw), "limit", limit)

@@ -95,6 +95,7 @@ type CallToolResult struct {
 	IsError           bool      `json:"isError,omitempty"`
 	invalidArgs       bool      // refuses the arguments (see Outcome.InvalidArguments)
 	Meta              Meta      `json:"_meta,omitempty"`
+	raw               []byte    // the result's JSON as another server sent it (RawToolResult); nil: encode the fields
 }
 
 // Text returns a result holding one text item.

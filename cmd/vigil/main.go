@@ -241,7 +241,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	})
 	var upstreamShared bool
 	fs.BoolVar(&upstreamShared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
-	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the process each upstream keeps for listing is not counted)")
+	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the spare spawned ahead for the next session is counted, the process each upstream keeps for listing is not)")
 	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
 		switch v {
 		case "serve", "drop":

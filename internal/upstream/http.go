@@ -267,7 +267,7 @@ func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
 // answered reads what the upstream answered to the POST of req (nil for a
 // notification or a response), under the POST's ctx.
 func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *http.Response) {
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
 		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
@@ -295,6 +295,17 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 	default:
 		c.lost(req, fmt.Errorf("unexpected content type %q", mediaType))
 	}
+}
+
+// mediaTypeOf returns the media type of a Content-Type header: the
+// usual bare "application/json" without parsing it (mime.ParseMediaType
+// makes a map of parameters on every answer).
+func mediaTypeOf(contentType string) string {
+	if contentType == "application/json" || contentType == "text/event-stream" {
+		return contentType
+	}
+	mediaType, _, _ := mime.ParseMediaType(contentType)
+	return mediaType
 }
 
 // errorAnswer is the answer to req of an HTTP error status: the JSON-RPC

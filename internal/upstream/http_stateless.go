@@ -1,9 +1,9 @@
 package upstream
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -37,23 +37,23 @@ func (c *httpConn) statelessHeaders(r *http.Request, req *transport.Request) {
 	}
 	r.Header.Set(headerProtocol, version)
 	r.Header.Set(headerMethod, req.Method)
-	var p struct {
-		Name   string `json:"name"`
-		URI    string `json:"uri"`
-		TaskID string `json:"taskId"`
-	}
+	var key string
 	switch req.Method {
 	case "tools/call", "prompts/get":
-		if json.Unmarshal(req.Params, &p) == nil {
-			r.Header.Set(headerName, p.Name)
-		}
+		key = "name"
 	case "resources/read":
-		if json.Unmarshal(req.Params, &p) == nil {
-			r.Header.Set(headerName, p.URI)
-		}
+		key = "uri"
 	case "tasks/get", "tasks/update", "tasks/cancel":
-		if json.Unmarshal(req.Params, &p) == nil {
-			r.Header.Set(headerName, p.TaskID)
+		key = "taskId"
+	default:
+		return
+	}
+	// The member alone, found without decoding params (a call's
+	// arguments) a second time.
+	var val [1][]byte
+	if jsonscan.SplitObjectInto(val[:], req.Params, key) {
+		if v, ok := jsonscan.DecodeString(val[0]); ok {
+			r.Header.Set(headerName, v)
 		}
 	}
 }
