@@ -50,7 +50,9 @@ var _ replication.Cluster = (*Store)(nil)
 
 // New returns the Store of one replica on rdb, which it does not close.
 // It needs the cluster key ([WithClusterKey]): without one, whoever can
-// write to Redis could act in any session. It checks that Redis answers.
+// write to Redis could act in any session. It does not need Redis to
+// answer yet: its commands fail until Redis does, and its subscriptions
+// connect when Redis answers.
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -73,9 +75,6 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 	}
 	if strings.ContainsAny(replica, ".~ ") || !visible(replica) {
 		return nil, fmt.Errorf("redisstore: replica name %q: want visible ASCII without '.', '~'", replica)
-	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	s := &Store{
 		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),

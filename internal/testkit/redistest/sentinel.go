@@ -1,0 +1,94 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MasterName is the name the Sentinels of StartSentinels give the primary.
+const MasterName = "vigil"
+
+// StartReplica starts a redis-server for t that replicates primary (plain
+// TCP, as Start), and waits until its link to primary is up.
+func StartReplica(t testing.TB, primary *Server) *Server {
+	t.Helper()
+	host, port := splitAddr(primary.Addr())
+	s := startServer(t, false, "--replicaof", host, port)
+	c := s.Client(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Info(t.Context(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica of %s: link not up within 10s: %v", primary.Addr(), err)
+		}
+		time.Sleep(20 * time.Millisecond) // no event to wait on: the replica's sync
+	}
+}
+
+// StartSentinels starts n Sentinels for t (redis-server --sentinel, the
+// binary of Debian's redis-sentinel) watching primary as MasterName, with
+// a quorum of n/2+1, a primary deemed down after downAfter without an
+// answer, and waits until each knows the primary, its replicas (how
+// many: replicas) and the other Sentinels.
+func StartSentinels(t testing.TB, primary *Server, n, replicas int, downAfter time.Duration) []*Server {
+	t.Helper()
+	host, port := splitAddr(primary.Addr())
+	var ss []*Server
+	for range n {
+		conf := func(p int, dir string) string {
+			return fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s %d\n"+
+				"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\nsentinel parallel-syncs %s 1\n",
+				p, dir, MasterName, host, port, n/2+1, MasterName, downAfter.Milliseconds(), MasterName, MasterName)
+		}
+		ss = append(ss, startWith(t, false, conf, []string{"--sentinel", "--save", "", "--appendonly", "no"}))
+	}
+	for _, s := range ss {
+		c := s.Client(t)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			peers, err := c.Do(t.Context(), "SENTINEL", "SENTINELS", MasterName).Slice()
+			if err == nil && len(peers) == n-1 {
+				var reps []any
+				if reps, err = c.Do(t.Context(), "SENTINEL", "REPLICAS", MasterName).Slice(); err == nil && len(reps) == replicas {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sentinel %s: does not see the primary and %d other Sentinels within 10s: %v", s.Addr(), n-1, err)
+			}
+			time.Sleep(20 * time.Millisecond) // no event to wait on: the Sentinels' discovery
+		}
+	}
+	return ss
+}
+
+// MasterAddr returns the primary's address as the Sentinel s names it.
+func MasterAddr(ctx context.Context, s *Server) (string, error) {
+	c := redis.NewSentinelClient(s.adminOptions())
+	defer func() { _ = c.Close() }()
+	a, err := c.GetMasterAddrByName(ctx, MasterName).Result()
+	if err != nil {
+		return "", err
+	}
+	return a[0] + ":" + a[1], nil
+}
+
+// StartClusterNode starts a redis-server for t in cluster mode, alone
+// (no slots): a node that says it is a Cluster's.
+func StartClusterNode(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, false, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+}
+
+func splitAddr(addr string) (string, string) {
+	i := strings.LastIndexByte(addr, ':')
+	return addr[:i], addr[i+1:]
+}
