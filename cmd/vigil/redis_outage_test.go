@@ -41,15 +41,15 @@ func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageRe
 	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
 	cmd.Stderr = f
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); _ = f.Close() }()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		select {
-		case err := <-exited:
+		case <-exited:
 			logs, _ := os.ReadFile(r.log)
-			t.Fatalf("vigil exited: %v\n%s", err, logs)
+			t.Fatalf("vigil exited:\n%s", logs)
 		default:
 		}
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
