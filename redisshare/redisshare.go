@@ -92,6 +92,10 @@ const (
 	leaseRenew   = 250 * time.Millisecond
 	readyWindow  = time.Second
 	checkTimeout = 3 * time.Second
+	// replicaAckTimeout bounds the wait for a replica's copy of a
+	// session's state (Sentinel): a primary without a replica in reach
+	// delays each state change by it.
+	replicaAckTimeout = 100 * time.Millisecond
 )
 
 // Shared is one replica's shared mode, from [Open] to [Shared.Close]. It
@@ -162,6 +166,11 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		redisstore.WithMaxSessionEventBytes(cfg.MaxSessionEventBytes),
 		redisstore.WithLogger(logger),
 		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
+	}
+	if t.shape == shapeSentinel {
+		// A session acknowledged to its client is on a replica too:
+		// the one Sentinel promotes has it (deploy/SCALING.md).
+		opts = append(opts, redisstore.WithReplicaAcks(1, replicaAckTimeout))
 	}
 	if m := s.metrics; m != nil {
 		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed), redisstore.WithRefusalCounter(m.refused))

@@ -209,7 +209,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
 	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
-	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	n, err := s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
@@ -237,7 +237,20 @@ func (s *Store) othersOf(id string, reached int) int {
 // Touch restarts a session's idle clock.
 func (s *Store) Touch(ctx context.Context, id string) (err error) {
 	defer s.observe("touch", time.Now(), &err)
-	ok, err := s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
+	var ok bool
+	if s.cfg.acks == 0 {
+		ok, err = s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
+	} else {
+		var touched *redis.BoolCmd
+		var wait *redis.Cmd
+		start := time.Now()
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
+			touched, wait = p.PExpire(ctx, s.recordKey(id), s.ttl()), s.waitCmd(ctx, p)
+			return nil
+		})
+		s.noteAcks(wait, start)
+		ok, err = touched.Result()
+	}
 	if err != nil {
 		return fmt.Errorf("redisstore: touch session: %w", err)
 	}
