@@ -56,3 +56,24 @@ func sentinelURL(sentinels []*redistest.Server, master string) string {
 	}
 	return "redis+sentinel://" + strings.Join(addrs, ",") + "/" + master
 }
+
+// TestOpenCluster: a redis+cluster:// URL naming one seed of a
+// three-primary Cluster reaches it: the replica takes its lease and is
+// ready, and the shared rate limits run on it.
+func TestOpenCluster(t *testing.T) {
+	nodes := redistest.StartCluster(t, 3)
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis+cluster://" + nodes[1].Addr(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, s.Close()) }()
+	assert.True(t, s.Ready())
+	allowed, _, err := s.Allow(t.Context(), "caller", 10, 1)
+	require.NoError(t, err)
+	assert.True(t, allowed)
+	var leases int
+	for _, n := range nodes {
+		keys, err := n.Client(t).Keys(t.Context(), "vigil:replica:*").Result()
+		require.NoError(t, err)
+		leases += len(keys)
+	}
+	assert.Equal(t, 1, leases, "the lease is on the node of its slot")
+}

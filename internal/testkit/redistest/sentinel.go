@@ -3,11 +3,14 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/vigil-mcp/vigil/internal/testkit"
 )
 
 // MasterName is the name the Sentinels of StartSentinels give the primary.
@@ -91,4 +94,41 @@ func StartClusterNode(t testing.TB) *Server {
 func splitAddr(addr string) (string, string) {
 	i := strings.LastIndexByte(addr, ':')
 	return addr[:i], addr[i+1:]
+}
+
+// StartCluster starts n redis-servers for t in cluster mode and joins
+// them into one Cluster of n primaries (redis-cli --cluster create), each
+// serving its share of the slots; it waits until the Cluster is ok.
+func StartCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	testkit.External(t, "redis-cli")
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli is not installed; make test installs it")
+	}
+	nodes := make([]*Server, n)
+	args := []string{"--cluster", "create"}
+	for i := range nodes {
+		nodes[i] = StartClusterNode(t)
+		args = append(args, nodes[i].Addr())
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, s := range nodes {
+		c := s.Client(t)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			info, err := c.ClusterInfo(t.Context()).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s: not ok within 10s: %v", s.Addr(), err)
+			}
+			time.Sleep(20 * time.Millisecond) // no event to wait on: the nodes' gossip
+		}
+	}
+	return nodes
 }
