@@ -27,7 +27,7 @@ type metrics struct {
 
 var (
 	relayKinds = []replication.RelayKind{replication.RelayClient, replication.RelayStandalone, replication.RelayEvent, replication.RelayState, replication.RelayEnd, replication.RelayForward, replication.RelayAnswer, replication.RelayBroadcast, replication.RelayStateSeen, replication.RelayEndSeen, replication.RelayCancel}
-	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim", "use_state", "use_dpop_proof"}
+	operations = []string{"create", "load", "store_state", "touch", "delete", "publish", "subscribe", "append", "replay", "forget", "lease", "alive", "claim", "use_state", "use_dpop_proof", "replica_ack"}
 	errClasses = []string{"timeout", "unavailable", "other"}
 	// refusals are the reasons of mcp_server_relays_refused_total: the
 	// Store's, and the endpoint's: "request", a client relay that is a
@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"kind"}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: mcpconv.MetricRedisUp,
-			Help: "1 while Redis answers this replica's lease renewals (the replica is ready), else 0.",
+			Help: "1 while Redis answers this replica's lease renewals, else 0 (the replica stays ready unless -redis-outage-unready).",
 		}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: mcpconv.MetricRequestsLost,

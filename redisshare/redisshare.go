@@ -18,7 +18,6 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
@@ -29,20 +28,40 @@ import (
 
 // Config is what Open needs.
 type Config struct {
-	// URL is rediss://[user[:password]@]host:port/db (TLS, at least 1.2),
-	// or redis:// without TLS, which Open refuses for a host that is not
-	// loopback unless AllowPlaintext. Its skip_verify parameter is refused.
+	// URL names the Redis deployment, in one of three shapes, each with
+	// TLS (rediss…, at least 1.2) or without (redis…, which Open refuses
+	// for a host that is not loopback unless AllowPlaintext), and the ACL
+	// user of the data nodes before '@' as in redis://:
+	//   - one node: rediss://[user@]host:port/db;
+	//   - a primary that Sentinels name (it follows their failovers):
+	//     rediss+sentinel://[user@]S1[:26379],S2,S3/master[/db], with
+	//     the Sentinels' own ACL user, if they have one, in the
+	//     sentinel_user parameter;
+	//   - a Redis Cluster, from seed nodes: rediss+cluster://[user@]N1[:6379],N2,N3.
+	// Other parameters are go-redis's (redis.ParseURL, ParseFailoverURL,
+	// ParseClusterURL); skip_verify is refused. Open refuses a URL of the
+	// wrong shape: a Sentinel or a Cluster node named as a single node, a
+	// plain node named as a Sentinel or a Cluster seed.
 	URL string
 	// Password is the password of the URL's user (an ACL user, or the
 	// default user when the URL names none); it replaces the URL's own.
 	Password string
+	// SentinelPassword is the password of the Sentinels' user (the
+	// sentinel_user parameter, or their default user), for a
+	// redis+sentinel:// URL.
+	SentinelPassword string
 	// CAFile is a PEM file of the certificate authorities that the Redis
 	// server's certificate must chain to, instead of the system's; it
-	// needs a rediss:// URL.
+	// needs TLS (rediss…). With Sentinel or Cluster, each node's
+	// certificate must name the address it is reached at.
 	CAFile string
 	// AllowPlaintext allows a redis:// URL to a host that is not loopback,
 	// where anyone on the path reads the sessions and the password.
 	AllowPlaintext bool
+	// UnreadyInOutage makes [Shared.Ready] false whenever Redis does not
+	// answer. By default a replica that reached Redis once stays ready
+	// through an outage, serving what needs no Redis (deploy/SCALING.md).
+	UnreadyInOutage bool
 	// IdleTimeout is the sessions' idle timeout: their records expire in
 	// Redis after it.
 	IdleTimeout time.Duration
@@ -64,61 +83,75 @@ type Config struct {
 }
 
 // The replica's lease: renewed every leaseRenew, lost after leaseTTL.
-// The renewals are also how the replica learns that Redis answers: it is
-// ready while Redis answered one within readyWindow, so that /readyz turns
-// 503 within a second of Redis not answering, however long a request to
-// a Redis that hangs takes to fail.
+// The renewals are also how the replica learns that Redis answers: Redis
+// answers while it answered one within readyWindow, however long a
+// request to a Redis that hangs takes to fail. A first contact (the
+// shape's check) waits at most checkTimeout.
 const (
-	leaseTTL    = 5 * time.Second
-	leaseRenew  = 250 * time.Millisecond
-	readyWindow = time.Second
+	leaseTTL     = 5 * time.Second
+	leaseRenew   = 250 * time.Millisecond
+	readyWindow  = time.Second
+	checkTimeout = 3 * time.Second
+	// replicaAckTimeout bounds the wait for a replica's copy of a
+	// session's state (Sentinel): a primary without a replica in reach
+	// delays each state change by it.
+	replicaAckTimeout = 100 * time.Millisecond
 )
 
 // Shared is one replica's shared mode, from [Open] to [Shared.Close]. It
 // is safe for concurrent use.
 type Shared struct {
+	target  *target
 	store   *redisstore.Store
-	client  *redis.Client
+	client  redis.UniversalClient
 	rate    *redis_rate.Limiter // ratelimit.go
 	logger  *slog.Logger
 	metrics *metrics
 	up      atomic.Bool // Redis answered the last lease renewal
+	checked atomic.Bool // the deployment's shape was checked (probe.go)
+	once    sync.Once
 	// answered is when Redis last answered a renewal, as time since born
-	// (a monotonic clock).
+	// (a monotonic clock); 0: never.
 	answered atomic.Int64
 	born     time.Time
 	stop     chan struct{}
 	done     chan struct{}
-	once     sync.Once
+	lastErr  string // the last misconfiguration logged, by the lease loop
 
-	idleTimeout time.Duration // the sessions' (the session quota's TTL)
+	idleTimeout     time.Duration // the sessions' (the session quota's TTL)
+	unreadyInOutage bool
 }
 
-// Open connects to Redis, takes the replica's lease and starts renewing
-// it until [Shared.Close]. The replica is named after the host (a pod's
-// name) and a random suffix. Open before the server, which broadcasts its
-// changes through the shared mode ([Shared.ServerOptions]).
+// Open connects to Redis, checks the deployment's shape, takes the
+// replica's lease and starts renewing it until [Shared.Close]. A
+// misconfiguration Open can tell (a URL of the wrong shape, a refused
+// password, a certificate that does not verify) is an error; a Redis
+// that does not answer yet is not: the replica starts not ready and
+// becomes ready when Redis answers (within a second). The replica is
+// named after the host (a pod's name) and a random suffix. Open before
+// the server, which broadcasts its changes through the shared mode
+// ([Shared.ServerOptions]).
 func Open(ctx context.Context, cfg Config) (*Shared, error) {
-	opt, err := redis.ParseURL(cfg.URL)
+	t, err := parseTarget(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("-redis: %w", errors.New(strings.ReplaceAll(err.Error(), cfg.URL, "URL")))
+		msg := strings.ReplaceAll(err.Error(), cfg.URL, "URL")
+		if cfg.Password != "" {
+			msg = strings.ReplaceAll(msg, cfg.Password, "***")
+		}
+		return nil, fmt.Errorf("-redis: %w", errors.New(msg))
 	}
-	if err := secureTransport(opt, cfg); err != nil {
-		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
+	if err := secureTransport(t, cfg); err != nil {
+		return nil, fmt.Errorf("-redis %s: %w", t, err)
 	}
-	// Fail fast while Redis is away: a request waits at most this long.
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, time.Second, time.Second
-	opt.MaxRetries = 1
-	// Only what the shared mode needs, which the ACL user of a shared
-	// deployment may run (deploy/): no CLIENT SETINFO, no CLIENT
-	// MAINT_NOTIFICATIONS.
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	t.configure(cfg)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Shared{client: redis.NewClient(opt), logger: logger, idleTimeout: cfg.IdleTimeout, born: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Shared{
+		target: t, client: t.newClient(), logger: logger, idleTimeout: cfg.IdleTimeout, unreadyInOutage: cfg.UnreadyInOutage,
+		born: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+	}
 	s.rate = redis_rate.NewLimiter(s.client)
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
@@ -134,19 +167,31 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		redisstore.WithLogger(logger),
 		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
 	}
+	if t.shape == shapeSentinel {
+		// A session acknowledged to its client is on a replica too:
+		// the one Sentinel promotes has it (deploy/SCALING.md).
+		opts = append(opts, redisstore.WithReplicaAcks(1, replicaAckTimeout))
+	}
 	if m := s.metrics; m != nil {
 		opts = append(opts, redisstore.WithObserver(m.observe), redisstore.WithRelayCounter(m.relayed), redisstore.WithRefusalCounter(m.refused))
 	}
 	if s.store, err = redisstore.New(ctx, s.client, opts...); err != nil {
 		_ = s.client.Close()
-		if errors.As(err, new(x509.UnknownAuthorityError)) {
-			err = fmt.Errorf("%w (if Redis's CA is a private one, give it with -redis-ca)", err)
-		}
-		return nil, fmt.Errorf("-redis %s: %w", redactedAddr(opt), err)
+		return nil, fmt.Errorf("-redis %s: %w", t, err)
 	}
-	s.renew(ctx)
+	if err := s.contact(ctx); err != nil {
+		if !errors.Is(err, errAway) {
+			_ = s.store.Close()
+			_ = s.client.Close()
+			if errors.As(err, new(x509.UnknownAuthorityError)) {
+				err = fmt.Errorf("%w (if Redis's CA is a private one, give it with -redis-ca)", err)
+			}
+			return nil, fmt.Errorf("-redis %s: %w", t, err)
+		}
+		logger.Warn("Redis does not answer yet: not ready until it does", "redis", t.String(), "error", err)
+	}
 	go s.leaseLoop()
-	logger.Info("shared sessions on Redis", "redis", redactedAddr(opt), "replica", s.store.Replica())
+	logger.Info("shared sessions on Redis", "redis", t.String(), "replica", s.store.Replica())
 	return s, nil
 }
 
@@ -177,12 +222,26 @@ func (s *Shared) ServerOptions() []server.Option {
 	}
 }
 
-// Ready reports whether Redis answered the replica's last lease renewal,
-// and did so within the last second (the lease is renewed four times a
-// second): serve the replica's readiness check from it (vigil's /readyz is
-// 503 while it does not).
+// Ready reports whether the replica serves: once Redis answered (the
+// deployment's shape checked, the lease taken), it stays ready through
+// an outage of Redis, serving stateless requests and the sessions it
+// holds and refusing the rest with 503 (the default, which keeps a fleet
+// serving while Redis fails over); with Config.UnreadyInOutage, only
+// while Redis answered a lease renewal within the last second (the lease
+// is renewed four times a second). Serve the replica's readiness check
+// from it (vigil's /readyz is 503 while it is false).
 func (s *Shared) Ready() bool {
-	return s.up.Load() && time.Since(s.born)-time.Duration(s.answered.Load()) < readyWindow
+	if s.answered.Load() == 0 {
+		return false
+	}
+	return !s.unreadyInOutage || s.answering()
+}
+
+// answering reports whether Redis answered the last renewal, within the
+// last second.
+func (s *Shared) answering() bool {
+	a := s.answered.Load()
+	return a != 0 && s.up.Load() && time.Since(s.born)-time.Duration(a) < readyWindow
 }
 
 // Close releases the lease and closes the store and the client.
@@ -193,26 +252,49 @@ func (s *Shared) Close() error {
 		<-s.done
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_ = s.store.ReleaseLease(ctx)
+		if s.answering() {
+			_ = s.store.ReleaseLease(ctx)
+		}
 		err = errors.Join(s.store.Close(), s.client.Close())
 	})
 	return err
 }
 
-// renew renews the lease and notes whether Redis answered.
-func (s *Shared) renew(ctx context.Context) {
+// contact checks the deployment's shape until that was done once, then
+// renews the lease, and notes whether Redis answered.
+func (s *Shared) contact(ctx context.Context) error {
+	if !s.checked.Load() {
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		err := s.target.check(cctx, s.client)
+		cancel()
+		if err != nil {
+			s.noteAnswer(err)
+			return err
+		}
+		s.checked.Store(true)
+	}
 	ctx, cancel := context.WithTimeout(ctx, readyWindow)
 	defer cancel()
 	err := s.store.RenewLease(ctx, leaseTTL)
+	if err != nil && away(err) {
+		err = fmt.Errorf("%w: %w", errAway, err)
+	}
+	s.noteAnswer(err)
+	return err
+}
+
+// noteAnswer notes whether Redis answered (err is nil), and logs a
+// change.
+func (s *Shared) noteAnswer(err error) {
 	if err == nil {
-		s.answered.Store(int64(time.Since(s.born)))
+		s.answered.Store(max(1, int64(time.Since(s.born))))
 	}
 	was := s.up.Swap(err == nil)
 	switch {
 	case err != nil && was:
-		s.logger.Warn("Redis does not answer: not ready; sessions this replica holds no view of get 503", "error", err)
+		s.logger.Warn("Redis does not answer: sessions this replica holds no view of, and new sessions, get 503", "error", err, "ready", s.Ready())
 	case err == nil && !was:
-		s.logger.Info("Redis answers: ready")
+		s.logger.Info("Redis answers: ready", "redis", s.target.String())
 	}
 	if s.metrics != nil {
 		s.metrics.setUp(err == nil)
@@ -228,7 +310,17 @@ func (s *Shared) leaseLoop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			s.renew(context.Background())
+		}
+		err := s.contact(context.Background())
+		if err != nil && !errors.Is(err, errAway) && err.Error() != s.lastErr {
+			// Found once Redis answered: it does not mend by itself.
+			s.logger.Error("Redis is misconfigured: not ready", "redis", s.target.String(), "error", err)
+		}
+		if err == nil || !errors.Is(err, errAway) {
+			s.lastErr = ""
+			if err != nil {
+				s.lastErr = err.Error()
+			}
 		}
 	}
 }
@@ -251,23 +343,25 @@ func replicaName() string {
 	return host + "-" + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// secureTransport applies cfg's password and CA to opt, and refuses a
-// connection that anyone on the path could read or impersonate.
-func secureTransport(opt *redis.Options, cfg Config) error {
-	if cfg.Password != "" {
-		opt.Password = cfg.Password
-	}
-	if opt.TLSConfig == nil {
-		host, _, _ := net.SplitHostPort(opt.Addr)
-		switch {
-		case cfg.CAFile != "":
+// secureTransport applies cfg's CA to t, and refuses a connection that
+// anyone on the path could read or impersonate.
+func secureTransport(t *target, cfg Config) error {
+	conf := t.tls()
+	if conf == nil {
+		if cfg.CAFile != "" {
 			return errors.New("a CA file (-redis-ca) is for TLS: use a rediss:// URL")
-		case !cfg.AllowPlaintext && opt.Network != "unix" && !loopback.ListenAddr(host):
-			return errors.New("redis:// has no TLS, so anyone on the path to a Redis that is not on loopback reads the sessions and the password: use rediss://, or pass -redis-insecure-plaintext")
+		}
+		if cfg.AllowPlaintext || t.network() == "unix" {
+			return nil
+		}
+		for _, addr := range t.addrs() {
+			if host, _, _ := net.SplitHostPort(addr); !loopback.ListenAddr(host) {
+				return errors.New("redis:// has no TLS, so anyone on the path to a Redis that is not on loopback reads the sessions and the password: use rediss://, or pass -redis-insecure-plaintext")
+			}
 		}
 		return nil
 	}
-	if opt.TLSConfig.InsecureSkipVerify {
+	if conf.InsecureSkipVerify {
 		return errors.New("skip_verify would accept any server certificate: give the server's CA with -redis-ca instead")
 	}
 	if cfg.CAFile == "" {
@@ -281,17 +375,8 @@ func secureTransport(opt *redis.Options, cfg Config) error {
 	if !pool.AppendCertsFromPEM(pem) {
 		return fmt.Errorf("-redis-ca %s: no PEM certificate in it", cfg.CAFile)
 	}
-	opt.TLSConfig.RootCAs = pool
+	conf.RootCAs = pool
 	return nil
-}
-
-// redactedAddr is where the client connects, without credentials.
-func redactedAddr(opt *redis.Options) string {
-	host, port, err := net.SplitHostPort(opt.Addr)
-	if err != nil {
-		return opt.Addr
-	}
-	return fmt.Sprintf("%s/%d", net.JoinHostPort(host, port), opt.DB)
 }
 
 // UseDPoPProof records a DPoP proof as used, by the digest the resource

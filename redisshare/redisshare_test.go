@@ -58,21 +58,22 @@ func TestOpenNeverShowsThePassword(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), secret)
 
-	// A server that is not there: the error names the address, not the
-	// credentials.
+	// A server that is not there: the replica starts not ready, and its
+	// logs name the address, not the credentials.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	var logs bytes.Buffer
-	_, err = redisshare.Open(t.Context(), redisshare.Config{
+	s, err := redisshare.Open(t.Context(), redisshare.Config{
 		URL:        "redis://user:" + secret + "@" + addr + "/2",
 		ClusterKey: redistest.ClusterKey(),
 		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
 	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), addr+"/2")
-	assert.NotContains(t, err.Error(), secret)
+	require.NoError(t, err, "Redis away is no reason to exit")
+	assert.False(t, s.Ready())
+	require.NoError(t, s.Close())
+	assert.Contains(t, logs.String(), addr+"/2")
 	assert.NotContains(t, logs.String(), secret)
 }
 
@@ -126,25 +127,27 @@ func TestOpenPlaintext(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	// A Unix socket is local too: refused for its absence, not for plain text.
-	_, err = redisshare.Open(t.Context(), redisshare.Config{URL: "unix://" + t.TempDir() + "/absent.sock"})
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "has no TLS")
+	// A Unix socket is local too: not refused for plain text.
+	s, err = redisshare.Open(t.Context(), redisshare.Config{URL: "unix://" + t.TempDir() + "/absent.sock", ClusterKey: redistest.ClusterKey()})
+	require.NoError(t, err)
+	assert.False(t, s.Ready(), "no Redis there")
+	require.NoError(t, s.Close())
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	_, err = redisshare.Open(ctx, redisshare.Config{URL: "redis://192.0.2.1:6379/0", AllowPlaintext: true})
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "has no TLS")
+	s, err = redisshare.Open(ctx, redisshare.Config{URL: "redis://192.0.2.1:6379/0", AllowPlaintext: true, ClusterKey: redistest.ClusterKey()})
+	require.NoError(t, err)
+	assert.False(t, s.Ready(), "no Redis there")
+	require.NoError(t, s.Close())
 }
 
-// TestReadyTurnsFalseWithinASecond: a Redis that stops answering (its
-// process stopped, its connections open, so that a request hangs until
-// its timeout rather than failing at once) makes the replica unready
-// within a second, and ready again once Redis answers.
+// TestReadyTurnsFalseWithinASecond: with UnreadyInOutage, a Redis that
+// stops answering (its process stopped, its connections open, so that a
+// request hangs until its timeout rather than failing at once) makes the
+// replica unready within a second, and ready again once Redis answers.
 func TestReadyTurnsFalseWithinASecond(t *testing.T) {
 	redis := redistest.Start(t)
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(), UnreadyInOutage: true})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.Close()) }()
 	require.True(t, s.Ready())
@@ -161,4 +164,55 @@ func TestReadyTurnsFalseWithinASecond(t *testing.T) {
 	// a busy machine (make test runs packages in parallel under -race).
 	assert.LessOrEqual(t, unready, time.Second+300*time.Millisecond, "unready within a second of Redis's last answer")
 	assert.Eventually(t, s.Ready, 5*time.Second, 10*time.Millisecond, "ready again once Redis answers")
+}
+
+// TestStaysReadyThroughAnOutage: by default a replica that reached Redis
+// stays ready while Redis does not answer (it serves what needs no
+// Redis), and its metric says Redis is down.
+func TestStaysReadyThroughAnOutage(t *testing.T) {
+	redis := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(), Registerer: reg})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, s.Close()) }()
+	require.True(t, s.Ready())
+
+	redis.Kill()
+	require.Eventually(t, func() bool { return gauge(t, reg, "mcp_server_redis_up") == 0 }, 3*time.Second, 10*time.Millisecond, "the metric sees Redis down")
+	assert.True(t, s.Ready(), "still ready: the fleet keeps serving")
+	redis.Restart()
+	require.Eventually(t, func() bool { return gauge(t, reg, "mcp_server_redis_up") == 1 }, 3*time.Second, 10*time.Millisecond)
+}
+
+// TestStartsWhileRedisIsAway: a replica opened before Redis runs starts
+// not ready, and is ready within 2 s of Redis answering.
+func TestStartsWhileRedisIsAway(t *testing.T) {
+	redis := redistest.Start(t)
+	redis.Kill()
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	require.NoError(t, err, "Redis away is no reason to exit")
+	defer func() { assert.NoError(t, s.Close()) }()
+	assert.False(t, s.Ready())
+
+	redis.Restart() // returns once Redis answers INFO
+	answering := time.Now()
+	for !s.Ready() && time.Since(answering) < 5*time.Second {
+		time.Sleep(5 * time.Millisecond) // polling Ready, as a readiness probe does
+	}
+	took := time.Since(answering)
+	t.Logf("ready %v after Redis answered", took.Round(time.Millisecond))
+	assert.Less(t, took, 2*time.Second, "ready within 2 s of Redis answering")
+}
+
+// gauge is the value of the metric name in reg (0 when absent).
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
 }

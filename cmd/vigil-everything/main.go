@@ -69,7 +69,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	maxFrame := fs.Int("max-frame", stdio.DefaultMaxFrameSize, "largest stdio frame accepted, in bytes")
 	grace := fs.Duration("shutdown-grace", 5*time.Second, "how long in-flight requests may run after SIGTERM or SIGINT")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
-	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis:// only on loopback; default $VIGIL_REDIS_URL), with the replicas' cluster key in $VIGIL_CLUSTER_KEY (and the old one in $VIGIL_CLUSTER_KEY_PREVIOUS during a rotation)")
+	redisURL := fs.String("redis", os.Getenv("VIGIL_REDIS_URL"), "with -http: share the sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, rediss+sentinel://[user@]S1,S2,S3/master[/db] with the Sentinels' password in $VIGIL_REDIS_SENTINEL_PASSWORD, or rediss+cluster://[user@]N1,N2,N3; TLS, the user's password in $VIGIL_REDIS_PASSWORD; redis… only on loopback; default $VIGIL_REDIS_URL), with the replicas' cluster key in $VIGIL_CLUSTER_KEY (and the old one in $VIGIL_CLUSTER_KEY_PREVIOUS during a rotation)")
 	redisCA := fs.String("redis-ca", os.Getenv("VIGIL_REDIS_CA"), "PEM `file` of the certificate authorities that Redis's certificate must chain to, instead of the system's (default $VIGIL_REDIS_CA)")
 	redisPlaintext := fs.Bool("redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback")
 	maxSessions := fs.Int("max-sessions", 10000, "with -http: most concurrent 2025-era sessions; more initializes get 503")
@@ -137,7 +137,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		var err error
 		if shared, err = redisshare.Open(ctx, redisshare.Config{
-			URL: *redisURL, Password: os.Getenv("VIGIL_REDIS_PASSWORD"), CAFile: *redisCA, AllowPlaintext: *redisPlaintext,
+			URL: *redisURL, Password: os.Getenv("VIGIL_REDIS_PASSWORD"), SentinelPassword: os.Getenv("VIGIL_REDIS_SENTINEL_PASSWORD"),
+			CAFile: *redisCA, AllowPlaintext: *redisPlaintext,
 			IdleTimeout: 30 * time.Minute, Logger: logger, ClusterKey: keys[0], PreviousClusterKey: keys[1],
 		}); err != nil {
 			return err

@@ -208,6 +208,17 @@ func TestParseConfig(t *testing.T) {
 		},
 		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead"},
 		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
+		{name: "sentinel password in argv", args: []string{"-redis", "rediss+sentinel://vigil:pw@s1,s2:26379,s3/mymaster"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
+		{name: "outage-unready without redis", args: []string{"-redis-outage-unready"}, wantErr: "need -redis"},
+		{
+			name: "redis under Sentinel, unready in an outage",
+			args: []string{"-redis", "rediss+sentinel://vigil@s1,s2,s3/mymaster?sentinel_user=watch", "-redis-outage-unready"},
+			env:  map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64, "VIGIL_REDIS_SENTINEL_PASSWORD": "spw"},
+			want: with(func(c *config) {
+				c.redisURL, c.redisOutageUnready, c.redisSentinelPassword = "rediss+sentinel://vigil@s1,s2,s3/mymaster?sentinel_user=watch", true, "spw"
+				c.clusterKey, c.stateKey = testClusterKey, testClusterKey
+			}),
+		},
 		{
 			name: "redis with TLS, a CA and an ACL user",
 			args: []string{"-redis", "rediss://vigil@redis:6379/0", "-redis-ca", "/etc/vigil/redis-ca.pem"},
@@ -224,7 +235,7 @@ func TestParseConfig(t *testing.T) {
 				c.redisURL, c.redisPlaintext, c.clusterKey, c.stateKey = "redis://redis:6379/0", true, testClusterKey, testClusterKey
 			}),
 		},
-		{name: "redis password without redis", env: map[string]string{"VIGIL_REDIS_PASSWORD": "pw"}, wantErr: "-redis-ca, -redis-insecure-plaintext and VIGIL_REDIS_PASSWORD need -redis"},
+		{name: "redis password without redis", env: map[string]string{"VIGIL_REDIS_PASSWORD": "pw"}, wantErr: "-redis-ca, -redis-insecure-plaintext, -redis-outage-unready, VIGIL_REDIS_PASSWORD and VIGIL_REDIS_SENTINEL_PASSWORD need -redis"},
 		{name: "redis CA without redis", args: []string{"-redis-ca", "ca.pem"}, wantErr: "need -redis"},
 		{
 			name: "redis without password in argv", args: []string{"-redis", "redis://redis:6379/2"}, env: map[string]string{"VIGIL_CLUSTER_KEY": testClusterKeyB64},
@@ -430,7 +441,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"(env VIGIL_AUDIT_BLOCK)", "(env VIGIL_AUTH_CACHE_TTL)", "(env VIGIL_AUTH_INTROSPECTION_RATE)", "(env VIGIL_AUTH_HIDE_TOOLS)", "(env VIGIL_AUTH_REQUIRE_DPOP)", "(env VIGIL_AUTH_DPOP_NONCES)"} {
 		assert.Contains(t, usage, want)
 	}
-	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD"} {
+	for _, want := range []string{"-redis-ca file", "(env VIGIL_REDIS_CA)", "(env VIGIL_REDIS_INSECURE_PLAINTEXT)", "VIGIL_REDIS_PASSWORD", "(env VIGIL_REDIS_OUTAGE_UNREADY)", "VIGIL_REDIS_SENTINEL_PASSWORD"} {
 		assert.Contains(t, usage, want)
 	}
 	assert.Contains(t, usage, "-skills directory")
@@ -451,7 +462,7 @@ func TestUsageDocumentsEnvironment(t *testing.T) {
 	for _, want := range []string{"-upstream-header NAME=Header-Name=VALUE", "(env VIGIL_UPSTREAM_HEADER)", "(env VIGIL_UPSTREAM_AUTH)", "-upstream-tools NAME=PATTERN[,PATTERN]", "(env VIGIL_UPSTREAM_TOOLS)"} {
 		assert.Contains(t, usage, want)
 	}
-	assert.Equal(t, 73, flags, "every flag is listed")
+	assert.Equal(t, 74, flags, "every flag is listed")
 	assert.Equal(t, flags, strings.Count(usage, "(env VIGIL_"), "every flag names its variable")
 }
 

@@ -227,7 +227,7 @@ func rootsAnswer(dir string) func(string, json.RawMessage) any {
 // (result or error) as it came.
 func (s *serverSession) exchange(t *testing.T, calls []toolCall, want []string) {
 	t.Helper()
-	s.p.initialize(gatewayCaps)
+	s.p.initialize(everythingCaps)
 	id := 10000 // list requests: their ids above the calls'
 	var list json.RawMessage
 	svcEventually(t, "the tools listed", 30*time.Second, func() (bool, error) {

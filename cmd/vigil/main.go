@@ -117,6 +117,9 @@ type config struct {
 	redisCA        string // -redis-ca: PEM file of the CAs of Redis's certificate; "": the system's
 	redisPlaintext bool   // -redis-insecure-plaintext: redis:// to a Redis that is not on loopback
 	redisPassword  string // from VIGIL_REDIS_PASSWORD only: never printed
+	// from VIGIL_REDIS_SENTINEL_PASSWORD only: the Sentinels' (redis+sentinel://)
+	redisSentinelPassword string
+	redisOutageUnready    bool // -redis-outage-unready: /readyz 503 whenever Redis does not answer
 
 	// Rate limits (token buckets; shared on Redis with -redis): each
 	// principal's requests, and its calls of some tools. 0: none.
@@ -209,7 +212,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&authToolScopes, "auth-tool-scopes", "", "per-tool scopes, besides -auth-scopes, as `tool=scope+scope,tool2=scope`; every tool named must exist")
 	fs.StringVar(&cfg.authPolicyFile, "auth-policy", "", "YAML `file` of per-tool CEL policies over principal, tool, arguments and request (default: EXPR, tools: {NAME: EXPR}), checked after a call's arguments and before its tool runs; a denied call gets a JSON-RPC error naming the policy, a tool whose policy reads no arguments is hidden from a caller it denies; a bad expression fails the start; needs -auth-issuer (see docs/security.md)")
 	fs.BoolVar(&cfg.allowUnauthenticated, "allow-unauthenticated", false, "serve /mcp without authorization on a non-loopback address (loopback never needs it)")
-	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL` (rediss://[user@]host:port/db, TLS; redis:// only on loopback): any replica then serves any session, with no session affinity; a password is refused here: give it in VIGIL_REDIS_PASSWORD")
+	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL`: one node (rediss://[user@]host:port/db), a primary under Sentinel (rediss+sentinel://[user@]S1:26379,S2,S3/master[/db][?sentinel_user=NAME]) or a Cluster (rediss+cluster://[user@]N1:6379,N2,N3); TLS, or redis… only on loopback: any replica then serves any session, with no session affinity; a password is refused here: give it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD)")
+	fs.BoolVar(&cfg.redisOutageUnready, "redis-outage-unready", false, "with -redis, /readyz answers 503 whenever Redis does not answer, instead of staying ready and serving what needs no Redis (stateless calls, the sessions the replica holds): every replica then leaves the load balancer at once while Redis is away (deploy/SCALING.md)")
 	fs.StringVar(&cfg.redisCA, "redis-ca", "", "PEM `file` of the certificate authorities that Redis's certificate (rediss://) must chain to, instead of the system's")
 	fs.BoolVar(&cfg.redisPlaintext, "redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback, where anyone on the path reads the sessions and the password and can rewrite them: for tests and labs only")
 	fs.StringVar(&cfg.adminAddr, "admin-http", "", "`address` of a separate listener for /metrics, /healthz, /readyz and /debug/vigil, which then leave the MCP listener")
@@ -313,13 +317,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if cfg.redisURL != fromEnv {
+	if cfg.redisURL != fromEnv && urlHasPassword(cfg.redisURL) {
 		// Argv is readable by every local user (ps, /proc): no secret there.
-		if u, err := url.Parse(cfg.redisURL); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead")
-			}
-		}
+		return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead")
 	}
 	switch cfg.traceClientContext {
 	case "", "trust", "link":
@@ -327,8 +327,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, fmt.Errorf("-trace-client-context %q: want trust or link", cfg.traceClientContext)
 	}
 	cfg.redisPassword = getenv(envPrefix + "REDIS_PASSWORD")
-	if (cfg.redisPassword != "" || cfg.redisCA != "" || cfg.redisPlaintext) && cfg.redisURL == "" {
-		return config{}, fmt.Errorf("-redis-ca, -redis-insecure-plaintext and %sREDIS_PASSWORD need -redis", envPrefix)
+	cfg.redisSentinelPassword = getenv(envPrefix + "REDIS_SENTINEL_PASSWORD")
+	if (cfg.redisPassword != "" || cfg.redisSentinelPassword != "" || cfg.redisCA != "" || cfg.redisPlaintext || cfg.redisOutageUnready) && cfg.redisURL == "" {
+		return config{}, fmt.Errorf("-redis-ca, -redis-insecure-plaintext, -redis-outage-unready, %sREDIS_PASSWORD and %sREDIS_SENTINEL_PASSWORD need -redis", envPrefix, envPrefix)
 	}
 	if v := getenv(envPrefix + "REQUEST_STATE_KEY"); v != "" {
 		key, err := base64.StdEncoding.DecodeString(v)
@@ -567,7 +568,8 @@ only /mcp):
   /metrics       Prometheus metrics (OpenMetrics with exemplars when asked)
   /healthz       liveness: 200 while the process runs
   /readyz        readiness: 200 while serving, 503 once shutdown has begun
-                 ("draining") or, with -redis, while Redis does not answer
+                 ("draining") or, with -redis, until Redis first answered
+                 and, with -redis-outage-unready, while it does not
                  ("shared session store unreachable"), or, with -upstream,
                  while an upstream -upstream-required names is not ready
                  (each upstream's state, one a line: starting, ready,
@@ -624,6 +626,9 @@ Secrets (environment only):
   VIGIL_REDIS_PASSWORD           password of -redis's user (an ACL user named
                                  in the URL: rediss://vigil@host:6379/0),
                                  instead of a password in VIGIL_REDIS_URL
+  VIGIL_REDIS_SENTINEL_PASSWORD  password of the Sentinels' user (the URL's
+                                 sentinel_user, or their default user) with
+                                 -redis rediss+sentinel://
   VIGIL_CLUSTER_KEY              base64 of >= 32 random bytes (openssl rand
                                  -base64 48), the same on every replica,
                                  needed by -redis: relays, session records
@@ -699,7 +704,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// Sessions shared with the other replicas on Redis: open before
 		// the server, which broadcasts its changes through it.
 		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
-			URL: cfg.redisURL, Password: cfg.redisPassword, CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext,
+			URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
+			CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,
 			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
 			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
 			ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
@@ -836,4 +842,19 @@ func logOTelErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("opentelemetry", "error", err)
 	}))
+}
+
+// urlHasPassword reports whether a -redis URL carries a password in its
+// user information: any form, Sentinel's and Cluster's lists of hosts
+// included, which net/url does not parse.
+func urlHasPassword(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return false
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	i := strings.LastIndex(rest, "@")
+	return i >= 0 && strings.Contains(rest[:i], ":")
 }

@@ -27,6 +27,10 @@ type config struct {
 	current   []byte // the cluster key
 	previous  []byte // the cluster key before a rotation, or nil
 	refused   func(reason string)
+	// acks: replicas a write the client is answered after waits for
+	// (WithReplicaAcks), at most ackTimeout.
+	acks       int
+	ackTimeout time.Duration
 }
 
 func defaultConfig() config {

@@ -50,7 +50,9 @@ var _ replication.Cluster = (*Store)(nil)
 
 // New returns the Store of one replica on rdb, which it does not close.
 // It needs the cluster key ([WithClusterKey]): without one, whoever can
-// write to Redis could act in any session. It checks that Redis answers.
+// write to Redis could act in any session. It does not need Redis to
+// answer yet: its commands fail until Redis does, and its subscriptions
+// connect when Redis answers.
 func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -73,9 +75,6 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 	}
 	if strings.ContainsAny(replica, ".~ ") || !visible(replica) {
 		return nil, fmt.Errorf("redisstore: replica name %q: want visible ASCII without '.', '~'", replica)
-	}
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
 	}
 	s := &Store{
 		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),
@@ -210,7 +209,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
 	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
-	n, err := storeState.Run(ctx, s.rdb, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	n, err := s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
@@ -238,7 +237,20 @@ func (s *Store) othersOf(id string, reached int) int {
 // Touch restarts a session's idle clock.
 func (s *Store) Touch(ctx context.Context, id string) (err error) {
 	defer s.observe("touch", time.Now(), &err)
-	ok, err := s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
+	var ok bool
+	if s.cfg.acks == 0 {
+		ok, err = s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()).Result()
+	} else {
+		var touched *redis.BoolCmd
+		var wait *redis.Cmd
+		start := time.Now()
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
+			touched, wait = p.PExpire(ctx, s.recordKey(id), s.ttl()), s.waitCmd(ctx, p)
+			return nil
+		})
+		s.noteAcks(wait, start)
+		ok, err = touched.Result()
+	}
 	if err != nil {
 		return fmt.Errorf("redisstore: touch session: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +23,13 @@ import (
 
 // Server is one redis-server process of a test.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
-	tls  *tlsFiles // nil: plain TCP, the default user with no password
+	t     testing.TB
+	bin   string
+	dir   string
+	port  int
+	tls   *tlsFiles // nil: plain TCP, the default user with no password
+	conf  string    // a configuration file, the first argument ("": none)
+	extra []string  // arguments after the usual ones (a replica's, a Sentinel's)
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -48,7 +51,14 @@ func StartTLS(t testing.TB) *Server {
 	return startServer(t, true)
 }
 
-func startServer(t testing.TB, withTLS bool) *Server {
+func startServer(t testing.TB, withTLS bool, extra ...string) *Server {
+	t.Helper()
+	return startWith(t, withTLS, nil, extra)
+}
+
+// startWith starts a redis-server for t; conf, when not nil, writes the
+// configuration file it starts from (for a port and a directory).
+func startWith(t testing.TB, withTLS bool, conf func(port int, dir string) string, extra []string) *Server {
 	t.Helper()
 	testkit.External(t, "redis-server")
 	bin, err := exec.LookPath("redis-server")
@@ -58,7 +68,7 @@ func startServer(t testing.TB, withTLS bool) *Server {
 		}
 		t.Skip("redis-server is not installed; make test installs it")
 	}
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), extra: extra}
 	if withTLS {
 		if s.tls, err = writeTLSFiles(s.dir); err != nil {
 			t.Fatal(err)
@@ -68,6 +78,12 @@ func startServer(t testing.TB, withTLS bool) *Server {
 	for range 5 {
 		if s.port, err = freePort(); err != nil {
 			t.Fatal(err)
+		}
+		if conf != nil {
+			s.conf = filepath.Join(s.dir, "redis.conf")
+			if err := os.WriteFile(s.conf, []byte(conf(s.port, s.dir)), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if lastErr = s.start(); lastErr == nil {
 			break
@@ -92,10 +108,15 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", "",
-	}
+	)
+	args = append(args, s.extra...)
 	if f := s.tls; f != nil {
 		args = append(args, f.serverArgs(s.port)...)
 	}

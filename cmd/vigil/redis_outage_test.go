@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
+)
+
+// outageReplica is one vigil -redis process of the outage tests.
+type outageReplica struct {
+	t    *testing.T
+	addr string
+	log  string
+}
+
+// startOutageReplica runs vigil -redis redisURL with args and waits until
+// it listens (not until it is ready: Redis may be away).
+func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageReplica {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	r := &outageReplica{t: t, addr: addr, log: filepath.Join(t.TempDir(), "vigil.log")}
+	f, err := os.Create(r.log)
+	require.NoError(t, err)
+	cmd := exec.Command(vigilBin, append([]string{"-http", addr, "-shutdown-grace", "1s", "-redis", redisURL}, args...)...)
+	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
+	cmd.Stderr = f
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-exited:
+			logs, _ := os.ReadFile(r.log)
+			t.Fatalf("vigil exited:\n%s", logs)
+		default:
+		}
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			_ = resp.Body.Close()
+			return r
+		}
+		require.True(t, time.Now().Before(deadline), "vigil does not listen within 20s")
+		time.Sleep(20 * time.Millisecond) // waiting for a process to listen: no event to wait on
+	}
+}
+
+// ready is /readyz's status.
+func (r *outageReplica) ready() int {
+	resp, err := http.Get("http://" + r.addr + "/readyz")
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// redisUp is the replica's mcp_server_redis_up.
+func (r *outageReplica) redisUp() float64 {
+	resp, err := http.Get("http://" + r.addr + "/metrics")
+	require.NoError(r.t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(r.t, err)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "mcp_server_redis_up "); ok {
+			var f float64
+			_, _ = fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return -1
+}
+
+// post sends body, with the headers of a session (sid) or of a
+// 2026-07-28 request (sid "2026"), and returns the status, Retry-After
+// and the answer.
+func (r *outageReplica) post(sid, body string) (int, string, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.addr+"/mcp", strings.NewReader(body))
+	require.NoError(r.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	switch sid {
+	case "":
+	case "2026":
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "echo")
+	default:
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(r.t, err)
+	defer func() { _ = resp.Body.Close() }()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), string(answer)
+}
+
+const (
+	outageEcho      = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"held"}}}`
+	outageStateless = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"stateless"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	outageInit = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"outage","version":"1"}}}`
+)
+
+// TestRedisOutageKeepsServing: replicas started while Redis is down are
+// not ready until Redis answers, then ready within 2 s of it. While Redis
+// is down again, a replica stays ready (the default) and serves a
+// stateless call and the session it holds, and refuses a new session and
+// a session it holds no view of with 503 and Retry-After; one with
+// -redis-outage-unready leaves the load balancer instead.
+func TestRedisOutageKeepsServing(t *testing.T) {
+	redis := redistest.Start(t)
+	redis.Kill()
+	serving := startOutageReplica(t, redis.URL())
+	unready := startOutageReplica(t, redis.URL(), "-redis-outage-unready")
+	assert.Equal(t, http.StatusServiceUnavailable, serving.ready(), "never reached Redis: not ready")
+	assert.Equal(t, http.StatusServiceUnavailable, unready.ready())
+
+	redis.Restart() // returns once Redis answers
+	answering := time.Now()
+	for _, r := range []*outageReplica{serving, unready} {
+		for r.ready() != http.StatusOK && time.Since(answering) < 5*time.Second {
+			time.Sleep(5 * time.Millisecond) // polling /readyz, as a readiness probe does
+		}
+		took := time.Since(answering)
+		t.Logf("%s ready %v after Redis answered", r.addr, took.Round(time.Millisecond))
+		assert.Less(t, took, 2*time.Second, "ready within 2 s of Redis answering")
+	}
+
+	sid := (&chClient{t: t, url: "http://" + serving.addr + "/mcp", http: http.DefaultClient}).initialize()
+	status, _, answer := serving.post(sid, outageEcho)
+	require.Equal(t, http.StatusOK, status, answer)
+
+	redis.Kill()
+	require.Eventually(t, func() bool { return serving.redisUp() == 0 && unready.redisUp() == 0 }, 5*time.Second, 20*time.Millisecond, "the replicas see Redis down")
+	assert.Equal(t, http.StatusOK, serving.ready(), "stays ready through the outage")
+	assert.Equal(t, http.StatusServiceUnavailable, unready.ready(), "-redis-outage-unready: not ready")
+
+	status, _, answer = serving.post(sid, outageEcho)
+	assert.Equal(t, http.StatusOK, status, "the session it holds: %s", answer)
+	assert.Contains(t, answer, `"held"`)
+	status, _, answer = serving.post("2026", outageStateless)
+	assert.Equal(t, http.StatusOK, status, "a stateless call: %s", answer)
+	assert.Contains(t, answer, `"stateless"`)
+	status, retry, answer := serving.post("", outageInit)
+	assert.Equal(t, http.StatusServiceUnavailable, status, "a new session: %s", answer)
+	assert.NotEmpty(t, retry, "with Retry-After")
+	status, retry, answer = unready.post(sid, outageEcho)
+	assert.Equal(t, http.StatusServiceUnavailable, status, "a session it holds no view of: %s", answer)
+	assert.NotEmpty(t, retry, "with Retry-After")
+
+	redis.Restart()
+	require.Eventually(t, func() bool { return unready.ready() == http.StatusOK }, 3*time.Second, 10*time.Millisecond)
+	status, _, answer = serving.post("", outageInit)
+	assert.Equal(t, http.StatusOK, status, "new sessions again once Redis answers: %s", answer)
+}
