@@ -35,8 +35,7 @@ const teeDir = "VIGIL_TEST_TEE"
 // runTee runs argv as a child that shares this process's stdout and
 // stderr, passes it each line of stdin and appends the line to
 // dir/stdin.jsonl (what reached the upstream) and to dir/PID.jsonl (what
-// reached this child, PID its pid), writes the child's pid to dir/pid,
-// and exits as the child does: the upstream as the gateway sees it, and
+// reached this child, PID its pid), and exits as the child does: the upstream as the gateway sees it, and
 // what the gateway sent it.
 func runTee(dir string, argv []string) int {
 	if len(argv) == 0 {
@@ -53,9 +52,6 @@ func runTee(dir string, argv []string) int {
 	in, err := cmd.StdinPipe()
 	if err == nil {
 		err = cmd.Start()
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	}
 	var own *os.File
 	if err == nil {
@@ -500,10 +496,9 @@ func TestGatewayEverything(t *testing.T) {
 		"_meta": map[string]any{"progressToken": "p800"},
 	})
 	waitProgress(t, p, "p800")
-	pid, err := os.ReadFile(filepath.Join(rec, "pid"))
-	require.NoError(t, err)
-	n, err := strconv.Atoi(string(pid))
-	require.NoError(t, err)
+	// The session's process is the one the call reached: not the listing
+	// session's, a tool view's or the spare vigil keeps for the next one.
+	n := processWith(t, rec, `"progressToken":"p800"`)
 	killed := time.Now()
 	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
 	m := p.response(800)

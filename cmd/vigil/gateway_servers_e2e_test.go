@@ -308,6 +308,28 @@ func callingProcesses(t *testing.T, rec string) []int {
 	return pids
 }
 
+// processWith returns the pid of the one upstream process whose recorded
+// stdin (runTee's dir/PID.jsonl) holds needle.
+func processWith(t *testing.T, rec, needle string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(rec, "*.jsonl"))
+	require.NoError(t, err)
+	var pids []int
+	for _, f := range files {
+		pid, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".jsonl"))
+		if err != nil {
+			continue // stdin.jsonl, every process's
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if bytes.Contains(b, []byte(needle)) {
+			pids = append(pids, pid)
+		}
+	}
+	require.Len(t, pids, 1, "one process got %s", needle)
+	return pids[0]
+}
+
 // upstreamCalls counts the tools/call requests that reached process pid.
 func upstreamCalls(t *testing.T, rec string, pid int) int {
 	t.Helper()

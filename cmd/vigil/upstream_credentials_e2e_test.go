@@ -119,7 +119,10 @@ func TestGatewayTokenExchange(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, calls)
-	assert.ElementsMatch(t, []string{exchanger.ID, oidcClientID}, initializes, "the listing session's, then the caller's")
+	// The listing session and the tool views (the caller's capabilities
+	// and the baseline: sessions of the gateway's, shared by callers) are
+	// vigil's own; the caller's session is the caller's.
+	assert.ElementsMatch(t, []string{exchanger.ID, exchanger.ID, exchanger.ID, oidcClientID}, initializes, "the listing session's, two tool views', then the caller's")
 	assert.Equal(t, []string{"POST /token"}, as.Seen(t, token), "the caller's token went to the token endpoint, nowhere else")
 	assert.NotContains(t, v.logs.String(), token)
 }
