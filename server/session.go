@@ -908,6 +908,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	switch {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
+	case (cancelled || closed) && ss.answeredAtEnd(inf, &out):
+		ss.seal(inf, out, protocol.DropNone, nil) // cancelled, yet answered: what the client received
 	case cancelled: // the session ending cancels first, so its cause decides
 		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	case closed:
@@ -933,6 +935,23 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	if drained {
 		ss.cancel(ErrShutdown)
 	}
+}
+
+// answeredAtEnd reports whether the session's transport answered inf's
+// request itself because the session ended under it (conncap.EndAnswerer:
+// a 2025 session deleted during the call gets -32000 "session
+// terminated"); if so it sets out.Err to that answer.
+func (ss *Session) answeredAtEnd(inf *inflight, out *Outcome) bool {
+	a := conncap.EndAnswererOf(ss.conn)
+	if a == nil {
+		return false
+	}
+	e := a.EndAnswer(inf.req.ID)
+	if e == nil {
+		return false
+	}
+	out.Err, out.Result = &Error{Code: protocol.Code(e.Code), Message: e.Message}, nil
+	return true
 }
 
 // dropReasonOf names the drop of a request cancelled with cause by what

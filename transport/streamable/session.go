@@ -222,6 +222,31 @@ func (s *session) answerEnded(st *stream, id transport.ID, terminated *transport
 	st.shutDown(terminated)
 }
 
+// EndAnswer implements conncap.EndAnswerer: the answer answerEnded
+// gave, or gives, request id, whose session ended before its answer.
+func (s *session) EndAnswer(id transport.ID) *transport.Error {
+	if !s.ended() {
+		return nil
+	}
+	var st *stream
+	if s.res != nil {
+		st = s.res.streamOf(id)
+	} else {
+		s.mu.Lock()
+		st = s.streams[id]
+		s.mu.Unlock()
+	}
+	if st == nil {
+		return nil
+	}
+	terminated := &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}
+	var busy *transport.Error
+	if s.view != nil {
+		busy = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "this replica is shutting down; retry"}
+	}
+	return st.endAnswerOf(terminated, busy)
+}
+
 // ended reports whether the session ended (here: a view may end while its
 // shared session goes on).
 func (s *session) ended() bool {
