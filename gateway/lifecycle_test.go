@@ -218,11 +218,11 @@ func TestHTTPUpstreamKilledMidCall(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=a}":              1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=a}": 1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=a}":           0,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=not_ready,upstream=a}":       3,
-		"mcp_gateway_upstream_state{state=failing,upstream=a}":                                            1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=ok,upstream=a}":             1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hold,mcp_method_name=tools/call,outcome=upstream_closed,upstream=a}": 1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=error,upstream=a}":          0,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=not_ready,upstream=a}":      3,
+		"mcp_gateway_upstream_state{state=failing,upstream=a}":                                                                  1,
 	}
 	assert.Equal(t, want, pick(gathered(t, reg), want))
 }

@@ -527,7 +527,7 @@ func TestHTTPChaosMetricsEqualGroundTruth(t *testing.T) {
 	spanAnswered := 0
 	for _, sp := range cs.spans.Ended() {
 		for _, a := range sp.Attributes() {
-			if string(a.Key) == "rpc.response.status_code" && a.Value.Emit() == "-32000" {
+			if string(a.Key) == "rpc.response.status_code" && a.Value.AsString() == "-32000" {
 				spanAnswered++
 			}
 		}

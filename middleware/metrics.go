@@ -72,10 +72,13 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}
-	tool, registered := "", false
+	tool, registered, upstream := "", false, ""
 	if req.Method == "tools/call" {
 		tool = req.Name
 		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
+		if registered && m.UpstreamLabeled() {
+			upstream = req.Session.Server().ToolUpstream(tool)
+		}
 	}
 	end := out.EndTime()
 	m.RequestFinished(metrics.RequestEnd{
@@ -87,6 +90,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 		StatusCode:      status,
 		ProtocolVersion: protocolOf(req),
 		Transport:       transport,
+		Upstream:        upstream,
 		Duration:        end.Sub(start),
 		Ended:           end,
 		TraceID:         traceID,
