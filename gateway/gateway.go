@@ -165,6 +165,7 @@ type mount struct {
 	sessions map[*server.Session]*link // the links of downstream sessions
 
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
+	calls           callTally    // the calls forwarded, for the status (upstream_view.go)
 
 	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)

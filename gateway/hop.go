@@ -50,7 +50,9 @@ func (m *mount) startHop(ctx context.Context, method string, params any) (contex
 		if toolErr && outcome == mcpconv.OutcomeOK {
 			outcome, errType = metrics.ToolError, mcpconv.ErrorTypeTool
 		}
-		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, time.Since(started))
+		d := time.Since(started)
+		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, d)
+		m.calls.add(outcome, d)
 		if !span.IsRecording() {
 			return
 		}

@@ -49,11 +49,12 @@ func newTraced(t *testing.T, spans *tracetest.InMemoryExporter, mopts ...telemet
 }
 
 // mount mounts ups on the server, counting the gateway into its registry.
-func (tr *traced) mount(t *testing.T, ups ...gateway.Upstream) {
+func (tr *traced) mount(t *testing.T, ups ...gateway.Upstream) *gateway.Gateway {
 	t.Helper()
 	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{Upstreams: ups, Registerer: tr.reg})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
+	return g
 }
 
 // span returns the one ended span named name of kind.
@@ -273,7 +274,7 @@ func TestServingTelemetryNamesTheUpstream(t *testing.T) {
 	fixture := func(name string) gateway.Upstream {
 		return gateway.Upstream{Name: name, Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}}
 	}
-	tr.mount(t, fixture("e"), fixture("f"))
+	g := tr.mount(t, fixture("e"), fixture("f"))
 	c := mcptest.Connect(t, tr.srv)
 	var names []string
 	for _, tool := range c.ListTools() {
@@ -285,6 +286,13 @@ func TestServingTelemetryNamesTheUpstream(t *testing.T) {
 	require.NotEmpty(t, c.CallTool("f_pid", nil).Text())
 	require.NotEmpty(t, c.CallTool("f_pid", nil).Text())
 	require.True(t, c.CallTool("f_fail", nil).IsError)
+	// Each upstream's own view (the live page's): its calls by outcome.
+	ups := g.Upstreams()
+	require.Len(t, ups, 2)
+	assert.Equal(t, map[string]int64{"ok": 1}, ups[0].Calls)
+	assert.Equal(t, map[string]int64{"ok": 2, "tool_error": 1}, ups[1].Calls)
+	assert.Positive(t, ups[1].MeanLatency)
+	assert.Positive(t, ups[1].Starts)
 	require.NoError(t, tr.srv.Shutdown(t.Context())) // every outcome recorded, every span ended
 	got := gathered(t, tr.reg)
 
