@@ -31,6 +31,7 @@ type causeRig struct {
 	*htEnv
 	blocker  *htBlocker
 	outcomes chan server.Outcome
+	closedAt time.Time // when the test closed the call's stream, if it says
 }
 
 func newCauseRig(t *testing.T, opts ...streamable.Option) *causeRig {
@@ -68,6 +69,21 @@ func (r *causeRig) start(body string, hdr htH) (closeStream func()) {
 		cancel()
 		<-done
 	}
+}
+
+// endedAtTheClose checks that a call whose stream closed at r.closedAt
+// (when the test set it) is recorded ending then, not once its cause
+// settled: the label waits out StreamCloseGrace (250 ms), the duration
+// does not. The bound, half the grace, holds on a loaded machine; the
+// time is logged.
+func (r *causeRig) endedAtTheClose(out server.Outcome) {
+	r.t.Helper()
+	if r.closedAt.IsZero() {
+		return
+	}
+	d := out.Ended.Sub(r.closedAt)
+	r.t.Logf("recorded end %.2f ms after the close", float64(d)/float64(time.Millisecond))
+	assert.Less(r.t, d, server.StreamCloseGrace/2, "the duration ends at the close, not at the grace's end")
 }
 
 // outcome waits for the one outcome of the call.
@@ -113,6 +129,7 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 			closeStream()
 		}, protocol.ReasonClientCancel},
 		{"bare close", func(t *testing.T, r *causeRig, _ string, closeStream, _ func()) {
+			r.closedAt = time.Now()
 			closeStream()
 			require.Error(t, <-r.blocker.cause)
 		}, protocol.ReasonStreamClose},
@@ -145,6 +162,7 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 			out := r.outcome()
 			assert.Equal(t, tc.want, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
 			assert.Empty(t, r.outcomes, "one outcome")
+			r.endedAtTheClose(out)
 		})
 	}
 }
@@ -182,10 +200,13 @@ func TestHTTPStatelessCancel(t *testing.T) {
 	cancelHdr := htH{"MCP-Protocol-Version": htV26, "Mcp-Method": "notifications/cancelled"}
 	t.Run("bare close", func(t *testing.T) {
 		r := newCauseRig(t)
-		r.start(call, hdr)()
+		closeStream := r.start(call, hdr)
+		r.closedAt = time.Now()
+		closeStream()
 		require.Error(t, <-r.blocker.cause)
 		out := r.outcome()
 		assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
+		r.endedAtTheClose(out)
 	})
 	t.Run("notification after the close", func(t *testing.T) {
 		r := newCauseRig(t)
