@@ -13,7 +13,8 @@ type EndAnswerer interface {
 	// id with because its session ended; nil when it delivers none (the
 	// request's stream is gone, was cancelled, or had begun an event
 	// stream, which then ends without an answer). Call it once the
-	// session ended, after the server stopped writing to the request.
+	// session ended, or as the server ends it (it closes the Conn next),
+	// after the server stopped writing to the request.
 	EndAnswer(id transport.ID) *transport.Error
 }
 

@@ -32,7 +32,7 @@ type causeRig struct {
 	blocker  *htBlocker
 	outcomes chan server.Outcome
 	sealed   chan time.Time // when each outcome was sealed, before it is sent on outcomes
-	closedAt time.Time // when the test closed the call's stream, if it says
+	closedAt time.Time      // when the test closed the call's stream, if it says
 }
 
 func newCauseRig(t *testing.T, opts ...streamable.Option) *causeRig {

@@ -222,12 +222,11 @@ func (s *session) answerEnded(st *stream, id transport.ID, terminated *transport
 	st.shutDown(terminated)
 }
 
-// EndAnswer implements conncap.EndAnswerer: the answer answerEnded
-// gave, or gives, request id, whose session ended before its answer.
+// EndAnswer implements conncap.EndAnswerer: the answer Close and
+// answerEnded gave, or give, request id, whose session ends before its
+// answer. The server asks once the session ended or as it ends it (its
+// close of the session follows).
 func (s *session) EndAnswer(id transport.ID) *transport.Error {
-	if !s.ended() {
-		return nil
-	}
 	var st *stream
 	if s.res != nil {
 		st = s.res.streamOf(id)
