@@ -59,7 +59,7 @@ func TestBrokenUpstreamsTakeNoneDown(t *testing.T) {
 		{Name: "ok", State: gateway.StateReady, Required: true},
 		{Name: "silent", State: gateway.StateStarting, Required: true},
 		{Name: "bad", State: gateway.StateFailing, Required: true, RetryIn: time.Second},
-	}, g.Upstreams())
+	}, statesOf(g.Upstreams()))
 	health := g.Health()
 	require.Error(t, health)
 	assert.Equal(t, "upstream ok: ready\nupstream silent: starting\nupstream bad: failing, next start in 1 s", health.Error())
@@ -267,3 +267,13 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func (h recordHandler) WithGroup(string) slog.Handler { return h }
+
+// statesOf returns sts without their counts (calls, latency, starts): the
+// states alone.
+func statesOf(sts []gateway.UpstreamStatus) []gateway.UpstreamStatus {
+	out := make([]gateway.UpstreamStatus, len(sts))
+	for i, st := range sts {
+		out[i] = gateway.UpstreamStatus{Name: st.Name, State: st.State, Required: st.Required, RetryIn: st.RetryIn}
+	}
+	return out
+}
