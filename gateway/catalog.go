@@ -262,6 +262,7 @@ func (cat *catalog) names() catalogNames {
 // nil) registered unchanged, which stays as it is (catalog_diff.go); on
 // failure it removes all it holds.
 func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
+	cat.m.g.obs.Tools(cat.m.up.Name, cat.toolNames) // the hop's series of each tool, at zero
 	var tools, prompts, uris, templates, skills []string
 	cat.printed = cat.prints()
 	defer func() {
@@ -302,6 +303,8 @@ func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
 			deferred.Deferred = true
 			t.Execution = &deferred
 		}
+		// The downstream request's telemetry names the upstream.
+		t.Upstream = cat.m.up.Name
 		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t), paramheader.Mirrors(t.InputSchema))); err != nil { // tasks.go
 			return err
 		}
@@ -344,14 +347,14 @@ func (m *mount) forward(ctx context.Context, method string, params any, notes *u
 }
 
 // forwardRetry is forward, which retry allows to retry or not.
-func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (_ json.RawMessage, err error) {
+func (m *mount) forwardRetry(ctx context.Context, method string, params any, notes *upstream.Notes, retry bool) (res json.RawMessage, err error) {
 	ctx, end := m.startHop(ctx, method, params)
 	defer func() {
 		if _, asks := errors.AsType[*server.InputRequired](err); asks {
-			end(nil) // the upstream answered: with questions
+			end(nil, false) // the upstream answered: with questions
 			return
 		}
-		end(err)
+		end(err, err == nil && method == "tools/call" && toolFailed(res))
 	}()
 	raw, err := encodeParams(params)
 	if err != nil {
@@ -387,7 +390,7 @@ func (m *mount) forwardRetry(ctx context.Context, method string, params any, not
 		}
 		return m.callAcrossRounds(ctx, s, method, raw, notes) // rounds.go
 	}
-	res, err := m.call(ctx, l, method, raw, notes, retry)
+	res, err = m.call(ctx, l, method, raw, notes, retry)
 	if err := asked.failure(); err != nil {
 		return nil, err
 	}

@@ -217,6 +217,7 @@ type mount struct {
 	pingless  atomic.Bool               // the upstream's spare did not answer a ping: spares are not pinged (spare.go)
 
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
+	calls           callTally    // the calls forwarded, for the status (upstream_view.go)
 
 	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)

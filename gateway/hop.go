@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,22 +30,36 @@ type toolCall struct {
 // startHop starts the hop of a call of method forwarded upstream with
 // params: a client span of the downstream request's tracer provider,
 // child of ctx's span, whose context is what goes upstream in _meta; and
-// its metrics. end records how it ended: err is what forward returns.
-func (m *mount) startHop(ctx context.Context, method string, params any) (context.Context, func(err error)) {
+// its metrics. end records how it ended: err is what forward returns,
+// toolErr that it returned a tool result with isError.
+func (m *mount) startHop(ctx context.Context, method string, params any) (context.Context, func(err error, toolErr bool)) {
 	started := time.Now()
 	caller := ctx
 	span := trace.SpanFromContext(ctx)
 	if span.IsRecording() {
+		span.SetAttributes(mcpconv.UpstreamKey.String(m.up.Name)) // the downstream request's span names its upstream too
 		ctx, span = span.TracerProvider().Tracer(mcpconv.ScopeName).Start(ctx, hopSpanName(method, params),
 			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(m.hopAttributes(method, params)...))
 	}
-	return ctx, func(err error) {
+	tool := ""
+	if c, ok := params.(toolCall); ok {
+		tool = c.Name
+	}
+	return ctx, func(err error, toolErr bool) {
 		outcome, errType := hopOutcome(caller, err)
-		m.g.obs.Called(m.up.Name, method, outcome, errType, time.Since(started))
+		if toolErr && outcome == mcpconv.OutcomeOK {
+			outcome, errType = metrics.ToolError, mcpconv.ErrorTypeTool
+		}
+		d := time.Since(started)
+		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, d)
+		m.calls.add(outcome, d)
 		if !span.IsRecording() {
 			return
 		}
 		switch outcome {
+		case metrics.ToolError: // as the server's own span of a tool result with isError
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, "")
 		case mcpconv.OutcomeCancelled:
 			cause := mcpconv.CancelCauseKey.String(server.ReasonOfCause(context.Cause(caller)).String())
 			span.SetAttributes(cause)
@@ -58,6 +73,18 @@ func (m *mount) startHop(ctx context.Context, method string, params any) (contex
 		}
 		span.End()
 	}
+}
+
+// toolFailed reports whether raw, a tools/call's result, has isError
+// set; the whole result is decoded only when it names isError.
+func toolFailed(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`"isError"`)) {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(raw, &r) == nil && r.IsError
 }
 
 // hopSpanName is "{method} {target}", the target the upstream's tool or

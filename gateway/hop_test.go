@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -21,6 +22,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -33,13 +35,13 @@ type traced struct {
 	reg   *prometheus.Registry
 }
 
-func newTraced(t *testing.T, spans *tracetest.InMemoryExporter) *traced {
+func newTraced(t *testing.T, spans *tracetest.InMemoryExporter, mopts ...telemetry.MetricsOption) *traced {
 	t.Helper()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	reg := prometheus.NewRegistry()
 	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg),
-		middleware.WithPropagators(propagation.TraceContext{}))
+		middleware.WithPropagators(propagation.TraceContext{}), middleware.WithMetricsOptions(mopts...))
 	require.NoError(t, err)
 	srv := server.New(inst.ServerOptions()...)
 	t.Cleanup(func() { _ = srv.Close() })
@@ -47,11 +49,12 @@ func newTraced(t *testing.T, spans *tracetest.InMemoryExporter) *traced {
 }
 
 // mount mounts ups on the server, counting the gateway into its registry.
-func (tr *traced) mount(t *testing.T, ups ...gateway.Upstream) {
+func (tr *traced) mount(t *testing.T, ups ...gateway.Upstream) *gateway.Gateway {
 	t.Helper()
 	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{Upstreams: ups, Registerer: tr.reg})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = g.Close() })
+	return g
 }
 
 // span returns the one ended span named name of kind.
@@ -83,10 +86,11 @@ func attr(s tracetest.SpanStub, key attribute.Key) string {
 // the restart is counted, and the live session.
 func TestHopSpansAndMetrics(t *testing.T) {
 	testkit.Watchdog(t)
-	tr := newTraced(t, tracetest.NewInMemoryExporter())
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.WithUpstreams("e"))
 	tr.mount(t, gateway.Upstream{Name: "e", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}})
 	c := mcptest.Connect(t, tr.srv)
 	require.NotEmpty(t, c.CallTool("pid", nil).Text())
+	require.True(t, c.CallTool("fail", nil).IsError)
 	_, rpcErr := c.Call("tools/call", map[string]any{"name": "die"})
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, "upstream e is gone", rpcErr.Message)
@@ -117,6 +121,16 @@ func TestHopSpansAndMetrics(t *testing.T) {
 	assert.Equal(t, "e", attr(hopPid[0], "vigil.upstream"))
 	assert.Equal(t, "pipe", attr(hopPid[0], "network.transport"))
 
+	// With one upstream, whose tools keep their names, the server span
+	// names the upstream all the same.
+	assert.Equal(t, "e", attr(srvPid[0], "vigil.upstream"))
+	// A tool result with isError: tool_error on both spans.
+	srvFail, hopFail := tr.span(t, "tools/call fail", trace.SpanKindServer), tr.span(t, "tools/call fail", trace.SpanKindClient)
+	assert.Equal(t, "e", attr(srvFail, "vigil.upstream"))
+	assert.Equal(t, "tool_error", attr(srvFail, "error.type"))
+	assert.Equal(t, "tool_error", attr(hopFail, "error.type"))
+	assert.Equal(t, codes.Error, hopFail.Status.Code)
+
 	// The call whose upstream died: upstream_closed on both spans.
 	srvDie, hopDie := tr.span(t, "tools/call die", trace.SpanKindServer), tr.span(t, "tools/call die", trace.SpanKindClient)
 	assert.Equal(t, "upstream_closed", attr(srvDie, "error.type"))
@@ -127,16 +141,34 @@ func TestHopSpansAndMetrics(t *testing.T) {
 	got := gathered(t, tr.reg)
 	got[sessions] = live
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=e}":                      2,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=e}":                   0,
-		"mcp_client_operation_duration_seconds{error_type=upstream_closed,mcp_method_name=tools/call,upstream=e}": 1,
-		"mcp_gateway_upstream_starts_total{result=ok,upstream=e}":                                                 3, // the listing session, c's, c's again
-		"mcp_gateway_upstream_sessions{upstream=e}":                                                               2, // the listing session and c's
-		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=e}":                                    0,
-		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                        1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=pid,mcp_method_name=tools/call,outcome=ok,upstream=e}":                      2,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=die,mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=pid,mcp_method_name=tools/call,outcome=error,upstream=e}":                   0,
+		"mcp_client_operation_duration_seconds{error_type=upstream_closed,gen_ai_tool_name=die,mcp_method_name=tools/call,upstream=e}": 1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=fail,mcp_method_name=tools/call,outcome=tool_error,upstream=e}":             1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=fail,mcp_method_name=tools/call,outcome=ok,upstream=e}":                     0,
+		"mcp_client_operation_duration_seconds{error_type=tool_error,gen_ai_tool_name=fail,mcp_method_name=tools/call,upstream=e}":     1,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=e}":                                                                      3, // the listing session, c's, c's again
+		"mcp_gateway_upstream_sessions{upstream=e}":                                                                                    2, // the listing session and c's
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=e}":                                                         0,
+		"mcp_server_cancellations_total{cause=upstream_closed,mcp_method_name=tools/call}":                                             1,
 	}
 	assert.Equal(t, want, pick(got, want))
+	assert.Equal(t, map[string]float64{"pid": 2, "fail": 1, "die": 1}, servedFrom(got, "e"), "the serving durations of each tool labeled with its upstream")
+}
+
+// servedFrom returns the serving duration count of each tool got labels
+// with upstream.
+func servedFrom(got map[string]float64, upstream string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range got {
+		if !strings.HasPrefix(k, "mcp_server_operation_duration_seconds{") || !strings.Contains(k, ",upstream="+upstream+"}") || v == 0 {
+			continue
+		}
+		i := strings.Index(k, "gen_ai_tool_name=") + len("gen_ai_tool_name=")
+		out[k[i:i+strings.IndexByte(k[i:], ',')]] += v
+	}
+	return out
 }
 
 // pick returns the series of got that want names; a series got lacks is
@@ -231,4 +263,51 @@ func childOf(t *testing.T, spans *tracetest.InMemoryExporter, parent tracetest.S
 	}
 	require.Len(t, found, 1, "%s %s spans, children of %s", kind, name, parent.Name)
 	return found[0]
+}
+
+// TestServingTelemetryNamesTheUpstream: with several upstreams, each
+// forwarded call's server span and serving duration name the upstream its
+// tool is forwarded to, and the gateway's series its tool.
+func TestServingTelemetryNamesTheUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.WithUpstreams("e", "f"))
+	fixture := func(name string) gateway.Upstream {
+		return gateway.Upstream{Name: name, Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}}
+	}
+	g := tr.mount(t, fixture("e"), fixture("f"))
+	c := mcptest.Connect(t, tr.srv)
+	var names []string
+	for _, tool := range c.ListTools() {
+		names = append(names, tool.Name)
+	}
+	require.Contains(t, names, "e_pid")
+	require.Contains(t, names, "f_pid")
+	require.NotEmpty(t, c.CallTool("e_pid", nil).Text())
+	require.NotEmpty(t, c.CallTool("f_pid", nil).Text())
+	require.NotEmpty(t, c.CallTool("f_pid", nil).Text())
+	require.True(t, c.CallTool("f_fail", nil).IsError)
+	// Each upstream's own view (the live page's): its calls by outcome.
+	ups := g.Upstreams()
+	require.Len(t, ups, 2)
+	assert.Equal(t, map[string]int64{"ok": 1}, ups[0].Calls)
+	assert.Equal(t, map[string]int64{"ok": 2, "tool_error": 1}, ups[1].Calls)
+	assert.Positive(t, ups[1].MeanLatency)
+	assert.Positive(t, ups[1].Starts)
+	require.NoError(t, tr.srv.Shutdown(t.Context())) // every outcome recorded, every span ended
+	got := gathered(t, tr.reg)
+
+	for _, s := range tr.spans.GetSpans() {
+		if s.SpanKind == trace.SpanKindServer && strings.HasPrefix(s.Name, "tools/call ") {
+			assert.Equal(t, strings.TrimPrefix(s.Name, "tools/call ")[:1], attr(s, "vigil.upstream"), s.Name)
+		}
+	}
+	assert.Equal(t, map[string]float64{"e_pid": 1}, servedFrom(got, "e"))
+	assert.Equal(t, map[string]float64{"f_pid": 2, "f_fail": 1}, servedFrom(got, "f"))
+	want := map[string]float64{
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=pid,mcp_method_name=tools/call,outcome=ok,upstream=e}":          1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=pid,mcp_method_name=tools/call,outcome=ok,upstream=f}":          2,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=fail,mcp_method_name=tools/call,outcome=tool_error,upstream=f}": 1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=fail,mcp_method_name=tools/call,outcome=tool_error,upstream=e}": 0,
+	}
+	assert.Equal(t, want, pick(got, want))
 }

@@ -133,14 +133,14 @@ func TestHostileUpstream(t *testing.T) {
 	require.NoError(t, g.Close()) // waits for the sessions' ends to be counted
 	got := gathered(t, tr.reg)
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=cancelled,upstream=bad}": never,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=bad}":        1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=bad}":     2,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=good}":       6,
-		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":              never,
-		"mcp_gateway_upstream_dropped_total{reason=oversize_message,upstream=bad}":                    2,
-		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                      0,
-		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                   2, // the listing session and a's: the huge results ended neither
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=never,mcp_method_name=tools/call,outcome=cancelled,upstream=bad}": never,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=flood,mcp_method_name=tools/call,outcome=ok,upstream=bad}":        1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=huge,mcp_method_name=tools/call,outcome=error,upstream=bad}":      2,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=ok,upstream=good}":       6,
+		"mcp_server_cancellations_total{cause=client_cancel,mcp_method_name=tools/call}":                                     never,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_message,upstream=bad}":                                           2,
+		"mcp_gateway_upstream_dropped_total{reason=oversize_frame,upstream=bad}":                                             0,
+		"mcp_gateway_upstream_starts_total{result=ok,upstream=bad}":                                                          2, // the listing session and a's: the huge results ended neither
 	}
 	assert.Equal(t, want, pick(got, want))
 	dropped := got["mcp_gateway_upstream_dropped_total{reason=progress,upstream=bad}"]

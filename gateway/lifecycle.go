@@ -41,6 +41,16 @@ type UpstreamStatus struct {
 	State    State
 	Required bool          // Health requires it to be ready ([Config].Required)
 	RetryIn  time.Duration // for StateFailing: the time left before its next start
+	// Calls counts the calls forwarded since Mount, by outcome as
+	// mcp_gateway_upstream_calls_total says it (ok, tool_error, error,
+	// cancelled, upstream_closed, not_ready); outcomes never seen are
+	// absent. MeanLatency is the mean duration of those sent, and Starts
+	// the sessions started (for stdio, processes): more than the one the
+	// listing holds are restarts or a caller's own sessions. They are not
+	// in String, which /readyz shows.
+	Calls       map[string]int64
+	MeanLatency time.Duration
+	Starts      int64
 }
 
 // stateOf holds a mount's State, safe for concurrent use.
@@ -98,7 +108,8 @@ func (m *mount) settle() { m.settleOnce.Do(func() { close(m.settled) }) }
 func (g *Gateway) Upstreams() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(g.mounts))
 	for _, m := range g.mounts {
-		st := UpstreamStatus{Name: m.up.Name, State: m.state.load(), Required: m.required}
+		st := UpstreamStatus{Name: m.up.Name, State: m.state.load(), Required: m.required, Starts: m.starts.Load()}
+		m.calls.fill(&st)
 		if st.State == StateFailing {
 			st.RetryIn = m.catalog.retryIn()
 		}

@@ -59,7 +59,7 @@ func TestBrokenUpstreamsTakeNoneDown(t *testing.T) {
 		{Name: "ok", State: gateway.StateReady, Required: true},
 		{Name: "silent", State: gateway.StateStarting, Required: true},
 		{Name: "bad", State: gateway.StateFailing, Required: true, RetryIn: time.Second},
-	}, g.Upstreams())
+	}, statesOf(g.Upstreams()))
 	health := g.Health()
 	require.Error(t, health)
 	assert.Equal(t, "upstream ok: ready\nupstream silent: starting\nupstream bad: failing, next start in 1 s", health.Error())
@@ -218,11 +218,11 @@ func TestHTTPUpstreamKilledMidCall(t *testing.T) {
 	}
 
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=ok,upstream=a}":              1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=a}": 1,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=error,upstream=a}":           0,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=not_ready,upstream=a}":       3,
-		"mcp_gateway_upstream_state{state=failing,upstream=a}":                                            1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=ok,upstream=a}":             1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hold,mcp_method_name=tools/call,outcome=upstream_closed,upstream=a}": 1,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=error,upstream=a}":          0,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=hello,mcp_method_name=tools/call,outcome=not_ready,upstream=a}":      3,
+		"mcp_gateway_upstream_state{state=failing,upstream=a}":                                                                  1,
 	}
 	assert.Equal(t, want, pick(gathered(t, reg), want))
 }
@@ -267,3 +267,13 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func (h recordHandler) WithGroup(string) slog.Handler { return h }
+
+// statesOf returns sts without their counts (calls, latency, starts): the
+// states alone.
+func statesOf(sts []gateway.UpstreamStatus) []gateway.UpstreamStatus {
+	out := make([]gateway.UpstreamStatus, len(sts))
+	for i, st := range sts {
+		out[i] = gateway.UpstreamStatus{Name: st.Name, State: st.State, Required: st.Required, RetryIn: st.RetryIn}
+	}
+	return out
+}

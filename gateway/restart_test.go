@@ -50,6 +50,11 @@ func runUpstream() int {
 		return server.Text(pid), nil
 	})
 	_ = srv.AddTool(server.Tool{Name: "raw"}, rawTool)
+	_ = srv.AddTool(server.Tool{Name: "fail"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		res := server.Text("failed on purpose")
+		res.IsError = true
+		return res, nil
+	})
 	_ = srv.AddTool(server.Tool{Name: "die"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil
@@ -218,14 +223,14 @@ func TestDyingAtOnceBacksOff(t *testing.T) {
 	assert.Equal(t, int64(4), starts())
 
 	want := map[string]float64{
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         4,
-		"mcp_gateway_upstream_calls_total{mcp_method_name=tools/call,outcome=not_ready,upstream=e}":               5,
-		"mcp_client_operation_duration_seconds{error_type=upstream_closed,mcp_method_name=tools/call,upstream=e}": 4,
-		"mcp_gateway_upstream_state{state=ready,upstream=e}":                                                      1, // its listing process serves
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=die,mcp_method_name=tools/call,outcome=upstream_closed,upstream=e}":         4,
+		"mcp_gateway_upstream_calls_total{gen_ai_tool_name=die,mcp_method_name=tools/call,outcome=not_ready,upstream=e}":               5,
+		"mcp_client_operation_duration_seconds{error_type=upstream_closed,gen_ai_tool_name=die,mcp_method_name=tools/call,upstream=e}": 4,
+		"mcp_gateway_upstream_state{state=ready,upstream=e}":                                                                           1, // its listing process serves
 	}
 	got := gathered(t, reg)
 	assert.Equal(t, want, pick(got, want))
-	assert.NotContains(t, got, "mcp_client_operation_duration_seconds{error_type=-32000,mcp_method_name=tools/call,upstream=e}", "nothing was sent")
+	assert.NotContains(t, got, "mcp_client_operation_duration_seconds{error_type=-32000,gen_ai_tool_name=die,mcp_method_name=tools/call,upstream=e}", "nothing was sent")
 }
 
 // TestStartWaitsWithTheCallersContext: while a start of the upstream

@@ -39,7 +39,7 @@ type AuditRecord struct {
 	// and the metrics (telemetry.Outcome*).
 	Outcome   string  `json:"outcome"`
 	ToolError bool    `json:"tool_error,omitempty"` // ok, but the result has isError set
-	Code      int64   `json:"code,omitempty"`       // the JSON-RPC error code of outcome error
+	Code      int64   `json:"code,omitempty"`       // the JSON-RPC error code of outcome error, or of a cancelled request the transport answered
 	Cause     string  `json:"cause,omitempty"`      // why it was cancelled (client_cancel, timeout, ...)
 	Reason    string  `json:"reason,omitempty"`     // why no response was written (outcomes cancelled and dropped)
 	Policy    string  `json:"policy,omitempty"`     // the tool policy that denied the call (outcome error; package middleware/policy)
@@ -121,7 +121,11 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 					}
 				case mcpconv.OutcomeCancelled:
 					rec.Cause = server.ReasonOfCause(out.Cause).String()
-					rec.Reason = out.Dropped.String()
+					if answeredCancel(out) {
+						rec.Code = int64(server.CodeOf(out.Err))
+					} else {
+						rec.Reason = out.Dropped.String()
+					}
 				case mcpconv.OutcomeDropped:
 					rec.Reason = out.Dropped.String()
 				case mcpconv.OutcomeOK:

@@ -144,12 +144,16 @@ type chaosTruth struct {
 	outcomes                         map[string]int // by outcome
 	causes                           map[string]int // cancellations by cause
 	reasons                          map[string]int // drops by reason
+	// answeredAtEnd counts the calls cancelled by a DELETE, which the
+	// client received answered -32000 "session terminated": not dropped.
+	answeredAtEnd int
 }
 
 func (g *chaosTruth) add(o chaosTruth) {
 	g.initialize += o.initialize
 	g.calls += o.calls
 	g.notifications += o.notifications
+	g.answeredAtEnd += o.answeredAtEnd
 	for _, m := range [][2]map[string]int{{g.outcomes, o.outcomes}, {g.causes, o.causes}, {g.reasons, o.reasons}} {
 		for k, v := range m[1] {
 			m[0][k] += v
@@ -336,7 +340,10 @@ func (c *chaosClient) inFlight(ctx context.Context, hold bool) (key string, id i
 	}
 	ch := make(chan error, 1)
 	go func() {
-		_, _, _, err := c.cs.doHold(ctx, http.MethodPost, c.sid, body, sealed)
+		_, _, got, err := c.cs.doHold(ctx, http.MethodPost, c.sid, body, sealed)
+		if err == nil && hold && !strings.Contains(got, `"error":{"code":-32000,"message":"session terminated"}`) {
+			err = fmt.Errorf("the call the session's end cut short was answered %s", got)
+		}
 		ch <- err
 	}()
 	await(c.t, c.cs.board.of(c.cs.board.started, key), key+" to start")
@@ -387,13 +394,12 @@ func (c *chaosClient) step() {
 		c.truth.reasons["cancelled"]++
 	default: // DELETE with 1 to 3 calls in flight, then a new session
 		// DELETE answers the POSTs of the calls in flight at once ("session
-		// terminated", Connection: close), while their handlers still run.
-		// A client that hangs up then races the session's end: if its
-		// stream's end reaches the core first, the call's cause is still
-		// transport_close but the drop reason is peer_gone (the stream was
-		// gone) rather than writer_closed. Both are right; to know which one
-		// happened, these clients keep the connection until the call is
-		// sealed.
+		// terminated", Connection: close), while their handlers still run:
+		// each call is cancelled (transport_close) and answered, not
+		// dropped, as the client received. A client that hangs up then
+		// races the session's end: if its stream's end reaches the core
+		// first, the drop reason would be peer_gone; these clients keep the
+		// connection until the call is sealed.
 		n := 1 + c.rng.IntN(3)
 		var keys []string
 		var dones []<-chan error
@@ -412,7 +418,7 @@ func (c *chaosClient) step() {
 		}
 		c.truth.outcomes[mcpconv.OutcomeCancelled] += n
 		c.truth.causes["transport_close"] += n
-		c.truth.reasons["writer_closed"] += n
+		c.truth.answeredAtEnd += n
 		c.open()
 	}
 }
@@ -501,7 +507,33 @@ func TestHTTPChaosMetricsEqualGroundTruth(t *testing.T) {
 		}
 	}
 	assert.Equal(t, truth.outcomes, logged, "log records by outcome")
+	// What a DELETE cut short, every record says as the client received
+	// it: cancelled (transport_close), answered -32000, nothing dropped.
+	answered := 0
+	for k, v := range got {
+		if strings.HasPrefix(k, mcpconv.MetricOperationDuration+"_count{") && strings.Contains(k, `error_type="cancelled"`) &&
+			strings.Contains(k, `rpc_response_status_code="-32000"`) {
+			answered += int(v)
+		}
+	}
+	assert.Equal(t, truth.answeredAtEnd, answered, "cancelled durations with status -32000")
+	loggedAnswered := 0
+	for _, l := range cs.logs.lines() {
+		if strings.Contains(l, "outcome=cancelled cause=transport_close code=-32000") {
+			loggedAnswered++
+		}
+	}
+	assert.Equal(t, truth.answeredAtEnd, loggedAnswered, "log records of calls answered at the session's end")
+	spanAnswered := 0
+	for _, sp := range cs.spans.Ended() {
+		for _, a := range sp.Attributes() {
+			if string(a.Key) == "rpc.response.status_code" && a.Value.AsString() == "-32000" {
+				spanAnswered++
+			}
+		}
+	}
+	assert.Equal(t, truth.answeredAtEnd, spanAnswered, "spans of calls answered at the session's end")
 	assert.Len(t, cs.spans.Ended(), requests+truth.notifications, "spans")
-	t.Logf("%d requests, %d notifications: outcomes %v, cancellations %v, drops %v",
-		requests, truth.notifications, truth.outcomes, truth.causes, truth.reasons)
+	t.Logf("%d requests, %d notifications: outcomes %v, cancellations %v, drops %v, answered at the session's end %d",
+		requests, truth.notifications, truth.outcomes, truth.causes, truth.reasons, truth.answeredAtEnd)
 }

@@ -28,7 +28,7 @@ const (
 	logPrompt    = "prompt"           // the prompt of prompts/get
 	logDuration  = "duration_seconds" // from receipt until the outcome was sealed, in seconds (as the audit log)
 	logOutcome   = "outcome"          // ok, error, cancelled or dropped (telemetry.Outcome*)
-	logCode      = "code"             // the JSON-RPC error code of outcome error
+	logCode      = "code"             // the JSON-RPC error code of outcome error, or of a cancelled request the transport answered
 	logError     = "error"            // the error's text (never sent as such to the client)
 	logCause     = "cause"            // why it was cancelled: client_cancel, transport_close, shutdown, timeout, upstream_closed, other
 	logReason    = "reason"           // why no response was written: cancelled, writer_closed, peer_gone, shutdown
@@ -267,7 +267,12 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 		}
 	case mcpconv.OutcomeCancelled:
 		f.str(logCause, server.ReasonOfCause(out.Cause).String())
-		f.str(logReason, out.Dropped.String())
+		if answeredCancel(out) { // answered by the transport, not dropped
+			f.int(logCode, int64(server.CodeOf(out.Err)))
+			f.str(logError, out.Err.Error())
+		} else {
+			f.str(logReason, out.Dropped.String())
+		}
 	case mcpconv.OutcomeDropped:
 		f.str(logReason, out.Dropped.String())
 		if out.WriteErr != nil {

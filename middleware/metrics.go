@@ -72,10 +72,13 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	if cause := cancelCause(out); cause != protocol.ReasonNone {
 		m.RequestCancelled(req.Method, cause.String())
 	}
-	tool, registered := "", false
+	tool, registered, upstream := "", false, ""
 	if req.Method == "tools/call" {
 		tool = req.Name
 		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
+		if registered && m.UpstreamLabeled() {
+			upstream = req.Session.Server().ToolUpstream(tool)
+		}
 	}
 	end := out.EndTime()
 	m.RequestFinished(metrics.RequestEnd{
@@ -87,6 +90,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 		StatusCode:      status,
 		ProtocolVersion: protocolOf(req),
 		Transport:       transport,
+		Upstream:        upstream,
 		Duration:        end.Sub(start),
 		Ended:           end,
 		TraceID:         traceID,
@@ -126,6 +130,9 @@ func protocolOf(req *server.Request) string {
 // (error.type) and the live page all say them: one vocabulary.
 func outcomeLabels(out server.Outcome) (outcome, errType, status string) {
 	outcome, errType = classifyOutcome(out)
+	if answeredCancel(out) { // the client received the transport's error: its code
+		status = strconv.FormatInt(int64(server.CodeOf(out.Err)), 10)
+	}
 	if outcome == mcpconv.OutcomeError {
 		status = errType
 		if errType == mcpconv.ErrorTypeUpstreamClosed {
@@ -139,6 +146,14 @@ func outcomeLabels(out server.Outcome) (outcome, errType, status string) {
 		}
 	}
 	return outcome, errType, status
+}
+
+// answeredCancel reports whether out is a cancelled request that was
+// answered all the same: its session ended under it and the transport
+// answered it (server.Outcome.Err, -32000 "session terminated"), so no
+// response was dropped.
+func answeredCancel(out server.Outcome) bool {
+	return out.Cause != nil && out.Dropped == protocol.DropNone && out.Err != nil
 }
 
 // classifyOutcome returns a request's outcome and error type, in the

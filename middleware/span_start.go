@@ -237,6 +237,11 @@ func (c *spanStarts) get(ctx context.Context, req *server.Request) *spanStart {
 		return newSpanStart(key)
 	}
 	st := newSpanStart(key)
+	if key.method == "tools/call" { // a gateway's tool names its upstream, static from registration
+		if up := req.Session.Server().ToolUpstream(key.target); up != "" {
+			st.attrs = append(st.attrs, mcpconv.UpstreamKey.String(up))
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n >= maxSpanStarts {

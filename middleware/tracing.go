@@ -125,8 +125,12 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	}
 	switch {
 	case out.Cause != nil:
-		// Cancelled before the chain returned: nothing is answered, and a
-		// cancellation is not a server error, so the status stays Unset.
+		// Cancelled before the chain returned: a cancellation is not a
+		// server error, so the status stays Unset. Nothing is answered,
+		// unless the transport answered as the session ended under it.
+		if answeredCancel(out) {
+			span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(int64(server.CodeOf(err)), 10)))
+		}
 	case err != nil:
 		setErrorStatus(span, err, !req.IsNotification(), end)
 	case out.ToolError():

@@ -149,7 +149,10 @@ type Outcome struct {
 	// Err is the error the chain returned (for a panic, a -32603 *Error);
 	// nil on success. Note that a tool's failure is a successful result with
 	// isError set. A notification's error is never answered, but it is
-	// reported here.
+	// reported here. A request whose session ended under it, and which
+	// the transport answered itself (a 2025 session deleted during the
+	// call: -32000 "session terminated"), has that answer here, its Cause
+	// set and Dropped empty.
 	Err error
 	// Result is the result the chain returned, such as a *CallToolResult;
 	// nil when it returned an error.

@@ -876,10 +876,14 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	// answered -32001, whatever the chain returned, since its work was cut
 	// short.
 	timedOut := inf.stopWatches()
+	var ended time.Time // zero: when sealed
 	if timedOut {
 		res, err = nil, ErrHandlerTimeout
 	} else if inf.closing.Load() { // most streams never close: one load, and no call
-		inf.settleCause() // a stream close's: still in flight meanwhile (StreamCloseGrace)
+		// The request ended now: the wait for its cause (StreamCloseGrace)
+		// delays the label, not its recorded duration.
+		ended = time.Now()
+		inf.settleCause() // a stream close's: still in flight meanwhile
 	}
 	ss.mu.Lock()
 	ss.st.incoming.remove(inf.req.ID)
@@ -894,7 +898,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 		inf.cancel(context.Cause(ss.ctx))
 	}
 
-	out := Outcome{Err: err}
+	out := Outcome{Err: err, Ended: ended}
 	if err == nil {
 		out.Result = res
 	}
@@ -908,6 +912,8 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	switch {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
+	case (closed || ss.ctx.Err() != nil) && ss.answeredAtEnd(inf, &out): // the session ends: its Conn answers
+		ss.seal(inf, out, protocol.DropNone, nil) // cancelled, yet answered: what the client received
 	case cancelled: // the session ending cancels first, so its cause decides
 		ss.seal(inf, out, dropReasonOf(out.Cause), nil)
 	case closed:
@@ -933,6 +939,23 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	if drained {
 		ss.cancel(ErrShutdown)
 	}
+}
+
+// answeredAtEnd reports whether the session's transport answered inf's
+// request itself because the session ended under it (conncap.EndAnswerer:
+// a 2025 session deleted during the call gets -32000 "session
+// terminated"); if so it sets out.Err to that answer.
+func (ss *Session) answeredAtEnd(inf *inflight, out *Outcome) bool {
+	a := conncap.EndAnswererOf(ss.conn)
+	if a == nil {
+		return false
+	}
+	e := a.EndAnswer(inf.req.ID)
+	if e == nil {
+		return false
+	}
+	out.Err, out.Result = &Error{Code: protocol.Code(e.Code), Message: e.Message}, nil
+	return true
 }
 
 // dropReasonOf names the drop of a request cancelled with cause by what
@@ -1015,7 +1038,10 @@ func (ss *Session) sealWrite(inf *inflight, out Outcome, werr error) {
 
 // seal reports a request's outcome to the Observer and records it.
 func (ss *Session) seal(inf *inflight, out Outcome, dropped protocol.DropReason, werr error) {
-	out.Dropped, out.WriteErr, out.Ended = dropped, werr, time.Now()
+	out.Dropped, out.WriteErr = dropped, werr
+	if out.Ended.IsZero() { // else the request ended before its stream close's cause settled
+		out.Ended = time.Now()
+	}
 	if dropped != protocol.DropNone {
 		ss.obs.ResponseDropped(inf.ctx, inf.req, dropped)
 		ss.debug("response dropped", "method", inf.req.Method, "id", inf.req.ID.String(), "reason", dropped.String())

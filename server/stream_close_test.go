@@ -181,6 +181,7 @@ func TestStreamCloseSettlesTheCause(t *testing.T) {
 				assert.Equal(t, tc.want, server.ReasonOfCause(out.Cause), "cause %v", out.Cause)
 				assert.Equal(t, tc.drop, out.Dropped)
 				assert.Equal(t, after, at.Sub(closed), "sealed once the cause settled")
+				assert.Equal(t, time.Duration(0), out.Ended.Sub(closed), "the request ended at the close: the grace is the label's, not its duration's")
 				assert.NotContains(t, out.Cause.Error(), "%!")
 				r.conn.leave()
 				require.NoError(t, <-r.done)

@@ -52,6 +52,12 @@ type Tool struct {
 	// or none (see [ToolUI]).
 	UI *ToolUI `json:"-"`
 
+	// Upstream names the upstream MCP server whose tool this is, when a
+	// gateway (package gateway) forwards its calls there; empty for a
+	// tool served here. Telemetry labels the tool's requests with it:
+	// its values are the gateway's configured upstreams. It is not sent.
+	Upstream string `json:"-"`
+
 	order uint64 // its place in tools/list: the order of first registration (toolRegistry.set)
 }
 
@@ -309,6 +315,17 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 // to tell a registered tool from a name a client made up (the metrics
 // label only registered tools with their names).
 func (s *Server) HasTool(name string) bool { return s.tools.lookup(name) != nil }
+
+// ToolUpstream returns the [Tool.Upstream] of the named tool, "" for a
+// tool served here or an unknown one. It is safe for concurrent use with
+// AddTool and RemoveTools.
+func (s *Server) ToolUpstream(name string) string {
+	rt := s.tools.lookup(name)
+	if rt == nil {
+		return ""
+	}
+	return rt.tool.Upstream
+}
 
 // ToolScopes returns the scopes a caller needs to call the named tool (its
 // [Tool.Scopes]), nil for an unknown tool. It is safe for concurrent use

@@ -71,3 +71,10 @@ func WithExemplarInterval(d time.Duration) MetricsOption { return metrics.WithEx
 // handler of this server may answer with) to the known set; others are
 // labeled _OTHER.
 func WithErrorTypes(types ...string) MetricsOption { return metrics.WithErrorTypes(types...) }
+
+// WithUpstreams labels the request duration with upstream too, for a
+// gateway (package gateway) whose upstream MCP servers are names: a
+// tools/call is labeled with the upstream its tool is forwarded to
+// (server.Tool.Upstream), other requests with "". The label's values are
+// names, "" and "other": bounded by the operator's configuration.
+func WithUpstreams(names ...string) MetricsOption { return metrics.WithUpstreams(names...) }

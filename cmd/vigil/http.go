@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/gateway"
@@ -76,15 +77,19 @@ func (f *front) ready() error {
 // upstreamStates is each upstream's state, one a line, for /readyz's 200
 // answer (its 503 answer names them through Health).
 func (f *front) upstreamStates() string {
+	g := f.gateway.Load()
+	if g == nil {
+		return ""
+	}
 	var b strings.Builder
-	for _, line := range f.upstreamLines() {
-		b.WriteString(line + "\n")
+	for _, st := range g.Upstreams() {
+		b.WriteString(st.String() + "\n") // names and states only
 	}
 	return b.String()
 }
 
-// upstreamLines is each upstream's state, for the live page; none before
-// the upstreams are mounted.
+// upstreamLines is each upstream's view for the live page (upstreamLine);
+// none before the upstreams are mounted.
 func (f *front) upstreamLines() []string {
 	g := f.gateway.Load()
 	if g == nil {
@@ -92,9 +97,33 @@ func (f *front) upstreamLines() []string {
 	}
 	var lines []string
 	for _, st := range g.Upstreams() {
-		lines = append(lines, st.String())
+		lines = append(lines, upstreamLine(st))
 	}
 	return lines
+}
+
+// upstreamLine is the live page's view of an upstream: its state, its
+// sessions started (restarts among them), its calls by outcome and their
+// mean latency; names and numbers only, as on /readyz.
+func upstreamLine(st gateway.UpstreamStatus) string {
+	var b strings.Builder
+	b.WriteString(st.String())
+	fmt.Fprintf(&b, " · starts %d", st.Starts)
+	if len(st.Calls) == 0 {
+		return b.String()
+	}
+	b.WriteString(" · calls")
+	sep := " "
+	for _, o := range []string{"ok", "tool_error", "error", "cancelled", "upstream_closed", "not_ready"} {
+		if n, ok := st.Calls[o]; ok {
+			fmt.Fprintf(&b, "%s%s %d", sep, o, n)
+			sep = ", "
+		}
+	}
+	if st.MeanLatency > 0 {
+		fmt.Fprintf(&b, " · mean %s", st.MeanLatency.Round(10*time.Microsecond))
+	}
+	return b.String()
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not

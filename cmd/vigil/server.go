@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -42,6 +43,13 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	}
 	if cfg.traceContent {
 		instOpts = append(instOpts, middleware.WithContentCapture(nil))
+	}
+	if len(cfg.upstreams) > 0 { // the request duration names a forwarded tool's upstream
+		names := make([]string, 0, len(cfg.upstreams))
+		for _, u := range cfg.upstreams {
+			names = append(names, u.Name)
+		}
+		instOpts = append(instOpts, middleware.WithMetricsOptions(telemetry.WithUpstreams(names...)))
 	}
 	instOpts = append(instOpts, quotaMW...)
 	instOpts = append(instOpts, rateLimitOptions(cfg)...)

@@ -78,7 +78,9 @@ func newCatalog(t *testing.T) *catalog {
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
 	reg.MustRegister(metrics.NewStreamsCut())           // vigil's Streamable HTTP endpoint
 	// vigil -upstream: the gateway's metrics, of one upstream.
-	reg.MustRegister(metrics.NewUpstreams([]string{"everything"}, nil, func(string) string { return metrics.StateReady }))
+	ups := metrics.NewUpstreams([]string{"everything"}, nil, func(string) string { return metrics.StateReady })
+	ups.Tools("everything", []string{"echo"}) // a tool it listed: the tools/call series
+	reg.MustRegister(ups)
 	// vigil's own counter of dropped audit lines (-audit-log).
 	reg.MustRegister(metrics.NewAuditLinesDropped(func() uint64 { return 0 }))
 	c := &catalog{series: map[string]*series{}, metrics: m, registry: reg}

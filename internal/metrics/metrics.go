@@ -40,6 +40,7 @@ type Metrics struct {
 	quotas        metricsLabelSet
 	errorTypes    metricsLabelSet
 	statusCodes   metricsLabelSet
+	upstreams     *metricsLabelSet // the upstream label's values; nil: no such label
 
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
@@ -109,12 +110,35 @@ func New(opts ...Option) *Metrics {
 		buckets:       DurationBuckets(),
 		exemplarEvery: cfg.exemplarEvery,
 	}
+	if cfg.upstreams != nil {
+		up := newMetricsLabelSet(append(cfg.upstreams, "", mcpconv.LabelOther))
+		m.upstreams = &up
+	}
 	m.tools.Store(new(metricsLabelSet))
 	m.newVectors(cfg)
 	m.resolveSeries()
 	m.precreate()
 	m.SetToolNames(cfg.tools)
 	return m
+}
+
+// durationLabels are the labels of the request duration: upstream last,
+// a gateway's only.
+func durationLabels(cfg metricsConfig) []string {
+	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelErrorType, mcpconv.LabelStatusCode, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol}
+	if cfg.upstreams != nil {
+		l = append(l, mcpconv.LabelUpstream)
+	}
+	return l
+}
+
+// durationOf returns the request duration series of these labels (upstream
+// left out without the label).
+func (m *Metrics) durationOf(method, tool, errType, status, version, transport, protocolName, upstream string) prometheus.Observer {
+	if m.upstreams == nil {
+		return m.duration.WithLabelValues(method, tool, errType, status, version, transport, protocolName)
+	}
+	return m.duration.WithLabelValues(method, tool, errType, status, version, transport, protocolName, upstream)
 }
 
 func (m *Metrics) newVectors(cfg metricsConfig) {
@@ -138,8 +162,9 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
 			`error_type: empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
 			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise. mcp_protocol_version: the request's protocol version, other when unknown. `+
-			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP.`,
-		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelErrorType, mcpconv.LabelStatusCode, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol)
+			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP. `+
+			`upstream (a gateway's only): the upstream a tools/call's tool is forwarded to, empty for other requests.`,
+		durationLabels(cfg)...)
 	m.started = counter(mcpconv.MetricRequestsStarted,
 		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
 			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over outcome.",
@@ -260,7 +285,7 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 		}
 	}
 	if len(tools) > 0 {
-		m.duration.WithLabelValues("tools/call", mcpconv.LabelOther, "", "", "", "", "")
+		m.durationOf("tools/call", mcpconv.LabelOther, "", "", "", "", "", "")
 		m.precreateTools(validToolNames(tools))
 	}
 	if transport != "" {
@@ -272,7 +297,7 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 // zero.
 func (m *Metrics) precreateMethod(method string) {
 	m.method(method) // started, in flight, cancellations and drops
-	m.duration.WithLabelValues(method, "", "", "", "", "", "")
+	m.durationOf(method, "", "", "", "", "", "", "")
 	for _, o := range m.outcomes.values {
 		m.finished.WithLabelValues(method, o)
 	}
@@ -341,7 +366,7 @@ func (m *Metrics) SetToolNames(names []string) {
 
 func (m *Metrics) precreateTools(names []string) {
 	for _, n := range names {
-		m.duration.WithLabelValues("tools/call", n, "", "", "", "", "")
+		m.durationOf("tools/call", n, "", "", "", "", "", "")
 		m.tooLarge.WithLabelValues("tools/call", n)
 	}
 }

@@ -19,6 +19,7 @@ type metricsConfig struct {
 	clientMethods  []string
 	tools          []string
 	errorTypes     []string
+	upstreams      []string // nil: no upstream label
 	exemplarEvery  time.Duration
 }
 
@@ -89,6 +90,14 @@ func WithExemplarInterval(d time.Duration) Option {
 // labeled _OTHER.
 func WithErrorTypes(types ...string) Option {
 	return optionFunc(func(c *metricsConfig) { c.errorTypes = appendNew(c.errorTypes, types...) })
+}
+
+// WithUpstreams labels the request duration with upstream too, for a
+// gateway whose upstream MCP servers are names: the upstream a tools/call's
+// tool is forwarded to ([RequestEnd.Upstream]), empty for a tool served
+// here and for other methods, other for a name not in names.
+func WithUpstreams(names ...string) Option {
+	return optionFunc(func(c *metricsConfig) { c.upstreams = appendNew([]string{}, names...) })
 }
 
 // appendNew appends the values of add that dst lacks, in order.

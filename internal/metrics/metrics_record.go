@@ -45,6 +45,10 @@ type RequestEnd struct {
 	// pipe for stdio and memory, tcp over http for Streamable HTTP; both
 	// are empty for any other value.
 	Transport string
+	// Upstream is the upstream MCP server a gateway forwarded the
+	// tools/call's tool to (server.Tool.Upstream), "" otherwise; it labels
+	// the duration only with [WithUpstreams], "other" outside its names.
+	Upstream string
 	// Duration runs from the request's receipt until its outcome was
 	// sealed (the response written, or the decision not to write one).
 	Duration time.Duration
@@ -59,6 +63,10 @@ type RequestEnd struct {
 	// spares a request without one the encoding.
 	TraceID trace.TraceID
 }
+
+// UpstreamLabeled reports whether the request duration has the upstream
+// label ([WithUpstreams]): whether [RequestEnd.Upstream] is worth finding.
+func (m *Metrics) UpstreamLabeled() bool { return m != nil && m.upstreams != nil }
 
 // RequestStarted counts a request that reached the handler chain and adds it
 // to the requests in flight. Every call must be matched by exactly one
@@ -85,18 +93,23 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 		tool = m.toolLabel(e.Tool, e.ToolRegistered)
 	}
 	version, net := versionIndex(e.ProtocolVersion), netIndex(e.Transport)
+	upstream := ""
+	if m.upstreams != nil && tool != "" && e.Upstream != "" {
+		upstream = m.upstreams.bound(e.Upstream, mcpconv.LabelOther)
+	}
 	var s *endSeries
 	if e.Outcome == mcpconv.OutcomeOK && e.ErrorType == "" && e.StatusCode == "" {
-		s = m.okEnd(ms, tool, version, net)
+		s = m.okEnd(ms, tool, upstream, version, net)
 	} else {
 		s = m.end(endKey{
-			method:  ms.name,
-			tool:    tool,
-			outcome: m.outcomes.bound(e.Outcome, mcpconv.LabelOther),
-			errType: m.errorTypes.bound(e.ErrorType, mcpconv.ErrorTypeOther),
-			status:  m.statusCodes.bound(e.StatusCode, mcpconv.ErrorTypeOther),
-			version: version,
-			net:     net,
+			method:   ms.name,
+			tool:     tool,
+			upstream: upstream,
+			outcome:  m.outcomes.bound(e.Outcome, mcpconv.LabelOther),
+			errType:  m.errorTypes.bound(e.ErrorType, mcpconv.ErrorTypeOther),
+			status:   m.statusCodes.bound(e.StatusCode, mcpconv.ErrorTypeOther),
+			version:  version,
+			net:      net,
 		})
 	}
 	seconds := e.Duration.Seconds()

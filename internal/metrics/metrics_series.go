@@ -162,6 +162,7 @@ func kindIndex(kind string) int {
 // net are a versionIndex and a netIndex.
 type endKey struct {
 	method, tool, outcome, errType, status string
+	upstream                               string // "" without the label
 	version, net                           int
 }
 
@@ -258,8 +259,9 @@ func (m *Metrics) traffic(t string) *Traffic {
 // okEnd returns the end series of a request of s's method with tool label
 // tool, outcome ok, no error type nor status code, and the protocol
 // version and network of indexes version and net, creating them on first
-// use.
-func (m *Metrics) okEnd(s *methodSeries, tool string, version, net int) *endSeries {
+// use. upstream is the tool's (a function of the tool: a tool keeps the
+// upstream its first request named).
+func (m *Metrics) okEnd(s *methodSeries, tool, upstream string, version, net int) *endSeries {
 	grid := &s.ok
 	if tool != "" {
 		g, ok := s.okTools.load(tool)
@@ -272,7 +274,7 @@ func (m *Metrics) okEnd(s *methodSeries, tool string, version, net int) *endSeri
 	if e := p.Load(); e != nil {
 		return e
 	}
-	e := m.end(endKey{method: s.name, tool: tool, outcome: mcpconv.OutcomeOK, version: version, net: net})
+	e := m.end(endKey{method: s.name, tool: tool, upstream: upstream, outcome: mcpconv.OutcomeOK, version: version, net: net})
 	p.Store(e) // m.end returns one *endSeries per key
 	return e
 }
@@ -285,7 +287,7 @@ func (m *Metrics) end(k endKey) *endSeries {
 	transport, protocolName := netLabels(k.net)
 	s := &endSeries{
 		finished:       m.finished.WithLabelValues(k.method, k.outcome),
-		duration:       m.duration.WithLabelValues(k.method, k.tool, k.errType, k.status, versionLabel(k.version), transport, protocolName),
+		duration:       m.durationOf(k.method, k.tool, k.errType, k.status, versionLabel(k.version), transport, protocolName, k.upstream),
 		bucketExemplar: make([]atomic.Int64, len(m.buckets)+1),
 	}
 	got, _ := m.ends.LoadOrStore(k, s)

@@ -3,6 +3,7 @@ package metrics
 import (
 	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,13 @@ import (
 // mcp_gateway_upstream_calls_total, besides those of the server's requests
 // (ok, error, cancelled), of a call whose upstream went away.
 const UpstreamClosed = "upstream_closed"
+
+// ToolError is the value of the outcome label of
+// mcp_gateway_upstream_calls_total (and the error_type of the hop's
+// duration) of a tools/call the upstream answered with a result with
+// isError set: the tool failed, as the server's own metrics say
+// tool_error.
+const ToolError = mcpconv.ErrorTypeTool
 
 // NotReady is the value of the outcome label of
 // mcp_gateway_upstream_calls_total of a call refused, unsent, because its
@@ -66,6 +74,9 @@ type Upstreams struct {
 	dropped func(add func(upstream, reason string, n int64))
 	upNames []string
 	states  func(upstream string) string
+	tools   sync.Map // [2]string{upstream, tool}: labeled as itself (see Tools)
+	toolsMu sync.Mutex
+	toolsOf map[string]int // upstream: how many of its tools are labeled as themselves
 }
 
 var _ prometheus.Collector = (*Upstreams)(nil)
@@ -90,16 +101,18 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 	u.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: mcpconv.MetricUpstreamCalls,
 		Help: "Calls the gateway forwarded to an upstream MCP server. upstream: its name (-upstream NAME=...). mcp_method_name: tools/call, prompts/get or resources/read. " +
-			"outcome: ok (answered with a result, tool results with isError included), error (a JSON-RPC error of the upstream, or a result the gateway could not use), " +
+			"gen_ai_tool_name: the upstream's tool of a tools/call (other for a tool it never listed, or beyond its first 128), empty for other methods. " +
+			"outcome: ok (answered with a result), tool_error (a tools/call answered with a result with isError), error (a JSON-RPC error of the upstream, or a result the gateway could not use), " +
 			"cancelled (the downstream caller cancelled or went away; the upstream got notifications/cancelled), upstream_closed (the upstream went away or closed mid-call), " +
 			"not_ready (refused, unsent, with a retry hint: the upstream could not be started, or waits out its backoff; not in the duration histogram).",
-	}, []string{up, method, mcpconv.LabelOutcome})
+	}, []string{up, method, mcpconv.LabelTool, mcpconv.LabelOutcome})
 	u.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: mcpconv.MetricUpstreamCallDuration,
 		Help: "Duration of the calls forwarded upstream, from send to answer (semconv mcp.client.operation.duration). upstream: its name. mcp_method_name: the method. " +
-			"error_type: empty for a result, the upstream's JSON-RPC code, cancelled, upstream_closed or _OTHER.",
+			"gen_ai_tool_name: the upstream's tool of a tools/call (other for one it never listed, or beyond its first 128), empty for other methods. " +
+			"error_type: empty for a result, tool_error for a tool result with isError, the upstream's JSON-RPC code, cancelled, upstream_closed or _OTHER.",
 		Buckets: DurationBuckets(),
-	}, []string{up, method, mcpconv.LabelErrorType})
+	}, []string{up, method, mcpconv.LabelTool, mcpconv.LabelErrorType})
 	u.starts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: mcpconv.MetricUpstreamStarts,
 		Help: "Starts of an upstream session (for stdio, of its process), the first included: more than one ok is a restart. upstream: its name. result: ok or failed.",
@@ -128,11 +141,11 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 			"ready (initialized and listed; its tools are served), failing (its last start failed; the next waits out a backoff, and its calls are refused not_ready), stopped (the gateway closed).",
 		[]string{up, "state"}, nil)
 	for _, n := range names {
-		for _, m := range []string{"tools/call", "prompts/get", "resources/read"} {
-			for _, o := range []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed, NotReady} {
-				u.calls.WithLabelValues(n, m, o)
+		for _, m := range []string{"prompts/get", "resources/read"} { // tools/call's with its tools (Tools)
+			for _, o := range callOutcomes[:len(callOutcomes)-1] {
+				u.calls.WithLabelValues(n, m, "", o)
 			}
-			u.duration.WithLabelValues(n, m, "")
+			u.duration.WithLabelValues(n, m, "", "")
 		}
 		u.starts.WithLabelValues(n, "ok")
 		u.starts.WithLabelValues(n, "failed")
@@ -147,19 +160,68 @@ func NewUpstreams(names []string, dropped func(add func(upstream, reason string,
 	return u
 }
 
-// Called records a call forwarded to upstream: its method, outcome,
-// error type and duration; a call refused NotReady is counted, its
-// duration not observed.
-func (u *Upstreams) Called(upstream, method, outcome, errType string, d time.Duration) {
+// callOutcomes are the values of the outcome label of
+// mcp_gateway_upstream_calls_total, ToolError last (tools/call's only).
+var callOutcomes = []string{mcpconv.OutcomeOK, mcpconv.OutcomeError, mcpconv.OutcomeCancelled, UpstreamClosed, NotReady, ToolError}
+
+// MaxToolLabels is how many tool names of one upstream label
+// gen_ai_tool_name as themselves; the others are "other".
+const MaxToolLabels = 128
+
+// Tools makes the tools upstream listed label gen_ai_tool_name as
+// themselves, and creates their series at zero, up to MaxToolLabels
+// names per upstream, the first listed first. Names are never
+// forgotten (Prometheus counters should stay), so an upstream that
+// renames its tools at every listing cannot grow the series beyond it.
+func (u *Upstreams) Tools(upstream string, tools []string) {
+	if u == nil {
+		return
+	}
+	upstream = u.names.bound(upstream, mcpconv.LabelOther)
+	u.toolsMu.Lock()
+	defer u.toolsMu.Unlock()
+	if u.toolsOf == nil {
+		u.toolsOf = map[string]int{}
+	}
+	for _, t := range tools {
+		if !validLabelValue(t) || t == mcpconv.LabelOther {
+			continue
+		}
+		key := [2]string{upstream, t}
+		if _, known := u.tools.Load(key); known {
+			continue
+		}
+		if u.toolsOf[upstream] >= MaxToolLabels {
+			return
+		}
+		u.toolsOf[upstream]++
+		u.tools.Store(key, struct{}{})
+		for _, o := range callOutcomes {
+			u.calls.WithLabelValues(upstream, "tools/call", t, o)
+		}
+		u.duration.WithLabelValues(upstream, "tools/call", t, "")
+	}
+}
+
+// Called records a call forwarded to upstream: its method, the
+// upstream's tool of a tools/call (else ""), outcome, error type and
+// duration; a call refused NotReady is counted, its duration not
+// observed.
+func (u *Upstreams) Called(upstream, method, tool, outcome, errType string, d time.Duration) {
 	if u == nil {
 		return
 	}
 	upstream, method = u.names.bound(upstream, mcpconv.LabelOther), u.methods.bound(method, mcpconv.LabelOther)
-	u.calls.WithLabelValues(upstream, method, outcome).Inc()
+	if method != "tools/call" {
+		tool = ""
+	} else if _, known := u.tools.Load([2]string{upstream, tool}); !known {
+		tool = mcpconv.LabelOther
+	}
+	u.calls.WithLabelValues(upstream, method, tool, outcome).Inc()
 	if outcome == NotReady {
 		return
 	}
-	u.duration.WithLabelValues(upstream, method, u.errTypes.bound(errType, mcpconv.ErrorTypeOther)).Observe(d.Seconds())
+	u.duration.WithLabelValues(upstream, method, tool, u.errTypes.bound(errType, mcpconv.ErrorTypeOther)).Observe(d.Seconds())
 }
 
 // Started records a start of upstream, successful or not.

@@ -31,22 +31,30 @@ type causeRig struct {
 	*htEnv
 	blocker  *htBlocker
 	outcomes chan server.Outcome
+	sealed   chan time.Time // when each outcome was sealed, before it is sent on outcomes
+	closedAt time.Time      // when the test closed the call's stream, if it says
 }
 
 func newCauseRig(t *testing.T, opts ...streamable.Option) *causeRig {
 	t.Helper()
-	outcomes := make(chan server.Outcome, 8)
+	outcomes, sealed := make(chan server.Outcome, 8), make(chan time.Time, 8)
 	srv := htServer(t, server.WithMiddleware(func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
-				serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) { outcomes <- out })
+				serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
+					select {
+					case sealed <- time.Now(): // read by the tests that time the seal
+					default:
+					}
+					outcomes <- out
+				})
 			}
 			return next(ctx, req)
 		}
 	}))
 	b := newHTBlocker()
 	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, b.tool))
-	return &causeRig{htEnv: newHTEnv(t, srv, opts...), blocker: b, outcomes: outcomes}
+	return &causeRig{htEnv: newHTEnv(t, srv, opts...), blocker: b, outcomes: outcomes, sealed: sealed}
 }
 
 // start POSTs body with hdr on a stream the returned function closes, and
@@ -68,6 +76,21 @@ func (r *causeRig) start(body string, hdr htH) (closeStream func()) {
 		cancel()
 		<-done
 	}
+}
+
+// endedAtTheClose checks that a call whose stream closed at r.closedAt
+// (when the test set it) is recorded ending then, not once its cause
+// settled: the label waits out StreamCloseGrace (250 ms), the duration
+// does not. The bound, half the grace, holds on a loaded machine; the
+// time is logged.
+func (r *causeRig) endedAtTheClose(out server.Outcome) {
+	r.t.Helper()
+	if r.closedAt.IsZero() {
+		return
+	}
+	d := out.Ended.Sub(r.closedAt)
+	r.t.Logf("recorded end %.2f ms after the close", float64(d)/float64(time.Millisecond))
+	assert.Less(r.t, d, server.StreamCloseGrace/2, "the duration ends at the close, not at the grace's end")
 }
 
 // outcome waits for the one outcome of the call.
@@ -113,6 +136,7 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 			closeStream()
 		}, protocol.ReasonClientCancel},
 		{"bare close", func(t *testing.T, r *causeRig, _ string, closeStream, _ func()) {
+			r.closedAt = time.Now()
 			closeStream()
 			require.Error(t, <-r.blocker.cause)
 		}, protocol.ReasonStreamClose},
@@ -145,6 +169,7 @@ func TestHTTPCauseOfAClosedPost(t *testing.T) {
 			out := r.outcome()
 			assert.Equal(t, tc.want, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
 			assert.Empty(t, r.outcomes, "one outcome")
+			r.endedAtTheClose(out)
 		})
 	}
 }
@@ -168,7 +193,8 @@ func TestHTTPKilledClientPostFirst(t *testing.T) {
 	assert.Equal(t, protocol.ReasonTransportClose, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
 	// Without the wake the seal comes at the grace's end, 250 ms after the
 	// POST's close, a bound no loaded machine makes it look like it met.
-	assert.Less(t, out.Ended.Sub(getClosed), server.StreamCloseGrace/2, "sealed at the GET's close")
+	// (The recorded end is the POST's close: the duration's, not the seal's.)
+	assert.Less(t, (<-r.sealed).Sub(getClosed), server.StreamCloseGrace/2, "sealed at the GET's close")
 }
 
 // In the 2026-07-28 era, a closed POST is stream_close; the caller's
@@ -182,10 +208,13 @@ func TestHTTPStatelessCancel(t *testing.T) {
 	cancelHdr := htH{"MCP-Protocol-Version": htV26, "Mcp-Method": "notifications/cancelled"}
 	t.Run("bare close", func(t *testing.T) {
 		r := newCauseRig(t)
-		r.start(call, hdr)()
+		closeStream := r.start(call, hdr)
+		r.closedAt = time.Now()
+		closeStream()
 		require.Error(t, <-r.blocker.cause)
 		out := r.outcome()
 		assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(out.Cause), "cause: %v", out.Cause)
+		r.endedAtTheClose(out)
 	})
 	t.Run("notification after the close", func(t *testing.T) {
 		r := newCauseRig(t)

@@ -818,9 +818,12 @@ func TestChaosIdleExpiry(t *testing.T) {
 	assert.Equal(t, http.StatusOK, a.status)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"session terminated"}}`, a.body)
 
+	// Recorded as the client received it: cancelled, answered -32000.
 	outs := rig.rec.awaitOutcomes(t, "block", 1)
-	assert.Equal(t, protocol.DropWriterClosed, outs[0].Dropped)
-	assert.Equal(t, []protocol.DropReason{protocol.DropWriterClosed}, rig.rec.dropsOf("block"))
+	assert.Equal(t, protocol.DropNone, outs[0].Dropped)
+	require.ErrorIs(t, outs[0].Cause, server.ErrTransportClose)
+	assert.Equal(t, protocol.CodeServerBusy, server.CodeOf(outs[0].Err))
+	assert.Empty(t, rig.rec.dropsOf("block"))
 	rig.rec.await(t, "the session to end", func() bool { return len(rig.rec.ended) == 1 })
 	require.ErrorIs(t, rig.rec.sessionsEnded()[0], server.ErrTransportClose)
 
@@ -879,12 +882,23 @@ func TestChaosShutdownMidStream(t *testing.T) {
 		chaosRecv(t, quiet, "the quiet POST's answer"))
 
 	require.NoError(t, rig.h.Close())
+	// The streaming call's answer is dropped (its event stream ends with
+	// none); the quiet one is recorded as its client received it:
+	// cancelled, answered -32000 by the transport, not dropped.
 	outs := rig.rec.awaitOutcomes(t, "block", 2)
+	var dropped, answered int
 	for _, o := range outs {
-		assert.Equal(t, protocol.DropShutdown, o.Dropped)
 		require.ErrorIs(t, o.Cause, server.ErrShutdown)
+		switch o.Dropped {
+		case protocol.DropShutdown:
+			dropped++
+		case protocol.DropNone:
+			assert.Equal(t, protocol.CodeServerBusy, server.CodeOf(o.Err))
+			answered++
+		}
 	}
-	assert.Equal(t, []protocol.DropReason{protocol.DropShutdown, protocol.DropShutdown}, rig.rec.dropsOf("block"))
+	assert.Equal(t, [2]int{1, 1}, [2]int{dropped, answered}, "dropped, answered")
+	assert.Equal(t, []protocol.DropReason{protocol.DropShutdown}, rig.rec.dropsOf("block"))
 	ended := rig.rec.sessionsEnded()
 	require.Len(t, ended, 1)
 	require.ErrorIs(t, ended[0], server.ErrShutdown)

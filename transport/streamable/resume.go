@@ -148,6 +148,24 @@ func (rs *resumer) retry() time.Duration {
 	return defaultRetry
 }
 
+// streamOf returns the stream carrying request id's answer, nil when
+// none does (it is detached, awaiting a resumption) or the client
+// cancelled the request.
+func (rs *resumer) streamOf(id transport.ID) *stream {
+	rs.mu.Lock()
+	ls := rs.byReq[id]
+	rs.mu.Unlock()
+	if ls == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.cancelled {
+		return nil
+	}
+	return ls.conn
+}
+
 // serveRequest runs the POST of one request, as session.serveRequest does,
 // except that a client leaving after the priming event does not cancel the
 // request: its stream stays open for a resumption.

@@ -222,6 +222,30 @@ func (s *session) answerEnded(st *stream, id transport.ID, terminated *transport
 	st.shutDown(terminated)
 }
 
+// EndAnswer implements conncap.EndAnswerer: the answer Close and
+// answerEnded gave, or give, request id, whose session ends before its
+// answer. The server asks once the session ended or as it ends it (its
+// close of the session follows).
+func (s *session) EndAnswer(id transport.ID) *transport.Error {
+	var st *stream
+	if s.res != nil {
+		st = s.res.streamOf(id)
+	} else {
+		s.mu.Lock()
+		st = s.streams[id]
+		s.mu.Unlock()
+	}
+	if st == nil {
+		return nil
+	}
+	terminated := &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}
+	var busy *transport.Error
+	if s.view != nil {
+		busy = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "this replica is shutting down; retry"}
+	}
+	return st.endAnswerOf(terminated, busy)
+}
+
 // ended reports whether the session ended (here: a view may end while its
 // shared session goes on).
 func (s *session) ended() bool {

@@ -34,8 +34,9 @@ type stream struct {
 	// so no answer is owed: if none was written, the response ends as an
 	// empty event stream rather than with the fallback.
 	cancelled  bool
-	cut        bool          // an SSE write timed out: counted once
-	armedUntil time.Duration // the write deadline set last, since limit.base (see armLocked)
+	endAnswer  *transport.Error // what shutDown or refuse answered with, the request unanswered
+	cut        bool             // an SSE write timed out: counted once
+	armedUntil time.Duration    // the write deadline set last, since limit.base (see armLocked)
 
 	// A standalone GET stream's queue (outbox.go): deliver queues there,
 	// and the stream's own goroutine writes (writeQueued), encoding each
@@ -151,6 +152,27 @@ func (st *stream) terminated(id transport.ID) *transport.Response {
 	st.termErr = transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}
 	st.termResp = transport.Response{ID: id, Error: &st.termErr}
 	return &st.termResp
+}
+
+// endAnswerOf returns the error st answered its request with when the
+// session ended under it (shutDown's fallback, or refuse's), or, when
+// the session's end has yet to reach it, the one it will answer with:
+// fallback, or busy when busy is not nil; nil when it delivers none (its
+// client left or cancelled, or an event stream began).
+func (st *stream) endAnswerOf(fallback, busy *transport.Error) *transport.Error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.endAnswer != nil {
+		return st.endAnswer
+	}
+	present := st.client == nil || st.client.Err() == nil
+	if st.shut || st.state != undecided || st.cancelled || !present {
+		return nil
+	}
+	if busy != nil {
+		return busy
+	}
+	return fallback
 }
 
 // responseOverhead is room enough for a result response's envelope around
@@ -359,6 +381,7 @@ func (st *stream) shutDown(fallback *transport.Response) {
 		_, _ = st.w.Write(data)
 		_ = st.flush() // the handler may run on: the client need not wait
 		st.state = answeredJSON
+		st.endAnswer = fallback.Error
 	}
 	if st.state == streaming {
 		st.armLocked() // the end of the response, written once the handler returns
@@ -376,6 +399,7 @@ func (st *stream) refuse(status int, retryAfter string, resp *transport.Response
 		return false
 	}
 	data, _ := transport.AppendMessage(nil, resp)
+	st.endAnswer = resp.Error
 	st.headers(false)
 	if retryAfter != "" {
 		st.w.Header().Set("Retry-After", retryAfter)

@@ -1,0 +1,48 @@
+package metrics_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/metrics"
+)
+
+// TestUpstreamToolLabelsBounded: an upstream that lists new tool names
+// at every listing labels at most MaxToolLabels of them as themselves;
+// a call of any other is counted "other", and the series stop growing.
+func TestUpstreamToolLabelsBounded(t *testing.T) {
+	u := metrics.NewUpstreams([]string{"u"}, nil, func(string) string { return metrics.StateReady })
+	names := func(from, n int) []string {
+		var out []string
+		for i := from; i < from+n; i++ {
+			out = append(out, "t"+strconv.Itoa(i))
+		}
+		return out
+	}
+	lines := func() int {
+		text, err := testutil.CollectAndFormat(u, expfmt.TypeTextPlain, "mcp_gateway_upstream_calls_total")
+		require.NoError(t, err)
+		return strings.Count(string(text), "\nmcp_gateway_upstream_calls_total{")
+	}
+	base := lines()
+	u.Tools("u", names(0, 100))
+	perTool := (lines() - base) / 100
+	require.Positive(t, perTool)
+	u.Tools("u", names(100, 100)) // a renaming listing: 28 more fit
+	u.Tools("u", names(200, 1000))
+	assert.Equal(t, base+perTool*metrics.MaxToolLabels, lines(), "128 tools labeled, no more")
+
+	u.Called("u", "tools/call", "t5", "ok", "", 0)
+	u.Called("u", "tools/call", "t150", "ok", "", 0)
+	text, err := testutil.CollectAndFormat(u, expfmt.TypeTextPlain, "mcp_gateway_upstream_calls_total")
+	require.NoError(t, err)
+	assert.Contains(t, string(text), `gen_ai_tool_name="t5",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
+	assert.Contains(t, string(text), `gen_ai_tool_name="other",mcp_method_name="tools/call",outcome="ok",upstream="u"} 1`)
+	assert.NotContains(t, string(text), `"t150"`)
+}
