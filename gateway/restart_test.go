@@ -254,6 +254,9 @@ func TestStartWaitsWithTheCallersContext(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
 	c := connect(t, srv)
+	// The tool views of c's capabilities are listed (on sessions of their
+	// own, closed once listed) before the upstream expires sessions.
+	require.Contains(t, toolNames(c), "hello")
 
 	u.holdNew(gate) // new sessions' initialize waits for the gate
 	u.expire.Store(true)
