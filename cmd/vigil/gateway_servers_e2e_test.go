@@ -610,7 +610,16 @@ func TestGatewayRealServersHTTP(t *testing.T) {
 				assert.Equal(t, want, int(got), "%s{cause=%q}", mcpconv.MetricCancellations, cause)
 			}
 			for outcome, want := range map[string]int{"ok": 3, "cancelled": 1, "upstream_closed": 1} {
-				got := svcSample(t, families, mcpconv.MetricUpstreamCalls, map[string]string{"upstream": name, "mcp_method_name": "tools/call", "outcome": outcome}).GetCounter().GetValue()
+				got := 0.0 // over every tool (gen_ai_tool_name)
+				for _, m := range families[mcpconv.MetricUpstreamCalls].GetMetric() {
+					labels := map[string]string{}
+					for _, l := range m.GetLabel() {
+						labels[l.GetName()] = l.GetValue()
+					}
+					if labels["upstream"] == name && labels["mcp_method_name"] == "tools/call" && labels["outcome"] == outcome {
+						got += m.GetCounter().GetValue()
+					}
+				}
 				assert.Equal(t, want, int(got), "%s{outcome=%q}", mcpconv.MetricUpstreamCalls, outcome)
 			}
 			hc.CloseIdleConnections()

@@ -105,7 +105,11 @@ export default [
     run: async ({ client, era, step }) => {
       const { tools } = await client.listTools();
       const names = tools.map((t) => t.name);
-      assert.deepEqual(names, [...names].sort(), 'tools/list is sorted by name');
+      // Tools are listed in the order they were registered: each once, the
+      // same order at every listing.
+      assert.equal(new Set(names).size, names.length, 'tools/list lists each tool once');
+      const again = (await client.listTools()).tools.map((t) => t.name);
+      assert.deepEqual(again, names, 'tools/list keeps its order');
       for (const name of EXPECTED_TOOLS) {
         assert.ok(names.includes(name), `tool ${name} is listed`);
       }
