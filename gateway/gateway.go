@@ -221,6 +221,11 @@ type mount struct {
 
 	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
 	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
+	// elsewhere is set when a session other than the listing one (a
+	// caller's own, the 2026-07-28 one) said a list changed: what changed
+	// there may not show in the listing session's catalog, so the next
+	// listing registers every item again, and clients hear list_changed.
+	elsewhere atomic.Bool
 	check     chan struct{}  // 1-buffered: a start failed; is the catalog's session alive? (coalesced)
 	refresher sync.WaitGroup // the goroutine that lists again and keeps the catalog's session (refreshLoop)
 	watchers  sync.WaitGroup // a goroutine per downstream session's link: it closes it when that session ends
@@ -437,6 +442,14 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	onNotification := m.notified
 	if l.caps != nil {
 		onNotification = nil // a tool view's session only lists, once
+	} else if l != m.catalog {
+		onNotification = func(n *transport.Request) {
+			switch n.Method {
+			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+				m.elsewhere.Store(true)
+			}
+			m.notified(n)
+		}
 	}
 	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
@@ -703,7 +716,11 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 	m.cat.release(m.g.owners)
 	_ = cat.claim(m.g.owners, true)
 	m.cat.unregister(m.g.srv, cat)
-	if err := cat.register(m.g.srv, m.cat); err != nil {
+	prev := m.cat // what stays registered unchanged (catalog_diff.go)
+	if m.elsewhere.Swap(false) {
+		prev = nil // a change another session saw: every item again, and clients told
+	}
+	if err := cat.register(m.g.srv, prev); err != nil {
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
