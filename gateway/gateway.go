@@ -219,8 +219,8 @@ type mount struct {
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
 	calls           callTally    // the calls forwarded, for the status (upstream_view.go)
 
-	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
-	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
+	waiting waitingCalls  // stateless callers' calls waiting for their retry (rounds.go)
+	stale   chan struct{} // 1-buffered: the upstream said a list changed (coalesced)
 	// elsewhere is set when a session other than the listing one (a
 	// caller's own, the 2026-07-28 one) said a list changed: what changed
 	// there may not show in the listing session's catalog, so the next
