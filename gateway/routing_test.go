@@ -16,9 +16,9 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/testkit"
+	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // The routing repro of issue 67: caller A calls a stdio upstream, whose
@@ -137,7 +137,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 	// A calls; the upstream works on it, and A hears so: logs reach a
 	// lone call's caller. A cancels; the upstream hears it, and goes on.
 	a := routingCaller(t, srv, "alice", v.shared)
-	a.Request(1, "tools/call", routingCall(v.shared, "alice", secretA, true))
+	a.Request(1, "tools/call", routingtest.Params(!v.shared, "alice", secretA, true))
 	pid, err := strconv.Atoi(strings.Fields(said.await(t, "call "+secretA+" "))[2])
 	require.NoError(t, err)
 	n := a.RecvRequest()
@@ -152,7 +152,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 	// before that wait. (Before the fix, only the server asked it, once
 	// B's call had reached the upstream, which had asked already.)
 	b := routingCaller(t, srv, "bob", v.shared)
-	b.Request(10, "tools/call", routingCall(v.shared, "bob", ownB, false))
+	b.Request(10, "tools/call", routingtest.Params(!v.shared, "bob", ownB, false))
 	for waiting := keyed != nil; waiting; {
 		l, arrived := said.find("call " + ownB + " ")
 		if l != "" {
@@ -166,7 +166,8 @@ func routingRepro(t *testing.T, v routingVariant) {
 			waiting = false
 		}
 	}
-	heard, result := routingListen(t, b, v.shared)
+	heard, result, err := routingtest.Listen(b, 10, !v.shared, "bob", ownB)
+	require.NoError(t, err)
 
 	t.Logf("B heard: %q", heard)
 	assert.Equal(t, ownB+": decline", result, "B's call completes with its own answer")
@@ -200,68 +201,6 @@ func routingCaller(t *testing.T, srv *server.Server, who string, session bool) *
 	_, rpcErr := c.Call("logging/setLevel", map[string]any{"level": "debug"})
 	require.Nil(t, rpcErr)
 	return c
-}
-
-// routingCall is the params of who's call of "confirm"; a stateless
-// caller's carry its _meta (elicitation declared, every log level).
-func routingCall(session bool, who, text string, wait bool) map[string]any {
-	p := map[string]any{"name": "confirm", "arguments": map[string]any{"text": text, "wait": wait}}
-	if !session {
-		p["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": who, "version": "1"},
-			"io.modelcontextprotocol/logLevel":           "debug",
-		}
-	}
-	return p
-}
-
-// routingListen reads what B is told until its call 10 ends, declining
-// every question (in a session, a request; stateless, an input_required
-// round, retried with the answers), and returns each notification and
-// question as text, and the result's text.
-func routingListen(t *testing.T, b *mcptest.Client, session bool) (heard []string, result string) {
-	t.Helper()
-	id := int64(10)
-	for {
-		switch m := b.Recv().(type) {
-		case *transport.Request:
-			heard = append(heard, m.Method+" "+string(m.Params))
-			switch {
-			case m.IsNotification():
-			case m.Method == "elicitation/create":
-				b.Reply(m, map[string]any{"action": "decline"})
-			default:
-				b.ReplyError(m, -32601, "not handled")
-			}
-		case *transport.Response:
-			require.Equal(t, transport.Int64ID(id), m.ID)
-			require.Nil(t, m.Error)
-			var r struct {
-				ResultType    string                     `json:"resultType"`
-				InputRequests map[string]json.RawMessage `json:"inputRequests"`
-				RequestState  string                     `json:"requestState"`
-				Content       []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-			}
-			require.NoError(t, json.Unmarshal(m.Result, &r))
-			if session || r.ResultType != "input_required" {
-				require.Len(t, r.Content, 1, "%s", m.Result)
-				return heard, r.Content[0].Text
-			}
-			answers := map[string]any{}
-			for k, q := range r.InputRequests {
-				heard = append(heard, "input "+string(q))
-				answers[k] = map[string]any{"action": "decline"}
-			}
-			p := routingCall(false, "bob", ownB, false)
-			p["inputResponses"], p["requestState"] = answers, r.RequestState
-			id++
-			b.Request(id, "tools/call", p)
-		}
-	}
 }
 
 // TestRoutingAfterCancelShared: -upstream-shared, callers without a

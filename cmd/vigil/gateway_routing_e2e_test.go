@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/server/mcptest"
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // The routing repro of issue 67 with -auth-issuer, as filed: alice calls a
@@ -221,7 +221,7 @@ func routingRepro(t *testing.T, shared bool) {
 	// Alice calls; the upstream works on it, and she hears so. She
 	// cancels; the upstream hears it, and goes on.
 	alice := caller("alice")
-	alice.Request(1, "tools/call", routingParams(shared, "alice", aliceSecret, true))
+	alice.Request(1, "tools/call", routingtest.Params(!shared, "alice", aliceSecret, true))
 	logs.awaitSaid(t, "call "+aliceSecret)
 	n := alice.RecvRequest()
 	require.Equal(t, "notifications/message", n.Method)
@@ -231,50 +231,9 @@ func routingRepro(t *testing.T, shared bool) {
 
 	// Bob calls, declining every question, until his call ends.
 	bob := caller("bob")
-	id := int64(10)
-	bob.Request(id, "tools/call", routingParams(shared, "bob", bobOwn, false))
-	var heard []string
-	result := ""
-	for result == "" {
-		switch m := bob.Recv().(type) {
-		case *transport.Request:
-			heard = append(heard, m.Method+" "+string(m.Params))
-			switch {
-			case m.IsNotification():
-			case m.Method == "elicitation/create":
-				bob.Reply(m, map[string]any{"action": "decline"})
-			default:
-				bob.ReplyError(m, -32601, "not handled")
-			}
-		case *transport.Response:
-			require.Equal(t, transport.Int64ID(id), m.ID)
-			require.Nil(t, m.Error)
-			var r struct {
-				ResultType    string                     `json:"resultType"`
-				InputRequests map[string]json.RawMessage `json:"inputRequests"`
-				RequestState  string                     `json:"requestState"`
-				Content       []struct {
-					Text string `json:"text"`
-				} `json:"content"`
-			}
-			require.NoError(t, json.Unmarshal(m.Result, &r))
-			if r.ResultType != "input_required" {
-				require.Len(t, r.Content, 1, "%s", m.Result)
-				result = r.Content[0].Text
-				continue
-			}
-			answers := map[string]any{}
-			for k, q := range r.InputRequests {
-				heard = append(heard, "input "+string(q))
-				answers[k] = map[string]any{"action": "decline"}
-			}
-			p := routingParams(shared, "bob", bobOwn, false)
-			p["inputResponses"], p["requestState"] = answers, r.RequestState
-			id++
-			bob.Request(id, "tools/call", p)
-		}
-	}
-
+	bob.Request(10, "tools/call", routingtest.Params(!shared, "bob", bobOwn, false))
+	heard, result, err := routingtest.Listen(bob, 10, !shared, "bob", bobOwn)
+	require.NoError(t, err)
 	t.Logf("bob heard: %q", heard)
 	assert.Equal(t, bobOwn+": decline", result, "bob's call completes with his own answer")
 	for _, h := range heard {
@@ -291,19 +250,4 @@ func routingRepro(t *testing.T, shared bool) {
 	assert.Contains(t, said, "answer "+bobOwn+" decline", "bob's answer went to his question")
 	bobCalled := slices.IndexFunc(said, func(l string) bool { return strings.HasPrefix(l, "call "+bobOwn+" ") }) // "call TEXT PID"
 	assert.Less(t, slices.Index(said, fate), bobCalled, "bob's call went upstream once alice's had ended: %q", said)
-}
-
-// routingParams is the params of who's call of "confirm"; a stateless
-// caller's carry its _meta (elicitation declared, every log level).
-func routingParams(shared bool, who, text string, wait bool) map[string]any {
-	p := map[string]any{"name": "confirm", "arguments": map[string]any{"text": text, "wait": wait}}
-	if !shared {
-		p["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": who, "version": "1"},
-			"io.modelcontextprotocol/logLevel":           "debug",
-		}
-	}
-	return p
 }
