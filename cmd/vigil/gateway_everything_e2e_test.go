@@ -145,6 +145,25 @@ func newStdioPeer(t *testing.T, in io.Writer, out io.Reader, answer func(string,
 	return p
 }
 
+// endInput closes in, vigil's standard input, and waits, reading its
+// output, until cmd exits: with status 0, within 30 s.
+func (p *stdioPeer) endInput(in io.Closer, cmd *exec.Cmd) {
+	p.t.Helper()
+	require.NoError(p.t, in.Close())
+	done := make(chan error, 1)
+	go func() {
+		for range p.lines { // drain stdout until vigil exits
+		}
+		done <- cmd.Wait()
+	}()
+	select {
+	case err := <-done:
+		require.NoError(p.t, err, "exit status 0 once stdin ends")
+	case <-time.After(30 * time.Second):
+		p.t.Fatal("vigil did not exit within 30s of stdin ending")
+	}
+}
+
 // send writes one message.
 func (p *stdioPeer) send(msg any) {
 	p.t.Helper()
@@ -509,19 +528,7 @@ func TestGatewayEverything(t *testing.T) {
 	t.Logf("the call in flight was answered %v after the kill: %d %s", took, m.Error.Code, m.Error.Message)
 	assert.Contains(t, string(p.call(801, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "again"}})), "Echo: again")
 
-	require.NoError(t, in.Close())
-	done := make(chan error, 1)
-	go func() {
-		for range p.lines { // drain stdout until vigil exits
-		}
-		done <- cmd.Wait()
-	}()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "exit status 0 once stdin ends")
-	case <-time.After(30 * time.Second):
-		t.Fatal("vigil did not exit within 30s of stdin ending")
-	}
+	p.endInput(in, cmd)
 	logs := stderr.String()
 	assert.Regexp(t, `msg=request method=tools/call tool=trigger-long-running-operation request_id=700 .*outcome=cancelled cause=client_cancel`, logs)
 	assert.Regexp(t, `msg=request method=tools/call tool=trigger-long-running-operation request_id=800 .*outcome=error code=-32603 .*cause=upstream_closed`, logs)

@@ -452,19 +452,7 @@ func TestGatewayRealServers(t *testing.T) {
 				assert.Equal(t, string(probed), string(again), "the new process answers from the state the killed one left")
 			}
 
-			require.NoError(t, in.Close())
-			done := make(chan error, 1)
-			go func() {
-				for range p.lines { // drain stdout until vigil exits
-				}
-				done <- cmd.Wait()
-			}()
-			select {
-			case err := <-done:
-				require.NoError(t, err, "exit status 0 once stdin ends")
-			case <-time.After(30 * time.Second):
-				t.Fatal("vigil did not exit within 30s of stdin ending")
-			}
+			p.endInput(in, cmd)
 			logs := stderr.String()
 			tool := regexp.QuoteMeta(srv.probe.tool)
 			assert.Regexp(t, `msg=request method=tools/call tool=`+tool+` request_id=900 .*outcome=cancelled cause=client_cancel`, logs)
