@@ -144,6 +144,9 @@ func (m *mount) subscribe(ctx context.Context, uri string) error {
 		}
 	}
 	if _, err := m.forward(ctx, "resources/subscribe", uriParams(uri), nil); err != nil {
+		if unsupported(err) {
+			return nil // its session did not declare subscriptions: held here, never updated
+		}
 		return err
 	}
 	if m.up.Shared {
@@ -180,8 +183,17 @@ func (m *mount) unsubscribe(ctx context.Context, uri string) error {
 			return nil // gone, and its subscriptions with it
 		}
 	}
-	_, err := m.forward(ctx, "resources/unsubscribe", uriParams(uri), nil)
-	return err
+	if _, err := m.forward(ctx, "resources/unsubscribe", uriParams(uri), nil); err != nil && !unsupported(err) {
+		return err
+	}
+	return nil
+}
+
+// unsupported reports whether err is an upstream's answer that it has no
+// such method.
+func unsupported(err error) bool {
+	var se *server.Error
+	return errors.As(err, &se) && se.Code == protocol.CodeMethodNotFound
 }
 
 // wantedElsewhere reports whether a listen stream, or a session other
@@ -295,19 +307,41 @@ func (m *mount) eraNotified(n *transport.Request) {
 			m.g.srv.NotifyListeners(n.Method, uri)
 		}
 	case "notifications/subscriptions/acknowledged":
-		var p struct {
-			Notifications struct {
-				ResourceSubscriptions []string `json:"resourceSubscriptions"`
-			} `json:"notifications"`
-		}
-		if json.Unmarshal(n.Params, &p) == nil && len(p.Notifications.ResourceSubscriptions) > 0 {
-			key := ackKey(p.Notifications.ResourceSubscriptions)
-			m.subs.mu.Lock()
-			if ch := m.subs.acks[key]; ch != nil {
-				close(ch)
-				delete(m.subs.acks, key)
-			}
-			m.subs.mu.Unlock()
+		m.acknowledged(n)
+	}
+}
+
+// acknowledged ends the wait for the listen stream of the gateway's that
+// the upstream acknowledged with n: the one naming the URIs it honored,
+// else (it honored fewer) each naming them all. The gateway's stream of
+// list changes (listenEra) asks for no resource, and waits for nothing.
+func (m *mount) acknowledged(n *transport.Request) {
+	var p struct {
+		Notifications struct {
+			Tools     bool     `json:"toolsListChanged"`
+			Prompts   bool     `json:"promptsListChanged"`
+			Resources bool     `json:"resourcesListChanged"`
+			URIs      []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(n.Params, &p) != nil {
+		return
+	}
+	f := p.Notifications
+	if f.Tools || f.Prompts || f.Resources {
+		return // listenEra's
+	}
+	m.subs.mu.Lock()
+	defer m.subs.mu.Unlock()
+	if key := ackKey(f.URIs); m.subs.acks[key] != nil {
+		close(m.subs.acks[key])
+		delete(m.subs.acks, key)
+		return
+	}
+	for key, ch := range m.subs.acks {
+		if names := strings.Split(key, "\n"); !slices.ContainsFunc(f.URIs, func(u string) bool { return !slices.Contains(names, u) }) {
+			close(ch)
+			delete(m.subs.acks, key)
 		}
 	}
 }
@@ -346,11 +380,18 @@ func (m *mount) listenFor(ctx context.Context, uris []string) {
 		full := !known && len(m.subs.shared) >= maxSubscriptions
 		if !full {
 			if m.subs.listened == nil {
-				m.subs.listened, m.subs.shared = map[string]bool{}, map[string]bool{}
+				m.subs.listened = map[string]bool{}
+			}
+			if m.subs.shared == nil {
+				m.subs.shared = map[string]bool{}
 			}
 			m.subs.listened[uri], m.subs.shared[uri] = true, true
 		}
 		m.subs.mu.Unlock()
+		if full {
+			m.log.Warn("gateway: a listen stream's resource not followed: the gateway follows this many on the upstream at most",
+				"upstream", m.up.Name, "uri", uri, "max", maxSubscriptions)
+		}
 		if known || full {
 			continue
 		}
@@ -378,11 +419,20 @@ func (m *mount) listenEraFor(s *upstream.Session, uris []string) <-chan struct{}
 	if m.subs.era == nil {
 		m.subs.era = map[string]bool{}
 	}
+	dropped := 0
 	for _, uri := range uris {
-		if !m.subs.era[uri] && len(m.subs.era) < maxSubscriptions {
+		switch {
+		case m.subs.era[uri]:
+		case len(m.subs.era) >= maxSubscriptions:
+			dropped++
+		default:
 			m.subs.era[uri] = true
 			fresh = append(fresh, uri)
 		}
+	}
+	if dropped > 0 {
+		m.log.Warn("gateway: a listen stream's resources not followed: the gateway follows this many on the upstream at most",
+			"upstream", m.up.Name, "resources", dropped, "max", maxSubscriptions)
 	}
 	if len(fresh) == 0 {
 		m.subs.mu.Unlock()

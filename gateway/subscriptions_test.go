@@ -3,8 +3,10 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -154,6 +156,7 @@ func TestListenFollowedHTTP(t *testing.T) {
 			srv := frontServer(t, gateway.Upstream{Name: "a", URL: u.url})
 			c := mcptest.Pipe(t, srv)
 			listen2026(t, c, "file:///a/readme")
+			subscribersListening(u) // the 2025 era's: the listing session subscribed
 			u.srv.ResourceUpdated("file:///a/readme")
 			n := c.RecvRequest()
 			assert.Equal(t, "notifications/resources/updated", n.Method)
@@ -181,6 +184,7 @@ func TestUnsubscribeForwardedHTTP(t *testing.T) {
 	require.Nil(t, rpcErr)
 	assert.Equal(t, []string{"file:///a/readme"}, upstreamSubscriptions(u))
 
+	subscribersListening(u)
 	u.srv.ResourceUpdated("file:///a/readme")
 	recvUpdate(t, a, "file:///a/readme")
 	_, rpcErr = a.Call("resources/unsubscribe", map[string]string{"uri": "file:///a/readme"})
@@ -211,5 +215,78 @@ func unread(t *testing.T, c *mcptest.Client) []transport.Message {
 			return kept
 		}
 		kept = append(kept, m)
+	}
+}
+
+// getStreams are the upstream sessions whose GET stream is open: what the
+// upstream sends outside a call reaches them from then on.
+type getStreams struct {
+	mu   sync.Mutex
+	open map[string]bool
+	news chan struct{} // closed at the next opening
+}
+
+// opened notes that session id's GET stream is open.
+func (g *getStreams) opened(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open == nil {
+		g.open = map[string]bool{}
+	}
+	g.open[id] = true
+	if g.news != nil {
+		close(g.news)
+		g.news = nil
+	}
+}
+
+// await waits until session id's GET stream is open.
+func (g *getStreams) await(id string) {
+	for {
+		g.mu.Lock()
+		if g.open[id] {
+			g.mu.Unlock()
+			return
+		}
+		if g.news == nil {
+			g.news = make(chan struct{})
+		}
+		news := g.news
+		g.mu.Unlock()
+		<-news
+	}
+}
+
+// getWatch is the ResponseWriter of a GET stream: open is called when its
+// headers are written, once the upstream holds the stream.
+type getWatch struct {
+	http.ResponseWriter
+	open func()
+	once sync.Once
+}
+
+func (w *getWatch) WriteHeader(code int) {
+	if code == http.StatusOK {
+		w.once.Do(w.open)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *getWatch) Write(b []byte) (int, error) {
+	w.once.Do(w.open)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *getWatch) Flush() { http.NewResponseController(w.ResponseWriter).Flush() } //nolint:errcheck // as http.Flusher
+
+func (w *getWatch) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// subscribersListening waits until each upstream session that holds a
+// subscription has its GET stream open, on which its updates come.
+func subscribersListening(u *fakeUpstream) {
+	for _, ss := range u.srv.Sessions() {
+		if len(ss.Subscriptions()) > 0 {
+			u.gets.await(ss.ID())
+		}
 	}
 }
