@@ -114,37 +114,3 @@ func (m *mount) completer(ref server.CompletionRef) server.CompleteFunc {
 		return res.Completion.Values, nil
 	}
 }
-
-// maxSubscriptions bounds the resources the gateway subscribes to on one
-// upstream.
-const maxSubscriptions = 1000
-
-// subscribeAll subscribes, on an upstream that declares resource
-// subscriptions, to each resource it lists (up to maxSubscriptions): its
-// resources/updated then reaches the gateway, which passes it to the
-// server's own subscribers of that URI (notified), whichever client
-// subscribed. A failure is logged, not fatal.
-func (m *mount) subscribeAll(ctx context.Context, s *upstream.Session) {
-	var caps struct {
-		Resources struct {
-			Subscribe bool `json:"subscribe"`
-		} `json:"resources"`
-	}
-	if json.Unmarshal(s.Initialized().Capabilities, &caps) != nil || !caps.Resources.Subscribe {
-		return
-	}
-	budget := m.maxCatalog()
-	items, err := s.ListWithin(ctx, "resources/list", "resources", maxSubscriptions, &budget)
-	for _, it := range items {
-		var r struct {
-			URI string `json:"uri"`
-		}
-		if err == nil && json.Unmarshal(it, &r) == nil && r.URI != "" {
-			params, _ := json.Marshal(map[string]string{"uri": r.URI}) // a string map encodes
-			_, err = s.Call(ctx, "resources/subscribe", params, nil)
-		}
-	}
-	if err != nil {
-		m.log.Warn("gateway: subscribing to the upstream's resources failed", "upstream", m.up.Name, "error", err)
-	}
-}

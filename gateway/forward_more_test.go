@@ -182,15 +182,16 @@ func TestStatelessPromptAskedAcrossRounds(t *testing.T) {
 	assert.Contains(t, string(c.RecvResult(2)), "file:///srv")
 }
 
-// TestResourceUpdatesReachSubscribers: the gateway subscribes to the
-// upstream's resources, so an update of one reaches the downstream client
-// that subscribed to it.
+// TestResourceUpdatesReachSubscribers: a client's resources/subscribe is
+// forwarded on its own upstream session, so an update of the resource
+// reaches the client.
 func TestResourceUpdatesReachSubscribers(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startUpstream(t, "a")
 	c := front(t, gateway.Upstream{Name: "a", URL: u.url})
 	_, rpcErr := c.Call("resources/subscribe", map[string]string{"uri": "file:///a/readme"})
 	require.Nil(t, rpcErr)
+	subscribersListening(u) // subscriptions_test.go: its upstream session, started by the subscription
 	u.srv.ResourceUpdated("file:///a/readme")
 	n, ok := c.Recv().(*transport.Request)
 	require.True(t, ok)

@@ -219,13 +219,9 @@ type mount struct {
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
 	calls           callTally    // the calls forwarded, for the status (upstream_view.go)
 
-	waiting waitingCalls  // stateless callers' calls waiting for their retry (rounds.go)
-	stale   chan struct{} // 1-buffered: the upstream said a list changed (coalesced)
-	// elsewhere is set when a session other than the listing one (a
-	// caller's own, the 2026-07-28 one) said a list changed: what changed
-	// there may not show in the listing session's catalog, so the next
-	// listing registers every item again, and clients hear list_changed.
-	elsewhere atomic.Bool
+	waiting   waitingCalls   // stateless callers' calls waiting for their retry (rounds.go)
+	stale     chan struct{}  // 1-buffered: the upstream said a list changed (coalesced)
+	subs      subscriptions  // what it follows for more than one caller (subscriptions.go)
 	check     chan struct{}  // 1-buffered: a start failed; is the catalog's session alive? (coalesced)
 	refresher sync.WaitGroup // the goroutine that lists again and keeps the catalog's session (refreshLoop)
 	watchers  sync.WaitGroup // a goroutine per downstream session's link: it closes it when that session ends
@@ -338,8 +334,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		_ = g.Close() // not under g.mu: closing waits for a refresh that may want it
 		return nil, err
 	}
-	srv.SetResourceFallback(g.readUnlisted) // unlisted.go
-	srv.SetToolView(g.showsTool)            // views.go
+	srv.SetResourceFallback(g.readUnlisted)  // unlisted.go
+	srv.SetToolView(g.showsTool)             // views.go
+	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
 	return g, nil
 }
 
@@ -442,14 +439,8 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	onNotification := m.notified
 	if l.caps != nil {
 		onNotification = nil // a tool view's session only lists, once
-	} else if l != m.catalog {
-		onNotification = func(n *transport.Request) {
-			switch n.Method {
-			case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-				m.elsewhere.Store(true)
-			}
-			m.notified(n)
-		}
+	} else if ss != nil && !l.stateless {
+		onNotification = func(n *transport.Request) { m.sessionNotified(ss, n) } // subscriptions.go: its own, told to it alone
 	}
 	cfg := upstream.Config{
 		Name: up.Name, Logger: m.log, ClientName: "vigil-gateway",
@@ -465,10 +456,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		// process of its own may change what 2026-07-28 callers see.
 		cfg.ProtocolVersion, cfg.OnRequest = protocol.Version20260728, nil
 		cfg.Capabilities = json.RawMessage(`{"extensions":{"io.modelcontextprotocol/skills":{}}}`)
-		cfg.OnNotification = func(n *transport.Request) {
-			m.staleEra.Store(true)
-			m.notified(n)
-		}
+		cfg.OnNotification = m.eraNotified // subscriptions.go
 	}
 	s, err := upstream.Open(ctx, tc, cfg)
 	if err != nil {
@@ -484,21 +472,20 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c.session = s
 	m.track(c, l.caps == nil) // a tool view's listing is not counted a start
 	if l.stateless {
-		if c.process != nil {
-			// A process of its own, whose lists change apart from the
-			// listing process's: it says so on a listen stream, the
-			// 2026-07-28 way, for as long as the session lives.
-			m.watchers.Go(func() { m.listenEra(s) })
-		}
+		// Its lists may change apart from the listing session's (a
+		// process of its own; an HTTP upstream's 2026-07-28 callers): it
+		// says so on a listen stream, the 2026-07-28 way, for as long as
+		// the session lives; and the resources listen streams followed on
+		// the session before are followed on this one (subscriptions.go).
+		m.watchers.Go(func() { m.listenEra(s) })
+		m.listenEraFor(s, nil)
 		return c, nil
 	}
 	if l.caps != nil {
 		return c, nil // it only lists
 	}
-	m.wantLogs(ctx, s) // forward_more.go
-	if ss == nil {
-		m.subscribeAll(ctx, s) // forward_more.go: once, on the listing session, whose updates reach every subscriber
-	}
+	m.wantLogs(ctx, s)        // forward_more.go
+	m.resubscribe(ctx, s, ss) // subscriptions.go: what its users subscribed to on the session before
 	return c, nil
 }
 
@@ -522,9 +509,9 @@ func upstreamClient() *http.Client {
 	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// notified handles the upstream's notifications that belong to no call:
-// a list that changed is listed again and what is registered follows it;
-// a resource update reaches its subscribers.
+// notified handles the listing session's notifications that belong to no
+// call: a list that changed is listed again and what is registered
+// follows it; a resource update reaches those it serves that subscribed.
 func (m *mount) notified(n *transport.Request) {
 	switch n.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
@@ -533,11 +520,8 @@ func (m *mount) notified(n *transport.Request) {
 		default:
 		}
 	case "notifications/resources/updated":
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if json.Unmarshal(n.Params, &p) == nil && p.URI != "" {
-			m.g.srv.ResourceUpdated(p.URI)
+		if uri := updatedURI(n); uri != "" {
+			m.sharedUpdated(uri) // subscriptions.go
 		}
 	}
 }
@@ -716,11 +700,7 @@ func (m *mount) refresh(ctx context.Context, s *upstream.Session) error {
 	m.cat.release(m.g.owners)
 	_ = cat.claim(m.g.owners, true)
 	m.cat.unregister(m.g.srv, cat)
-	prev := m.cat // what stays registered unchanged (catalog_diff.go)
-	if m.elsewhere.Swap(false) {
-		prev = nil // a change another session saw: every item again, and clients told
-	}
-	if err := cat.register(m.g.srv, prev); err != nil {
+	if err := cat.register(m.g.srv, m.cat); err != nil { // m.cat: what stays registered unchanged (catalog_diff.go)
 		m.log.Warn("gateway: registering again after list_changed failed", "upstream", m.up.Name, "error", err)
 		cat = &catalog{m: m}
 	}
@@ -925,6 +905,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetSkillFinder(nil)
 	g.srv.SetResourceFallback(nil)
 	g.srv.SetToolView(nil)
+	g.srv.SetResourceSubscriber(nil)
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

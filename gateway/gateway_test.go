@@ -42,6 +42,7 @@ type fakeUpstream struct {
 	hold      atomic.Pointer[chan struct{}] // when set, a new session's initialize waits for it to close (holdNew)
 	holding   chan struct{}                 // an initialize waits for hold
 	sampling  sync.WaitGroup                // Add the calls of "sample" expected at once
+	gets      getStreams                    // the sessions whose GET stream is open
 }
 
 // holdNew makes the initialize of each new session wait until gate
@@ -144,6 +145,9 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 			case <-r.Context().Done():
 				return
 			}
+		}
+		if r.Method == http.MethodGet {
+			w = &getWatch{ResponseWriter: w, open: func() { u.gets.opened(r.Header.Get("Mcp-Session-Id")) }}
 		}
 		h.ServeHTTP(w, r)
 	}))

@@ -19,7 +19,8 @@ import (
 // routingtest.Upstream), as one that stops reading when stallEnv is (see
 // stalltest.Upstream), as one whose tools keep saying they changed when
 // stormEnv is (see runStorm), as one that asks for roots at start when
-// fidelityEnv is (see runFidelity), else the tests.
+// fidelityEnv is (see runFidelity), as one with a watched resource when
+// watchedEnv is (see runWatched), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -42,6 +43,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(stormEnv) != "" {
 		os.Exit(runStorm())
+	}
+	if os.Getenv(watchedEnv) != "" {
+		os.Exit(runWatched())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()

@@ -91,12 +91,13 @@ func (m *mount) drop(l *link) {
 }
 
 // reapIdle closes the links of downstream sessions that have had no call
-// in flight for IdleTimeout at now, and waits for their processes.
+// in flight for IdleTimeout at now, and hold no resource subscription,
+// and waits for their processes.
 func (m *mount) reapIdle(now time.Time) {
 	var idle []*link
 	m.mu.Lock()
 	for ss, l := range m.sessions {
-		if l.busy == 0 && now.Sub(l.lastUsed) >= m.idle {
+		if l.busy == 0 && now.Sub(l.lastUsed) >= m.idle && len(ss.Subscriptions()) == 0 { // a subscriber's waits for its updates
 			delete(m.sessions, ss)
 			idle = append(idle, l)
 		}

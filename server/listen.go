@@ -122,6 +122,9 @@ func (s *Server) listen(ctx context.Context, req *Request) (any, error) {
 	}
 	s.listeners.add(l)
 	defer s.listeners.remove(l)
+	if sub := s.resourceSubscriber(); sub != nil && len(honored.ResourceSubscriptions) > 0 {
+		sub.Listen(ctx, honored.ResourceSubscriptions) // before the ack: the updates it names reach the stream once acknowledged
+	}
 	ack := struct {
 		Notifications subscriptionFilter `json:"notifications"`
 		Meta          map[string]any     `json:"_meta"`

@@ -531,7 +531,7 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	return res, nil
 }
 
-func (s *Server) subscribeResource(_ context.Context, req *Request) (any, error) {
+func (s *Server) subscribeResource(ctx context.Context, req *Request) (any, error) {
 	uri, err := uriParam(req)
 	if err != nil {
 		return nil, err
@@ -542,16 +542,27 @@ func (s *Server) subscribeResource(_ context.Context, req *Request) (any, error)
 	if err := s.resources.subscribe(req.Session, uri); err != nil {
 		return nil, err
 	}
+	if sub := s.resourceSubscriber(); sub != nil {
+		if err := sub.Subscribe(ctx, uri); err != nil {
+			s.resources.unsubscribe(req.Session, uri)
+			return nil, err
+		}
+	}
 	req.Session.storeShared(req.ArrivalContext())
 	return struct{}{}, nil
 }
 
-func (s *Server) unsubscribeResource(_ context.Context, req *Request) (any, error) {
+func (s *Server) unsubscribeResource(ctx context.Context, req *Request) (any, error) {
 	uri, err := uriParam(req)
 	if err != nil {
 		return nil, err
 	}
 	s.resources.unsubscribe(req.Session, uri)
 	req.Session.storeShared(req.ArrivalContext())
+	if sub := s.resourceSubscriber(); sub != nil {
+		if err := sub.Unsubscribe(ctx, uri); err != nil {
+			return nil, err
+		}
+	}
 	return struct{}{}, nil
 }

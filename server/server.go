@@ -50,9 +50,11 @@ type Server struct {
 	resources resourceRegistry
 	// resourceFallback reads what no resource serves (resource_fallback.go).
 	resourceFallback atomic.Pointer[ResourceHandler]
-	finder           skillFinder // skills found when named (skill_finder.go)
-	prompts          promptRegistry
-	tasks            taskStore // tasks of both eras (task_store.go)
+	// subscriber follows clients' subscriptions (resource_subscriber.go).
+	subscriber atomic.Pointer[ResourceSubscriber]
+	finder     skillFinder // skills found when named (skill_finder.go)
+	prompts    promptRegistry
+	tasks      taskStore // tasks of both eras (task_store.go)
 
 	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
 	// once, by json.Marshal and so HTML-escaped as encoding/json writes a
