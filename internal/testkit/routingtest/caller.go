@@ -47,7 +47,7 @@ func Listen(c Caller, id int64, stateless bool, who, text string) (heard []strin
 			case m.Method == "elicitation/create":
 				c.Reply(m, map[string]any{"action": "decline"})
 			default:
-				c.ReplyError(m, -32601, "not handled")
+				c.ReplyError(m, int64(protocol.CodeMethodNotFound), "not handled")
 			}
 		case *transport.Response:
 			if m.ID != transport.Int64ID(id) || m.Error != nil {
