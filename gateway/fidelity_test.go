@@ -30,7 +30,8 @@ const fidelityEnv = "GATEWAY_TEST_FIDELITY"
 
 // runFidelity serves, on standard input and output, with instructions
 // "fidelity's instructions": it asks roots/list as soon as the client
-// says it is initialized, outside any call, and serves "hello" (answers
+// says it is initialized, outside any call, and again on each
+// notifications/roots/list_changed, and serves "hello" (answers
 // at once) and "roots" (waits for the answer to that question, and
 // answers the roots' URIs joined by commas, or "refused: " and the
 // error).
@@ -60,6 +61,13 @@ func runFidelity() int {
 			return res, err
 		}
 	}))
+	srv.SetRootsChanged(func(ctx context.Context) { // as server-filesystem: ask again
+		select {
+		case <-asked: // the old answer, or none yet: the next "roots" waits for the new one
+		default:
+		}
+		go ask(server.RequestFromContext(ctx).Session)
+	})
 	_ = srv.AddTool(server.Tool{Name: "hello"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	})
@@ -92,6 +100,15 @@ func TestRootsAskedAtStart(t *testing.T) {
 	srv := frontServer(t, fidelityUpstream())
 	c := mcptest.Pipe(t, srv)
 	c.Initialize("", map[string]any{"roots": map[string]any{}})
+	answerStartUpRoots(t, c, "file:///mine")
+	assert.Equal(t, "file:///mine", upstreamRoots(t, c, 2), "the caller's answer reached the upstream after its first call ended")
+}
+
+// answerStartUpRoots makes c's first call (id 1, "hello"), which starts
+// its upstream session, and answers the upstream's start-up roots/list
+// with uri once that call has ended.
+func answerStartUpRoots(t *testing.T, c *mcptest.Client, uri string) {
+	t.Helper()
 	c.SendCallTool(1, "hello", nil)
 	var question *transport.Request
 	var answered bool
@@ -106,16 +123,46 @@ func TestRootsAskedAtStart(t *testing.T) {
 			answered = true
 		}
 	}
-	c.Reply(question, map[string]any{"roots": []map[string]any{{"uri": "file:///mine"}}})
-	c.SendCallTool(2, "roots", nil)
+	c.Reply(question, map[string]any{"roots": []map[string]any{{"uri": uri}}})
+}
+
+// upstreamRoots calls "roots" (as id) and returns what the upstream holds
+// of c's roots.
+func upstreamRoots(t *testing.T, c *mcptest.Client, id int64) string {
+	t.Helper()
+	c.SendCallTool(id, "roots", nil)
 	var res struct {
 		Content []struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	require.NoError(t, json.Unmarshal(c.RecvResult(2), &res))
+	require.NoError(t, json.Unmarshal(c.RecvResult(id), &res))
 	require.Len(t, res.Content, 1)
-	assert.Equal(t, "file:///mine", res.Content[0].Text, "the caller's answer reached the upstream after its first call ended")
+	return res.Content[0].Text
+}
+
+// TestRootsChangeTold: a caller that declares roots.listChanged and
+// changes its roots tells its own upstream session, which asks again and
+// gets the new roots (server-filesystem's allowed directories follow the
+// client's); another caller's upstream session keeps its own.
+func TestRootsChangeTold(t *testing.T) {
+	testkit.Watchdog(t)
+	srv := frontServer(t, fidelityUpstream())
+	connect := func(uri string) *mcptest.Client {
+		c := mcptest.Pipe(t, srv)
+		c.Initialize("", map[string]any{"roots": map[string]any{"listChanged": true}})
+		answerStartUpRoots(t, c, uri)
+		require.Equal(t, uri, upstreamRoots(t, c, 2))
+		return c
+	}
+	a, b := connect("file:///a"), connect("file:///b")
+
+	a.Notify("notifications/roots/list_changed", nil)
+	q := a.RecvRequest()
+	require.Equal(t, "roots/list", q.Method, "the upstream asks the caller again")
+	a.Reply(q, map[string]any{"roots": []map[string]any{{"uri": "file:///a2"}}})
+	assert.Equal(t, "file:///a2", upstreamRoots(t, a, 3), "the new roots reached the caller's upstream session")
+	assert.Equal(t, "file:///b", upstreamRoots(t, b, 3), "another caller's upstream session is not told")
 }
 
 // TestInstructionsKept: the upstream's instructions reach the caller as

@@ -337,6 +337,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	srv.SetResourceFallback(g.readUnlisted)  // unlisted.go
 	srv.SetToolView(g.showsTool)             // views.go
 	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
+	srv.SetRootsChanged(g.rootsChanged)      // roots.go
 	return g, nil
 }
 
@@ -906,6 +907,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetResourceFallback(nil)
 	g.srv.SetToolView(nil)
 	g.srv.SetResourceSubscriber(nil)
+	g.srv.SetRootsChanged(nil)
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

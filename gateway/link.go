@@ -36,6 +36,7 @@ type link struct {
 	shut      context.CancelFunc   // see close
 	start     chan struct{}        // 1-buffered: held by the one caller starting the session
 	conn      atomic.Pointer[conn] // the current connection; nil before the first start, after a failed one, once shut
+	roots     coalesced            // the caller's roots changes not yet told upstream (roots.go)
 
 	mu        sync.Mutex    // guards the three below; never held during I/O
 	started   time.Time     // when conn started

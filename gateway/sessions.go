@@ -133,15 +133,12 @@ func capabilities(ss *server.Session) json.RawMessage {
 // elicitation, roots and MCP Apps.
 func relayedCapabilities(caps *server.ClientCapabilities) json.RawMessage {
 	var relayed struct {
-		Roots       *struct{}                     `json:"roots,omitempty"` // its list_changed is not relayed
+		Roots       *server.RootsCapability       `json:"roots,omitempty"` // its list_changed is relayed (roots.go)
 		Sampling    *server.SamplingCapability    `json:"sampling,omitempty"`
 		Elicitation *server.ElicitationCapability `json:"elicitation,omitempty"`
 		Extensions  map[string]any                `json:"extensions,omitempty"`
 	}
-	if caps.Roots != nil {
-		relayed.Roots = &struct{}{}
-	}
-	relayed.Sampling, relayed.Elicitation = caps.Sampling, caps.Elicitation
+	relayed.Roots, relayed.Sampling, relayed.Elicitation = caps.Roots, caps.Sampling, caps.Elicitation
 	if ui, ok := caps.Extensions[server.ExtensionUI]; ok {
 		relayed.Extensions = map[string]any{server.ExtensionUI: ui} // the upstream's results for a client that renders views
 	}

@@ -86,5 +86,5 @@ func (s *Server) registerCore() {
 	s.handle("subscriptions/listen", s.listen)
 	s.handle("notifications/initialized", nopNotification)
 	s.handle("notifications/cancelled", nopNotification)
-	s.handle("notifications/roots/list_changed", nopNotification)
+	s.handle("notifications/roots/list_changed", s.rootsListChanged)
 }

@@ -52,9 +52,11 @@ type Server struct {
 	resourceFallback atomic.Pointer[ResourceHandler]
 	// subscriber follows clients' subscriptions (resource_subscriber.go).
 	subscriber atomic.Pointer[ResourceSubscriber]
-	finder     skillFinder // skills found when named (skill_finder.go)
-	prompts    promptRegistry
-	tasks      taskStore // tasks of both eras (task_store.go)
+	// rootsChanged is told of clients' roots changes (roots_changed.go).
+	rootsChanged atomic.Pointer[func(ctx context.Context)]
+	finder       skillFinder // skills found when named (skill_finder.go)
+	prompts      promptRegistry
+	tasks        taskStore // tasks of both eras (task_store.go)
 
 	// serverInfoMeta is the _meta every 2026-07-28 result carries, encoded
 	// once, by json.Marshal and so HTML-escaped as encoding/json writes a
