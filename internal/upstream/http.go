@@ -184,6 +184,15 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	// before the request's stream closes (which an upstream would take
 	// for a cancel without a notification). It keeps the caller's
 	// values, for the Credentials of a GET that resumes its stream.
+	if t, ok := c.client.Transport.(*plainTransport); ok && hreq.URL.Scheme == "http" && !t.proxied(hreq) {
+		if err := c.postInline(ctx, t, hreq, req); err != nil {
+			return err
+		}
+		if req != nil && req.Method == "notifications/initialized" {
+			c.openGet()
+		}
+		return nil
+	}
 	post, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(c.ctx, cancel)
 	started := make(chan error, 1)

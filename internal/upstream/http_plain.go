@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -35,6 +36,9 @@ type plainConn struct {
 	nc net.Conn
 	br *bufio.Reader
 	bw *bufio.Writer
+
+	cmu   sync.Mutex // guards armed
+	armed bool       // a caller's end interrupts the read (http_inline.go)
 }
 
 // PlainHTTP returns a RoundTripper that sends plain-HTTP requests itself,
@@ -53,17 +57,14 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || t.proxied(req) {
 		return t.fallback.RoundTrip(req)
 	}
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
+	addr := plainAddr(req.URL)
 	ctx := req.Context()
 	pc, err := t.get(ctx, addr)
 	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) }) // in the past: I/O under way returns
+	stop := context.AfterFunc(ctx, pc.interrupt)
 	resp, err := pc.roundTrip(req)
 	if err != nil {
 		stop()
@@ -73,9 +74,26 @@ func (t *plainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &plainBody{body: resp.Body, t: t, pc: pc, addr: addr, stop: stop, reuse: !resp.Close, eof: resp.Body == http.NoBody}
+	t.keepBody(resp, pc, addr, stop)
 	return resp, nil
 }
+
+// addr returns the host:port of a plain-HTTP URL.
+func plainAddr(u *url.URL) string {
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
+}
+
+// keepBody makes resp's body give pc back to the pool at its end (see
+// plainBody); stop stops what interrupts pc's I/O.
+func (t *plainTransport) keepBody(resp *http.Response, pc *plainConn, addr string, stop func() bool) {
+	resp.Body = &plainBody{body: resp.Body, t: t, pc: pc, addr: addr, stop: stop, reuse: !resp.Close, eof: resp.Body == http.NoBody}
+}
+
+// interrupt makes the connection's I/O under way, and later, return.
+func (pc *plainConn) interrupt() { _ = pc.nc.SetDeadline(time.Unix(1, 0)) } // in the past
 
 // proxied reports whether req goes through a proxy.
 func (t *plainTransport) proxied(req *http.Request) bool {
@@ -95,12 +113,22 @@ func closeBody(req *http.Request) {
 
 // roundTrip writes req and reads its answer's head (past any 1xx).
 func (pc *plainConn) roundTrip(req *http.Request) (*http.Response, error) {
+	if err := pc.send(req); err != nil {
+		return nil, err
+	}
+	return pc.head(req)
+}
+
+// send writes req.
+func (pc *plainConn) send(req *http.Request) error {
 	if err := req.Write(pc.bw); err != nil {
-		return nil, err
+		return err
 	}
-	if err := pc.bw.Flush(); err != nil {
-		return nil, err
-	}
+	return pc.bw.Flush()
+}
+
+// head reads the head of req's answer (past any 1xx).
+func (pc *plainConn) head(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := http.ReadResponse(pc.br, req)
 		if err != nil {
@@ -170,8 +198,9 @@ func (t *plainTransport) CloseIdleConnections() {
 }
 
 // plainBody is an answer's body: its connection goes back to the pool
-// when the body was read to its end and the request's context did not
-// end; else the connection is closed.
+// as soon as the body has been read to its end (before the reader sees
+// the end, so that what it then sends can have the connection), when
+// the request's context has not ended; else Close closes it.
 type plainBody struct {
 	body  io.ReadCloser
 	t     *plainTransport
@@ -185,15 +214,25 @@ type plainBody struct {
 
 // Read reads the body.
 func (b *plainBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
 	n, err := b.body.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.eof = true
+		b.release()
 	}
 	return n, err
 }
 
 // Close ends the body: the connection is kept when it can serve again.
 func (b *plainBody) Close() error {
+	b.release()
+	return nil
+}
+
+// release gives the connection back, or closes it, once.
+func (b *plainBody) release() {
 	b.once.Do(func() {
 		keep := b.stop() && b.eof && b.reuse
 		if !keep {
@@ -204,5 +243,4 @@ func (b *plainBody) Close() error {
 			b.t.put(b.addr, b.pc)
 		}
 	})
-	return nil
 }
