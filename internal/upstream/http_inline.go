@@ -135,13 +135,17 @@ func (c *httpConn) enter() bool {
 
 // watchCaller makes ctx's end interrupt the wait for the answer's head;
 // disarm stops that, and reports false when ctx ended meanwhile (the
-// read deadline is then cleared again, unless post ended too).
+// read deadline is then cleared again, unless post ended too). A late
+// interruption of an earlier watch of the connection does nothing.
 func (pc *plainConn) watchCaller(ctx, post context.Context) (disarm func() bool) {
-	pc.armed = true
+	pc.cmu.Lock()
+	pc.watch++
+	watch := pc.watch
+	pc.cmu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		pc.cmu.Lock()
 		defer pc.cmu.Unlock()
-		if pc.armed {
+		if pc.watch == watch {
 			_ = pc.nc.SetReadDeadline(time.Unix(1, 0))
 		}
 	})
@@ -150,7 +154,7 @@ func (pc *plainConn) watchCaller(ctx, post context.Context) (disarm func() bool)
 			return true
 		}
 		pc.cmu.Lock()
-		pc.armed = false
+		pc.watch++
 		_ = pc.nc.SetReadDeadline(time.Time{})
 		pc.cmu.Unlock()
 		if post.Err() != nil {

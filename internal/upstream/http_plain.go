@@ -37,8 +37,8 @@ type plainConn struct {
 	br *bufio.Reader
 	bw *bufio.Writer
 
-	cmu   sync.Mutex // guards armed
-	armed bool       // a caller's end interrupts the read (http_inline.go)
+	cmu   sync.Mutex // guards watch
+	watch uint64     // the caller's watch whose end interrupts the read (http_inline.go)
 }
 
 // PlainHTTP returns a RoundTripper that sends plain-HTTP requests itself,
