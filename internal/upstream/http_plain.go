@@ -31,9 +31,18 @@ type plainTransport struct {
 	closed bool
 }
 
+// maxAnswerHead bounds the head of an answer (its status line and
+// headers) a plainTransport reads: net/http's Transport's default.
+const maxAnswerHead = 10 << 20
+
+// errAnswerHeadTooLarge is the error of an answer's head over
+// maxAnswerHead.
+var errAnswerHeadTooLarge = errors.New("upstream: http: the answer's head is over 10 MiB")
+
 // plainConn is one connection of a plainTransport.
 type plainConn struct {
 	nc net.Conn
+	lr headLimit // what br reads from nc through
 	br *bufio.Reader
 	bw *bufio.Writer
 
@@ -127,8 +136,11 @@ func (pc *plainConn) send(req *http.Request) error {
 	return pc.bw.Flush()
 }
 
-// head reads the head of req's answer (past any 1xx).
+// head reads the head of req's answer (past any 1xx), of at most
+// maxAnswerHead bytes.
 func (pc *plainConn) head(req *http.Request) (*http.Response, error) {
+	pc.lr.left = maxAnswerHead
+	defer func() { pc.lr.left = -1 }()
 	for {
 		resp, err := http.ReadResponse(pc.br, req)
 		if err != nil {
@@ -163,7 +175,32 @@ func (t *plainTransport) get(ctx context.Context, addr string) (*plainConn, erro
 	if err != nil {
 		return nil, err
 	}
-	return &plainConn{nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, nil
+	pc := &plainConn{nc: nc, lr: headLimit{r: nc, left: -1}, bw: bufio.NewWriterSize(nc, 4096)}
+	pc.br = bufio.NewReaderSize(&pc.lr, 4096)
+	return pc, nil
+}
+
+// headLimit is a connection's reader that lets at most left bytes
+// through while an answer's head is read (left < 0: any number).
+type headLimit struct {
+	r    io.Reader
+	left int64
+}
+
+// Read reads from r, within left.
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errAnswerHeadTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // put keeps pc for the next request to addr, unless the pool is full or

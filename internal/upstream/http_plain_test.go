@@ -84,3 +84,32 @@ func TestPlainHTTPLeavesTLSToTheFallback(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), conns.Load(), "the fallback keeps its connection")
 }
+
+// TestPlainHTTPBoundsTheAnswersHead: an answer whose headers never end
+// fails its request once 10 MiB of them were read, as net/http's
+// Transport's does, instead of being held without end.
+func TestPlainHTTPBoundsTheAnswersHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer func() { _ = conn.Close() }()
+		line := []byte("X-Endless: " + strings.Repeat("x", 1000) + "\r\n")
+		if _, err := conn.Write([]byte("HTTP/1.1 200 OK\r\n")); err != nil {
+			return
+		}
+		for range 20 << 10 { // 20 MiB of headers
+			if _, err := conn.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	c := &http.Client{Transport: upstream.PlainHTTP(http.DefaultTransport.(*http.Transport).Clone(), 4)}
+	t.Cleanup(c.CloseIdleConnections)
+	_, err = c.Post("http://"+ln.Addr().String(), "text/plain", strings.NewReader("q"))
+	require.ErrorContains(t, err, "the answer's head is over 10 MiB")
+}
