@@ -502,12 +502,13 @@ func (m *mount) startProcess() (*upstream.Process, error) {
 const idleConnsPerUpstream = 128
 
 // upstreamClient returns the HTTP client of an HTTP upstream's sessions:
-// one connection pool for all of them, kept warm, and no redirect
-// followed (one could take the upstream's credentials elsewhere).
+// one connection pool for all of them, kept warm, plain HTTP sent on the
+// caller's goroutine (upstream.PlainHTTP), and no redirect followed (one
+// could take the upstream's credentials elsewhere).
 func upstreamClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = idleConnsPerUpstream
-	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: upstream.PlainHTTP(tr, idleConnsPerUpstream), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // notified handles the listing session's notifications that belong to no

@@ -47,7 +47,7 @@ func startRecordingUpstream(t *testing.T) *recordingUpstream {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var dump bytes.Buffer
-		fmt.Fprintf(&dump, "%s %s\n", r.Method, r.URL)
+		fmt.Fprintf(&dump, "%s %s\r\n", r.Method, r.URL) // a line of its own, as each header is
 		_ = r.Header.Write(&dump)
 		dump.Write(body)
 		u.mu.Lock()

@@ -35,8 +35,9 @@ const (
 type HTTPConfig struct {
 	// URL is the upstream's MCP endpoint.
 	URL string
-	// Client sends the requests; nil uses a client that follows no
-	// redirects (a redirect would carry the Header elsewhere).
+	// Client sends the requests; nil uses a client of the connection's
+	// own ([PlainHTTP]'s) that follows no redirects (a redirect would
+	// carry the Header elsewhere).
 	Client *http.Client
 	// Header is sent with every request: the upstream's own credentials,
 	// never the downstream client's.
@@ -65,12 +66,13 @@ type HTTPConfig struct {
 // on the POSTs (a JSON body or an SSE stream) and on the GET stream it
 // may offer once the session is initialized is what Read returns.
 type httpConn struct {
-	cfg    HTTPConfig
-	client *http.Client
-	ctx    context.Context // ends at Close; every request and stream runs under it
-	stop   context.CancelFunc
-	in     chan inbound
-	wg     sync.WaitGroup // the goroutines reading bodies
+	cfg       HTTPConfig
+	client    *http.Client
+	ownClient bool            // client is the connection's own: Close closes its idle connections
+	ctx       context.Context // ends at Close; every request and stream runs under it
+	stop      context.CancelFunc
+	in        chan inbound
+	wg        sync.WaitGroup // the goroutines reading bodies
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the upstream gave one
@@ -99,11 +101,14 @@ func DialHTTP(cfg HTTPConfig) transport.Conn {
 	if cfg.MaxMessageBytes < 1 {
 		cfg.MaxMessageBytes = stdio.DefaultMaxFrameSize
 	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client, own := cfg.Client, cfg.Client == nil
+	if own {
+		client = &http.Client{
+			Transport:     PlainHTTP(http.DefaultTransport.(*http.Transport).Clone(), httpQueue),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
-	c := &httpConn{cfg: cfg, client: client, in: make(chan inbound, httpQueue), failed: make(chan struct{})}
+	c := &httpConn{cfg: cfg, client: client, ownClient: own, in: make(chan inbound, httpQueue), failed: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	return c
 }
@@ -179,6 +184,15 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	// before the request's stream closes (which an upstream would take
 	// for a cancel without a notification). It keeps the caller's
 	// values, for the Credentials of a GET that resumes its stream.
+	if t, ok := c.client.Transport.(*plainTransport); ok && hreq.URL.Scheme == "http" && !t.proxied(hreq) {
+		if err := c.postInline(ctx, t, hreq, req); err != nil {
+			return err
+		}
+		if req != nil && req.Method == "notifications/initialized" {
+			c.openGet()
+		}
+		return nil
+	}
 	post, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(c.ctx, cancel)
 	started := make(chan error, 1)
@@ -535,6 +549,9 @@ func (c *httpConn) Close() error {
 	c.mu.Unlock()
 	if closed {
 		return nil
+	}
+	if c.ownClient {
+		defer c.client.CloseIdleConnections()
 	}
 	c.fail(fmt.Errorf("upstream: http: %w", transport.ErrClosed))
 	c.stop()

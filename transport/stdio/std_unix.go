@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -31,4 +32,39 @@ func pollable(fd int, name string, fallback *os.File) io.ReadWriteCloser {
 	}
 	// os.NewFile registers a non-blocking descriptor with the poller.
 	return os.NewFile(uintptr(fd), name)
+}
+
+// writeNow writes b to w, a pollable file, with one write that does not
+// wait (the usual frame fits in the pipe's buffer): n bytes written, or
+// the write's error. It does nothing, 0 and nil, when w is not such a
+// file or its buffer is full: the caller then writes the rest as it
+// would have.
+func writeNow(w io.Writer, b []byte) (int, error) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0, nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil
+	}
+	n, werr := 0, error(nil)
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			m, err := syscall.Write(int(fd), b)
+			switch {
+			case errors.Is(err, syscall.EINTR):
+				continue
+			case errors.Is(err, syscall.EAGAIN):
+			case err != nil:
+				werr = err
+			default:
+				n = m
+			}
+			return true // never wait: the caller's write does, interruptibly
+		}
+	}); err != nil {
+		return 0, nil
+	}
+	return n, werr
 }

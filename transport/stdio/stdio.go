@@ -396,6 +396,14 @@ func (c *Conn) writeHeld(ctx context.Context, b []byte) error {
 		defer func() { <-c.writeMu }()
 		return c.wrote(c.w.Write(b))
 	}
+	// Most frames fit in the pipe at once: only a write that would block
+	// pays for being interruptible (a channel and an AfterFunc on ctx).
+	done, err := writeNow(c.w, b)
+	if err != nil || done == len(b) {
+		defer func() { <-c.writeMu }()
+		return c.wrote(done, err)
+	}
+	b = b[done:]
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = dw.SetWriteDeadline(time.Unix(1, 0)) // in the past: a blocked Write returns
@@ -411,7 +419,7 @@ func (c *Conn) writeHeld(ctx context.Context, b []byte) error {
 		return c.wrote(n, err)
 	}
 	c.giveUp()
-	if n == 0 {
+	if n == 0 && done == 0 {
 		<-c.writeMu
 		return context.Cause(ctx)
 	}
