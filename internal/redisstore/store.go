@@ -31,7 +31,8 @@ type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
 	replica  string
-	pubsub   *redis.PubSub
+	pubsub   *redis.PubSub // nil on a Redis Cluster, which has shards
+	shards   *shards       // sharded.go
 	closed   chan struct{}
 	loopDone chan struct{}
 
@@ -81,6 +82,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		closed: make(chan struct{}), loopDone: make(chan struct{}),
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
 	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		s.shards = newShards(cc, s.dispatch, s.confirmed, cfg.logger)
+		close(s.loopDone)
+		return s, nil
+	}
 	s.pubsub = rdb.Subscribe(context.WithoutCancel(ctx)) // no channel yet: one connection, subscribed to as views come
 	go s.receive()
 	return s, nil
@@ -97,6 +103,9 @@ func (s *Store) Close() error {
 		s.fwd.cancel()
 	}
 	close(s.closed)
+	if s.shards != nil {
+		return s.shards.close()
+	}
 	err := s.pubsub.Close()
 	<-s.loopDone
 	return err
@@ -202,6 +211,17 @@ redis.call('HSET', KEYS[1], 'st', ARGV[1])
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1 + redis.call('PUBSUB', 'NUMSUB', KEYS[2])[2]`)
 
+// setState is storeState's write on a Redis Cluster (storeStateSharded):
+// it sets the state of an existing record. The relay follows (SPUBLISH),
+// sent to the slot's primary by the client, not by the script: while the
+// slot migrates, the script may run on the importing node (ASK), but the
+// shard channel is served by the slot's old primary until the move
+// completes, and its subscribers are there. It declares its one key.
+var setState = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'st', ARGV[1])
+return 1`)
+
 // StoreState replaces a session's state, publishes it to the session's
 // replicas, and returns how many other replicas it reached: the Stores
 // subscribed to the session's channel, this one excluded.
@@ -209,7 +229,12 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
 	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
-	n, err := s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	var n int
+	if s.shards != nil {
+		n, err = s.storeStateSharded(ctx, id, ch, state, relay)
+	} else {
+		n, err = s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
@@ -220,6 +245,19 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 		s.cfg.relayed(replication.RelayState)
 	}
 	return s.othersOf(id, n-1), nil
+}
+
+// storeStateSharded is StoreState's Redis work on a Cluster, in two round
+// trips: the record, then the relay, whose count is every replica
+// subscribed (they all are on the primary that serves the channel). It
+// returns what storeState does.
+func (s *Store) storeStateSharded(ctx context.Context, id, ch string, state, relay []byte) (int, error) {
+	n, err := s.runAcked(ctx, setState, []string{s.recordKey(id)}, s.sealField(id, "st", state)).Int()
+	if err != nil || n == 0 {
+		return n, err
+	}
+	reached, err := s.rdb.SPublish(ctx, ch, relay).Result()
+	return 1 + int(reached), err
 }
 
 // othersOf returns how many of the replicas a relay of the session id
@@ -268,33 +306,58 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 		return 0, err
 	}
 	ch := s.channel(id)
-	var reached *redis.MapStringIntCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, s.recordKey(id))
-		p.Publish(ctx, ch, s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica})))
-		reached = p.PubSubNumSub(ctx, ch) // the replicas, not PUBLISH's count (see storeState)
-		return nil
-	})
+	end := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica}))
+	var reached int
+	if s.shards != nil {
+		// A pipeline, not a transaction: the record is a key, which the
+		// client sends where it is (MOVED, ASK), and the relay goes to
+		// the channel's primary (see storeStateSharded).
+		var published *redis.IntCmd
+		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, s.recordKey(id))
+			published = p.SPublish(ctx, ch, end)
+			return nil
+		})
+		reached = int(published.Val())
+	} else {
+		var numsub *redis.MapStringIntCmd
+		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, s.recordKey(id))
+			p.Publish(ctx, ch, end)
+			numsub = p.PubSubNumSub(ctx, ch) // the replicas, not PUBLISH's count (see storeState)
+			return nil
+		})
+		reached = int(numsub.Val()[ch])
+	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: delete session: %w", err)
 	}
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(replication.RelayEnd)
 	}
-	return s.othersOf(id, int(reached.Val()[ch])), nil
+	return s.othersOf(id, reached), nil
 }
 
 // Publish sends r to the session's replicas.
 func (s *Store) Publish(ctx context.Context, id string, r replication.Relay) (err error) {
 	defer s.observe("publish", time.Now(), &err)
 	ch := s.channel(id)
-	if err := s.rdb.Publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
+	if err := s.publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
 		return fmt.Errorf("redisstore: publish: %w", err)
 	}
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(r.Kind)
 	}
 	return nil
+}
+
+// publish sends a sealed relay on ch: sharded (SPUBLISH) on a Redis
+// Cluster, where the Store subscribes sharded.
+func (s *Store) publish(ctx context.Context, ch string, payload []byte) *redis.IntCmd {
+	if s.shards != nil {
+		return s.rdb.SPublish(ctx, ch, payload)
+	}
+	return s.rdb.Publish(ctx, ch, payload)
 }
 
 // encodeRelay is a relay before its stamp: its kind's byte, the sender, a

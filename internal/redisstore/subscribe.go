@@ -48,7 +48,7 @@ func (s *Store) Subscribe(ctx context.Context, id string, deliver func(replicati
 		return cancel, nil
 	}
 	if first {
-		if err := s.pubsub.Subscribe(ctx, ch); err != nil {
+		if err := s.subscribeChannel(ctx, ch); err != nil {
 			cancel()
 			return nil, fmt.Errorf("redisstore: subscribe: %w", err)
 		}
@@ -88,8 +88,21 @@ func (s *Store) unsubscribe(ch string, sub *subscription) {
 	s.mu.Unlock()
 	if last {
 		// Under no lock of ours: the receive loop may be the caller.
-		_ = s.pubsub.Unsubscribe(context.Background(), ch)
+		if s.shards != nil {
+			s.shards.unsubscribe(ch)
+		} else {
+			_ = s.pubsub.Unsubscribe(context.Background(), ch)
+		}
 	}
+}
+
+// subscribeChannel asks Redis for ch: on the Store's one connection, or on
+// a Redis Cluster on its slot's primary (sharded.go).
+func (s *Store) subscribeChannel(ctx context.Context, ch string) error {
+	if s.shards != nil {
+		return s.shards.subscribe(ctx, ch)
+	}
+	return s.pubsub.Subscribe(ctx, ch)
 }
 
 // receive reads the Store's connection: subscription confirmations, and
