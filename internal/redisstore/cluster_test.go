@@ -102,7 +102,7 @@ func TestClusterConfirmationsCountEveryReplica(t *testing.T) {
 		assert.Equal(t, 2, others, "StoreState of %s counts both other replicas", id)
 		seen := map[string]bool{}
 		for range 3 {
-			seen[<-got] = true
+			seen[recv(t, got)] = true
 		}
 		for _, st := range stores {
 			assert.True(t, seen[fmt.Sprintf("%s %s state state of %s", st.Replica(), id, id)], "replica %s has the state of %s", st.Replica(), id)
@@ -113,7 +113,7 @@ func TestClusterConfirmationsCountEveryReplica(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 2, others, "Delete of %s counts both other replicas", id)
 		for range 3 {
-			assert.Contains(t, <-got, " "+id+" end ")
+			assert.Contains(t, recv(t, got), " "+id+" end ")
 		}
 		_, err = stores[2].Load(ctx, id)
 		require.ErrorIs(t, err, replication.ErrUnknownSession)
@@ -124,4 +124,18 @@ func TestClusterConfirmationsCountEveryReplica(t *testing.T) {
 func sessionTag(id string) string {
 	k := tKey(id, "")
 	return k[strings.IndexByte(k, '{')+1 : strings.IndexByte(k, '}')]
+}
+
+// recv returns what got has within 5 seconds, or fails t.
+func recv[T any](t *testing.T, got <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	select {
+	case v := <-got:
+		return v
+	case <-timer.C:
+		t.Fatal("nothing within 5s")
+		panic("unreachable")
+	}
 }

@@ -16,18 +16,17 @@ import (
 // subscribed again, while the Cluster's map of slots is reloaded.
 const shardRetry = 100 * time.Millisecond
 
-// shards keeps a Store's subscriptions on a Redis Cluster as sharded
-// pub/sub (SSUBSCRIBE): each channel on the primary of its slot, one
-// connection per primary, so that SPUBLISH reaches, and counts, every
-// replica subscribed. (A classic PUBLISH reaches every node, but what it
-// and PUBSUB NUMSUB count is one node's subscribers.) A channel whose
-// node fails, or that Redis unsubscribes because its slot moved, is
-// subscribed again on its slot's primary, retried every shardRetry until
-// it is; relays published meanwhile miss it, as with a single Redis
-// that is away.
+// shards keeps a Store's sharded subscriptions on a Redis Cluster
+// (SSUBSCRIBE), which count it among a session's replicas: each channel
+// on the primary of its slot, one connection per primary, so that PUBSUB
+// SHARDNUMSUB on that primary counts every replica, where a classic
+// PUBLISH and PUBSUB NUMSUB count one node's subscribers. The relays
+// travel on the classic subscription, which a slot's migration does not
+// interrupt. A channel whose node fails, or that Redis unsubscribes
+// because its slot moved, is subscribed again on its slot's primary,
+// retried every shardRetry; meanwhile the replica is not counted.
 type shards struct {
 	cc        *redis.ClusterClient
-	deliver   func(ch, payload string)
 	confirmed func(ch string)
 	logger    *slog.Logger
 
@@ -48,9 +47,9 @@ type shardConn struct {
 	chans map[string]struct{}
 }
 
-func newShards(cc *redis.ClusterClient, deliver func(ch, payload string), confirmed func(ch string), logger *slog.Logger) *shards {
+func newShards(cc *redis.ClusterClient, confirmed func(ch string), logger *slog.Logger) *shards {
 	return &shards{
-		cc: cc, deliver: deliver, confirmed: confirmed, logger: logger,
+		cc: cc, confirmed: confirmed, logger: logger,
 		conns: make(map[string]*shardConn), at: make(map[string]*shardConn), done: make(chan struct{}),
 	}
 }
@@ -128,16 +127,13 @@ func (h *shards) receive(c *shardConn) {
 			h.lost(c, err)
 			return
 		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			switch m.Kind {
-			case "ssubscribe":
-				h.confirmed(m.Channel)
-			case "sunsubscribe":
-				h.moved(c, m.Channel)
-			}
-		case *redis.Message:
-			h.deliver(m.Channel, m.Payload)
+		m, ok := msg.(*redis.Subscription)
+		switch {
+		case !ok: // no relay comes sharded: they are classic
+		case m.Kind == "ssubscribe":
+			h.confirmed(m.Channel)
+		case m.Kind == "sunsubscribe":
+			h.moved(c, m.Channel)
 		}
 	}
 }

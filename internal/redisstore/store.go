@@ -31,8 +31,8 @@ type Store struct {
 	rdb      redis.UniversalClient
 	cfg      config
 	replica  string
-	pubsub   *redis.PubSub // nil on a Redis Cluster, which has shards
-	shards   *shards       // sharded.go
+	pubsub   *redis.PubSub
+	shards   *shards // on a Redis Cluster only: the count of the replicas (sharded.go)
 	closed   chan struct{}
 	loopDone chan struct{}
 
@@ -45,6 +45,8 @@ type Store struct {
 	subs    map[string]map[*subscription]struct{} // by channel
 	waiting map[string][]chan struct{}            // channel → Subscribes waiting for its confirmation
 	active  map[string]bool                       // channels Redis confirmed
+	got     map[string]uint8                      // channel → its subscriptions confirmed (gotClassic, gotSharded)
+	need    uint8                                 // what a channel needs confirmed to be active
 }
 
 var _ replication.Cluster = (*Store)(nil)
@@ -81,11 +83,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),
 		closed: make(chan struct{}), loopDone: make(chan struct{}),
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
+		got: make(map[string]uint8), need: gotClassic,
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		s.shards = newShards(cc, s.dispatch, s.confirmed, cfg.logger)
-		close(s.loopDone)
-		return s, nil
+		s.shards = newShards(cc, func(ch string) { s.confirmed(ch, gotSharded) }, cfg.logger)
+		s.need = gotClassic | gotSharded
 	}
 	s.pubsub = rdb.Subscribe(context.WithoutCancel(ctx)) // no channel yet: one connection, subscribed to as views come
 	go s.receive()
@@ -103,11 +105,11 @@ func (s *Store) Close() error {
 		s.fwd.cancel()
 	}
 	close(s.closed)
-	if s.shards != nil {
-		return s.shards.close()
-	}
 	err := s.pubsub.Close()
 	<-s.loopDone
+	if s.shards != nil {
+		err = errors.Join(err, s.shards.close())
+	}
 	return err
 }
 
@@ -211,16 +213,27 @@ redis.call('HSET', KEYS[1], 'st', ARGV[1])
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1 + redis.call('PUBSUB', 'NUMSUB', KEYS[2])[2]`)
 
-// setState is storeState's write on a Redis Cluster (storeStateSharded):
-// it sets the state of an existing record. The relay follows (SPUBLISH),
-// sent to the slot's primary by the client, not by the script: while the
-// slot migrates, the script may run on the importing node (ASK), but the
-// shard channel is served by the slot's old primary until the move
-// completes, and its subscribers are there. It declares its one key.
-var setState = redis.NewScript(`
+// storeStateCluster is storeState on a Redis Cluster: the relay is a
+// classic PUBLISH, which the Cluster carries to every node, so that each
+// replica gets it wherever its subscription is, a slot migrating or not;
+// the replicas it reached are those subscribed to the channel sharded on
+// the slot's primary (PUBSUB SHARDNUMSUB: each Store subscribes there to
+// be counted, sharded.go), where PUBSUB NUMSUB counts one node's. The
+// channel is ARGV[3]: a classic channel is no key, and declared as one it
+// would make the script TRYAGAIN throughout a migration of its slot.
+var storeStateCluster = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'st', ARGV[1])
-return 1`)
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return 1 + redis.call('PUBSUB', 'SHARDNUMSUB', ARGV[3])[2]`)
+
+// deleteCluster is Delete's write on a Redis Cluster (see
+// storeStateCluster): it deletes the record, publishes the end (ARGV[2])
+// on the channel (ARGV[1]), and returns the replicas it reached.
+var deleteCluster = redis.NewScript(`
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return redis.call('PUBSUB', 'SHARDNUMSUB', ARGV[1])[2]`)
 
 // StoreState replaces a session's state, publishes it to the session's
 // replicas, and returns how many other replicas it reached: the Stores
@@ -231,7 +244,7 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
 	var n int
 	if s.shards != nil {
-		n, err = s.storeStateSharded(ctx, id, ch, state, relay)
+		n, err = s.runAcked(ctx, storeStateCluster, []string{s.recordKey(id)}, s.sealField(id, "st", state), relay, ch).Int()
 	} else {
 		n, err = s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
 	}
@@ -245,19 +258,6 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 		s.cfg.relayed(replication.RelayState)
 	}
 	return s.othersOf(id, n-1), nil
-}
-
-// storeStateSharded is StoreState's Redis work on a Cluster, in two round
-// trips: the record, then the relay, whose count is every replica
-// subscribed (they all are on the primary that serves the channel). It
-// returns what storeState does.
-func (s *Store) storeStateSharded(ctx context.Context, id, ch string, state, relay []byte) (int, error) {
-	n, err := s.runAcked(ctx, setState, []string{s.recordKey(id)}, s.sealField(id, "st", state)).Int()
-	if err != nil || n == 0 {
-		return n, err
-	}
-	reached, err := s.rdb.SPublish(ctx, ch, relay).Result()
-	return 1 + int(reached), err
 }
 
 // othersOf returns how many of the replicas a relay of the session id
@@ -309,16 +309,7 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 	end := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica}))
 	var reached int
 	if s.shards != nil {
-		// A pipeline, not a transaction: the record is a key, which the
-		// client sends where it is (MOVED, ASK), and the relay goes to
-		// the channel's primary (see storeStateSharded).
-		var published *redis.IntCmd
-		_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, s.recordKey(id))
-			published = p.SPublish(ctx, ch, end)
-			return nil
-		})
-		reached = int(published.Val())
+		reached, err = deleteCluster.Run(ctx, s.rdb, []string{s.recordKey(id)}, ch, end).Int()
 	} else {
 		var numsub *redis.MapStringIntCmd
 		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -342,22 +333,13 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 func (s *Store) Publish(ctx context.Context, id string, r replication.Relay) (err error) {
 	defer s.observe("publish", time.Now(), &err)
 	ch := s.channel(id)
-	if err := s.publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
+	if err := s.rdb.Publish(ctx, ch, s.stamp(ch, encodeRelay(r))).Err(); err != nil {
 		return fmt.Errorf("redisstore: publish: %w", err)
 	}
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(r.Kind)
 	}
 	return nil
-}
-
-// publish sends a sealed relay on ch: sharded (SPUBLISH) on a Redis
-// Cluster, where the Store subscribes sharded.
-func (s *Store) publish(ctx context.Context, ch string, payload []byte) *redis.IntCmd {
-	if s.shards != nil {
-		return s.rdb.SPublish(ctx, ch, payload)
-	}
-	return s.rdb.Publish(ctx, ch, payload)
 }
 
 // encodeRelay is a relay before its stamp: its kind's byte, the sender, a
