@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +138,173 @@ func recv[T any](t *testing.T, got <-chan T) T {
 	case <-timer.C:
 		t.Fatal("nothing within 5s")
 		panic("unreachable")
+	}
+}
+
+// sessionsOn returns n session ids whose slots are on the primary addr
+// of admin's Cluster, and their slots.
+func sessionsOn(t *testing.T, admin *redis.ClusterClient, addr string, n int) (ids []string, slots map[int64]bool) {
+	t.Helper()
+	slots = map[int64]bool{}
+	for i := 0; len(ids) < n; i++ {
+		require.Less(t, i, 100*n, "too few sessions on %s", addr)
+		id := fmt.Sprintf("moving-%d", i)
+		ch := "vigil:{" + sessionTag(id) + "}:r"
+		node, err := admin.MasterForKey(t.Context(), ch)
+		require.NoError(t, err)
+		if node.Options().Addr == addr {
+			ids = append(ids, id)
+			slot, err := admin.ClusterKeySlot(t.Context(), ch).Result()
+			require.NoError(t, err)
+			slots[slot] = true
+		}
+	}
+	return ids, slots
+}
+
+// migrateSlot moves slot from the primary at from to the one at to, as
+// redis-cli --cluster reshard does: IMPORTING on to, MIGRATING on from,
+// MIGRATE of its keys a few at a time, then the slot's new owner told to
+// both and to every other primary.
+func migrateSlot(t *testing.T, slot int64, from, to string, primaries []string) {
+	t.Helper()
+	ctx := t.Context()
+	src, dst := redis.NewClient(&redis.Options{Addr: from}), redis.NewClient(&redis.Options{Addr: to})
+	defer func() { _, _ = src.Close(), dst.Close() }()
+	srcID, err := src.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	dstID, err := dst.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	require.NoError(t, dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	require.NoError(t, src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	host, port, _ := strings.Cut(to, ":")
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, int(slot), 2).Result()
+		require.NoError(t, err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		require.NoError(t, src.Do(ctx, args...).Err())
+	}
+	for _, addr := range append([]string{to, from}, primaries...) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+		_ = c.Close()
+		require.NoError(t, err)
+	}
+}
+
+// TestClusterSlotMigrationLosesNothing: every slot of 12 sessions moves
+// from one primary to another while three replicas store states in them,
+// relay messages to one another and load them. No operation fails (the
+// client follows ASK and MOVED), every relay reaches all three replicas
+// (the relays are classic PUBLISH, which no slot's owner carries alone),
+// every session ends with its last state, and once the slots moved both
+// other replicas are counted again (their sharded subscriptions followed
+// their slots).
+func TestClusterSlotMigrationLosesNothing(t *testing.T) {
+	stores, admin := clusterStores(t, 3)
+	ctx := t.Context()
+	_, primaries := sessionsOnEveryPrimary(t, admin)
+	ids, slots := sessionsOn(t, admin, primaries[0], 12)
+	var mu sync.Mutex
+	received := map[string]int{} // replica and relay → times received
+	for _, id := range ids {
+		require.NoError(t, stores[0].Create(ctx, id, replication.SessionRecord{Principal: "alice"}))
+		require.NoError(t, stores[0].Touch(ctx, id))
+		for _, st := range stores {
+			cancel, err := st.Subscribe(ctx, id, func(r replication.Relay) {
+				mu.Lock()
+				received[st.Replica()+" "+string(r.Data)]++
+				mu.Unlock()
+			})
+			require.NoError(t, err)
+			defer cancel()
+		}
+	}
+
+	moved := make(chan struct{})
+	var failures []error
+	sent, states, undercounted := 0, map[string]string{}, 0
+	traffic := make(chan struct{})
+	go func() {
+		defer close(traffic)
+		for i := 0; ; i++ {
+			select {
+			case <-moved:
+				return
+			default:
+			}
+			id, st := ids[i%len(ids)], stores[i%len(stores)]
+			data := fmt.Sprintf("%s #%d", id, i)
+			if err := st.Publish(ctx, id, replication.Relay{Kind: replication.RelayClient, From: st.Replica(), Data: []byte(data)}); err != nil {
+				failures = append(failures, err)
+				continue
+			}
+			sent++
+			others, err := st.StoreState(ctx, id, []byte(data))
+			if err != nil {
+				failures = append(failures, err)
+				continue
+			}
+			states[id] = data
+			if others < 2 {
+				undercounted++
+			}
+			if _, err := stores[(i+1)%len(stores)].Load(ctx, id); err != nil {
+				failures = append(failures, err)
+			}
+		}
+	}()
+	start := time.Now()
+	for slot := range slots {
+		migrateSlot(t, slot, primaries[0], primaries[1], primaries)
+	}
+	took := time.Since(start)
+	close(moved)
+	<-traffic
+	require.Empty(t, failures)
+	t.Logf("%d slots moved in %v under %d relays and as many states; %d states counted fewer than 2 others", len(slots), took, sent, undercounted)
+	require.Greater(t, sent, 50, "traffic ran through the migration")
+
+	// Every relay (each published data, and each state) reaches all three.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		total, twice := 0, 0
+		for _, n := range received {
+			total += n
+			twice += n - 1
+		}
+		mu.Unlock()
+		// Each relay and each state reaches every replica, once.
+		if total >= 2*sent*len(stores) || time.Now().After(deadline) {
+			assert.Equal(t, 2*sent*len(stores), total, "relays received")
+			assert.Zero(t, twice, "relays received twice")
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the relays' delivery has no event to wait on here
+	}
+	for id, want := range states {
+		rec, err := stores[2].Load(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(rec.State), "session %s keeps its last state", id)
+	}
+	// The sharded subscriptions follow the slots: both others counted again.
+	for _, id := range ids {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			others, err := stores[0].StoreState(ctx, id, []byte("after"))
+			require.NoError(t, err)
+			if others == 2 || time.Now().After(deadline) {
+				assert.Equal(t, 2, others, "session %s: both other replicas counted after the move", id)
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // re-subscription has no event to wait on here
+		}
 	}
 }
