@@ -219,7 +219,7 @@ func TestClusterSlotMigrationLosesNothing(t *testing.T) {
 		for _, st := range stores {
 			cancel, err := st.Subscribe(ctx, id, func(r replication.Relay) {
 				mu.Lock()
-				received[st.Replica()+" "+string(r.Data)]++
+				received[st.Replica()+" "+r.Kind.String()+" "+string(r.Data)]++
 				mu.Unlock()
 			})
 			require.NoError(t, err)

@@ -31,8 +31,10 @@ type shards struct {
 	logger    *slog.Logger
 
 	mu       sync.Mutex
-	conns    map[string]*shardConn // by node address
-	at       map[string]*shardConn // wanted channel → its connection, nil while it has none
+	template *redis.Options           // a node client's options, for a node a redirection names
+	own      map[string]*redis.Client // clients of the nodes redirections named
+	conns    map[string]*shardConn    // by node address
+	at       map[string]*shardConn    // wanted channel → its connection, nil while it has none
 	retrying bool
 	closed   bool
 	done     chan struct{}
@@ -50,7 +52,7 @@ type shardConn struct {
 func newShards(cc *redis.ClusterClient, confirmed func(ch string), logger *slog.Logger) *shards {
 	return &shards{
 		cc: cc, confirmed: confirmed, logger: logger,
-		conns: make(map[string]*shardConn), at: make(map[string]*shardConn), done: make(chan struct{}),
+		own: make(map[string]*redis.Client), conns: make(map[string]*shardConn), at: make(map[string]*shardConn), done: make(chan struct{}),
 	}
 }
 
@@ -63,22 +65,44 @@ func (h *shards) subscribe(ctx context.Context, ch string) error {
 		return errClosed
 	}
 	h.at[ch] = nil
-	if err := h.place(ctx, ch); err != nil {
+	if err := h.place(ctx, ch, ""); err != nil {
 		delete(h.at, ch)
 		return err
 	}
 	return nil
 }
 
-// place subscribes the wanted channel ch on its slot's primary (h.mu held).
-func (h *shards) place(ctx context.Context, ch string) error {
-	node, err := h.cc.MasterForKey(ctx, ch)
-	if err != nil {
-		return err
+// place subscribes the wanted channel ch on the node at addr, or with
+// addr "" on its slot's primary as the client's map of slots names it
+// (h.mu held).
+func (h *shards) place(ctx context.Context, ch, addr string) error {
+	var node *redis.Client
+	if addr == "" || h.template == nil {
+		var err error
+		if node, err = h.cc.MasterForKey(ctx, ch); err != nil {
+			return err
+		}
+		if h.template == nil {
+			opt := *node.Options()
+			h.template = &opt
+		}
+		if addr == "" {
+			addr = node.Options().Addr
+		} else if node.Options().Addr != addr {
+			node = nil
+		}
 	}
-	addr := node.Options().Addr
 	c := h.conns[addr]
 	if c == nil {
+		if node == nil {
+			node = h.own[addr]
+		}
+		if node == nil {
+			opt := *h.template
+			opt.Addr = addr
+			node = redis.NewClient(&opt)
+			h.own[addr] = node
+		}
 		c = &shardConn{addr: addr, ps: node.SSubscribe(context.WithoutCancel(ctx)), chans: make(map[string]struct{})}
 		h.conns[addr] = c
 		h.wg.Add(1)
@@ -115,8 +139,8 @@ func (h *shards) receive(c *shardConn) {
 			if errors.Is(err, redis.ErrClosed) {
 				return
 			}
-			if slot, ok := redirected(err); ok {
-				h.movedSlot(c, slot) // a subscription the map sent to the wrong node
+			if slot, addr, ok := redirected(err); ok {
+				h.movedSlot(c, slot, addr) // a subscription the map sent to the wrong node
 				continue
 			}
 			var reply redis.Error
@@ -138,18 +162,14 @@ func (h *shards) receive(c *shardConn) {
 	}
 }
 
-// redirected returns the slot of a MOVED or ASK reply.
-func redirected(err error) (int, bool) {
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "MOVED ") && !strings.HasPrefix(msg, "ASK ") {
-		return 0, false
-	}
-	f := strings.Fields(msg)
-	if len(f) < 2 {
-		return 0, false
+// redirected returns the slot and the node's address of a MOVED reply.
+func redirected(err error) (int, string, bool) {
+	f := strings.Fields(err.Error())
+	if len(f) != 3 || f[0] != "MOVED" {
+		return 0, "", false
 	}
 	slot, err := strconv.Atoi(f[1])
-	return slot, err == nil
+	return slot, f[2], err == nil
 }
 
 // moved places ch again when Redis unsubscribed it from c (its slot went
@@ -162,20 +182,35 @@ func (h *shards) moved(c *shardConn, ch string) {
 	}
 	delete(c.chans, ch)
 	h.at[ch] = nil
-	h.retry()
+	h.cc.ReloadState(context.Background())
+	h.placeNow(ch, "") // where the map says: a MOVED reply corrects it
 }
 
-// movedSlot places again c's channels of slot.
-func (h *shards) movedSlot(c *shardConn, slot int) {
+// movedSlot places c's channels of slot on the node at addr, which a
+// MOVED reply named.
+func (h *shards) movedSlot(c *shardConn, slot int, addr string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range c.chans {
-		if slotOf(ch) == slot {
+		if slotOf(ch) == slot && h.at[ch] == c {
 			delete(c.chans, ch)
 			h.at[ch] = nil
+			h.placeNow(ch, addr)
 		}
 	}
-	h.retry()
+}
+
+// placeNow places the wanted channel ch on addr (see place), or has it
+// retried (h.mu held).
+func (h *shards) placeNow(ch, addr string) {
+	if h.closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeWait)
+	defer cancel()
+	if err := h.place(ctx, ch, addr); err != nil {
+		h.retry()
+	}
 }
 
 // lost closes c, whose node failed, and places its channels again.
@@ -231,7 +266,7 @@ func (h *shards) replace() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), subscribeWait)
-			if err := h.place(ctx, ch); err != nil {
+			if err := h.place(ctx, ch, ""); err != nil {
 				left++
 			}
 			cancel()
@@ -256,12 +291,15 @@ func (h *shards) close() error {
 	}
 	h.closed = true
 	close(h.done)
-	conns := h.conns
-	h.conns = nil
+	conns, own := h.conns, h.own
+	h.conns, h.own = nil, nil
 	h.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
 		errs = append(errs, c.ps.Close())
+	}
+	for _, c := range own {
+		errs = append(errs, c.Close())
 	}
 	h.wg.Wait()
 	return errors.Join(errs...)
