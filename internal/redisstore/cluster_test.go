@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 )
 
 // clusterStores returns n Stores, each with its own client of a 6-node
-// Redis Cluster (3 primaries, 3 replicas) started for t, and an
-// administrator's client of the Cluster.
-func clusterStores(t *testing.T, n int) ([]*redisstore.Store, *redis.ClusterClient) {
+// Redis Cluster (3 primaries, 3 replicas) started for t, whose writes wait
+// for a replica (as vigil's), and an administrator's client of the
+// Cluster. unacked counts the writes no replica acknowledged in time.
+func clusterStores(t *testing.T, n int) (stores []*redisstore.Store, admin *redis.ClusterClient, unacked *atomic.Int64) {
 	t.Helper()
 	nodes := redistest.StartClusterWithReplicas(t, 3, 1)
 	seeds := make([]string, len(nodes))
@@ -31,15 +33,22 @@ func clusterStores(t *testing.T, n int) ([]*redisstore.Store, *redis.ClusterClie
 		t.Cleanup(func() { _ = c.Close() })
 		return c
 	}
-	stores := make([]*redisstore.Store, n)
+	unacked = new(atomic.Int64)
+	observe := func(op string, _ time.Duration, err error) {
+		if op == "replica_ack" && err != nil {
+			unacked.Add(1)
+		}
+	}
+	stores = make([]*redisstore.Store, n)
 	for i := range stores {
 		st, err := redisstore.New(t.Context(), newClient(), redisstore.WithClusterKey(redistest.ClusterKey(), nil),
-			redisstore.WithReplica(fmt.Sprintf("r%d", i)), redisstore.WithIdleTimeout(time.Minute))
+			redisstore.WithReplica(fmt.Sprintf("r%d", i)), redisstore.WithIdleTimeout(time.Minute),
+			redisstore.WithReplicaAcks(1, time.Second), redisstore.WithObserver(observe))
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, st.Close()) })
 		stores[i] = st
 	}
-	return stores, newClient()
+	return stores, newClient(), unacked
 }
 
 // sessionsOnEveryPrimary returns a session id whose keys and channel are
@@ -66,9 +75,10 @@ func sessionsOnEveryPrimary(t *testing.T, admin *redis.ClusterClient) (ids, prim
 // subscription of each would be on a node of its own). StoreState and
 // Delete count both other replicas for every session, and every relay
 // reaches them: the issue counted 1 of 3 with classic pub/sub, whose
-// PUBSUB NUMSUB is one node's.
+// PUBSUB NUMSUB is one node's. Each write WAITs on its own primary's
+// connection, and a replica acknowledges it.
 func TestClusterConfirmationsCountEveryReplica(t *testing.T) {
-	stores, admin := clusterStores(t, 3)
+	stores, admin, unacked := clusterStores(t, 3)
 	ctx := t.Context()
 	ids, primaries := sessionsOnEveryPrimary(t, admin)
 	got := make(chan string, 64)
@@ -119,6 +129,7 @@ func TestClusterConfirmationsCountEveryReplica(t *testing.T) {
 		_, err = stores[2].Load(ctx, id)
 		require.ErrorIs(t, err, replication.ErrUnknownSession)
 	}
+	assert.Zero(t, unacked.Load(), "writes no replica acknowledged")
 }
 
 // sessionTag is a session's hash tag (see tKey).
@@ -207,7 +218,7 @@ func migrateSlot(t *testing.T, slot int64, from, to string, primaries []string) 
 // other replicas are counted again (their sharded subscriptions followed
 // their slots).
 func TestClusterSlotMigrationLosesNothing(t *testing.T) {
-	stores, admin := clusterStores(t, 3)
+	stores, admin, _ := clusterStores(t, 3)
 	ctx := t.Context()
 	_, primaries := sessionsOnEveryPrimary(t, admin)
 	ids, slots := sessionsOn(t, admin, primaries[0], 12)

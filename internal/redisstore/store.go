@@ -282,10 +282,13 @@ func (s *Store) Touch(ctx context.Context, id string) (err error) {
 		var touched *redis.BoolCmd
 		var wait *redis.Cmd
 		start := time.Now()
-		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
+		_, _ = s.ackedOn(ctx, s.recordKey(id)).Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
 			touched, wait = p.PExpire(ctx, s.recordKey(id), s.ttl()), s.waitCmd(ctx, p)
 			return nil
 		})
+		if moved(touched.Err()) { // see runAcked
+			touched, wait = s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()), nil
+		}
 		s.noteAcks(wait, start)
 		ok, err = touched.Result()
 	}
