@@ -26,8 +26,9 @@ import (
 // readiness, calls in sessions they hold go on, new sessions are back
 // soon after the Cluster promotes its replica, and every session
 // acknowledged before the kill works after it on both replicas, idle ones
-// included (the session's writes WAIT for the replica): the Sentinel
-// figures of issue 70.
+// included (the session's writes WAIT for the replica), and the killed
+// primary back empty loses none made after: the Sentinel figures of
+// issue 70.
 func TestClusterFailover(t *testing.T) {
 	nodes := redistest.StartClusterWithReplicas(t, 3, 1)
 	addrs := make([]string, len(nodes))
@@ -155,6 +156,23 @@ func TestClusterFailover(t *testing.T) {
 			assert.True(t, ok, "session %d on %s: status %d", i, r.addr, status)
 		}
 	}
+	// The killed primary comes back empty (no persistence): the Cluster
+	// makes it a replica of the promoted one, and the sessions made
+	// meanwhile are not lost to it.
+	victim.Restart()
+	var after []string
+	for range 10 {
+		after = append(after, client(b).initialize())
+	}
+	require.Eventually(t, func() bool {
+		info, err := victim.Client(t).Info(t.Context(), "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+	}, 30*time.Second, 50*time.Millisecond, "the Cluster makes the old primary a replica")
+	for i, sid := range after {
+		status, ok := client(a).echo(sid, 9000+i)
+		assert.True(t, ok, "session %d made while the old primary was back: status %d", i, status)
+	}
+
 	close(stop)
 	wg.Wait()
 	t.Logf("calls in existing sessions: %d of %d ok (%.2f%%); samples with a replica unready: %d",
