@@ -180,10 +180,10 @@ auth: interop-deps oidc-deps conformance-deps
 	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
 	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
-## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it), then through the gateway (vigil -upstream in front of vigil-everything over stdio and over HTTP, against the expected failures in testdata/conformance/gateway-expected-failures-*.yml), verbosely (totals in the log).
+## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it) and on a 6-node Redis Cluster, then through the gateway (vigil -upstream in front of vigil-everything over stdio and over HTTP, against the expected failures in testdata/conformance/gateway-expected-failures-*.yml), verbosely (totals in the log).
 conformance: system-deps conformance-deps
-	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis; through the gateway, stdio and HTTP upstream)"
-	CI=true $(GO) test -count=1 -run '^TestConformance(Shared|ThroughGatewayStdio|ThroughGatewayHTTP)?$$' -v ./cmd/vigil-everything
+	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis and on a 6-node Redis Cluster; through the gateway, stdio and HTTP upstream)"
+	CI=true $(GO) test -count=1 -run '^TestConformance(Shared|SharedCluster|ThroughGatewayStdio|ThroughGatewayHTTP)?$$' -v ./cmd/vigil-everything
 
 ## clients: the real-client suite on its own, verbosely: go-sdk v1.8.0, mcp-go v1.2.1, @ai-sdk/mcp 2.0.99, @langchain/mcp-adapters 1.1.4, mcp-remote 0.15.1 and the TypeScript SDK v2 against vigil and vigil-everything (every feature each has, both eras, HTTP and stdio), and 20 cuts and 20 kills per client checked against the recorded cause; its own Go module (interop/clients), so `unit` does not run it; CI=true turns a skip into a failure.
 clients: clients-deps conformance-deps

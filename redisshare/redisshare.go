@@ -93,7 +93,7 @@ const (
 	readyWindow  = time.Second
 	checkTimeout = 3 * time.Second
 	// replicaAckTimeout bounds the wait for a replica's copy of a
-	// session's state (Sentinel): a primary without a replica in reach
+	// session's state (Sentinel, Cluster): a primary without a replica in reach
 	// delays each state change by it.
 	replicaAckTimeout = 100 * time.Millisecond
 )
@@ -167,9 +167,10 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		redisstore.WithLogger(logger),
 		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
 	}
-	if t.shape == shapeSentinel {
+	if t.shape == shapeSentinel || t.shape == shapeCluster {
 		// A session acknowledged to its client is on a replica too:
-		// the one Sentinel promotes has it (deploy/SCALING.md).
+		// the one Sentinel or the Cluster promotes has it
+		// (deploy/SCALING.md).
 		opts = append(opts, redisstore.WithReplicaAcks(1, replicaAckTimeout))
 	}
 	if m := s.metrics; m != nil {

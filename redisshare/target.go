@@ -216,6 +216,11 @@ func (t *target) configure(cfg Config) {
 			o.Password = cfg.Password
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = timeout, timeout, timeout, 1
+		// A failed primary refuses at once: one dial, not five 100 ms
+		// apart, before the client asks another node (its redirections
+		// with a stale map of slots made a new session wait 1.7-3.5 s
+		// after a failover, and fail).
+		o.DialerRetries = 1
 		o.DisableIdentity = true
 		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	default:

@@ -3,6 +3,8 @@ package validate
 import (
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
@@ -19,9 +21,19 @@ const (
 // composeClusterKey is the VIGIL_CLUSTER_KEY the compose tests set.
 const composeClusterKey = "Y2x1c3RlciBrZXkgb2YgdGhlIGNvbXBvc2UgdGVzdHMsIDQ4IGJ5dGVzIGxvbmcuLi4u"
 
+// composeSharedEnv is the environment compose.shared.yaml's header says
+// to set.
+var composeSharedEnv = []string{
+	"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword,
+	"VIGIL_REDIS_INTERNAL_PASSWORD=" + composeInternalPassword, "VIGIL_CLUSTER_KEY=" + composeClusterKey,
+}
+
+// composeInternalPassword is the VIGIL_REDIS_INTERNAL_PASSWORD (the Redis
+// replica's and the Sentinels') compose.shared.yaml is loaded with.
+const composeInternalPassword = "test-password-of-the-internal-users"
+
 // loadSharedCompose loads deploy/compose.shared.yaml as docker compose
-// would, with VIGIL_REQUEST_STATE_KEY, VIGIL_CLUSTER_KEY and VIGIL_REDIS_PASSWORD set as its
-// header says.
+// would, with composeSharedEnv.
 func loadSharedCompose(t *testing.T) *types.Project {
 	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
@@ -29,7 +41,7 @@ func loadSharedCompose(t *testing.T) *types.Project {
 		cli.WithName("vigil-shared"),
 		cli.WithResolvedPaths(true),
 		cli.WithInterpolation(true),
-		cli.WithEnv([]string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_REDIS_PASSWORD=" + composeRedisPassword, "VIGIL_CLUSTER_KEY=" + composeClusterKey}),
+		cli.WithEnv(composeSharedEnv),
 	)
 	require.NoError(t, err)
 	p, err := opts.LoadProject(t.Context())
@@ -37,12 +49,13 @@ func loadSharedCompose(t *testing.T) *types.Project {
 	return p
 }
 
-// TestComposeShared: Redis, two vigil replicas pointed at it with one
+// TestComposeShared: Redis (a primary and its replica under three
+// Sentinels), two vigil replicas pointed at the Sentinels with one
 // request-state key, and nginx in front of them with no affinity; the
 // files it mounts exist.
 func TestComposeShared(t *testing.T) {
 	p := loadSharedCompose(t)
-	assert.ElementsMatch(t, []string{"redis", "vigil-1", "vigil-2", "proxy"}, p.ServiceNames())
+	assert.ElementsMatch(t, []string{"redis", "redis-replica", "sentinel-1", "sentinel-2", "sentinel-3", "vigil-1", "vigil-2", "proxy"}, p.ServiceNames())
 	var key string
 	for _, name := range []string{"vigil-1", "vigil-2"} {
 		s := composeService(t, p, name)
@@ -50,7 +63,7 @@ func TestComposeShared(t *testing.T) {
 		assert.Equal(t, "deploy/Dockerfile", s.Build.Dockerfile)
 		env := s.Environment
 		require.NotNil(t, env["VIGIL_REDIS_URL"], name)
-		assert.Equal(t, "rediss://vigil@redis:6379/0", *env["VIGIL_REDIS_URL"], name)
+		assert.Equal(t, "rediss+sentinel://vigil@sentinel-1:26379,sentinel-2:26379,sentinel-3:26379/vigil", *env["VIGIL_REDIS_URL"], name)
 		require.NotNil(t, env["VIGIL_REQUEST_STATE_KEY"], name)
 		if key == "" {
 			key = *env["VIGIL_REQUEST_STATE_KEY"]
@@ -58,7 +71,9 @@ func TestComposeShared(t *testing.T) {
 		assert.Equal(t, key, *env["VIGIL_REQUEST_STATE_KEY"], "%s: every replica has the same request-state key", name)
 		require.NotNil(t, env["VIGIL_CLUSTER_KEY"], name)
 		assert.Equal(t, composeClusterKey, *env["VIGIL_CLUSTER_KEY"], "%s: the cluster key comes from the environment (or deploy/.env), never the file", name)
-		assert.Contains(t, s.DependsOn, "redis", name)
+		for _, dep := range []string{"redis", "redis-replica", "sentinel-1", "sentinel-2", "sentinel-3"} {
+			assert.Contains(t, s.DependsOn, dep, name)
+		}
 		assert.True(t, s.ReadOnly, name)
 		for _, port := range s.Ports {
 			assert.Equal(t, "127.0.0.1", port.HostIP, "%s publishes only on loopback", name)
@@ -68,8 +83,8 @@ func TestComposeShared(t *testing.T) {
 	// Without either key, compose refuses to start (the replicas would not
 	// share the 2026-07-28 requests' state; vigil -redis needs the cluster
 	// key).
-	for _, missing := range []string{"VIGIL_REQUEST_STATE_KEY", "VIGIL_CLUSTER_KEY"} {
-		env := []string{"VIGIL_REQUEST_STATE_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "VIGIL_CLUSTER_KEY=" + composeClusterKey, "VIGIL_REDIS_PASSWORD=" + composeRedisPassword, missing + "="}
+	for _, missing := range []string{"VIGIL_REQUEST_STATE_KEY", "VIGIL_CLUSTER_KEY", "VIGIL_REDIS_INTERNAL_PASSWORD"} {
+		env := append(slices.Clone(composeSharedEnv), missing+"=")
 		opts, err := cli.NewProjectOptions([]string{repoPath(t, composeSharedFile)},
 			cli.WithWorkingDirectory(repoPath(t, "deploy")), cli.WithName("vigil-shared"), cli.WithInterpolation(true),
 			cli.WithEnv(env))
@@ -105,5 +120,43 @@ func TestNginxSharedConfig(t *testing.T) {
 		"proxy_next_upstream error timeout http_503 non_idempotent;",
 	} {
 		assert.Contains(t, conf, directive)
+	}
+}
+
+// TestComposeSharedSentinels: three Sentinels on TLS watch the primary
+// redis with a quorum of two, as the ACL user sentinel with the internal
+// password, naming the nodes by host name (their certificate's names);
+// the replica replicates redis over TLS, as the ACL user replica, and
+// each data node announces its host name.
+func TestComposeSharedSentinels(t *testing.T) {
+	p := loadSharedCompose(t)
+	for _, name := range []string{"sentinel-1", "sentinel-2", "sentinel-3"} {
+		s := composeService(t, p, name)
+		script := strings.Join(s.Entrypoint, "\n")
+		for _, line := range []string{
+			"port 0", "tls-port 26379", "tls-replication yes", "sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
+			"sentinel monitor vigil redis 6379 2", "sentinel auth-user vigil sentinel", "sentinel auth-pass vigil $REDIS_INTERNAL_PASSWORD",
+			"--sentinel",
+		} {
+			assert.Contains(t, script, line, name)
+		}
+		require.NotNil(t, s.Environment["SENTINEL_NAME"], name)
+		assert.Equal(t, name, *s.Environment["SENTINEL_NAME"])
+		require.NotNil(t, s.Environment["REDIS_INTERNAL_PASSWORD"], name)
+		assert.Equal(t, composeInternalPassword, *s.Environment["REDIS_INTERNAL_PASSWORD"], name)
+	}
+	replica := composeService(t, p, "redis-replica")
+	args := strings.Join(replica.Command, " ")
+	assert.Contains(t, args, "--replicaof redis 6379")
+	assert.Contains(t, args, "--replica-announce-ip redis-replica")
+	assert.Contains(t, strings.Join(composeService(t, p, "redis").Command, " "), "--replica-announce-ip redis")
+	for _, name := range []string{"redis", "redis-replica"} {
+		s := composeService(t, p, name)
+		assert.Contains(t, strings.Join(s.Command, " "), "--tls-replication yes", name)
+		assert.Contains(t, strings.Join(s.Command, " "), "--include /run/redis/auth.conf", name)
+		script := strings.Join(s.Entrypoint, "\n")
+		assert.Contains(t, script, "user replica on #", name)
+		assert.Contains(t, script, "user sentinel on #", name)
+		assert.Contains(t, script, "masteruser replica", name)
 	}
 }

@@ -97,7 +97,7 @@ func checkRedisURL(who, raw string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s: VIGIL_REDIS_URL: %w", who, err)
-	case u.Scheme != "rediss":
+	case u.Scheme != "rediss" && u.Scheme != "rediss+sentinel":
 		return fmt.Errorf("%s: VIGIL_REDIS_URL %q is not rediss:// (TLS)", who, raw)
 	case u.User == nil || u.User.Username() != "vigil":
 		return fmt.Errorf("%s: VIGIL_REDIS_URL %q does not name the ACL user vigil", who, raw)
@@ -108,22 +108,24 @@ func checkRedisURL(who, raw string) error {
 	return nil
 }
 
-// checkComposeSharedRedis checks compose.shared.yaml's Redis and how the
-// replicas reach it.
+// checkComposeSharedRedis checks compose.shared.yaml's Redis (its data
+// nodes: the primary and its replica) and how the replicas reach it.
 func checkComposeSharedRedis(p *types.Project, tested string) error {
 	var errs []error
-	redis, ok := p.Services["redis"]
-	if !ok {
-		return errors.New("no service redis")
-	}
-	errs = append(errs, checkRedisServerArgs(redis.Command))
-	script, rule := strings.Join(redis.Entrypoint, "\n"), ""
-	if v := redis.Environment["VIGIL_ACL"]; v != nil {
-		rule = *v
-	}
-	errs = append(errs, checkACLScript(script, rule, tested))
-	if v := redis.Environment["REDIS_PASSWORD"]; v == nil || *v != composeRedisPassword {
-		errs = append(errs, errors.New("redis: REDIS_PASSWORD is not ${VIGIL_REDIS_PASSWORD}"))
+	for _, node := range []string{"redis", "redis-replica"} {
+		redis, ok := p.Services[node]
+		if !ok {
+			return fmt.Errorf("no service %s", node)
+		}
+		errs = append(errs, checkRedisServerArgs(redis.Command))
+		script, rule := strings.Join(redis.Entrypoint, "\n"), ""
+		if v := redis.Environment["VIGIL_ACL"]; v != nil {
+			rule = *v
+		}
+		errs = append(errs, checkACLScript(script, rule, tested))
+		if v := redis.Environment["REDIS_PASSWORD"]; v == nil || *v != composeRedisPassword {
+			errs = append(errs, fmt.Errorf("%s: REDIS_PASSWORD is not ${VIGIL_REDIS_PASSWORD}", node))
+		}
 	}
 	for name, s := range p.Services {
 		env := s.Environment
@@ -168,6 +170,12 @@ func TestComposeSharedRedisTLS(t *testing.T) {
 		{"plain redis://", func(p *types.Project) {
 			p.Services["vigil-1"].Environment["VIGIL_REDIS_URL"] = new("redis://redis:6379/0")
 		}, "is not rediss://"},
+		{"plain redis+sentinel://", func(p *types.Project) {
+			p.Services["vigil-1"].Environment["VIGIL_REDIS_URL"] = new("redis+sentinel://vigil@sentinel-1:26379/vigil")
+		}, "is not rediss://"},
+		{"the replica's ACL", func(p *types.Project) {
+			p.Services["redis-replica"].Environment["VIGIL_ACL"] = new(tested + " +flushall")
+		}, "is not the rule the tests run Vigil under"},
 		{"no ACL user", func(p *types.Project) {
 			p.Services["vigil-2"].Environment["VIGIL_REDIS_URL"] = new("rediss://redis:6379/0")
 		}, "does not name the ACL user vigil"},
@@ -375,14 +383,14 @@ func TestRedisTLSScript(t *testing.T) {
 	ca, leaf := parse("ca.crt"), parse("tls.crt")
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	for _, host := range []string{"redis", "vigil-redis"} {
+	for _, host := range []string{"redis", "redis-replica", "sentinel-1", "sentinel-2", "sentinel-3", "vigil-redis"} {
 		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host})
 		require.NoError(t, err, host)
 	}
 	_, err = leaf.Verify(x509.VerifyOptions{Roots: x509.NewCertPool(), DNSName: "redis"})
 	require.Error(t, err, "only its own CA")
 	assert.Equal(t, x509.ECDSA, leaf.PublicKeyAlgorithm)
-	for _, name := range []string{"ca.key", "tls.key", "redis-password"} {
+	for _, name := range []string{"ca.key", "tls.key", "redis-password", "redis-internal-password"} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)

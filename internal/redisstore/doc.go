@@ -48,7 +48,10 @@
 //     replica lost ([Store.Claim]);
 //   - {prefix}{tag}:eb, a string: the size of the session's events, which
 //     WithMaxSessionEventBytes bounds;
-//   - the channel {prefix}{tag}:r carries the session's relays (sealed).
+//   - the channel {prefix}{tag}:r carries the session's relays (sealed);
+//     on a Redis Cluster it is a shard channel (SSUBSCRIBE, SPUBLISH),
+//     served by its slot's primary, so that a relay's count is every
+//     replica's, where PUBSUB NUMSUB counts one node's subscribers.
 //
 // Besides the sessions': {prefix}replica:{name}, each replica's lease, and
 // {prefix}state:{digest}, a requestState used ([Store.UseRequestState]),

@@ -32,6 +32,7 @@ type Store struct {
 	cfg      config
 	replica  string
 	pubsub   *redis.PubSub
+	shards   *shards // on a Redis Cluster only: the count of the replicas (sharded.go)
 	closed   chan struct{}
 	loopDone chan struct{}
 
@@ -44,6 +45,8 @@ type Store struct {
 	subs    map[string]map[*subscription]struct{} // by channel
 	waiting map[string][]chan struct{}            // channel → Subscribes waiting for its confirmation
 	active  map[string]bool                       // channels Redis confirmed
+	got     map[string]uint8                      // channel → its subscriptions confirmed (gotClassic, gotSharded)
+	need    uint8                                 // what a channel needs confirmed to be active
 }
 
 var _ replication.Cluster = (*Store)(nil)
@@ -80,6 +83,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),
 		closed: make(chan struct{}), loopDone: make(chan struct{}),
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
+		got: make(map[string]uint8), need: gotClassic,
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		s.shards = newShards(cc, func(ch string) { s.confirmed(ch, gotSharded) }, cfg.logger)
+		s.need = gotClassic | gotSharded
 	}
 	s.pubsub = rdb.Subscribe(context.WithoutCancel(ctx)) // no channel yet: one connection, subscribed to as views come
 	go s.receive()
@@ -99,6 +107,9 @@ func (s *Store) Close() error {
 	close(s.closed)
 	err := s.pubsub.Close()
 	<-s.loopDone
+	if s.shards != nil {
+		err = errors.Join(err, s.shards.close())
+	}
 	return err
 }
 
@@ -202,6 +213,28 @@ redis.call('HSET', KEYS[1], 'st', ARGV[1])
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1 + redis.call('PUBSUB', 'NUMSUB', KEYS[2])[2]`)
 
+// storeStateCluster is storeState on a Redis Cluster: the relay is a
+// classic PUBLISH, which the Cluster carries to every node, so that each
+// replica gets it wherever its subscription is, a slot migrating or not;
+// the replicas it reached are those subscribed to the channel sharded on
+// the slot's primary (PUBSUB SHARDNUMSUB: each Store subscribes there to
+// be counted, sharded.go), where PUBSUB NUMSUB counts one node's. The
+// channel is ARGV[3]: a classic channel is no key, and declared as one it
+// would make the script TRYAGAIN throughout a migration of its slot.
+var storeStateCluster = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'st', ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[2])
+return 1 + redis.call('PUBSUB', 'SHARDNUMSUB', ARGV[3])[2]`)
+
+// deleteCluster is Delete's write on a Redis Cluster (see
+// storeStateCluster): it deletes the record, publishes the end (ARGV[2])
+// on the channel (ARGV[1]), and returns the replicas it reached.
+var deleteCluster = redis.NewScript(`
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return redis.call('PUBSUB', 'SHARDNUMSUB', ARGV[1])[2]`)
+
 // StoreState replaces a session's state, publishes it to the session's
 // replicas, and returns how many other replicas it reached: the Stores
 // subscribed to the session's channel, this one excluded.
@@ -209,7 +242,12 @@ func (s *Store) StoreState(ctx context.Context, id string, state []byte) (others
 	defer s.observe("store_state", time.Now(), &err)
 	ch := s.channel(id)
 	relay := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayState, From: s.replica, Data: state}))
-	n, err := s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	var n int
+	if s.shards != nil {
+		n, err = s.runAcked(ctx, storeStateCluster, []string{s.recordKey(id)}, s.sealField(id, "st", state), relay, ch).Int()
+	} else {
+		n, err = s.runAcked(ctx, storeState, []string{s.recordKey(id), ch}, s.sealField(id, "st", state), relay).Int()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: store state: %w", err)
 	}
@@ -244,10 +282,13 @@ func (s *Store) Touch(ctx context.Context, id string) (err error) {
 		var touched *redis.BoolCmd
 		var wait *redis.Cmd
 		start := time.Now()
-		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
+		_, _ = s.ackedOn(ctx, s.recordKey(id)).Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is its own
 			touched, wait = p.PExpire(ctx, s.recordKey(id), s.ttl()), s.waitCmd(ctx, p)
 			return nil
 		})
+		if moved(touched.Err()) { // see runAcked
+			touched, wait = s.rdb.PExpire(ctx, s.recordKey(id), s.ttl()), nil
+		}
 		s.noteAcks(wait, start)
 		ok, err = touched.Result()
 	}
@@ -268,20 +309,27 @@ func (s *Store) Delete(ctx context.Context, id string) (others int, err error) {
 		return 0, err
 	}
 	ch := s.channel(id)
-	var reached *redis.MapStringIntCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, s.recordKey(id))
-		p.Publish(ctx, ch, s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica})))
-		reached = p.PubSubNumSub(ctx, ch) // the replicas, not PUBLISH's count (see storeState)
-		return nil
-	})
+	end := s.stamp(ch, encodeRelay(replication.Relay{Kind: replication.RelayEnd, From: s.replica}))
+	var reached int
+	if s.shards != nil {
+		reached, err = deleteCluster.Run(ctx, s.rdb, []string{s.recordKey(id)}, ch, end).Int()
+	} else {
+		var numsub *redis.MapStringIntCmd
+		_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, s.recordKey(id))
+			p.Publish(ctx, ch, end)
+			numsub = p.PubSubNumSub(ctx, ch) // the replicas, not PUBLISH's count (see storeState)
+			return nil
+		})
+		reached = int(numsub.Val()[ch])
+	}
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: delete session: %w", err)
 	}
 	if s.cfg.relayed != nil {
 		s.cfg.relayed(replication.RelayEnd)
 	}
-	return s.othersOf(id, int(reached.Val()[ch])), nil
+	return s.othersOf(id, reached), nil
 }
 
 // Publish sends r to the session's replicas.

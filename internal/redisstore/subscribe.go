@@ -48,7 +48,7 @@ func (s *Store) Subscribe(ctx context.Context, id string, deliver func(replicati
 		return cancel, nil
 	}
 	if first {
-		if err := s.pubsub.Subscribe(ctx, ch); err != nil {
+		if err := s.subscribeChannel(ctx, ch); err != nil {
 			cancel()
 			return nil, fmt.Errorf("redisstore: subscribe: %w", err)
 		}
@@ -82,6 +82,7 @@ func (s *Store) unsubscribe(ch string, sub *subscription) {
 	if last {
 		delete(s.subs, ch)
 		delete(s.active, ch)
+		delete(s.got, ch)
 		delete(s.waiting, ch)
 	}
 	sub.stop()
@@ -89,7 +90,23 @@ func (s *Store) unsubscribe(ch string, sub *subscription) {
 	if last {
 		// Under no lock of ours: the receive loop may be the caller.
 		_ = s.pubsub.Unsubscribe(context.Background(), ch)
+		if s.shards != nil {
+			s.shards.unsubscribe(ch)
+		}
 	}
+}
+
+// subscribeChannel asks Redis for ch on the Store's one connection, and on
+// a Redis Cluster also sharded on its slot's primary, to be counted
+// (sharded.go).
+func (s *Store) subscribeChannel(ctx context.Context, ch string) error {
+	if err := s.pubsub.Subscribe(ctx, ch); err != nil {
+		return err
+	}
+	if s.shards != nil {
+		return s.shards.subscribe(ctx, ch)
+	}
+	return nil
 }
 
 // receive reads the Store's connection: subscription confirmations, and
@@ -119,7 +136,7 @@ func (s *Store) receive() {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				s.confirmed(m.Channel)
+				s.confirmed(m.Channel, gotClassic)
 			}
 		case *redis.Message:
 			s.dispatch(m.Channel, m.Payload)
@@ -127,12 +144,26 @@ func (s *Store) receive() {
 	}
 }
 
-// confirmed marks ch subscribed and releases the Subscribes waiting for it.
-func (s *Store) confirmed(ch string) {
+// What of a channel's subscriptions Redis confirmed: the classic one,
+// which carries the relays, and on a Redis Cluster the sharded one, which
+// counts the replica (sharded.go).
+const (
+	gotClassic uint8 = 1 << iota
+	gotSharded
+)
+
+// confirmed notes that Redis confirmed a subscription (got) of ch, and
+// once it confirmed all the Store needs, marks ch subscribed and releases
+// the Subscribes waiting for it.
+func (s *Store) confirmed(ch string, got uint8) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.subs[ch]) == 0 {
 		return // unsubscribed meanwhile
+	}
+	s.got[ch] |= got
+	if s.got[ch]&s.need != s.need {
+		return
 	}
 	s.active[ch] = true
 	for _, w := range s.waiting[ch] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,10 +86,12 @@ func MasterAddr(ctx context.Context, s *Server) (string, error) {
 }
 
 // StartClusterNode starts a redis-server for t in cluster mode, alone
-// (no slots): a node that says it is a Cluster's.
+// (no slots): a node that says it is a Cluster's. A node deems another
+// failed after a second without an answer (cluster-node-timeout), so
+// that a Cluster of StartCluster fails over within seconds.
 func StartClusterNode(t testing.TB) *Server {
 	t.Helper()
-	return startServer(t, false, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	return startServer(t, false, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000")
 }
 
 func splitAddr(addr string) (string, string) {
@@ -101,18 +104,27 @@ func splitAddr(addr string) (string, string) {
 // serving its share of the slots; it waits until the Cluster is ok.
 func StartCluster(t testing.TB, n int) []*Server {
 	t.Helper()
+	return StartClusterWithReplicas(t, n, 0)
+}
+
+// StartClusterWithReplicas starts a Cluster of primaries, each with
+// replicas of its own (redis-cli --cluster create --cluster-replicas), and
+// waits until the Cluster is ok and every replica's link to its primary
+// is up. Which nodes are primaries is the Cluster's to say (ROLE).
+func StartClusterWithReplicas(t testing.TB, primaries, replicas int) []*Server {
+	t.Helper()
 	testkit.External(t, "redis-cli")
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Skip("redis-cli is not installed; make test installs it")
 	}
-	nodes := make([]*Server, n)
+	nodes := make([]*Server, primaries*(1+replicas))
 	args := []string{"--cluster", "create"}
 	for i := range nodes {
 		nodes[i] = StartClusterNode(t)
 		args = append(args, nodes[i].Addr())
 	}
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
@@ -122,7 +134,11 @@ func StartCluster(t testing.TB, n int) []*Server {
 		for {
 			info, err := c.ClusterInfo(t.Context()).Result()
 			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
+				var repl string
+				if repl, err = c.Info(t.Context(), "replication").Result(); err == nil &&
+					(strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up")) {
+					break
+				}
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("cluster node %s: not ok within 10s: %v", s.Addr(), err)

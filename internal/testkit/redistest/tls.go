@@ -32,7 +32,7 @@ const vigilACL = "resetkeys ~vigil:* ~rate:vigil:* resetchannels &vigil:* -@all 
 	"+get +set +del +exists +pexpire +pttl +hset +hsetnx +hgetall " +
 	"+sadd +scard +smembers +srem +xadd +xdel +xlen +xrange " +
 	"+zadd +zcard +zcount +zrange +zrem +zremrangebyscore +zscore +time " +
-	"+publish +pubsub|numsub +subscribe +unsubscribe +evalsha +eval +multi +exec +discard +wait"
+	"+publish +pubsub|numsub +subscribe +unsubscribe +spublish +ssubscribe +sunsubscribe +evalsha +eval +multi +exec +discard +wait"
 
 // tlsFiles are the certificates and passwords of a StartTLS server.
 type tlsFiles struct {
