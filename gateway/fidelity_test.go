@@ -258,3 +258,40 @@ func TestToolsByCallerCapabilities(t *testing.T) {
 	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
 	assert.Equal(t, "plain", plain.CallTool("plain", nil).Text())
 }
+
+// TestUnlistedResourceReadWithNoneListed: an upstream that lists no
+// resource or template still has its session resources read through the
+// gateway (its server declares resources from the start: ExpectFeatures),
+// and a client is told resources and prompts exist before they do.
+func TestUnlistedResourceReadWithNoneListed(t *testing.T) {
+	testkit.Watchdog(t)
+	up := server.New()
+	require.NoError(t, up.AddTool(server.Tool{Name: "make"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("made"), nil
+	}))
+	up.SetResourceFallback(func(_ context.Context, req *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+		if req.URI != "demo://resource/session/made" {
+			return nil, server.ErrResourceNotFound
+		}
+		return &server.ReadResourceResult{Contents: []*server.ResourceContents{{URI: req.URI, Text: "made here"}}}, nil
+	})
+	h := streamable.New(up)
+	ts := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = h.Close()
+		ts.Close()
+		_ = up.Close()
+	})
+	c := mcptest.Pipe(t, frontServer(t, gateway.Upstream{Name: "u", URL: ts.URL}))
+	init := c.Initialize("", nil)
+	var caps map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(init.Capabilities, &caps))
+	assert.Contains(t, caps, "resources")
+	assert.Contains(t, caps, "prompts")
+	raw, rpcErr := c.Call("resources/read", map[string]string{"uri": "demo://resource/session/made"})
+	require.Nil(t, rpcErr)
+	assert.JSONEq(t, `{"contents":[{"uri":"demo://resource/session/made","text":"made here"}]}`, string(raw))
+	raw, rpcErr = c.Call("prompts/list", nil)
+	require.Nil(t, rpcErr)
+	assert.JSONEq(t, `{"prompts":[]}`, string(raw))
+}

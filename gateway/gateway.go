@@ -288,8 +288,10 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
 	// An upstream may be ready after the first client initializes: that
-	// client must still be told the server has tools, and hear them come.
-	srv.ExpectTools()
+	// client must still be told the server has tools, prompts and
+	// resources, and hear them come; and an upstream's session resources
+	// are read though it lists none (unlisted.go).
+	srv.ExpectFeatures()
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}

@@ -19,14 +19,28 @@ func (s *Server) capabilitiesKey() capabilitiesKey {
 	views := s.resources.views
 	s.resources.mu.RUnlock()
 	return capabilitiesKey{
-		tools:       s.tools.hasTools(),
-		resources:   s.resources.hasAny(),
-		prompts:     s.prompts.hasAny(),
+		tools:       s.servesTools(),
+		resources:   s.servesResources(),
+		prompts:     s.servesPrompts(),
 		completions: s.hasCompleters(),
 		tasks:       s.tasksEnabled(),
 		views:       views,
 		skills:      s.servesSkills(),
 	}
+}
+
+// servesTools reports whether the server declares tools: some are
+// registered, or features are expected (ExpectFeatures).
+func (s *Server) servesTools() bool { return s.expectsFeatures.Load() || s.tools.hasTools() }
+
+// servesPrompts reports whether the server declares prompts.
+func (s *Server) servesPrompts() bool { return s.expectsFeatures.Load() || s.prompts.hasAny() }
+
+// servesResources reports whether the server declares resources: some
+// are registered, a fallback reads the others (SetResourceFallback), or
+// features are expected.
+func (s *Server) servesResources() bool {
+	return s.expectsFeatures.Load() || s.resourceFallback.Load() != nil || s.resources.hasAny()
 }
 
 // capabilities is what a server with k registered declares. Logging is

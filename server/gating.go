@@ -17,11 +17,11 @@ func (s *Server) declares(method string) bool {
 	case strings.HasPrefix(method, "skills/") || method == "resources/directory/read":
 		return s.servesSkills()
 	case strings.HasPrefix(method, "tools/"):
-		return s.tools.hasTools()
+		return s.servesTools()
 	case strings.HasPrefix(method, "prompts/"):
-		return s.prompts.hasAny()
+		return s.servesPrompts()
 	case strings.HasPrefix(method, "resources/"):
-		return s.resources.hasAny()
+		return s.servesResources()
 	case method == "completion/complete":
 		return s.hasCompleters()
 	}

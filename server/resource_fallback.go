@@ -6,9 +6,8 @@ package server
 // A gateway sets one to forward the read to the servers it fronts, which
 // may serve resources they do not list, such as those a session made.
 // An error of h that wraps [ErrResourceNotFound] is answered as for a URI
-// nothing serves. Like any resources/ method, the read is served only
-// while the server declares resources: it has a resource, a template or a
-// skill. It is safe for concurrent use.
+// nothing serves. While it is set the server declares resources, with
+// nothing registered too. It is safe for concurrent use.
 func (s *Server) SetResourceFallback(h ResourceHandler) {
 	if h == nil {
 		s.resourceFallback.Store(nil)

@@ -41,3 +41,25 @@ func TestResourceFallback(t *testing.T) {
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, int64(protocol.CodeResourceNotFound), rpcErr.Code)
 }
+
+// TestResourceFallbackDeclaresResources: a server with a fallback and no
+// resource declares resources, and its read is served; without the
+// fallback it declares none and resources/read is not found as a method.
+func TestResourceFallbackDeclaresResources(t *testing.T) {
+	srv := server.New()
+	t.Cleanup(func() { _ = srv.Close() })
+	c := mcptest.Pipe(t, srv)
+	assert.NotContains(t, string(c.Initialize("", nil).Capabilities), `"resources"`)
+	_, rpcErr := c.Call("resources/read", map[string]string{"uri": "demo://session/made"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeMethodNotFound), rpcErr.Code)
+
+	srv.SetResourceFallback(func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
+		return &server.ReadResourceResult{Contents: []*server.ResourceContents{{Text: "made"}}}, nil
+	})
+	c = mcptest.Pipe(t, srv)
+	assert.Contains(t, string(c.Initialize("", nil).Capabilities), `"resources"`)
+	raw, rpcErr := c.Call("resources/read", map[string]string{"uri": "demo://session/made"})
+	require.Nil(t, rpcErr)
+	assert.JSONEq(t, `{"contents":[{"uri":"demo://session/made","text":"made"}]}`, string(raw))
+}

@@ -52,6 +52,9 @@ type Server struct {
 	resourceFallback atomic.Pointer[ResourceHandler]
 	// subscriber follows clients' subscriptions (resource_subscriber.go).
 	subscriber atomic.Pointer[ResourceSubscriber]
+	// expectsFeatures declares tools, prompts and resources with nothing
+	// registered yet (expect_features.go).
+	expectsFeatures atomic.Bool
 	// rootsChanged is told of clients' roots changes (roots_changed.go).
 	rootsChanged atomic.Pointer[func(ctx context.Context)]
 	finder       skillFinder // skills found when named (skill_finder.go)

@@ -139,9 +139,6 @@ type toolRegistry struct {
 	// slice while no tool has a view (see Tool.UI); rebuilt on change.
 	plain  []Tool
 	scopes []string // every scope some tool needs, sorted, unique; rebuilt on change
-	// expected makes the tools capability declared with no tool
-	// registered yet (see Server.ExpectTools).
-	expected atomic.Bool
 }
 
 // all returns the tools by name, which the caller must not modify.
@@ -398,17 +395,8 @@ func (s *Server) ToolNames() []string {
 }
 
 func (r *toolRegistry) hasTools() bool {
-	return r.expected.Load() || len(r.all()) > 0
+	return len(r.all()) > 0
 }
-
-// ExpectTools makes the server declare the tools capability (with
-// listChanged) from now on, even while no tool is registered, for a
-// server whose tools come later: a gateway's, whose upstreams may still be
-// starting when its first client initializes. That client lists an empty
-// array, then hears notifications/tools/list_changed when tools come,
-// instead of being told the server has no tools for the whole session.
-// tools/call of a name not registered is answered as for an unknown tool.
-func (s *Server) ExpectTools() { s.tools.expected.Store(true) }
 
 func (s *Server) registerTools() {
 	s.handle("tools/list", s.listTools)

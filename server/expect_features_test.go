@@ -13,29 +13,36 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// TestExpectTools: a server that expects tools declares the tools
-// capability before any is registered, lists none, answers a call as for
-// an unknown tool, and tells the session when the first tool comes. The
-// same server without ExpectTools declares no tools (the method is not
-// found), which is what a gateway's early client used to get.
-func TestExpectTools(t *testing.T) {
+// TestExpectFeatures: a server that expects features declares the tools,
+// prompts and resources capabilities before anything is registered,
+// lists none of each, answers a call as for an unknown tool, and tells
+// the session when the first tool comes. The same server without
+// ExpectFeatures declares none of them (the methods are not found), which
+// is what a gateway's early client used to get.
+func TestExpectFeatures(t *testing.T) {
 	for _, expect := range []bool{true, false} {
 		t.Run(map[bool]string{true: "expected", false: "not expected"}[expect], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t)
 				if expect {
-					h.srv.ExpectTools()
+					h.srv.ExpectFeatures()
 				}
 				h.start()
 				var caps map[string]json.RawMessage
 				require.NoError(t, json.Unmarshal(h.Initialize(protocol.Version20251125, nil).Capabilities, &caps))
 				if !expect {
-					assert.NotContains(t, caps, "tools")
-					assert.Equal(t, int64(protocol.CodeMethodNotFound), h.featureError(1, "tools/list", nil).Code)
+					for i, kind := range []string{"tools", "prompts", "resources"} {
+						assert.NotContains(t, caps, kind)
+						assert.Equal(t, int64(protocol.CodeMethodNotFound), h.featureError(int64(10+i), kind+"/list", nil).Code)
+					}
 					h.finish()
 					return
 				}
 				assert.JSONEq(t, `{"listChanged":true}`, string(caps["tools"]))
+				assert.JSONEq(t, `{"listChanged":true}`, string(caps["prompts"]))
+				assert.JSONEq(t, `{"subscribe":true,"listChanged":true}`, string(caps["resources"]))
+				assert.JSONEq(t, `{"prompts":[]}`, string(h.featureCall(10, "prompts/list", nil)))
+				assert.JSONEq(t, `{"resources":[]}`, string(h.featureCall(11, "resources/list", nil)))
 				assert.JSONEq(t, `{"tools":[]}`, string(h.featureCall(1, "tools/list", nil)))
 				e := h.featureError(2, "tools/call", map[string]any{"name": "later"})
 				assert.Equal(t, int64(protocol.CodeInvalidParams), e.Code)
