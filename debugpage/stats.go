@@ -39,6 +39,10 @@ const (
 	slotOK        statSlot = iota
 	slotToolError          // a tools/call answered with isError set
 	slotError              // answered with a JSON-RPC error
+	// slotInvalidArguments: a tools/call answered with isError set because
+	// its arguments do not match the tool's input schema (the metrics'
+	// error_type invalid_arguments).
+	slotInvalidArguments
 	// slotCancel+i: cancelled, by cause (protocol.CancelReason-1: client_cancel,
 	// transport_close, stream_close, shutdown, timeout, upstream_closed,
 	// other). A handler timeout answered -32001 counts as cancelled by
@@ -57,7 +61,7 @@ const (
 
 // slotNames names each slot, as the page and its JSON show them.
 var slotNames = [slotCount]string{
-	"ok", "tool_error", "error",
+	"ok", "tool_error", "error", "invalid_arguments",
 	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:upstream_closed", "cancelled:other",
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
 	"denied",
@@ -65,7 +69,7 @@ var slotNames = [slotCount]string{
 
 // slotColors are the chart colors of each slot.
 var slotColors = [slotCount]string{
-	"#4caf50", "#ff9800", "#d32f2f",
+	"#4caf50", "#ff9800", "#d32f2f", "#ffb74d",
 	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#c0ca33", "#9e9e9e",
 	"#f06292", "#ad1457", "#6d4c41", "#424242",
 	"#b71c1c",
@@ -90,6 +94,9 @@ func statsOutcomeOf(out server.Outcome) statSlot {
 			return slotDenied
 		}
 		return slotError
+	}
+	if out.InvalidArguments() {
+		return slotInvalidArguments
 	}
 	if out.ToolError() {
 		return slotToolError
@@ -412,8 +419,8 @@ func countsOf(h *histogram, seconds float64) statCounts {
 	c := statCounts{
 		Requests:   h.count(),
 		OK:         h.n[slotOK],
-		ToolErrors: h.n[slotToolError],
-		Errors:     h.n[slotError] + h.n[slotToolError] + h.n[slotDenied],
+		ToolErrors: h.n[slotToolError] + h.n[slotInvalidArguments],
+		Errors:     h.n[slotError] + h.n[slotToolError] + h.n[slotInvalidArguments] + h.n[slotDenied],
 		P50MS:      h.quantile(0.50),
 		P95MS:      h.quantile(0.95),
 		P99MS:      h.quantile(0.99),
