@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,8 +29,9 @@ import (
 const mixedRunRequests = 220
 
 // signalView is how one signal tells a request's end: its outcome (ok,
-// error, cancelled, dropped) and error type (the metrics' error_type).
-type signalView struct{ outcome, errType string }
+// error, cancelled, dropped), error type (the metrics' error_type) and
+// the cause of its cancellation (a timeout's too).
+type signalView struct{ outcome, errType, cause string }
 
 // mixedRequest is one request of the mixed run: what identifies it in
 // every signal, and how its client saw it end.
@@ -64,10 +63,10 @@ func (s *syncBuffer) String() string {
 // mixed run of mixedRunRequests requests in both eras over HTTP (results,
 // tool errors, invalid arguments, -32602, -32601, calls the client
 // cancels, streams it closes, handler timeouts, DELETEs during a call,
-// calls refused by a tool's rate), each request's span, log line and
-// client agree on its outcome and error type, and the metrics and the
-// live page count, by method and tool, the outcomes and error types the
-// requests had.
+// killed clients, calls refused by a tool's rate), each request's span,
+// log line and client agree on its outcome, error type and cancel cause,
+// and the metrics and the live page count, by method and tool, the
+// outcomes and error types the requests had (the metrics the causes too).
 func TestMixedRunSignalsAgree(t *testing.T) {
 	cfg, err := parseConfig([]string{
 		"-log-format", "json", "-log-level", "debug", "-request-timeout", "300ms",
@@ -117,7 +116,7 @@ func TestMixedRunSignalsAgree(t *testing.T) {
 	for _, r := range run.requests {
 		kinds[r.client]++
 	}
-	t.Logf("%d requests, %d agree (client, span, log line); by outcome and error type: %v", len(run.requests), agree, kinds)
+	t.Logf("%d requests, %d agree (client, span, log line); by outcome, error type and cause: %v", len(run.requests), agree, kinds)
 
 	// The metrics: the durations by method, tool and error type, the
 	// finished requests by method and outcome.
@@ -141,6 +140,18 @@ func TestMixedRunSignalsAgree(t *testing.T) {
 			}
 		}
 	}
+	causes, gotCauses := map[string]int{}, map[string]int{}
+	for _, r := range run.requests {
+		if r.client.cause != "" {
+			causes[r.client.cause]++
+		}
+	}
+	for key, v := range scrapeSeries(t, reg) {
+		if family, l := seriesLabels(key); family == mcpconv.MetricCancellations && v > 0 {
+			gotCauses[l[mcpconv.LabelCause]] += int(v)
+		}
+	}
+	assert.Equal(t, causes, gotCauses, "cancellations by cause")
 	assert.Equal(t, durations, gotDurations, "durations by method, tool and error type")
 	assert.Equal(t, finished, gotFinished, "finished by method and outcome")
 
@@ -197,6 +208,39 @@ func (r *mixedRun) round() {
 		r.ids = int(c.id) + 1
 	}
 	r.deleteDuringCall()
+	r.killDuringCall()
+}
+
+// killDuringCall kills a client of a session with its GET stream open
+// while a countdown runs: both of its connections close.
+func (r *mixedRun) killDuringCall() {
+	t := r.t
+	c := r.session()
+	c.id = int64(r.ids)
+	ctx, kill := context.WithCancel(t.Context())
+	defer kill()
+	get, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	require.NoError(t, err)
+	get.Header = http.Header{"Accept": {"text/event-stream"}, "Mcp-Session-Id": {c.session}, "MCP-Protocol-Version": {protocol.Version20251125}}
+	listen, err := c.hc.Do(get)
+	require.NoError(t, err)
+	defer func() { _ = listen.Body.Close() }()
+	require.Equal(t, http.StatusOK, listen.StatusCode)
+	c.id++
+	resp := c.post(ctx, t, "tools/call", c.id, toolParams("countdown", map[string]any{"from": 100}, "", "p"))
+	defer func() { _ = resp.Body.Close() }()
+	events := newSSEReader(resp)
+	require.NotNil(t, events)
+	first, err := events.next()
+	require.NoError(t, err)
+	require.Equal(t, "notifications/progress", first.Method)
+	kill()
+	r.requests = append(r.requests, mixedRequest{
+		id: fmt.Sprint(c.id), method: "tools/call", tool: "countdown",
+		client: signalView{outcome: mcpconv.OutcomeCancelled, errType: mcpconv.ErrorTypeCancelled, cause: "transport_close"},
+	})
+	r.ids = int(c.id) + 1
+	r.current = nil
 }
 
 // call sends one request and records how its client saw it end: the
@@ -214,6 +258,9 @@ func (r *mixedRun) call(c *httpSeriesClient, method, tool string, args map[strin
 		view.outcome = mcpconv.OutcomeError
 		if code := protocol.Code(m.Error.Code); !clientFault(code) {
 			view.errType = fmt.Sprint(m.Error.Code)
+		}
+		if protocol.Code(m.Error.Code) == protocol.CodeRequestTimeout {
+			view.cause = "timeout"
 		}
 	default:
 		var res struct {
@@ -251,9 +298,13 @@ func (r *mixedRun) cancel(c *httpSeriesClient, closeStream bool) {
 	first, err := events.next()
 	require.NoError(t, err)
 	require.Equal(t, "notifications/progress", first.Method)
+	cause := "client_cancel"
+	if closeStream {
+		cause = "stream_close"
+	}
 	r.requests = append(r.requests, mixedRequest{
 		id: fmt.Sprint(c.id), method: "tools/call", tool: "countdown",
-		client: signalView{outcome: mcpconv.OutcomeCancelled, errType: mcpconv.ErrorTypeCancelled},
+		client: signalView{outcome: mcpconv.OutcomeCancelled, errType: mcpconv.ErrorTypeCancelled, cause: cause},
 	})
 	if closeStream {
 		abort()
@@ -285,7 +336,7 @@ func (r *mixedRun) deleteDuringCall() {
 	require.NoError(t, err)
 	require.Equal(t, "notifications/progress", first.Method)
 	c.delete(t)
-	view := signalView{outcome: mcpconv.OutcomeCancelled, errType: mcpconv.ErrorTypeCancelled}
+	view := signalView{outcome: mcpconv.OutcomeCancelled, errType: mcpconv.ErrorTypeCancelled, cause: "transport_close"}
 	for {
 		m, err := events.next()
 		if err != nil {
@@ -315,7 +366,7 @@ func spanViews(t *testing.T, ended []sdktrace.ReadOnlySpan) map[string]signalVie
 		if !ok || s.SpanKind().String() != "server" {
 			continue
 		}
-		v := signalView{outcome: mcpconv.OutcomeOK, errType: attrs["error.type"]}
+		v := signalView{outcome: mcpconv.OutcomeOK, errType: attrs["error.type"], cause: attrs[string(mcpconv.CancelCauseKey)]}
 		switch {
 		case v.errType == mcpconv.ErrorTypeCancelled:
 			v.outcome = mcpconv.OutcomeCancelled
@@ -345,12 +396,13 @@ func logViews(t *testing.T, logs string) map[string]signalView {
 			RequestID string `json:"request_id"`
 			Outcome   string `json:"outcome"`
 			ErrorType string `json:"error_type"`
+			Cause     string `json:"cause"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
 		if rec.Msg != "request" {
 			continue
 		}
-		out[rec.RequestID] = signalView{outcome: rec.Outcome, errType: rec.ErrorType}
+		out[rec.RequestID] = signalView{outcome: rec.Outcome, errType: rec.ErrorType, cause: rec.Cause}
 	}
 	return out
 }
@@ -378,19 +430,23 @@ func pageKey(r mixedRequest) string {
 	return method + " " + tool
 }
 
-// pageSlot returns the live page's name of how a request ended.
+// pageSlot returns the live page's name of how a request ended: its
+// outcome, with the cause of a cancelled request or of an error a timeout
+// caused.
 func pageSlot(v signalView) string {
 	switch {
 	case v.outcome == mcpconv.OutcomeOK && v.errType == "":
 		return "ok"
 	case v.outcome == mcpconv.OutcomeOK:
 		return v.errType
+	case v.cause != "":
+		return v.outcome + ":" + v.cause
 	}
 	return v.outcome
 }
 
 // pageStats returns the live page's counts since start by key and outcome
-// (cancellations and drops by their outcome alone).
+// (with its cause).
 func pageStats(t *testing.T, hc *http.Client, base string) map[string]map[string]int {
 	t.Helper()
 	var snap struct {
@@ -407,12 +463,7 @@ func pageStats(t *testing.T, hc *http.Client, base string) map[string]map[string
 		if len(row.Total.ByOutcome) == 0 {
 			continue
 		}
-		m := map[string]int{}
-		for _, slot := range slices.Sorted(maps.Keys(row.Total.ByOutcome)) {
-			outcome, _, _ := strings.Cut(slot, ":")
-			m[outcome] += row.Total.ByOutcome[slot]
-		}
-		out[row.Key] = m
+		out[row.Key] = row.Total.ByOutcome
 	}
 	return out
 }
