@@ -273,12 +273,24 @@ func (c *httpSeriesClient) post(ctx context.Context, t *testing.T, method string
 	}
 	body, err := json.Marshal(msg)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header = hdr
-	resp, err := c.hc.Do(req)
-	require.NoError(t, err)
-	return resp
+	// A request shed as overloaded (503, before any handler: the tests
+	// share the machine's cores) is sent again, as svcClient.rpc does.
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header = hdr.Clone()
+		resp, err := c.hc.Do(req)
+		require.NoError(t, err)
+		if resp.StatusCode != http.StatusServiceUnavailable || try == maxShedRetries {
+			return resp
+		}
+		refusal, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if !bytes.Contains(refusal, []byte(protocol.RejectOverloaded.Message())) {
+			resp.Body = io.NopCloser(bytes.NewReader(refusal))
+			return resp
+		}
+	}
 }
 
 func (c *httpSeriesClient) call(t *testing.T, method string, params map[string]any) rpcMessage {

@@ -219,11 +219,17 @@ func (r *mixedRun) killDuringCall() {
 	c.id = int64(r.ids)
 	ctx, kill := context.WithCancel(t.Context())
 	defer kill()
-	get, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
-	require.NoError(t, err)
-	get.Header = http.Header{"Accept": {"text/event-stream"}, "Mcp-Session-Id": {c.session}, "MCP-Protocol-Version": {protocol.Version20251125}}
-	listen, err := c.hc.Do(get)
-	require.NoError(t, err)
+	var listen *http.Response
+	for try := 0; listen == nil || listen.StatusCode == http.StatusServiceUnavailable && try < maxShedRetries; try++ { // shed as overloaded: again
+		if listen != nil {
+			_ = listen.Body.Close()
+		}
+		get, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+		require.NoError(t, err)
+		get.Header = http.Header{"Accept": {"text/event-stream"}, "Mcp-Session-Id": {c.session}, "MCP-Protocol-Version": {protocol.Version20251125}}
+		listen, err = c.hc.Do(get)
+		require.NoError(t, err)
+	}
 	defer func() { _ = listen.Body.Close() }()
 	require.Equal(t, http.StatusOK, listen.StatusCode)
 	c.id++
