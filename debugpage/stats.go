@@ -39,11 +39,13 @@ const (
 	slotOK        statSlot = iota
 	slotToolError          // a tools/call answered with isError set
 	slotError              // answered with a JSON-RPC error
+	// slotInvalidArguments: a tools/call answered with isError set because
+	// its arguments do not match the tool's input schema (the metrics'
+	// error_type invalid_arguments).
+	slotInvalidArguments
 	// slotCancel+i: cancelled, by cause (protocol.CancelReason-1: client_cancel,
 	// transport_close, stream_close, shutdown, timeout, upstream_closed,
-	// other). A handler timeout answered -32001 counts as cancelled by
-	// timeout, an error of a handler whose upstream went away
-	// (server.ErrUpstreamClosed) as cancelled by upstream_closed.
+	// other).
 	slotCancel
 	// slotDrop+i: the response was not written, by reason
 	// (protocol.DropReason-1: cancelled, writer_closed, peer_gone, shutdown).
@@ -52,23 +54,29 @@ const (
 	// (package middleware/policy), an error the caller's authorization
 	// caused.
 	slotDenied = slotDrop + 4
-	slotCount  = slotDenied + 1
+	// slotErrorTimeout and slotErrorUpstream: answered with the error of a
+	// handler that ran out of time (-32001) or whose upstream went away
+	// (server.ErrUpstreamClosed): outcome error, as the metrics, the span
+	// and the log line say, with the cause they count too.
+	slotErrorTimeout  = slotDenied + 1
+	slotErrorUpstream = slotDenied + 2
+	slotCount         = slotDenied + 3
 )
 
 // slotNames names each slot, as the page and its JSON show them.
 var slotNames = [slotCount]string{
-	"ok", "tool_error", "error",
+	"ok", "tool_error", "error", "invalid_arguments",
 	"cancelled:client_cancel", "cancelled:transport_close", "cancelled:stream_close", "cancelled:shutdown", "cancelled:timeout", "cancelled:upstream_closed", "cancelled:other",
 	"dropped:cancelled", "dropped:writer_closed", "dropped:peer_gone", "dropped:shutdown",
-	"denied",
+	"denied", "error:timeout", "error:upstream_closed",
 }
 
 // slotColors are the chart colors of each slot.
 var slotColors = [slotCount]string{
-	"#4caf50", "#ff9800", "#d32f2f",
+	"#4caf50", "#ff9800", "#d32f2f", "#ffb74d",
 	"#1e88e5", "#5e35b1", "#7986cb", "#8d6e63", "#00897b", "#c0ca33", "#9e9e9e",
 	"#f06292", "#ad1457", "#6d4c41", "#424242",
-	"#b71c1c",
+	"#b71c1c", "#e57373", "#c62828",
 }
 
 // statsOutcomeOf returns the slot of a request's outcome: cancelled (with its
@@ -83,13 +91,19 @@ func statsOutcomeOf(out server.Outcome) statSlot {
 		}
 		return slotDrop + 1
 	case out.Err != nil:
-		if r := server.ReasonOfCause(out.Err); r == protocol.ReasonTimeout || r == protocol.ReasonUpstreamClosed {
-			return cancelSlot(r)
+		switch server.ReasonOfCause(out.Err) {
+		case protocol.ReasonTimeout:
+			return slotErrorTimeout
+		case protocol.ReasonUpstreamClosed:
+			return slotErrorUpstream
 		}
 		if _, denied := errors.AsType[*mcpconv.PolicyDenied](out.Err); denied {
 			return slotDenied
 		}
 		return slotError
+	}
+	if out.InvalidArguments() {
+		return slotInvalidArguments
 	}
 	if out.ToolError() {
 		return slotToolError
@@ -412,8 +426,8 @@ func countsOf(h *histogram, seconds float64) statCounts {
 	c := statCounts{
 		Requests:   h.count(),
 		OK:         h.n[slotOK],
-		ToolErrors: h.n[slotToolError],
-		Errors:     h.n[slotError] + h.n[slotToolError] + h.n[slotDenied],
+		ToolErrors: h.n[slotToolError] + h.n[slotInvalidArguments],
+		Errors:     h.n[slotError] + h.n[slotToolError] + h.n[slotInvalidArguments] + h.n[slotDenied] + h.n[slotErrorTimeout] + h.n[slotErrorUpstream],
 		P50MS:      h.quantile(0.50),
 		P95MS:      h.quantile(0.95),
 		P99MS:      h.quantile(0.99),

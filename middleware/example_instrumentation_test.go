@@ -109,7 +109,7 @@ func Example_instrumentation() {
 	}
 	// Output:
 	// level=ERROR msg="handler panicked" method=tools/call id=3 panic=oops
-	// level=WARN msg=request method=tools/call tool=crash request_id=3 outcome=error code=-32603 error="panic: oops"
+	// level=WARN msg=request method=tools/call tool=crash request_id=3 outcome=error code=-32603 error="panic: oops" error_type=-32603
 	// answer 3: internal error
 	// span "initialize": Unset
 	// span "tools/call crash": Error

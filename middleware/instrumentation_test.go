@@ -231,10 +231,10 @@ func TestInstrumentationOrder(t *testing.T) {
 		}
 		assert.Equal(t, []string{
 			"INFO request method=initialize request_id=1 session_id=SID duration_seconds=0 outcome=ok",
-			"WARN " + call("3", "hold") + ` duration_seconds=0 outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit`,
+			"WARN " + call("3", "hold") + ` duration_seconds=0 outcome=error code=-32000 error=mcp error -32000: server busy: tool "hold" is at its concurrency limit error_type=-32000`,
 			"ERROR handler panicked method=tools/call id=4 panic=boom",
-			"WARN " + call("4", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom",
-			"WARN " + call("2", "hold") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout",
+			"WARN " + call("4", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom error_type=-32603",
+			"WARN " + call("2", "hold") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout error_type=-32001",
 		}, lines)
 
 		var ended []string

@@ -28,6 +28,7 @@ const (
 	logPrompt    = "prompt"           // the prompt of prompts/get
 	logDuration  = "duration_seconds" // from receipt until the outcome was sealed, in seconds (as the audit log)
 	logOutcome   = "outcome"          // ok, error, cancelled or dropped (telemetry.Outcome*)
+	logErrorType = "error_type"       // the metrics' error_type and the span's error.type, when set
 	logCode      = "code"             // the JSON-RPC error code of outcome error, or of a cancelled request the transport answered
 	logError     = "error"            // the error's text (never sent as such to the client)
 	logCause     = "cause"            // why it was cancelled: client_cancel, transport_close, shutdown, timeout, upstream_closed, other
@@ -282,6 +283,9 @@ func requestFields(f fieldSink, req *server.Request, p *auth.Principal, out serv
 		if errType == mcpconv.ErrorTypeTool || errType == mcpconv.ErrorTypeInvalidArguments {
 			f.flag(logToolError, true)
 		}
+	}
+	if _, labeled, _ := outcomeLabels(out); labeled != "" { // one vocabulary: the metrics' error_type, the span's error.type
+		f.str(logErrorType, labeled)
 	}
 }
 

@@ -82,7 +82,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "fail", nil)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "INFO " + call("2", "fail") + " duration_seconds=0 outcome=ok tool_error=true"},
+			want: []string{initRecord, "INFO " + call("2", "fail") + " duration_seconds=0 outcome=ok tool_error=true error_type=tool_error"},
 		},
 		{
 			name: "arguments the tool's schema refuses: a tool error",
@@ -90,7 +90,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "strict", `{}`)
 				require.Nil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "INFO " + call("2", "strict") + " duration_seconds=0 outcome=ok tool_error=true"},
+			want: []string{initRecord, "INFO " + call("2", "strict") + " duration_seconds=0 outcome=ok tool_error=true error_type=invalid_arguments"},
 		},
 		{
 			name: "JSON-RPC error",
@@ -107,7 +107,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "block", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "WARN " + call("2", "block") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout"},
+			want: []string{initRecord, "WARN " + call("2", "block") + " duration_seconds=1 outcome=error code=-32001 error=mcp: handler timeout cause=timeout error_type=-32001"},
 		},
 		{
 			name:  "recovered panic",
@@ -116,7 +116,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "panic", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
 			},
-			want: []string{initRecord, "WARN " + call("2", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom"},
+			want: []string{initRecord, "WARN " + call("2", "panic") + " duration_seconds=0 outcome=error code=-32603 error=panic: boom error_type=-32603"},
 		},
 		{
 			name: "client cancel",
@@ -126,7 +126,7 @@ func TestLogging(t *testing.T) {
 				r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 				synctest.Wait()
 			},
-			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration_seconds=1 outcome=cancelled cause=client_cancel reason=cancelled"},
+			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration_seconds=1 outcome=cancelled cause=client_cancel reason=cancelled error_type=cancelled"},
 		},
 		{
 			name: "transport close",
@@ -134,7 +134,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "block", nil)
 				synctest.Wait()
 			},
-			want: []string{initRecord, "INFO " + call("2", "block") + " duration_seconds=0 outcome=cancelled cause=transport_close reason=writer_closed"},
+			want: []string{initRecord, "INFO " + call("2", "block") + " duration_seconds=0 outcome=cancelled cause=transport_close reason=writer_closed error_type=cancelled"},
 		},
 		{
 			name: "dropped",
@@ -145,7 +145,7 @@ func TestLogging(t *testing.T) {
 				r.SendCallTool(2, "echo", nil)
 				synctest.Wait()
 			},
-			want: []string{initRecord, "INFO " + call("2", "echo") + " duration_seconds=0 outcome=dropped reason=peer_gone error=test: write: transport: peer gone"},
+			want: []string{initRecord, "INFO " + call("2", "echo") + " duration_seconds=0 outcome=dropped reason=peer_gone error=test: write: transport: peer gone error_type=dropped"},
 		},
 		{
 			name:  "levels the logger does not enable are not logged",

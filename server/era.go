@@ -16,9 +16,6 @@ var cacheable = map[string]bool{
 	"skills/list": true, "skills/get": true,
 }
 
-// removedIn2026 lists the methods a stateless request may not call.
-var removedIn2026 = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
-
 // era speaks for the protocol era of one request. Two eras are served:
 //
 //   - the session era (era_session.go), up to protocol version 2025-11-25:

@@ -62,7 +62,7 @@ func (s *Server) newStatelessEra(ctx context.Context, req *Request, raw json.Raw
 		_ = json.Unmarshal(rawInfo, &req.ClientInfo) // self-reported, informational only
 		req.ClientInfo = req.ClientInfo.bounded()
 	}
-	if slices.Contains(removedIn2026, req.Method) {
+	if vocab.RemovedIn2026(req.Method) {
 		req.admitErr = Errorf(protocol.CodeMethodNotFound, "method %s is not part of protocol version %s", req.Method, version)
 		return e
 	}

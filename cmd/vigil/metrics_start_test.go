@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/vigil-mcp/vigil/internal/mcpconv"
 )
 
 // maxStartMetricsLines bounds /metrics of vigil at start with its default
@@ -18,6 +20,7 @@ const maxStartMetricsLines = 739
 // and checks that /metrics, before any request, has the series of what it
 // serves (its methods, its tools, its transport) and none of what it does
 // not (tasks, skills and their directory reads, which are off, stdio),
+// its request durations only with the labels an HTTP request carries,
 // within maxStartMetricsLines lines.
 func TestMetricsAtStartCarryWhatIsServed(t *testing.T) {
 	svc := startService(t, "-http", "127.0.0.1:0")
@@ -35,9 +38,20 @@ func TestMetricsAtStartCarryWhatIsServed(t *testing.T) {
 	} {
 		assert.Contains(t, body, served, "a series of what vigil serves, at zero")
 	}
+	durations := 0
 	for _, line := range lines {
-		for _, unserved := range []string{`"tasks/`, `"skills/`, `"resources/directory/read"`, `transport="stdio"`, `transport="memory"`} {
+		for _, unserved := range []string{`"tasks/`, `"skills/`, `"resources/directory/read"`, `transport="stdio"`, `transport="memory"`, `network_transport="pipe"`} {
 			assert.NotContains(t, line, unserved, "a series of what vigil does not serve")
 		}
+		if strings.HasPrefix(line, mcpconv.MetricOperationDuration+"_count") {
+			durations++
+			// Only what a request over HTTP carries: no empty version or
+			// network (issue 68), no method other (always an error).
+			assert.Contains(t, line, `network_transport="tcp"`)
+			assert.Contains(t, line, `network_protocol_name="http"`)
+			assert.Regexp(t, `mcp_protocol_version="(2025-11-25|2026-07-28)"`, line)
+			assert.NotContains(t, line, `mcp_method_name="other"`)
+		}
 	}
+	t.Logf("request durations at start: %d", durations)
 }

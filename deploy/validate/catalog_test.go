@@ -60,6 +60,13 @@ func newCatalog(t *testing.T) *catalog {
 	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
 		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
 	}
+	// What Precreate leaves to first use, as no success has it: the tool
+	// other (an unknown tool's -32602) and subscriptions/listen (a stream
+	// the client closes).
+	for _, method := range []string{"tools/call", "subscriptions/listen"} {
+		m.RequestStarted(method)
+		m.RequestFinished(metrics.RequestEnd{Method: method, Tool: mcpconv.LabelOther, Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled})
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	rs, err := oauth.New(oauth.Config{

@@ -45,6 +45,9 @@ type Metrics struct {
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
 
+	netsMu     sync.Mutex // guards servedNets
+	servedNets []int      // the netIndex of each transport Precreate was given
+
 	// Registered tools labeled with their own names (see
 	// RequestEnd.ToolRegistered), at most maxRegisteredTools of them.
 	registered      stringCache[struct{}] // tool names
@@ -248,7 +251,6 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 // scrape; [Metrics.Precreate] makes those of what a server serves.
 func (m *Metrics) precreate() {
 	m.precreateMethod(mcpconv.LabelOther)
-	m.tooLarge.WithLabelValues("tools/call", mcpconv.LabelOther)
 	m.clientFailed.WithLabelValues(mcpconv.LabelOther)
 	for _, q := range m.quotas.values {
 		m.quotaRefused.WithLabelValues(q)
@@ -260,14 +262,17 @@ func (m *Metrics) precreate() {
 
 // Precreate makes the series of what a server serves exist at zero, so
 // that rate() over them starts at 0 and absence alerts see them: those of
-// transport (a Transport constant; "" for none), of each request method
-// in methods that is in the known set (the server-to-client methods of a
-// feature, tasks/*, with that feature's), and the duration series of
-// tools/call for each tool in tools (invalid label values are skipped),
-// without changing the tool allow-list. The series of a method, tool or
-// transport it is not given are created when first used. The middleware
-// package's Instrumentation.ConnServer calls it with the server it is
-// given. Safe for concurrent use with recording.
+// transport (a Transport constant; "" for none), the counters of each
+// request method in methods that is in the known set (the server-to-client
+// methods of a feature, tasks/*, with that feature's), and the durations
+// of a successful request over transport in each era (vocab.EraVersions)
+// of each of its methods (vocab.OfEra) and of tools/call for each tool in
+// tools (invalid label values are skipped), without changing the tool
+// allow-list. Only label values a request can carry are made: no duration
+// without a transport, none of method other (always an error). The rest
+// are created when first used. The middleware package's
+// Instrumentation.ConnServer calls it with the server it is given, as
+// each transport starts to serve. Safe for concurrent use with recording.
 func (m *Metrics) Precreate(transport string, methods, tools []string) {
 	if m == nil {
 		return
@@ -284,22 +289,48 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 			m.clientFailed.WithLabelValues(method)
 		}
 	}
-	if len(tools) > 0 {
-		m.durationOf("tools/call", mcpconv.LabelOther, "", "", "", "", "", "")
+	if transport == "" {
 		m.precreateTools(validToolNames(tools))
+		return
 	}
-	if transport != "" {
-		m.precreateTransport(m.transports.bound(transport, mcpconv.LabelOther))
+	t := m.transports.bound(transport, mcpconv.LabelOther)
+	m.precreateTransport(t)
+	net := netIndex(t)
+	if net == 0 {
+		m.precreateTools(validToolNames(tools))
+		return
 	}
+	m.netsMu.Lock()
+	if !slices.Contains(m.servedNets, net) {
+		m.servedNets = append(m.servedNets, net)
+	}
+	m.netsMu.Unlock()
+	for _, method := range methods {
+		if !m.methods.has[method] || method == "tools/call" {
+			continue
+		}
+		for _, version := range vocab.EraVersions() {
+			if vocab.OfEra(version, method) && succeeds(method) {
+				m.okEnd(m.method(method), "", "", versionIndex(version), net)
+			}
+		}
+	}
+	m.precreateTools(validToolNames(tools))
+	m.precreateTools(m.tools.Load().values)
 }
 
-// precreateMethod makes the series of a known request method exist at
-// zero.
+// succeeds reports whether a request of method, a known one, can end with
+// a result: subscriptions/listen is a stream the client closes.
+func succeeds(method string) bool { return method != "subscriptions/listen" }
+
+// precreateMethod makes the counters of a known request method exist at
+// zero, of the outcomes and causes a request of it can have.
 func (m *Metrics) precreateMethod(method string) {
 	m.method(method) // started, in flight, cancellations and drops
-	m.durationOf(method, "", "", "", "", "", "", "")
 	for _, o := range m.outcomes.values {
-		m.finished.WithLabelValues(method, o)
+		if o != mcpconv.OutcomeOK || method != mcpconv.LabelOther {
+			m.finished.WithLabelValues(method, o)
+		}
 	}
 	if boundedResult(method) {
 		m.tooLarge.WithLabelValues(method, "")
@@ -364,11 +395,34 @@ func (m *Metrics) SetToolNames(names []string) {
 	m.tools.Store(&set)
 }
 
+// precreateTools makes the series of tools/call of each tool in names
+// exist at zero: its results over their bound, and its successful
+// durations in each era over each network served (none with the upstream
+// label, which a forwarded tool's requests fill in).
 func (m *Metrics) precreateTools(names []string) {
-	for _, n := range names {
-		m.durationOf("tools/call", n, "", "", "", "", "", "")
-		m.tooLarge.WithLabelValues("tools/call", n)
+	nets := m.nets()
+	var s *methodSeries
+	if len(nets) > 0 && m.upstreams == nil {
+		s = m.method("tools/call")
 	}
+	for _, n := range names {
+		m.tooLarge.WithLabelValues("tools/call", n)
+		if s == nil || n == mcpconv.LabelOther {
+			continue
+		}
+		for _, net := range nets {
+			for _, version := range vocab.EraVersions() {
+				m.okEnd(s, n, "", versionIndex(version), net)
+			}
+		}
+	}
+}
+
+// nets returns the networks Precreate was given a transport of.
+func (m *Metrics) nets() []int {
+	m.netsMu.Lock()
+	defer m.netsMu.Unlock()
+	return slices.Clone(m.servedNets)
 }
 
 // validToolNames returns a copy of names without the invalid label values.

@@ -143,7 +143,13 @@ func (m *Metrics) RequestCancelled(method, cause string) {
 	if m == nil {
 		return
 	}
-	m.method(method).cancellations[m.causes.bound(cause, mcpconv.LabelOther)].Inc()
+	s := m.method(method)
+	cause = m.causes.bound(cause, mcpconv.LabelOther)
+	if c, ok := s.cancellations[cause]; ok {
+		c.Inc()
+		return
+	}
+	m.cancellations.WithLabelValues(s.name, cause).Inc()
 }
 
 // ResponseDropped counts a request that ended without a response being

@@ -218,7 +218,9 @@ func (m *Metrics) resolveMethod(slot *atomic.Pointer[methodSeries], method strin
 		drops:         make(map[string]prometheus.Counter, len(m.dropReasons.values)),
 	}
 	for _, c := range m.causes.values {
-		s.cancellations[c] = m.cancellations.WithLabelValues(method, c)
+		if c != "upstream_closed" || m.upstreams != nil { // a gateway's cause; else made on first use
+			s.cancellations[c] = m.cancellations.WithLabelValues(method, c)
+		}
 	}
 	for _, r := range m.dropReasons.values {
 		s.drops[r] = m.drops.WithLabelValues(method, r)

@@ -40,10 +40,10 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}{
 		{mcpconv.MetricRequestsStarted, 1, methods, 2},
 		{mcpconv.MetricRequestsInFlight, 1, methods, 2},
-		{mcpconv.MetricRequestsFinished, 4, methods * 4, 2 * 4},
-		{mcpconv.MetricCancellations, 7, methods * 7, 2 * 7},
+		{mcpconv.MetricRequestsFinished, 3, methods*4 - 1, 2*4 - 1}, // method other is never ok
+		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6},        // upstream_closed a gateway's only
 		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
-		{mcpconv.MetricOperationDuration, 1, methods + 2, 2}, // + tools/call of the other tool and of echo
+		{mcpconv.MetricOperationDuration, 0, 4, 0}, // successes over stdio: initialize and ping in 2025-11-25, echo in both eras; none without a transport
 		{mcpconv.MetricSessionsActive, 0, 1, 0},
 		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
 		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
@@ -53,7 +53,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{mcpconv.MetricMessagesSent, 0, 5, 0},
 		{mcpconv.MetricBytesReceived, 0, 1, 0},
 		{mcpconv.MetricBytesSent, 0, 1, 0},
-		{mcpconv.MetricResultsTooLarge, 1, 2, 1}, // other, and echo
+		{mcpconv.MetricResultsTooLarge, 0, 1, 0}, // echo
 		{mcpconv.MetricQuotaRefusals, 8, 8, 8},
 	}
 	for _, tt := range tests {
@@ -209,9 +209,10 @@ func TestLabelsAreBounded(t *testing.T) {
 func TestSetToolNames(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
+	m.Precreate(mcpconv.TransportStreamableHTTP, nil, nil)
 	m.SetToolNames([]string{"a"})
 	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's and tool a's")
+	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tool a's, in each era over HTTP")
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -400,8 +401,8 @@ func histogram(t *testing.T, m *metrics.Metrics, name, labels string) *dto.Histo
 func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	m.Precreate("", nil, []string{"pre", "\xff"})
-	assert.Equal(t, 3, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "method other's, and tools/call's for the other tool and for pre")
+	m.Precreate(mcpconv.TransportStdio, nil, []string{"pre", "\xff"})
+	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tools/call's for pre, in each era over stdio")
 	for _, e := range []metrics.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed

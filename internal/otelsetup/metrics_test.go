@@ -120,7 +120,8 @@ func TestMetricProducer(t *testing.T) {
 	assert.Equal(t, uint64(3), counts[set(method, attribute.String("gen_ai.tool.name", "echo"))], "ok echo: no error.type")
 	assert.Equal(t, uint64(1), counts[set(method, attribute.String("gen_ai.tool.name", "echo"), attribute.String("error.type", "tool_error"))])
 	assert.Equal(t, uint64(1), counts[set(method, attribute.String("gen_ai.tool.name", "sleep"), attribute.String("error.type", "cancelled"))])
-	assert.Contains(t, counts, set(attribute.String("mcp.method.name", "initialize")), "series created at zero are exported")
+	assert.Contains(t, counts, set(attribute.String("mcp.method.name", "initialize"), attribute.String("mcp.protocol.version", "2025-11-25"),
+		attribute.String("network.transport", "pipe")), "series created at zero are exported")
 
 	sum := func(name string, kvs ...attribute.KeyValue) float64 {
 		t.Helper()
