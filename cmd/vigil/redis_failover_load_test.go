@@ -216,7 +216,7 @@ func failoverUnderLoad(t *testing.T, load failoverLoad, unready bool) {
 		float64(calls)/end.Sub(start).Seconds(), float64(stateless)/end.Sub(start).Seconds(), float64(news)/end.Sub(start).Seconds())
 	t.Logf("Redis's gap: +switch-master %v after the kill; all replicas unready at once: %v (unready=%v)", gap.Round(time.Millisecond), overlap.Round(time.Millisecond), unready)
 	t.Logf("calls in existing sessions: %d of %d ok (%.2f%%); stateless: %d of %d ok", callsOK, calls, pct(callsOK, calls), statelessOK, stateless)
-	t.Logf("new sessions: %d of %d ok; back %v after the promotion (longest gap between two made: %v)", newsOK, news, backAfter.Round(time.Millisecond), newGap.Round(time.Millisecond))
+	t.Logf("new sessions: %d of %d ok; back %v after the promotion (longest gap between two made: %v); refused: %v", newsOK, news, backAfter.Round(time.Millisecond), newGap.Round(time.Millisecond), run.refusals)
 	t.Logf("sessions acknowledged before the kill (%d, %d idle): %d failed on some replica; made after it: %d, %d failed",
 		len(before), len(idle), failedBefore, len(after), failedAfter)
 	if !unready {
@@ -266,7 +266,7 @@ func newSession(ctx context.Context, c *chClient) (string, error) {
 	_ = resp.Body.Close()
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || sid == "" {
-		return "", fmt.Errorf("initialize: status %d", resp.StatusCode)
+		return "", fmt.Errorf("initialize: status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	resp, err = c.post(ctx, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if err != nil {
@@ -471,6 +471,7 @@ type loadRun struct {
 	calls     tally
 	stateless tally
 	news      tally
+	refusals  map[string]int // new sessions refused, by why; under news.mu
 	readiness []*readiness
 	probe     *http.Client
 	done      chan struct{}
@@ -479,7 +480,7 @@ type loadRun struct {
 }
 
 func newLoadRun(load failoverLoad, lb *chClient, sessions *sessionPool, replicas []*outageReplica) *loadRun {
-	r := &loadRun{load: load, lb: lb, sessions: sessions, replicas: replicas, done: make(chan struct{})}
+	r := &loadRun{load: load, lb: lb, sessions: sessions, replicas: replicas, refusals: map[string]int{}, done: make(chan struct{})}
 	for range replicas {
 		r.readiness = append(r.readiness, &readiness{})
 	}
@@ -504,6 +505,10 @@ func (r *loadRun) start(t *testing.T) {
 		sid, err := newSession(ctx, r.lb)
 		if err == nil {
 			r.sessions.add(sid, time.Now())
+		} else {
+			r.news.mu.Lock()
+			r.refusals[err.Error()]++
+			r.news.mu.Unlock()
 		}
 		r.news.note(from, err == nil)
 	})
