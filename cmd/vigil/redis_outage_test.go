@@ -21,9 +21,10 @@ import (
 
 // outageReplica is one vigil -redis process of the outage tests.
 type outageReplica struct {
-	t    *testing.T
-	addr string
-	log  string
+	t      *testing.T
+	addr   string
+	log    string
+	exited <-chan struct{} // closed when the process exits
 }
 
 // startOutageReplica runs vigil -redis redisURL with args and waits until
@@ -42,6 +43,7 @@ func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageRe
 	cmd.Stderr = f
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
+	r.exited = exited
 	go func() { _ = cmd.Wait(); _ = f.Close(); close(exited) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	deadline := time.Now().Add(20 * time.Second)
