@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -121,8 +122,10 @@ func TestSixteenMiBResult(t *testing.T) {
 	}
 }
 
-// peakHeap samples the heap in use until stop is closed and returns the
-// highest, less what it was at the start.
+// peakHeap samples the heap in use every millisecond until stop is
+// closed and returns the highest, less what it was at the start. Each
+// sample stops the world: sampling without a pause slowed the gateway
+// under test past its start timeout.
 func peakHeap(stop <-chan struct{}) <-chan uint64 {
 	out := make(chan uint64, 1)
 	var ms runtime.MemStats
@@ -130,16 +133,18 @@ func peakHeap(stop <-chan struct{}) <-chan uint64 {
 	runtime.ReadMemStats(&ms)
 	base, peak := ms.HeapInuse, ms.HeapInuse
 	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
-				out <- peak - base
+				runtime.ReadMemStats(&ms)
+				out <- max(peak, ms.HeapInuse) - base
 				return
-			default:
+			case <-tick.C:
 			}
 			runtime.ReadMemStats(&ms)
 			peak = max(peak, ms.HeapInuse)
-			runtime.Gosched()
 		}
 	}()
 	return out

@@ -206,18 +206,11 @@ func (m *mount) wantedElsewhere(ss *server.Session, uri string) bool {
 		return true
 	}
 	for _, other := range m.g.srv.Sessions() {
-		if other != ss && subscribedTo(other, uri) {
+		if other != ss && other.Subscribed(uri) {
 			return true
 		}
 	}
 	return false
-}
-
-// subscribedTo reports whether the downstream session ss subscribed to
-// uri.
-func subscribedTo(ss *server.Session, uri string) bool {
-	_, ok := slices.BinarySearch(ss.Subscriptions(), uri) // sorted
-	return ok
 }
 
 // resubscribe subscribes again, on s, a new upstream session of a link,
@@ -255,7 +248,7 @@ func (m *mount) sessionNotified(ss *server.Session, n *transport.Request) {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		_ = ss.Notify(m.ctx, n.Method, nil)
 	case "notifications/resources/updated":
-		if uri := updatedURI(n); uri != "" && subscribedTo(ss, uri) {
+		if uri := updatedURI(n); uri != "" && ss.Subscribed(uri) {
 			_ = ss.Notify(m.ctx, n.Method, uriParams(uri))
 		}
 	}
@@ -279,7 +272,7 @@ func updatedURI(n *transport.Request) string {
 func (m *mount) sharedUpdated(uri string) {
 	if m.up.Shared {
 		for _, ss := range m.g.srv.Sessions() {
-			if subscribedTo(ss, uri) {
+			if ss.Subscribed(uri) {
 				_ = ss.Notify(m.ctx, "notifications/resources/updated", uriParams(uri))
 			}
 		}

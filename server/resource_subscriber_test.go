@@ -82,6 +82,8 @@ func TestResourceSubscriber(t *testing.T) {
 	require.Len(t, srv.Sessions(), 1)
 	ss := srv.Sessions()[0]
 	assert.Equal(t, []string{"file:///r"}, ss.Subscriptions(), "the refused one is not held")
+	assert.True(t, ss.Subscribed("file:///r"))
+	assert.False(t, ss.Subscribed("file:///no"))
 
 	l := mcptest.Pipe(t, srv)
 	l.Request(1, "subscriptions/listen", map[string]any{"_meta": meta2026(nil), "notifications": map[string]any{"resourceSubscriptions": []string{"file:///r"}}})
@@ -99,4 +101,5 @@ func TestResourceSubscriber(t *testing.T) {
 	require.Nil(t, rpcErr)
 	assert.Equal(t, "unsubscribe file:///r", log.said()[2])
 	assert.Empty(t, ss.Subscriptions())
+	assert.False(t, ss.Subscribed("file:///r"))
 }

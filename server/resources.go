@@ -386,6 +386,11 @@ func (rr *resourceRegistry) subscribed(ss *Session, uri string) bool {
 	return ok
 }
 
+// Subscribed reports whether the session is subscribed to uri with
+// resources/subscribe (false once it ended), without copying its
+// subscriptions as Subscriptions does. It is safe for concurrent use.
+func (ss *Session) Subscribed(uri string) bool { return ss.srv.resources.subscribed(ss, uri) }
+
 // Subscriptions returns the URIs the session subscribed to with
 // resources/subscribe, sorted; none once the session ended. It is safe for
 // concurrent use.
