@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,7 +59,12 @@ func newInstruments(ctx context.Context, name, version string, registry *prometh
 		propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 	}
 	if err := errors.Join(
-		in.registry.Register(collectors.NewGoCollector()),
+		in.registry.Register(collectors.NewGoCollector(
+			// The runtime's essentials, not its 25 MemStats gauges: /metrics
+			// at start stays within its size budget (docs/operations.md).
+			collectors.WithGoCollectorMemStatsMetricsDisabled(),
+			collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: goRuntimeEssentials()}),
+		)),
 		in.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
 		in.registry.Register(collectors.NewBuildInfoCollector()),
 	); err != nil {
@@ -128,4 +134,13 @@ func (in *instruments) register(c prometheus.Collector) error {
 		return err
 	}
 	return in.pushed.Register(c)
+}
+
+// goRuntimeEssentials matches the runtime metric served beside the Go
+// collector's base set (goroutines, threads, GC pauses, GOGC, GOMAXPROCS,
+// the memory limit): the heap's live objects, which with the process
+// collector's resident memory answers "how much memory" without the
+// MemStats family.
+func goRuntimeEssentials() *regexp.Regexp {
+	return regexp.MustCompile(`^/memory/classes/heap/objects:bytes$`)
 }

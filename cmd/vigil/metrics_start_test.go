@@ -46,11 +46,11 @@ func TestMetricsAtStartCarryWhatIsServed(t *testing.T) {
 		if strings.HasPrefix(line, mcpconv.MetricOperationDuration+"_count") {
 			durations++
 			// Only what a request over HTTP carries: no empty version or
-			// network (issue 68), no method other (always an error).
+			// network (issue 68), and no outcome (the finished count's).
 			assert.Contains(t, line, `network_transport="tcp"`)
 			assert.Contains(t, line, `network_protocol_name="http"`)
 			assert.Regexp(t, `mcp_protocol_version="(2025-11-25|2026-07-28)"`, line)
-			assert.NotContains(t, line, `mcp_method_name="other"`)
+			assert.NotContains(t, line, mcpconv.LabelErrorType)
 		}
 	}
 	t.Logf("request durations at start: %d", durations)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/vocab"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Metrics is the Prometheus collector of an MCP server: request durations,
@@ -128,7 +130,7 @@ func New(opts ...Option) *Metrics {
 // durationLabels are the labels of the request duration: upstream last,
 // a gateway's only.
 func durationLabels(cfg metricsConfig) []string {
-	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelErrorType, mcpconv.LabelStatusCode, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol}
+	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol}
 	if cfg.upstreams != nil {
 		l = append(l, mcpconv.LabelUpstream)
 	}
@@ -137,11 +139,11 @@ func durationLabels(cfg metricsConfig) []string {
 
 // durationOf returns the request duration series of these labels (upstream
 // left out without the label).
-func (m *Metrics) durationOf(method, tool, errType, status, version, transport, protocolName, upstream string) prometheus.Observer {
+func (m *Metrics) durationOf(method, tool, version, transport, protocolName, upstream string) prometheus.Observer {
 	if m.upstreams == nil {
-		return m.duration.WithLabelValues(method, tool, errType, status, version, transport, protocolName)
+		return m.duration.WithLabelValues(method, tool, version, transport, protocolName)
 	}
-	return m.duration.WithLabelValues(method, tool, errType, status, version, transport, protocolName, upstream)
+	return m.duration.WithLabelValues(method, tool, version, transport, protocolName, upstream)
 }
 
 func (m *Metrics) newVectors(cfg metricsConfig) {
@@ -161,22 +163,26 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
 	m.duration = histogram(mcpconv.MetricOperationDuration,
-		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration). "+
+		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration), "+
+			"whatever their outcome: how each ended is mcp_server_requests_finished_total's, by the same method and tool. "+
 			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
-			`error_type: empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), tool_error for a tool result with isError, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
-			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise. mcp_protocol_version: the request's protocol version, other when unknown. `+
+			`mcp_protocol_version: the request's protocol version, other when unknown. `+
 			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP. `+
 			`upstream (a gateway's only): the upstream a tools/call's tool is forwarded to, empty for other requests.`,
 		durationLabels(cfg)...)
 	m.started = counter(mcpconv.MetricRequestsStarted,
 		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
-			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over outcome.",
+			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over its other labels.",
 		mcpconv.LabelMethod)
 	m.finished = counter(mcpconv.MetricRequestsFinished,
 		"MCP requests that ended, each in exactly one outcome. mcp_method_name: the request method, other when unknown. "+
+			"gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
 			"outcome: ok (answered with a result, including tool results with isError), error (answered with a JSON-RPC error), "+
-			"cancelled (context cancelled before the handler returned, not answered), dropped (finished but the response could not be written).",
-		mcpconv.LabelMethod, mcpconv.LabelOutcome)
+			"cancelled (context cancelled before the handler returned, not answered), dropped (finished but the response could not be written). "+
+			`error_type (semconv error.type): empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), `+
+			`tool_error for a tool result with isError, invalid_arguments for one refused by the tool's input schema, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
+			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise.`,
+		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelOutcome, mcpconv.LabelErrorType, mcpconv.LabelStatusCode)
 	m.inFlight = gauge(mcpconv.MetricRequestsInFlight,
 		"MCP requests started and not yet finished. mcp_method_name: the request method, other when unknown.",
 		mcpconv.LabelMethod)
@@ -261,18 +267,19 @@ func (m *Metrics) precreate() {
 }
 
 // Precreate makes the series of what a server serves exist at zero, so
-// that rate() over them starts at 0 and absence alerts see them: those of
+// that rate() and absence alerts see a server's first request: those of
 // transport (a Transport constant; "" for none), the counters of each
 // request method in methods that is in the known set (the server-to-client
-// methods of a feature, tasks/*, with that feature's), and the durations
-// of a successful request over transport in each era (vocab.EraVersions)
-// of each of its methods (vocab.OfEra) and of tools/call for each tool in
-// tools (invalid label values are skipped), without changing the tool
-// allow-list. Only label values a request can carry are made: no duration
-// without a transport, none of method other (always an error). The rest
-// are created when first used. The middleware package's
-// Instrumentation.ConnServer calls it with the server it is given, as
-// each transport starts to serve. Safe for concurrent use with recording.
+// methods of a feature, tasks/*, with that feature's) with the ends a
+// request of it meets in a day's work, and the durations over transport of
+// each of its methods (vocab.OfEra) and of method other in each era
+// (vocab.EraVersions), and of tools/call for each tool in tools and for
+// tool other (invalid label values are skipped), without changing the
+// tool allow-list. Only label values a request can carry are made: no
+// duration without a transport. The rest are created when first used.
+// The middleware package's Instrumentation.ConnServer calls it with the
+// server it is given, as each transport starts to serve. Safe for
+// concurrent use with recording.
 func (m *Metrics) Precreate(transport string, methods, tools []string) {
 	if m == nil {
 		return
@@ -305,18 +312,27 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 		m.servedNets = append(m.servedNets, net)
 	}
 	m.netsMu.Unlock()
-	for _, method := range methods {
-		if !m.methods.has[method] || method == "tools/call" {
-			continue
-		}
-		for _, version := range vocab.EraVersions() {
-			if vocab.OfEra(version, method) && succeeds(method) {
-				m.okEnd(m.method(method), "", "", versionIndex(version), net)
+	for _, version := range vocab.EraVersions() {
+		for _, method := range methods {
+			if m.methods.has[method] && method != "tools/call" && vocab.OfEra(version, method) {
+				m.precreateDuration(method, "", version, net)
 			}
 		}
+		m.precreateDuration(mcpconv.LabelOther, "", version, net)
+	}
+	if slices.Contains(methods, "tools/call") {
+		m.precreateTools([]string{mcpconv.LabelOther})
 	}
 	m.precreateTools(validToolNames(tools))
 	m.precreateTools(m.tools.Load().values)
+}
+
+// precreateDuration makes the duration series of a request of method with
+// tool label tool, in the era of version, over network net (a netIndex),
+// exist at zero.
+func (m *Metrics) precreateDuration(method, tool, version string, net int) {
+	transport, protocolName := netLabels(net)
+	m.durationOf(method, tool, version, transport, protocolName, "")
 }
 
 // succeeds reports whether a request of method, a known one, can end with
@@ -324,18 +340,53 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 func succeeds(method string) bool { return method != "subscriptions/listen" }
 
 // precreateMethod makes the counters of a known request method exist at
-// zero, of the outcomes and causes a request of it can have.
+// zero: started, in flight, its cancellations and drops, and the ends a
+// request of it has without a tool (see zeroEnds); tools/call's ends are
+// each tool's (precreateTools).
 func (m *Metrics) precreateMethod(method string) {
 	m.method(method) // started, in flight, cancellations and drops
-	for _, o := range m.outcomes.values {
-		if o != mcpconv.OutcomeOK || method != mcpconv.LabelOther {
-			m.finished.WithLabelValues(method, o)
+	if method != "tools/call" {
+		for _, e := range m.zeroEnds(method, "") {
+			m.finished.WithLabelValues(method, "", e.outcome, e.errType, e.status)
 		}
 	}
 	if boundedResult(method) {
 		m.tooLarge.WithLabelValues(method, "")
 	}
 }
+
+// end is how a request ends, as mcp_server_requests_finished_total labels it.
+type end struct{ outcome, errType, status string }
+
+// zeroEnds returns the ends made at zero for a request of a known method with
+// tool label tool: those a request of it meets in a day's work, each a
+// series of mcp_server_requests_finished_total. A request answered with a
+// result, a tool's error or invalid arguments (tools/call), a 2026-07-28
+// client without the capability a tool asks it for (-32021), a cancel, a
+// response that could not be written; and the one refusal of the unknown: -32601 for a method of label other, -32602
+// for a tool of label other. The other JSON-RPC errors (a handler's
+// -32603, a bad parameter) are made when first used: their codes are the
+// handler's to choose.
+func (m *Metrics) zeroEnds(method, tool string) []end {
+	switch {
+	case method == mcpconv.LabelOther:
+		return []end{{mcpconv.OutcomeError, "", codeLabel(protocol.CodeMethodNotFound)}}
+	case method == "tools/call" && tool == mcpconv.LabelOther:
+		return []end{{mcpconv.OutcomeError, "", codeLabel(protocol.CodeInvalidParams)}}
+	}
+	var out []end
+	if succeeds(method) {
+		out = append(out, end{mcpconv.OutcomeOK, "", ""})
+	}
+	if method == "tools/call" {
+		out = append(out, end{mcpconv.OutcomeOK, mcpconv.ErrorTypeTool, ""}, end{mcpconv.OutcomeOK, mcpconv.ErrorTypeInvalidArguments, ""},
+			end{mcpconv.OutcomeError, codeLabel(protocol.CodeMissingRequiredClientCapability), codeLabel(protocol.CodeMissingRequiredClientCapability)})
+	}
+	return append(out, end{mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled, ""}, end{mcpconv.OutcomeDropped, mcpconv.ErrorTypeDropped, ""})
+}
+
+// codeLabel is the error_type or rpc_response_status_code of code.
+func codeLabel(code protocol.Code) string { return strconv.Itoa(int(code)) }
 
 // boundedResult reports whether a result of method, not a tool's, can be
 // over the result bound.
@@ -396,23 +447,22 @@ func (m *Metrics) SetToolNames(names []string) {
 }
 
 // precreateTools makes the series of tools/call of each tool in names
-// exist at zero: its results over their bound, and its successful
-// durations in each era over each network served (none with the upstream
-// label, which a forwarded tool's requests fill in).
+// exist at zero: its results over their bound, its ends (zeroEnds), and
+// its durations in each era over each network served (none with the
+// upstream label, which a forwarded tool's requests fill in).
 func (m *Metrics) precreateTools(names []string) {
 	nets := m.nets()
-	var s *methodSeries
-	if len(nets) > 0 && m.upstreams == nil {
-		s = m.method("tools/call")
-	}
 	for _, n := range names {
 		m.tooLarge.WithLabelValues("tools/call", n)
-		if s == nil || n == mcpconv.LabelOther {
+		for _, e := range m.zeroEnds("tools/call", n) {
+			m.finished.WithLabelValues("tools/call", n, e.outcome, e.errType, e.status)
+		}
+		if m.upstreams != nil {
 			continue
 		}
 		for _, net := range nets {
 			for _, version := range vocab.EraVersions() {
-				m.okEnd(s, n, "", versionIndex(version), net)
+				m.precreateDuration("tools/call", n, version, net)
 			}
 		}
 	}

@@ -288,8 +288,8 @@ func (m *Metrics) end(k endKey) *endSeries {
 	}
 	transport, protocolName := netLabels(k.net)
 	s := &endSeries{
-		finished:       m.finished.WithLabelValues(k.method, k.outcome),
-		duration:       m.durationOf(k.method, k.tool, k.errType, k.status, versionLabel(k.version), transport, protocolName, k.upstream),
+		finished:       m.finished.WithLabelValues(k.method, k.tool, k.outcome, k.errType, k.status),
+		duration:       m.durationOf(k.method, k.tool, versionLabel(k.version), transport, protocolName, k.upstream),
 		bucketExemplar: make([]atomic.Int64, len(m.buckets)+1),
 	}
 	got, _ := m.ends.LoadOrStore(k, s)
