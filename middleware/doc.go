@@ -146,7 +146,7 @@
 // [server.Outcome.InvalidArguments]). As the OpenTelemetry MCP
 // conventions say, a caller's fault is no error: -32700, -32600, -32601,
 // -32602 and -32002 leave the status Unset and set no error.type, only
-// rpc.response.status_code (and no error_type on the duration metric). A
+// rpc.response.status_code (and no error_type on the outcome count). A
 // cancellation is not an error: the status stays Unset, the span gets the
 // attribute vigil.cancel.cause and a "cancelled" event. A handler timeout answered
 // with -32001 is both an error and a "cancelled" event with cause

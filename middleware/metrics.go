@@ -18,9 +18,9 @@ import (
 
 // recordMetrics returns middleware that records every request in m: on its
 // way in, as started and in flight; once the core sealed its outcome
-// (serverhook.Ends.AfterDone), the outcome, the duration since receipt
-// (labeled with the protocol version, network and any JSON-RPC code as
-// rpc_response_status_code), the end of the in-flight count and any
+// (serverhook.Ends.AfterDone), the outcome (with its error type and any
+// JSON-RPC code as rpc_response_status_code), the duration since receipt
+// (labeled with the protocol version and network), the end of the in-flight count and any
 // cancellation. Outcomes, in precedence: cancelled, dropped, error (a
 // JSON-RPC error; error_type its code, but none for a caller's fault:
 // -32700, -32600, -32601, -32602, -32002, and result_too_large for a
@@ -105,7 +105,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 // (invalid request), -32601 (method not found), -32602 (invalid params)
 // and -32002 (resource not found). A request answered with one did not
 // fail on the server: its span keeps status Unset and has no error.type,
-// and its duration no error_type; the code stays visible as
+// and its outcome count no error_type; the code stays visible as
 // rpc.response.status_code.
 func callerFault(code protocol.Code) bool {
 	switch code {

@@ -181,7 +181,7 @@ func (c *catalog) knowsValue(t *testing.T, name, label, value string) bool {
 }
 
 // keepsErrorType records a finished request with error type v and reports
-// whether the duration histogram labels it v.
+// whether its outcome count labels it v.
 func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 	t.Helper()
 	if v == "" {
@@ -192,7 +192,7 @@ func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 	mfs, err := c.registry.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() != mcpconv.MetricOperationDuration {
+		if mf.GetName() != mcpconv.MetricRequestsFinished {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

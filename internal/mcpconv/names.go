@@ -121,7 +121,7 @@ const (
 	OutcomeDropped = "dropped"
 )
 
-// Values of the error_type label of [MetricOperationDuration] besides
+// Values of the error_type label of [MetricRequestsFinished] besides
 // JSON-RPC codes written in decimal ("-32602") and "" for success.
 const (
 	ErrorTypeTool      = "tool_error" // a tools/call result with isError set
