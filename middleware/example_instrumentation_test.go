@@ -103,7 +103,13 @@ func Example_instrumentation() {
 		}
 		for _, metric := range mf.GetMetric() {
 			if v := metric.GetCounter().GetValue(); v != 0 {
-				fmt.Printf("finished %s %s: %v\n", metric.GetLabel()[0].GetValue(), metric.GetLabel()[1].GetValue(), v)
+				var labels []string
+				for _, l := range metric.GetLabel() {
+					if l.GetValue() != "" {
+						labels = append(labels, l.GetName()+"="+l.GetValue())
+					}
+				}
+				fmt.Printf("finished %s: %v\n", strings.Join(labels, " "), v)
 			}
 		}
 	}
@@ -114,9 +120,9 @@ func Example_instrumentation() {
 	// span "initialize": Unset
 	// span "tools/call crash": Error
 	// span "tools/call greet": Unset
-	// finished initialize ok: 1
-	// finished tools/call error: 1
-	// finished tools/call ok: 1
+	// finished mcp_method_name=initialize outcome=ok: 1
+	// finished gen_ai_tool_name=greet mcp_method_name=tools/call outcome=ok: 1
+	// finished error_type=-32603 gen_ai_tool_name=crash mcp_method_name=tools/call outcome=error rpc_response_status_code=-32603: 1
 }
 
 // ExampleNewInstrumentation instruments a server with one value: spans,
@@ -178,7 +184,7 @@ func ExampleNewInstrumentation() {
 		}
 	}
 	// Output:
-	// error_type="" gen_ai_tool_name="" mcp_method_name="initialize" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="" 1
-	// error_type="" gen_ai_tool_name="get_weather" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="" 1
-	// error_type="" gen_ai_tool_name="other" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="-32602" 1
+	// gen_ai_tool_name="" mcp_method_name="initialize" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
+	// gen_ai_tool_name="get_weather" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
+	// gen_ai_tool_name="other" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
 }

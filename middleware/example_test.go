@@ -71,13 +71,13 @@ func ExampleInstrumentation_ConnServer() {
 		}
 	}
 	// Output:
-	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1
-	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="greet",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1
-	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code="-32602"} 1
+	// mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
+	// mcp_server_operation_duration_seconds{gen_ai_tool_name="greet",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
+	// mcp_server_operation_duration_seconds{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
 	// mcp_server_received_messages_total{kind="request",transport="memory"} 3
-	// mcp_server_requests_finished_total{mcp_method_name="initialize",outcome="ok"} 1
-	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"} 1
-	// mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"} 1
+	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",outcome="ok",rpc_response_status_code=""} 1
+	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="greet",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 1
+	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32602"} 1
 	// mcp_server_requests_started_total{mcp_method_name="initialize"} 1
 	// mcp_server_requests_started_total{mcp_method_name="tools/call"} 2
 	// mcp_server_sent_messages_total{kind="response",transport="memory"} 3

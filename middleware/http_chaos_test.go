@@ -509,14 +509,18 @@ func TestHTTPChaosMetricsEqualGroundTruth(t *testing.T) {
 	assert.Equal(t, truth.outcomes, logged, "log records by outcome")
 	// What a DELETE cut short, every record says as the client received
 	// it: cancelled (transport_close), answered -32000, nothing dropped.
-	answered := 0
+	answered, durations := 0, 0
 	for k, v := range got {
-		if strings.HasPrefix(k, mcpconv.MetricOperationDuration+"_count{") && strings.Contains(k, `error_type="cancelled"`) &&
-			strings.Contains(k, `rpc_response_status_code="-32000"`) {
+		if strings.HasPrefix(k, mcpconv.MetricRequestsFinished+"{") && strings.Contains(k, `error_type="cancelled"`) &&
+			strings.Contains(k, `outcome="cancelled"`) && strings.Contains(k, `rpc_response_status_code="-32000"`) {
 			answered += int(v)
 		}
+		if strings.HasPrefix(k, mcpconv.MetricOperationDuration+"_count{") {
+			durations += int(v)
+		}
 	}
-	assert.Equal(t, truth.answeredAtEnd, answered, "cancelled durations with status -32000")
+	assert.Equal(t, truth.answeredAtEnd, answered, "cancelled requests finished with status -32000")
+	assert.Equal(t, requests, durations, "one duration per request, whatever its outcome")
 	loggedAnswered := 0
 	for _, l := range cs.logs.lines() {
 		if strings.Contains(l, "outcome=cancelled cause=transport_close code=-32000") {

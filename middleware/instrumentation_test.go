@@ -161,9 +161,12 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		r.close()
 
 		want := map[string]float64{
-			durCount("", "late", "tools/call"):        1,
-			durCount("", "echo", "tools/call"):        1,
-			durFault("-32602", "other", "tools/call"): 2,
+			durCount("late", "tools/call"):           1,
+			durCount("echo", "tools/call"):           1,
+			durCount("other", "tools/call"):          2,
+			finished("", "late", "tools/call", "ok"): 1,
+			finished("", "echo", "tools/call", "ok"): 1,
+			fault("-32602", "other", "tools/call"):   2,
 		}
 		assert.Equal(t, want, pick(series(t, m), slices.Collect(maps.Keys(want))...))
 	})
@@ -212,11 +215,12 @@ func TestInstrumentationOrder(t *testing.T) {
 
 		got := series(t, m)
 		want := map[string]float64{
-			finished("tools/call", "error"):           3,
-			durCount("-32000", "hold", "tools/call"):  1,
-			durCount("-32603", "panic", "tools/call"): 1,
-			durCount("-32001", "hold", "tools/call"):  1,
-			cancellations("tools/call", "timeout"):    1,
+			finished("-32000", "hold", "tools/call", "error"):  1,
+			finished("-32603", "panic", "tools/call", "error"): 1,
+			finished("-32001", "hold", "tools/call", "error"):  1,
+			durCount("hold", "tools/call"):                     2,
+			durCount("panic", "tools/call"):                    1,
+			cancellations("tools/call", "timeout"):             1,
 		}
 		assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
 
@@ -488,7 +492,8 @@ func TestInstrumentationScrapeFlushesBatches(t *testing.T) {
 					for _, l := range m.GetLabel() {
 						labels[l.GetName()] = l.GetValue()
 					}
-					if labels[mcpconv.LabelMethod] == "tools/call" && labels[mcpconv.LabelOutcome] == mcpconv.OutcomeOK {
+					if labels[mcpconv.LabelMethod] == "tools/call" && labels[mcpconv.LabelTool] == "echo" &&
+						labels[mcpconv.LabelOutcome] == mcpconv.OutcomeOK && labels[mcpconv.LabelErrorType] == "" {
 						return m.GetCounter().GetValue()
 					}
 				}

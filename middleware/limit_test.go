@@ -164,9 +164,9 @@ func TestConcurrencyLimit(t *testing.T) {
 				r.close()
 				got := series(t, r.m)
 				assert.Equal(t, tt.want, counts{
-					ok:        got[finished("tools/call", "ok")],
-					error:     got[finished("tools/call", "error")],
-					cancelled: got[finished("tools/call", "cancelled")],
+					ok:        finishedOutcome(got, "tools/call", "ok"),
+					error:     finishedOutcome(got, "tools/call", "error"),
+					cancelled: finishedOutcome(got, "tools/call", "cancelled"),
 				})
 			})
 		})

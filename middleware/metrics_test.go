@@ -20,38 +20,51 @@ import (
 const (
 	startedCall  = `mcp_server_requests_started_total{mcp_method_name="tools/call"}`
 	startedInit  = `mcp_server_requests_started_total{mcp_method_name="initialize"}`
-	finishedInit = `mcp_server_requests_finished_total{mcp_method_name="initialize",outcome="ok"}`
-	durInit      = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="initialize"}`
+	finishedInit = `mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",outcome="ok"}`
+	durInit      = `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="initialize"}`
 	sessionCount = `mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`
 	sessionSum   = `mcp_server_session_duration_seconds_sum{cause="transport_close",transport="memory"}`
 )
 
-func finished(method, outcome string) string {
-	return `mcp_server_requests_finished_total{mcp_method_name="` + method + `",outcome="` + outcome + `"}`
-}
-
-// durCount is the key of a duration count in series; an errType that is a
+// finished is the key of a finished count in series; an errType that is a
 // JSON-RPC code (a server error) is also the status code.
-func durCount(errType, tool, method string) string {
-	return `mcp_server_operation_duration_seconds_count` + durLabels(errType, tool, method)
-}
-
-func durSum(errType, tool, method string) string {
-	return `mcp_server_operation_duration_seconds_sum` + durLabels(errType, tool, method)
-}
-
-func durLabels(errType, tool, method string) string {
+func finished(errType, tool, method, outcome string) string {
 	status := ""
 	if strings.HasPrefix(errType, "-3") {
 		status = `,rpc_response_status_code="` + errType + `"`
 	}
-	return `{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"` + status + `}`
+	return `mcp_server_requests_finished_total{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
+		`",outcome="` + outcome + `"` + status + `}`
 }
 
-// durFault is the key of the duration count of a caller's fault: no
-// error_type, the code as the status code.
-func durFault(code, tool, method string) string {
-	return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `",rpc_response_status_code="` + code + `"}`
+// finishedOutcome is the sum of the finished counts in got of method and
+// outcome, over tool, error type and status code.
+func finishedOutcome(got map[string]float64, method, outcome string) float64 {
+	var n float64
+	for k, v := range got {
+		if strings.HasPrefix(k, "mcp_server_requests_finished_total{") &&
+			strings.Contains(k, `,mcp_method_name="`+method+`",`) && strings.Contains(k, `,outcome="`+outcome+`"`) {
+			n += v
+		}
+	}
+	return n
+}
+
+// fault is the key of the finished count of a caller's fault: an error
+// without error_type, the code as the status code.
+func fault(code, tool, method string) string {
+	return `mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
+		`",outcome="error",rpc_response_status_code="` + code + `"}`
+}
+
+// durCount is the key of a duration count in series: one per method and
+// tool label, whatever the outcome.
+func durCount(tool, method string) string {
+	return `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
+}
+
+func durSum(tool, method string) string {
+	return `mcp_server_operation_duration_seconds_sum{gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
 }
 
 func cancellations(method, cause string) string {
@@ -100,7 +113,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "ok"): 1, durCount("", "echo", "tools/call"): 1,
+				startedCall: 1, finished("", "echo", "tools/call", "ok"): 1, durCount("echo", "tools/call"): 1,
 			}),
 		},
 		{
@@ -113,7 +126,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "ok"): 1, durCount("tool_error", "echo", "tools/call"): 1,
+				startedCall: 1, finished("tool_error", "echo", "tools/call", "ok"): 1, durCount("echo", "tools/call"): 1,
 				`mcp_server_results_too_large_total{gen_ai_tool_name="echo",mcp_method_name="tools/call"}`: 1,
 			}),
 		},
@@ -133,10 +146,11 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				`mcp_server_requests_started_total{mcp_method_name="resources/read"}`: 1, finished("resources/read", "error"): 1,
+				`mcp_server_requests_started_total{mcp_method_name="resources/read"}`:                      1,
 				`mcp_server_results_too_large_total{gen_ai_tool_name="",mcp_method_name="resources/read"}`: 1,
 
-				`mcp_server_operation_duration_seconds_count{error_type="result_too_large",gen_ai_tool_name="",mcp_method_name="resources/read",rpc_response_status_code="-32603"}`: 1,
+				`mcp_server_requests_finished_total{error_type="result_too_large",gen_ai_tool_name="",mcp_method_name="resources/read",outcome="error",rpc_response_status_code="-32603"}`: 1,
+				durCount("", "resources/read"): 1,
 			}),
 		},
 		{
@@ -148,8 +162,8 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "ok"): 1,
-				durCount("", "sleep", "tools/call"): 1, durSum("", "sleep", "tools/call"): 1.5,
+				startedCall: 1, finished("", "sleep", "tools/call", "ok"): 1,
+				durCount("sleep", "tools/call"): 1, durSum("sleep", "tools/call"): 1.5,
 				sessionSum: 1.5,
 			}),
 		},
@@ -164,7 +178,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "error"): 1, durFault("-32602", "other", "tools/call"): 1,
+				startedCall: 1, fault("-32602", "other", "tools/call"): 1, durCount("other", "tools/call"): 1,
 			}),
 		},
 		{
@@ -179,8 +193,8 @@ func TestMetricsScenarios(t *testing.T) {
 			},
 			want: with(initialized(), map[string]float64{
 				`mcp_server_requests_started_total{mcp_method_name="other"}`: 1,
-				finished("other", "error"):                                   1,
-				durFault("-32601", "", "other"):                              1,
+				fault("-32601", "", "other"):                                 1,
+				durCount("", "other"):                                        1,
 			}),
 		},
 		{
@@ -192,7 +206,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "ok"): 1, durCount("tool_error", "fail", "tools/call"): 1,
+				startedCall: 1, finished("tool_error", "fail", "tools/call", "ok"): 1, durCount("fail", "tools/call"): 1,
 			}),
 		},
 		{
@@ -204,7 +218,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "ok"): 1, durCount("invalid_arguments", "strict", "tools/call"): 1,
+				startedCall: 1, finished("invalid_arguments", "strict", "tools/call", "ok"): 1, durCount("strict", "tools/call"): 1,
 			}),
 		},
 		{
@@ -218,7 +232,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "error"): 1, durCount("-32603", "panic", "tools/call"): 1,
+				startedCall: 1, finished("-32603", "panic", "tools/call", "error"): 1, durCount("panic", "tools/call"): 1,
 			}),
 		},
 		{
@@ -232,7 +246,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "block", "tools/call", "cancelled"): 1, durCount("block", "tools/call"): 1,
 				cancellations("tools/call", "client_cancel"): 1, drops("tools/call", "cancelled"): 1,
 			}),
 		},
@@ -245,7 +259,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "block", "tools/call", "cancelled"): 1, durCount("block", "tools/call"): 1,
 				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
 			}),
 		},
@@ -263,8 +277,8 @@ func TestMetricsScenarios(t *testing.T) {
 			},
 			want: map[string]float64{
 				startedInit: 1, finishedInit: 1, durInit: 1,
-				startedCall: 1, finished("tools/call", "cancelled"): 1,
-				durCount("cancelled", "block", "tools/call"): 1, durSum("cancelled", "block", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "block", "tools/call", "cancelled"): 1,
+				durCount("block", "tools/call"): 1, durSum("block", "tools/call"): 1,
 				cancellations("tools/call", "shutdown"): 1, drops("tools/call", "shutdown"): 1,
 				`mcp_server_session_duration_seconds_count{cause="shutdown",transport="memory"}`: 1,
 				`mcp_server_session_duration_seconds_sum{cause="shutdown",transport="memory"}`:   1,
@@ -282,8 +296,8 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "error"): 1,
-				durCount("-32001", "block", "tools/call"): 1, durSum("-32001", "block", "tools/call"): 2,
+				startedCall: 1, finished("-32001", "block", "tools/call", "error"): 1,
+				durCount("block", "tools/call"): 1, durSum("block", "tools/call"): 2,
 				cancellations("tools/call", "timeout"): 1, sessionSum: 2,
 			}),
 		},
@@ -299,7 +313,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "dropped"): 1, durCount("dropped", "echo", "tools/call"): 1,
+				startedCall: 1, finished("dropped", "echo", "tools/call", "dropped"): 1, durCount("echo", "tools/call"): 1,
 				drops("tools/call", "peer_gone"):                                                1,
 				`mcp_server_transport_write_errors_total{class="peer_gone",transport="memory"}`: 1,
 			}),
@@ -317,7 +331,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "block", "tools/call", "cancelled"): 1, durCount("block", "tools/call"): 1,
 				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
 				rejected("duplicate_id"): 1,
 			}),
@@ -336,7 +350,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "block", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "block", "tools/call", "cancelled"): 1, durCount("block", "tools/call"): 1,
 				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
 				rejected("in_flight_limit"): 1,
 			}),
@@ -371,7 +385,7 @@ func TestMetricsScenarios(t *testing.T) {
 				r.close()
 			},
 			want: with(initialized(), map[string]float64{
-				startedCall: 1, finished("tools/call", "cancelled"): 1, durCount("cancelled", "roots", "tools/call"): 1,
+				startedCall: 1, finished("cancelled", "roots", "tools/call", "cancelled"): 1, durCount("roots", "tools/call"): 1,
 				cancellations("tools/call", "transport_close"): 1, drops("tools/call", "writer_closed"): 1,
 				`mcp_server_pending_client_requests_failed_total{mcp_method_name="roots/list"}`: 1,
 			}),
@@ -391,9 +405,10 @@ func TestMetricsScenarios(t *testing.T) {
 }
 
 // The duration of a request carries the semantic conventions' labels: its
-// protocol version, its network (a pipe for the memory transport) and, for
-// an error response, its code as rpc_response_status_code; a caller's
-// fault (-32602) has no error_type, a server error (-32603) keeps its own.
+// protocol version and its network (a pipe for the memory transport),
+// whatever its outcome. Its finished count carries, for an error response,
+// its code as rpc_response_status_code; a caller's fault (-32602) has no
+// error_type, a server error (-32603) keeps its own.
 func TestMetricsSemconvLabels(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -408,14 +423,22 @@ func TestMetricsSemconvLabels(t *testing.T) {
 		r.close()
 
 		got := allSeries(t, r.m)
-		const tail = `mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",`
+		const tail = `mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"}`
 		for key, n := range map[string]float64{
-			`{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",` + tail + `rpc_response_status_code=""}`:                  1,
-			`{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",` + tail + `rpc_response_status_code=""}`:              1,
-			`{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",` + tail + `rpc_response_status_code="-32602"}`:       1,
-			`{error_type="-32603",gen_ai_tool_name="panic",mcp_method_name="tools/call",` + tail + `rpc_response_status_code="-32603"}`: 1,
+			`{gen_ai_tool_name="",mcp_method_name="initialize",` + tail:      1,
+			`{gen_ai_tool_name="echo",mcp_method_name="tools/call",` + tail:  1,
+			`{gen_ai_tool_name="other",mcp_method_name="tools/call",` + tail: 1,
+			`{gen_ai_tool_name="panic",mcp_method_name="tools/call",` + tail: 1,
 		} {
 			assert.InDelta(t, n, got["mcp_server_operation_duration_seconds_count"+key], 0, key)
+		}
+		for key, n := range map[string]float64{
+			`{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",outcome="ok",rpc_response_status_code=""}`:                     1,
+			`{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""}`:                 1,
+			`{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32602"}`:       1,
+			`{error_type="-32603",gen_ai_tool_name="panic",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32603"}`: 1,
+		} {
+			assert.InDelta(t, n, got["mcp_server_requests_finished_total"+key], 0, key)
 		}
 		assert.InDelta(t, 1, got[`mcp_server_session_duration_seconds_count{cause="transport_close",error_type="",transport="memory"}`], 0,
 			"a session its client closed did not end in error")

@@ -52,7 +52,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	require.NoError(t, resp.Body.Close())
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(body), `mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"} 1`)
+	require.Contains(t, string(body), `mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 1`)
 
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader(body)

@@ -116,9 +116,10 @@ func TestRecover(t *testing.T) {
 				}
 				got := series(t, r.m, "_messages_total", "_bytes_total", "session")
 				want := map[string]float64{
-					finished("tools/call", "error"):           1,
-					durCount("-32603", "panic", "tools/call"): 1,
-					finished("tools/call", "ok"):              1,
+					finished("-32603", "panic", "tools/call", "error"): 1,
+					durCount("panic", "tools/call"):                    1,
+					finished("", "echo", "tools/call", "ok"):           1,
+					durCount("echo", "tools/call"):                     1,
 				}
 				assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
 			})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,14 +125,15 @@ func TestTimeout(t *testing.T) {
 				if tt.wantCount != "" {
 					want[cancellations("tools/call", tt.wantCount)] = 1
 				}
-				outcome := "ok"
+				outcome, errType := "ok", ""
 				switch {
 				case tt.cancelAt > 0:
-					outcome = "cancelled"
+					outcome, errType = "cancelled", "cancelled"
 				case tt.wantCode != 0:
-					outcome = "error"
+					outcome, errType = "error", strconv.FormatInt(tt.wantCode, 10)
 				}
-				want[finished("tools/call", outcome)] = 1
+				want[finished(errType, tt.tool, "tools/call", outcome)] = 1
+				want[durCount(tt.tool, "tools/call")] = 1
 				assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
 			})
 		})

@@ -22,9 +22,9 @@ func (upstreamGone) Unwrap() error { return server.ErrUpstreamClosed }
 
 // TestUpstreamClosedOutcome: a handler's error that wraps
 // server.ErrUpstreamClosed is answered with its code and message, and
-// recorded with the cause upstream_closed: error_type upstream_closed
-// (not -32603) with the code as the status code, and a cancellation of
-// that cause.
+// recorded with the cause upstream_closed: a finished count of error_type
+// upstream_closed (not -32603) with the code as the status code, and a
+// cancellation of that cause.
 func TestUpstreamClosedOutcome(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
@@ -42,8 +42,8 @@ func TestUpstreamClosedOutcome(t *testing.T) {
 	got := series(t, r.m, "_messages_total", "_bytes_total")
 	want := map[string]float64{
 		cancellations("tools/call", "upstream_closed"): 1,
-		finished("tools/call", "error"):                1,
-		`mcp_server_operation_duration_seconds_count{error_type="upstream_closed",gen_ai_tool_name="hop",mcp_method_name="tools/call",rpc_response_status_code="-32603"}`: 1,
+		`mcp_server_requests_finished_total{error_type="upstream_closed",gen_ai_tool_name="hop",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32603"}`: 1,
+		durCount("hop", "tools/call"): 1,
 	}
 	assert.Equal(t, want, pick(got, slices.Collect(maps.Keys(want))...))
 }

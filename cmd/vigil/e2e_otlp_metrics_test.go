@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,9 +42,10 @@ const (
 // it checks through Prometheus's HTTP API that what arrived is what the
 // client's ground truth says: the semantic-convention histogram
 // mcp.server.operation.duration (rendered mcp_server_operation_duration_seconds,
-// with mcp_method_name, gen_ai_tool_name and error_type, the semconv
+// with mcp_method_name and gen_ai_tool_name whatever the outcome, the semconv
 // buckets and the clients' trace ids as exemplars), mcp.server.session.duration,
-// and the outcome, cause, drop and reject counters; and that every family
+// the finished count by tool and error_type, and the outcome, cause, drop
+// and reject counters; and that every family
 // of /metrics arrives under its Prometheus name with its type, so that one
 // dashboard serves both paths. The Collector also forwards the metrics over
 // OTLP to the test, which checks the names, units and attribute keys they
@@ -107,30 +109,42 @@ func TestE2EOTLPMetrics(t *testing.T) {
 }
 
 // assertOTLPHistogram checks the duration histogram of tools/call by
+// gen_ai_tool_name, whatever the outcome, and the finished count by
 // gen_ai_tool_name and error_type (absent on success: the Collector renders
-// an absent attribute as no label), and its buckets: the semconv
-// boundaries of telemetry.DurationBuckets, and +Inf.
+// an absent attribute as no label), and the duration's buckets: the
+// semconv boundaries of telemetry.DurationBuckets, and +Inf.
 func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer) {
 	t.Helper()
-	res, err := prom.query(ctx, `sum by (`+mcpconv.LabelTool+`, `+mcpconv.LabelErrorType+`) (`+
-		mcpconv.MetricOperationDuration+`_count{`+mcpconv.LabelMethod+`="tools/call"}) > 0`)
-	require.NoError(t, err)
-	got := map[string]float64{}
-	for _, s := range res {
-		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+	byLabels := func(query string, labels ...string) map[string]float64 {
+		t.Helper()
+		res, err := prom.query(ctx, query)
 		require.NoError(t, err)
-		got[s.Metric[mcpconv.LabelTool]+"/"+s.Metric[mcpconv.LabelErrorType]] = v
+		got := map[string]float64{}
+		for _, s := range res {
+			v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+			require.NoError(t, err)
+			var key []string
+			for _, l := range labels {
+				key = append(key, s.Metric[l])
+			}
+			got[strings.Join(key, "/")] = v
+		}
+		return got
 	}
+	assert.Equal(t, map[string]float64{"echo": otlpEchoes + otlpToolErrors, "sleep": otlpCancelled},
+		byLabels(`sum by (`+mcpconv.LabelTool+`) (`+mcpconv.MetricOperationDuration+`_count{`+mcpconv.LabelMethod+`="tools/call"}) > 0`, mcpconv.LabelTool),
+		"tools/call durations by gen_ai_tool_name, whatever the outcome")
 	assert.Equal(t, map[string]float64{
 		"echo/": otlpEchoes,
 		"echo/" + mcpconv.ErrorTypeInvalidArguments: otlpToolErrors,
 		"sleep/" + mcpconv.ErrorTypeCancelled:       otlpCancelled,
-	}, got, "tools/call durations by gen_ai_tool_name and error_type")
+	}, byLabels(`sum by (`+mcpconv.LabelTool+`, `+mcpconv.LabelErrorType+`) (`+mcpconv.MetricRequestsFinished+`{`+mcpconv.LabelMethod+`="tools/call"}) > 0`,
+		mcpconv.LabelTool, mcpconv.LabelErrorType), "tools/call finished by gen_ai_tool_name and error_type")
 
-	// Summed by le: the echo series precreated at zero, without protocol
-	// version and network, sits beside the one the calls were counted in.
-	res, err = prom.query(ctx, `sum by (le) (`+mcpconv.MetricOperationDuration+`_bucket{`+mcpconv.LabelMethod+`="tools/call",`+
-		mcpconv.LabelTool+`="echo",`+mcpconv.LabelErrorType+`=""})`)
+	// Summed by le: the echo series precreated at zero sits beside the one
+	// the calls were counted in.
+	res, err := prom.query(ctx, `sum by (le) (`+mcpconv.MetricOperationDuration+`_bucket{`+mcpconv.LabelMethod+`="tools/call",`+
+		mcpconv.LabelTool+`="echo"})`)
 	require.NoError(t, err)
 	bounds := map[float64]float64{} // by le ("1" or "1.0", as the exposition format writes it)
 	for _, s := range res {
@@ -140,12 +154,12 @@ func assertOTLPHistogram(ctx context.Context, t *testing.T, prom *prometheusPeer
 		require.NoError(t, err)
 		bounds[le] = v
 	}
-	require.Len(t, bounds, len(telemetry.DurationBuckets())+1, "buckets of the ok echo series: %v", bounds)
+	require.Len(t, bounds, len(telemetry.DurationBuckets())+1, "buckets of the echo series: %v", bounds)
 	for _, b := range telemetry.DurationBuckets() {
 		assert.Contains(t, bounds, b, "bucket le=%v", b)
 	}
-	assert.InDelta(t, otlpEchoes, bounds[math.Inf(1)], 0, "the +Inf bucket counts every ok echo")
-	assert.InDelta(t, otlpEchoes, bounds[1], 0, "every echo took less than a second")
+	assert.InDelta(t, otlpEchoes+otlpToolErrors, bounds[math.Inf(1)], 0, "the +Inf bucket counts every echo, refused ones too")
+	assert.InDelta(t, otlpEchoes+otlpToolErrors, bounds[1], 0, "every echo took less than a second")
 
 	sum, err := prom.scalar(ctx, `sum(`+mcpconv.MetricOperationDuration+`_sum{`+mcpconv.LabelMethod+`="tools/call",`+mcpconv.LabelTool+`="sleep"})`)
 	require.NoError(t, err)
@@ -257,25 +271,33 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 		a := pointAttrs(dp.GetAttributes())
 		for k, v := range a {
 			assert.Contains(t, []string{
-				"mcp.method.name", "gen_ai.tool.name", "error.type", "rpc.response.status_code",
-				"mcp.protocol.version", "network.transport", "network.protocol.name",
+				"mcp.method.name", "gen_ai.tool.name", "mcp.protocol.version", "network.transport", "network.protocol.name",
 			}, k, "attribute key of %v", a)
 			assert.NotEmpty(t, v, "attribute %s of %v", k, a)
 		}
 		assert.Equal(t, telemetry.DurationBuckets(), dp.GetExplicitBounds(), "bounds of %v", a)
 		if a["mcp.method.name"] == "tools/call" && dp.GetCount() > 0 {
-			counts[a["gen_ai.tool.name"]+"/"+a["error.type"]] = dp.GetCount()
+			counts[a["gen_ai.tool.name"]] += dp.GetCount()
 			// The semconv protocol version and network of a Streamable HTTP call.
 			assert.NotEmpty(t, a["mcp.protocol.version"], "mcp.protocol.version of %v", a)
 			assert.Equal(t, "tcp", a["network.transport"], "network.transport of %v", a)
 			assert.Equal(t, "http", a["network.protocol.name"], "network.protocol.name of %v", a)
 		}
 	}
-	assert.Equal(t, map[string]uint64{
-		"echo/": otlpEchoes,
-		"echo/" + mcpconv.ErrorTypeInvalidArguments: otlpToolErrors,
-		"sleep/" + mcpconv.ErrorTypeCancelled:       otlpCancelled,
-	}, counts, "tools/call durations by gen_ai.tool.name and error.type, over OTLP")
+	assert.Equal(t, map[string]uint64{"echo": otlpEchoes + otlpToolErrors, "sleep": otlpCancelled},
+		counts, "tools/call durations by gen_ai.tool.name, whatever the outcome, over OTLP")
+	ends := map[string]float64{}
+	for _, dp := range byName["mcp.server.requests.finished"].GetSum().GetDataPoints() {
+		a := pointAttrs(dp.GetAttributes())
+		if a["mcp.method.name"] == "tools/call" && dp.GetAsDouble() > 0 {
+			ends[a["gen_ai.tool.name"]+"/"+a["outcome"]+"/"+a["error.type"]] += dp.GetAsDouble()
+		}
+	}
+	assert.Equal(t, map[string]float64{
+		"echo/ok/": otlpEchoes,
+		"echo/ok/" + mcpconv.ErrorTypeInvalidArguments:  otlpToolErrors,
+		"sleep/cancelled/" + mcpconv.ErrorTypeCancelled: otlpCancelled,
+	}, ends, "tools/call finished by gen_ai.tool.name, outcome and error.type, over OTLP")
 
 	sessions := byName["mcp.server.session.duration"]
 	require.NotNil(t, sessions.GetHistogram(), "mcp.server.session.duration is a histogram")

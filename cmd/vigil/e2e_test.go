@@ -631,6 +631,9 @@ func assertGroundTruth(ctx context.Context, t *testing.T, prom *prometheusPeer, 
 	assert.Equal(t, nonZero(truth.tools),
 		nonZero(sumBy(mcpconv.LabelTool, mcpconv.MetricOperationDuration+`_count{`+mcpconv.LabelMethod+`="tools/call"}`)),
 		"tools/call durations by tool")
+	assert.Equal(t, nonZero(truth.tools),
+		nonZero(sumBy(mcpconv.LabelTool, mcpconv.MetricRequestsFinished+`{`+mcpconv.LabelMethod+`="tools/call"}`)),
+		"tools/call finished by tool")
 
 	started, err := prom.scalar(ctx, `sum(`+mcpconv.MetricRequestsStarted+`)`)
 	require.NoError(t, err)

@@ -144,7 +144,8 @@ func (r *hostileRig) checkRSS(attack string) {
 	}
 }
 
-// heapStats returns vigil's go_memstats lines of /metrics about its heap.
+// heapStats returns vigil's lines of /metrics about its heap (the Go
+// collector serves the heap's live objects, not the MemStats family).
 func (r *hostileRig) heapStats() string {
 	resp, err := r.hc.Get(r.svc.base + "/metrics")
 	if err != nil {
@@ -154,7 +155,7 @@ func (r *hostileRig) heapStats() string {
 	var lines []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, "go_memstats_heap_") || strings.HasPrefix(l, "go_memstats_next_gc") || strings.HasPrefix(l, "go_memstats_alloc_bytes ") {
+		if l := sc.Text(); strings.HasPrefix(l, "go_memory_classes_heap_") || strings.HasPrefix(l, "go_gc_gogc_percent ") || strings.HasPrefix(l, "go_gc_gomemlimit_bytes ") {
 			lines = append(lines, l)
 		}
 	}

@@ -106,12 +106,14 @@ func TestServiceZeroConfig(t *testing.T) {
 
 	// The call's counts, on /metrics.
 	families := svcMetrics(t, hc, svc.base)
-	finished := svcSample(t, families, "mcp_server_requests_finished_total", map[string]string{"mcp_method_name": "tools/call", "outcome": "ok"})
+	finished := svcSample(t, families, "mcp_server_requests_finished_total", map[string]string{
+		"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo", "outcome": "ok", "error_type": "", "rpc_response_status_code": "",
+	})
 	assert.InDelta(t, 1.0, finished.GetCounter().GetValue(), 1e-9)
 	started := svcSample(t, families, "mcp_server_requests_started_total", map[string]string{"mcp_method_name": "tools/call"})
 	assert.InDelta(t, 1.0, started.GetCounter().GetValue(), 1e-9)
 	duration := svcSample(t, families, "mcp_server_operation_duration_seconds", map[string]string{
-		"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo", "error_type": "", "rpc_response_status_code": "",
+		"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo",
 		"mcp_protocol_version": "2025-11-25", "network_transport": "tcp", "network_protocol_name": "http",
 	})
 	assert.Equal(t, uint64(1), duration.GetHistogram().GetSampleCount())

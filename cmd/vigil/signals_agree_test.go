@@ -66,7 +66,8 @@ func (s *syncBuffer) String() string {
 // killed clients, calls refused by a tool's rate), each request's span,
 // log line and client agree on its outcome, error type and cancel cause,
 // and the metrics and the live page count, by method and tool, the
-// outcomes and error types the requests had (the metrics the causes too).
+// outcomes and error types the requests had (the metrics the causes too,
+// and one duration per request, whatever its outcome).
 func TestMixedRunSignalsAgree(t *testing.T) {
 	cfg, err := parseConfig([]string{
 		"-log-format", "json", "-log-level", "debug", "-request-timeout", "300ms",
@@ -118,13 +119,14 @@ func TestMixedRunSignalsAgree(t *testing.T) {
 	}
 	t.Logf("%d requests, %d agree (client, span, log line); by outcome, error type and cause: %v", len(run.requests), agree, kinds)
 
-	// The metrics: the durations by method, tool and error type, the
-	// finished requests by method and outcome.
+	// The metrics: the durations by method and tool, whatever the
+	// outcome; the finished requests by method, tool, outcome and error
+	// type.
 	durations, finished := map[string]int{}, map[string]int{}
 	for _, r := range run.requests {
 		method, tool := metricLabels(r)
-		durations[method+" "+tool+" "+r.client.errType]++
-		finished[method+" "+r.client.outcome]++
+		durations[method+" "+tool]++
+		finished[method+" "+tool+" "+r.client.outcome+" "+r.client.errType]++
 	}
 	gotDurations, gotFinished := map[string]int{}, map[string]int{}
 	for key, v := range scrapeSeries(t, reg) {
@@ -132,11 +134,11 @@ func TestMixedRunSignalsAgree(t *testing.T) {
 		switch family {
 		case mcpconv.MetricOperationDuration:
 			if v > 0 && l[mcpconv.LabelMethod] != "initialize" && l[mcpconv.LabelMethod] != "notifications/initialized" {
-				gotDurations[l[mcpconv.LabelMethod]+" "+l[mcpconv.LabelTool]+" "+l[mcpconv.LabelErrorType]] += int(v)
+				gotDurations[l[mcpconv.LabelMethod]+" "+l[mcpconv.LabelTool]] += int(v)
 			}
 		case mcpconv.MetricRequestsFinished:
 			if v > 0 && l[mcpconv.LabelMethod] != "initialize" {
-				gotFinished[l[mcpconv.LabelMethod]+" "+l[mcpconv.LabelOutcome]] += int(v)
+				gotFinished[l[mcpconv.LabelMethod]+" "+l[mcpconv.LabelTool]+" "+l[mcpconv.LabelOutcome]+" "+l[mcpconv.LabelErrorType]] += int(v)
 			}
 		}
 	}
@@ -152,8 +154,8 @@ func TestMixedRunSignalsAgree(t *testing.T) {
 		}
 	}
 	assert.Equal(t, causes, gotCauses, "cancellations by cause")
-	assert.Equal(t, durations, gotDurations, "durations by method, tool and error type")
-	assert.Equal(t, finished, gotFinished, "finished by method and outcome")
+	assert.Equal(t, durations, gotDurations, "durations by method and tool")
+	assert.Equal(t, finished, gotFinished, "finished by method, tool, outcome and error type")
 
 	// The live page: its counts by method/tool and outcome.
 	slots := map[string]map[string]int{}

@@ -20,7 +20,7 @@ import (
 // 2025-11-25 session and in a 2026-07-28 request alike: its text names the
 // member and is bounded, sleep never runs (it was asked for a minute, and
 // the answer comes at once), and /metrics counts the call with error_type
-// invalid_arguments.
+// invalid_arguments, its duration in its era's series.
 func TestSleepArgumentsValidated(t *testing.T) {
 	base := runInProcess(t)
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
@@ -93,17 +93,22 @@ func TestSleepArgumentsValidated(t *testing.T) {
 	defer func() { _ = metrics.Body.Close() }()
 	exposition, err := io.ReadAll(metrics.Body)
 	require.NoError(t, err)
-	var refused []string
+	var refused, ended []string
 	for line := range strings.Lines(string(exposition)) {
-		if strings.HasPrefix(line, "mcp_server_operation_duration_seconds_count{") && strings.Contains(line, `gen_ai_tool_name="sleep"`) &&
-			!strings.HasSuffix(strings.TrimSpace(line), " 0") { // the series made ready at start
-
+		moved := strings.Contains(line, `gen_ai_tool_name="sleep"`) && !strings.HasSuffix(strings.TrimSpace(line), " 0") // not a series made ready at start
+		switch {
+		case moved && strings.HasPrefix(line, "mcp_server_operation_duration_seconds_count{"):
 			refused = append(refused, line)
+		case moved && strings.HasPrefix(line, "mcp_server_requests_finished_total{"):
+			ended = append(ended, line)
 		}
 	}
-	require.Len(t, refused, 2, "one series per era (the protocol version label): %q", refused)
+	require.Len(t, refused, 2, "one duration series per era (the protocol version label): %q", refused)
 	for _, line := range refused {
-		assert.Contains(t, line, `error_type="invalid_arguments"`)
 		assert.True(t, strings.HasSuffix(strings.TrimSpace(line), " 3"), line)
 	}
+	require.Len(t, ended, 1, "one end of both eras' calls: %q", ended)
+	assert.Contains(t, ended[0], `error_type="invalid_arguments"`)
+	assert.Contains(t, ended[0], `outcome="ok"`)
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(ended[0]), " 6"), ended[0])
 }

@@ -60,13 +60,10 @@ func newCatalog(t *testing.T) *catalog {
 	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
 		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
 	}
-	// What Precreate leaves to first use, as no success has it: the tool
-	// other (an unknown tool's -32602) and subscriptions/listen (a stream
-	// the client closes).
-	for _, method := range []string{"tools/call", "subscriptions/listen"} {
-		m.RequestStarted(method)
-		m.RequestFinished(metrics.RequestEnd{Method: method, Tool: mcpconv.LabelOther, Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled})
-	}
+	// What Precreate leaves to first use: a cancelled call of the tool
+	// other, whose one end made at zero is an unknown tool's -32602.
+	m.RequestStarted("tools/call")
+	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: mcpconv.LabelOther, Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	rs, err := oauth.New(oauth.Config{
@@ -181,7 +178,7 @@ func (c *catalog) knowsValue(t *testing.T, name, label, value string) bool {
 }
 
 // keepsErrorType records a finished request with error type v and reports
-// whether its outcome count labels it v.
+// whether the finished count labels it v.
 func (c *catalog) keepsErrorType(t *testing.T, v string) bool {
 	t.Helper()
 	if v == "" {

@@ -303,7 +303,8 @@ func TestExprCheckerCatchesMistakes(t *testing.T) {
 		expr string
 		want string // a substring of the problems expected; "" for none
 	}{
-		{"correct", `histogram_quantile(0.9, sum by (le, mcp_method_name) (rate(mcp_server_operation_duration_seconds_bucket{mcp_method_name="ping", le=~"1(\\.0)?"}[5m])))`, ""},
+		{"correct", `histogram_quantile(0.9, sum by (le, mcp_method_name) (rate(mcp_server_operation_duration_seconds_bucket{mcp_method_name=~"tools/call|initialize", le=~"1(\\.0)?"}[5m])))`, ""},
+		{"correct error types", `sum by (error_type, gen_ai_tool_name) (rate(mcp_server_requests_finished_total{error_type=~"-32603|dropped"}[5m]))`, ""},
 		{"recording rule", `job:x:rate5m{job="vigil"} > 1`, ""},
 		{"unknown metric", `rate(mcp_server_requests_total[5m])`, `series "mcp_server_requests_total" is neither`},
 		{"histogram family name", `mcp_server_operation_duration_seconds`, `is neither`},
@@ -311,6 +312,7 @@ func TestExprCheckerCatchesMistakes(t *testing.T) {
 		{"unknown value", `mcp_server_messages_rejected_total{reason="too_many"}`, `never sets reason="too_many"`},
 		{"unknown value in alternation", `mcp_server_cancellations_total{cause=~"timeout|deadline"}`, `never sets cause="deadline"`},
 		{"error type folded into _OTHER", `mcp_server_requests_finished_total{error_type="-31999"}`, `never sets error_type="-31999"`},
+		{"error type on the duration", `mcp_server_operation_duration_seconds_count{error_type="-32603"}`, `has no label "error_type"`},
 		{"group by a missing label", `sum by (reason) (rate(mcp_server_cancellations_total[5m]))`, `groups by "reason"`},
 		{"group by a label aggregated away", `sum by (cause) (sum by (job) (rate(mcp_server_cancellations_total[5m])))`, `groups by "cause"`},
 		{"rate of a gauge", `rate(mcp_server_requests_in_flight[5m])`, `over mcp_server_requests_in_flight, which is a gauge`},

@@ -18,7 +18,7 @@ const (
 	traceB = "4bf92f3577b34da6a3ce929d0e0e4736"
 	traceC = "5cc3a1b2c3d4e5f60718293a4b5c6d7e"
 
-	pingCounter = `mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=`
+	pingCounter = `mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="ping",outcome="ok",rpc_response_status_code=""} trace_id=`
 )
 
 // TestExemplarInterval checks, in fake time, that a series' finished count
@@ -28,7 +28,7 @@ const (
 func TestExemplarInterval(t *testing.T) {
 	t.Parallel()
 	bucket := func(le string) string {
-		return `mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=` + le + ` trace_id=`
+		return `mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=` + le + ` trace_id=`
 	}
 	tests := []struct {
 		name string

@@ -25,7 +25,8 @@ import (
 // tool or transport exist at zero before anything happened, and that
 // Precreate adds those of what it is given: the known request methods,
 // the server-to-client methods (those of tasks only with a tasks method),
-// the tools and the transport.
+// the tools and the transport: each method's and each tool's ends and
+// durations.
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
@@ -40,10 +41,16 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}{
 		{mcpconv.MetricRequestsStarted, 1, methods, 2},
 		{mcpconv.MetricRequestsInFlight, 1, methods, 2},
-		{mcpconv.MetricRequestsFinished, 3, methods*4 - 1, 2*4 - 1}, // method other is never ok
-		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6},        // upstream_closed a gateway's only
+		// New: method other's -32601. Precreate: ok, cancelled and dropped of
+		// initialize and ping; echo's six ends; tool other's -32602; and
+		// other's -32601. With tasks: tasks/get's three and other's.
+		{mcpconv.MetricRequestsFinished, 1, 2*3 + 6 + 1 + 1, 3 + 1},
+		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6}, // upstream_closed a gateway's only
 		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
-		{mcpconv.MetricOperationDuration, 0, 4, 0}, // successes over stdio: initialize and ping in 2025-11-25, echo in both eras; none without a transport
+		// Over stdio, whatever the outcome: initialize and ping in 2025-11-25;
+		// method other, tools/call of echo and of tool other in both eras. None
+		// without a transport.
+		{mcpconv.MetricOperationDuration, 0, 2 + 3*2, 0},
 		{mcpconv.MetricSessionsActive, 0, 1, 0},
 		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
 		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
@@ -53,7 +60,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{mcpconv.MetricMessagesSent, 0, 5, 0},
 		{mcpconv.MetricBytesReceived, 0, 1, 0},
 		{mcpconv.MetricBytesSent, 0, 1, 0},
-		{mcpconv.MetricResultsTooLarge, 0, 1, 0}, // echo
+		{mcpconv.MetricResultsTooLarge, 0, 2, 0}, // echo and tool other
 		{mcpconv.MetricQuotaRefusals, 8, 8, 8},
 	}
 	for _, tt := range tests {
@@ -90,6 +97,59 @@ mcp_server_messages_rejected_total{reason="unknown_response"} 0
 mcp_server_messages_rejected_total{reason="unknown_session"} 0
 `
 	require.NoError(t, testutil.CollectAndCompare(m, strings.NewReader(rejected), mcpconv.MetricMessagesRejected))
+
+	// The ends made at zero: those a request meets in a day's work, per
+	// method and, for tools/call, per tool; the refusal of the unknown.
+	const ends = `
+mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",outcome="ok",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="other",outcome="error",rpc_response_status_code="-32601"} 0
+mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="ping",outcome="ok",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32602"} 0
+mcp_server_requests_finished_total{error_type="-32021",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="error",rpc_response_status_code="-32021"} 0
+mcp_server_requests_finished_total{error_type="cancelled",gen_ai_tool_name="",mcp_method_name="initialize",outcome="cancelled",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="cancelled",gen_ai_tool_name="",mcp_method_name="ping",outcome="cancelled",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="cancelled",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="cancelled",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="dropped",gen_ai_tool_name="",mcp_method_name="initialize",outcome="dropped",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="dropped",gen_ai_tool_name="",mcp_method_name="ping",outcome="dropped",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="dropped",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="dropped",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="invalid_arguments",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 0
+mcp_server_requests_finished_total{error_type="tool_error",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 0
+`
+	assert.Equal(t, strings.TrimPrefix(ends, "\n"), seriesText(t, served, mcpconv.MetricRequestsFinished))
+	// The durations: every method served, whatever its outcome, in its eras.
+	const durations = `
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
+mcp_server_operation_duration_seconds_count{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
+`
+	var counts strings.Builder
+	for line := range strings.Lines(seriesText(t, served, mcpconv.MetricOperationDuration)) {
+		if strings.HasPrefix(line, mcpconv.MetricOperationDuration+"_count") {
+			counts.WriteString(line)
+		}
+	}
+	assert.Equal(t, strings.TrimPrefix(durations, "\n"), counts.String())
+}
+
+// seriesText returns the text exposition of the family name of c without
+// its comment lines.
+func seriesText(t *testing.T, c prometheus.Collector, name string) string {
+	t.Helper()
+	text, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain, name)
+	require.NoError(t, err)
+	var out strings.Builder
+	for line := range strings.Lines(string(text)) {
+		if !strings.HasPrefix(line, "#") {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
 }
 
 // TestQuotaRefused counts refusals by quota, and an unknown quota as other.
@@ -186,16 +246,17 @@ func TestLabelsAreBounded(t *testing.T) {
 	m.MessageRejected(bad)
 
 	assert.Equal(t, map[string]float64{
-		`mcp_server_requests_started_total{mcp_method_name="other"}`:                  1,
-		`mcp_server_requests_finished_total{mcp_method_name="other",outcome="other"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="_OTHER",gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code="_OTHER"}`: 1,
-		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:               2,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`: 2,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="known",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
-		`mcp_server_requests_started_total{mcp_method_name="ping"}`:               1,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="other"}`: 1,
+		finishedKey("other", "", "other", "_OTHER", "_OTHER"):        1,
+		`mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="other",network_protocol_name="",network_transport=""}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                2,
+		finishedKey("tools/call", "other", mcpconv.OutcomeOK, "", ""):                                    1,
+		finishedKey("tools/call", "known", mcpconv.OutcomeOK, "", ""):                                    1,
+		durationKey("tools/call", "other"):                                                               1,
+		durationKey("tools/call", "known"):                                                               1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                                      1,
+		finishedKey("ping", "", mcpconv.OutcomeOK, "", ""):                                               1,
+		durationKey("ping", ""):                                                                          1,
 		`mcp_server_cancellations_total{cause="other",mcp_method_name="other"}`:                          1,
 		`mcp_server_session_duration_seconds_count{cause="other",error_type="_OTHER",transport="other"}`: 1,
 		`mcp_server_pending_client_requests_failed_total{mcp_method_name="other"}`:                       1,
@@ -211,8 +272,7 @@ func TestSetToolNames(t *testing.T) {
 	m := metrics.New()
 	m.Precreate(mcpconv.TransportStreamableHTTP, nil, nil)
 	m.SetToolNames([]string{"a"})
-	const key = `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="b",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tool a's, in each era over HTTP")
+	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tool a's and method other's, in each era over HTTP")
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -228,9 +288,11 @@ func TestSetToolNames(t *testing.T) {
 	m.RequestStarted("tools/call")
 	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "b", Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
-	assert.InDelta(t, 401, got[`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`], 0)
-	assert.GreaterOrEqual(t, got[key], float64(1), "b is labeled as itself once allowed")
-	assert.InDelta(t, 401, got[key]+got[strings.Replace(key, `"b"`, `"other"`, 1)], 0)
+	b, other := finishedKey("tools/call", "b", mcpconv.OutcomeOK, "", ""), finishedKey("tools/call", "other", mcpconv.OutcomeOK, "", "")
+	assert.GreaterOrEqual(t, got[b], float64(1), "b is labeled as itself once allowed")
+	assert.InDelta(t, 401, got[b]+got[other], 0)
+	assert.InDelta(t, got[b], got[durationKey("tools/call", "b")], 0, "its duration as its end")
+	assert.InDelta(t, got[other], got[durationKey("tools/call", "other")], 0)
 }
 
 // TestExemplars checks that a trace id becomes the exemplar of the finished
@@ -243,8 +305,8 @@ func TestExemplars(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
+		`mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		finishedKey("ping", "", mcpconv.OutcomeOK, "", "") + ` trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 }
 
@@ -259,8 +321,8 @@ func TestExemplarFromTrace(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"} trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
+		`mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		finishedKey("ping", "", mcpconv.OutcomeOK, "", "") + ` trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
 	m = metrics.New()
@@ -402,7 +464,7 @@ func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	m.Precreate(mcpconv.TransportStdio, nil, []string{"pre", "\xff"})
-	assert.Equal(t, 2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tools/call's for pre, in each era over stdio")
+	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tools/call's for pre and method other's, in each era over stdio")
 	for _, e := range []metrics.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
@@ -413,13 +475,15 @@ func TestToolRegistered(t *testing.T) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(e)
 	}
-	dur := func(tool string) string {
-		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
-	}
 	got := nonZero(t, m)
-	assert.InDelta(t, 1, got[dur("live")], 0)
-	assert.InDelta(t, 3, got[dur("other")], 0)
-	assert.NotContains(t, got, dur("pre"))
+	for _, key := range []func(tool string) string{
+		func(tool string) string { return durationKey("tools/call", tool) },
+		func(tool string) string { return finishedKey("tools/call", tool, mcpconv.OutcomeOK, "", "") },
+	} {
+		assert.InDelta(t, 1, got[key("live")], 0)
+		assert.InDelta(t, 3, got[key("other")], 0)
+		assert.NotContains(t, got, key("pre"))
+	}
 }
 
 // Traffic counts as MessageReceived and MessageSent do: an unknown
@@ -457,9 +521,10 @@ func TestTraffic(t *testing.T) {
 	})
 }
 
-// The series a successful request ends in are cached per method and tool
-// label: successes and failures of one tool, before and after it joins the
-// allow-list, each land in their own series.
+// The series a request ends in are cached per method, tool label and end:
+// successes and failures of one tool, before and after it joins the
+// allow-list, each land in their own finished count, and in the one
+// duration of their method and tool label whatever their outcome.
 func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
@@ -477,17 +542,18 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK})
 	assert.Equal(t, map[string]float64{
-		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                  6,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="ok"}`:    5,
-		`mcp_server_requests_finished_total{mcp_method_name="tools/call",outcome="error"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:           1,
-		`mcp_server_operation_duration_seconds_count{error_type="tool_error",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="-32602",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:     1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="t",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:               2,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`:                1,
-		`mcp_server_requests_started_total{mcp_method_name="ping"}`:               1,
-		`mcp_server_requests_finished_total{mcp_method_name="ping",outcome="ok"}`: 1,
-		`mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`: 1,
+		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                6,
+		finishedKey("tools/call", "other", mcpconv.OutcomeOK, "", ""):                    1,
+		finishedKey("tools/call", "other", mcpconv.OutcomeOK, mcpconv.ErrorTypeTool, ""): 1,
+		finishedKey("tools/call", "other", mcpconv.OutcomeError, "-32602", ""):           1,
+		finishedKey("tools/call", "t", mcpconv.OutcomeOK, "", ""):                        2,
+		finishedKey("tools/call", "", mcpconv.OutcomeOK, "", ""):                         1,
+		durationKey("tools/call", "other"):                                               3,
+		durationKey("tools/call", "t"):                                                   2,
+		durationKey("tools/call", ""):                                                    1,
+		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                      1,
+		finishedKey("ping", "", mcpconv.OutcomeOK, "", ""):                               1,
+		durationKey("ping", ""):                                                          1,
 	}, nonZero(t, m))
 }
 
@@ -506,19 +572,22 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 	m.RequestStarted("tools/call")
 	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "\xff", ToolRegistered: true, Outcome: mcpconv.OutcomeOK})
 	got := nonZero(t, m)
-	key := func(tool string) string {
-		return `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="` + tool + `",mcp_method_name="tools/call",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""}`
+	for _, key := range []func(tool string) string{
+		func(tool string) string { return durationKey("tools/call", tool) },
+		func(tool string) string { return finishedKey("tools/call", tool, mcpconv.OutcomeOK, "", "") },
+	} {
+		assert.InDelta(t, 2, got[key("t0")], 0, "a name already labeled keeps its label")
+		assert.InDelta(t, 1, got[key(fmt.Sprintf("t%d", bound-1))], 0, "the last name within the bound")
+		assert.NotContains(t, got, key(fmt.Sprintf("t%d", bound)), "the first name past the bound")
+		assert.InDelta(t, 11, got[key("other")], 0, "10 past the bound and one invalid name")
 	}
-	assert.InDelta(t, 2, got[key("t0")], 0, "a name already labeled keeps its label")
-	assert.InDelta(t, 1, got[key(fmt.Sprintf("t%d", bound-1))], 0, "the last name within the bound")
-	assert.NotContains(t, got, key(fmt.Sprintf("t%d", bound)), "the first name past the bound")
-	assert.InDelta(t, 11, got[key("other")], 0, "10 past the bound and one invalid name")
 }
 
 // The duration histogram carries the semantic conventions' protocol
-// version, network and status code labels, each bounded; a caller's fault
-// is an error response with a status code and no error type; a session
-// ends with an error type only when it ended in error.
+// version and network labels, the finished count their status code, each
+// bounded; a caller's fault is an error response with a status code and no
+// error type; a session ends with an error type only when it ended in
+// error.
 func TestSemconvLabels(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
@@ -538,12 +607,28 @@ func TestSemconvLabels(t *testing.T) {
 
 	got := nonZero(t, m)
 	for _, v := range protocol.Versions() {
-		assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="`+v+`",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""}`)
+		assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="`+v+`",network_protocol_name="",network_transport="pipe"}`)
 	}
-	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code="-32602"}`)
-	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code=""}`)
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp"}`)
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport=""}`)
+	assert.InDelta(t, float64(len(protocol.Versions())+1), got[finishedKey("ping", "", mcpconv.OutcomeOK, "", "")], 0)
+	assert.InDelta(t, 1, got[finishedKey("tools/call", "", mcpconv.OutcomeError, "", "-32602")], 0, "a caller's fault: a status code, no error type")
 	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="timeout",error_type="timeout",transport="stdio"}`)
 	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="transport_close",error_type="",transport="stdio"}`)
+}
+
+// durationKey is the nonZero key of the request duration of method and tool
+// label tool, without protocol version or network.
+func durationKey(method, tool string) string {
+	return `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
+		`",mcp_protocol_version="",network_protocol_name="",network_transport=""}`
+}
+
+// finishedKey is the nonZero key of the finished count of method, tool
+// label tool, outcome, error type and status code.
+func finishedKey(method, tool, outcome, errType, status string) string {
+	return `mcp_server_requests_finished_total{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
+		`",outcome="` + outcome + `",rpc_response_status_code="` + status + `"}`
 }
 
 // hexTrace returns the trace id whose hex form is s (the zero id when s is

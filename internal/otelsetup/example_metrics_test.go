@@ -46,16 +46,22 @@ func ExampleMetricProducer() {
 		return
 	}
 	for _, metric := range sms[0].Metrics {
-		h, ok := metric.Data.(metricdata.Histogram[float64])
-		if !ok || metric.Name != "mcp.server.operation.duration" {
-			continue
-		}
-		for _, dp := range h.DataPoints {
-			if dp.Count > 0 {
-				fmt.Println(metric.Name, metric.Unit, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Count)
+		switch data := metric.Data.(type) {
+		case metricdata.Histogram[float64]:
+			for _, dp := range data.DataPoints {
+				if dp.Count > 0 && metric.Name == "mcp.server.operation.duration" {
+					fmt.Println(metric.Name, metric.Unit, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Count)
+				}
+			}
+		case metricdata.Sum[float64]:
+			for _, dp := range data.DataPoints {
+				if dp.Value > 0 && metric.Name == "mcp.server.requests.finished" {
+					fmt.Println(metric.Name, metric.Unit, dp.Attributes.Encoded(attribute.DefaultEncoder()), dp.Value)
+				}
 			}
 		}
 	}
 	// Output:
-	// mcp.server.operation.duration s error.type=tool_error,gen_ai.tool.name=greet,mcp.method.name=tools/call 1
+	// mcp.server.operation.duration s gen_ai.tool.name=greet,mcp.method.name=tools/call 1
+	// mcp.server.requests.finished {request} error.type=tool_error,gen_ai.tool.name=greet,mcp.method.name=tools/call,outcome=ok 1
 }

@@ -103,23 +103,23 @@ func TestMetricProducer(t *testing.T) {
 	h, ok := dur.Data.(metricdata.Histogram[float64])
 	require.True(t, ok, "%T", dur.Data)
 	assert.Equal(t, metricdata.CumulativeTemporality, h.Temporality)
-	counts := map[attribute.Distinct]uint64{}
-	for _, dp := range h.DataPoints {
-		counts[dp.Attributes.Equivalent()] = dp.Count
-		if dp.Count == 3 {
-			assert.Equal(t, telemetry.DurationBuckets(), dp.Bounds)
-			require.NotEmpty(t, dp.Exemplars, "the traced calls' exemplar")
-			assert.Equal(t, trace.TraceID{1, 2, 3}, trace.TraceID(dp.Exemplars[0].TraceID), "exemplar trace id as 16 bytes")
-		}
-	}
 	set := func(kvs ...attribute.KeyValue) attribute.Distinct {
 		s := attribute.NewSet(kvs...)
 		return s.Equivalent()
 	}
 	method := attribute.String("mcp.method.name", "tools/call")
-	assert.Equal(t, uint64(3), counts[set(method, attribute.String("gen_ai.tool.name", "echo"))], "ok echo: no error.type")
-	assert.Equal(t, uint64(1), counts[set(method, attribute.String("gen_ai.tool.name", "echo"), attribute.String("error.type", "tool_error"))])
-	assert.Equal(t, uint64(1), counts[set(method, attribute.String("gen_ai.tool.name", "sleep"), attribute.String("error.type", "cancelled"))])
+	echo, sleep := attribute.String("gen_ai.tool.name", "echo"), attribute.String("gen_ai.tool.name", "sleep")
+	counts := map[attribute.Distinct]uint64{}
+	for _, dp := range h.DataPoints {
+		counts[dp.Attributes.Equivalent()] = dp.Count
+		if dp.Attributes.Equivalent() == set(method, echo) {
+			assert.Equal(t, telemetry.DurationBuckets(), dp.Bounds)
+			require.NotEmpty(t, dp.Exemplars, "the traced calls' exemplar")
+			assert.Equal(t, trace.TraceID{1, 2, 3}, trace.TraceID(dp.Exemplars[0].TraceID), "exemplar trace id as 16 bytes")
+		}
+	}
+	assert.Equal(t, uint64(4), counts[set(method, echo)], "echo's ok calls and its tool error: one duration, no error.type")
+	assert.Equal(t, uint64(1), counts[set(method, sleep)], "the cancelled call")
 	assert.Contains(t, counts, set(attribute.String("mcp.method.name", "initialize"), attribute.String("mcp.protocol.version", "2025-11-25"),
 		attribute.String("network.transport", "pipe")), "series created at zero are exported")
 
@@ -137,7 +137,10 @@ func TestMetricProducer(t *testing.T) {
 	}
 	assert.InDelta(t, 1, sum("mcp.server.cancellations", method, attribute.String("cause", "client_cancel")), 0)
 	assert.InDelta(t, 1, sum("mcp.server.late_responses.dropped", method, attribute.String("reason", "cancelled")), 0)
-	assert.InDelta(t, 4, sum("mcp.server.requests.finished", method, attribute.String("outcome", "ok")), 0)
+	succeeded := attribute.String("outcome", "ok")
+	assert.InDelta(t, 3, sum("mcp.server.requests.finished", method, echo, succeeded), 0, "ok echo: no error.type")
+	assert.InDelta(t, 1, sum("mcp.server.requests.finished", method, echo, succeeded, attribute.String("error.type", "tool_error")), 0)
+	assert.InDelta(t, 1, sum("mcp.server.requests.finished", method, sleep, attribute.String("outcome", "cancelled"), attribute.String("error.type", "cancelled")), 0)
 	assert.InDelta(t, 0, sum("mcp.server.messages.rejected", attribute.String("reason", "parse_error")), 0)
 	assert.Equal(t, "{cancellation}", byName["mcp.server.cancellations"].Unit)
 	assert.True(t, byName["mcp.server.cancellations"].Data.(metricdata.Sum[float64]).IsMonotonic)
