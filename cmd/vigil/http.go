@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil"
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
@@ -29,7 +30,7 @@ type front struct {
 	svc     *vigil.Service
 	authz   *authorization                  // built by guard, once the MCP listener's address is known
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
-	creds   *upstreamCredentials            // the -upstream-auth credentials, set before mounting; nil without upstreams
+	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
 }
 
 // options returns the service's options of front, and the rest of what
@@ -141,7 +142,7 @@ func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server,
 			return nil, nil, nil, err
 		}
 		f.authz = authz
-		f.creds.useExchanger(authz.x)
+		f.creds.UseExchanger(authz.x)
 		// The guarded endpoint checks tool scopes per message, and a
 		// forwarded task request is authorized there too.
 		endpoint, mcp = authz.rs.Endpoint(srv, opts...)

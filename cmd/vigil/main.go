@@ -22,6 +22,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil"
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
@@ -131,8 +133,8 @@ type config struct {
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none
 	skillsDir string // -skills: a directory of Agent Skills to serve; "": none
 
-	upstreamAuth map[string]upstreamAuth // -upstream-auth, by upstream name: its secrets never printed
-	upstreams    []gateway.Upstream      // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
+	upstreamAuth map[string]upstreamspec.Auth // -upstream-auth, by upstream name: its secrets never printed
+	upstreams    []gateway.Upstream           // -upstream, -upstream-env, -upstream-shared: the MCP servers fronted instead of the demo tools
 	// An upstream session per downstream session (gateway.Config).
 	upstreamMaxProcesses  int           // -upstream-max-processes: processes of each stdio upstream serving one session each
 	upstreamIdle          time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
@@ -317,7 +319,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if cfg.redisURL != fromEnv && urlHasPassword(cfg.redisURL) {
+	if cfg.redisURL != fromEnv && flagvalue.URLHasPassword(cfg.redisURL) {
 		// Argv is readable by every local user (ps, /proc): no secret there.
 		return config{}, errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead")
 	}
@@ -377,7 +379,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if introspectionFlags && cfg.introspectionClientID == "" {
 		return config{}, fmt.Errorf("-auth-cache-ttl and -auth-introspection-rate apply to introspected tokens (%sAUTH_INTROSPECTION_*): a JWT holds until its exp", envPrefix)
 	}
-	cfg.authScopes = splitList(authScopes)
+	cfg.authScopes = flagvalue.SplitList(authScopes)
 	toolScopes, err := parseToolScopes(authToolScopes)
 	if err != nil {
 		return config{}, err
@@ -386,27 +388,27 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.authPolicy, err = readPolicy(cfg); err != nil {
 		return config{}, err
 	}
-	if cfg.upstreams, err = parseUpstreams(upstreamTargets, upstreamEnv); err != nil {
+	if cfg.upstreams, err = upstreamspec.Parse(upstreamTargets, upstreamEnv); err != nil {
 		return config{}, err
 	}
-	if err := parseUpstreamTools(cfg.upstreams, upstreamTools); err != nil {
+	if err := upstreamspec.ApplyTools(cfg.upstreams, upstreamTools); err != nil {
 		return config{}, err
 	}
-	if err := parseUpstreamBytes(cfg.upstreams, "-upstream-max-message", upstreamMaxMessage, &cfg.upstreamMaxMessage, func(up *gateway.Upstream, n int64) {
+	if err := upstreamspec.ApplyBytes(cfg.upstreams, "-upstream-max-message", upstreamMaxMessage, &cfg.upstreamMaxMessage, func(up *gateway.Upstream, n int64) {
 		up.MaxMessageBytes = int(n)
 	}); err != nil {
 		return config{}, err
 	}
-	if err := parseUpstreamBytes(cfg.upstreams, "-upstream-max-catalog", upstreamMaxCatalog, &cfg.upstreamMaxCatalog, func(up *gateway.Upstream, n int64) {
+	if err := upstreamspec.ApplyBytes(cfg.upstreams, "-upstream-max-catalog", upstreamMaxCatalog, &cfg.upstreamMaxCatalog, func(up *gateway.Upstream, n int64) {
 		up.MaxCatalogBytes = n
 	}); err != nil {
 		return config{}, err
 	}
-	if cfg.upstreamAuth, err = parseUpstreamCredentials(cfg.upstreams, upstreamHeaders, upstreamAuths, getenv); err != nil {
+	if cfg.upstreamAuth, err = upstreamspec.ParseCredentials(cfg.upstreams, upstreamHeaders, upstreamAuths, getenv); err != nil {
 		return config{}, err
 	}
 	for name, ua := range cfg.upstreamAuth {
-		if ua.mode == authTokenExchange && cfg.exchangeEndpoint == "" {
+		if ua.Mode == upstreamspec.TokenExchange && cfg.exchangeEndpoint == "" {
 			return config{}, fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
 		}
 	}
@@ -416,7 +418,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err := checkUpstreamSessions(fs, cfg); err != nil {
 		return config{}, err
 	}
-	if cfg.upstreamRequired, err = parseUpstreamRequired(cfg.upstreams, upstreamRequired); err != nil {
+	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, upstreamRequired); err != nil {
 		return config{}, err
 	}
 	if cfg.toolRateLimits, err = parseToolRates(toolRates); err != nil {
@@ -426,7 +428,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		if u.v == "" {
 			continue
 		}
-		if err := checkURL(u.v); err != nil {
+		if err := flagvalue.CheckURL(u.v); err != nil {
 			return config{}, fmt.Errorf("%s %q: %w", u.flag, u.v, err)
 		}
 	}
@@ -457,7 +459,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if cfg.stdio && cfg.auditLog == "-" {
 		return config{}, errors.New("-audit-log - (standard output) cannot be used with -stdio: standard output carries MCP")
 	}
-	cfg.allowedHosts = splitList(allowedHosts)
+	cfg.allowedHosts = flagvalue.SplitList(allowedHosts)
 	switch {
 	case cfg.logFormat != "text" && cfg.logFormat != "json":
 		return config{}, fmt.Errorf("-log-format %q: want text or json", cfg.logFormat)
@@ -482,17 +484,6 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return config{}, err
 	}
 	return cfg, nil
-}
-
-// splitList returns the non-empty, trimmed items of the comma-separated s.
-func splitList(s string) []string {
-	var items []string
-	for v := range strings.SplitSeq(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			items = append(items, v)
-		}
-	}
-	return items
 }
 
 // parseToolScopes parses -auth-tool-scopes, tool=scope+scope,tool2=scope,
@@ -528,30 +519,13 @@ func parseToolScopes(s string) (map[string][]string, error) {
 	return m, nil
 }
 
-// checkURL accepts an absolute http or https URL with a host and no
-// fragment, as issuers and resource URIs must be.
-func checkURL(s string) error {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return err
-	case u.Scheme != "https" && u.Scheme != "http":
-		return errors.New("want an http or https URL")
-	case u.Host == "":
-		return errors.New("no host")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return errors.New("a fragment is not allowed")
-	}
-	return nil
-}
-
 // checkIssuerTransport refuses an -auth-issuer over plain http on a
 // non-loopback host unless insecure (-auth-insecure-http); middleware/auth
 // checks the same of the jwks_uri and introspection_endpoint it discovers.
 func checkIssuerTransport(issuer string, insecure bool) error {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Scheme != "http" || insecure || loopback.ListenAddr(u.Hostname()) {
-		return nil // "" or https; checkURL has refused the rest
+		return nil // "" or https; flagvalue.CheckURL has refused the rest
 	}
 	return fmt.Errorf("-auth-issuer %q is plain http on a non-loopback host: anyone on the path could swap its keys and mint any token, or read the introspection client secret; use https, or -auth-insecure-http for a test or lab", issuer)
 }
@@ -746,9 +720,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if len(cfg.upstreams) > 0 {
 		// The upstreams' tools, in place of the demo tools: mounted
 		// before serving, checked as the demo tools are.
-		f.creds = &upstreamCredentials{}
+		f.creds = &upstreamspec.Credentials{}
 		gcfg := upstreamConfig(cfg, logger)
-		gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.apply(cfg), registry, demoToolScopes(cfg)
+		gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}), registry, demoToolScopes(cfg)
 		mctx, cancel := context.WithTimeout(ctx, upstreamWait(cfg))
 		g, err := gateway.Mount(mctx, svc.Server, gcfg)
 		cancel()
@@ -842,19 +816,4 @@ func logOTelErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("opentelemetry", "error", err)
 	}))
-}
-
-// urlHasPassword reports whether a -redis URL carries a password in its
-// user information: any form, Sentinel's and Cluster's lists of hosts
-// included, which net/url does not parse.
-func urlHasPassword(raw string) bool {
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return false
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	i := strings.LastIndex(rest, "@")
-	return i >= 0 && strings.Contains(rest[:i], ":")
 }
