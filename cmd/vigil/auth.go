@@ -5,11 +5,9 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,28 +161,4 @@ func (a *authorization) public() map[string]http.Handler {
 		m[p] = a.rs.MetadataHandler()
 	}
 	return m
-}
-
-// checkHideTools refuses -auth-hide-tools without -auth-issuer, and with a
-// -tool-rate-limits entry for a tool that needs scopes: the limit runs
-// before the tool access check, so a caller that may not call the tool
-// would learn that it exists once its own bucket ran out.
-func checkHideTools(cfg config) error {
-	if !cfg.authHideTools {
-		return nil
-	}
-	if !cfg.authEnabled() {
-		return errors.New("-auth-hide-tools needs -auth-issuer")
-	}
-	var both []string
-	for tool := range cfg.toolRateLimits {
-		if len(cfg.authToolScopes[tool]) > 0 {
-			both = append(both, tool)
-		}
-	}
-	if len(both) == 0 {
-		return nil
-	}
-	slices.Sort(both)
-	return fmt.Errorf("-auth-hide-tools: -tool-rate-limits on %q, which need -auth-tool-scopes, would tell a caller that may not call them that they exist (its own bucket runs out): drop one", both)
 }

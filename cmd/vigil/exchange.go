@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -10,28 +9,6 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
 )
-
-// checkExchange refuses the token exchange settings unless they come
-// whole (-auth-exchange-endpoint, -auth-exchange-client-id and
-// VIGIL_AUTH_EXCHANGE_CLIENT_SECRET) and with -auth-issuer: the tokens
-// exchanged are those the resource server verified.
-func checkExchange(cfg config) error {
-	set := 0
-	for _, v := range []string{cfg.exchangeEndpoint, cfg.exchangeClientID, cfg.exchangeSecret} {
-		if v != "" {
-			set++
-		}
-	}
-	switch {
-	case set == 0:
-		return nil
-	case set < 3:
-		return fmt.Errorf("-auth-exchange-endpoint, -auth-exchange-client-id and %sAUTH_EXCHANGE_CLIENT_SECRET must be set together", envPrefix)
-	case !cfg.authEnabled():
-		return errors.New("-auth-exchange-endpoint needs -auth-issuer: the tokens exchanged are the ones it verifies")
-	}
-	return nil
-}
 
 // demoToolScopes returns -auth-tool-scopes without the entry of
 // demotools.Whoami when token exchange is configured: addExchange applies it.

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,30 +8,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway"
 )
-
-// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
-// -upstream-idle, -upstream-unchecked-tools, -upstream-required,
-// -upstream-start-timeout, -upstream-max-message and -upstream-max-catalog: given (in args or the environment) only with
-// -upstream, a positive cap and start timeout, an idle time not negative.
-func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
-	var given []string
-	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools", "upstream-required", "upstream-start-timeout", "upstream-max-message", "upstream-max-catalog"}, f.Name) {
-			given = append(given, "-"+f.Name)
-		}
-	})
-	switch {
-	case len(given) > 0 && len(cfg.upstreams) == 0:
-		return fmt.Errorf("%s: need -upstream", strings.Join(given, ", "))
-	case cfg.upstreamMaxProcesses < 1:
-		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
-	case cfg.upstreamIdle < 0:
-		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
-	case cfg.upstreamStartTimeout <= 0:
-		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", cfg.upstreamStartTimeout)
-	}
-	return nil
-}
 
 // upstreamWaitHTTP is how long vigil waits for its upstreams before it
 // serves HTTP: those ready by then are served from the first request,
