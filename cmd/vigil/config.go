@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/loopback"
@@ -83,7 +84,7 @@ type config struct {
 	// principal's requests, and its calls of some tools. 0: none.
 	rateLimit      float64
 	rateBurst      int
-	toolRateLimits map[string]toolRate
+	toolRateLimits map[string]flagvalue.ToolRate
 
 	adminAddr string // -admin-http: the observability endpoints' own listener; "": on the MCP listener
 	auditLog  string // -audit-log: a file, or "-" for standard output; "": none

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"strings"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/internal/loopback"
@@ -45,7 +44,7 @@ func (g *authFlags) resolve(cfg *config, src flagSource) error {
 	}
 	cfg.authScopes = flagvalue.SplitList(g.scopes)
 	var err error
-	if cfg.authToolScopes, err = parseToolScopes(g.toolScopes); err != nil {
+	if cfg.authToolScopes, err = flagvalue.ToolScopes("-auth-tool-scopes", g.toolScopes); err != nil {
 		return err
 	}
 	if cfg.authPolicy, err = readPolicy(*cfg); err != nil {
@@ -131,39 +130,6 @@ func checkExchange(cfg config) error {
 		return errors.New("-auth-exchange-endpoint needs -auth-issuer: the tokens exchanged are the ones it verifies")
 	}
 	return nil
-}
-
-// parseToolScopes parses -auth-tool-scopes, tool=scope+scope,tool2=scope,
-// strictly: every item names a tool once and at least one scope, and
-// neither holds spaces (scope tokens have none, RFC 6749 §3.3). Whether
-// the tools exist is checked once they are registered (checkToolScopes).
-func parseToolScopes(s string) (map[string][]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	m := make(map[string][]string)
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		tool, scopes, ok := strings.Cut(item, "=")
-		if !ok || tool == "" || scopes == "" {
-			return nil, fmt.Errorf("-auth-tool-scopes: %q: want tool=scope+scope", item)
-		}
-		if strings.ContainsAny(tool, " \t") {
-			return nil, fmt.Errorf("-auth-tool-scopes: tool name %q has a space", tool)
-		}
-		if _, dup := m[tool]; dup {
-			return nil, fmt.Errorf("-auth-tool-scopes: tool %q given twice", tool)
-		}
-		var list []string
-		for sc := range strings.SplitSeq(scopes, "+") {
-			if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
-				return nil, fmt.Errorf("-auth-tool-scopes: %q: bad scope %q", item, sc)
-			}
-			list = append(list, sc)
-		}
-		m[tool] = list
-	}
-	return m, nil
 }
 
 // checkIssuerTransport refuses an -auth-issuer over plain http on a

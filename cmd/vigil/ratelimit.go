@@ -12,7 +12,7 @@ func rateLimitOptions(cfg config) []middleware.InstrumentationOption {
 	}
 	opts := []middleware.InstrumentationOption{middleware.WithRateLimit(cfg.rateLimit, cfg.rateBurst)}
 	for tool, r := range cfg.toolRateLimits {
-		opts = append(opts, middleware.WithToolRateLimit(tool, r.rate, r.burst))
+		opts = append(opts, middleware.WithToolRateLimit(tool, r.Rate, r.Burst))
 	}
 	if cfg.shared != nil {
 		opts = append(opts, middleware.WithSharedRateLimits(cfg.shared))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/demotools"
@@ -22,8 +24,14 @@ func addDemoTools(srv *server.Server, toolScopes map[string][]string) error {
 // checkToolScopes returns an error naming the tools of toolScopes that are
 // not in names (sorted, as srv.ToolNames returns them).
 func checkToolScopes(names []string, toolScopes map[string][]string) error {
+	return checkKnownTools("-auth-tool-scopes", names, maps.Keys(toolScopes))
+}
+
+// checkKnownTools returns an error naming the tools that flag names and
+// names (sorted) lacks: a setting of a misspelled tool would do nothing.
+func checkKnownTools(flag string, names []string, tools iter.Seq[string]) error {
 	var unknown []string
-	for tool := range toolScopes {
+	for tool := range tools {
 		if _, found := slices.BinarySearch(names, tool); !found {
 			unknown = append(unknown, tool)
 		}
@@ -32,5 +40,5 @@ func checkToolScopes(names []string, toolScopes map[string][]string) error {
 		return nil
 	}
 	slices.Sort(unknown)
-	return fmt.Errorf("-auth-tool-scopes names unknown tools %q; the tools are %q", unknown, names)
+	return fmt.Errorf("%s names unknown tools %q; the tools are %q", flag, unknown, names)
 }
