@@ -11,16 +11,14 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/vigil-mcp/vigil"
-	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
+	"github.com/vigil-mcp/vigil/cmd/internal/auditlog"
 	"github.com/vigil-mcp/vigil/debugpage"
-	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
 	"github.com/vigil-mcp/vigil/internal/invisible"
@@ -70,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if warning != "" {
 		logger.Warn(warning, "addr", cfg.httpAddr)
 	}
-	audit, closeAudit, err := openAuditLog(cfg.auditLog, cfg.auditBlock, logger)
+	audit, closeAudit, err := auditlog.Open(cfg.auditLog, cfg.auditBlock, logger)
 	if err != nil {
 		return err
 	}
@@ -86,6 +84,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// requests: a few MiB); see package gcheadroom.
 	defer gcheadroom.Start(uint64(cfg.gcHeadroomMiB) << 20).Stop()
 
+	return serve(ctx, cfg, logger, logOut, audit, stop)
+}
+
+// serve builds the service of cfg and serves it until ctx is done;
+// logOut and audit (nil without -audit-log) are the writers of the logs
+// and the audit log, whose dropped lines it counts, and stop ends the
+// signals' context.
+func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *asyncwriter.Writer, stop func()) error {
 	// What /debug/vigil shows, and its trace ring, where spans go when
 	// OTEL_* names no exporter: none with -stdio, nobody could read them.
 	var page *debugpage.Recorder
@@ -93,21 +99,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
 	}
 	registry := prometheus.NewRegistry()
-	if cfg.redisURL != "" {
-		// Sessions shared with the other replicas on Redis: open before
-		// the server, which broadcasts its changes through it.
-		cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
-			URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
-			CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,
-			IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
-			MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
-			ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
-		})
-		if err != nil {
-			return err
-		}
-		defer func() { _ = cfg.shared.Close() }()
+	closeShared, err := openShared(ctx, &cfg, logger, registry)
+	if err != nil {
+		return err
 	}
+	defer closeShared()
 	var auditOut io.Writer // a nil *asyncwriter.Writer would not be a nil io.Writer
 	auditDropped := func() uint64 { return 0 }
 	if audit != nil {
@@ -115,49 +111,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	f := &front{cfg: cfg}
 	defer f.close()
-	opts := f.options()
-	if page != nil && len(cfg.upstreams) > 0 {
-		opts = append(opts, vigil.WithPage(page, debugpage.WithStatus(f.upstreamLines))) // each upstream's state on the live page
+	pageOpts, closeTracing, err := pageOptions(ctx, cfg, page, f)
+	if err != nil {
+		return err
 	}
-	if page != nil && cfg.traceRing == 0 {
-		// -trace-ring 0: the page keeps no trace, so spans go where
-		// OTEL_* says or nowhere, not to the page's ring.
-		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
-		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", version),
-			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
-		if err != nil {
-			return err
-		}
-		defer func() { _ = shutdown(context.Background()) }()
-		opts = append(opts, vigil.WithTracerProvider(tp))
-	}
-	svc, err := newService(cfg, logger, registry, page, auditOut, opts...)
+	defer closeTracing()
+	svc, err := newService(cfg, logger, registry, page, auditOut, append(f.options(), pageOpts...)...)
 	if err != nil {
 		return err
 	}
 	f.svc = svc
-	if len(cfg.upstreams) > 0 {
-		// The upstreams' tools, in place of the demo tools: mounted
-		// before serving, checked as the demo tools are.
-		f.creds = &upstreamspec.Credentials{}
-		gcfg := upstreamConfig(cfg, logger)
-		gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}), registry, demoToolScopes(cfg)
-		mctx, cancel := context.WithTimeout(ctx, upstreamWait(cfg))
-		g, err := gateway.Mount(mctx, svc.Server, gcfg)
-		cancel()
-		if err != nil {
-			return err
-		}
-		defer func() { _ = g.Close() }() // after serving: the calls in flight are done
-		f.gateway.Store(g)
-		names := knownToolNames(cfg, svc.Server.ToolNames(), g.Upstreams(), logger)
-		if err := checkToolNames(cfg, names); err != nil {
-			return err
-		}
-		if err := checkToolScopes(names, cfg.authToolScopes); err != nil {
-			return err
-		}
+	closeGateway, err := f.mountUpstreams(ctx, registry, logger)
+	if err != nil {
+		return err
 	}
+	defer closeGateway() // after serving: the calls in flight are done
 	// Records the outcomes the last requests left waiting for their batch
 	// and flushes the spans and metrics, before the log flush, when run
 	// returns before serving (the serve methods do it themselves).
@@ -182,35 +150,49 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return svc.ListenAndServe(ctx, cfg.httpAddr, cfg.adminAddr)
 }
 
-// openAuditLog opens the audit log of -audit-log: nil for "", standard
-// output for "-", else the file, appended to (created 0600). Lines are
-// written in the background (asyncwriter), so that no call waits on the
-// file; a line that finds the buffer full waits up to block for room, then
-// is dropped and counted (mcp_server_audit_lines_dropped_total), and
-// closeLog, which writes what is left and closes the file, logs how many
-// were.
-func openAuditLog(path string, block time.Duration, logger *slog.Logger) (w *asyncwriter.Writer, closeLog func(), err error) {
-	var out io.Writer = os.Stdout
-	closeOut := func() {}
-	switch path {
-	case "":
-		return nil, func() {}, nil
-	case "-":
-	default:
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, nil, fmt.Errorf("-audit-log: %w", err)
-		}
-		out, closeOut = f, func() { _ = f.Close() }
+// openShared opens the shared mode of -redis into cfg.shared, before the
+// server, which broadcasts its changes through it; closeShared closes it.
+func openShared(ctx context.Context, cfg *config, logger *slog.Logger, registry prometheus.Registerer) (closeShared func(), err error) {
+	if cfg.redisURL == "" {
+		return func() {}, nil
 	}
-	aw := asyncwriter.New(out, asyncwriter.WithBlock(block))
-	return aw, func() {
-		_ = aw.Close()
-		closeOut()
-		if n := aw.Dropped(); n > 0 {
-			logger.Warn("audit log lines dropped: the audit log's destination was too slow", "lines", n, "audit_log", path)
+	cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
+		URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
+		CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,
+		IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
+		MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
+		ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
+	})
+	if err != nil {
+		return nil, err
+	}
+	shared := cfg.shared
+	return func() { _ = shared.Close() }, nil
+}
+
+// pageOptions returns the options of the live page (page; nil: none):
+// each upstream's state on it and, with -trace-ring 0, where the page
+// keeps no trace, a tracer provider that sends spans where OTEL_* says or
+// nowhere, not to the page's ring; closeTracing flushes that provider.
+func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *front) (opts []vigil.Option, closeTracing func(), err error) {
+	closeTracing = func() {}
+	if page == nil {
+		return nil, closeTracing, nil
+	}
+	if len(cfg.upstreams) > 0 {
+		opts = append(opts, vigil.WithPage(page, debugpage.WithStatus(f.upstreamLines)))
+	}
+	if cfg.traceRing == 0 {
+		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
+		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", version),
+			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
+		if err != nil {
+			return nil, nil, err
 		}
-	}, nil
+		closeTracing = func() { _ = shutdown(context.Background()) }
+		opts = append(opts, vigil.WithTracerProvider(tp))
+	}
+	return opts, closeTracing, nil
 }
 
 // newLogger returns the process's logger, on stderr (a buffer in front of
