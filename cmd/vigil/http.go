@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
@@ -78,53 +78,19 @@ func (f *front) ready() error {
 // upstreamStates is each upstream's state, one a line, for /readyz's 200
 // answer (its 503 answer names them through Health).
 func (f *front) upstreamStates() string {
-	g := f.gateway.Load()
-	if g == nil {
-		return ""
+	if g := f.gateway.Load(); g != nil {
+		return upstreamview.States(g.Upstreams())
 	}
-	var b strings.Builder
-	for _, st := range g.Upstreams() {
-		b.WriteString(st.String() + "\n") // names and states only
-	}
-	return b.String()
+	return ""
 }
 
-// upstreamLines is each upstream's view for the live page (upstreamLine);
-// none before the upstreams are mounted.
+// upstreamLines is each upstream's view for the live page; none before
+// the upstreams are mounted.
 func (f *front) upstreamLines() []string {
-	g := f.gateway.Load()
-	if g == nil {
-		return nil
+	if g := f.gateway.Load(); g != nil {
+		return upstreamview.Lines(g.Upstreams())
 	}
-	var lines []string
-	for _, st := range g.Upstreams() {
-		lines = append(lines, upstreamLine(st))
-	}
-	return lines
-}
-
-// upstreamLine is the live page's view of an upstream: its state, its
-// sessions started (restarts among them), its calls by outcome and their
-// mean latency; names and numbers only, as on /readyz.
-func upstreamLine(st gateway.UpstreamStatus) string {
-	var b strings.Builder
-	b.WriteString(st.String())
-	fmt.Fprintf(&b, " · starts %d", st.Starts)
-	if len(st.Calls) == 0 {
-		return b.String()
-	}
-	b.WriteString(" · calls")
-	sep := " "
-	for _, o := range []string{"ok", "tool_error", "error", "cancelled", "upstream_closed", "not_ready"} {
-		if n, ok := st.Calls[o]; ok {
-			fmt.Fprintf(&b, "%s%s %d", sep, o, n)
-			sep = ", "
-		}
-	}
-	if st.MeanLatency > 0 {
-		fmt.Fprintf(&b, " · mean %s", st.MeanLatency.Round(10*time.Microsecond))
-	}
-	return b.String()
+	return nil
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not
