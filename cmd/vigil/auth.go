@@ -12,19 +12,15 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+	"github.com/vigil-mcp/vigil/cmd/internal/resourceserver"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
 )
-
-// authHTTPTimeout bounds each call to the authorization server: discovery,
-// the JWK Set, introspection.
-const authHTTPTimeout = 10 * time.Second
 
 // authorization is the OAuth resource server that guards /mcp when
 // -auth-issuer is set.
@@ -35,72 +31,23 @@ type authorization struct {
 }
 
 // newAuthorization builds the resource server of resource, the canonical
-// URI of /mcp: a JWT verifier with discovery from -auth-issuer, or with
-// VIGIL_AUTH_INTROSPECTION_CLIENT_ID and _SECRET an introspection
-// verifier at the issuer's introspection endpoint. Tokens must name
-// resource as their audience. The scopes every request needs are
-// -auth-scopes; those of each tool, the tool's own (srv.ToolScopes). Its
-// failures are counted in registry. A JWT verifier fetches the issuer's
-// metadata and keys now: an issuer that cannot be reached fails the start.
+// URI of /mcp, as the -auth-* flags say (package resourceserver), with
+// srv's tool scopes, its failures counted in registry; with
+// -auth-exchange-*, its Exchanger and downstream_whoami.
 func newAuthorization(ctx context.Context, cfg config, resource string, srv *server.Server, registry prometheus.Registerer, logger *slog.Logger) (*authorization, error) {
-	client := &http.Client{Timeout: authHTTPTimeout}
 	if cfg.authInsecureHTTP {
 		logger.Warn("the authorization server may be reached over plain http (-auth-insecure-http): anyone on the path can swap its keys and mint any token", "issuer", cfg.authIssuer)
 	}
-	var verifier oauth.Verifier
-	release := func() {}
-	if cfg.introspectionClientID != "" {
-		v, err := oauth.NewIntrospectionVerifier(oauth.IntrospectionConfig{
-			Issuer:            cfg.authIssuer,
-			ClientID:          cfg.introspectionClientID,
-			ClientSecret:      cfg.introspectionSecret,
-			Audiences:         []string{resource},
-			HTTPClient:        client,
-			Logger:            logger,
-			CacheTTL:          introspectionCacheTTL(cfg.authCacheTTL),
-			AllowInsecureHTTP: cfg.authInsecureHTTP,
-			MissRate:          cfg.authIntrospectRate,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("-auth-issuer %s: introspection: %w", cfg.authIssuer, err)
-		}
-		verifier = v
-	} else {
-		dctx, cancel := context.WithTimeout(ctx, authHTTPTimeout)
-		defer cancel()
-		v, err := oauth.NewJWTVerifier(dctx, oauth.JWTConfig{
-			Issuer:            cfg.authIssuer,
-			Audiences:         []string{resource},
-			HTTPClient:        client,
-			Logger:            logger,
-			AllowInsecureHTTP: cfg.authInsecureHTTP,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("-auth-issuer %s: %w", cfg.authIssuer, err)
-		}
-		verifier, release = v, func() { _ = v.Close() }
-	}
 	dpop, err := dpopConfig(cfg)
 	if err != nil {
-		release()
 		return nil, err
 	}
-	rs, err := oauth.New(oauth.Config{
-		Resource:             resource,
-		AuthorizationServers: []string{cfg.authIssuer},
-		Verifier:             verifier,
-		Scopes:               cfg.authScopes,
-		ToolScopes:           srv.ToolScopes,
-		AllToolScopes:        srv.AllToolScopes,
-		HideTools:            cfg.authHideTools,
-		DPoP:                 dpop,
-		ResourceName:         "Vigil",
-		MaxBodyBytes:         cfg.maxBody,
-		Registerer:           registry,
-		Logger:               logger,
+	rs, client, release, err := resourceserver.New(ctx, resourceserver.Config{
+		Issuer: cfg.authIssuer, Resource: resource, ClientID: cfg.introspectionClientID, ClientSecret: cfg.introspectionSecret,
+		CacheTTL: cfg.authCacheTTL, MissRate: cfg.authIntrospectRate, InsecureHTTP: cfg.authInsecureHTTP, Scopes: cfg.authScopes,
+		HideTools: cfg.authHideTools, DPoP: dpop, MaxBodyBytes: cfg.maxBody, Server: srv, Registerer: registry, Logger: logger,
 	})
 	if err != nil {
-		release()
 		return nil, err
 	}
 	var x *oauth.Exchanger
@@ -150,24 +97,9 @@ func dpopConfig(cfg config) (*oauth.DPoPConfig, error) {
 	return d, nil
 }
 
-// introspectionCacheTTL is the IntrospectionConfig.CacheTTL of
-// -auth-cache-ttl d, where 0 means no cache.
-func introspectionCacheTTL(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
 // public returns the paths the resource server serves next to /mcp: its
 // protected resource metadata.
-func (a *authorization) public() map[string]http.Handler {
-	m := make(map[string]http.Handler)
-	for _, p := range a.rs.MetadataPaths() {
-		m[p] = a.rs.MetadataHandler()
-	}
-	return m
-}
+func (a *authorization) public() map[string]http.Handler { return resourceserver.Public(a.rs) }
 
 // authFlags are the OAuth resource server's (-auth-*): the issuer and
 // how its tokens are verified (a JWT, or introspected with
