@@ -157,13 +157,14 @@ type flagSource struct {
 // resolved.
 func flagGroups() []flagGroup {
 	return []flagGroup{
-		&serveFlags{},
-		limitFlags{},
-		observeFlags{},
-		sharedFlags{},
-		&authFlags{},
-		quotaFlags{},
-		&rateFlags{}, &gatewayFlags{},
+		&serveFlags{},   // -http, -stdio, -admin-http, -allowed-hosts, -allow-unauthenticated, -skills, -shutdown-grace
+		limitFlags{},    // -max-*, timeouts, -tool-concurrency, -gc-headroom
+		observeFlags{},  // -log-*, -debug, -trace-*, -audit-*
+		sharedFlags{},   // -redis*, VIGIL_CLUSTER_KEY*, VIGIL_REQUEST_STATE_KEY
+		&authFlags{},    // -auth-*, VIGIL_AUTH_*
+		quotaFlags{},    // -quota-*, -memory-budget, -overload-target
+		&rateFlags{},    // -rate-*, -tool-rate-limits: after auth (hidden tools)
+		&gatewayFlags{}, // -upstream*: after auth (token exchange)
 	}
 }
 
