@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -380,7 +381,7 @@ func TestParseConfig(t *testing.T) {
 			want: with(func(c *config) {
 				c.authIssuer, c.authHideTools = "https://auth.example.com", true
 				c.authToolScopes = map[string][]string{"sleep": {"s"}}
-				c.toolRateLimits = map[string]toolRate{"echo": {rate: 5}}
+				c.toolRateLimits = map[string]flagvalue.ToolRate{"echo": {Rate: 5}}
 			}),
 		},
 		{

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/gateway"
 )
 
@@ -128,9 +129,9 @@ func TestKnownToolNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := config{toolRateLimits: map[string]toolRate{}}
+			cfg := config{toolRateLimits: map[string]flagvalue.ToolRate{}}
 			for _, r := range tc.rates {
-				cfg.toolRateLimits[r] = toolRate{rate: 1, burst: 1}
+				cfg.toolRateLimits[r] = flagvalue.ToolRate{Rate: 1, Burst: 1}
 			}
 			assert.Equal(t, tc.want, knownToolNames(cfg, served, tc.sts, slog.New(slog.DiscardHandler)))
 		})

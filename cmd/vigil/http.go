@@ -3,17 +3,16 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/vigil-mcp/vigil"
+	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -29,7 +28,7 @@ type front struct {
 	svc     *vigil.Service
 	authz   *authorization                  // built by guard, once the MCP listener's address is known
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
-	creds   *upstreamCredentials            // the -upstream-auth credentials, set before mounting; nil without upstreams
+	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
 }
 
 // options returns the service's options of front, and the rest of what
@@ -77,53 +76,19 @@ func (f *front) ready() error {
 // upstreamStates is each upstream's state, one a line, for /readyz's 200
 // answer (its 503 answer names them through Health).
 func (f *front) upstreamStates() string {
-	g := f.gateway.Load()
-	if g == nil {
-		return ""
+	if g := f.gateway.Load(); g != nil {
+		return upstreamview.States(g.Upstreams())
 	}
-	var b strings.Builder
-	for _, st := range g.Upstreams() {
-		b.WriteString(st.String() + "\n") // names and states only
-	}
-	return b.String()
+	return ""
 }
 
-// upstreamLines is each upstream's view for the live page (upstreamLine);
-// none before the upstreams are mounted.
+// upstreamLines is each upstream's view for the live page; none before
+// the upstreams are mounted.
 func (f *front) upstreamLines() []string {
-	g := f.gateway.Load()
-	if g == nil {
-		return nil
+	if g := f.gateway.Load(); g != nil {
+		return upstreamview.Lines(g.Upstreams())
 	}
-	var lines []string
-	for _, st := range g.Upstreams() {
-		lines = append(lines, upstreamLine(st))
-	}
-	return lines
-}
-
-// upstreamLine is the live page's view of an upstream: its state, its
-// sessions started (restarts among them), its calls by outcome and their
-// mean latency; names and numbers only, as on /readyz.
-func upstreamLine(st gateway.UpstreamStatus) string {
-	var b strings.Builder
-	b.WriteString(st.String())
-	fmt.Fprintf(&b, " · starts %d", st.Starts)
-	if len(st.Calls) == 0 {
-		return b.String()
-	}
-	b.WriteString(" · calls")
-	sep := " "
-	for _, o := range []string{"ok", "tool_error", "error", "cancelled", "upstream_closed", "not_ready"} {
-		if n, ok := st.Calls[o]; ok {
-			fmt.Fprintf(&b, "%s%s %d", sep, o, n)
-			sep = ", "
-		}
-	}
-	if st.MeanLatency > 0 {
-		fmt.Fprintf(&b, " · mean %s", st.MeanLatency.Round(10*time.Microsecond))
-	}
-	return b.String()
+	return nil
 }
 
 // errSharedStoreUnreachable is what /readyz says while Redis does not
@@ -141,7 +106,7 @@ func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server,
 			return nil, nil, nil, err
 		}
 		f.authz = authz
-		f.creds.useExchanger(authz.x)
+		f.creds.UseExchanger(authz.x)
 		// The guarded endpoint checks tool scopes per message, and a
 		// forwarded task request is authorized there too.
 		endpoint, mcp = authz.rs.Endpoint(srv, opts...)
@@ -220,53 +185,15 @@ func httpHygiene(cfg config) []vigil.Option {
 	return opts
 }
 
-// checkExposure refuses to serve /mcp without authorization on a listen
-// address other than loopback unless -allow-unauthenticated says so, and
-// refuses authorization without -auth-resource on a wildcard address,
-// whose resource URI vigil cannot know. It returns a warning to log when
-// serving unauthenticated on such an address.
+// checkExposure refuses to serve /mcp where it would be open to more than
+// the flags say (package exposure), and returns a warning to log when
+// serving unauthenticated off loopback; -stdio has no listener.
 func checkExposure(cfg config) (warning string, err error) {
 	if cfg.stdio {
 		return "", nil
 	}
-	if cfg.authEnabled() {
-		if cfg.authResource == "" && isWildcardAddr(cfg.httpAddr) {
-			return "", fmt.Errorf("-http %s listens on every address, so vigil cannot know the URL clients use: add -auth-resource URL (the canonical https URL of /mcp that tokens must name)", cfg.httpAddr)
-		}
-		if cfg.adminAddr == "" && !loopback.ListenAddr(cfg.httpAddr) {
-			// /metrics and /debug/vigil name sessions, subjects and tools:
-			// beside a protected /mcp they would be its open back door.
-			return "", fmt.Errorf("-http %s is not a loopback address, and /metrics, /healthz, /readyz and /debug/vigil would be served there without authorization beside the protected /mcp: add -admin-http ADDR to serve them on a listener of their own (127.0.0.1:9090, or :9090 for a cluster network that only monitoring reaches)", cfg.httpAddr)
-		}
-		return "", nil
-	}
-	if loopback.ListenAddr(cfg.httpAddr) {
-		return "", nil
-	}
-	if !cfg.allowUnauthenticated {
-		return "", fmt.Errorf("-http %s is not a loopback address, and /mcp would be open to anyone who can reach it: add -auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated", cfg.httpAddr)
-	}
-	if len(cfg.allowedHosts) == 0 {
-		return "", fmt.Errorf("-http %s is not a loopback address and /mcp has no authorization: add -allowed-hosts NAMES (the host names clients use), so that a web page cannot reach it by DNS rebinding", cfg.httpAddr)
-	}
-	if cfg.adminAddr == "" {
-		// The page lists session ids, which are the only credential of an
-		// unauthenticated session.
-		return "", fmt.Errorf("-http %s is not a loopback address, and /debug/vigil would list its session ids (their only credential without authorization) to anyone: add -admin-http ADDR to serve /metrics, /healthz, /readyz and /debug/vigil on a listener of their own", cfg.httpAddr)
-	}
-	return "serving /mcp without authorization on a non-loopback address (-allow-unauthenticated)", nil
-}
-
-// isWildcardAddr reports whether the listen address addr has an empty or
-// unspecified (0.0.0.0, ::) host.
-func isWildcardAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if host == "" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsUnspecified()
+	return exposure.Check(exposure.Listener{
+		HTTPAddr: cfg.httpAddr, AdminAddr: cfg.adminAddr, Authorized: cfg.authEnabled(), Resource: cfg.authResource,
+		AllowUnauthenticated: cfg.allowUnauthenticated, AllowedHosts: cfg.allowedHosts,
+	})
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
-	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
@@ -69,15 +69,5 @@ func checkPolicyTools(cfg config, names []string) error {
 	if cfg.authPolicy == nil {
 		return nil
 	}
-	var unknown []string
-	for tool := range cfg.authPolicy.Tools {
-		if _, found := slices.BinarySearch(names, tool); !found {
-			unknown = append(unknown, tool)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	return fmt.Errorf("-auth-policy %s names unknown tools %q; the tools are %q", cfg.authPolicyFile, unknown, names)
+	return checkKnownTools("-auth-policy "+cfg.authPolicyFile, names, maps.Keys(cfg.authPolicy.Tools))
 }

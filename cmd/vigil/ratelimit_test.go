@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 )
 
 // TestRateLimitFlags parses the rate-limit flags and their variables, and
@@ -15,14 +17,14 @@ func TestRateLimitFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 50, cfg.rateLimit, 0)
 	assert.Equal(t, 100, cfg.rateBurst)
-	assert.Equal(t, map[string]toolRate{"echo": {rate: 10, burst: 20}, "slow": {rate: 0.5}}, cfg.toolRateLimits)
+	assert.Equal(t, map[string]flagvalue.ToolRate{"echo": {Rate: 10, Burst: 20}, "slow": {Rate: 0.5}}, cfg.toolRateLimits)
 	assert.Len(t, rateLimitOptions(cfg), 3)
 
 	env := map[string]string{"VIGIL_RATE_LIMIT": "7", "VIGIL_TOOL_RATE_LIMITS": "echo=1/2"}
 	cfg, err = parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	require.NoError(t, err)
 	assert.InDelta(t, 7, cfg.rateLimit, 0)
-	assert.Equal(t, map[string]toolRate{"echo": {rate: 1, burst: 2}}, cfg.toolRateLimits)
+	assert.Equal(t, map[string]flagvalue.ToolRate{"echo": {Rate: 1, Burst: 2}}, cfg.toolRateLimits)
 
 	cfg, err = parseConfig(nil, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
@@ -44,6 +46,6 @@ func TestRateLimitFlags(t *testing.T) {
 		_, err := parseConfig(args, func(string) string { return "" }, io.Discard)
 		require.Error(t, err, "%q", args)
 	}
-	require.ErrorContains(t, checkToolRates([]string{"echo", "slow"}, map[string]toolRate{"echo": {rate: 1}, "nope": {rate: 1}}), `unknown tools ["nope"]`)
-	assert.NoError(t, checkToolRates([]string{"echo"}, map[string]toolRate{"echo": {rate: 1}}))
+	require.ErrorContains(t, checkToolRates([]string{"echo", "slow"}, map[string]flagvalue.ToolRate{"echo": {Rate: 1}, "nope": {Rate: 1}}), `unknown tools ["nope"]`)
+	assert.NoError(t, checkToolRates([]string{"echo"}, map[string]flagvalue.ToolRate{"echo": {Rate: 1}}))
 }

@@ -32,85 +32,14 @@ const toolSlotWait = time.Second
 // come last (tests give their own tracer provider).
 func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, page *debugpage.Recorder, audit io.Writer, opts ...vigil.Option) (*vigil.Service, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
-	instOpts := []middleware.InstrumentationOption{
-		middleware.WithTimeout(cfg.requestTimeout),
-		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
-		middleware.WithLimitWait(toolSlotWait),
-		middleware.WithAuditLog(audit),
+	srvOpts, err := serverOptions(cfg, quotaSrv, page, registry, logger)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.untrustedTraceContext() {
-		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
-	}
-	if cfg.traceContent {
-		instOpts = append(instOpts, middleware.WithContentCapture(nil))
-	}
-	if len(cfg.upstreams) > 0 { // the request duration names a forwarded tool's upstream
-		names := make([]string, 0, len(cfg.upstreams))
-		for _, u := range cfg.upstreams {
-			names = append(names, u.Name)
-		}
-		instOpts = append(instOpts, middleware.WithMetricsOptions(telemetry.WithUpstreams(names...)))
-	}
-	instOpts = append(instOpts, quotaMW...)
-	instOpts = append(instOpts, rateLimitOptions(cfg)...)
-
-	srvOpts := []server.Option{
-		server.WithMaxInFlightPerSession(cfg.maxInFlight),
-		server.WithMaxResultBytes(cfg.maxResultBytes),
-		server.WithListChangedDelay(cfg.listChangedDelay),
-		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
-	}
-	srvOpts = append(srvOpts, quotaSrv...)
-	if cfg.shared != nil {
-		srvOpts = append(srvOpts, cfg.shared.ServerOptions()...)
-	}
-	if cfg.authEnabled() && !cfg.stdio {
-		// tools/list shows a principal only the tools its scopes allow, a
-		// task answers only its creator, and the debug page learns who
-		// opened each session. (The demo tools do not read the caller, so
-		// auth.Middleware, which puts it in handlers' contexts, is left
-		// out: it would cost a context per request for nobody.) Both fail
-		// closed without a verified principal: not for stdio, whose client
-		// holds no token (the guard is HTTP's).
-		access := auth.ToolAccess
-		if cfg.authPolicy != nil {
-			set, err := newPolicies(cfg, registry, logger)
-			if err != nil {
-				return nil, err
-			}
-			srvOpts = append(srvOpts, server.WithToolPolicy(set.Check))
-			access = func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }
-		}
-		srvOpts = append(srvOpts, server.WithToolAccess(access), server.WithCallerKey(auth.CallerKey))
-		if page != nil {
-			srvOpts = append(srvOpts, server.WithMiddleware(page.Middleware()))
-		}
-	}
-
 	// The service, built below, is what the endpoint's hooks count with:
 	// they run once it serves.
 	var svc *vigil.Service
 	counts := func() *metrics.Metrics { return svc.Instrumentation.Metrics() }
-	endpointOpts := []streamable.Option{
-		streamable.WithMaxBodyBytes(cfg.maxBody),
-		streamable.WithMaxSessions(cfg.maxSessions),
-		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
-		streamable.WithIdleTimeout(cfg.idleTimeout),
-		endpointQuotas(cfg, counts),
-		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
-		streamable.WithMaxResumptions(cfg.maxResumptions),
-		streamable.WithInitTimeout(cfg.initTimeout),
-		streamable.WithMaxStateBytes(cfg.maxSessionState),
-	}
-	if cfg.authEnabled() {
-		// A session answers only the principal that opened it; another
-		// one's request with its id is an unknown session, and counted.
-		endpointOpts = append(endpointOpts, streamable.WithPrincipal(auth.SessionPrincipal))
-	}
-	if cfg.shared != nil {
-		endpointOpts = append(endpointOpts, cfg.shared.Options()...) // sessions shared with the other replicas
-	}
-
 	pageOpt := vigil.WithPage(nil)
 	if page != nil {
 		pageOpt = vigil.WithPage(page)
@@ -119,9 +48,9 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		vigil.WithLogger(logger),
 		vigil.WithRegistry(registry),
 		pageOpt,
-		vigil.WithInstrumentation(instOpts...),
+		vigil.WithInstrumentation(instrumentationOptions(cfg, audit, quotaMW)...),
 		vigil.WithServerOptions(srvOpts...),
-		vigil.WithEndpointOptions(endpointOpts...),
+		vigil.WithEndpointOptions(endpointOptions(cfg, counts)...),
 		vigil.WithAllowedHosts(cfg.allowedHosts...),
 		vigil.WithShutdownGrace(drainGrace(cfg)),
 	}, opts...)...)
@@ -147,6 +76,101 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		svc.Logger.Info("serving skills", "dir", cfg.skillsDir, "skills", paths)
 	}
 	return svc, nil
+}
+
+// instrumentationOptions returns the middleware chain's options of cfg:
+// the timeout, the per-tool concurrency limit, the audit log (audit), what
+// traces trust and hold, the upstreams' names, the quotas (quota) and the
+// rate limits.
+func instrumentationOptions(cfg config, audit io.Writer, quota []middleware.InstrumentationOption) []middleware.InstrumentationOption {
+	instOpts := []middleware.InstrumentationOption{
+		middleware.WithTimeout(cfg.requestTimeout),
+		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
+		middleware.WithLimitWait(toolSlotWait),
+		middleware.WithAuditLog(audit),
+	}
+	if cfg.untrustedTraceContext() {
+		instOpts = append(instOpts, middleware.WithUntrustedTraceContext())
+	}
+	if cfg.traceContent {
+		instOpts = append(instOpts, middleware.WithContentCapture(nil))
+	}
+	if len(cfg.upstreams) > 0 { // the request duration names a forwarded tool's upstream
+		names := make([]string, 0, len(cfg.upstreams))
+		for _, u := range cfg.upstreams {
+			names = append(names, u.Name)
+		}
+		instOpts = append(instOpts, middleware.WithMetricsOptions(telemetry.WithUpstreams(names...)))
+	}
+	instOpts = append(instOpts, quota...)
+	instOpts = append(instOpts, rateLimitOptions(cfg)...)
+	return instOpts
+}
+
+// serverOptions returns the server's options of cfg: its limits, the
+// quotas it keeps (quota), the shared mode's, and with authorization over
+// HTTP the tool access, the policies of -auth-policy (counted in registry,
+// logging to logger) and the page's view of each session's principal.
+func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, registry prometheus.Registerer, logger *slog.Logger) ([]server.Option, error) {
+	srvOpts := []server.Option{
+		server.WithMaxInFlightPerSession(cfg.maxInFlight),
+		server.WithMaxResultBytes(cfg.maxResultBytes),
+		server.WithListChangedDelay(cfg.listChangedDelay),
+		server.WithRequestStateKey(cfg.stateKey), // shorter keys (none) keep a random one
+	}
+	srvOpts = append(srvOpts, quota...)
+	if cfg.shared != nil {
+		srvOpts = append(srvOpts, cfg.shared.ServerOptions()...)
+	}
+	if cfg.authEnabled() && !cfg.stdio {
+		// tools/list shows a principal only the tools its scopes allow, a
+		// task answers only its creator, and the debug page learns who
+		// opened each session. (The demo tools do not read the caller, so
+		// auth.Middleware, which puts it in handlers' contexts, is left
+		// out: it would cost a context per request for nobody.) Both fail
+		// closed without a verified principal: not for stdio, whose client
+		// holds no token (the guard is HTTP's).
+		access := auth.ToolAccess
+		if cfg.authPolicy != nil {
+			set, err := newPolicies(cfg, registry, logger)
+			if err != nil {
+				return nil, err
+			}
+			srvOpts = append(srvOpts, server.WithToolPolicy(set.Check))
+			access = func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }
+		}
+		srvOpts = append(srvOpts, server.WithToolAccess(access), server.WithCallerKey(auth.CallerKey))
+		if page != nil {
+			srvOpts = append(srvOpts, server.WithMiddleware(page.Middleware()))
+		}
+	}
+	return srvOpts, nil
+}
+
+// endpointOptions returns the MCP endpoint's options of cfg: its bounds,
+// timeouts and quotas (whose refusals counts' metrics count), the
+// principal that owns each session, and the shared mode's.
+func endpointOptions(cfg config, counts func() *metrics.Metrics) []streamable.Option {
+	endpointOpts := []streamable.Option{
+		streamable.WithMaxBodyBytes(cfg.maxBody),
+		streamable.WithMaxSessions(cfg.maxSessions),
+		streamable.WithMaxRequestStreamsPerSession(cfg.maxInFlight),
+		streamable.WithIdleTimeout(cfg.idleTimeout),
+		endpointQuotas(cfg, counts),
+		streamable.WithWriteTimeout(cfg.sseWriteTimeout),
+		streamable.WithMaxResumptions(cfg.maxResumptions),
+		streamable.WithInitTimeout(cfg.initTimeout),
+		streamable.WithMaxStateBytes(cfg.maxSessionState),
+	}
+	if cfg.authEnabled() {
+		// A session answers only the principal that opened it; another
+		// one's request with its id is an unknown session, and counted.
+		endpointOpts = append(endpointOpts, streamable.WithPrincipal(auth.SessionPrincipal))
+	}
+	if cfg.shared != nil {
+		endpointOpts = append(endpointOpts, cfg.shared.Options()...) // sessions shared with the other replicas
+	}
+	return endpointOpts
 }
 
 // checkToolNames checks that every tool the flags name

@@ -1,159 +1,20 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/transport/stdio"
 )
-
-// parseUpstreams turns the values of -upstream (NAME=TARGET: an http://
-// or https:// URL, else a command line split as a shell splits words, run
-// without one) and -upstream-env (NAME=K=V, for a stdio upstream NAME)
-// into the gateway's upstreams, in the order given.
-func parseUpstreams(targets, envs []string) ([]gateway.Upstream, error) {
-	var ups []gateway.Upstream
-	index := map[string]int{}
-	for _, t := range targets {
-		name, target, ok := strings.Cut(t, "=")
-		if !ok || name == "" || strings.TrimSpace(target) == "" {
-			return nil, fmt.Errorf("-upstream %q: want NAME=TARGET (a command line, or an http:// or https:// URL)", t)
-		}
-		if _, dup := index[name]; dup {
-			return nil, fmt.Errorf("-upstream %s: named twice", name)
-		}
-		up := gateway.Upstream{Name: name}
-		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
-			if err := checkURL(target); err != nil {
-				return nil, fmt.Errorf("-upstream %s: %w", name, err)
-			}
-			up.URL = target
-		} else {
-			argv, err := upstream.SplitCommand(target)
-			if err != nil {
-				return nil, fmt.Errorf("-upstream %s: %w", name, err)
-			}
-			up.Command = argv
-		}
-		index[name] = len(ups)
-		ups = append(ups, up)
-	}
-	for _, e := range envs {
-		name, kv, _ := strings.Cut(e, "=")
-		i, ok := index[name]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V for an -upstream NAME", e)
-		case ups[i].URL != "":
-			return nil, fmt.Errorf("-upstream-env %s: an HTTP upstream has no environment", name)
-		case !strings.Contains(kv, "=") || strings.HasPrefix(kv, "="):
-			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V", e)
-		}
-		ups[i].Env = append(ups[i].Env, kv)
-	}
-	return ups, nil
-}
-
-// parseUpstreamTools applies -upstream-tools (NAME=PATTERN[,PATTERN]: the
-// upstream's tools served, path.Match globs, !glob to leave out) to the
-// upstreams; gateway.Mount checks the patterns.
-func parseUpstreamTools(ups []gateway.Upstream, values []string) error {
-	for _, v := range values {
-		name, patterns, _ := strings.Cut(v, "=")
-		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
-		switch {
-		case i < 0:
-			return fmt.Errorf("-upstream-tools %q: want NAME=PATTERN[,PATTERN] for an -upstream NAME", v)
-		case patterns == "":
-			return fmt.Errorf("-upstream-tools %s: no pattern", name)
-		}
-		ups[i].Tools = append(ups[i].Tools, strings.Split(patterns, ",")...)
-	}
-	return nil
-}
-
-// parseUpstreamBytes applies the values of flag ([NAME=]BYTES: every
-// upstream's bound, *all, or upstream NAME's) to the upstreams with set,
-// a NAME's after every upstream's, whatever their order.
-func parseUpstreamBytes(ups []gateway.Upstream, flag string, values []string, all *int64, set func(*gateway.Upstream, int64)) error {
-	named := map[int]int64{}
-	for _, v := range values {
-		name, size, ok := strings.Cut(v, "=")
-		if !ok {
-			name, size = "", v
-		}
-		n, err := strconv.ParseInt(size, 10, 64)
-		if err != nil || n < 1 || n > math.MaxInt32 {
-			return fmt.Errorf("%s %q: want [NAME=]BYTES, BYTES from 1 to %d", flag, v, math.MaxInt32)
-		}
-		if name == "" {
-			*all = n
-			continue
-		}
-		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
-		if i < 0 {
-			return fmt.Errorf("%s %q: %s is not an -upstream NAME", flag, v, name)
-		}
-		named[i] = n
-	}
-	for i := range ups {
-		n, ok := named[i]
-		if !ok {
-			n = *all
-		}
-		set(&ups[i], n)
-	}
-	return nil
-}
-
-// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
-// -upstream-idle, -upstream-unchecked-tools, -upstream-required,
-// -upstream-start-timeout, -upstream-max-message and -upstream-max-catalog: given (in args or the environment) only with
-// -upstream, a positive cap and start timeout, an idle time not negative.
-func checkUpstreamSessions(fs *flag.FlagSet, cfg config) error {
-	var given []string
-	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains([]string{"upstream-shared", "upstream-max-processes", "upstream-idle", "upstream-unchecked-tools", "upstream-required", "upstream-start-timeout", "upstream-max-message", "upstream-max-catalog"}, f.Name) {
-			given = append(given, "-"+f.Name)
-		}
-	})
-	switch {
-	case len(given) > 0 && len(cfg.upstreams) == 0:
-		return fmt.Errorf("%s: need -upstream", strings.Join(given, ", "))
-	case cfg.upstreamMaxProcesses < 1:
-		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
-	case cfg.upstreamIdle < 0:
-		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
-	case cfg.upstreamStartTimeout <= 0:
-		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", cfg.upstreamStartTimeout)
-	}
-	return nil
-}
-
-// parseUpstreamRequired parses -upstream-required, NAME[,NAME], each an
-// upstream's name; "" is every upstream (nil).
-func parseUpstreamRequired(ups []gateway.Upstream, v string) ([]string, error) {
-	if v == "" {
-		return nil, nil
-	}
-	names := splitList(v)
-	for _, name := range names {
-		if !slices.ContainsFunc(ups, func(up gateway.Upstream) bool { return up.Name == name }) {
-			return nil, fmt.Errorf("-upstream-required %q: %s is not an -upstream NAME", v, name)
-		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("-upstream-required %q: want NAME[,NAME]", v)
-	}
-	return names, nil
-}
 
 // upstreamWaitHTTP is how long vigil waits for its upstreams before it
 // serves HTTP: those ready by then are served from the first request,
@@ -242,4 +103,150 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
 		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
 	}
+}
+
+// gatewayFlags are the gateway's (-upstream*): the MCP servers vigil
+// fronts instead of the demo tools, what each gets (environment, headers,
+// token), which of their tools are served, their bounds, and how their
+// sessions start, live and end.
+type gatewayFlags struct {
+	targets, env, headers, auths, tools []string // -upstream, -upstream-env, -upstream-header, -upstream-auth, -upstream-tools
+	maxMessage, maxCatalog              []string // -upstream-max-message, -upstream-max-catalog
+	shared                              bool     // -upstream-shared
+	required                            string   // -upstream-required
+}
+
+func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
+	cfg.upstreamMaxMessage, cfg.upstreamMaxCatalog = stdio.DefaultMaxFrameSize, 16<<20
+	fs.Func("upstream", "serve the tools of the MCP server `NAME=TARGET` instead of the demo tools: TARGET is an http:// or https:// Streamable HTTP endpoint, or a command line run as a stdio server (split as a shell splits words, no shell); repeatable, several serve their tools as NAME_tool (see docs/gateway.md)", func(v string) error {
+		g.targets = append(g.targets, v)
+		return nil
+	})
+	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", func(v string) error {
+		g.env = append(g.env, v)
+		return nil
+	})
+	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", func(v string) error {
+		g.headers = append(g.headers, v)
+		return nil
+	})
+	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", func(v string) error {
+		g.auths = append(g.auths, v)
+		return nil
+	})
+	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", func(v string) error {
+		g.tools = append(g.tools, v)
+		return nil
+	})
+	fs.BoolVar(&g.shared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
+	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the spare spawned ahead for the next session is counted, the process each upstream keeps for listing is not)")
+	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
+		switch v {
+		case "serve", "drop":
+			cfg.upstreamDropUnchecked = v == "drop"
+			return nil
+		}
+		return fmt.Errorf("%q: want serve or drop", v)
+	})
+	fs.StringVar(&g.required, "upstream-required", "", "the upstreams /readyz requires to be ready, `NAME[,NAME]` (default every one); the others are served when they are, and /readyz still names their state")
+	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 30*time.Second, "bound each start of an upstream (its process's spawn, initialize, the first listing); one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
+	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", func(v string) error {
+		g.maxMessage = append(g.maxMessage, v)
+		return nil
+	})
+	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", func(v string) error {
+		g.maxCatalog = append(g.maxCatalog, v)
+		return nil
+	})
+	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
+}
+
+func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
+	var err error
+	if cfg.upstreams, err = upstreamspec.Parse(g.targets, g.env); err != nil {
+		return err
+	}
+	if err := upstreamspec.ApplyTools(cfg.upstreams, g.tools); err != nil {
+		return err
+	}
+	if err := upstreamspec.ApplyBytes(cfg.upstreams, "-upstream-max-message", g.maxMessage, &cfg.upstreamMaxMessage, func(up *gateway.Upstream, n int64) {
+		up.MaxMessageBytes = int(n)
+	}); err != nil {
+		return err
+	}
+	if err := upstreamspec.ApplyBytes(cfg.upstreams, "-upstream-max-catalog", g.maxCatalog, &cfg.upstreamMaxCatalog, func(up *gateway.Upstream, n int64) {
+		up.MaxCatalogBytes = n
+	}); err != nil {
+		return err
+	}
+	if cfg.upstreamAuth, err = upstreamspec.ParseCredentials(cfg.upstreams, g.headers, g.auths, src.getenv); err != nil {
+		return err
+	}
+	for name, ua := range cfg.upstreamAuth {
+		if ua.Mode == upstreamspec.TokenExchange && cfg.exchangeEndpoint == "" {
+			return fmt.Errorf("-upstream-auth %s: token_exchange needs -auth-exchange-endpoint", name)
+		}
+	}
+	for i := range cfg.upstreams {
+		cfg.upstreams[i].Shared = g.shared
+	}
+	if err := checkUpstreamSessions(*cfg, src); err != nil {
+		return err
+	}
+	cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required)
+	return err
+}
+
+// checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
+// -upstream-idle, -upstream-unchecked-tools, -upstream-required,
+// -upstream-start-timeout, -upstream-max-message and -upstream-max-catalog: given (in args or the environment) only with
+// -upstream, a positive cap and start timeout, an idle time not negative.
+func checkUpstreamSessions(cfg config, src flagSource) error {
+	var given []string
+	for _, name := range []string{"upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+		if src.given[name] {
+			given = append(given, "-"+name)
+		}
+	}
+	switch {
+	case len(given) > 0 && len(cfg.upstreams) == 0:
+		return fmt.Errorf("%s: need -upstream", strings.Join(given, ", "))
+	case cfg.upstreamMaxProcesses < 1:
+		return fmt.Errorf("-upstream-max-processes %d: want at least 1", cfg.upstreamMaxProcesses)
+	case cfg.upstreamIdle < 0:
+		return fmt.Errorf("-upstream-idle %v: want 0 (never) or more", cfg.upstreamIdle)
+	case cfg.upstreamStartTimeout <= 0:
+		return fmt.Errorf("-upstream-start-timeout %v: want more than 0", cfg.upstreamStartTimeout)
+	}
+	return nil
+}
+
+// mountUpstreams mounts the upstreams' tools (-upstream) on f.svc, in
+// place of the demo tools, before serving, and checks the tools the flags
+// name as the demo tools are; closeGateway ends the upstreams.
+func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Registerer, logger *slog.Logger) (closeGateway func(), err error) {
+	cfg, srv := f.cfg, f.svc.Server
+	if len(cfg.upstreams) == 0 {
+		return func() {}, nil
+	}
+	f.creds = &upstreamspec.Credentials{}
+	gcfg := upstreamConfig(cfg, logger)
+	xc := upstreamspec.ExchangeClient{Endpoint: cfg.exchangeEndpoint, ID: cfg.exchangeClientID, Secret: cfg.exchangeSecret}
+	gcfg.Upstreams, gcfg.Registerer, gcfg.ToolScopes = f.creds.Apply(cfg.upstreams, cfg.upstreamAuth, xc), registry, demoToolScopes(cfg)
+	mctx, cancel := context.WithTimeout(ctx, upstreamWait(cfg))
+	g, err := gateway.Mount(mctx, srv, gcfg)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	f.gateway.Store(g)
+	names := knownToolNames(cfg, srv.ToolNames(), g.Upstreams(), logger)
+	if err = checkToolNames(cfg, names); err == nil {
+		err = checkToolScopes(names, cfg.authToolScopes)
+	}
+	if err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	return func() { _ = g.Close() }, nil
 }

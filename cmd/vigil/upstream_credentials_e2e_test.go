@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/demotools"
 )
 
 // TestGatewayClientCredentials: -upstream-auth client_credentials gets the
@@ -89,14 +91,14 @@ func TestGatewayTokenExchange(t *testing.T) {
 	require.Nil(t, msg.Error)
 	assert.Contains(t, string(msg.Result), "hello from upstream")
 
-	bearerOf := func(r string) downstreamIdentity {
+	bearerOf := func(r string) demotools.Identity {
 		for line := range strings.SplitSeq(r, "\r\n") {
 			if tok, ok := strings.CutPrefix(line, "Authorization: Bearer "); ok {
-				return claimsOf(tok)
+				return demotools.ClaimsOf(tok)
 			}
 		}
 		t.Fatalf("no bearer token in\n%s", r)
-		return downstreamIdentity{}
+		return demotools.Identity{}
 	}
 	var calls int
 	var initializes []string // their subjects

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 )
 
 // TestUpstreamCredentialFlags: -upstream-header reads a secret from a
@@ -29,9 +31,9 @@ func TestUpstreamCredentialFlags(t *testing.T) {
 		"-upstream-tools", "s=read_*,!read_secret")
 	require.NoError(t, err)
 	assert.Equal(t, http.Header{"X-Api-Key": {secret}, "X-Other": {secret}, "X-Tenant": {"blue"}}, cfg.upstreams[0].Header)
-	assert.Equal(t, upstreamAuth{
-		mode: authClientCredentials, tokenURL: "http://127.0.0.1:9/token", clientID: "gw", secret: secret,
-		resource: "http://127.0.0.1:9/mcp", scopes: []string{"a", "b"},
+	assert.Equal(t, upstreamspec.Auth{
+		Mode: upstreamspec.ClientCredentials, TokenURL: "http://127.0.0.1:9/token", ClientID: "gw", Secret: secret,
+		Resource: "http://127.0.0.1:9/mcp", Scopes: []string{"a", "b"},
 	}, cfg.upstreamAuth["u"])
 	assert.Equal(t, []string{"read_*", "!read_secret"}, cfg.upstreams[1].Tools)
 

@@ -1,4 +1,4 @@
-package main
+package upstreamview
 
 import (
 	"testing"
@@ -9,13 +9,13 @@ import (
 	"github.com/vigil-mcp/vigil/gateway"
 )
 
-// TestUpstreamLine: the live page's line of an upstream names its state,
+// TestLine: the live page's line of an upstream names its state,
 // its starts, its calls by outcome in a fixed order and their mean
 // latency, and nothing else.
-func TestUpstreamLine(t *testing.T) {
-	assert.Equal(t, "upstream e: ready · starts 1", upstreamLine(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Required: true, Starts: 1}))
+func TestLine(t *testing.T) {
+	assert.Equal(t, "upstream e: ready · starts 1", Line(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Required: true, Starts: 1}))
 	assert.Equal(t, "upstream e: ready · starts 3 · calls ok 12, tool_error 2, upstream_closed 1, not_ready 4 · mean 1.23ms",
-		upstreamLine(gateway.UpstreamStatus{
+		Line(gateway.UpstreamStatus{
 			Name: "e", State: gateway.StateReady, Required: true, Starts: 3,
 			Calls:       map[string]int64{"not_ready": 4, "upstream_closed": 1, "tool_error": 2, "ok": 12},
 			MeanLatency: 1234567 * time.Nanosecond,

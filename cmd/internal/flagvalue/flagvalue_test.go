@@ -1,0 +1,58 @@
+package flagvalue_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+)
+
+// TestURLHasPassword: a password is found in every form of -redis's URL,
+// Sentinel's and Cluster's lists of hosts included; a user alone, or an
+// @ past the hosts, is none.
+func TestURLHasPassword(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"redis://:pw@redis:6379/2":                           true,
+		"rediss://vigil:pw@redis:6379":                       true,
+		"rediss+sentinel://vigil:pw@s1,s2:26379,s3/mymaster": true,
+		"rediss+cluster://u:p@n1:6379,n2":                    true,
+		"rediss://vigil@redis:6379/0":                        false,
+		"redis://redis:6379/0?x=a:b@c":                       false,
+		"not a url":                                          false,
+	} {
+		assert.Equal(t, want, flagvalue.URLHasPassword(raw), raw)
+	}
+}
+
+// TestSecret: @FILE reads the file, its one line end cut; env:VAR the
+// variable; anything else is the value; an empty secret is an error that
+// names where it looked.
+func TestSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "s")
+	require.NoError(t, os.WriteFile(file, []byte("s3cr3t\r\n"), 0o600))
+	getenv := func(k string) string { return map[string]string{"K": "v"}[k] }
+	v, err := flagvalue.Secret("@"+file, getenv)
+	require.NoError(t, err)
+	assert.Equal(t, "s3cr3t", v)
+	v, err = flagvalue.Secret("env:K", getenv)
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+	v, err = flagvalue.Secret("plain", getenv)
+	require.NoError(t, err)
+	assert.Equal(t, "plain", v)
+	_, err = flagvalue.Secret("env:NOPE", getenv)
+	require.EqualError(t, err, "the variable NOPE is empty or not set")
+}
+
+// TestToolRates: a burst is optional, a rate over MaxRate is refused.
+func TestToolRates(t *testing.T) {
+	m, err := flagvalue.ToolRates("-f", "a=2/3, b=0.5")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]flagvalue.ToolRate{"a": {Rate: 2, Burst: 3}, "b": {Rate: 0.5}}, m)
+	_, err = flagvalue.ToolRates("-f", "a=2e9")
+	require.ErrorContains(t, err, `-f: "a=2e9": the rate must be a number above 0 and at most 1e+09`)
+}

@@ -1,0 +1,122 @@
+// Package resourceserver builds the OAuth resource server that guards
+// vigil's /mcp when -auth-issuer is set ([New]): its verifier (a JWT's,
+// with discovery from the issuer, or introspection), and the
+// oauth.ResourceServer around it. Only cmd/vigil imports it.
+package resourceserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// HTTPTimeout bounds each call to the authorization server: discovery,
+// the JWK Set, introspection.
+const HTTPTimeout = 10 * time.Second
+
+// Config is what the resource server is built from.
+type Config struct {
+	Issuer       string        // -auth-issuer
+	Resource     string        // the canonical URI of /mcp, which tokens must name as their audience
+	ClientID     string        // VIGIL_AUTH_INTROSPECTION_CLIENT_ID: tokens are introspected; "": JWTs
+	ClientSecret string        // VIGIL_AUTH_INTROSPECTION_CLIENT_SECRET
+	CacheTTL     time.Duration // -auth-cache-ttl: how long an introspected token is trusted (0: not cached)
+	MissRate     float64       // -auth-introspection-rate
+	InsecureHTTP bool          // -auth-insecure-http
+	Scopes       []string      // -auth-scopes, which every request needs
+	HideTools    bool          // -auth-hide-tools
+	DPoP         *oauth.DPoPConfig
+	MaxBodyBytes int64          // -max-body
+	Server       *server.Server // whose tools' scopes calls need (Server.ToolScopes)
+	Registerer   prometheus.Registerer
+	Logger       *slog.Logger
+}
+
+// New builds the resource server of c and returns it with the HTTP client
+// it asks the authorization server with and release, which releases its
+// verifier (a JWT verifier's background key refresh). A JWT verifier
+// fetches the issuer's metadata and keys now: an issuer that cannot be
+// reached fails the start.
+func New(ctx context.Context, c Config) (rs *oauth.ResourceServer, client *http.Client, release func(), err error) {
+	client = &http.Client{Timeout: HTTPTimeout}
+	verifier, release, err := newVerifier(ctx, c, client)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rs, err = oauth.New(oauth.Config{
+		Resource:             c.Resource,
+		AuthorizationServers: []string{c.Issuer},
+		Verifier:             verifier,
+		Scopes:               c.Scopes,
+		ToolScopes:           c.Server.ToolScopes,
+		AllToolScopes:        c.Server.AllToolScopes,
+		HideTools:            c.HideTools,
+		DPoP:                 c.DPoP,
+		ResourceName:         "Vigil",
+		MaxBodyBytes:         c.MaxBodyBytes,
+		Registerer:           c.Registerer,
+		Logger:               c.Logger,
+	})
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return rs, client, release, nil
+}
+
+// newVerifier returns the verifier of c: an introspection verifier at the
+// issuer's introspection endpoint with c.ClientID, else a JWT verifier
+// with discovery from the issuer.
+func newVerifier(ctx context.Context, c Config, client *http.Client) (oauth.Verifier, func(), error) {
+	if c.ClientID != "" {
+		cacheTTL := c.CacheTTL
+		if cacheTTL == 0 {
+			cacheTTL = -1 // no cache
+		}
+		v, err := oauth.NewIntrospectionVerifier(oauth.IntrospectionConfig{
+			Issuer:            c.Issuer,
+			ClientID:          c.ClientID,
+			ClientSecret:      c.ClientSecret,
+			Audiences:         []string{c.Resource},
+			HTTPClient:        client,
+			Logger:            c.Logger,
+			CacheTTL:          cacheTTL,
+			AllowInsecureHTTP: c.InsecureHTTP,
+			MissRate:          c.MissRate,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("-auth-issuer %s: introspection: %w", c.Issuer, err)
+		}
+		return v, func() {}, nil
+	}
+	dctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
+	defer cancel()
+	v, err := oauth.NewJWTVerifier(dctx, oauth.JWTConfig{
+		Issuer:            c.Issuer,
+		Audiences:         []string{c.Resource},
+		HTTPClient:        client,
+		Logger:            c.Logger,
+		AllowInsecureHTTP: c.InsecureHTTP,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("-auth-issuer %s: %w", c.Issuer, err)
+	}
+	return v, func() { _ = v.Close() }, nil
+}
+
+// Public returns the paths rs serves next to /mcp: its protected resource
+// metadata.
+func Public(rs *oauth.ResourceServer) map[string]http.Handler {
+	m := make(map[string]http.Handler)
+	for _, p := range rs.MetadataPaths() {
+		m[p] = rs.MetadataHandler()
+	}
+	return m
+}

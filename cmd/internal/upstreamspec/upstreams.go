@@ -1,0 +1,130 @@
+package upstreamspec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
+	"github.com/vigil-mcp/vigil/gateway"
+	"github.com/vigil-mcp/vigil/internal/upstream"
+)
+
+// Parse turns the values of -upstream (NAME=TARGET: an http://
+// or https:// URL, else a command line split as a shell splits words, run
+// without one) and -upstream-env (NAME=K=V, for a stdio upstream NAME)
+// into the gateway's upstreams, in the order given.
+func Parse(targets, envs []string) ([]gateway.Upstream, error) {
+	var ups []gateway.Upstream
+	index := map[string]int{}
+	for _, t := range targets {
+		name, target, ok := strings.Cut(t, "=")
+		if !ok || name == "" || strings.TrimSpace(target) == "" {
+			return nil, fmt.Errorf("-upstream %q: want NAME=TARGET (a command line, or an http:// or https:// URL)", t)
+		}
+		if _, dup := index[name]; dup {
+			return nil, fmt.Errorf("-upstream %s: named twice", name)
+		}
+		up := gateway.Upstream{Name: name}
+		if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+			if err := flagvalue.CheckURL(target); err != nil {
+				return nil, fmt.Errorf("-upstream %s: %w", name, err)
+			}
+			up.URL = target
+		} else {
+			argv, err := upstream.SplitCommand(target)
+			if err != nil {
+				return nil, fmt.Errorf("-upstream %s: %w", name, err)
+			}
+			up.Command = argv
+		}
+		index[name] = len(ups)
+		ups = append(ups, up)
+	}
+	for _, e := range envs {
+		name, kv, _ := strings.Cut(e, "=")
+		i, ok := index[name]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V for an -upstream NAME", e)
+		case ups[i].URL != "":
+			return nil, fmt.Errorf("-upstream-env %s: an HTTP upstream has no environment", name)
+		case !strings.Contains(kv, "=") || strings.HasPrefix(kv, "="):
+			return nil, fmt.Errorf("-upstream-env %q: want NAME=K=V", e)
+		}
+		ups[i].Env = append(ups[i].Env, kv)
+	}
+	return ups, nil
+}
+
+// ApplyTools applies -upstream-tools (NAME=PATTERN[,PATTERN]: the
+// upstream's tools served, path.Match globs, !glob to leave out) to the
+// upstreams; gateway.Mount checks the patterns.
+func ApplyTools(ups []gateway.Upstream, values []string) error {
+	for _, v := range values {
+		name, patterns, _ := strings.Cut(v, "=")
+		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
+		switch {
+		case i < 0:
+			return fmt.Errorf("-upstream-tools %q: want NAME=PATTERN[,PATTERN] for an -upstream NAME", v)
+		case patterns == "":
+			return fmt.Errorf("-upstream-tools %s: no pattern", name)
+		}
+		ups[i].Tools = append(ups[i].Tools, strings.Split(patterns, ",")...)
+	}
+	return nil
+}
+
+// ApplyBytes applies the values of flag ([NAME=]BYTES: every
+// upstream's bound, *all, or upstream NAME's) to the upstreams with set,
+// a NAME's after every upstream's, whatever their order.
+func ApplyBytes(ups []gateway.Upstream, flag string, values []string, all *int64, set func(*gateway.Upstream, int64)) error {
+	named := map[int]int64{}
+	for _, v := range values {
+		name, size, ok := strings.Cut(v, "=")
+		if !ok {
+			name, size = "", v
+		}
+		n, err := strconv.ParseInt(size, 10, 64)
+		if err != nil || n < 1 || n > math.MaxInt32 {
+			return fmt.Errorf("%s %q: want [NAME=]BYTES, BYTES from 1 to %d", flag, v, math.MaxInt32)
+		}
+		if name == "" {
+			*all = n
+			continue
+		}
+		i := slices.IndexFunc(ups, func(up gateway.Upstream) bool { return up.Name == name })
+		if i < 0 {
+			return fmt.Errorf("%s %q: %s is not an -upstream NAME", flag, v, name)
+		}
+		named[i] = n
+	}
+	for i := range ups {
+		n, ok := named[i]
+		if !ok {
+			n = *all
+		}
+		set(&ups[i], n)
+	}
+	return nil
+}
+
+// Required parses -upstream-required, NAME[,NAME], each an
+// upstream's name; "" is every upstream (nil).
+func Required(ups []gateway.Upstream, v string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	names := flagvalue.SplitList(v)
+	for _, name := range names {
+		if !slices.ContainsFunc(ups, func(up gateway.Upstream) bool { return up.Name == name }) {
+			return nil, fmt.Errorf("-upstream-required %q: %s is not an -upstream NAME", v, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("-upstream-required %q: want NAME[,NAME]", v)
+	}
+	return names, nil
+}

@@ -1,0 +1,55 @@
+// Package upstreamview says what vigil's gateway upstreams are doing, for
+// operators: each one's state, a line each, for /readyz ([States]), and
+// its state, starts, calls by outcome and mean latency for the live page
+// ([Lines], [Line]); names and numbers only. Only cmd/vigil imports it.
+package upstreamview
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vigil-mcp/vigil/gateway"
+)
+
+// States is the state of each of sts, one a line.
+func States(sts []gateway.UpstreamStatus) string {
+	var b strings.Builder
+	for _, st := range sts {
+		b.WriteString(st.String() + "\n") // names and states only
+	}
+	return b.String()
+}
+
+// Lines is the [Line] of each of sts, in order.
+func Lines(sts []gateway.UpstreamStatus) []string {
+	var lines []string
+	for _, st := range sts {
+		lines = append(lines, Line(st))
+	}
+	return lines
+}
+
+// Line is the live page's view of an upstream: its state, its
+// sessions started (restarts among them), its calls by outcome and their
+// mean latency; names and numbers only, as on /readyz.
+func Line(st gateway.UpstreamStatus) string {
+	var b strings.Builder
+	b.WriteString(st.String())
+	fmt.Fprintf(&b, " · starts %d", st.Starts)
+	if len(st.Calls) == 0 {
+		return b.String()
+	}
+	b.WriteString(" · calls")
+	sep := " "
+	for _, o := range []string{"ok", "tool_error", "error", "cancelled", "upstream_closed", "not_ready"} {
+		if n, ok := st.Calls[o]; ok {
+			fmt.Fprintf(&b, "%s%s %d", sep, o, n)
+			sep = ", "
+		}
+	}
+	if st.MeanLatency > 0 {
+		fmt.Fprintf(&b, " · mean %s", st.MeanLatency.Round(10*time.Microsecond))
+	}
+	return b.String()
+}
