@@ -69,7 +69,7 @@ type closeRig struct {
 	conn     *presentConn
 	srv      *server.Server
 	started  chan struct{} // one per call of block
-	seen     chan time.Time
+	seen     chan cancelSeen
 	outcomes chan server.Outcome
 	sealedAt chan time.Time
 	done     chan error
@@ -78,7 +78,7 @@ type closeRig struct {
 func newCloseRig(t *testing.T) *closeRig {
 	t.Helper()
 	r := &closeRig{
-		conn: &presentConn{}, started: make(chan struct{}, 4), seen: make(chan time.Time, 4),
+		conn: &presentConn{}, started: make(chan struct{}, 4), seen: make(chan cancelSeen, 4),
 		outcomes: make(chan server.Outcome, 4), sealedAt: make(chan time.Time, 4), done: make(chan error, 1),
 	}
 	record := func(next server.Handler) server.Handler {
@@ -96,11 +96,19 @@ func newCloseRig(t *testing.T) *closeRig {
 	require.NoError(t, r.srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		r.started <- struct{}{}
 		<-ctx.Done()
-		r.seen <- time.Now()
+		r.seen <- cancelSeen{at: time.Now(), cause: context.Cause(ctx), ctx: ctx}
 		return nil, ctx.Err()
 	}))
 	require.NoError(t, r.srv.Attach(context.Background(), r.conn, func(err error) { r.done <- err }))
 	return r
+}
+
+// cancelSeen is what block saw when its context was done: when, the
+// cause it read then, and the context, to read the cause again later.
+type cancelSeen struct {
+	at    time.Time
+	cause error
+	ctx   context.Context
 }
 
 // call starts block as request id on a stream of its own, and returns
@@ -128,16 +136,19 @@ func (r *closeRig) sealed() (server.Outcome, time.Time) {
 	return <-r.outcomes, <-r.sealedAt
 }
 
-// A 2025 request whose stream closes is cancelled at once; its cause
-// settles within StreamCloseGrace by what follows: the client's
-// notification (before or after the close), the client gone (its session
-// ended, or its standalone stream closed too), or nothing (stream_close).
+// A 2025 request whose stream closes is cancelled once its cause is
+// known, within StreamCloseGrace, by what follows: the client's
+// notification, the client gone (its session ended, or its standalone
+// stream closed too), or nothing (stream_close, at the grace's end). The
+// cause its handler reads at Done is final: the same after the outcome is
+// sealed, and the outcome's. The handler's Done comes that much after the
+// close; the recorded duration ends at the close.
 func TestStreamCloseSettlesTheCause(t *testing.T) {
 	cases := []struct {
 		name string
 		// after runs once the stream closed (at closed), for the client's
-		// next move; it returns how long after the close the outcome must
-		// be sealed.
+		// next move; it returns how long after the close the handler must
+		// be cancelled and the outcome sealed.
 		after func(t *testing.T, r *closeRig) time.Duration
 		want  protocol.CancelReason
 		drop  protocol.DropReason
@@ -174,19 +185,22 @@ func TestStreamCloseSettlesTheCause(t *testing.T) {
 				r.init(t)
 				closeStream := r.call(t, "1")
 				closed := closeStream()
-				seen := <-r.seen
-				assert.Less(t, seen.Sub(closed), 100*time.Millisecond, "the handler is cancelled at once")
 				after := tc.after(t, r)
+				seen := <-r.seen
+				assert.Equal(t, after, seen.at.Sub(closed), "the handler is cancelled once the cause is known")
 				out, at := r.sealed()
 				assert.Equal(t, tc.want, server.ReasonOfCause(out.Cause), "cause %v", out.Cause)
 				assert.Equal(t, tc.drop, out.Dropped)
 				assert.Equal(t, after, at.Sub(closed), "sealed once the cause settled")
+				assert.Equal(t, seen.cause, out.Cause, "the outcome's cause is the one the handler read at Done")
+				assert.Equal(t, seen.cause, context.Cause(seen.ctx), "the cause read at Done never changes")
 				assert.Equal(t, time.Duration(0), out.Ended.Sub(closed), "the request ended at the close: the grace is the label's, not its duration's")
 				assert.NotContains(t, out.Cause.Error(), "%!")
 				r.conn.leave()
 				require.NoError(t, <-r.done)
 				synctest.Wait()
 				assert.Empty(t, r.outcomes, "one outcome per request")
+				assert.Equal(t, seen.cause, context.Cause(seen.ctx), "nor after the session ended")
 			})
 		})
 	}
@@ -236,9 +250,9 @@ func TestStreamCloseHoldsTheDrain(t *testing.T) {
 		r.init(t)
 		closeStream := r.call(t, "1")
 		closed := closeStream()
-		<-r.seen
 		shut := make(chan error, 1)
 		go func() { shut <- r.srv.Shutdown(context.Background()) }()
+		<-r.seen
 		out, at := r.sealed()
 		assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(out.Cause))
 		assert.Equal(t, server.StreamCloseGrace, at.Sub(closed))
