@@ -75,7 +75,7 @@ type closeRig struct {
 	done     chan error
 }
 
-func newCloseRig(t *testing.T) *closeRig {
+func newCloseRig(t *testing.T, opts ...server.Option) *closeRig {
 	t.Helper()
 	r := &closeRig{
 		conn: &presentConn{}, started: make(chan struct{}, 4), seen: make(chan cancelSeen, 4),
@@ -92,7 +92,7 @@ func newCloseRig(t *testing.T) *closeRig {
 			return next(ctx, req)
 		}
 	}
-	r.srv = server.New(server.WithMiddleware(record))
+	r.srv = server.New(append([]server.Option{server.WithMiddleware(record)}, opts...)...)
 	require.NoError(t, r.srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		r.started <- struct{}{}
 		<-ctx.Done()
@@ -281,4 +281,77 @@ func TestEndWithoutError(t *testing.T) {
 		require.ErrorIs(t, obs.ended[0], server.ErrTransportClose)
 		assert.NotContains(t, obs.ended[0].Error(), "%!", "the cause's text")
 	})
+}
+
+// A handler that polls ctx.Err instead of waiting on Done sees nil until
+// its cause is known, then the final cause: the same it reads later and
+// the one recorded.
+func TestStreamCloseCauseFinalWhenPolled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCloseRig(t)
+		require.NoError(t, r.srv.AddTool(server.Tool{Name: "poll"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+			r.started <- struct{}{}
+			for ctx.Err() == nil {
+				time.Sleep(time.Millisecond) // the handler's own polling, on the fake clock
+			}
+			r.seen <- cancelSeen{at: time.Now(), cause: context.Cause(ctx), ctx: ctx}
+			return nil, ctx.Err()
+		}))
+		r.init(t)
+		stream, closeStream := context.WithCancel(context.Background())
+		r.conn.post(stream, t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"poll"}}`)
+		<-r.started
+		closed := time.Now()
+		closeStream()
+		seen := <-r.seen
+		out, _ := r.sealed()
+		assert.GreaterOrEqual(t, seen.at.Sub(closed), server.StreamCloseGrace, "no cancellation before the cause is known")
+		assert.LessOrEqual(t, seen.at.Sub(closed), server.StreamCloseGrace+2*time.Millisecond, "its polls: one to see the close, one to see the cancel")
+		assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(seen.cause), "cause %v", seen.cause)
+		assert.Equal(t, seen.cause, out.Cause)
+		assert.Equal(t, seen.cause, context.Cause(seen.ctx))
+		r.conn.leave()
+		require.NoError(t, <-r.done)
+	})
+}
+
+// What ends a request whose stream closed before its cause is known (its
+// own deadline, the server's close) cancels it at once as the stream
+// close it is: the stream closed first. Nothing waits out the grace.
+func TestStreamCloseFirstThenOtherCause(t *testing.T) {
+	cases := []struct {
+		name string
+		then func(r *closeRig)
+	}{
+		{"deadline", func(*closeRig) {}}, // block's deadline, 20 ms after the close
+		{"server closed", func(r *closeRig) { _ = r.srv.Close() }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				deadline := func(next server.Handler) server.Handler {
+					return func(ctx context.Context, req *server.Request) (any, error) {
+						if tc.name == "deadline" && req.Method == "tools/call" {
+							req.SetDeadline(time.Now().Add(20 * time.Millisecond))
+						}
+						return next(ctx, req)
+					}
+				}
+				r := newCloseRig(t, server.WithMiddleware(deadline))
+				r.init(t)
+				closed := r.call(t, "1")()
+				time.Sleep(20 * time.Millisecond)
+				tc.then(r)
+				seen := <-r.seen
+				assert.Equal(t, 20*time.Millisecond, seen.at.Sub(closed))
+				assert.Equal(t, protocol.ReasonStreamClose, server.ReasonOfCause(seen.cause), "cause %v", seen.cause)
+				out, _ := r.sealed()
+				assert.Equal(t, seen.cause, out.Cause, "recorded as the handler read it")
+				assert.Equal(t, protocol.DropPeerGone, out.Dropped, "not answered -32001")
+				assert.Equal(t, seen.cause, context.Cause(seen.ctx))
+				r.conn.leave()
+				<-r.done
+			})
+		})
+	}
 }
