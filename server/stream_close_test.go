@@ -350,7 +350,11 @@ func TestStreamCloseFirstThenOtherCause(t *testing.T) {
 				assert.Equal(t, protocol.DropPeerGone, out.Dropped, "not answered -32001")
 				assert.Equal(t, seen.cause, context.Cause(seen.ctx))
 				r.conn.leave()
-				<-r.done
+				if err := <-r.done; tc.name == "server closed" {
+					require.ErrorIs(t, err, server.ErrServerClosed)
+				} else {
+					require.NoError(t, err)
+				}
 			})
 		})
 	}
