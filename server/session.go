@@ -47,6 +47,7 @@ type Session struct {
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
+	closes   atomic.Bool       // a request's stream closed before its cancellation (stream_close.go)
 	inline   bool              // the Conn delivers messages on goroutines of its own
 	single   bool              // the Conn carries one request (conncap.Single): no session but the request's
 	selfShed bool              // the transport asks the Shedder itself (conncap.Admitter): the session does not
@@ -402,7 +403,8 @@ func (ss *Session) cancel(cause error) {
 	}
 	ss.cancelCtx(cause)
 	if ss.reqParent != nil {
-		ss.sweepRequests() // at once, as the context's own children are
+		ss.settleOnEnd(context.Cause(ss.ctx)) // its parent's end may have come first
+		ss.sweepRequests()                    // at once, as the context's own children are
 	}
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a conncap.Driven conn's Close does not block

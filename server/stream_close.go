@@ -77,6 +77,7 @@ func (inf *inflight) streamClosed(why error) {
 		c.timer.Stop()
 		return
 	}
+	inf.ss.closes.Store(true)
 	if inf.ss.ctx.Err() != nil { // the session ended meanwhile: its settle may have passed
 		inf.cancelPending(inf.causeAtEnd(context.Cause(inf.ss.ctx)))
 		return
@@ -206,8 +207,12 @@ func (ss *Session) settleOnEnd(cause error) {
 }
 
 // pendingCloses returns the requests in flight whose stream closed and
-// whose context is not cancelled yet.
+// whose context is not cancelled yet. Most sessions never had a stream
+// close: one load tells.
 func (ss *Session) pendingCloses() []*inflight {
+	if !ss.closes.Load() {
+		return nil
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	var pending []*inflight
