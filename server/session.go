@@ -1184,7 +1184,7 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 	if p.Reason != "" {
 		cause = fmt.Errorf("%w: %s", ErrClientCancel, truncateUTF8(p.Reason, maxClientText))
 	}
-	inf.cancelPending(cause) // its stream closed first: the client says why
+	inf.cancelPending(cause) // settling a pending stream close as the client's
 }
 
 // initialize is the built-in handler of the initialize request.
