@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -28,50 +27,29 @@ type toolCall struct {
 }
 
 // startHop starts the hop of a call of method forwarded upstream with
-// params: a client span of the downstream request's tracer provider,
-// child of ctx's span, whose context is what goes upstream in _meta; and
-// its metrics. end records how it ended: err is what forward returns,
-// toolErr that it returned a tool result with isError.
+// params: the downstream request's span (ctx's) names the upstream, and
+// stands for the hop too, its context what goes upstream in _meta (a
+// client span of the hop's own cost as much as a forwarded call's
+// serving span and was the largest part of what tracing cost the hop);
+// the hop's metrics start. end records how it ended: err is what
+// forward returns, toolErr that it returned a tool result with isError.
 func (m *mount) startHop(ctx context.Context, method string, params any) (context.Context, func(err error, toolErr bool)) {
 	started := time.Now()
-	caller := ctx
-	span := trace.SpanFromContext(ctx)
-	if span.IsRecording() {
-		span.SetAttributes(mcpconv.UpstreamKey.String(m.up.Name)) // the downstream request's span names its upstream too
-		ctx, span = span.TracerProvider().Tracer(mcpconv.ScopeName).Start(ctx, hopSpanName(method, params),
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(m.hopAttributes(method, params)...))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(mcpconv.UpstreamKey.String(m.up.Name)) // the downstream request's span names its upstream
 	}
 	tool := ""
 	if c, ok := params.(toolCall); ok {
 		tool = c.Name
 	}
 	return ctx, func(err error, toolErr bool) {
-		outcome, errType := hopOutcome(caller, err)
+		outcome, errType := hopOutcome(ctx, err)
 		if toolErr && outcome == mcpconv.OutcomeOK {
 			outcome, errType = metrics.ToolError, mcpconv.ErrorTypeTool
 		}
 		d := time.Since(started)
 		m.g.obs.Called(m.up.Name, method, tool, outcome, errType, d)
 		m.calls.add(outcome, d)
-		if !span.IsRecording() {
-			return
-		}
-		switch outcome {
-		case metrics.ToolError: // as the server's own span of a tool result with isError
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			span.SetStatus(codes.Error, "")
-		case mcpconv.OutcomeCancelled:
-			cause := mcpconv.CancelCauseKey.String(server.ReasonOfCause(context.Cause(caller)).String())
-			span.SetAttributes(cause)
-			span.AddEvent(mcpconv.EventCanceled, trace.WithAttributes(cause))
-		case metrics.UpstreamClosed, metrics.NotReady, mcpconv.OutcomeError:
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			if e, ok := errors.AsType[*server.Error](err); ok {
-				span.SetAttributes(mcpconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(int64(e.Code), 10)))
-			}
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
 	}
 }
 
@@ -85,42 +63,6 @@ func toolFailed(raw json.RawMessage) bool {
 		IsError bool `json:"isError"`
 	}
 	return json.Unmarshal(raw, &r) == nil && r.IsError
-}
-
-// hopSpanName is "{method} {target}", the target the upstream's tool or
-// prompt name, as the MCP conventions name spans.
-func hopSpanName(method string, params any) string {
-	switch p := params.(type) {
-	case toolCall:
-		return method + " " + p.Name
-	case map[string]any:
-		if name, ok := p["name"].(string); ok {
-			return method + " " + name
-		}
-	}
-	return method
-}
-
-// hopAttributes are the MCP attributes of a hop's span, and the upstream's
-// name and transport.
-func (m *mount) hopAttributes(method string, params any) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{mcpconv.MCPMethodNameKey.String(method), mcpconv.UpstreamKey.String(m.up.Name)}
-	switch p := params.(type) {
-	case toolCall:
-		attrs = append(attrs, mcpconv.GenAIToolNameKey.String(p.Name), mcpconv.GenAIOperationNameKey.String(mcpconv.OperationExecuteTool))
-	case map[string]any:
-		if name, ok := p["name"].(string); ok {
-			attrs = append(attrs, mcpconv.GenAIPromptNameKey.String(name))
-		}
-	case map[string]string:
-		if uri, ok := p["uri"]; ok {
-			attrs = append(attrs, mcpconv.MCPResourceURIKey.String(uri))
-		}
-	}
-	if m.up.URL != "" {
-		return append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolNameKey.String("http"))
-	}
-	return append(attrs, semconv.NetworkTransportPipe)
 }
 
 // hopOutcome classifies how a forwarded call ended, as

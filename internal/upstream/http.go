@@ -83,6 +83,8 @@ type httpConn struct {
 	getOpen   bool                                // the GET stream was tried
 	stateless string                              // the 2026-07-28 version spoken, "" in the session era (http_stateless.go)
 	related   map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
+
+	answerNow func(*transport.Response) // set once, before the first Write (see answerDirectly)
 }
 
 // inbound is what Read returns next: a message, or a non-terminal error.
@@ -304,7 +306,7 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 		case len(data) > c.cfg.MaxMessageBytes:
 			c.tooLarge(req)
 		default:
-			c.decoded(req, data)
+			c.decodedAlone(req, data)
 		}
 	default:
 		c.lost(req, fmt.Errorf("unexpected content type %q", mediaType))
@@ -442,6 +444,34 @@ func (c *httpConn) tooLarge(req *transport.Request) bool {
 	}
 	c.pushErr(tooLarge(answers, id, 0, c.cfg.MaxMessageBytes))
 	return answers
+}
+
+// answerDirectly makes the answers to our requests that come alone in a
+// JSON body go to f, on the goroutine that read them (the caller's, for
+// an answer read inline), rather than through Read: no message of the
+// POST can precede them, and the read loop need not wake for them. It is
+// called before the first Write.
+func (c *httpConn) answerDirectly(f func(*transport.Response)) {
+	c.answerNow = f
+}
+
+// decodedAlone is decoded for a message that is the whole of a POST's
+// JSON body: the answer to req goes to answerNow when set.
+func (c *httpConn) decodedAlone(req *transport.Request, data []byte) {
+	if c.answerNow == nil || req == nil || req.IsNotification() || req.Method == "initialize" {
+		c.decoded(req, data)
+		return
+	}
+	m, err := transport.DecodeOwnedMessage(data)
+	if err != nil {
+		c.lost(req, err)
+		return
+	}
+	if resp, ok := m.(*transport.Response); ok && resp.ID == req.ID {
+		c.answerNow(resp)
+		return
+	}
+	c.decoded(req, data) // something else: as any message of the POST
 }
 
 // decoded decodes a message of the upstream and queues it for Read; it

@@ -226,6 +226,9 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 		st:    state{calls: make(map[int64]*call), tokens: make(map[string]int64), incoming: make(map[transport.ID]func(error))},
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
+	if d, ok := conn.(directAnswers); ok {
+		d.answerDirectly(s.answer)
+	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(s.deliver)
 	if err := s.start(ctx); err != nil {
@@ -987,6 +990,13 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 		}
 		s.reply(r.ID, res, jerr)
 	})
+}
+
+// directAnswers is what a Conn that can hand an answer to the session
+// itself, without Read, implements (httpConn): f is called for each
+// answer to one of our requests that no other message must precede.
+type directAnswers interface {
+	answerDirectly(f func(*transport.Response))
 }
 
 // relater is what a Conn that knows which of our requests an upstream

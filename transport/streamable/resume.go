@@ -190,6 +190,10 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 	rs.mu.Unlock()
 
 	terminated := &transport.Response{ID: req.ID, Error: &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "session terminated"}}
+	if s.h.cfg.mode != ResponseSSE && s.attached() {
+		rs.serveInline(r, req, ls, st, terminated) // resume_inline.go
+		return
+	}
 	if err := s.handOff(r.Context(), req); err != nil {
 		rs.forget(ls)
 		s.answerEnded(st, req.ID, terminated)
@@ -202,22 +206,34 @@ func (rs *resumer) serveRequest(w http.ResponseWriter, r *http.Request, req *tra
 		}
 		ls.mu.Unlock()
 	}
+	rs.await(r, req, ls, st, terminated)
+}
+
+// await waits until the POST of req, whose stream ls is carried by st, is
+// over (answered, taken over by a resumption, its client gone, or the
+// session ended), then ends st.
+func (rs *resumer) await(r *http.Request, req *transport.Request, ls *logical, st *stream, terminated *transport.Response) {
 	select {
 	case <-st.written():
 		// Answered, closed by the server, taken over by a resumption, or
 		// a write failed.
 	case <-r.Context().Done():
-	case <-s.done:
-		s.answerEnded(st, req.ID, terminated)
+	case <-rs.s.done:
+		rs.s.answerEnded(st, req.ID, terminated)
 		return
 	}
+	rs.leave(req, ls, st)
+}
+
+// leave takes st off ls and ends it; when the client cannot resume ls
+// (it got no event id), the handler of req is cancelled, since its
+// answer can no longer be delivered.
+func (rs *resumer) leave(req *transport.Request, ls *logical, st *stream) {
 	abandon := rs.detach(ls, st)
 	st.shutDown(nil)
 	if abandon {
-		// The client got no event id: it cannot resume, and the answer can
-		// no longer be delivered. Cancel the handler.
 		cause := fmt.Errorf("streamable: the client closed the stream of request %s: %w", req.ID.String(), transport.ErrStreamGone)
-		_ = s.handOff(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
+		_ = rs.s.handOff(context.Background(), &transport.Abandoned{ID: req.ID, Err: cause})
 	}
 }
 

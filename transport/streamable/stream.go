@@ -36,6 +36,8 @@ type stream struct {
 	cancelled  bool
 	endAnswer  *transport.Error // what shutDown or refuse answered with, the request unanswered
 	cut        bool             // an SSE write timed out: counted once
+	inline     bool             // a resumable request's handler runs on the response's goroutine (resume_inline.go)
+	chunked    bool             // with inline: the response, if streaming, is HTTP/1.1 chunked
 	armedUntil time.Duration    // the write deadline set last, since limit.base (see armLocked)
 
 	// A standalone GET stream's queue (outbox.go): deliver queues there,
@@ -515,6 +517,9 @@ func (st *stream) end() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.finish()
+	if st.inline && st.state == streaming && !st.shut {
+		st.hangUpLocked(true) // its handler runs on: the response cannot wait for it (resume_inline.go)
+	}
 }
 
 // markCancelled notes that the client cancelled the request: a response
