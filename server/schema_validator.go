@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	schemavalidator "github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -27,7 +28,9 @@ func (noLoader) Load(string) (any, error) {
 
 // compileValidator compiles raw, the encoded schema, for the validator:
 // draft 2020-12 unless $schema says draft-07, no loading, formats as
-// annotations.
+// annotations. A schema that breaks the meta-schema of its draft (which
+// jsonschema-go's check lets through: "type": "strin", a required member
+// listed twice) is refused, with the failing keyword named.
 func compileValidator(raw []byte) (*schemavalidator.Schema, error) {
 	doc, err := schemavalidator.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -50,5 +53,11 @@ func compileValidator(raw []byte) (*schemavalidator.Schema, error) {
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, err
 	}
-	return c.Compile(schemaURL)
+	s, err := c.Compile(schemaURL)
+	if sve, ok := errors.AsType[*schemavalidator.SchemaValidationError](err); ok {
+		if ve, ok := errors.AsType[*schemavalidator.ValidationError](sve.Err); ok {
+			return nil, fmt.Errorf("it breaks the JSON Schema meta-schema: %w", &schemaViolation{err: ve, value: doc})
+		}
+	}
+	return s, err
 }

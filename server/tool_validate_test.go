@@ -153,8 +153,9 @@ func TestToolArgumentsErrorBounded(t *testing.T) {
 }
 
 // A schema that constrains nothing lets every object through, and an
-// input schema that cannot be compiled fails the registration, with the
-// reason, instead of validating nothing.
+// input schema that cannot be compiled, or that breaks the meta-schema of
+// its draft, fails the registration, with the reason, instead of
+// validating nothing (or loosely).
 func TestToolInputSchemaCompiledAtRegistration(t *testing.T) {
 	srv := server.New()
 	for _, tt := range []struct{ schema, want string }{
@@ -163,6 +164,11 @@ func TestToolInputSchemaCompiledAtRegistration(t *testing.T) {
 		{`{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`, `mcp: tool "t": input schema: invalid JSON Schema: `},
 		{`{"type":"object","properties":{"x":{"type":"integer","pattern":"("}}}`, `mcp: tool "t": input schema: invalid JSON Schema: `},
 		{`{"type":"object","$schema":"http://json-schema.org/draft-04/schema#"}`, `mcp: tool "t": input schema: unsupported $schema`},
+		// the meta-schema's verdict, named as arguments' are
+		{`{"type":"object","properties":{"a":{"type":"strin"}}}`, `mcp: tool "t": input schema: invalid JSON Schema: it breaks the JSON Schema meta-schema: /properties/a/type: anyOf: "strin" matches none of the 2 alternatives`},
+		{`{"type":"object","required":["a","a"]}`, `mcp: tool "t": input schema: invalid JSON Schema: it breaks the JSON Schema meta-schema: /required: uniqueItems: items 0 and 1 are equal`},
+		{`{"type":"object","properties":{"a":{"minLength":-1}}}`, `mcp: tool "t": input schema: invalid JSON Schema: it breaks the JSON Schema meta-schema: /properties/a/minLength: minimum: -1 is less than 0`},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"multipleOf":0}}}`, `mcp: tool "t": input schema: invalid JSON Schema: it breaks the JSON Schema meta-schema: /properties/a/multipleOf: exclusiveMinimum: 0 is not greater than 0`},
 	} {
 		err := srv.AddTool(server.Tool{Name: "t", InputSchema: json.RawMessage(tt.schema)}, newArgsProbe().handler)
 		require.Error(t, err, tt.schema)
