@@ -85,7 +85,9 @@ func BenchmarkToolCallTyped(b *testing.B) {
 // with three input schemas: trivial ({"type":"object"}, nothing to
 // validate: the baseline), inferred from echoIn (validated by the plan,
 // the fast path, as most schemas are), and the same with a pattern (which
-// the plan leaves to jsonschema-go: decoding into values, then its walk).
+// the plan leaves to the validator: decoding into values, then its walk).
+// echoOut's structured content is validated on every call, by the
+// validator.
 func BenchmarkToolCallValidation(b *testing.B) {
 	for _, bb := range []struct{ name, schema string }{
 		{"trivial", `{"type":"object"}`},

@@ -57,6 +57,6 @@ func ExampleAddTypedTool() {
 	// Output:
 	// {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"shout","description":"Shouts the text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"what to shout"},"times":{"type":"integer","description":"how often; once by default"}},"required":["text"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"shout":{"type":"string"},"length":{"type":"integer"}},"required":["shout","length"],"additionalProperties":false}}]}}
 	// {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"shout\":\"HEY!HEY!\",\"length\":8}"}],"structuredContent":{"shout":"HEY!HEY!","length":8}}}
-	// {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments for tool \"shout\": /properties/text: type: 7 has type \"integer\", want \"string\""}],"isError":true}}
+	// {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments for tool \"shout\": /text: type: 7 has type \"number\", want \"string\""}],"isError":true}}
 	// Serve returned: <nil>
 }

@@ -73,11 +73,11 @@ const (
 	// maxValidatedNesting bounds how deep a value validated against a
 	// recursive schema (one whose subschemas refer back to themselves
 	// through properties or items, as trees do) may nest its arrays and
-	// objects: deeper ones are refused unread (errTooDeep). jsonschema-go
-	// builds its error by wrapping the error of each level in that of the
-	// level above, each a copy of the whole text so far, so an invalid
-	// value's cost grows with the square of its depth: 3,000 levels cost
-	// gigabytes, 128 about a megabyte.
+	// objects: deeper ones are refused unread (errTooDeep). The validator
+	// copies the value's location into the result of each level it fails
+	// (jsonschema-go copied the whole text so far), so an invalid value's
+	// cost grows with the square of its depth (docs/limits.md has the
+	// figures).
 	maxValidatedNesting = 128
 )
 

@@ -7,17 +7,18 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	schemavalidator "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 )
 
 // objectSchema is a JSON Schema for a JSON object, compiled once: encoded
-// for tools/list and resolved for validation. It is immutable and safe for
-// concurrent use.
+// for tools/list and compiled for validation (schema_validator.go). It is
+// immutable and safe for concurrent use.
 type objectSchema struct {
-	raw      json.RawMessage
-	resolved *jsonschema.Resolved
-	plan     *argsPlan // the fast path for arguments, when the schema allows one
+	raw       json.RawMessage
+	validator *schemavalidator.Schema
+	plan      *argsPlan // the fast path for arguments, when the schema allows one
 	// recursive: validation descends as deep as the value nests, so a
 	// value is validated only up to maxValidatedNesting (schema_graph.go).
 	recursive bool
@@ -78,8 +79,7 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	default:
 		return nil, fmt.Errorf("unsupported $schema %q: use draft 2020-12 (the default) or draft-07", s.Schema)
 	}
-	resolved, err := s.Resolve(nil)
-	if err != nil {
+	if _, err := s.Resolve(nil); err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
 	}
 	raw, err := json.Marshal(s)
@@ -90,12 +90,16 @@ func compileObjectSchema(s *jsonschema.Schema) (*objectSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
 	}
-	return &objectSchema{raw: raw, resolved: resolved, plan: planArgs(raw), recursive: recursive}, nil
+	validator, err := compileValidator(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	return &objectSchema{raw: raw, validator: validator, plan: planArgs(raw), recursive: recursive}, nil
 }
 
 // validateArguments validates a tool call's arguments, a JSON object: the
 // plan, when there is one, vouches for most valid arguments without
-// decoding them; the resolved schema decides the others.
+// decoding them; the validator decides the others.
 func (o *objectSchema) validateArguments(data []byte) error {
 	if o.plan != nil && o.plan.accepts(data) {
 		return nil
@@ -114,5 +118,11 @@ func (o *objectSchema) validateJSON(data []byte) error {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	return o.resolved.Validate(v)
+	if err := o.validator.Validate(v); err != nil {
+		if ve, ok := errors.AsType[*schemavalidator.ValidationError](err); ok {
+			return &schemaViolation{err: ve, value: v}
+		}
+		return err
+	}
+	return nil
 }

@@ -10,15 +10,16 @@ import (
 	"strings"
 )
 
-// The validator (jsonschema-go) applies each subschema by a call of its
-// own, with no bound: a cycle of subschemas applied to the same value
-// ($ref, allOf, not...) never ends, and the stack overflow that ends it
-// is fatal to the process. A schema is therefore mapped as a graph before
-// it is accepted: an edge from a subschema to each one it applies, to the
-// same value or (properties, items...) to a part of it. A cycle of
-// same-value edges is refused; one through a descending edge makes the
-// schema recursive, validated only as deep as maxValidatedNesting.
-// References are followed as jsonschema-go follows them with no loader
+// A validator applies each subschema by a call of its own: a cycle of
+// subschemas applied to the same value ($ref, allOf, not...) never ends
+// (jsonschema-go's stack overflowed, fatal to the process; the validator
+// now used finds the cycle, but only when a call reaches it). A schema is
+// therefore mapped as a graph before it is accepted: an edge from a
+// subschema to each one it applies, to the same value or (properties,
+// items...) to a part of it. A cycle of same-value edges is refused; one
+// through a descending edge makes the schema recursive, validated only as
+// deep as maxValidatedNesting. References are followed as jsonschema-go's
+// Resolve, which checks every schema first, follows them with no loader
 // and no base URI (the server's only way); one the map cannot follow
 // refuses the schema, so nothing it misses can recurse.
 

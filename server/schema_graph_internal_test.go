@@ -264,7 +264,7 @@ var recursiveSchemas = []string{
 }
 
 // FuzzRecursiveSchemas validates arguments against recursive schemas,
-// against jsonschema-go: a schema (one of recursiveSchemas, picked by the
+// against the validator: a schema (one of recursiveSchemas, picked by the
 // first byte, or the fuzzer's own bytes) is compiled or refused, never
 // crashes; arguments of any depth cost at most 32 MiB and an error of
 // at most 512 bytes; and arguments within the bound on nesting get the
@@ -322,8 +322,8 @@ func FuzzRecursiveSchemas(f *testing.F) {
 		if json.Unmarshal(args, &v) != nil || jsonscan.NestsDeeper(args, maxValidatedNesting) {
 			return
 		}
-		if want := o.resolved.Validate(v) == nil; want != (res == nil) {
-			t.Fatalf("validating %s against %s: jsonschema-go says valid=%v, the server %v", args, o.raw, want, res == nil)
+		if want := o.validator.Validate(v) == nil; want != (res == nil) {
+			t.Fatalf("validating %s against %s: the validator says valid=%v, the server %v", args, o.raw, want, res == nil)
 		}
 	})
 }

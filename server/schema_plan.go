@@ -18,11 +18,11 @@ import (
 // reads the arguments' bytes as they are: no decoding into values, no
 // allocation, no recursion, so that a valid call costs a scan of its
 // arguments and fits in the stack of the goroutine that serves it (see
-// cmd/vigil's TestRequestFitsTheStartingStack), which jsonschema-go's
-// validation, reflective and recursive, does not.
+// cmd/vigil's TestRequestFitsTheStartingStack), which the validator's
+// (schema_validator.go), recursive, does not.
 //
 // It only vouches: accepts reports true only for arguments the schema's
-// jsonschema-go validation accepts too, and false for everything else,
+// validator accepts too, and false for everything else,
 // valid or not, that it cannot tell (escapes in a string it must compare,
 // a fraction written for an integer, ...). False sends the arguments to
 // that validation, which has the last word and words the error.
@@ -93,7 +93,7 @@ func annotation(keyword string) bool {
 
 // planArgs makes the plan of an object schema, given as JSON (its compiled
 // form), or returns nil when the schema uses anything beyond the plan's
-// subset: then every call goes to jsonschema-go.
+// subset: then every call goes to the validator.
 func planArgs(raw json.RawMessage) *argsPlan {
 	var root map[string]json.RawMessage
 	if json.Unmarshal(raw, &root) != nil {
@@ -144,7 +144,7 @@ func planArgs(raw json.RawMessage) *argsPlan {
 	for _, name := range required {
 		i := p.index([]byte(name))
 		if i < 0 {
-			return nil // required but not described: rare, left to jsonschema-go
+			return nil // required but not described: rare, left to the validator
 		}
 		p.required |= 1 << i
 	}
@@ -300,8 +300,8 @@ func (pp *propPlan) accepts(val []byte) bool {
 }
 
 // numbersFit reports whether every number in data, valid JSON, surely
-// fits a float64, which decoding into values (as jsonschema-go's
-// validation needs) requires of every number, anywhere: at most 200
+// fits a float64, which decoding into values (as the validator
+// needs) requires of every number, anywhere: at most 200
 // digits and an exponent of at most two, so within 1e±300.
 func numbersFit(data []byte) bool {
 	for i := 0; i < len(data); {

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,8 +115,9 @@ func FuzzArgsPlan(f *testing.F) {
 }
 
 // BenchmarkValidateArguments is the cost of validating typed echo's
-// arguments alone: by the plan, and by jsonschema-go (decoding into
-// values, then its walk), which the plan spares valid calls.
+// arguments alone: by the plan, and by the validator (decoding into
+// values, then its walk), which the plan spares valid calls; and of
+// refusing invalid ones, the text of the tool error included.
 func BenchmarkValidateArguments(b *testing.B) {
 	o, err := inferObjectSchema(reflect.TypeFor[struct {
 		Text string `json:"text"`
@@ -139,4 +141,49 @@ func BenchmarkValidateArguments(b *testing.B) {
 			}
 		}
 	})
+	invalid := []byte(`{"text":5}`)
+	b.Run("refused", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			err := o.validateArguments(invalid)
+			if err == nil {
+				b.Fatal("accepted")
+			}
+			_ = invalidArguments("echo", err)
+		}
+	})
+}
+
+// BenchmarkParseObjectSchema is the cost of registering a tool's input
+// schema (as a gateway does for each tool of its upstreams): compiling a
+// small hand-written schema and a larger one with $defs and $ref, and the
+// heap each compiled schema keeps.
+func BenchmarkParseObjectSchema(b *testing.B) {
+	for name, raw := range map[string]string{
+		"small": `{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"description":"how long to wait"}},"required":["ms"],"additionalProperties":false}`,
+		"large": `{"type":"object","properties":{"e":{"$ref":"#/$defs/expr"},"name":{"type":"string","maxLength":64,"pattern":"^[a-z]+$"},"tags":{"type":"array","items":{"type":"string","enum":["a","b","c"]},"uniqueItems":true},"when":{"type":"string","format":"date-time"},"limits":{"type":"object","properties":{"min":{"type":"number"},"max":{"type":"number"}},"required":["min","max"],"additionalProperties":false}},"required":["e","name"],"$defs":{"expr":{"anyOf":[{"type":"number"},{"type":"object","properties":{"op":{"enum":["+","-","*","/"]},"args":{"type":"array","items":{"$ref":"#/$defs/expr"},"maxItems":2}},"required":["op"],"additionalProperties":false}]}}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			const kept = 200
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			schemas := make([]*objectSchema, kept)
+			for i := range schemas {
+				o, err := parseObjectSchema(json.RawMessage(raw))
+				require.NoError(b, err)
+				schemas[i] = o
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(schemas)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := parseObjectSchema(json.RawMessage(raw)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/kept, "kept-B/schema")
+		})
+	}
 }

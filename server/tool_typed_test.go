@@ -352,37 +352,37 @@ func TestTypedToolInvalidArguments(t *testing.T) {
 		{
 			name: "wrong type",
 			args: `{"city":5,"where":{"lat":1,"lon":2}}`,
-			want: `invalid arguments for tool "forecast": /properties/city: type: 5 has type "integer", want "string"`,
+			want: `invalid arguments for tool "forecast": /city: type: 5 has type "number", want "string"`,
 		},
 		{
 			name: "missing required",
 			args: `{"where":{"lat":1,"lon":2}}`,
-			want: `invalid arguments for tool "forecast": required: missing properties: ["city"]`,
+			want: `invalid arguments for tool "forecast": required: missing property "city"`,
 		},
 		{
 			name: "no arguments at all",
 			args: `null`,
-			want: `invalid arguments for tool "forecast": required: missing properties: ["city" "where"]`,
+			want: `invalid arguments for tool "forecast": required: missing properties "city", "where"`,
 		},
 		{
 			name: "additional property",
 			args: `{"city":"Oslo","where":{"lat":1,"lon":2},"verbose":true}`,
-			want: `invalid arguments for tool "forecast": unexpected additional properties ["verbose"]`,
+			want: `invalid arguments for tool "forecast": additionalProperties: unexpected property "verbose"`,
 		},
 		{
 			name: "name differing only in case",
 			args: `{"City":"Oslo","city":"Oslo","where":{"lat":1,"lon":2}}`,
-			want: `invalid arguments for tool "forecast": unexpected additional properties ["City"]`,
+			want: `invalid arguments for tool "forecast": additionalProperties: unexpected property "City"`,
 		},
 		{
 			name: "nested wrong type",
 			args: `{"city":"Oslo","where":{"lat":"north","lon":2}}`,
-			want: `invalid arguments for tool "forecast": /properties/where/properties/lat: type: north has type "string", want "number"`,
+			want: `invalid arguments for tool "forecast": /where/lat: type: "north" has type "string", want "number"`,
 		},
 		{
 			name: "fraction for an integer",
 			args: `{"city":"Oslo","where":{"lat":1,"lon":2},"days":1.5}`,
-			want: `invalid arguments for tool "forecast": /properties/days: type: 1.5 has type "number", want "integer"`,
+			want: `invalid arguments for tool "forecast": /days: type: 1.5 has type "number", want "integer"`,
 		},
 		{
 			name: "valid by the schema, too big for Go",
@@ -429,7 +429,7 @@ func TestTypedToolExplicitInputSchema(t *testing.T) {
 	toolsStart(h)
 	text, isError := toolText(t, rawJSON(toolCall(h, 2, "convert", `{"unit":"K","value":3}`)))
 	assert.True(t, isError)
-	assert.Equal(t, `invalid arguments for tool "convert": /properties/unit: enum: K does not equal any of: [C F]`, text)
+	assert.Equal(t, `invalid arguments for tool "convert": /unit: enum: "K" is not one of ["C","F"]`, text)
 	assert.Nil(t, got.Load())
 
 	text, isError = toolText(t, rawJSON(toolCall(h, 3, "convert", `{"unit":"C","value":3,"extra":true}`)))

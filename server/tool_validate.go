@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // maxArgumentsErrorText bounds the text of the tool error that refuses a
@@ -14,7 +13,8 @@ const maxArgumentsErrorText = 512
 // validatingArguments wraps the handler of a tool so that a call's
 // arguments are validated against the tool's input schema before h runs:
 // arguments that do not match are answered with a tool error that names
-// the failing keyword and schema location, and h is not called. Every path
+// where in them the failure is and the keyword that failed (built from the
+// validator's result, see [schemaViolation]), and h is not called. Every path
 // that runs a tool (a call, a task in either format, a deferred task)
 // runs its registered handler, so each call is validated once. A schema
 // that constrains nothing ({"type":"object"}) skips the work: callTool has
@@ -35,39 +35,13 @@ func validatingArguments(in *objectSchema, h ToolHandler) ToolHandler {
 // of the named tool, marked so that telemetry tells it from the tool's own
 // errors (see [Outcome.InvalidArguments]).
 func invalidArguments(tool string, err error) *CallToolResult {
-	text := fmt.Sprintf("invalid arguments for tool %q: %s", tool, argumentsProblem(err))
+	text := fmt.Sprintf("invalid arguments for tool %q: %s", tool, err)
 	if len(text) > maxArgumentsErrorText {
 		text = truncateUTF8(text, maxArgumentsErrorText-len("…")) + "…"
 	}
 	r := toolError(text)
 	r.invalidArgs = true
 	return r
-}
-
-// argumentsProblem says what err, from validating or decoding arguments,
-// found wrong. The validator nests "validating <schema location>: " once
-// per schema it descended into; only the innermost location is kept,
-// followed by the failing keyword and its message (`/properties/ms: type:
-// 10 has type "string", want "integer"`). The root is left unnamed.
-func argumentsProblem(err error) string {
-	msg, loc := err.Error(), ""
-	for {
-		rest, ok := strings.CutPrefix(msg, "validating ")
-		if !ok {
-			break
-		}
-		l, r, ok := strings.Cut(rest, ": ")
-		if !ok {
-			break
-		}
-		loc, msg = l, r
-	}
-	// The validator prints a JSON null as the reflect.Value it holds.
-	msg = strings.ReplaceAll(msg, "<invalid reflect.Value>", "null")
-	if loc == "" || loc == "root" {
-		return msg
-	}
-	return loc + ": " + msg
 }
 
 // InvalidArguments reports whether the result is the tool error that

@@ -163,14 +163,14 @@ func TestToolResults(t *testing.T) {
 		},
 		{
 			name: "validation failure", tool: "vigil_structured", args: map[string]any{"a": "two", "b": 3},
-			want: errorResult(`invalid arguments for tool "vigil_structured": /properties/a: type: two has type "string", want "integer"`),
+			want: errorResult(`invalid arguments for tool "vigil_structured": /a: type: "two" has type "string", want "integer"`),
 		},
 		{
 			name: "unexpected argument", tool: "test_simple_text", args: map[string]any{"x": 1},
-			want: errorResult(`invalid arguments for tool "test_simple_text": unexpected additional properties ["x"]`),
+			want: errorResult(`invalid arguments for tool "test_simple_text": additionalProperties: unexpected property "x"`),
 		},
 		{name: "region", tool: "vigil_region", args: map[string]any{"region": "eu-west"}, want: textResult("Region: eu-west")},
-		{name: "region missing", tool: "vigil_region", args: map[string]any{}, want: errorResult(`invalid arguments for tool "vigil_region": required: missing properties: ["region"]`)},
+		{name: "region missing", tool: "vigil_region", args: map[string]any{}, want: errorResult(`invalid arguments for tool "vigil_region": required: missing property "region"`)},
 	}
 	for _, e := range eras() {
 		for _, tc := range tests {

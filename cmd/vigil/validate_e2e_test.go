@@ -62,9 +62,9 @@ func TestSleepArgumentsValidated(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			for _, tt := range []struct{ args, want string }{
-				{args, `invalid arguments for tool "sleep": unexpected additional properties ["pad"]`},
-				{`{"ms":"10"}`, `invalid arguments for tool "sleep": /properties/ms: type: 10 has type "string", want "integer"`},
-				{`{}`, `invalid arguments for tool "sleep": required: missing properties: ["ms"]`},
+				{args, `invalid arguments for tool "sleep": additionalProperties: unexpected property "pad"`},
+				{`{"ms":"10"}`, `invalid arguments for tool "sleep": /ms: type: "10" has type "string", want "integer"`},
+				{`{}`, `invalid arguments for tool "sleep": required: missing property "ms"`},
 			} {
 				start := time.Now()
 				resp, body := post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":`+tt.args+era.meta+`}}`, era.header)
