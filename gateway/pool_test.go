@@ -24,8 +24,10 @@ import (
 // share one pool of connections, kept warm for as many calls as were in
 // flight at once: after a first round of 8 calls at once (each held
 // upstream until all 8 arrived, so that each needed a connection), four
-// more rounds open no connection. With Go's default of 2 idle
-// connections per host, each round opened 6.
+// more rounds open at most one each: a connection goes back to the pool
+// on net/http's read loop once its body was read, which can come just
+// after the answer reached its caller and the next round began. With Go's
+// default of 2 idle connections per host, each round opened 6.
 func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 	testkit.Watchdog(t)
 	const clients, rounds = 8, 5
@@ -85,5 +87,5 @@ func TestHTTPUpstreamConnectionsReused(t *testing.T) {
 			afterFirst = conns.Load()
 		}
 	}
-	assert.Equal(t, afterFirst, conns.Load(), "connections opened after the first round")
+	assert.LessOrEqual(t, conns.Load()-afterFirst, int64(rounds-1), "connections opened after the first round (of %d)", conns.Load())
 }

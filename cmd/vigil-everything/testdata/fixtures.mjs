@@ -117,7 +117,7 @@ export const calls = [
       content: [
         {
           type: 'text',
-          text: 'invalid arguments for tool "vigil_structured": /properties/a: type: six has type "string", want "integer"',
+          text: 'invalid arguments for tool "vigil_structured": /a: type: "six" has type "string", want "integer"',
         },
       ],
       isError: true,
