@@ -9,9 +9,8 @@ import (
 
 // Cancellation causes. Every cancelled request context carries exactly one of
 // them, read with [context.Cause]; whoever cancels first sets it, and a
-// request inherits its session's cause. It is final when first read: a
-// request whose stream closed is cancelled once its cause is known (see
-// [StreamCloseGrace]). Causes reach telemetry and logs, never the client.
+// request inherits its session's cause. Causes reach telemetry and logs, never
+// the client.
 var (
 	// ErrClientCancel: the client sent notifications/cancelled for the
 	// request. The cause's text carries the client's reason, if it gave one.
@@ -28,8 +27,7 @@ var (
 	// nothing showed the client itself gone: how clients that send no
 	// notification cancel over HTTP, and, in the 2026-07-28 era, the
 	// protocol's own cancel signal (a killed client looks the same). The
-	// request is cancelled with it once [StreamCloseGrace] passed with
-	// nothing more from the client.
+	// cause is provisional while the request runs: see [StreamCloseGrace].
 	ErrStreamClose = errors.New("mcp: stream closed")
 	// ErrShutdown: the server is shutting down ([Server.Shutdown] ran out of
 	// time, or [Server.Close] was called).
@@ -37,17 +35,16 @@ var (
 	// ErrHandlerTimeout: the request ran out of time ([Request.SetDeadline],
 	// which the Timeout middleware calls).
 	ErrHandlerTimeout = errors.New("mcp: handler timeout")
+	// ErrUpstreamClosed: what the handler relied on, such as the upstream
+	// MCP server a gateway forwards the request to, went away or closed
+	// while the request ran. Unlike the causes above it never cancels a
+	// context: a handler reports it by returning an error that wraps it
+	// (with [errors.Is]; a [*Error] made by [NewError] of such an error
+	// keeps its code and message for the client), and the request's
+	// outcome is then recorded with the cause upstream_closed, as a
+	// handler's timeout is with timeout.
+	ErrUpstreamClosed = errors.New("mcp: upstream closed")
 )
-
-// ErrUpstreamClosed is no cancellation cause: nothing cancels a context
-// with it. A handler returns an error that wraps it (with [errors.Is]; a
-// [*Error] made by [NewError] of such an error keeps its code and message
-// for the client) when what it relied on, such as the upstream MCP server
-// a gateway forwards the request to, went away or closed while the
-// request ran. The request's outcome is then an error whose cause (in
-// [ReasonOfCause]'s words) is upstream_closed, as a handler's own timeout
-// is timeout.
-var ErrUpstreamClosed = errors.New("mcp: upstream closed")
 
 // CancelReasonOf returns the reason ctx was cancelled, or protocol.ReasonNone if it was
 // not. A deadline without an explicit cause counts as a timeout.

@@ -7,10 +7,9 @@
 //   - When the transport closes, every in-flight handler is cancelled (not
 //     waited for), with a cause read by [context.Cause]: [ErrTransportClose],
 //     [ErrStreamClose], [ErrClientCancel], [ErrShutdown] or
-//     [ErrHandlerTimeout]. The first cause wins and is final when first
-//     read: a request whose stream closed is cancelled once what the client
-//     did is known, within [StreamCloseGrace]. initialize is never
-//     cancelled.
+//     [ErrHandlerTimeout]. The first cause wins; a request's stream closing
+//     settles within [StreamCloseGrace] into what the client did. initialize
+//     is never cancelled.
 //   - Every request ends in exactly one outcome: a response written, or no
 //     response with a [protocol.DropReason] ([Outcome], which every
 //     [Observer] hears of through RequestEnded). A cancelled request is

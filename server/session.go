@@ -47,7 +47,6 @@ type Session struct {
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
-	closes   atomic.Bool       // a request's stream closed before its cancellation (stream_close.go)
 	inline   bool              // the Conn delivers messages on goroutines of its own
 	single   bool              // the Conn carries one request (conncap.Single): no session but the request's
 	selfShed bool              // the transport asks the Shedder itself (conncap.Admitter): the session does not
@@ -123,9 +122,9 @@ type inflight struct {
 	sealed   bool // the chain returned: no deadline any more
 	timedOut atomic.Bool
 
-	// close: the request's stream closed while ctx was not cancelled; its
-	// cancellation is pending until the cause is known (streamClosed).
-	close atomic.Pointer[streamClose]
+	// closing: a stream close's cause was offered to ctx (streamClosed);
+	// until then no cause of ctx is one, and settleCause has nothing to do.
+	closing atomic.Bool
 
 	// The deadline queue it is in once it has a deadline (guarded by mu),
 	// and its place there, guarded by the queue's lock (see deadlineQueue).
@@ -156,10 +155,6 @@ func (inf *inflight) expire() {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	if inf.sealed {
-		return
-	}
-	if c := inf.close.Load(); c != nil { // the stream closed first
-		inf.cancelPending(c.alone())
 		return
 	}
 	inf.timedOut.Store(true)
@@ -196,10 +191,10 @@ func (inf *inflight) streamEnded() {
 		// The session is ending: its cancellation is still walking its
 		// children (in no set order) while the stream already closed
 		// because of it. The session's cause is the true one.
-		inf.cancelPending(inf.causeAtEnd(context.Cause(ss.ctx)))
+		inf.cancel(context.Cause(ss.ctx))
 	default:
-		// Cancelled once the cause is known (StreamCloseGrace): the client
-		// may yet say it cancelled, or show it is gone. A stateless
+		// Provisional until its outcome is sealed (StreamCloseGrace): the
+		// client may yet say it cancelled, or show it is gone. A stateless
 		// request's stream is its whole connection; its close is the
 		// 2026-07-28 cancel signal, and a killed client's alike.
 		inf.streamClosed(errStreamClosed)
@@ -296,7 +291,7 @@ func (c *requestCtx) Err() error {
 	inf := c.req.inf
 	inf.checkStream()
 	if inf.endedUnswept() {
-		inf.cancelPending(inf.causeAtEnd(context.Cause(inf.ss.ctx)))
+		inf.cancel(context.Cause(inf.ss.ctx))
 	}
 	err := c.Context.Err()
 	if err != nil && c.req.inf.timedOut.Load() && errors.Is(context.Cause(c.Context), ErrHandlerTimeout) {
@@ -398,13 +393,12 @@ func (inf *inflight) endedUnswept() bool {
 // cancel ends the session's context with cause, unless it already ended,
 // and with it the requests in flight, and so closes conn.
 func (ss *Session) cancel(cause error) {
-	if ss.ctx.Err() == nil {
-		ss.settleOnEnd(cause) // stream_close.go: their streams closed first
-	}
 	ss.cancelCtx(cause)
 	if ss.reqParent != nil {
-		ss.settleOnEnd(context.Cause(ss.ctx)) // its parent's end may have come first
-		ss.sweepRequests()                    // at once, as the context's own children are
+		ss.sweepRequests() // at once, as the context's own children are
+	}
+	if !ss.single { // a stateless request's session is only the request's
+		ss.settleOnEnd()
 	}
 	if ss.unwatch == nil {
 		_ = ss.conn.Close() // a conncap.Driven conn's Close does not block
@@ -665,14 +659,14 @@ func (ss *Session) dispatch(msg transport.Message) {
 }
 
 // abandon cancels a request whose answer can no longer be delivered (its
-// stream closed), once the stream close's cause is known (see
+// stream closed) with a stream close's provisional cause (see
 // StreamCloseGrace).
 func (ss *Session) abandon(m *transport.Abandoned) {
 	ss.mu.Lock()
 	inf := ss.st.incoming.get(m.ID)
 	ss.mu.Unlock()
 	if inf != nil {
-		inf.streamClosed(m.Err) // as streamEnded's
+		inf.streamClosed(m.Err) // provisional, as streamEnded's
 	}
 }
 
@@ -885,10 +879,11 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	var ended time.Time // zero: when sealed
 	if timedOut {
 		res, err = nil, ErrHandlerTimeout
-	} else if inf.close.Load() != nil { // most streams never close: one load, and no call
-		// The wait for its cause (StreamCloseGrace) delays the handler's
-		// Done and the label, not its recorded duration.
-		ended = inf.awaitClose(time.Now()) // still in flight meanwhile
+	} else if inf.closing.Load() { // most streams never close: one load, and no call
+		// The request ended now: the wait for its cause (StreamCloseGrace)
+		// delays the label, not its recorded duration.
+		ended = time.Now()
+		inf.settleCause() // a stream close's: still in flight meanwhile
 	}
 	ss.mu.Lock()
 	ss.st.incoming.remove(inf.req.ID)
@@ -900,7 +895,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	closed, broken := ss.st.closed, ss.st.broken
 	ss.mu.Unlock()
 	if unswept {
-		inf.cancelPending(inf.causeAtEnd(context.Cause(ss.ctx)))
+		inf.cancel(context.Cause(ss.ctx))
 	}
 
 	out := Outcome{Err: err, Ended: ended}
@@ -1165,8 +1160,8 @@ func (ss *Session) cancelSingle(m *transport.Request) {
 
 // cancelRequest acts on notifications/cancelled. Unknown, finished and
 // malformed ids are ignored, as is initialize. A request whose stream
-// closed is still in flight, not yet cancelled, until its cause settles
-// (StreamCloseGrace): the notification cancels it as the client's.
+// closed is still in flight until its cause settles (StreamCloseGrace):
+// the notification makes it the client's cancel.
 func (ss *Session) cancelRequest(params json.RawMessage) {
 	var p cancelledParams
 	var id transport.ID
@@ -1184,7 +1179,8 @@ func (ss *Session) cancelRequest(params json.RawMessage) {
 	if p.Reason != "" {
 		cause = fmt.Errorf("%w: %s", ErrClientCancel, truncateUTF8(p.Reason, maxClientText))
 	}
-	inf.cancelPending(cause) // settling a pending stream close as the client's
+	inf.cancel(cause)
+	inf.clientCancelled(cause) // its stream closed first: the client says why
 }
 
 // initialize is the built-in handler of the initialize request.

@@ -11,144 +11,150 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// StreamCloseGrace bounds how long a request whose stream closed waits
-// for its cancellation, so that the cause it is cancelled with is final:
-// [ErrClientCancel] if the client's notifications/cancelled for it comes
-// within the grace (go-sdk aborts the POST, then sends it),
-// [ErrTransportClose] if the client shows it is gone (its session ends,
-// or its standalone stream closes too, as every connection of a killed
-// process does), else [ErrStreamClose] once the grace ran out. Whichever
-// comes first cancels the handler's context, once: its context.Cause
-// never changes after. The wait costs the handler's Done up to the grace
-// on a bare close (a few ms when evidence comes), not the recorded
-// duration. 250 ms: go-sdk's notification comes a few ms after the close
-// on loopback, and one sent on a new TLS connection across a continent
-// within it (docs/operations.md, "Cancellation causes").
+// StreamCloseGrace bounds how long the cause of a request whose stream
+// closed stays unsettled. Its handler is cancelled at once, but the outcome
+// is sealed once the cause settled: [ErrClientCancel] if the client's
+// notifications/cancelled for the request comes within the grace (go-sdk
+// aborts the POST, then sends it), [ErrTransportClose] if the client shows
+// it is gone (its session ends, or its standalone stream closes too, as
+// every connection of a killed process does), else [ErrStreamClose]. The
+// handler's own goroutine waits on a timer; nothing else does. 250 ms:
+// go-sdk's notification comes a few ms after the close on loopback, and
+// one sent on a new TLS connection across a continent (three round trips
+// of some 70 ms) within it (docs/operations.md, "Cancellation causes").
 const StreamCloseGrace = 250 * time.Millisecond
 
-// streamClose is a request's stream closing while its context is not yet
-// cancelled: the cancellation is pending until the first of the grace's
-// end (a timer), the client's notification, the standalone stream's close
-// or the session's end cancels it, with the cause that one tells. The
-// context's cause is set once, so whoever reads it reads the final one.
-// It costs a request only when its stream closed. The request stays in
-// flight meanwhile, so the notification finds it where it looks (the
-// in-flight table, and for a stateless request the transport's registry,
-// which lasts as long as the POST's handler), a drain waits for it, its
-// id stays taken, and it has one outcome.
+// streamClose is the cause a request is cancelled with when its stream
+// closes: provisional (ErrStreamClose, with why) until settled, once, into
+// what the grace showed (see [StreamCloseGrace]). The request's context
+// keeps it as its cause, whose reading changes once, when it settles,
+// before the outcome is sealed: errors.Is answers by the settled cause
+// from then on. It costs a request only when its stream closed. The seal
+// waits for it (finish, settleCause) rather than being parked in the
+// session: the request stays in flight meanwhile, so the notification
+// finds it where it looks (the in-flight table, and for a stateless
+// request the transport's registry, which lasts as long as the POST's
+// handler), a drain waits for it, its id stays taken, and it has one
+// outcome, with no second path to seal it.
 type streamClose struct {
-	at    time.Time    // when the server saw the stream end
-	why   error        // how (wraps transport.ErrStreamGone or transport.ErrPeerGone)
-	timer *time.Timer  // the grace's end; set before the close is published
-	fired atomic.Int64 // when the pending cancellation fired (UnixNano); 0 until then
+	at      time.Time     // when the server saw the stream end
+	pending [2]error      // ErrStreamClose and why: what it reads as until settled
+	state   atomic.Uint32 // closePending, closeSettling, closeSettled
+	final   [1]error      // the settled cause; written before state is closeSettled
+	done    chan struct{} // closed once settled
 }
 
-// gone returns the cause of a stream close whose client is gone, as
-// evidence (which wraps ErrTransportClose) shows.
-func (c *streamClose) gone(evidence error) error {
-	return fmt.Errorf("%w: %w", evidence, c.why)
+const (
+	closePending uint32 = iota
+	closeSettling
+	closeSettled
+)
+
+// newStreamClose returns the provisional cause of a request whose stream
+// closed now; why says how (it wraps transport.ErrStreamGone or
+// transport.ErrPeerGone).
+func newStreamClose(why error) *streamClose {
+	return &streamClose{at: time.Now(), pending: [2]error{ErrStreamClose, why}, done: make(chan struct{})}
 }
 
-// alone returns the cause of a stream close with no evidence of anything
-// else: ErrStreamClose.
-func (c *streamClose) alone() error {
-	return fmt.Errorf("%w: %w", ErrStreamClose, c.why)
+// settle makes cause the settled cause, unless another settled it first;
+// it reports whether it did.
+func (c *streamClose) settle(cause error) bool {
+	if !c.state.CompareAndSwap(closePending, closeSettling) {
+		return false
+	}
+	c.final[0] = cause
+	c.state.Store(closeSettled)
+	close(c.done)
+	return true
 }
 
-// The causes a stream close may take besides the client's cancel.
+// settled reports whether the cause is settled.
+func (c *streamClose) settled() bool { return c.state.Load() == closeSettled }
+
+func (c *streamClose) Error() string {
+	if c.settled() {
+		return c.final[0].Error()
+	}
+	return c.pending[0].Error() + ": " + c.pending[1].Error()
+}
+
+// Unwrap returns the settled cause, or ErrStreamClose and why until then.
+func (c *streamClose) Unwrap() []error {
+	if c.settled() {
+		return c.final[:]
+	}
+	return c.pending[:]
+}
+
+// streamClosed cancels inf because its stream closed, with a stream
+// close's provisional cause (unless something cancelled it first).
+func (inf *inflight) streamClosed(why error) {
+	inf.closing.Store(true) // before the cancel: whoever sees the cause sees it
+	inf.cancel(newStreamClose(why))
+}
+
+// streamClose returns the cause of inf's context when it is a stream
+// close. Most requests' streams never close: one atomic load tells.
+func (inf *inflight) streamClose() *streamClose {
+	if !inf.closing.Load() {
+		return nil
+	}
+	c, _ := context.Cause(inf.ctx).(*streamClose) //nolint:errorlint // the cause itself, never a wrapping of it
+	return c
+}
+
+// The settled causes a stream close may take besides the client's cancel.
 var (
 	// errStandaloneClosed: the client's standalone stream closed with the
 	// request's.
 	errStandaloneClosed = fmt.Errorf("%w: the client's standalone stream closed too", ErrTransportClose)
 )
 
-// streamClosed notes that inf's stream closed, and so that its context is
-// to be cancelled: at once, as gone, when the client's standalone stream
-// closed near it; else once the grace runs out, unless the client's
-// notification or the session's end comes first (see streamClose). It
-// does nothing once the context is cancelled or a close is pending.
-func (inf *inflight) streamClosed(why error) {
-	if inf.close.Load() != nil || inf.ctx.Err() != nil {
-		return
-	}
-	c := &streamClose{at: time.Now(), why: why}
-	c.timer = time.AfterFunc(StreamCloseGrace, func() { inf.graceEnded(c) })
-	if !inf.close.CompareAndSwap(nil, c) {
-		c.timer.Stop()
-		return
-	}
-	inf.ss.closes.Store(true)
-	if inf.ss.ctx.Err() != nil { // the session ended meanwhile: its settle may have passed
-		inf.cancelPending(inf.causeAtEnd(context.Cause(inf.ss.ctx)))
-		return
-	}
-	if inf.ss.standaloneClosedNear(c.at) {
-		inf.cancelPending(c.gone(errStandaloneClosed))
-	}
+// gone returns the settled cause of a stream close whose client is gone,
+// as evidence (which wraps ErrTransportClose) shows.
+func (c *streamClose) gone(evidence error) error {
+	return fmt.Errorf("%w: %w", evidence, c.pending[1])
 }
 
-// graceEnded cancels inf, whose stream closed a grace ago, unless
-// something cancelled it first: as gone if the client's standalone stream
-// closed near the close, else as a bare stream close.
-func (inf *inflight) graceEnded(c *streamClose) {
-	if inf.ss.standaloneClosedNear(c.at) {
-		inf.cancelPending(c.gone(errStandaloneClosed))
+// alone returns the settled cause of a stream close with no evidence of
+// anything else: ErrStreamClose.
+func (c *streamClose) alone() error {
+	return fmt.Errorf("%w: %w", ErrStreamClose, c.pending[1])
+}
+
+// settleCause settles the cause of inf, when its stream's close cancelled
+// it, before its outcome is sealed: at once when the client's cancel, the
+// session's end or the standalone stream's close came already, else after
+// waiting out what is left of the grace on the handler's goroutine.
+//
+//go:noinline
+func (inf *inflight) settleCause() {
+	c := inf.streamClose()
+	if c == nil || c.settled() {
 		return
 	}
-	inf.cancelPending(c.alone())
-}
-
-// cancelPending cancels inf with cause, noting when, if its context is not
-// cancelled yet: with a stream close pending, that is when the close's
-// cancellation fired (see awaitClose).
-func (inf *inflight) cancelPending(cause error) {
-	if inf.ctx.Err() != nil {
+	ss := inf.ss
+	if ss.standaloneClosedNear(c.at) {
+		c.settle(c.gone(errStandaloneClosed))
 		return
 	}
-	if c := inf.close.Load(); c != nil {
-		c.fired.CompareAndSwap(0, time.Now().UnixNano())
+	if wait := StreamCloseGrace - time.Since(c.at); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-c.done:
+		case <-t.C:
+		}
+		t.Stop()
+		if c.settled() {
+			return
+		}
+		if ss.standaloneClosedNear(c.at) {
+			c.settle(c.gone(errStandaloneClosed))
+			return
+		}
 	}
-	inf.cancel(cause)
-}
-
-// causeAtEnd returns the cause inf is cancelled with when its session
-// ends with cause: cause itself, unless a stream close is pending, which
-// the end settles: as gone when the client's departure ended the
-// session (not a stateless request's, whose end says nothing more), else
-// as a bare close, which came first.
-func (inf *inflight) causeAtEnd(cause error) error {
-	c := inf.close.Load()
-	switch {
-	case c == nil:
-		return cause
-	case !inf.ss.single && errors.Is(cause, ErrTransportClose):
-		return c.gone(cause)
-	default:
-		return c.alone()
-	}
-}
-
-// awaitClose waits, when inf's stream closed, for the pending cancellation
-// to fire (at most the grace), so that its outcome is sealed with the
-// final cause, and returns when the request ended: handlerEnded, less the
-// wait for the cancellation when the handler was still running then (the
-// grace delays the handler's Done and the label, not the request's
-// recorded duration). Most streams never close: one load tells.
-func (inf *inflight) awaitClose(handlerEnded time.Time) time.Time {
-	c := inf.close.Load()
-	if c == nil {
-		return handlerEnded
-	}
-	<-inf.ctx.Done()
-	c.timer.Stop()
-	fired := c.fired.Load()
-	if fired == 0 {
-		return handlerEnded
-	}
-	if wait := time.Unix(0, fired).Sub(c.at); wait > 0 && !handlerEnded.Before(time.Unix(0, fired)) {
-		return handlerEnded.Add(-wait)
-	}
-	return handlerEnded
+	c.settle(c.alone())
 }
 
 // standaloneClosedNear reports whether the client's standalone stream
@@ -183,43 +189,51 @@ func presenceOf(c transport.Conn) conncap.ClientPresence {
 	return nil
 }
 
-// settleStandaloneClosed cancels, as gone, the requests in flight whose
-// stream closed within the grace before the client closed its standalone
-// stream, as it just did: a killed client closes its POST's connection and
-// its GET's about together, and their cancellation need not wait out the
-// grace to tell.
+// settleStandaloneClosed settles, as gone, the causes of the requests in
+// flight whose stream closed within the grace before the client closed its
+// standalone stream, as it just did: a killed client closes its POST's
+// connection and its GET's about together, and the settle need not wait
+// out the grace to tell.
 func (ss *Session) settleStandaloneClosed() {
-	for _, inf := range ss.pendingCloses() {
-		if c := inf.close.Load(); ss.standaloneClosedNear(c.at) {
-			inf.cancelPending(c.gone(errStandaloneClosed))
-		}
-	}
+	ss.settleGone(errStandaloneClosed, func(c *streamClose) bool { return ss.standaloneClosedNear(c.at) })
 }
 
-// settleOnEnd cancels the requests in flight whose stream closed and whose
-// cancellation is pending with what the session's end, with cause, tells
-// (causeAtEnd). Session.cancel calls it before the session's own
-// cancellation reaches them, for stateless requests too.
-func (ss *Session) settleOnEnd(cause error) {
-	for _, inf := range ss.pendingCloses() {
-		inf.cancelPending(inf.causeAtEnd(cause))
+// settleOnEnd settles, as gone, the causes of the requests in flight whose
+// stream closed within the grace before the session ended, when its cause
+// is the client's departure: their client is gone. Session.cancel calls
+// it for sessions only: a stateless request's session is only the
+// request's, and its end says nothing more.
+func (ss *Session) settleOnEnd() {
+	cause := context.Cause(ss.ctx)
+	if !errors.Is(cause, ErrTransportClose) {
+		return
 	}
+	ss.settleGone(cause, func(c *streamClose) bool { return time.Since(c.at) <= StreamCloseGrace })
 }
 
-// pendingCloses returns the requests in flight whose stream closed and
-// whose context is not cancelled yet. Most sessions never had a stream
-// close: one load tells.
-func (ss *Session) pendingCloses() []*inflight {
-	if !ss.closes.Load() {
-		return nil
-	}
+// settleGone settles, as gone with evidence, the unsettled causes of the
+// requests in flight whose stream closed and near says are near enough.
+func (ss *Session) settleGone(evidence error, near func(*streamClose) bool) {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	var pending []*inflight
+	var closing []*inflight
 	for _, inf := range ss.st.incoming.all() {
-		if inf.close.Load() != nil && inf.ctx.Err() == nil {
-			pending = append(pending, inf)
+		if inf.ctx.Err() != nil {
+			closing = append(closing, inf)
 		}
 	}
-	return pending
+	ss.mu.Unlock()
+	for _, inf := range closing {
+		if c := inf.streamClose(); c != nil && !c.settled() && near(c) {
+			c.settle(c.gone(evidence))
+		}
+	}
+}
+
+// clientCancelled settles the cause of inf as the client's cancel when its
+// stream's close cancelled it first: the notification came before its
+// outcome was sealed.
+func (inf *inflight) clientCancelled(cause error) {
+	if c := inf.streamClose(); c != nil {
+		c.settle(cause)
+	}
 }

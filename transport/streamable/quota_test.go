@@ -449,8 +449,7 @@ func gracePost(ctx context.Context, h http.Handler, sid, method, name, body stri
 // server.StreamCloseGrace, and keeps its unit of the caller's in-flight
 // quota: closing streams quickly gives a caller no more than its quota in
 // flight (issue 66). In both eras, two calls fill a quota of 2; their
-// streams close, and their handlers are cancelled when the grace ends
-// with nothing more from the client (stream_close); while the grace lasts
+// streams close and their handlers end at once; while the grace lasts
 // (the fake clock stands still), the caller's next request is refused by
 // the quota; once it has passed, and not before, the caller is served.
 func TestQuotaInFlightHoldsThroughStreamCloseGrace(t *testing.T) {
@@ -499,8 +498,9 @@ func TestQuotaInFlightHoldsThroughStreamCloseGrace(t *testing.T) {
 				for _, closeStream := range closeStreams {
 					closeStream()
 				}
-				synctest.Wait() // the calls wait out the grace, and nothing else runs
-				assert.Empty(t, ended, "the handlers are not cancelled before the grace's end")
+				<-ended
+				<-ended
+				synctest.Wait() // the POSTs wait out the grace, and nothing else runs
 				for i, d := range done {
 					select {
 					case <-d:
@@ -512,10 +512,8 @@ func TestQuotaInFlightHoldsThroughStreamCloseGrace(t *testing.T) {
 				assert.Equal(t, 1, got.get(protocol.QuotaInFlight), "refused by the in-flight quota during the grace")
 				assert.Zero(t, time.Since(begin), "the fake clock has not moved")
 
-				<-ended // the clock moves to the grace's end
-				<-ended
 				for _, d := range done {
-					<-d
+					<-d // the clock moves to the grace's end
 				}
 				assert.GreaterOrEqual(t, time.Since(begin), server.StreamCloseGrace, "the calls stayed in flight through the grace")
 				w := call(t.Context(), 4, "echo")
