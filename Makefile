@@ -203,9 +203,9 @@ deploy-validate: system-deps
 fuzz:
 	@echo "==> fuzz: FuzzDispatch (100000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDispatch$$' -fuzztime=100000x ./server
-	@echo "==> fuzz: FuzzArgsPlan (100000 inputs, differential against jsonschema-go: the fast path of argument validation never accepts what the schema refuses)"
+	@echo "==> fuzz: FuzzArgsPlan (100000 inputs, differential against the schema validator (santhosh-tekuri/jsonschema): the fast path of argument validation never accepts what the schema refuses)"
 	$(GO) test -run='^$$' -fuzz='^FuzzArgsPlan$$' -fuzztime=100000x ./server
-	@echo "==> fuzz: FuzzRecursiveSchemas (50000 inputs, differential against jsonschema-go: recursive and cyclic schemas, arguments of any depth, at most 32 MiB and a 512-byte error a call)"
+	@echo "==> fuzz: FuzzRecursiveSchemas (50000 inputs, recursive and cyclic schemas, arguments of any depth, at most 32 MiB and a 512-byte error a call)"
 	$(GO) test -run='^$$' -fuzz='^FuzzRecursiveSchemas$$' -fuzztime=50000x ./server
 	@echo "==> fuzz: FuzzDecodeMessage (50000 inputs)"
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeMessage$$' -fuzztime=50000x ./transport
