@@ -118,26 +118,11 @@ type gatewayFlags struct {
 
 func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	cfg.upstreamMaxMessage, cfg.upstreamMaxCatalog = stdio.DefaultMaxFrameSize, 16<<20
-	fs.Func("upstream", "serve the tools of the MCP server `NAME=TARGET` instead of the demo tools: TARGET is an http:// or https:// Streamable HTTP endpoint, or a command line run as a stdio server (split as a shell splits words, no shell); repeatable, several serve their tools as NAME_tool (see docs/gateway.md)", func(v string) error {
-		g.targets = append(g.targets, v)
-		return nil
-	})
-	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", func(v string) error {
-		g.env = append(g.env, v)
-		return nil
-	})
-	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", func(v string) error {
-		g.headers = append(g.headers, v)
-		return nil
-	})
-	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", func(v string) error {
-		g.auths = append(g.auths, v)
-		return nil
-	})
-	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", func(v string) error {
-		g.tools = append(g.tools, v)
-		return nil
-	})
+	fs.Func("upstream", "serve the tools of the MCP server `NAME=TARGET` instead of the demo tools: TARGET is an http:// or https:// Streamable HTTP endpoint, or a command line run as a stdio server (split as a shell splits words, no shell); repeatable, several serve their tools as NAME_tool (see docs/gateway.md)", repeated(&g.targets))
+	fs.Func("upstream-env", "give the stdio upstream NAME the environment variable `NAME=K=V` (it inherits only PATH, HOME, LANG and TMPDIR); repeatable", repeated(&g.env))
+	fs.Func("upstream-header", "send the HTTP upstream NAME the header `NAME=Header-Name=VALUE` with every request, its own credential (the client's token is never sent upstream); VALUE @FILE reads a file, env:VAR a variable (use one of them for a secret); repeatable", repeated(&g.headers))
+	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", repeated(&g.auths))
+	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", repeated(&g.tools))
 	fs.BoolVar(&g.shared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
 	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the spare spawned ahead for the next session is counted, the process each upstream keeps for listing is not)")
 	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
@@ -150,14 +135,8 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	})
 	fs.StringVar(&g.required, "upstream-required", "", "the upstreams /readyz requires to be ready, `NAME[,NAME]` (default every one); the others are served when they are, and /readyz still names their state")
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 30*time.Second, "bound each start of an upstream (its process's spawn, initialize, the first listing); one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
-	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", func(v string) error {
-		g.maxMessage = append(g.maxMessage, v)
-		return nil
-	})
-	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", func(v string) error {
-		g.maxCatalog = append(g.maxCatalog, v)
-		return nil
-	})
+	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
+	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -249,4 +228,13 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		return nil, err
 	}
 	return func() { _ = g.Close() }, nil
+}
+
+// repeated returns a flag.Func that adds each value of a repeatable flag
+// to *dst.
+func repeated(dst *[]string) func(string) error {
+	return func(v string) error {
+		*dst = append(*dst, v)
+		return nil
+	}
 }

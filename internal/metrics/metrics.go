@@ -296,15 +296,19 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 			m.clientFailed.WithLabelValues(method)
 		}
 	}
+	names := validToolNames(tools)
+	if slices.Contains(methods, "tools/call") {
+		names = append(names, mcpconv.LabelOther) // an unknown tool's -32602
+	}
 	if transport == "" {
-		m.precreateTools(validToolNames(tools))
+		m.precreateTools(names)
 		return
 	}
 	t := m.transports.bound(transport, mcpconv.LabelOther)
 	m.precreateTransport(t)
 	net := netIndex(t)
 	if net == 0 {
-		m.precreateTools(validToolNames(tools))
+		m.precreateTools(names)
 		return
 	}
 	m.netsMu.Lock()
@@ -320,10 +324,7 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 		}
 		m.precreateDuration(mcpconv.LabelOther, "", version, net)
 	}
-	if slices.Contains(methods, "tools/call") {
-		m.precreateTools([]string{mcpconv.LabelOther})
-	}
-	m.precreateTools(validToolNames(tools))
+	m.precreateTools(names)
 	m.precreateTools(m.tools.Load().values)
 }
 
