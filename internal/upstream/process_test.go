@@ -200,6 +200,9 @@ func TestEverythingCancelled(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, text(t, raw))
 
+	// The cancel is written in the background; Close would abort a write
+	// not yet made, so wait for vigil-everything to log the drop.
+	l.waitFor("reason=cancelled")
 	require.NoError(t, s.Close())
 	require.NoError(t, p.Close()) // all of its stderr is logged
 	found := false

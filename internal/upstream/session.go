@@ -598,7 +598,8 @@ func (s *Session) abandon(id int64) bool {
 // cancelUpstream tells the upstream that request id is cancelled, on a
 // write of its own bounded by WriteTimeout (ctx has ended), in the
 // background: an upstream that stops reading holds no caller past its
-// context. Close waits for it.
+// context. Close waits for the goroutine, and ends a write not yet made
+// (the upstream then sees the session end instead).
 func (s *Session) cancelUpstream(ctx context.Context, id int64) {
 	params, _ := json.Marshal(map[string]any{"requestId": id, "reason": "the caller cancelled the request"})
 	live := false
