@@ -188,8 +188,15 @@ func TestAuthDelegationShown(t *testing.T) {
 	assert.Equal(t, oidcClientID, rec["subject"])
 	assert.Equal(t, []any{exchanger.ID}, rec["actors"])
 
-	lines := strings.Split(v.logs.String(), "\n")
-	i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "msg=request") && strings.Contains(l, "tool=echo") })
-	require.GreaterOrEqual(t, i, 0, "the echo's log line:\n%s", v.logs.String())
-	assert.Contains(t, lines[i], "subject="+oidcClientID+" actor="+exchanger.ID+" ")
+	// A request's log line is written in a batch, off its way out.
+	echoLine := func() string {
+		lines := strings.Split(v.logs.String(), "\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "msg=request") && strings.Contains(l, "tool=echo") })
+		if i < 0 {
+			return ""
+		}
+		return lines[i]
+	}
+	svcEventually(t, "the echo's log line", 10*time.Second, func() (bool, error) { return echoLine() != "", nil })
+	assert.Contains(t, echoLine(), "subject="+oidcClientID+" actor="+exchanger.ID+" ")
 }
