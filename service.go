@@ -19,7 +19,6 @@ import (
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -118,7 +117,7 @@ func (s *Service) instrument() error {
 	if err == nil {
 		// NewInstrumentation registered the MCP collector with the
 		// registry; OTLP pushes it too.
-		err = in.pushed.Register(inst.Metrics())
+		err = in.pushed.Register(inst.Collector())
 	}
 	if err != nil {
 		return errors.Join(err, in.shutdown(context.Background()))
@@ -181,14 +180,13 @@ func (s *Service) handlers() { _, _ = s.buildWith(nil) }
 func (s *Service) buildWith(guard func(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, error)) (built bool, err error) {
 	s.build.Do(func() {
 		built = true
-		m := s.Instrumentation.Metrics()
 		cuts := metrics.NewStreamsCut()
 		if err := s.in.register(cuts); err != nil {
 			s.Logger.Warn("the streams cut are not counted", "error", err)
 		}
 		opts := []streamable.Option{
 			streamable.WithLogger(s.Logger),
-			streamable.WithRejectHook(func(r protocol.RejectReason) { m.MessageRejected(r.String()) }),
+			streamable.WithRejectHook(s.Instrumentation.MessageRejected),
 			streamable.WithStreamCutHook(func(c streamable.StreamCut) { cuts.Cut(c.String()) }),
 		}
 		if len(s.cfg.allowedHosts) > 0 {

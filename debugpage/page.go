@@ -170,7 +170,7 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 		ds.Era = "2025 session"
 		if ds.Protocol == "" && !slices.ContainsFunc(pending, func(pr server.PendingRequest) bool { return pr.Method == "initialize" }) {
 			ds.Era = "2026 stateless"
-			// Observers hear of no session for it (conncap.Single); it
+			// Observers hear of no session for it (transport.Single); it
 			// came over HTTP, the only transport of that era here.
 			ds.Transport = telemetry.TransportStreamableHTTP
 		}

@@ -34,13 +34,13 @@ type traced struct {
 	reg   *prometheus.Registry
 }
 
-func newTraced(t *testing.T, spans *tracetest.InMemoryExporter, mopts ...telemetry.MetricsOption) *traced {
+func newTraced(t *testing.T, spans *tracetest.InMemoryExporter, mc telemetry.MetricsConfig) *traced {
 	t.Helper()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	reg := prometheus.NewRegistry()
 	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg),
-		middleware.WithPropagators(propagation.TraceContext{}), middleware.WithMetricsOptions(mopts...))
+		middleware.WithPropagators(propagation.TraceContext{}), middleware.WithMetricsConfig(mc))
 	require.NoError(t, err)
 	srv := server.New(inst.ServerOptions()...)
 	t.Cleanup(func() { _ = srv.Close() })
@@ -85,7 +85,7 @@ func attr(s tracetest.SpanStub, key attribute.Key) string {
 // the restart is counted, and the live session.
 func TestHopSpansAndMetrics(t *testing.T) {
 	testkit.Watchdog(t)
-	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.WithUpstreams("e"))
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.MetricsConfig{Upstreams: []string{"e"}})
 	tr.mount(t, gateway.Upstream{Name: "e", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}})
 	c := mcptest.Connect(t, tr.srv)
 	require.NotEmpty(t, c.CallTool("pid", nil).Text())
@@ -206,7 +206,7 @@ func gathered(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 func TestTraceContextBack(t *testing.T) {
 	testkit.Watchdog(t)
 	spans := tracetest.NewInMemoryExporter()
-	up := newTraced(t, spans) // the upstream, traced into the same exporter
+	up := newTraced(t, spans, telemetry.MetricsConfig{}) // the upstream, traced into the same exporter
 	require.NoError(t, up.srv.AddTool(server.Tool{Name: "sample"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		res, err := server.CreateMessage(ctx, &server.CreateMessageParams{
 			Messages:  []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.TextContent{Text: "q"}}}},
@@ -221,7 +221,7 @@ func TestTraceContextBack(t *testing.T) {
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { _ = h.Close(); ts.Close() })
 
-	front := newTraced(t, spans)
+	front := newTraced(t, spans, telemetry.MetricsConfig{})
 	front.mount(t, gateway.Upstream{Name: "a", URL: ts.URL})
 	c := mcptest.Connect(t, front.srv, mcptest.WithCapabilities(map[string]any{"sampling": map[string]any{}}),
 		mcptest.WithRequestHandler(func(context.Context, *transport.Request) (any, error) {
@@ -266,7 +266,7 @@ func childOf(t *testing.T, spans *tracetest.InMemoryExporter, parent tracetest.S
 // tool is forwarded to, and the gateway's series its tool.
 func TestServingTelemetryNamesTheUpstream(t *testing.T) {
 	testkit.Watchdog(t)
-	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.WithUpstreams("e", "f"))
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.MetricsConfig{Upstreams: []string{"e", "f"}})
 	fixture := func(name string) gateway.Upstream {
 		return gateway.Upstream{Name: name, Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{upstreamEnv + "=1"}}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/internal/testkit/hostiletest"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/telemetry"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -54,7 +55,7 @@ func (l lines) Write(p []byte) (int, error) {
 func TestHostileUpstream(t *testing.T) {
 	testkit.Watchdog(t)
 	good := startUpstream(t, "good")
-	tr := newTraced(t, tracetest.NewInMemoryExporter())
+	tr := newTraced(t, tracetest.NewInMemoryExporter(), telemetry.MetricsConfig{})
 	stderr := lines{ch: make(chan string, 100)}
 	g, err := gateway.Mount(t.Context(), tr.srv, gateway.Config{
 		Upstreams: []gateway.Upstream{

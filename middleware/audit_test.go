@@ -249,7 +249,7 @@ func TestInstrumentationSubjectAndTraceIDs(t *testing.T) {
 		require.NoError(t, err)
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
-		(&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil).callEcho()
+		(&rig{t: t, m: middleware.MetricsOf(inst), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), alice), nil).callEcho()
 
 		line := echoLine(t, out.String())
 		assert.Contains(t, line, " subject=alice ")
@@ -407,7 +407,7 @@ func TestDelegatedPrincipalShown(t *testing.T) {
 		require.NoError(t, err)
 		srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(middleware.Audit(&audited)))...)
 		addTools(t, srv)
-		r := (&rig{t: t, m: inst.Metrics(), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), delegated), nil)
+		r := (&rig{t: t, m: middleware.MetricsOf(inst), srv: srv}).startCtx(auth.ContextWithPrincipal(context.Background(), delegated), nil)
 		r.callEcho()
 		synctest.Wait()
 		r.close()

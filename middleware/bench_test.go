@@ -225,7 +225,7 @@ func benchFullChainWith(tp *sdktrace.TracerProvider, metrics **metrics.Metrics) 
 		panic(err)
 	}
 	if metrics != nil {
-		*metrics = inst.Metrics()
+		*metrics = middleware.MetricsOf(inst)
 	}
 	return server.New(inst.ServerOptions()...)
 }

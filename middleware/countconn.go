@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/transport"
@@ -22,7 +21,7 @@ import (
 // labels the context as Serve does.
 func countConns(srv streamable.Server, m *metrics.Metrics, transportName string) streamable.Server {
 	i := instrumented{srv: srv, m: m, name: transportName}
-	if a, ok := srv.(conncap.Attacher); ok {
+	if a, ok := srv.(transport.Attacher); ok {
 		return attachingInstrumented{instrumented: i, a: a}
 	}
 	return i
@@ -30,11 +29,11 @@ func countConns(srv streamable.Server, m *metrics.Metrics, transportName string)
 
 type attachingInstrumented struct {
 	instrumented
-	a conncap.Attacher
+	a transport.Attacher
 }
 
-func (i attachingInstrumented) Attach(ctx context.Context, conn conncap.Driven, done func(error)) error {
-	return i.a.Attach(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(conncap.Driven), done)
+func (i attachingInstrumented) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
+	return i.a.Attach(mcpconv.ContextWithTransport(ctx, i.name), countConn(conn, i.m, i.name).(transport.Driven), done)
 }
 
 type instrumented struct {
@@ -50,7 +49,7 @@ func (i instrumented) Serve(ctx context.Context, conn transport.Conn) error {
 // Shedder passes on srv's Shedder (see server.WithShedder), so that a
 // transport that sheds itself asks it; nil when srv has none.
 func (i instrumented) Shedder() transport.Shedder {
-	if s, ok := i.srv.(conncap.ShedderSource); ok {
+	if s, ok := i.srv.(transport.ShedderSource); ok {
 		return s.Shedder()
 	}
 	return nil
@@ -75,36 +74,36 @@ func countConn(c transport.Conn, m *metrics.Metrics, transportName string) trans
 	// One allocation per conn: a 2026-07-28 stateless request is a conn
 	// of its own.
 	cc := countingConn{Conn: c, t: m.Traffic(transportName)}
-	if d, ok := c.(conncap.Driven); ok {
+	if d, ok := c.(transport.Driven); ok {
 		return &countingDrivenConn{countingInlineConn{countingConn: cc, in: d}, d}
 	}
-	if in, ok := c.(conncap.Inline); ok {
+	if in, ok := c.(transport.Inline); ok {
 		return &countingInlineConn{countingConn: cc, in: in}
 	}
 	return &countingConn{Conn: c, t: cc.t} // not &cc: cc would escape on every path
 }
 
-// countingDrivenConn is a countingInlineConn over a conncap.Driven Conn,
+// countingDrivenConn is a countingInlineConn over a transport.Driven Conn,
 // which passes on the end of the connection.
 type countingDrivenConn struct {
 	countingInlineConn
-	d conncap.Driven
+	d transport.Driven
 }
 
 func (c *countingDrivenConn) SetEnd(end func(err error)) { c.d.SetEnd(end) }
 
-// countingInlineConn is a countingConn over a conncap.Inline Conn: hiding
+// countingInlineConn is a countingConn over a transport.Inline Conn: hiding
 // SetDispatch would make the session core read every message through Read,
 // losing the transport's per-message goroutines (and the end of an HTTP
 // request when its response is dropped).
 type countingInlineConn struct {
 	countingConn
-	in   conncap.Inline
-	next conncap.Dispatcher // the receiver's, set by SetDispatch
+	in   transport.Inline
+	next transport.Dispatcher // the receiver's, set by SetDispatch
 }
 
 // SetDispatch has c count each message c.in dispatches, then hand it to d.
-func (c *countingInlineConn) SetDispatch(d conncap.Dispatcher) {
+func (c *countingInlineConn) SetDispatch(d transport.Dispatcher) {
 	c.next = d
 	c.in.SetDispatch(c)
 }
@@ -132,13 +131,13 @@ func (c *countingConn) Read(ctx context.Context) (transport.Message, error) {
 	return msg, nil
 }
 
-// SessionID passes on c's session id (see conncap.SessionIDer); "" when
+// SessionID passes on c's session id (see transport.SessionIDer); "" when
 // it has none.
-// Unwrap returns the counted Conn (see conncap.Wrapper).
+// Unwrap returns the counted Conn (see transport.Wrapper).
 func (c *countingConn) Unwrap() transport.Conn { return c.Conn }
 
 func (c *countingConn) SessionID() string {
-	if s, ok := c.Conn.(conncap.SessionIDer); ok {
+	if s, ok := c.Conn.(transport.SessionIDer); ok {
 		return s.SessionID()
 	}
 	return ""
@@ -159,10 +158,10 @@ func (c *countingConn) Write(ctx context.Context, msg transport.Message) error {
 }
 
 // Multicast returns the counted Conn's multicast group, counting what it
-// sends as this Conn's writes are counted (see conncap.MulticastMember);
+// sends as this Conn's writes are counted (see transport.MulticastMember);
 // nil when the counted Conn has none.
-func (c *countingConn) Multicast() conncap.Multicast {
-	m, ok := c.Conn.(conncap.MulticastMember)
+func (c *countingConn) Multicast() transport.Multicast {
+	m, ok := c.Conn.(transport.MulticastMember)
 	if !ok {
 		return nil
 	}
@@ -175,7 +174,7 @@ func (c *countingConn) Multicast() conncap.Multicast {
 
 // JoinMulticast joins the counted Conn to its group.
 func (c *countingConn) JoinMulticast() {
-	if m, ok := c.Conn.(conncap.MulticastMember); ok {
+	if m, ok := c.Conn.(transport.MulticastMember); ok {
 		m.JoinMulticast()
 	}
 }
@@ -183,7 +182,7 @@ func (c *countingConn) JoinMulticast() {
 // countedMulticast counts each notification a multicast group sends, once
 // per session it goes to.
 type countedMulticast struct {
-	g conncap.Multicast
+	g transport.Multicast
 	t *metrics.Traffic
 }
 

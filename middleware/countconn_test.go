@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -123,16 +122,16 @@ func TestNilMetricsPassThrough(t *testing.T) {
 	assert.True(t, called)
 }
 
-// inlineConn is a conncap.Inline Conn: it records the Dispatcher
+// inlineConn is a transport.Inline Conn: it records the Dispatcher
 // the session core hands it.
 type inlineConn struct {
 	transport.Conn
-	dispatch conncap.Dispatcher
+	dispatch transport.Dispatcher
 }
 
-func (c *inlineConn) SetDispatch(d conncap.Dispatcher) { c.dispatch = d }
+func (c *inlineConn) SetDispatch(d transport.Dispatcher) { c.dispatch = d }
 
-// TestCountConnKeepsInline checks that CountConn over a conncap.Inline
+// TestCountConnKeepsInline checks that CountConn over a transport.Inline
 // Conn is one too (hiding it would make the core read every message
 // through Read), and counts what it dispatches as received.
 func TestCountConnKeepsInline(t *testing.T) {
@@ -142,10 +141,10 @@ func TestCountConnKeepsInline(t *testing.T) {
 	defer func() { _ = end.Close() }()
 	under := &inlineConn{Conn: end}
 	c := middleware.CountConn(under, m, telemetry.TransportStreamableHTTP)
-	in, ok := c.(conncap.Inline)
-	require.True(t, ok, "CountConn hides conncap.Inline")
+	in, ok := c.(transport.Inline)
+	require.True(t, ok, "CountConn hides transport.Inline")
 	var got []transport.Message
-	in.SetDispatch(conncap.DispatchFunc(func(_ context.Context, msg transport.Message) { got = append(got, msg) }))
+	in.SetDispatch(dispatchFunc(func(_ context.Context, msg transport.Message) { got = append(got, msg) }))
 	require.NotNil(t, under.dispatch)
 
 	ping := &transport.Request{ID: transport.Int64ID(1), Method: "ping"}
@@ -158,11 +157,11 @@ func TestCountConnKeepsInline(t *testing.T) {
 		`mcp_server_received_bytes_total{transport="streamable_http"}`:                   encodedLen(t, ping),
 	}, series(t, m))
 
-	_, isInline := middleware.CountConn(end, m, "stdio").(conncap.Inline)
+	_, isInline := middleware.CountConn(end, m, "stdio").(transport.Inline)
 	assert.False(t, isInline, "a Conn that is not Inline stays so")
 }
 
-// drivenConn is a conncap.Driven Conn: it records the end function the
+// drivenConn is a transport.Driven Conn: it records the end function the
 // session core hands it.
 type drivenConn struct {
 	inlineConn
@@ -172,20 +171,20 @@ type drivenConn struct {
 func (c *drivenConn) SetEnd(end func(error)) { c.end = end }
 
 // TestCountConnsKeepsAttach checks that CountConns over a server that attaches
-// (*server.Server) is one too, and that CountConn over a conncap.Driven
+// (*server.Server) is one too, and that CountConn over a transport.Driven
 // Conn is one too (hiding either would cost an idle Streamable HTTP session
 // a goroutine), passing the end of the connection on.
 func TestCountConnsKeepsAttach(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	_, isAttacher := middleware.CountConns(server.New(), m, telemetry.TransportStreamableHTTP).(conncap.Attacher)
+	_, isAttacher := middleware.CountConns(server.New(), m, telemetry.TransportStreamableHTTP).(transport.Attacher)
 	assert.True(t, isAttacher, "CountConns hides Attach")
 
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	under := &drivenConn{inlineConn: inlineConn{Conn: end}}
-	d, ok := middleware.CountConn(under, m, telemetry.TransportStreamableHTTP).(conncap.Driven)
-	require.True(t, ok, "CountConn hides conncap.Driven")
+	d, ok := middleware.CountConn(under, m, telemetry.TransportStreamableHTTP).(transport.Driven)
+	require.True(t, ok, "CountConn hides transport.Driven")
 	var ended error
 	d.SetEnd(func(err error) { ended = err })
 	require.NotNil(t, under.end)
@@ -193,17 +192,17 @@ func TestCountConnsKeepsAttach(t *testing.T) {
 	assert.ErrorIs(t, ended, transport.ErrPeerGone)
 }
 
-// memberConn is a conncap.MulticastMember Conn of group.
+// memberConn is a transport.MulticastMember Conn of group.
 type memberConn struct {
 	drivenConn
-	group  conncap.Multicast
+	group  transport.Multicast
 	joined bool
 }
 
-func (c *memberConn) Multicast() conncap.Multicast { return c.group }
-func (c *memberConn) JoinMulticast()               { c.joined = true }
+func (c *memberConn) Multicast() transport.Multicast { return c.group }
+func (c *memberConn) JoinMulticast()                 { c.joined = true }
 
-// fakeGroup is a conncap.Multicast of members sessions.
+// fakeGroup is a transport.Multicast of members sessions.
 type fakeGroup struct {
 	members int
 	sent    []*transport.Request
@@ -215,7 +214,7 @@ func (g *fakeGroup) Send(_ context.Context, n *transport.Request) int {
 }
 
 // TestCountConnKeepsMulticast checks that CountConn over a
-// conncap.MulticastMember passes the group on (hiding it would cost a
+// transport.MulticastMember passes the group on (hiding it would cost a
 // notification to every Streamable HTTP session a write per session), the
 // same group for every Conn of it, counting each notification it sends
 // once per session it goes to, and the join.
@@ -227,9 +226,9 @@ func TestCountConnKeepsMulticast(t *testing.T) {
 	defer func() { _ = end.Close() }()
 	one := &memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}, group: group}
 	two := &memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}, group: group}
-	a, ok := middleware.CountConn(one, m, telemetry.TransportStreamableHTTP).(conncap.MulticastMember)
-	require.True(t, ok, "CountConn hides conncap.MulticastMember")
-	b := middleware.CountConn(two, m, telemetry.TransportStreamableHTTP).(conncap.MulticastMember)
+	a, ok := middleware.CountConn(one, m, telemetry.TransportStreamableHTTP).(transport.MulticastMember)
+	require.True(t, ok, "CountConn hides transport.MulticastMember")
+	b := middleware.CountConn(two, m, telemetry.TransportStreamableHTTP).(transport.MulticastMember)
 	require.NotNil(t, a.Multicast())
 	assert.Equal(t, a.Multicast(), b.Multicast(), "two Conns of one group give equal groups")
 
@@ -244,6 +243,11 @@ func TestCountConnKeepsMulticast(t *testing.T) {
 		`mcp_server_sent_bytes_total{transport="streamable_http"}`:                        3 * encodedLen(t, n),
 	}, series(t, m))
 
-	none := middleware.CountConn(&memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}}, m, "stdio").(conncap.MulticastMember)
+	none := middleware.CountConn(&memberConn{drivenConn: drivenConn{inlineConn: inlineConn{Conn: end}}}, m, "stdio").(transport.MulticastMember)
 	assert.Nil(t, none.Multicast(), "no group under it: none")
 }
+
+// dispatchFunc is a function that is a transport.Dispatcher.
+type dispatchFunc func(ctx context.Context, m transport.Message)
+
+func (f dispatchFunc) Dispatch(ctx context.Context, m transport.Message) { f(ctx, m) }

@@ -57,7 +57,7 @@
 //     [WithUntrustedTraceContext]. Without a provider, no spans at all
 //     (the global provider is not used), here as in Tracing alone.
 //   - [WithRegisterer]: the collector of the server's metrics (built with
-//     [WithMetricsOptions]) registered with it, recorded by the chain (every
+//     [WithMetricsConfig]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.
 //   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of

@@ -31,3 +31,12 @@ func (i *Instrumentation) Middleware() []server.Middleware {
 	}
 	return append([]server.Middleware(nil), i.chain...)
 }
+
+// MetricsOf returns the collector i made, for the tests of package
+// middleware_test to read and record with; nil without metrics.
+func MetricsOf(i *Instrumentation) *metrics.Metrics {
+	if i == nil {
+		return nil
+	}
+	return i.metrics
+}

@@ -190,7 +190,7 @@ func newChaosServer(t *testing.T) *chaosServer {
 		middleware.WithConcurrencyLimit(1000), // never reached: it must not change the truth
 	)
 	require.NoError(t, err)
-	cs.m = inst.Metrics()
+	cs.m = middleware.MetricsOf(inst)
 	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(cs.board.middleware))...)
 	wait := func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		var key string

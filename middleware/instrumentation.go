@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -42,7 +44,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
 	if cfg.registerer != nil {
-		m := metrics.New(cfg.metricsOptions...)
+		m := metrics.New(metricsOptions(cfg.metrics)...)
 		obs := &metricsObserver{m: m}
 		if err := cfg.registerer.Register(obs); err != nil { // the collector that flushes first
 			return nil, fmt.Errorf("middleware: registering the metrics: %w", err)
@@ -168,7 +170,10 @@ func (i *Instrumentation) ServerOptions() []server.Option {
 // the tools. Without metrics, or on a nil *Instrumentation, it only labels
 // the context.
 func (i *Instrumentation) ConnServer(srv streamable.Server, transportName string) streamable.Server {
-	m := i.Metrics()
+	var m *metrics.Metrics
+	if i != nil {
+		m = i.metrics
+	}
 	if m != nil {
 		var methods, tools []string
 		if s := i.observer.server(srv); s != nil {
@@ -192,16 +197,32 @@ func (i *Instrumentation) RateLimiter() *RateLimiter {
 	return i.rateLimiter
 }
 
-// Metrics returns the collector [NewInstrumentation] made, for the hooks
-// of a service's own wiring (streamable.WithRejectHook with its
-// MessageRejected, the endpoint quotas' refusals with its QuotaRefused)
-// and for a second registry (an OTLP push) to read; nil without
-// [WithRegisterer], and every method of a nil collector does nothing. The
-// registry given to WithRegisterer reads it through the instrumentation,
-// which records the outcomes waiting for their batch first.
-func (i *Instrumentation) Metrics() *metrics.Metrics {
-	if i == nil {
+// Collector returns the collector of the server's metrics that
+// [NewInstrumentation] made and registered, for a second registry (an
+// OTLP push) to read too: it records the outcomes waiting for their batch
+// first. nil without [WithRegisterer].
+func (i *Instrumentation) Collector() prometheus.Collector {
+	if i == nil || i.observer == nil {
 		return nil
 	}
-	return i.metrics
+	return i.observer
+}
+
+// MessageRejected counts a message the HTTP endpoint refused before any
+// session saw it, by reason (mcp_server_messages_rejected_total): the
+// hook of streamable.WithRejectHook. It does nothing without
+// [WithRegisterer].
+func (i *Instrumentation) MessageRejected(r protocol.RejectReason) {
+	if i != nil {
+		i.metrics.MessageRejected(r.String())
+	}
+}
+
+// QuotaRefused counts a request or session refused over quota q
+// (mcp_server_quota_refusals_total): the OnRefuse of the endpoint's
+// streamable.Quotas. It does nothing without [WithRegisterer].
+func (i *Instrumentation) QuotaRefused(q protocol.Quota) {
+	if i != nil {
+		i.metrics.QuotaRefused(q.String())
+	}
 }

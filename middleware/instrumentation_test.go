@@ -22,7 +22,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
@@ -99,14 +98,14 @@ func TestInstrumentationServerOptions(t *testing.T) {
 	bare, err := middleware.NewInstrumentation()
 	require.NoError(t, err)
 	assert.Len(t, bare.ServerOptions(), 1, "the chain alone")
-	assert.Nil(t, bare.Metrics())
+	assert.Nil(t, middleware.MetricsOf(bare))
 
 	reg := prometheus.NewRegistry()
 	full, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg),
 		middleware.WithTracerProvider(sdktrace.NewTracerProvider()))
 	require.NoError(t, err)
 	assert.Len(t, full.ServerOptions(), 3, "the chain, the call middleware, the observer")
-	require.NotNil(t, full.Metrics())
+	require.NotNil(t, middleware.MetricsOf(full))
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	assert.NotEmpty(t, families, "the collector is registered")
@@ -117,7 +116,7 @@ func TestInstrumentationServerOptions(t *testing.T) {
 
 	var none *middleware.Instrumentation
 	assert.Nil(t, none.ServerOptions())
-	assert.Nil(t, none.Metrics())
+	assert.Nil(t, middleware.MetricsOf(none))
 	assert.NotNil(t, none.ConnServer(server.New(), telemetry.TransportMemory))
 }
 
@@ -131,7 +130,7 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()))
 		require.NoError(t, err)
-		m := inst.Metrics()
+		m := middleware.MetricsOf(inst)
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
 		r := &rig{t: t, m: m, srv: srv}
@@ -191,7 +190,7 @@ func TestInstrumentationOrder(t *testing.T) {
 			middleware.WithConcurrencyLimit(1),
 		)
 		require.NoError(t, err)
-		m := inst.Metrics()
+		m := middleware.MetricsOf(inst)
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
 		addGuardTools(t, srv)
@@ -290,7 +289,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithLogger(logger))
 				require.NoError(t, err)
 				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
-				opts, m = inst.ServerOptions(), inst.Metrics()
+				opts, m = inst.ServerOptions(), middleware.MetricsOf(inst)
 			} else {
 				m = metrics.New()
 				reg.MustRegister(m)
@@ -380,7 +379,7 @@ func TestInstrumentationBesideAnObserver(t *testing.T) {
 				assert.Len(t, inst.Middleware(), wantLayers)
 				srv := server.New(append(inst.ServerOptions(), server.WithObserver(nil, &obs))...)
 				addTools(t, srv)
-				r := (&rig{t: t, m: inst.Metrics(), srv: srv}).start(nil)
+				r := (&rig{t: t, m: middleware.MetricsOf(inst), srv: srv}).start(nil)
 				r.Initialize("", nil)
 				synctest.Wait()
 				r.SendCallTool(2, "echo", nil)
@@ -412,7 +411,7 @@ func (r *endRecorder) RequestEnded(_ context.Context, req *server.Request, out s
 	r.seen = append(r.seen, fmt.Sprintf("%s %s err=%v", req.Method, req.Name, out.Err != nil))
 }
 
-// TestInstrumentationOptions checks that WithMetricsOptions reaches the
+// TestInstrumentationOptions checks that WithMetricsConfig reaches the
 // collector and that an observer added with server.WithObserver sees the
 // sessions next to the metrics observer.
 func TestInstrumentationOptions(t *testing.T) {
@@ -420,10 +419,10 @@ func TestInstrumentationOptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var obs sessionCounter
 		inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithMetricsOptions(telemetry.WithMethods("x/custom")))
+			middleware.WithMetricsConfig(telemetry.MetricsConfig{Methods: []string{"x/custom"}}))
 		require.NoError(t, err)
-		inst.Metrics().RequestStarted("x/custom")
-		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
+		middleware.MetricsOf(inst).RequestStarted("x/custom")
+		assert.InDelta(t, 1, series(t, middleware.MetricsOf(inst))[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
 
 		srv := server.New(append(inst.ServerOptions(), server.WithObserver(&obs))...)
 		client, end := memory.NewPair()
@@ -433,7 +432,7 @@ func TestInstrumentationOptions(t *testing.T) {
 		_ = client.Close()
 		require.NoError(t, <-served)
 		assert.Equal(t, int32(1), obs.started.Load())
-		assert.InDelta(t, 1, series(t, inst.Metrics())[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
+		assert.InDelta(t, 1, series(t, middleware.MetricsOf(inst))[`mcp_server_session_duration_seconds_count{cause="transport_close",transport="memory"}`], 0)
 	})
 }
 
@@ -452,7 +451,7 @@ func TestCountConnsServeOnly(t *testing.T) {
 	served := make(chan transport.Conn, 1)
 	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
 	wrapped := middleware.CountConns(srv, metrics.New(), telemetry.TransportMemory)
-	_, attaches := wrapped.(conncap.Attacher)
+	_, attaches := wrapped.(transport.Attacher)
 	assert.False(t, attaches)
 	a, b := memory.NewPair()
 	defer func() { _ = a.Close(); _ = b.Close() }()

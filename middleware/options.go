@@ -78,7 +78,7 @@ type instrumentationConfig struct {
 	audit   auditConfig
 
 	registerer     prometheus.Registerer
-	metricsOptions []telemetry.MetricsOption
+	metrics        telemetry.MetricsConfig
 	logger         *slog.Logger
 	defaultTimeout time.Duration
 	defaultLimit   int
@@ -176,22 +176,18 @@ func WithUntrustedTraceContext() TracingOption {
 }
 
 // WithRegisterer makes [NewInstrumentation] create the collector of the
-// server's metrics (with the options of [WithMetricsOptions]) and register
-// it with r. nil,
-// or no option, means no metrics. It is never the default registry unless
+// server's metrics (tuned by [WithMetricsConfig]) and register it with r.
+// nil, or no option, means no metrics. It is never the default registry unless
 // the caller passes it.
 func WithRegisterer(r prometheus.Registerer) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.registerer = r })
 }
 
-// WithMetricsOptions passes opts to the collector when
-// [NewInstrumentation] creates the collector (see [WithRegisterer]), for
-// native histograms, more methods, and so on. Calling it again replaces
-// them.
-func WithMetricsOptions(opts ...telemetry.MetricsOption) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) {
-		c.metricsOptions = append([]telemetry.MetricsOption(nil), opts...)
-	})
+// WithMetricsConfig tunes the collector [NewInstrumentation] creates (see
+// [WithRegisterer]): native histograms, more methods, the upstreams of a
+// gateway, and so on. Calling it again replaces mc.
+func WithMetricsConfig(mc telemetry.MetricsConfig) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.metrics = mc })
 }
 
 // WithLogger sets the logger of [NewInstrumentation]: it adds [Logging]

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/middleware"
+	"github.com/vigil-mcp/vigil/telemetry"
 )
 
 func uses() {
@@ -42,7 +43,7 @@ func uses() {
 	_ = middleware.Audit(nil, middleware.WithAuditArgumentValues("t"))
 	_, _ = middleware.NewInstrumentation(
 		tracer, propagators, middleware.WithUntrustedTraceContext(),
-		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(),
+		middleware.WithRegisterer(nil), middleware.WithMetricsConfig(telemetry.MetricsConfig{}),
 		middleware.WithLogger(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
 		middleware.WithTimeout(time.Second), middleware.WithTimeoutFor(nil),
 		middleware.WithConcurrencyLimit(1), middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil),

@@ -112,7 +112,7 @@ func TestRateLimitHandlerPrincipal(t *testing.T) {
 	gw := httptest.NewRecorder()
 	h.ServeHTTP(gw, g)
 	assert.Equal(t, http.StatusOK, gw.Code, "GET takes no token")
-	assert.InDelta(t, 1, quotaRefusals(t, inst.Metrics(), protocol.QuotaRate), 0)
+	assert.InDelta(t, 1, quotaRefusals(t, middleware.MetricsOf(inst), protocol.QuotaRate), 0)
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
@@ -176,8 +176,8 @@ func TestToolRateLimit(t *testing.T) {
 	}
 	c.Request(40, "ping", nil)
 	require.Nil(t, c.RecvResponseTo(40).Error)
-	assert.InDelta(t, 1, quotaRefusals(t, inst.Metrics(), protocol.QuotaToolRate), 0)
-	assert.InDelta(t, 0, quotaRefusals(t, inst.Metrics(), protocol.QuotaRate), 0)
+	assert.InDelta(t, 1, quotaRefusals(t, middleware.MetricsOf(inst), protocol.QuotaToolRate), 0)
+	assert.InDelta(t, 0, quotaRefusals(t, middleware.MetricsOf(inst), protocol.QuotaRate), 0)
 }
 
 // addrTransport sends every request with X-Test-Addr, which the test's
@@ -218,7 +218,7 @@ func TestToolRateLimitPerClientAddress(t *testing.T) {
 	assert.Equal(t, "tool_rate", string(quotaOf(t, a2.RecvError(2))), "a second session of the same address shares its bucket")
 	b.SendCallTool(2, "echo", nil)
 	require.Nil(t, b.RecvResponseTo(2).Error, "another address has its own")
-	assert.InDelta(t, 1, quotaRefusals(t, inst.Metrics(), protocol.QuotaToolRate), 0)
+	assert.InDelta(t, 1, quotaRefusals(t, middleware.MetricsOf(inst), protocol.QuotaToolRate), 0)
 }
 
 // quotaOf returns the quota of a refusal's data.

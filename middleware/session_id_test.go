@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
@@ -38,10 +37,10 @@ func TestSessionIDThroughInstrument(t *testing.T) {
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	counted := middleware.CountConn(namedConn{Conn: end, id: "abc"}, m, telemetry.TransportMemory)
-	ider, ok := counted.(conncap.SessionIDer)
-	require.True(t, ok, "CountConn hides conncap.SessionIDer")
+	ider, ok := counted.(transport.SessionIDer)
+	require.True(t, ok, "CountConn hides transport.SessionIDer")
 	assert.Equal(t, "abc", ider.SessionID())
-	plain, ok := middleware.CountConn(end, m, telemetry.TransportMemory).(conncap.SessionIDer)
+	plain, ok := middleware.CountConn(end, m, telemetry.TransportMemory).(transport.SessionIDer)
 	require.True(t, ok)
 	assert.Empty(t, plain.SessionID(), "no id when the transport has none")
 

@@ -13,17 +13,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// drivenConn is a conncap.Driven Conn whose messages a test delivers
+// drivenConn is a transport.Driven Conn whose messages a test delivers
 // with send, each on the test's goroutine, and whose end it decides.
 type drivenConn struct {
 	mu       sync.Mutex
-	dispatch conncap.Dispatcher
+	dispatch transport.Dispatcher
 	end      func(error)
 	closed   bool
 	endErr   error
@@ -66,7 +65,7 @@ func (c *drivenConn) finish(err error) {
 	}
 }
 
-func (c *drivenConn) SetDispatch(d conncap.Dispatcher) {
+func (c *drivenConn) SetDispatch(d transport.Dispatcher) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dispatch = d

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Fanout carries what a server tells every client — that a list of tools,
@@ -82,5 +82,5 @@ func (s *Server) notifyContext() context.Context {
 	if s.cfg.fanout == nil {
 		return context.Background()
 	}
-	return conncap.ContextWithBroadcast(context.Background())
+	return transport.ContextWithBroadcast(context.Background())
 }

@@ -115,7 +115,7 @@ func (req *Request) SetDeadline(t time.Time) {
 
 // ArrivalContext returns the context req's message arrived with. A
 // transport that delivers each message on a goroutine of its own
-// (conncap.Inline, such as Streamable HTTP, where each message is a POST)
+// (transport.Inline, such as Streamable HTTP, where each message is a POST)
 // gives it the context of that delivery: the HTTP request's, with whatever
 // the HTTP server's own middleware put there, such as its span. For other
 // messages it is the context the session was served with. The handler's

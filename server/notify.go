@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -58,15 +57,15 @@ func (s *Server) notifySessions(method string, params any, match func(*Session) 
 	}
 }
 
-// multicasts are the groups (conncap.Multicast) the server's sessions
+// multicasts are the groups (transport.Multicast) the server's sessions
 // joined: a handful (a Streamable HTTP Endpoint each), kept for the
 // server's life.
 type multicasts struct {
 	mu     sync.Mutex
-	groups []conncap.Multicast
+	groups []transport.Multicast
 }
 
-func (m *multicasts) add(g conncap.Multicast) {
+func (m *multicasts) add(g transport.Multicast) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !slices.Contains(m.groups, g) {
@@ -74,7 +73,7 @@ func (m *multicasts) add(g conncap.Multicast) {
 	}
 }
 
-func (m *multicasts) all() []conncap.Multicast {
+func (m *multicasts) all() []transport.Multicast {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.groups[:len(m.groups):len(m.groups)]
@@ -87,7 +86,7 @@ func (ss *Session) joinMulticast() {
 		return
 	}
 	ss.srv.multicasts.add(ss.group) // first: a notification sent from now on goes to the group
-	ss.conn.(conncap.MulticastMember).JoinMulticast()
+	ss.conn.(transport.MulticastMember).JoinMulticast()
 }
 
 // fanoutShare is how many sessions each writer of a notification to every

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -137,7 +136,7 @@ func (r *reasonRecorder) get() []protocol.RejectReason {
 	return append([]protocol.RejectReason(nil), r.reasons...)
 }
 
-// singleConn is a conncap.Single Conn: it reads one stateless request,
+// singleConn is a transport.Single Conn: it reads one stateless request,
 // then reports its end once the answer was written.
 type singleConn struct {
 	req     transport.Message
@@ -176,7 +175,7 @@ func (c *singleConn) Close() error {
 
 func (*singleConn) SingleRequest() {}
 
-// A conncap.Single conn's request is served, and its session, which is
+// A transport.Single conn's request is served, and its session, which is
 // only the request's, is reported to no observer as a session; its handler
 // runs on the session's context.
 func TestSingleConnIsNoSession(t *testing.T) {
@@ -193,8 +192,8 @@ func TestSingleConnIsNoSession(t *testing.T) {
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
 	require.NoError(t, err)
 	conn := &singleConn{req: msg, written: make(chan transport.Message, 1), answer: make(chan struct{}), closed: make(chan struct{})}
-	require.True(t, conncap.IsSingle(conn))
-	require.False(t, conncap.IsSingle(struct{ transport.Conn }{conn}), "a Conn that embeds one is not a Wrapper")
+	require.True(t, isSingleConn(conn))
+	require.False(t, isSingleConn(struct{ transport.Conn }{conn}), "a Conn that embeds one is not a Wrapper")
 
 	require.ErrorIs(t, srv.Serve(context.Background(), conn), transport.ErrPeerGone)
 	resp, ok := (<-conn.written).(*transport.Response)
@@ -206,4 +205,10 @@ func TestSingleConnIsNoSession(t *testing.T) {
 	assert.Empty(t, srv.Sessions())
 	require.Error(t, handlerCtx.Err(), "the session's end cancelled the handler's context")
 	assert.ErrorIs(t, context.Cause(handlerCtx), server.ErrTransportClose)
+}
+
+// isSingleConn reports whether c, or a Conn beneath it, is transport.Single.
+func isSingleConn(c transport.Conn) bool {
+	_, ok := transport.As[transport.Single](c)
+	return ok
 }

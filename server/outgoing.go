@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -183,12 +182,12 @@ func (ss *Session) sendNotification(ctx context.Context, n *transport.Request) e
 func related(ctx context.Context) context.Context {
 	if id, ok := taskRoute(ctx); ok { // a task outlives its request (tasks.go)
 		if id.IsValid() {
-			return conncap.ContextWithRelatedRequest(ctx, id)
+			return transport.ContextWithRelatedRequest(ctx, id)
 		}
 		return ctx
 	}
 	if req := RequestFromContext(ctx); req != nil && req.ID.IsValid() {
-		return conncap.ContextWithRelatedRequest(ctx, req.ID)
+		return transport.ContextWithRelatedRequest(ctx, req.ID)
 	}
 	return ctx
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/seal"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/vocab"
@@ -138,7 +137,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 // Attach runs one session on conn, as [Server.Serve] does, but returns as
 // soon as the session is set up, and holds no goroutine while the session
 // is idle: conn delivers every message on a goroutine of its own through
-// the Dispatcher Attach hands to its SetDispatch (see [conncap.Driven]),
+// the Dispatcher Attach hands to its SetDispatch (see [transport.Driven]),
 // and the session ends when conn reports its end through SetEnd, which
 // closing conn does. That happens when the transport ends the connection,
 // when ctx is done, or when the server shuts down or closes. Then, on a
@@ -149,7 +148,7 @@ func (s *Server) Serve(ctx context.Context, conn transport.Conn) error {
 //
 // If the server is shutting down or closed, Attach closes conn and returns
 // [ErrServerClosed] without calling done; otherwise it returns nil.
-func (s *Server) Attach(ctx context.Context, conn conncap.Driven, done func(error)) error {
+func (s *Server) Attach(ctx context.Context, conn transport.Driven, done func(error)) error {
 	ss := newSession(ctx, s, conn)
 	if !s.track(ss) {
 		ss.cancel(ErrShutdown)

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/transport"
@@ -47,13 +46,13 @@ type Session struct {
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
-	inline   bool              // the Conn delivers messages on goroutines of its own
-	single   bool              // the Conn carries one request (conncap.Single): no session but the request's
-	selfShed bool              // the transport asks the Shedder itself (conncap.Admitter): the session does not
-	shared   conncap.Shared    // the conn, when its session is shared by replicas (shared.go); else nil
-	group    conncap.Multicast // the conn's multicast group (notify.go); nil: none
-	logging  sessionLogging    // logging/setLevel and the log rate limit (logging.go)
-	progress progressTable     // progress tokens in flight (progress.go)
+	inline   bool                // the Conn delivers messages on goroutines of its own
+	single   bool                // the Conn carries one request (transport.Single): no session but the request's
+	selfShed bool                // the transport asks the Shedder itself (transport.Admitter): the session does not
+	shared   transport.Shared    // the conn, when its session is shared by replicas (shared.go); else nil
+	group    transport.Multicast // the conn's multicast group (notify.go); nil: none
+	logging  sessionLogging      // logging/setLevel and the log rate limit (logging.go)
+	progress progressTable       // progress tokens in flight (progress.go)
 
 	mu sync.Mutex // guards st; never held during I/O
 	st sessionState
@@ -315,7 +314,7 @@ func (e *transportCloseError) Error() string {
 func (e *transportCloseError) Unwrap() []error { return e.errs[:] }
 
 // errInputEnded is why a session ends whose Conn reported its end with no
-// error (a conncap.Driven's end(nil)): its input ended, as at io.EOF.
+// error (a transport.Driven's end(nil)): its input ended, as at io.EOF.
 var errInputEnded = fmt.Errorf("the connection ended: %w", io.EOF)
 
 // errRequestDone releases a finished request's context. It is never a
@@ -324,9 +323,9 @@ var errRequestDone = errors.New("mcp: request finished")
 
 // newSession returns a session on conn. Whatever ends it closes conn,
 // which is what unblocks a read loop stuck in Read (or, for a
-// conncap.Driven conn, what tells the server the session ended): a
+// transport.Driven conn, what tells the server the session ended): a
 // watch on the session's context does, except for an inline conn (whose
-// Close does not block, see conncap.Inline) whose session can only end
+// Close does not block, see transport.Inline) whose session can only end
 // through cancel (ctx is never done), which cancel closes itself, sparing
 // the session the watch: a 2025 Streamable HTTP session's, and a stateless
 // request's, which would otherwise pay for it on every request.
@@ -341,16 +340,16 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		ctx:       sctx,
 		cancelCtx: cancel,
 		obs:       s.cfg.observer,
-		single:    conncap.IsSingle(conn),
-		selfShed:  s.cfg.shedder != nil && conncap.AdmitsRequests(conn),
+		single:    isSingle(conn),
+		selfShed:  s.cfg.shedder != nil && admitsRequests(conn),
 		shard:     pickSessionShard(),
 	}
 	if !ss.single {
-		if m, ok := conn.(conncap.MulticastMember); ok {
+		if m, ok := conn.(transport.MulticastMember); ok {
 			ss.group = m.Multicast()
 		}
 	}
-	if _, inline := conn.(conncap.Inline); !inline || ctx.Done() != nil {
+	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
 	}
 	if p := presenceOf(conn); p != nil {
@@ -401,7 +400,7 @@ func (ss *Session) cancel(cause error) {
 		ss.settleOnEnd()
 	}
 	if ss.unwatch == nil {
-		_ = ss.conn.Close() // a conncap.Driven conn's Close does not block
+		_ = ss.conn.Close() // a transport.Driven conn's Close does not block
 	}
 }
 
@@ -423,10 +422,10 @@ func (ss *Session) logger() *slog.Logger {
 }
 
 // sessionIDOf returns the id the transport gave the session (see
-// conncap.SessionIDer), or "": ID makes one when first asked (a
+// transport.SessionIDer), or "": ID makes one when first asked (a
 // stateless request's session, as a rule, is never asked).
 func sessionIDOf(conn transport.Conn) string {
-	if c, ok := conn.(conncap.SessionIDer); ok {
+	if c, ok := conn.(transport.SessionIDer); ok {
 		return c.SessionID()
 	}
 	return ""
@@ -439,7 +438,7 @@ func newSessionID() string {
 }
 
 // ID returns the session's id: the one its transport gave it (Streamable
-// HTTP's Mcp-Session-Id, see conncap.SessionIDer), else 32 random hex
+// HTTP's Mcp-Session-Id, see transport.SessionIDer), else 32 random hex
 // digits, unique per session.
 func (ss *Session) ID() string {
 	if ss.id != "" {
@@ -515,13 +514,13 @@ func (ss *Session) rejectUndecodable(err error) bool {
 }
 
 // start reports the session started and, when the Conn delivers messages
-// on goroutines of its own (conncap.Inline), has it call dispatchInline.
+// on goroutines of its own (transport.Inline), has it call dispatchInline.
 func (ss *Session) start() {
 	ss.shareState()
 	if !ss.single {
 		ss.obs.SessionStarted(ss.ctx, ss)
 	}
-	if in, ok := ss.conn.(conncap.Inline); ok {
+	if in, ok := ss.conn.(transport.Inline); ok {
 		ss.inline = true
 		in.SetDispatch((*inlineDispatcher)(ss))
 	}
@@ -613,7 +612,7 @@ func (ss *Session) drain() {
 	}
 }
 
-// inlineDispatcher is a Session as the conncap.Dispatcher of its Inline
+// inlineDispatcher is a Session as the transport.Dispatcher of its Inline
 // Conn: a conversion, not a closure, so that handing it over allocates
 // nothing.
 type inlineDispatcher Session
@@ -624,7 +623,7 @@ func (d *inlineDispatcher) Dispatch(stream context.Context, msg transport.Messag
 }
 
 // dispatchInline handles a message on the goroutine that brought it (see
-// conncap.Inline); a request runs to its outcome before it returns, and
+// transport.Inline); a request runs to its outcome before it returns, and
 // is cancelled if stream ends first.
 func (ss *Session) dispatchInline(stream context.Context, msg transport.Message) {
 	if m, ok := msg.(*transport.Request); ok {
@@ -702,7 +701,7 @@ func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *st
 	req.era = ss.eraOf(req, fresh, stateless)
 }
 
-// inlineOrigin describes a request that came inline (see conncap.Inline):
+// inlineOrigin describes a request that came inline (see transport.Inline):
 // its handler runs on the caller's goroutine, and stream ending before the
 // answer cancels it.
 type inlineOrigin struct {
@@ -942,12 +941,12 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 }
 
 // answeredAtEnd reports whether the session's transport answered inf's
-// request itself because the session ended under it (conncap.EndAnswerer:
+// request itself because the session ended under it (transport.EndAnswerer:
 // a 2025 session deleted during the call gets -32000 "session
 // terminated"); if so it sets out.Err to that answer.
 func (ss *Session) answeredAtEnd(inf *inflight, out *Outcome) bool {
-	a := conncap.EndAnswererOf(ss.conn)
-	if a == nil {
+	a, ok := transport.As[transport.EndAnswerer](ss.conn)
+	if !ok {
 		return false
 	}
 	e := a.EndAnswer(inf.req.ID)
@@ -1150,7 +1149,7 @@ func (ss *Session) notification(arrival context.Context, m *transport.Request) {
 // cancelSingle acts on a notification a stateless request's Conn delivers
 // while the request runs: notifications/cancelled for it, which a later
 // POST of the same caller brought (the transport matched them, see
-// conncap.Single). It cancels the request as the client's, and, as no
+// transport.Single). It cancels the request as the client's, and, as no
 // 2026-07-28 notification does, reaches no handler.
 func (ss *Session) cancelSingle(m *transport.Request) {
 	if m.Method == "notifications/cancelled" {

@@ -6,12 +6,11 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
 // sharedState is the part of a session's state that the replicas serving
-// a shared session keep in common (see conncap.Shared): what initialize
+// a shared session keep in common (see transport.Shared): what initialize
 // negotiated, whether the client completed it, the log level it set and
 // the resources it subscribed to.
 type sharedState struct {
@@ -23,10 +22,10 @@ type sharedState struct {
 	Subscriptions []string           `json:"subscriptions,omitempty"`
 }
 
-// shareState sets a session on a conncap.Shared conn up: it restores the
+// shareState sets a session on a transport.Shared conn up: it restores the
 // state the other replicas stored, if any, and follows their changes.
 func (ss *Session) shareState() {
-	sh, ok := conncap.SharedOf(ss.conn)
+	sh, ok := transport.As[transport.Shared](ss.conn)
 	if !ok {
 		return
 	}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -159,7 +158,7 @@ func (inf *inflight) settleCause() {
 
 // standaloneClosedNear reports whether the client's standalone stream
 // closed within the grace of at, either way, and is not open again (see
-// conncap.ClientPresence).
+// transport.ClientPresence).
 func (ss *Session) standaloneClosedNear(at time.Time) bool {
 	p := presenceOf(ss.conn)
 	if p == nil {
@@ -173,14 +172,14 @@ func (ss *Session) standaloneClosedNear(at time.Time) bool {
 	return d >= -StreamCloseGrace && d <= StreamCloseGrace
 }
 
-// presenceOf returns c, or the Conn c wraps, as a conncap.ClientPresence;
+// presenceOf returns c, or the Conn c wraps, as a transport.ClientPresence;
 // nil when neither is one.
-func presenceOf(c transport.Conn) conncap.ClientPresence {
+func presenceOf(c transport.Conn) transport.ClientPresence {
 	for c != nil {
-		if p, ok := c.(conncap.ClientPresence); ok {
+		if p, ok := c.(transport.ClientPresence); ok {
 			return p
 		}
-		w, ok := c.(conncap.Wrapper)
+		w, ok := c.(transport.Wrapper)
 		if !ok {
 			return nil
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 // presentConn is a drivenConn whose client holds a standalone stream,
-// whose close the test decides (conncap.ClientPresence).
+// whose close the test decides (transport.ClientPresence).
 type presentConn struct {
 	drivenConn
 	presence sync.Mutex

@@ -223,7 +223,7 @@ func (ts *taskStore) watch(t *task, expire, sessionEnded func()) {
 
 // sameOwner reports whether a task of owner a belongs to session b (nil:
 // 2026-07-28 tasks). A shared session's replica may serve it through a new
-// Session after letting its view go (conncap.Shared), so two Sessions
+// Session after letting its view go (transport.Shared), so two Sessions
 // with one id are one session: ids are unique (random, or the transport's).
 func sameOwner(a, b *Session) bool {
 	return a == b || a != nil && b != nil && a.ID() == b.ID()

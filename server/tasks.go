@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -196,7 +195,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 	}
 	s.tasks.watch(t, func() { s.endTask(t, ErrTaskExpired, "The task expired.") }, func() {
 		cause := context.Cause(t.owner.ctx)
-		if errors.Is(cause, conncap.ErrReleased) {
+		if errors.Is(cause, transport.ErrReleased) {
 			// The replica let its view of a shared session go (a running
 			// task holds it, so as a rule the task is done, unless the
 			// replica is leaving, when Shutdown drains it): the session
@@ -231,7 +230,7 @@ func (s *Server) launchAfterResponse(req *Request, t *task, run func(context.Con
 }
 
 // hold keeps the replica serving a shared 2025 session's view while the
-// task runs here (see conncap.Shared's Hold); a no-op otherwise.
+// task runs here (see transport.Shared's Hold); a no-op otherwise.
 func (t *task) hold() (release func()) {
 	if t.owner == nil || t.owner.shared == nil {
 		return func() {}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -642,7 +641,7 @@ func TestTaskV1ListPages(t *testing.T) {
 }
 
 // routeConn records the request each message the server writes is related
-// to (conncap.RelatedRequestFromContext), by method.
+// to (transport.RelatedRequestFromContext), by method.
 type routeConn struct {
 	transport.Conn
 	mu     sync.Mutex
@@ -651,7 +650,7 @@ type routeConn struct {
 
 func (c *routeConn) Write(ctx context.Context, m transport.Message) error {
 	if r, ok := m.(*transport.Request); ok && r.Method == "elicitation/create" {
-		id, _ := conncap.RelatedRequestFromContext(ctx)
+		id, _ := transport.RelatedRequestFromContext(ctx)
 		c.mu.Lock()
 		c.routes = append(c.routes, id.String())
 		c.mu.Unlock()

@@ -1,6 +1,6 @@
-// Package telemetry configures Vigil's Prometheus metrics: the options of
-// the collector of an MCP server ([MetricsOption], given to
-// middleware.WithMetricsOptions: native histograms, more methods, the
+// Package telemetry configures Vigil's Prometheus metrics: how the
+// collector of an MCP server is tuned ([MetricsConfig], given to
+// middleware.WithMetricsConfig: native histograms, more methods, the
 // exemplar interval, ...), the transport names a server is served on
 // ([TransportStreamableHTTP], ...) and the histograms' boundaries
 // ([DurationBuckets]). The middleware package's NewInstrumentation builds and
@@ -13,9 +13,9 @@
 // serves (its methods, tools and transports) are created at zero when the
 // instrumentation first serves it. The duration histograms use the
 // OpenTelemetry MCP bucket boundaries ([DurationBuckets]) and can be
-// native histograms too ([WithNativeHistograms]); the duration histogram
+// native histograms too ([MetricsConfig.NativeHistograms]); the duration histogram
 // and the finished counter carry a trace_id exemplar (renewed at most once
-// a second per series and bucket, [WithExemplarInterval]), exposed with
+// a second per series and bucket, [MetricsConfig.ExemplarInterval]), exposed with
 // the OpenMetrics format.
 //
 // Of Vigil it imports only the leaf vocabulary transport/protocol and

@@ -3,78 +3,73 @@ package telemetry
 import (
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 )
 
-// MetricsOption configures the metrics of an MCP server (through
-// middleware.WithMetricsOptions); a nil MetricsOption is ignored.
-type MetricsOption = metrics.Option
+// MetricsConfig tunes the metrics of an MCP server (given to
+// middleware.WithMetricsConfig): which label values are known ahead, and
+// how the histograms and exemplars are kept. Its zero value is the
+// default. A label value outside its known set is labeled "other"
+// (error_type: _OTHER), so that what clients send never makes a series.
+type MetricsConfig struct {
+	// Methods adds request methods to the known set (the MCP
+	// client-to-server methods of both eras by default).
+	Methods []string
+	// ClientMethods adds server-to-client request methods to the known
+	// set of mcp_server_pending_client_requests_failed_total (roots/list,
+	// sampling/createMessage, elicitation/create, ping and tasks/* by
+	// default).
+	ClientMethods []string
+	// ToolNames is the initial allow-list of the tool names that label
+	// gen_ai_tool_name as they are, besides the tools registered with the
+	// server, which are labeled as themselves anyway.
+	ToolNames []string
+	// ErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
+	// handler of this server may answer with) to the known set.
+	ErrorTypes []string
+	// Upstreams, for a gateway (package gateway) whose upstream MCP
+	// servers are names, labels the request duration with upstream too: a
+	// tools/call with the upstream its tool is forwarded to
+	// (server.Tool.Upstream), other requests with "". nil: no upstream
+	// label.
+	Upstreams []string
+	// ExemplarInterval is how often, at most, the trace id of a request
+	// becomes an exemplar: of the finished count of its series, and of the
+	// duration bucket it falls in (each bucket on its own, so that a slow
+	// request still gets its exemplar among many fast ones). 0 means
+	// [DefaultExemplarInterval]; a negative interval attaches one to every
+	// observation, which only costs time, since Prometheus keeps one
+	// exemplar per counter and bucket.
+	ExemplarInterval time.Duration
+	// NativeHistograms makes both duration histograms native histograms
+	// too (bucket factor 1.1), kept alongside the classic semconv buckets
+	// so that scrapers without native-histogram support still see them;
+	// they are only exposed in the protobuf exposition format.
+	NativeHistograms bool
+	// MaxNativeBuckets bounds the native buckets of each series, since
+	// observed values depend on outside input; 0 means
+	// [DefaultMaxNativeBuckets].
+	MaxNativeBuckets uint32
+}
 
 // Values of the transport label, to name the transport a server is
 // served on (middleware's Instrumentation.ConnServer).
 const (
-	TransportStdio          = mcpconv.TransportStdio
-	TransportStreamableHTTP = mcpconv.TransportStreamableHTTP
-	TransportMemory         = mcpconv.TransportMemory
+	TransportStdio          = "stdio"
+	TransportStreamableHTTP = "streamable_http"
+	TransportMemory         = "memory"
 )
 
 // DefaultMaxNativeBuckets bounds the buckets of a native histogram when
-// [WithNativeHistograms] is given 0.
-const DefaultMaxNativeBuckets = metrics.DefaultMaxNativeBuckets
+// [MetricsConfig.MaxNativeBuckets] is 0.
+const DefaultMaxNativeBuckets = 160
 
 // DefaultExemplarInterval is how often, at most, a trace id becomes the
-// exemplar of one series (see [WithExemplarInterval]).
-const DefaultExemplarInterval = metrics.DefaultExemplarInterval
+// exemplar of one series when [MetricsConfig.ExemplarInterval] is 0.
+const DefaultExemplarInterval = time.Second
 
 // DurationBuckets are the bucket boundaries, in seconds, of both duration
 // histograms: the explicit boundaries the OpenTelemetry MCP semantic
 // conventions advise for mcp.server.operation.duration and
 // mcp.server.session.duration.
 func DurationBuckets() []float64 { return metrics.DurationBuckets() }
-
-// WithNativeHistograms makes both duration histograms native histograms too
-// (bucket factor 1.1), kept alongside the classic semconv buckets so that
-// scrapers without native-histogram support still see them. maxBuckets
-// bounds the native buckets of each series, since observed values depend on
-// outside input; 0 means [DefaultMaxNativeBuckets]. Native histograms are
-// only exposed in the protobuf exposition format.
-func WithNativeHistograms(maxBuckets uint32) MetricsOption {
-	return metrics.WithNativeHistograms(maxBuckets)
-}
-
-// WithMethods adds request methods to the known set (the MCP client-to-server
-// methods by default). A method outside the set is labeled "other".
-func WithMethods(methods ...string) MetricsOption { return metrics.WithMethods(methods...) }
-
-// WithClientMethods adds server-to-client request methods to the known set of
-// mcp_server_pending_client_requests_failed_total (roots/list, sampling/createMessage,
-// elicitation/create, ping and tasks/* by default).
-func WithClientMethods(methods ...string) MetricsOption { return metrics.WithClientMethods(methods...) }
-
-// WithToolNames sets the initial allow-list of the tool names that label
-// gen_ai_tool_name as they are (besides the tools registered with the
-// server, which are labeled as themselves anyway); any other tool is
-// labeled "other".
-func WithToolNames(names ...string) MetricsOption { return metrics.WithToolNames(names...) }
-
-// WithExemplarInterval sets how often, at most, the trace id of a request
-// becomes an exemplar: of the finished count of its series, and of the
-// duration bucket it falls in (each bucket on its own, so that a slow
-// request still gets its exemplar among many fast ones). Prometheus keeps
-// one exemplar per counter and bucket, and scrapes every few seconds, so
-// attaching one to every observation only costs time; d <= 0 does so
-// anyway. The default is [DefaultExemplarInterval].
-func WithExemplarInterval(d time.Duration) MetricsOption { return metrics.WithExemplarInterval(d) }
-
-// WithErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
-// handler of this server may answer with) to the known set; others are
-// labeled _OTHER.
-func WithErrorTypes(types ...string) MetricsOption { return metrics.WithErrorTypes(types...) }
-
-// WithUpstreams labels the request duration with upstream too, for a
-// gateway (package gateway) whose upstream MCP servers are names: a
-// tools/call is labeled with the upstream its tool is forwarded to
-// (server.Tool.Upstream), other requests with "". The label's values are
-// names, "" and "other": bounded by the operator's configuration.
-func WithUpstreams(names ...string) MetricsOption { return metrics.WithUpstreams(names...) }

@@ -1,9 +1,7 @@
-package conncap
+package transport
 
 import (
 	"context"
-
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Attacher is a server (streamable.Server) that can also run a session
@@ -16,6 +14,6 @@ import (
 // server is an Attacher attaches its 2025-era sessions, so that an idle one
 // holds no goroutine.
 type Attacher interface {
-	Serve(ctx context.Context, conn transport.Conn) error
+	Serve(ctx context.Context, conn Conn) error
 	Attach(ctx context.Context, conn Driven, done func(error)) error
 }

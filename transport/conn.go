@@ -19,8 +19,11 @@ import "context"
 // Read may also return an error wrapping [ErrFrameTooLarge], which is terminal.
 type Conn interface {
 	// Read blocks until the next message arrives. It returns a *Request
-	// (a request or notification), a *Response, or a Batch. A transport that
-	// cannot honor ctx while blocked must unblock when Close is called.
+	// (a request or notification), a *Response, or a Batch; or an
+	// *Abandoned, an event rather than a message: the transport gave up a
+	// request it had delivered (its stream closed for good), and the
+	// receiver cancels it with Err. A transport that cannot honor ctx while
+	// blocked must unblock when Close is called.
 	Read(ctx context.Context) (Message, error)
 	// Write sends one message: a *Request, a *Response or a ResponseBatch.
 	// It returns once the message is handed to the underlying stream.

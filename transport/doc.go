@@ -10,5 +10,15 @@
 // memory (an in-process pair for tests and examples) and streamable
 // (Streamable HTTP).
 //
+// Beyond Conn, a transport may implement optional capabilities, which the
+// server package looks for with [As] (through [Wrapper]s): messages
+// dispatched on their own goroutines ([Inline], [Driven], served by an
+// [Attacher]), a session id of the transport's ([SessionIDer]), one write
+// to many sessions ([Multicast]), the client's standalone stream
+// ([ClientPresence]), a session several replicas serve ([Shared]), one
+// request per Conn ([Single]), answers the transport gives itself
+// ([EndAnswerer], [Admitter]). A Conn with none of them is served fully;
+// each only makes a session cheaper or more exact.
+//
 // Read [Conn] first, then [DecodeMessage].
 package transport

@@ -1,6 +1,4 @@
-package conncap
-
-import "github.com/vigil-mcp/vigil/transport"
+package transport
 
 // EndAnswerer is implemented by a Conn that answers, itself, a request
 // still unanswered when its session ends under it: Streamable HTTP
@@ -15,21 +13,5 @@ type EndAnswerer interface {
 	// stream, which then ends without an answer). Call it once the
 	// session ended, or as the server ends it (it closes the Conn next),
 	// after the server stopped writing to the request.
-	EndAnswer(id transport.ID) *transport.Error
-}
-
-// EndAnswererOf returns c, or the Conn c wraps (see [Wrapper]), as an
-// [EndAnswerer]; nil when neither is one.
-func EndAnswererOf(c transport.Conn) EndAnswerer {
-	for c != nil {
-		if a, ok := c.(EndAnswerer); ok {
-			return a
-		}
-		w, ok := c.(Wrapper)
-		if !ok {
-			return nil
-		}
-		c = w.Unwrap()
-	}
-	return nil
+	EndAnswer(id ID) *Error
 }

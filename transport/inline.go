@@ -1,9 +1,7 @@
-package conncap
+package transport
 
 import (
 	"context"
-
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Inline is implemented by a Conn whose messages arrive on goroutines of
@@ -28,14 +26,8 @@ type Inline interface {
 // Conn) is handed over as it is, with no closure per connection: a
 // 2026-07-28 stateless request is a connection of its own.
 type Dispatcher interface {
-	Dispatch(ctx context.Context, m transport.Message)
+	Dispatch(ctx context.Context, m Message)
 }
-
-// DispatchFunc is a function that is a [Dispatcher].
-type DispatchFunc func(ctx context.Context, m transport.Message)
-
-// Dispatch calls f(ctx, m).
-func (f DispatchFunc) Dispatch(ctx context.Context, m transport.Message) { f(ctx, m) }
 
 // Driven is implemented by an [Inline] Conn that delivers every message
 // through its Dispatcher, so that its receiver needs no read loop: a
@@ -50,7 +42,7 @@ func (f DispatchFunc) Dispatch(ctx context.Context, m transport.Message) { f(ctx
 // goroutine ends it. The receiver calls SetDispatch, then SetEnd, once each,
 // when it takes the Conn on.
 type Driven interface {
-	transport.Conn
+	Conn
 	Inline
 	SetEnd(end func(err error))
 }

@@ -1,4 +1,4 @@
-package conncap_test
+package transport_test
 
 import (
 	"errors"
@@ -13,14 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
 func TestWrapIOErrorNil(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, conncap.WrapIOError("read", false, nil))
-	require.NoError(t, conncap.WrapIOError("write", true, nil))
+	require.NoError(t, transport.WrapIOError("read", false, nil))
+	require.NoError(t, transport.WrapIOError("write", true, nil))
 }
 
 func TestWrapIOErrorClassifies(t *testing.T) {
@@ -67,7 +66,7 @@ func TestWrapIOErrorClassifies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := conncap.WrapIOError(tc.op, tc.closedLocally, tc.err)
+			got := transport.WrapIOError(tc.op, tc.closedLocally, tc.err)
 			require.Error(t, got)
 			require.ErrorIs(t, got, tc.class)
 			require.ErrorIs(t, got, tc.err, "the original error must stay reachable")
@@ -103,7 +102,7 @@ func TestWrapIOErrorKeepsClassifiedErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := conncap.WrapIOError("read", tc.closedLocally, tc.err)
+			got := transport.WrapIOError("read", tc.closedLocally, tc.err)
 			assert.Same(t, tc.err, got) // the very same error value
 		})
 	}

@@ -1,9 +1,7 @@
-package conncap
+package transport
 
 import (
 	"context"
-
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Multicast delivers one notification to many sessions of a transport at
@@ -16,7 +14,7 @@ type Multicast interface {
 	// Send delivers n to every session that joined the group and is still
 	// open, and returns how many those are. n is frozen (Request.Freeze)
 	// and must not change afterwards. Send never blocks on a session.
-	Send(ctx context.Context, n *transport.Request) int
+	Send(ctx context.Context, n *Request) int
 }
 
 // MulticastMember is implemented by a Conn whose transport can reach it

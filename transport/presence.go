@@ -1,4 +1,4 @@
-package conncap
+package transport
 
 import "time"
 

@@ -1,9 +1,7 @@
-package conncap
+package transport
 
 import (
 	"context"
-
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 type relatedKey struct{}
@@ -13,13 +11,13 @@ type relatedKey struct{}
 // log and server-to-client requests a handler sends. Transports that carry
 // each request on its own stream (Streamable HTTP) route such messages to
 // that request's stream; others ignore it.
-func ContextWithRelatedRequest(ctx context.Context, id transport.ID) context.Context {
+func ContextWithRelatedRequest(ctx context.Context, id ID) context.Context {
 	return context.WithValue(ctx, relatedKey{}, id)
 }
 
 // RelatedRequestFromContext returns the id set by
 // [ContextWithRelatedRequest], if any.
-func RelatedRequestFromContext(ctx context.Context) (transport.ID, bool) {
-	id, ok := ctx.Value(relatedKey{}).(transport.ID)
+func RelatedRequestFromContext(ctx context.Context) (ID, bool) {
+	id, ok := ctx.Value(relatedKey{}).(ID)
 	return id, ok
 }

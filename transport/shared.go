@@ -1,10 +1,8 @@
-package conncap
+package transport
 
 import (
 	"context"
 	"errors"
-
-	"github.com/vigil-mcp/vigil/transport"
 )
 
 // Shared is a Conn whose session is served by several processes at once:
@@ -18,7 +16,7 @@ import (
 //
 // The state is the server's to encode; the transport stores it as it is.
 type Shared interface {
-	transport.Conn
+	Conn
 	// Replica names this process among the session's replicas: visible
 	// ASCII, unique among them. The server makes the ids of its requests
 	// to the client unique across replicas with it.
@@ -51,28 +49,6 @@ type Shared interface {
 // through a new Conn here when a request brings it back. What the server
 // keeps of the session beyond the Conn (a task's result) is kept.
 var ErrReleased = errors.New("transport: the replica released the shared session, which goes on")
-
-// Wrapper is a Conn that wraps another, such as one that counts its
-// traffic; Unwrap returns the wrapped Conn. [SharedOf] looks through it.
-type Wrapper interface {
-	Unwrap() transport.Conn
-}
-
-// SharedOf returns c, or the Conn c wraps (see [Wrapper]), as a [Shared];
-// false when neither is one.
-func SharedOf(c transport.Conn) (Shared, bool) {
-	for c != nil {
-		if sh, ok := c.(Shared); ok {
-			return sh, true
-		}
-		w, ok := c.(Wrapper)
-		if !ok {
-			break
-		}
-		c = w.Unwrap()
-	}
-	return nil, false
-}
 
 type broadcastKey struct{}
 

@@ -1,12 +1,10 @@
-package conncap
-
-import "github.com/vigil-mcp/vigil/transport"
+package transport
 
 // ShedderSource is a server whose Shedder a transport may ask itself,
 // before a request reaches a session: *server.Server is one (its
 // WithShedder), and so is what middleware.CountConns returns for one.
 type ShedderSource interface {
-	Shedder() transport.Shedder
+	Shedder() Shedder
 }
 
 // Admitter is implemented by a Conn whose transport asks the server's
@@ -15,20 +13,4 @@ type ShedderSource interface {
 // reports whether it does, and the server then does not ask again.
 type Admitter interface {
 	AdmitsRequests() bool
-}
-
-// AdmitsRequests reports whether c, or the Conn c wraps (see [Wrapper]),
-// is an [Admitter] that admits its requests.
-func AdmitsRequests(c transport.Conn) bool {
-	for c != nil {
-		if a, ok := c.(Admitter); ok {
-			return a.AdmitsRequests()
-		}
-		w, ok := c.(Wrapper)
-		if !ok {
-			return false
-		}
-		c = w.Unwrap()
-	}
-	return false
 }

@@ -1,11 +1,10 @@
-package conncap_test
+package transport_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -29,9 +28,15 @@ func (w wrapping) Unwrap() transport.Conn { return w.inner }
 // whether it sheds itself; a Conn that does not say does not.
 func TestAdmitsRequestsLooksThroughWrappers(t *testing.T) {
 	t.Parallel()
-	assert.True(t, conncap.AdmitsRequests(admitting{admits: true}))
-	assert.True(t, conncap.AdmitsRequests(wrapping{inner: wrapping{inner: admitting{admits: true}}}))
-	assert.False(t, conncap.AdmitsRequests(wrapping{inner: admitting{admits: false}}))
-	assert.False(t, conncap.AdmitsRequests(wrapping{}), "a wrapper of nothing")
-	assert.False(t, conncap.AdmitsRequests(nil))
+	assert.True(t, admits(admitting{admits: true}))
+	assert.True(t, admits(wrapping{inner: wrapping{inner: admitting{admits: true}}}))
+	assert.False(t, admits(wrapping{inner: admitting{admits: false}}))
+	assert.False(t, admits(wrapping{}), "a wrapper of nothing")
+	assert.False(t, admits(nil))
+}
+
+// admits is how the server asks: through the wrappers, with transport.As.
+func admits(c transport.Conn) bool {
+	a, ok := transport.As[transport.Admitter](c)
+	return ok && a.AdmitsRequests()
 }

@@ -1,14 +1,10 @@
-package conncap
-
-import (
-	"github.com/vigil-mcp/vigil/transport"
-)
+package transport
 
 // Single is implemented by a Conn that carries one request and ends with
 // its answer, such as a 2026-07-28 stateless request over Streamable HTTP:
 // the session a server makes to serve it is no session in the protocol's
 // sense, only the request's. A server serving a Single Conn (see
-// [IsSingle]) runs the request on that session's context (nothing else
+// [As]) runs the request on that session's context (nothing else
 // shares it), and does not report it to its observers as a session
 // started and ended. The only message such a Conn may deliver besides the
 // request, through its Dispatcher while the request runs, is the client's
@@ -16,23 +12,7 @@ import (
 // same client (the transport matched them): the server cancels the
 // request with the client's cause.
 type Single interface {
-	transport.Conn
+	Conn
 	// SingleRequest marks the Conn as Single; it does nothing.
 	SingleRequest()
-}
-
-// IsSingle reports whether c, or the Conn c wraps (see [Wrapper]), is
-// [Single].
-func IsSingle(c transport.Conn) bool {
-	for c != nil {
-		if _, ok := c.(Single); ok {
-			return true
-		}
-		w, ok := c.(Wrapper)
-		if !ok {
-			return false
-		}
-		c = w.Unwrap()
-	}
-	return false
 }

@@ -132,7 +132,7 @@ func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server,
 // tells the resource server (a session's id presented by another
 // principal).
 func (f *front) rejected(r protocol.RejectReason) {
-	f.svc.Instrumentation.Metrics().MessageRejected(r.String())
+	f.svc.Instrumentation.MessageRejected(r)
 	if f.authz != nil {
 		f.authz.rs.RejectHook(r)
 	}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"net"
 
-	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/quota"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
@@ -21,16 +20,16 @@ import (
 func noQuota(n int) int { return cmp.Or(n, -1) }
 
 // endpointQuotas returns the MCP endpoint's quotas, whose refusals the
-// metrics that m returns count.
+// instrumentation that inst returns counts.
 // With -redis, a caller's sessions are counted over every replica.
-func endpointQuotas(cfg config, m func() *metrics.Metrics) streamable.Option {
+func endpointQuotas(cfg config, inst func() *middleware.Instrumentation) streamable.Option {
 	q := streamable.Quotas{
 		Sessions:     noQuota(cfg.quotaSessions),
 		EvictIdle:    cfg.quotaEvictIdle,
 		InFlight:     noQuota(cfg.quotaInFlight),
 		Bytes:        cmp.Or(cfg.quotaBytes, -1),
 		MemoryBudget: cfg.memoryBudget,
-		OnRefuse:     func(q protocol.Quota) { m().QuotaRefused(q.String()) },
+		OnRefuse:     func(q protocol.Quota) { inst().QuotaRefused(q) },
 	}
 	if cfg.shared != nil && cfg.quotaSessions > 0 {
 		q.SessionCounter = cfg.shared.SessionQuota(cfg.quotaSessions)

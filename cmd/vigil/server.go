@@ -11,7 +11,6 @@ import (
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/debugpage"
-	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
@@ -39,7 +38,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	// The service, built below, is what the endpoint's hooks count with:
 	// they run once it serves.
 	var svc *vigil.Service
-	counts := func() *metrics.Metrics { return svc.Instrumentation.Metrics() }
+	counts := func() *middleware.Instrumentation { return svc.Instrumentation }
 	pageOpt := vigil.WithPage(nil)
 	if page != nil {
 		pageOpt = vigil.WithPage(page)
@@ -100,7 +99,7 @@ func instrumentationOptions(cfg config, audit io.Writer, quota []middleware.Inst
 		for _, u := range cfg.upstreams {
 			names = append(names, u.Name)
 		}
-		instOpts = append(instOpts, middleware.WithMetricsOptions(telemetry.WithUpstreams(names...)))
+		instOpts = append(instOpts, middleware.WithMetricsConfig(telemetry.MetricsConfig{Upstreams: names}))
 	}
 	instOpts = append(instOpts, quota...)
 	instOpts = append(instOpts, rateLimitOptions(cfg)...)
@@ -150,7 +149,7 @@ func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, 
 // endpointOptions returns the MCP endpoint's options of cfg: its bounds,
 // timeouts and quotas (whose refusals counts' metrics count), the
 // principal that owns each session, and the shared mode's.
-func endpointOptions(cfg config, counts func() *metrics.Metrics) []streamable.Option {
+func endpointOptions(cfg config, counts func() *middleware.Instrumentation) []streamable.Option {
 	endpointOpts := []streamable.Option{
 		streamable.WithMaxBodyBytes(cfg.maxBody),
 		streamable.WithMaxSessions(cfg.maxSessions),

@@ -1,6 +1,6 @@
 // Package metrics is the Prometheus collector of an MCP server ([Metrics]):
 // what the middleware package's instrumentation records, and what package
-// telemetry configures (its MetricsOption is this package's [Option]).
+// telemetry configures (middleware turns a telemetry.MetricsConfig into Options).
 // Users reach it only through those two packages.
 //
 // Of Vigil it imports only the leaf vocabulary transport/protocol, whose

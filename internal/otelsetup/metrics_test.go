@@ -258,7 +258,7 @@ func TestMeterProviderFlushesOnShutdown(t *testing.T) {
 // gathered and then skipped); recording a request costs nothing more.
 func BenchmarkMetricProducer(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(telemetry.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
+	m := metrics.New(metrics.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
 	reg.MustRegister(m)
 	m.RequestStarted("tools/call")
 	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: trace.TraceID{1}})

@@ -57,7 +57,7 @@ type SessionRecord struct {
 	// [WithPrincipal]); "" without authorization.
 	Principal string
 	// State is the server's state of the session, opaque to the transport
-	// (see conncap.Shared); nil until the server stores one.
+	// (see transport.Shared); nil until the server stores one.
 	State []byte
 }
 

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -259,10 +258,10 @@ func (c *Conn) readLine() ([]byte, error) {
 			c.frame = append(c.frame, chunk...)
 		case errors.Is(err, io.EOF) && len(c.frame)+len(chunk) > 0:
 			c.frame = append(c.frame, chunk...)
-			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
 			return c.frame, nil
 		default:
-			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
 			return nil, c.readErr
 		}
 	}
@@ -311,11 +310,11 @@ func (c *Conn) skip(chunk []byte, err error) error {
 			return o
 		case errors.Is(err, bufio.ErrBufferFull):
 		case errors.Is(err, io.EOF):
-			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
 			o.tail = o.tail[max(0, len(o.tail)-oversizeTail):]
 			return o
 		default:
-			c.readErr = conncap.WrapIOError("stdio: read", c.closed.Load(), err)
+			c.readErr = transport.WrapIOError("stdio: read", c.closed.Load(), err)
 			return c.readErr
 		}
 		chunk, err = c.r.ReadSlice('\n')
@@ -436,7 +435,7 @@ func (c *Conn) writeHeld(ctx context.Context, b []byte) error {
 func (c *Conn) wrote(_ int, err error) error {
 	if err != nil {
 		c.giveUp()
-		return conncap.WrapIOError("stdio: write", c.closed.Load(), err)
+		return transport.WrapIOError("stdio: write", c.closed.Load(), err)
 	}
 	return nil
 }

@@ -773,8 +773,8 @@ func TestChaosStatelessSSEClose(t *testing.T) {
 	assert.Empty(t, rig.probe.gone(), "writes after the client closed the stream")
 	rig.rec.mu.Lock()
 	assert.Empty(t, rig.rec.writeFailed, "no write failed: none was attempted")
-	assert.Zero(t, rig.rec.started, "a stateless request is no session (conncap.Single)")
-	assert.Empty(t, rig.rec.ended, "a stateless request is no session (conncap.Single)")
+	assert.Zero(t, rig.rec.started, "a stateless request is no session (transport.Single)")
+	assert.Empty(t, rig.rec.ended, "a stateless request is no session (transport.Single)")
 	rig.rec.mu.Unlock()
 }
 

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/overload"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/vocab"
@@ -47,7 +46,7 @@ const (
 // concurrent use.
 type Endpoint struct {
 	srv    Server
-	attach conncap.Attacher // srv, when it is one
+	attach transport.Attacher // srv, when it is one
 	cfg    config
 	limit  writeLimit  // stream.go: bounds every SSE write
 	expiry *expiry     // ends idle sessions; nil when they never expire
@@ -98,11 +97,11 @@ func New(srv Server, opts ...Option) *Endpoint {
 			o.apply(&cfg)
 		}
 	}
-	if src, ok := srv.(conncap.ShedderSource); ok {
+	if src, ok := srv.(transport.ShedderSource); ok {
 		cfg.shedder = src.Shedder()
 	}
 	h := &Endpoint{srv: srv, cfg: cfg, sessions: make(map[string]*session), drained: make(chan struct{}), quotas: newQuotaState(cfg.quotas), cast: newMulticast(), calls: newStatelessCalls(), relayBudget: newCancelRelayBudget()}
-	h.attach, _ = srv.(conncap.Attacher)
+	h.attach, _ = srv.(transport.Attacher)
 	h.streamTables.New = func() any { return make(map[transport.ID]*stream, 1) }
 	h.limit = writeLimit{timeout: cfg.writeTimeout, cut: cfg.onCut, base: time.Now()}
 	h.forwardTo = h

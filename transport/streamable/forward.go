@@ -23,7 +23,7 @@ import (
 // answered as that replica answers them: a 2026-07-28 task's tasks/get,
 // tasks/update and tasks/cancel, and a 2025 session's tasks/get,
 // tasks/result and tasks/cancel (the session's view on the task's replica
-// is held while the task runs, see conncap.Shared's Hold). A forwarded
+// is held while the task runs, see transport.Shared's Hold). A forwarded
 // request carries no credentials, and no header the Endpoint does not read:
 // its principal travels as an assertion (see WithGuard).
 

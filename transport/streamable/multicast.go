@@ -5,11 +5,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// multicast is an Endpoint's conncap.Multicast: a notification for every
+// multicast is an Endpoint's transport.Multicast: a notification for every
 // session is encoded once, as an SSE event, into a bounded log, and one
 // closed channel (the bell) wakes every standalone GET stream, which writes
 // the events it has not written yet if its session joined. Sending costs
@@ -35,7 +34,7 @@ type castEvent struct {
 // CutBacklog, as a GET stream whose queue overflows is.
 const multicastBacklog = 256
 
-var _ conncap.Multicast = (*multicast)(nil)
+var _ transport.Multicast = (*multicast)(nil)
 
 func newMulticast() *multicast {
 	c := new(multicast)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/endpointguard"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -35,7 +34,7 @@ const (
 )
 
 type config struct {
-	guard         endpointguard.Guard // guard.go: WithGuard; nil: none
+	guard         Guard // guard.go: WithGuard; nil: none
 	logger        *slog.Logger
 	mode          ResponseMode
 	maxBody       int64

@@ -4,15 +4,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
+	"github.com/vigil-mcp/vigil/transport"
 )
 
-var _ conncap.ClientPresence = (*session)(nil)
+var _ transport.ClientPresence = (*session)(nil)
 
 // StandaloneClosedAt returns when the client last left a GET stream of the
 // session (its connection closed, not the server's end of it), or the zero
 // time when it never did or a GET stream is open again (see
-// conncap.ClientPresence): the server reads a request's stream closing
+// transport.ClientPresence): the server reads a request's stream closing
 // then as its client gone, a killed process closing all its connections.
 // On a shared session only this replica's GET streams count.
 func (s *session) StandaloneClosedAt() time.Time {
@@ -43,5 +43,5 @@ func (s *session) serveGetPresent(w http.ResponseWriter, r *http.Request) {
 }
 
 // OnStandaloneClosed has f called each time the client leaves a GET
-// stream of s (see conncap.ClientPresence).
+// stream of s (see transport.ClientPresence).
 func (s *session) OnStandaloneClosed(f func()) { s.onGetLeft.Store(&f) }

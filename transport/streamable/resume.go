@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -283,7 +282,7 @@ func (rs *resumer) write(ctx context.Context, m transport.Message) error {
 		forStandalone(ctx, m, rs.s.h.cfg.mode, rs.byReq, standaloneLogical)
 	rs.mu.Unlock()
 	if standalone && (ls == nil || !ls.carried()) {
-		if conncap.BroadcastFromContext(ctx) {
+		if transport.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return rs.s.relayStandalone(ctx, m) // another replica may carry it (shared.go)

@@ -11,14 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // session is one 2025-era MCP session: the transport.Conn its server reads,
 // fed by POSTs, writing to the streams of the requests. Attached to a
-// server that takes a conncap.Driven (see conncap.Attacher), an idle session is
+// server that takes a transport.Driven (see transport.Attacher), an idle session is
 // only this state: it holds no goroutine, no timer and no buffer.
 type session struct {
 	h         *Endpoint
@@ -35,7 +34,7 @@ type session struct {
 	mu      sync.Mutex
 	streams map[transport.ID]*stream // open POST streams, by request id; nil when none is
 	get     *stream                  // the standalone GET stream, if open
-	onEnd   func(error)              // set by the server (conncap.Driven)
+	onEnd   func(error)              // set by the server (transport.Driven)
 
 	res  *resumer // resume.go: set with an event store, which then owns the streams
 	view *view    // shared.go: set with a cluster; then s is this replica's view of the session
@@ -47,7 +46,7 @@ type session struct {
 	due      int64
 	slot     int
 
-	dispatch atomic.Pointer[conncap.Dispatcher] // set by the server (conncap.Inline)
+	dispatch atomic.Pointer[transport.Dispatcher] // set by the server (transport.Inline)
 
 	// initialized: the client posted notifications/initialized here; until
 	// then the session expires after the init timeout (expiry.go).
@@ -66,16 +65,16 @@ type session struct {
 }
 
 var (
-	_ transport.Conn          = (*session)(nil)
-	_ conncap.Inline          = (*session)(nil)
-	_ conncap.Driven          = (*session)(nil)
-	_ conncap.MulticastMember = (*session)(nil)
+	_ transport.Conn            = (*session)(nil)
+	_ transport.Inline          = (*session)(nil)
+	_ transport.Driven          = (*session)(nil)
+	_ transport.MulticastMember = (*session)(nil)
 )
 
 // Multicast returns the Endpoint's multicast; nil for a resumable or
 // shared session, whose events the event store or the cluster carry (see
-// conncap.MulticastMember).
-func (s *session) Multicast() conncap.Multicast {
+// transport.MulticastMember).
+func (s *session) Multicast() transport.Multicast {
 	if s.res != nil || s.view != nil {
 		return nil
 	}
@@ -83,7 +82,7 @@ func (s *session) Multicast() conncap.Multicast {
 }
 
 // JoinMulticast has the session's standalone GET stream write the
-// Endpoint's multicasts from now on (see conncap.MulticastMember).
+// Endpoint's multicasts from now on (see transport.MulticastMember).
 func (s *session) JoinMulticast() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,20 +93,20 @@ func (s *session) JoinMulticast() {
 	s.h.cast.joined.Add(1)
 }
 
-// SessionID returns the Mcp-Session-Id of s: see conncap.SessionIDer.
+// SessionID returns the Mcp-Session-Id of s: see transport.SessionIDer.
 func (s *session) SessionID() string { return s.id }
 
 // AdmitsRequests reports whether the Endpoint asks the server's Shedder
-// about each request of the session (see conncap.Admitter).
+// about each request of the session (see transport.Admitter).
 func (s *session) AdmitsRequests() bool { return s.h.cfg.shedder != nil }
 
 // SetDispatch lets the server run each message on the POST that brought
-// it (see conncap.Inline).
-func (s *session) SetDispatch(d conncap.Dispatcher) {
+// it (see transport.Inline).
+func (s *session) SetDispatch(d transport.Dispatcher) {
 	s.dispatch.Store(&d)
 }
 
-// SetEnd has end called when the session ends (see conncap.Driven).
+// SetEnd has end called when the session ends (see transport.Driven).
 func (s *session) SetEnd(end func(error)) {
 	s.mu.Lock()
 	select {
@@ -122,7 +121,7 @@ func (s *session) SetEnd(end func(error)) {
 }
 
 // attached reports whether the server runs s without a read loop (see
-// conncap.Attacher): then every message goes through dispatch.
+// transport.Attacher): then every message goes through dispatch.
 func (s *session) attached() bool { return s.inbox == nil }
 
 // deliverInline hands m to the server on the caller's goroutine, if the
@@ -142,7 +141,7 @@ func (s *session) deliverInline(stream context.Context, m transport.Message) boo
 }
 
 // newSession returns a session of h; attached: its server runs it without
-// a read loop (see conncap.Attacher); v: its view of a shared session (nil when
+// a read loop (see transport.Attacher); v: its view of a shared session (nil when
 // unshared), set before the expiry, whose timeout reads it, has s.
 func newSession(h *Endpoint, id, principal string, attached bool, v *view) *session {
 	s := &session{h: h, id: id, principal: principal, done: make(chan struct{}), slot: -1, view: v}
@@ -168,7 +167,7 @@ var errIdle = errors.New("streamable: session expired after being idle")
 func (s *session) touch() { s.h.expiry.touch(s) }
 
 // terminate ends the session: Read fails, or the server's end function
-// (conncap.Driven) is called, so that the server cancels the handlers
+// (transport.Driven) is called, so that the server cancels the handlers
 // with the transport-close cause; nothing waits for them here.
 func (s *session) terminate(err error) {
 	s.once.Do(func() {
@@ -222,7 +221,7 @@ func (s *session) answerEnded(st *stream, id transport.ID, terminated *transport
 	st.shutDown(terminated)
 }
 
-// EndAnswer implements conncap.EndAnswerer: the answer Close and
+// EndAnswer implements transport.EndAnswerer: the answer Close and
 // answerEnded gave, or give, request id, whose session ends before its
 // answer. The server asks once the session ended or as it ends it (its
 // close of the session follows).
@@ -306,7 +305,7 @@ func (s *session) Write(ctx context.Context, m transport.Message) error {
 	standalone := s.view != nil && target == nil && forStandalone(ctx, m, s.h.cfg.mode, s.streams, standaloneMark)
 	s.mu.Unlock()
 	if standalone {
-		if conncap.BroadcastFromContext(ctx) {
+		if transport.BroadcastFromContext(ctx) {
 			return nil // every replica's server sends it: the one carrying the stream too
 		}
 		return s.relayStandalone(ctx, m) // another replica may carry it (shared.go)
@@ -330,7 +329,7 @@ func route[S comparable](ctx context.Context, m transport.Message, mode Response
 	case *transport.Response:
 		return byRequest[m.ID]
 	case *transport.Request:
-		id, related := conncap.RelatedRequestFromContext(ctx)
+		id, related := transport.RelatedRequestFromContext(ctx)
 		if !related {
 			return standalone
 		}

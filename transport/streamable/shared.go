@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -73,12 +72,12 @@ type view struct {
 }
 
 // sharedConn is the Conn a server serves a shared session on: the session,
-// and conncap.Shared.
+// and transport.Shared.
 type sharedConn struct{ *session }
 
 var (
-	_ conncap.Shared = sharedConn{}
-	_ conncap.Driven = sharedConn{}
+	_ transport.Shared = sharedConn{}
+	_ transport.Driven = sharedConn{}
 )
 
 // Replica returns the cluster's name of this replica.
@@ -101,7 +100,7 @@ func (c sharedConn) Hold() (release func()) {
 }
 
 // serverConn returns the Conn the server serves s on.
-func (s *session) serverConn() conncap.Driven {
+func (s *session) serverConn() transport.Driven {
 	if s.view != nil {
 		return sharedConn{s}
 	}
@@ -219,7 +218,7 @@ func (h *Endpoint) evict(s *session) {
 	s.terminate(errEvicted)
 }
 
-var errEvicted = fmt.Errorf("streamable: the replica let its view of the shared session go: %w", conncap.ErrReleased)
+var errEvicted = fmt.Errorf("streamable: the replica let its view of the shared session go: %w", transport.ErrReleased)
 
 // expireView evicts a view that has been idle for the view timeout, unless
 // something is still in flight on it; the session's record expires in the

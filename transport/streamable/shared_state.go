@@ -12,7 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/replication"
 )
 
-// A shared session's state (conncap.Shared) is read-your-writes across
+// A shared session's state (transport.Shared) is read-your-writes across
 // replicas: when StoreState returns on one replica, every other replica
 // that holds a view of the session has applied the state, so the client's
 // next request sees it wherever the load balancer sends it. The storing

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
 	"github.com/vigil-mcp/vigil/internal/vocab"
@@ -194,16 +193,16 @@ func (answeredError) Is(target error) bool {
 // oneShot is the Conn of a stateless request: it reads the request once,
 // then waits for the answer to be written (a clean end) or for the client
 // to leave (the stream closed: the request is cancelled). It is
-// conncap.Inline: the server's first Read hands the request to dispatch
+// transport.Inline: the server's first Read hands the request to dispatch
 // on the goroutine of the POST itself, which runs the handler there, with
 // no goroutine of its own and no hand-off, as a 2025 session's requests are.
-// It is conncap.Single: the server makes no session of it.
+// It is transport.Single: the server makes no session of it.
 type oneShot struct {
 	req      *transport.Request
 	r        *http.Request
-	arrival  paramheader.Carrier // r's context, with r's headers
-	st       stream              // the response, held here: one allocation less
-	dispatch conncap.Dispatcher  // set under mu: cancel reads it from another POST's goroutine
+	arrival  paramheader.Carrier  // r's context, with r's headers
+	st       stream               // the response, held here: one allocation less
+	dispatch transport.Dispatcher // set under mu: cancel reads it from another POST's goroutine
 	read     bool
 	admits   bool   // the Endpoint asked the server's Shedder about req (AdmitsRequests)
 	caller   string // whom the request is filed under (stateless_cancel.go)
@@ -222,7 +221,7 @@ type oneShot struct {
 }
 
 // SetDispatch makes the first Read run the request through dispatch.
-func (c *oneShot) SetDispatch(d conncap.Dispatcher) {
+func (c *oneShot) SetDispatch(d transport.Dispatcher) {
 	c.mu.Lock()
 	c.dispatch = d
 	c.mu.Unlock()
@@ -308,12 +307,12 @@ func (c *oneShot) wait(ctx context.Context) (transport.Message, error) {
 
 func (c *oneShot) Write(_ context.Context, m transport.Message) error { return c.st.deliver(m) }
 
-// SingleRequest marks the Conn as conncap.Single: its session is the
+// SingleRequest marks the Conn as transport.Single: its session is the
 // request's alone.
 func (*oneShot) SingleRequest() {}
 
 // AdmitsRequests reports whether the Endpoint asked the server's Shedder
-// about the request (see conncap.Admitter).
+// about the request (see transport.Admitter).
 func (c *oneShot) AdmitsRequests() bool { return c.admits }
 
 func (c *oneShot) Close() error {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/conncap"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -419,7 +418,7 @@ func wrapStream(err error) error {
 	if err == nil {
 		return nil
 	}
-	return conncap.WrapIOError("streamable: write", false, errStream(err))
+	return transport.WrapIOError("streamable: write", false, errStream(err))
 }
 
 // errStream marks a write error on one stream as ErrStreamGone.
