@@ -7,9 +7,10 @@
 //   - When the transport closes, every in-flight handler is cancelled (not
 //     waited for), with a cause read by [context.Cause]: [ErrTransportClose],
 //     [ErrStreamClose], [ErrClientCancel], [ErrShutdown] or
-//     [ErrHandlerTimeout]. The first cause wins; a request's stream closing
-//     settles within [StreamCloseGrace] into what the client did. initialize
-//     is never cancelled.
+//     [ErrHandlerTimeout]. The first cause wins. A request's stream closing
+//     cancels it at once with a provisional cause, which settles within
+//     [StreamCloseGrace] into what the client did; [CancelReasonOf] waits
+//     for the final one, the one recorded. initialize is never cancelled.
 //   - Every request ends in exactly one outcome: a response written, or no
 //     response with a [protocol.DropReason] ([Outcome], which every
 //     [Observer] hears of through RequestEnded). A cancelled request is

@@ -158,7 +158,8 @@ type Outcome struct {
 	// nil when it returned an error.
 	Result any
 	// Cause is the request context's cancellation cause, if it was cancelled
-	// before the chain returned.
+	// before the chain returned: the final one (a stream close's provisional
+	// cause settles before the outcome is sealed; see [StreamCloseGrace]).
 	Cause error
 	// Dropped is why no response was written; empty when one was.
 	Dropped protocol.DropReason

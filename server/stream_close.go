@@ -11,32 +11,32 @@ import (
 )
 
 // StreamCloseGrace bounds how long the cause of a request whose stream
-// closed stays unsettled. Its handler is cancelled at once, but the outcome
-// is sealed once the cause settled: [ErrClientCancel] if the client's
-// notifications/cancelled for the request comes within the grace (go-sdk
-// aborts the POST, then sends it), [ErrTransportClose] if the client shows
-// it is gone (its session ends, or its standalone stream closes too, as
-// every connection of a killed process does), else [ErrStreamClose]. The
-// handler's own goroutine waits on a timer; nothing else does. 250 ms:
-// go-sdk's notification comes a few ms after the close on loopback, and
-// one sent on a new TLS connection across a continent (three round trips
-// of some 70 ms) within it (docs/operations.md, "Cancellation causes").
+// closed stays provisional. Its handler is cancelled at once, with a cause
+// that reads as [ErrStreamClose] until it settles, once, into
+// [ErrClientCancel] if the client's notifications/cancelled for the request
+// comes within the grace (go-sdk aborts the POST, then sends it),
+// [ErrTransportClose] if the client shows it is gone (its session ends, or
+// its standalone stream closes too, as every connection of a killed process
+// does), else [ErrStreamClose]. [CancelReasonOf] waits for it, and so does
+// the outcome's seal. 250 ms: go-sdk's notification comes a few ms after the
+// close on loopback, and one sent on a new TLS connection across a
+// continent (three round trips of some 70 ms) within it (docs/operations.md,
+// "Cancellation causes").
 const StreamCloseGrace = 250 * time.Millisecond
 
 // streamClose is the cause a request is cancelled with when its stream
 // closes: provisional (ErrStreamClose, with why) until settled, once, into
 // what the grace showed (see [StreamCloseGrace]). The request's context
-// keeps it as its cause, whose reading changes once, when it settles,
-// before the outcome is sealed: errors.Is answers by the settled cause
-// from then on. It costs a request only when its stream closed. The seal
-// waits for it (finish, settleCause) rather than being parked in the
-// session: the request stays in flight meanwhile, so the notification
-// finds it where it looks (the in-flight table, and for a stateless
-// request the transport's registry, which lasts as long as the POST's
-// handler), a drain waits for it, its id stays taken, and it has one
-// outcome, with no second path to seal it.
+// keeps it as its cause, whose reading changes once, when it settles:
+// errors.Is answers by the settled cause from then on. await settles it
+// when nothing else did, for the seal (finish) and for CancelReasonOf. The
+// seal waits rather than being parked in the session: the request stays
+// in flight meanwhile, so the notification finds it where it looks (the
+// in-flight table, and for a stateless request the transport's registry),
+// a drain waits for it, its id stays taken, and it has one outcome.
 type streamClose struct {
 	at      time.Time     // when the server saw the stream end
+	ss      *Session      // the request's, whose client's presence tells
 	pending [2]error      // ErrStreamClose and why: what it reads as until settled
 	state   atomic.Uint32 // closePending, closeSettling, closeSettled
 	final   [1]error      // the settled cause; written before state is closeSettled
@@ -50,10 +50,10 @@ const (
 )
 
 // newStreamClose returns the provisional cause of a request whose stream
-// closed now; why says how (it wraps transport.ErrStreamGone or
+// closed now in ss; why says how (it wraps transport.ErrStreamGone or
 // transport.ErrPeerGone).
-func newStreamClose(why error) *streamClose {
-	return &streamClose{at: time.Now(), pending: [2]error{ErrStreamClose, why}, done: make(chan struct{})}
+func newStreamClose(ss *Session, why error) *streamClose {
+	return &streamClose{at: time.Now(), ss: ss, pending: [2]error{ErrStreamClose, why}, done: make(chan struct{})}
 }
 
 // settle makes cause the settled cause, unless another settled it first;
@@ -90,7 +90,7 @@ func (c *streamClose) Unwrap() []error {
 // close's provisional cause (unless something cancelled it first).
 func (inf *inflight) streamClosed(why error) {
 	inf.closing.Store(true) // before the cancel: whoever sees the cause sees it
-	inf.cancel(newStreamClose(why))
+	inf.cancel(newStreamClose(inf.ss, why))
 }
 
 // streamClose returns the cause of inf's context when it is a stream
@@ -123,37 +123,40 @@ func (c *streamClose) alone() error {
 }
 
 // settleCause settles the cause of inf, when its stream's close cancelled
-// it, before its outcome is sealed: at once when the client's cancel, the
-// session's end or the standalone stream's close came already, else after
-// waiting out what is left of the grace on the handler's goroutine.
+// it, before its outcome is sealed (see streamClose.await).
 //
 //go:noinline
 func (inf *inflight) settleCause() {
-	c := inf.streamClose()
-	if c == nil || c.settled() {
+	if c := inf.streamClose(); c != nil {
+		c.await()
+	}
+}
+
+// await returns once c is settled, settling it if nothing else did: at
+// once when the client's cancel, the session's end or the standalone
+// stream's close came already, else after waiting out what is left of the
+// grace. Any goroutine may wait; the first to settle it decides, and what
+// each reads after is the same.
+func (c *streamClose) await() {
+	if c.settled() {
 		return
 	}
-	ss := inf.ss
+	ss := c.ss
 	if ss.standaloneClosedNear(c.at) {
 		c.settle(c.gone(errStandaloneClosed))
-		return
-	}
-	if wait := StreamCloseGrace - time.Since(c.at); wait > 0 {
+	} else if wait := StreamCloseGrace - time.Since(c.at); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-c.done:
 		case <-t.C:
 		}
 		t.Stop()
-		if c.settled() {
-			return
-		}
-		if ss.standaloneClosedNear(c.at) {
-			c.settle(c.gone(errStandaloneClosed))
-			return
-		}
 	}
-	c.settle(c.alone())
+	if !c.settled() && ss.standaloneClosedNear(c.at) {
+		c.settle(c.gone(errStandaloneClosed))
+	}
+	c.settle(c.alone()) // unless settled already
+	<-c.done            // another's settle may still be writing it
 }
 
 // standaloneClosedNear reports whether the client's standalone stream

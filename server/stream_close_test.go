@@ -268,3 +268,99 @@ func TestEndWithoutError(t *testing.T) {
 		assert.NotContains(t, obs.ended[0].Error(), "%!", "the cause's text")
 	})
 }
+
+// A handler cancelled by its stream's close reads a provisional cause at
+// once (stream_close), and CancelReasonOf waits for the final one: the
+// one the outcome records, read alike by every reader however many wait,
+// and for good once read (a notification after the grace changes
+// nothing). It waits only as long as the client takes to show what it did.
+func TestCancelReasonOfWaitsForTheFinalCause(t *testing.T) {
+	cases := []struct {
+		name  string
+		after func(t *testing.T, r *closeRig) time.Duration // as in TestStreamCloseSettlesTheCause
+		want  protocol.CancelReason
+	}{
+		{"bare close", func(*testing.T, *closeRig) time.Duration { return server.StreamCloseGrace }, protocol.ReasonStreamClose},
+		{"notification within the grace", func(t *testing.T, r *closeRig) time.Duration {
+			time.Sleep(5 * time.Millisecond)
+			r.conn.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+			return 5 * time.Millisecond
+		}, protocol.ReasonClientCancel},
+		{"notification after the grace", func(t *testing.T, r *closeRig) time.Duration {
+			time.Sleep(server.StreamCloseGrace + time.Millisecond)
+			r.conn.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+			return server.StreamCloseGrace
+		}, protocol.ReasonStreamClose},
+		{"standalone stream closed within the grace", func(_ *testing.T, r *closeRig) time.Duration {
+			time.Sleep(10 * time.Millisecond)
+			r.conn.closeStandalone()
+			return 10 * time.Millisecond
+		}, protocol.ReasonTransportClose},
+		{"session ended within the grace", func(_ *testing.T, r *closeRig) time.Duration {
+			time.Sleep(10 * time.Millisecond)
+			r.conn.leave()
+			return 10 * time.Millisecond
+		}, protocol.ReasonTransportClose},
+	}
+	const readers = 4 // the handler and three goroutines of its own
+	type reading struct {
+		provisional, final protocol.CancelReason
+		at                 time.Time
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newCloseRig(t)
+				readings := make(chan reading, readers)
+				handlerCtx := make(chan context.Context, 1)
+				require.NoError(t, r.srv.AddTool(server.Tool{Name: "read"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
+					handlerCtx <- ctx
+					r.started <- struct{}{}
+					<-ctx.Done()
+					provisional := server.ReasonOfCause(context.Cause(ctx))
+					read := func() { readings <- reading{provisional, server.CancelReasonOf(ctx), time.Now()} }
+					var wg sync.WaitGroup
+					for range readers - 1 {
+						wg.Go(read)
+					}
+					read()
+					wg.Wait()
+					return nil, ctx.Err()
+				}))
+				r.init(t)
+				stream, closeStream := context.WithCancel(context.Background())
+				r.conn.post(stream, t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}`)
+				<-r.started
+				closed := time.Now()
+				closeStream()
+				after := tc.after(t, r)
+				out, sealed := r.sealed()
+				assert.Equal(t, tc.want, server.ReasonOfCause(out.Cause), "recorded: %v", out.Cause)
+				for range readers {
+					got := <-readings
+					assert.Equal(t, protocol.ReasonStreamClose, got.provisional, "read at once, the cause is provisional")
+					assert.Equal(t, tc.want, got.final, "CancelReasonOf reads the recorded cause")
+					assert.Equal(t, after, got.at.Sub(closed), "it waits only until the cause settled")
+				}
+				assert.Equal(t, after, sealed.Sub(closed), "a handler that waits is sealed as soon")
+				synctest.Wait() // a notification after the grace has been read
+				assert.Equal(t, tc.want, server.ReasonOfCause(context.Cause(<-handlerCtx)), "final for good")
+				r.conn.leave()
+				require.NoError(t, <-r.done)
+			})
+		})
+	}
+}
+
+// CancelReasonOf does not wait for a context that is not cancelled, nor
+// for one whose cause is not a stream close's.
+func TestCancelReasonOfWaitsOnlyForAStreamClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		start := time.Now()
+		assert.Equal(t, protocol.ReasonNone, server.CancelReasonOf(ctx))
+		cancel(server.ErrShutdown)
+		assert.Equal(t, protocol.ReasonShutdown, server.CancelReasonOf(ctx))
+		assert.Equal(t, time.Duration(0), time.Since(start))
+	})
+}
