@@ -1,7 +1,9 @@
 package protocol
 
-// CancelReason classifies why a request's context was cancelled. Its String
-// form is the cause label of metrics, spans and logs. The server package
+// CancelReason classifies why a request's work stopped: why its context
+// was cancelled, or (ReasonUpstreamClosed, which cancels nothing) that what
+// it relied on went away. Its String form is the cause label of metrics,
+// spans and logs. The server package
 // classifies a context's cause into one (server.CancelReasonOf).
 type CancelReason uint8
 
@@ -14,7 +16,7 @@ const (
 	ReasonStreamClose                        // the client closed the request's own stream, and said nothing more
 	ReasonShutdown                           // the server is shutting down
 	ReasonTimeout                            // the handler ran out of time
-	ReasonUpstreamClosed                     // what the handler relied on (an upstream server) went away mid-request
+	ReasonUpstreamClosed                     // no cancel: what the handler relied on (an upstream server) went away mid-request, recorded as its cause
 	ReasonOther                              // anything else
 )
 
