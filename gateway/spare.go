@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/transport"
 )
 

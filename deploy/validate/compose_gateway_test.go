@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/internal/cmdline"
 )
 
 const (
@@ -65,7 +65,7 @@ func TestComposeGateway(t *testing.T) {
 	name, target, ok := strings.Cut(s.Command[i+1], "=")
 	require.True(t, ok, "-upstream %s: want NAME=TARGET", s.Command[i+1])
 	assert.Equal(t, "everything", name)
-	argv, err := upstream.SplitCommand(target)
+	argv, err := cmdline.Split(target)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"mcp-server-everything", "stdio"}, argv)
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/internal/cmdline"
 )
 
 // Parse turns the values of -upstream (NAME=TARGET: an http://
@@ -34,7 +34,7 @@ func Parse(targets, envs []string) ([]gateway.Upstream, error) {
 			}
 			up.URL = target
 		} else {
-			argv, err := upstream.SplitCommand(target)
+			argv, err := cmdline.Split(target)
 			if err != nil {
 				return nil, fmt.Errorf("-upstream %s: %w", name, err)
 			}

@@ -1,4 +1,4 @@
-package upstream_test
+package cmdline_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/internal/cmdline"
 )
 
 func TestSplitCommand(t *testing.T) {
@@ -31,7 +31,7 @@ func TestSplitCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := upstream.SplitCommand(tc.line)
+			got, err := cmdline.Split(tc.line)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/testkit"
 
-	"github.com/vigil-mcp/vigil/internal/upstream"
+	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/transport"
 )
 

@@ -35,7 +35,7 @@ var inheritedEnv = []string{"PATH", "HOME", "LANG", "TMPDIR", "SYSTEMROOT"}
 type ProcessConfig struct {
 	// Name names the upstream in logs.
 	Name string
-	// Argv is the program and its arguments (see [SplitCommand]); the
+	// Argv is the program and its arguments (see cmdline.Split); the
 	// program is looked up in PATH when it has no slash. No shell runs.
 	Argv []string
 	// Env is the process's environment besides PATH, HOME, LANG, TMPDIR

@@ -1,11 +1,11 @@
-package upstream
+package cmdline
 
 import (
 	"errors"
 	"strings"
 )
 
-// SplitCommand splits a command line into words as a POSIX shell does
+// Split splits a command line into words as a POSIX shell does
 // for a simple command, without running one: words are separated by
 // blanks (spaces, tabs, newlines); within single quotes every character
 // is literal; within double quotes a backslash escapes only $, `, ", \
@@ -13,7 +13,7 @@ import (
 // is no expansion of any kind ($VAR, ~, globs, redirections and pipes are
 // plain characters). It fails on an empty line or an unterminated quote
 // or escape.
-func SplitCommand(line string) ([]string, error) {
+func Split(line string) ([]string, error) {
 	var (
 		words  []string
 		word   strings.Builder

@@ -1,7 +1,7 @@
 // Package upstream is the MCP client side of Vigil's gateway (docs/gateway.md):
 // one upstream MCP session over a [transport.Conn] ([Open], [Session]), the
 // child process of a stdio upstream ([StartProcess], [Process]) and the
-// splitting of its command line ([SplitCommand]), and the client side of
+// splitting of its command line (internal/cmdline), and the client side of
 // Streamable HTTP ([DialHTTP]): the session era (a session id, the GET
 // stream, streams resumed with Last-Event-ID, [ErrSessionExpired] on a 404)
 // and the stateless 2026-07-28 era (server/discover, the era's _meta and
