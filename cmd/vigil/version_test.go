@@ -32,8 +32,10 @@ func TestVersionFlag(t *testing.T) {
 }
 
 // TestVersionE2E builds vigil as a release does, its version set with
-// -ldflags -X, and as a user does, with none; vigil -version prints one
-// line on standard output and exits 0, whatever VIGIL_* holds.
+// -ldflags -X: vigil -version prints one line on standard output and exits
+// 0, whatever VIGIL_* holds, and serving, vigil reports the same version in
+// serverInfo and on /debug/vigil. (A build without -X reports the version
+// the go command stamped: TestOf in cmd/internal/buildversion.)
 func TestVersionE2E(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -46,7 +48,7 @@ func TestVersionE2E(t *testing.T) {
 		bin, prefix string
 	}{
 		{bin: released, prefix: "vigil v0.1.0 ("},
-		{bin: vigilBin, prefix: "vigil "}, // a pseudo-version, or (devel) with -buildvcs=false
+		{bin: vigilBin, prefix: "vigil dev ("}, // TestMain's
 	} {
 		cmd := exec.CommandContext(t.Context(), tt.bin, "-version")
 		cmd.Env = append(cmd.Environ(), "VIGIL_MAX_BODY=big", "VIGIL_VERSION=x")
