@@ -488,8 +488,12 @@ func countLines(path string) (int, int64, bool) {
 }
 
 // goBuild builds pkgs, in the module at src ("" for this one), into dir.
+// Each command's version is "dev", as the floor's serverInfo says: the
+// answers of vigil, of the floor and of the parent (-against) then have
+// the same bytes, whatever version the go command would stamp.
 func goBuild(ctx context.Context, goCmd, src, dir string, pkgs ...string) error {
-	build := exec.CommandContext(ctx, goCmd, append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-ldflags", "-X main.version=dev", "-o", dir + string(filepath.Separator)}
+	build := exec.CommandContext(ctx, goCmd, append(args, pkgs...)...)
 	build.Dir = src
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -181,13 +181,20 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		g.register(fs, &cfg)
 	}
 	env := envNames(fs)
+	// -version, defined after envNames, has no variable: one named
+	// VIGIL_VERSION is too likely set for something else.
+	showVersion := fs.Bool("version", false, "print vigil's version, the commit it was built from, and the Go version, and exit")
 	fs.Usage = func() { usage(fs) }
 	src := flagSource{getenv: getenv, given: map[string]bool{}, fromEnv: map[string]string{}}
-	if err := setFromEnv(fs, env, src); err != nil {
-		return config{}, err
-	}
+	envErr := setFromEnv(fs, env, src) // returned after -version, which prints the version whatever the environment
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if *showVersion {
+		return config{}, errVersion
+	}
+	if envErr != nil {
+		return config{}, envErr
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -221,7 +228,11 @@ func envNames(fs *flag.FlagSet) map[string]string {
 func setFromEnv(fs *flag.FlagSet, env map[string]string, src flagSource) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		v := src.getenv(env[f.Name])
+		name, ok := env[f.Name]
+		if !ok {
+			return // -version
+		}
+		v := src.getenv(name)
 		if v == "" {
 			return
 		}

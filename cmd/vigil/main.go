@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/auditlog"
+	"github.com/vigil-mcp/vigil/cmd/internal/buildversion"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
@@ -29,9 +31,6 @@ import (
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	// vigil serves no heap profile, so the runtime's sampling of
 	// allocations (a stack walk every 512 KiB allocated; see
@@ -40,6 +39,11 @@ func main() {
 	runtime.MemProfileRate = 0
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		if errors.Is(err, errVersion) {
+			info, _ := debug.ReadBuildInfo()
+			fmt.Println(buildversion.Line("vigil", buildversion.Of(version, info), info))
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "vigil:", err)
@@ -184,7 +188,7 @@ func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *f
 	}
 	if cfg.traceRing == 0 {
 		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
-		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", version),
+		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", buildVersion()),
 			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
 		if err != nil {
 			return nil, nil, err

@@ -43,7 +43,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 	if page != nil {
 		pageOpt = vigil.WithPage(page)
 	}
-	svc = vigil.New("vigil", version, append([]vigil.Option{
+	svc = vigil.New("vigil", buildVersion(), append([]vigil.Option{
 		vigil.WithLogger(logger),
 		vigil.WithRegistry(registry),
 		pageOpt,

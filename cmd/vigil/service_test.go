@@ -178,8 +178,14 @@ type svcProcess struct {
 // end of the test if it is still running; its log is then reported.
 func startService(t *testing.T, args ...string) *svcProcess {
 	t.Helper()
+	return startBinary(t, vigilBin, args...)
+}
+
+// startBinary is startService with the vigil binary bin.
+func startBinary(t *testing.T, bin string, args ...string) *svcProcess {
+	t.Helper()
 	p := &svcProcess{logs: &urlWatcher{found: make(chan string, 1)}, exited: make(chan error, 1)}
-	p.cmd = exec.Command(vigilBin, args...)
+	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "VIGIL_")
 	})
