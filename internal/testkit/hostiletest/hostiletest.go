@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // FloodNotes is how many progress notifications the tool "flood" sends
@@ -51,9 +49,10 @@ func Upstream() int {
 					Count  int  `json:"count"`
 					KiB    int  `json:"kib"`
 				} `json:"arguments"`
-				Cursor    string          `json:"cursor"`
-				RequestID json.RawMessage `json:"requestId"`
-				Meta      struct {
+				Cursor          string          `json:"cursor"`
+				RequestID       json.RawMessage `json:"requestId"`
+				ProtocolVersion string          `json:"protocolVersion"` // answered as asked
+				Meta            struct {
 					ProgressToken json.RawMessage `json:"progressToken"`
 				} `json:"_meta"`
 			} `json:"params"`
@@ -64,7 +63,7 @@ func Upstream() int {
 		switch msg.Method {
 		case "initialize":
 			answer(msg.ID, map[string]any{
-				"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{"tools": map[string]any{}},
+				"protocolVersion": msg.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
 			})
 		case "tools/list":

@@ -8,13 +8,12 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Upstream serves, by hand on standard input and output
-// (protocol.Version20251125 era), the tool "stall": at its first call it
-// says "stalled PID" on standard error and stops reading, for good. It
+// Upstream serves, by hand on standard input and output (answering the
+// protocol version the client asks for), the tool "stall": at its first
+// call it says "stalled PID" on standard error and stops reading, for
+// good. It
 // ignores SIGTERM and SIGINT; only a kill ends it.
 func Upstream() int {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
@@ -30,6 +29,9 @@ func Upstream() int {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"` // answered as asked
+			} `json:"params"`
 		}
 		if json.Unmarshal(in.Bytes(), &msg) != nil || len(msg.ID) == 0 {
 			continue
@@ -37,7 +39,7 @@ func Upstream() int {
 		switch msg.Method {
 		case "initialize":
 			answer(msg.ID, map[string]any{
-				"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{"tools": map[string]any{}},
+				"protocolVersion": msg.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "stall", "version": "1"},
 			})
 		case "tools/list":
