@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/vigil-mcp/vigil/internal/replication"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // sessionCounter counts each principal's sessions over every replica on
@@ -65,7 +65,7 @@ func (s *Shared) sessionCounter(limit int) *sessionCounter {
 // timeout, unless the endpoint acquires it again on the session's
 // activity), so that the sessions of a replica that died expire and the
 // count heals itself. Give the Quotas the same limit as Sessions.
-func (s *Shared) SessionQuota(limit int) replication.SessionCounter {
+func (s *Shared) SessionQuota(limit int) streamable.SessionCounter {
 	return sessionQuota{s.sessionCounter(limit)}
 }
 

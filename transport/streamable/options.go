@@ -308,7 +308,7 @@ func WithMaxStateBytes(n int) Option {
 
 // DefaultInitTimeout is how long a session may stay idle before its client
 // finished initialize, by default (see [WithInitTimeout]).
-const DefaultInitTimeout = replication.DefaultInitTimeout
+const DefaultInitTimeout = time.Minute
 
 // WithInitTimeout ends a 2025-era session whose client has not posted
 // notifications/initialized and that has seen no request for d

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/vigil-mcp/vigil/internal/quota"
-	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -63,7 +62,7 @@ type Quotas struct {
 	// SessionCounter, when set, counts the sessions instead of this
 	// Endpoint's own table, for a count shared by replicas (redisshare's
 	// Shared.SessionQuota); EvictIdle then has no effect.
-	SessionCounter replication.SessionCounter
+	SessionCounter SessionCounter
 	// OnRefuse, when set, is called for every refusal (and eviction) by a
 	// quota, with its quota; it must be fast and safe for concurrent use.
 	OnRefuse func(q protocol.Quota)
@@ -456,4 +455,20 @@ func quotaRetryAfter(e *transport.Error) (string, bool) {
 		return "", false
 	}
 	return strconv.FormatInt(max(d.RetryAfter, 1), 10), true
+}
+
+// SessionCounter counts each caller's concurrent sessions against a
+// limit, such as a count that replicas share. Acquire counts session, a
+// new session of caller, and reports true, or reports false when caller
+// holds limit already (with an error: the count is unavailable, and the
+// session is refused). Release counts session out: without a Cluster when
+// it ends, however it ends; with a Cluster when a client deletes it (a
+// shared session that expires idle ends in the cluster, not on a replica:
+// the counter must let its sessions expire after the idle timeout itself).
+// caller is then the deleting request's, which may differ in address from
+// the creating one's without a principal. It must be safe for concurrent
+// use.
+type SessionCounter interface {
+	Acquire(ctx context.Context, caller, session string, limit int) (bool, error)
+	Release(caller, session string)
 }
