@@ -7,6 +7,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -35,7 +36,7 @@ func (g *Gateway) observe(cfg Config) error {
 	if cfg.Registerer == nil {
 		return nil
 	}
-	g.obs = metrics.NewUpstreams(names, g.dropped, g.stateOf)
+	g.obs = metrics.NewUpstreams(vocab.Metrics(), names, g.dropped, g.stateOf)
 	return cfg.Registerer.Register(g.obs)
 }
 

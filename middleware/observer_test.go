@@ -22,12 +22,12 @@ func TestObserverRejectReasons(t *testing.T) {
 	for _, reason := range vocab.RejectReasons() {
 		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
-			m := metrics.New()
+			m := metrics.New(vocab.Metrics())
 			middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
 			assert.Equal(t, map[string]float64{rejected(reason.String()): 1}, series(t, m))
 		})
 	}
-	m := metrics.New()
+	m := metrics.New(vocab.Metrics())
 	middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
 	assert.Equal(t, map[string]float64{rejected(mcpconv.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
@@ -37,7 +37,7 @@ func TestObserverRejectReasons(t *testing.T) {
 // "other" (except the server's own "other" cause).
 func TestServerVocabularyIsKnown(t *testing.T) {
 	t.Parallel()
-	m := metrics.New()
+	m := metrics.New(vocab.Metrics())
 	want := map[string]float64{}
 	for _, r := range vocab.CancelReasons() {
 		m.RequestCancelled("ping", r.String())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,11 +15,18 @@ import (
 )
 
 // aboveTheLeaves are the packages of the module, with those under them,
-// that no package under internal/ may depend on: internal/ holds leaf
-// helpers that the library's layers share, and a helper that needs the
-// server, the middleware, the HTTP endpoint, the Redis wiring or the live
-// page belongs beside what it serves instead.
-var aboveTheLeaves = []string{"server", "middleware", "transport/streamable", "redisshare", "debugpage", "cmd"}
+// that no package under internal/ may depend on: every public one.
+// internal/ holds leaf helpers that the library's layers share, and a
+// helper that needs a public type belongs beside what it serves instead
+// (gateway/internal/upstream).
+var aboveTheLeaves = []string{"server", "middleware", "transport", "telemetry", "gateway", "redisshare", "debugpage", "cmd"}
+
+// notYetLeaves are the internal packages that still import a public one,
+// as .golangci.yml's internal-is-leaves says: internal/vocab lists the
+// values of transport/protocol's enumerations, and the test kit
+// routingtest drives an mcptest client. Issue 69 empties it; none may
+// join it.
+var notYetLeaves = []string{"internal/vocab", "internal/testkit/routingtest"}
 
 // A listedPackage is what go list -json says of a package.
 type listedPackage struct {
@@ -69,7 +77,7 @@ func decodeListed(t *testing.T, out []byte) []listedPackage {
 func internalProblems(pkgs []listedPackage) []string {
 	var problems []string
 	for _, p := range pkgs {
-		if !strings.HasPrefix(p.ImportPath, modulePath+"/internal/") {
+		if !strings.HasPrefix(p.ImportPath, modulePath+"/internal/") || slices.Contains(notYetLeaves, strings.TrimPrefix(p.ImportPath, modulePath+"/")) {
 			continue
 		}
 		for _, dep := range p.Deps {
@@ -89,19 +97,22 @@ func internalProblems(pkgs []listedPackage) []string {
 
 // TestInternalProblemsCatch shows the rule failing on a helper that
 // depends on the server directly or through another package, and passing
-// the leaf vocabulary and packages outside internal/.
+// leaves and packages outside internal/.
 func TestInternalProblemsCatch(t *testing.T) {
 	m := func(rel string) string { return modulePath + "/" + rel }
 	got := internalProblems([]listedPackage{
-		{ImportPath: m("internal/ok"), Deps: []string{"bytes", m("transport/protocol"), m("transport"), m("internal/seal")}},
+		{ImportPath: m("internal/ok"), Deps: []string{"bytes", m("internal/seal")}},
+		{ImportPath: m("internal/vocabulary"), Deps: []string{m("transport/protocol")}},
+		{ImportPath: m("gateway/internal/upstream"), Deps: []string{m("transport")}}, // beside its user
 		{ImportPath: m("internal/direct"), Deps: []string{m("server")}},
 		{ImportPath: m("internal/through"), Deps: []string{m("transport/streamable/redisstore"), m("transport/streamable")}},
 		{ImportPath: m("internal/wiring"), Deps: []string{m("redisshare"), m("middleware/auth")}},
 		{ImportPath: m("server"), Deps: []string{m("transport/streamable")}},
 		{ImportPath: m("internal/serverless"), Deps: []string{m("serverless")}}, // a prefix of a name is not the package
 	})
-	require.Len(t, got, 5, "%q", got)
+	require.Len(t, got, 6, "%q", got)
 	for i, want := range []string{
+		"internal/vocabulary depends on " + m("transport/protocol"),
 		"internal/direct depends on " + m("server"),
 		"internal/through depends on " + m("transport/streamable/redisstore"),
 		"internal/through depends on " + m("transport/streamable") + ":",

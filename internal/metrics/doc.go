@@ -3,9 +3,10 @@
 // telemetry configures (middleware turns a telemetry.MetricsConfig into Options).
 // Users reach it only through those two packages.
 //
-// Of Vigil it imports only the leaf vocabulary transport/protocol, whose
-// codes and reasons are the known values of its labels (their String
-// forms). Its methods take label values as plain strings, and the
+// A leaf, it imports none of Vigil's public packages: the protocol's
+// codes, reasons and versions, the known values of its labels, come as
+// strings in the [Vocabulary] given to [New] (internal/vocab makes it).
+// Its methods take label values as plain strings, and the
 // middleware package translates the server's types (methods, typed
 // cancellation causes, drop and reject reasons, errors) into them. Library
 // code here uses the OpenTelemetry API only, never the SDK, and never a

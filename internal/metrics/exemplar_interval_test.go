@@ -9,6 +9,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // Trace ids of the exemplar tests, and the finished count's exemplar
@@ -66,7 +67,7 @@ func TestExemplarInterval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				m := metrics.New(tt.opts...)
+				m := metrics.New(vocab.Metrics(), tt.opts...)
 				finish := func(traceID string, d time.Duration) {
 					m.RequestStarted("ping")
 					m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: hexTrace(traceID)})
@@ -88,7 +89,7 @@ func TestExemplarInterval(t *testing.T) {
 func TestExemplarIntervalFollowsEnded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		m := metrics.New()
+		m := metrics.New(vocab.Metrics())
 		t0 := time.Now()
 		finish := func(traceID string, ended time.Time) {
 			m.RequestStarted("ping")

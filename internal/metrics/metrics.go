@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/internal/vocab"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Metrics is the Prometheus collector of an MCP server: request durations,
@@ -30,6 +27,7 @@ import (
 // [Metrics.RequestFinished]: the package doc states the accounting law
 // this keeps.
 type Metrics struct {
+	vocab         Vocabulary // the protocol's, as labels
 	methods       metricsLabelSet
 	clientMethods metricsLabelSet
 	causes        metricsLabelSet
@@ -85,13 +83,14 @@ type Metrics struct {
 
 var _ prometheus.Collector = (*Metrics)(nil)
 
-// New returns a collector with the series that belong to no
-// method, tool or transport created at zero; see [Metrics.Precreate].
-func New(opts ...Option) *Metrics {
+// New returns a collector labeling with the values of v, with the series
+// that belong to no method, tool or transport created at zero; see
+// [Metrics.Precreate].
+func New(v Vocabulary, opts ...Option) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),
-		errorTypes:     defaultErrorTypes(),
+		errorTypes:     v.errorTypes(),
 		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {
@@ -102,16 +101,17 @@ func New(opts ...Option) *Metrics {
 	m := &Metrics{
 		methods:       newMetricsLabelSet(append(cfg.requestMethods, mcpconv.LabelOther)),
 		clientMethods: newMetricsLabelSet(append(cfg.clientMethods, mcpconv.LabelOther)),
-		causes:        newMetricsLabelSet(defaultCauses()),
-		dropReasons:   newMetricsLabelSet(defaultDropReasons()),
-		classes:       newMetricsLabelSet(defaultWriteClasses()),
+		vocab:         v,
+		causes:        newMetricsLabelSet(v.Causes),
+		dropReasons:   newMetricsLabelSet(v.DropReasons),
+		classes:       newMetricsLabelSet(v.WriteClasses),
 		transports:    newMetricsLabelSet(defaultTransports()),
 		outcomes:      newMetricsLabelSet(defaultOutcomes()),
 		kinds:         newMetricsLabelSet(defaultKinds()),
-		rejects:       newMetricsLabelSet(defaultRejectReasons()),
-		quotas:        newMetricsLabelSet(defaultQuotas()),
+		rejects:       newMetricsLabelSet(v.RejectReasons),
+		quotas:        newMetricsLabelSet(v.Quotas),
 		errorTypes:    newMetricsLabelSet(append(cfg.errorTypes, "")),
-		statusCodes:   newMetricsLabelSet(append(labels(vocab.Codes()), "")),
+		statusCodes:   newMetricsLabelSet(append(append([]string(nil), v.Codes...), "")),
 		buckets:       DurationBuckets(),
 		exemplarEvery: cfg.exemplarEvery,
 	}
@@ -272,8 +272,8 @@ func (m *Metrics) precreate() {
 // request method in methods that is in the known set (the server-to-client
 // methods of a feature, tasks/*, with that feature's) with the ends a
 // request of it meets in a day's work, and the durations over transport of
-// each of its methods (vocab.OfEra) and of method other in each era
-// (vocab.EraVersions), and of tools/call for each tool in tools and for
+// each of its methods (Vocabulary.OfEra) and of method other in each era
+// (Vocabulary.EraVersions), and of tools/call for each tool in tools and for
 // tool other (invalid label values are skipped), without changing the
 // tool allow-list. Only label values a request can carry are made: no
 // duration without a transport. The rest are created when first used.
@@ -316,9 +316,9 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 		m.servedNets = append(m.servedNets, net)
 	}
 	m.netsMu.Unlock()
-	for _, version := range vocab.EraVersions() {
+	for _, version := range m.vocab.EraVersions {
 		for _, method := range methods {
-			if m.methods.has[method] && method != "tools/call" && vocab.OfEra(version, method) {
+			if m.methods.has[method] && method != "tools/call" && m.vocab.OfEra(version, method) {
 				m.precreateDuration(method, "", version, net)
 			}
 		}
@@ -371,9 +371,9 @@ type end struct{ outcome, errType, status string }
 func (m *Metrics) zeroEnds(method, tool string) []end {
 	switch {
 	case method == mcpconv.LabelOther:
-		return []end{{mcpconv.OutcomeError, "", codeLabel(protocol.CodeMethodNotFound)}}
+		return []end{{mcpconv.OutcomeError, "", m.vocab.MethodNotFound}}
 	case method == "tools/call" && tool == mcpconv.LabelOther:
-		return []end{{mcpconv.OutcomeError, "", codeLabel(protocol.CodeInvalidParams)}}
+		return []end{{mcpconv.OutcomeError, "", m.vocab.InvalidParams}}
 	}
 	var out []end
 	if succeeds(method) {
@@ -381,13 +381,10 @@ func (m *Metrics) zeroEnds(method, tool string) []end {
 	}
 	if method == "tools/call" {
 		out = append(out, end{mcpconv.OutcomeOK, mcpconv.ErrorTypeTool, ""}, end{mcpconv.OutcomeOK, mcpconv.ErrorTypeInvalidArguments, ""},
-			end{mcpconv.OutcomeError, codeLabel(protocol.CodeMissingRequiredClientCapability), codeLabel(protocol.CodeMissingRequiredClientCapability)})
+			end{mcpconv.OutcomeError, m.vocab.MissingCapability, m.vocab.MissingCapability})
 	}
 	return append(out, end{mcpconv.OutcomeCancelled, mcpconv.ErrorTypeCancelled, ""}, end{mcpconv.OutcomeDropped, mcpconv.ErrorTypeDropped, ""})
 }
-
-// codeLabel is the error_type or rpc_response_status_code of code.
-func codeLabel(code protocol.Code) string { return strconv.Itoa(int(code)) }
 
 // boundedResult reports whether a result of method, not a tool's, can be
 // over the result bound.
@@ -462,7 +459,7 @@ func (m *Metrics) precreateTools(names []string) {
 			continue
 		}
 		for _, net := range nets {
-			for _, version := range vocab.EraVersions() {
+			for _, version := range m.vocab.EraVersions {
 				m.precreateDuration("tools/call", n, version, net)
 			}
 		}

@@ -92,7 +92,7 @@ func (m *Metrics) RequestFinished(e RequestEnd) {
 	if ms.name == "tools/call" && e.Tool != "" {
 		tool = m.toolLabel(e.Tool, e.ToolRegistered)
 	}
-	version, net := versionIndex(e.ProtocolVersion), netIndex(e.Transport)
+	version, net := m.versionIndex(e.ProtocolVersion), netIndex(e.Transport)
 	upstream := ""
 	if m.upstreams != nil && tool != "" && e.Upstream != "" {
 		upstream = m.upstreams.bound(e.Upstream, mcpconv.LabelOther)

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The recording methods run for every request and message, so the series
@@ -39,37 +38,36 @@ type methodSeries struct {
 type okGrid [numVersions][numNets]atomic.Pointer[endSeries]
 
 // numVersions counts the mcp_protocol_version labels: "", the five
-// protocol versions Vigil serves (protocol.Versions), and other.
+// protocol versions Vigil serves (Vocabulary.Versions), and other.
 const numVersions = 7
 
 // versionIndex returns the index of v's mcp_protocol_version label.
-func versionIndex(v string) int {
-	switch v {
-	case "":
+func (m *Metrics) versionIndex(v string) int {
+	if v == "" {
 		return 0
-	case protocol.Version20260728:
-		return 1
-	case protocol.Version20251125:
-		return 2
-	case protocol.Version20250618:
-		return 3
-	case protocol.Version20250326:
-		return 4
-	case protocol.Version20241105:
-		return 5
+	}
+	for i, served := range m.versions() {
+		if v == served {
+			return i + 1
+		}
 	}
 	return numVersions - 1
 }
 
 // versionLabel returns the mcp_protocol_version label of a versionIndex.
-func versionLabel(i int) string {
+func (m *Metrics) versionLabel(i int) string {
 	switch i {
 	case 0:
 		return ""
 	case numVersions - 1:
 		return mcpconv.LabelOther
 	}
-	return protocol.Versions()[i-1] // in versionIndex's order; once per series
+	return m.versions()[i-1]
+}
+
+// versions are the versions labeled as they are, in versionIndex's order.
+func (m *Metrics) versions() []string {
+	return m.vocab.Versions[:min(len(m.vocab.Versions), maxVersions)]
 }
 
 // numNets counts the networks a request is labeled with: none, a pipe,
@@ -289,7 +287,7 @@ func (m *Metrics) end(k endKey) *endSeries {
 	transport, protocolName := netLabels(k.net)
 	s := &endSeries{
 		finished:       m.finished.WithLabelValues(k.method, k.tool, k.outcome, k.errType, k.status),
-		duration:       m.durationOf(k.method, k.tool, versionLabel(k.version), transport, protocolName, k.upstream),
+		duration:       m.durationOf(k.method, k.tool, m.versionLabel(k.version), transport, protocolName, k.upstream),
 		bucketExemplar: make([]atomic.Int64, len(m.buckets)+1),
 	}
 	got, _ := m.ends.LoadOrStore(k, s)

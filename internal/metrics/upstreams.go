@@ -87,13 +87,13 @@ var _ prometheus.Collector = (*Upstreams)(nil)
 // constants): it must never decrease, and be safe for concurrent use.
 // states, if not nil, returns at each collection an upstream's state (one
 // of the State constants); it must be safe for concurrent use.
-func NewUpstreams(names []string, dropped func(add func(upstream, reason string, n int64)), states func(upstream string) string) *Upstreams {
+func NewUpstreams(v Vocabulary, names []string, dropped func(add func(upstream, reason string, n int64)), states func(upstream string) string) *Upstreams {
 	u := &Upstreams{
 		upNames:  append([]string(nil), names...),
 		states:   states,
 		methods:  newMetricsLabelSet(append(mcpconv.RequestMethods(), mcpconv.LabelOther)),
 		names:    newMetricsLabelSet(append(names, mcpconv.LabelOther)),
-		errTypes: newMetricsLabelSet(append(defaultErrorTypes(), "")),
+		errTypes: newMetricsLabelSet(append(v.errorTypes(), "")),
 		zero:     map[[2]string]int64{},
 		dropped:  dropped,
 	}

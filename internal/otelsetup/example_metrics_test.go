@@ -12,6 +12,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // The Prometheus registry that serves /metrics is also what OTLP pushes:
@@ -21,7 +22,7 @@ import (
 func ExampleMetricProducer() {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m := metrics.New()
+	m := metrics.New(vocab.Metrics())
 	reg.MustRegister(m)
 
 	producer := otelsetup.MetricProducer(reg)
