@@ -18,7 +18,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// AuditRecord is one line of the audit log [Audit] writes, as JSON. What
+// AuditRecord is one line of the audit log [WithAuditLog] writes, as JSON. What
 // the client chose is bounded, so that a line is at most 16 KiB whatever
 // the call: the tool name to 128 bytes and the request id to 256, at most
 // 64 argument names of at most 128 bytes each (MoreArguments counts the
@@ -63,25 +63,8 @@ const (
 	auditMaxLine    = 16 << 10
 )
 
-// Audit returns middleware that writes one [AuditRecord], as a line of JSON
-// in a single Write, to w for each tools/call when its outcome is sealed
-// (on the goroutine that sealed it): who called (the [auth.Principal] of the
-// request's arrival context, if there is one), which tool, in which
-// session, how it ended and how long it took, and the names of its
-// arguments. Other methods pass unrecorded. It reads
-// [WithAuditArgumentValues].
-//
-// Audit never waits for anything but w.Write, which runs after the
-// response was written: w must not block (pass a buffered writer that
-// writes in the background, such as the one cmd/vigil uses for its logs
-// and audit log) and must be safe for concurrent use, writing each Write
-// whole. Write errors are ignored. A nil w makes Audit the identity. The
-// returned middleware is safe for concurrent use.
-func Audit(w io.Writer, opts ...AuditOption) server.Middleware {
-	return audit(w, configure(opts, AuditOption.applyAudit))
-}
-
-// audit is the middleware of [Audit] with cfg.
+// audit is the audit log of [WithAuditLog] with cfg; a nil w makes it the
+// identity. It is safe for concurrent use.
 func audit(w io.Writer, cfg auditConfig) server.Middleware {
 	if w == nil {
 		return func(next server.Handler) server.Handler { return next }

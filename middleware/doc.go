@@ -14,39 +14,30 @@
 // outcomes that wait for their batch (server.WithOutcomeBatches): no
 // caller has to flush.
 //
-// The parts are usable alone. Each of these returns a server.Middleware:
-// [Tracing] gives every request and notification a SERVER span per the
-// OpenTelemetry MCP conventions, parented on the traceparent in
-// params._meta (or linked to it: [WithUntrustedTraceContext]); [Logging] writes one record per request; [Recover]
-// turns a panic into a -32603 answer; [Timeout] cancels the handler's
-// context with server.ErrHandlerTimeout, answered -32001;
-// [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
-// writes one JSON line per tools/call (who, which tool, how it ended, the
-// argument names). [WithRateLimit] and [WithToolRateLimit] (token buckets
-// per principal, in memory or shared between replicas with [WithSharedRateLimits])
-// give an [Instrumentation.RateLimiter]: its Handler refuses an HTTP
-// request over its principal's rate with 429, and the chain a tools/call
-// over its tool's rate with -32000.
-// [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
-// to the client, their context injected into _meta); [LogHandler] adds the trace, span, session and request ids to log
+// Each part is an option of NewInstrumentation, and each guard exists
+// only as one: [WithLogger] writes one record per request; [Recover]
+// (always in) turns a panic into a -32603 answer; [WithTimeout] cancels
+// the handler's context with server.ErrHandlerTimeout, answered -32001;
+// [WithConcurrencyLimit] bounds the calls per tool, over it -32000;
+// [WithAuditLog] writes one JSON line per tools/call (who, which tool, how
+// it ended, the argument names); [WithRateLimit] and [WithToolRateLimit]
+// (token buckets per principal, in memory or shared between replicas with
+// [WithSharedRateLimits]) give an [Instrumentation.RateLimiter]: its
+// Handler refuses an HTTP request over its principal's rate with 429, and
+// the chain a tools/call over its tool's rate with -32000. [Tracing] and
+// [TracingCalls] are usable alone too (spans for a server built by hand),
+// and [LogHandler] adds the trace, span, session and request ids to log
 // records.
 //
 // # Options
 //
-// Each constructor accepts only the options it reads, so that giving it
-// one it would ignore does not compile: [Tracing] takes [TracingOption]s,
-// [TracingCalls] [TracingCallsOption]s, [Logging] [LoggingOption]s,
-// [Timeout] [TimeoutOption]s, [ConcurrencyLimit] [ConcurrencyLimitOption]s
-// and [Audit] [AuditOption]s. [NewInstrumentation], which builds them all,
-// takes [InstrumentationOption]s, which every option of the package is:
-// each of those interfaces embeds it, so one With function works wherever
-// it is read and nowhere else. [WithTracerProvider] and [WithPropagators]
-// are read by both Tracing and TracingCalls, and are [TracerOption]s,
-// which are both. (The design is connect-go's, whose Option is both a
-// ClientOption and a HandlerOption.) Options that NewInstrumentation alone
-// reads, such as [WithTimeout], [WithConcurrencyLimit], [WithLogger] and
-// the rate limits, are plain InstrumentationOptions: the constructors take
-// their default or their writer as an argument.
+// [NewInstrumentation] takes [InstrumentationOption]s, which every option
+// of the package is. [Tracing] takes [TracingOption]s and [TracingCalls]
+// [TracingCallsOption]s, each of which embeds InstrumentationOption, so
+// that one With function works wherever it is read and nowhere else;
+// [WithTracerProvider] and [WithPropagators] are read by both, and are
+// [TracerOption]s, which are both. (The design is connect-go's, whose
+// Option is both a ClientOption and a HandlerOption.)
 //
 // # What NewInstrumentation builds
 //
@@ -60,17 +51,17 @@
 //     [WithMetricsOptions]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.
-//   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of
-//     [Recover]. Without it, no request log, and Recover discards.
+//   - [WithLogger]: the request log (with [WithLogLevel]), and the logger
+//     of [Recover]. Without it, no request log, and Recover discards.
 //   - [Recover] is always in.
-//   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
-//   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
-//     [WithLimitWait] and [WithToolShare]).
+//   - [WithTimeout] or [WithTimeoutFor]: the timeout.
+//   - [WithConcurrencyLimit] or [WithLimitFor]: the concurrency limit
+//     (with [WithLimitWait] and [WithToolShare]).
 //   - [WithRateLimit], [WithToolRateLimit] (with [WithSharedRateLimits]):
 //     an [Instrumentation.RateLimiter], whose tool rates run in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never
 //     waits for a slot).
-//   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
+//   - [WithAuditLog]: the audit log (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
 // NewInstrumentation() with no options gives a server Recover and nothing
@@ -85,16 +76,16 @@
 //  2. the metrics: inside Tracing so that the trace id becomes the
 //     exemplar; outside everything that may fail a request, so that every
 //     request is counted, a panic, a timeout or a rejection as an error;
-//  3. [Logging]: inside Tracing, for the trace ids of the record; outside
+//  3. [WithLogger]: inside Tracing, for the trace ids of the record; outside
 //     Recover, Timeout and ConcurrencyLimit, which may answer without the
 //     handler, so that every request gets its record;
-//  4. [Audit], for the same reasons as Logging;
+//  4. [WithAuditLog], for the same reasons as Logging;
 //  5. [Recover]: below Tracing, Metrics and Logging, so that they see a
 //     panic as a -32603 error return, and above the rest, which it covers;
-//  6. [Timeout]: its time limit covers the wait for a slot and the handler;
+//  6. [WithTimeout]: its time limit covers the wait for a slot and the handler;
 //  7. the tool rates of the [RateLimiter], so that a call over its rate
 //     never waits for a slot;
-//  8. [ConcurrencyLimit]: innermost, so that a call waiting for a slot
+//  8. [WithConcurrencyLimit]: innermost, so that a call waiting for a slot
 //     ([WithLimitWait]) runs out of time like a slow handler, and so that
 //     the metrics count a rejection as an error with error_type -32000;
 //
@@ -170,7 +161,7 @@
 //
 // # The request log
 //
-// The record of [Logging] carries:
+// The record of [WithLogger] carries:
 //
 //   - method, tool (tools/call) or prompt (prompts/get), request_id,
 //     session_id (left out for a stateless request), subject (the
@@ -203,14 +194,14 @@
 //
 // # Limits and timeouts
 //
-// The memory of [ConcurrencyLimit] is bounded by the calls in flight and
+// The memory of [WithConcurrencyLimit] is bounded by the calls in flight and
 // the server's tools: the semaphore of a tool registered with the
 // session's server is kept once made (up to 1024 of them), and that of any
 // other name exists only while calls of it run or wait, so unknown names
 // sent by a client cost nothing once answered. Taking and giving back a
 // slot of a registered tool takes no lock.
 //
-// [Timeout] sets the request context's own deadline
+// [WithTimeout] sets the request context's own deadline
 // ([server.Request.SetDeadline]): no context, no timer and no goroutine per
 // request, since the server runs every request's deadline from one timer.
 //

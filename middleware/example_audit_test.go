@@ -15,14 +15,19 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// ExampleAudit writes one JSON line per tools/call: who called (the
+// ExampleWithAuditLog writes one JSON line per tools/call: who called (the
 // principal the authorization put on the request's context), which tool,
 // how it ended, and the names of the arguments; their values only for the
 // tools of WithAuditArgumentValues. cmd/vigil passes a writer that writes
 // in the background, so that no call waits on the audit log.
-func ExampleAudit() {
+func ExampleWithAuditLog() {
 	var out lockedBuffer
-	srv := server.New(server.WithMiddleware(middleware.Audit(&out, middleware.WithAuditArgumentValues("greet"))))
+	inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(&out), middleware.WithAuditArgumentValues("greet"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := server.New(inst.ServerOptions()...)
 	text := func(s string) *server.CallToolResult {
 		return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: s}}}
 	}

@@ -1,6 +1,10 @@
 package middleware
 
 import (
+	"io"
+	"log/slog"
+	"time"
+
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -30,4 +34,24 @@ func (i *Instrumentation) Middleware() []server.Middleware {
 		return nil
 	}
 	return append([]server.Middleware(nil), i.chain...)
+}
+
+// The middleware that NewInstrumentation adds with WithTimeout,
+// WithConcurrencyLimit, WithLogger and WithAuditLog, one at a time, for
+// the tests of package middleware_test that run one apart; opts are those
+// of NewInstrumentation, of which each reads its own.
+func Timeout(d time.Duration, opts ...InstrumentationOption) server.Middleware {
+	return timeout(d, configure(opts, InstrumentationOption.applyInstrumentation).timeout)
+}
+
+func ConcurrencyLimit(n int, opts ...InstrumentationOption) server.Middleware {
+	return concurrencyLimit(n, configure(opts, InstrumentationOption.applyInstrumentation).limit)
+}
+
+func Logging(logger *slog.Logger, opts ...InstrumentationOption) server.Middleware {
+	return logging(logger, configure(opts, InstrumentationOption.applyInstrumentation).logging)
+}
+
+func Audit(w io.Writer, opts ...InstrumentationOption) server.Middleware {
+	return audit(w, configure(opts, InstrumentationOption.applyInstrumentation).audit)
 }

@@ -30,10 +30,11 @@ type Instrumentation struct {
 
 // NewInstrumentation builds the instrumentation opts describe. Each part
 // is in only with its option: [WithTracerProvider], [Tracing] and
-// [TracingCalls]; [WithRegisterer], the metrics; [WithLogger], [Logging];
-// [WithAuditLog], [Audit]; [WithTimeout] or [WithTimeoutFor], [Timeout];
-// [WithConcurrencyLimit] or [WithLimitFor], [ConcurrencyLimit]; the rate
-// limits, an [Instrumentation.RateLimiter]. [Recover] is always in. The
+// [TracingCalls]; [WithRegisterer], the metrics; [WithLogger], the request
+// log; [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor],
+// the timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
+// limit; the rate limits, an [Instrumentation.RateLimiter]. [Recover] is
+// always in. The
 // chain runs, outermost first, Tracing, the metrics, Logging, Audit,
 // Recover, Timeout, the tool rates and ConcurrencyLimit, then the
 // application's own middleware; the package doc says why. The error is the
@@ -88,7 +89,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	return inst, nil
 }
 
-// recordRequests is [Tracing], the metrics and [Logging], in that order,
+// recordRequests is [Tracing], the metrics and [WithLogger], in that order,
 // as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
 // the log line, in that order too. The three apart cost a request three

@@ -30,7 +30,7 @@ import (
 // registered ([server.Server.HasTool]) or on m's allow-list, else "other".
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside [Tracing], whose trace id becomes the exemplar, and outside
-// [Recover] and [Timeout], as [NewInstrumentation] does.
+// [Recover] and [WithTimeout], as [NewInstrumentation] does.
 func recordMetrics(m *metrics.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }

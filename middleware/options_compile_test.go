@@ -16,13 +16,9 @@ var optionMisuses = []struct{ call, notA string }{
 	{`middleware.Tracing(middleware.WithTimeout(time.Second))`, "TracingOption"},
 	{`middleware.Tracing(middleware.WithRateLimit(1, 1))`, "TracingOption"},
 	{`middleware.TracingCalls(middleware.WithUntrustedTraceContext())`, "TracingCallsOption"},
-	{`middleware.Logging(nil, middleware.WithAuditArgumentValues("t"))`, "LoggingOption"},
-	{`middleware.Timeout(time.Second, middleware.WithLimitWait(time.Second))`, "TimeoutOption"},
-	{`middleware.ConcurrencyLimit(1, middleware.WithTimeoutFor(nil))`, "ConcurrencyLimitOption"},
-	{`middleware.Audit(nil, middleware.WithLogLevel(nil))`, "AuditOption"},
 }
 
-// optionUses gives every constructor every option it reads, and
+// optionUses gives Tracing and TracingCalls every option they read, and
 // NewInstrumentation every option: they must compile.
 const optionUses = `package right
 
@@ -36,10 +32,6 @@ func uses() {
 	tracer, propagators := middleware.WithTracerProvider(nil), middleware.WithPropagators(nil)
 	_ = middleware.Tracing(tracer, propagators, middleware.WithUntrustedTraceContext())
 	_ = middleware.TracingCalls(tracer, propagators)
-	_ = middleware.Logging(nil, middleware.WithLogLevel(nil))
-	_ = middleware.Timeout(time.Second, middleware.WithTimeoutFor(nil))
-	_ = middleware.ConcurrencyLimit(1, middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil))
-	_ = middleware.Audit(nil, middleware.WithAuditArgumentValues("t"))
 	_, _ = middleware.NewInstrumentation(
 		tracer, propagators, middleware.WithUntrustedTraceContext(),
 		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -354,7 +355,7 @@ func TestDenialAudited(t *testing.T) {
 	set, err := policy.New(parse(t, issueFile))
 	require.NoError(t, err)
 	var audit lockedBuffer
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.Check))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -395,7 +396,7 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := policy.New(cfg)
 	require.NoError(t, err)
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.Check))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -441,4 +442,13 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	}
 	slices.Sort(policies)
 	assert.Equal(t, []string{"tools.any", "tools.bare", "tools.refund", "tools.refund", "tools.refund"}, policies)
+}
+
+// auditOptions returns the server options of an instrumentation that
+// writes its audit log to w.
+func auditOptions(t *testing.T, w io.Writer) []server.Option {
+	t.Helper()
+	inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(w))
+	require.NoError(t, err)
+	return inst.ServerOptions()
 }
