@@ -96,7 +96,7 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		return server.Text("sampled by " + res.Model), nil
 	})
 	add("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("careful", "from", name)
+		server.ClientLogger(ctx).Warn("careful", "from", name)
 		return server.Text("logged"), nil
 	})
 	add("trace", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {

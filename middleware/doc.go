@@ -1,9 +1,13 @@
 // Package middleware instruments and guards a Vigil server from the outside,
 // built from the server package's exported types and recorded through the
-// telemetry package.
+// telemetry package. Its subpackages are the guards of the same layer,
+// each in the form its hook takes: middleware/auth the principal and the
+// server options bound to it, middleware/oauth the resource server whose
+// Handler is HTTP middleware, and middleware/policy the CEL policies given
+// to server.WithToolPolicy and server.WithToolAccess.
 //
 // Start with [NewInstrumentation]: one call, with one set of options
-// ([WithTracerProvider], [WithRegisterer], [WithLogger], ...), yields an
+// ([WithTracerProvider], [WithRegisterer], [WithRequestLog], ...), yields an
 // [Instrumentation] holding everything: the options for server.New
 // ([Instrumentation.ServerOptions]: the middleware chain, the CLIENT spans
 // of the server's requests to clients, the metrics observer) and the
@@ -15,7 +19,7 @@
 // caller has to flush.
 //
 // Each part is an option of NewInstrumentation, and each guard exists
-// only as one: [WithLogger] writes one record per request; [Recover]
+// only as one: [WithRequestLog] writes one record per request; [Recover]
 // (always in) turns a panic into a -32603 answer; [WithTimeout] cancels
 // the handler's context with server.ErrHandlerTimeout, answered -32001;
 // [WithConcurrencyLimit] bounds the calls per tool, over it -32000;
@@ -51,7 +55,7 @@
 //     [WithMetricsOptions]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.
-//   - [WithLogger]: the request log (with [WithLogLevel]), and the logger
+//   - [WithRequestLog]: the request log (with [WithLogLevel]), and the logger
 //     of [Recover]. Without it, no request log, and Recover discards.
 //   - [Recover] is always in.
 //   - [WithTimeout] or [WithTimeoutFor]: the timeout.
@@ -76,7 +80,7 @@
 //  2. the metrics: inside Tracing so that the trace id becomes the
 //     exemplar; outside everything that may fail a request, so that every
 //     request is counted, a panic, a timeout or a rejection as an error;
-//  3. [WithLogger]: inside Tracing, for the trace ids of the record; outside
+//  3. [WithRequestLog]: inside Tracing, for the trace ids of the record; outside
 //     Recover, Timeout and ConcurrencyLimit, which may answer without the
 //     handler, so that every request gets its record;
 //  4. [WithAuditLog], for the same reasons as Logging;
@@ -161,7 +165,7 @@
 //
 // # The request log
 //
-// The record of [WithLogger] carries:
+// The record of [WithRequestLog] carries:
 //
 //   - method, tool (tools/call) or prompt (prompts/get), request_id,
 //     session_id (left out for a stateless request), subject (the

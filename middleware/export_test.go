@@ -37,7 +37,7 @@ func (i *Instrumentation) Middleware() []server.Middleware {
 }
 
 // The middleware that NewInstrumentation adds with WithTimeout,
-// WithConcurrencyLimit, WithLogger and WithAuditLog, one at a time, for
+// WithConcurrencyLimit, WithRequestLog and WithAuditLog, one at a time, for
 // the tests of package middleware_test that run one apart; opts are those
 // of NewInstrumentation, of which each reads its own.
 func Timeout(d time.Duration, opts ...InstrumentationOption) server.Middleware {

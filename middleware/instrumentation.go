@@ -30,7 +30,7 @@ type Instrumentation struct {
 
 // NewInstrumentation builds the instrumentation opts describe. Each part
 // is in only with its option: [WithTracerProvider], [Tracing] and
-// [TracingCalls]; [WithRegisterer], the metrics; [WithLogger], the request
+// [TracingCalls]; [WithRegisterer], the metrics; [WithRequestLog], the request
 // log; [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor],
 // the timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
 // limit; the rate limits, an [Instrumentation.RateLimiter]. [Recover] is
@@ -89,7 +89,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	return inst, nil
 }
 
-// recordRequests is [Tracing], the metrics and [WithLogger], in that order,
+// recordRequests is [Tracing], the metrics and [WithRequestLog], in that order,
 // as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
 // the log line, in that order too. The three apart cost a request three

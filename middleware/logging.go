@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Attribute keys of the records [WithLogger] writes, besides request_id
+// Attribute keys of the records [WithRequestLog] writes, besides request_id
 // and session_id.
 const (
 	logMethod    = "method"           // the request method
@@ -38,7 +38,7 @@ const (
 	logActor     = "actor"            // who acts on behalf of subject (a delegated token's act chain, actorOf); absent otherwise
 )
 
-// DefaultLogLevel is the level [WithLogger] logs a request at by default:
+// DefaultLogLevel is the level [WithRequestLog] logs a request at by default:
 // Debug for a request the client cancelled (notifications/cancelled: the
 // client knows), Info for other cancellations and dropped responses (the
 // client went away or the server stops) and for successes, including tool
@@ -59,7 +59,7 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 	return slog.LevelInfo
 }
 
-// logging is the request log of [WithLogger] with cfg; a nil logger makes
+// logging is the request log of [WithRequestLog] with cfg; a nil logger makes
 // it the identity. NewInstrumentation places it inside tracing and outside
 // [Recover], the timeout and the concurrency limit, so that every request
 // is logged. It is safe for concurrent use.
@@ -89,7 +89,7 @@ func requestStart(req *server.Request) time.Time {
 	return req.Received
 }
 
-// requestLogger writes the records of [WithLogger] with one logger.
+// requestLogger writes the records of [WithRequestLog] with one logger.
 type requestLogger struct {
 	logger *slog.Logger
 	level  func(*server.Request, server.Outcome) slog.Level
@@ -140,7 +140,7 @@ func (l *requestLogger) log(ctx context.Context, scope *requestScope, req *serve
 	}
 }
 
-// logRequest logs the record of [WithLogger] through logger.
+// logRequest logs the record of [WithRequestLog] through logger.
 func logRequest(ctx context.Context, p *auth.Principal, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
 	var buf [11]slog.Attr
 	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, p, out, d)...)
@@ -193,7 +193,7 @@ func logRequestText(ctx context.Context, scope *requestScope, h slogtext.LineHan
 	}
 }
 
-// requestAttrs appends the attributes of the record of [WithLogger] to attrs;
+// requestAttrs appends the attributes of the record of [WithRequestLog] to attrs;
 // p is req's principal, nil without one.
 func requestAttrs(attrs []slog.Attr, req *server.Request, p *auth.Principal, out server.Outcome, d time.Duration) []slog.Attr {
 	f := attrFields{attrs: attrs}
@@ -222,7 +222,7 @@ type fieldSink interface {
 	flag(key string, b bool)
 }
 
-// requestFields hands the fields of the record of [WithLogger] to f, in
+// requestFields hands the fields of the record of [WithRequestLog] to f, in
 // order: the one definition of the record, which requestAttrs makes
 // attributes of and logRequestText writes in text. p is req's principal,
 // nil without one.

@@ -153,7 +153,7 @@ func WithMetricsOptions(opts ...telemetry.MetricsOption) InstrumentationOption {
 	})
 }
 
-// WithLogger makes [NewInstrumentation] log each request: one record,
+// WithRequestLog makes [NewInstrumentation] log each request: one record,
 // "request", per request (notifications pass unlogged) once its outcome is
 // sealed, with the attributes the package doc lists under "The request
 // log", at the level of [WithLogLevel]; nothing is built for a level the
@@ -161,11 +161,11 @@ func WithMetricsOptions(opts ...telemetry.MetricsOption) InstrumentationOption {
 // so that a [LogHandler] adds the trace and span ids. [Recover] logs panics
 // to l too. nil, or no option, means no request log, and Recover discards
 // its records.
-func WithLogger(l *slog.Logger) InstrumentationOption {
+func WithRequestLog(l *slog.Logger) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.logger = l })
 }
 
-// WithLogLevel sets how the request log of [WithLogger] chooses the level
+// WithLogLevel sets how the request log of [WithRequestLog] chooses the level
 // of a request's record, from the request and its outcome; nil, or no
 // option, means [DefaultLogLevel]. f is called concurrently and must be
 // safe for that.

@@ -35,7 +35,7 @@ func uses() {
 	_, _ = middleware.NewInstrumentation(
 		tracer, propagators, middleware.WithUntrustedTraceContext(),
 		middleware.WithRegisterer(nil), middleware.WithMetricsOptions(),
-		middleware.WithLogger(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
+		middleware.WithRequestLog(nil), middleware.WithLogLevel(nil), middleware.WithAuditLog(nil), middleware.WithAuditArgumentValues("t"),
 		middleware.WithTimeout(time.Second), middleware.WithTimeoutFor(nil),
 		middleware.WithConcurrencyLimit(1), middleware.WithLimitFor(nil), middleware.WithLimitWait(0), middleware.WithToolShare(0.5, nil),
 		middleware.WithRateLimit(1, 1), middleware.WithToolRateLimit("t", 1, 1), middleware.WithSharedRateLimits(nil),

@@ -272,7 +272,7 @@ func WithCallMiddleware(mw ...CallMiddleware) Option {
 	return optionFunc(func(c *config) { c.callMiddleware = append(c.callMiddleware, mw...) })
 }
 
-// WithClientLogLevel sets the level from which [Logger] records reach a
+// WithClientLogLevel sets the level from which [ClientLogger] records reach a
 // client that has not sent logging/setLevel (slog.LevelInfo by default). A
 // level above [LevelEmergency] sends nothing until the client asks. It does
 // not apply to 2026-07-28 requests, which name their level themselves.
@@ -366,7 +366,7 @@ func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 // handler's would be (an [*Error] travels as a protocol error). t is the
 // tool as registered, which check must not modify. check must be safe for
 // concurrent use. It applies to the tools added after it, so give it to
-// [New]. Package middleware/policy's Set.Check evaluates CEL policies.
+// [New]. Package middleware/policy's Set.ToolPolicy evaluates CEL policies.
 func WithToolPolicy(check func(ctx context.Context, call *CallToolRequest, t *Tool) error) Option {
 	return optionFunc(func(c *config) { c.toolPolicy = check })
 }

@@ -170,7 +170,7 @@ func (s *Server) taskTTL(requested time.Duration) time.Duration {
 
 // newTask creates and stores the task of req, not yet started. Its
 // context keeps ctx's values (the request, for [RequestFromContext],
-// [Logger] and the client calls) but not its cancellation.
+// [ClientLogger] and the client calls) but not its cancellation.
 func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (*task, error) {
 	now := time.Now()
 	t := &task{

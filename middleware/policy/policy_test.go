@@ -61,8 +61,8 @@ func newServerWith(t testing.TB, file string, reg prometheus.Registerer, access 
 		access = func(*server.Request, *server.Tool) bool { return true }
 	}
 	srv := server.New(
-		server.WithToolPolicy(set.Check),
-		server.WithToolAccess(func(req *server.Request, tl *server.Tool) bool { return access(req, tl) && set.Access(req, tl) }))
+		server.WithToolPolicy(set.ToolPolicy),
+		server.WithToolAccess(func(req *server.Request, tl *server.Tool) bool { return access(req, tl) && set.ToolAccess(req, tl) }))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -267,7 +267,7 @@ func TestPolicyReadingArgumentsDoesNotHide(t *testing.T) {
 	assert.Contains(t, toolNames(alice), "sleep")
 }
 
-// TestDecisionOnSpan: Check sets the policy and its decision on the span
+// TestDecisionOnSpan: ToolPolicy sets the policy and its decision on the span
 // of the call's context (here a middleware's, as package middleware's
 // tracing starts one), for an allow and for a denial.
 func TestDecisionOnSpan(t *testing.T) {
@@ -283,7 +283,7 @@ func TestDecisionOnSpan(t *testing.T) {
 			return next(ctx, req)
 		}
 	}
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(spans))
+	srv := server.New(server.WithToolPolicy(set.ToolPolicy), server.WithMiddleware(spans))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -316,7 +316,7 @@ func TestLogsBounded(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := policy.New(cfg)
 	require.NoError(t, err)
-	srv := server.New(server.WithToolPolicy(set.Check))
+	srv := server.New(server.WithToolPolicy(set.ToolPolicy))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -355,7 +355,7 @@ func TestDenialAudited(t *testing.T) {
 	set, err := policy.New(parse(t, issueFile))
 	require.NoError(t, err)
 	var audit lockedBuffer
-	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.Check))...)
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.ToolPolicy))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -396,7 +396,7 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := policy.New(cfg)
 	require.NoError(t, err)
-	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.Check))...)
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.ToolPolicy))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
