@@ -18,46 +18,36 @@
 // outcomes that wait for their batch (server.WithOutcomeBatches): no
 // caller has to flush.
 //
-// Each part is an option of NewInstrumentation, and each guard exists
-// only as one: [WithRequestLog] writes one record per request; [Recover]
-// (always in) turns a panic into a -32603 answer; [WithTimeout] cancels
-// the handler's context with server.ErrHandlerTimeout, answered -32001;
-// [WithConcurrencyLimit] bounds the calls per tool, over it -32000;
-// [WithAuditLog] writes one JSON line per tools/call (who, which tool, how
-// it ended, the argument names); [WithRateLimit] and [WithToolRateLimit]
-// (token buckets per principal, in memory or shared between replicas with
-// [WithSharedRateLimits]) give an [Instrumentation.RateLimiter]: its
-// Handler refuses an HTTP request over its principal's rate with 429, and
-// the chain a tools/call over its tool's rate with -32000. [Tracing] and
-// [TracingCalls] are usable alone too (spans for a server built by hand),
-// and [LogHandler] adds the trace, span, session and request ids to log
-// records.
-//
-// # Options
-//
-// [NewInstrumentation] takes [InstrumentationOption]s, which every option
-// of the package is. [Tracing] takes [TracingOption]s and [TracingCalls]
-// [TracingCallsOption]s, each of which embeds InstrumentationOption, so
-// that one With function works wherever it is read and nowhere else;
-// [WithTracerProvider] and [WithPropagators] are read by both, and are
-// [TracerOption]s, which are both. (The design is connect-go's, whose
-// Option is both a ClientOption and a HandlerOption.)
+// Each part is an option of NewInstrumentation, and exists only as one:
+// [WithTracerProvider] gives every request a SERVER span and every request
+// to the client a CLIENT span; [WithRequestLog] writes one record per
+// request; the recovery of panics (always in) turns a panic into a -32603
+// answer ([PanicError]); [WithTimeout] cancels the handler's context with
+// server.ErrHandlerTimeout, answered -32001; [WithConcurrencyLimit] bounds
+// the calls per tool, over it -32000; [WithAuditLog] writes one JSON line
+// per tools/call (who, which tool, how it ended, the argument names);
+// [WithRateLimit] and [WithToolRateLimit] (token buckets per principal, in
+// memory or shared between replicas with [WithSharedRateLimits]) give an
+// [Instrumentation.RateLimiter]: its Handler refuses an HTTP request over
+// its principal's rate with 429, and the chain a tools/call over its
+// tool's rate with -32000. [LogHandler] adds the trace, span, session and
+// request ids to log records.
 //
 // # What NewInstrumentation builds
 //
 // Each option adds its part, and without it the part is absent:
 //
-//   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
-//     [WithPropagators] (nil: the global propagator) and
-//     [WithUntrustedTraceContext]. Without a provider, no spans at all
-//     (the global provider is not used), here as in Tracing alone.
+//   - [WithTracerProvider]: the SERVER and CLIENT spans, with
+//     [WithPropagators] (nil: the global propagator),
+//     [WithUntrustedTraceContext] and [WithContentCapture]. Without a
+//     provider, no spans at all (the global provider is not used).
 //   - [WithRegisterer]: the collector of the server's metrics (built with
 //     [WithMetricsOptions]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.
-//   - [WithRequestLog]: the request log (with [WithLogLevel]), and the logger
-//     of [Recover]. Without it, no request log, and Recover discards.
-//   - [Recover] is always in.
+//   - [WithRequestLog]: the request log (with [WithLogLevel]), and the
+//     logger of the recovery of panics, which is always in. Without it, no
+//     request log, and the recovery discards its records.
 //   - [WithTimeout] or [WithTimeoutFor]: the timeout.
 //   - [WithConcurrencyLimit] or [WithLimitFor]: the concurrency limit
 //     (with [WithLimitWait] and [WithToolShare]).
@@ -68,14 +58,14 @@
 //   - [WithAuditLog]: the audit log (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
-// NewInstrumentation() with no options gives a server Recover and nothing
-// else.
+// NewInstrumentation() with no options gives a server the recovery of
+// panics and nothing else.
 //
 // # The order of the chain
 //
 // The chain runs in this order, outermost first:
 //
-//  1. [Tracing]: the span covers everything below, and its context (trace
+//  1. the tracing: the span covers everything below, and its context (trace
 //     id) reaches the rest;
 //  2. the metrics: inside Tracing so that the trace id becomes the
 //     exemplar; outside everything that may fail a request, so that every
@@ -84,7 +74,7 @@
 //     Recover, Timeout and ConcurrencyLimit, which may answer without the
 //     handler, so that every request gets its record;
 //  4. [WithAuditLog], for the same reasons as Logging;
-//  5. [Recover]: below Tracing, Metrics and Logging, so that they see a
+//  5. the recovery of panics: below Tracing, Metrics and Logging, so that they see a
 //     panic as a -32603 error return, and above the rest, which it covers;
 //  6. [WithTimeout]: its time limit covers the wait for a slot and the handler;
 //  7. the tool rates of the [RateLimiter], so that a call over its rate
@@ -105,7 +95,7 @@
 //
 // # Spans
 //
-// The SERVER span of [Tracing] is named "{mcp.method.name} {target}" (the
+// The SERVER span of [WithTracerProvider] is named "{mcp.method.name} {target}" (the
 // tool or prompt name), with mcp.method.name, jsonrpc.request.id,
 // mcp.session.id, mcp.protocol.version, gen_ai.tool.name,
 // gen_ai.prompt.name, gen_ai.operation.name, mcp.resource.uri,
@@ -150,7 +140,7 @@
 // runs (malformed, a duplicate id, over a limit, before initialize) get no
 // span; the server's Observer sees them.
 //
-// The CLIENT spans of [TracingCalls] end with the client's answer: an
+// The CLIENT spans of [WithTracerProvider] end with the client's answer: an
 // error answer sets error.type to its code and the status to Error; no
 // answer in time sets error.type "timeout"; a call abandoned because the
 // request or the session was cancelled keeps the status Unset and gets
@@ -211,7 +201,7 @@
 //
 // The session core recovers a panic too, as a last resort, and reports it
 // to the Observer (HandlerPanicked) and to the server's logger; what
-// [Recover] adds is that the middleware outside it see the panic as an
+// the recovery of panics adds is that the middleware outside it see the panic as an
 // ordinary error return, counted with outcome error and error_type -32603,
 // and ending its span with status Error and the panic as an exception
 // event.

@@ -55,3 +55,24 @@ func Logging(logger *slog.Logger, opts ...InstrumentationOption) server.Middlewa
 func Audit(w io.Writer, opts ...InstrumentationOption) server.Middleware {
 	return audit(w, configure(opts, InstrumentationOption.applyInstrumentation).audit)
 }
+
+// Tracing, TracingCalls and Recover are the SERVER spans, the CLIENT
+// spans and the recovery of panics of NewInstrumentation, apart, for the
+// tests of package middleware_test.
+func Tracing(opts ...InstrumentationOption) server.Middleware {
+	cfg := configure(opts, InstrumentationOption.applyInstrumentation).tracing
+	if cfg.provider == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	return tracing(newServerSpanStarter(cfg.withGlobals()))
+}
+
+func TracingCalls(opts ...InstrumentationOption) server.CallMiddleware {
+	cfg := configure(opts, InstrumentationOption.applyInstrumentation).tracing
+	if cfg.provider == nil {
+		return func(next server.CallFunc) server.CallFunc { return next }
+	}
+	return tracingCalls(cfg.withGlobals())
+}
+
+func Recover(logger *slog.Logger) server.Middleware { return recoverPanics(logger) }

@@ -29,14 +29,14 @@ type Instrumentation struct {
 }
 
 // NewInstrumentation builds the instrumentation opts describe. Each part
-// is in only with its option: [WithTracerProvider], [Tracing] and
-// [TracingCalls]; [WithRegisterer], the metrics; [WithRequestLog], the request
-// log; [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor],
-// the timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
-// limit; the rate limits, an [Instrumentation.RateLimiter]. [Recover] is
-// always in. The
-// chain runs, outermost first, Tracing, the metrics, Logging, Audit,
-// Recover, Timeout, the tool rates and ConcurrencyLimit, then the
+// is in only with its option: [WithTracerProvider], the spans;
+// [WithRegisterer], the metrics; [WithRequestLog], the request log;
+// [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor], the
+// timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
+// limit; the rate limits, an [Instrumentation.RateLimiter]. The recovery
+// of panics ([PanicError]) is always in. The chain runs, outermost first,
+// the tracing, the metrics, the request log, the audit log, the recovery,
+// the timeout, the tool rates and the concurrency limit, then the
 // application's own middleware; the package doc says why. The error is the
 // registerer's, such as a prometheus.AlreadyRegisteredError.
 func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error) {
@@ -74,7 +74,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	if cfg.auditLog != nil {
 		inst.chain = append(inst.chain, audit(cfg.auditLog, cfg.audit))
 	}
-	inst.chain = append(inst.chain, Recover(cfg.logger))
+	inst.chain = append(inst.chain, recoverPanics(cfg.logger))
 	if cfg.defaultTimeout > 0 || cfg.timeout.forRequest != nil {
 		inst.chain = append(inst.chain, timeout(cfg.defaultTimeout, cfg.timeout))
 	}
@@ -89,7 +89,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	return inst, nil
 }
 
-// recordRequests is [Tracing], the metrics and [WithRequestLog], in that order,
+// recordRequests is the tracing, the metrics and the request log, in that order,
 // as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
 // the log line, in that order too. The three apart cost a request three
@@ -136,7 +136,7 @@ func record(ctx context.Context, span trace.Span, principal *auth.Principal, cap
 // ServerOptions returns the options that instrument a server, for
 // server.New: server.WithMiddleware with the chain (see
 // [NewInstrumentation] for its order), server.WithCallMiddleware with
-// [TracingCalls] when tracing, and server.WithObserver with the metrics
+// the CLIENT spans when tracing, and server.WithObserver with the metrics
 // observer when there are metrics. Put them before the application's
 // server.WithMiddleware (which appends, inside the chain); the
 // application's observers go in server.WithObserver, which adds. It

@@ -61,7 +61,7 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 
 // logging is the request log of [WithRequestLog] with cfg; a nil logger makes
 // it the identity. NewInstrumentation places it inside tracing and outside
-// [Recover], the timeout and the concurrency limit, so that every request
+// the recovery of panics, the timeout and the concurrency limit, so that every request
 // is logged. It is safe for concurrent use.
 func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 	if logger == nil {

@@ -13,34 +13,11 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// InstrumentationOption configures [NewInstrumentation]. Every option of
-// this package is one; an option that [Tracing] or [TracingCalls] reads
-// too is also of their option type ([TracingOption], ...), and neither
-// accepts an option it ignores.
-// A nil option is ignored, and an option given twice keeps the last value,
-// except those whose doc says that they add.
+// InstrumentationOption configures [NewInstrumentation]; every option of
+// this package is one. A nil option is ignored, and an option given twice
+// keeps the last value, except those whose doc says that they add.
 type InstrumentationOption interface {
 	applyInstrumentation(*instrumentationConfig)
-}
-
-// TracingOption configures [Tracing], and the same in [NewInstrumentation].
-type TracingOption interface {
-	InstrumentationOption
-	applyTracing(*tracingConfig)
-}
-
-// TracingCallsOption configures [TracingCalls], and the same in
-// [NewInstrumentation].
-type TracingCallsOption interface {
-	InstrumentationOption
-	applyTracingCalls(*tracingConfig)
-}
-
-// TracerOption configures both [Tracing] and [TracingCalls] (and so
-// [NewInstrumentation]): pass the same ones to both.
-type TracerOption interface {
-	TracingOption
-	TracingCallsOption
 }
 
 // instrumentationConfig is what the options of NewInstrumentation set; the
@@ -88,29 +65,24 @@ func configure[C, O any](opts []O, apply func(O, *C)) C {
 	return c
 }
 
-// The option types, one per set of constructors that read an option.
-type (
-	instrumentationOption func(*instrumentationConfig)
-	tracerOption          func(*tracingConfig) // Tracing and TracingCalls
-	tracingOption         func(*tracingConfig) // Tracing alone
-)
+// instrumentationOption is an [InstrumentationOption] made of a function.
+type instrumentationOption func(*instrumentationConfig)
 
 func (f instrumentationOption) applyInstrumentation(c *instrumentationConfig) { f(c) }
 
-func (f tracerOption) applyInstrumentation(c *instrumentationConfig) { f(&c.tracing) }
-func (f tracerOption) applyTracing(c *tracingConfig)                 { f(c) }
-func (f tracerOption) applyTracingCalls(c *tracingConfig)            { f(c) }
-
-func (f tracingOption) applyInstrumentation(c *instrumentationConfig) { f(&c.tracing) }
-func (f tracingOption) applyTracing(c *tracingConfig)                 { f(c) }
-
-// WithTracerProvider sets the provider the tracer comes from. nil, or no
-// option, means no tracing, for [Tracing], [TracingCalls] and
-// [NewInstrumentation] alike: the global provider is never read. To trace
-// with it, pass otel.GetTracerProvider() (the OTel API's delegating
-// provider, which follows a provider installed later).
-func WithTracerProvider(tp trace.TracerProvider) TracerOption {
-	return tracerOption(func(c *tracingConfig) { c.provider = tp })
+// WithTracerProvider makes [NewInstrumentation] trace with tp: every
+// request and notification gets one SERVER span per the OpenTelemetry
+// semantic conventions for MCP, named "{mcp.method.name} {target}", with
+// the attributes the package doc lists, parented on the trace context in
+// its params._meta (read with [WithPropagators]) or else linked from the
+// span it arrived in; it ends when the outcome is sealed, with status
+// Error exactly when error.type is set. Every request the server sends a
+// client (sampling, elicitation, roots, ping) gets a CLIENT span, whose
+// context is injected into its params._meta. nil, or no option, means no
+// tracing: the global provider is never read. To trace with it, pass
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.provider = tp })
 }
 
 // WithPropagators sets the propagator that extracts the parent context from
@@ -119,19 +91,19 @@ func WithTracerProvider(tp trace.TracerProvider) TracerOption {
 // ([otel.GetTextMapPropagator]), which is a no-op until cmd/ sets one: set
 // it, or pass propagation.NewCompositeTextMapPropagator(
 // propagation.TraceContext{}, propagation.Baggage{}).
-func WithPropagators(p propagation.TextMapPropagator) TracerOption {
-	return tracerOption(func(c *tracingConfig) { c.propagator = p })
+func WithPropagators(p propagation.TextMapPropagator) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.propagator = p })
 }
 
-// WithUntrustedTraceContext makes [Tracing] distrust the trace context in
+// WithUntrustedTraceContext makes the tracing of [WithTracerProvider] distrust the trace context in
 // a request's params._meta: the request's span starts a trace of its own
 // (or stays the child of the server's span the request arrived in) with a
 // link to the client's span context, so that the server's sampler decides,
 // and no baggage reaches the handlers. It is for servers whose clients are
 // not part of the operator's tracing; the package doc says what else to
 // configure.
-func WithUntrustedTraceContext() TracingOption {
-	return tracingOption(func(c *tracingConfig) { c.untrusted = true })
+func WithUntrustedTraceContext() InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.untrusted = true })
 }
 
 // WithRegisterer makes [NewInstrumentation] create the collector of the
@@ -158,9 +130,9 @@ func WithMetricsOptions(opts ...telemetry.MetricsOption) InstrumentationOption {
 // sealed, with the attributes the package doc lists under "The request
 // log", at the level of [WithLogLevel]; nothing is built for a level the
 // logger does not enable. The record is logged with the handler's context,
-// so that a [LogHandler] adds the trace and span ids. [Recover] logs panics
-// to l too. nil, or no option, means no request log, and Recover discards
-// its records.
+// so that a [LogHandler] adds the trace and span ids. Panics
+// ([PanicError]) are logged to l too. nil, or no option, means no request
+// log, and panics are not logged.
 func WithRequestLog(l *slog.Logger) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.logger = l })
 }

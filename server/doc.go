@@ -1,6 +1,6 @@
 // Package server is Vigil's MCP session core: a [Server] that serves each
 // client connection ([transport.Conn]) as a [Session], runs every request
-// through a middleware chain ([Handler], [Middleware], [Chain]) on its own
+// through a middleware chain ([Handler], [Middleware], [WithMiddleware]) on its own
 // goroutine, and guarantees what MCP servers routinely get wrong when clients
 // vanish:
 //

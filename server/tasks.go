@@ -82,7 +82,7 @@ func tasksCapability() map[string]any {
 
 // withTasksExtension adapts the capabilities to server/discover
 // (2026-07-28): no tasks slot, the extension instead.
-func (s *Server) withTasksExtension(caps *Capabilities) {
+func (s *Server) withTasksExtension(caps *serverCapabilities) {
 	caps.Tasks = nil
 	if !s.tasksEnabled() {
 		return
