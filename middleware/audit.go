@@ -18,7 +18,8 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// AuditRecord is one line of the audit log [WithAuditLog] writes, as JSON. What
+// auditRecord is one line of the audit log [WithAuditLog] writes, as JSON
+// (docs/operations.md lists its members: the line is the contract). What
 // the client chose is bounded, so that a line is at most 16 KiB whatever
 // the call: the tool name to 128 bytes and the request id to 256, at most
 // 64 argument names of at most 128 bytes each (MoreArguments counts the
@@ -27,7 +28,7 @@ import (
 // that something was cut. The bidirectional controls and zero-width
 // characters of what the client chose are written as \u escapes (\u202e),
 // never raw.
-type AuditRecord struct {
+type auditRecord struct {
 	Time      time.Time `json:"time"`                 // when the outcome was sealed (RFC 3339, nanoseconds)
 	Subject   string    `json:"subject,omitempty"`    // the principal's subject; absent without authorization
 	ClientID  string    `json:"client_id,omitempty"`  // the OAuth client of the principal's token
@@ -53,7 +54,7 @@ type AuditRecord struct {
 	Truncated      bool            `json:"truncated,omitempty"` // a client-chosen field was cut to its bound
 }
 
-// Bounds of an [AuditRecord], in bytes but for auditMaxArgs.
+// Bounds of an [auditRecord], in bytes but for auditMaxArgs.
 const (
 	auditMaxTool    = 128 // the MCP limit of a tool name
 	auditMaxID      = 256
@@ -81,7 +82,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 			}
 			serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
 				now := out.EndTime()
-				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
+				rec := auditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
 				if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
@@ -131,7 +132,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 // the tool do: member names matched exactly, the last "arguments" winning
 // (encoding/json would also take a later "ARGUMENTS", and record other
 // arguments than the tool receives).
-func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
+func auditArguments(rec *auditRecord, params json.RawMessage, withValues bool) {
 	rec.Arguments = []string{}
 	var v [1][]byte
 	if !jsonscan.SplitObjectInto(v[:], params, "arguments") {
@@ -169,7 +170,7 @@ func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
 // characters a client chose escaped (internal/invisible: a bidirectional
 // override must not make the line read otherwise than it is), dropping its
 // argument values, then argument names, when escaping made it larger.
-func marshalAudit(rec *AuditRecord) ([]byte, error) {
+func marshalAudit(rec *auditRecord) ([]byte, error) {
 	for {
 		line, err := json.Marshal(rec)
 		line = invisible.Escape(line)

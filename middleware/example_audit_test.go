@@ -60,14 +60,23 @@ func ExampleWithAuditLog() {
 
 	// A record is written when its call is done, after its answer went out:
 	// two calls' records may come in either order.
-	var recs []middleware.AuditRecord
+	type record struct { // the members this example prints
+		Subject        string          `json:"subject"`
+		ClientID       string          `json:"client_id"`
+		RequestID      string          `json:"request_id"`
+		Tool           string          `json:"tool"`
+		Outcome        string          `json:"outcome"`
+		Arguments      []string        `json:"arguments"`
+		ArgumentValues json.RawMessage `json:"argument_values"`
+	}
+	var recs []record
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	for sc.Scan() {
-		var rec middleware.AuditRecord
+		var rec record
 		_ = json.Unmarshal(sc.Bytes(), &rec)
 		recs = append(recs, rec)
 	}
-	slices.SortFunc(recs, func(a, b middleware.AuditRecord) int { return strings.Compare(a.RequestID, b.RequestID) })
+	slices.SortFunc(recs, func(a, b record) int { return strings.Compare(a.RequestID, b.RequestID) })
 	for _, rec := range recs {
 		fmt.Printf("%s (%s) %s #%s: %s, arguments %v %s\n", rec.Subject, rec.ClientID, rec.Tool, rec.RequestID, rec.Outcome, rec.Arguments, rec.ArgumentValues)
 	}

@@ -230,8 +230,8 @@ func WithToolShare(share float64, key func(req *server.Request) string) Instrume
 	})
 }
 
-// WithAuditLog makes [NewInstrumentation] write one [AuditRecord], as a
-// line of JSON in a single Write, to w for each tools/call when its
+// WithAuditLog makes [NewInstrumentation] write one record, as a line of
+// JSON in a single Write (docs/operations.md lists its members), to w for each tools/call when its
 // outcome is sealed: who called, which tool, in which session, how it
 // ended and how long it took, and the names of its arguments (their values
 // with [WithAuditArgumentValues]). Other methods pass unrecorded. The

@@ -508,7 +508,7 @@ func TestJWTVerifierUnknownKIDFlood(t *testing.T) {
 		require.NoError(t, err)
 		wg.Go(func() {
 			_, err := v.Verify(context.Background(), s)
-			reasons[i] = ReasonOf(err)
+			reasons[i] = reasonOf(err)
 		})
 	}
 	wg.Wait()

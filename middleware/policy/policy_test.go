@@ -368,14 +368,14 @@ func TestDenialAudited(t *testing.T) {
 	require.NoError(t, mallory.Close())
 	require.NoError(t, alice.Close())
 	require.NoError(t, srv.Shutdown(t.Context())) // returns once the handlers, which write the lines, have returned
-	var lines []middleware.AuditRecord
+	var lines []auditLine
 	for line := range strings.Lines(audit.String()) {
-		var rec middleware.AuditRecord
+		var rec auditLine
 		require.NoError(t, json.Unmarshal([]byte(line), &rec))
 		lines = append(lines, rec)
 	}
 	require.Len(t, lines, 2, audit.String())
-	slices.SortFunc(lines, func(a, b middleware.AuditRecord) int { return strings.Compare(b.Subject, a.Subject) })
+	slices.SortFunc(lines, func(a, b auditLine) int { return strings.Compare(b.Subject, a.Subject) })
 	assert.Equal(t, "mallory", lines[0].Subject)
 	assert.Equal(t, "tools.echo", lines[0].Policy)
 	assert.Equal(t, int64(protocol.CodeInvalidRequest), lines[0].Code)
@@ -434,7 +434,7 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	assert.NotContains(t, logs.String(), "Amount")
 	var policies []string
 	for line := range strings.Lines(audit.String()) {
-		var rec middleware.AuditRecord
+		var rec auditLine
 		require.NoError(t, json.Unmarshal([]byte(line), &rec))
 		if rec.Code == int64(protocol.CodeInvalidParams) {
 			policies = append(policies, rec.Policy)
@@ -451,4 +451,11 @@ func auditOptions(t *testing.T, w io.Writer) []server.Option {
 	inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(w))
 	require.NoError(t, err)
 	return inst.ServerOptions()
+}
+
+// auditLine is what these tests read of a line of the audit log.
+type auditLine struct {
+	Subject string `json:"subject"`
+	Policy  string `json:"policy"`
+	Code    int64  `json:"code"`
 }
