@@ -28,7 +28,7 @@
 // per tools/call (who, which tool, how it ended, the argument names);
 // [WithRateLimit] and [WithToolRateLimit] (token buckets per principal, in
 // memory or shared between replicas with [WithSharedRateLimits]) give an
-// [Instrumentation.RateLimiter]: its Handler refuses an HTTP request over
+// [Instrumentation.RateLimitHandler], which refuses an HTTP request over
 // its principal's rate with 429, and the chain a tools/call over its
 // tool's rate with -32000. [LogHandler] adds the trace, span, session and
 // request ids to log records.
@@ -52,7 +52,7 @@
 //   - [WithConcurrencyLimit] or [WithLimitFor]: the concurrency limit
 //     (with [WithLimitWait] and [WithToolShare]).
 //   - [WithRateLimit], [WithToolRateLimit] (with [WithSharedRateLimits]):
-//     an [Instrumentation.RateLimiter], whose tool rates run in the chain
+//     an [Instrumentation.RateLimitHandler], the tool rates in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never
 //     waits for a slot).
 //   - [WithAuditLog]: the audit log (with [WithAuditArgumentValues]), right
@@ -77,7 +77,7 @@
 //  5. the recovery of panics: below Tracing, Metrics and Logging, so that they see a
 //     panic as a -32603 error return, and above the rest, which it covers;
 //  6. [WithTimeout]: its time limit covers the wait for a slot and the handler;
-//  7. the tool rates of the [RateLimiter], so that a call over its rate
+//  7. the tool rates of [WithToolRateLimit], so that a call over its rate
 //     never waits for a slot;
 //  8. [WithConcurrencyLimit]: innermost, so that a call waiting for a slot
 //     ([WithLimitWait]) runs out of time like a slow handler, and so that

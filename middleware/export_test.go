@@ -76,3 +76,6 @@ func TracingCalls(opts ...InstrumentationOption) server.CallMiddleware {
 }
 
 func Recover(logger *slog.Logger) server.Middleware { return recoverPanics(logger) }
+
+// HasRateLimiter reports whether the instrumentation has rate limits.
+func (i *Instrumentation) HasRateLimiter() bool { return i.rateLimiter != nil }

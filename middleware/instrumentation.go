@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -25,7 +26,7 @@ type Instrumentation struct {
 	calls    server.CallMiddleware // nil without tracing
 	observer *metricsObserver      // nil without metrics
 
-	rateLimiter *RateLimiter // nil without rate limits
+	rateLimiter *rateLimiter // nil without rate limits
 }
 
 // NewInstrumentation builds the instrumentation opts describe. Each part
@@ -33,7 +34,7 @@ type Instrumentation struct {
 // [WithRegisterer], the metrics; [WithRequestLog], the request log;
 // [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor], the
 // timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
-// limit; the rate limits, an [Instrumentation.RateLimiter]. The recovery
+// limit; the rate limits, an [Instrumentation.RateLimitHandler]. The recovery
 // of panics ([PanicError]) is always in. The chain runs, outermost first,
 // the tracing, the metrics, the request log, the audit log, the recovery,
 // the timeout, the tool rates and the concurrency limit, then the
@@ -183,14 +184,21 @@ func (i *Instrumentation) ConnServer(srv streamable.Server, transportName string
 	return countConns(srv, m, transportName)
 }
 
-// RateLimiter returns the rate limiter of [WithRateLimit] and
-// [WithToolRateLimit], whose Handler the HTTP endpoint goes behind; nil
-// without rate limits (a nil *RateLimiter's Handler returns its argument).
-func (i *Instrumentation) RateLimiter() *RateLimiter {
+// RateLimitHandler returns next behind the principal rate of
+// [WithRateLimit]: every POST takes a token of its principal's bucket, and
+// one over the rate is answered 429 with Retry-After, RateLimit and
+// RateLimit-Policy headers and a JSON-RPC error (-32000, data
+// {"quota":"rate","retryAfterSeconds":N}), counted as a quota refusal; GET
+// and DELETE pass. Put it inside the authorization guard, which names the
+// principal; without one, the principal is the client's IP address (an
+// IPv6 address by its /64 network), which it also hands to the tool rates
+// of [WithToolRateLimit]. Without rate limits, or on a nil
+// *Instrumentation, it returns next.
+func (i *Instrumentation) RateLimitHandler(next http.Handler) http.Handler {
 	if i == nil {
-		return nil
+		return next
 	}
-	return i.rateLimiter
+	return i.rateLimiter.handler(next)
 }
 
 // Metrics returns the collector [NewInstrumentation] made, for the hooks

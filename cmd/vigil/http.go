@@ -115,12 +115,12 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		endpoint = streamable.New(srv, opts...)
 		mcp = endpoint
 	}
-	if rl := f.svc.Instrumentation.RateLimiter(); rl != nil {
+	if len(rateLimitOptions(f.cfg)) > 0 {
 		// The principal's rate, behind the guard that names it (a
 		// forwarded request was counted on the replica it reached first).
 		// The guard in front of the endpoint itself (above) stays the one
 		// that checks tool scopes per message.
-		mcp = rl.Handler(endpoint)
+		mcp = f.svc.Instrumentation.RateLimitHandler(endpoint)
 		if f.authz != nil {
 			mcp = f.authz.rs.Handler(mcp)
 		}

@@ -15,7 +15,7 @@
 //   - Typed calls ([Client.CallTool], [Client.ListTools],
 //     [Client.ReadResource], [Client.GetPrompt], ...) pick the request id,
 //     wait for the answer, answer the server's own requests in between with
-//     the [RequestHandler] of [WithRequestHandler], and fail the test on a
+//     the handler of [WithRequestHandler], and fail the test on a
 //     JSON-RPC error. [Client.Call] is the same for any method and returns
 //     the error object instead.
 //   - Wire-level calls send exactly what the test says, with the id it
