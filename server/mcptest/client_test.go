@@ -68,7 +68,7 @@ func TestConnectTyped(t *testing.T) {
 	res := c.CallTool("echo", map[string]any{"text": "hi"})
 	assert.Equal(t, "hi", res.Text())
 	assert.False(t, res.IsError)
-	assert.Equal(t, []mcptest.ResourceContents{{URI: "file:///readme.txt", Text: "read me"}}, c.ReadResource("file:///readme.txt"))
+	assert.Equal(t, []*server.ResourceContents{{URI: "file:///readme.txt", Text: "read me"}}, c.ReadResource("file:///readme.txt"))
 	assert.Equal(t, "readme", c.ListResources()[0].Name)
 	p := c.GetPrompt("greet", nil)
 	require.Len(t, p.Messages, 1)
