@@ -91,8 +91,8 @@ type IntrospectionConfig struct {
 	// bucket and a free call before it is refused as [ReasonVerifierBusy]
 	// (503); 0 means 1 s, a negative value no wait.
 	MissWait time.Duration
-	// Now is the clock; nil means time.Now. For tests.
-	Now func() time.Time
+	// now is the clock; nil means time.Now. For the tests of this package.
+	now func() time.Time
 }
 
 // introspectionVerifier is the [Verifier] of [NewIntrospectionVerifier].
@@ -172,7 +172,7 @@ func newIntrospectionVerifier(cfg IntrospectionConfig) (*introspectionVerifier, 
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
-	v.now = cfg.Now
+	v.now = cfg.now
 	if v.now == nil {
 		v.now = time.Now
 	}

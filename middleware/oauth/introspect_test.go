@@ -105,7 +105,7 @@ func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock
 		Issuer:       in.issuer,
 		Audiences:    []string{vtResource},
 		Claims:       []string{"tenant"},
-		Now:          clock.Now,
+		now:          clock.Now,
 	}
 	for _, m := range mutate {
 		m(&cfg)
