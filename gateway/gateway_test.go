@@ -322,7 +322,7 @@ func TestPromptsAndResources(t *testing.T) {
 	got := c.GetPrompt("b_greet", map[string]string{"who": "you"})
 	assert.Equal(t, "greeting of b", got.Description)
 	require.Len(t, got.Messages, 1)
-	assert.Equal(t, "hello you", got.Messages[0].Content.Text)
+	assert.Equal(t, "hello you", got.Messages[0].Content.(*server.TextContent).Text)
 
 	var uris []string
 	for _, r := range c.ListResources() {

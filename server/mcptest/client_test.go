@@ -72,7 +72,7 @@ func TestConnectTyped(t *testing.T) {
 	assert.Equal(t, "readme", c.ListResources()[0].Name)
 	p := c.GetPrompt("greet", nil)
 	require.Len(t, p.Messages, 1)
-	assert.Equal(t, "hello", p.Messages[0].Content.Text)
+	assert.Equal(t, "hello", p.Messages[0].Content.(*server.TextContent).Text)
 	assert.Equal(t, "greet", c.ListPrompts()[0].Name)
 	c.Ping()
 

@@ -48,18 +48,6 @@ func joinText(cs []Content) string {
 	return strings.Join(parts, "\n")
 }
 
-// PromptMessage is one message of a prompts/get result.
-type PromptMessage struct {
-	Role    string  `json:"role"`
-	Content Content `json:"content"`
-}
-
-// PromptResult is the result of prompts/get.
-type PromptResult struct {
-	Description string          `json:"description,omitempty"`
-	Messages    []PromptMessage `json:"messages"`
-}
-
 // Initialize performs the handshake: an initialize request asking for
 // version (the [WithProtocolVersion] one when empty) and declaring caps
 // (the [WithCapabilities] ones, or {}, when nil), whose answer must be the
@@ -185,13 +173,13 @@ func (c *Client) ReadResource(uri string) []*server.ResourceContents {
 }
 
 // GetPrompt gets prompt name with args (nil sends none).
-func (c *Client) GetPrompt(name string, args map[string]string) *PromptResult {
+func (c *Client) GetPrompt(name string, args map[string]string) *server.GetPromptResult {
 	c.t.Helper()
 	params := map[string]any{"name": name}
 	if args != nil {
 		params["arguments"] = args
 	}
-	var res PromptResult
+	var res server.GetPromptResult
 	c.must("prompts/get", params, &res)
 	return &res
 }
