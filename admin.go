@@ -1,6 +1,7 @@
 package vigil
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -27,9 +28,9 @@ func (s *Service) adminMux() *http.ServeMux {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if why := s.notReady(); why != "" {
+		if err := s.notReady(); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(why + "\n"))
+			_, _ = w.Write([]byte(err.Error() + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
@@ -42,7 +43,7 @@ func (s *Service) adminMux() *http.ServeMux {
 	}
 	opts := append([]debugpage.HandlerOption{
 		debugpage.WithVersion(s.version),
-		debugpage.WithReadiness(func() bool { return s.notReady() == "" }),
+		debugpage.WithReadiness(s.notReady),
 		debugpage.WithTraceExporter(s.in.exporter),
 		debugpage.WithMetricsLink("/metrics"),
 	}, s.cfg.pageOpts...)
@@ -61,16 +62,18 @@ func (s *Service) adminMux() *http.ServeMux {
 	return mux
 }
 
-// notReady returns why the service is not ready, or "": it is not serving
-// yet or any more ("draining"), or the WithReadiness check fails.
-func (s *Service) notReady() string {
+// notReady returns why the service is not ready, or nil: it is not serving
+// yet or any more ([errDraining]), or the WithReadiness check fails.
+func (s *Service) notReady() error {
 	if !s.ready.Load() {
-		return "draining"
+		return errDraining
 	}
 	if s.cfg.readiness != nil {
-		if err := s.cfg.readiness(); err != nil {
-			return err.Error()
-		}
+		return s.cfg.readiness()
 	}
-	return ""
+	return nil
 }
+
+// errDraining is why a service that is not serving, yet or any more, is
+// not ready.
+var errDraining = errors.New("draining")

@@ -28,7 +28,7 @@ func TestConnContextsChainAfterTheService(t *testing.T) {
 		WithConnContext(func(ctx context.Context, _ net.Conn) context.Context {
 			prev, _ := ctx.Value(key{}).(string)
 			return context.WithValue(ctx, key{}, prev+name+";")
-		})(&cfg)
+		}).apply(&cfg)
 	}
 	s := &Service{cfg: cfg, Logger: slog.New(slog.DiscardHandler)}
 	client, srv := net.Pipe()
@@ -45,7 +45,7 @@ func TestHTTPTimeouts(t *testing.T) {
 	assert.Equal(t, 30*time.Second, hs.ReadTimeout)
 	assert.Equal(t, 2*time.Minute, hs.IdleTimeout)
 	var cfg config
-	WithHTTPTimeouts(-1, -1)(&cfg)
+	WithHTTPTimeouts(-1, -1).apply(&cfg)
 	hs = (&Service{cfg: cfg, Logger: slog.New(slog.DiscardHandler)}).newHTTPServer(http.NotFoundHandler())
 	assert.Zero(t, hs.ReadTimeout, "no limit")
 	assert.Negative(t, hs.IdleTimeout, "no limit (0 would be ReadTimeout's)")

@@ -22,7 +22,7 @@ import (
 // It returns nil after a shutdown that ctx asked for.
 //
 // It refuses an mcpAddr other than loopback unless [WithAllowPublic], and
-// then one without an admin listener of its own, or without a [Guard] and
+// then one without an admin listener of its own, or without a [Front] and
 // [WithAllowedHosts]. The HTTP servers read a
 // request's headers within 10s and its body within 30s, and close
 // keep-alive connections idle for 2 minutes ([WithHTTPTimeouts] changes it).
@@ -51,13 +51,13 @@ func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string)
 	}
 	var mcp http.Handler
 	var public map[string]http.Handler
-	if s.cfg.guard != nil {
+	if s.cfg.front != nil {
 		built, err := s.buildWith(func(srv streamable.Server, opts ...streamable.Option) (endpoint *streamable.Endpoint, err error) {
-			endpoint, mcp, public, err = s.cfg.guard(ctx, ln.Addr(), srv, opts...)
+			endpoint, mcp, public, err = s.cfg.front(ctx, ln.Addr(), srv, opts...)
 			return endpoint, err
 		})
 		if err == nil && !built {
-			err = errors.New("vigil: the endpoint was made before ListenAndServe (Endpoint or AdminHandler), without the guard")
+			err = errors.New("vigil: the endpoint was made before ListenAndServe (Endpoint or AdminHandler), without the front")
 		}
 		if err != nil {
 			_ = ln.Close()
@@ -242,10 +242,10 @@ func checkExposure(mcpAddr, adminAddr string, cfg config) error {
 	case loopback.ListenAddr(mcpAddr):
 		return nil
 	case !cfg.allowPublic:
-		return fmt.Errorf("vigil: %s is not a loopback address, and /mcp would be open to anyone who can reach it: authorize requests (WithGuard, or a proxy in front) and say so with WithAllowPublic", mcpAddr)
+		return fmt.Errorf("vigil: %s is not a loopback address, and /mcp would be open to anyone who can reach it: authorize requests (WithFront, or a proxy in front) and say so with WithAllowPublic", mcpAddr)
 	case adminAddr == "":
 		return fmt.Errorf("vigil: %s is not a loopback address, and /metrics, /healthz, /readyz and /debug/vigil would be served there beside /mcp: give them an admin address of their own", mcpAddr)
-	case cfg.guard == nil && len(cfg.allowedHosts) == 0:
+	case cfg.front == nil && len(cfg.allowedHosts) == 0:
 		return fmt.Errorf("vigil: %s is not a loopback address and /mcp has no guard: name the Host names clients use (WithAllowedHosts), so that a web page cannot reach it by DNS rebinding", mcpAddr)
 	}
 	return nil

@@ -16,9 +16,14 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// An Option configures a [Service]; [New] applies them before anything is
-// built.
-type Option func(*config)
+// An Option configures a [Service]; [New] applies them, in order, before
+// anything is built. A nil Option is ignored.
+type Option interface{ apply(*config) }
+
+// option is an [Option] made of a function.
+type option func(*config)
+
+func (f option) apply(c *config) { f(c) }
 
 // config is what the options select.
 type config struct {
@@ -37,25 +42,26 @@ type config struct {
 	bodyTimeout  time.Duration                                           // 0: 30s; < 0: none
 	idleTimeout  time.Duration                                           // 0: 2 minutes; < 0: none
 	connContexts []func(ctx context.Context, c net.Conn) context.Context // after the service's
-	guard        Guard
+	front        Front
 	grace        time.Duration
 	registry     *prometheus.Registry // nil: a registry of its own
 }
 
-// WithLogger sets the logger of the service, its requests and its users'
-// handlers ([server.Logger]); its handler is wrapped with
+// WithLogger sets the operator's logger of the service, its requests and
+// its users' handlers ([Service.Logger]; what a handler sends the client
+// goes through [server.ClientLogger]); its handler is wrapped with
 // [middleware.LogHandler], so that each line logged in a request's context
 // carries its trace, span, session and request ids. By default the
 // service logs at Info in slog's text format on standard error.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) { c.logger = l }
+	return option(func(c *config) { c.logger = l })
 }
 
 // WithTracerProvider traces requests with tp instead of the provider built
 // from the OTEL_* environment (and the live page's ring when it names no
 // exporter); the caller owns tp and shuts it down.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tracer = tp }
+	return option(func(c *config) { c.tracer = tp })
 }
 
 // WithRegistry sets the Prometheus registry that /metrics serves, for
@@ -63,7 +69,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // metrics and the Go runtime's and the process's collectors with it. By
 // default the service has a registry of its own.
 func WithRegistry(r *prometheus.Registry) Option {
-	return func(c *config) { c.registry = r }
+	return option(func(c *config) { c.registry = r })
 }
 
 // WithPage sets the live page's recorder and the options of its handler
@@ -71,49 +77,49 @@ func WithRegistry(r *prometheus.Registry) Option {
 // nowhere unless OTEL_* names an exporter. By default the page has a
 // [debugpage.NewRecorder] of its own.
 func WithPage(rec *debugpage.Recorder, opts ...debugpage.HandlerOption) Option {
-	return func(c *config) { c.pageSet, c.page, c.pageOpts = true, rec, opts }
+	return option(func(c *config) { c.pageSet, c.page, c.pageOpts = true, rec, opts })
 }
 
 // WithServerOptions adds options of the [server.Server], after the
 // service's own (implementation, logger, instrumentation, outcome batches).
 func WithServerOptions(opts ...server.Option) Option {
-	return func(c *config) { c.serverOpts = append(c.serverOpts, opts...) }
+	return option(func(c *config) { c.serverOpts = append(c.serverOpts, opts...) })
 }
 
 // WithInstrumentation adds options of the [middleware.Instrumentation]
 // (timeouts, concurrency limits, the audit log, ...), after the service's
 // own (tracer provider, propagators, registry, logger, the page's hooks).
 func WithInstrumentation(opts ...middleware.InstrumentationOption) Option {
-	return func(c *config) { c.instOpts = append(c.instOpts, opts...) }
+	return option(func(c *config) { c.instOpts = append(c.instOpts, opts...) })
 }
 
 // WithEndpointOptions adds options of the Streamable HTTP endpoint (limits,
 // quotas, sessions shared on Redis, ...), after the service's own (logger,
 // allowed hosts, the counting of refusals and cut streams).
 func WithEndpointOptions(opts ...streamable.Option) Option {
-	return func(c *config) { c.endpointOpts = append(c.endpointOpts, opts...) }
+	return option(func(c *config) { c.endpointOpts = append(c.endpointOpts, opts...) })
 }
 
 // WithAllowPublic lets [Service.ListenAndServe] serve /mcp on an address
 // other than loopback, which it refuses by default: something must then
-// authorize the requests (a [Guard], or a proxy in front), and the admin
+// authorize the requests (a [Front], or a proxy in front), and the admin
 // endpoints need a listener of their own.
 func WithAllowPublic() Option {
-	return func(c *config) { c.allowPublic = true }
+	return option(func(c *config) { c.allowPublic = true })
 }
 
 // WithAllowedHosts sets the Host names accepted, besides loopback names,
 // by /mcp and the admin endpoints of a loopback listener (protection
 // against DNS rebinding; see [streamable.WithAllowedHosts]).
 func WithAllowedHosts(hosts ...string) Option {
-	return func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) }
+	return option(func(c *config) { c.allowedHosts = append(c.allowedHosts, hosts...) })
 }
 
 // WithReadiness adds a check to /readyz and the live page: while check
 // returns an error, /readyz answers 503 with its text. The service is
 // otherwise ready from the start of serving to the start of its shutdown.
 func WithReadiness(check func() error) Option {
-	return func(c *config) { c.readiness = check }
+	return option(func(c *config) { c.readiness = check })
 }
 
 // WithReadinessDetail adds what detail returns, lines ending in a newline,
@@ -122,7 +128,7 @@ func WithReadiness(check func() error) Option {
 // does not require). It is called on every such answer, and must hold
 // nothing secret: /readyz asks for no authorization.
 func WithReadinessDetail(detail func() string) Option {
-	return func(c *config) { c.readyDetail = detail }
+	return option(func(c *config) { c.readyDetail = detail })
 }
 
 // WithHTTPTimeouts sets how long the HTTP servers of
@@ -131,7 +137,7 @@ func WithReadinessDetail(detail func() string) Option {
 // minutes by default). A negative value means no limit; 0 keeps the
 // default.
 func WithHTTPTimeouts(body, idle time.Duration) Option {
-	return func(c *config) { c.bodyTimeout, c.idleTimeout = body, idle }
+	return option(func(c *config) { c.bodyTimeout, c.idleTimeout = body, idle })
 }
 
 // WithConnContext adds f to the connection contexts of the HTTP servers of
@@ -139,25 +145,26 @@ func WithHTTPTimeouts(body, idle time.Duration) Option {
 // service's own (the client's address, the socket the shedder reads), then
 // through each f, in the order given.
 func WithConnContext(f func(ctx context.Context, c net.Conn) context.Context) Option {
-	return func(c *config) { c.connContexts = append(c.connContexts, f) }
+	return option(func(c *config) { c.connContexts = append(c.connContexts, f) })
 }
 
-// A Guard puts authorization in front of the MCP endpoint. Called by
-// [Service.ListenAndServe] once it listens on addr, it makes the endpoint
-// of srv with opts and whatever the guard hands the endpoint itself (as
-// the OAuth resource server's Endpoint method does), and returns it with
-// the handler of /mcp and the handlers of the paths anyone may read
+// A Front makes what faces the clients of the MCP endpoint, such as an
+// authorization guard. Called by [Service.ListenAndServe] once it listens
+// on addr, it makes the endpoint of srv with opts and whatever the front
+// hands the endpoint itself (as the OAuth resource server's Endpoint
+// method does), and returns it with the handler of /mcp (the endpoint, or
+// what is in front of it) and the handlers of the paths anyone may read
 // beside it (such as the OAuth protected resource metadata), by pattern.
-type Guard func(ctx context.Context, addr net.Addr, srv streamable.Server, opts ...streamable.Option) (endpoint *streamable.Endpoint, mcp http.Handler, public map[string]http.Handler, err error)
+type Front func(ctx context.Context, addr net.Addr, srv streamable.Server, opts ...streamable.Option) (endpoint *streamable.Endpoint, mcp http.Handler, public map[string]http.Handler, err error)
 
-// WithGuard sets the guard of /mcp for [Service.ListenAndServe], which
+// WithFront sets the front of /mcp for [Service.ListenAndServe], which
 // then makes the endpoint through it. By default /mcp is served as is.
-func WithGuard(g Guard) Option {
-	return func(c *config) { c.guard = g }
+func WithFront(f Front) Option {
+	return option(func(c *config) { c.front = f })
 }
 
 // WithShutdownGrace sets how long in-flight requests may run once the
 // serving context is done before they are cancelled (default 10s).
 func WithShutdownGrace(d time.Duration) Option {
-	return func(c *config) { c.grace = d }
+	return option(func(c *config) { c.grace = d })
 }

@@ -51,8 +51,9 @@ type Service struct {
 	Registry *prometheus.Registry
 	// TracerProvider traces the requests.
 	TracerProvider trace.TracerProvider
-	// Logger is the service's logger, which adds a request's ids to the
-	// lines logged in its context.
+	// Logger is the service's logger, for the operator (standard error by
+	// default), which adds a request's ids to the lines logged in its
+	// context; server.ClientLogger writes to a request's client instead.
 	Logger *slog.Logger
 
 	name, version string
@@ -79,7 +80,9 @@ type Service struct {
 func New(name, version string, opts ...Option) *Service {
 	cfg := config{grace: defaultGrace}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
 	if cfg.logger != nil {
@@ -111,7 +114,7 @@ func (s *Service) instrument() error {
 		middleware.WithTracerProvider(in.tracer),
 		middleware.WithPropagators(in.propagator),
 		middleware.WithRegisterer(in.registry),
-		middleware.WithLogger(s.Logger),
+		middleware.WithRequestLog(s.Logger),
 	}
 	inst, err := middleware.NewInstrumentation(append(instOpts, s.cfg.instOpts...)...)
 	if err == nil {
@@ -174,10 +177,10 @@ func (s *Service) AdminHandler() http.Handler {
 func (s *Service) handlers() { _, _ = s.buildWith(nil) }
 
 // buildWith builds the endpoint and the admin handler once: the endpoint
-// made by guard when it is not nil (ListenAndServe's [Guard]), else by
-// streamable.New. It reports whether this call built them, and the guard's
+// made by front when it is not nil (ListenAndServe's [Front]), else by
+// streamable.New. It reports whether this call built them, and the front's
 // error.
-func (s *Service) buildWith(guard func(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, error)) (built bool, err error) {
+func (s *Service) buildWith(front func(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, error)) (built bool, err error) {
 	s.build.Do(func() {
 		built = true
 		cuts := metrics.NewStreamsCut()
@@ -194,8 +197,8 @@ func (s *Service) buildWith(guard func(srv streamable.Server, opts ...streamable
 		}
 		opts = append(opts, s.cfg.endpointOpts...)
 		srv := s.Instrumentation.ConnServer(s.Server, telemetry.TransportStreamableHTTP)
-		if guard != nil {
-			if s.endpoint, err = guard(srv, opts...); err != nil {
+		if front != nil {
+			if s.endpoint, err = front(srv, opts...); err != nil {
 				return
 			}
 		} else {

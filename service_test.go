@@ -166,7 +166,7 @@ func get(t *testing.T, url string, status int) []byte {
 }
 
 // ListenAndServe refuses an address other than loopback unless told, and
-// then one without an admin listener of its own, or without a guard and
+// then one without an admin listener of its own, or without a front and
 // Host names; it listens on nothing.
 func TestListenAndServeRefusesAPublicAddress(t *testing.T) {
 	for _, tt := range []struct {
@@ -177,7 +177,7 @@ func TestListenAndServeRefusesAPublicAddress(t *testing.T) {
 		{name: "every address", mcp: "0.0.0.0:0", admin: "127.0.0.1:0", want: "WithAllowPublic"},
 		{name: "empty host", mcp: ":0", admin: "127.0.0.1:0", want: "not a loopback address"},
 		{name: "allowed, admin beside /mcp", mcp: "0.0.0.0:0", opts: []vigil.Option{vigil.WithAllowPublic()}, want: "admin address of their own"},
-		{name: "allowed, no guard nor hosts", mcp: "0.0.0.0:0", admin: "127.0.0.1:0", opts: []vigil.Option{vigil.WithAllowPublic()}, want: "WithAllowedHosts"},
+		{name: "allowed, no front nor hosts", mcp: "0.0.0.0:0", admin: "127.0.0.1:0", opts: []vigil.Option{vigil.WithAllowPublic()}, want: "WithAllowedHosts"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := vigil.New("t", "1", append(tt.opts, vigil.WithPage(nil))...)

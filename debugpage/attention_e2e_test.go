@@ -35,7 +35,7 @@ func TestStatelessCancelIsOneAttentionRow(t *testing.T) {
 	inst, err := middleware.NewInstrumentation(
 		// With tracing, metrics and a logger, the recorders run after the
 		// span ended: the barrier after which the page has everything.
-		middleware.WithLogger(slog.New(slog.DiscardHandler)),
+		middleware.WithRequestLog(slog.New(slog.DiscardHandler)),
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
 	)

@@ -61,7 +61,7 @@ func TestHostileDebugBound(t *testing.T) {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithLogger(slog.New(slog.DiscardHandler)),
+		middleware.WithRequestLog(slog.New(slog.DiscardHandler)),
 		middleware.WithTimeout(time.Minute),
 		middleware.WithConcurrencyLimit(256),
 	)

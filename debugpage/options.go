@@ -47,7 +47,7 @@ func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
 
 type handlerConfig struct {
 	version    string
-	ready      func() bool
+	ready      func() error
 	status     func() []string // WithStatus
 	exporter   string          // "": "in-memory ring" with the Recorder's ring, else "none"
 	metricsURL string          // "": no link
@@ -58,11 +58,12 @@ func WithVersion(version string) HandlerOption {
 	return handlerOption(func(c *handlerConfig) { c.version = version })
 }
 
-// WithReadiness sets what the page asks whether the service is ready
-// (shown as ready or draining); ready is called on every page view. By
-// default the page shows ready.
-func WithReadiness(ready func() bool) HandlerOption {
-	return handlerOption(func(c *handlerConfig) { c.ready = ready })
+// WithReadiness sets what the page asks whether the service is ready: it
+// shows ready while check returns nil, and draining while it returns an
+// error; check is called on every page view. By default the page shows
+// ready.
+func WithReadiness(check func() error) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.ready = check })
 }
 
 // WithStatus adds to the page's header, and to its JSON's status, the

@@ -2,6 +2,7 @@ package debugpage
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,7 +67,7 @@ func TestHandlerOptions(t *testing.T) {
 	assert.True(t, v.Kept)
 	assert.Positive(t, v.Memory.RingBound)
 
-	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() bool { return false }),
+	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() error { return errors.New("draining") }),
 		WithTraceExporter("otlp"), WithMetricsLink("/custom/metrics"), nil))
 	_, v = get(page, "/debug/vigil?format=json")
 	assert.Equal(t, view{Version: "1.2.3", Exporter: "otlp", Memory: v.Memory}, v)

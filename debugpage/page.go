@@ -142,7 +142,7 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 		Now:        now,
 		Version:    p.cfg.version,
 		UptimeMS:   millis(now.Sub(p.rec.started)),
-		Ready:      p.cfg.ready == nil || p.cfg.ready(),
+		Ready:      p.cfg.ready == nil || p.cfg.ready() == nil,
 		Status:     p.status(),
 		Exporter:   p.exporter(ring),
 		Filter:     f,

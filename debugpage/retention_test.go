@@ -98,7 +98,7 @@ func okCall(tid uint64, tool string, start time.Time, dur time.Duration) synthSp
 }
 
 // toolErrorCall is the root span of a tools/call of tool answered with a
-// tool error, as middleware.Tracing ends it.
+// tool error, as middleware.WithTracerProvider ends it.
 func toolErrorCall(tid uint64, tool string, start time.Time) synthSpan {
 	s := okCall(tid, tool, start, time.Millisecond)
 	s.status = codes.Error

@@ -209,7 +209,7 @@ func (c *factsCheck) ReceiveSpan(rs *receiving.ReceivedSpan) {
 
 // The facts of a received span (size, cancel cause, error type, whether to
 // compact it) are those the ring would read from its attributes, whatever
-// the span carries: the request spans of middleware.Tracing and others.
+// the span carries: the request spans of middleware.WithTracerProvider and others.
 func TestSpanRingReceivedFacts(t *testing.T) {
 	check := &factsCheck{spanRing: newSpanRing(10), t: t}
 	tp, shutdown := receiving.NewProvider(check)
@@ -220,7 +220,7 @@ func TestSpanRingReceivedFacts(t *testing.T) {
 			s.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", "echo"),
 				attribute.String("jsonrpc.request.id", "7"), attribute.Int("n", 3), attribute.Bool("b", true), attribute.Float64("f", 0.5))
 		},
-		func(s trace.Span) { // cancelled, as middleware.Tracing ends it
+		func(s trace.Span) { // cancelled, as middleware.WithTracerProvider ends it
 			cause := attribute.String("vigil.cancel.cause", "client_cancel")
 			s.SetAttributes(cause)
 			s.AddEvent("cancelled", trace.WithAttributes(cause))

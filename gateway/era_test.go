@@ -80,7 +80,7 @@ func TestStatelessUpstreamThroughTheGateway(t *testing.T) {
 		}))
 	assert.Contains(t, toolNames(c), "hello")
 	assert.Equal(t, "hello from a", c.CallTool("hello", nil).Text())
-	assert.Equal(t, "hello you", c.GetPrompt("greet", map[string]string{"who": "you"}).Messages[0].Content.Text)
+	assert.Equal(t, "hello you", c.GetPrompt("greet", map[string]string{"who": "you"}).Messages[0].Content.(*server.TextContent).Text)
 	assert.Equal(t, "read file:///a/readme", c.ReadResource("file:///a/readme")[0].Text)
 	assert.Equal(t, "sampled by model-one", c.CallTool("ask", nil).Text())
 }

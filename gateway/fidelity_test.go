@@ -52,7 +52,7 @@ func runFidelity() int {
 		}
 		asked <- strings.Join(uris, ",")
 	}
-	srv := server.New(server.WithInstructions("fidelity's instructions"), server.WithMiddleware(func(next server.Handler) server.Handler {
+	srv := server.New(server.WithMiddleware(func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			res, err := next(ctx, req)
 			if req.Method == "notifications/initialized" {
@@ -61,6 +61,7 @@ func runFidelity() int {
 			return res, err
 		}
 	}))
+	srv.SetInstructions("fidelity's instructions")
 	srv.SetRootsChanged(func(ctx context.Context) { // as server-filesystem: ask again
 		select {
 		case <-asked: // the old answer, or none yet: the next "roots" waits for the new one
@@ -175,7 +176,8 @@ func TestInstructionsKept(t *testing.T) {
 
 	other := fidelityUpstream()
 	other.Name = "g"
-	srv := server.New(server.WithInstructions("the gateway's own"))
+	srv := server.New()
+	srv.SetInstructions("the gateway's own")
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{fidelityUpstream(), other}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })

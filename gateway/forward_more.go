@@ -49,7 +49,7 @@ func clientWantsLog(ctx context.Context, params json.RawMessage) bool {
 		return false
 	}
 	level, ok := logLevels[p.Level]
-	return ok && server.Logger(ctx).Enabled(ctx, level)
+	return ok && server.ClientLogger(ctx).Enabled(ctx, level)
 }
 
 // uriVariable matches an expression of a URI template (RFC 6570): its

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -395,7 +396,7 @@ func checkUpstreams(ups []Upstream) error {
 	}
 	seen := map[string]bool{}
 	for _, up := range ups {
-		if up.Name == "" || !server.ValidToolName(up.Name+"_x") || slices.Contains([]byte(up.Name), '_') {
+		if up.Name == "" || !vocab.ValidToolName(up.Name+"_x") || slices.Contains([]byte(up.Name), '_') {
 			return fmt.Errorf("gateway: upstream name %q: use letters, digits, '-' and '.'", up.Name)
 		}
 		if seen[up.Name] {

@@ -96,7 +96,7 @@ func startUpstream(t *testing.T, name string) *fakeUpstream {
 		return server.Text("sampled by " + res.Model), nil
 	})
 	add("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("careful", "from", name)
+		server.ClientLogger(ctx).Warn("careful", "from", name)
 		return server.Text("logged"), nil
 	})
 	add("trace", func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -322,7 +322,7 @@ func TestPromptsAndResources(t *testing.T) {
 	got := c.GetPrompt("b_greet", map[string]string{"who": "you"})
 	assert.Equal(t, "greeting of b", got.Description)
 	require.Len(t, got.Messages, 1)
-	assert.Equal(t, "hello you", got.Messages[0].Content.Text)
+	assert.Equal(t, "hello you", got.Messages[0].Content.(*server.TextContent).Text)
 
 	var uris []string
 	for _, r := range c.ListResources() {

@@ -167,7 +167,7 @@ func holdingUpstream(t *testing.T) (ts *httptest.Server, started chan struct{}) 
 		return server.Text("hello"), nil
 	}))
 	require.NoError(t, srv.AddTool(server.Tool{Name: "hold"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("holding")
+		server.ClientLogger(ctx).Warn("holding")
 		started <- struct{}{}
 		<-ctx.Done()
 		return nil, context.Cause(ctx)

@@ -60,7 +60,7 @@ func runUpstream() int {
 		return nil, nil
 	})
 	_ = srv.AddTool(server.Tool{Name: "hold"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("holding")
+		server.ClientLogger(ctx).Warn("holding")
 		select {
 		case <-release:
 			return server.Text("released"), nil

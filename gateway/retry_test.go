@@ -114,7 +114,7 @@ func TestExpiredSessionRetried(t *testing.T) {
 		assert.Equal(t, int64(2), u.calls.Load()-before, "%s sent twice: on the old session, then on a new one", tool)
 	}
 	u.restart()
-	assert.Equal(t, "hi", c.GetPrompt("greet", nil).Messages[0].Content.Text, "prompts/get retried")
+	assert.Equal(t, "hi", c.GetPrompt("greet", nil).Messages[0].Content.(*server.TextContent).Text, "prompts/get retried")
 
 	u.restart()
 	before := u.calls.Load()

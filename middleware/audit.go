@@ -18,7 +18,8 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// AuditRecord is one line of the audit log [Audit] writes, as JSON. What
+// auditRecord is one line of the audit log [WithAuditLog] writes, as JSON
+// (docs/operations.md lists its members: the line is the contract). What
 // the client chose is bounded, so that a line is at most 16 KiB whatever
 // the call: the tool name to 128 bytes and the request id to 256, at most
 // 64 argument names of at most 128 bytes each (MoreArguments counts the
@@ -27,7 +28,7 @@ import (
 // that something was cut. The bidirectional controls and zero-width
 // characters of what the client chose are written as \u escapes (\u202e),
 // never raw.
-type AuditRecord struct {
+type auditRecord struct {
 	Time      time.Time `json:"time"`                 // when the outcome was sealed (RFC 3339, nanoseconds)
 	Subject   string    `json:"subject,omitempty"`    // the principal's subject; absent without authorization
 	ClientID  string    `json:"client_id,omitempty"`  // the OAuth client of the principal's token
@@ -53,7 +54,7 @@ type AuditRecord struct {
 	Truncated      bool            `json:"truncated,omitempty"` // a client-chosen field was cut to its bound
 }
 
-// Bounds of an [AuditRecord], in bytes but for auditMaxArgs.
+// Bounds of an [auditRecord], in bytes but for auditMaxArgs.
 const (
 	auditMaxTool    = 128 // the MCP limit of a tool name
 	auditMaxID      = 256
@@ -63,25 +64,8 @@ const (
 	auditMaxLine    = 16 << 10
 )
 
-// Audit returns middleware that writes one [AuditRecord], as a line of JSON
-// in a single Write, to w for each tools/call when its outcome is sealed
-// (on the goroutine that sealed it): who called (the [auth.Principal] of the
-// request's arrival context, if there is one), which tool, in which
-// session, how it ended and how long it took, and the names of its
-// arguments. Other methods pass unrecorded. It reads
-// [WithAuditArgumentValues].
-//
-// Audit never waits for anything but w.Write, which runs after the
-// response was written: w must not block (pass a buffered writer that
-// writes in the background, such as the one cmd/vigil uses for its logs
-// and audit log) and must be safe for concurrent use, writing each Write
-// whole. Write errors are ignored. A nil w makes Audit the identity. The
-// returned middleware is safe for concurrent use.
-func Audit(w io.Writer, opts ...AuditOption) server.Middleware {
-	return audit(w, configure(opts, AuditOption.applyAudit))
-}
-
-// audit is the middleware of [Audit] with cfg.
+// audit is the audit log of [WithAuditLog] with cfg; a nil w makes it the
+// identity. It is safe for concurrent use.
 func audit(w io.Writer, cfg auditConfig) server.Middleware {
 	if w == nil {
 		return func(next server.Handler) server.Handler { return next }
@@ -98,7 +82,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 			}
 			serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
 				now := out.EndTime()
-				rec := AuditRecord{Time: now, Duration: now.Sub(start).Seconds()}
+				rec := auditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)
 				if p, ok := auth.PrincipalFromContext(req.ArrivalContext()); ok {
@@ -148,7 +132,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 // the tool do: member names matched exactly, the last "arguments" winning
 // (encoding/json would also take a later "ARGUMENTS", and record other
 // arguments than the tool receives).
-func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
+func auditArguments(rec *auditRecord, params json.RawMessage, withValues bool) {
 	rec.Arguments = []string{}
 	var v [1][]byte
 	if !jsonscan.SplitObjectInto(v[:], params, "arguments") {
@@ -186,7 +170,7 @@ func auditArguments(rec *AuditRecord, params json.RawMessage, withValues bool) {
 // characters a client chose escaped (internal/invisible: a bidirectional
 // override must not make the line read otherwise than it is), dropping its
 // argument values, then argument names, when escaping made it larger.
-func marshalAudit(rec *AuditRecord) ([]byte, error) {
+func marshalAudit(rec *auditRecord) ([]byte, error) {
 	for {
 		line, err := json.Marshal(rec)
 		line = invisible.Escape(line)

@@ -245,7 +245,7 @@ func TestInstrumentationSubjectAndTraceIDs(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		var out lockedBuffer
 		inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithLogger(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
+			middleware.WithRequestLog(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
 		require.NoError(t, err)
 		srv := server.New(inst.ServerOptions()...)
 		addTools(t, srv)
@@ -403,7 +403,7 @@ func TestDelegatedPrincipalShown(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		var out, audited lockedBuffer
 		inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithLogger(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
+			middleware.WithRequestLog(slog.New(middleware.LogHandler(newTextLines(&out, nil)))))
 		require.NoError(t, err)
 		srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(middleware.Audit(&audited)))...)
 		addTools(t, srv)

@@ -250,7 +250,7 @@ func benchShipped(b *testing.B) (*server.Server, func(streamable.Server) streama
 		middleware.WithTracerProvider(benchTracerProvider(b)),
 		middleware.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithLogger(logger),
+		middleware.WithRequestLog(logger),
 		middleware.WithTimeout(time.Minute),
 		middleware.WithConcurrencyLimit(256),
 		middleware.WithLimitWait(time.Second),

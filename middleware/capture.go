@@ -38,18 +38,18 @@ const (
 	redacted            = "[REDACTED]"
 )
 
-// WithContentCapture makes [Tracing] record the content of tool calls and
+// WithContentCapture makes the tracing of [WithTracerProvider] record the content of tool calls and
 // prompts on their spans, each value through r: a tools/call's arguments
 // (gen_ai.tool.call.arguments) and result (gen_ai.tool.call.result), a
 // prompts/get's arguments (gen_ai.prompt.variable.<name>, the first 32 by
 // name). nil r means DefaultRedactor(0). Content is off by default: it may
 // hold personal data and secrets that r must remove. Only recording spans
 // pay for it; whatever r returns is cut at 64 KiB.
-func WithContentCapture(r Redactor) TracingOption {
+func WithContentCapture(r Redactor) InstrumentationOption {
 	if r == nil {
 		r = DefaultRedactor(0)
 	}
-	return tracingOption(func(c *tracingConfig) { c.capture = r })
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.capture = r })
 }
 
 // DefaultRedactor returns a Redactor that masks, as "[REDACTED]", every

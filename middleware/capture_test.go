@@ -38,7 +38,7 @@ func TestContentCaptureOffByDefault(t *testing.T) {
 func TestContentCaptureRedacted(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		h := newTracedWith(t, nil, []middleware.TracingOption{middleware.WithContentCapture(nil)}, nil).start(t.Context(), nil)
+		h := newTracedWith(t, nil, []middleware.InstrumentationOption{middleware.WithContentCapture(nil)}, nil).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "echo", map[string]any{
 			"city":     "Paris",
@@ -106,7 +106,7 @@ func TestContentCaptureRedactorPanics(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		boom := func(string, []byte) string { panic("redactor bug") }
-		h := newTracedWith(t, nil, []middleware.TracingOption{middleware.WithContentCapture(boom)}, nil).start(t.Context(), nil)
+		h := newTracedWith(t, nil, []middleware.InstrumentationOption{middleware.WithContentCapture(boom)}, nil).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "echo", map[string]any{"city": "Paris"})
 		require.Nil(t, h.RecvResponseTo(2).Error)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -14,8 +15,8 @@ import (
 // client call's Meta holds; the _meta of a request is read-only.
 func TestCarriers(t *testing.T) {
 	t.Parallel()
-	m, ok := server.ParseRequestMeta(json.RawMessage(`{"traceparent":"00-abc-def-01","n":1}`))
-	assert.True(t, ok)
+	var m server.RequestMeta
+	require.NoError(t, json.Unmarshal([]byte(`{"traceparent":"00-abc-def-01","n":1}`), &m))
 	meta := metaCarrier{&m}
 	assert.Equal(t, "00-abc-def-01", meta.Get("traceparent"))
 	assert.Empty(t, meta.Get("n"), "not a string")

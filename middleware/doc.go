@@ -1,9 +1,13 @@
 // Package middleware instruments and guards a Vigil server from the outside,
 // built from the server package's exported types and recorded through the
-// telemetry package.
+// telemetry package. Its subpackages are the guards of the same layer,
+// each in the form its hook takes: middleware/auth the principal and the
+// server options bound to it, middleware/oauth the resource server whose
+// Handler is HTTP middleware, and middleware/policy the CEL policies given
+// to server.WithToolPolicy and server.WithToolAccess.
 //
 // Start with [NewInstrumentation]: one call, with one set of options
-// ([WithTracerProvider], [WithRegisterer], [WithLogger], ...), yields an
+// ([WithTracerProvider], [WithRegisterer], [WithRequestLog], ...), yields an
 // [Instrumentation] holding everything: the options for server.New
 // ([Instrumentation.ServerOptions]: the middleware chain, the CLIENT spans
 // of the server's requests to clients, the metrics observer) and the
@@ -14,87 +18,68 @@
 // outcomes that wait for their batch (server.WithOutcomeBatches): no
 // caller has to flush.
 //
-// The parts are usable alone. Each of these returns a server.Middleware:
-// [Tracing] gives every request and notification a SERVER span per the
-// OpenTelemetry MCP conventions, parented on the traceparent in
-// params._meta (or linked to it: [WithUntrustedTraceContext]); [Logging] writes one record per request; [Recover]
-// turns a panic into a -32603 answer; [Timeout] cancels the handler's
-// context with server.ErrHandlerTimeout, answered -32001;
-// [ConcurrencyLimit] bounds the calls per tool, over it -32000; [Audit]
-// writes one JSON line per tools/call (who, which tool, how it ended, the
-// argument names). [WithRateLimit] and [WithToolRateLimit] (token buckets
-// per principal, in memory or shared between replicas with [WithSharedRateLimits])
-// give an [Instrumentation.RateLimiter]: its Handler refuses an HTTP
-// request over its principal's rate with 429, and the chain a tools/call
-// over its tool's rate with -32000.
-// [TracingCalls] is a server.CallMiddleware (CLIENT spans for the requests
-// to the client, their context injected into _meta); [LogHandler] adds the trace, span, session and request ids to log
-// records.
-//
-// # Options
-//
-// Each constructor accepts only the options it reads, so that giving it
-// one it would ignore does not compile: [Tracing] takes [TracingOption]s,
-// [TracingCalls] [TracingCallsOption]s, [Logging] [LoggingOption]s,
-// [Timeout] [TimeoutOption]s, [ConcurrencyLimit] [ConcurrencyLimitOption]s
-// and [Audit] [AuditOption]s. [NewInstrumentation], which builds them all,
-// takes [InstrumentationOption]s, which every option of the package is:
-// each of those interfaces embeds it, so one With function works wherever
-// it is read and nowhere else. [WithTracerProvider] and [WithPropagators]
-// are read by both Tracing and TracingCalls, and are [TracerOption]s,
-// which are both. (The design is connect-go's, whose Option is both a
-// ClientOption and a HandlerOption.) Options that NewInstrumentation alone
-// reads, such as [WithTimeout], [WithConcurrencyLimit], [WithLogger] and
-// the rate limits, are plain InstrumentationOptions: the constructors take
-// their default or their writer as an argument.
+// Each part is an option of NewInstrumentation, and exists only as one:
+// [WithTracerProvider] gives every request a SERVER span and every request
+// to the client a CLIENT span; [WithRequestLog] writes one record per
+// request; the recovery of panics (always in) turns a panic into a -32603
+// answer ([PanicError]); [WithTimeout] cancels the handler's context with
+// server.ErrHandlerTimeout, answered -32001; [WithConcurrencyLimit] bounds
+// the calls per tool, over it -32000; [WithAuditLog] writes one JSON line
+// per tools/call (who, which tool, how it ended, the argument names);
+// [WithRateLimit] and [WithToolRateLimit] (token buckets per principal, in
+// memory or shared between replicas with [WithSharedRateLimits]) give an
+// [Instrumentation.RateLimitHandler], which refuses an HTTP request over
+// its principal's rate with 429, and the chain a tools/call over its
+// tool's rate with -32000. [LogHandler] adds the trace, span, session and
+// request ids to log records.
 //
 // # What NewInstrumentation builds
 //
 // Each option adds its part, and without it the part is absent:
 //
-//   - [WithTracerProvider]: [Tracing] and [TracingCalls], with
-//     [WithPropagators] (nil: the global propagator) and
-//     [WithUntrustedTraceContext]. Without a provider, no spans at all
-//     (the global provider is not used), here as in Tracing alone.
+//   - [WithTracerProvider]: the SERVER and CLIENT spans, with
+//     [WithPropagators] (nil: the global propagator),
+//     [WithUntrustedTraceContext] and [WithContentCapture]. Without a
+//     provider, no spans at all (the global provider is not used).
 //   - [WithRegisterer]: the collector of the server's metrics (built with
 //     [WithMetricsConfig]) registered with it, recorded by the chain (every
 //     request) and by the metrics observer (sessions, dropped responses,
 //     failed writes, rejected messages). Without it, no metrics.
-//   - [WithLogger]: [Logging] (with [WithLogLevel]), and the logger of
-//     [Recover]. Without it, no request log, and Recover discards.
-//   - [Recover] is always in.
-//   - [WithTimeout] or [WithTimeoutFor]: [Timeout].
-//   - [WithConcurrencyLimit] or [WithLimitFor]: [ConcurrencyLimit] (with
-//     [WithLimitWait] and [WithToolShare]).
+//   - [WithRequestLog]: the request log (with [WithLogLevel]), and the
+//     logger of the recovery of panics, which is always in. Without it, no
+//     request log, and the recovery discards its records.
+//   - [WithTimeout] or [WithTimeoutFor]: the timeout.
+//   - [WithConcurrencyLimit] or [WithLimitFor]: the concurrency limit
+//     (with [WithLimitWait] and [WithToolShare]).
 //   - [WithRateLimit], [WithToolRateLimit] (with [WithSharedRateLimits]):
-//     an [Instrumentation.RateLimiter], whose tool rates run in the chain
+//     an [Instrumentation.RateLimitHandler], the tool rates in the chain
 //     between Timeout and ConcurrencyLimit (a call over its rate never
 //     waits for a slot).
-//   - [WithAuditLog]: [Audit] (with [WithAuditArgumentValues]), right
+//   - [WithAuditLog]: the audit log (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
-// NewInstrumentation() with no options gives a server Recover and nothing
-// else.
+// NewInstrumentation() with no options gives a server the recovery of
+// panics and nothing else.
 //
 // # The order of the chain
 //
 // The chain runs in this order, outermost first:
 //
-//  1. [Tracing]: the span covers everything below, and its context (trace
+//  1. the tracing: the span covers everything below, and its context (trace
 //     id) reaches the rest;
 //  2. the metrics: inside Tracing so that the trace id becomes the
 //     exemplar; outside everything that may fail a request, so that every
 //     request is counted, a panic, a timeout or a rejection as an error;
-//  3. [Logging]: inside Tracing, for the trace ids of the record; outside
+//  3. [WithRequestLog]: inside Tracing, for the trace ids of the record; outside
 //     Recover, Timeout and ConcurrencyLimit, which may answer without the
 //     handler, so that every request gets its record;
-//  4. [Audit], for the same reasons as Logging;
-//  5. [Recover]: below Tracing, Metrics and Logging, so that they see a
+//  4. [WithAuditLog], for the same reasons as Logging;
+//  5. the recovery of panics: below Tracing, Metrics and Logging, so that they see a
 //     panic as a -32603 error return, and above the rest, which it covers;
-//  6. [Timeout]: its time limit covers the wait for a slot and the handler;
-//  7. the tool rates of the [RateLimiter], so that a call over its rate
+//  6. [WithTimeout]: its time limit covers the wait for a slot and the handler;
+//  7. the tool rates of [WithToolRateLimit], so that a call over its rate
 //     never waits for a slot;
-//  8. [ConcurrencyLimit]: innermost, so that a call waiting for a slot
+//  8. [WithConcurrencyLimit]: innermost, so that a call waiting for a slot
 //     ([WithLimitWait]) runs out of time like a slow handler, and so that
 //     the metrics count a rejection as an error with error_type -32000;
 //
@@ -110,7 +95,7 @@
 //
 // # Spans
 //
-// The SERVER span of [Tracing] is named "{mcp.method.name} {target}" (the
+// The SERVER span of [WithTracerProvider] is named "{mcp.method.name} {target}" (the
 // tool or prompt name), with mcp.method.name, jsonrpc.request.id,
 // mcp.session.id, mcp.protocol.version, gen_ai.tool.name,
 // gen_ai.prompt.name, gen_ai.operation.name, mcp.resource.uri,
@@ -155,7 +140,7 @@
 // runs (malformed, a duplicate id, over a limit, before initialize) get no
 // span; the server's Observer sees them.
 //
-// The CLIENT spans of [TracingCalls] end with the client's answer: an
+// The CLIENT spans of [WithTracerProvider] end with the client's answer: an
 // error answer sets error.type to its code and the status to Error; no
 // answer in time sets error.type "timeout"; a call abandoned because the
 // request or the session was cancelled keeps the status Unset and gets
@@ -170,7 +155,7 @@
 //
 // # The request log
 //
-// The record of [Logging] carries:
+// The record of [WithRequestLog] carries:
 //
 //   - method, tool (tools/call) or prompt (prompts/get), request_id,
 //     session_id (left out for a stateless request), subject (the
@@ -203,20 +188,20 @@
 //
 // # Limits and timeouts
 //
-// The memory of [ConcurrencyLimit] is bounded by the calls in flight and
+// The memory of [WithConcurrencyLimit] is bounded by the calls in flight and
 // the server's tools: the semaphore of a tool registered with the
 // session's server is kept once made (up to 1024 of them), and that of any
 // other name exists only while calls of it run or wait, so unknown names
 // sent by a client cost nothing once answered. Taking and giving back a
 // slot of a registered tool takes no lock.
 //
-// [Timeout] sets the request context's own deadline
+// [WithTimeout] sets the request context's own deadline
 // ([server.Request.SetDeadline]): no context, no timer and no goroutine per
 // request, since the server runs every request's deadline from one timer.
 //
 // The session core recovers a panic too, as a last resort, and reports it
 // to the Observer (HandlerPanicked) and to the server's logger; what
-// [Recover] adds is that the middleware outside it see the panic as an
+// the recovery of panics adds is that the middleware outside it see the panic as an
 // ordinary error return, counted with outcome error and error_type -32603,
 // and ending its span with status Error and the panic as an exception
 // event.

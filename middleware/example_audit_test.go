@@ -15,14 +15,19 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// ExampleAudit writes one JSON line per tools/call: who called (the
+// ExampleWithAuditLog writes one JSON line per tools/call: who called (the
 // principal the authorization put on the request's context), which tool,
 // how it ended, and the names of the arguments; their values only for the
 // tools of WithAuditArgumentValues. cmd/vigil passes a writer that writes
 // in the background, so that no call waits on the audit log.
-func ExampleAudit() {
+func ExampleWithAuditLog() {
 	var out lockedBuffer
-	srv := server.New(server.WithMiddleware(middleware.Audit(&out, middleware.WithAuditArgumentValues("greet"))))
+	inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(&out), middleware.WithAuditArgumentValues("greet"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := server.New(inst.ServerOptions()...)
 	text := func(s string) *server.CallToolResult {
 		return &server.CallToolResult{Content: []server.Content{&server.TextContent{Text: s}}}
 	}
@@ -55,14 +60,23 @@ func ExampleAudit() {
 
 	// A record is written when its call is done, after its answer went out:
 	// two calls' records may come in either order.
-	var recs []middleware.AuditRecord
+	type record struct { // the members this example prints
+		Subject        string          `json:"subject"`
+		ClientID       string          `json:"client_id"`
+		RequestID      string          `json:"request_id"`
+		Tool           string          `json:"tool"`
+		Outcome        string          `json:"outcome"`
+		Arguments      []string        `json:"arguments"`
+		ArgumentValues json.RawMessage `json:"argument_values"`
+	}
+	var recs []record
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	for sc.Scan() {
-		var rec middleware.AuditRecord
+		var rec record
 		_ = json.Unmarshal(sc.Bytes(), &rec)
 		recs = append(recs, rec)
 	}
-	slices.SortFunc(recs, func(a, b middleware.AuditRecord) int { return strings.Compare(a.RequestID, b.RequestID) })
+	slices.SortFunc(recs, func(a, b record) int { return strings.Compare(a.RequestID, b.RequestID) })
 	for _, rec := range recs {
 		fmt.Printf("%s (%s) %s #%s: %s, arguments %v %s\n", rec.Subject, rec.ClientID, rec.Tool, rec.RequestID, rec.Outcome, rec.Arguments, rec.ArgumentValues)
 	}

@@ -36,8 +36,12 @@ func ExampleWithContentCapture() {
 	for _, r := range []middleware.Redactor{nil, sizes} { // nil: DefaultRedactor(0)
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		srv := server.New(server.WithMiddleware(middleware.Tracing(
-			middleware.WithTracerProvider(tp), middleware.WithContentCapture(r))))
+		inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithContentCapture(r))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		srv := server.New(inst.ServerOptions()...)
 		_ = srv.AddTool(server.Tool{Name: "login"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 			return server.Text("welcome"), nil
 		})

@@ -49,7 +49,7 @@ func Example_instrumentation() {
 		middleware.WithTracerProvider(tp),
 		middleware.WithPropagators(propagation.TraceContext{}),
 		middleware.WithRegisterer(reg),
-		middleware.WithLogger(logger),
+		middleware.WithRequestLog(logger),
 		middleware.WithTimeout(30*time.Second),
 		middleware.WithConcurrencyLimit(8),
 	)
@@ -134,7 +134,7 @@ func ExampleNewInstrumentation() {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), // from otelsetup in cmd/
 		middleware.WithRegisterer(reg),
-		middleware.WithLogger(slog.New(slog.DiscardHandler)),
+		middleware.WithRequestLog(slog.New(slog.DiscardHandler)),
 		middleware.WithTimeout(30*time.Second),
 	)
 	if err != nil {

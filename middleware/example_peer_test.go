@@ -20,7 +20,12 @@ import (
 func ExamplePeerConnContext() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	srv := server.New(server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp))))
+	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := server.New(inst.ServerOptions()...)
 	mcp := streamable.New(srv)
 	defer func() { _ = mcp.Close() }()
 

@@ -20,19 +20,22 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// ExampleTracing traces a session: one SERVER span per request and
+// ExampleWithTracerProvider traces a session: one SERVER span per request and
 // notification, whose parent is the traceparent the client put in
 // params._meta. In cmd/ and the package vigil the provider comes from the OTEL_* environment;
 // here a span recorder keeps the spans.
-func ExampleTracing() {
+func ExampleWithTracerProvider() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tracer := middleware.WithTracerProvider(tp)
-	propagators := middleware.WithPropagators(propagation.TraceContext{})
-	srv := server.New(
-		server.WithMiddleware(middleware.Tracing(tracer, propagators)),          // first: the span covers everything
-		server.WithCallMiddleware(middleware.TracingCalls(tracer, propagators)), // CLIENT spans for sampling, elicitation, roots
+	inst, err := middleware.NewInstrumentation(
+		middleware.WithTracerProvider(tp), // SERVER spans, and CLIENT spans for sampling, elicitation, roots
+		middleware.WithPropagators(propagation.TraceContext{}),
 	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := server.New(inst.ServerOptions()...)
 	_ = srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	})

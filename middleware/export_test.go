@@ -1,6 +1,10 @@
 package middleware
 
 import (
+	"io"
+	"log/slog"
+	"time"
+
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -40,3 +44,47 @@ func MetricsOf(i *Instrumentation) *metrics.Metrics {
 	}
 	return i.metrics
 }
+
+// The middleware that NewInstrumentation adds with WithTimeout,
+// WithConcurrencyLimit, WithRequestLog and WithAuditLog, one at a time, for
+// the tests of package middleware_test that run one apart; opts are those
+// of NewInstrumentation, of which each reads its own.
+func Timeout(d time.Duration, opts ...InstrumentationOption) server.Middleware {
+	return timeout(d, configure(opts, InstrumentationOption.applyInstrumentation).timeout)
+}
+
+func ConcurrencyLimit(n int, opts ...InstrumentationOption) server.Middleware {
+	return concurrencyLimit(n, configure(opts, InstrumentationOption.applyInstrumentation).limit)
+}
+
+func Logging(logger *slog.Logger, opts ...InstrumentationOption) server.Middleware {
+	return logging(logger, configure(opts, InstrumentationOption.applyInstrumentation).logging)
+}
+
+func Audit(w io.Writer, opts ...InstrumentationOption) server.Middleware {
+	return audit(w, configure(opts, InstrumentationOption.applyInstrumentation).audit)
+}
+
+// Tracing, TracingCalls and Recover are the SERVER spans, the CLIENT
+// spans and the recovery of panics of NewInstrumentation, apart, for the
+// tests of package middleware_test.
+func Tracing(opts ...InstrumentationOption) server.Middleware {
+	cfg := configure(opts, InstrumentationOption.applyInstrumentation).tracing
+	if cfg.provider == nil {
+		return func(next server.Handler) server.Handler { return next }
+	}
+	return tracing(newServerSpanStarter(cfg.withGlobals()))
+}
+
+func TracingCalls(opts ...InstrumentationOption) server.CallMiddleware {
+	cfg := configure(opts, InstrumentationOption.applyInstrumentation).tracing
+	if cfg.provider == nil {
+		return func(next server.CallFunc) server.CallFunc { return next }
+	}
+	return tracingCalls(cfg.withGlobals())
+}
+
+func Recover(logger *slog.Logger) server.Middleware { return recoverPanics(logger) }
+
+// HasRateLimiter reports whether the instrumentation has rate limits.
+func (i *Instrumentation) HasRateLimiter() bool { return i.rateLimiter != nil }

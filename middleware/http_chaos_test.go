@@ -180,7 +180,7 @@ func newChaosServer(t *testing.T) *chaosServer {
 	inst, err := middleware.NewInstrumentation(
 		middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(cs.spans))),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
-		middleware.WithLogger(slog.New(cs.logs)),
+		middleware.WithRequestLog(slog.New(cs.logs)),
 		middleware.WithTimeoutFor(func(req *server.Request) time.Duration {
 			if req.Name == "slow" {
 				return 20 * time.Millisecond

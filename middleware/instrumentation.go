@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -28,17 +29,18 @@ type Instrumentation struct {
 	calls    server.CallMiddleware // nil without tracing
 	observer *metricsObserver      // nil without metrics
 
-	rateLimiter *RateLimiter // nil without rate limits
+	rateLimiter *rateLimiter // nil without rate limits
 }
 
 // NewInstrumentation builds the instrumentation opts describe. Each part
-// is in only with its option: [WithTracerProvider], [Tracing] and
-// [TracingCalls]; [WithRegisterer], the metrics; [WithLogger], [Logging];
-// [WithAuditLog], [Audit]; [WithTimeout] or [WithTimeoutFor], [Timeout];
-// [WithConcurrencyLimit] or [WithLimitFor], [ConcurrencyLimit]; the rate
-// limits, an [Instrumentation.RateLimiter]. [Recover] is always in. The
-// chain runs, outermost first, Tracing, the metrics, Logging, Audit,
-// Recover, Timeout, the tool rates and ConcurrencyLimit, then the
+// is in only with its option: [WithTracerProvider], the spans;
+// [WithRegisterer], the metrics; [WithRequestLog], the request log;
+// [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor], the
+// timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
+// limit; the rate limits, an [Instrumentation.RateLimitHandler]. The recovery
+// of panics ([PanicError]) is always in. The chain runs, outermost first,
+// the tracing, the metrics, the request log, the audit log, the recovery,
+// the timeout, the tool rates and the concurrency limit, then the
 // application's own middleware; the package doc says why. The error is the
 // registerer's, such as a prometheus.AlreadyRegisteredError.
 func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error) {
@@ -76,7 +78,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	if cfg.auditLog != nil {
 		inst.chain = append(inst.chain, audit(cfg.auditLog, cfg.audit))
 	}
-	inst.chain = append(inst.chain, Recover(cfg.logger))
+	inst.chain = append(inst.chain, recoverPanics(cfg.logger))
 	if cfg.defaultTimeout > 0 || cfg.timeout.forRequest != nil {
 		inst.chain = append(inst.chain, timeout(cfg.defaultTimeout, cfg.timeout))
 	}
@@ -91,7 +93,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	return inst, nil
 }
 
-// recordRequests is [Tracing], the metrics and [Logging], in that order,
+// recordRequests is the tracing, the metrics and the request log, in that order,
 // as one middleware: what each does on a request's way in, and one
 // AfterDone function that ends the span, records the metrics and writes
 // the log line, in that order too. The three apart cost a request three
@@ -138,7 +140,7 @@ func record(ctx context.Context, span trace.Span, principal *auth.Principal, cap
 // ServerOptions returns the options that instrument a server, for
 // server.New: server.WithMiddleware with the chain (see
 // [NewInstrumentation] for its order), server.WithCallMiddleware with
-// [TracingCalls] when tracing, and server.WithObserver with the metrics
+// the CLIENT spans when tracing, and server.WithObserver with the metrics
 // observer when there are metrics. Put them before the application's
 // server.WithMiddleware (which appends, inside the chain); the
 // application's observers go in server.WithObserver, which adds. It
@@ -188,14 +190,21 @@ func (i *Instrumentation) ConnServer(srv streamable.Server, transportName string
 	return countConns(srv, m, transportName)
 }
 
-// RateLimiter returns the rate limiter of [WithRateLimit] and
-// [WithToolRateLimit], whose Handler the HTTP endpoint goes behind; nil
-// without rate limits (a nil *RateLimiter's Handler returns its argument).
-func (i *Instrumentation) RateLimiter() *RateLimiter {
+// RateLimitHandler returns next behind the principal rate of
+// [WithRateLimit]: every POST takes a token of its principal's bucket, and
+// one over the rate is answered 429 with Retry-After, RateLimit and
+// RateLimit-Policy headers and a JSON-RPC error (-32000, data
+// {"quota":"rate","retryAfterSeconds":N}), counted as a quota refusal; GET
+// and DELETE pass. Put it inside the authorization guard, which names the
+// principal; without one, the principal is the client's IP address (an
+// IPv6 address by its /64 network), which it also hands to the tool rates
+// of [WithToolRateLimit]. Without rate limits, or on a nil
+// *Instrumentation, it returns next.
+func (i *Instrumentation) RateLimitHandler(next http.Handler) http.Handler {
 	if i == nil {
-		return nil
+		return next
 	}
-	return i.rateLimiter
+	return i.rateLimiter.handler(next)
 }
 
 // Collector returns the collector of the server's metrics that

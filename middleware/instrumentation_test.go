@@ -54,7 +54,7 @@ func TestNewInstrumentationSelects(t *testing.T) {
 			return []middleware.InstrumentationOption{middleware.WithRegisterer(prometheus.NewRegistry())}
 		}, want: 2},
 		{name: "logging", opts: func() []middleware.InstrumentationOption {
-			return []middleware.InstrumentationOption{middleware.WithLogger(discard)}
+			return []middleware.InstrumentationOption{middleware.WithRequestLog(discard)}
 		}, want: 2},
 		{name: "timeout", opts: func() []middleware.InstrumentationOption {
 			return []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
@@ -74,7 +74,7 @@ func TestNewInstrumentationSelects(t *testing.T) {
 		// Tracing, metrics and logging together are one middleware.
 		{name: "all", opts: func() []middleware.InstrumentationOption {
 			return []middleware.InstrumentationOption{
-				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(discard),
+				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithRequestLog(discard),
 				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
 			}
 		}, want: 4},
@@ -186,7 +186,7 @@ func TestInstrumentationOrder(t *testing.T) {
 			middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))),
 			middleware.WithPropagators(propagation.TraceContext{}),
 			middleware.WithRegisterer(prometheus.NewRegistry()),
-			middleware.WithLogger(slog.New(logs)),
+			middleware.WithRequestLog(slog.New(logs)),
 			middleware.WithTimeout(time.Second),
 			middleware.WithConcurrencyLimit(1),
 		)
@@ -287,7 +287,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 			var opts []server.Option
 			var m *metrics.Metrics
 			if together {
-				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithLogger(logger))
+				inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp), middleware.WithRegisterer(reg), middleware.WithRequestLog(logger))
 				require.NoError(t, err)
 				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
 				opts, m = inst.ServerOptions(), middleware.MetricsOf(inst)
@@ -372,7 +372,7 @@ func TestInstrumentationBesideAnObserver(t *testing.T) {
 				wantLayers := 2 // Recover, Timeout
 				if all {
 					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),
-						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithLogger(slog.New(slog.DiscardHandler)))
+						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithRequestLog(slog.New(slog.DiscardHandler)))
 					wantLayers = 3 // the three as one, Recover, Timeout
 				}
 				inst, err := middleware.NewInstrumentation(opts...)

@@ -20,23 +20,10 @@ type limitConfig struct {
 	share   float64
 }
 
-// ConcurrencyLimit returns middleware that lets at most n calls of each
-// tool run at once (tools/call only, by tool name; other methods pass). A
-// call over its tool's limit is answered [protocol.CodeServerBusy]
-// (-32000, "server busy: tool ... is at its concurrency limit") at once,
-// or after waiting up to [WithLimitWait] for a slot; a slot is held until
-// the chain below returns (for a task-augmented call, until its task is
-// created). n <= 0 means no default limit: without [WithLimitFor] the
-// middleware is the identity. Its memory is bounded by the calls in
-// flight and the server's tools, as the package doc details. Place it
-// inside [Timeout] and the metrics, as [NewInstrumentation] does. The
-// returned middleware is safe for concurrent use; each call of
-// ConcurrencyLimit makes independent semaphores.
-func ConcurrencyLimit(n int, opts ...ConcurrencyLimitOption) server.Middleware {
-	return concurrencyLimit(n, configure(opts, ConcurrencyLimitOption.applyConcurrencyLimit))
-}
-
-// concurrencyLimit is the middleware of [ConcurrencyLimit] with cfg.
+// concurrencyLimit is the middleware of [WithConcurrencyLimit] and
+// [WithLimitFor], with n the default; each call makes independent
+// semaphores. NewInstrumentation places it inside the timeout and the
+// metrics. It is safe for concurrent use.
 func concurrencyLimit(n int, cfg limitConfig) server.Middleware {
 	if n <= 0 && cfg.forTool == nil {
 		return func(next server.Handler) server.Handler { return next }

@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Attribute keys of the records [Logging] writes, besides request_id
+// Attribute keys of the records [WithRequestLog] writes, besides request_id
 // and session_id.
 const (
 	logMethod    = "method"           // the request method
@@ -38,7 +38,7 @@ const (
 	logActor     = "actor"            // who acts on behalf of subject (a delegated token's act chain, actorOf); absent otherwise
 )
 
-// DefaultLogLevel is the level [Logging] logs a request at by default:
+// DefaultLogLevel is the level [WithRequestLog] logs a request at by default:
 // Debug for a request the client cancelled (notifications/cancelled: the
 // client knows), Info for other cancellations and dropped responses (the
 // client went away or the server stops) and for successes, including tool
@@ -59,22 +59,10 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 	return slog.LevelInfo
 }
 
-// Logging returns middleware that writes one record, "request", per
-// request (notifications pass unlogged) once its outcome is sealed, with
-// the attributes the package doc lists under "The request log", and an
-// outcome that agrees with the metrics.
-// The level comes from [DefaultLogLevel] or [WithLogLevel]; nothing is
-// built for a level the logger does not enable. The record is logged with
-// the handler's context as Logging received it, so that a [LogHandler]
-// adds the trace and span ids. A nil logger makes Logging the identity.
-// Place it inside [Tracing] and outside [Recover], [Timeout] and
-// [ConcurrencyLimit], as [NewInstrumentation] does, so that every request
-// is logged. The returned middleware is safe for concurrent use.
-func Logging(logger *slog.Logger, opts ...LoggingOption) server.Middleware {
-	return logging(logger, configure(opts, LoggingOption.applyLogging))
-}
-
-// logging is the middleware of [Logging] with cfg.
+// logging is the request log of [WithRequestLog] with cfg; a nil logger makes
+// it the identity. NewInstrumentation places it inside tracing and outside
+// the recovery of panics, the timeout and the concurrency limit, so that every request
+// is logged. It is safe for concurrent use.
 func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 	if logger == nil {
 		return func(next server.Handler) server.Handler { return next }
@@ -101,7 +89,7 @@ func requestStart(req *server.Request) time.Time {
 	return req.Received
 }
 
-// requestLogger writes the records of [Logging] with one logger.
+// requestLogger writes the records of [WithRequestLog] with one logger.
 type requestLogger struct {
 	logger *slog.Logger
 	level  func(*server.Request, server.Outcome) slog.Level
@@ -152,7 +140,7 @@ func (l *requestLogger) log(ctx context.Context, scope *requestScope, req *serve
 	}
 }
 
-// logRequest logs the record of [Logging] through logger.
+// logRequest logs the record of [WithRequestLog] through logger.
 func logRequest(ctx context.Context, p *auth.Principal, logger *slog.Logger, level slog.Level, req *server.Request, out server.Outcome, d time.Duration) {
 	var buf [11]slog.Attr
 	logger.LogAttrs(ctx, level, "request", requestAttrs(buf[:0], req, p, out, d)...)
@@ -205,7 +193,7 @@ func logRequestText(ctx context.Context, scope *requestScope, h slogtext.LineHan
 	}
 }
 
-// requestAttrs appends the attributes of the record of [Logging] to attrs;
+// requestAttrs appends the attributes of the record of [WithRequestLog] to attrs;
 // p is req's principal, nil without one.
 func requestAttrs(attrs []slog.Attr, req *server.Request, p *auth.Principal, out server.Outcome, d time.Duration) []slog.Attr {
 	f := attrFields{attrs: attrs}
@@ -234,7 +222,7 @@ type fieldSink interface {
 	flag(key string, b bool)
 }
 
-// requestFields hands the fields of the record of [Logging] to f, in
+// requestFields hands the fields of the record of [WithRequestLog] to f, in
 // order: the one definition of the record, which requestAttrs makes
 // attributes of and logRequestText writes in text. p is req's principal,
 // nil without one.

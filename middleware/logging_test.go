@@ -31,7 +31,7 @@ func TestLogging(t *testing.T) {
 	tests := []struct {
 		name  string
 		level slog.Leveler // the capture's; nil: debug
-		opts  []middleware.LoggingOption
+		opts  []middleware.InstrumentationOption
 		inner []server.Middleware // below Logging
 		wrap  func(transport.Conn) transport.Conn
 		run   func(t *testing.T, r *rig)
@@ -160,7 +160,7 @@ func TestLogging(t *testing.T) {
 		},
 		{
 			name: "LogLevelFunc",
-			opts: []middleware.LoggingOption{middleware.WithLogLevel(func(req *server.Request, _ server.Outcome) slog.Level {
+			opts: []middleware.InstrumentationOption{middleware.WithLogLevel(func(req *server.Request, _ server.Outcome) slog.Level {
 				if req.Method == "initialize" {
 					return slog.LevelDebug - 1 // below the capture's level
 				}

@@ -29,8 +29,8 @@ import (
 // arguments that do not match the tool's input schema). A tools/call is labeled with its tool when
 // registered ([server.Server.HasTool]) or on m's allow-list, else "other".
 // Notifications pass uncounted; a nil m makes it the identity. Place it
-// right inside [Tracing], whose trace id becomes the exemplar, and outside
-// [Recover] and [Timeout], as [NewInstrumentation] does.
+// right inside the tracing, whose trace id becomes the exemplar, and outside
+// the recovery of panics and [WithTimeout], as [NewInstrumentation] does.
 func recordMetrics(m *metrics.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }

@@ -13,59 +13,11 @@ import (
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
-// InstrumentationOption configures [NewInstrumentation]. Every option of
-// this package is one; an option that a constructor of one concern reads
-// too is also of that constructor's option type ([TracingOption],
-// [LoggingOption], ...), and no constructor accepts an option it ignores.
-// A nil option is ignored, and an option given twice keeps the last value,
-// except those whose doc says that they add.
+// InstrumentationOption configures [NewInstrumentation]; every option of
+// this package is one. A nil option is ignored, and an option given twice
+// keeps the last value, except those whose doc says that they add.
 type InstrumentationOption interface {
 	applyInstrumentation(*instrumentationConfig)
-}
-
-// TracingOption configures [Tracing], and the same in [NewInstrumentation].
-type TracingOption interface {
-	InstrumentationOption
-	applyTracing(*tracingConfig)
-}
-
-// TracingCallsOption configures [TracingCalls], and the same in
-// [NewInstrumentation].
-type TracingCallsOption interface {
-	InstrumentationOption
-	applyTracingCalls(*tracingConfig)
-}
-
-// TracerOption configures both [Tracing] and [TracingCalls] (and so
-// [NewInstrumentation]): pass the same ones to both.
-type TracerOption interface {
-	TracingOption
-	TracingCallsOption
-}
-
-// LoggingOption configures [Logging], and the same in [NewInstrumentation].
-type LoggingOption interface {
-	InstrumentationOption
-	applyLogging(*loggingConfig)
-}
-
-// TimeoutOption configures [Timeout], and the same in [NewInstrumentation].
-type TimeoutOption interface {
-	InstrumentationOption
-	applyTimeout(*timeoutConfig)
-}
-
-// ConcurrencyLimitOption configures [ConcurrencyLimit], and the same in
-// [NewInstrumentation].
-type ConcurrencyLimitOption interface {
-	InstrumentationOption
-	applyConcurrencyLimit(*limitConfig)
-}
-
-// AuditOption configures [Audit], and the same in [NewInstrumentation].
-type AuditOption interface {
-	InstrumentationOption
-	applyAudit(*auditConfig)
 }
 
 // instrumentationConfig is what the options of NewInstrumentation set; the
@@ -113,45 +65,24 @@ func configure[C, O any](opts []O, apply func(O, *C)) C {
 	return c
 }
 
-// The option types, one per set of constructors that read an option.
-type (
-	instrumentationOption func(*instrumentationConfig)
-	tracerOption          func(*tracingConfig) // Tracing and TracingCalls
-	tracingOption         func(*tracingConfig) // Tracing alone
-	loggingOption         func(*loggingConfig)
-	timeoutOption         func(*timeoutConfig)
-	limitOption           func(*limitConfig)
-	auditOption           func(*auditConfig)
-)
+// instrumentationOption is an [InstrumentationOption] made of a function.
+type instrumentationOption func(*instrumentationConfig)
 
 func (f instrumentationOption) applyInstrumentation(c *instrumentationConfig) { f(c) }
 
-func (f tracerOption) applyInstrumentation(c *instrumentationConfig) { f(&c.tracing) }
-func (f tracerOption) applyTracing(c *tracingConfig)                 { f(c) }
-func (f tracerOption) applyTracingCalls(c *tracingConfig)            { f(c) }
-
-func (f tracingOption) applyInstrumentation(c *instrumentationConfig) { f(&c.tracing) }
-func (f tracingOption) applyTracing(c *tracingConfig)                 { f(c) }
-
-func (f loggingOption) applyInstrumentation(c *instrumentationConfig) { f(&c.logging) }
-func (f loggingOption) applyLogging(c *loggingConfig)                 { f(c) }
-
-func (f timeoutOption) applyInstrumentation(c *instrumentationConfig) { f(&c.timeout) }
-func (f timeoutOption) applyTimeout(c *timeoutConfig)                 { f(c) }
-
-func (f limitOption) applyInstrumentation(c *instrumentationConfig) { f(&c.limit) }
-func (f limitOption) applyConcurrencyLimit(c *limitConfig)          { f(c) }
-
-func (f auditOption) applyInstrumentation(c *instrumentationConfig) { f(&c.audit) }
-func (f auditOption) applyAudit(c *auditConfig)                     { f(c) }
-
-// WithTracerProvider sets the provider the tracer comes from. nil, or no
-// option, means no tracing, for [Tracing], [TracingCalls] and
-// [NewInstrumentation] alike: the global provider is never read. To trace
-// with it, pass otel.GetTracerProvider() (the OTel API's delegating
-// provider, which follows a provider installed later).
-func WithTracerProvider(tp trace.TracerProvider) TracerOption {
-	return tracerOption(func(c *tracingConfig) { c.provider = tp })
+// WithTracerProvider makes [NewInstrumentation] trace with tp: every
+// request and notification gets one SERVER span per the OpenTelemetry
+// semantic conventions for MCP, named "{mcp.method.name} {target}", with
+// the attributes the package doc lists, parented on the trace context in
+// its params._meta (read with [WithPropagators]) or else linked from the
+// span it arrived in; it ends when the outcome is sealed, with status
+// Error exactly when error.type is set. Every request the server sends a
+// client (sampling, elicitation, roots, ping) gets a CLIENT span, whose
+// context is injected into its params._meta. nil, or no option, means no
+// tracing: the global provider is never read. To trace with it, pass
+// otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.provider = tp })
 }
 
 // WithPropagators sets the propagator that extracts the parent context from
@@ -160,19 +91,19 @@ func WithTracerProvider(tp trace.TracerProvider) TracerOption {
 // ([otel.GetTextMapPropagator]), which is a no-op until cmd/ sets one: set
 // it, or pass propagation.NewCompositeTextMapPropagator(
 // propagation.TraceContext{}, propagation.Baggage{}).
-func WithPropagators(p propagation.TextMapPropagator) TracerOption {
-	return tracerOption(func(c *tracingConfig) { c.propagator = p })
+func WithPropagators(p propagation.TextMapPropagator) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.propagator = p })
 }
 
-// WithUntrustedTraceContext makes [Tracing] distrust the trace context in
+// WithUntrustedTraceContext makes the tracing of [WithTracerProvider] distrust the trace context in
 // a request's params._meta: the request's span starts a trace of its own
 // (or stays the child of the server's span the request arrived in) with a
 // link to the client's span context, so that the server's sampler decides,
 // and no baggage reaches the handlers. It is for servers whose clients are
 // not part of the operator's tracing; the package doc says what else to
 // configure.
-func WithUntrustedTraceContext() TracingOption {
-	return tracingOption(func(c *tracingConfig) { c.untrusted = true })
+func WithUntrustedTraceContext() InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.tracing.untrusted = true })
 }
 
 // WithRegisterer makes [NewInstrumentation] create the collector of the
@@ -190,82 +121,103 @@ func WithMetricsConfig(mc telemetry.MetricsConfig) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.metrics = mc })
 }
 
-// WithLogger sets the logger of [NewInstrumentation]: it adds [Logging]
-// to it, and [Recover] logs panics to it. nil, or no option, means no
-// Logging, and Recover discards its records.
-func WithLogger(l *slog.Logger) InstrumentationOption {
+// WithRequestLog makes [NewInstrumentation] log each request: one record,
+// "request", per request (notifications pass unlogged) once its outcome is
+// sealed, with the attributes the package doc lists under "The request
+// log", at the level of [WithLogLevel]; nothing is built for a level the
+// logger does not enable. The record is logged with the handler's context,
+// so that a [LogHandler] adds the trace and span ids. Panics
+// ([PanicError]) are logged to l too. nil, or no option, means no request
+// log, and panics are not logged.
+func WithRequestLog(l *slog.Logger) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.logger = l })
 }
 
-// WithLogLevel sets how [Logging] chooses the level of a request's record,
-// from the request and its outcome; nil, or no option, means
-// [DefaultLogLevel]. f is called concurrently and must be safe for that.
-func WithLogLevel(f func(req *server.Request, out server.Outcome) slog.Level) LoggingOption {
-	return loggingOption(func(c *loggingConfig) { c.level = f })
+// WithLogLevel sets how the request log of [WithRequestLog] chooses the level
+// of a request's record, from the request and its outcome; nil, or no
+// option, means [DefaultLogLevel]. f is called concurrently and must be
+// safe for that.
+func WithLogLevel(f func(req *server.Request, out server.Outcome) slog.Level) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.logging.level = f })
 }
 
-// WithTimeout makes [NewInstrumentation] add [Timeout] with d as the
-// default time a request may take (d <= 0: none, unless [WithTimeoutFor]
-// is given). The Timeout constructor takes its default as an argument.
+// WithTimeout makes [NewInstrumentation] give each request d from when the
+// core read it ([server.Request.Received]): past it, the handler's context
+// is cancelled with the cause [server.ErrHandlerTimeout] (its Err is
+// [context.DeadlineExceeded]), and the request is answered with
+// [protocol.CodeRequestTimeout] (-32001) whatever the handler returned,
+// once it returns: handlers must watch their context. A request cancelled
+// for another reason first keeps that cause. Notifications are never timed
+// out; a task-augmented tools/call is bounded until it returns its task.
+// It uses the request's own deadline, with no timer or goroutine per
+// request. d <= 0 means no default timeout (see [WithTimeoutFor]).
 func WithTimeout(d time.Duration) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.defaultTimeout = d })
 }
 
-// WithTimeoutFor sets a per-request timeout for [Timeout]: f returns the
-// time req may take, 0 for the default, or a negative duration for no
-// timeout at all. f sees the request before any handler runs (req.Method,
-// req.Name for the tool or prompt, ...); it is called once per request,
-// concurrently, and must be safe for that. A nil f is ignored.
-func WithTimeoutFor(f func(req *server.Request) time.Duration) TimeoutOption {
-	return timeoutOption(func(c *timeoutConfig) {
+// WithTimeoutFor sets a per-request timeout for [WithTimeout]'s part (and
+// adds it, without WithTimeout): f returns the time req may take, 0 for
+// the default, or a negative duration for no timeout at all. f sees the
+// request before any handler runs (req.Method, req.Name for the tool or
+// prompt, ...); it is called once per request, concurrently, and must be
+// safe for that. A nil f is ignored.
+func WithTimeoutFor(f func(req *server.Request) time.Duration) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) {
 		if f != nil {
-			c.forRequest = f
+			c.timeout.forRequest = f
 		}
 	})
 }
 
-// WithConcurrencyLimit makes [NewInstrumentation] add [ConcurrencyLimit]
-// with n as the default number of calls of one tool that may run at once
-// (n <= 0: none, unless [WithLimitFor] is given). The ConcurrencyLimit
-// constructor takes its default as an argument.
+// WithConcurrencyLimit makes [NewInstrumentation] let at most n calls of
+// each tool run at once (tools/call only, by tool name; other methods
+// pass). A call over its tool's limit is answered [protocol.CodeServerBusy]
+// (-32000, "server busy: tool ... is at its concurrency limit") at once,
+// or after waiting up to [WithLimitWait] for a slot; a slot is held until
+// the chain below returns (for a task-augmented call, until its task is
+// created). Its memory is bounded by the calls in flight and the server's
+// tools, as the package doc details. n <= 0 means no default limit (see
+// [WithLimitFor]).
 func WithConcurrencyLimit(n int) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.defaultLimit = n })
 }
 
-// WithLimitFor sets a per-tool limit for [ConcurrencyLimit]: f returns how
-// many calls of tool may run at once, 0 for the default, or a negative
-// number for no limit. It is called concurrently, with the name as the
-// client sent it, and must be safe for that; it should give a tool the
-// same limit every time (a tool's semaphore is sized by the call that
-// creates it). A nil f is ignored.
-func WithLimitFor(f func(tool string) int) ConcurrencyLimitOption {
-	return limitOption(func(c *limitConfig) {
+// WithLimitFor sets a per-tool limit for [WithConcurrencyLimit]'s part
+// (and adds it, without WithConcurrencyLimit): f returns how many calls of
+// tool may run at once, 0 for the default, or a negative number for no
+// limit. It is called concurrently, with the name as the client sent it,
+// and must be safe for that; it should give a tool the same limit every
+// time (a tool's semaphore is sized by the call that creates it). A nil f
+// is ignored.
+func WithLimitFor(f func(tool string) int) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) {
 		if f != nil {
-			c.forTool = f
+			c.limit.forTool = f
 		}
 	})
 }
 
-// WithLimitWait makes a call over its tool's [ConcurrencyLimit] wait up to
-// d for a slot instead of being rejected at once (waiters are not served
-// in arrival order). It is rejected when d passes first; if its context
-// ends first (a client cancel, a timeout from [Timeout] outside), it
+// WithLimitWait makes a call over its tool's [WithConcurrencyLimit] wait
+// up to d for a slot instead of being rejected at once (waiters are not
+// served in arrival order). It is rejected when d passes first; if its
+// context ends first (a client cancel, a [WithTimeout] outside), it
 // returns the context's cause. d <= 0 means reject at once, the default.
-func WithLimitWait(d time.Duration) ConcurrencyLimitOption {
-	return limitOption(func(c *limitConfig) { c.wait = d })
+func WithLimitWait(d time.Duration) InstrumentationOption {
+	return instrumentationOption(func(c *instrumentationConfig) { c.limit.wait = d })
 }
 
 // WithToolShare gives each caller at most share (0 < share < 1) of each
-// tool's slots of [ConcurrencyLimit]: a call whose caller holds its share
-// already is refused at once, without waiting, with
+// tool's slots of [WithConcurrencyLimit]: a call whose caller holds its
+// share already is refused at once, without waiting, with
 // server.QuotaRefusal(protocol.QuotaToolShare), so that one caller's calls
 // never take the slots another caller's call needs. A tool's share is
 // rounded up, and at least one slot. key names the caller of a request
 // (such as its principal, or its client's address) and must be fast and
 // safe for concurrent use. A nil key, or a share out of range, means no
 // share (the default).
-func WithToolShare(share float64, key func(req *server.Request) string) ConcurrencyLimitOption {
-	return limitOption(func(c *limitConfig) {
+func WithToolShare(share float64, key func(req *server.Request) string) InstrumentationOption {
+	return instrumentationOption(func(cfg *instrumentationConfig) {
+		c := &cfg.limit
 		if key == nil || !(share > 0 && share < 1) {
 			c.shareOf, c.share = nil, 0
 			return
@@ -274,19 +226,27 @@ func WithToolShare(share float64, key func(req *server.Request) string) Concurre
 	})
 }
 
-// WithAuditLog makes [NewInstrumentation] add [Audit] writing to w, right
-// after [Logging]. nil, or no option, means no audit log. w must not block
-// (see Audit).
+// WithAuditLog makes [NewInstrumentation] write one record, as a line of
+// JSON in a single Write (docs/operations.md lists its members), to w for each tools/call when its
+// outcome is sealed: who called, which tool, in which session, how it
+// ended and how long it took, and the names of its arguments (their values
+// with [WithAuditArgumentValues]). Other methods pass unrecorded. The
+// write runs after the response was written, on the goroutine that sealed
+// the outcome: w must not block (pass a writer that writes in the
+// background, as cmd/vigil does) and must be safe for concurrent use,
+// writing each Write whole. Write errors are ignored. nil, or no option,
+// means no audit log.
 func WithAuditLog(w io.Writer) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.auditLog = w })
 }
 
-// WithAuditArgumentValues makes [Audit] log the argument values of calls
-// of tools, not only their names. Calling it again adds more tools. Values
-// may hold personal data or secrets: opt in only tools whose arguments may
-// be kept.
-func WithAuditArgumentValues(tools ...string) AuditOption {
-	return auditOption(func(c *auditConfig) {
+// WithAuditArgumentValues makes the audit log of [WithAuditLog] log the
+// argument values of calls of tools, not only their names. Calling it
+// again adds more tools. Values may hold personal data or secrets: opt in
+// only tools whose arguments may be kept.
+func WithAuditArgumentValues(tools ...string) InstrumentationOption {
+	return instrumentationOption(func(cfg *instrumentationConfig) {
+		c := &cfg.audit
 		if c.values == nil {
 			c.values = make(map[string]bool, len(tools))
 		}

@@ -13,7 +13,7 @@ import (
 
 // PeerConnContext is a ConnContext function for the http.Server of a
 // Streamable HTTP endpoint: it records c's remote address in ctx, once per
-// connection, so that the SERVER spans of [Tracing] get client.address,
+// connection, so that the SERVER spans of [WithTracerProvider] get client.address,
 // client.port and network.protocol.version. The address is the
 // connection's own: a header such as X-Forwarded-For, which any client can
 // write, is never read. Chain it with another ConnContext by calling one

@@ -82,11 +82,11 @@ func rateLimitOption(f func(*rateLimitConfig)) InstrumentationOption {
 
 // WithRateLimit limits each principal's requests to perSecond with bursts
 // of burst (<= 0: perSecond rounded up), as a token bucket: a POST to the
-// MCP endpoint over it is answered 429 by [RateLimiter.Handler]. The
+// MCP endpoint over it is answered 429 by [Instrumentation.RateLimitHandler]. The
 // principal is the user of the authenticated one (package auth: its issuer
 // and subject, so that one user's clients share its rate), else the
 // client's IP address, an IPv6 address by its /64 network. perSecond <= 0 means no limit, the default. [NewInstrumentation]
-// reads it and then makes an [Instrumentation.RateLimiter].
+// reads it and then rate-limits ([Instrumentation.RateLimitHandler]).
 func WithRateLimit(perSecond float64, burst int) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) { c.principal = newRateSpec(perSecond, burst) })
 }
@@ -129,13 +129,12 @@ func WithSharedRateLimits(l SharedRateLimiter) InstrumentationOption {
 	return rateLimitOption(func(c *rateLimitConfig) { c.shared = l })
 }
 
-// RateLimiter applies the rate limits of [WithRateLimit] and
-// [WithToolRateLimit]: [RateLimiter.Handler] the principal's rate per HTTP
-// request, the middleware [NewInstrumentation] puts in its chain the tool
+// rateLimiter applies the rate limits of [WithRateLimit] and
+// [WithToolRateLimit]: its handler the principal's rate per HTTP request, the middleware [NewInstrumentation] puts in its chain the tool
 // rates per tools/call. Its memory is bounded (a fixed number of buckets,
 // keyed by principal and by tools named in the options), and it is safe
 // for concurrent use.
-type RateLimiter struct {
+type rateLimiter struct {
 	principal rateSpec
 	tools     map[string]rateSpec // read-only
 	local     bucketTable
@@ -149,12 +148,12 @@ type RateLimiter struct {
 }
 
 // newRateLimiter returns the limiter of c, nil when it limits nothing.
-func newRateLimiter(c instrumentationConfig, m *metrics.Metrics) *RateLimiter {
+func newRateLimiter(c instrumentationConfig, m *metrics.Metrics) *rateLimiter {
 	rc := c.rateLimit
 	if rc == nil || (!rc.principal.on() && len(rc.tools) == 0) {
 		return nil
 	}
-	l := &RateLimiter{principal: rc.principal, tools: rc.tools, shared: rc.shared, metrics: m, logger: c.logger, now: time.Now}
+	l := &rateLimiter{principal: rc.principal, tools: rc.tools, shared: rc.shared, metrics: m, logger: c.logger, now: time.Now}
 	l.local.max = maxRateBuckets
 	if l.logger == nil {
 		l.logger = slog.New(slog.DiscardHandler)
@@ -166,7 +165,7 @@ func newRateLimiter(c instrumentationConfig, m *metrics.Metrics) *RateLimiter {
 // gives an unauthenticated request, for the tool rates.
 type clientAddrKey struct{}
 
-// Handler returns next behind the principal rate ([WithRateLimit]): every
+// handler returns next behind the principal rate ([WithRateLimit]): every
 // POST takes a token of its principal's bucket, and one over the rate is
 // answered 429 with Retry-After, RateLimit and RateLimit-Policy headers and
 // a JSON-RPC error (-32000, data {"quota":"rate","retryAfterSeconds":N}),
@@ -174,7 +173,7 @@ type clientAddrKey struct{}
 // names the principal; without one, the principal is the client's IP
 // address (an IPv6 address by its /64 network), which Handler also hands
 // to the tool rates. GET and DELETE pass.
-func (l *RateLimiter) Handler(next http.Handler) http.Handler {
+func (l *rateLimiter) handler(next http.Handler) http.Handler {
 	if l == nil {
 		return next
 	}
@@ -203,7 +202,7 @@ func (l *RateLimiter) Handler(next http.Handler) http.Handler {
 }
 
 // middleware returns the tool rates' middleware; nil when there are none.
-func (l *RateLimiter) middleware() server.Middleware {
+func (l *rateLimiter) middleware() server.Middleware {
 	if l == nil || len(l.tools) == 0 {
 		return nil
 	}
@@ -273,7 +272,7 @@ func refuseRate(w http.ResponseWriter, s rateSpec, retry time.Duration) {
 // there. The bucket in memory decides first: over it, a replica's own
 // requests alone exceed the rate. Under it, the shared bucket decides,
 // unless it failed less than sharedRetry ago.
-func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (bool, time.Duration) {
+func (l *rateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (bool, time.Duration) {
 	now := l.now()
 	b := l.local.get(key, s, now)
 	if !b.AllowN(now, 1) {
@@ -296,7 +295,7 @@ func (l *RateLimiter) allow(ctx context.Context, key bucketKey, s rateSpec) (boo
 
 // fallback notes that the shared limiter failed at now: the next
 // sharedRetry decide in memory; it warns at most every fallbackLogEvery.
-func (l *RateLimiter) fallback(now time.Time, err error) {
+func (l *rateLimiter) fallback(now time.Time, err error) {
 	l.sharedDownUntil.Store(now.Add(sharedRetry).UnixNano())
 	next := l.nextLog.Load()
 	if now.UnixNano() >= next && l.nextLog.CompareAndSwap(next, now.Add(fallbackLogEvery).UnixNano()) {

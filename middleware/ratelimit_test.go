@@ -77,9 +77,9 @@ func TestRateLimitHandlerPrincipal(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(reg), middleware.WithRateLimit(slowRate, 3))
 	require.NoError(t, err)
-	require.NotNil(t, inst.RateLimiter())
+	require.True(t, inst.HasRateLimiter())
 	var served int
-	h := inst.RateLimiter().Handler(okHandler(&served))
+	h := inst.RateLimitHandler(okHandler(&served))
 
 	for i := range 3 {
 		require.Equal(t, http.StatusOK, post(h, "192.0.2.1:1000").Code, "request %d is within the burst", i)
@@ -123,10 +123,10 @@ func TestRateLimitOff(t *testing.T) {
 	t.Parallel()
 	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(0, 10), middleware.WithToolRateLimit("echo", -1, 1))
 	require.NoError(t, err)
-	assert.Nil(t, inst.RateLimiter())
+	assert.False(t, inst.HasRateLimiter())
 	var served int
 	next := okHandler(&served)
-	h := inst.RateLimiter().Handler(next)
+	h := inst.RateLimitHandler(next)
 	for range 100 {
 		require.Equal(t, http.StatusOK, post(h, "192.0.2.1:1").Code)
 	}
@@ -196,7 +196,7 @@ func TestToolRateLimitPerClientAddress(t *testing.T) {
 	t.Parallel()
 	srv, inst := newToolServer(t, middleware.WithToolRateLimit("echo", slowRate, 1))
 	ep := streamable.New(inst.ConnServer(srv, telemetry.TransportStreamableHTTP))
-	h := inst.RateLimiter().Handler(ep)
+	h := inst.RateLimitHandler(ep)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.RemoteAddr = r.Header.Get("X-Test-Addr")
 		h.ServeHTTP(w, r)
@@ -269,7 +269,7 @@ func TestRateLimitShared(t *testing.T) {
 			middleware.WithSharedRateLimits(shared))
 		require.NoError(t, err)
 		var n int
-		handlers = append(handlers, inst.RateLimiter().Handler(okHandler(&n)))
+		handlers = append(handlers, inst.RateLimitHandler(okHandler(&n)))
 	}
 	admitted := func(remote string, n int) int {
 		ok := 0
@@ -298,7 +298,7 @@ func BenchmarkRateLimitHandler(b *testing.B) {
 	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(1e9, 1e9))
 	require.NoError(b, err)
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	h := inst.RateLimiter().Handler(next)
+	h := inst.RateLimitHandler(next)
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	r.RemoteAddr = "192.0.2.1:1234"
 	var w httptest.ResponseRecorder
@@ -318,7 +318,7 @@ func TestRateLimitHandlerAuthenticated(t *testing.T) {
 	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(slowRate, 2))
 	require.NoError(t, err)
 	var served int
-	h := inst.RateLimiter().Handler(okHandler(&served))
+	h := inst.RateLimitHandler(okHandler(&served))
 	as := func(sub string) http.Handler { // stands in for the guard
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p := &auth.Principal{Issuer: "https://as.example.com", Subject: sub}
@@ -344,7 +344,7 @@ func TestRateLimitPerUser(t *testing.T) {
 	inst, err := middleware.NewInstrumentation(middleware.WithRateLimit(slowRate, 5))
 	require.NoError(t, err)
 	var served int
-	h := inst.RateLimiter().Handler(okHandler(&served))
+	h := inst.RateLimitHandler(okHandler(&served))
 	as := func(sub, client string) http.Handler { // stands in for the guard
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p := &auth.Principal{Issuer: "https://as.example.com", Subject: sub, ClientID: client}

@@ -9,11 +9,14 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// PanicError is the error [Recover] returns for a handler that panicked.
-// It is not a *server.Error, so the client is answered
-// [protocol.CodeInternal] with the message "internal error" and nothing of
-// the panic; middleware outside Recover (Metrics, Tracing, Logging) see it,
-// and [errors.As] finds it.
+// PanicError is the error the chain of [NewInstrumentation] returns for a
+// handler that panicked: it recovers every panic below the metrics, the
+// tracing and the request log, which see it as the error, and logs it at
+// Error level with its stack to the logger of [WithRequestLog]. It is not
+// a *server.Error, so the client is answered [protocol.CodeInternal] with
+// the message "internal error" and nothing of the panic; [errors.As] finds
+// it in an Outcome's Err. A handler that calls runtime.Goexit is not
+// recovered.
 type PanicError struct {
 	Value any    // what the handler panicked with
 	Stack []byte // the panicking goroutine's stack
@@ -21,18 +24,18 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-// Recover returns middleware that recovers a panic in the chain below it
+// recoverPanics returns middleware that recovers a panic in the chain below it
 // and returns a [*PanicError] instead, which the core answers with
 // [protocol.CodeInternal] ("internal error", no detail). It logs the panic
 // at Error level with the method, the request id, the value and the stack
 // to logger, with the handler's context (so that a [LogHandler] adds the
 // trace and span ids); a nil logger discards the record. A panic it
 // catches never reaches the core, so the server's Observer is not told
-// (HandlerPanicked). Place it inside the metrics and [Tracing], as
-// [NewInstrumentation] does, so that they see the panic as an error
+// (HandlerPanicked). NewInstrumentation places it inside the metrics and
+// the tracing, so that they see the panic as an error
 // return. A handler that calls runtime.Goexit is not recovered. The
 // returned middleware is safe for concurrent use.
-func Recover(logger *slog.Logger) server.Middleware {
+func recoverPanics(logger *slog.Logger) server.Middleware {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}

@@ -29,7 +29,7 @@ const (
 //
 // The ids are added where the record's own attributes go, so after
 // WithGroup they land inside the group; a session_id or request_id the
-// record already carries (as those of [Logging] do) is not added again. A nil next discards everything. The
+// record already carries (as those of [WithRequestLog] do) is not added again. A nil next discards everything. The
 // handler is safe for concurrent use if next is.
 func LogHandler(next slog.Handler) slog.Handler {
 	if next == nil {
@@ -81,7 +81,7 @@ func appendIDs(ctx context.Context, attrs []slog.Attr, hasSession, hasRequest bo
 }
 
 // recordHas reports whether r's own attributes already carry session_id and
-// request_id (as the records of [Logging] do).
+// request_id (as the records of [WithRequestLog] do).
 func recordHas(r slog.Record) (session, request bool) {
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {

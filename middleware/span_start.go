@@ -41,7 +41,7 @@ type spanStarter struct {
 	attrs     *sync.Pool // of *[]attribute.KeyValue, the attributes set after the start
 }
 
-// newServerSpanStarter returns the spanStarter of [Tracing] with cfg,
+// newServerSpanStarter returns the spanStarter of the tracing with cfg,
 // whose provider and propagator are set.
 func newServerSpanStarter(cfg tracingConfig) spanStarter {
 	return spanStarter{

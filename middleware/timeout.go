@@ -8,25 +8,9 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// Timeout returns middleware that gives each request d from when the core
-// read it ([server.Request.Received]): past it, the handler's context is
-// cancelled with the cause [server.ErrHandlerTimeout] (its Err is
-// [context.DeadlineExceeded], as with [context.WithTimeoutCause]), and the
-// request is answered with [protocol.CodeRequestTimeout] (-32001) whatever
-// the handler returned. It does not answer before the handler returns:
-// handlers must watch their context. A request cancelled for another
-// reason first keeps that cause. d <= 0 means no default timeout: without
-// [WithTimeoutFor] the middleware is the identity. Notifications are never
-// timed out; a task-augmented tools/call is bounded until it returns its
-// task. It uses the request's own deadline ([server.Request.SetDeadline]),
-// with no timer or goroutine per request. Place it inside the metrics
-// and [Tracing], as [NewInstrumentation] does. The returned middleware is
-// safe for concurrent use.
-func Timeout(d time.Duration, opts ...TimeoutOption) server.Middleware {
-	return timeout(d, configure(opts, TimeoutOption.applyTimeout))
-}
-
-// timeout is the middleware of [Timeout] with cfg.
+// timeout is the middleware of [WithTimeout] and [WithTimeoutFor], with d
+// the default. NewInstrumentation places it inside the metrics and
+// tracing. It is safe for concurrent use.
 func timeout(d time.Duration, cfg timeoutConfig) server.Middleware {
 	forReq := cfg.forRequest
 	if d <= 0 && forReq == nil {

@@ -43,30 +43,10 @@ func (c tracingConfig) withGlobals() tracingConfig {
 
 func (c tracingConfig) tracer() trace.Tracer { return c.provider.Tracer(mcpconv.ScopeName) }
 
-// Tracing returns middleware that gives every request and notification one
-// span of kind SERVER per the OpenTelemetry semantic conventions for MCP,
-// named "{mcp.method.name} {target}" (the tool or prompt), with the
-// attributes the package doc lists. Its parent is the trace context in the
-// request's params._meta, read with the propagator of [WithPropagators],
-// else the span the message arrived in ([server.Request.ArrivalContext]),
-// which is then a link; with [WithUntrustedTraceContext], always the
-// latter. The span ends when the request's outcome is sealed, with status
-// Error exactly when error.type is set (a JSON-RPC error but a caller's
-// fault, see the package doc, or a tool result with isError); a
-// cancellation leaves it Unset and adds a "cancelled" event. Messages
-// refused before the chain get no span. Without [WithTracerProvider] (or
-// with nil) it traces nothing: it is the identity. Put it first
-// (outermost), with [TracingCalls] and the same [TracerOption]s beside
-// it, as [NewInstrumentation] does. It is safe for concurrent use.
-func Tracing(opts ...TracingOption) server.Middleware {
-	cfg := configure(opts, TracingOption.applyTracing)
-	if cfg.provider == nil {
-		return func(next server.Handler) server.Handler { return next }
-	}
-	return tracing(newServerSpanStarter(cfg.withGlobals()))
-}
-
-// tracing is the middleware of [Tracing] with st.
+// tracing is the SERVER spans of [WithTracerProvider], started by st.
+// Messages refused before the chain get no span; a cancellation leaves
+// the status Unset and adds a "cancelled" event. NewInstrumentation puts
+// it first (outermost). It is safe for concurrent use.
 func tracing(st spanStarter) server.Middleware {
 	return func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {

@@ -16,29 +16,14 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// TracingCalls returns call middleware (see [server.WithCallMiddleware])
-// that gives every request the server sends to a client (sampling,
-// elicitation, roots, ping) a span of kind CLIENT named after the method,
-// the child of the span in the caller's context (the handler's SERVER
-// span), and injects that span's context into the request's params._meta
-// with the propagator of [WithPropagators], so that the client's work
-// joins the trace. The span carries mcp.method.name, jsonrpc.request.id,
-// mcp.session.id, mcp.protocol.version and network.transport; its status
-// and error.type follow the client's answer, as in [Tracing], and a call
-// abandoned by a cancellation keeps the status Unset and gets a
-// "cancelled" event. Pass the same [TracerOption]s as to Tracing: without
-// [WithTracerProvider] (or with nil) it traces nothing and injects
-// nothing. The returned middleware is safe for concurrent use.
-func TracingCalls(opts ...TracingCallsOption) server.CallMiddleware {
-	cfg := configure(opts, TracingCallsOption.applyTracingCalls)
-	if cfg.provider == nil {
-		return func(next server.CallFunc) server.CallFunc { return next }
-	}
-	return tracingCalls(cfg.withGlobals())
-}
-
-// tracingCalls is the call middleware of [TracingCalls] with cfg, whose
-// provider and propagator are set.
+// tracingCalls is the call middleware (see [server.WithCallMiddleware]) of
+// the CLIENT spans of [WithTracerProvider], with cfg, whose provider and
+// propagator are set: each span is named after the method, the child of
+// the span in the caller's context, with mcp.method.name,
+// jsonrpc.request.id, mcp.session.id, mcp.protocol.version and
+// network.transport; its status and error.type follow the client's
+// answer, and a call abandoned by a cancellation keeps the status Unset
+// and gets a "cancelled" event. It is safe for concurrent use.
 func tracingCalls(cfg tracingConfig) server.CallMiddleware {
 	tracer := cfg.tracer()
 	return func(next server.CallFunc) server.CallFunc {

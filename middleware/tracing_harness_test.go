@@ -47,11 +47,11 @@ func newTraced(t testing.TB, extra []server.Middleware, opts ...server.Option) *
 
 // newTracedWith is newTraced with more options for the tracer provider
 // (sampler) and for Tracing and TracingCalls.
-func newTracedWith(t testing.TB, tpOpts []sdktrace.TracerProviderOption, mwOpts []middleware.TracingOption, extra []server.Middleware, opts ...server.Option) *traced {
+func newTracedWith(t testing.TB, tpOpts []sdktrace.TracerProviderOption, mwOpts []middleware.InstrumentationOption, extra []server.Middleware, opts ...server.Option) *traced {
 	h := &traced{t: t, rec: tracetest.NewSpanRecorder(), release: make(chan struct{})}
 	tp := sdktrace.NewTracerProvider(append([]sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(h.rec)}, tpOpts...)...)
 	tracer, propagators := middleware.WithTracerProvider(tp), middleware.WithPropagators(traceTestPropagator())
-	topts := append([]middleware.TracingOption{tracer, propagators}, mwOpts...)
+	topts := append([]middleware.InstrumentationOption{tracer, propagators}, mwOpts...)
 	mw := append([]server.Middleware{middleware.Tracing(topts...)}, extra...)
 	opts = append([]server.Option{
 		server.WithMiddleware(mw...),

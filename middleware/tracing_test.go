@@ -247,7 +247,7 @@ func TestTracingParent(t *testing.T) {
 // callBaggage serves one session from ctx, traced with opts, and calls the
 // baggage tool with meta as the request's _meta (nil: none); it returns
 // the call's span and the baggage the handler saw.
-func callBaggage(ctx context.Context, t *testing.T, opts []middleware.TracingOption, meta map[string]any) (sdktrace.ReadOnlySpan, string) {
+func callBaggage(ctx context.Context, t *testing.T, opts []middleware.InstrumentationOption, meta map[string]any) (sdktrace.ReadOnlySpan, string) {
 	t.Helper()
 	h := newTracedWith(t, nil, opts, nil).start(ctx, nil)
 	h.Initialize("", nil)
@@ -293,7 +293,7 @@ func TestTracingUntrustedTraceContext(t *testing.T) {
 					require.NoError(t, err)
 					ctx = baggage.ContextWithBaggage(ctx, b)
 				}
-				s, text := callBaggage(ctx, t, []middleware.TracingOption{middleware.WithUntrustedTraceContext()}, tt.meta)
+				s, text := callBaggage(ctx, t, []middleware.InstrumentationOption{middleware.WithUntrustedTraceContext()}, tt.meta)
 				if tt.wantParent.IsValid() {
 					assert.Equal(t, tt.wantParent.SpanID(), s.Parent().SpanID())
 					assert.Equal(t, tt.wantParent.TraceID(), s.SpanContext().TraceID())
@@ -320,7 +320,7 @@ func TestTracingUntrustedTraceContextSampling(t *testing.T) {
 	for _, untrusted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("untrusted=%v", untrusted), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var mw []middleware.TracingOption
+				var mw []middleware.InstrumentationOption
 				if untrusted {
 					mw = append(mw, middleware.WithUntrustedTraceContext())
 				}

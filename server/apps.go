@@ -324,7 +324,7 @@ func isViewMIMEType(s string) bool {
 }
 
 // withUIExtension declares [ExtensionUI] in caps (a view is registered).
-func withUIExtension(caps *Capabilities) {
+func withUIExtension(caps *serverCapabilities) {
 	ext := maps.Clone(caps.Extensions)
 	if ext == nil {
 		ext = map[string]any{}

@@ -7,7 +7,7 @@ import (
 
 // capabilities is what the server declares: each feature that has
 // something registered, with list_changed where the server sends it.
-func (s *Server) capabilities() Capabilities { return s.capabilitiesKey().capabilities() }
+func (s *Server) capabilities() serverCapabilities { return s.capabilitiesKey().capabilities() }
 
 // capabilitiesKey is what capabilities depends on: what is registered.
 type capabilitiesKey struct {
@@ -45,16 +45,16 @@ func (s *Server) servesResources() bool {
 
 // capabilities is what a server with k registered declares. Logging is
 // always declared: any handler may log through Logger.
-func (k capabilitiesKey) capabilities() Capabilities {
-	caps := Capabilities{Logging: &struct{}{}}
+func (k capabilitiesKey) capabilities() serverCapabilities {
+	caps := serverCapabilities{Logging: &struct{}{}}
 	if k.tools {
-		caps.Tools = &ListChangedCapability{ListChanged: true}
+		caps.Tools = &listChangedCapability{ListChanged: true}
 	}
 	if k.resources {
-		caps.Resources = &ResourcesCapability{Subscribe: true, ListChanged: true}
+		caps.Resources = &resourcesCapability{Subscribe: true, ListChanged: true}
 	}
 	if k.prompts {
-		caps.Prompts = &ListChangedCapability{ListChanged: true}
+		caps.Prompts = &listChangedCapability{ListChanged: true}
 	}
 	if k.completions {
 		caps.Completions = &struct{}{}

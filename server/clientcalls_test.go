@@ -349,7 +349,7 @@ func TestCreateMessageRoundTrip(t *testing.T) {
 				ModelPreferences: &server.ModelPreferences{
 					Hints: []server.ModelHint{{Name: "claude"}}, IntelligencePriority: new(0.8), CostPriority: new(0.0),
 				},
-				IncludeContext: server.IncludeNone,
+				IncludeContext: "none",
 				Metadata:       map[string]any{"k": "v"},
 			})
 			got <- res
@@ -446,7 +446,7 @@ func TestCreateMessageRefused(t *testing.T) {
 			params: &server.CreateMessageParams{MaxTokens: 1, Messages: []server.SamplingMessage{{Role: server.RoleUser, Content: []server.Content{&server.ToolResultContent{ToolUseID: "u"}}}}},
 			capErr: true,
 		},
-		{name: "includeContext without sampling.context", caps: map[string]any{"sampling": map[string]any{}}, params: &server.CreateMessageParams{Messages: hello, MaxTokens: 1, IncludeContext: server.IncludeThisServer}, capErr: true},
+		{name: "includeContext without sampling.context", caps: map[string]any{"sampling": map[string]any{}}, params: &server.CreateMessageParams{Messages: hello, MaxTokens: 1, IncludeContext: "thisServer"}, capErr: true},
 		{name: "no messages", caps: map[string]any{"sampling": map[string]any{}}, params: &server.CreateMessageParams{MaxTokens: 1}},
 		{name: "nil params", caps: map[string]any{"sampling": map[string]any{}}, params: nil},
 		{name: "no maxTokens", caps: map[string]any{"sampling": map[string]any{}}, params: &server.CreateMessageParams{Messages: hello}},

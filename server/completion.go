@@ -8,15 +8,15 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// MaxCompletionValues is the most values one completion/complete result
+// maxCompletionValues is the most values one completion/complete result
 // holds; a completer's further values are counted in total and flagged
 // with hasMore.
-const MaxCompletionValues = 100
+const maxCompletionValues = 100
 
 // CompleteFunc suggests values for one prompt argument (see
 // [PromptArgument].Complete) or one resource template variable (see
 // [ResourceTemplate].Complete). It returns every candidate, best first:
-// the server sends the first [MaxCompletionValues] of them, with the total
+// the server sends the first [maxCompletionValues] of them, with the total
 // count. A returned [*Error] is answered as it is; any other error is
 // answered as [protocol.CodeInternal]. It runs concurrently, one goroutine per
 // request.
@@ -104,11 +104,11 @@ func (s *Server) complete(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	total := len(values)
-	values = slices.Clip(values[:min(total, MaxCompletionValues)])
+	values = slices.Clip(values[:min(total, maxCompletionValues)])
 	if values == nil {
 		values = []string{}
 	}
-	return completeResult{completion{Values: values, Total: total, HasMore: total > MaxCompletionValues}}, nil
+	return completeResult{completion{Values: values, Total: total, HasMore: total > maxCompletionValues}}, nil
 }
 
 // completer finds the completer of argument in ref: nil when the argument

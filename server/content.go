@@ -55,17 +55,10 @@ type AudioContent struct {
 	Meta        Meta
 }
 
-// ResourceLink points to a resource the client may read.
+// ResourceLink points to a resource the client may read: the [Resource]
+// as resources/list would show it (MCP's ResourceLink extends Resource).
 type ResourceLink struct {
-	URI         string
-	Name        string
-	Title       string
-	Description string
-	MIMEType    string
-	Size        *int64
-	Icons       []Icon
-	Annotations *Annotations
-	Meta        Meta
+	Resource
 }
 
 // EmbeddedResource carries a resource's contents inline.
@@ -218,10 +211,10 @@ func UnmarshalContent(data []byte) (Content, error) {
 	case "audio":
 		return &AudioContent{Data: nonNil(w.Data), MIMEType: w.MIMEType, Annotations: w.Annotations, Meta: w.Meta}, nil
 	case "resource_link":
-		return &ResourceLink{
+		return &ResourceLink{Resource{
 			URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType,
 			Size: w.Size, Icons: w.Icons, Annotations: w.Annotations, Meta: w.Meta,
-		}, nil
+		}}, nil
 	case "resource":
 		if w.Resource == nil {
 			return nil, errors.New("mcp: embedded resource without contents")

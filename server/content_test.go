@@ -51,12 +51,12 @@ func TestContentMarshalJSON(t *testing.T) {
 		},
 		{
 			name: "resource link with size and icons",
-			content: &server.ResourceLink{
+			content: &server.ResourceLink{server.Resource{
 				URI: "file:///project/main.go", Name: "main.go", Title: "Main", Description: "The entry point.",
 				MIMEType: "text/x-go", Size: &size,
 				Icons: []server.Icon{{Src: "https://example.com/go.svg", MIMEType: "image/svg+xml", Sizes: []string{"any"}, Theme: "dark"}},
 				Meta:  server.Meta{"k": 1},
-			},
+			}},
 			want: `{"type":"resource_link","mimeType":"text/x-go","uri":"file:///project/main.go","name":"main.go","title":"Main","description":"The entry point.","size":2048,"icons":[{"src":"https://example.com/go.svg","mimeType":"image/svg+xml","sizes":["any"],"theme":"dark"}],"_meta":{"k":1}}`,
 		},
 		{
@@ -135,7 +135,7 @@ func TestUnmarshalContent(t *testing.T) {
 		{
 			name: "resource link",
 			in:   `{"type":"resource_link","uri":"file:///x","name":"x","size":7,"icons":[{"src":"data:,"}]}`,
-			want: &server.ResourceLink{URI: "file:///x", Name: "x", Size: &size, Icons: []server.Icon{{Src: "data:,"}}},
+			want: &server.ResourceLink{server.Resource{URI: "file:///x", Name: "x", Size: &size, Icons: []server.Icon{{Src: "data:,"}}}},
 		},
 		{
 			name: "embedded blob",

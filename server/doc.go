@@ -1,6 +1,6 @@
 // Package server is Vigil's MCP session core: a [Server] that serves each
 // client connection ([transport.Conn]) as a [Session], runs every request
-// through a middleware chain ([Handler], [Middleware], [Chain]) on its own
+// through a middleware chain ([Handler], [Middleware], [WithMiddleware]) on its own
 // goroutine, and guarantees what MCP servers routinely get wrong when clients
 // vanish:
 //
@@ -214,7 +214,7 @@
 // earliest of them, with no context, timer or goroutine per request. The
 // deadlines wait in a list in deadline order, linked through the requests
 // themselves, rather than in a heap: with one timeout for every request
-// (middleware.Timeout), each new deadline is the latest and goes at the
+// (middleware.WithTimeout), each new deadline is the latest and goes at the
 // tail at once, and a request leaves from wherever it is, also at once, so
 // the timer fires about once per timeout, finding the requests it was
 // armed for long gone. (A deadline earlier than the tail's, from a shorter

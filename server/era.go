@@ -88,9 +88,9 @@ func (s *Server) discover(context.Context, *Request) (any, error) {
 	caps := s.capabilities()
 	s.withTasksExtension(&caps) // tasks.go
 	return struct {
-		ResultType        string       `json:"resultType"`
-		SupportedVersions []string     `json:"supportedVersions"`
-		Capabilities      Capabilities `json:"capabilities"`
-		Instructions      string       `json:"instructions,omitempty"`
+		ResultType        string             `json:"resultType"`
+		SupportedVersions []string           `json:"supportedVersions"`
+		Capabilities      serverCapabilities `json:"capabilities"`
+		Instructions      string             `json:"instructions,omitempty"`
 	}{"complete", protocol.Versions(), caps, s.Instructions()}, nil
 }

@@ -8,13 +8,13 @@ import (
 )
 
 // Middleware reads a request's _meta in place: Get a member by name, or
-// range over All of them. ParseRequestMeta builds one for a Request made
-// by hand, as here.
+// range over All of them. json.Unmarshal builds one for a Request made by
+// hand, as here.
 func ExampleRequestMeta() {
-	meta, ok := server.ParseRequestMeta(json.RawMessage(
-		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","example.com/tenant":"blue","example.com/tenant":"green"}`))
-	if !ok {
-		fmt.Println("not an object")
+	var meta server.RequestMeta
+	if err := json.Unmarshal([]byte(
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","example.com/tenant":"blue","example.com/tenant":"green"}`), &meta); err != nil {
+		fmt.Println(err)
 		return
 	}
 	req := &server.Request{Method: "tools/call", Meta: meta}
@@ -24,7 +24,7 @@ func ExampleRequestMeta() {
 		_ = json.Unmarshal(raw, &tenant)
 		fmt.Println("tenant:", tenant) // the last value of a repeated name
 	}
-	_, ok = req.Meta.Get("progressToken")
+	_, ok := req.Meta.Get("progressToken")
 	fmt.Println("progress token:", ok)
 	for name, raw := range req.Meta.All() {
 		fmt.Println(name, string(raw))

@@ -51,30 +51,6 @@ func Example() {
 	// Serve returned: <nil>
 }
 
-// Chain runs middleware in the order given: the first is outermost.
-func ExampleChain() {
-	trace := func(name string) server.Middleware {
-		return func(next server.Handler) server.Handler {
-			return func(ctx context.Context, req *server.Request) (any, error) {
-				fmt.Println(name, "in")
-				defer fmt.Println(name, "out")
-				return next(ctx, req)
-			}
-		}
-	}
-	h := server.Chain(trace("tracing"), trace("metrics"))(func(context.Context, *server.Request) (any, error) {
-		fmt.Println("handler")
-		return nil, nil
-	})
-	_, _ = h(context.Background(), &server.Request{Method: "ping"})
-	// Output:
-	// tracing in
-	// metrics in
-	// handler
-	// metrics out
-	// tracing out
-}
-
 // Middleware reads why a request stopped with CancelReasonOf; the String
 // form is the label telemetry uses.
 func ExampleCancelReasonOf() {

@@ -8,3 +8,20 @@ func FlushOutcomes(s *Server) { s.flushOutcomes() }
 // HasMethod reports whether s has a handler for method, for the tests of
 // package server_test.
 func HasMethod(s *Server, method string) bool { return s.hasMethod(method) }
+
+// The bounds and the composition the tests of package server_test check.
+const (
+	DefaultPageSize     = defaultPageSize
+	MaxCompletionValues = maxCompletionValues
+)
+
+// Chain is the composition of WithMiddleware, for the tests of package
+// server_test that run a chain by hand.
+func Chain(mw ...Middleware) Middleware { return chain(mw...) }
+
+// WithInstructions sets the instructions initialize returns from the
+// start, for the tests of package server_test (Server.SetInstructions
+// does it after New).
+func WithInstructions(text string) Option {
+	return optionFunc(func(c *config) { c.instructions = text })
+}

@@ -20,9 +20,9 @@ type Handler func(ctx context.Context, req *Request) (result any, err error)
 // chain; the Handler it returns must be safe for concurrent use.
 type Middleware func(Handler) Handler
 
-// Chain composes middleware so that mw[0] runs first (outermost). Nil entries
-// are skipped; Chain() is the identity.
-func Chain(mw ...Middleware) Middleware {
+// chain composes middleware so that mw[0] runs first (outermost). Nil entries
+// are skipped; chain() is the identity.
+func chain(mw ...Middleware) Middleware {
 	return func(h Handler) Handler {
 		for i := len(mw) - 1; i >= 0; i-- {
 			if mw[i] != nil {

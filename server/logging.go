@@ -16,7 +16,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Client logging: handlers log through [Logger], and the records at or above
+// Client logging: handlers log through [ClientLogger], and the records at or above
 // the level the client asked for travel to it as notifications/message. In
 // a 2025 session the client sets that level for the session with
 // logging/setLevel; a 2026-07-28 request names it in its
@@ -36,7 +36,7 @@ const (
 // LoggerKey is the attribute key that names the logger: a string attribute
 // with this key, outside any group, becomes the notification's "logger"
 // field instead of part of its data. For example
-// Logger(ctx).With(LoggerKey, "db").
+// ClientLogger(ctx).With(LoggerKey, "db").
 const LoggerKey = "logger"
 
 // logSeverity is an RFC 5424 severity, ordered from debug (0) to emergency.
@@ -133,7 +133,7 @@ type sessionLogging struct {
 	dropped atomic.Int64
 }
 
-// LogNotificationsDropped returns how many [Logger] records the session's
+// LogNotificationsDropped returns how many [ClientLogger] records the session's
 // log rate limit dropped (see [WithClientLogRate]). It is safe for
 // concurrent use.
 func (ss *Session) LogNotificationsDropped() int64 { return ss.logging.dropped.Load() }
@@ -229,7 +229,7 @@ func checkLogLevelMeta(req *Request) error {
 	return nil
 }
 
-// Logger returns a logger whose records reach the client of the request
+// ClientLogger returns a logger whose records reach the client of the request
 // that ctx (a handler's context) belongs to, as notifications/message
 // related to that request, when they are at or above the client's level.
 // The notification's data is a JSON object: "message" and the record's
@@ -242,9 +242,9 @@ func checkLogLevelMeta(req *Request) error {
 // long as the server's write timeout (see [WithWriteTimeout]). Records over
 // the session's rate limit ([WithClientLogRate]) are dropped. Once the
 // request is over (answered, cancelled) or the session has ended, logging is
-// a silent no-op. With a context that carries no request, Logger returns a
+// a silent no-op. With a context that carries no request, ClientLogger returns a
 // logger that discards everything. The logger is safe for concurrent use.
-func Logger(ctx context.Context) *slog.Logger {
+func ClientLogger(ctx context.Context) *slog.Logger {
 	req := RequestFromContext(ctx)
 	if req == nil || req.Session == nil {
 		return slog.New(slog.DiscardHandler)

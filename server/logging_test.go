@@ -49,7 +49,7 @@ func statelessMeta(caps any, extra map[string]any) map[string]any {
 
 // everyLevel logs one record at each RFC 5424 severity, named after it.
 func everyLevel(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-	log := server.Logger(ctx)
+	log := server.ClientLogger(ctx)
 	for _, l := range []struct {
 		level slog.Level
 		name  string
@@ -240,7 +240,7 @@ func TestLoggingDataShape(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t)
 				h.addTool("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-					tc.log(ctx, server.Logger(ctx))
+					tc.log(ctx, server.ClientLogger(ctx))
 					return server.Text("ok"), nil
 				})
 				h.start()
@@ -329,7 +329,7 @@ func TestLoggingRateLimit(t *testing.T) {
 		srvLog := &messageLog{}
 		h := newHarness(t, server.WithClientLogRate(10, 5), server.WithLogger(slog.New(srvLog)))
 		h.addTool("flood", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			log := server.Logger(ctx)
+			log := server.ClientLogger(ctx)
 			for range 20 {
 				log.Info("burst")
 			}
@@ -364,7 +364,7 @@ func TestLoggingAfterCompletionIsNoop(t *testing.T) {
 		h := newHarness(t)
 		kept := make(chan *slog.Logger, 1)
 		h.addTool("keep", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-			kept <- server.Logger(ctx)
+			kept <- server.ClientLogger(ctx)
 			return server.Text("kept"), nil
 		})
 		h.start()
@@ -380,6 +380,6 @@ func TestLoggingAfterCompletionIsNoop(t *testing.T) {
 		require.NoError(t, h.Close())
 		require.NoError(t, h.Wait())
 		log.Error("session over")
-		server.Logger(context.Background()).Error("no request: discarded")
+		server.ClientLogger(context.Background()).Error("no request: discarded")
 	})
 }

@@ -66,7 +66,7 @@ func defaultConfig() config {
 		maxInFlight:  1024,
 		writeTimeout: 30 * time.Second,
 		callTimeout:  60 * time.Second,
-		pageSize:     DefaultPageSize,
+		pageSize:     defaultPageSize,
 		notify:       defaultNotifyConfig(),
 		stateTTL:     10 * time.Minute,
 		cacheScope:   "private",
@@ -78,16 +78,16 @@ func defaultConfig() config {
 	}
 }
 
-// DefaultOutcomeDelay is the longest a request's outcome waits for its
+// defaultOutcomeDelay is the longest a request's outcome waits for its
 // batch under [WithOutcomeBatches] when no delay is given.
-const DefaultOutcomeDelay = 20 * time.Millisecond
+const defaultOutcomeDelay = 20 * time.Millisecond
 
 // WithOutcomeBatches records the requests' outcomes ([Observer.RequestEnded],
 // and with package middleware's instrumentation the end of each request's
 // span, its metrics and its log line) in batches of size requests, on a
 // goroutine of the server's, rather than on each request's way out: a
 // batch runs once it holds size requests, or delay after its first was
-// sealed (delay <= 0: [DefaultOutcomeDelay]). The same code then runs for
+// sealed (delay <= 0: [defaultOutcomeDelay]). The same code then runs for
 // a batch of requests in a row, which on a busy server costs less than
 // once per request, and a request's goroutine returns to its connection
 // sooner. What is recorded lags the requests by up to delay, except where
@@ -98,7 +98,7 @@ const DefaultOutcomeDelay = 20 * time.Millisecond
 func WithOutcomeBatches(size int, delay time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if delay <= 0 {
-			delay = DefaultOutcomeDelay
+			delay = defaultOutcomeDelay
 		}
 		c.outcomeBatch, c.outcomeDelay = size, delay
 	})
@@ -108,11 +108,6 @@ func WithOutcomeBatches(size int, delay time.Duration) Option {
 // serverInfo. The default is "vigil", "dev".
 func WithImplementation(name, version string) Option {
 	return optionFunc(func(c *config) { c.impl = Implementation{Name: name, Version: version} })
-}
-
-// WithInstructions sets the instructions returned by initialize.
-func WithInstructions(text string) Option {
-	return optionFunc(func(c *config) { c.instructions = text })
 }
 
 // WithMiddleware appends middleware to the chain; the first one given runs
@@ -189,7 +184,7 @@ func WithCallTimeout(d time.Duration) Option {
 }
 
 // WithPageSize sets how many items one page of tools/list, resources/list,
-// resources/templates/list and prompts/list holds (DefaultPageSize by
+// resources/templates/list and prompts/list holds (defaultPageSize by
 // default). n < 1 keeps the default.
 func WithPageSize(n int) Option {
 	return optionFunc(func(c *config) {
@@ -272,7 +267,7 @@ func WithCallMiddleware(mw ...CallMiddleware) Option {
 	return optionFunc(func(c *config) { c.callMiddleware = append(c.callMiddleware, mw...) })
 }
 
-// WithClientLogLevel sets the level from which [Logger] records reach a
+// WithClientLogLevel sets the level from which [ClientLogger] records reach a
 // client that has not sent logging/setLevel (slog.LevelInfo by default). A
 // level above [LevelEmergency] sends nothing until the client asks. It does
 // not apply to 2026-07-28 requests, which name their level themselves.
@@ -302,7 +297,7 @@ func WithProgressInterval(d time.Duration) Option {
 }
 
 // WithMaxTasks bounds the tasks a Server keeps at once, running or
-// finished (DefaultMaxTasks by default). When the store is full, the
+// finished (defaultMaxTasks by default). When the store is full, the
 // finished task updated longest ago is deleted to make room; when every
 // task is still running, a request that would create one more is answered
 // with [protocol.CodeServerBusy]. n < 1 keeps the default.
@@ -315,7 +310,7 @@ func WithMaxTasks(n int) Option {
 }
 
 // WithTaskTTL sets how long a task and its result are kept after the task
-// was created (DefaultTaskTTL by default); a task still running then is
+// was created (defaultTaskTTL by default); a task still running then is
 // cancelled with [ErrTaskExpired]. A 2025-11-25 client may ask for less
 // (the ttl of its task-augmented request), never for more. d <= 0 keeps
 // tasks until their session ends (2025) or the server closes: the ttl
@@ -366,7 +361,7 @@ func WithToolAccess(allow func(req *Request, t *Tool) bool) Option {
 // handler's would be (an [*Error] travels as a protocol error). t is the
 // tool as registered, which check must not modify. check must be safe for
 // concurrent use. It applies to the tools added after it, so give it to
-// [New]. Package middleware/policy's Set.Check evaluates CEL policies.
+// [New]. Package middleware/policy's Set.ToolPolicy evaluates CEL policies.
 func WithToolPolicy(check func(ctx context.Context, call *CallToolRequest, t *Tool) error) Option {
 	return optionFunc(func(c *config) { c.toolPolicy = check })
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// DefaultPageSize is how many items one page of a list result holds unless
+// defaultPageSize is how many items one page of a list result holds unless
 // WithPageSize says otherwise.
-const DefaultPageSize = 100
+const defaultPageSize = 100
 
 const cursorPrefix = "v1:"
 
@@ -36,7 +36,7 @@ func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]
 		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > last })
 	}
 	if size <= 0 {
-		size = DefaultPageSize
+		size = defaultPageSize
 	}
 	end := min(start+size, len(items))
 	page := items[start:end:end]

@@ -66,6 +66,24 @@ type PromptMessage struct {
 	Content Content `json:"content"`
 }
 
+// UnmarshalJSON decodes a message of a prompts/get result, its content by
+// its "type" ([UnmarshalContent]).
+func (m *PromptMessage) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	c, err := UnmarshalContent(w.Content)
+	if err != nil {
+		return err
+	}
+	m.Role, m.Content = w.Role, c
+	return nil
+}
+
 type registeredPrompt struct {
 	prompt  Prompt
 	handler PromptHandler

@@ -55,7 +55,7 @@ func addPrompts(t testing.TB, srv *server.Server) {
 				{Role: "user", Content: &server.TextContent{Text: "t", Annotations: &server.Annotations{Audience: []string{"assistant"}, Priority: &prio}, Meta: server.Meta{"x": 1}}},
 				{Role: "assistant", Content: &server.ImageContent{Data: []byte("png"), MIMEType: "image/png"}},
 				{Role: "user", Content: &server.AudioContent{Data: []byte("wav"), MIMEType: "audio/wav"}},
-				{Role: "user", Content: &server.ResourceLink{URI: "test://r", Name: "r", Title: "R", Description: "d", MIMEType: "text/plain", Size: &size, Icons: []server.Icon{{Src: "https://example.com/r.png", Sizes: []string{"48x48"}, Theme: "dark"}}}},
+				{Role: "user", Content: &server.ResourceLink{server.Resource{URI: "test://r", Name: "r", Title: "R", Description: "d", MIMEType: "text/plain", Size: &size, Icons: []server.Icon{{Src: "https://example.com/r.png", Sizes: []string{"48x48"}, Theme: "dark"}}}}},
 				{Role: "user", Content: &server.EmbeddedResource{Resource: &server.ResourceContents{URI: "test://e", MIMEType: "text/plain", Text: "embedded"}}},
 				{Role: "assistant", Content: &server.EmbeddedResource{Resource: &server.ResourceContents{URI: "test://b", MIMEType: "application/octet-stream", Blob: []byte{0xff, 0}}, Annotations: &server.Annotations{LastModified: "2025-01-01T00:00:00Z"}}},
 			}}, nil

@@ -54,11 +54,11 @@ type ElicitationCapability struct {
 	URL  *struct{} `json:"url,omitempty"`
 }
 
-// Capabilities is what the server declares in initialize.
-type Capabilities struct {
-	Tools        *ListChangedCapability `json:"tools,omitempty"`
-	Resources    *ResourcesCapability   `json:"resources,omitempty"`
-	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
+// serverCapabilities is what the server declares in initialize.
+type serverCapabilities struct {
+	Tools        *listChangedCapability `json:"tools,omitempty"`
+	Resources    *resourcesCapability   `json:"resources,omitempty"`
+	Prompts      *listChangedCapability `json:"prompts,omitempty"`
 	Logging      *struct{}              `json:"logging,omitempty"`
 	Completions  *struct{}              `json:"completions,omitempty"`
 	Tasks        map[string]any         `json:"tasks,omitempty"`
@@ -66,14 +66,14 @@ type Capabilities struct {
 	Experimental map[string]any         `json:"experimental,omitempty"`
 }
 
-// ResourcesCapability is the server's resources capability.
-type ResourcesCapability struct {
+// resourcesCapability is the server's resources capability.
+type resourcesCapability struct {
 	Subscribe   bool `json:"subscribe,omitempty"`
 	ListChanged bool `json:"listChanged,omitempty"`
 }
 
-// ListChangedCapability is a capability that may announce list changes.
-type ListChangedCapability struct {
+// listChangedCapability is a capability that may announce list changes.
+type listChangedCapability struct {
 	ListChanged bool `json:"listChanged,omitempty"`
 }
 
@@ -85,7 +85,7 @@ type initializeParams struct {
 
 type initializeResult struct {
 	ProtocolVersion string          `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"` // Capabilities, encoded (capabilities.go)
+	Capabilities    json.RawMessage `json:"capabilities"` // serverCapabilities, encoded (capabilities.go)
 	ServerInfo      Implementation  `json:"serverInfo"`
 	Instructions    string          `json:"instructions,omitempty"`
 }

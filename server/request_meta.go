@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"iter"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
@@ -74,17 +76,20 @@ func (m *RequestMeta) All() iter.Seq2[string, json.RawMessage] {
 	}
 }
 
-// ParseRequestMeta reads raw, a params._meta object, as the server reads
-// a request's: for a [Request] made by hand, as in a test of middleware.
-// ok is false when raw is not a JSON object.
-func ParseRequestMeta(raw json.RawMessage) (meta RequestMeta, ok bool) {
-	if !jsonscan.Valid(raw) {
-		return meta, false
-	}
-	ok = jsonscan.EachMember(raw, func(name, val []byte) {
+// UnmarshalJSON sets m to data, a params._meta object, read as the server
+// reads a request's: for a [Request] made by hand, as in a test of
+// middleware. It fails, leaving m as it was, when data is not a JSON
+// object. m keeps a copy of data.
+func (m *RequestMeta) UnmarshalJSON(data []byte) error {
+	raw := bytes.Clone(data)
+	var meta RequestMeta
+	if !jsonscan.Valid(raw) || !jsonscan.EachMember(raw, func(name, val []byte) {
 		meta.set(metaKey(name), val[:len(val):len(val)])
-	})
-	return meta, ok
+	}) {
+		return errors.New("mcp: _meta is not a JSON object")
+	}
+	*m = meta
+	return nil
 }
 
 // find returns the member name, or nil.

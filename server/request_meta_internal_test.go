@@ -51,13 +51,13 @@ func TestRequestMeta(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, `"last"`, string(raw))
 
-	parsed, ok := ParseRequestMeta(json.RawMessage(`{"a":1,"b":{"c":2},"a":3}`))
-	require.True(t, ok)
+	var parsed RequestMeta
+	require.NoError(t, parsed.UnmarshalJSON([]byte(`{"a":1,"b":{"c":2},"a":3}`)))
 	assert.Equal(t, 2, parsed.Len())
 	raw, _ = parsed.Get("a")
 	assert.Equal(t, "3", string(raw))
 	for _, bad := range []string{`[1]`, `"s"`, `{"a":`, ``} {
-		_, ok := ParseRequestMeta(json.RawMessage(bad))
-		assert.False(t, ok, "%q", bad)
+		var m RequestMeta
+		assert.Error(t, m.UnmarshalJSON([]byte(bad)), "%q", bad)
 	}
 }

@@ -17,7 +17,7 @@ func TestCallToolResultAppendJSONMatchesEncodingJSON(t *testing.T) {
 		"text":       Text("hello \"world\"\n\t<>&\u2028 é \xff"),
 		"error":      {Content: []Content{&TextContent{Text: "boom"}}, IsError: true},
 		"annotated":  {Content: []Content{&TextContent{Text: "x", Annotations: &Annotations{Priority: &prio}, Meta: Meta{"k": 1}}}},
-		"mixed":      {Content: []Content{&TextContent{Text: "a"}, &ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}, &ResourceLink{URI: "u", Name: "n"}}},
+		"mixed":      {Content: []Content{&TextContent{Text: "a"}, &ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}, &ResourceLink{Resource{URI: "u", Name: "n"}}}},
 		"structured": {Content: []Content{&TextContent{Text: `{"a":1}`}}, StructuredContent: map[string]any{"a": 1}, Meta: Meta{"m": "v"}},
 	}
 	for name, r := range cases {

@@ -25,13 +25,6 @@ const (
 	RoleAssistant = "assistant"
 )
 
-// The values of [CreateMessageParams].IncludeContext.
-const (
-	IncludeNone       = "none"
-	IncludeThisServer = "thisServer" // soft-deprecated; needs sampling.context
-	IncludeAllServers = "allServers" // soft-deprecated; needs sampling.context
-)
-
 // CreateMessageParams is a sampling/createMessage request: the client's LLM
 // is asked to continue Messages.
 type CreateMessageParams struct {
@@ -42,8 +35,9 @@ type CreateMessageParams struct {
 	Temperature      *float64          `json:"temperature,omitempty"`
 	StopSequences    []string          `json:"stopSequences,omitempty"`
 	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
-	// IncludeContext is [IncludeNone] (or ""), or a soft-deprecated value
-	// that needs the client's sampling.context capability.
+	// IncludeContext is "" or "none", or a soft-deprecated value
+	// ("thisServer", "allServers") that needs the client's
+	// sampling.context capability.
 	IncludeContext string         `json:"includeContext,omitempty"`
 	Metadata       map[string]any `json:"metadata,omitempty"`
 	// Tools the model may call, and how. Either needs the client's
@@ -281,7 +275,7 @@ func CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageR
 			return nil, capabilityError(req, "tool-enabled sampling/createMessage needs the client's sampling.tools capability",
 				map[string]any{"sampling": map[string]any{"tools": map[string]any{}}})
 		}
-		if p.IncludeContext != "" && p.IncludeContext != IncludeNone && caps.Context == nil && req.Protocol >= protocol.Version20251125 {
+		if p.IncludeContext != "" && p.IncludeContext != "none" && caps.Context == nil && req.Protocol >= protocol.Version20251125 {
 			return nil, capabilityError(req, "sampling/createMessage with includeContext "+p.IncludeContext+" needs the client's sampling.context capability",
 				map[string]any{"sampling": map[string]any{"context": map[string]any{}}})
 		}

@@ -132,7 +132,7 @@ func populatedServer(t *testing.T) *server.Server {
 			&server.TextContent{Text: "t", Annotations: &server.Annotations{Audience: []string{"user"}}},
 			&server.ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"},
 			&server.AudioContent{Data: []byte{3}, MIMEType: "audio/wav"},
-			&server.ResourceLink{URI: "test://a", Name: "a"},
+			&server.ResourceLink{server.Resource{URI: "test://a", Name: "a"}},
 			&server.EmbeddedResource{Resource: &server.ResourceContents{URI: "test://a", Text: "a"}},
 		}}, nil
 	}))

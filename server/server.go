@@ -106,7 +106,7 @@ func New(opts ...Option) *Server {
 	s.registerCompletion()
 	s.registerLogging()
 	s.registerTasks()
-	s.handler = Chain(cfg.middleware...)(s.route)
+	s.handler = chain(cfg.middleware...)(s.route)
 	if info, err := json.Marshal(cfg.impl); err == nil {
 		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{vocab.MetaServerInfo: info})
 	}

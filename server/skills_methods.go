@@ -16,7 +16,7 @@ import (
 
 // withSkillsExtension declares the skills extension, with
 // resources/directory/read (a skill is registered).
-func withSkillsExtension(caps *Capabilities) {
+func withSkillsExtension(caps *serverCapabilities) {
 	ext := maps.Clone(caps.Extensions)
 	if ext == nil {
 		ext = map[string]any{}

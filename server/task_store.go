@@ -51,16 +51,16 @@ type taskConfig struct {
 }
 
 func defaultTaskConfig() taskConfig {
-	return taskConfig{max: DefaultMaxTasks, ttl: DefaultTaskTTL, poll: time.Second}
+	return taskConfig{max: defaultMaxTasks, ttl: defaultTaskTTL, poll: time.Second}
 }
 
-// DefaultMaxTasks is how many tasks a Server keeps at once unless
+// defaultMaxTasks is how many tasks a Server keeps at once unless
 // [WithMaxTasks] says otherwise.
-const DefaultMaxTasks = 1000
+const defaultMaxTasks = 1000
 
-// DefaultTaskTTL is how long a task is kept after its creation unless
+// defaultTaskTTL is how long a task is kept after its creation unless
 // [WithTaskTTL] says otherwise.
-const DefaultTaskTTL = time.Hour
+const defaultTaskTTL = time.Hour
 
 // task is one tools/call running, or run, in the background.
 type task struct {

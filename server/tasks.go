@@ -81,7 +81,7 @@ func tasksCapability() map[string]any {
 
 // withTasksExtension adapts the capabilities to server/discover
 // (2026-07-28): no tasks slot, the extension instead.
-func (s *Server) withTasksExtension(caps *Capabilities) {
+func (s *Server) withTasksExtension(caps *serverCapabilities) {
 	caps.Tasks = nil
 	if !s.tasksEnabled() {
 		return
@@ -169,7 +169,7 @@ func (s *Server) taskTTL(requested time.Duration) time.Duration {
 
 // newTask creates and stores the task of req, not yet started. Its
 // context keeps ctx's values (the request, for [RequestFromContext],
-// [Logger] and the client calls) but not its cancellation.
+// [ClientLogger] and the client calls) but not its cancellation.
 func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (*task, error) {
 	now := time.Now()
 	t := &task{

@@ -126,7 +126,7 @@ func TestTaskV1Lifecycle(t *testing.T) {
 			func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 				assert.NotEmpty(t, server.TaskIDFromContext(ctx))
 				assert.NoError(t, server.ReportProgress(ctx, 1, 2, "half"))
-				server.Logger(ctx).Info("working")
+				server.ClientLogger(ctx).Info("working")
 				select {
 				case <-release:
 					return server.Text("done"), nil

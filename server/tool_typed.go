@@ -6,33 +6,26 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
-
-// TypedToolHandler runs a tool registered with [AddTypedTool]. in holds
-// the arguments, already validated against the input schema and decoded.
-// The result becomes the tool's result as AddTypedTool describes; a
-// returned [*Error] is answered as a protocol error, and any other error
-// becomes a result with IsError set and the error's text, as for a
-// [ToolHandler]. It is called concurrently, once per tools/call.
-type TypedToolHandler[In, Out any] func(ctx context.Context, req *CallToolRequest, in In) (Out, error)
 
 // AddTypedTool registers a tool whose arguments are In and whose result is
 // made from Out, replacing any tool of the same name, and tells initialized
 // clients that the tool list changed. The input schema is t.InputSchema,
 // else inferred from In ([jsonschema.For]: a struct or a map with string
-// keys; struct{} for no arguments); the arguments are validated against it
-// and decoded into In before the handler runs, and arguments that fail
-// either step are answered with a result with IsError set, the handler not
-// called. The result is made from Out as the package doc details: a struct
-// is the structuredContent (under an output schema) and its text,
-// *[CallToolResult] the result itself, a string one text item, anything
-// else one text item of its JSON. Schemas are compiled once, here;
-// AddTypedTool fails if they cannot be, for an invalid name or for a nil
-// handler. Like [Server.AddTool], it is safe to call while the server
-// serves.
-func AddTypedTool[In, Out any](s *Server, t Tool, h TypedToolHandler[In, Out]) error {
-	if !ValidToolName(t.Name) {
+// keys; struct{} for no arguments); arguments that fail validation against
+// it or decoding into In are answered with a result with IsError set. h is
+// called concurrently, once per tools/call; a returned [*Error] is answered
+// as a protocol error, any other error as a result with IsError set and
+// its text. The result is made from Out as the package doc details (a
+// struct is the structuredContent and its text, *[CallToolResult] the
+// result itself, a string one text item, anything else its JSON).
+// Schemas are compiled once, here; AddTypedTool fails if they cannot be,
+// for an invalid name or for a nil h. Like [Server.AddTool], it is safe to
+// call while the server serves.
+func AddTypedTool[In, Out any](s *Server, t Tool, h func(ctx context.Context, req *CallToolRequest, in In) (Out, error)) error {
+	if !vocab.ValidToolName(t.Name) {
 		return toolNameError(t.Name)
 	}
 	if h == nil {

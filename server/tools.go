@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil/internal/paramheader"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -149,20 +149,6 @@ func (r *toolRegistry) all() map[string]*registeredTool {
 	return nil
 }
 
-// ValidToolName reports whether name follows MCP's tool-name rules.
-func ValidToolName(name string) bool {
-	if len(name) == 0 || len(name) > 128 {
-		return false
-	}
-	for _, r := range name {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.", r)
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // AddTool registers a tool whose arguments the handler decodes itself,
 // replacing any tool of the same name, and tells initialized clients that
 // the tool list changed. Each call's arguments are validated against the
@@ -180,7 +166,7 @@ func (s *Server) AddTool(t Tool, h ToolHandler) error {
 // addTool registers t with its input schema in compiled, or compiles
 // t.InputSchema when in is nil.
 func (s *Server) addTool(t Tool, h ToolHandler, in *objectSchema) error {
-	if !ValidToolName(t.Name) {
+	if !vocab.ValidToolName(t.Name) {
 		return toolNameError(t.Name)
 	}
 	if h == nil {

@@ -44,7 +44,7 @@ func addDiagnostics(s *server.Server) error {
 		addNoArgTool(s, "test_logging_tool",
 			"Diagnostic: logs one info message to the client; in 2026-07-28 it is sent only if the request names a log level",
 			func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-				server.Logger(ctx).Info("test_logging_tool ran")
+				server.ClientLogger(ctx).Info("test_logging_tool ran")
 				return server.Text("Logged one info message"), nil
 			}),
 		addNoArgTool(s, "test_trigger_tool_change",

@@ -64,7 +64,7 @@ func addExtras(s *server.Server) error {
 		addNoArgTool(s, "vigil_log_levels",
 			"Logs one message at each of the levels debug, info, notice, warning and error; the client receives those at or above its level.",
 			func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-				log := server.Logger(ctx)
+				log := server.ClientLogger(ctx)
 				log.Debug("a debug message")
 				log.Info("an info message")
 				log.Log(ctx, server.LevelNotice, "a notice message")

@@ -9,13 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/vigil-mcp/vigil/transport/protocol"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The fixture server's exact outputs, in a 2025-11-25 session and in
@@ -95,7 +94,7 @@ func TestToolsList(t *testing.T) {
 					for _, rawTool := range res.Tools {
 						var tool listedTool
 						require.NoError(t, json.Unmarshal(rawTool, &tool))
-						assert.True(t, server.ValidToolName(tool.Name), tool.Name)
+						assert.True(t, vocab.ValidToolName(tool.Name), tool.Name)
 						assert.NotEmpty(t, tool.Description, tool.Name)
 						assert.NotEmpty(t, tool.InputSchema, tool.Name)
 						names = append(names, tool.Name)

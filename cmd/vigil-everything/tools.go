@@ -135,7 +135,7 @@ func addContentTools(s *server.Server) error {
 // apart. In a 2026-07-28 request they are sent only when the request names a
 // log level.
 func toolWithLogging(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-	log := server.Logger(ctx)
+	log := server.ClientLogger(ctx)
 	for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 		if i > 0 {
 			if err := sleep(ctx, stepDelay); err != nil {

@@ -19,14 +19,14 @@ import (
 )
 
 // front is what vigil puts in front of the MCP endpoint and its HTTP
-// servers (vigil.WithGuard, vigil.WithHTTPTimeouts, vigil.WithConnContext): with -auth-issuer the
+// servers (vigil.WithFront, vigil.WithHTTPTimeouts, vigil.WithConnContext): with -auth-issuer the
 // OAuth guard, with -rate-limit the rate limiter, and vigil's connection
 // hygiene (httpHygiene). svc is set once vigil.New has returned, before
 // the service serves.
 type front struct {
 	cfg     config
 	svc     *vigil.Service
-	authz   *authorization                  // built by guard, once the MCP listener's address is known
+	authz   *authorization                  // built by mcpFront, once the MCP listener's address is known
 	gateway atomic.Pointer[gateway.Gateway] // the upstreams mounted (-upstream), once they are
 	creds   *upstreamspec.Credentials       // the -upstream-auth credentials, set before mounting; nil without upstreams
 }
@@ -35,7 +35,7 @@ type front struct {
 // the flags select for serving HTTP.
 func (f *front) options() []vigil.Option {
 	opts := append(httpHygiene(f.cfg),
-		vigil.WithGuard(f.guard),
+		vigil.WithFront(f.mcpFront),
 		// checkExposure has refused what is not safe to serve, more
 		// strictly than vigil does.
 		vigil.WithAllowPublic(),
@@ -95,8 +95,8 @@ func (f *front) upstreamLines() []string {
 // answer (-redis).
 var errSharedStoreUnreachable = errors.New("shared session store unreachable")
 
-// guard is the vigil.Guard of the MCP endpoint.
-func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, http.Handler, map[string]http.Handler, error) {
+// mcpFront is the vigil.Front of the MCP endpoint.
+func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, http.Handler, map[string]http.Handler, error) {
 	var endpoint *streamable.Endpoint
 	var mcp http.Handler
 	var public map[string]http.Handler
@@ -115,12 +115,12 @@ func (f *front) guard(ctx context.Context, addr net.Addr, srv streamable.Server,
 		endpoint = streamable.New(srv, opts...)
 		mcp = endpoint
 	}
-	if rl := f.svc.Instrumentation.RateLimiter(); rl != nil {
+	if len(rateLimitOptions(f.cfg)) > 0 {
 		// The principal's rate, behind the guard that names it (a
 		// forwarded request was counted on the replica it reached first).
 		// The guard in front of the endpoint itself (above) stays the one
 		// that checks tool scopes per message.
-		mcp = rl.Handler(endpoint)
+		mcp = f.svc.Instrumentation.RateLimitHandler(endpoint)
 		if f.authz != nil {
 			mcp = f.authz.rs.Handler(mcp)
 		}

@@ -135,8 +135,10 @@ func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, 
 			if err != nil {
 				return nil, err
 			}
-			srvOpts = append(srvOpts, server.WithToolPolicy(set.Check))
-			access = func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }
+			srvOpts = append(srvOpts, server.WithToolPolicy(set.ToolPolicy))
+			access = func(req *server.Request, t *server.Tool) bool {
+				return auth.ToolAccess(req, t) && set.ToolAccess(req, t)
+			}
 		}
 		srvOpts = append(srvOpts, server.WithToolAccess(access), server.WithCallerKey(auth.CallerKey))
 		if page != nil {

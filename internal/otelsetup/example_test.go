@@ -45,7 +45,7 @@ func ExampleTracerProvider() {
 		return
 	}
 	// cmd/ would now call otel.SetTracerProvider(tp), or pass tp to
-	// middleware.Tracing(middleware.WithTracerProvider(tp)).
+	// middleware.NewInstrumentation(middleware.WithTracerProvider(tp)).
 	_, span := tp.Tracer("example").Start(ctx, "tools/call greet")
 	span.End()
 	if err := shutdown(ctx); err != nil {

@@ -155,7 +155,7 @@ func (nopProcessor) ForceFlush(context.Context) error                { return ni
 // TestReceivingProviderAllocatesLess: a span of a receiving provider costs
 // no more allocations, and fewer bytes, than one of a provider with a
 // span processor, which the SDK snapshots when it ends, whether its
-// attributes are set after the start, as middleware.Tracing sets them, or
+// attributes are set after the start, as middleware.WithTracerProvider sets them, or
 // given to Start.
 func TestReceivingProviderAllocatesLess(t *testing.T) {
 	recv, shutdown := receiving.NewProvider(discard{})

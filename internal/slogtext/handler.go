@@ -18,7 +18,7 @@ import (
 // their own. A record with anything else (a group, an error or other
 // value of kind Any, a LogValuer, an empty key) goes to the TextHandler
 // itself, as does everything once WithAttrs or WithGroup was called. The
-// per-request log line of middleware.Logging takes the direct path
+// per-request log line of middleware.WithRequestLog takes the direct path
 // (HandleTextLine, as [LineHandler]).
 type Handler struct {
 	level slog.Leveler
@@ -94,7 +94,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 
 // HandleTextLine writes the record of time t, level and msg whose
 // attributes attrs holds already in the TextHandler's form (see
-// [LineHandler]): the per-request line of middleware.Logging.
+// [LineHandler]): the per-request line of middleware.WithRequestLog.
 func (h *Handler) HandleTextLine(_ context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error {
 	bp := h.bufs.Get().(*[]byte)
 	b := h.appendPrefix((*bp)[:0], t, level, msg)

@@ -9,7 +9,7 @@ import (
 // LineHandler is a [slog.Handler] that writes records as
 // [slog.TextHandler] does (with no ReplaceAttr or AddSource) and can also
 // take a record whose attributes are already in that form.
-// middleware.Logging, whose logger's handler is a middleware.LogHandler
+// the request log of middleware.WithRequestLog, whose logger's handler is a middleware.LogHandler
 // wrapping a LineHandler, hands it each request's record so, spared the [slog.Record] and its
 // attributes, which cost more than formatting the line itself.
 type LineHandler interface {
@@ -22,5 +22,5 @@ type LineHandler interface {
 	HandleTextLine(ctx context.Context, t time.Time, level slog.Level, msg string, attrs []byte) error
 }
 
-// The direct path of middleware.Logging.
+// The direct path of the request log of middleware.WithRequestLog.
 var _ LineHandler = (*Handler)(nil)

@@ -84,7 +84,7 @@ func BenchmarkHandlerDPoP(b *testing.B) {
 	bearer := vtSign(b, key, is.claims(clock.Now(), func(c jwt.MapClaims) { c["scope"] = "mcp" }))
 	rs, err := New(Config{
 		Resource: vtResource, AuthorizationServers: []string{is.srv.URL}, Verifier: v, Scopes: []string{"mcp"},
-		DPoP: &DPoPConfig{Now: clock.Now},
+		DPoP: &DPoPConfig{now: clock.Now},
 	})
 	require.NoError(b, err)
 	d, err := newDPoPChecker(&DPoPConfig{}, vtResource)

@@ -16,7 +16,7 @@ import (
 // their cache. The verdict is the cache's, under the same rules: it ends
 // at the token's expiry, or earlier with the cache's TTL, and with any
 // change of the JWT verifier's key set. The memo also keeps the client's
-// address, so that an [IntrospectionVerifier] can keep one address from
+// address, so that an introspection verifier can keep one address from
 // taking every call to the authorization server
 // (IntrospectionConfig.MaxConcurrentMisses). Without ConnContext every
 // verification goes through the cache. The package doc says what the

@@ -69,8 +69,8 @@ type DPoPConfig struct {
 	// proofs still within their window, is answered 503 verifier_busy
 	// (Retry-After 1) rather than accepted unrecorded.
 	CacheSize int
-	// Now is the clock; nil means time.Now. For tests.
-	Now func() time.Time
+	// now is the clock; nil means time.Now. For the tests of this package.
+	now func() time.Time
 }
 
 // Defaults and bounds of DPoP proofs.
@@ -138,7 +138,7 @@ func newDPoPChecker(cfg *DPoPConfig, resource string) (*dpopChecker, error) {
 		window:   cfg.Window,
 		nonceKey: slices.Clone(cfg.NonceKey),
 		replay:   cfg.Replay,
-		now:      cfg.Now,
+		now:      cfg.now,
 		// The claims (iat, and no exp) are checked by check; the algorithm
 		// by proofKey, before any key work.
 		parser: jwt.NewParser(jwt.WithoutClaimsValidation()),

@@ -64,7 +64,7 @@ func (e *dpEnv) replica(mutate ...func(*DPoPConfig)) *dpEnv {
 	t := e.t
 	t.Helper()
 	r := &dpEnv{t: t, is: e.is, as: e.as, clock: e.clock, key: e.key, jkt: e.jkt, bound: e.bound, reg: prometheus.NewPedanticRegistry()}
-	d := &DPoPConfig{Now: e.clock.Now}
+	d := &DPoPConfig{now: e.clock.Now}
 	for _, m := range mutate {
 		m(d)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +90,9 @@ func ExampleNewJWTVerifier() {
 		panic(err)
 	}
 	_, err = v.Verify(ctx, otherToken)
-	fmt.Println(oauth.ReasonOf(err))
+	if e, ok := errors.AsType[*oauth.Error](err); ok {
+		fmt.Println(e.Reason)
+	}
 	// Output:
 	// alice desktop-app [files:read files:write] acme
 	// wrong_audience
@@ -132,7 +135,9 @@ func ExampleNewIntrospectionVerifier() {
 	}
 	fmt.Println(p.Subject, p.Issuer, strings.Join(p.Scopes, " "))
 	_, err = v.Verify(ctx, "revoked-456")
-	fmt.Println(oauth.ReasonOf(err))
+	if e, ok := errors.AsType[*oauth.Error](err); ok {
+		fmt.Println(e.Reason)
+	}
 	// Output:
 	// alice https://as.example.com files:read
 	// invalid_token

@@ -57,14 +57,14 @@ func TestPrincipalAssertionRoundTrip(t *testing.T) {
 	assert.Equal(t, p.Key(), got.Key())
 
 	_, err = rs.decodeAssertion(data, now.Add(assertionMaxAge+time.Second))
-	assert.Equal(t, ReasonExpired, ReasonOf(err), "good for %v at most: %v", assertionMaxAge, err)
+	assert.Equal(t, ReasonExpired, reasonOf(err), "good for %v at most: %v", assertionMaxAge, err)
 
 	soon := &auth.Principal{Issuer: "https://as.example.com", Subject: "bob", Expiry: now.Add(2 * time.Second)}
 	data = assertFor(rs, soon)
 	_, err = rs.decodeAssertion(data, now)
 	require.NoError(t, err)
 	_, err = rs.decodeAssertion(data, now.Add(3*time.Second))
-	assert.Equal(t, ReasonExpired, ReasonOf(err), "not past the token's expiry: %v", err)
+	assert.Equal(t, ReasonExpired, reasonOf(err), "not past the token's expiry: %v", err)
 
 	none := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	assert.Nil(t, rs.assertPrincipal(none), "no principal, no assertion")
@@ -125,9 +125,9 @@ func TestAuthenticateByAssertion(t *testing.T) {
 	client := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(data)))
 	client.Header.Set("X-Assertion", string(data))
 	_, _, err = rs.authenticate(client)
-	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a client's request is authorized by its token only")
+	assert.Equal(t, ReasonMissingToken, reasonOf(err), "a client's request is authorized by its token only")
 
 	bare := httptest.NewRequestWithContext(rs.restorePrincipal(context.Background(), nil), http.MethodPost, "/mcp", nil)
 	_, _, err = rs.authenticate(bare)
-	assert.Equal(t, ReasonMissingToken, ReasonOf(err), "a forwarded request without an assertion")
+	assert.Equal(t, ReasonMissingToken, reasonOf(err), "a forwarded request without an assertion")
 }

@@ -360,7 +360,7 @@ func (rs *ResourceServer) authenticate(r *http.Request) (*auth.Principal, string
 		// is refused unread, so that it costs no memory.
 		return nil, "", &Error{Reason: ReasonInvalidToken, Description: "form-encoded bodies are refused: access tokens are accepted only in the Authorization header", Err: errInvalidRequest}
 	case err == nil:
-	case ReasonOf(err) == ReasonMissingToken:
+	case reasonOf(err) == ReasonMissingToken:
 		if a, ok := assertedFrom(r.Context()); ok {
 			return a.p, "", a.err
 		}
@@ -580,7 +580,7 @@ func calledTool(msg []byte) (string, bool) {
 
 // refuse answers a refused request, counts it once and logs its reason.
 func (rs *ResourceServer) refuse(w http.ResponseWriter, r *http.Request, err error, needed []string) {
-	reason := ReasonOf(err)
+	reason := reasonOf(err)
 	desc := reason.String()
 	if e, ok := errors.AsType[*Error](err); ok && e.Description != "" {
 		desc = e.Description

@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
-// defaultNegativeCacheTTL is how long an [IntrospectionVerifier] remembers
+// defaultNegativeCacheTTL is how long an introspection verifier remembers
 // a refused token unless told otherwise.
 const defaultNegativeCacheTTL = 30 * time.Second
 
@@ -91,19 +91,19 @@ type IntrospectionConfig struct {
 	// bucket and a free call before it is refused as [ReasonVerifierBusy]
 	// (503); 0 means 1 s, a negative value no wait.
 	MissWait time.Duration
-	// Now is the clock; nil means time.Now. For tests.
-	Now func() time.Time
+	// now is the clock; nil means time.Now. For the tests of this package.
+	now func() time.Time
 }
 
-// IntrospectionVerifier is a [Verifier] of opaque tokens that asks the
-// authorization server (RFC 7662). Concurrent Verify calls for one token
+// introspectionVerifier is the [Verifier] of [NewIntrospectionVerifier].
+// Concurrent Verify calls for one token
 // make one call to the endpoint; answers are cached by the token's
 // SHA-256: an active token until min(exp, CacheTTL), a refused one for
 // NegativeCacheTTL, each kind in its own bounded cache. The calls for
 // tokens in neither cache are rate-limited and bounded (MissRate and
 // after). It is safe for concurrent use and holds no goroutine of its own.
 // The returned principals are shared and must not be modified.
-type IntrospectionVerifier struct {
+type introspectionVerifier struct {
 	cfg      IntrospectionConfig
 	client   *http.Client
 	log      *slog.Logger
@@ -121,7 +121,7 @@ type IntrospectionVerifier struct {
 
 // cached returns the verdict remembered for k, if any, and until when it
 // holds.
-func (v *IntrospectionVerifier) cached(k *tokenHash) (*auth.Principal, *Error, time.Time, bool) {
+func (v *introspectionVerifier) cached(k *tokenHash) (*auth.Principal, *Error, time.Time, bool) {
 	now := v.now()
 	if p, e, until, ok := v.cache.get(k, now, 0); ok {
 		return p, e, until, true
@@ -129,9 +129,25 @@ func (v *IntrospectionVerifier) cached(k *tokenHash) (*auth.Principal, *Error, t
 	return v.refused.get(k, now, 0)
 }
 
-// NewIntrospectionVerifier returns a verifier for cfg. It makes no call:
-// the endpoint, when not given, is discovered at the first Verify.
-func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, error) {
+// NewIntrospectionVerifier returns a [Verifier] of opaque tokens for cfg,
+// which asks the authorization server (RFC 7662): concurrent calls for one
+// token make one call to the endpoint; answers are cached by the token's
+// SHA-256, an active token until min(exp, CacheTTL), a refused one for
+// NegativeCacheTTL; the calls for tokens in neither cache are rate-limited
+// and bounded (MissRate and after). It is safe for concurrent use, holds
+// no goroutine of its own, and makes no call now: the endpoint, when not
+// given, is discovered at the first Verify. Its principals are shared and
+// must not be modified.
+func NewIntrospectionVerifier(cfg IntrospectionConfig) (Verifier, error) {
+	v, err := newIntrospectionVerifier(cfg)
+	if err != nil {
+		return nil, err // not a nil *introspectionVerifier in a non-nil Verifier
+	}
+	return v, nil
+}
+
+// newIntrospectionVerifier is [NewIntrospectionVerifier]'s verifier.
+func newIntrospectionVerifier(cfg IntrospectionConfig) (*introspectionVerifier, error) {
 	if cfg.Endpoint == "" && cfg.Issuer == "" {
 		return nil, errors.New("auth: IntrospectionConfig needs an Endpoint or an Issuer to discover it from")
 	}
@@ -148,7 +164,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
 		return nil, errors.New("auth: IntrospectionConfig.Audiences needs at least one non-empty resource URI")
 	}
-	v := &IntrospectionVerifier{cfg: cfg, endpoint: cfg.Endpoint}
+	v := &introspectionVerifier{cfg: cfg, endpoint: cfg.Endpoint}
 	v.cfg.Audiences = slices.Clone(cfg.Audiences)
 	v.cfg.Claims = slices.Clone(cfg.Claims)
 	v.client = guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
@@ -156,7 +172,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
-	v.now = cfg.Now
+	v.now = cfg.now
 	if v.now == nil {
 		v.now = time.Now
 	}
@@ -188,7 +204,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 // answer) and returns the principal, or an [*Error] saying why the token is
 // refused. ctx bounds this caller's wait; the call to the endpoint, shared
 // by concurrent callers, is bounded by the HTTP client's timeout.
-func (v *IntrospectionVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
+func (v *introspectionVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
 	if err := checkTokenLength(token); err != nil {
 		return nil, err
 	}
@@ -264,7 +280,7 @@ type introspection struct {
 	Cnf      any             `json:"cnf"` // RFC 9449 §6.2: cnf.jkt of a DPoP-bound token
 }
 
-func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*auth.Principal, error) {
+func (v *introspectionVerifier) introspect(ctx context.Context, token string) (*auth.Principal, error) {
 	endpoint, err := v.endpointURL(ctx)
 	if err != nil {
 		return nil, err
@@ -309,7 +325,7 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 // authorization server will not introspect this token, which is then
 // refused (and remembered) like an inactive one: the token is at fault,
 // not the server. Any other 400 is a verifier error.
-func (v *IntrospectionVerifier) badRequest(ctx context.Context, resp *http.Response) *Error {
+func (v *introspectionVerifier) badRequest(ctx context.Context, resp *http.Response) *Error {
 	var answer struct {
 		Error string `json:"error"`
 	}
@@ -321,7 +337,7 @@ func (v *IntrospectionVerifier) badRequest(ctx context.Context, resp *http.Respo
 }
 
 // principal checks an answer, in the order of the reasons.
-func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json.RawMessage) (*auth.Principal, error) {
+func (v *introspectionVerifier) principal(in *introspection, raw map[string]json.RawMessage) (*auth.Principal, error) {
 	if !in.Active {
 		return nil, &Error{Reason: ReasonInvalidToken, Description: "the token is not active"}
 	}
@@ -401,7 +417,7 @@ func (v *IntrospectionVerifier) principal(in *introspection, raw map[string]json
 
 // endpointURL returns the introspection endpoint, discovering it the
 // first time when it was not configured.
-func (v *IntrospectionVerifier) endpointURL(ctx context.Context) (string, error) {
+func (v *introspectionVerifier) endpointURL(ctx context.Context) (string, error) {
 	v.mu.Lock()
 	ep := v.endpoint
 	v.mu.Unlock()
@@ -432,7 +448,7 @@ func (v *IntrospectionVerifier) endpointURL(ctx context.Context) (string, error)
 
 // unavailable logs err and returns the verifier_error it becomes. Neither
 // carries the client secret: it is only ever in a request header.
-func (v *IntrospectionVerifier) unavailable(ctx context.Context, doing string, err error) *Error {
+func (v *introspectionVerifier) unavailable(ctx context.Context, doing string, err error) *Error {
 	v.log.WarnContext(ctx, "auth: introspection failed", "doing", doing, "error", err)
 	return &Error{Reason: ReasonVerifierError, Description: "the authorization server is unavailable", Err: err}
 }

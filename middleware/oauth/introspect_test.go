@@ -96,7 +96,7 @@ func (in *vtIntrospector) active(now time.Time, mutate ...func(map[string]any)) 
 	return a
 }
 
-func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock, mutate ...func(*IntrospectionConfig)) *IntrospectionVerifier {
+func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock, mutate ...func(*IntrospectionConfig)) *introspectionVerifier {
 	t.Helper()
 	cfg := IntrospectionConfig{
 		Endpoint:     in.srv.URL,
@@ -105,12 +105,12 @@ func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock
 		Issuer:       in.issuer,
 		Audiences:    []string{vtResource},
 		Claims:       []string{"tenant"},
-		Now:          clock.Now,
+		now:          clock.Now,
 	}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	v, err := NewIntrospectionVerifier(cfg)
+	v, err := newIntrospectionVerifier(cfg)
 	require.NoError(t, err)
 	return v
 }
@@ -238,17 +238,17 @@ func TestIntrospectionCache(t *testing.T) {
 
 	// short's exp passed: the entry is not used, and the endpoint's
 	// still-active answer is refused as expired.
-	assert.Equal(t, ReasonExpired, ReasonOf(verify("short")))
+	assert.Equal(t, ReasonExpired, reasonOf(verify("short")))
 	assert.EqualValues(t, 4, in.calls.Load())
 
 	t.Run("negative", func(t *testing.T) {
 		calls := in.calls.Load()
-		assert.Equal(t, ReasonInvalidToken, ReasonOf(verify("revoked")))
-		assert.Equal(t, ReasonInvalidToken, ReasonOf(verify("revoked")))
+		assert.Equal(t, ReasonInvalidToken, reasonOf(verify("revoked")))
+		assert.Equal(t, ReasonInvalidToken, reasonOf(verify("revoked")))
 		assert.Equal(t, calls+1, in.calls.Load(), "a refusal is cached")
 		in.set("revoked", in.active(clock.Now())) // say it became active
 		clock.Advance(defaultNegativeCacheTTL - time.Second)
-		assert.Equal(t, ReasonInvalidToken, ReasonOf(verify("revoked")))
+		assert.Equal(t, ReasonInvalidToken, reasonOf(verify("revoked")))
 		clock.Advance(time.Second)
 		require.NoError(t, verify("revoked"), "asked again after the negative TTL")
 		assert.Equal(t, calls+2, in.calls.Load())
@@ -271,7 +271,7 @@ func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
 	require.NoError(t, err)
 	for i := range 10 * size {
 		_, err := v.Verify(t.Context(), fmt.Sprintf("junk%d", i))
-		require.Equal(t, ReasonInvalidToken, ReasonOf(err))
+		require.Equal(t, ReasonInvalidToken, reasonOf(err))
 	}
 	calls := in.calls.Load()
 	_, err = v.Verify(t.Context(), "good")
@@ -449,7 +449,7 @@ func TestNewIntrospectionVerifierConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v, err := NewIntrospectionVerifier(tt.cfg)
+			v, err := newIntrospectionVerifier(tt.cfg)
 			require.Error(t, err)
 			assert.Nil(t, v)
 		})

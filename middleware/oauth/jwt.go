@@ -84,8 +84,8 @@ type JWTConfig struct {
 	// CacheTTL bounds how long a verified token is cached (never past its
 	// exp); 0 means [DefaultCacheTTL].
 	CacheTTL time.Duration
-	// Now is the clock; nil means time.Now. For tests.
-	Now func() time.Time
+	// now is the clock; nil means time.Now. For the tests of this package.
+	now func() time.Time
 }
 
 // JWTVerifier is a [Verifier] of JWT access tokens (RFC 9068) signed with
@@ -148,7 +148,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
-	now := cfg.Now
+	now := cfg.now
 	if now == nil {
 		now = time.Now
 	}

@@ -203,7 +203,7 @@ func vtNewJWTVerifier(t testing.TB, is *vtIssuer, clock *vtClock, mutate ...func
 		Issuer:    is.srv.URL,
 		Audiences: []string{vtResource},
 		Claims:    []string{"tenant"},
-		Now:       clock.Now,
+		now:       clock.Now,
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -508,7 +508,7 @@ func TestJWTVerifierUnknownKIDFlood(t *testing.T) {
 		require.NoError(t, err)
 		wg.Go(func() {
 			_, err := v.Verify(context.Background(), s)
-			reasons[i] = ReasonOf(err)
+			reasons[i] = reasonOf(err)
 		})
 	}
 	wg.Wait()

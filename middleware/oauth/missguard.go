@@ -12,7 +12,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of the calls an [IntrospectionVerifier] makes for tokens in
+// Defaults of the calls an introspection verifier makes for tokens in
 // neither of its caches (IntrospectionConfig.MissRate and the fields after
 // it).
 const (

@@ -45,7 +45,7 @@ func (as *floodAS) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func newFloodVerifier(t *testing.T, as *floodAS, mutate ...func(*IntrospectionConfig)) *IntrospectionVerifier {
+func newFloodVerifier(t *testing.T, as *floodAS, mutate ...func(*IntrospectionConfig)) *introspectionVerifier {
 	t.Helper()
 	cfg := IntrospectionConfig{
 		Endpoint:   "https://as.example.com/introspect",
@@ -55,7 +55,7 @@ func newFloodVerifier(t *testing.T, as *floodAS, mutate ...func(*IntrospectionCo
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	v, err := NewIntrospectionVerifier(cfg)
+	v, err := newIntrospectionVerifier(cfg)
 	require.NoError(t, err)
 	return v
 }
@@ -79,7 +79,7 @@ func connFrom(t *testing.T, addr string) addrConn {
 // addr(i), and returns their errors once every one of them is refused or
 // waiting (for the endpoint's answer, the bucket or a free call), and a
 // wait for the rest.
-func flood(t *testing.T, v *IntrospectionVerifier, n int, addr func(i int) string) ([]error, func()) {
+func flood(t *testing.T, v *introspectionVerifier, n int, addr func(i int) string) ([]error, func()) {
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -98,7 +98,7 @@ func flood(t *testing.T, v *IntrospectionVerifier, n int, addr func(i int) strin
 func countReasons(errs []error) map[string]int {
 	m := map[string]int{}
 	for _, err := range errs {
-		m[ReasonOf(err).String()]++
+		m[reasonOf(err).String()]++
 	}
 	return m
 }
@@ -141,7 +141,7 @@ func TestIntrospectionFloodManyAddresses(t *testing.T) {
 
 		user := ConnContext(t.Context(), connFrom(t, "198.51.100.9:50000"))
 		_, err := v.Verify(user, floodValid)
-		require.Equal(t, ReasonVerifierBusy, ReasonOf(err), "the budget is spent: %v", err)
+		require.Equal(t, ReasonVerifierBusy, reasonOf(err), "the budget is spent: %v", err)
 
 		close(as.release)       // the authorization server answers the flood
 		time.Sleep(time.Second) // the client waits out Retry-After (fake time)
@@ -217,7 +217,7 @@ func TestHandlerVerifierBusy(t *testing.T) {
 	assert.InDelta(t, 1, testutil.ToFloat64(rs.failures.WithLabelValues("verifier_busy")), 0)
 	assert.Equal(t, int64(1), in.calls.Load(), "no call once the budget is spent")
 	_, err = v.Verify(t.Context(), "good")
-	assert.Equal(t, ReasonVerifierBusy, ReasonOf(err), "a busy refusal is not remembered as a verdict")
+	assert.Equal(t, ReasonVerifierBusy, reasonOf(err), "a busy refusal is not remembered as a verdict")
 	assert.Equal(t, http.StatusUnauthorized, do("junk").Code, "a refused token is remembered, and costs no budget")
 }
 
@@ -238,9 +238,9 @@ func TestIntrospectionNoPositiveCache(t *testing.T) {
 	assert.Equal(t, int64(3), in.calls.Load(), "every request is introspected")
 	in.set("good", map[string]any{"active": false})
 	_, err := v.Verify(ctx, "good")
-	assert.Equal(t, ReasonInvalidToken, ReasonOf(err), "revoked: refused at once")
+	assert.Equal(t, ReasonInvalidToken, reasonOf(err), "revoked: refused at once")
 	_, err = v.Verify(ctx, "good")
-	assert.Equal(t, ReasonInvalidToken, ReasonOf(err))
+	assert.Equal(t, ReasonInvalidToken, reasonOf(err))
 	assert.Equal(t, int64(4), in.calls.Load(), "the refusal is remembered")
 }
 

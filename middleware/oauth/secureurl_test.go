@@ -201,11 +201,11 @@ func TestIntrospectionRefusesPlainHTTP(t *testing.T) {
 		{Endpoint: "http://as.test/introspect", Audiences: aud},
 		{Issuer: "http://as.test", Audiences: aud},
 	} {
-		_, err := NewIntrospectionVerifier(cfg)
+		_, err := newIntrospectionVerifier(cfg)
 		require.Error(t, err, "%+v", cfg)
 		assert.Contains(t, err.Error(), "http://as.test")
 		cfg.AllowInsecureHTTP = true
-		_, err = NewIntrospectionVerifier(cfg)
+		_, err = newIntrospectionVerifier(cfg)
 		require.NoError(t, err)
 	}
 
@@ -215,7 +215,7 @@ func TestIntrospectionRefusesPlainHTTP(t *testing.T) {
 	}
 	verify := func(allow bool) (*vtRemoteAS, error) {
 		as := vtNewRemoteAS(t, docs, nil)
-		v, err := NewIntrospectionVerifier(IntrospectionConfig{
+		v, err := newIntrospectionVerifier(IntrospectionConfig{
 			Issuer: as.srv.URL, Audiences: aud, ClientID: "rs", ClientSecret: "s3cret",
 			HTTPClient: as.client, AllowInsecureHTTP: allow,
 		})

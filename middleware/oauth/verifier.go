@@ -87,9 +87,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ReasonOf returns the reason of err: its [*Error]'s, or
+// reasonOf returns the reason of err: its [*Error]'s, or
 // [ReasonVerifierError] for any other error.
-func ReasonOf(err error) Reason {
+func reasonOf(err error) Reason {
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Reason
 	}

@@ -30,11 +30,11 @@ const listCacheSize = 4096
 // convert).
 const maxLoggedError = 256
 
-// Check decides call, a tools/call of t whose arguments are valid, by t's
-// policy (or the default): nil allows it; a denial is a *server.Error
-// with code -32600 and the SEP-2643 authorization denial in its data,
-// naming the policy. A tool without a policy, and no default, is allowed.
-// Give it to server.WithToolPolicy. Each decision is counted, set on the
+// ToolPolicy decides call, a tools/call of t whose arguments are valid,
+// by t's policy (or the default), for server.WithToolPolicy: nil allows
+// it; a denial is a *server.Error with code -32600 and the
+// SEP-2643 authorization denial in its data, naming the policy. A tool
+// without a policy, and no default, is allowed. Each decision is counted, set on the
 // span of ctx, and logged; an evaluation that fails (a missing key, the
 // cost limit) denies, and its error is logged. Arguments that a handler
 // decoding them into a struct with encoding/json could read otherwise
@@ -43,7 +43,7 @@ const maxLoggedError = 256
 // denial: a top-level member that folds to a property t's input schema
 // declares but is not it ("Amount" for "amount"), or two members of one
 // object, at any depth, whose names fold alike.
-func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server.Tool) error {
+func (s *Set) ToolPolicy(ctx context.Context, call *server.CallToolRequest, t *server.Tool) error {
 	c := s.policyFor(t.Name)
 	if c == nil {
 		return nil
@@ -111,19 +111,19 @@ func (s *Set) Check(ctx context.Context, call *server.CallToolRequest, t *server
 	return e
 }
 
-// Access reports whether tools/list shows t to req: false when t's policy
-// reads no arguments and denies req's principal (or there is none). For
-// any other method it returns true, so that a call of the tool reaches
-// [Set.Check], which answers a denial naming the policy rather than as an
-// unknown tool. Compose it with auth.ToolAccess in server.WithToolAccess:
+// ToolAccess reports whether tools/list shows t to req: false when t's
+// policy reads no arguments and denies req's principal (or there is none).
+// For any other method it returns true, so that a call of the tool
+// reaches [Set.ToolPolicy], which answers a denial naming the policy
+// rather than as an unknown tool. Compose it with auth.ToolAccess in server.WithToolAccess:
 //
 //	server.WithToolAccess(func(req *server.Request, t *server.Tool) bool {
-//		return auth.ToolAccess(req, t) && set.Access(req, t)
+//		return auth.ToolAccess(req, t) && set.ToolAccess(req, t)
 //	})
 //
 // The decisions of policies that read neither arguments nor request are
 // remembered per principal and tool (a bounded cache).
-func (s *Set) Access(req *server.Request, t *server.Tool) bool {
+func (s *Set) ToolAccess(req *server.Request, t *server.Tool) bool {
 	if req.Method != "tools/list" {
 		return true
 	}

@@ -15,14 +15,14 @@
 //     "stdio", ...), session (its id, "" without one).
 //
 // [New] compiles and type-checks every expression, so that a typo fails
-// the start, not a call. [Set.Check], given to server.WithToolPolicy, runs
+// the start, not a call. [Set.ToolPolicy], given to server.WithToolPolicy, runs
 // after the call's arguments were validated and before the handler: a
 // denied call is answered with the JSON-RPC error SEP-2643 proposes for
 // an authorization denial (code -32600, as Vigil's other authorization
 // refusals, until the SEP assigns one; data.authorization.reason
 // "insufficient_authorization", data.policy the policy's name), counted
 // in mcp_server_policy_decisions_total, set on the call's span, logged and
-// audited. [Set.Access], composed with auth.ToolAccess in
+// audited. [Set.ToolAccess], composed with auth.ToolAccess in
 // server.WithToolAccess, hides from tools/list the tools whose policy
 // denies the caller without reading the arguments.
 //
@@ -30,7 +30,7 @@
 // a handler decoding them into a struct with encoding/json could read
 // otherwise (a name that folds to a property the input schema declares
 // but is not it, two names of one object that fold alike) are refused
-// with -32602 and counted as the policy's denials (see [Set.Check]).
+// with -32602 and counted as the policy's denials (see [Set.ToolPolicy]).
 //
 // A request without a principal (no authorization, or one that did not
 // pass the guard) is denied by every policy: policies fail closed.

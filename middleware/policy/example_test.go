@@ -20,7 +20,7 @@ import (
 // whatever the arguments (not refund, whose policy reads them). Its
 // schema is open: a member that a handler decoding into a struct would
 // take for amount ("Amount") is refused before the policy runs.
-func ExampleSet_Check() {
+func ExampleSet_ToolPolicy() {
 	var cfg policy.Config
 	if err := yaml.Unmarshal([]byte(`
 tools:
@@ -34,8 +34,10 @@ tools:
 		panic(err)
 	}
 	srv := server.New(
-		server.WithToolPolicy(set.Check),
-		server.WithToolAccess(func(req *server.Request, t *server.Tool) bool { return auth.ToolAccess(req, t) && set.Access(req, t) }),
+		server.WithToolPolicy(set.ToolPolicy),
+		server.WithToolAccess(func(req *server.Request, t *server.Tool) bool {
+			return auth.ToolAccess(req, t) && set.ToolAccess(req, t)
+		}),
 	)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("done"), nil

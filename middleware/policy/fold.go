@@ -13,7 +13,7 @@ import (
 )
 
 // Bounds of the refusal of arguments whose names a handler could read
-// otherwise than the policy ([Set.Check]): the names it quotes and the
+// otherwise than the policy ([Set.ToolPolicy]): the names it quotes and the
 // JSON pointer of the object holding them, in bytes; the tools whose
 // declared property names are remembered (emptied when full); the
 // subschemas read within each other (allOf, anyOf, oneOf, if, then, else).
@@ -221,7 +221,7 @@ func (d *declared) add(name string) {
 }
 
 // schemaCache remembers the declared property names of each tool, by the
-// *server.Tool the server hands [Set.Check] (stable for a registered
+// *server.Tool the server hands [Set.ToolPolicy] (stable for a registered
 // tool); an entry whose schema is not the tool's current one is read
 // again. It is bounded, emptied when full.
 type schemaCache struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
-	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // costLimit bounds the work of one evaluation, in CEL cost units (about
@@ -93,7 +93,7 @@ func New(cfg Config) (*Set, error) {
 	}
 	for _, tool := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		name := "tools." + tool
-		if !server.ValidToolName(tool) {
+		if !vocab.ValidToolName(tool) {
 			errs = append(errs, cfg.located(name, fmt.Errorf("%q is not a valid tool name", tool)))
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -60,8 +61,8 @@ func newServerWith(t testing.TB, file string, reg prometheus.Registerer, access 
 		access = func(*server.Request, *server.Tool) bool { return true }
 	}
 	srv := server.New(
-		server.WithToolPolicy(set.Check),
-		server.WithToolAccess(func(req *server.Request, tl *server.Tool) bool { return access(req, tl) && set.Access(req, tl) }))
+		server.WithToolPolicy(set.ToolPolicy),
+		server.WithToolAccess(func(req *server.Request, tl *server.Tool) bool { return access(req, tl) && set.ToolAccess(req, tl) }))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -266,7 +267,7 @@ func TestPolicyReadingArgumentsDoesNotHide(t *testing.T) {
 	assert.Contains(t, toolNames(alice), "sleep")
 }
 
-// TestDecisionOnSpan: Check sets the policy and its decision on the span
+// TestDecisionOnSpan: ToolPolicy sets the policy and its decision on the span
 // of the call's context (here a middleware's, as package middleware's
 // tracing starts one), for an allow and for a denial.
 func TestDecisionOnSpan(t *testing.T) {
@@ -282,7 +283,7 @@ func TestDecisionOnSpan(t *testing.T) {
 			return next(ctx, req)
 		}
 	}
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(spans))
+	srv := server.New(server.WithToolPolicy(set.ToolPolicy), server.WithMiddleware(spans))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -315,7 +316,7 @@ func TestLogsBounded(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := policy.New(cfg)
 	require.NoError(t, err)
-	srv := server.New(server.WithToolPolicy(set.Check))
+	srv := server.New(server.WithToolPolicy(set.ToolPolicy))
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -354,7 +355,7 @@ func TestDenialAudited(t *testing.T) {
 	set, err := policy.New(parse(t, issueFile))
 	require.NoError(t, err)
 	var audit lockedBuffer
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.ToolPolicy))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -367,14 +368,14 @@ func TestDenialAudited(t *testing.T) {
 	require.NoError(t, mallory.Close())
 	require.NoError(t, alice.Close())
 	require.NoError(t, srv.Shutdown(t.Context())) // returns once the handlers, which write the lines, have returned
-	var lines []middleware.AuditRecord
+	var lines []auditLine
 	for line := range strings.Lines(audit.String()) {
-		var rec middleware.AuditRecord
+		var rec auditLine
 		require.NoError(t, json.Unmarshal([]byte(line), &rec))
 		lines = append(lines, rec)
 	}
 	require.Len(t, lines, 2, audit.String())
-	slices.SortFunc(lines, func(a, b middleware.AuditRecord) int { return strings.Compare(b.Subject, a.Subject) })
+	slices.SortFunc(lines, func(a, b auditLine) int { return strings.Compare(b.Subject, a.Subject) })
 	assert.Equal(t, "mallory", lines[0].Subject)
 	assert.Equal(t, "tools.echo", lines[0].Policy)
 	assert.Equal(t, int64(protocol.CodeInvalidRequest), lines[0].Code)
@@ -395,7 +396,7 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	set, err := policy.New(cfg)
 	require.NoError(t, err)
-	srv := server.New(server.WithToolPolicy(set.Check), server.WithMiddleware(middleware.Audit(&audit)))
+	srv := server.New(append(auditOptions(t, &audit), server.WithToolPolicy(set.ToolPolicy))...)
 	ok := func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("ran"), nil
 	}
@@ -433,7 +434,7 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	assert.NotContains(t, logs.String(), "Amount")
 	var policies []string
 	for line := range strings.Lines(audit.String()) {
-		var rec middleware.AuditRecord
+		var rec auditLine
 		require.NoError(t, json.Unmarshal([]byte(line), &rec))
 		if rec.Code == int64(protocol.CodeInvalidParams) {
 			policies = append(policies, rec.Policy)
@@ -441,4 +442,20 @@ func TestAmbiguousArgumentsRefused(t *testing.T) {
 	}
 	slices.Sort(policies)
 	assert.Equal(t, []string{"tools.any", "tools.bare", "tools.refund", "tools.refund", "tools.refund"}, policies)
+}
+
+// auditOptions returns the server options of an instrumentation that
+// writes its audit log to w.
+func auditOptions(t *testing.T, w io.Writer) []server.Option {
+	t.Helper()
+	inst, err := middleware.NewInstrumentation(middleware.WithAuditLog(w))
+	require.NoError(t, err)
+	return inst.ServerOptions()
+}
+
+// auditLine is what these tests read of a line of the audit log.
+type auditLine struct {
+	Subject string `json:"subject"`
+	Policy  string `json:"policy"`
+	Code    int64  `json:"code"`
 }

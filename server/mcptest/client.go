@@ -311,7 +311,7 @@ func (c *Client) await(id transport.ID) (json.RawMessage, *transport.Error) {
 	}
 }
 
-// answer replies to a server request with the RequestHandler.
+// answer replies to a server request with the handler of WithRequestHandler.
 func (c *Client) answer(req *transport.Request) {
 	c.t.Helper()
 	h := c.cfg.onRequest

@@ -68,11 +68,11 @@ func TestConnectTyped(t *testing.T) {
 	res := c.CallTool("echo", map[string]any{"text": "hi"})
 	assert.Equal(t, "hi", res.Text())
 	assert.False(t, res.IsError)
-	assert.Equal(t, []mcptest.ResourceContents{{URI: "file:///readme.txt", Text: "read me"}}, c.ReadResource("file:///readme.txt"))
+	assert.Equal(t, []*server.ResourceContents{{URI: "file:///readme.txt", Text: "read me"}}, c.ReadResource("file:///readme.txt"))
 	assert.Equal(t, "readme", c.ListResources()[0].Name)
 	p := c.GetPrompt("greet", nil)
 	require.Len(t, p.Messages, 1)
-	assert.Equal(t, "hello", p.Messages[0].Content.Text)
+	assert.Equal(t, "hello", p.Messages[0].Content.(*server.TextContent).Text)
 	assert.Equal(t, "greet", c.ListPrompts()[0].Name)
 	c.Ping()
 

@@ -15,9 +15,11 @@
 //   - Typed calls ([Client.CallTool], [Client.ListTools],
 //     [Client.ReadResource], [Client.GetPrompt], ...) pick the request id,
 //     wait for the answer, answer the server's own requests in between with
-//     the [RequestHandler] of [WithRequestHandler], and fail the test on a
-//     JSON-RPC error. [Client.Call] is the same for any method and returns
-//     the error object instead.
+//     the handler of [WithRequestHandler], and fail the test on a
+//     JSON-RPC error; lists and reads decode into the server package's own
+//     types (server.Tool, server.Resource, ...), as a client sees them.
+//     [Client.Call] is the same for any method and returns the error
+//     object instead.
 //   - Wire-level calls send exactly what the test says, with the id it
 //     chooses ([Client.Request], [Client.Notify], [Client.Send],
 //     [Client.SendFrame]), and read the server's messages strictly in order

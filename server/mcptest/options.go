@@ -22,7 +22,7 @@ type config struct {
 	version    string
 	caps       any
 	name, ver  string
-	onRequest  RequestHandler
+	onRequest  func(context.Context, *transport.Request) (any, error) // WithRequestHandler
 	serveCtx   context.Context
 	serverConn func(transport.Conn) transport.Conn
 }
@@ -37,18 +37,15 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// RequestHandler answers a request the server sends the client (ping,
-// roots/list, sampling/createMessage, elicitation/create, ...) while a
-// typed call or [Client.Call] waits for its answer. It returns the result,
-// or an error: a *[transport.Error] is sent as is, any other error as an
-// internal error (-32603) with its text. It runs on the test's goroutine.
-type RequestHandler func(ctx context.Context, req *transport.Request) (result any, err error)
-
-// WithRequestHandler sets how the client answers the server's requests
-// during a call. Without it, ping gets an empty result and every other
-// method a method-not-found error (-32601), as from a client that declared
-// no capabilities. A nil h restores that default.
-func WithRequestHandler(h RequestHandler) Option {
+// WithRequestHandler sets how the client answers the requests the server
+// sends it (ping, roots/list, sampling/createMessage, ...) while a typed
+// call or [Client.Call] waits for its answer: h returns the result, or an
+// error: a *[transport.Error] is sent as is, any other error as an
+// internal error (-32603) with its text; it runs on the test's goroutine.
+// Without it, ping gets an empty result and every other method a
+// method-not-found error (-32601), as from a client that declared no
+// capabilities. A nil h restores that default.
+func WithRequestHandler(h func(ctx context.Context, req *transport.Request) (result any, err error)) Option {
 	return optionFunc(func(c *config) { c.onRequest = h })
 }
 

@@ -3,21 +3,16 @@ package mcptest
 import (
 	"encoding/json"
 	"strings"
-)
 
-// Implementation names a client or server (clientInfo, serverInfo).
-type Implementation struct {
-	Name    string `json:"name"`
-	Title   string `json:"title,omitempty"`
-	Version string `json:"version"`
-}
+	"github.com/vigil-mcp/vigil/server"
+)
 
 // InitializeResult is the server's answer to initialize.
 type InitializeResult struct {
-	ProtocolVersion string          `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-	ServerInfo      Implementation  `json:"serverInfo"`
-	Instructions    string          `json:"instructions,omitempty"`
+	ProtocolVersion string                `json:"protocolVersion"`
+	Capabilities    json.RawMessage       `json:"capabilities"`
+	ServerInfo      server.Implementation `json:"serverInfo"`
+	Instructions    string                `json:"instructions,omitempty"`
 }
 
 // Content is one content item of a tool result or prompt message: text,
@@ -51,54 +46,6 @@ func joinText(cs []Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// Tool is one entry of tools/list.
-type Tool struct {
-	Name         string          `json:"name"`
-	Title        string          `json:"title,omitempty"`
-	Description  string          `json:"description,omitempty"`
-	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
-	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
-	Annotations  json.RawMessage `json:"annotations,omitempty"`
-}
-
-// Resource is one entry of resources/list.
-type Resource struct {
-	URI         string `json:"uri"`
-	Name        string `json:"name"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-	MIMEType    string `json:"mimeType,omitempty"`
-}
-
-// ResourceContents is one item of a resources/read result: Text or Blob
-// (base64) is set.
-type ResourceContents struct {
-	URI      string `json:"uri"`
-	MIMEType string `json:"mimeType,omitempty"`
-	Text     string `json:"text,omitempty"`
-	Blob     string `json:"blob,omitempty"`
-}
-
-// Prompt is one entry of prompts/list.
-type Prompt struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Arguments   json.RawMessage `json:"arguments,omitempty"`
-}
-
-// PromptMessage is one message of a prompts/get result.
-type PromptMessage struct {
-	Role    string  `json:"role"`
-	Content Content `json:"content"`
-}
-
-// PromptResult is the result of prompts/get.
-type PromptResult struct {
-	Description string          `json:"description,omitempty"`
-	Messages    []PromptMessage `json:"messages"`
 }
 
 // Initialize performs the handshake: an initialize request asking for
@@ -172,21 +119,21 @@ func (c *Client) CallTool(name string, args any) *ToolResult {
 }
 
 // ListTools returns every tool, following nextCursor across pages.
-func (c *Client) ListTools() []Tool {
+func (c *Client) ListTools() []server.Tool {
 	c.t.Helper()
-	return list[Tool](c, "tools/list", "tools")
+	return list[server.Tool](c, "tools/list", "tools")
 }
 
 // ListResources returns every resource, following nextCursor across pages.
-func (c *Client) ListResources() []Resource {
+func (c *Client) ListResources() []server.Resource {
 	c.t.Helper()
-	return list[Resource](c, "resources/list", "resources")
+	return list[server.Resource](c, "resources/list", "resources")
 }
 
 // ListPrompts returns every prompt, following nextCursor across pages.
-func (c *Client) ListPrompts() []Prompt {
+func (c *Client) ListPrompts() []server.Prompt {
 	c.t.Helper()
-	return list[Prompt](c, "prompts/list", "prompts")
+	return list[server.Prompt](c, "prompts/list", "prompts")
 }
 
 func list[T any](c *Client, method, field string) []T {
@@ -216,23 +163,23 @@ func list[T any](c *Client, method, field string) []T {
 }
 
 // ReadResource reads the resource at uri and returns its contents.
-func (c *Client) ReadResource(uri string) []ResourceContents {
+func (c *Client) ReadResource(uri string) []*server.ResourceContents {
 	c.t.Helper()
 	var res struct {
-		Contents []ResourceContents `json:"contents"`
+		Contents []*server.ResourceContents `json:"contents"`
 	}
 	c.must("resources/read", map[string]any{"uri": uri}, &res)
 	return res.Contents
 }
 
 // GetPrompt gets prompt name with args (nil sends none).
-func (c *Client) GetPrompt(name string, args map[string]string) *PromptResult {
+func (c *Client) GetPrompt(name string, args map[string]string) *server.GetPromptResult {
 	c.t.Helper()
 	params := map[string]any{"name": name}
 	if args != nil {
 		params["arguments"] = args
 	}
-	var res PromptResult
+	var res server.GetPromptResult
 	c.must("prompts/get", params, &res)
 	return &res
 }

@@ -25,7 +25,7 @@ func blockingUpstream(t *testing.T, resumable bool) (ts *httptest.Server, starte
 	started, gets = make(chan struct{}, 1), make(chan struct{}, 8)
 	srv := server.New()
 	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("holding")
+		server.ClientLogger(ctx).Warn("holding")
 		started <- struct{}{}
 		<-ctx.Done()
 		return nil, context.Cause(ctx)

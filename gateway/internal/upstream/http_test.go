@@ -78,7 +78,7 @@ func startHTTPUpstream(t *testing.T, mode streamable.ResponseMode) *httpUpstream
 		return nil, context.Cause(ctx)
 	})
 	tool("log", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
-		server.Logger(ctx).Warn("careful")
+		server.ClientLogger(ctx).Warn("careful")
 		return server.Text("logged"), nil
 	})
 	tool("huge", func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
