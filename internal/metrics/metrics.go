@@ -90,7 +90,7 @@ func New(v Vocabulary, opts ...Option) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),
-		errorTypes:     v.errorTypes(),
+		errorTypes:     errorTypes(v),
 		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {

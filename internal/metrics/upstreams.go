@@ -93,7 +93,7 @@ func NewUpstreams(v Vocabulary, names []string, dropped func(add func(upstream, 
 		states:   states,
 		methods:  newMetricsLabelSet(append(mcpconv.RequestMethods(), mcpconv.LabelOther)),
 		names:    newMetricsLabelSet(append(names, mcpconv.LabelOther)),
-		errTypes: newMetricsLabelSet(append(v.errorTypes(), "")),
+		errTypes: newMetricsLabelSet(append(errorTypes(v), "")),
 		zero:     map[[2]string]int64{},
 		dropped:  dropped,
 	}

@@ -3,14 +3,14 @@ package vocab
 import (
 	"fmt"
 
-	"github.com/vigil-mcp/vigil/internal/metrics"
+	"github.com/vigil-mcp/vigil/internal/labelvocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // Metrics returns the vocabulary the metrics collector labels with
-// (metrics.New), each value as its label.
-func Metrics() metrics.Vocabulary {
-	return metrics.Vocabulary{
+// (internal/metrics.New), each value as its label.
+func Metrics() labelvocab.Vocabulary {
+	return labelvocab.Vocabulary{
 		Causes:            labels(CancelReasons()),
 		DropReasons:       labels(DropReasons()),
 		WriteClasses:      labels(WriteClasses()),
