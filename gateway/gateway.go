@@ -421,7 +421,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = upstream.DialHTTP(upstream.HTTPConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes})
+		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes})
 	} else {
 		var p *upstream.Process
 		if ss != nil && !l.stateless {
@@ -506,12 +506,10 @@ const idleConnsPerUpstream = 128
 
 // upstreamClient returns the HTTP client of an HTTP upstream's sessions:
 // one connection pool for all of them, kept warm, plain HTTP sent on the
-// caller's goroutine (upstream.PlainHTTP), and no redirect followed (one
-// could take the upstream's credentials elsewhere).
+// caller's goroutine, and no redirect followed (one could take the
+// upstream's credentials elsewhere): streamable.NewHTTPClient.
 func upstreamClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = idleConnsPerUpstream
-	return &http.Client{Transport: upstream.PlainHTTP(tr, idleConnsPerUpstream), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return streamable.NewHTTPClient(idleConnsPerUpstream)
 }
 
 // notified handles the listing session's notifications that belong to no

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Restarts of an upstream wait, after a setback, from minBackoff,
@@ -98,7 +99,7 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	}
 	now := l.m.now()
 	l.mu.Lock()
-	if old = l.conn.Swap(nil); old != nil && !errors.Is(old.session.Err(), upstream.ErrSessionExpired) {
+	if old = l.conn.Swap(nil); old != nil && !errors.Is(old.session.Err(), streamable.ErrUnknownSession) {
 		// An HTTP upstream that forgot the session is no setback: it
 		// restarted, or the session expired, and a new one is due at once.
 		if now.Sub(l.started) < stableAfter { // it died young: back off, but restart the first at once

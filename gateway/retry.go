@@ -9,6 +9,7 @@ import (
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // retrySafe reports whether method may be sent again on a new session
@@ -43,7 +44,7 @@ func (m *mount) call(ctx context.Context, l *link, method string, params json.Ra
 		return nil, err
 	}
 	res, err := s.Call(ctx, method, params, notes)
-	if err == nil || ctx.Err() != nil || !errors.Is(err, upstream.ErrSessionExpired) {
+	if err == nil || ctx.Err() != nil || !errors.Is(err, streamable.ErrUnknownSession) {
 		return res, err
 	}
 	m.g.obs.Expired(m.up.Name, retry)

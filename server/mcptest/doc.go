@@ -34,7 +34,7 @@
 // must be called from the test's goroutine. Cleanup is registered with
 // [testing.TB.Cleanup]: the Client closes its Conn and, for [Pipe] and
 // [Connect], waits for the server's Serve to return, so no goroutine
-// outlives the test. The package imports no Vigil package but transport
-// and transport/memory, so that any package, server's own tests included,
-// can use it.
+// outlives the test. The package imports no Vigil package but transport,
+// transport/memory and transport/streamable (whose client DialHTTP is),
+// so that any package, server's own tests included, can use it.
 package mcptest

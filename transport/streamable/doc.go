@@ -51,9 +51,18 @@
 // stream methods are in stream.go. Refusals are reported to
 // [WithRejectHook] with a typed protocol.RejectReason.
 //
+// The client side is [Dial]: a [transport.Conn] to a Streamable HTTP
+// endpoint, configured by a [ClientConfig], in both eras (a session id,
+// the GET stream, streams resumed with Last-Event-ID; the 2026-07-28
+// headers), every message the server sends bounded. Its connections may
+// share one pool ([NewHTTPClient]). It is the one MCP client core of the
+// module: Vigil's gateway speaks to HTTP upstreams with it, and
+// server/mcptest's DialHTTP drives endpoints with it in tests.
+//
 // The package needs only something that serves a Conn ([Server]); the
-// server package's *Server is one. It imports transport, transport/protocol
-// and, for the Mcp-Param-* headers the server checks, an internal package.
+// server package's *Server is one. It imports transport, transport/protocol,
+// transport/stdio (for the client's default bound on a message) and
+// internal leaf packages (the Mcp-Param-* headers the server checks, say).
 // When the Server can also attach a session (as *Server can, with its Attach), an
 // idle 2025-era session holds no goroutine and no timer: its messages run
 // on the goroutines of the POSTs that bring them, and one timer per

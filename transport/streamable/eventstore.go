@@ -51,5 +51,6 @@ var ErrUnknownEvent = replication.ErrUnknownEvent
 
 // ErrUnknownSession is wrapped by the errors of the shared mode's store
 // (see [WithCluster]) for a session that does not exist: never created,
-// deleted or expired.
+// deleted or expired; and by those of a client connection ([Dial]) whose
+// server answered 404 for its session.
 var ErrUnknownSession = replication.ErrUnknownSession

@@ -1,5 +1,7 @@
 package streamable
 
+import "net/http"
+
 // SetMaxSessionBytes is s.setMaxSessionBytes, for the external tests.
 func SetMaxSessionBytes(s *MemoryEventStore, n int64) { s.setMaxSessionBytes(n) }
 
@@ -15,3 +17,9 @@ func StoreSize(s *MemoryEventStore) (events int, bytes int64) { return s.size() 
 // OnHeld has h call f each time it holds a notifications/cancelled until
 // the request's stream closes, for the external tests.
 func OnHeld(h *Endpoint, f func()) { h.onHeld = f }
+
+// PlainTransport is newPlainTransport, the RoundTripper of
+// [NewHTTPClient], over fallback.
+func PlainTransport(fallback *http.Transport, maxIdle int) http.RoundTripper {
+	return newPlainTransport(fallback, maxIdle)
+}

@@ -1,12 +1,13 @@
 // Package upstream is the MCP client side of Vigil's gateway (docs/gateway.md):
-// one upstream MCP session over a [transport.Conn] ([Open], [Session]), the
-// child process of a stdio upstream ([StartProcess], [Process]) and the
-// splitting of its command line (internal/cmdline), and the client side of
-// Streamable HTTP ([DialHTTP]): the session era (a session id, the GET
-// stream, streams resumed with Last-Event-ID, [ErrSessionExpired] on a 404)
-// and the stateless 2026-07-28 era (server/discover, the era's _meta and
-// headers on each request, input_required rounds answered through
-// OnRequest).
+// one upstream MCP session over a [transport.Conn] ([Open], [Session]) and
+// the child process of a stdio upstream ([StartProcess], [Process]). An
+// HTTP upstream's Conn is the client side of Streamable HTTP that
+// server/mcptest uses too (streamable.Dial): the session era (a session
+// id, the GET stream, streams resumed with Last-Event-ID,
+// streamable.ErrUnknownSession on a 404) and the stateless 2026-07-28 era
+// (server/discover, the era's _meta and headers on each request,
+// input_required rounds answered through OnRequest), whose Session side
+// is here.
 //
 // A [Session] keeps, toward the upstream, the promises the server package
 // keeps toward clients: a caller whose context ends has its request

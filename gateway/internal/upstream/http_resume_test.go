@@ -70,7 +70,7 @@ func startResumable(t *testing.T) *resumable {
 func TestHTTPResumesACutCall(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startResumable(t)
-	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: u.ts.URL}), upstream.Config{Name: "r"})
+	s, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: u.ts.URL}), upstream.Config{Name: "r"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	var mu sync.Mutex
@@ -103,7 +103,7 @@ func TestHTTPGetStreamReconnects(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startResumable(t)
 	notes := make(chan string, 16)
-	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: u.ts.URL}), upstream.Config{
+	s, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: u.ts.URL}), upstream.Config{
 		Name:           "r",
 		OnNotification: func(n *transport.Request) { notes <- n.Method },
 	})

@@ -104,7 +104,7 @@ func startHTTPUpstream(t *testing.T, mode streamable.ResponseMode) *httpUpstream
 // openHTTP opens a session on u that answers sampling with model "m1".
 func openHTTP(t *testing.T, u *httpUpstream, maxMessage int) *upstream.Session {
 	t.Helper()
-	conn := upstream.DialHTTP(upstream.HTTPConfig{
+	conn := streamable.Dial(streamable.ClientConfig{
 		URL:             u.url,
 		Header:          http.Header{"Authorization": {"Bearer upstream-own-credential"}},
 		MaxMessageBytes: maxMessage,
@@ -257,7 +257,7 @@ func TestHTTPUnreachable(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close()
-	_, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: url}), upstream.Config{Name: "h"})
+	_, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: url}), upstream.Config{Name: "h"})
 	require.ErrorIs(t, err, upstream.ErrGone)
 }
 
@@ -271,7 +271,7 @@ func TestHTTPUpstreamRequestOfItsCall(t *testing.T) {
 	var arrived sync.WaitGroup
 	arrived.Add(2)
 	go func() { arrived.Wait(); close(both) }()
-	conn := upstream.DialHTTP(upstream.HTTPConfig{URL: u.url})
+	conn := streamable.Dial(streamable.ClientConfig{URL: u.url})
 	s, err := upstream.Open(t.Context(), conn, upstream.Config{
 		Name:         "h",
 		Capabilities: json.RawMessage(`{"sampling":{}}`),
@@ -316,7 +316,7 @@ type whoKey struct{}
 func TestHTTPCredentials(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startHTTPUpstream(t, streamable.ResponseJSON)
-	conn := upstream.DialHTTP(upstream.HTTPConfig{
+	conn := streamable.Dial(streamable.ClientConfig{
 		URL: u.url,
 		Credentials: func(ctx context.Context) (http.Header, error) {
 			who, _ := ctx.Value(whoKey{}).(string)
@@ -340,7 +340,7 @@ func TestHTTPCredentials(t *testing.T) {
 	_, err = s.Call(context.WithValue(t.Context(), whoKey{}, "mallory"), "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
 	var rpc *transport.Error
 	require.ErrorAs(t, err, &rpc)
-	assert.Equal(t, "the upstream's credentials: no token for mallory", rpc.Message)
+	assert.Equal(t, "the credentials for the server: no token for mallory", rpc.Message)
 	_, err = s.Call(alice, "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
 	require.NoError(t, err, "the session serves on")
 

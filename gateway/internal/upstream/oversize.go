@@ -45,6 +45,20 @@ func (o *oversize) Error() string {
 
 func (*oversize) Unwrap() error { return transport.ErrFrameTooLarge }
 
+// Oversize returns what is known of the message (see overBound).
+func (o *oversize) Oversize() (response bool, size int64, limit int) {
+	return o.response, o.size, o.max
+}
+
+// overBound is the Err of the [transport.DecodeError] of a message a
+// Conn dropped for being over its bound: a process's (oversize) or an
+// HTTP upstream's (streamable.Dial's). Oversize tells whether it
+// answered our request, its size (0: unknown) and the bound.
+type overBound interface {
+	error
+	Oversize() (response bool, size int64, limit int)
+}
+
 // tooLarge returns the error Read returns for a message over the bound
 // limit, of which what is known is given: whether it is a response, its id
 // (the zero ID when none), its size (0 when unknown).

@@ -227,7 +227,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	if d, ok := conn.(directAnswers); ok {
-		d.answerDirectly(s.answer)
+		d.AnswerDirectly(s.answer)
 	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(s.deliver)
@@ -336,14 +336,7 @@ func (s *Session) call(ctx context.Context, method string, params json.RawMessag
 			return nil, err
 		}
 	}
-	wctx := ctx
-	if notes != nil && notes.Polled != nil {
-		wctx = context.WithValue(wctx, polledKey{}, notes.Polled) // for the HTTP stream of the request (http_resume.go)
-	}
-	if notes != nil && notes.Header != nil {
-		wctx = context.WithValue(wctx, headerKey{}, notes.Header) // for the HTTP POST (http.go)
-	}
-	if err := s.conn.Write(wctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}); err != nil {
+	if err := s.write(ctx, &transport.Request{ID: transport.Int64ID(id), Method: method, Params: params}, notes); err != nil {
 		if ctx.Err() != nil {
 			if s.abandon(id) {
 				// The request may have gone out (an HTTP POST waits for
@@ -745,7 +738,7 @@ func (s *Session) readLoop() {
 		case *transport.Request:
 			var related transport.ID
 			if rel, ok := s.conn.(relater); ok {
-				related, _ = rel.relatedCall(m) // taken for every message, so that none is kept
+				related, _ = rel.RelatedCall(m) // taken for every message, so that none is kept
 			}
 			if m.IsNotification() {
 				s.notified(m, related)
@@ -763,18 +756,19 @@ func (s *Session) readLoop() {
 // *TooLargeError; a request of the upstream is refused; a notification is
 // dropped. Each is counted.
 func (s *Session) oversize(derr *transport.DecodeError) bool {
-	o, ok := errors.AsType[*oversize](derr.Err)
+	o, ok := errors.AsType[overBound](derr.Err)
 	if !ok {
 		return false
 	}
+	response, size, limit := o.Oversize()
 	s.oversized.Add(1)
 	level := slog.LevelDebug // a notification or a request: counted
-	if o.response {
+	if response {
 		level = slog.LevelWarn // a call failed
 	}
-	s.log.Log(s.ctx, level, "upstream: a message over the bound dropped", "bytes", o.size, "max", o.max, "response", o.response, "id", derr.ID.String())
+	s.log.Log(s.ctx, level, "upstream: a message over the bound dropped", "bytes", size, "max", limit, "response", response, "id", derr.ID.String())
 	switch {
-	case o.response:
+	case response:
 		id, ok := intID(derr.ID)
 		var c *call
 		if ok {
@@ -784,13 +778,13 @@ func (s *Session) oversize(derr *transport.DecodeError) bool {
 			})
 		}
 		if c != nil {
-			c.err = &TooLargeError{Size: o.size, Max: o.max}
+			c.err = &TooLargeError{Size: size, Max: limit}
 			close(c.done)
 		}
 	case derr.ID.IsValid():
 		s.reply(derr.ID, nil, &transport.Error{
 			Code:    int64(protocol.CodeInvalidRequest),
-			Message: fmt.Sprintf("the request is over the client's bound of %d bytes on a message", o.max),
+			Message: fmt.Sprintf("the request is over the client's bound of %d bytes on a message", limit),
 		})
 	}
 	return true
@@ -993,20 +987,36 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 	})
 }
 
-// directAnswers is what a Conn that can hand an answer to the session
-// itself, without Read, implements (httpConn): f is called for each
-// answer to one of our requests that no other message must precede.
-type directAnswers interface {
-	answerDirectly(f func(*transport.Response))
+// write sends req, our request, with what its notes ask of an HTTP
+// upstream's POST (see notedWriter).
+func (s *Session) write(ctx context.Context, req *transport.Request, notes *Notes) error {
+	if nw, ok := s.conn.(notedWriter); ok && notes != nil && (notes.Header != nil || notes.Polled != nil) {
+		return nw.WriteNoted(ctx, req, notes.Header, notes.Polled)
+	}
+	return s.conn.Write(ctx, req)
 }
 
-// relater is what a Conn that knows which of our requests an upstream
-// message belongs to implements (HTTP: the POST stream it arrived on).
-type relater interface {
-	// relatedCall returns, once, the id of our request on whose stream
-	// the upstream sent m (a request or a notification Read returned).
-	relatedCall(m *transport.Request) (transport.ID, bool)
-}
+// The hooks of the Conn of an HTTP upstream (streamable.Dial), which it
+// exports outside the API for this package alone.
+type (
+	// directAnswers is what a Conn that can hand an answer to the session
+	// itself, without Read, implements: f is called for each answer to
+	// one of our requests that no other message must precede.
+	directAnswers interface {
+		AnswerDirectly(f func(*transport.Response))
+	}
+	// relater is what a Conn that knows which of our requests an
+	// upstream message belongs to implements (the POST stream it came
+	// on): RelatedCall returns, once, the id of that request.
+	relater interface {
+		RelatedCall(m *transport.Request) (transport.ID, bool)
+	}
+	// notedWriter is what a Conn that sends a request's Notes.Header and
+	// calls its Notes.Polled implements.
+	notedWriter interface {
+		WriteNoted(ctx context.Context, msg transport.Message, header http.Header, polled func()) error
+	}
+)
 
 // callerOf returns the pending call an upstream request belongs to: the
 // one related names (the zero ID when the Conn relates it to none), else

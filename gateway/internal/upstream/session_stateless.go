@@ -26,10 +26,11 @@ const (
 const maxInputRounds = 8
 
 // statelessConn is what a Conn that carries each request on its own
-// (HTTP) implements: it sends the headers of 2026-07-28 requests from
-// useStateless(version) on, and no session's ("" goes back).
+// (HTTP: streamable.Dial) implements: it sends the headers of
+// 2026-07-28 requests from UseStateless(version) on, and no session's
+// ("" goes back).
 type statelessConn interface {
-	useStateless(version string)
+	UseStateless(version string)
 }
 
 // start opens the session: initialize, or for a 2026-07-28 upstream
@@ -71,12 +72,12 @@ func (s *Session) discover(ctx context.Context) error {
 	}
 	sc, _ := s.conn.(statelessConn)
 	if sc != nil {
-		sc.useStateless(protocol.Version20260728)
+		sc.UseStateless(protocol.Version20260728)
 	}
 	if err := s.discovered(ctx); err != nil {
 		s.meta = nil
 		if sc != nil {
-			sc.useStateless("")
+			sc.UseStateless("")
 		}
 		return fmt.Errorf("upstream %s: server/discover: %w", s.cfg.Name, err)
 	}

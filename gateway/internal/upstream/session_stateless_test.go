@@ -24,7 +24,7 @@ import (
 // "m1", with cfg's ProtocolVersion.
 func openStateless(t *testing.T, url, version string) *upstream.Session {
 	t.Helper()
-	s, err := upstream.Open(t.Context(), upstream.DialHTTP(upstream.HTTPConfig{URL: url}), upstream.Config{
+	s, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: url}), upstream.Config{
 		Name:            "h",
 		ProtocolVersion: version,
 		Capabilities:    json.RawMessage(`{"sampling":{}}`),

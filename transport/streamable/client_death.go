@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"context"
@@ -13,28 +13,28 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// probeWithin bounds the request that asks whether an upstream whose
+// probeWithin bounds the request that asks whether an server whose
 // stream broke can still be reached.
 const probeWithin = 5 * time.Second
 
-// reachable reports whether the upstream still answers HTTP, after the
+// reachable reports whether the server still answers HTTP, after the
 // stream of a call broke (why) other than by ending (a clean end is the
-// upstream's: it wants to be polled); see unreachable.
-func (c *httpConn) reachable(ctx context.Context, why error) bool {
+// server's: it wants to be polled); see unreachable.
+func (c *clientConn) reachable(ctx context.Context, why error) bool {
 	if errors.Is(why, io.EOF) || errors.Is(why, errPolled) {
 		return true
 	}
 	return !c.unreachable(ctx, why)
 }
 
-// unreachable asks the upstream, after why (a broken stream, a request
+// unreachable asks the server, after why (a broken stream, a request
 // that got no answer), whether it still answers HTTP, with an OPTIONS
 // request, which touches no session. When it cannot be reached (it was
 // killed, it is down), the connection fails with [transport.ErrPeerGone],
-// as a stdio upstream's does when its process exits: every call pending
+// as a stdio server's does when its process exits: every call pending
 // ends with [ErrGone]. An answer of any status, or none within
 // probeWithin, is taken for alive, as is a probe nobody waits for.
-func (c *httpConn) unreachable(ctx context.Context, why error) bool {
+func (c *clientConn) unreachable(ctx context.Context, why error) bool {
 	if c.ctx.Err() != nil || ctx.Err() != nil {
 		return false
 	}
@@ -53,16 +53,16 @@ func (c *httpConn) unreachable(ctx context.Context, why error) bool {
 	if pctx.Err() != nil || c.ctx.Err() != nil {
 		return false // slow, or closing: not known to be gone
 	}
-	c.fail(fmt.Errorf("upstream: http: %w: %w, and it cannot be reached: %w", transport.ErrPeerGone, why, err))
+	c.fail(fmt.Errorf("streamable: client: %w: %w, and it cannot be reached: %w", transport.ErrPeerGone, why, err))
 	return true
 }
 
 // errConnectionBroke stands, in what a caller reads, for an error of the
-// network, whose text would name the upstream's address.
-var errConnectionBroke = errors.New("the connection to the upstream broke")
+// network, whose text would name the server's address.
+var errConnectionBroke = errors.New("the connection to the server broke")
 
 // callerText is err's text for an error answer the caller reads: the
-// upstream's URL and address never appear in it (they are in the
+// server's URL and address never appear in it (they are in the
 // connection's terminal error, which the gateway logs).
 func callerText(err error) string {
 	var ue *url.Error

@@ -1,4 +1,4 @@
-package upstream_test
+package streamable_test
 
 import (
 	"io"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // countingServer is an HTTP server that answers every request with its
@@ -47,13 +47,13 @@ func post(t *testing.T, c *http.Client, url, body string) string {
 	return string(b)
 }
 
-// TestPlainHTTPReusesConnections: requests one after the other share one
+// TestClientPlainHTTPReusesConnections: requests one after the other share one
 // connection; one the server closed while idle is not used again (the
 // next request succeeds on a new one), nor one whose answer was not
 // read to its end.
-func TestPlainHTTPReusesConnections(t *testing.T) {
+func TestClientPlainHTTPReusesConnections(t *testing.T) {
 	ts, conns := countingServer(t, false)
-	tr := upstream.PlainHTTP(http.DefaultTransport.(*http.Transport).Clone(), 4)
+	tr := streamable.PlainTransport(http.DefaultTransport.(*http.Transport).Clone(), 4)
 	c := &http.Client{Transport: tr}
 	t.Cleanup(c.CloseIdleConnections)
 	for i := range 5 {
@@ -72,12 +72,12 @@ func TestPlainHTTPReusesConnections(t *testing.T) {
 	assert.Equal(t, int64(3), conns.Load())
 }
 
-// TestPlainHTTPLeavesTLSToTheFallback: an https request goes through the
+// TestClientPlainHTTPLeavesTLSToTheFallback: an https request goes through the
 // fallback Transport (its TLS configuration), not the plain pool.
-func TestPlainHTTPLeavesTLSToTheFallback(t *testing.T) {
+func TestClientPlainHTTPLeavesTLSToTheFallback(t *testing.T) {
 	ts, conns := countingServer(t, true)
 	fallback := ts.Client().Transport.(*http.Transport).Clone()
-	c := &http.Client{Transport: upstream.PlainHTTP(fallback, 4)}
+	c := &http.Client{Transport: streamable.PlainTransport(fallback, 4)}
 	t.Cleanup(c.CloseIdleConnections)
 	for range 3 {
 		assert.Equal(t, "tls", post(t, c, ts.URL, "tls"))
@@ -85,10 +85,10 @@ func TestPlainHTTPLeavesTLSToTheFallback(t *testing.T) {
 	assert.Equal(t, int64(1), conns.Load(), "the fallback keeps its connection")
 }
 
-// TestPlainHTTPBoundsTheAnswersHead: an answer whose headers never end
+// TestClientPlainHTTPBoundsTheAnswersHead: an answer whose headers never end
 // fails its request once 10 MiB of them were read, as net/http's
 // Transport's does, instead of being held without end.
-func TestPlainHTTPBoundsTheAnswersHead(t *testing.T) {
+func TestClientPlainHTTPBoundsTheAnswersHead(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
@@ -108,7 +108,7 @@ func TestPlainHTTPBoundsTheAnswersHead(t *testing.T) {
 			}
 		}
 	}()
-	c := &http.Client{Transport: upstream.PlainHTTP(http.DefaultTransport.(*http.Transport).Clone(), 4)}
+	c := &http.Client{Transport: streamable.PlainTransport(http.DefaultTransport.(*http.Transport).Clone(), 4)}
 	t.Cleanup(c.CloseIdleConnections)
 	_, err = c.Post("http://"+ln.Addr().String(), "text/plain", strings.NewReader("q"))
 	require.ErrorContains(t, err, "the answer's head is over 10 MiB")

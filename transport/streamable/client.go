@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"bufio"
@@ -18,55 +18,49 @@ import (
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
-// The headers of the Streamable HTTP transport.
+// The bounds of a client connection.
 const (
-	headerSession  = "Mcp-Session-Id"
-	headerProtocol = "Mcp-Protocol-Version"
-)
-
-// The defaults of [HTTPConfig]'s bounds.
-const (
-	httpQueue           = 64 // messages read from the upstream's streams waiting for Read
+	clientQueue         = 64 // messages read from the server's streams waiting for Read
 	defaultDeleteWithin = 2 * time.Second
 	abandonAfter        = 10 * time.Second // how long a POST whose caller gave up may take to start answering
 )
 
-// HTTPConfig configures the client side of a Streamable HTTP upstream.
-type HTTPConfig struct {
-	// URL is the upstream's MCP endpoint.
+// ClientConfig configures the client side of a Streamable HTTP
+// connection ([Dial]).
+type ClientConfig struct {
+	// URL is the server's MCP endpoint.
 	URL string
-	// Client sends the requests; nil uses a client of the connection's
-	// own ([PlainHTTP]'s) that follows no redirects (a redirect would
-	// carry the Header elsewhere).
+	// Client sends the requests; nil uses one of the connection's own,
+	// as [NewHTTPClient] makes.
 	Client *http.Client
-	// Header is sent with every request: the upstream's own credentials,
-	// never the downstream client's.
+	// Header is sent with every request (credentials, say).
 	Header http.Header
 	// Credentials, when set, returns headers set on each request besides
-	// Header (the upstream's own token: got by client credentials, or by
-	// exchanging the caller's). Its ctx is the one of the Write that sends
-	// the message (a caller's call or notification; also for the GETs
-	// that resume that call's stream), or the connection's own for what
-	// no caller sends (the GET stream, answers to the upstream, the
-	// DELETE). When it fails, the request is not sent and a
-	// request is answered with an error holding its text, which must hold
-	// no secret; the connection lives on.
+	// Header (a token got by client credentials, or by exchanging a
+	// caller's). Its ctx is the one of the Write that sends the message
+	// (also for the GETs that resume a call's stream), or the
+	// connection's own for what no caller sends (the GET stream, answers
+	// to the server, the DELETE). When it fails, the request is not sent,
+	// a request is answered with an error holding its text (which must
+	// hold no secret), and the connection lives on.
 	Credentials func(ctx context.Context) (http.Header, error)
-	// MaxMessageBytes bounds each message the upstream sends, a JSON body
+	// MaxMessageBytes bounds each message the server sends, a JSON body
 	// or one SSE event ([stdio.DefaultMaxFrameSize] when below 1). A
-	// longer one is not read further: the call whose POST it answered
-	// fails with a [*TooLargeError] (Read returns a
-	// [*transport.DecodeError] for it), and the connection lives on; one
-	// on the GET stream is skipped.
+	// longer one is dropped unread: Read returns a [*transport.DecodeError]
+	// wrapping [transport.ErrFrameTooLarge], with the ID of the request
+	// it answered, and the connection lives on.
 	MaxMessageBytes int
 }
 
-// httpConn is a [transport.Conn] on a Streamable HTTP upstream, in the
-// session era: each message written is a POST; what the upstream answers
-// on the POSTs (a JSON body or an SSE stream) and on the GET stream it
-// may offer once the session is initialized is what Read returns.
-type httpConn struct {
-	cfg       HTTPConfig
+// clientConn is a [transport.Conn] on a Streamable HTTP server: each
+// message written is a POST; what the server answers on the POSTs (a
+// JSON body or an SSE stream) and on the GET stream it may offer once
+// the session is initialized is what Read returns. Besides SessionID,
+// its exported methods are the hooks of Vigil's gateway
+// (gateway/internal/upstream), asserted there, outside the API on
+// purpose: AnswerDirectly, RelatedCall, UseStateless and WriteNoted.
+type clientConn struct {
+	cfg       ClientConfig
 	client    *http.Client
 	ownClient bool            // client is the connection's own: Close closes its idle connections
 	ctx       context.Context // ends at Close; every request and stream runs under it
@@ -75,16 +69,16 @@ type httpConn struct {
 	wg        sync.WaitGroup // the goroutines reading bodies
 
 	mu        sync.Mutex
-	session   string // Mcp-Session-Id, once the upstream gave one
+	session   string // Mcp-Session-Id, once the server gave one
 	version   string // the protocol version initialize settled on
 	err       error  // the first terminal error
 	failed    chan struct{}
 	closed    bool
 	getOpen   bool                                // the GET stream was tried
-	stateless string                              // the 2026-07-28 version spoken, "" in the session era (http_stateless.go)
-	related   map[*transport.Request]transport.ID // an upstream request or notification -> our request whose POST stream it came on
+	stateless string                              // the 2026-07-28 version spoken, "" in the session era (client_stateless.go)
+	related   map[*transport.Request]transport.ID // a server's request or notification -> our request whose POST stream it came on
 
-	answerNow func(*transport.Response) // set once, before the first Write (see answerDirectly)
+	answerNow func(*transport.Response) // set once, before the first Write (see AnswerDirectly)
 }
 
 // inbound is what Read returns next: a message, or a non-terminal error.
@@ -93,30 +87,36 @@ type inbound struct {
 	err error
 }
 
-// maxRelated bounds the upstream requests whose call is remembered.
+// maxRelated bounds the server's requests whose call is remembered.
 const maxRelated = 1024
 
-// DialHTTP returns a Conn on the Streamable HTTP upstream cfg describes.
-// It does no I/O until the first Write. Close ends every stream and ends
-// the upstream's session with a DELETE (bounded to 2 s).
-func DialHTTP(cfg HTTPConfig) transport.Conn {
+// Dial returns the client's end of a Streamable HTTP connection to the
+// server cfg describes: each message written is a POST (Write returns
+// once the answer's head has arrived), and Read returns the messages the
+// server answers, JSON or SSE, and sends on the GET stream opened after
+// notifications/initialized. Streams cut before their answer are resumed
+// with Last-Event-ID; an HTTP error status answers its request with an
+// error, and a 404 on the session ends the connection with an error
+// wrapping [transport.ErrPeerGone] and [ErrUnknownSession]. The Conn
+// keeps the session's Mcp-Session-Id (it is a [transport.SessionIDer])
+// and sends it, with the negotiated protocol version, on every request.
+// It does no I/O until the first Write; Close ends every stream and the
+// session, with a DELETE bounded to 2 s.
+func Dial(cfg ClientConfig) transport.Conn {
 	if cfg.MaxMessageBytes < 1 {
 		cfg.MaxMessageBytes = stdio.DefaultMaxFrameSize
 	}
 	client, own := cfg.Client, cfg.Client == nil
 	if own {
-		client = &http.Client{
-			Transport:     PlainHTTP(http.DefaultTransport.(*http.Transport).Clone(), httpQueue),
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		client = NewHTTPClient(clientQueue)
 	}
-	c := &httpConn{cfg: cfg, client: client, ownClient: own, in: make(chan inbound, httpQueue), failed: make(chan struct{})}
+	c := &clientConn{cfg: cfg, client: client, ownClient: own, in: make(chan inbound, clientQueue), failed: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	return c
 }
 
-// Read returns the next message of the upstream's streams.
-func (c *httpConn) Read(ctx context.Context) (transport.Message, error) {
+// Read returns the next message of the server's streams.
+func (c *clientConn) Read(ctx context.Context) (transport.Message, error) {
 	select {
 	case in := <-c.in:
 		return in.m, in.err
@@ -128,14 +128,14 @@ func (c *httpConn) Read(ctx context.Context) (transport.Message, error) {
 }
 
 // failure returns the terminal error.
-func (c *httpConn) failure() error {
+func (c *clientConn) failure() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
 }
 
 // fail makes err the terminal error, unless there is one.
-func (c *httpConn) fail(err error) {
+func (c *clientConn) fail(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err == nil {
@@ -147,9 +147,20 @@ func (c *httpConn) fail(err error) {
 // Write POSTs msg. A request's answer arrives through Read, from the JSON
 // body or the SSE stream of the POST's response; an HTTP error status
 // becomes an error answer to the request (the connection lives on), but
-// 404 on an established session means the upstream forgot it, which ends
+// 404 on an established session means the server forgot it, which ends
 // the connection.
-func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
+func (c *clientConn) Write(ctx context.Context, msg transport.Message) error {
+	return c.WriteNoted(ctx, msg, nil, nil)
+}
+
+// WriteNoted is Write with, for the POST of a request, header sent
+// besides the connection's headers, and polled, when set, called each
+// time the server ends the request's stream cleanly before its answer (it
+// wants to be polled) and the stream is resumed.
+func (c *clientConn) WriteNoted(ctx context.Context, msg transport.Message, header http.Header, polled func()) error {
+	if polled != nil {
+		ctx = context.WithValue(ctx, polledKey{}, polled) // for the stream's resumption (client_resume.go)
+	}
 	if err := c.failure(); err != nil {
 		return err
 	}
@@ -164,15 +175,13 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	}
 	c.headers(hreq)
 	c.statelessHeaders(hreq, req)
-	if extra, ok := ctx.Value(headerKey{}).(http.Header); ok {
-		for k, vs := range extra {
-			hreq.Header[k] = vs
-		}
+	for k, vs := range header {
+		hreq.Header[k] = vs
 	}
 	if err := c.credentials(ctx, hreq); err != nil {
 		if req != nil && !req.IsNotification() {
 			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-				Code: int64(protocol.CodeInternal), Message: "the upstream's credentials: " + err.Error(),
+				Code: int64(protocol.CodeInternal), Message: "the credentials for the server: " + err.Error(),
 			}})
 		}
 		return nil
@@ -182,8 +191,8 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	// The POST runs under the connection's lifetime, not the caller's: a
 	// caller that gives up before the answer starts gets its cause at
 	// once, and the POST is left abandonAfter to start answering, so
-	// that the cancel the session sends meanwhile reaches the upstream
-	// before the request's stream closes (which an upstream would take
+	// that the cancel the session sends meanwhile reaches the server
+	// before the request's stream closes (which an server would take
 	// for a cancel without a notification). It keeps the caller's
 	// values, for the Credentials of a GET that resumes its stream.
 	if t, ok := c.client.Transport.(*plainTransport); ok && hreq.URL.Scheme == "http" && !t.proxied(hreq) {
@@ -204,7 +213,7 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 	}) {
 		stop()
 		cancel()
-		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		return fmt.Errorf("streamable: client: %w", transport.ErrClosed)
 	}
 	select {
 	case err := <-started:
@@ -224,18 +233,18 @@ func (c *httpConn) Write(ctx context.Context, msg transport.Message) error {
 // post sends hreq, the POST of req (nil for a response), under ctx, which
 // cancel ends; it reports on started when the answer starts, or why it
 // did not, then reads the answer.
-func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *http.Request, req *transport.Request, started chan<- error) {
+func (c *clientConn) post(ctx context.Context, cancel context.CancelFunc, hreq *http.Request, req *transport.Request, started chan<- error) {
 	defer cancel()
 	resp, err := c.client.Do(hreq.WithContext(ctx))
 	switch {
 	case err != nil && c.ctx.Err() != nil:
-		started <- fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		started <- fmt.Errorf("streamable: client: %w", transport.ErrClosed)
 		return
 	case err != nil && ctx.Err() != nil: // abandoned: its caller has long gone
 		c.lost(req, err)
 		return
 	case err != nil:
-		err = fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err)
+		err = fmt.Errorf("streamable: client: %w: %w", transport.ErrPeerGone, err)
 		c.fail(err)
 		started <- err
 		return
@@ -243,7 +252,7 @@ func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *ht
 	defer func() { _ = resp.Body.Close() }()
 	if req != nil && req.Method == "initialize" {
 		c.mu.Lock()
-		c.session = resp.Header.Get(headerSession)
+		c.session = resp.Header.Get(headerSessionID)
 		c.mu.Unlock()
 	}
 	started <- nil
@@ -251,22 +260,22 @@ func (c *httpConn) post(ctx context.Context, cancel context.CancelFunc, hreq *ht
 }
 
 // headers sets the headers every request carries.
-func (c *httpConn) headers(r *http.Request) {
+func (c *clientConn) headers(r *http.Request) {
 	for k, vs := range c.cfg.Header {
 		r.Header[k] = append([]string(nil), vs...)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.session != "" {
-		r.Header.Set(headerSession, c.session)
+		r.Header.Set(headerSessionID, c.session)
 	}
 	if c.version != "" {
-		r.Header.Set(headerProtocol, c.version)
+		r.Header.Set(headerProtocolVersion, c.version)
 	}
 }
 
 // credentials sets on r the headers of Credentials for ctx.
-func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
+func (c *clientConn) credentials(ctx context.Context, r *http.Request) error {
 	if c.cfg.Credentials == nil {
 		return nil
 	}
@@ -280,13 +289,13 @@ func (c *httpConn) credentials(ctx context.Context, r *http.Request) error {
 	return nil
 }
 
-// answered reads what the upstream answered to the POST of req (nil for a
+// answered reads what the server answered to the POST of req (nil for a
 // notification or a response), under the POST's ctx.
-func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *http.Response) {
+func (c *clientConn) answered(ctx context.Context, req *transport.Request, resp *http.Response) {
 	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	switch {
-	case resp.StatusCode == http.StatusNotFound && c.sessionID() != "":
-		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
+	case resp.StatusCode == http.StatusNotFound && c.SessionID() != "":
+		c.fail(fmt.Errorf("streamable: client: HTTP 404 on the session: %w: %w", transport.ErrPeerGone, ErrUnknownSession))
 	case resp.StatusCode/100 != 2:
 		if req != nil && !req.IsNotification() {
 			c.push(c.errorAnswer(req, resp, mediaType))
@@ -300,7 +309,7 @@ func (c *httpConn) answered(ctx context.Context, req *transport.Request, resp *h
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
 		switch {
 		case err != nil && !c.reachable(ctx, err):
-			// the connection failed: req ends with ErrGone (http_death.go)
+			// the connection failed: req ends with its error (client_death.go)
 		case err != nil:
 			c.lost(req, err)
 		case len(data) > c.cfg.MaxMessageBytes:
@@ -325,9 +334,9 @@ func mediaTypeOf(contentType string) string {
 }
 
 // errorAnswer is the answer to req of an HTTP error status: the JSON-RPC
-// error the body holds when it answers req (as 2026-07-28 upstreams
+// error the body holds when it answers req (as 2026-07-28 servers
 // send), else an internal error naming the status.
-func (c *httpConn) errorAnswer(req *transport.Request, resp *http.Response, mediaType string) *transport.Response {
+func (c *clientConn) errorAnswer(req *transport.Request, resp *http.Response, mediaType string) *transport.Response {
 	if mediaType == "application/json" {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessageBytes)+1))
 		if err == nil && len(data) <= c.cfg.MaxMessageBytes {
@@ -339,18 +348,18 @@ func (c *httpConn) errorAnswer(req *transport.Request, resp *http.Response, medi
 		}
 	}
 	return &transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("upstream answered HTTP %d", resp.StatusCode),
+		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("the server answered HTTP %d", resp.StatusCode),
 	}}
 }
 
 // lost answers req, whose answer was cut off, with an error (the
 // connection lives on: another POST may well succeed).
-func (c *httpConn) lost(req *transport.Request, err error) {
+func (c *clientConn) lost(req *transport.Request, err error) {
 	if req == nil || req.IsNotification() || c.ctx.Err() != nil {
 		return
 	}
 	c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeInternal), Message: "the upstream's answer was cut off: " + callerText(err),
+		Code: int64(protocol.CodeInternal), Message: "the server's answer was cut off: " + callerText(err),
 	}})
 }
 
@@ -358,7 +367,7 @@ func (c *httpConn) lost(req *transport.Request, err error) {
 // in st what resuming it needs. It reports whether the stream is done:
 // it carried req's answer, or broke a bound (the connection then failed);
 // else why it ended before that (io.EOF when it just ended).
-func (c *httpConn) readEvents(req *transport.Request, body io.Reader, st *sseState) (bool, error) {
+func (c *clientConn) readEvents(req *transport.Request, body io.Reader, st *sseState) (bool, error) {
 	r := bufio.NewReaderSize(body, 4096)
 	var data bytes.Buffer
 	skipping := false // the rest of an event over the bound
@@ -436,28 +445,28 @@ func discardLine(r *bufio.Reader) error {
 // answered the POST of req (nil for the GET stream or a notification's):
 // Read returns a [*transport.DecodeError] for it, as the answer to req
 // when req is a request, which it then reports.
-func (c *httpConn) tooLarge(req *transport.Request) bool {
+func (c *clientConn) tooLarge(req *transport.Request) bool {
 	answers := req != nil && !req.IsNotification()
 	var id transport.ID
 	if answers {
 		id = req.ID
 	}
-	c.pushErr(tooLarge(answers, id, 0, c.cfg.MaxMessageBytes))
+	c.pushErr(tooLarge(answers, id, c.cfg.MaxMessageBytes))
 	return answers
 }
 
-// answerDirectly makes the answers to our requests that come alone in a
+// AnswerDirectly makes the answers to our requests that come alone in a
 // JSON body go to f, on the goroutine that read them (the caller's, for
 // an answer read inline), rather than through Read: no message of the
 // POST can precede them, and the read loop need not wake for them. It is
 // called before the first Write.
-func (c *httpConn) answerDirectly(f func(*transport.Response)) {
+func (c *clientConn) AnswerDirectly(f func(*transport.Response)) {
 	c.answerNow = f
 }
 
 // decodedAlone is decoded for a message that is the whole of a POST's
 // JSON body: the answer to req goes to answerNow when set.
-func (c *httpConn) decodedAlone(req *transport.Request, data []byte) {
+func (c *clientConn) decodedAlone(req *transport.Request, data []byte) {
 	if c.answerNow == nil || req == nil || req.IsNotification() || req.Method == "initialize" {
 		c.decoded(req, data)
 		return
@@ -474,10 +483,10 @@ func (c *httpConn) decodedAlone(req *transport.Request, data []byte) {
 	c.decoded(req, data) // something else: as any message of the POST
 }
 
-// decoded decodes a message of the upstream and queues it for Read; it
+// decoded decodes a message of the server and queues it for Read; it
 // reports whether it was the answer to req. The answer to initialize
 // settles the protocol version later requests carry.
-func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
+func (c *clientConn) decoded(req *transport.Request, data []byte) bool {
 	m, err := transport.DecodeOwnedMessage(data)
 	if err != nil {
 		c.lost(req, err)
@@ -509,9 +518,9 @@ func (c *httpConn) decoded(req *transport.Request, data []byte) bool {
 	return answer
 }
 
-// relatedCall returns, once, the id of the request on whose POST stream
-// the upstream sent m.
-func (c *httpConn) relatedCall(m *transport.Request) (transport.ID, bool) {
+// RelatedCall returns, once, the id of the request on whose POST stream
+// the server sent m.
+func (c *clientConn) RelatedCall(m *transport.Request) (transport.ID, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	related, ok := c.related[m]
@@ -519,19 +528,19 @@ func (c *httpConn) relatedCall(m *transport.Request) (transport.ID, bool) {
 	return related, ok
 }
 
-// push queues m for Read, waiting while the queue is full (the upstream's
+// push queues m for Read, waiting while the queue is full (the server's
 // stream waits meanwhile) until the connection closes.
-func (c *httpConn) push(m transport.Message) {
+func (c *clientConn) push(m transport.Message) {
 	c.queue(inbound{m: m})
 }
 
 // pushErr queues for Read err, a non-terminal error, as push does.
-func (c *httpConn) pushErr(err error) {
+func (c *clientConn) pushErr(err error) {
 	c.queue(inbound{err: err})
 }
 
 // queue queues in for Read, as push does.
-func (c *httpConn) queue(in inbound) {
+func (c *clientConn) queue(in inbound) {
 	select {
 	case c.in <- in:
 	case <-c.ctx.Done():
@@ -541,7 +550,7 @@ func (c *httpConn) queue(in inbound) {
 
 // spawn runs f in a goroutine Close waits for, unless Close has begun;
 // it reports whether f runs.
-func (c *httpConn) spawn(f func()) bool {
+func (c *clientConn) spawn(f func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -551,16 +560,17 @@ func (c *httpConn) spawn(f func()) bool {
 	return true
 }
 
-// sessionID returns the session's id, "" before initialize.
-func (c *httpConn) sessionID() string {
+// SessionID returns the session's Mcp-Session-Id: empty before the answer
+// to initialize, and in the stateless era.
+func (c *clientConn) SessionID() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.session
 }
 
-// openGet starts, once, the GET stream on which the upstream sends what
+// openGet starts, once, the GET stream on which the server sends what
 // belongs to no request (list_changed, resource updates): see listen.
-func (c *httpConn) openGet() {
+func (c *clientConn) openGet() {
 	c.mu.Lock()
 	tried := c.getOpen
 	c.getOpen = true
@@ -572,7 +582,7 @@ func (c *httpConn) openGet() {
 
 // Close ends the streams, sends DELETE for the session (bounded), and
 // waits for the goroutines reading bodies. It is idempotent.
-func (c *httpConn) Close() error {
+func (c *clientConn) Close() error {
 	c.mu.Lock()
 	closed := c.closed
 	c.closed = true
@@ -583,10 +593,10 @@ func (c *httpConn) Close() error {
 	if c.ownClient {
 		defer c.client.CloseIdleConnections()
 	}
-	c.fail(fmt.Errorf("upstream: http: %w", transport.ErrClosed))
+	c.fail(fmt.Errorf("streamable: client: %w", transport.ErrClosed))
 	c.stop()
 	c.wg.Wait()
-	if session := c.sessionID(); session != "" {
+	if session := c.SessionID(); session != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), defaultDeleteWithin)
 		defer cancel()
 		if req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.cfg.URL, nil); err == nil {

@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"bytes"
@@ -14,17 +14,16 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// The bounds of resuming the upstream's SSE streams.
+// The bounds of resuming the server's SSE streams.
 const (
-	headerLastEventID = "Last-Event-ID"
 	// maxResumptions bounds the GETs that resume one request's stream
 	// without a new event in between; maxResumptionsTotal, all of them.
 	maxResumptions      = 4
 	maxResumptionsTotal = 64
-	// defaultRetry is the wait before resuming when the upstream gave no
+	// resumeWait is the wait before resuming when the server gave no
 	// retry field; maxRetry caps the one it gives.
-	defaultRetry = time.Second
-	maxRetry     = 10 * time.Second
+	resumeWait = time.Second
+	maxRetry   = 10 * time.Second
 	// The GET stream is opened again after a wait from minListenBackoff,
 	// doubling up to maxListenBackoff while it brings no event; after
 	// maxListenFailures attempts in a row that open no stream it is given
@@ -37,7 +36,7 @@ const (
 // sseState is what resuming an SSE stream needs of what was read of it.
 type sseState struct {
 	lastID string        // the id of the last event that had one
-	retry  time.Duration // the upstream's retry field; 0 when none
+	retry  time.Duration // the server's retry field; 0 when none
 	events int           // the events read, over every connection
 	open   bool          // listen: a GET stream was opened once
 }
@@ -60,26 +59,26 @@ func (st *sseState) field(line []byte) {
 	}
 }
 
-// wait returns the wait before resuming: the upstream's retry field,
-// capped, or defaultRetry.
+// wait returns the wait before resuming: the server's retry field,
+// capped, or resumeWait.
 func (st *sseState) wait() time.Duration {
 	if st.retry > 0 {
 		return min(st.retry, maxRetry)
 	}
-	return defaultRetry
+	return resumeWait
 }
 
 // resumeOrLose resumes the stream of req, cut (why) before its answer, by
-// GETs with Last-Event-ID when the upstream gave its events ids (the
-// upstream replays what req's stream carried since, then carries it on),
+// GETs with Last-Event-ID when the server gave its events ids (the
+// server replays what req's stream carried since, then carries it on),
 // a bounded number of times; a request whose stream cannot be resumed is
 // answered with an error, as one cut off.
-func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st *sseState, why error) {
+func (c *clientConn) resumeOrLose(ctx context.Context, req *transport.Request, st *sseState, why error) {
 	if errors.Is(why, io.EOF) {
 		why = errPolled
 	}
 	if !c.reachable(ctx, why) {
-		return // the connection failed: req ends with ErrGone (http_death.go)
+		return // the connection failed: req ends with its error (client_death.go)
 	}
 	if req == nil || req.IsNotification() || st.lastID == "" {
 		c.lost(req, why)
@@ -123,31 +122,31 @@ func (c *httpConn) resumeOrLose(ctx context.Context, req *transport.Request, st 
 	c.lost(req, fmt.Errorf("%w (resumed too often)", why))
 }
 
-// errPolled is the cut of a stream the upstream ended cleanly before the
+// errPolled is the cut of a stream the server ended cleanly before the
 // answer: a server that wants to be polled (SEP-1699), or one that
 // dropped the request.
 var errPolled = errors.New("the stream ended before the answer")
 
-// polledKey keys the Notes.Polled of the request whose Write's context
-// carries it.
+// polledKey keys the polled function of WriteNoted in the context of
+// the request's POST.
 type polledKey struct{}
 
-// errNoStream is the error of a GET the upstream answered with no SSE
+// errNoStream is the error of a GET the server answered with no SSE
 // stream (405: it offers none; or an error status).
-var errNoStream = errors.New("the upstream offered no stream")
+var errNoStream = errors.New("the server offered no stream")
 
 // get opens a GET stream under ctx (whose values Credentials sees: a
 // resumed call's caller's), resuming after lastID when it is not empty. A
-// 404 on the session fails the connection with ErrSessionExpired; no
-// answer, when the upstream then cannot be reached, with ErrPeerGone.
-func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, error) {
+// 404 on the session fails the connection with ErrUnknownSession; no
+// answer, when the server then cannot be reached, with ErrPeerGone.
+func (c *clientConn) get(ctx context.Context, lastID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
 	if err != nil {
 		return nil, err
 	}
 	c.headers(req)
 	if err := c.credentials(ctx, req); err != nil {
-		return nil, fmt.Errorf("the upstream's credentials: %w", err)
+		return nil, fmt.Errorf("the credentials for the server: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
@@ -155,7 +154,7 @@ func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, erro
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		c.unreachable(ctx, err) // no answer: is it gone? (http_death.go)
+		c.unreachable(ctx, err) // no answer: is it gone? (client_death.go)
 		return nil, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -164,19 +163,19 @@ func (c *httpConn) get(ctx context.Context, lastID string) (*http.Response, erro
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	_ = resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && c.sessionID() != "" {
-		c.fail(fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, ErrSessionExpired))
+	if resp.StatusCode == http.StatusNotFound && c.SessionID() != "" {
+		c.fail(fmt.Errorf("streamable: client: HTTP 404 on the session: %w: %w", transport.ErrPeerGone, ErrUnknownSession))
 	}
 	return nil, fmt.Errorf("%w (HTTP %d)", errNoStream, resp.StatusCode)
 }
 
 // listen keeps the GET stream open until the connection closes: a stream
 // that ends or is cut is opened again, after a wait that doubles while
-// the streams bring no event, with Last-Event-ID when the upstream gave
+// the streams bring no event, with Last-Event-ID when the server gave
 // its events ids, so that it replays what was sent meanwhile. It gives up
-// when the upstream offers no stream (405), or after maxListenFailures
+// when the server offers no stream (405), or after maxListenFailures
 // attempts in a row that open none.
-func (c *httpConn) listen() {
+func (c *clientConn) listen() {
 	var st sseState
 	backoff, failures := minListenBackoff, 0
 	for {

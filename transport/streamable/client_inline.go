@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // postInline is Write's POST of req (nil for a response) over t, a plain
-// HTTP upstream's pool, on the caller's goroutine: the request is
+// HTTP server's pool, on the caller's goroutine: the request is
 // written and its answer's head read there, and its body too when all
 // of it has arrived with the head (a JSON answer, usually), so that a
 // call costs no goroutine. As with post, the POST runs under the
@@ -20,9 +20,9 @@ import (
 // head is read gets its cause at once, and a goroutine waits
 // abandonAfter for the answer meanwhile; an SSE answer, or a body still
 // on its way, is read by a goroutine too.
-func (c *httpConn) postInline(ctx context.Context, t *plainTransport, hreq *http.Request, req *transport.Request) error {
+func (c *clientConn) postInline(ctx context.Context, t *plainTransport, hreq *http.Request, req *transport.Request) error {
 	if !c.enter() {
-		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		return fmt.Errorf("streamable: client: %w", transport.ErrClosed)
 	}
 	post, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stopClose := context.AfterFunc(c.ctx, cancel)
@@ -56,7 +56,7 @@ func (c *httpConn) postInline(ctx context.Context, t *plainTransport, hreq *http
 				c.answeredInline(post, t, pc, addr, stopPost, req, resp)
 			case err == nil || !peeked && errors.Is(err, os.ErrDeadlineExceeded) && post.Err() == nil:
 				c.finishInline(post, t, pc, addr, stopPost, hreq, req)
-			default: // failed, or cut off mid-head: the closed stream is the upstream's cancel
+			default: // failed, or cut off mid-head: the closed stream is the server's cancel
 				stopPost()
 				_ = pc.nc.Close()
 				if !errors.Is(err, os.ErrDeadlineExceeded) {
@@ -86,7 +86,7 @@ func (c *httpConn) postInline(ctx context.Context, t *plainTransport, hreq *http
 
 // finishInline reads, for a caller that gave up, the answer's head and
 // what follows it, as post does.
-func (c *httpConn) finishInline(post context.Context, t *plainTransport, pc *plainConn, addr string, stopPost func() bool, hreq *http.Request, req *transport.Request) {
+func (c *clientConn) finishInline(post context.Context, t *plainTransport, pc *plainConn, addr string, stopPost func() bool, hreq *http.Request, req *transport.Request) {
 	resp, err := pc.head(hreq)
 	if err != nil {
 		stopPost()
@@ -99,12 +99,12 @@ func (c *httpConn) finishInline(post context.Context, t *plainTransport, pc *pla
 
 // answeredInline reads resp, the answer to the POST of req, as post
 // does, and then gives pc back to t's pool when it can serve again.
-func (c *httpConn) answeredInline(post context.Context, t *plainTransport, pc *plainConn, addr string, stopPost func() bool, req *transport.Request, resp *http.Response) {
+func (c *clientConn) answeredInline(post context.Context, t *plainTransport, pc *plainConn, addr string, stopPost func() bool, req *transport.Request, resp *http.Response) {
 	t.keepBody(resp, pc, addr, stopPost)
 	defer func() { _ = resp.Body.Close() }()
 	if req != nil && req.Method == "initialize" {
 		c.mu.Lock()
-		c.session = resp.Header.Get(headerSession)
+		c.session = resp.Header.Get(headerSessionID)
 		c.mu.Unlock()
 	}
 	c.answered(post, req, resp)
@@ -112,18 +112,18 @@ func (c *httpConn) answeredInline(post context.Context, t *plainTransport, pc *p
 
 // postFailed is the error of a POST that got no answer: the connection
 // fails, unless it is closing.
-func (c *httpConn) postFailed(err error) error {
+func (c *clientConn) postFailed(err error) error {
 	if c.ctx.Err() != nil {
-		return fmt.Errorf("upstream: http: %w", transport.ErrClosed)
+		return fmt.Errorf("streamable: client: %w", transport.ErrClosed)
 	}
-	err = fmt.Errorf("upstream: http: %w: %w", transport.ErrPeerGone, err)
+	err = fmt.Errorf("streamable: client: %w: %w", transport.ErrPeerGone, err)
 	c.fail(err)
 	return err
 }
 
 // enter counts a POST on the caller's goroutine among those Close waits
 // for, unless Close has begun; it reports whether it did.
-func (c *httpConn) enter() bool {
+func (c *clientConn) enter() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package upstream
+package streamable
 
 import (
 	"errors"

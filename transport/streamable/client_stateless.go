@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"net/http"
@@ -7,19 +7,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// The headers of a 2026-07-28 request besides Mcp-Protocol-Version.
-const (
-	headerMethod = "Mcp-Method"
-	headerName   = "Mcp-Name"
-)
-
-// headerKey keys the Notes.Header of the request whose Write's context
-// carries it.
-type headerKey struct{}
-
-// useStateless makes the connection send the headers of 2026-07-28
+// UseStateless makes the connection send the headers of 2026-07-28
 // requests of version from now on ("": the session era's again).
-func (c *httpConn) useStateless(version string) {
+func (c *clientConn) UseStateless(version string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stateless = version
@@ -28,14 +18,14 @@ func (c *httpConn) useStateless(version string) {
 // statelessHeaders sets on r, the POST of req (nil for a response), the
 // headers a 2026-07-28 request carries: the version, the method and, for
 // the methods that name a tool, prompt, resource or task, that name.
-func (c *httpConn) statelessHeaders(r *http.Request, req *transport.Request) {
+func (c *clientConn) statelessHeaders(r *http.Request, req *transport.Request) {
 	c.mu.Lock()
 	version := c.stateless
 	c.mu.Unlock()
 	if version == "" || req == nil {
 		return
 	}
-	r.Header.Set(headerProtocol, version)
+	r.Header.Set(headerProtocolVersion, version)
 	r.Header.Set(headerMethod, req.Method)
 	var key string
 	switch req.Method {

@@ -1,4 +1,4 @@
-package upstream
+package streamable
 
 import (
 	"bufio"
@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// plainTransport is the [http.RoundTripper] of plain-HTTP upstreams: each
+// plainTransport is the [http.RoundTripper] of plain-HTTP servers: each
 // request is written, and its answer's head read, on the goroutine that
 // sends it, over an HTTP/1.1 keep-alive connection of its own pool. Go's
 // Transport hands every request to two goroutines per connection (one
@@ -37,7 +37,7 @@ const maxAnswerHead = 10 << 20
 
 // errAnswerHeadTooLarge is the error of an answer's head over
 // maxAnswerHead.
-var errAnswerHeadTooLarge = errors.New("upstream: http: the answer's head is over 10 MiB")
+var errAnswerHeadTooLarge = errors.New("streamable: client: the answer's head is over 10 MiB")
 
 // plainConn is one connection of a plainTransport.
 type plainConn struct {
@@ -47,14 +47,31 @@ type plainConn struct {
 	bw *bufio.Writer
 
 	cmu   sync.Mutex // guards watch
-	watch uint64     // the caller's watch whose end interrupts the read (http_inline.go)
+	watch uint64     // the caller's watch whose end interrupts the read (client_inline.go)
 }
 
-// PlainHTTP returns a RoundTripper that sends plain-HTTP requests itself,
-// keeping up to maxIdle idle connections per address, and the others
-// (https, a proxy that fallback's Proxy names) through fallback. Its
-// CloseIdleConnections closes both's.
-func PlainHTTP(fallback *http.Transport, maxIdle int) http.RoundTripper {
+// NewHTTPClient returns an HTTP client for [Dial]'s connections to share
+// (as [ClientConfig].Client), keeping up to maxIdlePerHost idle
+// connections per address. A plain-HTTP request is written, and its
+// answer's head read, on the goroutine that sends it, over a keep-alive
+// pool of the client's own (Go's Transport hands each request to two
+// goroutines more); https, and a request through a proxy, go through a
+// clone of [http.DefaultTransport]. It follows no redirect, which would
+// carry the connection's headers elsewhere.
+func NewHTTPClient(maxIdlePerHost int) *http.Client {
+	fallback := http.DefaultTransport.(*http.Transport).Clone()
+	fallback.MaxIdleConnsPerHost = maxIdlePerHost
+	return &http.Client{
+		Transport:     newPlainTransport(fallback, maxIdlePerHost),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// newPlainTransport returns a RoundTripper that sends plain-HTTP requests
+// itself, keeping up to maxIdle idle connections per address, and the
+// others (https, a proxy that fallback's Proxy names) through fallback.
+// Its CloseIdleConnections closes both's.
+func newPlainTransport(fallback *http.Transport, maxIdle int) *plainTransport {
 	return &plainTransport{fallback: fallback, maxIdle: maxIdle, dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
 }
 

@@ -1,0 +1,106 @@
+package streamable_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
+)
+
+// clientEndpoint serves a server with one tool, hello, in the answer mode
+// given, and returns its URL.
+func clientEndpoint(t *testing.T, mode streamable.ResponseMode) string {
+	t.Helper()
+	srv := server.New()
+	require.NoError(t, srv.AddTool(server.Tool{Name: "hello"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+		return server.Text("hello"), nil
+	}))
+	ep := streamable.New(srv, streamable.WithResponseMode(mode))
+	ts := httptest.NewServer(ep)
+	t.Cleanup(func() {
+		ts.Close()
+		_, _ = ep.Close(), srv.Close()
+	})
+	return ts.URL
+}
+
+// exchange writes req on conn and reads its answer.
+func exchange(t *testing.T, conn transport.Conn, req *transport.Request) *transport.Response {
+	t.Helper()
+	require.NoError(t, conn.Write(t.Context(), req))
+	m, err := conn.Read(t.Context())
+	require.NoError(t, err)
+	resp, ok := m.(*transport.Response)
+	require.True(t, ok, "an answer, not %T", m)
+	require.Equal(t, req.ID, resp.ID)
+	return resp
+}
+
+// initialize opens conn's session.
+func initialize(t *testing.T, conn transport.Conn) {
+	t.Helper()
+	params := `{"protocolVersion":"` + protocol.Version20251125 + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`
+	resp := exchange(t, conn, &transport.Request{ID: transport.Int64ID(1), Method: "initialize", Params: json.RawMessage(params)})
+	require.Nil(t, resp.Error)
+	require.NoError(t, conn.Write(t.Context(), &transport.Request{Method: "notifications/initialized"}))
+}
+
+// TestDialSessionEra: a Conn of Dial opens a session, keeps its id (a
+// transport.SessionIDer), gets the answers of a call in JSON and in SSE,
+// and deletes the session when closed: the server then refuses the id.
+func TestDialSessionEra(t *testing.T) {
+	for _, mode := range []streamable.ResponseMode{streamable.ResponseJSON, streamable.ResponseSSE} {
+		url := clientEndpoint(t, mode)
+		conn := streamable.Dial(streamable.ClientConfig{URL: url})
+		initialize(t, conn)
+		sid := conn.(transport.SessionIDer).SessionID()
+		require.NotEmpty(t, sid)
+
+		call := exchange(t, conn, &transport.Request{ID: transport.Int64ID(2), Method: "tools/call", Params: json.RawMessage(`{"name":"hello"}`)})
+		require.Nil(t, call.Error)
+		assert.Contains(t, string(call.Result), `"text":"hello"`)
+
+		require.NoError(t, conn.Close())
+		_, err := conn.Read(t.Context())
+		require.ErrorIs(t, err, transport.ErrClosed)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "Close deleted the session")
+	}
+}
+
+// TestDialUnknownSession: a 404 on the session (the server forgot it)
+// ends the Conn with an error wrapping ErrPeerGone and ErrUnknownSession.
+func TestDialUnknownSession(t *testing.T) {
+	url := clientEndpoint(t, streamable.ResponseJSON)
+	conn := streamable.Dial(streamable.ClientConfig{URL: url})
+	t.Cleanup(func() { _ = conn.Close() })
+	initialize(t, conn)
+	del, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, url, nil)
+	require.NoError(t, err)
+	del.Header.Set("Mcp-Session-Id", conn.(transport.SessionIDer).SessionID())
+	resp, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+
+	require.NoError(t, conn.Write(t.Context(), &transport.Request{ID: transport.Int64ID(2), Method: "ping"}))
+	_, err = conn.Read(t.Context())
+	require.ErrorIs(t, err, transport.ErrPeerGone)
+	require.ErrorIs(t, err, streamable.ErrUnknownSession)
+}
