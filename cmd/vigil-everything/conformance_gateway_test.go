@@ -108,7 +108,7 @@ func TestConformanceThroughGatewayHTTP(t *testing.T) {
 func buildVigil(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "vigil")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../vigil").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-ldflags", "-X main.version=dev", "-o", bin, "../vigil").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	vigilBin = filepath.Join(dir, "vigil")
 	everythingBin = filepath.Join(dir, "vigil-everything")
 	for bin, pkg := range map[string]string{vigilBin: "./cmd/vigil", everythingBin: "./cmd/vigil-everything"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
+		build := exec.Command("go", "build", "-ldflags", "-X main.version=dev", "-o", bin, pkg)
 		build.Dir = repoRoot
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
