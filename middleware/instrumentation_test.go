@@ -121,6 +121,30 @@ func TestInstrumentationServerOptions(t *testing.T) {
 	assert.NotNil(t, none.ConnServer(server.New(), telemetry.TransportMemory))
 }
 
+// TestInstrumentationCountsRefusals: the hooks a service wires into its
+// endpoint count on the instrumentation's collector, which a second
+// registry (an OTLP push) reads through Collector; without metrics, or on
+// a nil *Instrumentation, they do nothing.
+func TestInstrumentationCountsRefusals(t *testing.T) {
+	t.Parallel()
+	inst, err := middleware.NewInstrumentation(middleware.WithRegisterer(prometheus.NewRegistry()))
+	require.NoError(t, err)
+	inst.MessageRejected(protocol.RejectParseError)
+	inst.MessageRejected(protocol.RejectParseError)
+	inst.QuotaRefused(protocol.QuotaSessions)
+	got := series(t, inst.Collector())
+	assert.InDelta(t, 2, got[`mcp_server_messages_rejected_total{reason="parse_error"}`], 0, "%v", got)
+	assert.InDelta(t, 1, got[`mcp_server_quota_refusals_total{quota="sessions"}`], 0, "%v", got)
+
+	bare, err := middleware.NewInstrumentation()
+	require.NoError(t, err)
+	assert.Nil(t, bare.Collector())
+	bare.MessageRejected(protocol.RejectParseError)
+	var none *middleware.Instrumentation
+	assert.Nil(t, none.Collector())
+	none.QuotaRefused(protocol.QuotaSessions)
+}
+
 // TestInstrumentationLearnsTools checks that the metrics label a tool
 // registered after the server was built, and after ConnServer, as itself
 // with no SetToolNames call; that a name the client made up, or a tool

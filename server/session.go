@@ -352,7 +352,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 	if _, inline := conn.(transport.Inline); !inline || ctx.Done() != nil {
 		ss.unwatch = context.AfterFunc(sctx, func() { _ = conn.Close() })
 	}
-	if p := presenceOf(conn); p != nil {
+	if p, ok := transport.As[transport.ClientPresence](conn); ok {
 		p.OnStandaloneClosed(ss.settleStandaloneClosed) // stream_close.go
 	}
 	if _, deadline := ctx.Deadline(); !ss.single && !deadline {

@@ -163,8 +163,8 @@ func (c *streamClose) await() {
 // closed within the grace of at, either way, and is not open again (see
 // transport.ClientPresence).
 func (ss *Session) standaloneClosedNear(at time.Time) bool {
-	p := presenceOf(ss.conn)
-	if p == nil {
+	p, ok := transport.As[transport.ClientPresence](ss.conn)
+	if !ok {
 		return false
 	}
 	closed := p.StandaloneClosedAt()
@@ -173,22 +173,6 @@ func (ss *Session) standaloneClosedNear(at time.Time) bool {
 	}
 	d := closed.Sub(at)
 	return d >= -StreamCloseGrace && d <= StreamCloseGrace
-}
-
-// presenceOf returns c, or the Conn c wraps, as a transport.ClientPresence;
-// nil when neither is one.
-func presenceOf(c transport.Conn) transport.ClientPresence {
-	for c != nil {
-		if p, ok := c.(transport.ClientPresence); ok {
-			return p
-		}
-		w, ok := c.(transport.Wrapper)
-		if !ok {
-			return nil
-		}
-		c = w.Unwrap()
-	}
-	return nil
 }
 
 // settleStandaloneClosed settles, as gone, the causes of the requests in

@@ -43,7 +43,7 @@ func main() {
 		}
 		if errors.Is(err, errVersion) {
 			info, _ := debug.ReadBuildInfo()
-			fmt.Println(buildversion.Line("vigil", buildversion.Of(version, info), info))
+			fmt.Println(buildversion.Line("vigil", buildVersion(), info))
 			os.Exit(0)
 		}
 		fmt.Fprintln(os.Stderr, "vigil:", err)

@@ -50,6 +50,11 @@ type ClientConfig struct {
 	// wrapping [transport.ErrFrameTooLarge], with the ID of the request
 	// it answered, and the connection lives on.
 	MaxMessageBytes int
+	// Name names the server in the errors the connection answers a
+	// request with itself (an HTTP error status, an answer cut off,
+	// credentials that failed), which the caller reads: "server" when
+	// empty; Vigil's gateway says "upstream".
+	Name string
 }
 
 // clientConn is a [transport.Conn] on a Streamable HTTP server: each
@@ -181,7 +186,7 @@ func (c *clientConn) WriteNoted(ctx context.Context, msg transport.Message, head
 	if err := c.credentials(ctx, hreq); err != nil {
 		if req != nil && !req.IsNotification() {
 			c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-				Code: int64(protocol.CodeInternal), Message: "the credentials for the server: " + err.Error(),
+				Code: int64(protocol.CodeInternal), Message: "the " + c.name() + "'s credentials: " + err.Error(),
 			}})
 		}
 		return nil
@@ -192,7 +197,7 @@ func (c *clientConn) WriteNoted(ctx context.Context, msg transport.Message, head
 	// caller that gives up before the answer starts gets its cause at
 	// once, and the POST is left abandonAfter to start answering, so
 	// that the cancel the session sends meanwhile reaches the server
-	// before the request's stream closes (which an server would take
+	// before the request's stream closes (which a server would take
 	// for a cancel without a notification). It keeps the caller's
 	// values, for the Credentials of a GET that resumes its stream.
 	if t, ok := c.client.Transport.(*plainTransport); ok && hreq.URL.Scheme == "http" && !t.proxied(hreq) {
@@ -348,7 +353,7 @@ func (c *clientConn) errorAnswer(req *transport.Request, resp *http.Response, me
 		}
 	}
 	return &transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("the server answered HTTP %d", resp.StatusCode),
+		Code: int64(protocol.CodeInternal), Message: fmt.Sprintf("%s answered HTTP %d", c.name(), resp.StatusCode),
 	}}
 }
 
@@ -359,7 +364,7 @@ func (c *clientConn) lost(req *transport.Request, err error) {
 		return
 	}
 	c.push(&transport.Response{ID: req.ID, Error: &transport.Error{
-		Code: int64(protocol.CodeInternal), Message: "the server's answer was cut off: " + callerText(err),
+		Code: int64(protocol.CodeInternal), Message: "the " + c.name() + "'s answer was cut off: " + c.callerText(err),
 	}})
 }
 

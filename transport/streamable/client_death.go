@@ -13,7 +13,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport"
 )
 
-// probeWithin bounds the request that asks whether an server whose
+// probeWithin bounds the request that asks whether a server whose
 // stream broke can still be reached.
 const probeWithin = 5 * time.Second
 
@@ -57,18 +57,24 @@ func (c *clientConn) unreachable(ctx context.Context, why error) bool {
 	return true
 }
 
-// errConnectionBroke stands, in what a caller reads, for an error of the
-// network, whose text would name the server's address.
-var errConnectionBroke = errors.New("the connection to the server broke")
-
-// callerText is err's text for an error answer the caller reads: the
-// server's URL and address never appear in it (they are in the
+// callerText is err's text for an error answer the caller reads: an
+// error of the network, whose text would name the server's URL and
+// address, reads as "the connection to the server broke" (they are in the
 // connection's terminal error, which the gateway logs).
-func callerText(err error) string {
+func (c *clientConn) callerText(err error) string {
 	var ue *url.Error
 	var ne net.Error
 	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errConnectionBroke.Error()
+		return "the connection to the " + c.name() + " broke"
 	}
 	return err.Error()
+}
+
+// name is how the errors the connection makes itself name the server
+// (ClientConfig.Name).
+func (c *clientConn) name() string {
+	if c.cfg.Name == "" {
+		return "server"
+	}
+	return c.cfg.Name
 }

@@ -146,7 +146,7 @@ func (c *clientConn) get(ctx context.Context, lastID string) (*http.Response, er
 	}
 	c.headers(req)
 	if err := c.credentials(ctx, req); err != nil {
-		return nil, fmt.Errorf("the credentials for the server: %w", err)
+		return nil, fmt.Errorf("the %s's credentials: %w", c.name(), err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {

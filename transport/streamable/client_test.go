@@ -104,3 +104,21 @@ func TestDialUnknownSession(t *testing.T) {
 	require.ErrorIs(t, err, transport.ErrPeerGone)
 	require.ErrorIs(t, err, streamable.ErrUnknownSession)
 }
+
+// TestDialNamesTheServerInItsErrors: an error status the connection
+// answers a request with itself names the server as ClientConfig.Name
+// says ("server" by default), never by its URL.
+func TestDialNamesTheServerInItsErrors(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(ts.Close)
+	for name, want := range map[string]string{"": "server answered HTTP 503", "upstream": "upstream answered HTTP 503"} {
+		conn := streamable.Dial(streamable.ClientConfig{URL: ts.URL, Name: name})
+		resp := exchange(t, conn, &transport.Request{ID: transport.Int64ID(1), Method: "ping"})
+		require.NotNil(t, resp.Error, name)
+		assert.Equal(t, want, resp.Error.Message)
+		assert.NotContains(t, resp.Error.Message, ts.Listener.Addr().String())
+		require.NoError(t, conn.Close())
+	}
+}

@@ -64,7 +64,7 @@ func kill(ts *httptest.Server) {
 // the call's error.
 func blockedCall(t *testing.T, ts *httptest.Server, started <-chan struct{}) (*upstream.Session, <-chan error) {
 	t.Helper()
-	s, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: ts.URL}), upstream.Config{Name: "h"})
+	s, err := upstream.Open(t.Context(), streamable.Dial(streamable.ClientConfig{URL: ts.URL, Name: "upstream"}), upstream.Config{Name: "h"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	done := make(chan error, 1)
@@ -113,7 +113,7 @@ func TestHTTPCutStreamOfALiveUpstream(t *testing.T) {
 	err := <-done
 	var rpc *transport.Error
 	require.ErrorAs(t, err, &rpc)
-	assert.Equal(t, "the server's answer was cut off: the connection to the server broke", rpc.Message)
+	assert.Equal(t, "the upstream's answer was cut off: the connection to the upstream broke", rpc.Message)
 	assert.NotContains(t, rpc.Message, ts.Listener.Addr().String())
 	_, err = s.Call(t.Context(), "ping", nil, nil)
 	require.NoError(t, err, "the session serves on")

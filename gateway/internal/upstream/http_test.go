@@ -317,7 +317,8 @@ func TestHTTPCredentials(t *testing.T) {
 	testkit.Watchdog(t)
 	u := startHTTPUpstream(t, streamable.ResponseJSON)
 	conn := streamable.Dial(streamable.ClientConfig{
-		URL: u.url,
+		URL:  u.url,
+		Name: "upstream", // as the gateway names it
 		Credentials: func(ctx context.Context) (http.Header, error) {
 			who, _ := ctx.Value(whoKey{}).(string)
 			switch who {
@@ -340,7 +341,7 @@ func TestHTTPCredentials(t *testing.T) {
 	_, err = s.Call(context.WithValue(t.Context(), whoKey{}, "mallory"), "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
 	var rpc *transport.Error
 	require.ErrorAs(t, err, &rpc)
-	assert.Equal(t, "the credentials for the server: no token for mallory", rpc.Message)
+	assert.Equal(t, "the upstream's credentials: no token for mallory", rpc.Message)
 	_, err = s.Call(alice, "tools/call", json.RawMessage(`{"name":"hello"}`), nil)
 	require.NoError(t, err, "the session serves on")
 
