@@ -7,8 +7,8 @@ import (
 
 	"github.com/vigil-mcp/vigil/gateway/internal/upstream"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // tally is what one upstream's sessions dropped of what it sent: those
@@ -36,7 +36,7 @@ func (g *Gateway) observe(cfg Config) error {
 	if cfg.Registerer == nil {
 		return nil
 	}
-	g.obs = metrics.NewUpstreams(vocab.Metrics(), names, g.dropped, g.stateOf)
+	g.obs = metrics.NewUpstreams(metrics.Labels(protocol.Codes()), names, g.dropped, g.stateOf)
 	return cfg.Registerer.Register(g.obs)
 }
 

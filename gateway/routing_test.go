@@ -19,6 +19,8 @@ import (
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The routing repro of issue 67: caller A calls a stdio upstream, whose
@@ -111,6 +113,10 @@ type routingVariant struct {
 // nothing of A's and that its answer went to its own question only.
 func routingRepro(t *testing.T, v routingVariant) {
 	testkit.Watchdog(t)
+	version := protocol.Version20260728 // stateless callers' calls carry it
+	if v.shared {
+		version = "" // 2025 sessions
+	}
 	said := newUpstreamSaid()
 	var opts []server.Option
 	var keyed chan struct{} // bob's key was asked: his call is about to wait its turn
@@ -137,7 +143,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 	// A calls; the upstream works on it, and A hears so: logs reach a
 	// lone call's caller. A cancels; the upstream hears it, and goes on.
 	a := routingCaller(t, srv, "alice", v.shared)
-	a.Request(1, "tools/call", routingtest.Params(!v.shared, "alice", secretA, true))
+	a.Request(1, "tools/call", routingtest.Params(version, "alice", secretA, true))
 	pid, err := strconv.Atoi(strings.Fields(said.await(t, "call "+secretA+" "))[2])
 	require.NoError(t, err)
 	n := a.RecvRequest()
@@ -152,7 +158,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 	// before that wait. (Before the fix, only the server asked it, once
 	// B's call had reached the upstream, which had asked already.)
 	b := routingCaller(t, srv, "bob", v.shared)
-	b.Request(10, "tools/call", routingtest.Params(!v.shared, "bob", ownB, false))
+	b.Request(10, "tools/call", routingtest.Params(version, "bob", ownB, false))
 	for waiting := keyed != nil; waiting; {
 		l, arrived := said.find("call " + ownB + " ")
 		if l != "" {
@@ -166,7 +172,7 @@ func routingRepro(t *testing.T, v routingVariant) {
 			waiting = false
 		}
 	}
-	heard, result, err := routingtest.Listen(b, 10, !v.shared, "bob", ownB)
+	heard, result, err := routingtest.Listen(jsonCaller{b}, 10, version, "bob", ownB)
 	require.NoError(t, err)
 
 	t.Logf("B heard: %q", heard)
@@ -229,3 +235,10 @@ func TestRoutingAfterCancelStateless(t *testing.T) {
 func TestRoutingAfterCancelStatelessPrincipals(t *testing.T) {
 	routingRepro(t, routingVariant{principal: true})
 }
+
+// jsonCaller is an mcptest client as routingtest.Listen reads and answers.
+type jsonCaller struct{ *mcptest.Client }
+
+func (c jsonCaller) Next() []byte { b, _ := transport.AppendMessage(nil, c.Recv()); return b }
+
+func (c jsonCaller) Answer(msg []byte) { m, _ := transport.DecodeMessage(msg); c.Send(m) }

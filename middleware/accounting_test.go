@@ -17,7 +17,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/testkit"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -40,7 +39,7 @@ func TestAccountingLaw(t *testing.T) {
 	seed := uint64(20260728)
 	t.Logf("seed %d", seed)
 
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	srv := server.New(
 		server.WithMiddleware(middleware.RecordMetrics(m)),
 		server.WithObserver(middleware.MetricsObserver(m)),

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -76,7 +75,7 @@ func TestTrafficCounters(t *testing.T) {
 func TestCountConnBatches(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		m := metrics.New(vocab.Metrics())
+		m := metrics.New(middleware.MetricsVocabulary())
 		peer, end := memory.NewPair()
 		c := middleware.CountConn(end, m, "carrier-pigeon")
 		defer func() { _ = c.Close() }()
@@ -137,7 +136,7 @@ func (c *inlineConn) SetDispatch(d transport.Dispatcher) { c.dispatch = d }
 // through Read), and counts what it dispatches as received.
 func TestCountConnKeepsInline(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	under := &inlineConn{Conn: end}
@@ -177,7 +176,7 @@ func (c *drivenConn) SetEnd(end func(error)) { c.end = end }
 // a goroutine), passing the end of the connection on.
 func TestCountConnsKeepsAttach(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	_, isAttacher := middleware.CountConns(server.New(), m, telemetry.TransportStreamableHTTP).(transport.Attacher)
 	assert.True(t, isAttacher, "CountConns hides Attach")
 
@@ -221,7 +220,7 @@ func (g *fakeGroup) Send(_ context.Context, n *transport.Request) int {
 // once per session it goes to, and the join.
 func TestCountConnKeepsMulticast(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	group := &fakeGroup{members: 3}
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()

@@ -88,3 +88,7 @@ func Recover(logger *slog.Logger) server.Middleware { return recoverPanics(logge
 
 // HasRateLimiter reports whether the instrumentation has rate limits.
 func (i *Instrumentation) HasRateLimiter() bool { return i.rateLimiter != nil }
+
+// MetricsVocabulary is the vocabulary NewInstrumentation gives its
+// collector, for the tests of package middleware_test.
+var MetricsVocabulary = metricsVocabulary

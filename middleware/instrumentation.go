@@ -10,7 +10,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/serverhook"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -47,7 +46,7 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
 	if cfg.registerer != nil {
-		m := metrics.New(vocab.Metrics(), metricsOptions(cfg.metrics)...)
+		m := metrics.New(metricsVocabulary(), metricsOptions(cfg.metrics)...)
 		obs := &metricsObserver{m: m}
 		if err := cfg.registerer.Register(obs); err != nil { // the collector that flushes first
 			return nil, fmt.Errorf("middleware: registering the metrics: %w", err)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -316,7 +315,7 @@ func TestInstrumentationRecordsAsTheThreeApart(t *testing.T) {
 				require.Len(t, inst.Middleware(), 2, "the three as one, and Recover")
 				opts, m = inst.ServerOptions(), middleware.MetricsOf(inst)
 			} else {
-				m = metrics.New(vocab.Metrics())
+				m = metrics.New(middleware.MetricsVocabulary())
 				reg.MustRegister(m)
 				opts = []server.Option{
 					server.WithMiddleware(middleware.Tracing(middleware.WithTracerProvider(tp)), middleware.RecordMetrics(m),
@@ -475,7 +474,7 @@ func TestCountConnsServeOnly(t *testing.T) {
 	t.Parallel()
 	served := make(chan transport.Conn, 1)
 	var srv serveOnly = func(_ context.Context, c transport.Conn) error { served <- c; return nil }
-	wrapped := middleware.CountConns(srv, metrics.New(vocab.Metrics()), telemetry.TransportMemory)
+	wrapped := middleware.CountConns(srv, metrics.New(middleware.MetricsVocabulary()), telemetry.TransportMemory)
 	_, attaches := wrapped.(transport.Attacher)
 	assert.False(t, attaches)
 	a, b := memory.NewPair()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -19,15 +18,15 @@ import (
 // label.
 func TestObserverRejectReasons(t *testing.T) {
 	t.Parallel()
-	for _, reason := range vocab.RejectReasons() {
+	for _, reason := range protocol.RejectReasons() {
 		t.Run(reason.String(), func(t *testing.T) {
 			t.Parallel()
-			m := metrics.New(vocab.Metrics())
+			m := metrics.New(middleware.MetricsVocabulary())
 			middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, protocol.CodeInvalidRequest, reason)
 			assert.Equal(t, map[string]float64{rejected(reason.String()): 1}, series(t, m))
 		})
 	}
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	middleware.MetricsObserver(m).MessageRejected(context.Background(), nil, 0, protocol.RejectReason(250))
 	assert.Equal(t, map[string]float64{rejected(mcpconv.LabelOther): 1}, series(t, m), "an unknown reason is other")
 }
@@ -37,13 +36,13 @@ func TestObserverRejectReasons(t *testing.T) {
 // "other" (except the server's own "other" cause).
 func TestServerVocabularyIsKnown(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	want := map[string]float64{}
-	for _, r := range vocab.CancelReasons() {
+	for _, r := range protocol.CancelReasons() {
 		m.RequestCancelled("ping", r.String())
 		want[cancellations("ping", r.String())] = 1
 	}
-	for _, d := range vocab.DropReasons() {
+	for _, d := range protocol.DropReasons() {
 		m.ResponseDropped("ping", d.String())
 		want[drops("ping", d.String())] = 1
 	}

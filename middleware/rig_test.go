@@ -17,7 +17,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
@@ -38,7 +37,7 @@ type rig struct {
 
 // newRig builds the server: Metrics outermost, then extra middleware.
 func newRig(t testing.TB, extra []server.Middleware, opts ...server.Option) *rig {
-	r := &rig{t: t, m: metrics.New(vocab.Metrics()), reg: prometheus.NewRegistry()}
+	r := &rig{t: t, m: metrics.New(middleware.MetricsVocabulary()), reg: prometheus.NewRegistry()}
 	r.reg.MustRegister(r.m)
 	mw := append([]server.Middleware{middleware.RecordMetrics(r.m)}, extra...)
 	opts = append([]server.Option{server.WithMiddleware(mw...), server.WithObserver(middleware.MetricsObserver(r.m))}, opts...)

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
@@ -34,7 +33,7 @@ func (c namedConn) SessionID() string { return c.id }
 // is the Mcp-Session-Id the client was given.
 func TestSessionIDThroughInstrument(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(middleware.MetricsVocabulary())
 	_, end := memory.NewPair()
 	defer func() { _ = end.Close() }()
 	counted := middleware.CountConn(namedConn{Conn: end, id: "abc"}, m, telemetry.TransportMemory)

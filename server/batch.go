@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -16,7 +15,7 @@ func (ss *Session) batch(b transport.Batch) {
 	ss.mu.Lock()
 	version, ph := ss.st.version, ss.st.phase
 	ss.mu.Unlock()
-	if ph == phaseNew || !vocab.BatchesAllowed(version) {
+	if ph == phaseNew || !batchesAllowed(version) {
 		why := "JSON-RPC batches are not supported by protocol version " + version
 		if ph == phaseNew {
 			why = "JSON-RPC batches are not accepted before initialize"
@@ -95,4 +94,10 @@ func (c *batchCollector) skip() {
 	for _, seal := range c.sealers {
 		seal(err)
 	}
+}
+
+// batchesAllowed reports whether JSON-RPC batches are part of protocol
+// version v (they were dropped in 2025-06-18).
+func batchesAllowed(v string) bool {
+	return v == protocol.Version20250326 || v == protocol.Version20241105
 }

@@ -2,19 +2,27 @@ package server
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// negotiate returns the version to answer with: the client's if supported,
-// else the newest.
+// negotiate returns the version to answer with: the client's if it is one
+// of the session era's, else the newest of them.
 func negotiate(requested string) string {
-	if vocab.IsSessionVersion(requested) {
+	if isSessionVersion(requested) {
 		return requested
 	}
-	return vocab.SessionVersions()[0]
+	return protocol.Version20251125
+}
+
+// isSessionVersion reports whether v is a protocol version of the session
+// era: one served, but not the stateless 2026-07-28.
+func isSessionVersion(v string) bool {
+	return v != protocol.Version20260728 && slices.Contains(protocol.Versions(), v)
 }
 
 // Implementation names a client or server (clientInfo, serverInfo).

@@ -18,6 +18,8 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/testkit/routingtest"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // The routing repro of issue 67 with -auth-issuer, as filed: alice calls a
@@ -176,6 +178,10 @@ func TestGatewayRoutingAuthorized(t *testing.T) {
 // routingRepro drives the repro through vigil with shared or stateless
 // callers and checks what bob got and what the upstream got.
 func routingRepro(t *testing.T, shared bool) {
+	version := protocol.Version20260728 // stateless callers' calls carry it
+	if shared {
+		version = "" // 2025 sessions
+	}
 	port := authResource(t)
 	as := newScopeIssuer(t, port.resource, map[string]string{"alice-token": "vigil.read", "bob-token": "vigil.read"})
 	environ := slices.DeleteFunc(os.Environ(), func(kv string) bool {
@@ -221,7 +227,7 @@ func routingRepro(t *testing.T, shared bool) {
 	// Alice calls; the upstream works on it, and she hears so. She
 	// cancels; the upstream hears it, and goes on.
 	alice := caller("alice")
-	alice.Request(1, "tools/call", routingtest.Params(!shared, "alice", aliceSecret, true))
+	alice.Request(1, "tools/call", routingtest.Params(version, "alice", aliceSecret, true))
 	logs.awaitSaid(t, "call "+aliceSecret)
 	n := alice.RecvRequest()
 	require.Equal(t, "notifications/message", n.Method)
@@ -231,8 +237,8 @@ func routingRepro(t *testing.T, shared bool) {
 
 	// Bob calls, declining every question, until his call ends.
 	bob := caller("bob")
-	bob.Request(10, "tools/call", routingtest.Params(!shared, "bob", bobOwn, false))
-	heard, result, err := routingtest.Listen(bob, 10, !shared, "bob", bobOwn)
+	bob.Request(10, "tools/call", routingtest.Params(version, "bob", bobOwn, false))
+	heard, result, err := routingtest.Listen(jsonCaller{bob}, 10, version, "bob", bobOwn)
 	require.NoError(t, err)
 	t.Logf("bob heard: %q", heard)
 	assert.Equal(t, bobOwn+": decline", result, "bob's call completes with his own answer")
@@ -251,3 +257,10 @@ func routingRepro(t *testing.T, shared bool) {
 	bobCalled := slices.IndexFunc(said, func(l string) bool { return strings.HasPrefix(l, "call "+bobOwn+" ") }) // "call TEXT PID"
 	assert.Less(t, slices.Index(said, fate), bobCalled, "bob's call went upstream once alice's had ended: %q", said)
 }
+
+// jsonCaller is an mcptest client as routingtest.Listen reads and answers.
+type jsonCaller struct{ *mcptest.Client }
+
+func (c jsonCaller) Next() []byte { b, _ := transport.AppendMessage(nil, c.Recv()); return b }
+
+func (c jsonCaller) Answer(msg []byte) { m, _ := transport.DecodeMessage(msg); c.Send(m) }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/middleware/policy"
@@ -57,7 +56,7 @@ type catalog struct {
 
 func newCatalog(t *testing.T) *catalog {
 	t.Helper()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
 		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
 	}
@@ -83,7 +82,7 @@ func newCatalog(t *testing.T) *catalog {
 	require.NoError(t, redisshare.RegisterMetrics(reg)) // vigil -redis
 	reg.MustRegister(metrics.NewStreamsCut())           // vigil's Streamable HTTP endpoint
 	// vigil -upstream: the gateway's metrics, of one upstream.
-	ups := metrics.NewUpstreams(vocab.Metrics(), []string{"everything"}, nil, func(string) string { return metrics.StateReady })
+	ups := metrics.NewUpstreams(vocabulary().Codes, []string{"everything"}, nil, func(string) string { return metrics.StateReady })
 	ups.Tools("everything", []string{"echo"}) // a tool it listed: the tools/call series
 	reg.MustRegister(ups)
 	// vigil's own counter of dropped audit lines (-audit-log).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
@@ -20,13 +19,6 @@ import (
 // helper that needs a public type belongs beside what it serves instead
 // (gateway/internal/upstream).
 var aboveTheLeaves = []string{"server", "middleware", "transport", "telemetry", "gateway", "redisshare", "debugpage", "cmd"}
-
-// notYetLeaves are the internal packages that still import a public one,
-// as .golangci.yml's internal-is-leaves says: internal/vocab lists the
-// values of transport/protocol's enumerations, and the test kit
-// routingtest drives an mcptest client. Issue 69 empties it; none may
-// join it.
-var notYetLeaves = []string{"internal/vocab", "internal/testkit/routingtest"}
 
 // A listedPackage is what go list -json says of a package.
 type listedPackage struct {
@@ -77,7 +69,7 @@ func decodeListed(t *testing.T, out []byte) []listedPackage {
 func internalProblems(pkgs []listedPackage) []string {
 	var problems []string
 	for _, p := range pkgs {
-		if !strings.HasPrefix(p.ImportPath, modulePath+"/internal/") || slices.Contains(notYetLeaves, strings.TrimPrefix(p.ImportPath, modulePath+"/")) {
+		if !strings.HasPrefix(p.ImportPath, modulePath+"/internal/") {
 			continue
 		}
 		for _, dep := range p.Deps {

@@ -8,14 +8,13 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // BenchmarkRequestRecorded: what RecordMetrics records for a successful
 // tools/call of a registered tool, traced (an exemplar at most every
 // interval).
 func BenchmarkRequestRecorded(b *testing.B) {
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	tid := trace.TraceID{1, 2, 3}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -30,7 +29,7 @@ func BenchmarkRequestRecorded(b *testing.B) {
 // BenchmarkMessageCounted: what CountConn records for a request received
 // and its response sent.
 func BenchmarkMessageCounted(b *testing.B) {
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	b.ReportAllocs()
 	for b.Loop() {
 		m.MessageReceived(mcpconv.TransportStreamableHTTP, mcpconv.KindRequest, 120)
@@ -41,7 +40,7 @@ func BenchmarkMessageCounted(b *testing.B) {
 // BenchmarkSessionRecorded: what the metrics observer records for a session
 // that starts and ends, as every 2026-07-28 stateless request does.
 func BenchmarkSessionRecorded(b *testing.B) {
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	b.ReportAllocs()
 	for b.Loop() {
 		m.SessionStarted(mcpconv.TransportStreamableHTTP)

@@ -5,7 +5,7 @@
 //
 // A leaf, it imports none of Vigil's public packages: the protocol's
 // codes, reasons and versions, the known values of its labels, come as
-// strings in the [Vocabulary] given to [New] (internal/vocab makes it).
+// strings in the [Vocabulary] given to [New] (package middleware makes it).
 // Its methods take label values as plain strings, and the
 // middleware package translates the server's types (methods, typed
 // cancellation causes, drop and reject reasons, errors) into them. Library

@@ -13,7 +13,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // ExampleNew creates the collector, registers it with a registry of
@@ -21,7 +20,7 @@ import (
 // package does for every request. Label values are plain strings; values
 // outside the known sets become "other".
 func ExampleNew() {
-	m := metrics.New(vocab.Metrics(), metrics.WithToolNames("get_weather"))
+	m := metrics.New(vocabulary(), metrics.WithToolNames("get_weather"))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // Trace ids of the exemplar tests, and the finished count's exemplar
@@ -67,7 +66,7 @@ func TestExemplarInterval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				m := metrics.New(vocab.Metrics(), tt.opts...)
+				m := metrics.New(vocabulary(), tt.opts...)
 				finish := func(traceID string, d time.Duration) {
 					m.RequestStarted("ping")
 					m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: d, TraceID: hexTrace(traceID)})
@@ -89,7 +88,7 @@ func TestExemplarInterval(t *testing.T) {
 func TestExemplarIntervalFollowsEnded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		m := metrics.New(vocab.Metrics())
+		m := metrics.New(vocabulary())
 		t0 := time.Now()
 		finish := func(traceID string, ended time.Time) {
 			m.RequestStarted("ping")

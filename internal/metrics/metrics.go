@@ -90,7 +90,7 @@ func New(v Vocabulary, opts ...Option) *Metrics {
 	cfg := metricsConfig{
 		requestMethods: defaultRequestMethods(),
 		clientMethods:  defaultClientMethods(),
-		errorTypes:     errorTypes(v),
+		errorTypes:     errorTypes(v.Codes),
 		exemplarEvery:  DefaultExemplarInterval,
 	}
 	for _, o := range opts {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -30,10 +29,10 @@ import (
 // durations.
 func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
-	served := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
+	served := metrics.New(vocabulary())
 	served.Precreate(mcpconv.TransportStdio, []string{"initialize", "ping", "tools/call", "made/up"}, []string{"echo"})
-	withTasks := metrics.New(vocab.Metrics())
+	withTasks := metrics.New(vocabulary())
 	withTasks.Precreate("", []string{"tasks/get"}, nil)
 	const methods = 4 // initialize, ping, tools/call and other; made/up is not a known method
 	tests := []struct {
@@ -156,7 +155,7 @@ func seriesText(t *testing.T, c prometheus.Collector, name string) string {
 // TestQuotaRefused counts refusals by quota, and an unknown quota as other.
 func TestQuotaRefused(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("sessions")
 	m.QuotaRefused("tool_rate")
@@ -198,7 +197,7 @@ func TestMetricsLint(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := metrics.New(vocab.Metrics(), tt.opts...)
+			m := metrics.New(vocabulary(), tt.opts...)
 			recordAll(m)
 			problems, err := testutil.CollectAndLint(m)
 			require.NoError(t, err)
@@ -230,7 +229,7 @@ func recordAll(m *metrics.Metrics) {
 // in other or _OTHER.
 func TestLabelsAreBounded(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics(), metrics.WithToolNames("known"))
+	m := metrics.New(vocabulary(), metrics.WithToolNames("known"))
 	bad := "\xff\xfe"
 	m.RequestStarted(bad)
 	m.RequestFinished(metrics.RequestEnd{Method: bad, Outcome: "weird", ErrorType: "-1", StatusCode: bad, ProtocolVersion: bad, Transport: bad})
@@ -270,7 +269,7 @@ func TestLabelsAreBounded(t *testing.T) {
 // recorded, and that a new tool's series starts at zero.
 func TestSetToolNames(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.Precreate(mcpconv.TransportStreamableHTTP, nil, nil)
 	m.SetToolNames([]string{"a"})
 	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tool a's and method other's, in each era over HTTP")
@@ -300,7 +299,7 @@ func TestSetToolNames(t *testing.T) {
 // count and of the duration bucket, and that "" makes none.
 func TestExemplars(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: hexTrace("4bf92f3577b34da6a3ce929d0e0e4736")})
 	m.RequestStarted("ping")
@@ -318,7 +317,7 @@ func TestExemplarFromTrace(t *testing.T) {
 	id, err := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	require.NoError(t, err)
 
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
 	assert.Equal(t, []string{
@@ -326,7 +325,7 @@ func TestExemplarFromTrace(t *testing.T) {
 		finishedKey("ping", "", mcpconv.OutcomeOK, "", "") + ` trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
-	m = metrics.New(vocab.Metrics())
+	m = metrics.New(vocabulary())
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, TraceID: trace.TraceID{}})
 	assert.Empty(t, exemplars(t, m))
@@ -347,7 +346,7 @@ func TestNativeHistograms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := metrics.New(vocab.Metrics(), tt.opts...)
+			m := metrics.New(vocabulary(), tt.opts...)
 			m.SessionStarted(mcpconv.TransportStdio)
 			m.SessionEnded(mcpconv.TransportStdio, "shutdown", 3*time.Second)
 			h := histogram(t, m, mcpconv.MetricSessionDuration, `cause="shutdown",error_type="",transport="stdio"`)
@@ -463,7 +462,7 @@ func histogram(t *testing.T, m *metrics.Metrics, name, labels string) *dto.Histo
 // names.
 func TestToolRegistered(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.Precreate(mcpconv.TransportStdio, nil, []string{"pre", "\xff"})
 	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tools/call's for pre and method other's, in each era over stdio")
 	for _, e := range []metrics.RequestEnd{
@@ -492,7 +491,7 @@ func TestToolRegistered(t *testing.T) {
 // nil Traffic (of nil Metrics) nothing.
 func TestTraffic(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	http := m.Traffic(mcpconv.TransportStreamableHTTP)
 	http.Received(mcpconv.KindRequest, 100)
 	http.Received(mcpconv.KindInvalid, 0)
@@ -528,7 +527,7 @@ func TestTraffic(t *testing.T) {
 // duration of their method and tool label whatever their outcome.
 func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	finish := func(tool, outcome, errType string) {
 		m.RequestStarted("tools/call")
 		m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: tool, Outcome: outcome, ErrorType: errType})
@@ -562,7 +561,7 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 // an invalid label value, the tool is labeled other.
 func TestRegisteredToolLabelsBounded(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	const bound = 1024
 	for i := range bound + 10 {
 		m.RequestStarted("tools/call")
@@ -591,7 +590,7 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 // error.
 func TestSemconvLabels(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	for _, v := range protocol.Versions() {
 		m.RequestStarted("ping")
 		m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: mcpconv.TransportStdio})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // TestResultTooLarge counts results over their bound by method and tool:
@@ -20,7 +19,7 @@ import (
 // precreated start at zero.
 func TestResultTooLarge(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(vocab.Metrics(), metrics.WithToolNames("allowed"))
+	m := metrics.New(vocabulary(), metrics.WithToolNames("allowed"))
 	m.Precreate("", []string{"tools/call", "resources/read", "prompts/get", "tools/list"}, []string{"quiet"})
 	m.ResultTooLarge("tools/call", "allowed", false)
 	m.ResultTooLarge("tools/call", "live", true)

@@ -11,14 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // TestUpstreamToolLabelsBounded: an upstream that lists new tool names
 // at every listing labels at most MaxToolLabels of them as themselves;
 // a call of any other is counted "other", and the series stop growing.
 func TestUpstreamToolLabelsBounded(t *testing.T) {
-	u := metrics.NewUpstreams(vocab.Metrics(), []string{"u"}, nil, func(string) string { return metrics.StateReady })
+	u := metrics.NewUpstreams(vocabulary().Codes, []string{"u"}, nil, func(string) string { return metrics.StateReady })
 	names := func(from, n int) []string {
 		var out []string
 		for i := from; i < from+n; i++ {

@@ -82,18 +82,19 @@ type Upstreams struct {
 var _ prometheus.Collector = (*Upstreams)(nil)
 
 // NewUpstreams returns the metrics of the upstreams names, their series
-// created at zero. dropped, if not nil, adds at each collection
+// created at zero, codes (in decimal) the error types kept as they are.
+// dropped, if not nil, adds at each collection
 // everything each upstream dropped so far, by reason (one of the Drop
 // constants): it must never decrease, and be safe for concurrent use.
 // states, if not nil, returns at each collection an upstream's state (one
 // of the State constants); it must be safe for concurrent use.
-func NewUpstreams(v Vocabulary, names []string, dropped func(add func(upstream, reason string, n int64)), states func(upstream string) string) *Upstreams {
+func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason string, n int64)), states func(upstream string) string) *Upstreams {
 	u := &Upstreams{
 		upNames:  append([]string(nil), names...),
 		states:   states,
 		methods:  newMetricsLabelSet(append(mcpconv.RequestMethods(), mcpconv.LabelOther)),
 		names:    newMetricsLabelSet(append(names, mcpconv.LabelOther)),
-		errTypes: newMetricsLabelSet(append(errorTypes(v), "")),
+		errTypes: newMetricsLabelSet(append(errorTypes(codes), "")),
 		zero:     map[[2]string]int64{},
 		dropped:  dropped,
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 )
 
 // The Prometheus registry that serves /metrics is also what OTLP pushes:
@@ -22,7 +21,7 @@ import (
 func ExampleMetricProducer() {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	reg.MustRegister(m)
 
 	producer := otelsetup.MetricProducer(reg)

@@ -25,7 +25,6 @@ import (
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
 
@@ -49,7 +48,7 @@ func setMetricsEnv(t *testing.T, env map[string]string) {
 func recordLoad(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	m.Precreate(telemetry.TransportStdio, []string{"initialize", "tools/call"}, []string{"echo"})
 	require.NoError(t, reg.Register(m))
 	require.NoError(t, reg.Register(collectors.NewGoCollector()))
@@ -259,7 +258,7 @@ func TestMeterProviderFlushesOnShutdown(t *testing.T) {
 // gathered and then skipped); recording a request costs nothing more.
 func BenchmarkMetricProducer(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(vocab.Metrics(), metrics.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
+	m := metrics.New(vocabulary(), metrics.WithToolNames("echo", "sleep", "countdown", "convert_temperature", "confirm_action"))
 	reg.MustRegister(m)
 	m.RequestStarted("tools/call")
 	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: "echo", Outcome: mcpconv.OutcomeOK, Duration: time.Millisecond, TraceID: trace.TraceID{1}})
@@ -280,7 +279,7 @@ func BenchmarkMetricProducer(b *testing.B) {
 // B/op are the exports' allocations spread over the requests.
 func BenchmarkRequestRecordedWhileExporting(b *testing.B) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(vocab.Metrics())
+	m := metrics.New(vocabulary())
 	reg.MustRegister(m)
 	p := otelsetup.MetricProducer(reg)
 	stop := make(chan struct{})

@@ -1,10 +1,6 @@
 package vocab
 
-import (
-	"slices"
-
-	"github.com/vigil-mcp/vigil/transport/protocol"
-)
+import "slices"
 
 // removedIn2026 lists the methods a 2026-07-28 (stateless) request may not
 // call.
@@ -18,18 +14,11 @@ var addedIn2026 = []string{"server/discover", "subscriptions/listen"}
 // call method.
 func RemovedIn2026(method string) bool { return slices.Contains(removedIn2026, method) }
 
-// EraVersions returns the newest protocol version of each era a server
-// serves: 2026-07-28 (stateless) and 2025-11-25 (sessions), the versions
-// whose request series are created at zero.
-func EraVersions() []string {
-	return []string{protocol.Version20260728, protocol.Version20251125}
-}
-
-// OfEra reports whether method is one of the methods the clients of the
-// era of version call: for 2026-07-28 every method but those it removed,
-// for a session version every method but those 2026-07-28 added.
-func OfEra(version, method string) bool {
-	if version == protocol.Version20260728 {
+// InEra reports whether method is one of the methods the clients of an era
+// call: for the stateless era (2026-07-28) every method but those it
+// removed, for the session era every method but those 2026-07-28 added.
+func InEra(stateless bool, method string) bool {
+	if stateless {
 		return !RemovedIn2026(method)
 	}
 	return !slices.Contains(addedIn2026, method)

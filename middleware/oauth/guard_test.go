@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
@@ -466,7 +465,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestRejectHook(t *testing.T) {
 	t.Parallel()
 	e := newGuard(t)
-	for _, r := range vocab.RejectReasons() {
+	for _, r := range protocol.RejectReasons() {
 		e.rs.RejectHook(r)
 	}
 	got := e.failures(t)

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -25,14 +24,14 @@ func TestVocabularyIsWrittenOnce(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
 	codes := map[string]bool{}
-	for _, c := range vocab.Codes() {
+	for _, c := range protocol.Codes() {
 		codes[strconv.FormatInt(-int64(c), 10)] = true // the literal after the minus sign
 	}
 	strs := map[string]bool{}
 	for _, v := range protocol.Versions() {
 		strs[strconv.Quote(v)] = true
 	}
-	for _, r := range vocab.RejectReasons() {
+	for _, r := range protocol.RejectReasons() {
 		// "other" is every label set's catch-all, and "forbidden" is also
 		// the MCP value of a tool's taskSupport.
 		if r != protocol.RejectOther && r != protocol.RejectForbidden {

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -15,7 +14,7 @@ func TestCodeString(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "-32602", protocol.CodeInvalidParams.String())
 	seen := map[protocol.Code]bool{}
-	for _, c := range vocab.Codes() {
+	for _, c := range protocol.Codes() {
 		assert.False(t, seen[c], "%d listed twice", c)
 		seen[c] = true
 		assert.Less(t, int64(c), int64(-31999), "%d is a JSON-RPC server or reserved code", c)
@@ -37,16 +36,16 @@ func TestOutcomeLabels(t *testing.T) {
 		assert.Equal(t, want, labels)
 	}
 	var cancels, drops, classes, rejects []string
-	for _, r := range vocab.CancelReasons() {
+	for _, r := range protocol.CancelReasons() {
 		cancels = append(cancels, r.String())
 	}
-	for _, r := range vocab.DropReasons() {
+	for _, r := range protocol.DropReasons() {
 		drops = append(drops, r.String())
 	}
-	for _, r := range vocab.WriteClasses() {
+	for _, r := range []protocol.DropReason{protocol.DropWriterClosed, protocol.DropPeerGone} {
 		classes = append(classes, r.String())
 	}
-	for _, r := range vocab.RejectReasons() {
+	for _, r := range protocol.RejectReasons() {
 		rejects = append(rejects, r.String())
 		assert.NotEmpty(t, r.Message(), r.String())
 	}
@@ -80,7 +79,7 @@ func TestOutcomeLabels(t *testing.T) {
 func TestQuotaLabels(t *testing.T) {
 	t.Parallel()
 	var got []string
-	for _, q := range vocab.Quotas() {
+	for _, q := range protocol.Quotas() {
 		got = append(got, q.String())
 	}
 	assert.Equal(t, []string{"sessions", "in_flight", "tasks", "tool_share", "rate", "tool_rate", "bytes", "other"}, got)

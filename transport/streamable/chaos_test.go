@@ -28,7 +28,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -254,7 +253,7 @@ func (r *chaosRecorder) check(t testing.TB) {
 	for _, d := range r.drops {
 		_, twice := dropped[d.key]
 		assert.False(t, twice, "request %s dropped twice", d.key)
-		assert.Contains(t, vocab.DropReasons(), d.reason, "request %s dropped without a valid reason", d.key)
+		assert.Contains(t, protocol.DropReasons(), d.reason, "request %s dropped without a valid reason", d.key)
 		dropped[d.key] = d.reason
 	}
 	for _, e := range r.outcomes {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -360,7 +361,7 @@ func (h *Endpoint) postSession(w http.ResponseWriter, r *http.Request, msg trans
 	if isRequest {
 		reqID = req.ID
 	}
-	if v := headerValue(r.Header, headerProtocolVersion); v != "" && !vocab.IsSessionVersion(v) {
+	if v := headerValue(r.Header, headerProtocolVersion); v != "" && (v == protocol.Version20260728 || !slices.Contains(protocol.Versions(), v)) {
 		h.reject(w, http.StatusBadRequest, reqID, protocol.CodeInvalidRequest, protocol.RejectInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v[:min(len(v), 64)])) // not echoed whole
 		return nil, nil
 	}

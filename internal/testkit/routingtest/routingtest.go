@@ -10,11 +10,10 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// Upstream serves, by hand on standard input and output (protocol.Version20251125 era),
+// Upstream serves, by hand on standard input and output (the session era,
+// at the version the client asks for),
 // the tool "confirm" {text, wait}: it logs "working on TEXT", asks
 // elicitation/create "please confirm: TEXT", logging the line again just
 // before, and answers "TEXT: ACTION", or "TEXT: not confirmed" when the
@@ -92,7 +91,8 @@ func Upstream(afterCancel time.Duration) int {
 					Text string `json:"text"`
 					Wait bool   `json:"wait"`
 				} `json:"arguments"`
-				RequestID json.RawMessage `json:"requestId"`
+				RequestID       json.RawMessage `json:"requestId"`
+				ProtocolVersion string          `json:"protocolVersion"`
 			} `json:"params"`
 			Result struct {
 				Action string `json:"action"`
@@ -125,7 +125,7 @@ func Upstream(afterCancel time.Duration) int {
 			}
 		case "initialize":
 			answer(msg.ID, map[string]any{
-				"protocolVersion": protocol.Version20251125, "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
+				"protocolVersion": msg.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}, "logging": map[string]any{}},
 				"serverInfo": map[string]any{"name": "routing", "version": "1"},
 			})
 		case "tools/list":
