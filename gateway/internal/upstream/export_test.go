@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 
+	"github.com/vigil-mcp/vigil/internal/oversize"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
@@ -18,6 +19,6 @@ func OversizeLine(limit int) stdio.OversizeFunc { return oversizeLine(limit) }
 // OversizeResponse reports whether derr, of a message over the bound, is
 // of a response.
 func OversizeResponse(derr *transport.DecodeError) bool {
-	o, ok := errors.AsType[*oversize](derr.Err)
-	return ok && o.response
+	o, ok := errors.AsType[*oversize.Error](derr.Err)
+	return ok && o.Response
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/vigil-mcp/vigil/internal/oversize"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -29,41 +30,11 @@ func (e *TooLargeError) Error() string {
 // Unwrap returns [transport.ErrFrameTooLarge].
 func (*TooLargeError) Unwrap() error { return transport.ErrFrameTooLarge }
 
-// oversize is the Err of the [transport.DecodeError] a Conn's Read returns
-// for a message over the bound that it dropped unread, the Conn living on:
-// the answer to our request ID when response is set, else the upstream's
-// request ID, or a notification (no ID).
-type oversize struct {
-	response bool
-	size     int64
-	max      int
-}
-
-func (o *oversize) Error() string {
-	return fmt.Sprintf("a message of %d bytes, over the bound of %d bytes", o.size, o.max)
-}
-
-func (*oversize) Unwrap() error { return transport.ErrFrameTooLarge }
-
-// Oversize returns what is known of the message (see overBound).
-func (o *oversize) Oversize() (response bool, size int64, limit int) {
-	return o.response, o.size, o.max
-}
-
-// overBound is the Err of the [transport.DecodeError] of a message a
-// Conn dropped for being over its bound: a process's (oversize) or an
-// HTTP upstream's (streamable.Dial's). Oversize tells whether it
-// answered our request, its size (0: unknown) and the bound.
-type overBound interface {
-	error
-	Oversize() (response bool, size int64, limit int)
-}
-
 // tooLarge returns the error Read returns for a message over the bound
 // limit, of which what is known is given: whether it is a response, its id
 // (the zero ID when none), its size (0 when unknown).
 func tooLarge(response bool, id transport.ID, size int64, limit int) error {
-	return &transport.DecodeError{Code: protocol.CodeInvalidRequest, ID: id, Err: &oversize{response: response, size: size, max: limit}}
+	return &transport.DecodeError{Code: protocol.CodeInvalidRequest, ID: id, Err: &oversize.Error{Response: response, Size: size, Limit: limit, Frame: transport.ErrFrameTooLarge}}
 }
 
 // oversizeLine returns what a process's stdout Conn makes of a line over

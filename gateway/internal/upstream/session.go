@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/oversize"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -756,11 +757,11 @@ func (s *Session) readLoop() {
 // *TooLargeError; a request of the upstream is refused; a notification is
 // dropped. Each is counted.
 func (s *Session) oversize(derr *transport.DecodeError) bool {
-	o, ok := errors.AsType[overBound](derr.Err)
+	o, ok := errors.AsType[*oversize.Error](derr.Err)
 	if !ok {
 		return false
 	}
-	response, size, limit := o.Oversize()
+	response, size, limit := o.Response, o.Size, o.Limit
 	s.oversized.Add(1)
 	level := slog.LevelDebug // a notification or a request: counted
 	if response {
