@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/vigil-mcp/vigil/internal/oversize"
@@ -17,8 +18,8 @@ func TestError(t *testing.T) {
 	frame := errors.New("frame too large")
 	known := &oversize.Error{Response: true, Size: 5 << 20, Limit: 4 << 20, Frame: frame}
 	assert.Equal(t, "a message of 5242880 bytes, over the bound of 4194304 bytes", known.Error())
-	assert.ErrorIs(t, known, frame)
+	require.ErrorIs(t, known, frame)
 	unknown := &oversize.Error{Limit: 1024, Frame: frame}
 	assert.Equal(t, "a message over the bound of 1024 bytes", unknown.Error())
-	assert.ErrorIs(t, unknown, frame)
+	require.ErrorIs(t, unknown, frame)
 }
