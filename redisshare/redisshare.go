@@ -208,7 +208,7 @@ func (s *Shared) Options() []streamable.Option {
 	if m := s.metrics; m != nil {
 		c.OnRequestLost, c.OnRelayRefused = m.lost.Inc, m.refused
 	}
-	return []streamable.Option{streamable.WithCluster(c), streamable.WithEventStore(s.store)}
+	return []streamable.Option{streamable.WithCluster(c), streamable.WithEventStore(eventStore{s.store})}
 }
 
 // ServerOptions returns the server options of the shared mode, for

@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,8 +19,7 @@ import (
 // API listing (api/*.txt) names a type, constant or function of an
 // internal package: what users see, they can name, read the doc of and
 // rely on. Each file's exported lines are checked against the names
-// under which that file imports an internal package, but for the lines
-// of stillInternal.
+// under which that file imports an internal package.
 func TestAPINamesNoInternalPackage(t *testing.T) {
 	root := docsRoot(t)
 	pkgs := publicPackages(t, root)
@@ -36,25 +34,11 @@ func TestAPINamesNoInternalPackage(t *testing.T) {
 			for _, qual := range internalImports(f) {
 				named := regexp.MustCompile(`\b` + regexp.QuoteMeta(qual) + `\.[A-Z]`)
 				for _, line := range exportedAPI(fset, []*ast.File{f}) {
-					if slices.Contains(stillInternal, line) {
-						continue
-					}
 					assert.False(t, named.MatchString(line), "%s/%s: the API names internal package %s: %s", rel, name, qual, line)
 				}
 			}
 		}
 	}
-}
-
-// stillInternal are the lines that name the replication protocol of
-// internal/replication, the contract between the Streamable HTTP endpoint
-// and its Redis cluster (internal/redisstore, which implements the event
-// store and the cluster): issue 69 moves it beside streamable, with
-// redisstore, and empties this list. A line may leave it; none may join
-// it.
-var stillInternal = []string{
-	"type Event = replication.Event",
-	"func WithCluster(c replication.Config) Option",
 }
 
 // internalImports returns the names under which f imports packages of an

@@ -11,16 +11,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/vigil-mcp/vigil/internal/redisstore"
-	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // Each replica of a service opens its own Store on the same Redis and
-// gives it to its endpoint as the cluster and the event store: any replica
-// then serves any request of any 2025-era session, and resumes any
-// stream. A service does this, and the rest of the wiring, with package
-// redisshare. (Not run: it needs a Redis at localhost:6379.)
+// gives it to its endpoint as the cluster: any replica then serves any
+// request of any 2025-era session. A service does this, and the rest of
+// the wiring (the Store as the shared event store too, so that any replica
+// resumes any stream), with package redisshare. (Not run: it needs a Redis
+// at localhost:6379.)
 func Example() {
 	if err := serveShared(context.Background(), "localhost:6379"); err != nil {
 		log.Print(err)
@@ -44,7 +44,7 @@ func serveShared(ctx context.Context, addr string) error {
 	defer func() { _ = store.Close() }()
 
 	srv := server.New(server.WithImplementation("example", "1.0"))
-	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
+	h := streamable.New(srv, streamable.WithCluster(store))
 	hs := &http.Server{Addr: "127.0.0.1:8080", Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	return hs.ListenAndServe()
 }

@@ -15,13 +15,9 @@ import (
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
-	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// A Store is the event store of every replica's Endpoint.
-var _ streamable.EventStore = (*redisstore.Store)(nil)
 
 // newStore returns a Store on a fresh redis-server, closed when t ends,
 // and a client of that server for looking at the keys.

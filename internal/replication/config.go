@@ -3,10 +3,11 @@ package replication
 import "time"
 
 // Config is what streamable.WithCluster shares an Endpoint's 2025-era
-// sessions through.
+// sessions through: a streamable.Cluster, by the Replica of the Cluster
+// it embeds (a Cluster alone is one too, with the defaults below).
 type Config struct {
 	// Cluster keeps the session records and carries the relays.
-	Cluster Cluster
+	Cluster
 	// ViewIdle is how long a replica keeps its view of a session after
 	// its last request there (30 s when <= 0).
 	ViewIdle time.Duration

@@ -27,3 +27,16 @@ var (
 // DefaultInitTimeout is streamable.DefaultInitTimeout, which a store's
 // records of sessions not yet initialized live for by default.
 const DefaultInitTimeout = time.Minute
+
+// EventsAs returns events as another package's type of the same fields
+// (streamable.Event, which a package under internal/ cannot name).
+func EventsAs[E ~struct {
+	ID   string
+	Data []byte
+}](events []Event) []E {
+	out := make([]E, len(events))
+	for i, e := range events {
+		out[i] = E(e)
+	}
+	return out
+}

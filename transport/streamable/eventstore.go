@@ -38,11 +38,13 @@ type EventStore interface {
 	Forget(ctx context.Context, session string) error
 }
 
-// Event is one stored SSE event: ID is the id Append returned for it,
-// Data one encoded JSON-RPC message, or empty for a priming event. It is
-// the type the shared mode's store keeps events as (Redis's, underneath
-// package redisshare).
-type Event = replication.Event
+// Event is one stored SSE event.
+type Event struct {
+	// ID is the id Append returned for the event.
+	ID string
+	// Data is one encoded JSON-RPC message, or empty for a priming event.
+	Data []byte
+}
 
 // ErrUnknownEvent is wrapped by [EventStore.Replay] errors for an event id
 // the store does not know in the session: never issued there, malformed, or

@@ -152,8 +152,8 @@ func TestSharedResumptionsCappedPerSession(t *testing.T) {
 	}
 	events := store("events")
 	hold := newHoldTool()
-	a := newRSEnv(t, holdServer(t, hold), streamable.WithCluster(replication.Config{Cluster: store("a")}), streamable.WithEventStore(events))
+	a := newRSEnv(t, holdServer(t, hold), streamable.WithCluster(replication.Config{Cluster: store("a")}), streamable.WithEventStore(redisEvents{events}))
 	rejects, hook := rejectRecorder()
-	b := newRSEnv(t, holdServer(t, hold), hook, streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithEventStore(events))
+	b := newRSEnv(t, holdServer(t, hold), hook, streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithEventStore(redisEvents{events}))
 	testResumeCap(t, a, b, hold, rejects)
 }

@@ -26,23 +26,42 @@ import (
 // has nothing in flight there.
 const defaultViewIdle = 30 * time.Second
 
+// Cluster is the replicas an Endpoint shares its 2025-era sessions with
+// ([WithCluster]). Replica names this replica. The rest of the contract is
+// Vigil's replication protocol (session records, relays, forwarded
+// requests), which is internal to Vigil and may change in any release:
+// package redisshare makes the implementation (Shared.Options), on Redis.
+type Cluster interface {
+	Replica() string
+}
+
 // WithCluster shares the Endpoint's 2025-era sessions with the other
-// replicas of the cluster (c.Cluster): any replica serves any request of
-// any session, and the sessions outlive the replica that created them.
-// The cluster's records expire after the idle timeout ([WithIdleTimeout]);
-// a replica keeps its view of a session for c.ViewIdle after its last
-// request there (30 s when <= 0). For resumable streams that any replica
-// can resume, give the replicas one shared event store too
-// ([WithEventStore]). Package redisshare's Shared.Options wires it.
-func WithCluster(c replication.Config) Option {
+// replicas of c: any replica serves any request of any session, and the
+// sessions outlive the replica that created them. The cluster's records
+// expire after the idle timeout ([WithIdleTimeout]); a replica keeps its
+// view of a session for 30 s after its last request there, unless c says
+// otherwise. For resumable streams that any replica can resume, give the
+// replicas one shared event store too ([WithEventStore]). Package
+// redisshare's Shared.Options wires both. WithCluster panics when c does
+// not implement Vigil's replication protocol: a c made by anything else.
+func WithCluster(c Cluster) Option {
+	var rc replication.Config
+	switch v := c.(type) {
+	case replication.Config:
+		rc = v
+	case replication.Cluster:
+		rc = replication.Config{Cluster: v}
+	default:
+		panic(fmt.Sprintf("streamable: WithCluster: %T does not implement Vigil's replication protocol: make the cluster with package redisshare", c))
+	}
 	return optionFunc(func(cfg *config) {
-		cfg.cluster = c.Cluster
-		cfg.viewIdle = c.ViewIdle
-		if c.ViewIdle <= 0 {
+		cfg.cluster = rc.Cluster
+		cfg.viewIdle = rc.ViewIdle
+		if rc.ViewIdle <= 0 {
 			cfg.viewIdle = defaultViewIdle
 		}
-		cfg.onLost = c.OnRequestLost
-		cfg.onRelayRefuse = c.OnRelayRefused
+		cfg.onLost = rc.OnRequestLost
+		cfg.onRelayRefuse = rc.OnRelayRefused
 	})
 }
 

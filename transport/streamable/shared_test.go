@@ -58,7 +58,7 @@ func shEach(t *testing.T, f func(t *testing.T, b shBackend)) {
 			name:    "redis",
 			redis:   redis,
 			replica: func(t *testing.T, name string) replication.Cluster { return store(t, name) },
-			events:  func(t *testing.T) streamable.EventStore { return store(t, "events") },
+			events:  func(t *testing.T) streamable.EventStore { return redisEvents{store(t, "events")} },
 			down: func(down bool) {
 				if down {
 					redis.Stop()
@@ -491,7 +491,7 @@ func TestSharedRequestLost(t *testing.T) {
 		srv := htServer(t)
 		require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, blocker.tool))
 		envs = append(envs, newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: st, OnRequestLost: func() { lost.Add(1) }}),
-			streamable.WithEventStore(st), streamable.WithResponseMode(streamable.ResponseSSE)))
+			streamable.WithEventStore(redisEvents{st}), streamable.WithResponseMode(streamable.ResponseSSE)))
 	}
 	a, b, c := envs[0], envs[1], envs[2]
 	sid := a.initialize(`{}`)
@@ -584,7 +584,7 @@ func TestSharedIdleSessionsHoldNoMemory(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	srv := htServer(t)
-	e := newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: st, ViewIdle: 50 * time.Millisecond}), streamable.WithEventStore(st), streamable.WithMaxSessions(20000))
+	e := newHTEnv(t, srv, streamable.WithCluster(replication.Config{Cluster: st, ViewIdle: 50 * time.Millisecond}), streamable.WithEventStore(redisEvents{st}), streamable.WithMaxSessions(20000))
 	sid := e.initialize(`{}`) // a warm server: one session served
 	_, _ = e.call(sid, htCallBody("1", "echo", `{"text":"warm"}`))
 	require.Eventually(t, func() bool { return len(srv.Sessions()) == 0 }, 10*time.Second, 10*time.Millisecond)
@@ -617,4 +617,13 @@ func TestSharedIdleSessionsHoldNoMemory(t *testing.T) {
 		_, msgs := e.call(sids[i], htCallBody("2", "echo", `{"text":"back"}`))
 		require.Nil(t, msgs[0].Error, "session %d", i)
 	}
+}
+
+// redisEvents is a Redis store as an endpoint's event store, as package
+// redisshare wires it.
+type redisEvents struct{ *redisstore.Store }
+
+func (s redisEvents) Replay(ctx context.Context, session, lastID string) (string, []streamable.Event, error) {
+	stream, events, err := s.Store.Replay(ctx, session, lastID)
+	return stream, replication.EventsAs[streamable.Event](events), err
 }
