@@ -20,5 +20,12 @@
 // ([EndAnswerer], [Admitter]). A Conn with none of them is served fully;
 // each only makes a session cheaper or more exact.
 //
+// A request whose answer can no longer be delivered (the client closed its
+// stream and cannot resume it) is cancelled by its receiver with a stream
+// close's cause. The transport says so by the one means its delivery has:
+// a request dispatched on its stream's goroutine ([Inline]) by the end of
+// the context it was dispatched with; any other (read from a queue, or on
+// a stream the client could have resumed) by an [*Abandoned] through Read.
+//
 // Read [Conn] first, then [DecodeMessage].
 package transport
