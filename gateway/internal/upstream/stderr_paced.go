@@ -9,15 +9,16 @@ import (
 // gather after a read that drained the pipe: an upstream that logs a
 // line per request then costs a read, and a wake-up of the reader, every
 // stderrPace rather than every line. The pipe (64 KiB on Linux) holds
-// what comes meanwhile unless the upstream writes over 10 MB/s, and a
-// read that fills its buffer is followed by the next at once.
+// what comes meanwhile unless the upstream writes more in stderrPace,
+// and a read that fills its buffer is followed by the next at once.
 const stderrPace = 5 * time.Millisecond
 
 // pacedReader is an io.Reader that waits stderrPace before a read that
 // follows one which did not fill its buffer.
 type pacedReader struct {
 	r       io.Reader
-	drained time.Time // when the last read left the pipe empty; zero after a full one
+	drained time.Time           // when the last read left the pipe empty; zero after a full one
+	sleep   func(time.Duration) // time.Sleep when nil
 }
 
 // Read reads from r, first waiting what is left of stderrPace when the
@@ -25,7 +26,11 @@ type pacedReader struct {
 func (p *pacedReader) Read(b []byte) (int, error) {
 	if !p.drained.IsZero() {
 		if wait := stderrPace - time.Since(p.drained); wait > 0 {
-			time.Sleep(wait)
+			sleep := p.sleep
+			if sleep == nil {
+				sleep = time.Sleep
+			}
+			sleep(wait)
 		}
 	}
 	n, err := p.r.Read(b)
