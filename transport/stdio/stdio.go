@@ -163,26 +163,34 @@ func (c *Conn) Read(_ context.Context) (transport.Message, error) {
 			return nil, fmt.Errorf("stdio: read: %w", transport.ErrClosed)
 		}
 		line, err := c.readLine()
-		var over *oversized
-		switch {
-		case errors.As(err, &over):
-			m, err := c.oversize(over.head, over.tail, over.size)
+		if err != nil {
+			m, err := c.readFailed(err)
 			if m == nil && err == nil {
-				continue
-			}
-			var derr *transport.DecodeError
-			if err != nil && !errors.As(err, &derr) {
-				c.readErr = err
+				continue // an oversize frame skipped
 			}
 			return m, err
-		case err != nil:
-			return nil, err
 		}
 		if len(bytes.Trim(line, " \t\r\n")) == 0 {
 			continue
 		}
 		return transport.DecodeMessage(line)
 	}
+}
+
+// readFailed returns what Read returns when reading a line failed with
+// err: a frame over the bound skipped (nil, nil: Read goes on) or
+// reported, any other error as it is. It is out of Read so that a frame
+// read whole allocates nothing for the errors it did not have.
+func (c *Conn) readFailed(err error) (transport.Message, error) {
+	over, ok := errors.AsType[*oversized](err)
+	if !ok {
+		return nil, err
+	}
+	m, err := c.oversize(over.head, over.tail, over.size)
+	if _, decode := errors.AsType[*transport.DecodeError](err); err != nil && !decode {
+		c.readErr = err
+	}
+	return m, err
 }
 
 // waitForRoom returns once the queued messages hold less than maxQueued,

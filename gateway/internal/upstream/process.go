@@ -241,7 +241,7 @@ func (p *Process) DroppedStderrLines() int64 { return p.dropped.Load() }
 func (p *Process) logStderr() {
 	defer close(p.stderrDone)
 	defer func() { _ = p.stderr.Close() }()
-	r := bufio.NewReaderSize(p.stderr, p.cfg.MaxStderrLine)
+	r := bufio.NewReaderSize(&pacedReader{r: p.stderr}, p.cfg.MaxStderrLine)
 	cut := false       // the rest of a long line is being skipped
 	var unsaid int64   // lines dropped and not yet said
 	var said time.Time // when they were last said

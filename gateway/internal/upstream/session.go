@@ -716,21 +716,10 @@ func (s *Session) end(err error) error {
 func (s *Session) readLoop() {
 	for {
 		msg, err := s.conn.Read(s.ctx)
-		var derr *transport.DecodeError
-		switch {
-		case errors.As(err, &derr) && s.oversize(derr):
-			continue
-		case errors.As(err, &derr):
-			s.invalid.Add(1)
-			s.log.Debug("upstream: invalid message", "error", err)
-			continue
-		case err != nil:
-			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrPeerGone) {
-				err = fmt.Errorf("%w: it closed the connection: %w", ErrGone, err)
-			} else {
-				err = fmt.Errorf("%w: %w", ErrGone, err)
+		if err != nil {
+			if s.readFailed(err) {
+				continue
 			}
-			_ = s.end(err)
 			return
 		}
 		switch m := msg.(type) {
@@ -750,6 +739,28 @@ func (s *Session) readLoop() {
 			s.invalid.Add(1)
 		}
 	}
+}
+
+// readFailed handles an error of the Conn's Read and reports whether the
+// session reads on: a message over the bound or one that could not be
+// decoded is counted and the session goes on; any other error ends it.
+// It is out of readLoop so that a message read whole allocates nothing
+// for the errors it did not have.
+func (s *Session) readFailed(err error) bool {
+	if derr, ok := errors.AsType[*transport.DecodeError](err); ok {
+		if !s.oversize(derr) {
+			s.invalid.Add(1)
+			s.log.Debug("upstream: invalid message", "error", err)
+		}
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrPeerGone) {
+		err = fmt.Errorf("%w: it closed the connection: %w", ErrGone, err)
+	} else {
+		err = fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	_ = s.end(err)
+	return false
 }
 
 // oversize handles a message the Conn dropped for being over its bound,
