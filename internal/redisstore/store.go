@@ -18,12 +18,13 @@ import (
 )
 
 // Store keeps the shared sessions of a Streamable HTTP service on Redis:
-// it is the [replication.Cluster] of one replica, and a
-// streamable.EventStore every replica can resume from. Give each replica
-// its own Store on the same Redis (package redisshare does):
+// it is the [replication.Cluster] of one replica, and the event store
+// every replica can resume from (package redisshare gives it to the
+// endpoint as a streamable.EventStore). Give each replica its own Store on
+// the same Redis (package redisshare does):
 //
 //	store, err := redisstore.New(ctx, client, redisstore.WithClusterKey(key, nil))
-//	h := streamable.New(srv, streamable.WithCluster(replication.Config{Cluster: store}), streamable.WithEventStore(store))
+//	h := streamable.New(srv, streamable.WithCluster(store))
 //
 // Its keys are all under the prefix, with the SHA-256 of the session id as
 // a hash tag, as the package doc lists. Its methods are safe for concurrent use.
