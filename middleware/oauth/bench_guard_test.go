@@ -10,13 +10,15 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
 )
 
 // BenchmarkHandler measures what the guard adds to a request with a valid,
 // cached JWT: the endpoint alone, the guard whose principal holds every
 // scope (the body is not read), and the guard that must read the body to
 // find the tool a tools/call names; and the guard on a connection that
-// remembers its last token (ConnContext).
+// remembers its last token (streamable.ConnContext).
 func BenchmarkHandler(b *testing.B) {
 	key := vtRSAKey(b, "k")
 	is := vtNewIssuer(b, key)
@@ -40,11 +42,11 @@ func BenchmarkHandler(b *testing.B) {
 		require.NoError(b, err)
 		return rs
 	}
-	conn := ConnContext(b.Context(), nil) // one keep-alive connection's
+	conn := connstate.With(b.Context(), nil) // one keep-alive connection's
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-		conn bool // the requests come on one connection with a memo (ConnContext)
+		conn bool // the requests come on one connection with a memo (streamable.ConnContext)
 	}{
 		{"endpoint", endpoint, false},
 		{"guard", newRS(nil).Handler(endpoint), false},
