@@ -29,8 +29,8 @@ type ElicitParams struct {
 	// Mode is "" or [ElicitModeForm] for a form, [ElicitModeURL] for a URL.
 	// "" leaves mode out of the request, as clients before 2025-11-25
 	// expect.
-	Mode    string
-	Message string // what the user is asked, and why; required
+	Mode    string `json:"mode,omitempty"`
+	Message string `json:"message"` // what the user is asked, and why; required
 	// RequestedSchema is the form, a JSON Schema given as JSON, as
 	// [Tool.InputSchema] is; required in form mode. MCP restricts it to a
 	// flat object whose properties are primitives: a string (with title,
@@ -41,26 +41,14 @@ type ElicitParams struct {
 	// multi select (items {"type":"string","enum":[...]} or {"anyOf":[{const,
 	// title}...]}, minItems, maxItems). The client shows the properties in
 	// the order written. See [Elicit] for how it is checked.
-	RequestedSchema json.RawMessage
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
 	// URL is the address the user should open, in URL mode.
-	URL string
+	URL string `json:"url,omitempty"`
 	// ElicitationID identifies a URL-mode elicitation, uniquely within the
 	// server; it is required in URL mode before protocol version
 	// 2026-07-28, which dropped it. See [NotifyElicitationComplete].
-	ElicitationID string
-	Meta          Meta
-}
-
-// MarshalJSON encodes p as elicitation/create params.
-func (p *ElicitParams) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Mode            string          `json:"mode,omitempty"`
-		Message         string          `json:"message"`
-		RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
-		URL             string          `json:"url,omitempty"`
-		ElicitationID   string          `json:"elicitationId,omitempty"`
-		Meta            Meta            `json:"_meta,omitempty"`
-	}{p.Mode, p.Message, p.RequestedSchema, p.URL, p.ElicitationID, p.Meta})
+	ElicitationID string `json:"elicitationId,omitempty"`
+	Meta          Meta   `json:"_meta,omitempty"`
 }
 
 // ElicitResult is the client's answer to an elicitation.

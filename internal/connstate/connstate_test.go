@@ -14,8 +14,7 @@ import (
 // A connection's value is made once, from the connection, and kept.
 func TestValueMadeOnce(t *testing.T) {
 	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
+	defer func() { _ = a.Close(); _ = b.Close() }()
 	assert.Nil(t, connstate.From(context.Background()))
 	st := connstate.From(connstate.With(context.Background(), a))
 	require.NotNil(t, st)

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/connstate"
+	"github.com/vigil-mcp/vigil/server"
 )
 
 // BenchmarkHandler measures what the guard adds to a request with a valid,
@@ -31,13 +33,15 @@ func BenchmarkHandler(b *testing.B) {
 		w.WriteHeader(http.StatusOK)
 	})
 	newRS := func(toolScopes map[string][]string) *ResourceServer {
-		var all []string
-		for _, s := range toolScopes {
-			all = append(all, s...)
+		srv := server.New()
+		for name, s := range toolScopes {
+			require.NoError(b, srv.AddTool(server.Tool{Name: name, Scopes: s}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+				return server.Text("ok"), nil
+			}))
 		}
 		rs, err := New(Config{
 			Resource: vtResource, AuthorizationServers: []string{is.srv.URL}, Verifier: v, Scopes: []string{"mcp"},
-			ToolScopes: func(name string) []string { return toolScopes[name] }, AllToolScopes: func() []string { return all },
+			Tools: srv,
 		})
 		require.NoError(b, err)
 		return rs

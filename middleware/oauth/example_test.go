@@ -44,8 +44,7 @@ func ExampleNew() {
 		AuthorizationServers: []string{"https://oauth.example.com"},
 		Verifier:             staticVerifier{}, // oauth.NewJWTVerifier(...) in production
 		Scopes:               []string{"mcp"},
-		ToolScopes:           srv.ToolScopes,
-		AllToolScopes:        srv.AllToolScopes,
+		Tools:                srv,
 	})
 	if err != nil {
 		panic(err)
