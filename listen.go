@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/loopback"
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -179,12 +178,11 @@ func (s *Service) newHTTPServer(h http.Handler) *http.Server {
 		ReadTimeout:       body,
 		IdleTimeout:       idle,
 		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
-		// client.address and client.port on spans
-		// (middleware.PeerConnContext), and the connection whose socket
-		// tells the shedder how long each request waited
-		// (streamable.ConnContext); then the user's.
+		// the connection whose socket tells the shedder how long each
+		// request waited, whose address the spans name and which holds the
+		// OAuth verifiers' memo (streamable.ConnContext); then the user's.
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			ctx = streamable.ConnContext(middleware.PeerConnContext(ctx, c), c)
+			ctx = streamable.ConnContext(ctx, c)
 			for _, f := range more {
 				ctx = f(ctx, c)
 			}

@@ -370,7 +370,7 @@ func (r *spanRing) knows(name string) bool {
 	case target == "":
 		return true
 	case method == "tools/call":
-		return srv.HasTool(target)
+		return toolRegistered(srv, target)
 	case method == "prompts/get":
 		return srv.HasPrompt(target)
 	}

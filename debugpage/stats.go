@@ -228,7 +228,7 @@ func (s *requestStats) recordRequest(hook *serverhook.Server, req *server.Reques
 	known := srv != nil
 	if k.method == "tools/call" {
 		k.tool = req.Name
-		known = known && k.tool != "" && srv.HasTool(k.tool)
+		known = known && k.tool != "" && toolRegistered(srv, k.tool)
 	}
 	ks := s.other
 	if known {

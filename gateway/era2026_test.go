@@ -34,7 +34,7 @@ func addAsking(t *testing.T, u *fakeUpstream) {
 	t.Helper()
 	name := func(ctx context.Context) (string, error) {
 		res, err := server.Elicit(server.ContextWithInputKey(ctx, "user_name"), &server.ElicitParams{
-			Message: "Name?", RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+			Message: "Name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 		})
 		if err != nil {
 			return "", err

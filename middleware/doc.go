@@ -101,7 +101,7 @@
 // gen_ai.prompt.name, gen_ai.operation.name, mcp.resource.uri,
 // network.transport (and network.protocol.name), rpc.response.status_code
 // for an error response and, on failure, error.type. Over HTTP, with
-// [PeerConnContext] as the http.Server's ConnContext, it also gets
+// streamable.ConnContext as the http.Server's ConnContext, it also gets
 // client.address and client.port (the connection's remote address, never
 // X-Forwarded-For) and network.protocol.version. When the request was
 // authorized (an [auth.Principal] in its arrival context), the span also

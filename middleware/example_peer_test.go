@@ -14,10 +14,10 @@ import (
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// ExamplePeerConnContext serves Streamable HTTP from an http.Server whose
-// ConnContext is PeerConnContext: each span then names the client by its
-// connection's address, whatever X-Forwarded-For says.
-func ExamplePeerConnContext() {
+// Streamable HTTP served from an http.Server whose ConnContext is
+// streamable.ConnContext (as vigil.Service's is): each span then names the
+// client by its connection's address, whatever X-Forwarded-For says.
+func Example_peerAddress() {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	inst, err := middleware.NewInstrumentation(middleware.WithTracerProvider(tp))
@@ -30,7 +30,7 @@ func ExamplePeerConnContext() {
 	defer func() { _ = mcp.Close() }()
 
 	ts := httptest.NewUnstartedServer(mcp)
-	ts.Config.ConnContext = middleware.PeerConnContext // the one line that matters
+	ts.Config.ConnContext = streamable.ConnContext // the one line that matters
 	ts.Start()
 	defer ts.Close()
 

@@ -109,7 +109,7 @@ func (l *limiter) acquireAs(ctx context.Context, tool string, sess *server.Sessi
 		if limit <= 0 {
 			return nil, quota.Hold{}, nil
 		}
-		s = l.ref(tool, limit, sess != nil && tool != "" && sess.Server().HasTool(tool))
+		s = l.ref(tool, limit, sess != nil && tool != "" && toolRegistered(sess.Server(), tool))
 	}
 	var hold quota.Hold
 	if s.callers != nil && req != nil {

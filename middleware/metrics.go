@@ -27,7 +27,7 @@ import (
 // result over its bound, server.Outcome.ResultTooLarge), ok (a tool result with isError
 // has error_type "tool_error", or "invalid_arguments" when it refused
 // arguments that do not match the tool's input schema). A tools/call is labeled with its tool when
-// registered ([server.Server.HasTool]) or on m's allow-list, else "other".
+// registered ([server.Server.Tool]) or on m's allow-list, else "other".
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside the tracing, whose trace id becomes the exemplar, and outside
 // the recovery of panics and [WithTimeout], as [NewInstrumentation] does.
@@ -75,9 +75,12 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 	tool, registered, upstream := "", false, ""
 	if req.Method == "tools/call" {
 		tool = req.Name
-		registered = tool != "" && req.Session != nil && req.Session.Server().HasTool(tool)
-		if registered && m.UpstreamLabeled() {
-			upstream = req.Session.Server().ToolUpstream(tool)
+		if tool != "" && req.Session != nil {
+			var t server.Tool
+			t, registered = req.Session.Server().Tool(tool)
+			if m.UpstreamLabeled() {
+				upstream = t.Upstream
+			}
 		}
 	}
 	end := out.EndTime()

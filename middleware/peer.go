@@ -9,40 +9,43 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-)
 
-// PeerConnContext is a ConnContext function for the http.Server of a
-// Streamable HTTP endpoint: it records c's remote address in ctx, once per
-// connection, so that the SERVER spans of [WithTracerProvider] get client.address,
-// client.port and network.protocol.version. The address is the
-// connection's own: a header such as X-Forwarded-For, which any client can
-// write, is never read. Chain it with another ConnContext by calling one
-// on the other's result.
-func PeerConnContext(ctx context.Context, c net.Conn) context.Context {
-	p := &peer{conn: c}
-	host, port, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return ctx // not an IP address and port: nothing to record
-	}
-	p.address = host
-	p.port, _ = strconv.Atoi(port)
-	return context.WithValue(ctx, peerKey{}, p)
-}
+	"github.com/vigil-mcp/vigil/internal/connstate"
+)
 
 type peerKey struct{}
 
 // peer is the client end of an HTTP connection; read-only once built.
 type peer struct {
-	address string
+	address string // "" when the remote address is not an IP address and port
 	port    int
 	conn    net.Conn
 }
 
+// peerOf parses c's remote address, once per connection.
+func peerOf(c net.Conn) any {
+	p := &peer{conn: c}
+	if c == nil {
+		return p
+	}
+	host, port, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return p // not an IP address and port: nothing to record
+	}
+	p.address = host
+	p.port, _ = strconv.Atoi(port)
+	return p
+}
+
 // appendPeer adds client.address, client.port and network.protocol.version
-// from the connection [PeerConnContext] recorded in ctx, if any.
+// from the connection [streamable.ConnContext] recorded in ctx, if any.
 func appendPeer(ctx context.Context, attrs []attribute.KeyValue) []attribute.KeyValue {
-	p, ok := ctx.Value(peerKey{}).(*peer)
-	if !ok {
+	st := connstate.From(ctx)
+	if st == nil {
+		return attrs
+	}
+	p := st.Value(peerKey{}, peerOf).(*peer)
+	if p.address == "" {
 		return attrs
 	}
 	attrs = append(attrs, semconv.ClientAddress(p.address))

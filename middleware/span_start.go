@@ -238,8 +238,8 @@ func (c *spanStarts) get(ctx context.Context, req *server.Request) *spanStart {
 	}
 	st := newSpanStart(key)
 	if key.method == "tools/call" { // a gateway's tool names its upstream, static from registration
-		if up := req.Session.Server().ToolUpstream(key.target); up != "" {
-			st.attrs = append(st.attrs, mcpconv.UpstreamKey.String(up))
+		if t, _ := req.Session.Server().Tool(key.target); t.Upstream != "" {
+			st.attrs = append(st.attrs, mcpconv.UpstreamKey.String(t.Upstream))
 		}
 	}
 	c.mu.Lock()
@@ -289,7 +289,7 @@ func knownStart(ctx context.Context, req *server.Request, key spanStartKey) bool
 	case key.target == "":
 		return true
 	case key.method == "tools/call":
-		return srv.HasTool(key.target)
+		return toolRegistered(srv, key.target)
 	}
 	return srv.HasPrompt(key.target)
 }

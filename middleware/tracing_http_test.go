@@ -94,7 +94,7 @@ func TestTracingAmbientSpanIsThePOSTs(t *testing.T) {
 	assert.Equal(t, sid, spanAttrs(plain)["mcp.session.id"])
 }
 
-// TestTracingHTTPPeer checks that, with PeerConnContext as the HTTP
+// TestTracingHTTPPeer checks that, with streamable.ConnContext as the HTTP
 // server's ConnContext, the span of a message sent over Streamable HTTP
 // names the client by its connection (client.address, client.port, never
 // the X-Forwarded-For the client wrote) and the HTTP version, and that a
@@ -111,7 +111,7 @@ func TestTracingHTTPPeer(t *testing.T) {
 		mcp := streamable.New(srv)
 		ts := httptest.NewUnstartedServer(mcp)
 		if withPeer {
-			ts.Config.ConnContext = middleware.PeerConnContext
+			ts.Config.ConnContext = streamable.ConnContext
 		}
 		ts.Start()
 		var clientPort string

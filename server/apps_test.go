@@ -349,7 +349,7 @@ func TestViewValidation(t *testing.T) {
 			})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
-			assert.False(t, srv.HasTool("t"))
+			assert.False(t, registered(srv, "t"))
 		})
 	}
 }

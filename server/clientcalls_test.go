@@ -54,20 +54,7 @@ func finish(t *testing.T, h *harness) {
 }
 
 // signupForm has every kind of field, with defaults.
-func signupForm() *server.ElicitSchema {
-	return &server.ElicitSchema{Properties: []server.ElicitProperty{
-		{Name: "name", Type: "string", Title: "Name", Default: "John Doe", Required: true, MinLength: new(1), MaxLength: new(40)},
-		{Name: "email", Type: "string", Format: "email", Required: true},
-		{Name: "age", Type: "integer", Minimum: new(0.0), Maximum: new(150.0), Default: 30},
-		{Name: "score", Type: "number", Default: 95.5},
-		{Name: "status", Type: "string", Enum: []string{"active", "inactive", "pending"}, Default: "active"},
-		{Name: "plan", Type: "string", OneOf: []server.EnumOption{{Const: "free", Title: "Free"}, {Const: "pro", Title: "Pro"}}},
-		{Name: "legacy", Type: "string", Enum: []string{"a", "b"}, EnumNames: []string{"Option A", "Option B"}},
-		{Name: "tags", Type: "array", Items: &server.ElicitItems{Enum: []string{"x", "y", "z"}}, MinItems: new(1), Default: []string{"x"}},
-		{Name: "colors", Type: "array", Items: &server.ElicitItems{AnyOf: []server.EnumOption{{Const: "r", Title: "Red"}, {Const: "g", Title: "Green"}}}, MaxItems: new(2)},
-		{Name: "verified", Type: "boolean", Default: true},
-	}}
-}
+func signupForm() json.RawMessage { return json.RawMessage(signupSchemaJSON) }
 
 const signupSchemaJSON = `{"type":"object","properties":{` +
 	`"name":{"type":"string","title":"Name","minLength":1,"maxLength":40,"default":"John Doe"},` +
@@ -81,30 +68,6 @@ const signupSchemaJSON = `{"type":"object","properties":{` +
 	`"colors":{"type":"array","items":{"anyOf":[{"const":"r","title":"Red"},{"const":"g","title":"Green"}]},"maxItems":2},` +
 	`"verified":{"type":"boolean","default":true}},` +
 	`"required":["name","email"]}`
-
-func TestElicitSchemaMarshal(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		schema *server.ElicitSchema
-		want   string
-	}{
-		{name: "every kind, in order", schema: signupForm(), want: signupSchemaJSON},
-		{name: "empty", schema: &server.ElicitSchema{}, want: `{"type":"object","properties":{}}`},
-		{
-			name: "zero defaults are kept",
-			schema: &server.ElicitSchema{Properties: []server.ElicitProperty{
-				{Name: "z", Type: "boolean", Default: false}, {Name: "n", Type: "number", Default: 0, Minimum: new(0.0)}, {Name: "s", Type: "string", Default: ""},
-			}},
-			want: `{"type":"object","properties":{"z":{"type":"boolean","default":false},"n":{"type":"number","minimum":0,"default":0},"s":{"type":"string","default":""}}}`,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			raw, err := json.Marshal(tc.schema)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, string(raw)) // exact: property order matters to a form
-		})
-	}
-}
 
 func TestElicitFormRoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -121,6 +84,7 @@ func TestElicitFormRoundTrip(t *testing.T) {
 		h.SendCallTool(2, "feature", `{}`)
 		out := clientRequest(t, h, "elicitation/create")
 		assert.JSONEq(t, `{"message":"Sign up","requestedSchema":`+signupSchemaJSON+`}`, string(out.Params))
+		assert.Contains(t, string(out.Params), signupSchemaJSON, "sent as written: the form shows its properties in this order")
 		answer(h, out, `{"action":"accept","content":{"name":"Jane","email":"j@x.org","age":25,"score":88,"status":"inactive",
 			"plan":"pro","legacy":"b","tags":["x","z"],"colors":["g"],"verified":false,"extra":"kept"}}`)
 		require.NoError(t, <-errs)
@@ -132,7 +96,7 @@ func TestElicitFormRoundTrip(t *testing.T) {
 
 // A mode the client did not declare is refused before anything is sent.
 func TestElicitModeNeedsCapability(t *testing.T) {
-	form := &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{}}
+	form := &server.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
 	url := &server.ElicitParams{Mode: server.ElicitModeURL, Message: "m", URL: "https://example.com/auth", ElicitationID: "e1"}
 	for _, tc := range []struct {
 		name    string
@@ -230,32 +194,42 @@ func TestNotifyElicitationCompleteNeedsURLCapability(t *testing.T) {
 
 // Invalid params are refused before anything is sent.
 func TestElicitInvalidParams(t *testing.T) {
-	prop := func(p server.ElicitProperty) *server.ElicitParams {
-		p.Name = "f"
-		return &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{p}}}
+	schema := func(s string) *server.ElicitParams {
+		return &server.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(s)}
 	}
+	prop := func(p string) *server.ElicitParams {
+		return schema(`{"type":"object","properties":{"f":` + p + `}}`)
+	}
+	empty := json.RawMessage(`{"type":"object","properties":{}}`)
 	for _, tc := range []struct {
 		name   string
 		params *server.ElicitParams
+		want   string // in the error, when set
 	}{
 		{name: "nil", params: nil},
-		{name: "no message", params: &server.ElicitParams{RequestedSchema: &server.ElicitSchema{}}},
+		{name: "no message", params: &server.ElicitParams{RequestedSchema: empty}},
 		{name: "form without schema", params: &server.ElicitParams{Message: "m"}},
-		{name: "form with a url", params: &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{}, URL: "https://x"}},
+		{name: "form with a url", params: &server.ElicitParams{Message: "m", RequestedSchema: empty, URL: "https://x"}},
 		{name: "url without url", params: &server.ElicitParams{Mode: server.ElicitModeURL, Message: "m", ElicitationID: "e"}},
 		{name: "url without id", params: &server.ElicitParams{Mode: server.ElicitModeURL, Message: "m", URL: "https://x"}},
+		{name: "url with a schema", params: &server.ElicitParams{Mode: server.ElicitModeURL, Message: "m", URL: "https://x", ElicitationID: "e", RequestedSchema: empty}},
 		{name: "unknown mode", params: &server.ElicitParams{Mode: "telepathy", Message: "m"}},
-		{name: "unnamed property", params: &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Type: "string"}}}}},
-		{name: "duplicate property", params: &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "a", Type: "string"}, {Name: "a", Type: "boolean"}}}}},
-		{name: "nested object", params: prop(server.ElicitProperty{Type: "object"})},
-		{name: "enum on a number", params: prop(server.ElicitProperty{Type: "number", Enum: []string{"1"}})},
-		{name: "minimum on a string", params: prop(server.ElicitProperty{Type: "string", Minimum: new(1.0)})},
-		{name: "array without items", params: prop(server.ElicitProperty{Type: "array"})},
-		{name: "items with both", params: prop(server.ElicitProperty{Type: "array", Items: &server.ElicitItems{Enum: []string{"a"}, AnyOf: []server.EnumOption{{Const: "a", Title: "A"}}}})},
-		{name: "items on a string", params: prop(server.ElicitProperty{Type: "string", Items: &server.ElicitItems{Enum: []string{"a"}}})},
-		{name: "enum and oneOf", params: prop(server.ElicitProperty{Type: "string", Enum: []string{"a"}, OneOf: []server.EnumOption{{Const: "a", Title: "A"}}})},
-		{name: "enumNames count", params: prop(server.ElicitProperty{Type: "string", Enum: []string{"a", "b"}, EnumNames: []string{"A"}})},
-		{name: "unknown format", params: prop(server.ElicitProperty{Type: "string", Format: "phone"})},
+		{name: "not JSON", params: schema(`{"type":`)},
+		{name: "not an object schema", params: schema(`{"type":"string"}`), want: `"type": "object"`},
+		{name: "no properties", params: schema(`{"type":"object"}`), want: `"properties"`},
+		{name: "unknown keyword", params: schema(`{"type":"object","properties":{},"additionalProperties":false}`), want: "additionalProperties"},
+		{name: "required not a property", params: schema(`{"type":"object","properties":{},"required":["a"]}`), want: `"a"`},
+		{name: "nested object", params: prop(`{"type":"object","properties":{"g":{"type":"string"}}}`), want: `property "f": type "object"`},
+		{name: "enum on a number", params: prop(`{"type":"number","enum":["1"]}`), want: `property "f": format, minLength`},
+		{name: "minimum on a string", params: prop(`{"type":"string","minimum":1}`), want: "minimum and maximum"},
+		{name: "array without items", params: prop(`{"type":"array"}`), want: "an array needs items"},
+		{name: "items with both", params: prop(`{"type":"array","items":{"type":"string","enum":["a"],"anyOf":[{"const":"a","title":"A"}]}}`)},
+		{name: "items of numbers", params: prop(`{"type":"array","items":{"type":"number","enum":[1]}}`)},
+		{name: "items on a string", params: prop(`{"type":"string","items":{"type":"string","enum":["a"]}}`)},
+		{name: "enum and oneOf", params: prop(`{"type":"string","enum":["a"],"oneOf":[{"const":"a","title":"A"}]}`)},
+		{name: "enumNames count", params: prop(`{"type":"string","enum":["a","b"],"enumNames":["A"]}`)},
+		{name: "unknown format", params: prop(`{"type":"string","format":"phone"}`), want: `format "phone"`},
+		{name: "unknown property keyword", params: prop(`{"type":"string","pattern":"^a"}`), want: `property "f": json: unknown field "pattern"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -270,6 +244,7 @@ func TestElicitInvalidParams(t *testing.T) {
 				err := <-errs
 				require.Error(t, err)
 				require.NotErrorIs(t, err, server.ErrCapability)
+				assert.Contains(t, err.Error(), tc.want)
 				h.RecvResult(2) // nothing was sent to the client
 				finish(t, h)
 			})
@@ -558,7 +533,7 @@ func TestClientCallsOutsideAHandler(t *testing.T) {
 	ctx := context.Background()
 	_, err := server.ListRoots(ctx)
 	require.ErrorIs(t, err, server.ErrNoRequest)
-	_, err = server.Elicit(ctx, &server.ElicitParams{Message: "m", RequestedSchema: &server.ElicitSchema{}})
+	_, err = server.Elicit(ctx, &server.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
 	require.ErrorIs(t, err, server.ErrNoRequest)
 	_, err = server.CreateMessage(ctx, &server.CreateMessageParams{})
 	require.ErrorIs(t, err, server.ErrNoRequest)
@@ -572,7 +547,7 @@ func TestClientCallsStateless(t *testing.T) {
 		h.addTool("ask", func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 			var in struct{ Mode string }
 			_ = json.Unmarshal(req.Arguments, &in)
-			p := &server.ElicitParams{Message: "Name?", RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}}}
+			p := &server.ElicitParams{Message: "Name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}
 			if in.Mode == server.ElicitModeURL {
 				p = &server.ElicitParams{Mode: server.ElicitModeURL, Message: "Log in", URL: "https://example.com"}
 			}

@@ -18,10 +18,10 @@ func ExampleElicit() {
 		func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 			res, err := server.Elicit(ctx, &server.ElicitParams{
 				Message: "Where should we send the newsletter?",
-				RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
-					{Name: "email", Type: "string", Format: "email", Title: "Email", Required: true},
-					{Name: "frequency", Type: "string", Enum: []string{"daily", "weekly"}, Default: "weekly"},
-				}},
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{
+					"email":{"type":"string","format":"email","title":"Email"},
+					"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},
+					"required":["email"]}`),
 			})
 			if err != nil {
 				return nil, err
@@ -58,7 +58,7 @@ func ExampleElicit() {
 	_ = client.Close()
 	fmt.Println("Serve returned:", <-done)
 	// Output:
-	// elicitation/create {"message":"Where should we send the newsletter?","requestedSchema":{"type":"object","properties":{"email":{"type":"string","title":"Email","format":"email"},"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},"required":["email"]}}
+	// elicitation/create {"message":"Where should we send the newsletter?","requestedSchema":{"type":"object","properties":{"email":{"type":"string","format":"email","title":"Email"},"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},"required":["email"]}}
 	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"subscribed ada@example.com (daily)"}]}}
 	// Serve returned: <nil>
 }

@@ -167,7 +167,7 @@ func (r *promptRegistry) lookup(name string) *registeredPrompt {
 
 // HasPrompt reports whether a prompt of that name is registered now. It is
 // safe for concurrent use with AddPrompt and RemovePrompts; like
-// [Server.HasTool], it tells a registered prompt from a name a client made
+// [Server.Tool], it tells a registered prompt from a name a client made
 // up.
 func (s *Server) HasPrompt(name string) bool { return s.prompts.lookup(name) != nil }
 

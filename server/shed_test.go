@@ -107,7 +107,7 @@ func TestStdioShedRequestsGetTheBusyError(t *testing.T) {
 		calls.Add(1)
 		res, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Who are you?",
-			RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 		})
 		if err != nil {
 			return nil, err

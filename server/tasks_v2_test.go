@@ -277,7 +277,7 @@ func TestTaskV2Cancel(t *testing.T) {
 func confirmTool(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message:         "Delete it?",
-		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "confirm", Type: "boolean", Required: true}}},
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`),
 	})
 	if err != nil {
 		return nil, err
@@ -397,7 +397,7 @@ func TestTaskV2Input(t *testing.T) {
 func withTaskTool(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 	res, err := server.Elicit(server.ContextWithInputKey(ctx, "user_name"), &server.ElicitParams{
 		Message:         "What is your name?",
-		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 	})
 	if err != nil {
 		return nil, err

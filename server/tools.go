@@ -293,32 +293,19 @@ func (r *toolRegistry) lookup(name string) *registeredTool {
 	return r.all()[name]
 }
 
-// HasTool reports whether a tool of that name is registered now. It is
-// safe for concurrent use with AddTool and RemoveTools; middleware use it
-// to tell a registered tool from a name a client made up (the metrics
-// label only registered tools with their names).
-func (s *Server) HasTool(name string) bool { return s.tools.lookup(name) != nil }
-
-// ToolUpstream returns the [Tool.Upstream] of the named tool, "" for a
-// tool served here or an unknown one. It is safe for concurrent use with
-// AddTool and RemoveTools.
-func (s *Server) ToolUpstream(name string) string {
+// Tool returns the named tool as registered now, and whether there is
+// one: middleware use it to tell a registered tool from a name a client
+// made up (the metrics label only registered tools with their names), to
+// read the scopes a call needs ([Tool.Scopes]) and the upstream that
+// serves it ([Tool.Upstream]). It is safe for concurrent use with AddTool
+// and RemoveTools; the tool's slices and pointers are the registered
+// tool's, and must not be modified.
+func (s *Server) Tool(name string) (Tool, bool) {
 	rt := s.tools.lookup(name)
 	if rt == nil {
-		return ""
+		return Tool{}, false
 	}
-	return rt.tool.Upstream
-}
-
-// ToolScopes returns the scopes a caller needs to call the named tool (its
-// [Tool.Scopes]), nil for an unknown tool. It is safe for concurrent use
-// with AddTool and RemoveTools; the result must not be modified.
-func (s *Server) ToolScopes(name string) []string {
-	rt := s.tools.lookup(name)
-	if rt == nil {
-		return nil
-	}
-	return rt.tool.Scopes
+	return rt.tool, true
 }
 
 // AllToolScopes returns every scope some registered tool needs, sorted and

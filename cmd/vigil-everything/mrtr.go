@@ -94,6 +94,13 @@ func addMRTRFixtures(s *server.Server) error {
 	)
 }
 
+// oneFieldSchema is the requestedSchema of a form with one required field
+// of the JSON type typ.
+func oneFieldSchema(field, typ string) json.RawMessage {
+	name, _ := json.Marshal(field) // a string always encodes
+	return json.RawMessage(`{"type":"object","properties":{` + string(name) + `:{"type":"` + typ + `"}},"required":[` + string(name) + `]}`)
+}
+
 // errDeclined is wrapped by the error of a question the user did not
 // accept.
 var errDeclined = errors.New("the user did not accept")
@@ -101,7 +108,7 @@ var errDeclined = errors.New("the user did not accept")
 // askString asks the user (elicitation/create, under key) for one required
 // string field and returns it.
 func askString(ctx context.Context, key, message, field string) (string, error) {
-	res, err := elicitField(ctx, key, message, server.ElicitProperty{Name: field, Type: "string", Required: true})
+	res, err := elicitField(ctx, key, message, field, "string")
 	if err != nil {
 		return "", err
 	}
@@ -109,12 +116,12 @@ func askString(ctx context.Context, key, message, field string) (string, error) 
 	return v, nil
 }
 
-// elicitField asks the user (elicitation/create, under key) for one field
-// and returns the accepted answer.
-func elicitField(ctx context.Context, key, message string, field server.ElicitProperty) (*server.ElicitResult, error) {
+// elicitField asks the user (elicitation/create, under key) for one
+// required field of the JSON type typ and returns the accepted answer.
+func elicitField(ctx context.Context, key, message, field, typ string) (*server.ElicitResult, error) {
 	res, err := server.Elicit(server.ContextWithInputKey(ctx, key), &server.ElicitParams{
 		Message:         message,
-		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{field}},
+		RequestedSchema: oneFieldSchema(field, typ),
 	})
 	if err != nil {
 		return nil, answerError(ctx, err)
@@ -173,7 +180,7 @@ func rootsText(roots []server.Root) string {
 // A stateless retry that carried a requestState, which the server verified
 // before the handler ran, is reported with verified.
 func confirm(ctx context.Context, req *server.CallToolRequest, verified string) (*server.CallToolResult, error) {
-	res, err := elicitField(ctx, "confirm", "Please confirm", server.ElicitProperty{Name: "ok", Type: "boolean", Required: true})
+	res, err := elicitField(ctx, "confirm", "Please confirm", "ok", "boolean")
 	if err != nil {
 		return nil, err
 	}

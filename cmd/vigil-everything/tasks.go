@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -127,10 +128,8 @@ func failingJob(ctx context.Context, _ *server.CallToolRequest, _ noArgs) (*serv
 
 func confirmDelete(ctx context.Context, _ *server.CallToolRequest, in confirmDeleteArgs) (*server.CallToolResult, error) {
 	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
-		Message: "Delete " + in.Filename + "?",
-		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
-			{Name: "confirm", Type: "boolean", Title: "Delete the file", Required: true},
-		}},
+		Message:         "Delete " + in.Filename + "?",
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Delete the file"}},"required":["confirm"]}`),
 	})
 	if err != nil {
 		return nil, answerError(ctx, err)
@@ -144,12 +143,9 @@ func confirmDelete(ctx context.Context, _ *server.CallToolRequest, in confirmDel
 // multiInput asks both questions concurrently: in a task both are pending
 // at once, under the keys "name" and "confirm".
 func multiInput(ctx context.Context, _ *server.CallToolRequest, _ noArgs) (*server.CallToolResult, error) {
-	questions := []struct {
-		key, message string
-		field        server.ElicitProperty
-	}{
-		{"name", "What is your name?", server.ElicitProperty{Name: "name", Type: "string", Required: true}},
-		{"confirm", "Do you confirm?", server.ElicitProperty{Name: "confirm", Type: "boolean", Required: true}},
+	questions := []struct{ key, message, typ string }{
+		{"name", "What is your name?", "string"},
+		{"confirm", "Do you confirm?", "boolean"},
 	}
 	answers := make([]*server.ElicitResult, len(questions))
 	errs := make([]error, len(questions))
@@ -158,7 +154,7 @@ func multiInput(ctx context.Context, _ *server.CallToolRequest, _ noArgs) (*serv
 		wg.Go(func() {
 			answers[i], errs[i] = server.Elicit(server.ContextWithInputKey(ctx, q.key), &server.ElicitParams{
 				Message:         q.message,
-				RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{q.field}},
+				RequestedSchema: oneFieldSchema(q.key, q.typ),
 			})
 		})
 	}

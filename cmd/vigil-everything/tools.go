@@ -217,20 +217,20 @@ func addClientTools(s *server.Server) error {
 			}),
 		server.AddTypedTool(s, server.Tool{Name: "test_elicitation", Description: "Tests server-initiated elicitation (user input request)"},
 			func(ctx context.Context, _ *server.CallToolRequest, in elicitationArgs) (*server.CallToolResult, error) {
-				return elicitAndReport(ctx, "User response", &server.ElicitParams{Message: in.Message, RequestedSchema: userSchema()})
+				return elicitAndReport(ctx, "User response", &server.ElicitParams{Message: in.Message, RequestedSchema: json.RawMessage(userSchema)})
 			}),
 		addNoArgTool(s, "test_elicitation_sep1034_defaults", "Tests elicitation with default values per SEP-1034",
 			func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 				return elicitAndReport(ctx, "Elicitation completed", &server.ElicitParams{
 					Message:         "Please review and update the form fields with defaults",
-					RequestedSchema: defaultsSchema(),
+					RequestedSchema: json.RawMessage(defaultsSchema),
 				})
 			}),
 		addNoArgTool(s, "test_elicitation_sep1330_enums", "Tests elicitation with enum schema improvements per SEP-1330",
 			func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 				return elicitAndReport(ctx, "Elicitation completed", &server.ElicitParams{
 					Message:         "Please select options from the enum fields",
-					RequestedSchema: enumsSchema(),
+					RequestedSchema: json.RawMessage(enumsSchema),
 				})
 			}),
 	)
@@ -265,45 +265,27 @@ func firstText(blocks []server.Content) string {
 }
 
 // userSchema is the form of test_elicitation.
-func userSchema() *server.ElicitSchema {
-	return &server.ElicitSchema{Properties: []server.ElicitProperty{
-		{Name: "username", Type: "string", Description: "User's response", Required: true},
-		{Name: "email", Type: "string", Description: "User's email address", Required: true},
-	}}
-}
+const userSchema = `{"type":"object","properties":{
+	"username":{"type":"string","description":"User's response"},
+	"email":{"type":"string","description":"User's email address"}},
+	"required":["username","email"]}`
 
 // defaultsSchema is the SEP-1034 form: a default for every primitive type.
-func defaultsSchema() *server.ElicitSchema {
-	return &server.ElicitSchema{Properties: []server.ElicitProperty{
-		{Name: "name", Type: "string", Description: "User name", Default: "John Doe"},
-		{Name: "age", Type: "integer", Description: "User age", Default: 30},
-		{Name: "score", Type: "number", Description: "User score", Default: 95.5},
-		{Name: "status", Type: "string", Description: "User status", Enum: []string{"active", "inactive", "pending"}, Default: "active"},
-		{Name: "verified", Type: "boolean", Description: "Verification status", Default: true},
-	}}
-}
+const defaultsSchema = `{"type":"object","properties":{
+	"name":{"type":"string","description":"User name","default":"John Doe"},
+	"age":{"type":"integer","description":"User age","default":30},
+	"score":{"type":"number","description":"User score","default":95.5},
+	"status":{"type":"string","description":"User status","enum":["active","inactive","pending"],"default":"active"},
+	"verified":{"type":"boolean","description":"Verification status","default":true}}}`
 
 // enumsSchema is the SEP-1330 form: the five kinds of enum.
-func enumsSchema() *server.ElicitSchema {
-	one, three := 1, 3
-	return &server.ElicitSchema{Properties: []server.ElicitProperty{
-		{Name: "untitledSingle", Type: "string", Description: "Select one option", Enum: []string{"option1", "option2", "option3"}},
-		{Name: "titledSingle", Type: "string", Description: "Select one option with titles", OneOf: []server.EnumOption{
-			{Const: "value1", Title: "First Option"}, {Const: "value2", Title: "Second Option"}, {Const: "value3", Title: "Third Option"},
-		}},
-		{
-			Name: "legacyEnum", Type: "string", Description: "Select one option (legacy)",
-			Enum: []string{"opt1", "opt2", "opt3"}, EnumNames: []string{"Option One", "Option Two", "Option Three"},
-		},
-		{
-			Name: "untitledMulti", Type: "array", Description: "Select multiple options", MinItems: &one, MaxItems: &three,
-			Items: &server.ElicitItems{Enum: []string{"option1", "option2", "option3"}},
-		},
-		{
-			Name: "titledMulti", Type: "array", Description: "Select multiple options with titles", MinItems: &one, MaxItems: &three,
-			Items: &server.ElicitItems{AnyOf: []server.EnumOption{
-				{Const: "value1", Title: "First Choice"}, {Const: "value2", Title: "Second Choice"}, {Const: "value3", Title: "Third Choice"},
-			}},
-		},
-	}}
-}
+const enumsSchema = `{"type":"object","properties":{
+	"untitledSingle":{"type":"string","description":"Select one option","enum":["option1","option2","option3"]},
+	"titledSingle":{"type":"string","description":"Select one option with titles","oneOf":[
+		{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+	"legacyEnum":{"type":"string","description":"Select one option (legacy)",
+		"enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+	"untitledMulti":{"type":"array","description":"Select multiple options","minItems":1,"maxItems":3,
+		"items":{"type":"string","enum":["option1","option2","option3"]}},
+	"titledMulti":{"type":"array","description":"Select multiple options with titles","minItems":1,"maxItems":3,
+		"items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`

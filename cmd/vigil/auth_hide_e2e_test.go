@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -159,7 +159,7 @@ func TestAuthHideTools(t *testing.T) {
 					assert.Empty(t, hidden.header.Values("WWW-Authenticate"), era)
 				} else {
 					require.Equal(t, http.StatusForbidden, hidden.status, "%s: %s", era, hidden.body)
-					_, params, err := oauth.ParseChallenge(hidden.header.Get("WWW-Authenticate"))
+					_, params, err := wwwauth.Parse(hidden.header.Get("WWW-Authenticate"))
 					require.NoError(t, err, era)
 					assert.Equal(t, "insufficient_scope", params["error"], era)
 					assert.Equal(t, "vigil.read vigil.slow", params["scope"], era)
@@ -170,7 +170,7 @@ func TestAuthHideTools(t *testing.T) {
 				body, hdr = call(hiddenTool)
 				noRead := v.rawPost(t, "other", body, hdr)
 				require.Equal(t, http.StatusForbidden, noRead.status, era)
-				_, params, err := oauth.ParseChallenge(noRead.header.Get("WWW-Authenticate"))
+				_, params, err := wwwauth.Parse(noRead.header.Get("WWW-Authenticate"))
 				require.NoError(t, err, era)
 				if hide {
 					assert.Equal(t, "vigil.read", params["scope"], era)

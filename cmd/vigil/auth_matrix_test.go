@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
@@ -50,7 +51,7 @@ type authProbe struct {
 }
 
 // probe sends p to v and returns the answer, its challenge parsed with
-// oauth.ParseChallenge (which must accept it, as a Bearer challenge, when
+// wwwauth.Parse (which must accept it, as a Bearer challenge, when
 // there is one).
 func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 	t.Helper()
@@ -87,7 +88,7 @@ func (v *vigilAuth) probe(t *testing.T, p authProbe) authAnswer {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	a := authAnswer{status: resp.StatusCode, challenge: resp.Header.Get("WWW-Authenticate"), body: string(b)}
 	if a.challenge != "" {
-		scheme, params, err := oauth.ParseChallenge(a.challenge)
+		scheme, params, err := wwwauth.Parse(a.challenge)
 		require.NoError(t, err, "WWW-Authenticate %q", a.challenge)
 		require.True(t, strings.EqualFold(scheme, "Bearer"), "WWW-Authenticate %q is a Bearer challenge", a.challenge)
 		a.params = params

@@ -29,7 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
-	"github.com/vigil-mcp/vigil/middleware/oauth"
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 )
 
 // dpopClientDir holds the TypeScript SDK v2 client (its node_modules) and
@@ -251,7 +251,7 @@ func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []stri
 			dpopChallenge = v
 		}
 	}
-	_, params, err := oauth.ParseChallenge(dpopChallenge)
+	_, params, err := wwwauth.Parse(dpopChallenge)
 	require.NoError(t, err, "%q", resp.Header.Values("WWW-Authenticate"))
 	assert.Equal(t, "invalid_dpop_proof", params["error"])
 	after := replicaAuthFailures(t, other)
@@ -262,7 +262,7 @@ func dpopThroughReplicas(t *testing.T, node string, front *rrFront, addrs []stri
 	asBearer.Del("DPoP")
 	resp, body = send(asBearer)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the bound token as Bearer: %s", body)
-	_, params, err = oauth.ParseChallenge(resp.Header.Get("WWW-Authenticate"))
+	_, params, err = wwwauth.Parse(resp.Header.Get("WWW-Authenticate"))
 	require.NoError(t, err)
 	assert.Equal(t, "invalid_token", params["error"])
 

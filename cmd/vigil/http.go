@@ -13,7 +13,6 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -163,8 +162,9 @@ func resourceURI(cfg config, addr net.Addr) string {
 // httpHygiene returns the options of vigil's connection hygiene beyond
 // the service's own: a request body within cfg.bodyReadTimeout of the
 // request's start and keep-alive connections closed after
-// cfg.httpIdleTimeout of idleness (0: no limit, for both), the client's address for the quotas and, with
-// authorization, the last token verified on each connection.
+// cfg.httpIdleTimeout of idleness (0: no limit, for both) and the client's address for the quotas
+// (vigil's own ConnContext, streamable.ConnContext, gives each connection the memo of the last
+// token verified on it).
 func httpHygiene(cfg config) []vigil.Option {
 	body, idle := cfg.bodyReadTimeout, cfg.httpIdleTimeout
 	if body == 0 {
@@ -173,16 +173,10 @@ func httpHygiene(cfg config) []vigil.Option {
 	if idle == 0 {
 		idle = -1
 	}
-	opts := []vigil.Option{
+	return []vigil.Option{
 		vigil.WithHTTPTimeouts(body, idle),
 		vigil.WithConnContext(clientConnContext(cfg.quotaIPv6Prefix)),
 	}
-	if cfg.authEnabled() {
-		// A keep-alive client's token, the same with each request, is
-		// then recognized by comparison, not hashed and looked up.
-		opts = append(opts, vigil.WithConnContext(oauth.ConnContext))
-	}
-	return opts
 }
 
 // checkExposure refuses to serve /mcp where it would be open to more than

@@ -87,7 +87,7 @@ func TestServiceZeroConfig(t *testing.T) {
 	for k, v := range map[string]string{
 		"mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool",
 		"mcp.protocol.version": "2025-11-25", "mcp.session.id": sess.ID, "network.transport": "tcp",
-		// The client's connection (middleware.PeerConnContext) and HTTP version.
+		// The client's connection (streamable.ConnContext) and HTTP version.
 		"network.protocol.name": "http", "network.protocol.version": "1.1", "client.address": "127.0.0.1",
 	} {
 		assert.Equal(t, v, span.Attributes[k], k)

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,13 +11,16 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
+	"github.com/vigil-mcp/vigil/server"
 )
 
 // BenchmarkHandler measures what the guard adds to a request with a valid,
 // cached JWT: the endpoint alone, the guard whose principal holds every
 // scope (the body is not read), and the guard that must read the body to
 // find the tool a tools/call names; and the guard on a connection that
-// remembers its last token (ConnContext).
+// remembers its last token (streamable.ConnContext).
 func BenchmarkHandler(b *testing.B) {
 	key := vtRSAKey(b, "k")
 	is := vtNewIssuer(b, key)
@@ -29,22 +33,24 @@ func BenchmarkHandler(b *testing.B) {
 		w.WriteHeader(http.StatusOK)
 	})
 	newRS := func(toolScopes map[string][]string) *ResourceServer {
-		var all []string
-		for _, s := range toolScopes {
-			all = append(all, s...)
+		srv := server.New()
+		for name, s := range toolScopes {
+			require.NoError(b, srv.AddTool(server.Tool{Name: name, Scopes: s}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+				return server.Text("ok"), nil
+			}))
 		}
 		rs, err := New(Config{
 			Resource: vtResource, AuthorizationServers: []string{is.srv.URL}, Verifier: v, Scopes: []string{"mcp"},
-			ToolScopes: func(name string) []string { return toolScopes[name] }, AllToolScopes: func() []string { return all },
+			Tools: srv,
 		})
 		require.NoError(b, err)
 		return rs
 	}
-	conn := ConnContext(b.Context(), nil) // one keep-alive connection's
+	conn := connstate.With(b.Context(), nil) // one keep-alive connection's
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-		conn bool // the requests come on one connection with a memo (ConnContext)
+		conn bool // the requests come on one connection with a memo (streamable.ConnContext)
 	}{
 		{"endpoint", endpoint, false},
 		{"guard", newRS(nil).Handler(endpoint), false},

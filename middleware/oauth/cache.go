@@ -12,7 +12,7 @@ import (
 
 // tokenHash is the cache key of a token: its SHA-256. The cache never
 // stores the token itself (a connection's memo holds its own last one:
-// see ConnContext).
+// see conn_memo.go).
 type tokenHash = [sha256.Size]byte
 
 // hashToken hashes token without copying it: sha256 only reads its input.

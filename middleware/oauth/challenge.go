@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"errors"
 	"strings"
 )
 
@@ -97,101 +96,4 @@ func quote(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// errMalformedChallenge is returned by [ParseChallenge] for a value that is
-// not one challenge of auth-params.
-var errMalformedChallenge = errors.New("auth: malformed challenge")
-
-// ParseChallenge parses one challenge of the form `scheme name=value, …`
-// (RFC 9110 §11.6.1 with auth-params, values tokens or quoted-strings). It
-// returns the scheme as written and the parameters by lowercase name, with
-// quoted-strings unescaped. A duplicate parameter, a token68 form, or a
-// second challenge is [errMalformedChallenge].
-func ParseChallenge(s string) (scheme string, params map[string]string, err error) {
-	s = strings.TrimLeft(s, " \t")
-	i := 0
-	for i < len(s) && isTokenChar(s[i]) {
-		i++
-	}
-	if i == 0 {
-		return "", nil, errMalformedChallenge
-	}
-	scheme, s = s[:i], s[i:]
-	params = map[string]string{}
-	first := true
-	for {
-		s = strings.TrimLeft(s, " \t")
-		if s == "" {
-			return scheme, params, nil
-		}
-		if !first {
-			if s[0] != ',' {
-				return "", nil, errMalformedChallenge
-			}
-			s = strings.TrimLeft(s[1:], " \t")
-			if s == "" {
-				return "", nil, errMalformedChallenge
-			}
-		}
-		first = false
-		j := 0
-		for j < len(s) && isTokenChar(s[j]) {
-			j++
-		}
-		if j == 0 {
-			return "", nil, errMalformedChallenge
-		}
-		name := strings.ToLower(s[:j])
-		s = strings.TrimLeft(s[j:], " \t")
-		if s == "" || s[0] != '=' {
-			return "", nil, errMalformedChallenge // token68, or a second scheme
-		}
-		s = strings.TrimLeft(s[1:], " \t")
-		var value string
-		if s != "" && s[0] == '"' {
-			var b strings.Builder
-			k := 1
-			closed := false
-			for ; k < len(s); k++ {
-				c := s[k]
-				if c == '\\' && k+1 < len(s) {
-					k++
-					b.WriteByte(s[k])
-					continue
-				}
-				if c == '"' {
-					closed = true
-					k++
-					break
-				}
-				if c < 0x20 && c != '\t' || c == 0x7f {
-					return "", nil, errMalformedChallenge
-				}
-				b.WriteByte(c)
-			}
-			if !closed {
-				return "", nil, errMalformedChallenge
-			}
-			value, s = b.String(), s[k:]
-		} else {
-			k := 0
-			for k < len(s) && isTokenChar(s[k]) {
-				k++
-			}
-			if k == 0 {
-				return "", nil, errMalformedChallenge
-			}
-			value, s = s[:k], s[k:]
-		}
-		if _, dup := params[name]; dup {
-			return "", nil, errMalformedChallenge
-		}
-		params[name] = value
-	}
-}
-
-// isTokenChar reports whether c is a tchar (RFC 9110 §5.6.2).
-func isTokenChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }

@@ -6,24 +6,22 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/connstate"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
-// ConnContext is an [net/http.Server.ConnContext] that gives each
-// connection a memo of the last token verified on it, so that the
-// verifiers of this package recognize a client's token by comparing it
-// with the one before, instead of hashing it and looking the hash up in
-// their cache. The verdict is the cache's, under the same rules: it ends
-// at the token's expiry, or earlier with the cache's TTL, and with any
-// change of the JWT verifier's key set. The memo also keeps the client's
-// address, so that an introspection verifier can keep one address from
-// taking every call to the authorization server
-// (IntrospectionConfig.MaxConcurrentMisses). Without ConnContext every
-// verification goes through the cache. The package doc says what the
-// memo holds.
-func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connMemoKey{}, &connMemo{source: sourceOf(c)})
-}
+// A connection recorded by streamable.ConnContext (which vigil.Service's
+// HTTP server uses) gets a memo of the last token verified on it, made on
+// the first verification, so that the verifiers of this package recognize
+// a client's token by comparing it with the one before, instead of
+// hashing it and looking the hash up in their cache. The verdict is the
+// cache's, under the same rules: it ends at the token's expiry, or earlier
+// with the cache's TTL, and with any change of the JWT verifier's key set.
+// The memo also keeps the client's address, so that an introspection
+// verifier can keep one address from taking every call to the
+// authorization server (IntrospectionConfig.MaxConcurrentMisses). Without
+// it every verification goes through the cache. The package doc says what
+// the memo holds.
 
 type connMemoKey struct{}
 
@@ -54,9 +52,15 @@ type memoEntry struct {
 
 // connMemoFrom returns the memo of the connection ctx belongs to, or nil.
 func connMemoFrom(ctx context.Context) *connMemo {
-	m, _ := ctx.Value(connMemoKey{}).(*connMemo)
-	return m
+	st := connstate.From(ctx)
+	if st == nil {
+		return nil
+	}
+	return st.Value(connMemoKey{}, newConnMemo).(*connMemo)
 }
+
+// newConnMemo makes the memo of connection c.
+func newConnMemo(c net.Conn) any { return &connMemo{source: sourceOf(c)} }
 
 // recall returns the principal m holds for token, verified through c, if
 // the verdict still holds at now under gen. A nil m or c recalls nothing.

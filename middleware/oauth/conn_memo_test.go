@@ -7,6 +7,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
 )
 
 // forget drops token from c, as eviction would.
@@ -21,7 +23,7 @@ func forget(c *verdictCache, token string) {
 	}
 }
 
-// TestJWTVerifierConnMemo: on a connection with a memo (ConnContext) the
+// TestJWTVerifierConnMemo: on a connection with a memo (streamable.ConnContext) the
 // verdict for the token its client sent last is recalled without the
 // cache, under the cache's rules: not past the token's expiry, not across
 // a change of the key set, not for another verifier or another token.
@@ -35,7 +37,7 @@ func TestJWTVerifierConnMemo(t *testing.T) {
 	token := vtSign(t, key, is.claims(clock.Now(), func(c jwt.MapClaims) {
 		c["exp"] = clock.Now().Add(2 * time.Minute).Unix()
 	}))
-	conn := ConnContext(t.Context(), nil)
+	conn := connstate.With(t.Context(), nil)
 
 	p1, err := v.Verify(conn, token)
 	require.NoError(t, err)
@@ -67,7 +69,7 @@ func TestJWTVerifierConnMemo(t *testing.T) {
 	})
 
 	t.Run("expiry", func(t *testing.T) {
-		conn := ConnContext(t.Context(), nil)
+		conn := connstate.With(t.Context(), nil)
 		_, err := v.Verify(conn, token)
 		require.NoError(t, err)
 		clock.Advance(2*time.Minute + defaultLeeway + time.Second)
@@ -77,7 +79,7 @@ func TestJWTVerifierConnMemo(t *testing.T) {
 	})
 
 	t.Run("key rotation", func(t *testing.T) {
-		conn := ConnContext(t.Context(), nil)
+		conn := connstate.With(t.Context(), nil)
 		_, err := v.Verify(conn, token)
 		require.NoError(t, err)
 		is.publish(newKey)
@@ -98,7 +100,7 @@ func TestJWTVerifierConnMemoCacheDisabled(t *testing.T) {
 	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.CacheSize = -1 })
 	verifications := countKeyfunc(v)
 	token := vtSign(t, key, is.claims(clock.Now()))
-	conn := ConnContext(t.Context(), nil)
+	conn := connstate.With(t.Context(), nil)
 	for range 3 {
 		_, err := v.Verify(conn, token)
 		require.NoError(t, err)
@@ -115,7 +117,7 @@ func TestIntrospectionConnMemo(t *testing.T) {
 	clock := vtNewClock()
 	v := vtNewIntrospectionVerifier(t, in, clock)
 	in.set("opaque", in.active(clock.Now(), func(a map[string]any) { a["exp"] = clock.Now().Add(2 * time.Minute).Unix() }))
-	conn := ConnContext(t.Context(), nil)
+	conn := connstate.With(t.Context(), nil)
 	for range 2 { // introspected, then found in the cache and remembered
 		_, err := v.Verify(conn, "opaque")
 		require.NoError(t, err)

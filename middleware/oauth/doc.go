@@ -83,11 +83,12 @@
 // # The connection memo
 //
 // A client on a keep-alive connection sends the same token with every
-// request (MCP clients do). [ConnContext] gives each connection a memo of
+// request (MCP clients do). streamable.ConnContext, as the http.Server's
+// ConnContext (vigil.Service sets it), gives each connection a memo of
 // one token, the one its client presented last and presents again with
 // each request, in memory only and for as long as the connection is open.
 // It is compared in full, so a connection shared by several clients
-// (behind a proxy) gains nothing a client did not prove. Without
-// ConnContext every verification goes through the cache, as it does for a
+// (behind a proxy) gains nothing a client did not prove. Without it
+// every verification goes through the cache, as it does for a
 // verifier whose cache is disabled.
 package oauth

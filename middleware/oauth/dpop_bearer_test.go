@@ -9,6 +9,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 )
 
 // TestBoundTokenUnderBearerRefused: a DPoP-bound JWT (cnf.jkt) presented
@@ -33,7 +35,7 @@ func TestBoundTokenUnderBearerRefused(t *testing.T) {
 	}))
 	w := send(bound)
 	require.Equal(t, http.StatusUnauthorized, w.Code, "a DPoP-bound token as Bearer")
-	_, params, err := ParseChallenge(w.Header().Get("WWW-Authenticate"))
+	_, params, err := wwwauth.Parse(w.Header().Get("WWW-Authenticate"))
 	require.NoError(t, err)
 	assert.Equal(t, "invalid_token", params["error"])
 	assert.Equal(t, http.StatusOK, send(vtSign(t, as, is.claims(clock.Now()))).Code, "the same token unbound")

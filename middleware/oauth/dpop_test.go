@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
@@ -170,7 +171,7 @@ func challenges(t *testing.T, w *httptest.ResponseRecorder) map[string]map[strin
 	t.Helper()
 	out := map[string]map[string]string{}
 	for _, v := range w.Header().Values("WWW-Authenticate") {
-		scheme, params, err := ParseChallenge(v)
+		scheme, params, err := wwwauth.Parse(v)
 		require.NoError(t, err, v)
 		out[scheme] = params
 	}

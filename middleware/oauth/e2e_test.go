@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/server"
@@ -59,10 +60,9 @@ func newE2E(t *testing.T, mutate ...func(*oauth.Config)) *e2e {
 			"y":      {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"mcp", "deploy"}},
 			"no-mcp": {Issuer: "https://as.example.com", Subject: "carol", Scopes: []string{"deploy"}},
 		}},
-		Scopes:        []string{"mcp"},
-		ToolScopes:    srv.ToolScopes,
-		AllToolScopes: srv.AllToolScopes,
-		Registerer:    reg,
+		Scopes:     []string{"mcp"},
+		Tools:      srv,
+		Registerer: reg,
 	}
 	for _, m := range mutate {
 		m(&cfg)
@@ -228,7 +228,7 @@ func TestEndToEndSession(t *testing.T) {
 
 	denied := e.post("x1", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"deploy"}}`, in)
 	assert.Equal(t, http.StatusForbidden, denied.status)
-	_, params, err := oauth.ParseChallenge(denied.header.Get("WWW-Authenticate"))
+	_, params, err := wwwauth.Parse(denied.header.Get("WWW-Authenticate"))
 	require.NoError(t, err)
 	assert.Equal(t, "mcp deploy", params["scope"])
 	assert.InDelta(t, 1, e.failures(oauth.ReasonInsufficientScope), 0)
@@ -302,7 +302,7 @@ func TestEndToEndTaskOfAnotherPrincipal(t *testing.T) {
 			"alice": {Issuer: "https://as.example.com", Subject: "alice", Scopes: []string{"mcp"}},
 			"bob":   {Issuer: "https://as.example.com", Subject: "bob", Scopes: []string{"mcp", "deploy"}},
 		}},
-		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, AllToolScopes: srv.AllToolScopes,
+		Scopes: []string{"mcp"}, Tools: srv,
 	})
 	require.NoError(t, err)
 	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal))

@@ -44,8 +44,7 @@ func ExampleNew() {
 		AuthorizationServers: []string{"https://oauth.example.com"},
 		Verifier:             staticVerifier{}, // oauth.NewJWTVerifier(...) in production
 		Scopes:               []string{"mcp"},
-		ToolScopes:           srv.ToolScopes,
-		AllToolScopes:        srv.AllToolScopes,
+		Tools:                srv,
 	})
 	if err != nil {
 		panic(err)
@@ -76,12 +75,13 @@ func ExampleNew() {
 	// 403 Bearer error="insufficient_scope", scope="mcp deploy", resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", error_description="missing scope: deploy"
 }
 
-// ExampleConnContext serves a protected handler from an http.Server whose
-// connections each remember the last token verified on them: a client
+// A protected handler served from an http.Server whose ConnContext is
+// streamable.ConnContext (as vigil.Service's is): its connections each
+// remember the last token verified on them, and a client
 // that keeps its connection open and sends the same token with every
 // request has it recognized by comparison (with the package's JWT and
 // introspection verifiers; staticVerifier stands in for them here).
-func ExampleConnContext() {
+func Example_connectionMemo() {
 	rs, err := oauth.New(oauth.Config{
 		Resource:             "http://127.0.0.1:8080/mcp",
 		AuthorizationServers: []string{"https://oauth.example.com"},
@@ -95,7 +95,7 @@ func ExampleConnContext() {
 		_, _ = fmt.Fprint(w, p.Subject)
 	}))
 	hs := httptest.NewUnstartedServer(h)
-	hs.Config.ConnContext = oauth.ConnContext
+	hs.Config.ConnContext = streamable.ConnContext
 	hs.Start()
 	defer hs.Close()
 

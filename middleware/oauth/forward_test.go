@@ -45,7 +45,7 @@ func newFWReplica(t *testing.T, c *streamabletest.Cluster, name string, guarded 
 	reg := prometheus.NewPedanticRegistry()
 	cfg := oauth.Config{
 		Resource: "https://mcp.example.com/mcp", AuthorizationServers: []string{"https://as.example.com"}, Verifier: v,
-		Scopes: []string{"mcp"}, ToolScopes: srv.ToolScopes, AllToolScopes: srv.AllToolScopes, Registerer: reg,
+		Scopes: []string{"mcp"}, Tools: srv, Registerer: reg,
 	}
 	if edit != nil {
 		edit(&cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
 	"github.com/vigil-mcp/vigil/middleware/auth"
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -48,17 +49,14 @@ type Config struct {
 	Verifier Verifier
 	// Scopes are the scopes every request needs.
 	Scopes []string
-	// ToolScopes returns the scopes a tools/call of the named tool needs
-	// besides Scopes, such as [server.Server.ToolScopes]; nil: none.
-	ToolScopes func(tool string) []string
-	// AllToolScopes returns every scope some tool needs, such as
-	// [server.Server.AllToolScopes]: a request whose principal holds them
-	// all skips the per-tool check and its body is not read. Nil with
-	// ToolScopes set: the body of every POST is read.
-	AllToolScopes func() []string
+	// Tools is the server whose tools' scopes ([server.Tool].Scopes) a
+	// tools/call needs besides Scopes; nil: none. A request whose principal
+	// holds every tool scope ([server.Server.AllToolScopes]) skips the
+	// per-tool check and its body is not read.
+	Tools *server.Server
 	// ScopesSupported are the scopes the metadata advertises; nil: Scopes
-	// and, when AllToolScopes is set and HideTools is not, the tool scopes
-	// known at New.
+	// and, when Tools is set and HideTools is not, the tool scopes known at
+	// New.
 	ScopesSupported []string
 	// HideTools, for tool names that are secret, answers a tools/call of a
 	// tool whose scopes the principal lacks exactly as a call of an unknown
@@ -161,8 +159,8 @@ func New(cfg Config) (*ResourceServer, error) {
 	supported := cfg.ScopesSupported
 	if supported == nil {
 		supported = slices.Clone(cfg.Scopes)
-		if cfg.AllToolScopes != nil && !cfg.HideTools {
-			for _, s := range cfg.AllToolScopes() {
+		if cfg.Tools != nil && !cfg.HideTools {
+			for _, s := range cfg.Tools.AllToolScopes() {
 				if !slices.Contains(supported, s) {
 					supported = append(supported, s)
 				}
@@ -270,7 +268,7 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler { return rs.ha
 // forwarded requests still pass the guard alone.
 func (rs *ResourceServer) Endpoint(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, http.Handler) {
 	ep := streamable.New(srv, append(slices.Clip(opts), streamable.WithGuard(endpointGuard{rs}))...)
-	return ep, rs.handler(ep, rs.cfg.ToolScopes != nil)
+	return ep, rs.handler(ep, rs.cfg.Tools != nil)
 }
 
 // endpointGuard is what a ResourceServer hands the Endpoint it guards
@@ -279,12 +277,12 @@ type endpointGuard struct{ rs *ResourceServer }
 
 // Wrap is the guard of the requests other replicas forward.
 func (g endpointGuard) Wrap(next http.Handler) http.Handler {
-	return g.rs.handler(next, g.rs.cfg.ToolScopes != nil)
+	return g.rs.handler(next, g.rs.cfg.Tools != nil)
 }
 
 // CheckMessage is guardMessage, with tool scopes to check.
 func (g endpointGuard) CheckMessage(w http.ResponseWriter, r *http.Request, msg transport.Message) bool {
-	return g.rs.cfg.ToolScopes == nil || g.rs.guardMessage(w, r, msg)
+	return g.rs.cfg.Tools == nil || g.rs.guardMessage(w, r, msg)
 }
 
 // AssertPrincipal is assertPrincipal (forward.go).
@@ -418,10 +416,10 @@ func (rs *ResourceServer) authenticateDPoP(r *http.Request, tok string) (*auth.P
 // large to read, 400 for one that could not be read.
 func (rs *ResourceServer) needs(r *http.Request, p *auth.Principal, endpointChecks bool) ([]string, int) {
 	needed := rs.globalScopes
-	if rs.cfg.ToolScopes == nil || r.Method != http.MethodPost {
+	if rs.cfg.Tools == nil || r.Method != http.MethodPost {
 		return needed, 0
 	}
-	if rs.cfg.AllToolScopes != nil && p.HasScopes(rs.cfg.AllToolScopes()...) {
+	if p.HasScopes(rs.cfg.Tools.AllToolScopes()...) {
 		return needed, 0 // fully scoped: the body is not read
 	}
 	if r.Header.Get("Mcp-Protocol-Version") == protocol.Version20260728 {
@@ -528,7 +526,8 @@ func paramsTool(params []byte) (string, bool) {
 
 // withToolScopes returns needed with the scopes of the tool name added.
 func (rs *ResourceServer) withToolScopes(needed []string, name string) []string {
-	for _, s := range rs.cfg.ToolScopes(name) {
+	t, _ := rs.cfg.Tools.Tool(name)
+	for _, s := range t.Scopes {
 		if !slices.Contains(needed, s) {
 			needed = append(slices.Clip(needed), s)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/wwwauth"
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -122,7 +123,7 @@ func TestHideToolsAnswersAsUnknown(t *testing.T) {
 			unknown = e.raw("no-mcp", body, merged(in, hdr))
 			sameAnswer(t, hidden, unknown, "no mcp scope")
 			require.Equal(t, http.StatusForbidden, hidden.status)
-			_, params, err := oauth.ParseChallenge(hidden.header.Get("WWW-Authenticate"))
+			_, params, err := wwwauth.Parse(hidden.header.Get("WWW-Authenticate"))
 			require.NoError(t, err)
 			assert.Equal(t, "mcp", params["scope"])
 			assert.NotContains(t, string(hidden.body), hiddenName)
@@ -182,7 +183,7 @@ func TestStepUpByDefault(t *testing.T) {
 			body, hdr := era.call(hiddenName)
 			denied := e.raw("x1", body, merged(in, hdr))
 			require.Equal(t, http.StatusForbidden, denied.status, "%s", denied.body)
-			_, params, err := oauth.ParseChallenge(denied.header.Get("WWW-Authenticate"))
+			_, params, err := wwwauth.Parse(denied.header.Get("WWW-Authenticate"))
 			require.NoError(t, err)
 			assert.Equal(t, "insufficient_scope", params["error"])
 			assert.Equal(t, "mcp deploy", params["scope"])
@@ -225,7 +226,7 @@ func TestHideToolsGuard(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	require.Equal(t, http.StatusForbidden, w.Code)
-	_, params, err := oauth.ParseChallenge(w.Header().Get("WWW-Authenticate"))
+	_, params, err := wwwauth.Parse(w.Header().Get("WWW-Authenticate"))
 	require.NoError(t, err)
 	assert.Equal(t, "mcp", params["scope"])
 	assert.InDelta(t, 3, e.failures(t)["insufficient_scope"], 0)

@@ -83,7 +83,7 @@ type IntrospectionConfig struct {
 	MissBurst int
 	// MaxConcurrentMisses bounds the calls in progress at once; 0 means 8,
 	// a negative value no bound. One client address (known through
-	// [ConnContext]) may hold half of them, waiting or in progress; its
+	// streamable.ConnContext) may hold half of them, waiting or in progress; its
 	// next new tokens are refused at once. Behind a proxy all clients are
 	// one address.
 	MaxConcurrentMisses int

@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/connstate"
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
@@ -659,7 +660,7 @@ func BenchmarkJWTVerifyCached(b *testing.B) {
 		ctx  context.Context
 	}{
 		{"cache", context.Background()},
-		{"conn", ConnContext(context.Background(), nil)}, // the connection remembers the token
+		{"conn", connstate.With(context.Background(), nil)}, // the connection remembers the token
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			_, err := v.Verify(bc.ctx, token)

@@ -67,7 +67,7 @@ func TestMetadataDefaults(t *testing.T) {
 		AuthorizationServers: []string{"http://127.0.0.1:9000"},
 		Verifier:             newVerifier(),
 		Scopes:               []string{"mcp"},
-		AllToolScopes:        func() []string { return []string{"admin", "mcp"} },
+		Tools:                toolServer(t, map[string][]string{"admin": {"admin", "mcp"}}),
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, rs.MetadataPaths())

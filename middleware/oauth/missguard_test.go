@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
 )
 
 // floodAS is an introspection endpoint in memory (an http.RoundTripper,
@@ -84,7 +86,7 @@ func flood(t *testing.T, v *introspectionVerifier, n int, addr func(i int) strin
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
-		ctx := ConnContext(t.Context(), connFrom(t, addr(i)))
+		ctx := connstate.With(t.Context(), connFrom(t, addr(i)))
 		wg.Go(func() {
 			<-start
 			_, errs[i] = v.Verify(ctx, fmt.Sprintf("junk-%d", i))
@@ -114,7 +116,7 @@ func TestIntrospectionFloodOneAddress(t *testing.T) {
 		errs, wait := flood(t, v, 500, func(int) string { return "203.0.113.7:40000" })
 		require.Equal(t, int64(defaultMissSlots/2), as.calls.Load(), "the flooding address holds half of the calls")
 
-		user := ConnContext(t.Context(), connFrom(t, "198.51.100.9:50000"))
+		user := connstate.With(t.Context(), connFrom(t, "198.51.100.9:50000"))
 		p, err := v.Verify(user, floodValid)
 		require.NoError(t, err, "a valid token during the flood")
 		assert.Equal(t, "alice", p.Subject)
@@ -139,7 +141,7 @@ func TestIntrospectionFloodManyAddresses(t *testing.T) {
 		errs, wait := flood(t, v, 500, func(i int) string { return fmt.Sprintf("10.%d.%d.1:40000", i/250, i%250) })
 		require.Equal(t, int64(defaultMissSlots), as.calls.Load(), "every call slot is taken")
 
-		user := ConnContext(t.Context(), connFrom(t, "198.51.100.9:50000"))
+		user := connstate.With(t.Context(), connFrom(t, "198.51.100.9:50000"))
 		_, err := v.Verify(user, floodValid)
 		require.Equal(t, ReasonVerifierBusy, reasonOf(err), "the budget is spent: %v", err)
 
@@ -167,7 +169,7 @@ func TestIntrospectionFloodOneTokenIsOneCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		as := &floodAS{release: make(chan struct{})}
 		v := newFloodVerifier(t, as)
-		ctx := ConnContext(t.Context(), connFrom(t, "198.51.100.9:50000"))
+		ctx := connstate.With(t.Context(), connFrom(t, "198.51.100.9:50000"))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		var served atomic.Int64
@@ -230,7 +232,7 @@ func TestIntrospectionNoPositiveCache(t *testing.T) {
 	clock := vtNewClock()
 	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.CacheTTL = -1 })
 	in.set("good", in.active(clock.Now()))
-	ctx := ConnContext(t.Context(), connFrom(t, "192.0.2.1:1"))
+	ctx := connstate.With(t.Context(), connFrom(t, "192.0.2.1:1"))
 	for range 3 {
 		_, err := v.Verify(ctx, "good")
 		require.NoError(t, err)

@@ -49,8 +49,7 @@ func newScopedReplicas(t *testing.T, n int, cluster func(name string) replicatio
 			AuthorizationServers: []string{"https://as.example.com"},
 			Verifier:             &fakeVerifier{principals: map[string]*auth.Principal{"full": full, "less": less}},
 			Scopes:               []string{"mcp"},
-			ToolScopes:           srv.ToolScopes,
-			AllToolScopes:        srv.AllToolScopes,
+			Tools:                srv,
 		})
 		require.NoError(t, err)
 		o := append([]streamable.Option{streamable.WithPrincipal(auth.SessionPrincipal)}, opts...)

@@ -663,7 +663,7 @@ func TestChaosDeleteWhileElicitationsWait(t *testing.T) {
 	rig.addTool(t, "ask", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		_, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Your name?",
-			RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 		})
 		results <- woke{err, context.Cause(ctx)}
 		<-release // held until DELETE has returned: DELETE must not wait for us

@@ -177,7 +177,7 @@ func TestHTTPElicitationOnRequestStream(t *testing.T) {
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "ask"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		res, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Who are you?",
-			RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 		})
 		if err != nil {
 			return nil, err

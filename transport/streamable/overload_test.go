@@ -2,6 +2,7 @@ package streamable_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -47,7 +48,7 @@ func TestShedRequestsNeverReachAHandler(t *testing.T) {
 		calls.Add(1)
 		res, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Who are you?",
-			RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{{Name: "name", Type: "string", Required: true}}},
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 		})
 		if err != nil {
 			return nil, err

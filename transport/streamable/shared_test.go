@@ -120,7 +120,7 @@ func newSHReplicasWith(t *testing.T, b shBackend, n int, cfg replication.Config,
 		require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, rs.blocker.tool))
 		require.NoError(t, srv.AddTool(server.Tool{Name: "ask"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 			rs.started <- name
-			res, err := server.Elicit(ctx, &server.ElicitParams{Message: "name?", RequestedSchema: &server.ElicitSchema{}})
+			res, err := server.Elicit(ctx, &server.ElicitParams{Message: "name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
 			if err != nil {
 				rs.asked <- "error: " + err.Error()
 				return nil, err

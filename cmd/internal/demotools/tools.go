@@ -201,10 +201,10 @@ func confirmAction(ctx context.Context, _ *server.CallToolRequest, in confirmIn)
 	}
 	res, err := server.Elicit(server.ContextWithInputKey(ctx, "confirm"), &server.ElicitParams{
 		Message: "Do you want to allow this action? " + in.Action,
-		RequestedSchema: &server.ElicitSchema{Properties: []server.ElicitProperty{
-			{Name: "confirm", Type: "boolean", Title: "Allow", Description: "Check to allow the action.", Required: true},
-			{Name: "note", Type: "string", Title: "Note", Description: "Anything to add (optional)."},
-		}},
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{
+			"confirm":{"type":"boolean","title":"Allow","description":"Check to allow the action."},
+			"note":{"type":"string","title":"Note","description":"Anything to add (optional)."}},
+			"required":["confirm"]}`),
 	})
 	if err != nil {
 		return confirmOut{}, err // passes an input-required interruption on, too

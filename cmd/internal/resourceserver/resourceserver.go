@@ -34,7 +34,7 @@ type Config struct {
 	HideTools    bool          // -auth-hide-tools
 	DPoP         *oauth.DPoPConfig
 	MaxBodyBytes int64          // -max-body
-	Server       *server.Server // whose tools' scopes calls need (Server.ToolScopes)
+	Server       *server.Server // whose tools' scopes calls need (Tool.Scopes)
 	Registerer   prometheus.Registerer
 	Logger       *slog.Logger
 }
@@ -55,8 +55,7 @@ func New(ctx context.Context, c Config) (rs *oauth.ResourceServer, client *http.
 		AuthorizationServers: []string{c.Issuer},
 		Verifier:             verifier,
 		Scopes:               c.Scopes,
-		ToolScopes:           c.Server.ToolScopes,
-		AllToolScopes:        c.Server.AllToolScopes,
+		Tools:                c.Server,
 		HideTools:            c.HideTools,
 		DPoP:                 c.DPoP,
 		ResourceName:         "Vigil",
