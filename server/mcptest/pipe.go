@@ -1,26 +1,20 @@
 package mcptest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
-// Server is what [Pipe] and [Connect] serve: a *server.Server, or anything
-// with its Serve method (a server wrapped for instrumentation, say). Serve
-// serves one session on c and returns when it ends.
-type Server interface {
-	Serve(ctx context.Context, c transport.Conn) error
-}
-
-// Pipe serves srv on one end of an in-memory pipe ([memory.NewPair]), in a
-// goroutine of its own, and returns a client on the other end, before the
+// Pipe serves srv (a *server.Server, or one wrapped for instrumentation:
+// anything with its Serve method) on one end of an in-memory pipe
+// ([memory.NewPair]), in a goroutine of its own, and returns a client on the other end, before the
 // initialize handshake. When the test ends the client closes its end and
 // waits for Serve to return; [Client.Wait] returns what Serve returned.
 // The options [WithServeContext] and [WithServerConn] shape the Serve call.
-func Pipe(t testing.TB, srv Server, opts ...Option) *Client {
+func Pipe(t testing.TB, srv streamable.Server, opts ...Option) *Client {
 	t.Helper()
 	clientEnd, serverEnd := memory.NewPair()
 	c := NewClient(t, clientEnd, opts...)
@@ -42,7 +36,7 @@ func Pipe(t testing.TB, srv Server, opts ...Option) *Client {
 
 // Connect is [Pipe] followed by [Client.Initialize] with the version and
 // capabilities of the options: a client ready for tools/call and the rest.
-func Connect(t testing.TB, srv Server, opts ...Option) *Client {
+func Connect(t testing.TB, srv streamable.Server, opts ...Option) *Client {
 	t.Helper()
 	c := Pipe(t, srv, opts...)
 	c.Initialize("", nil)
