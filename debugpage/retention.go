@@ -370,7 +370,8 @@ func (r *spanRing) knows(name string) bool {
 	case target == "":
 		return true
 	case method == "tools/call":
-		return toolRegistered(srv, target)
+		_, ok := srv.Tool(target)
+		return ok
 	case method == "prompts/get":
 		return srv.HasPrompt(target)
 	}

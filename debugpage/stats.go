@@ -228,7 +228,9 @@ func (s *requestStats) recordRequest(hook *serverhook.Server, req *server.Reques
 	known := srv != nil
 	if k.method == "tools/call" {
 		k.tool = req.Name
-		known = known && k.tool != "" && toolRegistered(srv, k.tool)
+		if known = known && k.tool != ""; known {
+			_, known = srv.Tool(k.tool)
+		}
 	}
 	ks := s.other
 	if known {

@@ -109,7 +109,11 @@ func (l *limiter) acquireAs(ctx context.Context, tool string, sess *server.Sessi
 		if limit <= 0 {
 			return nil, quota.Hold{}, nil
 		}
-		s = l.ref(tool, limit, sess != nil && tool != "" && toolRegistered(sess.Server(), tool))
+		registered := false
+		if sess != nil && tool != "" {
+			_, registered = sess.Server().Tool(tool)
+		}
+		s = l.ref(tool, limit, registered)
 	}
 	var hold quota.Hold
 	if s.callers != nil && req != nil {

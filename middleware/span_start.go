@@ -289,7 +289,8 @@ func knownStart(ctx context.Context, req *server.Request, key spanStartKey) bool
 	case key.target == "":
 		return true
 	case key.method == "tools/call":
-		return toolRegistered(srv, key.target)
+		_, ok := srv.Tool(key.target)
+		return ok
 	}
 	return srv.HasPrompt(key.target)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -281,6 +282,11 @@ func TestElicitAnswerChecked(t *testing.T) {
 		{name: "multi-select too many", answer: `{"action":"accept","content":{"name":"A","email":"a@b.c","colors":["r","g","r"]}}`},
 		{name: "multi-select not an array", answer: `{"action":"accept","content":{"name":"A","email":"a@b.c","colors":"r"}}`},
 		{name: "boolean as string", answer: `{"action":"accept","content":{"name":"A","email":"a@b.c","verified":"true"}}`},
+		// Deep answers end at once, neither crashing nor hanging: refused
+		// in a declared field (past the validator's depth bound), kept in
+		// one the schema does not declare.
+		{name: "deep declared field", answer: `{"action":"accept","content":{"name":` + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + `,"email":"a@b.c"}}`},
+		{name: "deep undeclared field", answer: `{"action":"accept","content":{"name":"A","email":"a@b.c","x":` + strings.Repeat("[", 5_000) + strings.Repeat("]", 5_000) + `}}`, ok: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -78,6 +78,8 @@ func checkElicitSchema(raw json.RawMessage) (*objectSchema, error) {
 		if err := p.check(); err != nil {
 			return nil, fmt.Errorf("property %q: %w", name, err)
 		}
+		// Strictly once the keywords are known to fit the type, so that a
+		// nested object is named as such rather than as an unknown keyword.
 		if err := decodeStrict(body, &p); err != nil {
 			return nil, fmt.Errorf("property %q: %w", name, err)
 		}

@@ -94,7 +94,7 @@ type Config struct {
 	Now func() time.Duration
 	// Queued returns how long the request of ctx waited before the
 	// process read it, false when it cannot tell; nil: the socket of the
-	// connection ContextWithConn recorded in ctx (Linux).
+	// connection connstate.With recorded in ctx (Linux).
 	Queued func(ctx context.Context) (time.Duration, bool)
 	// Sample returns the 90th percentile of the scheduling latency since
 	// its previous call (0 when too few goroutines were scheduled), the

@@ -2,10 +2,11 @@ package overload
 
 import (
 	"context"
-	"net"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
 )
 
 // SamplesPerInterval is how many requests' queueing delays a Limiter
@@ -18,25 +19,17 @@ const SamplesPerInterval = 32
 // latency is.
 const MinQueued = 8
 
-type connKey struct{}
-
-// ContextWithConn returns ctx carrying c, the connection its requests came
-// on, whose socket tells how long each of them waited (see
-// [Config.Queued]).
-func ContextWithConn(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, c)
-}
-
 // connQueued returns how long ago the last bytes arrived on the
-// connection [ContextWithConn] recorded in ctx, which for a request just
-// read is how long it waited to be read; false without one, or where the
-// socket cannot tell (see socketIdle).
+// connection recorded in ctx (connstate.With, which
+// streamable.ConnContext calls), which for a request just read is how long
+// it waited to be read; false without one, or where the socket cannot
+// tell (see socketIdle).
 func connQueued(ctx context.Context) (time.Duration, bool) {
-	c, ok := ctx.Value(connKey{}).(net.Conn)
-	if !ok {
+	st := connstate.From(ctx)
+	if st == nil || st.Conn() == nil {
 		return 0, false
 	}
-	return socketIdle(c)
+	return socketIdle(st.Conn())
 }
 
 // delays holds the queueing delays measured in one interval, up to twice

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/connstate"
 )
 
 // A TCP connection's socket tells how long ago it last received data; a
@@ -30,7 +32,7 @@ func TestSocketIdle(t *testing.T) {
 	_, err = io.ReadFull(server, make([]byte, len("request")))
 	require.NoError(t, err)
 
-	d, ok := connQueued(ContextWithConn(context.Background(), server))
+	d, ok := connQueued(connstate.With(context.Background(), server))
 	require.True(t, ok, "TCP_INFO on a TCP socket")
 	assert.GreaterOrEqual(t, d, time.Duration(0))
 	assert.Less(t, d, time.Minute)
@@ -40,6 +42,6 @@ func TestSocketIdle(t *testing.T) {
 	a, b := net.Pipe()
 	defer func() { _ = a.Close() }()
 	defer func() { _ = b.Close() }()
-	_, ok = connQueued(ContextWithConn(context.Background(), a))
+	_, ok = connQueued(connstate.With(context.Background(), a))
 	assert.False(t, ok, "no socket")
 }

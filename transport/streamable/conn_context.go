@@ -5,7 +5,6 @@ import (
 	"net"
 
 	"github.com/vigil-mcp/vigil/internal/connstate"
-	"github.com/vigil-mcp/vigil/internal/overload"
 )
 
 // ConnContext is the ConnContext function for the http.Server of an
@@ -23,5 +22,5 @@ import (
 // authorization server. Chain it with another ConnContext by calling one
 // on the other's result.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	return connstate.With(overload.ContextWithConn(ctx, c), c)
+	return connstate.With(ctx, c)
 }
