@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -117,6 +118,22 @@ func Text(s string) *CallToolResult {
 	one.items[0] = &one.text
 	one.result.Content = one.items[:]
 	return &one.result
+}
+
+// Text returns the text of r's text items, joined with newlines: what a
+// client that reads text alone shows of it.
+func (r *CallToolResult) Text() string {
+	var b strings.Builder
+	n := 0
+	for _, c := range r.Content {
+		if t, ok := c.(*TextContent); ok {
+			if n++; n > 1 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }
 
 type registeredTool struct {

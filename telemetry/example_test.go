@@ -18,7 +18,7 @@ func ExampleDurationBuckets() {
 // upstreams label the request duration, and the histograms are native too.
 func ExampleMetricsConfig() {
 	mc := telemetry.MetricsConfig{Upstreams: []string{"files", "memory"}, NativeHistograms: true}
-	fmt.Println(mc.Upstreams, mc.NativeHistograms, telemetry.DefaultMaxNativeBuckets)
+	fmt.Println(mc.Upstreams, mc.NativeHistograms)
 	// Output:
-	// [files memory] true 160
+	// [files memory] true
 }

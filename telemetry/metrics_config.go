@@ -37,7 +37,7 @@ type MetricsConfig struct {
 	// becomes an exemplar: of the finished count of its series, and of the
 	// duration bucket it falls in (each bucket on its own, so that a slow
 	// request still gets its exemplar among many fast ones). 0 means
-	// [DefaultExemplarInterval]; a negative interval attaches one to every
+	// one a second; a negative interval attaches one to every
 	// observation, which only costs time, since Prometheus keeps one
 	// exemplar per counter and bucket.
 	ExemplarInterval time.Duration
@@ -47,8 +47,7 @@ type MetricsConfig struct {
 	// they are only exposed in the protobuf exposition format.
 	NativeHistograms bool
 	// MaxNativeBuckets bounds the native buckets of each series, since
-	// observed values depend on outside input; 0 means
-	// [DefaultMaxNativeBuckets].
+	// observed values depend on outside input; 0 means 160.
 	MaxNativeBuckets uint32
 }
 
@@ -59,14 +58,6 @@ const (
 	TransportStreamableHTTP = "streamable_http"
 	TransportMemory         = "memory"
 )
-
-// DefaultMaxNativeBuckets bounds the buckets of a native histogram when
-// [MetricsConfig.MaxNativeBuckets] is 0.
-const DefaultMaxNativeBuckets = 160
-
-// DefaultExemplarInterval is how often, at most, a trace id becomes the
-// exemplar of one series when [MetricsConfig.ExemplarInterval] is 0.
-const DefaultExemplarInterval = time.Second
 
 // DurationBuckets are the bucket boundaries, in seconds, of both duration
 // histograms: the explicit boundaries the OpenTelemetry MCP semantic

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -12,11 +13,12 @@ import (
 
 // The constants users see are the values the collector uses: written
 // here as literals, so that the API names no internal package, and held
-// to the collector's by this test.
+// to the collector's by this test, as are the defaults MetricsConfig's
+// doc states (one exemplar a second, 160 native buckets).
 func TestConstantsAreTheCollectors(t *testing.T) {
 	assert.Equal(t, mcpconv.TransportStdio, telemetry.TransportStdio)
 	assert.Equal(t, mcpconv.TransportStreamableHTTP, telemetry.TransportStreamableHTTP)
 	assert.Equal(t, mcpconv.TransportMemory, telemetry.TransportMemory)
-	assert.Equal(t, metrics.DefaultExemplarInterval, telemetry.DefaultExemplarInterval)
-	assert.Equal(t, metrics.DefaultMaxNativeBuckets, telemetry.DefaultMaxNativeBuckets)
+	assert.Equal(t, time.Second, metrics.DefaultExemplarInterval)
+	assert.Equal(t, 160, metrics.DefaultMaxNativeBuckets)
 }

@@ -117,9 +117,10 @@ func TestWireLevel(t *testing.T) {
 	req := c.RecvRequest()
 	require.Equal(t, "roots/list", req.Method)
 	c.Reply(req, map[string]any{"roots": []map[string]any{{"uri": "file:///x"}}})
-	var res mcptest.ToolResult
+	var res struct{ Content []struct{ Text string } }
 	require.NoError(t, json.Unmarshal(c.RecvResult(7), &res))
-	assert.Equal(t, "file:///x", res.Text())
+	require.Len(t, res.Content, 1)
+	assert.Equal(t, "file:///x", res.Content[0].Text)
 
 	c.SendCallTool(8, "roots", nil)
 	c.ReplyError(c.RecvRequest(), -32601, "no roots today")

@@ -2,7 +2,6 @@ package mcptest
 
 import (
 	"encoding/json"
-	"strings"
 
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -13,39 +12,6 @@ type InitializeResult struct {
 	Capabilities    json.RawMessage       `json:"capabilities"`
 	ServerInfo      server.Implementation `json:"serverInfo"`
 	Instructions    string                `json:"instructions,omitempty"`
-}
-
-// Content is one content item of a tool result or prompt message: text,
-// image, audio, resource_link or resource. Only the fields of its Type are
-// set.
-type Content struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text,omitempty"`
-	Data     string          `json:"data,omitempty"`     // base64, image and audio
-	MIMEType string          `json:"mimeType,omitempty"` // image, audio, resource_link
-	URI      string          `json:"uri,omitempty"`      // resource_link
-	Name     string          `json:"name,omitempty"`     // resource_link
-	Resource json.RawMessage `json:"resource,omitempty"` // an embedded resource
-}
-
-// ToolResult is the result of tools/call.
-type ToolResult struct {
-	Content           []Content       `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError,omitempty"`
-}
-
-// Text returns the text of the result's text items, joined with newlines.
-func (r *ToolResult) Text() string { return joinText(r.Content) }
-
-func joinText(cs []Content) string {
-	var parts []string
-	for _, c := range cs {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // Initialize performs the handshake: an initialize request asking for
@@ -105,17 +71,36 @@ func (c *Client) Ping() {
 }
 
 // CallTool calls tool name with args (encoded as params are by
-// [Client.Request]; nil sends {}) and returns its result. A tool that fails
-// answers with IsError set, which is not a test failure; a JSON-RPC error
-// (an unknown tool, invalid arguments) is. Use [Client.Call] to test those.
-func (c *Client) CallTool(name string, args any) *ToolResult {
+// [Client.Request]; nil sends {}) and returns its result, each content
+// item decoded by [server.UnmarshalContent] and its structuredContent kept
+// as a [json.RawMessage]. A tool that fails answers with IsError set,
+// which is not a test failure; a JSON-RPC error (an unknown tool, invalid
+// arguments) or content MCP does not define is. Use [Client.Call] to test
+// those.
+func (c *Client) CallTool(name string, args any) *server.CallToolResult {
 	c.t.Helper()
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	var res ToolResult
-	c.must("tools/call", map[string]any{"name": name, "arguments": c.encode(args)}, &res)
-	return &res
+	var wire struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              server.Meta       `json:"_meta"`
+	}
+	c.must("tools/call", map[string]any{"name": name, "arguments": c.encode(args)}, &wire)
+	res := &server.CallToolResult{IsError: wire.IsError, Meta: wire.Meta, Content: make([]server.Content, 0, len(wire.Content))}
+	if wire.StructuredContent != nil {
+		res.StructuredContent = wire.StructuredContent
+	}
+	for i, raw := range wire.Content {
+		item, err := server.UnmarshalContent(raw)
+		if err != nil {
+			c.fatalf("mcptest: tools/call %s: content item %d: %v", name, i, err)
+		}
+		res.Content = append(res.Content, item)
+	}
+	return res
 }
 
 // ListTools returns every tool, following nextCursor across pages.
