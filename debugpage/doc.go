@@ -77,7 +77,7 @@
 // place of real ones. A trace keeps at most 256 spans and a span at most
 // 8 KiB by estimate (a larger one is kept compacted, long values cut);
 // the rest are counted, not kept. Besides the counts, the estimated size
-// of all kept spans is bounded by a byte budget ([WithTraceRingBytes],
+// of all kept spans is bounded by a byte budget ([WithTraceRing],
 // 16 MiB by default): past it, the oldest routine traces go first, then
 // the oldest pending ones, then the oldest of the others.
 //

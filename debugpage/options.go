@@ -16,22 +16,18 @@ type recorderConfig struct {
 	limits ringLimits
 }
 
-// WithTraceRing sets how many routine (successful) traces the
-// trace ring keeps, the newest, besides the slowest and the last failed,
+// WithTraceRing bounds the trace ring. It keeps the newest traces
+// routine (successful) traces, besides the slowest and the last failed,
 // cancelled and dropped ones of each method or tool, which it keeps
-// however much routine traffic follows them. Less than 1 counts as 1. The
-// default is [DefaultTraceRing].
-func WithTraceRing(traces int) RecorderOption {
-	return recorderOption(func(c *recorderConfig) { c.limits.Recent = traces })
-}
-
-// WithTraceRingBytes sets the byte budget of the trace ring: the most
-// its kept spans may hold, by its estimate; past it, the oldest routine
-// traces go first. The default is 16 MiB. A budget below 1 is ignored.
-func WithTraceRingBytes(n int64) RecorderOption {
+// however much routine traffic follows them; less than 1 counts as 1 (the
+// default is [DefaultTraceRing]). maxBytes is the most its kept spans may
+// hold, by its estimate; past it, the oldest routine traces go first.
+// Below 1 it keeps the default, 16 MiB.
+func WithTraceRing(traces int, maxBytes int64) RecorderOption {
 	return recorderOption(func(c *recorderConfig) {
-		if n > 0 {
-			c.limits.MaxBytes = n
+		c.limits.Recent = traces
+		if maxBytes > 0 {
+			c.limits.MaxBytes = maxBytes
 		}
 	})
 }

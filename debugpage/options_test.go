@@ -23,10 +23,10 @@ func TestRecorderOptions(t *testing.T) {
 	assert.Same(t, ring, rec.SpanExporter())
 	assert.Equal(t, ringLimits{Recent: DefaultTraceRing, MaxBytes: ringMaxBytes}, rec.traceRing().lim)
 
-	rec = NewRecorder(WithTraceRing(7), WithTraceRingBytes(64<<10))
+	rec = NewRecorder(WithTraceRing(7, 64<<10))
 	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 7, MaxBytes: 64 << 10}, rec.traceRing().lim)
-	rec = NewRecorder(WithTraceRing(0), WithTraceRingBytes(-1), nil)
+	rec = NewRecorder(WithTraceRing(0, -1), nil)
 	rec.SpanExporter()
 	assert.Equal(t, ringLimits{Recent: 1, MaxBytes: ringMaxBytes}, rec.traceRing().lim, "at least one trace; a budget below 1 ignored")
 }

@@ -31,7 +31,7 @@ type traceViewRig struct {
 
 func newTraceViewRig(t *testing.T) *traceViewRig {
 	t.Helper()
-	rec := NewRecorder(WithTraceRing(10))
+	rec := NewRecorder(WithTraceRing(10, 0))
 	tp, shutdown := receiving.NewProvider(rec.SpanExporter().(receiving.SpanReceiver))
 	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
 	srv := server.New() // whose names are the ring's keys: confirm_action among them

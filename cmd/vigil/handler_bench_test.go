@@ -90,7 +90,7 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
 	}
 	logOut := asyncwriter.New(io.Discard)
 	tb.Cleanup(func() { _ = logOut.Close() })
-	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
+	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing, 0))
 	var f flusher
 	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil, vigil.WithServerOptions(server.WithObserver(&f)))
 	if err != nil {

@@ -100,7 +100,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, logOut, audit *
 	// OTEL_* names no exporter: none with -stdio, nobody could read them.
 	var page *debugpage.Recorder
 	if cfg.debug && !cfg.stdio {
-		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing))
+		page = debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing, 0))
 	}
 	registry := prometheus.NewRegistry()
 	closeShared, err := openShared(ctx, &cfg, logger, registry)

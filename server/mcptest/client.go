@@ -164,7 +164,8 @@ func (c *Client) Cancel(id int64, reason string) {
 }
 
 // Reply answers the server's request req with result, encoded as params
-// are by [Client.Request] (nil sends {}).
+// are by [Client.Request] (nil sends {}). Answer with an error by sending
+// a [transport.Response] whose Error is set.
 func (c *Client) Reply(req *transport.Request, result any) {
 	c.t.Helper()
 	raw := c.encode(result)
@@ -172,12 +173,6 @@ func (c *Client) Reply(req *transport.Request, result any) {
 		raw = json.RawMessage("{}")
 	}
 	c.Send(&transport.Response{ID: req.ID, Result: raw})
-}
-
-// ReplyError answers the server's request req with a JSON-RPC error.
-func (c *Client) ReplyError(req *transport.Request, code int64, message string) {
-	c.t.Helper()
-	c.Send(&transport.Response{ID: req.ID, Error: &transport.Error{Code: code, Message: message}})
 }
 
 // Recv returns the next message from the server, whatever it is: one a

@@ -123,7 +123,7 @@ func TestWireLevel(t *testing.T) {
 	assert.Equal(t, "file:///x", res.Content[0].Text)
 
 	c.SendCallTool(8, "roots", nil)
-	c.ReplyError(c.RecvRequest(), -32601, "no roots today")
+	c.Send(&transport.Response{ID: c.RecvRequest().ID, Error: &transport.Error{Code: -32601, Message: "no roots today"}})
 	assert.Equal(t, int64(-32601), c.RecvError(8).Code)
 
 	c.Request(9, "tools/call", `{"name":"echo","arguments":[]}`)

@@ -8,7 +8,7 @@ import (
 )
 
 // defaultProtocolVersion is the protocol version [Client.Initialize] asks
-// for unless told otherwise ([WithProtocolVersion]).
+// for when it is given none, and that [Connect] asks for.
 const defaultProtocolVersion = protocol.Version20251125
 
 // Option configures a [Client]; a nil Option is ignored.
@@ -19,7 +19,6 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	version    string
 	caps       any
 	name, ver  string
 	onRequest  func(context.Context, *transport.Request) (any, error) // WithRequestHandler
@@ -28,7 +27,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{version: defaultProtocolVersion, name: "mcptest", ver: "1", serveCtx: context.Background()}
+	c := config{name: "mcptest", ver: "1", serveCtx: context.Background()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
@@ -47,13 +46,6 @@ func newConfig(opts []Option) config {
 // capabilities. A nil h restores that default.
 func WithRequestHandler(h func(ctx context.Context, req *transport.Request) (result any, err error)) Option {
 	return optionFunc(func(c *config) { c.onRequest = h })
-}
-
-// WithProtocolVersion sets the version [Client.Initialize] asks for when
-// it is given none (and that [Connect] asks for). The default is
-// 2025-11-25.
-func WithProtocolVersion(v string) Option {
-	return optionFunc(func(c *config) { c.version = v })
 }
 
 // WithCapabilities sets the client capabilities [Client.Initialize]

@@ -34,7 +34,7 @@ func Pipe(t testing.TB, srv streamable.Server, opts ...Option) *Client {
 	return c
 }
 
-// Connect is [Pipe] followed by [Client.Initialize] with the version and
+// Connect is [Pipe] followed by [Client.Initialize] of 2025-11-25 with the
 // capabilities of the options: a client ready for tools/call and the rest.
 func Connect(t testing.TB, srv streamable.Server, opts ...Option) *Client {
 	t.Helper()

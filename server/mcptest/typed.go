@@ -15,14 +15,14 @@ type InitializeResult struct {
 }
 
 // Initialize performs the handshake: an initialize request asking for
-// version (the [WithProtocolVersion] one when empty) and declaring caps
+// version (2025-11-25 when empty) and declaring caps
 // (the [WithCapabilities] ones, or {}, when nil), whose answer must be the
 // next message and a success, then notifications/initialized. Its id is the
 // next one [Client.Call] would use: 1 for a new client.
 func (c *Client) Initialize(version string, caps any) *InitializeResult {
 	c.t.Helper()
 	if version == "" {
-		version = c.cfg.version
+		version = defaultProtocolVersion
 	}
 	if caps == nil {
 		caps = c.cfg.caps

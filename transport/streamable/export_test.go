@@ -3,7 +3,7 @@ package streamable
 import "net/http"
 
 // SetMaxSessionBytes is s.setMaxSessionBytes, for the external tests.
-func SetMaxSessionBytes(s *MemoryEventStore, n int64) { s.setMaxSessionBytes(n) }
+func SetMaxSessionBytes(s EventStore, n int64) { s.(*memoryEventStore).setMaxSessionBytes(n) }
 
 // HeldBytes returns the bytes caller holds of its byte quota, and all
 // callers of the memory budget, for the external tests.
@@ -12,7 +12,7 @@ func HeldBytes(h *Endpoint, caller string) (held, total int) {
 }
 
 // StoreSize is s.size: the number of events s keeps and their total size.
-func StoreSize(s *MemoryEventStore) (events int, bytes int64) { return s.size() }
+func StoreSize(s EventStore) (events int, bytes int64) { return s.(*memoryEventStore).size() }
 
 // OnHeld has h call f each time it holds a notifications/cancelled until
 // the request's stream closes, for the external tests.

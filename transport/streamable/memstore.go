@@ -8,24 +8,24 @@ import (
 	"sync"
 )
 
-// memoryEventOverhead is the size a [MemoryEventStore] counts for an event
+// memoryEventOverhead is the size a [memoryEventStore] counts for an event
 // in addition to its data.
 const memoryEventOverhead = 64
 
-// Default bounds of a [MemoryEventStore].
+// Default bounds of a [memoryEventStore].
 const (
 	defaultMaxStreamBytes  = 1 << 20
 	defaultMaxSessionBytes = 4 << 20
 	defaultMaxBytes        = 64 << 20
 )
 
-// MemoryEventStore is an [EventStore] in memory, bounded by
-// the sizes given to [NewMemoryEventStore]. Event ids have the form "<stream>_<n>", n
+// memoryEventStore is the [EventStore] in memory that
+// [NewMemoryEventStore] returns, bounded by the sizes given to it. Event ids have the form "<stream>_<n>", n
 // counting every event the store appended, from 1, so that an id is never
 // issued twice. A stream whose events were all dropped is forgotten, and
 // ids of it become unknown. It is safe for concurrent use; the zero value
 // is not usable.
-type MemoryEventStore struct {
+type memoryEventStore struct {
 	maxStream  int64
 	maxTotal   int64
 	maxSession int64
@@ -39,7 +39,7 @@ type MemoryEventStore struct {
 	seq      uint64                 // last sequence number issued
 }
 
-var _ EventStore = (*MemoryEventStore)(nil)
+var _ EventStore = (*memoryEventStore)(nil)
 
 // memStream is the events kept for one stream, oldest first.
 type memStream struct {
@@ -84,8 +84,8 @@ type memRef struct {
 // The events of one session, over all its streams, are capped too
 // (4 MiB),
 // so that one session's flood drops its own events before the others'.
-func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
-	s := &MemoryEventStore{
+func NewMemoryEventStore(maxBytes, maxStreamBytes int64) EventStore {
+	s := &memoryEventStore{
 		maxStream:  maxStreamBytes,
 		maxTotal:   maxBytes,
 		maxSession: defaultMaxSessionBytes,
@@ -106,7 +106,7 @@ func NewMemoryEventStore(maxBytes, maxStreamBytes int64) *MemoryEventStore {
 // beyond it the oldest events of the stream appended to are dropped, then
 // the session's oldest ones whatever their stream. It applies to the
 // events appended from then on.
-func (s *MemoryEventStore) setMaxSessionBytes(n int64) {
+func (s *memoryEventStore) setMaxSessionBytes(n int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n <= 0 {
@@ -116,7 +116,7 @@ func (s *MemoryEventStore) setMaxSessionBytes(n int64) {
 }
 
 // Append implements [EventStore].
-func (s *MemoryEventStore) Append(_ context.Context, session, stream string, data []byte) (string, error) {
+func (s *memoryEventStore) Append(_ context.Context, session, stream string, data []byte) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	streams := s.sessions[session]
@@ -155,7 +155,7 @@ func (s *MemoryEventStore) Append(_ context.Context, session, stream string, dat
 
 // trim drops the store's oldest events until it fits its cap, and compacts
 // the order when stale refs make up most of it; s.mu is held.
-func (s *MemoryEventStore) trim() {
+func (s *memoryEventStore) trim() {
 	for s.total > s.maxTotal && s.live > 1 {
 		ref := s.order[0]
 		s.order[0] = memRef{}
@@ -185,7 +185,7 @@ func (ref memRef) stale() bool {
 // oldest of st, the stream appended to, first (it keeps its newest), then
 // the session's oldest; and compacts the session's order when stale refs
 // make up most of it; s.mu is held.
-func (s *MemoryEventStore) trimSession(ms *memSession, st *memStream) {
+func (s *memoryEventStore) trimSession(ms *memSession, st *memStream) {
 	for ms.size > s.maxSession && len(st.events) > 1 {
 		s.dropOldest(st)
 	}
@@ -213,7 +213,7 @@ func (s *MemoryEventStore) trimSession(ms *memSession, st *memStream) {
 
 // dropOldest drops the oldest event of st, and st itself once empty; s.mu
 // is held.
-func (s *MemoryEventStore) dropOldest(st *memStream) {
+func (s *memoryEventStore) dropOldest(st *memStream) {
 	ev := st.events[0]
 	st.events[0] = memEvent{}
 	st.events = st.events[1:]
@@ -237,7 +237,7 @@ func (s *MemoryEventStore) dropOldest(st *memStream) {
 }
 
 // Replay implements [EventStore].
-func (s *MemoryEventStore) Replay(_ context.Context, session, lastID string) (string, []Event, error) {
+func (s *memoryEventStore) Replay(_ context.Context, session, lastID string) (string, []Event, error) {
 	key, seq, ok := parseMemEventID(lastID)
 	if !ok {
 		return "", nil, fmt.Errorf("streamable: event id %q: %w", lastID, ErrUnknownEvent)
@@ -258,7 +258,7 @@ func (s *MemoryEventStore) Replay(_ context.Context, session, lastID string) (st
 }
 
 // Forget implements [EventStore].
-func (s *MemoryEventStore) Forget(_ context.Context, session string) error {
+func (s *memoryEventStore) Forget(_ context.Context, session string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.sessions[session] {
@@ -273,7 +273,7 @@ func (s *MemoryEventStore) Forget(_ context.Context, session string) error {
 }
 
 // size returns the number of events kept and their total size.
-func (s *MemoryEventStore) size() (events int, bytes int64) {
+func (s *memoryEventStore) size() (events int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.live, s.total

@@ -19,7 +19,7 @@ import (
 
 // rsAppend appends data to stream of session and returns the event's id.
 
-// eventOverhead is the size a MemoryEventStore counts for an event in
+// eventOverhead is the size a memoryEventStore counts for an event in
 // addition to its data.
 const eventOverhead = 64
 
