@@ -19,7 +19,7 @@ import (
 // with the cache's TTL, and with any change of the JWT verifier's key set.
 // The memo also keeps the client's address, so that an introspection
 // verifier can keep one address from taking every call to the
-// authorization server (IntrospectionConfig.MaxConcurrentMisses). Without
+// authorization server (VerifierConfig.MaxConcurrentMisses). Without
 // it every verification goes through the cache. The package doc says what
 // the memo holds.
 

@@ -97,7 +97,7 @@ func TestJWTVerifierConnMemoCacheDisabled(t *testing.T) {
 	key := vtRSAKey(t, "k")
 	is := vtNewIssuer(t, key)
 	clock := vtNewClock()
-	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.CacheSize = -1 })
+	v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.CacheSize = -1 })
 	verifications := countKeyfunc(v)
 	token := vtSign(t, key, is.claims(clock.Now()))
 	conn := connstate.With(t.Context(), nil)

@@ -8,13 +8,14 @@
 // not call as a call of an unknown tool, for tool names that are secret).
 //
 // A [Verifier] turns a bearer token into an [auth.Principal] (package
-// middleware/auth, which links none of this): [NewJWTVerifier] checks JWT
-// access tokens against the authorization server's JWKS (found
-// by RFC 8414 / OpenID discovery, refreshed in the background, refetched
-// on an unknown key id), and [NewIntrospectionVerifier] asks the
-// authorization server about opaque tokens (RFC 7662). Both cache what they
-// verified, keyed by the token's SHA-256, so a steady client costs a hash
-// and a map lookup per request.
+// middleware/auth, which links none of this). [NewVerifier] makes one of
+// a [VerifierConfig]: with an IntrospectionEndpoint (or a ClientID at the
+// discovered one) it asks the authorization server about each token
+// (RFC 7662); otherwise it checks JWT access tokens against the
+// authorization server's JWKS (found by RFC 8414 / OpenID discovery,
+// refreshed in the background, refetched on an unknown key id). Either
+// way it caches what it verified, keyed by the token's SHA-256, so a
+// steady client costs a hash and a map lookup per request.
 //
 // A [ResourceServer] ([New]) guards the MCP endpoint: its
 // [ResourceServer.Endpoint] makes the streamable Endpoint behind the guard

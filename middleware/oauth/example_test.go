@@ -42,7 +42,7 @@ func ExampleNew() {
 	rs, err := oauth.New(oauth.Config{
 		Resource:             "http://127.0.0.1:8080/mcp",
 		AuthorizationServers: []string{"https://oauth.example.com"},
-		Verifier:             staticVerifier{}, // oauth.NewJWTVerifier(...) in production
+		Verifier:             staticVerifier{}, // oauth.NewVerifier(...) in production
 		Scopes:               []string{"mcp"},
 		Tools:                srv,
 	})

@@ -19,10 +19,12 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/oauth"
 )
 
-// ExampleNewJWTVerifier verifies a JWT access token issued by an
+// ExampleNewVerifier verifies a JWT access token issued by an
 // authorization server (here an httptest server publishing RFC 8414
-// metadata and a JWK Set) for the resource https://mcp.example.com/mcp.
-func ExampleNewJWTVerifier() {
+// metadata and a JWK Set) for the resource https://mcp.example.com/mcp:
+// without an IntrospectionEndpoint, tokens are JWTs checked against the
+// issuer's keys.
+func ExampleNewVerifier() {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		panic(err)
@@ -51,7 +53,7 @@ func ExampleNewJWTVerifier() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := oauth.NewJWTVerifier(ctx, oauth.JWTConfig{
+	v, err := oauth.NewVerifier(ctx, oauth.VerifierConfig{
 		Issuer:    as.URL,
 		Audiences: []string{"https://mcp.example.com/mcp"},
 		Claims:    []string{"tenant"},
@@ -98,9 +100,10 @@ func ExampleNewJWTVerifier() {
 	// wrong_audience
 }
 
-// ExampleNewIntrospectionVerifier asks an RFC 7662 introspection endpoint
-// (here an httptest server) about an opaque token.
-func ExampleNewIntrospectionVerifier() {
+// ExampleNewVerifier_introspection asks an RFC 7662 introspection endpoint
+// (here an httptest server) about an opaque token: setting
+// IntrospectionEndpoint selects introspection.
+func ExampleNewVerifier_introspection() {
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id, secret, ok := r.BasicAuth(); !ok || id != "mcp-server" || secret != "s3cret" {
 			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
@@ -118,17 +121,18 @@ func ExampleNewIntrospectionVerifier() {
 	}))
 	defer as.Close()
 
-	v, err := oauth.NewIntrospectionVerifier(oauth.IntrospectionConfig{
-		Endpoint:     as.URL,
-		ClientID:     "mcp-server",
-		ClientSecret: "s3cret",
-		Issuer:       "https://as.example.com",
-		Audiences:    []string{"https://mcp.example.com/mcp"},
+	ctx := context.Background()
+	v, err := oauth.NewVerifier(ctx, oauth.VerifierConfig{
+		IntrospectionEndpoint: as.URL,
+		ClientID:              "mcp-server",
+		ClientSecret:          "s3cret",
+		Issuer:                "https://as.example.com",
+		Audiences:             []string{"https://mcp.example.com/mcp"},
 	})
 	if err != nil {
 		panic(err)
 	}
-	ctx := context.Background()
+	defer func() { _ = v.Close() }()
 	p, err := v.Verify(ctx, "opaque-123")
 	if err != nil {
 		panic(err)

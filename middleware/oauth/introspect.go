@@ -24,87 +24,13 @@ import (
 // a refused token unless told otherwise.
 const defaultNegativeCacheTTL = 30 * time.Second
 
-// IntrospectionConfig configures [NewIntrospectionVerifier]. Audiences and
-// either Endpoint or Issuer are required.
-type IntrospectionConfig struct {
-	// Endpoint is the RFC 7662 introspection endpoint; empty means the
-	// introspection_endpoint found by discover from Issuer, at the first
-	// Verify.
-	Endpoint string
-	// ClientID and ClientSecret authenticate this resource server to the
-	// endpoint (client_secret_basic). The secret never appears in errors
-	// or logs.
-	ClientID     string
-	ClientSecret string
-	// Issuer, when set, must equal the iss of an answer that has one.
-	Issuer string
-	// Audiences are the resource URIs this server answers to, at least
-	// one; an answer's aud must contain one of them (an answer with no aud
-	// is refused as [ReasonWrongAudience]).
-	Audiences []string
-	// HTTPClient calls the endpoint; nil means a client with a 10 s
-	// timeout.
-	HTTPClient *http.Client
-	// AllowInsecureHTTP accepts an endpoint, issuer (for discovery) or
-	// redirect over plain http on any host. Otherwise they must be https,
-	// except on loopback hosts (localhost, 127.0.0.0/8, ::1): on plain
-	// http, anyone on the path reads ClientSecret and forges the answers.
-	// For tests and labs.
-	AllowInsecureHTTP bool
-	// Logger receives the endpoint's failures; nil discards them.
-	Logger *slog.Logger
-	// Leeway is the clock skew allowed on exp, nbf and iat; 0 means
-	// defaultLeeway, a negative value none.
-	Leeway time.Duration
-	// Claims names the members of the answer copied into
-	// [auth.Principal.Claims].
-	Claims []string
-	// CacheSize bounds the cache of active tokens; 0 means 10,000, a
-	// negative value disables caching. One principal's tokens hold at most
-	// an eighth of it, its own least recently used going first beyond.
-	// Refused tokens are remembered apart, in a cache of the same size, so
-	// that a flood of made-up tokens never evicts an active one.
-	CacheSize int
-	// CacheTTL bounds how long an active token is cached (never past its
-	// exp), and so how long a revoked token keeps working; 0 means
-	// [DefaultCacheTTL], a negative value caches no active token (every
-	// request is introspected, within MissRate).
-	CacheTTL time.Duration
-	// NegativeCacheTTL is how long a refused token is remembered; 0 means
-	// defaultNegativeCacheTTL. A failure to reach the endpoint is never
-	// cached.
-	NegativeCacheTTL time.Duration
-	// MissRate is how many calls per second the verifier makes for tokens
-	// in neither cache, with bursts of MissBurst: a token bucket shared by
-	// every caller, so that a flood of made-up tokens cannot turn this
-	// server into an amplifier against the authorization server. 0 means
-	// 20, a negative value no limit. MissBurst 0 means 2 s of MissRate.
-	MissRate  float64
-	MissBurst int
-	// MaxConcurrentMisses bounds the calls in progress at once; 0 means 8,
-	// a negative value no bound. One client address (known through
-	// streamable.ConnContext) may hold half of them, waiting or in progress; its
-	// next new tokens are refused at once. Behind a proxy all clients are
-	// one address.
-	MaxConcurrentMisses int
-	// MissWait is how long a new token waits, in arrival order, for the
-	// bucket and a free call before it is refused as [ReasonVerifierBusy]
-	// (503); 0 means 1 s, a negative value no wait.
-	MissWait time.Duration
-	// now is the clock; nil means time.Now. For the tests of this package.
-	now func() time.Time
-}
-
-// introspectionVerifier is the [Verifier] of [NewIntrospectionVerifier].
-// Concurrent Verify calls for one token
-// make one call to the endpoint; answers are cached by the token's
-// SHA-256: an active token until min(exp, CacheTTL), a refused one for
-// NegativeCacheTTL, each kind in its own bounded cache. The calls for
-// tokens in neither cache are rate-limited and bounded (MissRate and
-// after). It is safe for concurrent use and holds no goroutine of its own.
-// The returned principals are shared and must not be modified.
+// introspectionVerifier is a [TokenVerifier] that asks the authorization
+// server about each token (RFC 7662), remembering its answers by the
+// token's SHA-256: an active token until min(exp, CacheTTL), a refused one
+// for NegativeCacheTTL, each kind in its own bounded cache; TokenVerifier
+// says the rest.
 type introspectionVerifier struct {
-	cfg      IntrospectionConfig
+	cfg      VerifierConfig
 	client   *http.Client
 	log      *slog.Logger
 	now      func() time.Time
@@ -129,42 +55,26 @@ func (v *introspectionVerifier) cached(k *tokenHash) (*auth.Principal, *Error, t
 	return v.refused.get(k, now, 0)
 }
 
-// NewIntrospectionVerifier returns a [Verifier] of opaque tokens for cfg,
-// which asks the authorization server (RFC 7662): concurrent calls for one
-// token make one call to the endpoint; answers are cached by the token's
-// SHA-256, an active token until min(exp, CacheTTL), a refused one for
-// NegativeCacheTTL; the calls for tokens in neither cache are rate-limited
-// and bounded (MissRate and after). It is safe for concurrent use, holds
-// no goroutine of its own, and makes no call now: the endpoint, when not
-// given, is discovered at the first Verify. Its principals are shared and
-// must not be modified.
-func NewIntrospectionVerifier(cfg IntrospectionConfig) (Verifier, error) {
-	v, err := newIntrospectionVerifier(cfg)
-	if err != nil {
-		return nil, err // not a nil *introspectionVerifier in a non-nil Verifier
+// newIntrospectionVerifier is [NewVerifier] introspecting (cfg selects
+// it).
+func newIntrospectionVerifier(cfg VerifierConfig) (*introspectionVerifier, error) {
+	if cfg.IntrospectionEndpoint == "" && cfg.Issuer == "" {
+		return nil, errors.New("auth: VerifierConfig needs an IntrospectionEndpoint or an Issuer to discover it from")
 	}
-	return v, nil
-}
-
-// newIntrospectionVerifier is [NewIntrospectionVerifier]'s verifier.
-func newIntrospectionVerifier(cfg IntrospectionConfig) (*introspectionVerifier, error) {
-	if cfg.Endpoint == "" && cfg.Issuer == "" {
-		return nil, errors.New("auth: IntrospectionConfig needs an Endpoint or an Issuer to discover it from")
-	}
-	if cfg.Endpoint != "" {
-		if u, err := url.Parse(cfg.Endpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, errors.New("auth: IntrospectionConfig.Endpoint is not an http(s) URL")
+	if cfg.IntrospectionEndpoint != "" {
+		if u, err := url.Parse(cfg.IntrospectionEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, errors.New("auth: VerifierConfig.IntrospectionEndpoint is not an http(s) URL")
 		}
-		if err := checkTransport("IntrospectionConfig.Endpoint", cfg.Endpoint, cfg.AllowInsecureHTTP); err != nil {
+		if err := checkTransport("VerifierConfig.IntrospectionEndpoint", cfg.IntrospectionEndpoint, cfg.AllowInsecureHTTP); err != nil {
 			return nil, err
 		}
-	} else if err := checkTransport("IntrospectionConfig.Issuer", cfg.Issuer, cfg.AllowInsecureHTTP); err != nil {
+	} else if err := checkTransport("VerifierConfig.Issuer", cfg.Issuer, cfg.AllowInsecureHTTP); err != nil {
 		return nil, err // the endpoint is discovered from it
 	}
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
-		return nil, errors.New("auth: IntrospectionConfig.Audiences needs at least one non-empty resource URI")
+		return nil, errors.New("auth: VerifierConfig.Audiences needs at least one non-empty resource URI")
 	}
-	v := &introspectionVerifier{cfg: cfg, endpoint: cfg.Endpoint}
+	v := &introspectionVerifier{cfg: cfg, endpoint: cfg.IntrospectionEndpoint}
 	v.cfg.Audiences = slices.Clone(cfg.Audiences)
 	v.cfg.Claims = slices.Clone(cfg.Claims)
 	v.client = guardRedirects(cfg.HTTPClient, cfg.AllowInsecureHTTP)
@@ -200,10 +110,8 @@ func newIntrospectionVerifier(cfg IntrospectionConfig) (*introspectionVerifier, 
 	return v, nil
 }
 
-// Verify asks the authorization server about token (or remembers its
-// answer) and returns the principal, or an [*Error] saying why the token is
-// refused. ctx bounds this caller's wait; the call to the endpoint, shared
-// by concurrent callers, is bounded by the HTTP client's timeout.
+// Verify is [TokenVerifier.Verify] introspecting: it asks the
+// authorization server about token, or remembers its answer.
 func (v *introspectionVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
 	if err := checkTokenLength(token); err != nil {
 		return nil, err

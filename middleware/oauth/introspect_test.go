@@ -96,23 +96,24 @@ func (in *vtIntrospector) active(now time.Time, mutate ...func(map[string]any)) 
 	return a
 }
 
-func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock, mutate ...func(*IntrospectionConfig)) *introspectionVerifier {
+func vtNewIntrospectionVerifier(t *testing.T, in *vtIntrospector, clock *vtClock, mutate ...func(*VerifierConfig)) *introspectionVerifier {
 	t.Helper()
-	cfg := IntrospectionConfig{
-		Endpoint:     in.srv.URL,
-		ClientID:     vtClientID,
-		ClientSecret: vtSecret,
-		Issuer:       in.issuer,
-		Audiences:    []string{vtResource},
-		Claims:       []string{"tenant"},
-		now:          clock.Now,
+	cfg := VerifierConfig{
+		IntrospectionEndpoint: in.srv.URL,
+		ClientID:              vtClientID,
+		ClientSecret:          vtSecret,
+		Issuer:                in.issuer,
+		Audiences:             []string{vtResource},
+		Claims:                []string{"tenant"},
+		now:                   clock.Now,
 	}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	v, err := newIntrospectionVerifier(cfg)
+	v, err := NewVerifier(t.Context(), cfg)
 	require.NoError(t, err)
-	return v
+	require.NotNil(t, v.in, "an introspection verifier")
+	return v.in
 }
 
 func TestIntrospectionVerifier(t *testing.T) {
@@ -262,7 +263,7 @@ func TestIntrospectionRefusalsKeepActiveTokens(t *testing.T) {
 	in := vtNewIntrospector(t)
 	clock := vtNewClock()
 	const size = 160
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) {
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) {
 		c.CacheSize = size
 		c.MissRate = -1 // every junk token is introspected, at once
 	})
@@ -326,7 +327,7 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 	clock := vtNewClock()
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) {
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) {
 		c.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
 	})
 	in.set("tok", in.active(clock.Now()))
@@ -346,7 +347,7 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 			_, _ = w.Write([]byte(`{"active": tru`))
 		}))
 		defer bad.Close()
-		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = bad.URL })
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.IntrospectionEndpoint = bad.URL })
 		_, err := v.Verify(t.Context(), "tok")
 		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
 	})
@@ -361,7 +362,7 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":"unsupported_token_type","error_description":"Structured JWT Tokens cannot be introspected"}`))
 		}))
 		defer refusing.Close()
-		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = refusing.URL })
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.IntrospectionEndpoint = refusing.URL })
 		for range 2 {
 			_, err := v.Verify(t.Context(), "a.jwt.token")
 			assert.Equal(t, ReasonInvalidToken, vtReason(t, err))
@@ -375,12 +376,12 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":"invalid_request"}`))
 		}))
 		defer other.Close()
-		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = other.URL })
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.IntrospectionEndpoint = other.URL })
 		_, err := v.Verify(t.Context(), "tok")
 		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
 	})
 	t.Run("wrong credentials", func(t *testing.T) {
-		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.ClientSecret = "wrong-" + vtSecret })
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.ClientSecret = "wrong-" + vtSecret })
 		_, err := v.Verify(t.Context(), "tok")
 		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
 		assert.NotContains(t, fmt.Sprintf("%v %+v", err, err), vtSecret)
@@ -388,7 +389,7 @@ func TestIntrospectionEndpointDown(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		gone := httptest.NewServer(http.NotFoundHandler())
 		gone.Close()
-		v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = gone.URL })
+		v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.IntrospectionEndpoint = gone.URL })
 		_, err := v.Verify(t.Context(), "tok")
 		assert.Equal(t, ReasonVerifierError, vtReason(t, err))
 		assert.NotContains(t, fmt.Sprintf("%v %+v", err, err), vtSecret)
@@ -426,7 +427,7 @@ func TestIntrospectionDiscoveredEndpoint(t *testing.T) {
 	}))
 	defer as.Close()
 	in.issuer = as.URL
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.Endpoint = "" })
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.IntrospectionEndpoint = "" })
 	in.set("a", in.active(clock.Now()))
 	in.set("b", in.active(clock.Now()))
 	for _, tok := range []string{"a", "b"} {
@@ -436,20 +437,20 @@ func TestIntrospectionDiscoveredEndpoint(t *testing.T) {
 	assert.EqualValues(t, 1, metaCalls.Load(), "discovered once")
 }
 
-func TestNewIntrospectionVerifierConfig(t *testing.T) {
+func TestNewVerifierIntrospectionConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		cfg  IntrospectionConfig
+		cfg  VerifierConfig
 	}{
-		{"no endpoint nor issuer", IntrospectionConfig{Audiences: []string{vtResource}}},
-		{"bad endpoint", IntrospectionConfig{Endpoint: "ftp://x", Audiences: []string{vtResource}}},
-		{"no audience", IntrospectionConfig{Endpoint: "https://as.example.com/introspect"}},
+		{"no endpoint nor issuer", VerifierConfig{ClientID: vtClientID, Audiences: []string{vtResource}}},
+		{"bad endpoint", VerifierConfig{IntrospectionEndpoint: "ftp://x", Audiences: []string{vtResource}}},
+		{"no audience", VerifierConfig{IntrospectionEndpoint: "https://as.example.com/introspect"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v, err := newIntrospectionVerifier(tt.cfg)
+			v, err := NewVerifier(t.Context(), tt.cfg)
 			require.Error(t, err)
 			assert.Nil(t, v)
 		})

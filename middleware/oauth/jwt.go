@@ -22,7 +22,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 )
 
-// Defaults of [JWTConfig] and [IntrospectionConfig].
+// Defaults of [VerifierConfig].
 const (
 	defaultLeeway          = 30 * time.Second
 	defaultRefreshInterval = time.Hour
@@ -30,7 +30,7 @@ const (
 	DefaultCacheTTL        = 5 * time.Minute
 )
 
-// defaultAlgorithms are the JWS algorithms a [JWTVerifier] accepts unless
+// defaultAlgorithms are the JWS algorithms a [TokenVerifier] accepts unless
 // told otherwise: the asymmetric ones. HMAC and "none" are never accepted.
 var defaultAlgorithms = []string{
 	"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
@@ -44,59 +44,10 @@ const (
 	unknownKIDBurst = 2
 )
 
-// JWTConfig configures [NewJWTVerifier]. Issuer and Audiences are required.
-type JWTConfig struct {
-	// Issuer is the authorization server; a token's iss must equal it
-	// exactly. Unless JWKSURI is set, the JWKS is found by discover.
-	Issuer string
-	// Audiences are the resource URIs this server answers to (RFC 8707),
-	// at least one; a token's aud must contain one of them.
-	Audiences []string
-	// Algorithms are the accepted JWS algorithms; empty means all the
-	// asymmetric ones: RS256, RS384, RS512, PS256, PS384, PS512, ES256,
-	// ES384, ES512 and EdDSA. HMAC algorithms and "none" are refused.
-	Algorithms []string
-	// Leeway is the clock skew allowed on exp, nbf and iat; 0 means
-	// defaultLeeway, a negative value none.
-	Leeway time.Duration
-	// JWKSURI is the key set's URL; empty means discover it from Issuer.
-	JWKSURI string
-	// HTTPClient fetches the metadata and the key set; nil means a client
-	// with a 10 s timeout.
-	HTTPClient *http.Client
-	// AllowInsecureHTTP accepts an issuer, jwks_uri or redirect over plain
-	// http on any host. Otherwise they must be https, except on loopback
-	// hosts (localhost, 127.0.0.0/8, ::1): on plain http, anyone on the
-	// path could swap the key set and mint any token. For tests and labs.
-	AllowInsecureHTTP bool
-	// Logger receives key-set refresh failures; nil discards them.
-	Logger *slog.Logger
-	// RefreshInterval is how often the key set is refetched in the
-	// background; 0 means defaultRefreshInterval.
-	RefreshInterval time.Duration
-	// Claims names the claims copied into [auth.Principal.Claims].
-	Claims []string
-	// CacheSize bounds the cache of verified tokens; 0 means 10,000, a
-	// negative value disables the cache. One principal's tokens hold at
-	// most an eighth of it, its own least recently used going first
-	// beyond.
-	CacheSize int
-	// CacheTTL bounds how long a verified token is cached (never past its
-	// exp); 0 means [DefaultCacheTTL].
-	CacheTTL time.Duration
-	// now is the clock; nil means time.Now. For the tests of this package.
-	now func() time.Time
-}
-
-// JWTVerifier is a [Verifier] of JWT access tokens (RFC 9068) signed with
-// a key of the issuer's JWK Set. It keeps the key set fresh in a
-// background goroutine until [JWTVerifier.Close], refetches it (at most
-// about once a second) when a token names an unknown key id, and caches
-// verified tokens by SHA-256 until their exp. It refuses a token with a
-// crit header, or whose typ is not an access token's (at+jwt, or JWT; see
-// checkHeader). It is safe for concurrent use. The returned principals are
-// shared and must not be modified.
-type JWTVerifier struct {
+// jwtVerifier is a [TokenVerifier] of JWT access tokens (RFC 9068)
+// signed with a key of the issuer's JWK Set; TokenVerifier says what it
+// does.
+type jwtVerifier struct {
 	issuer    string
 	audiences []string
 	claims    []string
@@ -112,18 +63,13 @@ type JWTVerifier struct {
 	stop    context.CancelFunc
 }
 
-// NewJWTVerifier returns a verifier for cfg. It discovers the JWKS URI
-// (unless cfg.JWKSURI is set; bounded by ctx) and fetches the key set
-// (bounded by 10 s and the HTTP client's timeout); a key set that cannot
-// be fetched yet is not an error (tokens are answered
-// [ReasonVerifierError] until it can be). The background refresh runs
-// until Close, whatever becomes of ctx.
-func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
+// newJWTVerifier is [NewVerifier] for JWTs (cfg selects them).
+func newJWTVerifier(ctx context.Context, cfg VerifierConfig) (*jwtVerifier, error) {
 	if cfg.Issuer == "" {
-		return nil, errors.New("auth: JWTConfig.Issuer is required")
+		return nil, errors.New("auth: VerifierConfig.Issuer is required for JWT access tokens (set IntrospectionEndpoint to introspect tokens instead)")
 	}
 	if len(cfg.Audiences) == 0 || slices.Contains(cfg.Audiences, "") {
-		return nil, errors.New("auth: JWTConfig.Audiences needs at least one non-empty resource URI")
+		return nil, errors.New("auth: VerifierConfig.Audiences needs at least one non-empty resource URI")
 	}
 	algs, err := allowedAlgorithms(cfg.Algorithms, "algorithm")
 	if err != nil {
@@ -175,7 +121,7 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	// The background refresh outlives ctx (a startup timeout) and ends at
 	// Close.
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	v := &JWTVerifier{
+	v := &jwtVerifier{
 		issuer:    cfg.Issuer,
 		audiences: slices.Clone(cfg.Audiences),
 		claims:    slices.Clone(cfg.Claims),
@@ -239,17 +185,9 @@ func NewJWTVerifier(ctx context.Context, cfg JWTConfig) (*JWTVerifier, error) {
 	return v, nil
 }
 
-// Close stops the background refresh of the key set. Verify keeps working
-// on the keys it has. Close is idempotent.
-func (v *JWTVerifier) Close() error {
-	v.stop()
-	return nil
-}
-
-// Verify checks token and returns its principal, or an [*Error] saying
-// why the token is refused. A token verified before, under the same key
-// set, costs a SHA-256 and a map lookup.
-func (v *JWTVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
+// Verify is [TokenVerifier.Verify] for JWTs. A token verified before,
+// under the same key set, costs a SHA-256 and a map lookup.
+func (v *jwtVerifier) Verify(ctx context.Context, token string) (*auth.Principal, error) {
 	if err := checkTokenLength(token); err != nil {
 		return nil, err
 	}
@@ -279,7 +217,7 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (*auth.Principal
 	return p, nil
 }
 
-func (v *JWTVerifier) verify(ctx context.Context, token string) (*auth.Principal, error) {
+func (v *jwtVerifier) verify(ctx context.Context, token string) (*auth.Principal, error) {
 	var keyErr error
 	var headerErr *Error
 	keyCalled, emptySet := false, false
@@ -351,7 +289,7 @@ func checkHeader(h map[string]any) *Error {
 
 // classify maps a jwt parse error to its reason. The checks run in the
 // parser's order: shape, algorithm, key, signature, then exp, nbf and iat.
-func (v *JWTVerifier) classify(err error, keyCalled bool, keyErr error, emptySet bool) *Error {
+func (v *jwtVerifier) classify(err error, keyCalled bool, keyErr error, emptySet bool) *Error {
 	switch {
 	case keyCalled && (keyErr != nil || emptySet):
 		if v.keys.n.Load() == 0 {

@@ -198,9 +198,9 @@ func (c *vtClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func vtNewJWTVerifier(t testing.TB, is *vtIssuer, clock *vtClock, mutate ...func(*JWTConfig)) *JWTVerifier {
+func vtNewJWTVerifier(t testing.TB, is *vtIssuer, clock *vtClock, mutate ...func(*VerifierConfig)) *jwtVerifier {
 	t.Helper()
-	cfg := JWTConfig{
+	cfg := VerifierConfig{
 		Issuer:    is.srv.URL,
 		Audiences: []string{vtResource},
 		Claims:    []string{"tenant"},
@@ -211,14 +211,15 @@ func vtNewJWTVerifier(t testing.TB, is *vtIssuer, clock *vtClock, mutate ...func
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := NewJWTVerifier(ctx, cfg)
+	v, err := NewVerifier(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = v.Close() })
-	return v
+	require.NotNil(t, v.jwt, "a JWT verifier")
+	return v.jwt
 }
 
 // countKeyfunc makes v count its signature verifications (key lookups).
-func countKeyfunc(v *JWTVerifier) *atomic.Int64 {
+func countKeyfunc(v *jwtVerifier) *atomic.Int64 {
 	var n atomic.Int64
 	inner := v.keyfunc
 	v.keyfunc = func(ctx context.Context) jwt.Keyfunc {
@@ -388,28 +389,28 @@ func TestJWTVerifierRefuses(t *testing.T) {
 	require.NoError(t, err, "the untampered token")
 }
 
-func TestNewJWTVerifierConfig(t *testing.T) {
+func TestNewVerifierJWTConfig(t *testing.T) {
 	t.Parallel()
 	is := vtNewIssuer(t, vtRSAKey(t, "k"))
-	base := func() JWTConfig { return JWTConfig{Issuer: is.srv.URL, Audiences: []string{vtResource}} }
+	base := func() VerifierConfig { return VerifierConfig{Issuer: is.srv.URL, Audiences: []string{vtResource}} }
 	tests := []struct {
 		name   string
-		mutate func(*JWTConfig)
+		mutate func(*VerifierConfig)
 		errHas string
 	}{
-		{"no issuer", func(c *JWTConfig) { c.Issuer = "" }, "Issuer"},
-		{"no audience", func(c *JWTConfig) { c.Audiences = nil }, "Audiences"},
-		{"empty audience", func(c *JWTConfig) { c.Audiences = []string{""} }, "Audiences"},
-		{"HS256", func(c *JWTConfig) { c.Algorithms = []string{"RS256", "HS256"} }, "HS256"},
-		{"none", func(c *JWTConfig) { c.Algorithms = []string{"none"} }, "none"},
-		{"undiscoverable issuer", func(c *JWTConfig) { c.Issuer = is.srv.URL + "/nowhere" }, "discover"},
+		{"no issuer", func(c *VerifierConfig) { c.Issuer = "" }, "Issuer"},
+		{"no audience", func(c *VerifierConfig) { c.Audiences = nil }, "Audiences"},
+		{"empty audience", func(c *VerifierConfig) { c.Audiences = []string{""} }, "Audiences"},
+		{"HS256", func(c *VerifierConfig) { c.Algorithms = []string{"RS256", "HS256"} }, "HS256"},
+		{"none", func(c *VerifierConfig) { c.Algorithms = []string{"none"} }, "none"},
+		{"undiscoverable issuer", func(c *VerifierConfig) { c.Issuer = is.srv.URL + "/nowhere" }, "discover"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := base()
 			tt.mutate(&cfg)
-			v, err := NewJWTVerifier(t.Context(), cfg)
+			v, err := NewVerifier(t.Context(), cfg)
 			require.Error(t, err)
 			assert.Nil(t, v)
 			assert.Contains(t, err.Error(), tt.errHas)
@@ -417,7 +418,7 @@ func TestNewJWTVerifierConfig(t *testing.T) {
 	}
 	t.Run("discovered JWKS", func(t *testing.T) {
 		t.Parallel()
-		v, err := NewJWTVerifier(t.Context(), base())
+		v, err := NewVerifier(t.Context(), base())
 		require.NoError(t, err)
 		require.NoError(t, v.Close())
 		require.NoError(t, v.Close(), "Close twice")
@@ -469,7 +470,7 @@ func TestJWTVerifierBackgroundRefresh(t *testing.T) {
 		}
 	}
 	clock := vtNewClock()
-	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.RefreshInterval = 10 * time.Millisecond })
+	v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.RefreshInterval = 10 * time.Millisecond })
 	oldToken := vtSign(t, oldKey, is.claims(clock.Now()))
 	_, err := v.Verify(t.Context(), oldToken)
 	require.NoError(t, err)
@@ -530,7 +531,7 @@ func TestJWTVerifierJWKSUnavailable(t *testing.T) {
 	is := vtNewIssuer(t, key)
 	is.jwksDown.Store(true)
 	clock := vtNewClock()
-	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.JWKSURI = is.srv.URL + "/jwks" })
+	v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.JWKSURI = is.srv.URL + "/jwks" })
 	token := vtSign(t, key, is.claims(clock.Now()))
 
 	_, err := v.Verify(t.Context(), token)
@@ -575,7 +576,7 @@ func TestJWTVerifierCache(t *testing.T) {
 	assert.EqualValues(t, 2, verifications.Load(), "an expired entry is not used")
 
 	t.Run("disabled", func(t *testing.T) {
-		v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.CacheSize = -1 })
+		v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.CacheSize = -1 })
 		n := countKeyfunc(v)
 		token := vtSign(t, key, is.claims(clock.Now()))
 		for range 3 {
@@ -585,7 +586,7 @@ func TestJWTVerifierCache(t *testing.T) {
 		assert.EqualValues(t, 3, n.Load())
 	})
 	t.Run("CacheTTL", func(t *testing.T) {
-		v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.CacheTTL = time.Minute })
+		v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.CacheTTL = time.Minute })
 		n := countKeyfunc(v)
 		token := vtSign(t, key, is.claims(clock.Now()))
 		_, err := v.Verify(t.Context(), token)
@@ -680,7 +681,7 @@ func BenchmarkJWTVerifyUncached(b *testing.B) {
 		b.Run(k.method.Alg(), func(b *testing.B) {
 			is := vtNewIssuer(b, k)
 			clock := vtNewClock()
-			v := vtNewJWTVerifier(b, is, clock, func(c *JWTConfig) { c.CacheSize = -1 })
+			v := vtNewJWTVerifier(b, is, clock, func(c *VerifierConfig) { c.CacheSize = -1 })
 			token := vtSign(b, k, is.claims(clock.Now()))
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -708,7 +709,7 @@ func TestJWTVerifierJWKSTooLarge(t *testing.T) {
 	}))
 	defer big.Close()
 	clock := vtNewClock()
-	v := vtNewJWTVerifier(t, is, clock, func(c *JWTConfig) { c.JWKSURI = big.URL })
+	v := vtNewJWTVerifier(t, is, clock, func(c *VerifierConfig) { c.JWKSURI = big.URL })
 	_, err := v.Verify(t.Context(), vtSign(t, key, is.claims(clock.Now())))
 	assert.Equal(t, ReasonVerifierError, vtReason(t, err), "%v", err)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Defaults of the calls an introspection verifier makes for tokens in
-// neither of its caches (IntrospectionConfig.MissRate and the fields after
+// neither of its caches (VerifierConfig.MissRate and the fields after
 // it).
 const (
 	defaultMissRate      = 20              // calls per second
@@ -40,7 +40,7 @@ type missGuard struct {
 
 // newMissGuard returns the guard of cfg's Miss* fields, nil when they lift
 // every bound.
-func newMissGuard(cfg *IntrospectionConfig) *missGuard {
+func newMissGuard(cfg *VerifierConfig) *missGuard {
 	g := &missGuard{wait: cfg.MissWait, sources: make(map[string]int)}
 	if g.wait == 0 {
 		g.wait = defaultMissWait

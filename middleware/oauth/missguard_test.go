@@ -47,19 +47,19 @@ func (as *floodAS) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func newFloodVerifier(t *testing.T, as *floodAS, mutate ...func(*IntrospectionConfig)) *introspectionVerifier {
+func newFloodVerifier(t *testing.T, as *floodAS, mutate ...func(*VerifierConfig)) *introspectionVerifier {
 	t.Helper()
-	cfg := IntrospectionConfig{
-		Endpoint:   "https://as.example.com/introspect",
-		Audiences:  []string{vtResource},
-		HTTPClient: &http.Client{Transport: as},
+	cfg := VerifierConfig{
+		IntrospectionEndpoint: "https://as.example.com/introspect",
+		Audiences:             []string{vtResource},
+		HTTPClient:            &http.Client{Transport: as},
 	}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	v, err := newIntrospectionVerifier(cfg)
+	v, err := NewVerifier(t.Context(), cfg)
 	require.NoError(t, err)
-	return v
+	return v.in
 }
 
 // addrConn is a connection from addr, for ConnContext.
@@ -194,7 +194,7 @@ func TestHandlerVerifierBusy(t *testing.T) {
 	t.Parallel()
 	in := vtNewIntrospector(t)
 	clock := vtNewClock()
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) {
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) {
 		c.MissRate, c.MissBurst, c.MissWait = 1e-6, 1, -1 // one call, then none
 	})
 	in.set("good", in.active(clock.Now()))
@@ -230,7 +230,7 @@ func TestIntrospectionNoPositiveCache(t *testing.T) {
 	t.Parallel()
 	in := vtNewIntrospector(t)
 	clock := vtNewClock()
-	v := vtNewIntrospectionVerifier(t, in, clock, func(c *IntrospectionConfig) { c.CacheTTL = -1 })
+	v := vtNewIntrospectionVerifier(t, in, clock, func(c *VerifierConfig) { c.CacheTTL = -1 })
 	in.set("good", in.active(clock.Now()))
 	ctx := connstate.With(t.Context(), connFrom(t, "192.0.2.1:1"))
 	for range 3 {

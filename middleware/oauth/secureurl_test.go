@@ -117,7 +117,7 @@ func TestJWTVerifierRefusesPlainHTTP(t *testing.T) {
 		"/jwks":     {"keys": []any{}},
 	}
 	newV := func(as *vtRemoteAS, issuer string, allow bool) error {
-		v, err := NewJWTVerifier(t.Context(), JWTConfig{
+		v, err := NewVerifier(t.Context(), VerifierConfig{
 			Issuer: issuer, Audiences: []string{"https://mcp.example/mcp"},
 			HTTPClient: as.client, AllowInsecureHTTP: allow,
 		})
@@ -174,7 +174,7 @@ func TestJWTVerifierRefusesPlainHTTP(t *testing.T) {
 	t.Run("explicit jwks_uri over http", func(t *testing.T) {
 		t.Parallel()
 		as := vtNewRemoteAS(t, remote, nil)
-		_, err := NewJWTVerifier(t.Context(), JWTConfig{
+		_, err := NewVerifier(t.Context(), VerifierConfig{
 			Issuer: "https://as.test", JWKSURI: "http://as.test/jwks", Audiences: []string{"https://mcp.example/mcp"},
 			HTTPClient: as.client,
 		})
@@ -197,15 +197,15 @@ func TestDiscoverRefusesPlainHTTP(t *testing.T) {
 func TestIntrospectionRefusesPlainHTTP(t *testing.T) {
 	t.Parallel()
 	aud := []string{"https://mcp.example/mcp"}
-	for _, cfg := range []IntrospectionConfig{
-		{Endpoint: "http://as.test/introspect", Audiences: aud},
-		{Issuer: "http://as.test", Audiences: aud},
+	for _, cfg := range []VerifierConfig{
+		{IntrospectionEndpoint: "http://as.test/introspect", Audiences: aud},
+		{Issuer: "http://as.test", ClientID: "rs", Audiences: aud},
 	} {
-		_, err := newIntrospectionVerifier(cfg)
+		_, err := NewVerifier(t.Context(), cfg)
 		require.Error(t, err, "%+v", cfg)
 		assert.Contains(t, err.Error(), "http://as.test")
 		cfg.AllowInsecureHTTP = true
-		_, err = newIntrospectionVerifier(cfg)
+		_, err = NewVerifier(t.Context(), cfg)
 		require.NoError(t, err)
 	}
 
@@ -215,7 +215,7 @@ func TestIntrospectionRefusesPlainHTTP(t *testing.T) {
 	}
 	verify := func(allow bool) (*vtRemoteAS, error) {
 		as := vtNewRemoteAS(t, docs, nil)
-		v, err := newIntrospectionVerifier(IntrospectionConfig{
+		v, err := NewVerifier(t.Context(), VerifierConfig{
 			Issuer: as.srv.URL, Audiences: aud, ClientID: "rs", ClientSecret: "s3cret",
 			HTTPClient: as.client, AllowInsecureHTTP: allow,
 		})

@@ -70,42 +70,32 @@ func New(ctx context.Context, c Config) (rs *oauth.ResourceServer, client *http.
 	return rs, client, release, nil
 }
 
-// newVerifier returns the verifier of c: an introspection verifier at the
-// issuer's introspection endpoint with c.ClientID, else a JWT verifier
-// with discovery from the issuer.
+// newVerifier returns the verifier of c and its release: an introspection
+// verifier at the issuer's introspection endpoint with c.ClientID, else a
+// JWT verifier with discovery from the issuer.
 func newVerifier(ctx context.Context, c Config, client *http.Client) (oauth.Verifier, func(), error) {
-	if c.ClientID != "" {
-		cacheTTL := c.CacheTTL
-		if cacheTTL == 0 {
-			cacheTTL = -1 // no cache
-		}
-		v, err := oauth.NewIntrospectionVerifier(oauth.IntrospectionConfig{
-			Issuer:            c.Issuer,
-			ClientID:          c.ClientID,
-			ClientSecret:      c.ClientSecret,
-			Audiences:         []string{c.Resource},
-			HTTPClient:        client,
-			Logger:            c.Logger,
-			CacheTTL:          cacheTTL,
-			AllowInsecureHTTP: c.InsecureHTTP,
-			MissRate:          c.MissRate,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("-auth-issuer %s: introspection: %w", c.Issuer, err)
-		}
-		return v, func() {}, nil
-	}
-	dctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
-	defer cancel()
-	v, err := oauth.NewJWTVerifier(dctx, oauth.JWTConfig{
+	cfg := oauth.VerifierConfig{
 		Issuer:            c.Issuer,
 		Audiences:         []string{c.Resource},
 		HTTPClient:        client,
 		Logger:            c.Logger,
 		AllowInsecureHTTP: c.InsecureHTTP,
-	})
+	}
+	mode := ""
+	if c.ClientID != "" {
+		mode = "introspection: "
+		cfg.ClientID, cfg.ClientSecret = c.ClientID, c.ClientSecret
+		cfg.MissRate = c.MissRate
+		cfg.CacheTTL = c.CacheTTL
+		if cfg.CacheTTL == 0 {
+			cfg.CacheTTL = -1 // no cache
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, HTTPTimeout)
+	defer cancel()
+	v, err := oauth.NewVerifier(dctx, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-auth-issuer %s: %w", c.Issuer, err)
+		return nil, nil, fmt.Errorf("-auth-issuer %s: %s%w", c.Issuer, mode, err)
 	}
 	return v, func() { _ = v.Close() }, nil
 }
