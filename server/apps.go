@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"mime"
 	"net/url"
@@ -32,11 +31,9 @@ type View struct {
 	Name        string
 	Title       string
 	Description string
-	// HTML is the page. When it is empty, the page is the file Path of FS,
-	// read once, by AddView.
+	// HTML is the page, required: a file embedded with //go:embed into a
+	// []byte, say.
 	HTML []byte
-	FS   fs.FS
-	Path string
 	// UI is the view's _meta.ui: what the client's sandbox should allow.
 	UI ViewUI
 }
@@ -103,7 +100,7 @@ func knownPermission(p string) bool {
 // AddView registers v as a resource with MIME type [ViewMIMEType] and
 // v.UI as its _meta.ui, replacing any resource of the same URI, and makes
 // the server declare [ExtensionUI]. It fails for a URI that is not
-// ui://host[/path], an empty name, an empty page or one FS cannot read,
+// ui://host[/path], an empty name, an empty page,
 // and metadata [ViewUI] rejects. It is safe for concurrent use.
 func (s *Server) AddView(v View) error {
 	if err := validViewURI(v.URI); err != nil {
@@ -113,15 +110,8 @@ func (s *Server) AddView(v View) error {
 		return fmt.Errorf("mcp: view %q: empty name", v.URI)
 	}
 	html := v.HTML
-	if len(html) == 0 && v.FS != nil {
-		b, err := fs.ReadFile(v.FS, v.Path)
-		if err != nil {
-			return fmt.Errorf("mcp: view %q: %w", v.URI, err)
-		}
-		html = b
-	}
 	if len(html) == 0 {
-		return fmt.Errorf("mcp: view %q: empty page: set HTML, or FS and Path", v.URI)
+		return fmt.Errorf("mcp: view %q: empty page: set HTML", v.URI)
 	}
 	meta, err := v.UI.meta()
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,7 +38,7 @@ func appsServer(t *testing.T) *server.Server {
 	border := true
 	require.NoError(t, srv.AddView(server.View{
 		URI: dashboardURI, Name: "dashboard", Title: "Weather dashboard",
-		FS: fstest.MapFS{"ui/dashboard.html": {Data: []byte("<!doctype html><p>sunny</p>")}}, Path: "ui/dashboard.html",
+		HTML: []byte("<!doctype html><p>sunny</p>"),
 		UI: server.ViewUI{
 			CSP: &server.ViewCSP{
 				ConnectDomains: []string{"https://api.example.com", "wss://live.example.com"}, ResourceDomains: []string{"https://*.cdn.example.com:8443"},
@@ -293,7 +292,6 @@ func TestViewValidation(t *testing.T) {
 		{"fragment", func(v *server.View) { v.URI = "ui://app/view#x" }, "ui://host[/path]"},
 		{"no name", func(v *server.View) { v.Name = "" }, "empty name"},
 		{"no page", func(v *server.View) { v.HTML = nil }, "empty page"},
-		{"missing file", func(v *server.View) { v.HTML, v.FS, v.Path = nil, fstest.MapFS{}, "x.html" }, "x.html"},
 		{"unknown permission", func(v *server.View) { v.UI.Permissions = []string{"camera", "usb"} }, `unknown permission "usb"`},
 		{"domain with path", func(v *server.View) {
 			v.UI.CSP = &server.ViewCSP{ConnectDomains: []string{"https://api.example.com/v1"}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"testing/fstest"
 
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -17,9 +16,9 @@ import (
 // result stays meaningful as text for clients that do not.
 func ExampleServer_AddView() {
 	srv := server.New()
-	pages := fstest.MapFS{"clock.html": {Data: []byte(`<!doctype html><output id="t"></output>`)}}
+	page := []byte(`<!doctype html><output id="t"></output>`) // or a //go:embed file
 	err := srv.AddView(server.View{
-		URI: "ui://clock/face", Name: "clock_face", FS: pages, Path: "clock.html",
+		URI: "ui://clock/face", Name: "clock_face", HTML: page,
 		UI: server.ViewUI{CSP: &server.ViewCSP{ConnectDomains: []string{"https://time.example.com"}}},
 	})
 	if err != nil {
