@@ -22,8 +22,8 @@
 // and the guarded handler to serve it with; [ResourceServer.Handler]
 // guards any handler. The guard answers 401, 403, 400 or 503 with the right
 // challenge and counts each refusal in mcp_server_auth_failures_total; its
-// [ResourceServer.MetadataHandler] serves the metadata at
-// [ResourceServer.MetadataPaths]. The server side takes four functions:
+// [ResourceServer.MetadataHandlers] serve the metadata. The server side
+// takes four functions:
 // [auth.Middleware] (server.WithMiddleware) puts the principal into handlers'
 // contexts, [auth.ToolAccess] (server.WithToolAccess) shows and lets a principal
 // call only the tools whose server.Tool.Scopes it holds, [auth.CallerKey]

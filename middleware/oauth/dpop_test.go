@@ -362,7 +362,7 @@ func TestDPoPRequired(t *testing.T) {
 
 	var md map[string]any
 	mw := httptest.NewRecorder()
-	e.rs.MetadataHandler().ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
+	e.rs.MetadataHandlers()["/.well-known/oauth-protected-resource/mcp"].ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
 	require.NoError(t, json.Unmarshal(mw.Body.Bytes(), &md))
 	assert.Equal(t, true, md["dpop_bound_access_tokens_required"])
 	assert.Len(t, md["dpop_signing_alg_values_supported"], len(defaultAlgorithms))
@@ -375,7 +375,7 @@ func TestDPoPMetadataAndChallenge(t *testing.T) {
 	e := newDPoPEnv(t, func(d *DPoPConfig) { d.Algorithms = []string{"ES256", "EdDSA"} })
 	var md map[string]any
 	mw := httptest.NewRecorder()
-	e.rs.MetadataHandler().ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
+	e.rs.MetadataHandlers()["/.well-known/oauth-protected-resource/mcp"].ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", nil))
 	require.NoError(t, json.Unmarshal(mw.Body.Bytes(), &md))
 	assert.Equal(t, []any{"ES256", "EdDSA"}, md["dpop_signing_alg_values_supported"])
 	assert.NotContains(t, md, "dpop_bound_access_tokens_required")
@@ -397,7 +397,7 @@ func TestDPoPMetadataAndChallenge(t *testing.T) {
 	plain, err := New(Config{Resource: vtResource, AuthorizationServers: []string{"https://as"}, Verifier: vtNewJWTVerifier(t, e.is, e.clock)})
 	require.NoError(t, err)
 	mw = httptest.NewRecorder()
-	plain.MetadataHandler().ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil))
+	plain.MetadataHandlers()["/.well-known/oauth-protected-resource"].ServeHTTP(mw, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil))
 	assert.NotContains(t, mw.Body.String(), "dpop")
 	r := httptest.NewRequest(http.MethodPost, vtResource, nil)
 	r.Header.Set("Authorization", "DPoP "+e.bound)

@@ -73,8 +73,8 @@ func newE2E(t *testing.T, mutate ...func(*oauth.Config)) *e2e {
 	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guarded)
-	for _, p := range rs.MetadataPaths() {
-		mux.Handle(p, rs.MetadataHandler())
+	for p, h := range rs.MetadataHandlers() {
+		mux.Handle(p, h)
 	}
 	ts := httptest.NewServer(mux)
 	t.Cleanup(func() {

@@ -53,8 +53,8 @@ func ExampleNew() {
 	defer func() { _ = ep.Close(); _ = srv.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guarded)
-	for _, p := range rs.MetadataPaths() {
-		mux.Handle(p, rs.MetadataHandler())
+	for p, h := range rs.MetadataHandlers() {
+		mux.Handle(p, h)
 	}
 
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}`

@@ -233,15 +233,18 @@ func (rs *ResourceServer) RejectHook(reason protocol.RejectReason) {
 	}
 }
 
-// MetadataHandler serves the protected resource metadata (GET and HEAD)
-// at the paths of [ResourceServer.MetadataPaths].
-func (rs *ResourceServer) MetadataHandler() http.Handler { return rs.metadata }
-
-// MetadataPaths returns the paths to serve [ResourceServer.MetadataHandler]
-// at: /.well-known/oauth-protected-resource followed by the resource's
-// path (the RFC 9728 form, named in challenges), and
+// MetadataHandlers returns, by the path to serve it at, the handler of
+// the protected resource metadata (GET and HEAD): at
+// /.well-known/oauth-protected-resource followed by the resource's path
+// (the RFC 9728 form, named in challenges), and at
 // /.well-known/oauth-protected-resource itself.
-func (rs *ResourceServer) MetadataPaths() []string { return slices.Clone(rs.metaPaths) }
+func (rs *ResourceServer) MetadataHandlers() map[string]http.Handler {
+	m := make(map[string]http.Handler, len(rs.metaPaths))
+	for _, p := range rs.metaPaths {
+		m[p] = rs.metadata
+	}
+	return m
+}
 
 // MetadataURL returns the URL challenges name in resource_metadata.
 func (rs *ResourceServer) MetadataURL() string { return rs.metaURL }

@@ -2,8 +2,10 @@ package oauth_test
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,13 +22,14 @@ func TestMetadataHandler(t *testing.T) {
 		c.ResourceName = "Vigil test"
 		c.ScopesSupported = []string{"mcp", "deploy", "admin"}
 	})
-	paths := e.rs.MetadataPaths()
-	assert.Equal(t, []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}, paths)
+	handlers := e.rs.MetadataHandlers()
+	paths := slices.Sorted(maps.Keys(handlers))
+	assert.Equal(t, []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}, paths)
 	assert.Equal(t, testMetadataURL, e.rs.MetadataURL())
 
 	mux := http.NewServeMux()
-	for _, p := range paths {
-		mux.Handle(p, e.rs.MetadataHandler())
+	for p, h := range handlers {
+		mux.Handle(p, h)
 	}
 	for _, p := range paths {
 		w := httptest.NewRecorder()
@@ -70,10 +73,11 @@ func TestMetadataDefaults(t *testing.T) {
 		Tools:                toolServer(t, map[string][]string{"admin": {"admin", "mcp"}}),
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, rs.MetadataPaths())
+	handlers := rs.MetadataHandlers()
+	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, slices.Collect(maps.Keys(handlers)))
 	assert.Equal(t, "http://127.0.0.1:8080/.well-known/oauth-protected-resource", rs.MetadataURL())
 	w := httptest.NewRecorder()
-	rs.MetadataHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil))
+	handlers["/.well-known/oauth-protected-resource"].ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-protected-resource", nil))
 	assert.JSONEq(t, `{"resource":"http://127.0.0.1:8080","authorization_servers":["http://127.0.0.1:9000"],
 		"scopes_supported":["mcp","admin"],"bearer_methods_supported":["header"]}`, w.Body.String())
 }

@@ -102,10 +102,4 @@ func newVerifier(ctx context.Context, c Config, client *http.Client) (oauth.Veri
 
 // Public returns the paths rs serves next to /mcp: its protected resource
 // metadata.
-func Public(rs *oauth.ResourceServer) map[string]http.Handler {
-	m := make(map[string]http.Handler)
-	for _, p := range rs.MetadataPaths() {
-		m[p] = rs.MetadataHandler()
-	}
-	return m
-}
+func Public(rs *oauth.ResourceServer) map[string]http.Handler { return rs.MetadataHandlers() }
