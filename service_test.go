@@ -19,6 +19,7 @@ import (
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // logTap is a slog handler that keeps every record and hands the url of
@@ -104,7 +105,7 @@ func TestServiceShowsAToolCall(t *testing.T) {
 	admin := <-logs.admin
 	mcpURL := <-logs.mcp
 
-	c := mcptest.NewClient(t, mcptest.DialHTTP(t, mcpURL, nil))
+	c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: mcpURL}))
 	c.Initialize("2025-11-25", map[string]any{})
 	res := c.CallTool("forecast", map[string]any{"city": "Lyon"})
 	require.False(t, res.IsError, res.Text())
@@ -212,7 +213,7 @@ func TestListenAndServeDrainsOnCancel(t *testing.T) {
 	admin := <-logs.admin
 	mcpURL := <-logs.mcp
 
-	conn := mcptest.DialHTTP(t, mcpURL, nil)
+	conn := streamable.Dial(streamable.ClientConfig{URL: mcpURL})
 	mcptest.NewClient(t, conn).Initialize("2025-11-25", map[string]any{})
 	answer := make(chan string, 1)
 	go func() {

@@ -87,7 +87,7 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	adminSrv := httptest.NewServer(admin)
 	t.Cleanup(adminSrv.Close)
 
-	client := mcptest.NewClient(t, mcptest.DialHTTP(t, mcp.URL, nil))
+	client := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: mcp.URL}))
 	client.Initialize("", nil)
 	res := client.CallTool("greet", nil)
 	require.False(t, res.IsError)

@@ -207,7 +207,7 @@ func TestToolRateLimitPerClientAddress(t *testing.T) {
 		_ = srv.Close()
 	})
 	connect := func(addr string) *mcptest.Client {
-		c := mcptest.NewClient(t, mcptest.DialHTTP(t, ts.URL, &http.Client{Transport: addrTransport{addr}}))
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL, Client: &http.Client{Transport: addrTransport{addr}}}))
 		c.Initialize("", nil)
 		return c
 	}

@@ -85,7 +85,7 @@ func TestViewsMatchExtAppsSchema(t *testing.T) {
 		ts.Close()
 		_ = srv.Close()
 	})
-	session := mcptest.NewClient(t, mcptest.DialHTTP(t, ts.URL, nil))
+	session := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL}))
 	session.Initialize("", uiCaps)
 	for era, call := range map[string]caller{"2025 session": pipeCaller(session), "2026-07-28": post2026(t, ts.URL, uiCaps)} {
 		tools := listUITools(t, call)

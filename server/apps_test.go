@@ -216,10 +216,10 @@ func TestViewsOverHTTP(t *testing.T) {
 	})
 
 	t.Run("2025 session", func(t *testing.T) {
-		c := mcptest.NewClient(t, mcptest.DialHTTP(t, ts.URL, nil))
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL}))
 		c.Initialize("", uiCaps)
 		checkWithUI(t, pipeCaller(c))
-		c = mcptest.NewClient(t, mcptest.DialHTTP(t, ts.URL, nil))
+		c = mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: ts.URL}))
 		c.Initialize("", nil)
 		checkWithoutUI(t, pipeCaller(c))
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // The routing repro of issue 67 with -auth-issuer, as filed: alice calls a
@@ -213,7 +214,7 @@ func routingRepro(t *testing.T, shared bool) {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	caller := func(who string) *mcptest.Client {
-		conn := mcptest.DialHTTP(t, url, &http.Client{Transport: routingTransport{token: who + "-token", stateless: !shared, base: hc.Transport}})
+		conn := streamable.Dial(streamable.ClientConfig{URL: url, Client: &http.Client{Transport: routingTransport{token: who + "-token", stateless: !shared, base: hc.Transport}}})
 		if !shared {
 			return mcptest.NewClient(t, conn)
 		}

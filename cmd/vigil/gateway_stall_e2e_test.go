@@ -16,6 +16,7 @@ import (
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // stallUpstreamEnv makes the test binary an upstream that stops reading
@@ -49,7 +50,7 @@ func TestStalledUpstreamE2E(t *testing.T) {
 	}
 	big := strings.Repeat("x", 32<<10)
 	call := func(answers chan<- answer) {
-		c := mcptest.NewClient(t, mcptest.DialHTTP(t, url, hc))
+		c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: url, Client: hc}))
 		c.Initialize("", nil)
 		go func() {
 			start := time.Now()
@@ -77,7 +78,7 @@ func TestStalledUpstreamE2E(t *testing.T) {
 
 	// Five more calls, by hand: they may end with their connection.
 	more := make(chan error, 5)
-	conn := mcptest.DialHTTP(t, url, hc)
+	conn := streamable.Dial(streamable.ClientConfig{URL: url, Client: hc})
 	c := mcptest.NewClient(t, conn)
 	version := c.Initialize("", nil).ProtocolVersion
 	session := conn.(interface{ SessionID() string }).SessionID()

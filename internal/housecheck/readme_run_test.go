@@ -14,6 +14,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport/protocol"
+	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
 // TestReadmeQuickStartAnswers builds the README's first program as printed
@@ -57,7 +58,7 @@ func TestReadmeQuickStartAnswers(t *testing.T) {
 	})
 	awaitReady(t, "http://"+adminAddr+"/readyz")
 
-	c := mcptest.NewClient(t, mcptest.DialHTTP(t, "http://"+mcpAddr+"/mcp", nil))
+	c := mcptest.NewClient(t, streamable.Dial(streamable.ClientConfig{URL: "http://" + mcpAddr + "/mcp"}))
 	c.Initialize(protocol.Version20251125, nil)
 	tools := c.ListTools()
 	if len(tools) != 1 {

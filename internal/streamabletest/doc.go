@@ -3,5 +3,5 @@
 // in-memory [replication.Cluster] that several Endpoints of one process
 // share, each as one replica, with the failures of a real one on demand (a
 // store that goes down, relays held back as a slow network would hold
-// them). Drive the Endpoints with server/mcptest's DialHTTP.
+// them). Drive the Endpoints with streamable.Dial and server/mcptest.
 package streamabletest

@@ -142,14 +142,14 @@ func TestHTTP(t *testing.T) {
 		ts.Close()
 		_ = srv.Close()
 	})
-	conn := mcptest.DialHTTP(t, ts.URL, nil)
+	conn := streamable.Dial(streamable.ClientConfig{URL: ts.URL})
 	c := mcptest.NewClient(t, conn, mcptest.WithCapabilities(map[string]any{"roots": map[string]any{}}),
 		mcptest.WithRequestHandler(func(context.Context, *transport.Request) (any, error) {
 			return map[string]any{"roots": []map[string]any{{"uri": "file:///http"}}}, nil
 		}))
 	assert.Equal(t, protocol.Version20251125, c.Initialize("", nil).ProtocolVersion)
 	ider, ok := conn.(interface{ SessionID() string })
-	require.True(t, ok, "DialHTTP's Conn names its session")
+	require.True(t, ok, "streamable.Dial's Conn names its session")
 	assert.NotEmpty(t, ider.SessionID())
 	assert.Equal(t, "hi", c.CallTool("echo", map[string]any{"text": "hi"}).Text())
 	assert.Equal(t, "file:///http", c.CallTool("roots", nil).Text())

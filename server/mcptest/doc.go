@@ -5,10 +5,10 @@
 //
 // [Connect] serves a server on an in-memory pipe ([transport/memory]) and
 // returns a [Client] that has completed the initialize handshake; [Pipe]
-// stops before the handshake. [NewClient] wraps a Conn you made yourself,
-// and [DialHTTP] makes one for a Streamable HTTP endpoint (such as an
-// [net/http/httptest.Server] serving [transport/streamable]). Read
-// [Example] first.
+// stops before the handshake. [NewClient] wraps a Conn you made yourself:
+// for a Streamable HTTP endpoint (such as an [net/http/httptest.Server]
+// serving [transport/streamable]), the client Conn of
+// [transport/streamable.Dial]. Read [Example] first.
 //
 // A Client speaks on two levels:
 //
@@ -35,6 +35,6 @@
 // [testing.TB.Cleanup]: the Client closes its Conn and, for [Pipe] and
 // [Connect], waits for the server's Serve to return, so no goroutine
 // outlives the test. The package imports no Vigil package but transport,
-// transport/memory and transport/streamable (whose client DialHTTP is),
-// so that any package, server's own tests included, can use it.
+// transport/memory and transport/streamable, so that any package,
+// server's own tests included, can use it.
 package mcptest

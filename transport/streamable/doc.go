@@ -56,8 +56,8 @@
 // the GET stream, streams resumed with Last-Event-ID; the 2026-07-28
 // headers), every message the server sends bounded. Its connections may
 // share one pool ([NewHTTPClient]). It is the one MCP client core of the
-// module: Vigil's gateway speaks to HTTP upstreams with it, and
-// server/mcptest's DialHTTP drives endpoints with it in tests.
+// module: Vigil's gateway speaks to HTTP upstreams with it, and tests
+// drive endpoints with it through server/mcptest's NewClient.
 //
 // The package needs only something that serves a Conn ([Server]); the
 // server package's *Server is one. It imports transport, transport/protocol,
