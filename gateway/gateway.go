@@ -263,7 +263,7 @@ func (c *conn) close() {
 // are kept. Mount fails, having closed what it opened, only for cfg
 // itself, or when two upstreams ready at its end (or one and srv) would
 // share a name or URI, or a tool filter matches none of the tools of
-// one. When an upstream serves skills, srv's SkillFinder is set so that
+// one. When an upstream serves skills, srv's skill finder is set so that
 // a skill it serves unlisted is served once a client names it.
 func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error) {
 	if cfg.Logger == nil {
@@ -380,7 +380,7 @@ func (g *Gateway) registerFirst() error {
 	return nil
 }
 
-// findsSkills sets the server's SkillFinder when the upstream serves
+// findsSkills sets the server's skill finder when the upstream serves
 // skills, so that a skill it serves unlisted is served once a client
 // names it (skills_found.go).
 func (m *mount) findsSkills() {

@@ -31,7 +31,7 @@ func declaresSkills(s *upstream.Session) bool {
 	return json.Unmarshal(s.Initialized().Capabilities, &caps) == nil && caps.Extensions[server.ExtensionSkills] != nil
 }
 
-// findSkill is the gateway's SkillFinder: the skill at path of the first
+// findSkill is the gateway's skill finder (server.SetSkillFinder): the skill at path of the first
 // upstream that serves one there.
 func (g *Gateway) findSkill(ctx context.Context, path string) (*server.Skill, error) {
 	for _, m := range g.mounts {

@@ -43,7 +43,8 @@ func liveSession(t *testing.T, tools ...string) (context.Context, *server.Sessio
 	}))
 	c := mcptest.Pipe(t, srv)
 	c.Initialize("", nil)
-	c.Ping()
+	_, rpcErr := c.Call("ping", nil)
+	require.Nil(t, rpcErr)
 	l := <-got
 	return l.ctx, l.sess
 }

@@ -17,10 +17,11 @@ import (
 // requires or, for an elicitation, does not match the requested schema.
 var ErrInvalidResult = errors.New("mcp: invalid result from the client")
 
-// ErrNoRequest is returned by the functions that act for a handler's
+// errNoRequest is returned by the functions that act for a handler's
 // request ([ListRoots], [Elicit], [CreateMessage],
-// [NotifyElicitationComplete]) when their context carries no request.
-var ErrNoRequest = errors.New("mcp: the context is not a handler's: it carries no request")
+// [NotifyElicitationComplete]) when their context carries no request: a
+// mistake of the caller's, which no caller branches on.
+var errNoRequest = errors.New("mcp: the context is not a handler's: it carries no request")
 
 // Root is a root the client exposes (roots/list).
 type Root struct {
@@ -63,7 +64,7 @@ func capabilityError(req *Request, what string, need map[string]any) error {
 func requestOf(ctx context.Context, what string) (*Request, error) {
 	req := RequestFromContext(ctx)
 	if req == nil || req.Session == nil {
-		return nil, fmt.Errorf("%w: %s needs a handler's context", ErrNoRequest, what)
+		return nil, fmt.Errorf("%w: %s needs a handler's context", errNoRequest, what)
 	}
 	return req, nil
 }

@@ -25,3 +25,8 @@ func Chain(mw ...Middleware) Middleware { return chain(mw...) }
 func WithInstructions(text string) Option {
 	return optionFunc(func(c *config) { c.instructions = text })
 }
+
+// ErrNoRequest is what the functions that act for a handler's request
+// wrap when their context carries none, for the tests of package
+// server_test.
+var ErrNoRequest = errNoRequest

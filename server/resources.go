@@ -490,7 +490,7 @@ func (s *Server) readResource(ctx context.Context, req *Request) (any, error) {
 	}
 	r, t, vars := s.resources.resolve(uri)
 	if r == nil && t == nil {
-		found, err := s.findSkill(ctx, uri) // the SKILL.md of a skill a SkillFinder knows (skill_finder.go)
+		found, err := s.findSkill(ctx, uri) // the SKILL.md of a skill the finder knows (skill_finder.go)
 		if err != nil {
 			return nil, err
 		}

@@ -60,7 +60,8 @@ func TestRootsChanged(t *testing.T) {
 
 	srv.SetRootsChanged(nil)
 	a.Notify("notifications/roots/list_changed", nil)
-	a.Ping() // the notification was read before the ping's answer
+	_, rpcErr := a.Call("ping", nil) // the notification was read before the ping's answer
+	require.Nil(t, rpcErr)
 	select {
 	case c := <-changes:
 		t.Fatalf("told after SetRootsChanged(nil): %+v", c)

@@ -13,31 +13,32 @@ import (
 // unlisted: it learns of one only when a client names it, with skills/get
 // or by reading its SKILL.md. SetSkillFinder lets it ask then.
 
-// SkillFinder returns the skill at path (that of skill://PATH/SKILL.md),
+// skillFind returns the skill at path (that of skill://PATH/SKILL.md),
 // which no registered skill serves, or nil when there is none.
-type SkillFinder func(ctx context.Context, path string) (*Skill, error)
+type skillFind = func(ctx context.Context, path string) (*Skill, error)
 
-// maxFoundSkills bounds the skills a SkillFinder found that a server
+// maxFoundSkills bounds the skills a finder found that a server
 // keeps: a client names them, so their number is the client's to choose.
 const maxFoundSkills = 64
 
-// skillFinder is a server's SkillFinder and the skills it found, oldest
-// first.
+// skillFinder is a server's finder (SetSkillFinder) and the skills it
+// found, oldest first.
 type skillFinder struct {
-	find  atomic.Pointer[SkillFinder]
+	find  atomic.Pointer[skillFind]
 	mu    sync.Mutex
 	found []string
 }
 
 // SetSkillFinder makes skills/get, and resources/read of a SKILL.md, ask
-// find for a skill path that no registered skill serves. A skill find
+// find for a skill path that no registered skill serves (that of
+// skill://PATH/SKILL.md); find returns nil when there is none. A skill find
 // returns is registered at that path as Unlisted and answers the request,
 // and the reads of its files that follow; at most 64 found skills are
 // kept, the one found first removed first. An error of find fails the
 // request; (nil, nil) answers as for no skill. nil removes the finder. It
 // is safe for concurrent use. A server with a finder declares the skills
 // extension, whether or not it has skills yet.
-func (s *Server) SetSkillFinder(find SkillFinder) {
+func (s *Server) SetSkillFinder(find func(ctx context.Context, path string) (*Skill, error)) {
 	if find == nil {
 		s.finder.find.Store(nil)
 		return
@@ -46,12 +47,12 @@ func (s *Server) SetSkillFinder(find SkillFinder) {
 }
 
 // servesSkills reports whether the server serves skills: it has some, or
-// a SkillFinder that may find some, and so declares the extension.
+// a finder that may find some, and so declares the extension.
 func (s *Server) servesSkills() bool {
 	return s.resources.hasSkills() || s.finder.find.Load() != nil
 }
 
-// findSkill asks the SkillFinder for the skill whose SKILL.md uri is,
+// findSkill asks the finder for the skill whose SKILL.md uri is,
 // and registers it; found reports whether it did.
 func (s *Server) findSkill(ctx context.Context, uri string) (found bool, err error) {
 	find := s.finder.find.Load()

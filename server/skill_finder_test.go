@@ -17,7 +17,7 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// A SkillFinder is asked for a skill no registered one serves when a
+// The skill finder is asked for a skill no registered one serves when a
 // client names it (skills/get, or reading its SKILL.md); what it finds is
 // served unlisted, without announcing a list change, and kept, at most 64
 // of them; nothing found answers as before, and its error fails the call.

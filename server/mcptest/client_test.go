@@ -74,9 +74,10 @@ func TestConnectTyped(t *testing.T) {
 	require.Len(t, p.Messages, 1)
 	assert.Equal(t, "hello", p.Messages[0].Content.(*server.TextContent).Text)
 	assert.Equal(t, "greet", c.ListPrompts()[0].Name)
-	c.Ping()
+	_, rpcErr := c.Call("ping", nil)
+	require.Nil(t, rpcErr)
 
-	_, rpcErr := c.Call("no/such-method", nil)
+	_, rpcErr = c.Call("no/such-method", nil)
 	require.NotNil(t, rpcErr)
 	assert.Equal(t, int64(-32601), rpcErr.Code)
 

@@ -63,13 +63,6 @@ func (c *Client) decode(method string, raw json.RawMessage, out any) {
 	}
 }
 
-// Ping sends ping and waits for its (empty) answer.
-func (c *Client) Ping() {
-	c.t.Helper()
-	var out struct{}
-	c.must("ping", nil, &out)
-}
-
 // CallTool calls tool name with args (encoded as params are by
 // [Client.Request]; nil sends {}) and returns its result, each content
 // item decoded by [server.UnmarshalContent] and its structuredContent kept
