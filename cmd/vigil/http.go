@@ -13,7 +13,6 @@ import (
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
 	"github.com/vigil-mcp/vigil/gateway"
-	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -39,9 +38,6 @@ func (f *front) options() []vigil.Option {
 		// strictly than vigil does.
 		vigil.WithAllowPublic(),
 	)
-	if f.cfg.authEnabled() {
-		opts = append(opts, vigil.WithEndpointOptions(streamable.WithRejectHook(f.rejected)))
-	}
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
@@ -125,16 +121,6 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		}
 	}
 	return endpoint, mcp, public, nil
-}
-
-// rejected counts a request the endpoint refused and, with authorization,
-// tells the resource server (a session's id presented by another
-// principal).
-func (f *front) rejected(r protocol.RejectReason) {
-	f.svc.Instrumentation.MessageRejected(r)
-	if f.authz != nil {
-		f.authz.rs.RejectHook(r)
-	}
 }
 
 // close releases the guard's verifier.

@@ -149,8 +149,9 @@ func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, 
 }
 
 // endpointOptions returns the MCP endpoint's options of cfg: its bounds,
-// timeouts and quotas (whose refusals counts' metrics count), the
-// principal that owns each session, and the shared mode's.
+// timeouts and quotas (whose refusals counts' metrics count), and the
+// shared mode's; with authorization, the resource server's Endpoint binds
+// each session to its principal.
 func endpointOptions(cfg config, counts func() *middleware.Instrumentation) []streamable.Option {
 	endpointOpts := []streamable.Option{
 		streamable.WithMaxBodyBytes(cfg.maxBody),
@@ -162,11 +163,6 @@ func endpointOptions(cfg config, counts func() *middleware.Instrumentation) []st
 		streamable.WithMaxResumptions(cfg.maxResumptions),
 		streamable.WithInitTimeout(cfg.initTimeout),
 		streamable.WithMaxStateBytes(cfg.maxSessionState),
-	}
-	if cfg.authEnabled() {
-		// A session answers only the principal that opened it; another
-		// one's request with its id is an unknown session, and counted.
-		endpointOpts = append(endpointOpts, streamable.WithPrincipal(auth.SessionPrincipal))
 	}
 	if cfg.shared != nil {
 		endpointOpts = append(endpointOpts, cfg.shared.Options()...) // sessions shared with the other replicas

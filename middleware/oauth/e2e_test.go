@@ -70,7 +70,7 @@ func newE2E(t *testing.T, mutate ...func(*oauth.Config)) *e2e {
 	rs, err := oauth.New(cfg)
 	require.NoError(t, err)
 
-	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep, guarded := rs.Endpoint(srv)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guarded)
 	for p, h := range rs.MetadataHandlers() {

@@ -49,7 +49,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	ep, guarded := rs.Endpoint(srv, streamable.WithPrincipal(auth.SessionPrincipal), streamable.WithRejectHook(rs.RejectHook))
+	ep, guarded := rs.Endpoint(srv)
 	defer func() { _ = ep.Close(); _ = srv.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", guarded)

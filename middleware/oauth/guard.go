@@ -222,12 +222,11 @@ func (rs *ResourceServer) countFailure(reason Reason) {
 	}
 }
 
-// RejectHook counts the streamable transport's refusals that are
+// rejected counts the streamable transport's refusals that are
 // authorization failures: a session id presented by another principal
 // ([protocol.RejectSessionPrincipal]) as [ReasonSessionPrincipalMismatch].
-// Call it from the hook given to streamable.WithRejectHook, or pass the
-// method value itself.
-func (rs *ResourceServer) RejectHook(reason protocol.RejectReason) {
+// [ResourceServer.Endpoint] hands it to the Endpoint (streamable.WithRejectHook).
+func (rs *ResourceServer) rejected(reason protocol.RejectReason) {
 	if reason == protocol.RejectSessionPrincipal {
 		rs.countFailure(ReasonSessionPrincipalMismatch)
 	}
@@ -268,9 +267,17 @@ func (rs *ResourceServer) Handler(next http.Handler) http.Handler { return rs.ha
 // every scope checked. To put a handler between the guard and the
 // Endpoint (a rate limit that needs the principal), serve
 // Handler(that(endpoint)): the Endpoint still checks each message, and
-// forwarded requests still pass the guard alone.
+// forwarded requests still pass the guard alone. Each session is bound to
+// the principal that opened it (streamable.WithPrincipal with
+// auth.SessionPrincipal, which opts may replace), and the Endpoint's
+// refusals of a session presented by another principal are counted as
+// [ReasonSessionPrincipalMismatch].
 func (rs *ResourceServer) Endpoint(srv streamable.Server, opts ...streamable.Option) (*streamable.Endpoint, http.Handler) {
-	ep := streamable.New(srv, append(slices.Clip(opts), streamable.WithGuard(endpointGuard{rs}))...)
+	all := make([]streamable.Option, 0, len(opts)+3)
+	all = append(all, streamable.WithPrincipal(auth.SessionPrincipal))
+	all = append(all, opts...)
+	all = append(all, streamable.WithGuard(endpointGuard{rs}), streamable.WithRejectHook(rs.rejected))
+	ep := streamable.New(srv, all...)
 	return ep, rs.handler(ep, rs.cfg.Tools != nil)
 }
 

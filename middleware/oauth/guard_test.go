@@ -460,13 +460,13 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	assert.Error(t, err, "a second registration of the same metric fails")
 }
 
-// RejectHook counts the transport's session_principal_mismatch and nothing
-// else.
+// The reject hook Endpoint hands its Endpoint counts the transport's
+// session_principal_mismatch and nothing else.
 func TestRejectHook(t *testing.T) {
 	t.Parallel()
 	e := newGuard(t)
 	for _, r := range protocol.RejectReasons() {
-		e.rs.RejectHook(r)
+		oauth.Rejected(e.rs, r)
 	}
 	got := e.failures(t)
 	assert.InDelta(t, 1, got["session_principal_mismatch"], 0)

@@ -175,10 +175,20 @@ func WithKeepAlive(d time.Duration) Option {
 // before any MCP session sees it (bad input, limits, unknown sessions,
 // DNS-rebinding refusals), with its reason. The reason's String is the
 // label telemetry counts it under, beside the sessions' own rejections
-// (see server.Observer's MessageRejected). f must be fast and safe for
-// concurrent use.
+// (see server.Observer's MessageRejected). Each WithRejectHook adds its
+// f, and the hooks run in the order given (a nil f is ignored), so that
+// telemetry and an authorization layer each count what they count. f must
+// be fast and safe for concurrent use.
 func WithRejectHook(f func(reason protocol.RejectReason)) Option {
-	return optionFunc(func(c *config) { c.onReject = f })
+	return optionFunc(func(c *config) {
+		switch prev := c.onReject; {
+		case f == nil:
+		case prev == nil:
+			c.onReject = f
+		default:
+			c.onReject = func(reason protocol.RejectReason) { prev(reason); f(reason) }
+		}
+	})
 }
 
 // WithEventStore makes the 2025-era streams resumable, storing their events

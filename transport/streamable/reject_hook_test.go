@@ -85,3 +85,24 @@ func TestRejectHookSessionPrincipal(t *testing.T) {
 		protocol.RejectSessionPrincipal.String(), protocol.RejectSessionPrincipal.String(),
 	}, got)
 }
+
+// Each WithRejectHook adds its hook: telemetry's and an authorization
+// layer's both hear every refusal, in the order given, and a nil hook is
+// ignored.
+func TestRejectHooksAdd(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	hook := func(name string) func(protocol.RejectReason) {
+		return func(reason protocol.RejectReason) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, name+":"+reason.String())
+		}
+	}
+	e := newHTEnv(t, nil, streamable.WithRejectHook(hook("first")), streamable.WithRejectHook(nil), streamable.WithRejectHook(hook("second")))
+	r := e.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, htSession("no-such-session"))
+	assert.Equal(t, http.StatusNotFound, r.status)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"first:unknown_session", "second:unknown_session"}, got)
+}
