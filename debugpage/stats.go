@@ -215,7 +215,7 @@ func newKeyStats(key string) *keyStats {
 // tool): names a client made up count as "other", so that they never take
 // the place of a real one.
 func (s *requestStats) recordRequest(hook *serverhook.Server, req *server.Request, out server.Outcome) {
-	now := out.EndTime()
+	now := out.Ended
 	start := req.Received
 	if start.IsZero() {
 		start = now

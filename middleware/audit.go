@@ -81,7 +81,7 @@ func audit(w io.Writer, cfg auditConfig) server.Middleware {
 				start = time.Now()
 			}
 			serverhook.Of[server.Outcome](ctx).OnDone(func(out server.Outcome) {
-				now := out.EndTime()
+				now := out.Ended
 				rec := auditRecord{Time: now, Duration: now.Sub(start).Seconds()}
 				rec.Tool = truncate(req.Name, auditMaxTool, &rec.Truncated)
 				rec.RequestID = truncate(req.ID.String(), auditMaxID, &rec.Truncated)

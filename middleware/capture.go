@@ -173,7 +173,7 @@ func captureContent(r Redactor, span trace.Span, req *server.Request, out server
 	}
 	defer func() {
 		if recover() != nil {
-			span.AddEvent("content_capture_failed", trace.WithTimestamp(out.EndTime())) // inside the span, which ends then
+			span.AddEvent("content_capture_failed", trace.WithTimestamp(out.Ended)) // inside the span, which ends then
 		}
 	}()
 	switch req.Method {

@@ -136,7 +136,7 @@ func (l *requestLogger) log(ctx context.Context, scope *requestScope, req *serve
 	case l.direct:
 		logRequestTo(ctx, scope.principal, l.lh, level, req, out, start)
 	default:
-		logRequest(ctx, scope.principal, l.logger, level, req, out, out.EndTime().Sub(start))
+		logRequest(ctx, scope.principal, l.logger, level, req, out, out.Ended.Sub(start))
 	}
 }
 
@@ -153,7 +153,7 @@ func logRequest(ctx context.Context, p *auth.Principal, logger *slog.Logger, lev
 // which tells a reader nothing (and finding it costs more than formatting
 // the line's duration). The caller has checked that h is enabled at level.
 func logRequestTo(ctx context.Context, p *auth.Principal, h logHandler, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
-	now := out.EndTime()
+	now := out.Ended
 	r := slog.NewRecord(now, level, "request", 0)
 	var buf [15]slog.Attr
 	attrs := requestAttrs(buf[:0], req, p, out, now.Sub(start))
@@ -169,7 +169,7 @@ func logRequestTo(ctx context.Context, p *auth.Principal, h logHandler, level sl
 // read (no slog.Attr is made), the trace ids straight from the span
 // context scope holds. lines holds the buffers, as *textFields.
 func logRequestText(ctx context.Context, scope *requestScope, h slogtext.LineHandler, lines *sync.Pool, level slog.Level, req *server.Request, out server.Outcome, start time.Time) {
-	now := out.EndTime()
+	now := out.Ended
 	// The pool holds textFields, not their buffers: handed to requestFields
 	// as a fieldSink, a textFields made here would escape, an allocation
 	// per line.

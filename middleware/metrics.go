@@ -83,7 +83,7 @@ func recordEnd(m *metrics.Metrics, req *server.Request, transport string, start 
 			}
 		}
 	}
-	end := out.EndTime()
+	end := out.Ended
 	m.RequestFinished(metrics.RequestEnd{
 		Method:          req.Method,
 		Tool:            tool,

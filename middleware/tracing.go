@@ -92,7 +92,7 @@ func endServerSpan(span trace.Span, req *server.Request, out server.Outcome) {
 	// Everything at the outcome's instant, which the log line and metrics
 	// share, and not whenever this runs (in a batch, see
 	// server.WithOutcomeBatches): the events inside the span, at its end.
-	end := trace.WithTimestamp(out.EndTime())
+	end := trace.WithTimestamp(out.Ended)
 	err := out.Err
 	cause := out.Cause
 	if cause == nil && chainCause(err) != protocol.ReasonNone {

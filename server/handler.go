@@ -175,17 +175,8 @@ type Outcome struct {
 	// dropped, or, for a notification, when its chain returned. Everything
 	// that records the outcome sees the same instant, so that the log line, the
 	// metrics and the audit record of a request agree on its duration
-	// (Ended minus [Request.Received]). Zero only in an Outcome made
-	// elsewhere, such as a test's: see [Outcome.EndTime].
+	// (Ended minus [Request.Received]). The server always sets it.
 	Ended time.Time
-}
-
-// EndTime returns o.Ended, or the current time when it is zero.
-func (o Outcome) EndTime() time.Time {
-	if o.Ended.IsZero() {
-		return time.Now()
-	}
-	return o.Ended
 }
 
 // ToolError reports whether the result is a tool's failure: a
