@@ -16,12 +16,12 @@ import (
 )
 
 // metricsObserver is the observer of [NewInstrumentation]'s metrics
-// (serverOption registers its hooks): it records in m what only the session core sees (sessions
-// active and their duration by the cause that ended them, responses
-// dropped by reason, failed writes by class, server-to-client requests
-// failed at close, and messages rejected before a handler by reason; the
-// transport label comes from the Serve context, see mcpconv.ContextWithTransport),
-// while the chain records the requests. It is also the collector
+// (serverOption registers its hooks): it records in m what only the
+// session core sees (sessions active and their duration by the cause that
+// ended them, responses dropped by reason, failed writes by class,
+// server-to-client requests failed at close, and messages rejected before
+// a handler by reason; the transport label comes from the Serve context,
+// see mcpconv.ContextWithTransport), while the chain records the requests. It is also the collector
 // NewInstrumentation registers: each of its reads first flushes the
 // outcome batches of the servers it observes (server.WithOutcomeBatches),
 // so that a scrape counts every request answered so far. It is safe for
