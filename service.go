@@ -133,7 +133,7 @@ func (s *Service) instrument() error {
 	if s.Page != nil {
 		// The page's counts and events: it sees every request, those the
 		// chain refuses too.
-		srvOpts = append(srvOpts, server.WithObserver(s.Page.Observer()))
+		srvOpts = append(srvOpts, s.Page.ServerOption())
 	}
 	s.in, s.Instrumentation, s.Registry, s.TracerProvider = in, inst, in.registry, in.tracer
 	s.Server = server.New(append(srvOpts, s.cfg.serverOpts...)...)

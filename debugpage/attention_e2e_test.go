@@ -40,7 +40,7 @@ func TestStatelessCancelIsOneAttentionRow(t *testing.T) {
 		middleware.WithRegisterer(prometheus.NewRegistry()),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer(), endObserver(func(req *server.Request) {
+	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithObserver(endObserver(func(req *server.Request) {
 		if req.Method == "tools/call" {
 			done <- req.Name
 		}

@@ -6,10 +6,9 @@
 // # Wiring
 //
 // A [Recorder] gathers what the page shows through the hooks Vigil's
-// public API already offers: [Recorder.Observer] (a server.Observer, for
-// middleware.WithObservers), [Recorder.RecordRequest] (a request recorder,
-// for middleware.WithRequestRecorders, which feeds it every request's
-// outcome, those the chain refuses too), [Recorder.Middleware] (a
+// public API already offers: [Recorder.ServerOption] (a server.Option that
+// registers its server.Observer, which hears of every request's outcome,
+// those the chain refuses too), [Recorder.Middleware] (a
 // server.Middleware, for a server behind an OAuth resource server: who
 // opened each session) and [Recorder.SpanExporter] (the intake of its
 // trace ring, for the tracer provider: sdktrace.WithSyncer). Any hook left out leaves

@@ -17,15 +17,14 @@ import (
 // sessions the debug page remembers, each.
 const recentEvents = 50
 
-// eventLog is a server.Observer that remembers, for the live page,
+// eventLog is the observer (serverOption registers its hooks) that
+// remembers, for the live page,
 // the transport of each live session, the principal that opened it (with
 // -auth-issuer, recorded by its Middleware), and the most recent
 // cancellations (with their causes), dropped responses and ended sessions,
 // in bounded rings. It is safe for concurrent use, and its methods never
 // block for long.
 type eventLog struct {
-	server.NopObserver
-
 	mu            sync.Mutex
 	transports    map[*server.Session]string
 	principals    map[*server.Session]principalView
@@ -33,7 +32,7 @@ type eventLog struct {
 	drops         recent[dropEvent]
 	ended         recent[endedSession]
 
-	// stats counts every request by method/tool and outcome (RequestEnded).
+	// stats counts every request by method/tool and outcome (requestEnded).
 	stats *requestStats
 
 	// hooks is what each server the log observes lent it (WireServer).
@@ -41,6 +40,29 @@ type eventLog struct {
 }
 
 var _ serverhook.Wired = (*eventLog)(nil)
+
+// serverOption returns the option that registers l's hooks with a server
+// and hands l what the server lends (WireServer).
+func (l *eventLog) serverOption() server.Option {
+	return wiredOption{
+		Option: server.WithObserver(server.Observer{
+			RequestEnded:     l.requestEnded,
+			SessionStarted:   l.sessionStarted,
+			SessionEnded:     l.sessionEnded,
+			RequestCancelled: l.requestCancelled,
+			ResponseDropped:  l.responseDropped,
+		}),
+		Wired: l,
+	}
+}
+
+// wiredOption is a server.Option that server.New also hands what the
+// server lends (serverhook.Wired): server.WithObserver's, for an observer
+// that needs the server's outcome flush and the methods it serves.
+type wiredOption struct {
+	server.Option
+	serverhook.Wired
+}
 
 // WireServer keeps what s lends: its flush, and the methods it knows.
 func (l *eventLog) WireServer(s *serverhook.Server) {
@@ -80,8 +102,8 @@ func (l *eventLog) hasMethod(srv *server.Server) func(string) bool {
 	return func(string) bool { return true }
 }
 
-// RequestEnded counts req by its method or tool and its outcome.
-func (l *eventLog) RequestEnded(ctx context.Context, req *server.Request, out server.Outcome) {
+// requestEnded counts req by its method or tool and its outcome.
+func (l *eventLog) requestEnded(ctx context.Context, req *server.Request, out server.Outcome) {
 	l.stats.recordRequest(serverhook.ServerOf(ctx), req, out)
 }
 
@@ -162,14 +184,14 @@ func newEventLog() *eventLog {
 	}
 }
 
-func (l *eventLog) SessionStarted(ctx context.Context, s *server.Session) {
+func (l *eventLog) sessionStarted(ctx context.Context, s *server.Session) {
 	name := mcpconv.TransportFromContext(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.transports[s] = name
 }
 
-func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause error) {
+func (l *eventLog) sessionEnded(_ context.Context, s *server.Session, cause error) {
 	protocol := s.ProtocolVersion()
 	if protocol == "" { // never initialized: a 2026-07-28 stateless request's own session, or a failed start
 		l.mu.Lock()
@@ -197,7 +219,7 @@ func (l *eventLog) SessionEnded(_ context.Context, s *server.Session, cause erro
 	l.ended.add(e)
 }
 
-func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, cause error) {
+func (l *eventLog) requestCancelled(_ context.Context, req *server.Request, cause error) {
 	e := cancelEvent{
 		Time:      time.Now(),
 		SessionID: sessionIDOf(req),
@@ -221,7 +243,7 @@ func (l *eventLog) RequestCancelled(_ context.Context, req *server.Request, caus
 	l.cancellations.add(e)
 }
 
-func (l *eventLog) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
+func (l *eventLog) responseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	e := dropEvent{
 		Time:      time.Now(),
 		SessionID: sessionIDOf(req),
@@ -250,7 +272,7 @@ func (l *eventLog) Middleware() server.Middleware {
 			if req.Method == "initialize" && req.Session != nil {
 				if pv := principalOf(req); pv != (principalView{}) {
 					l.mu.Lock()
-					_, live := l.transports[req.Session] // started, not ended: SessionEnded forgets it
+					_, live := l.transports[req.Session] // started, not ended: sessionEnded forgets it
 					if _, seen := l.principals[req.Session]; live && !seen {
 						l.principals[req.Session] = pv
 					}

@@ -54,7 +54,7 @@ func TestRecentKeepsNewest(t *testing.T) {
 func TestEventLogRecordsCancellationsAndSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		events := newEventLog()
-		srv := server.New(server.WithObserver(events))
+		srv := server.New(events.serverOption())
 		require.NoError(t, addTestTools(srv))
 		client, conn := memory.NewPair()
 		served := make(chan error, 1)
@@ -117,7 +117,7 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		const subject, clientID = `<img src=x onerror=alert(1)>`, `client&co`
 		rec := NewRecorder()
 		events := rec.events
-		srv := server.New(server.WithObserver(rec.Observer()), server.WithMiddleware(auth.Middleware(), rec.Middleware()))
+		srv := server.New(rec.ServerOption(), server.WithMiddleware(auth.Middleware(), rec.Middleware()))
 		require.NoError(t, addTestTools(srv))
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
@@ -191,7 +191,7 @@ func TestDebugPageWithoutPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := NewRecorder()
 		events := rec.events
-		srv := server.New(server.WithObserver(rec.Observer()), server.WithMiddleware(rec.Middleware()))
+		srv := server.New(rec.ServerOption(), server.WithMiddleware(rec.Middleware()))
 		require.NoError(t, addTestTools(srv))
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()

@@ -66,7 +66,7 @@ func TestHostileDebugBound(t *testing.T) {
 		middleware.WithConcurrencyLimit(256),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer()), server.WithOutcomeBatches(32, 0))...)
+	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithOutcomeBatches(32, 0))...)
 	require.NoError(t, addTestTools(srv))
 	conns := inst.ConnServer(srv, telemetry.TransportMemory)
 	page := mountPage(Handler(srv, rec))

@@ -66,7 +66,7 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 		middleware.WithRegisterer(registry),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), server.WithObserver(rec.Observer(), endObserver(func(req *server.Request) {
+	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithObserver(endObserver(func(req *server.Request) {
 		if req.Method == "tools/call" {
 			called <- struct{}{}
 		}
@@ -148,11 +148,6 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 
 // endObserver returns a server.Observer that calls f with each request
 // that ended, after the Observers given before it were told.
-func endObserver(f func(req *server.Request)) server.Observer { return onEnd{f: f} }
-
-type onEnd struct {
-	server.NopObserver
-	f func(req *server.Request)
+func endObserver(f func(req *server.Request)) server.Observer {
+	return server.Observer{RequestEnded: func(_ context.Context, req *server.Request, _ server.Outcome) { f(req) }}
 }
-
-func (o onEnd) RequestEnded(_ context.Context, req *server.Request, _ server.Outcome) { o.f(req) }

@@ -10,7 +10,7 @@ import (
 )
 
 // Recorder gathers what the live page shows, through the hooks it hands
-// to the server: [Recorder.Observer], [Recorder.Middleware] and
+// to the server: [Recorder.ServerOption], [Recorder.Middleware] and
 // [Recorder.SpanExporter]. Make one with
 // [NewRecorder]; one Recorder serves one server. It is safe for concurrent
 // use, and none of its hooks blocks for long.
@@ -38,12 +38,12 @@ func NewRecorder(opts ...RecorderOption) *Recorder {
 	return &Recorder{started: events.stats.started, events: events, limits: cfg.limits}
 }
 
-// Observer returns the server.Observer that counts every request by
+// ServerOption returns the server.Option, for server.New, that registers
+// the Recorder's observer (a server.Observer): it counts every request by
 // method or tool, outcome and latency (a name the server does not know
 // counts as "other"), and remembers each live session's transport and the
-// recent cancellations, dropped responses and ended sessions; pass it to
-// server.WithObserver.
-func (r *Recorder) Observer() server.Observer { return r.events }
+// recent cancellations, dropped responses and ended sessions.
+func (r *Recorder) ServerOption() server.Option { return r.events.serverOption() }
 
 // Middleware returns the server middleware that records the principal
 // that opened each session (auth.PrincipalFromContext of its initialize's

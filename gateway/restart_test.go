@@ -137,7 +137,7 @@ func TestStdioUpstreamDiesMidCall(t *testing.T) {
 func TestKilledMidCall(t *testing.T) {
 	testkit.Watchdog(t)
 	ended := make(chan error, 8)
-	srv := server.New(server.WithObserver(endObserver{ended: ended}))
+	srv := server.New(server.WithObserver(server.Observer{RequestEnded: endObserver{ended: ended}.RequestEnded}))
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{testUpstream()}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
@@ -165,7 +165,6 @@ func TestKilledMidCall(t *testing.T) {
 
 // endObserver hands the error of each tools/call that ended to ended.
 type endObserver struct {
-	server.NopObserver
 	ended chan error
 }
 
@@ -242,7 +241,7 @@ func TestStartWaitsWithTheCallersContext(t *testing.T) {
 	gate := make(chan struct{})
 	entered := make(chan transport.ID, 1)
 	ended := make(chan error, 8)
-	srv := server.New(server.WithObserver(endObserver{ended: ended}), server.WithMiddleware(func(next server.Handler) server.Handler {
+	srv := server.New(server.WithObserver(server.Observer{RequestEnded: endObserver{ended: ended}.RequestEnded}), server.WithMiddleware(func(next server.Handler) server.Handler {
 		return func(ctx context.Context, req *server.Request) (any, error) {
 			if req.Method == "tools/call" {
 				entered <- req.ID

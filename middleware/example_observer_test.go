@@ -12,9 +12,9 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// failures is a server.Observer that counts the failed calls of each tool.
+// failures counts the failed calls of each tool, as a server.Observer's
+// RequestEnded.
 type failures struct {
-	server.NopObserver
 	mu     sync.Mutex
 	failed map[string]int
 }
@@ -38,7 +38,7 @@ func ExampleInstrumentation_ServerOptions() {
 		return
 	}
 	obs := &failures{failed: map[string]int{}}
-	srv := server.New(append(inst.ServerOptions(), server.WithObserver(obs))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithObserver(server.Observer{RequestEnded: obs.RequestEnded}))...)
 	_ = srv.AddTool(server.Tool{Name: "crash"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		panic("oops")
 	})

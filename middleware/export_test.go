@@ -17,14 +17,14 @@ var (
 	CountConn     = countConn
 )
 
-// MetricsObserver returns the metrics observer of NewInstrumentation over
-// m, for the tests of package middleware_test; with a nil m it does
-// nothing.
+// MetricsObserver returns the hooks of the metrics observer of
+// NewInstrumentation over m, for the tests of package middleware_test;
+// with a nil m, none.
 func MetricsObserver(m *metrics.Metrics) server.Observer {
 	if m == nil {
-		return server.NopObserver{}
+		return server.Observer{}
 	}
-	return &metricsObserver{m: m}
+	return (&metricsObserver{m: m}).hooks()
 }
 
 // Middleware returns the instrumentation's chain, a new slice on every

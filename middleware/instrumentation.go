@@ -153,7 +153,7 @@ func (i *Instrumentation) ServerOptions() []server.Option {
 		opts = append(opts, server.WithCallMiddleware(i.calls))
 	}
 	if i.observer != nil {
-		opts = append(opts, server.WithObserver(i.observer))
+		opts = append(opts, i.observer.serverOption())
 	}
 	return opts
 }

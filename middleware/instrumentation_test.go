@@ -401,7 +401,7 @@ func TestInstrumentationBesideAnObserver(t *testing.T) {
 				inst, err := middleware.NewInstrumentation(opts...)
 				require.NoError(t, err)
 				assert.Len(t, inst.Middleware(), wantLayers)
-				srv := server.New(append(inst.ServerOptions(), server.WithObserver(nil, &obs))...)
+				srv := server.New(append(inst.ServerOptions(), server.WithObserver(server.Observer{}, server.Observer{RequestEnded: obs.RequestEnded}))...)
 				addTools(t, srv)
 				r := (&rig{t: t, m: middleware.MetricsOf(inst), srv: srv}).start(nil)
 				r.Initialize("", nil)
@@ -421,10 +421,9 @@ func TestInstrumentationBesideAnObserver(t *testing.T) {
 	}
 }
 
-// endRecorder is an Observer that keeps what it hears of each request's
-// end.
+// endRecorder keeps what it hears of each request's end, as an
+// Observer's RequestEnded.
 type endRecorder struct {
-	server.NopObserver
 	mu   sync.Mutex
 	seen []string
 }
@@ -448,7 +447,7 @@ func TestInstrumentationOptions(t *testing.T) {
 		middleware.MetricsOf(inst).RequestStarted("x/custom")
 		assert.InDelta(t, 1, series(t, middleware.MetricsOf(inst))[`mcp_server_requests_started_total{mcp_method_name="x/custom"}`], 0)
 
-		srv := server.New(append(inst.ServerOptions(), server.WithObserver(&obs))...)
+		srv := server.New(append(inst.ServerOptions(), server.WithObserver(server.Observer{SessionStarted: obs.SessionStarted}))...)
 		client, end := memory.NewPair()
 		served := make(chan error, 1)
 		go func() { served <- inst.ConnServer(srv, telemetry.TransportMemory).Serve(context.Background(), end) }()
@@ -462,7 +461,6 @@ func TestInstrumentationOptions(t *testing.T) {
 
 // sessionCounter counts the sessions it sees start.
 type sessionCounter struct {
-	server.NopObserver
 	started atomic.Int32
 }
 

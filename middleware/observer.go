@@ -15,19 +15,18 @@ import (
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// metricsObserver is the server.Observer of [NewInstrumentation]'s
-// metrics: it records in m what only the session core sees (sessions
-// active and their duration by the cause that ended them, responses
-// dropped by reason, failed writes by class, server-to-client requests
-// failed at close, and messages rejected before a handler by reason; the
-// transport label comes from the Serve context, see mcpconv.ContextWithTransport),
-// while the chain records the requests. It is also the collector
+// metricsObserver is the observer of [NewInstrumentation]'s metrics
+// (serverOption registers its hooks): it records in m what only the
+// session core sees (sessions active and their duration by the cause that
+// ended them, responses dropped by reason, failed writes by class,
+// server-to-client requests failed at close, and messages rejected before
+// a handler by reason; the transport label comes from the Serve context,
+// see mcpconv.ContextWithTransport), while the chain records the requests. It is also the collector
 // NewInstrumentation registers: each of its reads first flushes the
 // outcome batches of the servers it observes (server.WithOutcomeBatches),
 // so that a scrape counts every request answered so far. It is safe for
 // concurrent use.
 type metricsObserver struct {
-	server.NopObserver
 	m *metrics.Metrics
 
 	mu      sync.Mutex
@@ -38,6 +37,32 @@ var (
 	_ serverhook.Wired     = (*metricsObserver)(nil)
 	_ prometheus.Collector = (*metricsObserver)(nil)
 )
+
+// serverOption returns the option that registers o's hooks with a server
+// and hands o what the server lends (WireServer).
+func (o *metricsObserver) serverOption() server.Option {
+	return wiredOption{Option: server.WithObserver(o.hooks()), Wired: o}
+}
+
+// hooks returns o's hooks: what the chain cannot see.
+func (o *metricsObserver) hooks() server.Observer {
+	return server.Observer{
+		SessionStarted:  o.sessionStarted,
+		SessionEnded:    o.sessionEnded,
+		ResponseDropped: o.responseDropped,
+		WriteFailed:     o.writeFailed,
+		OutgoingFailed:  o.outgoingFailed,
+		MessageRejected: o.messageRejected,
+	}
+}
+
+// wiredOption is a server.Option that server.New also hands what the
+// server lends (serverhook.Wired): server.WithObserver's, for an observer
+// that needs the server's outcome flush or the methods it serves.
+type wiredOption struct {
+	server.Option
+	serverhook.Wired
+}
 
 // WireServer keeps what s lends, for the flush before a read and the
 // series of what s serves (see Instrumentation.ConnServer).
@@ -72,26 +97,26 @@ func (o *metricsObserver) Collect(ch chan<- prometheus.Metric) {
 	o.m.Collect(ch)
 }
 
-func (o *metricsObserver) SessionStarted(ctx context.Context, _ *server.Session) {
+func (o *metricsObserver) sessionStarted(ctx context.Context, _ *server.Session) {
 	o.m.SessionStarted(mcpconv.TransportFromContext(ctx))
 }
 
-func (o *metricsObserver) SessionEnded(ctx context.Context, s *server.Session, cause error) {
+func (o *metricsObserver) sessionEnded(ctx context.Context, s *server.Session, cause error) {
 	o.m.SessionEnded(mcpconv.TransportFromContext(ctx), server.ReasonOfCause(cause).String(), time.Since(s.Started()))
 }
 
-func (o *metricsObserver) ResponseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
+func (o *metricsObserver) responseDropped(_ context.Context, req *server.Request, reason protocol.DropReason) {
 	o.m.ResponseDropped(req.Method, reason.String())
 }
 
-func (o *metricsObserver) WriteFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
+func (o *metricsObserver) writeFailed(ctx context.Context, _ *server.Session, class protocol.DropReason, _ error) {
 	o.m.WriteFailed(mcpconv.TransportFromContext(ctx), class.String())
 }
 
-func (o *metricsObserver) OutgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {
+func (o *metricsObserver) outgoingFailed(_ context.Context, _ *server.Session, method string, _ error) {
 	o.m.ClientRequestFailed(method)
 }
 
-func (o *metricsObserver) MessageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
+func (o *metricsObserver) messageRejected(_ context.Context, _ *server.Session, _ protocol.Code, reason protocol.RejectReason) {
 	o.m.MessageRejected(reason.String())
 }

@@ -22,7 +22,6 @@ import (
 
 // panicObserver counts the panics the core reports.
 type panicObserver struct {
-	server.NopObserver
 	n atomic.Int64
 }
 
@@ -82,7 +81,7 @@ func TestRecover(t *testing.T) {
 					extra = append(extra, tt.recover(slog.New(logs)))
 				}
 				obs := &panicObserver{}
-				r := newRig(t, extra, server.WithObserver(obs)).start(nil)
+				r := newRig(t, extra, server.WithObserver(server.Observer{HandlerPanicked: obs.HandlerPanicked})).start(nil)
 				r.Initialize("", nil)
 
 				r.SendCallTool(2, "panic", nil)

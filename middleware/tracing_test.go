@@ -715,8 +715,8 @@ func TestTracingClientCall(t *testing.T) {
 // when the batch runs, but with the request's end as its end time.
 func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var f flusher
-		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), server.WithObserver(&f)).start(t.Context(), nil)
+		f := newFlusher()
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), f).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "echo", nil)
 		h.RecvResponseTo(2)
@@ -739,8 +739,8 @@ func TestTracingBatchedSpanEndsAtTheOutcome(t *testing.T) {
 // end, not when the batch ran: none is after the span's end.
 func TestTracingBatchedEventsInsideTheSpan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var f flusher
-		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), server.WithObserver(&f)).start(t.Context(), nil)
+		f := newFlusher()
+		h := newTraced(t, nil, server.WithOutcomeBatches(100, time.Hour), f).start(t.Context(), nil)
 		h.Initialize("", nil)
 		h.SendCallTool(2, "block", nil)
 		synctest.Wait()
@@ -768,12 +768,15 @@ func TestTracingBatchedEventsInsideTheSpan(t *testing.T) {
 	})
 }
 
-// flusher is an Observer that keeps the outcome flush of the server it is
-// given to, as the instrumentation's collector does.
+// flusher is a server.Option that keeps the outcome flush of the server
+// it is given to, as the instrumentation's collector does: server.New
+// hands it over (serverhook.Wired).
 type flusher struct {
-	server.NopObserver
-	flush func()
+	server.Option // an observer of nothing
+	flush         func()
 }
+
+func newFlusher() *flusher { return &flusher{Option: server.WithObserver()} }
 
 func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }
 

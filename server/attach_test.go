@@ -118,7 +118,7 @@ const attachInit = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"pro
 func TestAttachRunsWithoutGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := newRecorder()
-		srv := server.New(server.WithObserver(obs))
+		srv := server.New(server.WithObserver(obs.observer()))
 		conn := &drivenConn{}
 		done := make(chan error, 1)
 		before := runtime.NumGoroutine()
@@ -200,7 +200,7 @@ func TestAttachEnds(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			obs := newRecorder()
-			srv := server.New(server.WithObserver(obs))
+			srv := server.New(server.WithObserver(obs.observer()))
 			conn := &drivenConn{}
 			done := make(chan error, 1)
 			require.NoError(t, srv.Attach(context.Background(), conn, func(err error) { done <- err }))

@@ -10,23 +10,16 @@ import (
 	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
-// pingCounter is an Observer that counts the requests that ended.
-type pingCounter struct {
-	server.NopObserver
-	ended atomic.Int64
-}
-
-func (c *pingCounter) RequestEnded(_ context.Context, req *server.Request, out server.Outcome) {
-	if req.Method == "ping" && out.Err == nil {
-		c.ended.Add(1)
-	}
-}
-
 // With WithOutcomeBatches, the observers hear of the requests' outcomes
 // in batches: here, after four requests, or when the server shuts down.
 func ExampleWithOutcomeBatches() {
-	var pings pingCounter
-	srv := server.New(server.WithObserver(&pings), server.WithOutcomeBatches(4, time.Hour))
+	var pings atomic.Int64 // the pings that ended
+	countPings := server.Observer{RequestEnded: func(_ context.Context, req *server.Request, out server.Outcome) {
+		if req.Method == "ping" && out.Err == nil {
+			pings.Add(1)
+		}
+	}}
+	srv := server.New(server.WithObserver(countPings), server.WithOutcomeBatches(4, time.Hour))
 	client, conn := memory.NewPair()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), conn) }()
@@ -41,9 +34,9 @@ func ExampleWithOutcomeBatches() {
 		fmt.Println(err)
 	}
 
-	fmt.Println("recorded before the shutdown:", pings.ended.Load())
+	fmt.Println("recorded before the shutdown:", pings.Load())
 	_ = srv.Shutdown(ctx)
-	fmt.Println("recorded after it:", pings.ended.Load())
+	fmt.Println("recorded after it:", pings.Load())
 	// Output:
 	// recorded before the shutdown: 0
 	// recorded after it: 2

@@ -101,6 +101,11 @@ func (r *recorder) MessageRejected(_ context.Context, _ *server.Session, code pr
 	r.rejected = append(r.rejected, code)
 }
 
+// observer returns the hooks of r, every one of them.
+func (r *recorder) observer() server.Observer {
+	return server.Observer{RequestEnded: r.RequestEnded, SessionStarted: r.SessionStarted, SessionEnded: r.SessionEnded, RequestCancelled: r.RequestCancelled, ResponseDropped: r.ResponseDropped, WriteFailed: r.WriteFailed, OutgoingFailed: r.OutgoingFailed, HandlerPanicked: r.HandlerPanicked, MessageRejected: r.MessageRejected}
+}
+
 func (r *recorder) snapshotDrops() []drop {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -162,7 +167,7 @@ type harness struct {
 
 func newHarness(t testing.TB, opts ...server.Option) *harness {
 	h := &harness{t: t, obs: newRecorder(), logs: &levelCounter{}}
-	opts = append([]server.Option{server.WithObserver(h.obs), server.WithLogger(slog.New(h.logs))}, opts...)
+	opts = append([]server.Option{server.WithObserver(h.obs.observer()), server.WithLogger(slog.New(h.logs))}, opts...)
 	h.srv = server.New(opts...)
 	return h
 }

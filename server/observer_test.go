@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/serverhook"
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
@@ -64,14 +65,19 @@ func (o tagObserver) MessageRejected(context.Context, *server.Session, protocol.
 	o.add("rejected")
 }
 
+// observer returns the hooks of o, every one of them.
+func (o tagObserver) observer() server.Observer {
+	return server.Observer{RequestEnded: o.RequestEnded, SessionStarted: o.SessionStarted, SessionEnded: o.SessionEnded, RequestCancelled: o.RequestCancelled, ResponseDropped: o.ResponseDropped, WriteFailed: o.WriteFailed, OutgoingFailed: o.OutgoingFailed, HandlerPanicked: o.HandlerPanicked, MessageRejected: o.MessageRejected}
+}
+
 // Observers given to WithObserver, in one call or in several, all hear
-// of every event, in the order they were given; nil ones are skipped.
+// of every event, in the order they were given; a nil hook is skipped.
 func TestWithObserverAdds(t *testing.T) {
 	t.Parallel()
 	testkit.Watchdog(t)
 	var log tagLog
 	a, b := tagObserver{"a", &log}, tagObserver{"b", &log}
-	h := newHarness(t, server.WithObserver(a, nil), server.WithObserver(b)).start()
+	h := newHarness(t, server.WithObserver(a.observer(), server.Observer{}), server.WithObserver(b.observer())).start()
 	h.Initialize("2025-11-25", nil)
 	h.Request(2, "ping", nil)
 	h.RecvResult(2)
@@ -87,7 +93,7 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 	t.Parallel()
 	testkit.Watchdog(t)
 	var reasons reasonRecorder
-	h := newHarness(t, server.WithObserver(&reasons), server.WithMaxInFlightPerSession(2)).start()
+	h := newHarness(t, server.WithObserver(server.Observer{MessageRejected: reasons.MessageRejected}), server.WithMaxInFlightPerSession(2)).start()
 	block := make(chan struct{})
 	h.addTool("block", func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		select {
@@ -119,7 +125,6 @@ func TestRejectReasonsReachTheObserver(t *testing.T) {
 
 // reasonRecorder keeps the reasons of MessageRejected.
 type reasonRecorder struct {
-	server.NopObserver
 	mu      sync.Mutex
 	reasons []protocol.RejectReason
 }
@@ -181,7 +186,7 @@ func (*singleConn) SingleRequest() {}
 func TestSingleConnIsNoSession(t *testing.T) {
 	t.Parallel()
 	var log tagLog
-	srv := server.New(server.WithObserver(tagObserver{"o", &log}))
+	srv := server.New(server.WithObserver(tagObserver{"o", &log}.observer()))
 	var handlerCtx context.Context
 	listed := -1
 	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -211,4 +216,33 @@ func TestSingleConnIsNoSession(t *testing.T) {
 func isSingleConn(c transport.Conn) bool {
 	_, ok := transport.As[transport.Single](c)
 	return ok
+}
+
+// wiredOption is an option that wants what the server lends, as package
+// middleware's and the live page's are.
+type wiredOption struct {
+	server.Option
+	lent []*serverhook.Server
+}
+
+func (o *wiredOption) WireServer(s *serverhook.Server) { o.lent = append(o.lent, s) }
+
+// An option that implements serverhook.Wired is handed, at New, what the
+// server lends (itself, its flush, the methods it serves), and the
+// observer it registers hears of events as any other.
+func TestWiredOptionIsLentTheServer(t *testing.T) {
+	t.Parallel()
+	testkit.Watchdog(t)
+	var log tagLog
+	o := &wiredOption{Option: server.WithObserver(tagObserver{"w", &log}.observer())}
+	h := newHarness(t, o).start()
+	require.Len(t, o.lent, 1, "once, at New")
+	assert.Same(t, h.srv, o.lent[0].ID)
+	assert.Contains(t, o.lent[0].Methods(), "ping")
+	assert.True(t, o.lent[0].HasMethod("tools/list"))
+	h.Initialize("2025-11-25", nil)
+	_ = h.Close()
+	require.NoError(t, h.Wait())
+	o.lent[0].Flush()
+	assert.Equal(t, []string{"w:started", "w:request", "w:ended"}, log.get())
 }

@@ -20,7 +20,6 @@ type config struct {
 	impl         Implementation
 	instructions string
 	middleware   []Middleware
-	observer     Observer   // observers combined, made by New
 	observers    []Observer // WithObserver's, in order
 	logger       *slog.Logger
 	maxInFlight  int
@@ -61,7 +60,6 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		impl:         Implementation{Name: "vigil", Version: "dev"},
-		observer:     NopObserver{},
 		logger:       slog.New(slog.DiscardHandler),
 		maxInFlight:  1024,
 		writeTimeout: 30 * time.Second,
@@ -117,16 +115,10 @@ func WithMiddleware(mw ...Middleware) Option {
 }
 
 // WithObserver adds observers that receive what the core sees, each
-// event in the order they were given (see [Observer]). Calling it again
-// adds more; nil entries are skipped.
+// event's hooks called in the order the observers were given (see
+// [Observer]). Calling it again adds more.
 func WithObserver(obs ...Observer) Option {
-	return optionFunc(func(c *config) {
-		for _, o := range obs {
-			if o != nil {
-				c.observers = append(c.observers, o)
-			}
-		}
-	})
+	return optionFunc(func(c *config) { c.observers = append(c.observers, obs...) })
 }
 
 // WithLogger sets the logger for the server's own messages. The default

@@ -44,7 +44,8 @@ type Server struct {
 	deadlines    deadlineQueues    // the requests' own deadlines (Request.SetDeadline)
 	outcomes     *outcomeBatches   // the requests' outcomes being recorded (WithOutcomeBatches); nil: at once
 	hook         serverhook.Server // what the observers of other packages need (observer.go)
-	endObserved  bool              // an Observer was given: RequestEnded is called
+	obs          observers         // the hooks of the observers given (observer.go)
+	endObserved  bool              // an Observer hooks RequestEnded
 
 	resources resourceRegistry
 	// resourceFallback reads what no resource serves (resource_fallback.go).
@@ -83,9 +84,13 @@ type Server struct {
 // working server with no tools.
 func New(opts ...Option) *Server {
 	cfg := defaultConfig()
+	var wired []serverhook.Wired // the options that want what s lends (observer.go)
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
+		}
+		if w, ok := o.(serverhook.Wired); ok {
+			wired = append(wired, w)
 		}
 	}
 	if cfg.stateKey == nil {
@@ -97,7 +102,8 @@ func New(opts ...Option) *Server {
 		panic(err) // unreachable: stateKey has at least seal.MinKeyBytes
 	}
 	s := &Server{cfg: cfg, methods: make(map[string]Handler), stateKeys: keys}
-	s.cfg.observer, s.endObserved = observers(cfg.observers...), len(cfg.observers) > 0
+	s.obs = combineObservers(cfg.observers)
+	s.endObserved = len(s.obs.requestEnded) > 0
 	s.outcomes = newOutcomeBatches(cfg.outcomeBatch, cfg.outcomeDelay, cfg.logger, s.recordEnd)
 	s.registerCore()
 	s.registerTools()
@@ -113,7 +119,7 @@ func New(opts ...Option) *Server {
 	s.cacheTTL = strconv.AppendInt(nil, cfg.cacheTTL.Milliseconds(), 10)
 	s.cacheScope, _ = json.Marshal(cfg.cacheScope)
 	s.startFanout() // fanout.go
-	s.wireObservers()
+	s.wireObservers(wired)
 	return s
 }
 
@@ -293,7 +299,7 @@ func (s *Server) invoke(ctx context.Context, req *Request) (res any, err error) 
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			s.cfg.logger.ErrorContext(ctx, "handler panicked", "method", req.Method, "id", req.ID.String(), "panic", v, "stack", string(stack))
-			s.cfg.observer.HandlerPanicked(ctx, req, v, stack)
+			s.obs.HandlerPanicked(ctx, req, v, stack)
 			res, err = nil, &Error{Code: protocol.CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
 		}
 	}()

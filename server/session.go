@@ -42,7 +42,7 @@ type Session struct {
 	// whose deadline they must keep, or the session has no request but
 	// its one (single).
 	reqParent context.Context
-	obs       Observer
+	obs       *observers                  // the server's (observer.go)
 	log       atomic.Pointer[slog.Logger] // with the session's id; made on first use (logger)
 
 	handlers sync.WaitGroup
@@ -339,7 +339,7 @@ func newSession(ctx context.Context, s *Server, conn transport.Conn) *Session {
 		parent:    ctx,
 		ctx:       sctx,
 		cancelCtx: cancel,
-		obs:       s.cfg.observer,
+		obs:       &s.obs,
 		single:    isSingle(conn),
 		selfShed:  s.cfg.shedder != nil && admitsRequests(conn),
 		shard:     pickSessionShard(),

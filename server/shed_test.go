@@ -29,7 +29,6 @@ func (s *onOffShedder) Shed(context.Context) bool { s.asked.Add(1); return s.on.
 
 // reasonCounter counts the rejections an Observer is told of, by reason.
 type reasonCounter struct {
-	server.NopObserver
 	mu sync.Mutex
 	n  map[protocol.RejectReason]int
 }
@@ -89,7 +88,7 @@ func TestStdioShedRequestsGetTheBusyError(t *testing.T) {
 	testkit.Watchdog(t)
 	var shed onOffShedder
 	obs := &reasonCounter{}
-	srv := server.New(server.WithShedder(&shed), server.WithObserver(obs))
+	srv := server.New(server.WithShedder(&shed), server.WithObserver(server.Observer{MessageRejected: obs.MessageRejected}))
 	var calls atomic.Int64
 	started, cause := make(chan struct{}, 1), make(chan error, 1)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "block"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {

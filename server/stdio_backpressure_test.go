@@ -32,7 +32,7 @@ func TestStdioUnreadingClientIsHeldBackThenDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const calls, size = 200, 1 << 10
 		rec := newRecorder()
-		srv := server.New(server.WithWriteTimeout(time.Second), server.WithObserver(rec))
+		srv := server.New(server.WithWriteTimeout(time.Second), server.WithObserver(rec.observer()))
 		var ran atomic.Int64
 		hasRun := make(chan struct{}, calls)
 		require.NoError(t, srv.AddTool(server.Tool{Name: "big"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
@@ -123,7 +123,7 @@ func TestStdioUnreadNotificationsAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const updates, backlog = 200, 64
 		rec := newRecorder()
-		srv := server.New(server.WithObserver(rec))
+		srv := server.New(server.WithObserver(rec.observer()))
 		require.NoError(t, srv.AddResourceTemplate(server.ResourceTemplate{URITemplate: "test://{name}", Name: "any"},
 			func(context.Context, *server.ReadResourceRequest) (*server.ReadResourceResult, error) {
 				return nil, nil

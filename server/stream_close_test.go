@@ -254,7 +254,7 @@ func TestStreamCloseHoldsTheDrain(t *testing.T) {
 func TestEndWithoutError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := newRecorder()
-		srv := server.New(server.WithObserver(obs))
+		srv := server.New(server.WithObserver(obs.observer()))
 		conn := &drivenConn{}
 		done := make(chan error, 1)
 		require.NoError(t, srv.Attach(context.Background(), conn, func(err error) { done <- err }))

@@ -297,7 +297,7 @@ func (s *Server) callTaskHandler(t *task, run func(context.Context) (*CallToolRe
 		if v := recover(); v != nil {
 			stack := debug.Stack()
 			s.cfg.logger.ErrorContext(t.ctx, "task handler panicked", "task", t.id, "panic", v, "stack", string(stack))
-			s.cfg.observer.HandlerPanicked(t.ctx, RequestFromContext(t.ctx), v, stack)
+			s.obs.HandlerPanicked(t.ctx, RequestFromContext(t.ctx), v, stack)
 			res, err = nil, &Error{Code: protocol.CodeInternal, Message: "internal error", err: fmt.Errorf("panic: %v", v)}
 		}
 	}()

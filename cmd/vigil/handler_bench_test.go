@@ -91,8 +91,8 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
 	logOut := asyncwriter.New(io.Discard)
 	tb.Cleanup(func() { _ = logOut.Close() })
 	page := debugpage.NewRecorder(debugpage.WithTraceRing(cfg.traceRing, 0))
-	var f flusher
-	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil, vigil.WithServerOptions(server.WithObserver(&f)))
+	f := &flusher{Option: server.WithObserver()}
+	svc, err := newService(cfg, newLogger(cfg, logOut), prometheus.NewRegistry(), page, nil, vigil.WithServerOptions(f))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -101,11 +101,12 @@ func newServiceHandler(tb testing.TB) (*streamable.Endpoint, func()) {
 	return svc.Endpoint(), f.flush
 }
 
-// flusher is a server.Observer that keeps the outcome flush of the server
-// it is given to, as the instrumentation's collector does.
+// flusher is a server.Option that keeps the outcome flush of the server
+// it is given to, as the instrumentation's collector does: server.New
+// hands it over (serverhook.Wired).
 type flusher struct {
-	server.NopObserver
-	flush func()
+	server.Option // an observer of nothing
+	flush         func()
 }
 
 func (f *flusher) WireServer(s *serverhook.Server) { f.flush = s.Flush }

@@ -34,8 +34,11 @@ func ServerOf(ctx context.Context) *Server {
 	return s
 }
 
-// Wired is implemented by an observer (a server.Observer) that wants the
-// Server of each server it is registered with: server.New hands it over.
+// Wired is implemented by a server.Option that wants the Server of each
+// server it configures: server.New hands it over, after every option was
+// applied. Package middleware and the live page register their observers
+// with such an option: a struct that embeds server.WithObserver's Option
+// (whose method it so keeps) and implements Wired.
 type Wired interface {
 	WireServer(s *Server)
 }

@@ -81,8 +81,6 @@ type chaosWaiter struct {
 // records every request's sealed Outcome (Request.OnDone). Tests wait for
 // what it saw with await, which is signaled by the events themselves.
 type chaosRecorder struct {
-	server.NopObserver
-
 	mu             sync.Mutex
 	outcomes       []chaosEntry
 	cancels        []chaosCancel
@@ -133,6 +131,15 @@ func (r *chaosRecorder) await(t testing.TB, what string, cond func() bool) {
 	r.waiters = append(r.waiters, chaosWaiter{cond: cond, ch: ch})
 	r.mu.Unlock()
 	chaosRecv(t, ch, what)
+}
+
+// observer returns the hooks of r.
+func (r *chaosRecorder) observer() server.Observer {
+	return server.Observer{
+		SessionStarted: r.SessionStarted, SessionEnded: r.SessionEnded, RequestCancelled: r.RequestCancelled,
+		ResponseDropped: r.ResponseDropped, WriteFailed: r.WriteFailed, OutgoingFailed: r.OutgoingFailed,
+		HandlerPanicked: r.HandlerPanicked,
+	}
 }
 
 func (r *chaosRecorder) SessionStarted(context.Context, *server.Session) {
@@ -387,7 +394,7 @@ type chaosRig struct {
 
 func newChaosRig(t *testing.T, opts ...streamable.Option) *chaosRig {
 	rec := &chaosRecorder{}
-	srv := server.New(server.WithObserver(rec), server.WithMiddleware(rec.middleware))
+	srv := server.New(server.WithObserver(rec.observer()), server.WithMiddleware(rec.middleware))
 	h := streamable.New(srv, opts...)
 	probe := &chaosProbe{next: h}
 	ts := httptest.NewServer(probe)

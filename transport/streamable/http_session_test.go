@@ -173,7 +173,7 @@ func TestHTTPUnrelatedNotificationOnGET(t *testing.T) {
 // call.
 func TestHTTPElicitationOnRequestStream(t *testing.T) {
 	obs := &htRejectCounter{ended: make(chan struct{})}
-	e := newHTEnv(t, htServer(t, server.WithObserver(obs)))
+	e := newHTEnv(t, htServer(t, server.WithObserver(server.Observer{MessageRejected: obs.MessageRejected, SessionEnded: obs.SessionEnded})))
 	require.NoError(t, e.srv.AddTool(server.Tool{Name: "ask"}, func(ctx context.Context, _ *server.CallToolRequest) (*server.CallToolResult, error) {
 		res, err := server.Elicit(ctx, &server.ElicitParams{
 			Message:         "Who are you?",
@@ -214,7 +214,6 @@ func TestHTTPElicitationOnRequestStream(t *testing.T) {
 
 // htRejectCounter counts the messages a session rejected and signals its end.
 type htRejectCounter struct {
-	server.NopObserver
 	rejected atomic.Int64
 	ended    chan struct{}
 }

@@ -130,7 +130,7 @@ func TestIdleExpiryShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const idle = time.Minute
 		rec := &endRecorder{}
-		srv := server.New(server.WithObserver(rec))
+		srv := server.New(server.WithObserver(server.Observer{SessionEnded: rec.SessionEnded}))
 		h := streamable.New(srv, streamable.WithIdleTimeout(idle))
 		defer func() {
 			_ = h.Close()
@@ -167,7 +167,6 @@ func TestIdleExpiryShared(t *testing.T) {
 
 // endRecorder records the causes sessions end with.
 type endRecorder struct {
-	server.NopObserver
 	mu    sync.Mutex
 	ended []error
 }
