@@ -44,7 +44,7 @@ func TestStatelessCancelIsOneAttentionRow(t *testing.T) {
 		if req.Method == "tools/call" {
 			done <- req.Name
 		}
-	})), server.WithMiddleware(rec.Middleware()))...)
+	})))...)
 	started := make(chan struct{}, 1)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "echo"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("echo"), nil

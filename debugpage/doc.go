@@ -8,9 +8,8 @@
 // A [Recorder] gathers what the page shows through the hooks Vigil's
 // public API already offers: [Recorder.ServerOption] (a server.Option that
 // registers its server.Observer, which hears of every request's outcome,
-// those the chain refuses too), [Recorder.Middleware] (a
-// server.Middleware, for a server behind an OAuth resource server: who
-// opened each session) and [Recorder.SpanExporter] (the intake of its
+// those the chain refuses too, and who opened each session behind an OAuth
+// resource server) and [Recorder.SpanExporter] (the intake of its
 // trace ring, for the tracer provider: sdktrace.WithSyncer). Any hook left out leaves
 // its part of the page empty. [Handler] serves the page of a
 // server.Server from a Recorder; mount it with http.StripPrefix. Nothing

@@ -102,9 +102,11 @@ func (l *eventLog) hasMethod(srv *server.Server) func(string) bool {
 	return func(string) bool { return true }
 }
 
-// requestEnded counts req by its method or tool and its outcome.
+// requestEnded counts req by its method or tool and its outcome, and
+// notes the principal that opened its session.
 func (l *eventLog) requestEnded(ctx context.Context, req *server.Request, out server.Outcome) {
 	l.stats.recordRequest(serverhook.ServerOf(ctx), req, out)
+	l.notePrincipal(req)
 }
 
 // principalView is who sent a request or opened a session, as the debug page
@@ -260,27 +262,24 @@ func (l *eventLog) responseDropped(_ context.Context, req *server.Request, reaso
 	l.drops.add(e)
 }
 
-// Middleware returns a server middleware that records, for the debug page,
-// the principal of each session's initialize (with -auth-issuer). A session
-// answers only the principal that opened it (streamable.WithPrincipal), so
-// that is the principal of all its requests; the other requests pass
-// untouched, without taking the log's lock. Without a principal it does
-// nothing.
-func (l *eventLog) Middleware() server.Middleware {
-	return func(next server.Handler) server.Handler {
-		return func(ctx context.Context, req *server.Request) (any, error) {
-			if req.Method == "initialize" && req.Session != nil {
-				if pv := principalOf(req); pv != (principalView{}) {
-					l.mu.Lock()
-					_, live := l.transports[req.Session] // started, not ended: sessionEnded forgets it
-					if _, seen := l.principals[req.Session]; live && !seen {
-						l.principals[req.Session] = pv
-					}
-					l.mu.Unlock()
-				}
-			}
-			return next(ctx, req)
-		}
+// notePrincipal records, for the debug page, the principal of a session's
+// initialize (behind an OAuth resource server). A session answers only the
+// principal that opened it (streamable.WithPrincipal), so that is the
+// principal of all its requests; the other requests pass untouched,
+// without taking the log's lock. Without a principal it does nothing.
+func (l *eventLog) notePrincipal(req *server.Request) {
+	if req.Method != "initialize" || req.Session == nil {
+		return
+	}
+	pv := principalOf(req)
+	if pv == (principalView{}) {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, live := l.transports[req.Session] // started, not ended: sessionEnded forgets it
+	if _, seen := l.principals[req.Session]; live && !seen {
+		l.principals[req.Session] = pv
 	}
 }
 

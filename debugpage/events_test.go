@@ -117,7 +117,7 @@ func TestDebugPageShowsPrincipal(t *testing.T) {
 		const subject, clientID = `<img src=x onerror=alert(1)>`, `client&co`
 		rec := NewRecorder()
 		events := rec.events
-		srv := server.New(rec.ServerOption(), server.WithMiddleware(auth.Middleware(), rec.Middleware()))
+		srv := server.New(rec.ServerOption(), server.WithMiddleware(auth.Middleware()))
 		require.NoError(t, addTestTools(srv))
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()
@@ -191,7 +191,7 @@ func TestDebugPageWithoutPrincipal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := NewRecorder()
 		events := rec.events
-		srv := server.New(rec.ServerOption(), server.WithMiddleware(rec.Middleware()))
+		srv := server.New(rec.ServerOption())
 		require.NoError(t, addTestTools(srv))
 		page := mountPage(Handler(srv, rec, WithTraceExporter("none")))
 		client, conn := memory.NewPair()

@@ -37,7 +37,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithMiddleware(rec.Middleware()))...)
+	srv := server.New(append(inst.ServerOptions(), rec.ServerOption())...)
 	_ = srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	})

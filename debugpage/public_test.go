@@ -70,7 +70,7 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 		if req.Method == "tools/call" {
 			called <- struct{}{}
 		}
-	})), server.WithMiddleware(rec.Middleware()))...)
+	})))...)
 	require.NoError(t, srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	}))

@@ -10,9 +10,8 @@ import (
 )
 
 // Recorder gathers what the live page shows, through the hooks it hands
-// to the server: [Recorder.ServerOption], [Recorder.Middleware] and
-// [Recorder.SpanExporter]. Make one with
-// [NewRecorder]; one Recorder serves one server. It is safe for concurrent
+// to the server: [Recorder.ServerOption] and [Recorder.SpanExporter].
+// Make one with [NewRecorder]; one Recorder serves one server. It is safe for concurrent
 // use, and none of its hooks blocks for long.
 type Recorder struct {
 	started time.Time
@@ -41,15 +40,11 @@ func NewRecorder(opts ...RecorderOption) *Recorder {
 // ServerOption returns the server.Option, for server.New, that registers
 // the Recorder's observer (a server.Observer): it counts every request by
 // method or tool, outcome and latency (a name the server does not know
-// counts as "other"), and remembers each live session's transport and the
-// recent cancellations, dropped responses and ended sessions.
+// counts as "other"), and remembers each live session's transport, the
+// principal that opened it (auth.PrincipalFromContext of its initialize's
+// arrival, behind an OAuth resource server) and the recent cancellations,
+// dropped responses and ended sessions.
 func (r *Recorder) ServerOption() server.Option { return r.events.serverOption() }
-
-// Middleware returns the server middleware that records the principal
-// that opened each session (auth.PrincipalFromContext of its initialize's
-// arrival), for a server behind an OAuth resource server. Without a
-// principal it does nothing.
-func (r *Recorder) Middleware() server.Middleware { return r.events.Middleware() }
 
 // SpanExporter returns the intake of the Recorder's trace ring, which
 // keeps the traces worth looking at within a fixed memory bound: give it

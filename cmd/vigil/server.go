@@ -141,9 +141,6 @@ func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, 
 			}
 		}
 		srvOpts = append(srvOpts, server.WithToolAccess(access), server.WithCallerKey(auth.CallerKey))
-		if page != nil {
-			srvOpts = append(srvOpts, server.WithMiddleware(page.Middleware()))
-		}
 	}
 	return srvOpts, nil
 }
