@@ -29,12 +29,11 @@ func Example() {
 		return
 	}
 	shared, err := redisshare.Open(ctx, redisshare.Config{
-		URL:         "rediss://vigil@redis:6379/0",
-		Password:    os.Getenv("VIGIL_REDIS_PASSWORD"),
-		IdleTimeout: 30 * time.Minute, // the endpoint's too
-		ClusterKey:  key,
-		Logger:      slog.Default(),
-		Registerer:  reg,
+		URL:        "rediss://vigil@redis:6379/0",
+		Password:   os.Getenv("VIGIL_REDIS_PASSWORD"),
+		ClusterKey: key,
+		Logger:     slog.Default(),
+		Registerer: reg,
 	})
 	if err != nil {
 		slog.Error("shared mode", "error", err)
@@ -45,7 +44,7 @@ func Example() {
 	srv := server.New(shared.ServerOptions()...)
 	defer func() { _ = srv.Close() }()
 	endpoint := streamable.New(srv, append([]streamable.Option{
-		streamable.WithIdleTimeout(30 * time.Minute),
+		streamable.WithIdleTimeout(30 * time.Minute), // the sessions' in Redis too
 		streamable.WithQuotas(streamable.Quotas{Sessions: 10, SessionCounter: shared.SessionQuota(10)}),
 	}, shared.Options()...)...)
 	defer func() { endpoint.Drain(); _ = endpoint.Close() }()

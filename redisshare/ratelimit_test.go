@@ -24,7 +24,7 @@ func TestAllowShared(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var replicas []*redisshare.Shared
 	for i := range 2 {
-		cfg := redisshare.Config{URL: rs.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()}
+		cfg := redisshare.Config{URL: rs.URL(), ClusterKey: redistest.ClusterKey()}
 		if i == 0 {
 			cfg.Registerer = reg // the first replica's fallbacks are counted
 		}

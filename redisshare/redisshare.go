@@ -62,12 +62,6 @@ type Config struct {
 	// answer. By default a replica that reached Redis once stays ready
 	// through an outage, serving what needs no Redis (deploy/SCALING.md).
 	UnreadyInOutage bool
-	// IdleTimeout is the sessions' idle timeout: their records expire in
-	// Redis after it.
-	IdleTimeout time.Duration
-	// InitTimeout is how long a session's record lives until its client
-	// initialized (0: a minute, as streamable.DefaultInitTimeout).
-	InitTimeout time.Duration
 	// MaxSessionEventBytes bounds the stored SSE events of one session (0:
 	// 1 MiB).
 	MaxSessionEventBytes int64
@@ -118,7 +112,6 @@ type Shared struct {
 	done     chan struct{}
 	lastErr  string // the last misconfiguration logged, by the lease loop
 
-	idleTimeout     time.Duration // the sessions' (the session quota's TTL)
 	unreadyInOutage bool
 }
 
@@ -149,7 +142,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Shared{
-		target: t, client: t.newClient(), logger: logger, idleTimeout: cfg.IdleTimeout, unreadyInOutage: cfg.UnreadyInOutage,
+		target: t, client: t.newClient(), logger: logger, unreadyInOutage: cfg.UnreadyInOutage,
 		born: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.rate = redis_rate.NewLimiter(s.client)
@@ -161,8 +154,6 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	}
 	opts := []redisstore.Option{
 		redisstore.WithReplica(replicaName()),
-		redisstore.WithIdleTimeout(cfg.IdleTimeout),
-		redisstore.WithInitTimeout(cfg.InitTimeout),
 		redisstore.WithMaxSessionEventBytes(cfg.MaxSessionEventBytes),
 		redisstore.WithLogger(logger),
 		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
@@ -202,7 +193,11 @@ func (s *Shared) Replica() string { return s.store.Replica() }
 
 // Options returns the endpoint options of the shared mode: the cluster,
 // and the event store every replica resumes from, for [streamable.New]
-// (after an event store of its own, which they replace).
+// (after an event store of its own, which they replace). The endpoint's
+// idle and init timeouts (streamable.WithIdleTimeout, WithInitTimeout)
+// are the sessions' in Redis too: New hands them to the cluster, and the
+// records expire after them (after 30 minutes without a request when
+// sessions never idle out). Give the options to one endpoint.
 func (s *Shared) Options() []streamable.Option {
 	c := replication.Config{Cluster: s.store}
 	if m := s.metrics; m != nil {

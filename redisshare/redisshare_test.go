@@ -23,7 +23,7 @@ func TestOpenTakesTheLeaseAndCloseGivesItBack(t *testing.T) {
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
 	s, err := redisshare.Open(t.Context(), redisshare.Config{
-		URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
+		URL: redis.URL(), ClusterKey: redistest.ClusterKey(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Registerer: reg,
 	})
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestOpenNeverShowsThePassword(t *testing.T) {
 // not loopback are refused at start-up, each saying why.
 func TestOpenTLS(t *testing.T) {
 	rs := redistest.StartTLS(t)
-	cfg := redisshare.Config{URL: rs.URL(), Password: rs.Password(), CAFile: rs.CAFile(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()}
+	cfg := redisshare.Config{URL: rs.URL(), Password: rs.Password(), CAFile: rs.CAFile(), ClusterKey: redistest.ClusterKey()}
 	s, err := redisshare.Open(t.Context(), cfg)
 	require.NoError(t, err)
 	assert.True(t, s.Ready())
@@ -121,8 +121,8 @@ func TestOpenTLS(t *testing.T) {
 func TestOpenPlaintext(t *testing.T) {
 	rs := redistest.Start(t)
 	s, err := redisshare.Open(t.Context(), redisshare.Config{
-		URL:         "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0",
-		IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(),
+		URL:        "redis://localhost:" + strings.TrimPrefix(rs.Addr(), "127.0.0.1:") + "/0",
+		ClusterKey: redistest.ClusterKey(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -147,7 +147,7 @@ func TestOpenPlaintext(t *testing.T) {
 // replica unready within a second, and ready again once Redis answers.
 func TestReadyTurnsFalseWithinASecond(t *testing.T) {
 	redis := redistest.Start(t)
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(), UnreadyInOutage: true})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), ClusterKey: redistest.ClusterKey(), UnreadyInOutage: true})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.Close()) }()
 	require.True(t, s.Ready())
@@ -172,7 +172,7 @@ func TestReadyTurnsFalseWithinASecond(t *testing.T) {
 func TestStaysReadyThroughAnOutage(t *testing.T) {
 	redis := redistest.Start(t)
 	reg := prometheus.NewRegistry()
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey(), Registerer: reg})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), ClusterKey: redistest.ClusterKey(), Registerer: reg})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.Close()) }()
 	require.True(t, s.Ready())
@@ -189,7 +189,7 @@ func TestStaysReadyThroughAnOutage(t *testing.T) {
 func TestStartsWhileRedisIsAway(t *testing.T) {
 	redis := redistest.Start(t)
 	redis.Kill()
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: redis.URL(), ClusterKey: redistest.ClusterKey()})
 	require.NoError(t, err, "Redis away is no reason to exit")
 	defer func() { assert.NoError(t, s.Close()) }()
 	assert.False(t, s.Ready())

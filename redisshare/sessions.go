@@ -22,7 +22,7 @@ import (
 type sessionCounter struct {
 	client    redis.UniversalClient
 	max       int
-	ttl       time.Duration
+	idle      func() time.Duration          // the sessions' idle timeout (redisstore.Store.IdleTimeout)
 	pseudonym func(prefix, v string) string // redisstore.Store.Pseudonym
 }
 
@@ -52,10 +52,10 @@ return math.max(1, tonumber(oldest[2]) - now)
 `)
 
 // sessionCounter returns the counter of at most limit sessions per
-// principal (limit > 0); entries expire after the sessions' idle timeout
-// (24 hours when they never idle out).
+// principal (limit > 0); entries expire after the sessions' idle timeout,
+// the endpoint's (24 hours when they never idle out).
 func (s *Shared) sessionCounter(limit int) *sessionCounter {
-	return newSessionCounter(s.client, limit, s.idleTimeout, s.store.Pseudonym)
+	return &sessionCounter{client: s.client, max: limit, idle: s.store.IdleTimeout, pseudonym: s.store.Pseudonym}
 }
 
 // SessionQuota returns the counter of the endpoint's session quota
@@ -64,7 +64,9 @@ func (s *Shared) sessionCounter(limit int) *sessionCounter {
 // session ids, scored by when each expires (after the sessions' idle
 // timeout, unless the endpoint acquires it again on the session's
 // activity), so that the sessions of a replica that died expire and the
-// count heals itself. Give the Quotas the same limit as Sessions.
+// count heals itself. The idle timeout is the endpoint's, which its New
+// hands over ([Shared.Options]). Give the Quotas the same limit as
+// Sessions.
 func (s *Shared) SessionQuota(limit int) streamable.SessionCounter {
 	return sessionQuota{s.sessionCounter(limit)}
 }
@@ -86,11 +88,13 @@ func (q sessionQuota) Release(caller, session string) {
 	_ = q.c.Release(ctx, caller, session) // on failure the entry expires after the idle timeout
 }
 
-func newSessionCounter(client redis.UniversalClient, limit int, ttl time.Duration, pseudonym func(prefix, v string) string) *sessionCounter {
-	if ttl <= 0 {
-		ttl = defaultSessionTTL
+// ttl is the entries' TTL: the sessions' idle timeout, or
+// defaultSessionTTL when they never idle out.
+func (c *sessionCounter) ttl() time.Duration {
+	if d := c.idle(); d > 0 {
+		return d
 	}
-	return &sessionCounter{client: client, max: limit, ttl: ttl, pseudonym: pseudonym}
+	return defaultSessionTTL
 }
 
 // Acquire counts sessionID as one of principal's sessions, unless the
@@ -103,7 +107,7 @@ func (c *sessionCounter) Acquire(ctx context.Context, principal, sessionID strin
 	if sessionID == "" {
 		return false, 0, errors.New("redisshare: empty session id")
 	}
-	ms, err := acquireSession.Run(ctx, c.client, []string{c.key(principal)}, c.pseudonym("", sessionID), c.max, c.ttl.Milliseconds()).Int64()
+	ms, err := acquireSession.Run(ctx, c.client, []string{c.key(principal)}, c.pseudonym("", sessionID), c.max, c.ttl().Milliseconds()).Int64()
 	if err != nil {
 		return false, 0, fmt.Errorf("redisshare: counting a session: %w", err)
 	}

@@ -18,8 +18,9 @@ func openReplicas(t *testing.T, rs *redistest.Server, n int) []*Shared {
 	t.Helper()
 	var out []*Shared
 	for range n {
-		s, err := Open(t.Context(), Config{URL: rs.URL(), IdleTimeout: time.Hour, ClusterKey: redistest.ClusterKey()})
+		s, err := Open(t.Context(), Config{URL: rs.URL(), ClusterKey: redistest.ClusterKey()})
 		require.NoError(t, err)
+		s.store.SetSessionTimeouts(time.Hour, 0) // as an endpoint of idle timeout an hour does (streamable.New)
 		t.Cleanup(func() { _ = s.Close() })
 		out = append(out, s)
 	}

@@ -17,7 +17,7 @@ import (
 func TestOpenSentinel(t *testing.T) {
 	primary := redistest.Start(t)
 	sentinels := redistest.StartSentinels(t, primary, 3, 0, 5*time.Second)
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: sentinelURL(sentinels, redistest.MasterName), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: sentinelURL(sentinels, redistest.MasterName), ClusterKey: redistest.ClusterKey()})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.Close()) }()
 	assert.True(t, s.Ready())
@@ -42,7 +42,7 @@ func TestOpenRefusesTheWrongShape(t *testing.T) {
 		"a master Sentinel knows not": {"redis+sentinel://" + sentinels[0].Addr() + "/other", `knows no master named "other"`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := redisshare.Open(t.Context(), redisshare.Config{URL: tc.url, IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+			_, err := redisshare.Open(t.Context(), redisshare.Config{URL: tc.url, ClusterKey: redistest.ClusterKey()})
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -62,7 +62,7 @@ func sentinelURL(sentinels []*redistest.Server, master string) string {
 // ready, and the shared rate limits run on it.
 func TestOpenCluster(t *testing.T) {
 	nodes := redistest.StartCluster(t, 3)
-	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis+cluster://" + nodes[1].Addr(), IdleTimeout: time.Minute, ClusterKey: redistest.ClusterKey()})
+	s, err := redisshare.Open(t.Context(), redisshare.Config{URL: "redis+cluster://" + nodes[1].Addr(), ClusterKey: redistest.ClusterKey()})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, s.Close()) }()
 	assert.True(t, s.Ready())

@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if shared, err = redisshare.Open(ctx, redisshare.Config{
 			URL: *redisURL, Password: os.Getenv("VIGIL_REDIS_PASSWORD"), SentinelPassword: os.Getenv("VIGIL_REDIS_SENTINEL_PASSWORD"),
 			CAFile: *redisCA, AllowPlaintext: *redisPlaintext,
-			IdleTimeout: 30 * time.Minute, Logger: logger, ClusterKey: keys[0], PreviousClusterKey: keys[1],
+			Logger: logger, ClusterKey: keys[0], PreviousClusterKey: keys[1],
 		}); err != nil {
 			return err
 		}

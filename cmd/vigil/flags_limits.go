@@ -23,7 +23,7 @@ func (limitFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.Int64Var(&cfg.maxBody, "max-body", 4<<20, "largest HTTP request body accepted, in `bytes`")
 	fs.IntVar(&cfg.maxSessions, "max-sessions", 10000, "most concurrent HTTP sessions (2025 protocol versions); more initializes get 503")
 	fs.IntVar(&cfg.maxInFlight, "max-in-flight", 256, "most requests in flight per session; more are refused as busy")
-	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 30*time.Minute, "end an HTTP session that has seen no request for this long (0: never)")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 30*time.Minute, "end an HTTP session that has seen no request for this long (0: never; with -redis, its record still expires after 30m)")
 	fs.DurationVar(&cfg.requestTimeout, "request-timeout", time.Minute, "how long one request's handler may run before it is cancelled and answered -32001 (0: no limit)")
 	fs.IntVar(&cfg.toolConcurrency, "tool-concurrency", 256, "most concurrent calls of each tool, over all sessions; a call over it waits up to 1s for a slot, then is answered -32000 busy (0: no limit)")
 	fs.DurationVar(&cfg.listChangedDelay, "list-changed-delay", server.DefaultListChangedDelay, "how long vigil waits after a change to its tools, resources or prompts before it sends list_changed to every session, coalescing the changes in between into one notification (0: one per change, at once)")

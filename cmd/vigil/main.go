@@ -163,7 +163,6 @@ func openShared(ctx context.Context, cfg *config, logger *slog.Logger, registry 
 	cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
 		URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
 		CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,
-		IdleTimeout: cfg.idleTimeout, InitTimeout: cfg.initTimeout,
 		MaxSessionEventBytes: cfg.maxSessionEvents, Logger: logger, Registerer: registry,
 		ClusterKey: cfg.clusterKey, PreviousClusterKey: cfg.clusterKeyPrev,
 	})

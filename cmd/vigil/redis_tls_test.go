@@ -72,15 +72,16 @@ func startTLSReplica(t *testing.T, rs *redistest.Server, args ...string) string 
 // default user off, an ACL user with the commands, keys and channels Vigil
 // uses), behind nginx round robin: a session initialized on one replica
 // calls a tool whose elicitation is answered through another and echoes
-// through a third, under shared rate limits and session quotas. Redis's
-// ACL log stays empty: the ACL user allows all
-// that Vigil runs.
+// through a third, under shared rate limits and session quotas. The
+// session's record and quota entry expire after -idle-timeout. Redis's
+// ACL log stays empty: the ACL user allows all that Vigil runs.
 func TestSharedReplicasOnTLSRedis(t *testing.T) {
 	rs := redistest.StartTLS(t)
 	var upstreams []string
 	for range 3 {
-		// The shared rate limits and session quotas run on it too.
-		upstreams = append(upstreams, startTLSReplica(t, rs, "-rate-limit", "1000", "-quota-sessions", "100"))
+		// The shared rate limits and session quotas run on it too; the
+		// sessions' idle timeout is the endpoint's, in Redis too.
+		upstreams = append(upstreams, startTLSReplica(t, rs, "-rate-limit", "1000", "-quota-sessions", "100", "-idle-timeout", "47m"))
 	}
 	proxy := nginxtest.Start(t, upstreams...)
 	c := &chClient{t: t, url: proxy.URL() + "/mcp", http: &http.Client{}}
@@ -111,6 +112,12 @@ func TestSharedReplicasOnTLSRedis(t *testing.T) {
 		keys, err := admin.Keys(t.Context(), pattern).Result()
 		require.NoError(t, err)
 		assert.NotEmpty(t, keys, "the replicas keep %s on Redis", pattern)
+		if pattern != "rate:vigil:*" {
+			for _, k := range keys {
+				ttl := admin.PTTL(t.Context(), k).Val()
+				assert.True(t, ttl > 46*time.Minute && ttl <= 47*time.Minute, "%s expires after -idle-timeout: %v", k, ttl)
+			}
+		}
 	}
 	entries, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
 	require.NoError(t, err)

@@ -38,7 +38,8 @@
 // a session's keys in one slot, and Redis never sees the id):
 //
 //   - {prefix}{tag}:s, a hash: the session's record (principal, state,
-//     each sealed), expiring after the idle timeout unless touched;
+//     each sealed), expiring after the idle timeout unless touched (the
+//     Endpoint's, handed over by [Store.SetSessionTimeouts]);
 //   - {prefix}{tag}:e:{stream tag}, a stream: a resumable stream's events
 //     (sealed), trimmed to MaxEvents and to the session's event bytes,
 //     expiring with the session; the stream tag is the SHA-256 of the

@@ -35,7 +35,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		prefix: "vigil:", idle: 30 * time.Minute, maxEvents: 1000, init: replication.DefaultInitTimeout,
+		prefix: "vigil:", idle: replication.NeverIdleTTL, maxEvents: 1000, init: replication.DefaultInitTimeout,
 		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler),
 	}
 }
@@ -53,7 +53,9 @@ func WithReplica(name string) Option {
 }
 
 // WithIdleTimeout sets how long a session's record and events live without
-// being touched (30 minutes by default); give the Endpoint's idle timeout.
+// being touched (30 minutes by default) until an Endpoint hands its own
+// idle timeout ([Store.SetSessionTimeouts], in streamable.New), which
+// replaces it.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -92,8 +94,10 @@ func WithRelayCounter(count func(kind replication.RelayKind)) Option {
 
 // WithInitTimeout sets how long a new session's record lives until its
 // first Touch ([replication.DefaultInitTimeout] by default, never longer than
-// the idle timeout): the Endpoint touches it once the client initialized,
-// so that a session opened and abandoned leaves Redis soon.
+// the idle timeout) until an Endpoint hands its own init timeout
+// ([Store.SetSessionTimeouts]): the Endpoint touches the record once the
+// client initialized, so that a session opened and abandoned leaves Redis
+// soon.
 func WithInitTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,6 +43,11 @@ type Store struct {
 	keys   *seal.Keys   // the cluster key
 	replay *seal.Replay // the relays' stamps received
 
+	// The sessions' idle and init timeouts, as nanoseconds: the options',
+	// until the Endpoint hands its own (SetSessionTimeouts). idle <= 0:
+	// sessions never idle out.
+	idle, init atomic.Int64
+
 	mu      sync.Mutex
 	subs    map[string]map[*subscription]struct{} // by channel
 	waiting map[string][]chan struct{}            // channel → Subscribes waiting for its confirmation
@@ -50,7 +56,7 @@ type Store struct {
 	need    uint8                                 // what a channel needs confirmed to be active
 }
 
-var _ replication.Cluster = (*Store)(nil)
+var _ replication.Expiring = (*Store)(nil)
 
 // New returns the Store of one replica on rdb, which it does not close.
 // It needs the cluster key ([WithClusterKey]): without one, whoever can
@@ -86,6 +92,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
 		got: make(map[string]uint8), need: gotClassic,
 	}
+	s.idle.Store(int64(cfg.idle))
+	s.init.Store(int64(cfg.init))
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		s.shards = newShards(cc, func(ch string) { s.confirmed(ch, gotSharded) }, cfg.logger)
 		s.need = gotClassic | gotSharded
@@ -122,7 +130,33 @@ func (s *Store) channel(id string) string       { return s.key(id, ":r", "") }
 func (s *Store) streamsKey(id string) string    { return s.key(id, ":es", "") }
 func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", streamTag(st)) }
 func (s *Store) bytesKey(id string) string      { return s.key(id, ":eb", "") }
-func (s *Store) ttl() time.Duration             { return s.cfg.idle }
+
+// SetSessionTimeouts takes the Endpoint's idle and init timeouts (see
+// [replication.Expiring]), which replace [WithIdleTimeout]'s and
+// [WithInitTimeout]'s: records live for idle after their last Touch
+// ([replication.NeverIdleTTL] when idle <= 0), a new one for the shorter
+// of init and that until its first. init <= 0 keeps the init timeout.
+func (s *Store) SetSessionTimeouts(idle, init time.Duration) {
+	s.idle.Store(int64(idle))
+	if init > 0 {
+		s.init.Store(int64(init))
+	}
+}
+
+// IdleTimeout returns the sessions' idle timeout: the Endpoint's, once it
+// handed it (SetSessionTimeouts); <= 0 when sessions never idle out.
+func (s *Store) IdleTimeout() time.Duration { return time.Duration(s.idle.Load()) }
+
+// ttl is how long a record and its events live after their last Touch.
+func (s *Store) ttl() time.Duration {
+	if d := s.IdleTimeout(); d > 0 {
+		return d
+	}
+	return replication.NeverIdleTTL
+}
+
+// initTTL is how long a new record lives until its first Touch.
+func (s *Store) initTTL() time.Duration { return min(time.Duration(s.init.Load()), s.ttl()) }
 
 // key returns the key (or channel) of session id: the prefix, the id's
 // tag as the hash tag, then suffix and name. Redis never sees the id.
@@ -154,7 +188,7 @@ func (s *Store) Create(ctx context.Context, id string, rec replication.SessionRe
 		if rec.State != nil {
 			p.HSet(ctx, key, "st", s.sealField(id, "st", rec.State))
 		}
-		p.PExpire(ctx, key, min(s.cfg.init, s.ttl())) // until the client initialized (Touch)
+		p.PExpire(ctx, key, s.initTTL()) // until the client initialized (Touch)
 		return nil
 	})
 	if err != nil {

@@ -28,6 +28,22 @@ var (
 // records of sessions not yet initialized live for by default.
 const DefaultInitTimeout = time.Minute
 
+// NeverIdleTTL is how long a cluster's session records live without a
+// Touch when the Endpoint's sessions never idle out (its idle timeout
+// <= 0): finite, so that the records of a replica that died go.
+const NeverIdleTTL = 30 * time.Minute
+
+// Expiring is a [Cluster] whose session records expire.
+// streamable.New hands it the Endpoint's idle and init timeouts
+// (WithIdleTimeout's, <= 0 when sessions never idle out, and
+// WithInitTimeout's) once, before the Endpoint creates any session: a
+// record then lives for idle ([NeverIdleTTL] when idle <= 0) after its
+// last Touch, and a new record for the shorter of init and that until its
+// first. The Endpoint's options are the one source of both.
+type Expiring interface {
+	SetSessionTimeouts(idle, init time.Duration)
+}
+
 // EventsAs returns events as another package's type of the same fields
 // (streamable.Event, which a package under internal/ cannot name).
 func EventsAs[E ~struct {

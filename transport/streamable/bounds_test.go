@@ -71,29 +71,29 @@ func TestUninitializedSessionExpiresFast(t *testing.T) {
 	}
 }
 
-// In shared mode the record of a session lives for the init timeout in
-// Redis until its client initialized, on any replica; then for the idle
-// timeout.
+// In shared mode the record of a session lives for the Endpoint's init
+// timeout in Redis until its client initialized, on any replica; then for
+// the Endpoint's idle timeout: New hands both to the cluster.
 func TestSharedRecordRenewedOnceInitialized(t *testing.T) {
 	redis := redistest.Start(t)
 	rdb := redis.Client(t)
 	store := func(name string) *redisstore.Store {
-		st, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name),
-			redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
+		st, err := redisstore.New(t.Context(), rdb, redisstore.WithClusterKey(redistest.ClusterKey(), nil), redisstore.WithReplica(name))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
 		return st
 	}
-	a := newRSEnv(t, server.New(), streamable.WithCluster(replication.Config{Cluster: store("a")}), streamable.WithIdleTimeout(time.Hour))
-	b := newRSEnv(t, server.New(), streamable.WithCluster(replication.Config{Cluster: store("b")}), streamable.WithIdleTimeout(time.Hour))
+	timeouts := []streamable.Option{streamable.WithIdleTimeout(time.Hour), streamable.WithInitTimeout(20 * time.Second)}
+	a := newRSEnv(t, server.New(), append(timeouts, streamable.WithCluster(replication.Config{Cluster: store("a")}))...)
+	b := newRSEnv(t, server.New(), append(timeouts, streamable.WithCluster(replication.Config{Cluster: store("b")}))...)
 	status, body, sid := a.initializeOnly("c")
 	require.Equal(t, http.StatusOK, status, body)
 	key := redisKey(sid, ":s")
-	assert.LessOrEqual(t, rdb.PTTL(t.Context(), key).Val(), time.Minute, "not initialized yet")
+	assert.LessOrEqual(t, rdb.PTTL(t.Context(), key).Val(), 20*time.Second, "not initialized yet: the Endpoint's init timeout")
 	n := b.do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, rsSession(sid))
 	_ = n.Body.Close()
 	require.Equal(t, http.StatusAccepted, n.StatusCode)
-	assert.Greater(t, rdb.PTTL(t.Context(), key).Val(), 59*time.Minute, "initialized on another replica: the idle timeout")
+	assert.Greater(t, rdb.PTTL(t.Context(), key).Val(), 59*time.Minute, "initialized on another replica: the Endpoint's idle timeout")
 	a.ping(sid)
 }
 

@@ -110,7 +110,11 @@ func New(srv Server, opts ...Option) *Endpoint {
 		h.forwardTo = cfg.guard.Wrap(h)
 	}
 	if cfg.cluster != nil {
-		// The cluster expires the sessions; a replica, its idle views.
+		// The cluster expires the sessions, on the Endpoint's timeouts,
+		// handed over before any session exists; a replica, its idle views.
+		if e, ok := cfg.cluster.(replication.Expiring); ok {
+			e.SetSessionTimeouts(cfg.idleTimeout, cfg.initTimeout)
+		}
 		h.expiry = newExpiry(cfg.viewIdle, 0, h.expireView)
 		if f, ok := cfg.cluster.(replication.Forwarder); ok {
 			stop, err := f.HandleForwarded(h.serveForwarded)

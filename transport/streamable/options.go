@@ -131,7 +131,10 @@ func WithMaxRequestStreamsPerSession(n int) Option {
 }
 
 // WithIdleTimeout ends a 2025-era session that has seen no request for d
-// (30 minutes by default), as DELETE would. d <= 0 disables expiry.
+// (30 minutes by default), as DELETE would. d <= 0 disables expiry,
+// except in shared mode ([WithCluster]), where New hands d to the
+// cluster: its session records then expire after 30 minutes without a
+// request, so that a dead replica's records go.
 func WithIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.idleTimeout = d })
 }
@@ -325,9 +328,9 @@ const DefaultInitTimeout = time.Minute
 // ([DefaultInitTimeout] by default, or when d <= 0; never longer than the
 // idle timeout, and in force when idle sessions never expire), so that
 // sessions opened and abandoned cost little for long. The end is counted
-// ([CutInitTimeout]). In shared mode the cluster's record expires on its
-// own terms (redisshare's Config.InitTimeout); the Endpoint renews it once
-// the client initialized.
+// ([CutInitTimeout]). In shared mode ([WithCluster]) the cluster's record
+// expires after it too, the Endpoint having handed it over in [New]; the
+// Endpoint renews the record once the client initialized.
 func WithInitTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

@@ -37,8 +37,10 @@ type Cluster interface {
 
 // WithCluster shares the Endpoint's 2025-era sessions with the other
 // replicas of c: any replica serves any request of any session, and the
-// sessions outlive the replica that created them. The cluster's records
-// expire after the idle timeout ([WithIdleTimeout]); a replica keeps its
+// sessions outlive the replica that created them. New hands c the idle
+// and init timeouts ([WithIdleTimeout], [WithInitTimeout]), after which
+// the cluster's records expire (30 minutes when sessions never idle
+// out, so that a dead replica's records go); a replica keeps its
 // view of a session for 30 s after its last request there, unless c says
 // otherwise. For resumable streams that any replica can resume, give the
 // replicas one shared event store too ([WithEventStore]). Package
@@ -278,16 +280,21 @@ func (s *session) busy() bool {
 }
 
 // touchShared restarts the idle clock of the session's record, at most
-// once a tenth of the idle timeout, and reports whether the record is
-// still there. When the cluster says it is gone (the session was deleted
+// once a tenth of the idle timeout (of replication.NeverIdleTTL, the
+// record's life, when sessions never idle out), and reports whether the
+// record is still there. When the cluster says it is gone (the session was deleted
 // while this replica missed the end's relay, its subscription down, or
 // it expired), the view ends here too (shared_end.go).
 func (s *session) touchShared(ctx context.Context) bool {
 	v := s.view
-	d := s.h.cfg.idleTimeout / 10
+	d := s.h.cfg.idleTimeout
+	if d <= 0 {
+		d = replication.NeverIdleTTL
+	}
+	d /= 10
 	now := time.Now().UnixNano()
 	last := v.touched.Load()
-	if d <= 0 || now-last < int64(d) || !v.touched.CompareAndSwap(last, now) {
+	if now-last < int64(d) || !v.touched.CompareAndSwap(last, now) {
 		return true
 	}
 	err := v.cluster.Touch(context.WithoutCancel(ctx), s.id)
@@ -306,7 +313,7 @@ func (s *session) touchShared(ctx context.Context) bool {
 
 // renewShared restarts the idle clock of the session's record at once: a
 // record lives for the init timeout only until its client initialized
-// (see redisstore's WithInitTimeout).
+// (see replication.Expiring).
 func (s *session) renewShared(ctx context.Context) {
 	v := s.view
 	v.touched.Store(time.Now().UnixNano())
