@@ -133,26 +133,3 @@ func (r *Request) EachMeta(f func(key, val []byte)) (ok bool) {
 	}
 	return jsonscan.EachMember(m.Meta, f)
 }
-
-// MetaMember returns the raw value of the member key of r's params._meta
-// (the last one, if repeated), or nil when it is absent or when params or
-// _meta is absent or not an object.
-func (r *Request) MetaMember(key string) []byte {
-	m, ok := r.Members()
-	if !ok || m.Meta == nil {
-		return nil
-	}
-	if ms := &r.split.meta; ms.held {
-		for i := int(ms.n) - 1; i >= 0; i-- {
-			if string(ms.members[i].key) == key {
-				return ms.members[i].val
-			}
-		}
-		return nil
-	}
-	var v [1][]byte
-	if !jsonscan.SplitObjectInto(v[:], m.Meta, key) {
-		return nil
-	}
-	return v[0]
-}

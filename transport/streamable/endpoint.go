@@ -342,7 +342,9 @@ func (h *Endpoint) isStateless(r *http.Request, msg transport.Message) bool {
 	if !ok || req.Method == "initialize" {
 		return false
 	}
-	return req.MetaMember(vocab.MetaProtocolVersion) != nil
+	versioned := false
+	req.EachMeta(func(key, _ []byte) { versioned = versioned || string(key) == vocab.MetaProtocolVersion })
+	return versioned
 }
 
 // sessionPost serves a POST of a 2025-era session.

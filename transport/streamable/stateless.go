@@ -72,7 +72,15 @@ func (h *Endpoint) statelessConn(w http.ResponseWriter, r *http.Request, msg tra
 	// params split once, for these checks and the server (Members).
 	members, _ := req.Members()
 	field, value := routingMember(req.Method, members)
-	version, caps := req.MetaMember(vocab.MetaProtocolVersion), req.MetaMember(vocab.MetaClientCapabilities)
+	var version, caps []byte // the last of each, as the server reads _meta
+	req.EachMeta(func(key, val []byte) {
+		switch string(key) {
+		case vocab.MetaProtocolVersion:
+			version = val
+		case vocab.MetaClientCapabilities:
+			caps = val
+		}
+	})
 	if version == nil || caps == nil {
 		h.reject(w, http.StatusBadRequest, req.ID, protocol.CodeInvalidParams, protocol.RejectInvalidParams,
 			"params._meta must carry "+vocab.MetaProtocolVersion+" and "+vocab.MetaClientCapabilities)
