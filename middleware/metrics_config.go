@@ -11,7 +11,6 @@ func metricsOptions(mc telemetry.MetricsConfig) []metrics.Option {
 	opts := []metrics.Option{
 		metrics.WithMethods(mc.Methods...),
 		metrics.WithClientMethods(mc.ClientMethods...),
-		metrics.WithToolNames(mc.ToolNames...),
 		metrics.WithErrorTypes(mc.ErrorTypes...),
 	}
 	if mc.Upstreams != nil {

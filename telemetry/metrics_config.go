@@ -10,7 +10,8 @@ import (
 // middleware.WithMetricsConfig): which label values are known ahead, and
 // how the histograms and exemplars are kept. Its zero value is the
 // default. A label value outside its known set is labeled "other"
-// (error_type: _OTHER), so that what clients send never makes a series.
+// (error_type: _OTHER), so that what clients send never makes a series;
+// a tool is labeled with its name once registered with the server.
 type MetricsConfig struct {
 	// Methods adds request methods to the known set (the MCP
 	// client-to-server methods of both eras by default).
@@ -20,10 +21,6 @@ type MetricsConfig struct {
 	// sampling/createMessage, elicitation/create, ping and tasks/* by
 	// default).
 	ClientMethods []string
-	// ToolNames is the initial allow-list of the tool names that label
-	// gen_ai_tool_name as they are, besides the tools registered with the
-	// server, which are labeled as themselves anyway.
-	ToolNames []string
 	// ErrorTypes adds error_type values (JSON-RPC codes in decimal, as a
 	// handler of this server may answer with) to the known set.
 	ErrorTypes []string
