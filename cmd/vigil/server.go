@@ -31,7 +31,7 @@ const toolSlotWait = time.Second
 // come last (tests give their own tracer provider).
 func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, page *debugpage.Recorder, audit io.Writer, opts ...vigil.Option) (*vigil.Service, error) {
 	quotaMW, quotaSrv := quotaOptions(cfg)
-	srvOpts, err := serverOptions(cfg, quotaSrv, page, registry, logger)
+	srvOpts, err := serverOptions(cfg, quotaSrv, registry, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +108,9 @@ func instrumentationOptions(cfg config, audit io.Writer, quota []middleware.Inst
 
 // serverOptions returns the server's options of cfg: its limits, the
 // quotas it keeps (quota), the shared mode's, and with authorization over
-// HTTP the tool access, the policies of -auth-policy (counted in registry,
-// logging to logger) and the page's view of each session's principal.
-func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, registry prometheus.Registerer, logger *slog.Logger) ([]server.Option, error) {
+// HTTP the tool access and the policies of -auth-policy (counted in
+// registry, logging to logger).
+func serverOptions(cfg config, quota []server.Option, registry prometheus.Registerer, logger *slog.Logger) ([]server.Option, error) {
 	srvOpts := []server.Option{
 		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
@@ -122,9 +122,8 @@ func serverOptions(cfg config, quota []server.Option, page *debugpage.Recorder, 
 		srvOpts = append(srvOpts, cfg.shared.ServerOptions()...)
 	}
 	if cfg.authEnabled() && !cfg.stdio {
-		// tools/list shows a principal only the tools its scopes allow, a
-		// task answers only its creator, and the debug page learns who
-		// opened each session. (The demo tools do not read the caller, so
+		// tools/list shows a principal only the tools its scopes allow, and
+		// a task answers only its creator. (The demo tools do not read the caller, so
 		// auth.Middleware, which puts it in handlers' contexts, is left
 		// out: it would cost a context per request for nobody.) Both fail
 		// closed without a verified principal: not for stdio, whose client
