@@ -17,6 +17,11 @@ import (
 // session). The load is the same; the CPU per request of the gateway
 // row is the gateway process's own: the hop's cost, since the upstream
 // does the same work either way (the stdio upstreams' CPU is not in it).
+// Each hop is measured twice: with both servers taking all the load
+// they can (the direct one then serves about three times the gateway's
+// rate, and is never idle), and at one rate, the direct server held to
+// the rate the gateway reached in the same round (-paced): what the hop
+// costs at the traffic an operator puts through it.
 func runGateway(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
@@ -52,6 +57,10 @@ func runGateway(ctx context.Context, cfg config, dir string) (err error) {
 		fmt.Printf("\n%-12s %s (pid %d): vigil %s\n", hop.name, gwURL, gw.Process.Pid, strings.Join(args, " "))
 		fmt.Printf("             against direct: the ratio of CPU/req is the gateway's own over the upstream's\n")
 		err = runLoad(ctx, cfg, dir, "direct", upURL, up, "", hop.name, gwURL, gw, "")
+		if err == nil {
+			fmt.Printf("\n%-12s at one rate: the direct server held to the rate the gateway reached in the same round\n", hop.name)
+			err = runLoad(ctx, cfg, dir, "direct@rate", upURL, up, "", hop.name, gwURL, gw, "", "-paced")
+		}
 		if stopErr := stopProcess(gw, hop.name); err == nil {
 			err = stopErr
 		}

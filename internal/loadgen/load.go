@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // NewClient returns an HTTP client tuned for keep-alive: up to 64 idle
@@ -56,7 +59,7 @@ func Do(client *http.Client, req *http.Request, buf *bytes.Buffer, want []byte) 
 // failures joined. The latencies of the requests that succeeded come back
 // sorted.
 func Run(client *http.Client, workers int, n int64, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
-	return run(func(int) *http.Client { return client }, workers, n/int64(workers)+1, want, newReq, func(i int64, _ time.Time) bool { return i <= n })
+	return run(func(int) *http.Client { return client }, workers, n/int64(workers)+1, want, newReq, func(i int64, _ time.Time) bool { return i <= n }, nil)
 }
 
 // RunFor is [Run] for a duration instead of a count: the workers send
@@ -66,7 +69,19 @@ func Run(client *http.Client, workers int, n int64, want []byte, newReq func(wor
 // of requests done.
 func RunFor(client *http.Client, workers int, d time.Duration, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
 	deadline := time.Now().Add(d)
-	return run(func(int) *http.Client { return client }, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
+	return run(func(int) *http.Client { return client }, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) }, nil)
+}
+
+// RunPaced is [RunFor] held to perSecond requests a second over all the
+// workers: each waits for its turn before it starts a request (the wait
+// is not in its latency), so that a server is measured at a given rate
+// rather than at the most it can take. The turns start at once, one at a
+// time.
+func RunPaced(client *http.Client, workers int, d time.Duration, perSecond float64, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
+	deadline := time.Now().Add(d)
+	turns := rate.NewLimiter(rate.Limit(perSecond), 1)
+	return run(func(int) *http.Client { return client }, workers, 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) },
+		func() { _ = turns.WaitN(context.Background(), 1) })
 }
 
 // RunForEach is [RunFor] with a client per worker: worker w sends its
@@ -74,13 +89,14 @@ func RunFor(client *http.Client, workers int, d time.Duration, want []byte, newR
 // own, keeps connections of its own, as separate client processes do.
 func RunForEach(clients []*http.Client, d time.Duration, want []byte, newReq func(worker int, i int64) *http.Request) ([]time.Duration, error) {
 	deadline := time.Now().Add(d)
-	return run(func(w int) *http.Client { return clients[w] }, len(clients), 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) })
+	return run(func(w int) *http.Client { return clients[w] }, len(clients), 1024, want, newReq, func(_ int64, now time.Time) bool { return now.Before(deadline) }, nil)
 }
 
-// run is the loop of [Run], [RunFor] and [RunForEach]: each worker w takes
-// the next index while more(i, now) holds, and sends with clientOf(w);
-// capacity is the initial size of each worker's latency slice.
-func run(clientOf func(worker int) *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool) ([]time.Duration, error) {
+// run is the loop of [Run], [RunFor], [RunPaced] and [RunForEach]: each
+// worker w waits for its turn (when turn is not nil), takes the next
+// index while more(i, now) holds, and sends with clientOf(w); capacity is
+// the initial size of each worker's latency slice.
+func run(clientOf func(worker int) *http.Client, workers int, capacity int64, want []byte, newReq func(worker int, i int64) *http.Request, more func(i int64, now time.Time) bool, turn func()) ([]time.Duration, error) {
 	lat := make([][]time.Duration, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -91,6 +107,9 @@ func run(clientOf func(worker int) *http.Client, workers int, capacity int64, wa
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for {
+				if turn != nil {
+					turn()
+				}
 				start := time.Now()
 				i := next.Add(1)
 				if !more(i, start) {

@@ -85,6 +85,28 @@ func TestRunForStopsAtTheDeadline(t *testing.T) {
 	assert.Less(t, elapsed, 5*time.Second, "the workers stop after the deadline")
 }
 
+// TestRunPacedHoldsTheRate checks that RunPaced starts no more requests
+// than its rate allows over its duration (one turn at once, then
+// perSecond a second), where RunFor on the same server sends as many as
+// it can, and that each index is sent once.
+func TestRunPacedHoldsTheRate(t *testing.T) {
+	t.Parallel()
+	ts, client := echoServer(t, "")
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	const perSecond, d = 100, 200 * time.Millisecond
+	lat, err := loadgen.RunPaced(client, 4, d, perSecond, []byte("id"), func(_ int, i int64) *http.Request {
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		return loadgen.Post(ts.URL, []byte("id "+strconv.FormatInt(i, 10)))
+	})
+	require.NoError(t, err)
+	assert.NotEmpty(t, lat)
+	assert.Len(t, seen, len(lat), "one latency per request sent")
+	assert.LessOrEqual(t, len(lat), 1+perSecond*int(d/time.Millisecond)/1000, "no more than the rate allows")
+}
+
 // TestRunReportsFailures checks that a wrong status fails the run with the
 // status and body, and that an answer without want fails it too.
 func TestRunReportsFailures(t *testing.T) {

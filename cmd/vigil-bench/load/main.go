@@ -50,6 +50,7 @@ type config struct {
 	idle, sample           int
 	settle                 time.Duration
 	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
+	paced                  bool          // each round, vigil first, then the floor held to vigil's rate
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.IntVar(&cfg.idle, "idle", 0, "measure this many idle sessions on vigil instead of throughput (0: throughput)")
 	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
 	flag.DurationVar(&cfg.settle, "settle", time.Second, "with -idle: how long to wait after opening the sessions before measuring vigil's memory again")
+	flag.BoolVar(&cfg.paced, "paced", false, "run each round's vigil first, then hold the floor to the rate vigil reached in it, so that both are measured at one rate (without tokens)")
 	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	run := throughput
@@ -149,9 +151,15 @@ func (t *target) clientFor(i int) *http.Client {
 }
 
 // runFor runs the load on t for d, through its clients' own connections
-// when it has tokens.
-func (t *target) runFor(clients int, d time.Duration, want []byte, newReq func(int, int64) *http.Request) ([]time.Duration, error) {
-	if len(t.tokens) == 0 {
+// when it has tokens; held to perSecond requests a second when it is
+// above 0 (without tokens only).
+func (t *target) runFor(clients int, d time.Duration, perSecond float64, want []byte, newReq func(int, int64) *http.Request) ([]time.Duration, error) {
+	switch {
+	case perSecond > 0 && len(t.tokens) > 0:
+		return nil, errors.New("-paced is not for servers with tokens")
+	case perSecond > 0:
+		return loadgen.RunPaced(t.client, clients, d, perSecond, want, newReq)
+	case len(t.tokens) == 0:
 		return loadgen.RunFor(t.client, clients, d, want, newReq)
 	}
 	for len(t.workers) < clients {
@@ -223,6 +231,9 @@ func throughput(w io.Writer, cfg config) error {
 		_, _ = fmt.Fprintf(w, "connections  with tokens, each client on keep-alive connections of its own, as a client process is\n")
 	}
 	_, _ = fmt.Fprintf(w, "rounds       %d × %s per server, interleaved floor, vigil, floor, ...; %s warm-up per server first\n", cfg.rounds, cfg.round, cfg.warmup)
+	if cfg.paced {
+		_, _ = fmt.Fprintf(w, "paced        each round runs %s first, then holds %s to the rate %s reached in it: both at one rate\n", cfg.vigilName, cfg.floorName, cfg.vigilName)
+	}
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
 	_, _ = fmt.Fprintf(w, "CPU/req      the server process's utime+stime (/proc/<pid>/stat, 10 ms ticks) over the rounds / requests\n")
@@ -276,13 +287,22 @@ func throughput(w io.Writer, cfg config) error {
 		}
 		_, _ = fmt.Fprintf(w, "\n")
 		for _, t := range []*target{floor, vigil} {
-			if _, err := t.runFor(cfg.clients, cfg.warmup, want, newReq(t)); err != nil {
+			if _, err := t.runFor(cfg.clients, cfg.warmup, 0, want, newReq(t)); err != nil {
 				return fmt.Errorf("%s warm-up: %w", t.name, err)
 			}
 		}
 		var page pageLoads
+		order := []*target{floor, vigil}
+		if cfg.paced {
+			order = []*target{vigil, floor}
+		}
 		for range cfg.rounds {
-			for _, t := range []*target{floor, vigil} {
+			var vigilRate float64 // vigil's req/s in this round, which a paced floor is held to
+			for _, t := range order {
+				var perSecond float64
+				if cfg.paced && t == floor {
+					perSecond = vigilRate
+				}
 				var stopPage func() pageLoads
 				if t == vigil && cfg.debugRefresh > 0 {
 					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
@@ -291,8 +311,11 @@ func throughput(w io.Writer, cfg config) error {
 				load0, _ := loadgen.CPUOf(os.Getpid())
 				steal0, _ := benchservice.MachineSteal()
 				start := time.Now()
-				lat, err := t.runFor(cfg.clients, cfg.round, want, newReq(t))
+				lat, err := t.runFor(cfg.clients, cfg.round, perSecond, want, newReq(t))
 				elapsed := time.Since(start)
+				if t == vigil {
+					vigilRate = float64(len(lat)) / elapsed.Seconds()
+				}
 				cpu1, ok1 := loadgen.CPUOf(t.pid)
 				load1, _ := loadgen.CPUOf(os.Getpid())
 				steal1, _ := benchservice.MachineSteal()
