@@ -19,9 +19,9 @@ import (
 // does the same work either way (the stdio upstreams' CPU is not in it).
 // Each hop is measured twice: with both servers taking all the load
 // they can (the direct one then serves about three times the gateway's
-// rate, and is never idle), and at one rate, the direct server held to
-// the rate the gateway reached in the same round (-paced): what the hop
-// costs at the traffic an operator puts through it.
+// rate, and is never idle), and at one rate, both held to 0.8 of what the
+// gateway took in its warm-up, the requests spaced evenly (-paced): what
+// the hop costs at traffic an operator puts through it.
 func runGateway(ctx context.Context, cfg config, dir string) (err error) {
 	fmt.Fprintf(os.Stderr, "vigil-bench: building cmd/vigil and the load generator into %s\n", dir)
 	if err := goBuild(ctx, cfg.goCmd, cfg.vigilSrc, dir, "github.com/vigil-mcp/vigil/cmd/vigil"); err != nil {
@@ -58,8 +58,8 @@ func runGateway(ctx context.Context, cfg config, dir string) (err error) {
 		fmt.Printf("             against direct: the ratio of CPU/req is the gateway's own over the upstream's\n")
 		err = runLoad(ctx, cfg, dir, "direct", upURL, up, "", hop.name, gwURL, gw, "")
 		if err == nil {
-			fmt.Printf("\n%-12s at one rate: the direct server held to the rate the gateway reached in the same round\n", hop.name)
-			err = runLoad(ctx, cfg, dir, "direct@rate", upURL, up, "", hop.name, gwURL, gw, "", "-paced")
+			fmt.Printf("\n%-12s at one rate: both held to 0.8 of the gateway's rate\n", hop.name)
+			err = runLoad(ctx, cfg, dir, "direct@rate", upURL, up, "", hop.name+"@rate", gwURL, gw, "", "-paced", "0.8")
 		}
 		if stopErr := stopProcess(gw, hop.name); err == nil {
 			err = stopErr

@@ -15,9 +15,10 @@
 // its own while it loaded that server: on a machine the two share, the
 // clients of a slower server wait, park and are woken more often per
 // request, so the throughput ratio follows the sum of both.
-// With -paced each round runs vigil first and then holds the floor to the
-// rate vigil reached in it, so that both are measured at one rate (a
-// gateway against the server it fronts, at the gateway's traffic).
+// With -paced 0.8 both servers are held to 0.8 of the rate vigil reached
+// in its warm-up, the requests spaced evenly, so that both are measured
+// at one rate and one pattern of arrivals (a gateway against the server
+// it fronts, at traffic the gateway can take).
 // With -debug-refresh 2s it also GETs vigil's /debug/vigil every 2 s
 // during vigil's rounds, as a browser with the page open does, and reports
 // those GETs: what vigil loses to an open debug page is then the

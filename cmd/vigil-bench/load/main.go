@@ -50,7 +50,7 @@ type config struct {
 	idle, sample           int
 	settle                 time.Duration
 	debugRefresh           time.Duration // GET vigil's /debug/vigil this often during its rounds; 0: never
-	paced                  bool          // each round, vigil first, then the floor held to vigil's rate
+	paced                  float64       // > 0: both servers held to this share of the rate vigil reached in its warm-up
 }
 
 func main() {
@@ -73,7 +73,7 @@ func main() {
 	flag.IntVar(&cfg.idle, "idle", 0, "measure this many idle sessions on vigil instead of throughput (0: throughput)")
 	flag.IntVar(&cfg.sample, "sample", 1000, "with -idle: sessions in which to call echo afterwards")
 	flag.DurationVar(&cfg.settle, "settle", time.Second, "with -idle: how long to wait after opening the sessions before measuring vigil's memory again")
-	flag.BoolVar(&cfg.paced, "paced", false, "run each round's vigil first, then hold the floor to the rate vigil reached in it, so that both are measured at one rate (without tokens)")
+	flag.Float64Var(&cfg.paced, "paced", 0, "hold both servers to this `share` of the rate vigil reached in its warm-up (0.8, say), so that both are measured at one rate and one pattern of arrivals (without tokens; 0: each takes all the load it can)")
 	flag.DurationVar(&cfg.debugRefresh, "debug-refresh", 0, "during vigil's rounds, GET its /debug/vigil this often, as a browser with the page open does (0: never)")
 	flag.Parse()
 	run := throughput
@@ -231,8 +231,8 @@ func throughput(w io.Writer, cfg config) error {
 		_, _ = fmt.Fprintf(w, "connections  with tokens, each client on keep-alive connections of its own, as a client process is\n")
 	}
 	_, _ = fmt.Fprintf(w, "rounds       %d × %s per server, interleaved floor, vigil, floor, ...; %s warm-up per server first\n", cfg.rounds, cfg.round, cfg.warmup)
-	if cfg.paced {
-		_, _ = fmt.Fprintf(w, "paced        each round runs %s first, then holds %s to the rate %s reached in it: both at one rate\n", cfg.vigilName, cfg.floorName, cfg.vigilName)
+	if cfg.paced > 0 {
+		_, _ = fmt.Fprintf(w, "paced        both servers held to %.2f of the rate %s reached in its warm-up, the requests spaced evenly\n", cfg.paced, cfg.vigilName)
 	}
 	_, _ = fmt.Fprintf(w, "req/s        median of the rounds (each round's figure on the right)\n")
 	_, _ = fmt.Fprintf(w, "p50, p99     over every request of the rounds, as the client saw it\n")
@@ -286,23 +286,21 @@ func throughput(w io.Writer, cfg config) error {
 			return fmt.Errorf("-workloads: unknown workload %q (want 2025 or 2026)", wl)
 		}
 		_, _ = fmt.Fprintf(w, "\n")
+		var perSecond float64 // the rate both are held to, with -paced
 		for _, t := range []*target{floor, vigil} {
-			if _, err := t.runFor(cfg.clients, cfg.warmup, 0, want, newReq(t)); err != nil {
+			start := time.Now()
+			lat, err := t.runFor(cfg.clients, cfg.warmup, 0, want, newReq(t))
+			if err != nil {
 				return fmt.Errorf("%s warm-up: %w", t.name, err)
+			}
+			if t == vigil && cfg.paced > 0 {
+				perSecond = cfg.paced * float64(len(lat)) / time.Since(start).Seconds()
+				_, _ = fmt.Fprintf(w, "paced        both held to %.0f req/s\n", perSecond)
 			}
 		}
 		var page pageLoads
-		order := []*target{floor, vigil}
-		if cfg.paced {
-			order = []*target{vigil, floor}
-		}
 		for range cfg.rounds {
-			var vigilRate float64 // vigil's req/s in this round, which a paced floor is held to
-			for _, t := range order {
-				var perSecond float64
-				if cfg.paced && t == floor {
-					perSecond = vigilRate
-				}
+			for _, t := range []*target{floor, vigil} {
 				var stopPage func() pageLoads
 				if t == vigil && cfg.debugRefresh > 0 {
 					stopPage = refreshPage(debugURL(cfg.vigilURL), cfg.debugRefresh)
@@ -313,9 +311,6 @@ func throughput(w io.Writer, cfg config) error {
 				start := time.Now()
 				lat, err := t.runFor(cfg.clients, cfg.round, perSecond, want, newReq(t))
 				elapsed := time.Since(start)
-				if t == vigil {
-					vigilRate = float64(len(lat)) / elapsed.Seconds()
-				}
 				cpu1, ok1 := loadgen.CPUOf(t.pid)
 				load1, _ := loadgen.CPUOf(os.Getpid())
 				steal1, _ := benchservice.MachineSteal()
