@@ -104,7 +104,8 @@ func TestSessionEventBytesBounded(t *testing.T) {
 // initialized), which gives it the idle timeout; storing a state does not
 // renew it.
 func TestRecordExpiresFastUntilTouched(t *testing.T) {
-	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Hour), redisstore.WithInitTimeout(time.Minute))
+	st, rdb := newStore(t, redisstore.WithPrefix("t:"))
+	st.SetSessionTimeouts(time.Hour, time.Minute)
 	ctx := t.Context()
 	require.NoError(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "p"}))
 	ttl := rdb.PTTL(ctx, tKey("s1", ":s")).Val()

@@ -42,9 +42,10 @@ func clusterStores(t *testing.T, n int) (stores []*redisstore.Store, admin *redi
 	stores = make([]*redisstore.Store, n)
 	for i := range stores {
 		st, err := redisstore.New(t.Context(), newClient(), redisstore.WithClusterKey(redistest.ClusterKey(), nil),
-			redisstore.WithReplica(fmt.Sprintf("r%d", i)), redisstore.WithIdleTimeout(time.Minute),
+			redisstore.WithReplica(fmt.Sprintf("r%d", i)),
 			redisstore.WithReplicaAcks(1, time.Second), redisstore.WithObserver(observe))
 		require.NoError(t, err)
+		st.SetSessionTimeouts(time.Minute, 0)
 		t.Cleanup(func() { assert.NoError(t, st.Close()) })
 		stores[i] = st
 	}

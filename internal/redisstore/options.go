@@ -17,10 +17,8 @@ func (f optionFunc) apply(c *config) { f(c) }
 type config struct {
 	prefix    string
 	replica   string
-	idle      time.Duration
 	maxEvents int64
-	init      time.Duration // a new record's life until its first Touch
-	maxBytes  int64         // events kept per session, in bytes
+	maxBytes  int64 // events kept per session, in bytes
 	logger    *slog.Logger
 	observer  func(op string, d time.Duration, err error)
 	relayed   func(kind replication.RelayKind)
@@ -35,7 +33,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		prefix: "vigil:", idle: replication.NeverIdleTTL, maxEvents: 1000, init: replication.DefaultInitTimeout,
+		prefix: "vigil:", maxEvents: 1000,
 		maxBytes: DefaultMaxSessionEventBytes, logger: slog.New(slog.DiscardHandler),
 	}
 }
@@ -50,18 +48,6 @@ func WithPrefix(prefix string) Option {
 // '.' or '~', unique among the replicas.
 func WithReplica(name string) Option {
 	return optionFunc(func(c *config) { c.replica = name })
-}
-
-// WithIdleTimeout sets how long a session's record and events live without
-// being touched (30 minutes by default) until an Endpoint hands its own
-// idle timeout ([Store.SetSessionTimeouts], in streamable.New), which
-// replaces it.
-func WithIdleTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d > 0 {
-			c.idle = d
-		}
-	})
 }
 
 // WithMaxEvents bounds each resumable stream to about n events (1000 by
@@ -90,20 +76,6 @@ func WithObserver(observe func(op string, d time.Duration, err error)) Option {
 // WithRelayCounter has count called for every relay the Store publishes.
 func WithRelayCounter(count func(kind replication.RelayKind)) Option {
 	return optionFunc(func(c *config) { c.relayed = count })
-}
-
-// WithInitTimeout sets how long a new session's record lives until its
-// first Touch ([replication.DefaultInitTimeout] by default, never longer than
-// the idle timeout) until an Endpoint hands its own init timeout
-// ([Store.SetSessionTimeouts]): the Endpoint touches the record once the
-// client initialized, so that a session opened and abandoned leaves Redis
-// soon.
-func WithInitTimeout(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d > 0 {
-			c.init = d
-		}
-	})
 }
 
 // DefaultMaxSessionEventBytes is the size of the events kept for one

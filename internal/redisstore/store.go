@@ -43,9 +43,10 @@ type Store struct {
 	keys   *seal.Keys   // the cluster key
 	replay *seal.Replay // the relays' stamps received
 
-	// The sessions' idle and init timeouts, as nanoseconds: the options',
-	// until the Endpoint hands its own (SetSessionTimeouts). idle <= 0:
-	// sessions never idle out.
+	// The sessions' idle and init timeouts, as nanoseconds, which the
+	// Endpoint hands over (SetSessionTimeouts); until then 0 (records live
+	// replication.NeverIdleTTL) and replication.DefaultInitTimeout. idle
+	// <= 0: sessions never idle out.
 	idle, init atomic.Int64
 
 	mu      sync.Mutex
@@ -92,8 +93,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
 		got: make(map[string]uint8), need: gotClassic,
 	}
-	s.idle.Store(int64(cfg.idle))
-	s.init.Store(int64(cfg.init))
+	s.init.Store(int64(replication.DefaultInitTimeout))
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		s.shards = newShards(cc, func(ch string) { s.confirmed(ch, gotSharded) }, cfg.logger)
 		s.need = gotClassic | gotSharded
@@ -132,10 +132,10 @@ func (s *Store) eventsKey(id, st string) string { return s.key(id, ":e:", stream
 func (s *Store) bytesKey(id string) string      { return s.key(id, ":eb", "") }
 
 // SetSessionTimeouts takes the Endpoint's idle and init timeouts (see
-// [replication.Expiring]), which replace [WithIdleTimeout]'s and
-// [WithInitTimeout]'s: records live for idle after their last Touch
+// [replication.Expiring]): records live for idle after their last Touch
 // ([replication.NeverIdleTTL] when idle <= 0), a new one for the shorter
-// of init and that until its first. init <= 0 keeps the init timeout.
+// of init and that until its first (replication.DefaultInitTimeout until
+// then). init <= 0 keeps the init timeout.
 func (s *Store) SetSessionTimeouts(idle, init time.Duration) {
 	s.idle.Store(int64(idle))
 	if init > 0 {

@@ -31,7 +31,8 @@ func newStore(t *testing.T, opts ...redisstore.Option) (*redisstore.Store, *redi
 }
 
 func TestSessionRecordLifecycle(t *testing.T) {
-	st, rdb := newStore(t, redisstore.WithPrefix("t:"), redisstore.WithIdleTimeout(time.Minute))
+	st, rdb := newStore(t, redisstore.WithPrefix("t:"))
+	st.SetSessionTimeouts(time.Minute, 0)
 	ctx := t.Context()
 
 	require.NoError(t, st.Create(ctx, "s1", replication.SessionRecord{Principal: "alice"}))
