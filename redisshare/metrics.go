@@ -23,6 +23,8 @@ type metrics struct {
 	lost     prometheus.Counter
 	fallback prometheus.Counter
 	refusals *prometheus.CounterVec
+	// connRefused counts the connections the dialer refused (dialer.go).
+	connRefused prometheus.Counter
 }
 
 var (
@@ -74,6 +76,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: mcpconv.MetricRelaysRefused,
 			Help: "What this replica refused from Redis, by reason: relays unsigned (not under the cluster key), stale, replayed, or requests relayed as a client's; session records and stored events that fail to open under the cluster key.",
 		}, []string{"reason"}),
+		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: mcpconv.MetricRedisConnectionsRefused,
+			Help: "Connections to Redis this replica refused to open: without TLS to an address not on loopback (a primary, replica, Sentinel or Cluster node that Redis named), unless -redis-insecure-plaintext.",
+		}),
 	}
 	for _, op := range operations {
 		m.duration.WithLabelValues(op)
@@ -87,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range refusals {
 		m.refusals.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost, m.fallback, m.refusals} {
+	for _, c := range []prometheus.Collector{m.duration, m.errors, m.relays, m.up, m.lost, m.fallback, m.refusals, m.connRefused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -19,10 +19,10 @@ var errAway = errors.New("no answer from Redis")
 // away reports whether err says that Redis did not answer, rather than
 // that it answered no: a refused or timed-out connection, a server that
 // is loading, has no primary or no quorum. A refusal (WRONGPASS, NOPERM,
-// an unknown command) and a certificate that does not verify are
-// misconfigurations.
+// an unknown command), a certificate that does not verify and an address
+// the dialer refuses (plain text off loopback) are misconfigurations.
 func away(err error) bool {
-	if err == nil || errors.As(err, new(*shapeError)) {
+	if err == nil || errors.As(err, new(*shapeError)) || errors.As(err, new(*plaintextError)) {
 		return false
 	}
 	var unknownCA x509.UnknownAuthorityError
@@ -76,7 +76,7 @@ func (t *target) check(ctx context.Context, client redis.UniversalClient) error 
 
 // checkOne checks one Sentinel or Cluster seed.
 func (t *target) checkOne(ctx context.Context, addr string) error {
-	opt := &redis.Options{Addr: addr, TLSConfig: t.tls(), DisableIdentity: true, MaxRetries: -1}
+	opt := &redis.Options{Addr: addr, TLSConfig: t.tls(), Dialer: t.dial, DisableIdentity: true, MaxRetries: -1}
 	if t.shape == shapeSentinel {
 		o := t.failover
 		opt.Username, opt.Password = o.SentinelUsername, o.SentinelPassword

@@ -79,8 +79,8 @@ type Config struct {
 // The replica's lease: renewed every leaseRenew, lost after leaseTTL.
 // The renewals are also how the replica learns that Redis answers: Redis
 // answers while it answered one within readyWindow, however long a
-// request to a Redis that hangs takes to fail. A first contact (the
-// shape's check) waits at most checkTimeout.
+// request to a Redis that hangs takes to fail. Open's first contact (the
+// shape's check and the lease) waits at most checkTimeout in all.
 const (
 	leaseTTL     = 5 * time.Second
 	leaseRenew   = 250 * time.Millisecond
@@ -136,27 +136,33 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	if err := secureTransport(t, cfg); err != nil {
 		return nil, fmt.Errorf("-redis %s: %w", t, err)
 	}
-	t.configure(cfg)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Shared{
-		target: t, client: t.newClient(), logger: logger, unreadyInOutage: cfg.UnreadyInOutage,
+		target: t, logger: logger, unreadyInOutage: cfg.UnreadyInOutage,
 		born: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
 	}
-	s.rate = redis_rate.NewLimiter(s.client)
+	var refused func()
 	if cfg.Registerer != nil {
 		if s.metrics, err = newMetrics(cfg.Registerer); err != nil {
-			_ = s.client.Close()
 			return nil, err
 		}
+		refused = s.metrics.connRefused.Inc
 	}
+	t.configure(cfg, newDialer(t.tls(), time.Second, cfg.AllowPlaintext, logger, refused).DialContext)
+	s.client = t.newClient()
+	s.rate = redis_rate.NewLimiter(s.client)
 	opts := []redisstore.Option{
 		redisstore.WithReplica(replicaName()),
 		redisstore.WithMaxSessionEventBytes(cfg.MaxSessionEventBytes),
 		redisstore.WithLogger(logger),
 		redisstore.WithClusterKey(cfg.ClusterKey, cfg.PreviousClusterKey),
+		// No subscription waits on a Redis that does not answer (the
+		// server's, the endpoint's, at start): each is asked of Redis
+		// once it answers (contact).
+		redisstore.WithAnswering(s.answering),
 	}
 	if t.shape == shapeSentinel || t.shape == shapeCluster {
 		// A session acknowledged to its client is on a replica too:
@@ -171,7 +177,13 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 		_ = s.client.Close()
 		return nil, fmt.Errorf("-redis %s: %w", t, err)
 	}
-	if err := s.contact(ctx); err != nil {
+	// The first contact, the shape's check and the lease, waits at most
+	// checkTimeout in all, whatever the shape and however Redis fails:
+	// the service's start, and its liveness, do not wait on Redis.
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	err = s.contact(cctx)
+	cancel()
+	if err != nil {
 		if !errors.Is(err, errAway) {
 			_ = s.store.Close()
 			_ = s.client.Close()
@@ -213,7 +225,7 @@ func (s *Shared) Options() []streamable.Option {
 // accepted once over all replicas.
 func (s *Shared) ServerOptions() []server.Option {
 	return []server.Option{
-		server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(s.store),
+		server.WithTaskIDPrefix(s.store.Replica() + "."), server.WithFanout(fanout{s}),
 		server.WithUsedRequestStates(s.store.UseRequestState),
 	}
 }
@@ -231,6 +243,18 @@ func (s *Shared) Ready() bool {
 		return false
 	}
 	return !s.unreadyInOutage || s.answering()
+}
+
+// ReadinessDetail is, while the replica is ready without Redis (Redis
+// does not answer, and Config.UnreadyInOutage is not set), a line that
+// says so and what it refuses meanwhile, ending in a newline; otherwise
+// "". It names no address and no credential: it is for the 200 answer of
+// the replica's readiness check (vigil.WithReadinessDetail).
+func (s *Shared) ReadinessDetail() string {
+	if !s.Ready() || s.answering() {
+		return ""
+	}
+	return "shared session store away (Redis does not answer): new sessions, and sessions this replica holds no view of, get 503; rate limits hold per replica\n"
 }
 
 // answering reports whether Redis answered the last renewal, within the
@@ -276,6 +300,11 @@ func (s *Shared) contact(ctx context.Context) error {
 		err = fmt.Errorf("%w: %w", errAway, err)
 	}
 	s.noteAnswer(err)
+	if err == nil {
+		if perr := s.store.SubscribePending(ctx); perr != nil {
+			s.logger.Warn("cannot subscribe to Redis yet: trying again at the next renewal", "error", perr)
+		}
+	}
 	return err
 }
 

@@ -1,6 +1,7 @@
 package redisshare
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -36,6 +37,8 @@ type target struct {
 	node     *redis.Options
 	failover *redis.FailoverOptions
 	cluster  *redis.ClusterOptions
+	// dial opens every connection, set by configure (dialer.go).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // errScheme names the URL forms Open takes.
@@ -193,12 +196,14 @@ func (t *target) network() string {
 }
 
 // configure applies cfg's passwords and what the shared mode needs of
-// every connection: fail fast while Redis is away (a request waits at
+// every connection: dial's checks (the loopback rule of plain text, for
+// the addresses Redis names too), fail fast while Redis is away (a request waits at
 // most a second or two), and only the commands the ACL user of a shared
 // deployment may run (deploy/): no CLIENT SETINFO, no CLIENT
 // MAINT_NOTIFICATIONS.
-func (t *target) configure(cfg Config) {
+func (t *target) configure(cfg Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
 	const timeout = time.Second
+	t.dial = dial
 	switch t.shape {
 	case shapeSentinel:
 		o := t.failover
@@ -209,6 +214,7 @@ func (t *target) configure(cfg Config) {
 			o.SentinelPassword = cfg.SentinelPassword
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = timeout, timeout, timeout, 1
+		o.Dialer = dial          // the Sentinels', and the primary's and replicas' they name
 		o.DisableIdentity = true // maintenance notifications: never for a failover client
 	case shapeCluster:
 		o := t.cluster
@@ -221,6 +227,7 @@ func (t *target) configure(cfg Config) {
 		// with a stale map of slots made a new session wait 1.7-3.5 s
 		// after a failover, and fail).
 		o.DialerRetries = 1
+		o.Dialer = dial // the seeds', and the nodes' CLUSTER SLOTS and redirections name
 		o.DisableIdentity = true
 		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	default:
@@ -229,6 +236,7 @@ func (t *target) configure(cfg Config) {
 			o.Password = cfg.Password
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetries = timeout, timeout, timeout, 1
+		o.Dialer = dial
 		o.DisableIdentity = true
 		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	}

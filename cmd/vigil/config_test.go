@@ -207,9 +207,18 @@ func TestParseConfig(t *testing.T) {
 			name: "previous cluster key alone",
 			env:  map[string]string{"VIGIL_CLUSTER_KEY_PREVIOUS": testClusterKeyB64}, wantErr: "VIGIL_CLUSTER_KEY_PREVIOUS is the key a rotation replaces",
 		},
-		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead"},
+		{name: "redis password in argv", args: []string{"-redis", "redis://:pw@redis:6379/2"}, wantErr: "-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD), or the URL in VIGIL_REDIS_URL, instead"},
 		{name: "redis user and password in argv", args: []string{"-redis", "rediss://vigil:pw@redis:6379"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
 		{name: "sentinel password in argv", args: []string{"-redis", "rediss+sentinel://vigil:pw@s1,s2:26379,s3/mymaster"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
+		{name: "password parameter in argv", args: []string{"-redis", "redis+sentinel://127.0.0.1:1/mymaster?password=X"}, wantErr: "pass it in VIGIL_REDIS_PASSWORD"},
+		{name: "sentinel password parameter in argv", args: []string{"-redis", "rediss+sentinel://s1/mymaster?sentinel_user=w&sentinel_password=X"}, wantErr: "the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD"},
+		{
+			name: "password parameter in VIGIL_REDIS_URL", env: map[string]string{"VIGIL_REDIS_URL": "redis+sentinel://127.0.0.1:1/mymaster?password=X", "VIGIL_CLUSTER_KEY": testClusterKeyB64},
+			want: with(func(c *config) {
+				c.redisURL = "redis+sentinel://127.0.0.1:1/mymaster?password=X"
+				c.clusterKey, c.stateKey = testClusterKey, testClusterKey
+			}),
+		},
 		{name: "outage-unready without redis", args: []string{"-redis-outage-unready"}, wantErr: "need -redis"},
 		{
 			name: "redis under Sentinel, unready in an outage",

@@ -16,7 +16,7 @@ import (
 type sharedFlags struct{}
 
 func (sharedFlags) register(fs *flag.FlagSet, cfg *config) {
-	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL`: one node (rediss://[user@]host:port/db), a primary under Sentinel (rediss+sentinel://[user@]S1:26379,S2,S3/master[/db][?sentinel_user=NAME]) or a Cluster (rediss+cluster://[user@]N1:6379,N2,N3); TLS, or redis… only on loopback: any replica then serves any session, with no session affinity; a password is refused here: give it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD)")
+	fs.StringVar(&cfg.redisURL, "redis", "", "share the 2025-era sessions with the other replicas on Redis at this `URL`: one node (rediss://[user@]host:port/db), a primary under Sentinel (rediss+sentinel://[user@]S1:26379,S2,S3/master[/db][?sentinel_user=NAME]) or a Cluster (rediss+cluster://[user@]N1:6379,N2,N3); TLS, or redis… only on loopback: any replica then serves any session, with no session affinity; a password is refused here, as user:password@ or as a parameter (?password=...): give it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD)")
 	fs.BoolVar(&cfg.redisOutageUnready, "redis-outage-unready", false, "with -redis, /readyz answers 503 whenever Redis does not answer, instead of staying ready and serving what needs no Redis (stateless calls, the sessions the replica holds): every replica then leaves the load balancer at once while Redis is away (deploy/SCALING.md)")
 	fs.StringVar(&cfg.redisCA, "redis-ca", "", "PEM `file` of the certificate authorities that Redis's certificate (rediss://) must chain to, instead of the system's")
 	fs.BoolVar(&cfg.redisPlaintext, "redis-insecure-plaintext", false, "accept a redis:// URL (no TLS) to a Redis that is not on loopback, where anyone on the path reads the sessions and the password and can rewrite them: for tests and labs only")
@@ -25,7 +25,8 @@ func (sharedFlags) register(fs *flag.FlagSet, cfg *config) {
 func (sharedFlags) resolve(cfg *config, src flagSource) error {
 	if cfg.redisURL != src.fromEnv["redis"] && flagvalue.URLHasPassword(cfg.redisURL) {
 		// Argv is readable by every local user (ps, /proc): no secret there.
-		return errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (or the URL in VIGIL_REDIS_URL) instead")
+		// A password parameter (?password=, ?sentinel_password=) is one too.
+		return errors.New("-redis: a password on the command line is visible to every local user; pass it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD), or the URL in VIGIL_REDIS_URL, instead")
 	}
 	cfg.redisPassword = src.getenv(envPrefix + "REDIS_PASSWORD")
 	cfg.redisSentinelPassword = src.getenv(envPrefix + "REDIS_SENTINEL_PASSWORD")

@@ -41,8 +41,8 @@ func (f *front) options() []vigil.Option {
 	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
 		opts = append(opts, vigil.WithReadiness(f.ready))
 	}
-	if len(f.cfg.upstreams) > 0 {
-		opts = append(opts, vigil.WithReadinessDetail(f.upstreamStates))
+	if f.cfg.shared != nil || len(f.cfg.upstreams) > 0 {
+		opts = append(opts, vigil.WithReadinessDetail(f.readyDetail))
 	}
 	if f.cfg.shared == nil && slices.ContainsFunc(f.cfg.upstreams, func(u gateway.Upstream) bool { return u.URL != "" }) {
 		// A gateway in front of an HTTP upstream keeps its streams' events
@@ -66,6 +66,18 @@ func (f *front) ready() error {
 		return g.Health()
 	}
 	return nil
+}
+
+// readyDetail is what /readyz's 200 answer says after "ready": with
+// -redis, that the shared session store is away and what that refuses,
+// while it is (the replica stays ready through an outage by default);
+// with -upstream, each upstream's state.
+func (f *front) readyDetail() string {
+	var detail string
+	if shared := f.cfg.shared; shared != nil {
+		detail = shared.ReadinessDetail()
+	}
+	return detail + f.upstreamStates()
 }
 
 // upstreamStates is each upstream's state, one a line, for /readyz's 200

@@ -69,6 +69,9 @@ const (
 	MetricRequestsLost           = "mcp_server_requests_lost_total"
 	MetricRateLimitFallbacks     = "mcp_server_ratelimit_fallbacks_total"
 	MetricRelaysRefused          = "mcp_server_relays_refused_total"
+	// MetricRedisConnectionsRefused counts the connections the shared
+	// mode refused to open: without TLS, to an address not on loopback.
+	MetricRedisConnectionsRefused = "mcp_server_redis_connections_refused_total"
 )
 
 // LabelOther is the value that stands for any value outside a label's known

@@ -29,6 +29,9 @@ type config struct {
 	// (WithReplicaAcks), at most ackTimeout.
 	acks       int
 	ackTimeout time.Duration
+	// answering reports whether Redis answers (WithAnswering); nil: it
+	// is taken to.
+	answering func() bool
 }
 
 func defaultConfig() config {
@@ -133,4 +136,12 @@ const (
 // Debug at most, so that a flood does not flood the logs.
 func WithRefusalCounter(count func(reason string)) Option {
 	return optionFunc(func(c *config) { c.refused = count })
+}
+
+// WithAnswering has the Store ask answering whether Redis answers now (a
+// replica's lease renewals tell): a Subscribe while it does not returns
+// at once, its subscription asked of Redis by [Store.SubscribePending]
+// once Redis answers, rather than waiting on a Redis that is away.
+func WithAnswering(answering func() bool) Option {
+	return optionFunc(func(c *config) { c.answering = answering })
 }

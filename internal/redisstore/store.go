@@ -55,6 +55,7 @@ type Store struct {
 	active  map[string]bool                       // channels Redis confirmed
 	got     map[string]uint8                      // channel → its subscriptions confirmed (gotClassic, gotSharded)
 	need    uint8                                 // what a channel needs confirmed to be active
+	pending map[string]bool                       // channels subscribed while Redis did not answer, not yet asked of it (SubscribePending)
 }
 
 var _ replication.Expiring = (*Store)(nil)
@@ -91,7 +92,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, opts ...Option) (*Store
 		rdb: rdb, cfg: cfg, replica: replica, keys: keys, replay: seal.NewReplay(replayWindow, replayMemory),
 		closed: make(chan struct{}), loopDone: make(chan struct{}),
 		subs: make(map[string]map[*subscription]struct{}), waiting: make(map[string][]chan struct{}), active: make(map[string]bool),
-		got: make(map[string]uint8), need: gotClassic,
+		got: make(map[string]uint8), need: gotClassic, pending: make(map[string]bool),
 	}
 	s.init.Store(int64(replication.DefaultInitTimeout))
 	if cc, ok := rdb.(*redis.ClusterClient); ok {

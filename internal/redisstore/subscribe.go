@@ -20,12 +20,16 @@ const subscribeWait = 5 * time.Second
 // Subscribe calls deliver with the session's relays until cancel is
 // called: one connection carries every subscription of the Store, and
 // each subscription's relays are delivered in order, on a goroutine that
-// runs only while it has relays to deliver.
+// runs only while it has relays to deliver. It returns once Redis
+// confirmed the subscription, or, while Redis does not answer
+// ([WithAnswering]), at once: the subscription stands, and
+// [Store.SubscribePending] asks Redis for it when Redis answers.
 func (s *Store) Subscribe(ctx context.Context, id string, deliver func(replication.Relay)) (cancel func(), err error) {
 	defer s.observe("subscribe", time.Now(), &err)
 	ch := s.channel(id)
 	sub := &subscription{deliver: deliver}
 	wait := make(chan struct{})
+	away := s.cfg.answering != nil && !s.cfg.answering()
 	s.mu.Lock()
 	select {
 	case <-s.closed:
@@ -39,12 +43,17 @@ func (s *Store) Subscribe(ctx context.Context, id string, deliver func(replicati
 	}
 	s.subs[ch][sub] = struct{}{}
 	active := s.active[ch]
-	if !active {
+	switch {
+	case !active && away:
+		if first {
+			s.pending[ch] = true
+		}
+	case !active:
 		s.waiting[ch] = append(s.waiting[ch], wait)
 	}
 	s.mu.Unlock()
 	cancel = func() { s.unsubscribe(ch, sub) }
-	if active {
+	if active || away {
 		return cancel, nil
 	}
 	if first {
@@ -84,6 +93,7 @@ func (s *Store) unsubscribe(ch string, sub *subscription) {
 		delete(s.active, ch)
 		delete(s.got, ch)
 		delete(s.waiting, ch)
+		delete(s.pending, ch)
 	}
 	sub.stop()
 	s.mu.Unlock()
@@ -94,6 +104,37 @@ func (s *Store) unsubscribe(ch string, sub *subscription) {
 			s.shards.unsubscribe(ch)
 		}
 	}
+}
+
+// SubscribePending asks Redis for the subscriptions made while it did not
+// answer ([WithAnswering]); those it could not ask for stay pending, for
+// the next call. Call it whenever Redis answers: it does nothing when
+// none is pending.
+func (s *Store) SubscribePending(ctx context.Context) error {
+	s.mu.Lock()
+	var chans []string
+	for ch := range s.pending {
+		chans = append(chans, ch)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, ch := range chans {
+		if err := s.subscribeChannel(ctx, ch); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.mu.Lock()
+		delete(s.pending, ch)
+		gone := len(s.subs[ch]) == 0 // cancelled meanwhile
+		s.mu.Unlock()
+		if gone {
+			_ = s.pubsub.Unsubscribe(ctx, ch)
+			if s.shards != nil {
+				s.shards.unsubscribe(ch)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // subscribeChannel asks Redis for ch on the Store's one connection, and on

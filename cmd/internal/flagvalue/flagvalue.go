@@ -77,17 +77,35 @@ func IsHeaderName(s string) bool {
 	return true
 }
 
-// URLHasPassword reports whether a URL carries a password in its user
-// information: any form, Sentinel's and Cluster's lists of hosts
-// included, which net/url does not parse.
+// URLHasPassword reports whether a URL carries a password: in its user
+// information (any form, Sentinel's and Cluster's lists of hosts
+// included, which net/url does not parse), or in a query parameter whose
+// name holds "pass", "secret" or "token", in any case (go-redis's
+// password of a Sentinel URL's data nodes, a sentinel_password, ...).
 func URLHasPassword(raw string) bool {
 	_, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return false
 	}
+	authority, query := rest, ""
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
+		authority = rest[:i]
+		if _, q, ok := strings.Cut(rest, "?"); ok {
+			query, _, _ = strings.Cut(q, "#")
+		}
 	}
-	i := strings.LastIndex(rest, "@")
-	return i >= 0 && strings.Contains(rest[:i], ":")
+	if i := strings.LastIndex(authority, "@"); i >= 0 && strings.Contains(authority[:i], ":") {
+		return true
+	}
+	for pair := range strings.SplitSeq(query, "&") {
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		name = strings.ToLower(name)
+		if strings.Contains(name, "pass") || strings.Contains(name, "secret") || strings.Contains(name, "token") {
+			return true
+		}
+	}
+	return false
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // TestURLHasPassword: a password is found in every form of -redis's URL,
-// Sentinel's and Cluster's lists of hosts included; a user alone, or an
-// @ past the hosts, is none.
+// Sentinel's and Cluster's lists of hosts included, and in every
+// parameter that names one, however cased or escaped; a user alone, an @
+// past the hosts, or a fragment is none.
 func TestURLHasPassword(t *testing.T) {
 	for raw, want := range map[string]bool{
 		"redis://:pw@redis:6379/2":                           true,
@@ -22,7 +23,14 @@ func TestURLHasPassword(t *testing.T) {
 		"rediss+cluster://u:p@n1:6379,n2":                    true,
 		"rediss://vigil@redis:6379/0":                        false,
 		"redis://redis:6379/0?x=a:b@c":                       false,
-		"not a url":                                          false,
+		"redis+sentinel://127.0.0.1:1/mymaster?password=X":   true,
+		"redis+sentinel://s1/m?sentinel_password=X":          true,
+		"rediss://h:6379/0?pool_size=3&Pass%77ord=X":         true,
+		"redis://h/0?client_name=a&PASSWORD=":                true,
+		"rediss+cluster://n1?auth_token=X#f":                 true,
+		"rediss://h:6379/0?pool_size=3#password=X":           false,
+		"rediss+sentinel://s1/m?sentinel_user=watch&db=2":    false,
+		"not a url": false,
 	} {
 		assert.Equal(t, want, flagvalue.URLHasPassword(raw), raw)
 	}
