@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -160,6 +161,8 @@ func openShared(ctx context.Context, cfg *config, logger *slog.Logger, registry 
 	if cfg.redisURL == "" {
 		return func() {}, nil
 	}
+	// go-redis's own log, for the process: rate-limited, through logger.
+	redis.SetLogger(newRedisLibraryLog(logger, cfg.redisPassword, cfg.redisSentinelPassword))
 	cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
 		URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
 		CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,

@@ -3,7 +3,10 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,4 +150,63 @@ func StartClusterWithReplicas(t testing.TB, primaries, replicas int) []*Server {
 		}
 	}
 	return nodes
+}
+
+// StartSentinelNaming starts one Sentinel for t that watches primary as
+// MasterName by the name host (sentinel resolve-hostnames and
+// announce-hostnames), so that it names the primary host:port, not an IP,
+// as a Sentinel of a primary on another host does; host must resolve, on
+// this machine, to primary's address (LoopbackHostname). It waits until
+// the Sentinel names the primary.
+func StartSentinelNaming(t testing.TB, primary *Server, host string) *Server {
+	t.Helper()
+	_, port := splitAddr(primary.Addr())
+	conf := func(p int, dir string) string {
+		return fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel resolve-hostnames yes\nsentinel announce-hostnames yes\nsentinel monitor %s %s %s 1\n",
+			p, dir, MasterName, host, port)
+	}
+	s := startWith(t, false, conf, []string{"--sentinel", "--save", "", "--appendonly", "no"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		addr, err := MasterAddr(t.Context(), s)
+		if err == nil && addr == net.JoinHostPort(host, port) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sentinel %s: does not name the primary %s:%s within 10s: %q, %v", s.Addr(), host, port, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // no event to wait on: the Sentinel's first look at the primary
+	}
+}
+
+// LoopbackHostname returns a name of this machine that /etc/hosts maps
+// to 127.0.0.1 only (the host's own name, on most systems), so that a
+// test can name a host that is not "localhost" with nothing leaving the
+// machine; it skips t when there is none. It asks no DNS server.
+func LoopbackHostname(t testing.TB) string {
+	t.Helper()
+	name, err := os.Hostname()
+	if err != nil || name == "" || strings.EqualFold(name, "localhost") {
+		t.Skip("no host name")
+	}
+	hosts, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		t.Skip("no /etc/hosts")
+	}
+	found := false
+	for line := range strings.SplitSeq(string(hosts), "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		fields := strings.Fields(line)
+		if len(fields) < 2 || !slices.ContainsFunc(fields[1:], func(f string) bool { return strings.EqualFold(f, name) }) {
+			continue
+		}
+		if fields[0] != "127.0.0.1" {
+			t.Skipf("/etc/hosts maps %s to %s, not only to 127.0.0.1", name, fields[0])
+		}
+		found = true
+	}
+	if !found {
+		t.Skipf("/etc/hosts does not map %s to 127.0.0.1", name)
+	}
+	return name
 }
