@@ -93,6 +93,7 @@ func ExampleRegisterMetrics() {
 	}
 	// Output:
 	// mcp_server_ratelimit_fallbacks_total
+	// mcp_server_redis_connections_refused_total
 	// mcp_server_redis_errors_total
 	// mcp_server_redis_operation_duration_seconds
 	// mcp_server_redis_up

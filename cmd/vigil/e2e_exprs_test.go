@@ -622,7 +622,7 @@ func sharedModeMetric(name string) bool {
 	for _, m := range []string{
 		mcpconv.MetricRedisOperationDuration, mcpconv.MetricRedisErrors,
 		mcpconv.MetricRelays, mcpconv.MetricRedisUp, mcpconv.MetricRequestsLost,
-		mcpconv.MetricRateLimitFallbacks, mcpconv.MetricRelaysRefused,
+		mcpconv.MetricRateLimitFallbacks, mcpconv.MetricRelaysRefused, mcpconv.MetricRedisConnectionsRefused,
 	} {
 		if name == m || strings.HasPrefix(name, m+"_") {
 			return true

@@ -65,12 +65,19 @@ func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageRe
 
 // ready is /readyz's status.
 func (r *outageReplica) ready() int {
+	status, _ := r.readyz()
+	return status
+}
+
+// readyz is /readyz's status and text.
+func (r *outageReplica) readyz() (int, string) {
 	resp, err := http.Get("http://" + r.addr + "/readyz")
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	_ = resp.Body.Close()
-	return resp.StatusCode
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // redisUp is the replica's mcp_server_redis_up.
@@ -149,13 +156,20 @@ func TestRedisOutageKeepsServing(t *testing.T) {
 		assert.Less(t, took, 2*time.Second, "ready within 2 s of Redis answering")
 	}
 
+	status, text := serving.readyz()
+	assert.Equal(t, http.StatusOK, status)
+	assert.Equal(t, "ready\n", text, "Redis answers: nothing more to say")
+
 	sid := (&chClient{t: t, url: "http://" + serving.addr + "/mcp", http: http.DefaultClient}).initialize()
 	status, _, answer := serving.post(sid, outageEcho)
 	require.Equal(t, http.StatusOK, status, answer)
 
 	redis.Kill()
 	require.Eventually(t, func() bool { return serving.redisUp() == 0 && unready.redisUp() == 0 }, 5*time.Second, 20*time.Millisecond, "the replicas see Redis down")
-	assert.Equal(t, http.StatusOK, serving.ready(), "stays ready through the outage")
+	status, text = serving.readyz()
+	assert.Equal(t, http.StatusOK, status, "stays ready through the outage")
+	// Ready without its store, /readyz says so, and what that refuses.
+	assert.Equal(t, "ready\nshared session store away (Redis does not answer): new sessions, and sessions this replica holds no view of, get 503; rate limits hold per replica\n", text)
 	assert.Equal(t, http.StatusServiceUnavailable, unready.ready(), "-redis-outage-unready: not ready")
 
 	status, _, answer = serving.post(sid, outageEcho)
@@ -175,4 +189,84 @@ func TestRedisOutageKeepsServing(t *testing.T) {
 	require.Eventually(t, func() bool { return unready.ready() == http.StatusOK }, 3*time.Second, 10*time.Millisecond)
 	status, _, answer = serving.post("", outageInit)
 	assert.Equal(t, http.StatusOK, status, "new sessions again once Redis answers: %s", answer)
+}
+
+// TestHealthzWhateverRedis (issue 77, V6): /healthz answers within the
+// same few seconds of the start whatever Redis's shape and state: three
+// Sentinels that refuse, a Sentinel that accepts and never answers, a node
+// and a Cluster seed that refuse (it first answered 34.9 s after the start
+// with the Sentinels away, 5.4 s with one node). Meanwhile the replica is
+// not ready (it never reached Redis), and go-redis's own log is throttled:
+// at most 5 lines, then one every 10 s.
+func TestHealthzWhateverRedis(t *testing.T) {
+	refused := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		return addr
+	}
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	require.NoError(t, err)
+	held := make(chan net.Conn, 64)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held <- c
+		}
+	}()
+	t.Cleanup(func() {
+		_ = silent.Close()
+		for {
+			select {
+			case c := <-held:
+				_ = c.Close()
+			default:
+				return
+			}
+		}
+	})
+	for name, url := range map[string]string{
+		"Sentinels refuse":         "redis+sentinel://" + refused() + "," + refused() + "," + refused() + "/mymaster",
+		"a Sentinel never answers": "redis+sentinel://" + silent.Addr().String() + "/mymaster",
+		"a node refuses":           "redis://" + refused() + "/0",
+		"a Cluster seed refuses":   "redis+cluster://" + refused(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			r := startOutageReplica(t, url)
+			took := time.Since(start)
+			t.Logf("/healthz answered %v after the start", took.Round(time.Millisecond))
+			assert.Less(t, took, 10*time.Second)
+			assert.Equal(t, http.StatusServiceUnavailable, r.ready(), "never reached Redis: not ready")
+			logs, err := os.ReadFile(r.log)
+			require.NoError(t, err)
+			lines := strings.Count(string(logs), "source=go-redis")
+			assert.LessOrEqual(t, lines, 5+int(time.Since(start)/(10*time.Second))+1, "go-redis's log throttled:\n%s", logs)
+		})
+	}
+}
+
+// TestRedisPasswordParameterRefusedAtStart (issue 77, V4): a password as
+// a URL parameter on the command line is refused at start as user:pass@
+// is, pointing at the variables, without repeating it.
+func TestRedisPasswordParameterRefusedAtStart(t *testing.T) {
+	for _, url := range []string{
+		"redis+sentinel://127.0.0.1:1/mymaster?password=X-s3cr3t",
+		"redis+sentinel://127.0.0.1:1/mymaster?sentinel_user=w&sentinel_password=X-s3cr3t",
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, vigilBin, "-http", "127.0.0.1:0", "-redis", url)
+		cmd.Env = append(os.Environ(), "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%s: started:\n%s", url, out)
+		require.Equal(t, 1, exit.ExitCode(), "%s: exits at once, not killed after 20 s:\n%s", url, out)
+		assert.Contains(t, string(out), "pass it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD)")
+		assert.NotContains(t, string(out), "X-s3cr3t")
+	}
 }
