@@ -31,7 +31,8 @@ type dialer struct {
 	refused   func() // counts a refusal; nil: none
 }
 
-// Refusals are logged 3 at once, then one every refusalLogPeriod: a
+// Refusals (and the lease loop's warnings of subscriptions not yet on Redis)
+// are logged 3 at once, then one every refusalLogPeriod: a
 // client redials every renewal (4 a second) and its pool once a second.
 const refusalLogPeriod = 10 * time.Second
 

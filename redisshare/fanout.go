@@ -14,7 +14,7 @@ import (
 type fanout struct{ s *Shared }
 
 // errNotAnswering is a broadcast's error while Redis does not answer.
-var errNotAnswering = errors.New("Redis does not answer: the other replicas are not told")
+var errNotAnswering = errors.New("no answer from Redis: the other replicas are not told")
 
 func (f fanout) Broadcast(ctx context.Context, event []byte) error {
 	if !f.s.answering() {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/vigil-mcp/vigil/internal/logthrottle"
 	"github.com/vigil-mcp/vigil/internal/loopback"
 	"github.com/vigil-mcp/vigil/internal/redisstore"
 	"github.com/vigil-mcp/vigil/internal/replication"
@@ -56,7 +57,12 @@ type Config struct {
 	// certificate must name the address it is reached at.
 	CAFile string
 	// AllowPlaintext allows a redis:// URL to a host that is not loopback,
-	// where anyone on the path reads the sessions and the password.
+	// and plain connections to the hosts that are not loopback which Redis
+	// names (a Sentinel's primary and replicas, the nodes of CLUSTER
+	// SLOTS), where anyone on the path reads the sessions and the
+	// password. Without it every connection without TLS goes to loopback
+	// or a Unix socket: one to another address is refused before it is
+	// made, logged and counted.
 	AllowPlaintext bool
 	// UnreadyInOutage makes [Shared.Ready] false whenever Redis does not
 	// answer. By default a replica that reached Redis once stays ready
@@ -111,6 +117,9 @@ type Shared struct {
 	stop     chan struct{}
 	done     chan struct{}
 	lastErr  string // the last misconfiguration logged, by the lease loop
+	// pendingLog throttles the lease loop's warning that the subscriptions
+	// made while Redis did not answer are not on Redis yet.
+	pendingLog *logthrottle.Throttle
 
 	unreadyInOutage bool
 }
@@ -118,9 +127,11 @@ type Shared struct {
 // Open connects to Redis, checks the deployment's shape, takes the
 // replica's lease and starts renewing it until [Shared.Close]. A
 // misconfiguration Open can tell (a URL of the wrong shape, a refused
-// password, a certificate that does not verify) is an error; a Redis
-// that does not answer yet is not: the replica starts not ready and
-// becomes ready when Redis answers (within a second). The replica is
+// password, a certificate that does not verify, a primary or node that
+// Redis names off loopback without TLS) is an error; a Redis that does
+// not answer yet is not: the replica starts not ready and becomes ready
+// when Redis answers (within a second). Open waits at most 3 s on Redis,
+// whatever its shape and state. The replica is
 // named after the host (a pod's name) and a random suffix. Open before
 // the server, which broadcasts its changes through the shared mode
 // ([Shared.ServerOptions]).
@@ -143,6 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Shared, error) {
 	s := &Shared{
 		target: t, logger: logger, unreadyInOutage: cfg.UnreadyInOutage,
 		born: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
+		pendingLog: logthrottle.New(refusalLogPeriod, 3),
 	}
 	var refused func()
 	if cfg.Registerer != nil {
@@ -302,7 +314,9 @@ func (s *Shared) contact(ctx context.Context) error {
 	s.noteAnswer(err)
 	if err == nil {
 		if perr := s.store.SubscribePending(ctx); perr != nil {
-			s.logger.Warn("cannot subscribe to Redis yet: trying again at the next renewal", "error", perr)
+			if ok, skipped := s.pendingLog.Allow(); ok {
+				s.logger.Warn("cannot subscribe to Redis yet: trying again at the next renewal", "error", perr, "lines_not_logged", skipped)
+			}
 		}
 	}
 	return err

@@ -31,6 +31,13 @@ type outageReplica struct {
 // it listens (not until it is ready: Redis may be away).
 func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageReplica {
 	t.Helper()
+	return startReplicaWith(t, nil, append([]string{"-redis", redisURL}, args...)...)
+}
+
+// startReplicaWith runs vigil with args and env (besides the keys) and
+// waits until it listens.
+func startReplicaWith(t *testing.T, env []string, args ...string) *outageReplica {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
@@ -38,8 +45,9 @@ func startOutageReplica(t *testing.T, redisURL string, args ...string) *outageRe
 	r := &outageReplica{t: t, addr: addr, log: filepath.Join(t.TempDir(), "vigil.log")}
 	f, err := os.Create(r.log)
 	require.NoError(t, err)
-	cmd := exec.Command(vigilBin, append([]string{"-http", addr, "-shutdown-grace", "1s", "-redis", redisURL}, args...)...)
+	cmd := exec.Command(vigilBin, append([]string{"-http", addr, "-shutdown-grace", "1s"}, args...)...)
 	cmd.Env = append(os.Environ(), "VIGIL_REQUEST_STATE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "VIGIL_CLUSTER_KEY="+testClusterKeyB64)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = f
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
@@ -199,39 +207,11 @@ func TestRedisOutageKeepsServing(t *testing.T) {
 // not ready (it never reached Redis), and go-redis's own log is throttled:
 // at most 5 lines, then one every 10 s.
 func TestHealthzWhateverRedis(t *testing.T) {
-	refused := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		return addr
-	}
-	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
-	require.NoError(t, err)
-	held := make(chan net.Conn, 64)
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			held <- c
-		}
-	}()
-	t.Cleanup(func() {
-		_ = silent.Close()
-		for {
-			select {
-			case c := <-held:
-				_ = c.Close()
-			default:
-				return
-			}
-		}
-	})
+	refused := func() string { return refusingAddr(t) }
+	silent := silentAddr(t)
 	for name, url := range map[string]string{
 		"Sentinels refuse":         "redis+sentinel://" + refused() + "," + refused() + "," + refused() + "/mymaster",
-		"a Sentinel never answers": "redis+sentinel://" + silent.Addr().String() + "/mymaster",
+		"a Sentinel never answers": "redis+sentinel://" + silent + "/mymaster",
 		"a node refuses":           "redis://" + refused() + "/0",
 		"a Cluster seed refuses":   "redis+cluster://" + refused(),
 	} {
@@ -269,4 +249,100 @@ func TestRedisPasswordParameterRefusedAtStart(t *testing.T) {
 		assert.Contains(t, string(out), "pass it in VIGIL_REDIS_PASSWORD (the Sentinels' in VIGIL_REDIS_SENTINEL_PASSWORD)")
 		assert.NotContains(t, string(out), "X-s3cr3t")
 	}
+}
+
+// TestRedisPasswordNeverShown: for 9 shapes of -redis (a node, with and
+// without a user, over TLS, Sentinels refusing or silent with the
+// Sentinels' own password, a Cluster, the password in VIGIL_REDIS_URL as
+// user:password@ and as ?password=), none of them answering, the
+// passwords never appear in the log (go-redis's own lines included),
+// /readyz, /metrics or the live page.
+func TestRedisPasswordNeverShown(t *testing.T) {
+	const pw, spw = "Pw-s3cr3t-4711", "Spw-s3cr3t-0815"
+	refused := func() string { return refusingAddr(t) }
+	silent := silentAddr(t)
+	passwords := []string{"VIGIL_REDIS_PASSWORD=" + pw, "VIGIL_REDIS_SENTINEL_PASSWORD=" + spw}
+	for name, tc := range map[string]struct {
+		env  []string
+		args []string
+	}{
+		"node":                          {passwords[:1], []string{"-redis", "redis://" + refused() + "/0"}},
+		"node with a user":              {passwords[:1], []string{"-redis", "redis://vigil@" + refused() + "/2"}},
+		"node over TLS":                 {passwords[:1], []string{"-redis", "rediss://vigil@" + refused() + "/0"}},
+		"Sentinels refusing":            {passwords, []string{"-redis", "redis+sentinel://" + refused() + "," + refused() + "/mymaster"}},
+		"a silent Sentinel":             {passwords, []string{"-redis", "redis+sentinel://vigil@" + silent + "/mymaster?sentinel_user=watch"}},
+		"Cluster":                       {passwords[:1], []string{"-redis", "redis+cluster://vigil@" + refused() + "," + refused()}},
+		"Cluster over TLS":              {passwords[:1], []string{"-redis", "rediss+cluster://" + refused()}},
+		"URL in the environment":        {[]string{"VIGIL_REDIS_URL=redis://vigil:" + pw + "@" + refused() + "/0"}, nil},
+		"?password= in the environment": {[]string{"VIGIL_REDIS_URL=redis+sentinel://" + refused() + "/mymaster?password=" + pw, "VIGIL_REDIS_SENTINEL_PASSWORD=" + spw}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := startReplicaWith(t, tc.env, tc.args...)
+			time.Sleep(1500 * time.Millisecond) // a few renewals and go-redis lines: nothing to wait on but time
+			var seen []string
+			for _, path := range []string{"/readyz", "/metrics", "/debug/vigil"} {
+				resp, err := http.Get("http://" + r.addr + path)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				seen = append(seen, string(body))
+			}
+			logs, err := os.ReadFile(r.log)
+			require.NoError(t, err)
+			seen = append(seen, string(logs))
+			assert.Contains(t, string(logs), "Redis does not answer yet", "the replica logged its Redis")
+			for _, s := range seen {
+				assert.NotContains(t, s, pw)
+				assert.NotContains(t, s, spw)
+			}
+		})
+	}
+}
+
+// refusingAddr is a loopback address where nothing listens: a connection
+// is refused at once.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// silentAddr is a loopback address that accepts connections and never
+// answers, until the test ends.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := make(chan net.Conn, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case held <- c:
+			default:
+				_ = c.Close()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		for {
+			select {
+			case c := <-held:
+				_ = c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return ln.Addr().String()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestRedisLibraryLogIsThrottled(t *testing.T) {
 		var out bytes.Buffer
 		l := newRedisLibraryLog(slog.New(slog.NewTextHandler(&out, nil)), "s3cr3t", "")
 		for i := range 40 * 4 { // a line every 250 ms for 40 s, as a renewal's dial failure
-			l.Printf(context.Background(), "redis: connection pool: failed to dial %d: AUTH default %s", i, "s3cr3t")
+			l.Printf(t.Context(), "redis: connection pool: failed to dial %d: AUTH default %s", i, "s3cr3t")
 			time.Sleep(250 * time.Millisecond)
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
