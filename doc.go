@@ -4,9 +4,12 @@
 // listener, Prometheus metrics (/metrics), the live page (/debug/vigil),
 // liveness (/healthz) and readiness (/readyz), until its context is done:
 //
-//	svc := vigil.New("weather", "1.0.0")
-//	server.AddTypedTool(svc.Server, server.Tool{Name: "forecast"}, forecast)
-//	err := svc.ListenAndServe(ctx, "127.0.0.1:8080", "127.0.0.1:9090")
+//	svc := vigil.New("weather", "1.0.0",
+//		vigil.WithServerOptions(server.WithTimeout(30*time.Second)))
+//	err := server.AddTypedTool(svc.Server, server.Tool{Name: "forecast"}, forecast)
+//	if err == nil {
+//		err = svc.ListenAndServe(ctx, "127.0.0.1:8080", "127.0.0.1:9090")
+//	}
 //
 // Every request is traced (to OTLP when the OTEL_* environment says so,
 // else to the live page's ring), counted, and logged with its outcome, and

@@ -81,13 +81,16 @@ func WithPage(rec *debugpage.Recorder, opts ...debugpage.HandlerOption) Option {
 }
 
 // WithServerOptions adds options of the [server.Server], after the
-// service's own (implementation, logger, instrumentation, outcome batches).
+// service's own (implementation, logger, instrumentation, outcome
+// batches): such as its timeout, concurrency limit and result bound
+// (server.WithTimeout, server.WithConcurrencyLimit,
+// server.WithMaxResultBytes).
 func WithServerOptions(opts ...server.Option) Option {
 	return option(func(c *config) { c.serverOpts = append(c.serverOpts, opts...) })
 }
 
 // WithInstrumentation adds options of the [middleware.Instrumentation]
-// (timeouts, concurrency limits, the audit log, ...), after the service's
+// (the audit log, rate limits, what traces hold, ...), after the service's
 // own (tracer provider, propagators, registry, logger, the page's hooks).
 func WithInstrumentation(opts ...middleware.InstrumentationOption) Option {
 	return option(func(c *config) { c.instOpts = append(c.instOpts, opts...) })

@@ -70,8 +70,9 @@ type Service struct {
 }
 
 // New returns the service name at version, with opts applied first. Spans
-// go where the OTEL_* environment says (otelsetup.TracerProvider) or, when
-// it names no exporter, to the live page's trace ring; OTEL_METRICS_EXPORTER
+// go where the OpenTelemetry environment variables say (OTEL_TRACES_EXPORTER,
+// OTEL_EXPORTER_OTLP_ENDPOINT and the rest of the OTEL_* the SDK reads)
+// or, when they name no exporter, to the live page's trace ring; OTEL_METRICS_EXPORTER
 // may push the metrics too. An error in opts or the environment is
 // returned by [Service.Err] and by the serve methods; the Server is then
 // bare, so that registering tools still works.

@@ -62,11 +62,10 @@ func TestHostileDebugBound(t *testing.T) {
 		middleware.WithTracerProvider(tp),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
 		middleware.WithRequestLog(slog.New(slog.DiscardHandler)),
-		middleware.WithTimeout(time.Minute),
-		middleware.WithConcurrencyLimit(256),
 	)
 	require.NoError(t, err)
-	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithOutcomeBatches(32, 0))...)
+	srv := server.New(append(inst.ServerOptions(), rec.ServerOption(), server.WithOutcomeBatches(32, 0),
+		server.WithTimeout(time.Minute), server.WithConcurrencyLimit(256))...)
 	require.NoError(t, addTestTools(srv))
 	conns := inst.ConnServer(srv, telemetry.TransportMemory)
 	page := mountPage(Handler(srv, rec))

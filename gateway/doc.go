@@ -36,6 +36,6 @@
 // refused at once, -32000 with data {"retryAfterSeconds": N}.
 //
 // Package gateway imports the server and the client core
-// (gateway/internal/upstream); the root package vigil and cmd/vigil import it.
-// Read [Example] first.
+// (the Dial of transport/streamable, for HTTP upstreams); the root
+// package vigil and cmd/vigil import it. Read [Example] first.
 package gateway

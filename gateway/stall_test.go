@@ -35,9 +35,9 @@ func TestStalledUpstreamAnswersEveryCallByItsDeadline(t *testing.T) {
 	testkit.Watchdog(t)
 	const timeout = time.Second
 	said := newUpstreamSaid()
-	inst, err := middleware.NewInstrumentation(middleware.WithTimeout(timeout))
+	inst, err := middleware.NewInstrumentation()
 	require.NoError(t, err)
-	srv := server.New(inst.ServerOptions()...)
+	srv := server.New(append(inst.ServerOptions(), server.WithTimeout(timeout))...)
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
 		Upstreams: []gateway.Upstream{{Name: "s", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{stallEnv + "=1", "GORACE=atexit_sleep_ms=0"}, Shared: true}},
 		Logger:    slog.New(slog.NewJSONHandler(said, nil)),

@@ -251,14 +251,12 @@ func benchShipped(b *testing.B) (*server.Server, func(streamable.Server) streama
 		middleware.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
 		middleware.WithRequestLog(logger),
-		middleware.WithTimeout(time.Minute),
-		middleware.WithConcurrencyLimit(256),
-		middleware.WithLimitWait(time.Second),
 	)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := server.New(append(inst.ServerOptions(), server.WithLogger(logger), server.WithMaxInFlightPerSession(256))...)
+	srv := server.New(append(inst.ServerOptions(), server.WithLogger(logger), server.WithMaxInFlightPerSession(256),
+		server.WithTimeout(time.Minute), server.WithConcurrencyLimit(256), server.WithLimitWait(time.Second))...)
 	return srv, func(s streamable.Server) streamable.Server {
 		return inst.ConnServer(s, telemetry.TransportStreamableHTTP)
 	}

@@ -22,15 +22,15 @@
 // [WithTracerProvider] gives every request a SERVER span and every request
 // to the client a CLIENT span; [WithRequestLog] writes one record per
 // request; the recovery of panics (always in) turns a panic into a -32603
-// answer ([PanicError]); [WithTimeout] cancels the handler's context with
-// server.ErrHandlerTimeout, answered -32001; [WithConcurrencyLimit] bounds
-// the calls per tool, over it -32000; [WithAuditLog] writes one JSON line
+// answer ([PanicError]); [WithAuditLog] writes one JSON line
 // per tools/call (who, which tool, how it ended, the argument names);
 // [WithRateLimit] and [WithToolRateLimit] (token buckets per principal, in
 // memory or shared between replicas with [WithSharedRateLimits]) give an
 // [Instrumentation.RateLimitHandler], which refuses an HTTP request over
 // its principal's rate with 429, and the chain a tools/call over its
-// tool's rate with -32000. [LogHandler] adds the trace, span, session and
+// tool's rate with -32000. The timeout and the concurrency limit are the
+// server's (server.WithTimeout, server.WithConcurrencyLimit): the chain
+// counts and logs what they answer as it does every answer. [LogHandler] adds the trace, span, session and
 // request ids to log records.
 //
 // # What NewInstrumentation builds
@@ -48,13 +48,10 @@
 //   - [WithRequestLog]: the request log (with [WithLogLevel]), and the
 //     logger of the recovery of panics, which is always in. Without it, no
 //     request log, and the recovery discards its records.
-//   - [WithTimeout] or [WithTimeoutFor]: the timeout.
-//   - [WithConcurrencyLimit] or [WithLimitFor]: the concurrency limit
-//     (with [WithLimitWait] and [WithToolShare]).
 //   - [WithRateLimit], [WithToolRateLimit] (with [WithSharedRateLimits]):
 //     an [Instrumentation.RateLimitHandler], the tool rates in the chain
-//     between Timeout and ConcurrencyLimit (a call over its rate never
-//     waits for a slot).
+//     (a call over its rate never waits for a slot of
+//     server.WithConcurrencyLimit, which the server takes after the chain).
 //   - [WithAuditLog]: the audit log (with [WithAuditArgumentValues]), right
 //     after Logging, for the same reason: every tools/call gets its line.
 //
@@ -71,20 +68,21 @@
 //     exemplar; outside everything that may fail a request, so that every
 //     request is counted, a panic, a timeout or a rejection as an error;
 //  3. [WithRequestLog]: inside Tracing, for the trace ids of the record; outside
-//     Recover, Timeout and ConcurrencyLimit, which may answer without the
-//     handler, so that every request gets its record;
+//     Recover and the tool rates, which may answer without the handler, so
+//     that every request gets its record;
 //  4. [WithAuditLog], for the same reasons as Logging;
 //  5. the recovery of panics: below Tracing, Metrics and Logging, so that they see a
 //     panic as a -32603 error return, and above the rest, which it covers;
-//  6. [WithTimeout]: its time limit covers the wait for a slot and the handler;
-//  7. the tool rates of [WithToolRateLimit], so that a call over its rate
+//  6. the tool rates of [WithToolRateLimit], so that a call over its rate
 //     never waits for a slot;
-//  8. [WithConcurrencyLimit]: innermost, so that a call waiting for a slot
-//     ([WithLimitWait]) runs out of time like a slow handler, and so that
-//     the metrics count a rejection as an error with error_type -32000;
 //
 // then the application's own middleware, which server.WithMiddleware
-// appends after [Instrumentation.ServerOptions].
+// appends after [Instrumentation.ServerOptions]. The server's timeout
+// (server.WithTimeout) is the request's own deadline from when it was
+// read, so it covers the whole chain; its concurrency limit
+// (server.WithConcurrencyLimit) takes a slot below the chain, so that a
+// call waiting for one runs out of time like a slow handler and the
+// metrics count a refusal as an error with error_type -32000.
 //
 // When tracing, metrics and logging are all on, the first three run as one
 // middleware, which records exactly what they do apart with one function
@@ -179,25 +177,14 @@
 // # Metrics
 //
 // Besides its outcome, the chain counts a cancellation with cause
-// timeout when a timeout inside the chain ([server.ErrHandlerTimeout], say
-// from a Timeout middleware inside it, or a deadline) made the handler
+// timeout when a timeout ([server.ErrHandlerTimeout], say of
+// server.WithTimeout, or a deadline inside the chain) made the handler
 // answer with an error: that request's outcome is error (-32001 for
 // ErrHandlerTimeout). Dropped responses are counted by the metrics observer,
 // which sees drops the middleware cannot (requests read after the writer
 // broke).
 //
-// # Limits and timeouts
-//
-// The memory of [WithConcurrencyLimit] is bounded by the calls in flight and
-// the server's tools: the semaphore of a tool registered with the
-// session's server is kept once made (up to 1024 of them), and that of any
-// other name exists only while calls of it run or wait, so unknown names
-// sent by a client cost nothing once answered. Taking and giving back a
-// slot of a registered tool takes no lock.
-//
-// [WithTimeout] sets the request context's own deadline
-// ([server.Request.SetDeadline]): no context, no timer and no goroutine per
-// request, since the server runs every request's deadline from one timer.
+// # Panics
 //
 // The session core recovers a panic too, as a last resort, and reports it
 // to the Observer (HandlerPanicked) and to the server's logger; what

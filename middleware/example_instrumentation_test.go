@@ -50,14 +50,12 @@ func Example_instrumentation() {
 		middleware.WithPropagators(propagation.TraceContext{}),
 		middleware.WithRegisterer(reg),
 		middleware.WithRequestLog(logger),
-		middleware.WithTimeout(30*time.Second),
-		middleware.WithConcurrencyLimit(8),
 	)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	srv := server.New(inst.ServerOptions()...)
+	srv := server.New(append(inst.ServerOptions(), server.WithTimeout(30*time.Second), server.WithConcurrencyLimit(8))...)
 	_ = srv.AddTool(server.Tool{Name: "greet"}, func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
 		return server.Text("hello"), nil
 	})
@@ -135,7 +133,6 @@ func ExampleNewInstrumentation() {
 		middleware.WithTracerProvider(sdktrace.NewTracerProvider()), // from otelsetup in cmd/
 		middleware.WithRegisterer(reg),
 		middleware.WithRequestLog(slog.New(slog.DiscardHandler)),
-		middleware.WithTimeout(30*time.Second),
 	)
 	if err != nil {
 		fmt.Println(err)

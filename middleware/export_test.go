@@ -3,7 +3,6 @@ package middleware
 import (
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/vigil-mcp/vigil/internal/metrics"
 	"github.com/vigil-mcp/vigil/server"
@@ -45,18 +44,9 @@ func MetricsOf(i *Instrumentation) *metrics.Metrics {
 	return i.metrics
 }
 
-// The middleware that NewInstrumentation adds with WithTimeout,
-// WithConcurrencyLimit, WithRequestLog and WithAuditLog, one at a time, for
+// The middleware that NewInstrumentation adds with WithConcurrencyLimit, WithRequestLog and WithAuditLog, one at a time, for
 // the tests of package middleware_test that run one apart; opts are those
 // of NewInstrumentation, of which each reads its own.
-func Timeout(d time.Duration, opts ...InstrumentationOption) server.Middleware {
-	return timeout(d, configure(opts, InstrumentationOption.applyInstrumentation).timeout)
-}
-
-func ConcurrencyLimit(n int, opts ...InstrumentationOption) server.Middleware {
-	return concurrencyLimit(n, configure(opts, InstrumentationOption.applyInstrumentation).limit)
-}
-
 func Logging(logger *slog.Logger, opts ...InstrumentationOption) server.Middleware {
 	return logging(logger, configure(opts, InstrumentationOption.applyInstrumentation).logging)
 }

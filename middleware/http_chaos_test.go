@@ -181,17 +181,18 @@ func newChaosServer(t *testing.T) *chaosServer {
 		middleware.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithSpanProcessor(cs.spans))),
 		middleware.WithRegisterer(prometheus.NewRegistry()),
 		middleware.WithRequestLog(slog.New(cs.logs)),
-		middleware.WithTimeoutFor(func(req *server.Request) time.Duration {
+	)
+	require.NoError(t, err)
+	cs.m = middleware.MetricsOf(inst)
+	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(cs.board.middleware),
+		server.WithTimeoutFor(func(req *server.Request) time.Duration {
 			if req.Name == "slow" {
 				return 20 * time.Millisecond
 			}
 			return 0
 		}),
-		middleware.WithConcurrencyLimit(1000), // never reached: it must not change the truth
-	)
-	require.NoError(t, err)
-	cs.m = middleware.MetricsOf(inst)
-	srv := server.New(append(inst.ServerOptions(), server.WithMiddleware(cs.board.middleware))...)
+		server.WithConcurrencyLimit(1000), // never reached: it must not change the truth
+	)...)
 	wait := func(ctx context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 		var key string
 		raw, _ := req.Request.Meta.Get(chaosKeyMeta)

@@ -34,14 +34,13 @@ type Instrumentation struct {
 // NewInstrumentation builds the instrumentation opts describe. Each part
 // is in only with its option: [WithTracerProvider], the spans;
 // [WithRegisterer], the metrics; [WithRequestLog], the request log;
-// [WithAuditLog], the audit log; [WithTimeout] or [WithTimeoutFor], the
-// timeout; [WithConcurrencyLimit] or [WithLimitFor], the concurrency
-// limit; the rate limits, an [Instrumentation.RateLimitHandler]. The recovery
-// of panics ([PanicError]) is always in. The chain runs, outermost first,
-// the tracing, the metrics, the request log, the audit log, the recovery,
-// the timeout, the tool rates and the concurrency limit, then the
-// application's own middleware; the package doc says why. The error is the
-// registerer's, such as a prometheus.AlreadyRegisteredError.
+// [WithAuditLog], the audit log; the rate limits, an
+// [Instrumentation.RateLimitHandler] and the tool rates. The recovery of
+// panics ([PanicError]) is always in. The chain runs, outermost first, the
+// tracing, the metrics, the request log, the audit log, the recovery and
+// the tool rates, then the application's own middleware; the package doc
+// says why. The error is the registerer's, such as a
+// prometheus.AlreadyRegisteredError.
 func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error) {
 	cfg := configure(opts, InstrumentationOption.applyInstrumentation)
 	inst := &Instrumentation{}
@@ -78,16 +77,10 @@ func NewInstrumentation(opts ...InstrumentationOption) (*Instrumentation, error)
 		inst.chain = append(inst.chain, audit(cfg.auditLog, cfg.audit))
 	}
 	inst.chain = append(inst.chain, recoverPanics(cfg.logger))
-	if cfg.defaultTimeout > 0 || cfg.timeout.forRequest != nil {
-		inst.chain = append(inst.chain, timeout(cfg.defaultTimeout, cfg.timeout))
-	}
 	rl := newRateLimiter(cfg, inst.metrics)
 	inst.rateLimiter = rl
 	if mw := rl.middleware(); mw != nil { // before a call waits for a slot
 		inst.chain = append(inst.chain, mw)
-	}
-	if cfg.defaultLimit > 0 || cfg.limit.forTool != nil {
-		inst.chain = append(inst.chain, concurrencyLimit(cfg.defaultLimit, cfg.limit))
 	}
 	return inst, nil
 }

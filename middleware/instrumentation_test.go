@@ -55,18 +55,6 @@ func TestNewInstrumentationSelects(t *testing.T) {
 		{name: "logging", opts: func() []middleware.InstrumentationOption {
 			return []middleware.InstrumentationOption{middleware.WithRequestLog(discard)}
 		}, want: 2},
-		{name: "timeout", opts: func() []middleware.InstrumentationOption {
-			return []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
-		}, want: 2},
-		{name: "TimeoutFor", opts: func() []middleware.InstrumentationOption {
-			return []middleware.InstrumentationOption{middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 0 })}
-		}, want: 2},
-		{name: "limit", opts: func() []middleware.InstrumentationOption {
-			return []middleware.InstrumentationOption{middleware.WithConcurrencyLimit(1)}
-		}, want: 2},
-		{name: "LimitFor", opts: func() []middleware.InstrumentationOption {
-			return []middleware.InstrumentationOption{middleware.WithLimitFor(func(string) int { return 1 })}
-		}, want: 2},
 		{name: "tracing and metrics", opts: func() []middleware.InstrumentationOption {
 			return []middleware.InstrumentationOption{middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry())}
 		}, want: 3},
@@ -74,9 +62,9 @@ func TestNewInstrumentationSelects(t *testing.T) {
 		{name: "all", opts: func() []middleware.InstrumentationOption {
 			return []middleware.InstrumentationOption{
 				middleware.WithTracerProvider(tp), middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithRequestLog(discard),
-				middleware.WithTimeout(time.Second), middleware.WithConcurrencyLimit(1), nil,
+				nil,
 			}
-		}, want: 4},
+		}, want: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,12 +198,10 @@ func TestInstrumentationOrder(t *testing.T) {
 			middleware.WithPropagators(propagation.TraceContext{}),
 			middleware.WithRegisterer(prometheus.NewRegistry()),
 			middleware.WithRequestLog(slog.New(logs)),
-			middleware.WithTimeout(time.Second),
-			middleware.WithConcurrencyLimit(1),
 		)
 		require.NoError(t, err)
 		m := middleware.MetricsOf(inst)
-		srv := server.New(inst.ServerOptions()...)
+		srv := server.New(append(inst.ServerOptions(), server.WithTimeout(time.Second), server.WithConcurrencyLimit(1))...)
 		addTools(t, srv)
 		addGuardTools(t, srv)
 		r := (&rig{t: t, m: m, srv: srv}).start(nil)
@@ -391,17 +377,17 @@ func TestInstrumentationBesideAnObserver(t *testing.T) {
 		t.Run(fmt.Sprint("all=", all), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var obs endRecorder
-				opts := []middleware.InstrumentationOption{middleware.WithTimeout(time.Second)}
-				wantLayers := 2 // Recover, Timeout
+				var opts []middleware.InstrumentationOption
+				wantLayers := 1 // Recover
 				if all {
 					opts = append(opts, middleware.WithTracerProvider(sdktrace.NewTracerProvider()),
 						middleware.WithRegisterer(prometheus.NewRegistry()), middleware.WithRequestLog(slog.New(slog.DiscardHandler)))
-					wantLayers = 3 // the three as one, Recover, Timeout
+					wantLayers = 2 // the three as one, Recover
 				}
 				inst, err := middleware.NewInstrumentation(opts...)
 				require.NoError(t, err)
 				assert.Len(t, inst.Middleware(), wantLayers)
-				srv := server.New(append(inst.ServerOptions(), server.WithObserver(server.Observer{}, server.Observer{RequestEnded: obs.RequestEnded}))...)
+				srv := server.New(append(inst.ServerOptions(), server.WithTimeout(time.Second), server.WithObserver(server.Observer{}, server.Observer{RequestEnded: obs.RequestEnded}))...)
 				addTools(t, srv)
 				r := (&rig{t: t, m: middleware.MetricsOf(inst), srv: srv}).start(nil)
 				r.Initialize("", nil)

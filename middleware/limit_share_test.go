@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -31,8 +30,8 @@ func shareCaller(req *server.Request) string {
 func TestConcurrencyLimitToolShare(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, []server.Middleware{middleware.ConcurrencyLimit(4,
-			middleware.WithLimitWait(time.Hour), middleware.WithToolShare(0.5, shareCaller))})
+		r := newRig(t, nil, server.WithConcurrencyLimit(4),
+			server.WithLimitWait(time.Hour), server.WithToolShare(0.5, shareCaller))
 		g := addGuardTools(t, r.srv)
 		r.start(nil)
 		r.Initialize("", nil)

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 )
@@ -30,13 +29,13 @@ func TestConcurrencyLimit(t *testing.T) {
 	type counts struct{ ok, error, cancelled float64 }
 	tests := []struct {
 		name string
-		mw   []server.Middleware
+		opts []server.Option
 		run  func(t *testing.T, r *rig, g *guardTools)
 		want counts // tools/call outcomes
 	}{
 		{
 			name: "over the limit: rejected at once; other tools and methods pass",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(2)},
+			opts: []server.Option{server.WithConcurrencyLimit(2)},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				r.SendCallTool(3, "hold", nil)
@@ -58,7 +57,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a slot freed in time",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
+			opts: []server.Option{server.WithConcurrencyLimit(1), server.WithLimitWait(time.Second)},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -74,7 +73,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: rejected when the wait runs out",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Second))},
+			opts: []server.Option{server.WithConcurrencyLimit(1), server.WithLimitWait(time.Second)},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -87,7 +86,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitWait: a client cancel ends the wait",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour))},
+			opts: []server.Option{server.WithConcurrencyLimit(1), server.WithLimitWait(time.Hour)},
 			run: func(t *testing.T, r *rig, g *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -102,9 +101,9 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "Timeout outside bounds the wait",
-			mw: []server.Middleware{
-				middleware.Timeout(500 * time.Millisecond),
-				middleware.ConcurrencyLimit(1, middleware.WithLimitWait(time.Hour)),
+			opts: []server.Option{
+				server.WithTimeout(500 * time.Millisecond),
+				server.WithConcurrencyLimit(1), server.WithLimitWait(time.Hour),
 			},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				t0 := time.Now()
@@ -122,12 +121,12 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "LimitFor: per tool, negative is unlimited",
-			mw: []server.Middleware{middleware.ConcurrencyLimit(0, middleware.WithLimitFor(func(tool string) int {
+			opts: []server.Option{server.WithLimitFor(func(tool string) int {
 				if tool == "hold" {
 					return 1
 				}
 				return -1
-			}))},
+			})},
 			run: func(t *testing.T, r *rig, _ *guardTools) {
 				r.SendCallTool(2, "hold", nil)
 				synctest.Wait()
@@ -142,7 +141,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		},
 		{
 			name: "zero is the identity",
-			mw:   []server.Middleware{middleware.ConcurrencyLimit(0)},
+			opts: []server.Option{server.WithConcurrencyLimit(0)},
 			run: func(_ *testing.T, r *rig, _ *guardTools) {
 				for id := range int64(5) {
 					r.SendCallTool(10+id, "hold", nil)
@@ -156,7 +155,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, tt.mw)
+				r := newRig(t, nil, tt.opts...)
 				g := addGuardTools(t, r.srv) // labeled from the live registry
 				r.start(nil)
 				r.Initialize("", nil)

@@ -61,8 +61,8 @@ func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 
 // logging is the request log of [WithRequestLog] with cfg; a nil logger makes
 // it the identity. NewInstrumentation places it inside tracing and outside
-// the recovery of panics, the timeout and the concurrency limit, so that every request
-// is logged. It is safe for concurrent use.
+// the recovery of panics and the tool rates, so that every request is
+// logged. It is safe for concurrent use.
 func logging(logger *slog.Logger, cfg loggingConfig) server.Middleware {
 	if logger == nil {
 		return func(next server.Handler) server.Handler { return next }

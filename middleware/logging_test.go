@@ -33,6 +33,7 @@ func TestLogging(t *testing.T) {
 		level slog.Leveler // the capture's; nil: debug
 		opts  []middleware.InstrumentationOption
 		inner []server.Middleware // below Logging
+		srv   []server.Option     // the server's own
 		wrap  func(transport.Conn) transport.Conn
 		run   func(t *testing.T, r *rig)
 		want  []string
@@ -101,8 +102,8 @@ func TestLogging(t *testing.T) {
 			want: []string{initRecord, "WARN " + call("2", "nope") + ` duration_seconds=0 outcome=error code=-32602 error=mcp error -32602: unknown tool: "nope"`},
 		},
 		{
-			name:  "timeout",
-			inner: []server.Middleware{middleware.Timeout(time.Second)},
+			name: "timeout",
+			srv:  []server.Option{server.WithTimeout(time.Second)},
 			run: func(t *testing.T, r *rig) {
 				r.SendCallTool(2, "block", nil)
 				require.NotNil(t, r.RecvResponseTo(2).Error)
@@ -191,7 +192,7 @@ func TestLogging(t *testing.T) {
 					middleware.Logging(slog.New(middleware.LogHandler(slog.NewTextHandler(&viaRecord, textOpts))), tt.opts...),
 					middleware.Logging(slog.New(middleware.LogHandler(newTextLines(&viaText, textOpts))), tt.opts...),
 				}, tt.inner...)
-				r := newRig(t, mw).start(tt.wrap)
+				r := newRig(t, mw, tt.srv...).start(tt.wrap)
 				r.Initialize("", nil)
 				synctest.Wait() // initialize's record comes first
 				sid := sessionID(t, r.srv)

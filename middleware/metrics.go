@@ -30,7 +30,7 @@ import (
 // registered ([server.Server.Tool]) or on m's allow-list, else "other".
 // Notifications pass uncounted; a nil m makes it the identity. Place it
 // right inside the tracing, whose trace id becomes the exemplar, and outside
-// the recovery of panics and [WithTimeout], as [NewInstrumentation] does.
+// the recovery of panics and the tool rates, as [NewInstrumentation] does.
 func recordMetrics(m *metrics.Metrics) server.Middleware {
 	if m == nil {
 		return func(next server.Handler) server.Handler { return next }

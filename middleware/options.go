@@ -3,7 +3,6 @@ package middleware
 import (
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
@@ -25,27 +24,18 @@ type InstrumentationOption interface {
 type instrumentationConfig struct {
 	tracing tracingConfig
 	logging loggingConfig
-	timeout timeoutConfig
-	limit   limitConfig
 	audit   auditConfig
 
-	registerer     prometheus.Registerer
-	metrics        telemetry.MetricsConfig
-	logger         *slog.Logger
-	defaultTimeout time.Duration
-	defaultLimit   int
-	auditLog       io.Writer
-	rateLimit      *rateLimitConfig // nil: no rate limits
+	registerer prometheus.Registerer
+	metrics    telemetry.MetricsConfig
+	logger     *slog.Logger
+	auditLog   io.Writer
+	rateLimit  *rateLimitConfig // nil: no rate limits
 }
 
 // loggingConfig is what the options of Logging set.
 type loggingConfig struct {
 	level func(*server.Request, server.Outcome) slog.Level // nil: DefaultLogLevel
-}
-
-// timeoutConfig is what the options of Timeout set.
-type timeoutConfig struct {
-	forRequest func(*server.Request) time.Duration // nil: the default for all
 }
 
 // auditConfig is what the options of Audit set.
@@ -139,91 +129,6 @@ func WithRequestLog(l *slog.Logger) InstrumentationOption {
 // safe for that.
 func WithLogLevel(f func(req *server.Request, out server.Outcome) slog.Level) InstrumentationOption {
 	return instrumentationOption(func(c *instrumentationConfig) { c.logging.level = f })
-}
-
-// WithTimeout makes [NewInstrumentation] give each request d from when the
-// core read it ([server.Request.Received]): past it, the handler's context
-// is cancelled with the cause [server.ErrHandlerTimeout] (its Err is
-// [context.DeadlineExceeded]), and the request is answered with
-// [protocol.CodeRequestTimeout] (-32001) whatever the handler returned,
-// once it returns: handlers must watch their context. A request cancelled
-// for another reason first keeps that cause. Notifications are never timed
-// out; a task-augmented tools/call is bounded until it returns its task.
-// It uses the request's own deadline, with no timer or goroutine per
-// request. d <= 0 means no default timeout (see [WithTimeoutFor]).
-func WithTimeout(d time.Duration) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) { c.defaultTimeout = d })
-}
-
-// WithTimeoutFor sets a per-request timeout for [WithTimeout]'s part (and
-// adds it, without WithTimeout): f returns the time req may take, 0 for
-// the default, or a negative duration for no timeout at all. f sees the
-// request before any handler runs (req.Method, req.Name for the tool or
-// prompt, ...); it is called once per request, concurrently, and must be
-// safe for that. A nil f is ignored.
-func WithTimeoutFor(f func(req *server.Request) time.Duration) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) {
-		if f != nil {
-			c.timeout.forRequest = f
-		}
-	})
-}
-
-// WithConcurrencyLimit makes [NewInstrumentation] let at most n calls of
-// each tool run at once (tools/call only, by tool name; other methods
-// pass). A call over its tool's limit is answered [protocol.CodeServerBusy]
-// (-32000, "server busy: tool ... is at its concurrency limit") at once,
-// or after waiting up to [WithLimitWait] for a slot; a slot is held until
-// the chain below returns (for a task-augmented call, until its task is
-// created). Its memory is bounded by the calls in flight and the server's
-// tools, as the package doc details. n <= 0 means no default limit (see
-// [WithLimitFor]).
-func WithConcurrencyLimit(n int) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) { c.defaultLimit = n })
-}
-
-// WithLimitFor sets a per-tool limit for [WithConcurrencyLimit]'s part
-// (and adds it, without WithConcurrencyLimit): f returns how many calls of
-// tool may run at once, 0 for the default, or a negative number for no
-// limit. It is called concurrently, with the name as the client sent it,
-// and must be safe for that; it should give a tool the same limit every
-// time (a tool's semaphore is sized by the call that creates it). A nil f
-// is ignored.
-func WithLimitFor(f func(tool string) int) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) {
-		if f != nil {
-			c.limit.forTool = f
-		}
-	})
-}
-
-// WithLimitWait makes a call over its tool's [WithConcurrencyLimit] wait
-// up to d for a slot instead of being rejected at once (waiters are not
-// served in arrival order). It is rejected when d passes first; if its
-// context ends first (a client cancel, a [WithTimeout] outside), it
-// returns the context's cause. d <= 0 means reject at once, the default.
-func WithLimitWait(d time.Duration) InstrumentationOption {
-	return instrumentationOption(func(c *instrumentationConfig) { c.limit.wait = d })
-}
-
-// WithToolShare gives each caller at most share (0 < share < 1) of each
-// tool's slots of [WithConcurrencyLimit]: a call whose caller holds its
-// share already is refused at once, without waiting, with
-// server.QuotaRefusal(protocol.QuotaToolShare), so that one caller's calls
-// never take the slots another caller's call needs. A tool's share is
-// rounded up, and at least one slot. key names the caller of a request
-// (such as its principal, or its client's address) and must be fast and
-// safe for concurrent use. A nil key, or a share out of range, means no
-// share (the default).
-func WithToolShare(share float64, key func(req *server.Request) string) InstrumentationOption {
-	return instrumentationOption(func(cfg *instrumentationConfig) {
-		c := &cfg.limit
-		if key == nil || !(share > 0 && share < 1) {
-			c.shareOf, c.share = nil, 0
-			return
-		}
-		c.shareOf, c.share = key, share
-	})
 }
 
 // WithAuditLog makes [NewInstrumentation] write one record, as a line of

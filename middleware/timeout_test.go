@@ -12,16 +12,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// TestTimeout runs one tools/call through Metrics and Timeout in fake
-// time and checks the answer, when it came, the handler's cancellation
+// timeout is the server's options of a default timeout d and opts.
+func timeout(d time.Duration, opts ...server.Option) []server.Option {
+	return append([]server.Option{server.WithTimeout(d)}, opts...)
+}
+
+// TestTimeout runs one tools/call through Metrics with the server's
+// timeout (server.WithTimeout, WithTimeoutFor) in fake time and checks the answer, when it came, the handler's cancellation
 // cause and what Metrics counted.
 func TestTimeout(t *testing.T) {
 	t.Parallel()
-	perTool := middleware.WithTimeoutFor(func(req *server.Request) time.Duration {
+	perTool := server.WithTimeoutFor(func(req *server.Request) time.Duration {
 		switch req.Name {
 		case "sleep":
 			return 2 * time.Second // longer than the default
@@ -32,7 +36,7 @@ func TestTimeout(t *testing.T) {
 	})
 	tests := []struct {
 		name      string
-		mw        server.Middleware
+		opts      []server.Option
 		tool      string
 		cancelAt  time.Duration // when the client cancels; 0: never
 		wantCode  int64         // 0: a result
@@ -42,43 +46,43 @@ func TestTimeout(t *testing.T) {
 		wantCount string        // the cancellation cause counted, "" for none
 	}{
 		{
-			name: "the cause is ErrHandlerTimeout and the answer -32001", mw: middleware.Timeout(2 * time.Second),
+			name: "the cause is ErrHandlerTimeout and the answer -32001", opts: timeout(2 * time.Second),
 			tool: "cause", wantCode: -32001, wantAt: 2 * time.Second, wantCause: server.ErrHandlerTimeout, wantCount: "timeout",
 		},
 		{
-			name: "a handler that ignores its context is answered -32001 when it returns", mw: middleware.Timeout(time.Second),
+			name: "a handler that ignores its context is answered -32001 when it returns", opts: timeout(time.Second),
 			tool: "sleep", wantCode: -32001, wantAt: 1500 * time.Millisecond, wantCount: "timeout",
 		},
 		{
-			name: "in time: the result", mw: middleware.Timeout(2 * time.Second),
+			name: "in time: the result", opts: timeout(2 * time.Second),
 			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
 		},
 		{
-			name: "zero is the identity", mw: middleware.Timeout(0),
+			name: "zero is the identity", opts: timeout(0),
 			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
 		},
 		{
-			name: "negative is the identity", mw: middleware.Timeout(-time.Second),
+			name: "negative is the identity", opts: timeout(-time.Second),
 			tool: "cause", cancelAt: time.Hour, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
 		},
 		{
-			name: "TimeoutFor lengthens one tool", mw: middleware.Timeout(time.Second, perTool),
+			name: "TimeoutFor lengthens one tool", opts: timeout(time.Second, perTool),
 			tool: "sleep", wantText: "slept", wantAt: 1500 * time.Millisecond,
 		},
 		{
-			name: "TimeoutFor 0 keeps the default", mw: middleware.Timeout(time.Second, perTool),
+			name: "TimeoutFor 0 keeps the default", opts: timeout(time.Second, perTool),
 			tool: "block", wantCode: -32001, wantAt: time.Second, wantCount: "timeout",
 		},
 		{
-			name: "TimeoutFor negative: no timeout", mw: middleware.Timeout(time.Second, perTool),
+			name: "TimeoutFor negative: no timeout", opts: timeout(time.Second, perTool),
 			tool: "cause", cancelAt: time.Minute, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
 		},
 		{
-			name: "TimeoutFor without a default", mw: middleware.Timeout(0, middleware.WithTimeoutFor(func(*server.Request) time.Duration { return 3 * time.Second })),
+			name: "TimeoutFor without a default", opts: timeout(0, server.WithTimeoutFor(func(*server.Request) time.Duration { return 3 * time.Second })),
 			tool: "block", wantCode: -32001, wantAt: 3 * time.Second, wantCount: "timeout",
 		},
 		{
-			name: "a client cancel before the timeout keeps its cause", mw: middleware.Timeout(5 * time.Second),
+			name: "a client cancel before the timeout keeps its cause", opts: timeout(5 * time.Second),
 			tool: "cause", cancelAt: time.Second, wantCause: server.ErrClientCancel, wantCount: "client_cancel",
 		},
 	}
@@ -86,7 +90,7 @@ func TestTimeout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, []server.Middleware{tt.mw})
+				r := newRig(t, nil, tt.opts...)
 				g := addGuardTools(t, r.srv) // labeled from the live registry
 				r.start(nil)
 				r.Initialize("", nil)

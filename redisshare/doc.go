@@ -4,7 +4,7 @@
 // session affinity, any replica serves any request of any 2025-era
 // session and resumes any stream. [Open] connects to Redis (TLS with an
 // ACL user; plain text only to loopback unless allowed), opens the
-// replica's internal/redisstore.Store under the cluster key,
+// replica's store of sessions, streams and tasks under the cluster key,
 // takes the replica's lease in Redis, which doubles as its readiness
 // check, and registers the metrics of all of it.
 //
@@ -24,6 +24,6 @@
 //     ([Shared.Allow]).
 //
 // What a replica does when Redis fails, and what Redis can and cannot do
-// to the sessions, are those of package internal/redisstore; deploy/SCALING.md
-// has the guarantees and the failure modes.
+// to the sessions: deploy/SCALING.md has the guarantees and the failure
+// modes.
 package redisshare

@@ -11,7 +11,7 @@ import (
 const deadlineQueueCount = 16
 
 // deadlineQueues are a server's deadline queues. Every request with a
-// deadline (every request, under middleware.WithTimeout) takes a queue's lock
+// deadline (every request, under WithTimeout) takes a queue's lock
 // when it starts and when it ends: with a single queue, that lock was the
 // one requests waited for most under load (a holder preempted while the
 // other cores' requests queue up behind it). Spread over queues picked at

@@ -29,11 +29,10 @@
 // telemetry packages build on it. Codes, versions and reasons come from the
 // leaf package transport/protocol.
 //
-// Each request's protocol era is chosen once, when it is admitted (era.go):
-// a 2025 session peer (era_session.go), whose client calls ([Elicit],
-// [CreateMessage], [ListRoots], [CallClient]) are requests on the session,
-// or a 2026-07-28 stateless round (era_stateless.go), whose client calls
-// become an input_required result. Asking the client, task ownership and
+// Each request's protocol era is chosen once, when it is admitted: a 2025
+// session, whose client calls ([Elicit], [CreateMessage], [ListRoots],
+// [CallClient]) are requests on the session, or a 2026-07-28 stateless
+// request, whose client calls become an input_required result. Asking the client, task ownership and
 // views, and result decoration go through it; [Request.InSession] tells
 // middleware which it is.
 //
@@ -122,8 +121,8 @@
 // with the task's context: it outlives the request, is cancelled with
 // [ErrClientCancel] by tasks/cancel, with [ErrShutdown] when the server
 // closes and with [ErrTaskExpired] when the task's TTL runs out, and it
-// is not subject to the request's middleware (a Timeout middleware bounds
-// the tools/call that created the task, not the task). A handler that must
+// is not subject to the request's middleware nor to [WithTimeout] (which
+// bounds the tools/call that created the task, not the task). A handler that must
 // first ask the client for input synchronously, by 2026-07-28
 // input_required rounds, sets [ToolExecution].Deferred and calls
 // [RunAsTask] once it is ready to continue in the background:
@@ -214,7 +213,7 @@
 // earliest of them, with no context, timer or goroutine per request. The
 // deadlines wait in a list in deadline order, linked through the requests
 // themselves, rather than in a heap: with one timeout for every request
-// (middleware.WithTimeout), each new deadline is the latest and goes at the
+// ([WithTimeout]), each new deadline is the latest and goes at the
 // tail at once, and a request leaves from wherever it is, also at once, so
 // the timer fires about once per timeout, finding the requests it was
 // armed for long gone. (A deadline earlier than the tail's, from a shorter

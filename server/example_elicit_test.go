@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // A tool asks the user to fill in a form; the client, which declared the
@@ -35,30 +35,17 @@ func ExampleElicit() {
 		panic(err)
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-	ctx := context.Background()
-	send := func(frame string) { _ = client.WriteFrame(ctx, []byte(frame)) }
-
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"demo","version":"1"}}}`)
-	_, _ = client.Read(ctx)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"subscribe"}}`)
-
-	// The server's request: the client shows the form and the user fills it in.
-	m, _ := client.Read(ctx)
-	ask := m.(*transport.Request)
-	fmt.Println(ask.Method, string(ask.Params))
-	_ = client.Write(ctx, &transport.Response{ID: ask.ID, Result: json.RawMessage(`{"action":"accept","content":{"email":"ada@example.com","frequency":"daily"}}`)})
-
-	m, _ = client.Read(ctx)
-	out, _ := transport.AppendMessage(nil, m)
-	fmt.Println(string(out))
-	_ = client.Close()
-	fmt.Println("Serve returned:", <-done)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	// The client declares elicitation; when the server asks, it shows the
+	// form and the user fills it in.
+	c := mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"elicitation": map[string]any{}}),
+		mcptest.WithRequestHandler(func(_ context.Context, ask *transport.Request) (any, error) {
+			fmt.Println(ask.Method, string(ask.Params))
+			return map[string]any{"action": "accept", "content": map[string]any{"email": "ada@example.com", "frequency": "daily"}}, nil
+		}))
+	fmt.Println(c.CallTool("subscribe", nil).Text())
 	// Output:
 	// elicitation/create {"message":"Where should we send the newsletter?","requestedSchema":{"type":"object","properties":{"email":{"type":"string","format":"email","title":"Email"},"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},"required":["email"]}}
-	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"subscribed ada@example.com (daily)"}]}}
-	// Serve returned: <nil>
+	// subscribed ada@example.com (daily)
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // With WithOutcomeBatches, the observers hear of the requests' outcomes
@@ -20,22 +20,21 @@ func ExampleWithOutcomeBatches() {
 		}
 	}}
 	srv := server.New(server.WithObserver(countPings), server.WithOutcomeBatches(4, time.Hour))
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-
-	ctx := context.Background()
-	_ = client.WriteFrame(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	_, _ = client.Read(ctx)
-	_ = client.WriteFrame(ctx, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
-	_, _ = client.Read(ctx)
-	_ = client.Close()
-	if err := <-done; err != nil { // Serve returns once both requests were sealed
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	for range 2 {
+		if _, rpcErr := c.Call("ping", nil); rpcErr != nil {
+			fmt.Println(rpcErr.Message)
+		}
+	}
+	_ = c.Close()
+	if err := c.Wait(); err != nil { // Serve returns once both requests were sealed
 		fmt.Println(err)
 	}
 
 	fmt.Println("recorded before the shutdown:", pings.Load())
-	_ = srv.Shutdown(ctx)
+	_ = srv.Shutdown(context.Background())
 	fmt.Println("recorded after it:", pings.Load())
 	// Output:
 	// recorded before the shutdown: 0

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // A tool reports its progress; the client asked for it with a
@@ -29,33 +29,18 @@ func ExampleReportProgress() {
 		panic(err)
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-	ctx := context.Background()
-	send := func(frame string) { _ = client.WriteFrame(ctx, []byte(frame)) }
-	show := func() transport.Message {
-		m, _ := client.Read(ctx)
-		out, _ := transport.AppendMessage(nil, m)
-		fmt.Println(string(out))
-		return m
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	res, _ := c.Call("tools/call", map[string]any{"name": "index", "_meta": map[string]any{"progressToken": "job-1"}})
+	for range 3 { // the notifications that came before the answer, kept in order
+		n := c.Recv().(*transport.Request)
+		fmt.Println(n.Method, string(n.Params))
 	}
-
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}`)
-	_, _ = client.Read(ctx)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"index","_meta":{"progressToken":"job-1"}}}`)
-	for {
-		if _, ok := show().(*transport.Response); ok {
-			break
-		}
-	}
-	_ = client.Close()
-	fmt.Println("Serve returned:", <-done)
+	fmt.Println(string(res))
 	// Output:
-	// {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"job-1","progress":1,"total":3,"message":"indexed a.go"}}
-	// {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"job-1","progress":2,"total":3,"message":"indexed b.go"}}
-	// {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"job-1","progress":3,"total":3,"message":"indexed c.go"}}
-	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"3 files indexed"}]}}
-	// Serve returned: <nil>
+	// notifications/progress {"progressToken":"job-1","progress":1,"total":3,"message":"indexed a.go"}
+	// notifications/progress {"progressToken":"job-1","progress":2,"total":3,"message":"indexed b.go"}
+	// notifications/progress {"progressToken":"job-1","progress":3,"total":3,"message":"indexed c.go"}
+	// {"content":[{"type":"text","text":"3 files indexed"}]}
 }

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // A prompt declares its arguments; prompts/get checks them before the
@@ -33,13 +35,17 @@ func ExampleServer_AddPrompt() {
 	if err != nil {
 		panic(err)
 	}
-	exampleSession(srv,
-		`{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"review","arguments":{"code":"x := 1","focus":"naming"}}}`,
-		`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"review","arguments":{"focus":"naming"}}}`,
-	)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	fmt.Println(c.ListPrompts()[0].Arguments[0].Name)
+	res := c.GetPrompt("review", map[string]string{"code": "x := 1", "focus": "naming"})
+	fmt.Println(res.Messages[0].Content.(*server.TextContent).Text)
+	_, rpcErr := c.Call("prompts/get", map[string]any{"name": "review", "arguments": map[string]string{"focus": "naming"}})
+	fmt.Println(rpcErr.Code, rpcErr.Message)
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"prompts":[{"name":"review","description":"Asks for a code review.","arguments":[{"name":"code","description":"The code to review.","required":true},{"name":"focus","description":"What to look at."}]}]}}
-	// {"jsonrpc":"2.0","id":2,"result":{"description":"A code review","messages":[{"role":"user","content":{"type":"text","text":"Review this code, looking at naming:\nx := 1"}},{"role":"assistant","content":{"type":"text","text":"Sure. Let me read it."}}]}}
-	// {"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"prompt \"review\": missing required argument \"code\""}}
+	// code
+	// Review this code, looking at naming:
+	// x := 1
+	// -32602 prompt "review": missing required argument "code"
 }

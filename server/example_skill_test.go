@@ -6,6 +6,7 @@ import (
 	"testing/fstest"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // A skill is a directory with a SKILL.md: every file is a resource, and
@@ -23,13 +24,15 @@ func ExampleServer_AddSkill() {
 		fmt.Println(err)
 		return
 	}
-	exampleSession(srv,
-		`{"jsonrpc":"2.0","id":1,"method":"skills/get","params":{"uri":"skill://acme/greeting/SKILL.md"}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"skill://acme/greeting/examples/hi.txt"}}`,
-	)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	res, _ := c.Call("skills/get", map[string]any{"uri": "skill://acme/greeting/SKILL.md"})
+	fmt.Println(string(res))
+	fmt.Printf("%q\n", c.ReadResource("skill://acme/greeting/examples/hi.txt")[0].Text)
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"skill":{"uri":"skill://acme/greeting/SKILL.md","frontmatter":{"description":"Greet politely","name":"greeting"},"resources":[{"uri":"skill://acme/greeting/SKILL.md","digest":"sha256:e364dc671b0727ccefc98273be618069bf86e1d45f3900327d25869e3a2c11f3","size":62},{"uri":"skill://acme/greeting/examples/hi.txt","digest":"sha256:98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4","size":3}]},"resultType":"complete","ttlMs":0,"cacheScope":"private"}}
-	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"skill://acme/greeting/examples/hi.txt","mimeType":"text/plain","text":"hi\n"}]}}
+	// {"skill":{"uri":"skill://acme/greeting/SKILL.md","frontmatter":{"description":"Greet politely","name":"greeting"},"resources":[{"uri":"skill://acme/greeting/SKILL.md","digest":"sha256:e364dc671b0727ccefc98273be618069bf86e1d45f3900327d25869e3a2c11f3","size":62},{"uri":"skill://acme/greeting/examples/hi.txt","digest":"sha256:98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4","size":3}]},"resultType":"complete","ttlMs":0,"cacheScope":"private"}
+	// "hi\n"
 }
 
 // A dynamic skill generates its files when they are read; its entry lists
@@ -50,13 +53,15 @@ func ExampleServer_AddSkill_dynamic() {
 		fmt.Println(err)
 		return
 	}
-	exampleSession(srv,
-		`{"jsonrpc":"2.0","id":1,"method":"skills/list"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"skill://reports/daily/SKILL.md"}}`,
-	)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	res, _ := c.Call("skills/list", nil)
+	fmt.Println(string(res))
+	fmt.Printf("%q\n", c.ReadResource("skill://reports/daily/SKILL.md")[0].Text)
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"skills":[{"uri":"skill://reports/daily/SKILL.md","frontmatter":{"description":"Today's report","name":"daily"},"resources":"dynamic"}],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}
-	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"skill://reports/daily/SKILL.md","mimeType":"text/markdown","text":"---\nname: daily\ndescription: Today's report\n---\nRead today's figures.\n"}]}}
+	// {"skills":[{"uri":"skill://reports/daily/SKILL.md","frontmatter":{"description":"Today's report","name":"daily"},"resources":"dynamic"}],"resultType":"complete","ttlMs":0,"cacheScope":"private"}
+	// "---\nname: daily\ndescription: Today's report\n---\nRead today's figures.\n"
 }
 
 // AddSkills serves every directory of an FS that holds a SKILL.md, at its
@@ -75,11 +80,13 @@ func ExampleServer_AddSkills() {
 	}
 	fmt.Println(paths)
 	fmt.Println(srv.RemoveSkills("acme/billing/refunds"))
-	exampleSession(srv,
-		`{"jsonrpc":"2.0","id":1,"method":"resources/directory/read","params":{"uri":"skill://git-workflow"}}`,
-	)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
+	res, _ := c.Call("resources/directory/read", map[string]any{"uri": "skill://git-workflow"})
+	fmt.Println(string(res))
 	// Output:
 	// [acme/billing/refunds git-workflow]
 	// 1
-	// {"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resources":[{"uri":"skill://git-workflow/SKILL.md","name":"git-workflow","description":"Our Git conventions","mimeType":"text/markdown","size":60},{"uri":"skill://git-workflow/notes.txt","name":"notes.txt","mimeType":"text/plain","size":20}]}}
+	// {"resultType":"complete","resources":[{"uri":"skill://git-workflow/SKILL.md","name":"git-workflow","description":"Our Git conventions","mimeType":"text/markdown","size":60},{"uri":"skill://git-workflow/notes.txt","name":"notes.txt","mimeType":"text/plain","size":20}]}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
 )
 
 // A tool with task support runs in the background when the client asks
@@ -34,12 +34,9 @@ func ExampleToolExecution() {
 		panic(err)
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-	ctx := context.Background()
-	send := func(frame string) { _ = client.WriteFrame(ctx, []byte(frame)) }
-	read := func() transport.Message { m, _ := client.Read(ctx); return m }
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv)
 	var task struct {
 		Task struct {
 			TaskID string `json:"taskId"`
@@ -47,23 +44,18 @@ func ExampleToolExecution() {
 		} `json:"task"`
 		Status string `json:"status"`
 	}
-
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}`)
-	read()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-
-	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"report","task":{"ttl":60000}}}`)
-	_ = json.Unmarshal(read().(*transport.Response).Result, &task)
+	created, _ := c.Call("tools/call", map[string]any{"name": "report", "task": map[string]any{"ttl": 60000}})
+	_ = json.Unmarshal(created, &task)
 	id := task.Task.TaskID
 	fmt.Println("created:", task.Task.Status)
 
-	send(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":%q}}`, id))
-	_ = json.Unmarshal(read().(*transport.Response).Result, &task)
+	polled, _ := c.Call("tasks/get", map[string]any{"taskId": id})
+	_ = json.Unmarshal(polled, &task)
 	fmt.Println("polled:", task.Status)
 
-	send(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":%q}}`, id))
+	c.Request(100, "tasks/result", map[string]any{"taskId": id}) // answered once the task ends
 	close(release)
-	note := read().(*transport.Request) // the status change comes first
+	note := c.Recv().(*transport.Request) // the status change comes first
 	_ = json.Unmarshal(note.Params, &task)
 	fmt.Println(note.Method+":", task.Status)
 	var result struct {
@@ -71,15 +63,11 @@ func ExampleToolExecution() {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	_ = json.Unmarshal(read().(*transport.Response).Result, &result)
+	_ = json.Unmarshal(c.RecvResult(100), &result)
 	fmt.Println("result:", result.Content[0].Text)
-
-	_ = client.Close()
-	fmt.Println("Serve returned:", <-done)
 	// Output:
 	// created: working
 	// polled: working
 	// notifications/tasks/status: completed
 	// result: report ready
-	// Serve returned: <nil>
 }

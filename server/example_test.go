@@ -6,12 +6,11 @@ import (
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
-// A server with one tool, served over an in-memory transport; the example
-// plays the client's part with raw JSON-RPC.
+// A server with one tool, served over an in-memory transport to the
+// client of server/mcptest, as a test of it does.
 func Example() {
 	srv := server.New(server.WithImplementation("example", "1.0"))
 	err := srv.AddTool(server.Tool{
@@ -29,26 +28,15 @@ func Example() {
 		panic(err)
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-
-	ctx := context.Background()
-	for _, frame := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"}}}`,
-	} {
-		_ = client.WriteFrame(ctx, []byte(frame))
-		m, _ := client.Read(ctx)
-		out, _ := transport.AppendMessage(nil, m)
-		fmt.Println(string(out))
-	}
-	_ = client.Close()
-	fmt.Println("Serve returned:", <-done)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Pipe(t, srv) // serves one session of srv over an in-memory pipe
+	info := c.Initialize("2025-11-25", nil)
+	fmt.Println(info.ServerInfo.Name, info.ProtocolVersion, string(info.Capabilities))
+	fmt.Println(c.CallTool("greet", map[string]any{"name": "Ada"}).Text())
 	// Output:
-	// {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{}},"serverInfo":{"name":"example","version":"1.0"}}}
-	// {"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hello, Ada"}]}}
-	// Serve returned: <nil>
+	// example 2025-11-25 {"tools":{"listChanged":true},"logging":{}}
+	// hello, Ada
 }
 
 // Middleware reads why a request stopped with CancelReasonOf; the String

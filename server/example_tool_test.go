@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // A typed tool is a plain Go function: the server infers the input and
@@ -33,30 +32,16 @@ func ExampleAddTypedTool() {
 		panic(err)
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-
-	ctx := context.Background()
-	for i, frame := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shout","arguments":{"text":"hey","times":2}}}`,
-		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shout","arguments":{"text":7}}}`,
-	} {
-		_ = client.WriteFrame(ctx, []byte(frame))
-		m, _ := client.Read(ctx)
-		if i == 0 {
-			continue // the initialize result
-		}
-		out, _ := transport.AppendMessage(nil, m)
-		fmt.Println(string(out))
-	}
-	_ = client.Close()
-	fmt.Println("Serve returned:", <-done)
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	c := mcptest.Connect(t, srv) // a client over an in-memory pipe, initialized
+	fmt.Println(string(c.ListTools()[0].InputSchema))
+	res := c.CallTool("shout", map[string]any{"text": "hey", "times": 2})
+	fmt.Println(res.Text(), res.IsError)
+	res = c.CallTool("shout", map[string]any{"text": 7})
+	fmt.Println(res.Text(), res.IsError)
 	// Output:
-	// {"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"shout","description":"Shouts the text.","inputSchema":{"type":"object","properties":{"text":{"type":"string","description":"what to shout"},"times":{"type":"integer","description":"how often; once by default"}},"required":["text"],"additionalProperties":false},"outputSchema":{"type":"object","properties":{"shout":{"type":"string"},"length":{"type":"integer"}},"required":["shout","length"],"additionalProperties":false}}]}}
-	// {"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"shout\":\"HEY!HEY!\",\"length\":8}"}],"structuredContent":{"shout":"HEY!HEY!","length":8}}}
-	// {"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments for tool \"shout\": /text: type: 7 has type \"number\", want \"string\""}],"isError":true}}
-	// Serve returned: <nil>
+	// {"type":"object","properties":{"text":{"type":"string","description":"what to shout"},"times":{"type":"integer","description":"how often; once by default"}},"required":["text"],"additionalProperties":false}
+	// {"shout":"HEY!HEY!","length":8} false
+	// invalid arguments for tool "shout": /text: type: 7 has type "number", want "string" true
 }

@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vigil-mcp/vigil/server"
-	"github.com/vigil-mcp/vigil/transport"
-	"github.com/vigil-mcp/vigil/transport/memory"
+	"github.com/vigil-mcp/vigil/server/mcptest"
 )
 
 // A view is an HTML page served as a ui:// resource; a tool names it in
@@ -34,32 +33,19 @@ func ExampleServer_AddView() {
 		return
 	}
 
-	client, conn := memory.NewPair()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(context.Background(), conn) }()
-	ctx := context.Background()
-	send := func(frame string) { _ = client.WriteFrame(ctx, []byte(frame)) }
-	answer := func() {
-		m, _ := client.Read(ctx)
-		out, _ := transport.AppendMessage(nil, m)
-		fmt.Println(string(out))
-	}
-	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","clientInfo":{"name":"host","version":"1"},` +
-		`"capabilities":{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}}}`)
-	answer()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	answer()
-	send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"ui://clock/face"}}`)
-	answer()
-	_ = client.Close()
-	if err := <-done; err != nil {
-		fmt.Println("Serve:", err)
-	}
+	t := newExampleT() // in a test: t itself
+	defer t.done()
+	// A host that renders views declares the extension.
+	c := mcptest.Connect(t, srv, mcptest.WithCapabilities(map[string]any{"extensions": map[string]any{
+		"io.modelcontextprotocol/ui": map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}},
+	}}))
+	tools, _ := c.Call("tools/list", nil)
+	fmt.Println(string(tools))
+	view, _ := c.Call("resources/read", map[string]any{"uri": "ui://clock/face"})
+	fmt.Println(string(view))
 	// Output:
-	// {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}},"serverInfo":{"name":"vigil","version":"dev"}}}
-	// {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"clock","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://clock/face"},"ui/resourceUri":"ui://clock/face"}}]}}
-	// {"jsonrpc":"2.0","id":2,"result":{"contents":[{"uri":"ui://clock/face","mimeType":"text/html;profile=mcp-app","text":"\u003c!doctype html\u003e\u003coutput id=\"t\"\u003e\u003c/output\u003e","_meta":{"ui":{"csp":{"connectDomains":["https://time.example.com"]}}}}]}}
+	// {"tools":[{"name":"clock","inputSchema":{"type":"object"},"_meta":{"ui":{"resourceUri":"ui://clock/face"},"ui/resourceUri":"ui://clock/face"}}]}
+	// {"contents":[{"uri":"ui://clock/face","mimeType":"text/html;profile=mcp-app","text":"\u003c!doctype html\u003e\u003coutput id=\"t\"\u003e\u003c/output\u003e","_meta":{"ui":{"csp":{"connectDomains":["https://time.example.com"]}}}}]}
 }
 
 // A tool's handler may shape its text by what the client declared: in a

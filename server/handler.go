@@ -101,7 +101,7 @@ type Request struct {
 // (-32001, "request timed out") whatever the chain returned. It does not
 // answer before the chain returns: handlers must watch their context. A
 // request cancelled for another reason first keeps that cause and is not
-// answered. Middleware calls it (package middleware's Timeout does)
+// answered. [WithTimeout] and middleware call it
 // instead of deriving a context with [context.WithDeadlineCause]: the
 // deadline is the request context's own, with no timer or goroutine of
 // its own. A later call can only move it earlier. It has no effect on a

@@ -26,6 +26,9 @@ type config struct {
 	shedder      transport.Shedder // session.go: nil sheds nothing
 	writeTimeout time.Duration
 	callTimeout  time.Duration
+	timeout      timeoutConfig // the requests' own (timeout.go)
+	limitN       int           // WithConcurrencyLimit's default (limit.go)
+	limit        limitConfig
 	pageSize     int
 	notify       notifyConfig  // log and progress notifications (logging.go)
 	stateKey     []byte        // seals requestState; random per Server by default

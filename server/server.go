@@ -112,7 +112,7 @@ func New(opts ...Option) *Server {
 	s.registerCompletion()
 	s.registerLogging()
 	s.registerTasks()
-	s.handler = chain(cfg.middleware...)(s.route)
+	s.handler = chain(cfg.middleware...)(concurrencyLimit(cfg.limitN, cfg.limit)(s.route))
 	if info, err := json.Marshal(cfg.impl); err == nil {
 		s.serverInfoMeta, _ = json.Marshal(map[string]json.RawMessage{vocab.MetaServerInfo: info})
 	}

@@ -862,6 +862,7 @@ func (ss *Session) rejectWith(batch *batchCollector, id transport.ID, e *Error, 
 func (ss *Session) run(inf *inflight) {
 	inf.req.inf = inf
 	inf.rctx = requestCtx{Context: inf.ctx, req: inf.req}
+	ss.srv.cfg.timeout.armTimeout(inf.req)
 	res, err := ss.srv.invoke(&inf.rctx, inf.req)
 	ss.finish(inf, res, err)
 }

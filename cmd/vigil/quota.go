@@ -37,25 +37,23 @@ func endpointQuotas(cfg config, inst func() *middleware.Instrumentation) streama
 	return streamable.WithQuotas(q)
 }
 
-// quotaOptions returns the options of the quotas the server and its
-// middleware keep: tasks and the tool share; with -stdio, whose one client
-// is the only caller, only the shedding of -overload-target.
-func quotaOptions(cfg config) ([]middleware.InstrumentationOption, []server.Option) {
-	var mw []middleware.InstrumentationOption
-	var srv []server.Option
+// quotaOptions returns the server's options of the quotas it keeps: tasks
+// and the tool share; with -stdio, whose one client is the only caller,
+// only the shedding of -overload-target.
+func quotaOptions(cfg config) []server.Option {
 	// Over HTTP the endpoint asks the server's Shedder, after the quotas
 	// and before the sessions; over stdio the session does.
-	srv = append(srv, server.WithShedder(transport.NewShedder(cfg.overloadTarget)))
+	srv := []server.Option{server.WithShedder(transport.NewShedder(cfg.overloadTarget))}
 	if cfg.stdio {
-		return nil, srv
+		return srv
 	}
 	if cfg.quotaToolShare > 0 && cfg.quotaToolShare < 1 {
-		mw = append(mw, middleware.WithToolShare(cfg.quotaToolShare, callerOf))
+		srv = append(srv, server.WithToolShare(cfg.quotaToolShare, callerOf))
 	}
 	if cfg.quotaTasks > 0 {
 		srv = append(srv, server.WithTaskQuota(cfg.quotaTasks, callerOf))
 	}
-	return mw, srv
+	return srv
 }
 
 // callerOf names the caller a request counts against: the user of its

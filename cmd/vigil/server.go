@@ -23,15 +23,14 @@ import (
 const toolSlotWait = time.Second
 
 // newService returns the service (vigil.New) with the demo tools, as cfg
-// says: the middleware chain (tracing, metrics, logging, recovery,
-// timeout, per-tool concurrency limit, quotas, rate limits), the server's
-// limits, the endpoint's, and the hooks of page (the debug page's
+// says: the middleware chain (tracing, metrics, logging, recovery, rate
+// limits), the server's limits (timeout, per-tool concurrency limit,
+// quotas, ...), the endpoint's, and the hooks of page (the debug page's
 // recorder; nil: none). Its metrics are registered with registry. audit,
 // when not nil, gets the audit log's lines (a non-blocking writer). opts
 // come last (tests give their own tracer provider).
 func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, page *debugpage.Recorder, audit io.Writer, opts ...vigil.Option) (*vigil.Service, error) {
-	quotaMW, quotaSrv := quotaOptions(cfg)
-	srvOpts, err := serverOptions(cfg, quotaSrv, registry, logger)
+	srvOpts, err := serverOptions(cfg, quotaOptions(cfg), registry, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +46,7 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		vigil.WithLogger(logger),
 		vigil.WithRegistry(registry),
 		pageOpt,
-		vigil.WithInstrumentation(instrumentationOptions(cfg, audit, quotaMW)...),
+		vigil.WithInstrumentation(instrumentationOptions(cfg, audit)...),
 		vigil.WithServerOptions(srvOpts...),
 		vigil.WithEndpointOptions(endpointOptions(cfg, counts)...),
 		vigil.WithAllowedHosts(cfg.allowedHosts...),
@@ -78,14 +77,10 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 }
 
 // instrumentationOptions returns the middleware chain's options of cfg:
-// the timeout, the per-tool concurrency limit, the audit log (audit), what
-// traces trust and hold, the upstreams' names, the quotas (quota) and the
-// rate limits.
-func instrumentationOptions(cfg config, audit io.Writer, quota []middleware.InstrumentationOption) []middleware.InstrumentationOption {
+// the audit log (audit), what traces trust and hold, the upstreams' names
+// and the rate limits.
+func instrumentationOptions(cfg config, audit io.Writer) []middleware.InstrumentationOption {
 	instOpts := []middleware.InstrumentationOption{
-		middleware.WithTimeout(cfg.requestTimeout),
-		middleware.WithConcurrencyLimit(cfg.toolConcurrency),
-		middleware.WithLimitWait(toolSlotWait),
 		middleware.WithAuditLog(audit),
 	}
 	if cfg.untrustedTraceContext() {
@@ -101,17 +96,20 @@ func instrumentationOptions(cfg config, audit io.Writer, quota []middleware.Inst
 		}
 		instOpts = append(instOpts, middleware.WithMetricsConfig(telemetry.MetricsConfig{Upstreams: names}))
 	}
-	instOpts = append(instOpts, quota...)
 	instOpts = append(instOpts, rateLimitOptions(cfg)...)
 	return instOpts
 }
 
-// serverOptions returns the server's options of cfg: its limits, the
+// serverOptions returns the server's options of cfg: its limits (the
+// timeout, the per-tool concurrency limit, the result bound, ...), the
 // quotas it keeps (quota), the shared mode's, and with authorization over
 // HTTP the tool access and the policies of -auth-policy (counted in
 // registry, logging to logger).
 func serverOptions(cfg config, quota []server.Option, registry prometheus.Registerer, logger *slog.Logger) ([]server.Option, error) {
 	srvOpts := []server.Option{
+		server.WithTimeout(cfg.requestTimeout),
+		server.WithConcurrencyLimit(cfg.toolConcurrency),
+		server.WithLimitWait(toolSlotWait),
 		server.WithMaxInFlightPerSession(cfg.maxInFlight),
 		server.WithMaxResultBytes(cfg.maxResultBytes),
 		server.WithListChangedDelay(cfg.listChangedDelay),

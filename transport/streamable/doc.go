@@ -46,9 +46,8 @@
 // state is capped ([WithMaxStateBytes]). These cuts are reported to
 // [WithStreamCutHook].
 //
-// Every message of a session is routed to its stream by one function
-// (route in session.go), whether the session is resumable or not; the
-// stream methods are in stream.go. Refusals are reported to
+// Every message of a session is routed to its stream the same way,
+// whether the session is resumable or not. Refusals are reported to
 // [WithRejectHook] with a typed protocol.RejectReason.
 //
 // The client side is [Dial]: a [transport.Conn] to a Streamable HTTP

@@ -1,4 +1,4 @@
-package middleware
+package server
 
 import (
 	"context"
@@ -8,29 +8,90 @@ import (
 	"time"
 
 	"github.com/vigil-mcp/vigil/internal/quota"
-	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
-// limitConfig is what the options of ConcurrencyLimit set.
+// limitConfig is what WithLimitFor, WithLimitWait and WithToolShare set.
 type limitConfig struct {
 	wait    time.Duration
 	forTool func(tool string) int
-	shareOf func(*server.Request) string // WithToolShare
+	shareOf func(*Request) string // WithToolShare
 	share   float64
+}
+
+// WithConcurrencyLimit lets at most n calls of each tool run at once
+// (tools/call only, by tool name; other methods pass), over all sessions
+// of the server. A call over its tool's limit is answered
+// [protocol.CodeServerBusy] (-32000, "server busy: tool ... is at its
+// concurrency limit") at once, or after waiting up to [WithLimitWait] for
+// a slot; a slot is taken after the middleware chain ([WithMiddleware])
+// and held until the tool's handler returns (for a task-augmented call,
+// until its task is created), so that the chain counts a refusal as an
+// error and a [WithTimeout] covers the wait. Its memory is bounded by the
+// calls in flight and the server's tools: the semaphore of a registered
+// tool is kept once made (up to 1024 of them), that of any other name only
+// while calls of it run or wait; taking and giving back a slot of a
+// registered tool takes no lock. n <= 0 means no default limit, the
+// default (see [WithLimitFor]).
+func WithConcurrencyLimit(n int) Option {
+	return optionFunc(func(c *config) { c.limitN = n })
+}
+
+// WithLimitFor sets a per-tool limit for [WithConcurrencyLimit]'s part
+// (and adds it, without WithConcurrencyLimit): f returns how many calls of
+// tool may run at once, 0 for the default, or a negative number for no
+// limit. It is called concurrently, with the name as the client sent it,
+// and must be safe for that; it should give a tool the same limit every
+// time (a tool's semaphore is sized by the call that creates it). A nil f
+// is ignored.
+func WithLimitFor(f func(tool string) int) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.limit.forTool = f
+		}
+	})
+}
+
+// WithLimitWait makes a call over its tool's [WithConcurrencyLimit] wait
+// up to d for a slot instead of being rejected at once (waiters are not
+// served in arrival order). It is rejected when d passes first; if its
+// context ends first (a client cancel, a [WithTimeout]), it returns the
+// context's cause. d <= 0 means reject at once, the default.
+func WithLimitWait(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.limit.wait = d })
+}
+
+// WithToolShare gives each caller at most share (0 < share < 1) of each
+// tool's slots of [WithConcurrencyLimit]: a call whose caller holds its
+// share already is refused at once, without waiting, with
+// QuotaRefusal(protocol.QuotaToolShare), so that one caller's calls never
+// take the slots another caller's call needs. A tool's share is rounded
+// up, and at least one slot. key names the caller of a request (such as
+// its principal, or its client's address) and must be fast and safe for
+// concurrent use. A nil key, or a share out of range, means no share (the
+// default).
+func WithToolShare(share float64, key func(req *Request) string) Option {
+	return optionFunc(func(cfg *config) {
+		c := &cfg.limit
+		if key == nil || !(share > 0 && share < 1) {
+			c.shareOf, c.share = nil, 0
+			return
+		}
+		c.shareOf, c.share = key, share
+	})
 }
 
 // concurrencyLimit is the middleware of [WithConcurrencyLimit] and
 // [WithLimitFor], with n the default; each call makes independent
-// semaphores. NewInstrumentation places it inside the timeout and the
-// metrics. It is safe for concurrent use.
-func concurrencyLimit(n int, cfg limitConfig) server.Middleware {
+// semaphores. New places it inside the middleware chain, around the
+// methods' own handlers. It is safe for concurrent use.
+func concurrencyLimit(n int, cfg limitConfig) Middleware {
 	if n <= 0 && cfg.forTool == nil {
-		return func(next server.Handler) server.Handler { return next }
+		return func(next Handler) Handler { return next }
 	}
 	l := newLimiter(n, cfg)
-	return func(next server.Handler) server.Handler {
-		return func(ctx context.Context, req *server.Request) (any, error) {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, req *Request) (any, error) {
 			if req.Method != "tools/call" || req.IsNotification() {
 				return next(ctx, req)
 			}
@@ -89,7 +150,7 @@ type toolSem struct {
 
 // acquire takes a slot for tool, or returns why not; nil and no error
 // means tool has no limit. Give the slot back with release.
-func (l *limiter) acquire(ctx context.Context, tool string, sess *server.Session) (*toolSem, error) {
+func (l *limiter) acquire(ctx context.Context, tool string, sess *Session) (*toolSem, error) {
 	s, _, err := l.acquireAs(ctx, tool, sess, nil)
 	return s, err
 }
@@ -97,7 +158,7 @@ func (l *limiter) acquire(ctx context.Context, tool string, sess *server.Session
 // acquireAs is acquire for the call req (nil: none), which also takes a
 // place in its caller's share of the slots (WithToolShare). Give both back
 // with releaseHold.
-func (l *limiter) acquireAs(ctx context.Context, tool string, sess *server.Session, req *server.Request) (*toolSem, quota.Hold, error) {
+func (l *limiter) acquireAs(ctx context.Context, tool string, sess *Session, req *Request) (*toolSem, quota.Hold, error) {
 	s := l.pinnedSem(tool)
 	if s == nil {
 		limit := l.n
@@ -120,7 +181,7 @@ func (l *limiter) acquireAs(ctx context.Context, tool string, sess *server.Sessi
 		var ok bool
 		if hold, ok = s.callers.Acquire(l.cfg.shareOf(req)); !ok {
 			l.unref(tool, s)
-			return nil, hold, server.QuotaRefusal(protocol.QuotaToolShare, time.Second)
+			return nil, hold, QuotaRefusal(protocol.QuotaToolShare, time.Second)
 		}
 	}
 	if err := l.take(ctx, s, tool); err != nil {
@@ -295,5 +356,5 @@ func (s *toolSem) leave(ch chan struct{}) {
 }
 
 func busy(tool string) error {
-	return server.Errorf(protocol.CodeServerBusy, "server busy: tool %q is at its concurrency limit", tool)
+	return Errorf(protocol.CodeServerBusy, "server busy: tool %q is at its concurrency limit", tool)
 }

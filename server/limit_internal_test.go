@@ -1,4 +1,4 @@
-package middleware
+package server
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vigil-mcp/vigil/server"
 )
 
 // TestLimiterForgetsIdleTools checks that a tool's semaphore lives only
@@ -29,7 +27,7 @@ func TestLimiterForgetsIdleTools(t *testing.T) {
 		assert.Len(t, l.sems, 1)
 
 		_, err = l.acquire(ctx, "a", nil) // waits a second, then busy
-		assert.Equal(t, protocol.CodeServerBusy, server.CodeOf(err))
+		assert.Equal(t, protocol.CodeServerBusy, CodeOf(err))
 		assert.Len(t, l.sems, 1, "the holder keeps it")
 
 		cctx, cancel := context.WithCancelCause(ctx)
