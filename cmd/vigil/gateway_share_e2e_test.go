@@ -15,8 +15,8 @@ import (
 
 // TestGatewayProcessShare: with -upstream-max-processes 4, one address
 // (127.0.0.1) opens 6 sessions of vigil -upstream 'e=vigil-everything
-// -stdio' and calls once in each: its first 4 get the 4 processes, the
-// others are refused. Another address's (127.0.0.2) first call is then
+// -stdio' and calls once in each: its first 4 get the 4 processes (and
+// each subscribes to a resource there), the others are refused. Another address's (127.0.0.2) first call is then
 // served within a second, on a process ended for it among the first
 // address's idle ones (-quota-process-share, half by default).
 func TestGatewayProcessShare(t *testing.T) {
@@ -48,9 +48,13 @@ func TestGatewayProcessShare(t *testing.T) {
 	}
 	heavy := from("127.0.0.1")
 	for i := range 6 {
-		rpcErr := call(session(heavy)).Error
+		c := session(heavy)
+		rpcErr := call(c).Error
 		if i < 4 {
 			require.Nil(t, rpcErr, "session %d", i)
+			m, err := c.rpc("3", "resources/subscribe", `{"uri":"test://watched-resource"}`) // held on its process
+			require.NoError(t, err)
+			require.Nil(t, m.Error, "session %d's subscription", i)
 			continue
 		}
 		require.NotNil(t, rpcErr, "session %d: beyond the bound, its caller over its share", i)
