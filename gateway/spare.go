@@ -63,7 +63,9 @@ func (m *mount) roomForSpare() bool {
 func (m *mount) fillSpare() {
 	m.mu.Lock()
 	room := m.roomForSpare() && !m.spawning
-	m.spawning = room
+	if room {
+		m.spawning = true
+	}
 	m.mu.Unlock()
 	if !room {
 		return
