@@ -223,9 +223,10 @@ func TestViewsWithinTheProcessBound(t *testing.T) {
 // TestProcessShare: with MaxProcesses 4 and a share of half, one caller
 // opens 6 sessions and calls once in each: it holds the 4 processes (none
 // other is waiting), its fifth and sixth sessions are refused. Another
-// caller's first call is then served at once, on a process reclaimed
-// from the first caller's idle ones; and the first caller, over its
-// share, is refused another. Before, the other caller was refused
+// caller's first call is then served, not refused, on a process
+// reclaimed from the first caller's idle ones, which has exited by then;
+// and the first caller, over its share, is refused another. (The time it
+// takes is measured through vigil: TestGatewayProcessShare.) Before, the other caller was refused
 // ("its 4 processes all serve other sessions").
 func TestProcessShare(t *testing.T) {
 	testkit.Watchdog(t)
@@ -254,10 +255,15 @@ func TestProcessShare(t *testing.T) {
 
 	start := time.Now()
 	other := pidOf(t, of("other"))
-	took := time.Since(start)
+	t.Logf("the other caller's first call was served in %v", time.Since(start))
 	assert.False(t, pids[other], "a process of its own")
-	assert.Less(t, took, time.Second, "served at once")
-	t.Logf("the other caller's first call was served in %v", took)
+	exited := 0
+	for pid := range pids {
+		if !alive(pid) {
+			exited++
+		}
+	}
+	assert.Equal(t, 1, exited, "one of the heavy caller's processes ended, and exited before the other's started")
 
 	_, rpcErr := of("heavy").Call("tools/call", map[string]any{"name": "pid"})
 	require.NotNil(t, rpcErr, "the heavy caller holds more than its share: nothing is reclaimed for it")
