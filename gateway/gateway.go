@@ -112,10 +112,21 @@ type Config struct {
 	ToolScopes map[string][]string
 	// MaxProcesses bounds the processes of each stdio upstream that
 	// serve one downstream session each (32 when below 1); the call that
-	// would start one more is refused with -32000 (server busy). The
-	// process spawned ahead for the next session (spare.go) is counted,
-	// the process every upstream keeps for listing is not.
+	// would start one more is refused with -32000 (server busy), unless
+	// ProcessShare reclaims one. The process spawned ahead for the next
+	// session (spare.go) and those tool views are listed on (views.go)
+	// are counted, the process every upstream keeps for listing is not.
 	MaxProcesses int
+	// ProcessShare is the fraction of MaxProcesses one caller (as Caller
+	// names it) may hold once another caller's session needs a process:
+	// at the bound, an idle process of the caller holding the most over
+	// its share (at least one process) is ended for the newcomer, which
+	// is refused only when none is. A caller may hold more while there is
+	// room. No share when 0 or 1 or above, or without Caller.
+	ProcessShare float64
+	// Caller names the caller a request belongs to, for ProcessShare: a
+	// bounded key (a user, a client's address). Nil: no share.
+	Caller func(*server.Request) string
 	// IdleTimeout ends the upstream session of a downstream session, and
 	// its process, once it has had no call in flight for this long, give
 	// or take half of it (5 minutes when 0; never when negative); its
@@ -191,6 +202,7 @@ type mount struct {
 	stop         context.CancelFunc
 	now          func() time.Time
 	maxProcesses int           // Config.MaxProcesses
+	share        processShare  // Config.ProcessShare (share.go)
 	idle         time.Duration // Config.IdleTimeout; negative: never
 	startTimeout time.Duration // Config.StartTimeout
 	stopGrace    time.Duration // Config.StopGrace; 0: the process's default
@@ -208,9 +220,11 @@ type mount struct {
 	readable   atomic.Bool // its listing declared resources: it may serve some unlisted (unlisted.go)
 	views      toolViews   // what it lists for clients of other capabilities (views.go)
 
-	mu        sync.Mutex                // guards sessions and their links' busy and lastUsed, spare and lastClaim; never held during I/O
+	mu        sync.Mutex                // guards sessions and their links' busy, lastUsed and caller, spare, spawning, viewing and lastClaim; never held during I/O
 	sessions  map[*server.Session]*link // the links of downstream sessions
 	spare     *upstream.Process         // spawned ahead for the next downstream session (spare.go); nil: none
+	viewing   int                       // processes held by tool views being listed (views.go)
+	spawning  bool                      // a spare is being spawned (spare.go)
 	lastClaim time.Time                 // when a downstream session's link last took a process (or Mount)
 	refill    chan struct{}             // 1-buffered: spawn a spare (spareLoop; coalesced)
 	spawned   func(pid int)             // Config.spawned
@@ -298,7 +312,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	}
 	for _, up := range cfg.Upstreams {
 		m := &mount{
-			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
+			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, share: shareOf(cfg), idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
 			sessions: map[*server.Session]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
@@ -423,8 +437,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	if up.URL != "" {
 		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream"})
 	} else {
-		var p *upstream.Process
-		if ss != nil && !l.stateless {
+		p := l.given // a tool view's (views.go)
+		l.given = nil
+		if p == nil && ss != nil && !l.stateless {
 			p = m.takeSpare() // spare.go
 		}
 		if p == nil {

@@ -33,6 +33,7 @@ type link struct {
 	ss        *server.Session      // the downstream session it serves; nil for the catalog's
 	stateless bool                 // a 2026-07-28 session, for 2026-07-28 callers (era2026.go)
 	caps      json.RawMessage      // a tool view's session: the capabilities it declares (views.go)
+	given     *upstream.Process    // a tool view's session: the process it starts on, taken by its start (views.go)
 	ctx       context.Context      // ends when the link is shut: a start under way is abandoned
 	shut      context.CancelFunc   // see close
 	start     chan struct{}        // 1-buffered: held by the one caller starting the session
@@ -45,6 +46,7 @@ type link struct {
 	backoff   time.Duration // the wait after the next setback
 
 	// guarded by m.mu (a downstream session's link only):
+	caller   string    // whom its downstream session's first call came from, for the share (share.go)
 	busy     int       // calls using the link
 	lastUsed time.Time // when its last call ended
 }

@@ -20,7 +20,8 @@ import (
 // stalltest.Upstream), as one whose tools keep saying they changed when
 // stormEnv is (see runStorm), as one that asks for roots at start when
 // fidelityEnv is (see runFidelity), as one with a watched resource when
-// watchedEnv is (see runWatched), else the tests.
+// watchedEnv is (see runWatched), as one slow to list its tools when
+// slowListEnv is (see runSlowLister), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(stormEnv) != "" {
 		os.Exit(runStorm())
+	}
+	if os.Getenv(slowListEnv) != "" {
+		os.Exit(runSlowLister())
 	}
 	if os.Getenv(watchedEnv) != "" {
 		os.Exit(runWatched())

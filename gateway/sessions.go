@@ -21,7 +21,8 @@ const (
 // call on it until release: the link of the caller's downstream session,
 // made at its first call; the catalog's for a shared upstream, and for a
 // caller without a session (a 2026-07-28 stateless request). A new
-// session beyond MaxProcesses of a stdio upstream is refused.
+// session beyond MaxProcesses of a stdio upstream is refused, unless
+// another caller's idle process is reclaimed for it (share.go).
 func (m *mount) linkOf(ctx context.Context) (*link, error) {
 	req := server.RequestFromContext(ctx)
 	if m.up.Shared || req == nil || !req.InSession() {
@@ -29,13 +30,19 @@ func (m *mount) linkOf(ctx context.Context) (*link, error) {
 	}
 	ss := req.Session
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := m.sessions[ss]
+	var reclaimed *link
 	if l == nil {
+		caller := m.share.callerOf(req)
 		switch {
 		case m.ctx.Err() != nil, ended(ss):
+			m.mu.Unlock()
 			return nil, upstream.ErrClosed
-		case m.up.URL == "" && len(m.sessions) >= m.maxProcesses:
+		case m.up.URL == "" && len(m.sessions)+m.viewing >= m.maxProcesses:
+			if reclaimed = m.reclaimFor(caller); reclaimed != nil { // share.go
+				break
+			}
+			m.mu.Unlock()
 			m.refused.Add(1)
 			m.g.obs.Refused(m.up.Name)
 			m.log.Warn("upstream: a session's call refused: every process allowed serves another session",
@@ -44,6 +51,7 @@ func (m *mount) linkOf(ctx context.Context) (*link, error) {
 				"upstream %s: its %d processes all serve other sessions; try again later", m.up.Name, m.maxProcesses)
 		}
 		l = m.newLink(ss)
+		l.caller = caller
 		m.sessions[ss] = l
 		m.watchers.Go(func() {
 			select {
@@ -54,6 +62,10 @@ func (m *mount) linkOf(ctx context.Context) (*link, error) {
 		})
 	}
 	l.busy++
+	m.mu.Unlock()
+	if reclaimed != nil {
+		reclaimed.close() // its process has exited before the newcomer's starts
+	}
 	return l, nil
 }
 

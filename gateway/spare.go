@@ -48,46 +48,63 @@ func (m *mount) spareLoop() {
 }
 
 // roomForSpare reports, under m.mu, whether a spare may be held now: none
-// is, the upstream is not closing, fewer sessions than MaxProcesses have
-// a process, and one was started within IdleTimeout.
+// is, the upstream is not closing, fewer sessions and tool views than
+// MaxProcesses have a process, and one was started within IdleTimeout.
 func (m *mount) roomForSpare() bool {
-	return m.spare == nil && m.ctx.Err() == nil && len(m.sessions) < m.maxProcesses &&
+	return m.spare == nil && m.ctx.Err() == nil && len(m.sessions)+m.viewing < m.maxProcesses &&
 		(m.idle <= 0 || m.now().Sub(m.lastClaim) < m.idle)
 }
 
 // fillSpare spawns a spare when there is room for one and the upstream is
 // ready (one that fails to start is not spawned ahead). A spawn that
-// fails is logged; the next session's call spawns its own.
+// fails is logged; the next session's call spawns its own. While it
+// spawns, the spare's room is held (spawning): a tool view takes no
+// process of its own in it.
 func (m *mount) fillSpare() {
 	m.mu.Lock()
-	room := m.roomForSpare()
+	room := m.roomForSpare() && !m.spawning
+	if room {
+		m.spawning = true
+	}
 	m.mu.Unlock()
-	if !room || m.state.load() != StateReady {
+	if !room {
 		return
 	}
-	p, err := m.startProcess()
-	if err != nil {
-		m.log.Warn("gateway: the spare process did not start", "upstream", m.up.Name, "error", err)
-		return
-	}
-	if !m.pingless.Load() && !m.warm(p) {
-		if m.pingless.Load() {
-			m.refillSpare() // the next one without a ping
-		}
-		return
-	}
+	p := m.spawnSpare()
 	m.mu.Lock()
-	keep := m.roomForSpare()
+	m.spawning = false
+	keep := p != nil && m.roomForSpare()
 	if keep {
 		m.spare = p
 	}
 	m.mu.Unlock()
 	switch {
+	case p == nil:
 	case !keep:
 		_ = p.Close()
 	case m.spawned != nil:
 		m.spawned(p.Pid())
 	}
+}
+
+// spawnSpare spawns a spare of a ready upstream and pings it; nil when
+// the upstream is not ready or the spare did not start or answer.
+func (m *mount) spawnSpare() *upstream.Process {
+	if m.state.load() != StateReady {
+		return nil
+	}
+	p, err := m.startProcess()
+	if err != nil {
+		m.log.Warn("gateway: the spare process did not start", "upstream", m.up.Name, "error", err)
+		return nil
+	}
+	if !m.pingless.Load() && !m.warm(p) {
+		if m.pingless.Load() {
+			m.refillSpare() // the next one without a ping
+		}
+		return nil
+	}
+	return p
 }
 
 // takeSpare returns the spare for a downstream session's link, nil when

@@ -102,15 +102,17 @@ type config struct {
 	upstreamMaxCatalog    int64         // -upstream-max-catalog BYTES: every upstream's bound on its catalog (NAME=BYTES: in upstreams)
 
 	// Quotas per caller (quota.go): the user (issuer and subject), or the client's IP (IPv6: its network).
-	quotaSessions   int           // -quota-sessions: concurrent sessions (0: none)
-	quotaEvictIdle  bool          // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
-	quotaInFlight   int           // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
-	quotaBytes      int64         // -quota-bytes: bytes of request bodies and unwritten answers one caller holds (0: none)
-	memoryBudget    int64         // -memory-budget: bytes of request bodies and unwritten answers all callers hold (0: from GOMEMLIMIT; -1: none)
-	quotaTasks      int           // -quota-tasks: tasks held (0: none)
-	quotaIPv6Prefix int           // -quota-ipv6-prefix: bits of an unauthenticated IPv6 caller's network
-	quotaToolShare  float64       // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
-	overloadTarget  time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
+	quotaSessions   int     // -quota-sessions: concurrent sessions (0: none)
+	quotaEvictIdle  bool    // -quota-evict-idle: over it, end the caller's idlest session instead of refusing
+	quotaInFlight   int     // -quota-in-flight: requests in flight over all its sessions and stateless requests (0: none)
+	quotaBytes      int64   // -quota-bytes: bytes of request bodies and unwritten answers one caller holds (0: none)
+	memoryBudget    int64   // -memory-budget: bytes of request bodies and unwritten answers all callers hold (0: from GOMEMLIMIT; -1: none)
+	quotaTasks      int     // -quota-tasks: tasks held (0: none)
+	quotaIPv6Prefix int     // -quota-ipv6-prefix: bits of an unauthenticated IPv6 caller's network
+	quotaToolShare  float64 // -quota-tool-share: fraction of each tool's slots (0 or 1: none)
+	// -quota-process-share: fraction of each stdio upstream's processes once another caller needs one (0 or 1: none)
+	quotaProcessShare float64
+	overloadTarget    time.Duration // -overload-target: queueing delay over which requests are shed (0: never)
 	// Slow readers and what a session may keep (transport/streamable).
 	sseWriteTimeout  time.Duration // -sse-write-timeout: bound of one SSE write
 	maxResumptions   int           // -max-resumptions: GET streams one session has open at once

@@ -86,18 +86,20 @@ func clientConnContext(v6Bits int) func(ctx context.Context, c net.Conn) context
 //     load a client drives (vigil-bench: 32 clients), a tiny share of what
 //     the server runs at once;
 //   - tasks: a tenth of the store's 1,000;
-//   - tool share: half of each tool's -tool-concurrency slots, so that
-//     another caller's call of the tool is admitted at once;
+//   - tool and process shares: half of each tool's -tool-concurrency
+//     slots, of each stdio upstream's -upstream-max-processes, so that
+//     another caller's call is admitted (given a process) at once;
 //   - bytes: four bodies of -max-body's 4 MiB, far above what a client
 //     holds, half of the memory budget the k8s manifest's 256 MiB limit
 //     gives (an eighth of GOMEMLIMIT), so that one caller leaves the
 //     others room.
 const (
-	defaultQuotaBytes     = 16 << 20
-	defaultQuotaSessions  = 1000
-	defaultQuotaInFlight  = 512
-	defaultQuotaTasks     = 100
-	defaultQuotaToolShare = 0.5
+	defaultQuotaBytes        = 16 << 20
+	defaultQuotaSessions     = 1000
+	defaultQuotaInFlight     = 512
+	defaultQuotaTasks        = 100
+	defaultQuotaToolShare    = 0.5
+	defaultQuotaProcessShare = 0.5
 )
 
 // quotaFlags are what one caller may hold (-quota-*: sessions, requests
@@ -114,6 +116,7 @@ func (quotaFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.IntVar(&cfg.quotaIPv6Prefix, "quota-ipv6-prefix", quota.DefaultIPv6Prefix, "without authorization, a caller is the client's IP address: an IPv6 client counts as its network of this many leading bits, since one host commonly owns a /64 (128: each address; IPv4 and IPv4-mapped clients count by address)")
 	fs.IntVar(&cfg.quotaTasks, "quota-tasks", defaultQuotaTasks, "most tasks one caller holds (running, or finished and kept); its own finished ones make room, else -32000 with data.quota \"tasks\" (0: no quota)")
 	fs.DurationVar(&cfg.overloadTarget, "overload-target", transport.DefaultShedTarget, "shed requests other than initialize and ping (HTTP 503 with Retry-After, stdio -32000) while requests wait longer than this to be read (90th percentile) with the CPUs busy: more clients than the CPUs keep up with, never slow handlers; the callers sending the most requests are refused first (0: never shed)")
+	fs.Float64Var(&cfg.quotaProcessShare, "quota-process-share", defaultQuotaProcessShare, "`fraction` of each stdio upstream's -upstream-max-processes one caller may hold once another caller's session needs a process: at the bound, an idle process of the caller holding the most over its share is ended for the newcomer, which is refused only when none is (0 or 1: no share)")
 	fs.Float64Var(&cfg.quotaToolShare, "quota-tool-share", defaultQuotaToolShare, "`fraction` of each tool's -tool-concurrency slots one caller may hold; a call over it is answered -32000 with data.quota \"tool_share\" at once (0 or 1: no quota)")
 }
 
@@ -125,6 +128,8 @@ func (quotaFlags) resolve(cfg *config, _ flagSource) error {
 		return errors.New("-memory-budget must be a number of bytes, 0 (from GOMEMLIMIT) or -1 (none)")
 	case !(cfg.quotaToolShare >= 0 && cfg.quotaToolShare <= 1):
 		return errors.New("-quota-tool-share must be a fraction from 0 to 1")
+	case !(cfg.quotaProcessShare >= 0 && cfg.quotaProcessShare <= 1):
+		return errors.New("-quota-process-share must be a fraction from 0 to 1")
 	case cfg.quotaIPv6Prefix < 1 || cfg.quotaIPv6Prefix > 128:
 		return errors.New("-quota-ipv6-prefix must be from 1 to 128")
 	}

@@ -99,10 +99,14 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	if idle == 0 {
 		idle = -1 // never, for the gateway
 	}
-	return gateway.Config{
+	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
 		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
 	}
+	if !cfg.stdio { // with -stdio, its one client is the only caller
+		gc.ProcessShare, gc.Caller = cfg.quotaProcessShare, callerOf
+	}
+	return gc
 }
 
 // gatewayFlags are the gateway's (-upstream*): the MCP servers vigil
@@ -124,7 +128,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.Func("upstream-auth", "get the HTTP upstream NAME its own token, `NAME=MODE,key=value,...`: client_credentials,token_url=URL,client_id=ID,client_secret=@FILE|env:VAR[,scopes=A B][,resource=URI], or token_exchange,audience=URI[,scopes=A B] to exchange each caller's token with -auth-exchange-* (what no caller sends gets that client's own token by client credentials); one per upstream (see docs/security.md)", repeated(&g.auths))
 	fs.Func("upstream-tools", "serve only the tools of upstream NAME that `NAME=PATTERN[,PATTERN]` lets through: path.Match globs of its own tool names, !glob to leave tools out; a pattern that matches none of its tools fails the start; repeatable", repeated(&g.tools))
 	fs.BoolVar(&g.shared, "upstream-shared", false, "serve every client session on one session of each upstream (one process for stdio), instead of a session (a process) per client session; its request ids are its own, so clients' ids never clash")
-	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends (the spare spawned ahead for the next session is counted, the process each upstream keeps for listing is not)")
+	fs.IntVar(&cfg.upstreamMaxProcesses, "upstream-max-processes", 32, "most processes of each stdio upstream, one per client session; the call of one session more is answered -32000 until one ends, unless -quota-process-share ends another caller's idle one for it (the spare spawned ahead for the next session and the processes tool views are listed on are counted, the process each upstream keeps for listing is not)")
 	fs.Func("upstream-unchecked-tools", "what to do with an upstream's tool whose input schema the gateway cannot compile (an unsupported dialect, a cycle that validation would never leave): `serve` it with its arguments left for the upstream to validate (the default), or `drop` it", func(v string) error {
 		switch v {
 		case "serve", "drop":

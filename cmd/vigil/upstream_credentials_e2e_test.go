@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,10 +122,13 @@ func TestGatewayTokenExchange(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, calls)
-	// The listing session and the tool views (the caller's capabilities
-	// and the baseline: sessions of the gateway's, shared by callers) are
-	// vigil's own; the caller's session is the caller's.
-	assert.ElementsMatch(t, []string{exchanger.ID, exchanger.ID, exchanger.ID, oidcClientID}, initializes, "the listing session's, two tool views', then the caller's")
+	// The listing session and the tool views (the baseline and one
+	// without each capability the caller, which declares none, lacks:
+	// roots, sampling, elicitation, MCP Apps; sessions of the gateway's,
+	// shared by callers) are vigil's own; the caller's session is the
+	// caller's.
+	own := slices.Repeat([]string{exchanger.ID}, 1+1+4)
+	assert.ElementsMatch(t, append(own, oidcClientID), initializes, "the listing session's, five tool views', then the caller's")
 	assert.Equal(t, []string{"POST /token"}, as.Seen(t, token), "the caller's token went to the token endpoint, nowhere else")
 	assert.NotContains(t, v.logs.String(), token)
 }
