@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() { _ = logOut.Close() }()
 	logger := newLogger(cfg, logOut)
 	logOTelErrors(logger)
-	warning, err := checkExposure(cfg)
+	warning, err := checkExposure(cfg, args)
 	if err != nil {
 		return err
 	}
