@@ -1,6 +1,10 @@
 package gateway
 
-import "time"
+import (
+	"time"
+
+	"github.com/vigil-mcp/vigil/transport"
+)
 
 // WithClock returns cfg with the clock the gateway reads instead of
 // time.Now: its backoffs and idle timeouts then follow it.
@@ -66,4 +70,11 @@ func (g *Gateway) AwaitState(i int, want State) {
 		}
 		<-changed
 	}
+}
+
+// WithDial returns cfg with its URL upstreams reached through dial
+// instead of HTTP: a conn of the test's, in fake time.
+func WithDial(cfg Config, dial func() transport.Conn) Config {
+	cfg.dial = dial
+	return cfg
 }

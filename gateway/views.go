@@ -169,7 +169,7 @@ func (m *mount) view(key capsKey, caps *server.ClientCapabilities) *capsView {
 // declares caps, within the start timeout, and closes it; nil when it
 // could not (every tool is then shown, as before).
 func (m *mount) listView(caps json.RawMessage) map[string]bool {
-	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, errStartTimeout)
+	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, m.startTimeoutError())
 	defer cancel()
 	l := m.newLink(nil)
 	l.caps = caps

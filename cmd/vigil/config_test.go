@@ -58,7 +58,7 @@ func defaultConfig() config {
 		maxSessionEvents: 1 << 20,
 	}
 	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
-	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 30*time.Second
+	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 2*time.Minute
 	c.upstreamMaxMessage, c.upstreamMaxCatalog = 4<<20, 16<<20
 	return c
 }
@@ -108,7 +108,7 @@ func TestParseConfig(t *testing.T) {
 				quotaSessions:        1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 2 * time.Minute,
 				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
@@ -141,7 +141,7 @@ func TestParseConfig(t *testing.T) {
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 2 * time.Minute,
 				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
