@@ -140,7 +140,7 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		l.nextStart = l.m.now().Add(l.backoff)
 		retry := l.backoff
 		l.mu.Unlock()
-		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in", retry)
+		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in_seconds", retry.Seconds())
 		if l == l.m.catalog {
 			l.m.setState(StateFailing)
 		} else {
