@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport"
 )
 
@@ -77,4 +80,12 @@ func (g *Gateway) AwaitState(i int, want State) {
 func WithDial(cfg Config, dial func() transport.Conn) Config {
 	cfg.dial = dial
 	return cfg
+}
+
+// Refusals returns what the gateway answers an upstream's request method
+// (roots/list, ...) with no client to ask, and for a client that did not
+// declare the capability method needs.
+func Refusals(ctx context.Context, method string) (noClient, undeclared error) {
+	_, noClient = askClient(nil)(ctx, &transport.Request{ID: transport.Int64ID(1), Method: method})
+	return noClient, clientError(method, fmt.Errorf("%w: %s", server.ErrCapability, method))
 }

@@ -746,7 +746,8 @@ func askClient(ss *server.Session) func(context.Context, *transport.Request) (js
 			if ss != nil {
 				return askSession(ctx, ss, req) // asks.go
 			}
-			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the gateway has no client to ask " + req.Method +
+				" of: this upstream session serves none (it is the gateway's own, for listing), and no client's call is in flight on it"}
 		}
 		if refusal := refuseStateless(ctx, req.Method); refusal != nil {
 			return nil, refusal // eras.go
@@ -775,7 +776,8 @@ func clientError(method string, err error) error {
 	case errors.As(err, &se):
 		return &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
 	case errors.Is(err, server.ErrCapability):
-		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + method}
+		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the gateway's client declared no " + capabilityOf[method] +
+			" capability (nor did the gateway, for it, to this upstream), so it is not asked " + method}
 	default:
 		return err
 	}
