@@ -16,8 +16,9 @@ var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
 // readmeExampleMaxLines are the most lines of the README's first two Go
 // blocks: a server with one typed tool, then the same with everything on.
 // The tool's input has json and jsonschema tags, as users write it, which
-// gofmt lays out on lines of their own.
-var readmeExampleMaxLines = []int{17, 32}
+// gofmt lays out on lines of their own, and AddTypedTool's error is
+// checked, as users must.
+var readmeExampleMaxLines = []int{19, 34}
 
 // TestReadmeQuickStartCompiles builds the README's first two Go blocks,
 // each a complete program as a user copies it, as packages of this module
@@ -53,23 +54,10 @@ func TestReadmeQuickStartCompiles(t *testing.T) {
 	}
 }
 
-// longFormImports are the packages the long form of docs/server.md uses.
-// A snippet that needs another one fails to compile: add it here.
-var longFormImports = []string{
-	"context", "log/slog", "net/http", "time",
-	"github.com/prometheus/client_golang/prometheus",
-	"github.com/prometheus/client_golang/prometheus/promhttp",
-	"go.opentelemetry.io/otel/sdk/trace",
-	"github.com/vigil-mcp/vigil/debugpage",
-	"github.com/vigil-mcp/vigil/middleware",
-	"github.com/vigil-mcp/vigil/server",
-	"github.com/vigil-mcp/vigil/telemetry",
-	"github.com/vigil-mcp/vigil/transport/streamable",
-}
-
 // TestLongFormCompiles builds the Go block of docs/server.md's "The long
-// form" (what vigil.Service does, written out), with the imports above,
-// as TestReadmeQuickStartCompiles builds the README's.
+// form" (what vigil.Service does, written out), a complete program with
+// its imports as a user copies it, as TestReadmeQuickStartCompiles builds
+// the README's.
 func TestLongFormCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go vet")
@@ -88,46 +76,11 @@ func TestLongFormCompiles(t *testing.T) {
 	if m == nil {
 		t.Fatal("the long form has no Go code block")
 	}
-	var src strings.Builder
-	src.WriteString("package longform\n\nimport (\n")
-	for _, imp := range longFormImports {
-		src.WriteString("\t" + aliasOf(imp) + " \"" + imp + "\"\n")
+	if !strings.HasPrefix(m[1], "package main\n") {
+		t.Fatal("the long form is not a complete program (package main, imports)")
 	}
-	src.WriteString(")\n\n")
-	// One exported name of each package keeps every import used, whatever
-	// the snippet uses.
-	for _, imp := range longFormImports {
-		src.WriteString("var _ = " + aliasOf(imp) + "." + anyExported[imp] + "\n")
-	}
-	src.WriteString(m[1])
-
-	out, err := testkit.GoInModule(t, root, map[string]string{"longform/longform.go": src.String()}, "vet", "./...")
+	out, err := testkit.GoInModule(t, root, map[string]string{"longform/main.go": m[1]}, "vet", "./...")
 	if err != nil {
-		t.Fatalf("the long form does not build: %v\n%s\n--- the program:\n%s", err, out, src.String())
+		t.Fatalf("the long form does not build: %v\n%s\n--- the program:\n%s", err, out, m[1])
 	}
-}
-
-// anyExported names one exported identifier of each imported package, so
-// that an import the snippet stops using does not fail the build.
-var anyExported = map[string]string{
-	"context":  "Background",
-	"log/slog": "Default",
-	"net/http": "NewServeMux",
-	"time":     "Second",
-	"github.com/prometheus/client_golang/prometheus":          "NewRegistry",
-	"github.com/prometheus/client_golang/prometheus/promhttp": "HandlerFor",
-	"go.opentelemetry.io/otel/sdk/trace":                      "NewTracerProvider",
-	"github.com/vigil-mcp/vigil/debugpage":                    "NewRecorder",
-	"github.com/vigil-mcp/vigil/middleware":                   "NewInstrumentation",
-	"github.com/vigil-mcp/vigil/server":                       "New",
-	"github.com/vigil-mcp/vigil/telemetry":                    "TransportStreamableHTTP",
-	"github.com/vigil-mcp/vigil/transport/streamable":         "New",
-}
-
-// aliasOf is the name the snippet uses for the package imp.
-func aliasOf(imp string) string {
-	if imp == "go.opentelemetry.io/otel/sdk/trace" {
-		return "sdktrace"
-	}
-	return filepath.Base(imp)
 }
