@@ -42,7 +42,7 @@ func (s *Service) adminMux() *http.ServeMux {
 		return mux
 	}
 	opts := append([]debugpage.HandlerOption{
-		debugpage.WithVersion(s.version),
+		debugpage.WithService(s.name, s.version),
 		debugpage.WithReadiness(s.notReady),
 		debugpage.WithTraceExporter(s.in.exporter),
 		debugpage.WithMetricsLink("/metrics"),

@@ -129,7 +129,7 @@ func (s *Service) ListenAndServe(ctx context.Context, mcpAddr, adminAddr string)
 
 // stop stops the service for its grace (see Shutdown), logging it.
 func (s *Service) stop() {
-	s.Logger.Info("shutting down", "grace", s.cfg.grace)
+	s.Logger.Info("shutting down", "grace_seconds", s.cfg.grace.Seconds())
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.grace)
 	defer cancel()
 	if err := s.stopServing(sctx); err != nil {

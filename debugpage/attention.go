@@ -194,12 +194,16 @@ func (ix traceIndex) find(session, id, key string, received time.Time) (traceLin
 }
 
 // Slow traces: a routine (answered, not failed) trace is slow when it
-// took slowAbsoluteMS or more, or slowFactor times its method/tool's
-// median among the kept traces and at least slowFloorMS.
+// took slowAbsoluteMS or more, or, with slowMinSamples kept traces of
+// its method/tool at least, slowFactor times their median; never below
+// slowFloorMS, where a scheduler's hiccup or a collection is enough to
+// multiply a sub-millisecond request's time and nobody has anything to
+// act on.
 const (
 	slowAbsoluteMS = 100
 	slowFactor     = 5
-	slowFloorMS    = 1
+	slowFloorMS    = 10
+	slowMinSamples = 5
 )
 
 // slowOf returns the slow routine traces of links, the slowest first.
@@ -210,17 +214,20 @@ func slowOf(links []traceLink) []traceLink {
 			byKey[l.Key] = append(byKey[l.Key], l.DurationMS)
 		}
 	}
-	median := make(map[string]float64, len(byKey))
+	median := make(map[string]float64, len(byKey)) // absent: too few to tell
 	for k, ds := range byKey {
-		slices.Sort(ds)
-		median[k] = ds[len(ds)/2]
+		if len(ds) >= slowMinSamples {
+			slices.Sort(ds)
+			median[k] = ds[len(ds)/2]
+		}
 	}
 	var slow []traceLink
 	for _, l := range links {
 		if l.Class != "recent" {
 			continue
 		}
-		if l.DurationMS >= slowAbsoluteMS || (l.DurationMS >= slowFloorMS && l.DurationMS >= slowFactor*median[l.Key]) {
+		m, known := median[l.Key]
+		if l.DurationMS >= slowAbsoluteMS || (known && l.DurationMS >= slowFloorMS && l.DurationMS >= slowFactor*m) {
 			slow = append(slow, l)
 		}
 	}

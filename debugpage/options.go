@@ -42,6 +42,7 @@ type handlerOption func(*handlerConfig)
 func (f handlerOption) applyHandler(c *handlerConfig) { f(c) }
 
 type handlerConfig struct {
+	name       string // WithService; "": "MCP server"
 	version    string
 	ready      func() error
 	status     func() []string // WithStatus
@@ -49,9 +50,11 @@ type handlerConfig struct {
 	metricsURL string          // "": no link
 }
 
-// WithVersion sets the version the page's title and its JSON show.
-func WithVersion(version string) HandlerOption {
-	return handlerOption(func(c *handlerConfig) { c.version = version })
+// WithService names the service the page shows, and its version: the
+// page's title and its JSON show them (Vigil's own version is shown
+// apart). Without it, the page is titled "MCP server".
+func WithService(name, version string) HandlerOption {
+	return handlerOption(func(c *handlerConfig) { c.name, c.version = name, version })
 }
 
 // WithReadiness sets what the page asks whether the service is ready: it

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/internal/release"
 	"github.com/vigil-mcp/vigil/server"
 )
 
@@ -32,11 +33,13 @@ func TestRecorderOptions(t *testing.T) {
 }
 
 // What the page tells about the process comes from the Handler's
-// options: readiness, version, where spans go (by default, whether the
+// options: readiness, the service's name and version (Vigil's apart), where spans go (by default, whether the
 // ring is in use), the sessions its memory bound counts, the metrics link.
 func TestHandlerOptions(t *testing.T) {
 	type view struct {
+		Service  string      `json:"service"`
 		Version  string      `json:"version"`
+		Vigil    string      `json:"vigil_version"`
 		Ready    bool        `json:"ready"`
 		Exporter string      `json:"trace_exporter"`
 		Kept     bool        `json:"traces_kept"`
@@ -55,11 +58,13 @@ func TestHandlerOptions(t *testing.T) {
 	rec := NewRecorder()
 	page := mountPage(Handler(server.New(), rec))
 	_, v := get(page, "/debug/vigil?format=json")
-	assert.Equal(t, view{Ready: true, Exporter: "none", Memory: v.Memory}, v)
+	assert.Equal(t, view{Service: "MCP server", Vigil: release.Version, Ready: true, Exporter: "none", Memory: v.Memory}, v)
 	assert.Equal(t, eventsBoundBytes(0), v.Memory.EventsBound, "no session live")
 	w, _ := get(page, "/debug/vigil")
 	assert.NotContains(t, w.Body.String(), "/metrics")
-	assert.Contains(t, w.Body.String(), "<h1>Vigil</h1>")
+	assert.Contains(t, w.Body.String(), "<title>MCP server</title>")
+	assert.Contains(t, w.Body.String(), "<h1>MCP server</h1>")
+	assert.Contains(t, w.Body.String(), "Vigil "+release.Version+" ·", "Vigil's version, apart")
 	assert.Contains(t, w.Body.String(), `<span class="ok">ready</span>`)
 	rec.SpanExporter()
 	_, v = get(page, "/debug/vigil?format=json")
@@ -67,12 +72,14 @@ func TestHandlerOptions(t *testing.T) {
 	assert.True(t, v.Kept)
 	assert.Positive(t, v.Memory.RingBound)
 
-	page = mountPage(Handler(server.New(), NewRecorder(), WithVersion("1.2.3"), WithReadiness(func() error { return errors.New("draining") }),
+	page = mountPage(Handler(server.New(), NewRecorder(), WithService("notes", "1.2.3"), WithReadiness(func() error { return errors.New("draining") }),
 		WithTraceExporter("otlp"), WithMetricsLink("/custom/metrics"), nil))
 	_, v = get(page, "/debug/vigil?format=json")
-	assert.Equal(t, view{Version: "1.2.3", Exporter: "otlp", Memory: v.Memory}, v)
+	assert.Equal(t, view{Service: "notes", Version: "1.2.3", Vigil: release.Version, Exporter: "otlp", Memory: v.Memory}, v)
 	w, _ = get(page, "/debug/vigil")
-	assert.Contains(t, w.Body.String(), "<h1>Vigil 1.2.3</h1>")
+	assert.Contains(t, w.Body.String(), "<title>notes 1.2.3</title>", "the page's title names the service")
+	assert.Contains(t, w.Body.String(), "<h1>notes 1.2.3</h1>")
+	assert.Contains(t, w.Body.String(), "Vigil "+release.Version+" ·", "Vigil's version, apart")
 	assert.Contains(t, w.Body.String(), `<span class="warn">draining</span>`)
 	assert.Contains(t, w.Body.String(), `<a href="/custom/metrics">/custom/metrics</a>`)
 	assert.Contains(t, w.Body.String(), "Spans go to otlp; they are not kept here.")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vigil-mcp/vigil/internal/release"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
 )
@@ -28,7 +29,9 @@ type debugPage struct {
 // debugSnapshot is what the page shows, and its JSON form.
 type debugSnapshot struct {
 	Now           time.Time      `json:"now"`
-	Version       string         `json:"version"`
+	Service       string         `json:"service"`       // the service's name (WithService)
+	Version       string         `json:"version"`       // the service's version (WithService)
+	VigilVersion  string         `json:"vigil_version"` // Vigil's, which serves it
 	UptimeMS      float64        `json:"uptime_ms"`
 	Ready         bool           `json:"ready"`
 	Status        []string       `json:"status,omitempty"` // WithStatus's lines
@@ -139,19 +142,21 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 	ring := p.rec.traceRing()
 	events := p.rec.events
 	snap := debugSnapshot{
-		Now:        now,
-		Version:    p.cfg.version,
-		UptimeMS:   millis(now.Sub(p.rec.started)),
-		Ready:      p.cfg.ready == nil || p.cfg.ready() == nil,
-		Status:     p.status(),
-		Exporter:   p.exporter(ring),
-		Filter:     f,
-		Stats:      []keyRow{},
-		Attention:  []attention{},
-		Sessions:   []debugSession{},
-		InFlight:   []debugRequest{},
-		Traces:     []traceView{},
-		TracesKept: ring != nil,
+		Now:          now,
+		Service:      cmp.Or(p.cfg.name, "MCP server"),
+		Version:      p.cfg.version,
+		VigilVersion: release.Version,
+		UptimeMS:     millis(now.Sub(p.rec.started)),
+		Ready:        p.cfg.ready == nil || p.cfg.ready() == nil,
+		Status:       p.status(),
+		Exporter:     p.exporter(ring),
+		Filter:       f,
+		Stats:        []keyRow{},
+		Attention:    []attention{},
+		Sessions:     []debugSession{},
+		InFlight:     []debugRequest{},
+		Traces:       []traceView{},
+		TracesKept:   ring != nil,
 	}
 	for _, s := range p.srv.Sessions() {
 		pending := s.Pending()

@@ -91,14 +91,14 @@ const debugHTML = `<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 {{if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}
-<title>Vigil</title>
+<title>{{.Service}}{{with .Version}} {{.}}{{end}}</title>
 <link rel="stylesheet" href="{{.Base}}/style.css">
 <link rel="icon" href="{{.Base}}/favicon.svg" type="image/svg+xml">
 </head>
 <body>
 <header>
-<h1>Vigil{{with .Version}} {{.}}{{end}}</h1>
-<span class="status">{{clock .Now}} · up {{ms .UptimeMS}} ·
+<h1>{{.Service}}{{with .Version}} {{.}}{{end}}</h1>
+<span class="status">Vigil {{.VigilVersion}} · {{clock .Now}} · up {{ms .UptimeMS}} ·
 {{if .Ready}}<span class="ok">ready</span>{{else}}<span class="warn">draining</span>{{end}} ·
 traces: {{.Exporter}} · {{with .MetricsURL}}<a href="{{.}}">{{.}}</a> · {{end}}<a id="json-link" href="{{link .Query "format" "json"}}">JSON</a> ·
 {{if .Refresh}}refreshes every {{.Refresh}} s (<a href="{{link .Query "refresh" "0"}}">stop</a>){{else}}<a href="{{link .Query "refresh" ""}}">auto-refresh</a>{{end}} ·

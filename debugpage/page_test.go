@@ -131,7 +131,8 @@ func BenchmarkDebugPage(b *testing.B) {
 
 // What needs attention: a cancellation's dropped response is told on its
 // row, not apart; a timeout known only from its trace is listed as
-// cancelled; slow means 100 ms or more, or 5 times the key's median; at
+// cancelled; slow means 100 ms or more, or 5 times the key's median (of
+// 5 traces at least) and 10 ms or more; at
 // most attentionPerKind of a kind unfiltered, all of one kind with
 // ?outcome=.
 func TestAttentionOf(t *testing.T) {
@@ -147,7 +148,9 @@ func TestAttentionOf(t *testing.T) {
 		{TraceID: "t3", Key: "tools/call echo", Class: "error", Reason: "tool_error", SessionID: "s", RequestID: "3", Start: t0},
 		{TraceID: "t4", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
 		{TraceID: "t5", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
-		{TraceID: "t6", Key: "tools/call echo", Class: "recent", DurationMS: 2},
+		{TraceID: "t5a", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
+		{TraceID: "t5b", Key: "tools/call echo", Class: "recent", DurationMS: 0.1},
+		{TraceID: "t6", Key: "tools/call echo", Class: "recent", DurationMS: 20},
 		{TraceID: "t7", Key: "tools/call sleep", Class: "recent", DurationMS: 300},
 	}
 	type row struct{ kind, key, reason, trace string }
@@ -171,6 +174,26 @@ func TestAttentionOf(t *testing.T) {
 	assert.Equal(t, "/debug/vigil/trace/t1", all[2].TraceURL)
 	assert.Len(t, attentionOf("/debug/vigil", cancels, drops, links, "cancelled"), 2)
 	assert.Equal(t, []row{{"slow", "tools/call sleep", "", "t7"}, {"slow", "tools/call echo", "", "t6"}}, rows(attentionOf("/debug/vigil", cancels, drops, links, "slow")))
+
+	// No "slow" below the floor, nor from a median of too few: neither a
+	// 1.3 ms initialize beside two quicker ones, nor a sub-millisecond
+	// request however quick the others.
+	floor := []traceLink{
+		{TraceID: "i1", Key: "initialize", Class: "recent", DurationMS: 0.05},
+		{TraceID: "i2", Key: "initialize", Class: "recent", DurationMS: 0.05},
+		{TraceID: "i3", Key: "initialize", Class: "recent", DurationMS: 1.3},
+		{TraceID: "few", Key: "tools/call few", Class: "recent", DurationMS: 0.1},
+		{TraceID: "few2", Key: "tools/call few", Class: "recent", DurationMS: 50},
+	}
+	for i := range 20 {
+		floor = append(floor, traceLink{TraceID: fmt.Sprint("p", i), Key: "ping", Class: "recent", DurationMS: 0.001})
+	}
+	floor = append(floor,
+		traceLink{TraceID: "sub-ms", Key: "ping", Class: "recent", DurationMS: 0.9},
+		traceLink{TraceID: "9ms", Key: "ping", Class: "recent", DurationMS: 9.9},
+		traceLink{TraceID: "12ms", Key: "ping", Class: "recent", DurationMS: 12},
+	)
+	assert.Equal(t, []row{{"slow", "ping", "", "12ms"}}, rows(attentionOf("/debug/vigil", nil, nil, floor, "slow")))
 
 	var many []cancelEvent
 	for i := range 2 * attentionPerKind {

@@ -80,7 +80,7 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	t.Cleanup(mcp.Close)
 	t.Cleanup(func() { _ = endpoint.Close() })
 	admin := http.NewServeMux()
-	page := http.StripPrefix("/debug/vigil", debugpage.Handler(srv, rec, debugpage.WithVersion("test"), debugpage.WithMetricsLink("/metrics")))
+	page := http.StripPrefix("/debug/vigil", debugpage.Handler(srv, rec, debugpage.WithService("greeter", "test"), debugpage.WithMetricsLink("/metrics")))
 	admin.Handle("/debug/vigil", page)
 	admin.Handle("/debug/vigil/", page)
 	admin.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
@@ -121,7 +121,8 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 
 	for _, path := range []string{"/debug/vigil", "/debug/vigil/"} {
 		html := get(path)
-		assert.Contains(t, html, "<h1>Vigil test</h1>")
+		assert.Contains(t, html, "<title>greeter test</title>")
+		assert.Contains(t, html, "<h1>greeter test</h1>")
 		assert.Contains(t, html, `<a href="/debug/vigil?key=tools%2Fcall&#43;greet">tools/call greet</a>`, path)
 		assert.Contains(t, html, `href="/debug/vigil/trace/`+trace.TraceID+`"`, path)
 		assert.Contains(t, html, `<link rel="stylesheet" href="/debug/vigil/style.css">`, path)
@@ -129,7 +130,7 @@ func TestPageOfAServerBuiltFromPublicPackages(t *testing.T) {
 	}
 	traceHTML := get("/debug/vigil/trace/" + trace.TraceID)
 	assert.Contains(t, traceHTML, "<h1>tools/call greet</h1>")
-	assert.Contains(t, traceHTML, `<a href="/debug/vigil">← Vigil</a>`)
+	assert.Contains(t, traceHTML, `<a href="/debug/vigil">← greeter</a>`)
 	var traceJSON struct {
 		TraceID string `json:"trace_id"`
 		Key     string `json:"key"`

@@ -1,6 +1,7 @@
 package debugpage
 
 import (
+	"cmp"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -44,6 +45,7 @@ func (p *debugPage) serveTrace(w http.ResponseWriter, r *http.Request, base, id 
 	}
 	page := newTracePage(v)
 	page.Base = base
+	page.Service = cmp.Or(p.cfg.name, "MCP server")
 	page.Memory = ring.memory()
 	if v.Key != "" {
 		for _, s := range ring.list(traceFilter{Key: v.Key, Limit: traceViewSiblings + 1}) {
@@ -65,6 +67,7 @@ func newTraceTemplate() *template.Template {
 type tracePage struct {
 	traceView
 	Base     string // where the page is mounted
+	Service  string // the service's name (WithService), for the title and the link back
 	Rows     []traceRow
 	Siblings []traceSummary // other kept traces of the same key
 	Memory   ringMemory     // of the whole ring
@@ -182,11 +185,11 @@ const traceViewHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>Trace {{.TraceID}} · Vigil</title>
+<title>Trace {{.TraceID}} · {{.Service}}</title>
 <style>` + traceViewCSS + `</style>
 </head>
 <body>
-<div class="muted"><a href="{{or .Base "/"}}">← Vigil</a> · <a href="?format=json">JSON</a></div>
+<div class="muted"><a href="{{or .Base "/"}}">← {{.Service}}</a> · <a href="?format=json">JSON</a></div>
 <h1>{{if .Key}}{{.Key}}{{else}}{{.Root}}{{end}}</h1>
 <div class="mono muted">trace {{.TraceID}}</div>
 <div class="outcome o-{{or .Outcome "ok"}}">

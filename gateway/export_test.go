@@ -1,6 +1,13 @@
 package gateway
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vigil-mcp/vigil/server"
+	"github.com/vigil-mcp/vigil/transport"
+)
 
 // WithClock returns cfg with the clock the gateway reads instead of
 // time.Now: its backoffs and idle timeouts then follow it.
@@ -66,4 +73,19 @@ func (g *Gateway) AwaitState(i int, want State) {
 		}
 		<-changed
 	}
+}
+
+// WithDial returns cfg with its URL upstreams reached through dial
+// instead of HTTP: a conn of the test's, in fake time.
+func WithDial(cfg Config, dial func() transport.Conn) Config {
+	cfg.dial = dial
+	return cfg
+}
+
+// Refusals returns what the gateway answers an upstream's request method
+// (roots/list, ...) with no client to ask, and for a client that did not
+// declare the capability method needs.
+func Refusals(ctx context.Context, method string) (noClient, undeclared error) {
+	_, noClient = askClient(nil)(ctx, &transport.Request{ID: transport.Int64ID(1), Method: method})
+	return noClient, clientError(method, fmt.Errorf("%w: %s", server.ErrCapability, method))
 }

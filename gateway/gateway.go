@@ -139,8 +139,10 @@ type Config struct {
 	DropUncheckedTools bool
 	// StartTimeout bounds each start of an upstream session: the spawn
 	// of its process, initialize and, for the session the gateway keeps
-	// for listing, the first listing (30 s when 0 or less). A start that
-	// outlasts it has failed: the upstream's next waits out a backoff.
+	// for listing, the first listing (2 minutes when 0 or less: room for
+	// a command such as npx -y to fetch its package on its first run). A
+	// start that outlasts it has failed: the upstream's next waits out a
+	// backoff. A start under way is logged every 10 s.
 	StartTimeout time.Duration
 	// Required names the upstreams Health requires to be ready; empty,
 	// every one. Mount fails when it names an upstream not in Upstreams.
@@ -152,9 +154,10 @@ type Config struct {
 	// returns within about twice StopGrace, whatever the upstreams do.
 	StopGrace time.Duration
 
-	now     func() time.Time // the clock; nil: time.Now (tests set it: export_test.go)
-	spawned func(pid int)    // told of each spare process kept (tests set it: export_test.go)
-	noSpare bool             // keep no spare process (benchmarks compare: export_test.go)
+	now     func() time.Time      // the clock; nil: time.Now (tests set it: export_test.go)
+	spawned func(pid int)         // told of each spare process kept (tests set it: export_test.go)
+	noSpare bool                  // keep no spare process (benchmarks compare: export_test.go)
+	dial    func() transport.Conn // connects to a URL upstream instead of HTTP (tests in fake time set it: export_test.go)
 }
 
 // Gateway is the upstreams [Mount] mounted on a server. Close ends their
@@ -229,6 +232,7 @@ type mount struct {
 	refill    chan struct{}             // 1-buffered: spawn a spare (spareLoop; coalesced)
 	spawned   func(pid int)             // Config.spawned
 	noSpare   bool                      // Config.noSpare
+	dial      func() transport.Conn     // Config.dial
 	pingless  atomic.Bool               // the upstream's spare did not answer a ping: spares are not pinged (spare.go)
 
 	starts, refused atomic.Int64 // sessions started; calls refused by MaxProcesses
@@ -314,7 +318,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		m := &mount{
 			g: g, up: up, log: cfg.Logger, now: cfg.now, maxProcesses: cfg.MaxProcesses, share: shareOf(cfg), idle: cfg.IdleTimeout, dropUnchecked: cfg.DropUncheckedTools,
 			startTimeout: cfg.StartTimeout, stopGrace: cfg.StopGrace, required: len(cfg.Required) == 0 || slices.Contains(cfg.Required, up.Name),
-			sessions: map[*server.Session]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
+			sessions: map[*server.Session]*link{}, lastClaim: cfg.now(), refill: make(chan struct{}, 1), spawned: cfg.spawned, noSpare: cfg.noSpare, dial: cfg.dial, stale: make(chan struct{}, 1), check: make(chan struct{}, 1), settled: make(chan struct{}),
 		}
 		m.tools, _ = parseToolFilter(up.Tools) // checked by checkUpstreams
 		if up.URL != "" {
@@ -434,7 +438,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	up, ss := m.up, l.ss
 	c := &conn{}
 	var tc transport.Conn
-	if up.URL != "" {
+	if m.dial != nil {
+		tc = m.dial()
+	} else if up.URL != "" {
 		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream"})
 	} else {
 		p := l.given // a tool view's (views.go)
@@ -612,8 +618,11 @@ func (m *mount) refreshLoop() {
 	}
 }
 
-// defaultStartTimeout is [Config].StartTimeout's default.
-const defaultStartTimeout = 30 * time.Second
+// defaultStartTimeout is [Config].StartTimeout's default: room for a
+// first start that fetches the upstream's package (npx -y on a machine
+// that never ran it), which took up to a minute and a half where 30 s
+// failed every start.
+const defaultStartTimeout = 2 * time.Minute
 
 // keepCatalog starts the catalog's session (not before its backoff),
 // lists what it serves, registers it, and returns it: the upstream is
@@ -621,7 +630,7 @@ const defaultStartTimeout = 30 * time.Second
 // start or be listed within the start timeout.
 func (m *mount) keepCatalog() *upstream.Session {
 	defer m.settle()
-	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, errStartTimeout)
+	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, m.startTimeoutError())
 	defer cancel()
 	s, err := m.catalog.session(ctx)
 	if err == nil {
@@ -752,7 +761,8 @@ func askClient(ss *server.Session) func(context.Context, *transport.Request) (js
 			if ss != nil {
 				return askSession(ctx, ss, req) // asks.go
 			}
-			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "no call of a client in flight that this request belongs to"}
+			return nil, &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the gateway has no client to ask " + req.Method +
+				" of: this upstream session serves none (it is the gateway's own, for listing), and no client's call is in flight on it"}
 		}
 		if refusal := refuseStateless(ctx, req.Method); refusal != nil {
 			return nil, refusal // eras.go
@@ -781,7 +791,8 @@ func clientError(method string, err error) error {
 	case errors.As(err, &se):
 		return &transport.Error{Code: int64(se.Code), Message: se.Message, Data: se.Data}
 	case errors.Is(err, server.ErrCapability):
-		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the client does not support " + method}
+		return &transport.Error{Code: int64(protocol.CodeInvalidRequest), Message: "the gateway's client declared no " + capabilityOf[method] +
+			" capability (nor did the gateway, for it, to this upstream), so it is not asked " + method}
 	default:
 		return err
 	}

@@ -121,8 +121,8 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	}
 	octx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(l.ctx, func() { cancel(upstream.ErrClosed) })
-	octx, cancelStart := context.WithTimeoutCause(octx, l.m.startTimeout, errStartTimeout)
-	c, err := l.m.open(octx, l)
+	octx, cancelStart := context.WithTimeoutCause(octx, l.m.startTimeout, l.m.startTimeoutError())
+	c, err := l.startLogged(octx)
 	cancelStart()
 	stop()
 	cancel(nil)
@@ -142,7 +142,7 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 		l.nextStart = l.m.now().Add(l.backoff)
 		retry := l.backoff
 		l.mu.Unlock()
-		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in", retry)
+		l.m.log.Warn("upstream did not start", "upstream", l.m.up.Name, "error", err, "retry_in_seconds", retry.Seconds())
 		if l == l.m.catalog {
 			l.m.setState(StateFailing)
 		} else {
@@ -170,9 +170,43 @@ func (l *link) restart(ctx context.Context) (s *upstream.Session, old *conn, err
 	return c.session, old, nil
 }
 
-// errStartTimeout is why a start was abandoned: it outlasted
-// [Config].StartTimeout.
-var errStartTimeout = errors.New("gateway: the upstream did not start within the start timeout")
+// startProgressEvery is how often a start under way is logged.
+const startProgressEvery = 10 * time.Second
+
+// startLogged opens the link's session with ctx, as mount.open, and logs
+// every startProgressEvery while it waits, so that a slow start (npx
+// fetching a package on its first run) shows in the log as it goes.
+func (l *link) startLogged(ctx context.Context) (*conn, error) {
+	done := make(chan struct{})
+	var progress sync.WaitGroup
+	progress.Go(func() {
+		tick := time.NewTicker(startProgressEvery)
+		defer tick.Stop()
+		for waited := startProgressEvery; ; waited += startProgressEvery {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				l.m.log.Info("upstream starting", "upstream", l.m.up.Name, "waited_seconds", waited.Seconds(), "start_timeout_seconds", l.m.startTimeout.Seconds())
+			}
+		}
+	})
+	defer progress.Wait()
+	defer close(done)
+	return l.m.open(ctx, l)
+}
+
+// startTimeoutError is why a start was abandoned: it outlasted the start
+// timeout, which it names with the knob that sets it.
+type startTimeoutError struct{ timeout time.Duration }
+
+func (e startTimeoutError) Error() string {
+	return "no answer within " + e.timeout.String() + ", the start timeout (Config.StartTimeout; vigil -upstream-start-timeout)"
+}
+
+// startTimeoutError returns why a start of m's was abandoned at its
+// start timeout.
+func (m *mount) startTimeoutError() error { return startTimeoutError{m.startTimeout} }
 
 // setback closes s, the link's session, which started but could not
 // serve (its first listing failed), and makes the next start wait out

@@ -279,7 +279,7 @@ func (m *mount) listView(caps json.RawMessage) (names map[string]bool, listed bo
 			_ = l.given.Close()
 		}
 	}()
-	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, errStartTimeout)
+	ctx, cancel := context.WithTimeoutCause(m.ctx, m.startTimeout, m.startTimeoutError())
 	defer cancel()
 	s, err := l.session(ctx)
 	if err != nil {

@@ -39,17 +39,15 @@ const (
 )
 
 // DefaultLogLevel is the level [WithRequestLog] logs a request at by default:
-// Debug for a request the client cancelled (notifications/cancelled: the
-// client knows), Info for other cancellations and dropped responses (the
-// client went away or the server stops) and for successes, including tool
-// results with isError, and Warn for a JSON-RPC error answer (a timeout, a
-// rejection, a recovered panic, invalid params, ...).
+// Info for a success (tool results with isError included), for a
+// cancellation whatever its cause (the client's notifications/cancelled too)
+// and for a dropped response (the client went away or the server stops), and
+// Warn for a JSON-RPC error answer (a timeout, a rejection, a recovered
+// panic, invalid params, ...). Every request thus has its line at the
+// default level, Info.
 func DefaultLogLevel(_ *server.Request, out server.Outcome) slog.Level {
 	switch {
 	case out.Cause != nil:
-		if server.ReasonOfCause(out.Cause) == protocol.ReasonClientCancel {
-			return slog.LevelDebug
-		}
 		return slog.LevelInfo
 	case out.Dropped != protocol.DropNone:
 		return slog.LevelInfo

@@ -127,7 +127,18 @@ func TestLogging(t *testing.T) {
 				r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
 				synctest.Wait()
 			},
-			want: []string{initRecord, "DEBUG " + call("2", "block") + " duration_seconds=1 outcome=cancelled cause=client_cancel reason=cancelled error_type=cancelled"},
+			want: []string{initRecord, "INFO " + call("2", "block") + " duration_seconds=1 outcome=cancelled cause=client_cancel reason=cancelled error_type=cancelled"},
+		},
+		{
+			name:  "client cancel at the default level, Info: its line with outcome and cause",
+			level: slog.LevelInfo,
+			run: func(_ *testing.T, r *rig) {
+				r.SendCallTool(2, "block", nil)
+				synctest.Wait()
+				r.Notify("notifications/cancelled", map[string]any{"requestId": 2})
+				synctest.Wait()
+			},
+			want: []string{initRecord, "INFO " + call("2", "block") + " duration_seconds=0 outcome=cancelled cause=client_cancel reason=cancelled error_type=cancelled"},
 		},
 		{
 			name: "transport close",

@@ -204,7 +204,7 @@ func (s *Server) newTask(ctx context.Context, req *Request, ttl time.Duration) (
 		}
 		s.endTask(t, cause, "The session ended.")
 	})
-	s.cfg.logger.Debug("task created", "task", t.id, "tool", req.Name, "session", req.Session.ID(), "ttl", ttl)
+	s.cfg.logger.Debug("task created", "task", t.id, "tool", req.Name, "session", req.Session.ID(), "ttl_seconds", ttl.Seconds())
 	return t, nil
 }
 

@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ignoreClosed(err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down", "grace", *grace)
+	logger.Info("shutting down", "grace_seconds", grace.Seconds())
 	sctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

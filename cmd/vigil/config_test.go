@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
 	"github.com/vigil-mcp/vigil/cmd/internal/flagvalue"
 	"github.com/vigil-mcp/vigil/internal/testkit/redistest"
 	"github.com/vigil-mcp/vigil/server"
@@ -57,7 +59,7 @@ func defaultConfig() config {
 		maxSessionEvents: 1 << 20,
 	}
 	c.auditBlock, c.authCacheTTL, c.authIntrospectRate = 100*time.Millisecond, 5*time.Minute, 20
-	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 30*time.Second
+	c.upstreamMaxProcesses, c.upstreamIdle, c.upstreamStartTimeout = 32, 5*time.Minute, 2*time.Minute
 	c.upstreamMaxMessage, c.upstreamMaxCatalog = 4<<20, 16<<20
 	return c
 }
@@ -107,7 +109,7 @@ func TestParseConfig(t *testing.T) {
 				quotaSessions:        1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaProcessShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 5 * time.Minute, authIntrospectRate: 20,
 				traceContent: true, skillsDir: "/srv/skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 2 * time.Minute,
 				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
@@ -140,7 +142,7 @@ func TestParseConfig(t *testing.T) {
 				introspectionClientID: "vigil", introspectionSecret: "s3cr3t",
 				quotaSessions: 1000, quotaInFlight: 512, quotaBytes: 16 << 20, quotaTasks: 100, quotaToolShare: 0.5, quotaProcessShare: 0.5, quotaIPv6Prefix: 64, overloadTarget: transport.DefaultShedTarget,
 				authCacheTTL: 0, authIntrospectRate: 50, auditBlock: time.Second, skillsDir: "skills",
-				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 30 * time.Second,
+				upstreamMaxProcesses: 32, upstreamIdle: 5 * time.Minute, upstreamStartTimeout: 2 * time.Minute,
 				upstreamMaxMessage: 4 << 20, upstreamMaxCatalog: 16 << 20,
 			},
 		},
@@ -567,23 +569,23 @@ func TestCheckExposure(t *testing.T) {
 		{name: "loopback v6", addr: "[::1]:8080"},
 		{name: "localhost", addr: "localhost:8080"},
 		{name: "LOCALHOST", addr: "LOCALHOST:8080"},
-		{name: "all v4", addr: "0.0.0.0:8080", wantErr: "add -auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated"},
+		{name: "all v4", addr: "0.0.0.0:8080", wantErr: "-auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated"},
 		{name: "all, empty host", addr: ":8080", wantErr: "-allow-unauthenticated"},
 		{name: "all v6", addr: "[::]:8080", wantErr: "-auth-issuer URL"},
 		{name: "LAN address", addr: "192.168.1.10:8080", wantErr: "is not a loopback address"},
 		{name: "host name", addr: "mcp.internal:8080", wantErr: "is not a loopback address"},
 		{name: "allowed", addr: "0.0.0.0:8080", allowUnauthenticated: true, hosts: []string{"mcp.example"}, admin: "127.0.0.1:9090", wantWarning: "without authorization"},
-		{name: "unauthenticated without allowed hosts", addr: "0.0.0.0:8080", allowUnauthenticated: true, admin: "127.0.0.1:9090", wantErr: "add -allowed-hosts NAMES"},
-		{name: "unauthenticated without an admin listener", addr: "192.168.1.10:8080", allowUnauthenticated: true, hosts: []string{"mcp.example"}, wantErr: "add -admin-http ADDR"},
+		{name: "unauthenticated without allowed hosts", addr: "0.0.0.0:8080", allowUnauthenticated: true, admin: "127.0.0.1:9090", wantErr: "\n  -allowed-hosts NAMES"},
+		{name: "unauthenticated without an admin listener", addr: "192.168.1.10:8080", allowUnauthenticated: true, hosts: []string{"mcp.example"}, wantErr: "\n  -admin-http ADDR"},
 		{name: "allowed on loopback", addr: "127.0.0.1:8080", allowUnauthenticated: true},
 		{name: "stdio", addr: "0.0.0.0:8080", stdio: true},
 		{name: "auth with resource", addr: "0.0.0.0:8080", issuer: auth, resource: resource, admin: ":9090"},
 		{name: "auth on a LAN address", addr: "192.168.1.10:8080", issuer: auth, admin: "127.0.0.1:9090"},
 		{name: "auth on loopback keeps the endpoints beside /mcp", addr: "127.0.0.1:8080", issuer: auth},
-		{name: "auth on a public address without an admin listener", addr: "0.0.0.0:8080", issuer: auth, resource: resource, wantErr: "add -admin-http ADDR"},
-		{name: "auth on a LAN address without an admin listener", addr: "192.168.1.10:8080", issuer: auth, wantErr: "/debug/vigil would be served there without authorization"},
-		{name: "auth on a wildcard without resource", addr: "0.0.0.0:8080", issuer: auth, wantErr: "add -auth-resource URL"},
-		{name: "auth on every address without resource", addr: ":8080", issuer: auth, wantErr: "add -auth-resource URL"},
+		{name: "auth on a public address without an admin listener", addr: "0.0.0.0:8080", issuer: auth, resource: resource, wantErr: "\n  -admin-http ADDR"},
+		{name: "auth on a LAN address without an admin listener", addr: "192.168.1.10:8080", issuer: auth, wantErr: "/debug/vigil on a listener of their own"},
+		{name: "auth on a wildcard without resource", addr: "0.0.0.0:8080", issuer: auth, wantErr: "\n  -auth-resource URL"},
+		{name: "auth on every address without resource", addr: ":8080", issuer: auth, wantErr: "\n  -auth-resource URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -591,7 +593,7 @@ func TestCheckExposure(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.httpAddr, cfg.authIssuer, cfg.authResource, cfg.adminAddr = tt.addr, tt.issuer, tt.resource, tt.admin
 			cfg.allowUnauthenticated, cfg.stdio, cfg.allowedHosts = tt.allowUnauthenticated, tt.stdio, tt.hosts
-			warning, err := checkExposure(cfg)
+			warning, err := checkExposure(cfg, nil)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
@@ -613,6 +615,50 @@ func TestRunRefusesPublicAddressWithoutAuth(t *testing.T) {
 	err := run(t.Context(), []string{"-http", "0.0.0.0:0"}, func(string) string { return "" }, &stderr)
 	require.ErrorContains(t, err, "-auth-issuer URL")
 	require.ErrorContains(t, err, "-allow-unauthenticated")
+}
+
+// One refusal names every flag missing, whichever way the flags lean,
+// and ends with an example: the command given, completed.
+func TestCheckExposureNamesEveryMissingFlag(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		args        []string
+		flags       []string // every one in the one refusal
+		wantExample string
+	}{
+		{
+			name:        "nothing but -http",
+			args:        []string{"-http", "0.0.0.0:8080"},
+			flags:       []string{"-auth-issuer URL (OAuth 2.1 authorization) or, if something in front of vigil authorizes requests, -allow-unauthenticated", "-allowed-hosts NAMES", "-admin-http ADDR"},
+			wantExample: "vigil -http 0.0.0.0:8080 -allow-unauthenticated -allowed-hosts mcp.host -admin-http 127.0.0.1:9090",
+		},
+		{
+			name:        "unauthenticated, nothing else",
+			args:        []string{"-http", ":8080", "-allow-unauthenticated", "-skills", "my skills"},
+			flags:       []string{"-allowed-hosts NAMES", "-admin-http ADDR"},
+			wantExample: "vigil -http :8080 -allow-unauthenticated -skills 'my skills' -allowed-hosts mcp.host -admin-http 127.0.0.1:9090",
+		},
+		{
+			name:        "authorized on a wildcard, nothing else",
+			args:        []string{"-http", "0.0.0.0:8080", "-auth-issuer", "https://issuer.example"},
+			flags:       []string{"-auth-resource URL", "-admin-http ADDR"},
+			wantExample: "vigil -http 0.0.0.0:8080 -auth-issuer https://issuer.example -auth-resource https://mcp.host/mcp -admin-http 127.0.0.1:9090",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l := exposure.Listener{HTTPAddr: tt.args[1], Args: tt.args, ExampleHost: "mcp.host"}
+			l.Authorized = slices.Contains(tt.args, "-auth-issuer")
+			l.AllowUnauthenticated = slices.Contains(tt.args, "-allow-unauthenticated")
+			_, err := exposure.Check(l)
+			require.Error(t, err)
+			for _, f := range tt.flags {
+				assert.Contains(t, err.Error(), "\n  "+f, "each missing flag on a line of its own")
+			}
+			assert.True(t, strings.HasSuffix(err.Error(), "for example:\n  "+tt.wantExample), "%s", err)
+		})
+	}
 }
 
 func TestResourceURI(t *testing.T) {

@@ -141,7 +141,7 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, gc.IdleTimeout)
 	assert.False(t, gc.DropUncheckedTools, "served unchecked by default")
 	assert.Nil(t, gc.Required, "every upstream required by default")
-	assert.Equal(t, 30*time.Second, gc.StartTimeout)
+	assert.Equal(t, 2*time.Minute, gc.StartTimeout)
 	assert.Equal(t, 4<<20, gc.Upstreams[0].MaxMessageBytes)
 	assert.Equal(t, int64(16<<20), gc.Upstreams[0].MaxCatalogBytes)
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sync/atomic"
 
@@ -178,14 +179,17 @@ func httpHygiene(cfg config) []vigil.Option {
 }
 
 // checkExposure refuses to serve /mcp where it would be open to more than
-// the flags say (package exposure), and returns a warning to log when
-// serving unauthenticated off loopback; -stdio has no listener.
-func checkExposure(cfg config) (warning string, err error) {
+// the flags say (package exposure), naming every flag missing, with an
+// example that completes args, the command line; it returns a warning to
+// log when serving unauthenticated off loopback. -stdio has no listener.
+func checkExposure(cfg config, args []string) (warning string, err error) {
 	if cfg.stdio {
 		return "", nil
 	}
+	host, _ := os.Hostname() // for the example's -allowed-hosts; "" for a placeholder
 	return exposure.Check(exposure.Listener{
 		HTTPAddr: cfg.httpAddr, AdminAddr: cfg.adminAddr, Authorized: cfg.authEnabled(), Resource: cfg.authResource,
 		AllowUnauthenticated: cfg.allowUnauthenticated, AllowedHosts: cfg.allowedHosts,
+		Args: args, ExampleHost: host,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,4 +42,20 @@ func TestLoggerEscapesInvisible(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoggerDurationsInSeconds: a duration reaches the JSON log as a
+// number of seconds under a key ending in _seconds, never in nanoseconds
+// ("grace":10000000000), and vigil's own shutdown line says grace_seconds.
+func TestLoggerDurationsInSeconds(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := newLogger(config{logFormat: "json", logLevel: slog.LevelInfo}, &buf)
+	log.Info("d", "grace", 10*time.Second, "wait_seconds", 1500*time.Millisecond, slog.Group("g", "ttl", time.Minute))
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
+	assert.Equal(t, 10.0, m["grace_seconds"])
+	assert.Equal(t, 1.5, m["wait_seconds"])
+	assert.Equal(t, map[string]any{"ttl_seconds": 60.0}, m["g"])
+	assert.NotContains(t, m, "grace")
 }

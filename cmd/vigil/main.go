@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer func() { _ = logOut.Close() }()
 	logger := newLogger(cfg, logOut)
 	logOTelErrors(logger)
-	warning, err := checkExposure(cfg)
+	warning, err := checkExposure(cfg, args)
 	if err != nil {
 		return err
 	}
@@ -211,9 +212,24 @@ func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *f
 func newLogger(cfg config, stderr io.Writer) *slog.Logger {
 	var h slog.Handler = slogtext.NewHandler(stderr, cfg.logLevel) // slog.TextHandler's output, cheaper
 	if cfg.logFormat == "json" {
-		h = slog.NewJSONHandler(invisible.Writer{W: stderr}, &slog.HandlerOptions{Level: cfg.logLevel})
+		h = slog.NewJSONHandler(invisible.Writer{W: stderr}, &slog.HandlerOptions{Level: cfg.logLevel, ReplaceAttr: durationSeconds})
 	}
 	return slog.New(h)
+}
+
+// durationSeconds makes a duration attribute a number of seconds, its key
+// ending in _seconds, as every duration vigil logs is: JSON would else
+// print it in nanoseconds ("grace":10000000000). Vigil's packages log
+// durations in seconds already; this catches the ones they may add.
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_seconds") {
+		key += "_seconds"
+	}
+	return slog.Float64(key, a.Value.Duration().Seconds())
 }
 
 // logOTelErrors sends the OpenTelemetry SDK's errors (a failed export, a

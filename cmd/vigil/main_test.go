@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(hostileUpstreamEnv) != "" {
 		os.Exit(hostiletest.Upstream()) // the upstream bytes' hostile upstream (gateway_bytes_e2e_test.go)
 	}
+	if delay := os.Getenv(slowUpstreamEnv); delay != "" {
+		os.Exit(slowUpstream(delay)) // the slow start's upstream (gateway_slow_start_e2e_test.go)
+	}
 	if dir := os.Getenv(teeDir); dir != "" {
 		os.Exit(runTee(dir, os.Args[1:])) // an upstream's recording wrapper (gateway_everything_test.go)
 	}

@@ -161,7 +161,7 @@ func TestServiceZeroConfig(t *testing.T) {
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.wait(15*time.Second), "exit status 0 after SIGTERM")
 	logs := svc.logs.String()
-	assert.Contains(t, logs, `msg="shutting down" grace=10s`)
+	assert.Contains(t, logs, `msg="shutting down" grace_seconds=10`)
 	assert.Contains(t, logs, "msg=stopped")
 }
 

@@ -8,7 +8,7 @@ import (
 
 // version is the version a build sets with -ldflags "-X main.version=..."
 // (deploy/Dockerfile's VERSION); "" when it sets none, and vigil reports
-// the version the go command stamped (buildversion.Of).
+// Vigil's version as the source holds it (buildversion.Of).
 var version string
 
 // errVersion is what parseConfig returns for -version: main prints
@@ -17,4 +17,4 @@ var errVersion = errors.New("-version")
 
 // buildVersion returns vigil's version, as -version, the MCP serverInfo,
 // OpenTelemetry's service.version and /debug/vigil report it.
-func buildVersion() string { return buildversion.Running(version) }
+func buildVersion() string { return buildversion.Of(version) }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vigil-mcp/vigil/internal/release"
 )
 
 // TestVersionFlag: -version is no error of the configuration but a request
@@ -34,8 +36,8 @@ func TestVersionFlag(t *testing.T) {
 // TestVersionE2E builds vigil as a release does, its version set with
 // -ldflags -X: vigil -version prints one line on standard output and exits
 // 0, whatever VIGIL_* holds, and serving, vigil reports the same version in
-// serverInfo and on /debug/vigil. (A build without -X reports the version
-// the go command stamped: TestOf in cmd/internal/buildversion.)
+// serverInfo and on /debug/vigil. A build without -X reports the version
+// in the source (internal/release), whatever tags the clone holds.
 func TestVersionE2E(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -44,11 +46,15 @@ func TestVersionE2E(t *testing.T) {
 	released := filepath.Join(t.TempDir(), "vigil")
 	out, err := exec.CommandContext(t.Context(), "go", "build", "-ldflags", "-X main.version=v0.1.0", "-o", released, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	plain := filepath.Join(t.TempDir(), "vigil")
+	out, err = exec.CommandContext(t.Context(), "go", "build", "-o", plain, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
 	for _, tt := range []struct {
 		bin, prefix string
 	}{
 		{bin: released, prefix: "vigil v0.1.0 ("},
-		{bin: vigilBin, prefix: "vigil dev ("}, // TestMain's
+		{bin: vigilBin, prefix: "vigil dev ("},                  // TestMain's
+		{bin: plain, prefix: "vigil " + release.Version + " ("}, // the source's, tags or none
 	} {
 		cmd := exec.CommandContext(t.Context(), tt.bin, "-version")
 		cmd.Env = append(cmd.Environ(), "VIGIL_MAX_BODY=big", "VIGIL_VERSION=x")
@@ -80,4 +86,6 @@ func TestVersionE2E(t *testing.T) {
 	var snap struct{ Version string }
 	require.NoError(t, json.Unmarshal([]byte(page), &snap))
 	assert.Equal(t, "v0.1.0", snap.Version, "/debug/vigil")
+	html := svcGet(t, hc, svc.base+"/debug/vigil", http.StatusOK)
+	assert.Contains(t, html, "<title>vigil v0.1.0</title>", "the live page's title names the service")
 }

@@ -34,7 +34,7 @@ func (h *Endpoint) endShared(ctx context.Context, s *session) error {
 	}
 	if late, got := v.waitSeen(ctx, w, others, nil); late {
 		h.cfg.logger.Warn("streamable: replicas of a deleted shared session did not confirm its end in time; they may serve it a little longer",
-			"session", s.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
+			"session", s.id, "replicas", others, "confirmed", got, "waited_seconds", stateSeenWait.Seconds())
 	}
 	return nil
 }

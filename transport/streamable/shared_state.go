@@ -107,7 +107,7 @@ func (c sharedConn) StoreState(ctx context.Context, state []byte) error {
 	}
 	if late, got := v.waitSeen(ctx, w, others, c.done); late {
 		c.h.cfg.logger.Warn("streamable: replicas of a shared session did not confirm its new state in time; they may serve the old one",
-			"session", c.id, "replicas", others, "confirmed", got, "waited", stateSeenWait)
+			"session", c.id, "replicas", others, "confirmed", got, "waited_seconds", stateSeenWait.Seconds())
 	}
 	return nil
 }

@@ -29,8 +29,31 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		if !conn.read {
 			h.refuseShuttingDown(conn)
 		}
-		conn.st.shutDown(nil)
+		// Read but not answered, the client still there and not having
+		// cancelled it: the server stopped under it (its shutdown's grace
+		// ran out, or it closed). The client gets the error EndAnswer
+		// names, with its id, never an empty 200.
+		conn.st.shutDown(&transport.Response{ID: conn.req.ID, Error: cutByShutdown()})
 	}
+}
+
+// cutByShutdown is the answer of a stateless request the server stopped
+// serving before it answered: the -32000 "server is shutting down" of a
+// request refused in the drain.
+func cutByShutdown() *transport.Error {
+	return &transport.Error{Code: int64(protocol.CodeServerBusy), Message: protocol.RejectShuttingDown.Message()}
+}
+
+// EndAnswer implements transport.EndAnswerer: a request whose session,
+// its own, the server ended under it (its shutdown's grace ran out, or
+// it closed) is answered by stateless with cutByShutdown, unless its
+// client left or cancelled it, or its event stream had begun. (Its own
+// deadline passing is no end of its session: the server answers it.)
+func (c *oneShot) EndAnswer(transport.ID) *transport.Error {
+	if c.r.Context().Err() != nil {
+		return nil // the client left
+	}
+	return c.st.endAnswerOf(cutByShutdown(), nil)
 }
 
 // refuseShuttingDown answers a stateless request the server would not

@@ -1,6 +1,6 @@
 // Package buildversion says which version of a command is running: the one
-// a release build set with -ldflags -X, or the one the go command stamped
-// into the binary ([Of]), and the line a -version flag prints ([Line]).
+// a build set with -ldflags -X, else Vigil's, which the source holds
+// (internal/release) ([Of]), and the line a -version flag prints ([Line]).
 // Only cmd/ imports it.
 package buildversion
 
@@ -8,31 +8,20 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/vigil-mcp/vigil/internal/release"
 )
 
-// devel is the version of a build that knows none, as the go command
-// names it (go run, -buildvcs=false).
-const devel = "(devel)"
-
-// Of returns set when a build set it; else the main module's version in
-// info, which the go command stamps: the tag's (v0.1.0) for `go install
-// github.com/vigil-mcp/vigil/cmd/vigil@v0.1.0`, and since Go 1.24 for a
-// build in a git checkout too (a pseudo-version between tags, +dirty for
-// uncommitted changes); else "(devel)". info may be nil.
-func Of(set string, info *debug.BuildInfo) string {
-	switch {
-	case set != "":
+// Of returns set when a build set it (deploy/Dockerfile's VERSION), else
+// Vigil's version as the source holds it (release.Version): a clone
+// without the repository's tags, an archive or a vendored copy reports
+// the same as a tagged checkout, where the go command would stamp
+// v0.0.0-… pseudo-versions. The commit is in [Line].
+func Of(set string) string {
+	if set != "" {
 		return set
-	case info != nil && info.Main.Version != "":
-		return info.Main.Version
 	}
-	return devel
-}
-
-// Running returns [Of] set and the running binary's build info.
-func Running(set string) string {
-	info, _ := debug.ReadBuildInfo()
-	return Of(set, info)
+	return release.Version
 }
 
 // Line returns what command's -version prints for its version v and build

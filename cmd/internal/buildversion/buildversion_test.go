@@ -8,36 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/vigil-mcp/vigil/cmd/internal/buildversion"
+	"github.com/vigil-mcp/vigil/internal/release"
 )
 
-// TestOf: the version a build set with -ldflags wins; else the main
-// module's version the go command stamped (a tag, a pseudo-version,
-// +dirty); else "(devel)", as when the go command knew none.
+// TestOf: the version a build set with -ldflags wins; else Vigil's, as
+// the source holds it, whatever the go command stamped.
 func TestOf(t *testing.T) {
 	t.Parallel()
-	stamped := func(v string) *debug.BuildInfo {
-		return &debug.BuildInfo{Main: debug.Module{Path: "github.com/vigil-mcp/vigil", Version: v}}
-	}
-	for _, tt := range []struct {
-		name string
-		set  string
-		info *debug.BuildInfo
-		want string
-	}{
-		{name: "ldflags", set: "v0.1.0", info: stamped("v0.0.0-20261127000000-0123456789ab"), want: "v0.1.0"},
-		{name: "ldflags without build info", set: "v0.1.0-3-g0123456-dirty", want: "v0.1.0-3-g0123456-dirty"},
-		{name: "go install @v0.1.0 or a tagged checkout", info: stamped("v0.1.0"), want: "v0.1.0"},
-		{name: "uncommitted changes", info: stamped("v0.1.0+dirty"), want: "v0.1.0+dirty"},
-		{name: "between tags", info: stamped("v0.1.1-0.20261127065735-8f239c4f3604"), want: "v0.1.1-0.20261127065735-8f239c4f3604"},
-		{name: "go run", info: stamped("(devel)"), want: "(devel)"},
-		{name: "no module version", info: stamped(""), want: "(devel)"},
-		{name: "no build info", want: "(devel)"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			assert.Equal(t, tt.want, buildversion.Of(tt.set, tt.info))
-		})
-	}
+	assert.Equal(t, "v0.1.0-3-g0123456-dirty", buildversion.Of("v0.1.0-3-g0123456-dirty"))
+	assert.Equal(t, release.Version, buildversion.Of(""))
 }
 
 // TestLine: -version names the commit (12 hex digits) and its uncommitted

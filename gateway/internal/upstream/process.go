@@ -195,13 +195,13 @@ func (p *Process) Close() error {
 		select {
 		case <-p.exited:
 		case <-timer.C:
-			p.log.Info("upstream did not exit on end of input; terminating it", "grace", p.cfg.KillGrace)
+			p.log.Info("upstream did not exit on end of input; terminating it", "grace_seconds", p.cfg.KillGrace.Seconds())
 			termGroup(p.cmd)
 			timer.Reset(p.cfg.KillGrace - p.cfg.KillGrace/2)
 			select {
 			case <-p.exited:
 			case <-timer.C:
-				p.log.Warn("upstream did not exit on end of input nor on SIGTERM; killing it", "grace", p.cfg.KillGrace)
+				p.log.Warn("upstream did not exit on end of input nor on SIGTERM; killing it", "grace_seconds", p.cfg.KillGrace.Seconds())
 				killGroup(p.cmd)
 				<-p.exited
 			}
