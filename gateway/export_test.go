@@ -1,6 +1,9 @@
 package gateway
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // WithClock returns cfg with the clock the gateway reads instead of
 // time.Now: its backoffs and idle timeouts then follow it.
@@ -67,3 +70,6 @@ func (g *Gateway) AwaitState(i int, want State) {
 		<-changed
 	}
 }
+
+// AwaitTool is the server's tool wait that Mount sets (lifecycle.go).
+func (g *Gateway) AwaitTool(ctx context.Context, name string) error { return g.awaitTool(ctx, name) }

@@ -341,6 +341,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	srv.SetToolView(g.showsTool)             // views.go
 	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
 	srv.SetRootsChanged(g.rootsChanged)      // roots.go
+	srv.SetToolWait(g.awaitTool)             // lifecycle.go
 	return g, nil
 }
 
@@ -910,6 +911,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetToolView(nil)
 	g.srv.SetResourceSubscriber(nil)
 	g.srv.SetRootsChanged(nil)
+	g.srv.SetToolWait(nil)
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

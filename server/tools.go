@@ -447,6 +447,12 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: arguments must be an object")
 	}
 	rt := s.lookupFor(req, name)
+	if rt == nil {
+		var err error
+		if rt, err = s.awaitTool(ctx, req, name); err != nil { // tool_wait.go
+			return nil, err
+		}
+	}
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}
