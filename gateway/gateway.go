@@ -475,6 +475,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
+	if err := m.giveRoots(ctx, l, c); err != nil { // roots.go: before any call of its caller
+		return nil, err
+	}
 	m.track(c, l.caps == nil) // a tool view's listing is not counted a start
 	if l.stateless {
 		// Its lists may change apart from the listing session's (a

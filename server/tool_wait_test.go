@@ -23,7 +23,9 @@ func TestToolWait(t *testing.T) {
 	srv := server.New()
 	t.Cleanup(func() { _ = srv.Close() })
 	text := func(s string) server.ToolHandler {
-		return func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) { return server.Text(s), nil }
+		return func(context.Context, *server.CallToolRequest) (*server.CallToolResult, error) {
+			return server.Text(s), nil
+		}
 	}
 	require.NoError(t, srv.AddTool(server.Tool{Name: "here"}, text("here")))
 	waiting, release := make(chan string, 4), make(chan error)
