@@ -93,38 +93,40 @@ func fidelityUpstream() gateway.Upstream {
 }
 
 // TestRootsAskedAtStart: an upstream that asks roots/list right after
-// initialize, outside any call, gets its caller's roots, even when the
-// caller answers only after the call that started the upstream session
-// has ended (server-filesystem's start-up question, issue 67).
+// initialize, outside any call, gets its caller's roots, whether the
+// question comes before the call that started the upstream session is
+// relayed (which then waits for the answer) or after it (server-
+// filesystem's start-up question, issues 67 and 77).
 func TestRootsAskedAtStart(t *testing.T) {
 	testkit.Watchdog(t)
 	srv := frontServer(t, fidelityUpstream())
 	c := mcptest.Pipe(t, srv)
 	c.Initialize("", map[string]any{"roots": map[string]any{}})
 	answerStartUpRoots(t, c, "file:///mine")
-	assert.Equal(t, "file:///mine", upstreamRoots(t, c, 2), "the caller's answer reached the upstream after its first call ended")
+	assert.Equal(t, "file:///mine", upstreamRoots(t, c, 2), "the caller's answer reached the upstream")
 }
 
 // answerStartUpRoots makes c's first call (id 1, "hello"), which starts
 // its upstream session, and answers the upstream's start-up roots/list
-// with uri once that call has ended.
+// with uri as it comes: the call waits for that answer when the upstream
+// asked before it answered the gateway's ping (giveRoots), and may end
+// first otherwise.
 func answerStartUpRoots(t *testing.T, c *mcptest.Client, uri string) {
 	t.Helper()
 	c.SendCallTool(1, "hello", nil)
-	var question *transport.Request
-	var answered bool
-	for question == nil || !answered {
+	var asked, answered bool
+	for !asked || !answered {
 		switch m := c.Recv().(type) {
 		case *transport.Request:
 			require.Equal(t, "roots/list", m.Method)
-			question = m
+			c.Reply(m, map[string]any{"roots": []map[string]any{{"uri": uri}}}) // the call may wait for it
+			asked = true
 		case *transport.Response:
 			require.Equal(t, transport.Int64ID(1), m.ID)
 			require.Nil(t, m.Error)
 			answered = true
 		}
 	}
-	c.Reply(question, map[string]any{"roots": []map[string]any{{"uri": uri}}})
 }
 
 // upstreamRoots calls "roots" (as id) and returns what the upstream holds

@@ -359,6 +359,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	srv.SetToolView(g.showsTool)             // views.go
 	srv.SetResourceSubscriber(subscriber{g}) // subscriptions.go
 	srv.SetRootsChanged(g.rootsChanged)      // roots.go
+	srv.SetToolWait(g.awaitTool)             // lifecycle.go
 	return g, nil
 }
 
@@ -495,6 +496,9 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	c.session = s
+	if err := m.giveRoots(ctx, l, c); err != nil { // roots.go: before any call of its caller
+		return nil, err
+	}
 	m.track(c, l.caps == nil) // a tool view's listing is not counted a start
 	if l.stateless {
 		// Its lists may change apart from the listing session's (a
@@ -936,6 +940,7 @@ func (g *Gateway) Close() error {
 	g.srv.SetToolView(nil)
 	g.srv.SetResourceSubscriber(nil)
 	g.srv.SetRootsChanged(nil)
+	g.srv.SetToolWait(nil)
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

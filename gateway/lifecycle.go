@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -155,13 +156,18 @@ func retrySeconds(d time.Duration) string {
 
 // notReadyError is why a call was refused without reaching its upstream:
 // the upstream was not ready (failing, or this session's own start
-// waiting out its backoff, or failed).
+// waiting out its backoff, or failed), or, with a state, had not listed
+// its tools yet (awaitTool).
 type notReadyError struct {
 	name    string
+	state   State // "": not ready; else the state of an upstream not listed yet
 	retryIn time.Duration
 }
 
 func (e *notReadyError) Error() string {
+	if e.state != "" {
+		return "upstream " + e.name + " is " + string(e.state) + ": its tools are not listed yet; try again in " + retrySeconds(e.retryIn) + " s"
+	}
 	return "upstream " + e.name + " is not ready; try again in " + retrySeconds(e.retryIn) + " s"
 }
 
@@ -170,9 +176,69 @@ func (e *notReadyError) Error() string {
 // lack of room, with data {"retryAfterSeconds": N}; its hop is counted
 // not_ready, not as forwarded.
 func notReady(name string, retryIn time.Duration) error {
-	e := server.NewError(protocol.CodeServerBusy, &notReadyError{name: name, retryIn: retryIn})
-	e.Data = []byte(`{"retryAfterSeconds":` + retrySeconds(retryIn) + `}`)
-	return e
+	return refusal(&notReadyError{name: name, retryIn: retryIn})
+}
+
+// refusal is the -32000 error of e, with data {"retryAfterSeconds": N}.
+func refusal(e *notReadyError) error {
+	se := server.NewError(protocol.CodeServerBusy, e)
+	se.Data = []byte(`{"retryAfterSeconds":` + retrySeconds(e.retryIn) + `}`)
+	return se
+}
+
+// awaitTool is the server's tool wait (server.Server.SetToolWait): a call
+// of a tool that is not registered, whose name is of an upstream (its
+// NAME_ prefix; any name when there is one upstream) that has not listed
+// its tools yet, waits for its first listing, for at most StartTimeout,
+// and is then looked up again; a call of a name of no upstream, or of one
+// listed, does not wait. While the upstream is failing (its first start
+// failed: the next waits out its backoff), or once the wait is over with
+// the upstream still starting, the call is refused (-32000, naming the
+// upstream and its state, with data {"retryAfterSeconds": N}), as a call
+// of a tool that exists a moment later must not be answered as unknown.
+func (g *Gateway) awaitTool(ctx context.Context, name string) error {
+	m := g.mountOfTool(name)
+	if m == nil || m.listed.Load() {
+		return nil
+	}
+	timer := time.NewTimer(m.startTimeout)
+	defer timer.Stop()
+	for {
+		st, changed := m.state.watch()
+		switch {
+		case m.listed.Load(), st == StateReady: // registered before it was ready (keepCatalog)
+			return nil
+		case st == StateFailing:
+			return refusal(&notReadyError{name: m.up.Name, state: st, retryIn: m.catalog.retryIn()})
+		case st == StateStopped:
+			return refusal(&notReadyError{name: m.up.Name, state: st, retryIn: time.Second})
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return refusal(&notReadyError{name: m.up.Name, state: StateStarting, retryIn: time.Second})
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// mountOfTool returns the upstream a tool's name is of, by its prefix
+// (the only upstream when there is one), nil for none.
+func (g *Gateway) mountOfTool(name string) *mount {
+	if len(g.mounts) == 1 {
+		return g.mounts[0]
+	}
+	prefix, _, ok := strings.Cut(name, "_") // an upstream's name holds no '_' (checkUpstreams)
+	if !ok {
+		return nil
+	}
+	for _, m := range g.mounts {
+		if m.up.Name == prefix {
+			return m
+		}
+	}
+	return nil
 }
 
 // checkRequired checks that required names upstreams of ups.

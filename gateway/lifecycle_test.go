@@ -18,6 +18,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/testkit"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -276,4 +277,78 @@ func statesOf(sts []gateway.UpstreamStatus) []gateway.UpstreamStatus {
 		out[i] = gateway.UpstreamStatus{Name: st.Name, State: st.State, Required: st.Required, RetryIn: st.RetryIn}
 	}
 	return out
+}
+
+// TestCallWaitsForStartingUpstream: a call of a tool of an upstream that
+// has not listed yet waits for its first listing and is then served; one
+// of a name of no upstream does not wait; once its start outlasts
+// StartTimeout, a call is refused at once (-32000) naming the upstream
+// and its state, with a retry hint.
+func TestCallWaitsForStartingUpstream(t *testing.T) {
+	testkit.Watchdog(t)
+	a, b := startUpstream(t, "a"), startUpstream(t, "b")
+	gate := make(chan struct{})
+	a.holdNew(gate)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // Mount returns at once: a is still starting
+	srv := server.New()
+	g, err := gateway.Mount(ctx, srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: a.url}, {Name: "b", URL: b.url}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	<-a.holding
+	waiting := make(chan string, 4)
+	srv.SetToolWait(func(ctx context.Context, name string) error { // Mount's, seen waiting
+		waiting <- name
+		return g.AwaitTool(ctx, name)
+	})
+	c := connect(t, srv)
+	g.AwaitState(1, gateway.StateReady)
+
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "c_hello"})
+	require.NotNil(t, rpcErr, "a name of no upstream")
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+	assert.Equal(t, "c_hello", <-waiting)
+
+	c.SendCallTool(10, "a_hello", nil)
+	assert.Equal(t, "a_hello", <-waiting) // the call waits for a's listing
+	assert.Equal(t, gateway.StateStarting, g.Upstreams()[0].State)
+	a.hold.Store(nil)
+	close(gate)
+	var res *transport.Response
+	for res == nil { // the lists that changed are told first
+		res, _ = c.Recv().(*transport.Response)
+	}
+	require.Nil(t, res.Error)
+	assert.Contains(t, string(res.Result), "hello from a")
+	_, rpcErr = c.Call("tools/call", map[string]any{"name": "a_nothing"})
+	require.NotNil(t, rpcErr, "listed: unknown at once")
+	assert.Equal(t, int64(protocol.CodeInvalidParams), rpcErr.Code)
+	assert.Equal(t, "a_nothing", <-waiting)
+}
+
+// TestCallDuringStartOutlastsStartTimeout: a call of a tool of an
+// upstream whose first start outlasts StartTimeout is refused (-32000),
+// naming the upstream and its state, with a retry hint.
+func TestCallDuringStartOutlastsStartTimeout(t *testing.T) {
+	testkit.Watchdog(t)
+	a := startUpstream(t, "a")
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	a.holdNew(gate)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	srv := server.New()
+	g, err := gateway.Mount(ctx, srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: a.url}}, StartTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	c := connect(t, srv)
+	_, rpcErr := c.Call("tools/call", map[string]any{"name": "hello"})
+	require.NotNil(t, rpcErr)
+	assert.Equal(t, int64(protocol.CodeServerBusy), rpcErr.Code)
+	assert.Regexp(t, `^upstream a is (starting|failing): its tools are not listed yet; try again in \d+ s$`, rpcErr.Message)
+	var data struct {
+		RetryAfterSeconds int `json:"retryAfterSeconds"`
+	}
+	require.NoError(t, json.Unmarshal(rpcErr.Data, &data))
+	assert.Positive(t, data.RetryAfterSeconds)
 }

@@ -2,15 +2,66 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/vigil-mcp/vigil/server"
 )
 
+// rootsApply is the time an upstream that asked for its caller's roots
+// when its session began is given, once answered, to apply them before
+// its caller's first call is relayed (giveRoots).
+const rootsApply = 100 * time.Millisecond
+
 // rootsNotifyTimeout bounds the write of one notifications/roots/list_changed
 // to an upstream session: an upstream that stops reading is not waited on.
 const rootsNotifyTimeout = 5 * time.Second
+
+// giveRoots makes sure that c, the new upstream session of l, has l's
+// caller's roots before any call of that caller is relayed on it: when
+// the caller declared roots (and so does c: relayedCapabilities), it
+// waits until the upstream has answered a ping and has had its answer
+// to each roots/list it asked before (upstream.Session.Settle), then,
+// when it asked, rootsApply and another ping. server-filesystem asks on
+// initialized and takes what the caller answers as its allowed
+// directories, once it has resolved them on disk: without the wait, the
+// first call ran with its command-line directories. A stdio upstream's messages
+// come in order, so what it asked on initialized is known by its answer
+// to the ping; an HTTP upstream's roots/list comes on another stream,
+// mostly before. The wait is bounded by ctx (the start timeout); when it
+// fails, c is closed and the start has failed. The spare process is
+// initialized here too, when its caller takes it (spare.go): it has
+// never been told another caller's roots.
+func (m *mount) giveRoots(ctx context.Context, l *link, c *conn) error {
+	if l.ss == nil || l.stateless || l.caps != nil || l.ss.ClientCapabilities().Roots == nil {
+		return nil // no caller's session, or a caller without roots
+	}
+	asked, err := c.session.Settle(ctx, "roots/list")
+	if err == nil && asked > 0 {
+		// It applies them on its own time (server-filesystem resolves
+		// each on disk), and says nothing when done: it is given
+		// rootsApply, then pinged again (and any roots/list it asked
+		// meanwhile answered).
+		timer := time.NewTimer(rootsApply)
+		select {
+		case <-timer.C:
+			_, err = c.session.Settle(ctx, "roots/list")
+		case <-ctx.Done():
+			timer.Stop()
+			err = context.Cause(ctx)
+		}
+	}
+	if err != nil {
+		c.close()
+		m.g.obs.Started(m.up.Name, false)
+		return fmt.Errorf("gateway: upstream %s: its new session was not given the caller's roots: %w", m.up.Name, err)
+	}
+	if asked > 0 {
+		m.log.Debug("gateway: the caller's roots given before its first call", "upstream", m.up.Name, "session", l.ss.ID(), "asked", asked)
+	}
+	return nil
+}
 
 // rootsChanged is the server's roots hook (server.Server.SetRootsChanged):
 // a caller's roots changed. Each upstream session of that caller's own (a

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -15,14 +16,15 @@ const defaultPageSize = 100
 
 const cursorPrefix = "v1:"
 
-// paginate returns the page of items (sorted by key, keys unique) that
-// follows cursor, and the cursor of the next page ("" on the last page).
+// paginate returns the page of items (key(i) is the key of items[i]; keys
+// sorted, unique) that follows cursor, and the cursor of the next page (""
+// on the last page).
 // Cursors are opaque to clients but stable: a cursor names the last key of
 // its page, so adding or removing items never repeats or skips an item that
 // stayed. A cursor that does not decode is protocol.CodeInvalidParams.
 // The page is never nil, so that an empty one encodes as the array every
 // list result's schema requires, not null.
-func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]T, string, error) {
+func paginate[T any](items []T, key func(i int) string, cursor string, size int) ([]T, string, error) {
 	start := 0
 	if len(cursor) > maxCursor {
 		return nil, "", Errorf(protocol.CodeInvalidParams, "invalid cursor: over %d bytes", maxCursor)
@@ -33,7 +35,7 @@ func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]
 		if err != nil || !ok {
 			return nil, "", Errorf(protocol.CodeInvalidParams, "invalid cursor")
 		}
-		start = sort.Search(len(items), func(i int) bool { return key(items[i]) > last })
+		start = sort.Search(len(items), func(i int) bool { return key(i) > last })
 	}
 	if size <= 0 {
 		size = defaultPageSize
@@ -46,7 +48,7 @@ func paginate[T any](items []T, key func(T) string, cursor string, size int) ([]
 	if end == len(items) {
 		return page, "", nil
 	}
-	return page, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key(items[end-1]))), nil
+	return page, base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + key(end-1))), nil
 }
 
 // listParams are the params of every paginated list request.
@@ -54,17 +56,35 @@ type listParams struct {
 	Cursor string `json:"cursor"`
 }
 
-// listPage selects the page of a list request (tools/list, prompts/list,
+// listPage selects the page of a list request (prompts/list,
 // resources/list, resources/templates/list): the items of *listed, read
-// under mu (the slice is replaced, never modified, on change), from the
-// request's cursor on, and the cursor of the next page.
-func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *[]T, key func(T) string) ([]T, string, error) {
+// under mu (replaced, never modified, on change), from the request's
+// cursor on, and the cursor of the next page.
+func listPage[T any](s *Server, req *Request, mu *sync.RWMutex, listed *ordered[T]) ([]T, string, error) {
 	p, err := decodeListParams(req)
 	if err != nil {
 		return nil, "", err
 	}
 	mu.RLock()
-	items := *listed
+	l := *listed
 	mu.RUnlock()
-	return paginate(items, key, p.Cursor, s.cfg.pageSize)
+	return paginate(l.items, func(i int) string { return l.keys[i] }, p.Cursor, s.cfg.pageSize)
 }
+
+// ordered is a list as list requests show it: its items in the order
+// they were first registered, with the key of each in the pages' cursors
+// (orderKey), so that keys sort as the items are listed.
+type ordered[T any] struct {
+	items []T
+	keys  []string
+}
+
+// add appends item, of the registration order n.
+func (l *ordered[T]) add(item T, n uint64) {
+	l.items = append(l.items, item)
+	l.keys = append(l.keys, orderKey(n))
+}
+
+// orderKey is the key in a list's pages of the item first registered
+// n-th: n in fixed-width hexadecimal.
+func orderKey(n uint64) string { return fmt.Sprintf("%016x", n) }

@@ -1,13 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/vigil-mcp/vigil/transport/protocol"
@@ -87,16 +87,19 @@ func (m *PromptMessage) UnmarshalJSON(data []byte) error {
 type registeredPrompt struct {
 	prompt  Prompt
 	handler PromptHandler
+	order   uint64 // its place in prompts/list: the order of first registration
 }
 
 type promptRegistry struct {
 	mu     sync.RWMutex
 	byName map[string]*registeredPrompt
-	listed []Prompt // sorted by name; replaced, never modified, on change
+	listed ordered[Prompt] // in the order first registered; replaced, never modified, on change
+	added  uint64          // prompts registered, the order of the last new one
 }
 
-// AddPrompt registers a prompt, replacing any prompt of the same name, and
-// tells initialized clients that the prompt list changed. It fails for an
+// AddPrompt registers a prompt, replacing any prompt of the same name
+// (which keeps its place: prompts/list lists prompts in the order first
+// registered), and tells initialized clients that the prompt list changed. It fails for an
 // empty prompt or argument name, a repeated argument name, or a nil
 // handler. It is safe for concurrent use.
 func (s *Server) AddPrompt(p Prompt, h PromptHandler) error {
@@ -122,7 +125,14 @@ func (s *Server) AddPrompt(p Prompt, h PromptHandler) error {
 	if r.byName == nil {
 		r.byName = make(map[string]*registeredPrompt)
 	}
-	r.byName[p.Name] = &registeredPrompt{prompt: p, handler: h}
+	rp := &registeredPrompt{prompt: p, handler: h}
+	if prev := r.byName[p.Name]; prev != nil { // replaced: it keeps its place
+		rp.order = prev.order
+	} else {
+		r.added++
+		rp.order = r.added
+	}
+	r.byName[p.Name] = rp
 	r.relistLocked()
 	r.mu.Unlock()
 	s.listChanged("prompts")
@@ -151,12 +161,13 @@ func (s *Server) RemovePrompts(names ...string) int {
 	return n
 }
 
+// relistLocked rebuilds the listed prompts; r.mu is held for writing.
 func (r *promptRegistry) relistLocked() {
-	r.listed = make([]Prompt, 0, len(r.byName))
-	for _, p := range r.byName {
-		r.listed = append(r.listed, p.prompt)
+	all := slices.SortedFunc(maps.Values(r.byName), func(a, b *registeredPrompt) int { return cmp.Compare(a.order, b.order) })
+	r.listed = ordered[Prompt]{items: make([]Prompt, 0, len(all)), keys: make([]string, 0, len(all))}
+	for _, p := range all {
+		r.listed.add(p.prompt, p.order)
 	}
-	slices.SortFunc(r.listed, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
 }
 
 func (r *promptRegistry) lookup(name string) *registeredPrompt {
@@ -196,7 +207,7 @@ func (s *Server) registerPrompts() {
 }
 
 func (s *Server) listPrompts(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed, func(p Prompt) string { return p.Name })
+	page, next, err := listPage(s, req, &s.prompts.mu, &s.prompts.listed)
 	if err != nil {
 		return nil, err
 	}

@@ -91,12 +91,13 @@ func promptHarness(t *testing.T, opts ...server.Option) *harness {
 func TestPromptsList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := promptHarness(t)
+		// In the order registered (addPrompts), not by name.
 		assert.JSONEq(t, `{"prompts":[
-			{"name":"all-content"},
-			{"name":"errors","arguments":[{"name":"kind","required":true}]},
 			{"name":"simple","description":"A simple prompt."},
 			{"name":"with-args","title":"With Args","description":"Takes arguments.","icons":[{"src":"https://example.com/p.svg"}],
-			 "arguments":[{"name":"arg1","title":"First","description":"Required.","required":true},{"name":"arg2"}],"_meta":{"k":true}}
+			 "arguments":[{"name":"arg1","title":"First","description":"Required.","required":true},{"name":"arg2"}],"_meta":{"k":true}},
+			{"name":"all-content"},
+			{"name":"errors","arguments":[{"name":"kind","required":true}]}
 		]}`, string(h.featureCall(2, "prompts/list", nil)))
 		h.finish()
 	})
@@ -136,7 +137,22 @@ func TestPromptsPagination(t *testing.T) {
 			}
 			cursor = p.NextCursor
 		}
-		assert.Equal(t, []string{"a,b", "c,d", "e"}, pages)
+		assert.Equal(t, []string{"e,c", "a,d", "b"}, pages) // in the order registered
+		// A prompt registered again keeps its place; a new one comes last.
+		require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: "c", Description: "again"}, nop))
+		require.NoError(t, h.srv.AddPrompt(server.Prompt{Name: "0"}, nop))
+		require.Equal(t, 1, h.srv.RemovePrompts("e"))
+		var again struct {
+			Prompts []struct {
+				Name string `json:"name"`
+			} `json:"prompts"`
+		}
+		require.NoError(t, json.Unmarshal(h.featureCall(id, "prompts/list", map[string]any{"cursor": cursor}), &again))
+		var names []string
+		for _, pr := range again.Prompts {
+			names = append(names, pr.Name)
+		}
+		assert.Equal(t, []string{"b", "0"}, names) // the last page's cursor still follows "d"; "c", replaced, is not there again
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(10, "prompts/list", map[string]any{"cursor": "bogus"}).Code)
 		assert.Equal(t, int64(protocol.CodeInvalidParams), h.featureError(11, "prompts/list", map[string]any{"cursor": 5}).Code)
 		h.finish()

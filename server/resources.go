@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,12 +91,14 @@ type ReadResourceResult struct {
 type registeredResource struct {
 	res     Resource
 	handler ResourceHandler
+	order   uint64 // its place in resources/list: the order of first registration
 }
 
 type registeredTemplate struct {
 	tmpl     ResourceTemplate
 	compiled *uritemplate.Template // safe for concurrent Match
 	handler  ResourceHandler
+	order    uint64 // its place in resources/templates/list: the order of first registration
 }
 
 // resourceRegistry holds the resources, the templates, and the sessions'
@@ -103,19 +106,21 @@ type registeredTemplate struct {
 type resourceRegistry struct {
 	mu        sync.RWMutex
 	byURI     map[string]*registeredResource
-	templates []*registeredTemplate // in the order added, the order they are tried; replaced, never modified, on change
-	listed    []Resource            // sorted by URI; replaced, never modified, on change
-	listedT   []ResourceTemplate    // sorted by URITemplate; likewise
-	views     bool                  // some resource is an MCP Apps view (ViewMIMEType)
-	skills    *skillSet             // nil until a skill is registered; replaced, never modified (skills.go)
+	templates []*registeredTemplate     // in the order added, the order they are tried; replaced, never modified, on change
+	listed    ordered[Resource]         // in the order first registered, then the skills' by URI; replaced, never modified, on change
+	listedT   ordered[ResourceTemplate] // in the order first registered; likewise
+	added     uint64                    // resources and templates registered, the order of the last new one
+	views     bool                      // some resource is an MCP Apps view (ViewMIMEType)
+	skills    *skillSet                 // nil until a skill is registered; replaced, never modified (skills.go)
 
 	subMu sync.Mutex
 	subs  map[*Session]map[string]struct{} // URIs each session subscribed to
 }
 
 // AddResource registers a resource with a fixed URI, replacing any resource
-// of the same URI, and tells initialized clients that the resource list
-// changed. It fails for a URI that is not absolute, an empty name or a nil
+// of the same URI (which keeps its place: resources/list lists resources in
+// the order first registered, then the skills' by URI), and tells
+// initialized clients that the resource list changed. It fails for a URI that is not absolute, an empty name or a nil
 // handler. It is safe for concurrent use.
 func (s *Server) AddResource(r Resource, h ResourceHandler) error {
 	if u, err := url.Parse(r.URI); err != nil || u.Scheme == "" {
@@ -132,7 +137,14 @@ func (s *Server) AddResource(r Resource, h ResourceHandler) error {
 	if rr.byURI == nil {
 		rr.byURI = make(map[string]*registeredResource)
 	}
-	rr.byURI[r.URI] = &registeredResource{res: r, handler: h}
+	reg := &registeredResource{res: r, handler: h}
+	if prev := rr.byURI[r.URI]; prev != nil { // replaced: it keeps its place
+		reg.order = prev.order
+	} else {
+		rr.added++
+		reg.order = rr.added
+	}
+	rr.byURI[r.URI] = reg
 	rr.relistLocked()
 	rr.mu.Unlock()
 	s.listChanged("resources")
@@ -140,7 +152,8 @@ func (s *Server) AddResource(r Resource, h ResourceHandler) error {
 }
 
 // AddResourceTemplate registers a resource template, replacing any template
-// with the same URITemplate (which keeps its place in the matching order),
+// with the same URITemplate (which keeps its place in the matching order,
+// the order resources/templates/list lists them in),
 // and tells initialized clients that the resource list changed. resources/read
 // tries the fixed resources first, then the templates in the order they were
 // added; the first match serves the read. AddResourceTemplate fails for a
@@ -176,8 +189,11 @@ func (s *Server) AddResourceTemplate(t ResourceTemplate, h ResourceHandler) erro
 	rr.mu.Lock()
 	templates := slices.Clone(rr.templates) // readers may hold the old slice
 	if i := slices.IndexFunc(templates, func(x *registeredTemplate) bool { return x.tmpl.URITemplate == t.URITemplate }); i >= 0 {
+		rt.order = templates[i].order
 		templates[i] = rt
 	} else {
+		rr.added++
+		rt.order = rr.added
 		templates = append(templates, rt)
 	}
 	rr.templates = templates
@@ -252,28 +268,34 @@ func (s *Server) resourceUpdatedHere(uri string) {
 	s.notifyListeners("notifications/resources/updated", uri, 0)
 }
 
-// relistLocked rebuilds the sorted lists; rr.mu is held for writing.
+// relistLocked rebuilds the listed resources and templates, each in the
+// order first registered (the skills' resources after the others, by
+// URI); rr.mu is held for writing.
 func (rr *resourceRegistry) relistLocked() {
-	rr.listed = make([]Resource, 0, len(rr.byURI))
+	all := slices.SortedFunc(maps.Values(rr.byURI), func(a, b *registeredResource) int { return cmp.Compare(a.order, b.order) })
+	rr.listed = ordered[Resource]{items: make([]Resource, 0, len(all)), keys: make([]string, 0, len(all))}
 	rr.views = false
-	for _, r := range rr.byURI {
-		rr.listed = append(rr.listed, r.res)
+	for _, r := range all {
+		rr.listed.add(r.res, r.order)
 		rr.views = rr.views || r.res.MIMEType == ViewMIMEType
 	}
 	if rr.skills != nil {
-		for _, r := range rr.skills.resources {
+		for _, r := range rr.skills.resources { // sorted by URI
 			if rr.byURI[r.URI] == nil { // a fixed resource of the same URI serves it
-				rr.listed = append(rr.listed, r)
+				rr.listed.items = append(rr.listed.items, r)
+				rr.listed.keys = append(rr.listed.keys, skillKey+r.URI) // after every orderKey, by URI
 			}
 		}
 	}
-	slices.SortFunc(rr.listed, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
-	rr.listedT = make([]ResourceTemplate, 0, len(rr.templates))
-	for _, t := range rr.templates {
-		rr.listedT = append(rr.listedT, t.tmpl)
+	rr.listedT = ordered[ResourceTemplate]{items: make([]ResourceTemplate, 0, len(rr.templates)), keys: make([]string, 0, len(rr.templates))}
+	for _, t := range slices.SortedFunc(slices.Values(rr.templates), func(a, b *registeredTemplate) int { return cmp.Compare(a.order, b.order) }) {
+		rr.listedT.add(t.tmpl, t.order)
 	}
-	slices.SortFunc(rr.listedT, func(a, b ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
 }
+
+// skillKey begins the key of a skill's resource in resources/list's
+// pages: it sorts after every orderKey (hexadecimal digits).
+const skillKey = "~"
 
 // resolve finds what serves uri: a fixed resource, else the first template
 // that matches (with its variables). Both are nil when nothing does.
@@ -434,7 +456,7 @@ func decodeListParams(req *Request) (listParams, error) {
 }
 
 func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listed, func(r Resource) string { return r.URI })
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listed)
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +467,7 @@ func (s *Server) listResources(_ context.Context, req *Request) (any, error) {
 }
 
 func (s *Server) listResourceTemplates(_ context.Context, req *Request) (any, error) {
-	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listedT, func(t ResourceTemplate) string { return t.URITemplate })
+	page, next, err := listPage(s, req, &s.resources.mu, &s.resources.listedT)
 	if err != nil {
 		return nil, err
 	}

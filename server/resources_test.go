@@ -119,16 +119,17 @@ func resourceHarness(t *testing.T, opts ...server.Option) *harness {
 func TestResourcesList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := resourceHarness(t)
+		// Each in the order registered (addResources), not by URI.
 		assert.JSONEq(t, `{"resources":[
-			{"uri":"test://static-binary","name":"static-binary","mimeType":"image/png","size":3},
 			{"uri":"test://static-text","name":"static-text","title":"Static Text","description":"A text resource.","mimeType":"text/plain",
-			 "icons":[{"src":"https://example.com/i.png","mimeType":"image/png"}],"annotations":{"audience":["user"],"priority":0.5},"_meta":{"k":"v"}}
+			 "icons":[{"src":"https://example.com/i.png","mimeType":"image/png"}],"annotations":{"audience":["user"],"priority":0.5},"_meta":{"k":"v"}},
+			{"uri":"test://static-binary","name":"static-binary","mimeType":"image/png","size":3}
 		]}`, string(h.featureCall(2, "resources/list", nil)))
 		assert.JSONEq(t, `{"resourceTemplates":[
-			{"uriTemplate":"list://{/segs*}","name":"segments"},
-			{"uriTemplate":"test://errors/{kind}","name":"errors"},
 			{"uriTemplate":"test://items/{id}/data{?fields}","name":"item","title":"Item","description":"An item.","mimeType":"application/json"},
-			{"uriTemplate":"test://{name}","name":"any"}
+			{"uriTemplate":"test://{name}","name":"any"},
+			{"uriTemplate":"list://{/segs*}","name":"segments"},
+			{"uriTemplate":"test://errors/{kind}","name":"errors"}
 		]}`, string(h.featureCall(3, "resources/templates/list", map[string]any{})))
 		h.finish()
 	})

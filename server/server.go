@@ -35,8 +35,9 @@ type Server struct {
 	handler      Handler            // the middleware chain around route
 	methods      map[string]Handler // read-only after New
 	tools        toolRegistry
-	toolView     atomic.Pointer[func(*Request, *Tool) bool] // SetToolView's (tools.go)
-	capsCache    capabilitiesCache                          // capabilities.go: the initialize result's, encoded
+	toolView     atomic.Pointer[func(*Request, *Tool) bool]          // SetToolView's (tools.go)
+	toolWait     atomic.Pointer[func(context.Context, string) error] // SetToolWait's (tool_wait.go)
+	capsCache    capabilitiesCache                                   // capabilities.go: the initialize result's, encoded
 	changes      debouncer
 	listeners    listenRegistry    // open subscriptions/listen requests
 	bg           sync.WaitGroup    // notifications in flight to sessions

@@ -45,7 +45,7 @@ func (s *Server) listSkills(_ context.Context, req *Request) (any, error) {
 		return nil, err
 	}
 	set := s.resources.skillSnapshot()
-	page, next, err := paginate(set.listed, func(sk *skill) string { return sk.uri }, p.Cursor, s.cfg.pageSize)
+	page, next, err := paginate(set.listed, func(i int) string { return set.listed[i].uri }, p.Cursor, s.cfg.pageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (s *Server) readDirectory(_ context.Context, req *Request) (any, error) {
 	if !ok {
 		return nil, Errorf(protocol.CodeInvalidParams, "%s is not a directory resource", uri)
 	}
-	page, next, err := paginate(kids, func(r Resource) string { return r.URI }, p.Cursor, s.cfg.pageSize)
+	page, next, err := paginate(kids, func(i int) string { return kids[i].URI }, p.Cursor, s.cfg.pageSize)
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,7 @@ func (s *Server) tasksList(_ context.Context, req *Request) (any, error) {
 	}
 	key := func(v taskView) string { return v.created.UTC().Format("2006-01-02T15:04:05.000000000") + "/" + v.id }
 	slices.SortFunc(views, func(a, b taskView) int { return strings.Compare(key(a), key(b)) })
-	page, next, err := paginate(views, key, p.Cursor, s.cfg.pageSize)
+	page, next, err := paginate(views, func(i int) string { return key(views[i]) }, p.Cursor, s.cfg.pageSize)
 	if err != nil {
 		return nil, err
 	}

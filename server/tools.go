@@ -412,7 +412,14 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 		}
 		listed = &visible
 	}
-	page, next, err := listPage(s, req, &s.tools.mu, listed, toolKey)
+	p, err := decodeListParams(req)
+	if err != nil {
+		return nil, err
+	}
+	s.tools.mu.RLock()
+	items := *listed
+	s.tools.mu.RUnlock()
+	page, next, err := paginate(items, func(i int) string { return orderKey(items[i].order) }, p.Cursor, s.cfg.pageSize)
 	if err != nil {
 		return nil, err
 	}
@@ -420,12 +427,6 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 		Tools      []Tool `json:"tools"`
 		NextCursor string `json:"nextCursor,omitempty"`
 	}{page, next}, nil
-}
-
-// toolKey is a tool's key in tools/list's pages: its order, in
-// fixed-width hexadecimal, so that keys sort as tools are listed.
-func toolKey(t Tool) string {
-	return fmt.Sprintf("%016x", t.order)
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
@@ -446,6 +447,12 @@ func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {
 		return nil, Errorf(protocol.CodeInvalidParams, "tools/call: arguments must be an object")
 	}
 	rt := s.lookupFor(req, name)
+	if rt == nil {
+		var err error
+		if rt, err = s.awaitTool(ctx, req, name); err != nil { // tool_wait.go
+			return nil, err
+		}
+	}
 	if rt == nil { // unknown, or refused by WithToolAccess: answered alike
 		return nil, Errorf(protocol.CodeInvalidParams, "unknown tool: %q", name)
 	}

@@ -757,17 +757,18 @@ func TestInputRequiredSession(t *testing.T) {
 	}
 }
 
-// resourceList is resources/list; the view's size is its page's.
+// resourceList is resources/list, in the order registered, the skills'
+// last; the view's size is its page's.
 func resourceList() string {
 	return `{"resources":[` +
-		`{"uri":"skill://acme/billing/refunds/SKILL.md","name":"refunds","description":"Process customer refund requests per company policy","mimeType":"text/markdown","size":278},` +
-		`{"uri":"skill://pdf-processing/SKILL.md","name":"pdf-processing","description":"Extract, fill, and assemble PDF documents","mimeType":"text/markdown","size":198},` +
-		`{"uri":"test://static-binary","name":"static-binary","title":"Static Binary Resource","description":"A static binary resource (image) for testing","mimeType":"image/png"},` +
 		`{"uri":"test://static-text","name":"static-text","title":"Static Text Resource","description":"A static text resource for testing","mimeType":"text/plain"},` +
+		`{"uri":"test://static-binary","name":"static-binary","title":"Static Binary Resource","description":"A static binary resource (image) for testing","mimeType":"image/png"},` +
 		`{"uri":"test://watched-resource","name":"watched-resource","title":"Watched Resource",` +
 		`"description":"A resource whose subscribers are notified of an update each time the vigil_touch_resource tool runs","mimeType":"text/plain"},` +
 		`{"uri":"ui://vigil-everything/weather","name":"weather-view","title":"Weather view","description":"The MCP Apps view of vigil_weather",` +
-		`"mimeType":"text/html;profile=mcp-app","size":` + strconv.Itoa(len(weatherView)) + `,"_meta":{"ui":{"prefersBorder":true}}}]}`
+		`"mimeType":"text/html;profile=mcp-app","size":` + strconv.Itoa(len(weatherView)) + `,"_meta":{"ui":{"prefersBorder":true}}},` +
+		`{"uri":"skill://acme/billing/refunds/SKILL.md","name":"refunds","description":"Process customer refund requests per company policy","mimeType":"text/markdown","size":278},` +
+		`{"uri":"skill://pdf-processing/SKILL.md","name":"pdf-processing","description":"Extract, fill, and assemble PDF documents","mimeType":"text/markdown","size":198}]}`
 }
 
 const (
@@ -918,15 +919,16 @@ func TestListChangedSession(t *testing.T) {
 	})
 }
 
+// promptList is prompts/list, in the order registered.
 const promptList = `{"prompts":[` +
-	`{"name":"test_dynamic_prompt","description":"A prompt that test_trigger_prompt_change re-registers"},` +
-	`{"name":"test_input_required_result_prompt","description":"Test prompt: returns InputRequiredResult with elicitation request"},` +
+	`{"name":"test_simple_prompt","title":"Simple Test Prompt","description":"A simple prompt without arguments"},` +
 	`{"name":"test_prompt_with_arguments","title":"Prompt With Arguments","description":"A prompt with required arguments","arguments":[` +
 	`{"name":"arg1","description":"First test argument","required":true},{"name":"arg2","description":"Second test argument","required":true}]},` +
 	`{"name":"test_prompt_with_embedded_resource","title":"Prompt With Embedded Resource","description":"A prompt that includes an embedded resource",` +
 	`"arguments":[{"name":"resourceUri","description":"URI of the resource to embed","required":true}]},` +
 	`{"name":"test_prompt_with_image","title":"Prompt With Image","description":"A prompt that includes image content"},` +
-	`{"name":"test_simple_prompt","title":"Simple Test Prompt","description":"A simple prompt without arguments"}]}`
+	`{"name":"test_input_required_result_prompt","description":"Test prompt: returns InputRequiredResult with elicitation request"},` +
+	`{"name":"test_dynamic_prompt","description":"A prompt that test_trigger_prompt_change re-registers"}]}`
 
 func TestPrompts(t *testing.T) {
 	for _, e := range eras() {

@@ -283,7 +283,8 @@ func listedInOrder(t *testing.T, raw json.RawMessage, field, key string) []strin
 
 // everythingDirect lists what server-everything itself offers a client
 // that declares caps: its instructions, tools (sorted, and in its order),
-// prompts, resources and templates, by name (resources by URI).
+// prompts, resources and templates in its order, by name (resources by
+// URI).
 func everythingDirect(t *testing.T, entry string, caps any) map[string][]string {
 	t.Helper()
 	cmd := exec.Command("node", entry)
@@ -303,9 +304,9 @@ func everythingDirect(t *testing.T, entry string, caps any) map[string][]string 
 		"instructions": {instructions},
 		"order":        listedInOrder(t, p.call(6, "tools/list", nil), "tools", "name"),
 		"tools":        listedNames(t, p.call(2, "tools/list", nil), "tools", "name"),
-		"prompts":      listedNames(t, p.call(3, "prompts/list", nil), "prompts", "name"),
-		"resources":    listedNames(t, p.call(4, "resources/list", nil), "resources", "uri"),
-		"templates":    listedNames(t, p.call(5, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"),
+		"prompts":      listedInOrder(t, p.call(3, "prompts/list", nil), "prompts", "name"),
+		"resources":    listedInOrder(t, p.call(4, "resources/list", nil), "resources", "uri"),
+		"templates":    listedInOrder(t, p.call(5, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"),
 	}
 }
 
@@ -406,9 +407,10 @@ func TestGatewayEverything(t *testing.T) {
 	require.Equal(t, direct["tools"], tools, "every tool the server shows a client with these capabilities, under its own name")
 	assert.Equal(t, direct["order"], listedInOrder(t, p.call(19, "tools/list", nil), "tools", "name"), "in the server's order")
 	assert.Contains(t, tools, "trigger-url-elicitation", "shown to a client that declares URL elicitation")
-	assert.Equal(t, direct["prompts"], listedNames(t, p.call(20, "prompts/list", nil), "prompts", "name"))
-	assert.Equal(t, direct["resources"], listedNames(t, p.call(21, "resources/list", nil), "resources", "uri"))
-	assert.Equal(t, direct["templates"], listedNames(t, p.call(22, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"))
+	// Prompts, resources and templates: each in the server's order too.
+	assert.Equal(t, direct["prompts"], listedInOrder(t, p.call(20, "prompts/list", nil), "prompts", "name"), "prompts in the server's order")
+	assert.Equal(t, direct["resources"], listedInOrder(t, p.call(21, "resources/list", nil), "resources", "uri"), "resources in the server's order")
+	assert.Equal(t, direct["templates"], listedInOrder(t, p.call(22, "resources/templates/list", nil), "resourceTemplates", "uriTemplate"), "templates in the server's order")
 
 	// Usable: every tool.
 	id = 100

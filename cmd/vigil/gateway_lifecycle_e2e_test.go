@@ -66,6 +66,7 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	assert.Less(t, served, 2*time.Second, "served within 2 s of the start")
 	m = rpc("4", "tools/call", `{"name":"bad_anything"}`)
 	require.NotNil(t, m.Error, "bad serves nothing")
+	assert.Contains(t, m.Error.Message, "upstream bad is failing", "refused at once, naming the upstream and its state")
 
 	readyz := svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable)
 	assert.Regexp(t, `^upstream e: ready\nupstream silent: starting\nupstream bad: failing, next start in \d+ s\n$`, readyz)
@@ -107,6 +108,46 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	hc.CloseIdleConnections()
 	require.NoError(t, svc.cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, svc.wait(15*time.Second))
+}
+
+// TestGatewayCallDuringStart: a call sent 50 ms after /healthz first
+// answers, naming a tool of an upstream still starting (its process
+// sleeps 3 s before it reads its input), waits for that upstream's first
+// listing and is answered by it; a name of that upstream it does not
+// list is then answered as unknown, at once.
+func TestGatewayCallDuringStart(t *testing.T) {
+	svc := startService(t, "-http", "127.0.0.1:0",
+		"-upstream", "fast="+vigilBin+" -stdio",
+		"-upstream", "slow=sh -c 'sleep 3; exec "+vigilBin+" -stdio'")
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	var healthy time.Time
+	svcEventually(t, "/healthz answers", 10*time.Second, func() (bool, error) {
+		resp, err := hc.Get(svc.base + "/healthz")
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		healthy = time.Now()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	c := &svcClient{hc: hc, url: svc.base + "/mcp"}
+	m, err := c.rpc("1", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error)
+	require.NoError(t, c.notify("notifications/initialized"))
+	time.Sleep(time.Until(healthy.Add(50 * time.Millisecond))) // the moment the call is sent: no ordering rests on it
+	require.Contains(t, svcGet(t, hc, svc.base+"/readyz", http.StatusServiceUnavailable), "upstream slow: starting\n", "the call is made while slow starts")
+	sent := time.Now()
+	m, err = c.rpc("2", "tools/call", `{"name":"slow_echo","arguments":{"text":"through the start"}}`)
+	require.NoError(t, err)
+	require.Nil(t, m.Error, "the call of a tool of an upstream still starting waits for it")
+	assert.Contains(t, string(m.Result), "through the start")
+	t.Logf("sent %v after /healthz first answered; answered %v later", sent.Sub(healthy).Round(time.Millisecond), time.Since(sent).Round(time.Millisecond))
+	m, err = c.rpc("3", "tools/call", `{"name":"slow_no_such_tool"}`)
+	require.NoError(t, err)
+	require.NotNil(t, m.Error)
+	assert.Contains(t, m.Error.Message, "unknown tool", "listed: a name it does not list is unknown")
 }
 
 // TestKnownToolNames: a tool the flags name that no upstream serves yet

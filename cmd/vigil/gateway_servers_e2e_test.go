@@ -415,10 +415,12 @@ func TestGatewayRealServers(t *testing.T) {
 			for i := 1; i < len(want); i++ {
 				assert.Empty(t, firstDifference(want[i], through[i]), "call %d through vigil, byte for byte", i-1)
 			}
-			// The list: each tool the same JSON. The gateway sorts the tools
-			// by name and writes their members in its own order (issue 67,
-			// Fidelity: "tools come back re-sorted"), so the bytes may differ.
+			// The list: each tool the same JSON, in the server's order. The
+			// gateway writes each tool's members in its own order, so the
+			// bytes may differ.
 			assert.Equal(t, listedTools(t, want[0]), listedTools(t, through[0]), "tools/list through vigil: the same tools, each the same JSON")
+			assert.Equal(t, listedInOrder(t, json.RawMessage(strings.TrimPrefix(want[0], "tools/list ")), "tools", "name"),
+				listedInOrder(t, json.RawMessage(strings.TrimPrefix(through[0], "tools/list ")), "tools", "name"), "tools/list through vigil: in the server's order")
 			if diff := firstDifference(want[0], through[0]); diff != "" {
 				t.Logf("%s: tools/list is not byte-identical through vigil: %s", srv.pkg, diff)
 			}
@@ -618,4 +620,58 @@ func TestGatewayRealServersHTTP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGatewayRootsBeforeFirstCall: a caller whose roots are narrower
+// than server-filesystem's command-line directory has its very first call
+// served with its own roots, session after session: the gateway relays no
+// call to a process before the process has its caller's roots (its
+// start-up roots/list answered). Each session is a vigil -stdio of its
+// own, whose first call takes the spare process spawned before the
+// caller was known.
+func TestGatewayRootsBeforeFirstCall(t *testing.T) {
+	entry := referenceServer(t, "server-filesystem")
+	wide, err := filepath.EvalSymlinks(t.TempDir()) // the server resolves its directories
+	require.NoError(t, err)
+	narrow := filepath.Join(wide, "narrow")
+	require.NoError(t, os.Mkdir(narrow, 0o700))
+	const sessions = 20
+	own := 0
+	for i := range sessions {
+		cmd := exec.Command(vigilBin, "-stdio", "-log-level", "debug", "-upstream", "fs=node "+entry+" "+wide)
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		cmd.WaitDelay = 5 * time.Second
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		p := newStdioPeer(t, in, out, rootsAnswer(narrow))
+		p.initialize(everythingCaps) // declares roots
+		res := p.call(1, "tools/call", map[string]any{"name": "list_allowed_directories", "arguments": map[string]any{}})
+		var got struct {
+			Content []struct{ Text string } `json:"content"`
+		}
+		require.NoError(t, json.Unmarshal(res, &got))
+		require.Len(t, got.Content, 1)
+		if got.Content[0].Text == "Allowed directories:\n"+narrow {
+			own++
+		} else {
+			t.Logf("session %d: its first call saw %q, not its root %s", i, got.Content[0].Text, narrow)
+		}
+		p.endInput(in, cmd)
+		if got.Content[0].Text != "Allowed directories:\n"+narrow {
+			for line := range strings.Lines(stderr.String()) {
+				if strings.Contains(line, "roots") || strings.Contains(line, "session opened") {
+					t.Logf("vigil: %s", strings.TrimSpace(line))
+				}
+			}
+		}
+		if t.Failed() {
+			t.Logf("vigil stderr:\n%s", stderr.String())
+			return
+		}
+	}
+	assert.Equal(t, sessions, own, "sessions whose first call saw the caller's roots")
 }

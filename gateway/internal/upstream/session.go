@@ -135,6 +135,13 @@ type state struct {
 	calls    map[int64]*call                  // our requests awaiting their answers
 	tokens   map[string]int64                 // the progress tokens (JSON) of calls with Progress, and their ids
 	incoming map[transport.ID]func(err error) // the upstream's requests running, by id: their cancel
+	// asking holds the method of each of the upstream's requests taken
+	// by OnRequest, by id, until its answer is written (see Settle);
+	// answered is closed, and made again by the next to wait, when one
+	// leaves it; nil while no one waits.
+	asking   map[transport.ID]string
+	answered chan struct{}
+	requests int // the upstream's requests OnRequest took, since the session began
 }
 
 // Notes receives the notifications that belong to a call, in the
@@ -224,7 +231,7 @@ func Open(ctx context.Context, conn transport.Conn, cfg Config) (*Session, error
 		log:   cfg.Logger.With("upstream", cfg.Name),
 		notes: make(chan *transport.Request, cfg.MaxQueuedNotifications),
 		ended: make(chan struct{}),
-		st:    state{calls: make(map[int64]*call), tokens: make(map[string]int64), incoming: make(map[transport.ID]func(error))},
+		st:    state{calls: make(map[int64]*call), tokens: make(map[string]int64), incoming: make(map[transport.ID]func(error)), asking: make(map[transport.ID]string)},
 	}
 	s.ctx, s.stop = context.WithCancelCause(context.Background())
 	if d, ok := conn.(directAnswers); ok {
@@ -691,6 +698,8 @@ func (s *Session) end(err error) error {
 			running = append(running, cancel)
 		}
 		st.incoming = nil
+		st.asking = nil
+		st.wakeAsked()
 		return nil
 	})
 	if !first {
@@ -959,6 +968,8 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 			refusal = &transport.Error{Code: int64(protocol.CodeServerBusy), Message: "too many requests in flight"}
 		default:
 			st.incoming[r.ID] = cancel
+			st.asking[r.ID] = r.Method
+			st.requests++
 		}
 		return nil
 	})
@@ -996,7 +1007,84 @@ func (s *Session) requested(r *transport.Request, related transport.ID) {
 			res = json.RawMessage(`{}`)
 		}
 		s.reply(r.ID, res, jerr)
+		_ = s.update(func(st *state) error {
+			delete(st.asking, r.ID) // its answer is written: Settle may go on
+			st.wakeAsked()
+			return nil
+		})
 	})
+}
+
+// ping pings the upstream and waits for its answer; an error answer is
+// an answer.
+func (s *Session) ping(ctx context.Context) error {
+	if _, err := s.Call(ctx, "ping", nil, nil); err != nil {
+		if _, answered := errors.AsType[*transport.Error](err); !answered {
+			return err
+		}
+	}
+	return nil
+}
+
+// wakeAsked wakes those waiting in Settle: a request left asking.
+func (st *state) wakeAsked() {
+	if st.answered != nil {
+		close(st.answered)
+		st.answered = nil
+	}
+}
+
+// Settle pings the upstream and, once it has answered, waits until each
+// of its requests of method (roots/list, say) that came before that
+// answer has its answer written by OnRequest: over stdio, where the
+// upstream's messages come in the order it sent them, what it asked at
+// once on initialized has its answer when Settle returns nil. It returns
+// how many requests OnRequest took on the session so far, of any method,
+// answered or not. An error answer to the ping is an answer; ctx bounds
+// the whole wait, and the end of the session ends it with [Session.Err].
+func (s *Session) Settle(ctx context.Context, method string) (int, error) {
+	if err := s.ping(ctx); err != nil {
+		return 0, err
+	}
+	var pending []transport.ID
+	asked := 0
+	_ = s.update(func(st *state) error {
+		for id, m := range st.asking {
+			if m == method {
+				pending = append(pending, id)
+			}
+		}
+		asked = st.requests
+		return nil
+	})
+	for {
+		var wait chan struct{}
+		var gone error
+		_ = s.update(func(st *state) error {
+			pending = slices.DeleteFunc(pending, func(id transport.ID) bool { _, ok := st.asking[id]; return !ok })
+			switch {
+			case st.err != nil:
+				gone = st.err
+			case len(pending) > 0:
+				if st.answered == nil {
+					st.answered = make(chan struct{})
+				}
+				wait = st.answered
+			}
+			return nil
+		})
+		switch {
+		case gone != nil:
+			return asked, gone
+		case wait == nil:
+			return asked, nil
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return asked, context.Cause(ctx)
+		}
+	}
 }
 
 // write sends req, our request, with what its notes ask of an HTTP
