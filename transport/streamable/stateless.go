@@ -33,7 +33,11 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		// cancelled it: the server stopped under it (its shutdown's grace
 		// ran out, or it closed). The client gets the error EndAnswer
 		// names, with its id, never an empty 200.
-		conn.st.shutDown(&transport.Response{ID: conn.req.ID, Error: cutByShutdown()})
+		var cut *transport.Response
+		if conn.r.Context().Err() == nil { // a client that left is written nothing
+			cut = &transport.Response{ID: conn.req.ID, Error: cutByShutdown()}
+		}
+		conn.st.shutDown(cut)
 	}
 }
 
