@@ -156,20 +156,26 @@ func TestMeterProviderEnvironment(t *testing.T) {
 		name    string
 		env     map[string]string
 		noop    bool
+		grpc    bool // given WithGRPC
 		wantErr string
 	}{
 		{name: "unset", noop: true},
 		{name: "none", env: map[string]string{"OTEL_METRICS_EXPORTER": "none"}, noop: true},
 		{name: "disabled", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, noop: true},
 		{name: "otlp", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}},
-		{name: "otlp grpc", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}},
+		{name: "otlp grpc", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, grpc: true},
+		{name: "otlp grpc not linked", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, wantErr: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=grpc: this program does not link OTLP over gRPC"},
 		{name: "console", env: map[string]string{"OTEL_METRICS_EXPORTER": "console"}},
 		{name: "prometheus", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, wantErr: `OTEL_METRICS_EXPORTER="prometheus" is not supported`},
 		{name: "bad protocol", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setMetricsEnv(t, tc.env)
-			mp, shutdown, err := otelsetup.MeterProvider(t.Context(), otelsetup.WithConsoleWriter(io.Discard))
+			var grpc otelsetup.Option
+			if tc.grpc {
+				grpc = otelsetup.WithGRPC(grpcExporters)
+			}
+			mp, shutdown, err := otelsetup.MeterProvider(t.Context(), grpc, otelsetup.WithConsoleWriter(io.Discard))
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
