@@ -118,10 +118,9 @@ func TestMetricProducer(t *testing.T) {
 			assert.Equal(t, trace.TraceID{1, 2, 3}, trace.TraceID(dp.Exemplars[0].TraceID), "exemplar trace id as 16 bytes")
 		}
 	}
-	assert.Equal(t, uint64(4), counts[set(method, echo)], "echo's ok calls and its tool error: one duration, no error.type")
-	assert.Equal(t, uint64(1), counts[set(method, sleep)], "the cancelled call")
-	assert.Contains(t, counts, set(attribute.String("mcp.method.name", "initialize"), attribute.String("mcp.protocol.version", "2025-11-25"),
-		attribute.String("network.transport", "pipe")), "series created at zero are exported")
+	assert.Equal(t, uint64(3), counts[set(method, echo)], "echo's ok calls: no error.type")
+	assert.Equal(t, uint64(1), counts[set(method, echo, attribute.String("error.type", "tool_error"))], "echo's tool error: its error.type (semconv)")
+	assert.Equal(t, uint64(1), counts[set(method, sleep, attribute.String("error.type", "cancelled"))], "the cancelled call")
 
 	sum := func(name string, kvs ...attribute.KeyValue) float64 {
 		t.Helper()
