@@ -246,8 +246,11 @@ bench-service:
 	@echo "==> bench-service: cmd/vigil-bench (about two minutes)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" $(BENCH_FLAGS)
 
-## bench-footprint: what one request costs vigil's handler and the floor's, in process, under cachegrind (instructions, L1 cache misses, mispredicted branches: counts that do not vary from run to run); installs valgrind when missing; run by hand.
+## bench-footprint: what the README's first program links, weighs and takes to build from an empty cache against go-sdk's and mcp-go's one-tool servers (cmd/vigil-bench -weight, a few minutes on 2 cores),
+## then what one request costs vigil's handler and the floor's, in process, under cachegrind (instructions, L1 cache misses, mispredicted branches: counts that do not vary from run to run); installs valgrind when missing; run by hand.
 bench-footprint:
+	@echo "==> bench-footprint: cmd/vigil-bench -weight (cold builds: a few minutes)"
+	$(GO) run ./cmd/vigil-bench -go "$(GO)" -weight $(BENCH_FLAGS)
 	@command -v valgrind >/dev/null || { echo "==> apt-get install valgrind"; $$( [[ $$(id -u) -ne 0 ]] && echo sudo ) apt-get install -y --no-install-recommends valgrind; }
 	@echo "==> bench-footprint: cmd/vigil-bench -footprint (about a minute)"
 	$(GO) run ./cmd/vigil-bench -go "$(GO)" -footprint $(BENCH_FLAGS)

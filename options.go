@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/vigil-mcp/vigil/debugpage"
+	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/middleware"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/transport/streamable"
@@ -28,8 +31,9 @@ func (f option) apply(c *config) { f(c) }
 // config is what the options select.
 type config struct {
 	logger       *slog.Logger
-	tracer       trace.TracerProvider // nil: from the OTEL_* environment
-	pageSet      bool                 // WithPage was given
+	tracer       trace.TracerProvider    // nil: from the OTEL_* environment
+	otlpGRPC     otelsetup.GRPCExporters // WithOTLPGRPC
+	pageSet      bool                    // WithPage was given
 	page         *debugpage.Recorder
 	pageOpts     []debugpage.HandlerOption
 	serverOpts   []server.Option
@@ -62,6 +66,16 @@ func WithLogger(l *slog.Logger) Option {
 // exporter); the caller owns tp and shuts it down.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return option(func(c *config) { c.tracer = tp })
+}
+
+// WithOTLPGRPC lets OTEL_EXPORTER_OTLP_PROTOCOL=grpc (or its per-signal
+// variables) send spans and metrics over OTLP/gRPC, with the exporters
+// spans and metrics build (package telemetry/otlpgrpc has both:
+// otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter). Without it a
+// service sends OTLP over HTTP only, links no gRPC, and New fails when the
+// environment asks for grpc.
+func WithOTLPGRPC(spans func(context.Context) (sdktrace.SpanExporter, error), metrics func(context.Context) (sdkmetric.Exporter, error)) Option {
+	return option(func(c *config) { c.otlpGRPC = otelsetup.GRPCExporters{Spans: spans, Metrics: metrics} })
 }
 
 // WithRegistry sets the Prometheus registry that /metrics serves, for

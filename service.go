@@ -105,7 +105,7 @@ func (s *Service) instrument() error {
 	if s.Page != nil {
 		ring = s.Page.SpanExporter
 	}
-	in, err := newInstruments(context.Background(), s.name, s.version, s.cfg.registry, s.cfg.tracer, ring)
+	in, err := newInstruments(context.Background(), s.name, s.version, s.cfg.registry, s.cfg.tracer, s.cfg.otlpGRPC, ring)
 	if err != nil {
 		return err
 	}

@@ -47,8 +47,10 @@ type instruments struct {
 // where OTEL_METRICS_EXPORTER says (otelsetup.MeterProvider; unset means
 // not at all), read from the registry at each export
 // (otelsetup.MetricProducer), so that recording a request costs the same
-// whether they are pushed or not.
-func newInstruments(ctx context.Context, name, version string, registry *prometheus.Registry, tracer trace.TracerProvider, ring func() sdktrace.SpanExporter) (*instruments, error) {
+// whether they are pushed or not. OTLP goes over HTTP, or over gRPC
+// when the environment asks for it and grpc has its exporters
+// (WithOTLPGRPC).
+func newInstruments(ctx context.Context, name, version string, registry *prometheus.Registry, tracer trace.TracerProvider, grpc otelsetup.GRPCExporters, ring func() sdktrace.SpanExporter) (*instruments, error) {
 	if registry == nil {
 		registry = prometheus.NewRegistry()
 	}
@@ -85,7 +87,8 @@ func newInstruments(ctx context.Context, name, version string, registry *prometh
 			otelsetup.WithService(name, version),
 			otelsetup.WithFallbackExporter(fallback),
 			otelsetup.WithSyncFallback(), // the ring keeps spans in memory: no queue, no goroutine
-			otelsetup.WithConsoleWriter(os.Stderr))
+			otelsetup.WithConsoleWriter(os.Stderr),
+			otelsetup.WithGRPC(grpc))
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +103,7 @@ func newInstruments(ctx context.Context, name, version string, registry *prometh
 	_, shutdownMetrics, err := otelsetup.MeterProvider(ctx,
 		otelsetup.WithService(name, version),
 		otelsetup.WithConsoleWriter(os.Stderr),
+		otelsetup.WithGRPC(grpc),
 		otelsetup.WithMetricProducer(otelsetup.MetricProducer(in.pushed)))
 	if err != nil {
 		return nil, errors.Join(err, shutdownTraces(ctx))

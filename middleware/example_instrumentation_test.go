@@ -181,7 +181,7 @@ func ExampleNewInstrumentation() {
 		}
 	}
 	// Output:
-	// gen_ai_tool_name="" mcp_method_name="initialize" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
-	// gen_ai_tool_name="get_weather" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
-	// gen_ai_tool_name="other" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" 1
+	// error_type="" gen_ai_tool_name="" mcp_method_name="initialize" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="" 1
+	// error_type="" gen_ai_tool_name="get_weather" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="" 1
+	// error_type="" gen_ai_tool_name="other" mcp_method_name="tools/call" mcp_protocol_version="2025-11-25" network_protocol_name="" network_transport="pipe" rpc_response_status_code="-32602" 1
 }

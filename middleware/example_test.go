@@ -71,9 +71,9 @@ func ExampleInstrumentation_ConnServer() {
 		}
 	}
 	// Output:
-	// mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
-	// mcp_server_operation_duration_seconds{gen_ai_tool_name="greet",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
-	// mcp_server_operation_duration_seconds{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 1
+	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1
+	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="greet",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""} 1
+	// mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code="-32602"} 1
 	// mcp_server_received_messages_total{kind="request",transport="memory"} 3
 	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",outcome="ok",rpc_response_status_code=""} 1
 	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="greet",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 1

@@ -50,7 +50,7 @@ func TestExemplarsCarryTraceID(t *testing.T) {
 					mcpconv.MetricRequestsFinished, mcpconv.MetricOperationDuration)
 				require.NoError(t, err)
 				counter := regexp.MustCompile(`(?m)^mcp_server_requests_finished_total\{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""\} 1\.0 # \{trace_id="` + traceID + `"\} 1\.0 [0-9.e+]+$`)
-				bucket := regexp.MustCompile(`(?m)^mcp_server_operation_duration_seconds_bucket\{gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",le="0\.01"\} 1 # \{trace_id="` + traceID + `"\} 0\.0 [0-9.e+]+$`)
+				bucket := regexp.MustCompile(`(?m)^mcp_server_operation_duration_seconds_bucket\{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",rpc_response_status_code="",le="0\.01"\} 1 # \{trace_id="` + traceID + `"\} 0\.0 [0-9.e+]+$`)
 				anyExemplar := regexp.MustCompile(`# \{trace_id=`)
 				if tt.present {
 					assert.Regexp(t, counter, string(text))

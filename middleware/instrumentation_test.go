@@ -147,7 +147,7 @@ func TestInstrumentationLearnsTools(t *testing.T) {
 		addTools(t, srv)
 		r := &rig{t: t, m: m, srv: srv}
 		conns := inst.ConnServer(srv, telemetry.TransportMemory)
-		created, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricOperationDuration)
+		created, err := testutil.CollectAndFormat(m, expfmt.TypeTextPlain, mcpconv.MetricRequestsFinished)
 		require.NoError(t, err)
 		for _, tool := range srv.ToolNames() {
 			assert.Contains(t, string(created), `gen_ai_tool_name="`+tool+`"`, "ConnServer creates a series per registered tool at zero")

@@ -58,7 +58,8 @@ func fault(code, tool, method string) string {
 }
 
 // durCount is the key of a duration count in series: one per method and
-// tool label, whatever the outcome.
+// tool label, whatever the outcome (series sums the error types and status
+// codes of the duration).
 func durCount(tool, method string) string {
 	return `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="` + tool + `",mcp_method_name="` + method + `"}`
 }
@@ -405,10 +406,10 @@ func TestMetricsScenarios(t *testing.T) {
 }
 
 // The duration of a request carries the semantic conventions' labels: its
-// protocol version and its network (a pipe for the memory transport),
-// whatever its outcome. Its finished count carries, for an error response,
-// its code as rpc_response_status_code; a caller's fault (-32602) has no
-// error_type, a server error (-32603) keeps its own.
+// protocol version and its network (a pipe for the memory transport), and
+// like its finished count, for an error response, its code as
+// rpc_response_status_code; a caller's fault (-32602) has no error_type, a
+// server error (-32603) keeps its own.
 func TestMetricsSemconvLabels(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -423,12 +424,12 @@ func TestMetricsSemconvLabels(t *testing.T) {
 		r.close()
 
 		got := allSeries(t, r.m)
-		const tail = `mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"}`
+		const era = `mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe",`
 		for key, n := range map[string]float64{
-			`{gen_ai_tool_name="",mcp_method_name="initialize",` + tail:      1,
-			`{gen_ai_tool_name="echo",mcp_method_name="tools/call",` + tail:  1,
-			`{gen_ai_tool_name="other",mcp_method_name="tools/call",` + tail: 1,
-			`{gen_ai_tool_name="panic",mcp_method_name="tools/call",` + tail: 1,
+			`{error_type="",gen_ai_tool_name="",mcp_method_name="initialize",` + era + `rpc_response_status_code=""}`:                  1,
+			`{error_type="",gen_ai_tool_name="echo",mcp_method_name="tools/call",` + era + `rpc_response_status_code=""}`:              1,
+			`{error_type="",gen_ai_tool_name="other",mcp_method_name="tools/call",` + era + `rpc_response_status_code="-32602"}`:       1,
+			`{error_type="-32603",gen_ai_tool_name="panic",mcp_method_name="tools/call",` + era + `rpc_response_status_code="-32603"}`: 1,
 		} {
 			assert.InDelta(t, n, got["mcp_server_operation_duration_seconds_count"+key], 0, key)
 		}

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -20,9 +19,5 @@ func metricsVocabulary() metrics.Vocabulary {
 		InvalidParams:     protocol.CodeInvalidParams.String(),
 		MissingCapability: protocol.CodeMissingRequiredClientCapability.String(),
 		Versions:          protocol.Versions(),
-		EraVersions:       []string{protocol.Version20260728, protocol.Version20251125},
-		OfEra: func(version, method string) bool {
-			return vocab.InEra(version == protocol.Version20260728, method)
-		},
 	}
 }

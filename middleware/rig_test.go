@@ -172,6 +172,8 @@ func labelString(labels []*dto.LabelPair, collapse bool) string {
 			continue
 		case collapse && l.GetValue() == "" && (name == mcpconv.LabelStatusCode || name == mcpconv.LabelErrorType && hasLabel(labels, mcpconv.LabelCause)):
 			continue
+		case collapse && (name == mcpconv.LabelErrorType || name == mcpconv.LabelStatusCode) && hasLabel(labels, mcpconv.LabelProtocolVersion):
+			continue // the request duration: one count per method and tool, whatever the outcome
 		}
 		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 	}

@@ -43,6 +43,7 @@ type config struct {
 	gateway   bool // vigil through a vigil -upstream gateway against vigil directly
 	hopTries  int  // samples of each -hop measurement
 	footprint bool // the handlers' instructions and cache misses under cachegrind
+	weight    bool // what the one-tool servers link, weigh and take to build
 	scaleRun  bool // the scale benchmark: streams and fan-out, overload, large payloads
 	scale     scaleConfig
 	clients   int      // concurrent clients (and tokens, with auth)
@@ -67,6 +68,7 @@ func main() {
 	flag.BoolVar(&cfg.gateway, "gateway", false, "measure a gateway hop: vigil called through a vigil -upstream in front of it (over HTTP, then over stdio) against vigil called directly")
 	flag.IntVar(&cfg.hopTries, "hop-tries", 200, "with -hop: samples of each measurement")
 	flag.BoolVar(&cfg.footprint, "footprint", false, "measure what one request costs vigil's handler and the floor's in process, under cachegrind: instructions, L1 instruction- and data-cache misses, mispredicted branches (needs valgrind)")
+	flag.BoolVar(&cfg.weight, "weight", false, "measure the README's first program against the same one-tool server in go-sdk and mcp-go: packages linked outside the standard library, binary size and build time from an empty build cache")
 	flag.IntVar(&cfg.clients, "clients", 32, "concurrent clients")
 	flag.BoolVar(&cfg.scaleRun, "scale", false, "run the scale benchmark (make bench-scale): sessions with open GET streams and list_changed fan-outs on cmd/vigil-everything, overload and a large echo on cmd/vigil, each against the floor")
 	flag.IntVar(&cfg.scale.sessions, "scale-sessions", 10000, "with -scale: sessions, each with its standalone GET stream (lowered if the file-descriptor limit cannot hold them)")
@@ -104,6 +106,8 @@ func main() {
 		run = runGateway
 	case cfg.footprint:
 		run = runFootprint
+	case cfg.weight:
+		run = runWeight
 	case cfg.scaleRun:
 		run = runScale
 	}

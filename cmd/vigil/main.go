@@ -30,6 +30,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/otelsetup"
 	"github.com/vigil-mcp/vigil/internal/slogtext"
 	"github.com/vigil-mcp/vigil/redisshare"
+	"github.com/vigil-mcp/vigil/telemetry/otlpgrpc"
 	"github.com/vigil-mcp/vigil/transport/stdio"
 )
 
@@ -192,7 +193,8 @@ func pageOptions(ctx context.Context, cfg config, page *debugpage.Recorder, f *f
 	if cfg.traceRing == 0 {
 		none := func(context.Context) (sdktrace.SpanExporter, error) { return nil, nil }
 		tp, shutdown, err := otelsetup.TracerProvider(ctx, otelsetup.WithService("vigil", buildVersion()),
-			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr))
+			otelsetup.WithFallbackExporter(none), otelsetup.WithConsoleWriter(os.Stderr),
+			otelsetup.WithGRPC(otelsetup.GRPCExporters{Spans: otlpgrpc.NewSpanExporter, Metrics: otlpgrpc.NewMetricExporter}))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -101,12 +101,14 @@ type seriesClient interface {
 // TestSeriesMovedExistedAtZero checks issue 68's first acceptance item:
 // after one request of each kind in both eras (a 2025-11-25 session and
 // 2026-07-28 stateless requests) over Streamable HTTP and over stdio,
-// every series a request moved (counters, gauges, durations; successes,
-// tool errors, invalid arguments, -32601, -32602, -32021, cancels, a
-// listen stream) existed at 0 before the first request (the stdio ones
-// once stdio serves, none before); every pre-created duration series
-// carries only label values the run's requests carried, and no series
-// carries an empty protocol version or network.
+// every series a request moved (counters and gauges; successes, tool
+// errors, invalid arguments, -32601, -32602, -32021, cancels, a listen
+// stream) existed at 0 before the first request (the stdio ones once stdio
+// serves, none before). The request durations appear at first use (their
+// exact counts are the finished counter's, at zero): none exists at zero,
+// none carries an empty protocol version or network, and in both eras the
+// failures' carry their error type and status code (semconv error.type
+// and rpc.response.status_code).
 func TestSeriesMovedExistedAtZero(t *testing.T) {
 	cfg, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
@@ -167,19 +169,13 @@ func TestSeriesMovedExistedAtZero(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	after := scrapeSeries(t, reg)
 	moved, existed := 0, 0
-	carried := map[string]map[string]bool{} // the duration's label values requests carried
 	for key, v := range after {
 		before, was := atZero[key]
 		if was && before == v {
 			continue
 		}
-		if family, labels := seriesLabels(key); family == mcpconv.MetricOperationDuration {
-			for k, val := range labels {
-				if carried[k] == nil {
-					carried[k] = map[string]bool{}
-				}
-				carried[k][val] = true
-			}
+		if family, _ := seriesLabels(key); family == mcpconv.MetricOperationDuration {
+			continue // made at first use
 		}
 		moved++
 		if assert.True(t, was, "moved without existing at 0 before: %s = %v", key, v) {
@@ -190,25 +186,33 @@ func TestSeriesMovedExistedAtZero(t *testing.T) {
 		len(start), preStarted, moved, existed)
 	assert.Positive(t, moved)
 
-	// What was made at zero carries only what requests carry.
-	precreated, unmoved := 0, []string{}
 	for key := range atZero {
+		family, _ := seriesLabels(key)
+		assert.NotEqual(t, mcpconv.MetricOperationDuration, family, "a duration at zero: %s", key)
+	}
+	inEra := map[string]bool{} // era + " " + label=value of the durations the run made
+	for key, v := range after {
 		family, labels := seriesLabels(key)
-		if family != mcpconv.MetricOperationDuration {
+		if family != mcpconv.MetricOperationDuration || v == 0 {
 			continue
-		}
-		precreated++
-		for k, val := range labels {
-			assert.True(t, carried[k][val], "pre-created %s: no request carried %s=%q", key, k, val)
 		}
 		assert.NotEmpty(t, labels[mcpconv.LabelProtocolVersion], key)
 		assert.NotEmpty(t, labels[mcpconv.LabelNetTransport], key)
-		if after[key] == 0 {
-			unmoved = append(unmoved, key)
+		for k, val := range labels {
+			inEra[labels[mcpconv.LabelProtocolVersion]+" "+k+"="+val] = true
 		}
 	}
-	t.Logf("pre-created durations: %d, not moved by the run: %d %v", precreated, len(unmoved), unmoved)
-	assert.Empty(t, unmoved, "every pre-created duration is one a request of the run moved")
+	for _, era := range []string{protocol.Version20251125, protocol.Version20260728} {
+		for _, want := range []string{
+			mcpconv.LabelErrorType + "=",
+			mcpconv.LabelErrorType + "=" + mcpconv.ErrorTypeTool,
+			mcpconv.LabelErrorType + "=" + mcpconv.ErrorTypeInvalidArguments,
+			mcpconv.LabelStatusCode + "=" + protocol.CodeInvalidParams.String(),
+		} {
+			assert.True(t, inEra[era+" "+want], "in %s, a duration carries %s", era, want)
+		}
+	}
+	assert.True(t, inEra[protocol.Version20251125+" "+mcpconv.LabelStatusCode+"="+protocol.CodeMethodNotFound.String()], "a -32601's duration carries its status code")
 }
 
 // driveEveryKind sends one request of each kind of the era through c.

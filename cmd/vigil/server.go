@@ -15,6 +15,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/auth"
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/telemetry/otlpgrpc"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
 
@@ -51,6 +52,8 @@ func newService(cfg config, logger *slog.Logger, registry *prometheus.Registry, 
 		vigil.WithEndpointOptions(endpointOptions(cfg, counts)...),
 		vigil.WithAllowedHosts(cfg.allowedHosts...),
 		vigil.WithShutdownGrace(drainGrace(cfg)),
+		// OTEL_EXPORTER_OTLP_PROTOCOL=grpc works here: the command links gRPC.
+		vigil.WithOTLPGRPC(otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter),
 	}, opts...)...)
 	if err := svc.Err(); err != nil {
 		return nil, err

@@ -115,6 +115,7 @@ func TestServiceZeroConfig(t *testing.T) {
 	duration := svcSample(t, families, "mcp_server_operation_duration_seconds", map[string]string{
 		"mcp_method_name": "tools/call", "gen_ai_tool_name": "echo",
 		"mcp_protocol_version": "2025-11-25", "network_transport": "tcp", "network_protocol_name": "http",
+		"error_type": "", "rpc_response_status_code": "",
 	})
 	assert.Equal(t, uint64(1), duration.GetHistogram().GetSampleCount())
 	sessions := svcSample(t, families, "mcp_server_sessions_active", map[string]string{"transport": "streamable_http"})

@@ -20,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/middleware/policy"
 	"github.com/vigil-mcp/vigil/redisshare"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
 // targetLabels are the labels Prometheus (or the Prometheus Operator) adds
@@ -60,8 +61,18 @@ func newCatalog(t *testing.T) *catalog {
 	for _, t := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
 		m.Precreate(t, mcpconv.RequestMethods(), []string{mcpconv.LabelOther}) // every series a server may have
 	}
-	// What Precreate leaves to first use: a cancelled call of the tool
-	// other, whose one end made at zero is an unknown tool's -32602.
+	// What Precreate leaves to first use: the request durations, made by a
+	// request of each method over each transport in each protocol version;
+	// a cancelled call of the tool other, whose one end made at zero is an
+	// unknown tool's -32602.
+	for _, tr := range []string{telemetry.TransportStdio, telemetry.TransportStreamableHTTP, telemetry.TransportMemory, mcpconv.LabelOther} {
+		for _, method := range mcpconv.RequestMethods() {
+			for _, v := range protocol.Versions() {
+				m.RequestStarted(method)
+				m.RequestFinished(metrics.RequestEnd{Method: method, Outcome: mcpconv.OutcomeOK, ProtocolVersion: v, Transport: tr})
+			}
+		}
+	}
 	m.RequestStarted("tools/call")
 	m.RequestFinished(metrics.RequestEnd{Method: "tools/call", Tool: mcpconv.LabelOther, Outcome: mcpconv.OutcomeCancelled, ErrorType: mcpconv.ErrorTypeCancelled})
 	reg := prometheus.NewRegistry()

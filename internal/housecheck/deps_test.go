@@ -10,12 +10,13 @@ import (
 )
 
 // lightPackages are the packages a server that serves stdio, or HTTP with
-// metrics, traces and the live page, links, and the smallest instrumented
+// metrics, traces and the live page, links (the root package vigil, ".",
+// among them), and the smallest instrumented
 // stdio server (testdata/stdiosize, whose size docs/performance.md gives):
 // they must not pull in what only some deployments choose (Redis, an
 // OAuth verifier, an OTLP exporter over gRPC) nor what only tests need (a
 // browser driver).
-var lightPackages = []string{"server", "transport/stdio", "middleware", "debugpage", "internal/housecheck/testdata/stdiosize"}
+var lightPackages = []string{".", "server", "transport/stdio", "middleware", "debugpage", "internal/housecheck/testdata/stdiosize"}
 
 // heavyModules are the module paths lightPackages must not depend on,
 // with the package that brings each in where it is chosen.
@@ -25,7 +26,7 @@ var heavyModules = map[string]string{
 	"github.com/MicahParks/keyfunc": "middleware/oauth",
 	"github.com/MicahParks/jwkset":  "middleware/oauth",
 	"github.com/google/cel-go":      "middleware/policy",
-	"google.golang.org/grpc":        "internal/otelsetup (OTLP over gRPC)",
+	"google.golang.org/grpc":        "telemetry/otlpgrpc (OTLP over gRPC, which a program asks for)",
 	"github.com/chromedp":           "tests only",
 }
 
@@ -47,6 +48,9 @@ func heavyProblems(pkgs []listedPackage) []string {
 	var problems []string
 	for _, p := range pkgs {
 		rel, ok := strings.CutPrefix(p.ImportPath, modulePath+"/")
+		if p.ImportPath == modulePath {
+			rel, ok = ".", true
+		}
 		if !ok || !slices.Contains(lightPackages, rel) {
 			continue
 		}

@@ -44,8 +44,8 @@ func ExampleNew() {
 		}
 	}
 	// Output:
-	// mcp_server_operation_duration_seconds_sum{gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp"} 0.15
-	// mcp_server_operation_duration_seconds_count{gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp"} 1
+	// mcp_server_operation_duration_seconds_sum{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code=""} 0.15
+	// mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code=""} 1
 	// mcp_server_requests_finished_total{error_type="",gen_ai_tool_name="get_weather",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 1
 	// mcp_server_requests_started_total{mcp_method_name="tools/call"} 1
 }

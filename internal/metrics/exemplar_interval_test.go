@@ -28,7 +28,7 @@ const (
 func TestExemplarInterval(t *testing.T) {
 	t.Parallel()
 	bucket := func(le string) string {
-		return `mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=` + le + ` trace_id=`
+		return `mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=` + le + ` trace_id=`
 	}
 	tests := []struct {
 		name string

@@ -45,9 +45,6 @@ type Metrics struct {
 	toolsMu sync.Mutex // serializes SetToolNames
 	tools   atomic.Pointer[metricsLabelSet]
 
-	netsMu     sync.Mutex // guards servedNets
-	servedNets []int      // the netIndex of each transport Precreate was given
-
 	// Registered tools labeled with their own names (see
 	// RequestEnd.ToolRegistered), at most maxRegisteredTools of them.
 	registered      stringCache[struct{}] // tool names
@@ -130,7 +127,8 @@ func New(v Vocabulary, opts ...Option) *Metrics {
 // durationLabels are the labels of the request duration: upstream last,
 // a gateway's only.
 func durationLabels(cfg metricsConfig) []string {
-	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol}
+	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol,
+		mcpconv.LabelErrorType, mcpconv.LabelStatusCode}
 	if cfg.upstreams != nil {
 		l = append(l, mcpconv.LabelUpstream)
 	}
@@ -138,12 +136,13 @@ func durationLabels(cfg metricsConfig) []string {
 }
 
 // durationOf returns the request duration series of these labels (upstream
-// left out without the label).
-func (m *Metrics) durationOf(method, tool, version, transport, protocolName, upstream string) prometheus.Observer {
+// left out without the label); errType and status are the finished
+// count's, empty on success.
+func (m *Metrics) durationOf(method, tool, version, transport, protocolName, errType, status, upstream string) prometheus.Observer {
 	if m.upstreams == nil {
-		return m.duration.WithLabelValues(method, tool, version, transport, protocolName)
+		return m.duration.WithLabelValues(method, tool, version, transport, protocolName, errType, status)
 	}
-	return m.duration.WithLabelValues(method, tool, version, transport, protocolName, upstream)
+	return m.duration.WithLabelValues(method, tool, version, transport, protocolName, errType, status, upstream)
 }
 
 func (m *Metrics) newVectors(cfg metricsConfig) {
@@ -162,90 +161,51 @@ func (m *Metrics) newVectors(cfg metricsConfig) {
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 	}
+	// One sentence each: what every label and value means is in
+	// docs/operations.md, where /metrics links to.
 	m.duration = histogram(mcpconv.MetricOperationDuration,
-		"Duration of MCP requests on the server, from receipt until the response was written or the decision not to write one was made (semconv mcp.server.operation.duration), "+
-			"whatever their outcome: how each ended is mcp_server_requests_finished_total's, by the same method and tool. "+
-			"mcp_method_name: the request method, other when unknown. gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
-			`mcp_protocol_version: the request's protocol version, other when unknown. `+
-			`network_transport and network_protocol_name: pipe for stdio, tcp and http for Streamable HTTP. `+
-			`upstream (a gateway's only): the upstream a tools/call's tool is forwarded to, empty for other requests.`,
+		"Duration of MCP requests from receipt until answered or dropped (semconv mcp.server.operation.duration), by method, tool, protocol version, network and, for failures, error type and status code.",
 		durationLabels(cfg)...)
 	m.started = counter(mcpconv.MetricRequestsStarted,
-		"MCP requests that reached the handler chain. mcp_method_name: the request method, other when unknown. "+
-			"Once requests in flight are zero, this equals the sum of mcp_server_requests_finished_total over its other labels.",
+		"MCP requests that reached the handler chain, by method.",
 		mcpconv.LabelMethod)
 	m.finished = counter(mcpconv.MetricRequestsFinished,
-		"MCP requests that ended, each in exactly one outcome. mcp_method_name: the request method, other when unknown. "+
-			"gen_ai_tool_name: the tool of tools/call if registered, other if not, empty for other methods. "+
-			"outcome: ok (answered with a result, including tool results with isError), error (answered with a JSON-RPC error), "+
-			"cancelled (context cancelled before the handler returned, not answered), dropped (finished but the response could not be written). "+
-			`error_type (semconv error.type): empty on success and for a caller's fault (-32700, -32600, -32601, -32602, -32002), else the JSON-RPC error code (e.g. "-32603"), `+
-			`tool_error for a tool result with isError, invalid_arguments for one refused by the tool's input schema, cancelled or dropped when no response was written, _OTHER for an unknown code. `+
-			`rpc_response_status_code: the JSON-RPC code of every error response, caller's faults included, empty otherwise.`,
+		"MCP requests that ended, each in exactly one outcome (ok, error, cancelled, dropped), by method, tool, error type and status code.",
 		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelOutcome, mcpconv.LabelErrorType, mcpconv.LabelStatusCode)
 	m.inFlight = gauge(mcpconv.MetricRequestsInFlight,
-		"MCP requests started and not yet finished. mcp_method_name: the request method, other when unknown.",
+		"MCP requests started and not yet finished, by method.",
 		mcpconv.LabelMethod)
 	m.sessions = gauge(mcpconv.MetricSessionsActive,
-		"MCP sessions being served. transport: stdio, streamable_http, memory, or other.",
+		"MCP sessions being served, by transport.",
 		mcpconv.LabelTransport)
 	m.sessionDuration = histogram(mcpconv.MetricSessionDuration,
-		"Duration of ended MCP sessions (semconv mcp.server.session.duration). transport: stdio, streamable_http, memory, or other. "+
-			"cause: what ended the session: transport_close (end of input, peer gone, transport closed), shutdown, timeout, other (e.g. the caller's context). "+
-			"error_type: set when the session ended in error: timeout, or _OTHER for cause other.",
+		"Duration of ended MCP sessions (semconv mcp.server.session.duration), by transport, the cause that ended them and, when in error, error type.",
 		mcpconv.LabelTransport, mcpconv.LabelCause, mcpconv.LabelErrorType)
 	m.cancellations = counter(mcpconv.MetricCancellations,
-		"Cancellations of MCP request handlers, an event counter that overlaps the outcomes. mcp_method_name: the request method, other when unknown. "+
-			"cause: client_cancel (notifications/cancelled), transport_close (the client is gone: the connection or session ended, a write failed, or the request's stream closed with the session's GET stream), "+
-			"stream_close (the client closed the request's stream only, and sent no notifications/cancelled), "+
-			"shutdown (the server stopped), timeout (the handler ran out of time, whether or not it was then answered with -32001), "+
-			"upstream_closed (what the handler relied on, such as a gateway's upstream server, went away mid-request; answered with an error), other.",
+		"Cancellations of MCP request handlers, an event counter beside the outcomes, by method and cause.",
 		mcpconv.LabelMethod, mcpconv.LabelCause)
 	m.drops = counter(mcpconv.MetricLateResponsesDropped,
-		"MCP requests that ended without a response being written, an event counter. mcp_method_name: the request method, other when unknown. "+
-			"reason: cancelled (the client cancelled; MCP says not to answer), writer_closed (the session's writer was closed), "+
-			"peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed stream), shutdown (the server cancelled the request to stop).",
+		"MCP requests that ended without their response written, by method and reason.",
 		mcpconv.LabelMethod, mcpconv.LabelReason)
 	m.writeErrors = counter(mcpconv.MetricTransportWriteErrors,
-		"Failed writes of MCP messages. transport: stdio, streamable_http, memory, or other. "+
-			"class: writer_closed (this side had closed the writer) or peer_gone (the peer vanished: EPIPE, ECONNRESET, a closed pipe or stream).",
+		"Failed writes of MCP messages, by transport and class (writer_closed or peer_gone).",
 		mcpconv.LabelTransport, mcpconv.LabelClass)
 	m.clientFailed = counter(mcpconv.MetricClientRequestsFailed,
-		"Server-to-client requests still waiting for the client when their session ended, failed with connection closed. "+
-			"mcp_method_name: the request method (roots/list, sampling/createMessage, elicitation/create, ...), other when unknown.",
+		"Server-to-client requests still waiting for the client when their session ended, by method.",
 		mcpconv.LabelMethod)
 	m.rejected = counter(mcpconv.MetricMessagesRejected,
-		"Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, "+
-			"duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, "+
-			"in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), "+
-			"protocol_mismatch (a stateless request refused by the protocol version rules), "+
-			"forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), "+
-			"unknown_session (HTTP: unknown or ended session id), "+
-			"session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), "+
-			"overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), "+
-			"store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), "+
-			"memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), "+
-			"cancel_unproven (a 2026-07-28 notifications/cancelled without a principal, which did not end a request whose stream stayed open), "+
-			"cancel_relay_limit (an unmatched 2026-07-28 notifications/cancelled not relayed to other replicas: its caller over its rate), other.",
+		"Incoming MCP messages refused or ignored before they reached a handler, by reason.",
 		mcpconv.LabelReason)
 	m.tooLarge = counter(mcpconv.MetricResultsTooLarge,
-		"Results over their size bound (-max-result-bytes, or a tool's own): a tools/call's answered as a tool error instead (tool_error in the duration), "+
-			"one of resources/read, prompts/get or completion/complete as the JSON-RPC error -32603 (result_too_large in the duration). "+
-			"mcp_method_name: the request method. gen_ai_tool_name: for tools/call, the tool if registered, other if not; empty for the other methods.",
+		"Results over their size bound, answered with a tool error or -32603 instead, by method and tool.",
 		mcpconv.LabelMethod, mcpconv.LabelTool)
 	m.quotaRefused = counter(mcpconv.MetricQuotaRefusals,
-		"Requests and sessions refused because their caller (the authenticated principal, or the client address without authorization) was over a quota. "+
-			"quota: sessions (concurrent sessions), in_flight (requests in flight), tasks, tool_share (its share of a tool's concurrency slots), "+
-			"rate (its request rate), tool_rate (its rate for one tool), bytes (the request bodies its requests in flight hold), other.",
+		"Requests and sessions refused because their caller was over a quota, by quota.",
 		mcpconv.LabelQuota)
-	const kinds = "kind: request, notification, response, batch, or invalid (a frame that did not decode)."
-	const transports = "transport: stdio, streamable_http, memory, or other. "
-	m.msgIn = counter(mcpconv.MetricMessagesReceived, "MCP messages read from the transport. "+transports+kinds, mcpconv.LabelTransport, mcpconv.LabelKind)
-	m.msgOut = counter(mcpconv.MetricMessagesSent, "MCP messages written to the transport, including failed writes. "+transports+kinds, mcpconv.LabelTransport, mcpconv.LabelKind)
-	m.bytesIn = counter(mcpconv.MetricBytesReceived,
-		"Encoded size of the MCP messages read (the JSON-RPC encoding, without framing). "+transports, mcpconv.LabelTransport)
-	m.bytesOut = counter(mcpconv.MetricBytesSent,
-		"Encoded size of the MCP messages written (the JSON-RPC encoding, without framing). "+transports, mcpconv.LabelTransport)
+	m.msgIn = counter(mcpconv.MetricMessagesReceived, "MCP messages read from the transport, by transport and kind.", mcpconv.LabelTransport, mcpconv.LabelKind)
+	m.msgOut = counter(mcpconv.MetricMessagesSent, "MCP messages written to the transport, failed writes included, by transport and kind.", mcpconv.LabelTransport, mcpconv.LabelKind)
+	m.bytesIn = counter(mcpconv.MetricBytesReceived, "Encoded size of the MCP messages read, without framing, by transport.", mcpconv.LabelTransport)
+	m.bytesOut = counter(mcpconv.MetricBytesSent, "Encoded size of the MCP messages written, without framing, by transport.", mcpconv.LabelTransport)
 	m.all = []prometheus.Collector{
 		m.duration, m.started, m.finished, m.inFlight, m.sessions, m.sessionDuration,
 		m.cancellations, m.drops, m.writeErrors, m.clientFailed, m.rejected, m.tooLarge, m.quotaRefused, m.msgIn, m.msgOut, m.bytesIn, m.bytesOut,
@@ -271,12 +231,12 @@ func (m *Metrics) precreate() {
 // transport (a Transport constant; "" for none), the counters of each
 // request method in methods that is in the known set (the server-to-client
 // methods of a feature, tasks/*, with that feature's) with the ends a
-// request of it meets in a day's work, and the durations over transport of
-// each of its methods (Vocabulary.OfEra) and of method other in each era
-// (Vocabulary.EraVersions), and of tools/call for each tool in tools and for
-// tool other (invalid label values are skipped), without changing the
-// tool allow-list. Only label values a request can carry are made: no
-// duration without a transport. The rest are created when first used.
+// request of it meets in a day's work, and those of tools/call for each
+// tool in tools and for tool other (invalid label values are skipped),
+// without changing the tool allow-list. The rest are created when first
+// used, the request duration's among them: its exact counts at zero are
+// the finished count's, and a histogram's series of 15 lines for each
+// method, tool and era would make /metrics of a small server mostly zeros.
 // The middleware package's Instrumentation.ConnServer calls it with the
 // server it is given, as each transport starts to serve. Safe for
 // concurrent use with recording.
@@ -300,40 +260,10 @@ func (m *Metrics) Precreate(transport string, methods, tools []string) {
 	if slices.Contains(methods, "tools/call") {
 		names = append(names, mcpconv.LabelOther) // an unknown tool's -32602
 	}
-	if transport == "" {
-		m.precreateTools(names)
-		return
-	}
-	t := m.transports.bound(transport, mcpconv.LabelOther)
-	m.precreateTransport(t)
-	net := netIndex(t)
-	if net == 0 {
-		m.precreateTools(names)
-		return
-	}
-	m.netsMu.Lock()
-	if !slices.Contains(m.servedNets, net) {
-		m.servedNets = append(m.servedNets, net)
-	}
-	m.netsMu.Unlock()
-	for _, version := range m.vocab.EraVersions {
-		for _, method := range methods {
-			if m.methods.has[method] && method != "tools/call" && m.vocab.OfEra(version, method) {
-				m.precreateDuration(method, "", version, net)
-			}
-		}
-		m.precreateDuration(mcpconv.LabelOther, "", version, net)
+	if transport != "" {
+		m.precreateTransport(m.transports.bound(transport, mcpconv.LabelOther))
 	}
 	m.precreateTools(names)
-	m.precreateTools(m.tools.Load().values)
-}
-
-// precreateDuration makes the duration series of a request of method with
-// tool label tool, in the era of version, over network net (a netIndex),
-// exist at zero.
-func (m *Metrics) precreateDuration(method, tool, version string, net int) {
-	transport, protocolName := netLabels(net)
-	m.durationOf(method, tool, version, transport, protocolName, "")
 }
 
 // succeeds reports whether a request of method, a known one, can end with
@@ -427,7 +357,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 // SetToolNames replaces the allow-list of tool names that label
-// gen_ai_tool_name as they are, and creates their duration series at zero;
+// gen_ai_tool_name as they are, and creates their counters at zero;
 // any other tool is labeled "other", unless the caller says it is
 // registered ([RequestEnd.ToolRegistered], which the middleware package
 // sets from the server's live registry, so that its users need not call
@@ -445,32 +375,14 @@ func (m *Metrics) SetToolNames(names []string) {
 }
 
 // precreateTools makes the series of tools/call of each tool in names
-// exist at zero: its results over their bound, its ends (zeroEnds), and
-// its durations in each era over each network served (none with the
-// upstream label, which a forwarded tool's requests fill in).
+// exist at zero: its results over their bound and its ends (zeroEnds).
 func (m *Metrics) precreateTools(names []string) {
-	nets := m.nets()
 	for _, n := range names {
 		m.tooLarge.WithLabelValues("tools/call", n)
 		for _, e := range m.zeroEnds("tools/call", n) {
 			m.finished.WithLabelValues("tools/call", n, e.outcome, e.errType, e.status)
 		}
-		if m.upstreams != nil {
-			continue
-		}
-		for _, net := range nets {
-			for _, version := range m.vocab.EraVersions {
-				m.precreateDuration("tools/call", n, version, net)
-			}
-		}
 	}
-}
-
-// nets returns the networks Precreate was given a transport of.
-func (m *Metrics) nets() []int {
-	m.netsMu.Lock()
-	defer m.netsMu.Unlock()
-	return slices.Clone(m.servedNets)
 }
 
 // validToolNames returns a copy of names without the invalid label values.

@@ -47,10 +47,8 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 		{mcpconv.MetricRequestsFinished, 1, 2*3 + 6 + 1 + 1, 3 + 1},
 		{mcpconv.MetricCancellations, 6, methods * 6, 2 * 6}, // upstream_closed a gateway's only
 		{mcpconv.MetricLateResponsesDropped, 4, methods * 4, 2 * 4},
-		// Over stdio, whatever the outcome: initialize and ping in 2025-11-25;
-		// method other, tools/call of echo and of tool other in both eras. None
-		// without a transport.
-		{mcpconv.MetricOperationDuration, 0, 2 + 3*2, 0},
+		// None: the request durations appear at a request's first use.
+		{mcpconv.MetricOperationDuration, 0, 0, 0},
 		{mcpconv.MetricSessionsActive, 0, 1, 0},
 		{mcpconv.MetricSessionDuration, 0, 4, 0}, // no client_cancel or stream_close for sessions
 		{mcpconv.MetricTransportWriteErrors, 0, 2, 0},
@@ -73,7 +71,7 @@ func TestNewMetricsPrecreatesSeries(t *testing.T) {
 	}
 
 	const rejected = `
-# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler. reason: parse_error, invalid_request, duplicate_id (a request id still in flight), lifecycle (a request before initialize, or a second initialize), frame_too_large, in_flight_limit (over the per-session limit), shutting_down, invalid_params, unknown_response (a response nobody waits for), protocol_mismatch (a stateless request refused by the protocol version rules), forbidden (HTTP: Host or Origin refused), session_limit (HTTP: over the session limit), unknown_session (HTTP: unknown or ended session id), session_principal_mismatch (HTTP: a session id presented by another principal, answered 404), overloaded (shed at once while the process was overloaded: HTTP 503 with Retry-After, or the busy error), store_unavailable (HTTP: a new session while Redis does not answer, 503 with Retry-After), memory_budget (HTTP: a request while the bodies all callers hold are at the process's memory budget, 503 with Retry-After), cancel_unproven (a 2026-07-28 notifications/cancelled without a principal, which did not end a request whose stream stayed open), cancel_relay_limit (an unmatched 2026-07-28 notifications/cancelled not relayed to other replicas: its caller over its rate), other.
+# HELP mcp_server_messages_rejected_total Incoming MCP messages refused or ignored before they reached a handler, by reason.
 # TYPE mcp_server_messages_rejected_total counter
 mcp_server_messages_rejected_total{reason="cancel_relay_limit"} 0
 mcp_server_messages_rejected_total{reason="cancel_unproven"} 0
@@ -117,24 +115,6 @@ mcp_server_requests_finished_total{error_type="invalid_arguments",gen_ai_tool_na
 mcp_server_requests_finished_total{error_type="tool_error",gen_ai_tool_name="echo",mcp_method_name="tools/call",outcome="ok",rpc_response_status_code=""} 0
 `
 	assert.Equal(t, strings.TrimPrefix(ends, "\n"), seriesText(t, served, mcpconv.MetricRequestsFinished))
-	// The durations: every method served, whatever its outcome, in its eras.
-	const durations = `
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="initialize",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="echo",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="",network_transport="pipe"} 0
-mcp_server_operation_duration_seconds_count{gen_ai_tool_name="other",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_protocol_name="",network_transport="pipe"} 0
-`
-	var counts strings.Builder
-	for line := range strings.Lines(seriesText(t, served, mcpconv.MetricOperationDuration)) {
-		if strings.HasPrefix(line, mcpconv.MetricOperationDuration+"_count") {
-			counts.WriteString(line)
-		}
-	}
-	assert.Equal(t, strings.TrimPrefix(durations, "\n"), counts.String())
 }
 
 // seriesText returns the text exposition of the family name of c without
@@ -248,7 +228,7 @@ func TestLabelsAreBounded(t *testing.T) {
 	assert.Equal(t, map[string]float64{
 		`mcp_server_requests_started_total{mcp_method_name="other"}`: 1,
 		finishedKey("other", "", "other", "_OTHER", "_OTHER"):        1,
-		`mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="other",network_protocol_name="",network_transport=""}`: 1,
+		`mcp_server_operation_duration_seconds_count{error_type="_OTHER",gen_ai_tool_name="",mcp_method_name="other",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code="_OTHER"}`: 1,
 		`mcp_server_requests_started_total{mcp_method_name="tools/call"}`:                                2,
 		finishedKey("tools/call", "other", mcpconv.OutcomeOK, "", ""):                                    1,
 		finishedKey("tools/call", "known", mcpconv.OutcomeOK, "", ""):                                    1,
@@ -272,7 +252,7 @@ func TestSetToolNames(t *testing.T) {
 	m := metrics.New(vocabulary())
 	m.Precreate(mcpconv.TransportStreamableHTTP, nil, nil)
 	m.SetToolNames([]string{"a"})
-	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tool a's and method other's, in each era over HTTP")
+	assert.Equal(t, 0, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "durations appear at first use")
 
 	var wg sync.WaitGroup
 	for range 4 {
@@ -305,7 +285,7 @@ func TestExemplars(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", Duration: time.Second})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		finishedKey("ping", "", mcpconv.OutcomeOK, "", "") + ` trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 }
@@ -321,7 +301,7 @@ func TestExemplarFromTrace(t *testing.T) {
 	m.RequestStarted("ping")
 	m.RequestFinished(metrics.RequestEnd{Method: "ping", Outcome: mcpconv.OutcomeOK, Duration: 30 * time.Millisecond, TraceID: id})
 	assert.Equal(t, []string{
-		`mcp_server_operation_duration_seconds{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
+		`mcp_server_operation_duration_seconds{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code=""} le=0.05 trace_id=4bf92f3577b34da6a3ce929d0e0e4736 0.03`,
 		finishedKey("ping", "", mcpconv.OutcomeOK, "", "") + ` trace_id=4bf92f3577b34da6a3ce929d0e0e4736 1`,
 	}, exemplars(t, m))
 
@@ -464,7 +444,7 @@ func TestToolRegistered(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(vocabulary())
 	m.Precreate(mcpconv.TransportStdio, nil, []string{"pre", "\xff"})
-	assert.Equal(t, 2*2, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "tools/call's for pre and method other's, in each era over stdio")
+	assert.Equal(t, 0, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "durations appear at first use")
 	for _, e := range []metrics.RequestEnd{
 		{Tool: "live", ToolRegistered: true},
 		{Tool: "pre"},                            // precreated, not allowed
@@ -523,8 +503,9 @@ func TestTraffic(t *testing.T) {
 
 // The series a request ends in are cached per method, tool label and end:
 // successes and failures of one tool, before and after it joins the
-// allow-list, each land in their own finished count, and in the one
-// duration of their method and tool label whatever their outcome.
+// allow-list, each land in their own finished count, and in the duration
+// of their method, tool label, error type and status code (the semantic
+// conventions' error.type and rpc.response.status_code of a failure).
 func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(vocabulary())
@@ -548,7 +529,9 @@ func TestRequestFinishedSeriesPerOutcome(t *testing.T) {
 		finishedKey("tools/call", "other", mcpconv.OutcomeError, "-32602", ""):           1,
 		finishedKey("tools/call", "t", mcpconv.OutcomeOK, "", ""):                        2,
 		finishedKey("tools/call", "", mcpconv.OutcomeOK, "", ""):                         1,
-		durationKey("tools/call", "other"):                                               3,
+		durationKey("tools/call", "other"):                                               1,
+		failedDurationKey("tools/call", "other", mcpconv.ErrorTypeTool, ""):              1,
+		failedDurationKey("tools/call", "other", "-32602", ""):                           1,
 		durationKey("tools/call", "t"):                                                   2,
 		durationKey("tools/call", ""):                                                    1,
 		`mcp_server_requests_started_total{mcp_method_name="ping"}`:                      1,
@@ -584,8 +567,8 @@ func TestRegisteredToolLabelsBounded(t *testing.T) {
 }
 
 // The duration histogram carries the semantic conventions' protocol
-// version and network labels, the finished count their status code, each
-// bounded; a caller's fault is an error response with a status code and no
+// version and network labels, it and the finished count their error type
+// and status code, each bounded; a caller's fault is an error response with a status code and no
 // error type; a session ends with an error type only when it ended in
 // error.
 func TestSemconvLabels(t *testing.T) {
@@ -607,10 +590,11 @@ func TestSemconvLabels(t *testing.T) {
 
 	got := nonZero(t, m)
 	for _, v := range protocol.Versions() {
-		assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="`+v+`",network_protocol_name="",network_transport="pipe"}`)
+		assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="`+v+`",network_protocol_name="",network_transport="pipe",rpc_response_status_code=""}`)
 	}
-	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp"}`)
-	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport=""}`)
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",network_protocol_name="http",network_transport="tcp",rpc_response_status_code="-32602"}`,
+		"a caller's fault: its duration with a status code, no error type")
+	assert.Contains(t, got, `mcp_server_operation_duration_seconds_count{error_type="",gen_ai_tool_name="",mcp_method_name="ping",mcp_protocol_version="other",network_protocol_name="",network_transport="",rpc_response_status_code=""}`)
 	assert.InDelta(t, float64(len(protocol.Versions())+1), got[finishedKey("ping", "", mcpconv.OutcomeOK, "", "")], 0)
 	assert.InDelta(t, 1, got[finishedKey("tools/call", "", mcpconv.OutcomeError, "", "-32602")], 0, "a caller's fault: a status code, no error type")
 	assert.Contains(t, got, `mcp_server_session_duration_seconds_count{cause="timeout",error_type="timeout",transport="stdio"}`)
@@ -618,10 +602,13 @@ func TestSemconvLabels(t *testing.T) {
 }
 
 // durationKey is the nonZero key of the request duration of method and tool
-// label tool, without protocol version or network.
-func durationKey(method, tool string) string {
-	return `mcp_server_operation_duration_seconds_count{gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
-		`",mcp_protocol_version="",network_protocol_name="",network_transport=""}`
+// label tool, without protocol version or network, of a success.
+func durationKey(method, tool string) string { return failedDurationKey(method, tool, "", "") }
+
+// failedDurationKey is durationKey with an error type and a status code.
+func failedDurationKey(method, tool, errType, status string) string {
+	return `mcp_server_operation_duration_seconds_count{error_type="` + errType + `",gen_ai_tool_name="` + tool + `",mcp_method_name="` + method +
+		`",mcp_protocol_version="",network_protocol_name="",network_transport="",rpc_response_status_code="` + status + `"}`
 }
 
 // finishedKey is the nonZero key of the finished count of method, tool
@@ -636,4 +623,38 @@ func finishedKey(method, tool, outcome, errType, status string) string {
 func hexTrace(s string) trace.TraceID {
 	id, _ := trace.TraceIDFromHex(s)
 	return id
+}
+
+// TestDurationCarriesFailures: in both eras, a failed request's duration
+// carries its error type and status code as the semantic conventions'
+// error.type and rpc.response.status_code say (a server error both, a
+// tool's error its error type, a caller's fault its status code alone),
+// beside the successes' series, whose labels have both empty; like them,
+// they appear at first use (the exact counts at zero are the finished
+// count's).
+func TestDurationCarriesFailures(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(vocabulary(), metrics.WithToolNames("t"))
+	m.Precreate(mcpconv.TransportStreamableHTTP, []string{"tools/call", "ping"}, nil)
+	require.Zero(t, testutil.CollectAndCount(m, mcpconv.MetricOperationDuration), "durations appear at first use")
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		for _, e := range []metrics.RequestEnd{
+			{Tool: "t", Outcome: mcpconv.OutcomeOK},
+			{Tool: "t", Outcome: mcpconv.OutcomeError, ErrorType: "-32603", StatusCode: "-32603"},
+			{Tool: "t", Outcome: mcpconv.OutcomeOK, ErrorType: mcpconv.ErrorTypeTool},
+			{Tool: "t", Outcome: mcpconv.OutcomeError, StatusCode: "-32602"},
+		} {
+			e.Method, e.ProtocolVersion, e.Transport = "tools/call", era, mcpconv.TransportStreamableHTTP
+			m.RequestStarted(e.Method)
+			m.RequestFinished(e)
+		}
+	}
+	got := nonZero(t, m)
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		for _, labels := range [][2]string{{"", ""}, {"-32603", "-32603"}, {mcpconv.ErrorTypeTool, ""}, {"", "-32602"}} {
+			key := `mcp_server_operation_duration_seconds_count{error_type="` + labels[0] + `",gen_ai_tool_name="t",mcp_method_name="tools/call",mcp_protocol_version="` + era +
+				`",network_protocol_name="http",network_transport="tcp",rpc_response_status_code="` + labels[1] + `"}`
+			assert.InDelta(t, 1, got[key], 0, key)
+		}
+	}
 }

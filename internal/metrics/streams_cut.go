@@ -28,11 +28,7 @@ func NewStreamsCut() *StreamsCut {
 	c := &StreamsCut{
 		CounterVec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: mcpconv.MetricStreamsCut,
-			Help: "Streams and sessions the Streamable HTTP endpoint cut off by itself. reason: write_timeout (an SSE write did not complete " +
-				"within -sse-write-timeout: the client stopped reading; the stream ended, the session lives on), state_too_large " +
-				"(a shared session's state over its cap: not stored, the session ended), init_timeout (a session whose client " +
-				"never finished initialize expired after -init-timeout), backlog (a GET stream whose client did not take its events as " +
-				"fast as they came, past the stream's bound: the stream ended, the session lives on), other.",
+			Help: "Streams and sessions the Streamable HTTP endpoint cut off by itself, by reason.",
 		}, []string{mcpconv.LabelReason}),
 		known: map[string]bool{},
 	}

@@ -24,11 +24,6 @@ type Vocabulary struct {
 	// Versions are the protocol versions served, newest first: at most
 	// five (the collector labels any more other).
 	Versions []string
-	// EraVersions are the newest version of each era, whose request
-	// durations are created at zero.
-	EraVersions []string
-	// OfEra reports whether the clients of version's era call method.
-	OfEra func(version, method string) bool
 }
 
 // Labels returns the label of each of values, in order.

@@ -1,7 +1,12 @@
 // Package otelsetup builds OpenTelemetry SDK providers from the standard
 // OTEL_* environment, for cmd/ and for users who embed Vigil: exporter
-// (OTLP over HTTP or gRPC, console, none), sampler, resource, batching, and
-// a shutdown that flushes. See [TracerProvider], and [MeterProvider] with
+// (OTLP over HTTP, or over gRPC with [WithGRPC]; console, none), sampler,
+// resource, batching, and a shutdown that flushes. It links no gRPC: OTLP
+// over HTTP is posted here (the OpenTelemetry HTTP exporters import the
+// OTLP collector packages, which import gRPC), configured by the same
+// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, timeout, gzip
+// compression, certificates; 429, 502, 503 and 504 retried for up to a
+// minute). See [TracerProvider], and [MeterProvider] with
 // [MetricProducer] for pushing the telemetry package's metrics over OTLP
 // under their OpenTelemetry names.
 //
@@ -21,14 +26,14 @@
 //     (spans are not recorded, but contexts still propagate).
 //   - OTEL_TRACES_EXPORTER=otlp (the default): OTLP, over
 //     OTEL_EXPORTER_OTLP_PROTOCOL (or OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-//     "http/protobuf" (the default) or "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT
-//     and the other OTEL_EXPORTER_OTLP_* settings.
+//     "http/protobuf" (the default) or "grpc" (an error without [WithGRPC]),
+//     to OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_*
+//     settings.
 //   - OTEL_TRACES_EXPORTER=console: human-readable JSON to standard error
 //     (see [WithConsoleWriter]).
 //   - Unset, with no OTLP endpoint: the fallback exporter, if given (see
 //     [WithFallbackExporter]).
-//   - Other names: those registered with autoexport.RegisterSpanExporter;
-//     an unknown name is an error. A list ("otlp,console") is not supported.
+//   - Any other name is an error; so is a list ("otlp,console").
 //
 // The SDK reports an invalid OTEL_TRACES_SAMPLER through otel.Handle and
 // keeps the default sampler. Installing the provider as the global one,
@@ -45,7 +50,7 @@
 //     registry, and pushing them too is a choice.
 //   - OTEL_METRICS_EXPORTER=otlp: OTLP, over OTEL_EXPORTER_OTLP_PROTOCOL (or
 //     OTEL_EXPORTER_OTLP_METRICS_PROTOCOL) "http/protobuf" (the default) or
-//     "grpc", to OTEL_EXPORTER_OTLP_ENDPOINT (or
+//     "grpc" (an error without [WithGRPC]), to OTEL_EXPORTER_OTLP_ENDPOINT (or
 //     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) and the other
 //     OTEL_EXPORTER_OTLP_* settings.
 //   - OTEL_METRICS_EXPORTER=console: JSON to standard error (see
@@ -53,10 +58,8 @@
 //   - Any other value is an error (prometheus included: register the
 //     metrics with a Prometheus registry of your own and serve it).
 //
-// OTEL_METRIC_EXPORT_INTERVAL is in milliseconds, 60000 by default. The
-// exporters are those autoexport.NewMetricReader would pick, but the
-// periodic reader is built here: autoexport's takes its producers only
-// from a process-wide registry named by OTEL_METRICS_PRODUCERS.
+// OTEL_METRIC_EXPORT_INTERVAL is in milliseconds, 60000 by default; the
+// periodic reader exports the producers of [WithMetricProducer].
 //
 // [MetricProducer] converts what its gatherer gathers at each export with
 // the OpenTelemetry Prometheus bridge (histograms with their buckets,
@@ -65,8 +68,9 @@
 // mcp.server.operation.duration, unit s) and its label keys after
 // mcpconv.OTelAttributeKey (mcp_method_name becomes mcp.method.name).
 // An empty label value is left out (Prometheus reads it as absent;
-// error.type is absent on success), the gauges in flight and active
-// become UpDownCounters, and exemplar trace ids become their 16 bytes.
+// error.type is absent on success, on the duration as on the counts), the
+// gauges in flight and active become UpDownCounters, and exemplar trace
+// ids become their 16 bytes.
 //
 // Read ExampleTracerProvider first, then ExampleMetricProducer.
 package otelsetup

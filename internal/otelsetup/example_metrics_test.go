@@ -62,6 +62,6 @@ func ExampleMetricProducer() {
 		}
 	}
 	// Output:
-	// mcp.server.operation.duration s gen_ai.tool.name=greet,mcp.method.name=tools/call 1
+	// mcp.server.operation.duration s error.type=tool_error,gen_ai.tool.name=greet,mcp.method.name=tools/call 1
 	// mcp.server.requests.finished {request} error.type=tool_error,gen_ai.tool.name=greet,mcp.method.name=tools/call,outcome=ok 1
 }

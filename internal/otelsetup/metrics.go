@@ -14,8 +14,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	prometheusbridge "go.opentelemetry.io/contrib/bridges/prometheus"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -99,21 +97,18 @@ func metricExporter(ctx context.Context, cfg config) (sdkmetric.Exporter, error)
 	default:
 		return nil, fmt.Errorf("otelsetup: OTEL_METRICS_EXPORTER=%q is not supported (want otlp, console or none)", name)
 	}
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	proto, variable, err := otlpProtocol("METRICS")
+	if err != nil {
+		return nil, err
 	}
-	var (
-		exp sdkmetric.Exporter
-		err error
-	)
-	switch proto {
-	case "", "http/protobuf":
-		exp, err = otlpmetrichttp.New(ctx)
-	case "grpc":
-		exp, err = otlpmetricgrpc.New(ctx)
+	var exp sdkmetric.Exporter
+	switch {
+	case proto == "http/protobuf":
+		exp, err = newOTLPHTTPMetricExporter(ctx)
+	case cfg.grpc == nil || cfg.grpc.Metrics == nil:
+		return nil, errNoGRPC(variable)
 	default:
-		return nil, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
+		exp, err = cfg.grpc.Metrics(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("otelsetup: OTLP metric exporter: %w", err)

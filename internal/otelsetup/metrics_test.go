@@ -118,10 +118,9 @@ func TestMetricProducer(t *testing.T) {
 			assert.Equal(t, trace.TraceID{1, 2, 3}, trace.TraceID(dp.Exemplars[0].TraceID), "exemplar trace id as 16 bytes")
 		}
 	}
-	assert.Equal(t, uint64(4), counts[set(method, echo)], "echo's ok calls and its tool error: one duration, no error.type")
-	assert.Equal(t, uint64(1), counts[set(method, sleep)], "the cancelled call")
-	assert.Contains(t, counts, set(attribute.String("mcp.method.name", "initialize"), attribute.String("mcp.protocol.version", "2025-11-25"),
-		attribute.String("network.transport", "pipe")), "series created at zero are exported")
+	assert.Equal(t, uint64(3), counts[set(method, echo)], "echo's ok calls: no error.type")
+	assert.Equal(t, uint64(1), counts[set(method, echo, attribute.String("error.type", "tool_error"))], "echo's tool error: its error.type (semconv)")
+	assert.Equal(t, uint64(1), counts[set(method, sleep, attribute.String("error.type", "cancelled"))], "the cancelled call")
 
 	sum := func(name string, kvs ...attribute.KeyValue) float64 {
 		t.Helper()
@@ -156,20 +155,26 @@ func TestMeterProviderEnvironment(t *testing.T) {
 		name    string
 		env     map[string]string
 		noop    bool
+		grpc    bool // given WithGRPC
 		wantErr string
 	}{
 		{name: "unset", noop: true},
 		{name: "none", env: map[string]string{"OTEL_METRICS_EXPORTER": "none"}, noop: true},
 		{name: "disabled", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, noop: true},
 		{name: "otlp", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp"}},
-		{name: "otlp grpc", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}},
+		{name: "otlp grpc", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, grpc: true},
+		{name: "otlp grpc not linked", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc"}, wantErr: "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=grpc: this program does not link OTLP over gRPC"},
 		{name: "console", env: map[string]string{"OTEL_METRICS_EXPORTER": "console"}},
 		{name: "prometheus", env: map[string]string{"OTEL_METRICS_EXPORTER": "prometheus"}, wantErr: `OTEL_METRICS_EXPORTER="prometheus" is not supported`},
 		{name: "bad protocol", env: map[string]string{"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			setMetricsEnv(t, tc.env)
-			mp, shutdown, err := otelsetup.MeterProvider(t.Context(), otelsetup.WithConsoleWriter(io.Discard))
+			var grpc otelsetup.Option
+			if tc.grpc {
+				grpc = otelsetup.WithGRPC(grpcExporters)
+			}
+			mp, shutdown, err := otelsetup.MeterProvider(t.Context(), grpc, otelsetup.WithConsoleWriter(io.Discard))
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -36,6 +35,49 @@ type config struct {
 	fallbackSync   bool // the fallback exporter takes each span as it ends (WithSyncFallback)
 	console        io.Writer
 	producers      []sdkmetric.Producer
+	grpc           *GRPCExporters // WithGRPC; nil: OTLP over gRPC is an error
+}
+
+// GRPCExporters build OTLP exporters over gRPC, for [WithGRPC].
+type GRPCExporters struct {
+	Spans   func(context.Context) (sdktrace.SpanExporter, error)
+	Metrics func(context.Context) (sdkmetric.Exporter, error)
+}
+
+// WithGRPC lets OTEL_EXPORTER_OTLP_PROTOCOL=grpc (or its per-signal
+// variable) choose OTLP over gRPC, with the exporters e builds: the
+// package links no gRPC itself, so that a program that does not ask for
+// it (the telemetry/otlpgrpc package builds them) does not link it.
+// Without it, grpc is an error that says how to ask for it.
+func WithGRPC(e GRPCExporters) Option {
+	return optionFunc(func(c *config) { c.grpc = &e })
+}
+
+// errNoGRPC is the error of OTLP over gRPC asked for by variable without
+// WithGRPC.
+func errNoGRPC(variable string) error {
+	return fmt.Errorf("otelsetup: %s=grpc: this program does not link OTLP over gRPC; "+
+		"import github.com/vigil-mcp/vigil/telemetry/otlpgrpc and give vigil.New the option vigil.WithOTLPGRPC(otlpgrpc.NewSpanExporter, otlpgrpc.NewMetricExporter), "+
+		"or use http/protobuf (the default)", variable)
+}
+
+// otlpProtocol returns the OTLP protocol of signal ("TRACES" or
+// "METRICS"): its own variable, else the shared one, else http/protobuf,
+// with the variable that said so.
+func otlpProtocol(signal string) (proto, variable string, err error) {
+	variable = "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	proto = strings.TrimSpace(os.Getenv(variable))
+	if proto == "" {
+		variable = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		proto = strings.TrimSpace(os.Getenv(variable))
+	}
+	switch proto {
+	case "":
+		return "http/protobuf", variable, nil
+	case "http/protobuf", "grpc":
+		return proto, variable, nil
+	}
+	return "", variable, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
 }
 
 // WithService sets service.name and service.version of the resource.
@@ -154,8 +196,8 @@ func spanExporter(ctx context.Context, cfg config) (_ sdktrace.SpanExporter, fal
 	case "none":
 		return nil, false, nil
 	case "console":
-		// autoexport's console exporter writes to standard output, which
-		// a stdio server must keep for the protocol.
+		// The console exporter writes to standard output by default,
+		// which a stdio server must keep for the protocol.
 		exp, err := stdouttrace.New(stdouttrace.WithWriter(cfg.console))
 		if err != nil {
 			return nil, false, fmt.Errorf("otelsetup: console exporter: %w", err)
@@ -171,22 +213,24 @@ func spanExporter(ctx context.Context, cfg config) (_ sdktrace.SpanExporter, fal
 		}
 		name = "otlp"
 	}
-	if name == "otlp" {
-		// autoexport reads the protocol itself; check it here so that the
-		// error names the variable.
-		proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-		if proto == "" {
-			proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-		}
-		if proto != "" && proto != "http/protobuf" && proto != "grpc" {
-			return nil, false, fmt.Errorf("otelsetup: OTLP protocol %q is not supported (want http/protobuf or grpc)", proto)
-		}
+	if name != "otlp" {
+		return nil, false, fmt.Errorf("otelsetup: OTEL_TRACES_EXPORTER=%q is not supported (want otlp, console or none)", name)
 	}
-	// autoexport reads OTEL_TRACES_EXPORTER from the process environment;
-	// "" there means otlp, and the fallback above already had its turn.
-	exp, err := autoexport.NewSpanExporter(ctx)
+	proto, variable, err := otlpProtocol("TRACES")
 	if err != nil {
-		return nil, false, fmt.Errorf("otelsetup: OTEL_TRACES_EXPORTER=%q: %w", name, err)
+		return nil, false, err
+	}
+	var exp sdktrace.SpanExporter
+	switch {
+	case proto == "http/protobuf":
+		exp, err = newOTLPHTTPSpanExporter(ctx)
+	case cfg.grpc == nil || cfg.grpc.Spans == nil:
+		return nil, false, errNoGRPC(variable)
+	default:
+		exp, err = cfg.grpc.Spans(ctx)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("otelsetup: OTLP span exporter: %w", err)
 	}
 	return exp, false, nil
 }

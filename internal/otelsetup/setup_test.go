@@ -9,8 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -26,6 +29,9 @@ var otelEnv = []string{
 	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
 	"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_TIMEOUT",
+	"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+	"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_KEY",
 }
 
 func setEnv(t *testing.T, env map[string]string) {
@@ -48,7 +54,8 @@ func TestSpanExporter(t *testing.T) {
 	tests := []struct {
 		name    string
 		env     map[string]string
-		want    any // exporter type; nil for none
+		want    any  // exporter type; nil for none
+		grpc    bool // given WithGRPC
 		wantErr string
 	}{
 		{name: "none", env: map[string]string{"OTEL_TRACES_EXPORTER": "none"}},
@@ -57,16 +64,23 @@ func TestSpanExporter(t *testing.T) {
 		{name: "unset with an endpoint is otlp", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, want: &otlptrace.Exporter{}},
 		{name: "unset with a traces endpoint is otlp", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, want: &otlptrace.Exporter{}},
 		{name: "otlp over http", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, want: &otlptrace.Exporter{}},
-		{name: "otlp over grpc", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, want: &otlptrace.Exporter{}},
-		{name: "otlp traces protocol wins", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "bogus", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, want: &otlptrace.Exporter{}},
+		{name: "otlp over grpc, asked for", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, grpc: true, want: &otlptrace.Exporter{}},
+		{name: "otlp over grpc, not linked", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, wantErr: `otelsetup: OTEL_EXPORTER_OTLP_PROTOCOL=grpc: this program does not link OTLP over gRPC; import github.com/vigil-mcp/vigil/telemetry/otlpgrpc`},
+		{name: "otlp traces protocol wins", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "bogus", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, grpc: true, want: &otlptrace.Exporter{}},
+		{name: "otlp traces protocol names itself", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}, wantErr: `otelsetup: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=grpc: `},
+		{name: "otlp bad endpoint", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318"}, wantErr: `the OTLP traces endpoint "127.0.0.1:4318" is not an http or https URL`},
 		{name: "otlp bad protocol", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `otelsetup: OTLP protocol "http/json" is not supported (want http/protobuf or grpc)`},
-		{name: "unknown exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, wantErr: `otelsetup: OTEL_TRACES_EXPORTER="zipkin": `},
-		{name: "list", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"}, wantErr: `otelsetup: OTEL_TRACES_EXPORTER="otlp,console": `},
+		{name: "unknown exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, wantErr: `otelsetup: OTEL_TRACES_EXPORTER="zipkin" is not supported (want otlp, console or none)`},
+		{name: "list", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"}, wantErr: `otelsetup: OTEL_TRACES_EXPORTER="otlp,console" is not supported`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			setEnv(t, tt.env)
-			exp, err := otelsetup.SpanExporter(t.Context(), otelsetup.WithFallbackExporter(func(context.Context) (sdktrace.SpanExporter, error) {
+			var grpc otelsetup.Option
+			if tt.grpc {
+				grpc = otelsetup.WithGRPC(grpcExporters)
+			}
+			exp, err := otelsetup.SpanExporter(t.Context(), grpc, otelsetup.WithFallbackExporter(func(context.Context) (sdktrace.SpanExporter, error) {
 				return fallback, nil
 			}))
 			if tt.wantErr != "" {
@@ -83,6 +97,13 @@ func TestSpanExporter(t *testing.T) {
 			require.NoError(t, exp.Shutdown(t.Context()))
 		})
 	}
+}
+
+// grpcExporters are the gRPC exporters, as package telemetry/otlpgrpc
+// builds them.
+var grpcExporters = otelsetup.GRPCExporters{
+	Spans:   func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
+	Metrics: func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetricgrpc.New(ctx) },
 }
 
 func TestSpanExporterNoFallbackIsOTLP(t *testing.T) {

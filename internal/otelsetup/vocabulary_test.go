@@ -2,7 +2,6 @@ package otelsetup_test
 
 import (
 	"github.com/vigil-mcp/vigil/internal/metrics"
-	"github.com/vigil-mcp/vigil/internal/vocab"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
 
@@ -17,11 +16,9 @@ func vocabulary() metrics.Vocabulary {
 		Quotas:        metrics.Labels(protocol.Quotas()),
 		Codes:         metrics.Labels(protocol.Codes()),
 		Versions:      protocol.Versions(),
-		EraVersions:   []string{protocol.Version20260728, protocol.Version20251125},
 	}
 	v.WriteClasses = []string{protocol.DropWriterClosed.String(), protocol.DropPeerGone.String()}
 	v.MethodNotFound, v.InvalidParams = protocol.CodeMethodNotFound.String(), protocol.CodeInvalidParams.String()
 	v.MissingCapability = protocol.CodeMissingRequiredClientCapability.String()
-	v.OfEra = func(version, method string) bool { return vocab.InEra(version == protocol.Version20260728, method) }
 	return v
 }
