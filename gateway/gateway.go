@@ -421,7 +421,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	c := &conn{}
 	var tc transport.Conn
 	if up.URL != "" {
-		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream"})
+		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream " + up.Name})
 	} else {
 		var p *upstream.Process
 		if ss != nil && !l.stateless {

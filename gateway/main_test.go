@@ -20,7 +20,8 @@ import (
 // stalltest.Upstream), as one whose tools keep saying they changed when
 // stormEnv is (see runStorm), as one that asks for roots at start when
 // fidelityEnv is (see runFidelity), as one with a watched resource when
-// watchedEnv is (see runWatched), else the tests.
+// watchedEnv is (see runWatched), as one that answers what a server must
+// not when forgerEnv is (see runForger), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -46,6 +47,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(watchedEnv) != "" {
 		os.Exit(runWatched())
+	}
+	if os.Getenv(forgerEnv) != "" {
+		os.Exit(runForger())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()
