@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,7 +28,8 @@ import (
 
 // forgerEnv makes the test binary a 2025-era stdio upstream that answers
 // by hand what a server must not (runForger); its value is the bytes of
-// the instructions its initialize answers with ("0": none).
+// the instructions its initialize answers with ("0": none), each character
+// two bytes long.
 const forgerEnv = "GATEWAY_TEST_FORGER"
 
 // forgedTools are the forger's tools, each named for what its call is
@@ -107,7 +110,7 @@ func forgedAnswer(msg []byte, instructions string) []byte {
 // runForger serves forgedAnswer on standard input and output.
 func runForger() int {
 	size, _ := strconv.Atoi(os.Getenv(forgerEnv))
-	instructions := strings.Repeat("i", size)
+	instructions := strings.Repeat("é", size/2) // two bytes each: a cut may fall inside one
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -123,7 +126,13 @@ func runForger() int {
 // forgerUpstream is the forger as the stdio upstream "f", its
 // instructions of size bytes.
 func forgerUpstream(size int) gateway.Upstream {
-	return gateway.Upstream{Name: "f", Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{forgerEnv + "=" + strconv.Itoa(size)}}
+	return namedForger("f", size)
+}
+
+// namedForger is the forger as the stdio upstream name, its instructions
+// of size bytes.
+func namedForger(name string, size int) gateway.Upstream {
+	return gateway.Upstream{Name: name, Command: []string{os.Args[0], "-test.run=^$"}, Env: []string{forgerEnv + "=" + strconv.Itoa(size)}}
 }
 
 // httpForger serves forgedAnswer over Streamable HTTP, each answer a JSON
@@ -310,4 +319,41 @@ func sseEvents(t *testing.T, body io.Reader) []string {
 		}
 	}
 	return events
+}
+
+// TestInstructionsBounded: two upstreams whose initialize answers 3.9 MB
+// of instructions each: the server's instructions, which every
+// initialize and server/discover answer carries, keep 64 KiB of each
+// (headed by its name), cut at a character's start, and the cut is
+// logged; a smaller catalog bound keeps 1/256 of it.
+func TestInstructionsBounded(t *testing.T) {
+	testkit.Watchdog(t)
+	var logs syncBuffer
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
+		Upstreams: []gateway.Upstream{namedForger("a", 3_900_000), namedForger("b", 3_900_000)},
+		Logger:    slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	instructions := srv.Instructions()
+	t.Logf("the server's instructions: %d bytes", len(instructions))
+	assert.True(t, utf8.ValidString(instructions), "cut at a character's start")
+	assert.LessOrEqual(t, len(instructions), 2*(64<<10)+len("## a\n\n\n\n## b\n\n"))
+	assert.True(t, strings.HasPrefix(instructions, "## a\n\né"), "%.20q", instructions)
+	assert.Contains(t, instructions, "\n\n## b\n\né")
+
+	stateless := mcptest.Pipe(t, srv)
+	stateless.Request(1, "server/discover", map[string]any{"_meta": meta2026(map[string]any{})})
+	discover := stateless.RecvResult(1)
+	assert.Less(t, len(discover), 2*(64<<10)+4096, "server/discover within the bound")
+	assert.Equal(t, 2, strings.Count(logs.String(), "the upstream's instructions cut to the gateway's bound"))
+
+	// A catalog bound of 256,000 bytes: the instructions take 1,000 of
+	// them at most, and the listing what is left.
+	small := namedForger("s", 3_900_000)
+	small.MaxCatalogBytes = 256_000
+	srv2 := frontServer(t, small)
+	assert.LessOrEqual(t, len(srv2.Instructions()), 1_000)
+	assert.Greater(t, len(srv2.Instructions()), 990)
 }
