@@ -295,13 +295,9 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 // cancelled upstream in the background. When the session ends first,
 // Call returns an error wrapping [ErrGone] or [ErrClosed].
 //
-// With a 2026-07-28 upstream, params carry the version, capabilities and
-// client info in _meta, and an input_required result is answered through
-// OnRequest (with ctx) and the request sent again with the answers
-// (session_stateless.go). In both eras the result comes back without the
-// 2026-07-28 era's members and the reserved keys of its _meta
-// ([WithoutEraMembers]): what the upstream says cannot speak for the
-// gateway.
+// A 2026-07-28 upstream's input_required is answered through OnRequest
+// (session_stateless.go). In both eras the result comes back as
+// [WithoutEraMembers] leaves it.
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, notes *Notes) (json.RawMessage, error) {
 	if s.meta != nil {
 		return s.callStateless(ctx, method, params, notes)
