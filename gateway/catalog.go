@@ -44,7 +44,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	m.readable.Store(caps.Resources != nil)
 	cat := &catalog{m: m}
-	budget := m.maxCatalog() // the bytes the items of the four lists may hold
+	budget := m.maxCatalog() - int64(len(m.keptInstructions(s.Initialized().Instructions))) // the bytes the items of the four lists may hold, besides its instructions (instructions.go)
 	if caps.Tools != nil {
 		if err := m.listInto(ctx, s, "tools/list", "tools", &budget, func(raw json.RawMessage) error {
 			var t server.Tool

@@ -442,7 +442,7 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	if m.dial != nil {
 		tc = m.dial()
 	} else if up.URL != "" {
-		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream"})
+		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream " + up.Name})
 	} else {
 		p := l.given // a tool view's (views.go)
 		l.given = nil

@@ -21,7 +21,8 @@ import (
 // stormEnv is (see runStorm), as one that asks for roots at start when
 // fidelityEnv is (see runFidelity), as one with a watched resource when
 // watchedEnv is (see runWatched), as one slow to list its tools when
-// slowListEnv is (see runSlowLister), else the tests.
+// slowListEnv is (see runSlowLister), as one that answers what a server
+// must not when forgerEnv is (see runForger), else the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(silentEnv) != "" {
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -50,6 +51,9 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(watchedEnv) != "" {
 		os.Exit(runWatched())
+	}
+	if os.Getenv(forgerEnv) != "" {
+		os.Exit(runForger())
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		everything.Remove()

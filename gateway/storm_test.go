@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,13 +35,35 @@ const stormEnv = "GATEWAY_TEST_STORM"
 // issue's 10 ms.
 const stormEvery = 10 * time.Millisecond
 
-// runStorm serves, by hand on standard input and output, stormEnv tools
-// and the tool "grow", which adds one ("grown-N"), and sends
-// notifications/tools/list_changed every stormEvery once initialized,
-// whether its tools changed or not. It says "listed N" on standard error
-// at its Nth tools/list.
+// stormEveryEnv, when set, is how often the storm upstream says its
+// tools changed instead of stormEvery (a duration).
+const stormEveryEnv = "GATEWAY_TEST_STORM_EVERY"
+
+// stormFileEnv, when set, names a file that the storm upstream's
+// processes share: "grow" adds a line to it, and each lists a tool more
+// for each line ("shared-N"), a list global to the upstream that one
+// caller's call changes.
+const stormFileEnv = "GATEWAY_TEST_STORM_FILE"
+
+// stormAfterCallEnv, when set, has the storm upstream's processes begin
+// saying their tools changed at their first call rather than once
+// initialized: a caller's own process does, the listing one does not.
+const stormAfterCallEnv = "GATEWAY_TEST_STORM_AFTER_CALL"
+
+// runStorm serves, by hand on standard input and output, stormEnv tools,
+// the tool "grow", which adds one ("grown-N", or a line to the
+// stormFileEnv file), and "pid", which answers its process id, and sends
+// notifications/tools/list_changed every stormEvery (stormEveryEnv) once
+// initialized (or called: stormAfterCallEnv), whether its tools changed
+// or not. It says "listed N" on standard error at its Nth tools/list, and
+// "said PID N" at every 500th list_changed it sent.
 func runStorm() int {
 	n, _ := strconv.Atoi(os.Getenv(stormEnv))
+	every := stormEvery
+	if d, err := time.ParseDuration(os.Getenv(stormEveryEnv)); err == nil {
+		every = d
+	}
+	file := os.Getenv(stormFileEnv)
 	var mu sync.Mutex // guards out and grown
 	out := bufio.NewWriter(os.Stdout)
 	send := func(v any) {
@@ -50,13 +73,25 @@ func runStorm() int {
 		_, _ = out.Write(append(b, '\n'))
 		_ = out.Flush()
 	}
+	afterCall := os.Getenv(stormAfterCallEnv) != ""
+	storm := sync.OnceFunc(func() {
+		go func() {
+			said := 0
+			for range time.Tick(every) {
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				if said++; said%500 == 0 {
+					fmt.Fprintf(os.Stderr, "said %d %d\n", os.Getpid(), said)
+				}
+			}
+		}()
+	})
 	tool := func(name string) map[string]any {
 		return map[string]any{
 			"name": name, "description": "tool " + name + " of a catalog that never stops saying it changed",
 			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}},
 		}
 	}
-	tools := []map[string]any{tool("grow")}
+	tools := []map[string]any{tool("grow"), tool("pid")}
 	for i := range n {
 		tools = append(tools, tool("t"+strconv.Itoa(i)))
 	}
@@ -79,23 +114,48 @@ func runStorm() int {
 				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
 			})
 		case "notifications/initialized":
-			go func() {
-				for range time.Tick(stormEvery) {
-					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-				}
-			}()
+			if !afterCall {
+				storm()
+			}
 		case "tools/list":
 			listed++
 			fmt.Fprintf(os.Stderr, "listed %d\n", listed)
 			mu.Lock()
 			now := tools
 			mu.Unlock()
+			if file != "" {
+				grown, _ := os.ReadFile(file)
+				for i := range bytes.Count(grown, []byte("\n")) {
+					now = append(now[:len(now):len(now)], tool("shared-"+strconv.Itoa(i+1)))
+				}
+			}
 			answer(map[string]any{"tools": now})
 		case "tools/call":
-			mu.Lock()
-			tools = append(tools[:len(tools):len(tools)], tool("grown-"+strconv.Itoa(len(tools))))
-			mu.Unlock()
-			answer(map[string]any{"content": []any{map[string]any{"type": "text", "text": "grown"}}})
+			var call struct {
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(in.Bytes(), &call)
+			if afterCall {
+				storm()
+			}
+			text := "grown"
+			switch {
+			case call.Params.Name == "pid":
+				text = strconv.Itoa(os.Getpid())
+			case file != "":
+				f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+				if err == nil {
+					_, _ = f.WriteString("grown\n")
+					_ = f.Close()
+				}
+			default:
+				mu.Lock()
+				tools = append(tools[:len(tools):len(tools)], tool("grown-"+strconv.Itoa(len(tools))))
+				mu.Unlock()
+			}
+			answer(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
 		default:
 			if len(msg.ID) > 0 {
 				answer(map[string]any{})
@@ -150,7 +210,7 @@ func TestListChangedStormTellsOnlyWhatChanged(t *testing.T) {
 		counter.Conn = conn
 		return counter
 	}))
-	require.Len(t, c.ListTools(), 201)
+	require.Len(t, c.ListTools(), 202)
 
 	// Two listings after the client came, the second at least a second
 	// after the first: whatever the first registered was told by then.
@@ -166,7 +226,7 @@ func TestListChangedStormTellsOnlyWhatChanged(t *testing.T) {
 
 	require.Equal(t, "grown", c.CallTool("grow", nil).Text())
 	<-counter.told
-	assert.Contains(t, toolNames(c), "grown-201", "the new tool is served once told")
+	assert.Contains(t, toolNames(c), "grown-202", "the new tool is served once told")
 }
 
 // BenchmarkListChangedStorm measures the gateway's CPU while an upstream
@@ -178,7 +238,7 @@ func BenchmarkListChangedStorm(b *testing.B) {
 	said := newUpstreamSaid()
 	srv, _ := stormUpstream(b, 2000, said)
 	c := mcptest.Connect(b, srv)
-	require.Len(b, c.ListTools(), 2001)
+	require.Len(b, c.ListTools(), 2002)
 	n := lastListed(b, said)
 	said.await(b, "listed "+strconv.Itoa(n+1)) // the first listing of the storm, at once
 	n++
@@ -204,4 +264,45 @@ func lastListed(t testing.TB, said *upstreamSaid) int {
 		}
 	}
 	return n
+}
+
+// TestOwnSessionStormTellsNothing: a caller's own upstream session (its
+// own process) says list_changed every millisecond while nothing changes:
+// the caller is told nothing, however many it says (the issue's gateway
+// told one session 694 times in 10 s). Once a call through that session
+// changes the list the upstream's processes share, the upstream is listed
+// again, though only that session said so (the listing process says
+// nothing), and the caller is told once, and sees the new tool.
+func TestOwnSessionStormTellsNothing(t *testing.T) {
+	testkit.Watchdog(t)
+	file := t.TempDir() + "/grown"
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	said := newUpstreamSaid()
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
+		Upstreams: []gateway.Upstream{{Name: "storm", Command: []string{os.Args[0], "-test.run=^$"},
+			Env: []string{stormEnv + "=20", stormEveryEnv + "=1ms", stormFileEnv + "=" + file, stormAfterCallEnv + "=1", "GORACE=atexit_sleep_ms=0"}}},
+		Logger: slog.New(slog.NewJSONHandler(said, nil)),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = g.Close(), srv.Close() })
+	counter := &listChangedCounter{told: make(chan struct{}, 1)}
+	c := mcptest.Connect(t, srv, mcptest.WithServerConn(func(conn transport.Conn) transport.Conn {
+		counter.Conn = conn
+		return counter
+	}))
+	require.Len(t, c.ListTools(), 22)
+
+	own := c.CallTool("pid", nil).Text() // the caller's own process
+	said.await(t, "said "+own+" 2000")   // it said list_changed 2,000 times since
+	_, rpcErr := c.Call("ping", nil)     // after every notification written before it
+	require.Nil(t, rpcErr)
+	assert.Zero(t, counter.n.Load(), "list_changed told while the list did not change")
+
+	require.Equal(t, "grown", c.CallTool("grow", nil).Text())
+	<-counter.told
+	assert.Contains(t, toolNames(c), "shared-1", "the new tool is served once told")
+	_, rpcErr = c.Call("ping", nil)
+	require.Nil(t, rpcErr)
+	assert.Equal(t, int64(1), counter.n.Load(), "told once")
 }

@@ -18,8 +18,8 @@ import (
 // Resource subscriptions are each caller's, made where its calls go: a
 // session's resources/subscribe and resources/unsubscribe are forwarded
 // on its own upstream session (the listing one's for a Shared upstream),
-// and what that upstream session says (a resource updated, a list
-// changed) is told to that session alone. A 2026-07-28 caller's
+// and a resource updated there is told to that session alone (a list
+// changed there has the upstream listed again: sessionNotified). A 2026-07-28 caller's
 // subscriptions/listen naming resources is followed on the upstream's
 // 2026-07-28 session, where those callers' calls go, by a listen stream
 // of the gateway's (one per URIs not yet followed), or, in front of an
@@ -240,13 +240,20 @@ func (m *mount) resubscribe(ctx context.Context, s *upstream.Session, ss *server
 }
 
 // sessionNotified handles what the upstream session of the downstream
-// session ss says outside its calls: a list changed there, or a resource
-// ss subscribed to was updated, is told to ss alone. The listing
-// session's catalog is not listed again: what changed is that session's.
+// session ss says outside its calls. A resource ss subscribed to was
+// updated: told to ss alone. A list changed: what ss lists is the
+// catalog the listing session lists (and its tool view), so the upstream
+// is listed again there as after the listing session's own list_changed
+// (notified: at most once per relistEvery, a storm costing one listing a
+// second), and ss, as every session, is told only when what is
+// registered changed (catalog_diff.go): an upstream that says its lists
+// changed when they did not tells its caller nothing, and one that tells
+// only the session whose call changed its lists (a global list changed
+// through one session) has every caller told.
 func (m *mount) sessionNotified(ss *server.Session, n *transport.Request) {
 	switch n.Method {
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
-		_ = ss.Notify(m.ctx, n.Method, nil)
+		m.notified(n)
 	case "notifications/resources/updated":
 		if uri := updatedURI(n); uri != "" && ss.Subscribed(uri) {
 			_ = ss.Notify(m.ctx, n.Method, uriParams(uri))

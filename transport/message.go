@@ -175,7 +175,9 @@ func trimJSONSpace(b []byte) []byte {
 
 // DecodeMessage decodes one frame into a *Request, a *Response or a Batch.
 // Any failure is a [*DecodeError]: invalid UTF-8 or invalid JSON is a parse
-// error; valid JSON that is not a JSON-RPC 2.0 message (not an object, a
+// error (one that would be a response but for its bytes that are not UTF-8
+// carries the id it answers, so that its receiver can fail that request);
+// valid JSON that is not a JSON-RPC 2.0 message (not an object, a
 // wrong or missing "jsonrpc", a null or non-scalar request id, a response
 // without an id, both result and error, an error object without an integer
 // code and a string message, params that are not structured, an empty batch,
@@ -196,7 +198,7 @@ func DecodeOwnedMessage(data []byte) (Message, error) { return decodeMessage(dat
 // copied out of data.
 func decodeMessage(data []byte, clone bool) (Message, error) {
 	if !utf8.Valid(data) {
-		return nil, &DecodeError{Code: protocol.CodeParseError, Err: errors.New("message is not valid UTF-8")}
+		return nil, &DecodeError{Code: protocol.CodeParseError, ID: answered(data), Err: errors.New("message is not valid UTF-8")}
 	}
 	data = trimJSONSpace(data)
 	if len(data) > 0 && data[0] == '[' {
@@ -293,6 +295,19 @@ func decodeMessage(data []byte, clone bool) (Message, error) {
 		return nil, invalid(id, "%w", err)
 	}
 	return &Response{ID: id, Error: e}, nil
+}
+
+// answered returns the id of the request data, a frame whose bytes are
+// not UTF-8, answers when it is otherwise a response: its receiver can
+// fail that request at once rather than leave it waiting. It returns the
+// zero ID for anything else, a request among them (a parse error is
+// answered with id null).
+func answered(data []byte) ID {
+	m, err := decodeMessage(bytes.ToValidUTF8(data, []byte("\uFFFD")), false)
+	if r, ok := m.(*Response); err == nil && ok {
+		return r.ID
+	}
+	return ID{}
 }
 
 // decodeErrorObject decodes a JSON-RPC error object, which must have an

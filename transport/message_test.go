@@ -203,6 +203,10 @@ func TestDecodeMessageErrors(t *testing.T) {
 			code: parse, wantMsg: "message is not valid UTF-8",
 		},
 		{name: "invalid UTF-8 outside strings", in: "\xfe{}", code: parse, wantMsg: "message is not valid UTF-8"},
+		{
+			name: "invalid UTF-8 in a response carries its id", in: "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"t\":\"\xff\"}}",
+			code: parse, id: transport.Int64ID(7), wantMsg: "message is not valid UTF-8",
+		},
 		{name: "empty batch", in: `[]`, code: invalid, wantMsg: "empty batch"},
 		{name: "empty batch with whitespace", in: " [ \n ] ", code: invalid, wantMsg: "empty batch"},
 		{

@@ -359,8 +359,10 @@ func (c *Conn) Write(ctx context.Context, msg transport.Message) error {
 	if err != nil {
 		return err
 	}
-	if bytes.IndexByte(b, '\n') >= 0 {
-		// Params or results from a caller's raw JSON may be indented.
+	if bytes.IndexByte(b, '\n') >= 0 || bytes.IndexByte(b, '\r') >= 0 {
+		// Params or results from a caller's raw JSON may be indented, or
+		// hold a lone CR, which a reader of universal newlines (Python's
+		// text streams) takes for a line's end.
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, b); err != nil {
 			return fmt.Errorf("stdio: write: invalid JSON in message: %w", err)

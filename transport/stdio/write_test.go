@@ -43,6 +43,11 @@ func TestWriteOneLine(t *testing.T) {
 			want: `{"jsonrpc":"2.0","id":"r","result":[1,"x y"]}`,
 		},
 		{
+			name: "lone CRs are compacted",
+			msg:  &transport.Response{ID: transport.Int64ID(3), Result: json.RawMessage("{\"content\":\r\r[]\r}")},
+			want: `{"jsonrpc":"2.0","id":3,"result":{"content":[]}}`,
+		},
+		{
 			name: "indented error data is compacted, escaped newlines stay",
 			msg: &transport.Response{ID: transport.Int64ID(2), Error: &transport.Error{
 				Code: -1, Message: "line1\nline2", Data: json.RawMessage("{\n\t\"k\": \"v\\n w\"\n}"),

@@ -45,7 +45,7 @@ func newMulticast() *multicast {
 
 // Send logs n as an SSE event and rings the bell.
 func (c *multicast) Send(_ context.Context, n *transport.Request) int {
-	data, err := transport.AppendMessage(appendEventHead(nil, ""), n)
+	data, err := appendEventMessage(appendEventHead(nil, ""), n)
 	if err != nil {
 		return 0 // never for what a server sends: a frozen request encodes
 	}

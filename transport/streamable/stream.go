@@ -549,7 +549,7 @@ func (st *stream) writeQueued() error {
 	}
 	st.armLocked()
 	for _, m := range batch {
-		b, err := transport.AppendMessage(appendEventHead(st.buf[:0], ""), m)
+		b, err := appendEventMessage(appendEventHead(st.buf[:0], ""), m)
 		if err != nil {
 			continue // never for what a server writes: skip it, as deliver would refuse it
 		}

@@ -35,9 +35,10 @@ func TestWithMeta(t *testing.T) {
 	assert.Equal(t, `"a":1,"progressToken":3`, string(progressMember([]byte(`"a":1`), "3")))
 }
 
-// TestWithoutEraMembers: resultType and the server's info in _meta go,
-// the rest stays byte for byte; a _meta left empty goes; what cannot be
-// rewritten without decoding is returned as it is.
+// TestWithoutEraMembers: the 2026-07-28 era's result members and the
+// reserved keys of _meta go, however their names are escaped; the rest
+// stays byte for byte; a _meta left empty goes; what is not valid JSON is
+// returned as it is.
 func TestWithoutEraMembers(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{
@@ -49,7 +50,13 @@ func TestWithoutEraMembers(t *testing.T) {
 			`{"_meta":{"k":1},"isError":true}`,
 		},
 		{`{"content":[]}`, `{"content":[]}`},
-		{`{"resultType":"complete","we\"ird":1}`, `{"resultType":"complete","we\"ird":1}`},
+		{`{"resultType":"complete","we\"ird":1}`, `{"we\"ird":1}`},
+		{ // the 2026-07-28 round's members and every reserved key, however escaped
+			`{"content":[],"result\u0054ype":"input_required","inputRequests":{"a":{}},"requestState":"s","ttlMs":9,"cacheScope":"public",` +
+				`"_meta":{"io.modelcontextprotocol\/serverInfo":{"name":"forged"},"io.modelcontextprotocol/related-task":{},"mine":1}}`,
+			`{"content":[],"_meta":{"mine":1}}`,
+		},
+		{`{"_meta":{"io.modelcontextprotocol/logLevel":"debug"}}`, `{}`},
 		{`{"resultType":`, `{"resultType":`},
 	} {
 		assert.Equal(t, c.want, string(WithoutEraMembers(json.RawMessage(c.in))), c.in)

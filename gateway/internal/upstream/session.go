@@ -302,15 +302,18 @@ func (s *Session) Initialized() InitializeResult { return s.init }
 // cancelled upstream in the background. When the session ends first,
 // Call returns an error wrapping [ErrGone] or [ErrClosed].
 //
-// With a 2026-07-28 upstream, params carry the version, capabilities and
-// client info in _meta, and an input_required result is answered through
-// OnRequest (with ctx) and the request sent again with the answers
-// (session_stateless.go).
+// A 2026-07-28 upstream's input_required is answered through OnRequest
+// (session_stateless.go). In both eras the result comes back as
+// [WithoutEraMembers] leaves it.
 func (s *Session) Call(ctx context.Context, method string, params json.RawMessage, notes *Notes) (json.RawMessage, error) {
 	if s.meta != nil {
 		return s.callStateless(ctx, method, params, notes)
 	}
-	return s.call(ctx, method, params, notes)
+	res, err := s.call(ctx, method, params, notes)
+	if err != nil {
+		return nil, err
+	}
+	return withoutEraMembers(res), nil // a decoded message's result: valid JSON
 }
 
 // call is Call, one request and its answer.
@@ -760,6 +763,7 @@ func (s *Session) readFailed(err error) bool {
 		if !s.oversize(derr) {
 			s.invalid.Add(1)
 			s.log.Debug("upstream: invalid message", "error", err)
+			s.malformed(derr)
 		}
 		return true
 	}
@@ -809,6 +813,33 @@ func (s *Session) oversize(derr *transport.DecodeError) bool {
 		})
 	}
 	return true
+}
+
+// malformed fails at once the call a message that could not be decoded
+// answers, when its id could be read (a response that also has a method,
+// or both result and error, or bytes that are not UTF-8, say): its caller
+// gets an error that names the upstream rather than waiting for its
+// deadline. A message that names no call in flight is only counted.
+func (s *Session) malformed(derr *transport.DecodeError) {
+	id, ok := intID(derr.ID)
+	if !ok {
+		return
+	}
+	var c *call
+	_ = s.update(func(st *state) error {
+		if pending := st.calls[id]; pending != nil && pending.abandoned.IsZero() {
+			c, _ = st.drop(id)
+		}
+		return nil
+	})
+	if c == nil {
+		return // nobody waits for it
+	}
+	c.err = &transport.Error{
+		Code:    int64(protocol.CodeInternal),
+		Message: fmt.Sprintf("upstream %s answered with a malformed message: %v", s.cfg.Name, derr.Err),
+	}
+	close(c.done)
 }
 
 // answer completes the call a response answers.

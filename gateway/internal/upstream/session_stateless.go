@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/vigil-mcp/vigil/internal/jsonscan"
 	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 )
@@ -181,79 +179,6 @@ func mergeParams(params json.RawMessage, meta, top map[string]json.RawMessage) j
 	}
 	out, _ := json.Marshal(fields)
 	return out
-}
-
-// WithoutEraMembers returns a 2026-07-28 result without resultType and
-// the server's info in _meta, which a session-era result does not have
-// (a _meta left empty goes too). The other members are copied as they
-// are, without decoding them.
-func WithoutEraMembers(res json.RawMessage) json.RawMessage {
-	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(metaServerInfo)) {
-		return res
-	}
-	if !jsonscan.Valid(res) {
-		return res
-	}
-	out := make([]byte, 0, len(res))
-	out = append(out, '{')
-	plain := true
-	ok := jsonscan.EachMember(res, func(key, val []byte) {
-		plain = plain && plainName(key)
-		switch string(key) {
-		case "resultType":
-			return
-		case "_meta":
-			if val = withoutMember(val, metaServerInfo); val == nil {
-				return
-			}
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(append(append(append(out, '"'), key...), '"', ':'), val...)
-	})
-	if !ok || !plain {
-		return res // not an object, or names to escape: as it is
-	}
-	return append(out, '}')
-}
-
-// plainName reports whether a member's name is written in JSON as it is,
-// between quotes: printable ASCII but for the quote and the backslash.
-func plainName(name []byte) bool {
-	for _, c := range name {
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// withoutMember returns the JSON object obj without its member name, or
-// nil when nothing is left of it; obj as it is when it is not an object.
-func withoutMember(obj []byte, name string) []byte {
-	if !bytes.Contains(obj, []byte(name)) {
-		return obj
-	}
-	out := make([]byte, 0, len(obj))
-	out = append(out, '{')
-	plain := true
-	if !jsonscan.EachMember(obj, func(key, val []byte) {
-		plain = plain && plainName(key)
-		if string(key) == name {
-			return
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(append(append(append(out, '"'), key...), '"', ':'), val...)
-	}) || !plain {
-		return obj
-	}
-	if len(out) == 1 {
-		return nil
-	}
-	return append(out, '}')
 }
 
 // Round sends method with params once to a 2026-07-28 upstream, the

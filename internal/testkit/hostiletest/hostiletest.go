@@ -18,6 +18,10 @@ const FloodNotes = 5000
 // a page.
 const CatalogEnv = "HOSTILE_CATALOG"
 
+// InstructionsEnv is the variable whose value, BYTES, makes the upstream
+// answer initialize with instructions of that many bytes.
+const InstructionsEnv = "HOSTILE_INSTRUCTIONS"
+
 // Upstream speaks MCP on standard input and output, by hand, as a
 // hostile server: its tool "huge" answers a result of {"mib": N} MiB
 // (its id last, as the TypeScript SDK writes it, with {"idLast": true}),
@@ -62,9 +66,10 @@ func Upstream() int {
 		}
 		switch msg.Method {
 		case "initialize":
+			size, _ := strconv.Atoi(os.Getenv(InstructionsEnv))
 			answer(msg.ID, map[string]any{
 				"protocolVersion": msg.Params.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
-				"serverInfo": map[string]any{"name": "hostile", "version": "1"},
+				"serverInfo": map[string]any{"name": "hostile", "version": "1"}, "instructions": strings.Repeat("i", size),
 			})
 		case "tools/list":
 			answer(msg.ID, catalogPage(msg.Params.Cursor))
