@@ -82,7 +82,7 @@ vet:
 ## unit: go test -race -shuffle=on ./..., every component installed first.
 unit: system-deps e2e-deps interop-deps clientv2-deps inspector-deps apps-deps oidc-deps everything-deps servers-deps conformance-deps
 	@echo "==> go test -race -shuffle=on ./..."
-	$(GO) test -race -shuffle=on ./...
+	$(GO) test -race -shuffle=on -timeout 30m ./...
 
 ## interop-deps: install the interop harness's npm dependencies (only when needed).
 interop-deps: $(INTEROP_STAMP)

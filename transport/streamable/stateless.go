@@ -29,16 +29,26 @@ func (h *Endpoint) stateless(w http.ResponseWriter, r *http.Request, msg transpo
 		if !conn.read {
 			h.refuseShuttingDown(conn)
 		}
-		// Read but not answered, the client still there and not having
-		// cancelled it: the server stopped under it (its shutdown's grace
-		// ran out, or it closed). The client gets the error EndAnswer
-		// names, with its id, never an empty 200.
-		var cut *transport.Response
-		if conn.r.Context().Err() == nil { // a client that left is written nothing
-			cut = &transport.Response{ID: conn.req.ID, Error: cutByShutdown()}
-		}
-		conn.st.shutDown(cut)
+		endStateless(conn)
 	}
+}
+
+// endStateless ends a stateless request's stream once the server is done
+// with it. Read but not answered, the client still there and not having
+// cancelled it, the server stopped under it (its shutdown's grace ran out,
+// or it closed): the client gets the error EndAnswer names, with its id,
+// never an empty 200. It is not inlined, and builds that answer only when
+// it is needed, so that stateless's frame, which every request's stack
+// holds, stays small (TestRequestFitsTheStartingStack) and an answered
+// request allocates nothing for it.
+//
+//go:noinline
+func endStateless(conn *oneShot) {
+	var cut *transport.Response
+	if conn.r.Context().Err() == nil && conn.st.undecided() { // a client that left is written nothing
+		cut = &transport.Response{ID: conn.req.ID, Error: cutByShutdown()}
+	}
+	conn.st.shutDown(cut)
 }
 
 // cutByShutdown is the answer of a stateless request the server stopped

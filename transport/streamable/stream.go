@@ -360,6 +360,13 @@ func (st *stream) written() <-chan struct{} {
 	return st.final.wait()
 }
 
+// undecided reports whether nothing was written on the stream yet.
+func (st *stream) undecided() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.state == undecided
+}
+
 // shutDown forbids further writes (the HTTP handler is returning). If
 // nothing was written yet and the client is still there, fallback answers
 // first (a JSON-RPC error, so that the client never gets an empty 200).

@@ -203,7 +203,10 @@ async function main() {
     description: 'A static text resource for testing',
     mimeType: 'text/plain',
   };
-  assert.deepEqual(await client.listResources(), {
+  // The server lists resources in the order they were registered; the
+  // expectation below is the set, in URI order.
+  const byURI = (l) => ({ ...l, resources: [...l.resources].sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0)) });
+  assert.deepEqual(byURI(await client.listResources()), {
     resources: [
       // The sample skills' SKILL.md (the skills extension).
       {

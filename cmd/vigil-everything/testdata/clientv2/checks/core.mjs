@@ -281,7 +281,7 @@ export default [
       // checks every test:// entry, exactly.
       const listed = plain(await client.listResources());
       assert.deepEqual(Object.keys(listed), ['resources'], 'resources/list: one complete page');
-      assert.deepEqual(listed.resources.filter((r) => r.uri.startsWith('test://')), [STATIC_BINARY, STATIC_TEXT, WATCHED], 'resources/list');
+      assert.deepEqual(listed.resources.filter((r) => r.uri.startsWith('test://')).sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0)), [STATIC_BINARY, STATIC_TEXT, WATCHED], 'resources/list');
       step('resources/list: the 3 test:// resources');
       const templates = plain(await client.listResourceTemplates());
       assert.deepEqual(Object.keys(templates), ['resourceTemplates'], 'resources/templates/list: one complete page');
