@@ -28,7 +28,8 @@ func TestMetricsAtStartAreSmall(t *testing.T) {
 	require.NoError(t, svc.Err())
 	require.NoError(t, server.AddTypedTool(svc.Server, server.Tool{Name: "forecast"}, func(_ context.Context, _ *server.CallToolRequest, in struct {
 		City string `json:"city" jsonschema:"the city to forecast"`
-	}) (string, error) {
+	},
+	) (string, error) {
 		return "sunny in " + in.City, nil
 	}))
 	svc.Endpoint() // serving HTTP makes the series of its transport

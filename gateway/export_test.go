@@ -89,5 +89,6 @@ func Refusals(ctx context.Context, method string) (noClient, undeclared error) {
 	_, noClient = askClient(nil)(ctx, &transport.Request{ID: transport.Int64ID(1), Method: method})
 	return noClient, clientError(method, fmt.Errorf("%w: %s", server.ErrCapability, method))
 }
+
 // AwaitTool is the server's tool wait that Mount sets (lifecycle.go).
 func (g *Gateway) AwaitTool(ctx context.Context, name string) error { return g.awaitTool(ctx, name) }

@@ -200,7 +200,7 @@ func TestForgedEraMembersNeverReachACaller(t *testing.T) {
 	session := mcptest.Connect(t, srv)
 	raw, rpcErr := session.Call("tools/call", map[string]any{"name": "forged"})
 	require.Nil(t, rpcErr)
-	assert.Equal(t, `{"content":[{"type":"text","text":"forged"}],"_meta":{"vendor":1}}`, string(raw), "a 2025 caller: the upstream's result without them, the rest as sent")
+	assert.Equal(t, `{"content":[{"type":"text","text":"forged"}],"_meta":{"vendor":1}}`, string(raw), "a 2025 caller: the upstream's result without them, the rest as sent") //nolint:testifylint // the bytes as relayed, not only the value
 }
 
 // TestMalformedAnswerFailsAtOnce: an upstream's answer that is not a
@@ -215,7 +215,7 @@ func TestMalformedAnswerFailsAtOnce(t *testing.T) {
 		c := front(t, up)
 		raw, rpcErr := c.Call("tools/call", map[string]any{"name": "params"}) // the session started: what follows is timed alone
 		require.Nil(t, rpcErr)
-		assert.Equal(t, `{"content":[{"type":"text","text":"params dropped"}]}`, string(raw))
+		assert.JSONEq(t, `{"content":[{"type":"text","text":"params dropped"}]}`, string(raw))
 		for _, tool := range []string{"method", "error_and_result", "not_utf8"} {
 			start := time.Now()
 			_, rpcErr := c.Call("tools/call", map[string]any{"name": tool})
@@ -228,7 +228,7 @@ func TestMalformedAnswerFailsAtOnce(t *testing.T) {
 		}
 		raw, rpcErr = c.Call("tools/call", map[string]any{"name": "same_id_twice"})
 		require.Nil(t, rpcErr)
-		assert.Equal(t, `{"content":[{"type":"text","text":"one id"}]}`, string(raw))
+		assert.JSONEq(t, `{"content":[{"type":"text","text":"one id"}]}`, string(raw))
 	}
 }
 
@@ -295,7 +295,7 @@ func TestCRInResultOneSSEEvent(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(events[0]), &answer), "%q", events[0])
 	assert.Equal(t, 2, answer.ID)
-	assert.Equal(t, `{"content":[{"type":"text","text":"after CRs"}]}`, string(answer.Result))
+	assert.Equal(t, `{"content":[{"type":"text","text":"after CRs"}]}`, string(answer.Result)) //nolint:testifylint // compacted bytes: no CR left
 }
 
 // sseEvents reads an SSE stream to its end as the SSE spec does: a line

@@ -439,11 +439,12 @@ func (m *mount) open(ctx context.Context, l *link) (*conn, error) {
 	up, ss := m.up, l.ss
 	c := &conn{}
 	var tc transport.Conn
-	if m.dial != nil {
+	switch {
+	case m.dial != nil:
 		tc = m.dial()
-	} else if up.URL != "" {
+	case up.URL != "":
 		tc = streamable.Dial(streamable.ClientConfig{URL: up.URL, Header: up.Header, Credentials: up.Credentials, Client: m.client, MaxMessageBytes: up.MaxMessageBytes, Name: "upstream " + up.Name})
-	} else {
+	default:
 		p := l.given // a tool view's (views.go)
 		l.given = nil
 		if p == nil && ss != nil && !l.stateless {

@@ -37,7 +37,7 @@ const (
 // It holds a connection to aliveEnv open until it exits.
 func runSlowLister() int {
 	if c, err := net.Dial("tcp", os.Getenv(aliveEnv)); err == nil {
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 	}
 	delay, _ := time.ParseDuration(os.Getenv(slowListEnv))
 	srv := server.New(server.WithToolAccess(func(req *server.Request, tool *server.Tool) bool {
@@ -173,8 +173,10 @@ func TestViewsWithinTheProcessBound(t *testing.T) {
 			alive := newAliveCounter(t)
 			srv := server.New()
 			g, err := gateway.Mount(t.Context(), srv, gateway.Config{
-				Upstreams: []gateway.Upstream{{Name: "slow", Command: []string{os.Args[0], "-test.run=^$"}, Shared: shared,
-					Env: []string{slowListEnv + "=200ms", aliveEnv + "=" + alive.ln.Addr().String(), "GORACE=atexit_sleep_ms=0"}}},
+				Upstreams: []gateway.Upstream{{
+					Name: "slow", Command: []string{os.Args[0], "-test.run=^$"}, Shared: shared,
+					Env: []string{slowListEnv + "=200ms", aliveEnv + "=" + alive.ln.Addr().String(), "GORACE=atexit_sleep_ms=0"},
+				}},
 				MaxProcesses: maxProcesses,
 			})
 			require.NoError(t, err)

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,7 +25,7 @@ func TestRootsRefusalSaysWhy(t *testing.T) {
 		{noClient, "the gateway has no client to ask roots/list of: this upstream session serves none"},
 		{undeclared, "the gateway's client declared no roots capability"},
 	} {
-		e, ok := tt.err.(*transport.Error)
+		e, ok := errors.AsType[*transport.Error](tt.err)
 		if assert.True(t, ok, "%T %v", tt.err, tt.err) {
 			assert.Equal(t, int64(protocol.CodeInvalidRequest), e.Code)
 			assert.Contains(t, e.Message, tt.why)

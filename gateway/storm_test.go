@@ -280,8 +280,10 @@ func TestOwnSessionStormTellsNothing(t *testing.T) {
 	said := newUpstreamSaid()
 	srv := server.New()
 	g, err := gateway.Mount(t.Context(), srv, gateway.Config{
-		Upstreams: []gateway.Upstream{{Name: "storm", Command: []string{os.Args[0], "-test.run=^$"},
-			Env: []string{stormEnv + "=20", stormEveryEnv + "=1ms", stormFileEnv + "=" + file, stormAfterCallEnv + "=1", "GORACE=atexit_sleep_ms=0"}}},
+		Upstreams: []gateway.Upstream{{
+			Name: "storm", Command: []string{os.Args[0], "-test.run=^$"},
+			Env: []string{stormEnv + "=20", stormEveryEnv + "=1ms", stormFileEnv + "=" + file, stormAfterCallEnv + "=1", "GORACE=atexit_sleep_ms=0"},
+		}},
 		Logger: slog.New(slog.NewJSONHandler(said, nil)),
 	})
 	require.NoError(t, err)

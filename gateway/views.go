@@ -50,10 +50,6 @@ func keyOf(caps *server.ClientCapabilities) capsKey {
 	return k
 }
 
-// listingKey is the capsKey of the capabilities the listing session
-// declares (capabilities(nil)): it lists every tool.
-const listingKey = keyRoots | keySampling | keyElicitation | keyElicitationForm | keyElicitationURL | keyUI
-
 // viewAtoms are the capabilities of the listing session that a caller
 // may lack, each the one a view leaves out (see showsTool).
 var viewAtoms = [...]capsKey{keyRoots, keySampling, keyElicitation, keyElicitationForm, keyElicitationURL, keyUI}

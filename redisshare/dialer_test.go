@@ -27,7 +27,7 @@ func TestDialerRefusesPlaintextOffLoopback(t *testing.T) {
 	d := newDialer(nil, time.Second, false, slog.New(slog.NewTextHandler(&logs, nil)), func() { refused++ })
 	var dialed []string
 	errDialed := errors.New("dialed")
-	d.dial = func(_ context.Context, network, addr string) (net.Conn, error) {
+	d.dial = func(_ context.Context, _, addr string) (net.Conn, error) {
 		dialed = append(dialed, addr)
 		return nil, errDialed
 	}

@@ -74,7 +74,7 @@ func TestClusterNamingNodesElsewhere(t *testing.T) {
 		require.NoError(t, c.ConfigSet(t.Context(), "cluster-preferred-endpoint-type", "hostname").Err())
 	}
 	require.Eventually(t, func() bool {
-		slots, err := nodes[0].Client(t).ClusterSlots(t.Context()).Result()
+		slots, err := nodes[0].Client(t).ClusterSlots(t.Context()).Result() //nolint:staticcheck // CLUSTER SLOTS is what the client learns nodes from
 		if err != nil || len(slots) == 0 {
 			return false
 		}

@@ -912,7 +912,7 @@ func (ss *Session) finish(inf *inflight, res any, err error) {
 	switch {
 	case broken != protocol.DropNone:
 		ss.seal(inf, out, broken, nil)
-	case (closed || ss.ctx.Err() != nil && !(ss.single && timedOut)) && ss.answeredAtEnd(inf, &out): // the session ends (a single one's own deadline is no end): its Conn answers
+	case (closed || ss.ctx.Err() != nil && (!ss.single || !timedOut)) && ss.answeredAtEnd(inf, &out): // the session ends (a single one's own deadline is no end): its Conn answers
 		ss.seal(inf, out, protocol.DropNone, nil) // cancelled, yet answered: what the client received
 	case cancelled: // the session ending cancels first, so its cause decides
 		ss.seal(inf, out, dropReasonOf(out.Cause), nil)

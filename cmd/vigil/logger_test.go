@@ -54,8 +54,8 @@ func TestLoggerDurationsInSeconds(t *testing.T) {
 	log.Info("d", "grace", 10*time.Second, "wait_seconds", 1500*time.Millisecond, slog.Group("g", "ttl", time.Minute))
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
-	assert.Equal(t, 10.0, m["grace_seconds"])
-	assert.Equal(t, 1.5, m["wait_seconds"])
+	assert.InDelta(t, 10.0, m["grace_seconds"], 0)
+	assert.InDelta(t, 1.5, m["wait_seconds"], 0)
 	assert.Equal(t, map[string]any{"ttl_seconds": 60.0}, m["g"])
 	assert.NotContains(t, m, "grace")
 }

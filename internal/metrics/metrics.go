@@ -127,8 +127,10 @@ func New(v Vocabulary, opts ...Option) *Metrics {
 // durationLabels are the labels of the request duration: upstream last,
 // a gateway's only.
 func durationLabels(cfg metricsConfig) []string {
-	l := []string{mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol,
-		mcpconv.LabelErrorType, mcpconv.LabelStatusCode}
+	l := []string{
+		mcpconv.LabelMethod, mcpconv.LabelTool, mcpconv.LabelProtocolVersion, mcpconv.LabelNetTransport, mcpconv.LabelNetProtocol,
+		mcpconv.LabelErrorType, mcpconv.LabelStatusCode,
+	}
 	if cfg.upstreams != nil {
 		l = append(l, mcpconv.LabelUpstream)
 	}

@@ -234,7 +234,7 @@ func (c *otlpHTTP) post(ctx context.Context, body []byte) (retryAfter time.Durat
 	if err != nil {
 		return 0, fmt.Errorf("otelsetup: OTLP export to %s: %w", redactURL(c.url), err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, otlpMaxResponse))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return 0, nil

@@ -291,5 +291,5 @@ func anyValuePB(v attribute.Value) *commonpb.AnyValue {
 		}
 		return array(vals)
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.Emit()}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/vigil-mcp/vigil/transport"
 )
@@ -22,6 +23,6 @@ func TestOneLine(t *testing.T) {
 		assert.Equal(t, want, string(oneLine([]byte(in))), "%q", in)
 	}
 	b, err := appendEventMessage(appendEventHead(nil, "7"), &transport.Response{ID: transport.Int64ID(1), Result: []byte("{\"k\":\r\n1}")})
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	assert.Equal(t, "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"k\":1}}", string(b))
 }
