@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/auditlog"
 	"github.com/vigil-mcp/vigil/cmd/internal/buildversion"
+	"github.com/vigil-mcp/vigil/cmd/internal/redislog"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
 	"github.com/vigil-mcp/vigil/internal/gcheadroom"
@@ -164,7 +165,7 @@ func openShared(ctx context.Context, cfg *config, logger *slog.Logger, registry 
 		return func() {}, nil
 	}
 	// go-redis's own log, for the process: rate-limited, through logger.
-	redis.SetLogger(newRedisLibraryLog(logger, cfg.redisPassword, cfg.redisSentinelPassword))
+	redis.SetLogger(redislog.New(logger, cfg.redisPassword, cfg.redisSentinelPassword))
 	cfg.shared, err = redisshare.Open(ctx, redisshare.Config{
 		URL: cfg.redisURL, Password: cfg.redisPassword, SentinelPassword: cfg.redisSentinelPassword,
 		CAFile: cfg.redisCA, AllowPlaintext: cfg.redisPlaintext, UnreadyInOutage: cfg.redisOutageUnready,

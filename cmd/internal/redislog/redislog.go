@@ -1,4 +1,7 @@
-package main
+// Package redislog is go-redis's own log (its pools' dial failures, its
+// Sentinel lookups) routed to vigil's logger, throttled and with the
+// passwords cut out ([New]). Only cmd/vigil imports it.
+package redislog
 
 import (
 	"context"
@@ -10,24 +13,25 @@ import (
 	"github.com/vigil-mcp/vigil/internal/logthrottle"
 )
 
-// redisLibraryLog is go-redis's own log (its pools' dial failures, its
+// Log is go-redis's own log (its pools' dial failures, its
 // Sentinel lookups) routed to vigil's logger: at most 5 lines at once,
 // then one every 10 s, each with the count of the lines left out before
 // it, and the passwords given cut out. go-redis has one logger per
 // process (redis.SetLogger), so only main sets it, with -redis.
-type redisLibraryLog struct {
+type Log struct {
 	logger   *slog.Logger
 	throttle *logthrottle.Throttle
 	secrets  []string // cut out of every line (the -redis passwords)
 }
 
 const (
-	redisLogBurst  = 5
-	redisLogPeriod = 10 * time.Second
+	burst  = 5
+	period = 10 * time.Second
 )
 
-func newRedisLibraryLog(logger *slog.Logger, secrets ...string) *redisLibraryLog {
-	l := &redisLibraryLog{logger: logger, throttle: logthrottle.New(redisLogPeriod, redisLogBurst)}
+// New returns a Log writing to logger, secrets (empty ones ignored) cut out.
+func New(logger *slog.Logger, secrets ...string) *Log {
+	l := &Log{logger: logger, throttle: logthrottle.New(period, burst)}
 	for _, s := range secrets {
 		if s != "" {
 			l.secrets = append(l.secrets, s)
@@ -37,7 +41,7 @@ func newRedisLibraryLog(logger *slog.Logger, secrets ...string) *redisLibraryLog
 }
 
 // Printf is go-redis's internal.Logging.
-func (l *redisLibraryLog) Printf(ctx context.Context, format string, v ...any) {
+func (l *Log) Printf(ctx context.Context, format string, v ...any) {
 	ok, skipped := l.throttle.Allow()
 	if !ok {
 		return
