@@ -272,12 +272,17 @@ func assertOTLPNames(t *testing.T, sink *otlpSink) {
 		for k, v := range a {
 			assert.Contains(t, []string{
 				"mcp.method.name", "gen_ai.tool.name", "mcp.protocol.version", "network.transport", "network.protocol.name",
+				"error.type", "rpc.response.status_code",
 			}, k, "attribute key of %v", a)
 			assert.NotEmpty(t, v, "attribute %s of %v", k, a)
 		}
 		assert.Equal(t, telemetry.DurationBuckets(), dp.GetExplicitBounds(), "bounds of %v", a)
 		if a["mcp.method.name"] == "tools/call" && dp.GetCount() > 0 {
 			counts[a["gen_ai.tool.name"]] += dp.GetCount()
+			if a["gen_ai.tool.name"] == "sleep" {
+				// The cancelled call ends with its cause on the duration, as semconv's error.type.
+				assert.Equal(t, "cancelled", a["error.type"], "error.type of %v", a)
+			}
 			// The semconv protocol version and network of a Streamable HTTP call.
 			assert.NotEmpty(t, a["mcp.protocol.version"], "mcp.protocol.version of %v", a)
 			assert.Equal(t, "tcp", a["network.transport"], "network.transport of %v", a)
