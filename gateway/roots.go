@@ -9,10 +9,22 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 )
 
-// rootsApply is the time an upstream that asked for its caller's roots
-// when its session began is given, once answered, to apply them before
-// its caller's first call is relayed (giveRoots).
-const rootsApply = 100 * time.Millisecond
+// rootsApply is the least time an upstream that asked for its caller's
+// roots when its session began is given, once answered, to apply them
+// before its caller's first call is relayed (giveRoots). An upstream
+// slower to answer (a loaded machine) is given rootsApplyScale times
+// what its answers took, up to rootsApplyMax.
+const (
+	rootsApply      = 100 * time.Millisecond
+	rootsApplyScale = 3
+	rootsApplyMax   = 2 * time.Second
+)
+
+// rootsApplyTime is what giveRoots waits for an upstream to apply the
+// roots it was given, when its ping and roots/list took took.
+func rootsApplyTime(took time.Duration) time.Duration {
+	return min(max(rootsApply, rootsApplyScale*took), rootsApplyMax)
+}
 
 // rootsNotifyTimeout bounds the write of one notifications/roots/list_changed
 // to an upstream session: an upstream that stops reading is not waited on.
@@ -23,7 +35,7 @@ const rootsNotifyTimeout = 5 * time.Second
 // the caller declared roots (and so does c: relayedCapabilities), it
 // waits until the upstream has answered a ping and has had its answer
 // to each roots/list it asked before (upstream.Session.Settle), then,
-// when it asked, rootsApply and another ping. server-filesystem asks on
+// when it asked, rootsApplyTime and another ping. server-filesystem asks on
 // initialized and takes what the caller answers as its allowed
 // directories, once it has resolved them on disk: without the wait, the
 // first call ran with its command-line directories. A stdio upstream's messages
@@ -37,13 +49,15 @@ func (m *mount) giveRoots(ctx context.Context, l *link, c *conn) error {
 	if l.ss == nil || l.stateless || l.caps != nil || l.ss.ClientCapabilities().Roots == nil {
 		return nil // no caller's session, or a caller without roots
 	}
+	began := time.Now()
 	asked, err := c.session.Settle(ctx, "roots/list")
 	if err == nil && asked > 0 {
 		// It applies them on its own time (server-filesystem resolves
 		// each on disk), and says nothing when done: it is given
-		// rootsApply, then pinged again (and any roots/list it asked
-		// meanwhile answered).
-		timer := time.NewTimer(rootsApply)
+		// rootsApply, or longer when it was slow to answer (its
+		// machine is loaded), then pinged again (and any roots/list it
+		// asked meanwhile answered).
+		timer := time.NewTimer(rootsApplyTime(time.Since(began)))
 		select {
 		case <-timer.C:
 			_, err = c.session.Settle(ctx, "roots/list")

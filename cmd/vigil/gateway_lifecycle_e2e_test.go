@@ -19,8 +19,8 @@ import (
 
 // TestGatewayBrokenUpstreams: vigil in front of a healthy stdio upstream
 // (vigil-everything -stdio), one that never answers (sleep 600) and one
-// whose command does not exist serves the healthy one's tools within 2 s
-// of its start, though a flag names a tool of an upstream not ready yet;
+// whose command does not exist serves the healthy one's tools while the
+// silent one is still starting, though a flag names a tool of an upstream not ready yet;
 // /readyz (503: every upstream is required by default), /metrics and the
 // live page name each upstream's state; no command line or secret is in any answer to a
 // caller or in /readyz. With -upstream-required naming the healthy one,
@@ -63,7 +63,9 @@ func TestGatewayBrokenUpstreams(t *testing.T) {
 	require.Nil(t, m.Error)
 	served := time.Since(started)
 	t.Logf("the healthy upstream's tool answered %v after vigil's start", served.Round(time.Millisecond))
-	assert.Less(t, served, 2*time.Second, "served within 2 s of the start")
+	// silent waits for its start timeout (2 minutes by default): served
+	// long before it, while silent is still starting (/readyz below).
+	assert.Less(t, served, 30*time.Second, "served without waiting for silent's start")
 	m = rpc("4", "tools/call", `{"name":"bad_anything"}`)
 	require.NotNil(t, m.Error, "bad serves nothing")
 	assert.Contains(t, m.Error.Message, "upstream bad is failing", "refused at once, naming the upstream and its state")

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -10,6 +11,13 @@ import (
 // Use it outside a synctest bubble; inside one, synctest reports a
 // deadlock itself.
 func Watchdog(t testing.TB) {
-	timer := time.AfterFunc(60*time.Second, func() { panic(t.Name() + ": hung for 60s") })
+	WatchdogAfter(t, time.Minute)
+}
+
+// WatchdogAfter is Watchdog for a test whose work (tens of megabytes
+// through the race detector on a loaded machine) may take longer than a
+// minute without hanging.
+func WatchdogAfter(t testing.TB, d time.Duration) {
+	timer := time.AfterFunc(d, func() { panic(fmt.Sprintf("%s: hung for %v", t.Name(), d)) })
 	t.Cleanup(func() { timer.Stop() })
 }
