@@ -46,15 +46,18 @@ type entry struct {
 }
 
 // LogValue logs what an entry tells without its tokens.
-func (e *entry) LogValue() slog.Value {
+func (e entry) LogValue() slog.Value {
 	return slog.GroupValue(slog.Time("expiry", e.expiry), slog.Time("obtained", e.obtained),
 		slog.Bool("refreshable", e.refresh != ""))
 }
 
 // String describes an entry without its tokens.
-func (e *entry) String() string {
+func (e entry) String() string {
 	return fmt.Sprintf("entry{expiry %s, obtained %s, refreshable %t}", e.expiry.Format(time.RFC3339), e.obtained.Format(time.RFC3339), e.refresh != "")
 }
+
+// Format prints String, whatever the verb (%#v would print the fields).
+func (e entry) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.String())) }
 
 // wire is an entry as the Store holds it.
 type wire struct {
