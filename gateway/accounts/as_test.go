@@ -31,6 +31,7 @@ type testAS struct {
 	entered   int             // refresh requests received
 	gate      chan struct{}   // when not nil, a refresh waits for it to close
 	status    int             // when not 0, the token endpoint answers it
+	onEnter   chan struct{}   // when not nil, gets a value per refresh request (never blocks)
 }
 
 const (
@@ -114,6 +115,12 @@ func (a *testAS) serveRefresh(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.entered++
 	gate, status := a.gate, a.status
+	if a.onEnter != nil {
+		select {
+		case a.onEnter <- struct{}{}:
+		default:
+		}
+	}
 	a.mu.Unlock()
 	if gate != nil {
 		<-gate
