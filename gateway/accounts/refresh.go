@@ -38,8 +38,10 @@ func (v *Vault) refresh(ctx context.Context, principal, upstream string, c *Clie
 	rctx, cancel := context.WithTimeout(ctx, refreshBudget)
 	defer cancel()
 	rctx = context.WithValue(rctx, oauth2.HTTPClient, v.resourceClient(c.Resource))
-	conf := oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes,
-		Endpoint: oauth2.Endpoint{TokenURL: c.TokenURL, AuthStyle: c.AuthStyle}}
+	conf := oauth2.Config{
+		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: c.TokenURL, AuthStyle: c.AuthStyle},
+	}
 	now := v.now()
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: string(e.refresh)}).Token()
 	if err != nil {

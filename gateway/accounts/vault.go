@@ -128,8 +128,10 @@ func NewVault(cfg VaultConfig) (*Vault, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("accounts: no Store")
 	}
-	v := &Vault{store: cfg.Store, clients: make(map[string]Client, len(cfg.Clients)), logger: cfg.Logger,
-		max: cfg.MaxPerPrincipal, now: cfg.Now, http: cfg.HTTPClient}
+	v := &Vault{
+		store: cfg.Store, clients: make(map[string]Client, len(cfg.Clients)), logger: cfg.Logger,
+		max: cfg.MaxPerPrincipal, now: cfg.Now, http: cfg.HTTPClient,
+	}
 	for name, c := range cfg.Clients {
 		if name == "" || c.TokenURL == "" || c.ClientID == "" {
 			return nil, fmt.Errorf("accounts: upstream %q needs a name, a token endpoint and a client id", name)

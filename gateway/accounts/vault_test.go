@@ -2,7 +2,6 @@ package accounts_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -67,7 +66,7 @@ func TestVaultRefreshesBeforeExpiry(t *testing.T) {
 		assert.NotEqual(t, second, third)
 		granted, _ = as.counts()
 		assert.Equal(t, 2, granted)
-		assert.Equal(t, 2.0, metricValue(t, reg, "mcp_gateway_account_refreshes_total", map[string]string{"upstream": testUpstream}))
+		assert.Equal(t, 2, metricValue(t, reg, "mcp_gateway_account_refreshes_total", map[string]string{"upstream": testUpstream}))
 
 		conns, err := v.Connections(ctx, "alice")
 		require.NoError(t, err)
@@ -102,8 +101,8 @@ func TestVaultRefusedRefreshAsksAgain(t *testing.T) {
 		data, _, err := store.Get(ctx, "alice", testUpstream)
 		require.NoError(t, err)
 		assert.Nil(t, data, "the entry is gone")
-		assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "refused"}))
-		assert.Equal(t, 0.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+		assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "refused"}))
+		assert.Equal(t, 0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 
 		_, err = v.Token(ctx, "alice", testUpstream)
 		require.ErrorIs(t, err, accounts.ErrAuthorize, "no entry")
@@ -135,10 +134,10 @@ func TestVaultTransientFailureKeepsTheEntry(t *testing.T) {
 		time.Sleep(time.Minute) // expired
 		_, err = v.Token(ctx, "alice", testUpstream)
 		require.Error(t, err)
-		assert.NotErrorIs(t, err, accounts.ErrAuthorize)
+		require.NotErrorIs(t, err, accounts.ErrAuthorize)
 		assert.Contains(t, err.Error(), "503")
 		assert.NotContains(t, err.Error(), tok.RefreshToken)
-		assert.Equal(t, 2.0, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "unavailable"}))
+		assert.Equal(t, 2, metricValue(t, reg, "mcp_gateway_account_refresh_failures_total", map[string]string{"upstream": testUpstream, "reason": "unavailable"}))
 
 		as.mu.Lock()
 		as.status = 0
@@ -195,7 +194,7 @@ func TestVaultDisconnectRevokes(t *testing.T) {
 	ctx := t.Context()
 	tok := as.authorize()
 	require.NoError(t, v.Save(ctx, "alice", testUpstream, tok))
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 
 	require.NoError(t, v.Disconnect(ctx, "alice", testUpstream))
 	as.mu.Lock()
@@ -206,8 +205,8 @@ func TestVaultDisconnectRevokes(t *testing.T) {
 	conns, err := v.Connections(ctx, "alice")
 	require.NoError(t, err)
 	assert.Empty(t, conns)
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "revoked"}))
-	assert.Equal(t, 0.0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "revoked"}))
+	assert.Equal(t, 0, metricValue(t, reg, "mcp_gateway_account_connections", map[string]string{"upstream": testUpstream}))
 	require.NoError(t, v.Disconnect(ctx, "alice", testUpstream), "nothing to disconnect is no error")
 }
 
@@ -229,7 +228,7 @@ func TestVaultDisconnectWithFailingRevocation(t *testing.T) {
 	assert.NotContains(t, err.Error(), tok.AccessToken)
 	data, _, _ := store.Get(t.Context(), "alice", testUpstream)
 	assert.Nil(t, data)
-	assert.Equal(t, 1.0, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "failed"}))
+	assert.Equal(t, 1, metricValue(t, reg, "mcp_gateway_account_revocations_total", map[string]string{"upstream": testUpstream, "outcome": "failed"}))
 }
 
 // TestVaultBounds: a principal holds at most MaxPerPrincipal
@@ -282,7 +281,7 @@ func TestVaultContextCancelled(t *testing.T) {
 		}()
 		synctest.Wait()
 		cancel()
-		assert.True(t, errors.Is(<-done, context.Canceled))
+		require.ErrorIs(t, <-done, context.Canceled)
 		release()
 		tok, err := v.Token(t.Context(), "alice", testUpstream)
 		require.NoError(t, err)
