@@ -290,3 +290,70 @@ func TestVaultContextCancelled(t *testing.T) {
 		assert.Equal(t, 1, granted, "the refresh the cancelled caller started finished for the next")
 	})
 }
+
+// TestVaultRefreshGoesOnlyWhereTheTokenCameFrom: an entry obtained at
+// one token endpoint is never refreshed at another (the upstream's
+// client changed: a mix-up between authorization servers): it is
+// dropped, ErrAuthorize, and the other endpoint receives nothing; an
+// expired entry without a refresh token is ErrAuthorize too.
+func TestVaultRefreshGoesOnlyWhereTheTokenCameFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		as, other := newTestAS(600), newTestAS(600)
+		store := accounts.NewMemoryStore(0)
+		v1, _ := newVault(t, as, as.inProcess(), store)
+		c := other.client("http://other.test")
+		v2, err := accounts.NewVault(accounts.VaultConfig{Store: store, Clients: map[string]accounts.Client{testUpstream: c}, HTTPClient: other.inProcess()})
+		require.NoError(t, err)
+		ctx := t.Context()
+		require.NoError(t, v1.Save(ctx, "alice", testUpstream, as.authorize()))
+		noRefresh := as.authorize()
+		noRefresh.RefreshToken = ""
+		require.NoError(t, v1.Save(ctx, "bob", testUpstream, noRefresh))
+		time.Sleep(11 * time.Minute)
+
+		_, err = v2.Token(ctx, "alice", testUpstream)
+		require.ErrorIs(t, err, accounts.ErrAuthorize)
+		_, entered := other.counts()
+		assert.Zero(t, entered, "the other endpoint got no refresh token")
+		_, entered = as.counts()
+		assert.Zero(t, entered)
+		data, _, _ := store.Get(ctx, "alice", testUpstream)
+		assert.Nil(t, data)
+
+		_, err = v1.Token(ctx, "bob", testUpstream)
+		require.ErrorIs(t, err, accounts.ErrAuthorize)
+		data, _, _ = store.Get(ctx, "bob", testUpstream)
+		assert.Nil(t, data)
+	})
+}
+
+// TestVaultNewAuthorizationDuringARefusedRefresh: the user authorizes
+// again while the refresh of the old grant is being refused: the new
+// entry stays and serves the call, rather than being deleted.
+func TestVaultNewAuthorizationDuringARefusedRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		as := newTestAS(600)
+		store := accounts.NewMemoryStore(0)
+		v, _ := newVault(t, as, as.inProcess(), store)
+		ctx := t.Context()
+		require.NoError(t, v.Save(ctx, "alice", testUpstream, as.authorize()))
+		time.Sleep(11 * time.Minute)
+		as.mu.Lock()
+		clear(as.refresh)
+		as.mu.Unlock()
+		release := as.hold()
+		done := make(chan string, 1)
+		go func() {
+			tok, err := v.Token(ctx, "alice", testUpstream)
+			assert.NoError(t, err)
+			done <- tok
+		}()
+		synctest.Wait() // the refresh is at the AS
+		fresh := as.authorize()
+		require.NoError(t, v.Save(ctx, "alice", testUpstream, fresh))
+		release()
+		assert.Equal(t, fresh.AccessToken, <-done)
+		data, _, _ := store.Get(ctx, "alice", testUpstream)
+		assert.NotNil(t, data, "the new authorization stays")
+	})
+}
