@@ -167,28 +167,28 @@ $(CONFORMANCE_STAMP): $(CONFORMANCE_DIR)/package-lock.json $(CONFORMANCE_DIR)/pa
 ## interop: run the TypeScript SDK interop tests on their own, verbosely (v1 against vigil and vigil-everything; v2 with ext-tasks against vigil-everything over HTTP and stdio in both eras); CI=true turns a skip into a failure.
 interop: interop-deps clientv2-deps conformance-deps
 	@echo "==> interop: TypeScript SDK clients (v1; v2 and ext-tasks) against vigil and vigil-everything"
-	CI=true $(GO) test -count=1 -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
+	CI=true $(GO) test -count=1 -timeout 30m -run '^TestInterop' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## inspector: the MCP Inspector CLI against vigil and vigil-everything, verbosely: tools/list --strict and a --load run in both eras, and the skills checks (skills/list, skills/get --verify --require-digests, both eras); CI=true turns a skip into a failure.
 inspector: inspector-deps conformance-deps
 	@echo "==> inspector: @modelcontextprotocol/inspector 2.12.0 (tools/list --strict, --load, skills --verify)"
-	CI=true $(GO) test -count=1 -run '^TestInspector' -v ./cmd/vigil ./cmd/vigil-everything
+	CI=true $(GO) test -count=1 -timeout 30m -run '^TestInspector' -v ./cmd/vigil ./cmd/vigil-everything
 
 ## auth: the authorization tests on their own, verbosely: the real authorization server (oidc-provider)
 ## and the TypeScript SDK's client-credentials flow against vigil; CI=true turns a skip into a failure.
 auth: interop-deps oidc-deps conformance-deps
 	@echo "==> auth: oidc-provider and the TypeScript SDK client against vigil -http -auth-issuer"
-	CI=true $(GO) test -count=1 -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
+	CI=true $(GO) test -count=1 -timeout 30m -run '^Test(OIDCProvider|Auth)' -v ./cmd/vigil
 
 ## conformance: the official conformance suites against one vigil-everything, then through nginx round robin over three replicas sharing sessions on Redis (TLS only, an ACL user with a password, as deploy/ runs it) and on a 6-node Redis Cluster, then through the gateway (vigil -upstream in front of vigil-everything over stdio and over HTTP, against the expected failures in testdata/conformance/gateway-expected-failures-*.yml), verbosely (totals in the log).
 conformance: system-deps conformance-deps
 	@echo "==> conformance: @modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16, --suite all (one server; three replicas behind nginx on TLS Redis and on a 6-node Redis Cluster; through the gateway, stdio and HTTP upstream)"
-	CI=true $(GO) test -count=1 -run '^TestConformance(Shared|SharedCluster|ThroughGatewayStdio|ThroughGatewayHTTP)?$$' -v ./cmd/vigil-everything
+	CI=true $(GO) test -count=1 -timeout 30m -run '^TestConformance(Shared|SharedCluster|ThroughGatewayStdio|ThroughGatewayHTTP)?$$' -v ./cmd/vigil-everything
 
 ## clients: the real-client suite on its own, verbosely: go-sdk v1.8.0, mcp-go v1.2.1, @ai-sdk/mcp 2.0.99, @langchain/mcp-adapters 1.1.4, mcp-remote 0.15.1 and the TypeScript SDK v2 against vigil and vigil-everything (every feature each has, both eras, HTTP and stdio), and 20 cuts and 20 kills per client checked against the recorded cause; its own Go module (interop/clients), so `unit` does not run it; CI=true turns a skip into a failure.
 clients: clients-deps conformance-deps
 	@echo "==> clients: real MCP clients against vigil and vigil-everything (interop/clients)"
-	cd $(CLIENTS_DIR) && $(GO) mod tidy -diff && $(GO) vet ./... && CI=true $(GO) test -count=1 -parallel 4 -v ./...
+	cd $(CLIENTS_DIR) && $(GO) mod tidy -diff && $(GO) vet ./... && CI=true $(GO) test -count=1 -timeout 30m -parallel 4 -v ./...
 
 ## deploy-validate: the ops kit (deploy/, dashboards/), checked offline by its own Go module.
 deploy-validate: system-deps
