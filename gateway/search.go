@@ -24,9 +24,10 @@ const maxSearchViews = 16
 // what it does, then its title; its description and arguments' names
 // and descriptions count once.
 const (
-	weightName  = 3
-	weightTitle = 2
-	weightText  = 1
+	weightName    = 4
+	weightTitle   = 2
+	weightText    = 1
+	weightArgText = 0.5
 )
 
 // toolSearch ranks the tools of the views searched, keeping the index of
@@ -174,7 +175,7 @@ func documents(tools []server.Tool) [][]rank.Text {
 		}
 		if json.Unmarshal(t.InputSchema, &schema) == nil {
 			for name, p := range schema.Properties {
-				doc = append(doc, rank.Text{Words: name, Weight: weightText}, rank.Text{Words: p.Description, Weight: weightText})
+				doc = append(doc, rank.Text{Words: name, Weight: weightText}, rank.Text{Words: p.Description, Weight: weightArgText})
 			}
 		}
 		docs[i] = doc

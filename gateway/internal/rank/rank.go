@@ -18,7 +18,7 @@ import (
 // Text is part of a document: its words count Weight times.
 type Text struct {
 	Words  string
-	Weight int
+	Weight float32 // 1 when not positive
 }
 
 // BM25's parameters, the usual ones.
@@ -51,7 +51,10 @@ func New(docs [][]Text) *Index {
 	for d, texts := range docs {
 		clear(counts)
 		for _, t := range texts {
-			w := float32(max(t.Weight, 1))
+			w := t.Weight
+			if w <= 0 {
+				w = 1
+			}
 			eachTerm(t.Words, func(term string) {
 				id, ok := ix.terms[term]
 				if !ok {
@@ -86,24 +89,30 @@ func (ix *Index) Search(query string, limit int) []int {
 	if limit < 1 || len(ix.docLen) == 0 {
 		return nil
 	}
-	seen := map[int32]bool{}
+	weights := map[int32]float64{} // each term of the query, and of its verbs' synonyms, by weight
+	add := func(term string, w float64) {
+		if id, ok := ix.terms[term]; ok && weights[id] < w {
+			weights[id] = w
+		}
+	}
+	eachTerm(query, func(term string) {
+		add(term, 1)
+		for _, verb := range verbsOf(term) {
+			add(verb, synonymWeight)
+		}
+	})
 	scores := make([]float64, len(ix.docLen))
 	n := float64(len(ix.docLen))
-	eachTerm(query, func(term string) {
-		id, ok := ix.terms[term]
-		if !ok || seen[id] {
-			return
-		}
-		seen[id] = true
+	for id, w := range weights {
 		ps := ix.postings[id]
 		df := float64(len(ps))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		for _, p := range ps {
 			tf := float64(p.tf)
 			norm := k1 * (1 - b + b*float64(ix.docLen[p.doc])/ix.avgLen)
-			scores[p.doc] += idf * tf * (k1 + 1) / (tf + norm)
+			scores[p.doc] += w * idf * tf * (k1 + 1) / (tf + norm)
 		}
-	})
+	}
 	var hits []int
 	for d, s := range scores {
 		if s > 0 {
@@ -117,6 +126,33 @@ func (ix *Index) Search(query string, limit int) []int {
 		return cmp.Compare(x, y)
 	})
 	return hits[:min(len(hits), limit)]
+}
+
+// synonymWeight is the weight of a verb a query's word stands for
+// (verbsOf), against 1 for the word itself.
+const synonymWeight = 0.5
+
+// verbsOf returns the terms of the verbs tools are usually named with
+// (create, delete, update, list, get, search, send) that term, a query's,
+// stands for in everyday words: "cancel" a meeting is to delete it,
+// "open" an issue to create it. Nothing else is expanded.
+func verbsOf(term string) []string {
+	for _, s := range [...]struct{ verb, words string }{
+		{"create", "add make new open start schedule launch write post publish book register"},
+		{"delete", "remove cancel erase wipe drop destroy discard purge"},
+		{"update", "edit change modify move rename set adjust reschedule"},
+		{"list", "show all every"},
+		{"get", "fetch read show view see details"},
+		{"search", "find look locate lookup query"},
+		{"send", "email mail"},
+	} {
+		for w := range strings.FieldsSeq(s.words) {
+			if stem(w) == term {
+				return []string{stem(s.verb)}
+			}
+		}
+	}
+	return nil
 }
 
 // eachTerm calls f with each term of s, in order.
