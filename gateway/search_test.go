@@ -305,4 +305,3 @@ func TestSearchMountRefusesACollision(t *testing.T) {
 	_, err = gateway.Mount(t.Context(), own, gateway.Config{Upstreams: []gateway.Upstream{{Name: "cat", URL: url}}, Search: true})
 	require.ErrorContains(t, err, `a tool named "search_tools" is registered already`)
 }
-
