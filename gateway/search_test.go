@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/server"
 	"github.com/vigil-mcp/vigil/server/mcptest"
 	"github.com/vigil-mcp/vigil/telemetry"
+	"github.com/vigil-mcp/vigil/transport"
 	"github.com/vigil-mcp/vigil/transport/protocol"
 	"github.com/vigil-mcp/vigil/transport/streamable"
 )
@@ -304,4 +306,62 @@ func TestSearchMountRefusesACollision(t *testing.T) {
 	}))
 	_, err = gateway.Mount(t.Context(), own, gateway.Config{Upstreams: []gateway.Upstream{{Name: "cat", URL: url}}, Search: true})
 	require.ErrorContains(t, err, `a tool named "search_tools" is registered already`)
+}
+
+// TestSearchCallToolAsks: a tool that asks its caller for input works
+// through call_tool in both eras: a 2025-11-25 session is asked on the
+// session (elicitation and sampling), and a 2026-07-28 request gets
+// input_required, whose retry through call_tool (the requestState bound
+// to the named tool's call) completes, once.
+func TestSearchCallToolAsks(t *testing.T) {
+	testkit.Watchdog(t)
+	u := startUpstream(t, "a")
+	addAsking(t, u)
+	srv := server.New()
+	g, err := gateway.Mount(t.Context(), srv, gateway.Config{Upstreams: []gateway.Upstream{{Name: "a", URL: u.url}}, Search: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close(); _ = srv.Close() })
+
+	caps := map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}}
+	session := mcptest.Connect(t, srv, mcptest.WithCapabilities(caps),
+		mcptest.WithRequestHandler(func(_ context.Context, req *transport.Request) (any, error) {
+			switch req.Method {
+			case "elicitation/create":
+				return map[string]any{"action": "accept", "content": map[string]any{"name": "Bob"}}, nil
+			case "sampling/createMessage":
+				return map[string]any{"role": "assistant", "content": map[string]string{"type": "text", "text": "hi"}, "model": "m"}, nil
+			}
+			return nil, errors.New("unexpected " + req.Method)
+		}))
+	assert.Equal(t, "hello Bob", session.CallTool("call_tool", map[string]any{"name": "ask"}).Text())
+
+	c := mcptest.Pipe(t, srv)
+	call := map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "ask", "arguments": map[string]any{}}, "_meta": meta2026(caps)}
+	c.Request(1, "tools/call", call)
+	var r inputRequired
+	require.NoError(t, json.Unmarshal(c.RecvResult(1), &r))
+	require.Equal(t, "input_required", r.ResultType)
+	require.Contains(t, r.InputRequests, "user_name")
+	call["inputResponses"] = map[string]any{
+		"user_name": map[string]any{"action": "accept", "content": map[string]any{"name": "Alice"}},
+		"greeting":  map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hi"}, "model": "m"},
+	}
+	call["requestState"] = r.RequestState
+	c.Request(2, "tools/call", call)
+	assert.Contains(t, string(c.RecvResult(2)), "hello Alice")
+	c.Request(3, "tools/call", call)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), c.RecvError(3).Code, "a requestState is used once")
+
+	// The requestState is bound to the named tool's call: a fresh one
+	// does not serve a call of another tool, and does serve a direct call
+	// of the same.
+	c.Request(4, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "ask", "arguments": map[string]any{}}, "_meta": meta2026(caps)})
+	var again inputRequired
+	require.NoError(t, json.Unmarshal(c.RecvResult(4), &again))
+	require.Equal(t, "input_required", again.ResultType)
+	other := map[string]any{"name": "hello", "arguments": map[string]any{}, "_meta": meta2026(caps), "inputResponses": call["inputResponses"], "requestState": again.RequestState}
+	c.Request(5, "tools/call", other)
+	assert.Equal(t, int64(protocol.CodeInvalidParams), c.RecvError(5).Code)
+	c.Request(6, "tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}, "_meta": meta2026(caps), "inputResponses": call["inputResponses"], "requestState": again.RequestState})
+	assert.Contains(t, string(c.RecvResult(6)), "hello Alice")
 }
