@@ -41,28 +41,20 @@ type toolSearch struct {
 // searching reports whether the search mode is on.
 func (s *Server) searching() bool { return s.search.rank.Load() != nil }
 
-// SetToolSearch serves the tools through a search, when rank is not nil:
-// tools/list then lists two tools, search_tools and call_tool, which it
-// registers (it fails, changing nothing, when a tool of either name is
-// registered already), and every registered tool stays callable by its
-// own name. search_tools takes a query (1 to 1,024 characters) and a
-// limit (1 to 10, 5 when absent) and answers the definitions (name,
-// title, description, input schema) of the tools rank picks, as
-// structured content {"tools": [...]} and as its JSON text. rank is given
-// the tools that tools/list would show the request without search
-// (WithToolAccess and SetToolView applied, the two tools left out), in
-// their listing order, and returns the indexes of the best, at most limit
-// of them, best first; indexes out of range or repeated are ignored.
-// call_tool takes a name and an arguments object: its tools/call is read,
-// as it arrives and before any middleware sees it, as a tools/call of the
-// tool named with those arguments, so that every check, limit, span,
-// metric and log is that tool's, and a tool the request may not see is
-// answered as unknown. A malformed call_tool (no name, a name over 128
-// bytes, arguments not an object, call_tool itself) is refused -32602 at
-// admission. A call through call_tool is not checked against Mcp-Param-*
-// headers: call_tool mirrors no argument. nil turns the mode off,
-// removing the two tools. rank must be safe for concurrent use. It is
-// safe for concurrent use.
+// SetToolSearch, rank not nil, makes tools/list list two tools, which it
+// registers (failing when either name is taken): search_tools (a query
+// of 1 to 1,024 characters, a limit of 1 to 10) answers the name, title,
+// description and input schema of the tools rank picks, as structured
+// content {"tools": [...]} and as its JSON text; call_tool (a name and an
+// arguments object) is read, as it arrives, before any middleware, as a
+// tools/call of the tool named, that tool's checks, telemetry and answers
+// in every respect (malformed: -32602), but for its Mcp-Param-* headers.
+// rank gets the tools tools/list would show req without search
+// (WithToolAccess and SetToolView applied, the two left out), in order,
+// and returns the indexes of at most limit of them, best first (others
+// are ignored). Every tool stays callable by its name. nil turns the
+// mode off. rank must be safe for concurrent use; so is SetToolSearch.
+// docs/gateway.md, "Search instead of the full list", has the whole story.
 func (s *Server) SetToolSearch(rank func(req *Request, tools []Tool, query string, limit int) []int) error {
 	s.search.mu.Lock()
 	defer s.search.mu.Unlock()
