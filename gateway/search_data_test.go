@@ -365,7 +365,7 @@ func generateSearchTools() []searchTool {
 // catalog, 500 tools with distinct names.
 func TestSearchDataGenerated(t *testing.T) {
 	tools := generateSearchTools()
-	require.Equal(t, 500, len(tools))
+	require.Len(t, tools, 500)
 	seen := map[string]bool{}
 	for _, tool := range tools {
 		require.False(t, seen[tool.Name], "%s twice", tool.Name)

@@ -233,7 +233,7 @@ func TestSearchCallToolIsTheToolsCall(t *testing.T) {
 	for series := range got {
 		assert.NotContains(t, series, "gen_ai_tool_name=call_tool", series)
 	}
-	assert.Equal(t, float64(1), got["mcp_gateway_upstream_calls_total{gen_ai_tool_name=git_diff,mcp_method_name=tools/call,outcome=ok,upstream=cat}"])
+	assert.InDelta(t, 1, got["mcp_gateway_upstream_calls_total{gen_ai_tool_name=git_diff,mcp_method_name=tools/call,outcome=ok,upstream=cat}"], 0)
 	assert.Equal(t, map[string]float64{"git_diff": 3}, pick(servedFrom(got, "cat"), map[string]float64{"git_diff": 0}))
 }
 
@@ -263,7 +263,7 @@ func TestSearchBounds(t *testing.T) {
 		assert.True(t, res.IsError, "%v", args)
 		assert.Contains(t, res.Text(), `invalid arguments for tool "search_tools"`)
 	}
-	assert.Len(t, searched(t, c.CallTool("search_tools", map[string]any{"query": string(long[:1024])})), 0, "1,024 characters are searched")
+	assert.Empty(t, searched(t, c.CallTool("search_tools", map[string]any{"query": string(long[:1024])})), "1,024 characters are searched")
 	assert.Len(t, searched(t, c.CallTool("search_tools", map[string]any{"query": "list"})), 5, "5 when no limit is given")
 	assert.Len(t, searched(t, c.CallTool("search_tools", map[string]any{"query": "list", "limit": 10})), 10)
 

@@ -41,9 +41,9 @@ type toolSearch struct {
 // searching reports whether the search mode is on.
 func (s *Server) searching() bool { return s.search.rank.Load() != nil }
 
-// SetToolSearch, rank not nil, makes tools/list list two tools, which it
-// registers (failing when either name is taken): search_tools (a query
-// of 1 to 1,024 characters, a limit of 1 to 10) answers the name, title,
+// SetToolSearch makes tools/list list two tools when rank is not nil,
+// which it registers (failing when either name is taken): search_tools
+// (a query of 1 to 1,024 characters, a limit of 1 to 10) answers the name, title,
 // description and input schema of the tools rank picks, as structured
 // content {"tools": [...]} and as its JSON text; call_tool (a name and an
 // arguments object) is read, as it arrives, before any middleware, as a
@@ -230,7 +230,8 @@ func unwrapCall(req *Request, p *requestParams) *Error {
 			b = append(b, val...)
 		}
 	})
-	req.Params = append(b, '}')
+	b = append(b, '}')
+	req.Params = b
 	p.Name, p.Arguments = name, args
 	req.viaCallTool = true
 	return nil

@@ -28,7 +28,7 @@ func TestSearchCallToolMirrorsNoArgument(t *testing.T) {
 		func(_ context.Context, req *server.CallToolRequest) (*server.CallToolResult, error) {
 			return server.Text("in " + string(req.Arguments)), nil
 		}))
-	require.NoError(t, srv.SetToolSearch(func(_ *server.Request, tools []server.Tool, _ string, _ int) []int { return []int{0, 0, 7, -1} }))
+	require.NoError(t, srv.SetToolSearch(func(*server.Request, []server.Tool, string, int) []int { return []int{0, 0, 7, -1} }))
 	h := streamable.New(srv)
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() { _ = h.Close(); ts.Close() })
