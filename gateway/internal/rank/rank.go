@@ -8,6 +8,7 @@ package rank
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -103,7 +104,8 @@ func (ix *Index) Search(query string, limit int) []int {
 	})
 	scores := make([]float64, len(ix.docLen))
 	n := float64(len(ix.docLen))
-	for id, w := range weights {
+	for _, id := range slices.Sorted(maps.Keys(weights)) { // one order of the sums, for the same scores each time
+		w := weights[id]
 		ps := ix.postings[id]
 		df := float64(len(ps))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
