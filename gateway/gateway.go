@@ -153,6 +153,15 @@ type Config struct {
 	// end (2 s when 0 or less). Close ends every upstream at once, so it
 	// returns within about twice StopGrace, whatever the upstreams do.
 	StopGrace time.Duration
+	// Search serves the tools through a search (docs/gateway.md, "Search
+	// instead of the full list"): tools/list lists two tools, search_tools,
+	// which answers the definitions of the tools that best match a query
+	// (BM25 over their names, descriptions and arguments, in process), and
+	// call_tool, which calls one by its name, as a call of that tool in
+	// every respect (server.Server.SetToolSearch). A caller searches what
+	// it would list. Mount fails when the server has a tool of either name
+	// already.
+	Search bool
 
 	now     func() time.Time      // the clock; nil: time.Now (tests set it: export_test.go)
 	spawned func(pid int)         // told of each spare process kept (tests set it: export_test.go)
@@ -179,6 +188,7 @@ type Gateway struct {
 	// viewIndex maps each registered tool to its upstream (views.go);
 	// written under mu.
 	viewIndex atomic.Pointer[map[string]viewEntry]
+	searching bool // Config.Search: the server's tool search is the gateway's (search.go)
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -311,6 +321,11 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	// resources, and hear them come; and an upstream's session resources
 	// are read though it lists none (unlisted.go).
 	srv.ExpectFeatures()
+	if cfg.Search {
+		if err := g.searchOn(cfg.Upstreams); err != nil { // search.go
+			return nil, err
+		}
+	}
 	for _, n := range srv.ToolNames() {
 		g.owners["tool "+strconv.Quote(n)] = "the server itself"
 	}
@@ -337,6 +352,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		for _, m := range g.mounts {
 			m.stop()
 		}
+		_ = srv.SetToolSearch(nil)
 		return nil, err
 	}
 	for _, m := range g.mounts {
@@ -942,6 +958,9 @@ func (g *Gateway) Close() error {
 	g.srv.SetResourceSubscriber(nil)
 	g.srv.SetRootsChanged(nil)
 	g.srv.SetToolWait(nil)
+	if g.searching {
+		_ = g.srv.SetToolSearch(nil)
+	}
 	var mounts sync.WaitGroup
 	for _, m := range g.mounts {
 		mounts.Go(m.close)

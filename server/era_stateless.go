@@ -89,7 +89,7 @@ func isEmptyObject(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "{}
 // checkParamHeaders compares the Mcp-Param-* headers of a tools/call with
 // the arguments they mirror; it returns why they disagree, or "".
 func (s *Server) checkParamHeaders(ctx context.Context, req *Request) string {
-	if req.Method != "tools/call" {
+	if req.Method != "tools/call" || req.viaCallTool { // call_tool mirrors no argument (tool_search.go)
 		return ""
 	}
 	rt := s.lookupFor(req, req.Name) // a refused tool is answered as unknown, later

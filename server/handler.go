@@ -66,8 +66,11 @@ type Request struct {
 	admitErr *Error // why a stateless request cannot be admitted
 	parsed   bool   // Params decoded in newRequest: args, task and round are set
 	round    bool   // Params has a member of a retried round (see plainRound)
-	args     json.RawMessage
-	task     json.RawMessage
+	// viaCallTool: a call_tool read as a call of the tool it names
+	// (tool_search.go); Params are that call's.
+	viaCallTool bool
+	args        json.RawMessage
+	task        json.RawMessage
 
 	arrival context.Context // see ArrivalContext; nil: the session's
 	inf     *inflight       // the request's place in its session while it runs; nil for a notification

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -682,6 +683,10 @@ func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *st
 	// whole and copied.
 	req.ID, req.Method, req.Params, req.Session, req.Received = m.ID, m.Method, m.Params, ss, time.Now()
 	if p, ok := readRequestParams(m, &req.Meta); ok {
+		var unwrapErr *Error
+		if m.Method == "tools/call" && p.Name == callToolName && ss.srv.searching() {
+			unwrapErr = unwrapCall(req, &p) // tool_search.go: the call of the tool it names
+		}
 		req.parsed, req.args, req.task, req.round = true, p.Arguments, p.Task, p.Round
 		switch m.Method {
 		case "tools/call", "prompts/get":
@@ -689,7 +694,7 @@ func (ss *Session) initRequest(req *Request, m *transport.Request, stateless *st
 		case "resources/read", "resources/subscribe", "resources/unsubscribe":
 			req.URI = p.URI
 		}
-		if err := overBound(m.Method, p); err != nil {
+		if err := cmp.Or(unwrapErr, overBound(m.Method, p)); err != nil {
 			// Refused at admission: no table, span or log sees the name.
 			req.Name, req.URI, req.admitErr = "", "", err
 		}

@@ -394,31 +394,14 @@ func (s *Server) registerTools() {
 }
 
 func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
-	listed := &s.tools.listed
-	if !req.ClientCapabilities.SupportsUI() {
-		listed = &s.tools.plain
-	}
-	if s.cfg.toolAccess != nil || s.toolView.Load() != nil {
-		// Filter before paginating, so that pages stay full and a cursor
-		// (the key of the last tool of its page) stays valid.
-		s.tools.mu.RLock()
-		all := *listed
-		s.tools.mu.RUnlock()
-		visible := make([]Tool, 0, len(all))
-		for i := range all {
-			if s.toolAllowed(req, &all[i]) {
-				visible = append(visible, all[i])
-			}
-		}
-		listed = &visible
-	}
 	p, err := decodeListParams(req)
 	if err != nil {
 		return nil, err
 	}
-	s.tools.mu.RLock()
-	items := *listed
-	s.tools.mu.RUnlock()
+	items := s.visibleTools(req)
+	if s.searching() {
+		items = searchListed(items) // tool_search.go
+	}
 	page, next, err := paginate(items, func(i int) string { return orderKey(items[i].order) }, p.Cursor, s.cfg.pageSize)
 	if err != nil {
 		return nil, err
@@ -427,6 +410,30 @@ func (s *Server) listTools(_ context.Context, req *Request) (any, error) {
 		Tools      []Tool `json:"tools"`
 		NextCursor string `json:"nextCursor,omitempty"`
 	}{page, next}, nil
+}
+
+// visibleTools returns the tools tools/list shows req, in their order,
+// filtered by WithToolAccess and SetToolView before paginating, so that
+// pages stay full and a cursor (the key of the last tool of its page)
+// stays valid. The result must not be modified.
+func (s *Server) visibleTools(req *Request) []Tool {
+	listed := &s.tools.listed
+	if !req.ClientCapabilities.SupportsUI() {
+		listed = &s.tools.plain
+	}
+	s.tools.mu.RLock()
+	all := *listed
+	s.tools.mu.RUnlock()
+	if s.cfg.toolAccess == nil && s.toolView.Load() == nil {
+		return all
+	}
+	visible := make([]Tool, 0, len(all))
+	for i := range all {
+		if s.toolAllowed(req, &all[i]) {
+			visible = append(visible, all[i])
+		}
+	}
+	return visible
 }
 
 func (s *Server) callTool(ctx context.Context, req *Request) (any, error) {

@@ -96,6 +96,7 @@ type config struct {
 	upstreamMaxProcesses  int           // -upstream-max-processes: processes of each stdio upstream serving one session each
 	upstreamIdle          time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
 	upstreamDropUnchecked bool          // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
+	catalogSearch         bool          // -catalog-search: list search_tools and call_tool instead of the upstreams' tools (gateway.Config.Search)
 	upstreamRequired      []string      // -upstream-required: the upstreams /readyz requires; empty, every one
 	upstreamStartTimeout  time.Duration // -upstream-start-timeout: bounds each start of an upstream (spawn, initialize, listing)
 	upstreamMaxMessage    int64         // -upstream-max-message BYTES: every upstream's bound on a message (NAME=BYTES: in upstreams)

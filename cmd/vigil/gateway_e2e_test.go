@@ -144,6 +144,7 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.Equal(t, 2*time.Minute, gc.StartTimeout)
 	assert.Equal(t, 4<<20, gc.Upstreams[0].MaxMessageBytes)
 	assert.Equal(t, int64(16<<20), gc.Upstreams[0].MaxCatalogBytes)
+	assert.False(t, gc.Search, "the full list by default")
 
 	cfg, err = parseConfig([]string{
 		"-upstream", "e=run it", "-upstream", "f=run", "-upstream", "g=run",
@@ -157,7 +158,7 @@ func TestUpstreamSessionFlags(t *testing.T) {
 
 	cfg, err = parseConfig([]string{"-upstream", "e=run it", "-upstream", "f=http://127.0.0.1:1/mcp", "-upstream-max-processes", "4", "-upstream-idle", "0", "-upstream-unchecked-tools", "drop", "-upstream-required", "f"},
 		func(k string) string {
-			return map[string]string{"VIGIL_UPSTREAM_SHARED": "true", "VIGIL_UPSTREAM_START_TIMEOUT": "5s"}[k]
+			return map[string]string{"VIGIL_UPSTREAM_SHARED": "true", "VIGIL_UPSTREAM_START_TIMEOUT": "5s", "VIGIL_CATALOG_SEARCH": "true"}[k]
 		}, io.Discard)
 	require.NoError(t, err)
 	gc = upstreamConfig(cfg, nil)
@@ -168,12 +169,14 @@ func TestUpstreamSessionFlags(t *testing.T) {
 	assert.True(t, gc.DropUncheckedTools)
 	assert.Equal(t, []string{"f"}, gc.Required)
 	assert.Equal(t, 5*time.Second, gc.StartTimeout)
+	assert.True(t, gc.Search, "-catalog-search")
 
 	for want, args := range map[string][]string{
 		"-upstream-idle, -upstream-shared: need -upstream":                                    {"-upstream-shared", "-upstream-idle", "1m"},
 		"-upstream-max-processes 0: want at least 1":                                          {"-upstream", "e=run", "-upstream-max-processes", "0"},
 		"-upstream-idle -1s: want 0 (never) or more":                                          {"-upstream", "e=run", "-upstream-idle", "-1s"},
 		"-upstream-unchecked-tools: need -upstream":                                           {"-upstream-unchecked-tools", "drop"},
+		"-catalog-search: need -upstream":                                                     {"-catalog-search"},
 		`invalid value "hide" for flag -upstream-unchecked-tools: "hide": want serve or drop`: {"-upstream", "e=run", "-upstream-unchecked-tools", "hide"},
 		"-upstream-required, -upstream-start-timeout: need -upstream":                         {"-upstream-required", "e", "-upstream-start-timeout", "1s"},
 		`-upstream-required "e,g": g is not an -upstream NAME`:                                {"-upstream", "e=run", "-upstream-required", "e,g"},

@@ -101,6 +101,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	}
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
+		Search:   cfg.catalogSearch,
 		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
@@ -141,6 +142,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 2*time.Minute, "bound each start of an upstream (its process's spawn, initialize, the first listing), logged every 10 s while under way; the default leaves room for npx -y fetching its package on a first run; one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
+	fs.BoolVar(&cfg.catalogSearch, "catalog-search", false, "list two tools instead of the upstreams' (search_tools finds the best few of them for a query, BM25 in process; call_tool calls one by its name, as a call of that tool in every respect); see docs/gateway.md, \"Search instead of the full list\"")
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -182,11 +184,11 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 
 // checkUpstreamSessions checks -upstream-shared, -upstream-max-processes,
 // -upstream-idle, -upstream-unchecked-tools, -upstream-required,
-// -upstream-start-timeout, -upstream-max-message and -upstream-max-catalog: given (in args or the environment) only with
+// -upstream-start-timeout, -upstream-max-message, -upstream-max-catalog and -catalog-search: given (in args or the environment) only with
 // -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(cfg config, src flagSource) error {
 	var given []string
-	for _, name := range []string{"upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+	for _, name := range []string{"catalog-search", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
 		if src.given[name] {
 			given = append(given, "-"+name)
 		}
