@@ -117,8 +117,9 @@ func (v *toolViews) drop(key capsKey, view *capsView) {
 
 // viewEntry is a registered tool's upstream and its own name there.
 type viewEntry struct {
-	m   *mount
-	own string
+	m    *mount
+	own  string
+	tags []string // the catalog's (endpoints.go)
 }
 
 // indexViews records which upstream serves each registered tool, for
@@ -130,7 +131,11 @@ func (g *Gateway) indexViews() {
 			continue
 		}
 		for i, t := range m.cat.tools {
-			idx[t.Name] = viewEntry{m, m.cat.toolNames[i]}
+			var tags []string
+			if tc := m.cat.curations[i]; tc != nil {
+				tags = tc.tags
+			}
+			idx[t.Name] = viewEntry{m, m.cat.toolNames[i], tags}
 		}
 	}
 	g.viewIndex.Store(&idx)
@@ -152,10 +157,14 @@ func (g *Gateway) indexViews() {
 // listed.
 func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	idx := g.viewIndex.Load()
+	endpoint := endpointOf(req.ArrivalContext()) // endpoints.go
 	if idx == nil {
-		return true
+		return endpoint == nil
 	}
 	e, ok := (*idx)[t.Name]
+	if endpoint != nil && (!ok || !endpoint.servesTool(e.m.up.Name, e.own, e.tags)) {
+		return false // a named endpoint serves only the upstreams' tools it selects
+	}
 	if !ok || e.m.up.Shared {
 		return true // not an upstream's, or one whose callers share its listing session
 	}

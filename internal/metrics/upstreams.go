@@ -48,6 +48,11 @@ const (
 	DropRefusedRequest = "refused_request" // a request of the upstream over the bound of those running at once
 	DropOversizeFrame  = "oversize_frame"  // a frame over the bound that named no call, which ended its session
 	DropStderrLine     = "stderr_line"     // a stderr line over the rate bound
+	// DropWithheldTool is a tool the operator's catalog could not serve
+	// as it says (an argument fixed or defaulted that its schema lacks; a
+	// pinned definition whose schema changed), withheld: counted once per
+	// tool and catalog, or per change.
+	DropWithheldTool = "withheld_tool"
 	// DropOversizeMessage is a message over the bound, dropped unread: the
 	// call it answered failed, a request was refused, the session lived on.
 	DropOversizeMessage = "oversize_message"
@@ -135,7 +140,8 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 		"What the gateway dropped of what an upstream sent. upstream: its name. reason: notification (too far behind), progress (of no call, or its caller too far behind), "+
 			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
 			"oversize_message (a message over the bound, dropped unread: the call it answered failed, the session lived on), "+
-			"oversize_frame (a frame over the bound that named no call, which ended the session), stderr_line (a stderr line over the rate bound).",
+			"oversize_frame (a frame over the bound that named no call, which ended the session), stderr_line (a stderr line over the rate bound), "+
+			"withheld_tool (a tool the operator's catalog could not serve as it says, not served: an argument fixed or defaulted that its schema lacks, or a pinned tool whose schema changed).",
 		[]string{up, "reason"}, nil)
 	u.state = prometheus.NewDesc(mcpconv.MetricUpstreamState,
 		"The state of an upstream: 1 for its current state, 0 for the others. upstream: its name. state: starting (a start under way: spawn, initialize, listing), "+
@@ -154,7 +160,7 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 		u.expired.WithLabelValues(n, "true")
 		u.expired.WithLabelValues(n, "false")
 		u.refused.WithLabelValues(n)
-		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeMessage, DropOversizeFrame, DropStderrLine} {
+		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeMessage, DropOversizeFrame, DropStderrLine, DropWithheldTool} {
 			u.zero[[2]string{n, r}] = 0
 		}
 	}
