@@ -97,6 +97,8 @@ type config struct {
 	upstreamIdle          time.Duration // -upstream-idle: end a session's upstream session idle for this long (0: never)
 	upstreamDropUnchecked bool          // -upstream-unchecked-tools drop: leave out the tools whose input schema cannot be compiled
 	upstreamRequired      []string      // -upstream-required: the upstreams /readyz requires; empty, every one
+	catalogFile           string        // -catalog: the operator's catalog file, read again on SIGHUP
+	catalog               *gateway.Catalog
 	upstreamStartTimeout  time.Duration // -upstream-start-timeout: bounds each start of an upstream (spawn, initialize, listing)
 	upstreamMaxMessage    int64         // -upstream-max-message BYTES: every upstream's bound on a message (NAME=BYTES: in upstreams)
 	upstreamMaxCatalog    int64         // -upstream-max-catalog BYTES: every upstream's bound on its catalog (NAME=BYTES: in upstreams)

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -72,25 +72,7 @@ func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, lo
 	for tool := range cfg.authToolScopes {
 		named = append(named, tool)
 	}
-	var pending []string
-	for _, tool := range named {
-		if _, served := slices.BinarySearch(names, tool); served || slices.Contains(pending, tool) {
-			continue
-		}
-		for _, st := range sts {
-			if st.State != gateway.StateReady && (len(sts) == 1 || strings.HasPrefix(tool, st.Name+"_")) {
-				pending = append(pending, tool)
-				logger.Warn("a tool the flags name is not checked: its upstream is not ready yet", "tool", tool, "upstream", st.Name)
-				break
-			}
-		}
-	}
-	if len(pending) == 0 {
-		return names
-	}
-	known := append(slices.Clone(names), pending...)
-	slices.Sort(known)
-	return known
+	return upstreamspec.KnownToolNames(names, named, sts, logger)
 }
 
 // upstreamConfig returns the gateway's configuration of cfg.
@@ -101,7 +83,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	}
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
-		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
+		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
 		gc.ProcessShare, gc.Caller = cfg.quotaProcessShare, callerOf
@@ -141,6 +123,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 2*time.Minute, "bound each start of an upstream (its process's spawn, initialize, the first listing), logged every 10 s while under way; the default leaves room for npx -y fetching its package on a first run; one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
+	fs.StringVar(&cfg.catalogFile, "catalog", "", "serve the upstreams' tools and prompts as the YAML `FILE` says (renamed, described, hidden, arguments fixed or defaulted) and its named endpoints at /mcp/NAME; read again on SIGHUP, a bad file logged with its line and the catalog in force kept (see docs/gateway.md)")
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -176,7 +159,9 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 	if err := checkUpstreamSessions(*cfg, src); err != nil {
 		return err
 	}
-	cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required)
+	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required); err == nil && cfg.catalogFile != "" {
+		cfg.catalog, err = catalogfile.Load(cfg.catalogFile)
+	}
 	return err
 }
 
@@ -186,7 +171,7 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 // -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(cfg config, src flagSource) error {
 	var given []string
-	for _, name := range []string{"upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+	for _, name := range []string{"catalog", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
 		if src.given[name] {
 			given = append(given, "-"+name)
 		}
@@ -231,7 +216,8 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		_ = g.Close()
 		return nil, err
 	}
-	return func() { _ = g.Close() }, nil
+	stopHUP := catalogfile.ReloadOnHUP(ctx, cfg.catalogFile, g, logger) // nothing without -catalog
+	return func() { stopHUP(); _ = g.Close() }, nil
 }
 
 // repeated returns a flag.Func that adds each value of a repeatable flag
