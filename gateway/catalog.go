@@ -22,7 +22,7 @@ import (
 type catalog struct {
 	m         *mount
 	tools     []server.Tool
-	toolNames []string // the upstream's own name of each tool
+	toolNames []string        // the upstream's own name of each tool
 	curations []*toolCuration // how the operator's catalog serves each tool; nil: as listed (curation.go)
 	prompts   []server.Prompt
 	promptOf  []string // the upstream's own name of each prompt
@@ -45,7 +45,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	m.readable.Store(caps.Resources != nil)
 	cat := &catalog{m: m}
-	cur := m.curation() // curation.go
+	cur := m.curation()                                                                     // curation.go
 	budget := m.maxCatalog() - int64(len(m.keptInstructions(s.Initialized().Instructions))) // the bytes the items of the four lists may hold, besides its instructions (instructions.go)
 	if caps.Tools != nil {
 		if err := m.listInto(ctx, s, "tools/list", "tools", &budget, func(raw json.RawMessage) error {
@@ -316,7 +316,7 @@ func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
 		// The downstream request's telemetry names the upstream.
 		t.Upstream = cat.m.up.Name
 		h := cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t), paramheader.Mirrors(t.InputSchema)) // tasks.go
-		if err := cat.addTool(srv, t, cat.curations[i].curated(h)); err != nil { // curation.go: fixed and defaulted arguments
+		if err := cat.addTool(srv, t, cat.curations[i].curated(h)); err != nil {                                     // curation.go: fixed and defaulted arguments
 			return err
 		}
 		tools = append(tools, t.Name)
