@@ -22,8 +22,9 @@ import (
 type catalog struct {
 	m         *mount
 	tools     []server.Tool
-	toolNames []string        // the upstream's own name of each tool
-	curations []*toolCuration // how the operator's catalog serves each tool; nil: as listed (curation.go)
+	toolNames []string              // the upstream's own name of each tool
+	curations []*toolCuration       // how the operator's catalog serves each tool; nil: as listed (curation.go)
+	defs      map[string]lockedTool // the definitions of a pinned upstream's tools, by served name (pinning.go)
 	prompts   []server.Prompt
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
@@ -61,6 +62,9 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			own := t.Name
 			if err := tc.shape(&t, m.prefix); err != nil {
 				m.withhold(own, err) // curation.go: logged and counted once
+				return nil
+			}
+			if !m.pin(cat, cur, &t, own) { // pinning.go
 				return nil
 			}
 			cat.toolNames = append(cat.toolNames, own)

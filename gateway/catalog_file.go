@@ -25,11 +25,13 @@ const maxCatalogFile = 4 << 20
 // arguments fixed or defaulted) and whether its definitions are pinned;
 // and the named endpoints, each serving a selection of the upstreams'
 // tools, prompts and resources to callers with its scopes. Build it with
-// [ParseCatalog]; it is immutable, safe to share.
+// [ParseCatalog], and [Catalog.WithLock] for pinning; it is immutable,
+// safe to share.
 type Catalog struct {
 	upstreams map[string]*upstreamCuration
 	endpoints map[string]*endpointSpec
 	lines     map[string]int // "upstream NAME" -> its line, for errors that need the upstreams (check)
+	lock      *lockFile      // the approved definitions (WithLock); nil: none (pinning.go)
 }
 
 // upstreamCuration is how one upstream's tools and prompts are served.

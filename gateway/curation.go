@@ -235,6 +235,11 @@ func (g *Gateway) SetCatalog(c *Catalog) error {
 	if err := c.check(ups); err != nil {
 		return err
 	}
+	if prev := g.catalog.Load(); c != nil && c.lock == nil && prev != nil {
+		with := *c
+		with.lock = prev.lock // the lock stays until one is given (WithLock)
+		c = &with
+	}
 	g.catalog.Store(c)
 	for _, m := range g.mounts {
 		m.withheld.Clear()

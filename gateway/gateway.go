@@ -209,7 +209,10 @@ type mount struct {
 	unchecked map[string]bool
 	// withheld names the tools the catalog could not serve as it says,
 	// warned about and counted once per catalog (curation.go).
-	withheld      sync.Map
+	withheld sync.Map
+	// pinned names the changes of pinned definitions told, by served name
+	// and digest, each logged and counted once (pinning.go).
+	pinned        sync.Map
 	dropUnchecked bool // Config.DropUncheckedTools
 
 	ctx          context.Context // ends when Close begins
