@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -226,4 +227,42 @@ func keysOf(m map[string]json.RawMessage) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestCatalogLockWrite: vigil -catalog-lock-write writes the lock of what
+// the pinned upstream serves, once it is ready, and exits 0; vigil then
+// serves with that lock.
+func TestCatalogLockWrite(t *testing.T) {
+	everything := everythingServer(t)
+	dir := t.TempDir()
+	file, lock := filepath.Join(dir, "catalog.yaml"), filepath.Join(dir, "catalog.lock")
+	require.NoError(t, os.WriteFile(file, []byte("upstreams:\n  everything:\n    pin: hold\n    tools:\n      echo: {name: say}\n"), 0o600))
+	out, err := exec.Command(vigilBin, "-http", "127.0.0.1:0", "-catalog", file, "-catalog-lock", lock, "-catalog-lock-write",
+		"-upstream", "everything=node "+everything).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	written, err := os.ReadFile(lock)
+	require.NoError(t, err)
+	var l struct {
+		Tools map[string]struct {
+			Upstream, Digest string
+		} `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(written, &l))
+	require.Contains(t, l.Tools, "say", "by served name")
+	assert.Equal(t, "everything", l.Tools["say"].Upstream)
+	assert.True(t, strings.HasPrefix(l.Tools["say"].Digest, "sha256:"))
+	assert.NotContains(t, l.Tools, "echo")
+
+	svc := startService(t, "-http", "127.0.0.1:0", "-catalog", file, "-catalog-lock", lock, "-upstream", "everything=node "+everything)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	svcEventually(t, "vigil is ready", 60*time.Second, func() (bool, error) {
+		resp, err := hc.Get(svc.base + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	assert.NotContains(t, svc.logs.String(), "catalog pin:", "every definition served is the lock's")
 }

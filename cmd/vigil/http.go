@@ -131,7 +131,7 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		// that checks tool scopes per message.
 		mcp = f.guarded(endpoint)
 	}
-	if g := f.gateway.Load(); g != nil && f.cfg.catalogFile != "" { // the catalog's endpoints, /mcp/NAME, as /mcp
+	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" { // the catalog's endpoints, /mcp/NAME, as /mcp
 		public = catalogfile.WithEndpoints(public, f.guarded(g.Endpoints(endpoint)))
 	}
 	return endpoint, mcp, public, nil

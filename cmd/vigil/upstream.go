@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/transport/stdio"
@@ -34,16 +33,6 @@ func upstreamWait(cfg config) time.Duration {
 	return upstreamWaitHTTP
 }
 
-// upstreamStopBudget is what -shutdown-grace keeps, after in-flight
-// requests, for ending the upstreams: a quarter of it, from 100 ms to
-// 2 s. Each stdio upstream's process gets four fifths of that to exit
-// once its input is closed (SIGTERM halfway), then it is killed; the rest
-// is vigil's own exit. In-flight requests get what is left (drainGrace):
-// shutdown ends within -shutdown-grace whatever the upstreams do.
-func upstreamStopBudget(grace time.Duration) time.Duration {
-	return min(max(grace/4, 100*time.Millisecond), 2*time.Second)
-}
-
 // drainGrace is how long in-flight requests may run after SIGTERM: the
 // whole -shutdown-grace without upstreams, else what the upstreams'
 // stop leaves of it.
@@ -51,7 +40,7 @@ func drainGrace(cfg config) time.Duration {
 	if len(cfg.upstreams) == 0 {
 		return cfg.grace
 	}
-	return max(cfg.grace-upstreamStopBudget(cfg.grace), 0)
+	return max(cfg.grace-upstreamspec.StopBudget(cfg.grace), 0)
 }
 
 // knownToolNames returns names (the tools served, sorted) and the tools
@@ -83,7 +72,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	}
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
-		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
+		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamspec.StopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
 		gc.ProcessShare, gc.Caller = cfg.quotaProcessShare, callerOf
@@ -123,7 +112,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.DurationVar(&cfg.upstreamStartTimeout, "upstream-start-timeout", 2*time.Minute, "bound each start of an upstream (its process's spawn, initialize, the first listing), logged every 10 s while under way; the default leaves room for npx -y fetching its package on a first run; one that takes longer has failed, and the upstream is started again after a backoff (1 s, doubling up to 30 s)")
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
-	fs.StringVar(&cfg.catalogFile, "catalog", "", "serve the upstreams' tools and prompts as the YAML `FILE` says (renamed, described, hidden, arguments fixed or defaulted) and its named endpoints at /mcp/NAME; read again on SIGHUP, a bad file logged with its line and the catalog in force kept (see docs/gateway.md)")
+	cfg.catalogFlags.Register(fs)
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -159,8 +148,11 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 	if err := checkUpstreamSessions(*cfg, src); err != nil {
 		return err
 	}
-	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required); err == nil && cfg.catalogFile != "" {
-		cfg.catalog, err = catalogfile.Load(cfg.catalogFile)
+	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required); err == nil {
+		err = cfg.catalogFlags.Check()
+	}
+	if err == nil {
+		cfg.catalog, err = cfg.catalogFlags.Load()
 	}
 	return err
 }
@@ -171,7 +163,7 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 // -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(cfg config, src flagSource) error {
 	var given []string
-	for _, name := range []string{"catalog", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+	for _, name := range []string{"catalog", "catalog-lock", "catalog-lock-write", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
 		if src.given[name] {
 			given = append(given, "-"+name)
 		}
@@ -216,7 +208,13 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		_ = g.Close()
 		return nil, err
 	}
-	stopHUP := catalogfile.ReloadOnHUP(ctx, cfg.catalogFile, g, logger) // nothing without -catalog
+	if cfg.catalogFlags.Write { // approve: the lock of what is served now, then exit
+		defer func() { _ = g.Close() }()
+		wctx, cancel := context.WithTimeout(ctx, cfg.upstreamStartTimeout)
+		defer cancel()
+		return nil, cfg.catalogFlags.WriteLock(wctx, g)
+	}
+	stopHUP := cfg.catalogFlags.ReloadOnHUP(ctx, g, logger) // nothing without -catalog
 	return func() { stopHUP(); _ = g.Close() }, nil
 }
 
