@@ -25,6 +25,7 @@ type catalog struct {
 	toolNames []string              // the upstream's own name of each tool
 	curations []*toolCuration       // how the operator's catalog serves each tool; nil: as listed (curation.go)
 	defs      map[string]lockedTool // the definitions of a pinned upstream's tools, by served name (pinning.go)
+	changed   []string              // the served names of those the lock did not approve, sorted (pinning.go)
 	prompts   []server.Prompt
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/vigil-mcp/vigil/server"
 )
@@ -102,6 +103,8 @@ func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own str
 	if known && approved.Upstream == m.up.Name && approved.Digest == digest {
 		return true
 	}
+	i, _ := slices.BinarySearch(cat.changed, t.Name)
+	cat.changed = slices.Insert(cat.changed, i, t.Name) // for the live page (Gateway.Upstreams)
 	what := "a tool not in the catalog lock"
 	if known {
 		what = "a tool whose definition is not the one in the catalog lock"

@@ -146,7 +146,8 @@ func TestPinWarn(t *testing.T) {
 	require.Contains(t, string(lock), `"digest": "sha256:`)
 
 	reg, logs := prometheus.NewRegistry(), newLogSink()
-	c, _, _ := pinnedGateway(t, u, pinWarnFile, lock, reg, logs)
+	c, g, _ := pinnedGateway(t, u, pinWarnFile, lock, reg, logs)
+	assert.Empty(t, g.Upstreams()[0].PinChanges)
 	for range 10 {
 		assert.JSONEq(t, `{"tenant":"acme"}`, c.CallTool("echo", nil).Text())
 	}
@@ -164,6 +165,7 @@ func TestPinWarn(t *testing.T) {
 	n, _ := logs.count("gateway: catalog pin:")
 	assert.Equal(t, 1, n, "one log line")
 	assert.InDelta(t, 1, counterValue(t, reg, "mcp_gateway_catalog_pin_changes_total", "pin", "warn"), 0, "one increment")
+	assert.Equal(t, []string{"echo"}, g.Upstreams()[0].PinChanges, "the live page's item")
 }
 
 // counterValue returns the value of the counter name whose label is
