@@ -21,6 +21,6 @@ func TestLine(t *testing.T) {
 			MeanLatency: 1234567 * time.Nanosecond,
 		}))
 	assert.Equal(t, "upstream e: ready · starts 1 · changed since the catalog lock: a, b, c, d, e and 2 more",
-		Line(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Starts: 1, PinChanges: []string{"a", "b", "c", "d", "e", "f", "g"}}),
+		Line(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Required: true, Starts: 1, PinChanges: []string{"a", "b", "c", "d", "e", "f", "g"}}),
 		"the tools changed since the catalog lock, at most 5 named")
 }
