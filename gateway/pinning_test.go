@@ -122,10 +122,16 @@ func description(c *mcptest.Client, name string) (string, bool) {
 // awaitToolsChanged waits for notifications/tools/list_changed.
 func awaitToolsChanged(t *testing.T, c *mcptest.Client) {
 	t.Helper()
+	awaitChanged(t, c, "notifications/tools/list_changed")
+}
+
+// awaitChanged waits for the list_changed notification method.
+func awaitChanged(t *testing.T, c *mcptest.Client, method string) {
+	t.Helper()
 	for {
 		n := c.RecvRequest()
 		require.Contains(t, n.Method, "/list_changed")
-		if n.Method == "notifications/tools/list_changed" {
+		if n.Method == method {
 			return
 		}
 	}
@@ -160,8 +166,7 @@ func TestPinWarn(t *testing.T) {
 	require.NoError(t, u.srv.AddPrompt(server.Prompt{Name: "unrelated"}, func(context.Context, *server.GetPromptRequest) (*server.GetPromptResult, error) {
 		return &server.GetPromptResult{}, nil
 	}))
-	for n := c.RecvRequest(); n.Method != "notifications/prompts/list_changed"; n = c.RecvRequest() {
-	} // listed again: the change is not told twice
+	awaitChanged(t, c, "notifications/prompts/list_changed") // listed again: the change is not told twice
 	n, _ := logs.count("gateway: catalog pin:")
 	assert.Equal(t, 1, n, "one log line")
 	assert.InDelta(t, 1, counterValue(t, reg, "mcp_gateway_catalog_pin_changes_total", "pin", "warn"), 0, "one increment")
