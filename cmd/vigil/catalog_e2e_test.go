@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vigil-mcp/vigil/gateway"
 	"github.com/vigil-mcp/vigil/internal/mcpconv"
+	"github.com/vigil-mcp/vigil/server"
 )
 
 // catalogFile is the catalog of TestCatalogRealServers: server-everything's
@@ -265,4 +268,30 @@ func TestCatalogLockWrite(t *testing.T) {
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	assert.NotContains(t, svc.logs.String(), "catalog pin:", "every definition served is the lock's")
+}
+
+// TestCatalogFlagsRefused: the catalog flags without what they need, and
+// a catalog file that is refused, stop vigil at start, naming the line.
+func TestCatalogFlagsRefused(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("upstreams:\n  e:\n    pins: warn\n"), 0o600))
+	unknown := filepath.Join(dir, "unknown.yaml")
+	require.NoError(t, os.WriteFile(unknown, []byte("upstreams:\n  e: {}\n  g: {}\n"), 0o600))
+	for want, args := range map[string][]string{
+		"-catalog: need -upstream":                          {"-catalog", bad},
+		"-catalog-lock: need -catalog":                      {"-upstream", "e=run", "-catalog-lock", "l"},
+		"-catalog-lock-write: need -catalog-lock":           {"-upstream", "e=run", "-catalog", bad, "-catalog-lock-write"},
+		`line 3: unknown key "pins"`:                        {"-upstream", "e=run", "-catalog", bad},
+		"-catalog: open " + filepath.Join(dir, "none.yaml"): {"-upstream", "e=run", "-catalog", filepath.Join(dir, "none.yaml")},
+	} {
+		_, err := parseConfig(args, noEnv, io.Discard)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want)
+	}
+	cfg, err := parseConfig([]string{"-upstream", "e=run", "-catalog", unknown}, noEnv, io.Discard)
+	require.NoError(t, err, "the upstreams are checked at Mount")
+	_, err = gateway.Mount(t.Context(), server.New(), upstreamConfig(cfg, nil))
+	require.ErrorContains(t, err, `line 3: upstream "g" is not one the gateway fronts`)
 }
