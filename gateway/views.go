@@ -141,11 +141,10 @@ func (g *Gateway) indexViews() {
 	g.viewIndex.Store(&idx)
 }
 
-// showsTool is the server's tool view (server.Server.SetToolView): a
-// caller of a named endpoint of the catalog (endpoints.go) sees only the
-// upstreams' tools the endpoint selects; and a caller sees, and may call,
-// the tools its upstream lists for a client
-// with the caller's capabilities, derived from at most len(viewAtoms)+1
+// showsTool is the server's tool view (server.Server.SetToolView): at a
+// catalog's endpoint (endpoints.go), only the tools it selects; and the
+// tools the upstream lists for a client with the caller's capabilities,
+// derived from at most len(viewAtoms)+1
 // listings: the baseline (a new session with the listing session's
 // capabilities) and, for each capability of the listing session the
 // caller lacks, a new session without that one. A tool is hidden when
