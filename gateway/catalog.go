@@ -63,9 +63,11 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			own := t.Name
 			if err := tc.shape(&t, m.prefix); err != nil {
 				m.withhold(own, err) // curation.go: logged and counted once
+				cat.hidden = append(cat.hidden, own)
 				return nil
 			}
 			if !m.pin(cat, cur, &t, own) { // pinning.go
+				cat.hidden = append(cat.hidden, own)
 				return nil
 			}
 			cat.toolNames = append(cat.toolNames, own)
