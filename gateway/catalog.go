@@ -22,7 +22,10 @@ import (
 type catalog struct {
 	m         *mount
 	tools     []server.Tool
-	toolNames []string // the upstream's own name of each tool
+	toolNames []string              // the upstream's own name of each tool
+	curations []*toolCuration       // how the operator's catalog serves each tool; nil: as listed (curation.go)
+	defs      map[string]lockedTool // the definitions of a pinned upstream's tools, by served name (pinning.go)
+	changed   []string              // the served names of those the lock did not approve, sorted (pinning.go)
 	prompts   []server.Prompt
 	promptOf  []string // the upstream's own name of each prompt
 	resources []server.Resource
@@ -44,6 +47,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 	_ = json.Unmarshal(s.Initialized().Capabilities, &caps)
 	m.readable.Store(caps.Resources != nil)
 	cat := &catalog{m: m}
+	cur := m.curation()                                                                     // curation.go
 	budget := m.maxCatalog() - int64(len(m.keptInstructions(s.Initialized().Instructions))) // the bytes the items of the four lists may hold, besides its instructions (instructions.go)
 	if caps.Tools != nil {
 		if err := m.listInto(ctx, s, "tools/list", "tools", &budget, func(raw json.RawMessage) error {
@@ -51,12 +55,23 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 			if err := json.Unmarshal(raw, &t); err != nil {
 				return err
 			}
-			if !m.tools.admits(t.Name) {
+			tc := cur.tool(t.Name)
+			if !m.tools.admits(t.Name) || tc != nil && tc.hide {
 				cat.hidden = append(cat.hidden, t.Name)
 				return nil
 			}
-			cat.toolNames = append(cat.toolNames, t.Name)
-			t.Name = m.prefix + t.Name
+			own := t.Name
+			if err := tc.shape(&t, m.prefix); err != nil {
+				m.withhold(own, err) // curation.go: logged and counted once
+				cat.hidden = append(cat.hidden, own)
+				return nil
+			}
+			if !m.pin(cat, cur, &t, own) { // pinning.go
+				cat.hidden = append(cat.hidden, own)
+				return nil
+			}
+			cat.toolNames = append(cat.toolNames, own)
+			cat.curations = append(cat.curations, tc)
 			t.UI, t.Meta = toolView(t.Meta) // apps.go
 			cat.tools = append(cat.tools, t)
 			return nil
@@ -71,7 +86,7 @@ func (m *mount) list(ctx context.Context, s *upstream.Session) (*catalog, error)
 				return err
 			}
 			cat.promptOf = append(cat.promptOf, p.Name)
-			p.Name = m.prefix + p.Name
+			cur.prompt(p.Name).shapePrompt(&p, m.prefix) // curation.go
 			cat.prompts = append(cat.prompts, p)
 			return nil
 		}); err != nil {
@@ -151,9 +166,10 @@ func (cat *catalog) claim(owners map[string]string, lenient bool) error {
 	}
 	var tools []server.Tool
 	var toolNames []string
+	var curations []*toolCuration
 	for i, t := range cat.tools {
 		if take("tool " + strconv.Quote(t.Name)) {
-			tools, toolNames = append(tools, t), append(toolNames, cat.toolNames[i])
+			tools, toolNames, curations = append(tools, t), append(toolNames, cat.toolNames[i]), append(curations, cat.curations[i])
 		}
 	}
 	var prompts []server.Prompt
@@ -181,6 +197,7 @@ func (cat *catalog) claim(owners map[string]string, lenient bool) error {
 			skills = append(skills, sk)
 		}
 	}
+	cat.curations = curations
 	cat.tools, cat.toolNames, cat.prompts, cat.promptOf, cat.resources, cat.templates = tools, toolNames, prompts, promptOf, resources, templates
 	cat.skills = skills
 	return err
@@ -305,7 +322,8 @@ func (cat *catalog) register(srv *server.Server, prev *catalog) (err error) {
 		}
 		// The downstream request's telemetry names the upstream.
 		t.Upstream = cat.m.up.Name
-		if err := cat.addTool(srv, t, cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t), paramheader.Mirrors(t.InputSchema))); err != nil { // tasks.go
+		h := cat.m.toolHandler(cat.toolNames[i], t.Execution, toolRetrySafe(&t), paramheader.Mirrors(t.InputSchema)) // tasks.go
+		if err := cat.addTool(srv, t, cat.curations[i].curated(h)); err != nil {                                     // curation.go: fixed and defaulted arguments
 			return err
 		}
 		tools = append(tools, t.Name)

@@ -21,12 +21,17 @@ func (cat *catalog) prints() map[string]string {
 	}
 	for i, t := range cat.tools {
 		view := t.UI != nil && cat.servesView(t.UI.ResourceURI)
+		var fixed, defaults map[string]json.RawMessage // the values the handler sets, not in the Tool's JSON (curation.go)
+		if tc := cat.curations[i]; tc != nil {
+			fixed, defaults = tc.fixed, tc.defaults
+		}
 		add("tool "+strconv.Quote(t.Name), struct {
-			Tool server.Tool
-			UI   *server.ToolUI // not in the Tool's JSON
-			Own  string
-			View bool
-		}{t, t.UI, cat.toolNames[i], view})
+			Tool            server.Tool
+			UI              *server.ToolUI // not in the Tool's JSON
+			Own             string
+			View            bool
+			Fixed, Defaults map[string]json.RawMessage
+		}{t, t.UI, cat.toolNames[i], view, fixed, defaults})
 	}
 	for i, p := range cat.prompts {
 		add("prompt "+strconv.Quote(p.Name), struct {

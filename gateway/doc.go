@@ -17,7 +17,10 @@
 //
 // One upstream's tools and prompts keep their names; with several, each
 // is named NAME_name after its upstream (templates' names too; URIs are
-// kept), and two with one name or URI are refused.
+// kept), and two with one name or URI are refused. The operator's
+// [Catalog] ([Config].Catalog) renames, describes, hides and narrows
+// them, serves named endpoints ([Gateway.Endpoints]) and pins their
+// definitions against silent changes ([Catalog.WithLock]).
 //
 // Each downstream session's calls go to an upstream session of its own (a
 // process of its own for stdio, at most [Config].MaxProcesses), opened by

@@ -147,6 +147,11 @@ type Config struct {
 	// Required names the upstreams Health requires to be ready; empty,
 	// every one. Mount fails when it names an upstream not in Upstreams.
 	Required []string
+	// Catalog, when not nil, is the operator's catalog ([ParseCatalog]):
+	// how the upstreams' tools and prompts are served, and the named
+	// endpoints ([Gateway.Endpoint]). Mount fails when it names an
+	// upstream not in Upstreams. [Gateway.SetCatalog] replaces it.
+	Catalog *Catalog
 	// StopGrace bounds how long the end of a stdio upstream's session
 	// (Close included) waits for its process to exit once its input is
 	// closed: SIGTERM to its process group at half of it, SIGKILL at its
@@ -189,6 +194,9 @@ type Gateway struct {
 	// written under mu.
 	viewIndex atomic.Pointer[map[string]viewEntry]
 	searching bool // Config.Search: the server's tool search is the gateway's (search.go)
+	// catalog is the operator's catalog now (Config.Catalog, SetCatalog);
+	// nil: every item as its upstream lists it (curation.go).
+	catalog atomic.Pointer[Catalog]
 }
 
 // mount is one upstream mounted: the catalog's session, which lists
@@ -208,7 +216,13 @@ type mount struct {
 	instructions string
 	// unchecked names the tools whose input schema the server could not
 	// compile, warned about once (see catalog.addTool); guarded by g.mu.
-	unchecked     map[string]bool
+	unchecked map[string]bool
+	// withheld names the tools the catalog could not serve as it says,
+	// warned about and counted once per catalog (curation.go).
+	withheld sync.Map
+	// pinned names the changes of pinned definitions told, by served name
+	// and digest, each logged and counted once (pinning.go).
+	pinned        sync.Map
 	dropUnchecked bool // Config.DropUncheckedTools
 
 	ctx          context.Context // ends when Close begins
@@ -303,6 +317,9 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 	if err := checkRequired(cfg.Upstreams, cfg.Required); err != nil {
 		return nil, err
 	}
+	if err := cfg.Catalog.check(cfg.Upstreams); err != nil { // catalog_file.go
+		return nil, err
+	}
 	if cfg.MaxProcesses < 1 {
 		cfg.MaxProcesses = defaultMaxProcesses
 	}
@@ -316,6 +333,7 @@ func Mount(ctx context.Context, srv *server.Server, cfg Config) (*Gateway, error
 		cfg.now = time.Now
 	}
 	g := &Gateway{srv: srv, owners: map[string]string{}, scopes: cfg.ToolScopes, mounting: true, ownInstructions: srv.Instructions()}
+	g.catalog.Store(cfg.Catalog)
 	// An upstream may be ready after the first client initializes: that
 	// client must still be told the server has tools, prompts and
 	// resources, and hear them come; and an upstream's session resources

@@ -37,6 +37,11 @@ func (m *mount) startHop(ctx context.Context, method string, params any) (contex
 	started := time.Now()
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(mcpconv.UpstreamKey.String(m.up.Name)) // the downstream request's span names its upstream
+		if req := server.RequestFromContext(ctx); req != nil {
+			if e := endpointOf(req.ArrivalContext()); e != nil {
+				span.SetAttributes(mcpconv.EndpointKey.String(e.name)) // and the catalog's endpoint it came through (endpoints.go)
+			}
+		}
 	}
 	tool := ""
 	if c, ok := params.(toolCall); ok {

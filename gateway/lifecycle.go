@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,10 @@ type UpstreamStatus struct {
 	Calls       map[string]int64
 	MeanLatency time.Duration
 	Starts      int64
+	// PinChanges names, as served, the tools of its last listing whose
+	// definition is not the one the catalog lock approved (a pinned
+	// upstream: see [Catalog.WithLock]), sorted; not in String.
+	PinChanges []string
 }
 
 // stateOf holds a mount's State, safe for concurrent use.
@@ -111,6 +116,11 @@ func (g *Gateway) Upstreams() []UpstreamStatus {
 	for _, m := range g.mounts {
 		st := UpstreamStatus{Name: m.up.Name, State: m.state.load(), Required: m.required, Starts: m.starts.Load()}
 		m.calls.fill(&st)
+		g.mu.Lock()
+		if m.cat != nil {
+			st.PinChanges = slices.Clone(m.cat.changed) // pinning.go
+		}
+		g.mu.Unlock()
 		if st.State == StateFailing {
 			st.RetryIn = m.catalog.retryIn()
 		}

@@ -22,6 +22,7 @@ type tally struct {
 	procs   map[*upstream.Process]struct{} // processes live
 
 	progress, logs atomic.Int64 // relayed notes of a call over its rate (bounded)
+	withheld       atomic.Int64 // tools the catalog withheld (curation.go)
 }
 
 // observe makes the gateway's metrics when cfg has a Registerer, and
@@ -70,6 +71,7 @@ func (g *Gateway) dropped(add func(upstream, reason string, n int64)) {
 		add(name, metrics.DropOversizeFrame, frames)
 		add(name, metrics.DropOversizeMessage, st.OversizeMessages)
 		add(name, metrics.DropStderrLine, stderr)
+		add(name, metrics.DropWithheldTool, t.withheld.Load())
 	}
 }
 

@@ -117,8 +117,9 @@ func (v *toolViews) drop(key capsKey, view *capsView) {
 
 // viewEntry is a registered tool's upstream and its own name there.
 type viewEntry struct {
-	m   *mount
-	own string
+	m    *mount
+	own  string
+	tags []string // the catalog's (endpoints.go)
 }
 
 // indexViews records which upstream serves each registered tool, for
@@ -130,15 +131,20 @@ func (g *Gateway) indexViews() {
 			continue
 		}
 		for i, t := range m.cat.tools {
-			idx[t.Name] = viewEntry{m, m.cat.toolNames[i]}
+			var tags []string
+			if tc := m.cat.curations[i]; tc != nil {
+				tags = tc.tags
+			}
+			idx[t.Name] = viewEntry{m, m.cat.toolNames[i], tags}
 		}
 	}
 	g.viewIndex.Store(&idx)
 }
 
-// showsTool is the server's tool view (server.Server.SetToolView): a
-// caller sees, and may call, the tools its upstream lists for a client
-// with the caller's capabilities, derived from at most len(viewAtoms)+1
+// showsTool is the server's tool view (server.Server.SetToolView): at a
+// catalog's endpoint (endpoints.go), only the tools it selects; and the
+// tools the upstream lists for a client with the caller's capabilities,
+// derived from at most len(viewAtoms)+1
 // listings: the baseline (a new session with the listing session's
 // capabilities) and, for each capability of the listing session the
 // caller lacks, a new session without that one. A tool is hidden when
@@ -152,10 +158,14 @@ func (g *Gateway) indexViews() {
 // listed.
 func (g *Gateway) showsTool(req *server.Request, t *server.Tool) bool {
 	idx := g.viewIndex.Load()
+	endpoint := endpointOf(req.ArrivalContext()) // endpoints.go
 	if idx == nil {
-		return true
+		return endpoint == nil
 	}
 	e, ok := (*idx)[t.Name]
+	if endpoint != nil && (!ok || !endpoint.servesTool(e.m.up.Name, e.own, e.tags)) {
+		return false // a named endpoint serves only the upstreams' tools it selects
+	}
 	if !ok || e.m.up.Shared {
 		return true // not an upstream's, or one whose callers share its listing session
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vigil-mcp/vigil"
+	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/exposure"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamspec"
 	"github.com/vigil-mcp/vigil/cmd/internal/upstreamview"
@@ -128,12 +129,24 @@ func (f *front) mcpFront(ctx context.Context, addr net.Addr, srv streamable.Serv
 		// forwarded request was counted on the replica it reached first).
 		// The guard in front of the endpoint itself (above) stays the one
 		// that checks tool scopes per message.
-		mcp = f.svc.Instrumentation.RateLimitHandler(endpoint)
-		if f.authz != nil {
-			mcp = f.authz.rs.Handler(mcp)
-		}
+		mcp = f.guarded(endpoint)
+	}
+	if g := f.gateway.Load(); g != nil && f.cfg.catalogFlags.File != "" { // the catalog's endpoints, /mcp/NAME, as /mcp
+		public = catalogfile.WithEndpoints(public, f.guarded(g.Endpoints(endpoint)))
 	}
 	return endpoint, mcp, public, nil
+}
+
+// guarded is h behind the principal's rate limit, when there is one, and
+// the guard that names the principal, when there is one.
+func (f *front) guarded(h http.Handler) http.Handler {
+	if len(rateLimitOptions(f.cfg)) > 0 {
+		h = f.svc.Instrumentation.RateLimitHandler(h)
+	}
+	if f.authz != nil {
+		h = f.authz.rs.Handler(h)
+	}
+	return h
 }
 
 // close releases the guard's verifier.

@@ -22,6 +22,7 @@ import (
 	"github.com/vigil-mcp/vigil"
 	"github.com/vigil-mcp/vigil/cmd/internal/auditlog"
 	"github.com/vigil-mcp/vigil/cmd/internal/buildversion"
+	"github.com/vigil-mcp/vigil/cmd/internal/catalogfile"
 	"github.com/vigil-mcp/vigil/cmd/internal/redislog"
 	"github.com/vigil-mcp/vigil/debugpage"
 	"github.com/vigil-mcp/vigil/internal/asyncwriter"
@@ -42,7 +43,7 @@ func main() {
 	// set before the program allocates much.
 	runtime.MemProfileRate = 0
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) || errors.Is(err, catalogfile.ErrLockWritten) {
 			os.Exit(0)
 		}
 		if errors.Is(err, errVersion) {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -34,16 +33,6 @@ func upstreamWait(cfg config) time.Duration {
 	return upstreamWaitHTTP
 }
 
-// upstreamStopBudget is what -shutdown-grace keeps, after in-flight
-// requests, for ending the upstreams: a quarter of it, from 100 ms to
-// 2 s. Each stdio upstream's process gets four fifths of that to exit
-// once its input is closed (SIGTERM halfway), then it is killed; the rest
-// is vigil's own exit. In-flight requests get what is left (drainGrace):
-// shutdown ends within -shutdown-grace whatever the upstreams do.
-func upstreamStopBudget(grace time.Duration) time.Duration {
-	return min(max(grace/4, 100*time.Millisecond), 2*time.Second)
-}
-
 // drainGrace is how long in-flight requests may run after SIGTERM: the
 // whole -shutdown-grace without upstreams, else what the upstreams'
 // stop leaves of it.
@@ -51,7 +40,7 @@ func drainGrace(cfg config) time.Duration {
 	if len(cfg.upstreams) == 0 {
 		return cfg.grace
 	}
-	return max(cfg.grace-upstreamStopBudget(cfg.grace), 0)
+	return max(cfg.grace-upstreamspec.StopBudget(cfg.grace), 0)
 }
 
 // knownToolNames returns names (the tools served, sorted) and the tools
@@ -72,25 +61,7 @@ func knownToolNames(cfg config, names []string, sts []gateway.UpstreamStatus, lo
 	for tool := range cfg.authToolScopes {
 		named = append(named, tool)
 	}
-	var pending []string
-	for _, tool := range named {
-		if _, served := slices.BinarySearch(names, tool); served || slices.Contains(pending, tool) {
-			continue
-		}
-		for _, st := range sts {
-			if st.State != gateway.StateReady && (len(sts) == 1 || strings.HasPrefix(tool, st.Name+"_")) {
-				pending = append(pending, tool)
-				logger.Warn("a tool the flags name is not checked: its upstream is not ready yet", "tool", tool, "upstream", st.Name)
-				break
-			}
-		}
-	}
-	if len(pending) == 0 {
-		return names
-	}
-	known := append(slices.Clone(names), pending...)
-	slices.Sort(known)
-	return known
+	return upstreamspec.KnownToolNames(names, named, sts, logger)
 }
 
 // upstreamConfig returns the gateway's configuration of cfg.
@@ -102,7 +73,7 @@ func upstreamConfig(cfg config, logger *slog.Logger) gateway.Config {
 	gc := gateway.Config{
 		Upstreams: cfg.upstreams, Logger: logger, MaxProcesses: cfg.upstreamMaxProcesses, IdleTimeout: idle, DropUncheckedTools: cfg.upstreamDropUnchecked,
 		Search:   cfg.catalogSearch,
-		Required: cfg.upstreamRequired, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamStopBudget(cfg.grace) * 4 / 5,
+		Required: cfg.upstreamRequired, Catalog: cfg.catalog, StartTimeout: cfg.upstreamStartTimeout, StopGrace: upstreamspec.StopBudget(cfg.grace) * 4 / 5,
 	}
 	if !cfg.stdio { // with -stdio, its one client is the only caller
 		gc.ProcessShare, gc.Caller = cfg.quotaProcessShare, callerOf
@@ -143,6 +114,7 @@ func (g *gatewayFlags) register(fs *flag.FlagSet, cfg *config) {
 	fs.Func("upstream-max-message", "bound each message an upstream sends (a stdio line, an HTTP body or SSE event), `[NAME=]BYTES`: every upstream's, or NAME's; a longer one fails the call it answers, the upstream living on (default 4194304; a result that large also needs -max-result-bytes); repeatable", repeated(&g.maxMessage))
 	fs.Func("upstream-max-catalog", "bound the bytes of an upstream's tools, prompts, resources and templates the gateway holds, `[NAME=]BYTES`: every upstream's, or NAME's; a listing over it fails (default 16777216); repeatable", repeated(&g.maxCatalog))
 	fs.BoolVar(&cfg.catalogSearch, "catalog-search", false, "list two tools instead of the upstreams' (search_tools finds the best few of them for a query, BM25 in process; call_tool calls one by its name, as a call of that tool in every respect); see docs/gateway.md, \"Search instead of the full list\"")
+	cfg.catalogFlags.Register(fs)
 	fs.DurationVar(&cfg.upstreamIdle, "upstream-idle", 5*time.Minute, "end a client session's upstream session (its stdio process) after this long without a call, give or take half of it; its next call starts a new one (0: never)")
 }
 
@@ -178,7 +150,12 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 	if err := checkUpstreamSessions(*cfg, src); err != nil {
 		return err
 	}
-	cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required)
+	if cfg.upstreamRequired, err = upstreamspec.Required(cfg.upstreams, g.required); err == nil {
+		err = cfg.catalogFlags.Check()
+	}
+	if err == nil {
+		cfg.catalog, err = cfg.catalogFlags.Load()
+	}
 	return err
 }
 
@@ -188,7 +165,7 @@ func (g *gatewayFlags) resolve(cfg *config, src flagSource) error {
 // -upstream, a positive cap and start timeout, an idle time not negative.
 func checkUpstreamSessions(cfg config, src flagSource) error {
 	var given []string
-	for _, name := range []string{"catalog-search", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
+	for _, name := range []string{"catalog", "catalog-search", "catalog-lock", "catalog-lock-write", "upstream-idle", "upstream-max-catalog", "upstream-max-message", "upstream-max-processes", "upstream-required", "upstream-shared", "upstream-start-timeout", "upstream-unchecked-tools"} {
 		if src.given[name] {
 			given = append(given, "-"+name)
 		}
@@ -233,7 +210,14 @@ func (f *front) mountUpstreams(ctx context.Context, registry prometheus.Register
 		_ = g.Close()
 		return nil, err
 	}
-	return func() { _ = g.Close() }, nil
+	if cfg.catalogFlags.Write { // approve: the lock of what is served now, then exit
+		defer func() { _ = g.Close() }()
+		wctx, cancel := context.WithTimeout(ctx, cfg.upstreamStartTimeout)
+		defer cancel()
+		return nil, cfg.catalogFlags.WriteLock(wctx, g)
+	}
+	stopHUP := cfg.catalogFlags.ReloadOnHUP(ctx, g, logger) // nothing without -catalog
+	return func() { stopHUP(); _ = g.Close() }, nil
 }
 
 // repeated returns a flag.Func that adds each value of a repeatable flag

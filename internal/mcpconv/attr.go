@@ -62,6 +62,10 @@ const (
 	// UpstreamKey names the upstream MCP server a gateway forwarded a
 	// call to (package gateway), as the operator named it.
 	UpstreamKey = attribute.Key("vigil.upstream")
+	// EndpointKey names the gateway's named endpoint (/mcp/NAME of the
+	// operator's catalog) a forwarded request came through; absent for
+	// the default endpoint. Its values are the catalog's endpoint names.
+	EndpointKey = attribute.Key("vigil.endpoint")
 )
 
 // Attribute values besides those shared with the metric labels

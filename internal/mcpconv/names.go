@@ -54,6 +54,9 @@ const (
 	MetricUpstreamExpired      = "mcp_gateway_upstream_expired_total"
 	MetricUpstreamRefused      = "mcp_gateway_upstream_refused_calls_total"
 	MetricUpstreamState        = "mcp_gateway_upstream_state"
+	// MetricCatalogPinChanges counts the changes of pinned tools against
+	// the operator's catalog lock.
+	MetricCatalogPinChanges = "mcp_gateway_catalog_pin_changes_total"
 )
 
 // LabelUpstream is the label of the gateway's metrics that names the

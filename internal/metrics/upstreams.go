@@ -48,6 +48,11 @@ const (
 	DropRefusedRequest = "refused_request" // a request of the upstream over the bound of those running at once
 	DropOversizeFrame  = "oversize_frame"  // a frame over the bound that named no call, which ended its session
 	DropStderrLine     = "stderr_line"     // a stderr line over the rate bound
+	// DropWithheldTool is a tool the operator's catalog could not serve
+	// as it says (an argument fixed or defaulted that its schema lacks; a
+	// pinned definition whose schema changed), withheld: counted once per
+	// tool and catalog, or per change.
+	DropWithheldTool = "withheld_tool"
 	// DropOversizeMessage is a message over the bound, dropped unread: the
 	// call it answered failed, a request was refused, the session lived on.
 	DropOversizeMessage = "oversize_message"
@@ -64,6 +69,7 @@ type Upstreams struct {
 	sessions *prometheus.GaugeVec
 	expired  *prometheus.CounterVec
 	refused  *prometheus.CounterVec
+	pins     *prometheus.CounterVec
 	drops    *prometheus.Desc
 	state    *prometheus.Desc
 	methods  metricsLabelSet
@@ -131,11 +137,17 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 		Name: mcpconv.MetricUpstreamRefused,
 		Help: "Calls refused before reaching a stdio upstream because each of its processes allowed (-upstream-max-processes) serves another downstream session. upstream: its name.",
 	}, []string{up})
+	u.pins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: mcpconv.MetricCatalogPinChanges,
+		Help: "Changes of an upstream's tool against the operator's catalog lock (vigil -catalog-lock), each counted once per served tool and definition: a tool not in the lock, or whose definition's digest is not the lock's. " +
+			"upstream: its name. pin: warn (served as it is now) or hold (the approved text served when only text changed, else withheld).",
+	}, []string{up, "pin"})
 	u.drops = prometheus.NewDesc(mcpconv.MetricUpstreamDropped,
 		"What the gateway dropped of what an upstream sent. upstream: its name. reason: notification (too far behind), progress (of no call, or its caller too far behind), "+
 			"late_response (an answer to no call in flight), invalid_message (not JSON-RPC), refused_request (over the upstream requests running at once), "+
 			"oversize_message (a message over the bound, dropped unread: the call it answered failed, the session lived on), "+
-			"oversize_frame (a frame over the bound that named no call, which ended the session), stderr_line (a stderr line over the rate bound).",
+			"oversize_frame (a frame over the bound that named no call, which ended the session), stderr_line (a stderr line over the rate bound), "+
+			"withheld_tool (a tool the operator's catalog could not serve as it says, not served: an argument fixed or defaulted that its schema lacks, or a pinned tool whose schema changed).",
 		[]string{up, "reason"}, nil)
 	u.state = prometheus.NewDesc(mcpconv.MetricUpstreamState,
 		"The state of an upstream: 1 for its current state, 0 for the others. upstream: its name. state: starting (a start under way: spawn, initialize, listing), "+
@@ -154,7 +166,9 @@ func NewUpstreams(codes, names []string, dropped func(add func(upstream, reason 
 		u.expired.WithLabelValues(n, "true")
 		u.expired.WithLabelValues(n, "false")
 		u.refused.WithLabelValues(n)
-		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeMessage, DropOversizeFrame, DropStderrLine} {
+		u.pins.WithLabelValues(n, "warn")
+		u.pins.WithLabelValues(n, "hold")
+		for _, r := range []string{DropNotification, DropProgress, DropLateResponse, DropInvalidMessage, DropRefusedRequest, DropOversizeMessage, DropOversizeFrame, DropStderrLine, DropWithheldTool} {
 			u.zero[[2]string{n, r}] = 0
 		}
 	}
@@ -253,6 +267,14 @@ func (u *Upstreams) Refused(upstream string) {
 	}
 }
 
+// PinChanged counts a change of one of upstream's pinned tools against
+// the catalog lock, under pin (warn or hold).
+func (u *Upstreams) PinChanged(upstream, pin string) {
+	if u != nil && (pin == "warn" || pin == "hold") {
+		u.pins.WithLabelValues(u.names.bound(upstream, mcpconv.LabelOther), pin).Inc()
+	}
+}
+
 // SessionOpened counts a session of upstream that opened.
 func (u *Upstreams) SessionOpened(upstream string) {
 	if u != nil {
@@ -275,6 +297,7 @@ func (u *Upstreams) Describe(ch chan<- *prometheus.Desc) {
 	u.sessions.Describe(ch)
 	u.expired.Describe(ch)
 	u.refused.Describe(ch)
+	u.pins.Describe(ch)
 	ch <- u.drops
 	if u.states != nil {
 		ch <- u.state
@@ -289,6 +312,7 @@ func (u *Upstreams) Collect(ch chan<- prometheus.Metric) {
 	u.sessions.Collect(ch)
 	u.expired.Collect(ch)
 	u.refused.Collect(ch)
+	u.pins.Collect(ch)
 	drops := maps.Clone(u.zero)
 	if u.dropped != nil {
 		u.dropped(func(upstream, reason string, n int64) {

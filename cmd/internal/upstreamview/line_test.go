@@ -20,4 +20,7 @@ func TestLine(t *testing.T) {
 			Calls:       map[string]int64{"not_ready": 4, "upstream_closed": 1, "tool_error": 2, "ok": 12},
 			MeanLatency: 1234567 * time.Nanosecond,
 		}))
+	assert.Equal(t, "upstream e: ready · starts 1 · changed since the catalog lock: a, b, c, d, e and 2 more",
+		Line(gateway.UpstreamStatus{Name: "e", State: gateway.StateReady, Required: true, Starts: 1, PinChanges: []string{"a", "b", "c", "d", "e", "f", "g"}}),
+		"the tools changed since the catalog lock, at most 5 named")
 }

@@ -30,13 +30,24 @@ func Lines(sts []gateway.UpstreamStatus) []string {
 	return lines
 }
 
+// maxPinNames bounds the tools Line names that changed since the catalog
+// lock was written.
+const maxPinNames = 5
+
 // Line is the live page's view of an upstream: its state, its
-// sessions started (restarts among them), its calls by outcome and their
-// mean latency; names and numbers only, as on /readyz.
+// sessions started (restarts among them), the tools changed since the
+// catalog lock was written, its calls by outcome and their mean latency;
+// names and numbers only, as on /readyz.
 func Line(st gateway.UpstreamStatus) string {
 	var b strings.Builder
 	b.WriteString(st.String())
 	fmt.Fprintf(&b, " · starts %d", st.Starts)
+	if n := len(st.PinChanges); n > 0 { // needs attention: a tool changed since the catalog lock was written
+		fmt.Fprintf(&b, " · changed since the catalog lock: %s", strings.Join(st.PinChanges[:min(n, maxPinNames)], ", "))
+		if n > maxPinNames {
+			fmt.Fprintf(&b, " and %d more", n-maxPinNames)
+		}
+	}
 	if len(st.Calls) == 0 {
 		return b.String()
 	}

@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/vigil-mcp/vigil/server"
+)
+
+// lockFile is the catalog lock (vigil -catalog-lock FILE): each pinned
+// upstream's tools as they were approved, by served name.
+type lockFile struct {
+	Tools map[string]lockedTool `json:"tools"`
+}
+
+// lockedTool is one approved definition: its upstream, its digest
+// (SHA-256 of the canonical JSON of definition) and the definition.
+type lockedTool struct {
+	Upstream   string          `json:"upstream"`
+	Digest     string          `json:"digest"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// pinnedDefinition is what a digest covers of a served tool.
+type pinnedDefinition struct {
+	Name         string                  `json:"name"`
+	Title        string                  `json:"title,omitempty"`
+	Description  string                  `json:"description,omitempty"`
+	InputSchema  json.RawMessage         `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage         `json:"outputSchema,omitempty"`
+	Annotations  *server.ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// definitionOf returns the canonical JSON of t's pinned definition (its
+// objects' members sorted, as encoding/json writes a map) and its digest.
+func definitionOf(t *server.Tool) (json.RawMessage, string, error) {
+	raw, err := json.Marshal(pinnedDefinition{t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations})
+	if err != nil {
+		return nil, "", err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, "", err
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(canon)
+	return canon, "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// WithLock returns the catalog with the lock file lock (vigil
+// -catalog-lock FILE, as [Gateway.Lock] writes it): the approved
+// definitions of the tools of each upstream whose pin is warn or hold.
+// An empty lock approves nothing. It fails for a lock that is not one.
+func (c *Catalog) WithLock(lock []byte) (*Catalog, error) {
+	out := *c
+	out.lock = &lockFile{Tools: map[string]lockedTool{}}
+	if len(bytes.TrimSpace(lock)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(lock))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(out.lock); err != nil {
+			return nil, fmt.Errorf("gateway: catalog lock: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// pin applies the upstream's pin to t, its tool as the catalog serves it
+// (own: the upstream's name of it), and records its definition in cat
+// for Gateway.Lock. It returns false when the tool is withheld: a new
+// tool, or one whose schema changed, under hold. A change (a definition
+// whose digest the lock does not hold) is logged and counted once per
+// served name and digest; under warn the tool is served as it is now;
+// under hold, when only its text changed (title, description,
+// annotations), the approved text is served instead.
+func (m *mount) pin(cat *catalog, cur *upstreamCuration, t *server.Tool, own string) bool {
+	if cur == nil || cur.pin == "" {
+		return true
+	}
+	def, digest, err := definitionOf(t)
+	if err != nil {
+		m.withhold(own, err)
+		return false
+	}
+	if cat.defs == nil {
+		cat.defs = map[string]lockedTool{}
+	}
+	cat.defs[t.Name] = lockedTool{Upstream: m.up.Name, Digest: digest, Definition: def}
+	c := m.g.catalog.Load()
+	if c == nil || c.lock == nil {
+		return true // no lock to hold the definitions to
+	}
+	approved, known := c.lock.Tools[t.Name]
+	if known && approved.Upstream == m.up.Name && approved.Digest == digest {
+		return true
+	}
+	i, _ := slices.BinarySearch(cat.changed, t.Name)
+	cat.changed = slices.Insert(cat.changed, i, t.Name) // for the live page (Gateway.Upstreams)
+	what := "a tool not in the catalog lock"
+	if known {
+		what = "a tool whose definition is not the one in the catalog lock"
+	}
+	var was pinnedDefinition
+	compatible := known && json.Unmarshal(approved.Definition, &was) == nil &&
+		jsonEqual(was.InputSchema, t.InputSchema) && jsonEqual(was.OutputSchema, t.OutputSchema)
+	decision := "served as it is now"
+	if cur.pin == pinHold {
+		decision = "withheld until the lock is rewritten"
+		if compatible {
+			decision = "served as the lock has it"
+		}
+	}
+	if _, told := m.pinned.LoadOrStore(t.Name+" "+digest, true); !told {
+		m.log.Warn("gateway: catalog pin: "+what+": "+decision, "upstream", m.up.Name, "tool", t.Name, "upstream_tool", own, "pin", cur.pin, "digest", digest, "approved_digest", approved.Digest)
+		m.g.obs.PinChanged(m.up.Name, cur.pin)
+	}
+	switch {
+	case cur.pin == pinWarn:
+		return true
+	case compatible:
+		t.Title, t.Description, t.Annotations = was.Title, was.Description, was.Annotations
+		return true
+	}
+	m.withhold(t.Name+" "+digest, fmt.Errorf("pin hold: %s", what))
+	return false
+}
+
+// jsonEqual reports whether a and b are the same JSON value (nil and
+// empty alike).
+func jsonEqual(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
+// Lock returns the catalog lock of what the upstreams whose pin is warn
+// or hold list now, as the catalog serves it (JSON, for vigil
+// -catalog-lock FILE and [Catalog.WithLock]): writing it approves every
+// definition, changed or new, each by its served name.
+func (g *Gateway) Lock() []byte {
+	g.mu.Lock()
+	lock := lockFile{Tools: map[string]lockedTool{}}
+	for _, m := range g.mounts {
+		if m.cat != nil {
+			maps.Copy(lock.Tools, m.cat.defs)
+		}
+	}
+	g.mu.Unlock()
+	out, _ := json.MarshalIndent(lock, "", "  ") // strings and JSON that decoded; a map's keys sorted
+	return append(out, '\n')
+}
