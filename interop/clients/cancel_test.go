@@ -40,6 +40,10 @@ const cutIn = 300 * time.Millisecond
 type call struct {
 	abort func()
 	done  <-chan struct{}
+	// reaped, for a killed process, is when it was reaped, read after
+	// done: its sockets close in its teardown, after its memory is
+	// freed, so its stream closed then, not at the kill.
+	reaped *time.Time
 }
 
 // startSleep starts a call of vigil's sleep tool through callSleep on a
@@ -240,6 +244,7 @@ func startKillable(t *testing.T, cmd *exec.Cmd, withGET, trigger bool) call {
 		await(first)
 	}
 	done := make(chan struct{})
+	var reaped time.Time
 	return call{
 		abort: func() {
 			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -248,8 +253,10 @@ func startKillable(t *testing.T, cmd *exec.Cmd, withGET, trigger bool) call {
 				for range lines { // drain
 				}
 				_ = cmd.Wait()
+				reaped = time.Now()
 			}()
 		},
-		done: done,
+		done:   done,
+		reaped: &reaped,
 	}
 }

@@ -26,9 +26,9 @@ const timedRounds = 10
 
 // handlerEndBudget is how soon after its stream closes a handler's context
 // must be cancelled. What the test measures also holds the client's own
-// work between the cut and the close (an event loop's turn; a killed
-// process's teardown, which comes before its sockets close) and the
-// scheduling of a shared machine: so 9 of 10 cancels, and half the kills,
+// work between the cut and the close (an event loop's turn; for a killed
+// process the time is counted from its reaping, its sockets closing in
+// its teardown) and the scheduling of a shared machine: so 9 of 10 cancels, and half the kills,
 // must end within the budget, and every cut within handlerEndCeiling. A
 // server that waited out a grace before canceling the handler fails
 // either way.
@@ -101,9 +101,9 @@ func (ts *timedServer) time(t *testing.T, start func(t *testing.T) call) []time.
 		time.Sleep(time.Until(begun.Add(cutIn))) // the scenario: a cut ~300 ms in, not an ordering
 		cut := time.Now()
 		c.abort()
+		var end time.Time
 		select {
-		case end := <-ts.ended:
-			ends = append(ends, end.Sub(cut))
+		case end = <-ts.ended:
 		case <-time.After(10 * time.Second):
 			t.Fatal("the handler's context was not cancelled within 10s of the cut")
 		}
@@ -112,6 +112,16 @@ func (ts *timedServer) time(t *testing.T, start func(t *testing.T) call) []time.
 		case <-time.After(20 * time.Second):
 			t.Fatal("the client did not finish with its call")
 		}
+		if c.reaped != nil && c.reaped.After(cut) {
+			// A killed process's stream closed in its teardown, which a
+			// loaded machine stretches (a Node heap freed first): what
+			// the server owes is counted from there, at least 0.
+			cut = *c.reaped
+			if cut.After(end) {
+				cut = end
+			}
+		}
+		ends = append(ends, end.Sub(cut))
 	}
 	slices.Sort(ends)
 	t.Logf("the handler's context ended after the cut in %v (sorted)", ends)
