@@ -20,7 +20,7 @@ import (
 	"github.com/vigil-mcp/vigil/internal/receiving"
 )
 
-// Option configures [TracerProvider], [SpanExporter] and [MeterProvider];
+// Option configures [TracerProvider], [SpanExporter] and [ExportMetrics];
 // a nil Option is ignored.
 type Option interface{ apply(*config) }
 
