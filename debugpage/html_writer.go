@@ -11,7 +11,8 @@ import (
 // The page and the trace view are written by Go code, not html/template:
 // executing a template calls reflect.Value.MethodByName with names known
 // only at run time, which makes the linker keep every exported method of
-// every type a program links (4.4 MB of the README's first program).
+// every type a program links (docs/performance.md, the README program's
+// weight).
 // htmlWriter is what keeps that code safe: each string it is given is
 // escaped unless the code says it is markup.
 

@@ -205,8 +205,8 @@ func (p *debugPage) snapshot(now time.Time, base string, f debugFilter, withTrac
 	}
 	// sort.Slice, not slices.SortFunc, for the page's large rows: each
 	// slices.SortFunc of a struct type is a generic sort of its own in
-	// every program that links the page (about 40 KB each), sort.Slice
-	// one for all.
+	// every program that links the page, sort.Slice one for all
+	// (docs/performance.md, the README program's weight).
 	sort.Slice(snap.Sessions, func(i, j int) bool {
 		a, b := &snap.Sessions[i], &snap.Sessions[j]
 		return cmp.Or(a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID)) < 0

@@ -20,7 +20,7 @@ const readmeMaxBinaryBytes = 21_000_000
 // TestReadmeProgramIsLight lists, with go list -deps, the packages the
 // README's first program links: at most readmeMaxPackages outside the
 // standard library, and no gRPC (OTLP goes over HTTP unless a program
-// asks for gRPC with package telemetry/otlpgrpc), nor anything else of
+// asks for gRPC with vigil.WithOTLPGRPC), nor anything else of
 // heavyModules; and no text/template, whose execution calls
 // reflect.Value.MethodByName with names known at run time and so makes the
 // linker keep every exported method of every linked type (4.4 MB of the

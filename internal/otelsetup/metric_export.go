@@ -28,8 +28,8 @@ const (
 // interval, and once more when it stops: the part of the SDK's periodic
 // reader that a Vigil server uses. The metrics come from the Prometheus
 // registry through producers, never from instruments of a meter provider,
-// so the SDK's meter provider (its aggregation pipelines, about 1.5 MB of
-// every program that links Vigil) is not linked.
+// so the SDK's meter provider (its aggregation pipelines, a large part of
+// every program that links Vigil: docs/performance.md) is not linked.
 type periodicExport struct {
 	exp       sdkmetric.Exporter
 	producers []sdkmetric.Producer

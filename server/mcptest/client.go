@@ -123,14 +123,15 @@ func (c *Client) SendFrame(frame []byte) {
 // answer (read it with [Client.RecvResult] and the like). params is
 // marshaled with [encoding/json], except that a string, []byte or
 // [json.RawMessage] is sent as the JSON text it holds, and nil leaves
-// params out.
+// params out. A request with another kind of id, a string one say, is
+// sent with [Client.Send] of a [transport.Request].
 func (c *Client) Request(id int64, method string, params any) {
 	c.t.Helper()
-	c.RequestID(transport.Int64ID(id), method, params)
+	c.request(transport.Int64ID(id), method, params)
 }
 
-// RequestID is [Client.Request] with any kind of id, a string one say.
-func (c *Client) RequestID(id transport.ID, method string, params any) {
+// request sends a request with id, params as for [Client.Request].
+func (c *Client) request(id transport.ID, method string, params any) {
 	c.t.Helper()
 	c.Send(&transport.Request{ID: id, Method: method, Params: c.encode(params)})
 }
@@ -272,7 +273,7 @@ func (c *Client) Call(method string, params any) (json.RawMessage, *transport.Er
 	c.nextID++
 	id := transport.Int64ID(c.nextID)
 	c.mu.Unlock()
-	c.RequestID(id, method, params)
+	c.request(id, method, params)
 	return c.await(id)
 }
 
