@@ -15,9 +15,10 @@ import (
 // fails calls t.Fatalf, so it must run on the test's goroutine, and reading
 // ([Client.Recv] and the typed calls) is for one goroutine at a time.
 type Client struct {
-	t    testing.TB
-	conn transport.Conn
-	cfg  config
+	t       testing.TB
+	outside *outsideTest // t, for a client made outside a test
+	conn    transport.Conn
+	cfg     config
 
 	mu     sync.Mutex
 	nextID int64               // the last id a typed call used
@@ -30,13 +31,18 @@ type Client struct {
 
 // NewClient returns a client on conn, before the initialize handshake
 // (see [Client.Initialize]). It closes conn when the test ends. conn must
-// not be nil.
+// not be nil; t may be, outside a test (the package doc says how).
 func NewClient(t testing.TB, conn transport.Conn, opts ...Option) *Client {
+	var outside *outsideTest
+	if t == nil {
+		outside = newOutsideTest()
+		t = outside
+	}
 	t.Helper()
 	if conn == nil {
 		t.Fatalf("mcptest: NewClient with a nil Conn")
 	}
-	c := &Client{t: t, conn: conn, cfg: newConfig(opts)}
+	c := &Client{t: t, outside: outside, conn: conn, cfg: newConfig(opts)}
 	t.Cleanup(func() { _ = conn.Close() })
 	return c
 }
@@ -46,8 +52,16 @@ func NewClient(t testing.TB, conn transport.Conn, opts ...Option) *Client {
 func (c *Client) Conn() transport.Conn { return c.conn }
 
 // Close closes the client's end of the connection: the server sees its
-// peer go away. It is idempotent.
-func (c *Client) Close() error { return c.conn.Close() }
+// peer go away. For a client made outside a test (a nil t), it then does
+// what the end of a test does: for [Pipe] and [Connect], it waits for the
+// server's Serve to return. It is idempotent.
+func (c *Client) Close() error {
+	err := c.conn.Close()
+	if c.outside != nil {
+		c.outside.end()
+	}
+	return err
+}
 
 // Wait waits for the server's Serve to return and returns its error, for a
 // client made by [Pipe] or [Connect]; it may be called any number of
