@@ -12,17 +12,17 @@ import (
 // scheme (a trace link template an operator got wrong, a value a client
 // chose) becomes the inert "#ZgotmplZ", as html/template made it.
 func TestSafeURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"/debug/vigil?key=a":                 "/debug/vigil?key=a",
-		"https://jaeger.example/trace/abc":   "https://jaeger.example/trace/abc",
-		"HTTP://grafana.example/explore?x=1": "HTTP://grafana.example/explore?x=1",
-		"javascript:alert(1)":                "#ZgotmplZ",
-		" JavaScript:alert(1)":               "#ZgotmplZ",
-		"data:text/html,<script>":            "#ZgotmplZ",
-		"?format=json":                       "?format=json",
-		"trace/0123456789abcdef:x":           "trace/0123456789abcdef:x",
+	for _, tc := range [][2]string{
+		{"/debug/vigil?key=a", "/debug/vigil?key=a"},
+		{"https://jaeger.example/trace/abc", "https://jaeger.example/trace/abc"},
+		{"HTTP://grafana.example/explore?x=1", "HTTP://grafana.example/explore?x=1"},
+		{"javascript:alert(1)", "#ZgotmplZ"},
+		{" JavaScript:alert(1)", "#ZgotmplZ"},
+		{"data:text/html,<script>", "#ZgotmplZ"},
+		{"?format=json", "?format=json"},
+		{"trace/0123456789abcdef:x", "trace/0123456789abcdef:x"},
 	} {
-		assert.Equal(t, want, safeURL(in), in)
+		assert.Equal(t, tc[1], safeURL(tc[0]), tc[0])
 	}
 }
 

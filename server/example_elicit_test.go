@@ -42,7 +42,7 @@ func ExampleElicit() {
 			fmt.Println(ask.Method, string(ask.Params))
 			return map[string]any{"action": "accept", "content": map[string]any{"email": "ada@example.com", "frequency": "daily"}}, nil
 		}))
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.CallTool("subscribe", nil).Text())
 	// Output:
 	// elicitation/create {"message":"Where should we send the newsletter?","requestedSchema":{"type":"object","properties":{"email":{"type":"string","format":"email","title":"Email"},"frequency":{"type":"string","enum":["daily","weekly"],"default":"weekly"}},"required":["email"]}}

@@ -21,7 +21,7 @@ func ExampleWithOutcomeBatches() {
 	}}
 	srv := server.New(server.WithObserver(countPings), server.WithOutcomeBatches(4, time.Hour))
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	for range 2 {
 		if _, rpcErr := c.Call("ping", nil); rpcErr != nil {
 			fmt.Println(rpcErr.Message)

@@ -36,7 +36,7 @@ func ExampleServer_AddPrompt() {
 		panic(err)
 	}
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.ListPrompts()[0].Arguments[0].Name)
 	res := c.GetPrompt("review", map[string]string{"code": "x := 1", "focus": "naming"})
 	fmt.Println(res.Messages[0].Content.(*server.TextContent).Text)

@@ -42,7 +42,7 @@ func ExampleServer_AddResourceTemplate() {
 		panic(err)
 	}
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	fmt.Println(c.ReadResource("weather://Paris/today")[0].Text)
 	_, rpcErr := c.Call("resources/read", map[string]any{"uri": "weather://Atlantis/today"})
 	fmt.Println(rpcErr.Code, rpcErr.Message)

@@ -25,7 +25,7 @@ func ExampleServer_AddSkill() {
 		return
 	}
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("skills/get", map[string]any{"uri": "skill://acme/greeting/SKILL.md"})
 	fmt.Println(string(res))
 	fmt.Printf("%q\n", c.ReadResource("skill://acme/greeting/examples/hi.txt")[0].Text)
@@ -53,7 +53,7 @@ func ExampleServer_AddSkill_dynamic() {
 		return
 	}
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("skills/list", nil)
 	fmt.Println(string(res))
 	fmt.Printf("%q\n", c.ReadResource("skill://reports/daily/SKILL.md")[0].Text)
@@ -79,7 +79,7 @@ func ExampleServer_AddSkills() {
 	fmt.Println(paths)
 	fmt.Println(srv.RemoveSkills("acme/billing/refunds"))
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	res, _ := c.Call("resources/directory/read", map[string]any{"uri": "skill://git-workflow"})
 	fmt.Println(string(res))
 	// Output:

@@ -35,7 +35,7 @@ func ExampleToolExecution() {
 	}
 
 	c := mcptest.Connect(nil, srv)
-	defer c.Close() // in a test: mcptest.Connect(t, srv) closes it at the end
+	defer func() { _ = c.Close() }() // in a test: mcptest.Connect(t, srv) closes it at the end
 	var task struct {
 		Task struct {
 			TaskID string `json:"taskId"`

@@ -29,7 +29,7 @@ func Example() {
 	}
 
 	c := mcptest.Pipe(nil, srv) // serves one session of srv over an in-memory pipe (in a test: Pipe(t, srv))
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	info := c.Initialize("2025-11-25", nil)
 	fmt.Println(info.ServerInfo.Name, info.ProtocolVersion, string(info.Capabilities))
 	fmt.Println(c.CallTool("greet", map[string]any{"name": "Ada"}).Text())

@@ -16,7 +16,6 @@ import (
 // for nil; an Example has no *testing.T, so it passes nil and closes the
 // client itself.
 func Example() {
-
 	type in struct {
 		Name string `json:"name"`
 	}
@@ -30,8 +29,8 @@ func Example() {
 			return server.Text("hello, " + args.Name), nil
 		})
 
-	c := mcptest.Connect(nil, srv) // in a test: mcptest.Connect(t, srv)
-	defer c.Close()                // in a test: done when the test ends
+	c := mcptest.Connect(nil, srv)   // in a test: mcptest.Connect(t, srv)
+	defer func() { _ = c.Close() }() // in a test: done when the test ends
 	fmt.Println(c.ListTools()[0].Description)
 	res := c.CallTool("greet", map[string]any{"name": "ada"})
 	fmt.Println(res.Text(), res.IsError)
